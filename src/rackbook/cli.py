@@ -1,0 +1,147 @@
+"""The ``rackbook`` command line. Each verb's work lives in the module named after what it holds;
+this module only parses arguments, dispatches, and turns :class:`InputError` into one
+``error:`` line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from rackbook.errors import InputError
+
+Handler = Callable[[argparse.Namespace], int]
+
+#: verb -> "module:function"; modules are imported only when their verb runs, so the trace-mode
+#: verbs never import the live harness.
+HANDLERS: dict[str, str] = {
+    "import": "rackbook.importers:cli_import",
+    "summarize": "rackbook.metrics:cli_summarize",
+    "run": "rackbook.runner:cli_run",
+    "list": "rackbook.runner:cli_list",
+    "book": "rackbook.runner:cli_book",
+    "kv-bytes": "rackbook.roofline:cli_kv_bytes",
+    "eplb": "rackbook.eplb:cli_eplb",
+    "record": "rackbook.live:cli_record",
+    "recipes": "rackbook.topology:cli_recipes",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors follow the project's one-line ``error:`` rule (exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {self.prog}: arguments: {message}\n")
+        raise SystemExit(2)
+
+
+def _label(text: str) -> tuple[str, str]:
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"label {text!r} is not KEY=VALUE")
+    key, value = text.split("=", 1)
+    return key, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="rackbook", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("import", help="convert a benchmark result into a trace folder")
+    s.add_argument("format", choices=["vllm-bench"], help="input format")
+    s.add_argument("input", help="vllm bench serve --save-result --save-detailed JSON")
+    s.add_argument("-o", "--output", required=True, help="trace folder to write")
+    s.add_argument(
+        "--label",
+        action="append",
+        type=_label,
+        default=[],
+        metavar="KEY=VALUE",
+        help="scenario key stored on every request row (repeatable)",
+    )
+    s.add_argument("--kind", choices=["recorded", "published", "synthetic"], default="recorded")
+
+    s = sub.add_parser("summarize", help="vLLM-defined metrics of a trace")
+    s.add_argument("trace", help="trace folder")
+    s.add_argument("--json", action="store_true", help="print one JSON object last")
+
+    s = sub.add_parser("run", help="execute a result's notebook with papermill")
+    s.add_argument("result", help="result name, or 'all'")
+    s.add_argument("--source", choices=["trace", "live"], default="trace")
+    s.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="notebook parameter (repeatable)",
+    )
+    s.add_argument("--out", default=None, help="output folder (default _build/executed)")
+
+    s = sub.add_parser("list", help="results, their claims and the latest verdicts")
+    s.add_argument("--out", default=None, help="where executed results live")
+
+    s = sub.add_parser("book", help="build the HTML book from executed notebooks")
+    s.add_argument("--out", default=None, help="where executed results live")
+    s.add_argument(
+        "--traces",
+        default=None,
+        help="a folder of your own traces: execute every result on them first",
+    )
+    s.add_argument("--strict", action="store_true", help="warnings are errors (-W -n)")
+
+    s = sub.add_parser("kv-bytes", help="global KV-cache bytes per token of a model")
+    s.add_argument("model", help="model id in data/models/")
+    s.add_argument("--kv-dtype", choices=["fp4", "fp8", "bf16"], default="fp4")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--context", type=int, default=None, help="also print bytes per sequence")
+
+    s = sub.add_parser("eplb", help="balancedness before and after EPLB for expert loads")
+    s.add_argument(
+        "loads",
+        help='JSON {"loads": [[tokens per logical expert] per layer]} '
+        "or Parquet with columns layer, expert, tokens",
+    )
+    s.add_argument("--ep-size", type=int, required=True, help="expert-parallel ranks (GPUs)")
+    s.add_argument("--redundant", type=int, default=0, help="redundant expert replicas")
+    s.add_argument("--groups", type=int, default=1, help="expert groups")
+    s.add_argument("--nodes", type=int, default=1, help="nodes")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("record", help="record a scenario from real vLLM servers (live mode)")
+    s.add_argument("scenario")
+    s.add_argument("--endpoint", action="append", default=[], help="running server URL")
+    s.add_argument("--serve", default=None, help="arguments for `vllm serve` to start one")
+    s.add_argument("-o", "--output", required=False, default=None, help="trace folder")
+    s.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
+    )
+    s.add_argument("--resume", action="store_true")
+
+    s = sub.add_parser("recipes", help="generate cluster recipes from the topology file")
+    s.add_argument("--topology", default="env/cluster/topology.yaml")
+    s.add_argument("-o", "--output", default="env/cluster/generated")
+    return p
+
+
+def _resolve(spec: str) -> Handler:
+    module, func = spec.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(_resolve(HANDLERS[args.verb])(args) or 0)
+    except InputError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("error: -: -: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
