@@ -1,0 +1,252 @@
+"""Importers: other tools' benchmark results into traces (:mod:`rackbook.schema`).
+
+``vllm bench serve --save-result --save-detailed`` writes one JSON per run with per-request
+arrays (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times``,
+``errors``; times in seconds) and the run's ``duration``. Each such file becomes one sweep point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook import traces
+from rackbook.errors import InputError
+
+#: Per-request arrays a detailed vLLM result must carry.
+DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")
+#: Scenario keys that map onto typed request/point columns.
+INT_LABELS = ("batch_size", "concurrency", "context_tokens", "num_gpus")
+STR_LABELS = ("engine", "config", "point_id")
+
+
+def load_json(path: str | Path) -> Any:
+    """Parse a JSON file, turning every failure into a one-line :class:`InputError`."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "-", "file does not exist")
+    if path.is_dir():
+        raise InputError(path, "-", "is a folder, expected a JSON file")
+    data = path.read_bytes()
+    if not data.strip():
+        raise InputError(path, "-", "file is empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, "-", "not text (binary file?)") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = "end of file" if exc.pos >= len(text.rstrip()) else f"line {exc.lineno}"
+        problem = "truncated JSON" if where == "end of file" else f"not valid JSON: {exc.msg}"
+        raise InputError(path, where, problem) from None
+
+
+def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> np.ndarray:
+    if not isinstance(values, list):
+        raise InputError(path, key, f"must be a list, got {type(values).__name__}")
+    if len(values) != n:
+        raise InputError(path, key, f"has {len(values)} entries, expected {n} (one per request)")
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        bad = next(i for i, v in enumerate(values) if not isinstance(v, (int, float)))
+        raise InputError(path, f"{key}[{bad}]", "not a number") from None
+    if arr.ndim != 1:
+        raise InputError(path, key, "must be a flat list of numbers")
+    if not np.isfinite(arr).all():
+        raise InputError(path, f"{key}[{int(np.argmax(~np.isfinite(arr)))}]", "NaN or infinite")
+    if (arr < 0).any():
+        raise InputError(path, f"{key}[{int(np.argmax(arr < 0))}]", "negative value")
+    if integer and (arr % 1 != 0).any():
+        raise InputError(path, f"{key}[{int(np.argmax(arr % 1 != 0))}]", "not an integer")
+    return arr
+
+
+def vllm_bench_frames(
+    path: str | Path,
+    labels: dict[str, str] | None = None,
+    point_id: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> traces.Trace:
+    """One vLLM detailed result JSON as an (un-validated) :class:`~rackbook.traces.Trace`
+    with a single point; ``run`` is left empty for the caller to fill.
+
+    ``labels`` are scenario keys (``engine``, ``config``, ``batch_size``, ``concurrency``,
+    ``context_tokens``, ``num_gpus``, or any other name, kept as a string column).
+    """
+    path = Path(path)
+    d = load_json(path) if data is None else data
+    if not isinstance(d, dict):
+        raise InputError(path, "-", f"top level must be a JSON object, got {type(d).__name__}")
+    missing = [k for k in DETAILED_KEYS if k not in d]
+    if missing:
+        hint = " (rerun vllm bench serve with --save-detailed)" if "ttfts" in missing else ""
+        raise InputError(path, missing[0], f"missing per-request array{hint}")
+    if "duration" not in d:
+        raise InputError(path, "duration", "missing")
+    dur = d["duration"]
+    if not isinstance(dur, (int, float)) or isinstance(dur, bool) or not math.isfinite(dur):
+        raise InputError(path, "duration", "must be a finite number of seconds")
+    if dur <= 0:
+        raise InputError(path, "duration", f"must be > 0 seconds, got {dur}")
+    if not isinstance(d["input_lens"], list):
+        raise InputError(path, "input_lens", "must be a list")
+    n = len(d["input_lens"])
+    inp = _num_array(path, "input_lens", d["input_lens"], n, integer=True)
+    out = _num_array(path, "output_lens", d["output_lens"], n, integer=True)
+    ttft = _num_array(path, "ttfts", d["ttfts"], n, integer=False)
+    lat = _num_array(path, "latencies", d["latencies"], n, integer=False)
+    start = (
+        _num_array(path, "start_times", d["start_times"], n, integer=False)
+        if d.get("start_times") is not None
+        else np.full(n, np.nan)
+    )
+    errors = d["errors"]
+    if not isinstance(errors, list) or len(errors) != n:
+        raise InputError(path, "errors", f"must be a list of {n} strings")
+    errs = ["" if e is None else str(e) for e in errors]
+    itls = d["itls"]
+    if not isinstance(itls, list) or len(itls) != n:
+        raise InputError(path, "itls", f"must be a list of {n} lists (one per request)")
+    success = np.array([e == "" for e in errs], dtype=bool)
+    # vLLM marks success separately from the error text; a successful request has a TTFT.
+    success &= (lat > 0) | (out > 0)
+    if (
+        "completed" in d
+        and isinstance(d["completed"], int)
+        and int(success.sum()) != d["completed"]
+    ):
+        raise InputError(
+            path,
+            "completed",
+            f"says {d['completed']} but {int(success.sum())} requests have no error",
+        )
+    if success.any() and float(np.median(lat[success])) > traces.IMPLAUSIBLE_LATENCY_S:
+        raise InputError(path, "latencies", "median over a day: looks like milliseconds")
+    bad = success & (ttft > lat + 1e-9)
+    if bad.any():
+        raise InputError(path, f"ttfts[{int(bad.argmax())}]", "larger than the request latency")
+
+    rows, gaps = [], []
+    for i, g in enumerate(itls):
+        if not isinstance(g, list):
+            raise InputError(path, f"itls[{i}]", "must be a list of seconds")
+        rows.append(np.full(len(g), i, dtype=np.int64))
+        gaps.append(g)
+    flat = [x for g in gaps for x in g]
+    itl_s = _num_array(path, "itls", flat, len(flat), integer=False) if flat else np.zeros(0)
+
+    labels = dict(labels or {})
+    pid = point_id or labels.pop("point_id", None) or path.stem
+    labels.pop("point_id", None)
+    ints: dict[str, int | None] = {k: None for k in INT_LABELS}
+    if d.get("max_concurrency") is not None:
+        ints["concurrency"] = d["max_concurrency"]
+    for k in INT_LABELS:
+        if k in labels:
+            try:
+                ints[k] = int(labels.pop(k))
+            except ValueError:
+                raise InputError(path, f"label {k}", "must be an integer") from None
+    engine = labels.pop("engine", str(d.get("backend") or "vllm"))
+    config = labels.pop("config", "default")
+    t0 = float(np.nanmin(start)) if np.isfinite(start).any() else 0.0
+    req = pd.DataFrame(
+        {
+            "request_id": [f"{pid}/{i}" for i in range(n)],
+            "point_id": pid,
+            "engine": engine,
+            "config": config,
+            "batch_size": pd.array([ints["batch_size"]] * n, dtype="Int64"),
+            "concurrency": pd.array([ints["concurrency"]] * n, dtype="Int64"),
+            "context_tokens": pd.array([ints["context_tokens"]] * n, dtype="Int64"),
+            "start_time_s": start - t0,
+            "ttft_s": ttft,
+            "e2el_s": lat,
+            "prompt_tokens": inp.astype(np.int64),
+            "cached_prompt_tokens": pd.array([None] * n, dtype="Int64"),
+            "output_tokens": out.astype(np.int64),
+            "success": success,
+            "error": errs,
+        }
+    )
+    for k, v in labels.items():
+        req[k] = v
+    gap = pd.DataFrame(
+        {
+            "request_row": np.concatenate(rows) if rows else np.zeros(0, np.int64),
+            "itl_s": itl_s,
+        }
+    )
+    pts = pd.DataFrame(
+        {
+            "point_id": [pid],
+            "engine": [engine],
+            "config": [config],
+            "batch_size": pd.array([ints["batch_size"]], dtype="Int64"),
+            "concurrency": pd.array([ints["concurrency"]], dtype="Int64"),
+            "context_tokens": pd.array([ints["context_tokens"]], dtype="Int64"),
+            "window_start_s": [0.0],
+            "duration_s": [float(dur)],
+            "num_gpus": pd.array([ints["num_gpus"]], dtype="Int64"),
+            "source": [path.name],
+        }
+    )
+    return traces.Trace({}, req, gap, pts)
+
+
+def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Provenance for an imported vLLM result (the benchmark's own settings kept verbatim)."""
+    keep = (
+        "date",
+        "backend",
+        "endpoint_type",
+        "model_id",
+        "tokenizer_id",
+        "num_prompts",
+        "request_rate",
+        "burstiness",
+        "max_concurrency",
+    )
+    settings = {k: d.get(k) for k in keep if k in d}
+    return traces.new_run_info(
+        kind=kind,
+        commands=[str(d.get("command") or f"vllm bench serve (result file {path.name})")],
+        parameters=settings,
+        engine={"name": "vllm", "version": d.get("vllm_version") or d.get("version")},
+        notes=f"imported from {path.name} by `rackbook import vllm-bench`",
+        hardware_note="hardware of the importing machine; the benchmark may have run elsewhere",
+    )
+
+
+def import_vllm_bench(
+    path: str | Path,
+    output: str | Path,
+    labels: dict[str, str] | None = None,
+    kind: str = "recorded",
+) -> traces.Trace:
+    """Convert a detailed vLLM bench JSON into a trace folder at ``output`` (atomic)."""
+    path = Path(path)
+    d = load_json(path)
+    t = vllm_bench_frames(path, labels, data=d)
+    t.run = vllm_bench_run_info(path, d, kind)
+    if kind == "synthetic":
+        t.run["generator"] = {"name": "unknown (imported)", "seed": None}
+    traces.write_trace(output, t)
+    return traces.read_trace(output)
+
+
+def cli_import(args: argparse.Namespace) -> int:
+    """``rackbook import vllm-bench RESULT.json -o TRACE_DIR [--label KEY=VALUE ...]``."""
+    t = import_vllm_bench(args.input, args.output, dict(args.label), kind=args.kind)
+    print(
+        f"wrote {args.output}: {len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
+    )
+    return 0

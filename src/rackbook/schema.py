@@ -1,0 +1,137 @@
+"""The trace format, in one place.
+
+A trace is a folder::
+
+    TRACE/
+      run.json          provenance (see RUN_FIELDS)
+      requests.parquet  one row per request (see REQUESTS)
+      itl.parquet       one row per inter-token gap (see ITL), a long table that scales
+      points.parquet    one row per sweep point / measured window (see POINTS)
+      <name>.parquet    optional extra tables (see EXTRA_TABLES)
+
+Times are seconds (float64) unless a column name says otherwise; token counts are integers.
+The book's reference page on the format is generated from this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+KINDS = ("recorded", "published", "synthetic")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a trace table: name, Arrow type name, nullability, unit and meaning."""
+
+    name: str
+    dtype: str  # "string" | "int64" | "float64" | "bool"
+    nullable: bool
+    unit: str
+    doc: str
+
+
+REQUESTS: tuple[Column, ...] = (
+    Column("request_id", "string", False, "-", "unique id of the request within the trace"),
+    Column(
+        "point_id", "string", False, "-", "sweep point (measured window) the request belongs to"
+    ),
+    Column("engine", "string", False, "-", "engine label, e.g. vllm-serve, vllm-offline"),
+    Column("config", "string", False, "-", "server configuration label (A, B, baseline, ...)"),
+    Column("batch_size", "int64", True, "requests", "fixed batch size (offline engines)"),
+    Column("concurrency", "int64", True, "requests", "client max concurrency (online engines)"),
+    Column("context_tokens", "int64", True, "tokens", "context length the scenario targets"),
+    Column("start_time_s", "float64", True, "s", "request start on the trace clock"),
+    Column("ttft_s", "float64", False, "s", "time to first token; 0 for failed requests"),
+    Column("e2el_s", "float64", False, "s", "end-to-end latency; 0 for failed requests"),
+    Column("prompt_tokens", "int64", False, "tokens", "prompt length"),
+    Column("cached_prompt_tokens", "int64", True, "tokens", "prompt tokens served from cache"),
+    Column("output_tokens", "int64", False, "tokens", "generated tokens (0 for failures)"),
+    Column("success", "bool", False, "-", "request completed without error"),
+    Column("error", "string", False, "-", "error text; empty when successful"),
+)
+
+ITL: tuple[Column, ...] = (
+    Column("request_row", "int64", False, "-", "row number of the request in requests.parquet"),
+    Column("itl_s", "float64", False, "s", "gap between consecutive streamed chunks"),
+)
+
+POINTS: tuple[Column, ...] = (
+    Column("point_id", "string", False, "-", "sweep point id"),
+    Column("engine", "string", False, "-", "engine label"),
+    Column("config", "string", False, "-", "configuration label"),
+    Column("batch_size", "int64", True, "requests", "fixed batch size"),
+    Column("concurrency", "int64", True, "requests", "client max concurrency"),
+    Column("context_tokens", "int64", True, "tokens", "target context length"),
+    Column("window_start_s", "float64", True, "s", "start of the measured window"),
+    Column("duration_s", "float64", False, "s", "length of the measured window (vLLM duration)"),
+    Column("num_gpus", "int64", True, "GPUs", "accelerators serving this point, if any"),
+    Column("source", "string", True, "-", "raw artifact the point was imported from"),
+)
+
+#: Optional tables a trace may carry, with their columns (validated when present).
+EXTRA_TABLES: dict[str, tuple[Column, ...]] = {
+    "server_metrics": (
+        Column("point_id", "string", False, "-", "sweep point"),
+        Column("server", "string", False, "-", "server URL or replica label"),
+        Column("phase", "string", False, "-", "before | after the point"),
+        Column("metric", "string", False, "-", "Prometheus metric name"),
+        Column("labels", "string", True, "-", "Prometheus labels, as text"),
+        Column("value", "float64", False, "-", "counter or gauge value"),
+    ),
+    "expert_load": (
+        Column("window", "int64", False, "-", "load window index"),
+        Column("layer", "int64", False, "-", "MoE layer index"),
+        Column("expert", "int64", False, "-", "logical expert index"),
+        Column("tokens", "float64", False, "tokens", "tokens routed to the expert"),
+    ),
+    "eplb_log": (
+        Column("step", "int64", True, "-", "engine step of the log line"),
+        Column("avg_tokens", "float64", False, "tokens", "mean tokens per EP rank"),
+        Column("max_tokens", "float64", False, "tokens", "max tokens on one EP rank"),
+        Column("balancedness", "float64", False, "-", "vLLM's logged balancedness"),
+    ),
+}
+
+TABLES: dict[str, tuple[Column, ...]] = {
+    "requests": REQUESTS,
+    "itl": ITL,
+    "points": POINTS,
+    **EXTRA_TABLES,
+}
+
+#: run.json fields: name -> (required, meaning)
+RUN_FIELDS: dict[str, tuple[bool, str]] = {
+    "schema_version": (True, f"trace format version (currently {SCHEMA_VERSION})"),
+    "trace_id": (True, "short unique id of the trace"),
+    "kind": (True, "recorded | published | synthetic"),
+    "created": (True, "creation time, ISO 8601 UTC"),
+    "project_commit": (True, "git commit of this project that wrote the trace"),
+    "hardware": (True, "inventory: cpu model, cores, memory, GPUs (nvidia-smi), host count"),
+    "engine": (True, "engine name and version, e.g. {name: vllm, version: 0.32.0}"),
+    "versions": (False, "versions of other software involved"),
+    "commands": (True, "exact server and client commands, in order (secrets redacted)"),
+    "parameters": (True, "scenario parameters"),
+    "environment": (False, "environment variables that change behaviour (secrets redacted)"),
+    "generator": (False, "for synthetic traces: generator name and seed (then required)"),
+    "clock": (False, "what start_time_s is measured against"),
+    "duty_cycle": (False, "time inside measured windows over wall time after server start"),
+    "notes": (False, "free text: what the trace can and cannot show"),
+}
+
+
+def markdown_reference() -> str:
+    """The trace format as Markdown tables (for the book's reference page)."""
+    out = [__doc__.strip().split("\n\n")[0], ""]
+    out.append("## run.json\n\n| field | required | meaning |\n|---|---|---|")
+    out += [f"| `{k}` | {'yes' if r else 'no'} | {d} |" for k, (r, d) in RUN_FIELDS.items()]
+    for table, cols in TABLES.items():
+        opt = " (optional)" if table in EXTRA_TABLES else ""
+        out += ["", f"## {table}.parquet{opt}", "", "| column | type | null | unit | meaning |"]
+        out.append("|---|---|---|---|---|")
+        out += [
+            f"| `{c.name}` | {c.dtype} | {'yes' if c.nullable else 'no'} | {c.unit} | {c.doc} |"
+            for c in cols
+        ]
+    return "\n".join(out) + "\n"

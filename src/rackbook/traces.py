@@ -1,0 +1,416 @@
+"""Reading, validating and writing trace folders (format: :mod:`rackbook.schema`)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import getpass
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rackbook import schema
+from rackbook.errors import InputError
+from rackbook.fsio import atomic_dir
+from rackbook.paths import ROOT
+
+_ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
+
+#: A successful request slower than this (seconds) is taken as a unit error (ms given as s).
+IMPLAUSIBLE_LATENCY_S = 86_400.0
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+
+
+@dataclass
+class Trace:
+    """A trace in memory: provenance plus its tables (pandas DataFrames)."""
+
+    run: dict[str, Any]
+    requests: pd.DataFrame
+    itl: pd.DataFrame
+    points: pd.DataFrame
+    extra: dict[str, pd.DataFrame] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def trace_id(self) -> str:
+        return str(self.run.get("trace_id", ""))
+
+    @property
+    def kind(self) -> str:
+        return str(self.run.get("kind", ""))
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+def project_commit() -> str:
+    """This project's git commit (with ``+dirty`` when the tree has changes), or ``unknown``."""
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def hardware_inventory() -> dict[str, Any]:
+    """CPU model, logical cores, memory (bytes), host name and GPUs (``nvidia-smi``, if any)."""
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = None
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        pass
+    gpus: list[dict[str, str]] = []
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                [
+                    "nvidia-smi",
+                    "--query-gpu=name,memory.total,driver_version",
+                    "--format=csv,noheader",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            ).stdout
+            for line in out.strip().splitlines():
+                name, memory, driver = (x.strip() for x in line.split(","))
+                gpus.append({"name": name, "memory": memory, "driver": driver})
+        except (OSError, subprocess.SubprocessError, ValueError):
+            pass
+    return {
+        "cpu_model": cpu,
+        "cpu_cores": os.cpu_count(),
+        "memory_bytes": mem,
+        "host": platform.node(),
+        "hosts": 1,
+        "gpus": gpus,
+        "machine": platform.machine(),
+    }
+
+
+def redact_env(
+    env: dict[str, str] | None = None,
+    prefixes: tuple[str, ...] = (
+        "VLLM_",
+        "HF_",
+        "TRANSFORMERS_",
+        "OMP_",
+        "CUDA_",
+        "RACKBOOK_",
+        "DO_NOT_TRACK",
+    ),
+) -> dict[str, str]:
+    """Behaviour-changing environment variables with secrets replaced by ``<redacted>``."""
+    env = dict(os.environ if env is None else env)
+    return {
+        k: ("<redacted>" if _SECRET_NAME.search(k) else v)
+        for k, v in sorted(env.items())
+        if k.startswith(prefixes)
+    }
+
+
+def new_run_info(
+    *,
+    kind: str,
+    commands: list[str],
+    parameters: dict[str, Any],
+    engine: dict[str, Any],
+    generator: dict[str, Any] | None = None,
+    notes: str = "",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A complete ``run.json`` dict with provenance filled in from this machine."""
+    run = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "trace_id": uuid.uuid4().hex[:12],
+        "kind": kind,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "project_commit": project_commit(),
+        "hardware": hardware_inventory(),
+        "engine": engine,
+        "commands": commands,
+        "parameters": parameters,
+        "environment": redact_env(),
+        "notes": notes,
+        "recorded_by": getpass.getuser() if kind == "recorded" else None,
+    }
+    if generator is not None:
+        run["generator"] = generator
+    run.update(extra)
+    return run
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _check_run(run: Any, where: Path | str) -> None:
+    if not isinstance(run, dict):
+        raise InputError(where, "run.json", f"must be a JSON object, got {type(run).__name__}")
+    for name, (required, _doc) in schema.RUN_FIELDS.items():
+        if required and name not in run:
+            raise InputError(where, f"run.json.{name}", "missing required field")
+    if run["kind"] not in schema.KINDS:
+        raise InputError(
+            where, "run.json.kind", f"{run['kind']!r} is not one of {', '.join(schema.KINDS)}"
+        )
+    if run["kind"] == "synthetic":
+        gen = run.get("generator")
+        if not isinstance(gen, dict) or "name" not in gen or "seed" not in gen:
+            raise InputError(
+                where, "run.json.generator", "a synthetic trace must name its generator and seed"
+            )
+    if not isinstance(run["commands"], list):
+        raise InputError(where, "run.json.commands", "must be a list of command lines")
+    if not isinstance(run["parameters"], dict):
+        raise InputError(where, "run.json.parameters", "must be an object")
+
+
+def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
+    """Check ``df`` has the table's columns with usable types; return it with exact dtypes.
+
+    Extra columns are kept (scenario labels). Raises :class:`InputError` naming the column.
+    """
+    cols = schema.TABLES[table]
+    out = df.copy()
+    for c in cols:
+        fname = f"{table}.{c.name}"
+        if c.name not in out.columns:
+            if c.nullable:
+                out[c.name] = pd.NA
+            else:
+                raise InputError(where, fname, "missing column")
+        s = out[c.name]
+        if not c.nullable and s.isna().any():
+            raise InputError(where, fname, f"missing value in row {int(s.isna().argmax())}")
+        try:
+            if c.dtype == "string":
+                out[c.name] = s.astype("string")
+            elif c.dtype == "int64":
+                num = pd.to_numeric(s, errors="raise")
+                if (num.dropna() % 1 != 0).any():
+                    raise ValueError("non-integer value")
+                out[c.name] = num.astype("Int64" if c.nullable else "int64")
+            elif c.dtype == "float64":
+                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64")
+            elif c.dtype == "bool":
+                if s.dtype != bool and not set(s.dropna().unique()) <= {True, False}:
+                    raise ValueError("not a boolean")
+                out[c.name] = s.astype(bool)
+        except (ValueError, TypeError) as exc:
+            raise InputError(where, fname, f"expected {c.dtype}: {exc}") from None
+        if c.dtype == "float64":
+            vals = out[c.name].to_numpy()
+            bad = ~np.isfinite(vals) & ~np.isnan(vals) if c.nullable else ~np.isfinite(vals)
+            if bad.any():
+                raise InputError(where, fname, f"non-finite value in row {int(bad.argmax())}")
+    return out
+
+
+def validate(trace: Trace, where: Path | str | None = None) -> Trace:
+    """Check a trace's provenance, tables and cross-table consistency; return it conformed."""
+    where = where or trace.path or "<trace>"
+    _check_run(trace.run, where)
+    req = conform(trace.requests, "requests", where)
+    itl = conform(trace.itl, "itl", where)
+    pts = conform(trace.points, "points", where)
+    extra = {k: conform(v, k, where) for k, v in trace.extra.items() if k in schema.EXTRA_TABLES}
+    extra.update({k: v for k, v in trace.extra.items() if k not in schema.EXTRA_TABLES})
+
+    dup = req["request_id"].duplicated()
+    if dup.any():
+        raise InputError(
+            where, "requests.request_id", f"duplicate id {req['request_id'][dup].iloc[0]!r}"
+        )
+    if pts["point_id"].duplicated().any():
+        raise InputError(where, "points.point_id", "duplicate point id")
+    unknown = set(req["point_id"].unique()) - set(pts["point_id"].unique())
+    if unknown:
+        raise InputError(
+            where, "requests.point_id", f"point {sorted(unknown)[0]!r} is not in points.parquet"
+        )
+    for col in ("ttft_s", "e2el_s", "prompt_tokens", "output_tokens"):
+        neg = req[col] < 0
+        if neg.any():
+            raise InputError(where, f"requests.{col}", f"negative value in row {int(neg.argmax())}")
+    if (req["cached_prompt_tokens"].dropna() < 0).any():
+        raise InputError(where, "requests.cached_prompt_tokens", "negative value")
+    ok = req["success"].to_numpy()
+    if (req["ttft_s"].to_numpy()[ok] > req["e2el_s"].to_numpy()[ok] + 1e-9).any():
+        row = int(np.flatnonzero(ok & (req["ttft_s"] > req["e2el_s"] + 1e-9).to_numpy())[0])
+        raise InputError(where, "requests.ttft_s", f"larger than e2el_s in row {row}")
+    if ok.any() and float(np.median(req["e2el_s"].to_numpy()[ok])) > IMPLAUSIBLE_LATENCY_S:
+        raise InputError(
+            where,
+            "requests.e2el_s",
+            "median latency over a day: values look like milliseconds, not seconds",
+        )
+    if (pts["duration_s"] <= 0).any():
+        raise InputError(
+            where,
+            "points.duration_s",
+            f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
+        )
+    if len(itl):
+        rows = itl["request_row"].to_numpy()
+        if rows.min() < 0 or rows.max() >= len(req):
+            raise InputError(where, "itl.request_row", "refers to a request row that is absent")
+        neg = (itl["itl_s"] < 0).to_numpy()
+        if neg.any():
+            raise InputError(where, "itl.itl_s", f"negative gap in row {int(neg.argmax())}")
+    return Trace(trace.run, req, itl, pts, extra, trace.path)
+
+
+# ----------------------------------------------------------------------------- read / write
+
+
+def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
+    known = {c.name: c for c in schema.TABLES.get(table, ())}
+    fields = []
+    for name in df.columns:
+        c = known.get(name)
+        typ = _ARROW[c.dtype] if c else None
+        fields.append(pa.field(name, typ) if typ is not None else None)
+    arrays = {}
+    for name, f in zip(df.columns, fields, strict=True):
+        s = df[name]
+        arrays[name] = pa.array(s, type=f.type if f is not None else None, from_pandas=True)
+    return pa.table(arrays)
+
+
+def write_trace(path: str | Path, trace: Trace, *, overwrite: bool = True) -> Path:
+    """Validate and write ``trace`` to folder ``path`` atomically (temporary folder, rename)."""
+    path = Path(path)
+    t = validate(trace, where=path)
+    with atomic_dir(path, overwrite=overwrite) as tmp:
+        (tmp / "run.json").write_text(
+            json.dumps(t.run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
+        )
+        tables = {"requests": t.requests, "itl": t.itl, "points": t.points, **t.extra}
+        for name, df in tables.items():
+            pq.write_table(_to_arrow(df, name), tmp / f"{name}.parquet", compression="zstd")
+    t.path = path
+    return path
+
+
+def read_run(path: str | Path) -> dict[str, Any]:
+    """Only ``run.json`` of a trace folder (validated)."""
+    path = Path(path)
+    f = path / "run.json"
+    if not path.is_dir():
+        raise InputError(
+            path,
+            "-",
+            "trace folder does not exist"
+            if not path.exists()
+            else "not a folder (a trace is a folder with run.json and Parquet tables)",
+        )
+    if not f.is_file():
+        raise InputError(f, "-", "missing run.json")
+    try:
+        run = json.loads(f.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f, "-", "not text (binary file?)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    _check_run(run, f)
+    return run
+
+
+def _read_table(path: Path, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+    f = path / f"{name}.parquet"
+    if not f.is_file():
+        raise InputError(f, "-", f"missing table {name}.parquet")
+    try:
+        return pq.read_table(f, columns=columns).to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+
+
+def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
+    """Read and validate a trace folder. ``itl=False`` skips the (large) gap table."""
+    path = Path(path)
+    run = read_run(path)
+    req = _read_table(path, "requests")
+    gaps = (
+        _read_table(path, "itl")
+        if itl
+        else pd.DataFrame(
+            {"request_row": pd.Series([], dtype="int64"), "itl_s": pd.Series([], dtype="float64")}
+        )
+    )
+    pts = _read_table(path, "points")
+    extra = {}
+    for f in sorted(path.glob("*.parquet")):
+        if f.stem not in ("requests", "itl", "points"):
+            extra[f.stem] = _read_table(path, f.stem)
+    return validate(Trace(run, req, gaps, pts, extra, path), where=path)
+
+
+def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
+    """Merge traces (e.g. points or client shards) into one; ITL rows are re-indexed."""
+    reqs, gaps, pts = [], [], []
+    extra: dict[str, list[pd.DataFrame]] = {}
+    offset = 0
+    for t in traces:
+        reqs.append(t.requests)
+        g = t.itl.copy()
+        g["request_row"] = g["request_row"] + offset
+        gaps.append(g)
+        pts.append(t.points)
+        offset += len(t.requests)
+        for k, v in t.extra.items():
+            extra.setdefault(k, []).append(v)
+    return Trace(
+        run,
+        pd.concat(reqs, ignore_index=True),
+        pd.concat(gaps, ignore_index=True),
+        pd.concat(pts, ignore_index=True),
+        {k: pd.concat(v, ignore_index=True) for k, v in extra.items()},
+    )
+
+
+def hardware_label(run: dict[str, Any]) -> str:
+    """Short description of where a trace was measured, e.g. ``2-core Intel Xeon CPU, no GPU``."""
+    hw = run.get("hardware") or {}
+    gpus = hw.get("gpus") or []
+    hosts = hw.get("hosts") or 1
+    if gpus:
+        names = sorted({g.get("name", "GPU") for g in gpus})
+        core = f"{len(gpus)} x {', '.join(names)}"
+    else:
+        cpu = hw.get("cpu_model") or "unknown CPU"
+        core = f"{hw.get('cpu_cores', '?')}-core {cpu}, no GPU"
+    return core + (f", {hosts} hosts" if hosts and hosts > 1 else "")

@@ -1,0 +1,68 @@
+"""Metrics against hand-computed values (vLLM's definitions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import small_result
+
+from rackbook.importers import vllm_bench_frames
+from rackbook.metrics import summarize, tpot_s
+from rackbook.traces import new_run_info, validate
+
+
+def _trace(tmp_path, d):
+    p = tmp_path / "r.json"
+    t = vllm_bench_frames(p, {"engine": "e"}, data=d)
+    t.run = new_run_info(kind="recorded", commands=["x"], parameters={}, engine={"name": "t"})
+    return validate(t)
+
+
+def test_counts_and_throughputs(tmp_path):
+    s = summarize(_trace(tmp_path, small_result()))
+    assert s["completed"] == 2 and s["failed"] == 1
+    assert s["total_input_tokens"] == 30  # failed request's 30 prompt tokens not counted
+    assert s["total_output_tokens"] == 6
+    assert s["request_throughput"] == pytest.approx(1.0)
+    assert s["output_throughput"] == pytest.approx(3.0)
+    assert s["total_token_throughput"] == pytest.approx(18.0)
+
+
+def test_latency_statistics(tmp_path):
+    s = summarize(_trace(tmp_path, small_result()))
+    assert s["mean_ttft_ms"] == pytest.approx(150.0)
+    assert s["median_ttft_ms"] == pytest.approx(150.0)
+    assert s["std_ttft_ms"] == pytest.approx(50.0)  # population std, as np.std
+    assert s["p99_ttft_ms"] == pytest.approx(199.0)  # linear interpolation
+    # TPOT: (0.7-0.1)/3 = 0.2 s and (0.6-0.2)/1 = 0.4 s
+    assert s["mean_tpot_ms"] == pytest.approx(300.0)
+    # ITL pooled over successful requests: 0.1, 0.2, 0.3, 0.4
+    assert s["mean_itl_ms"] == pytest.approx(250.0)
+    assert s["p90_itl_ms"] == pytest.approx(370.0)
+    assert s["mean_e2el_ms"] == pytest.approx(650.0)
+
+
+def test_tpot_skips_single_token_requests():
+    t = tpot_s(np.array([0.1, 0.1]), np.array([0.5, 0.9]), np.array([1, 5]))
+    assert t.tolist() == pytest.approx([0.2])
+
+
+def test_all_failed_gives_zeros_like_vllm(tmp_path):
+    d = small_result(errors=["a", "b", "c"], completed=0)
+    s = summarize(_trace(tmp_path, d))
+    assert s["completed"] == 0 and s["failed"] == 3
+    assert s["mean_ttft_ms"] == 0.0 and s["output_throughput"] == 0.0
+
+
+def test_points_are_summarised_separately(tmp_path):
+    from rackbook.traces import concat
+
+    a = vllm_bench_frames(tmp_path / "a.json", {"batch_size": "2"}, data=small_result())
+    b = vllm_bench_frames(tmp_path / "b.json", {"batch_size": "4"}, data=small_result(duration=4.0))
+    run = new_run_info(kind="recorded", commands=[], parameters={}, engine={})
+    s = summarize(validate(concat([a, b], run)))
+    assert [p["batch_size"] for p in s["points"]] == [2, 4]
+    assert s["duration"] == pytest.approx(6.0)
+    assert s["points"][1]["output_throughput"] == pytest.approx(1.5)
+    assert s["completed"] == 4
+    assert s["mean_itl_ms"] == pytest.approx(250.0)
