@@ -1,0 +1,464 @@
+"""The claims registry: every published number of the six results, with scope and source.
+
+The registry lives in ``data/claims.yaml`` (see the comment block at its top for conventions).
+:func:`load_claims` reads and validates it; any problem raises one :class:`InputError` naming the
+file, the entry (``claims[<id>]``, or ``claims[<index>]`` when the entry has no usable id) and the
+field path, e.g. ``data/claims.yaml: claims[rack-scaling.cost].unit: field required``.
+
+Units are those of each claim's ``unit`` field (``%``, ``tok/s``, ``ms``, ``B/token``, ``x``,
+``$/GPU-hour``, ``1`` for dimensionless); token counts are tokens, GPU counts are GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from rackbook import paths
+from rackbook.errors import InputError
+
+Status = Literal["located", "not-located", "partly-located"]
+Comparison = Literal["bound", "range", "ratio", "equal"]
+
+_ERROR_TYPE = "rackbook_field"  # custom pydantic error carrying a field path in ctx["field"]
+
+
+def _field_error(field: str, problem: str) -> PydanticCustomError:
+    """A validation error that names the field (relative to the model) it is about."""
+    return PydanticCustomError(_ERROR_TYPE, "{problem}", {"problem": problem, "field": field})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Range(_Model):
+    """A published interval, ``low < high``, in the claim's unit."""
+
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Range:
+        if not self.low < self.high:
+            raise _field_error("high", f"high ({self.high:g}) must be above low ({self.low:g})")
+        return self
+
+
+class Span(_Model):
+    """An integer span of a scope dimension (batch size in requests, context in tokens).
+
+    A single value is written with ``low == high``.
+    """
+
+    low: int = Field(ge=0)
+    high: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Span:
+        if self.high < self.low:
+            raise _field_error("high", f"high ({self.high}) must not be below low ({self.low})")
+        return self
+
+
+class Tolerance(_Model):
+    """How far a reproduced number may sit from the published one, in the claim's unit."""
+
+    absolute: float = Field(ge=0)
+    basis: str = Field(min_length=1)
+
+
+class Scope(_Model):
+    """Conditions the number was published under; ``None`` where the source does not say."""
+
+    model: str | None
+    hardware: str | None
+    gpu_count: int | None = Field(gt=0)
+    batch_sizes: Span | None
+    context_tokens: Span | None
+    precision: str | None
+
+    def summary(self) -> str:
+        """One line such as ``DeepSeek-V4.1-Flash · GB300 NVL72 · 72 GPUs``."""
+        parts: list[str] = []
+        if self.model:
+            parts.append(self.model)
+        if self.hardware:
+            parts.append(self.hardware)
+        if self.gpu_count is not None:
+            parts.append(f"{self.gpu_count} GPU" + ("s" if self.gpu_count != 1 else ""))
+        if self.batch_sizes is not None:
+            parts.append(f"batch {_span_text(self.batch_sizes)}")
+        if self.context_tokens is not None:
+            parts.append(f"context {_span_text(self.context_tokens, ' -> ')} tokens")
+        if self.precision:
+            parts.append(self.precision)
+        return " · ".join(parts) if parts else "not stated"
+
+
+class Metric(_Model):
+    """What the number measures, which tokens it counts and over how many GPUs."""
+
+    measured: str = Field(min_length=1)
+    tokens_counted: str | None
+    gpus: str | None
+
+
+class ClaimSource(_Model):
+    """Where a claim's number was seen and whether a primary text carrying it was found."""
+
+    status: Status
+    seen_in: str = Field(min_length=1, description="id of the source the number was seen in")
+    primary: str | None = Field(pattern=r"^https?://\S+$", description="URL of the primary text")
+    refs: list[str] = Field(default_factory=list, description="ids of related sources")
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _status_matches_primary(self) -> ClaimSource:
+        if self.status == "not-located" and self.primary is not None:
+            raise _field_error("primary", "must be null when status is not-located")
+        if self.status != "not-located" and self.primary is None:
+            raise _field_error("primary", f"a URL is required when status is {self.status}")
+        return self
+
+
+class Source(_Model):
+    """An entry of the book's sources page."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str = Field(min_length=1)
+    url: str | None = Field(pattern=r"^https?://\S+$")
+    status: Status
+    notes: str | None = None
+
+
+class Claim(_Model):
+    """One published number: its words, value, unit, scope, metric, cautions and source."""
+
+    id: str = Field(pattern=r"^[a-z0-9-]+\.[a-z0-9-]+$")
+    result: str
+    original: str = Field(min_length=1, description="sentence quoted verbatim (French)")
+    statement: str = Field(min_length=1, description="the claim in English")
+    value: float | None = None
+    values: Range | None = None
+    unit: str = Field(min_length=1)
+    comparison: Comparison
+    direction: Literal["upper", "lower"] | None = None
+    reference: str | None = None
+    tolerance: Tolerance | None = None
+    signed: bool = False
+    scope: Scope
+    metric: Metric
+    cautions: list[str]
+    source: ClaimSource
+
+    @field_validator("result")
+    @classmethod
+    def _known_result(cls, v: str) -> str:
+        if v not in paths.RESULTS:
+            raise ValueError(f"unknown result {v!r}; expected one of {', '.join(paths.RESULTS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Claim:
+        if not self.id.startswith(self.result + "."):
+            raise _field_error("id", f"must start with the result name {self.result + '.'!r}")
+        if self.comparison == "range":
+            if self.values is None:
+                raise _field_error("values", "required (low/high) when comparison is range")
+            if self.value is not None:
+                raise _field_error("value", "not allowed when comparison is range; use values")
+        else:
+            if self.value is None:
+                raise _field_error("value", f"required when comparison is {self.comparison}")
+            if self.values is not None:
+                raise _field_error("values", f"only for comparison range, not {self.comparison}")
+        if self.comparison == "bound" and self.direction is None:
+            raise _field_error("direction", "required (upper or lower) when comparison is bound")
+        if self.comparison != "bound" and self.direction is not None:
+            raise _field_error("direction", "only for comparison bound")
+        if self.comparison == "ratio" and not self.reference:
+            raise _field_error("reference", "required when comparison is ratio (the denominator)")
+        return self
+
+    @property
+    def value_text(self) -> str:
+        """The published figure with its unit, e.g. ``954,000 tok/s``."""
+        return format_value(self)
+
+
+class Registry(_Model):
+    """All claims and sources; look-ups by result and by id."""
+
+    sources: list[Source]
+    claims: list[Claim]
+    _path: str = PrivateAttr(default="claims registry")
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Registry:
+        seen: dict[str, int] = {}
+        for i, s in enumerate(self.sources):
+            if s.id in seen:
+                raise _field_error(
+                    f"sources.{i}.id", f"duplicate id (entries {seen[s.id]} and {i})"
+                )
+            seen[s.id] = i
+        known = set(seen)
+        ids: dict[str, int] = {}
+        for i, c in enumerate(self.claims):
+            if c.id in ids:
+                raise _field_error(f"claims.{i}.id", f"duplicate id (entries {ids[c.id]} and {i})")
+            ids[c.id] = i
+            refs = [("seen_in", c.source.seen_in)] + [
+                (f"refs.{j}", r) for j, r in enumerate(c.source.refs)
+            ]
+            for field, ref in refs:
+                if ref not in known:
+                    raise _field_error(
+                        f"claims.{i}.source.{field}",
+                        f"unknown source id {ref!r}; known: {', '.join(sorted(known))}",
+                    )
+            if c.source.primary is not None:
+                urls = {self.source(r).url for r in [c.source.seen_in, *c.source.refs]}
+                if c.source.primary not in urls:
+                    raise _field_error(
+                        f"claims.{i}.source.primary",
+                        "must be the url of a source named in seen_in or refs",
+                    )
+        return self
+
+    @property
+    def path(self) -> str:
+        """The file the registry was read from (for messages)."""
+        return self._path
+
+    @property
+    def ids(self) -> list[str]:
+        """Claim ids in file order."""
+        return [c.id for c in self.claims]
+
+    def for_result(self, name: str) -> list[Claim]:
+        """The claims of one result, in file order."""
+        if name not in paths.RESULTS:
+            raise InputError(
+                self._path,
+                "result",
+                f"unknown result {name!r}; expected one of {', '.join(paths.RESULTS)}",
+            )
+        return [c for c in self.claims if c.result == name]
+
+    def get(self, claim_id: str) -> Claim:
+        """The claim with this id."""
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise InputError(self._path, "claims", f"no claim with id {claim_id!r}")
+
+    def source(self, source_id: str) -> Source:
+        """The source with this id."""
+        for s in self.sources:
+            if s.id == source_id:
+                return s
+        raise InputError(self._path, "sources", f"no source with id {source_id!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a mapping with the same key twice (a silent overwrite otherwise)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _display(path: Path) -> str:
+    """``path`` relative to the repository root when inside it, else as given."""
+    try:
+        return str(path.resolve().relative_to(paths.ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _entry_label(raw: dict[str, Any], section: str, index: int) -> str:
+    """``claims[<id>]`` when entry ``index`` has a string id, else ``claims[<index>]``."""
+    items = raw.get(section)
+    if isinstance(items, list) and 0 <= index < len(items):
+        entry = items[index]
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
+            return f"{section}[{entry['id']}]"
+    return f"{section}[{index}]"
+
+
+def _field_path(raw: Any, loc: Sequence[str | int]) -> str:
+    """Render a pydantic location as ``claims[<id>].source.seen_in``."""
+    parts: list[str | int] = list(loc)
+    out = ""
+    if (
+        len(parts) >= 2
+        and parts[0] in ("claims", "sources")
+        and isinstance(parts[1], int)
+        and isinstance(raw, dict)
+    ):
+        out = _entry_label(raw, str(parts[0]), parts[1])
+        parts = parts[2:]
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + p
+    return out or "(top level)"
+
+
+def _problem(err: dict[str, Any]) -> str:
+    msg = str(err.get("msg", "invalid"))
+    msg = msg[:1].lower() + msg[1:]
+    if msg.startswith("value error, "):
+        msg = msg[len("value error, ") :]
+    if err.get("type") not in ("missing", _ERROR_TYPE, "value_error") and "input" in err:
+        shown = repr(err["input"])
+        msg += f" (got {shown[:60] + '...' if len(shown) > 60 else shown})"
+    return msg
+
+
+def _loc(err: dict[str, Any]) -> tuple[str | int, ...]:
+    loc: tuple[str | int, ...] = tuple(err.get("loc", ()))
+    if err.get("type") == _ERROR_TYPE:
+        extra = str(err["ctx"]["field"]).split(".")
+        loc += tuple(int(x) if x.isdigit() else x for x in extra)
+    return loc
+
+
+def parse_claims(raw: Any, file: str | Path = "claims registry") -> Registry:
+    """Validate already-parsed YAML/JSON data; errors name ``file``, the entry and the field."""
+    file = str(file)
+    if not isinstance(raw, dict):
+        kind = "empty file" if raw is None else type(raw).__name__
+        raise InputError(
+            file, "(top level)", f"expected a mapping with keys 'sources' and 'claims', got {kind}"
+        )
+    try:
+        registry = Registry.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError(file, _field_path(raw, _loc(first)), _problem(first) + more) from None
+    registry._path = file
+    return registry
+
+
+def load_claims(path: str | Path | None = None) -> Registry:
+    """Read and validate the claims registry (default ``data/claims.yaml``)."""
+    p = paths.DATA / "claims.yaml" if path is None else paths.resolve(path)
+    shown = _display(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(shown, "-", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(shown, "-", f"cannot read: {exc}") from None
+    try:
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "yaml"
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(shown, where, f"YAML syntax error: {problem}") from None
+    return parse_claims(raw, shown)
+
+
+# --------------------------------------------------------------------------------------------
+# Presentation
+
+
+def _span_text(span: Span, sep: str = "-") -> str:
+    if span.low == span.high:
+        return f"{span.low:,}"
+    return f"{span.low:,}{sep}{span.high:,}"
+
+
+def _number(x: float, signed: bool = False) -> str:
+    """``954000 -> '954,000'``, ``38.96 -> '38.96'``; ``signed`` adds ``+`` to positives."""
+    text = f"{int(x):,}" if float(x).is_integer() else f"{x:,}"
+    return f"+{text}" if signed and x > 0 else text
+
+
+def _with_unit(number: str, unit: str) -> str:
+    if unit == "1":
+        return number
+    if unit == "x":
+        return f"{number}x"
+    if unit.startswith("$/"):
+        sign = number[0] if number[:1] in "+-" else ""
+        return f"{sign}${number[len(sign) :]}/{unit[2:]}"
+    return f"{number} {unit}"
+
+
+def format_value(claim: Claim) -> str:
+    """The published figure as text: ``954,000 tok/s``, ``+35 to +44 %``, ``< 6 %``, ``7.9x``."""
+    if claim.comparison == "range":
+        assert claim.values is not None  # guaranteed by validation
+        low = _number(claim.values.low, claim.signed)
+        high = _number(claim.values.high, claim.signed)
+        if claim.unit in ("1", "x") or claim.unit.startswith("$/"):
+            return f"{_with_unit(low, claim.unit)} to {_with_unit(high, claim.unit)}"
+        return f"{low} to {high} {claim.unit}"  # the spaced unit once, at the end
+    assert claim.value is not None  # guaranteed by validation
+    text = _with_unit(_number(claim.value, claim.signed), claim.unit)
+    if claim.comparison == "bound":
+        return ("< " if claim.direction == "upper" else "> ") + text
+    return text
+
+
+TABLE_COLUMNS = ["id", "result", "statement", "value", "unit", "scope", "source_status"]
+
+
+def claims_table(registry: Registry, results: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per claim (optionally only the given results), in file order.
+
+    Columns: id, result, statement, value (text with unit), unit, scope (one-line summary),
+    source_status.
+    """
+    wanted = None if results is None else set(results)
+    rows = [
+        {
+            "id": c.id,
+            "result": c.result,
+            "statement": c.statement,
+            "value": format_value(c),
+            "unit": c.unit,
+            "scope": c.scope.summary(),
+            "source_status": c.source.status,
+        }
+        for c in registry.claims
+        if wanted is None or c.result in wanted
+    ]
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
