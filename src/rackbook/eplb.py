@@ -1,0 +1,790 @@
+"""Expert-parallel load balancing (EPLB): balancedness, placements and DeepSeek's EPLB algorithm.
+
+Everything here is numpy (plus pandas for the log parser); no torch, no vLLM.
+
+Units: every load is a count of *routed token-expert assignments* (tokens), as vLLM's
+``expert_load_pass`` counts them: a token that picks ``k`` experts adds 1 to each of them.
+
+Shapes follow vLLM's ``vllm/distributed/eplb``:
+
+- logical loads ``(layers, num_logical_experts)``: tokens routed to each logical expert;
+- ``phy2log`` ``(layers, num_physical_experts)`` (or 1-D, the same for every layer): the logical
+  expert held by each physical slot; physical slot ``p`` lives on EP rank
+  ``p // (num_physical_experts / ep_size)``;
+- rank loads ``(layers, ep_size)``: tokens processed by each EP rank's physical experts.
+
+Step-time model (used for the "relative throughput" numbers): within one MoE layer every EP rank
+waits for the slowest one, so a layer's MoE time is proportional to its maximum rank load and
+layers run one after another. Throughput relative to perfectly uniform routing (where every rank
+gets the mean) is then ``sum(mean over ranks) / sum(max over ranks)`` over layers, which is
+exactly vLLM's :func:`balancedness`. Uniform routing has relative throughput 1. This counts MoE
+compute only: it is routing balance, not end-to-end model throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rackbook.errors import InputError
+
+#: Name recorded in the metadata of every synthetic load set.
+SYNTHETIC_GENERATOR = "rackbook.eplb.synthetic_loads (zipf-permuted-multinomial v1)"
+
+_Source = str | Path | None
+
+# --------------------------------------------------------------------------------------------
+# Input checks
+# --------------------------------------------------------------------------------------------
+
+
+def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.ndarray:
+    """Return ``loads`` as a float64 array ``(layers, experts)`` of finite, non-negative tokens.
+
+    A 1-D input is one layer. Raises :class:`InputError` naming ``source`` and ``field`` for
+    ragged rows, non-numeric entries (booleans included), NaN/inf, negative counts, or no data.
+    """
+    if isinstance(loads, np.ndarray):
+        arr = loads
+        if arr.dtype == bool or not (
+            np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+        ):
+            raise InputError(source, field, f"non-numeric entries (dtype {arr.dtype})")
+    else:
+        rows = loads
+        if not isinstance(rows, (list, tuple)) or len(rows) == 0:
+            raise InputError(source, field, "expected a non-empty list of per-layer lists")
+        if all(not isinstance(r, (list, tuple)) for r in rows):
+            rows = [rows]
+        width = None
+        for i, row in enumerate(rows):
+            if not isinstance(row, (list, tuple)):
+                raise InputError(source, f"{field}[{i}]", "expected a list of token counts")
+            if width is None:
+                width = len(row)
+            elif len(row) != width:
+                raise InputError(
+                    source, f"{field}[{i}]", f"ragged rows: {len(row)} experts, row 0 has {width}"
+                )
+            for j, v in enumerate(row):
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise InputError(source, f"{field}[{i}][{j}]", f"non-numeric value {v!r}")
+        arr = np.asarray(rows, dtype=np.float64)
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InputError(source, field, f"expected shape (layers, experts), got {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        raise InputError(source, f"{field}[{i}][{j}]", f"not finite ({arr[i, j]})")
+    if (arr < 0).any():
+        i, j = (int(x) for x in np.argwhere(arr < 0)[0])
+        raise InputError(source, f"{field}[{i}][{j}]", f"negative token count {arr[i, j]:g}")
+    return arr
+
+
+def _check_layout(
+    num_logical: int,
+    ep_size: int,
+    redundant: int,
+    groups: int = 1,
+    nodes: int = 1,
+    source: _Source = None,
+) -> int:
+    """Check an EP layout; return the number of physical experts (logical + redundant)."""
+    for name, value, low in (
+        ("ep_size", ep_size, 1),
+        ("redundant", redundant, 0),
+        ("groups", groups, 1),
+        ("nodes", nodes, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise InputError(source, name, f"must be an integer >= {low}, got {value!r}")
+    num_physical = num_logical + redundant
+    if num_physical % ep_size:
+        raise InputError(
+            source,
+            "ep_size",
+            f"{num_logical} experts + {redundant} redundant = {num_physical} physical experts "
+            f"do not divide evenly over {ep_size} ranks",
+        )
+    if num_logical % groups:
+        raise InputError(source, "groups", f"{groups} groups do not divide {num_logical} experts")
+    if groups % nodes == 0 and ep_size % nodes:
+        raise InputError(
+            source, "nodes", f"{ep_size} ranks do not divide evenly over {nodes} nodes"
+        )
+    return num_physical
+
+
+# --------------------------------------------------------------------------------------------
+# Balancedness
+# --------------------------------------------------------------------------------------------
+
+
+def _rank_matrix(rank_loads: Any) -> np.ndarray:
+    arr = np.asarray(rank_loads, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.size == 0:
+        raise InputError(None, "rank_loads", f"expected shape (layers, ranks), got {arr.shape}")
+    return arr
+
+
+def balancedness(rank_loads: Any) -> float:
+    """vLLM's EPLB balancedness (dimensionless, in (0, 1]; 1 = perfectly even).
+
+    ``rank_loads`` is ``(layers, ranks)`` tokens per EP rank per MoE layer (1-D = one layer).
+    Per layer: mean over ranks and max over ranks; aggregated over layers as
+    ``sum(means) / sum(maxes)`` (vLLM ``eplb_state._compute_eplb_load_stats``, fixed by PR
+    #51813). Returns 0.0 when every load is zero, as vLLM does.
+    """
+    arr = _rank_matrix(rank_loads)
+    avg = float(arr.mean(axis=1).sum())
+    mx = float(arr.max(axis=1).sum())
+    return avg / mx if mx > 0 else 0.0
+
+
+def balancedness_legacy(rank_loads: Any) -> float:
+    """The balancedness vLLM logged from about Aug 2025 to Aug 2026 (reduced over the wrong axis).
+
+    ``sum over ranks of (mean over layers) / sum over ranks of (max over layers)`` for the same
+    ``(layers, ranks)`` input as :func:`balancedness`. It measures how steady each rank's load
+    is across layers, not how even the ranks are within a layer (vLLM issues #36304, #39178,
+    #51784; fixed by PR #51813). Kept only to read old logs. Returns 0.0 when all loads are zero.
+    """
+    arr = _rank_matrix(rank_loads)
+    avg = float(arr.mean(axis=0).sum())
+    mx = float(arr.max(axis=0).sum())
+    return avg / mx if mx > 0 else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Placements
+# --------------------------------------------------------------------------------------------
+
+
+def static_placement(num_experts: int, ep_size: int, redundant: int = 0) -> np.ndarray:
+    """Static (no-EPLB) placement as ``phy2log`` of shape ``(num_experts + redundant,)``.
+
+    With ``redundant == 0`` logical expert ``e`` sits on rank ``e // (num_experts / ep_size)``.
+    With redundant slots it is vLLM's initial arrangement before any rearrangement
+    (``EplbState.build_initial_global_physical_to_logical_map``): the routed experts in order,
+    then redundant slot ``i`` holding logical expert ``i % num_experts``.
+    """
+    _check_layout(num_experts, ep_size, redundant)
+    return np.concatenate(
+        [np.arange(num_experts, dtype=np.int64), np.arange(redundant, dtype=np.int64) % num_experts]
+    )
+
+
+def replica_counts(phy2log: Any, num_logical: int) -> np.ndarray:
+    """Replicas per logical expert, ``(layers, num_logical)`` int64 (vLLM's ``logcnt``)."""
+    p2l = np.asarray(phy2log, dtype=np.int64)
+    if p2l.ndim == 1:
+        p2l = p2l[None, :]
+    cnt = np.zeros((p2l.shape[0], num_logical), dtype=np.int64)
+    rows = np.repeat(np.arange(p2l.shape[0]), p2l.shape[1])
+    np.add.at(cnt, (rows, p2l.ravel()), 1)
+    return cnt
+
+
+def logical_to_physical(phy2log: Any, num_logical: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(log2phy, logcnt)`` from ``phy2log`` as vLLM's ``compute_logical_maps`` builds them.
+
+    ``log2phy`` is ``(layers, num_logical, max_replicas)``: the physical slots of each logical
+    expert in ascending order, padded with -1. ``logcnt`` is :func:`replica_counts`.
+    """
+    p2l = np.asarray(phy2log, dtype=np.int64)
+    if p2l.ndim == 1:
+        p2l = p2l[None, :]
+    logcnt = replica_counts(p2l, num_logical)
+    width = max(int(logcnt.max()), 1)
+    log2phy = np.full((p2l.shape[0], num_logical, width), -1, dtype=np.int64)
+    running = np.zeros_like(logcnt)
+    layers = np.arange(p2l.shape[0])
+    for phys in range(p2l.shape[1]):
+        log = p2l[:, phys]
+        log2phy[layers, log, running[layers, log]] = phys
+        running[layers, log] += 1
+    return log2phy, logcnt
+
+
+def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) -> np.ndarray:
+    """Tokens per EP rank, ``(layers, ep_size)``, for a placement.
+
+    Each replica of a logical expert takes an equal share of that expert's load (tokens);
+    physical slot ``p`` is on rank ``p // (num_physical / ep_size)``. ``phy2log`` may be 1-D
+    (same placement for every layer). Every logical expert must have at least one replica.
+    """
+    loads = as_loads(logical_loads)
+    num_layers, num_logical = loads.shape
+    p2l = np.asarray(phy2log, dtype=np.int64)
+    if p2l.ndim == 1:
+        p2l = np.broadcast_to(p2l, (num_layers, p2l.shape[0]))
+    if p2l.ndim != 2 or p2l.shape[0] != num_layers:
+        raise InputError(None, "phy2log", f"shape {p2l.shape} does not match {num_layers} layers")
+    num_physical = p2l.shape[1]
+    if ep_size < 1 or num_physical % ep_size:
+        raise InputError(
+            None, "ep_size", f"{num_physical} physical experts do not divide over {ep_size} ranks"
+        )
+    if (p2l < 0).any() or (p2l >= num_logical).any():
+        raise InputError(None, "phy2log", f"logical ids must lie in [0, {num_logical})")
+    cnt = replica_counts(p2l, num_logical)
+    if (cnt == 0).any():
+        layer, expert = (int(x) for x in np.argwhere(cnt == 0)[0])
+        raise InputError(None, "phy2log", f"layer {layer}: logical expert {expert} has no replica")
+    share = np.take_along_axis(loads / cnt, p2l, axis=1)
+    return share.reshape(num_layers, ep_size, num_physical // ep_size).sum(axis=2)
+
+
+# --------------------------------------------------------------------------------------------
+# DeepSeek's EPLB algorithm, as vLLM's DefaultEplbPolicy runs it
+# --------------------------------------------------------------------------------------------
+# A numpy port of vllm/distributed/eplb/policy/default.py (vLLM 0.32/0.33, Apache-2.0), itself
+# adapted from github.com/deepseek-ai/EPLB. The same numpy calls are used in the same order
+# (np.argsort(-w) for the packing order, first np.argmin for the lightest pack, first np.argmax
+# for the next replica, float32 weights) so ties break as in vLLM.
+
+
+def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pack ``n`` weighted items per row into ``num_packs`` packs of exactly ``n / num_packs``.
+
+    Greedy: items by descending weight, each into the currently lightest non-full pack.
+    Returns ``(pack_index, rank_in_pack)``, both ``(rows, n)`` int64.
+    """
+    num_layers, num_items = weight.shape
+    assert num_items % num_packs == 0
+    per_pack = num_items // num_packs
+    if per_pack == 1:
+        pack_index = np.tile(np.arange(num_items, dtype=np.int64), (num_layers, 1))
+        return pack_index, np.zeros_like(pack_index)
+    order = np.argsort(-weight, axis=-1)
+    pack_index = np.full((num_layers, num_items), -1, dtype=np.int64)
+    rank_in_pack = np.full((num_layers, num_items), -1, dtype=np.int64)
+    pack_weights = np.zeros((num_layers, num_packs), dtype=np.float64)
+    pack_items = np.zeros((num_layers, num_packs), dtype=np.int64)
+    for layer in range(num_layers):
+        w_row = pack_weights[layer]
+        n_row = pack_items[layer]
+        for item in order[layer]:
+            pack = int(np.argmin(w_row))
+            pack_index[layer, item] = pack
+            rank_in_pack[layer, item] = n_row[pack]
+            w_row[pack] += weight[layer, item]
+            n_row[pack] += 1
+            if n_row[pack] == per_pack:
+                w_row[pack] = np.inf  # full: never the lightest again
+    return pack_index, rank_in_pack
+
+
+def replicate_experts(weight: np.ndarray, num_phy: int) -> tuple[np.ndarray, np.ndarray]:
+    """Add replicas one by one to the expert with the highest load per replica.
+
+    ``weight`` is ``(rows, num_log)``; returns ``(phy2log (rows, num_phy), logcnt (rows,
+    num_log))``. The first ``num_log`` physical slots hold experts ``0..num_log-1``.
+    """
+    rows, num_log = weight.shape
+    assert num_phy >= num_log
+    phy2log = np.tile(np.arange(num_phy, dtype=np.int64), (rows, 1))
+    logcnt = np.ones((rows, num_log), dtype=np.int64)
+    r = np.arange(rows, dtype=np.int64)
+    for i in range(num_log, num_phy):
+        hottest = np.argmax(weight / logcnt, axis=-1)
+        phy2log[:, i] = hottest
+        logcnt[r, hottest] += 1
+    return phy2log, logcnt
+
+
+def _inverse(perm: np.ndarray) -> np.ndarray:
+    inv = np.empty_like(perm)
+    inv[np.arange(perm.shape[0])[:, None], perm] = np.arange(perm.shape[1], dtype=np.int64)
+    return inv
+
+
+def rebalance_experts_hierarchical(
+    weight: np.ndarray, num_physical: int, num_groups: int, num_nodes: int, num_ranks: int
+) -> np.ndarray:
+    """Hierarchical EPLB; returns ``phy2log`` ``(layers, num_physical)``.
+
+    1. pack expert groups onto nodes (balanced by group load);
+    2. within each node, replicate the expert with the highest load per replica;
+    3. pack the node's replicas onto its ranks (balanced by load per replica).
+    """
+    num_layers, num_logical = weight.shape
+    assert num_logical % num_groups == 0
+    group_size = num_logical // num_groups
+    assert num_groups % num_nodes == 0
+    groups_per_node = num_groups // num_nodes
+    assert num_ranks % num_nodes == 0
+    assert num_physical % num_ranks == 0
+    per_rank = num_physical // num_ranks
+
+    # 1. groups -> nodes
+    group_load = weight.reshape(num_layers, num_groups, group_size).sum(axis=-1)
+    g_pack, g_rank = balanced_packing(group_load, num_nodes)
+    log2mlog = (
+        ((g_pack * groups_per_node + g_rank)[..., None] * group_size)
+        + np.arange(group_size, dtype=np.int64)
+    ).reshape(num_layers, num_logical)
+    mlog2log = _inverse(log2mlog)
+
+    # 2. replicas within each node
+    mlog_load = np.take_along_axis(weight, mlog2log, axis=1).reshape(-1, num_logical // num_nodes)
+    phy2mlog, mlogcnt = replicate_experts(mlog_load, num_physical // num_nodes)
+
+    # 3. replicas -> ranks of the node
+    phy_load = np.take_along_axis(mlog_load / mlogcnt, phy2mlog, axis=1)
+    pack, rank_in_pack = balanced_packing(phy_load, num_ranks // num_nodes)
+    pphy2phy = _inverse(pack * per_rank + rank_in_pack)
+    pphy2mlog = np.take_along_axis(phy2mlog, pphy2phy, axis=1)
+    pphy2mlog = (
+        pphy2mlog.reshape(num_layers, num_nodes, -1)
+        + np.arange(0, num_logical, num_logical // num_nodes, dtype=np.int64)[None, :, None]
+    ).reshape(num_layers, -1)
+    return np.take_along_axis(mlog2log, pphy2mlog, axis=1)
+
+
+def eplb_branch(num_groups: int, num_nodes: int) -> str:
+    """``"hierarchical"`` when expert groups divide evenly over nodes, else ``"global"``.
+
+    vLLM's own test. With one node every group lands on that node, so the hierarchical branch
+    balances like the global one (slot order and tie choices may differ).
+    """
+    return "hierarchical" if num_groups % num_nodes == 0 else "global"
+
+
+def rebalance_experts(
+    weight: Any, num_replicas: int, num_groups: int, num_nodes: int, num_ranks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """DeepSeek's EPLB as vLLM's ``DefaultEplbPolicy.rebalance_experts`` runs it (numpy port).
+
+    ``weight`` ``(layers, num_logical)`` tokens per logical expert; ``num_replicas`` physical
+    experts (a multiple of ``num_ranks``). Hierarchical when ``num_groups % num_nodes == 0``,
+    else global (hierarchical with one group and one node). Weights are cast to float32 first,
+    as vLLM does (``weight.float()``).
+
+    Returns ``(phy2log (layers, num_replicas), log2phy (layers, num_logical, max_replicas),
+    logcnt (layers, num_logical))`` like DeepSeek's reference ``rebalance_experts``.
+    """
+    w = as_loads(weight, field="weight").astype(np.float32)
+    if eplb_branch(num_groups, num_nodes) == "hierarchical":
+        phy2log = rebalance_experts_hierarchical(w, num_replicas, num_groups, num_nodes, num_ranks)
+    else:
+        phy2log = rebalance_experts_hierarchical(w, num_replicas, 1, 1, num_ranks)
+    log2phy, logcnt = logical_to_physical(phy2log, w.shape[1])
+    return phy2log, log2phy, logcnt
+
+
+# --------------------------------------------------------------------------------------------
+# Step-time model
+# --------------------------------------------------------------------------------------------
+
+
+def relative_throughput(rank_loads: Any) -> float:
+    """MoE throughput relative to uniform routing (dimensionless; uniform = 1).
+
+    The slowest rank sets each layer's MoE time, so throughput ∝ 1 / sum(max rank load) and
+    uniform routing gives sum(mean); the ratio is :func:`balancedness`.
+    """
+    return balancedness(rank_loads)
+
+
+def fraction_recovered_gap(t_static: float, t_eplb: float, t_uniform: float = 1.0) -> float:
+    """Share of the static-to-uniform throughput gap that EPLB closes.
+
+    ``(T_eplb - T_static) / (T_uniform - T_static)``, with ``T`` = throughput relative to uniform
+    routing (= balancedness under the step-time model). NaN when ``T_static == T_uniform``.
+    """
+    gap = t_uniform - t_static
+    return (t_eplb - t_static) / gap if gap != 0 else math.nan
+
+
+def fraction_of_uniform(t_eplb: float, t_uniform: float = 1.0) -> float:
+    """EPLB throughput as a share of uniform routing's: ``T_eplb / T_uniform``."""
+    return t_eplb / t_uniform if t_uniform != 0 else math.nan
+
+
+# --------------------------------------------------------------------------------------------
+# Synthetic routing model
+# --------------------------------------------------------------------------------------------
+
+
+def synthetic_popularity(
+    num_layers: int, num_experts: int, skew: float, seed: int
+) -> tuple[np.ndarray, np.random.Generator]:
+    """Routing probabilities ``(layers, experts)`` of the SYNTHETIC model, and the generator.
+
+    Per layer the expert ranked ``j`` (1-based) gets probability ∝ ``j ** -skew`` (Zipf-like);
+    the ranking is a seeded random permutation per layer (drawn first, one per layer, from
+    ``numpy.random.default_rng(seed)``). ``skew = 0`` is uniform routing.
+    """
+    if num_layers < 1 or num_experts < 1:
+        raise InputError(None, "shape", "num_layers and num_experts must be >= 1")
+    if not math.isfinite(skew) or skew < 0:
+        raise InputError(None, "skew", f"must be finite and >= 0, got {skew!r}")
+    rng = np.random.default_rng(seed)
+    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -float(skew)
+    weights /= weights.sum()
+    pop = np.empty((num_layers, num_experts), dtype=np.float64)
+    for layer in range(num_layers):
+        pop[layer, rng.permutation(num_experts)] = weights
+    return pop, rng
+
+
+def synthetic_loads(
+    num_layers: int,
+    num_experts: int,
+    tokens_per_layer: int,
+    skew: float,
+    seed: int,
+    windows: int = 1,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """SYNTHETIC expert loads: ``(loads, metadata)``; loads ``(windows, layers, experts)`` int64.
+
+    Model (not measured routing): :func:`synthetic_popularity` fixes each layer's probabilities;
+    then, window by window and layer by layer, ``tokens_per_layer`` token-expert assignments are
+    drawn multinomially from the same generator. The metadata names the generator and seed.
+    """
+    if tokens_per_layer < 0 or windows < 1:
+        raise InputError(None, "tokens_per_layer", "tokens_per_layer >= 0 and windows >= 1")
+    pop, rng = synthetic_popularity(num_layers, num_experts, skew, seed)
+    loads = np.empty((windows, num_layers, num_experts), dtype=np.int64)
+    for w in range(windows):
+        for layer in range(num_layers):
+            loads[w, layer] = rng.multinomial(tokens_per_layer, pop[layer])
+    meta = {
+        "kind": "synthetic",
+        "generator": SYNTHETIC_GENERATOR,
+        "seed": int(seed),
+        "skew": float(skew),
+        "num_layers": int(num_layers),
+        "num_experts": int(num_experts),
+        "tokens_per_layer": int(tokens_per_layer),
+        "windows": int(windows),
+        "note": "synthetic routing (Zipf-like popularity over a seeded per-layer permutation, "
+        "multinomial draws); not measured from any model",
+    }
+    return loads, meta
+
+
+def calibrate_skew(
+    target_static_balancedness: float,
+    ep_size: int,
+    *,
+    num_layers: int,
+    num_experts: int,
+    tokens_per_layer: int,
+    seed: int = 0,
+    redundant: int = 0,
+    windows: int = 1,
+    tol: float = 1e-4,
+    max_iter: int = 200,
+) -> dict[str, Any]:
+    """Find the SYNTHETIC skew whose static placement at ``ep_size`` has the target balancedness.
+
+    Deterministic bisection on ``skew`` (same seed every evaluation, so the permutation and the
+    random stream are shared). Balancedness is measured on the loads summed over windows with
+    :func:`static_placement` (``redundant`` slots as vLLM initially places them). Stops when
+    within ``tol`` or the bracket is below 1e-9; returns the better end. Raises
+    :class:`InputError` if the target is outside what skew 0 .. 64 can reach.
+
+    Returns a dict: ``skew``, ``balancedness_static`` (achieved), ``target``, ``iterations``
+    and the synthetic metadata (``kind``, ``generator``, ``seed``, ...).
+    """
+    _check_layout(num_experts, ep_size, redundant)
+    phy2log = static_placement(num_experts, ep_size, redundant)
+
+    def f(s: float) -> float:
+        loads, _ = synthetic_loads(num_layers, num_experts, tokens_per_layer, s, seed, windows)
+        return balancedness(rank_loads_from_placement(loads.sum(axis=0), phy2log, ep_size))
+
+    target = float(target_static_balancedness)
+    lo, f_lo = 0.0, f(0.0)
+    if f_lo < target:
+        raise InputError(
+            None, "target", f"{target} is above the static balancedness at skew 0 ({f_lo:.4f})"
+        )
+    hi, f_hi = 1.0, f(1.0)
+    while f_hi >= target:
+        if hi >= 64:
+            raise InputError(
+                None, "target", f"{target} is below the static balancedness at skew 64 ({f_hi:.4f})"
+            )
+        lo, f_lo = hi, f_hi
+        hi *= 2
+        f_hi = f(hi)
+    iterations = 0
+    while iterations < max_iter and abs(f_lo - target) > tol and hi - lo > 1e-9:
+        mid = 0.5 * (lo + hi)
+        f_mid = f(mid)
+        iterations += 1
+        if f_mid >= target:
+            lo, f_lo = mid, f_mid
+        else:
+            hi, f_hi = mid, f_mid
+        if abs(f_mid - target) <= tol:
+            lo, f_lo = mid, f_mid
+            break
+    skew, achieved = (lo, f_lo) if abs(f_lo - target) <= abs(f_hi - target) else (hi, f_hi)
+    _, meta = synthetic_loads(num_layers, num_experts, tokens_per_layer, skew, seed, 1)
+    meta.update(windows=int(windows))
+    return {
+        "skew": skew,
+        "balancedness_static": achieved,
+        "target": target,
+        "ep_size": int(ep_size),
+        "redundant": int(redundant),
+        "iterations": iterations,
+        **meta,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def evaluate(
+    loads: Any,
+    ep_size: int,
+    redundant: int,
+    groups: int = 1,
+    nodes: int = 1,
+    *,
+    eval_loads: Any = None,
+    source: _Source = None,
+) -> dict[str, Any]:
+    """Balancedness and modelled MoE throughput before (static) and after EPLB.
+
+    EPLB (:func:`rebalance_experts`) is computed from ``loads`` ``(layers, experts)`` tokens;
+    both placements are measured on ``eval_loads`` (default: ``loads`` itself; pass a later
+    window to measure out of sample). Static is :func:`static_placement` with the same physical
+    expert count. Throughputs are relative to uniform routing (= balancedness, see the module
+    docstring). ``fraction_recovered_gap`` is None when static is already perfectly even.
+    """
+    fit = as_loads(loads, source)
+    if float(fit.sum()) == 0:
+        raise InputError(source, "loads", "all token counts are zero; balancedness is undefined")
+    measure = fit if eval_loads is None else as_loads(eval_loads, source, "eval_loads")
+    if measure.shape != fit.shape:
+        raise InputError(source, "eval_loads", f"shape {measure.shape} != loads {fit.shape}")
+    num_layers, num_logical = fit.shape
+    num_physical = _check_layout(num_logical, ep_size, redundant, groups, nodes, source)
+
+    static = static_placement(num_logical, ep_size, redundant)
+    phy2log, _, logcnt = rebalance_experts(fit, num_physical, groups, nodes, ep_size)
+    r_static = rank_loads_from_placement(measure, static, ep_size)
+    r_eplb = rank_loads_from_placement(measure, phy2log, ep_size)
+
+    t_static, t_eplb, t_uniform = balancedness(r_static), balancedness(r_eplb), 1.0
+    gap = fraction_recovered_gap(t_static, t_eplb, t_uniform)
+    return {
+        "balancedness_static": t_static,
+        "balancedness_eplb": t_eplb,
+        "balancedness_static_legacy": balancedness_legacy(r_static),
+        "balancedness_eplb_legacy": balancedness_legacy(r_eplb),
+        "throughput_static_rel_uniform": t_static,
+        "throughput_eplb_rel_uniform": t_eplb,
+        "throughput_uniform_rel_uniform": t_uniform,
+        "fraction_recovered_gap": None if math.isnan(gap) else gap,
+        "fraction_of_uniform": fraction_of_uniform(t_eplb, t_uniform),
+        "num_layers": int(num_layers),
+        "num_logical_experts": int(num_logical),
+        "num_physical_experts": int(num_physical),
+        "ep_size": int(ep_size),
+        "redundant": int(redundant),
+        "groups": int(groups),
+        "nodes": int(nodes),
+        "policy": eplb_branch(groups, nodes),
+        "max_replicas": int(logcnt.max()),
+        "tokens": float(measure.sum()),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# vLLM log lines
+# --------------------------------------------------------------------------------------------
+
+_STEP_RE = re.compile(
+    r"EPLB step:\s*(?P<step>\S+?)(?:\s+for model\s+(?P<model>.+?))?:\s+(?P<rest>\w+=.*)$"
+)
+_KV_RE = re.compile(r"(\w+)=([^,\s]+)")
+_UNTIL_RE = re.compile(r"steps until the next rearrangement:\s*(\S+)")
+_REQUIRED = ("avg_tokens", "max_tokens", "balancedness")
+
+
+def parse_eplb_log_lines(lines: Iterable[str], source: _Source = None) -> Any:
+    """Parse vLLM ``EPLB step: ...`` log lines into a pandas DataFrame.
+
+    Lines without ``EPLB step:`` are skipped. Each EPLB line gives ``step`` (int),
+    ``avg_tokens``, ``max_tokens``, ``balancedness`` (floats), every other ``key=value`` pair
+    (as float when numeric), ``model`` when the line names one, ``steps_until_rearrangement``
+    when present, and ``line`` (1-based). Format (vLLM ``eplb_state.py``)::
+
+        EPLB step: %d for model %s: avg_tokens=%.2f, max_tokens=%d, balancedness=%.4f,
+        steps until the next rearrangement: %d
+
+    A malformed EPLB line raises :class:`InputError` naming ``line N``.
+    """
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    for n, raw in enumerate(lines, start=1):
+        text = raw.rstrip("\r\n")
+        if "EPLB step:" not in text:
+            continue
+        m = _STEP_RE.search(text)
+        where = f"line {n}"
+        if not m or not m.group("step").isdigit():
+            raise InputError(source, where, f"malformed EPLB step line: {text.strip()[:120]!r}")
+        row: dict[str, Any] = {"line": n, "step": int(m.group("step"))}
+        if m.group("model"):
+            row["model"] = m.group("model")
+        for key, value in _KV_RE.findall(m.group("rest")):
+            try:
+                row[key] = float(value)
+            except ValueError:
+                if key in _REQUIRED:
+                    raise InputError(source, where, f"{key}={value!r} is not a number") from None
+                row[key] = value
+        missing = [k for k in _REQUIRED if k not in row]
+        if missing:
+            raise InputError(source, where, f"EPLB step line lacks {', '.join(missing)}")
+        until = _UNTIL_RE.search(m.group("rest"))
+        if until:
+            try:
+                row["steps_until_rearrangement"] = int(until.group(1))
+            except ValueError:
+                raise InputError(source, where, "steps until rearrangement is not an int") from None
+        rows.append(row)
+    cols = ["line", "step", *_REQUIRED]
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    return df[cols + [c for c in df.columns if c not in cols]]
+
+
+def parse_eplb_log(path: str | Path) -> Any:
+    """Parse a vLLM server log file; see :func:`parse_eplb_log_lines`."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise InputError(p, "-", f"cannot read: {err.strerror or err}") from None
+    return parse_eplb_log_lines(text.splitlines(), source=p)
+
+
+# --------------------------------------------------------------------------------------------
+# Input files and CLI
+# --------------------------------------------------------------------------------------------
+
+
+def _read_parquet_loads(path: Path) -> np.ndarray:
+    import pandas as pd
+
+    try:
+        df = pd.read_parquet(path)
+    except Exception as err:  # pyarrow raises many types for a bad file
+        raise InputError(path, "-", f"not a readable Parquet file: {err}") from None
+    missing = [c for c in ("layer", "expert", "tokens") if c not in df.columns]
+    if missing:
+        raise InputError(path, ",".join(missing), "missing column(s); need layer, expert, tokens")
+    if df.empty:
+        raise InputError(path, "tokens", "no rows")
+    for col in ("layer", "expert"):
+        if not pd.api.types.is_integer_dtype(df[col]) or (df[col] < 0).any():
+            raise InputError(path, col, "must be non-negative integers")
+    if df["tokens"].dtype == bool or not pd.api.types.is_numeric_dtype(df["tokens"]):
+        raise InputError(path, "tokens", f"non-numeric column (dtype {df['tokens'].dtype})")
+    if df.duplicated(["layer", "expert"]).any():
+        raise InputError(path, "layer,expert", "duplicate (layer, expert) rows")
+    num_layers = int(df["layer"].max()) + 1
+    num_experts = int(df["expert"].max()) + 1
+    if len(df) != num_layers * num_experts:
+        raise InputError(
+            path,
+            "layer,expert",
+            f"ragged table: {len(df)} rows, expected {num_layers} layers x {num_experts} experts",
+        )
+    arr = np.full((num_layers, num_experts), np.nan)
+    arr[df["layer"].to_numpy(), df["expert"].to_numpy()] = df["tokens"].to_numpy(np.float64)
+    return as_loads(arr, path, "tokens")
+
+
+def read_loads(path: str | Path) -> np.ndarray:
+    """Read expert loads ``(layers, experts)`` tokens from a file.
+
+    JSON ``{"loads": [[tokens per logical expert, ...] per layer]}``, or a Parquet table with
+    columns ``layer``, ``expert``, ``tokens`` (one row per pair). Bad input -> InputError.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(p, "-", "file not found")
+    with p.open("rb") as fh:
+        magic = fh.read(4)
+    if magic == b"PAR1" or p.suffix.lower() == ".parquet":
+        return _read_parquet_loads(p)
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(p, "-", f"not JSON: {err}") from None
+    if not isinstance(obj, dict) or "loads" not in obj:
+        raise InputError(p, "loads", 'missing; expected {"loads": [[...], ...]}')
+    loads = obj["loads"]
+    if isinstance(loads, list) and loads and not isinstance(loads[0], list):
+        raise InputError(p, "loads", "expected a list of per-layer lists")
+    return as_loads(loads, p)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
+
+
+def cli_eplb(args: argparse.Namespace) -> int:
+    """``rackbook eplb LOADS --ep-size N --redundant R [--groups G] [--nodes K] [--json]``.
+
+    Prints a short summary; with ``--json`` the last line is one JSON object (see
+    :func:`evaluate`) with ``source`` added.
+    """
+    path = Path(args.loads)
+    loads = read_loads(path)
+    res = evaluate(
+        loads,
+        args.ep_size,
+        args.redundant,
+        getattr(args, "groups", 1),
+        getattr(args, "nodes", 1),
+        source=path,
+    )
+    print(
+        f"{path}: {res['num_layers']} layers x {res['num_logical_experts']} experts, "
+        f"EP {res['ep_size']}, {res['num_physical_experts']} physical experts "
+        f"({res['redundant']} redundant), {res['policy']} EPLB"
+    )
+    print(
+        f"balancedness (vLLM): static {_fmt(res['balancedness_static'])} "
+        f"-> EPLB {_fmt(res['balancedness_eplb'])}"
+    )
+    print(
+        f"balancedness (legacy axis, vLLM ~2025-08..2026-08): static "
+        f"{_fmt(res['balancedness_static_legacy'])} -> EPLB {_fmt(res['balancedness_eplb_legacy'])}"
+    )
+    print(
+        f"MoE throughput vs uniform routing (slowest rank sets the step): "
+        f"{_fmt(res['fraction_of_uniform'])} of uniform, "
+        f"{_fmt(res['fraction_recovered_gap'])} of the static-to-uniform gap recovered"
+    )
+    if getattr(args, "json", False):
+        print(json.dumps({**res, "source": str(path)}, allow_nan=False))
+    return 0
