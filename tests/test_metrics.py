@@ -66,3 +66,17 @@ def test_points_are_summarised_separately(tmp_path):
     assert s["points"][1]["output_throughput"] == pytest.approx(1.5)
     assert s["completed"] == 4
     assert s["mean_itl_ms"] == pytest.approx(250.0)
+
+
+def test_translation_across_tools(tmp_path):
+    from rackbook.metrics import translate
+
+    t = translate(_trace(tmp_path, small_result()), gpus=2).set_index(["tool", "name"])["value"]
+    assert t[("AIPerf", "inter_token_latency")] == pytest.approx(300.0)  # vLLM's TPOT
+    assert t[("guidellm", "inter_token_latency")] == pytest.approx(300.0)
+    # guidellm counts the first token: mean of 0.7/4 and 0.6/2 s = 237.5 ms
+    assert t[("guidellm", "time_per_output_token")] == pytest.approx(237.5)
+    assert t[("AIPerf", "inter_chunk_latency")] == pytest.approx(250.0)  # vLLM's ITL
+    assert t[("InferenceX", "tput_per_gpu")] == pytest.approx(9.0)  # 18 tok/s / 2 GPUs
+    assert t[("vLLM", "output_throughput / GPUs")] == pytest.approx(1.5)
+    assert t[("InferenceX", "interactivity")] == pytest.approx(1000 / 300)

@@ -1,0 +1,116 @@
+"""Decode and prefill throughput per batch size, and the parity of two engines.
+
+Definitions (per sweep point with batch size, or client concurrency, ``B``; successful requests):
+
+- decode throughput (tok/s) = B x sum(output_tokens - 1) / sum(e2el - ttft): the rate at which
+  B concurrent sequences produce tokens after their first one, i.e. B / token-weighted TPOT.
+  Prefill (the first token) is excluded.
+- prefill throughput (tok/s) = B x mean(prompt_tokens) / mean(ttft): prompt tokens processed per
+  second while B requests start together (for an online server, TTFT also holds queueing).
+- parity ratio = throughput(A) / throughput(B engine) at the same batch size; gap = ratio - 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rackbook.traces import Trace
+
+DECODE_FORMULA = r"\text{decode tok/s} = B \cdot \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
+PREFILL_FORMULA = r"\text{prefill tok/s} = B \cdot \frac{\overline{p}}{\overline{ttft}}"
+
+
+def point_batch(points: pd.DataFrame) -> pd.Series:
+    """Batch size of each point: ``batch_size`` where set, else the client ``concurrency``."""
+    return points["batch_size"].fillna(points["concurrency"]).astype("Int64")
+
+
+def throughput_table(trace: Trace) -> pd.DataFrame:
+    """One row per point: engine, batch, requests, decode and prefill throughput (tok/s),
+    mean TPOT (ms) and mean TTFT (ms)."""
+    req = trace.requests[trace.requests["success"]]
+    pts = trace.points.assign(batch=point_batch(trace.points))
+    rows = []
+    for _, p in pts.iterrows():
+        r = req[req["point_id"] == p["point_id"]]
+        if r.empty or pd.isna(p["batch"]):
+            continue
+        b = int(p["batch"])
+        n = r["output_tokens"].to_numpy(np.int64)
+        dec_time = float((r["e2el_s"] - r["ttft_s"]).sum())
+        dec_tokens = int((n - 1).clip(min=0).sum())
+        ttft = float(r["ttft_s"].mean())
+        rows.append(
+            {
+                "point_id": p["point_id"],
+                "engine": p["engine"],
+                "config": p["config"],
+                "batch": b,
+                "requests": len(r),
+                "decode_tok_s": b * dec_tokens / dec_time if dec_time > 0 else np.nan,
+                "prefill_tok_s": b * float(r["prompt_tokens"].mean()) / ttft
+                if ttft > 0
+                else np.nan,
+                "tpot_ms": 1000 * dec_time / dec_tokens if dec_tokens else np.nan,
+                "ttft_ms": 1000 * ttft,
+            }
+        )
+    return pd.DataFrame(rows).sort_values(["engine", "batch"], ignore_index=True)
+
+
+def parity(
+    table: pd.DataFrame,
+    engine_a: str,
+    engine_b: str,
+    metric: str = "decode_tok_s",
+    batches: list[int] | None = None,
+) -> pd.DataFrame:
+    """Per batch size: throughput of A and B, ratio A/B and gap (ratio - 1, in %).
+
+    Only batch sizes both engines measured are kept (optionally restricted to ``batches``).
+    """
+    a = table[table["engine"] == engine_a].set_index("batch")[metric]
+    b = table[table["engine"] == engine_b].set_index("batch")[metric]
+    common = sorted(set(a.index) & set(b.index))
+    if batches is not None:
+        common = [x for x in common if x in set(batches)]
+    out = pd.DataFrame(
+        {"batch": common, "a": a.loc[common].to_numpy(), "b": b.loc[common].to_numpy()}
+    )
+    out["ratio"] = out["a"] / out["b"]
+    out["gap_pct"] = 100 * (out["ratio"] - 1)
+    return out
+
+
+def largest_gap(par: pd.DataFrame) -> tuple[int, float]:
+    """Batch size and signed gap (%) with the largest absolute gap."""
+    if par.empty:
+        raise ValueError("no batch size measured by both engines")
+    i = int(np.argmax(np.abs(par["gap_pct"].to_numpy())))
+    return int(par["batch"].iloc[i]), float(par["gap_pct"].iloc[i])
+
+
+def comparable_to_claim(run: dict, engine_b: str) -> bool:
+    """True when a trace can speak to the published claim itself: engine B is DeepInfer and the
+    GPUs are Blackwell (B300/GB300/B200). Otherwise it is a stand-in measurement."""
+    gpus = " ".join(g.get("name", "") for g in (run.get("hardware") or {}).get("gpus") or [])
+    return engine_b.lower().startswith("deepinfer") and any(
+        k in gpus.upper() for k in ("B300", "GB300", "B200")
+    )
+
+
+def verdict(par: pd.DataFrame, band_pct: float, comparable: bool) -> tuple[str, str]:
+    """Verdict and one-line reason on "within ``band_pct`` % over the batch sizes"."""
+    b, g = largest_gap(par)
+    inside = int((par["gap_pct"].abs() <= band_pct).sum())
+    what = (
+        f"largest gap {g:+.1f} % at batch {b}; "
+        f"{inside}/{len(par)} batch sizes within +/-{band_pct:g} %"
+    )
+    if not comparable:
+        return (
+            "not reproduced",
+            f"stand-in engines on this hardware, not vLLM vs DeepInfer on GB300: {what}",
+        )
+    return ("consistent" if inside == len(par) else "inconsistent"), what

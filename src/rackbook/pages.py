@@ -1,0 +1,273 @@
+"""Markdown generated for the book from data: claim cards, the claims-at-a-glance table,
+reference pages. Nothing here is typed by hand: every number comes from the claims registry,
+the catalogs or an executed result's headline JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rackbook import paths, schema
+from rackbook.claims import Registry, load_claims
+from rackbook.fsio import atomic_write_text
+
+_STATUS = {
+    "located": "primary source located",
+    "partly-located": "primary source partly located",
+    "not-located": "primary source not located",
+}
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def claim_card(result: str, registry: Registry | None = None) -> str:
+    """Markdown card of a result's published claims: quote, statement, scope, source status."""
+    reg = registry or load_claims()
+    out = []
+    for c in reg.for_result(result):
+        src = reg.source(c.source.seen_in)
+        out += [
+            f"**{c.value_text}** ({c.id}): {c.statement}",
+            "",
+            f"> {c.original}",
+            "",
+            f"- Scope: {c.scope.summary()}",
+            f"- Measures: {c.metric.measured}",
+            f"- Source: seen in *{src.title}*; {_STATUS[c.source.status]}"
+            + (f" ({c.source.primary})" if c.source.primary else ""),
+            "",
+        ]
+    return "\n".join(out)
+
+
+def _headline_for(doc: dict, claim_id: str) -> dict | None:
+    for h in doc.get("headlines", []):
+        if h.get("claim_id") == claim_id:
+            return h
+    return None
+
+
+def _verdict_cell(executed: Path | None, result: str, claim_id: str) -> tuple[str, str]:
+    """(verdict text, evidence kind) of one claim in one folder of executed results."""
+    f = executed / f"{result}.json" if executed else None
+    if f is None or not f.exists():
+        return "not run", "-"
+    doc = json.loads(f.read_text())
+    h = _headline_for(doc, claim_id)
+    if h is None:
+        return f"{doc.get('verdict', 'not run')}: {doc.get('reason', '')}", "-"
+    kind = h["kind"] + (f" ({h['hardware']})" if h.get("hardware") else "")
+    return f"{h['verdict']}: {h['reason']}", kind
+
+
+def at_a_glance(
+    executed: Path, registry: Registry | None = None, reference: Path | None = None
+) -> str:
+    """The landing page's table: one row per claim with scope, source status, our verdict and
+    the kind of evidence, read from the headline JSONs in ``executed``. With ``reference`` (the
+    shipped recordings' results), a column shows those verdicts beside the reader's."""
+    reg = registry or load_claims()
+    head = "| result | claim | scope | source | verdict | evidence |"
+    rule = "|---|---|---|---|---|---|"
+    if reference is not None:
+        head, rule = head + " shipped recordings |", rule + "---|"
+    rows = [head, rule]
+    for result in paths.RESULTS:
+        ran = (executed / f"{result}.ipynb").exists()
+        for c in reg.for_result(result):
+            verdict, kind = _verdict_cell(executed, result, c.id)
+            link = f"{{doc}}`{result} </notebooks/{result}>`" if ran else result
+            row = (
+                f"| {link} | {_cell(c.value_text)}: {_cell(c.statement)} "
+                f"| {_cell(c.scope.summary())} | {_STATUS[c.source.status]} "
+                f"| {_cell(verdict)} | {_cell(kind)} |"
+            )
+            if reference is not None:
+                row += f" {_cell(_verdict_cell(reference, result, c.id)[0])} |"
+            rows.append(row)
+    return "\n".join(rows) + "\n"
+
+
+def _num(x: float | None, scale: float = 1.0, unit: str = "") -> str:
+    if x is None:
+        return "-"
+    v = x / scale
+    text = f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
+    return f"{text} {unit}".strip()
+
+
+def hardware_page() -> str:
+    """The hardware catalog as tables (``data/hardware.yaml``)."""
+    from rackbook.catalogs import load_hardware
+
+    cat = load_hardware()
+    out = [
+        "# Hardware catalog",
+        "",
+        "Generated from `data/hardware.yaml`. Decimal units (1 TB/s = 10^12 bytes/s).",
+        "",
+        "| GPU | HBM | HBM bandwidth | dense FP4 | dense FP8 | dense BF16 | NVLink | source |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for gid, g in cat.gpus.items():
+        f = g.dense_flops
+        out.append(
+            f"| {gid}: {_cell(g.name)} | {_num(g.hbm_capacity_bytes, 1e9, 'GB')} "
+            f"| {_num(g.hbm_bandwidth_bytes_per_s, 1e12, 'TB/s')} "
+            f"| {_num(f.fp4, 1e15, 'PFLOP/s')} | {_num(f.fp8, 1e15, 'PFLOP/s')} "
+            f"| {_num(f.bf16, 1e15, 'PFLOP/s')} "
+            f"| {_num(g.nvlink_bandwidth_bytes_per_s, 1e12, 'TB/s')} | {_cell(g.source)} |"
+        )
+    out += [
+        "",
+        "| system | GPU | GPUs | trays x GPUs | aggregate HBM bandwidth | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for sid, sy in cat.systems.items():
+        trays = f"{sy.trays} x {sy.gpus_per_tray}" if sy.trays else "-"
+        out.append(
+            f"| {sid}: {_cell(sy.name)} | {sy.gpu} | {sy.gpus} | {trays} "
+            f"| {_num(sy.aggregate_hbm_bandwidth_bytes_per_s, 1e12, 'TB/s')} "
+            f"| {_cell(sy.source)} |"
+        )
+    out += ["", "| price | GPU | $/GPU-hour | source |", "|---|---|---|---|"]
+    for pid, pr in cat.prices.items():
+        approx = "about " if pr.approximate else ""
+        out.append(f"| {pid} | {pr.gpu} | {approx}{pr.usd_per_gpu_hour:.2f} | {_cell(pr.source)} |")
+    return "\n".join(out) + "\n"
+
+
+def models_page() -> str:
+    """The model catalog (``data/models/*.yaml``) with KV bytes computed by the roofline."""
+    from rackbook import roofline
+    from rackbook.catalogs import list_models, load_model
+    from rackbook.errors import InputError
+
+    out = [
+        "# Model catalog",
+        "",
+        "Generated from `data/models/`. KV bytes per token are",
+        "computed from each model's attention layout by `rackbook kv-bytes`.",
+        "",
+    ]
+    for mid in list_models():
+        m = load_model(mid)
+        a, moe, p = m.architecture, m.moe, m.params
+        kv = []
+        for dt in ("fp4", "fp8", "bf16"):
+            try:
+                kv.append(f"{dt} {roofline.kv_bytes_per_token(m, dt):,} B")
+            except InputError:
+                kv.append(f"{dt} -")
+        rows = [
+            ("layers", a.num_layers),
+            ("hidden size", a.hidden_size),
+            (
+                "attention heads x head dim",
+                f"{a.num_attention_heads} x {a.head_dim}" if a.num_attention_heads else None,
+            ),
+            ("routed experts (top-k)", f"{moe.num_routed_experts} ({moe.experts_per_token})"),
+            ("shared experts", moe.num_shared_experts),
+            ("MoE intermediate size", moe.moe_intermediate_size),
+            ("parameters, total", _num(p.total, 1e9, "B")),
+            (
+                "parameters, backbone + Engram memory",
+                f"{_num(p.backbone, 1e9, 'B')} + {_num(p.engram, 1e9, 'B')}"
+                if p.backbone
+                else None,
+            ),
+            (
+                "active per token, prefill / decode",
+                f"{_num(p.active_prefill or p.active, 1e9, 'B')} / "
+                f"{_num(p.active_decode or p.active, 1e9, 'B')}",
+            ),
+            ("global KV bytes per token", ", ".join(kv)),
+            ("max context", _num(a.max_context_tokens, 1, "tokens")),
+        ]
+        out += [f"## {_cell(m.name)}", "", "| figure | value |", "|---|---|"]
+        out += [f"| {k} | {_cell('-' if v is None else v)} |" for k, v in rows]
+        out += ["", "Sources: " + "; ".join(_cell(x) for x in m.sources), ""]
+    return "\n".join(out) + "\n"
+
+
+def claims_page(registry: Registry | None = None) -> str:
+    """Every claim of the registry and every source with its status."""
+    reg = registry or load_claims()
+    out = [
+        "# Claims registry and sources",
+        "",
+        "Generated from `data/claims.yaml`: the published numbers this book checks.",
+        "",
+    ]
+    for c in reg.claims:
+        out += [
+            f"## `{c.id}`: {c.value_text}",
+            "",
+            c.statement,
+            "",
+            f"> {c.original}",
+            "",
+            f"- Comparison: {c.comparison}; scope: {c.scope.summary()}",
+            f"- Metric: {c.metric.measured}",
+        ]
+        if c.metric.tokens_counted:
+            out.append(f"- Tokens counted: {c.metric.tokens_counted}")
+        out += [f"- Caution: {x}" for x in c.cautions]
+        out += [f"- Source status: {_STATUS[c.source.status]}", ""]
+    out += ["## Sources", "", "| id | title | status | link |", "|---|---|---|---|"]
+    for s_ in reg.sources:
+        link = f"<{s_.url}>" if s_.url else "-"
+        out.append(f"| {s_.id} | {_cell(s_.title)} | {_STATUS[s_.status]} | {link} |")
+    return "\n".join(out) + "\n"
+
+
+def translation_page(trace_dir: Path, gpus: int = 1) -> str:
+    """One point of a recorded trace under each tool's metric definitions."""
+    from rackbook import metrics, traces
+
+    t = traces.read_trace(trace_dir)
+    pid = str(t.points["point_id"].iloc[0])
+    df = metrics.translate(t, gpus=gpus, point_id=pid)
+    out = [
+        "| quantity | tool | name | value | unit | definition |",
+        "|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r.quantity} | {r.tool} | `{r.name}` | {r.value:,.2f} | {r.unit} "
+        f"| {_cell(r.definition)} |"
+        for r in df.itertuples()
+    ]
+    src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {traces.hardware_label(t.run)})"
+    return f"Computed by `rackbook.metrics.translate` from {src}, over {gpus} GPU(s).\n\n" + (
+        "\n".join(out) + "\n"
+    )
+
+
+def generate(folder: Path, executed: Path) -> list[Path]:
+    """Write every generated page into ``folder``; returns the files written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    translation_trace = paths.TRACES / "decode-parity"
+    written = [
+        atomic_write_text(folder / "hardware.md", hardware_page()),
+        atomic_write_text(folder / "models.md", models_page()),
+        atomic_write_text(folder / "claims.md", claims_page()),
+        atomic_write_text(
+            folder / "metric-translation.md",
+            translation_page(translation_trace)
+            if (translation_trace / "run.json").exists()
+            else "No recorded trace is available to compute this table.\n",
+        ),
+        atomic_write_text(
+            folder / "at-a-glance.md",
+            at_a_glance(executed, reference=None if executed == paths.EXECUTED else paths.EXECUTED),
+        ),
+        atomic_write_text(
+            folder / "trace-format.md",
+            "# The trace format\n\nGenerated from `rackbook.schema`.\n\n"
+            + schema.markdown_reference(),
+        ),
+    ]
+    return written

@@ -1,0 +1,94 @@
+"""Headline results: the JSON each notebook's last cell writes (``DIR/RESULT.json``).
+
+Each headline value carries its value and unit, its definition, the claim it speaks to, its
+kind (how the number was obtained) and a verdict with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rackbook.errors import InputError
+from rackbook.fsio import atomic_write_json
+from rackbook.paths import RESULTS
+
+#: How a number was obtained.
+KINDS = ("measured", "modelled", "published", "synthetic")
+#: What a number says about its claim.
+VERDICTS = ("consistent", "inconsistent", "not comparable", "not reproduced")
+
+
+@dataclass
+class Headline:
+    """One headline value of a result."""
+
+    name: str
+    value: float | int | str | None
+    unit: str
+    definition: str
+    claim_id: str | None
+    kind: str
+    verdict: str
+    reason: str
+    hardware: str | None = None  # for measured values: on what hardware
+    trace_ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"headline {self.name}: kind {self.kind!r} not in {KINDS}")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"headline {self.name}: verdict {self.verdict!r} not in {VERDICTS}")
+        if self.kind == "measured" and not self.hardware:
+            raise ValueError(f"headline {self.name}: a measured value must say on what hardware")
+        if isinstance(self.value, float) and not math.isfinite(self.value):
+            raise ValueError(f"headline {self.name}: value is not finite")
+        if "\n" in self.reason:
+            raise ValueError(f"headline {self.name}: reason must be one line")
+
+
+def write_result(
+    result: str,
+    headlines: list[Headline],
+    *,
+    out_dir: str | Path,
+    source: str,
+    verdict: str,
+    reason: str,
+    trace_ids: list[str] | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``out_dir/RESULT.json`` atomically; returns its path."""
+    if result not in RESULTS:
+        raise ValueError(f"unknown result {result!r}")
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict {verdict!r} not in {VERDICTS}")
+    doc = {
+        "result": result,
+        "source": source,
+        "verdict": verdict,
+        "reason": reason,
+        "trace_ids": sorted(set(trace_ids or [])),
+        "parameters": parameters or {},
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "headlines": [asdict(h) for h in headlines],
+    }
+    return atomic_write_json(Path(out_dir) / f"{result}.json", doc)
+
+
+def read_result(path: str | Path) -> dict[str, Any]:
+    """Read a headline JSON written by :func:`write_result`."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "-", "no headline JSON: run the result first") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, "-", f"not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or "headlines" not in doc:
+        raise InputError(path, "headlines", "missing")
+    return doc

@@ -1,0 +1,248 @@
+"""Execute result notebooks with papermill and build the HTML book from executed copies.
+
+``rackbook run RESULT`` executes ``notebooks/RESULT.ipynb`` into ``DIR/RESULT.ipynb`` (default
+``_build/executed``); the notebook's last cell writes ``DIR/RESULT.json``. ``rackbook book``
+stages the book's sources with the executed notebooks under ``_build/site`` and runs Jupyter Book
+on them without executing anything again (HTML in ``_build/html``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rackbook import paths
+from rackbook.errors import InputError
+
+
+def available_results() -> list[str]:
+    """Results whose notebook exists, in the book's order."""
+    return [r for r in paths.RESULTS if (paths.NOTEBOOKS / f"{r}.ipynb").exists()]
+
+
+def notebook_path(result: str) -> Path:
+    """The source notebook of a result; unknown names raise :class:`InputError`."""
+    if result not in paths.RESULTS:
+        raise InputError(
+            "-", "result", f"unknown result {result!r}; known: {', '.join(paths.RESULTS)}, all"
+        )
+    return paths.NOTEBOOKS / f"{result}.ipynb"
+
+
+def parse_parameters(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
+    """``-p NAME VALUE`` pairs; values are read as YAML scalars (``8`` is an int, ``null``...)."""
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        try:
+            out[name] = yaml.safe_load(value) if value != "" else ""
+        except yaml.YAMLError:
+            out[name] = value
+    return out
+
+
+def declared_parameters(nb: Path) -> dict[str, Any]:
+    """Names and default text of the notebook's ``parameters`` cell."""
+    import papermill
+
+    return papermill.inspect_notebook(str(nb))
+
+
+def run_result(
+    result: str,
+    source: str = "trace",
+    parameters: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    progress: bool | None = None,
+) -> Path:
+    """Execute one result's notebook; return the path of its headline JSON.
+
+    Parameters that the notebook does not declare are refused (one-line error). The executed
+    notebook is written to a temporary name and renamed only on success. The cell progress
+    bar is shown when stderr is a terminal (``progress=None``).
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    nb = notebook_path(result)
+    out_dir = paths.resolve(out) if out else paths.EXECUTED
+    params = dict(parameters or {})
+    declared = declared_parameters(nb)
+    unknown = sorted(set(params) - set(declared))
+    if unknown:
+        raise InputError(
+            nb.relative_to(paths.ROOT),
+            f"parameter {unknown[0]}",
+            f"not a parameter of this notebook; known: {', '.join(declared)}",
+        )
+    params |= {"source": source, "out_dir": str(out_dir)}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / f"{result}.ipynb"
+    tmp = out_dir / f".{result}.tmp.ipynb"
+    headline = out_dir / f"{result}.json"
+    old_mtime = headline.stat().st_mtime if headline.exists() else None
+    try:
+        papermill.execute_notebook(
+            str(nb),
+            str(tmp),
+            parameters=params,
+            kernel_name="python3",
+            progress_bar=sys.stderr.isatty() if progress is None else progress,
+            cwd=str(paths.NOTEBOOKS),
+            log_output=False,
+        )
+    except PapermillExecutionError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        evalue = " ".join(str(exc.evalue).split())
+        if exc.ename == "InputError" and evalue.count(": ") >= 2:
+            file, field, problem = evalue.split(": ", 2)
+            raise InputError(file, field, problem) from None
+        raise InputError(
+            nb.relative_to(paths.ROOT), f"cell {exc.exec_count}", f"{exc.ename}: {evalue}"
+        ) from None
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    os.replace(tmp, final)
+    if not headline.exists() or headline.stat().st_mtime == old_mtime:
+        raise InputError(nb.relative_to(paths.ROOT), "last cell", f"did not write {headline.name}")
+    return headline
+
+
+def cli_run(args: argparse.Namespace) -> int:
+    """``rackbook run RESULT|all [--source trace|live] [-p NAME VALUE ...] [--out DIR]``."""
+    params = parse_parameters(args.parameter)
+    names = available_results() if args.result == "all" else [args.result]
+    for name in names:
+        notebook_path(name)
+    if args.result == "all" and params:
+        raise InputError("-", "-p", "parameters apply to one result; run results one by one")
+    from rackbook.results import read_result
+
+    for name in names:
+        t0 = time.perf_counter()
+        print(f"running {name} ({args.source}) ...", flush=True)
+        path = run_result(name, args.source, params, args.out)
+        doc = read_result(path)
+        print(
+            f"{name}: {doc['verdict']} ({doc['reason']}) "
+            f"[{time.perf_counter() - t0:.1f} s] -> {path}"
+        )
+    return 0
+
+
+def cli_list(args: argparse.Namespace) -> int:
+    """``rackbook list``: each result, its claims and the latest verdict."""
+    from rackbook.claims import load_claims
+    from rackbook.results import read_result
+
+    reg = load_claims()
+    out_dir = paths.resolve(args.out) if args.out else paths.EXECUTED
+    for name in paths.RESULTS:
+        f = out_dir / f"{name}.json"
+        verdict = "not run"
+        if f.exists():
+            doc = read_result(f)
+            verdict = f"{doc['verdict']}: {doc['reason']}"
+        print(f"{name}: {verdict}")
+        for c in reg.for_result(name):
+            print(f"  - {c.id}: {c.statement}")
+    return 0
+
+
+def stage_book(executed: Path, site: Path) -> Path:
+    """Copy the book's sources and the executed notebooks into ``site``; generate pages."""
+    from rackbook import pages
+
+    present = available_results()
+    missing = [r for r in present if not (executed / f"{r}.ipynb").exists()]
+    if missing:
+        raise InputError(
+            executed, missing[0] + ".ipynb", "not executed yet: run `rackbook run all` first"
+        )
+    if site.exists():
+        shutil.rmtree(site)
+    site.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(paths.ROOT / name, site / name)
+    shutil.copytree(paths.ROOT / "book", site / "book")
+    (site / "notebooks").mkdir()
+    for r in present:
+        shutil.copy2(executed / f"{r}.ipynb", site / "notebooks" / f"{r}.ipynb")
+    pages.generate(site / "book" / "generated", executed)
+    return site
+
+
+def build_book(out: str | Path | None = None, strict: bool = False) -> Path:
+    """Stage and build the HTML book; returns the path of ``index.html``."""
+    executed = paths.resolve(out) if out else paths.EXECUTED
+    site = stage_book(executed, paths.BUILD / "site")
+    cmd = [
+        str(Path(sys.executable).with_name("jupyter-book")),
+        "build",
+        str(site),
+        "--path-output",
+        str(paths.ROOT),
+        "--keep-going",
+    ]
+    if strict:
+        cmd += ["-W", "-n"]
+    proc = subprocess.run(cmd, cwd=paths.ROOT, text=True, capture_output=True)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    log = paths.BUILD / "book-build.log"
+    log.write_text(text, encoding="utf-8")
+    if proc.returncode != 0:
+        problems = [ln for ln in text.splitlines() if "WARNING" in ln or "ERROR" in ln]
+        tail = problems[:1] or [ln for ln in text.splitlines() if ln.strip()][-1:]
+        raise InputError(
+            log.relative_to(paths.ROOT),
+            "jupyter-book",
+            f"build failed: {tail[0] if tail else proc.returncode}",
+        )
+    return paths.BUILD / "html" / "index.html"
+
+
+def run_on_traces(traces_dir: str | Path, out: Path) -> list[str]:
+    """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists (the other
+    results run on the shipped traces). Returns the results that used the user's traces."""
+    base = paths.resolve(traces_dir)
+    if not base.is_dir():
+        raise InputError(base, "--traces", "not a folder of traces (one folder per result)")
+    mine = [r for r in available_results() if (base / r / "run.json").is_file()]
+    if not mine:
+        raise InputError(
+            base,
+            "--traces",
+            f"holds no trace folder named after a result ({', '.join(paths.RESULTS)})",
+        )
+    for r in available_results():
+        params = {"trace": str(base / r)} if r in mine else {}
+        print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
+        run_result(r, "trace", params, out)
+    return mine
+
+
+def cli_book(args: argparse.Namespace) -> int:
+    """``rackbook book [--out DIR] [--traces DIR] [--strict]``: HTML from executed notebooks.
+
+    With ``--traces`` every result is first executed on the user's traces (into ``--out``,
+    default ``_build/yours``), and the landing page shows those numbers beside the claims."""
+    out = args.out
+    if args.traces:
+        out = out or "_build/yours"
+        mine = run_on_traces(args.traces, paths.resolve(out))
+        print(f"your traces: {', '.join(mine)}")
+    index = build_book(out, args.strict)
+    print(f"book: {index}")
+    return 0

@@ -1,0 +1,64 @@
+"""Generated book pages carry numbers computed from data, never typed."""
+
+from __future__ import annotations
+
+import json
+
+from rackbook import pages, schema
+from rackbook.claims import load_claims
+
+
+def test_models_page_computes_kv_bytes():
+    text = pages.models_page()
+    assert "fp4 890 B, fp8 1,650 B, bf16 3,200 B" in text
+    assert "384 (6)" in text  # routed experts (top-k) of V4.1-Flash
+
+
+def test_hardware_page_lists_the_rack():
+    text = pages.hardware_page()
+    assert "| gb300-nvl72:" in text and "| 72 | 18 x 4 | 576 TB/s |" in text
+
+
+def test_claims_page_has_every_claim_and_source_status():
+    reg = load_claims()
+    text = pages.claims_page(reg)
+    for c in reg.claims:
+        assert f"`{c.id}`" in text
+    assert "primary source not located" in text
+
+
+def test_trace_format_page_is_the_schema():
+    text = schema.markdown_reference()
+    for table, cols in schema.TABLES.items():
+        assert f"## {table}.parquet" in text
+        for c in cols:
+            assert f"| `{c.name}` | {c.dtype} |" in text
+
+
+def test_at_a_glance_reads_verdicts(tmp_path):
+    doc = {
+        "result": "single-user",
+        "verdict": "not reproduced",
+        "reason": "no B300 here",
+        "headlines": [
+            {
+                "claim_id": "single-user.throughput",
+                "verdict": "inconsistent",
+                "reason": "floor says otherwise",
+                "kind": "modelled",
+                "hardware": None,
+            }
+        ],
+    }
+    (tmp_path / "single-user.json").write_text(json.dumps(doc))
+    text = pages.at_a_glance(tmp_path, reference=tmp_path / "none")
+    row = next(r for r in text.splitlines() if r.startswith("| single-user"))
+    assert "inconsistent: floor says otherwise" in row and "| modelled |" in row
+    assert row.rstrip().endswith("| not run |")  # the reference column
+    assert sum(r.startswith("| decode-parity") for r in text.splitlines()) == 1
+    assert "not run" in next(r for r in text.splitlines() if r.startswith("| decode-parity"))
+
+
+def test_claim_card_quotes_the_source():
+    card = pages.claim_card("context-latency")
+    assert "890 B/token" in card and "primary source located" in card

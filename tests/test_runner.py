@@ -1,0 +1,91 @@
+"""`rackbook run` executes a notebook with papermill and leaves a headline JSON; errors are one
+line and leave nothing behind."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import small_result
+
+from rackbook.importers import vllm_bench_frames
+from rackbook.results import KINDS, VERDICTS
+from rackbook.traces import concat, new_run_info, write_trace
+
+
+def _decode_trace(tmp_path):
+    """Two engines at batch 2 and 4 whose decode throughput differs by a known ratio."""
+    parts = []
+    for engine, slow in (("vllm-serve", 1.1), ("vllm-offline", 1.0)):
+        for b in (2, 4):
+            d = small_result(
+                errors=["", "", ""],
+                completed=3,
+                output_lens=[5, 5, 5],
+                ttfts=[0.1, 0.1, 0.1],
+                latencies=[0.1 + 0.4 * slow] * 3,
+                itls=[[0.1 * slow] * 4] * 3,
+            )
+            parts.append(
+                vllm_bench_frames(
+                    tmp_path / f"{engine}-{b}.json",
+                    {"engine": engine, "batch_size": str(b)},
+                    data=d,
+                )
+            )
+    run = new_run_info(
+        kind="synthetic",
+        commands=["test"],
+        parameters={},
+        engine={"name": "t"},
+        generator={"name": "tests/test_runner.py", "seed": 0},
+    )
+    return write_trace(tmp_path / "trace", concat(parts, run))
+
+
+def test_run_decode_parity_on_a_trace(tmp_path, run_cli):
+    trace = _decode_trace(tmp_path)
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(
+        "run",
+        "decode-parity",
+        "-p",
+        "trace",
+        str(trace),
+        "-p",
+        "batch_sizes",
+        "[2, 4]",
+        "--out",
+        str(out),
+    )
+    assert code == 0, err
+    doc = json.loads((out / "decode-parity.json").read_text())
+    assert (out / "decode-parity.ipynb").is_file()
+    assert doc["result"] == "decode-parity" and doc["source"] == "trace"
+    assert doc["verdict"] == "not reproduced"  # CPU stand-in, not DeepInfer on Blackwell
+    h = {x["name"]: x for x in doc["headlines"]}
+    # decode: A takes 1.1x as long per token as B -> A/B = 1/1.1 -> -9.09 %
+    assert h["max_decode_gap"]["value"] == pytest.approx(-9.09, abs=0.01)
+    assert h["batch_sizes_within_band"]["value"] == 0
+    for x in doc["headlines"]:
+        assert x["kind"] in KINDS and x["verdict"] in VERDICTS and x["unit"]
+        assert x["definition"] and "\n" not in x["reason"]
+    assert doc["trace_ids"] and all(x["trace_ids"] == doc["trace_ids"] for x in doc["headlines"])
+
+
+def test_unknown_parameter_is_refused(tmp_path, run_cli):
+    code, _, err = run_cli(
+        "run", "decode-parity", "-p", "no_such", "1", "--out", str(tmp_path / "o")
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert "parameter no_such" in err and "not a parameter" in err
+    assert not (tmp_path / "o" / "decode-parity.ipynb").exists()
+
+
+def test_bad_trace_parameter_gives_one_line(tmp_path, run_cli):
+    code, _, err = run_cli(
+        "run", "decode-parity", "-p", "trace", str(tmp_path / "nope"), "--out", str(tmp_path / "o")
+    )
+    assert code == 2 and err.count("\n") == 1 and "trace folder does not exist" in err
+    assert not (tmp_path / "o" / "decode-parity.ipynb").exists()
+    assert not (tmp_path / "o" / "decode-parity.json").exists()
