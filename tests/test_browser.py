@@ -1,0 +1,150 @@
+"""The built book in a real browser: every chapter loads in headless Chromium, its figures
+render, and its headline numbers (the verdict's reason) appear in the page. Screenshots and the
+page weights are kept under ``_build/browser/`` as build artifacts.
+
+Skipped, with the reason shown, where Chromium is not installed; CI installs it and sets
+``RACKBOOK_REQUIRE_BROWSER=1`` so that there a missing browser fails instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from rackbook import paths, runner
+from rackbook.results import read_result
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = paths.BUILD / "browser"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--hide-scrollbars",
+]
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> str:
+    exe = _chromium()
+    if exe is None:
+        if os.environ.get("RACKBOOK_REQUIRE_BROWSER") == "1":
+            pytest.fail("Chromium is required here (RACKBOOK_REQUIRE_BROWSER=1) but not found")
+        pytest.skip("Chromium not installed (apt-get install chromium); CI installs it")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def site(browser, tmp_path_factory):
+    """Execute every result on the shipped traces, build the book, serve it on loopback."""
+    out = tmp_path_factory.mktemp("executed")
+    for r in runner.available_results():
+        runner.run_result(r, "trace", {}, out, progress=False)
+    index = runner.build_book(out, strict=True)
+    root = index.parent
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    yield {"root": root, "out": out, "url": f"http://127.0.0.1:{server.server_port}"}
+    server.shutdown()
+
+
+def _run(browser: str, args: list[str], profile: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [browser, *FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _text(dom: str) -> str:
+    dom = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", dom)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
+
+
+def _page_weight(root: Path, page: Path, dom: str) -> int:
+    """Bytes of the page and the local resources it references (CSS, JS, images)."""
+    total = page.stat().st_size
+    for ref in set(re.findall(r'(?:src|href)="([^"#?]+)', dom)):
+        if ref.startswith(("http:", "https:", "data:", "mailto:")):
+            continue
+        f = (page.parent / ref).resolve()
+        if f.is_file() and root in f.parents and f.suffix in {".css", ".js", ".png", ".svg"}:
+            total += f.stat().st_size
+    return total
+
+
+@pytest.mark.parametrize("result", runner.available_results())
+def test_chapter_renders(browser, site, result, tmp_path):
+    page = site["root"] / "notebooks" / f"{result}.html"
+    assert page.is_file(), f"{page} was not built"
+    url = f"{site['url']}/notebooks/{result}.html"
+    dump = _run(browser, ["--dump-dom", url], tmp_path / "p1")
+    assert dump.returncode == 0, dump.stderr[-500:]
+    dom = dump.stdout
+    text = _text(dom)
+    doc = read_result(site["out"] / f"{result}.json")
+    # the chapter's headline numbers reach the page: the verdict and its reason
+    assert doc["verdict"] in text
+    assert " ".join(doc["reason"].split()) in text
+    # every figure is a non-empty PNG that the page references
+    imgs = [m for m in re.findall(r'<img[^>]+src="([^"]+)"', dom) if m.endswith(".png")]
+    assert imgs, "chapter has no figure"
+    for src in imgs:
+        f = (page.parent / src).resolve()
+        data = f.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000, src
+    shot = ARTIFACTS / f"{result}.png"
+    res = _run(browser, ["--window-size=1280,2400", f"--screenshot={shot}", url], tmp_path / "p2")
+    assert res.returncode == 0 and shot.is_file() and shot.stat().st_size > 20_000
+    weight = _page_weight(site["root"], page, dom)
+    weights = ARTIFACTS / "page-weight.json"
+    current = json.loads(weights.read_text()) if weights.exists() else {}
+    current[result] = weight
+    weights.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
+    print(f"{result}: page weight {weight / 1024:.0f} KiB, {len(imgs)} figure(s)")
+
+
+def test_landing_page_lists_every_claim(browser, site, tmp_path):
+    dump = _run(browser, ["--dump-dom", f"{site['url']}/book/intro.html"], tmp_path / "p")
+    text = _text(dump.stdout)
+    from rackbook.claims import load_claims
+
+    for c in load_claims().claims:
+        assert c.value_text in text
+    _run(
+        browser,
+        [
+            "--window-size=1280,1600",
+            f"--screenshot={ARTIFACTS / 'intro.png'}",
+            f"{site['url']}/book/intro.html",
+        ],
+        tmp_path / "q",
+    )
