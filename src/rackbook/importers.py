@@ -24,6 +24,8 @@ DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "err
 #: Scenario keys that map onto typed request/point columns.
 INT_LABELS = ("batch_size", "concurrency", "context_tokens", "num_gpus")
 STR_LABELS = ("engine", "config", "point_id")
+#: Largest plausible token count of one request (larger values are corrupt input).
+MAX_TOKENS = 1e10
 
 
 def load_json(path: str | Path) -> Any:
@@ -66,6 +68,12 @@ def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> n
         raise InputError(path, f"{key}[{int(np.argmax(arr < 0))}]", "negative value")
     if integer and (arr % 1 != 0).any():
         raise InputError(path, f"{key}[{int(np.argmax(arr % 1 != 0))}]", "not an integer")
+    if integer and (arr > MAX_TOKENS).any():
+        raise InputError(
+            path,
+            f"{key}[{int(np.argmax(arr > MAX_TOKENS))}]",
+            f"implausibly large token count (over {MAX_TOKENS:.0e})",
+        )
     return arr
 
 
@@ -147,8 +155,11 @@ def vllm_bench_frames(
     pid = point_id or labels.pop("point_id", None) or path.stem
     labels.pop("point_id", None)
     ints: dict[str, int | None] = {k: None for k in INT_LABELS}
-    if d.get("max_concurrency") is not None:
-        ints["concurrency"] = d["max_concurrency"]
+    mc = d.get("max_concurrency")
+    if mc is not None:
+        if isinstance(mc, bool) or not isinstance(mc, int) or mc < 1:
+            raise InputError(path, "max_concurrency", "must be a positive integer or null")
+        ints["concurrency"] = mc
     for k in INT_LABELS:
         if k in labels:
             try:

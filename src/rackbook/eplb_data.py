@@ -1,0 +1,558 @@
+"""Data for the eplb-balance result: the SYNTHETIC default trace, loads from traces, scoring.
+
+No DeepSeek-V4.1-Flash routing statistics are public, so the default input is a documented
+synthetic routing model (:func:`rackbook.eplb.synthetic_loads`: Zipf-like expert popularity per
+layer over a seeded permutation, multinomial draws). Its one free parameter, the skew, is
+calibrated so that *static* placement at the chosen EP size has balancedness equal to the
+claim's "before" figure (0.35, read from the claims registry). Everything EPLB then does to that
+load is a prediction of the model, not a measurement.
+
+Granularity. One trace *window* is the expert load of one decode forward pass (engine step):
+``batch_per_rank x ep_size`` tokens, each routed to ``top_k`` experts, so every MoE layer
+counts ``batch_per_rank x ep_size x top_k`` token-expert assignments. vLLM logs balancedness
+per forward pass in the same way (``EplbState.step``, from ``expert_load_pass``), and fits EPLB
+on the sum over a sliding window of steps (``window_size``, 1000 by default). Here EPLB is fitted
+on the sum of the first ``fit_windows`` steps and scored on each later step, so the score is out
+of sample.
+
+Units: loads are token-expert assignments ("tokens", as vLLM counts them); balancedness and
+throughput relative to uniform routing are dimensionless; fractions are dimensionless (0..1)
+unless a name ends in ``_pct``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook import eplb, schema
+from rackbook.errors import InputError
+from rackbook.traces import Trace, hardware_label, new_run_info, write_trace
+
+#: The command that regenerates the default trace (recorded in run.json).
+RECORD_COMMAND = "bash env/record/eplb-balance.sh"
+#: The claim whose value the synthetic skew is calibrated to.
+CALIBRATION_CLAIM = "eplb-balance.before"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Parameters of the synthetic default trace.
+
+    ``ep_size`` EP ranks (DeepInfer's decode ran DEP64, per claims-context.md "DeepInfer");
+    ``redundant`` redundant physical experts (64: 384 + 64 = 448 = 7 per rank);
+    ``batch_per_rank`` decode sequences per rank per step (tokens); ``windows`` decode steps
+    drawn; ``seed`` of the generator; the layer/expert/top-k shape comes from the model catalog.
+    """
+
+    model: str = "deepseek-v4.1-flash"
+    ep_size: int = 64
+    redundant: int = 64
+    batch_per_rank: int = 64
+    windows: int = 12
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Shape:
+    """MoE shape of a model: layers counted as MoE layers, routed experts, experts per token."""
+
+    num_layers: int
+    num_experts: int
+    top_k: int
+
+
+def model_shape(model: str = "deepseek-v4.1-flash") -> Shape:
+    """The MoE shape from the model catalog (``data/models/MODEL.yaml``).
+
+    The catalog does not state how many of the layers are MoE layers (``moe.num_moe_layers``
+    is null for V4.1-Flash); then every layer (``architecture.num_layers``) is counted.
+    """
+    from rackbook.catalogs import load_model
+
+    m = load_model(model)
+    layers = m.moe.num_moe_layers or m.architecture.num_layers
+    if not layers or not m.moe.num_routed_experts or not m.moe.experts_per_token:
+        raise InputError(m.file, "moe", "the model catalog lacks layers, experts or top-k")
+    return Shape(int(layers), int(m.moe.num_routed_experts), int(m.moe.experts_per_token))
+
+
+def tokens_per_step(batch_per_rank: int, ep_size: int, top_k: int) -> int:
+    """Token-expert assignments per MoE layer in one decode step: batch x ranks x top-k."""
+    return int(batch_per_rank) * int(ep_size) * int(top_k)
+
+
+def redundant_for(ep_size: int, num_experts: int, extra_per_rank: int = 1) -> int:
+    """Redundant experts giving every rank ``ceil(experts / ep) + extra_per_rank`` slots.
+
+    E.g. 384 experts: EP 64 -> 7 slots per rank -> 64 redundant; EP 72 -> 6 + 1 = 7 slots ->
+    504 - 384 = 120 redundant.
+    """
+    return int(ep_size) * (math.ceil(num_experts / ep_size) + int(extra_per_rank)) - num_experts
+
+
+def calibration_target() -> float:
+    """The claim's static balancedness (0.35), from the claims registry."""
+    from rackbook.claims import load_claims
+
+    value = load_claims().get(CALIBRATION_CLAIM).value
+    if value is None:
+        raise InputError("data/claims.yaml", CALIBRATION_CLAIM, "has no single value")
+    return float(value)
+
+
+def calibrate(spec: Spec = Spec(), target: float | None = None) -> dict[str, Any]:
+    """Skew of the synthetic model whose static placement has the target balancedness.
+
+    Measured on one decode step (window 0 of the generated trace), as vLLM logs it, with
+    ``spec.redundant`` slots placed as vLLM places them before any rearrangement.
+    """
+    shape = model_shape(spec.model)
+    tgt = calibration_target() if target is None else float(target)
+    return eplb.calibrate_skew(
+        tgt,
+        spec.ep_size,
+        num_layers=shape.num_layers,
+        num_experts=shape.num_experts,
+        tokens_per_layer=tokens_per_step(spec.batch_per_rank, spec.ep_size, shape.top_k),
+        seed=spec.seed,
+        redundant=spec.redundant,
+        windows=1,
+    )
+
+
+def loads_table(loads: np.ndarray) -> pd.DataFrame:
+    """``(windows, layers, experts)`` tokens as the trace's ``expert_load`` table."""
+    arr = np.asarray(loads)
+    win, lay, exp = np.indices(arr.shape)
+    return pd.DataFrame(
+        {
+            "window": win.ravel().astype(np.int64),
+            "layer": lay.ravel().astype(np.int64),
+            "expert": exp.ravel().astype(np.int64),
+            "tokens": arr.ravel().astype(np.float64),
+        }
+    )
+
+
+def _empty(table: str) -> pd.DataFrame:
+    dtypes = {"string": "string", "int64": "Int64", "float64": "float64", "bool": "bool"}
+    return pd.DataFrame(
+        {c.name: pd.Series([], dtype=dtypes[c.dtype]) for c in schema.TABLES[table]}
+    )
+
+
+def build_default_trace(spec: Spec = Spec()) -> Trace:
+    """The SYNTHETIC default trace: calibrate the skew, draw ``spec.windows`` decode steps.
+
+    Returns a :class:`Trace` of kind ``synthetic`` with empty request tables and an
+    ``expert_load`` table; ``run.json`` names the generator, its seed and the calibration.
+    """
+    shape = model_shape(spec.model)
+    cal = calibrate(spec)
+    n = tokens_per_step(spec.batch_per_rank, spec.ep_size, shape.top_k)
+    loads, meta = eplb.synthetic_loads(
+        shape.num_layers, shape.num_experts, n, cal["skew"], spec.seed, spec.windows
+    )
+    run = new_run_info(
+        kind="synthetic",
+        commands=[RECORD_COMMAND],
+        parameters={
+            **asdict(spec),
+            "num_layers": shape.num_layers,
+            "num_experts": shape.num_experts,
+            "top_k": shape.top_k,
+            "tokens_per_step": n,
+            "window": "one decode forward pass (engine step)",
+        },
+        engine={"name": "none", "version": None},
+        generator={
+            "name": eplb.SYNTHETIC_GENERATOR,
+            "seed": spec.seed,
+            "skew": cal["skew"],
+            "calibrated": True,
+            "calibration": {
+                "quantity": "vLLM balancedness of static placement, one decode step (window 0)",
+                "target": cal["target"],
+                "target_claim": CALIBRATION_CLAIM,
+                "achieved": cal["balancedness_static"],
+                "ep_size": spec.ep_size,
+                "redundant": spec.redundant,
+            },
+            "model": meta["note"],
+        },
+        notes=(
+            "SYNTHETIC routing, not measured: no DeepSeek-V4.1-Flash routing statistics are "
+            "public. Zipf-like popularity per layer over a seeded permutation, multinomial "
+            f"draws per decode step; skew calibrated so that static placement at EP "
+            f"{spec.ep_size} ({spec.redundant} redundant) has balancedness {cal['target']:g} "
+            f"(claim {CALIBRATION_CLAIM}). Balance after EPLB is a prediction of this model."
+        ),
+    )
+    return Trace(
+        run,
+        _empty("requests"),
+        _empty("itl"),
+        _empty("points"),
+        {"expert_load": loads_table(loads)},
+    )
+
+
+def write_default_trace(path: str | Path, spec: Spec = Spec()) -> Path:
+    """Build and write the default trace to folder ``path`` (atomically)."""
+    return write_trace(path, build_default_trace(spec))
+
+
+# --------------------------------------------------------------------------------------------
+# Loads from a trace
+# --------------------------------------------------------------------------------------------
+
+
+def loads_from_table(df: pd.DataFrame, where: str | Path | None = None) -> np.ndarray:
+    """``expert_load`` rows -> ``(windows, layers, experts)`` float64 tokens.
+
+    Every (window, layer, expert) must appear exactly once; indices start at 0.
+    """
+    if df.empty:
+        raise InputError(where, "expert_load", "no rows")
+    key = ["window", "layer", "expert"]
+    for col in key:
+        if (df[col] < 0).any():
+            raise InputError(where, f"expert_load.{col}", "negative index")
+    if df.duplicated(key).any():
+        raise InputError(where, "expert_load", "duplicate (window, layer, expert) rows")
+    shape = tuple(int(df[c].max()) + 1 for c in key)
+    if len(df) != shape[0] * shape[1] * shape[2]:
+        raise InputError(
+            where,
+            "expert_load",
+            f"incomplete grid: {len(df)} rows for {shape[0]} windows x {shape[1]} layers x "
+            f"{shape[2]} experts",
+        )
+    arr = np.zeros(shape, dtype=np.float64)
+    arr[df["window"].to_numpy(), df["layer"].to_numpy(), df["expert"].to_numpy()] = df[
+        "tokens"
+    ].to_numpy(np.float64)
+    for w in range(shape[0]):
+        eplb.as_loads(arr[w], where, f"expert_load window {w}")
+    return arr
+
+
+def trace_loads(tr: Trace) -> np.ndarray:
+    """The trace's expert loads ``(windows, layers, experts)``; InputError when it has none."""
+    if "expert_load" not in tr.extra:
+        raise InputError(tr.path, "expert_load", "the trace has no expert_load table")
+    return loads_from_table(tr.extra["expert_load"], tr.path)
+
+
+# --------------------------------------------------------------------------------------------
+# Scoring
+# --------------------------------------------------------------------------------------------
+
+
+def _split(loads: np.ndarray, fit_windows: int) -> tuple[np.ndarray, np.ndarray]:
+    arr = np.asarray(loads, dtype=np.float64)
+    if arr.ndim != 3:
+        raise InputError(None, "loads", f"expected (windows, layers, experts), got {arr.shape}")
+    if not 1 <= fit_windows < arr.shape[0]:
+        raise InputError(
+            None,
+            "fit_windows",
+            f"need 1 <= fit_windows < {arr.shape[0]} windows (at least one left to score)",
+        )
+    return arr[:fit_windows].sum(axis=0), arr[fit_windows:]
+
+
+@dataclass
+class Placements:
+    """Static and EPLB placements (``phy2log``) for one layout, fitted on summed loads."""
+
+    static: np.ndarray
+    eplb: np.ndarray
+    ep_size: int
+    redundant: int
+
+
+def fit(
+    loads: np.ndarray,
+    fit_windows: int,
+    ep_size: int,
+    redundant: int,
+    groups: int = 1,
+    nodes: int = 1,
+) -> Placements:
+    """Fit EPLB (DeepSeek's algorithm, :func:`rackbook.eplb.rebalance_experts`) on windows
+    ``[0, fit_windows)`` summed; the static placement is vLLM's initial one."""
+    fit_loads, _ = _split(loads, fit_windows)
+    num_logical = fit_loads.shape[1]
+    num_physical = eplb._check_layout(num_logical, ep_size, redundant, groups, nodes)
+    phy2log, _, _ = eplb.rebalance_experts(fit_loads, num_physical, groups, nodes, ep_size)
+    return Placements(
+        eplb.static_placement(num_logical, ep_size, redundant), phy2log, ep_size, redundant
+    )
+
+
+def score(
+    loads: np.ndarray,
+    fit_windows: int,
+    ep_size: int,
+    redundant: int,
+    groups: int = 1,
+    nodes: int = 1,
+) -> tuple[dict[str, float], pd.DataFrame]:
+    """Fit EPLB on the first ``fit_windows`` windows; score both placements on each later one.
+
+    Returns ``(summary, per_window)``. ``per_window`` has one row per scored window with vLLM's
+    balancedness (``static``, ``eplb``) and the legacy variant (``static_legacy``,
+    ``eplb_legacy``). ``summary`` holds their means over scored windows, and the two
+    "fraction recovered" readings of the means: ``fraction_recovered_gap`` =
+    (T_eplb - T_static) / (1 - T_static) and ``fraction_of_uniform`` = T_eplb / 1.
+    """
+    _, scored = _split(loads, fit_windows)
+    pl = fit(loads, fit_windows, ep_size, redundant, groups, nodes)
+    rows = []
+    for i, window in enumerate(scored):
+        rs = eplb.rank_loads_from_placement(window, pl.static, ep_size)
+        re = eplb.rank_loads_from_placement(window, pl.eplb, ep_size)
+        rows.append(
+            {
+                "window": fit_windows + i,
+                "static": eplb.balancedness(rs),
+                "eplb": eplb.balancedness(re),
+                "static_legacy": eplb.balancedness_legacy(rs),
+                "eplb_legacy": eplb.balancedness_legacy(re),
+            }
+        )
+    per = pd.DataFrame(rows)
+    s = {k: float(per[k].mean()) for k in ("static", "eplb", "static_legacy", "eplb_legacy")}
+    s["fraction_recovered_gap"] = eplb.fraction_recovered_gap(s["static"], s["eplb"])
+    s["fraction_of_uniform"] = eplb.fraction_of_uniform(s["eplb"])
+    s.update(ep_size=ep_size, redundant=redundant, fit_windows=fit_windows, scored=len(per))
+    return s, per
+
+
+def layer_rank_loads(loads: np.ndarray, pl: Placements, window: int, layer: int) -> pd.DataFrame:
+    """Tokens per EP rank in one layer of one window, static vs EPLB (one row per rank)."""
+    arr = np.asarray(loads, dtype=np.float64)
+    one = arr[window, layer][None, :]
+    static = pl.static if pl.static.ndim == 1 else pl.static[layer]
+    moved = pl.eplb if pl.eplb.ndim == 1 else pl.eplb[layer]
+    return pd.DataFrame(
+        {
+            "rank": np.arange(pl.ep_size),
+            "static": eplb.rank_loads_from_placement(one, static, pl.ep_size)[0],
+            "eplb": eplb.rank_loads_from_placement(one, moved, pl.ep_size)[0],
+        }
+    )
+
+
+def uniform_floor(
+    num_layers: int, tokens_per_layer: int, ep_size: int, seed: int = 0, windows: int = 8
+) -> float:
+    """Mean per-step balancedness of perfectly uniform routing (dimensionless, below 1).
+
+    Every token-expert assignment lands on each EP rank with probability ``1 / ep_size``
+    (uniform routing over equally filled ranks); rank loads are drawn multinomially per layer
+    and step from ``numpy.random.default_rng(seed)``. Below 1 only because a finite step is a
+    sample: this is the best per-step balancedness any placement can expect.
+    """
+    rng = np.random.default_rng(seed)
+    p = np.full(ep_size, 1.0 / ep_size)
+    vals = [
+        eplb.balancedness(rng.multinomial(tokens_per_layer, p, size=num_layers))
+        for _ in range(windows)
+    ]
+    return float(np.mean(vals))
+
+
+def readings(static: float, eplb_value: float, floor: float) -> pd.DataFrame:
+    """Three readings of "share of uniform routing's potential recovered", in percent.
+
+    ``gap``: (T_eplb - T_static) / (T_uniform - T_static) with T_uniform = 1;
+    ``ratio``: T_eplb / T_uniform with T_uniform = 1; ``ratio to floor``: T_eplb / floor, where
+    the floor is what uniform routing itself scores per step (:func:`uniform_floor`).
+    """
+    return pd.DataFrame(
+        [
+            {
+                "reading": "gap closed",
+                "formula": "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1",
+                "pct": 100 * eplb.fraction_recovered_gap(static, eplb_value),
+            },
+            {
+                "reading": "ratio to uniform",
+                "formula": "T_eplb / T_uniform, T_uniform = 1",
+                "pct": 100 * eplb.fraction_of_uniform(eplb_value),
+            },
+            {
+                "reading": "ratio to uniform, same sampling",
+                "formula": "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform "
+                "routing",
+                "pct": 100 * eplb.fraction_of_uniform(eplb_value, floor),
+            },
+        ]
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Model sweeps
+# --------------------------------------------------------------------------------------------
+
+
+def scenario(
+    *,
+    skew: float,
+    seed: int,
+    shape: Shape,
+    ep_size: int,
+    redundant: int,
+    batch_per_rank: int,
+    windows: int,
+    fit_windows: int,
+    groups: int = 1,
+    nodes: int = 1,
+) -> dict[str, float]:
+    """Draw synthetic loads for one layout and score them (see :func:`score`).
+
+    Adds ``uniform_floor`` (same tokens per step, same EP size) and ``skew``.
+    """
+    n = tokens_per_step(batch_per_rank, ep_size, shape.top_k)
+    loads, _ = eplb.synthetic_loads(shape.num_layers, shape.num_experts, n, skew, seed, windows)
+    s, _ = score(loads, fit_windows, ep_size, redundant, groups, nodes)
+    s["uniform_floor"] = uniform_floor(shape.num_layers, n, ep_size, seed, windows - fit_windows)
+    s["skew"] = float(skew)
+    s["batch_per_rank"] = int(batch_per_rank)
+    return s
+
+
+def sweep(base: dict[str, Any], name: str, values: Iterable[Any]) -> pd.DataFrame:
+    """:func:`scenario` for each value of parameter ``name`` (others from ``base``).
+
+    With ``name == "ep_size"`` the redundant count follows :func:`redundant_for` (one extra
+    slot per rank) unless ``base`` has ``redundant_per_rank``.
+    """
+    rows = []
+    for v in values:
+        kw = {k: val for k, val in base.items() if k != "redundant_per_rank"}
+        kw[name] = v
+        if name == "ep_size":
+            kw["redundant"] = redundant_for(
+                int(v), base["shape"].num_experts, base.get("redundant_per_rank", 1)
+            )
+        rows.append(scenario(**kw))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# Verdicts
+# --------------------------------------------------------------------------------------------
+
+
+def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int) -> float:
+    """Skew for the model sweeps: the synthetic trace's own, else one calibrated to ``static``.
+
+    For a recorded trace the synthetic model is calibrated to the trace's measured static
+    balancedness at ``ep_size`` and ``redundant`` (default batch per rank and seed).
+    """
+    gen = run.get("generator") or {}
+    if run.get("kind") == "synthetic" and "skew" in gen:
+        return float(gen["skew"])
+    return float(calibrate(Spec(ep_size=ep_size, redundant=redundant), target=static)["skew"])
+
+
+def overall(verdicts: Iterable[str]) -> str:
+    """One verdict for the result from its claims' verdicts ("not comparable" ones ignored)."""
+    vs = [v for v in verdicts if v != "not comparable"]
+    if not vs:
+        return "not comparable"
+    if "inconsistent" in vs:
+        return "inconsistent"
+    return "consistent" if all(v == "consistent" for v in vs) else "not reproduced"
+
+
+def kind_of(run: dict[str, Any]) -> str:
+    """Headline kind for values computed from a trace: ``synthetic`` or ``measured``."""
+    return "measured" if run.get("kind") == "recorded" else "synthetic"
+
+
+def verdict(
+    run: dict[str, Any],
+    claim_id: str,
+    value: float,
+    tolerance: float,
+    claimed: float,
+    unit: str = "",
+) -> tuple[str, str]:
+    """``(verdict, one-line reason)`` for one value against its claim.
+
+    Only a recorded trace on GPUs can be consistent or inconsistent; a synthetic trace or a
+    CPU recording (vLLM on CPU refuses ``--enable-eplb``) gives "not reproduced", and the value
+    the synthetic model was calibrated to gives "not comparable". ``unit`` (e.g. ``" %"``) is
+    appended to the numbers in the reason.
+    """
+    u = unit
+    gen = run.get("generator") or {}
+    cal = gen.get("calibration") or {}
+    if run.get("kind") == "synthetic" and cal.get("target_claim") == claim_id:
+        return "not comparable", (
+            f"the synthetic model was calibrated to give {claimed:g}{u} here; it is an input"
+        )
+    if run.get("kind") == "synthetic":
+        return "not reproduced", (
+            f"synthetic routing model predicts {value:.3g}{u} against the claimed {claimed:g}{u}; "
+            "no measured EPLB run (vLLM on CPU refuses --enable-eplb)"
+        )
+    gpus = (run.get("hardware") or {}).get("gpus") or []
+    if run.get("kind") != "recorded" or not gpus:
+        return "not reproduced", (
+            f"measured {value:.3g}{u} on {hardware_label(run)}, where EPLB does not run"
+        )
+    ok = abs(value - claimed) <= tolerance
+    return ("consistent" if ok else "inconsistent"), (
+        f"measured {value:.3g}{u} against {claimed:g}{u} (tolerance {tolerance:g}{u}) on "
+        f"{hardware_label(run)}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Command line (env/record/eplb-balance.sh)
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rackbook.eplb_data OUT [--seed N] [--ep-size N] ...``: write the trace."""
+    d = Spec()
+    ap = argparse.ArgumentParser(prog="python -m rackbook.eplb_data", description=__doc__)
+    ap.add_argument("out", help="trace folder to write")
+    ap.add_argument("--model", default=d.model)
+    ap.add_argument("--ep-size", type=int, default=d.ep_size)
+    ap.add_argument("--redundant", type=int, default=d.redundant)
+    ap.add_argument("--batch-per-rank", type=int, default=d.batch_per_rank)
+    ap.add_argument("--windows", type=int, default=d.windows)
+    ap.add_argument("--seed", type=int, default=d.seed)
+    a = ap.parse_args(argv)
+    spec = Spec(a.model, a.ep_size, a.redundant, a.batch_per_rank, a.windows, a.seed)
+    try:
+        path = write_default_trace(a.out, spec)
+    except InputError as err:
+        print(f"error: {err}")
+        return 2
+    from rackbook.traces import read_run
+
+    gen = read_run(path)["generator"]
+    print(
+        f"wrote {path}: skew {gen['skew']:.6f}, static balancedness "
+        f"{gen['calibration']['achieved']:.4f} (target {gen['calibration']['target']:g})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
