@@ -1,0 +1,255 @@
+"""Readings of the context-latency claims: weight bytes per GPU, and verdicts of the measured
+and modelled numbers against the published 890 B/token and +0.6 ms (7 %).
+
+Definitions:
+
+- weight bytes of the backbone = routed bytes + dense bytes, where routed bytes = L x routed
+  experts x bytes per routed expert (FP4 with scales) and dense bytes = (backbone params -
+  L x routed experts x 3 x hidden x moe_intermediate) x bytes/param of the dense dtype (the
+  shared expert, attention, embeddings); L = MoE layers. The Engram lookup memory is not
+  counted (the catalog gives neither its storage dtype nor where it lives). Per GPU: divided
+  evenly over the GPUs holding the weights (expert parallel).
+- KV-read floor reading: the claimed delta (ms) against the least time the extra global KV
+  takes to stream from HBM (:func:`rackbook.context.kv_bandwidth_model`); share = floor /
+  claim; sequences to explain = claim / floor of one sequence (how many sequences per GPU,
+  each growing from lo to hi tokens, would make KV reads alone add the claimed time).
+- implied baseline (ms) = 100 x claimed delta / claimed percent: the decode latency at 128k
+  tokens the two published figures imply together.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rackbook import catalogs, roofline
+from rackbook.catalogs import ModelSpec
+from rackbook.context import SERIES_KEYS, Delta, KvBandwidth
+from rackbook.errors import InputError
+
+#: The published figures (data/claims.yaml: context-latency.kv-bytes, .delta, .delta-pct).
+CLAIM_KV_BYTES = 890
+CLAIM_DELTA_MS = 0.6
+CLAIM_DELTA_PCT = 7.0
+#: Their tolerances (data/claims.yaml: published to one decimal / to the percent).
+CLAIM_DELTA_TOL_MS = 0.05
+CLAIM_DELTA_PCT_TOL = 0.5
+
+#: MoE layers assumed when the catalog does not say: every one of the 40 layers (the same
+#: assumption as :func:`rackbook.roofline.active_weight_bytes_per_token`).
+DEFAULT_MOE_LAYERS = 40
+#: GPUs holding one copy of the weights by default: a GB300 tray (claims-context.md,
+#: "Hardware": a GB300 "node" is a 4-GPU tray; DeepInfer's prefill runs DEP4 on one tray).
+DEFAULT_WEIGHT_GPUS = 4
+#: GPU names that make a trace comparable with the GB300 claim.
+BLACKWELL = ("B300", "GB300", "B200", "GB200")
+#: What the served model's name must contain for a trace to be comparable.
+MODEL_KEY = "v4.1-flash"
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """Backbone weight bytes (total and per GPU), with the arithmetic in ``formula``."""
+
+    total_bytes: float
+    routed_bytes: float
+    dense_bytes: float
+    per_gpu_bytes: float
+    n_gpus: int
+    moe_layers: int
+    formula: str
+
+    def __float__(self) -> float:
+        return self.per_gpu_bytes
+
+
+def weight_bytes_per_gpu(
+    model: ModelSpec | str = "deepseek-v4.1-flash",
+    n_gpus: int = DEFAULT_WEIGHT_GPUS,
+    *,
+    moe_layers: int | None = None,
+) -> WeightBytes:
+    """Backbone weight bytes spread evenly over ``n_gpus`` GPUs (bytes per GPU).
+
+    L = ``moe_layers``, else the catalog's ``moe.num_moe_layers``, else
+    :data:`DEFAULT_MOE_LAYERS` (an assumption, said in the formula). DeepSeek-V4.1-Flash, L = 40:
+    routed 40 x 384 x 18.8 MB = 288.768 GB; dense (552e9 - 40 x 384 x 3 x 5120 x 2304)
+    = 8.418e9 params x 1 B (FP8) = 8.418 GB; total 297.19 GB, 74.30 GB per GPU over 4 GPUs.
+    """
+    m = catalogs.load_model(model) if isinstance(model, str) else model
+    if n_gpus < 1:
+        raise InputError("-", "n_gpus", f"must be >= 1, got {n_gpus}")
+    if moe_layers is not None and moe_layers < 1:
+        raise InputError("-", "moe_layers", f"must be >= 1, got {moe_layers}")
+    assumed = moe_layers is None and m.moe.num_moe_layers is None
+    layers = moe_layers or m.moe.num_moe_layers or DEFAULT_MOE_LAYERS
+    needed = {
+        "moe.num_routed_experts": m.moe.num_routed_experts,
+        "moe.moe_intermediate_size": m.moe.moe_intermediate_size,
+        "architecture.hidden_size": m.architecture.hidden_size,
+        "weights.routed_expert_bytes": m.weights.routed_expert_bytes,
+        "weights.dense_dtype": m.weights.dense_dtype,
+        "params.backbone": m.params.backbone,
+    }
+    missing = [k for k, v in needed.items() if v is None]
+    if missing:
+        raise InputError(m.file, missing[0], "unknown: weight bytes cannot be derived")
+    experts = m.moe.num_routed_experts
+    hidden, inter = m.architecture.hidden_size, m.moe.moe_intermediate_size
+    per_expert, backbone = m.weights.routed_expert_bytes, m.params.backbone
+    assert experts and hidden and inter and per_expert and backbone and m.weights.dense_dtype
+    routed_params = layers * experts * 3 * hidden * inter
+    dense_params = backbone - routed_params
+    if dense_params < 0:
+        raise InputError(
+            m.file, "params.backbone", f"below the {routed_params} routed params of {layers} layers"
+        )
+    per_param = roofline.DENSE_BYTES_PER_PARAM[m.weights.dense_dtype]
+    routed = float(layers * experts * per_expert)
+    dense = float(dense_params * per_param)
+    total = routed + dense
+    formula = (
+        f"routed: {layers} MoE layers{' (assumed)' if assumed else ''} x {experts} experts x "
+        f"{roofline.fmt(per_expert, 'B')} = {roofline.fmt(routed, 'B')}; dense: "
+        f"({roofline.eng(backbone)} backbone - {layers} x {experts} x 3 x {hidden} x {inter} "
+        f"routed) params x {float(per_param):g} B ({m.weights.dense_dtype}) = "
+        f"{roofline.fmt(dense, 'B')}; total {roofline.fmt(total, 'B')} / {n_gpus} GPU(s) = "
+        f"{roofline.fmt(total / n_gpus, 'B')} per GPU (Engram memory not counted)"
+    )
+    return WeightBytes(total, routed, dense, total / n_gpus, n_gpus, layers, formula)
+
+
+def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataFrame:
+    """The one series (engine, config, batch) of :func:`rackbook.context.decode_latency_by_context`
+    with the most context lengths that have ``metric``; ties go to the first in table order.
+    Rows without ``metric`` are dropped."""
+    if table.empty or metric not in table.columns:
+        raise InputError("-", "table", f"no point with context_tokens and {metric}")
+    t = table[table[metric].notna()]
+    if t.empty:
+        raise InputError("-", metric, "no point has a value (requests of one output token?)")
+    keys = [k for k in SERIES_KEYS if k in t.columns]
+    labels = t[keys].astype("string").fillna("<NA>").agg(" | ".join, axis=1)
+    order = list(dict.fromkeys(labels))
+    best = max(order, key=lambda k: (labels == k).sum())  # max keeps the first of equals
+    return t[labels == best].reset_index(drop=True)
+
+
+def evidence_kind(trace_kind: str) -> str:
+    """Headline kind of a number read from a trace: ``recorded`` -> ``measured``; ``published``
+    and ``synthetic`` keep their names."""
+    kinds = {"recorded": "measured", "published": "published", "synthetic": "synthetic"}
+    if trace_kind not in kinds:
+        raise InputError("run.json", "kind", f"{trace_kind!r} is not one of {', '.join(kinds)}")
+    return kinds[trace_kind]
+
+
+def comparable_to_claim(run: dict[str, Any]) -> bool:
+    """True when a trace can test the published delta itself: recorded on Blackwell GPUs
+    (:data:`BLACKWELL`) serving a model whose name (run.json ``parameters`` or ``engine``)
+    contains ``v4.1-flash``. A CPU recording of a tiny model is a stand-in."""
+    if run.get("kind") != "recorded":
+        return False
+    gpus = " ".join(g.get("name", "") for g in (run.get("hardware") or {}).get("gpus") or [])
+    names = json.dumps([run.get("parameters"), run.get("engine")], default=str).lower()
+    return any(k in gpus.upper() for k in BLACKWELL) and MODEL_KEY in names
+
+
+def kv_bytes_verdict(computed: int, claim: int = CLAIM_KV_BYTES) -> tuple[str, str]:
+    """Verdict on the bytes/token claim: ``consistent`` when the layout's arithmetic gives
+    exactly the claimed bytes, else ``inconsistent``; with a one-line reason."""
+    if computed == claim:
+        return "consistent", f"the catalog's cache layout gives exactly {computed} B/token"
+    return "inconsistent", f"the catalog's cache layout gives {computed} B/token, not {claim}"
+
+
+def measured_verdict(
+    d: Delta,
+    comparable: bool,
+    hardware: str,
+    *,
+    percent: bool = False,
+    claim: float | None = None,
+    tolerance: float | None = None,
+) -> tuple[str, str]:
+    """Verdict on the claimed delta (ms, or % with ``percent``) from a measured :class:`Delta`.
+
+    ``not reproduced`` unless the trace is comparable (:func:`comparable_to_claim`) and holds
+    both claimed lengths (``d.pair == "requested"``); then ``consistent`` when the measured value
+    is within ``tolerance`` of the claim, else ``inconsistent``.
+    """
+    if claim is None:
+        claim = CLAIM_DELTA_PCT if percent else CLAIM_DELTA_MS
+    if tolerance is None:
+        tolerance = CLAIM_DELTA_PCT_TOL if percent else CLAIM_DELTA_TOL_MS
+    value = d.delta_pct if percent else d.delta_ms
+    unit = "%" if percent else "ms"
+    what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
+    if not comparable:
+        return "not reproduced", f"{what} on {hardware}, not DeepSeek-V4.1-Flash on Blackwell"
+    if d.pair != "requested":
+        return "not reproduced", f"{what} ({d.pair}): the trace lacks the claimed lengths"
+    ok = abs(value - claim) <= tolerance
+    return ("consistent" if ok else "inconsistent"), f"{what}, claim {claim:+g} {unit}"
+
+
+@dataclass(frozen=True)
+class FloorReading:
+    """The claimed delta against the KV-read floor (ms), and what the comparison implies."""
+
+    floor_ms: float
+    claim_ms: float
+    share: float
+    sequences_to_explain: float
+    implied_baseline_ms: float
+    verdict: str
+    reason: str
+    formula: str
+
+
+def floor_vs_claim(
+    kv: KvBandwidth,
+    claim_ms: float = CLAIM_DELTA_MS,
+    claim_pct: float = CLAIM_DELTA_PCT,
+    tolerance_ms: float = CLAIM_DELTA_TOL_MS,
+) -> FloorReading:
+    """Compare the claimed delta with the KV-read floor of :func:`context.kv_bandwidth_model`.
+
+    ``consistent`` when the floor does not exceed the claim (plus its rounding tolerance): the
+    claim is possible; the share of it that KV reads explain is in the reason. ``inconsistent``
+    when the claim is faster than streaming the extra KV allows. With 647 MB at 8 TB/s:
+    floor 0.08088 ms, 13.5 % of 0.6 ms; 7.42 sequences per GPU would explain 0.6 ms alone;
+    implied baseline 100 x 0.6 / 7 = 8.571 ms.
+    """
+    if not claim_ms > 0 or not claim_pct > 0:
+        raise InputError(
+            "-", "claim", f"need claim_ms > 0 and claim_pct > 0, got {claim_ms}, {claim_pct}"
+        )
+    floor_ms = kv.extra_ms
+    per_seq_ms = floor_ms / kv.batch
+    share = floor_ms / claim_ms
+    n_seq = claim_ms / per_seq_ms if per_seq_ms > 0 else float("inf")
+    baseline = 100 * claim_ms / claim_pct
+    formula = (
+        f"floor {kv.formula} = {floor_ms:.4g} ms = {100 * share:.3g} % of the claimed "
+        f"{claim_ms:g} ms; {claim_ms:g} / {per_seq_ms:.4g} ms per sequence = {n_seq:.3g} "
+        f"sequences; implied latency at {kv.lo:,} tokens = 100 x {claim_ms:g} / {claim_pct:g} "
+        f"= {baseline:.4g} ms"
+    )
+    if floor_ms <= claim_ms + tolerance_ms:
+        verdict = "consistent"
+        reason = (
+            f"the claimed {claim_ms:g} ms is above the {1000 * floor_ms:.0f} us KV-read floor "
+            f"({kv.batch} sequence(s)): KV reads explain {100 * share:.0f} %, the rest needs "
+            f"indexer/attention compute or about {n_seq:.1f} sequences per GPU"
+        )
+    else:
+        verdict = "inconsistent"
+        reason = (
+            f"streaming the extra KV takes at least {1000 * floor_ms:.0f} us, more than the "
+            f"claimed {claim_ms:g} ms"
+        )
+    return FloorReading(floor_ms, claim_ms, share, n_seq, baseline, verdict, reason, formula)
