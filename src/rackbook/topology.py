@@ -1,0 +1,789 @@
+"""The cluster topology (``env/cluster/topology.yaml``) and every recipe generated from it.
+
+One file says how DeepSeek-V4.1-Flash is served on a GB300 NVL72: which vLLM, which workers
+(prefill DEP4, decode DEP64), how KV moves between them (NixlConnector), which router stands in
+front, and what the live notebooks read. From it this module generates, deterministically:
+
+- :func:`serve_commands`: the exact ``vllm serve`` line of every node rank of every worker;
+- :func:`slurm_script`: an ``sbatch`` script (one node per tray, one ``srun`` per node rank, the
+  leaders' addresses from ``scontrol show hostnames``, router start, health wait);
+- :func:`kubernetes_manifest`: one LeaderWorkerSet per worker, a Service per worker leader, the
+  router Deployment and its Service;
+- :func:`notebook_parameters`: the live parameters of the notebooks (endpoint, GPU counts, model).
+
+:func:`write_recipes` writes them all to ``env/cluster/generated/`` at once (``rackbook recipes``).
+
+Units: GPUs are counts, ports TCP ports, times seconds. Every flag used exists in the ``vllm
+serve`` parser of vLLM 0.32.0 (checked by tests/test_topology.py against ``.venv-live``). This
+module never imports vllm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from rackbook import catalogs, fsio, paths
+from rackbook.catalogs import _display, _read_yaml, _validate
+from rackbook.errors import InputError
+
+#: The topology file ``rackbook recipes`` reads by default (relative to the repository root).
+DEFAULT_TOPOLOGY = "env/cluster/topology.yaml"
+#: Where ``rackbook recipes`` writes by default.
+DEFAULT_OUTPUT = "env/cluster/generated"
+#: The oldest vLLM that serves DeepSeek-V4.1 (PR #56228; claims-context.md).
+MIN_VLLM_VERSION: tuple[int, int, int] = (0, 30, 0)
+
+#: The files :func:`write_recipes` writes, in this order.
+RECIPE_FILES: tuple[str, ...] = (
+    "serve-commands.sh",
+    "slurm.sbatch",
+    "kubernetes.yaml",
+    "notebook-parameters.json",
+)
+
+PosInt = Annotated[int, Field(gt=0)]
+NonNegInt = Annotated[int, Field(ge=0)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
+Text = Annotated[str, Field(min_length=1)]
+Policy = Literal[
+    "random",
+    "round_robin",
+    "cache_aware",
+    "cache_aware_no_queue",
+    "power_of_two",
+    "consistent_hash",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelRef(_Strict):
+    hf_id: Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$")]
+    catalog_id: Text
+
+
+class SystemRef(_Strict):
+    catalog_id: Text
+    gpus_per_node: PosInt
+
+
+class Vllm(_Strict):
+    image: Text
+    tag: Text
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")]
+
+
+class Container(_Strict):
+    image: Text
+
+
+class KvTransfer(_Strict):
+    connector: Text
+    role: Literal["kv_both", "kv_producer", "kv_consumer"]
+    side_channel_port: Port
+
+
+class Eplb(_Strict):
+    window_size: PosInt
+    step_interval: PosInt
+    log_balancedness: bool
+
+
+class Worker(_Strict):
+    """One vLLM deployment spanning ``gpus / gpus_per_node`` nodes, DEP (TP 1, DP = EP = gpus)."""
+
+    role: Literal["prefill", "decode"]
+    gpus: PosInt
+    port: Port
+    rpc_port: Port
+    api_server_count: PosInt
+    num_redundant_experts: NonNegInt
+    extra_args: list[Text] = []
+
+
+class Router(_Strict):
+    name: Literal["vllm-router"]
+    package: Annotated[str, Field(pattern=r"^vllm-router==[\w.]+$")]
+    port: Port
+    prefill_policy: Policy
+    decode_policy: Policy
+
+
+class Health(_Strict):
+    timeout_s: PosInt
+    interval_s: PosInt
+
+
+class Slurm(_Strict):
+    time: Annotated[str, Field(pattern=r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")]
+    partition: Text | None
+    account: Text | None
+    container: bool
+
+
+class Kubernetes(_Strict):
+    namespace: Name
+    hf_cache_pvc: Name
+    router_service: Name
+
+
+class Bench(_Strict):
+    endpoint: Annotated[str, Field(pattern=r"^https?://[^/\s]+$")]
+    num_gpus: PosInt
+    gpus_per_node: PosInt
+
+
+class Topology(_Strict):
+    """The validated topology file. ``file`` is where it came from (as errors show it)."""
+
+    schema_version: Literal[1]
+    name: Name
+    model: ModelRef
+    system: SystemRef
+    vllm: Vllm
+    container: Container
+    kv_transfer: KvTransfer
+    eplb: Eplb
+    workers: Annotated[dict[Name, Worker], Field(min_length=1)]
+    router: Router
+    health: Health
+    slurm: Slurm
+    kubernetes: Kubernetes
+    bench: Bench
+    file: str = Field(default="-", exclude=True)
+
+    def nodes(self, worker: str) -> int:
+        """Nodes (trays) the worker spans."""
+        return self.workers[worker].gpus // self.system.gpus_per_node
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs of all workers together."""
+        return sum(w.gpus for w in self.workers.values())
+
+    @property
+    def total_nodes(self) -> int:
+        """Nodes of all workers together (what the Slurm job allocates)."""
+        return sum(self.nodes(w) for w in self.workers)
+
+    def node_offset(self, worker: str) -> int:
+        """Index of the worker's first node in the job's node list (workers in file order)."""
+        offset = 0
+        for name in self.workers:
+            if name == worker:
+                return offset
+            offset += self.nodes(name)
+        raise KeyError(worker)
+
+    def role_workers(self, role: str) -> list[str]:
+        return [n for n, w in self.workers.items() if w.role == role]
+
+
+# --------------------------------------------------------------------------------------------
+# loading
+
+
+def _version(text: str) -> tuple[int, int, int]:
+    major, minor, patch = (int(x) for x in text.split("."))
+    return major, minor, patch
+
+
+def _check(topo: Topology) -> None:
+    """Cross-field and catalog checks pydantic cannot do alone; InputError names the field."""
+    f = topo.file
+    known = catalogs.list_models()
+    if topo.model.catalog_id not in known:
+        raise InputError(
+            f,
+            "model.catalog_id",
+            f"unknown model {topo.model.catalog_id!r}; known: {', '.join(known) or '(none)'}",
+        )
+    try:
+        system = catalogs.system(topo.system.catalog_id)
+    except InputError as err:
+        raise InputError(f, "system.catalog_id", err.problem) from None
+    if system.gpus_per_tray is not None and topo.system.gpus_per_node != system.gpus_per_tray:
+        raise InputError(
+            f,
+            "system.gpus_per_node",
+            f"{topo.system.gpus_per_node} differs from {system.id}'s gpus_per_tray "
+            f"{system.gpus_per_tray}",
+        )
+    if _version(topo.vllm.version) < MIN_VLLM_VERSION:
+        need = ".".join(map(str, MIN_VLLM_VERSION))
+        raise InputError(
+            f,
+            "vllm.version",
+            f"{topo.vllm.version} < {need}: DeepSeek-V4.1 needs vLLM >= {need} (PR #56228)",
+        )
+    if topo.vllm.tag != f"v{topo.vllm.version}":
+        raise InputError(f, "vllm.tag", f"{topo.vllm.tag!r} is not 'v{topo.vllm.version}'")
+
+    per_node = topo.system.gpus_per_node
+    experts = catalogs.load_model(topo.model.catalog_id).moe.num_routed_experts
+    for name, w in topo.workers.items():
+        if w.gpus % per_node:
+            raise InputError(
+                f,
+                f"workers.{name}.gpus",
+                f"{w.gpus} GPUs is not a whole number of {per_node}-GPU nodes",
+            )
+    if topo.total_gpus > system.gpus:
+        used = " + ".join(f"{n} {w.gpus}" for n, w in topo.workers.items())
+        raise InputError(
+            f,
+            "workers",
+            f"{used} = {topo.total_gpus} GPUs > the {system.gpus} GPUs of {system.id}",
+        )
+    for name, w in topo.workers.items():
+        if experts is not None and (experts + w.num_redundant_experts) % w.gpus:
+            raise InputError(
+                f,
+                f"workers.{name}.num_redundant_experts",
+                f"({experts} routed + {w.num_redundant_experts} redundant) experts do not "
+                f"divide evenly over {w.gpus} expert-parallel ranks (vLLM's EPLB needs it)",
+            )
+    for role in ("prefill", "decode"):
+        if not topo.role_workers(role):
+            raise InputError(f, "workers", f"no worker with role {role!r}")
+
+    if topo.bench.num_gpus != topo.total_gpus:
+        raise InputError(
+            f,
+            "bench.num_gpus",
+            f"{topo.bench.num_gpus} differs from the workers' {topo.total_gpus} GPUs",
+        )
+    if topo.bench.gpus_per_node != per_node:
+        raise InputError(
+            f, "bench.gpus_per_node", f"{topo.bench.gpus_per_node} differs from {per_node}"
+        )
+    url = urlsplit(topo.bench.endpoint)
+    if url.port != topo.router.port:
+        raise InputError(
+            f, "bench.endpoint", f"port {url.port} is not the router's port {topo.router.port}"
+        )
+    if url.hostname != topo.kubernetes.router_service:
+        raise InputError(
+            f,
+            "bench.endpoint",
+            f"host {url.hostname!r} is not the router service "
+            f"{topo.kubernetes.router_service!r} (kubernetes.router_service)",
+        )
+
+
+def load_topology(path: str | Path = DEFAULT_TOPOLOGY) -> Topology:
+    """Load and validate a topology file; any problem raises InputError (file, field, problem)."""
+    p = paths.resolve(path)
+    data = _read_yaml(p)
+    topo: Topology = _validate(Topology, data, p)
+    topo.file = _display(p)
+    _check(topo)
+    return topo
+
+
+# --------------------------------------------------------------------------------------------
+# commands
+
+
+class _Raw(str):
+    """A shell word written as is (it holds an expansion such as ``$POD_IP``)."""
+
+
+def _join(words: list[str]) -> str:
+    return " ".join(w if isinstance(w, _Raw) else shlex.quote(w) for w in words)
+
+
+def _json(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def leader_var(worker: str) -> str:
+    """Shell variable holding the worker leader's IP address in the generated scripts."""
+    return re.sub(r"[^A-Z0-9]", "_", worker.upper()) + "_LEADER_IP"
+
+
+def serve_argv(
+    topo: Topology,
+    worker: str,
+    node_rank: int,
+    *,
+    leader: str | None = None,
+    start_rank: str | int | None = None,
+) -> list[str]:
+    """Words of the ``vllm serve`` command of ``worker``'s node ``node_rank``.
+
+    ``leader`` is the leader's address as a shell word (default ``$<WORKER>_LEADER_IP``);
+    ``start_rank`` the first data-parallel rank of the node (default ``node_rank x
+    gpus_per_node``; may be a shell expression). Node rank 0 serves the API; others are headless.
+    """
+    w = topo.workers[worker]
+    per_node = topo.system.gpus_per_node
+    if not 0 <= node_rank < topo.nodes(worker):
+        raise ValueError(f"node rank {node_rank} outside 0..{topo.nodes(worker) - 1}")
+    address = _Raw(leader if leader is not None else f"${leader_var(worker)}")
+    words: list[str] = ["vllm", "serve", topo.model.hf_id]
+    if node_rank == 0:
+        words += ["--host", "0.0.0.0", "--port", str(w.port)]
+        words += ["--api-server-count", str(w.api_server_count)]
+    else:
+        rank = start_rank if start_rank is not None else node_rank * per_node
+        words += ["--headless", "--data-parallel-start-rank", _Raw(str(rank))]
+    words += [
+        "--tensor-parallel-size",
+        "1",
+        "--data-parallel-size",
+        str(w.gpus),
+        "--data-parallel-size-local",
+        str(per_node),
+        "--data-parallel-address",
+        address,
+        "--data-parallel-rpc-port",
+        str(w.rpc_port),
+        "--enable-expert-parallel",
+        "--enable-eplb",
+        "--eplb-config",
+        _json(
+            {
+                "window_size": topo.eplb.window_size,
+                "step_interval": topo.eplb.step_interval,
+                "num_redundant_experts": w.num_redundant_experts,
+                "log_balancedness": topo.eplb.log_balancedness,
+            }
+        ),
+        "--kv-transfer-config",
+        _json({"kv_connector": topo.kv_transfer.connector, "kv_role": topo.kv_transfer.role}),
+        *w.extra_args,
+    ]
+    return words
+
+
+def serve_commands(topo: Topology) -> dict[str, list[str]]:
+    """worker -> the ``vllm serve`` command line of each node rank (index = node rank).
+
+    Leader addresses are the shell variables named by :func:`leader_var`.
+    """
+    return {
+        name: [_join(serve_argv(topo, name, r)) for r in range(topo.nodes(name))]
+        for name in topo.workers
+    }
+
+
+def router_argv(topo: Topology, urls: dict[str, str]) -> list[str]:
+    """Words of the router command; ``urls`` maps worker -> its leader's API base URL."""
+    words = ["vllm-router", "--vllm-pd-disaggregation"]
+    words += ["--host", "0.0.0.0", "--port", str(topo.router.port)]
+    for name in topo.role_workers("prefill"):
+        words += ["--prefill", _Raw(urls[name])]
+    for name in topo.role_workers("decode"):
+        words += ["--decode", _Raw(urls[name])]
+    words += ["--prefill-policy", topo.router.prefill_policy]
+    words += ["--decode-policy", topo.router.decode_policy]
+    return words
+
+
+def notebook_parameters(topo: Topology) -> dict[str, Any]:
+    """The live parameters the notebooks read (papermill ``-p NAME VALUE``).
+
+    ``endpoint``: the router URL; ``num_gpus``: GPUs serving (all workers); ``gpus_per_node``:
+    GPUs of one node (tray); ``model``: the served model (Hugging Face id); ``catalog_model``:
+    its id in data/models/; ``prefill_gpus`` / ``decode_gpus``: GPUs per role.
+    """
+    return {
+        "endpoint": topo.bench.endpoint,
+        "num_gpus": topo.bench.num_gpus,
+        "gpus_per_node": topo.bench.gpus_per_node,
+        "model": topo.model.hf_id,
+        "catalog_model": topo.model.catalog_id,
+        "prefill_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("prefill")),
+        "decode_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("decode")),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# generated files
+
+
+def _header(topo: Topology, comment: str = "#") -> str:
+    return (
+        f"{comment} GENERATED by `rackbook recipes` from {topo.file}: edit that file, not this.\n"
+        f"{comment} {topo.model.hf_id} on {topo.system.catalog_id} with "
+        f"{topo.vllm.image}:{topo.vllm.tag}: "
+        + ", ".join(
+            f"{n}{'' if n == w.role else f' ({w.role})'} DEP{w.gpus} on {topo.nodes(n)} node(s)"
+            for n, w in topo.workers.items()
+        )
+        + f"; {topo.total_gpus} GPUs, {topo.total_nodes} nodes of {topo.system.gpus_per_node}.\n"
+    )
+
+
+def serve_commands_sh(topo: Topology) -> str:
+    """Every node's command, readable: what :func:`serve_commands` returns, with node headers."""
+    lines = [_header(topo).rstrip("\n")]
+    lines.append("# Leader addresses are shell variables (set by slurm.sbatch, or by you):")
+    for name in topo.workers:
+        lines.append(f"#   ${leader_var(name)}: IP of {name}'s node rank 0")
+    lines.append(
+        "# Every node also needs VLLM_HOST_IP and VLLM_NIXL_SIDE_CHANNEL_HOST = its own IP."
+    )
+    for name, cmds in serve_commands(topo).items():
+        w = topo.workers[name]
+        for rank, cmd in enumerate(cmds):
+            first = rank * topo.system.gpus_per_node
+            last = first + topo.system.gpus_per_node - 1
+            what = "leader, API server" if rank == 0 else "headless"
+            role = "" if name == w.role else f" ({w.role})"
+            lines += ["", f"# {name}{role} node rank {rank}: DP ranks {first}-{last}, {what}"]
+            lines.append(cmd)
+    urls = {n: f"http://${leader_var(n)}:{w.port}" for n, w in topo.workers.items()}
+    lines += ["", "# router (any host that reaches the leaders)", _join(router_argv(topo, urls))]
+    return "\n".join(lines) + "\n"
+
+
+def slurm_script(topo: Topology) -> str:
+    """An ``sbatch`` script: one node per tray, one ``srun`` per node rank, router, health wait."""
+    per_node = topo.system.gpus_per_node
+    n = topo.total_nodes
+    container = (
+        f'--container-image="${{RACKBOOK_IMAGE:-{topo.container.image}}}" '
+        '--container-mounts="$HF_CACHE:/root/.cache/huggingface" --no-container-mount-home'
+        if topo.slurm.container
+        else ""
+    )
+    sb = [
+        "#!/bin/bash",
+        _header(topo).rstrip("\n"),
+        "# Submit from the repository root: sbatch env/cluster/generated/slurm.sbatch",
+        f"#SBATCH --job-name={topo.name}",
+        f"#SBATCH --nodes={n}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={per_node}",
+        "#SBATCH --exclusive",
+        f"#SBATCH --time={topo.slurm.time}",
+        f"#SBATCH --output={topo.name}-%j.log",
+    ]
+    if topo.slurm.partition:
+        sb.append(f"#SBATCH --partition={topo.slurm.partition}")
+    if topo.slurm.account:
+        sb.append(f"#SBATCH --account={topo.slurm.account}")
+    sb += [
+        "set -euo pipefail",
+        "",
+        "# HF_CACHE: the Hugging Face cache (model weights), mounted in the container.",
+        'HF_CACHE="${HF_CACHE:-$HOME/.cache/huggingface}"',
+        'LOGS="${LOGS:-$PWD/logs/$SLURM_JOB_ID}"',
+        'mkdir -p "$LOGS"',
+        f"CONTAINER=({container})" if container else "CONTAINER=()",
+        "",
+        "# Nodes in allocation order; workers take them in topology order.",
+        'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+        f'if (( ${{#NODES[@]}} != {n} )); then echo "error: need {n} nodes, got ${{#NODES[@]}}" >&2; exit 2; fi',  # noqa: E501
+        "ip_of() { getent ahostsv4 \"$1\" | awk 'NR == 1 { print $1; exit }'; }",
+    ]
+    for name in topo.workers:
+        off = topo.node_offset(name)
+        var = re.sub(r"[^A-Z0-9]", "_", name.upper())
+        sb.append(f'{var}_NODES=("${{NODES[@]:{off}:{topo.nodes(name)}}}")')
+        sb.append(f'{leader_var(name)}="$(ip_of "${{{var}_NODES[0]}}")"')
+        sb.append(f"export {leader_var(name)}")
+    sb += [
+        f"export VLLM_NIXL_SIDE_CHANNEL_PORT={topo.kv_transfer.side_channel_port}",
+        "",
+        "# node_cmd WORKER NODE_RANK: the exact command of one node (run there, in the container).",
+        "node_cmd() {",
+        "  local ip",
+        "  ip=\"$(hostname -I | awk '{ print $1 }')\"",
+        '  export VLLM_HOST_IP="$ip" VLLM_NIXL_SIDE_CHANNEL_HOST="$ip"',
+        '  case "$1/$2" in',
+    ]
+    for name, cmds in serve_commands(topo).items():
+        for rank, cmd in enumerate(cmds):
+            sb.append(f"    {name}/{rank}) exec {cmd} ;;")
+    sb += [
+        '    *) echo "error: no node $1/$2" >&2; return 2 ;;',
+        "  esac",
+        "}",
+        "",
+        "PIDS=()",
+        'cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; }',
+        "trap cleanup EXIT",
+        "launch() {  # WORKER NODE_RANK HOST",
+        '  srun --nodes=1 --ntasks=1 --nodelist="$3" --gpus-per-node='
+        + str(per_node)
+        + ' "${CONTAINER[@]}" \\',  # noqa: E501
+        '    bash -c "$(declare -f node_cmd); node_cmd $1 $2" > "$LOGS/$1-$2.log" 2>&1 &',
+        "  PIDS+=($!)",
+        "}",
+    ]
+    for name in topo.workers:
+        var = re.sub(r"[^A-Z0-9]", "_", name.upper())
+        sb.append(
+            f'for r in $(seq 0 {topo.nodes(name) - 1}); do launch {name} "$r" "${{{var}_NODES[$r]}}"; done'  # noqa: E501
+        )
+    sb += [
+        "",
+        "# Wait until every leader answers /health; stop at once if any node's process died.",
+        "wait_healthy() {  # URL",
+        f"  local deadline=$((SECONDS + {topo.health.timeout_s}))",
+        '  until curl -sf -o /dev/null "$1/health"; do',
+        '    for pid in "${PIDS[@]}"; do',
+        '      kill -0 "$pid" 2>/dev/null || { echo "error: a node process exited; see $LOGS" >&2; exit 1; }',  # noqa: E501
+        "    done",
+        f'    (( SECONDS < deadline )) || {{ echo "error: $1 not healthy after {topo.health.timeout_s} s" >&2; exit 1; }}',  # noqa: E501
+        f"    sleep {topo.health.interval_s}",
+        "  done",
+        '  echo "healthy: $1"',
+        "}",
+    ]
+    for name, w in topo.workers.items():
+        sb.append(f'wait_healthy "http://${{{leader_var(name)}}}:{w.port}"')
+    urls = {name: f"http://${{{leader_var(name)}}}:{w.port}" for name, w in topo.workers.items()}
+    router = _join(router_argv(topo, urls))
+    first = re.sub(r"[^A-Z0-9]", "_", next(iter(topo.workers)).upper())
+    sb += [
+        "",
+        "# The router runs on the first node, next to the first worker's leader.",
+        f'ROUTER_NODE="${{{first}_NODES[0]}}"',
+        'srun --overlap --nodes=1 --ntasks=1 --nodelist="$ROUTER_NODE" "${CONTAINER[@]}" \\',
+        f'  {router} > "$LOGS/router.log" 2>&1 &',
+        "PIDS+=($!)",
+        f'ENDPOINT="http://$(ip_of "$ROUTER_NODE"):{topo.router.port}"',
+        'wait_healthy "$ENDPOINT"',
+        'echo "$ENDPOINT" > "$LOGS/endpoint"',
+        'echo "endpoint: $ENDPOINT (also in $LOGS/endpoint)"',
+        'echo "run a notebook against it: rackbook run RESULT --source live -p endpoint $ENDPOINT"',
+        "",
+        "# Serve until the time limit or until any process exits.",
+        "wait -n || true",
+        'echo "error: a process exited; see $LOGS" >&2',
+        "exit 1",
+    ]
+    return "\n".join(sb) + "\n"
+
+
+def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dict[str, Any]:
+    w = topo.workers[worker]
+    gpus = topo.system.gpus_per_node
+    env: list[dict[str, Any]] = [
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "VLLM_HOST_IP", "value": "$(POD_IP)"},
+        {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "$(POD_IP)"},
+        {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": str(topo.kv_transfer.side_channel_port)},
+    ]
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": topo.container.image,
+        "command": ["/bin/bash", "-c"],
+        "args": [f"exec {command}"],
+        "env": env,
+        "resources": {
+            "requests": {"nvidia.com/gpu": gpus},
+            "limits": {"nvidia.com/gpu": gpus},
+        },
+        "volumeMounts": [
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "hf-cache", "mountPath": "/root/.cache/huggingface"},
+        ],
+    }
+    if leader:
+        container["ports"] = [{"name": "http", "containerPort": w.port}]
+        container["startupProbe"] = {
+            "httpGet": {"path": "/health", "port": w.port},
+            "periodSeconds": topo.health.interval_s,
+            "failureThreshold": -(-topo.health.timeout_s // topo.health.interval_s),
+        }
+        container["readinessProbe"] = {
+            "httpGet": {"path": "/health", "port": w.port},
+            "periodSeconds": topo.health.interval_s,
+        }
+    return {
+        "containers": [container],
+        "volumes": [
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            {
+                "name": "hf-cache",
+                "persistentVolumeClaim": {"claimName": topo.kubernetes.hf_cache_pvc},
+            },
+        ],
+    }
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """SafeDumper that writes repeated mappings out in full (no ``&id001`` anchors)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _k8s_name(topo: Topology, worker: str) -> str:
+    return f"{topo.name}-{worker}"
+
+
+def kubernetes_manifest(topo: Topology) -> str:
+    """YAML documents: per worker a LeaderWorkerSet and a Service on its leader; the router.
+
+    Needs the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1), which gives every pod
+    ``LWS_LEADER_ADDRESS`` and ``LWS_WORKER_INDEX``; one pod per node (tray), 4 GPUs each.
+    """
+    ns = topo.kubernetes.namespace
+    per_node = topo.system.gpus_per_node
+    part = {"app.kubernetes.io/part-of": topo.name}
+    docs: list[dict[str, Any]] = []
+    urls: dict[str, str] = {}
+    for name, w in topo.workers.items():
+        lws = _k8s_name(topo, name)
+        labels = {**part, "app.kubernetes.io/component": name}
+        leader_cmd = _join(serve_argv(topo, name, 0, leader='"$POD_IP"'))
+        leader_pod = {"metadata": {"labels": labels}}
+        leader_pod["spec"] = _pod_spec(topo, name, leader_cmd, leader=True)
+        template: dict[str, Any] = {"size": topo.nodes(name)}
+        template["restartPolicy"] = "RecreateGroupOnPodRestart"
+        if topo.nodes(name) > 1:
+            worker_cmd = _join(
+                serve_argv(
+                    topo,
+                    name,
+                    1,
+                    leader='"$LWS_LEADER_ADDRESS"',
+                    start_rank=f'"$((LWS_WORKER_INDEX * {per_node}))"',
+                )
+            )
+            template["leaderTemplate"] = leader_pod
+            template["workerTemplate"] = {
+                "metadata": {"labels": labels},
+                "spec": _pod_spec(topo, name, worker_cmd, leader=False),
+            }
+        else:
+            template["workerTemplate"] = leader_pod
+        docs.append(
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": lws, "namespace": ns, "labels": labels},
+                "spec": {
+                    "replicas": 1,
+                    "startupPolicy": "LeaderCreated",
+                    "leaderWorkerTemplate": template,
+                },
+            }
+        )
+        svc = f"{lws}-api"
+        urls[name] = f"http://{svc}:{w.port}"
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": svc, "namespace": ns, "labels": labels},
+                "spec": {
+                    "selector": {
+                        "leaderworkerset.sigs.k8s.io/name": lws,
+                        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+                    },
+                    "ports": [{"name": "http", "port": w.port, "targetPort": w.port}],
+                },
+            }
+        )
+    rlabels = {**part, "app.kubernetes.io/component": "router"}
+    docs.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": f"{topo.name}-router", "namespace": ns, "labels": rlabels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": rlabels},
+                "template": {
+                    "metadata": {"labels": rlabels},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "router",
+                                "image": topo.container.image,
+                                "command": ["/bin/bash", "-c"],
+                                "args": [f"exec {_join(router_argv(topo, urls))}"],
+                                "ports": [{"name": "http", "containerPort": topo.router.port}],
+                                "readinessProbe": {
+                                    "httpGet": {"path": "/health", "port": topo.router.port},
+                                    "periodSeconds": topo.health.interval_s,
+                                },
+                            }
+                        ]
+                    },
+                },
+            },
+        }
+    )
+    docs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": topo.kubernetes.router_service,
+                "namespace": ns,
+                "labels": rlabels,
+            },
+            "spec": {
+                "selector": rlabels,
+                "ports": [
+                    {"name": "http", "port": topo.router.port, "targetPort": topo.router.port}
+                ],
+            },
+        }
+    )
+    body = yaml.dump_all(
+        docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
+    )
+    return _header(topo) + body
+
+
+def render_recipes(topo: Topology) -> dict[str, str]:
+    """file name -> text of every generated file (what :func:`write_recipes` writes)."""
+    texts = {
+        "serve-commands.sh": serve_commands_sh(topo),
+        "slurm.sbatch": slurm_script(topo),
+        "kubernetes.yaml": kubernetes_manifest(topo),
+        "notebook-parameters.json": json.dumps(notebook_parameters(topo), indent=2) + "\n",
+    }
+    assert tuple(texts) == RECIPE_FILES
+    return texts
+
+
+def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[Path]:
+    """Write every generated file to ``out_dir`` at once (the folder is replaced atomically)."""
+    out = paths.resolve(out_dir)
+    texts = render_recipes(topo)
+    with fsio.atomic_dir(out) as tmp:
+        tmp.chmod(0o755)
+        for name, text in texts.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        (tmp / "slurm.sbatch").chmod(0o755)
+        (tmp / "serve-commands.sh").chmod(0o644)
+    return [out / name for name in texts]
+
+
+def cli_recipes(args: argparse.Namespace) -> int:
+    """``rackbook recipes [--topology FILE] [-o DIR]``: regenerate the cluster recipes."""
+    topo = load_topology(args.topology)
+    written = write_recipes(topo, args.output)
+    for p in written:
+        print(_display(p))
+    print(
+        f"{topo.model.hf_id}: "
+        + ", ".join(f"{n} DEP{w.gpus} on {topo.nodes(n)} node(s)" for n, w in topo.workers.items())
+        + f"; {topo.total_gpus} of {catalogs.system(topo.system.catalog_id).gpus} GPUs, "
+        f"{topo.total_nodes} nodes; endpoint {topo.bench.endpoint}",
+        file=sys.stdout,
+    )
+    return 0

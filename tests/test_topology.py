@@ -1,0 +1,412 @@
+"""rackbook.topology: the one topology file and the recipes generated from it.
+
+Expected numbers are worked out by hand from env/cluster/topology.yaml: prefill DEP4 on 1 node,
+decode DEP64 on 64 / 4 = 16 nodes, 17 nodes and 68 of the rack's 72 GPUs in all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rackbook import paths, topology
+from rackbook.errors import InputError
+
+DEFAULT = paths.ROOT / "env" / "cluster" / "topology.yaml"
+GENERATED = paths.ROOT / "env" / "cluster" / "generated"
+CONTAINERFILE = paths.ROOT / "env" / "cluster" / "Containerfile"
+HF_ID = "deepseek-ai/DeepSeek-V4.1-Flash"
+
+
+@pytest.fixture(scope="module")
+def topo() -> topology.Topology:
+    return topology.load_topology(DEFAULT)
+
+
+def _variant(tmp_path: Path, edit) -> Path:
+    """A copy of the default topology with ``edit(data)`` applied."""
+    data = yaml.safe_load(DEFAULT.read_text())
+    edit(data)
+    p = tmp_path / "topology.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+def _opt(words: list[str], flag: str) -> str:
+    return words[words.index(flag) + 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# the default topology
+
+
+def test_default_topology_numbers(topo):
+    assert topo.file == "env/cluster/topology.yaml"
+    assert topo.model.hf_id == HF_ID
+    assert {n: (w.role, w.gpus, topo.nodes(n)) for n, w in topo.workers.items()} == {
+        "prefill": ("prefill", 4, 1),
+        "decode": ("decode", 64, 16),
+    }
+    assert (topo.total_gpus, topo.total_nodes) == (68, 17)
+    assert topo.node_offset("prefill") == 0 and topo.node_offset("decode") == 1
+
+
+def test_serve_commands_per_node_rank(topo):
+    cmds = topology.serve_commands(topo)
+    assert [len(cmds["prefill"]), len(cmds["decode"])] == [1, 16]
+    for name, dp in (("prefill", "4"), ("decode", "64")):
+        for rank, cmd in enumerate(cmds[name]):
+            words = shlex.split(cmd)
+            assert words[:3] == ["vllm", "serve", HF_ID]
+            assert _opt(words, "--data-parallel-size") == dp
+            assert _opt(words, "--data-parallel-size-local") == "4"
+            assert _opt(words, "--tensor-parallel-size") == "1"
+            assert "--enable-expert-parallel" in words and "--enable-eplb" in words
+            assert json.loads(_opt(words, "--kv-transfer-config")) == {
+                "kv_connector": "NixlConnector",
+                "kv_role": "kv_both",
+            }
+            eplb = json.loads(_opt(words, "--eplb-config"))
+            assert eplb["window_size"] == 1000 and eplb["step_interval"] == 3000
+            assert eplb["log_balancedness"] is True
+            # (384 routed + R) experts spread evenly: R = 32 on 4 ranks, 64 on 64 ranks
+            assert eplb["num_redundant_experts"] == {"prefill": 32, "decode": 64}[name]
+            leader = f"${name.upper()}_LEADER_IP"
+            assert _opt(words, "--data-parallel-address") == leader
+            if rank == 0:
+                assert "--headless" not in words
+                assert _opt(words, "--port") == {"prefill": "8100", "decode": "8200"}[name]
+            else:
+                assert "--headless" in words and "--port" not in words
+                assert _opt(words, "--data-parallel-start-rank") == str(4 * rank)
+    # the last decode node holds DP ranks 60..63
+    assert _opt(shlex.split(cmds["decode"][15]), "--data-parallel-start-rank") == "60"
+
+
+def test_generation_is_deterministic(topo, tmp_path):
+    again = topology.load_topology(DEFAULT)
+    assert topology.render_recipes(topo) == topology.render_recipes(again)
+    a = topology.write_recipes(topo, tmp_path / "a")
+    b = topology.write_recipes(again, tmp_path / "b")
+    assert [p.name for p in a] == list(topology.RECIPE_FILES)
+    for pa, pb in zip(a, b, strict=True):
+        assert pa.read_bytes() == pb.read_bytes()
+
+
+def test_committed_recipes_are_current(topo):
+    """env/cluster/generated/ is exactly what `rackbook recipes` writes now (never stale)."""
+    want = topology.render_recipes(topo)
+    have = sorted(p.name for p in GENERATED.iterdir() if not p.name.startswith("."))
+    assert have == sorted(want), "run `rackbook recipes` and commit env/cluster/generated/"
+    for name, text in want.items():
+        assert (GENERATED / name).read_text(encoding="utf-8") == text, (
+            f"env/cluster/generated/{name} is stale: run `rackbook recipes`"
+        )
+
+
+def test_slurm_script_requests_17_nodes_of_4(topo):
+    s = topology.slurm_script(topo)
+    assert re.findall(r"^#SBATCH --nodes=(\d+)$", s, re.M) == ["17"]
+    assert re.findall(r"^#SBATCH --gpus-per-node=(\d+)$", s, re.M) == ["4"]
+    assert 'scontrol show hostnames "$SLURM_JOB_NODELIST"' in s
+    assert 'PREFILL_NODES=("${NODES[@]:0:1}")' in s
+    assert 'DECODE_NODES=("${NODES[@]:1:16}")' in s
+    # every serve command appears verbatim, once, in the script
+    for cmds in topology.serve_commands(topo).values():
+        for cmd in cmds:
+            assert s.count(f") exec {cmd} ;;") == 1
+    assert "vllm-router --vllm-pd-disaggregation" in s
+    assert 'wait_healthy "http://${DECODE_LEADER_IP}:8200"' in s
+    subprocess.run(["bash", "-n"], input=s, text=True, check=True)
+
+
+def _shim(folder: Path, name: str, body: str) -> None:
+    p = folder / name
+    p.write_text("#!/bin/bash\n" + body)
+    p.chmod(0o755)
+
+
+def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
+    """Run the sbatch script with stand-ins for srun, scontrol, getent, curl, vllm, vllm-router.
+
+    Every node's stand-in `vllm` writes its argv to its log; the router stand-in exits at once,
+    which ends the script (exit 1: "a process exited"). Checks node placement and argv.
+    """
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    _shim(bin_, "scontrol", 'for i in $(seq 0 16); do echo "gb$i"; done\n')
+    _shim(bin_, "getent", 'echo "10.0.0.${2#gb} STREAM $2"\n')
+    # curl: "healthy" once every node's stand-in vllm has written its argv (synchronisation only)
+    _shim(
+        bin_,
+        "curl",
+        'for _ in $(seq 600); do n=0; for f in "$LOGS"/*-*.log; do [[ -s $f ]] && n=$((n + 1)); '
+        "done; (( n >= 17 )) && exit 0; sleep 0.05; done; exit 1\n",
+    )
+    _shim(bin_, "hostname", 'echo "10.9.9.9"\n')
+    # srun: drop options (all --x or --x=y), keep the node name, exec the command
+    _shim(
+        bin_,
+        "srun",
+        'node=""\nwhile [[ $1 == --* ]]; do [[ $1 == --nodelist=* ]] && node=${1#--nodelist=}; '
+        'shift; done\nexport NODE="$node"\nexec "$@"\n',
+    )
+    # vllm: its node, IP and argv in one write, then stay up until the script ends it
+    _shim(
+        bin_,
+        "vllm",
+        'out="node=$NODE ip=$VLLM_HOST_IP"; for a in "$@"; do out+=$\'\\n\'"$a"; done\n'
+        'printf "%s\\n" "$out"\nexec sleep 30\n',
+    )
+    _shim(bin_, "vllm-router", 'printf "%s\\n" "$@"\nexit 0\n')
+    script = tmp_path / "job.sbatch"
+    script.write_text(topology.slurm_script(topo))
+    logs = tmp_path / "logs"
+    env = {
+        "PATH": f"{bin_}:{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "SLURM_JOB_NODELIST": "gb[0-16]",
+        "SLURM_JOB_ID": "1",
+        "LOGS": str(logs),
+    }
+    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1, res.stderr
+    assert "endpoint: http://10.0.0.0:8000" in res.stdout
+    assert (logs / "endpoint").read_text().strip() == "http://10.0.0.0:8000"
+    for name, cmds in topology.serve_commands(topo).items():
+        offset = topo.node_offset(name)
+        leader_ip = f"10.0.0.{offset}"
+        for rank, cmd in enumerate(cmds):
+            lines = (logs / f"{name}-{rank}.log").read_text().splitlines()
+            assert lines[0] == f"node=gb{offset + rank} ip=10.9.9.9"
+            want = shlex.split(cmd.replace(f"${topology.leader_var(name)}", leader_ip))
+            assert ["vllm", *lines[1:]] == want
+    router = (logs / "router.log").read_text().splitlines()
+    assert router[router.index("--prefill") + 1] == "http://10.0.0.0:8100"
+    assert router[router.index("--decode") + 1] == "http://10.0.0.1:8200"
+
+
+def test_kubernetes_manifest_structure_and_gpus(topo):
+    docs = [d for d in yaml.safe_load_all(topology.kubernetes_manifest(topo)) if d is not None]
+    for d in docs:
+        assert {"apiVersion", "kind", "metadata", "spec"} <= set(d)
+        assert d["metadata"]["name"] and d["metadata"]["namespace"] == "rackbook"
+    kinds = [d["kind"] for d in docs]
+    assert kinds.count("LeaderWorkerSet") == 2 and kinds.count("Deployment") == 1
+    total = 0
+    cmds = topology.serve_commands(topo)
+    for d in docs:
+        if d["kind"] != "LeaderWorkerSet":
+            continue
+        name = d["metadata"]["labels"]["app.kubernetes.io/component"]
+        t = d["spec"]["leaderWorkerTemplate"]
+        assert t["size"] == {"prefill": 1, "decode": 16}[name]
+        pods = [t["workerTemplate"]] + ([t["leaderTemplate"]] if "leaderTemplate" in t else [])
+        for pod in pods:
+            (c,) = pod["spec"]["containers"]
+            assert c["resources"]["limits"] == {"nvidia.com/gpu": 4}
+            assert c["resources"]["requests"] == {"nvidia.com/gpu": 4}
+        total += t["size"] * 4
+        # the pods run the same commands as serve_commands, leader address and rank substituted
+        lead = t.get("leaderTemplate", t["workerTemplate"])["spec"]["containers"][0]["args"][0]
+        var = f"${topology.leader_var(name)}"
+        assert lead == "exec " + cmds[name][0].replace(var, '"$POD_IP"')
+        if "leaderTemplate" in t:
+            work = t["workerTemplate"]["spec"]["containers"][0]["args"][0]
+            for rank in range(1, t["size"]):
+                got = work.replace('"$((LWS_WORKER_INDEX * 4))"', str(4 * rank))
+                assert got == "exec " + cmds[name][rank].replace(var, '"$LWS_LEADER_ADDRESS"')
+    assert total == 68
+    router_svc = [
+        d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "dsv41-router"
+    ]
+    assert router_svc[0]["spec"]["ports"][0]["port"] == 8000
+
+
+def test_notebook_parameters_match_the_recipes(topo):
+    nb = topology.notebook_parameters(topo)
+    assert nb == {
+        "endpoint": "http://dsv41-router:8000",
+        "num_gpus": 68,
+        "gpus_per_node": 4,
+        "model": HF_ID,
+        "catalog_model": "deepseek-v4.1-flash",
+        "prefill_gpus": 4,
+        "decode_gpus": 64,
+    }
+    # no drift: the same numbers drive the Slurm job and the serve commands
+    s = topology.slurm_script(topo)
+    nodes = int(re.search(r"^#SBATCH --nodes=(\d+)$", s, re.M).group(1))
+    per_node = int(re.search(r"^#SBATCH --gpus-per-node=(\d+)$", s, re.M).group(1))
+    assert nodes * per_node == nb["num_gpus"] and per_node == nb["gpus_per_node"]
+    dp = [
+        int(_opt(shlex.split(c[0]), "--data-parallel-size"))
+        for c in topology.serve_commands(topo).values()
+    ]
+    assert sum(dp) == nb["num_gpus"] == nb["prefill_gpus"] + nb["decode_gpus"]
+    assert json.loads((GENERATED / "notebook-parameters.json").read_text()) == nb
+
+
+def test_containerfile_matches_topology(topo):
+    text = CONTAINERFILE.read_text()
+    assert re.findall(r"^FROM (\S+)$", text, re.M) == [f"{topo.vllm.image}:{topo.vllm.tag}"]
+    assert f'"{topo.router.package}"' in text
+
+
+# ---------------------------------------------------------------------------------------------
+# bad topologies
+
+
+def _set(path: str, value: Any):
+    def edit(data: dict) -> None:
+        keys = path.split(".")
+        node = data
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "problem"),
+    [
+        (
+            _set("workers.decode.gpus", 72),
+            "workers",
+            "prefill 4 + decode 72 = 76 GPUs > the 72 GPUs of gb300-nvl72",
+        ),
+        (_set("workers.decode.gpus", 62), "workers.decode.gpus", "not a whole number of 4-GPU"),
+        (_set("model.catalog_id", "deepseek-v9"), "model.catalog_id", "unknown model"),
+        (_set("system.catalog_id", "gb999"), "system.catalog_id", "unknown system"),
+        (_set("workers.decode.colour", "red"), "workers.decode.colour", "unknown field"),
+        (_set("bench.num_gpus", 72), "bench.num_gpus", "differs from the workers' 68"),
+        (_set("bench.endpoint", "http://dsv41-router:9000"), "bench.endpoint", "port 9000"),
+        (_set("vllm.version", "0.29.9"), "vllm.version", "needs vLLM >= 0.30.0"),
+        (_set("vllm.tag", "latest"), "vllm.tag", "is not 'v0.32.0'"),
+        (_set("system.gpus_per_node", 8), "system.gpus_per_node", "gpus_per_tray 4"),
+        (
+            _set("workers.decode.num_redundant_experts", 10),
+            "workers.decode.num_redundant_experts",
+            "(384 routed + 10 redundant)",
+        ),
+        (_set("workers.prefill.role", "decode"), "workers", "no worker with role 'prefill'"),
+    ],
+)
+def test_bad_topology_names_file_and_field(tmp_path, edit, field, problem):
+    p = _variant(tmp_path, edit)
+    with pytest.raises(InputError) as exc:
+        topology.load_topology(p)
+    err = exc.value
+    assert err.file == str(p)
+    assert err.field == field
+    assert problem in err.problem
+
+
+def test_a_full_rack_is_allowed(tmp_path):
+    # 4 + 68 = 72 GPUs = the whole rack; (384 + 24) / 68 = 6 experts per rank
+    def edit(data: dict) -> None:
+        data["workers"]["decode"]["gpus"] = 68
+        data["workers"]["decode"]["num_redundant_experts"] = 24
+        data["bench"]["num_gpus"] = 72
+
+    t = topology.load_topology(_variant(tmp_path, edit))
+    assert (t.total_gpus, t.total_nodes, t.nodes("decode")) == (72, 18, 17)
+    assert "#SBATCH --nodes=18\n" in topology.slurm_script(t)
+
+
+def test_yaml_syntax_error_names_line(tmp_path):
+    p = tmp_path / "topology.yaml"
+    p.write_text("schema_version: 1\nworkers: [unclosed\n")
+    with pytest.raises(InputError) as exc:
+        topology.load_topology(p)
+    assert exc.value.file == str(p)
+    assert exc.value.field.startswith("line ")
+    assert "YAML syntax error" in exc.value.problem
+
+
+def test_cli_writes_recipes(run_cli, tmp_path):
+    code, out, err = run_cli("recipes", "--topology", str(DEFAULT), "-o", str(tmp_path / "g"))
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "g").iterdir()) == sorted(topology.RECIPE_FILES)
+    assert "68 of 72 GPUs, 17 nodes" in out
+
+
+def test_cli_bad_topology_exit_2_one_line(run_cli, tmp_path):
+    p = _variant(tmp_path, _set("workers.decode.gpus", 62))
+    out_dir = tmp_path / "g"
+    code, out, err = run_cli("recipes", "--topology", str(p), "-o", str(out_dir))
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert f"{p}: workers.decode.gpus:" in err
+    assert not out_dir.exists()  # nothing written
+
+
+# ---------------------------------------------------------------------------------------------
+# the commands against vLLM's own `vllm serve` parser (live venv; slow: ~15 s to import vLLM)
+
+_PARSE = r"""
+import json, shlex, sys
+from vllm.entrypoints.cli.serve import ServeSubcommand
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+root = FlexibleArgumentParser()
+sub = root.add_subparsers(dest="cmd")
+parser = ServeSubcommand().subparser_init(sub)
+out = []
+for line in json.load(sys.stdin):
+    words = shlex.split(line)
+    assert words[:2] == ["vllm", "serve"], words
+    a = root.parse_args(words[1:])
+    out.append({k: getattr(a, k) for k in (
+        "model_tag", "headless", "port", "api_server_count", "data_parallel_size",
+        "data_parallel_size_local", "data_parallel_start_rank", "data_parallel_address",
+        "data_parallel_rpc_port", "enable_expert_parallel", "enable_eplb",
+        "tensor_parallel_size")} | {
+        "eplb": dict(a.eplb_config) if isinstance(a.eplb_config, dict) else vars(a.eplb_config),
+        "kv": {"connector": a.kv_transfer_config.kv_connector,
+               "role": a.kv_transfer_config.kv_role},
+    })
+json.dump(out, sys.stdout, default=str)
+"""
+
+
+@pytest.mark.live
+def test_commands_parse_with_vllm_serve(topo):
+    py = Path(os.environ.get("RACKBOOK_LIVE_PYTHON", paths.ROOT / ".venv-live" / "bin" / "python"))
+    if not py.is_file():
+        pytest.skip(f"no live interpreter at {py} (bash env/live/setup.sh)")
+    cmds = topology.serve_commands(topo)
+    lines = [c.replace(f"${topology.leader_var(n)}", "10.0.0.1") for n in cmds for c in cmds[n][:2]]
+    res = subprocess.run(
+        [str(py), "-c", _PARSE],
+        input=json.dumps(lines),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1"},
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    parsed = json.loads(res.stdout.strip().splitlines()[-1])
+    prefill0, decode0, decode1 = parsed
+    assert prefill0["model_tag"] == HF_ID and prefill0["data_parallel_size"] == 4
+    assert prefill0["port"] == 8100 and prefill0["api_server_count"] == 4
+    assert decode0["data_parallel_size"] == 64 and decode0["data_parallel_size_local"] == 4
+    assert decode0["headless"] is False and decode1["headless"] is True
+    assert decode1["data_parallel_start_rank"] == 4
+    assert decode1["data_parallel_address"] == "10.0.0.1"
+    assert decode1["data_parallel_rpc_port"] == 13345
+    for p in parsed:
+        assert p["enable_expert_parallel"] and p["enable_eplb"]
+        assert p["tensor_parallel_size"] == 1
+        assert p["kv"] == {"connector": "NixlConnector", "role": "kv_both"}
+        assert p["eplb"]["window_size"] == 1000 and p["eplb"]["log_balancedness"] is True
+    assert decode0["eplb"]["num_redundant_experts"] == 64
+    assert prefill0["eplb"]["num_redundant_experts"] == 32
