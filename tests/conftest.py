@@ -62,3 +62,16 @@ def run_cli(capsys):
         return code, out.out, out.err
 
     return _run
+
+
+def synthetic_run(name: str = "hand-made test", seed: int = 0) -> dict[str, Any]:
+    """``run.json`` of a hand-made test trace (kind synthetic, with generator and seed)."""
+    from rackbook.traces import new_run_info
+
+    return new_run_info(
+        kind="synthetic",
+        commands=[],
+        parameters={},
+        engine={},
+        generator={"name": name, "seed": seed},
+    )

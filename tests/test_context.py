@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import synthetic_run
 
 from rackbook import context
 from rackbook.errors import InputError
 from rackbook.importers import vllm_bench_frames
-from rackbook.traces import concat, new_run_info, validate
+from rackbook.traces import concat, validate
 
 
 def _point(tpot_s, n_req=2, out=5, ttft=0.1):
@@ -41,13 +42,7 @@ def _trace(tmp_path, contexts=(1000, 2000, 4000), configs=("A",)):
             frames.append(
                 vllm_bench_frames(tmp_path / f"{cfg}{c}.json", labels, data=_point(_tpot(c or 0)))
             )
-    run = new_run_info(
-        kind="synthetic",
-        commands=[],
-        parameters={},
-        engine={},
-        generator={"name": "hand-made test", "seed": 0},
-    )
+    run = synthetic_run()
     return validate(concat(frames, run))
 
 
@@ -61,13 +56,7 @@ def test_latency_table(tmp_path):
 
 
 def test_single_token_requests_give_nan(tmp_path):
-    run = new_run_info(
-        kind="synthetic",
-        commands=[],
-        parameters={},
-        engine={},
-        generator={"name": "hand-made test", "seed": 0},
-    )
+    run = synthetic_run()
     d = _point(0.01, out=1)
     d["itls"] = [[], []]
     t = vllm_bench_frames(tmp_path / "x.json", {"context_tokens": "5"}, data=d)

@@ -7,11 +7,12 @@ import math
 
 import pandas as pd
 import pytest
+from conftest import synthetic_run
 
 from rackbook import scaling, scaling_points
 from rackbook.errors import InputError
 from rackbook.importers import vllm_bench_frames
-from rackbook.traces import concat, new_run_info, validate
+from rackbook.traces import concat, validate
 
 
 def _result(n, inp, out, duration):
@@ -38,13 +39,7 @@ def _trace(tmp_path, points, server_metrics=None):
         if rep is not None:
             t.points["replicas"] = rep
         frames.append(t)
-    run = new_run_info(
-        kind="synthetic",
-        commands=[],
-        parameters={},
-        engine={},
-        generator={"name": "hand-made test", "seed": 0},
-    )
+    run = synthetic_run()
     t = concat(frames, run)
     if server_metrics is not None:
         t.extra["server_metrics"] = server_metrics

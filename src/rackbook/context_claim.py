@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from rackbook import catalogs, roofline
+from rackbook import catalogs, roofline, verdicts
 from rackbook.catalogs import ModelSpec
 from rackbook.context import SERIES_KEYS, Delta, KvBandwidth
 from rackbook.errors import InputError
@@ -45,7 +45,7 @@ DEFAULT_MOE_LAYERS = 40
 #: "Hardware": a GB300 "node" is a 4-GPU tray; DeepInfer's prefill runs DEP4 on one tray).
 DEFAULT_WEIGHT_GPUS = 4
 #: GPU names that make a trace comparable with the GB300 claim.
-BLACKWELL = ("B300", "GB300", "B200", "GB200")
+BLACKWELL = verdicts.BLACKWELL
 #: What the served model's name must contain for a trace to be comparable.
 MODEL_KEY = "v4.1-flash"
 
@@ -153,9 +153,8 @@ def comparable_to_claim(run: dict[str, Any]) -> bool:
     contains ``v4.1-flash``. A CPU recording of a tiny model is a stand-in."""
     if run.get("kind") != "recorded":
         return False
-    gpus = " ".join(g.get("name", "") for g in (run.get("hardware") or {}).get("gpus") or [])
     names = json.dumps([run.get("parameters"), run.get("engine")], default=str).lower()
-    return any(k in gpus.upper() for k in BLACKWELL) and MODEL_KEY in names
+    return verdicts.on_gpus(run, verdicts.BLACKWELL) and MODEL_KEY in names
 
 
 def kv_bytes_verdict(computed: int, claim: int = CLAIM_KV_BYTES) -> tuple[str, str]:

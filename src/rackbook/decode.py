@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook.traces import Trace
+from rackbook.verdicts import BLACKWELL, on_gpus
 
 DECODE_FORMULA = r"\text{decode tok/s} = B \cdot \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
 PREFILL_FORMULA = r"\text{prefill tok/s} = B \cdot \frac{\overline{p}}{\overline{ttft}}"
@@ -94,10 +95,7 @@ def largest_gap(par: pd.DataFrame) -> tuple[int, float]:
 def comparable_to_claim(run: dict, engine_b: str) -> bool:
     """True when a trace can speak to the published claim itself: engine B is DeepInfer and the
     GPUs are Blackwell (B300/GB300/B200). Otherwise it is a stand-in measurement."""
-    gpus = " ".join(g.get("name", "") for g in (run.get("hardware") or {}).get("gpus") or [])
-    return engine_b.lower().startswith("deepinfer") and any(
-        k in gpus.upper() for k in ("B300", "GB300", "B200")
-    )
+    return engine_b.lower().startswith("deepinfer") and on_gpus(run, BLACKWELL)
 
 
 def verdict(par: pd.DataFrame, band_pct: float, comparable: bool) -> tuple[str, str]:
