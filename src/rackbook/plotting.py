@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import matplotlib as mpl
+import numpy as np
 
 #: Okabe & Ito (2008) colour-blind-safe palette.
 PALETTE: tuple[str, ...] = (
@@ -21,7 +22,10 @@ MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def apply_style() -> None:
-    """Set the book's matplotlib defaults (call once at the top of a notebook)."""
+    """Set the book's display defaults (call once at the top of a notebook): matplotlib's
+    style, and numpy scalars shown as plain numbers (``1.5``, not ``np.float64(1.5)``), which
+    is what myst-nb's ``glue`` needs to format them in prose."""
+    np.set_printoptions(legacy="1.25")
     mpl.rcParams.update(
         {
             "figure.figsize": (7.0, 4.2),

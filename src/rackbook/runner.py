@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -161,6 +162,19 @@ def cli_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stage_notebook(src: Path, dst: Path) -> None:
+    """Copy an executed notebook for the book: the cell papermill injected is collapsed and
+    shows paths relative to the repository (no machine's absolute paths in the book)."""
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    root = str(paths.ROOT) + "/"
+    for cell in nb.get("cells", []):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags:
+            cell["metadata"]["tags"] = [*tags, "hide-input"]
+            cell["source"] = [line.replace(root, "") for line in cell.get("source", [])]
+    dst.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+
+
 def stage_book(executed: Path, site: Path) -> Path:
     """Copy the book's sources and the executed notebooks into ``site``; generate pages."""
     from rackbook import pages
@@ -179,7 +193,7 @@ def stage_book(executed: Path, site: Path) -> Path:
     shutil.copytree(paths.ROOT / "book", site / "book")
     (site / "notebooks").mkdir()
     for r in present:
-        shutil.copy2(executed / f"{r}.ipynb", site / "notebooks" / f"{r}.ipynb")
+        _stage_notebook(executed / f"{r}.ipynb", site / "notebooks" / f"{r}.ipynb")
     pages.generate(site / "book" / "generated", executed)
     return site
 
