@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Fast end-to-end check of live mode: record all six scenarios with SMALL parameters on the tiny
+# model into DIR (default _build/live-ci), then execute each result's notebook on its trace.
+# Under 10 minutes on 2 cores. Every server is on 127.0.0.1 and stopped at the end.
+#
+#   bash env/record/ci-suite.sh [DIR]
+#
+# eplb-balance: vLLM on CPU refuses --enable-eplb, so the suite holds a plain server
+# (python -m rackbook.live.server), records load against it with --endpoint and its log
+# (-p server_log: no EPLB step lines on CPU, the trace's eplb_log is empty) and stores the
+# shipped SYNTHETIC expert loads (data/traces/eplb-balance/expert_load.parquet) as the dump,
+# so that trace is marked synthetic with the generator and seed of its source.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+DIR="$(mkdir -p "${1:-_build/live-ci}" && cd "${1:-_build/live-ci}" && pwd)"
+PY=.venv-live/bin/python
+REC=("$PY" -m rackbook.live.record --no-progress)
+HOLDER=""
+cleanup() {
+  if [[ -n "$HOLDER" ]] && kill -0 "$HOLDER" 2>/dev/null; then
+    kill -INT "$HOLDER"; wait "$HOLDER" || true
+  fi
+}
+trap cleanup EXIT
+t0=$(date +%s)
+lap() { echo "[ci] $1: $(( $(date +%s) - t0 )) s" >&2; }
+bash env/live/setup.sh >/dev/null
+"$PY" env/live/tiny_model.py >/dev/null
+rm -rf "$DIR"/{decode-parity,rack-scaling,prefill-gain,eplb-balance,context-latency,single-user}{,.raw} "$DIR/executed"
+
+"${REC[@]}" decode-parity -o "$DIR/decode-parity" -p batch_sizes 4,8 -p input_len 32 \
+  -p output_len 16 -p prompts_per_batch 2 -p max_num_seqs 8
+lap decode-parity
+"${REC[@]}" rack-scaling -o "$DIR/rack-scaling" -p replicas 1,2 -p input_len 192 -p prefix_len 128 \
+  -p output_len 16 -p num_prompts 8 -p concurrency 4 -p max_model_len 256 -p max_num_seqs 8
+lap rack-scaling
+"${REC[@]}" prefill-gain -o "$DIR/prefill-gain" -p prefix_tokens 512 -p new_tokens 128 \
+  -p num_requests 6 -p max_model_len 1024
+lap prefill-gain
+"${REC[@]}" context-latency -o "$DIR/context-latency" -p context_lengths 64,256,768 \
+  -p output_len 32 -p num_requests 2 -p max_model_len 1024
+lap context-latency
+"${REC[@]}" single-user -o "$DIR/single-user" -p input_len 32 -p output_len 64 -p num_requests 2 \
+  -p max_model_len 256
+lap single-user
+
+# eplb-balance: attach to a held plain server and read its log.
+SLOG="$DIR/eplb-server.log"; STATUS="$DIR/eplb-server.json"; rm -f "$STATUS"
+"$PY" -m rackbook.live.server .cache/tiny-moe --hold 900 --status "$STATUS" --log "$SLOG" -- \
+  --load-format dummy --dtype bfloat16 --max-model-len 256 --max-num-seqs 8 --enforce-eager \
+  --served-model-name tiny-moe 2>"$DIR/eplb-holder.err" &
+HOLDER=$!
+for _ in $(seq 600); do [[ -s "$STATUS" ]] && break; kill -0 "$HOLDER" || exit 1; sleep 0.5; done
+URL=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['url'])" "$STATUS")
+"${REC[@]}" eplb-balance -o "$DIR/eplb-balance" --endpoint "$URL" -p server_log "$SLOG" \
+  -p expert_load data/traces/eplb-balance/expert_load.parquet -p num_prompts 8 -p concurrency 4
+cleanup; HOLDER=""
+lap eplb-balance
+
+for r in decode-parity rack-scaling prefill-gain eplb-balance context-latency single-user; do
+  .venv/bin/rackbook run "$r" -p trace "$DIR/$r" --out "$DIR/executed"
+done
+lap notebooks

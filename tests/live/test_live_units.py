@@ -1,0 +1,193 @@
+"""Unit tests of the live harness's pure-Python parts (no vLLM needed; not marked live)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rackbook.errors import InputError
+from rackbook.live import prom, record_argv
+from rackbook.live.envfile import Redactor, api_key, read_env_file
+from rackbook.live.scenarios import DecodeParity, scenario
+from rackbook.live.server import VllmServer, free_port, group_members
+
+METRICS = """\
+# HELP vllm:prompt_tokens_total Number of prefill tokens processed.
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="m"} 320.0
+vllm:prompt_tokens_created{engine="0",model_name="m"} 1.7e+09
+vllm:generation_tokens_total{engine="0",model_name="m"} 64.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 2.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.001",model_name="m"} 0.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.25
+python_gc_objects_collected_total{generation="0"} 123.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} NaN
+"""
+
+
+def test_prom_parse_keeps_vllm_families_drops_created_buckets_nan():
+    s = prom.parse(METRICS)
+    names = [x.metric for x in s]
+    assert names == [
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+        "vllm:request_success_total",
+        "vllm:request_success_total",
+        "vllm:time_to_first_token_seconds_sum",
+    ]
+    assert s[0].labels == '{engine="0",model_name="m"}' and s[0].value == 320.0
+    assert len(prom.parse(METRICS, keep=None)) == 6  # + python_gc; still no created/bucket/NaN
+
+
+def test_prom_delta_sums_label_sets():
+    before = prom.parse(METRICS)
+    after = prom.parse(
+        METRICS.replace('"length",model_name="m"} 2.0', '"length",model_name="m"} 10.0')
+        .replace('"stop",model_name="m"} 1.0', '"stop",model_name="m"} 4.0')
+        .replace("} 64.0", "} 320.0")
+    )
+    assert prom.delta(before, after, "vllm:request_success_total") == 11.0  # 8 + 3
+    assert prom.delta(before, after, "vllm:generation_tokens_total") == 256.0
+    rows = prom.rows(after, "p1", "http://127.0.0.1:1", "after")
+    assert rows[1] == {
+        "point_id": "p1",
+        "server": "http://127.0.0.1:1",
+        "phase": "after",
+        "metric": "vllm:generation_tokens_total",
+        "labels": '{engine="0",model_name="m"}',
+        "value": 320.0,
+    }
+
+
+def test_decode_parity_defaults_and_overrides():
+    d = scenario("decode-parity", {})
+    assert d.batch_sizes == (8, 16, 32, 64, 128, 256)
+    assert (d.input_len, d.output_len, d.prompts_per_batch) == (64, 32, 8)
+    flags = d.serve_args()
+    assert flags[flags.index("--max-num-seqs") + 1] == "256"
+    assert "--enforce-eager" in flags and "--host" not in flags
+    d2 = DecodeParity.from_params({"batch_sizes": "2, 4", "output_len": "8", "warmup": "no"})
+    assert d2.batch_sizes == (2, 4) and d2.output_len == 8 and d2.warmup is False
+    assert d2.point_id("serve", 4) == "serve-b4"
+    assert d2.parameters()["batch_sizes"] == [2, 4]
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"batch_sizes": "8,x"}, "batch_sizes"),
+        ({"batch_sizes": "0"}, "batch_sizes"),
+        ({"nope": "1"}, "nope"),
+        ({"output_len": "-3"}, "output_len"),
+        ({"batch_sizes": "512"}, "max_num_seqs"),
+        ({"input_len": "250"}, "max_model_len"),
+        ({"engines": "serve,gpu"}, "engines"),
+    ],
+)
+def test_decode_parity_bad_params_name_the_field(params, field):
+    with pytest.raises(InputError) as exc:
+        DecodeParity.from_params(params)
+    assert exc.value.field == field
+
+
+def test_unknown_scenario():
+    with pytest.raises(InputError, match="not one of decode-parity"):
+        scenario("rack-scaling-xl", {})
+
+
+def test_env_file_is_loopback_and_offline():
+    env = read_env_file()
+    assert env["VLLM_HOST_IP"] == "127.0.0.1"
+    assert env["HF_HUB_OFFLINE"] == "1" and env["TRANSFORMERS_OFFLINE"] == "1"
+    assert env["VLLM_NO_USAGE_STATS"] == "1" and env["DO_NOT_TRACK"] == "1"
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+
+
+def test_env_file_bad_line(tmp_path):
+    p = tmp_path / "x.env"
+    p.write_text("# ok\nA=1\nthis is not an assignment\n")
+    with pytest.raises(InputError) as exc:
+        read_env_file(p)
+    assert exc.value.field == "line 3"
+
+
+def test_api_key_from_env_and_redaction():
+    assert api_key({"OPENAI_API_KEY": "sk-abc123"}) == "sk-abc123"
+    assert api_key({"RACKBOOK_API_KEY": "first", "OPENAI_API_KEY": "second"}) == "first"
+    assert api_key({}) is None
+    r = Redactor(["sk-abc123", None, "ab"])  # too-short secrets are ignored
+    assert r("curl -H 'Authorization: Bearer sk-abc123' ab") == (
+        "curl -H 'Authorization: Bearer <redacted>' ab"
+    )
+
+
+def test_server_command_never_carries_the_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("RACKBOOK_API_KEY", "secret-key-42")
+    srv = VllmServer("m", ["--max-num-seqs", "4"], log_path=tmp_path / "l.log", port=8123)
+    assert srv.command == (
+        "vllm serve m --host 127.0.0.1 --port 8123 --max-num-seqs 4"
+    )  # the key goes through VLLM_API_KEY in the child's environment only
+    assert srv.env["VLLM_API_KEY"] == "secret-key-42"
+    with pytest.raises(ValueError, match="--port"):
+        VllmServer("m", ["--port", "1"], log_path=tmp_path / "l.log")
+    with pytest.raises(ValueError, match="loopback"):
+        VllmServer("m", [], log_path=tmp_path / "l.log", host="0.0.0.0")
+
+
+def test_record_argv_round_trip():
+    ns = argparse.Namespace(
+        scenario="decode-parity",
+        endpoint=["http://127.0.0.1:8000"],
+        serve="--max-num-batched-tokens 512",
+        output="out",
+        parameter=[["batch_sizes", "8,16"]],
+        resume=True,
+    )
+    assert record_argv(ns) == [
+        "decode-parity",
+        "--endpoint", "http://127.0.0.1:8000",
+        "--serve", "--max-num-batched-tokens 512",
+        "-o", "out",
+        "-p", "batch_sizes", "8,16",
+        "--resume",
+    ]  # fmt: skip
+
+
+def test_group_members_and_stop_kill_a_whole_process_group(tmp_path):
+    """The stop logic on a stand-in group: a leader whose child ignores SIGTERM."""
+    ready = tmp_path / "ready"
+    child = (
+        "import pathlib, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "pathlib.Path(sys.argv[1]).touch(); time.sleep(60)"
+    )
+    script = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {child!r}, {str(ready)!r}])\n"
+        "time.sleep(60)\n"
+    )
+    srv = VllmServer("m", [], log_path=tmp_path / "l.log", grace_s=1.0)
+    srv.proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    srv.pgid = srv.proc.pid
+    deadline = time.monotonic() + 20
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    members = group_members(srv.pgid)
+    assert len(members) == 2 and srv.pgid in members
+    killed = srv.stop()
+    assert len(killed) == 1 and killed[0] != srv.pgid  # the SIGTERM-ignoring child
+    assert group_members(srv.pgid) == []
+    assert srv.stop() == []  # idempotent
+
+
+def test_free_port_is_bindable():
+    import socket
+
+    p = free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", p))
+    assert 0 < p < 65536
