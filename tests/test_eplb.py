@@ -405,3 +405,10 @@ def test_cli_bad_parquet(tmp_path: Path, capsys, problem: str) -> None:
     rc = main(["eplb", str(path), "--ep-size", "2"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {path}:")
+
+
+def test_huge_counts_are_refused():
+    from rackbook import eplb
+
+    with pytest.raises(InputError, match=r"loads\[0\]\[0\]: implausibly large"):
+        eplb.evaluate([[3.4028235677973366e38, 1.0]], ep_size=1, redundant=0)

@@ -45,6 +45,10 @@ _Source = str | Path | None
 # --------------------------------------------------------------------------------------------
 
 
+#: Largest plausible token count of one expert in one window (vLLM's policy works in float32).
+MAX_TOKENS = 1e15
+
+
 def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.ndarray:
     """Return ``loads`` as a float64 array ``(layers, experts)`` of finite, non-negative tokens.
 
@@ -89,6 +93,11 @@ def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.nda
     if (arr < 0).any():
         i, j = (int(x) for x in np.argwhere(arr < 0)[0])
         raise InputError(source, f"{field}[{i}][{j}]", f"negative token count {arr[i, j]:g}")
+    if (arr > MAX_TOKENS).any():
+        i, j = (int(x) for x in np.argwhere(arr > MAX_TOKENS)[0])
+        raise InputError(
+            source, f"{field}[{i}][{j}]", f"implausibly large token count {arr[i, j]:g}"
+        )
     return arr
 
 
