@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,9 @@ class Trace:
     points: pd.DataFrame
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)
     path: Path | None = None
+    #: False when read with ``read_trace(itl=False)``: ``itl`` is then empty, not the gaps, and
+    #: :func:`rackbook.metrics.summarize` streams them from ``path``/itl.parquet instead.
+    itl_loaded: bool = True
 
     @property
     def trace_id(self) -> str:
@@ -290,7 +294,7 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
         neg = (itl["itl_s"] < 0).to_numpy()
         if neg.any():
             raise InputError(where, "itl.itl_s", f"negative gap in row {int(neg.argmax())}")
-    return Trace(trace.run, req, itl, pts, extra, trace.path)
+    return Trace(trace.run, req, itl, pts, extra, trace.path, trace.itl_loaded)
 
 
 # ----------------------------------------------------------------------------- read / write
@@ -359,6 +363,11 @@ def _read_table(path: Path, name: str, columns: list[str] | None = None) -> pd.D
         raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
 
 
+def read_table(path: str | Path, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """One table of a trace folder as read (not conformed); errors name the file."""
+    return _read_table(Path(path), name, columns)
+
+
 def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
     """Read and validate a trace folder. ``itl=False`` skips the (large) gap table."""
     path = Path(path)
@@ -376,7 +385,84 @@ def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
     for f in sorted(path.glob("*.parquet")):
         if f.stem not in ("requests", "itl", "points"):
             extra[f.stem] = _read_table(path, f.stem)
-    return validate(Trace(run, req, gaps, pts, extra, path), where=path)
+    return validate(Trace(run, req, gaps, pts, extra, path, itl), where=path)
+
+
+def table_rows(path: str | Path, name: str) -> int:
+    """Rows of table ``name`` of a trace folder, from the Parquet footer (no data is read)."""
+    f = Path(path) / f"{name}.parquet"
+    if not f.is_file():
+        raise InputError(f, "-", f"missing table {name}.parquet")
+    try:
+        return int(pq.ParquetFile(f).metadata.num_rows)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+
+
+def iter_table(
+    path: str | Path, name: str, columns: list[str], chunk_rows: int = 1 << 20
+) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """Stream columns of table ``name`` of a trace folder, ``chunk_rows`` rows at a time.
+
+    Yields ``(first row number, {column: numpy array})``; memory holds one chunk. String columns
+    come as ``(codes, values)``: int32 codes into that chunk's dictionary ``values`` (a list).
+    Each chunk is checked as :func:`conform` checks those columns (missing column or value,
+    type, non-finite float), with the same messages and the row number in the whole table.
+    """
+    path = Path(path)
+    f = path / f"{name}.parquet"
+    if not f.is_file():
+        raise InputError(f, "-", f"missing table {name}.parquet")
+    known = {c.name: c for c in schema.TABLES[name]}
+    strings = [c for c in columns if known[c].dtype == "string"]
+    try:
+        # pre_buffer (pyarrow's default) would read ahead every row group: memory = the file
+        pf = pq.ParquetFile(f, read_dictionary=strings, pre_buffer=False)
+        have = set(pf.schema_arrow.names)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+    for c in columns:
+        if c not in have:
+            raise InputError(path, f"{name}.{c}", "missing column")
+    offset = 0
+    batches = pf.iter_batches(batch_size=chunk_rows, columns=columns)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+        out: dict[str, Any] = {}
+        for c in columns:
+            col, fname = batch.column(c), f"{name}.{c}"
+            if col.null_count and not known[c].nullable:
+                row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                raise InputError(path, fname, f"missing value in row {offset + row}")
+            dtype = known[c].dtype
+            try:
+                if dtype == "string":
+                    if not pa.types.is_dictionary(col.type):
+                        col = col.cast(pa.string()).dictionary_encode()
+                    out[c] = (
+                        col.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
+                        col.dictionary.cast(pa.string()).to_pylist(),
+                    )
+                    continue
+                if col.type != _ARROW[dtype]:
+                    col = col.cast(_ARROW[dtype])
+            except (pa.ArrowException, ValueError, TypeError) as exc:
+                raise InputError(path, fname, f"expected {dtype}: {exc}") from None
+            arr = col.to_numpy(zero_copy_only=False)
+            if dtype == "float64" and not known[c].nullable:
+                bad = ~np.isfinite(arr)
+                if bad.any():
+                    raise InputError(
+                        path, fname, f"non-finite value in row {offset + int(bad.argmax())}"
+                    )
+            out[c] = arr
+        yield offset, out
+        offset += batch.num_rows
 
 
 def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
