@@ -65,8 +65,7 @@ def site(browser, tmp_path_factory):
         runner.run_result(r, "trace", {}, out, progress=False)
     index = runner.build_book(out, strict=True)
     root = index.parent
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    handler = functools.partial(_QuietHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -84,9 +83,20 @@ def _run(browser: str, args: list[str], profile: Path) -> subprocess.CompletedPr
     )
 
 
+_SMART = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "--", "\u2014": "---"}
+)
+
+
 def _text(dom: str) -> str:
+    """Visible text of a DOM, whitespace collapsed, Sphinx's smart quotes made plain."""
     dom = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", dom)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", dom)).split()).translate(_SMART)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:  # keep the test output readable
+        pass
 
 
 def _page_weight(root: Path, page: Path, dom: str) -> int:
@@ -111,9 +121,12 @@ def test_chapter_renders(browser, site, result, tmp_path):
     dom = dump.stdout
     text = _text(dom)
     doc = read_result(site["out"] / f"{result}.json")
-    # the chapter's headline numbers reach the page: the verdict and its reason
+    # the chapter's headline numbers reach the page: the verdict, and each headline's reason
+    # (which carries its number) in the table the last cell shows
     assert doc["verdict"] in text
-    assert " ".join(doc["reason"].split()) in text
+    for h in doc["headlines"]:
+        assert h["name"] in text, h["name"]
+        assert " ".join(h["reason"].split()).translate(_SMART) in text, h["name"]
     # every figure is a non-empty PNG that the page references
     imgs = [m for m in re.findall(r'<img[^>]+src="([^"]+)"', dom) if m.endswith(".png")]
     assert imgs, "chapter has no figure"

@@ -19,8 +19,14 @@ _STATUS = {
 }
 
 
+def _md(text: object) -> str:
+    """Text safe inside MyST: a ``$`` is a dollar, not the start of math."""
+    return str(text).replace("$", "\\$")
+
+
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text safe inside a Markdown table cell."""
+    return _md(text).replace("|", "\\|").replace("\n", " ")
 
 
 def claim_card(result: str, registry: Registry | None = None) -> str:
@@ -30,13 +36,13 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
     for c in reg.for_result(result):
         src = reg.source(c.source.seen_in)
         out += [
-            f"**{c.value_text}** ({c.id}): {c.statement}",
+            f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}",
             "",
-            f"> {c.original}",
+            f"> {_md(c.original)}",
             "",
-            f"- Scope: {c.scope.summary()}",
-            f"- Measures: {c.metric.measured}",
-            f"- Source: seen in *{src.title}*; {_STATUS[c.source.status]}"
+            f"- Scope: {_md(c.scope.summary())}",
+            f"- Measures: {_md(c.metric.measured)}",
+            f"- Source: seen in *{_md(src.title)}*; {_STATUS[c.source.status]}"
             + (f" ({c.source.primary})" if c.source.primary else ""),
             "",
         ]
@@ -214,8 +220,8 @@ def claims_page(registry: Registry | None = None) -> str:
             f"- Metric: {c.metric.measured}",
         ]
         if c.metric.tokens_counted:
-            out.append(f"- Tokens counted: {c.metric.tokens_counted}")
-        out += [f"- Caution: {x}" for x in c.cautions]
+            out.append(f"- Tokens counted: {_md(c.metric.tokens_counted)}")
+        out += [f"- Caution: {_md(x)}" for x in c.cautions]
         out += [f"- Source status: {_STATUS[c.source.status]}", ""]
     out += ["## Sources", "", "| id | title | status | link |", "|---|---|---|---|"]
     for s_ in reg.sources:

@@ -80,6 +80,33 @@ def write_result(
     return atomic_write_json(Path(out_dir) / f"{result}.json", doc)
 
 
+def _fmt_value(v: float | int | str | None) -> str:
+    if v is None:
+        return "unknown"
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def headline_markdown(headlines: list[Headline]) -> str:
+    """The headline values as a Markdown table (value, unit, kind, claim, verdict, reason):
+    what the chapter writes into its headline JSON, shown to the reader."""
+    rows = [
+        "| headline | value | kind | claim | verdict | reason |",
+        "|---|---|---|---|---|---|",
+    ]
+    for h in headlines:
+        unit = "" if h.unit in ("1", "") else f" {h.unit}"
+        kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
+        cells = [h.name, _fmt_value(h.value) + unit, kind, h.claim_id or "-", h.verdict, h.reason]
+        rows.append(
+            "| " + " | ".join(str(c).replace("|", "\\|").replace("$", "\\$") for c in cells) + " |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 def read_result(path: str | Path) -> dict[str, Any]:
     """Read a headline JSON written by :func:`write_result`."""
     path = Path(path)
