@@ -62,3 +62,24 @@ def test_at_a_glance_reads_verdicts(tmp_path):
 def test_claim_card_quotes_the_source():
     card = pages.claim_card("context-latency")
     assert "890 B/token" in card and "primary source located" in card
+
+
+def test_rerun_cost_from_sweep_and_topology():
+    from rackbook import paths, topology, traces
+
+    text = pages.rerun_cost_page()
+    row = next(r for r in text.splitlines() if r.startswith("| single-user"))
+    t = traces.read_trace(paths.TRACES / "single-user", itl=False)
+    tokens = int(t.requests["prompt_tokens"].sum() + t.requests["output_tokens"].sum())
+    gpus = 4  # the claim's scope: 4 B300 GPUs
+    minutes = pages.START_MINUTES + tokens / (pages.ASSUMED_TOK_S_PER_GPU * gpus) / 60
+    assert (
+        f"| {tokens:,} |" in row
+        and f"| {gpus} | {minutes:.0f} min | {gpus * minutes / 60:.1f} |" in row
+    )
+    topo = topology.notebook_parameters(
+        topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
+    )
+    rack = next(r for r in text.splitlines() if r.startswith("| rack-scaling"))
+    assert f"| {topo['num_gpus']} |" in rack
+    assert "synthetic input" in next(r for r in text.splitlines() if r.startswith("| eplb"))

@@ -252,6 +252,67 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     )
 
 
+#: Assumptions of the cost estimate (stated on the page): minutes from `vllm serve` to a
+#: healthy server for a 552B model on a rack, and the per-GPU throughput a sweep runs at (the
+#: rack-total reading of the rack-scaling claim, 954,000 / 72 tok/s per GPU).
+START_MINUTES = 15.0
+ASSUMED_TOK_S_PER_GPU = 954_000 / 72
+
+
+def rerun_cost_page(traces_dir: Path | None = None) -> str:
+    """How long and how many GPU-hours each result's sweep would take on a GB300 rack,
+    estimated from the sweep the shipped trace records (points, requests, tokens, server
+    starts) and the GPU counts of ``env/cluster/topology.yaml``."""
+    from rackbook import topology, traces
+
+    base = traces_dir or paths.TRACES
+    topo = topology.notebook_parameters(
+        topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
+    )
+    single = load_claims().get("single-user.throughput").scope.gpu_count
+    gpus = {
+        "decode-parity": topo["decode_gpus"],
+        "rack-scaling": topo["num_gpus"],
+        "prefill-gain": topo["prefill_gpus"],
+        "eplb-balance": topo["decode_gpus"],
+        "context-latency": topo["decode_gpus"],
+        "single-user": single,
+    }
+    rows = [
+        "| result | points | requests | tokens (in + out) | server starts | wall here (CPU) "
+        "| GPUs | estimated wall | estimated GPU-hours |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in paths.RESULTS:
+        d = base / r
+        if not (d / "run.json").exists():
+            continue
+        t = traces.read_trace(d, itl=False)
+        if t.kind != "recorded":
+            rows.append(f"| {r} | - | - | - | - | - | {gpus[r]} | - | {t.kind} input: no sweep |")
+            continue
+        req = t.requests
+        tokens = int(req["prompt_tokens"].sum() + req["output_tokens"].sum())
+        starts = sum("vllm serve" in c for c in t.run.get("commands", []))
+        wall_here = (t.run.get("record") or {}).get("wall_s")
+        run_s = tokens / (ASSUMED_TOK_S_PER_GPU * gpus[r])
+        wall_min = starts * START_MINUTES + run_s / 60
+        here = f"{wall_here:.0f} s" if isinstance(wall_here, (int, float)) else "-"
+        rows.append(
+            f"| {r} | {len(t.points)} | {len(req):,} | {tokens:,} | {starts} | {here} "
+            f"| {gpus[r]} | {wall_min:.0f} min | {gpus[r] * wall_min / 60:.1f} |"
+        )
+    return (
+        "Estimated from each shipped trace's sweep (its points, requests and tokens) with the GPU "
+        "counts of `env/cluster/topology.yaml`, assuming "
+        f"{START_MINUTES:.0f} minutes per server start and {ASSUMED_TOK_S_PER_GPU:,.0f} tok/s "
+        "per GPU (the rack-total reading of the rack-scaling claim). These are modelled "
+        "figures for planning, not measurements; a larger sweep scales with its tokens.\n\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+
+
 def generate(folder: Path, executed: Path) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -259,6 +320,7 @@ def generate(folder: Path, executed: Path) -> list[Path]:
     written = [
         atomic_write_text(folder / "hardware.md", hardware_page()),
         atomic_write_text(folder / "models.md", models_page()),
+        atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
         atomic_write_text(folder / "claims.md", claims_page()),
         atomic_write_text(
             folder / "metric-translation.md",
