@@ -41,8 +41,11 @@ lap prefill-gain
 "${REC[@]}" context-latency -o "$DIR/context-latency" -p context_lengths 64,256,768 \
   -p output_len 32 -p num_requests 2 -p max_model_len 1024
 lap context-latency
-"${REC[@]}" single-user -o "$DIR/single-user" -p input_len 32 -p output_len 64 -p num_requests 2 \
-  -p max_model_len 256
+# single-user through the notebook's own live path: `rackbook run --source live` records the
+# trace with real vLLM (from the trace-mode venv) and executes the chapter on it.
+.venv/bin/rackbook run single-user --source live -p input_len 32 -p output_len 64 \
+  -p num_requests 2 --out "$DIR/live-executed"
+mkdir -p "$DIR/single-user" && cp -r "$DIR/live-executed/traces/single-user/." "$DIR/single-user/"
 lap single-user
 
 # eplb-balance: attach to a held plain server and read its log.
