@@ -6,7 +6,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.rackbook-installed
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 
 .PHONY: book test setup executed html lint lock live-setup test-unit test-live clean
 

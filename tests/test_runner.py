@@ -89,3 +89,18 @@ def test_bad_trace_parameter_gives_one_line(tmp_path, run_cli):
     assert code == 2 and err.count("\n") == 1 and "trace folder does not exist" in err
     assert not (tmp_path / "o" / "decode-parity.ipynb").exists()
     assert not (tmp_path / "o" / "decode-parity.json").exists()
+
+
+def test_figures_are_drawn_even_with_a_non_interactive_backend(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    out = tmp_path / "out"
+    code, _, err = run_cli("run", "single-user", "--out", str(out))
+    assert code == 0, err
+    nb = json.loads((out / "single-user.ipynb").read_text())
+    pngs = [
+        o for c in nb["cells"] for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    ]
+    assert pngs, "no figure in the executed notebook"
+    import os
+
+    assert os.environ["MPLBACKEND"] == "Agg"  # restored for the caller

@@ -9,8 +9,10 @@ on them without executing anything again (HTML in ``_build/html``).
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
@@ -24,6 +26,7 @@ import yaml
 
 from rackbook import paths
 from rackbook.errors import InputError
+from rackbook.fsio import check_output_folder
 
 
 def available_results() -> list[str]:
@@ -58,6 +61,45 @@ def declared_parameters(nb: Path) -> dict[str, Any]:
     return papermill.inspect_notebook(str(nb))
 
 
+def _default_value(text: Any) -> Any:
+    """A parameter's default as papermill reports it (Python literal text); None if unknown."""
+    try:
+        return ast.literal_eval(str(text))
+    except (ValueError, SyntaxError):
+        return None
+
+
+def check_parameters(
+    nb: Path, params: dict[str, Any], declared: dict[str, Any], source: str = "trace"
+) -> None:
+    """Refuse, before any kernel starts, values whose type differs from the default's: a
+    number (int or float default) must be a finite number (an int for an int default), a list
+    must be a list; in trace mode ``trace`` must name an existing trace folder."""
+    shown = nb.relative_to(paths.ROOT) if nb.is_relative_to(paths.ROOT) else nb
+    for name, value in params.items():
+        field = f"parameter {name}"
+        default = _default_value(declared[name].get("default"))
+        if name == "trace" and source == "trace":
+            if not isinstance(value, str) or not value:
+                raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
+            folder = paths.resolve(value)
+            if not folder.exists():
+                raise InputError(folder, field, "trace folder does not exist")
+            if not folder.is_dir():
+                raise InputError(
+                    folder, field, "not a folder (a trace is a folder with run.json and tables)"
+                )
+        elif isinstance(default, (int, float)) and not isinstance(default, bool):
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise InputError(shown, field, f"expected a number, got {value!r}")
+            if not math.isfinite(value):
+                raise InputError(shown, field, f"must be finite, got {value!r}")
+            if isinstance(default, int) and not isinstance(value, int):
+                raise InputError(shown, field, f"expected an integer, got {value!r}")
+        elif isinstance(default, list) and not isinstance(value, list):
+            raise InputError(shown, field, f"expected a list, got {value!r}")
+
+
 def run_result(
     result: str,
     source: str = "trace",
@@ -75,7 +117,7 @@ def run_result(
     from papermill.exceptions import PapermillExecutionError
 
     nb = notebook_path(result)
-    out_dir = paths.resolve(out) if out else paths.EXECUTED
+    out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
     params = dict(parameters or {})
     declared = declared_parameters(nb)
     unknown = sorted(set(params) - set(declared))
@@ -85,12 +127,16 @@ def run_result(
             f"parameter {unknown[0]}",
             f"not a parameter of this notebook; known: {', '.join(declared)}",
         )
+    check_parameters(nb, params, declared, source)
     params |= {"source": source, "out_dir": str(out_dir)}
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / f"{result}.ipynb"
     tmp = out_dir / f".{result}.tmp.ipynb"
     headline = out_dir / f"{result}.json"
     old_mtime = headline.stat().st_mtime if headline.exists() else None
+    # The kernel must draw inline: a non-interactive MPLBACKEND (Agg) in the environment
+    # would leave every chapter without figures.
+    saved_backend = os.environ.pop("MPLBACKEND", None)
     try:
         papermill.execute_notebook(
             str(nb),
@@ -115,6 +161,9 @@ def run_result(
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+    finally:
+        if saved_backend is not None:
+            os.environ["MPLBACKEND"] = saved_backend
     os.replace(tmp, final)
     if not headline.exists() or headline.stat().st_mtime == old_mtime:
         raise InputError(nb.relative_to(paths.ROOT), "last cell", f"did not write {headline.name}")
