@@ -274,6 +274,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise InputError(shown, "-", "file not found") from None
     except OSError as exc:
         raise InputError(shown, "-", f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(shown, "-", "not text (binary file?)") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rackbook.errors import InputError
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -18,9 +20,40 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
+def _check_parents(path: Path, field: str) -> None:
+    """The nearest existing ancestor of ``path`` must be a folder."""
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise InputError(path, field, f"{parent} is a file, not a folder")
+            return
+
+
+def check_output_folder(path: str | Path, field: str = "output") -> Path:
+    """``path`` as a Path; :class:`InputError` (naming ``field``) when a folder cannot be made
+    there: ``path`` exists and is not a folder, or one of its parents is a file."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(path, field, "exists and is a file, expected a folder")
+    _check_parents(path, field)
+    return path
+
+
+def check_output_file(path: str | Path, field: str = "output") -> Path:
+    """``path`` as a Path; :class:`InputError` when it is a folder or a parent is a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(path, field, "is a folder, expected a file")
+    _check_parents(path, field)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename.
+
+    A ``path`` that is a folder, or under a file, is an :class:`InputError` (field ``output``).
+    """
+    path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -44,9 +77,10 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
 def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary sibling folder; on success it replaces ``path``, on error it is removed.
 
-    Readers never see a partly written folder at ``path``.
+    Readers never see a partly written folder at ``path``. A ``path`` that exists as a file, or
+    under a file, is an :class:`InputError` (field ``output``): a file is never replaced.
     """
-    path = Path(path)
+    path = check_output_folder(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders

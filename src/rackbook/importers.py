@@ -70,7 +70,9 @@ def load_json(path: str | Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        where = "end of file" if exc.pos >= len(text.rstrip()) else f"line {exc.lineno}"
+        # a string left open runs to the end of the file: cut off there, too
+        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        where = "end of file" if cut else f"line {exc.lineno}"
         problem = "truncated JSON" if where == "end of file" else f"not valid JSON: {exc.msg}"
         raise InputError(path, where, problem) from None
 

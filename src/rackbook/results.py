@@ -116,6 +116,11 @@ def read_result(path: str | Path) -> dict[str, Any]:
         raise InputError(path, "-", "no headline JSON: run the result first") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(path, "-", f"not valid JSON: {exc}") from None
-    if not isinstance(doc, dict) or "headlines" not in doc:
-        raise InputError(path, "headlines", "missing")
+    if not isinstance(doc, dict):
+        raise InputError(path, "-", f"must be a JSON object, got {type(doc).__name__}")
+    for key, kind in (("headlines", list), ("verdict", str), ("reason", str)):
+        if key not in doc:
+            raise InputError(path, key, "missing")
+        if not isinstance(doc[key], kind):
+            raise InputError(path, key, f"must be a {kind.__name__}, got {type(doc[key]).__name__}")
     return doc

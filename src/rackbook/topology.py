@@ -761,8 +761,18 @@ def render_recipes(topo: Topology) -> dict[str, str]:
 
 
 def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[Path]:
-    """Write every generated file to ``out_dir`` at once (the folder is replaced atomically)."""
-    out = paths.resolve(out_dir)
+    """Write every generated file to ``out_dir`` at once (the folder is replaced atomically).
+
+    A file at ``out_dir``, or a folder holding anything but generated recipes, is refused
+    (:class:`InputError`, field ``output``): nothing of the user's is replaced.
+    """
+    out = fsio.check_output_folder(paths.resolve(out_dir))
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in RECIPE_FILES)
+        if foreign:
+            raise InputError(
+                out, "output", f"holds {foreign[0]!r}, not a generated recipe: refusing to replace"
+            )
     texts = render_recipes(topo)
     with fsio.atomic_dir(out) as tmp:
         tmp.chmod(0o755)

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from rackbook import schema
 from rackbook.errors import InputError
-from rackbook.fsio import atomic_dir
+from rackbook.fsio import atomic_dir, check_output_folder
 from rackbook.paths import ROOT
 
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
@@ -315,8 +315,16 @@ def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
 
 
 def write_trace(path: str | Path, trace: Trace, *, overwrite: bool = True) -> Path:
-    """Validate and write ``trace`` to folder ``path`` atomically (temporary folder, rename)."""
-    path = Path(path)
+    """Validate and write ``trace`` to folder ``path`` atomically (temporary folder, rename).
+
+    An existing trace folder at ``path`` is replaced; a file, or a non-empty folder that is not
+    a trace (no ``run.json``), is refused with :class:`InputError` (field ``output``).
+    """
+    path = check_output_folder(path)
+    if path.is_dir() and not (path / "run.json").is_file() and any(path.iterdir()):
+        raise InputError(
+            path, "output", "exists and is not a trace folder (no run.json): refusing to replace it"
+        )
     t = validate(trace, where=path)
     with atomic_dir(path, overwrite=overwrite) as tmp:
         (tmp / "run.json").write_text(

@@ -51,6 +51,8 @@ def parse(text: str, keep: tuple[str, ...] | None = KEEP) -> list[Sample]:
     """Samples of Prometheus text exposition ``text`` whose name is ``vllm:<kept family>...``.
 
     ``keep=None`` keeps every sample. ``*_created`` and ``*_bucket`` samples are dropped.
+    Malformed input is skipped, never an error (a scrape is evidence, not the measurement):
+    lines that are not ``name{labels} value [timestamp]``, values that are not numbers, NaN.
     """
     out = []
     for line in text.splitlines():

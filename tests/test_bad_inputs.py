@@ -1,0 +1,1161 @@
+"""The table of bad inputs: every entry point, every kind of bad input, one test per row.
+
+CLI rows run ``rackbook.cli.main`` in-process and check the project's rule: exit code 2, exactly
+one line on stderr that starts ``error: `` and names the file (path) and the field, no
+traceback, and nothing (no folder, no temporary file) left where the output would go. Loader
+rows call the loader and check the :class:`InputError`'s file, field and problem.
+
+All inputs here are hand-made test data (tests/conftest.py ``small_result``: 3 requests).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from conftest import small_result
+
+from rackbook import catalogs, claims, eplb, importers, paths, topology, traces
+from rackbook.errors import InputError
+from rackbook.live import prom, scenarios
+
+# --------------------------------------------------------------------------------------------
+# shared checks
+
+
+def tree(folder: Path) -> set[str]:
+    """Every file and folder under ``folder`` (hidden ones too), relative, as text."""
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def assert_one_error(code: int, err: str, *names: str) -> str:
+    """Exit 2, one ``error:`` line naming every text in ``names``, no traceback."""
+    assert code == 2, err
+    assert err.startswith("error: "), err
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for name in names:
+        assert name in err, (name, err)
+    return err
+
+
+def cli_error(run_cli, folder: Path, *argv: str, names: tuple[str, ...] = ()) -> str:
+    """Run the CLI; assert the one-line error and that ``folder`` is exactly as before."""
+    before = tree(folder)
+    code, _, err = run_cli(*argv)
+    assert_one_error(code, err, *names)
+    assert tree(folder) == before, tree(folder) ^ before
+    return err
+
+
+def input_error(fn: Callable[[], Any], file: str | Path | None, field: str, problem: str) -> None:
+    """``fn()`` raises InputError with this file (None: any), field and problem text."""
+    with pytest.raises(InputError) as exc:
+        fn()
+    e = exc.value
+    if file is not None:
+        assert e.file == str(file), e
+    assert e.field == field, e
+    assert problem in e.problem, e
+    assert "\n" not in str(e)
+
+
+# --------------------------------------------------------------------------------------------
+# import vllm-bench (CLI) and the vLLM bench JSON loader
+
+NAN_DUR = (
+    b'{"duration": NaN, "input_lens": [], "output_lens": [], "ttfts": [], "itls": [], '
+    b'"latencies": [], "errors": []}'
+)
+IMPORT_FILES = [  # (name, bytes, field, problem)
+    ("empty", b"", "-", "file is empty"),
+    ("blank", b"  \n\n", "-", "file is empty"),
+    ("truncated", json.dumps(small_result()).encode()[:60], "end of file", "truncated JSON"),
+    ("binary", b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x00", "-", "not text (binary file?)"),
+    ("not-json", b"duration = 3\nttfts = []\n", "line 1", "not valid JSON"),
+    ("top-list", b"[1, 2, 3]", "-", "top level must be a JSON object, got list"),
+    ("top-string", b'"result"', "-", "top level must be a JSON object, got str"),
+    ("nan-duration", NAN_DUR, "duration", "must be a finite number of seconds"),
+]
+
+
+@pytest.mark.parametrize(
+    "name,content,field,problem", IMPORT_FILES, ids=[r[0] for r in IMPORT_FILES]
+)
+def test_import_bad_file(tmp_path, run_cli, name, content, field, problem):
+    src = tmp_path / "result.json"
+    src.write_bytes(content)
+    out = tmp_path / "trace"
+    err = cli_error(
+        run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(out), names=(str(src),)
+    )
+    assert f"{src}: {field}: {problem}" in err
+
+
+def test_import_missing_file(tmp_path, run_cli):
+    src = tmp_path / "absent.json"
+    err = cli_error(run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(tmp_path / "t"))
+    assert f"{src}: -: file does not exist" in err
+
+
+def test_import_folder_as_input(tmp_path, run_cli):
+    src = tmp_path / "dir.json"
+    src.mkdir()
+    err = cli_error(run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(tmp_path / "t"))
+    assert "is a folder, expected a JSON file" in err
+
+
+def test_import_corrupt_gzip(tmp_path, run_cli):
+    src = tmp_path / "r.json.gz"
+    src.write_bytes(gzip.compress(json.dumps(small_result()).encode())[:30])
+    err = cli_error(run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(tmp_path / "t"))
+    assert f"{src}: -: not a valid gzip file" in err
+
+
+def _drop(key: str) -> Callable[[dict], None]:
+    return lambda d: d.pop(key)
+
+
+def _put(key: str, value: Any) -> Callable[[dict], None]:
+    return lambda d: d.__setitem__(key, value)
+
+
+IMPORT_FIELDS = [  # (id, change, field, problem)
+    ("no-ttfts", _drop("ttfts"), "ttfts", "rerun vllm bench serve with --save-detailed"),
+    ("no-itls", _drop("itls"), "itls", "missing per-request array"),
+    ("no-duration", _drop("duration"), "duration", "missing"),
+    ("ttfts-string", _put("ttfts", "0.1,0.2"), "ttfts", "must be a list, got str"),
+    ("input-lens-dict", _put("input_lens", {"a": 1}), "input_lens", "must be a list"),
+    ("input-lens-text", _put("input_lens", [10, "x", 30]), "input_lens[1]", "not a number"),
+    ("output-lens-float", _put("output_lens", [4, 2.5, 0]), "output_lens[1]", "not an integer"),
+    ("duration-text", _put("duration", "2s"), "duration", "finite number of seconds"),
+    ("duration-bool", _put("duration", True), "duration", "finite number of seconds"),
+    ("duration-zero", _put("duration", 0), "duration", "must be > 0 seconds, got 0"),
+    ("duration-negative", _put("duration", -2.0), "duration", "must be > 0 seconds, got -2.0"),
+    ("ttfts-nan", _put("ttfts", [0.1, float("nan"), 0.0]), "ttfts[1]", "NaN or infinite"),
+    ("latency-inf", _put("latencies", [0.7, float("inf"), 0.0]), "latencies[1]", "infinite"),
+    ("ttft-negative", _put("ttfts", [0.1, -0.2, 0.0]), "ttfts[1]", "negative value"),
+    ("itl-negative", _put("itls", [[0.1, -0.2, 0.3], [0.4], []]), "itls[1]", "negative value"),
+    ("itl-text", _put("itls", [[0.1, "a", 0.3], [0.4], []]), "itls[1]", "not a number"),
+    ("itl-not-list", _put("itls", [[0.1], 0.4, []]), "itls[1]", "must be a list of seconds"),
+    ("short-latencies", _put("latencies", [0.7, 0.6]), "latencies", "has 2 entries, expected 3"),
+    ("long-ttfts", _put("ttfts", [0.1, 0.2, 0.0, 0.3]), "ttfts", "has 4 entries, expected 3"),
+    ("short-errors", _put("errors", ["", ""]), "errors", "must be a list of 3 strings"),
+    ("short-itls", _put("itls", [[0.1]]), "itls", "must be a list of 3 lists"),
+    (
+        # milliseconds where seconds are expected: 90 s and 120 s requests written as ms
+        "latencies-ms",
+        lambda d: d.update(ttfts=[100.0, 200.0, 0.0], latencies=[90_000.0, 120_000.0, 0.0]),
+        "latencies",
+        "looks like milliseconds",
+    ),
+    ("ttft-over-latency", _put("ttfts", [0.9, 0.2, 0.0]), "ttfts[0]", "larger than the request"),
+    ("completed-wrong", _put("completed", 3), "completed", "says 3 but 2 requests"),
+    ("concurrency-zero", _put("max_concurrency", 0), "max_concurrency", "positive integer"),
+    ("tokens-huge", _put("input_lens", [10, 1e12, 30]), "input_lens[1]", "implausibly large"),
+]
+
+
+@pytest.mark.parametrize(
+    "change,field,problem", [r[1:] for r in IMPORT_FIELDS], ids=[r[0] for r in IMPORT_FIELDS]
+)
+def test_import_bad_field(tmp_path, run_cli, change, field, problem):
+    d = small_result()
+    change(d)
+    src = tmp_path / "result.json"
+    src.write_text(json.dumps(d))  # NaN/Infinity literals as Python's json writes them
+    err = cli_error(
+        run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(tmp_path / "trace")
+    )
+    assert f"{src}: {field}: " in err and problem in err
+
+
+@pytest.mark.parametrize(
+    "change,field,problem", [r[1:] for r in IMPORT_FIELDS], ids=[r[0] for r in IMPORT_FIELDS]
+)
+def test_vllm_bench_loader_bad_field(tmp_path, change, field, problem):
+    d = small_result()
+    change(d)
+    src = tmp_path / "result.json"
+    input_error(lambda: importers.vllm_bench_frames(src, data=d), src, field, problem)
+
+
+def test_import_bad_label_value(tmp_path, run_cli):
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small_result()))
+    err = cli_error(
+        run_cli,
+        tmp_path,
+        "import",
+        "vllm-bench",
+        str(src),
+        "-o",
+        str(tmp_path / "t"),
+        "--label",
+        "batch_size=eight",
+    )
+    assert f"{src}: label batch_size: must be an integer" in err
+
+
+def test_import_label_not_key_value(tmp_path, run_cli):
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small_result()))
+    err = cli_error(
+        run_cli,
+        tmp_path,
+        "import",
+        "vllm-bench",
+        str(src),
+        "-o",
+        str(tmp_path / "t"),
+        "--label",
+        "x",
+    )
+    assert "--label" in err and "is not KEY=VALUE" in err
+
+
+def test_import_unknown_format(tmp_path, run_cli):
+    err = cli_error(run_cli, tmp_path, "import", "aiperf", "x.json", "-o", str(tmp_path / "t"))
+    assert "format" in err and "invalid choice: 'aiperf'" in err
+
+
+def test_import_output_is_an_existing_file(tmp_path, run_cli):
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small_result()))
+    out = tmp_path / "notes.txt"
+    out.write_text("mine\n")
+    err = cli_error(
+        run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(out), names=(str(out),)
+    )
+    assert "output" in err and "is a file" in err
+    assert out.read_text() == "mine\n"
+
+
+def test_import_output_parent_is_a_file(tmp_path, run_cli):
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small_result()))
+    (tmp_path / "notes.txt").write_text("mine\n")
+    out = tmp_path / "notes.txt" / "trace"
+    err = cli_error(
+        run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(out), names=(str(out),)
+    )
+    assert "output" in err and f"{tmp_path / 'notes.txt'} is a file" in err
+
+
+def test_import_output_is_a_folder_that_is_not_a_trace(tmp_path, run_cli):
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small_result()))
+    out = tmp_path / "documents"
+    out.mkdir()
+    (out / "thesis.tex").write_text("mine\n")
+    err = cli_error(
+        run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(out), names=(str(out),)
+    )
+    assert "output" in err and "not a trace folder" in err
+
+
+def test_import_point_id_is_data_not_a_path(tmp_path, run_cli):
+    """``--label point_id=../../evil`` names the point; nothing is written outside ``-o``."""
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    src = work / "r.json"
+    src.write_text(json.dumps(small_result()))
+    out = work / "trace"
+    code, _, err = run_cli(
+        "import", "vllm-bench", str(src), "-o", str(out), "--label", "point_id=../../evil"
+    )
+    assert code == 0, err
+    outside = tree(tmp_path) - {f"a/b/{p}" for p in tree(work)} - {"a", "a/b"}
+    assert outside == set()
+    assert {"r.json", "trace"} == {p.name for p in work.iterdir()}
+    assert sorted(p.name for p in out.iterdir()) == [
+        "itl.parquet",
+        "points.parquet",
+        "requests.parquet",
+        "run.json",
+    ]
+    t = traces.read_trace(out)
+    assert t.points["point_id"].tolist() == ["../../evil"]
+    assert t.requests["request_id"].tolist() == ["../../evil/0", "../../evil/1", "../../evil/2"]
+
+
+def test_import_error_keeps_the_old_trace(tmp_path, run_cli):
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small_result()))
+    out = tmp_path / "trace"
+    assert run_cli("import", "vllm-bench", str(src), "-o", str(out))[0] == 0
+    old = (out / "run.json").read_text()
+    src.write_text(json.dumps(small_result(duration=-1)))
+    cli_error(run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(out))
+    assert (out / "run.json").read_text() == old
+
+
+# --------------------------------------------------------------------------------------------
+# summarize (and the trace loader behind it)
+
+
+@pytest.fixture
+def trace_dir(tmp_path) -> Path:
+    """A valid 3-request trace folder made from ``small_result`` (hand-made)."""
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small_result()))
+    out = tmp_path / "trace"
+    importers.import_vllm_bench(src, out)
+    src.unlink()
+    return out
+
+
+def _edit_table(name: str, edit: Callable[[pd.DataFrame], None]) -> Callable[[Path], None]:
+    def apply(t: Path) -> None:
+        df = pq.read_table(t / f"{name}.parquet").to_pandas()
+        edit(df)
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), t / f"{name}.parquet")
+
+    return apply
+
+
+def _run_json(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    def apply(t: Path) -> None:
+        run = json.loads((t / "run.json").read_text())
+        edit(run)
+        (t / "run.json").write_text(json.dumps(run))
+
+    return apply
+
+
+def _set_row(col: str, row: int, value: Any) -> Callable[[pd.DataFrame], None]:
+    def edit(df: pd.DataFrame) -> None:
+        df[col] = df[col].astype(object)
+        df.loc[row, col] = value
+        if isinstance(value, float):
+            df[col] = df[col].astype("float64")
+        elif isinstance(value, str):
+            df[col] = df[col].astype("string")
+
+    return edit
+
+
+def _ms(df: pd.DataFrame) -> None:
+    """Milliseconds written where seconds belong: 90 s and 120 s requests read as 25 and 33 h."""
+    df["ttft_s"] = [100.0, 200.0, 0.0]
+    df["e2el_s"] = [90_000.0, 120_000.0, 0.0]
+
+
+SUMMARIZE = [  # (id, setup, file suffix, field, problem)
+    ("run-not-json", lambda t: (t / "run.json").write_text("{"), "run.json", "line 1", "not valid"),
+    (
+        "run-binary",
+        lambda t: (t / "run.json").write_bytes(b"\xff\xfe\x00"),
+        "run.json",
+        "-",
+        "binary",
+    ),
+    (
+        "run-list",
+        lambda t: (t / "run.json").write_text("[]"),
+        "run.json",
+        "run.json",
+        "must be a JSON object, got list",
+    ),
+    (
+        "run-empty",
+        lambda t: (t / "run.json").write_text(""),
+        "run.json",
+        "line 1",
+        "not valid JSON",
+    ),
+    (
+        "run-kind",
+        _run_json(lambda r: r.__setitem__("kind", "guessed")),
+        "run.json",
+        "run.json.kind",
+        "'guessed' is not one of",
+    ),
+    (
+        "run-no-commands",
+        _run_json(lambda r: r.pop("commands")),
+        "run.json",
+        "run.json.commands",
+        "missing required field",
+    ),
+    (
+        "run-commands-text",
+        _run_json(lambda r: r.__setitem__("commands", "vllm bench serve")),
+        "run.json",
+        "run.json.commands",
+        "must be a list",
+    ),
+    (
+        "synthetic-no-seed",
+        _run_json(lambda r: r.__setitem__("kind", "synthetic")),
+        "run.json",
+        "run.json.generator",
+        "generator and seed",
+    ),
+    (
+        "no-requests",
+        lambda t: (t / "requests.parquet").unlink(),
+        "requests.parquet",
+        "-",
+        "missing table",
+    ),
+    (
+        "requests-garbage",
+        lambda t: (t / "requests.parquet").write_bytes(b"PAR1 not really"),
+        "requests.parquet",
+        "-",
+        "unreadable Parquet",
+    ),
+    (
+        "requests-empty-file",
+        lambda t: (t / "requests.parquet").write_bytes(b""),
+        "requests.parquet",
+        "-",
+        "unreadable Parquet",
+    ),
+    ("no-points", lambda t: (t / "points.parquet").unlink(), "points.parquet", "-", "missing"),
+    (
+        "duplicate-request-id",
+        _edit_table("requests", _set_row("request_id", 1, "r/0")),
+        "",
+        "requests.request_id",
+        "duplicate id 'r/0'",
+    ),
+    (
+        "negative-ttft",
+        _edit_table("requests", _set_row("ttft_s", 1, -0.2)),
+        "",
+        "requests.ttft_s",
+        "negative value in row 1",
+    ),
+    (
+        "nan-latency",
+        _edit_table("requests", _set_row("e2el_s", 0, float("nan"))),
+        "",
+        "requests.e2el_s",
+        "row 0",
+    ),
+    (
+        "unknown-point",
+        _edit_table("requests", _set_row("point_id", 2, "elsewhere")),
+        "",
+        "requests.point_id",
+        "'elsewhere' is not in points.parquet",
+    ),
+    (
+        "missing-column",
+        _edit_table("requests", lambda df: df.pop("e2el_s")),
+        "",
+        "requests.e2el_s",
+        "missing column",
+    ),
+    (
+        "text-in-number-column",
+        _edit_table("requests", lambda df: df.__setitem__("output_tokens", ["4", "two", "0"])),
+        "",
+        "requests.output_tokens",
+        "expected int64",
+    ),
+    (
+        "latencies-in-milliseconds",
+        _edit_table("requests", _ms),
+        "",
+        "requests.e2el_s",
+        "look like milliseconds",
+    ),
+    (
+        "zero-duration",
+        _edit_table("points", _set_row("duration_s", 0, 0.0)),
+        "",
+        "points.duration_s",
+        "must be > 0",
+    ),
+    (
+        "negative-duration",
+        _edit_table("points", _set_row("duration_s", 0, -2.0)),
+        "",
+        "points.duration_s",
+        "must be > 0",
+    ),
+    (
+        "negative-gap",
+        _edit_table("itl", _set_row("itl_s", 2, -0.3)),
+        "",
+        "itl.itl_s",
+        "negative gap in row 2",
+    ),
+    (
+        "gap-of-absent-request",
+        _edit_table("itl", _set_row("request_row", 3, 7)),
+        "",
+        "itl.request_row",
+        "absent",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "setup,suffix,field,problem", [r[1:] for r in SUMMARIZE], ids=[r[0] for r in SUMMARIZE]
+)
+def test_summarize_bad_trace(trace_dir, run_cli, setup, suffix, field, problem):
+    # request ids of the fixture are "r/0", "r/1", "r/2" (point id from the file name r.json)
+    setup(trace_dir)
+    f = trace_dir / suffix if suffix else trace_dir
+    err = cli_error(run_cli, trace_dir.parent, "summarize", str(trace_dir), "--json")
+    assert f"error: {f}: {field}: " in err and problem in err
+
+
+def test_summarize_dup_point(trace_dir, run_cli):
+    pts = pq.read_table(trace_dir / "points.parquet").to_pandas()
+    pq.write_table(
+        pa.Table.from_pandas(pd.concat([pts, pts], ignore_index=True), preserve_index=False),
+        trace_dir / "points.parquet",
+    )
+    err = cli_error(run_cli, trace_dir.parent, "summarize", str(trace_dir))
+    assert f"error: {trace_dir}: points.point_id: duplicate point id" in err
+
+
+@pytest.mark.parametrize(
+    "kind,problem",
+    [
+        ("absent", "trace folder does not exist"),
+        ("file", "not a folder"),
+        ("no-run", "missing run.json"),
+    ],
+)
+def test_summarize_not_a_trace(tmp_path, run_cli, kind, problem):
+    t = tmp_path / "trace"
+    if kind == "file":
+        t.write_text("x")
+    elif kind == "no-run":
+        t.mkdir()
+    err = cli_error(run_cli, tmp_path, "summarize", str(t))
+    assert str(t) in err and problem in err
+
+
+def test_summarize_streamed_path_checks_the_same(trace_dir):
+    """The streamed reader (large traces) refuses the same bad rows as the full reader."""
+    from rackbook.metrics import summarize_path
+
+    _edit_table("requests", _set_row("point_id", 2, "elsewhere"))(trace_dir)
+    with pytest.raises(InputError) as exc:
+        summarize_path(trace_dir, stream=True, chunk_rows=2)
+    assert exc.value.field == "requests.point_id" and "elsewhere" in exc.value.problem
+    _edit_table("requests", _set_row("point_id", 2, "r"))(trace_dir)
+    _edit_table("requests", _set_row("e2el_s", 1, float("inf")))(trace_dir)
+    with pytest.raises(InputError) as exc:
+        summarize_path(trace_dir, stream=True, chunk_rows=2)
+    assert exc.value.field == "requests.e2el_s" and "row 1" in exc.value.problem
+
+
+# --------------------------------------------------------------------------------------------
+# run (papermill parameters), list, book
+
+
+@pytest.mark.parametrize("name", ["nope", "../x", "decode-parity/../../x", "/tmp/x", ""])
+def test_run_unknown_result(tmp_path, run_cli, name):
+    err = cli_error(run_cli, tmp_path, "run", name, "--out", str(tmp_path / "o"))
+    assert "error: -: result: unknown result" in err and "decode-parity" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_unknown_parameter(tmp_path, run_cli):
+    err = cli_error(
+        run_cli,
+        tmp_path,
+        "run",
+        "decode-parity",
+        "-p",
+        "no_such",
+        "1",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert "notebooks/decode-parity.ipynb: parameter no_such: not a parameter" in err
+
+
+def test_run_parameters_with_all(tmp_path, run_cli):
+    err = cli_error(
+        run_cli, tmp_path, "run", "all", "-p", "seed", "1", "--out", str(tmp_path / "o")
+    )
+    assert "error: -: -p: parameters apply to one result" in err
+
+
+def test_run_trace_parameter_points_nowhere(tmp_path, run_cli):
+    nowhere = tmp_path / "nope"
+    err = cli_error(
+        run_cli,
+        tmp_path,
+        "run",
+        "decode-parity",
+        "-p",
+        "trace",
+        str(nowhere),
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert f"error: {nowhere}: parameter trace: trace folder does not exist" in err
+
+
+def test_run_trace_parameter_is_a_file(tmp_path, run_cli):
+    f = tmp_path / "trace.json"
+    f.write_text("{}")
+    err = cli_error(
+        run_cli,
+        tmp_path,
+        "run",
+        "decode-parity",
+        "-p",
+        "trace",
+        str(f),
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert f"error: {f}: parameter trace: not a folder" in err
+
+
+@pytest.mark.parametrize(
+    "name,value,problem",
+    [
+        ("band_pct", "wide", "expected a number, got 'wide'"),
+        ("input_len", "[64]", "expected a number, got [64]"),
+        ("batch_sizes", "8", "expected a list, got 8"),
+        ("band_pct", ".nan", "must be finite"),
+        ("trace", "5", "expected a path to a trace folder, got 5"),
+    ],
+)
+def test_run_parameter_wrong_type(tmp_path, run_cli, name, value, problem):
+    err = cli_error(
+        run_cli, tmp_path, "run", "decode-parity", "-p", name, value, "--out", str(tmp_path / "o")
+    )
+    assert f"notebooks/decode-parity.ipynb: parameter {name}: {problem}" in err
+
+
+def test_run_out_is_an_existing_file(tmp_path, run_cli):
+    out = tmp_path / "o"
+    out.write_text("mine\n")
+    err = cli_error(run_cli, tmp_path, "run", "decode-parity", "--out", str(out))
+    assert f"error: {out}: --out: exists and is a file" in err
+    assert out.read_text() == "mine\n"
+
+
+def test_run_out_parent_is_a_file(tmp_path, run_cli):
+    (tmp_path / "f").write_text("mine\n")
+    out = tmp_path / "f" / "o"
+    err = cli_error(run_cli, tmp_path, "run", "decode-parity", "--out", str(out))
+    assert f"error: {out}: --out: {tmp_path / 'f'} is a file" in err
+
+
+def test_run_bad_source(tmp_path, run_cli):
+    err = cli_error(run_cli, tmp_path, "run", "decode-parity", "--source", "cloud")
+    assert "--source" in err and "invalid choice" in err
+
+
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        (b"{", "not valid JSON"),
+        (b"\xff\xfe\x00", "not valid JSON"),
+        (b"{}", "missing"),
+        (b"[]", "-: must be a JSON object, got list"),
+        (b'{"headlines": [], "reason": "r"}', "verdict: missing"),
+        (b'{"headlines": [], "verdict": 1, "reason": "r"}', "verdict: must be a str, got int"),
+        (b'{"headlines": {}, "verdict": "pass", "reason": "r"}', "headlines: must be a list"),
+    ],
+    ids=["truncated", "binary", "no-headlines", "top-list", "no-verdict", "verdict-int", "hl-dict"],
+)
+def test_list_corrupt_headline(tmp_path, run_cli, content, problem):
+    (tmp_path / "decode-parity.json").write_bytes(content)
+    err = cli_error(run_cli, tmp_path, "list", "--out", str(tmp_path))
+    assert str(tmp_path / "decode-parity.json") in err and problem in err
+
+
+def test_book_without_executed_notebooks(tmp_path, run_cli):
+    site = paths.BUILD / "site"
+    before = site.stat().st_mtime_ns if site.exists() else None
+    err = cli_error(run_cli, tmp_path, "book", "--out", str(tmp_path))
+    assert f"error: {tmp_path}: decode-parity.ipynb: not executed yet" in err
+    assert (site.stat().st_mtime_ns if site.exists() else None) == before
+
+
+def test_book_traces_folder_missing(tmp_path, run_cli):
+    err = cli_error(
+        run_cli, tmp_path, "book", "--traces", str(tmp_path / "nope"), "--out", str(tmp_path / "o")
+    )
+    assert f"{tmp_path / 'nope'}: --traces: not a folder" in err
+
+
+def test_book_traces_folder_without_traces(tmp_path, run_cli):
+    (tmp_path / "mine").mkdir()
+    err = cli_error(
+        run_cli, tmp_path, "book", "--traces", str(tmp_path / "mine"), "--out", str(tmp_path / "o")
+    )
+    assert "--traces: holds no trace folder named after a result" in err
+
+
+# --------------------------------------------------------------------------------------------
+# kv-bytes and the model / hardware / claims YAML loaders
+
+MODEL = paths.DATA / "models" / "deepseek-v4.1-flash.yaml"
+
+
+def test_kv_bytes_unknown_model(tmp_path, run_cli):
+    err = cli_error(run_cli, tmp_path, "kv-bytes", "gpt-7")
+    assert "error: data/models: model: unknown model 'gpt-7'; known: deepseek-v3" in err
+
+
+@pytest.mark.parametrize(
+    "name,expect",
+    [
+        ("..", "error: data/models: model: unknown model '..'"),
+        ("../hardware", f"error: {paths.ROOT / '../hardware'}: -: file not found"),
+        ("deepseek-v4.1-flash/../x", "error: x: -: file not found"),
+    ],
+)
+def test_kv_bytes_model_name_is_an_id_or_a_yaml_path(tmp_path, run_cli, name, expect):
+    """A name with a slash is a path (relative to the repository) to a model YAML; nothing
+    else is looked up outside data/models."""
+    err = cli_error(run_cli, tmp_path, "kv-bytes", name)
+    assert err.startswith(expect), err
+
+
+def test_kv_bytes_bad_kv_dtype(tmp_path, run_cli):
+    err = cli_error(run_cli, tmp_path, "kv-bytes", "deepseek-v4.1-flash", "--kv-dtype", "int3")
+    assert "--kv-dtype" in err and "invalid choice: 'int3'" in err
+
+
+@pytest.mark.parametrize("value,problem", [("0", "must be > 0, got 0"), ("-8", "must be > 0")])
+def test_kv_bytes_bad_context(tmp_path, run_cli, value, problem):
+    err = cli_error(run_cli, tmp_path, "kv-bytes", "deepseek-v4.1-flash", "--context", value)
+    assert "error: -: --context: " in err and problem in err
+
+
+def test_kv_bytes_context_not_a_number(tmp_path, run_cli):
+    err = cli_error(run_cli, tmp_path, "kv-bytes", "deepseek-v4.1-flash", "--context", "1M")
+    assert "--context" in err and "invalid int value: '1M'" in err
+
+
+def _yaml_variant(src: Path, dst: Path, edit: Callable[[dict], None]) -> Path:
+    data = yaml.safe_load(src.read_text())
+    edit(data)
+    dst.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dst
+
+
+def _nested(keys: str, value: Any = None, delete: bool = False) -> Callable[[dict], None]:
+    def edit(d: dict) -> None:
+        *head, last = keys.split(".")
+        for k in head:
+            d = d[k]
+        if delete:
+            del d[last]
+        else:
+            d[last] = value
+
+    return edit
+
+
+RAW_YAML = [  # (id, bytes, field, problem)
+    ("empty", b"", "(top level)", "must be a mapping, got NoneType"),
+    ("binary", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "-", "not text"),
+    ("top-list", b"- a\n- b\n", "(top level)", "must be a mapping, got list"),
+    ("truncated", b"id: x\narchitecture: {num_layers: 4,\n", "line 3 column 1", "YAML syntax"),
+]
+
+
+@pytest.mark.parametrize(
+    "content,field,problem", [r[1:] for r in RAW_YAML], ids=[r[0] for r in RAW_YAML]
+)
+def test_model_yaml_bad_file(tmp_path, run_cli, content, field, problem):
+    p = tmp_path / "m.yaml"
+    p.write_bytes(content)
+    input_error(lambda: catalogs.load_model(p), p, field, problem)
+    err = cli_error(run_cli, tmp_path, "kv-bytes", str(p))
+    assert f"error: {p}: {field}: " in err
+
+
+@pytest.mark.parametrize(
+    "content,field,problem", [r[1:] for r in RAW_YAML], ids=[r[0] for r in RAW_YAML]
+)
+def test_hardware_yaml_bad_file(tmp_path, content, field, problem):
+    p = tmp_path / "hw.yaml"
+    p.write_bytes(content)
+    input_error(lambda: catalogs.load_hardware(p), p, field, problem)
+
+
+CLAIMS_RAW = [
+    ("empty", b"", "(top level)", "got empty file"),
+    ("binary", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "-", "cannot read"),
+    ("top-list", b"- a\n- b\n", "(top level)", "got list"),
+    ("truncated", b"sources:\n  - {id: a,\n", "line 3, column 1", "YAML syntax"),
+]
+
+
+@pytest.mark.parametrize(
+    "content,field,problem", [r[1:] for r in CLAIMS_RAW], ids=[r[0] for r in CLAIMS_RAW]
+)
+def test_claims_yaml_bad_file(tmp_path, content, field, problem):
+    p = tmp_path / "claims.yaml"
+    p.write_bytes(content)
+    input_error(lambda: claims.load_claims(p), p, field, problem)
+
+
+@pytest.mark.parametrize(
+    "edit,field,problem",
+    [
+        (_nested("architecture.num_layers", delete=True), "architecture.num_layers", "missing"),
+        (_nested("architecture.num_layers", "forty"), "architecture.num_layers", "integer"),
+        (_nested("architecture.num_layers", -4), "architecture.num_layers", "must be >"),
+        (_nested("architecture.colour", "red"), "architecture.colour", "unknown field"),
+        (_nested("moe", [1, 2]), "moe", "dictionary"),
+    ],
+    ids=["missing", "wrong-type", "negative", "unknown-field", "section-list"],
+)
+def test_model_yaml_bad_field(tmp_path, run_cli, edit, field, problem):
+    p = _yaml_variant(MODEL, tmp_path / "m.yaml", edit)
+    input_error(lambda: catalogs.load_model(p), p, field, problem)
+    err = cli_error(run_cli, tmp_path, "kv-bytes", str(p))
+    assert f"error: {p}: {field}: " in err
+
+
+def test_model_yaml_id_differs_from_file_name(tmp_path, monkeypatch):
+    d = tmp_path / "data" / "models"
+    d.mkdir(parents=True)
+    shutil.copy(MODEL, d / "other.yaml")
+    monkeypatch.setattr(paths, "DATA", tmp_path / "data")
+    input_error(
+        lambda: catalogs.load_model("other"),
+        Path(d / "other.yaml"),
+        "id",
+        "'deepseek-v4.1-flash' differs from the file name 'other'",
+    )
+
+
+HARDWARE = paths.DATA / "hardware.yaml"
+
+
+def _first(section: str) -> str:
+    return next(iter(yaml.safe_load(HARDWARE.read_text())[section]))
+
+
+@pytest.mark.parametrize(
+    "section,field_name,value,problem",
+    [
+        ("gpus", None, None, "missing"),
+        ("systems", "gpu", "h900", "unknown GPU 'h900'"),
+        ("gpus", "colour", "green", "unknown field"),
+    ],
+    ids=["missing-section", "unknown-gpu", "unknown-field"],
+)
+def test_hardware_yaml_bad_field(tmp_path, section, field_name, value, problem):
+    def edit(d: dict) -> None:
+        if field_name is None:
+            del d[section]
+        else:
+            d[section][_first(section)][field_name] = value
+
+    p = _yaml_variant(HARDWARE, tmp_path / "hw.yaml", edit)
+    with pytest.raises(InputError) as exc:
+        catalogs.load_hardware(p)
+    e = exc.value
+    assert e.file == str(p) and e.field.startswith(section) and problem in e.problem
+
+
+@pytest.mark.parametrize("fn", [catalogs.gpu, catalogs.system, catalogs.price])
+def test_hardware_unknown_name(fn):
+    with pytest.raises(InputError) as exc:
+        fn("nope-9000")
+    assert exc.value.file == "data/hardware.yaml"
+    assert exc.value.field.endswith(".nope-9000") and "unknown" in exc.value.problem
+
+
+CLAIMS = paths.DATA / "claims.yaml"
+
+
+@pytest.mark.parametrize(
+    "edit,problem",
+    [
+        (lambda d: d.pop("claims"), "claims: field required"),
+        (lambda d: d["claims"][0].pop("id"), "claims[0].id: field required"),
+        (lambda d: d["claims"][0].__setitem__("result", "moon-landing"), "moon-landing"),
+        (lambda d: d["claims"][0].__setitem__("colour", "red"), "colour"),
+        (lambda d: d.__setitem__("claims", {"a": 1}), "list"),
+    ],
+    ids=["no-claims", "no-id", "unknown-result", "unknown-field", "claims-mapping"],
+)
+def test_claims_yaml_bad_field(tmp_path, edit, problem):
+    p = _yaml_variant(CLAIMS, tmp_path / "claims.yaml", edit)
+    with pytest.raises(InputError) as exc:
+        claims.load_claims(p)
+    e = exc.value
+    assert e.file == str(p) and e.field != "-" and problem in str(e)
+
+
+def test_claims_unknown_names():
+    reg = claims.load_claims()
+    input_error(lambda: reg.get("no-such-claim"), None, "claims", "no claim with id")
+    input_error(lambda: reg.source("no-such-source"), None, "sources", "no source with id")
+    with pytest.raises(InputError):
+        reg.for_result("moon-landing")
+
+
+# --------------------------------------------------------------------------------------------
+# eplb (CLI) and the expert-load loader
+
+GOOD_LOADS = {"loads": [[10, 20, 30, 40], [5, 5, 5, 5]]}
+EPLB_FILES = [  # (id, bytes, field, problem)
+    ("empty", b"", "-", "not JSON"),
+    ("not-json", b"loads: [[1, 2]]", "-", "not JSON"),
+    ("binary", b"\x00\xff\xfe\x01", "-", "not JSON"),
+    ("truncated", b'{"loads": [[1, 2], [3', "-", "not JSON"),
+    ("top-list", b"[[1, 2], [3, 4]]", "loads", "missing"),
+    ("no-loads", b'{"load": [[1, 2]]}', "loads", "missing"),
+    ("loads-flat", b'{"loads": [1, 2, 3, 4]}', "loads", "list of per-layer lists"),
+    ("ragged", b'{"loads": [[1, 2, 3, 4], [1, 2, 3]]}', "loads[1]", "ragged rows"),
+    ("negative", b'{"loads": [[1, -2, 3, 4]]}', "loads[0][1]", "negative token count -2"),
+    ("nan", b'{"loads": [[1, NaN, 3, 4]]}', "loads[0][1]", "not finite (nan)"),
+    ("infinite", b'{"loads": [[1, Infinity, 3, 4]]}', "loads[0][1]", "not finite (inf)"),
+    ("text", b'{"loads": [[1, "2", 3, 4]]}', "loads[0][1]", "non-numeric value '2'"),
+    ("zeros", b'{"loads": [[0, 0, 0, 0]]}', "loads", "all token counts are zero"),
+    ("empty-loads", b'{"loads": []}', "loads", "expected a non-empty list"),
+]
+
+
+@pytest.mark.parametrize(
+    "content,field,problem", [r[1:] for r in EPLB_FILES], ids=[r[0] for r in EPLB_FILES]
+)
+def test_eplb_bad_file(tmp_path, run_cli, content, field, problem):
+    p = tmp_path / "loads.json"
+    p.write_bytes(content)
+    err = cli_error(run_cli, tmp_path, "eplb", str(p), "--ep-size", "2")
+    assert f"error: {p}: {field}: " in err and problem in err
+
+
+def test_eplb_missing_file(tmp_path, run_cli):
+    p = tmp_path / "absent.json"
+    err = cli_error(run_cli, tmp_path, "eplb", str(p), "--ep-size", "2")
+    assert f"error: {p}: -: file not found" in err
+
+
+def test_eplb_bad_parquet(tmp_path, run_cli):
+    p = tmp_path / "loads.parquet"
+    pq.write_table(pa.table({"layer": [0, 0], "expert": [0, 1]}), p)
+    err = cli_error(run_cli, tmp_path, "eplb", str(p), "--ep-size", "2")
+    assert f"error: {p}: tokens: missing column" in err
+
+
+@pytest.mark.parametrize(
+    "flags,field,problem",
+    [
+        (
+            ["--ep-size", "3"],
+            "ep_size",
+            "4 experts + 0 redundant = 4 physical experts do not divide",
+        ),
+        (["--ep-size", "0"], "ep_size", "must be an integer >= 1, got 0"),
+        (["--ep-size", "-2"], "ep_size", "must be an integer >= 1, got -2"),
+        (["--ep-size", "2", "--redundant", "-1"], "redundant", "must be an integer >= 0, got -1"),
+        (["--ep-size", "2", "--groups", "0"], "groups", "must be an integer >= 1, got 0"),
+        (["--ep-size", "2", "--nodes", "0"], "nodes", "must be an integer >= 1, got 0"),
+        (["--ep-size", "2", "--redundant", "1"], "ep_size", "4 experts + 1 redundant = 5 physical"),
+    ],
+    ids=[
+        "not-divisible",
+        "ep-zero",
+        "ep-negative",
+        "redundant-negative",
+        "groups-zero",
+        "nodes-zero",
+        "physical-not-divisible",
+    ],
+)
+def test_eplb_bad_sizes(tmp_path, run_cli, flags, field, problem):
+    p = tmp_path / "loads.json"
+    p.write_text(json.dumps(GOOD_LOADS))
+    err = cli_error(run_cli, tmp_path, "eplb", str(p), *flags)
+    assert f"error: {p}: {field}: {problem}" in err
+
+
+def test_eplb_ep_size_not_a_number(tmp_path, run_cli):
+    p = tmp_path / "loads.json"
+    p.write_text(json.dumps(GOOD_LOADS))
+    err = cli_error(run_cli, tmp_path, "eplb", str(p), "--ep-size", "two")
+    assert "--ep-size" in err and "invalid int value" in err
+
+
+# --------------------------------------------------------------------------------------------
+# recipes (topology YAML): a few rows; tests/test_topology.py has the field-by-field table
+
+TOPOLOGY = paths.ROOT / "env" / "cluster" / "topology.yaml"
+
+
+@pytest.mark.parametrize(
+    "content,field,problem", [r[1:] for r in RAW_YAML], ids=[r[0] for r in RAW_YAML]
+)
+def test_recipes_bad_topology_file(tmp_path, run_cli, content, field, problem):
+    p = tmp_path / "topology.yaml"
+    p.write_bytes(content)
+    out = tmp_path / "generated"
+    err = cli_error(run_cli, tmp_path, "recipes", "--topology", str(p), "-o", str(out))
+    assert f"error: {p}: {field}: " in err and problem in err
+
+
+def test_recipes_unknown_system(tmp_path, run_cli):
+    p = _yaml_variant(TOPOLOGY, tmp_path / "t.yaml", _nested("system.catalog_id", "nope"))
+    err = cli_error(run_cli, tmp_path, "recipes", "--topology", str(p), "-o", str(tmp_path / "g"))
+    assert f"error: {p}: system.catalog_id: unknown system; known: gb300-nvl72" in err
+
+
+def test_recipes_output_is_a_file(tmp_path, run_cli):
+    out = tmp_path / "generated"
+    out.write_text("mine\n")
+    err = cli_error(run_cli, tmp_path, "recipes", "--topology", str(TOPOLOGY), "-o", str(out))
+    assert f"error: {out}: output: exists and is a file" in err
+    assert out.read_text() == "mine\n"
+
+
+def test_recipes_output_folder_of_someone_else(tmp_path, run_cli):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("mine\n")
+    err = cli_error(run_cli, tmp_path, "recipes", "--topology", str(TOPOLOGY), "-o", str(out))
+    assert f"error: {out}: output: holds 'thesis.tex', not a generated recipe" in err
+
+
+def test_topology_loader_missing_field(tmp_path):
+    p = _yaml_variant(TOPOLOGY, tmp_path / "t.yaml", lambda d: d.pop("workers"))
+    input_error(lambda: topology.load_topology(p), p, "workers", "missing")
+
+
+# --------------------------------------------------------------------------------------------
+# record: parameters are checked before anything starts (no vLLM needed)
+
+
+@pytest.fixture
+def record_in_process(monkeypatch):
+    """``rackbook record`` runs the recorder in this process (as it does where vLLM is
+    installed) instead of re-executing itself in .venv-live; env/live/vllm.env is not applied."""
+    import importlib.util
+
+    import rackbook.live.record as rec
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: object() if n == "vllm" else real(n, *a)
+    )
+    monkeypatch.setattr(rec, "vllm_environ", lambda: {})
+    monkeypatch.setattr(rec, "api_key", lambda: None)
+
+
+@pytest.mark.parametrize(
+    "argv,expect",
+    [
+        (["no-such-scenario"], "error: -: scenario: 'no-such-scenario' is not one of"),
+        (["../decode-parity"], "error: -: scenario: '../decode-parity' is not one of"),
+        (["decode-parity", "-p", "colour", "red"], "error: -p: colour: unknown parameter"),
+        (["decode-parity", "-p", "seed", "zero"], "error: -p: seed: 'zero' is not an integer"),
+        (["decode-parity", "-p", "seed", "-1"], "error: -p: seed: must be positive, got -1"),
+        (["decode-parity", "-p", "warmup", "maybe"], "error: -p: warmup: 'maybe' is not a boolean"),
+        (["decode-parity", "-p", "batch_sizes", "8,x"], "error: -p: batch_sizes: '8,x' is not"),
+        (["decode-parity", "-p", "batch_sizes", "0"], "error: -p: batch_sizes: needs at least one"),
+        (
+            ["decode-parity", "--endpoint", "file:///etc"],
+            "error: --endpoint: file:///etc: expected",
+        ),
+    ],
+    ids=[
+        "unknown",
+        "path",
+        "unknown-param",
+        "not-int",
+        "negative",
+        "not-bool",
+        "list-text",
+        "list-zero",
+        "endpoint-scheme",
+    ],
+)
+def test_record_bad_parameters(tmp_path, run_cli, record_in_process, argv, expect):
+    out = tmp_path / "trace"
+    err = cli_error(run_cli, tmp_path, "record", *argv, "-o", str(out))
+    assert err.startswith(expect), err
+
+
+def test_scenario_parser_rows():
+    input_error(lambda: scenarios.scenario("nope", {}), "-", "scenario", "is not one of")
+    input_error(
+        lambda: scenarios.scenario("decode-parity", {"max_model_len": "8"}),
+        "-p",
+        "max_model_len",
+        "input_len + output_len",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Prometheus text and vLLM EPLB log lines
+
+
+def test_prom_malformed_lines_are_skipped():
+    """Documented: lines that are not samples, and values that are not numbers, are skipped."""
+    text = "\n".join(
+        [
+            "# HELP vllm:prompt_tokens_total Prompt tokens",
+            'vllm:prompt_tokens_total{model_name="m"} 128.0',
+            "vllm:generation_tokens_total",  # no value
+            'vllm:generation_tokens_total{model_name="m" 5',  # unclosed labels
+            "vllm:num_preemptions_total abc",  # not a number
+            "vllm:num_requests_running NaN",
+            "\x00\xff garbage \x01",
+            "{} 1",
+            'vllm:prompt_tokens_total{model_name="n"} 2 1700000000000',  # with a timestamp
+            "vllm:num_requests_waiting 3",
+        ]
+    )
+    got = [(s.metric, s.labels, s.value) for s in prom.parse(text)]
+    assert got == [
+        ("vllm:prompt_tokens_total", '{model_name="m"}', 128.0),
+        ("vllm:prompt_tokens_total", '{model_name="n"}', 2.0),
+        ("vllm:num_requests_waiting", "", 3.0),
+    ]
+    assert prom.parse("") == [] and prom.parse("\x00\x01\x02") == []
+
+
+@pytest.mark.parametrize(
+    "line,problem",
+    [
+        ("EPLB step: x for model m: avg_tokens=1, max_tokens=2, balancedness=0.5", "malformed"),
+        ("EPLB step: 3: nothing here", "malformed"),
+        ("EPLB step: 3 for model m: avg_tokens=1, max_tokens=2", "lacks balancedness"),
+        ("EPLB step: 3 for model m: avg_tokens=1, max_tokens=2, balancedness=high", "not a number"),
+        (
+            "EPLB step: 3: avg_tokens=1, max_tokens=2, balancedness=0.5, "
+            "steps until the next rearrangement: soon",
+            "not an int",
+        ),
+    ],
+    ids=["step-text", "no-pairs", "missing-key", "value-text", "until-text"],
+)
+def test_eplb_log_malformed_line(line, problem):
+    good = "EPLB step: 1 for model m: avg_tokens=1.00, max_tokens=2, balancedness=0.5000"
+    lines = ["INFO starting", good, line]
+    input_error(
+        lambda: eplb.parse_eplb_log_lines(lines, source="server.log"),
+        "server.log",
+        "line 3",
+        problem,
+    )
+
+
+def test_eplb_log_binary_file(tmp_path):
+    p = tmp_path / "server.log"
+    p.write_bytes(b"\x00\xff\xfe EPLB step: \xff\n")
+    input_error(lambda: eplb.parse_eplb_log(p), p, "line 1", "malformed")
