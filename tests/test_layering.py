@@ -1,0 +1,26 @@
+"""The trace-mode core never imports the live harness, vLLM or torch: reading the book and CI's
+trace mode need none of them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from rackbook import paths
+
+CORE = sorted(
+    p.stem
+    for p in (paths.ROOT / "src" / "rackbook").glob("*.py")
+    if p.stem not in ("__init__", "__main__")
+)
+
+
+def test_core_modules_import_no_live_code():
+    code = (
+        "import importlib, sys\n"
+        f"for m in {CORE!r}: importlib.import_module('rackbook.' + m)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('rackbook.live', 'vllm', 'torch'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert "traces" in CORE and "cli" in CORE and len(CORE) > 20
