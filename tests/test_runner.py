@@ -104,3 +104,19 @@ def test_figures_are_drawn_even_with_a_non_interactive_backend(tmp_path, run_cli
     import os
 
     assert os.environ["MPLBACKEND"] == "Agg"  # restored for the caller
+
+
+def test_api_key_canary_reaches_no_output(tmp_path, run_cli, monkeypatch):
+    """An API key in the environment never lands in provenance, executed notebooks or JSON."""
+    from rackbook.traces import new_run_info
+
+    canary = "rk-canary-7f3a9c1e5b"
+    monkeypatch.setenv("RACKBOOK_API_KEY", canary)
+    monkeypatch.setenv("VLLM_API_KEY", canary)
+    run = new_run_info(kind="recorded", commands=[], parameters={}, engine={})
+    assert run["environment"]["RACKBOOK_API_KEY"] == "<redacted>"
+    assert canary not in json.dumps(run)
+    out = tmp_path / "out"
+    assert run_cli("run", "single-user", "--out", str(out))[0] == 0
+    files = [f for f in out.rglob("*") if f.is_file()]
+    assert files and all(canary.encode() not in f.read_bytes() for f in files)
