@@ -68,6 +68,19 @@ CPU_EPLB = (
 )
 
 
+def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
+    """Timing of one engine's sweep, ending now: measured windows (s), wall time after the
+    engine was up (s), their ratio (the duty cycle) and the whole wall time (s); times are
+    ``time.monotonic()`` readings."""
+    t_end = time.monotonic()
+    return {
+        "windows_s": windows_s,
+        "wall_after_up_s": t_end - t_up,
+        "duty_cycle": windows_s / max(t_end - t_up, 1e-9),
+        "wall_s": t_end - t_wall0,
+    }
+
+
 def _say(msg: str) -> None:
     print(f"[record] {msg}", file=sys.stderr, flush=True)
 
@@ -330,15 +343,7 @@ class Recorder:
                 windows += self.run_point(phase, pt, urls, servers, client, pool, command_line)
                 bar.update(1)
             bar.close()
-            t_end = time.monotonic()
-            eng.update(
-                {
-                    "windows_s": windows,
-                    "wall_after_up_s": t_end - t_up,
-                    "duty_cycle": windows / max(t_end - t_up, 1e-9),
-                    "wall_s": t_end - t_wall0,
-                }
-            )
+            eng.update(duty_cycle(windows, t_up, t_wall0))
         finally:
             if pool is not None:
                 pool.close()
@@ -547,15 +552,7 @@ class Recorder:
             bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
             bar.update(1)
         bar.close()
-        t_end = time.monotonic()
-        eng.update(
-            {
-                "windows_s": windows,
-                "wall_after_up_s": t_end - t_ready,
-                "duty_cycle": windows / max(t_end - t_ready, 1e-9),
-                "wall_s": t_end - t_wall0,
-            }
-        )
+        eng.update(duty_cycle(windows, t_ready, t_wall0))
         del engine
         self._save_info()
 
