@@ -75,3 +75,14 @@ def synthetic_run(name: str = "hand-made test", seed: int = 0) -> dict[str, Any]
         engine={},
         generator={"name": name, "seed": seed},
     )
+
+
+def synthetic_trace(frames: list, server_metrics: Any = None) -> Any:
+    """Validated trace from per-point frames (``vllm_bench_frames``) with a synthetic run and,
+    optionally, a ``server_metrics`` table."""
+    from rackbook.traces import concat, validate
+
+    t = concat(frames, synthetic_run())
+    if server_metrics is not None:
+        t.extra["server_metrics"] = server_metrics
+    return validate(t)

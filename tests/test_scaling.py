@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import synthetic_run
+from conftest import synthetic_trace
 
 from rackbook import scaling
 from rackbook.errors import InputError
 from rackbook.importers import vllm_bench_frames
-from rackbook.traces import concat, validate
+from rackbook.traces import validate
 
 
 def _result(inp, out, ttft, lat, duration=2.0):
@@ -38,11 +38,7 @@ def _trace(tmp_path, parts, server_metrics=None):
     frames = [
         vllm_bench_frames(tmp_path / f"{name}.json", labels, data=d) for name, labels, d in parts
     ]
-    run = synthetic_run()
-    t = concat(frames, run)
-    if server_metrics is not None:
-        t.extra["server_metrics"] = server_metrics
-    return validate(t)
+    return synthetic_trace(frames, server_metrics)
 
 
 def _sm(rows):

@@ -7,12 +7,11 @@ import math
 
 import pandas as pd
 import pytest
-from conftest import synthetic_run
+from conftest import synthetic_trace
 
 from rackbook import scaling, scaling_points
 from rackbook.errors import InputError
 from rackbook.importers import vllm_bench_frames
-from rackbook.traces import concat, validate
 
 
 def _result(n, inp, out, duration):
@@ -39,11 +38,7 @@ def _trace(tmp_path, points, server_metrics=None):
         if rep is not None:
             t.points["replicas"] = rep
         frames.append(t)
-    run = synthetic_run()
-    t = concat(frames, run)
-    if server_metrics is not None:
-        t.extra["server_metrics"] = server_metrics
-    return validate(t)
+    return synthetic_trace(frames, server_metrics)
 
 
 def test_gpu_counts_from_replicas_points_and_servers(tmp_path):
