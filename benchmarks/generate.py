@@ -7,7 +7,7 @@ no claim; they exist only to time and size trace processing.
   (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times``,
   ``errors``; seconds) with full-precision floats as Python's ``json`` writes them. ``.gz``
   output is gzip-compressed.
-- ``parquet-trace``: a trace folder (:mod:`rackbook.schema`: run.json, requests, itl and
+- ``parquet-trace``: a trace folder (:mod:`rackbook.core.schema`: run.json, requests, itl and
   points Parquet tables, zstd, 1Mi-row row groups) written chunk by chunk, so memory stays at
   one chunk whatever the size.
 
@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rackbook import schema, traces
+from rackbook.core import schema, traces
 
 try:
     import orjson

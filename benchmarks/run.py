@@ -160,7 +160,8 @@ import orjson
 orjson.loads(raw)
 t0 = lap("parse_orjson", t0)
 del raw
-from rackbook import importers, traces
+from rackbook.core import importers
+from rackbook.core import traces
 t0 = time.perf_counter()
 d = importers.load_json(src)
 t0 = lap("load_json", t0)

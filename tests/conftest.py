@@ -66,7 +66,7 @@ def run_cli(capsys):
 
 def synthetic_run(name: str = "hand-made test", seed: int = 0) -> dict[str, Any]:
     """``run.json`` of a hand-made test trace (kind synthetic, with generator and seed)."""
-    from rackbook.traces import new_run_info
+    from rackbook.core.traces import new_run_info
 
     return new_run_info(
         kind="synthetic",
@@ -80,7 +80,7 @@ def synthetic_run(name: str = "hand-made test", seed: int = 0) -> dict[str, Any]
 def synthetic_trace(frames: list, server_metrics: Any = None) -> Any:
     """Validated trace from per-point frames (``vllm_bench_frames``) with a synthetic run and,
     optionally, a ``server_metrics`` table."""
-    from rackbook.traces import concat, validate
+    from rackbook.core.traces import concat, validate
 
     t = concat(frames, synthetic_run())
     if server_metrics is not None:

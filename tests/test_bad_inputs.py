@@ -24,9 +24,13 @@ import pytest
 import yaml
 from conftest import small_result
 
-from rackbook import catalogs, claims, eplb, importers, paths, topology, traces
+from rackbook import paths
+from rackbook.cluster import topology
+from rackbook.core import importers, traces
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs, claims
 from rackbook.live import prom, scenarios
+from rackbook.physics import eplb
 
 # --------------------------------------------------------------------------------------------
 # shared checks
@@ -544,7 +548,7 @@ def test_summarize_not_a_trace(tmp_path, run_cli, kind, problem):
 
 def test_summarize_streamed_path_checks_the_same(trace_dir):
     """The streamed reader (large traces) refuses the same bad rows as the full reader."""
-    from rackbook.metrics import summarize_path
+    from rackbook.core.metrics import summarize_path
 
     _edit_table("requests", _set_row("point_id", 2, "elsewhere"))(trace_dir)
     with pytest.raises(InputError) as exc:

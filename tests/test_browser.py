@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from rackbook import paths, runner
-from rackbook.results import read_result
+from rackbook import paths
+from rackbook.book import runner
+from rackbook.results.headline import read_result
 
 pytestmark = pytest.mark.browser
 
@@ -148,7 +149,7 @@ def test_chapter_renders(browser, site, result, tmp_path):
 def test_landing_page_lists_every_claim(browser, site, tmp_path):
     dump = _run(browser, ["--dump-dom", f"{site['url']}/book/intro.html"], tmp_path / "p")
     text = _text(dump.stdout)
-    from rackbook.claims import load_claims
+    from rackbook.inputs.claims import load_claims
 
     for c in load_claims().claims:
         assert c.value_text in text

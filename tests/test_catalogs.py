@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rackbook import catalogs, paths
+from rackbook import paths
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs
 
 
 @pytest.fixture

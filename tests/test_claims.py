@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from rackbook import paths
-from rackbook.claims import (
+from rackbook.errors import InputError
+from rackbook.inputs.claims import (
     TABLE_COLUMNS,
     Registry,
     claims_table,
@@ -18,7 +19,6 @@ from rackbook.claims import (
     load_claims,
     parse_claims,
 )
-from rackbook.errors import InputError
 
 SHIPPED = paths.DATA / "claims.yaml"
 

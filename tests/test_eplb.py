@@ -1,4 +1,5 @@
-"""rackbook.eplb: balancedness, placements, DeepSeek's EPLB (numpy port), synthetic model, CLI.
+"""rackbook.physics.eplb: balancedness, placements, DeepSeek's EPLB (numpy port), synthetic model,
+CLI.
 
 Expected numbers are computed by hand in the comments next to each assertion.
 """
@@ -12,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rackbook import eplb
 from rackbook.cli import main
 from rackbook.errors import InputError
+from rackbook.physics import eplb
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eplb"
 
@@ -408,7 +409,7 @@ def test_cli_bad_parquet(tmp_path: Path, capsys, problem: str) -> None:
 
 
 def test_huge_counts_are_refused():
-    from rackbook import eplb
+    from rackbook.physics import eplb
 
     with pytest.raises(InputError, match=r"loads\[0\]\[0\]: implausibly large"):
         eplb.evaluate([[3.4028235677973366e38, 1.0]], ep_size=1, redundant=0)

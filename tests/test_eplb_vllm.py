@@ -1,4 +1,4 @@
-"""rackbook.eplb.rebalance_experts against vLLM's own DefaultEplbPolicy.rebalance_experts.
+"""rackbook.physics.eplb.rebalance_experts against vLLM's own DefaultEplbPolicy.rebalance_experts.
 
 Where the vLLM side runs:
 - in this interpreter when ``vllm`` and ``torch`` are importable here;
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rackbook import eplb
+from rackbook.physics import eplb
 
 _RUNNER = r"""
 import importlib

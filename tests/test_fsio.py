@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from rackbook.fsio import atomic_dir, atomic_write_text
+from rackbook.core.fsio import atomic_dir, atomic_write_text
 
 
 def test_atomic_write_text_permissions_follow_umask(tmp_path):

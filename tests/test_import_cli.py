@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import small_result
 
-from rackbook.traces import read_trace
+from rackbook.core.traces import read_trace
 
 
 def test_import_then_summarize(tmp_path, write_json, run_cli):

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook import metrics
+from rackbook.core import metrics
+from rackbook.core.importers import load_json, vllm_bench_frames
+from rackbook.core.metrics import HIST_RATIO, summarize, summarize_path, vllm_metrics
+from rackbook.core.traces import concat, new_run_info, read_trace, write_trace
 from rackbook.errors import InputError
-from rackbook.importers import load_json, vllm_bench_frames
-from rackbook.metrics import HIST_RATIO, summarize, summarize_path, vllm_metrics
-from rackbook.traces import concat, new_run_info, read_trace, write_trace
 
 
 def _gz(tmp_path, obj, name="result.json.gz"):

@@ -8,19 +8,20 @@ import sys
 
 from rackbook import paths
 
+PKG = paths.ROOT / "src" / "rackbook"
 CORE = sorted(
-    p.stem
-    for p in (paths.ROOT / "src" / "rackbook").glob("*.py")
-    if p.stem not in ("__init__", "__main__")
+    ".".join(p.relative_to(PKG).with_suffix("").parts)
+    for p in PKG.rglob("*.py")
+    if p.stem != "__main__" and "live" not in p.relative_to(PKG).parts
 )
 
 
 def test_core_modules_import_no_live_code():
     code = (
         "import importlib, sys\n"
-        f"for m in {CORE!r}: importlib.import_module('rackbook.' + m)\n"
+        f"for m in {CORE!r}: importlib.import_module('rackbook.' + m.removesuffix('.__init__'))\n"
         "print(sorted(m for m in sys.modules if m.startswith(('rackbook.live', 'vllm', 'torch'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-    assert "traces" in CORE and "cli" in CORE and len(CORE) > 20
+    assert "core.traces" in CORE and "cli" in CORE and len(CORE) > 20

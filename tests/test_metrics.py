@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.importers import vllm_bench_frames
-from rackbook.metrics import summarize, tpot_s
-from rackbook.traces import new_run_info, validate
+from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.metrics import summarize, tpot_s
+from rackbook.core.traces import new_run_info, validate
 
 
 def _trace(tmp_path, d):
@@ -55,7 +55,7 @@ def test_all_failed_gives_zeros_like_vllm(tmp_path):
 
 
 def test_points_are_summarised_separately(tmp_path):
-    from rackbook.traces import concat
+    from rackbook.core.traces import concat
 
     a = vllm_bench_frames(tmp_path / "a.json", {"batch_size": "2"}, data=small_result())
     b = vllm_bench_frames(tmp_path / "b.json", {"batch_size": "4"}, data=small_result(duration=4.0))
@@ -69,7 +69,7 @@ def test_points_are_summarised_separately(tmp_path):
 
 
 def test_translation_across_tools(tmp_path):
-    from rackbook.metrics import translate
+    from rackbook.core.metrics import translate
 
     t = translate(_trace(tmp_path, small_result()), gpus=2).set_index(["tool", "name"])["value"]
     assert t[("AIPerf", "inter_token_latency")] == pytest.approx(300.0)  # vLLM's TPOT

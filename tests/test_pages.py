@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from rackbook import pages, schema
-from rackbook.claims import load_claims
+from rackbook.book import pages
+from rackbook.core import schema
+from rackbook.inputs.claims import load_claims
 
 
 def test_models_page_computes_kv_bytes():
@@ -65,7 +66,9 @@ def test_claim_card_quotes_the_source():
 
 
 def test_rerun_cost_from_sweep_and_topology():
-    from rackbook import paths, topology, traces
+    from rackbook import paths
+    from rackbook.cluster import topology
+    from rackbook.core import traces
 
     text = pages.rerun_cost_page()
     row = next(r for r in text.splitlines() if r.startswith("| single-user"))

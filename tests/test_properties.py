@@ -13,12 +13,12 @@ from conftest import small_result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rackbook import eplb
-from rackbook.claims import load_claims
+from rackbook.core.importers import import_vllm_bench
+from rackbook.core.traces import read_trace
 from rackbook.errors import InputError
-from rackbook.importers import import_vllm_bench
+from rackbook.inputs.claims import load_claims
 from rackbook.paths import DATA
-from rackbook.traces import read_trace
+from rackbook.physics import eplb
 
 KEYS = list(small_result().keys())
 VALUES = st.one_of(

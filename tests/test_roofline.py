@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rackbook import catalogs, roofline
 from rackbook.cli import main
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.physics import roofline
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from rackbook import single_user
+from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.traces import new_run_info, validate
 from rackbook.errors import InputError
-from rackbook.importers import vllm_bench_frames
-from rackbook.traces import new_run_info, validate
+from rackbook.results import single_user
 
 
 def _data(**over):

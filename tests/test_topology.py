@@ -1,4 +1,4 @@
-"""rackbook.topology: the one topology file and the recipes generated from it.
+"""rackbook.cluster.topology: the one topology file and the recipes generated from it.
 
 Expected numbers are worked out by hand from env/cluster/topology.yaml: prefill DEP4 on 1 node,
 decode DEP64 on 64 / 4 = 16 nodes, 17 nodes and 68 of the rack's 72 GPUs in all.
@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from rackbook import paths, topology
+from rackbook import paths
+from rackbook.cluster import topology
 from rackbook.errors import InputError
 
 DEFAULT = paths.ROOT / "env" / "cluster" / "topology.yaml"

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rackbook import prefill, scaling, verdicts
+from rackbook.results import prefill_gain, rack_scaling, verdicts
 
 GPU_RUN = {"hardware": {"gpus": [{"name": "NVIDIA GB300"}] * 4, "hosts": 1}}
 CPU_RUN = {"hardware": {"gpus": [], "cpu_model": "Some CPU", "cpu_cores": 2}}
@@ -37,9 +37,9 @@ def test_against_value():
 
 
 def test_gain_verdict_maps_range_words():
-    inside = prefill.verdict_range(0.40, 0.35, 0.44)
-    below = prefill.verdict_range(0.10, 0.35, 0.44)
-    above = prefill.verdict_range(0.60, 0.35, 0.44)
+    inside = prefill_gain.verdict_range(0.40, 0.35, 0.44)
+    below = prefill_gain.verdict_range(0.10, 0.35, 0.44)
+    above = prefill_gain.verdict_range(0.60, 0.35, 0.44)
     assert verdicts.gain_verdict(inside, True, "t", GPU_RUN)[0] == "consistent"
     assert verdicts.gain_verdict(below, True, "t", GPU_RUN)[0] == "inconsistent"
     assert verdicts.gain_verdict(above, True, "t", GPU_RUN)[0] == "inconsistent"
@@ -48,7 +48,7 @@ def test_gain_verdict_maps_range_words():
 
 
 def test_reading_verdicts_on_the_published_figure():
-    rv = verdicts.reading_verdicts(scaling.claim_readings()).set_index("reading")
+    rv = verdicts.reading_verdicts(rack_scaling.claim_readings()).set_index("reading")
     # 954,000 x 32 GFLOP = 30.5 PFLOP/s > 15 (2.04x); prefill 1.02x; rack total 0.0283x
     assert rv.loc["per-gpu-decode", "verdict"] == "inconsistent"
     assert "2.04x" in rv.loc["per-gpu-decode", "reason"]

@@ -17,15 +17,15 @@ Handler = Callable[[argparse.Namespace], int]
 #: verb -> "module:function"; modules are imported only when their verb runs, so the trace-mode
 #: verbs never import the live harness.
 HANDLERS: dict[str, str] = {
-    "import": "rackbook.importers:cli_import",
-    "summarize": "rackbook.metrics:cli_summarize",
-    "run": "rackbook.runner:cli_run",
-    "list": "rackbook.runner:cli_list",
-    "book": "rackbook.runner:cli_book",
-    "kv-bytes": "rackbook.roofline:cli_kv_bytes",
-    "eplb": "rackbook.eplb:cli_eplb",
+    "import": "rackbook.core.importers:cli_import",
+    "summarize": "rackbook.core.metrics:cli_summarize",
+    "run": "rackbook.book.runner:cli_run",
+    "list": "rackbook.book.runner:cli_list",
+    "book": "rackbook.book.runner:cli_book",
+    "kv-bytes": "rackbook.physics.roofline:cli_kv_bytes",
+    "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
-    "recipes": "rackbook.topology:cli_recipes",
+    "recipes": "rackbook.cluster.topology:cli_recipes",
 }
 
 

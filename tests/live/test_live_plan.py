@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import rackbook.live as live
-from rackbook import traces
+from rackbook.core import traces
 from rackbook.errors import InputError
 from rackbook.live.record import CPU_EPLB, Recorder, build_parser
 from rackbook.live.record import record as record_cli

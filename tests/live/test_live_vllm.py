@@ -150,7 +150,7 @@ def test_record_small_sweep_against_endpoint(tmp_path, tiny_model):
         )  # fmt: skip
         assert r.returncode == 0, r.stderr[-3000:]
 
-        from rackbook import traces
+        from rackbook.core import traces
 
         t = traces.read_trace(out)
         assert sorted(t.points["point_id"]) == [
@@ -299,7 +299,7 @@ def test_resume_after_the_server_died_mid_sweep(tmp_path, tiny_model):
         r = subprocess.run([*args, "--resume"], env=vllm_environ(), capture_output=True,
                            text=True, timeout=600)  # fmt: skip
         assert r.returncode == 0, r.stderr[-3000:]
-        from rackbook import traces
+        from rackbook.core import traces
 
         t = traces.read_trace(out)
         assert sorted(t.points["point_id"]) == ["ctx-128", "ctx-32", "ctx-64", "ctx-96"]

@@ -1,6 +1,6 @@
 """Scrape a vLLM server's Prometheus ``/metrics`` around each sweep point.
 
-The samples become the trace table ``server_metrics`` (:mod:`rackbook.schema`): one row per
+The samples become the trace table ``server_metrics`` (:mod:`rackbook.core.schema`): one row per
 (point, phase ``before``/``after``, metric, labels). Counters' differences across a point are
 what the server itself counted in the window: prompt and generation tokens, prefix-cache
 queries and hits, successful requests by finish reason, preemptions.

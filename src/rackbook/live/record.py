@@ -12,7 +12,7 @@ them up for all the phase's points, and runs each point with vLLM's own bench cl
 
 Layout written (``OUT`` is the trace folder)::
 
-    OUT/               the trace (rackbook.schema), written atomically at the end
+    OUT/               the trace (rackbook.core.schema), written atomically at the end
     OUT.raw/           artifacts, kept as they were produced:
       serve/*.json       vllm bench serve --save-result --save-detailed, one per point (shard)
       offline/*.json     fixed-batch offline results (decode-parity), one per point
@@ -44,8 +44,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from rackbook.core.fsio import atomic_write_json
 from rackbook.errors import InputError
-from rackbook.fsio import atomic_write_json
 from rackbook.live import prom
 from rackbook.live.envfile import TINY_MODEL, Redactor, api_key, vllm_environ
 from rackbook.live.scenarios import (
@@ -562,7 +562,7 @@ class Recorder:
         import numpy as np
         import pandas as pd
 
-        from rackbook import importers, traces
+        from rackbook.core import importers, traces
 
         labels = {"config": pt.config, **dict(pt.labels)}
         labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
@@ -605,7 +605,7 @@ class Recorder:
 
     def _metric_rows(self, pid: str) -> tuple[list[dict[str, Any]], float]:
         """``server_metrics`` rows of a point and its prefix-cache hits (summed deltas)."""
-        from rackbook import importers
+        from rackbook.core import importers
 
         mpath = raw_file(self.raw / "metrics" / f"{pid}.json")
         if not mpath.exists():
@@ -624,10 +624,10 @@ class Recorder:
         return rows, hits
 
     def convert(self) -> Path:
-        """Turn every raw result into one trace at ``output`` (rackbook.importers)."""
+        """Turn every raw result into one trace at ``output`` (rackbook.core.importers)."""
         import pandas as pd
 
-        from rackbook import importers, traces
+        from rackbook.core import importers, traces
 
         sc = self.sc
         parts = []
@@ -729,7 +729,7 @@ class Recorder:
         import numpy as np
         import pandas as pd
 
-        from rackbook import eplb
+        from rackbook.physics import eplb
 
         sc = self.sc
         assert isinstance(sc, EplbBalance)

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rackbook.core.fsio import atomic_write_json
 from rackbook.errors import InputError
-from rackbook.fsio import atomic_write_json
 from rackbook.paths import RESULTS
 
 #: How a number was obtained.

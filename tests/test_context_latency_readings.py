@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from rackbook import context, context_claim
-from rackbook.claims import load_claims
 from rackbook.errors import InputError
+from rackbook.inputs.claims import load_claims
+from rackbook.results import context_latency
 
 
 def _delta(lo=256, hi=4096, lo_ms=20.0, hi_ms=22.0, pair="longest-available"):
     d = hi_ms - lo_ms
-    return context.Delta(lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms, "measured", pair, "")
+    return context_latency.Delta(lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms, "measured", pair, "")
 
 
 def _run(kind="recorded", gpus=("NVIDIA GB300",), model="deepseek-ai/DeepSeek-V4.1-Flash"):
@@ -27,32 +27,32 @@ def _run(kind="recorded", gpus=("NVIDIA GB300",), model="deepseek-ai/DeepSeek-V4
 def test_constants_match_the_registry():
     reg = load_claims()
     kv, dl, pct = (reg.get(f"context-latency.{x}") for x in ("kv-bytes", "delta", "delta-pct"))
-    assert kv.value == context_claim.CLAIM_KV_BYTES
-    assert dl.value == context_claim.CLAIM_DELTA_MS
-    assert dl.tolerance.absolute == context_claim.CLAIM_DELTA_TOL_MS
-    assert pct.value == context_claim.CLAIM_DELTA_PCT
-    assert pct.tolerance.absolute == context_claim.CLAIM_DELTA_PCT_TOL
+    assert kv.value == context_latency.CLAIM_KV_BYTES
+    assert dl.value == context_latency.CLAIM_DELTA_MS
+    assert dl.tolerance.absolute == context_latency.CLAIM_DELTA_TOL_MS
+    assert pct.value == context_latency.CLAIM_DELTA_PCT
+    assert pct.tolerance.absolute == context_latency.CLAIM_DELTA_PCT_TOL
 
 
 def test_weight_bytes_per_gpu():
-    w = context_claim.weight_bytes_per_gpu("deepseek-v4.1-flash")
+    w = context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash")
     # routed: 40 x 384 x 18.8e6 = 288.768e9 B
     assert w.routed_bytes == 288_768_000_000
     # dense: 552e9 - 40 x 384 x 3 x 5120 x 2304 = 552e9 - 543,581,798,400 params, 1 B each
     assert w.dense_bytes == 8_418_201_600
     assert w.total_bytes == 297_186_201_600 and w.per_gpu_bytes == 74_296_550_400
     assert w.moe_layers == 40 and "(assumed)" in w.formula
-    w2 = context_claim.weight_bytes_per_gpu("deepseek-v4.1-flash", 2, moe_layers=40)
+    w2 = context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash", 2, moe_layers=40)
     assert w2.per_gpu_bytes == 2 * w.per_gpu_bytes and "(assumed)" not in w2.formula
     with pytest.raises(InputError, match="n_gpus"):
-        context_claim.weight_bytes_per_gpu("deepseek-v4.1-flash", 0)
+        context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash", 0)
     with pytest.raises(InputError, match="backbone"):  # 41 layers hold more than the backbone
-        context_claim.weight_bytes_per_gpu("deepseek-v4.1-flash", moe_layers=41)
+        context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash", moe_layers=41)
 
 
 def test_weights_leave_room_for_sequences():
-    w = context_claim.weight_bytes_per_gpu("deepseek-v4.1-flash")
-    m = context.memory_by_context(
+    w = context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash")
+    m = context_latency.memory_by_context(
         "deepseek-v4.1-flash", "b300", weight_bytes_per_gpu=w.per_gpu_bytes
     ).set_index("context_tokens")
     # (288e9 - 74,296,550,400) / 760.95e6 = 280.8 ; / 113.92e6 = 1875.9
@@ -61,54 +61,54 @@ def test_weights_leave_room_for_sequences():
 
 
 def test_evidence_kind():
-    assert context_claim.evidence_kind("recorded") == "measured"
-    assert context_claim.evidence_kind("synthetic") == "synthetic"
+    assert context_latency.evidence_kind("recorded") == "measured"
+    assert context_latency.evidence_kind("synthetic") == "synthetic"
     with pytest.raises(InputError, match="kind"):
-        context_claim.evidence_kind("guessed")
+        context_latency.evidence_kind("guessed")
 
 
 def test_comparable_to_claim():
-    assert context_claim.comparable_to_claim(_run())
-    assert not context_claim.comparable_to_claim(_run(gpus=()))  # CPU
-    assert not context_claim.comparable_to_claim(_run(gpus=("NVIDIA H200",)))
-    assert not context_claim.comparable_to_claim(_run(model="/data/tiny-moe"))
-    assert not context_claim.comparable_to_claim(_run(kind="synthetic"))
+    assert context_latency.comparable_to_claim(_run())
+    assert not context_latency.comparable_to_claim(_run(gpus=()))  # CPU
+    assert not context_latency.comparable_to_claim(_run(gpus=("NVIDIA H200",)))
+    assert not context_latency.comparable_to_claim(_run(model="/data/tiny-moe"))
+    assert not context_latency.comparable_to_claim(_run(kind="synthetic"))
 
 
 def test_kv_bytes_verdict():
-    assert context_claim.kv_bytes_verdict(890)[0] == "consistent"
-    v, reason = context_claim.kv_bytes_verdict(891)
+    assert context_latency.kv_bytes_verdict(890)[0] == "consistent"
+    v, reason = context_latency.kv_bytes_verdict(891)
     assert v == "inconsistent" and "891" in reason and "\n" not in reason
 
 
 def test_measured_verdict():
     d = _delta()  # +2 ms, +10 %
-    v, reason = context_claim.measured_verdict(d, False, "2-core CPU, no GPU")
+    v, reason = context_latency.measured_verdict(d, False, "2-core CPU, no GPU")
     assert v == "not reproduced" and "+2 ms" in reason and "2-core CPU" in reason
-    v, reason = context_claim.measured_verdict(d, True, "4 x GB300")
+    v, reason = context_latency.measured_verdict(d, True, "4 x GB300")
     assert v == "not reproduced" and "longest-available" in reason
     ok = _delta(128_000, 855_000, 8.57, 9.15, pair="requested")  # +0.58 ms, +6.77 %
-    assert context_claim.measured_verdict(ok, True, "x")[0] == "consistent"
-    assert context_claim.measured_verdict(ok, True, "x", percent=True)[0] == "consistent"
+    assert context_latency.measured_verdict(ok, True, "x")[0] == "consistent"
+    assert context_latency.measured_verdict(ok, True, "x", percent=True)[0] == "consistent"
     off = _delta(128_000, 855_000, 8.57, 9.30, pair="requested")  # +0.73 ms, +8.5 %
-    assert context_claim.measured_verdict(off, True, "x")[0] == "inconsistent"
-    assert context_claim.measured_verdict(off, True, "x", percent=True)[0] == "inconsistent"
+    assert context_latency.measured_verdict(off, True, "x")[0] == "inconsistent"
+    assert context_latency.measured_verdict(off, True, "x", percent=True)[0] == "inconsistent"
 
 
 def test_floor_vs_claim():
-    kv = context.kv_bandwidth_model("deepseek-v4.1-flash", "b300")
-    r = context_claim.floor_vs_claim(kv)
+    kv = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300")
+    r = context_latency.floor_vs_claim(kv)
     assert r.floor_ms == pytest.approx(0.08087875)
     assert r.share == pytest.approx(0.08087875 / 0.6)  # 13.5 %
     assert r.sequences_to_explain == pytest.approx(0.6 / 0.08087875)  # 7.42
     assert r.implied_baseline_ms == pytest.approx(60 / 7)  # 8.571 ms
     assert r.verdict == "consistent" and "13 %" in r.reason and "\n" not in r.reason
-    kv8 = context.kv_bandwidth_model("deepseek-v4.1-flash", "b300", batch=8)  # 0.647 ms
-    r8 = context_claim.floor_vs_claim(kv8)
+    kv8 = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", batch=8)  # 0.647 ms
+    r8 = context_latency.floor_vs_claim(kv8)
     assert r8.verdict == "consistent"  # 0.647 <= 0.6 + 0.05
     assert r8.sequences_to_explain == pytest.approx(r.sequences_to_explain)
-    kv9 = context.kv_bandwidth_model("deepseek-v4.1-flash", "b300", batch=9)  # 0.728 ms
-    assert context_claim.floor_vs_claim(kv9).verdict == "inconsistent"
+    kv9 = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", batch=9)  # 0.728 ms
+    assert context_latency.floor_vs_claim(kv9).verdict == "inconsistent"
 
 
 def test_main_series():
@@ -123,9 +123,9 @@ def test_main_series():
             "median_tpot_ms": [1.0, 2.0, 1.0, 2.0, float("nan")],
         }
     )
-    s = context_claim.main_series(tab)  # B's 400 has no value: A and B tie at 2, A first
+    s = context_latency.main_series(tab)  # B's 400 has no value: A and B tie at 2, A first
     assert s["config"].tolist() == ["A", "A"]
     tab.loc[4, "median_tpot_ms"] = 3.0
-    assert context_claim.main_series(tab)["context_tokens"].tolist() == [100, 200, 400]
+    assert context_latency.main_series(tab)["context_tokens"].tolist() == [100, 200, 400]
     with pytest.raises(InputError, match="no point"):
-        context_claim.main_series(tab.iloc[:0])
+        context_latency.main_series(tab.iloc[:0])

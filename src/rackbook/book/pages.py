@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rackbook import paths, schema
-from rackbook.claims import Registry, load_claims
-from rackbook.fsio import atomic_write_text
+from rackbook import paths
+from rackbook.core import schema
+from rackbook.core.fsio import atomic_write_text
+from rackbook.inputs.claims import Registry, load_claims
 
 _STATUS = {
     "located": "primary source located",
@@ -107,7 +108,7 @@ def _num(x: float | None, scale: float = 1.0, unit: str = "") -> str:
 
 def hardware_page() -> str:
     """The hardware catalog as tables (``data/hardware.yaml``)."""
-    from rackbook.catalogs import load_hardware
+    from rackbook.inputs.catalogs import load_hardware
 
     cat = load_hardware()
     out = [
@@ -148,9 +149,9 @@ def hardware_page() -> str:
 
 def models_page() -> str:
     """The model catalog (``data/models/*.yaml``) with KV bytes computed by the roofline."""
-    from rackbook import roofline
-    from rackbook.catalogs import list_models, load_model
     from rackbook.errors import InputError
+    from rackbook.inputs.catalogs import list_models, load_model
+    from rackbook.physics import roofline
 
     out = [
         "# Model catalog",
@@ -232,7 +233,7 @@ def claims_page(registry: Registry | None = None) -> str:
 
 def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     """One point of a recorded trace under each tool's metric definitions."""
-    from rackbook import metrics, traces
+    from rackbook.core import metrics, traces
 
     t = traces.read_trace(trace_dir)
     pid = str(t.points["point_id"].iloc[0])
@@ -247,7 +248,7 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
         for r in df.itertuples()
     ]
     src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {traces.hardware_label(t.run)})"
-    return f"Computed by `rackbook.metrics.translate` from {src}, over {gpus} GPU(s).\n\n" + (
+    return f"Computed by `rackbook.core.metrics.translate` from {src}, over {gpus} GPU(s).\n\n" + (
         "\n".join(out) + "\n"
     )
 
@@ -263,7 +264,8 @@ def rerun_cost_page(traces_dir: Path | None = None) -> str:
     """How long and how many GPU-hours each result's sweep would take on a GB300 rack,
     estimated from the sweep the shipped trace records (points, requests, tokens, server
     starts) and the GPU counts of ``env/cluster/topology.yaml``."""
-    from rackbook import topology, traces
+    from rackbook.cluster import topology
+    from rackbook.core import traces
 
     base = traces_dir or paths.TRACES
     topo = topology.notebook_parameters(
@@ -334,7 +336,7 @@ def generate(folder: Path, executed: Path) -> list[Path]:
         ),
         atomic_write_text(
             folder / "trace-format.md",
-            "# The trace format\n\nGenerated from `rackbook.schema`.\n\n"
+            "# The trace format\n\nGenerated from `rackbook.core.schema`.\n\n"
             + schema.markdown_reference(),
         ),
     ]

@@ -32,9 +32,11 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from rackbook import catalogs, fsio, paths
-from rackbook.catalogs import _display, _read_yaml, _validate
+from rackbook import paths
+from rackbook.core import fsio
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import _display, _read_yaml, _validate
 
 #: The topology file ``rackbook recipes`` reads by default (relative to the repository root).
 DEFAULT_TOPOLOGY = "env/cluster/topology.yaml"

@@ -17,7 +17,7 @@ Definitions (successful requests):
 
 Floor: one batch-1 decode step streams the active weights from HBM at least once, so
 step >= active weight bytes / (n_gpus x HBM bytes/s) and tokens/s <= acceptance length / step
-(:func:`rackbook.roofline.batch1_decode_ceiling_tokens_per_s`).
+(:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook import catalogs, roofline
-from rackbook.catalogs import GpuSpec, ModelSpec
+from rackbook.core.traces import Trace
 from rackbook.errors import InputError
-from rackbook.scaling import counter_deltas
-from rackbook.traces import Trace
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics import roofline
+from rackbook.results.rack_scaling import counter_deltas
 
 #: The published figure (data/claims.yaml: single-user.throughput) and its GPU count.
 CLAIM_TOKENS_PER_S = 826.0
@@ -175,7 +176,7 @@ def batch1_floor(
 ) -> roofline.Batch1Decode:
     """Batch-1 decode floor: step >= (active weight bytes + KV of ``context_tokens``) /
     (n_gpus x HBM bytes/s) seconds; ceiling tokens/s = acceptance_length / step
-    (:func:`rackbook.roofline.batch1_decode_ceiling_tokens_per_s`). DeepSeek-V4.1-Flash on
+    (:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`). DeepSeek-V4.1-Flash on
     4 x B300: 12 GB / 32 TB/s = 0.375 ms/step, 2,667 tokens/s at acceptance 1."""
     return roofline.batch1_decode_ceiling_tokens_per_s(
         _model(model),

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rackbook import prefill
+from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.traces import concat, new_run_info, validate
 from rackbook.errors import InputError
-from rackbook.importers import vllm_bench_frames
-from rackbook.traces import concat, new_run_info, validate
+from rackbook.results import prefill_gain
 
 
 def _result(inp, ttft, out=2, errors=None):
@@ -60,7 +60,7 @@ def _ab(tmp_path, factor=1.5):
 def test_new_tokens_from_rows(tmp_path):
     t = _trace(tmp_path, [("A", _result([1000, 2000], [0.1, 0.5]))])
     t.requests["cached_prompt_tokens"] = pd.array([600, 1000], dtype="Int64")
-    tab = prefill.new_token_prefill(t)
+    tab = prefill_gain.new_token_prefill(t)
     assert tab["new_tokens"].tolist() == [400, 1000]
     assert tab["new_tok_s"].tolist() == pytest.approx([4000.0, 2000.0])
     assert set(tab["cached_source"]) == {"row"}
@@ -68,16 +68,16 @@ def test_new_tokens_from_rows(tmp_path):
 
 def test_prefix_from_run_parameters_argument_or_error(tmp_path):
     t = _ab(tmp_path)
-    tab = prefill.new_token_prefill(t)
+    tab = prefill_gain.new_token_prefill(t)
     assert set(tab["cached_source"]) == {"run.json parameters.prefix_tokens"}
     assert tab["new_tokens"].unique().tolist() == [100]
-    tab = prefill.new_token_prefill(t, prefix_tokens=600)
+    tab = prefill_gain.new_token_prefill(t, prefix_tokens=600)
     assert tab["new_tokens"].unique().tolist() == [500] and set(tab["cached_source"]) == {
         "argument"
     }
     t.run["parameters"] = {}
     with pytest.raises(InputError, match="cached_prompt_tokens: missing and no prefix length"):
-        prefill.new_token_prefill(t)
+        prefill_gain.new_token_prefill(t)
 
 
 def test_failed_and_fully_cached_requests_are_left_out(tmp_path):
@@ -86,16 +86,16 @@ def test_failed_and_fully_cached_requests_are_left_out(tmp_path):
         [("A", _result([1100, 900, 1100], [0.1, 0.1, 0.2], errors=["", "", "boom"]))],
         parameters={"random_prefix_len": 1000},
     )
-    tab = prefill.new_token_prefill(t)
+    tab = prefill_gain.new_token_prefill(t)
     assert len(tab) == 2  # the failed request is not a row
     assert tab["new_tok_s"].iloc[0] == pytest.approx(1000.0)
     assert math.isnan(tab["new_tok_s"].iloc[1])  # 900 - 1000 < 0 new tokens
-    s = prefill.summary(tab).iloc[0]
+    s = prefill_gain.summary(tab).iloc[0]
     assert s["requests"] == 1 and s["excluded"] == 1
 
 
 def test_summary_statistics(tmp_path):
-    s = prefill.summary(prefill.new_token_prefill(_ab(tmp_path))).set_index("config")
+    s = prefill_gain.summary(prefill_gain.new_token_prefill(_ab(tmp_path))).set_index("config")
     a = s.loc["A"]
     assert a["mean_tok_s"] == pytest.approx(487.5)  # (1000 + 500 + 250 + 200) / 4
     assert a["median_tok_s"] == pytest.approx(375.0)
@@ -108,11 +108,11 @@ def test_summary_statistics(tmp_path):
 
 @pytest.mark.parametrize("stat", ["mean", "median", "pooled"])
 def test_gain_point_estimate_and_seeded_bootstrap(tmp_path, stat):
-    tab = prefill.new_token_prefill(_ab(tmp_path, factor=1.5))
-    g = prefill.gain(tab, "A", "B", stat=stat, n_boot=500, seed=3)
+    tab = prefill_gain.new_token_prefill(_ab(tmp_path, factor=1.5))
+    g = prefill_gain.gain(tab, "A", "B", stat=stat, n_boot=500, seed=3)
     assert g.gain == pytest.approx(0.5)  # every B request is 1.5x its A twin
     assert g.low < 0.5 < g.high  # independent resampling of 4 varied requests spreads
-    again = prefill.gain(tab, "A", "B", stat=stat, n_boot=500, seed=3)
+    again = prefill_gain.gain(tab, "A", "B", stat=stat, n_boot=500, seed=3)
     assert (again.low, again.high) == (g.low, g.high)
     assert g.n_a == g.n_b == 4 and "+50.0%" in g.formula
 
@@ -123,33 +123,33 @@ def test_gain_without_spread_when_requests_are_alike(tmp_path):
         [("A", _result([1100] * 3, [0.2] * 3)), ("B", _result([1100] * 3, [0.1] * 3))],
         parameters={"prefix_tokens": 1000},
     )
-    g = prefill.gain(prefill.new_token_prefill(t), "A", "B", n_boot=50)
+    g = prefill_gain.gain(prefill_gain.new_token_prefill(t), "A", "B", n_boot=50)
     assert g.gain == pytest.approx(1.0) and g.low == pytest.approx(1.0)
     assert g.high == pytest.approx(1.0)
     with pytest.raises(InputError, match="no usable request with config = 'C'"):
-        prefill.gain(prefill.new_token_prefill(t), "A", "C")
+        prefill_gain.gain(prefill_gain.new_token_prefill(t), "A", "C")
     with pytest.raises(InputError, match="stat"):
-        prefill.gain(prefill.new_token_prefill(t), "A", "B", stat="p99")
+        prefill_gain.gain(prefill_gain.new_token_prefill(t), "A", "B", stat="p99")
 
 
 def test_verdict_range():
-    assert prefill.verdict_range(0.40).verdict == "inside"
-    assert prefill.verdict_range(0.50).verdict == "above"
-    g = prefill.Gain("A", "B", "median", 1, 1.3, 0.30, 0.25, 0.36, 0.9, 4, 4, 10, 0, "")
-    v = prefill.verdict_range(g)
+    assert prefill_gain.verdict_range(0.40).verdict == "inside"
+    assert prefill_gain.verdict_range(0.50).verdict == "above"
+    g = prefill_gain.Gain("A", "B", "median", 1, 1.3, 0.30, 0.25, 0.36, 0.9, 4, 4, 10, 0, "")
+    v = prefill_gain.verdict_range(g)
     assert v.verdict == "consistent" and v.overlaps and not v.inside
-    g = prefill.Gain("A", "B", "median", 1, 1.2, 0.20, 0.10, 0.30, 0.9, 4, 4, 10, 0, "")
-    assert prefill.verdict_range(g).verdict == "below"
-    assert "+35% .. +44%" in prefill.verdict_range(g).text
+    g = prefill_gain.Gain("A", "B", "median", 1, 1.2, 0.20, 0.10, 0.30, 0.9, 4, 4, 10, 0, "")
+    assert prefill_gain.verdict_range(g).verdict == "below"
+    assert "+35% .. +44%" in prefill_gain.verdict_range(g).text
 
 
 def test_prefix_read_model_128k():
-    r = prefill.prefix_read_model("deepseek-v4.1-flash", "b300", 128_000)
+    r = prefill_gain.prefix_read_model("deepseek-v4.1-flash", "b300", 128_000)
     assert r.kv_bytes_per_new_token == 128_000 * 890 == 113_920_000
     assert r.read_s_per_new_token == pytest.approx(113_920_000 / 8e12)  # 14.24 us
     assert r.compute_s_per_new_token == pytest.approx(16e9 / 15e15)  # 1.067 us
     assert r.bound == "KV read" and r.tokens_per_s == pytest.approx(8e12 / 113_920_000)
-    shared = prefill.prefix_read_model("deepseek-v4.1-flash", "b300", 128_000, reuse_tokens=16)
+    shared = prefill_gain.prefix_read_model("deepseek-v4.1-flash", "b300", 128_000, reuse_tokens=16)
     assert shared.read_s_per_new_token == pytest.approx(0.89e-6)  # 14.24 us / 16
     assert shared.bound == "compute" and shared.tokens_per_s == pytest.approx(937_500)
     assert np.isclose(float(shared), 937_500)

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rackbook import catalogs, roofline
-from rackbook.catalogs import GpuSpec, ModelSpec
+from rackbook.core.traces import Trace
 from rackbook.errors import InputError
-from rackbook.traces import Trace
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics import roofline
 
 #: run.json ``parameters`` keys read as the cached prefix length (tokens), in order. The last
 #: two are ``vllm bench serve``'s ``--random-prefix-len`` and ``--prefix-repetition-prefix-len``.
@@ -290,11 +291,14 @@ def prefix_read_model(
     """A simple model of prefilling new tokens after a cached prefix.
 
     Each new token's attention and indexer read the prefix's global KV once:
-    bytes per new token = prefix_tokens x KV bytes/token (:func:`rackbook.roofline.kv_bytes`)
+    bytes per new token = prefix_tokens x KV bytes/token
+    (:func:`rackbook.physics.roofline.kv_bytes`)
     / ``reuse_tokens`` (new tokens that share one read, e.g. a chunk read once; 1 = no reuse, an
     upper bound on traffic). Read time = those bytes / (n_gpus x HBM bytes/s)
-    (:func:`rackbook.roofline.kv_read_time_s`); compute time = prefill FLOP per token / (n_gpus x
-    dense FLOP/s) (:func:`rackbook.roofline.compute_ceiling_tokens_per_s`); tokens/s ceiling =
+    (:func:`rackbook.physics.roofline.kv_read_time_s`); compute time = prefill FLOP per token /
+    (n_gpus x
+    dense FLOP/s) (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); tokens/s
+    ceiling =
     1 / max(read, compute) (the two overlap at best). Ignores sparse attention's top-k selection,
     the sliding-window cache, and attention FLOP (which also grow with the prefix).
 

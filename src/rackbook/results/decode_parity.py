@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rackbook.traces import Trace
-from rackbook.verdicts import BLACKWELL, on_gpus
+from rackbook.core.traces import Trace
+from rackbook.results.verdicts import BLACKWELL, on_gpus
 
 DECODE_FORMULA = r"\text{decode tok/s} = B \cdot \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
 PREFILL_FORMULA = r"\text{prefill tok/s} = B \cdot \frac{\overline{p}}{\overline{ttft}}"

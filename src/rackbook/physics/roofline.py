@@ -1,6 +1,7 @@
 """Roofline arithmetic: KV-cache bytes, FLOP per token, compute ceilings and bandwidth floors.
 
-Plain arithmetic on catalog entries (:mod:`rackbook.catalogs`); no measurement. Units are in the
+Plain arithmetic on catalog entries (:mod:`rackbook.inputs.catalogs`); no measurement. Units are in
+the
 names: ``_bytes`` (bytes), ``_s`` (seconds), ``_tokens_per_s`` (tokens/s), ``flops`` (FLOP or
 FLOP/s as documented). Results where several numbers belong together are small frozen dataclasses
 with a ``formula`` string showing the arithmetic, for notebooks to display.
@@ -17,9 +18,9 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rackbook import catalogs
-from rackbook.catalogs import PRECISIONS, GpuSpec, ModelSpec
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import PRECISIONS, GpuSpec, ModelSpec
 
 PHASES: tuple[str, ...] = ("prefill", "decode")
 

@@ -1,7 +1,8 @@
 """Data for the eplb-balance result: the SYNTHETIC default trace, loads from traces, scoring.
 
 No DeepSeek-V4.1-Flash routing statistics are public, so the default input is a documented
-synthetic routing model (:func:`rackbook.eplb.synthetic_loads`: Zipf-like expert popularity per
+synthetic routing model (:func:`rackbook.physics.eplb.synthetic_loads`: Zipf-like expert popularity
+per
 layer over a seeded permutation, multinomial draws). Its one free parameter, the skew, is
 calibrated so that *static* placement at the chosen EP size has balancedness equal to the
 claim's "before" figure (0.35, read from the claims registry). Everything EPLB then does to that
@@ -32,9 +33,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook import eplb, schema
+from rackbook.core import schema
+from rackbook.core.traces import Trace, hardware_label, new_run_info, write_trace
 from rackbook.errors import InputError
-from rackbook.traces import Trace, hardware_label, new_run_info, write_trace
+from rackbook.physics import eplb
 
 #: The command that regenerates the default trace (recorded in run.json).
 RECORD_COMMAND = "bash env/record/eplb-balance.sh"
@@ -75,7 +77,7 @@ def model_shape(model: str = "deepseek-v4.1-flash") -> Shape:
     The catalog does not state how many of the layers are MoE layers (``moe.num_moe_layers``
     is null for V4.1-Flash); then every layer (``architecture.num_layers``) is counted.
     """
-    from rackbook.catalogs import load_model
+    from rackbook.inputs.catalogs import load_model
 
     m = load_model(model)
     layers = m.moe.num_moe_layers or m.architecture.num_layers
@@ -100,7 +102,7 @@ def redundant_for(ep_size: int, num_experts: int, extra_per_rank: int = 1) -> in
 
 def calibration_target() -> float:
     """The claim's static balancedness (0.35), from the claims registry."""
-    from rackbook.claims import load_claims
+    from rackbook.inputs.claims import load_claims
 
     value = load_claims().get(CALIBRATION_CLAIM).value
     if value is None:
@@ -288,7 +290,7 @@ def fit(
     groups: int = 1,
     nodes: int = 1,
 ) -> Placements:
-    """Fit EPLB (DeepSeek's algorithm, :func:`rackbook.eplb.rebalance_experts`) on windows
+    """Fit EPLB (DeepSeek's algorithm, :func:`rackbook.physics.eplb.rebalance_experts`) on windows
     ``[0, fit_windows)`` summed; the static placement is vLLM's initial one."""
     fit_loads, _ = _split(loads, fit_windows)
     num_logical = fit_loads.shape[1]
@@ -527,9 +529,12 @@ def verdict(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rackbook.eplb_data OUT [--seed N] [--ep-size N] ...``: write the trace."""
+    """``python -m rackbook.results.eplb_balance OUT [--seed N] [--ep-size N] ...``: write the
+    trace."""
     d = Spec()
-    ap = argparse.ArgumentParser(prog="python -m rackbook.eplb_data", description=__doc__)
+    ap = argparse.ArgumentParser(
+        prog="python -m rackbook.results.eplb_balance", description=__doc__
+    )
     ap.add_argument("out", help="trace folder to write")
     ap.add_argument("--model", default=d.model)
     ap.add_argument("--ep-size", type=int, default=d.ep_size)
@@ -544,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as err:
         print(f"error: {err}")
         return 2
-    from rackbook.traces import read_run
+    from rackbook.core.traces import read_run
 
     gen = read_run(path)["generator"]
     print(

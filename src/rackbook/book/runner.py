@@ -25,8 +25,8 @@ from typing import Any
 import yaml
 
 from rackbook import paths
+from rackbook.core.fsio import check_output_folder
 from rackbook.errors import InputError
-from rackbook.fsio import check_output_folder
 
 
 def available_results() -> list[str]:
@@ -178,7 +178,7 @@ def cli_run(args: argparse.Namespace) -> int:
         notebook_path(name)
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
-    from rackbook.results import read_result
+    from rackbook.results.headline import read_result
 
     for name in names:
         t0 = time.perf_counter()
@@ -194,8 +194,8 @@ def cli_run(args: argparse.Namespace) -> int:
 
 def cli_list(args: argparse.Namespace) -> int:
     """``rackbook list``: each result, its claims and the latest verdict."""
-    from rackbook.claims import load_claims
-    from rackbook.results import read_result
+    from rackbook.inputs.claims import load_claims
+    from rackbook.results.headline import read_result
 
     reg = load_claims()
     out_dir = paths.resolve(args.out) if args.out else paths.EXECUTED
@@ -226,7 +226,7 @@ def _stage_notebook(src: Path, dst: Path) -> None:
 
 def stage_book(executed: Path, site: Path) -> Path:
     """Copy the book's sources and the executed notebooks into ``site``; generate pages."""
-    from rackbook import pages
+    from rackbook.book import pages
 
     present = available_results()
     missing = [r for r in present if not (executed / f"{r}.ipynb").exists()]

@@ -1,4 +1,4 @@
-"""Reading, validating and writing trace folders (format: :mod:`rackbook.schema`)."""
+"""Reading, validating and writing trace folders (format: :mod:`rackbook.core.schema`)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rackbook import schema
+from rackbook.core import schema
+from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
-from rackbook.fsio import atomic_dir, check_output_folder
 from rackbook.paths import ROOT
 
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
@@ -45,7 +45,7 @@ class Trace:
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)
     path: Path | None = None
     #: False when read with ``read_trace(itl=False)``: ``itl`` is then empty, not the gaps, and
-    #: :func:`rackbook.metrics.summarize` streams them from ``path``/itl.parquet instead.
+    #: :func:`rackbook.core.metrics.summarize` streams them from ``path``/itl.parquet instead.
     itl_loaded: bool = True
 
     @property

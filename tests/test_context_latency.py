@@ -8,10 +8,10 @@ import math
 import pytest
 from conftest import synthetic_run
 
-from rackbook import context
+from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.traces import concat, validate
 from rackbook.errors import InputError
-from rackbook.importers import vllm_bench_frames
-from rackbook.traces import concat, validate
+from rackbook.results import context_latency
 
 
 def _point(tpot_s, n_req=2, out=5, ttft=0.1):
@@ -47,7 +47,7 @@ def _trace(tmp_path, contexts=(1000, 2000, 4000), configs=("A",)):
 
 
 def test_latency_table(tmp_path):
-    tab = context.decode_latency_by_context(_trace(tmp_path, (4000, 1000, None, 2000)))
+    tab = context_latency.decode_latency_by_context(_trace(tmp_path, (4000, 1000, None, 2000)))
     assert tab["context_tokens"].tolist() == [1000, 2000, 4000]  # sorted; no-context point out
     assert tab["mean_tpot_ms"].tolist() == pytest.approx([12.0, 14.0, 18.0])
     assert tab["median_tpot_ms"].tolist() == pytest.approx([12.0, 14.0, 18.0])
@@ -61,51 +61,51 @@ def test_single_token_requests_give_nan(tmp_path):
     d["itls"] = [[], []]
     t = vllm_bench_frames(tmp_path / "x.json", {"context_tokens": "5"}, data=d)
     t.run = run
-    row = context.decode_latency_by_context(validate(t)).iloc[0]
+    row = context_latency.decode_latency_by_context(validate(t)).iloc[0]
     assert math.isnan(row["mean_tpot_ms"]) and math.isnan(row["median_itl_ms"])
 
 
 def test_fit_and_deltas(tmp_path):
-    tab = context.decode_latency_by_context(_trace(tmp_path))
-    f = context.fit_linear(tab)
+    tab = context_latency.decode_latency_by_context(_trace(tmp_path))
+    f = context_latency.fit_linear(tab)
     assert f.intercept_ms == pytest.approx(10.0)
     assert f.slope_per_1k == pytest.approx(2.0)
     assert f.r2 == pytest.approx(1.0) and f.n == 3
-    d = context.delta(tab, 1000, 4000)
+    d = context_latency.delta(tab, 1000, 4000)
     assert (d.delta_ms, d.delta_pct) == pytest.approx((6.0, 50.0))  # 18 - 12 = 6 ms, 6 / 12
     assert d.pair == "requested" and d.source == "measured"
-    d = context.delta(tab)  # 128k / 855k not in the trace: the longest pair instead
+    d = context_latency.delta(tab)  # 128k / 855k not in the trace: the longest pair instead
     assert d.pair == "longest-available" and (d.lo, d.hi) == (1000, 4000)
-    d = context.delta(f)  # 10 + 2 x 128 = 266 ms; 10 + 2 x 855 = 1720 ms
+    d = context_latency.delta(f)  # 10 + 2 x 128 = 266 ms; 10 + 2 x 855 = 1720 ms
     assert d.lo_ms == pytest.approx(266.0) and d.hi_ms == pytest.approx(1720.0)
     assert d.delta_ms == pytest.approx(1454.0) and d.pair == "extrapolated"
-    assert context.delta(f, 1000, 3000).pair == "requested"
+    assert context_latency.delta(f, 1000, 3000).pair == "requested"
 
 
 def test_fit_refuses_mixed_series(tmp_path):
-    tab = context.decode_latency_by_context(_trace(tmp_path, configs=("A", "B")))
+    tab = context_latency.decode_latency_by_context(_trace(tmp_path, configs=("A", "B")))
     with pytest.raises(InputError, match="several series"):
-        context.fit_linear(tab)
+        context_latency.fit_linear(tab)
     one = tab[tab["config"] == "B"]
-    assert context.fit_linear(one).slope_per_1k == pytest.approx(2.0)
+    assert context_latency.fit_linear(one).slope_per_1k == pytest.approx(2.0)
     with pytest.raises(InputError, match="two context lengths"):
-        context.fit_linear(one.iloc[:1])
+        context_latency.fit_linear(one.iloc[:1])
 
 
 def test_kv_bandwidth_model_128k_to_855k():
-    k = context.kv_bandwidth_model("deepseek-v4.1-flash", "b300")
+    k = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300")
     # (855,000 - 128,000) x 890 B = 647.03 MB; / 8 TB/s = 80.88 us
     assert k.extra_bytes == 647_030_000 and k.kv_bytes_per_token == 890
     assert k.extra_s == pytest.approx(80.87875e-6)
     assert k.bytes_per_sequence_hi == 760_950_000
-    k2 = context.kv_bandwidth_model("deepseek-v4.1-flash", "b300", batch=2, n_gpus=2)
+    k2 = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", batch=2, n_gpus=2)
     assert k2.extra_bytes == 2 * 647_030_000 and k2.extra_s == pytest.approx(k.extra_s)
     with pytest.raises(InputError, match="hi"):
-        context.kv_bandwidth_model("deepseek-v4.1-flash", "b300", lo=10, hi=10)
+        context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", lo=10, hi=10)
 
 
 def test_memory_by_context():
-    m = context.memory_by_context(
+    m = context_latency.memory_by_context(
         "deepseek-v4.1-flash", "b300", weight_bytes_per_gpu=100e9
     ).set_index("context_tokens")
     assert m.loc[855_000, "kv_bytes_per_sequence"] == 760_950_000

@@ -21,7 +21,7 @@ Size and method (measurements in ``benchmarks/README.md``):
   and fully validated (``summarize(read_trace(path))``). A larger one is streamed,
   :data:`CHUNK_ROWS` rows at a time, reading only the columns the metrics need (``point_id``
   dictionary-encoded; never ``request_id`` or ``error``); each chunk gets the checks
-  :func:`rackbook.traces.validate` makes on those columns, with the same messages (missing or
+  :func:`rackbook.core.traces.validate` makes on those columns, with the same messages (missing or
   non-finite values, negative values, TTFT above E2EL, unknown point ids, gaps of absent
   requests, the milliseconds guard). Not checked when streaming: unique ``request_id``,
   ``cached_prompt_tokens``, and the optional extra tables.
@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook import traces
+from rackbook.core import traces
 from rackbook.errors import InputError
 
 PERCENTILES: tuple[float, ...] = (90.0, 99.0)
@@ -462,7 +462,7 @@ def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
 
 def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int) -> None:
     """Feed ``path``/itl.parquet to ``acc`` chunk by chunk; ``row_code`` is each request row's
-    point index, or -1 for a failed request. Checks as :func:`rackbook.traces.validate`."""
+    point index, or -1 for a failed request. Checks as :func:`rackbook.core.traces.validate`."""
     n_req = len(row_code)
     for off, c in traces.iter_table(path, "itl", ["request_row", "itl_s"], chunk_rows):
         rr, v = c["request_row"], c["itl_s"]

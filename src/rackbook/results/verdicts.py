@@ -1,5 +1,6 @@
 """What a measured or modelled number says about a published claim: whether the trace's
-hardware can speak to it, the verdict words of :data:`rackbook.results.VERDICTS`, and headline
+hardware can speak to it, the verdict words of :data:`rackbook.results.headline.VERDICTS`, and
+headline
 values that stay honest when a quantity is unknown.
 
 - A *measured* value tests a claim only when the trace ran on the claim's GPUs (names in the
@@ -16,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from rackbook import traces
-from rackbook.prefill import Verdict as RangeVerdict
+from rackbook.core import traces
+from rackbook.results.prefill_gain import Verdict as RangeVerdict
 
 #: GPU name fragments (upper case) of the claims' hardware.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
@@ -67,7 +68,7 @@ def against_value(
 def gain_verdict(
     v: RangeVerdict, comparable: bool, target: str, run: dict[str, Any]
 ) -> tuple[str, str]:
-    """Verdict of a measured gain against a published range (:func:`rackbook.prefill.
+    """Verdict of a measured gain against a published range (:func:`rackbook.results.prefill_gain.
     verdict_range`): ``inside`` or an overlapping interval -> ``consistent``, ``below`` /
     ``above`` -> ``inconsistent``; hardware that cannot speak to the claim -> ``not
     reproduced``."""
@@ -77,7 +78,8 @@ def gain_verdict(
 
 
 def reading_verdicts(readings: pd.DataFrame) -> pd.DataFrame:
-    """Verdict and one-line reason for each row of :func:`rackbook.scaling.claim_readings`.
+    """Verdict and one-line reason for each row of
+    :func:`rackbook.results.rack_scaling.claim_readings`.
 
     survives True -> ``consistent``; False -> ``inconsistent``; unknown (the reading fits only
     if enough counted tokens were cache hits) -> ``consistent`` with that condition as reason.

@@ -1,4 +1,4 @@
-"""Importers: other tools' benchmark results into traces (:mod:`rackbook.schema`).
+"""Importers: other tools' benchmark results into traces (:mod:`rackbook.core.schema`).
 
 ``vllm bench serve --save-result --save-detailed`` writes one JSON per run with per-request
 arrays (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times``,
@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rackbook import traces
+from rackbook.core import traces
 from rackbook.errors import InputError
 
 try:  # pinned in env/requirements-book.lock; the standard library is the fallback
@@ -147,7 +147,7 @@ def vllm_bench_frames(
     point_id: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> traces.Trace:
-    """One vLLM detailed result JSON as an (un-validated) :class:`~rackbook.traces.Trace`
+    """One vLLM detailed result JSON as an (un-validated) :class:`~rackbook.core.traces.Trace`
     with a single point; ``run`` is left empty for the caller to fill.
 
     ``labels`` are scenario keys (``engine``, ``config``, ``batch_size``, ``concurrency``,

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from conftest import synthetic_trace
 
-from rackbook import scaling
+from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.traces import validate
 from rackbook.errors import InputError
-from rackbook.importers import vllm_bench_frames
-from rackbook.traces import validate
+from rackbook.results import rack_scaling
 
 
 def _result(inp, out, ttft, lat, duration=2.0):
@@ -51,7 +51,7 @@ def test_accounting_from_request_rows(tmp_path):
         [("p", {"num_gpus": "4"}, _result([100, 200], [10, 20], [0.1, 0.2], [1.0, 2.0]))],
     )
     t.requests["cached_prompt_tokens"] = pd.array([60, 100], dtype="Int64")
-    row = scaling.token_accounting(t).iloc[0]
+    row = rack_scaling.token_accounting(t).iloc[0]
     # 2 s window: output 30 -> 15 tok/s; input 300 -> 150; cached 160 -> 80; new 140 -> 70
     assert row["cached_source"] == "requests"
     assert row["output_tok_s"] == pytest.approx(15.0)
@@ -87,11 +87,11 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
     )
     t.extra["server_metrics"] = sm
     t = validate(t)
-    assert scaling.counter_deltas(t.extra["server_metrics"], "p") == {
+    assert rack_scaling.counter_deltas(t.extra["server_metrics"], "p") == {
         "vllm:prefix_cache_hits": 120.0,
         "vllm:prefix_cache_queries": 300.0,
     }
-    row = scaling.token_accounting(t, gpus=8).iloc[0]
+    row = rack_scaling.token_accounting(t, gpus=8).iloc[0]
     # hit rate 120 / 300 = 0.4; cached = 0.4 x 300 input tokens = 120 -> 60 tok/s, / 8 GPUs
     assert row["cached_source"] == "server_metrics"
     assert row["cached_input_tokens"] == pytest.approx(120.0)
@@ -104,13 +104,13 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
 
 def test_accounting_unknown_cached_is_nan_and_said(tmp_path):
     t = _trace(tmp_path, [("p", {}, _result([100], [10], [0.1], [1.0]))])
-    row = scaling.token_accounting(t).iloc[0]
+    row = rack_scaling.token_accounting(t).iloc[0]
     assert row["cached_source"] == "unknown" and "unknown" in row["note"]
     assert math.isnan(row["cached_input_tok_s"]) and math.isnan(row["computed_tok_s"])
     assert row["total_tok_s"] == pytest.approx(55.0)  # (100 + 10) / 2 s still known
     assert math.isnan(row["total_tok_s_per_gpu"])  # no GPU count anywhere
     with pytest.raises(InputError, match="gpus"):
-        scaling.token_accounting(t, gpus=0)
+        rack_scaling.token_accounting(t, gpus=0)
 
 
 def test_counter_that_went_down_is_unknown(tmp_path):
@@ -123,21 +123,21 @@ def test_counter_that_went_down_is_unknown(tmp_path):
         ]
     )
     t = _trace(tmp_path, [("p", {}, _result([100], [10], [0.1], [1.0]))], sm)
-    row = scaling.token_accounting(t).iloc[0]
+    row = rack_scaling.token_accounting(t).iloc[0]
     assert row["cached_source"] == "unknown" and "went down" in row["note"]
 
 
 def test_scaling_efficiency_is_the_per_gpu_ratio():
-    s = scaling.scaling_efficiency(1000.0, 100.0, 32, 4)
+    s = rack_scaling.scaling_efficiency(1000.0, 100.0, 32, 4)
     assert s.speedup == pytest.approx(10.0) and s.nodes == pytest.approx(8.0)
     assert s.efficiency == pytest.approx(1.25)
     assert s.per_gpu_n / s.per_gpu_1 == pytest.approx(s.efficiency)  # 31.25 / 25
     with pytest.raises(InputError, match="total_1"):
-        scaling.scaling_efficiency(1.0, 0.0, 8, 4)
+        rack_scaling.scaling_efficiency(1.0, 0.0, 8, 4)
 
 
 def test_speedup_readings_tray_and_hgx():
-    r = scaling.speedup_readings(7.9, 72).set_index("system")
+    r = rack_scaling.speedup_readings(7.9, 72).set_index("system")
     assert r.loc["gb300-tray", "gpus_per_node"] == 4 and r.loc["gb300-tray", "nodes"] == 18
     assert r.loc["gb300-tray", "efficiency"] == pytest.approx(7.9 / 18)
     assert round(100 * r.loc["gb300-tray", "efficiency"]) == 44
@@ -146,7 +146,7 @@ def test_speedup_readings_tray_and_hgx():
 
 
 def test_claim_readings_per_gpu_exceeds_peak_rack_total_does_not():
-    r = scaling.claim_readings().set_index("reading")
+    r = rack_scaling.claim_readings().set_index("reading")
     dec = r.loc["per-gpu-decode"]
     # 954,000 x 2 x 16e9 = 30.528 PFLOP/s against 15 PFLOP/s; cap 15e15 / 32e9 = 468,750
     assert dec["implied_flops_per_s"] == pytest.approx(30.528e15)
@@ -165,16 +165,16 @@ def test_claim_readings_per_gpu_exceeds_peak_rack_total_does_not():
 
 
 def test_claim_readings_with_a_cached_share():
-    r = scaling.claim_readings(cached_share=0.6).set_index("reading")
+    r = rack_scaling.claim_readings(cached_share=0.6).set_index("reading")
     c = r.loc["per-gpu-with-cached"]
     assert c["computed_tok_s_per_gpu"] == pytest.approx(381_600)  # 0.4 x 954,000
     assert c["ratio"] == pytest.approx(381_600 * 32e9 / 15e15)
     assert bool(c["survives"])
-    assert not bool(scaling.claim_readings(cached_share=0.5).iloc[-1]["survives"])
+    assert not bool(rack_scaling.claim_readings(cached_share=0.5).iloc[-1]["survives"])
 
 
 def test_cost_readings():
-    c = scaling.cost_readings()
+    c = rack_scaling.cost_readings()
     cost = c.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
     # 13,250 tok/s x 3600 = 47.7 M tokens per GPU-hour
     assert cost[("rack total / 72", "claim as cost")] == pytest.approx(38.96 / 47.7)
@@ -190,4 +190,4 @@ def test_cost_readings():
     assert np.isnan(rev.loc["per GPU as stated", "cached_share_matching"])  # >= $343 always
     assert c.ratio_to_rental == pytest.approx(38.96 / 2.65)
     with pytest.raises(InputError, match="usd_per_m_cached"):
-        scaling.cost_readings(usd_per_m_uncached=0.1, usd_per_m_cached=1.0)
+        rack_scaling.cost_readings(usd_per_m_uncached=0.1, usd_per_m_cached=1.0)

@@ -1,0 +1,2 @@
+"""Modelled numbers: roofline arithmetic on the catalogs (``roofline``), expert-parallel load
+balancing (``eplb``) and unit formatting (``units``). No measurement."""
