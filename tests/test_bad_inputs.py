@@ -769,10 +769,10 @@ def _nested(keys: str, value: Any = None, delete: bool = False) -> Callable[[dic
 
 
 RAW_YAML = [  # (id, bytes, field, problem)
-    ("empty", b"", "(top level)", "must be a mapping, got NoneType"),
+    ("empty", b"", "(top level)", "expected a mapping, got empty file"),
     ("binary", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "-", "not text"),
-    ("top-list", b"- a\n- b\n", "(top level)", "must be a mapping, got list"),
-    ("truncated", b"id: x\narchitecture: {num_layers: 4,\n", "line 3 column 1", "YAML syntax"),
+    ("top-list", b"- a\n- b\n", "(top level)", "expected a mapping, got list"),
+    ("truncated", b"id: x\narchitecture: {num_layers: 4,\n", "line 3, column 1", "YAML syntax"),
 ]
 
 
@@ -798,7 +798,7 @@ def test_hardware_yaml_bad_file(tmp_path, content, field, problem):
 
 CLAIMS_RAW = [
     ("empty", b"", "(top level)", "got empty file"),
-    ("binary", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "-", "cannot read"),
+    ("binary", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "-", "not text (binary file?)"),
     ("top-list", b"- a\n- b\n", "(top level)", "got list"),
     ("truncated", b"sources:\n  - {id: a,\n", "line 3, column 1", "YAML syntax"),
 ]
@@ -816,7 +816,11 @@ def test_claims_yaml_bad_file(tmp_path, content, field, problem):
 @pytest.mark.parametrize(
     "edit,field,problem",
     [
-        (_nested("architecture.num_layers", delete=True), "architecture.num_layers", "missing"),
+        (
+            _nested("architecture.num_layers", delete=True),
+            "architecture.num_layers",
+            "field required",
+        ),
         (_nested("architecture.num_layers", "forty"), "architecture.num_layers", "integer"),
         (_nested("architecture.num_layers", -4), "architecture.num_layers", "must be >"),
         (_nested("architecture.colour", "red"), "architecture.colour", "unknown field"),
@@ -854,7 +858,7 @@ def _first(section: str) -> str:
 @pytest.mark.parametrize(
     "section,field_name,value,problem",
     [
-        ("gpus", None, None, "missing"),
+        ("gpus", None, None, "field required"),
         ("systems", "gpu", "h900", "unknown GPU 'h900'"),
         ("gpus", "colour", "green", "unknown field"),
     ],
@@ -1037,7 +1041,7 @@ def test_recipes_output_folder_of_someone_else(tmp_path, run_cli):
 
 def test_topology_loader_missing_field(tmp_path):
     p = _yaml_variant(TOPOLOGY, tmp_path / "t.yaml", lambda d: d.pop("workers"))
-    input_error(lambda: topology.load_topology(p), p, "workers", "missing")
+    input_error(lambda: topology.load_topology(p), p, "workers", "field required")
 
 
 # --------------------------------------------------------------------------------------------

@@ -138,7 +138,7 @@ def test_model_entries():
         ),
         (
             lambda d: d["gpus"]["b200"]["dense_flops"].pop("fp4"),
-            "gpus.b200.dense_flops.fp4: required field is missing",
+            "gpus.b200.dense_flops.fp4: field required",
         ),
         (
             lambda d: d["systems"]["hgx-b300"].update(gpu="b900"),
@@ -150,7 +150,7 @@ def test_model_entries():
         ),
         (
             lambda d: d["prices"]["gb300-rental"].update(usd_per_gpu_hour="cheap"),
-            "prices.gb300-rental.usd_per_gpu_hour: Input should be a valid number",
+            "prices.gb300-rental.usd_per_gpu_hour: input should be a valid number",
         ),
     ],
 )
@@ -170,7 +170,7 @@ def test_yaml_syntax_error_and_top_level_type(tmp_root):
     msg = str(info.value)
     assert msg.startswith("data/hardware.yaml: line ") and "YAML syntax error" in msg
     hw.write_text("- 1\n- 2\n")
-    with pytest.raises(InputError, match=r"^data/hardware.yaml: \(top level\): must be a mapping"):
+    with pytest.raises(InputError, match=r"^data/hardware.yaml: \(top level\): expected a mapping"):
         catalogs.load_hardware()
 
 

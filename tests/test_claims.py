@@ -273,7 +273,7 @@ def test_wrong_type_nested(tmp_path: Path, raw: dict[str, Any]) -> None:
 def test_unknown_field(tmp_path: Path, raw: dict[str, Any]) -> None:
     _claim(raw, "decode-parity.gap")["colour"] = "red"
     message = _error(_write(tmp_path, raw))
-    assert ": claims[decode-parity.gap].colour: extra inputs are not permitted" in message
+    assert ": claims[decode-parity.gap].colour: unknown field" in message
 
 
 def test_duplicate_id(tmp_path: Path, raw: dict[str, Any]) -> None:
@@ -388,9 +388,7 @@ def test_duplicate_yaml_key(tmp_path: Path) -> None:
 def test_top_level_not_a_mapping(tmp_path: Path, text: str, kind: str) -> None:
     path = tmp_path / "claims.yaml"
     path.write_text(text, encoding="utf-8")
-    assert _error(path).endswith(
-        f": (top level): expected a mapping with keys 'sources' and 'claims', got {kind}"
-    )
+    assert _error(path).endswith(f": (top level): expected a mapping, got {kind}")
 
 
 def test_entry_not_a_mapping(tmp_path: Path, raw: dict[str, Any]) -> None:

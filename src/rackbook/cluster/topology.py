@@ -30,13 +30,12 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rackbook import paths
 from rackbook.core import fsio
 from rackbook.errors import InputError
-from rackbook.inputs import catalogs
-from rackbook.inputs.catalogs import _display, _read_yaml, _validate
+from rackbook.inputs import catalogs, loader
 
 #: The topology file ``rackbook recipes`` reads by default (relative to the repository root).
 DEFAULT_TOPOLOGY = "env/cluster/topology.yaml"
@@ -68,8 +67,7 @@ Policy = Literal[
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+_Strict = loader.Strict
 
 
 class ModelRef(_Strict):
@@ -289,9 +287,8 @@ def _check(topo: Topology) -> None:
 def load_topology(path: str | Path = DEFAULT_TOPOLOGY) -> Topology:
     """Load and validate a topology file; any problem raises InputError (file, field, problem)."""
     p = paths.resolve(path)
-    data = _read_yaml(p)
-    topo: Topology = _validate(Topology, data, p)
-    topo.file = _display(p)
+    topo = loader.load(Topology, p)
+    topo.file = loader.display_path(p)
     _check(topo)
     return topo
 
@@ -790,7 +787,7 @@ def cli_recipes(args: argparse.Namespace) -> int:
     topo = load_topology(args.topology)
     written = write_recipes(topo, args.output)
     for p in written:
-        print(_display(p))
+        print(loader.display_path(p))
     print(
         f"{topo.model.hf_id}: "
         + ", ".join(f"{n} DEP{w.gpus} on {topo.nodes(n)} node(s)" for n, w in topo.workers.items())

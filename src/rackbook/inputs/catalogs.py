@@ -13,18 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, model_validator
 
 from rackbook import paths
 from rackbook.errors import InputError
+from rackbook.inputs import loader
 
 Precision = Literal["fp4", "fp8", "bf16"]
 PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
@@ -35,8 +28,7 @@ PosFloat = Annotated[float, Field(gt=0)]
 Text = Annotated[str, Field(min_length=1)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+_Strict = loader.Strict
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,61 +236,6 @@ class ModelSpec(_Strict):
 # loading
 
 
-def _display(path: Path) -> str:
-    """The path as errors show it: relative to the repository root when under it."""
-    try:
-        return str(path.resolve().relative_to(paths.ROOT.resolve()))
-    except ValueError:
-        return str(path)
-
-
-def _problem(err: dict[str, Any]) -> str:
-    kind, ctx = err.get("type", ""), err.get("ctx") or {}
-    if kind == "greater_than":
-        return f"must be > {ctx.get('gt')}"
-    if kind == "greater_than_equal":
-        return f"must be >= {ctx.get('ge')}"
-    if kind == "missing":
-        return "required field is missing (write null if unknown)"
-    if kind == "extra_forbidden":
-        return "unknown field"
-    msg = str(err.get("msg", "invalid"))
-    return msg[len("Value error, ") :] if msg.startswith("Value error, ") else msg
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    shown = _display(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(shown, "-", "file not found") from None
-    except OSError as exc:
-        raise InputError(shown, "-", f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(shown, "-", "not text (binary file?)") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "-"
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(shown, where, f"YAML syntax error: {problem}") from None
-    if not isinstance(data, dict):
-        raise InputError(shown, "(top level)", f"must be a mapping, got {type(data).__name__}")
-    return data
-
-
-def _validate(cls: type[BaseModel], data: dict[str, Any], path: Path) -> Any:
-    try:
-        return cls.model_validate(data)
-    except ValidationError as exc:
-        errors = exc.errors()
-        first = errors[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise InputError(_display(path), field, _problem(first) + more) from None
-
-
 def _hardware_path(path: str | Path | None) -> Path:
     return paths.DATA / "hardware.yaml" if path is None else paths.resolve(path)
 
@@ -306,8 +243,8 @@ def _hardware_path(path: str | Path | None) -> Path:
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     """Load and validate the hardware catalog (default ``data/hardware.yaml``)."""
     p = _hardware_path(path)
-    cat: HardwareCatalog = _validate(HardwareCatalog, _read_yaml(p), p)
-    shown = _display(p)
+    shown = loader.display_path(p)
+    cat = loader.validate(HardwareCatalog, loader.read_yaml(p), shown)
     for section in ("gpus", "systems", "prices"):
         for key, entry in getattr(cat, section).items():
             if entry.id and entry.id != key:
@@ -329,7 +266,7 @@ def _lookup(section: str, what: str, key: str, path: str | Path | None) -> Any:
     entries = getattr(cat, section)
     if key not in entries:
         raise InputError(
-            _display(_hardware_path(path)),
+            loader.display_path(_hardware_path(path)),
             f"{section}.{key}",
             f"unknown {what}; known: {', '.join(sorted(entries))}",
         )
@@ -369,20 +306,32 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
     """Load a model entry by catalog id (``deepseek-v4.1-flash``) or by path to a YAML file."""
     text = str(id_or_path)
     if isinstance(id_or_path, Path) or _looks_like_path(text):
-        p = paths.resolve(text)
-        spec: ModelSpec = _validate(ModelSpec, _read_yaml(p), p)
-        spec._file = _display(p)
-        return spec
+        return _model_file(paths.resolve(text))
     known = list_models()
     if text not in known:
         raise InputError(
-            _display(models_dir()),
+            loader.display_path(models_dir()),
             "model",
             f"unknown model {text!r}; known: {', '.join(known) or '(none)'}",
         )
-    p = models_dir() / f"{text}.yaml"
-    spec = _validate(ModelSpec, _read_yaml(p), p)
-    spec._file = _display(p)
+    spec = _model_file(models_dir() / f"{text}.yaml")
     if spec.id != text:
-        raise InputError(_display(p), "id", f"{spec.id!r} differs from the file name {text!r}")
+        raise InputError(spec.file, "id", f"{spec.id!r} differs from the file name {text!r}")
     return spec
+
+
+def _model_file(p: Path) -> ModelSpec:
+    shown = loader.display_path(p)
+    spec = loader.validate(ModelSpec, loader.read_yaml(p), shown)
+    spec._file = shown
+    return spec
+
+
+def as_model(model: ModelSpec | str | Path) -> ModelSpec:
+    """``model`` itself if already loaded, else :func:`load_model` of its id or path."""
+    return model if isinstance(model, ModelSpec) else load_model(model)
+
+
+def as_gpu(hw: GpuSpec | str) -> GpuSpec:
+    """``hw`` itself if already loaded, else the catalog GPU with that id (:func:`gpu`)."""
+    return hw if isinstance(hw, GpuSpec) else gpu(hw)

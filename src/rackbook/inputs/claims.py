@@ -11,35 +11,19 @@ Units are those of each claim's ``unit`` field (``%``, ``tok/s``, ``ms``, ``B/to
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rackbook import paths
 from rackbook.errors import InputError
+from rackbook.inputs import loader
 
 Status = Literal["located", "not-located", "partly-located"]
 Comparison = Literal["bound", "range", "ratio", "equal"]
-
-_ERROR_TYPE = "rackbook_field"  # custom pydantic error carrying a field path in ctx["field"]
-
-
-def _field_error(field: str, problem: str) -> PydanticCustomError:
-    """A validation error that names the field (relative to the model) it is about."""
-    return PydanticCustomError(_ERROR_TYPE, "{problem}", {"problem": problem, "field": field})
 
 
 class _Model(BaseModel):
@@ -55,7 +39,9 @@ class Range(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Range:
         if not self.low < self.high:
-            raise _field_error("high", f"high ({self.high:g}) must be above low ({self.low:g})")
+            raise loader.field_error(
+                "high", f"high ({self.high:g}) must be above low ({self.low:g})"
+            )
         return self
 
 
@@ -71,7 +57,9 @@ class Span(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Span:
         if self.high < self.low:
-            raise _field_error("high", f"high ({self.high}) must not be below low ({self.low})")
+            raise loader.field_error(
+                "high", f"high ({self.high}) must not be below low ({self.low})"
+            )
         return self
 
 
@@ -130,9 +118,9 @@ class ClaimSource(_Model):
     @model_validator(mode="after")
     def _status_matches_primary(self) -> ClaimSource:
         if self.status == "not-located" and self.primary is not None:
-            raise _field_error("primary", "must be null when status is not-located")
+            raise loader.field_error("primary", "must be null when status is not-located")
         if self.status != "not-located" and self.primary is None:
-            raise _field_error("primary", f"a URL is required when status is {self.status}")
+            raise loader.field_error("primary", f"a URL is required when status is {self.status}")
         return self
 
 
@@ -176,23 +164,31 @@ class Claim(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> Claim:
         if not self.id.startswith(self.result + "."):
-            raise _field_error("id", f"must start with the result name {self.result + '.'!r}")
+            raise loader.field_error("id", f"must start with the result name {self.result + '.'!r}")
         if self.comparison == "range":
             if self.values is None:
-                raise _field_error("values", "required (low/high) when comparison is range")
+                raise loader.field_error("values", "required (low/high) when comparison is range")
             if self.value is not None:
-                raise _field_error("value", "not allowed when comparison is range; use values")
+                raise loader.field_error(
+                    "value", "not allowed when comparison is range; use values"
+                )
         else:
             if self.value is None:
-                raise _field_error("value", f"required when comparison is {self.comparison}")
+                raise loader.field_error("value", f"required when comparison is {self.comparison}")
             if self.values is not None:
-                raise _field_error("values", f"only for comparison range, not {self.comparison}")
+                raise loader.field_error(
+                    "values", f"only for comparison range, not {self.comparison}"
+                )
         if self.comparison == "bound" and self.direction is None:
-            raise _field_error("direction", "required (upper or lower) when comparison is bound")
+            raise loader.field_error(
+                "direction", "required (upper or lower) when comparison is bound"
+            )
         if self.comparison != "bound" and self.direction is not None:
-            raise _field_error("direction", "only for comparison bound")
+            raise loader.field_error("direction", "only for comparison bound")
         if self.comparison == "ratio" and not self.reference:
-            raise _field_error("reference", "required when comparison is ratio (the denominator)")
+            raise loader.field_error(
+                "reference", "required when comparison is ratio (the denominator)"
+            )
         return self
 
     @property
@@ -213,7 +209,7 @@ class Registry(_Model):
         seen: dict[str, int] = {}
         for i, s in enumerate(self.sources):
             if s.id in seen:
-                raise _field_error(
+                raise loader.field_error(
                     f"sources.{i}.id", f"duplicate id (entries {seen[s.id]} and {i})"
                 )
             seen[s.id] = i
@@ -221,21 +217,23 @@ class Registry(_Model):
         ids: dict[str, int] = {}
         for i, c in enumerate(self.claims):
             if c.id in ids:
-                raise _field_error(f"claims.{i}.id", f"duplicate id (entries {ids[c.id]} and {i})")
+                raise loader.field_error(
+                    f"claims.{i}.id", f"duplicate id (entries {ids[c.id]} and {i})"
+                )
             ids[c.id] = i
             refs = [("seen_in", c.source.seen_in)] + [
                 (f"refs.{j}", r) for j, r in enumerate(c.source.refs)
             ]
             for field, ref in refs:
                 if ref not in known:
-                    raise _field_error(
+                    raise loader.field_error(
                         f"claims.{i}.source.{field}",
                         f"unknown source id {ref!r}; known: {', '.join(sorted(known))}",
                     )
             if c.source.primary is not None:
                 urls = {self.source(r).url for r in [c.source.seen_in, *c.source.refs]}
                 if c.source.primary not in urls:
-                    raise _field_error(
+                    raise loader.field_error(
                         f"claims.{i}.source.primary",
                         "must be the url of a source named in seen_in or refs",
                     )
@@ -280,119 +278,17 @@ class Registry(_Model):
 # Loading
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a mapping with the same key twice (a silent overwrite otherwise)."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in seen:
-            mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=True)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _display(path: Path) -> str:
-    """``path`` relative to the repository root when inside it, else as given."""
-    try:
-        return str(path.resolve().relative_to(paths.ROOT.resolve()))
-    except ValueError:
-        return str(path)
-
-
-def _entry_label(raw: dict[str, Any], section: str, index: int) -> str:
-    """``claims[<id>]`` when entry ``index`` has a string id, else ``claims[<index>]``."""
-    items = raw.get(section)
-    if isinstance(items, list) and 0 <= index < len(items):
-        entry = items[index]
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
-            return f"{section}[{entry['id']}]"
-    return f"{section}[{index}]"
-
-
-def _field_path(raw: Any, loc: Sequence[str | int]) -> str:
-    """Render a pydantic location as ``claims[<id>].source.seen_in``."""
-    parts: list[str | int] = list(loc)
-    out = ""
-    if (
-        len(parts) >= 2
-        and parts[0] in ("claims", "sources")
-        and isinstance(parts[1], int)
-        and isinstance(raw, dict)
-    ):
-        out = _entry_label(raw, str(parts[0]), parts[1])
-        parts = parts[2:]
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        else:
-            out += ("." if out else "") + p
-    return out or "(top level)"
-
-
-def _problem(err: dict[str, Any]) -> str:
-    msg = str(err.get("msg", "invalid"))
-    msg = msg[:1].lower() + msg[1:]
-    if msg.startswith("value error, "):
-        msg = msg[len("value error, ") :]
-    if err.get("type") not in ("missing", _ERROR_TYPE, "value_error") and "input" in err:
-        shown = repr(err["input"])
-        msg += f" (got {shown[:60] + '...' if len(shown) > 60 else shown})"
-    return msg
-
-
-def _loc(err: dict[str, Any]) -> tuple[str | int, ...]:
-    loc: tuple[str | int, ...] = tuple(err.get("loc", ()))
-    if err.get("type") == _ERROR_TYPE:
-        extra = str(err["ctx"]["field"]).split(".")
-        loc += tuple(int(x) if x.isdigit() else x for x in extra)
-    return loc
-
-
 def parse_claims(raw: Any, file: str | Path = "claims registry") -> Registry:
     """Validate already-parsed YAML/JSON data; errors name ``file``, the entry and the field."""
-    file = str(file)
-    if not isinstance(raw, dict):
-        kind = "empty file" if raw is None else type(raw).__name__
-        raise InputError(
-            file, "(top level)", f"expected a mapping with keys 'sources' and 'claims', got {kind}"
-        )
-    try:
-        registry = Registry.model_validate(raw)
-    except ValidationError as exc:
-        errors = exc.errors()
-        first = errors[0]
-        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InputError(file, _field_path(raw, _loc(first)), _problem(first) + more) from None
-    registry._path = file
+    registry = loader.validate(Registry, raw, file)
+    registry._path = str(file)
     return registry
 
 
 def load_claims(path: str | Path | None = None) -> Registry:
     """Read and validate the claims registry (default ``data/claims.yaml``)."""
     p = paths.DATA / "claims.yaml" if path is None else paths.resolve(path)
-    shown = _display(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(shown, "-", "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(shown, "-", f"cannot read: {exc}") from None
-    try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "yaml"
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(shown, where, f"YAML syntax error: {problem}") from None
-    return parse_claims(raw, shown)
+    return parse_claims(loader.read_yaml(p), loader.display_path(p))
 
 
 # --------------------------------------------------------------------------------------------

@@ -55,10 +55,6 @@ def _frac(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
 
 
-def _hw(hw: GpuSpec | str) -> GpuSpec:
-    return catalogs.gpu(hw) if isinstance(hw, str) else hw
-
-
 def _check_choice(value: str, choices: tuple[str, ...], field: str) -> None:
     if value not in choices:
         raise InputError("-", field, f"{value!r} is not one of {', '.join(choices)}")
@@ -177,7 +173,7 @@ def sequences_fitting(
     ``memory_fraction`` (like vLLM's ``gpu_memory_utilization``) to leave room for them.
     Uses the lower bound of the HBM capacity where the catalog gives a range.
     """
-    g = _hw(hw)
+    g = catalogs.as_gpu(hw)
     _check_positive(context_tokens, "context_tokens")
     _check_positive(weight_bytes_per_gpu, "weight_bytes_per_gpu", allow_zero=True)
     if not 0 < memory_fraction <= 1:
@@ -252,7 +248,7 @@ def compute_ceiling_tokens_per_s(
 
     DeepSeek-V4.1-Flash decode on one B300 at FP4: 15e15 / 32e9 = 468,750 tokens/s.
     """
-    g = _hw(hw)
+    g = catalogs.as_gpu(hw)
     _check_choice(precision, PRECISIONS, "precision")
     _check_positive(n_gpus, "n_gpus")
     peak = g.flops(precision)
@@ -289,7 +285,7 @@ class Step:
 def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) -> Step:
     """Lower bound on a step's time: ``nbytes`` / (n_gpus x HBM bytes/s), in seconds
     (assumes the bytes are spread evenly over the GPUs)."""
-    g = _hw(hw)
+    g = catalogs.as_gpu(hw)
     _check_positive(nbytes, "bytes", allow_zero=True)
     _check_positive(n_gpus, "n_gpus")
     bw = n_gpus * g.hbm_bandwidth_bytes_per_s

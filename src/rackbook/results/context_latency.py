@@ -245,7 +245,7 @@ def kv_bandwidth_model(
     one GPU (data-parallel attention), more when a sequence's KV is split (context parallel).
     DeepSeek-V4.1-Flash, FP4 KV, 128k -> 855k, batch 1, one B300: 647.03 MB, 80.88 us.
     """
-    m = catalogs.load_model(model) if isinstance(model, str) else model
+    m = catalogs.as_model(model)
     if not 0 <= lo < hi:
         raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
     if batch < 1:
@@ -279,7 +279,7 @@ def memory_by_context(
     after ``weight_bytes_per_gpu`` bytes of weights
     (:func:`rackbook.physics.roofline.sequences_fitting`;
     the weight bytes depend on the parallel layout and must be given)."""
-    m = catalogs.load_model(model) if isinstance(model, str) else model
+    m = catalogs.as_model(model)
     rows = []
     for c in contexts:
         fit = roofline.sequences_fitting(
@@ -373,7 +373,7 @@ def weight_bytes_per_gpu(
     routed 40 x 384 x 18.8 MB = 288.768 GB; dense (552e9 - 40 x 384 x 3 x 5120 x 2304)
     = 8.418e9 params x 1 B (FP8) = 8.418 GB; total 297.19 GB, 74.30 GB per GPU over 4 GPUs.
     """
-    m = catalogs.load_model(model) if isinstance(model, str) else model
+    m = catalogs.as_model(model)
     if n_gpus < 1:
         raise InputError("-", "n_gpus", f"must be >= 1, got {n_gpus}")
     if moe_layers is not None and moe_layers < 1:

@@ -305,7 +305,7 @@ def prefix_read_model(
     DeepSeek-V4.1-Flash, 128,000 cached tokens, FP4 KV, one B300, no reuse: 113.9 MB per new
     token, 14.24 us, against 1.067 us of compute (8e9 x 2 FLOP / 15 PFLOP/s).
     """
-    m = catalogs.load_model(model) if isinstance(model, str) else model
+    m = catalogs.as_model(model)
     if reuse_tokens < 1:
         raise InputError("-", "reuse_tokens", f"must be >= 1, got {reuse_tokens}")
     read = roofline.kv_read_time_s(prefix_tokens, m, hw, kv_dtype, n_gpus)

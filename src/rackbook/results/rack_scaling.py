@@ -74,14 +74,6 @@ TOKENS_FORMULA = (
 _RATES = ("output", "new_input", "cached_input", "input", "total", "computed")
 
 
-def _model(model: ModelSpec | str) -> ModelSpec:
-    return catalogs.load_model(model) if isinstance(model, str) else model
-
-
-def _gpu(hw: GpuSpec | str) -> GpuSpec:
-    return catalogs.gpu(hw) if isinstance(hw, str) else hw
-
-
 def _base_name(metric: str) -> str:
     return metric[: -len("_total")] if metric.endswith("_total") else metric
 
@@ -317,7 +309,7 @@ def claim_readings(
     DeepSeek-V4.1-Flash on B300 at FP4: 954,000 x 32 GFLOP = 30.5 PFLOP/s > 15 (2.04x peak;
     cap 468,750 tok/s); rack total 954,000 / 72 = 13,250 tok/s/GPU = 0.424 PFLOP/s (2.8 %).
     """
-    m, g = _model(model), _gpu(hw)
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     if not claim_value > 0:
         raise InputError("-", "claim_value", f"must be > 0, got {claim_value}")
     if cached_share is not None and not 0 <= cached_share <= 1:

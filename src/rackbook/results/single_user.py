@@ -56,10 +56,6 @@ GAP_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0)
 STREAM_FORMULA = r"\text{tok/s} = \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
 
 
-def _model(model: ModelSpec | str) -> ModelSpec:
-    return catalogs.load_model(model) if isinstance(model, str) else model
-
-
 def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float | None, str]:
     """Speculative-decoding acceptance length (tokens per step) and where it came from.
 
@@ -179,7 +175,7 @@ def batch1_floor(
     (:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`). DeepSeek-V4.1-Flash on
     4 x B300: 12 GB / 32 TB/s = 0.375 ms/step, 2,667 tokens/s at acceptance 1."""
     return roofline.batch1_decode_ceiling_tokens_per_s(
-        _model(model),
+        catalogs.as_model(model),
         hw,
         n_gpus,
         acceptance_length,

@@ -1,0 +1,167 @@
+"""One loader for every declarative YAML input (claims registry, catalogs, topology).
+
+A file is read with YAML's safe loader, a mapping with the same key twice is refused (it would
+silently overwrite), and the data is validated by a strict pydantic model. Every problem becomes
+one :class:`~rackbook.errors.InputError` in one style: the file (relative to the repository when
+inside it), the field path, the problem::
+
+    data/claims.yaml: claims[rack-scaling.cost].unit: field required
+    data/hardware.yaml: gpus.b300.hbm_bandwidth_bytes_per_s: must be > 0
+    env/cluster/topology.yaml: line 4, column 5: YAML syntax error: duplicate key 'id'
+
+A list of entries that carry an ``id`` is shown by that id (``claims[<id>]``), else by index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import PydanticCustomError
+
+from rackbook import paths
+from rackbook.errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
+
+#: pydantic error type of :func:`field_error` (carries a field path relative to the model).
+FIELD_ERROR = "rackbook_field"
+
+
+class Strict(BaseModel):
+    """Base of every input model: unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def field_error(field: str, problem: str) -> PydanticCustomError:
+    """A validation error raised inside a model validator that names the field (a dotted path
+    relative to the model) it is about."""
+    return PydanticCustomError(FIELD_ERROR, "{problem}", {"problem": problem, "field": field})
+
+
+def display_path(path: str | Path) -> str:
+    """``path`` relative to the repository root when inside it, else as given."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(paths.ROOT.resolve()))
+    except ValueError:
+        return str(p)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a mapping with the same key twice."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Parse a YAML file (safe loader, duplicate keys refused); errors name the file."""
+    p = Path(path)
+    shown = display_path(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(shown, "-", "file not found") from None
+    except IsADirectoryError:
+        raise InputError(shown, "-", "is a folder, expected a YAML file") from None
+    except UnicodeDecodeError:
+        raise InputError(shown, "-", "not text (binary file?)") from None
+    except OSError as exc:
+        raise InputError(shown, "-", f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "-"
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(shown, where, f"YAML syntax error: {problem}") from None
+
+
+def _entry_label(raw: Any, section: str, index: int) -> str:
+    """``section[<id>]`` when entry ``index`` of list ``section`` has a string id."""
+    items = raw.get(section) if isinstance(raw, dict) else None
+    if isinstance(items, list) and 0 <= index < len(items):
+        entry = items[index]
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
+            return f"{section}[{entry['id']}]"
+    return f"{section}[{index}]"
+
+
+def _field_path(raw: Any, loc: Sequence[str | int]) -> str:
+    """A pydantic location as ``claims[<id>].source.seen_in`` or ``gpus.b300.name``."""
+    parts: list[str | int] = list(loc)
+    out = ""
+    if len(parts) >= 2 and isinstance(parts[0], str) and isinstance(parts[1], int):
+        out = _entry_label(raw, parts[0], parts[1])
+        parts = parts[2:]
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else ("." if out else "") + p
+    return out or "(top level)"
+
+
+def _loc(err: dict[str, Any]) -> tuple[str | int, ...]:
+    loc: tuple[str | int, ...] = tuple(err.get("loc", ()))
+    if err.get("type") == FIELD_ERROR:
+        extra = str(err["ctx"]["field"]).split(".")
+        loc += tuple(int(x) if x.isdigit() else x for x in extra)
+    return loc
+
+
+def problem_text(err: dict[str, Any]) -> str:
+    """One pydantic error as the project words it (``must be > 0``, ``unknown field``, ...)."""
+    kind, ctx = err.get("type", ""), err.get("ctx") or {}
+    if kind == "greater_than":
+        return f"must be > {ctx.get('gt')}"
+    if kind == "greater_than_equal":
+        return f"must be >= {ctx.get('ge')}"
+    if kind == "missing":
+        return "field required"
+    if kind == "extra_forbidden":
+        return "unknown field"
+    msg = str(err.get("msg", "invalid"))
+    for prefix in ("Value error, ", "value error, "):
+        msg = msg.removeprefix(prefix)
+    msg = msg[:1].lower() + msg[1:]
+    if kind not in (FIELD_ERROR, "value_error") and "input" in err:
+        shown = repr(err["input"])
+        msg += f" (got {shown[:60] + '...' if len(shown) > 60 else shown})"
+    return msg
+
+
+def validate(model: type[M], raw: Any, file: str | Path) -> M:
+    """Validate parsed data with ``model``; the first problem becomes one InputError naming
+    ``file`` (as given), the field path and the problem (``(+N more)`` when there are more)."""
+    file = str(file)
+    if not isinstance(raw, dict):
+        kind = "empty file" if raw is None else type(raw).__name__
+        raise InputError(file, "(top level)", f"expected a mapping, got {kind}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError(file, _field_path(raw, _loc(first)), problem_text(first) + more) from None
+
+
+def load(model: type[M], path: str | Path) -> M:
+    """Read ``path`` (relative paths from the repository root) and validate it with ``model``."""
+    p = paths.resolve(path)
+    return validate(model, read_yaml(p), display_path(p))
