@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rackbook.core import schema, traces
+from rackbook.core import provenance, schema
 
 try:
     import orjson
@@ -179,7 +179,7 @@ def parquet_trace(path: Path, n: int, gaps: int, points: int, seed: int) -> dict
         "source": [GENERATOR] * points,
     }
     pq.write_table(pa.table(pts, schema=_schema("points")), tmp / "points.parquet")
-    run = traces.new_run_info(
+    run = provenance.new_run_info(
         kind="synthetic",
         commands=[" ".join(sys.argv)],
         parameters={"requests": n, "gaps_per_request": gaps, "points": points},

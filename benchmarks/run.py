@@ -160,6 +160,7 @@ import orjson
 orjson.loads(raw)
 t0 = lap("parse_orjson", t0)
 del raw
+from rackbook.core import provenance
 from rackbook.core import importers
 from rackbook.core import traces
 t0 = time.perf_counter()
@@ -168,7 +169,7 @@ t0 = lap("load_json", t0)
 tr = importers.vllm_bench_frames(src, data=d)
 t0 = lap("vllm_bench_frames", t0)
 del d
-tr.run = traces.new_run_info(kind="synthetic", commands=[], parameters={}, engine={},
+tr.run = provenance.new_run_info(kind="synthetic", commands=[], parameters={}, engine={},
                              generator={"name": "benchmarks/generate.py", "seed": 0})
 t0 = time.perf_counter()
 traces.write_trace(out, tr)

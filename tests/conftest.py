@@ -66,7 +66,7 @@ def run_cli(capsys):
 
 def synthetic_run(name: str = "hand-made test", seed: int = 0) -> dict[str, Any]:
     """``run.json`` of a hand-made test trace (kind synthetic, with generator and seed)."""
-    from rackbook.core.traces import new_run_info
+    from rackbook.core.provenance import new_run_info
 
     return new_run_info(
         kind="synthetic",

@@ -26,11 +26,10 @@ from conftest import small_result
 
 from rackbook import paths
 from rackbook.cluster import topology
-from rackbook.core import importers, traces
+from rackbook.core import expert_load, importers, traces
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, claims
 from rackbook.live import prom, scenarios
-from rackbook.physics import eplb
 
 # --------------------------------------------------------------------------------------------
 # shared checks
@@ -1156,7 +1155,7 @@ def test_eplb_log_malformed_line(line, problem):
     good = "EPLB step: 1 for model m: avg_tokens=1.00, max_tokens=2, balancedness=0.5000"
     lines = ["INFO starting", good, line]
     input_error(
-        lambda: eplb.parse_eplb_log_lines(lines, source="server.log"),
+        lambda: expert_load.parse_eplb_log_lines(lines, source="server.log"),
         "server.log",
         "line 3",
         problem,
@@ -1166,4 +1165,4 @@ def test_eplb_log_malformed_line(line, problem):
 def test_eplb_log_binary_file(tmp_path):
     p = tmp_path / "server.log"
     p.write_bytes(b"\x00\xff\xfe EPLB step: \xff\n")
-    input_error(lambda: eplb.parse_eplb_log(p), p, "line 1", "malformed")
+    input_error(lambda: expert_load.parse_eplb_log(p), p, "line 1", "malformed")

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from rackbook.cli import main
+from rackbook.core import expert_load
 from rackbook.errors import InputError
 from rackbook.physics import eplb
 
@@ -261,7 +262,7 @@ balancedness=0.5000, extra=7
 def test_parse_eplb_log(tmp_path: Path) -> None:
     p = tmp_path / "server.log"
     p.write_text(_LOG)
-    df = eplb.parse_eplb_log(p)
+    df = expert_load.parse_eplb_log(p)
     assert list(df["step"]) == [1000, 3000, 4000]
     assert list(df["line"]) == [2, 3, 4]
     assert df["avg_tokens"].tolist() == [512.0, 480.5, 10.0]
@@ -285,7 +286,7 @@ def test_parse_eplb_log_malformed(tmp_path: Path, bad: str) -> None:
     p = tmp_path / "server.log"
     p.write_text("INFO start\n" + bad + "\n")
     with pytest.raises(InputError) as err:
-        eplb.parse_eplb_log(p)
+        expert_load.parse_eplb_log(p)
     assert "line 2" in str(err.value) and str(p) in str(err.value)
 
 

@@ -12,7 +12,8 @@ from conftest import small_result
 from rackbook.core import metrics
 from rackbook.core.importers import load_json, vllm_bench_frames
 from rackbook.core.metrics import HIST_RATIO, summarize, summarize_path, vllm_metrics
-from rackbook.core.traces import concat, new_run_info, read_trace, write_trace
+from rackbook.core.provenance import new_run_info
+from rackbook.core.traces import concat, read_trace, write_trace
 from rackbook.errors import InputError
 
 

@@ -8,7 +8,8 @@ from conftest import small_result
 
 from rackbook.core.importers import vllm_bench_frames
 from rackbook.core.metrics import summarize, tpot_s
-from rackbook.core.traces import new_run_info, validate
+from rackbook.core.provenance import new_run_info
+from rackbook.core.traces import validate
 
 
 def _trace(tmp_path, d):

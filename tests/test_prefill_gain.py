@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from rackbook.core.importers import vllm_bench_frames
-from rackbook.core.traces import concat, new_run_info, validate
+from rackbook.core.provenance import new_run_info
+from rackbook.core.traces import concat, validate
 from rackbook.errors import InputError
 from rackbook.results import prefill_gain
 

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from conftest import synthetic_trace
 
+from rackbook.core import server_metrics
 from rackbook.core.importers import vllm_bench_frames
 from rackbook.core.traces import validate
 from rackbook.errors import InputError
@@ -87,7 +88,7 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
     )
     t.extra["server_metrics"] = sm
     t = validate(t)
-    assert rack_scaling.counter_deltas(t.extra["server_metrics"], "p") == {
+    assert server_metrics.counter_deltas(t.extra["server_metrics"], "p") == {
         "vllm:prefix_cache_hits": 120.0,
         "vllm:prefix_cache_queries": 300.0,
     }

@@ -9,7 +9,8 @@ import pytest
 from conftest import small_result
 
 from rackbook.core.importers import vllm_bench_frames
-from rackbook.core.traces import concat, new_run_info, write_trace
+from rackbook.core.provenance import new_run_info
+from rackbook.core.traces import concat, write_trace
 from rackbook.results.headline import KINDS, VERDICTS
 
 
@@ -108,7 +109,7 @@ def test_figures_are_drawn_even_with_a_non_interactive_backend(tmp_path, run_cli
 
 def test_api_key_canary_reaches_no_output(tmp_path, run_cli, monkeypatch):
     """An API key in the environment never lands in provenance, executed notebooks or JSON."""
-    from rackbook.core.traces import new_run_info
+    from rackbook.core.provenance import new_run_info
 
     canary = "rk-canary-7f3a9c1e5b"
     monkeypatch.setenv("RACKBOOK_API_KEY", canary)

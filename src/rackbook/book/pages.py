@@ -233,7 +233,7 @@ def claims_page(registry: Registry | None = None) -> str:
 
 def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     """One point of a recorded trace under each tool's metric definitions."""
-    from rackbook.core import metrics, traces
+    from rackbook.core import metrics, provenance, traces
 
     t = traces.read_trace(trace_dir)
     pid = str(t.points["point_id"].iloc[0])
@@ -247,7 +247,7 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
         f"| {_cell(r.definition)} |"
         for r in df.itertuples()
     ]
-    src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {traces.hardware_label(t.run)})"
+    src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {provenance.hardware_label(t.run)})"
     return f"Computed by `rackbook.core.metrics.translate` from {src}, over {gpus} GPU(s).\n\n" + (
         "\n".join(out) + "\n"
     )

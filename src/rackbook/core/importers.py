@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rackbook.core import traces
+from rackbook.core import provenance, traces
 from rackbook.errors import InputError
 
 try:  # pinned in env/requirements-book.lock; the standard library is the fallback
@@ -280,7 +280,7 @@ def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, A
         "max_concurrency",
     )
     settings = {k: d.get(k) for k in keep if k in d}
-    return traces.new_run_info(
+    return provenance.new_run_info(
         kind=kind,
         commands=[str(d.get("command") or f"vllm bench serve (result file {path.name})")],
         parameters=settings,

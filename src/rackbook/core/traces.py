@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import getpass
 import json
-import os
-import platform
-import re
-import shutil
-import subprocess
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +16,11 @@ import pyarrow.parquet as pq
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
-from rackbook.paths import ROOT
 
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
 
 #: A successful request slower than this (seconds) is taken as a unit error (ms given as s).
 IMPLAUSIBLE_LATENCY_S = 86_400.0
-
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
 
 
 @dataclass
@@ -55,126 +44,6 @@ class Trace:
     @property
     def kind(self) -> str:
         return str(self.run.get("kind", ""))
-
-
-# ----------------------------------------------------------------------------- provenance
-
-
-def project_commit() -> str:
-    """This project's git commit (with ``+dirty`` when the tree has changes), or ``unknown``."""
-    try:
-        sha = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        return sha + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def hardware_inventory() -> dict[str, Any]:
-    """CPU model, logical cores, memory (bytes), host name and GPUs (``nvidia-smi``, if any)."""
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = None
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        pass
-    gpus: list[dict[str, str]] = []
-    if shutil.which("nvidia-smi"):
-        try:
-            out = subprocess.run(
-                [
-                    "nvidia-smi",
-                    "--query-gpu=name,memory.total,driver_version",
-                    "--format=csv,noheader",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=20,
-            ).stdout
-            for line in out.strip().splitlines():
-                name, memory, driver = (x.strip() for x in line.split(","))
-                gpus.append({"name": name, "memory": memory, "driver": driver})
-        except (OSError, subprocess.SubprocessError, ValueError):
-            pass
-    return {
-        "cpu_model": cpu,
-        "cpu_cores": os.cpu_count(),
-        "memory_bytes": mem,
-        "host": platform.node(),
-        "hosts": 1,
-        "gpus": gpus,
-        "machine": platform.machine(),
-    }
-
-
-def redact_env(
-    env: dict[str, str] | None = None,
-    prefixes: tuple[str, ...] = (
-        "VLLM_",
-        "HF_",
-        "TRANSFORMERS_",
-        "OMP_",
-        "CUDA_",
-        "RACKBOOK_",
-        "DO_NOT_TRACK",
-    ),
-) -> dict[str, str]:
-    """Behaviour-changing environment variables with secrets replaced by ``<redacted>``."""
-    env = dict(os.environ if env is None else env)
-    return {
-        k: ("<redacted>" if _SECRET_NAME.search(k) else v)
-        for k, v in sorted(env.items())
-        if k.startswith(prefixes)
-    }
-
-
-def new_run_info(
-    *,
-    kind: str,
-    commands: list[str],
-    parameters: dict[str, Any],
-    engine: dict[str, Any],
-    generator: dict[str, Any] | None = None,
-    notes: str = "",
-    **extra: Any,
-) -> dict[str, Any]:
-    """A complete ``run.json`` dict with provenance filled in from this machine."""
-    run = {
-        "schema_version": schema.SCHEMA_VERSION,
-        "trace_id": uuid.uuid4().hex[:12],
-        "kind": kind,
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "project_commit": project_commit(),
-        "hardware": hardware_inventory(),
-        "engine": engine,
-        "commands": commands,
-        "parameters": parameters,
-        "environment": redact_env(),
-        "notes": notes,
-        "recorded_by": getpass.getuser() if kind == "recorded" else None,
-    }
-    if generator is not None:
-        run["generator"] = generator
-    run.update(extra)
-    return run
 
 
 # ----------------------------------------------------------------------------- validation
@@ -496,15 +365,6 @@ def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
     )
 
 
-def hardware_label(run: dict[str, Any]) -> str:
-    """Short description of where a trace was measured, e.g. ``2-core Intel Xeon CPU, no GPU``."""
-    hw = run.get("hardware") or {}
-    gpus = hw.get("gpus") or []
-    hosts = hw.get("hosts") or 1
-    if gpus:
-        names = sorted({g.get("name", "GPU") for g in gpus})
-        core = f"{len(gpus)} x {', '.join(names)}"
-    else:
-        cpu = hw.get("cpu_model") or "unknown CPU"
-        core = f"{hw.get('cpu_cores', '?')}-core {cpu}, no GPU"
-    return core + (f", {hosts} hosts" if hosts and hosts > 1 else "")
+def point_batch(points: pd.DataFrame) -> pd.Series:
+    """Batch size of each point: ``batch_size`` where set, else the client ``concurrency``."""
+    return points["batch_size"].fillna(points["concurrency"]).astype("Int64")

@@ -627,7 +627,7 @@ class Recorder:
         """Turn every raw result into one trace at ``output`` (rackbook.core.importers)."""
         import pandas as pd
 
-        from rackbook.core import importers, traces
+        from rackbook.core import importers, provenance, traces
 
         sc = self.sc
         parts = []
@@ -694,7 +694,7 @@ class Recorder:
 
             notes += "Offline rows: " + OFFLINE_NOTE
         notes += notes_extra
-        run = traces.new_run_info(
+        run = provenance.new_run_info(
             kind=kind,
             commands=[self.redact(c) for c in self.commands],
             parameters=sc.parameters(),
@@ -729,7 +729,7 @@ class Recorder:
         import numpy as np
         import pandas as pd
 
-        from rackbook.physics import eplb
+        from rackbook.core import expert_load
 
         sc = self.sc
         assert isinstance(sc, EplbBalance)
@@ -738,7 +738,7 @@ class Recorder:
         log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
         if not log.exists():
             raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
-        df = eplb.parse_eplb_log_lines(
+        df = expert_load.parse_eplb_log_lines(
             log.read_text(encoding="utf-8", errors="replace").splitlines(), source=log
         )
         cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
@@ -760,7 +760,7 @@ class Recorder:
             if dump.suffix == ".parquet" and "window" in pd.read_parquet(dump).columns:
                 el = pd.read_parquet(dump)[["window", "layer", "expert", "tokens"]]
             else:
-                arr = eplb.read_loads(dump)
+                arr = expert_load.read_loads(dump)
                 el = pd.DataFrame(
                     [
                         {"window": 0, "layer": li, "expert": ei, "tokens": float(v)}

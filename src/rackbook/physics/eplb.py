@@ -26,13 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rackbook.core.expert_load import as_loads, read_loads
 from rackbook.errors import InputError
 
 #: Name recorded in the metadata of every synthetic load set.
@@ -45,63 +44,7 @@ _Source = str | Path | None
 # --------------------------------------------------------------------------------------------
 
 
-#: Largest plausible token count of one expert in one window (vLLM's policy works in float32).
-MAX_TOKENS = 1e15
-
-
-def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.ndarray:
-    """Return ``loads`` as a float64 array ``(layers, experts)`` of finite, non-negative tokens.
-
-    A 1-D input is one layer. Raises :class:`InputError` naming ``source`` and ``field`` for
-    ragged rows, non-numeric entries (booleans included), NaN/inf, negative counts, or no data.
-    """
-    if isinstance(loads, np.ndarray):
-        arr = loads
-        if arr.dtype == bool or not (
-            np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-        ):
-            raise InputError(source, field, f"non-numeric entries (dtype {arr.dtype})")
-    else:
-        rows = loads
-        if not isinstance(rows, (list, tuple)) or len(rows) == 0:
-            raise InputError(source, field, "expected a non-empty list of per-layer lists")
-        if all(not isinstance(r, (list, tuple)) for r in rows):
-            rows = [rows]
-        width = None
-        for i, row in enumerate(rows):
-            if not isinstance(row, (list, tuple)):
-                raise InputError(source, f"{field}[{i}]", "expected a list of token counts")
-            if width is None:
-                width = len(row)
-            elif len(row) != width:
-                raise InputError(
-                    source, f"{field}[{i}]", f"ragged rows: {len(row)} experts, row 0 has {width}"
-                )
-            for j, v in enumerate(row):
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise InputError(source, f"{field}[{i}][{j}]", f"non-numeric value {v!r}")
-        arr = np.asarray(rows, dtype=np.float64)
-    arr = np.asarray(arr, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise InputError(source, field, f"expected shape (layers, experts), got {arr.shape}")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i, j = (int(x) for x in np.argwhere(bad)[0])
-        raise InputError(source, f"{field}[{i}][{j}]", f"not finite ({arr[i, j]})")
-    if (arr < 0).any():
-        i, j = (int(x) for x in np.argwhere(arr < 0)[0])
-        raise InputError(source, f"{field}[{i}][{j}]", f"negative token count {arr[i, j]:g}")
-    if (arr > MAX_TOKENS).any():
-        i, j = (int(x) for x in np.argwhere(arr > MAX_TOKENS)[0])
-        raise InputError(
-            source, f"{field}[{i}][{j}]", f"implausibly large token count {arr[i, j]:g}"
-        )
-    return arr
-
-
-def _check_layout(
+def check_layout(
     num_logical: int,
     ep_size: int,
     redundant: int,
@@ -190,7 +133,7 @@ def static_placement(num_experts: int, ep_size: int, redundant: int = 0) -> np.n
     (``EplbState.build_initial_global_physical_to_logical_map``): the routed experts in order,
     then redundant slot ``i`` holding logical expert ``i % num_experts``.
     """
-    _check_layout(num_experts, ep_size, redundant)
+    check_layout(num_experts, ep_size, redundant)
     return np.concatenate(
         [np.arange(num_experts, dtype=np.int64), np.arange(redundant, dtype=np.int64) % num_experts]
     )
@@ -511,7 +454,7 @@ def calibrate_skew(
     Returns a dict: ``skew``, ``balancedness_static`` (achieved), ``target``, ``iterations``
     and the synthetic metadata (``kind``, ``generator``, ``seed``, ...).
     """
-    _check_layout(num_experts, ep_size, redundant)
+    check_layout(num_experts, ep_size, redundant)
     phy2log = static_placement(num_experts, ep_size, redundant)
 
     def f(s: float) -> float:
@@ -589,7 +532,7 @@ def evaluate(
     if measure.shape != fit.shape:
         raise InputError(source, "eval_loads", f"shape {measure.shape} != loads {fit.shape}")
     num_layers, num_logical = fit.shape
-    num_physical = _check_layout(num_logical, ep_size, redundant, groups, nodes, source)
+    num_physical = check_layout(num_logical, ep_size, redundant, groups, nodes, source)
 
     static = static_placement(num_logical, ep_size, redundant)
     phy2log, _, logcnt = rebalance_experts(fit, num_physical, groups, nodes, ep_size)
@@ -622,138 +565,8 @@ def evaluate(
 
 
 # --------------------------------------------------------------------------------------------
-# vLLM log lines
-# --------------------------------------------------------------------------------------------
-
-_STEP_RE = re.compile(
-    r"EPLB step:\s*(?P<step>\S+?)(?:\s+for model\s+(?P<model>.+?))?:\s+(?P<rest>\w+=.*)$"
-)
-_KV_RE = re.compile(r"(\w+)=([^,\s]+)")
-_UNTIL_RE = re.compile(r"steps until the next rearrangement:\s*(\S+)")
-_REQUIRED = ("avg_tokens", "max_tokens", "balancedness")
-
-
-def parse_eplb_log_lines(lines: Iterable[str], source: _Source = None) -> Any:
-    """Parse vLLM ``EPLB step: ...`` log lines into a pandas DataFrame.
-
-    Lines without ``EPLB step:`` are skipped. Each EPLB line gives ``step`` (int),
-    ``avg_tokens``, ``max_tokens``, ``balancedness`` (floats), every other ``key=value`` pair
-    (as float when numeric), ``model`` when the line names one, ``steps_until_rearrangement``
-    when present, and ``line`` (1-based). Format (vLLM ``eplb_state.py``)::
-
-        EPLB step: %d for model %s: avg_tokens=%.2f, max_tokens=%d, balancedness=%.4f,
-        steps until the next rearrangement: %d
-
-    A malformed EPLB line raises :class:`InputError` naming ``line N``.
-    """
-    import pandas as pd
-
-    rows: list[dict[str, Any]] = []
-    for n, raw in enumerate(lines, start=1):
-        text = raw.rstrip("\r\n")
-        if "EPLB step:" not in text:
-            continue
-        m = _STEP_RE.search(text)
-        where = f"line {n}"
-        if not m or not m.group("step").isdigit():
-            raise InputError(source, where, f"malformed EPLB step line: {text.strip()[:120]!r}")
-        row: dict[str, Any] = {"line": n, "step": int(m.group("step"))}
-        if m.group("model"):
-            row["model"] = m.group("model")
-        for key, value in _KV_RE.findall(m.group("rest")):
-            try:
-                row[key] = float(value)
-            except ValueError:
-                if key in _REQUIRED:
-                    raise InputError(source, where, f"{key}={value!r} is not a number") from None
-                row[key] = value
-        missing = [k for k in _REQUIRED if k not in row]
-        if missing:
-            raise InputError(source, where, f"EPLB step line lacks {', '.join(missing)}")
-        until = _UNTIL_RE.search(m.group("rest"))
-        if until:
-            try:
-                row["steps_until_rearrangement"] = int(until.group(1))
-            except ValueError:
-                raise InputError(source, where, "steps until rearrangement is not an int") from None
-        rows.append(row)
-    cols = ["line", "step", *_REQUIRED]
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return pd.DataFrame(columns=cols)
-    return df[cols + [c for c in df.columns if c not in cols]]
-
-
-def parse_eplb_log(path: str | Path) -> Any:
-    """Parse a vLLM server log file; see :func:`parse_eplb_log_lines`."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        raise InputError(p, "-", f"cannot read: {err.strerror or err}") from None
-    return parse_eplb_log_lines(text.splitlines(), source=p)
-
-
-# --------------------------------------------------------------------------------------------
 # Input files and CLI
 # --------------------------------------------------------------------------------------------
-
-
-def _read_parquet_loads(path: Path) -> np.ndarray:
-    import pandas as pd
-
-    try:
-        df = pd.read_parquet(path)
-    except Exception as err:  # pyarrow raises many types for a bad file
-        raise InputError(path, "-", f"not a readable Parquet file: {err}") from None
-    missing = [c for c in ("layer", "expert", "tokens") if c not in df.columns]
-    if missing:
-        raise InputError(path, ",".join(missing), "missing column(s); need layer, expert, tokens")
-    if df.empty:
-        raise InputError(path, "tokens", "no rows")
-    for col in ("layer", "expert"):
-        if not pd.api.types.is_integer_dtype(df[col]) or (df[col] < 0).any():
-            raise InputError(path, col, "must be non-negative integers")
-    if df["tokens"].dtype == bool or not pd.api.types.is_numeric_dtype(df["tokens"]):
-        raise InputError(path, "tokens", f"non-numeric column (dtype {df['tokens'].dtype})")
-    if df.duplicated(["layer", "expert"]).any():
-        raise InputError(path, "layer,expert", "duplicate (layer, expert) rows")
-    num_layers = int(df["layer"].max()) + 1
-    num_experts = int(df["expert"].max()) + 1
-    if len(df) != num_layers * num_experts:
-        raise InputError(
-            path,
-            "layer,expert",
-            f"ragged table: {len(df)} rows, expected {num_layers} layers x {num_experts} experts",
-        )
-    arr = np.full((num_layers, num_experts), np.nan)
-    arr[df["layer"].to_numpy(), df["expert"].to_numpy()] = df["tokens"].to_numpy(np.float64)
-    return as_loads(arr, path, "tokens")
-
-
-def read_loads(path: str | Path) -> np.ndarray:
-    """Read expert loads ``(layers, experts)`` tokens from a file.
-
-    JSON ``{"loads": [[tokens per logical expert, ...] per layer]}``, or a Parquet table with
-    columns ``layer``, ``expert``, ``tokens`` (one row per pair). Bad input -> InputError.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(p, "-", "file not found")
-    with p.open("rb") as fh:
-        magic = fh.read(4)
-    if magic == b"PAR1" or p.suffix.lower() == ".parquet":
-        return _read_parquet_loads(p)
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(p, "-", f"not JSON: {err}") from None
-    if not isinstance(obj, dict) or "loads" not in obj:
-        raise InputError(p, "loads", 'missing; expected {"loads": [[...], ...]}')
-    loads = obj["loads"]
-    if isinstance(loads, list) and loads and not isinstance(loads[0], list):
-        raise InputError(p, "loads", "expected a list of per-layer lists")
-    return as_loads(loads, p)
 
 
 def _fmt(x: float | None) -> str:

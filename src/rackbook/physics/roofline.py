@@ -21,6 +21,7 @@ from fractions import Fraction
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import PRECISIONS, GpuSpec, ModelSpec
+from rackbook.physics.units import eng, fmt
 
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
@@ -30,25 +31,6 @@ DENSE_BYTES_PER_PARAM: dict[str, Fraction] = {
     "fp8": Fraction(1),
     "bf16": Fraction(2),
 }
-
-_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def fmt(value: float, unit: str, digits: int = 4) -> str:
-    """``value`` with a decimal SI prefix: ``fmt(1.5e16, "FLOP/s") == "15 PFLOP/s"``."""
-    for scale, prefix in _PREFIXES:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {prefix}{unit}"
-    return f"{value:.{digits}g} {unit}"
-
-
-def eng(value: float, digits: int = 4) -> str:
-    """Engineering notation: ``eng(16e9) == "16e9"``, ``eng(890) == "890"``."""
-    if value == 0:
-        return "0"
-    exp = math.floor(math.log10(abs(value)) / 3) * 3
-    mant = f"{value / 10**exp:.{digits}g}"
-    return f"{mant}e{exp}" if exp else mant
 
 
 def _frac(x: Fraction) -> str:

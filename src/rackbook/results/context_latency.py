@@ -28,13 +28,12 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import metrics
-from rackbook.core.traces import Trace
+from rackbook.core.traces import Trace, point_batch
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics import roofline
+from rackbook.physics import roofline, units
 from rackbook.results import verdicts
-from rackbook.results.decode_parity import point_batch
 
 #: The published pair (data/claims.yaml: context-latency.delta): tokens of context.
 CLAIM_LO, CLAIM_HI = 128_000, 855_000
@@ -407,11 +406,11 @@ def weight_bytes_per_gpu(
     total = routed + dense
     formula = (
         f"routed: {layers} MoE layers{' (assumed)' if assumed else ''} x {experts} experts x "
-        f"{roofline.fmt(per_expert, 'B')} = {roofline.fmt(routed, 'B')}; dense: "
-        f"({roofline.eng(backbone)} backbone - {layers} x {experts} x 3 x {hidden} x {inter} "
+        f"{units.fmt(per_expert, 'B')} = {units.fmt(routed, 'B')}; dense: "
+        f"({units.eng(backbone)} backbone - {layers} x {experts} x 3 x {hidden} x {inter} "
         f"routed) params x {float(per_param):g} B ({m.weights.dense_dtype}) = "
-        f"{roofline.fmt(dense, 'B')}; total {roofline.fmt(total, 'B')} / {n_gpus} GPU(s) = "
-        f"{roofline.fmt(total / n_gpus, 'B')} per GPU (Engram memory not counted)"
+        f"{units.fmt(dense, 'B')}; total {units.fmt(total, 'B')} / {n_gpus} GPU(s) = "
+        f"{units.fmt(total / n_gpus, 'B')} per GPU (Engram memory not counted)"
     )
     return WeightBytes(total, routed, dense, total / n_gpus, n_gpus, layers, formula)
 

@@ -15,16 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rackbook.core.traces import Trace
+from rackbook.core.traces import Trace, point_batch
 from rackbook.results.verdicts import BLACKWELL, on_gpus
 
 DECODE_FORMULA = r"\text{decode tok/s} = B \cdot \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
 PREFILL_FORMULA = r"\text{prefill tok/s} = B \cdot \frac{\overline{p}}{\overline{ttft}}"
-
-
-def point_batch(points: pd.DataFrame) -> pd.Series:
-    """Batch size of each point: ``batch_size`` where set, else the client ``concurrency``."""
-    return points["batch_size"].fillna(points["concurrency"]).astype("Int64")
 
 
 def throughput_table(trace: Trace) -> pd.DataFrame:

@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import schema
-from rackbook.core.traces import Trace, hardware_label, new_run_info, write_trace
+from rackbook.core import expert_load, schema
+from rackbook.core.provenance import hardware_label, new_run_info
+from rackbook.core.traces import Trace, write_trace
 from rackbook.errors import InputError
 from rackbook.physics import eplb
 
@@ -243,7 +244,7 @@ def loads_from_table(df: pd.DataFrame, where: str | Path | None = None) -> np.nd
         "tokens"
     ].to_numpy(np.float64)
     for w in range(shape[0]):
-        eplb.as_loads(arr[w], where, f"expert_load window {w}")
+        expert_load.as_loads(arr[w], where, f"expert_load window {w}")
     return arr
 
 
@@ -294,7 +295,7 @@ def fit(
     ``[0, fit_windows)`` summed; the static placement is vLLM's initial one."""
     fit_loads, _ = _split(loads, fit_windows)
     num_logical = fit_loads.shape[1]
-    num_physical = eplb._check_layout(num_logical, ep_size, redundant, groups, nodes)
+    num_physical = eplb.check_layout(num_logical, ep_size, redundant, groups, nodes)
     phy2log, _, _ = eplb.rebalance_experts(fit_loads, num_physical, groups, nodes, ep_size)
     return Placements(
         eplb.static_placement(num_logical, ep_size, redundant), phy2log, ep_size, redundant

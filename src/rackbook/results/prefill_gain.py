@@ -28,7 +28,8 @@ from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics import roofline
+from rackbook.physics import roofline, units
+from rackbook.results.verdicts import RangeVerdict
 
 #: run.json ``parameters`` keys read as the cached prefix length (tokens), in order. The last
 #: two are ``vllm bench serve``'s ``--random-prefix-len`` and ``--prefix-repetition-prefix-len``.
@@ -219,21 +220,9 @@ def gain(
     )
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A measured gain against a published range [low, high] (fractions).
-
-    ``verdict``: ``inside`` (the point estimate is in the range), ``consistent`` (it is not,
-    but the interval overlaps the range), ``below`` / ``above`` (the whole interval is).
-    """
-
-    verdict: str
-    inside: bool
-    overlaps: bool
-    text: str
-
-
-def verdict_range(g: Gain | float, low: float = CLAIM_LOW, high: float = CLAIM_HIGH) -> Verdict:
+def verdict_range(
+    g: Gain | float, low: float = CLAIM_LOW, high: float = CLAIM_HIGH
+) -> RangeVerdict:
     """Compare a gain (fraction; a :class:`Gain` brings its interval) with [``low``, ``high``]."""
     if not low < high:
         raise InputError("-", "high", f"must be above low ({low}), got {high}")
@@ -255,7 +244,7 @@ def verdict_range(g: Gain | float, low: float = CLAIM_LOW, high: float = CLAIM_H
         f"measured {x:+.1%} (interval {lo:+.1%} .. {hi:+.1%}) vs published "
         f"{low:+.0%} .. {high:+.0%}: {v}"
     )
-    return Verdict(v, inside, overlaps, text)
+    return RangeVerdict(v, inside, overlaps, text)
 
 
 # ----------------------------------------------------------------------------- roofline
@@ -317,7 +306,7 @@ def prefix_read_model(
     tps = 1 / max(read_s, comp_s)
     formula = (
         f"KV read per {reuse_tokens} new token(s): {read.formula}; per new token "
-        f"{roofline.fmt(per_tok, 'B')} -> {read_s * 1e6:.4g} us; compute {comp.formula} -> "
+        f"{units.fmt(per_tok, 'B')} -> {read_s * 1e6:.4g} us; compute {comp.formula} -> "
         f"{comp_s * 1e6:.4g} us/token; ceiling 1 / max = {tps:,.0f} new tokens/s ({bound} bound)"
     )
     return PrefixRead(prefix_tokens, per_tok, read_s, comp_s, tps, bound, formula)

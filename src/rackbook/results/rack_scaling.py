@@ -31,21 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rackbook.core.server_metrics import prefix_cache_hit_rate
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics import roofline
-
-#: Prefix-cache counter pairs (hits, queries), in tokens, tried in order; a ``_total`` suffix
-#: (how Prometheus exposes counters) is accepted on every name. ``vllm:prefix_cache_*`` are
-#: vLLM V1's (``vllm/v1/metrics/loggers.py``); ``vllm:gpu_prefix_cache_*`` their older names.
-#: Only the local (HBM) prefix cache is counted; ``vllm:external_prefix_cache_*`` (KV connector
-#: tiers such as LMCache) are not.
-PREFIX_CACHE_COUNTERS: tuple[tuple[str, str], ...] = (
-    ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries"),
-    ("vllm:gpu_prefix_cache_hits", "vllm:gpu_prefix_cache_queries"),
-)
+from rackbook.physics import roofline, units
 
 #: Node sizes to read "a single node" as: catalog system ids (GB300 tray = 4 GPUs, HGX B300 = 8).
 NODE_SYSTEMS: tuple[str, ...] = ("gb300-tray", "hgx-b300")
@@ -72,52 +63,6 @@ TOKENS_FORMULA = (
 )
 
 _RATES = ("output", "new_input", "cached_input", "input", "total", "computed")
-
-
-def _base_name(metric: str) -> str:
-    return metric[: -len("_total")] if metric.endswith("_total") else metric
-
-
-# ----------------------------------------------------------------------------- counters
-
-
-def counter_deltas(server_metrics: pd.DataFrame, point_id: str) -> dict[str, float]:
-    """Counter increase over one point: after - before, summed over label sets and servers.
-
-    Metric names are returned without a ``_total`` suffix (``vllm:prefix_cache_hits_total`` and
-    ``vllm:prefix_cache_hits`` are the same counter). A metric missing from one phase of a server
-    is left out; a counter that went down (server restart) gives NaN. Units are the counter's.
-    """
-    sm = server_metrics[server_metrics["point_id"] == point_id]
-    if sm.empty:
-        return {}
-    sm = sm.assign(base=sm["metric"].map(_base_name))
-    sums = sm.groupby(["server", "base", "phase"])["value"].sum()
-    out: dict[str, float] = {}
-    for (server, base), _ in sums.groupby(level=[0, 1]):
-        before = sums.get((server, base, "before"))
-        after = sums.get((server, base, "after"))
-        if before is None or after is None:
-            continue
-        d = float(after) - float(before)
-        out[base] = out.get(base, 0.0) + (d if d >= 0 else np.nan)
-    return out
-
-
-def prefix_cache_hit_rate(server_metrics: pd.DataFrame, point_id: str) -> tuple[float, str]:
-    """Prefix-cache hit rate over one point, hits / queries (token counters, deltas), and the
-    counter names used; ``(nan, reason)`` when the counters are absent or unusable."""
-    d = counter_deltas(server_metrics, point_id)
-    for hits, queries in PREFIX_CACHE_COUNTERS:
-        if hits in d and queries in d:
-            h, q = d[hits], d[queries]
-            if not (np.isfinite(h) and np.isfinite(q)):
-                return np.nan, f"{hits}/{queries} went down during the point (server restart?)"
-            if q <= 0:
-                return np.nan, f"{queries} did not increase during the point"
-            return h / q, f"{hits} / {queries}"
-    names = ", ".join(h for h, _ in PREFIX_CACHE_COUNTERS)
-    return np.nan, f"no prefix-cache counters ({names}) in server_metrics"
 
 
 # ----------------------------------------------------------------------------- accounting
@@ -338,8 +283,8 @@ def claim_readings(
                 "cap_tok_s": cap.tokens_per_s,
                 "min_cached_share": np.nan,
                 "survives": ratio <= 1,
-                "formula": f"{computed:,.0f} tok/s x {roofline.fmt(cap.flops_per_token, 'FLOP')}"
-                f" = {roofline.fmt(implied, 'FLOP/s')} vs {roofline.fmt(peak, 'FLOP/s')} "
+                "formula": f"{computed:,.0f} tok/s x {units.fmt(cap.flops_per_token, 'FLOP')}"
+                f" = {units.fmt(implied, 'FLOP/s')} vs {units.fmt(peak, 'FLOP/s')} "
                 f"({g.id} dense {precision}) = {ratio:.3g}x peak; cap {cap.tokens_per_s:,.0f} "
                 "tok/s",
             }

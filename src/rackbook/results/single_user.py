@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core.server_metrics import counter_deltas
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
-from rackbook.results.rack_scaling import counter_deltas
 
 #: The published figure (data/claims.yaml: single-user.throughput) and its GPU count.
 CLAIM_TOKENS_PER_S = 826.0

@@ -13,12 +13,12 @@ values that stay honest when a quantity is unknown.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from rackbook.core import traces
-from rackbook.results.prefill_gain import Verdict as RangeVerdict
+from rackbook.core import provenance
 
 #: GPU name fragments (upper case) of the claims' hardware.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
@@ -38,7 +38,7 @@ def on_gpus(run: dict[str, Any], names: tuple[str, ...] = BLACKWELL_ULTRA) -> bo
 def stand_in(run: dict[str, Any], target: str) -> str:
     """One-line reason for a stand-in measurement, e.g. ``measured on 2-core ..., no GPU, not
     on a GB300 NVL72``."""
-    return f"measured on {traces.hardware_label(run)}, not on {target}"
+    return f"measured on {provenance.hardware_label(run)}, not on {target}"
 
 
 def against_value(
@@ -63,6 +63,20 @@ def against_value(
     dev = measured / published - 1
     v = "consistent" if abs(dev) <= rel_tol else "inconsistent"
     return v, f"{what}; {dev:+.1%} from the published {published:,.4g} (tolerance {rel_tol:.0%})"
+
+
+@dataclass(frozen=True)
+class RangeVerdict:
+    """A measured gain against a published range [low, high] (fractions).
+
+    ``verdict``: ``inside`` (the point estimate is in the range), ``consistent`` (it is not,
+    but the interval overlaps the range), ``below`` / ``above`` (the whole interval is).
+    """
+
+    verdict: str
+    inside: bool
+    overlaps: bool
+    text: str
 
 
 def gain_verdict(

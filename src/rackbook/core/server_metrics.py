@@ -1,0 +1,65 @@
+"""Server-side counters of a trace: the ``server_metrics`` table (Prometheus samples scraped
+before and after each sweep point, see :mod:`rackbook.core.schema`) turned into per-point
+increases.
+
+Units are each counter's own (tokens for the prefix-cache counters, drafts and tokens for the
+speculative-decoding counters).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+#: Prefix-cache counter pairs (hits, queries), in tokens, tried in order; a ``_total`` suffix
+#: (how Prometheus exposes counters) is accepted on every name. ``vllm:prefix_cache_*`` are
+#: vLLM V1's (``vllm/v1/metrics/loggers.py``); ``vllm:gpu_prefix_cache_*`` their older names.
+#: Only the local (HBM) prefix cache is counted; ``vllm:external_prefix_cache_*`` (KV connector
+#: tiers such as LMCache) are not.
+PREFIX_CACHE_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries"),
+    ("vllm:gpu_prefix_cache_hits", "vllm:gpu_prefix_cache_queries"),
+)
+
+
+def _base_name(metric: str) -> str:
+    return metric[: -len("_total")] if metric.endswith("_total") else metric
+
+
+def counter_deltas(server_metrics: pd.DataFrame, point_id: str) -> dict[str, float]:
+    """Counter increase over one point: after - before, summed over label sets and servers.
+
+    Metric names are returned without a ``_total`` suffix (``vllm:prefix_cache_hits_total`` and
+    ``vllm:prefix_cache_hits`` are the same counter). A metric missing from one phase of a server
+    is left out; a counter that went down (server restart) gives NaN. Units are the counter's.
+    """
+    sm = server_metrics[server_metrics["point_id"] == point_id]
+    if sm.empty:
+        return {}
+    sm = sm.assign(base=sm["metric"].map(_base_name))
+    sums = sm.groupby(["server", "base", "phase"])["value"].sum()
+    out: dict[str, float] = {}
+    for (server, base), _ in sums.groupby(level=[0, 1]):
+        before = sums.get((server, base, "before"))
+        after = sums.get((server, base, "after"))
+        if before is None or after is None:
+            continue
+        d = float(after) - float(before)
+        out[base] = out.get(base, 0.0) + (d if d >= 0 else np.nan)
+    return out
+
+
+def prefix_cache_hit_rate(server_metrics: pd.DataFrame, point_id: str) -> tuple[float, str]:
+    """Prefix-cache hit rate over one point, hits / queries (token counters, deltas), and the
+    counter names used; ``(nan, reason)`` when the counters are absent or unusable."""
+    d = counter_deltas(server_metrics, point_id)
+    for hits, queries in PREFIX_CACHE_COUNTERS:
+        if hits in d and queries in d:
+            h, q = d[hits], d[queries]
+            if not (np.isfinite(h) and np.isfinite(q)):
+                return np.nan, f"{hits}/{queries} went down during the point (server restart?)"
+            if q <= 0:
+                return np.nan, f"{queries} did not increase during the point"
+            return h / q, f"{hits} / {queries}"
+    names = ", ".join(h for h, _ in PREFIX_CACHE_COUNTERS)
+    return np.nan, f"no prefix-cache counters ({names}) in server_metrics"

@@ -1,0 +1,24 @@
+"""Numbers for people: decimal SI prefixes and engineering notation (no measurement here)."""
+
+from __future__ import annotations
+
+import math
+
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def fmt(value: float, unit: str, digits: int = 4) -> str:
+    """``value`` with a decimal SI prefix: ``fmt(1.5e16, "FLOP/s") == "15 PFLOP/s"``."""
+    for scale, prefix in _PREFIXES:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+def eng(value: float, digits: int = 4) -> str:
+    """Engineering notation: ``eng(16e9) == "16e9"``, ``eng(890) == "890"``."""
+    if value == 0:
+        return "0"
+    exp = math.floor(math.log10(abs(value)) / 3) * 3
+    mant = f"{value / 10**exp:.{digits}g}"
+    return f"{mant}e{exp}" if exp else mant
