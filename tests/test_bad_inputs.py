@@ -159,7 +159,7 @@ IMPORT_FIELDS = [  # (id, change, field, problem)
         "latencies-ms",
         lambda d: d.update(ttfts=[100.0, 200.0, 0.0], latencies=[90_000.0, 120_000.0, 0.0]),
         "latencies",
-        "looks like milliseconds",
+        "look like milliseconds",
     ),
     ("ttft-over-latency", _put("ttfts", [0.9, 0.2, 0.0]), "ttfts[0]", "larger than the request"),
     ("completed-wrong", _put("completed", 3), "completed", "says 3 but 2 requests"),
@@ -494,7 +494,7 @@ SUMMARIZE = [  # (id, setup, file suffix, field, problem)
         _edit_table("itl", _set_row("itl_s", 2, -0.3)),
         "",
         "itl.itl_s",
-        "negative gap in row 2",
+        "negative value in row 2",
     ),
     (
         "gap-of-absent-request",

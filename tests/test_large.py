@@ -209,14 +209,22 @@ def test_streamed_summary_by_hand(tmp_path):
 
 STREAM_BAD = [
     ({"ttft_s": [0.1, -0.2, 0.0]}, None, "requests.ttft_s: negative value in row 1"),
-    ({"ttft_s": [0.1, 0.9, 0.0]}, None, "requests.ttft_s: larger than e2el_s in row 1"),
-    ({"e2el_s": [0.5, 0.6, float("nan")]}, None, "requests.e2el_s: non-finite value in row 2"),
+    (
+        {"ttft_s": [0.1, 0.9, 0.0]},
+        None,
+        "requests.ttft_s: larger than the request's end-to-end latency in row 1",
+    ),
+    (
+        {"e2el_s": [0.5, 0.6, float("nan")]},
+        None,
+        "requests.e2el_s: non-finite value (NaN or infinite) in row 2",
+    ),
     ({"point_id": ["a", "a", "zz"]}, None, "point 'zz' is not in points.parquet"),
     ({"point_id": ["a", None, "a"]}, None, "requests.point_id: missing value in row 1"),
     ({"success": ["y", "n", "n"]}, None, "requests.success: expected bool"),
     ({"ttft_s": [100.0, 200.0, 0.0], "e2el_s": [2e5, 3e5, 0.0]}, None, "milliseconds"),
     (None, {"request_row": [0, 0, 3]}, "itl.request_row: refers to a request row that is absent"),
-    (None, {"itl_s": [0.1, 0.2, -0.3]}, "itl.itl_s: negative gap in row 2"),
+    (None, {"itl_s": [0.1, 0.2, -0.3]}, "itl.itl_s: negative value in row 2"),
 ]
 
 
@@ -244,7 +252,7 @@ def test_streamed_missing_column_and_table(tmp_path):
 ITLS_BAD = [
     ([[0.1, 0.2, 0.3], 0.4, []], "itls[1]", "must be a list of seconds"),
     ([[0.1, 0.2, 0.3], [-0.4], []], "itls[3]", "negative value"),  # index into all gaps
-    ([[0.1, 0.2, 0.3], [None], []], "itls[3]", "NaN or infinite"),
+    ([[0.1, 0.2, 0.3], [None], []], "itls[3]", "non-finite value (NaN or infinite)"),
     ([[0.1, [0.2], 0.3], [0.4], []], "itls[1]", "not a number"),
 ]
 

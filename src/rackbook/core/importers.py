@@ -34,8 +34,6 @@ DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "err
 #: Scenario keys that map onto typed request/point columns.
 INT_LABELS = ("batch_size", "concurrency", "context_tokens", "num_gpus")
 STR_LABELS = ("engine", "config", "point_id")
-#: Largest plausible token count of one request (larger values are corrupt input).
-MAX_TOKENS = 1e10
 
 
 def load_json(path: str | Path) -> Any:
@@ -90,22 +88,27 @@ def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> n
     return _checked(path, key, arr, integer=integer)
 
 
+#: How the trace's request columns are named in a vLLM result (for error messages).
+VLLM_KEYS = traces.RowNames(
+    keys={
+        "ttft_s": "ttfts",
+        "e2el_s": "latencies",
+        "prompt_tokens": "input_lens",
+        "output_tokens": "output_lens",
+        "itl_s": "itls",
+        "start_time_s": "start_times",
+    }
+)
+
+
 def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndarray:
-    """Vectorised checks of a converted array; errors name the first bad index."""
+    """A flat array of the JSON list ``key``: integers where ``integer``, then the trace's own
+    value checks (:func:`rackbook.core.traces.check_values`) named by the JSON key."""
     if arr.ndim != 1:
         raise InputError(path, key, "must be a flat list of numbers")
-    if not np.isfinite(arr).all():
-        raise InputError(path, f"{key}[{int(np.argmax(~np.isfinite(arr)))}]", "NaN or infinite")
-    if (arr < 0).any():
-        raise InputError(path, f"{key}[{int(np.argmax(arr < 0))}]", "negative value")
-    if integer and (arr % 1 != 0).any():
+    if integer and np.isfinite(arr).all() and (arr % 1 != 0).any():
         raise InputError(path, f"{key}[{int(np.argmax(arr % 1 != 0))}]", "not an integer")
-    if integer and (arr > MAX_TOKENS).any():
-        raise InputError(
-            path,
-            f"{key}[{int(np.argmax(arr > MAX_TOKENS))}]",
-            f"implausibly large token count (over {MAX_TOKENS:.0e})",
-        )
+    traces.check_values(arr, path, key, traces.RowNames(keys={}), tokens=integer)
     return arr
 
 
@@ -200,11 +203,9 @@ def vllm_bench_frames(
             "completed",
             f"says {d['completed']} but {int(success.sum())} requests have no error",
         )
-    if success.any() and float(np.median(lat[success])) > traces.IMPLAUSIBLE_LATENCY_S:
-        raise InputError(path, "latencies", "median over a day: looks like milliseconds")
-    bad = success & (ttft > lat + 1e-9)
-    if bad.any():
-        raise InputError(path, f"ttfts[{int(bad.argmax())}]", "larger than the request latency")
+    cols = {"ttft_s": ttft, "e2el_s": lat, "prompt_tokens": inp, "output_tokens": out}
+    traces.check_latency_unit(lat[success], path, "latencies")
+    traces.check_request_rows(cols, success, path, VLLM_KEYS)
 
     request_row, itl_s = _flat_itls(path, itls)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,6 @@ from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
 
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
-
-#: A successful request slower than this (seconds) is taken as a unit error (ms given as s).
-IMPLAUSIBLE_LATENCY_S = 86_400.0
 
 
 @dataclass
@@ -44,6 +41,98 @@ class Trace:
     @property
     def kind(self) -> str:
         return str(self.run.get("kind", ""))
+
+
+# ----------------------------------------------------------------------------- request rows
+# One set of value checks for request rows and gaps, used by every reader and writer: the
+# trace validator, the streaming summary and the importers (which name a bad value by their
+# source's own keys instead of the trace's columns).
+
+#: A successful request slower than this (seconds) is taken as a unit error (ms given as s).
+IMPLAUSIBLE_LATENCY_S = 86_400.0
+#: Largest plausible token count of one request (larger values are corrupt input).
+MAX_TOKENS = 1e10
+#: Request columns checked value by value -> whether they count tokens (else seconds).
+REQUEST_VALUES: dict[str, bool] = {
+    "ttft_s": False,
+    "e2el_s": False,
+    "prompt_tokens": True,
+    "output_tokens": True,
+}
+NON_FINITE = "non-finite value (NaN or infinite)"
+
+
+@dataclass(frozen=True)
+class RowNames:
+    """How a bad value is named. By default as a trace column, ``requests.ttft_s`` with
+    ``... in row 3``; with ``keys`` (column -> source key) by the source's key and index,
+    ``ttfts[3]``."""
+
+    table: str = "requests"
+    keys: Mapping[str, str] | None = None
+
+    def __call__(self, column: str, row: int) -> tuple[str, str]:
+        """(field, suffix of the problem) for ``column`` at ``row``."""
+        if self.keys is not None:
+            return f"{self.keys.get(column, column)}[{row}]", ""
+        return f"{self.table}.{column}", f" in row {row}"
+
+    def column(self, column: str) -> str:
+        """The field naming a whole column."""
+        return self.keys.get(column, column) if self.keys is not None else f"{self.table}.{column}"
+
+
+def check_values(
+    values: np.ndarray,
+    where: Path | str,
+    column: str,
+    names: RowNames = RowNames(),
+    *,
+    offset: int = 0,
+    tokens: bool = False,
+) -> None:
+    """Finite, non-negative values (and, for token counts, not implausibly large); the first
+    bad one raises :class:`InputError` named by ``names`` at row ``offset + i``."""
+    for bad, problem in (
+        (~np.isfinite(values), NON_FINITE),
+        (values < 0, "negative value"),
+        (
+            values > MAX_TOKENS if tokens else None,
+            f"implausibly large token count (over {MAX_TOKENS:.0e})",
+        ),
+    ):
+        if bad is not None and bad.any():
+            field, suffix = names(column, offset + int(np.argmax(bad)))
+            raise InputError(where, field, problem + suffix)
+
+
+def check_request_rows(
+    cols: Mapping[str, np.ndarray],
+    success: np.ndarray,
+    where: Path | str,
+    names: RowNames = RowNames(),
+    *,
+    offset: int = 0,
+) -> None:
+    """The value checks of request rows: each column of :data:`REQUEST_VALUES` present in
+    ``cols`` (:func:`check_values`), and no successful request whose time to first token
+    exceeds its end-to-end latency (1 ns of rounding allowed)."""
+    for column, tokens in REQUEST_VALUES.items():
+        if column in cols:
+            check_values(cols[column], where, column, names, offset=offset, tokens=tokens)
+    late = success & (cols["ttft_s"] > cols["e2el_s"] + 1e-9)
+    if late.any():
+        field, suffix = names("ttft_s", offset + int(np.argmax(late)))
+        raise InputError(where, field, "larger than the request's end-to-end latency" + suffix)
+
+
+def check_latency_unit(e2el_s: np.ndarray, where: Path | str, field: str) -> None:
+    """Successful requests' end-to-end latencies (s) whose median is over a day were written in
+    milliseconds: refuse them."""
+    if e2el_s.size and float(np.median(e2el_s)) > IMPLAUSIBLE_LATENCY_S:
+        raise InputError(
+            where, field, "median latency over a day: values look like milliseconds, not seconds"
+        )
 
 
 # ----------------------------------------------------------------------------- validation
@@ -108,7 +197,7 @@ def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
             vals = out[c.name].to_numpy()
             bad = ~np.isfinite(vals) & ~np.isnan(vals) if c.nullable else ~np.isfinite(vals)
             if bad.any():
-                raise InputError(where, fname, f"non-finite value in row {int(bad.argmax())}")
+                raise InputError(where, fname, f"{NON_FINITE} in row {int(bad.argmax())}")
     return out
 
 
@@ -134,22 +223,11 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
         raise InputError(
             where, "requests.point_id", f"point {sorted(unknown)[0]!r} is not in points.parquet"
         )
-    for col in ("ttft_s", "e2el_s", "prompt_tokens", "output_tokens"):
-        neg = req[col] < 0
-        if neg.any():
-            raise InputError(where, f"requests.{col}", f"negative value in row {int(neg.argmax())}")
-    if (req["cached_prompt_tokens"].dropna() < 0).any():
-        raise InputError(where, "requests.cached_prompt_tokens", "negative value")
     ok = req["success"].to_numpy()
-    if (req["ttft_s"].to_numpy()[ok] > req["e2el_s"].to_numpy()[ok] + 1e-9).any():
-        row = int(np.flatnonzero(ok & (req["ttft_s"] > req["e2el_s"] + 1e-9).to_numpy())[0])
-        raise InputError(where, "requests.ttft_s", f"larger than e2el_s in row {row}")
-    if ok.any() and float(np.median(req["e2el_s"].to_numpy()[ok])) > IMPLAUSIBLE_LATENCY_S:
-        raise InputError(
-            where,
-            "requests.e2el_s",
-            "median latency over a day: values look like milliseconds, not seconds",
-        )
+    check_request_rows({c: req[c].to_numpy(np.float64) for c in REQUEST_VALUES}, ok, where)
+    cached = req["cached_prompt_tokens"].dropna().to_numpy(np.float64)
+    check_values(cached, where, "cached_prompt_tokens", tokens=True)
+    check_latency_unit(req["e2el_s"].to_numpy(np.float64)[ok], where, "requests.e2el_s")
     if (pts["duration_s"] <= 0).any():
         raise InputError(
             where,
@@ -160,9 +238,7 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
         rows = itl["request_row"].to_numpy()
         if rows.min() < 0 or rows.max() >= len(req):
             raise InputError(where, "itl.request_row", "refers to a request row that is absent")
-        neg = (itl["itl_s"] < 0).to_numpy()
-        if neg.any():
-            raise InputError(where, "itl.itl_s", f"negative gap in row {int(neg.argmax())}")
+        check_values(itl["itl_s"].to_numpy(np.float64), where, "itl_s", RowNames("itl"))
     return Trace(trace.run, req, itl, pts, extra, trace.path, trace.itl_loaded)
 
 
@@ -335,7 +411,7 @@ def iter_table(
                 bad = ~np.isfinite(arr)
                 if bad.any():
                     raise InputError(
-                        path, fname, f"non-finite value in row {offset + int(bad.argmax())}"
+                        path, fname, f"{NON_FINITE} in row {offset + int(bad.argmax())}"
                     )
             out[c] = arr
         yield offset, out
