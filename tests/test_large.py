@@ -112,11 +112,11 @@ def _reference(t):
     req, ok = t.requests, t.requests["success"].to_numpy()
     rr = t.itl["request_row"].to_numpy()
     itl = t.itl["itl_s"].to_numpy()
-    total = vllm_metrics(req, itl[ok[rr]], float(t.points["duration_s"].sum()))
+    total = vllm_metrics(req, itl[ok[rr]], float(t.points["duration_s"].sum())).to_dict()
     pts = []
     for _, p in t.points.iterrows():
         mask = (req["point_id"] == p["point_id"]).to_numpy()
-        pts.append(vllm_metrics(req[mask], itl[(mask & ok)[rr]], float(p["duration_s"])))
+        pts.append(vllm_metrics(req[mask], itl[(mask & ok)[rr]], float(p["duration_s"])).to_dict())
     return total, pts
 
 
@@ -131,10 +131,10 @@ def test_summaries_agree_with_reference(tmp_path):
     total, pts = _reference(t)
     assert total["completed"] > 0 and total["failed"] > 0 and len(t.itl) > 100
     for s in (
-        summarize(t),
-        summarize(read_trace(path, itl=False)),  # gaps streamed from itl.parquet
-        summarize_path(path),  # small: read whole and validated
-        summarize_path(path, stream=True, chunk_rows=7),  # chunks straddle the points
+        summarize(t).to_dict(),
+        summarize(read_trace(path, itl=False)).to_dict(),  # gaps streamed from itl.parquet
+        summarize_path(path).to_dict(),  # small: read whole and validated
+        summarize_path(path, stream=True, chunk_rows=7).to_dict(),  # chunks straddle the points
     ):
         _assert_same(s, total)
         assert [p["batch_size"] for p in s["points"]] == [0, 1, 2]
@@ -144,9 +144,9 @@ def test_summaries_agree_with_reference(tmp_path):
 
 def test_itl_histogram_within_stated_bound(tmp_path, monkeypatch):
     path = _multi_point_trace(tmp_path)
-    exact = summarize_path(path, stream=True, chunk_rows=7)
+    exact = summarize_path(path, stream=True, chunk_rows=7).to_dict()
     monkeypatch.setattr(metrics, "EXACT_ITL_MAX", 0)
-    approx = summarize_path(path, stream=True, chunk_rows=7)
+    approx = summarize_path(path, stream=True, chunk_rows=7).to_dict()
     bound = HIST_RATIO**0.5 - 1  # 0.05 %
     for a, e in zip([approx, *approx["points"]], [exact, *exact["points"]], strict=True):
         for k in e:
@@ -201,7 +201,7 @@ def _write_raw(path, requests=None, itl=None):
 
 
 def test_streamed_summary_by_hand(tmp_path):
-    s = summarize_path(_write_raw(tmp_path / "t"), stream=True, chunk_rows=2)
+    s = summarize_path(_write_raw(tmp_path / "t"), stream=True, chunk_rows=2).to_dict()
     assert s["completed"] == 2 and s["failed"] == 1 and s["total_output_tokens"] == 5
     assert s["mean_tpot_ms"] == pytest.approx(300.0)  # (0.4/2 + 0.4/1) / 2 s
     assert s["mean_itl_ms"] == pytest.approx(200.0) and s["points"][0]["completed"] == 2
@@ -232,7 +232,7 @@ STREAM_BAD = [
 def test_streamed_checks(tmp_path, req, itl, problem):
     path = _write_raw(tmp_path / "t", req, itl)
     with pytest.raises(InputError) as err:
-        summarize_path(path, stream=True, chunk_rows=2)
+        summarize_path(path, stream=True, chunk_rows=2).to_dict()
     assert str(err.value).startswith(str(path)) and problem in str(err.value)
 
 
@@ -243,10 +243,10 @@ def test_streamed_missing_column_and_table(tmp_path):
     path = _write_raw(tmp_path / "t")
     pq.write_table(pa.table({"point_id": ["a"]}), path / "requests.parquet")
     with pytest.raises(InputError, match="requests.success: missing column"):
-        summarize_path(path, stream=True)
+        summarize_path(path, stream=True).to_dict()
     (path / "itl.parquet").unlink()
     with pytest.raises(InputError, match="missing table itl.parquet"):
-        summarize_path(path, stream=True)
+        summarize_path(path, stream=True).to_dict()
 
 
 ITLS_BAD = [

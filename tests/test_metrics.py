@@ -20,7 +20,7 @@ def _trace(tmp_path, d):
 
 
 def test_counts_and_throughputs(tmp_path):
-    s = summarize(_trace(tmp_path, small_result()))
+    s = summarize(_trace(tmp_path, small_result())).to_dict()
     assert s["completed"] == 2 and s["failed"] == 1
     assert s["total_input_tokens"] == 30  # failed request's 30 prompt tokens not counted
     assert s["total_output_tokens"] == 6
@@ -30,7 +30,7 @@ def test_counts_and_throughputs(tmp_path):
 
 
 def test_latency_statistics(tmp_path):
-    s = summarize(_trace(tmp_path, small_result()))
+    s = summarize(_trace(tmp_path, small_result())).to_dict()
     assert s["mean_ttft_ms"] == pytest.approx(150.0)
     assert s["median_ttft_ms"] == pytest.approx(150.0)
     assert s["std_ttft_ms"] == pytest.approx(50.0)  # population std, as np.std
@@ -50,7 +50,7 @@ def test_tpot_skips_single_token_requests():
 
 def test_all_failed_gives_zeros_like_vllm(tmp_path):
     d = small_result(errors=["a", "b", "c"], completed=0)
-    s = summarize(_trace(tmp_path, d))
+    s = summarize(_trace(tmp_path, d)).to_dict()
     assert s["completed"] == 0 and s["failed"] == 3
     assert s["mean_ttft_ms"] == 0.0 and s["output_throughput"] == 0.0
 
@@ -61,7 +61,7 @@ def test_points_are_summarised_separately(tmp_path):
     a = vllm_bench_frames(tmp_path / "a.json", {"batch_size": "2"}, data=small_result())
     b = vllm_bench_frames(tmp_path / "b.json", {"batch_size": "4"}, data=small_result(duration=4.0))
     run = new_run_info(kind="recorded", commands=[], parameters={}, engine={})
-    s = summarize(validate(concat([a, b], run)))
+    s = summarize(validate(concat([a, b], run))).to_dict()
     assert [p["batch_size"] for p in s["points"]] == [2, 4]
     assert s["duration"] == pytest.approx(6.0)
     assert s["points"][1]["output_throughput"] == pytest.approx(1.5)
@@ -81,3 +81,13 @@ def test_translation_across_tools(tmp_path):
     assert t[("InferenceX", "tput_per_gpu")] == pytest.approx(9.0)  # 18 tok/s / 2 GPUs
     assert t[("vLLM", "output_throughput / GPUs")] == pytest.approx(1.5)
     assert t[("InferenceX", "interactivity")] == pytest.approx(1000 / 300)
+
+
+def test_summary_is_typed_and_its_json_keeps_vllm_names(tmp_path):
+    s = summarize(_trace(tmp_path, small_result()))
+    d = s.to_dict()
+    assert s.metrics.completed == d["completed"] == 2
+    assert s.metrics.total_output == d["total_output_tokens"] == 6
+    assert dict(s.metrics.percentiles_ttft_ms)[99.0] == d["p99_ttft_ms"]
+    assert [p.point_id for p in s.points] == [p["point_id"] for p in d["points"]]
+    assert s.points[0].metrics.mean_tpot_ms == d["points"][0]["mean_tpot_ms"]

@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,92 @@ HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / _LOG_RATIO)
 
 _STD_BLOCK = 1 << 20
 _REQUEST_COLUMNS = ["point_id", "success", "ttft_s", "e2el_s", "prompt_tokens", "output_tokens"]
+
+
+@dataclass(frozen=True)
+class BenchmarkMetrics:
+    """vLLM's metrics of one measured window, named as vLLM's own ``BenchmarkMetrics``
+    (``vllm/benchmarks/serve.py``): counts (requests, tokens), throughputs (per second of
+    ``duration``, seconds) and, per latency metric, mean / median / std / percentiles in ms.
+    :meth:`to_dict` gives the keys of vLLM's saved result JSON (``total_input_tokens``,
+    ``p99_ttft_ms``, ...)."""
+
+    duration: float
+    completed: int
+    failed: int
+    total_input: int
+    total_output: int
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    mean_ttft_ms: float
+    median_ttft_ms: float
+    std_ttft_ms: float
+    percentiles_ttft_ms: tuple[tuple[float, float], ...]
+    mean_tpot_ms: float
+    median_tpot_ms: float
+    std_tpot_ms: float
+    percentiles_tpot_ms: tuple[tuple[float, float], ...]
+    mean_itl_ms: float
+    median_itl_ms: float
+    std_itl_ms: float
+    percentiles_itl_ms: tuple[tuple[float, float], ...]
+    mean_e2el_ms: float
+    median_e2el_ms: float
+    std_e2el_ms: float
+    percentiles_e2el_ms: tuple[tuple[float, float], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The window under the key names of vLLM's result JSON."""
+        out: dict[str, Any] = {
+            "duration": self.duration,
+            "completed": self.completed,
+            "failed": self.failed,
+            "total_input_tokens": self.total_input,
+            "total_output_tokens": self.total_output,
+            "request_throughput": self.request_throughput,
+            "output_throughput": self.output_throughput,
+            "total_token_throughput": self.total_token_throughput,
+        }
+        for m in LATENCY_METRICS:
+            for stat in ("mean", "median", "std"):
+                out[f"{stat}_{m}_ms"] = getattr(self, f"{stat}_{m}_ms")
+            for p, v in getattr(self, f"percentiles_{m}_ms"):
+                out[f"p{_pword(p)}_{m}_ms"] = v
+        return out
+
+
+@dataclass(frozen=True)
+class PointMetrics:
+    """One sweep point: its id, its scenario keys (engine, config, batch size, ...) and its
+    window's :class:`BenchmarkMetrics`."""
+
+    point_id: str
+    scenario: dict[str, Any]
+    metrics: BenchmarkMetrics
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"point_id": self.point_id, **self.scenario, **self.metrics.to_dict()}
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """A trace's metrics: the measured windows taken as one (``metrics``; its duration is the
+    sum of the points' durations) and one :class:`PointMetrics` per point."""
+
+    trace_id: str
+    kind: str
+    metrics: BenchmarkMetrics
+    points: list[PointMetrics]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``rackbook summarize --json``: vLLM's keys at the top level, plus ``points``."""
+        return {
+            "trace_id": self.trace_id,
+            "kind": self.kind,
+            **self.metrics.to_dict(),
+            "points": [p.to_dict() for p in self.points],
+        }
 
 
 def _stats(name: str, values_s: np.ndarray, percentiles: tuple[float, ...]) -> dict[str, float]:
@@ -360,7 +447,7 @@ class _Summary:
         """Gaps (s) of successful requests with their point indices."""
         self.pools["itl"].add(codes, itl_s)
 
-    def result(self, trace_id: str, kind: str) -> dict[str, Any]:
+    def result(self, trace_id: str, kind: str) -> TraceSummary:
         n = self.np
         stats = {m: self.pools[m].stats(m, self.percentiles, n) for m in LATENCY_METRICS}
         durations = self.points["duration_s"].to_numpy(dtype=np.float64)
@@ -384,8 +471,8 @@ class _Summary:
             )
             keys = {k: (None if pd.isna(p[k]) else p[k]) for k in SCENARIO_KEYS if k in p}
             keys = {k: (int(v) if isinstance(v, (np.integer,)) else v) for k, v in keys.items()}
-            points.append({"point_id": p["point_id"], **keys, **m})
-        return {"trace_id": trace_id, "kind": kind, **total, "points": points}
+            points.append(PointMetrics(str(p["point_id"]), keys, m))
+        return TraceSummary(trace_id, kind, total, points)
 
 
 def _window(
@@ -395,20 +482,25 @@ def _window(
     total_in: int,
     total_out: int,
     stats: dict[str, dict[str, float]],
-) -> dict[str, Any]:
-    res: dict[str, Any] = {
-        "duration": float(duration_s),
-        "completed": completed,
-        "failed": failed,
-        "total_input_tokens": total_in,
-        "total_output_tokens": total_out,
-        "request_throughput": completed / duration_s,
-        "output_throughput": total_out / duration_s,
-        "total_token_throughput": (total_in + total_out) / duration_s,
-    }
+) -> BenchmarkMetrics:
+    lat: dict[str, Any] = {}
     for m in LATENCY_METRICS:
-        res |= stats[m]
-    return res
+        s = stats[m]
+        for stat in ("mean", "median", "std"):
+            lat[f"{stat}_{m}_ms"] = s[f"{stat}_{m}_ms"]
+        pct = [(k, v) for k, v in s.items() if k.startswith("p") and k.endswith(f"_{m}_ms")]
+        lat[f"percentiles_{m}_ms"] = tuple((float(k[1 : -len(f"_{m}_ms")]), v) for k, v in pct)
+    return BenchmarkMetrics(
+        duration=float(duration_s),
+        completed=completed,
+        failed=failed,
+        total_input=total_in,
+        total_output=total_out,
+        request_throughput=completed / duration_s,
+        output_throughput=total_out / duration_s,
+        total_token_throughput=(total_in + total_out) / duration_s,
+        **lat,
+    )
 
 
 def tpot_s(ttft_s: np.ndarray, e2el_s: np.ndarray, output_tokens: np.ndarray) -> np.ndarray:
@@ -422,7 +514,7 @@ def vllm_metrics(
     itl_s: np.ndarray,
     duration_s: float,
     percentiles: tuple[float, ...] = PERCENTILES,
-) -> dict[str, Any]:
+) -> BenchmarkMetrics:
     """vLLM's metrics for one window: ``requests`` rows, pooled gaps ``itl_s`` of its successful
     requests (seconds) and the window length ``duration_s`` (seconds)."""
     ok = requests["success"].to_numpy(dtype=bool)
@@ -477,7 +569,7 @@ def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int
             acc.add_itl(code[keep], v[keep])
 
 
-def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> dict[str, Any]:
+def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
     """Metrics of a whole trace plus one entry per point.
 
     The top level treats the measured windows as one: its ``duration`` is the sum of the points'
@@ -525,7 +617,7 @@ def summarize_path(
     *,
     stream: bool | None = None,
     chunk_rows: int = CHUNK_ROWS,
-) -> dict[str, Any]:
+) -> TraceSummary:
     """:func:`summarize` of the trace folder ``path``, streamed when large (module docstring).
 
     ``stream`` forces (True) or forbids (False) streaming; by default a folder streams when it
@@ -563,13 +655,15 @@ def summarize_path(
     _stream_itl(acc, path, row_code, chunk_rows)
     del row_code
     res = acc.result(str(run.get("trace_id", "")), str(run.get("kind", "")))
-    if res["completed"]:  # the median of the medians' one value: the same check as validate
-        traces.check_latency_unit(np.array([res["median_e2el_ms"] / 1000]), path, "requests.e2el_s")
+    if res.metrics.completed:  # one value, the median itself: the check validate makes
+        median_s = np.array([res.metrics.median_e2el_ms / 1000])
+        traces.check_latency_unit(median_s, path, "requests.e2el_s")
     return res
 
 
-def format_summary(s: dict[str, Any]) -> str:
+def format_summary(summary: TraceSummary) -> str:
     """Human-readable table of a summary, in vLLM's wording."""
+    s = summary.to_dict()
     lines = [f"trace {s['trace_id']} ({s['kind']}), {len(s['points'])} point(s)"]
     rows = [
         ("Successful requests", "completed", "{:d}"),
@@ -594,7 +688,7 @@ def cli_summarize(args: argparse.Namespace) -> int:
     """``rackbook summarize TRACE_DIR [--json]``: the JSON object is the last thing printed."""
     s = summarize_path(args.trace)
     if args.json:
-        print(json.dumps(s, allow_nan=False, default=str))
+        print(json.dumps(s.to_dict(), allow_nan=False, default=str))
     else:
         print(format_summary(s))
     return 0
@@ -671,7 +765,7 @@ def translate(trace: traces.Trace, gpus: int = 1, point_id: str | None = None) -
     req = trace.requests[mask]
     dur = float(trace.points.loc[trace.points["point_id"] == pid, "duration_s"].iloc[0])
     ok_mask = mask & trace.requests["success"].to_numpy(dtype=bool)
-    m = vllm_metrics(req, _pooled_itl(trace, ok_mask), dur)
+    m = vllm_metrics(req, _pooled_itl(trace, ok_mask), dur).to_dict()
     ok = req[req["success"]]
     e2el = ok["e2el_s"].to_numpy(np.float64)
     n = ok["output_tokens"].to_numpy(np.int64)
