@@ -266,6 +266,25 @@ class Registry(_Model):
                 return c
         raise InputError(self._path, "claims", f"no claim with id {claim_id!r}")
 
+    def value(self, claim_id: str) -> float:
+        """The published figure of a single-valued claim, in its unit."""
+        c = self.get(claim_id)
+        if c.value is None:
+            raise InputError(self._path, f"claims[{claim_id}].value", "is a range: use .range()")
+        return c.value
+
+    def range(self, claim_id: str) -> Range:
+        """The published interval of a range claim, in its unit."""
+        c = self.get(claim_id)
+        if c.values is None:
+            raise InputError(self._path, f"claims[{claim_id}].values", "is not a range claim")
+        return c.values
+
+    def tolerance(self, claim_id: str) -> float:
+        """How far a reproduced number may sit from the published one (0 when none is set)."""
+        c = self.get(claim_id)
+        return c.tolerance.absolute if c.tolerance is not None else 0.0
+
     def source(self, source_id: str) -> Source:
         """The source with this id."""
         for s in self.sources:

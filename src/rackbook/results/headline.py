@@ -6,9 +6,11 @@ kind (how the number was obtained) and a verdict with a one-line reason.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +80,47 @@ def write_result(
         "headlines": [asdict(h) for h in headlines],
     }
     return atomic_write_json(Path(out_dir) / f"{result}.json", doc)
+
+
+@dataclass
+class Outcome:
+    """What a chapter concludes: its headlines, the result's verdict with a one-line reason,
+    the traces it read and the parameters that shaped it; :meth:`write` writes the headline
+    JSON the book and ``rackbook list`` read."""
+
+    result: str
+    headlines: list[Headline]
+    verdict: str
+    reason: str
+    trace_ids: list[str] = field(default_factory=list)
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, out_dir: str | Path, source: str) -> Path:
+        """``out_dir/RESULT.json`` (atomic); ``source`` is ``trace`` or ``live``."""
+        return write_result(
+            self.result,
+            self.headlines,
+            out_dir=out_dir,
+            source=source,
+            verdict=self.verdict,
+            reason=self.reason,
+            trace_ids=self.trace_ids,
+            parameters=self.parameters,
+        )
+
+    def markdown(self) -> str:
+        """The headline table shown at the end of the chapter."""
+        return headline_markdown(self.headlines)
+
+
+class Params:
+    """Mixin of a result's parameter dataclass: build it from any mapping of names (such as a
+    notebook's namespace after its ``parameters`` cell), taking only the fields it declares."""
+
+    @classmethod
+    def from_mapping(cls, names: Mapping[str, Any]) -> Any:
+        fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in names.items() if k in fields})
 
 
 def _fmt_value(v: float | int | str | None) -> str:

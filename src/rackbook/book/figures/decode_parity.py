@@ -1,0 +1,73 @@
+"""Figures of the decode-parity chapter (data: :class:`rackbook.results.decode_parity.Analysis`)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from rackbook.book import plotting
+from rackbook.results.decode_parity import Analysis
+
+
+def _engines(a: Analysis) -> list[tuple[str, str]]:
+    return [(a.params.engine_a, "A: online server"), (a.params.engine_b, "B: offline batch")]
+
+
+def decode_throughput(a: Analysis) -> Figure:
+    """Decode throughput (tok/s) of both engines against batch size."""
+    fig, ax = plt.subplots()
+    for i, (eng, label) in enumerate(_engines(a)):
+        t = a.table[a.table["engine"] == eng]
+        ax.plot(t["batch"], t["decode_tok_s"], marker=plotting.MARKERS[i], label=f"{label} ({eng})")
+    ax.set_xscale("log", base=2)
+    plotting.label(
+        ax,
+        "batch size B (requests, log2)",
+        "decode throughput (tok/s)",
+        "Decode throughput against batch size",
+    )
+    ax.legend()
+    return fig
+
+
+def parity_ratio(a: Analysis) -> Figure:
+    """Throughput ratio A/B for decode and prefill, with the claim's band around 1."""
+    fig, ax = plt.subplots()
+    band = a.band_pct / 100
+    ax.axhspan(
+        1 - band,
+        1 + band,
+        color=plotting.PALETTE[2],
+        alpha=0.15,
+        label=f"claim: within +/-{a.band_pct:g} %",
+    )
+    ax.axhline(1, color="0.4", lw=0.8)
+    ax.plot(a.decode["batch"], a.decode["ratio"], marker="o", label="decode A/B")
+    ax.plot(a.prefill["batch"], a.prefill["ratio"], marker="s", ls="--", label="prefill A/B")
+    ax.set_xscale("log", base=2)
+    plotting.label(
+        ax,
+        "batch size B (requests, log2)",
+        "throughput ratio A/B (1)",
+        "Online over offline, with the claim's band",
+    )
+    ax.legend()
+    return fig
+
+
+def prefill_throughput(a: Analysis) -> Figure:
+    """Prefill throughput (prompt tok/s of TTFT) of both engines against batch size."""
+    fig, ax = plt.subplots()
+    for i, (eng, _) in enumerate(_engines(a)):
+        t = a.table[a.table["engine"] == eng]
+        ax.plot(t["batch"], t["prefill_tok_s"], marker=plotting.MARKERS[i], label=eng)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    plotting.label(
+        ax,
+        "batch size B (requests, log2)",
+        "prefill throughput (tok/s, log)",
+        "The prefill side: prompt tokens per second of TTFT",
+    )
+    ax.legend()
+    return fig
