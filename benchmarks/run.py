@@ -255,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         results["book"] = bench_book()
     for section in results.values():  # keep the file small: no full stdout
         _strip(section)
-    a.output.write_text(json.dumps(results, indent=1) + "\n")
+    # no machine's absolute path in the committed results: the bench folder and the repository
+    text = json.dumps(results, indent=1).replace(str(a.dir), "$BENCH").replace(str(ROOT), "$REPO")
+    a.output.write_text(text + "\n")
     print(json.dumps(results, indent=1))
     return 0
 

@@ -1,16 +1,29 @@
-"""Shared test helpers."""
+"""Shared test helpers, and the one executed book every notebook test shares.
+
+The suite never writes into the reader's ``_build``: unless ``RACKBOOK_BUILD`` is set (the
+Makefile sets it), the build folder is a temporary one for the whole session. The notebooks
+execute once per session (:func:`executed`): the nbmake run of ``make test`` leaves its executed
+set in ``RACKBOOK_TEST_EXECUTED``, which the own-book and browser tests reuse; without it, the
+fixture executes every result once.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
-from hypothesis import settings
+# before rackbook is imported: rackbook.paths reads it once
+os.environ.setdefault(
+    "RACKBOOK_BUILD", str(Path(tempfile.mkdtemp(prefix="rackbook-test-")) / "_build")
+)
 
-from rackbook.cli import main
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from rackbook.cli import main  # noqa: E402
 
 # CI explores the same examples on every run (no flaky failures); locally they vary.
 settings.register_profile("ci", derandomize=True, database=None)
@@ -18,6 +31,36 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def executed(tmp_path_factory) -> Path:
+    """Every result executed once on the shipped traces: the folder of executed notebooks and
+    headline JSONs (``RACKBOOK_TEST_EXECUTED`` when the nbmake run made it, else made here)."""
+    from rackbook.book import runner
+
+    given = os.environ.get("RACKBOOK_TEST_EXECUTED")
+    if given:
+        folder = Path(given)
+        missing = [
+            r
+            for r in runner.available_results()
+            if not ((folder / f"{r}.ipynb").is_file() and (folder / f"{r}.json").is_file())
+        ]
+        assert not missing, f"RACKBOOK_TEST_EXECUTED={folder} lacks {missing}"
+        return folder
+    out = tmp_path_factory.mktemp("executed")
+    for r in runner.available_results():
+        runner.run_result(r, "trace", {}, out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def built_book(executed) -> Path:
+    """The HTML book built once from the shared executed set (strict: warnings fail)."""
+    from rackbook.book import runner
+
+    return runner.build_book(executed, strict=True).parent
 
 
 def small_result(**overrides: Any) -> dict[str, Any]:

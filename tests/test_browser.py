@@ -25,7 +25,7 @@ from rackbook import paths
 from rackbook.book import runner
 from rackbook.results.headline import read_result
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ARTIFACTS = paths.BUILD / "browser"
 FLAGS = [
@@ -59,19 +59,15 @@ def browser() -> str:
 
 
 @pytest.fixture(scope="module")
-def site(browser, tmp_path_factory):
-    """Execute every result on the shipped traces, build the book, serve it on loopback."""
-    out = tmp_path_factory.mktemp("executed")
-    for r in runner.available_results():
-        runner.run_result(r, "trace", {}, out, progress=False)
-    index = runner.build_book(out, strict=True)
-    root = index.parent
+def site(browser, executed, built_book):
+    """The book built once from the shared executed set, served on loopback."""
+    root = built_book
     handler = functools.partial(_QuietHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    yield {"root": root, "out": out, "url": f"http://127.0.0.1:{server.server_port}"}
+    yield {"root": root, "out": executed, "url": f"http://127.0.0.1:{server.server_port}"}
     server.shutdown()
 
 

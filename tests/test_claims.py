@@ -23,10 +23,9 @@ from rackbook.inputs.claims import (
 SHIPPED = paths.DATA / "claims.yaml"
 
 #: The French write-up the registry quotes: the reference folder beside the checkout (as CI
-#: lays it out), or the workplace's shared folder.
+#: lays it out); the check skips, saying so, where it is absent.
 SOURCE_TEXT_CANDIDATES = [
     paths.ROOT.parent / "shared" / "reference" / "000_3688c5eff9900976.txt",
-    Path("/work/shared/reference/000_3688c5eff9900976.txt"),
 ]
 
 #: Published figures, typed in by hand from the write-up (not read from the registry).

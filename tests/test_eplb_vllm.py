@@ -3,7 +3,7 @@
 Where the vLLM side runs:
 - in this interpreter when ``vllm`` and ``torch`` are importable here;
 - otherwise in a subprocess of the live interpreter (``$RACKBOOK_LIVE_PYTHON``, else
-  ``/work/main/.venv-live/bin/python``), arrays exchanged as JSON on stdin/stdout;
+  ``.venv-live/bin/python`` of the checkout), arrays exchanged as JSON on stdin/stdout;
 - skipped, with the reason shown, when neither is available.
 
 To stay fast (no ``import vllm``: its package ``__init__`` files pull in the config system and
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rackbook.live.envfile import live_python
 from rackbook.physics import eplb
 
 _RUNNER = r"""
@@ -132,9 +133,12 @@ def _vllm_phy2log(cases: list[dict]) -> tuple[list[np.ndarray], str]:
         res = ns["run"](payload)
         where = "in-process"
     else:
-        live = os.environ.get("RACKBOOK_LIVE_PYTHON", "/work/main/.venv-live/bin/python")
+        live = os.environ.get("RACKBOOK_LIVE_PYTHON") or str(live_python())
         if not Path(live).is_file():
-            pytest.skip(f"vLLM not importable here and no live interpreter at {live}")
+            pytest.skip(
+                f"vLLM's EPLB policy is not importable here and the live env is missing ({live}):"
+                " run `make live-setup` (or set RACKBOOK_LIVE_PYTHON) to check bit for bit"
+            )
         proc = subprocess.run(
             [live, "-c", _RUNNER + _MAIN],
             input=json.dumps(payload),

@@ -2,7 +2,7 @@
 
 Layers (a module may import its own layer's shared modules and any lower layer):
 
-    errors, paths            the base
+    errors, paths            the base (paths may use errors)
     core, inputs             trace core; declarative inputs
     physics                  modelled numbers (may use core, inputs)
     results, cluster         one module per result; recipes (may use the above)
@@ -28,8 +28,9 @@ from rackbook import paths
 PKG = paths.ROOT / "src" / "rackbook"
 LAYER = {
     "errors": 0,
-    "paths": 0,
     "__init__": 0,
+    "__version__": 0,
+    "paths": 0.5,
     "core": 1,
     "inputs": 1,
     "physics": 2,

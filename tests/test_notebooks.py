@@ -1,4 +1,9 @@
-"""Notebooks are stored clean, parameterised, thin; the runner executes them with papermill."""
+"""Notebooks are stored clean, parameterised and thin: they narrate, call rackbook and plot.
+
+Limits (the design's): at most 150 non-blank code lines per notebook and 20 per code cell, the
+parameters cell included; no function or class defined in a cell; the first code cell holds the
+parameters, the last one writes the chapter's outcome (its headline JSON).
+"""
 
 from __future__ import annotations
 
@@ -9,29 +14,53 @@ import pytest
 from rackbook import paths
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS.glob("*.ipynb"))
+MAX_LINES, MAX_CELL = 150, 20
 
 
-def test_every_result_name_is_known():
-    assert NOTEBOOKS, "no notebooks"
-    assert {p.stem for p in NOTEBOOKS} <= set(paths.RESULTS)
+def _code(nb):
+    doc = json.loads(nb.read_text())
+    return [c for c in doc["cells"] if c["cell_type"] == "code"]
+
+
+def _lines(cell) -> int:
+    return sum(1 for line in "".join(cell["source"]).splitlines() if line.strip())
+
+
+def test_every_result_has_its_notebook():
+    assert {p.stem for p in NOTEBOOKS} == set(paths.RESULTS)
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_stored_without_outputs_and_parameters_first(nb):
-    doc = json.loads(nb.read_text())
-    code = [c for c in doc["cells"] if c["cell_type"] == "code"]
+    code = _code(nb)
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
     assert "parameters" in code[0].get("metadata", {}).get("tags", [])
     first = "".join(code[0]["source"])
     assert 'source = "trace"' in first and "out_dir =" in first
     last = "".join(code[-1]["source"])
-    assert ".write(" in last or "write_result(" in last
+    assert ".write(" in last
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_thin_no_function_or_class_definitions(nb):
-    doc = json.loads(nb.read_text())
-    for c in doc["cells"]:
-        if c["cell_type"] == "code":
-            src = "".join(c["source"])
-            assert "\ndef " not in "\n" + src and "\nclass " not in "\n" + src, nb.name
+def test_thin(nb):
+    code = _code(nb)
+    sizes = [_lines(c) for c in code]
+    assert sum(sizes) <= MAX_LINES, f"{sum(sizes)} code lines"
+    assert max(sizes) <= MAX_CELL, f"a cell of {max(sizes)} lines"
+    for c in code:
+        src = "\n" + "".join(c["source"])
+        assert "\ndef " not in src and "\nclass " not in src, nb.name
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_no_published_number_typed_in_the_notebook(nb):
+    """Published claim figures reach a chapter only from the claims registry (glued)."""
+    from rackbook.inputs.claims import load_claims
+
+    text = nb.read_text()
+    for c in load_claims().for_result(nb.stem):
+        figures = [c.value] if c.value is not None else [c.values.low, c.values.high]
+        for x in figures:
+            for shown in {f"{x:g}", f"{x:,.0f}", f"{int(x)}" if float(x).is_integer() else None}:
+                if shown and len(shown.replace(",", "").replace(".", "")) >= 2:
+                    assert f" {shown} " not in text and f"{shown} %" not in text, (c.id, shown)

@@ -6,19 +6,27 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from rackbook import paths
 
 
-def test_own_traces_build_an_own_book(tmp_path, run_cli):
+@pytest.mark.slow
+def test_own_traces_build_an_own_book(tmp_path, run_cli, executed, monkeypatch):
+    monkeypatch.setattr(paths, "BUILD", tmp_path / "_build")  # not the shared book's build
     mine = tmp_path / "traces"
     shutil.copytree(paths.TRACES / "single-user", mine / "single-user")
     run = json.loads((mine / "single-user" / "run.json").read_text())
     run["trace_id"] = "mine-0001"
     (mine / "single-user" / "run.json").write_text(json.dumps(run))
     out = tmp_path / "yours"
-    code, stdout, err = run_cli("book", "--traces", str(mine), "--out", str(out))
+    # the results without a trace of the reader's come from the suite's one executed set
+    code, stdout, err = run_cli(
+        "book", "--traces", str(mine), "--out", str(out), "--reuse", str(executed)
+    )
     assert code == 0, err
     assert "your traces: single-user" in stdout
+    assert "decode-parity: executed on the shipped trace already" in stdout
     doc = json.loads((out / "single-user.json").read_text())
     assert doc["trace_ids"] == ["mine-0001"]
     other = json.loads((out / "decode-parity.json").read_text())

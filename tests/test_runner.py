@@ -44,6 +44,7 @@ def _decode_trace(tmp_path):
     return write_trace(tmp_path / "trace", concat(parts, run))
 
 
+@pytest.mark.slow
 def test_run_decode_parity_on_a_trace(tmp_path, run_cli):
     trace = _decode_trace(tmp_path)
     out = tmp_path / "out"
@@ -92,6 +93,7 @@ def test_bad_trace_parameter_gives_one_line(tmp_path, run_cli):
     assert not (tmp_path / "o" / "decode-parity.json").exists()
 
 
+@pytest.mark.slow
 def test_figures_are_drawn_even_with_a_non_interactive_backend(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     out = tmp_path / "out"
@@ -107,6 +109,7 @@ def test_figures_are_drawn_even_with_a_non_interactive_backend(tmp_path, run_cli
     assert os.environ["MPLBACKEND"] == "Agg"  # restored for the caller
 
 
+@pytest.mark.slow
 def test_api_key_canary_reaches_no_output(tmp_path, run_cli, monkeypatch):
     """An API key in the environment never lands in provenance, executed notebooks or JSON."""
     from rackbook.core.provenance import new_run_info

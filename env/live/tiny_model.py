@@ -10,7 +10,7 @@ generator (vLLM's ``initialize_dummy_weights``, seed 1234), so every run of the 
 version computes the same tokens. Nothing here is a trained model: it exists to make real
 vLLM servers, schedulers and benchmark clients run on a 2-core CPU.
 
-Choices, each forced by what vLLM on CPU accepts (see /work/shared/reference/vllm-cpu-notes.md):
+Choices, each forced by what vLLM on CPU accepts (see env/live/README.md):
 
 * Architecture Qwen3-MoE (``Qwen3MoeForCausalLM``): a served MoE with a router, top-k experts,
   and fused-MoE kernels, like the DeepSeek model of the claims but without MLA's

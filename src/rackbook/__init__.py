@@ -1,8 +1,9 @@
-"""rackbook: trace-mode core and live harness of the vLLM rack-scale reproducibility book.
+"""rackbook: the vLLM rack-scale reproducibility book's code.
 
-The trace-mode core (``schema``, ``traces``, ``metrics``, ``claims``, ``catalogs``, ``roofline``,
-``eplb``, ``results`` and the per-result analysis modules) needs no vLLM, torch or GPU and never
-imports ``rackbook.live``.
+Packages (README's module map): ``core`` (traces, importers, metrics), ``inputs`` (claims
+registry, catalogs), ``physics`` (roofline, EPLB), ``results`` (one module per result),
+``book`` (runner, pages, figures), ``cluster`` (recipes) and ``live`` (the harness on real vLLM).
+Everything but ``live`` needs no vLLM, torch or GPU and never imports ``rackbook.live``.
 """
 
 __version__ = "0.1.0"

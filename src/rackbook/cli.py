@@ -10,6 +10,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
+from rackbook import __version__, paths
 from rackbook.errors import InputError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -44,8 +45,14 @@ def _label(text: str) -> tuple[str, str]:
     return key, value
 
 
+#: Verbs that read the repository's data, notebooks or book sources (the others work on the
+#: files they are given): from an installed copy without a checkout they stop with one line.
+NEEDS_CHECKOUT = frozenset({"run", "list", "book", "kv-bytes", "recipes", "record"})
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="rackbook", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 
     s = sub.add_parser("import", help="convert a benchmark result into a trace folder")
@@ -89,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--traces",
         default=None,
         help="a folder of your own traces: execute every result on them first",
+    )
+    s.add_argument(
+        "--reuse",
+        default=None,
+        help="with --traces: a folder of results already executed on the shipped traces "
+        "(such as _build/executed after make book), copied instead of executed again",
     )
     s.add_argument("--strict", action="store_true", help="warnings are errors (-W -n)")
 
@@ -134,6 +147,8 @@ def _resolve(spec: str) -> Handler:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.verb in NEEDS_CHECKOUT:
+            paths.require_checkout()
         return int(_resolve(HANDLERS[args.verb])(args) or 0)
     except InputError as err:
         sys.stderr.write(f"error: {err}\n")

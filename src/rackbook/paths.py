@@ -1,16 +1,25 @@
-"""Where the project's files live. Relative paths are resolved against the repository root."""
+"""Where the project's files live. Relative paths are resolved against the repository root.
+
+Two environment variables move things: ``RACKBOOK_ROOT`` the repository (a checkout or a
+worktree), ``RACKBOOK_BUILD`` the build folder (default ``_build`` in the repository; the test
+suite points it at a folder of its own so that it never writes into a reader's ``_build``).
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from rackbook.errors import InputError
+
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
 #: Repository root (the package is installed editable from ``src/``); override with RACKBOOK_ROOT.
-ROOT = Path(os.environ.get("RACKBOOK_ROOT", Path(__file__).resolve().parents[2]))
+ROOT = Path(os.environ.get("RACKBOOK_ROOT", _PACKAGE_ROOT))
 DATA = ROOT / "data"
 TRACES = DATA / "traces"
 NOTEBOOKS = ROOT / "notebooks"
-BUILD = ROOT / "_build"
+BUILD = Path(os.environ.get("RACKBOOK_BUILD") or ROOT / "_build")
 EXECUTED = BUILD / "executed"
 
 RESULTS: tuple[str, ...] = (
@@ -27,3 +36,22 @@ def resolve(path: str | Path) -> Path:
     """Absolute path: ``path`` itself if absolute, else relative to the repository root."""
     p = Path(path)
     return p if p.is_absolute() else ROOT / p
+
+
+def output_dir(out_dir: str | Path | None) -> Path:
+    """Where a chapter writes its headline JSON (and live traces): ``out_dir`` (relative to the
+    repository root), or the build's ``executed`` folder when it is ``None``."""
+    return EXECUTED if out_dir is None else resolve(out_dir)
+
+
+def require_checkout() -> Path:
+    """The repository root, or a one-line :class:`InputError` when rackbook runs from an
+    installed copy without the repository (its data, notebooks and book sources)."""
+    if not (ROOT / "data" / "claims.yaml").is_file():
+        raise InputError(
+            ROOT,
+            "RACKBOOK_ROOT",
+            "no rackbook checkout here (data/claims.yaml missing): run from a clone of the "
+            "repository, or set RACKBOOK_ROOT to one",
+        )
+    return ROOT

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import dataclasses
+import importlib
 import json
 import math
 import os
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,9 @@ import yaml
 
 from rackbook import paths
 from rackbook.core.fsio import check_output_folder
+from rackbook.core.provenance import REPO, repo_relative
 from rackbook.errors import InputError
+from rackbook.inputs.loader import display_path
 
 
 def available_results() -> list[str]:
@@ -69,13 +74,51 @@ def _default_value(text: Any) -> Any:
         return None
 
 
+def _declared_kind(result: str | None, name: str, default: Any) -> tuple[str | None, bool]:
+    """What a parameter must hold: ``number``, ``int``, ``list`` or None (anything), and
+    whether None is allowed. From the result's ``Params`` annotations where the analysis
+    declares the parameter (a default of None says nothing), else from the default's type."""
+    hint = None
+    if result is not None:
+        module = importlib.import_module(f"rackbook.results.{result.replace('-', '_')}")
+        params = getattr(module, "Params", None)
+        if params is not None and name in {f.name for f in dataclasses.fields(params)}:
+            hint = typing.get_type_hints(params)[name]
+    if hint is not None:
+        args = set(typing.get_args(hint)) or {hint}
+        nullable = type(None) in args
+        args.discard(type(None))
+        origins = {typing.get_origin(a) or a for a in args}
+        if origins <= {int}:
+            return "int", nullable
+        if origins <= {int, float}:
+            return "number", nullable
+        if origins & {list, tuple}:
+            return "list", nullable
+        return None, True
+    if isinstance(default, bool):
+        return None, True
+    if isinstance(default, int):
+        return "int", False
+    if isinstance(default, float):
+        return "number", False
+    if isinstance(default, list):
+        return "list", False
+    return None, True
+
+
 def check_parameters(
-    nb: Path, params: dict[str, Any], declared: dict[str, Any], source: str = "trace"
+    nb: Path,
+    params: dict[str, Any],
+    declared: dict[str, Any],
+    source: str = "trace",
+    result: str | None = None,
 ) -> None:
-    """Refuse, before any kernel starts, values whose type differs from the default's: a
-    number (int or float default) must be a finite number (an int for an int default), a list
-    must be a list; in trace mode ``trace`` must name an existing trace folder."""
-    shown = nb.relative_to(paths.ROOT) if nb.is_relative_to(paths.ROOT) else nb
+    """Refuse, before any kernel starts, values of the wrong type: a number must be a finite
+    number (an integer where one is declared), a list a list (types from the result's
+    ``Params`` annotations, else from the notebook's defaults); in trace mode ``trace`` must
+    name an existing trace folder."""
+    shown = display_path(nb)
     for name, value in params.items():
         field = f"parameter {name}"
         default = _default_value(declared[name].get("default"))
@@ -89,14 +132,18 @@ def check_parameters(
                 raise InputError(
                     folder, field, "not a folder (a trace is a folder with run.json and tables)"
                 )
-        elif isinstance(default, (int, float)) and not isinstance(default, bool):
+            continue
+        kind, nullable = _declared_kind(result, name, default)
+        if value is None and nullable:
+            continue
+        if kind in ("number", "int"):
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise InputError(shown, field, f"expected a number, got {value!r}")
             if not math.isfinite(value):
                 raise InputError(shown, field, f"must be finite, got {value!r}")
-            if isinstance(default, int) and not isinstance(value, int):
+            if kind == "int" and not isinstance(value, int):
                 raise InputError(shown, field, f"expected an integer, got {value!r}")
-        elif isinstance(default, list) and not isinstance(value, list):
+        elif kind == "list" and not isinstance(value, list):
             raise InputError(shown, field, f"expected a list, got {value!r}")
 
 
@@ -123,11 +170,11 @@ def run_result(
     unknown = sorted(set(params) - set(declared))
     if unknown:
         raise InputError(
-            nb.relative_to(paths.ROOT),
+            display_path(nb),
             f"parameter {unknown[0]}",
             f"not a parameter of this notebook; known: {', '.join(declared)}",
         )
-    check_parameters(nb, params, declared, source)
+    check_parameters(nb, params, declared, source, result)
     params |= {"source": source, "out_dir": str(out_dir)}
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / f"{result}.ipynb"
@@ -155,7 +202,7 @@ def run_result(
             file, field, problem = evalue.split(": ", 2)
             raise InputError(file, field, problem) from None
         raise InputError(
-            nb.relative_to(paths.ROOT), f"cell {exc.exec_count}", f"{exc.ename}: {evalue}"
+            display_path(nb), f"cell {exc.exec_count}", f"{exc.ename}: {evalue}"
         ) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -166,7 +213,7 @@ def run_result(
             os.environ["MPLBACKEND"] = saved_backend
     os.replace(tmp, final)
     if not headline.exists() or headline.stat().st_mtime == old_mtime:
-        raise InputError(nb.relative_to(paths.ROOT), "last cell", f"did not write {headline.name}")
+        raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
     return headline
 
 
@@ -215,12 +262,13 @@ def _stage_notebook(src: Path, dst: Path) -> None:
     """Copy an executed notebook for the book: the cell papermill injected is collapsed and
     shows paths relative to the repository (no machine's absolute paths in the book)."""
     nb = json.loads(src.read_text(encoding="utf-8"))
-    root = str(paths.ROOT) + "/"
     for cell in nb.get("cells", []):
         tags = cell.get("metadata", {}).get("tags", [])
         if "injected-parameters" in tags:
             cell["metadata"]["tags"] = [*tags, "hide-input"]
-            cell["source"] = [line.replace(root, "") for line in cell.get("source", [])]
+            cell["source"] = [
+                repo_relative(line).replace(REPO + "/", "") for line in cell.get("source", [])
+            ]
     dst.write_text(json.dumps(nb, indent=1), encoding="utf-8")
 
 
@@ -248,15 +296,18 @@ def stage_book(executed: Path, site: Path) -> Path:
 
 
 def build_book(out: str | Path | None = None, strict: bool = False) -> Path:
-    """Stage and build the HTML book; returns the path of ``index.html``."""
+    """Stage and build the HTML book under the build folder (``_build``, or ``RACKBOOK_BUILD``:
+    Jupyter Book writes into a folder named ``_build``); returns the path of ``index.html``."""
     executed = paths.resolve(out) if out else paths.EXECUTED
+    if paths.BUILD.name != "_build":
+        raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
     site = stage_book(executed, paths.BUILD / "site")
     cmd = [
         str(Path(sys.executable).with_name("jupyter-book")),
         "build",
         str(site),
         "--path-output",
-        str(paths.ROOT),
+        str(paths.BUILD.parent),
         "--keep-going",
     ]
     if strict:
@@ -269,16 +320,18 @@ def build_book(out: str | Path | None = None, strict: bool = False) -> Path:
         problems = [ln for ln in text.splitlines() if "WARNING" in ln or "ERROR" in ln]
         tail = problems[:1] or [ln for ln in text.splitlines() if ln.strip()][-1:]
         raise InputError(
-            log.relative_to(paths.ROOT),
+            display_path(log),
             "jupyter-book",
             f"build failed: {tail[0] if tail else proc.returncode}",
         )
     return paths.BUILD / "html" / "index.html"
 
 
-def run_on_traces(traces_dir: str | Path, out: Path) -> list[str]:
-    """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists (the other
-    results run on the shipped traces). Returns the results that used the user's traces."""
+def run_on_traces(traces_dir: str | Path, out: Path, shipped: Path | None = None) -> list[str]:
+    """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists. The
+    other results run on the shipped traces, or are copied from ``shipped`` (a folder of
+    results already executed on them) when it holds them. Returns the results that used the
+    user's traces."""
     base = paths.resolve(traces_dir)
     if not base.is_dir():
         raise InputError(base, "--traces", "not a folder of traces (one folder per result)")
@@ -290,6 +343,13 @@ def run_on_traces(traces_dir: str | Path, out: Path) -> list[str]:
             f"holds no trace folder named after a result ({', '.join(paths.RESULTS)})",
         )
     for r in available_results():
+        done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
+        if r not in mine and done and all(f.is_file() for f in done):
+            out.mkdir(parents=True, exist_ok=True)
+            for f in done:
+                shutil.copy2(f, out / f.name)
+            print(f"{r}: executed on the shipped trace already ({shipped})", flush=True)
+            continue
         params = {"trace": str(base / r)} if r in mine else {}
         print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
         run_result(r, "trace", params, out)
@@ -297,14 +357,16 @@ def run_on_traces(traces_dir: str | Path, out: Path) -> list[str]:
 
 
 def cli_book(args: argparse.Namespace) -> int:
-    """``rackbook book [--out DIR] [--traces DIR] [--strict]``: HTML from executed notebooks.
+    """``rackbook book [--out DIR] [--traces DIR [--reuse DIR]] [--strict]``: HTML from executed
+    notebooks.
 
     With ``--traces`` every result is first executed on the user's traces (into ``--out``,
     default ``_build/yours``), and the landing page shows those numbers beside the claims."""
     out = args.out
     if args.traces:
-        out = out or "_build/yours"
-        mine = run_on_traces(args.traces, paths.resolve(out))
+        out = out or paths.BUILD / "yours"
+        reuse = paths.resolve(args.reuse) if getattr(args, "reuse", None) else None
+        mine = run_on_traces(args.traces, paths.resolve(out), reuse)
         print(f"your traces: {', '.join(mine)}")
     index = build_book(out, args.strict)
     print(f"book: {index}")

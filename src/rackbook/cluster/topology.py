@@ -44,6 +44,9 @@ DEFAULT_OUTPUT = "env/cluster/generated"
 #: The oldest vLLM that serves DeepSeek-V4.1 (PR #56228; claims-context.md).
 MIN_VLLM_VERSION: tuple[int, int, int] = (0, 30, 0)
 
+#: Where the containers see the Hugging Face cache (model weights); ``HF_HOME`` points there.
+HF_HOME = "/hf-cache"
+
 #: The files :func:`write_recipes` writes, in this order.
 RECIPE_FILES: tuple[str, ...] = (
     "serve-commands.sh",
@@ -457,7 +460,7 @@ def slurm_script(topo: Topology) -> str:
     n = topo.total_nodes
     container = (
         f'--container-image="${{RACKBOOK_IMAGE:-{topo.container.image}}}" '
-        '--container-mounts="$HF_CACHE:/root/.cache/huggingface" --no-container-mount-home'
+        f'--container-mounts="$HF_CACHE:{HF_HOME}" --no-container-mount-home'
         if topo.slurm.container
         else ""
     )
@@ -482,6 +485,7 @@ def slurm_script(topo: Topology) -> str:
         "",
         "# HF_CACHE: the Hugging Face cache (model weights), mounted in the container.",
         'HF_CACHE="${HF_CACHE:-$HOME/.cache/huggingface}"',
+        f"export HF_HOME={HF_HOME}  # where the container sees that cache",
         'LOGS="${LOGS:-$PWD/logs/$SLURM_JOB_ID}"',
         'mkdir -p "$LOGS"',
         f"CONTAINER=({container})" if container else "CONTAINER=()",
@@ -580,6 +584,7 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
         {"name": "VLLM_HOST_IP", "value": "$(POD_IP)"},
         {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "$(POD_IP)"},
         {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": str(topo.kv_transfer.side_channel_port)},
+        {"name": "HF_HOME", "value": HF_HOME},
     ]
     container: dict[str, Any] = {
         "name": "vllm",
@@ -593,7 +598,7 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
         },
         "volumeMounts": [
             {"name": "dshm", "mountPath": "/dev/shm"},
-            {"name": "hf-cache", "mountPath": "/root/.cache/huggingface"},
+            {"name": "hf-cache", "mountPath": HF_HOME},
         ],
     }
     if leader:

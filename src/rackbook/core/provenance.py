@@ -27,9 +27,43 @@ REPO = "$REPO"
 
 def repo_relative(text: str, root: Path = ROOT) -> str:
     """``text`` with every absolute path under the repository root written as ``$REPO/...``
-    (commands and paths in provenance; no machine's absolute path is recorded)."""
-    base = str(root.resolve())
-    return text.replace(base + "/", REPO + "/").replace(base, REPO)
+    and the home folder as ``~`` (commands and paths in provenance; no machine's absolute path
+    is recorded)."""
+    for base in dict.fromkeys((str(root), str(root.resolve()))):
+        text = text.replace(base + "/", REPO + "/").replace(base, REPO)
+    home = os.path.expanduser("~")
+    if home not in ("~", "/"):
+        text = text.replace(home + "/", "~/")
+    return text
+
+
+def scrub(obj: Any, root: Path = ROOT) -> Any:
+    """:func:`repo_relative` applied to every string of a JSON-like object (a copy)."""
+    if isinstance(obj, str):
+        return repo_relative(obj, root)
+    if isinstance(obj, dict):
+        return {k: scrub(v, root) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [scrub(v, root) for v in obj]
+    return obj
+
+
+#: Raw artifacts whose text is scrubbed of the repository's absolute path.
+SCRUBBED_SUFFIXES = (".json", ".log", ".txt")
+
+
+def scrub_files(folder: Path, root: Path = ROOT) -> list[Path]:
+    """Rewrite raw artifacts under ``folder`` (JSON, logs) with repository paths written as
+    ``$REPO/...``; returns the files changed. Compressed files (``.gz``) are left alone."""
+    changed = []
+    for f in sorted(folder.rglob("*")):
+        if f.is_file() and f.suffix in SCRUBBED_SUFFIXES:
+            text = f.read_text(encoding="utf-8", errors="surrogateescape")
+            new = repo_relative(text, root)
+            if new != text:
+                f.write_text(new, encoding="utf-8", errors="surrogateescape")
+                changed.append(f)
+    return changed
 
 
 def project_commit() -> str:
@@ -146,7 +180,7 @@ def new_run_info(
     if generator is not None:
         run["generator"] = generator
     run.update(extra)
-    return run
+    return scrub(run)
 
 
 def hardware_label(run: dict[str, Any]) -> str:

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from rackbook.core.fsio import atomic_write_json
+from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
 from rackbook.live import prom
 from rackbook.live.envfile import TINY_MODEL, Redactor, api_key, vllm_environ
@@ -212,7 +213,7 @@ class Recorder:
 
     def _save_info(self) -> None:
         self.info["commands"] = self.commands
-        atomic_write_json(self.raw / "record.json", self.info)
+        atomic_write_json(self.raw / "record.json", scrub(self.info))
 
     def _done(self, pt: PlanPoint) -> bool:
         return all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())
@@ -801,6 +802,7 @@ class Recorder:
             self.run_offline()
         self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
         self._save_info()
+        scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
         out = self.convert()
         _say(f"trace written: {out} (raw artifacts in {self.raw})")
         return out

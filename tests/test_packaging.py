@@ -1,0 +1,79 @@
+"""Packaging: the version is written once, the extras cover what the book and the tests need,
+test tools stay out of the runtime lock, and an installed (non-editable) copy either works with
+a checkout or stops with one clear ``error:`` line."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+import yaml
+
+import rackbook
+from rackbook import paths
+
+PYPROJECT = tomllib.loads((paths.ROOT / "pyproject.toml").read_text())
+TEST_TOOLS = ("pytest", "hypothesis", "ruff", "nbmake")
+
+
+def _names(lock: str) -> set[str]:
+    lines = (paths.ROOT / "env" / lock).read_text().splitlines()
+    return {re.split(r"[=<>!~ ]", ln)[0].lower() for ln in lines if ln and ln[0] != "#"}
+
+
+def test_version_is_written_once():
+    assert "version" not in PYPROJECT["project"] and "version" in PYPROJECT["project"]["dynamic"]
+    attr = PYPROJECT["tool"]["setuptools"]["dynamic"]["version"]["attr"]
+    assert attr == "rackbook.__version__"
+    assert importlib.metadata.version("rackbook") == rackbook.__version__
+
+
+def test_book_extra_installs_what_config_needs():
+    config = yaml.safe_load((paths.ROOT / "_config.yml").read_text())
+    book = {
+        re.split(r"[=<>!~ ]", d)[0] for d in PYPROJECT["project"]["optional-dependencies"]["book"]
+    }
+    for ext in config["sphinx"].get("extra_extensions", []):
+        assert ext.replace("_", "-") in book, f"_config.yml needs {ext}: not in the book extra"
+    assert {"jupyter-book", "papermill", "ipykernel"} <= book
+
+
+def test_test_tools_are_outside_the_runtime_lock():
+    extra = PYPROJECT["project"]["optional-dependencies"]["test"]
+    assert {re.split(r"[=<>!~ ]", d)[0] for d in extra} == set(TEST_TOOLS)
+    runtime, tests = _names("requirements-book.lock"), _names("requirements-test.lock")
+    assert not runtime & set(TEST_TOOLS)
+    assert set(TEST_TOOLS) <= tests and not runtime & tests
+
+
+def test_cli_outside_a_checkout_says_so_in_one_line(tmp_path):
+    env = {"RACKBOOK_ROOT": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "rackbook.cli", "list"], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
+    assert "no rackbook checkout here" in proc.stderr
+
+
+@pytest.mark.slow
+def test_non_editable_install_works_with_a_checkout(tmp_path):
+    """pip installs a copy (not editable); without RACKBOOK_ROOT it stops with one line, with
+    it pointing at the checkout it runs."""
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site)]
+    subprocess.run([*pip, str(paths.ROOT)], check=True, capture_output=True, timeout=600)
+    assert (site / "rackbook" / "paths.py").is_file()
+    run = [sys.executable, "-m", "rackbook.cli", "list"]
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    bare = subprocess.run(run, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert bare.returncode == 2 and bare.stderr.count("\n") == 1
+    ok = subprocess.run(
+        run, capture_output=True, text=True, env={**env, "RACKBOOK_ROOT": str(paths.ROOT)}
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "decode-parity.gap" in ok.stdout
