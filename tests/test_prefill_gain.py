@@ -134,14 +134,14 @@ def test_gain_without_spread_when_requests_are_alike(tmp_path):
 
 
 def test_verdict_range():
-    assert prefill_gain.verdict_range(0.40).verdict == "inside"
-    assert prefill_gain.verdict_range(0.50).verdict == "above"
+    assert prefill_gain.verdict_range(0.40, 0.35, 0.44).verdict == "inside"
+    assert prefill_gain.verdict_range(0.50, 0.35, 0.44).verdict == "above"
     g = prefill_gain.Gain("A", "B", "median", 1, 1.3, 0.30, 0.25, 0.36, 0.9, 4, 4, 10, 0, "")
-    v = prefill_gain.verdict_range(g)
+    v = prefill_gain.verdict_range(g, 0.35, 0.44)
     assert v.verdict == "consistent" and v.overlaps and not v.inside
     g = prefill_gain.Gain("A", "B", "median", 1, 1.2, 0.20, 0.10, 0.30, 0.9, 4, 4, 10, 0, "")
-    assert prefill_gain.verdict_range(g).verdict == "below"
-    assert "+35% .. +44%" in prefill_gain.verdict_range(g).text
+    assert prefill_gain.verdict_range(g, 0.35, 0.44).verdict == "below"
+    assert "+35% .. +44%" in prefill_gain.verdict_range(g, 0.35, 0.44).text
 
 
 def test_prefix_read_model_128k():
