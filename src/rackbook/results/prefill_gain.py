@@ -20,16 +20,25 @@ Definitions (successful requests):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics import roofline, units
+from rackbook.results import headline, verdicts
 from rackbook.results.verdicts import RangeVerdict
+
+RESULT = "prefill-gain"
+#: The claim this chapter tests (data/claims.yaml): a range in %, behind a cached prefix whose
+#: length is the claim's scope (``scope.context_tokens``).
+CLAIM_ID = "prefill-gain.gain"
 
 #: run.json ``parameters`` keys read as the cached prefix length (tokens), in order. The last
 #: two are ``vllm bench serve``'s ``--random-prefix-len`` and ``--prefix-repetition-prefix-len``.
@@ -40,11 +49,8 @@ PREFIX_PARAM_KEYS: tuple[str, ...] = (
     "prefix_repetition_prefix_len",
 )
 
-#: The published range (data/claims.yaml: prefill-gain.gain), as fractions.
-CLAIM_LOW, CLAIM_HIGH = 0.35, 0.44
-CLAIM_PREFIX_TOKENS = 128_000
-
 NEW_TOKEN_FORMULA = r"\text{new-token prefill tok/s} = \frac{p_i - c_i}{\mathrm{TTFT}_i}"
+GAIN_FORMULA = r"\text{gain} = \frac{\operatorname{stat}_B}{\operatorname{stat}_A} - 1"
 STATS: tuple[str, ...] = ("mean", "median", "pooled")
 
 
@@ -220,9 +226,7 @@ def gain(
     )
 
 
-def verdict_range(
-    g: Gain | float, low: float = CLAIM_LOW, high: float = CLAIM_HIGH
-) -> RangeVerdict:
+def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
     """Compare a gain (fraction; a :class:`Gain` brings its interval) with [``low``, ``high``]."""
     if not low < high:
         raise InputError("-", "high", f"must be above low ({low}), got {high}")
@@ -270,7 +274,7 @@ class PrefixRead:
 def prefix_read_model(
     model: ModelSpec | str,
     hw: GpuSpec | str,
-    prefix_tokens: int = CLAIM_PREFIX_TOKENS,
+    prefix_tokens: int,
     *,
     kv_dtype: str = "fp4",
     precision: str = "fp4",
@@ -291,8 +295,9 @@ def prefix_read_model(
     1 / max(read, compute) (the two overlap at best). Ignores sparse attention's top-k selection,
     the sliding-window cache, and attention FLOP (which also grow with the prefix).
 
-    DeepSeek-V4.1-Flash, 128,000 cached tokens, FP4 KV, one B300, no reuse: 113.9 MB per new
-    token, 14.24 us, against 1.067 us of compute (8e9 x 2 FLOP / 15 PFLOP/s).
+    DeepSeek-V4.1-Flash behind the claim's cached prefix (tests/test_prefill_gain.py), FP4 KV,
+    one B300, no reuse: the read takes about 13 times the compute time per new token (8e9 x 2
+    FLOP / 15 PFLOP/s).
     """
     m = catalogs.as_model(model)
     if reuse_tokens < 1:
@@ -310,3 +315,265 @@ def prefix_read_model(
         f"{comp_s * 1e6:.4g} us/token; ceiling 1 / max = {tps:,.0f} new tokens/s ({bound} bound)"
     )
     return PrefixRead(prefix_tokens, per_tok, read_s, comp_s, tps, bound, formula)
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter
+
+#: Cached prefixes (tokens) of the roofline curve: 40 points from 1,000 to 2^20, log-spaced.
+CURVE_PREFIXES: tuple[int, ...] = tuple(
+    int(p) for p in np.unique(np.geomspace(1_000, 1_048_576, 40).astype(int))
+)
+
+
+def comparable_to_claim(
+    run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol: float
+) -> bool:
+    """True when the trace can speak to the claim: it ran on Blackwell GPUs and its mean cached
+    prefix is within ``rel_tol`` (a fraction) of the claim's."""
+    return verdicts.on_gpus(run, verdicts.BLACKWELL) and (
+        abs(trace_prefix / claim_prefix - 1) <= rel_tol
+    )
+
+
+@dataclass(frozen=True)
+class Params(headline.Params):
+    """The chapter's analysis parameters (the notebook's ``parameters`` cell): the cached prefix
+    assumed for requests lacking ``cached_prompt_tokens`` (``None``: run.json), the config labels
+    of A (reference) and B (changed), the statistic of per-request throughput, the bootstrap
+    (resamples, interval level, seed), the roofline's model, GPU, KV dtype, FLOP precision and
+    GPUs per prefill, and how close (fraction) the trace's cached prefix must be to the claim's
+    to compare. ``n_boot``, ``level`` and ``seed`` are not notebook parameters (the parameters
+    cell holds at most 20 lines): set them here."""
+
+    assume_prefix_tokens: int | None = None
+    config_a: str = "A"
+    config_b: str = "B"
+    stat: str = "median"
+    n_boot: int = 2000
+    level: float = 0.90
+    seed: int = 0
+    model_id: str = "deepseek-v4.1-flash"
+    gpu_id: str = "b300"
+    kv_dtype: str = "fp4"
+    precision: str = "fp4"
+    prefill_gpus: int = 1
+    rel_tol: float = 0.10
+
+
+@dataclass
+class Analysis:
+    """Everything the chapter shows: the per-request table and its summary per configuration,
+    the gain of B over A with its bootstrap interval against the published range, the prefix-read
+    roofline behind the claim's cached prefix (and its curve over prefix lengths), the verdict,
+    and the values its prose quotes."""
+
+    trace: Trace
+    params: Params
+    claim: Claim
+    claim_low: float
+    claim_high: float
+    claim_prefix: int
+    table: pd.DataFrame
+    summary: pd.DataFrame
+    gain: Gain
+    range_verdict: RangeVerdict
+    trace_prefix: int
+    trace_new: int
+    read_no_reuse: PrefixRead
+    read_reuse: PrefixRead
+    curve: pd.DataFrame
+    comparable: bool
+    verdict: str
+    reason: str
+    hardware: str
+
+    def stat_tok_s(self, config: str) -> float:
+        """The chosen statistic of per-request new-token tok/s of ``config``."""
+        return float(self.summary.set_index("config").loc[config, f"{self.params.stat}_tok_s"])
+
+    def cached_sources(self) -> str:
+        """Where the cached-token counts came from, with the number of requests of each."""
+        counts = self.table["cached_source"].value_counts()
+        return ", ".join(f"{k} ({v} requests)" for k, v in counts.items())
+
+    def values(self) -> dict[str, Any]:
+        """Numbers and words the chapter's prose quotes (glued by name)."""
+        p, m = self.params, self.read_no_reuse
+        return {
+            "claim_low_pct": self.claim.values.low if self.claim.values else None,
+            "claim_high_pct": self.claim.values.high if self.claim.values else None,
+            "claim_prefix": self.claim_prefix,
+            "hardware": self.hardware,
+            "trace_kind": self.trace.kind,
+            "mean_new_tokens": float(self.table["new_tokens"].mean()),
+            "mean_cached_tokens": float(self.table["cached_tokens"].mean()),
+            "a_tok_s": self.stat_tok_s(p.config_a),
+            "b_tok_s": self.stat_tok_s(p.config_b),
+            "stat": p.stat,
+            "gain_pct": 100 * self.gain.gain,
+            "gain_low_pct": 100 * self.gain.low,
+            "gain_high_pct": 100 * self.gain.high,
+            "level_pct": 100 * self.gain.level,
+            "range_verdict": self.range_verdict.verdict,
+            "kv_mb_per_new_token": m.kv_bytes_per_new_token / 1e6,
+            "read_us": 1e6 * m.read_s_per_new_token,
+            "compute_us": 1e6 * m.compute_s_per_new_token,
+            "read_over_compute": m.read_s_per_new_token / m.compute_s_per_new_token,
+            "ceiling_no_reuse": m.tokens_per_s,
+            "trace_new": self.trace_new,
+            "ceiling_reuse": self.read_reuse.tokens_per_s,
+            "bound_reuse": self.read_reuse.bound,
+            "verdict": self.verdict,
+        }
+
+
+def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+    """New-token throughput per request and per configuration, the gain of B over A with its
+    bootstrap interval against the published range, and the prefix-read roofline behind the
+    claim's cached prefix (range and prefix from the claims registry)."""
+    reg = registry or load_claims()
+    claim = reg.get(CLAIM_ID)
+    rng = reg.range(CLAIM_ID)
+    low, high = rng.low / 100, rng.high / 100
+    if claim.scope.context_tokens is None:
+        raise InputError("claims", f"claims[{CLAIM_ID}].scope.context_tokens", "required")
+    claim_prefix = claim.scope.context_tokens.high
+    p = params
+    table = new_token_prefill(trace, p.assume_prefix_tokens)
+    summ = summary(table)
+    g = gain(
+        table, p.config_a, p.config_b, stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed
+    )
+    rv = verdict_range(g, low, high)
+    trace_prefix = int(round(table["cached_tokens"].mean()))
+    trace_new = max(1, int(round(table["new_tokens"].mean())))
+    model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
+
+    def read(prefix: int, reuse: int = 1) -> PrefixRead:
+        return prefix_read_model(
+            model,
+            gpu,
+            prefix,
+            kv_dtype=p.kv_dtype,
+            precision=p.precision,
+            n_gpus=p.prefill_gpus,
+            reuse_tokens=reuse,
+        )
+
+    curve = pd.DataFrame(
+        [
+            {"prefix": pre, "reuse": r, "tok_s": read(pre, r).tokens_per_s}
+            for r in (1, trace_new)
+            for pre in CURVE_PREFIXES
+        ]
+    )
+    comparable = comparable_to_claim(trace.run, trace_prefix, claim_prefix, p.rel_tol)
+    target = f"Blackwell GPUs with {claim_prefix:,} cached tokens"
+    v, why = verdicts.gain_verdict(rv, comparable, target, trace.run)
+    return Analysis(
+        trace,
+        p,
+        claim,
+        low,
+        high,
+        claim_prefix,
+        table,
+        summ,
+        g,
+        rv,
+        trace_prefix,
+        trace_new,
+        read(claim_prefix),
+        read(claim_prefix, trace_new),
+        curve,
+        comparable,
+        v,
+        why,
+        hardware_label(trace.run),
+    )
+
+
+def outcome(a: Analysis) -> headline.Outcome:
+    """The chapter's headlines and verdict (the headline JSON)."""
+    p, g, num = a.params, a.gain, verdicts.number
+    tid = [a.trace.trace_id]
+    measured = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
+    on_claim = dict(claim_id=CLAIM_ID, verdict=a.verdict, reason=a.reason, **measured)
+    no_claim = dict(claim_id=None, verdict="not comparable", **measured)
+    absolute = "the write-up gives no absolute throughput"
+    headlines = [
+        headline.Headline(
+            name="gain",
+            value=num(100 * g.gain, 2),
+            unit="%",
+            definition=f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1; "
+            "new tokens = prompt - cached, over TTFT",
+            **on_claim,
+        ),
+        headline.Headline(
+            name="gain_interval_low",
+            value=num(100 * g.low, 2),
+            unit="%",
+            definition=f"lower end of the {g.level:.0%} bootstrap interval of the gain "
+            f"({g.n_boot} resamples, seed {g.seed})",
+            **on_claim,
+        ),
+        headline.Headline(
+            name="gain_interval_high",
+            value=num(100 * g.high, 2),
+            unit="%",
+            definition=f"upper end of the {g.level:.0%} bootstrap interval of the gain",
+            **on_claim,
+        ),
+        headline.Headline(
+            name="new_token_tok_s_a",
+            value=num(g.a_tok_s, 2),
+            unit="tok/s",
+            definition=f"{p.stat} new-token prefill throughput per request, config {p.config_a}",
+            reason=absolute,
+            **no_claim,
+        ),
+        headline.Headline(
+            name="new_token_tok_s_b",
+            value=num(g.b_tok_s, 2),
+            unit="tok/s",
+            definition=f"{p.stat} new-token prefill throughput per request, config {p.config_b}",
+            reason=absolute,
+            **no_claim,
+        ),
+        headline.Headline(
+            name="mean_cached_tokens",
+            value=num(a.table["cached_tokens"].mean(), 1),
+            unit="tokens",
+            definition="mean cached prompt tokens per request (the prefix P)",
+            reason=f"the claim's prefix is {a.claim_prefix:,} tokens",
+            **no_claim,
+        ),
+        headline.Headline(
+            name="prefix_read_ceiling_no_reuse",
+            value=num(a.read_no_reuse.tokens_per_s, 1),
+            unit="tok/s",
+            definition=f"new-token prefill ceiling behind {a.claim_prefix:,} cached tokens, "
+            f"{p.prefill_gpus} x {p.gpu_id}, {p.kv_dtype} KV, each new token reading the prefix",
+            claim_id=None,
+            kind="modelled",
+            verdict="not comparable",
+            reason="a ceiling on throughput, not a gain",
+        ),
+    ]
+    parameters = {
+        "config_a": p.config_a,
+        "config_b": p.config_b,
+        "stat": p.stat,
+        "n_boot": p.n_boot,
+        "level": p.level,
+        "seed": p.seed,
+        "assume_prefix_tokens": p.assume_prefix_tokens,
+        "model_id": p.model_id,
+        "gpu_id": p.gpu_id,
+        "kv_dtype": p.kv_dtype,
+        "precision": p.precision,
+        "prefill_gpus": p.prefill_gpus,
+    }
+    return headline.Outcome(RESULT, headlines, a.verdict, a.reason, tid, parameters)
