@@ -1,17 +1,23 @@
-"""Single-user stream statistics on a hand-made trace, the acceptance length lookup, and the
-batch-1 floor against hand-computed numbers."""
+"""Single-user stream statistics on a hand-made trace, the acceptance length lookup, the
+batch-1 floor against hand-computed numbers, every verdict the chapter can reach, and the claim's
+figure read from the claims registry."""
 
 from __future__ import annotations
 
+import copy
+import json
 import math
+import re
 
 import pandas as pd
 import pytest
 
+from rackbook import paths
 from rackbook.core.importers import vllm_bench_frames
 from rackbook.core.provenance import new_run_info
-from rackbook.core.traces import validate
+from rackbook.core.traces import read_trace, validate
 from rackbook.errors import InputError
+from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.results import single_user
 
 
@@ -31,8 +37,9 @@ def _data(**over):
     return d
 
 
-def _trace(tmp_path, parameters=None, **over):
-    t = vllm_bench_frames(tmp_path / "r.json", {"batch_size": "1"}, data=_data(**over))
+def _trace(tmp_path, parameters=None, labels=None, **over):
+    labels = {"batch_size": "1", **(labels or {})}
+    t = vllm_bench_frames(tmp_path / "r.json", labels, data=_data(**over))
     t.run = new_run_info(
         kind="synthetic",
         commands=[],
@@ -104,15 +111,19 @@ def test_no_decode_time_gives_nan(tmp_path):
     assert math.isnan(s.tokens_per_s) and math.isnan(s.gaps_ms[50.0])
 
 
+FLOOR_ON = ("deepseek-v4.1-flash", "b300", 4)  # the claim's model, GPU and GPU count
+
+
 def test_batch1_floor():
-    f = single_user.batch1_floor()
+    f = single_user.batch1_floor(*FLOOR_ON)
     assert f.step_s == pytest.approx(12e9 / 32e12)  # 0.375 ms
     assert f.tokens_per_s == pytest.approx(2666.667, rel=1e-6)
-    assert single_user.batch1_floor(acceptance_length=3.51).tokens_per_s == pytest.approx(9360.0)
+    spec = single_user.batch1_floor(*FLOOR_ON, acceptance_length=3.51)
+    assert spec.tokens_per_s == pytest.approx(9360.0)
 
 
 def test_claim_vs_floor():
-    r = single_user.claim_vs_floor(826).set_index("reading")
+    r = single_user.claim_vs_floor(826, *FLOOR_ON).set_index("reading")
     plain, spec = r.loc["no speculation"], r.loc["speculation"]
     assert plain["claim_ms_per_token"] == pytest.approx(1000 / 826)  # 1.2107 ms
     assert plain["floor_step_ms"] == pytest.approx(0.375)
@@ -123,5 +134,201 @@ def test_claim_vs_floor():
     assert spec["claim_step_ms"] == pytest.approx(3.51 * 1000 / 826)  # 4.249 ms
     assert spec["floor_ms_per_token"] == pytest.approx(0.375 / 3.51)
     assert spec["ceiling_tok_s"] == pytest.approx(9360.0)
-    fast = single_user.claim_vs_floor(3000).set_index("reading")
+    fast = single_user.claim_vs_floor(3000, *FLOOR_ON).set_index("reading")
     assert not bool(fast.loc["no speculation", "fits"]) and bool(fast.loc["speculation", "fits"])
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter: analyse, its verdicts and headlines
+
+B300 = {"gpus": [{"name": "NVIDIA B300"}] * 4}
+
+
+def _one_stream(tmp_path, output_tokens: int, gpus=None, hardware=None):
+    """One successful request: TTFT 0.1 s, then ``output_tokens - 1`` tokens in 1.0 s, one per
+    chunk, i.e. ``output_tokens - 1`` tok/s; ``gpus``: the point's num_gpus label (None: not
+    recorded); ``hardware``: run.json's inventory (None: a CPU)."""
+    steps = output_tokens - 1
+    t = _trace(
+        tmp_path,
+        labels={"num_gpus": str(gpus)} if gpus is not None else None,
+        duration=1.1,
+        input_lens=[10],
+        output_lens=[output_tokens],
+        ttfts=[0.1],
+        latencies=[1.1],
+        itls=[[1.0 / steps] * steps] if steps else [[]],
+        start_times=[0.0],
+        errors=[""],
+    )
+    t.run["hardware"] = hardware or {"gpus": [], "cpu_model": "Test CPU", "cpu_cores": 2}
+    return t
+
+
+@pytest.mark.parametrize(
+    "output_tokens,gpus,params,hardware,verdict,reason",
+    [
+        (
+            901,
+            4,
+            {},
+            None,
+            "not reproduced",
+            "one stream at 900.0 tok/s on 4 accelerator(s); measured on 2-core Test CPU, no GPU, "
+            "not on 4 B300 GPUs running DeepSeek-V4.1-Flash",
+        ),
+        (
+            901,
+            1,
+            {},
+            B300,
+            "not reproduced",
+            "one stream at 900.0 tok/s on 1 accelerator(s); measured on 4 x NVIDIA B300, "
+            "not on 4 B300 GPUs running DeepSeek-V4.1-Flash",
+        ),
+        # 900 / 826 - 1 = +8.96 %: within 10 %; the GPU count comes from the `gpus` parameter
+        (
+            901,
+            None,
+            {"gpus": 4},
+            B300,
+            "consistent",
+            "one stream at 900.0 tok/s on 4 accelerator(s); +9.0% from the published 826 "
+            "(tolerance 10%)",
+        ),
+        # 1000 / 826 - 1 = +21.07 %
+        (
+            1001,
+            4,
+            {},
+            B300,
+            "inconsistent",
+            "one stream at 1,000.0 tok/s on 4 accelerator(s); +21.1% from the published 826 "
+            "(tolerance 10%)",
+        ),
+        # one output token: no decode time, the speed is unknown
+        (
+            1,
+            4,
+            {},
+            B300,
+            "not comparable",
+            "one stream at nan tok/s on 4 accelerator(s); the value is unknown in this trace",
+        ),
+    ],
+    ids=["cpu", "b300-wrong-gpu-count", "within-tolerance", "outside-tolerance", "no-decode"],
+)
+def test_every_stream_verdict(tmp_path, output_tokens, gpus, params, hardware, verdict, reason):
+    t = _one_stream(tmp_path, output_tokens, gpus, hardware)
+    an = single_user.analyse(t, single_user.Params(**params))
+    assert (an.verdict, an.reason) == (verdict, reason)
+    out = single_user.outcome(an)
+    assert (out.verdict, out.reason) == (verdict, reason)
+    stream = out.headlines[0]
+    assert stream.name == "stream_tok_s" and stream.claim_id == "single-user.throughput"
+    assert (stream.verdict, stream.reason) == (verdict, reason)
+    expected = None if output_tokens == 1 else float(output_tokens - 1)
+    assert stream.value == (pytest.approx(expected) if expected else None)
+
+
+def _registry(tok_s: float | None = None, gpus: int | None = None):
+    """A copy of the claims registry with single-user.throughput's figure and/or GPU count
+    changed."""
+    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
+    for c in raw["claims"]:
+        if c["id"] == "single-user.throughput":
+            if tok_s is not None:
+                c["value"] = tok_s
+            if gpus is not None:
+                c["scope"]["gpu_count"] = gpus
+    return parse_claims(raw, "edited")
+
+
+@pytest.mark.parametrize(
+    "claim,share,verdicts",
+    [
+        # floor 0.375 ms/step on 4 x B300: ceilings 2,666.7 (1 token/step), 9,360 (3.51)
+        (826, (0.3098, 0.0882), ("consistent", "consistent")),  # 826/2666.7, 826/9360
+        (3000, (1.125, 0.3205), ("inconsistent", "consistent")),  # 3000/2666.7, 3000/9360
+        (10000, (3.75, 1.0684), ("inconsistent", "inconsistent")),  # 10000/9360 = 1.0684
+    ],
+)
+def test_every_floor_verdict(tmp_path, claim, share, verdicts):
+    an = single_user.analyse(_one_stream(tmp_path, 901), registry=_registry(claim))
+    floor = single_user.outcome(an).headlines[-2:]
+    assert [h.name for h in floor] == [
+        "claim_share_of_floor_ceiling_no_speculation",
+        "claim_share_of_floor_ceiling_speculation",
+    ]
+    assert tuple(h.value for h in floor) == pytest.approx(share)
+    assert tuple(h.verdict for h in floor) == verdicts
+    assert all(h.kind == "modelled" and h.claim_id == "single-user.throughput" for h in floor)
+
+
+def test_floor_gpus_default_to_the_claims_count(tmp_path):
+    t = _one_stream(tmp_path, 901)
+    an = single_user.analyse(t, registry=_registry(gpus=8))
+    assert an.floor_gpus == 8 and an.values()["floor_gpus"] == 8
+    assert an.reading("no speculation")["floor_step_ms"] == pytest.approx(12e9 / 64e12 * 1e3)
+    assert "not on 8 B300 GPUs" in an.reason
+    mine = single_user.analyse(t, single_user.Params(floor_gpus=2))
+    assert mine.floor_gpus == 2 and mine.reading("no speculation")["floor_step_ms"] == (
+        pytest.approx(0.75)  # 12 GB / (2 x 8 TB/s)
+    )
+    assert single_user.outcome(mine).parameters["floor_gpus"] == 2
+    # the per-GPU readings: the claim over its GPUs, the rack figure over the rack's GPUs
+    assert mine.per_gpu_single_user == pytest.approx(826 / 2)
+    assert an.per_gpu_rack == pytest.approx(954_000 / 72)
+
+
+def test_acceptance_length_parameter(tmp_path):
+    an = single_user.analyse(_one_stream(tmp_path, 901), single_user.Params(acceptance_length=2.0))
+    assert (an.acceptance, an.acceptance_from) == (2.0, "parameter")
+    assert an.reading("speculation")["ceiling_tok_s"] == pytest.approx(2 / 0.375e-3)
+    assert single_user.outcome(an).parameters["acceptance_length"] == 2.0
+
+
+def test_the_claim_comes_from_the_registry():
+    """Change the published 826 tok/s to 913 in a copy of the registry and analyse the shipped
+    trace: the floor headlines follow, 826 is gone from every reason and definition, and the
+    stream's verdict, once the trace can speak to the claim, is measured against 913."""
+    tr = read_trace(paths.TRACES / "single-user")
+    an = single_user.analyse(tr, registry=_registry(913))
+    assert an.claim_tok_s == 913 and an.values()["claim_tok_s"] == 913
+    out = single_user.outcome(an)
+    by_name = {h.name: h for h in out.headlines}
+    plain = by_name["claim_share_of_floor_ceiling_no_speculation"]
+    spec = by_name["claim_share_of_floor_ceiling_speculation"]
+    # 1000 / 913 = 1.0953 ms; 3.51 x 1000 / 913 = 3.8445 ms; 913 / 2666.67; 913 / 9360
+    assert plain.reason == "floor 0.375 ms/step vs 1.095 ms implied"
+    assert spec.reason == "floor 0.375 ms/step vs 3.844 ms implied"
+    assert (plain.value, spec.value) == (0.3424, 0.0975)
+    for h in out.headlines:
+        assert "826" not in h.reason + h.definition, h.name
+    assert "826" not in out.reason
+    # The shipped trace ran on a CPU: the stream's reason says so and quotes no figure. Told it
+    # ran on the claim's 4 B300 GPUs, the same stream is set against the registry's figure.
+    assert by_name["stream_tok_s"].reason.startswith("one stream at 1,176.5 tok/s")
+    tr.run["hardware"] = B300
+    params = single_user.Params(gpus=4)
+    on_b300 = single_user.outcome(single_user.analyse(tr, params, registry=_registry(913)))
+    stream = on_b300.headlines[0]
+    assert stream.name == "stream_tok_s" and stream.verdict == "inconsistent"
+    # 1176.52 / 913 - 1 = +28.9 % (against 826 it would be +42.4 %)
+    assert stream.reason == (
+        "one stream at 1,176.5 tok/s on 4 accelerator(s); +28.9% from the published 913 "
+        "(tolerance 10%)"
+    )
+    assert all("826" not in h.reason + h.definition for h in on_b300.headlines)
+    before = single_user.outcome(single_user.analyse(tr, params)).headlines[0].reason
+    assert "+42.4% from the published 826" in before
+
+
+def test_values_hold_every_glued_name():
+    """Every {glue:text}`name` of the notebook's prose is a value of the analysis."""
+    nb = json.loads((paths.NOTEBOOKS / "single-user.ipynb").read_text())
+    prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    glued = set(re.findall(r"\{glue:text\}`([A-Za-z_0-9]+)", prose))
+    assert glued and glued <= set(
+        single_user.analyse(read_trace(paths.TRACES / "single-user")).values()
+    )

@@ -28,16 +28,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core.provenance import hardware_label
 from rackbook.core.server_metrics import counter_deltas
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics import roofline
+from rackbook.results import headline, verdicts
 
-#: The published figure (data/claims.yaml: single-user.throughput) and its GPU count.
-CLAIM_TOKENS_PER_S = 826.0
-CLAIM_GPUS = 4
+RESULT = "single-user"
+#: The claim this chapter tests (data/claims.yaml): its figure and its GPU count.
+CLAIM_ID = "single-user.throughput"
+#: The rack figure this one must not be set against as "per GPU" (data/claims.yaml).
+RACK_CLAIM_ID = "rack-scaling.throughput"
 
 #: Acceptance length InferenceX used for vLLM V4.1-Flash on GB300 with DSpark (synthetic).
 INFERENCEX_ACCEPTANCE_LENGTH = 3.51
@@ -54,6 +59,10 @@ SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 GAP_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0)
 
 STREAM_FORMULA = r"\text{tok/s} = \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
+FLOOR_FORMULA = (
+    r"\text{step} \ge \frac{\text{active weight bytes}}{n_\text{GPU} \times "
+    r"\text{HBM bytes/s}},\quad \text{tok/s} \le \frac{\text{acceptance length}}{\text{step}}"
+)
 
 
 def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float | None, str]:
@@ -161,9 +170,9 @@ def stream_stats(trace: Trace, point_id: str | None = None) -> StreamStats:
 
 
 def batch1_floor(
-    model: ModelSpec | str = "deepseek-v4.1-flash",
-    hw: GpuSpec | str = "b300",
-    n_gpus: int = CLAIM_GPUS,
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
+    n_gpus: int,
     acceptance_length: float = 1.0,
     *,
     context_tokens: int = 0,
@@ -186,10 +195,10 @@ def batch1_floor(
 
 
 def claim_vs_floor(
-    claim_tokens_per_s: float = CLAIM_TOKENS_PER_S,
-    model: ModelSpec | str = "deepseek-v4.1-flash",
-    hw: GpuSpec | str = "b300",
-    n_gpus: int = CLAIM_GPUS,
+    claim_tokens_per_s: float,
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
+    n_gpus: int,
     acceptance_length: float = INFERENCEX_ACCEPTANCE_LENGTH,
     *,
     context_tokens: int = 0,
@@ -205,8 +214,9 @@ def claim_vs_floor(
     claim / ceiling; step_headroom = claim_step_ms / floor_step_ms (how many floor steps fit in
     the step the claim implies); fits = claim <= ceiling; formula.
 
-    826 tok/s = 1.211 ms/token; floor 0.375 ms/step: 31 % of the 2,667 tok/s ceiling without
-    speculation; with 3.51 tokens/step the claim implies 4.249 ms steps (11.3x the floor).
+    A figure of C tok/s is 1000 / C ms/token; against a floor of 0.375 ms/step (2,667 tok/s
+    without speculation) it is C / 2,667 of the ceiling, and with 3.51 tokens/step it implies
+    3.51 x 1000 / C ms steps (worked through in tests/test_single_user.py).
     """
     if not claim_tokens_per_s > 0:
         raise InputError("-", "claim_tokens_per_s", f"must be > 0, got {claim_tokens_per_s}")
@@ -232,3 +242,264 @@ def claim_vs_floor(
             }
         )
     return pd.DataFrame(rows)
+
+
+def stream_gpus(trace: Trace, default: int) -> int:
+    """Accelerators behind the stream: the largest ``points.num_gpus`` of the trace, or
+    ``default`` where the trace does not say (null on a CPU)."""
+    known = trace.points["num_gpus"].dropna()
+    return int(known.max()) if len(known) else default
+
+
+def verdict(
+    tokens_per_s: float,
+    n_gpus: int,
+    claim: Claim,
+    claim_tokens_per_s: float,
+    rel_tol: float,
+    run: dict[str, Any],
+) -> tuple[str, str]:
+    """Verdict and one-line reason of one stream's speed against the published figure
+    (:func:`rackbook.results.verdicts.against_value`): the trace speaks to the claim only on
+    B300-class GPUs, as many as the claim's (``claim.scope.gpu_count``)."""
+    gpus = claim.scope.gpu_count
+    comparable = verdicts.on_gpus(run) and n_gpus == gpus
+    what = f"one stream at {tokens_per_s:,.1f} tok/s on {n_gpus} accelerator(s)"
+    target = f"{gpus} B300 GPUs running DeepSeek-V4.1-Flash"
+    return verdicts.against_value(
+        tokens_per_s, claim_tokens_per_s, rel_tol, comparable, what, target, run
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter
+
+
+@dataclass(frozen=True)
+class Params(headline.Params):
+    """The chapter's analysis parameters (the notebook's ``parameters`` cell): the trace point
+    to read (None: every point), the accelerators behind the stream where the trace does not
+    say, the model and GPU catalog ids of the floor, the GPUs sharing the claim's stream
+    (``None``: the registry's count), the acceptance length with speculation (``None``:
+    InferenceX's synthetic value), the context whose KV each floor step also reads and its
+    dtype, the rack whose per-GPU throughput this must not be compared with, and the relative
+    tolerance of measured against published (B300 traces only)."""
+
+    point_id: str | None = None
+    gpus: int = 1
+    model_id: str = "deepseek-v4.1-flash"
+    gpu_id: str = "b300"
+    floor_gpus: int | None = None
+    acceptance_length: float | None = None
+    context_tokens: int = 0
+    kv_dtype: str = "fp4"
+    rack_system_id: str = "gb300-nvl72"
+    rel_tol: float = 0.10
+
+
+@dataclass
+class Analysis:
+    """Everything the chapter shows: the stream's statistics and the gaps behind them, the
+    claim against the batch-1 floor, the per-GPU reading of the claim and of the rack figure,
+    the verdict, and the values its prose quotes."""
+
+    trace: Trace
+    params: Params
+    claim: Claim
+    claim_tok_s: float
+    floor_gpus: int
+    acceptance: float  # tokens per step with speculation, in the floor
+    acceptance_from: str  # where that acceptance length came from
+    stream_gpus: int
+    hardware: str
+    stats: StreamStats
+    gaps_ms: np.ndarray  # pooled gaps between streamed chunks of the selected requests (ms)
+    floor: pd.DataFrame  # claim_vs_floor: rows "no speculation", "speculation"
+    rack_tok_s: float
+    rack_gpus: int
+    verdict: str
+    reason: str
+
+    def reading(self, name: str) -> pd.Series:
+        """One row of :attr:`floor` (``no speculation`` or ``speculation``)."""
+        return self.floor.set_index("reading").loc[name]
+
+    @property
+    def per_gpu_single_user(self) -> float:
+        """The claim divided by its GPUs (tok/s per GPU, one stream)."""
+        return self.claim_tok_s / self.floor_gpus
+
+    @property
+    def per_gpu_rack(self) -> float:
+        """The rack figure divided by the rack's GPUs (tok/s per GPU, many streams)."""
+        return self.rack_tok_s / self.rack_gpus
+
+    def values(self) -> dict[str, Any]:
+        """Numbers and words the chapter's prose quotes (glued by name)."""
+        st, f0, f1 = self.stats, self.reading("no speculation"), self.reading("speculation")
+        return {
+            "claim_tok_s": self.claim_tok_s,
+            "claim_gpus": self.claim.scope.gpu_count,
+            "floor_gpus": self.floor_gpus,
+            "acc_floor": self.acceptance,
+            "hardware": self.hardware,
+            "trace_kind": self.trace.kind,
+            "tok_s": st.tokens_per_s,
+            "ms_per_token": 1000 / st.tokens_per_s,
+            "p50": verdicts.text(st.gaps_ms[50.0], ".2f"),
+            "p90": verdicts.text(st.gaps_ms[90.0], ".2f"),
+            "p99": verdicts.text(st.gaps_ms[99.0], ".2f"),
+            "per_chunk": verdicts.text(st.tokens_per_chunk, ".2f"),
+            "acceptance": verdicts.text(st.acceptance_length, ".2f"),
+            "acceptance_source": st.acceptance_source,
+            "n_requests": len(st.per_request),
+            "claim_ms": f0["claim_ms_per_token"],
+            "floor_ms": f0["floor_step_ms"],
+            "ceiling_1": f0["ceiling_tok_s"],
+            "share_1_pct": 100 * f0["claim_share_of_ceiling"],
+            "headroom_1": f0["step_headroom"],
+            "ceiling_s": f1["ceiling_tok_s"],
+            "share_s_pct": 100 * f1["claim_share_of_ceiling"],
+            "claim_step_s": f1["claim_step_ms"],
+            "headroom_s": f1["step_headroom"],
+            "fits_1": verdicts.fits_verdict(f0["fits"]),
+            "fits_s": verdicts.fits_verdict(f1["fits"]),
+            "su_per_gpu": self.per_gpu_single_user,
+            "rack_tok_s": self.rack_tok_s,
+            "rack_gpus": self.rack_gpus,
+            "rack_per_gpu": self.per_gpu_rack,
+            "verdict": self.verdict,
+        }
+
+
+def selected_gaps_ms(trace: Trace, point_id: str | None = None) -> np.ndarray:
+    """Gaps between streamed chunks (ms) of the successful requests (of ``point_id`` only, if
+    given), in trace order."""
+    rr = trace.itl["request_row"].to_numpy()
+    sel = trace.requests["success"].to_numpy()[rr]
+    if point_id is not None:
+        sel &= (trace.requests["point_id"].to_numpy() == point_id)[rr]
+    return 1000 * trace.itl["itl_s"].to_numpy()[sel]
+
+
+def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+    """One stream's speed and gaps on ``trace``, the claim against the batch-1 floor, the
+    per-GPU readings and the verdict; the claim's figure, its GPU count (unless
+    ``params.floor_gpus`` is set) and the rack figure come from the claims registry."""
+    reg = registry or load_claims()
+    claim = reg.get(CLAIM_ID)
+    claim_tok_s = reg.value(CLAIM_ID)
+    p = params
+    floor_gpus = p.floor_gpus if p.floor_gpus is not None else claim.scope.gpu_count
+    if p.acceptance_length is not None:
+        acc, acc_from = float(p.acceptance_length), "parameter"
+    else:
+        acc, acc_from = INFERENCEX_ACCEPTANCE_LENGTH, INFERENCEX_ACCEPTANCE_SOURCE
+    st = stream_stats(trace, p.point_id)
+    floor = claim_vs_floor(
+        claim_tok_s,
+        p.model_id,
+        p.gpu_id,
+        floor_gpus,
+        acc,
+        context_tokens=p.context_tokens,
+        kv_dtype=p.kv_dtype,
+    )
+    n_gpus = stream_gpus(trace, p.gpus)
+    v, why = verdict(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run)
+    return Analysis(
+        trace,
+        p,
+        claim,
+        claim_tok_s,
+        floor_gpus,
+        acc,
+        acc_from,
+        n_gpus,
+        hardware_label(trace.run),
+        st,
+        selected_gaps_ms(trace, p.point_id),
+        floor,
+        reg.value(RACK_CLAIM_ID),
+        catalogs.system(p.rack_system_id).gpus,
+        v,
+        why,
+    )
+
+
+def outcome(a: Analysis) -> headline.Outcome:
+    """The chapter's headlines and verdict (the headline JSON)."""
+    tid = [a.trace.trace_id]
+    st = a.stats
+    common = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
+    unrelated = dict(claim_id=None, verdict="not comparable", **common)
+    headlines = [
+        headline.Headline(
+            name="stream_tok_s",
+            value=verdicts.number(st.tokens_per_s, 2),
+            unit="tok/s",
+            definition="sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests",
+            claim_id=CLAIM_ID,
+            verdict=a.verdict,
+            reason=a.reason,
+            **common,
+        ),
+        headline.Headline(
+            name="gap_p50_ms",
+            value=verdicts.number(st.gaps_ms[50.0], 3),
+            unit="ms",
+            definition="median gap between streamed chunks; null without gaps",
+            reason="the write-up gives no gap figure",
+            **unrelated,
+        ),
+        headline.Headline(
+            name="gap_p99_ms",
+            value=verdicts.number(st.gaps_ms[99.0], 3),
+            unit="ms",
+            definition="99th percentile gap between streamed chunks; null without gaps",
+            reason="the write-up gives no gap figure",
+            **unrelated,
+        ),
+        headline.Headline(
+            name="tokens_per_chunk",
+            value=verdicts.number(st.tokens_per_chunk, 3),
+            unit="tokens",
+            definition="sum(output tokens - 1) / number of gaps",
+            reason="above 1 when chunks carry several tokens",
+            **unrelated,
+        ),
+        headline.Headline(
+            name="acceptance_length",
+            value=verdicts.number(st.acceptance_length, 3),
+            unit="tokens/step",
+            definition="speculative-decoding acceptance length; null when the trace has none",
+            reason=st.acceptance_source,
+            **unrelated,
+        ),
+    ]
+    p = a.params
+    headlines += [
+        headline.Headline(
+            name="claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_"),
+            value=verdicts.number(r.claim_share_of_ceiling, 4),
+            unit="1",
+            definition=f"claim / batch-1 bandwidth ceiling on {a.floor_gpus} x {p.gpu_id}, "
+            f"{r.acceptance_length:g} tokens per step",
+            claim_id=CLAIM_ID,
+            kind="modelled",
+            verdict=verdicts.fits_verdict(r.fits),
+            reason=f"floor {r.floor_step_ms:.4g} ms/step vs {r.claim_step_ms:.4g} ms implied",
+        )
+        for r in a.floor.itertuples()
+    ]
+    parameters = {
+        "point_id": p.point_id,
+        "gpus": p.gpus,
+        "model_id": p.model_id,
+        "gpu_id": p.gpu_id,
+        "floor_gpus": a.floor_gpus,
+        "acceptance_length": a.acceptance,
+        "context_tokens": p.context_tokens,
+        "kv_dtype": p.kv_dtype,
+    }
+    return headline.Outcome(RESULT, headlines, a.verdict, a.reason, tid, parameters)
