@@ -147,7 +147,7 @@ def test_speedup_readings_tray_and_hgx():
 
 
 def test_claim_readings_per_gpu_exceeds_peak_rack_total_does_not():
-    r = rack_scaling.claim_readings().set_index("reading")
+    r = rack_scaling.claim_readings(954_000, 72).set_index("reading")
     dec = r.loc["per-gpu-decode"]
     # 954,000 x 2 x 16e9 = 30.528 PFLOP/s against 15 PFLOP/s; cap 15e15 / 32e9 = 468,750
     assert dec["implied_flops_per_s"] == pytest.approx(30.528e15)
@@ -166,16 +166,20 @@ def test_claim_readings_per_gpu_exceeds_peak_rack_total_does_not():
 
 
 def test_claim_readings_with_a_cached_share():
-    r = rack_scaling.claim_readings(cached_share=0.6).set_index("reading")
+    r = rack_scaling.claim_readings(954_000, 72, cached_share=0.6).set_index("reading")
     c = r.loc["per-gpu-with-cached"]
     assert c["computed_tok_s_per_gpu"] == pytest.approx(381_600)  # 0.4 x 954,000
     assert c["ratio"] == pytest.approx(381_600 * 32e9 / 15e15)
     assert bool(c["survives"])
-    assert not bool(rack_scaling.claim_readings(cached_share=0.5).iloc[-1]["survives"])
+    assert not bool(rack_scaling.claim_readings(954_000, 72, cached_share=0.5).iloc[-1]["survives"])
+
+
+#: The published figures as the chapter passes them: 954,000 tok/s as stated and / 72 GPUs.
+TOKENS = {"per GPU as stated": 954_000, "rack total / 72": 954_000 / 72}
 
 
 def test_cost_readings():
-    c = rack_scaling.cost_readings()
+    c = rack_scaling.cost_readings(38.96, TOKENS)
     cost = c.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
     # 13,250 tok/s x 3600 = 47.7 M tokens per GPU-hour
     assert cost[("rack total / 72", "claim as cost")] == pytest.approx(38.96 / 47.7)
@@ -191,4 +195,4 @@ def test_cost_readings():
     assert np.isnan(rev.loc["per GPU as stated", "cached_share_matching"])  # >= $343 always
     assert c.ratio_to_rental == pytest.approx(38.96 / 2.65)
     with pytest.raises(InputError, match="usd_per_m_cached"):
-        rack_scaling.cost_readings(usd_per_m_uncached=0.1, usd_per_m_cached=1.0)
+        rack_scaling.cost_readings(38.96, TOKENS, usd_per_m_uncached=0.1, usd_per_m_cached=1.0)
