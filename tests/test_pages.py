@@ -75,7 +75,7 @@ def test_rerun_cost_from_sweep_and_topology():
     t = traces.read_trace(paths.TRACES / "single-user", itl=False)
     tokens = int(t.requests["prompt_tokens"].sum() + t.requests["output_tokens"].sum())
     gpus = 4  # the claim's scope: 4 B300 GPUs
-    minutes = pages.START_MINUTES + tokens / (pages.ASSUMED_TOK_S_PER_GPU * gpus) / 60
+    minutes = pages.START_MINUTES + tokens / (pages.assumed_tok_s_per_gpu() * gpus) / 60
     assert (
         f"| {tokens:,} |" in row
         and f"| {gpus} | {minutes:.0f} min | {gpus * minutes / 60:.1f} |" in row

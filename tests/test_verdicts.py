@@ -48,7 +48,7 @@ def test_gain_verdict_maps_range_words():
 
 
 def test_reading_verdicts_on_the_published_figure():
-    rv = verdicts.reading_verdicts(rack_scaling.claim_readings()).set_index("reading")
+    rv = verdicts.reading_verdicts(rack_scaling.claim_readings(954_000, 72)).set_index("reading")
     # 954,000 x 32 GFLOP = 30.5 PFLOP/s > 15 (2.04x); prefill 1.02x; rack total 0.0283x
     assert rv.loc["per-gpu-decode", "verdict"] == "inconsistent"
     assert "2.04x" in rv.loc["per-gpu-decode", "reason"]

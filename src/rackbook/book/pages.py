@@ -253,11 +253,17 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     )
 
 
-#: Assumptions of the cost estimate (stated on the page): minutes from `vllm serve` to a
-#: healthy server for a 552B model on a rack, and the per-GPU throughput a sweep runs at (the
-#: rack-total reading of the rack-scaling claim, 954,000 / 72 tok/s per GPU).
+#: Assumption of the cost estimate (stated on the page): minutes from `vllm serve` to a
+#: healthy server for a 552B model on a rack.
 START_MINUTES = 15.0
-ASSUMED_TOK_S_PER_GPU = 954_000 / 72
+
+
+def assumed_tok_s_per_gpu(registry: Registry | None = None) -> float:
+    """The per-GPU throughput a sweep is assumed to run at in the cost estimate: the rack-total
+    reading of the rack-scaling claim, its figure / its GPU count (claims registry)."""
+    reg = registry or load_claims()
+    claim = reg.get("rack-scaling.throughput")
+    return reg.value(claim.id) / claim.scope.gpu_count
 
 
 def rerun_cost_page(traces_dir: Path | None = None) -> str:
@@ -272,6 +278,7 @@ def rerun_cost_page(traces_dir: Path | None = None) -> str:
         topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
     )
     single = load_claims().get("single-user.throughput").scope.gpu_count
+    tok_s_per_gpu = assumed_tok_s_per_gpu()
     gpus = {
         "decode-parity": topo["decode_gpus"],
         "rack-scaling": topo["num_gpus"],
@@ -297,7 +304,7 @@ def rerun_cost_page(traces_dir: Path | None = None) -> str:
         tokens = int(req["prompt_tokens"].sum() + req["output_tokens"].sum())
         starts = sum("vllm serve" in c for c in t.run.get("commands", []))
         wall_here = (t.run.get("record") or {}).get("wall_s")
-        run_s = tokens / (ASSUMED_TOK_S_PER_GPU * gpus[r])
+        run_s = tokens / (tok_s_per_gpu * gpus[r])
         wall_min = starts * START_MINUTES + run_s / 60
         here = f"{wall_here:.0f} s" if isinstance(wall_here, (int, float)) else "-"
         rows.append(
@@ -307,7 +314,7 @@ def rerun_cost_page(traces_dir: Path | None = None) -> str:
     return (
         "Estimated from each shipped trace's sweep (its points, requests and tokens) with the GPU "
         "counts of `env/cluster/topology.yaml`, assuming "
-        f"{START_MINUTES:.0f} minutes per server start and {ASSUMED_TOK_S_PER_GPU:,.0f} tok/s "
+        f"{START_MINUTES:.0f} minutes per server start and {tok_s_per_gpu:,.0f} tok/s "
         "per GPU (the rack-total reading of the rack-scaling claim). These are modelled "
         "figures for planning, not measurements; a larger sweep scales with its tokens.\n\n"
         + "\n".join(rows)

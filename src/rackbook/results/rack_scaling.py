@@ -1,5 +1,6 @@
 """Rack scaling: which tokens a throughput counts, per-GPU figures, scaling efficiency, and the
-readings of the published "954,000 tokens/s per GPU, 7.9x a node, $38.96 per GPU-hour".
+readings of the published figures (data/claims.yaml: ``rack-scaling.throughput`` tokens/s "per
+GPU", ``rack-scaling.speedup`` over a single node, ``rack-scaling.cost`` dollars per GPU-hour).
 
 Definitions (per sweep point, successful requests, window length ``duration_s`` in seconds):
 
@@ -27,16 +28,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rackbook.core.provenance import hardware_label
 from rackbook.core.server_metrics import prefix_cache_hit_rate
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
-from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec, PriceSpec, SystemSpec
+from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import roofline, units
+from rackbook.results import headline, verdicts
 
 #: Node sizes to read "a single node" as: catalog system ids (GB300 tray = 4 GPUs, HGX B300 = 8).
 NODE_SYSTEMS: tuple[str, ...] = ("gb300-tray", "hgx-b300")
@@ -50,11 +55,13 @@ INFERENCEX_PRICES_SOURCE = (
     "$1/M uncached, $0.10/M cached; low confidence)"
 )
 
-#: The published figures (data/claims.yaml: rack-scaling.throughput, .speedup, .cost).
-CLAIM_TOKENS_PER_S = 954_000.0
-CLAIM_SPEEDUP = 7.9
-CLAIM_USD_PER_GPU_HOUR = 38.96
-CLAIM_GPUS = 72
+RESULT = "rack-scaling"
+#: The claims this chapter tests (data/claims.yaml), and two it quotes to keep them apart.
+THROUGHPUT_CLAIM = "rack-scaling.throughput"
+SPEEDUP_CLAIM = "rack-scaling.speedup"
+COST_CLAIM = "rack-scaling.cost"
+SINGLE_USER_CLAIM = "single-user.throughput"
+DECODE_PARITY_CLAIM = "decode-parity.gap"
 
 TOKENS_FORMULA = (
     r"\text{tok/s} = \frac{\sum \text{tokens}}{\text{duration}},\quad "
@@ -192,15 +199,16 @@ def node_sizes(systems: tuple[str, ...] = NODE_SYSTEMS) -> dict[str, int]:
 
 
 def speedup_readings(
-    speedup: float = CLAIM_SPEEDUP,
-    n_gpus: int = CLAIM_GPUS,
+    speedup: float,
+    n_gpus: int,
     systems: tuple[str, ...] = NODE_SYSTEMS,
 ) -> pd.DataFrame:
-    """What a ``speedup`` over "a single node" means for each node size in ``systems``.
+    """What a ``speedup`` over "a single node" on ``n_gpus`` GPUs means for each node size in
+    ``systems``.
 
     Per system: gpus_per_node, nodes = n_gpus / gpus_per_node, efficiency = speedup / nodes
-    (dimensionless), formula. 7.9x on 72 GPUs: 18 GB300 trays of 4 -> 7.9 / 18 = 43.9 %;
-    9 HGX B300 nodes of 8 -> 7.9 / 9 = 87.8 %.
+    (dimensionless), formula. E.g. 10x on 64 GPUs: 16 GB300 trays of 4 -> 10 / 16 = 62.5 %;
+    8 HGX B300 nodes of 8 -> 10 / 8 = 125 % (above linear scaling).
     """
     if not speedup > 0:
         raise InputError("-", "speedup", f"must be > 0, got {speedup}")
@@ -227,8 +235,8 @@ def speedup_readings(
 
 
 def claim_readings(
-    claim_value: float = CLAIM_TOKENS_PER_S,
-    n_gpus: int = CLAIM_GPUS,
+    claim_value: float,
+    n_gpus: int,
     model: ModelSpec | str = "deepseek-v4.1-flash",
     hw: GpuSpec | str = "b300",
     precision: str = "fp4",
@@ -251,8 +259,9 @@ def claim_readings(
     computed = (1 - cached_share) x figure, costed as decode; without ``cached_share`` the row
     gives the least share of cached tokens that fits, ``min_cached_share`` = 1 - cap / figure).
 
-    DeepSeek-V4.1-Flash on B300 at FP4: 954,000 x 32 GFLOP = 30.5 PFLOP/s > 15 (2.04x peak;
-    cap 468,750 tok/s); rack total 954,000 / 72 = 13,250 tok/s/GPU = 0.424 PFLOP/s (2.8 %).
+    DeepSeek-V4.1-Flash on B300 at FP4 (32 GFLOP per decode token, 15 PFLOP/s): a figure of
+    600,000 tok/s needs 19.2 PFLOP/s, 1.28x the peak (cap 468,750 tok/s); read as the total of
+    64 GPUs it is 9,375 tok/s/GPU = 0.3 PFLOP/s (2 %).
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     if not claim_value > 0:
@@ -355,16 +364,16 @@ class CostReadings:
 
 
 def cost_readings(
-    price_per_gpu_hour: float = CLAIM_USD_PER_GPU_HOUR,
-    tokens_per_s_per_gpu: dict[str, float] | None = None,
+    price_per_gpu_hour: float,
+    tokens_per_s_per_gpu: dict[str, float],
     rental_usd_per_gpu_hour: float | None = None,
     usd_per_m_uncached: float = INFERENCEX_USD_PER_M_UNCACHED,
     usd_per_m_cached: float = INFERENCEX_USD_PER_M_CACHED,
 ) -> CostReadings:
     """Read ``price_per_gpu_hour`` (US dollars per GPU-hour) as a cost and as token revenue.
 
-    ``tokens_per_s_per_gpu``: reading name -> tokens/s per GPU (default: the claim as stated,
-    954,000, and the rack-total reading, 954,000 / 72 = 13,250). ``rental_usd_per_gpu_hour``:
+    ``tokens_per_s_per_gpu``: reading name -> tokens/s per GPU (the chapter passes the claim as
+    stated and its rack-total reading, figure / GPUs of the rack). ``rental_usd_per_gpu_hour``:
     default the catalog's ``gb300-rental`` price (about $2.65). Token prices in US dollars per
     million tokens, default InferenceX's ($1/M uncached input and output, $0.10/M cached
     input; :data:`INFERENCEX_PRICES_SOURCE`).
@@ -376,11 +385,6 @@ def cost_readings(
     $/GPU-hour is not a price per answer: an answer costs its GPU-seconds (set by its tokens,
     context and batch) times the price per GPU-second, which this figure alone does not give.
     """
-    if tokens_per_s_per_gpu is None:
-        tokens_per_s_per_gpu = {
-            "per GPU as stated": CLAIM_TOKENS_PER_S,
-            f"rack total / {CLAIM_GPUS}": CLAIM_TOKENS_PER_S / CLAIM_GPUS,
-        }
     if rental_usd_per_gpu_hour is None:
         rent = catalogs.price("gb300-rental")
         rental_usd_per_gpu_hour = rent.usd_per_gpu_hour
@@ -392,7 +396,7 @@ def cost_readings(
     if not usd_per_m_uncached > usd_per_m_cached >= 0:
         raise InputError("-", "usd_per_m_cached", "must be >= 0 and below the uncached token price")
     bases = {
-        "claim as cost": (price_per_gpu_hour, "data/claims.yaml rack-scaling.cost"),
+        "claim as cost": (price_per_gpu_hour, f"data/claims.yaml {COST_CLAIM}"),
         rent_label: (rental_usd_per_gpu_hour, rent_source),
     }
     cost, revenue = [], []
@@ -553,3 +557,411 @@ def scaling_vs_reference(
     out = out.drop(columns="is_reference").reset_index(drop=True)
     out["replicas"] = out["replicas"].astype("Int64")
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter
+
+#: Columns of the accounting and readings tables the chapter shows.
+ACCOUNTING_COLUMNS = [
+    "config",
+    "num_gpus",
+    "replicas",
+    "duration_s",
+    "requests",
+    "output_tok_s",
+    "new_input_tok_s",
+    "cached_input_tok_s",
+    "total_tok_s",
+    "computed_tok_s",
+    "total_tok_s_per_gpu",
+    "computed_tok_s_per_gpu",
+    "cached_source",
+]
+READING_COLUMNS = [
+    "reading",
+    "meaning",
+    "tok_s_per_gpu",
+    "computed_tok_s_per_gpu",
+    "phase",
+    "implied_flops_per_s",
+    "peak_flops_per_s",
+    "ratio",
+    "survives",
+    "verdict",
+]
+SPEEDUP_FORMULA = (
+    r"\text{speedup} = \frac{T_n}{T_1},\quad "
+    r"\text{efficiency} = \frac{T_n / n}{T_1 / n_1} = \frac{\text{speedup}}{n / n_1}"
+)
+#: The cost reading of the throughput figure as the rack's total.
+STATED = "per GPU as stated"
+
+
+@dataclass(frozen=True)
+class Params(headline.Params):
+    """The chapter's analysis parameters (the notebook's ``parameters`` cell): GPUs per server
+    where the trace does not record them, the reference configuration and the token kind to
+    scale, the catalog ids of the model, GPU, rack, node sizes and rental price the readings
+    use, the precision of the peak, and the relative tolerance of measured against published
+    (GB300 traces only)."""
+
+    gpus_per_replica: int = 1
+    reference_config: str = "1x"
+    metric: str = "total"
+    model_id: str = "deepseek-v4.1-flash"
+    gpu_id: str = "b300"
+    system_id: str = "gb300-nvl72"
+    node_systems: tuple[str, ...] | list[str] = NODE_SYSTEMS
+    precision: str = "fp4"
+    price_id: str = "gb300-rental"
+    rel_tol: float = 0.10
+
+
+@dataclass
+class Analysis:
+    """Everything the chapter shows: the token accounting of every point, scaling from the
+    reference, the physics readings of the three published figures, the measured verdicts, and
+    the values its prose quotes."""
+
+    trace: Trace
+    params: Params
+    registry: Registry
+    claim_tok_s: float
+    claim_speedup: float
+    claim_usd: float
+    rack: SystemSpec
+    gpu: GpuSpec
+    model: ModelSpec
+    rental: PriceSpec
+    accounting: pd.DataFrame
+    largest: pd.Series
+    scaling: pd.DataFrame
+    readings: pd.DataFrame
+    speedups: pd.DataFrame
+    cost: CostReadings
+    verdict: str
+    reason: str
+    speedup_verdict: str
+    speedup_reason: str
+    hardware: str
+
+    @property
+    def top(self) -> pd.Series:
+        """The scaling row of the largest configuration (last in GPU order)."""
+        return self.scaling.iloc[-1]
+
+    @property
+    def rack_reading(self) -> str:
+        """Name of the cost reading of the throughput figure as the rack's total."""
+        return f"rack total / {self.rack.gpus}"
+
+    @property
+    def cached_known(self) -> bool:
+        """True when the largest configuration's cached input tokens are known."""
+        return bool(np.isfinite(self.largest["cached_input_tok_s"]))
+
+    @property
+    def cached_note(self) -> str:
+        """Where the largest configuration's cached count comes from, or why it is unknown."""
+        return self.largest["note"] or "cached count from the requests' cached_prompt_tokens"
+
+    def values(self) -> dict[str, Any]:
+        """Numbers and words the chapter's prose quotes (glued by name)."""
+        nx, top, reg = self.largest, self.top, self.registry
+        by = self.readings.set_index("reading")
+        spi = self.speedups.set_index("system")
+        rev = self.cost.revenue.set_index("reading")
+        cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
+        prec = self.params.precision
+        return {
+            "claim_tok_s": self.claim_tok_s,
+            "claim_speedup": self.claim_speedup,
+            "claim_usd": self.claim_usd,
+            "rack_gpus": self.rack.gpus,
+            "tray_gpus": catalogs.system("gb300-tray").gpus,
+            "hgx_gpus": catalogs.system("hgx-b300").gpus,
+            "su_claim": reg.value(SINGLE_USER_CLAIM),
+            "su_gpus": reg.get(SINGLE_USER_CLAIM).scope.gpu_count,
+            "dp_claim": reg.value(DECODE_PARITY_CLAIM),
+            "active_decode": float(self.model.active_params("decode")),
+            "active_prefill": float(self.model.active_params("prefill")),
+            "price_uncached": INFERENCEX_USD_PER_M_UNCACHED,
+            "price_cached": INFERENCEX_USD_PER_M_CACHED,
+            "hardware": self.hardware,
+            "trace_kind": self.trace.kind,
+            "nx_config": str(nx["config"]),
+            "nx_gpus": int(nx["num_gpus"]),
+            "nx_total": verdicts.text(nx["total_tok_s"], ",.1f"),
+            "nx_total_per_gpu": verdicts.text(nx["total_tok_s_per_gpu"], ",.1f"),
+            "nx_output": verdicts.text(nx["output_tok_s"], ",.1f"),
+            "nx_new_input": verdicts.text(nx["new_input_tok_s"], ",.1f"),
+            "nx_cached_input": verdicts.text(nx["cached_input_tok_s"], ",.1f"),
+            "nx_computed": verdicts.text(nx["computed_tok_s"], ",.1f"),
+            "nx_cached_source": str(nx["cached_source"]),
+            "metric": self.params.metric,
+            "ref_gpus": int(self.scaling.iloc[0]["num_gpus"]),
+            "top_gpus": int(top["num_gpus"]),
+            "speedup": verdicts.text(top["speedup"], ".2f"),
+            "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
+            "peak_pflops": self.gpu.flops(prec) / 1e15,
+            "cap_decode": by.loc["per-gpu-decode", "cap_tok_s"],
+            "cap_prefill": by.loc["per-gpu-prefill", "cap_tok_s"],
+            "ratio_decode": by.loc["per-gpu-decode", "ratio"],
+            "ratio_prefill": by.loc["per-gpu-prefill", "ratio"],
+            "rack_per_gpu": by.loc["rack-total", "tok_s_per_gpu"],
+            "rack_ratio_pct": 100 * by.loc["rack-total", "ratio"],
+            "v_decode": by.loc["per-gpu-decode", "verdict"],
+            "v_prefill": by.loc["per-gpu-prefill", "verdict"],
+            "v_rack": by.loc["rack-total", "verdict"],
+            "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
+            "eff_tray_pct": 100 * spi.loc["gb300-tray", "efficiency"],
+            "eff_hgx_pct": 100 * spi.loc["hgx-b300", "efficiency"],
+            "nodes_tray": spi.loc["gb300-tray", "nodes"],
+            "nodes_hgx": spi.loc["hgx-b300", "nodes"],
+            "rental_usd": self.rental.usd_per_gpu_hour,
+            "ratio_rental": self.cost.ratio_to_rental,
+            "usd_per_m_stated": cst[(STATED, "claim as cost")],
+            "usd_per_m_rack": cst[(self.rack_reading, "claim as cost")],
+            "rev_share_rack": verdicts.text(
+                100 * rev.loc[self.rack_reading, "cached_share_matching"], ".1f"
+            ),
+            "rev_max_stated": rev.loc[STATED, "revenue_all_cached"],
+            "verdict": self.verdict,
+        }
+
+    def verdicts_markdown(self) -> str:
+        """The measured verdicts and the physics verdicts on the readings, one paragraph each."""
+        readings = "; ".join(f"{r.reading}: {r.verdict}" for r in self.readings.itertuples())
+        return (
+            f"**Verdict on the measured throughput: {self.verdict}.** {self.reason}.\n\n"
+            f"**Verdict on the measured speedup: {self.speedup_verdict}.** "
+            f"{self.speedup_reason}.\n\n"
+            f"**Verdict on the readings (physics, from the catalogs):** {readings}."
+        )
+
+
+def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+    """Token accounting of every point (GPU counts filled from ``params.gpus_per_replica``),
+    scaling from ``params.reference_config``, the physics readings of the published throughput,
+    speedup and cost (from the claims registry) on the catalogs' rack, GPU, model and rental
+    price, and the measured verdicts (a trace speaks to the claims only on B300 GPUs with at
+    least the rack's GPU count)."""
+    p = params
+    reg = registry or load_claims()
+    tok_s, speedup, usd = (
+        reg.value(THROUGHPUT_CLAIM),
+        reg.value(SPEEDUP_CLAIM),
+        reg.value(COST_CLAIM),
+    )
+    rack, gpu, rental = (
+        catalogs.system(p.system_id),
+        catalogs.gpu(p.gpu_id),
+        catalogs.price(p.price_id),
+    )
+    tr = with_gpu_counts(trace, p.gpus_per_replica)
+    acc = token_accounting(tr)
+    nx = acc.loc[acc["num_gpus"].astype(float).idxmax()]
+    sc = scaling_vs_reference(acc, p.reference_config, p.metric)
+    top = sc.iloc[-1]
+    readings = claim_readings(tok_s, rack.gpus, p.model_id, p.gpu_id, p.precision)
+    readings = readings.merge(verdicts.reading_verdicts(readings), on="reading")
+    sp = speedup_readings(speedup, rack.gpus, tuple(p.node_systems))
+    cost = cost_readings(
+        usd,
+        {STATED: tok_s, f"rack total / {rack.gpus}": tok_s / rack.gpus},
+        rental_usd_per_gpu_hour=rental.usd_per_gpu_hour,
+    )
+    cost.cost["basis"] = cost.cost["basis"].replace({"rental (given)": f"rental ({p.price_id})"})
+    comparable = verdicts.on_gpus(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
+    target = f"the claim's {rack.name}"
+    what_tp = (
+        f"total {nx['total_tok_s_per_gpu']:,.1f} tok/s per GPU on {int(nx['num_gpus'])} GPU(s)"
+    )
+    v_tp, why_tp = verdicts.against_value(
+        float(nx["total_tok_s_per_gpu"]), tok_s, p.rel_tol, comparable, what_tp, target, tr.run
+    )
+    what_sp = (
+        f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
+        f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
+    )
+    v_sp, why_sp = verdicts.against_value(
+        float(top["speedup"]), speedup, p.rel_tol, comparable, what_sp, target, tr.run
+    )
+    return Analysis(
+        tr,
+        p,
+        reg,
+        tok_s,
+        speedup,
+        usd,
+        rack,
+        gpu,
+        catalogs.load_model(p.model_id),
+        rental,
+        acc,
+        nx,
+        sc,
+        readings,
+        sp,
+        cost,
+        v_tp,
+        why_tp,
+        v_sp,
+        why_sp,
+        hardware_label(tr.run),
+    )
+
+
+def _measured(a: Analysis) -> list[headline.Headline]:
+    nx, top, p = a.largest, a.top, a.params
+    common = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    tp = dict(claim_id=THROUGHPUT_CLAIM, verdict=a.verdict, reason=a.reason)
+    sp = dict(claim_id=SPEEDUP_CLAIM, verdict=a.speedup_verdict, reason=a.speedup_reason)
+    other = dict(claim_id=None, verdict="not comparable")
+    cfg = nx["config"]
+    return [
+        headline.Headline(
+            name="measured_total_tok_s_per_gpu",
+            value=verdicts.number(nx["total_tok_s_per_gpu"], 2),
+            unit="tok/s/GPU",
+            definition=f"(input + output tokens) / window / GPUs, config {cfg} on "
+            f"{int(nx['num_gpus'])} GPU(s)",
+            **tp,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_output_tok_s",
+            value=verdicts.number(nx["output_tok_s"], 2),
+            unit="tok/s",
+            definition=f"output tokens / window, config {cfg}",
+            reason="the write-up does not say which tokens it counts",
+            **other,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_new_input_tok_s",
+            value=verdicts.number(nx["new_input_tok_s"], 2),
+            unit="tok/s",
+            definition=f"(input - cached input) tokens / window, config {cfg}; null when the "
+            "cached count is unknown",
+            reason=a.cached_note,
+            **other,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_cached_input_tok_s",
+            value=verdicts.number(nx["cached_input_tok_s"], 2),
+            unit="tok/s",
+            definition=f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
+            reason=a.cached_note,
+            **other,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_speedup",
+            value=verdicts.number(top["speedup"], 3),
+            unit="x",
+            definition=f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}",
+            **sp,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_scaling_efficiency",
+            value=verdicts.number(top["efficiency"], 4),
+            unit="1",
+            definition="(T_n / n GPUs) / (T_1 / n_1 GPUs), the per-GPU ratio",
+            **sp,
+            **common,
+        ),
+    ]
+
+
+def _modelled(a: Analysis) -> list[headline.Headline]:
+    p = a.params
+    hl = [
+        headline.Headline(
+            name=f"reading_{r.reading}",
+            value=verdicts.number(r.ratio, 4),
+            unit="x peak",
+            definition=f"{r.meaning}: implied FLOP/s per GPU / {p.gpu_id} dense {p.precision} peak",
+            claim_id=THROUGHPUT_CLAIM,
+            kind="modelled",
+            verdict=r.verdict,
+            reason=r.reason,
+        )
+        for r in a.readings[a.readings["reading"] != "per-gpu-with-cached"].itertuples()
+    ]
+    cached = a.readings.set_index("reading").loc["per-gpu-with-cached"]
+    hl.append(
+        headline.Headline(
+            name="reading_per-gpu-with-cached_min_cached_share",
+            value=verdicts.number(cached["min_cached_share"], 4),
+            unit="1",
+            definition="least share of the counted tokens that must be prefix-cache hits for the "
+            f"figure to fit under the {p.gpu_id} {p.precision} decode ceiling, per GPU",
+            claim_id=THROUGHPUT_CLAIM,
+            kind="modelled",
+            verdict=cached["verdict"],
+            reason=cached["reason"],
+        )
+    )
+    hl += [
+        headline.Headline(
+            name=f"speedup_efficiency_{r.system}",
+            value=verdicts.number(r.efficiency, 4),
+            unit="1",
+            definition=f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} per node)",
+            claim_id=SPEEDUP_CLAIM,
+            kind="modelled",
+            verdict=verdicts.fits_verdict(r.efficiency <= 1),
+            reason=r.formula,
+        )
+        for r in a.speedups.itertuples()
+    ]
+    share = a.cost.revenue.set_index("reading").loc[a.rack_reading]
+    hl += [
+        headline.Headline(
+            name="cost_ratio_to_rental",
+            value=verdicts.number(a.cost.ratio_to_rental, 3),
+            unit="x",
+            definition=f"$/GPU-hour figure / catalog rental price ({p.price_id})",
+            claim_id=COST_CLAIM,
+            kind="modelled",
+            verdict="not comparable",
+            reason="$/GPU-hour is not a price per answer; what the dollars are is not stated",
+        ),
+        headline.Headline(
+            name="revenue_cached_share_rack_total",
+            value=verdicts.number(share["cached_share_matching"], 4),
+            unit="1",
+            definition="cached share at which token revenue per GPU-hour ($1/M uncached, $0.10/M "
+            "cached) equals the figure, rack-total reading; null if none",
+            claim_id=COST_CLAIM,
+            kind="modelled",
+            verdict=verdicts.fits_verdict(np.isfinite(share["cached_share_matching"])),
+            reason=share["formula"],
+        ),
+    ]
+    return hl
+
+
+def outcome(a: Analysis) -> headline.Outcome:
+    """The chapter's headlines and verdict (the headline JSON): the measured throughput and
+    speedup decide the result's verdict; the readings are modelled."""
+    p = a.params
+    parameters = {
+        "reference_config": p.reference_config,
+        "metric": p.metric,
+        "gpus_per_replica": p.gpus_per_replica,
+        "model_id": p.model_id,
+        "gpu_id": p.gpu_id,
+        "system_id": p.system_id,
+        "node_systems": list(p.node_systems),
+        "precision": p.precision,
+        "price_id": p.price_id,
+    }
+    tid = [a.trace.trace_id]
+    return headline.Outcome(
+        RESULT, _measured(a) + _modelled(a), a.verdict, a.reason, tid, parameters
+    )
