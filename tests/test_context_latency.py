@@ -13,6 +13,9 @@ from rackbook.core.traces import concat, validate
 from rackbook.errors import InputError
 from rackbook.results import context_latency
 
+#: The published pair of context lengths (data/claims.yaml: context-latency.delta, scope).
+LO, HI = 128_000, 855_000
+
 
 def _point(tpot_s, n_req=2, out=5, ttft=0.1):
     """Requests of ``out`` tokens whose every gap is ``tpot_s`` seconds."""
@@ -74,9 +77,9 @@ def test_fit_and_deltas(tmp_path):
     d = context_latency.delta(tab, 1000, 4000)
     assert (d.delta_ms, d.delta_pct) == pytest.approx((6.0, 50.0))  # 18 - 12 = 6 ms, 6 / 12
     assert d.pair == "requested" and d.source == "measured"
-    d = context_latency.delta(tab)  # 128k / 855k not in the trace: the longest pair instead
+    d = context_latency.delta(tab, LO, HI)  # 128k / 855k not in the trace: the longest pair
     assert d.pair == "longest-available" and (d.lo, d.hi) == (1000, 4000)
-    d = context_latency.delta(f)  # 10 + 2 x 128 = 266 ms; 10 + 2 x 855 = 1720 ms
+    d = context_latency.delta(f, LO, HI)  # 10 + 2 x 128 = 266 ms; 10 + 2 x 855 = 1720 ms
     assert d.lo_ms == pytest.approx(266.0) and d.hi_ms == pytest.approx(1720.0)
     assert d.delta_ms == pytest.approx(1454.0) and d.pair == "extrapolated"
     assert context_latency.delta(f, 1000, 3000).pair == "requested"
@@ -93,12 +96,14 @@ def test_fit_refuses_mixed_series(tmp_path):
 
 
 def test_kv_bandwidth_model_128k_to_855k():
-    k = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300")
+    k = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", LO, HI)
     # (855,000 - 128,000) x 890 B = 647.03 MB; / 8 TB/s = 80.88 us
     assert k.extra_bytes == 647_030_000 and k.kv_bytes_per_token == 890
     assert k.extra_s == pytest.approx(80.87875e-6)
     assert k.bytes_per_sequence_hi == 760_950_000
-    k2 = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", batch=2, n_gpus=2)
+    k2 = context_latency.kv_bandwidth_model(
+        "deepseek-v4.1-flash", "b300", LO, HI, batch=2, n_gpus=2
+    )
     assert k2.extra_bytes == 2 * 647_030_000 and k2.extra_s == pytest.approx(k.extra_s)
     with pytest.raises(InputError, match="hi"):
         context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", lo=10, hi=10)
@@ -106,7 +111,7 @@ def test_kv_bandwidth_model_128k_to_855k():
 
 def test_memory_by_context():
     m = context_latency.memory_by_context(
-        "deepseek-v4.1-flash", "b300", weight_bytes_per_gpu=100e9
+        "deepseek-v4.1-flash", "b300", (LO, HI), weight_bytes_per_gpu=100e9
     ).set_index("context_tokens")
     assert m.loc[855_000, "kv_bytes_per_sequence"] == 760_950_000
     assert m.loc[855_000, "sequences_per_gpu"] == 247  # floor(188e9 / 760.95e6)
