@@ -3,13 +3,18 @@ scoring."""
 
 from __future__ import annotations
 
+import copy
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from rackbook import paths
 from rackbook.core import traces
+from rackbook.core.traces import Trace
 from rackbook.errors import InputError
+from rackbook.inputs.claims import Registry, load_claims, parse_claims
 from rackbook.physics import eplb
 from rackbook.results import eplb_balance
 
@@ -125,3 +130,294 @@ def test_verdicts() -> None:
     assert eplb_balance.overall(["not comparable", "not reproduced"]) == "not reproduced"
     assert eplb_balance.overall(["consistent", "inconsistent"]) == "inconsistent"
     assert eplb_balance.overall(["not comparable", "consistent"]) == "consistent"
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter: analyse, outcome, every verdict by hand, the claims from the registry
+
+CLAIMS = (eplb_balance.BEFORE, eplb_balance.AFTER, eplb_balance.RECOVERED)
+#: Small model sweeps, so that a test analysis takes about a second.
+SMALL = {"ep_sizes": [64], "redundant_values": [64], "skews": [0.5], "batch_sizes": [8, 64]}
+
+
+def _registry(**changes: dict) -> Registry:
+    """A copy of the claims registry with fields of some claims changed (id -> {field: value})."""
+    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
+    for c in raw["claims"]:
+        c.update(changes.get(c["id"], {}))
+    return parse_claims(raw, "edited")
+
+
+def _hand_trace(gpus: tuple[str, ...] = ("NVIDIA B300",)) -> Trace:
+    """A recorded trace (on ``gpus``) of 3 decode steps of 1 layer x 4 experts, each with loads
+    [4, 3, 2, 1]; 2 EP ranks, no redundant expert, EPLB fitted on steps 0-1 and scored on
+    step 2.
+
+    Static placement: ranks {0, 1} = 7 and {2, 3} = 3 tokens: balancedness mean 5 / max 7.
+    EPLB, fitted on [8, 6, 4, 2], packs {0, 3} and {1, 2}: 5 and 5 tokens, balancedness 1.
+    Gap closed (1 - 5/7) / (1 - 5/7) = 100 %; ratio to uniform 1 / 1 = 100 %. With one layer
+    the legacy balancedness (over layers) is 1 for both placements.
+    """
+    table = eplb_balance.loads_table(np.array([[[4, 3, 2, 1]]] * 3, dtype=float))
+    run = {
+        "trace_id": "hand",
+        "kind": "recorded",
+        "parameters": {"batch_per_rank": 64},
+        "hardware": {"gpus": [{"name": g} for g in gpus], "cpu_model": "CPU", "cpu_cores": 2},
+    }
+    empty = pd.DataFrame()
+    return Trace(run, empty, empty, empty, {"expert_load": table})
+
+
+HAND = eplb_balance.Params(ep_size=2, redundant=0, fit_windows=2, **SMALL)
+
+
+@pytest.fixture(scope="module")
+def hand_gpu() -> eplb_balance.Analysis:
+    return eplb_balance.analyse(_hand_trace(), HAND)
+
+
+@pytest.fixture(scope="module")
+def shipped() -> eplb_balance.Analysis:
+    return eplb_balance.analyse(traces.read_trace(DEFAULT), eplb_balance.Params(**SMALL))
+
+
+def test_verdict_every_branch_by_hand() -> None:
+    cal = {"calibration": {"target_claim": "x.before"}}
+    synthetic = {"kind": "synthetic", "generator": cal}
+    assert eplb_balance.verdict(synthetic, "x.before", 0.3506, 0.005, 0.35) == (
+        "not comparable",
+        "the synthetic model was calibrated to give 0.35 here; it is an input",
+    )
+    assert eplb_balance.verdict(synthetic, "x.after", 0.89594, 0.005, 0.94) == (
+        "not reproduced",
+        "synthetic routing model predicts 0.896 against the claimed 0.94; no measured EPLB run "
+        "(vLLM on CPU refuses --enable-eplb)",
+    )
+    cpu = {"kind": "recorded", "hardware": {"gpus": [], "cpu_model": "Xeon", "cpu_cores": 2}}
+    assert eplb_balance.verdict(cpu, "x.rec", 91.234, 0.5, 97, " %") == (
+        "not reproduced",
+        "measured 91.2 % on 2-core Xeon, no GPU, where EPLB does not run",
+    )
+    # GPUs, but not a recording (a modelled or hand-made run): not a measurement of EPLB
+    gpus = {"gpus": [{"name": "B300"}, {"name": "B300"}]}
+    assert (
+        eplb_balance.verdict({"kind": "modelled", "hardware": gpus}, "x.after", 0.94, 0.005, 0.94)[
+            0
+        ]
+        == "not reproduced"
+    )
+    gpu = {"kind": "recorded", "hardware": gpus}
+    # |0.943 - 0.94| = 0.003 <= 0.005; |0.90 - 0.94| = 0.04 > 0.005
+    assert eplb_balance.verdict(gpu, "x.after", 0.943, 0.005, 0.94) == (
+        "consistent",
+        "measured 0.943 against 0.94 (tolerance 0.005) on 2 x B300",
+    )
+    assert eplb_balance.verdict(gpu, "x.after", 0.90, 0.005, 0.94) == (
+        "inconsistent",
+        "measured 0.9 against 0.94 (tolerance 0.005) on 2 x B300",
+    )
+
+
+@pytest.mark.parametrize(
+    "verdicts,expected",
+    [
+        ([], "not comparable"),
+        (["not comparable", "not comparable"], "not comparable"),
+        (["not comparable", "consistent", "consistent"], "consistent"),
+        (["consistent", "not reproduced"], "not reproduced"),
+        (["not comparable", "not reproduced"], "not reproduced"),
+        (["consistent", "not reproduced", "inconsistent"], "inconsistent"),
+    ],
+)
+def test_overall_every_verdict(verdicts, expected) -> None:
+    assert eplb_balance.overall(verdicts) == expected
+
+
+def test_claim_verdicts_use_each_claims_figure_and_tolerance() -> None:
+    gpu = {"kind": "recorded", "hardware": {"gpus": [{"name": "B300"}]}}
+    v = eplb_balance.claim_verdicts(gpu, 0.352, 0.90, 90.77, 97.2, load_claims())
+    # 0.352 vs 0.35 (0.005): in; 0.90 vs 0.94: out; 90.77 % vs 97 % (0.5): out; 97.2 %: in
+    assert {k: x[0] for k, x in v.items()} == {
+        "balancedness_static": "consistent",
+        "balancedness_eplb": "inconsistent",
+        "recovered_gap": "inconsistent",
+        "recovered_ratio": "consistent",
+    }
+    assert v["recovered_gap"][1] == "measured 90.8 % against 97 % (tolerance 0.5 %) on 1 x B300"
+
+
+def test_hand_trace_analysis_by_hand(hand_gpu) -> None:
+    a = hand_gpu
+    assert a.summary["static"] == pytest.approx(5 / 7)
+    assert a.summary["eplb"] == pytest.approx(1.0)
+    assert a.summary["static_legacy"] == pytest.approx(1.0)
+    assert a.per_window["window"].tolist() == [2]
+    assert a.ranks["static"].tolist() == [7.0, 3.0] and a.ranks["eplb"].tolist() == [5.0, 5.0]
+    assert a.model_pct["gap closed"] == pytest.approx(100.0)
+    assert a.model_pct["ratio to uniform"] == pytest.approx(100.0)
+    # the claim's own figures: (0.94 - 0.35) / 0.65 = 90.77 %; 0.94 / 1 = 94 %
+    assert a.claim_pct["gap closed"] == pytest.approx(100 * 0.59 / 0.65)
+    assert a.claim_pct["ratio to uniform"] == pytest.approx(94.0)
+    assert a.floor_needed == pytest.approx(0.94 / 0.97)
+    assert list(a.readings.columns) == [
+        "reading",
+        "formula",
+        "model (%)",
+        "claim's 0.35 and 0.94 (%)",
+    ]
+    v = a.values()
+    assert (v["n_windows"], v["n_layers"], v["n_experts"], v["tokens_per_step"]) == (3, 1, 4, 10)
+    assert (v["n_physical"], v["n_scored"], v["small_batch"], v["large_batch"]) == (4, 1, 8, 64)
+    assert (v["claim_before"], v["claim_after"], v["claim_recovered"]) == (0.35, 0.94, 97)
+    assert v["claim_after_pct"] == pytest.approx(94.0)
+
+
+@pytest.mark.parametrize(
+    "gpus,changes,verdict,reason",
+    [
+        ((), {}, "not reproduced", "measured 1 on 2-core CPU, no GPU, where EPLB does not run"),
+        (
+            ("NVIDIA B300",),
+            {},
+            "inconsistent",
+            "measured 1 against 0.94 (tolerance 0.005) on 1 x NVIDIA B300",
+        ),
+        (
+            ("NVIDIA B300",),
+            # 5/7 = 0.7143 is within 0.005 of 0.71; 1 of 1; 100 % of 100 %
+            {
+                eplb_balance.BEFORE: {"value": 0.71},
+                eplb_balance.AFTER: {"value": 1.0},
+                eplb_balance.RECOVERED: {"value": 100},
+            },
+            "consistent",
+            "measured 1 against 1 (tolerance 0.005) on 1 x NVIDIA B300",
+        ),
+    ],
+    ids=["cpu", "gpu-outside", "gpu-within"],
+)
+def test_every_chapter_verdict(gpus, changes, verdict, reason) -> None:
+    an = eplb_balance.analyse(_hand_trace(gpus=gpus), HAND, registry=_registry(**changes))
+    assert (an.verdict, an.reason) == (verdict, reason)
+    out = eplb_balance.outcome(an)
+    assert (out.verdict, out.reason) == (verdict, reason)
+    h = {x.name: x for x in out.headlines}
+    assert h["balancedness_eplb"].verdict == verdict and h["balancedness_eplb"].kind == "measured"
+    assert h["balancedness_eplb"].hardware == an.hardware
+    assert [
+        h[n].claim_id for n in ("balancedness_static", "balancedness_eplb", "recovered_gap")
+    ] == [*CLAIMS]
+
+
+def test_the_shipped_trace_headlines(shipped) -> None:
+    """The synthetic trace: the calibrated claim is an input, the others are not reproduced."""
+    out = eplb_balance.outcome(shipped)
+    assert (out.result, out.verdict) == ("eplb-balance", "not reproduced")
+    got = {h.name: (h.value, h.unit, h.verdict, h.kind, h.hardware) for h in out.headlines}
+    assert got == {
+        "balancedness_static": (0.3506, "1", "not comparable", "synthetic", None),
+        "balancedness_eplb": (0.8959, "1", "not reproduced", "synthetic", None),
+        "recovered_gap": (83.98, "%", "not reproduced", "synthetic", None),
+        "recovered_ratio": (89.59, "%", "not reproduced", "synthetic", None),
+        "recovered_ratio_same_sampling": (100.43, "%", "not reproduced", "synthetic", None),
+        "balancedness_static_legacy": (0.4469, "1", "not comparable", "synthetic", None),
+        "balancedness_eplb_legacy": (0.9048, "1", "not comparable", "synthetic", None),
+    }
+    assert out.parameters == {
+        "ep_size": 64,
+        "redundant": 64,
+        "groups": 1,
+        "nodes": 1,
+        "fit_windows": 8,
+        "batch_per_rank": 64,
+        "skew": 0.530067,
+    }
+    assert out.headlines[4].reason == (
+        "the uniform-routing floor is modelled, and this reading of 97 % is unconfirmed"
+    )
+
+
+def test_the_after_figure_comes_from_the_registry() -> None:
+    """Change the published "after" balancedness in a copy of the registry: on the shipped
+    synthetic trace the EPLB headline's reason quotes the new figure, and 0.94 is gone from
+    every headline. (The synthetic skew is calibrated to .before, left unchanged.)"""
+    tr = traces.read_trace(DEFAULT)
+    reg = _registry(**{eplb_balance.AFTER: {"value": 0.90}})
+    an = eplb_balance.analyse(tr, eplb_balance.Params(**SMALL), registry=reg)
+    assert an.after == 0.90 and an.values()["claim_after"] == 0.90
+    assert an.floor_needed == pytest.approx(0.90 / 0.97)
+    assert an.claim_pct["gap closed"] == pytest.approx(100 * 0.55 / 0.65)
+    out = eplb_balance.outcome(an)
+    h = {x.name: x for x in out.headlines}
+    expected = (
+        "synthetic routing model predicts 0.896 against the claimed 0.9; no measured EPLB run "
+        "(vLLM on CPU refuses --enable-eplb)"
+    )
+    assert h["balancedness_eplb"].reason == expected and out.reason == expected
+    assert h["balancedness_eplb"].value == 0.8959  # the model's number does not move
+    text = " ".join(x.definition + " " + x.reason for x in out.headlines) + out.reason
+    assert "0.94" not in text
+
+
+def test_the_recovered_share_comes_from_the_registry() -> None:
+    tr = traces.read_trace(DEFAULT)
+    reg = _registry(
+        **{eplb_balance.RECOVERED: {"value": 95, "tolerance": {"absolute": 2.0, "basis": "edited"}}}
+    )
+    an = eplb_balance.analyse(tr, eplb_balance.Params(**SMALL), registry=reg)
+    h = {x.name: x for x in eplb_balance.outcome(an).headlines}
+    assert h["recovered_gap"].reason.startswith(
+        "synthetic routing model predicts 84 % against the claimed 95 %"
+    )
+    assert h["recovered_ratio_same_sampling"].reason.endswith("this reading of 95 % is unconfirmed")
+    assert not any("97" in x.reason or "97" in x.definition for x in h.values())
+    assert an.values()["claim_recovered"] == 95
+
+
+def test_the_calibration_target_comes_from_the_registry() -> None:
+    assert eplb_balance.calibration_target() == load_claims().value(eplb_balance.BEFORE)
+    reg = _registry(**{eplb_balance.BEFORE: {"value": 0.5}})
+    assert eplb_balance.calibration_target(reg) == 0.5
+    # a small synthetic model, calibrated to the edited figure
+    cal = eplb_balance.calibrate(
+        eplb_balance.Spec(ep_size=8, redundant=0, batch_per_rank=8), registry=reg
+    )
+    assert cal["target"] == 0.5 and cal["balancedness_static"] == pytest.approx(0.5, abs=1e-3)
+
+
+def test_no_claim_figure_is_typed_in_the_chapter() -> None:
+    """The published figures reach the module, its figures and the notebook only through the
+    registry (tests may type them; src and notebooks may not)."""
+    files = [
+        paths.ROOT / "src/rackbook/results/eplb_balance.py",
+        paths.ROOT / "src/rackbook/book/figures/eplb_balance.py",
+        paths.NOTEBOOKS / "eplb-balance.ipynb",
+    ]
+    reg = load_claims()
+    for f in files:
+        text = f.read_text()
+        for cid in CLAIMS:
+            figure = re.escape(f"{reg.value(cid):g}")
+            assert not re.search(rf"(?<![\w.]){figure}(?![\w.])", text), (f.name, cid)
+
+
+def test_figures_draw_from_the_analysis(hand_gpu) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rackbook.book.figures import eplb_balance as figures
+
+    fig = figures.rank_loads(hand_gpu)
+    ax = fig.axes[0]
+    assert [p.get_height() for p in ax.patches] == [7.0, 3.0, 5.0, 5.0]
+    assert ax.get_title() == "Layer 0, decode step 2: load per rank"
+    matplotlib.pyplot.close(fig)
+    for x in eplb_balance.SWEEPS:
+        fig = figures.balance_against(hand_gpu, x)
+        labels = fig.axes[0].get_legend_handles_labels()[1]
+        assert "claim: 0.35" in labels and "claim: 0.94" in labels, x
+        assert fig.axes[0].get_ylabel() == "balancedness (1)"
+        matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="no sweep 'seed'"):
+        figures.balance_against(hand_gpu, "seed")

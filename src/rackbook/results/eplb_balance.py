@@ -2,11 +2,10 @@
 
 No DeepSeek-V4.1-Flash routing statistics are public, so the default input is a documented
 synthetic routing model (:func:`rackbook.physics.eplb.synthetic_loads`: Zipf-like expert popularity
-per
-layer over a seeded permutation, multinomial draws). Its one free parameter, the skew, is
+per layer over a seeded permutation, multinomial draws). Its one free parameter, the skew, is
 calibrated so that *static* placement at the chosen EP size has balancedness equal to the
-claim's "before" figure (0.35, read from the claims registry). Everything EPLB then does to that
-load is a prediction of the model, not a measurement.
+claim's "before" figure (read from the claims registry). Everything EPLB then does to that load
+is a prediction of the model, not a measurement.
 
 Granularity. One trace *window* is the expert load of one decode forward pass (engine step):
 ``batch_per_rank x ep_size`` tokens, each routed to ``top_k`` experts, so every MoE layer
@@ -37,12 +36,20 @@ from rackbook.core import expert_load, schema
 from rackbook.core.provenance import hardware_label, new_run_info
 from rackbook.core.traces import Trace, write_trace
 from rackbook.errors import InputError
+from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
+from rackbook.results import headline
 
+RESULT = "eplb-balance"
+#: The claims this chapter tests (data/claims.yaml): balancedness before and after EPLB, and
+#: the share of uniform routing's potential it recovers.
+BEFORE = "eplb-balance.before"
+AFTER = "eplb-balance.after"
+RECOVERED = "eplb-balance.recovered"
 #: The command that regenerates the default trace (recorded in run.json).
 RECORD_COMMAND = "bash env/record/eplb-balance.sh"
 #: The claim whose value the synthetic skew is calibrated to.
-CALIBRATION_CLAIM = "eplb-balance.before"
+CALIBRATION_CLAIM = BEFORE
 
 
 @dataclass(frozen=True)
@@ -101,24 +108,23 @@ def redundant_for(ep_size: int, num_experts: int, extra_per_rank: int = 1) -> in
     return int(ep_size) * (math.ceil(num_experts / ep_size) + int(extra_per_rank)) - num_experts
 
 
-def calibration_target() -> float:
-    """The claim's static balancedness (0.35), from the claims registry."""
-    from rackbook.inputs.claims import load_claims
-
-    value = load_claims().get(CALIBRATION_CLAIM).value
-    if value is None:
-        raise InputError("data/claims.yaml", CALIBRATION_CLAIM, "has no single value")
-    return float(value)
+def calibration_target(registry: Registry | None = None) -> float:
+    """The claim's static balancedness (claim :data:`CALIBRATION_CLAIM`), from the claims
+    registry (``registry``, else ``data/claims.yaml``)."""
+    return float((registry or load_claims()).value(CALIBRATION_CLAIM))
 
 
-def calibrate(spec: Spec = Spec(), target: float | None = None) -> dict[str, Any]:
-    """Skew of the synthetic model whose static placement has the target balancedness.
+def calibrate(
+    spec: Spec = Spec(), target: float | None = None, registry: Registry | None = None
+) -> dict[str, Any]:
+    """Skew of the synthetic model whose static placement has the target balancedness
+    (``target``, else :func:`calibration_target` of ``registry``).
 
     Measured on one decode step (window 0 of the generated trace), as vLLM logs it, with
     ``spec.redundant`` slots placed as vLLM places them before any rearrangement.
     """
     shape = model_shape(spec.model)
-    tgt = calibration_target() if target is None else float(target)
+    tgt = calibration_target(registry) if target is None else float(target)
     return eplb.calibrate_skew(
         tgt,
         spec.ep_size,
@@ -522,6 +528,322 @@ def verdict(
         f"measured {value:.3g}{u} against {claimed:g}{u} (tolerance {tolerance:g}{u}) on "
         f"{hardware_label(run)}"
     )
+
+
+def claim_verdicts(
+    run: dict[str, Any],
+    static: float,
+    eplb_value: float,
+    gap_pct: float,
+    ratio_pct: float,
+    registry: Registry,
+) -> dict[str, tuple[str, str]]:
+    """:func:`verdict` of each headline that speaks to a claim, keyed by headline name: static
+    and EPLB balancedness against the claim's before and after figures, and the gap closed and
+    ratio to uniform (in %) both against the recovered share, each with the claim's tolerance
+    from ``registry``."""
+    out = {}
+    for name, cid, value in (
+        ("balancedness_static", BEFORE, static),
+        ("balancedness_eplb", AFTER, eplb_value),
+        ("recovered_gap", RECOVERED, gap_pct),
+        ("recovered_ratio", RECOVERED, ratio_pct),
+    ):
+        unit = " %" if registry.get(cid).unit == "%" else ""
+        out[name] = verdict(run, cid, value, registry.tolerance(cid), registry.value(cid), unit)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter
+# --------------------------------------------------------------------------------------------
+
+#: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
+SWEEPS = ("ep_size", "redundant", "skew", "batch_per_rank")
+LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to Aug 2026"
+
+
+@dataclass(frozen=True)
+class Params(headline.Params):
+    """The chapter's analysis parameters (the notebook's ``parameters`` cell): the EP layout
+    (ranks, redundant experts, groups and nodes for hierarchical EPLB), the decode steps EPLB
+    is fitted on, the layer shown rank by rank, and the values of each model sweep."""
+
+    ep_size: int = 64
+    redundant: int = 64
+    groups: int = 1
+    nodes: int = 1
+    fit_windows: int = 8
+    show_layer: int = 0
+    ep_sizes: tuple[int, ...] | list[int] = (8, 16, 24, 32, 48, 64, 72)
+    redundant_values: tuple[int, ...] | list[int] = (0, 64, 128, 192, 256)
+    skews: tuple[float, ...] | list[float] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2)
+    batch_sizes: tuple[int, ...] | list[int] = (8, 16, 32, 64, 128, 256)
+
+
+@dataclass
+class Analysis:
+    """Everything the chapter shows: the trace's loads, balancedness per scored step before and
+    after EPLB, one layer's load per rank, the readings of the recovered share, the model
+    sweeps, the verdicts, and the values its prose quotes. ``before``, ``after`` and
+    ``recovered`` are the claims' figures from the registry."""
+
+    trace: Trace
+    params: Params
+    before: float
+    after: float
+    recovered: float
+    shape: Shape
+    loads: np.ndarray
+    batch_per_rank: int
+    hardware: str
+    kind: str
+    summary: dict[str, float]
+    per_window: pd.DataFrame
+    placements: Placements
+    ranks: pd.DataFrame
+    floor: float
+    readings: pd.DataFrame
+    model_pct: dict[str, float]
+    claim_pct: dict[str, float]
+    floor_needed: float
+    skew: float
+    sweeps: dict[str, pd.DataFrame]
+    verdicts: dict[str, tuple[str, str]]
+    verdict: str
+    reason: str
+
+    def describe(self) -> str:
+        """What the trace holds, how the synthetic one was made, and what vLLM logged."""
+        tr, (w, lay, e) = self.trace, self.loads.shape
+        lines = [
+            f"trace {tr.trace_id} ({tr.kind}): {w} windows x {lay} layers x {e} experts, "
+            f"{self.loads[0, 0].sum():,.0f} token-expert assignments per layer per window"
+        ]
+        if tr.kind == "synthetic":
+            gen = tr.run.get("generator") or {}
+            cal = gen.get("calibration") or {}
+            lines.append(f"generator: {gen['name']}, seed {gen['seed']}, skew {gen['skew']:.4f}")
+            lines.append(
+                f"calibrated: {cal['quantity']} = {cal['achieved']:.4f} "
+                f"(target {cal['target']:g}, claim {cal['target_claim']}) at EP "
+                f"{cal['ep_size']}, {cal['redundant']} redundant"
+            )
+        if "eplb_log" in tr.extra:
+            log = tr.extra["eplb_log"]
+            lines.append(
+                f"vLLM logged balancedness: {len(log)} lines, mean {log['balancedness'].mean():.4f}"
+            )
+        return "\n".join(lines)
+
+    def values(self) -> dict[str, Any]:
+        """Numbers and words the chapter's prose quotes (glued by name)."""
+        s, loads = self.summary, self.loads
+        by_batch = self.sweeps["batch_per_rank"].set_index("batch_per_rank")
+        return {
+            "claim_before": self.before,
+            "claim_after": self.after,
+            "claim_after_pct": 100 * self.after,
+            "claim_recovered": self.recovered,
+            "trace_kind": self.trace.kind,
+            "n_windows": loads.shape[0],
+            "n_layers": loads.shape[1],
+            "n_experts": loads.shape[2],
+            "top_k": self.shape.top_k,
+            "batch_per_rank": self.batch_per_rank,
+            "tokens_per_step": int(loads[0, 0].sum()),
+            **{f"b_{k}": s[k] for k in ("static", "eplb", "static_legacy", "eplb_legacy")},
+            "floor": self.floor,
+            "ep": self.params.ep_size,
+            "redundant": self.params.redundant,
+            "n_physical": loads.shape[2] + self.params.redundant,
+            "fit_windows": self.params.fit_windows,
+            "n_scored": s["scored"],
+            "pct_gap": self.model_pct["gap closed"],
+            "pct_ratio": self.model_pct["ratio to uniform"],
+            "pct_floor": self.model_pct["ratio to uniform, same sampling"],
+            "claim_gap": self.claim_pct["gap closed"],
+            "claim_ratio": self.claim_pct["ratio to uniform"],
+            "floor_needed": self.floor_needed,
+            "skew": self.skew,
+            "eplb_small_batch": float(by_batch["eplb"].iloc[0]),
+            "eplb_large_batch": float(by_batch["eplb"].iloc[-1]),
+            "small_batch": int(by_batch.index[0]),
+            "large_batch": int(by_batch.index[-1]),
+            "verdict": self.verdict,
+        }
+
+
+def _pct(readings_table: pd.DataFrame) -> dict[str, float]:
+    return {
+        k: float(v) for k, v in zip(readings_table["reading"], readings_table["pct"], strict=True)
+    }
+
+
+def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+    """Score static placement and EPLB (fitted on ``params.fit_windows`` steps) on the trace's
+    expert loads, read the recovered share three ways for the model and for the claims' own
+    figures (from the claims registry), sweep the synthetic model over the layout, skew and
+    batch, and give each claim its verdict."""
+    reg = registry or load_claims()
+    p = params
+    before, after, recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
+    loads = trace_loads(trace)
+    shape = model_shape()
+    gen = trace.run.get("generator") or {}
+    batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
+    summary, per_window = score(loads, p.fit_windows, p.ep_size, p.redundant, p.groups, p.nodes)
+    placements = fit(loads, p.fit_windows, p.ep_size, p.redundant, p.groups, p.nodes)
+    floor = uniform_floor(
+        loads.shape[1],
+        int(loads[0, 0].sum()),
+        p.ep_size,
+        windows=max(loads.shape[0] - p.fit_windows, 1),
+    )
+    ranks = layer_rank_loads(loads, placements, window=p.fit_windows, layer=p.show_layer)
+    model_readings = readings(summary["static"], summary["eplb"], floor)
+    claim_readings = readings(before, after, floor)
+    table = model_readings.rename(columns={"pct": "model (%)"})
+    table[f"claim's {before:g} and {after:g} (%)"] = claim_readings["pct"]
+    r = _pct(model_readings)
+    skew = model_skew(trace.run, summary["static"], p.ep_size, p.redundant)
+    base = dict(
+        skew=skew,
+        seed=int(gen.get("seed", 0)),
+        shape=shape,
+        ep_size=p.ep_size,
+        redundant=p.redundant,
+        batch_per_rank=batch_per_rank,
+        windows=p.fit_windows + 4,
+        fit_windows=p.fit_windows,
+        groups=p.groups,
+        nodes=p.nodes,
+    )
+    values = {
+        "ep_size": p.ep_sizes,
+        "redundant": p.redundant_values,
+        "skew": sorted(set(p.skews) | {round(skew, 4)}),
+        "batch_per_rank": p.batch_sizes,
+    }
+    sweeps = {x: sweep(base, x, values[x]) for x in SWEEPS}
+    verdicts = claim_verdicts(
+        trace.run,
+        summary["static"],
+        summary["eplb"],
+        r["gap closed"],
+        r["ratio to uniform"],
+        reg,
+    )
+    return Analysis(
+        trace,
+        p,
+        before,
+        after,
+        recovered,
+        shape,
+        loads,
+        batch_per_rank,
+        hardware_label(trace.run),
+        kind_of(trace.run),
+        summary,
+        per_window,
+        placements,
+        ranks,
+        floor,
+        table,
+        r,
+        _pct(claim_readings),
+        after / (recovered / 100),
+        skew,
+        sweeps,
+        verdicts,
+        overall(v for v, _ in verdicts.values()),
+        verdicts["balancedness_eplb"][1],
+    )
+
+
+def outcome(a: Analysis) -> headline.Outcome:
+    """The chapter's headlines and verdict (the headline JSON)."""
+    tid = [a.trace.trace_id]
+    s, kind = a.summary, a.kind
+    common = dict(hardware=a.hardware if kind == "measured" else None, trace_ids=tid)
+
+    def claimed(
+        name: str, value: float, unit: str, definition: str, claim_id: str
+    ) -> headline.Headline:
+        v, why = a.verdicts[name]
+        return headline.Headline(name, value, unit, definition, claim_id, kind, v, why, **common)
+
+    def legacy(name: str, value: float, definition: str) -> headline.Headline:
+        return headline.Headline(
+            name, value, "1", definition, None, kind, "not comparable", LEGACY_REASON, **common
+        )
+
+    headlines = [
+        claimed(
+            "balancedness_static",
+            round(s["static"], 4),
+            "1",
+            "vLLM balancedness of static placement, mean over scored decode steps",
+            BEFORE,
+        ),
+        claimed(
+            "balancedness_eplb",
+            round(s["eplb"], 4),
+            "1",
+            f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over "
+            "later steps",
+            AFTER,
+        ),
+        claimed(
+            "recovered_gap",
+            round(a.model_pct["gap closed"], 2),
+            "%",
+            "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1",
+            RECOVERED,
+        ),
+        claimed(
+            "recovered_ratio",
+            round(a.model_pct["ratio to uniform"], 2),
+            "%",
+            "T_eplb / T_uniform, T = balancedness, T_uniform = 1",
+            RECOVERED,
+        ),
+        headline.Headline(
+            name="recovered_ratio_same_sampling",
+            value=round(a.model_pct["ratio to uniform, same sampling"], 2),
+            unit="%",
+            definition="T_eplb / T_uniform, T_uniform = modelled per-step balancedness of "
+            "uniform routing",
+            claim_id=RECOVERED,
+            kind="synthetic" if kind == "synthetic" else "modelled",
+            verdict="not reproduced",
+            reason=f"the uniform-routing floor is modelled, and this reading of "
+            f"{a.recovered:g} % is unconfirmed",
+            trace_ids=tid,
+        ),
+        legacy(
+            "balancedness_static_legacy",
+            round(s["static_legacy"], 4),
+            "legacy vLLM balancedness (reduced over layers) of static placement",
+        ),
+        legacy(
+            "balancedness_eplb_legacy",
+            round(s["eplb_legacy"], 4),
+            "legacy vLLM balancedness (reduced over layers) after EPLB",
+        ),
+    ]
+    p = a.params
+    parameters = {
+        "ep_size": p.ep_size,
+        "redundant": p.redundant,
+        "groups": p.groups,
+        "nodes": p.nodes,
+        "fit_windows": p.fit_windows,
+        "batch_per_rank": a.batch_per_rank,
+        "skew": round(a.skew, 6),
+    }
+    return headline.Outcome(RESULT, headlines, a.verdict, a.reason, tid, parameters)
 
 
 # --------------------------------------------------------------------------------------------
