@@ -73,7 +73,7 @@ test-unit: test-notebooks
 ## test-live: real vLLM servers on CPU: harness tests, then all six scenarios end to end
 test-live: live-setup test-setup
 	$(PYTEST) -m live tests
-	bash env/record/ci-suite.sh
+	bash env/record/ci-suite.sh $(TEST_ROOT)/live-ci
 
 ## test: install both envs, then every test (lint, unit, notebooks, CLI, browser, live)
 test: live-setup test-setup

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fast end-to-end check of live mode: record all six scenarios with SMALL parameters on the tiny
-# model into DIR (default _build/live-ci), then execute each result's notebook on its trace.
+# model into DIR (default _build/live-ci; make test uses .cache/test/live-ci), then execute each result's notebook on its trace.
 # Under 10 minutes on 2 cores. Every server is on 127.0.0.1 and stopped at the end.
 #
 #   bash env/record/ci-suite.sh [DIR]
