@@ -47,7 +47,7 @@ from typing import Any
 from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
-from rackbook.live import prom
+from rackbook.live import cpus, prom
 from rackbook.live.envfile import TINY_MODEL, Redactor, api_key, vllm_environ
 from rackbook.live.scenarios import (
     DecodeParity,
@@ -183,10 +183,19 @@ class Recorder:
                 if k in prev:
                     self.info[k] = prev[k]
         self.commands: list[str] = list(self.info.get("commands", []))
-        self.info["sessions"].append(
-            {"started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "resume": resume}
-        )
         self._check_endpoints()
+        # Where the engine and the front end (API server + this client) run: see
+        # rackbook.live.cpus (on a CPU build the engine's busy-polling starves whatever shares
+        # its cores, and streamed tokens then reach the client in one burst).
+        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
+        self.info["cpu_layout"] = self.cpu_layout.describe()
+        self.info["sessions"].append(
+            {
+                "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                "resume": resume,
+                "cpu_layout": self.cpu_layout.label(),
+            }
+        )
 
     # ------------------------------------------------------------------ helpers
     def _check_endpoints(self) -> None:
@@ -262,8 +271,29 @@ class Recorder:
         return bp.argv(self.raw / "serve", name), bp
 
     # ------------------------------------------------------------------ one phase
+    def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
+        """Engine cores of replica ``k`` of ``n``: a share of the engine cores when there are
+        at least two per replica (one for the worker, one for the engine core), else all."""
+        eng = self.cpu_layout.engine
+        if eng is None:
+            return None
+        s = sorted(eng)
+        if n > 1 and len(s) >= 2 * n:
+            per = len(s) // n
+            return frozenset(s[k * per : (k + 1) * per])
+        return eng
+
     def run_phase(self, phase: Phase) -> None:
-        """All points of one server configuration against its servers (kept up throughout)."""
+        """All points of one server configuration against its servers (kept up throughout).
+
+        With an active CPU layout this process (the bench client, and the shard processes it
+        starts) runs on the front cores for the phase; its affinity is restored afterwards.
+        """
+        front = self.cpu_layout.front if self.cpu_layout.active else None
+        with cpus.pinned_self(front):
+            self._run_phase(phase)
+
+    def _run_phase(self, phase: Phase) -> None:
         from rackbook.live.bench import BenchClient, BenchPoint, ShardPool, command_line
 
         sc = self.sc
@@ -271,6 +301,7 @@ class Recorder:
         eng: dict[str, Any] = {
             "label": phase.label,
             "points_skipped_resume": [pt.point_id for pt in phase.points if pt not in todo],
+            "cpu_layout": self.cpu_layout.label(),
         }
         self.info["phases"][phase.label] = eng
         if isinstance(sc, DecodeParity):
@@ -295,6 +326,8 @@ class Recorder:
                         sc.model,
                         [*phase.serve_args, *self.serve_extra],
                         log_path=self.raw / self._log_name(phase, k),
+                        cpus=self._engine_cpus(k, phase.servers),
+                        front_cpus=self.cpu_layout.front,
                     )
                     servers.append(srv)
                     srv.start()
@@ -436,6 +469,7 @@ class Recorder:
             "client_output_tokens": client_out,
             "server_generation_tokens": gen,
             "client_minus_server_tokens": client_out - gen,
+            "cpu_layout": self.cpu_layout.label(),
         }
         if isinstance(sc, DecodeParity):  # the colleague's keys, kept for older readers
             self.info["points"][pt.point_id].update(
@@ -518,6 +552,9 @@ class Recorder:
         eng: dict[str, Any] = {
             "command": cfg.equivalent_command(),
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
+            # not pinned: its token times are taken by the engine's own loop in this process
+            # (no API server or client to starve); vLLM binds the worker as usual
+            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(cpus.usable_cpus())})",
         }
         self.info["engines"]["vllm-offline"] = eng
         if not todo:
@@ -690,6 +727,14 @@ class Recorder:
         )
         if sc.NOTE:
             notes += sc.NOTE + " "
+        lay = self.info.get("cpu_layout") or {}
+        if lay.get("pinned"):
+            notes += (
+                f"CPU layout (record.cpu_layout): vllm serve's engine core and worker on cpus "
+                f"{lay.get('engine_cpus')}, its API server and the bench client on cpus "
+                f"{lay.get('api_server_and_client_cpus')} (the engine's busy-polling otherwise "
+                "starves them and tokens reach the client in bursts). "
+            )
         if isinstance(sc, DecodeParity):
             from rackbook.live.offline import NOTE as OFFLINE_NOTE
 
@@ -848,6 +893,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
         os.environ.setdefault(k, v)
+    os.environ.setdefault(cpus.ENV, "auto")  # so run.json environment names the layout setting
     key = api_key()
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key

