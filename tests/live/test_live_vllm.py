@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from rackbook.core.provenance import expand_repo
 from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
 from rackbook.live.envfile import vllm_environ as _vllm_environ
 from rackbook.live.server import group_members
@@ -188,7 +189,7 @@ def test_record_small_sweep_against_endpoint(tmp_path, tiny_model):
 
         # the in-process client writes what `vllm bench serve` writes: same keys
         raw = Path(str(out) + ".raw")
-        argv = shlex.split(cmd)[3:]
+        argv = shlex.split(expand_repo(cmd))[3:]  # run.json writes the checkout as $REPO
         argv[argv.index("--result-dir") + 1] = str(tmp_path / "cli")
         c = subprocess.run(
             [str(LIVE_VENV / "bin" / "vllm"), "bench", "serve", *argv],

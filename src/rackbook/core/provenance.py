@@ -37,6 +37,12 @@ def repo_relative(text: str, root: Path = ROOT) -> str:
     return text
 
 
+def expand_repo(text: str, root: Path = ROOT) -> str:
+    """The inverse of :func:`repo_relative` for ``$REPO``: a recorded command made runnable
+    in the checkout at ``root`` (the shell equivalent is ``export REPO=$(pwd)``)."""
+    return text.replace(REPO, str(root))
+
+
 def scrub(obj: Any, root: Path = ROOT) -> Any:
     """:func:`repo_relative` applied to every string of a JSON-like object (a copy)."""
     if isinstance(obj, str):

@@ -175,7 +175,7 @@ class Recorder:
         old = self.raw / "record.json"
         if resume and old.exists():
             prev = json.loads(old.read_text(encoding="utf-8"))
-            if prev.get("parameters") != self.info["parameters"]:
+            if prev.get("parameters") != scrub(self.info["parameters"]):
                 raise InputError(
                     old, "parameters", "differ from this run's: resume with the same -p values"
                 )
