@@ -1,4 +1,4 @@
-"""The hardware and model catalogs: values as the reference sheet gives them, and errors that
+"""The hardware and model catalogs: the published figures with their sources, and errors that
 name the file, the field path and the problem."""
 
 from __future__ import annotations
@@ -33,43 +33,59 @@ def _edit(path: Path, change) -> None:
 # ------------------------------------------------------------------------------------ values
 
 
-def test_gpu_figures_are_the_reference_sheet_values():
-    b300 = catalogs.gpu("b300")
-    assert b300.hbm_capacity_bytes == 288e9
-    assert b300.hbm_bandwidth_bytes_per_s == 8e12
-    assert (b300.flops("fp4"), b300.flops("fp8"), b300.flops("bf16")) == (15e15, 5e15, 2.5e15)
-    assert b300.nvlink_bandwidth_bytes_per_s == 1.8e12
-    b200 = catalogs.gpu("b200")
-    assert (b200.hbm_capacity_bytes, b200.hbm_capacity_bytes_max) == (180e9, 192e9)
+def test_gpu_figures_are_the_published_dense_figures():
+    gb300, b300 = catalogs.gpu("gb300"), catalogs.gpu("b300")
+    # GB300 NVL72: 1,080 PF dense FP4, 720 PF FP8 and 360 PF BF16 sparse per 72 GPUs
+    assert (gb300.flops("fp4"), gb300.flops("fp8"), gb300.flops("bf16")) == (15e15, 5e15, 2.5e15)
+    assert 1080e15 / 72 == gb300.flops("fp4") and 720e15 / 2 / 72 == gb300.flops("fp8")
+    # HGX B300: 108 PF dense FP4 and 72 PF FP8 sparse per 8 GPUs: a lower operating point
+    assert (b300.flops("fp4"), b300.flops("fp8"), b300.flops("bf16")) == (13.5e15, 4.5e15, 2.25e15)
+    assert 108e15 / 8 == b300.flops("fp4")
+    assert (gb300.hbm_capacity_bytes, b300.hbm_capacity_bytes) == (278e9, 262.5e9)
+    assert gb300.hbm_capacity_bytes_max == b300.hbm_capacity_bytes_max == 288e9
+    assert gb300.hbm_bandwidth_bytes_per_s == b300.hbm_bandwidth_bytes_per_s == 8e12
+    assert gb300.nvlink_bandwidth_bytes_per_s == 1.8e12
+    b200, gb200 = catalogs.gpu("b200"), catalogs.gpu("gb200")
     assert (b200.flops("fp4"), b200.flops("fp8"), b200.flops("bf16")) == (9e15, 4.5e15, 2.25e15)
+    assert (gb200.flops("fp4"), gb200.hbm_capacity_bytes) == (10e15, 186e9)
     h200, h100 = catalogs.gpu("h200"), catalogs.gpu("h100-sxm")
     assert (h200.hbm_capacity_bytes, h200.hbm_bandwidth_bytes_per_s) == (141e9, 4.8e12)
     assert (h100.hbm_capacity_bytes, h100.hbm_bandwidth_bytes_per_s) == (80e9, 3.35e12)
     for g in (h200, h100):
         assert g.flops("fp4") is None
-        assert (g.flops("fp8"), g.flops("bf16")) == (1.98e15, 0.99e15)
+        # NVIDIA prints 3,958 / 1,979 TFLOPS with sparsity: dense is half
+        assert (g.flops("fp8"), g.flops("bf16")) == (3.958e15 / 2, 1.978e15 / 2)
         assert g.nvlink_bandwidth_bytes_per_s == 0.9e12
+        assert g.run_precision("fp4") == "fp8"  # no FP4 tensor cores: FP4 weights run at FP8
+    assert gb300.run_precision("fp4") == "fp4"
 
 
 def test_systems_and_prices():
     rack = catalogs.system("gb300-nvl72")
-    assert (rack.gpu, rack.gpus, rack.trays, rack.gpus_per_tray) == ("b300", 72, 18, 4)
-    # the sheet's aggregate equals 72 x the per-GPU figure: 72 x 8 TB/s = 576 TB/s
+    assert (rack.gpu, rack.gpus, rack.trays, rack.gpus_per_tray) == ("gb300", 72, 18, 4)
+    # the aggregate equals 72 x the per-GPU figure: 72 x 8 TB/s = 576 TB/s
     assert rack.aggregate_hbm_bandwidth_bytes_per_s == 576e12 == 72 * 8e12
     assert rack.nvlink_bandwidth_bytes_per_s == 130e12
-    assert catalogs.system("gb300-tray").gpus == 4
-    assert catalogs.system("hgx-b300").gpus == 8
+    assert (catalogs.system("gb300-tray").gpu, catalogs.system("gb300-tray").gpus) == ("gb300", 4)
+    assert (catalogs.system("hgx-b300").gpu, catalogs.system("hgx-b300").gpus) == ("b300", 8)
     assert (catalogs.system("hgx-h200").gpu, catalogs.system("hgx-h200").gpus) == ("h200", 8)
     p = catalogs.price("gb300-rental")
-    assert (p.gpu, p.usd_per_gpu_hour, p.approximate) == ("b300", 2.65, True)
+    assert (p.gpu, p.usd_per_gpu_hour, p.approximate) == ("gb300", 2.652, True)
+    assert catalogs.price("gb300-oci-list").usd_per_gpu_hour == 18.0
 
 
-def test_every_hardware_entry_has_a_source_and_its_id():
+def test_every_catalog_entry_cites_public_urls_and_no_internal_sheet():
     cat = catalogs.load_hardware()
     for section in ("gpus", "systems", "prices"):
         for key, entry in getattr(cat, section).items():
             assert entry.id == key
-            assert entry.source.strip()
+            assert entry.sources and all(s.startswith("https://") for s in entry.sources)
+    for mid in catalogs.list_models():
+        m = catalogs.load_model(mid)
+        assert all(s.startswith("https://") for s in m.sources)
+        assert m.kv_cache.source.startswith("https://")
+    for f in [paths.DATA / "hardware.yaml", *sorted((paths.DATA / "models").glob("*.yaml"))]:
+        assert "claims-context" not in f.read_text() and "reference sheet" not in f.read_text()
 
 
 def test_model_entries():
@@ -94,6 +110,10 @@ def test_model_entries():
     assert (m.active_params("prefill"), m.active_params("decode")) == (8e9, 16e9)
     assert m.kv_cache.owning_layers == [2, 8, 14, 20]
     assert m.kv_cache.compression_ratios == [2, 2, 2, 1]
+    assert m.kv_cache.consumers == [6, 6, 6, 20]  # layers 2-7, 8-13, 14-19, 20-39
+    assert m.moe.num_moe_layers == 40 and m.moe.num_moe_layers_source.startswith("https://")
+    assert m.attention is not None and m.attention.index_topk == 512
+    assert m.speculative is not None and m.speculative.draft_tokens == 5
     assert m.file == "data/models/deepseek-v4.1-flash.yaml"
 
     v4 = catalogs.load_model("deepseek-v4-flash")
@@ -176,7 +196,7 @@ def test_yaml_syntax_error_and_top_level_type(tmp_root):
 
 def test_unknown_ids_list_the_known_ones():
     with pytest.raises(
-        InputError, match="gpus.a100: unknown GPU; known: b200, b300, h100-sxm, h200"
+        InputError, match="gpus.a100: unknown GPU; known: b200, b300, gb200, gb300, h100-sxm, h200"
     ):
         catalogs.gpu("a100")
     with pytest.raises(InputError, match="systems.dgx: unknown system; known: gb300-nvl72"):
@@ -213,6 +233,15 @@ def test_model_id_must_match_file_name(tmp_root):
 
 def test_sourced_weight_figure_needs_its_source(tmp_root):
     path = tmp_root / "data" / "models" / "deepseek-v4.1-flash.yaml"
-    _edit(path, lambda d: d["weights"].update(decode_active_weight_bytes_source=None))
+    _edit(path, lambda d: d["weights"].update(decode_active_weight_bytes=12_000_000_000))
     with pytest.raises(InputError, match="weights: decode_active_weight_bytes needs"):
         catalogs.load_model("deepseek-v4.1-flash")
+
+
+def test_a_source_must_be_a_url(tmp_root):
+    _edit(
+        tmp_root / "data" / "hardware.yaml",
+        lambda d: d["gpus"]["h200"].update(sources=["NVIDIA H200 datasheet (URL not given)"]),
+    )
+    with pytest.raises(InputError, match=r"gpus.h200.sources\[0\]|gpus.h200.sources.0"):
+        catalogs.load_hardware()

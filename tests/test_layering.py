@@ -39,7 +39,7 @@ LAYER = {
     "book": 4,
     "cli": 5,
 }
-SHARED_RESULTS = {"headline", "verdicts", "__init__"}
+SHARED_RESULTS = {"headline", "verdicts", "evidence", "__init__"}
 
 
 def _module_name(p: Path) -> str:

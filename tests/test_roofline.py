@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rackbook import paths
 from rackbook.cli import main
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
@@ -36,72 +37,88 @@ def test_kv_formula_shows_the_arithmetic(v41):
 def test_kv_bytes_v3_bf16_is_61_layers_of_576_values():
     v3 = catalogs.load_model("deepseek-v3")
     assert roofline.kv_bytes_per_token(v3, "bf16") == 61 * (512 + 64) * 2 == 70272
-    with pytest.raises(InputError, match=r"deepseek-v3.yaml: kv_cache.row_bytes.fp4: row size"):
-        roofline.kv_bytes_per_token(v3, "fp4")
+    with pytest.raises(InputError, match=r"deepseek-v3.yaml: kv_cache.row_formats.fp4: row"):
+        roofline.kv_bytes(v3, "fp4")
+
+
+def test_kv_rows_come_from_dims_and_formats_not_from_a_typed_total(v41):
+    """890 is derived, not copied: head dim 512 and index dim 128, 4-bit values, one scale byte
+    per 16 (KV) and per 32 (indexer) values."""
+    b = roofline.kv_bytes(v41, "fp4")
+    assert b.kv_row_bytes == 512 * 4 / 8 + 512 / 16 == 288
+    assert b.indexer_row_bytes == 128 * 4 / 8 + 128 / 32 == 68
+    fp8 = roofline.kv_bytes(v41, "fp8")
+    assert (fp8.kv_row_bytes, fp8.indexer_row_bytes) == (512 + 512 / 32, 128 + 128 / 32)
+    assert "890" not in (paths.DATA / "models" / "deepseek-v4.1-flash.yaml").read_text()
 
 
 def test_kv_layout_unknown_for_v4_flash():
     v4 = catalogs.load_model("deepseek-v4-flash")
-    with pytest.raises(InputError, match="compression_ratios: KV layout unknown .*about 4x"):
-        roofline.kv_bytes_per_token(v4)
+    with pytest.raises(InputError, match=r"compression_ratios: KV layout unknown \(the catalog"):
+        roofline.kv_bytes(v4)
 
 
 def test_kv_bytes_per_sequence_and_bad_dtype(v41):
     assert roofline.kv_bytes_per_sequence(v41, 855_000) == 855_000 * 890 == 760_950_000
     assert roofline.kv_bytes_per_sequence(v41, 3, "fp8") == 4950
-    with pytest.raises(InputError, match="kv_dtype: 'int8' is not one of fp4, fp8, bf16"):
-        roofline.kv_bytes_per_token(v41, "int8")
+    with pytest.raises(InputError, match="kv_dtype: 'fp16' is not one of fp4, fp8, bf16"):
+        roofline.kv_bytes(v41, "fp16")
 
 
-def test_kv_read_time_128k_to_855k(v41):
-    r = roofline.kv_read_time_s(855_000 - 128_000, v41, "b300")
-    # 727,000 x 890 B = 647.03 MB; / 8e12 B/s = 80.88 us
+def test_stored_kv_read_time_128k_to_855k(v41):
+    r = roofline.kv_read_time_s(727_000, v41, "gb300")
+    # 727,000 x 890 B = 647.03 MB at 8 TB/s = 80.88 us: the STORED bytes, not what a step reads
     assert r.bytes == 647_030_000
     assert r.seconds == pytest.approx(80.87875e-6, rel=1e-12)
-    assert "80.88 us" in r.formula
-    assert roofline.kv_read_time_s(727_000, v41, "b300", n_gpus=4).seconds == pytest.approx(
-        80.87875e-6 / 4
-    )
 
 
 def test_sequences_fitting(v41):
-    fit = roofline.sequences_fitting(v41, "b300", 855_000, weight_bytes_per_gpu=100e9)
-    # (288e9 - 100e9) / 760.95e6 = 247.06 -> 247
-    assert fit.sequences == 247 and fit.bytes_per_sequence == 760_950_000
-    fit = roofline.sequences_fitting(
-        v41, "b300", 855_000, weight_bytes_per_gpu=100e9, memory_fraction=0.9
-    )
-    # (259.2e9 - 100e9) / 760.95e6 = 209.2 -> 209
-    assert fit.sequences == 209
-    full = roofline.sequences_fitting(v41, "h100-sxm", 1000, weight_bytes_per_gpu=90e9)
+    fit = roofline.sequences_fitting(v41, "gb300", 855_000, weight_bytes_per_gpu=74.3e9)
+    # (278 GB - 74.3 GB) / 760.95 MB = 267.7 -> 267
+    assert fit.sequences == 267 and fit.bytes_per_sequence == 760_950_000
+    full = roofline.sequences_fitting(v41, "gb300", 855_000, weight_bytes_per_gpu=288e9)
     assert full.sequences == 0 and full.free_bytes == -10e9
-
-
-# ------------------------------------------------------------------------------------ compute
 
 
 def test_flops_per_token(v41):
     assert roofline.flops_per_token(v41, "decode") == 32e9
     assert roofline.flops_per_token(v41, "prefill") == 16e9
-    with pytest.raises(InputError, match="phase: 'verify' is not one of"):
-        roofline.flops_per_token(v41, "verify")
 
 
-def test_compute_ceilings(v41):
-    dec = roofline.compute_ceiling_tokens_per_s(v41, "b300", "fp4", "decode")
-    assert dec.tokens_per_s == 15e15 / 32e9 == 468_750  # ~469k tok/s/GPU
-    assert "468,750 tokens/s" in dec.formula
-    pre = roofline.compute_ceiling_tokens_per_s(v41, "b300", "fp4", "prefill")
-    assert pre.tokens_per_s == 937_500
-    rack = roofline.compute_ceiling_tokens_per_s(v41, "b300", "fp4", "decode", n_gpus=72)
-    assert rack.tokens_per_s == 72 * 468_750
-    # the claimed 954,000 tok/s "per GPU" is above the per-GPU decode ceiling
-    assert 954_000 > dec.tokens_per_s
-    with pytest.raises(InputError, match="gpus.h200.dense_flops.fp4: not supported"):
-        roofline.compute_ceiling_tokens_per_s(v41, "h200", "fp4", "decode")
+def test_weight_split_by_phase(v41):
+    d = roofline.weight_split(v41, "decode")
+    # 40 MoE layers x top-6 x 3 x 5120 x 2304 = 8,493,465,600 routed; 16e9 - that dense
+    assert d.routed_params == 40 * 6 * 3 * 5120 * 2304 == 8_493_465_600
+    assert d.dense_params == 16_000_000_000 - 8_493_465_600
+    assert (d.routed_dtype, d.dense_dtype, d.moe_layers) == ("fp4", "fp8", 40)
+    p = roofline.weight_split(v41, "prefill")  # a new prefill token passes the 20 encoder layers
+    assert p.moe_layers == 20 and p.routed_params == 20 * 6 * 3 * 5120 * 2304
+    assert p.dense_params == 8_000_000_000 - 4_246_732_800
 
 
-# ------------------------------------------------------------------------------------ bandwidth
+def test_mixed_precision_compute_ceilings(v41):
+    dec = roofline.compute_ceiling_tokens_per_s(v41, "gb300", "decode")
+    # 2 x 8.4935e9 / 15e15 + 2 x 7.5065e9 / 5e15 = 1.13246 + 3.00261 = 4.13507 us -> 241,834
+    t = 2 * 8_493_465_600 / 15e15 + 2 * 7_506_534_400 / 5e15
+    assert dec.seconds_per_token == pytest.approx(t, rel=1e-12)
+    assert round(dec.tokens_per_s) == 241_834 and 954_000 / dec.tokens_per_s == pytest.approx(
+        3.945, abs=1e-3
+    )
+    pre = roofline.compute_ceiling_tokens_per_s(v41, "gb300", "prefill")
+    # 2 x 4.2467e9 / 15e15 + 2 x 3.7533e9 / 5e15 = 0.56623 + 1.50131 = 2.06754 us -> 483,667
+    assert round(pre.tokens_per_s) == 483_667 and 954_000 / pre.tokens_per_s == pytest.approx(
+        1.972, abs=1e-3
+    )
+    hgx = roofline.compute_ceiling_tokens_per_s(v41, "b300", "decode")
+    assert hgx.tokens_per_s == pytest.approx(dec.tokens_per_s * 13.5 / 15, rel=1e-12)  # 0.9x peaks
+    rack = roofline.compute_ceiling_tokens_per_s(v41, "gb300", "decode", 72)
+    assert rack.tokens_per_s == pytest.approx(72 * dec.tokens_per_s)
+    h200 = roofline.compute_ceiling_tokens_per_s(v41, "h200", "decode")
+    # no FP4 on Hopper: all 16e9 params at FP8 1.979 PF -> 61,844 tok/s, and it says so
+    assert round(h200.tokens_per_s) == round(1.979e15 / 32e9)
+    assert any("no fp4 tensor cores" in n for n in h200.notes)
+    half = roofline.compute_ceiling_tokens_per_s(v41, "gb300", efficiency=0.5, active_scale=1.2)
+    assert half.tokens_per_s == pytest.approx(dec.tokens_per_s * 0.5 / 1.2)
 
 
 def test_bandwidth_floor():
@@ -109,48 +126,69 @@ def test_bandwidth_floor():
     assert s.seconds == pytest.approx(0.375e-3, rel=1e-12) and s.bytes_per_s == 32e12
 
 
-def test_active_weights_catalog_and_derived(v41):
-    cat = roofline.active_weight_bytes_per_token(v41)
-    assert (cat.method, cat.bytes) == ("catalog", 12e9)
-    der = roofline.active_weight_bytes_per_token(v41, moe_layers=40)
-    # routed: 40 x 6 x 18.8e6 = 4.512e9 B; routed params 40 x 6 x 3 x 5120 x 2304 = 8,493,465,600
-    # dense: (16e9 - 8,493,465,600) x 1 B = 7,506,534,400 B; total 12,018,534,400 B (+0.15 %)
-    assert der.method == "derived"
-    assert der.routed_bytes == 4_512_000_000
-    assert der.dense_bytes == 7_506_534_400
-    assert der.bytes == 12_018_534_400
-    assert "+0.15 % vs catalog 12 GB" in der.formula
+def test_context_reads_at_both_ends(v41):
+    """The sparse end scans index keys (2.5 rows x 68 B per context token) and reads the top-512
+    rows; the dense end reads every row in every consuming layer."""
+    r = roofline.decode_kv_reads(v41, 128_000)
+    assert r.scan_bytes_per_token == 2.5 * 68 == 170
+    # dense: (6 + 6 + 6) consumers of the ratio-2 sources x 1/2 + 20 x 1, x 288 B, + the scan
+    assert r.dense_bytes_per_token == (18 / 2 + 20) * 288 + 170 == 8522
+    fixed = 38 * 512 * 288 + 4 * 16_384 * 68
+    assert r.fixed_sparse_bytes == fixed
+    assert r.sparse_bytes == 170 * 128_000 + fixed
+    g = roofline.context_growth(v41, "gb300", 128_000, 855_000)
+    # 727,000 x 170 B = 123.59 MB at 8 TB/s = 15.45 us; dense 727,000 x 8522 B = 6.196 GB: 774 us
+    assert g.sparse_bytes == 727_000 * 170 and g.sparse_ms == pytest.approx(15.44875e-3)
+    assert g.dense_bytes == 727_000 * 8522 and g.dense_ms == pytest.approx(0.7744367, rel=1e-6)
+    assert 0.6 / g.sparse_ms == pytest.approx(38.8, abs=0.1)  # sequences whose scans add 0.6 ms
+
+
+def test_distinct_experts_of_a_verify_step():
+    # 6 tokens, top-6 of 384: 384 x (1 - (1 - 6/384)^6) = 34.62 experts per layer
+    assert roofline.distinct_experts(384, 6, 6) == pytest.approx(34.6227, abs=1e-4)
+    assert roofline.distinct_experts(384, 6, 1) == pytest.approx(6.0)
+    assert roofline.distinct_experts(384, 6, 0) == 0
+
+
+def test_active_weights_per_step(v41):
+    one = roofline.active_weight_bytes_per_token(v41)
+    # dense 7,506,534,400 params x 1 B (FP8) + 40 x 6 x 18,800,640 B of FP4 experts
+    assert one.dense_bytes == 7_506_534_400
+    assert one.routed_bytes == pytest.approx(40 * 6 * 18_800_640)
+    assert one.bytes == pytest.approx(12_018_688_000, rel=1e-12)
+    six = roofline.active_weight_bytes_per_token(v41, 6)
+    assert six.routed_bytes == pytest.approx(40 * 34.62270569 * 18_800_640, rel=1e-9)
 
 
 def test_routed_expert_size_consistent_with_shapes(v41):
-    # 3 x 5120 x 2304 params x (4 bits + 8-bit scale per 32) / 8 = 18,800,640 B ~ "18.8 MB"
-    params = 3 * v41.architecture.hidden_size * v41.moe.moe_intermediate_size
-    assert params * (0.5 + 1 / 32) == 18_800_640
-    assert v41.weights.routed_expert_bytes == pytest.approx(18_800_640, rel=1e-4)
-
-
-def test_active_weights_not_derivable_without_catalog_figure():
-    v3 = catalogs.load_model("deepseek-v3")
-    with pytest.raises(InputError, match="deepseek-v3.yaml: moe.num_moe_layers: unknown"):
-        roofline.active_weight_bytes_per_token(v3)
+    params = 3 * 5120 * 2304
+    # FP4 values (0.5 B) + one UE8M0 scale byte per 32 values
+    assert params * (0.5 + 1 / 32) == 18_800_640 == v41.weights.routed_expert_bytes
 
 
 def test_batch1_decode_ceiling(v41):
     b = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4)
-    # 12e9 / (4 x 8e12) = 0.375 ms/step -> 2,666.7 tokens/s
-    assert b.step_s == pytest.approx(0.375e-3)
-    assert b.tokens_per_s == pytest.approx(2666.6667, rel=1e-6)
-    spec = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, acceptance_length=3.5)
-    assert spec.tokens_per_s == pytest.approx(3.5 * 2666.6667, rel=1e-6)
+    # 12.0187 GB / 32 TB/s = 0.37558 ms -> 2,662.5 tokens/s
+    assert b.step_s == pytest.approx(12_018_688_000 / 32e12)
+    assert b.tokens_per_s == pytest.approx(32e12 / 12_018_688_000)
+    spec = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, acceptance_length=3.51)
+    # a 6-token verify: 7.5065 GB + 40 x 34.623 x 18.80 MB = 33.54 GB, + 0.52 GB drafter (FP8)
+    bytes_ = 7_506_534_400 + 40 * 34.62270569 * 18_800_640 + 520_000_000
+    assert spec.verify_tokens == 6 and spec.draft_bytes == 520e6
+    assert spec.tokens_per_s == pytest.approx(3.51 * 32e12 / bytes_, rel=1e-8)
+    assert 826 / spec.tokens_per_s == pytest.approx(0.2506, abs=1e-3)  # ~25 % of that ceiling
     ctx = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, context_tokens=855_000)
-    # + 760.95 MB of KV: (12e9 + 0.76095e9) / 32e12 = 0.398780 ms
-    assert ctx.kv_bytes == 760_950_000
-    assert ctx.step_s == pytest.approx(12.76095e9 / 32e12)
+    assert ctx.kv_bytes == roofline.decode_kv_reads(v41, 855_000).sparse_bytes
     with pytest.raises(InputError, match="acceptance_length: must be >= 1"):
         roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, acceptance_length=0.5)
 
 
-# ------------------------------------------------------------------------------------ CLI
+def test_backbone_storage(v41):
+    s = roofline.storage(v41)
+    # 40 x 384 x 18,800,640 B = 288.78 GB; (552e9 - 40 x 384 x 35,389,440) params x 1 B
+    assert s.routed_bytes == 40 * 384 * 18_800_640
+    assert s.dense_bytes == 552e9 - 40 * 384 * 35_389_440
+    assert s.per_gpu_bytes(4) == s.dense_bytes + s.routed_bytes / 4
 
 
 @pytest.mark.parametrize(("dtype", "expected"), [("fp4", "890"), ("fp8", "1650"), ("bf16", "3200")])

@@ -24,6 +24,7 @@ HANDLERS: dict[str, str] = {
     "list": "rackbook.book.runner:cli_list",
     "book": "rackbook.book.runner:cli_book",
     "kv-bytes": "rackbook.physics.roofline:cli_kv_bytes",
+    "check": "rackbook.physics.check:cli_check",
     "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
     "recipes": "rackbook.cluster.topology:cli_recipes",
@@ -47,7 +48,7 @@ def _label(text: str) -> tuple[str, str]:
 
 #: Verbs that read the repository's data, notebooks or book sources (the others work on the
 #: files they are given): from an installed copy without a checkout they stop with one line.
-NEEDS_CHECKOUT = frozenset({"run", "list", "book", "kv-bytes", "recipes", "record"})
+NEEDS_CHECKOUT = frozenset({"run", "list", "book", "kv-bytes", "check", "recipes", "record"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,6 +111,32 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kv-dtype", choices=["fp4", "fp8", "bf16"], default="fp4")
     s.add_argument("--json", action="store_true")
     s.add_argument("--context", type=int, default=None, help="also print bytes per sequence")
+
+    s = sub.add_parser("check", help="is a serving claim physically possible? (any model, GPU)")
+    s.add_argument("--model", required=True, help="model id in data/models/")
+    s.add_argument("--gpu", required=True, help="GPU id in data/hardware.yaml")
+    s.add_argument("--gpus", type=int, required=True, help="GPUs serving the claim")
+    s.add_argument("--tok-s", type=float, required=True, help="claimed tokens per second")
+    s.add_argument("--per", choices=["gpu", "total"], default="gpu", help="per GPU or in total")
+    s.add_argument("--phase", choices=["decode", "prefill"], default="decode")
+    s.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help="sequences decoding together on all the GPUs (1: one user spread over them; "
+        "default: the best batch that fits)",
+    )
+    s.add_argument("--context", type=int, default=0, help="context tokens of each sequence")
+    s.add_argument(
+        "--tokens-per-step",
+        type=float,
+        default=1.0,
+        help="tokens kept per decode step (speculative decoding's acceptance length)",
+    )
+    s.add_argument(
+        "--kv-dtype", choices=["fp4", "fp8", "bf16"], default=None, help="KV storage (narrowest)"
+    )
+    s.add_argument("--json", action="store_true", help="print one JSON object last")
 
     s = sub.add_parser("eplb", help="balancedness before and after EPLB for expert loads")
     s.add_argument(

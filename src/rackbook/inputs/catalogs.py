@@ -10,6 +10,8 @@ comments at the top of each data file). Unknown figures are ``None``, never gues
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,6 +25,8 @@ Precision = Literal["fp4", "fp8", "bf16"]
 PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
 
 PosInt = Annotated[int, Field(gt=0)]
+Url = Annotated[str, Field(pattern=r"^https?://\S+$")]
+Urls = Annotated[list[Url], Field(min_length=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
 Text = Annotated[str, Field(min_length=1)]
@@ -54,11 +58,21 @@ class GpuSpec(_Strict):
     dense_flops: DenseFlops
     nvlink_bandwidth_bytes_per_s: PosFloat | None
     notes: str | None = None
-    source: Text
+    sources: Urls
 
     def flops(self, precision: str) -> float | None:
         """Dense FLOP/s at ``precision`` (fp4|fp8|bf16), ``None`` if absent."""
         return getattr(self.dense_flops, precision)
+
+    def run_precision(self, precision: str) -> str:
+        """The precision weights stored at ``precision`` compute at on this GPU: the same one
+        when its tensor cores support it, else the next wider one they do (FP4 on Hopper runs
+        at FP8)."""
+        order = list(PRECISIONS)
+        for p in order[order.index(precision) :]:
+            if self.flops(p) is not None:
+                return p
+        raise InputError("-", f"gpus.{self.id}.dense_flops", f"no precision from {precision} up")
 
 
 class SystemSpec(_Strict):
@@ -72,7 +86,7 @@ class SystemSpec(_Strict):
     gpus_per_tray: PosInt | None
     aggregate_hbm_bandwidth_bytes_per_s: PosFloat | None
     nvlink_bandwidth_bytes_per_s: PosFloat | None
-    source: Text
+    sources: Urls
 
     @model_validator(mode="after")
     def _trays_multiply(self) -> SystemSpec:
@@ -93,7 +107,8 @@ class PriceSpec(_Strict):
     gpu: Text
     usd_per_gpu_hour: PosFloat
     approximate: bool = False
-    source: Text
+    notes: str | None = None
+    sources: Urls
 
 
 class HardwareCatalog(_Strict):
@@ -129,11 +144,20 @@ class Architecture(_Strict):
 
 
 class Moe(_Strict):
+    """Mixture of experts. ``num_moe_layers``: layers with routed experts (cite where the
+    figure comes from in ``num_moe_layers_source``)."""
+
     num_shared_experts: NonNegInt | None
     num_routed_experts: PosInt | None
     experts_per_token: PosInt | None
     moe_intermediate_size: PosInt | None
     num_moe_layers: PosInt | None
+    num_moe_layers_source: Url | None = None
+
+    @property
+    def expert_params(self) -> int | None:
+        """Parameters of one routed expert (SwiGLU: gate, up and down projections)."""
+        return None if self.moe_intermediate_size is None else 3 * self.moe_intermediate_size
 
 
 class Params(_Strict):
@@ -145,16 +169,20 @@ class Params(_Strict):
     active: PosInt | None
     active_prefill: PosInt | None
     active_decode: PosInt | None
+    source: Url | None = None
 
 
 class Weights(_Strict):
-    """Weight storage: dtypes, bytes per routed expert, bytes streamed per batch-1 decode step."""
+    """Weight storage: the dtype of the routed experts and of everything else (dense), bytes per
+    routed expert (with its scales), and an optional sourced figure for the bytes a batch-1
+    decode step streams."""
 
     routed_expert_dtype: Precision | None
     routed_expert_bytes: PosInt | None
     dense_dtype: Precision | None
     decode_active_weight_bytes: PosInt | None
-    decode_active_weight_bytes_source: str | None
+    decode_active_weight_bytes_source: Url | None
+    source: Url | None = None
 
     @model_validator(mode="after")
     def _sourced(self) -> Weights:
@@ -166,21 +194,33 @@ class Weights(_Strict):
         return self
 
 
-class RowBytes(_Strict):
-    """Bytes of one KV row: compressed KV plus indexer key."""
+class RowFormat(_Strict):
+    """How one part of a KV row is stored: ``bits`` per value, plus ``scale_bytes`` per
+    ``scale_group`` values (no scales when ``scale_group`` is null)."""
 
-    kv: NonNegInt
-    indexer: NonNegInt
+    bits: Literal[4, 8, 16]
+    scale_group: PosInt | None
+    scale_bytes: NonNegInt
 
-    @property
-    def total(self) -> int:
-        return self.kv + self.indexer
+    def bytes_for(self, values: int) -> Fraction:
+        """Bytes of ``values`` values in this format (scales included)."""
+        data = Fraction(values * self.bits, 8)
+        if self.scale_group is None:
+            return data
+        return data + Fraction(math.ceil(values / self.scale_group) * self.scale_bytes)
 
 
-class KvRowBytes(_Strict):
-    fp4: RowBytes | None
-    fp8: RowBytes | None
-    bf16: RowBytes | None
+class RowFormats(_Strict):
+    """Row format of the compressed KV and of the indexer key, at one storage dtype."""
+
+    kv: RowFormat
+    indexer: RowFormat
+
+
+class KvRowFormats(_Strict):
+    fp4: RowFormats | None
+    fp8: RowFormats | None
+    bf16: RowFormats | None
 
 
 class KvRelative(_Strict):
@@ -190,13 +230,16 @@ class KvRelative(_Strict):
 
 
 class KvCache(_Strict):
-    """Global KV layout: the layers that own it, their compression ratios, row sizes per dtype."""
+    """Global KV layout: the layers that own it, their compression ratios (a source of ratio r
+    adds 1/r row per token), how many layers read each source's rows, and the row formats per
+    storage dtype (the row's sizes come from the architecture's head dims)."""
 
     owning_layers: list[NonNegInt] | None
     compression_ratios: list[PosInt] | None
-    row_bytes: KvRowBytes | None
+    consumers: list[PosInt] | None = None
+    row_formats: KvRowFormats | None
     relative_to: KvRelative | None
-    source: Text
+    source: Url
 
     @model_validator(mode="after")
     def _lengths(self) -> KvCache:
@@ -205,7 +248,32 @@ class KvCache(_Strict):
             raise ValueError("owning_layers and compression_ratios must both be given or null")
         if layers is not None and ratios is not None and len(layers) != len(ratios):
             raise ValueError(f"{len(layers)} owning_layers but {len(ratios)} compression_ratios")
+        if self.consumers is not None and len(self.consumers) != len(layers or []):
+            raise ValueError(f"{len(self.consumers)} consumers for {len(layers or [])} layers")
         return self
+
+
+class Attention(_Strict):
+    """Sparse attention: the index-source layers scan every index key of their KV source and
+    keep ``index_topk`` rows; ``reindex_layers`` layers rescore ``candidate_rows`` rows; every
+    other layer reuses a published choice."""
+
+    index_sources: list[NonNegInt]
+    index_topk: PosInt
+    reindex_layers: NonNegInt
+    candidate_rows: NonNegInt
+    source: Url
+
+
+class Speculative(_Strict):
+    """The model's own speculative decoder: draft tokens per round and the drafter's active
+    parameters per drafted block (stored at ``draft_dtype``)."""
+
+    name: Text
+    draft_tokens: PosInt
+    draft_active_params: PosInt
+    draft_dtype: Precision
+    source: Url
 
 
 class ModelSpec(_Strict):
@@ -213,12 +281,14 @@ class ModelSpec(_Strict):
     id: Text
     name: Text
     released: str | None
-    sources: Annotated[list[Text], Field(min_length=1)]
+    sources: Urls
     architecture: Architecture
     moe: Moe
     params: Params
     weights: Weights
     kv_cache: KvCache
+    attention: Attention | None = None
+    speculative: Speculative | None = None
     _file: str = PrivateAttr(default="-")
 
     @property

@@ -1,13 +1,22 @@
-"""Roofline arithmetic: KV-cache bytes, FLOP per token, compute ceilings and bandwidth floors.
+"""Roofline arithmetic: KV-cache bytes, weights, compute ceilings, bandwidth floors, the bytes a
+decode step reads from its context, and speculative decoding's verify cost.
 
-Plain arithmetic on catalog entries (:mod:`rackbook.inputs.catalogs`); no measurement. Units are in
-the
-names: ``_bytes`` (bytes), ``_s`` (seconds), ``_tokens_per_s`` (tokens/s), ``flops`` (FLOP or
-FLOP/s as documented). Results where several numbers belong together are small frozen dataclasses
-with a ``formula`` string showing the arithmetic, for notebooks to display.
+Plain arithmetic on catalog entries (:mod:`rackbook.inputs.catalogs`); no measurement. Units are
+in the names: ``_bytes`` (bytes), ``_s`` (seconds), ``tokens_per_s`` (tokens/s), ``flops`` (FLOP
+or FLOP/s as documented). Results where several numbers belong together are small frozen
+dataclasses with a ``formula`` string showing the arithmetic, for the chapters to display.
 
 These are ceilings and floors, not predictions: they ignore kernel efficiency, communication,
-scheduling and (unless said) the KV cache.
+scheduling and (unless said) attention FLOP. Each says which assumption it uses.
+
+- **Compute** is mixed precision: the routed experts run at the precision they are stored in
+  (FP4 on Blackwell), everything else (attention, shared expert, head) at the dense weights'
+  precision (FP8); a GPU without FP4 tensor cores (Hopper) runs FP4 weights at FP8.
+- **Context reads** per decode step have two ends. With the model's sparse attention, a step
+  scans every index key of each index source's cache (this grows with the context) and then
+  reads only the top-k rows in each consuming layer (a fixed amount). If every consuming layer
+  read every row (dense attention), the reads would grow with the stored bytes of every layer
+  that reads them. The truth for a real kernel lies between the two.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from rackbook.physics.units import eng, fmt
 
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
-#: Bytes per parameter for dense weights stored at a precision (FP8 scales ignored).
+#: Bytes per parameter of weights stored at a precision (block scales ignored).
 DENSE_BYTES_PER_PARAM: dict[str, Fraction] = {
     "fp4": Fraction(1, 2),
     "fp8": Fraction(1),
@@ -47,21 +56,34 @@ def _check_positive(value: float, field: str, *, allow_zero: bool = False) -> No
         raise InputError("-", field, f"must be {'>=' if allow_zero else '>'} 0, got {value}")
 
 
+def _need(model: ModelSpec, **fields: object) -> None:
+    """InputError naming the first catalog field that is unknown (None)."""
+    for name, value in fields.items():
+        if value is None:
+            raise InputError(model.file, name.replace("__", "."), "unknown in the model catalog")
+
+
 # --------------------------------------------------------------------------------------------
 # KV cache
 
 
 @dataclass(frozen=True)
 class KvBytes:
-    """Global KV-cache bytes per token of a model at one storage dtype."""
+    """Global KV-cache bytes per token of a model at one storage dtype, derived from the row's
+    dimensions and its storage format (bits per value, scale bytes per group)."""
 
     model: str
     kv_dtype: str
     rows_per_token: Fraction
-    kv_row_bytes: int
-    indexer_row_bytes: int
+    kv_row_bytes: Fraction
+    indexer_row_bytes: Fraction
     bytes_per_token_exact: Fraction
     formula: str
+
+    @property
+    def row_bytes(self) -> Fraction:
+        """Bytes of one row: compressed KV plus indexer key."""
+        return self.kv_row_bytes + self.indexer_row_bytes
 
     @property
     def bytes_per_token(self) -> int:
@@ -81,40 +103,68 @@ def kv_rows_per_token(model: ModelSpec) -> Fraction:
     return sum((Fraction(1, r) for r in ratios), Fraction(0))
 
 
+def kv_row_values(model: ModelSpec) -> tuple[int, int]:
+    """Values of one row: (compressed KV, indexer key). The KV row is the head dim (or, with
+    MLA, the latent rank plus the RoPE dims); the indexer key is the index head dim (0 if none)."""
+    a = model.architecture
+    if a.mla is not None:
+        kv = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim
+    else:
+        _need(model, architecture__head_dim=a.head_dim)
+        assert a.head_dim is not None
+        kv = a.head_dim
+    return kv, a.index_head_dim or 0
+
+
 def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
-    """The KV bytes-per-token breakdown: rows/token x (compressed-KV row + indexer-key row)."""
+    """Bytes per token of the global KV: rows/token x (KV row + indexer row), each row's bytes
+    derived from its values and format: values x bits / 8 + ceil(values / group) x scale bytes.
+
+    DeepSeek-V4.1-Flash at FP4: KV 512 x 4 / 8 = 256 + 512 / 16 = 32 scale bytes = 288; indexer
+    128 x 4 / 8 = 64 + 128 / 32 = 4 = 68; rows 1/2 + 1/2 + 1/2 + 1/1 = 2.5; 2.5 x 356 = 890.
+    """
     _check_choice(kv_dtype, PRECISIONS, "kv_dtype")
     rows = kv_rows_per_token(model)
-    table = model.kv_cache.row_bytes
-    row = getattr(table, kv_dtype) if table is not None else None
-    if row is None:
+    table = model.kv_cache.row_formats
+    fmts = getattr(table, kv_dtype) if table is not None else None
+    if fmts is None:
         raise InputError(
-            model.file, f"kv_cache.row_bytes.{kv_dtype}", "row size not known for this model"
+            model.file, f"kv_cache.row_formats.{kv_dtype}", "row format not known for this model"
         )
+    kv_vals, idx_vals = kv_row_values(model)
+    kv_row = fmts.kv.bytes_for(kv_vals)
+    idx_row = fmts.indexer.bytes_for(idx_vals)
+    total = rows * (kv_row + idx_row)
     ratios = model.kv_cache.compression_ratios or []
     layers = model.kv_cache.owning_layers or []
-    total = rows * row.total
+
+    def _row(name: str, values: int, f: catalogs.RowFormat, b: Fraction) -> str:
+        scales = (
+            f" + {math.ceil(values / f.scale_group)} x {f.scale_bytes} scale B"
+            if f.scale_group
+            else ""
+        )
+        return f"{name} {values} x {f.bits} bit / 8{scales} = {_frac(b)} B"
+
     if len(ratios) <= 8:
         rows_txt = " + ".join(f"1/{r}" for r in ratios) + f" = {_frac(rows)}"
         layers_txt = ", ".join(map(str, layers))
     else:
         rows_txt = f"{len(ratios)} layers, sum of 1/ratio = {_frac(rows)}"
         layers_txt = f"{layers[0]}..{layers[-1]} ({len(layers)} layers)"
+    parts = [_row("KV", kv_vals, fmts.kv, kv_row)]
+    if idx_vals:
+        parts.append(_row("indexer", idx_vals, fmts.indexer, idx_row))
     formula = (
-        f"KV-owning layers: {layers_txt}; rows/token = {rows_txt}; "
-        f"row = {row.kv} B KV + {row.indexer} B indexer = {row.total} B; "
-        f"bytes/token = {_frac(rows)} x {row.total} = {_frac(total)} B"
+        f"KV-owning layers: {layers_txt}; rows/token = {rows_txt}; row: {'; '.join(parts)}; "
+        f"bytes/token = {_frac(rows)} x {_frac(kv_row + idx_row)} = {_frac(total)} B"
     )
-    return KvBytes(model.id, kv_dtype, rows, row.kv, row.indexer, total, formula)
+    return KvBytes(model.id, kv_dtype, rows, kv_row, idx_row, total, formula)
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "fp4") -> int:
     """Global KV-cache bytes per token (int), computed from the layout in the model entry.
-
-    The fixed-size sliding-window cache is not per-token and is not counted.
-    DeepSeek-V4.1-Flash: 2.5 x (288 + 68) = 890 (fp4), 2.5 x (528 + 132) = 1650 (fp8),
-    2.5 x (1024 + 256) = 3200 (bf16).
-    """
+    The fixed-size sliding-window cache is not per token and is not counted."""
     return kv_bytes(model, kv_dtype).bytes_per_token
 
 
@@ -123,6 +173,16 @@ def kv_bytes_per_sequence(model: ModelSpec, context_tokens: int, kv_dtype: str =
     tokens, rounded up; block rounding and the sliding-window cache are ignored)."""
     _check_positive(context_tokens, "context_tokens", allow_zero=True)
     return math.ceil(kv_bytes(model, kv_dtype).bytes_per_token_exact * context_tokens)
+
+
+def window_bytes_per_sequence(model: ModelSpec) -> int:
+    """The fixed-size sliding-window cache of one sequence: layers x window x one FP8 KV row
+    (0 when the model has no window or no FP8 row format)."""
+    a, table = model.architecture, model.kv_cache.row_formats
+    if a.sliding_window is None or a.num_layers is None or table is None or table.fp8 is None:
+        return 0
+    row = table.fp8.kv.bytes_for(kv_row_values(model)[0])
+    return math.ceil(a.num_layers * a.sliding_window * row)
 
 
 @dataclass(frozen=True)
@@ -153,7 +213,6 @@ def sequences_fitting(
     ``weight_bytes_per_gpu`` (bytes) must be given: it depends on the parallel layout.
     Activations, CUDA graphs and the sliding-window cache are not subtracted; use
     ``memory_fraction`` (like vLLM's ``gpu_memory_utilization``) to leave room for them.
-    Uses the lower bound of the HBM capacity where the catalog gives a range.
     """
     g = catalogs.as_gpu(hw)
     _check_positive(context_tokens, "context_tokens")
@@ -172,24 +231,133 @@ def sequences_fitting(
     return Fit(n, free, per_seq, formula)
 
 
-def kv_read_time_s(
-    extra_tokens: int,
-    model: ModelSpec,
-    hw: GpuSpec | str,
-    kv_dtype: str = "fp4",
-    n_gpus: int = 1,
-) -> Step:
-    """Seconds to stream the global KV of ``extra_tokens`` more context tokens once from HBM
-    (per sequence, per decode step) across ``n_gpus`` GPUs' bandwidth.
+# --------------------------------------------------------------------------------------------
+# weights
 
-    Example: (855,000 - 128,000) x 890 B = 647 MB at 8 TB/s = 80.9 us.
-    """
-    _check_positive(extra_tokens, "extra_tokens", allow_zero=True)
-    extra = kv_bytes_per_sequence(model, extra_tokens, kv_dtype)
-    step = bandwidth_floor_step_s(extra, hw, n_gpus)
-    per_tok = _frac(kv_bytes(model, kv_dtype).bytes_per_token_exact)
-    formula = f"{extra_tokens} tokens x {per_tok} B = {fmt(extra, 'B')}; {step.formula}"
-    return Step(step.seconds, step.bytes, step.bytes_per_s, formula)
+
+@dataclass(frozen=True)
+class WeightSplit:
+    """Active parameters per token of a phase, split into routed experts and the rest."""
+
+    phase: str
+    routed_params: int
+    dense_params: int
+    routed_dtype: str
+    dense_dtype: str
+    moe_layers: int
+    formula: str
+
+    @property
+    def active_params(self) -> int:
+        return self.routed_params + self.dense_params
+
+
+def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
+    """Layers whose routed experts a token of ``phase`` passes through: every MoE layer in
+    decode; in prefill, only the encoder layers where the model has a causal encoder-decoder
+    (the decoder layers then run on each request's last window only)."""
+    _check_choice(phase, PHASES, "phase")
+    m = model.moe
+    _need(model, moe__num_moe_layers=m.num_moe_layers)
+    assert m.num_moe_layers is not None
+    enc = model.architecture.num_encoder_layers
+    return min(m.num_moe_layers, enc) if phase == "prefill" and enc else m.num_moe_layers
+
+
+def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
+    """Routed params per token = MoE layers of the phase x top-k x 3 x hidden x expert
+    intermediate; the rest of the phase's active parameters are dense (attention, shared
+    expert, head). DeepSeek-V4.1-Flash decode: 40 x 6 x 3 x 5120 x 2304 = 8.493e9 routed,
+    16e9 - 8.493e9 = 7.507e9 dense."""
+    m, a = model.moe, model.architecture
+    active = model.active_params(phase)
+    _need(
+        model,
+        **{f"params__active_{phase}": active},
+        moe__experts_per_token=m.experts_per_token,
+        moe__moe_intermediate_size=m.moe_intermediate_size,
+        architecture__hidden_size=a.hidden_size,
+    )
+    assert active and m.experts_per_token and m.moe_intermediate_size and a.hidden_size
+    layers = moe_layers(model, phase)
+    routed = layers * m.experts_per_token * 3 * a.hidden_size * m.moe_intermediate_size
+    dense = active - routed
+    if dense < 0:
+        raise InputError(
+            model.file,
+            f"params.active_{phase}",
+            f"smaller than the {eng(routed)} routed params of {layers} MoE layers",
+        )
+    dense_dtype = model.weights.dense_dtype or "bf16"
+    routed_dtype = model.weights.routed_expert_dtype or dense_dtype
+    formula = (
+        f"routed {layers} layers x top-{m.experts_per_token} x 3 x {a.hidden_size} x "
+        f"{m.moe_intermediate_size} = {eng(routed)} ({routed_dtype}); dense {eng(active)} - "
+        f"{eng(routed)} = {eng(dense)} ({dense_dtype})"
+    )
+    return WeightSplit(phase, routed, dense, routed_dtype, dense_dtype, layers, formula)
+
+
+def expert_bytes(model: ModelSpec) -> float:
+    """Bytes of one routed expert: the catalog's figure, else params x bytes/param."""
+    w, m, a = model.weights, model.moe, model.architecture
+    if w.routed_expert_bytes is not None:
+        return float(w.routed_expert_bytes)
+    _need(model, moe__moe_intermediate_size=m.moe_intermediate_size, hidden=a.hidden_size)
+    assert m.moe_intermediate_size and a.hidden_size
+    dtype = w.routed_expert_dtype or w.dense_dtype or "bf16"
+    return float(3 * a.hidden_size * m.moe_intermediate_size * DENSE_BYTES_PER_PARAM[dtype])
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Bytes of the backbone's weights: routed experts (all of them) and everything else."""
+
+    routed_bytes: float
+    dense_bytes: float
+    formula: str
+
+    @property
+    def total_bytes(self) -> float:
+        return self.routed_bytes + self.dense_bytes
+
+    def per_gpu_bytes(self, n_gpus: int) -> float:
+        """Bytes on each of ``n_gpus`` GPUs with the experts spread over them (expert
+        parallel) and the dense weights on every GPU (data-parallel attention)."""
+        return self.dense_bytes + self.routed_bytes / n_gpus
+
+
+def storage(model: ModelSpec) -> Storage:
+    """Routed bytes = MoE layers x routed experts x bytes per expert; dense bytes =
+    (backbone params - routed params) x bytes/param of the dense dtype. The Engram lookup
+    memory (kept outside HBM by the engines that serve it) is not counted."""
+    m, a, p = model.moe, model.architecture, model.params
+    backbone = p.backbone or p.total
+    _need(
+        model,
+        params__backbone=backbone,
+        moe__num_routed_experts=m.num_routed_experts,
+        moe__num_moe_layers=m.num_moe_layers,
+        moe__moe_intermediate_size=m.moe_intermediate_size,
+        architecture__hidden_size=a.hidden_size,
+    )
+    assert backbone and m.num_routed_experts and m.num_moe_layers
+    assert m.moe_intermediate_size and a.hidden_size
+    n_experts = m.num_moe_layers * m.num_routed_experts
+    routed_params = n_experts * 3 * a.hidden_size * m.moe_intermediate_size
+    dense_params = backbone - routed_params
+    if dense_params < 0:
+        raise InputError(model.file, "params.backbone", "below the routed params")
+    dtype = model.weights.dense_dtype or "bf16"
+    routed = n_experts * expert_bytes(model)
+    dense = float(dense_params * DENSE_BYTES_PER_PARAM[dtype])
+    formula = (
+        f"routed {m.num_moe_layers} layers x {m.num_routed_experts} experts x "
+        f"{fmt(expert_bytes(model), 'B')} = {fmt(routed, 'B')}; dense ({eng(backbone)} - "
+        f"{eng(routed_params)}) params x {_frac(DENSE_BYTES_PER_PARAM[dtype])} B ({dtype}) = "
+        f"{fmt(dense, 'B')}; total {fmt(routed + dense, 'B')}"
+    )
+    return Storage(routed, dense, formula)
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,43 +376,70 @@ def flops_per_token(model: ModelSpec, phase: str) -> int:
 
 @dataclass(frozen=True)
 class Ceiling:
-    """Compute ceiling: tokens/s if every FLOP/s went into the model's per-token FLOP."""
+    """Compute ceiling: tokens/s if every FLOP/s of the GPUs went into the model's per-token
+    GEMM FLOP, each part at the precision it runs at."""
 
     tokens_per_s: float
-    flops_per_s: float
+    seconds_per_token: float
     flops_per_token: int
+    n_gpus: int
+    notes: tuple[str, ...]
     formula: str
 
     def __float__(self) -> float:
         return self.tokens_per_s
 
+    @property
+    def per_gpu(self) -> float:
+        return self.tokens_per_s / self.n_gpus
+
 
 def compute_ceiling_tokens_per_s(
-    model: ModelSpec,
+    model: ModelSpec | str,
     hw: GpuSpec | str,
-    precision: str = "fp4",
     phase: str = "decode",
     n_gpus: int = 1,
+    *,
+    efficiency: float = 1.0,
+    active_scale: float = 1.0,
 ) -> Ceiling:
-    """Tokens/s ceiling = n_gpus x dense FLOP/s at ``precision`` / (2 x active params).
+    """Tokens/s ceiling of ``n_gpus`` GPUs: per token, 2 x routed params at the experts'
+    precision plus 2 x dense params at the dense precision, each over the GPU's dense FLOP/s
+    at that precision (times ``efficiency``, 1 = peak); ``active_scale`` scales the active
+    parameters (a sensitivity band). A precision the GPU lacks runs at the next one it has.
 
-    DeepSeek-V4.1-Flash decode on one B300 at FP4: 15e15 / 32e9 = 468,750 tokens/s.
+    DeepSeek-V4.1-Flash decode on a GB300 GPU: 2 x 8.493e9 / 15e15 + 2 x 7.507e9 / 5e15 =
+    4.135 us per token: 241,840 tokens/s.
     """
-    g = catalogs.as_gpu(hw)
-    _check_choice(precision, PRECISIONS, "precision")
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     _check_positive(n_gpus, "n_gpus")
-    peak = g.flops(precision)
-    if peak is None:
-        raise InputError("-", f"gpus.{g.id}.dense_flops.{precision}", "not supported by this GPU")
-    fpt = flops_per_token(model, phase)
-    total = n_gpus * peak
-    tps = total / fpt
+    if not 0 < efficiency <= 1:
+        raise InputError("-", "efficiency", f"must be in (0, 1], got {efficiency}")
+    _check_positive(active_scale, "active_scale")
+    split = weight_split(m, phase)
+    notes = []
+    parts, seconds = [], 0.0
+    for label, params, dtype in (
+        ("routed", split.routed_params, split.routed_dtype),
+        ("dense", split.dense_params, split.dense_dtype),
+    ):
+        run = g.run_precision(dtype)
+        if run != dtype:
+            notes.append(f"{g.id} has no {dtype} tensor cores: the {label} weights run at {run}")
+        peak = g.flops(run)
+        assert peak is not None
+        t = 2 * params * active_scale / (peak * efficiency)
+        seconds += t
+        parts.append(
+            f"2 x {eng(params * active_scale)} / {fmt(peak * efficiency, 'FLOP/s')} ({run})"
+        )
+    tps = n_gpus / seconds
     formula = (
-        f"{n_gpus} x {fmt(peak, 'FLOP/s')} ({g.id} dense {precision}) / "
-        f"(2 x {eng(fpt / 2)} active params = {fmt(fpt, 'FLOP')}/token) "
-        f"= {tps:,.0f} tokens/s"
+        f"{' + '.join(parts)} = {seconds * 1e6:.4g} us/token per GPU; x {n_gpus} GPU(s) = "
+        f"{tps:,.0f} tokens/s" + (f" ({'; '.join(notes)})" if notes else "")
     )
-    return Ceiling(tps, total, fpt, formula)
+    fpt = round(2 * split.active_params * active_scale)
+    return Ceiling(tps, seconds, fpt, n_gpus, tuple(notes), formula)
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,117 +474,219 @@ def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) ->
     return Step(s, nbytes, bw, formula)
 
 
-@dataclass(frozen=True)
-class ActiveWeights:
-    """Weight bytes one batch-1 decode step streams from HBM.
+def kv_read_time_s(
+    extra_tokens: int,
+    model: ModelSpec,
+    hw: GpuSpec | str,
+    kv_dtype: str = "fp4",
+    n_gpus: int = 1,
+) -> Step:
+    """Seconds to stream the STORED global KV of ``extra_tokens`` tokens once from HBM across
+    ``n_gpus`` GPUs' bandwidth (bytes stored, not the bytes a sparse step reads: see
+    :func:`decode_kv_reads`)."""
+    _check_positive(extra_tokens, "extra_tokens", allow_zero=True)
+    extra = kv_bytes_per_sequence(model, extra_tokens, kv_dtype)
+    step = bandwidth_floor_step_s(extra, hw, n_gpus)
+    per_tok = _frac(kv_bytes(model, kv_dtype).bytes_per_token_exact)
+    formula = f"{extra_tokens} tokens x {per_tok} B = {fmt(extra, 'B')}; {step.formula}"
+    return Step(step.seconds, step.bytes, step.bytes_per_s, formula)
 
-    ``method`` is ``"derived"`` (from the entry's shapes, see
-    :func:`active_weight_bytes_per_token`) or ``"catalog"`` (the entry's sourced
-    ``weights.decode_active_weight_bytes``). ``catalog_bytes`` is that figure (or None) for
-    comparison.
+
+# --------------------------------------------------------------------------------------------
+# context reads of a decode step
+
+
+@dataclass(frozen=True)
+class KvReads:
+    """Bytes one decode step reads from one sequence's global KV at ``context`` tokens.
+
+    ``sparse_bytes``: the model's sparse attention: every index key of each index source
+    (``scan_bytes_per_token`` x context) plus the top-k rows each consuming layer reads and the
+    reindex layers' candidate pool (fixed once the context exceeds them). ``dense_bytes``: every
+    consuming layer reads every row of its source (``dense_bytes_per_token`` x context).
     """
 
+    context: int
+    kv_dtype: str
+    sparse_bytes: float
+    dense_bytes: float
+    scan_bytes_per_token: float
+    dense_bytes_per_token: float
+    fixed_sparse_bytes: float
+    formula: str
+
+
+def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
+    """Context bytes one decode step reads for one sequence, at both ends (class docstring).
+
+    DeepSeek-V4.1-Flash, FP4: scan = (1/2 + 1/2 + 1/2 + 1/1) x 68 B = 170 B per context token;
+    dense = (6 + 6 + 6) x 1/2 x 288 + 20 x 1 x 288 = 8,352 B per context token; top-k rows:
+    38 consuming layers x 512 x 288 B; candidate pool: 4 x 16,384 x 68 B.
+    """
+    m = catalogs.as_model(model)
+    _check_positive(context, "context", allow_zero=True)
+    kvb = kv_bytes(m, kv_dtype)
+    kc = m.kv_cache
+    layers, ratios = kc.owning_layers or [], kc.compression_ratios or []
+    consumers = kc.consumers or [1] * len(layers)
+    att = m.attention
+    dense_per_tok = (
+        sum(Fraction(c, r) for c, r in zip(consumers, ratios, strict=True)) * kvb.kv_row_bytes
+    )
+    if att is None:  # dense attention: every layer reads every row (no indexer)
+        scan = Fraction(0)
+        fixed = 0.0
+        sparse = float(dense_per_tok * context)
+        how = "dense attention: every consuming layer reads every row"
+    else:
+        by_layer = dict(zip(layers, ratios, strict=True))
+        scan = (
+            sum((Fraction(1, by_layer[s]) for s in att.index_sources if s in by_layer), Fraction(0))
+            * kvb.indexer_row_bytes
+        )
+        rows_read = sum(
+            c * min(att.index_topk, context / r) for c, r in zip(consumers, ratios, strict=True)
+        )
+        pool = att.reindex_layers * min(att.candidate_rows, context) * float(kvb.indexer_row_bytes)
+        fixed = rows_read * float(kvb.kv_row_bytes) + pool
+        sparse = float(scan * context) + fixed
+        how = (
+            f"sparse: scan {_frac(scan)} B x {context:,} + top-{att.index_topk} rows of "
+            f"{sum(consumers)} consuming layers x {_frac(kvb.kv_row_bytes)} B + "
+            f"{att.reindex_layers} x {att.candidate_rows:,} pool rows x "
+            f"{_frac(kvb.indexer_row_bytes)} B = {fmt(sparse, 'B')}"
+        )
+    dense = float(dense_per_tok * context + scan * context)
+    formula = (
+        f"{how}; dense bound: {_frac(dense_per_tok)} B (every row, every consuming layer) + "
+        f"{_frac(scan)} B (index keys) per token x {context:,} = {fmt(dense, 'B')}"
+    )
+    return KvReads(
+        context, kv_dtype, sparse, dense, float(scan), float(dense_per_tok + scan), fixed, formula
+    )
+
+
+@dataclass(frozen=True)
+class ContextGrowth:
+    """Extra time per decode step when ``batch`` sequences per GPU grow from ``lo`` to ``hi``
+    tokens, at both ends of the context reads (seconds), over ``n_gpus`` GPUs' bandwidth."""
+
+    lo: int
+    hi: int
+    batch: int
+    n_gpus: int
+    sparse_s: float
+    dense_s: float
+    sparse_bytes: float
+    dense_bytes: float
+    formula: str
+
+    @property
+    def sparse_ms(self) -> float:
+        return 1000 * self.sparse_s
+
+    @property
+    def dense_ms(self) -> float:
+        return 1000 * self.dense_s
+
+
+def context_growth(
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
+    lo: int,
+    hi: int,
+    kv_dtype: str = "fp4",
+    *,
+    batch: int = 1,
+    n_gpus: int = 1,
+) -> ContextGrowth:
+    """Bytes read per step at ``hi`` minus at ``lo``, x ``batch`` sequences, over the HBM
+    bandwidth of ``n_gpus`` GPUs sharing them, for the sparse and the dense reading.
+
+    DeepSeek-V4.1-Flash, 128,000 -> 855,000 tokens, one sequence, one GB300: sparse 123.6 MB
+    (15.4 us); dense 6.19 GB (774 us)."""
+    if not 0 <= lo < hi:
+        raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
+    if batch < 1:
+        raise InputError("-", "batch", f"must be >= 1, got {batch}")
+    g = catalogs.as_gpu(hw)
+    a, b = decode_kv_reads(model, lo, kv_dtype), decode_kv_reads(model, hi, kv_dtype)
+    sparse = batch * (b.sparse_bytes - a.sparse_bytes)
+    dense = batch * (b.dense_bytes - a.dense_bytes)
+    s1 = bandwidth_floor_step_s(sparse, g, n_gpus)
+    s2 = bandwidth_floor_step_s(dense, g, n_gpus)
+    formula = (
+        f"{batch} sequence(s) x ({hi:,} - {lo:,}) tokens: sparse {s1.formula}; dense {s2.formula}"
+    )
+    return ContextGrowth(lo, hi, batch, n_gpus, s1.seconds, s2.seconds, sparse, dense, formula)
+
+
+# --------------------------------------------------------------------------------------------
+# batch-1 decode and speculative decoding
+
+
+def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
+    """Expected distinct experts one MoE layer touches when ``tokens`` tokens each pick
+    ``top_k`` of ``num_experts`` uniformly: E x (1 - (1 - k/E)^n). 6 tokens, top-6 of 384: 34.6."""
+    if tokens <= 0:
+        return 0.0
+    return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
+
+
+@dataclass(frozen=True)
+class ActiveWeights:
+    """Weight bytes one decode step streams from HBM for ``tokens`` tokens of one sequence:
+    the dense weights once, plus the distinct routed experts those tokens touch."""
+
     bytes: float
-    method: str
-    routed_bytes: float | None
-    dense_bytes: float | None
-    catalog_bytes: int | None
+    routed_bytes: float
+    dense_bytes: float
+    experts_per_layer: float
+    tokens: int
     formula: str
 
     def __float__(self) -> float:
         return self.bytes
 
 
-def active_weight_bytes_per_token(
-    model: ModelSpec, *, moe_layers: int | None = None
-) -> ActiveWeights:
-    """Bytes of weights a batch-1 decode step streams from HBM.
+def active_weight_bytes_per_token(model: ModelSpec | str, tokens: int = 1) -> ActiveWeights:
+    """Bytes a decode step of ``tokens`` tokens (1, or the width of a speculative verify)
+    streams: dense params x bytes/param + MoE layers x distinct experts x bytes per expert.
 
-    Derivation (``method="derived"``), needing the number of MoE layers L (from
-    ``moe.num_moe_layers`` or the ``moe_layers`` argument, an explicit assumption):
-
-    - routed bytes = L x top-k x routed-expert bytes (experts stored FP4 with scales);
-    - routed params = L x top-k x 3 x hidden x moe_intermediate (SwiGLU gate, up, down);
-    - dense bytes = (decode active params - routed params) x bytes/param of the dense dtype
-      (FP8: 1 B; this counts the shared expert, attention, and whatever else the "active
-      parameters" figure includes, e.g. the LM head, at FP8);
-    - total = routed bytes + dense bytes.
-
-    DeepSeek-V4.1-Flash with L = 40 (every layer MoE, an assumption): 40 x 6 x 18.8 MB
-    = 4.512 GB routed; 16e9 - 40 x 6 x 3 x 5120 x 2304 = 7.507e9 dense params at 1 B; total
-    12.02 GB, 0.15 % above the reference sheet's "about 12 GB". The sheet does not give L, so
-    without ``moe_layers`` the sourced catalog figure is used (``method="catalog"``).
+    DeepSeek-V4.1-Flash, one token: 7.507e9 x 1 B + 40 x 6 x 18.80 MB = 12.02 GB; a six-token
+    verify touches 34.6 experts per layer: 7.507 + 40 x 34.6 x 18.80 MB = 33.54 GB.
     """
-    w, moe, arch = model.weights, model.moe, model.architecture
-    catalog_bytes = w.decode_active_weight_bytes
-    layers = moe_layers if moe_layers is not None else moe.num_moe_layers
-    if moe_layers is not None:
-        _check_positive(moe_layers, "moe_layers")
-    needed = {
-        "moe.num_moe_layers": layers,
-        "moe.experts_per_token": moe.experts_per_token,
-        "moe.moe_intermediate_size": moe.moe_intermediate_size,
-        "architecture.hidden_size": arch.hidden_size,
-        "weights.routed_expert_bytes": w.routed_expert_bytes,
-        "weights.dense_dtype": w.dense_dtype,
-        "params.active_decode": model.active_params("decode"),
-    }
-    missing = [k for k, v in needed.items() if v is None]
-    if missing:
-        if catalog_bytes is not None:
-            formula = (
-                f"catalog figure {fmt(catalog_bytes, 'B')} "
-                f"({w.decode_active_weight_bytes_source}); "
-                f"not derivable: {', '.join(missing)} unknown"
-            )
-            return ActiveWeights(
-                float(catalog_bytes), "catalog", None, None, catalog_bytes, formula
-            )
-        raise InputError(
-            model.file, missing[0], "unknown, and weights.decode_active_weight_bytes is null"
-        )
-    assert layers is not None and moe.experts_per_token is not None  # for the type checker
-    assert w.routed_expert_bytes is not None and w.dense_dtype is not None
-    assert moe.moe_intermediate_size is not None and arch.hidden_size is not None
-    active = model.active_params("decode")
-    assert active is not None
-    k = moe.experts_per_token
-    routed_bytes = layers * k * w.routed_expert_bytes
-    expert_params = 3 * arch.hidden_size * moe.moe_intermediate_size
-    routed_params = layers * k * expert_params
-    dense_params = active - routed_params
-    if dense_params < 0:
-        raise InputError(
-            model.file,
-            "params.active_decode",
-            f"smaller than the routed params {routed_params} implied by {layers} MoE layers",
-        )
-    per_param = DENSE_BYTES_PER_PARAM[w.dense_dtype]
-    dense_bytes = float(dense_params * per_param)
-    total = routed_bytes + dense_bytes
+    m = catalogs.as_model(model)
+    _check_positive(tokens, "tokens")
+    split = weight_split(m, "decode")
+    mo = m.moe
+    _need(m, moe__num_routed_experts=mo.num_routed_experts)
+    assert mo.num_routed_experts and mo.experts_per_token
+    per_layer = distinct_experts(mo.num_routed_experts, mo.experts_per_token, tokens)
+    routed = split.moe_layers * per_layer * expert_bytes(m)
+    dense = float(split.dense_params * DENSE_BYTES_PER_PARAM[split.dense_dtype])
     formula = (
-        f"routed: {layers} MoE layers x top-{k} x {fmt(w.routed_expert_bytes, 'B')} = "
-        f"{fmt(routed_bytes, 'B')}; dense: ({eng(active)} active - {layers} x {k} x 3 x "
-        f"{arch.hidden_size} x {moe.moe_intermediate_size} = {eng(routed_params)} routed) "
-        f"params x {_frac(per_param)} B ({w.dense_dtype}) = {fmt(dense_bytes, 'B')}; "
-        f"total {fmt(total, 'B')}"
+        f"dense {eng(split.dense_params)} params x "
+        f"{_frac(DENSE_BYTES_PER_PARAM[split.dense_dtype])} B ({split.dense_dtype}) = "
+        f"{fmt(dense, 'B')}; routed {split.moe_layers} layers x {per_layer:.3g} experts "
+        f"({tokens} token(s), top-{mo.experts_per_token} of {mo.num_routed_experts}) x "
+        f"{fmt(expert_bytes(m), 'B')} = {fmt(routed, 'B')}; total {fmt(dense + routed, 'B')}"
     )
-    if catalog_bytes is not None:
-        formula += (
-            f" ({(total / catalog_bytes - 1) * 100:+.2f} % vs catalog {fmt(catalog_bytes, 'B')})"
-        )
-    return ActiveWeights(total, "derived", routed_bytes, dense_bytes, catalog_bytes, formula)
+    return ActiveWeights(dense + routed, routed, dense, per_layer, tokens, formula)
 
 
 @dataclass(frozen=True)
 class Batch1Decode:
-    """Bandwidth ceiling of single-sequence decode: tokens/s = acceptance_length / step floor."""
+    """Bandwidth ceiling of single-sequence decode: tokens/s = tokens accepted per step / the
+    least time one step takes to stream its bytes."""
 
     tokens_per_s: float
     step_s: float
     weight_bytes: float
-    kv_bytes: int
+    kv_bytes: float
+    draft_bytes: float
     acceptance_length: float
+    verify_tokens: int
     formula: str
 
     def __float__(self) -> float:
@@ -397,35 +694,54 @@ class Batch1Decode:
 
 
 def batch1_decode_ceiling_tokens_per_s(
-    model: ModelSpec,
+    model: ModelSpec | str,
     hw: GpuSpec | str,
     n_gpus: int = 1,
     acceptance_length: float = 1.0,
     *,
     context_tokens: int = 0,
     kv_dtype: str = "fp4",
-    moe_layers: int | None = None,
+    verify_tokens: int | None = None,
 ) -> Batch1Decode:
-    """Batch-1 decode ceiling in tokens/s: each step streams the active weights (and, with
-    ``context_tokens``, the sequence's global KV) once over ``n_gpus`` GPUs' HBM bandwidth and
-    yields ``acceptance_length`` tokens (speculative decoding; 1.0 = none).
+    """Batch-1 decode ceiling in tokens/s over ``n_gpus`` GPUs' HBM bandwidth.
 
-    Optimistic: a multi-token verification step touches more distinct experts than a one-token
-    step, and the draft model's own cost is ignored.
-    4 x B300, 12 GB: 12e9 / 32e12 = 0.375 ms/step -> 2,667 tokens/s at acceptance 1.
+    Without speculation (``acceptance_length`` 1) a step streams the weights one token uses.
+    With it, a step verifies ``verify_tokens`` tokens (default: the model's draft tokens + 1),
+    touching the distinct experts all of them pick, the drafter streams its active weights
+    once per drafted block, and the step yields ``acceptance_length`` tokens on average. The
+    context's KV adds its sparse reads (:func:`decode_kv_reads`). Communication between the
+    GPUs is not counted: at batch 1 a dispatch/combine pair per MoE layer adds latency that no
+    bandwidth figure shows.
     """
+    m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
-    weights = active_weight_bytes_per_token(model, moe_layers=moe_layers)
-    kv = kv_bytes_per_sequence(model, context_tokens, kv_dtype) if context_tokens else 0
-    step = bandwidth_floor_step_s(weights.bytes + kv, hw, n_gpus)
+    spec = m.speculative
+    if verify_tokens is None:
+        if acceptance_length == 1:
+            verify_tokens = 1
+        elif spec is not None:
+            verify_tokens = spec.draft_tokens + 1
+        else:
+            verify_tokens = math.ceil(acceptance_length)
+    if verify_tokens < acceptance_length:
+        raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
+    weights = active_weight_bytes_per_token(m, verify_tokens)
+    kv = decode_kv_reads(m, context_tokens, kv_dtype).sparse_bytes if context_tokens else 0.0
+    draft = 0.0
+    if verify_tokens > 1 and spec is not None:
+        draft = float(spec.draft_active_params * DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+    step = bandwidth_floor_step_s(weights.bytes + kv + draft, hw, n_gpus)
     tps = acceptance_length / step.seconds
     formula = (
-        f"step >= ({fmt(weights.bytes, 'B')} weights + {fmt(kv, 'B')} KV) / "
-        f"({n_gpus} x {fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e3:.4g} ms; "
+        f"step >= ({fmt(weights.bytes, 'B')} weights for {verify_tokens} token(s) + "
+        f"{fmt(kv, 'B')} KV + {fmt(draft, 'B')} drafter) / ({n_gpus} x "
+        f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e3:.4g} ms; "
         f"{acceptance_length:g} tokens/step / {step.seconds * 1e3:.4g} ms = {tps:,.0f} tokens/s"
     )
-    return Batch1Decode(tps, step.seconds, weights.bytes, kv, acceptance_length, formula)
+    return Batch1Decode(
+        tps, step.seconds, weights.bytes, kv, draft, acceptance_length, verify_tokens, formula
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ import pandas as pd
 
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace, point_batch
+from rackbook.inputs import catalogs
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results import headline
-from rackbook.results.verdicts import BLACKWELL, on_gpus
+from rackbook.physics import check
+from rackbook.results import evidence, headline, verdicts
 
 RESULT = "decode-parity"
 #: The claim this chapter tests (data/claims.yaml).
@@ -97,26 +98,63 @@ def largest_gap(par: pd.DataFrame) -> tuple[int, float]:
     return int(par["batch"].iloc[i]), float(par["gap_pct"].iloc[i])
 
 
-def comparable_to_claim(run: dict, engine_b: str) -> bool:
-    """True when a trace can speak to the published claim itself: engine B is DeepInfer and the
-    GPUs are Blackwell (B300/GB300/B200). Otherwise it is a stand-in measurement."""
-    return engine_b.lower().startswith("deepinfer") and on_gpus(run, BLACKWELL)
+def can_test(run: dict[str, Any], engine_b: str) -> bool:
+    """True when a trace can test the claim itself: recorded on Blackwell GPUs serving
+    DeepSeek-V4.1-Flash, with engine B DeepInfer. Otherwise its engines are stand-ins."""
+    return engine_b.lower().startswith("deepinfer") and verdicts.can_test(run, verdicts.BLACKWELL)
 
 
-def verdict(par: pd.DataFrame, band_pct: float, comparable: bool) -> tuple[str, str]:
-    """Verdict and one-line reason on "within ``band_pct`` % over the batch sizes"."""
+def run_reading(
+    par: pd.DataFrame, band_pct: float, testable: bool, run: dict[str, Any], missing: str
+) -> headline.ClaimReading:
+    """This run's reading of "within ``band_pct`` % at every batch size": ``consistent`` when
+    every batch both engines measured is inside the band, else ``inconsistent``; ``untested``
+    when the trace cannot test the claim or lacks one engine (``missing`` says what)."""
+    needs = "vLLM against DeepInfer's offline benchmark on Blackwell GPUs, DeepSeek-V4.1-Flash"
+    if par.empty:
+        return headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
     b, g = largest_gap(par)
     inside = int((par["gap_pct"].abs() <= band_pct).sum())
-    what = (
-        f"largest gap {g:+.1f} % at batch {b}; "
-        f"{inside}/{len(par)} batch sizes within +/-{band_pct:g} %"
+    what = f"largest gap {g:+.1f} % at batch {b}; {inside}/{len(par)} batch sizes within the band"
+    if not testable:
+        return headline.untested(CLAIM_ID, f"{verdicts.hardware(run)} ({what})", needs)
+    v = "consistent" if inside == len(par) else "inconsistent"
+    return headline.ClaimReading(CLAIM_ID, "this run", v, f"{g:+.1f} %", what)
+
+
+def physics_reading(
+    ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, decode_ranks: int
+) -> headline.ClaimReading:
+    """Physics bounds each engine's decode rate per GPU (the memory-bandwidth ceiling at each
+    per-rank batch), not the ratio of two engines: ``undetermined`` unless a trace that can
+    test the claim puts an engine above its ceiling (``impossible``: the batch is not what the
+    claim says), or both under it (``possible``)."""
+    lo, hi = ceilings.iloc[0], ceilings.iloc[-1]
+    span = (
+        f"ceilings {lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at batch {lo['batch']} per "
+        f"rank to {hi['ceiling_tok_s_per_gpu']:,.0f} at {hi['batch']}"
     )
-    if not comparable:
-        return (
-            "not reproduced",
-            f"stand-in engines on this hardware, not vLLM vs DeepInfer on GB300: {what}",
+    if not testable or par.empty:
+        return headline.ClaimReading(
+            CLAIM_ID,
+            "physics",
+            "undetermined",
+            "-",
+            f"a ratio of two engines on the same GPUs: physics bounds each ({span}), not the ratio",
         )
-    return ("consistent" if inside == len(par) else "inconsistent"), what
+    by = ceilings.set_index("batch")["ceiling_tok_s_per_gpu"]
+    worst = 0.0
+    for r in par.itertuples():
+        if r.batch in by.index:
+            worst = max(worst, max(r.a, r.b) / decode_ranks / by[r.batch])
+    v = check.physics_verdict(worst)
+    return headline.ClaimReading(
+        CLAIM_ID,
+        "physics",
+        v,
+        f"{worst:.3g}x the ceiling",
+        f"the faster engine reaches {worst:.3g}x its memory-bandwidth ceiling ({span})",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,18 +165,23 @@ def verdict(par: pd.DataFrame, band_pct: float, comparable: bool) -> tuple[str, 
 class Params(headline.Params):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): engine labels of
     A (the online server) and B (the offline engine in DeepInfer's role), the batch sizes
-    (requests) to compare, and the claim's band in % (``None``: the registry's figure)."""
+    (requests per decode rank) to compare, the claim's band in % (``None``: the registry's
+    figure), and for the physics: the model and GPU catalog ids and the decode ranks the batch
+    is per (DeepInfer's benchmark runs decode on 64)."""
 
     engine_a: str = "vllm-serve"
     engine_b: str = "vllm-offline"
     batch_sizes: tuple[int, ...] | list[int] = (8, 16, 32, 64, 128, 256)
     band_pct: float | None = None
+    model_id: str = "deepseek-v4.1-flash"
+    gpu_id: str = "gb300"
+    decode_ranks: int = 64
 
 
 @dataclass
 class Analysis:
     """Everything the chapter shows: the throughput table, decode and prefill parity per batch
-    size, the largest gaps, the verdict, and the values its prose quotes."""
+    size, the largest gaps, the ceilings, the three readings and the values its prose quotes."""
 
     trace: Trace
     params: Params
@@ -147,50 +190,85 @@ class Analysis:
     table: pd.DataFrame
     decode: pd.DataFrame
     prefill: pd.DataFrame
-    worst_batch: int
-    worst_gap: float
-    prefill_batch: int
-    prefill_gap: float
-    inside: int
-    verdict: str
-    reason: str
+    ceilings: pd.DataFrame
+    readings: list[headline.ClaimReading]
     hardware: str
+    missing: str
+
+    @property
+    def worst(self) -> tuple[int, float] | None:
+        return largest_gap(self.decode) if len(self.decode) else None
+
+    @property
+    def prefill_worst(self) -> tuple[int, float] | None:
+        return largest_gap(self.prefill) if len(self.prefill) else None
+
+    @property
+    def inside(self) -> int:
+        return int((self.decode["gap_pct"].abs() <= self.band_pct).sum())
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
+        span = self.claim.scope.batch_sizes
+        worst, pre = self.worst, self.prefill_worst
+        c = self.ceilings.set_index("batch")["ceiling_tok_s_per_gpu"]
         return {
             "hardware": self.hardware,
             "trace_kind": self.trace.kind,
-            "max_gap_pct": self.worst_gap,
-            "worst_batch": self.worst_batch,
+            "max_gap_pct": worst[1] if worst else float("nan"),
+            "worst_batch": worst[0] if worst else 0,
             "inside": self.inside,
             "n_batches": len(self.decode),
-            "prefill_gap_pct": self.prefill_gap,
-            "verdict": self.verdict,
+            "prefill_gap_pct": pre[1] if pre else float("nan"),
             "claim_band_pct": self.claim.value,
-            "claim_batch_low": self.claim.scope.batch_sizes.low
-            if self.claim.scope.batch_sizes
-            else None,
-            "claim_batch_high": self.claim.scope.batch_sizes.high
-            if self.claim.scope.batch_sizes
-            else None,
+            "claim_batch_low": span.low if span else None,
+            "claim_batch_high": span.high if span else None,
+            "decode_ranks": self.params.decode_ranks,
+            "ceiling_low_batch": float(c.iloc[0]),
+            "ceiling_high_batch": float(c.iloc[-1]),
+            "missing": self.missing,
         }
+
+
+def ceilings(params: Params) -> pd.DataFrame:
+    """Per batch size (per decode rank): the memory-bandwidth decode ceiling per GPU of the
+    claim's model on ``params.decode_ranks`` x ``params.gpu_id`` (tokens/s per GPU)."""
+    m, g = catalogs.as_model(params.model_id), catalogs.as_gpu(params.gpu_id)
+    rows = []
+    for b in sorted(params.batch_sizes):
+        r = check.memory_ceiling(m, g, params.decode_ranks, b * params.decode_ranks)
+        rows.append({"batch": b, "ceiling_tok_s_per_gpu": r.tok_s_per_gpu, "formula": r.formula})
+    return pd.DataFrame(rows)
 
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
     """Throughput per batch size of both engines, their decode and prefill parity over
-    ``params.batch_sizes``, and the verdict on the claim's band (from the claims registry
-    unless ``params.band_pct`` is set)."""
+    ``params.batch_sizes``, the ceilings, and the claim's three readings (the band from the
+    claims registry unless ``params.band_pct`` is set). A trace with one engine only (a reader's
+    own vLLM run, say) builds the chapter with the readings it cannot make left untested."""
     reg = registry or load_claims()
     band = params.band_pct if params.band_pct is not None else reg.value(CLAIM_ID)
     table = throughput_table(trace)
     batches = list(params.batch_sizes)
     dec = parity(table, params.engine_a, params.engine_b, batches=batches)
     pre = parity(table, params.engine_a, params.engine_b, metric="prefill_tok_s", batches=batches)
-    worst_batch, worst_gap = largest_gap(dec)
-    pre_batch, pre_gap = largest_gap(pre)
-    comparable = comparable_to_claim(trace.run, params.engine_b)
-    v, why = verdict(dec, band, comparable)
+    engines = set(table["engine"]) if len(table) else set()
+    lacking = [e for e in (params.engine_a, params.engine_b) if e not in engines]
+    missing = (
+        f"no points of engine {' or '.join(lacking)} in this trace: record both engines (or "
+        "import an offline engine's results) at the same batch sizes"
+        if lacking
+        else "no batch size measured by both engines"
+        if dec.empty
+        else ""
+    )
+    testable = can_test(trace.run, params.engine_b)
+    ceil = ceilings(params)
+    readings = [
+        physics_reading(ceil, dec, testable, params.decode_ranks),
+        evidence.claim_reading(CLAIM_ID, None, registry=reg),
+        run_reading(dec, band, testable, trace.run, missing),
+    ]
     return Analysis(
         trace,
         params,
@@ -199,53 +277,80 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         table,
         dec,
         pre,
-        worst_batch,
-        worst_gap,
-        pre_batch,
-        pre_gap,
-        int((dec["gap_pct"].abs() <= band).sum()),
-        v,
-        why,
+        ceil,
+        readings,
         hardware_label(trace.run),
+        missing,
     )
 
 
 def outcome(a: Analysis) -> headline.Outcome:
-    """The chapter's headlines and verdict (the headline JSON)."""
+    """The chapter's headlines, readings and what would flip them (the headline JSON)."""
     tid = [a.trace.trace_id]
+    run = next(r for r in a.readings if r.reading == "this run")
     common = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
-    headlines = [
-        headline.Headline(
-            name="max_decode_gap",
-            value=round(a.worst_gap, 2),
-            unit="%",
-            definition="largest |A/B - 1| of decode throughput over the batch sizes, signed",
-            claim_id=CLAIM_ID,
-            verdict=a.verdict,
-            reason=a.reason,
-            **common,
-        ),
-        headline.Headline(
-            name="batch_sizes_within_band",
-            value=a.inside,
-            unit="batch sizes",
-            definition=f"batch sizes whose decode gap is within +/-{a.band_pct:g} %, "
-            f"of {len(a.decode)}",
-            claim_id=CLAIM_ID,
-            verdict=a.verdict,
-            reason=a.reason,
-            **common,
-        ),
-        headline.Headline(
-            name="max_prefill_gap",
-            value=round(a.prefill_gap, 2),
-            unit="%",
-            definition="largest |A/B - 1| of prefill throughput over the batch sizes, signed",
-            claim_id=None,
-            verdict="not comparable",
-            reason="the write-up gives no number for prefill, only that it follows a curve",
-            **common,
-        ),
+    headlines = []
+    if a.worst:
+        headlines += [
+            headline.Headline(
+                name="max_decode_gap",
+                value=round(a.worst[1], 2),
+                unit="%",
+                definition="largest |A/B - 1| of decode throughput over the batch sizes, signed",
+                claim_id=CLAIM_ID,
+                verdict=run.verdict,
+                reason=run.reason,
+                **common,
+            ),
+            headline.Headline(
+                name="batch_sizes_within_band",
+                value=a.inside,
+                unit="batch sizes",
+                definition=f"batch sizes whose decode gap is within +/-{a.band_pct:g} %, "
+                f"of {len(a.decode)}",
+                claim_id=CLAIM_ID,
+                verdict=run.verdict,
+                reason=run.reason,
+                **common,
+            ),
+        ]
+    if a.prefill_worst:
+        headlines.append(
+            headline.Headline(
+                name="max_prefill_gap",
+                value=round(a.prefill_worst[1], 2),
+                unit="%",
+                definition="largest |A/B - 1| of prefill throughput over the batch sizes, signed",
+                claim_id=None,
+                verdict=headline.NOT_COMPARABLE,
+                reason="the write-up gives no number for prefill, only that it follows a curve",
+                **common,
+            )
+        )
+    for r in a.ceilings.itertuples():
+        headlines.append(
+            headline.Headline(
+                name=f"ceiling_batch_{r.batch}",
+                value=round(r.ceiling_tok_s_per_gpu),
+                unit="tok/s/GPU",
+                definition=f"memory-bandwidth decode ceiling per GPU at batch "
+                f"{r.batch} per rank on {a.params.decode_ranks} x {a.params.gpu_id}",
+                claim_id=None,
+                kind="modelled",
+                verdict=headline.NOT_COMPARABLE,
+                reason="bounds each engine, not their ratio",
+            )
+        )
+    lo, hi = a.ceilings.iloc[0], a.ceilings.iloc[-1]
+    flips = [
+        f"this run: a trace of vLLM and DeepInfer on Blackwell GPUs serving DeepSeek-V4.1-Flash "
+        f"at per-rank batches {a.claim.scope.batch_sizes.low if a.claim.scope.batch_sizes else 8}"
+        f" to {a.claim.scope.batch_sizes.high if a.claim.scope.batch_sizes else 256} turns it "
+        f"consistent if every gap is within {a.band_pct:g} %, inconsistent otherwise",
+        f"physics: an engine above {1.15 * lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at "
+        f"batch {lo['batch']} per rank (or {1.15 * hi['ceiling_tok_s_per_gpu']:,.0f} at "
+        f"{hi['batch']}) would mean the batch is not per rank on {a.params.decode_ranks} ranks",
+        "published: any DeepInfer throughput measurement at these batch sizes",
     ]
     p = a.params
     parameters = {
@@ -253,5 +358,8 @@ def outcome(a: Analysis) -> headline.Outcome:
         "engine_b": p.engine_b,
         "batch_sizes": list(p.batch_sizes),
         "band_pct": a.band_pct,
+        "model_id": p.model_id,
+        "gpu_id": p.gpu_id,
+        "decode_ranks": p.decode_ranks,
     }
-    return headline.Outcome(RESULT, headlines, a.verdict, a.reason, tid, parameters)
+    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)

@@ -38,7 +38,7 @@ from rackbook.core.traces import Trace, write_trace
 from rackbook.errors import InputError
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
-from rackbook.results import headline
+from rackbook.results import evidence, headline, verdicts
 
 RESULT = "eplb-balance"
 #: The claims this chapter tests (data/claims.yaml): balancedness before and after EPLB, and
@@ -476,82 +476,90 @@ def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int)
     return float(calibrate(Spec(ep_size=ep_size, redundant=redundant), target=static)["skew"])
 
 
-def overall(verdicts: Iterable[str]) -> str:
-    """One verdict for the result from its claims' verdicts ("not comparable" ones ignored)."""
-    vs = [v for v in verdicts if v != "not comparable"]
-    if not vs:
-        return "not comparable"
-    if "inconsistent" in vs:
-        return "inconsistent"
-    return "consistent" if all(v == "consistent" for v in vs) else "not reproduced"
-
-
 def kind_of(run: dict[str, Any]) -> str:
     """Headline kind for values computed from a trace: ``synthetic`` or ``measured``."""
     return "measured" if run.get("kind") == "recorded" else "synthetic"
 
 
-def verdict(
-    run: dict[str, Any],
-    claim_id: str,
-    value: float,
-    tolerance: float,
-    claimed: float,
-    unit: str = "",
-) -> tuple[str, str]:
-    """``(verdict, one-line reason)`` for one value against its claim.
-
-    Only a recorded trace on GPUs can be consistent or inconsistent; a synthetic trace or a
-    CPU recording (vLLM on CPU refuses ``--enable-eplb``) gives "not reproduced", and the value
-    the synthetic model was calibrated to gives "not comparable". ``unit`` (e.g. ``" %"``) is
-    appended to the numbers in the reason.
-    """
-    u = unit
-    gen = run.get("generator") or {}
-    cal = gen.get("calibration") or {}
-    if run.get("kind") == "synthetic" and cal.get("target_claim") == claim_id:
-        return "not comparable", (
-            f"the synthetic model was calibrated to give {claimed:g}{u} here; it is an input"
-        )
-    if run.get("kind") == "synthetic":
-        return "not reproduced", (
-            f"synthetic routing model predicts {value:.3g}{u} against the claimed {claimed:g}{u}; "
-            "no measured EPLB run (vLLM on CPU refuses --enable-eplb)"
-        )
-    gpus = (run.get("hardware") or {}).get("gpus") or []
-    if run.get("kind") != "recorded" or not gpus:
-        return "not reproduced", (
-            f"measured {value:.3g}{u} on {hardware_label(run)}, where EPLB does not run"
-        )
-    ok = abs(value - claimed) <= tolerance
-    return ("consistent" if ok else "inconsistent"), (
-        f"measured {value:.3g}{u} against {claimed:g}{u} (tolerance {tolerance:g}{u}) on "
-        f"{hardware_label(run)}"
+def balancedness_physics(
+    claim_id: str, claimed: float, ep_size: int, note: str
+) -> headline.ClaimReading:
+    """vLLM's balancedness (sum of per-layer mean rank load / sum of max) lies between
+    1 / ``ep_size`` (every token on one rank) and 1 (every rank equal): ``possible`` inside,
+    ``impossible`` outside. ``note`` adds what the routing model says about the figure."""
+    lo = 1 / ep_size
+    ok = lo <= claimed <= 1
+    return headline.ClaimReading(
+        claim_id,
+        "physics",
+        "possible" if ok else "impossible",
+        f"{claimed:g} in [1/{ep_size}, 1]" if ok else f"{claimed:g} outside [1/{ep_size}, 1]",
+        f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1; {note}",
     )
 
 
-def claim_verdicts(
-    run: dict[str, Any],
-    static: float,
-    eplb_value: float,
-    gap_pct: float,
-    ratio_pct: float,
-    registry: Registry,
-) -> dict[str, tuple[str, str]]:
-    """:func:`verdict` of each headline that speaks to a claim, keyed by headline name: static
-    and EPLB balancedness against the claim's before and after figures, and the gap closed and
-    ratio to uniform (in %) both against the recovered share, each with the claim's tolerance
-    from ``registry``."""
-    out = {}
-    for name, cid, value in (
-        ("balancedness_static", BEFORE, static),
-        ("balancedness_eplb", AFTER, eplb_value),
-        ("recovered_gap", RECOVERED, gap_pct),
-        ("recovered_ratio", RECOVERED, ratio_pct),
-    ):
-        unit = " %" if registry.get(cid).unit == "%" else ""
-        out[name] = verdict(run, cid, value, registry.tolerance(cid), registry.value(cid), unit)
-    return out
+def recovered_physics(
+    before: float, after: float, recovered_pct: float, tol_pct: float, ep_size: int
+) -> headline.ClaimReading:
+    """Does "recovers ``recovered_pct`` % of uniform routing's potential" follow from the before
+    and after figures? ``possible`` when the gap closed, (after - before) / (1 - before), or the
+    ratio to uniform, after / 1, gives it within ``tol_pct``; ``undetermined`` when only the
+    reading with a free reference (after / the per-step balancedness of uniform routing) can,
+    with a reference in [after, 1]; ``impossible`` otherwise."""
+    gap = 100 * eplb.fraction_recovered_gap(before, after)
+    ratio = 100 * eplb.fraction_of_uniform(after)
+    needed = after / (recovered_pct / 100)
+    if min(abs(gap - recovered_pct), abs(ratio - recovered_pct)) <= tol_pct:
+        v, why = "possible", "one fixed reading gives it"
+    elif after <= needed <= 1:
+        v, why = (
+            "undetermined",
+            (f"it needs uniform routing to score {needed:.3f} per step, which the batch decides"),
+        )
+    else:
+        v, why = "impossible", f"no reading gives it (uniform would need {needed:.3f})"
+    return headline.ClaimReading(
+        RECOVERED,
+        "physics",
+        v,
+        f"gap {gap:.1f} %, ratio {ratio:.1f} %",
+        f"from {before:g} and {after:g}: {gap:.1f} % of the gap closed, {ratio:.1f} % of "
+        f"uniform; neither is {recovered_pct:g} % within {tol_pct:g}; {why}"
+        if v != "possible"
+        else f"from {before:g} and {after:g}: {gap:.1f} % of the gap closed, {ratio:.1f} % of "
+        f"uniform; {why}",
+    )
+
+
+def run_reading(
+    run: dict[str, Any], claim_id: str, value: float, tolerance: float, claimed: float, unit: str
+) -> headline.ClaimReading:
+    """This run's reading of one value against its claim: ``consistent`` / ``inconsistent``
+    only for a recording on Blackwell GPUs serving DeepSeek-V4.1-Flash with EPLB; a synthetic
+    trace, or any other recording (vLLM on CPU refuses ``--enable-eplb``), is ``untested``."""
+    u = unit
+    cal = (run.get("generator") or {}).get("calibration") or {}
+    if run.get("kind") == "synthetic":
+        why = (
+            f"the synthetic routing model was calibrated to give {claimed:g}{u}: an input"
+            if cal.get("target_claim") == claim_id
+            else f"a synthetic routing model predicts {value:.3g}{u}, no measured EPLB run"
+        )
+        return headline.ClaimReading(claim_id, "this run", "untested", "-", why)
+    if not verdicts.can_test(run, verdicts.BLACKWELL):
+        return headline.untested(
+            claim_id,
+            f"{verdicts.hardware(run)} ({value:.3g}{u})",
+            "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash",
+        )
+    ok = abs(value - claimed) <= tolerance
+    return headline.ClaimReading(
+        claim_id,
+        "this run",
+        "consistent" if ok else "inconsistent",
+        f"{value - claimed:+.3g}{u}",
+        f"measured {value:.3g}{u} against {claimed:g}{u} (tolerance {tolerance:g}{u})",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -609,9 +617,7 @@ class Analysis:
     floor_needed: float
     skew: float
     sweeps: dict[str, pd.DataFrame]
-    verdicts: dict[str, tuple[str, str]]
-    verdict: str
-    reason: str
+    claim_readings: list[headline.ClaimReading]
 
     def describe(self) -> str:
         """What the trace holds, how the synthetic one was made, and what vLLM logged."""
@@ -670,7 +676,10 @@ class Analysis:
             "eplb_large_batch": float(by_batch["eplb"].iloc[-1]),
             "small_batch": int(by_batch.index[0]),
             "large_batch": int(by_batch.index[-1]),
-            "verdict": self.verdict,
+            **{
+                f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}": r.verdict
+                for r in self.claim_readings
+            },
         }
 
 
@@ -726,14 +735,26 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         "batch_per_rank": p.batch_sizes,
     }
     sweeps = {x: sweep(base, x, values[x]) for x in SWEEPS}
-    verdicts = claim_verdicts(
-        trace.run,
-        summary["static"],
-        summary["eplb"],
-        r["gap closed"],
-        r["ratio to uniform"],
-        reg,
+    by_batch = sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    model_note = (
+        f"the routing model gives {by_batch.iloc[0]:.3f} at batch {by_batch.index[0]} per rank "
+        f"and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}"
     )
+    tol = reg.tolerance
+    run = trace.run
+    cr = [
+        balancedness_physics(
+            BEFORE, before, p.ep_size, "a skewed routing with static placement can score it"
+        ),
+        evidence.claim_reading(BEFORE, before, registry=reg),
+        run_reading(run, BEFORE, summary["static"], tol(BEFORE), before, ""),
+        balancedness_physics(AFTER, after, p.ep_size, model_note),
+        evidence.claim_reading(AFTER, after, registry=reg),
+        run_reading(run, AFTER, summary["eplb"], tol(AFTER), after, ""),
+        recovered_physics(before, after, recovered, tol(RECOVERED), p.ep_size),
+        evidence.claim_reading(RECOVERED, recovered, registry=reg),
+        run_reading(run, RECOVERED, r["gap closed"], tol(RECOVERED), recovered, " %"),
+    ]
     return Analysis(
         trace,
         p,
@@ -756,29 +777,37 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         after / (recovered / 100),
         skew,
         sweeps,
-        verdicts,
-        overall(v for v, _ in verdicts.values()),
-        verdicts["balancedness_eplb"][1],
+        cr,
     )
 
 
 def outcome(a: Analysis) -> headline.Outcome:
-    """The chapter's headlines and verdict (the headline JSON)."""
+    """The chapter's headlines, the three readings of each claim and what would flip them."""
     tid = [a.trace.trace_id]
     s, kind = a.summary, a.kind
     common = dict(hardware=a.hardware if kind == "measured" else None, trace_ids=tid)
+    run = {r.claim_id: r for r in a.claim_readings if r.reading == "this run"}
 
-    def claimed(
-        name: str, value: float, unit: str, definition: str, claim_id: str
-    ) -> headline.Headline:
-        v, why = a.verdicts[name]
-        return headline.Headline(name, value, unit, definition, claim_id, kind, v, why, **common)
+    def claimed(name: str, value: float, unit: str, definition: str, cid: str) -> headline.Headline:
+        r = run[cid]
+        return headline.Headline(
+            name, value, unit, definition, cid, kind, r.verdict, r.reason, **common
+        )
 
     def legacy(name: str, value: float, definition: str) -> headline.Headline:
         return headline.Headline(
-            name, value, "1", definition, None, kind, "not comparable", LEGACY_REASON, **common
+            name,
+            value,
+            "1",
+            definition,
+            None,
+            kind,
+            headline.NOT_COMPARABLE,
+            LEGACY_REASON,
+            **common,
         )
 
+    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
     headlines = [
         claimed(
             "balancedness_static",
@@ -802,25 +831,31 @@ def outcome(a: Analysis) -> headline.Outcome:
             "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1",
             RECOVERED,
         ),
-        claimed(
-            "recovered_ratio",
-            round(a.model_pct["ratio to uniform"], 2),
-            "%",
-            "T_eplb / T_uniform, T = balancedness, T_uniform = 1",
-            RECOVERED,
+        headline.Headline(
+            name="recovered_ratio",
+            value=round(a.model_pct["ratio to uniform"], 2),
+            unit="%",
+            definition="T_eplb / T_uniform, T = balancedness, T_uniform = 1",
+            claim_id=None,
+            kind=kind,
+            verdict=headline.NOT_COMPARABLE,
+            reason="a second reading of the recovered share, shown beside the gap closed",
+            **common,
         ),
         headline.Headline(
-            name="recovered_ratio_same_sampling",
-            value=round(a.model_pct["ratio to uniform, same sampling"], 2),
-            unit="%",
-            definition="T_eplb / T_uniform, T_uniform = modelled per-step balancedness of "
-            "uniform routing",
+            name="uniform_floor_needed",
+            value=round(a.floor_needed, 4),
+            unit="1",
+            definition="per-step balancedness uniform routing must score for the claim's after "
+            "/ that to equal its recovered share",
             claim_id=RECOVERED,
-            kind="synthetic" if kind == "synthetic" else "modelled",
-            verdict="not reproduced",
-            reason=f"the uniform-routing floor is modelled, and this reading of "
-            f"{a.recovered:g} % is unconfirmed",
-            trace_ids=tid,
+            kind="modelled",
+            verdict=next(
+                r.verdict
+                for r in a.claim_readings
+                if r.claim_id == RECOVERED and r.reading == "physics"
+            ),
+            reason="arithmetic on the two published figures",
         ),
         legacy(
             "balancedness_static_legacy",
@@ -833,6 +868,16 @@ def outcome(a: Analysis) -> headline.Outcome:
             "legacy vLLM balancedness (reduced over layers) after EPLB",
         ),
     ]
+    flips = [
+        f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "
+        f"{a.params.ep_size} ranks; the routing model predicts {by_batch.iloc[0]:.3f} at batch "
+        f"{by_batch.index[0]} per rank and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}: the "
+        "claim's batch decides",
+        f"recovered, physics: possible if uniform routing scored {a.floor_needed:.3f} per step "
+        f"at the claim's batch (the model's per-step floor here is {a.floor:.3f})",
+        "all three: balancedness counts tokens; at small decode batches expert time follows "
+        "the weight bytes each rank reads, so balance costs less than these figures suggest",
+    ]
     p = a.params
     parameters = {
         "ep_size": p.ep_size,
@@ -843,7 +888,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         "batch_per_rank": a.batch_per_rank,
         "skew": round(a.skew, 6),
     }
-    return headline.Outcome(RESULT, headlines, a.verdict, a.reason, tid, parameters)
+    return headline.Outcome(RESULT, headlines, a.claim_readings, flips, tid, parameters, a.hardware)
 
 
 # --------------------------------------------------------------------------------------------

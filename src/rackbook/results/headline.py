@@ -1,7 +1,19 @@
-"""Headline results: the JSON each notebook's last cell writes (``DIR/RESULT.json``).
+"""Headline results: what each chapter concludes, and the JSON its last cell writes
+(``DIR/RESULT.json``).
 
-Each headline value carries its value and unit, its definition, the claim it speaks to, its
-kind (how the number was obtained) and a verdict with a one-line reason.
+Every claim of a result gets three readings, kept apart, each in its own words:
+
+- **physics** (modelled from the catalogs): ``possible`` | ``impossible`` | ``undetermined``
+  (within the modelling uncertainty of a ceiling, or a figure that fits any value);
+- **published** (independent measurements of comparable real systems): ``within`` | ``above`` |
+  ``below`` their range, or ``none published``;
+- **this run** (the trace the chapter executed): ``consistent`` | ``inconsistent`` when the trace
+  is on the claim's hardware and model, otherwise ``untested`` (naming the hardware it ran on).
+
+A headline value carries its value and unit, its definition, the claim it speaks to, its kind
+(how the number was obtained: ``measured``, ``modelled``, ``published``, ``synthetic``), and a
+verdict in the words of the reading its kind belongs to, or ``not comparable`` for a figure the
+claim does not speak to.
 """
 
 from __future__ import annotations
@@ -21,8 +33,30 @@ from rackbook.paths import RESULTS
 
 #: How a number was obtained.
 KINDS = ("measured", "modelled", "published", "synthetic")
-#: What a number says about its claim.
-VERDICTS = ("consistent", "inconsistent", "not comparable", "not reproduced")
+#: The three readings of a claim, in the order the book shows them.
+READINGS = ("physics", "published", "this run")
+#: Each reading's words.
+VOCABULARY: dict[str, tuple[str, ...]] = {
+    "physics": ("possible", "impossible", "undetermined"),
+    "published": ("within", "above", "below", "none published"),
+    "this run": ("consistent", "inconsistent", "untested"),
+}
+#: The word for a figure the claim does not speak to.
+NOT_COMPARABLE = "not comparable"
+#: Every verdict word.
+VERDICTS = (*(w for r in READINGS for w in VOCABULARY[r]), NOT_COMPARABLE)
+#: The reading a headline's kind belongs to.
+READING_OF_KIND = {
+    "modelled": "physics",
+    "published": "published",
+    "measured": "this run",
+    "synthetic": "this run",
+}
+
+
+def _one_line(text: str, what: str) -> None:
+    if "\n" in text:
+        raise ValueError(f"{what}: must be one line")
 
 
 @dataclass
@@ -40,77 +74,121 @@ class Headline:
     hardware: str | None = None  # for measured values: on what hardware
     trace_ids: list[str] = field(default_factory=list)
 
+    @property
+    def reading(self) -> str:
+        """The reading this headline belongs to (from its kind)."""
+        return READING_OF_KIND[self.kind]
+
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"headline {self.name}: kind {self.kind!r} not in {KINDS}")
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"headline {self.name}: verdict {self.verdict!r} not in {VERDICTS}")
+        allowed = (*VOCABULARY[self.reading], NOT_COMPARABLE)
+        if self.verdict not in allowed:
+            raise ValueError(
+                f"headline {self.name}: verdict {self.verdict!r} is not a {self.reading} word "
+                f"({', '.join(allowed)})"
+            )
+        if self.claim_id is None and self.verdict != NOT_COMPARABLE:
+            raise ValueError(f"headline {self.name}: without a claim the verdict is not comparable")
         if self.kind == "measured" and not self.hardware:
             raise ValueError(f"headline {self.name}: a measured value must say on what hardware")
         if isinstance(self.value, float) and not math.isfinite(self.value):
             raise ValueError(f"headline {self.name}: value is not finite")
-        if "\n" in self.reason:
-            raise ValueError(f"headline {self.name}: reason must be one line")
+        _one_line(self.reason, f"headline {self.name}: reason")
 
 
-def write_result(
-    result: str,
-    headlines: list[Headline],
-    *,
-    out_dir: str | Path,
-    source: str,
-    verdict: str,
-    reason: str,
-    trace_ids: list[str] | None = None,
-    parameters: dict[str, Any] | None = None,
-) -> Path:
-    """Write ``out_dir/RESULT.json`` atomically; returns its path."""
-    if result not in RESULTS:
-        raise ValueError(f"unknown result {result!r}")
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict {verdict!r} not in {VERDICTS}")
-    doc = {
-        "result": result,
-        "source": source,
-        "verdict": verdict,
-        "reason": reason,
-        "trace_ids": sorted(set(trace_ids or [])),
-        "parameters": parameters or {},
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "headlines": [asdict(h) for h in headlines],
-    }
-    return atomic_write_json(Path(out_dir) / f"{result}.json", doc)
+@dataclass(frozen=True)
+class ClaimReading:
+    """One reading of one claim: its verdict, the margin that decided it (a short text such as
+    ``3.94x the compute ceiling``) and a one-line reason."""
+
+    claim_id: str
+    reading: str
+    verdict: str
+    margin: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.reading not in READINGS:
+            raise ValueError(f"{self.claim_id}: reading {self.reading!r} not in {READINGS}")
+        if self.verdict not in VOCABULARY[self.reading]:
+            raise ValueError(
+                f"{self.claim_id}: {self.reading} verdict {self.verdict!r} not in "
+                f"{VOCABULARY[self.reading]}"
+            )
+        _one_line(self.reason, f"{self.claim_id} {self.reading}: reason")
+        _one_line(self.margin, f"{self.claim_id} {self.reading}: margin")
+
+
+def untested(claim_id: str, hardware: str, needs: str) -> ClaimReading:
+    """The "this run" reading of a trace that cannot test the claim: it names the hardware the
+    trace ran on and what the claim needs."""
+    return ClaimReading(
+        claim_id, "this run", "untested", "-", f"recorded on {hardware}; the claim needs {needs}"
+    )
 
 
 @dataclass
 class Outcome:
-    """What a chapter concludes: its headlines, the result's verdict with a one-line reason,
-    the traces it read and the parameters that shaped it; :meth:`write` writes the headline
-    JSON the book and ``rackbook list`` read."""
+    """What a chapter concludes: its headline values, the three readings of each of its claims,
+    what would flip each verdict (computed thresholds, one line each), the traces it read and
+    the parameters that shaped it; :meth:`write` writes the headline JSON the book reads."""
 
     result: str
     headlines: list[Headline]
-    verdict: str
-    reason: str
+    readings: list[ClaimReading]
+    flips: list[str] = field(default_factory=list)
     trace_ids: list[str] = field(default_factory=list)
     parameters: dict[str, Any] = field(default_factory=dict)
+    hardware: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.result not in RESULTS:
+            raise ValueError(f"unknown result {self.result!r}")
+        seen: dict[str, set[str]] = {}
+        for r in self.readings:
+            if not r.claim_id.startswith(self.result + "."):
+                raise ValueError(f"{r.claim_id} is not a claim of {self.result}")
+            if r.reading in seen.setdefault(r.claim_id, set()):
+                raise ValueError(f"{r.claim_id}: two {r.reading} readings")
+            seen[r.claim_id].add(r.reading)
+        for claim, got in seen.items():
+            if got != set(READINGS):
+                raise ValueError(f"{claim}: readings {sorted(got)}, need all of {READINGS}")
+        for f in self.flips:
+            _one_line(f, f"{self.result}: flip")
+
+    def reading(self, claim_id: str, reading: str) -> ClaimReading:
+        """The ``reading`` of ``claim_id``."""
+        for r in self.readings:
+            if r.claim_id == claim_id and r.reading == reading:
+                return r
+        raise KeyError((claim_id, reading))
+
+    def to_dict(self, source: str) -> dict[str, Any]:
+        return {
+            "result": self.result,
+            "source": source,
+            "hardware": self.hardware,
+            "trace_ids": sorted(set(self.trace_ids)),
+            "parameters": self.parameters,
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "readings": [asdict(r) for r in self.readings],
+            "flips": list(self.flips),
+            "headlines": [asdict(h) for h in self.headlines],
+        }
 
     def write(self, out_dir: str | Path, source: str) -> Path:
         """``out_dir/RESULT.json`` (atomic); ``source`` is ``trace`` or ``live``."""
-        return write_result(
-            self.result,
-            self.headlines,
-            out_dir=out_dir,
-            source=source,
-            verdict=self.verdict,
-            reason=self.reason,
-            trace_ids=self.trace_ids,
-            parameters=self.parameters,
-        )
+        return atomic_write_json(Path(out_dir) / f"{self.result}.json", self.to_dict(source))
 
     def markdown(self) -> str:
         """The headline table shown at the end of the chapter."""
         return headline_markdown(self.headlines)
+
+    def readings_markdown(self) -> str:
+        """One row per claim: its physics, published and this-run verdicts with reasons."""
+        return readings_markdown([asdict(r) for r in self.readings])
 
 
 class Params:
@@ -126,11 +204,19 @@ class Params:
 def _fmt_value(v: float | int | str | None) -> str:
     if v is None:
         return "unknown"
+    if isinstance(v, bool):
+        return str(v)
     if isinstance(v, float):
+        if v.is_integer() and abs(v) >= 1000:
+            return f"{v:,.0f}"
         return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("$", "\\$")
 
 
 def headline_markdown(headlines: list[Headline]) -> str:
@@ -143,15 +229,34 @@ def headline_markdown(headlines: list[Headline]) -> str:
     for h in headlines:
         unit = "" if h.unit in ("1", "") else f" {h.unit}"
         kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
-        cells = [h.name, _fmt_value(h.value) + unit, kind, h.claim_id or "-", h.verdict, h.reason]
-        rows.append(
-            "| " + " | ".join(str(c).replace("|", "\\|").replace("$", "\\$") for c in cells) + " |"
-        )
+        cells = [
+            f"`{h.name}`",
+            _fmt_value(h.value) + unit,
+            kind,
+            f"`{h.claim_id}`" if h.claim_id else "-",
+            h.verdict,
+            h.reason,
+        ]
+        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def readings_markdown(readings: list[dict[str, Any]]) -> str:
+    """A claim x reading table from readings as dicts (:class:`ClaimReading` fields)."""
+    by_claim: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in readings:
+        by_claim.setdefault(r["claim_id"], {})[r["reading"]] = r
+    rows = ["| claim | physics | published evidence | this run |", "|---|---|---|---|"]
+    for claim, rs in by_claim.items():
+        cells = [f"`{claim}`"] + [
+            f"**{rs[k]['verdict']}**: {rs[k]['reason']}" if k in rs else "-" for k in READINGS
+        ]
+        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(rows) + "\n"
 
 
 def read_result(path: str | Path) -> dict[str, Any]:
-    """Read a headline JSON written by :func:`write_result`."""
+    """Read a headline JSON written by :meth:`Outcome.write`."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -161,9 +266,21 @@ def read_result(path: str | Path) -> dict[str, Any]:
         raise InputError(path, "-", f"not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise InputError(path, "-", f"must be a JSON object, got {type(doc).__name__}")
-    for key, kind in (("headlines", list), ("verdict", str), ("reason", str)):
+    for key, kind in (("headlines", list), ("readings", list)):
         if key not in doc:
             raise InputError(path, key, "missing")
         if not isinstance(doc[key], kind):
             raise InputError(path, key, f"must be a {kind.__name__}, got {type(doc[key]).__name__}")
+    for i, r in enumerate(doc["readings"]):
+        if not isinstance(r, dict) or not {"claim_id", "reading", "verdict", "reason"} <= set(r):
+            raise InputError(path, f"readings[{i}]", "needs claim_id, reading, verdict, reason")
     return doc
+
+
+def summary_line(doc: dict[str, Any]) -> str:
+    """One line per headline JSON: each claim's three verdicts (for ``rackbook run`` and
+    ``rackbook list``)."""
+    by_claim: dict[str, list[str]] = {}
+    for r in doc["readings"]:
+        by_claim.setdefault(r["claim_id"], []).append(f"{r['reading']} {r['verdict']}")
+    return "; ".join(f"{c}: {', '.join(v)}" for c, v in by_claim.items())

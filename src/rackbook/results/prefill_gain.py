@@ -31,8 +31,8 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.physics import roofline, units
-from rackbook.results import headline, verdicts
+from rackbook.physics import check, roofline, units
+from rackbook.results import evidence, headline, verdicts
 from rackbook.results.verdicts import RangeVerdict
 
 RESULT = "prefill-gain"
@@ -256,14 +256,19 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
 
 @dataclass(frozen=True)
 class PrefixRead:
-    """Per new prefill token with a cached prefix: bytes of prefix KV read, the time to read
-    them, the compute floor, and the resulting tokens/s ceiling (seconds, bytes, tokens/s)."""
+    """Per new prefill token behind a cached prefix: the prefix bytes it reads at both ends
+    (sparse attention: the index-key scan plus the top-k rows; dense: every row in every
+    consuming layer), the read times, the compute time, and the tokens/s ceilings they give
+    (seconds, bytes, tokens/s)."""
 
     prefix_tokens: int
-    kv_bytes_per_new_token: float
-    read_s_per_new_token: float
+    sparse_bytes_per_new_token: float
+    dense_bytes_per_new_token: float
+    sparse_read_s: float
+    dense_read_s: float
     compute_s_per_new_token: float
     tokens_per_s: float
+    dense_tokens_per_s: float
     bound: str
     formula: str
 
@@ -277,44 +282,73 @@ def prefix_read_model(
     prefix_tokens: int,
     *,
     kv_dtype: str = "fp4",
-    precision: str = "fp4",
     n_gpus: int = 1,
     reuse_tokens: int = 1,
 ) -> PrefixRead:
-    """A simple model of prefilling new tokens after a cached prefix.
+    """Prefilling new tokens after a cached prefix of ``prefix_tokens`` tokens.
 
-    Each new token's attention and indexer read the prefix's global KV once:
-    bytes per new token = prefix_tokens x KV bytes/token
-    (:func:`rackbook.physics.roofline.kv_bytes`)
-    / ``reuse_tokens`` (new tokens that share one read, e.g. a chunk read once; 1 = no reuse, an
-    upper bound on traffic). Read time = those bytes / (n_gpus x HBM bytes/s)
-    (:func:`rackbook.physics.roofline.kv_read_time_s`); compute time = prefill FLOP per token /
-    (n_gpus x
-    dense FLOP/s) (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); tokens/s
-    ceiling =
-    1 / max(read, compute) (the two overlap at best). Ignores sparse attention's top-k selection,
-    the sliding-window cache, and attention FLOP (which also grow with the prefix).
-
-    DeepSeek-V4.1-Flash behind the claim's cached prefix (tests/test_prefill_gain.py), FP4 KV,
-    one B300, no reuse: the read takes about 13 times the compute time per new token (8e9 x 2
-    FLOP / 15 PFLOP/s).
+    Each new token reads the prefix's global KV as a decode step would
+    (:func:`rackbook.physics.roofline.decode_kv_reads`), at its sparse end (index-key scan and
+    top-k rows) and at its dense end (every row); ``reuse_tokens`` new tokens of a chunk share
+    one read (1 = none, the most traffic). Read time = bytes / (n_gpus x HBM bytes/s); compute
+    time = the prefill GEMM time per token, mixed precision
+    (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); ceiling = 1 / max(read,
+    compute) with the sparse read (the dense ceiling is given beside it). Attention FLOP, which
+    also grow with the prefix, are not counted.
     """
     m = catalogs.as_model(model)
     if reuse_tokens < 1:
         raise InputError("-", "reuse_tokens", f"must be >= 1, got {reuse_tokens}")
-    read = roofline.kv_read_time_s(prefix_tokens, m, hw, kv_dtype, n_gpus)
-    comp = roofline.compute_ceiling_tokens_per_s(m, hw, precision, "prefill", n_gpus)
-    read_s = read.seconds / reuse_tokens
+    g = catalogs.as_gpu(hw)
+    reads = roofline.decode_kv_reads(m, prefix_tokens, kv_dtype)
+    bw = n_gpus * g.hbm_bandwidth_bytes_per_s
+    sparse = reads.sparse_bytes / reuse_tokens
+    dense = reads.dense_bytes / reuse_tokens
+    comp = roofline.compute_ceiling_tokens_per_s(m, g, "prefill", n_gpus)
     comp_s = 1 / comp.tokens_per_s
-    per_tok = read.bytes / reuse_tokens
-    bound = "KV read" if read_s >= comp_s else "compute"
-    tps = 1 / max(read_s, comp_s)
+    sparse_s, dense_s = sparse / bw, dense / bw
+    bound = "KV read" if sparse_s >= comp_s else "compute"
+    tps = 1 / max(sparse_s, comp_s)
+    dense_tps = 1 / max(dense_s, comp_s)
     formula = (
-        f"KV read per {reuse_tokens} new token(s): {read.formula}; per new token "
-        f"{units.fmt(per_tok, 'B')} -> {read_s * 1e6:.4g} us; compute {comp.formula} -> "
-        f"{comp_s * 1e6:.4g} us/token; ceiling 1 / max = {tps:,.0f} new tokens/s ({bound} bound)"
+        f"per new token ({reuse_tokens} sharing one read): sparse {units.fmt(sparse, 'B')} -> "
+        f"{sparse_s * 1e6:.4g} us, dense {units.fmt(dense, 'B')} -> {dense_s * 1e6:.4g} us at "
+        f"{units.fmt(bw, 'B/s')}; compute {comp_s * 1e6:.4g} us; ceiling 1 / max = "
+        f"{tps:,.0f} new tokens/s ({bound} bound), {dense_tps:,.0f} with dense reads"
     )
-    return PrefixRead(prefix_tokens, per_tok, read_s, comp_s, tps, bound, formula)
+    return PrefixRead(
+        prefix_tokens, sparse, dense, sparse_s, dense_s, comp_s, tps, dense_tps, bound, formula
+    )
+
+
+def removable_share(model: ModelSpec | str) -> tuple[float, str]:
+    """The share of a new prefill token's GEMM work that running the decoder layers on each
+    request's last window only removes (vLLM's decoder replay layers): 1 - prefill active /
+    decode active parameters, the work of the layers a new token no longer passes."""
+    m = catalogs.as_model(model)
+    pre, dec = m.active_params("prefill"), m.active_params("decode")
+    if not pre or not dec:
+        raise InputError(m.file, "params", "active prefill and decode parameters are needed")
+    share = 1 - pre / dec
+    return share, f"1 - {pre / 1e9:g}B prefill / {dec / 1e9:g}B decode active = {share:.0%}"
+
+
+def gain_physics(low: float, high: float, removable: float, how: str) -> headline.ClaimReading:
+    """A gain g on new tokens removes 1 - 1/(1 + g) of their time. ``possible`` when the
+    largest such share fits within the ``removable`` share of the work (with the modelling
+    margin), ``impossible`` when it exceeds it, ``undetermined`` in between."""
+    need_lo, need_hi = 1 - 1 / (1 + low), 1 - 1 / (1 + high)
+    ratio = need_hi / removable if removable > 0 else float("inf")
+    v = check.physics_verdict(ratio)
+    return headline.ClaimReading(
+        CLAIM_ID,
+        "physics",
+        v,
+        f"{ratio:.3g}x the removable share",
+        f"+{low:.0%} to +{high:.0%} on new tokens removes {need_lo:.1%} to {need_hi:.1%} of "
+        f"their time; running the decoder layers on the last window only removes up to "
+        f"{removable:.0%} of their GEMM work ({how}), before the replay and CUDA-graph changes",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,14 +360,28 @@ CURVE_PREFIXES: tuple[int, ...] = tuple(
 )
 
 
-def comparable_to_claim(
-    run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol: float
-) -> bool:
-    """True when the trace can speak to the claim: it ran on Blackwell GPUs and its mean cached
-    prefix is within ``rel_tol`` (a fraction) of the claim's."""
-    return verdicts.on_gpus(run, verdicts.BLACKWELL) and (
+def can_test(run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol: float) -> bool:
+    """True when the trace can test the claim: recorded on Blackwell GPUs serving
+    DeepSeek-V4.1-Flash, its mean cached prefix within ``rel_tol`` (a fraction) of the claim's."""
+    return verdicts.can_test(run, verdicts.BLACKWELL) and (
         abs(trace_prefix / claim_prefix - 1) <= rel_tol
     )
+
+
+def run_reading(
+    rv: RangeVerdict, testable: bool, run: dict[str, Any], claim_prefix: int
+) -> headline.ClaimReading:
+    """This run's reading of a measured gain against the published range: ``consistent`` when
+    its point estimate is inside or its interval overlaps, ``inconsistent`` when the whole
+    interval is below or above; ``untested`` when the trace cannot test the claim."""
+    if not testable:
+        return headline.untested(
+            CLAIM_ID,
+            f"{verdicts.hardware(run)} ({rv.text})",
+            f"Blackwell GPUs serving DeepSeek-V4.1-Flash behind {claim_prefix:,} cached tokens",
+        )
+    v = "consistent" if rv.verdict in ("inside", "consistent") else "inconsistent"
+    return headline.ClaimReading(CLAIM_ID, "this run", v, rv.verdict, rv.text)
 
 
 @dataclass(frozen=True)
@@ -341,10 +389,9 @@ class Params(headline.Params):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): the cached prefix
     assumed for requests lacking ``cached_prompt_tokens`` (``None``: run.json), the config labels
     of A (reference) and B (changed), the statistic of per-request throughput, the bootstrap
-    (resamples, interval level, seed), the roofline's model, GPU, KV dtype, FLOP precision and
-    GPUs per prefill, and how close (fraction) the trace's cached prefix must be to the claim's
-    to compare. ``n_boot``, ``level`` and ``seed`` are not notebook parameters (the parameters
-    cell holds at most 20 lines): set them here."""
+    (resamples, interval level, seed), the roofline's model, GPU, KV dtype and GPUs per
+    prefill, and how close (fraction) the trace's cached prefix must be to the claim's to
+    test it. ``n_boot``, ``level`` and ``seed`` are not notebook parameters: set them here."""
 
     assume_prefix_tokens: int | None = None
     config_a: str = "A"
@@ -354,9 +401,8 @@ class Params(headline.Params):
     level: float = 0.90
     seed: int = 0
     model_id: str = "deepseek-v4.1-flash"
-    gpu_id: str = "b300"
+    gpu_id: str = "gb300"
     kv_dtype: str = "fp4"
-    precision: str = "fp4"
     prefill_gpus: int = 1
     rel_tol: float = 0.10
 
@@ -365,8 +411,8 @@ class Params(headline.Params):
 class Analysis:
     """Everything the chapter shows: the per-request table and its summary per configuration,
     the gain of B over A with its bootstrap interval against the published range, the prefix-read
-    roofline behind the claim's cached prefix (and its curve over prefix lengths), the verdict,
-    and the values its prose quotes."""
+    roofline behind the claim's cached prefix (and its curve over prefix lengths), the claim's
+    three readings, and the values its prose quotes."""
 
     trace: Trace
     params: Params
@@ -376,21 +422,22 @@ class Analysis:
     claim_prefix: int
     table: pd.DataFrame
     summary: pd.DataFrame
-    gain: Gain
-    range_verdict: RangeVerdict
+    gain: Gain | None
+    range_verdict: RangeVerdict | None
     trace_prefix: int
     trace_new: int
     read_no_reuse: PrefixRead
     read_reuse: PrefixRead
     curve: pd.DataFrame
-    comparable: bool
-    verdict: str
-    reason: str
+    removable: float
+    readings: list[headline.ClaimReading]
     hardware: str
+    missing: str
 
     def stat_tok_s(self, config: str) -> float:
-        """The chosen statistic of per-request new-token tok/s of ``config``."""
-        return float(self.summary.set_index("config").loc[config, f"{self.params.stat}_tok_s"])
+        """The chosen statistic of per-request new-token tok/s of ``config`` (NaN if absent)."""
+        s = self.summary.set_index("config")
+        return float(s.loc[config, f"{self.params.stat}_tok_s"]) if config in s.index else np.nan
 
     def cached_sources(self) -> str:
         """Where the cached-token counts came from, with the number of requests of each."""
@@ -399,8 +446,9 @@ class Analysis:
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
-        p, m = self.params, self.read_no_reuse
-        return {
+        p, m, g = self.params, self.read_no_reuse, self.gain
+        nan = float("nan")
+        out = {
             "claim_low_pct": self.claim.values.low if self.claim.values else None,
             "claim_high_pct": self.claim.values.high if self.claim.values else None,
             "claim_prefix": self.claim_prefix,
@@ -411,27 +459,36 @@ class Analysis:
             "a_tok_s": self.stat_tok_s(p.config_a),
             "b_tok_s": self.stat_tok_s(p.config_b),
             "stat": p.stat,
-            "gain_pct": 100 * self.gain.gain,
-            "gain_low_pct": 100 * self.gain.low,
-            "gain_high_pct": 100 * self.gain.high,
-            "level_pct": 100 * self.gain.level,
-            "range_verdict": self.range_verdict.verdict,
-            "kv_mb_per_new_token": m.kv_bytes_per_new_token / 1e6,
-            "read_us": 1e6 * m.read_s_per_new_token,
+            "gain_pct": 100 * g.gain if g else nan,
+            "gain_low_pct": 100 * g.low if g else nan,
+            "gain_high_pct": 100 * g.high if g else nan,
+            "level_pct": 100 * (g.level if g else p.level),
+            "range_verdict": self.range_verdict.verdict if self.range_verdict else "untested",
+            "sparse_mb_per_new_token": m.sparse_bytes_per_new_token / 1e6,
+            "dense_mb_per_new_token": m.dense_bytes_per_new_token / 1e6,
+            "sparse_read_us": 1e6 * m.sparse_read_s,
+            "dense_read_us": 1e6 * m.dense_read_s,
             "compute_us": 1e6 * m.compute_s_per_new_token,
-            "read_over_compute": m.read_s_per_new_token / m.compute_s_per_new_token,
             "ceiling_no_reuse": m.tokens_per_s,
+            "dense_ceiling_no_reuse": m.dense_tokens_per_s,
             "trace_new": self.trace_new,
             "ceiling_reuse": self.read_reuse.tokens_per_s,
             "bound_reuse": self.read_reuse.bound,
-            "verdict": self.verdict,
+            "removable_pct": 100 * self.removable,
+            "need_low_pct": 100 * (1 - 1 / (1 + self.claim_low)),
+            "need_high_pct": 100 * (1 - 1 / (1 + self.claim_high)),
+            "missing": self.missing,
         }
+        for r in self.readings:
+            out[f"v_{r.reading.replace(' ', '_')}"] = r.verdict
+        return out
 
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
     """New-token throughput per request and per configuration, the gain of B over A with its
-    bootstrap interval against the published range, and the prefix-read roofline behind the
-    claim's cached prefix (range and prefix from the claims registry)."""
+    bootstrap interval against the published range, the prefix-read roofline behind the
+    claim's cached prefix, and the claim's three readings (range and prefix from the claims
+    registry). A trace with one configuration only builds the chapter with the gain untested."""
     reg = registry or load_claims()
     claim = reg.get(CLAIM_ID)
     rng = reg.range(CLAIM_ID)
@@ -442,35 +499,59 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     p = params
     table = new_token_prefill(trace, p.assume_prefix_tokens)
     summ = summary(table)
-    g = gain(
-        table, p.config_a, p.config_b, stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed
-    )
-    rv = verdict_range(g, low, high)
-    trace_prefix = int(round(table["cached_tokens"].mean()))
-    trace_new = max(1, int(round(table["new_tokens"].mean())))
+    configs = set(table.loc[table["new_tok_s"].notna(), "config"])
+    lacking = [c for c in (p.config_a, p.config_b) if c not in configs]
+    g = rv = None
+    missing = ""
+    if lacking:
+        missing = (
+            f"no usable request of configuration {' or '.join(lacking)}: record both "
+            "configurations behind the same cached prefix"
+        )
+    else:
+        g = gain(
+            table,
+            p.config_a,
+            p.config_b,
+            stat=p.stat,
+            n_boot=p.n_boot,
+            level=p.level,
+            seed=p.seed,
+        )
+        rv = verdict_range(g, low, high)
+    trace_prefix = int(round(table["cached_tokens"].mean())) if len(table) else 0
+    trace_new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
     model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
 
     def read(prefix: int, reuse: int = 1) -> PrefixRead:
         return prefix_read_model(
-            model,
-            gpu,
-            prefix,
-            kv_dtype=p.kv_dtype,
-            precision=p.precision,
-            n_gpus=p.prefill_gpus,
-            reuse_tokens=reuse,
+            model, gpu, prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus, reuse_tokens=reuse
         )
 
     curve = pd.DataFrame(
         [
-            {"prefix": pre, "reuse": r, "tok_s": read(pre, r).tokens_per_s}
+            {
+                "prefix": pre,
+                "reuse": r,
+                "tok_s": read(pre, r).tokens_per_s,
+                "dense_tok_s": read(pre, r).dense_tokens_per_s,
+            }
             for r in (1, trace_new)
             for pre in CURVE_PREFIXES
         ]
     )
-    comparable = comparable_to_claim(trace.run, trace_prefix, claim_prefix, p.rel_tol)
-    target = f"Blackwell GPUs with {claim_prefix:,} cached tokens"
-    v, why = verdicts.gain_verdict(rv, comparable, target, trace.run)
+    removable, how = removable_share(model)
+    testable = can_test(trace.run, trace_prefix, claim_prefix, p.rel_tol)
+    run = (
+        run_reading(rv, testable, trace.run, claim_prefix)
+        if rv is not None
+        else headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
+    )
+    readings = [
+        gain_physics(low, high, removable, how),
+        evidence.claim_reading(CLAIM_ID, (rng.low + rng.high) / 2, registry=reg),
+        run,
+    ]
     return Analysis(
         trace,
         p,
@@ -487,61 +568,64 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         read(claim_prefix),
         read(claim_prefix, trace_new),
         curve,
-        comparable,
-        v,
-        why,
+        removable,
+        readings,
         hardware_label(trace.run),
+        missing,
     )
 
 
 def outcome(a: Analysis) -> headline.Outcome:
-    """The chapter's headlines and verdict (the headline JSON)."""
+    """The chapter's headlines, the claim's three readings and what would flip them."""
     p, g, num = a.params, a.gain, verdicts.number
     tid = [a.trace.trace_id]
+    run = next(r for r in a.readings if r.reading == "this run")
+    phys = next(r for r in a.readings if r.reading == "physics")
     measured = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
-    on_claim = dict(claim_id=CLAIM_ID, verdict=a.verdict, reason=a.reason, **measured)
-    no_claim = dict(claim_id=None, verdict="not comparable", **measured)
+    on_claim = dict(claim_id=CLAIM_ID, verdict=run.verdict, reason=run.reason, **measured)
+    no_claim = dict(claim_id=None, verdict=headline.NOT_COMPARABLE, **measured)
     absolute = "the write-up gives no absolute throughput"
-    headlines = [
-        headline.Headline(
-            name="gain",
-            value=num(100 * g.gain, 2),
-            unit="%",
-            definition=f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1; "
-            "new tokens = prompt - cached, over TTFT",
-            **on_claim,
-        ),
-        headline.Headline(
-            name="gain_interval_low",
-            value=num(100 * g.low, 2),
-            unit="%",
-            definition=f"lower end of the {g.level:.0%} bootstrap interval of the gain "
-            f"({g.n_boot} resamples, seed {g.seed})",
-            **on_claim,
-        ),
-        headline.Headline(
-            name="gain_interval_high",
-            value=num(100 * g.high, 2),
-            unit="%",
-            definition=f"upper end of the {g.level:.0%} bootstrap interval of the gain",
-            **on_claim,
-        ),
-        headline.Headline(
-            name="new_token_tok_s_a",
-            value=num(g.a_tok_s, 2),
-            unit="tok/s",
-            definition=f"{p.stat} new-token prefill throughput per request, config {p.config_a}",
-            reason=absolute,
-            **no_claim,
-        ),
-        headline.Headline(
-            name="new_token_tok_s_b",
-            value=num(g.b_tok_s, 2),
-            unit="tok/s",
-            definition=f"{p.stat} new-token prefill throughput per request, config {p.config_b}",
-            reason=absolute,
-            **no_claim,
-        ),
+    headlines = []
+    if g is not None:
+        headlines += [
+            headline.Headline(
+                name="gain",
+                value=num(100 * g.gain, 2),
+                unit="%",
+                definition=f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1;"
+                " new tokens = prompt - cached, over TTFT",
+                **on_claim,
+            ),
+            headline.Headline(
+                name="gain_interval_low",
+                value=num(100 * g.low, 2),
+                unit="%",
+                definition=f"lower end of the {g.level:.0%} bootstrap interval of the gain "
+                f"({g.n_boot} resamples, seed {g.seed})",
+                **on_claim,
+            ),
+            headline.Headline(
+                name="gain_interval_high",
+                value=num(100 * g.high, 2),
+                unit="%",
+                definition=f"upper end of the {g.level:.0%} bootstrap interval of the gain",
+                **on_claim,
+            ),
+        ]
+    for cfg in (p.config_a, p.config_b):
+        v = a.stat_tok_s(cfg)
+        if np.isfinite(v):
+            headlines.append(
+                headline.Headline(
+                    name=f"new_token_tok_s_{cfg.lower()}",
+                    value=num(v, 2),
+                    unit="tok/s",
+                    definition=f"{p.stat} new-token prefill throughput per request, config {cfg}",
+                    reason=absolute,
+                    **no_claim,
+                )
+            )
+    headlines += [
         headline.Headline(
             name="mean_cached_tokens",
             value=num(a.table["cached_tokens"].mean(), 1),
@@ -551,16 +635,35 @@ def outcome(a: Analysis) -> headline.Outcome:
             **no_claim,
         ),
         headline.Headline(
+            name="removable_share",
+            value=num(100 * a.removable, 1),
+            unit="%",
+            definition="share of a new token's GEMM work the decoder replay layers remove",
+            claim_id=CLAIM_ID,
+            kind="modelled",
+            verdict=phys.verdict,
+            reason=phys.reason,
+        ),
+        headline.Headline(
             name="prefix_read_ceiling_no_reuse",
             value=num(a.read_no_reuse.tokens_per_s, 1),
             unit="tok/s",
-            definition=f"new-token prefill ceiling behind {a.claim_prefix:,} cached tokens, "
-            f"{p.prefill_gpus} x {p.gpu_id}, {p.kv_dtype} KV, each new token reading the prefix",
+            definition=f"new-token prefill ceiling behind {a.claim_prefix:,} cached "
+            f"tokens, {p.prefill_gpus} x {p.gpu_id}, {p.kv_dtype} KV, sparse reads, no reuse",
             claim_id=None,
             kind="modelled",
-            verdict="not comparable",
+            verdict=headline.NOT_COMPARABLE,
             reason="a ceiling on throughput, not a gain",
         ),
+    ]
+    flips = [
+        f"physics: impossible if less than {100 * (1 - 1 / (1 + a.claim_high)) / 1.15:.1f} % of "
+        "a new token's time were removable; undetermined if the baseline already ran the decoder "
+        "layers on the last window only (the rest grows with the cached prefix, which this model "
+        "does not size)",
+        f"this run: a trace on Blackwell GPUs serving DeepSeek-V4.1-Flash, both configurations "
+        f"behind {a.claim_prefix:,} cached tokens; inconsistent if the whole interval of the gain "
+        f"lies outside +{a.claim_low:.0%} to +{a.claim_high:.0%}",
     ]
     parameters = {
         "config_a": p.config_a,
@@ -573,7 +676,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         "model_id": p.model_id,
         "gpu_id": p.gpu_id,
         "kv_dtype": p.kv_dtype,
-        "precision": p.precision,
         "prefill_gpus": p.prefill_gpus,
+        "rel_tol": p.rel_tol,
     }
-    return headline.Outcome(RESULT, headlines, a.verdict, a.reason, tid, parameters)
+    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)

@@ -40,19 +40,19 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec, PriceSpec, SystemSpec
 from rackbook.inputs.claims import Registry, load_claims
-from rackbook.physics import roofline, units
-from rackbook.results import headline, verdicts
+from rackbook.physics import check, roofline
+from rackbook.results import evidence, headline, verdicts
 
 #: Node sizes to read "a single node" as: catalog system ids (GB300 tray = 4 GPUs, HGX B300 = 8).
 NODE_SYSTEMS: tuple[str, ...] = ("gb300-tray", "hgx-b300")
 
-#: Token prices InferenceX uses, US dollars per million tokens (uncached input and output;
-#: cached input). Source: claims-context.md section "Physics checks worth showing".
+#: Token prices InferenceX's cost calculator uses, US dollars per million tokens (uncached
+#: input and output; cached input).
 INFERENCEX_USD_PER_M_UNCACHED = 1.00
 INFERENCEX_USD_PER_M_CACHED = 0.10
 INFERENCEX_PRICES_SOURCE = (
-    'claims-context.md section "Physics checks worth showing" (InferenceX prices tokens at '
-    "$1/M uncached, $0.10/M cached; low confidence)"
+    "https://github.com/SemiAnalysisAI/InferenceX-app/blob/main/docs/tco-calculator.md "
+    "(uncached input and output $1/M tokens, cached input $0.10/M)"
 )
 
 RESULT = "rack-scaling"
@@ -200,22 +200,31 @@ def node_sizes(systems: tuple[str, ...] = NODE_SYSTEMS) -> dict[str, int]:
 
 def speedup_readings(
     speedup: float,
+    claim_tok_s: float,
     n_gpus: int,
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
     systems: tuple[str, ...] = NODE_SYSTEMS,
 ) -> pd.DataFrame:
     """What a ``speedup`` over "a single node" on ``n_gpus`` GPUs means for each node size in
-    ``systems``.
+    ``systems``, read as the rack's aggregate (rack throughput / node throughput) and per GPU
+    (scaling efficiency = speedup / nodes; above 1 is super-linear, which wide expert
+    parallelism can give), with the physics of the node it implies.
 
-    Per system: gpus_per_node, nodes = n_gpus / gpus_per_node, efficiency = speedup / nodes
-    (dimensionless), formula. E.g. 10x on 64 GPUs: 16 GB300 trays of 4 -> 10 / 16 = 62.5 %;
-    8 HGX B300 nodes of 8 -> 10 / 8 = 125 % (above linear scaling).
+    The implied node: the throughput claim ``claim_tok_s`` read as the rack's total (the only
+    reading physics allows, :func:`throughput_readings`) / speedup, per GPU of the node, set
+    against the compute ceiling per GPU. E.g. 10x on 64 GPUs with 640,000 tok/s: 16 trays of
+    4 -> 62.5 % efficiency; the tray serves 64,000 tok/s = 16,000 per GPU.
     """
     if not speedup > 0:
         raise InputError("-", "speedup", f"must be > 0, got {speedup}")
+    cap = roofline.compute_ceiling_tokens_per_s(model, hw, "decode").tokens_per_s
     rows = []
     for sid, per_node in node_sizes(systems).items():
         nodes = n_gpus / per_node
         eff = speedup / nodes
+        node_per_gpu = claim_tok_s / speedup / per_node
+        ratio = node_per_gpu / cap
         rows.append(
             {
                 "system": sid,
@@ -224,8 +233,13 @@ def speedup_readings(
                 "nodes": nodes,
                 "speedup": speedup,
                 "efficiency": eff,
-                "formula": f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; "
-                f"{speedup:g} / {nodes:g} = {eff:.1%}",
+                "node_tok_s_per_gpu": node_per_gpu,
+                "ceiling_tok_s_per_gpu": cap,
+                "ratio": ratio,
+                "verdict": check.physics_verdict(ratio),
+                "formula": f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; {speedup:g} / "
+                f"{nodes:g} = {eff:.1%} per GPU; node: {claim_tok_s:,.0f} / {speedup:g} / "
+                f"{per_node} = {node_per_gpu:,.0f} tok/s per GPU = {ratio:.3g}x the ceiling",
             }
         )
     return pd.DataFrame(rows)
@@ -233,71 +247,53 @@ def speedup_readings(
 
 # ----------------------------------------------------------------------------- readings
 
+#: Readings of a per-GPU throughput figure whose counted tokens the source does not state.
+READINGS = ("per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached", "rack-total")
 
-def claim_readings(
+
+def throughput_readings(
     claim_value: float,
     n_gpus: int,
-    model: ModelSpec | str = "deepseek-v4.1-flash",
-    hw: GpuSpec | str = "b300",
-    precision: str = "fp4",
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
     cached_share: float | None = None,
 ) -> pd.DataFrame:
-    """Readings of "``claim_value`` tokens/s per GPU", each checked against the GPU's peak.
-
-    For each reading: counted tokens/s per GPU; computed tokens/s per GPU (cached tokens cost
-    about no FLOP); FLOP per computed token = 2 x active parameters of the phase
-    (:func:`rackbook.physics.roofline.flops_per_token`); implied FLOP/s per GPU = computed tokens/s
-    x
-    FLOP/token; peak = dense FLOP/s at ``precision``; ``ratio`` = implied / peak;
-    ``cap_tok_s`` = peak / FLOP per token
-    (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`);
-    ``survives`` = ratio <= 1 (NA when it hinges on an unknown cached share).
+    """Readings of "``claim_value`` tokens/s per GPU", each judged by
+    :func:`rackbook.physics.check.check_claim` (mixed-precision compute, memory bandwidth at
+    the best batch that fits).
 
     Rows: ``per-gpu-decode`` (every token a computed decode token), ``per-gpu-prefill`` (every
-    token a new-token prefill token), ``rack-total`` (the figure is the rack's total: / n_gpus,
-    costed as decode), ``per-gpu-with-cached`` (per GPU, counting cache-hit input tokens:
-    computed = (1 - cached_share) x figure, costed as decode; without ``cached_share`` the row
-    gives the least share of cached tokens that fits, ``min_cached_share`` = 1 - cap / figure).
-
-    DeepSeek-V4.1-Flash on B300 at FP4 (32 GFLOP per decode token, 15 PFLOP/s): a figure of
-    600,000 tok/s needs 19.2 PFLOP/s, 1.28x the peak (cap 468,750 tok/s); read as the total of
-    64 GPUs it is 9,375 tok/s/GPU = 0.3 PFLOP/s (2 %).
+    token a new-token prefill token), ``per-gpu-with-cached`` (per GPU, counting cache-hit input
+    tokens, which cost about no FLOP: computed = (1 - cached_share) x figure; without
+    ``cached_share`` the row gives the least share that fits, ``min_cached_share``, and is
+    undetermined, since such a figure fits any share above it), ``rack-total`` (the figure is
+    the rack's total: / n_gpus). Columns: reading, meaning, tok_s_per_gpu, computed_tok_s_per_gpu,
+    phase, ceiling_tok_s_per_gpu, limit, ratio, verdict, min_cached_share, formula.
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     if not claim_value > 0:
         raise InputError("-", "claim_value", f"must be > 0, got {claim_value}")
-    if cached_share is not None and not 0 <= cached_share <= 1:
-        raise InputError("-", "cached_share", f"must be in [0, 1], got {cached_share}")
-    caps = {
-        ph: roofline.compute_ceiling_tokens_per_s(m, g, precision, ph) for ph in roofline.PHASES
-    }
-    peak = caps["decode"].flops_per_s
+    if cached_share is not None and not 0 <= cached_share < 1:
+        raise InputError("-", "cached_share", f"must be in [0, 1), got {cached_share}")
     rows = []
 
-    def add(name: str, meaning: str, counted: float, computed: float, phase: str) -> None:
-        cap = caps[phase]
-        implied = computed * cap.flops_per_token
-        ratio = implied / peak
-        rows.append(
-            {
-                "reading": name,
-                "meaning": meaning,
-                "tok_s_per_gpu": counted,
-                "computed_tok_s_per_gpu": computed,
-                "phase": phase,
-                "flops_per_token": cap.flops_per_token,
-                "implied_flops_per_s": implied,
-                "peak_flops_per_s": peak,
-                "ratio": ratio,
-                "cap_tok_s": cap.tokens_per_s,
-                "min_cached_share": np.nan,
-                "survives": ratio <= 1,
-                "formula": f"{computed:,.0f} tok/s x {units.fmt(cap.flops_per_token, 'FLOP')}"
-                f" = {units.fmt(implied, 'FLOP/s')} vs {units.fmt(peak, 'FLOP/s')} "
-                f"({g.id} dense {precision}) = {ratio:.3g}x peak; cap {cap.tokens_per_s:,.0f} "
-                "tok/s",
-            }
-        )
+    def add(name: str, meaning: str, counted: float, computed: float, phase: str) -> dict:
+        c = check.check_claim(m, g, n_gpus, computed, phase=phase)
+        row = {
+            "reading": name,
+            "meaning": meaning,
+            "tok_s_per_gpu": counted,
+            "computed_tok_s_per_gpu": computed,
+            "phase": phase,
+            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
+            "limit": c.limit,
+            "ratio": c.ratio,
+            "verdict": c.verdict,
+            "min_cached_share": np.nan,
+            "formula": f"{c.reason} ({c.limit})",
+        }
+        rows.append(row)
+        return row
 
     add("per-gpu-decode", "computed decode tokens per GPU", claim_value, claim_value, "decode")
     add(
@@ -307,43 +303,78 @@ def claim_readings(
         claim_value,
         "prefill",
     )
-    per_gpu = claim_value / n_gpus
-    add("rack-total", f"total of the {n_gpus}-GPU rack", per_gpu, per_gpu, "decode")
-    rows[-1]["formula"] = f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s/GPU; " + str(
-        rows[-1]["formula"]
-    )
-    dec = caps["decode"]
-    min_share = max(0.0, 1 - dec.tokens_per_s / claim_value)
+    cap = rows[0]["ceiling_tok_s_per_gpu"]
+    min_share = max(0.0, 1 - cap / claim_value)
     if cached_share is not None:
-        computed = (1 - cached_share) * claim_value
-        add(
+        row = add(
             "per-gpu-with-cached",
             f"per GPU, {cached_share:.1%} of counted tokens cache hits",
             claim_value,
-            computed,
+            (1 - cached_share) * claim_value,
             "decode",
-        )
-        rows[-1]["formula"] = (
-            f"(1 - {cached_share:.4g}) x {claim_value:,.0f} = " + rows[-1]["formula"]
         )
     else:
-        computed = dec.tokens_per_s
-        add(
+        row = add(
             "per-gpu-with-cached",
-            "per GPU, counting cache-hit input tokens (share unknown)",
+            "per GPU, counting cache-hit input tokens (share not published)",
             claim_value,
-            computed,
+            cap,
             "decode",
         )
-        rows[-1]["survives"] = pd.NA
-        rows[-1]["formula"] = (
-            f"fits if >= 1 - {dec.tokens_per_s:,.0f} / {claim_value:,.0f} = {min_share:.1%} "
-            "of counted tokens were cache hits (computed tokens at the cap)"
+        row.update(
+            ratio=np.nan,
+            verdict="undetermined",
+            formula=f"fits any cached share of at least 1 - {cap:,.0f} / {claim_value:,.0f} = "
+            f"{min_share:.1%} of the counted tokens (the share is not published)",
         )
-    rows[-1]["min_cached_share"] = min_share
-    out = pd.DataFrame(rows)
-    out["survives"] = out["survives"].astype("boolean")
-    return out
+    row["min_cached_share"] = min_share
+    per_gpu = claim_value / n_gpus
+    r = add("rack-total", f"total of the {n_gpus}-GPU rack", per_gpu, per_gpu, "decode")
+    r["formula"] = f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s per GPU; " + r["formula"]
+    return pd.DataFrame(rows)
+
+
+def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
+    """The claim as written ("per GPU"): the most permissive of its per-GPU readings (decode,
+    prefill, counting cache hits); the rack-total reading, which contradicts "per GPU", is
+    given in the reason."""
+    by = readings.set_index("reading")
+    per_gpu = by.loc[["per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached"]]
+    order = {"possible": 0, "undetermined": 1, "impossible": 2}
+    best = min(per_gpu["verdict"], key=order.__getitem__)
+    dec, pre = by.loc["per-gpu-decode"], by.loc["per-gpu-prefill"]
+    rack = by.loc["rack-total"]
+    reason = (
+        f"as computed tokens per GPU it needs {dec['ratio']:.3g}x the decode ceiling and "
+        f"{pre['ratio']:.3g}x the prefill ceiling; it fits only if at least "
+        f"{by.loc['per-gpu-with-cached', 'min_cached_share']:.1%} of the counted tokens were "
+        f"prefix-cache hits (not published); as the rack's total "
+        f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
+    )
+    margin = f"{dec['ratio']:.3g}x the decode ceiling"
+    return headline.ClaimReading(THROUGHPUT_CLAIM, "physics", best, margin, reason)
+
+
+def speedup_physics(speedups: pd.DataFrame) -> headline.ClaimReading:
+    """The speedup over "a single node": possible when the node it implies (throughput claim
+    read as the rack's total) fits under the ceiling for every node size, impossible when it
+    does for none, undetermined otherwise."""
+    vs = set(speedups["verdict"])
+    v = vs.pop() if len(vs) == 1 else "undetermined"
+    parts = "; ".join(
+        f"a {r.gpus_per_node}-GPU node: {r.efficiency:.1%} scaling efficiency, the node at "
+        f"{r.node_tok_s_per_gpu:,.0f} tok/s per GPU ({r.ratio:.3g}x its ceiling)"
+        for r in speedups.itertuples()
+    )
+    worst = speedups["ratio"].max()
+    return headline.ClaimReading(
+        SPEEDUP_CLAIM,
+        "physics",
+        v,
+        f"{worst:.3g}x the ceiling",
+        f"with the throughput as the "
+        f"rack's total, {parts}; super-linear per-GPU scaling would also be possible",
+    )
 
 
 @dataclass(frozen=True)
@@ -388,7 +419,7 @@ def cost_readings(
     if rental_usd_per_gpu_hour is None:
         rent = catalogs.price("gb300-rental")
         rental_usd_per_gpu_hour = rent.usd_per_gpu_hour
-        rent_label, rent_source = f"rental ({rent.id})", rent.source
+        rent_label, rent_source = f"rental ({rent.id})", rent.sources[0]
     else:
         rent_label, rent_source = "rental (given)", "argument rental_usd_per_gpu_hour"
     if not price_per_gpu_hour > 0 or not rental_usd_per_gpu_hour > 0:
@@ -447,6 +478,39 @@ def cost_readings(
         f"token prices: {INFERENCEX_PRICES_SOURCE}"
     )
     return CostReadings(pd.DataFrame(cost), pd.DataFrame(revenue), ratio, formula)
+
+
+def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.ClaimReading:
+    """The dollar figure as token revenue per GPU-hour, the one reading physics (throughput x
+    token prices) can judge: ``undetermined`` when it lies between the revenue of all-cached
+    and all-uncached tokens at some throughput reading (it then fits any such figure: the
+    cached share picks it), ``impossible`` as revenue when it lies outside that range at every
+    reading. As a rental price physics says nothing; the published reading judges that."""
+    rev = cost.revenue
+    fits = rev[rev["cached_share_matching"].notna()]
+    ranges = "; ".join(
+        f"{r.reading}: ${r.revenue_all_cached:,.2f} (all cached) to ${r.revenue_all_uncached:,.2f}"
+        for r in rev.itertuples()
+    )
+    if len(fits):
+        r = fits.iloc[0]
+        return headline.ClaimReading(
+            COST_CLAIM,
+            "physics",
+            "undetermined",
+            f"{r['cached_share_matching']:.1%} cached",
+            f"as token revenue it fits the {r['reading']} reading with "
+            f"{r['cached_share_matching']:.1%} of tokens cached, as it would fit any figure in "
+            f"its range ({ranges}); as a rental price physics says nothing",
+        )
+    return headline.ClaimReading(
+        COST_CLAIM,
+        "physics",
+        "impossible",
+        "outside every range",
+        f"${price_per_gpu_hour:g} per GPU-hour is outside the token revenue of every reading "
+        f"({ranges}); as a rental price physics says nothing",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -603,26 +667,26 @@ class Params(headline.Params):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): GPUs per server
     where the trace does not record them, the reference configuration and the token kind to
     scale, the catalog ids of the model, GPU, rack, node sizes and rental price the readings
-    use, the precision of the peak, and the relative tolerance of measured against published
-    (GB300 traces only)."""
+    use, the share of counted tokens that were cache hits if known (None: not published), and
+    the relative tolerance of measured against published (GB300 traces only)."""
 
     gpus_per_replica: int = 1
     reference_config: str = "1x"
     metric: str = "total"
     model_id: str = "deepseek-v4.1-flash"
-    gpu_id: str = "b300"
+    gpu_id: str = "gb300"
     system_id: str = "gb300-nvl72"
     node_systems: tuple[str, ...] | list[str] = NODE_SYSTEMS
-    precision: str = "fp4"
     price_id: str = "gb300-rental"
+    cached_share: float | None = None
     rel_tol: float = 0.10
 
 
 @dataclass
 class Analysis:
     """Everything the chapter shows: the token accounting of every point, scaling from the
-    reference, the physics readings of the three published figures, the measured verdicts, and
-    the values its prose quotes."""
+    reference, the physics of the three published figures, their readings, and the values its
+    prose quotes."""
 
     trace: Trace
     params: Params
@@ -635,16 +699,18 @@ class Analysis:
     model: ModelSpec
     rental: PriceSpec
     accounting: pd.DataFrame
-    largest: pd.Series
     scaling: pd.DataFrame
-    readings: pd.DataFrame
+    throughput: pd.DataFrame
     speedups: pd.DataFrame
     cost: CostReadings
-    verdict: str
-    reason: str
-    speedup_verdict: str
-    speedup_reason: str
+    band: check.Band
+    readings: list[headline.ClaimReading]
     hardware: str
+
+    @property
+    def largest(self) -> pd.Series:
+        """The accounting row of the configuration with the most GPUs."""
+        return self.accounting.loc[self.accounting["num_gpus"].astype(float).idxmax()]
 
     @property
     def top(self) -> pd.Series:
@@ -669,18 +735,18 @@ class Analysis:
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         nx, top, reg = self.largest, self.top, self.registry
-        by = self.readings.set_index("reading")
+        by = self.throughput.set_index("reading")
         spi = self.speedups.set_index("system")
         rev = self.cost.revenue.set_index("reading")
         cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
-        prec = self.params.precision
-        return {
+        tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
+        out = {
             "claim_tok_s": self.claim_tok_s,
             "claim_speedup": self.claim_speedup,
             "claim_usd": self.claim_usd,
             "rack_gpus": self.rack.gpus,
-            "tray_gpus": catalogs.system("gb300-tray").gpus,
-            "hgx_gpus": catalogs.system("hgx-b300").gpus,
+            "tray_gpus": catalogs.system(tray).gpus,
+            "hgx_gpus": catalogs.system(hgx).gpus,
             "su_claim": reg.value(SINGLE_USER_CLAIM),
             "su_gpus": reg.get(SINGLE_USER_CLAIM).scope.gpu_count,
             "dp_claim": reg.value(DECODE_PARITY_CLAIM),
@@ -692,6 +758,7 @@ class Analysis:
             "trace_kind": self.trace.kind,
             "nx_config": str(nx["config"]),
             "nx_gpus": int(nx["num_gpus"]),
+            "nx_replicas": int(nx["replicas"]) if pd.notna(nx["replicas"]) else 1,
             "nx_total": verdicts.text(nx["total_tok_s"], ",.1f"),
             "nx_total_per_gpu": verdicts.text(nx["total_tok_s_per_gpu"], ",.1f"),
             "nx_output": verdicts.text(nx["output_tok_s"], ",.1f"),
@@ -704,9 +771,8 @@ class Analysis:
             "top_gpus": int(top["num_gpus"]),
             "speedup": verdicts.text(top["speedup"], ".2f"),
             "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
-            "peak_pflops": self.gpu.flops(prec) / 1e15,
-            "cap_decode": by.loc["per-gpu-decode", "cap_tok_s"],
-            "cap_prefill": by.loc["per-gpu-prefill", "cap_tok_s"],
+            "cap_decode": by.loc["per-gpu-decode", "ceiling_tok_s_per_gpu"],
+            "cap_prefill": by.loc["per-gpu-prefill", "ceiling_tok_s_per_gpu"],
             "ratio_decode": by.loc["per-gpu-decode", "ratio"],
             "ratio_prefill": by.loc["per-gpu-prefill", "ratio"],
             "rack_per_gpu": by.loc["rack-total", "tok_s_per_gpu"],
@@ -715,10 +781,13 @@ class Analysis:
             "v_prefill": by.loc["per-gpu-prefill", "verdict"],
             "v_rack": by.loc["rack-total", "verdict"],
             "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
-            "eff_tray_pct": 100 * spi.loc["gb300-tray", "efficiency"],
-            "eff_hgx_pct": 100 * spi.loc["hgx-b300", "efficiency"],
-            "nodes_tray": spi.loc["gb300-tray", "nodes"],
-            "nodes_hgx": spi.loc["hgx-b300", "nodes"],
+            "band_low": self.band.low,
+            "band_high": self.band.high,
+            "eff_tray_pct": 100 * spi.loc[tray, "efficiency"],
+            "eff_hgx_pct": 100 * spi.loc[hgx, "efficiency"],
+            "nodes_tray": spi.loc[tray, "nodes"],
+            "nodes_hgx": spi.loc[hgx, "nodes"],
+            "node_tray_per_gpu": spi.loc[tray, "node_tok_s_per_gpu"],
             "rental_usd": self.rental.usd_per_gpu_hour,
             "ratio_rental": self.cost.ratio_to_rental,
             "usd_per_m_stated": cst[(STATED, "claim as cost")],
@@ -726,27 +795,21 @@ class Analysis:
             "rev_share_rack": verdicts.text(
                 100 * rev.loc[self.rack_reading, "cached_share_matching"], ".1f"
             ),
+            "rev_min_rack": rev.loc[self.rack_reading, "revenue_all_cached"],
+            "rev_max_rack": rev.loc[self.rack_reading, "revenue_all_uncached"],
             "rev_max_stated": rev.loc[STATED, "revenue_all_cached"],
-            "verdict": self.verdict,
         }
-
-    def verdicts_markdown(self) -> str:
-        """The measured verdicts and the physics verdicts on the readings, one paragraph each."""
-        readings = "; ".join(f"{r.reading}: {r.verdict}" for r in self.readings.itertuples())
-        return (
-            f"**Verdict on the measured throughput: {self.verdict}.** {self.reason}.\n\n"
-            f"**Verdict on the measured speedup: {self.speedup_verdict}.** "
-            f"{self.speedup_reason}.\n\n"
-            f"**Verdict on the readings (physics, from the catalogs):** {readings}."
-        )
+        for r in self.readings:
+            out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
+        return out
 
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
     """Token accounting of every point (GPU counts filled from ``params.gpus_per_replica``),
-    scaling from ``params.reference_config``, the physics readings of the published throughput,
-    speedup and cost (from the claims registry) on the catalogs' rack, GPU, model and rental
-    price, and the measured verdicts (a trace speaks to the claims only on B300 GPUs with at
-    least the rack's GPU count)."""
+    scaling from ``params.reference_config``, the physics of the published throughput, speedup
+    and cost (from the claims registry) on the catalogs' rack, GPU, model and rental price,
+    and the three readings of each claim (a trace tests them only when recorded on GB300 GPUs,
+    at least the rack's count, serving DeepSeek-V4.1-Flash)."""
     p = params
     reg = registry or load_claims()
     tok_s, speedup, usd = (
@@ -759,35 +822,62 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         catalogs.gpu(p.gpu_id),
         catalogs.price(p.price_id),
     )
+    model = catalogs.load_model(p.model_id)
     tr = with_gpu_counts(trace, p.gpus_per_replica)
     acc = token_accounting(tr)
-    nx = acc.loc[acc["num_gpus"].astype(float).idxmax()]
     sc = scaling_vs_reference(acc, p.reference_config, p.metric)
-    top = sc.iloc[-1]
-    readings = claim_readings(tok_s, rack.gpus, p.model_id, p.gpu_id, p.precision)
-    readings = readings.merge(verdicts.reading_verdicts(readings), on="reading")
-    sp = speedup_readings(speedup, rack.gpus, tuple(p.node_systems))
+    thr = throughput_readings(tok_s, rack.gpus, model, gpu, p.cached_share)
+    sp = speedup_readings(speedup, tok_s, rack.gpus, model, gpu, tuple(p.node_systems))
     cost = cost_readings(
         usd,
         {STATED: tok_s, f"rack total / {rack.gpus}": tok_s / rack.gpus},
         rental_usd_per_gpu_hour=rental.usd_per_gpu_hour,
     )
     cost.cost["basis"] = cost.cost["basis"].replace({"rental (given)": f"rental ({p.price_id})"})
-    comparable = verdicts.on_gpus(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
-    target = f"the claim's {rack.name}"
-    what_tp = (
-        f"total {nx['total_tok_s_per_gpu']:,.1f} tok/s per GPU on {int(nx['num_gpus'])} GPU(s)"
-    )
-    v_tp, why_tp = verdicts.against_value(
-        float(nx["total_tok_s_per_gpu"]), tok_s, p.rel_tol, comparable, what_tp, target, tr.run
-    )
+    band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=tok_s)
+    nx = acc.loc[acc["num_gpus"].astype(float).idxmax()]
+    top = sc.iloc[-1]
+    testable = verdicts.can_test(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
+    needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
+    what_tp = f"total {nx['total_tok_s_per_gpu']:,.1f} tok/s per GPU on {int(nx['num_gpus'])}"
+    what_tp += " GPU(s)" if verdicts.gpu_names(tr.run) else " replica(s)"
     what_sp = (
         f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
         f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
     )
-    v_sp, why_sp = verdicts.against_value(
-        float(top["speedup"]), speedup, p.rel_tol, comparable, what_sp, target, tr.run
-    )
+    readings = [
+        throughput_physics(thr),
+        evidence.claim_reading(THROUGHPUT_CLAIM, tok_s, registry=reg),
+        verdicts.run_reading(
+            THROUGHPUT_CLAIM,
+            float(nx["total_tok_s_per_gpu"]),
+            tok_s,
+            p.rel_tol,
+            testable=testable,
+            what=what_tp,
+            run=tr.run,
+            needs=needs,
+        ),
+        speedup_physics(sp),
+        evidence.claim_reading(SPEEDUP_CLAIM, speedup, registry=reg),
+        verdicts.run_reading(
+            SPEEDUP_CLAIM,
+            float(top["speedup"]),
+            speedup,
+            p.rel_tol,
+            testable=testable,
+            what=what_sp,
+            run=tr.run,
+            needs=needs,
+        ),
+        cost_physics(cost, usd),
+        evidence.claim_reading(COST_CLAIM, usd, registry=reg),
+        headline.untested(
+            COST_CLAIM,
+            verdicts.hardware(tr.run),
+            "the price paid for the rack, which no trace holds",
+        ),
+    ]
     return Analysis(
         tr,
         p,
@@ -797,18 +887,15 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         usd,
         rack,
         gpu,
-        catalogs.load_model(p.model_id),
+        model,
         rental,
         acc,
-        nx,
         sc,
-        readings,
+        thr,
         sp,
         cost,
-        v_tp,
-        why_tp,
-        v_sp,
-        why_sp,
+        band,
+        readings,
         hardware_label(tr.run),
     )
 
@@ -816,17 +903,19 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
 def _measured(a: Analysis) -> list[headline.Headline]:
     nx, top, p = a.largest, a.top, a.params
     common = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
-    tp = dict(claim_id=THROUGHPUT_CLAIM, verdict=a.verdict, reason=a.reason)
-    sp = dict(claim_id=SPEEDUP_CLAIM, verdict=a.speedup_verdict, reason=a.speedup_reason)
-    other = dict(claim_id=None, verdict="not comparable")
+    tp_r = next(r for r in a.readings if r.claim_id == THROUGHPUT_CLAIM and r.reading == "this run")
+    sp_r = next(r for r in a.readings if r.claim_id == SPEEDUP_CLAIM and r.reading == "this run")
+    tp = dict(claim_id=THROUGHPUT_CLAIM, verdict=tp_r.verdict, reason=tp_r.reason)
+    sp = dict(claim_id=SPEEDUP_CLAIM, verdict=sp_r.verdict, reason=sp_r.reason)
+    other = dict(claim_id=None, verdict=headline.NOT_COMPARABLE)
     cfg = nx["config"]
     return [
         headline.Headline(
             name="measured_total_tok_s_per_gpu",
             value=verdicts.number(nx["total_tok_s_per_gpu"], 2),
             unit="tok/s/GPU",
-            definition=f"(input + output tokens) / window / GPUs, config {cfg} on "
-            f"{int(nx['num_gpus'])} GPU(s)",
+            definition=f"(input + output tokens) / window / GPUs, config {cfg} "
+            f"on {int(nx['num_gpus'])} GPU(s)",
             **tp,
             **common,
         ),
@@ -843,8 +932,8 @@ def _measured(a: Analysis) -> list[headline.Headline]:
             name="measured_new_input_tok_s",
             value=verdicts.number(nx["new_input_tok_s"], 2),
             unit="tok/s",
-            definition=f"(input - cached input) tokens / window, config {cfg}; null when the "
-            "cached count is unknown",
+            definition=f"(input - cached input) tokens / window, config {cfg}; "
+            "null when the cached count is unknown",
             reason=a.cached_note,
             **other,
             **common,
@@ -883,27 +972,28 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
         headline.Headline(
             name=f"reading_{r.reading}",
             value=verdicts.number(r.ratio, 4),
-            unit="x peak",
-            definition=f"{r.meaning}: implied FLOP/s per GPU / {p.gpu_id} dense {p.precision} peak",
+            unit="x ceiling",
+            definition=f"{r.meaning}: claimed / ceiling on {p.gpu_id} ({r.limit})",
             claim_id=THROUGHPUT_CLAIM,
             kind="modelled",
             verdict=r.verdict,
-            reason=r.reason,
+            reason=r.formula,
         )
-        for r in a.readings[a.readings["reading"] != "per-gpu-with-cached"].itertuples()
+        for r in a.throughput.itertuples()
+        if r.reading != "per-gpu-with-cached"
     ]
-    cached = a.readings.set_index("reading").loc["per-gpu-with-cached"]
+    cached = a.throughput.set_index("reading").loc["per-gpu-with-cached"]
     hl.append(
         headline.Headline(
             name="reading_per-gpu-with-cached_min_cached_share",
             value=verdicts.number(cached["min_cached_share"], 4),
             unit="1",
             definition="least share of the counted tokens that must be prefix-cache hits for the "
-            f"figure to fit under the {p.gpu_id} {p.precision} decode ceiling, per GPU",
+            f"figure to fit under the {p.gpu_id} decode ceiling, per GPU",
             claim_id=THROUGHPUT_CLAIM,
             kind="modelled",
             verdict=cached["verdict"],
-            reason=cached["reason"],
+            reason=cached["formula"],
         )
     )
     hl += [
@@ -911,24 +1001,26 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
             name=f"speedup_efficiency_{r.system}",
             value=verdicts.number(r.efficiency, 4),
             unit="1",
-            definition=f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} per node)",
+            definition=f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} "
+            "per node): per-GPU scaling efficiency",
             claim_id=SPEEDUP_CLAIM,
             kind="modelled",
-            verdict=verdicts.fits_verdict(r.efficiency <= 1),
+            verdict=r.verdict,
             reason=r.formula,
         )
         for r in a.speedups.itertuples()
     ]
     share = a.cost.revenue.set_index("reading").loc[a.rack_reading]
+    cost_r = next(r for r in a.readings if r.claim_id == COST_CLAIM and r.reading == "physics")
     hl += [
         headline.Headline(
             name="cost_ratio_to_rental",
             value=verdicts.number(a.cost.ratio_to_rental, 3),
             unit="x",
             definition=f"$/GPU-hour figure / catalog rental price ({p.price_id})",
-            claim_id=COST_CLAIM,
+            claim_id=None,
             kind="modelled",
-            verdict="not comparable",
+            verdict=headline.NOT_COMPARABLE,
             reason="$/GPU-hour is not a price per answer; what the dollars are is not stated",
         ),
         headline.Headline(
@@ -939,16 +1031,40 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
             "cached) equals the figure, rack-total reading; null if none",
             claim_id=COST_CLAIM,
             kind="modelled",
-            verdict=verdicts.fits_verdict(np.isfinite(share["cached_share_matching"])),
+            verdict=cost_r.verdict,
             reason=share["formula"],
         ),
     ]
     return hl
 
 
+def flips(a: Analysis) -> list[str]:
+    """What would turn each reading: the computed thresholds and the sensitivity band."""
+    by = a.throughput.set_index("reading")
+    cap = by.loc["per-gpu-decode", "ceiling_tok_s_per_gpu"]
+    active = a.model.active_params("decode") or 0
+    gflop = 2 * active * cap / a.claim_tok_s / 1e9
+    rev = a.cost.revenue.set_index("reading").loc[a.rack_reading]
+    return [
+        f"throughput, physics: {a.claim_tok_s:,.0f} computed decode tokens per GPU would be "
+        f"possible only if a token needed at most {gflop:.1f} GFLOP (it needs "
+        f"{2 * active / 1e9:.0f}), or if at least "
+        f"{by.loc['per-gpu-with-cached', 'min_cached_share']:.1%} of the counted tokens were "
+        f"cache hits; ratio band: {a.band.text}",
+        f"throughput, this run: a trace on {a.rack.gpus} GB300 GPUs serving "
+        "DeepSeek-V4.1-Flash, counting the same tokens, within "
+        f"{a.params.rel_tol:.0%} of the claim",
+        f"speedup, physics: impossible if the node served more than "
+        f"{1.15 * cap:,.0f} tok/s per GPU, i.e. if the rack total exceeded "
+        f"{1.15 * cap * a.claim_speedup * a.speedups['gpus_per_node'].min():,.0f} tok/s with a "
+        f"{a.speedups['gpus_per_node'].min()}-GPU node",
+        f"cost, physics: impossible as token revenue below ${rev['revenue_all_cached']:,.2f} or "
+        f"above ${rev['revenue_all_uncached']:,.2f} per GPU-hour at the rack-total reading",
+    ]
+
+
 def outcome(a: Analysis) -> headline.Outcome:
-    """The chapter's headlines and verdict (the headline JSON): the measured throughput and
-    speedup decide the result's verdict; the readings are modelled."""
+    """The chapter's headlines, the three readings of each claim and what would flip them."""
     p = a.params
     parameters = {
         "reference_config": p.reference_config,
@@ -958,10 +1074,16 @@ def outcome(a: Analysis) -> headline.Outcome:
         "gpu_id": p.gpu_id,
         "system_id": p.system_id,
         "node_systems": list(p.node_systems),
-        "precision": p.precision,
         "price_id": p.price_id,
+        "cached_share": p.cached_share,
+        "rel_tol": p.rel_tol,
     }
-    tid = [a.trace.trace_id]
     return headline.Outcome(
-        RESULT, _measured(a) + _modelled(a), a.verdict, a.reason, tid, parameters
+        RESULT,
+        _measured(a) + _modelled(a),
+        a.readings,
+        flips(a),
+        [a.trace.trace_id],
+        parameters,
+        a.hardware,
     )

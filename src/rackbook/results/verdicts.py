@@ -1,17 +1,17 @@
-"""What a measured or modelled number says about a published claim: whether the trace's
-hardware can speak to it, the verdict words of :data:`rackbook.results.headline.VERDICTS`, and
-headline
-values that stay honest when a quantity is unknown.
+"""The shared parts of every chapter's readings (:mod:`rackbook.results.headline`): whether a
+trace can test a claim, the "this run" and physics readings of a figure, the published range
+reading, and headline values that stay honest when a quantity is unknown.
 
-- A *measured* value tests a claim only when the trace ran on the claim's GPUs (names in the
-  run's hardware inventory, ``run.json`` ``hardware.gpus[].name``); otherwise its verdict is
-  ``not reproduced``: it shows the method, not the claim.
-- A *modelled* reading of a claim (roofline arithmetic) is ``consistent`` when physics allows it
-  and ``inconsistent`` when it needs more than the hardware's peak.
+- A trace tests a claim only when it was recorded (not synthetic or published) on the claim's
+  GPUs (names in the run's hardware inventory, ``run.json`` ``hardware.gpus[].name``) serving the
+  claim's model; otherwise its reading is ``untested``, naming the hardware it ran on. A CPU run
+  is never called a reproduction, and CPU servers are replicas, not GPUs.
+- A physics reading compares a claimed rate with a ceiling (:mod:`rackbook.physics.check`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +19,14 @@ from typing import Any
 import pandas as pd
 
 from rackbook.core import provenance
+from rackbook.physics.check import MARGIN, physics_verdict
+from rackbook.results.headline import ClaimReading, untested
 
 #: GPU name fragments (upper case) of the claims' hardware.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
 BLACKWELL: tuple[str, ...] = ("B200", "B300", "GB200", "GB300")
+#: What a served model's name must contain for a trace to speak to the claims.
+MODEL_KEY = "v4.1-flash"
 
 
 def gpu_names(run: dict[str, Any]) -> list[str]:
@@ -35,34 +39,56 @@ def on_gpus(run: dict[str, Any], names: tuple[str, ...] = BLACKWELL_ULTRA) -> bo
     return any(n.upper() in g.upper() for g in gpu_names(run) for n in names)
 
 
-def stand_in(run: dict[str, Any], target: str) -> str:
-    """One-line reason for a stand-in measurement, e.g. ``measured on 2-core ..., no GPU, not
-    on a GB300 NVL72``."""
-    return f"measured on {provenance.hardware_label(run)}, not on {target}"
+def serves_claim_model(run: dict[str, Any], key: str = MODEL_KEY) -> bool:
+    """True when the run's parameters or engine name the claims' model (``v4.1-flash``)."""
+    names = json.dumps([run.get("parameters"), run.get("engine")], default=str).lower()
+    return key in names
 
 
-def against_value(
+def can_test(
+    run: dict[str, Any], gpus: tuple[str, ...] = BLACKWELL_ULTRA, model_key: str = MODEL_KEY
+) -> bool:
+    """A recorded trace on the claim's GPUs serving the claim's model."""
+    return (
+        run.get("kind") == "recorded" and on_gpus(run, gpus) and serves_claim_model(run, model_key)
+    )
+
+
+def hardware(run: dict[str, Any]) -> str:
+    """Where a trace ran, in the words the readings use (CPU servers are replicas)."""
+    return provenance.hardware_label(run)
+
+
+def run_reading(
+    claim_id: str,
     measured: float | None,
     published: float,
     rel_tol: float,
-    comparable: bool,
+    *,
+    testable: bool,
     what: str,
-    target: str,
     run: dict[str, Any],
-) -> tuple[str, str]:
-    """Verdict of a measured value against a published one (same unit).
+    needs: str,
+) -> ClaimReading:
+    """The "this run" reading of a measured value against a published one (same unit).
 
-    Not comparable hardware -> ``not reproduced``; unknown or non-finite value -> ``not
-    comparable``; otherwise ``consistent`` when |measured / published - 1| <= ``rel_tol``
-    (a fraction), else ``inconsistent``. The reason starts with ``what``.
+    ``untested`` unless the trace can test the claim (``testable``); then ``consistent`` when
+    |measured / published - 1| <= ``rel_tol`` (a fraction), else ``inconsistent``; a value the
+    trace does not hold stays ``untested``. ``what`` describes the measured value.
     """
-    if not comparable:
-        return "not reproduced", f"{what}; {stand_in(run, target)}"
+    if not testable:
+        return untested(claim_id, f"{hardware(run)} ({what})", needs)
     if measured is None or not math.isfinite(measured):
-        return "not comparable", f"{what}; the value is unknown in this trace"
+        return ClaimReading(claim_id, "this run", "untested", "-", f"{what}: unknown in this trace")
     dev = measured / published - 1
     v = "consistent" if abs(dev) <= rel_tol else "inconsistent"
-    return v, f"{what}; {dev:+.1%} from the published {published:,.4g} (tolerance {rel_tol:.0%})"
+    return ClaimReading(
+        claim_id,
+        "this run",
+        v,
+        f"{dev:+.1%}",
+        f"{what}, {dev:+.1%} from the published {published:,.4g} (tolerance {rel_tol:.0%})",
+    )
 
 
 @dataclass(frozen=True)
@@ -79,47 +105,16 @@ class RangeVerdict:
     text: str
 
 
-def gain_verdict(
-    v: RangeVerdict, comparable: bool, target: str, run: dict[str, Any]
-) -> tuple[str, str]:
-    """Verdict of a measured gain against a published range (:func:`rackbook.results.prefill_gain.
-    verdict_range`): ``inside`` or an overlapping interval -> ``consistent``, ``below`` /
-    ``above`` -> ``inconsistent``; hardware that cannot speak to the claim -> ``not
-    reproduced``."""
-    if not comparable:
-        return "not reproduced", f"{v.text}; {stand_in(run, target)}"
-    return ("consistent" if v.verdict in ("inside", "consistent") else "inconsistent"), v.text
-
-
-def reading_verdicts(readings: pd.DataFrame) -> pd.DataFrame:
-    """Verdict and one-line reason for each row of
-    :func:`rackbook.results.rack_scaling.claim_readings`.
-
-    survives True -> ``consistent``; False -> ``inconsistent``; unknown (the reading fits only
-    if enough counted tokens were cache hits) -> ``consistent`` with that condition as reason.
-    Columns: reading, verdict, reason.
-    """
-    rows = []
-    for r in readings.itertuples():
-        if pd.isna(r.survives):
-            v = "consistent"
-            why = (
-                f"possible only if at least {r.min_cached_share:.1%} of counted tokens were "
-                "prefix-cache hits (share not published)"
-            )
-        elif r.survives:
-            v = "consistent"
-            why = f"{r.ratio:.3g}x the GPU's peak FLOP/s: within physics"
-        else:
-            v = "inconsistent"
-            why = f"{r.ratio:.3g}x the GPU's peak FLOP/s: more than the hardware can compute"
-        rows.append({"reading": r.reading, "verdict": v, "reason": why})
-    return pd.DataFrame(rows)
-
-
-def fits_verdict(fits: bool) -> str:
-    """``consistent`` if a figure fits under a physical ceiling, else ``inconsistent``."""
-    return "consistent" if bool(fits) else "inconsistent"
+def physics_reading(
+    claim_id: str, claimed: float, ceiling: float, what: str, margin: float = MARGIN
+) -> ClaimReading:
+    """The physics reading of ``claimed`` against a ``ceiling`` in the same unit (the verdict
+    of :func:`rackbook.physics.check.physics_verdict` on their ratio)."""
+    ratio = claimed / ceiling if ceiling > 0 else math.inf
+    v = physics_verdict(ratio, margin)
+    return ClaimReading(
+        claim_id, "physics", v, f"{ratio:.3g}x the ceiling", f"{what}: {ratio:.3g}x the ceiling"
+    )
 
 
 def number(x: Any, digits: int = 4) -> float | int | None:
