@@ -5,7 +5,6 @@ the catalogs or an executed result's headline JSON.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rackbook import paths
@@ -50,52 +49,59 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
     return "\n".join(out)
 
 
-def _headline_for(doc: dict, claim_id: str) -> dict | None:
-    for h in doc.get("headlines", []):
-        if h.get("claim_id") == claim_id:
-            return h
-    return None
+def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict] | None:
+    """(claim id, reading) -> reading, from one folder's headline JSON of ``result``; None
+    when the result has not run there."""
+    from rackbook.results.headline import read_result
 
-
-def _verdict_cell(executed: Path | None, result: str, claim_id: str) -> tuple[str, str]:
-    """(verdict text, evidence kind) of one claim in one folder of executed results."""
     f = executed / f"{result}.json" if executed else None
     if f is None or not f.exists():
-        return "not run", "-"
-    doc = json.loads(f.read_text())
-    h = _headline_for(doc, claim_id)
-    if h is None:
-        return f"{doc.get('verdict', 'not run')}: {doc.get('reason', '')}", "-"
-    kind = h["kind"] + (f" ({h['hardware']})" if h.get("hardware") else "")
-    return f"{h['verdict']}: {h['reason']}", kind
+        return None
+    return {(r["claim_id"], r["reading"]): r for r in read_result(f)["readings"]}
+
+
+def _reading_cell(readings: dict[tuple[str, str], dict] | None, claim_id: str, name: str) -> str:
+    if readings is None:
+        return "not run"
+    r = readings.get((claim_id, name))
+    return f"**{r['verdict']}**: {r['reason']}" if r else "-"
 
 
 def at_a_glance(
     executed: Path, registry: Registry | None = None, reference: Path | None = None
 ) -> str:
-    """The landing page's table: one row per claim with scope, source status, our verdict and
-    the kind of evidence, read from the headline JSONs in ``executed``. With ``reference`` (the
-    shipped recordings' results), a column shows those verdicts beside the reader's."""
+    """The landing page's table: one row per claim with its source status and its three
+    readings (physics, published evidence, this run), each a verdict and its reason, read from
+    the headline JSONs in ``executed``. With ``reference`` (the shipped recordings' results), a
+    column shows their "this run" verdicts beside the reader's."""
+    from rackbook.results.headline import READINGS
+
     reg = registry or load_claims()
-    head = "| result | claim | scope | source | verdict | evidence |"
+    head = "| result | claim | source | physics | published evidence | this run |"
     rule = "|---|---|---|---|---|---|"
     if reference is not None:
-        head, rule = head + " shipped recordings |", rule + "---|"
+        head, rule = head + " this run, shipped recordings |", rule + "---|"
     rows = [head, rule]
     for result in paths.RESULTS:
         ran = (executed / f"{result}.ipynb").exists()
+        mine = _readings(executed, result)
+        ref = _readings(reference, result) if reference is not None else None
         for c in reg.for_result(result):
-            verdict, kind = _verdict_cell(executed, result, c.id)
             link = f"{{doc}}`{result} </notebooks/{result}>`" if ran else result
+            cells = [_cell(_reading_cell(mine, c.id, r)) for r in READINGS]
             row = (
                 f"| {link} | {_cell(c.value_text)}: {_cell(c.statement)} "
-                f"| {_cell(c.scope.summary())} | {_STATUS[c.source.status]} "
-                f"| {_cell(verdict)} | {_cell(kind)} |"
+                f"| {_STATUS[c.source.status]} | " + " | ".join(cells) + " |"
             )
             if reference is not None:
-                row += f" {_cell(_verdict_cell(reference, result, c.id)[0])} |"
+                row += f" {_cell(_reading_cell(ref, c.id, 'this run'))} |"
             rows.append(row)
     return "\n".join(rows) + "\n"
+
+
+def _links(urls: list[str]) -> str:
+    """Markdown links ``[1](url), [2](url)`` for a catalog entry's sources."""
+    return ", ".join(f"[{i}]({u})" for i, u in enumerate(urls, 1)) or "-"
 
 
 def _num(x: float | None, scale: float = 1.0, unit: str = "") -> str:
@@ -126,8 +132,9 @@ def hardware_page() -> str:
             f"| {_num(g.hbm_bandwidth_bytes_per_s, 1e12, 'TB/s')} "
             f"| {_num(f.fp4, 1e15, 'PFLOP/s')} | {_num(f.fp8, 1e15, 'PFLOP/s')} "
             f"| {_num(f.bf16, 1e15, 'PFLOP/s')} "
-            f"| {_num(g.nvlink_bandwidth_bytes_per_s, 1e12, 'TB/s')} | {_cell(g.source)} |"
+            f"| {_num(g.nvlink_bandwidth_bytes_per_s, 1e12, 'TB/s')} | {_links(g.sources)} |"
         )
+    out += [""] + [f"- {gid}: {_md(g.notes)}" for gid, g in cat.gpus.items() if g.notes]
     out += [
         "",
         "| system | GPU | GPUs | trays x GPUs | aggregate HBM bandwidth | source |",
@@ -138,12 +145,15 @@ def hardware_page() -> str:
         out.append(
             f"| {sid}: {_cell(sy.name)} | {sy.gpu} | {sy.gpus} | {trays} "
             f"| {_num(sy.aggregate_hbm_bandwidth_bytes_per_s, 1e12, 'TB/s')} "
-            f"| {_cell(sy.source)} |"
+            f"| {_links(sy.sources)} |"
         )
     out += ["", "| price | GPU | $/GPU-hour | source |", "|---|---|---|---|"]
     for pid, pr in cat.prices.items():
         approx = "about " if pr.approximate else ""
-        out.append(f"| {pid} | {pr.gpu} | {approx}{pr.usd_per_gpu_hour:.2f} | {_cell(pr.source)} |")
+        out.append(
+            f"| {pid}: {_cell(pr.name)} | {pr.gpu} | {approx}{pr.usd_per_gpu_hour:.3f} "
+            f"| {_links(pr.sources)} |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -196,7 +206,7 @@ def models_page() -> str:
         ]
         out += [f"## {_cell(m.name)}", "", "| figure | value |", "|---|---|"]
         out += [f"| {k} | {_cell('-' if v is None else v)} |" for k, v in rows]
-        out += ["", "Sources: " + "; ".join(_cell(x) for x in m.sources), ""]
+        out += ["", "Sources: " + _links([str(x) for x in m.sources]), ""]
     return "\n".join(out) + "\n"
 
 

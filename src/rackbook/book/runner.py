@@ -225,24 +225,21 @@ def cli_run(args: argparse.Namespace) -> int:
         notebook_path(name)
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
-    from rackbook.results.headline import read_result
+    from rackbook.results.headline import read_result, summary_line
 
     for name in names:
         t0 = time.perf_counter()
         print(f"running {name} ({args.source}) ...", flush=True)
         path = run_result(name, args.source, params, args.out)
         doc = read_result(path)
-        print(
-            f"{name}: {doc['verdict']} ({doc['reason']}) "
-            f"[{time.perf_counter() - t0:.1f} s] -> {path}"
-        )
+        print(f"{name}: {summary_line(doc)} [{time.perf_counter() - t0:.1f} s] -> {path}")
     return 0
 
 
 def cli_list(args: argparse.Namespace) -> int:
-    """``rackbook list``: each result, its claims and the latest verdict."""
+    """``rackbook list``: each result, its claims and the latest readings of each."""
     from rackbook.inputs.claims import load_claims
-    from rackbook.results.headline import read_result
+    from rackbook.results.headline import read_result, summary_line
 
     reg = load_claims()
     out_dir = paths.resolve(args.out) if args.out else paths.EXECUTED
@@ -250,8 +247,7 @@ def cli_list(args: argparse.Namespace) -> int:
         f = out_dir / f"{name}.json"
         verdict = "not run"
         if f.exists():
-            doc = read_result(f)
-            verdict = f"{doc['verdict']}: {doc['reason']}"
+            verdict = summary_line(read_result(f))
         print(f"{name}: {verdict}")
         for c in reg.for_result(name):
             print(f"  - {c.id}: {c.statement}")

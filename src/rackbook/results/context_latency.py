@@ -13,9 +13,11 @@ Definitions (per sweep point with a ``context_tokens`` target; successful reques
 - delta between two context lengths lo < hi: delta_ms = L(hi) - L(lo), delta_pct = 100 x
   delta_ms / L(lo).
 
-KV model: each decode step reads every sequence's global KV once, so growing each of ``batch``
-sequences from lo to hi tokens adds batch x (hi - lo) x KV bytes/token of reads per step, at
-least that / (n_gpus x HBM bytes/s) seconds (:func:`rackbook.physics.roofline.kv_read_time_s`).
+Physics (:mod:`rackbook.physics.roofline`): a decode step of DeepSeek-V4.1-Flash does not read
+all of a sequence's stored KV. Its sparse attention scans every index key (about 170 B per
+context token at FP4) and then reads a fixed number of top-k rows, so what grows with context is
+mostly the scan; dense attention over every row would read about 8.5 kB per context token. Both
+ends are shown (:func:`rackbook.physics.roofline.context_growth`), each with its assumption.
 
 The published figures (bytes per token, the delta in ms and in %, their tolerances and the pair
 of context lengths) come from the claims registry (``data/claims.yaml``): :func:`analyse` reads
@@ -24,22 +26,21 @@ them; the functions below take them as arguments.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rackbook.core import metrics
-from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace, point_batch
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.physics import roofline, units
-from rackbook.results import headline, verdicts
+from rackbook.physics import check, roofline
+from rackbook.results import evidence, headline, verdicts
 
 RESULT = "context-latency"
 #: The claims this chapter tests (data/claims.yaml): bytes per token of the global KV cache,
@@ -120,6 +121,19 @@ def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     return t.sort_values("context_tokens")
 
 
+#: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def t_975(dof: int) -> float:
+    """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (95 % two-sided)."""
+    if dof < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {dof}")
+    return _T975[dof - 1] if dof <= len(_T975) else 1.96
+
+
 @dataclass(frozen=True)
 class LinearFit:
     """Least-squares line latency_ms = intercept_ms + slope_ms_per_token x context (tokens)."""
@@ -132,6 +146,13 @@ class LinearFit:
     context_min: int
     context_max: int
     formula: str
+    slope_ci_per_1k: tuple[float, float] = (float("nan"), float("nan"))
+
+    @property
+    def resolved(self) -> bool:
+        """True when the 95 % confidence interval of the slope is above zero: the trace
+        resolves a growth of latency with context."""
+        return bool(self.slope_ci_per_1k[0] > 0)
 
     @property
     def slope_per_1k(self) -> float:
@@ -156,12 +177,19 @@ def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit
     res = y - (a + b * x)
     ss_tot = float(((y - y.mean()) ** 2).sum())
     r2 = 1 - float((res**2).sum()) / ss_tot if ss_tot > 0 else 1.0
+    ci = (float("nan"), float("nan"))
+    if len(t) > 2:
+        se = math.sqrt(float((res**2).sum()) / (len(t) - 2) / float(((x - x.mean()) ** 2).sum()))
+        half = t_975(len(t) - 2) * se * 1000
+        ci = (1000 * b - half, 1000 * b + half)
     formula = (
         f"{metric} = {a:.4g} ms + {b * 1000:.4g} ms per 1k tokens x context "
         f"(least squares over {len(t)} points, {int(x.min()):,}..{int(x.max()):,} tokens, "
-        f"R^2 = {r2:.3f})"
+        f"R^2 = {r2:.3f}; slope 95 % CI {ci[0]:.3g} to {ci[1]:.3g} ms per 1k tokens)"
     )
-    return LinearFit(metric, float(a), float(b), r2, len(t), int(x.min()), int(x.max()), formula)
+    return LinearFit(
+        metric, float(a), float(b), r2, len(t), int(x.min()), int(x.max()), formula, ci
+    )
 
 
 @dataclass(frozen=True)
@@ -223,63 +251,7 @@ def delta(
     return Delta(lo, hi, lo_ms, hi_ms, d, pct, source, pair, formula)
 
 
-# ----------------------------------------------------------------------------- KV model
-
-
-@dataclass(frozen=True)
-class KvBandwidth:
-    """Extra KV bytes each decode step reads when ``batch`` sequences grow from lo to hi tokens,
-    and the least extra time (seconds) that costs at the HBM bandwidth of ``n_gpus`` GPUs."""
-
-    lo: int
-    hi: int
-    batch: int
-    kv_bytes_per_token: int
-    bytes_per_sequence_lo: int
-    bytes_per_sequence_hi: int
-    extra_bytes: float
-    extra_s: float
-    formula: str
-
-    @property
-    def extra_ms(self) -> float:
-        return 1000 * self.extra_s
-
-
-def kv_bandwidth_model(
-    model: ModelSpec | str,
-    hw: GpuSpec | str,
-    lo: int,
-    hi: int,
-    kv_dtype: str = "fp4",
-    n_gpus: int = 1,
-    batch: int = 1,
-) -> KvBandwidth:
-    """Extra global-KV bytes per decode step = batch x (hi - lo) x KV bytes/token, and the time
-    to stream them = bytes / (n_gpus x HBM bytes/s)
-    (:func:`rackbook.physics.roofline.kv_read_time_s`).
-
-    ``n_gpus`` is the GPUs whose bandwidth shares the reads: 1 when each sequence's KV lives on
-    one GPU (data-parallel attention), more when a sequence's KV is split (context parallel).
-    """
-    m = catalogs.as_model(model)
-    if not 0 <= lo < hi:
-        raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
-    if batch < 1:
-        raise InputError("-", "batch", f"must be >= 1, got {batch}")
-    step = roofline.kv_read_time_s(batch * (hi - lo), m, hw, kv_dtype, n_gpus)
-    formula = f"{batch} sequence(s) x ({hi:,} - {lo:,}) = {step.formula}"
-    return KvBandwidth(
-        lo,
-        hi,
-        batch,
-        roofline.kv_bytes_per_token(m, kv_dtype),
-        roofline.kv_bytes_per_sequence(m, lo, kv_dtype),
-        roofline.kv_bytes_per_sequence(m, hi, kv_dtype),
-        step.bytes,
-        step.seconds,
-        formula,
-    )
+# ----------------------------------------------------------------------------- memory
 
 
 def memory_by_context(
@@ -319,112 +291,6 @@ def memory_by_context(
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------------------------
-# readings of the claims
-#
-# Readings of the context-latency claims: weight bytes per GPU, and verdicts of the measured
-# and modelled numbers against the published bytes per token and delta (ms and %).
-#
-# Definitions:
-#
-# - weight bytes of the backbone = routed bytes + dense bytes, where routed bytes = L x routed
-#   experts x bytes per routed expert (FP4 with scales) and dense bytes = (backbone params -
-#   L x routed experts x 3 x hidden x moe_intermediate) x bytes/param of the dense dtype (the
-#   shared expert, attention, embeddings); L = MoE layers. The Engram lookup memory is not
-#   counted (the catalog gives neither its storage dtype nor where it lives). Per GPU: divided
-#   evenly over the GPUs holding the weights (expert parallel).
-# - KV-read floor reading: the claimed delta (ms) against the least time the extra global KV
-#   takes to stream from HBM (:func:`rackbook.results.context_latency.kv_bandwidth_model`);
-#   share = floor / claim; sequences to explain = claim / floor of one sequence (how many
-#   sequences per GPU, each growing from lo to hi tokens, would make KV reads alone add the
-#   claimed time).
-# - implied baseline (ms) = 100 x claimed delta / claimed percent: the decode latency at the
-#   shorter claimed context that the two published figures imply together.
-
-#: MoE layers assumed when the catalog does not say: every one of the 40 layers (the same
-#: assumption as :func:`rackbook.physics.roofline.active_weight_bytes_per_token`).
-DEFAULT_MOE_LAYERS = 40
-#: GPUs holding one copy of the weights by default: a GB300 tray (claims-context.md,
-#: "Hardware": a GB300 "node" is a 4-GPU tray; DeepInfer's prefill runs DEP4 on one tray).
-DEFAULT_WEIGHT_GPUS = 4
-#: GPU names that make a trace comparable with the GB300 claim.
-BLACKWELL = verdicts.BLACKWELL
-#: What the served model's name must contain for a trace to be comparable.
-MODEL_KEY = "v4.1-flash"
-
-
-@dataclass(frozen=True)
-class WeightBytes:
-    """Backbone weight bytes (total and per GPU), with the arithmetic in ``formula``."""
-
-    total_bytes: float
-    routed_bytes: float
-    dense_bytes: float
-    per_gpu_bytes: float
-    n_gpus: int
-    moe_layers: int
-    formula: str
-
-    def __float__(self) -> float:
-        return self.per_gpu_bytes
-
-
-def weight_bytes_per_gpu(
-    model: ModelSpec | str = "deepseek-v4.1-flash",
-    n_gpus: int = DEFAULT_WEIGHT_GPUS,
-    *,
-    moe_layers: int | None = None,
-) -> WeightBytes:
-    """Backbone weight bytes spread evenly over ``n_gpus`` GPUs (bytes per GPU).
-
-    L = ``moe_layers``, else the catalog's ``moe.num_moe_layers``, else
-    :data:`DEFAULT_MOE_LAYERS` (an assumption, said in the formula). DeepSeek-V4.1-Flash, L = 40:
-    routed 40 x 384 x 18.8 MB = 288.768 GB; dense (552e9 - 40 x 384 x 3 x 5120 x 2304)
-    = 8.418e9 params x 1 B (FP8) = 8.418 GB; total 297.19 GB, 74.30 GB per GPU over 4 GPUs.
-    """
-    m = catalogs.as_model(model)
-    if n_gpus < 1:
-        raise InputError("-", "n_gpus", f"must be >= 1, got {n_gpus}")
-    if moe_layers is not None and moe_layers < 1:
-        raise InputError("-", "moe_layers", f"must be >= 1, got {moe_layers}")
-    assumed = moe_layers is None and m.moe.num_moe_layers is None
-    layers = moe_layers or m.moe.num_moe_layers or DEFAULT_MOE_LAYERS
-    needed = {
-        "moe.num_routed_experts": m.moe.num_routed_experts,
-        "moe.moe_intermediate_size": m.moe.moe_intermediate_size,
-        "architecture.hidden_size": m.architecture.hidden_size,
-        "weights.routed_expert_bytes": m.weights.routed_expert_bytes,
-        "weights.dense_dtype": m.weights.dense_dtype,
-        "params.backbone": m.params.backbone,
-    }
-    missing = [k for k, v in needed.items() if v is None]
-    if missing:
-        raise InputError(m.file, missing[0], "unknown: weight bytes cannot be derived")
-    experts = m.moe.num_routed_experts
-    hidden, inter = m.architecture.hidden_size, m.moe.moe_intermediate_size
-    per_expert, backbone = m.weights.routed_expert_bytes, m.params.backbone
-    assert experts and hidden and inter and per_expert and backbone and m.weights.dense_dtype
-    routed_params = layers * experts * 3 * hidden * inter
-    dense_params = backbone - routed_params
-    if dense_params < 0:
-        raise InputError(
-            m.file, "params.backbone", f"below the {routed_params} routed params of {layers} layers"
-        )
-    per_param = roofline.DENSE_BYTES_PER_PARAM[m.weights.dense_dtype]
-    routed = float(layers * experts * per_expert)
-    dense = float(dense_params * per_param)
-    total = routed + dense
-    formula = (
-        f"routed: {layers} MoE layers{' (assumed)' if assumed else ''} x {experts} experts x "
-        f"{units.fmt(per_expert, 'B')} = {units.fmt(routed, 'B')}; dense: "
-        f"({units.eng(backbone)} backbone - {layers} x {experts} x 3 x {hidden} x {inter} "
-        f"routed) params x {float(per_param):g} B ({m.weights.dense_dtype}) = "
-        f"{units.fmt(dense, 'B')}; total {units.fmt(total, 'B')} / {n_gpus} GPU(s) = "
-        f"{units.fmt(total / n_gpus, 'B')} per GPU (Engram memory not counted)"
-    )
-    return WeightBytes(total, routed, dense, total / n_gpus, n_gpus, layers, formula)
-
-
 def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataFrame:
     """The one series (engine, config, batch) of
     :func:`rackbook.results.context_latency.decode_latency_by_context`
@@ -442,6 +308,14 @@ def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataF
     return t[labels == best].reset_index(drop=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# readings of the claims
+
+#: GPUs one copy of the routed experts is spread over by default (the memory table): a GB300
+#: tray of 4 GPUs, the smallest unit the rack's engines place experts on.
+DEFAULT_WEIGHT_GPUS = 4
+
+
 def evidence_kind(trace_kind: str) -> str:
     """Headline kind of a number read from a trace: ``recorded`` -> ``measured``; ``published``
     and ``synthetic`` keep their names."""
@@ -451,112 +325,161 @@ def evidence_kind(trace_kind: str) -> str:
     return kinds[trace_kind]
 
 
-def comparable_to_claim(run: dict[str, Any]) -> bool:
-    """True when a trace can test the published delta itself: recorded on Blackwell GPUs
-    (:data:`BLACKWELL`) serving a model whose name (run.json ``parameters`` or ``engine``)
-    contains ``v4.1-flash``. A CPU recording of a tiny model is a stand-in."""
-    if run.get("kind") != "recorded":
-        return False
-    names = json.dumps([run.get("parameters"), run.get("engine")], default=str).lower()
-    return verdicts.on_gpus(run, verdicts.BLACKWELL) and MODEL_KEY in names
+def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReading:
+    """The bytes-per-token claim against the layout's arithmetic (dimensions and storage
+    formats of the catalog, :func:`rackbook.physics.roofline.kv_bytes`): ``possible`` when the
+    arithmetic gives the claimed count (to the byte), else ``impossible`` for that layout."""
+    got = kvb.bytes_per_token
+    if got == round(claim):
+        return headline.ClaimReading(
+            KV_BYTES_ID,
+            "physics",
+            "possible",
+            f"{got} B/token derived",
+            f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token: "
+            f"{_frac_text(kvb.rows_per_token)} rows x {_frac_text(kvb.row_bytes)} B",
+        )
+    return headline.ClaimReading(
+        KV_BYTES_ID,
+        "physics",
+        "impossible",
+        f"{got} B/token derived",
+        f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token, not "
+        f"{claim:g}: a different layout or storage format is meant",
+    )
 
 
-def kv_bytes_verdict(computed: int, claim: float) -> tuple[str, str]:
-    """Verdict on the bytes/token claim ``claim``: ``consistent`` when the layout's arithmetic
-    gives exactly the claimed bytes, else ``inconsistent``; with a one-line reason."""
-    if computed == claim:
-        return "consistent", f"the catalog's cache layout gives exactly {computed} B/token"
-    return "inconsistent", f"the catalog's cache layout gives {computed} B/token, not {claim:g}"
-
-
-def measured_verdict(
-    d: Delta,
-    comparable: bool,
-    hardware: str,
-    *,
-    claim: float,
-    tolerance: float,
-    percent: bool = False,
-) -> tuple[str, str]:
-    """Verdict on the claimed delta ``claim`` (ms, or % with ``percent``) from a measured
-    :class:`Delta`.
-
-    ``not reproduced`` unless the trace is comparable (:func:`comparable_to_claim`) and holds
-    both claimed lengths (``d.pair == "requested"``); then ``consistent`` when the measured value
-    is within ``tolerance`` (same unit) of the claim, else ``inconsistent``.
-    """
-    value = d.delta_pct if percent else d.delta_ms
-    unit = "%" if percent else "ms"
-    what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
-    if not comparable:
-        return "not reproduced", f"{what} on {hardware}, not DeepSeek-V4.1-Flash on Blackwell"
-    if d.pair != "requested":
-        return "not reproduced", f"{what} ({d.pair}): the trace lacks the claimed lengths"
-    ok = abs(value - claim) <= tolerance
-    return ("consistent" if ok else "inconsistent"), f"{what}, claim {claim:+g} {unit}"
+def _frac_text(x: Any) -> str:
+    f = float(x)
+    return f"{f:g}"
 
 
 @dataclass(frozen=True)
-class FloorReading:
-    """The claimed delta against the KV-read floor (ms), and what the comparison implies."""
+class GrowthReading:
+    """The claimed delta against the extra context reads of a decode step (ms): the sparse
+    floor of ``batch`` sequences, the dense bound, and how many sequences' scans the claim
+    equals; ``reading`` is the physics reading."""
 
-    floor_ms: float
+    growth: roofline.ContextGrowth
     claim_ms: float
-    share: float
+    per_sequence_ms: float
     sequences_to_explain: float
-    implied_baseline_ms: float
-    verdict: str
-    reason: str
-    formula: str
+    reading: headline.ClaimReading
+
+    @property
+    def share(self) -> float:
+        """Sparse floor over the claimed delta."""
+        return self.growth.sparse_ms / self.claim_ms
 
 
-def floor_vs_claim(
-    kv: KvBandwidth,
-    claim_ms: float,
-    claim_pct: float,
-    tolerance_ms: float,
-) -> FloorReading:
-    """Compare the claimed delta (``claim_ms``, and ``claim_pct`` %) with the KV-read floor of
-    :func:`kv_bandwidth_model`.
-
-    ``consistent`` when the floor does not exceed the claim (plus its rounding tolerance
-    ``tolerance_ms``): the claim is possible; the share of it that KV reads explain is in the
-    reason. ``inconsistent`` when the claim is faster than streaming the extra KV allows. The
-    worked numbers are in ``tests/test_context_latency_readings.py``.
-    """
-    if not claim_ms > 0 or not claim_pct > 0:
-        raise InputError(
-            "-", "claim", f"need claim_ms > 0 and claim_pct > 0, got {claim_ms}, {claim_pct}"
-        )
-    floor_ms = kv.extra_ms
-    per_seq_ms = floor_ms / kv.batch
-    share = floor_ms / claim_ms
-    n_seq = claim_ms / per_seq_ms if per_seq_ms > 0 else float("inf")
-    baseline = 100 * claim_ms / claim_pct
-    formula = (
-        f"floor {kv.formula} = {floor_ms:.4g} ms = {100 * share:.3g} % of the claimed "
-        f"{claim_ms:g} ms; {claim_ms:g} / {per_seq_ms:.4g} ms per sequence = {n_seq:.3g} "
-        f"sequences; implied latency at {kv.lo:,} tokens = 100 x {claim_ms:g} / {claim_pct:g} "
-        f"= {baseline:.4g} ms"
-    )
-    if floor_ms <= claim_ms + tolerance_ms:
-        verdict = "consistent"
+def growth_physics(growth: roofline.ContextGrowth, claim_ms: float) -> GrowthReading:
+    """Physics of "+``claim_ms`` from lo to hi tokens": the least extra time is the sparse
+    reading's extra bytes (mostly the index-key scan) over the HBM bandwidth; ``impossible``
+    when that floor exceeds the claim beyond the modelling margin, ``undetermined`` near it,
+    ``possible`` below. Compute of the indexer and attention add to it, so the floor does not
+    bound the claim from above; the dense bound (every row read) shows the other end."""
+    if not claim_ms > 0:
+        raise InputError("-", "claim_ms", f"must be > 0, got {claim_ms}")
+    floor = growth.sparse_ms
+    per_seq = floor / growth.batch
+    n_seq = claim_ms / per_seq if per_seq > 0 else math.inf
+    ratio = floor / claim_ms
+    v = check.physics_verdict(ratio)
+    span = f"{growth.lo:,} -> {growth.hi:,} tokens"
+    if v == "possible":
         reason = (
-            f"the claimed {claim_ms:g} ms is above the {1000 * floor_ms:.0f} us KV-read floor "
-            f"({kv.batch} sequence(s)): KV reads explain {100 * share:.0f} %, the rest needs "
-            f"indexer/attention compute or about {n_seq:.1f} sequences per GPU"
+            f"sparse reads add at least {1000 * floor:.3g} us ({100 * ratio:.2g} % of "
+            f"{claim_ms:g} ms, {growth.batch} sequence(s)); reading every row would add "
+            f"{1000 * growth.dense_ms:,.0f} us; the rest is indexer compute, or about "
+            f"{n_seq:.1f} sequences per GPU"
         )
     else:
-        verdict = "inconsistent"
         reason = (
-            f"streaming the extra KV takes at least {1000 * floor_ms:.0f} us, more than the "
-            f"claimed {claim_ms:g} ms"
+            f"the extra index-key scan of {growth.batch} sequence(s) over {span} alone takes "
+            f"{1000 * floor:,.0f} us, {ratio:.3g}x the claimed {claim_ms:g} ms"
         )
-    return FloorReading(floor_ms, claim_ms, share, n_seq, baseline, verdict, reason, formula)
+    r = headline.ClaimReading(DELTA_ID, "physics", v, f"floor {100 * ratio:.2g} % of it", reason)
+    return GrowthReading(growth, claim_ms, per_seq, n_seq, r)
 
 
-# --------------------------------------------------------------------------------------------
-# The chapter
+@dataclass(frozen=True)
+class ImpliedLatency:
+    """The decode latency at the shorter context that the two published figures imply together
+    (100 x delta / percent, ms), its range over both figures' rounding, and the least step
+    time the model allows there (ms); ``reading`` is the physics reading of the percent claim."""
+
+    central_ms: float
+    low_ms: float
+    high_ms: float
+    step_floor_ms: float
+    step_formula: str
+    reading: headline.ClaimReading
+
+
+def implied_latency_physics(
+    claim_ms: float,
+    tol_ms: float,
+    claim_pct: float,
+    tol_pct: float,
+    model: ModelSpec,
+    hw: GpuSpec,
+    gpus: int,
+    lo: int,
+    kv_dtype: str,
+) -> ImpliedLatency:
+    """The latency at ``lo`` the percent claim implies, ``100 x claim_ms / claim_pct``, over
+    the rounding of both figures: (ms - tol) / (pct + tol) to (ms + tol) / (pct - tol)
+    (0.55 / 7.5 % = 7.33 ms to 0.65 / 6.5 % = 10.0 ms). Physics: one sequence decoding on
+    ``gpus`` GPUs cannot step faster than streaming its share of the weights and context
+    (:func:`rackbook.physics.check.memory_ceiling`); ``impossible`` when even the longest
+    implied latency is below that floor."""
+    if not (claim_pct > tol_pct >= 0 and claim_ms > tol_ms >= 0):
+        raise InputError("-", "claim", "delta and percent must exceed their tolerances")
+    central = 100 * claim_ms / claim_pct
+    low = 100 * (claim_ms - tol_ms) / (claim_pct + tol_pct)
+    high = 100 * (claim_ms + tol_ms) / (claim_pct - tol_pct)
+    ceil = check.memory_ceiling(model, hw, gpus, 1, context=lo, kv_dtype=kv_dtype)
+    step_ms = 1000 / (ceil.tok_s_per_gpu * gpus)
+    ratio = step_ms / high
+    v = check.physics_verdict(ratio)
+    reason = (
+        f"the two figures imply {low:.3g} to {high:.3g} ms per step at {lo:,} tokens; one "
+        f"sequence on {gpus} {hw.id} cannot step faster than {step_ms:.3g} ms"
+    )
+    r = headline.ClaimReading(
+        DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", reason
+    )
+    return ImpliedLatency(central, low, high, step_ms, ceil.formula, r)
+
+
+def delta_run_reading(
+    d: Delta, testable: bool, run: dict[str, Any], fit: LinearFit | None, *, claim: float,
+    tolerance: float, claim_id: str, percent: bool = False,
+) -> headline.ClaimReading:  # fmt: skip
+    """This run's reading of the claimed delta (ms, or % with ``percent``) from a measured
+    :class:`Delta`: ``untested`` unless the trace can test the claim (Blackwell Ultra GPUs,
+    DeepSeek-V4.1-Flash) and holds both claimed lengths; then ``consistent`` when the measured
+    value is within ``tolerance`` (same unit) of the claim, else ``inconsistent``."""
+    value = d.delta_pct if percent else d.delta_ms
+    unit = "%" if percent else "ms"
+    what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
+    if fit is not None and not fit.resolved:
+        what += " (the fit's slope is not resolved from zero)"
+    needs = "DeepSeek-V4.1-Flash on B300/GB300 at 128k and 855k tokens of context"
+    if not testable:
+        return headline.untested(claim_id, f"{verdicts.hardware(run)} ({what})", needs)
+    if d.pair != "requested":
+        return headline.ClaimReading(
+            claim_id, "this run", "untested", "-", f"{what} ({d.pair}): lacks the claimed lengths"
+        )
+    ok = abs(value - claim) <= tolerance
+    return headline.ClaimReading(
+        claim_id,
+        "this run",
+        "consistent" if ok else "inconsistent",
+        f"{value - claim:+.3g} {unit}",
+        f"{what}, claim {claim:+g} {unit} (tolerance {tolerance:g})",
+    )
 
 
 def claimed_span(registry: Registry) -> tuple[int, int]:
@@ -568,17 +491,21 @@ def claimed_span(registry: Registry) -> tuple[int, int]:
     return span.low, span.high
 
 
+# --------------------------------------------------------------------------------------------
+# The chapter
+
+
 @dataclass(frozen=True)
 class Params(headline.Params):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): the model entry,
     GPU entry and KV-cache dtype of the arithmetic; the pair of context lengths ``lo`` < ``hi``
     (tokens; ``None``: the registry's pair); sequences per GPU growing from lo to hi and GPUs
-    sharing one sequence's KV reads (bandwidth model); GPUs one copy of the weights is spread
-    over, weight bytes per GPU (``None``: derived from the model entry) and the share of HBM
-    vLLM may use."""
+    sharing one sequence's reads (context growth); GPUs one copy of the routed experts is spread
+    over (weights per GPU: dense weights on every GPU plus that share of the experts), weight
+    bytes per GPU (``None``: derived from the model entry) and the share of HBM vLLM may use."""
 
     model: str = "deepseek-v4.1-flash"
-    gpu: str = "b300"
+    gpu: str = "gb300"
     kv_dtype: str = "fp4"
     lo: int | None = None
     hi: int | None = None
@@ -593,8 +520,9 @@ class Params(headline.Params):
 class Analysis:
     """Everything the chapter shows: the KV bytes per token at every dtype, memory per sequence
     and sequences per GPU over a grid of contexts, decode latency against context (the trace's
-    main series, its fit and the delta), the KV-read floor against the claimed delta (whose
-    tolerance is ``tolerance_ms``), the verdicts, and the values its prose quotes."""
+    main series, its fit and the delta), the context growth of a decode step at both ends, the
+    latency the claims imply, the three readings of each claim, and the values its prose
+    quotes."""
 
     trace: Trace
     params: Params
@@ -606,34 +534,19 @@ class Analysis:
     model: ModelSpec
     hw: GpuSpec
     kv_bytes: dict[str, roofline.KvBytes]
-    weights: WeightBytes
+    weights: roofline.Storage
     w_per_gpu: float
     memory: dict[str, pd.DataFrame]
     table: pd.DataFrame
     series: pd.DataFrame
     fit: LinearFit
     measured: Delta
-    kv: KvBandwidth
-    floor: FloorReading
+    growth: GrowthReading
+    implied: ImpliedLatency
     tolerance_ms: float
-    kv_verdict: str
-    kv_reason: str
-    v_delta: str
-    r_delta: str
-    v_pct: str
-    r_pct: str
+    readings: list[headline.ClaimReading]
     hardware: str
     kind: str
-    verdict: str = field(init=False)
-    reason: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.verdict = self.v_delta
-        self.reason = (
-            f"{self.kv_bytes_per_token} B/token {self.kv_verdict} (arithmetic); latency delta "
-            f"{self.v_delta} ({self.r_delta}); KV-read floor {1000 * self.floor.floor_ms:.0f} us "
-            f"is {100 * self.floor.share:.0f} % of the claimed {self.floor.claim_ms:g} ms"
-        )
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -647,12 +560,28 @@ class Analysis:
             {
                 "kv_dtype": d,
                 "rows_per_token": float(b.rows_per_token),
-                "kv_row_bytes": b.kv_row_bytes,
-                "indexer_row_bytes": b.indexer_row_bytes,
+                "kv_row_bytes": float(b.kv_row_bytes),
+                "indexer_row_bytes": float(b.indexer_row_bytes),
                 "bytes_per_token": b.bytes_per_token,
             }
             for d, b in self.kv_bytes.items()
         )
+
+    @property
+    def reads_table(self) -> pd.DataFrame:
+        """Context bytes one decode step reads per sequence at lo and hi, at both ends (MB)."""
+        rows = []
+        for c in (self.lo, self.hi):
+            r = roofline.decode_kv_reads(self.model, c, self.params.kv_dtype)
+            rows.append(
+                {
+                    "context_tokens": c,
+                    "stored_mb": roofline.kv_bytes_per_sequence(self.model, c, r.kv_dtype) / 1e6,
+                    "sparse_read_mb": r.sparse_bytes / 1e6,
+                    "dense_read_mb": r.dense_bytes / 1e6,
+                }
+            )
+        return pd.DataFrame(rows)
 
     @property
     def at(self) -> pd.DataFrame:
@@ -663,14 +592,11 @@ class Analysis:
     def weights_note(self) -> str:
         """How the weight bytes per GPU were obtained (derived, with the arithmetic, or given)."""
         if self.params.weight_bytes_per_gpu is None:
-            return self.weights.formula
+            return (
+                f"{self.weights.formula}; per GPU: dense + routed / {self.params.weight_gpus} = "
+                f"{self.w_per_gpu / 1e9:.1f} GB"
+            )
         return f"given: {self.w_per_gpu:.4g} B per GPU"
-
-    @property
-    def idx_share(self) -> float:
-        """Share of a KV row's bytes that is the indexer key."""
-        b = self.kv_bytes[self.params.kv_dtype]
-        return b.indexer_row_bytes / (b.kv_row_bytes + b.indexer_row_bytes)
 
     @property
     def latency_table(self) -> pd.DataFrame:
@@ -694,33 +620,21 @@ class Analysis:
         """Prompt lengths (tokens) of the live rerun: lo, 2 lo, 4 lo and hi."""
         return sorted({self.lo, 2 * self.lo, 4 * self.lo, self.hi})
 
-    def verdict_markdown(self) -> str:
-        """The four readings of the claims, one Markdown bullet each."""
-        kv, dl, pct = self.claim_kv, self.claim_delta, self.claim_pct
-        on = f"({self.kind} on {self.hardware})"
-        return "\n".join(
-            [
-                f"- **{kv.value_text}: {self.kv_verdict}** (modelled: arithmetic on the "
-                f"published layout): {self.kv_reason}.",
-                f"- **{dl.value_text}: {self.v_delta}** {on}: {self.r_delta}.",
-                f"- **{pct.value_text}: {self.v_pct}** {on}: {self.r_pct}.",
-                f"- **{dl.value_text} against the bandwidth model: {self.floor.verdict}** "
-                f"(modelled): {self.floor.reason}.",
-            ]
-        )
-
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         m, kvb, at, d, f = self.model, self.kv_bytes, self.at, self.measured, self.fit
         b = kvb[self.params.kv_dtype]
+        g, im = self.growth, self.implied
+        reads = self.reads_table.set_index("context_tokens")
         return {
-            "claim_kv": int(self.claim_kv.value),
-            "claim_delta_ms": float(self.claim_delta.value),
-            "claim_pct": float(self.claim_pct.value),
+            "claim_kv": int(self.claim_kv.value or 0),
+            "claim_delta_ms": float(self.claim_delta.value or 0),
+            "claim_pct": float(self.claim_pct.value or 0),
             "lo": int(self.lo),
             "hi": int(self.hi),
             "window": int(m.architecture.sliding_window or 0),
             "owning_layers": ", ".join(map(str, m.kv_cache.owning_layers or [])),
+            "consumers": ", ".join(map(str, m.kv_cache.consumers or [])),
             "n_layers": int(m.architecture.num_layers or 0),
             "backbone_b": (m.params.backbone or 0) / 1e9,
             "hardware": self.hardware,
@@ -728,25 +642,30 @@ class Analysis:
             "kv_bytes": int(b.bytes_per_token),
             "kv_dtype": self.params.kv_dtype,
             "rows_per_token": float(b.rows_per_token),
-            "kv_row": int(b.kv_row_bytes),
-            "idx_row": int(b.indexer_row_bytes),
+            "kv_row": float(b.kv_row_bytes),
+            "idx_row": float(b.indexer_row_bytes),
             "kv_fp8": int(kvb["fp8"].bytes_per_token),
             "kv_bf16": int(kvb["bf16"].bytes_per_token),
-            "kv_verdict": self.kv_verdict,
             "weights_total_gb": self.weights.total_bytes / 1e9,
             "weight_gpus": int(self.params.weight_gpus),
             "w_per_gpu_gb": self.w_per_gpu / 1e9,
-            "moe_layers": int(self.weights.moe_layers),
+            "moe_layers": int(m.moe.num_moe_layers or 0),
             "hbm_gb": self.hw.hbm_capacity_bytes / 1e9,
             "mem_frac": float(self.params.memory_fraction),
             "seq_lo_mb": float(at.loc[self.lo, "kv_bytes_per_sequence"]) / 1e6,
             "seq_hi_mb": float(at.loc[self.hi, "kv_bytes_per_sequence"]) / 1e6,
             "fit_lo": int(at.loc[self.lo, "sequences_per_gpu"]),
             "fit_hi": int(at.loc[self.hi, "sequences_per_gpu"]),
+            "sparse_lo_mb": float(reads.loc[self.lo, "sparse_read_mb"]),
+            "sparse_hi_mb": float(reads.loc[self.hi, "sparse_read_mb"]),
+            "dense_hi_mb": float(reads.loc[self.hi, "dense_read_mb"]),
             "n_points": int(len(self.series)),
             "ctx_min": int(f.context_min),
             "ctx_max": int(f.context_max),
             "slope_1k": float(f.slope_per_1k),
+            "slope_ci_lo": float(f.slope_ci_per_1k[0]),
+            "slope_ci_hi": float(f.slope_ci_per_1k[1]),
+            "slope_resolved": "resolved" if f.resolved else "not resolved",
             "intercept": float(f.intercept_ms),
             "r2": float(f.r2),
             "d_lo": int(d.lo),
@@ -756,28 +675,28 @@ class Analysis:
             "d_ms": float(d.delta_ms),
             "d_pct": float(d.delta_pct),
             "pair_note": self.pair_note,
-            "extra_mb": self.kv.extra_bytes / 1e6,
-            "floor_us": 1000 * self.floor.floor_ms,
-            "idx_us": 1000 * self.floor.floor_ms * self.idx_share,
+            "sparse_us": 1000 * g.growth.sparse_ms,
+            "dense_us": 1000 * g.growth.dense_ms,
+            "sparse_share_pct": 100 * g.share,
+            "dense_share_pct": 100 * g.growth.dense_ms / g.claim_ms,
+            "seq_explain": float(g.sequences_to_explain),
             "hbm_tbs": self.hw.hbm_bandwidth_bytes_per_s / 1e12,
             "batch": int(self.params.batch),
             "kv_gpus": int(self.params.n_gpus),
-            "share_pct": 100 * self.floor.share,
-            "seq_explain": float(self.floor.sequences_to_explain),
-            "baseline_ms": float(self.floor.implied_baseline_ms),
-            "floor_verdict": self.floor.verdict,
-            "verdict": self.verdict,
-            "v_delta": self.v_delta,
+            "implied_ms": im.central_ms,
+            "implied_low_ms": im.low_ms,
+            "implied_high_ms": im.high_ms,
+            "step_floor_ms": im.step_floor_ms,
         }
 
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
     """The chapter's analysis: KV bytes per token at every dtype against the claimed bytes,
     memory per sequence over a grid of contexts, the trace's decode latency against context
-    (main series, fit, delta between lo and hi or the longest pair it has) against the claimed
-    delta, and the KV-read floor of lo -> hi against it. The published figures, their tolerances
-    and (unless ``params.lo`` / ``params.hi`` are set) the pair of contexts come from the claims
-    registry."""
+    (main series, fit, delta between lo and hi or the longest pair it has), the context growth
+    of a decode step at both ends against the claimed delta, and the latency the two claims
+    imply. The published figures, their tolerances and (unless ``params.lo`` / ``params.hi``
+    are set) the pair of contexts come from the claims registry."""
     p = params
     reg = registry or load_claims()
     span = claimed_span(reg)
@@ -785,12 +704,13 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     hi = int(p.hi) if p.hi is not None else span[1]
     claim_ms, claim_pct = reg.value(DELTA_ID), reg.value(DELTA_PCT_ID)
     tol_ms, tol_pct = reg.tolerance(DELTA_ID), reg.tolerance(DELTA_PCT_ID)
-    m, hw = catalogs.load_model(p.model), catalogs.gpu(p.gpu)
+    m, hw = catalogs.as_model(p.model), catalogs.as_gpu(p.gpu)
     kvb = {d: roofline.kv_bytes(m, d) for d in catalogs.PRECISIONS}
-    kv_v, kv_r = kv_bytes_verdict(kvb[p.kv_dtype].bytes_per_token, reg.value(KV_BYTES_ID))
-    weights = weight_bytes_per_gpu(m, p.weight_gpus)
+    weights = roofline.storage(m)
     w_per_gpu = float(
-        weights.per_gpu_bytes if p.weight_bytes_per_gpu is None else p.weight_bytes_per_gpu
+        weights.per_gpu_bytes(p.weight_gpus)
+        if p.weight_bytes_per_gpu is None
+        else p.weight_bytes_per_gpu
     )
     max_ctx = int(m.architecture.max_context_tokens or hi)
     grid = sorted({*np.linspace(max_ctx / 64, max_ctx, 64).astype(int).tolist(), lo, hi})
@@ -802,16 +722,43 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     }
     table = decode_latency_by_context(trace)
     series = main_series(table)
+    fit = fit_linear(series)
     measured = delta(series, lo, hi)
-    kv = kv_bandwidth_model(m, hw, lo, hi, p.kv_dtype, p.n_gpus, p.batch)
-    hardware = hardware_label(trace.run)
-    comparable = comparable_to_claim(trace.run)
-    v_delta, r_delta = measured_verdict(
-        measured, comparable, hardware, claim=claim_ms, tolerance=tol_ms
+    growth = growth_physics(
+        roofline.context_growth(m, hw, lo, hi, p.kv_dtype, batch=p.batch, n_gpus=p.n_gpus),
+        claim_ms,
     )
-    v_pct, r_pct = measured_verdict(
-        measured, comparable, hardware, claim=claim_pct, tolerance=tol_pct, percent=True
+    implied = implied_latency_physics(
+        claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
     )
+    hardware = verdicts.hardware(trace.run)
+    testable = verdicts.can_test(trace.run)
+    run_ms = delta_run_reading(
+        measured, testable, trace.run, fit, claim=claim_ms, tolerance=tol_ms, claim_id=DELTA_ID
+    )
+    run_pct = delta_run_reading(
+        measured, testable, trace.run, fit, claim=claim_pct, tolerance=tol_pct,
+        claim_id=DELTA_PCT_ID, percent=True,
+    )  # fmt: skip
+    kv_run = headline.ClaimReading(
+        KV_BYTES_ID,
+        "this run",
+        "untested",
+        "-",
+        "a latency trace does not measure bytes per token (vLLM's start-up log of KV capacity "
+        "on the claim's hardware would)",
+    )
+    readings = [
+        kv_bytes_physics(kvb[p.kv_dtype], reg.value(KV_BYTES_ID)),
+        evidence.claim_reading(KV_BYTES_ID, float(kvb[p.kv_dtype].bytes_per_token)),
+        kv_run,
+        growth.reading,
+        evidence.claim_reading(DELTA_ID, None),
+        run_ms,
+        implied.reading,
+        evidence.claim_reading(DELTA_PCT_ID, None),
+        run_pct,
+    ]
     return Analysis(
         trace=trace,
         params=p,
@@ -828,29 +775,27 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         memory=memory,
         table=table,
         series=series,
-        fit=fit_linear(series),
+        fit=fit,
         measured=measured,
-        kv=kv,
-        floor=floor_vs_claim(kv, claim_ms, claim_pct, tol_ms),
+        growth=growth,
+        implied=implied,
         tolerance_ms=tol_ms,
-        kv_verdict=kv_v,
-        kv_reason=kv_r,
-        v_delta=v_delta,
-        r_delta=r_delta,
-        v_pct=v_pct,
-        r_pct=r_pct,
+        readings=readings,
         hardware=hardware,
         kind=evidence_kind(trace.kind),
     )
 
 
 def outcome(a: Analysis) -> headline.Outcome:
-    """The chapter's headlines and verdict (the headline JSON)."""
-    p, d, f, fl = a.params, a.measured, a.fit, a.floor
+    """The chapter's headlines, readings and what would flip them (the headline JSON)."""
+    p, d, f, g, im = a.params, a.measured, a.fit, a.growth, a.implied
     tid = [a.trace.trace_id]
-    measured = dict(kind=a.kind, hardware=a.hardware, trace_ids=tid)
-    floor_reading = dict(claim_id=DELTA_ID, kind="modelled", verdict=fl.verdict, reason=fl.reason)
-    not_claimed = dict(claim_id=None, kind="modelled", verdict="not comparable")
+    run = {r.claim_id: r for r in a.readings if r.reading == "this run"}
+    phys = {r.claim_id: r for r in a.readings if r.reading == "physics"}
+    measured: dict[str, Any] = dict(kind=a.kind, hardware=a.hardware, trace_ids=tid)
+    if a.kind == "synthetic":
+        measured.pop("hardware")
+    not_claimed = dict(claim_id=None, kind="modelled", verdict=headline.NOT_COMPARABLE)
     headlines = [
         headline.Headline(
             name="decode_delta",
@@ -859,8 +804,8 @@ def outcome(a: Analysis) -> headline.Outcome:
             definition=f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context "
             f"({d.pair} pair)",
             claim_id=DELTA_ID,
-            verdict=a.v_delta,
-            reason=a.r_delta,
+            verdict=run[DELTA_ID].verdict,
+            reason=run[DELTA_ID].reason,
             **measured,
         ),
         headline.Headline(
@@ -869,54 +814,61 @@ def outcome(a: Analysis) -> headline.Outcome:
             unit="%",
             definition=f"decode_delta over median TPOT at {d.lo:,} tokens",
             claim_id=DELTA_PCT_ID,
-            verdict=a.v_pct,
-            reason=a.r_pct,
+            verdict=run[DELTA_PCT_ID].verdict,
+            reason=run[DELTA_PCT_ID].reason,
             **measured,
         ),
         headline.Headline(
             name="kv_bytes_per_token",
             value=int(a.kv_bytes_per_token),
             unit="B/token",
-            definition=f"global KV bytes per token at {p.kv_dtype}: rows/token x (KV + indexer "
-            "row)",
+            definition=f"global KV bytes per token at {p.kv_dtype}, derived from the row's "
+            "dimensions and storage format",
             claim_id=KV_BYTES_ID,
             kind="modelled",
-            verdict=a.kv_verdict,
-            reason=a.kv_reason,
+            verdict=phys[KV_BYTES_ID].verdict,
+            reason=phys[KV_BYTES_ID].reason,
         ),
         headline.Headline(
-            name="kv_read_floor",
-            value=round(fl.floor_ms, 5),
-            unit="ms",
-            definition=f"least time to stream the extra global KV of {p.batch} sequence(s) "
-            f"growing {a.lo:,} -> {a.hi:,} tokens at {p.n_gpus} x {p.gpu} HBM bandwidth",
-            **floor_reading,
+            name="context_growth_sparse",
+            value=round(1000 * g.growth.sparse_ms, 3),
+            unit="us",
+            definition=f"extra context reads per decode step of {p.batch} sequence(s) growing "
+            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {p.gpu} HBM "
+            "bandwidth",
+            claim_id=DELTA_ID,
+            kind="modelled",
+            verdict=phys[DELTA_ID].verdict,
+            reason=phys[DELTA_ID].reason,
         ),
         headline.Headline(
-            name="kv_read_share_of_claim",
-            value=round(100 * fl.share, 2),
-            unit="%",
-            definition="kv_read_floor over the claimed delta",
-            **floor_reading,
+            name="context_growth_dense",
+            value=round(1000 * g.growth.dense_ms, 1),
+            unit="us",
+            definition="the same with every consuming layer reading every row (dense bound)",
+            reason="an upper reading of the reads, not what sparse attention does",
+            **not_claimed,
         ),
         headline.Headline(
             name="implied_latency_at_lo",
-            value=round(fl.implied_baseline_ms, 3),
+            value=round(im.central_ms, 3),
             unit="ms",
-            definition=f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens",
+            definition=f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens "
+            f"({im.low_ms:.3g} to {im.high_ms:.3g} ms over the rounding)",
             claim_id=DELTA_PCT_ID,
-            kind="published",
-            verdict="not comparable",
-            reason="arithmetic on the two published figures; no baseline latency was published",
+            kind="modelled",
+            verdict=phys[DELTA_PCT_ID].verdict,
+            reason=phys[DELTA_PCT_ID].reason,
         ),
         headline.Headline(
             name="decode_slope",
             value=round(f.slope_per_1k, 5),
             unit="ms per 1k tokens",
             definition=f"least-squares slope of median TPOT over {f.n} contexts "
-            f"{f.context_min:,}..{f.context_max:,} tokens",
+            f"{f.context_min:,}..{f.context_max:,} tokens (95 % CI "
+            f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g})",
             claim_id=None,
-            verdict="not comparable",
+            verdict=headline.NOT_COMPARABLE,
             reason="the write-up gives a delta between two lengths, not a slope",
             **measured,
         ),
@@ -942,6 +894,22 @@ def outcome(a: Analysis) -> headline.Outcome:
         for dt, b in a.kv_bytes.items()
         if dt != p.kv_dtype
     ]
+    per_seq_us = 1000 * g.per_sequence_ms
+    step_limit = im.step_floor_ms / (1 + check.MARGIN)
+    pct_limit = 100 * g.claim_ms / step_limit
+    flips = [
+        f"physics, {a.claim_kv.value_text}: a layout whose rows or formats give another byte "
+        f"count (FP8 rows give {a.kv_bytes['fp8'].bytes_per_token} B/token)",
+        f"physics, {a.claim_delta.value_text}: impossible if the delta were below "
+        f"{per_seq_us * p.batch / (1 + check.MARGIN):.3g} us ({p.batch} sequence(s) per GPU), "
+        f"or the claim's batch were above {1.15 * g.sequences_to_explain:.0f} sequences per GPU "
+        "(their scans alone would exceed it)",
+        f"physics, {a.claim_pct.value_text}: impossible if the implied latency at {a.lo:,} "
+        f"tokens were below {step_limit:.3g} ms (the same delta quoted as more than "
+        f"{pct_limit:.3g} %)",
+        f"this run: a trace of DeepSeek-V4.1-Flash on B300/GB300 at {a.lo:,} and {a.hi:,} tokens "
+        f"reads consistent within +/-{a.tolerance_ms:g} ms of the claim, inconsistent outside",
+    ]
     parameters = {
         "model": p.model,
         "gpu": p.gpu,
@@ -954,4 +922,4 @@ def outcome(a: Analysis) -> headline.Outcome:
         "weight_bytes_per_gpu": a.w_per_gpu,
         "memory_fraction": p.memory_fraction,
     }
-    return headline.Outcome(RESULT, headlines, a.verdict, a.reason, tid, parameters)
+    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)

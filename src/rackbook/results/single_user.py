@@ -28,15 +28,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core.provenance import hardware_label
 from rackbook.core.server_metrics import counter_deltas
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.physics import roofline
-from rackbook.results import headline, verdicts
+from rackbook.physics import check, roofline
+from rackbook.results import evidence, headline, verdicts
 
 RESULT = "single-user"
 #: The claim this chapter tests (data/claims.yaml): its figure and its GPU count.
@@ -44,11 +43,15 @@ CLAIM_ID = "single-user.throughput"
 #: The rack figure this one must not be set against as "per GPU" (data/claims.yaml).
 RACK_CLAIM_ID = "rack-scaling.throughput"
 
-#: Acceptance length InferenceX used for vLLM V4.1-Flash on GB300 with DSpark (synthetic).
+#: Tokens per verification step with speculation, when the trace has none: InferenceX's golden
+#: acceptance length for DeepSeek-V4.1-Flash with its DSpark drafter (five draft tokens,
+#: thinking on), measured on SPEED-Bench's coding prompts and imposed as the synthetic
+#: acceptance of InferenceX's throughput runs. A measured figure of one workload, not of the
+#: claim's.
 INFERENCEX_ACCEPTANCE_LENGTH = 3.51
 INFERENCEX_ACCEPTANCE_SOURCE = (
-    'claims-context.md section "Mechanisms in vLLM" (InferenceX PR #3036, 2026-09-12: '
-    "synthetic acceptance length 3.51)"
+    "InferenceX golden acceptance length, golden_al_distribution/dsv41flash_dspark.yaml "
+    "(https://github.com/SemiAnalysisAI/InferenceX/pull/2964, 2026-09-10)"
 )
 
 #: Key vLLM's ``bench serve`` result uses (vllm/benchmarks/serve.py).
@@ -177,7 +180,6 @@ def batch1_floor(
     *,
     context_tokens: int = 0,
     kv_dtype: str = "fp4",
-    moe_layers: int | None = None,
 ) -> roofline.Batch1Decode:
     """Batch-1 decode floor: step >= (active weight bytes + KV of ``context_tokens``) /
     (n_gpus x HBM bytes/s) seconds; ceiling tokens/s = acceptance_length / step
@@ -190,7 +192,6 @@ def batch1_floor(
         acceptance_length,
         context_tokens=context_tokens,
         kv_dtype=kv_dtype,
-        moe_layers=moe_layers,
     )
 
 
@@ -251,23 +252,52 @@ def stream_gpus(trace: Trace, default: int) -> int:
     return int(known.max()) if len(known) else default
 
 
-def verdict(
-    tokens_per_s: float,
-    n_gpus: int,
-    claim: Claim,
-    claim_tokens_per_s: float,
-    rel_tol: float,
+def collective_budget_us(claim_step_ms: float, floor_step_ms: float, moe_layers: int) -> float:
+    """Microseconds per MoE layer left for the expert dispatch and combine across the GPUs
+    when a step takes ``claim_step_ms`` and streaming its bytes takes ``floor_step_ms``:
+    (claim step - floor step) / layers (negative: no time left)."""
+    return 1000 * (claim_step_ms - floor_step_ms) / moe_layers
+
+
+def physics_reading(floor: pd.DataFrame, claim_tok_s: float, gpus: int, gpu: str) -> (
+    headline.ClaimReading
+):  # fmt: skip
+    """The physics reading of one stream at ``claim_tok_s``: the claim over the batch-1
+    bandwidth ceiling with speculation (the claim's "specialised decode path" may use it; the
+    most a step can yield), with the share of the ceiling without speculation in the reason.
+    Collectives between the GPUs are not in the ceiling."""
+    f0 = floor.set_index("reading").loc["no speculation"]
+    f1 = floor.set_index("reading").loc["speculation"]
+    ratio = claim_tok_s / f1["ceiling_tok_s"]
+    v = check.physics_verdict(ratio)
+    reason = (
+        f"{claim_tok_s:,.0f} tok/s is {ratio:.0%} of the {f1['ceiling_tok_s']:,.0f} tok/s "
+        f"bandwidth ceiling at {f1['acceptance_length']:g} tokens per step and "
+        f"{f0['claim_share_of_ceiling']:.0%} of {f0['ceiling_tok_s']:,.0f} without speculation "
+        f"on {gpus} {gpu}; per-layer dispatch and combine across the GPUs are not counted"
+    )
+    return headline.ClaimReading(CLAIM_ID, "physics", v, f"{ratio:.0%} of the ceiling", reason)
+
+
+def run_reading(
+    tok_s: float, n_gpus: int, claim: Claim, claim_tok_s: float, rel_tol: float,
     run: dict[str, Any],
-) -> tuple[str, str]:
-    """Verdict and one-line reason of one stream's speed against the published figure
-    (:func:`rackbook.results.verdicts.against_value`): the trace speaks to the claim only on
-    B300-class GPUs, as many as the claim's (``claim.scope.gpu_count``)."""
+) -> headline.ClaimReading:  # fmt: skip
+    """This run's reading of one stream's speed against the published figure: the trace speaks
+    to the claim only when recorded on B300-class GPUs, as many as the claim's
+    (``claim.scope.gpu_count``), serving DeepSeek-V4.1-Flash; then ``consistent`` within
+    ``rel_tol`` (a fraction), else ``inconsistent``."""
     gpus = claim.scope.gpu_count
-    comparable = verdicts.on_gpus(run) and n_gpus == gpus
-    what = f"one stream at {tokens_per_s:,.1f} tok/s on {n_gpus} accelerator(s)"
-    target = f"{gpus} B300 GPUs running DeepSeek-V4.1-Flash"
-    return verdicts.against_value(
-        tokens_per_s, claim_tokens_per_s, rel_tol, comparable, what, target, run
+    testable = verdicts.can_test(run) and n_gpus == gpus
+    return verdicts.run_reading(
+        CLAIM_ID,
+        tok_s,
+        claim_tok_s,
+        rel_tol,
+        testable=testable,
+        what=f"one stream at {tok_s:,.1f} tok/s on {n_gpus} accelerator(s)",
+        run=run,
+        needs=f"one stream of DeepSeek-V4.1-Flash on {gpus} B300 GPUs",
     )
 
 
@@ -317,8 +347,7 @@ class Analysis:
     floor: pd.DataFrame  # claim_vs_floor: rows "no speculation", "speculation"
     rack_tok_s: float
     rack_gpus: int
-    verdict: str
-    reason: str
+    readings: list[headline.ClaimReading]
 
     def reading(self, name: str) -> pd.Series:
         """One row of :attr:`floor` (``no speculation`` or ``speculation``)."""
@@ -362,14 +391,26 @@ class Analysis:
             "share_s_pct": 100 * f1["claim_share_of_ceiling"],
             "claim_step_s": f1["claim_step_ms"],
             "headroom_s": f1["step_headroom"],
-            "fits_1": verdicts.fits_verdict(f0["fits"]),
-            "fits_s": verdicts.fits_verdict(f1["fits"]),
+            "physics_1": check.physics_verdict(f0["claim_share_of_ceiling"]),
+            "physics_s": check.physics_verdict(f1["claim_share_of_ceiling"]),
+            "moe_layers": self.moe_layers,
+            "budget_1_us": collective_budget_us(
+                f0["claim_step_ms"], f0["floor_step_ms"], self.moe_layers
+            ),
+            "budget_s_us": collective_budget_us(
+                f1["claim_step_ms"], f1["floor_step_ms"], self.moe_layers
+            ),
             "su_per_gpu": self.per_gpu_single_user,
             "rack_tok_s": self.rack_tok_s,
             "rack_gpus": self.rack_gpus,
             "rack_per_gpu": self.per_gpu_rack,
-            "verdict": self.verdict,
+            "n_valid": len(st.per_request),
         }
+
+    @property
+    def moe_layers(self) -> int:
+        """MoE layers of the model (each needs a dispatch and a combine across the GPUs)."""
+        return roofline.moe_layers(catalogs.as_model(self.params.model_id))
 
 
 def selected_gaps_ms(trace: Trace, point_id: str | None = None) -> np.ndarray:
@@ -406,7 +447,11 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         kv_dtype=p.kv_dtype,
     )
     n_gpus = stream_gpus(trace, p.gpus)
-    v, why = verdict(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run)
+    readings = [
+        physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id),
+        evidence.claim_reading(CLAIM_ID, claim_tok_s, registry=reg),
+        run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run),
+    ]
     return Analysis(
         trace,
         p,
@@ -416,21 +461,21 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         acc,
         acc_from,
         n_gpus,
-        hardware_label(trace.run),
+        verdicts.hardware(trace.run),
         st,
         selected_gaps_ms(trace, p.point_id),
         floor,
         reg.value(RACK_CLAIM_ID),
         catalogs.system(p.rack_system_id).gpus,
-        v,
-        why,
+        readings,
     )
 
 
 def outcome(a: Analysis) -> headline.Outcome:
-    """The chapter's headlines and verdict (the headline JSON)."""
+    """The chapter's headlines, readings and what would flip them (the headline JSON)."""
     tid = [a.trace.trace_id]
     st = a.stats
+    run = next(r for r in a.readings if r.reading == "this run")
     common = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
     unrelated = dict(claim_id=None, verdict="not comparable", **common)
     headlines = [
@@ -440,8 +485,8 @@ def outcome(a: Analysis) -> headline.Outcome:
             unit="tok/s",
             definition="sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests",
             claim_id=CLAIM_ID,
-            verdict=a.verdict,
-            reason=a.reason,
+            verdict=run.verdict,
+            reason=run.reason,
             **common,
         ),
         headline.Headline(
@@ -487,10 +532,21 @@ def outcome(a: Analysis) -> headline.Outcome:
             f"{r.acceptance_length:g} tokens per step",
             claim_id=CLAIM_ID,
             kind="modelled",
-            verdict=verdicts.fits_verdict(r.fits),
+            verdict=check.physics_verdict(r.claim_share_of_ceiling),
             reason=f"floor {r.floor_step_ms:.4g} ms/step vs {r.claim_step_ms:.4g} ms implied",
         )
         for r in a.floor.itertuples()
+    ]
+    v = a.values()
+    f1 = a.reading("speculation")
+    flips = [
+        f"physics: impossible above {(1 + check.MARGIN) * f1['ceiling_tok_s']:,.0f} tok/s "
+        f"({f1['acceptance_length']:g} tokens per step on {a.floor_gpus} {p.gpu_id}); at one "
+        f"token per step the claim leaves {v['budget_1_us']:.3g} us per MoE layer for the "
+        f"dispatch and combine across the GPUs ({v['budget_s_us']:.3g} us with speculation)",
+        f"this run: one stream of DeepSeek-V4.1-Flash on {a.claim.scope.gpu_count} B300 GPUs "
+        f"within {p.rel_tol:.0%} of {a.claim_tok_s:,.0f} tok/s reads consistent, outside it "
+        "inconsistent",
     ]
     parameters = {
         "point_id": p.point_id,
@@ -502,4 +558,4 @@ def outcome(a: Analysis) -> headline.Outcome:
         "context_tokens": p.context_tokens,
         "kv_dtype": p.kv_dtype,
     }
-    return headline.Outcome(RESULT, headlines, a.verdict, a.reason, tid, parameters)
+    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
