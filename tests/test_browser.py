@@ -118,9 +118,19 @@ def test_chapter_renders(browser, site, result, tmp_path):
     dom = dump.stdout
     text = _text(dom)
     doc = read_result(site["out"] / f"{result}.json")
-    # the chapter's headline numbers reach the page: the verdict, and each headline's reason
-    # (which carries its number) in the table the last cell shows
-    assert doc["verdict"] in text
+    # the chapter's readings reach the page: each claim's three verdicts with their reasons in
+    # the verdict box, and each headline's reason (which carries its number) in the last table
+    for r in doc["readings"]:
+        assert f"{r['verdict']}: " + " ".join(r["reason"].split()).translate(_SMART) in text, r
+    assert "What would flip it" in text
+    for f in doc["flips"]:
+        assert " ".join(f.split()).translate(_SMART) in text, f
+    # nothing left raw: no unrendered glue role, no MathJax error, no internal sheet cited
+    assert "{glue" not in text and "glue:text" not in text
+    assert "mjx-merror" not in dom and "Double subscripts" not in text
+    assert "claims-context" not in text and "reference sheet" not in text.lower()
+    # every figure is numbered and captioned
+    assert dom.count('class="caption-number"') >= 1
     for h in doc["headlines"]:
         assert h["name"] in text, h["name"]
         assert " ".join(h["reason"].split()).translate(_SMART) in text, h["name"]

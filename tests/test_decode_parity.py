@@ -68,24 +68,80 @@ def test_parity_keeps_only_batch_sizes_both_engines_measured(tmp_path):
         decode_parity.largest_gap(par.iloc[:0])
 
 
+def _testable(t, gpus):
+    """A recorded trace on ``gpus`` serving the claim's model (what can test the claim)."""
+    t.run["kind"] = "recorded"
+    t.run["parameters"] = {"model": "deepseek-ai/DeepSeek-V4.1-Flash"}
+    return t
+
+
 @pytest.mark.parametrize(
     "gpus,engine_b,points,verdict",
     [
-        ((), "b", POINTS, "not reproduced"),  # CPU stand-in
-        (("NVIDIA B300",), "b", POINTS, "not reproduced"),  # engine B is not DeepInfer
+        ((), "b", POINTS, "untested"),  # CPU stand-in
+        (("NVIDIA B300",), "b", POINTS, "untested"),  # engine B is not DeepInfer
         (("NVIDIA B300",), "deepinfer", [("a", 8, 1.1), ("deepinfer", 8, 1.05)], "consistent"),
         (("NVIDIA B300",), "deepinfer", [("a", 16, 1.1), ("deepinfer", 16, 0.9)], "inconsistent"),
+        (("NVIDIA B300",), "deepinfer", [("a", 8, 1.1)], "untested"),  # one engine only
     ],
-    ids=["cpu", "not-deepinfer", "within-band", "outside-band"],
+    ids=["cpu", "not-deepinfer", "within-band", "outside-band", "one-engine"],
 )
-def test_every_verdict(tmp_path, gpus, engine_b, points, verdict):
+def test_every_run_reading(tmp_path, gpus, engine_b, points, verdict):
     t = _trace(tmp_path, points, gpus)
+    if gpus:
+        _testable(t, gpus)
     params = decode_parity.Params(engine_a="a", engine_b=engine_b, batch_sizes=[8, 16])
-    an = decode_parity.analyse(t, params)
-    assert an.verdict == verdict
-    out = decode_parity.outcome(an)
-    assert out.verdict == verdict and out.headlines[0].verdict == verdict
-    assert out.headlines[0].claim_id == "decode-parity.gap"
+    out = decode_parity.outcome(decode_parity.analyse(t, params))
+    run = out.reading("decode-parity.gap", "this run")
+    assert run.verdict == verdict
+    gap = [h for h in out.headlines if h.name == "max_decode_gap"]
+    assert all(h.verdict == verdict and h.claim_id == "decode-parity.gap" for h in gap)
+    if verdict == "untested" and gpus and engine_b == "deepinfer":
+        assert "no points of engine deepinfer" in run.reason  # the missing piece is named
+
+
+def _ceiling(batch: int, ranks: int) -> float:
+    params = decode_parity.Params(batch_sizes=[batch], decode_ranks=ranks)
+    return float(decode_parity.ceilings(params)["ceiling_tok_s_per_gpu"].iloc[0])
+
+
+@pytest.mark.parametrize(
+    "share,verdict", [(0.5, "possible"), (1.0, "undetermined"), (2.0, "impossible")]
+)
+def test_every_physics_reading(tmp_path, share, verdict):
+    """On one decode rank, an engine decoding at ``share`` x the bandwidth ceiling of batch 8:
+    a rate twice the ceiling means the batch is not what the claim says (impossible)."""
+    rate = share * _ceiling(8, 1)
+    d = 8 * 20 / 2 / rate / 2  # per-request decode seconds: decode tok/s = 8 x 20 / (2 d)
+    pts = [("a", 8, 0.1 + 2 * d), ("deepinfer", 8, 0.1 + 2 * d)]
+    t = _testable(_trace(tmp_path, pts, ("NVIDIA B300",)), ("NVIDIA B300",))
+    params = decode_parity.Params(
+        engine_a="a", engine_b="deepinfer", batch_sizes=[8], decode_ranks=1
+    )
+    out = decode_parity.outcome(decode_parity.analyse(t, params))
+    r = out.reading("decode-parity.gap", "physics")
+    assert r.verdict == verdict
+    assert r.margin == f"{share:.3g}x the ceiling"
+
+
+def test_physics_is_undetermined_for_a_stand_in(tmp_path):
+    """A CPU trace cannot put an engine against a GB300 ceiling: the reading names the span of
+    ceilings, 64 ranks at batch 8 and 16 per rank, and decides nothing."""
+    out = decode_parity.outcome(
+        decode_parity.analyse(_trace(tmp_path, POINTS), decode_parity.Params("a", "b", [8, 16]))
+    )
+    r = out.reading("decode-parity.gap", "physics")
+    assert r.verdict == "undetermined"
+    assert f"{_ceiling(8, 64):,.0f} tok/s per GPU at batch 8" in r.reason
+
+
+def test_ceilings_grow_with_batch_and_match_the_memory_model():
+    """Per-rank batch 8 on 64 GB300 ranks: each GPU streams the dense weights, the experts its
+    512 tokens pick (spread over 64) and the context, at 8 TB/s."""
+    c = decode_parity.ceilings(decode_parity.Params())
+    assert c["ceiling_tok_s_per_gpu"].is_monotonic_increasing
+    assert c["batch"].tolist() == [8, 16, 32, 64, 128, 256]
+    assert c["ceiling_tok_s_per_gpu"].iloc[0] == pytest.approx(5326, rel=1e-3)
 
 
 def test_the_band_comes_from_the_registry(tmp_path):
@@ -97,9 +153,11 @@ def test_the_band_comes_from_the_registry(tmp_path):
         if c["id"] == "decode-parity.gap":
             c["value"] = 25.0
     reg = parse_claims(raw, "edited")
-    t = _trace(tmp_path, [("a", 16, 1.1), ("deepinfer", 16, 0.9)], ("NVIDIA B300",))
+    t = _testable(_trace(tmp_path, [("a", 16, 1.1), ("deepinfer", 16, 0.9)], ("NVIDIA B300",)), 1)
     params = decode_parity.Params(engine_a="a", engine_b="deepinfer", batch_sizes=[16])
     an = decode_parity.analyse(t, params, registry=reg)
-    assert an.band_pct == 25.0 and an.verdict == "consistent"
-    text = " ".join(h.definition + h.reason for h in decode_parity.outcome(an).headlines)
+    out = decode_parity.outcome(an)
+    assert an.band_pct == 25.0
+    assert out.reading("decode-parity.gap", "this run").verdict == "consistent"
+    text = " ".join(h.definition + h.reason for h in out.headlines)
     assert "25 %" in text and "6 %" not in text

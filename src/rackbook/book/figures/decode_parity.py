@@ -71,3 +71,11 @@ def prefill_throughput(a: Analysis) -> Figure:
     )
     ax.legend()
     return fig
+
+
+#: The chapter's figures by glue name.
+FIGURES = {
+    "fig_decode": decode_throughput,
+    "fig_ratio": parity_ratio,
+    "fig_prefill": prefill_throughput,
+}
