@@ -670,11 +670,21 @@ def test_run_bad_source(tmp_path, run_cli):
         (b"\xff\xfe\x00", "not valid JSON"),
         (b"{}", "missing"),
         (b"[]", "-: must be a JSON object, got list"),
-        (b'{"headlines": [], "reason": "r"}', "verdict: missing"),
-        (b'{"headlines": [], "verdict": 1, "reason": "r"}', "verdict: must be a str, got int"),
-        (b'{"headlines": {}, "verdict": "pass", "reason": "r"}', "headlines: must be a list"),
+        (b'{"headlines": []}', "readings: missing"),
+        (b'{"headlines": [], "readings": {}}', "readings: must be a list, got dict"),
+        (b'{"headlines": [], "readings": [{"claim_id": "x"}]}', "readings[0]: needs claim_id"),
+        (b'{"headlines": {}, "readings": []}', "headlines: must be a list"),
     ],
-    ids=["truncated", "binary", "no-headlines", "top-list", "no-verdict", "verdict-int", "hl-dict"],
+    ids=[
+        "truncated",
+        "binary",
+        "no-headlines",
+        "top-list",
+        "no-readings",
+        "readings-dict",
+        "reading-fields",
+        "hl-dict",
+    ],  # fmt: skip
 )
 def test_list_corrupt_headline(tmp_path, run_cli, content, problem):
     (tmp_path / "decode-parity.json").write_bytes(content)

@@ -37,25 +37,33 @@ def test_trace_format_page_is_the_schema():
 
 
 def test_at_a_glance_reads_verdicts(tmp_path):
+    """Each claim's row shows its three readings from the headline JSON, each verdict with its
+    reason, and the shipped-recordings column its "this run" reading (not run when absent)."""
+    words = {"physics": "possible", "published": "above", "this run": "untested"}
     doc = {
         "result": "single-user",
-        "verdict": "not reproduced",
-        "reason": "no B300 here",
-        "headlines": [
+        "headlines": [],
+        "readings": [
             {
                 "claim_id": "single-user.throughput",
-                "verdict": "inconsistent",
-                "reason": "floor says otherwise",
-                "kind": "modelled",
-                "hardware": None,
+                "reading": k,
+                "verdict": v,
+                "margin": "-",
+                "reason": f"{k} reason",
             }
-        ],
+            for k, v in words.items()
+        ],  # fmt: skip
     }
     (tmp_path / "single-user.json").write_text(json.dumps(doc))
     text = pages.at_a_glance(tmp_path, reference=tmp_path / "none")
     row = next(r for r in text.splitlines() if r.startswith("| single-user"))
-    assert "inconsistent: floor says otherwise" in row and "| modelled |" in row
-    assert row.rstrip().endswith("| not run |")  # the reference column
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:6] == [
+        "**possible**: physics reason",
+        "**above**: published reason",
+        "**untested**: this run reason",
+    ]
+    assert cells[6] == "not run"  # the reference column
     assert sum(r.startswith("| decode-parity") for r in text.splitlines()) == 1
     assert "not run" in next(r for r in text.splitlines() if r.startswith("| decode-parity"))
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rackbook.results import prefill_gain, rack_scaling, verdicts
+from rackbook.results import verdicts
 
 GPU_RUN = {"hardware": {"gpus": [{"name": "NVIDIA GB300"}] * 4, "hosts": 1}}
 CPU_RUN = {"hardware": {"gpus": [], "cpu_model": "Some CPU", "cpu_cores": 2}}
@@ -23,42 +23,52 @@ def test_gpu_names_and_matching():
     assert not verdicts.on_gpus({"hardware": {"gpus": [{"name": "nvidia b200"}]}})
 
 
-def test_against_value():
-    v, r = verdicts.against_value(900.0, 826.0, 0.1, True, "x", "t", GPU_RUN)
-    assert v == "consistent" and "+9.0%" in r  # 900 / 826 - 1 = 8.96 %
-    v, r = verdicts.against_value(700.0, 826.0, 0.1, True, "x", "t", GPU_RUN)
-    assert v == "inconsistent" and "-15.3%" in r
-    v, r = verdicts.against_value(900.0, 826.0, 0.1, False, "x", "4 B300", CPU_RUN)
-    assert v == "not reproduced" and r == "x; measured on 2-core Some CPU, no GPU, not on 4 B300"
-    assert verdicts.against_value(None, 1.0, 0.1, True, "x", "t", GPU_RUN)[0] == "not comparable"
-    assert verdicts.against_value(np.nan, 1.0, 0.1, True, "x", "t", GPU_RUN)[0] == (
-        "not comparable"
+B300_RUN = {
+    "kind": "recorded",
+    "hardware": {"gpus": [{"name": "NVIDIA B300"}] * 4},
+    "parameters": {"model": "deepseek-ai/DeepSeek-V4.1-Flash"},
+}
+
+
+def test_can_test_needs_recorded_claim_gpus_and_model():
+    assert verdicts.can_test(B300_RUN)
+    assert not verdicts.can_test({**B300_RUN, "kind": "synthetic"})
+    assert not verdicts.can_test({**B300_RUN, "parameters": {"model": "tiny-moe"}})
+    assert not verdicts.can_test({**B300_RUN, "hardware": {"gpus": [{"name": "NVIDIA H200"}]}})
+    assert verdicts.can_test(
+        {**B300_RUN, "hardware": {"gpus": [{"name": "NVIDIA B200"}]}}, verdicts.BLACKWELL
     )
 
 
-def test_gain_verdict_maps_range_words():
-    inside = prefill_gain.verdict_range(0.40, 0.35, 0.44)
-    below = prefill_gain.verdict_range(0.10, 0.35, 0.44)
-    above = prefill_gain.verdict_range(0.60, 0.35, 0.44)
-    assert verdicts.gain_verdict(inside, True, "t", GPU_RUN)[0] == "consistent"
-    assert verdicts.gain_verdict(below, True, "t", GPU_RUN)[0] == "inconsistent"
-    assert verdicts.gain_verdict(above, True, "t", GPU_RUN)[0] == "inconsistent"
-    v, r = verdicts.gain_verdict(inside, False, "Blackwell", CPU_RUN)
-    assert v == "not reproduced" and r.endswith("not on Blackwell") and "+40.0%" in r
+@pytest.mark.parametrize(
+    "measured,run,verdict,margin",
+    [
+        (900.0, B300_RUN, "consistent", "+9.0%"),  # 900 / 826 - 1 = 8.96 %
+        (700.0, B300_RUN, "inconsistent", "-15.3%"),  # 700 / 826 - 1 = -15.25 %
+        (900.0, CPU_RUN, "untested", "-"),
+        (None, B300_RUN, "untested", "-"),
+        (np.nan, B300_RUN, "untested", "-"),
+    ],
+)
+def test_run_reading(measured, run, verdict, margin):
+    r = verdicts.run_reading(
+        "single-user.throughput", measured, 826.0, 0.1, testable=verdicts.can_test(run),
+        what="x", run=run, needs="4 B300",
+    )  # fmt: skip
+    assert (r.reading, r.verdict, r.margin) == ("this run", verdict, margin)
+    if run is CPU_RUN:
+        assert r.reason == "recorded on 2-core Some CPU, no GPU (x); the claim needs 4 B300"
 
 
-def test_reading_verdicts_on_the_published_figure():
-    rv = verdicts.reading_verdicts(rack_scaling.claim_readings(954_000, 72)).set_index("reading")
-    # 954,000 x 32 GFLOP = 30.5 PFLOP/s > 15 (2.04x); prefill 1.02x; rack total 0.0283x
-    assert rv.loc["per-gpu-decode", "verdict"] == "inconsistent"
-    assert "2.04x" in rv.loc["per-gpu-decode", "reason"]
-    assert rv.loc["per-gpu-prefill", "verdict"] == "inconsistent"
-    assert rv.loc["rack-total", "verdict"] == "consistent"
-    # fits only with >= 1 - 468,750 / 954,000 = 50.9 % cache hits
-    assert rv.loc["per-gpu-with-cached", "verdict"] == "consistent"
-    assert "50.9%" in rv.loc["per-gpu-with-cached", "reason"]
-    assert verdicts.fits_verdict(True) == "consistent"
-    assert verdicts.fits_verdict(np.bool_(False)) == "inconsistent"
+@pytest.mark.parametrize(
+    "claimed,verdict",
+    [(84.0, "possible"), (85.0, "undetermined"), (115.0, "undetermined"), (116.0, "impossible")],
+)
+def test_physics_reading_margin_edges(claimed, verdict):
+    """Against a ceiling of 100: below 85 % possible, above 115 % impossible, else
+    undetermined (the modelling margin of a ceiling)."""
+    r = verdicts.physics_reading("rack-scaling.throughput", claimed, 100.0, "w")
+    assert r.verdict == verdict and r.margin == f"{claimed / 100:.3g}x the ceiling"
 
 
 def test_number_and_text_for_unknowns():

@@ -11,6 +11,7 @@ from rackbook import paths
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_write_text
 from rackbook.inputs.claims import Registry, load_claims
+from rackbook.physics.units import plural
 
 _STATUS = {
     "located": "primary source located",
@@ -258,9 +259,8 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
         for r in df.itertuples()
     ]
     src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {provenance.hardware_label(t.run)})"
-    return f"Computed by `rackbook.core.metrics.translate` from {src}, over {gpus} GPU(s).\n\n" + (
-        "\n".join(out) + "\n"
-    )
+    head = f"Computed by `rackbook.core.metrics.translate` from {src}, over {plural(gpus, 'GPU')}."
+    return head + "\n\n" + "\n".join(out) + "\n"
 
 
 #: Assumption of the cost estimate (stated on the page): minutes from `vllm serve` to a
@@ -332,6 +332,53 @@ def rerun_cost_page(traces_dir: Path | None = None) -> str:
     )
 
 
+#: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments). The
+#: figures of the six results come from the claims registry; the two H200 figures are inputs
+#: chosen to land on either side of the ceiling, not claims.
+CHECK_EXAMPLES: tuple[tuple[str, dict], ...] = (
+    ("rack-scaling.throughput, per GPU", {"gpu": "gb300", "gpus": 72, "per": "gpu"}),
+    ("rack-scaling.throughput, rack total / 72", {"gpu": "gb300", "gpus": 72, "per": "total"}),
+    (
+        "rack-scaling.throughput, per GPU of prefill",
+        {"gpu": "gb300", "gpus": 72, "per": "gpu", "phase": "prefill"},
+    ),
+    (
+        "single-user.throughput, one user, 3.51 tokens per step",
+        {"gpu": "b300", "gpus": 4, "per": "total", "batch": 1, "tokens_per_step": 3.51},
+    ),
+    (
+        "single-user.throughput, one user, no speculation",
+        {"gpu": "b300", "gpus": 4, "per": "total", "batch": 1},
+    ),
+    ("an H200 figure: 3,000 tok/s per GPU", {"gpu": "h200", "gpus": 8, "tok_s": 3000.0}),
+    ("an H200 figure: 100,000 tok/s per GPU", {"gpu": "h200", "gpus": 8, "tok_s": 100000.0}),
+)
+
+
+def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = None) -> str:
+    """The worked examples of ``rackbook check`` as a table: each figure's command, verdict,
+    ratio to the binding ceiling and what binds (computed here, never typed)."""
+    from rackbook.physics import check
+
+    reg = registry or load_claims()
+    rows = [
+        "| figure | command | verdict | claimed / ceiling | binding ceiling |",
+        "|---|---|---|---|---|",
+    ]
+    for label, kw in CHECK_EXAMPLES:
+        kw = dict(kw)
+        claim_id = label.split(",")[0]
+        tok_s = kw.pop("tok_s", None) or reg.value(claim_id)
+        c = check.check_claim(model, kw.pop("gpu"), kw.pop("gpus"), tok_s, **kw)
+        flags = [f"--model {model}", f"--gpu {c.gpu}", f"--gpus {c.gpus}", f"--tok-s {tok_s:g}"]
+        flags += [f"--{k.replace('_', '-')} {v}" for k, v in kw.items()]
+        rows.append(
+            f"| {_cell(label)} | `rackbook check {' '.join(flags)}` | **{c.verdict}** "
+            f"| {c.ratio:.3g} | {c.limit}: {c.ceiling_tok_s_per_gpu:,.0f} tok/s per GPU |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 def generate(folder: Path, executed: Path) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -341,6 +388,7 @@ def generate(folder: Path, executed: Path) -> list[Path]:
         atomic_write_text(folder / "models.md", models_page()),
         atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
         atomic_write_text(folder / "claims.md", claims_page()),
+        atomic_write_text(folder / "check-examples.md", check_page()),
         atomic_write_text(
             folder / "metric-translation.md",
             translation_page(translation_trace)

@@ -664,7 +664,8 @@ def summarize_path(
 def format_summary(summary: TraceSummary) -> str:
     """Human-readable table of a summary, in vLLM's wording."""
     s = summary.to_dict()
-    lines = [f"trace {s['trace_id']} ({s['kind']}), {len(s['points'])} point(s)"]
+    n = len(s["points"])
+    lines = [f"trace {s['trace_id']} ({s['kind']}), {n} point{'' if n == 1 else 's'}"]
     rows = [
         ("Successful requests", "completed", "{:d}"),
         ("Failed requests", "failed", "{:d}"),

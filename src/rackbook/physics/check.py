@@ -33,7 +33,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
-from rackbook.physics.units import fmt
+from rackbook.physics.units import fmt, plural
 
 #: Relative modelling uncertainty of a ceiling: a claim within this of it is undetermined.
 MARGIN = 0.15
@@ -86,7 +86,7 @@ class Check:
         return (
             f"{self.claimed_tok_s_per_gpu:,.0f} tok/s per GPU is {self.ratio:.3g}x the "
             f"{self.limit} ceiling of {self.ceiling_tok_s_per_gpu:,.0f} on {self.gpu}"
-            + (f" with {self.batch:,} sequence(s) decoding together" if self.batch else "")
+            + (f" with {plural(self.batch, 'sequence')} decoding together" if self.batch else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,11 +144,13 @@ def memory_ceiling(
     tps = batch * tokens_per_step / gpus / step
     formula = (
         f"per GPU, step >= ({fmt(dense, 'B')} dense + {split.moe_layers} layers x "
-        f"{per_layer:.4g} experts x {fmt(roofline.expert_bytes(model), 'B')} / {gpus} GPU(s) = "
+        f"{per_layer:.4g} experts x {fmt(roofline.expert_bytes(model), 'B')} / "
+        f"{plural(gpus, 'GPU')} = "
         f"{fmt(experts, 'B')} + {fmt(kv, 'B')} context"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
         + f") / {fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')} = {step * 1e6:.4g} us; "
-        f"{batch:,} sequence(s) x {tokens_per_step:g} tokens per step / {gpus} GPU(s) = "
+        f"{plural(batch, 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
+        f"{plural(gpus, 'GPU')} = "
         f"{tps:,.0f} tok/s per GPU"
     )
     return Reading("memory bandwidth", tps, formula)

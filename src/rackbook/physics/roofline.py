@@ -30,7 +30,7 @@ from fractions import Fraction
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import PRECISIONS, GpuSpec, ModelSpec
-from rackbook.physics.units import eng, fmt
+from rackbook.physics.units import eng, fmt, plural
 
 PHASES: tuple[str, ...] = ("prefill", "decode")
 
@@ -435,7 +435,7 @@ def compute_ceiling_tokens_per_s(
         )
     tps = n_gpus / seconds
     formula = (
-        f"{' + '.join(parts)} = {seconds * 1e6:.4g} us/token per GPU; x {n_gpus} GPU(s) = "
+        f"{' + '.join(parts)} = {seconds * 1e6:.4g} us/token per GPU; x {plural(n_gpus, 'GPU')} = "
         f"{tps:,.0f} tokens/s" + (f" ({'; '.join(notes)})" if notes else "")
     )
     fpt = round(2 * split.active_params * active_scale)
@@ -616,7 +616,8 @@ def context_growth(
     s1 = bandwidth_floor_step_s(sparse, g, n_gpus)
     s2 = bandwidth_floor_step_s(dense, g, n_gpus)
     formula = (
-        f"{batch} sequence(s) x ({hi:,} - {lo:,}) tokens: sparse {s1.formula}; dense {s2.formula}"
+        f"{plural(batch, 'sequence')} x ({hi:,} - {lo:,}) tokens: sparse {s1.formula}; "
+        f"dense {s2.formula}"
     )
     return ContextGrowth(lo, hi, batch, n_gpus, s1.seconds, s2.seconds, sparse, dense, formula)
 
@@ -669,7 +670,7 @@ def active_weight_bytes_per_token(model: ModelSpec | str, tokens: int = 1) -> Ac
         f"dense {eng(split.dense_params)} params x "
         f"{_frac(DENSE_BYTES_PER_PARAM[split.dense_dtype])} B ({split.dense_dtype}) = "
         f"{fmt(dense, 'B')}; routed {split.moe_layers} layers x {per_layer:.3g} experts "
-        f"({tokens} token(s), top-{mo.experts_per_token} of {mo.num_routed_experts}) x "
+        f"({plural(tokens, 'token')}, top-{mo.experts_per_token} of {mo.num_routed_experts}) x "
         f"{fmt(expert_bytes(m), 'B')} = {fmt(routed, 'B')}; total {fmt(dense + routed, 'B')}"
     )
     return ActiveWeights(dense + routed, routed, dense, per_layer, tokens, formula)
@@ -734,7 +735,7 @@ def batch1_decode_ceiling_tokens_per_s(
     step = bandwidth_floor_step_s(weights.bytes + kv + draft, hw, n_gpus)
     tps = acceptance_length / step.seconds
     formula = (
-        f"step >= ({fmt(weights.bytes, 'B')} weights for {verify_tokens} token(s) + "
+        f"step >= ({fmt(weights.bytes, 'B')} weights for {plural(verify_tokens, 'token')} + "
         f"{fmt(kv, 'B')} KV + {fmt(draft, 'B')} drafter) / ({n_gpus} x "
         f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e3:.4g} ms; "
         f"{acceptance_length:g} tokens/step / {step.seconds * 1e3:.4g} ms = {tps:,.0f} tokens/s"

@@ -22,3 +22,11 @@ def eng(value: float, digits: int = 4) -> str:
     exp = math.floor(math.log10(abs(value)) / 3) * 3
     mant = f"{value / 10**exp:.{digits}g}"
     return f"{mant}e{exp}" if exp else mant
+
+
+def plural(n: float, word: str, many: str | None = None) -> str:
+    """``n word`` with the word in the plural unless ``n`` is 1: ``plural(1, "GPU") ==
+    "1 GPU"``, ``plural(8192, "sequence") == "8,192 sequences"``; ``many`` for irregular
+    plurals."""
+    text = f"{n:,}" if isinstance(n, int) else f"{n:,g}"
+    return f"{text} {word if n == 1 else (many or word + 's')}"
