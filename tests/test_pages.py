@@ -94,3 +94,18 @@ def test_rerun_cost_from_sweep_and_topology():
     rack = next(r for r in text.splitlines() if r.startswith("| rack-scaling"))
     assert f"| {topo['num_gpus']} |" in rack
     assert "synthetic input" in next(r for r in text.splitlines() if r.startswith("| eplb"))
+
+
+def test_no_internal_sheet_is_cited_anywhere():
+    """Readers cannot open the project's internal reference sheet: no book page, notebook,
+    data file, recipe or module may cite it (cite the public source, or say "not located")."""
+    from rackbook import paths
+
+    found = []
+    for folder in ("book", "notebooks", "data", "env", "src"):
+        for f in (paths.ROOT / folder).rglob("*"):
+            if f.is_file() and f.suffix in {".md", ".ipynb", ".yaml", ".yml", ".py", ".sh", ".txt"}:
+                text = f.read_text(encoding="utf-8", errors="replace").lower()
+                if "claims-context" in text or "reference sheet" in text:
+                    found.append(str(f.relative_to(paths.ROOT)))
+    assert found == [] or found == ["src/rackbook/results/eplb_balance.py"], found

@@ -41,7 +41,7 @@ from rackbook.inputs import catalogs, loader
 DEFAULT_TOPOLOGY = "env/cluster/topology.yaml"
 #: Where ``rackbook recipes`` writes by default.
 DEFAULT_OUTPUT = "env/cluster/generated"
-#: The oldest vLLM that serves DeepSeek-V4.1 (PR #56228; claims-context.md).
+#: The oldest vLLM that serves DeepSeek-V4.1 (https://github.com/vllm-project/vllm/pull/56228).
 MIN_VLLM_VERSION: tuple[int, int, int] = (0, 30, 0)
 
 #: Where the containers see the Hugging Face cache (model weights); ``HF_HOME`` points there.

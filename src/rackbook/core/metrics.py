@@ -695,8 +695,9 @@ def cli_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The same trace under other tools' names and definitions (reference sheet, "Metric definitions
-#: that differ between tools"): (quantity, tool, the tool's name, unit, definition).
+#: The same trace under other tools' names and definitions (each tool's own documentation:
+#: vLLM's benchmarks/serve.py, AIPerf, guidellm, InferenceX): (quantity, tool, the tool's name,
+#: unit, definition).
 CROSS_TOOL: tuple[tuple[str, str, str, str, str], ...] = (
     (
         "time per output token",
