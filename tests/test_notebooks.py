@@ -64,3 +64,31 @@ def test_no_published_number_typed_in_the_notebook(nb):
             for shown in {f"{x:g}", f"{x:,.0f}", f"{int(x)}" if float(x).is_integer() else None}:
                 if shown and len(shown.replace(",", "").replace(".", "")) >= 2:
                     assert f" {shown} " not in text and f"{shown} %" not in text, (c.id, shown)
+
+
+HIDDEN = {"remove-input", "remove-cell", "hide-input"}
+MAX_VISIBLE = 40
+
+
+def _markdown(nb) -> str:
+    doc = json.loads(nb.read_text())
+    return "\n".join("".join(c["source"]) for c in doc["cells"] if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_chapter_shape(nb):
+    """A chapter a reader can follow: little visible code, the book's sections, an admonition,
+    and every figure placed with a label and a caption (myst-nb glue figures)."""
+    visible = [
+        c for c in _code(nb) if not HIDDEN & set(c.get("metadata", {}).get("tags", []))
+    ]  # fmt: skip
+    assert sum(_lines(c) for c in visible) <= MAX_VISIBLE
+    md = _markdown(nb)
+    for section in ("## How to read it", "## The evidence", "## Verdict", "## Summary",
+                    "## Rerun it on your cluster"):  # fmt: skip
+        assert section in md, section
+    assert ":::{note}" in md or ":::{warning}" in md or ":::{admonition}" in md
+    figures = md.count("{glue:figure}")
+    assert figures >= 1 and md.count(":name: fig-") == figures
+    assert md.count("{numref}`fig-") >= figures  # every figure is referenced from the text
+    assert "plt.show()" not in "".join("".join(c["source"]) for c in _code(nb))
