@@ -129,6 +129,12 @@ def test_chapter_renders(browser, site, result, tmp_path):
     assert "{glue" not in text and "glue:text" not in text
     assert "mjx-merror" not in dom and "Double subscripts" not in text
     assert "claims-context" not in text and "reference sheet" not in text.lower()
+    # plurals for people: no "1 tokens", no "GPU(s)"
+    slips = re.findall(
+        r"\b1 (?:tokens|sequences|GPUs|requests|points|accelerators|replicas|nodes)\b|\w\(s\)",
+        text,
+    )
+    assert not slips, slips
     # every figure is numbered and captioned
     assert dom.count('class="caption-number"') >= 1
     for h in doc["headlines"]:

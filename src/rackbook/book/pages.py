@@ -5,6 +5,7 @@ the catalogs or an executed result's headline JSON.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rackbook import paths
@@ -379,6 +380,58 @@ def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = N
     return "\n".join(rows) + "\n"
 
 
+_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+
+
+def data_urls() -> dict[str, list[str]]:
+    """Every URL the data files cite (claims registry, hardware and model catalogs, published
+    registry when present) -> the files citing it."""
+    found: dict[str, list[str]] = {}
+    files = [paths.ROOT / "data" / "claims.yaml", paths.ROOT / "data" / "hardware.yaml"]
+    files += sorted((paths.ROOT / "data" / "models").glob("*.yaml"))
+    files += sorted((paths.ROOT / "data" / "published").glob("*.yaml"))
+    for f in files:
+        for url in _URL.findall(f.read_text(encoding="utf-8")):
+            url = url.rstrip(".,;")
+            found.setdefault(url, [])
+            rel = str(f.relative_to(paths.ROOT))
+            if rel not in found[url]:
+                found[url].append(rel)
+    return found
+
+
+def bib_key(url: str) -> str:
+    """A stable BibTeX key for a URL: its host and path, lower case, runs of other characters
+    as ``-`` (``https://www.nvidia.com/en-us/data-center/hgx/`` -> ``nvidia-com-en-us-data-
+    center-hgx``)."""
+    bare = re.sub(r"^https?://(www\.)?", "", url.lower())
+    return re.sub(r"[^a-z0-9]+", "-", bare).strip("-")[:80].strip("-")
+
+
+def _bib_escape(text: str) -> str:
+    return re.sub(r"([&%#_{}$])", r"\\\1", text)
+
+
+def bibliography(registry: Registry | None = None) -> str:
+    """BibTeX entries (``@misc``) for every URL the data files cite: the title the claims
+    registry gives the source where it has one, else the address; a note names the data files
+    that cite it. The book's reference page lists them all."""
+    reg = registry or load_claims()
+    titles = {s_.url: s_.title for s_ in reg.sources if s_.url}
+    out = []
+    for url, files in sorted(data_urls().items(), key=lambda kv: bib_key(kv[0])):
+        title = titles.get(url) or re.sub(r"^https?://(www\.)?", "", url)
+        out += [
+            f"@misc{{{bib_key(url)},",
+            f"  title = {{{_bib_escape(title)}}},",
+            f"  url = {{{url}}},",
+            f"  note = {{cited in {_bib_escape(', '.join(files))}}},",
+            "}",
+            "",
+        ]
+    return "\n".join(out)
+
+
 def generate(folder: Path, executed: Path) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -389,6 +442,7 @@ def generate(folder: Path, executed: Path) -> list[Path]:
         atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
         atomic_write_text(folder / "claims.md", claims_page()),
         atomic_write_text(folder / "check-examples.md", check_page()),
+        atomic_write_text(folder / "references.bib", bibliography()),
         atomic_write_text(
             folder / "metric-translation.md",
             translation_page(translation_trace)

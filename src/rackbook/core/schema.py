@@ -121,17 +121,25 @@ RUN_FIELDS: dict[str, tuple[bool, str]] = {
 }
 
 
+def _cell(text: object) -> str:
+    """Text inside a Markdown table cell: a ``|`` is a character, not a column break."""
+    return str(text).replace("|", "\\|")
+
+
 def markdown_reference() -> str:
     """The trace format as Markdown tables (for the book's reference page)."""
     out = [__doc__.strip().split("\n\n")[0], ""]
     out.append("## run.json\n\n| field | required | meaning |\n|---|---|---|")
-    out += [f"| `{k}` | {'yes' if r else 'no'} | {d} |" for k, (r, d) in RUN_FIELDS.items()]
+    out += [
+        f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |" for k, (r, d) in RUN_FIELDS.items()
+    ]
     for table, cols in TABLES.items():
         opt = " (optional)" if table in EXTRA_TABLES else ""
         out += ["", f"## {table}.parquet{opt}", "", "| column | type | null | unit | meaning |"]
         out.append("|---|---|---|---|---|")
         out += [
-            f"| `{c.name}` | {c.dtype} | {'yes' if c.nullable else 'no'} | {c.unit} | {c.doc} |"
+            f"| `{c.name}` | {c.dtype} | {'yes' if c.nullable else 'no'} | {_cell(c.unit)} "
+            f"| {_cell(c.doc)} |"
             for c in cols
         ]
     return "\n".join(out) + "\n"

@@ -219,40 +219,44 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("$", "\\$")
 
 
+#: How each reading is named in the book.
+READING_TITLES = {"physics": "Physics", "published": "Published evidence", "this run": "This run"}
+
+
 def headline_markdown(headlines: list[Headline]) -> str:
-    """The headline values as a Markdown table (value, unit, kind, claim, verdict, reason):
-    what the chapter writes into its headline JSON, shown to the reader."""
-    rows = [
-        "| headline | value | kind | claim | verdict | reason |",
-        "|---|---|---|---|---|---|",
-    ]
+    """The headline values as a Markdown list, one item per headline: name, value and unit,
+    kind (and hardware), the claim it speaks to and its verdict, then its reason; what the
+    chapter writes into its headline JSON, shown to the reader (a list reads in a narrow
+    column where a six-column table does not)."""
+    rows = []
     for h in headlines:
         unit = "" if h.unit in ("1", "") else f" {h.unit}"
         kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
-        cells = [
-            f"`{h.name}`",
-            _fmt_value(h.value) + unit,
-            kind,
-            f"`{h.claim_id}`" if h.claim_id else "-",
-            h.verdict,
-            h.reason,
-        ]
-        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        claim = f"`{h.claim_id}`" if h.claim_id else "no claim"
+        rows.append(
+            f"- `{h.name}` = **{_cell(_fmt_value(h.value) + unit)}** ({_cell(kind)}; {claim}: "
+            f"*{h.verdict}*): {_cell(h.reason)}"
+        )
     return "\n".join(rows) + "\n"
 
 
 def readings_markdown(readings: list[dict[str, Any]]) -> str:
-    """A claim x reading table from readings as dicts (:class:`ClaimReading` fields)."""
+    """Each claim's readings from readings as dicts (:class:`ClaimReading` fields): the claim,
+    then one item per reading, its verdict and reason (and the margin that decided it)."""
     by_claim: dict[str, dict[str, dict[str, Any]]] = {}
     for r in readings:
         by_claim.setdefault(r["claim_id"], {})[r["reading"]] = r
-    rows = ["| claim | physics | published evidence | this run |", "|---|---|---|---|"]
+    out = []
     for claim, rs in by_claim.items():
-        cells = [f"`{claim}`"] + [
-            f"**{rs[k]['verdict']}**: {rs[k]['reason']}" if k in rs else "-" for k in READINGS
-        ]
-        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return "\n".join(rows) + "\n"
+        out.append(f"**`{claim}`**\n")
+        for k in READINGS:
+            if k not in rs:
+                continue
+            r = rs[k]
+            margin = f" [{r['margin']}]" if r.get("margin") not in (None, "", "-") else ""
+            out.append(f"- {READING_TITLES[k]}: **{r['verdict']}**: {_cell(r['reason'])}{margin}")
+        out.append("")
+    return "\n".join(out)
 
 
 def read_result(path: str | Path) -> dict[str, Any]:
