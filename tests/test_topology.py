@@ -411,3 +411,42 @@ def test_commands_parse_with_vllm_serve(topo):
         assert p["eplb"]["window_size"] == 1000 and p["eplb"]["log_balancedness"] is True
     assert decode0["eplb"]["num_redundant_experts"] == 64
     assert prefill0["eplb"]["num_redundant_experts"] == 32
+
+
+def _k8s_resources(manifest: str) -> list[dict]:
+    """Every resource of a manifest that a Kubernetes schema covers: the documents themselves,
+    and each LeaderWorkerSet's pod templates wrapped as core PodTemplates (the LeaderWorkerSet
+    CRD itself is not in the upstream schemas)."""
+    out = []
+    for d in yaml.safe_load_all(manifest):
+        if d is None:
+            continue
+        if d["kind"] != "LeaderWorkerSet":
+            out.append(d)
+            continue
+        t = d["spec"]["leaderWorkerTemplate"]
+        for role in ("leaderTemplate", "workerTemplate"):
+            if role in t:
+                meta = {"name": f"{d['metadata']['name']}-{role.lower()}", "namespace": "rackbook"}
+                out.append({"apiVersion": "v1", "kind": "PodTemplate", "metadata": meta,
+                            "template": t[role]})  # fmt: skip
+    return out
+
+
+def test_kubernetes_manifest_validates_against_the_schemas(topo):
+    """Offline validation (kubernetes-validate's bundled schemas, strict: no unknown field) of
+    every Deployment, Service and pod template the recipes generate."""
+    kv = pytest.importorskip("kubernetes_validate")
+    resources = _k8s_resources(topology.kubernetes_manifest(topo))
+    assert {r["kind"] for r in resources} >= {"Deployment", "Service", "PodTemplate"}
+    for r in resources:
+        kv.validate(r, kv.latest_version(), strict=True)
+
+
+def test_kubernetes_validation_catches_a_bad_field(topo):
+    kv = pytest.importorskip("kubernetes_validate")
+    (bad,) = [r for r in _k8s_resources(topology.kubernetes_manifest(topo))
+              if r["kind"] == "Deployment"]  # fmt: skip
+    bad["spec"]["replicas"] = "two"
+    with pytest.raises(kv.ValidationError):
+        kv.validate(bad, kv.latest_version(), strict=True)
