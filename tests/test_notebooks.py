@@ -92,3 +92,26 @@ def test_chapter_shape(nb):
     assert figures >= 1 and md.count(":name: fig-") == figures
     assert md.count("{numref}`fig-") >= figures  # every figure is referenced from the text
     assert "plt.show()" not in "".join("".join(c["source"]) for c in _code(nb))
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_parameter_defaults_match_the_analysis(nb):
+    """A notebook's parameters cell is what papermill passes to ``Params.from_mapping``: a
+    default there that differs from the analysis's own (a GPU id, a tolerance) would silently
+    change the chapter. Each parameter the result's ``Params`` declares has the same default."""
+    import ast
+    import dataclasses
+    import importlib
+
+    import papermill
+
+    declared = papermill.inspect_notebook(str(nb))
+    params = importlib.import_module(f"rackbook.results.{nb.stem.replace('-', '_')}").Params
+    for f in dataclasses.fields(params):
+        if f.name not in declared:
+            continue
+        got = ast.literal_eval(declared[f.name]["default"])
+        want = f.default
+        if isinstance(want, tuple):
+            want = list(want)
+        assert got == want, f"{nb.stem}: {f.name} = {got!r} in the notebook, {want!r} in Params"
