@@ -76,7 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", help="execute a result's notebook with papermill")
     s.add_argument("result", help="result name, or 'all'")
-    s.add_argument("--source", choices=["trace", "live"], default="trace")
+    s.add_argument(
+        "--source",
+        choices=["trace", "live"],
+        default=None,
+        help="trace (default) or live; a params file's `source` applies when not given",
+    )
+    s.add_argument(
+        "--params-file",
+        default=None,
+        metavar="FILE",
+        help="YAML mapping of notebook parameters (as `rackbook recipes` writes); -p overrides",
+    )
     s.add_argument(
         "-p",
         "--parameter",

@@ -59,6 +59,22 @@ def parse_parameters(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str
     return out
 
 
+def read_params_file(path: str | Path) -> dict[str, Any]:
+    """A parameters file: a YAML mapping of notebook parameter names to values (papermill's
+    ``-f``). Names are checked against the notebook later, with ``-p`` values."""
+    from rackbook.inputs.loader import read_yaml
+
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise InputError(
+            path, "-", f"must be a mapping of parameter names, got {type(raw).__name__}"
+        )
+    bad = [k for k in raw if not isinstance(k, str) or not k.isidentifier()]
+    if bad:
+        raise InputError(path, str(bad[0]), "not a parameter name")
+    return raw
+
+
 def declared_parameters(nb: Path) -> dict[str, Any]:
     """Names and default text of the notebook's ``parameters`` cell."""
     import papermill
@@ -218,8 +234,15 @@ def run_result(
 
 
 def cli_run(args: argparse.Namespace) -> int:
-    """``rackbook run RESULT|all [--source trace|live] [-p NAME VALUE ...] [--out DIR]``."""
-    params = parse_parameters(args.parameter)
+    """``rackbook run RESULT|all [--source trace|live] [--params-file FILE] [-p NAME VALUE ...]
+    [--out DIR]``: a params file's values first, ``-p`` over them; the source is ``--source``,
+    else the file's ``source``, else ``trace``."""
+    params = read_params_file(args.params_file) if getattr(args, "params_file", None) else {}
+    source = args.source or params.pop("source", None) or "trace"
+    params.pop("source", None)
+    if source not in ("trace", "live"):
+        raise InputError(args.params_file, "source", f"{source!r} is not one of trace, live")
+    params |= parse_parameters(args.parameter)
     names = available_results() if args.result == "all" else [args.result]
     for name in names:
         notebook_path(name)
@@ -229,8 +252,8 @@ def cli_run(args: argparse.Namespace) -> int:
 
     for name in names:
         t0 = time.perf_counter()
-        print(f"running {name} ({args.source}) ...", flush=True)
-        path = run_result(name, args.source, params, args.out)
+        print(f"running {name} ({source}) ...", flush=True)
+        path = run_result(name, source, params, args.out)
         doc = read_result(path)
         print(f"{name}: {summary_line(doc)} [{time.perf_counter() - t0:.1f} s] -> {path}")
     return 0
