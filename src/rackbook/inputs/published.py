@@ -52,6 +52,9 @@ class Figure(loader.Strict):
     osl: int | None = Field(default=None, gt=0)
     concurrency: int | None = Field(default=None, gt=0)
     speculative: str | None = None
+    tok_s_per_user: float | None = Field(
+        default=None, gt=0, description="interactivity of the same point, as published"
+    )
     submitter: str = Field(min_length=1, description="who published it")
     url: str = Field(pattern=r"^https?://\S+$")
     commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,40}$")

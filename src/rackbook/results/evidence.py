@@ -290,6 +290,7 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "concurrency": f.concurrency,
             "speculative": f.speculative,
             "tok_s_per_gpu": value if unit == PER_GPU else None,
+            "tok_s_per_user": f.tok_s_per_user,
             "url": f.url,
             "date": f.date,
             "quote": f.quote,
