@@ -46,6 +46,33 @@ def _label(text: str) -> tuple[str, str]:
     return key, value
 
 
+#: ``rackbook import`` formats of published measurements -> their handler (kind ``published``).
+PUBLISHED_IMPORTS: dict[str, str] = {
+    "inferencex": "rackbook.core.published:cli_import",
+    "mlperf": "rackbook.core.published:cli_import",
+    "sglang-cookbook": "rackbook.core.published:cli_import",
+}
+
+
+def _import_handler(args: argparse.Namespace) -> str:
+    """The handler of ``rackbook import FORMAT``; options that do not fit the format are a
+    one-line usage error (exit 2)."""
+    if args.format not in PUBLISHED_IMPORTS:
+        for opt in ("model", "source_url", "source_date"):
+            if getattr(args, opt) is not None:
+                flag = "--" + opt.replace("_", "-")
+                raise InputError(args.input, flag, f"only for published formats, not {args.format}")
+        args.kind = args.kind or "recorded"
+        return HANDLERS["import"]
+    if args.label:
+        raise InputError(args.input, "--label", f"only for vllm-bench, not {args.format}")
+    if args.kind not in (None, "published"):
+        raise InputError(args.input, "--kind", f"{args.format} imports are always kind published")
+    if args.model is not None and args.format != "mlperf":
+        raise InputError(args.input, "--model", f"only for mlperf, not {args.format}")
+    return PUBLISHED_IMPORTS[args.format]
+
+
 #: Verbs that read the repository's data, notebooks or book sources (the others work on the
 #: files they are given): from an installed copy without a checkout they stop with one line.
 NEEDS_CHECKOUT = frozenset({"run", "list", "book", "kv-bytes", "check", "recipes", "record"})
@@ -57,9 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 
     s = sub.add_parser("import", help="convert a benchmark result into a trace folder")
-    s.add_argument("format", choices=["vllm-bench"], help="input format")
-    s.add_argument("input", help="vllm bench serve --save-result --save-detailed JSON")
+    s.add_argument("format", choices=["vllm-bench", *PUBLISHED_IMPORTS], help="input format")
+    s.add_argument(
+        "input",
+        help="vllm bench serve --save-result --save-detailed JSON; or a published source: "
+        "InferenceX API rows (JSON), MLPerf summary.csv, SGLang deepseek-v4-benchmarks.jsx",
+    )
     s.add_argument("-o", "--output", required=True, help="trace folder to write")
+    s.add_argument("--model", default=None, help="mlperf: keep only this Model's rows")
+    s.add_argument("--source-url", default=None, help="published: the source file's URL")
+    s.add_argument("--source-date", default=None, help="published: date, YYYY-MM-DD")
     s.add_argument(
         "--label",
         action="append",
@@ -68,7 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="scenario key stored on every request row (repeatable)",
     )
-    s.add_argument("--kind", choices=["recorded", "published", "synthetic"], default="recorded")
+    s.add_argument(
+        "--kind",
+        choices=["recorded", "published", "synthetic"],
+        default=None,
+        help="vllm-bench: trace kind (default recorded); published imports are always published",
+    )
 
     s = sub.add_parser("summarize", help="vLLM-defined metrics of a trace")
     s.add_argument("trace", help="trace folder")
@@ -187,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
-        return int(_resolve(HANDLERS[args.verb])(args) or 0)
+        spec = _import_handler(args) if args.verb == "import" else HANDLERS[args.verb]
+        return int(_resolve(spec)(args) or 0)
     except InputError as err:
         sys.stderr.write(f"error: {err}\n")
         return 2

@@ -750,13 +750,13 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     )
     readings = [
         kv_bytes_physics(kvb[p.kv_dtype], reg.value(KV_BYTES_ID)),
-        evidence.claim_reading(KV_BYTES_ID, float(kvb[p.kv_dtype].bytes_per_token)),
+        evidence.reading(KV_BYTES_ID, registry=reg),
         kv_run,
         growth.reading,
-        evidence.claim_reading(DELTA_ID, None),
+        evidence.reading(DELTA_ID, registry=reg),
         run_ms,
         implied.reading,
-        evidence.claim_reading(DELTA_PCT_ID, None),
+        evidence.reading(DELTA_PCT_ID, registry=reg),
         run_pct,
     ]
     return Analysis(

@@ -266,7 +266,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     ceil = ceilings(params)
     readings = [
         physics_reading(ceil, dec, testable, params.decode_ranks),
-        evidence.claim_reading(CLAIM_ID, None, registry=reg),
+        evidence.reading(CLAIM_ID, registry=reg),
         run_reading(dec, band, testable, trace.run, missing),
     ]
     return Analysis(

@@ -746,13 +746,13 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         balancedness_physics(
             BEFORE, before, p.ep_size, "a skewed routing with static placement can score it"
         ),
-        evidence.claim_reading(BEFORE, before, registry=reg),
+        evidence.reading(BEFORE, registry=reg),
         run_reading(run, BEFORE, summary["static"], tol(BEFORE), before, ""),
         balancedness_physics(AFTER, after, p.ep_size, model_note),
-        evidence.claim_reading(AFTER, after, registry=reg),
+        evidence.reading(AFTER, registry=reg),
         run_reading(run, AFTER, summary["eplb"], tol(AFTER), after, ""),
         recovered_physics(before, after, recovered, tol(RECOVERED), p.ep_size),
-        evidence.claim_reading(RECOVERED, recovered, registry=reg),
+        evidence.reading(RECOVERED, registry=reg),
         run_reading(run, RECOVERED, r["gap closed"], tol(RECOVERED), recovered, " %"),
     ]
     return Analysis(

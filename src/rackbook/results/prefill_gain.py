@@ -549,7 +549,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     )
     readings = [
         gain_physics(low, high, removable, how),
-        evidence.claim_reading(CLAIM_ID, (rng.low + rng.high) / 2, registry=reg),
+        evidence.reading(CLAIM_ID, registry=reg),
         run,
     ]
     return Analysis(

@@ -847,7 +847,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     )
     readings = [
         throughput_physics(thr),
-        evidence.claim_reading(THROUGHPUT_CLAIM, tok_s, registry=reg),
+        evidence.reading(THROUGHPUT_CLAIM, registry=reg),
         verdicts.run_reading(
             THROUGHPUT_CLAIM,
             float(nx["total_tok_s_per_gpu"]),
@@ -859,7 +859,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
             needs=needs,
         ),
         speedup_physics(sp),
-        evidence.claim_reading(SPEEDUP_CLAIM, speedup, registry=reg),
+        evidence.reading(SPEEDUP_CLAIM, registry=reg),
         verdicts.run_reading(
             SPEEDUP_CLAIM,
             float(top["speedup"]),
@@ -871,7 +871,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
             needs=needs,
         ),
         cost_physics(cost, usd),
-        evidence.claim_reading(COST_CLAIM, usd, registry=reg),
+        evidence.reading(COST_CLAIM, registry=reg),
         headline.untested(
             COST_CLAIM,
             verdicts.hardware(tr.run),

@@ -449,7 +449,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     n_gpus = stream_gpus(trace, p.gpus)
     readings = [
         physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id),
-        evidence.claim_reading(CLAIM_ID, claim_tok_s, registry=reg),
+        evidence.reading(CLAIM_ID, registry=reg),
         run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run),
     ]
     return Analysis(

@@ -1,0 +1,121 @@
+"""The registry of published figures that exist only in posts, PRs and price lists.
+
+``data/published/figures.yaml`` holds one entry per figure: its value and unit, what it
+measures, the conditions it was measured under (model, precision, hardware, GPUs, engine and
+version, ISL/OSL, concurrency, speculative method), where it was published (URL, date, a short
+quote) and whether this project read it in the source itself (``verified``). Figures read only
+second-hand are ``verified: false``; the book never lets them alone decide a verdict.
+
+Each entry names the claim it bears on (``claim``, an id of ``data/claims.yaml``) and its
+``role`` there: ``measurement`` (a measured figure of the same quantity), ``analogue`` (the
+closest published comparison of another kind, named as such) or ``context`` (background, e.g.
+a definition's worked example). Loaded with the project's strict YAML loader
+(:mod:`rackbook.inputs.loader`): unknown fields, duplicate keys and bad values are one
+``error:`` line naming the entry (``figures[<id>].field``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+from pydantic import Field, field_validator, model_validator
+
+from rackbook import paths
+from rackbook.errors import InputError
+from rackbook.inputs import claims, loader
+
+Role = Literal["measurement", "analogue", "context"]
+
+#: Where the registry lives.
+REGISTRY = "data/published/figures.yaml"
+
+
+class Figure(loader.Strict):
+    """One published figure (value in ``unit``; ``None`` where the source does not say)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    claim: str = Field(description="id of the claim in data/claims.yaml it bears on")
+    role: Role
+    value: float
+    unit: str = Field(min_length=1)
+    definition: str = Field(min_length=1, description="what the number measures")
+    model: str = Field(min_length=1)
+    precision: str | None = None
+    hardware: str | None = None
+    gpus: int | None = Field(default=None, gt=0)
+    engine: str | None = None
+    engine_version: str | None = None
+    isl: int | None = Field(default=None, gt=0)
+    osl: int | None = Field(default=None, gt=0)
+    concurrency: int | None = Field(default=None, gt=0)
+    speculative: str | None = None
+    tok_s_per_user: float | None = Field(
+        default=None, gt=0, description="interactivity of the same point, as published"
+    )
+    submitter: str = Field(min_length=1, description="who published it")
+    url: str = Field(pattern=r"^https?://\S+$")
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,40}$")
+    date: str | None = Field(default=None, description="publication date, YYYY-MM-DD")
+    read: str = Field(description="date this project read the source, YYYY-MM-DD")
+    quote: str = Field(min_length=1, max_length=240, description="short excerpt with the figure")
+    verified: bool
+    notes: str | None = None
+
+    @field_validator("date", "read")
+    @classmethod
+    def _iso_date(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                _dt.date.fromisoformat(v)
+            except ValueError:
+                raise ValueError(f"{v!r} is not a date YYYY-MM-DD") from None
+            if len(v) != 10:
+                raise ValueError(f"{v!r} is not a date YYYY-MM-DD")
+        return v
+
+
+class FigureRegistry(loader.Strict):
+    """All published figures; ids unique, each bearing on a known claim."""
+
+    figures: list[Figure]
+
+    @model_validator(mode="after")
+    def _unique(self) -> FigureRegistry:
+        seen: dict[str, int] = {}
+        for i, f in enumerate(self.figures):
+            if f.id in seen:
+                raise loader.field_error(
+                    f"figures.{i}.id", f"duplicate id (entries {seen[f.id]} and {i})"
+                )
+            seen[f.id] = i
+        return self
+
+    def get(self, figure_id: str) -> Figure:
+        """The figure with this id (KeyError when absent)."""
+        for f in self.figures:
+            if f.id == figure_id:
+                return f
+        raise KeyError(figure_id)
+
+    def table(self) -> pd.DataFrame:
+        """One row per figure, the entries' fields as columns."""
+        return pd.DataFrame([f.model_dump() for f in self.figures])
+
+
+def load_figures(
+    path: str | Path | None = None, registry: claims.Registry | None = None
+) -> FigureRegistry:
+    """Read and validate the figure registry (default :data:`REGISTRY`); every ``claim`` must be
+    an id of the claims registry (``registry``, default ``data/claims.yaml``)."""
+    p = paths.resolve(path or REGISTRY)
+    shown = loader.display_path(p)
+    raw = loader.read_yaml(p)
+    reg = loader.validate(FigureRegistry, raw, shown)
+    known = set((registry or claims.load_claims()).ids)
+    for i, f in enumerate(reg.figures):
+        if f.claim not in known:
+            raise InputError(shown, f"figures[{f.id or i}].claim", f"unknown claim id {f.claim!r}")
+    return reg

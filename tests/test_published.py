@@ -1,0 +1,611 @@
+"""Published evidence: the three importers on slices of the real files (tests/fixtures/published,
+URLs in SOURCES.txt there), their bad inputs, the published_points table checks, the figure
+registry, the shipped traces' rebuild, and the published-evidence readings of every claim."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from rackbook import paths
+from rackbook.core import published as pub
+from rackbook.core import traces
+from rackbook.errors import InputError
+from rackbook.inputs import claims, loader
+from rackbook.inputs import published as figures
+from rackbook.results import evidence
+
+FIX = Path(__file__).parent / "fixtures" / "published"
+SOURCES = paths.DATA / "published" / "sources"
+IX_URL = (
+    "https://github.com/SemiAnalysisAI/InferenceX-app/blob/"
+    "3a600f1d9ce155536d52e2f58f744f27a301aac9/packages/app/cypress/fixtures/api/benchmarks.json"
+)
+ML_URL = (
+    "https://github.com/mlcommons/inference_results_v6.1/blob/"
+    "7bf15fd8089655a71fb75c81a744d7ba5a632424/summary.csv"
+)
+SG_URL = (
+    "https://github.com/sgl-project/sglang/blob/08587007c81585756076d965a3af856ac620f1b9/"
+    "docs_new/src/snippets/configs/deepseek-ai/deepseek-v4-benchmarks.jsx"
+)
+
+
+def _points(out: Path) -> pd.DataFrame:
+    return traces.read_trace(out).extra["published_points"].set_index("point_id")
+
+
+# ----------------------------------------------------------------------------- InferenceX
+
+
+def test_inferencex_rows_become_points(tmp_path, run_cli):
+    out = tmp_path / "ix"
+    src = FIX / "inferencex-rows.json"
+    code, stdout, err = run_cli("import", "inferencex", str(src), "-o", str(out))
+    assert code == 0, err
+    assert "3 published points" in stdout
+    t = traces.read_trace(out)
+    assert t.kind == "published" and t.requests.empty and t.itl.empty and t.points.empty
+    p = t.extra["published_points"]
+    # as stored: tput_per_gpu, run links, dates
+    assert p["tok_s_per_gpu"].tolist() == pytest.approx(
+        [180.65719659379948, 60.45934990269039, 1544.4732259993664]
+    )
+    assert p["per_gpu_basis"].str.startswith("as published").all()
+    assert (
+        p["url"][2]
+        == "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/23438524239/attempts/5"
+    )
+    assert p["date"].tolist() == ["2026-02-27", "2025-10-06", "2026-03-23"]
+    # aggregated row: one pool of 4 GPUs; disaggregated: 4 prefill + 32 decode
+    assert p["gpus"].tolist() == [4, 4, 36]
+    assert p["serving"].tolist() == ["aggregated", "aggregated", "disaggregated"]
+    assert pd.isna(p["prefill_gpus"][0]) and (p["prefill_gpus"][2], p["decode_gpus"][2]) == (4, 32)
+    # the input/output split is optional (row 1 has none)
+    assert p["input_tok_s_per_gpu"][0] == pytest.approx(90.76813862503164)
+    assert pd.isna(p["input_tok_s_per_gpu"][1]) and pd.isna(p["output_tok_s_per_gpu"][1])
+    assert p["tok_s_per_user"][2] == pytest.approx(102.14746593842521)  # median_intvty
+    assert p["tpot_median_s"][2] == pytest.approx(0.009789768065345868)
+    # provenance: the exact command, the source file's hash
+    assert t.run["commands"][0].startswith("rackbook import inferencex ")
+    assert t.run["source"]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert [r["url"] for r in t.run["rows"]] == p["url"].tolist()
+
+
+def test_inferencex_tput_is_the_gpu_weighted_split():
+    """On every shipped row with the split, tput_per_gpu is (input x prefill GPUs + output x
+    decode GPUs) / all GPUs: in a disaggregated row each part is per GPU of its own pool."""
+    p = pub.inferencex_points(SOURCES / "inferencex-benchmarks.json")
+    split = p[p["input_tok_s_per_gpu"].notna()]
+    assert len(split) == 6
+    for _, r in split.iterrows():
+        if r["serving"] == "disaggregated":
+            n_in, n_out = r["prefill_gpus"], r["decode_gpus"]
+        else:
+            n_in = n_out = r["gpus"]
+        total = (r["input_tok_s_per_gpu"] * n_in + r["output_tok_s_per_gpu"] * n_out) / r["gpus"]
+        assert total == pytest.approx(r["tok_s_per_gpu"], rel=1e-3)
+
+
+def test_inferencex_object_holding_one_list_and_the_gpu_quirk(tmp_path):
+    rows = json.loads((FIX / "inferencex-rows.json").read_text())
+    odd = dict(rows[0], num_prefill_gpu=64, num_decode_gpu=64, decode_tp=8)
+    f = tmp_path / "api.json"
+    f.write_text(json.dumps({"data": [odd, rows[2]]}))
+    p = pub.inferencex_points(f)
+    assert len(p) == 2
+    assert pd.isna(p["gpus"][0]) and "prefill 64, decode 64" in p["notes"][0]
+    assert p["gpus"][1] == 36
+    f.write_text(json.dumps({"a": [], "b": []}))
+    with pytest.raises(InputError, match="exactly one list of rows, found 2"):
+        pub.inferencex_points(f)
+
+
+def _ix_rows() -> list[dict]:
+    return json.loads((FIX / "inferencex-rows.json").read_text())
+
+
+def _without(row: dict, *keys: str) -> dict:
+    row = json.loads(json.dumps(row))
+    d = row
+    for k in keys[:-1]:
+        d = d[k]
+    del d[keys[-1]]
+    return row
+
+
+def _with(row: dict, value, *keys: str) -> dict:
+    row = json.loads(json.dumps(row))
+    d = row
+    for k in keys[:-1]:
+        d = d[k]
+    d[keys[-1]] = value
+    return row
+
+
+BAD_INFERENCEX = [
+    (
+        "no-tput",
+        lambda r: [r[0], _without(r[1], "metrics", "tput_per_gpu")],
+        "rows[1].metrics.tput_per_gpu: missing",
+    ),
+    (
+        "zero-tput",
+        lambda r: [_with(r[0], 0, "metrics", "tput_per_gpu")],
+        "rows[0].metrics.tput_per_gpu: must be > 0",
+    ),
+    (
+        "negative-tput",
+        lambda r: [r[0], r[1], _with(r[2], -5.0, "metrics", "tput_per_gpu")],
+        "rows[2].metrics.tput_per_gpu: must be > 0",
+    ),
+    (
+        "text-tput",
+        lambda r: [_with(r[0], "fast", "metrics", "tput_per_gpu")],
+        "rows[0].metrics.tput_per_gpu: not a number",
+    ),
+    ("no-metrics", lambda r: [_without(r[0], "metrics")], "rows[0].metrics: missing"),
+    ("bad-date", lambda r: [_with(r[0], "27/02/2026", "date")], "rows[0].date: '27/02/2026'"),
+    ("bad-link", lambda r: [_with(r[0], "ftp://x", "run_url")], "rows[0].run_url: 'ftp://x'"),
+    (
+        "negative-latency",
+        lambda r: [_with(r[0], -1, "metrics", "mean_ttft")],
+        "rows[0].metrics.mean_ttft: must be >= 0",
+    ),
+    ("no-rows", lambda r: [], "rows: no rows"),
+    ("row-not-object", lambda r: [1], "rows[0]: must be an object"),
+]
+
+
+@pytest.mark.parametrize("name,make,message", BAD_INFERENCEX, ids=[b[0] for b in BAD_INFERENCEX])
+def test_inferencex_bad_rows(tmp_path, run_cli, name, make, message):
+    src = tmp_path / "bad.json"
+    src.write_text(json.dumps(make(_ix_rows())))
+    out = tmp_path / "out"
+    code, stdout, err = run_cli("import", "inferencex", str(src), "-o", str(out))
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+    assert not out.exists() and not list(tmp_path.glob(".out*"))
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"", "file is empty"),
+        (b"\x89PNG\x00\xff\xfe", "binary"),
+        (b'[{"hardware": "gb300",', "truncated JSON"),
+        (b'{"rows": 3}', "exactly one list of rows, found 0"),
+        (b'"text"', "expected a list of rows"),
+    ],
+)
+def test_inferencex_bad_files(tmp_path, run_cli, content, message):
+    src = tmp_path / "bad.json"
+    src.write_bytes(content)
+    code, _, err = run_cli("import", "inferencex", str(src), "-o", str(tmp_path / "o"))
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+# ----------------------------------------------------------------------------- MLPerf
+
+
+def test_mlperf_token_rows_become_points(tmp_path, run_cli):
+    out = tmp_path / "ml"
+    code, stdout, err = run_cli(
+        "import", "mlperf", str(FIX / "mlperf-summary.csv"), "-o", str(out),
+        "--model", "deepseek-r1", "--source-url", ML_URL,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "2 published points" in stdout and "1 Samples/s" in stdout and "1 Latency (s)" in stdout
+    t = traces.read_trace(out)
+    p = t.extra["published_points"].set_index("gpus")
+    assert p.loc[72, "tok_s_total"] == 679740.0 and p.loc[8, "tok_s_total"] == 75918.2
+    assert p.loc[72, "tok_s_per_gpu"] == pytest.approx(679740.0 / 72)
+    assert p.loc[8, "tok_s_per_gpu"] == pytest.approx(75918.2 / 8)
+    assert (p["per_gpu_basis"] == "computed on import: Result / total_accelerators").all()
+    assert set(p["scenario"]) == {"Offline"} and set(p["hardware"]) == {"NVIDIA GB300"}
+    assert p.loc[72, "category"] == "closed, available"
+    assert p.loc[72, "url"] == (
+        "https://github.com/mlcommons/inference_results_v6.1/tree/"
+        "7bf15fd8089655a71fb75c81a744d7ba5a632424/closed/NVIDIA/results/"
+        "GB300-NVL72_GB300-288GB_aarch64x72_TRT/deepseek-r1/Offline/performance/run_1"
+    )
+    assert t.run["parameters"]["skipped"] == {
+        "units": {"Latency (s)": 1, "Samples/s": 1},
+        "models": {"gpt-oss-120b": 1},
+    }
+    src = t.run["source"]
+    assert (src["repo"], src["path"], src["commit"]) == (
+        "mlcommons/inference_results_v6.1",
+        "summary.csv",
+        "7bf15fd8089655a71fb75c81a744d7ba5a632424",
+    )
+    # without --model every token-rate row is kept (the gpt-oss row too)
+    all_rows, skipped = pub.mlperf_points(FIX / "mlperf-summary.csv", None, ML_URL)
+    assert len(all_rows) == 3 and skipped["models"] == {}
+
+
+def _ml_lines() -> list[str]:
+    return (FIX / "mlperf-summary.csv").read_text().splitlines()
+
+
+def test_mlperf_bad_inputs(tmp_path, run_cli):
+    lines = _ml_lines()
+    cases = [
+        (  # a Tokens/s row whose Result is not a number: named by row, field and line
+            [lines[0], lines[1], lines[2].replace('"75918.2"', '"n/a"')],
+            "rows[1].Result: not a number ('n/a') in a Tokens/s row (line 3)",
+        ),
+        (
+            [lines[0], lines[1].replace('"679740.0"', '"-3"')],
+            "rows[0].Result: must be a number > 0, got '-3' (line 2)",
+        ),
+        (
+            [lines[0], lines[1].replace('"NVIDIA GB300","4","72"', '"NVIDIA GB300","4","0"')],
+            "rows[0].total_accelerators: must be a number > 0",
+        ),
+        ([lines[0].replace("Units", "Unit"), lines[1]], "Units: missing column in the header"),
+        ([lines[0]], "rows: no rows under the header"),
+        ([lines[0], lines[4]], "rows: no Tokens/s rows"),
+    ]  # fmt: skip
+    for rows, message in cases:
+        src = tmp_path / "summary.csv"
+        src.write_text("\n".join(rows) + "\n")
+        out = tmp_path / "out"
+        code, _, err = run_cli("import", "mlperf", str(src), "-o", str(out), "--source-url", ML_URL)
+        assert code == 2 and message in err and err.count("\n") == 1, (message, err)
+        assert not out.exists()
+    # a non-token row may hold anything in Result: it is skipped, not read
+    latency = lines[5].replace('"5.807651162902777"', '"x"')
+    src.write_text("\n".join([lines[0], lines[1], latency]))
+    p, skipped = pub.mlperf_points(src, None, ML_URL)
+    assert len(p) == 1 and skipped["units"] == {"Latency (s)": 1}
+    code, _, err = run_cli("import", "mlperf", str(FIX / "mlperf-summary.csv"), "-o", str(out))
+    assert code == 2 and "--source-url: required" in err
+
+
+# ----------------------------------------------------------------------------- SGLang cookbook
+
+
+def test_cookbook_cells_become_points(tmp_path, run_cli):
+    out = tmp_path / "sg"
+    code, stdout, err = run_cli(
+        "import", "sglang-cookbook", str(FIX / "sglang-v4-cells.jsx"), "-o", str(out),
+        "--source-url", SG_URL, "--source-date", "2026-12-03",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "4 published points" in stdout and "stub_cells: 1" in stdout
+    p = _points(out)
+    fp4 = p.loc["b300/flash/fp4/low-latency/c1"]
+    assert fp4["tok_s_per_gpu"] == 592  # total tok/s/GPU as published
+    assert fp4["output_tok_s_per_gpu"] == pytest.approx(592 * 1024 / (8192 + 1024))
+    assert fp4["tok_s_per_user"] == pytest.approx(1000 / 2.85)
+    assert (fp4["tpot_median_s"], fp4["ttft_median_s"]) == pytest.approx((0.00285, 0.191))
+    assert (fp4["model"], fp4["precision"], fp4["engine_version"]) == (
+        "DeepSeek-V4-Flash", "fp4", "0.5.15.post1",
+    )  # fmt: skip
+    assert pd.isna(fp4["gpus"]) and fp4["date"] == "2026-12-03" and fp4["url"] == SG_URL
+    nv = p.loc["b300/flash/nvfp4/low-latency/c16"]
+    assert nv["tok_s_per_gpu"] == 5173 and pd.isna(nv["output_tok_s_per_gpu"])
+    assert "measured as a total" in nv["per_gpu_basis"]
+
+
+def test_js_literal_parser():
+    text = """
+    // comment
+    export const benchmarks = [
+      { a: 1, 'b': "two // not a comment", c: [1.5, -2e3, true, null,], /* block */ },
+    ];
+    const other = 3;
+    """
+    assert pub.parse_js_export(text, "benchmarks") == [
+        {"a": 1, "b": "two // not a comment", "c": [1.5, -2000.0, True, None]}
+    ]
+    with pytest.raises(InputError, match=r"line 2: string left open"):
+        pub.parse_js_export('const x = [\n "open\n];', "x")
+    with pytest.raises(InputError, match=r"line 1: expected ',' or '\}' in an object"):
+        pub.parse_js_export("const x = {a: 1 b: 2}", "x")
+    with pytest.raises(InputError, match="duplicate key 'a'"):
+        pub.parse_js_export("const x = {a: 1, a: 2}", "x")
+    with pytest.raises(InputError, match="no `export const x = ...`"):
+        pub.parse_js_export("const y = 1", "x")
+
+
+def test_cookbook_bad_inputs(tmp_path, run_cli):
+    good = (FIX / "sglang-v4-cells.jsx").read_text()
+    cases = [
+        (good.replace("tpot_ms: 2.85, ", ""), "benchmarks[0].speed[0].tpot_ms: missing"),
+        (good.replace("tpot_ms: 2.83", "tpot_ms: 0"),
+         "benchmarks[1].speed[0].tpot_ms: must be > 0"),
+        (good.replace("max_concurrency: 16 }", "max_concurrency: 1.5 }", 1),
+         "benchmarks[0].speed[1].workload.max_concurrency: not an integer"),
+        (good.replace("export const benchmarks", "export const cells"), "benchmarks: no `export"),
+        (good.replace('quant: "fp4", strategy', 'strategy', 1),
+         "benchmarks[0].match.quant: missing"),
+        (good.replace("  },\n  {\n", "  }\n  {\n", 1), "expected ',' or ']' in a list"),
+    ]  # fmt: skip
+    for text, message in cases:
+        src = tmp_path / "b.jsx"
+        src.write_text(text)
+        out = tmp_path / "out"
+        code, _, err = run_cli(
+            "import", "sglang-cookbook", str(src), "-o", str(out), "--source-url", SG_URL
+        )
+        assert code == 2 and message in err and err.count("\n") == 1, (message, err)
+        assert not out.exists()
+
+
+def test_cli_options_must_fit_the_format(tmp_path, run_cli):
+    ix = str(FIX / "inferencex-rows.json")
+    for argv, message in [
+        (["inferencex", ix, "--label", "a=b"], "--label: only for vllm-bench"),
+        (["inferencex", ix, "--kind", "recorded"], "--kind: inferencex imports are always"),
+        (["inferencex", ix, "--model", "x"], "--model: only for mlperf"),
+        (["vllm-bench", ix, "--model", "x"], "--model: only for published formats"),
+        (["inferencex", ix, "--source-date", "yesterday"], "--source-date: 'yesterday'"),
+    ]:
+        code, _, err = run_cli("import", *argv, "-o", str(tmp_path / "o"))
+        assert code == 2 and message in err and err.count("\n") == 1, (argv, err)
+        assert not (tmp_path / "o").exists()
+
+
+# ----------------------------------------------------------------------------- table checks
+
+
+def _published_trace() -> traces.Trace:
+    p = pub.inferencex_points(FIX / "inferencex-rows.json")
+    src = pub.source_info(FIX / "inferencex-rows.json", IX_URL)
+    return pub.published_trace(p, "inferencex", src, "rackbook import inferencex x -o y")
+
+
+def test_published_points_checks(tmp_path):
+    t = _published_trace()
+    traces.validate(t)
+    assert t.run["source"]["commit"] == "3a600f1d9ce155536d52e2f58f744f27a301aac9"
+
+    def bad(change, message):
+        u = _published_trace()
+        change(u)
+        with pytest.raises(InputError, match=message):
+            traces.write_trace(tmp_path / "t", u)
+        assert not (tmp_path / "t").exists()
+
+    def col(name, i, v):
+        def _c(u):
+            u.extra["published_points"].loc[i, name] = v
+
+        return _c
+
+    bad(lambda u: u.run.update(kind="recorded"), "only a trace of kind published")
+    bad(col("ttft_mean_s", 1, -0.5), r"published_points.ttft_mean_s: negative value in row 1")
+    bad(col("tok_s_per_gpu", 2, 0.0), r"published_points.tok_s_per_gpu: must be > 0 \(row 2")
+    bad(col("concurrency", 0, 0), r"published_points.concurrency: must be > 0")
+    bad(col("date", 0, "2026-02-30"), r"published_points.date: '2026-02-30' in row 0")
+    bad(col("url", 1, "www.example.com"), r"published_points.url: 'www.example.com' in row 1")
+    bad(col("serving", 0, "pooled"), r"published_points.serving: 'pooled' in row 0")
+    bad(col("gpus", 2, 40), r"row 2: prefill 4 \+ decode 32 GPUs != total 40")
+    bad(col("point_id", 1, t.extra["published_points"]["point_id"][0]), "duplicate id")
+    bad(col("url", 0, None), r"published_points.url: missing value in row 0")
+
+
+# ----------------------------------------------------------------------------- shipped traces
+
+
+def test_shipped_traces_rebuild_from_the_saved_sources(tmp_path):
+    env = dict(os.environ, PYTHON=sys.executable)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(paths.ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    subprocess.run(
+        ["bash", str(paths.ROOT / "env" / "published" / "derive.sh"), str(tmp_path)],
+        check=True,
+        env=env,
+        capture_output=True,
+        cwd=paths.ROOT,
+    )
+    for name in evidence.SHIPPED:
+        new = traces.read_trace(tmp_path / name)
+        old = traces.read_trace(paths.DATA / "published" / name)
+        pd.testing.assert_frame_equal(new.extra["published_points"], old.extra["published_points"])
+        assert new.run["source"] == old.run["source"] and old.run["kind"] == "published"
+        assert old.run["commands"][0].startswith("rackbook import ")
+    size = sum(f.stat().st_size for f in (paths.DATA / "published").rglob("*") if f.is_file())
+    assert size < 400_000  # small: only the rows the chapters use
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+def test_figure_registry_loads():
+    reg = figures.load_figures()
+    ids = claims.load_claims().ids
+    assert len(reg.figures) >= 20 and all(f.claim in ids for f in reg.figures)
+    pr = reg.get("sglang-pr33082.v4flash-gb300-c1-tpot")
+    assert (pr.value, pr.unit, pr.gpus, pr.concurrency, pr.verified) == (1.31, "ms", 4, 1, True)
+    assert reg.get("inferencex-blog.dsv4pro-gb300-peak").value == 11055.6
+    assert reg.get("inferencex-tco.gb300-rental-3yr").value == 3.96
+    # every second-hand figure says so in its notes
+    for f in reg.figures:
+        assert f.verified or "NOT VERIFIED" in (f.notes or ""), f.id
+
+
+def _registry_with(tmp_path: Path, change) -> Path:
+    raw = yaml.safe_load((paths.DATA / "published" / "figures.yaml").read_text())
+    change(raw["figures"])
+    p = tmp_path / "figures.yaml"
+    p.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda f: f[0].update(claim="rack-scaling.nope"),
+         "figures[inferencex-blog.dsv4pro-gb300-peak].claim: unknown claim id"),
+        (lambda f: f[1].pop("url"),
+         "figures[inferencex-blog.dsv4pro-gb300-72gpu].url: field required"),
+        (lambda f: f[2].update(url="inferencex.semianalysis.com"),
+         "figures[inferencex-blog.dsv4pro-gb200-peak].url"),
+        (lambda f: f[0].update(date="26 May 2026"), "is not a date YYYY-MM-DD"),
+        (lambda f: f[0].update(gpus=0), "gpus: must be > 0"),
+        (lambda f: f[0].update(role="guess"), "figures[inferencex-blog.dsv4pro-gb300-peak].role"),
+        (lambda f: f[0].update(extra="x"), "extra: unknown field"),
+        (lambda f: f.append(dict(f[0])), "duplicate id"),
+    ],
+)  # fmt: skip
+def test_figure_registry_bad_entries(tmp_path, change, message):
+    with pytest.raises(InputError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        figures.load_figures(_registry_with(tmp_path, change))
+
+
+def test_figure_registry_is_read_by_the_strict_loader(tmp_path):
+    p = tmp_path / "figures.yaml"
+    p.write_text("figures:\n  - id: a\n    id: b\n")
+    with pytest.raises(InputError, match="duplicate key 'id'"):
+        figures.load_figures(p)
+    assert loader.read_yaml(paths.DATA / "published" / "figures.yaml")["figures"]
+
+
+# ----------------------------------------------------------------------------- readings
+
+
+def _pts(*values, verified=None):
+    df = pd.DataFrame({"value": values, "url": [f"https://x/{i}" for i in range(len(values))]})
+    df["unit"] = "x"
+    if verified is not None:
+        df["verified"] = verified
+    return df
+
+
+def test_published_reading_each_way():
+    pts = _pts(8.61, 8.95)
+    assert evidence.published_reading("c", 8.8, pts).verdict == "within"
+    r = evidence.published_reading("c", 7.9, pts)
+    assert (r.verdict, r.margin) == ("below", "0.918x the lowest published (8.61x)")
+    r = evidence.published_reading("c", 9.75, pts)
+    assert (r.verdict, r.margin) == ("above", "1.09x the highest published (8.95x)")
+    assert r.sources == ("https://x/0", "https://x/1")
+    assert evidence.published_reading("c", 8.6, pts, tolerance=0.05).verdict == "within"
+    none = evidence.published_reading("c", 8.8, pts.iloc[0:0])
+    assert (none.verdict, none.margin, none.sources) == ("none published", "-", ())
+    assert evidence.published_reading("c", float("nan"), pts).verdict == "none published"
+    # second-hand figures never decide alone, and are named when left out
+    only = evidence.published_reading("c", 8.8, _pts(8.61, 8.95, verified=[False, False]))
+    assert only.verdict == "none published" and "2 second-hand" in only.reason
+    mixed = evidence.published_reading("c", 8.8, _pts(8.61, 9.5, verified=[True, False]))
+    assert mixed.verdict == "above" and "1 second-hand figure(s) NOT VERIFIED" in mixed.reason
+
+
+#: The book's verdict for each claim on the shipped evidence.
+EXPECTED = {
+    "decode-parity.gap": "none published",
+    "rack-scaling.throughput": "above",
+    "rack-scaling.speedup": "below",
+    "rack-scaling.cost": "above",
+    "prefill-gain.gain": "none published",
+    "eplb-balance.before": "below",
+    "eplb-balance.after": "below",
+    "eplb-balance.recovered": "none published",
+    "context-latency.kv-bytes": "none published",
+    "context-latency.delta": "none published",
+    "context-latency.delta-pct": "none published",
+    "single-user.throughput": "above",
+}
+
+
+def test_claim_readings_on_the_shipped_evidence():
+    reg = claims.load_claims()
+    assert set(EXPECTED) == set(reg.ids)
+    got = {c: evidence.claim_reading(c) for c in reg.ids}
+    assert {c: r.verdict for c, r in got.items()} == EXPECTED
+    for r in got.values():
+        assert r.verdict in evidence.VERDICTS and "\n" not in r.reason + r.margin
+        assert all(u.startswith("https://") for u in r.sources)
+        assert bool(r.sources) == (r.verdict != "none published")
+    # 7.9x against the MLPerf 72-over-8 ratios (NVIDIA 8.95 / 8.83, Oracle 8.65 / 8.61)
+    sp = got["rack-scaling.speedup"]
+    low = 586852.0 / 68138.0
+    assert (
+        sp.margin == f"{reg.value('rack-scaling.speedup') / low:.3g}x the lowest published (8.61x)"
+    )
+    assert "4 published point(s), 8.61x to 8.95x" in sp.reason
+    # $38.96 against the GB300 prices: 2.652 hyperscaler TCO to 3.96 3-year rental
+    assert "$2.65/GPU-hour to $3.96/GPU-hour" in got["rack-scaling.cost"].reason
+    # 826 tok/s against one user at 1.31 ms (SGLang PR 33082) and the cookbook's B300/GB300 cells
+    su = got["single-user.throughput"]
+    assert su.margin == f"{826 / (1000 / 1.31):.3g}x the highest published (763.4 tok/s per user)"
+    assert "https://github.com/sgl-project/sglang/pull/33082" in su.sources
+    # 954,000 "per GPU" is above every GB300 per-GPU figure; as a rack total it is within
+    th = got["rack-scaling.throughput"].reason
+    assert "13,250 tok/s/GPU over 72 GPUs: within" in th
+    assert (
+        "LMSYS" in got["decode-parity.gap"].reason and "analogue" in got["decode-parity.gap"].reason
+    )
+
+
+def test_claim_reading_reaches_every_verdict_on_real_points():
+    assert evidence.claim_reading("rack-scaling.speedup", 8.8).verdict == "within"
+    assert evidence.claim_reading("rack-scaling.speedup", 9.5).verdict == "above"
+    assert evidence.claim_reading("eplb-balance.after", 0.98).verdict == "below"
+    assert evidence.claim_reading("eplb-balance.after", 0.9919).verdict == "within"
+    assert evidence.claim_reading("single-user.throughput", 500).verdict == "within"
+    assert evidence.claim_reading("single-user.throughput", 200).verdict == "below"
+    assert evidence.claim_reading("context-latency.delta", 0.6).verdict == "none published"
+
+
+def test_published_points_table():
+    p = evidence.published_points()
+    assert list(p.columns) == evidence.POINT_COLUMNS
+    assert (p["kind"] == "published").all() and p["id"].is_unique
+    reg = claims.load_claims()
+    assert set(p["claim_id"]) <= set(reg.ids)
+    assert all(reg.get(c).result == r for c, r in zip(p["claim_id"], p["result"], strict=True))
+    assert p["url"].str.match(r"^https?://").all() and p["comparable"].str.len().gt(0).all()
+    # MLPerf rack/node ratios are computed from the shipped trace, not typed
+    ratios = p[p["claim_id"] == "rack-scaling.speedup"].set_index("id")["value"]
+    assert ratios["mlperf-v6.1-dsr1:NVIDIA/Offline/72v8"] == pytest.approx(679740.0 / 75918.2)
+    assert ratios["mlperf-v6.1-dsr1:Oracle/Server/72v8"] == pytest.approx(586852.0 / 68138.0)
+    assert len(ratios) == 4
+    # results filter; a mismatch is named
+    su = evidence.published_points("single-user")
+    assert set(su["result"]) == {"single-user"}
+    row = su[su["id"] == "figures:sglang-pr33082.v4flash-gb300-c1-tpot"].iloc[0]
+    assert row["value"] == pytest.approx(1000 / 1.31) and row["as_published"] == "1.31 ms"
+    assert "hardware GB300 (a Grace-coupled B300)" in row["comparable"]
+    with pytest.raises(InputError, match="unknown result"):
+        evidence.published_points("no-such-result")
+
+
+def test_evidence_tables_of_the_chapters():
+    with_points = 0
+    for result in paths.RESULTS:
+        t = evidence.evidence_table(result)
+        assert list(t.columns) == evidence.TABLE_COLUMNS
+        claim_rows = t[t["kind"] == "claim"]
+        assert set(claim_rows["verdict"]) <= set(evidence.VERDICTS)
+        pub_rows = t[t["kind"] == "published"]
+        assert pub_rows["url"].str.startswith("https://").all()
+        with_points += bool(len(pub_rows))
+        assert t["kind"].iloc[0] == "claim"
+    assert with_points >= 5
+    rack = evidence.evidence_table("rack-scaling")
+    assert rack["used"].sum() >= 30
+
+
+def test_published_sources_are_described():
+    for f in SOURCES.iterdir():
+        if f.name.endswith("-SOURCE.txt"):
+            continue
+        desc = SOURCES / (f.name.rsplit(".", 1)[0] + "-SOURCE.txt")
+        text = desc.read_text()
+        assert "commit:" in text and "https://github.com/" in text, f.name
+    assert shutil.which("bash")
