@@ -502,7 +502,7 @@ def test_published_reading_each_way():
     only = evidence.published_reading("c", 8.8, _pts(8.61, 8.95, verified=[False, False]))
     assert only.verdict == "none published" and "2 second-hand" in only.reason
     mixed = evidence.published_reading("c", 8.8, _pts(8.61, 9.5, verified=[True, False]))
-    assert mixed.verdict == "above" and "1 second-hand figure(s) NOT VERIFIED" in mixed.reason
+    assert mixed.verdict == "above" and "1 second-hand figure NOT VERIFIED" in mixed.reason
 
 
 #: The book's verdict for each claim on the shipped evidence.
@@ -537,7 +537,7 @@ def test_claim_readings_on_the_shipped_evidence():
     assert (
         sp.margin == f"{reg.value('rack-scaling.speedup') / low:.3g}x the lowest published (8.61x)"
     )
-    assert "4 published point(s), 8.61x to 8.95x" in sp.reason
+    assert "4 published points, 8.61x to 8.95x" in sp.reason
     # $38.96 against the GB300 prices: 2.652 hyperscaler TCO to 3.96 3-year rental
     assert "$2.65/GPU-hour to $3.96/GPU-hour" in got["rack-scaling.cost"].reason
     # 826 tok/s against one user at 1.31 ms (SGLang PR 33082) and the cookbook's B300/GB300 cells

@@ -37,6 +37,7 @@ from rackbook import paths
 from rackbook.core import traces
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
+from rackbook.physics.units import plural
 from rackbook.results.headline import ClaimReading
 
 #: The verdict words of the "published evidence" reading.
@@ -520,7 +521,7 @@ def published_reading(
     vals = vals[np.isfinite(vals)]
     unit = str(points["unit"].iloc[0]) if "unit" in points.columns and len(points) else ""
     skipped = (
-        f"; {len(second_hand)} second-hand figure(s) NOT VERIFIED, not used"
+        f"; {plural(len(second_hand), 'second-hand figure')} NOT VERIFIED, not used"
         if len(second_hand)
         else ""
     )
@@ -546,7 +547,8 @@ def published_reading(
             else f"at the published {value_text(hi, unit)}"
         )
     span = value_text(lo, unit) if hi == lo else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
-    reason = f"{value_text(value, unit)} against {len(vals)} published point(s), {span}{skipped}"
+    n = plural(len(vals), "published point")
+    reason = f"{value_text(value, unit)} against {n}, {span}{skipped}"
     urls = tuple(dict.fromkeys(points["url"])) if "url" in points.columns else ()
     return PublishedReading(claim_id, verdict, margin, reason, urls)
 
