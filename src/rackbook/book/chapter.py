@@ -75,3 +75,68 @@ def standin_warning(kind: str, hardware: str, testable: bool) -> str:
         "hardware and model. It shows the method end to end; its numbers are not evidence "
         "for or against the claim, and its reading is **untested**.",
     )
+
+
+def evidence_markdown(result: str) -> str:
+    """The chapter's published-measurements table: for each claim of ``result``, its published
+    reading, then every published point set beside it (linked to its source), the value in the
+    claim's unit, whether the reading used it, and how it differs from the claim."""
+    import math
+
+    from rackbook.results import evidence
+
+    table = evidence.evidence_table(result)
+    if table.empty:
+        return "No published measurement bears on this result.\n"
+    out = []
+    for claim_id, rows in table.groupby("claim_id", sort=False):
+        head = rows[rows["kind"] == "claim"]
+        pts = rows[rows["kind"] != "claim"].sort_values("used", ascending=False)
+        if len(head):
+            h = head.iloc[0]
+            out.append(
+                f"**`{claim_id}`** ({_md_cell(h['as_published'])}): published reading "
+                f"**{h['verdict']}**"
+                + (f" [{h['margin']}]" if h["margin"] not in ("-", "") else "")
+            )
+        if pts.empty:
+            out += ["", "No published point.", ""]
+            continue
+        out += [
+            "",
+            "| source | system | as published | in the claim's unit | used | differs from the "
+            "claim in |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in pts.to_dict("records"):
+            url = r.get("url")
+            who = _md_cell(r["who"])
+            src = f"[{who}]({url})" if isinstance(url, str) and url else who
+            gpus = r.get("gpus")
+            n = (
+                ""
+                if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
+                else f" x {int(gpus)}"
+            )
+            system = _md_cell(f"{r['hardware']}{n}, {r['model']}, {r['engine']}")
+            value = r.get("value")
+            finite = isinstance(value, (int, float)) and math.isfinite(value)
+            shown = "-"
+            if finite:
+                shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
+                shown += f" {r['unit']}"
+            used = "yes" if r["used"] else "no"
+            if not r.get("verified", True):
+                used += " (not verified)"
+            diff = str(r.get("comparable") or "")
+            diff = diff.split("): ", 1)[1] if "): " in diff else diff
+            out.append(
+                f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} | {used} "
+                f"| {_md_cell(diff) or 'nothing named'} |"
+            )
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _md_cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("$", "\\$").replace("\n", " ")
