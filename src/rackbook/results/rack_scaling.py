@@ -956,11 +956,11 @@ class Analysis:
         head = [
             "throughput reading",
             "tok/s per GPU",
-            "M tokens per GPU-hour",
-            f"USD per M tokens at ${self.claim_usd:g}/GPU-hour",
-            f"USD per M tokens at the ${self.rental.usd_per_gpu_hour:g} rental",
-            "token revenue (USD per GPU-hour)",
-            f"cached share giving ${self.claim_usd:g}",
+            "M tok per GPU-hour",
+            "USD per M tok, as cost",
+            "USD per M tok, rental",
+            "revenue (USD per GPU-hour)",
+            f"cached share for ${self.claim_usd:g}",
         ]
         return _table(head, rows)
 

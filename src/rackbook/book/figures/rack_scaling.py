@@ -214,7 +214,7 @@ def node_efficiency(a: Analysis) -> Figure:
             ha="center",
             textcoords="offset points",
             xytext=(0, 4),
-            fontsize=8,
+            fontsize=9,
         )
     right.set_xticks(x, names)
     right.set_ylim(0, cap * 1.25)
