@@ -141,41 +141,92 @@ def test_scaling_efficiency_is_the_per_gpu_ratio():
         rack_scaling.scaling_efficiency(1.0, 0.0, 8, 4)
 
 
+# --------------------------------------------------------------------------------------------
+# The ceilings and the readings of the published figures, by hand
+#
+# DeepSeek-V4.1-Flash on a GB300 GPU (catalogs): decode passes 40 MoE layers x top-6 x 3 x
+# 5120 x 2304 = 8.493e9 routed params (FP4, 15 PFLOP/s) and 16e9 - 8.493e9 = 7.507e9 dense
+# (FP8, 5 PFLOP/s): 2 x 8.493e9 / 15e15 + 2 x 7.507e9 / 5e15 = 4.135 us per token, i.e.
+# 241,834 tok/s per GPU. Prefill passes half of each (20 encoder layers, 8e9 active): 483,667.
+CAP_DECODE = 1 / (2 * 8_493_465_600 / 15e15 + 2 * 7_506_534_400 / 5e15)
+CAP_PREFILL = 1 / (2 * 4_246_732_800 / 15e15 + 2 * 3_753_267_200 / 5e15)
+
+
+def test_ceilings_by_hand_with_their_formulas():
+    c = rack_scaling.ceilings("deepseek-v4.1-flash", "gb300", 72)
+    by = c.set_index(["ceiling", "phase"])
+    assert by.loc[("compute", "decode"), "tok_s_per_gpu"] == pytest.approx(CAP_DECODE)
+    assert CAP_DECODE == pytest.approx(241_834, abs=1)
+    assert by.loc[("compute", "prefill"), "tok_s_per_gpu"] == pytest.approx(CAP_PREFILL)
+    # HBM: (7.507 GB dense + 40 x 384 experts x 18.8 MB / 72) / 8 TB/s per step, best batch
+    # 32,768 sequences over 72 GPUs: 316,122 tok/s per GPU, above compute, so compute binds
+    assert by.loc[("memory bandwidth", "decode"), "tok_s_per_gpu"] == pytest.approx(
+        316_122, rel=1e-5
+    )
+    dec = by.loc[("compute", "decode")]
+    assert "2 x 8.493e9 / 15 PFLOP/s (fp4) + 2 x 7.507e9 / 5 PFLOP/s (fp8)" in dec["formula"]
+    assert "x 1 GPU =" in dec["formula"] and "(s)" not in " ".join(c["formula"])
+    assert "72 GPUs" in by.loc[("memory bandwidth", "decode"), "formula"]
+    assert r"\dfrac{2 \times 8.49 \times 10^{9}}{15 \times 10^{15}}" in dec["latex"]
+    assert dec["latex"].count("241{,}834") == 1
+    assert by.loc[("memory bandwidth", "decode"), "latex"] == ""
+
+
 def test_speedup_readings_tray_and_hgx():
-    r = rack_scaling.speedup_readings(7.9, 72).set_index("system")
+    r = rack_scaling.speedup_readings(7.9, 954_000, 72, "deepseek-v4.1-flash", "gb300")
+    r = r.set_index("system")
     assert r.loc["gb300-tray", "gpus_per_node"] == 4 and r.loc["gb300-tray", "nodes"] == 18
     assert r.loc["gb300-tray", "efficiency"] == pytest.approx(7.9 / 18)
     assert round(100 * r.loc["gb300-tray", "efficiency"]) == 44
     assert r.loc["hgx-b300", "efficiency"] == pytest.approx(7.9 / 9)
     assert round(100 * r.loc["hgx-b300", "efficiency"]) == 88
+    # the node the speedup implies, with 954,000 as the rack's total: 954,000 / 7.9 / 4 =
+    # 30,190 tok/s per GPU of a tray = 0.125x the decode ceiling
+    assert r.loc["gb300-tray", "node_tok_s_per_gpu"] == pytest.approx(954_000 / 7.9 / 4)
+    assert r.loc["gb300-tray", "ratio"] == pytest.approx(954_000 / 7.9 / 4 / CAP_DECODE)
+    assert set(r["verdict"]) == {"possible"}
+    with pytest.raises(InputError, match="speedup"):
+        rack_scaling.speedup_readings(0, 954_000, 72, "deepseek-v4.1-flash", "gb300")
 
 
-def test_claim_readings_per_gpu_exceeds_peak_rack_total_does_not():
-    r = rack_scaling.claim_readings(954_000, 72).set_index("reading")
-    dec = r.loc["per-gpu-decode"]
-    # 954,000 x 2 x 16e9 = 30.528 PFLOP/s against 15 PFLOP/s; cap 15e15 / 32e9 = 468,750
-    assert dec["implied_flops_per_s"] == pytest.approx(30.528e15)
-    assert dec["ratio"] == pytest.approx(2.0352)
-    assert dec["cap_tok_s"] == pytest.approx(468_750)
-    assert not dec["survives"]
-    pre = r.loc["per-gpu-prefill"]  # 954,000 x 16e9 = 15.264 PFLOP/s; cap 937,500
-    assert pre["ratio"] == pytest.approx(1.0176) and not pre["survives"]
-    rack = r.loc["rack-total"]  # 954,000 / 72 = 13,250; x 32e9 = 0.424 PFLOP/s
+def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
+    r = rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300")
+    r = r.set_index("reading")
+    dec = r.loc["per-gpu-decode"]  # 954,000 / 241,834 = 3.94x
+    assert dec["ceiling_tok_s_per_gpu"] == pytest.approx(CAP_DECODE)
+    assert dec["ratio"] == pytest.approx(954_000 / CAP_DECODE) and dec["limit"] == "compute"
+    assert dec["verdict"] == "impossible"
+    assert dec["formula"] == (
+        "954,000 tok/s per GPU is 3.94x the decode compute ceiling of 241,834 on gb300"
+    )
+    pre = r.loc["per-gpu-prefill"]  # 954,000 / 483,667 = 1.97x
+    assert pre["ratio"] == pytest.approx(954_000 / CAP_PREFILL) and pre["verdict"] == "impossible"
+    rack = r.loc["rack-total"]  # 954,000 / 72 = 13,250 tok/s per GPU = 0.0548x
     assert rack["tok_s_per_gpu"] == pytest.approx(13_250)
-    assert rack["ratio"] == pytest.approx(0.424e15 / 15e15)
-    assert rack["survives"]
-    cached = r.loc["per-gpu-with-cached"]
-    assert cached["min_cached_share"] == pytest.approx(1 - 468_750 / 954_000)
-    assert pd.isna(cached["survives"]) and "50.9%" in cached["formula"]
+    assert rack["ratio"] == pytest.approx(13_250 / CAP_DECODE) and rack["verdict"] == "possible"
+    assert rack["formula"].startswith("954,000 / 72 = 13,250 tok/s per GPU; ")
+    cached = r.loc["per-gpu-with-cached"]  # fits with at least 1 - 241,834 / 954,000 = 74.7 %
+    assert cached["min_cached_share"] == pytest.approx(1 - CAP_DECODE / 954_000)
+    assert cached["verdict"] == "undetermined" and np.isnan(cached["ratio"])
+    assert "74.7%" in cached["formula"]
+    with pytest.raises(InputError, match="cached_share"):
+        rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", 1.0)
 
 
-def test_claim_readings_with_a_cached_share():
-    r = rack_scaling.claim_readings(954_000, 72, cached_share=0.6).set_index("reading")
-    c = r.loc["per-gpu-with-cached"]
-    assert c["computed_tok_s_per_gpu"] == pytest.approx(381_600)  # 0.4 x 954,000
-    assert c["ratio"] == pytest.approx(381_600 * 32e9 / 15e15)
-    assert bool(c["survives"])
-    assert not bool(rack_scaling.claim_readings(954_000, 72, cached_share=0.5).iloc[-1]["survives"])
+@pytest.mark.parametrize(
+    "share,verdict",
+    [
+        (0.8, "possible"),  # 0.2 x 954,000 = 190,800 = 0.789x the decode ceiling
+        (0.75, "undetermined"),  # 238,500 = 0.986x: within the 15 % modelling margin
+        (0.5, "impossible"),  # 477,000 = 1.97x
+    ],
+)
+def test_throughput_reading_with_a_cached_share(share, verdict):
+    r = rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", share)
+    c = r.set_index("reading").loc["per-gpu-with-cached"]
+    assert c["computed_tok_s_per_gpu"] == pytest.approx((1 - share) * 954_000)
+    assert c["ratio"] == pytest.approx((1 - share) * 954_000 / CAP_DECODE)
+    assert c["verdict"] == verdict
 
 
 #: The published figures as the chapter passes them: 954,000 tok/s as stated and / 72 GPUs.
@@ -185,25 +236,31 @@ TOKENS = {"per GPU as stated": 954_000, "rack total / 72": 954_000 / 72}
 def test_cost_readings():
     c = rack_scaling.cost_readings(38.96, TOKENS)
     cost = c.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
-    # 13,250 tok/s x 3600 = 47.7 M tokens per GPU-hour
+    # 13,250 tok/s x 3600 = 47.7 M tokens per GPU-hour; the catalog's rental is $2.652
     assert cost[("rack total / 72", "claim as cost")] == pytest.approx(38.96 / 47.7)
-    assert cost[("rack total / 72", "rental (gb300-rental)")] == pytest.approx(2.65 / 47.7)
+    assert cost[("rack total / 72", "rental (gb300-rental)")] == pytest.approx(2.652 / 47.7)
     assert cost[("per GPU as stated", "claim as cost")] == pytest.approx(38.96 / 3434.4)
     rev = c.revenue.set_index("reading")
     assert rev.loc["rack total / 72", "revenue_all_uncached"] == pytest.approx(47.7)
     assert rev.loc["rack total / 72", "revenue_all_cached"] == pytest.approx(4.77)
-    # 47.7 x (1 - 0.9 s) = 38.96  ->  s = (1 - 38.96 / 47.7) / 0.9
+    # 47.7 x (1 - 0.9 s) = 38.96  ->  s = (1 - 38.96 / 47.7) / 0.9 = 20.4 %
     assert rev.loc["rack total / 72", "cached_share_matching"] == pytest.approx(
         (1 - 38.96 / 47.7) / 0.9
     )
     assert np.isnan(rev.loc["per GPU as stated", "cached_share_matching"])  # >= $343 always
-    assert c.ratio_to_rental == pytest.approx(38.96 / 2.65)
+    assert rev["revenue_at_share"].isna().all()  # no cached share given
+    assert c.ratio_to_rental == pytest.approx(38.96 / 2.652)
+    # with a share: 47.7 x (1 x 0.8 + 0.1 x 0.2) = 39.114
+    at = rack_scaling.cost_readings(38.96, TOKENS, cached_share=0.2).revenue.set_index("reading")
+    assert at.loc["rack total / 72", "revenue_at_share"] == pytest.approx(47.7 * 0.82)
     with pytest.raises(InputError, match="usd_per_m_cached"):
         rack_scaling.cost_readings(38.96, TOKENS, usd_per_m_uncached=0.1, usd_per_m_cached=1.0)
+    with pytest.raises(InputError, match="cached_share"):
+        rack_scaling.cost_readings(38.96, TOKENS, cached_share=1.5)
 
 
 # --------------------------------------------------------------------------------------------
-# The chapter: every verdict it can reach, and the published figures from the registry
+# The chapter: every verdict of every reading, and the published figures from the registry
 
 
 def _registry(**values: float):
@@ -217,11 +274,12 @@ def _registry(**values: float):
     return parse_claims(raw, "edited")
 
 
-def _rack_trace(tmp_path, gpus=("NVIDIA GB300",), top_gpus=72):
+def _rack_trace(tmp_path, gpus=("NVIDIA GB300",), top_gpus=72, cached=None):
     """Config 1x on 4 GPUs and config 18x on ``top_gpus``; each point 2 requests of 350 input
     + 10 output tokens (720 tokens). 1x over 8 s: 90 tok/s; 18x over 1 s: 720 tok/s, i.e.
     720 / 72 = 10 tok/s per GPU. Speedup 720 / 90 = 8; efficiency 8 / (72 / 4) = 0.444.
-    No cached counts: the cached (and computed) tokens are unknown."""
+    ``cached``: cached prompt tokens of every request (None: unknown, and so are the cached
+    and computed tokens). A trace on GPUs is recorded and serves the claim's model."""
     parts = [
         (
             "p1",
@@ -236,6 +294,11 @@ def _rack_trace(tmp_path, gpus=("NVIDIA GB300",), top_gpus=72):
     ]
     t = _trace(tmp_path, parts)
     t.run["hardware"] = {"gpus": [{"name": g} for g in gpus]}
+    if gpus:
+        t.run["kind"] = "recorded"
+        t.run["parameters"] = {"model": "deepseek-ai/DeepSeek-V4.1-Flash"}
+    if cached is not None:
+        t.requests["cached_prompt_tokens"] = pd.array([cached] * len(t.requests), dtype="Int64")
     return t
 
 
@@ -248,152 +311,247 @@ def test_analysis_by_hand(tmp_path):
     assert an.largest["config"] == "18x" and an.largest["total_tok_s_per_gpu"] == pytest.approx(10)
     assert an.top["speedup"] == pytest.approx(8.0)
     assert an.top["efficiency"] == pytest.approx(8 / 18)
+    assert an.testable and an.unit == "GPU"
     v = an.values()
     assert v["nx_total"] == "720.0" and v["nx_total_per_gpu"] == "10.0"
     assert v["nx_cached_input"] == "unknown" and v["nx_cached_source"] == "unknown"
     assert v["speedup"] == "8.00" and v["efficiency_pct"] == "44.4"
-    assert v["ref_gpus"] == 4 and v["top_gpus"] == 72 and v["claim_tok_s"] == 10.0
+    assert v["scaling_change"] == "grew to 8.00x"
+    assert v["ref_units"] == "4 GPUs" and v["top_units"] == "72 GPUs" and v["claim_tok_s"] == 10.0
+    assert v["revenue_run"] == "unknown"
     h = _headlines(an)
     assert h["measured_total_tok_s_per_gpu"].value == 10.0
     assert h["measured_speedup"].value == 8.0
     assert h["measured_new_input_tok_s"].value is None  # cached count unknown
+    assert h["measured_token_revenue"].value is None
     assert "unknown" in h["measured_cached_input_tok_s"].reason
 
 
+def test_the_shipped_trace_is_a_stand_in_that_shrank():
+    """Two CPU servers sharing two cores: 7,944.9 tok/s on one, 5,189.4 on two (0.65x); per
+    replica, not per GPU, and every this-run reading untested."""
+    an = rack_scaling.analyse(read_trace(paths.TRACES / "rack-scaling"))
+    v = an.values()
+    assert an.unit == "replica" and not an.testable
+    assert v["scaling_change"] == "shrank to 0.65x" and v["nx_units"] == "2 replicas"
+    out = rack_scaling.outcome(an)
+    for claim in ("throughput", "speedup", "cost"):
+        r = out.reading(f"rack-scaling.{claim}", "this run")
+        assert r.verdict == "untested" and "2-core AMD EPYC, no GPU" in r.reason
+    assert "per replica on 2 replicas" in out.reading("rack-scaling.throughput", "this run").reason
+    assert "(s)" not in " ".join(h.definition + h.reason for h in out.headlines)
+    assert "(s)" not in " ".join(r.reason for r in out.readings)
+
+
 @pytest.mark.parametrize(
-    "gpus,top_gpus,values,metric,throughput,speedup",
+    "gpus,top_gpus,cached,values,metric,verdicts",
     [
         # CPU: the trace cannot speak to the claims
-        ((), 72, {}, "total", "not reproduced", "not reproduced"),
-        # B300s, but fewer GPUs than the rack
-        (("NVIDIA GB300",), 36, {}, "total", "not reproduced", "not reproduced"),
-        # 10 tok/s/GPU vs 10.5: -4.8 %, within 10 %; speedup 8 vs 8: +0 %
+        ((), 72, 300, {}, "total", ("untested", "untested", "untested")),
+        # GB300s, but fewer GPUs than the rack
+        (("NVIDIA GB300",), 36, 300, {}, "total", ("untested", "untested", "untested")),
+        # 10 tok/s/GPU vs 10.5: -4.8 %; speedup 8 vs 8: +0 %; revenue: 18x computes 100 new
+        # input + 20 output = 120 tok/s and serves 600 cached, per GPU 1.667 and 8.333:
+        # (1.667 x $1 + 8.333 x $0.10) x 3600 / 1e6 = $0.009 per GPU-hour vs 0.0095: -5.3 %
         (
             ("NVIDIA GB300",),
             72,
-            {"throughput": 10.5, "speedup": 8.0},
+            300,
+            {"throughput": 10.5, "speedup": 8.0, "cost": 0.0095},
             "total",
-            "consistent",
-            "consistent",
+            ("consistent", "consistent", "consistent"),
         ),
-        # 10 vs 12.5: -20 %; 8 vs 7: +14.3 %: both outside 10 %
+        # 10 vs 12.5: -20 %; 8 vs 7: +14.3 %; $0.009 vs 0.0125: -28 %: all outside 10 %
         (
             ("NVIDIA GB300",),
             72,
-            {"throughput": 12.5, "speedup": 7.0},
+            300,
+            {"throughput": 12.5, "speedup": 7.0, "cost": 0.0125},
             "total",
-            "inconsistent",
-            "inconsistent",
+            ("inconsistent", "inconsistent", "inconsistent"),
         ),
-        # computed tokens with the cached share unknown: the speedup is unknown
-        (("NVIDIA GB300",), 72, {"throughput": 10.0}, "computed", "consistent", "not comparable"),
+        # cached count unknown: the computed speedup and the revenue are unknown in the trace
+        (
+            ("NVIDIA GB300",),
+            72,
+            None,
+            {"throughput": 10.0},
+            "computed",
+            ("consistent", "untested", "untested"),
+        ),
     ],
-    ids=["cpu", "too-few-gpus", "within-tolerance", "outside-tolerance", "speedup-unknown"],
+    ids=["cpu", "too-few-gpus", "within-tolerance", "outside-tolerance", "unknown-in-trace"],
 )
-def test_every_measured_verdict(tmp_path, gpus, top_gpus, values, metric, throughput, speedup):
-    t = _rack_trace(tmp_path, gpus, top_gpus)
+def test_every_run_reading(tmp_path, gpus, top_gpus, cached, values, metric, verdicts):
+    t = _rack_trace(tmp_path, gpus, top_gpus, cached)
     an = rack_scaling.analyse(t, rack_scaling.Params(metric=metric), _registry(**values))
-    assert (an.verdict, an.speedup_verdict) == (throughput, speedup)
     out = rack_scaling.outcome(an)
+    got = tuple(
+        out.reading(f"rack-scaling.{c}", "this run").verdict
+        for c in ("throughput", "speedup", "cost")
+    )
+    assert got == verdicts
     h = {x.name: x for x in out.headlines}
-    assert out.verdict == throughput and out.reason == an.reason
-    assert h["measured_total_tok_s_per_gpu"].verdict == throughput
-    assert h["measured_speedup"].verdict == h["measured_scaling_efficiency"].verdict == speedup
-    if throughput == "not reproduced":
-        assert "not on the claim's NVIDIA GB300 NVL72 rack" in an.reason
-    elif throughput == "consistent" and metric == "total":
-        assert "-4.8% from the published 10.5 (tolerance 10%)" in an.reason
-    if speedup == "inconsistent":
-        assert "+14.3% from the published 7" in an.speedup_reason
-    if speedup == "not comparable":
-        assert h["measured_speedup"].value is None
-        assert "unknown in this trace" in an.speedup_reason
+    assert h["measured_total_tok_s_per_gpu"].verdict == verdicts[0]
+    assert h["measured_speedup"].verdict == h["measured_scaling_efficiency"].verdict == verdicts[1]
+    assert h["measured_token_revenue"].verdict == verdicts[2]
+    tp = out.reading("rack-scaling.throughput", "this run").reason
+    sp = out.reading("rack-scaling.speedup", "this run").reason
+    cost = out.reading("rack-scaling.cost", "this run").reason
+    if not gpus:
+        assert "recorded on" in tp and "the claim needs 72 GB300 GPUs" in tp
+    if verdicts[0] == "consistent" and metric == "total":
+        assert "-4.8% from the published 10.5 (tolerance 10%)" in tp
+        assert h["measured_token_revenue"].value == pytest.approx(0.009)
+        assert "-5.3% from the published 0.0095" in cost
+    if verdicts[1] == "inconsistent":
+        assert "+14.3% from the published 7" in sp and "-28.0%" in cost
+    if metric == "computed":
+        assert h["measured_speedup"].value is None and "unknown in this trace" in sp
+        assert "unknown in this trace" in cost
+
+
+def _physics(values=None, **params):
+    an = rack_scaling.analyse(
+        read_trace(paths.TRACES / "rack-scaling"),
+        rack_scaling.Params(**params),
+        _registry(**(values or {})),
+    )
+    return an, rack_scaling.outcome(an)
 
 
 @pytest.mark.parametrize(
-    "values,readings,nodes,revenue",
+    "values,params,verdict,margin",
     [
-        # as published: 954,000 tok/s is 2.04x / 1.02x the peak per GPU, 0.0283x as a rack
-        # total; 7.9 / 18 and 7.9 / 9 both below 1; $38.96 is the revenue at 20.4 % cached
-        (
-            {},
-            ["inconsistent", "inconsistent", "consistent", "consistent"],
-            ["consistent", "consistent"],
-            "consistent",
-        ),
-        # 300,000 tok/s x 32 GFLOP = 9.6 PFLOP/s = 0.64x peak; 12 / 9 nodes = 1.33 > 1;
-        # rack total 300,000 / 72 x 3600 = 15 M tok/h, at most $15 < $38.96: no cached share
-        (
-            {"throughput": 300_000, "speedup": 12.0},
-            ["consistent", "consistent", "consistent", "consistent"],
-            ["consistent", "inconsistent"],
-            "inconsistent",
-        ),
-        # 36 M tok/s / 72 = 500,000 tok/s per GPU > the 468,750 decode cap: 1.07x; that is
-        # 1,800 M tok/h, at least $180 of revenue even all cached: above $38.96
-        (
-            {"throughput": 36_000_000},
-            ["inconsistent", "inconsistent", "inconsistent", "consistent"],
-            ["consistent", "consistent"],
-            "inconsistent",
-        ),
+        # 300,000 tok/s: 1.24x the decode ceiling, but 300,000 / 483,667 = 0.62x the prefill
+        # ceiling: a per-GPU reading fits
+        ({"throughput": 300_000}, {}, "possible", "1.24x the decode ceiling"),
+        # as published: 3.94x decode, 1.97x prefill, fits only with >= 74.7 % cache hits, a
+        # share the write-up does not give
+        ({}, {}, "undetermined", "3.94x the decode ceiling"),
+        # a published share of 50 %: 477,000 computed = 1.97x; every per-GPU reading is out
+        ({}, {"cached_share": 0.5}, "impossible", "3.94x the decode ceiling"),
     ],
-    ids=["published", "small-figure-big-speedup", "huge-figure"],
+    ids=["possible", "undetermined", "impossible"],
 )
-def test_every_modelled_verdict(values, readings, nodes, revenue):
-    an = rack_scaling.analyse(
-        read_trace(paths.TRACES / "rack-scaling"), registry=_registry(**values)
-    )
-    h = _headlines(an)
-    names = [
-        "reading_per-gpu-decode",
-        "reading_per-gpu-prefill",
-        "reading_rack-total",
-        "reading_per-gpu-with-cached_min_cached_share",
-    ]
-    assert [h[n].verdict for n in names] == readings
-    assert [h[f"speedup_efficiency_{s}"].verdict for s in ("gb300-tray", "hgx-b300")] == nodes
-    assert h["revenue_cached_share_rack_total"].verdict == revenue
-    assert h["cost_ratio_to_rental"].verdict == "not comparable"
-    if values.get("throughput") == 300_000:
-        assert h["reading_per-gpu-decode"].value == pytest.approx(0.64)
-        assert h["speedup_efficiency_hgx-b300"].value == pytest.approx(1.3333)
-        assert h["revenue_cached_share_rack_total"].value is None
-        assert "$38.96 is outside that range" in h["revenue_cached_share_rack_total"].reason
-        assert "at least 0.0%" in h["reading_per-gpu-with-cached_min_cached_share"].reason
-    if values.get("throughput") == 36_000_000:
-        assert h["reading_rack-total"].value == pytest.approx(500_000 / 468_750, abs=1e-4)
-        assert "1.07x the GPU's peak" in h["reading_rack-total"].reason
+def test_every_throughput_physics_reading(values, params, verdict, margin):
+    _, out = _physics(values, **params)
+    r = out.reading("rack-scaling.throughput", "physics")
+    assert (r.verdict, r.margin) == (verdict, margin)
+    if not values:
+        assert "74.7%" in r.reason and "(13,250 per GPU) it is possible" in r.reason
+
+
+@pytest.mark.parametrize(
+    "speedup,verdict,margin",
+    [
+        # 954,000 / 7.9 / 4 = 30,190 tok/s per GPU of a tray, 0.125x; / 8: 0.0624x
+        (7.9, "possible", "0.125x the ceiling"),
+        # 954,000 / 0.7 / 4 = 340,714 = 1.41x (impossible) but / 8 = 170,357 = 0.704x
+        (0.7, "undetermined", "1.41x the ceiling"),
+        # 954,000 / 0.1 / 4 = 9.86x and / 8 = 4.93x: no node serves that
+        (0.1, "impossible", "9.86x the ceiling"),
+    ],
+)
+def test_every_speedup_physics_reading(speedup, verdict, margin):
+    _, out = _physics({"speedup": speedup})
+    r = out.reading("rack-scaling.speedup", "physics")
+    assert (r.verdict, r.margin) == (verdict, margin)
+    assert "nodes of 4 GPUs" in r.reason and "nodes of 8 GPUs" in r.reason
+
+
+@pytest.mark.parametrize(
+    "values,params,verdict,margin",
+    [
+        # a published share of 20 %: 47.7 M tok/h x ($1 x 0.8 + $0.10 x 0.2) = $39.114;
+        # $38.96 is -0.4 % from it, within the 15 % margin
+        ({}, {"cached_share": 0.2}, "possible", "-0.4% from the revenue"),
+        # no share: $38.96 lies in $4.77 .. $47.70 (20.4 % cached): fits, undecided
+        ({}, {}, "undetermined", "20.4% cached"),
+        # $100 is above $47.70 (rack total) and below $343.44 (per GPU as stated)
+        ({"cost": 100.0}, {}, "impossible", "outside every range"),
+        # a share of 50 %: 47.7 x 0.55 = $26.235 and 3,434.4 x 0.55 = $1,888.92: $38.96 is
+        # +48.5 % from the nearer
+        ({}, {"cached_share": 0.5}, "impossible", "+48.5% from the revenue"),
+    ],
+    ids=["possible", "undetermined", "impossible-no-share", "impossible-share"],
+)
+def test_every_cost_physics_reading(values, params, verdict, margin):
+    _, out = _physics(values, **params)
+    r = out.reading("rack-scaling.cost", "physics")
+    assert (r.verdict, r.margin) == (verdict, margin)
+    assert r.reason.endswith("as a rental price physics says nothing")
+
+
+def test_every_published_reading_is_none_published_until_the_registry_lands():
+    _, out = _physics()
+    for claim in ("throughput", "speedup", "cost"):
+        assert out.reading(f"rack-scaling.{claim}", "published").verdict == "none published"
+
+
+def test_flips_are_the_computed_thresholds():
+    """Physics turns at 0.85x / 1.15x a ceiling. Throughput possible with >= 1 - 0.85 x
+    241,834 / 954,000 = 78.5 % cache hits or below 0.85 x 483,667 = 411,117 tok/s; impossible
+    with a share below 1 - 1.15 x 241,834 / 954,000 = 70.8 %. Speedup: possible while the
+    rack total stays below 0.85 x 241,834 x 7.9 x 4 = 6,495,649 tok/s, impossible above 1.15 x
+    241,834 x 7.9 x 8 = 17,576,461; at 954,000: above 954,000 / (0.85 x 241,834 x 4) = 1.16x,
+    below 954,000 / (1.15 x 241,834 x 8) = 0.429x. No `$` (the box is Markdown)."""
+    an, out = _physics()
+    tp, sp, cost = out.flips[:3]
+    assert "78.5%" in tp and "411,117 tok/s" in tp and "70.8%" in tp
+    assert "6,495,649 tok/s" in sp and "17,576,461 tok/s" in sp
+    assert "above 1.16x" in sp and "below 0.429x" in sp
+    assert "USD 4.77" in cost and "USD 47.70" in cost and "(20.4% at the rack-total" in cost
+    assert not any("$" in f for f in out.flips)
+
+
+def test_tables_show_dollars_literally_and_say_what_is_unknown():
+    an, _ = _physics()
+    cost = an.cost_markdown()
+    assert "\\$38.96" in cost and "\\$4.77 to \\$47.70" in cost
+    assert "$" not in cost.replace("\\$", "")
+    thr = an.throughput_markdown()
+    assert "at most 241,834" in thr and "fits if at least 74.7% cached" in thr
+    assert "| rack total / GPUs | 13,250 | 13,250 | 241,834 (decode) | 0.0548x |" in thr
+    assert "| 2x (2 replicas) | 576.6 | 1,135.5 | 3,477.4 | 5,189.4 |" in an.accounting_markdown()
+    assert an.ceilings_markdown().startswith("$$ C_\\text{decode}")
 
 
 def test_the_published_figures_come_from_the_registry():
     """Change the three published figures in a copy of the registry: on the shipped trace the
-    headlines that read them change, and the old numbers are gone from every headline."""
+    headlines and readings that read them change, and the old numbers are gone from them."""
     trace = read_trace(paths.TRACES / "rack-scaling")
-    old = {h.name: h for h in rack_scaling.outcome(rack_scaling.analyse(trace)).headlines}
+    old_an = rack_scaling.analyse(trace)
+    old = _headlines(old_an)
     reg = _registry(throughput=1_000_000, speedup=8.1, cost=40.5)
     an = rack_scaling.analyse(trace, registry=reg)
     new = _headlines(an)
     v = an.values()
     assert (v["claim_tok_s"], v["claim_speedup"], v["claim_usd"]) == (1_000_000, 8.1, 40.5)
-    # 1,000,000 x 32 GFLOP = 32 PFLOP/s = 2.13x the 15 PFLOP/s peak (was 954,000: 2.04x)
+    # 1,000,000 / 241,834 = 4.14x the decode ceiling (was 954,000: 3.94x)
     dec = new["reading_per-gpu-decode"]
-    assert dec.value == pytest.approx(2.1333) and old[dec.name].value == pytest.approx(2.0352)
-    assert dec.reason.startswith("2.13x") and old[dec.name].reason.startswith("2.04x")
-    # cached share: 1 - 468,750 / 1,000,000 = 53.1 % (was 50.9 %)
+    assert dec.value == pytest.approx(round(1e6 / CAP_DECODE, 4))
+    assert old[dec.name].value == pytest.approx(round(954_000 / CAP_DECODE, 4))
+    assert dec.reason.startswith("1,000,000 tok/s per GPU is 4.14x")
+    # cached share: 1 - 241,834 / 1,000,000 = 75.8 % (was 74.7 %)
     share = new["reading_per-gpu-with-cached_min_cached_share"]
-    assert share.value == pytest.approx(0.5312) and "53.1%" in share.reason
+    assert share.value == pytest.approx(round(1 - CAP_DECODE / 1e6, 4)) and "75.8%" in share.reason
     # rack total 1,000,000 / 72 x 3600 / 1e6 = 50 M tok/h; $40.5 needs (1 - 40.5 / 50) / 0.9
     rev = new["revenue_cached_share_rack_total"]
     assert rev.value == pytest.approx(round((1 - 40.5 / 50) / 0.9, 4))
     assert "50 M tok/h" in rev.reason and "$40.5 needs 21.1% cached" in rev.reason
-    assert new["speedup_efficiency_gb300-tray"].definition == "8.1 / (72 GPUs / 4 per node)"
+    assert new["speedup_efficiency_gb300-tray"].definition.startswith("8.1 / (72 GPUs / 4 per")
     assert new["speedup_efficiency_hgx-b300"].value == pytest.approx(0.9)  # 8.1 / 9
-    assert new["cost_ratio_to_rental"].value == pytest.approx(round(40.5 / 2.65, 3))
+    assert new["cost_ratio_to_rental"].value == pytest.approx(round(40.5 / 2.652, 3))
     for name in ("reading_per-gpu-prefill", "reading_rack-total", "speedup_efficiency_hgx-b300"):
         assert (new[name].value, new[name].reason) != (old[name].value, old[name].reason)
-    text = " ".join(h.definition + " " + h.reason for h in new.values())
-    for gone in ("954,000", "954000", "7.9", "38.96", "47.7"):
+    out = rack_scaling.outcome(an)
+    text = " ".join(
+        [h.definition + " " + h.reason for h in new.values()]
+        + [r.reason for r in out.readings]
+        + out.flips
+    )
+    for gone in ("954,000", "954000", "7.9x", "38.96", "47.7 M"):
         assert gone not in text, gone
     # the measured headlines do not depend on the published figures
     for name in ("measured_total_tok_s_per_gpu", "measured_speedup", "measured_cached_input_tok_s"):

@@ -27,6 +27,7 @@ does not say.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,6 +250,13 @@ def speedup_readings(
 
 #: Readings of a per-GPU throughput figure whose counted tokens the source does not state.
 READINGS = ("per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached", "rack-total")
+#: Each reading in a few words (tables and figures).
+READING_LABELS = {
+    "per-gpu-decode": "per GPU, decode tokens",
+    "per-gpu-prefill": "per GPU, prefill tokens",
+    "per-gpu-with-cached": "per GPU, cache hits counted",
+    "rack-total": "rack total / GPUs",
+}
 
 
 def throughput_readings(
@@ -279,6 +287,10 @@ def throughput_readings(
 
     def add(name: str, meaning: str, counted: float, computed: float, phase: str) -> dict:
         c = check.check_claim(m, g, n_gpus, computed, phase=phase)
+        text = (
+            f"{computed:,.0f} tok/s per GPU is {c.ratio:.3g}x the {phase} {c.limit} ceiling "
+            f"of {c.ceiling_tok_s_per_gpu:,.0f} on {g.id}"
+        )
         row = {
             "reading": name,
             "meaning": meaning,
@@ -290,7 +302,7 @@ def throughput_readings(
             "ratio": c.ratio,
             "verdict": c.verdict,
             "min_cached_share": np.nan,
-            "formula": f"{c.reason} ({c.limit})",
+            "formula": text,
         }
         rows.append(row)
         return row
@@ -334,6 +346,67 @@ def throughput_readings(
     return pd.DataFrame(rows)
 
 
+#: The compute ceiling per GPU (LaTeX): every FLOP/s of the GPU spent on the per-token GEMMs,
+#: routed experts and the rest each at the precision they run at.
+CEILING_FORMULA = (
+    r"C_\text{compute} = \frac{1}{\dfrac{2\,P_\text{routed}}{F_\text{routed}} + "
+    r"\dfrac{2\,P_\text{dense}}{F_\text{dense}}}\ \text{tok/s per GPU}"
+)
+
+
+def _plurals(text: str) -> str:
+    """``1 GPU(s)`` -> ``1 GPU``, ``72 GPU(s)`` -> ``72 GPUs`` in a physics formula."""
+    text = re.sub(r"\b1 tokens\b", "1 token", text)
+    return re.sub(
+        r"(\d[\d,.]*) (\w+)\(s\)",
+        lambda m: f"{m[1]} {m[2]}" + ("" if m[1] == "1" else "s"),
+        text,
+    )
+
+
+def _sci(x: float) -> str:
+    """A LaTeX number in engineering notation: ``8.49 \\times 10^{9}``, ``15 \\times 10^{15}``."""
+    exp = 3 * int(np.floor(np.log10(abs(x)) / 3))
+    return rf"{x / 10**exp:.3g} \times 10^{{{exp}}}"
+
+
+def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataFrame:
+    """The ceilings the throughput readings are judged against, per GPU of ``n_gpus``: compute
+    in decode and in prefill (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`)
+    and HBM bandwidth in decode at the best batch that fits (no context read: the most
+    permissive case). Columns: ceiling, phase, tok_s_per_gpu, formula (words), latex (the
+    compute ceilings with their numbers, :data:`CEILING_FORMULA`; empty for bandwidth)."""
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
+    rows = []
+    for phase in ("decode", "prefill"):
+        c = check.check_claim(m, g, n_gpus, 1.0, phase=phase)
+        for r in c.readings:
+            if r.name == "memory capacity":
+                continue
+            latex = ""
+            if r.name == "compute":
+                sp = roofline.weight_split(m, phase)
+                f_r = g.flops(g.run_precision(sp.routed_dtype))
+                f_d = g.flops(g.run_precision(sp.dense_dtype))
+                routed = rf"\dfrac{{2 \times {_sci(sp.routed_params)}}}{{{_sci(f_r)}}}"
+                dense = rf"\dfrac{{2 \times {_sci(sp.dense_params)}}}{{{_sci(f_d)}}}"
+                value = f"{r.tok_s_per_gpu:,.0f}".replace(",", "{,}")
+                latex = (
+                    rf"C_\text{{{phase}}} = \frac{{1}}{{{routed} + {dense}}} = {value}"
+                    r"\ \text{tok/s per GPU}"
+                )
+            rows.append(
+                {
+                    "ceiling": r.name,
+                    "phase": phase,
+                    "tok_s_per_gpu": r.tok_s_per_gpu,
+                    "formula": _plurals(r.formula),
+                    "latex": latex,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
     """The claim as written ("per GPU"): the most permissive of its per-GPU readings (decode,
     prefill, counting cache hits); the rack-total reading, which contradicts "per GPU", is
@@ -362,7 +435,7 @@ def speedup_physics(speedups: pd.DataFrame) -> headline.ClaimReading:
     vs = set(speedups["verdict"])
     v = vs.pop() if len(vs) == 1 else "undetermined"
     parts = "; ".join(
-        f"a {r.gpus_per_node}-GPU node: {r.efficiency:.1%} scaling efficiency, the node at "
+        f"nodes of {r.gpus_per_node} GPUs: {r.efficiency:.1%} scaling efficiency, the node at "
         f"{r.node_tok_s_per_gpu:,.0f} tok/s per GPU ({r.ratio:.3g}x its ceiling)"
         for r in speedups.itertuples()
     )
@@ -400,6 +473,7 @@ def cost_readings(
     rental_usd_per_gpu_hour: float | None = None,
     usd_per_m_uncached: float = INFERENCEX_USD_PER_M_UNCACHED,
     usd_per_m_cached: float = INFERENCEX_USD_PER_M_CACHED,
+    cached_share: float | None = None,
 ) -> CostReadings:
     """Read ``price_per_gpu_hour`` (US dollars per GPU-hour) as a cost and as token revenue.
 
@@ -411,7 +485,8 @@ def cost_readings(
 
     - cost reading: USD per million tokens = price / (tokens/s x 3600 / 1e6);
     - revenue reading: USD per GPU-hour = tokens/s x 3600 / 1e6 x (p_u x (1 - s) + p_c x s) for
-      cached share s; solved for s: s = (p_u - price / Mtok per hour) / (p_u - p_c).
+      cached share s; solved for s: s = (p_u - price / Mtok per hour) / (p_u - p_c). With a
+      known ``cached_share`` the revenue at that share is ``revenue_at_share`` (else NaN).
 
     $/GPU-hour is not a price per answer: an answer costs its GPU-seconds (set by its tokens,
     context and batch) times the price per GPU-second, which this figure alone does not give.
@@ -424,6 +499,8 @@ def cost_readings(
         rent_label, rent_source = "rental (given)", "argument rental_usd_per_gpu_hour"
     if not price_per_gpu_hour > 0 or not rental_usd_per_gpu_hour > 0:
         raise InputError("-", "price_per_gpu_hour", "prices must be > 0")
+    if cached_share is not None and not 0 <= cached_share <= 1:
+        raise InputError("-", "cached_share", f"must be in [0, 1], got {cached_share}")
     if not usd_per_m_uncached > usd_per_m_cached >= 0:
         raise InputError("-", "usd_per_m_cached", "must be >= 0 and below the uncached token price")
     bases = {
@@ -455,6 +532,12 @@ def cost_readings(
             usd_per_m_uncached - usd_per_m_cached
         )
         share = share if 0 <= share <= 1 else np.nan
+        at_share = (
+            np.nan
+            if cached_share is None
+            else mtok_h
+            * (usd_per_m_uncached * (1 - cached_share) + usd_per_m_cached * cached_share)
+        )
         revenue.append(
             {
                 "reading": name,
@@ -463,6 +546,7 @@ def cost_readings(
                 "revenue_all_uncached": rev_u,
                 "revenue_all_cached": rev_c,
                 "cached_share_matching": share,
+                "revenue_at_share": at_share,
                 "formula": f"{mtok_h:,.4g} M tok/h x ${usd_per_m_uncached:g}/M = ${rev_u:,.4g}"
                 f" (all uncached) .. x ${usd_per_m_cached:g}/M = ${rev_c:,.4g} (all cached); "
                 + (
@@ -480,18 +564,39 @@ def cost_readings(
     return CostReadings(pd.DataFrame(cost), pd.DataFrame(revenue), ratio, formula)
 
 
-def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.ClaimReading:
+def cost_physics(
+    cost: CostReadings, price_per_gpu_hour: float, margin: float = check.MARGIN
+) -> headline.ClaimReading:
     """The dollar figure as token revenue per GPU-hour, the one reading physics (throughput x
-    token prices) can judge: ``undetermined`` when it lies between the revenue of all-cached
-    and all-uncached tokens at some throughput reading (it then fits any such figure: the
-    cached share picks it), ``impossible`` as revenue when it lies outside that range at every
-    reading. As a rental price physics says nothing; the published reading judges that."""
+    token prices) can judge.
+
+    Cached share not known (``revenue_at_share`` NaN): ``undetermined`` when the figure lies
+    between the revenue of all-cached and all-uncached tokens at some throughput reading (it
+    then fits: the unpublished cached share picks it), ``impossible`` when it lies outside that
+    range at every reading. Cached share known: ``possible`` when the figure is within
+    ``margin`` of the revenue at that share at some reading, else ``impossible``. As a rental
+    price physics says nothing; the published reading judges that."""
     rev = cost.revenue
-    fits = rev[rev["cached_share_matching"].notna()]
     ranges = "; ".join(
         f"{r.reading}: ${r.revenue_all_cached:,.2f} (all cached) to ${r.revenue_all_uncached:,.2f}"
         for r in rev.itertuples()
     )
+    tail = "; as a rental price physics says nothing"
+    if rev["revenue_at_share"].notna().all():
+        dev = price_per_gpu_hour / rev["revenue_at_share"] - 1
+        best = int(dev.abs().to_numpy().argmin())
+        r, d = rev.iloc[best], float(dev.iloc[best])
+        verdict = "possible" if abs(d) <= margin else "impossible"
+        return headline.ClaimReading(
+            COST_CLAIM,
+            "physics",
+            verdict,
+            f"{d:+.1%} from the revenue",
+            f"as token revenue at the given cached share, the {r['reading']} reading earns "
+            f"${r['revenue_at_share']:,.2f} per GPU-hour: ${price_per_gpu_hour:g} is {d:+.1%} "
+            f"from it (modelling margin {margin:.0%}){tail}",
+        )
+    fits = rev[rev["cached_share_matching"].notna()]
     if len(fits):
         r = fits.iloc[0]
         return headline.ClaimReading(
@@ -501,7 +606,7 @@ def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.Clai
             f"{r['cached_share_matching']:.1%} cached",
             f"as token revenue it fits the {r['reading']} reading with "
             f"{r['cached_share_matching']:.1%} of tokens cached, as it would fit any figure in "
-            f"its range ({ranges}); as a rental price physics says nothing",
+            f"its range ({ranges}){tail}",
         )
     return headline.ClaimReading(
         COST_CLAIM,
@@ -509,7 +614,7 @@ def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.Clai
         "impossible",
         "outside every range",
         f"${price_per_gpu_hour:g} per GPU-hour is outside the token revenue of every reading "
-        f"({ranges}); as a rental price physics says nothing",
+        f"({ranges}){tail}",
     )
 
 
@@ -626,40 +731,45 @@ def scaling_vs_reference(
 # --------------------------------------------------------------------------------------------
 # The chapter
 
-#: Columns of the accounting and readings tables the chapter shows.
-ACCOUNTING_COLUMNS = [
-    "config",
-    "num_gpus",
-    "replicas",
-    "duration_s",
-    "requests",
-    "output_tok_s",
-    "new_input_tok_s",
-    "cached_input_tok_s",
-    "total_tok_s",
-    "computed_tok_s",
-    "total_tok_s_per_gpu",
-    "computed_tok_s_per_gpu",
-    "cached_source",
-]
-READING_COLUMNS = [
-    "reading",
-    "meaning",
-    "tok_s_per_gpu",
-    "computed_tok_s_per_gpu",
-    "phase",
-    "implied_flops_per_s",
-    "peak_flops_per_s",
-    "ratio",
-    "survives",
-    "verdict",
-]
 SPEEDUP_FORMULA = (
     r"\text{speedup} = \frac{T_n}{T_1},\quad "
     r"\text{efficiency} = \frac{T_n / n}{T_1 / n_1} = \frac{\text{speedup}}{n / n_1}"
 )
-#: The cost reading of the throughput figure as the rack's total.
+REVENUE_FORMULA = (
+    r"\text{revenue} = \frac{\text{tok/s per GPU} \times 3600}{10^6}\,"
+    r"\bigl(p_u\,(1 - s) + p_c\,s\bigr)\ \text{USD per GPU-hour}"
+)
+#: The cost reading of the throughput figure as stated (per GPU).
 STATED = "per GPU as stated"
+
+
+def _plural(n: int, word: str) -> str:
+    """``1 GPU``, ``2 GPUs``."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table whose cells show ``|`` and ``$`` literally (the book parses displayed
+    Markdown as MyST, where ``$`` opens math)."""
+
+    def cell(x: object) -> str:
+        return str(x).replace("|", "\\|").replace("$", "\\$")
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def token_revenue(
+    row: pd.Series,
+    usd_per_m_uncached: float = INFERENCEX_USD_PER_M_UNCACHED,
+    usd_per_m_cached: float = INFERENCEX_USD_PER_M_CACHED,
+) -> float:
+    """Token revenue per GPU-hour (US dollars) of a :func:`token_accounting` row at the given
+    token prices: (computed tok/s per GPU x p_u + cached input tok/s per GPU x p_c) x 3600 /
+    1e6. NaN when the cached count (hence the computed one) is unknown."""
+    uncached, cached = row["computed_tok_s_per_gpu"], row["cached_input_tok_s_per_gpu"]
+    return float((uncached * usd_per_m_uncached + cached * usd_per_m_cached) * 3600 / 1e6)
 
 
 @dataclass(frozen=True)
@@ -685,8 +795,8 @@ class Params(headline.Params):
 @dataclass
 class Analysis:
     """Everything the chapter shows: the token accounting of every point, scaling from the
-    reference, the physics of the three published figures, their readings, and the values its
-    prose quotes."""
+    reference, the ceilings and the physics of the three published figures, their readings,
+    and the values its prose quotes."""
 
     trace: Trace
     params: Params
@@ -700,12 +810,15 @@ class Analysis:
     rental: PriceSpec
     accounting: pd.DataFrame
     scaling: pd.DataFrame
+    ceilings: pd.DataFrame
     throughput: pd.DataFrame
     speedups: pd.DataFrame
     cost: CostReadings
     band: check.Band
     readings: list[headline.ClaimReading]
     hardware: str
+    testable: bool
+    revenue_run: float
 
     @property
     def largest(self) -> pd.Series:
@@ -723,6 +836,13 @@ class Analysis:
         return f"rack total / {self.rack.gpus}"
 
     @property
+    def unit(self) -> str:
+        """What the trace's per-unit figures divide by: ``GPU``, or ``replica`` on a machine
+        without GPUs where one server stands for one GPU (``gpus_per_replica`` 1)."""
+        gpus = verdicts.gpu_names(self.trace.run) or self.params.gpus_per_replica > 1
+        return "GPU" if gpus else "replica"
+
+    @property
     def cached_known(self) -> bool:
         """True when the largest configuration's cached input tokens are known."""
         return bool(np.isfinite(self.largest["cached_input_tok_s"]))
@@ -732,6 +852,120 @@ class Analysis:
         """Where the largest configuration's cached count comes from, or why it is unknown."""
         return self.largest["note"] or "cached count from the requests' cached_prompt_tokens"
 
+    def cap(self, ceiling: str, phase: str) -> float:
+        """A ceiling of :attr:`ceilings` in tokens/s per GPU."""
+        c = self.ceilings
+        return float(c[(c["ceiling"] == ceiling) & (c["phase"] == phase)]["tok_s_per_gpu"].iloc[0])
+
+    # ----------------------------------------------------------------- tables the chapter shows
+
+    def accounting_markdown(self) -> str:
+        """Tokens/s of every point, counted by kind, and per GPU (or replica)."""
+        u = self.unit
+        rows = [
+            [
+                f"{r.config} ({_plural(int(r.num_gpus), u)})",
+                f"{r.output_tok_s:,.1f}",
+                verdicts.text(r.new_input_tok_s, ",.1f"),
+                verdicts.text(r.cached_input_tok_s, ",.1f"),
+                f"{r.total_tok_s:,.1f}",
+                verdicts.text(r.computed_tok_s, ",.1f"),
+                verdicts.text(r.total_tok_s_per_gpu, ",.1f"),
+            ]
+            for r in self.accounting.itertuples()
+        ]
+        head = ["config", "output", "new input", "cached input", "total", "computed"]
+        return _table([*head, f"total per {u}"], rows) + "\nAll in tokens per second.\n"
+
+    def ceilings_markdown(self) -> str:
+        """The compute ceilings with their numbers (display math) and every ceiling's formula."""
+        maths = [f"$$ {x} $$" for x in self.ceilings["latex"] if x]
+        rows = [
+            [f"{r.ceiling}, {r.phase}", f"{r.tok_s_per_gpu:,.0f}", r.formula]
+            for r in self.ceilings.itertuples()
+        ]
+        return "\n\n".join(maths) + "\n\n" + _table(["ceiling", "tok/s per GPU", "how"], rows)
+
+    def throughput_markdown(self) -> str:
+        """Each reading of the throughput figure against its ceiling (tokens/s per GPU)."""
+        rows = []
+        for r in self.throughput.itertuples():
+            cached = r.reading == "per-gpu-with-cached" and not np.isfinite(r.ratio)
+            rows.append(
+                [
+                    READING_LABELS.get(r.reading, r.reading),
+                    f"{r.tok_s_per_gpu:,.0f}",
+                    f"at most {r.computed_tok_s_per_gpu:,.0f}"
+                    if cached
+                    else f"{r.computed_tok_s_per_gpu:,.0f}",
+                    f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})",
+                    f"fits if at least {r.min_cached_share:.1%} cached"
+                    if cached
+                    else f"{r.ratio:.3g}x",
+                    f"**{r.verdict}**",
+                ]
+            )
+        head = ["reading", "counted", "computed", "ceiling", "computed / ceiling", "physics"]
+        return (
+            _table(head, rows) + "\nCounted, computed and ceiling in tokens per second per GPU.\n"
+        )
+
+    def speedups_markdown(self) -> str:
+        """What the speedup means for each node size, and the node it implies."""
+        rows = [
+            [
+                r.name,
+                f"{r.gpus_per_node}",
+                f"{r.nodes:g}",
+                f"{r.efficiency:.1%}",
+                f"{r.node_tok_s_per_gpu:,.0f}",
+                f"{r.ratio:.3g}x",
+                f"**{r.verdict}**",
+            ]
+            for r in self.speedups.itertuples()
+        ]
+        head = [
+            "what 'a node' is",
+            "GPUs per node",
+            "nodes in the rack",
+            "scaling efficiency",
+            "node tok/s per GPU",
+            "node / ceiling",
+            "physics",
+        ]
+        return _table(head, rows)
+
+    def cost_markdown(self) -> str:
+        """The dollar figure per million tokens, and the token revenue range, per reading."""
+        cost = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
+        rows = []
+        for r in self.cost.revenue.itertuples():
+            per_m = cost.loc[r.reading]
+            share = r.cached_share_matching
+            rows.append(
+                [
+                    r.reading,
+                    f"{r.tok_s_per_gpu:,.0f}",
+                    f"{r.mtok_per_gpu_hour:,.1f}",
+                    f"${per_m.iloc[0]:,.4f}",
+                    f"${per_m.iloc[1]:,.4f}",
+                    f"${r.revenue_all_cached:,.2f} to ${r.revenue_all_uncached:,.2f}",
+                    f"{share:.1%}" if np.isfinite(share) else "none",
+                ]
+            )
+        head = [
+            "throughput reading",
+            "tok/s per GPU",
+            "M tok per GPU-hour",
+            "USD per M tok, as cost",
+            "USD per M tok, rental",
+            "revenue (USD per GPU-hour)",
+            f"cached share for ${self.claim_usd:g}",
+        ]
+        return _table(head, rows)
+
+    # ----------------------------------------------------------------------------- values
+
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         nx, top, reg = self.largest, self.top, self.registry
@@ -740,25 +974,41 @@ class Analysis:
         rev = self.cost.revenue.set_index("reading")
         cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
         tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
+        cap_d, cap_p = self.cap("compute", "decode"), self.cap("compute", "prefill")
+        mem = self.ceilings[self.ceilings["ceiling"] == "memory bandwidth"].iloc[0]
+        lo = 1 - check.MARGIN
+        sp = float(top["speedup"])
+        change = (
+            "is unknown"
+            if not np.isfinite(sp)
+            else f"grew to {sp:.2f}x"
+            if sp > 1.005
+            else f"shrank to {sp:.2f}x"
+            if sp < 0.995
+            else f"stayed at {sp:.2f}x"
+        )
+        u = self.unit
         out = {
             "claim_tok_s": self.claim_tok_s,
             "claim_speedup": self.claim_speedup,
             "claim_usd": self.claim_usd,
             "rack_gpus": self.rack.gpus,
+            "rack_name": self.rack.name,
+            "gpu_name": self.gpu.name,
             "tray_gpus": catalogs.system(tray).gpus,
             "hgx_gpus": catalogs.system(hgx).gpus,
             "su_claim": reg.value(SINGLE_USER_CLAIM),
             "su_gpus": reg.get(SINGLE_USER_CLAIM).scope.gpu_count,
             "dp_claim": reg.value(DECODE_PARITY_CLAIM),
-            "active_decode": float(self.model.active_params("decode")),
-            "active_prefill": float(self.model.active_params("prefill")),
+            "active_decode_b": float(self.model.active_params("decode")) / 1e9,
+            "active_prefill_b": float(self.model.active_params("prefill")) / 1e9,
             "price_uncached": INFERENCEX_USD_PER_M_UNCACHED,
             "price_cached": INFERENCEX_USD_PER_M_CACHED,
             "hardware": self.hardware,
             "trace_kind": self.trace.kind,
+            "unit": u,
             "nx_config": str(nx["config"]),
-            "nx_gpus": int(nx["num_gpus"]),
-            "nx_replicas": int(nx["replicas"]) if pd.notna(nx["replicas"]) else 1,
+            "nx_units": _plural(int(nx["num_gpus"]), u),
             "nx_total": verdicts.text(nx["total_tok_s"], ",.1f"),
             "nx_total_per_gpu": verdicts.text(nx["total_tok_s_per_gpu"], ",.1f"),
             "nx_output": verdicts.text(nx["output_tok_s"], ",.1f"),
@@ -767,20 +1017,26 @@ class Analysis:
             "nx_computed": verdicts.text(nx["computed_tok_s"], ",.1f"),
             "nx_cached_source": str(nx["cached_source"]),
             "metric": self.params.metric,
-            "ref_gpus": int(self.scaling.iloc[0]["num_gpus"]),
-            "top_gpus": int(top["num_gpus"]),
-            "speedup": verdicts.text(top["speedup"], ".2f"),
+            "reference_config": self.params.reference_config,
+            "ref_units": _plural(int(self.scaling.iloc[0]["num_gpus"]), u),
+            "top_units": _plural(int(top["num_gpus"]), u),
+            "speedup": verdicts.text(sp, ".2f"),
+            "scaling_change": change,
             "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
-            "cap_decode": by.loc["per-gpu-decode", "ceiling_tok_s_per_gpu"],
-            "cap_prefill": by.loc["per-gpu-prefill", "ceiling_tok_s_per_gpu"],
+            "cap_decode": cap_d,
+            "cap_prefill": cap_p,
+            "cap_memory": float(mem["tok_s_per_gpu"]),
             "ratio_decode": by.loc["per-gpu-decode", "ratio"],
             "ratio_prefill": by.loc["per-gpu-prefill", "ratio"],
             "rack_per_gpu": by.loc["rack-total", "tok_s_per_gpu"],
+            "rack_ratio": by.loc["rack-total", "ratio"],
             "rack_ratio_pct": 100 * by.loc["rack-total", "ratio"],
             "v_decode": by.loc["per-gpu-decode", "verdict"],
             "v_prefill": by.loc["per-gpu-prefill", "verdict"],
+            "v_cached": by.loc["per-gpu-with-cached", "verdict"],
             "v_rack": by.loc["rack-total", "verdict"],
             "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
+            "cached_possible_pct": 100 * max(0.0, 1 - lo * cap_d / self.claim_tok_s),
             "band_low": self.band.low,
             "band_high": self.band.high,
             "eff_tray_pct": 100 * spi.loc[tray, "efficiency"],
@@ -788,6 +1044,8 @@ class Analysis:
             "nodes_tray": spi.loc[tray, "nodes"],
             "nodes_hgx": spi.loc[hgx, "nodes"],
             "node_tray_per_gpu": spi.loc[tray, "node_tok_s_per_gpu"],
+            "node_hgx_per_gpu": spi.loc[hgx, "node_tok_s_per_gpu"],
+            "node_tray_ratio": spi.loc[tray, "ratio"],
             "rental_usd": self.rental.usd_per_gpu_hour,
             "ratio_rental": self.cost.ratio_to_rental,
             "usd_per_m_stated": cst[(STATED, "claim as cost")],
@@ -797,7 +1055,8 @@ class Analysis:
             ),
             "rev_min_rack": rev.loc[self.rack_reading, "revenue_all_cached"],
             "rev_max_rack": rev.loc[self.rack_reading, "revenue_all_uncached"],
-            "rev_max_stated": rev.loc[STATED, "revenue_all_cached"],
+            "rev_min_stated": rev.loc[STATED, "revenue_all_cached"],
+            "revenue_run": verdicts.text(self.revenue_run, ",.4f"),
         }
         for r in self.readings:
             out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
@@ -806,10 +1065,11 @@ class Analysis:
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
     """Token accounting of every point (GPU counts filled from ``params.gpus_per_replica``),
-    scaling from ``params.reference_config``, the physics of the published throughput, speedup
-    and cost (from the claims registry) on the catalogs' rack, GPU, model and rental price,
-    and the three readings of each claim (a trace tests them only when recorded on GB300 GPUs,
-    at least the rack's count, serving DeepSeek-V4.1-Flash)."""
+    scaling from ``params.reference_config``, the ceilings and the physics of the published
+    throughput, speedup and cost (from the claims registry) on the catalogs' rack, GPU, model
+    and rental price, and the three readings of each claim (a trace tests them only when
+    recorded on GB300 GPUs, at least the rack's count, serving DeepSeek-V4.1-Flash; it tests
+    the cost read as token revenue per GPU-hour at InferenceX's token prices)."""
     p = params
     reg = registry or load_claims()
     tok_s, speedup, usd = (
@@ -826,96 +1086,93 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     tr = with_gpu_counts(trace, p.gpus_per_replica)
     acc = token_accounting(tr)
     sc = scaling_vs_reference(acc, p.reference_config, p.metric)
+    caps = ceilings(model, gpu, rack.gpus)
     thr = throughput_readings(tok_s, rack.gpus, model, gpu, p.cached_share)
     sp = speedup_readings(speedup, tok_s, rack.gpus, model, gpu, tuple(p.node_systems))
     cost = cost_readings(
         usd,
         {STATED: tok_s, f"rack total / {rack.gpus}": tok_s / rack.gpus},
         rental_usd_per_gpu_hour=rental.usd_per_gpu_hour,
+        cached_share=p.cached_share,
     )
     cost.cost["basis"] = cost.cost["basis"].replace({"rental (given)": f"rental ({p.price_id})"})
     band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=tok_s)
     nx = acc.loc[acc["num_gpus"].astype(float).idxmax()]
     top = sc.iloc[-1]
+    revenue = token_revenue(nx)
     testable = verdicts.can_test(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
     needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
-    what_tp = f"total {nx['total_tok_s_per_gpu']:,.1f} tok/s per GPU on {int(nx['num_gpus'])}"
-    what_tp += " GPU(s)" if verdicts.gpu_names(tr.run) else " replica(s)"
+    unit = "GPU" if verdicts.gpu_names(tr.run) or p.gpus_per_replica > 1 else "replica"
+    n = int(nx["num_gpus"])
+    what_tp = (
+        f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
+        f"{_plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
+    )
     what_sp = (
         f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
         f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
     )
+    what_cost = (
+        f"token revenue ${verdicts.text(revenue, ',.4g')} per {unit}-hour at InferenceX's "
+        f"token prices, config {nx['config']}"
+    )
+    run = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
     readings = [
         throughput_physics(thr),
         evidence.reading(THROUGHPUT_CLAIM, registry=reg),
         verdicts.run_reading(
-            THROUGHPUT_CLAIM,
-            float(nx["total_tok_s_per_gpu"]),
-            tok_s,
-            p.rel_tol,
-            testable=testable,
-            what=what_tp,
-            run=tr.run,
-            needs=needs,
+            THROUGHPUT_CLAIM, float(nx["total_tok_s_per_gpu"]), tok_s, what=what_tp, **run
         ),
         speedup_physics(sp),
         evidence.reading(SPEEDUP_CLAIM, registry=reg),
-        verdicts.run_reading(
-            SPEEDUP_CLAIM,
-            float(top["speedup"]),
-            speedup,
-            p.rel_tol,
-            testable=testable,
-            what=what_sp,
-            run=tr.run,
-            needs=needs,
-        ),
+        verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what_sp, **run),
         cost_physics(cost, usd),
         evidence.reading(COST_CLAIM, registry=reg),
-        headline.untested(
-            COST_CLAIM,
-            verdicts.hardware(tr.run),
-            "the price paid for the rack, which no trace holds",
-        ),
+        verdicts.run_reading(COST_CLAIM, revenue, usd, what=what_cost, **run),
     ]
     return Analysis(
-        tr,
-        p,
-        reg,
-        tok_s,
-        speedup,
-        usd,
-        rack,
-        gpu,
-        model,
-        rental,
-        acc,
-        sc,
-        thr,
-        sp,
-        cost,
-        band,
-        readings,
-        hardware_label(tr.run),
+        trace=tr,
+        params=p,
+        registry=reg,
+        claim_tok_s=tok_s,
+        claim_speedup=speedup,
+        claim_usd=usd,
+        rack=rack,
+        gpu=gpu,
+        model=model,
+        rental=rental,
+        accounting=acc,
+        scaling=sc,
+        ceilings=caps,
+        throughput=thr,
+        speedups=sp,
+        cost=cost,
+        band=band,
+        readings=readings,
+        hardware=hardware_label(tr.run),
+        testable=testable,
+        revenue_run=revenue,
     )
+
+
+def _run_reading(a: Analysis, claim: str) -> dict[str, Any]:
+    r = next(r for r in a.readings if r.claim_id == claim and r.reading == "this run")
+    return dict(claim_id=claim, verdict=r.verdict, reason=r.reason)
 
 
 def _measured(a: Analysis) -> list[headline.Headline]:
     nx, top, p = a.largest, a.top, a.params
     common = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
-    tp_r = next(r for r in a.readings if r.claim_id == THROUGHPUT_CLAIM and r.reading == "this run")
-    sp_r = next(r for r in a.readings if r.claim_id == SPEEDUP_CLAIM and r.reading == "this run")
-    tp = dict(claim_id=THROUGHPUT_CLAIM, verdict=tp_r.verdict, reason=tp_r.reason)
-    sp = dict(claim_id=SPEEDUP_CLAIM, verdict=sp_r.verdict, reason=sp_r.reason)
+    tp, sp = _run_reading(a, THROUGHPUT_CLAIM), _run_reading(a, SPEEDUP_CLAIM)
     other = dict(claim_id=None, verdict=headline.NOT_COMPARABLE)
-    cfg = nx["config"]
+    cfg, u = nx["config"], a.unit
     return [
         headline.Headline(
             name="measured_total_tok_s_per_gpu",
             value=verdicts.number(nx["total_tok_s_per_gpu"], 2),
-            unit="tok/s/GPU",
-            definition=f"(input + output tokens) / window / GPUs, config {cfg} "
-            f"on {int(nx['num_gpus'])} GPU(s)",
+            unit=f"tok/s/{u}",
+            definition=f"(input + output tokens) / window / {u}s, config {cfg} "
+            f"on {_plural(int(nx['num_gpus']), u)}",
             **tp,
             **common,
         ),
@@ -959,8 +1216,18 @@ def _measured(a: Analysis) -> list[headline.Headline]:
             name="measured_scaling_efficiency",
             value=verdicts.number(top["efficiency"], 4),
             unit="1",
-            definition="(T_n / n GPUs) / (T_1 / n_1 GPUs), the per-GPU ratio",
+            definition=f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio",
             **sp,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_token_revenue",
+            value=verdicts.number(a.revenue_run, 6),
+            unit=f"USD/{u}-hour",
+            definition=f"(computed tok/s x ${INFERENCEX_USD_PER_M_UNCACHED:g}/M + cached input "
+            f"tok/s x ${INFERENCEX_USD_PER_M_CACHED:g}/M) per {u} x 3600, config {cfg}; null "
+            "when the cached count is unknown",
+            **_run_reading(a, COST_CLAIM),
             **common,
         ),
     ]
@@ -1039,27 +1306,52 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
 
 
 def flips(a: Analysis) -> list[str]:
-    """What would turn each reading: the computed thresholds and the sensitivity band."""
+    """What would turn each reading: the computed thresholds (physics verdicts turn at
+    1 -/+ :data:`rackbook.physics.check.MARGIN` of a ceiling) and the sensitivity band. Dollars
+    are written USD (the flips are shown as Markdown, where ``$`` opens math)."""
+    lo, hi = 1 - check.MARGIN, 1 + check.MARGIN
+    t, s = a.claim_tok_s, a.claim_speedup
+    cap_d, cap_p = a.cap("compute", "decode"), a.cap("compute", "prefill")
     by = a.throughput.set_index("reading")
-    cap = by.loc["per-gpu-decode", "ceiling_tok_s_per_gpu"]
-    active = a.model.active_params("decode") or 0
-    gflop = 2 * active * cap / a.claim_tok_s / 1e9
-    rev = a.cost.revenue.set_index("reading").loc[a.rack_reading]
+    cap = float(by.loc["per-gpu-decode", "ceiling_tok_s_per_gpu"])
+    tp = (
+        f"throughput, physics: possible if at least {max(0.0, 1 - lo * cap / t):.1%} of the "
+        f"counted tokens were prefix-cache hits (the write-up gives no share), or if the figure "
+        f"were below {lo * cap_p:,.0f} tok/s per GPU ({lo:g}x the prefill ceiling)"
+    )
+    if t > hi * cap_p and t > hi * cap:
+        tp += f"; impossible if a published share were below {1 - hi * cap / t:.1%}"
+    tp += f"; decode ratio {a.band.text}"
+    small, large = int(a.speedups["gpus_per_node"].min()), int(a.speedups["gpus_per_node"].max())
+    sp = (
+        f"speedup, physics (throughput as the rack's total): possible while that total stays "
+        f"below {lo * cap_d * s * small:,.0f} tok/s (a {small}-GPU node under {lo:g}x its "
+        f"ceiling), impossible above {hi * cap_d * s * large:,.0f} tok/s (every node size over "
+        f"{hi:g}x); at {t:,.0f} tok/s, possible for any speedup above "
+        f"{t / (lo * cap_d * small):.3g}x, impossible below {t / (hi * cap_d * large):.3g}x"
+    )
+    rev = a.cost.revenue.set_index("reading")
+    r, st = rev.loc[a.rack_reading], rev.loc[STATED]
+    cost = (
+        f"cost, physics: impossible as token revenue below USD {r['revenue_all_cached']:,.2f} "
+        f"or above USD {r['revenue_all_uncached']:,.2f} per GPU-hour at the rack-total reading "
+        f"(USD {st['revenue_all_cached']:,.2f} to {st['revenue_all_uncached']:,.2f} per GPU as "
+        f"stated); a published cached share decides it: possible within {check.MARGIN:.0%} of "
+        "the revenue at that share"
+    )
+    if np.isfinite(r["cached_share_matching"]):
+        cost += f" ({r['cached_share_matching']:.1%} at the rack-total reading)"
     return [
-        f"throughput, physics: {a.claim_tok_s:,.0f} computed decode tokens per GPU would be "
-        f"possible only if a token needed at most {gflop:.1f} GFLOP (it needs "
-        f"{2 * active / 1e9:.0f}), or if at least "
-        f"{by.loc['per-gpu-with-cached', 'min_cached_share']:.1%} of the counted tokens were "
-        f"cache hits; ratio band: {a.band.text}",
-        f"throughput, this run: a trace on {a.rack.gpus} GB300 GPUs serving "
-        "DeepSeek-V4.1-Flash, counting the same tokens, within "
-        f"{a.params.rel_tol:.0%} of the claim",
-        f"speedup, physics: impossible if the node served more than "
-        f"{1.15 * cap:,.0f} tok/s per GPU, i.e. if the rack total exceeded "
-        f"{1.15 * cap * a.claim_speedup * a.speedups['gpus_per_node'].min():,.0f} tok/s with a "
-        f"{a.speedups['gpus_per_node'].min()}-GPU node",
-        f"cost, physics: impossible as token revenue below ${rev['revenue_all_cached']:,.2f} or "
-        f"above ${rev['revenue_all_uncached']:,.2f} per GPU-hour at the rack-total reading",
+        tp,
+        sp,
+        cost,
+        "published, every claim: an independent measurement of DeepSeek-V4.1-Flash on a GB300 "
+        "NVL72 (none located)",
+        f"this run, throughput and speedup: a trace recorded on {a.rack.gpus} GB300 GPUs serving "
+        "DeepSeek-V4.1-Flash, with a one-node reference configuration, within "
+        f"{a.params.rel_tol:.0%} of {t:,.0f} tok/s per GPU and of {s:g}x",
+        f"this run, cost: the same trace's token revenue per GPU-hour at InferenceX's prices "
+        f"(it needs the cached count) within {a.params.rel_tol:.0%} of USD {a.claim_usd:g}",
     ]
 
 

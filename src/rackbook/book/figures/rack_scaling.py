@@ -1,55 +1,85 @@
-"""Figures of the rack-scaling chapter (data: :class:`rackbook.results.rack_scaling.Analysis`)."""
+"""Figures of the rack-scaling chapter (data: :class:`rackbook.results.rack_scaling.Analysis`).
+
+The trace's figures (token kinds, scaling) carry the hardware they ran on in their titles; the
+claim's figures (readings, node sizes, dollars) hold only the published figures and the
+catalogs' ceilings, never a stand-in's numbers. No text uses ``$``, which matplotlib reads as
+math: dollars are written USD.
+"""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from rackbook.book import plotting
-from rackbook.results.rack_scaling import Analysis
+from rackbook.results.rack_scaling import READING_LABELS, Analysis
+
+#: Colour of each physics verdict.
+VERDICT_COLOURS = {
+    "possible": plotting.PALETTE[2],
+    "undetermined": plotting.PALETTE[1],
+    "impossible": plotting.PALETTE[3],
+}
+_THOUSANDS = FuncFormatter(lambda v, _: f"{v:,.0f}")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _source(a: Analysis) -> str:
+    """The title suffix of a figure drawn from the trace."""
+    return "" if a.testable else f"\nstand-in on {a.hardware}, not GB300"
+
+
+#: A white box behind a label, so that gridlines and ceiling lines do not run through it.
+_BOX = {"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
+
+
+def _legend_below(ax, ncol: int = 2) -> None:
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol, fontsize=9)
 
 
 def token_kinds(a: Analysis) -> Figure:
-    """Throughput per GPU of every point, stacked by token kind: output, new input, cached
-    input (all input as new when the cached share is unknown)."""
-    acc = a.accounting
+    """Throughput per GPU (or replica) of every point, stacked by token kind: output, new
+    input, cached input (all input as new when the cached share is unknown)."""
+    acc, u = a.accounting, a.unit
     fig, ax = plt.subplots()
     x = np.arange(len(acc))
     out_g = acc["output_tok_s_per_gpu"].to_numpy(float)
     new_g = acc["new_input_tok_s_per_gpu"].fillna(acc["input_tok_s_per_gpu"]).to_numpy(float)
     cac_g = acc["cached_input_tok_s_per_gpu"].fillna(0).to_numpy(float)
-    ax.bar(x, out_g, color=plotting.PALETTE[0], label="output")
+    ax.bar(x, out_g, width=0.5, color=plotting.PALETTE[0], label="output")
+    new_label = "new input" + ("" if a.cached_known else " (all input: cached share unknown)")
+    ax.bar(x, new_g, width=0.5, bottom=out_g, color=plotting.PALETTE[1], label=new_label)
     ax.bar(
-        x,
-        new_g,
-        bottom=out_g,
-        color=plotting.PALETTE[1],
-        label="new input" + ("" if a.cached_known else " (all input: cached share unknown)"),
+        x, cac_g, width=0.5, bottom=out_g + new_g, color=plotting.PALETTE[2], label="cached input"
     )
-    ax.bar(x, cac_g, bottom=out_g + new_g, color=plotting.PALETTE[2], label="cached input")
     ax.set_xticks(
-        x, [f"{c}\n{g} GPU(s)" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)]
+        x,
+        [f"{c}\n{_plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
     )
+    ax.yaxis.set_major_formatter(_THOUSANDS)
     plotting.label(
         ax,
-        "configuration (label, GPUs)",
-        "throughput per GPU (tok/s)",
-        "Which tokens a per-GPU throughput counts",
+        f"configuration (label, {u}s)",
+        f"throughput per {u} (tok/s)",
+        f"Which tokens a per-{u} throughput counts{_source(a)}",
     )
-    ax.set_ylim(0, 1.3 * np.nanmax(out_g + new_g + cac_g))
-    ax.legend(loc="upper center", ncol=3, fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     return fig
 
 
 def scaling(a: Analysis) -> Figure:
-    """Throughput of each configuration against its GPU count, with the linear-scaling line
-    from the reference."""
-    sc, metric = a.scaling, a.params.metric
+    """Throughput of each configuration against its GPU (or replica) count, with the
+    linear-scaling line from the reference; whole-number ticks."""
+    sc, metric, u = a.scaling, a.params.metric, a.unit
     fig, ax = plt.subplots()
     gmax = int(sc["num_gpus"].max())
     ref = sc.iloc[0]
-    line = np.array([0, gmax * 1.1])
+    line = np.array([0, gmax + 0.5])
     ax.plot(
         line,
         ref["tok_s"] * line / ref["num_gpus"],
@@ -59,84 +89,206 @@ def scaling(a: Analysis) -> Figure:
     )
     ax.plot(sc["num_gpus"], sc["tok_s"], marker="o", ls="none", ms=8, label=f"measured ({metric})")
     for r in sc.itertuples():
+        last = r.num_gpus == gmax and r.num_gpus != ref["num_gpus"]
+        text = (
+            f"{r.config}: reference"
+            if r.config == a.params.reference_config
+            else f"{r.config}: {r.speedup:.2f}x, efficiency {r.efficiency:.0%}"
+        )
         ax.annotate(
-            f"{r.config}: {r.speedup:.2f}x, eff. {r.efficiency:.0%}",
+            text,
             (r.num_gpus, r.tok_s),
             textcoords="offset points",
-            xytext=(6, -12),
+            xytext=(-10, -16) if last else (10, -4),
+            ha="right" if last else "left",
+            fontsize=9,
         )
-    ax.set_xlim(0, gmax * 1.1)
+    ax.set_xlim(0, gmax + 0.5)
     ax.set_ylim(0, None)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(_THOUSANDS)
     plotting.label(
         ax,
-        "GPUs serving (count)",
+        f"{u}s serving (count)",
         f"{metric} throughput (tok/s)",
-        "Throughput against GPU count, with the linear-scaling line",
+        f"Throughput against {u}s, with the linear-scaling line{_source(a)}",
     )
     ax.legend(loc="upper left")
     return fig
 
 
 def readings(a: Analysis) -> Figure:
-    """Computed tokens per GPU of each reading of the throughput figure, against the GPU's
-    compute ceiling per phase (log scale)."""
-    rd, p = a.readings, a.params
-    fig, ax = plt.subplots()
-    y = np.arange(len(rd))
-    colors = [
-        plotting.PALETTE[2] if v == "consistent" else plotting.PALETTE[3] for v in rd["verdict"]
-    ]
-    ax.barh(y, rd["computed_tok_s_per_gpu"], color=colors)
-    caps = rd.groupby("phase")["cap_tok_s"].first()
-    for i, (ph, cap) in enumerate(caps.items()):
-        ax.axvline(
-            cap,
-            color=plotting.PALETTE[4 + i],
-            ls="--",
-            label=f"{p.gpu_id} {p.precision} ceiling, {ph}: {cap:,.0f} tok/s",
+    """Computed tokens per GPU of each reading of the published throughput against the GPU's
+    ceilings (compute in decode and prefill, HBM bandwidth in decode), log scale; each bar
+    coloured by its physics verdict."""
+    rd = a.throughput
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    y = np.arange(len(rd))[::-1]
+    for yi, r in zip(y, rd.itertuples(), strict=True):
+        unknown = not np.isfinite(r.ratio)
+        ax.barh(
+            yi,
+            r.computed_tok_s_per_gpu,
+            height=0.5,
+            color=VERDICT_COLOURS[r.verdict],
+            hatch="//" if unknown else None,
+            alpha=0.6 if unknown else 1.0,
         )
-    for i, r in enumerate(rd.itertuples()):
+        text = (
+            f"fits if at least {r.min_cached_share:.0%} cached: {r.verdict}"
+            if unknown
+            else f"{r.ratio:.3g}x the {r.phase} ceiling: {r.verdict}"
+        )
         ax.annotate(
-            f"{r.ratio:.3g}x peak",
-            (r.computed_tok_s_per_gpu, i),
+            text,
+            (r.computed_tok_s_per_gpu, yi),
             va="center",
             textcoords="offset points",
-            xytext=(4, 0),
-            fontsize=8,
+            xytext=(5, 0),
+            fontsize=9,
+            bbox=_BOX,
+            zorder=5,
         )
-    ax.set_yticks(y, rd["reading"])
+    styles = {
+        ("compute", "decode"): (plotting.PALETTE[0], "--"),
+        ("memory bandwidth", "decode"): (plotting.PALETTE[5], ":"),
+        ("compute", "prefill"): (plotting.PALETTE[4], "-."),
+    }
+    for c in a.ceilings.itertuples():
+        colour, ls = styles[(c.ceiling, c.phase)]
+        ax.axvline(
+            c.tok_s_per_gpu,
+            color=colour,
+            ls=ls,
+            lw=1.2,
+            label=f"{c.ceiling} ceiling, {c.phase}: {c.tok_s_per_gpu:,.0f} tok/s per GPU",
+        )
+    ax.set_yticks(y, [READING_LABELS.get(r, r) for r in rd["reading"]])
     ax.set_xscale("log")
-    ax.set_xlim(1e3, 1e7)
+    lo = min(rd["computed_tok_s_per_gpu"].min(), a.ceilings["tok_s_per_gpu"].min())
+    hi = max(rd["computed_tok_s_per_gpu"].max(), a.ceilings["tok_s_per_gpu"].max())
+    ax.set_xlim(lo / 3, hi * 30)
+    ax.grid(axis="y", visible=False)
     plotting.label(
         ax,
         "computed tokens per GPU (tok/s, log)",
-        f"reading (of {a.claim_tok_s:,.0f} tok/s)",
-        "Readings of the claim against the physical ceiling",
+        "reading (what 'per GPU' counts)",
+        f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}",
     )
-    ax.legend(loc="lower right", fontsize=8)
+    _legend_below(ax, ncol=1)
     return fig
 
 
 def node_efficiency(a: Analysis) -> Figure:
-    """Scaling efficiency the published speedup means for each node size."""
+    """For each node size: the scaling efficiency the published speedup means, and the
+    node's throughput per GPU it implies against the decode compute ceiling."""
     sp = a.speedups
-    fig, ax = plt.subplots()
-    ax.bar(sp["system"], 100 * sp["efficiency"], color=plotting.PALETTE[0])
-    ax.axhline(100, color="0.4", lw=0.8, ls="--", label="linear scaling (100 %)")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4.0))
+    names = [f"{r.gpus_per_node} GPUs per node\n({r.nodes:g} nodes)" for r in sp.itertuples()]
+    x = np.arange(len(sp))
+    left.bar(x, 100 * sp["efficiency"], width=0.5, color=plotting.PALETTE[0])
+    left.axhline(100, color="0.4", lw=0.8, ls="--", label="linear scaling (100 %)")
+    for i, e in enumerate(sp["efficiency"]):
+        left.annotate(
+            f"{e:.1%}", (i, 100 * e), ha="center", textcoords="offset points", xytext=(0, 4)
+        )
+    left.set_xticks(x, names)
+    left.set_ylim(0, 125)
+    plotting.label(
+        left,
+        "what 'a node' is (GPUs)",
+        "scaling efficiency (%)",
+        f"{a.claim_speedup:g}x on {a.rack.gpus} GPUs",
+    )
+    left.legend(loc="upper left")
+    colours = [VERDICT_COLOURS[v] for v in sp["verdict"]]
+    right.bar(x, sp["node_tok_s_per_gpu"], width=0.5, color=colours)
+    cap = float(sp["ceiling_tok_s_per_gpu"].iloc[0])
+    right.axhline(
+        cap, color=plotting.PALETTE[0], ls="--", label=f"decode compute ceiling: {cap:,.0f}"
+    )
     for i, r in enumerate(sp.itertuples()):
-        ax.annotate(
-            f"{r.gpus_per_node} GPUs/node, {r.nodes:g} nodes: {r.efficiency:.1%}",
-            (i, 100 * r.efficiency),
+        right.annotate(
+            f"{r.ratio:.3g}x: {r.verdict}",
+            (i, r.node_tok_s_per_gpu),
             ha="center",
             textcoords="offset points",
             xytext=(0, 4),
+            fontsize=9,
         )
+    right.set_xticks(x, names)
+    right.set_ylim(0, cap * 1.25)
+    right.yaxis.set_major_formatter(_THOUSANDS)
+    plotting.label(
+        right,
+        "what 'a node' is (GPUs)",
+        "node throughput per GPU (tok/s)",
+        "The node it implies (rack total / speedup)",
+    )
+    right.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def revenue(a: Analysis) -> Figure:
+    """The dollar figure against the token revenue per GPU-hour each throughput reading can
+    earn at InferenceX's token prices (all cached to all uncached), and the rental price."""
+    rv = a.cost.revenue
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    y = np.arange(len(rv))[::-1]
+    for yi, r in zip(y, rv.itertuples(), strict=True):
+        ax.plot(
+            [r.revenue_all_cached, r.revenue_all_uncached],
+            [yi, yi],
+            lw=10,
+            solid_capstyle="butt",
+            color=plotting.PALETTE[0],
+            alpha=0.7,
+        )
+        ax.annotate(
+            f"{r.revenue_all_cached:,.2f} (all cached) to {r.revenue_all_uncached:,.2f}",
+            (r.revenue_all_uncached, yi),
+            va="center",
+            textcoords="offset points",
+            xytext=(6, 0),
+            fontsize=9,
+            bbox=_BOX,
+        )
+    ax.axvline(
+        a.claim_usd,
+        color=plotting.PALETTE[3],
+        lw=1.5,
+        label=f"the figure: {a.claim_usd:g} USD per GPU-hour",
+    )
+    ax.axvline(
+        a.rental.usd_per_gpu_hour,
+        color="0.4",
+        ls="--",
+        label=f"GB300 rental ({a.rental.id}): {a.rental.usd_per_gpu_hour:g} USD per GPU-hour",
+    )
+    ax.set_yticks(
+        y, [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
+    )
+    ax.set_xscale("log")
+    lo = min(rv["revenue_all_cached"].min(), a.rental.usd_per_gpu_hour)
+    ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 40)
+    ax.set_ylim(-0.6, len(rv) - 0.4)
+    ax.grid(axis="y", visible=False)
     plotting.label(
         ax,
-        "what 'a node' is (catalog system)",
-        "scaling efficiency (%)",
-        f"{a.claim_speedup:g}x on {a.rack.gpus} GPUs, by node size",
+        "token revenue per GPU-hour (USD, log)",
+        "throughput reading (tok/s per GPU)",
+        "The dollar figure as token revenue, by throughput reading",
     )
-    ax.set_ylim(0, 115)
-    ax.legend(loc="upper left")
+    _legend_below(ax, ncol=1)
     return fig
+
+
+#: The chapter's figures by glue name.
+FIGURES = {
+    "fig_tokens": token_kinds,
+    "fig_scaling": scaling,
+    "fig_readings": readings,
+    "fig_nodes": node_efficiency,
+    "fig_revenue": revenue,
+}
