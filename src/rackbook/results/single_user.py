@@ -62,7 +62,7 @@ SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 GAP_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0)
 
-STREAM_FORMULA = r"\text{tok/s} = \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
+STREAM_FORMULA = r"\text{tok/s} = \frac{\sum_i (n_i - 1)}{\sum_i (\text{e2el}_i - \text{ttft}_i)}"
 FLOOR_FORMULA = (
     r"\text{step} \ge \frac{\text{active weight bytes}}{n_\text{GPU} \times "
     r"\text{HBM bytes/s}},\quad \text{tok/s} \le \frac{\text{acceptance length}}{\text{step}}"
@@ -287,7 +287,8 @@ def physics_reading(floor: pd.DataFrame, claim_tok_s: float, gpus: int, gpu: str
         f"{claim_tok_s:,.0f} tok/s is {ratio:.0%} of the {best['ceiling_tok_s']:,.0f} tok/s "
         f"bandwidth ceiling at {best['acceptance_length']:g} tokens per step and "
         f"{claim_tok_s / other['ceiling_tok_s']:.0%} of {other['ceiling_tok_s']:,.0f} at "
-        f"{other['acceptance_length']:g} on {_n(gpus, 'GPU')} ({gpu}); per-layer dispatch and "
+        f"{other['acceptance_length']:g} per step on {_n(gpus, 'GPU')} ({gpu}); per-layer "
+        "dispatch and "
         "combine across the GPUs are not counted"
     )
     return headline.ClaimReading(CLAIM_ID, "physics", v, f"{ratio:.0%} of the ceiling", reason)

@@ -108,7 +108,7 @@ def decode_latency(a: Analysis) -> Figure:
         if not verdicts.gpu_names(a.trace.run)
         else f"Decode latency against context ({a.hardware})",
     )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
     return fig
 
 
@@ -154,6 +154,7 @@ def context_growth(a: Analysis) -> Figure:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
     lo, hi = a.lo / 1e3, a.hi / 1e3
     plotting.label(
         ax,
@@ -162,7 +163,7 @@ def context_growth(a: Analysis) -> Figure:
         f"Extra context reads at {a.hw.hbm_bandwidth_bytes_per_s / 1e12:g} TB/s "
         f"({p.kv_dtype}, modelled)",
     )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
     return fig
 
 
@@ -198,7 +199,7 @@ def implied_latency(a: Analysis) -> Figure:
     ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel(f"decode step at {a.lo:,} tokens (ms, log)")
     ax.set_title("The latency the two figures imply, against the step floor (modelled)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, fontsize=8)
     return fig
 
 

@@ -76,7 +76,7 @@ def claim_vs_floor(a: Analysis) -> Figure:
         f"{a.claim_tok_s:g} tok/s against the batch-1 ceiling on {a.floor_gpus} x "
         f"{a.params.gpu_id.upper()} (modelled)",
     )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
     return fig
 
 
@@ -113,7 +113,7 @@ def step_budget(a: Analysis) -> Figure:
         "decode mode (tokens per step)",
         "Where the claimed step time goes (modelled)",
     )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
     return fig
 
 
