@@ -1,12 +1,17 @@
-"""Context-latency readings: weight bytes per GPU, comparability and verdicts, against
-hand-computed numbers."""
+"""Context-latency reading functions on their own, against hand-computed numbers: the published
+figures come from the registry, the bytes-per-token physics, the growth of the context reads
+against the claimed delta, the latency the two figures imply, this run's readings of the delta
+and of the bytes, and the main series."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs
 from rackbook.inputs.claims import load_claims
+from rackbook.physics import roofline
 from rackbook.results import context_latency
 
 #: The published figures (data/claims.yaml), as the hand computations below use them: context
@@ -15,6 +20,7 @@ LO, HI = 128_000, 855_000
 KV_BYTES = 890
 DELTA_MS, DELTA_PCT = 0.6, 7.0
 TOL_MS, TOL_PCT = 0.05, 0.5
+MODEL = "deepseek-v4.1-flash"
 
 
 def _delta(lo=256, hi=4096, lo_ms=20.0, hi_ms=22.0, pair="longest-available"):
@@ -25,7 +31,7 @@ def _delta(lo=256, hi=4096, lo_ms=20.0, hi_ms=22.0, pair="longest-available"):
 def _run(kind="recorded", gpus=("NVIDIA GB300",), model="deepseek-ai/DeepSeek-V4.1-Flash"):
     return {
         "kind": kind,
-        "hardware": {"gpus": [{"name": g} for g in gpus]},
+        "hardware": {"gpus": [{"name": g} for g in gpus], "cpu_model": "Test CPU", "cpu_cores": 2},
         "parameters": {"model": model},
         "engine": {"name": "vllm"},
     }
@@ -42,32 +48,6 @@ def test_the_hand_computed_figures_are_the_registry_s():
     assert not [n for n in dir(context_latency) if n.startswith("CLAIM_")]  # none typed
 
 
-def test_weight_bytes_per_gpu():
-    w = context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash")
-    # routed: 40 x 384 x 18.8e6 = 288.768e9 B
-    assert w.routed_bytes == 288_768_000_000
-    # dense: 552e9 - 40 x 384 x 3 x 5120 x 2304 = 552e9 - 543,581,798,400 params, 1 B each
-    assert w.dense_bytes == 8_418_201_600
-    assert w.total_bytes == 297_186_201_600 and w.per_gpu_bytes == 74_296_550_400
-    assert w.moe_layers == 40 and "(assumed)" in w.formula
-    w2 = context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash", 2, moe_layers=40)
-    assert w2.per_gpu_bytes == 2 * w.per_gpu_bytes and "(assumed)" not in w2.formula
-    with pytest.raises(InputError, match="n_gpus"):
-        context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash", 0)
-    with pytest.raises(InputError, match="backbone"):  # 41 layers hold more than the backbone
-        context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash", moe_layers=41)
-
-
-def test_weights_leave_room_for_sequences():
-    w = context_latency.weight_bytes_per_gpu("deepseek-v4.1-flash")
-    m = context_latency.memory_by_context(
-        "deepseek-v4.1-flash", "b300", (LO, HI), weight_bytes_per_gpu=w.per_gpu_bytes
-    ).set_index("context_tokens")
-    # (288e9 - 74,296,550,400) / 760.95e6 = 280.8 ; / 113.92e6 = 1875.9
-    assert m.loc[855_000, "sequences_per_gpu"] == 280
-    assert m.loc[128_000, "sequences_per_gpu"] == 1875
-
-
 def test_evidence_kind():
     assert context_latency.evidence_kind("recorded") == "measured"
     assert context_latency.evidence_kind("synthetic") == "synthetic"
@@ -75,56 +55,99 @@ def test_evidence_kind():
         context_latency.evidence_kind("guessed")
 
 
-def test_comparable_to_claim():
-    assert context_latency.comparable_to_claim(_run())
-    assert not context_latency.comparable_to_claim(_run(gpus=()))  # CPU
-    assert not context_latency.comparable_to_claim(_run(gpus=("NVIDIA H200",)))
-    assert not context_latency.comparable_to_claim(_run(model="/data/tiny-moe"))
-    assert not context_latency.comparable_to_claim(_run(kind="synthetic"))
+@pytest.mark.parametrize(
+    "dtype,verdict,why",
+    [
+        ("fp4", "possible", "give 890 B/token: 2.5 rows x 356 B"),  # 2.5 x (288 + 68)
+        ("fp8", "impossible", "give 1650 B/token, not 890"),  # 2.5 x (528 + 132)
+    ],
+)
+def test_kv_bytes_physics(dtype, verdict, why):
+    r = context_latency.kv_bytes_physics(roofline.kv_bytes(catalogs.as_model(MODEL), dtype), 890)
+    assert (r.reading, r.verdict) == ("physics", verdict) and why in r.reason
 
 
-def test_kv_bytes_verdict():
-    assert context_latency.kv_bytes_verdict(890, KV_BYTES)[0] == "consistent"
-    v, reason = context_latency.kv_bytes_verdict(891, KV_BYTES)
-    assert v == "inconsistent" and "891" in reason and "\n" not in reason
+@pytest.mark.parametrize(
+    "batch,verdict,n_seq",
+    [
+        (1, "possible", 600 / 15.44875),  # 15.45 us of 600 us; 38.84 sequences reach it
+        (38, "undetermined", 600 / 15.44875),  # 587.05 us: 0.978x
+        (45, "impossible", 600 / 15.44875),  # 695.19 us: 1.159x, beyond the 15 % margin
+    ],
+)
+def test_growth_physics(batch, verdict, n_seq):
+    g = roofline.context_growth(MODEL, "gb300", LO, HI, batch=batch)
+    r = context_latency.growth_physics(g, DELTA_MS)
+    assert r.reading.verdict == verdict
+    assert r.per_sequence_ms == pytest.approx(0.01544875)
+    assert r.sequences_to_explain == pytest.approx(n_seq)  # per sequence, whatever the batch
+    assert r.share == pytest.approx(batch * 0.01544875 / 0.6)
+    with pytest.raises(InputError, match="claim_ms"):
+        context_latency.growth_physics(g, 0.0)
 
 
-def test_measured_verdict():
-    ms = dict(claim=DELTA_MS, tolerance=TOL_MS)
-    pct = dict(claim=DELTA_PCT, tolerance=TOL_PCT, percent=True)
+def test_implied_latency_physics():
+    m, hw = catalogs.as_model(MODEL), catalogs.as_gpu("gb300")
+    im = context_latency.implied_latency_physics(
+        DELTA_MS, TOL_MS, DELTA_PCT, TOL_PCT, m, hw, 4, LO, "fp4"
+    )
+    assert im.central_ms == pytest.approx(60 / 7)  # 8.571 ms
+    assert im.low_ms == pytest.approx(55 / 7.5)  # 7.333 ms
+    assert im.high_ms == pytest.approx(65 / 6.5)  # 10.0 ms
+    # one sequence on 4 GPUs: (1.877 GB dense + 1.128 GB experts + 7.955 MB context) / 8 TB/s
+    assert im.step_floor_ms == pytest.approx(0.3766, abs=1e-4)
+    assert im.reading.verdict == "possible" and "7.33 to 10 ms" in im.reading.reason
+    with pytest.raises(InputError, match="tolerances"):
+        context_latency.implied_latency_physics(0.6, 0.05, 0.4, 0.5, m, hw, 4, LO, "fp4")
+
+
+def test_delta_run_reading():
+    ms = dict(claim=DELTA_MS, tolerance=TOL_MS, claim_id=context_latency.DELTA_ID)
+    pct = dict(claim=DELTA_PCT, tolerance=TOL_PCT, claim_id=context_latency.DELTA_PCT_ID)
     d = _delta()  # +2 ms, +10 %
-    v, reason = context_latency.measured_verdict(d, False, "2-core CPU, no GPU", **ms)
-    assert v == "not reproduced" and "+2 ms" in reason and "2-core CPU" in reason
-    v, reason = context_latency.measured_verdict(d, True, "4 x GB300", **ms)
-    assert v == "not reproduced" and "longest-available" in reason
+    r = context_latency.delta_run_reading(d, False, _run(gpus=()), None, **ms)
+    assert r.verdict == "untested" and "+2 ms" in r.reason and "2-core Test CPU" in r.reason
+    r = context_latency.delta_run_reading(d, True, _run(), None, **ms)
+    assert r.verdict == "untested" and "longest-available" in r.reason
     ok = _delta(LO, HI, 8.57, 9.15, pair="requested")  # +0.58 ms, +6.77 %
-    assert context_latency.measured_verdict(ok, True, "x", **ms)[0] == "consistent"
-    assert context_latency.measured_verdict(ok, True, "x", **pct)[0] == "consistent"
+    assert context_latency.delta_run_reading(ok, True, _run(), None, **ms).verdict == ("consistent")
+    r = context_latency.delta_run_reading(ok, True, _run(), None, percent=True, **pct)
+    assert r.verdict == "consistent" and r.margin == "-0.232 %"
     off = _delta(LO, HI, 8.57, 9.30, pair="requested")  # +0.73 ms, +8.5 %
-    assert context_latency.measured_verdict(off, True, "x", **ms)[0] == "inconsistent"
-    assert context_latency.measured_verdict(off, True, "x", **pct)[0] == "inconsistent"
+    assert context_latency.delta_run_reading(off, True, _run(), None, **ms).verdict == (
+        "inconsistent"
+    )
+    r = context_latency.delta_run_reading(off, True, _run(), None, percent=True, **pct)
+    assert r.verdict == "inconsistent"
 
 
-def test_floor_vs_claim():
-    claim = (DELTA_MS, DELTA_PCT, TOL_MS)
-    kv = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", LO, HI)
-    r = context_latency.floor_vs_claim(kv, *claim)
-    assert r.floor_ms == pytest.approx(0.08087875)
-    assert r.share == pytest.approx(0.08087875 / 0.6)  # 13.5 %
-    assert r.sequences_to_explain == pytest.approx(0.6 / 0.08087875)  # 7.42
-    assert r.implied_baseline_ms == pytest.approx(60 / 7)  # 8.571 ms
-    assert r.verdict == "consistent" and "13 %" in r.reason and "\n" not in r.reason
-    kv8 = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", LO, HI, batch=8)
-    r8 = context_latency.floor_vs_claim(kv8, *claim)  # 8 x 80.88 us = 0.647 ms
-    assert r8.verdict == "consistent"  # 0.647 <= 0.6 + 0.05
-    assert r8.sequences_to_explain == pytest.approx(r.sequences_to_explain)
-    kv9 = context_latency.kv_bandwidth_model("deepseek-v4.1-flash", "b300", LO, HI, batch=9)
-    assert context_latency.floor_vs_claim(kv9, *claim).verdict == "inconsistent"  # 0.728 ms
+def test_an_unresolved_slope_is_named_in_the_reading():
+    flat = pd.DataFrame({"context_tokens": [1000, 2000, 3000], "median_tpot_ms": [12, 11, 13]})
+    fit = context_latency.fit_linear(flat)  # slope 0.5 ms/1k, CI 0.5 +/- 11.0
+    assert not fit.resolved
+    r = context_latency.delta_run_reading(
+        _delta(), False, _run(gpus=()), fit, claim=DELTA_MS, tolerance=TOL_MS,
+        claim_id=context_latency.DELTA_ID,
+    )  # fmt: skip
+    assert "a slope not resolved from zero" in r.reason
+
+
+@pytest.mark.parametrize(
+    "run,testable,verdict,why",
+    [
+        (_run(gpus=()), False, "untested", "recorded on 2-core Test CPU, no GPU"),
+        (_run(), True, "untested", "does not report"),
+        ({**_run(), "metrics": {"kv_cache_bytes_per_token": 899.0}}, True, "consistent", "+1.0%"),
+        ({**_run(), "metrics": {"kv_cache_bytes_per_token": 910.0}}, True, "inconsistent", "+2.2%"),
+    ],
+    ids=["cpu", "not-reported", "within-2-percent", "outside-2-percent"],
+)
+def test_kv_bytes_run_reading(run, testable, verdict, why):
+    r = context_latency.kv_bytes_run_reading(run, testable, KV_BYTES, 0.02)
+    assert r.verdict == verdict and why in r.reason
 
 
 def test_main_series():
-    import pandas as pd
-
     tab = pd.DataFrame(
         {
             "engine": ["e"] * 5,

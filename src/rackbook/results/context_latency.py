@@ -354,6 +354,56 @@ def _frac_text(x: Any) -> str:
     return f"{f:g}"
 
 
+def _n(count: int, word: str) -> str:
+    """``1 sequence``, ``2 sequences``: a count with its noun, in plain words."""
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+#: Where a recorded trace may carry the KV bytes per token its engine reported at start-up
+#: (vLLM logs the KV cache's memory and its capacity in tokens; their ratio), under
+#: run.json ``metrics``.
+KV_BYTES_KEY = "kv_cache_bytes_per_token"
+
+
+def kv_bytes_in_run(run: dict[str, Any]) -> float | None:
+    """The KV bytes per token a recorded run reports (run.json ``metrics`` or ``parameters``
+    under :data:`KV_BYTES_KEY`), or None."""
+    for where in ("metrics", "parameters"):
+        d = run.get(where)
+        if isinstance(d, dict) and isinstance(d.get(KV_BYTES_KEY), (int, float)):
+            return float(d[KV_BYTES_KEY])
+    return None
+
+
+def kv_bytes_run_reading(
+    run: dict[str, Any], testable: bool, claim: float, rel_tol: float
+) -> headline.ClaimReading:
+    """This run's reading of the bytes per token: ``untested`` unless the trace can test the
+    claim (:func:`rackbook.results.verdicts.can_test`) and reports the KV bytes per token its
+    engine allocated (:func:`kv_bytes_in_run`); then ``consistent`` within ``rel_tol`` (a
+    fraction) of the claim, else ``inconsistent``. A latency trace alone does not measure it."""
+    got = kv_bytes_in_run(run)
+    if testable and got is None:
+        return headline.ClaimReading(
+            KV_BYTES_ID,
+            "this run",
+            "untested",
+            "-",
+            f"the trace does not report the engine's KV bytes per token (run.json metrics."
+            f"{KV_BYTES_KEY}, from vLLM's start-up log of KV memory over KV tokens)",
+        )
+    return verdicts.run_reading(
+        KV_BYTES_ID,
+        got,
+        claim,
+        rel_tol,
+        testable=testable,
+        what=f"{got:,.0f} B/token reported" if got is not None else "a latency trace",
+        run=run,
+        needs="vLLM's KV bytes per token of DeepSeek-V4.1-Flash on B300/GB300",
+    )
+
+
 @dataclass(frozen=True)
 class GrowthReading:
     """The claimed delta against the extra context reads of a decode step (ms): the sparse
@@ -389,13 +439,13 @@ def growth_physics(growth: roofline.ContextGrowth, claim_ms: float) -> GrowthRea
     if v == "possible":
         reason = (
             f"sparse reads add at least {1000 * floor:.3g} us ({100 * ratio:.2g} % of "
-            f"{claim_ms:g} ms, {growth.batch} sequence(s)); reading every row would add "
-            f"{1000 * growth.dense_ms:,.0f} us; the rest is indexer compute, or about "
-            f"{n_seq:.1f} sequences per GPU"
+            f"{claim_ms:g} ms, {_n(growth.batch, 'sequence')}); reading every row would add "
+            f"{1000 * growth.dense_ms:,.0f} us; the rest would be indexer compute, or the "
+            f"scans of about {n_seq:.1f} sequences per GPU"
         )
     else:
         reason = (
-            f"the extra index-key scan of {growth.batch} sequence(s) over {span} alone takes "
+            f"the extra index-key scan of {_n(growth.batch, 'sequence')} over {span} alone takes "
             f"{1000 * floor:,.0f} us, {ratio:.3g}x the claimed {claim_ms:g} ms"
         )
     r = headline.ClaimReading(DELTA_ID, "physics", v, f"floor {100 * ratio:.2g} % of it", reason)
@@ -444,7 +494,7 @@ def implied_latency_physics(
     v = check.physics_verdict(ratio)
     reason = (
         f"the two figures imply {low:.3g} to {high:.3g} ms per step at {lo:,} tokens; one "
-        f"sequence on {gpus} {hw.id} cannot step faster than {step_ms:.3g} ms"
+        f"sequence on {_n(gpus, 'GPU')} ({hw.id}) cannot step faster than {step_ms:.3g} ms"
     )
     r = headline.ClaimReading(
         DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", reason
@@ -463,8 +513,8 @@ def delta_run_reading(
     value = d.delta_pct if percent else d.delta_ms
     unit = "%" if percent else "ms"
     what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
-    if fit is not None and not fit.resolved:
-        what += " (the fit's slope is not resolved from zero)"
+    if fit is not None and math.isfinite(fit.slope_ci_per_1k[0]) and not fit.resolved:
+        what += ", a slope not resolved from zero"
     needs = "DeepSeek-V4.1-Flash on B300/GB300 at 128k and 855k tokens of context"
     if not testable:
         return headline.untested(claim_id, f"{verdicts.hardware(run)} ({what})", needs)
@@ -502,7 +552,8 @@ class Params(headline.Params):
     (tokens; ``None``: the registry's pair); sequences per GPU growing from lo to hi and GPUs
     sharing one sequence's reads (context growth); GPUs one copy of the routed experts is spread
     over (weights per GPU: dense weights on every GPU plus that share of the experts), weight
-    bytes per GPU (``None``: derived from the model entry) and the share of HBM vLLM may use."""
+    bytes per GPU (``None``: derived from the model entry), the share of HBM vLLM may use, and
+    the relative tolerance of KV bytes per token a trace reports (block rounding)."""
 
     model: str = "deepseek-v4.1-flash"
     gpu: str = "gb300"
@@ -514,6 +565,7 @@ class Params(headline.Params):
     weight_gpus: int = DEFAULT_WEIGHT_GPUS
     weight_bytes_per_gpu: float | None = None
     memory_fraction: float = 0.9
+    kv_rel_tol: float = 0.02
 
 
 @dataclass
@@ -687,7 +739,38 @@ class Analysis:
             "implied_low_ms": im.low_ms,
             "implied_high_ms": im.high_ms,
             "step_floor_ms": im.step_floor_ms,
+            "implied_x_floor": im.low_ms / im.step_floor_ms,
+            "scan_b": float(self.reads_lo.scan_bytes_per_token),
+            "dense_b": float(self.reads_lo.dense_bytes_per_token),
+            "topk": int(m.attention.index_topk if m.attention else 0),
+            "slope_sentence": self.slope_sentence,
+            "batch_text": _n(self.params.batch, "sequence"),
+            "itl_median_us": 1000 * float(self.series["median_itl_ms"].median()),
         }
+
+    @property
+    def reads_lo(self) -> roofline.KvReads:
+        """The context reads of one decode step at ``lo`` (per-token rates of both ends)."""
+        return roofline.decode_kv_reads(self.model, self.lo, self.params.kv_dtype)
+
+    @property
+    def slope_sentence(self) -> str:
+        """What the fit's slope says, in one sentence: resolved from zero or not (95 % CI)."""
+        f, d = self.fit, self.measured
+        ci = f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g} ms per 1,000 tokens"
+        if f.resolved:
+            return (
+                f"The 95 % confidence interval of the slope, {ci}, excludes zero: on this trace "
+                f"decode latency grows by about {f.slope_per_1k:.3g} ms per 1,000 tokens."
+            )
+        who = "this trace" if verdicts.gpu_names(self.trace.run) else "the CPU stand-in"
+        if not math.isfinite(f.slope_ci_per_1k[0]):
+            ci = "unknown with two points"
+        return (
+            f"The 95 % confidence interval of the slope ({ci}) includes zero: {who} cannot "
+            f"resolve whether decode latency grows with context at these lengths, so its "
+            f"delta of {d.delta_ms:+.3g} ms is noise, not a finding."
+        )
 
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
@@ -740,14 +823,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         measured, testable, trace.run, fit, claim=claim_pct, tolerance=tol_pct,
         claim_id=DELTA_PCT_ID, percent=True,
     )  # fmt: skip
-    kv_run = headline.ClaimReading(
-        KV_BYTES_ID,
-        "this run",
-        "untested",
-        "-",
-        "a latency trace does not measure bytes per token (vLLM's start-up log of KV capacity "
-        "on the claim's hardware would)",
-    )
+    kv_run = kv_bytes_run_reading(trace.run, testable, reg.value(KV_BYTES_ID), p.kv_rel_tol)
     readings = [
         kv_bytes_physics(kvb[p.kv_dtype], reg.value(KV_BYTES_ID)),
         evidence.reading(KV_BYTES_ID, registry=reg),
@@ -833,7 +909,7 @@ def outcome(a: Analysis) -> headline.Outcome:
             name="context_growth_sparse",
             value=round(1000 * g.growth.sparse_ms, 3),
             unit="us",
-            definition=f"extra context reads per decode step of {p.batch} sequence(s) growing "
+            definition=f"extra context reads per decode step of {_n(p.batch, 'sequence')} growing "
             f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {p.gpu} HBM "
             "bandwidth",
             claim_id=DELTA_ID,
@@ -901,7 +977,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"physics, {a.claim_kv.value_text}: a layout whose rows or formats give another byte "
         f"count (FP8 rows give {a.kv_bytes['fp8'].bytes_per_token} B/token)",
         f"physics, {a.claim_delta.value_text}: impossible if the delta were below "
-        f"{per_seq_us * p.batch / (1 + check.MARGIN):.3g} us ({p.batch} sequence(s) per GPU), "
+        f"{per_seq_us * p.batch / (1 + check.MARGIN):.3g} us ({_n(p.batch, 'sequence')} per GPU), "
         f"or the claim's batch were above {1.15 * g.sequences_to_explain:.0f} sequences per GPU "
         "(their scans alone would exceed it)",
         f"physics, {a.claim_pct.value_text}: impossible if the implied latency at {a.lo:,} "

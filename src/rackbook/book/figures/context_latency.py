@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.figure import Figure
 
 from rackbook.book import plotting
 from rackbook.inputs import catalogs
+from rackbook.results import verdicts
 from rackbook.results.context_latency import Analysis
 
 _LINES = ["-", "--", ":"]
@@ -42,7 +44,7 @@ def kv_per_sequence(a: Analysis) -> Figure:
         "global KV per sequence (GB)",
         "Global KV cache of one sequence against context length",
     )
-    ax.legend()
+    ax.legend(loc="upper left")
     return fig
 
 
@@ -64,27 +66,29 @@ def sequences_per_gpu(a: Analysis) -> Figure:
         ax,
         "context (thousand tokens)",
         "KV fits per GPU (sequences, log)",
-        f"Sequences per {a.hw.name.split(' (')[0]} after the weights",
+        f"Sequences per GPU ({a.hw.id.upper()}) after the weights",
     )
-    ax.legend()
+    ax.legend(loc="upper right")
     return fig
 
 
 def decode_latency(a: Analysis) -> Figure:
-    """The trace's median TPOT and ITL (ms) against context length, the linear fit and the pair
-    the delta is taken between."""
+    """The trace's median and mean TPOT (ms) against context length, the linear fit with its
+    slope's 95 % confidence interval, and the pair the delta is taken between."""
     s, f, d = a.series, a.fit, a.measured
     fig, ax = plt.subplots()
     x = s["context_tokens"].to_numpy(float)
     ax.plot(x, s["median_tpot_ms"], "o", label="median TPOT per point")
-    ax.plot(x, s["median_itl_ms"], "s", mfc="none", label="median ITL per point")
+    ax.plot(x, s["mean_tpot_ms"], "s", mfc="none", label="mean TPOT per point")
     xs = np.linspace(x.min(), x.max(), 50)
+    lo, hi = f.slope_ci_per_1k
     ax.plot(
         xs,
         f.predict(xs),
         "-",
         color=plotting.PALETTE[3],
-        label=f"fit: {f.intercept_ms:.3g} ms + {f.slope_per_1k:.3g} ms per 1k tokens",
+        label=f"fit: {f.slope_per_1k:.2f} ms per 1k tokens "
+        f"(95 % CI {lo:.2f} to {hi:.2f}), R² = {f.r2:.2f}",
     )
     ax.plot(
         [d.lo, d.hi],
@@ -93,61 +97,117 @@ def decode_latency(a: Analysis) -> Figure:
         color=plotting.PALETTE[2],
         ms=9,
         mfc="none",
-        label=f"pair for the delta: {d.delta_ms:+.3g} ms",
+        label=f"pair for the delta: {d.delta_ms:+.2f} ms",
     )
+    ax.set_ylim(bottom=0)
     plotting.label(
         ax,
         "context (tokens)",
         "decode latency (ms per token)",
-        f"Decode latency against context ({a.trace.kind}, {a.hardware})",
+        f"Decode latency against context (CPU stand-in: {a.hardware})"
+        if not verdicts.gpu_names(a.trace.run)
+        else f"Decode latency against context ({a.hardware})",
     )
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
     return fig
 
 
-def kv_read_floor(a: Analysis) -> Figure:
-    """Extra time per decode step (ms) that KV reads take against sequences per GPU, each
-    growing from lo to hi tokens, with the claimed delta and its tolerance as a band."""
-    fl, p = a.floor, a.params
-    per_seq_ms = fl.floor_ms / p.batch
-    n = np.arange(1, max(12, int(np.ceil(2 * fl.sequences_to_explain))) + 1)
-    claim, tol = fl.claim_ms, a.tolerance_ms
+def context_growth(a: Analysis) -> Figure:
+    """Extra time per decode step (ms, log) against sequences per GPU, each growing from lo to
+    hi tokens: the sparse floor (index-key scan and top-k rows) and the dense bound (every
+    row), with the claimed delta and its tolerance as a band."""
+    g, p = a.growth, a.params
+    n = np.unique(np.geomspace(1, max(64, 2 * g.sequences_to_explain), 40).round())
+    per_sparse = g.growth.sparse_ms / g.growth.batch
+    per_dense = g.growth.dense_ms / g.growth.batch
+    claim, tol = g.claim_ms, a.tolerance_ms
     fig, ax = plt.subplots()
     ax.axhspan(
         claim - tol,
         claim + tol,
         color=plotting.PALETTE[1],
-        alpha=0.25,
-        label=f"claim: +{claim:g} ms (+/-{tol:g})",
+        alpha=0.3,
+        label=f"claim: +{claim:g} ms (+/-{tol:g} ms)",
     )
     ax.plot(
         n,
-        n * per_seq_ms,
-        "o-",
-        ms=4,
-        label=f"KV-read floor: n x {1000 * per_seq_ms:.3g} us ({p.kv_dtype}, {p.n_gpus} GPU(s))",
-    )
-    ax.plot(
-        n,
-        n * per_seq_ms * a.idx_share,
+        n * per_dense,
         "--",
-        color=plotting.PALETTE[4],
-        label="of which indexer keys",
+        color=plotting.PALETTE[3],
+        label=f"dense bound: every row ({1000 * per_dense:,.0f} us per sequence)",
     )
-    ax.axvline(fl.sequences_to_explain, color="0.5", lw=0.8)
+    ax.plot(
+        n,
+        n * per_sparse,
+        "-",
+        color=plotting.PALETTE[0],
+        label=f"sparse floor: scan + top-k ({1000 * per_sparse:.3g} us per sequence)",
+    )
+    ax.axvline(g.sequences_to_explain, color="0.5", lw=0.8)
     ax.annotate(
-        f"{fl.sequences_to_explain:.1f} sequences reach the claim",
-        (fl.sequences_to_explain, 0),
+        f"{g.sequences_to_explain:.0f} sequences\nreach the claim",
+        (g.sequences_to_explain, per_sparse),
         textcoords="offset points",
-        xytext=(6, 4),
+        xytext=(6, 0),
+        fontsize=8,
     )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
     lo, hi = a.lo / 1e3, a.hi / 1e3
     plotting.label(
         ax,
-        f"sequences per GPU, each growing {lo:,.0f}k -> {hi:,.0f}k tokens (sequences)",
-        "extra time per decode step (ms)",
-        f"Extra KV reads from {lo:,.0f}k to {hi:,.0f}k tokens, at "
-        f"{a.hw.hbm_bandwidth_bytes_per_s / 1e12:g} TB/s",
+        f"sequences per GPU, each growing {lo:,.0f}k -> {hi:,.0f}k tokens (log2)",
+        "extra time per decode step (ms, log)",
+        f"Extra context reads at {a.hw.hbm_bandwidth_bytes_per_s / 1e12:g} TB/s "
+        f"({p.kv_dtype}, modelled)",
     )
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
     return fig
+
+
+def implied_latency(a: Analysis) -> Figure:
+    """The decode latency at lo that the delta and the percent imply together (ms, with its
+    range over both figures' rounding), against the least step time of one sequence."""
+    im = a.implied
+    fig, ax = plt.subplots(figsize=(7.0, 2.2))
+    ax.axvspan(
+        im.low_ms,
+        im.high_ms,
+        color=plotting.PALETTE[1],
+        alpha=0.3,
+        label=f"implied by the claims: {im.low_ms:.2f} to {im.high_ms:.1f} ms",
+    )
+    ax.plot(
+        [im.central_ms],
+        [0.5],
+        "o",
+        color=plotting.PALETTE[1],
+        label=f"100 x {a.growth.claim_ms:g} ms / {a.claim_pct.value:g} % = {im.central_ms:.2f} ms",
+    )
+    ax.axvline(
+        im.step_floor_ms,
+        color=plotting.PALETTE[0],
+        lw=2,
+        label=f"step floor: {im.step_floor_ms:.3f} ms (1 sequence, {a.params.weight_gpus} GPUs)",
+    )
+    ax.set_xscale("log")
+    ax.set_xlim(im.step_floor_ms / 2, im.high_ms * 2)
+    ax.set_yticks([])
+    ax.grid(axis="y", visible=False)
+    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel(f"decode step at {a.lo:,} tokens (ms, log)")
+    ax.set_title("The latency the two figures imply, against the step floor (modelled)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, fontsize=8)
+    return fig
+
+
+#: The chapter's figures by glue name.
+FIGURES = {
+    "fig_memory": kv_per_sequence,
+    "fig_capacity": sequences_per_gpu,
+    "fig_latency": decode_latency,
+    "fig_growth": context_growth,
+    "fig_implied": implied_latency,
+}

@@ -3,58 +3,123 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.figure import Figure
 
 from rackbook.book import plotting
+from rackbook.results import verdicts
 from rackbook.results.single_user import Analysis
 
 
+def _where(a: Analysis) -> str:
+    hw = a.hardware
+    return f"CPU stand-in: {hw}" if not verdicts.gpu_names(a.trace.run) else hw
+
+
 def gaps(a: Analysis) -> Figure:
-    """Histogram and CDF of the gaps between streamed chunks (ms), with the gap percentiles."""
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
-    if a.gaps_ms.size:
-        ax1.hist(a.gaps_ms, bins=40, color=plotting.PALETTE[0])
-        v = np.sort(a.gaps_ms)
+    """Histogram (log-spaced bins, log x) and CDF of the gaps between streamed chunks (ms),
+    with the gap percentiles."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.6), sharex=True)
+    g = a.gaps_ms[a.gaps_ms > 0]
+    if g.size:
+        lo, hi = g.min(), g.max()
+        bins = np.geomspace(lo / 1.05, hi * 1.05, 41)
+        ax1.hist(g, bins=bins, color=plotting.PALETTE[0])
+        v = np.sort(g)
         ax2.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=plotting.PALETTE[0])
         for i, (q, ms) in enumerate(a.stats.gaps_ms.items()):
-            ax2.axvline(ms, color=plotting.PALETTE[1 + i], ls=":", label=f"p{q:g} = {ms:.2f} ms")
-        ax2.legend(loc="lower right", fontsize=8)
+            ax2.axvline(ms, color=plotting.PALETTE[1 + i], ls=":", label=f"p{q:g} = {ms:.3g} ms")
+        ax2.legend(loc="upper left", fontsize=8)
+        ax1.set_xscale("log")
+        ax1.xaxis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:g}"))
     else:
         ax1.text(0.5, 0.5, "no gaps in this trace", ha="center", transform=ax1.transAxes)
-    plotting.label(ax1, "gap between streamed chunks (ms)", "gaps (count)", "Gap histogram")
-    plotting.label(ax2, "gap between streamed chunks (ms)", "fraction of gaps (1)", "Gap CDF")
+    plotting.label(ax1, "gap between streamed chunks (ms, log)", "gaps (count)", "Gap histogram")
+    plotting.label(
+        ax2, "gap between streamed chunks (ms, log)", "share of gaps (fraction)", "Gap CDF"
+    )
+    fig.suptitle(f"Gaps of one stream ({_where(a)})", fontsize=10)
     return fig
 
 
 def claim_vs_floor(a: Analysis) -> Figure:
-    """Time per output token of the claim against the batch-1 bandwidth floor, without and
-    with speculative decoding."""
+    """The claim's share of the batch-1 bandwidth ceiling (%), without and with speculative
+    decoding, with the modelling margin around 100 %."""
     fl = a.floor
     fig, ax = plt.subplots()
+    ax.axhspan(85, 115, color="0.85", label="undetermined: within 15 % of the ceiling")
+    ax.axhline(100, color="0.4", lw=0.8)
     x = np.arange(len(fl))
-    ax.bar(
-        x - 0.2,
-        fl["floor_ms_per_token"],
-        width=0.4,
-        color=plotting.PALETTE[2],
-        label="bandwidth floor per token",
-    )
-    ax.bar(
-        x + 0.2,
-        fl["claim_ms_per_token"],
-        width=0.4,
-        color=plotting.PALETTE[0],
-        label=f"claim: {a.claim_tok_s:g} tok/s",
-    )
-    ticks = [f"{r.reading}\n({r.acceptance_length:g} tokens/step)" for r in fl.itertuples()]
+    share = 100 * fl["claim_share_of_ceiling"]
+    bars = ax.bar(x, share, width=0.5, color=[plotting.PALETTE[2], plotting.PALETTE[0]])
+    for b, r in zip(bars, fl.itertuples(), strict=True):
+        ax.annotate(
+            f"{100 * r.claim_share_of_ceiling:.0f} % of {r.ceiling_tok_s:,.0f} tok/s",
+            (b.get_x() + b.get_width() / 2, b.get_height()),
+            textcoords="offset points",
+            xytext=(0, 4),
+            ha="center",
+            fontsize=9,
+        )
+    ticks = [
+        f"{r.reading}\n({r.acceptance_length:g} token{'' if r.acceptance_length == 1 else 's'} "
+        "per step)"
+        for r in fl.itertuples()
+    ]
     ax.set_xticks(x, ticks)
+    ax.set_ylim(0, max(130, 1.2 * share.max()))
     plotting.label(
         ax,
         "decode mode (acceptance length)",
-        "time per output token (ms)",
-        f"The claim against the batch-1 floor on {a.floor_gpus} x {a.params.gpu_id}",
+        "claim / bandwidth ceiling (%)",
+        f"{a.claim_tok_s:g} tok/s against the batch-1 ceiling on {a.floor_gpus} x "
+        f"{a.params.gpu_id.upper()} (modelled)",
     )
-    ax.set_ylim(0, 1.3 * max(fl["floor_ms_per_token"].max(), fl["claim_ms_per_token"].max()))
-    ax.legend(loc="upper center", ncol=2)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
     return fig
+
+
+def step_budget(a: Analysis) -> Figure:
+    """The step time the claim implies (ms), split into the bandwidth floor and what is left
+    for everything else, per MoE layer, without and with speculation."""
+    fl = a.floor
+    fig, ax = plt.subplots(figsize=(7.0, 3.0))
+    y = np.arange(len(fl))
+    ax.barh(y, fl["floor_step_ms"], color=plotting.PALETTE[2], label="streaming the bytes (floor)")
+    left = fl["claim_step_ms"] - fl["floor_step_ms"]
+    ax.barh(
+        y,
+        left,
+        left=fl["floor_step_ms"],
+        color=plotting.PALETTE[1],
+        label="left for collectives, compute, launches",
+    )
+    for i, r in enumerate(fl.itertuples()):
+        us = 1000 * (r.claim_step_ms - r.floor_step_ms) / a.moe_layers
+        ax.annotate(
+            f"{us:.3g} us per MoE layer",
+            (r.claim_step_ms, i),
+            textcoords="offset points",
+            xytext=(4, 0),
+            va="center",
+            fontsize=9,
+        )
+    ax.set_yticks(y, [f"{r.reading} ({r.acceptance_length:g})" for r in fl.itertuples()])
+    ax.set_xlim(0, 1.35 * fl["claim_step_ms"].max())
+    plotting.label(
+        ax,
+        "time of one decode step the claim implies (ms)",
+        "decode mode (tokens per step)",
+        "Where the claimed step time goes (modelled)",
+    )
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
+    return fig
+
+
+#: The chapter's figures by glue name.
+FIGURES = {
+    "fig_gaps": gaps,
+    "fig_ceiling": claim_vs_floor,
+    "fig_budget": step_budget,
+}
