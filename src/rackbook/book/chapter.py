@@ -55,7 +55,7 @@ def readings_box(outcome: Any) -> str:
 
 def flips_box(outcome: Any) -> str:
     """What would turn each verdict the other way: computed thresholds, one bullet each."""
-    body = "\n".join(f"- {f}" for f in outcome.flips) or "- nothing short of a new trace"
+    body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
     return _admonition("admonition", "What would flip it", body, "tip")
 
 
