@@ -178,55 +178,86 @@ def test_verdict_range_of_a_plain_number_and_a_bad_range():
 
 
 def test_prefix_read_model_128k():
-    r = prefill_gain.prefix_read_model("deepseek-v4.1-flash", "b300", 128_000)
-    assert r.kv_bytes_per_new_token == 128_000 * 890 == 113_920_000
-    assert r.read_s_per_new_token == pytest.approx(113_920_000 / 8e12)  # 14.24 us
-    assert r.compute_s_per_new_token == pytest.approx(16e9 / 15e15)  # 1.067 us
-    assert r.bound == "KV read" and r.tokens_per_s == pytest.approx(8e12 / 113_920_000)
-    shared = prefill_gain.prefix_read_model("deepseek-v4.1-flash", "b300", 128_000, reuse_tokens=16)
-    assert shared.read_s_per_new_token == pytest.approx(0.89e-6)  # 14.24 us / 16
-    assert shared.bound == "compute" and shared.tokens_per_s == pytest.approx(937_500)
-    assert np.isclose(float(shared), 937_500)
+    """128,000 cached tokens, FP4 KV, one GB300. Sparse read per new token: index-key scan
+    170 B x 128,000 = 21,760,000 + top-512 rows of 38 consuming layers x 288 B = 5,603,328 +
+    4 x 16,384 pool rows x 68 B = 4,456,448, total 31,819,776 B: 3.977 us at 8 TB/s. Dense:
+    (8,352 + 170) B x 128,000 = 1,090,816,000 B: 136.352 us. Compute: prefill passes the 20
+    encoder layers, 20 x 6 x 3 x 5,120 x 2,304 = 4.2467e9 routed params at FP4 (15 PFLOP/s) and
+    8e9 - 4.2467e9 = 3.7533e9 dense at FP8 (5 PFLOP/s): 2 x 4.2467e9 / 15e15 + 2 x 3.7533e9 /
+    5e15 = 2.0675 us. The read binds: 8e12 / 31,819,776 = 251,416 tok/s."""
+    r = prefill_gain.prefix_read_model("deepseek-v4.1-flash", "gb300", 128_000)
+    assert r.sparse_bytes_per_new_token == 31_819_776
+    assert r.dense_bytes_per_new_token == 1_090_816_000
+    assert r.sparse_read_s == pytest.approx(3.977472e-6)
+    assert r.dense_read_s == pytest.approx(136.352e-6)
+    assert r.compute_s_per_new_token == pytest.approx(2.06753792e-6)
+    assert r.bound == "KV read" and r.tokens_per_s == pytest.approx(251_415.97)
+    assert r.dense_tokens_per_s == pytest.approx(7_333.96)
+    # 16 new tokens share one read: 3.977 us / 16 = 0.2486 us, under the 2.0675 us of compute
+    shared = prefill_gain.prefix_read_model(
+        "deepseek-v4.1-flash", "gb300", 128_000, reuse_tokens=16
+    )
+    assert shared.sparse_read_s == pytest.approx(0.248592e-6)
+    assert shared.bound == "compute" and shared.tokens_per_s == pytest.approx(483_667.07)
+    assert np.isclose(float(shared), shared.tokens_per_s)
+    with pytest.raises(InputError, match="reuse_tokens"):
+        prefill_gain.prefix_read_model("deepseek-v4.1-flash", "gb300", 128_000, reuse_tokens=0)
+
+
+def test_removable_share_by_hand():
+    """Prefill activates 8e9 parameters, decode 16e9: running the 20 decoder layers on the last
+    window only removes 1 - 8 / 16 = 50 % of a new token's GEMM work."""
+    share, how = prefill_gain.removable_share("deepseek-v4.1-flash")
+    assert share == pytest.approx(0.5)
+    assert how == "1 - 8B prefill / 16B decode active = 50%"
 
 
 # --------------------------------------------------------------------------------------------
-# The chapter: analyse, outcome, every verdict
+# The chapter: analyse, outcome, every reading
 
 NO_GPU = {"gpus": [], "cpu_model": "test CPU", "cpu_cores": 2}
 B300 = {"gpus": [{"name": "NVIDIA B300"}]}
+MODEL = "deepseek-ai/DeepSeek-V4.1-Flash"
 
 
 def _claim_trace(tmp_path, factor, hardware, prefix=128_000, a_ttft=(0.2, 0.2, 0.2, 0.2)):
     """4 requests per config of ``prefix`` cached + 100 new tokens (run.json parameters); A's
-    TTFTs ``a_ttft`` (0.2 s: 500 new tok/s), B's ``factor`` times faster."""
+    TTFTs ``a_ttft`` (0.2 s: 500 new tok/s), B's ``factor`` times faster. On a GPU inventory
+    the trace is a recording of the claim's model (what can test the claim)."""
     t = _trace(
         tmp_path,
         [
             ("A", _result([prefix + 100] * 4, list(a_ttft))),
             ("B", _result([prefix + 100] * 4, [x / factor for x in a_ttft])),
         ],
-        parameters={"prefix_tokens": prefix},
+        parameters={"prefix_tokens": prefix, "model": MODEL},
     )
     t.run["hardware"] = hardware
+    if hardware["gpus"]:
+        t.run["kind"] = "recorded"
     return t
 
 
-def test_comparable_only_on_blackwell_near_the_claims_prefix():
-    run = {"hardware": B300}
-    assert prefill_gain.comparable_to_claim(run, 128_000, 128_000, 0.10)
-    assert prefill_gain.comparable_to_claim(run, 120_000, 128_000, 0.10)  # -6.25 %
-    assert not prefill_gain.comparable_to_claim(run, 110_000, 128_000, 0.10)  # -14.1 %
-    assert prefill_gain.comparable_to_claim(run, 110_000, 128_000, 0.15)
-    assert not prefill_gain.comparable_to_claim({"hardware": NO_GPU}, 128_000, 128_000, 0.10)
-    h100 = {"hardware": {"gpus": [{"name": "NVIDIA H100"}]}}
-    assert not prefill_gain.comparable_to_claim(h100, 128_000, 128_000, 0.10)
+def test_can_test_only_a_recording_on_blackwell_near_the_claims_prefix():
+    run = {"kind": "recorded", "hardware": B300, "parameters": {"model": MODEL}}
+    assert prefill_gain.can_test(run, 128_000, 128_000, 0.10)
+    assert prefill_gain.can_test(run, 120_000, 128_000, 0.10)  # -6.25 %
+    assert not prefill_gain.can_test(run, 110_000, 128_000, 0.10)  # -14.1 %
+    assert prefill_gain.can_test(run, 110_000, 128_000, 0.15)
+    assert not prefill_gain.can_test({**run, "hardware": NO_GPU}, 128_000, 128_000, 0.10)
+    h100 = {"gpus": [{"name": "NVIDIA H100"}]}
+    assert not prefill_gain.can_test({**run, "hardware": h100}, 128_000, 128_000, 0.10)
+    assert not prefill_gain.can_test({**run, "kind": "synthetic"}, 128_000, 128_000, 0.10)
+    assert not prefill_gain.can_test(
+        {**run, "parameters": {"model": "tiny"}}, 128_000, 128_000, 0.1
+    )
 
 
 @pytest.mark.parametrize(
     "hardware,prefix,factor,a_ttft,range_verdict,verdict",
     [
-        (NO_GPU, 128_000, 1.4, (0.2,) * 4, "inside", "not reproduced"),
-        (B300, 2_048, 1.4, (0.2,) * 4, "inside", "not reproduced"),  # prefix far from the claim's
+        (NO_GPU, 128_000, 1.4, (0.2,) * 4, "inside", "untested"),  # CPU stand-in
+        (B300, 2_048, 1.4, (0.2,) * 4, "inside", "untested"),  # prefix far from the claim's
         (B300, 128_000, 1.4, (0.2,) * 4, "inside", "consistent"),  # gain exactly +40 %
         (B300, 120_000, 1.4, (0.2,) * 4, "inside", "consistent"),  # prefix within 10 %
         (B300, 128_000, 1.5, (0.1, 0.2, 0.4, 0.5), "consistent", "consistent"),  # +50 %, wide
@@ -235,47 +266,46 @@ def test_comparable_only_on_blackwell_near_the_claims_prefix():
     ],
     ids=["cpu", "short-prefix", "inside", "prefix-near", "overlaps", "above", "below"],
 )
-def test_every_verdict(tmp_path, hardware, prefix, factor, a_ttft, range_verdict, verdict):
+def test_every_run_reading(tmp_path, hardware, prefix, factor, a_ttft, range_verdict, verdict):
+    """A 500 new tok/s, B ``factor`` x faster: gain = factor - 1 against +35 % .. +44 %. Equal
+    TTFTs give a zero-width interval; (0.1, 0.2, 0.4, 0.5) s spread it from below +44 %."""
     an = prefill_gain.analyse(_claim_trace(tmp_path, factor, hardware, prefix, a_ttft))
     assert an.gain.gain == pytest.approx(factor - 1)  # every B request is `factor`x its A twin
     assert an.trace_prefix == prefix and an.trace_new == 100
-    assert an.range_verdict.verdict == range_verdict and an.verdict == verdict
+    assert an.range_verdict.verdict == range_verdict
+    assert an.testable == (verdict != "untested")
     if range_verdict == "consistent":  # point outside, interval reaching into +35 .. +44 %
         assert an.gain.gain > 0.44 and an.gain.low <= 0.44
     out = prefill_gain.outcome(an)
-    assert out.verdict == verdict and out.reason == an.reason
-    assert [h.verdict for h in out.headlines[:3]] == [verdict] * 3
-    assert {h.claim_id for h in out.headlines[:3]} == {"prefill-gain.gain"}
-    assert {h.verdict for h in out.headlines[3:]} == {"not comparable"}
-    assert an.reason.startswith(an.range_verdict.text)
-    if verdict == "not reproduced":
-        assert an.reason.endswith("not on Blackwell GPUs with 128,000 cached tokens")
+    run = out.reading("prefill-gain.gain", "this run")
+    assert run.verdict == verdict
+    on_claim = [h for h in out.headlines if h.kind == "measured" and h.claim_id]
+    assert [h.name for h in on_claim] == ["gain", "gain_interval_low", "gain_interval_high"]
+    assert {(h.verdict, h.reason) for h in on_claim} == {(verdict, run.reason)}
+    others = [h for h in out.headlines if h.kind == "measured" and not h.claim_id]
+    assert {h.verdict for h in others} == {"not comparable"}
+    assert an.range_verdict.text in run.reason
+    if verdict == "untested":
+        assert run.reason.endswith("DeepSeek-V4.1-Flash behind 128,000 cached tokens")
+    else:
+        assert run.margin == range_verdict
 
 
-def test_outcome_by_hand(tmp_path):
-    """On B300 behind 128,000 cached tokens: A 100 / 0.2 s = 500 new tok/s, B 700 (+40 %); the
-    prefix read per new token 128,000 x 890 B over 8 TB/s = 14.24 us (no reuse: 70,224.7 tok/s),
-    shared by the 100 new tokens 0.1424 us, under the 1.067 us of compute (937,500 tok/s)."""
-    params = prefill_gain.Params(n_boot=100, level=0.8, seed=7)
-    an = prefill_gain.analyse(_claim_trace(tmp_path, 1.4, B300), params)
-    out = {h.name: h for h in prefill_gain.outcome(an).headlines}
-    assert out["gain"].value == 40.0
-    assert out["gain_interval_low"].value == out["gain_interval_high"].value == 40.0
-    assert out["new_token_tok_s_a"].value == 500.0 and out["new_token_tok_s_b"].value == 700.0
-    assert out["mean_cached_tokens"].value == 128_000.0
-    assert out["prefix_read_ceiling_no_reuse"].value == 70_224.7
-    assert out["prefix_read_ceiling_no_reuse"].kind == "modelled"
-    assert out["gain_interval_low"].definition == (
-        "lower end of the 80% bootstrap interval of the gain (100 resamples, seed 7)"
+def test_one_configuration_leaves_the_run_untested(tmp_path):
+    """Only A recorded: no gain, the reading says what is missing, the chapter still builds."""
+    t = _trace(
+        tmp_path,
+        [("A", _result([128_100] * 4, [0.2] * 4))],
+        parameters={"prefix_tokens": 128_000, "model": MODEL},
     )
-    assert an.read_reuse.bound == "compute" and an.read_reuse.tokens_per_s == pytest.approx(937_500)
-    v = an.values()
-    assert (v["a_tok_s"], v["b_tok_s"]) == (pytest.approx(500.0), pytest.approx(700.0))
-    assert (v["claim_low_pct"], v["claim_high_pct"], v["claim_prefix"]) == (35, 44, 128_000)
-    assert v["read_us"] == pytest.approx(14.24) and v["bound_reuse"] == "compute"
-    assert an.cached_sources() == "run.json parameters.prefix_tokens (8 requests)"
-    parameters = prefill_gain.outcome(an).parameters
-    assert (parameters["n_boot"], parameters["level"], parameters["seed"]) == (100, 0.8, 7)
+    t.run["kind"], t.run["hardware"] = "recorded", B300
+    an = prefill_gain.analyse(t)
+    out = prefill_gain.outcome(an)
+    run = out.reading("prefill-gain.gain", "this run")
+    assert an.gain is None and run.verdict == "untested"
+    assert run.reason.startswith("no usable request of configuration B")
+    assert "gain" not in {h.name for h in out.headlines}
+    assert an.values()["range_verdict"] == "untested" and np.isnan(an.values()["gain_pct"])
 
 
 def _edited_registry(**fields):
@@ -290,49 +320,148 @@ def _edited_registry(**fields):
     return parse_claims(raw, "edited")
 
 
+@pytest.mark.parametrize(
+    "high,ratio,verdict",
+    [(44, 0.611, "possible"), (100, 1.0, "undetermined"), (200, 1.33, "impossible")],
+)
+def test_every_physics_reading(tmp_path, high, ratio, verdict):
+    """The claim's top gain g removes 1 - 1 / (1 + g) of a new token's time; the decoder replay
+    layers remove up to 50 % of its GEMM work. +44 %: 30.56 % / 50 % = 0.611 (possible);
+    +100 %: 50 % / 50 % = 1.0 (within the 15 % margin: undetermined); +200 %: 66.7 % / 50 % =
+    1.33 (impossible). The range comes from a copy of the registry."""
+    reg = _edited_registry(values={"low": 35, "high": high})
+    out = prefill_gain.outcome(
+        prefill_gain.analyse(_claim_trace(tmp_path, 1.4, NO_GPU), registry=reg)
+    )
+    r = out.reading("prefill-gain.gain", "physics")
+    assert r.verdict == verdict and r.margin == f"{ratio:.3g}x the removable share"
+    assert f"+35% to +{high}% on new tokens removes 25.9% to " in r.reason
+    h = {x.name: x for x in out.headlines}["removable_share"]
+    assert (h.value, h.kind, h.verdict) == (50.0, "modelled", verdict)
+
+
+@pytest.mark.parametrize(
+    "removable,verdict",
+    [(0.40, "possible"), (0.30, "undetermined"), (0.25, "impossible")],
+)
+def test_physics_reading_against_the_removable_share(removable, verdict):
+    """+35 % .. +44 % needs 30.56 % of the time removed: over 40 % removable 0.764 (possible),
+    over 30 % 1.019 (undetermined), over 25 % 1.22 (impossible, above 1.15)."""
+    r = prefill_gain.gain_physics(0.35, 0.44, removable, "by hand")
+    assert r.verdict == verdict and r.reading == "physics"
+
+
+def test_published_reading_is_none_published_until_the_registry_lands(tmp_path):
+    """evidence.py is a placeholder: the only published word it gives is "none published"."""
+    out = prefill_gain.outcome(prefill_gain.analyse(_claim_trace(tmp_path, 1.4, B300)))
+    assert out.reading("prefill-gain.gain", "published").verdict == "none published"
+
+
+def test_outcome_by_hand(tmp_path):
+    """On B300 behind 128,000 cached tokens: A 100 / 0.2 s = 500 new tok/s, B 700 (+40 %); the
+    prefix read per new token (sparse) 31,819,776 B over 8 TB/s = 3.977 us against 2.0675 us of
+    compute (no reuse: 251,416.0 tok/s); shared by the 100 new tokens 0.0398 us, under the
+    compute: 483,667 tok/s."""
+    params = prefill_gain.Params(n_boot=100, level=0.8, seed=7)
+    an = prefill_gain.analyse(_claim_trace(tmp_path, 1.4, B300), params)
+    out = {h.name: h for h in prefill_gain.outcome(an).headlines}
+    assert out["gain"].value == 40.0
+    assert out["gain_interval_low"].value == out["gain_interval_high"].value == 40.0
+    assert out["new_token_tok_s_a"].value == 500.0 and out["new_token_tok_s_b"].value == 700.0
+    assert out["mean_cached_tokens"].value == 128_000.0
+    assert out["prefix_read_ceiling_no_reuse"].value == 251_416.0  # 251,415.97 to one decimal
+    assert out["prefix_read_ceiling_no_reuse"].kind == "modelled"
+    assert out["gain_interval_low"].definition == (
+        "lower end of the 80% bootstrap interval of the gain (100 resamples, seed 7)"
+    )
+    assert an.read_reuse.bound == "compute"
+    assert an.read_reuse.tokens_per_s == pytest.approx(483_667.07)
+    v = an.values()
+    assert (v["a_tok_s"], v["b_tok_s"]) == (pytest.approx(500.0), pytest.approx(700.0))
+    assert (v["claim_low_pct"], v["claim_high_pct"], v["claim_prefix"]) == (35, 44, 128_000)
+    assert v["sparse_read_us"] == pytest.approx(3.977472) and v["bound_reuse"] == "compute"
+    assert v["read_over_compute"] == pytest.approx(3.977472 / 2.06753792)
+    assert v["need_low_pct"] == pytest.approx(100 * (1 - 1 / 1.35))  # 25.93 %
+    assert v["need_high_pct"] == pytest.approx(100 * (1 - 1 / 1.44))  # 30.56 %
+    assert (v["n_a"], v["n_b"], v["testable"]) == (4, 4, True)
+    assert (v["v_physics"], v["v_published"], v["v_this_run"]) == (
+        "possible",
+        "none published",
+        "consistent",
+    )
+    assert v["serve_args_a"] == v["serve_args_b"] == "not recorded"
+    assert v["batched_tokens_a"] == "vLLM's default"
+    # +44 % needs 30.56 % removed: undetermined below 30.56 / 0.85 = 35.9 %, impossible below
+    # 30.56 / 1.15 = 26.6 % (the 15 % modelling margin)
+    flips = prefill_gain.outcome(an).flips
+    assert flips[0].startswith("physics: undetermined if the decoder replay layers could remove")
+    assert "less than 35.9 % of a new token's GEMM work, impossible below 26.6 %" in flips[0]
+    assert an.cached_sources() == "run.json parameters.prefix_tokens (8 requests)"
+    parameters = prefill_gain.outcome(an).parameters
+    assert (parameters["n_boot"], parameters["level"], parameters["seed"]) == (100, 0.8, 7)
+
+
+def test_the_shipped_trace_names_the_knob_that_separates_a_and_b():
+    """The shipped CPU trace: A and B differ only by the chunked-prefill token budget."""
+    an = prefill_gain.analyse(read_trace(paths.TRACES / "prefill-gain"))
+    v = an.values()
+    assert v["serve_args_a"] == "--max-num-batched-tokens 64"
+    assert v["serve_args_b"] == "--max-num-batched-tokens 2048"
+    assert (v["batched_tokens_a"], v["batched_tokens_b"]) == (64, 2048)
+    assert not an.testable and v["v_this_run"] == "untested"
+
+
 def test_the_range_comes_from_the_registry():
     """Move the published range to +50 % .. +60 % in a copy of the registry: the shipped trace's
     gain (+65.7 %, interval +53.1 % .. +78.6 %) turns from above the range to overlapping it,
-    and no headline quotes +35 % or +44 % any more."""
+    and no headline quotes +35 % or +44 % any more (the run stays untested: a CPU stand-in)."""
     tr = read_trace(paths.TRACES / "prefill-gain")
     before = prefill_gain.outcome(prefill_gain.analyse(tr))
-    assert "vs published +35% .. +44%: above" in before.reason
+    reason = before.reading("prefill-gain.gain", "this run").reason
+    assert "vs published +35% .. +44%: above" in reason
     an = prefill_gain.analyse(tr, registry=_edited_registry(values={"low": 50, "high": 60}))
     assert (an.claim_low, an.claim_high) == (0.5, 0.6)
-    assert an.range_verdict.verdict == "consistent" and an.verdict == "not reproduced"
+    assert an.range_verdict.verdict == "consistent"
     out = prefill_gain.outcome(an)
-    assert out.reason != before.reason
-    assert "vs published +50% .. +60%: consistent" in out.reason
-    text = " ".join(h.definition + " " + h.reason for h in out.headlines) + out.reason
+    run = out.reading("prefill-gain.gain", "this run")
+    assert run.verdict == "untested" and run.reason != reason
+    assert "vs published +50% .. +60%: consistent" in run.reason
+    text = " ".join(h.definition + " " + h.reason for h in out.headlines) + run.reason
     assert "+35%" not in text and "+44%" not in text
     assert an.values()["claim_low_pct"] == 50 and an.values()["claim_high_pct"] == 60
 
 
 def test_the_cached_prefix_comes_from_the_registry():
-    """Halve the claim's cached prefix: the roofline ceiling doubles (8 TB/s over 64,000 x 890 B
-    = 140,449.4 tok/s) and no headline quotes 128,000 any more."""
+    """Halve the claim's cached prefix: the sparse read per new token falls to 170 x 64,000 +
+    5,603,328 + 4,456,448 = 20,939,776 B, still above the compute time: the ceiling rises to
+    8e12 / 20,939,776 = 382,048.0 tok/s, and no headline quotes 128,000 any more."""
     tr = read_trace(paths.TRACES / "prefill-gain")
     reg = _edited_registry(context_tokens={"low": 64_000, "high": 64_000})
     out = prefill_gain.outcome(prefill_gain.analyse(tr, registry=reg))
     h = {x.name: x for x in out.headlines}
-    assert h["prefix_read_ceiling_no_reuse"].value == 140_449.4
-    text = " ".join(x.definition + " " + x.reason for x in out.headlines) + out.reason
+    assert h["prefix_read_ceiling_no_reuse"].value == 382_048.0  # 382,048.02 to one decimal
+    run = out.reading("prefill-gain.gain", "this run")
+    text = " ".join(x.definition + " " + x.reason for x in out.headlines) + run.reason
     assert "128,000" not in text and "64,000 cached tokens" in text
 
 
-def test_figures_draw_from_the_analysis(tmp_path):
+@pytest.mark.parametrize("hardware", [NO_GPU, B300], ids=["stand-in", "testable"])
+def test_figures_draw_from_the_analysis(tmp_path, hardware):
+    """Every figure has units; legends sit outside the axes; the published range shares the
+    gain's axis only when the trace can test the claim."""
     import matplotlib
 
     matplotlib.use("Agg")
     from rackbook.book.figures import prefill_gain as figures
 
-    an = prefill_gain.analyse(_claim_trace(tmp_path, 1.4, B300), prefill_gain.Params(n_boot=10))
-    for draw, lines in [
-        (figures.throughput_distribution, 4),  # two steps, two statistic lines
-        (figures.gain_against_range, 1),  # the zero line (the point is an errorbar)
-        (figures.prefix_read_ceiling, 3),  # two curves, the claim's prefix
-    ]:
+    an = prefill_gain.analyse(_claim_trace(tmp_path, 1.4, hardware), prefill_gain.Params(n_boot=10))
+    assert set(figures.FIGURES) == {"fig_distribution", "fig_gain", "fig_ceiling"}
+    for name, draw in figures.FIGURES.items():
         fig = draw(an)
         ax = fig.axes[0]
-        assert "(" in ax.get_xlabel() and len(ax.get_lines()) >= lines
+        assert "(" in ax.get_xlabel() and ax.get_legend() is None and fig.legends
+        if name == "fig_gain":
+            spans = [p for p in ax.patches if p.get_label() == "published range"]
+            assert len(spans) == (hardware is B300)
+            assert ("CPU stand-in" in ax.get_title()) == (hardware is NO_GPU)
         matplotlib.pyplot.close(fig)

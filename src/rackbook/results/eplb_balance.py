@@ -56,7 +56,9 @@ CALIBRATION_CLAIM = BEFORE
 class Spec:
     """Parameters of the synthetic default trace.
 
-    ``ep_size`` EP ranks (DeepInfer's decode ran DEP64, per claims-context.md "DeepInfer");
+    ``ep_size`` EP ranks (64: the decode workers of this project's GB300 layout,
+    ``env/cluster/topology.yaml``, decode DEP64, which follows the DeepInfer benchmark settings
+    the write-up reports; no public source for those settings was located);
     ``redundant`` redundant physical experts (64: 384 + 64 = 448 = 7 per rank);
     ``batch_per_rank`` decode sequences per rank per step (tokens); ``windows`` decode steps
     drawn; ``seed`` of the generator; the layer/expert/top-k shape comes from the model catalog.
@@ -618,6 +620,14 @@ class Analysis:
     skew: float
     sweeps: dict[str, pd.DataFrame]
     claim_readings: list[headline.ClaimReading]
+
+    @property
+    def testable(self) -> bool:
+        """True when the trace can test the claims: a recording on Blackwell GPUs serving
+        DeepSeek-V4.1-Flash (the condition of :func:`run_reading`)."""
+        return self.trace.kind != "synthetic" and verdicts.can_test(
+            self.trace.run, verdicts.BLACKWELL
+        )
 
     def describe(self) -> str:
         """What the trace holds, how the synthetic one was made, and what vLLM logged."""
