@@ -166,9 +166,7 @@ def markdown_reference() -> str:
     """The trace format as Markdown tables (for the book's reference page)."""
     out = [__doc__.strip().split("\n\n")[0], ""]
     out.append("## run.json\n\n| field | required | meaning |\n|---|---|---|")
-    out += [
-        f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |" for k, (r, d) in RUN_FIELDS.items()
-    ]
+    out += [f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |" for k, (r, d) in RUN_FIELDS.items()]
     for table, cols in TABLES.items():
         opt = " (optional)" if table in EXTRA_TABLES else ""
         out += ["", f"## {table}.parquet{opt}", "", "| column | type | null | unit | meaning |"]
