@@ -350,6 +350,8 @@ class Recorder:
             if urls:
                 eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
                 eng["import_s"] = client.preload()
+                if pool is None:
+                    eng["presample_s"] = self._presample(todo, urls, client)
             else:
                 for k in range(phase.servers):
                     srv = VllmServer(
@@ -363,6 +365,10 @@ class Recorder:
                     srv.start()
                     self.commands.append(srv.command)
                 eng["import_s"] = client.preload()  # overlaps the servers' start-up
+                if pool is None:  # the points' prompts too (sampling is client work)
+                    eng["presample_s"] = self._presample(
+                        todo, [s.base_url for s in servers], client
+                    )
                 for srv in servers:
                     srv.wait_healthy()
                 urls = [srv.base_url for srv in servers]
@@ -413,6 +419,7 @@ class Recorder:
             bar.close()
             eng.update(duty_cycle(windows, t_up, t_wall0))
         finally:
+            client.forget_samples()
             if pool is not None:
                 pool.close()
             for i, srv in enumerate(servers):
@@ -421,6 +428,17 @@ class Recorder:
                     eng["servers"][i]["sigkill_needed"] = killed
                     eng["servers"][i]["survivors"] = group_members(srv.pgid or 0)
             self._save_info()
+
+    def _presample(self, todo: list[PlanPoint], urls: list[str], client: Any) -> float:
+        """Draw every point's prompts before the servers are up (vLLM's own sampling, the
+        same prompts its client would draw at the start of each point), so that the sweep's
+        wall time after start-up is spent serving; seconds taken."""
+        total = 0.0
+        for pt in todo:
+            names = pt.raw_names()
+            for k, u in enumerate(urls[: pt.shards]):
+                total += client.presample(self._bench_point(pt, u, k, names[k])[0])
+        return total
 
     def run_point(
         self,
