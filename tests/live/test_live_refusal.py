@@ -134,3 +134,13 @@ def test_convert_writes_validity_and_accepted_invalid_into_run_json(tmp_path):
     v = run["validity"]["single-user"]
     assert (v["requests"], v["valid"], v["flagged"]) == (4, 0, 4)
     assert "0 valid requests" in v["reason"]
+
+
+def test_cli_passes_accept_invalid_to_the_recorder(monkeypatch):
+    from rackbook.cli import build_parser as cli_parser
+    from rackbook.live import record_argv
+
+    args = cli_parser().parse_args(["record", "single-user", "--accept-invalid"])
+    assert record_argv(args)[-1] == "--accept-invalid"
+    args = cli_parser().parse_args(["record", "single-user"])
+    assert "--accept-invalid" not in record_argv(args)
