@@ -4,8 +4,9 @@
 #   bash env/record/single-user.sh                        # -> data/traces/single-user (+ .raw/)
 #   OUT=/tmp/x bash env/record/single-user.sh -p NAME VALUE  # extra recorder arguments pass through
 #
-# One server; 4 requests sent one at a time (concurrency 1): 128 prompt tokens, 512 output
-# tokens each (ignore-eos): per-token gaps of one stream.
+# One server; 32 requests sent one at a time (concurrency 1): 128 prompt tokens, 512 output
+# tokens each (ignore-eos): per-token gaps of one stream (32 requests: a median and a spread,
+# not an anecdote; about a minute on the pinned CPU engine).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -13,4 +14,4 @@ OUT="${OUT:-data/traces/single-user}"
 bash env/live/setup.sh >/dev/null
 .venv-live/bin/python env/live/tiny_model.py >/dev/null
 exec .venv-live/bin/python -m rackbook.live.record single-user -o "$OUT" \
-  -p input_len 128 -p output_len 512 -p num_requests 4 -p seed 0 "$@"
+  -p input_len 128 -p output_len 512 -p num_requests 32 -p seed 0 "$@"

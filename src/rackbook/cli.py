@@ -209,6 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
         "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
     )
     s.add_argument("--resume", action="store_true")
+    s.add_argument(
+        "--accept-invalid",
+        action="store_true",
+        help="keep points whose requests fail the validity checks (run.json says so)",
+    )
 
     s = sub.add_parser("recipes", help="generate cluster recipes from the topology file")
     s.add_argument("--topology", default="env/cluster/topology.yaml")

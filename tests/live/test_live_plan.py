@@ -65,6 +65,8 @@ def test_rack_scaling_plan_shards_per_replica():
         ("2x", 2, 128, 384),
     ]  # random part = input_len - prefix_len
     assert ph.points[1].raw_names() == ["2x.s0.json", "2x.s1.json"]
+    # each point its own prompts (shard k adds k): 2x's first shard never repeats 1x's prompts
+    assert [p.seed for p in ph.points] == [0, 16]
     with pytest.raises(InputError) as exc:
         scenario("rack-scaling", {"prefix_len": "512", "input_len": "512"})
     assert exc.value.field == "prefix_len"

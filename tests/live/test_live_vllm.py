@@ -146,7 +146,8 @@ def test_record_small_sweep_against_endpoint(tmp_path, tiny_model):
         out = tmp_path / "trace"
         r = subprocess.run(
             [str(live_python()), "-m", "rackbook.live.record", "decode-parity", "-o", str(out),
-             "--endpoint", url, "--no-progress", *SMALL, "-p", "model", str(tiny_model)],
+             "--endpoint", url, "--no-progress", *SMALL, "-p", "model", str(tiny_model),
+             "--accept-invalid"],  # an unpinned attached server: this checks the harness
             env=env, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         assert r.returncode == 0, r.stderr[-3000:]
@@ -186,6 +187,9 @@ def test_record_small_sweep_against_endpoint(tmp_path, tiny_model):
         cmd = next(c for c in run["commands"] if "--max-concurrency 4" in c)
         assert cmd.startswith("vllm bench serve --backend vllm --base-url " + url)
         assert 0 < run["duty_cycle"] <= 1
+        assert isinstance(run["accepted_invalid"], list) and set(run["validity"]) == set(
+            t.points["point_id"]
+        )
 
         # the in-process client writes what `vllm bench serve` writes: same keys
         raw = Path(str(out) + ".raw")
@@ -265,9 +269,11 @@ def test_resume_after_the_server_died_mid_sweep(tmp_path, tiny_model):
     finished points are kept (not re-measured) and run.json still holds the failure."""
     out = tmp_path / "trace"
     raw = Path(str(out) + ".raw")
+    # --accept-invalid: this checks resume, not measurement validity
     args = [str(live_python()), "-m", "rackbook.live.record", "context-latency", "-o", str(out),
             "--no-progress", "-p", "context_lengths", "32,64,96,128", "-p", "output_len", "256",
-            "-p", "num_requests", "16", "-p", "max_model_len", "512"]  # fmt: skip
+            "-p", "num_requests", "16", "-p", "max_model_len", "512",
+            "--accept-invalid"]  # fmt: skip
     rec = subprocess.Popen(args, env=vllm_environ(), stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)  # fmt: skip
     pgid = None

@@ -428,6 +428,11 @@ def _header(topo: Topology, comment: str = "#") -> str:
             for n, w in topo.workers.items()
         )
         + f"; {topo.total_gpus} GPUs, {topo.total_nodes} nodes of {topo.system.gpus_per_node}.\n"
+        f"{comment} Run the benchmark client (vllm bench serve, rackbook record --endpoint) on its "
+        "own host or cores,\n"
+        f"{comment} never on a serving node's busy CPUs: a starved client records token bursts, "
+        "not the engine\n"
+        f"{comment} (book/methodology.md, Measurement validity).\n"
     )
 
 

@@ -14,6 +14,13 @@ requests of a measured window of length ``duration`` (seconds):
 - ``mean_``/``median_``/``std_`` (population, ``np.std``)/``pNN_`` (``np.percentile``, linear)
   of each, in milliseconds; an empty set gives 0, as in vLLM.
 
+Validity (:mod:`rackbook.core.validity`): the figures above are vLLM's, over *all* successful
+requests, so that they agree with vLLM's own result JSON. Beside them a summary gives
+``valid_requests`` (successful requests that pass the validity checks: no burst delivery, no
+chunk gaps far below the engine's step, client and server token counts agree) and
+``flagged_share`` (flagged / successful), per point and overall; a streamed summary (below)
+does not check them and gives None.
+
 Size and method (measurements in ``benchmarks/README.md``):
 
 - :func:`summarize` takes a trace in memory, :func:`summarize_path` a trace folder. A folder of
@@ -54,7 +61,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -147,9 +154,19 @@ class PointMetrics:
     point_id: str
     scenario: dict[str, Any]
     metrics: BenchmarkMetrics
+    #: successful requests that pass :mod:`rackbook.core.validity`'s checks (None: not checked)
+    valid_requests: int | None = None
+    #: flagged / successful requests (None: not checked)
+    flagged_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"point_id": self.point_id, **self.scenario, **self.metrics.to_dict()}
+        return {
+            "point_id": self.point_id,
+            **self.scenario,
+            **self.metrics.to_dict(),
+            "valid_requests": self.valid_requests,
+            "flagged_share": self.flagged_share,
+        }
 
 
 @dataclass(frozen=True)
@@ -161,13 +178,20 @@ class TraceSummary:
     kind: str
     metrics: BenchmarkMetrics
     points: list[PointMetrics]
+    #: over all points: valid requests and flagged / successful (None: not checked, as when
+    #: a large trace is streamed by :func:`summarize_path`)
+    valid_requests: int | None = None
+    flagged_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``rackbook summarize --json``: vLLM's keys at the top level, plus ``points``."""
+        """``rackbook summarize --json``: vLLM's keys at the top level, plus ``valid_requests``
+        and ``flagged_share`` (:mod:`rackbook.core.validity`) and ``points``."""
         return {
             "trace_id": self.trace_id,
             "kind": self.kind,
             **self.metrics.to_dict(),
+            "valid_requests": self.valid_requests,
+            "flagged_share": self.flagged_share,
             "points": [p.to_dict() for p in self.points],
         }
 
@@ -597,7 +621,29 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
         code = row_code[trace.itl["request_row"].to_numpy()]
         keep = code >= 0
         acc.add_itl(code[keep], trace.itl["itl_s"].to_numpy(dtype=np.float64)[keep])
-    return acc.result(trace.trace_id, trace.kind)
+    return with_validity(acc.result(trace.trace_id, trace.kind), trace)
+
+
+def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
+    """``summary`` with the valid-request counts and flagged shares of ``trace``
+    (:func:`rackbook.core.validity.point_validity`); vLLM's figures are left as they are."""
+    from rackbook.core import validity
+
+    pv = validity.point_validity(trace).set_index("point_id")
+    points = []
+    for p in summary.points:
+        if p.point_id in pv.index:
+            r = pv.loc[p.point_id]
+            p = replace(p, valid_requests=int(r["valid"]), flagged_share=float(r["flagged_share"]))
+        points.append(p)
+    succ = int(pv["successful"].sum()) if len(pv) else 0
+    flagged = int(pv["flagged"].sum()) if len(pv) else 0
+    return replace(
+        summary,
+        points=points,
+        valid_requests=int(pv["valid"].sum()) if len(pv) else 0,
+        flagged_share=flagged / succ if succ else 0.0,
+    )
 
 
 def _check_points(path: Path, pts: pd.DataFrame) -> None:
@@ -682,6 +728,17 @@ def format_summary(summary: TraceSummary) -> str:
             (f"P99 {m.upper()} (ms)", f"p99_{m}_ms", "{:.2f}"),
         ]
     lines += [f"  {label:<36} {fmt.format(s[key])}" for label, key, fmt in rows]
+    if s["valid_requests"] is None:
+        lines.append(f"  {'Valid requests':<36} not checked (trace streamed)")
+    else:
+        lines.append(f"  {'Valid requests':<36} {s['valid_requests']:d}")
+        lines.append(f"  {'Flagged share':<36} {s['flagged_share']:.1%}")
+        for p in s["points"]:
+            if p["flagged_share"]:
+                lines.append(
+                    f"    point {p['point_id']}: {p['valid_requests']} valid, "
+                    f"{p['flagged_share']:.1%} flagged"
+                )
     return "\n".join(lines)
 
 

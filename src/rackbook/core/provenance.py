@@ -73,7 +73,9 @@ def scrub_files(folder: Path, root: Path = ROOT) -> list[Path]:
 
 
 def project_commit() -> str:
-    """This project's git commit (with ``+dirty`` when the tree has changes), or ``unknown``."""
+    """This project's git commit (with ``+dirty`` when tracked files have changes), or
+    ``unknown``. Changes under ``data/traces/`` do not count: a recording rewrites the shipped
+    trace it makes, which must not mark its own provenance dirty."""
     try:
         sha = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
@@ -83,7 +85,8 @@ def project_commit() -> str:
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--"]
+            + [".", ":(exclude)data/traces"],
             capture_output=True,
             text=True,
             timeout=10,

@@ -180,6 +180,8 @@ def record_argv(args: argparse.Namespace) -> list[str]:
         argv += ["-p", name, value]
     if args.resume:
         argv.append("--resume")
+    if getattr(args, "accept_invalid", False):
+        argv.append("--accept-invalid")
     return argv
 
 

@@ -103,6 +103,8 @@ class BenchClient:
         self._parser: Any = None
         self.import_s: float | None = None
         self.redact = Redactor([api_key()])
+        #: vLLM's samples per point (flags as a tuple): :meth:`presample`
+        self._samples: dict[tuple[str, ...], Any] = {}
 
     def preload(self) -> float:
         """Import ``vllm.benchmarks.serve`` and build its parser; seconds taken."""
@@ -117,16 +119,57 @@ class BenchClient:
             self.import_s = time.monotonic() - t0
         return float(self.import_s or 0.0)
 
+    def _sample(self, argv: Sequence[str]) -> Any:
+        """vLLM's own dataset sampling for the point with flags ``argv`` (``get_samples`` with
+        the tokenizer ``vllm bench serve`` loads): the requests its ``main`` would draw."""
+        from vllm.tokenizers import get_tokenizer
+
+        args = self._parser.parse_args(list(argv))
+        tok = get_tokenizer(
+            args.tokenizer or args.model,
+            tokenizer_mode=args.tokenizer_mode,
+            trust_remote_code=args.trust_remote_code,
+        )
+        with contextlib.redirect_stdout(io.StringIO()):
+            return self._serve.get_samples(args, tok)
+
+    def presample(self, argv: Sequence[str]) -> float:
+        """Draw the point's prompts now (while its server starts), so that :meth:`run` does
+        not draw them between the server being up and the measured window; seconds taken.
+
+        The samples are the ones ``vllm bench serve`` draws itself: the same function on the
+        same flags (vLLM's random dataset seeds its own generator from ``--seed``).
+        """
+        self.preload()
+        key = tuple(argv)
+        t0 = time.monotonic()
+        if key not in self._samples:
+            self._samples[key] = self._sample(argv)
+        return time.monotonic() - t0
+
+    def forget_samples(self) -> None:
+        """Drop the prompts drawn by :meth:`presample`."""
+        self._samples.clear()
+
     def run(self, argv: Sequence[str]) -> dict[str, Any]:
         """Run one point with ``vllm bench serve`` flags ``argv``; return vLLM's result dict.
 
         The detailed JSON is written by vLLM itself (``--save-result --save-detailed``).
+        Prompts drawn by :meth:`presample` for the same flags are handed to vLLM's ``main`` in
+        place of drawing them again.
         """
         self.preload()
         args = self._parser.parse_args(list(argv))
         buf = io.StringIO()
-        with contextlib.redirect_stdout(buf):
-            result = self._serve.main(args)
+        cached = self._samples.get(tuple(argv))
+        draw = self._serve.get_samples
+        if cached is not None:
+            self._serve.get_samples = lambda *_a, **_k: list(cached)
+        try:
+            with contextlib.redirect_stdout(buf):
+                result = self._serve.main(args)
+        finally:
+            self._serve.get_samples = draw
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "a", encoding="utf-8") as fh:
@@ -138,7 +181,6 @@ class BenchClient:
         """Token ids of the prompts the point with flags ``argv`` will send (vLLM's own
         dataset sampling, same seed), tokenized as the server tokenizes a completion prompt."""
         self.preload()
-        from vllm.benchmarks.datasets import get_samples
         from vllm.tokenizers import get_tokenizer
 
         args = self._parser.parse_args(list(argv))
@@ -147,8 +189,7 @@ class BenchClient:
             tokenizer_mode=args.tokenizer_mode,
             trust_remote_code=args.trust_remote_code,
         )
-        with contextlib.redirect_stdout(io.StringIO()):
-            reqs = get_samples(args, tok)
+        reqs = self._samples.get(tuple(argv)) or self._sample(argv)
         return [list(tok.encode(r.prompt)) for r in reqs]
 
 

@@ -21,6 +21,14 @@ Layout written (``OUT`` is the trace folder)::
       vllm-serve*.log    the servers' logs;  bench*.log: the bench clients' printout
       record.json        what happened: commands, timings, duty cycles (copied to run.json)
 
+Each point is checked as it finishes (:mod:`rackbook.core.validity`: burst delivery, chunk
+gaps far below the engine's step, client/server token counts). When more than
+``MAX_FLAGGED_SHARE`` (2 %) of its requests are flagged the point is run once more (the
+refused attempt's raw results move to ``rejected/``); if the second attempt is flagged too
+the recording stops (exit 2) with the point and the reason, kept in record.json
+``validity``. ``--accept-invalid`` keeps such a point instead, and run.json then lists it in
+``accepted_invalid``.
+
 ``--resume`` keeps finished points and runs the missing ones; a failed point (its server
 died, or every request failed) is recorded in record.json ``failures`` with the server's last
 log lines and its request counts, then the recording stops (exit 2); rerunning with
@@ -35,6 +43,7 @@ import contextlib
 import datetime as _dt
 import importlib.metadata as md
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -80,6 +89,25 @@ def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float
         "duty_cycle": windows_s / max(t_end - t_up, 1e-9),
         "wall_s": t_end - t_wall0,
     }
+
+
+#: Attempts a point gets before a flagged point is refused (or accepted with --accept-invalid).
+MAX_ATTEMPTS = 2
+#: ``=1`` acts as --accept-invalid (for harness checks on small sweeps of a shared machine, such
+#: as env/record/ci-suite.sh, whose notebook path cannot pass the flag).
+ACCEPT_INVALID_ENV = "RACKBOOK_ACCEPT_INVALID"
+
+
+def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
+    """What the recorder does with a point after attempt number ``attempt`` (1-based), given
+    the validity check's ``reason`` (None: the point passed): ``"keep"``, ``"rerun"`` (once,
+    up to :data:`MAX_ATTEMPTS`), ``"accept"`` (flagged, kept because of --accept-invalid) or
+    ``"refuse"`` (stop the recording)."""
+    if reason is None:
+        return "keep"
+    if attempt < MAX_ATTEMPTS:
+        return "rerun"
+    return "accept" if accept_invalid else "refuse"
 
 
 def _say(msg: str) -> None:
@@ -152,8 +180,10 @@ class Recorder:
         serve_extra: list[str] | None = None,
         resume: bool = False,
         progress: bool = True,
+        accept_invalid: bool = False,
     ) -> None:
         self.sc = sc
+        self.accept_invalid = accept_invalid
         self.output = output
         self.raw = output.with_name(output.name + ".raw")
         self.endpoints = [e.rstrip("/") for e in (endpoints or [])]
@@ -171,6 +201,8 @@ class Recorder:
             "phases": {},
             "failures": [],
             "sessions": [],
+            "validity": {},
+            "accepted_invalid": [],
         }
         old = self.raw / "record.json"
         if resume and old.exists():
@@ -179,7 +211,8 @@ class Recorder:
                 raise InputError(
                     old, "parameters", "differ from this run's: resume with the same -p values"
                 )
-            for k in ("points", "engines", "phases", "failures", "sessions", "commands"):
+            keep = ("points", "engines", "phases", "failures", "sessions", "commands")
+            for k in (*keep, "validity", "accepted_invalid"):
                 if k in prev:
                     self.info[k] = prev[k]
         self.commands: list[str] = list(self.info.get("commands", []))
@@ -193,6 +226,7 @@ class Recorder:
             {
                 "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                 "resume": resume,
+                "accept_invalid": accept_invalid,
                 "cpu_layout": self.cpu_layout.label(),
             }
         )
@@ -320,6 +354,8 @@ class Recorder:
             if urls:
                 eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
                 eng["import_s"] = client.preload()
+                if pool is None:
+                    eng["presample_s"] = self._presample(todo, urls, client)
             else:
                 for k in range(phase.servers):
                     srv = VllmServer(
@@ -333,6 +369,10 @@ class Recorder:
                     srv.start()
                     self.commands.append(srv.command)
                 eng["import_s"] = client.preload()  # overlaps the servers' start-up
+                if pool is None:  # the points' prompts too (sampling is client work)
+                    eng["presample_s"] = self._presample(
+                        todo, [s.base_url for s in servers], client
+                    )
                 for srv in servers:
                     srv.wait_healthy()
                 urls = [srv.base_url for srv in servers]
@@ -374,11 +414,16 @@ class Recorder:
                 eng["warmup_s"] = time.monotonic() - t0
             bar = self._bar(f"{sc.name} {phase.label}", len(todo))
             for pt in todo:
-                windows += self.run_point(phase, pt, urls, servers, client, pool, command_line)
+                for attempt in range(1, MAX_ATTEMPTS + 1):
+                    windows += self.run_point(phase, pt, urls, servers, client, pool, command_line)
+                    reason = self.point_refusal(phase, pt)
+                    if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
+                        break
                 bar.update(1)
             bar.close()
             eng.update(duty_cycle(windows, t_up, t_wall0))
         finally:
+            client.forget_samples()
             if pool is not None:
                 pool.close()
             for i, srv in enumerate(servers):
@@ -387,6 +432,17 @@ class Recorder:
                     eng["servers"][i]["sigkill_needed"] = killed
                     eng["servers"][i]["survivors"] = group_members(srv.pgid or 0)
             self._save_info()
+
+    def _presample(self, todo: list[PlanPoint], urls: list[str], client: Any) -> float:
+        """Draw every point's prompts before the servers are up (vLLM's own sampling, the
+        same prompts its client would draw at the start of each point), so that the sweep's
+        wall time after start-up is spent serving; seconds taken."""
+        total = 0.0
+        for pt in todo:
+            names = pt.raw_names()
+            for k, u in enumerate(urls[: pt.shards]):
+                total += client.presample(self._bench_point(pt, u, k, names[k])[0])
+        return total
 
     def run_point(
         self,
@@ -483,6 +539,54 @@ class Recorder:
         self._save_info()
         return window
 
+    def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
+        """The validity check of a finished online point (its raw results and counters)."""
+        import pandas as pd
+
+        from rackbook.core import validity
+
+        t = self._point_frames(phase, pt)
+        rows, _ = self._metric_rows(pt.point_id)
+        if rows:
+            t.extra["server_metrics"] = pd.DataFrame(rows)
+        return validity.refusal(t, pt.point_id)
+
+    def judge(
+        self, point_id: str, attempt: int, reason: str | None, names: list[str], folder: str
+    ) -> bool:
+        """Record attempt ``attempt`` of a point and act on :func:`decide`: True when the point
+        is kept, False when it must run again (its raw results moved to ``rejected/``);
+        raises :class:`InputError` (one line: the point and the reason) when refused."""
+        action = decide(reason, attempt, self.accept_invalid)
+        v = self.info["validity"].setdefault(point_id, {"attempts": []})
+        if attempt == 1:
+            v["attempts"] = []
+        v["attempts"].append({"attempt": attempt, "flagged": reason})
+        v["outcome"] = action
+        if action == "accept" and point_id not in self.info["accepted_invalid"]:
+            self.info["accepted_invalid"].append(point_id)
+        if action in ("rerun", "refuse"):  # never kept as done (--resume runs it again)
+            for name in names:
+                src = raw_file(self.raw / folder / name)
+                if src.exists():
+                    dst = self.raw / "rejected" / f"{Path(name).stem}.{attempt}{src.suffix}"
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    src.replace(dst)
+        self._save_info()
+        if action == "rerun":
+            _say(f"{point_id}: {reason}; running the point once more")
+            return False
+        if action == "refuse":
+            raise InputError(
+                self.raw / "record.json",
+                point_id,
+                f"refused after {attempt} attempts: {reason} (record.json validity; "
+                "--accept-invalid keeps such points)",
+            )
+        if action == "accept":
+            _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
+        return True
+
     def _fail(
         self,
         pt: PlanPoint,
@@ -568,12 +672,17 @@ class Recorder:
         bar = self._bar("vllm-offline", len(todo))
         for b in todo:
             pid = sc.point_id("offline", b)
-            doc = engine.run_batch(
-                b, sc.input_len, sc.output_len, sc.prompts_per_batch, seed=sc.seed, warmup=sc.warmup
-            )
-            doc.update({"point_id": pid, "engine": "vllm-offline", "scenario": sc.name})
-            atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
-            windows += doc["measured_s"]
+            for attempt in range(1, MAX_ATTEMPTS + 1):
+                doc = engine.run_batch(
+                    b, sc.input_len, sc.output_len, sc.prompts_per_batch, seed=sc.seed,
+                    warmup=sc.warmup,
+                )  # fmt: skip
+                doc.update({"point_id": pid, "engine": "vllm-offline", "scenario": sc.name})
+                atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
+                windows += doc["measured_s"]
+                reason = self.offline_refusal(pid, b)
+                if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
+                    break
             self.info["points"][pid] = {
                 "engine": "vllm-offline",
                 "batch_size": b,
@@ -593,6 +702,14 @@ class Recorder:
         eng.update(duty_cycle(windows, t_ready, t_wall0))
         del engine
         self._save_info()
+
+    def offline_refusal(self, pid: str, b: int) -> str | None:
+        """The validity check of a finished offline batch (its raw result)."""
+        from rackbook.core import importers, validity
+
+        path = self.raw / "offline" / f"b{b}.json"
+        t = importers.vllm_bench_frames(path, {"engine": "vllm-offline"}, point_id=pid)
+        return validity.refusal(t, pid)
 
     # ------------------------------------------------------------------ conversion
     def _point_frames(self, phase: Phase, pt: PlanPoint) -> Any:
@@ -671,31 +788,47 @@ class Recorder:
         parts = []
         metric_rows: list[dict[str, Any]] = []
         discrepancy: dict[str, Any] = {}
+        frames = []
         for phase in self.phases:
             for pt in phase.points:
                 t = self._point_frames(phase, pt)
                 rows, hits = self._metric_rows(pt.point_id)
-                metric_rows += rows
-                ok = t.requests["success"]
-                n_ok = int(ok.sum())
-                if pt.prefix_len and n_ok and hits == n_ok * pt.prefix_len:
-                    # the counters confirm that every request found exactly the prefix cached
-                    cached = [pt.prefix_len if s else None for s in ok]
-                    t.requests["cached_prompt_tokens"] = pd.array(cached, dtype="Int64")
-                rec = self.info["points"].get(pt.point_id, {})
-                client_out = int(t.requests.loc[ok, "output_tokens"].sum())
-                gen = rec.get("server_generation_tokens")
-                discrepancy[pt.point_id] = {
-                    "client_output_tokens": client_out,
-                    "server_generation_tokens": gen,
-                    "client_minus_server": None if gen is None else client_out - gen,
-                    "server_prefix_cache_hits": hits,
-                }
-                extra_run = t.run
-                t.run = {}
-                if extra_run:
-                    rec["shard_offsets_s"] = extra_run.get("shard_offsets_s")
-                parts.append(t)
+                frames.append((pt, t, rows, hits, int(t.requests["success"].sum())))
+        # One way of counting cached prompt tokens for every point of the trace: per request
+        # (cached_prompt_tokens = the warmed prefix) only when the counters confirm, at every
+        # prefix point, that each request found exactly the prefix cached; otherwise no point
+        # gets the column and readers use the counters' hit rate at every point.
+        prefixed = [(pt, hits, n_ok) for pt, _, _, hits, n_ok in frames if pt.prefix_len]
+        per_request = bool(prefixed) and all(
+            n_ok and hits == n_ok * pt.prefix_len for pt, hits, n_ok in prefixed
+        )
+        if prefixed:
+            self.info["cached_tokens_method"] = (
+                "requests: every prefix point's counters confirm one cached prefix per request"
+                if per_request
+                else "server_metrics: prefix-cache counters at every point (at least one "
+                "point's hits differ from requests x prefix_len)"
+            )
+        for pt, t, rows, hits, _n_ok in frames:
+            metric_rows += rows
+            ok = t.requests["success"]
+            if per_request:
+                cached = [pt.prefix_len if s else None for s in ok]
+                t.requests["cached_prompt_tokens"] = pd.array(cached, dtype="Int64")
+            rec = self.info["points"].get(pt.point_id, {})
+            client_out = int(t.requests.loc[ok, "output_tokens"].sum())
+            gen = rec.get("server_generation_tokens")
+            discrepancy[pt.point_id] = {
+                "client_output_tokens": client_out,
+                "server_generation_tokens": gen,
+                "client_minus_server": None if gen is None else client_out - gen,
+                "server_prefix_cache_hits": hits,
+            }
+            extra_run = t.run
+            t.run = {}
+            if extra_run:
+                rec["shard_offsets_s"] = extra_run.get("shard_offsets_s")
+            parts.append(t)
         if isinstance(sc, DecodeParity) and "offline" in sc.engines:
             for b in sc.batch_sizes:
                 path = raw_file(self.raw / "offline" / f"b{b}.json")
@@ -709,6 +842,7 @@ class Recorder:
                 t.points["concurrency"] = pd.array([None], dtype="Int64")
                 parts.append(t)
         self.info["client_server_discrepancy"] = discrepancy
+        self.info.setdefault("accepted_invalid", [])
         win = wall = 0.0
         for e in [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]:
             win += e.get("windows_s", 0.0)
@@ -759,6 +893,7 @@ class Recorder:
             notes=notes.strip(),
             record=self.info,
             raw_dir=str(self.raw.name),
+            accepted_invalid=list(self.info.get("accepted_invalid", [])),
         )
         trace = traces.concat(parts, run)
         if "replicas" in trace.points.columns:
@@ -767,6 +902,19 @@ class Recorder:
         if metric_rows:
             trace.extra["server_metrics"] = pd.DataFrame(metric_rows)
         trace.extra.update(extra_tables)
+        from rackbook.core import validity
+
+        pv = validity.point_validity(trace)
+        trace.run["validity"] = {
+            str(r["point_id"]): {
+                "requests": int(r["requests"]),
+                "valid": int(r["valid"]),
+                "flagged": int(r["flagged"]),
+                "flagged_share": float(r["flagged_share"]),
+                "reason": str(r["reason"]),
+            }
+            for _, r in pv.iterrows()
+        }
         traces.write_trace(self.output, trace)
         return self.output
 
@@ -865,6 +1013,12 @@ def build_parser() -> argparse.ArgumentParser:
         "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
     )
     p.add_argument("--resume", action="store_true")
+    p.add_argument(
+        "--accept-invalid",
+        action="store_true",
+        help="keep points whose requests fail the validity checks (run.json accepted_invalid); "
+        f"also set by {ACCEPT_INVALID_ENV}=1",
+    )
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -884,13 +1038,13 @@ def record(args: argparse.Namespace) -> Path:
         serve_extra=serve_extra,
         resume=args.resume,
         progress=not getattr(args, "no_progress", False),
+        accept_invalid=getattr(args, "accept_invalid", False)
+        or os.environ.get(ACCEPT_INVALID_ENV) == "1",
     )
     return rec.run()
 
 
 def main(argv: list[str] | None = None) -> int:
-    import os
-
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
         os.environ.setdefault(k, v)
     os.environ.setdefault(cpus.ENV, "auto")  # so run.json environment names the layout setting

@@ -374,6 +374,10 @@ class RackScaling(Scenario):
     ``input_len`` tokens of which the first ``prefix_len`` are shared (warmed on each replica
     first), so cached input tokens appear in the prefix-cache counters. Servers are started
     once for the largest R; config ``"1x"`` uses the first.
+
+    Point k uses seeds ``seed + 16 k`` (+ shard): each point's prompts and shared prefix are
+    its own, so no point finds an earlier point's prompts in a replica's prefix cache and the
+    prefix-cache counters count the same thing (the warmed prefix) at every point.
     """
 
     replicas: tuple[int, ...] = (1, 2)
@@ -403,12 +407,12 @@ class RackScaling(Scenario):
                 self.output_len,
                 self.num_prompts,
                 self.concurrency,
-                self.seed,
+                self.seed + 16 * k,
                 prefix_len=self.prefix_len,
                 shards=r,
                 labels=(("engine", "vllm-serve"),),
             )
-            for r in sorted(set(self.replicas))
+            for k, r in enumerate(sorted(set(self.replicas)))
         )
         return [Phase("replicas", tuple(self.serve_args()), max(self.replicas), pts)]
 

@@ -1,0 +1,309 @@
+"""Which request rows of a trace measure the engine, and which measure something else.
+
+A streamed request's timestamps are taken by the benchmark client when chunks *reach* it. If
+the client (or the API server in front of the engine) cannot run while the engine produces
+tokens - on the project's 2-core machines the CPU engine's busy-polling threads starved them -
+the tokens queue up and arrive in one burst at the end: the time to first token is then nearly
+the whole request, the gaps between chunks are microseconds, and the row says when the client
+woke up, not how fast the engine decoded. Such rows must not be fitted, plotted or averaged
+as engine figures. This module flags them, one request at a time, with three checks:
+
+(a) **burst delivery** (:data:`BURST_MIN_TOKENS`, :data:`BURST_DECODE_SHARE`);
+(b) **tiny gaps**: chunk gaps below the clock's resolution, or far below the engine's own
+    per-token time on the same point (:data:`CLOCK_RESOLUTION_S`, :data:`MIN_GAP_SHARE`);
+(c) **token mismatch**: the client's token counts disagree with the servers' Prometheus
+    counters over the same point (:data:`TOKEN_MISMATCH_REL`).
+
+Only successful requests are checked; a failed request is never valid (vLLM already counts it
+as failed) and is not counted as flagged. ``flagged_share`` is flagged / successful requests.
+
+* :func:`check_requests` - one row per request with the outcome of every check;
+* :func:`point_validity` - per point: requests, valid, flagged, flagged_share, enough, reason;
+* :func:`valid_requests` - the trace's request rows that are valid (original index kept, so
+  ``itl.request_row`` still finds them);
+* :func:`refusal` - the recorder's decision for one point (more than :data:`MAX_FLAGGED_SHARE`
+  flagged).
+
+:func:`rackbook.core.metrics.summarize` keeps vLLM's figures on all rows (so they agree with
+vLLM's own result JSON) and adds ``valid_requests`` and ``flagged_share``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import server_metrics, traces
+
+#: (a) A request is checked for burst delivery only when it generated more than this many
+#: tokens: with a handful of tokens the decode window is legitimately short next to prefill
+#: (prefill-gain asks for 4 output tokens), so a small decode share means nothing there.
+BURST_MIN_TOKENS = 8
+
+#: (a) Burst delivery: more than :data:`BURST_MIN_TOKENS` tokens generated, but the decode
+#: window (e2el - ttft) is under this share of the end-to-end latency. On the shipped CPU
+#: recordings an honest stream spends 40-99 % of its life decoding (128-token prompts, 32-512
+#: output tokens; long-context prefill of 3,584 tokens still leaves decode over 40 %), while a
+#: burst delivers hundreds of tokens within 0.1-1 % of the request (single-user: TTFT 1.625 s
+#: of 1.628 s for 512 tokens). 10 % sits an order of magnitude from both. A real engine can
+#: spend over 90 % of a request in prefill and queueing only when it generates very few tokens
+#: per prompt token, which the token floor and (b) cover.
+BURST_DECODE_SHARE = 0.10
+
+#: (b) Gaps below this (seconds) cannot be an engine step: vLLM's bench client stamps chunks
+#: with ``time.perf_counter`` (nanosecond ticks on Linux), but reading, parsing and stamping a
+#: chunk in its asyncio loop alone takes microseconds, so consecutive stamps under 1 us are two
+#: chunks read from one buffer, not two steps. No engine, CPU or GPU, steps in under 1 us.
+CLOCK_RESOLUTION_S = 1e-6
+
+#: (b) A request whose median chunk gap is under this share of the engine's per-token time on
+#: the same point got its tokens in bunches: one real gap, then several chunks already waiting.
+#: The engine's time is the servers' own mean inter-token latency over the point
+#: (``vllm:inter_token_latency_seconds`` sum / count, measured in the engine's process from
+#: engine timestamps: :data:`ENGINE_STEP_COUNTERS`), else the median TPOT of the point's
+#: requests not flagged by (a), else of all its requests. An honest stream's median gap is
+#: within a factor of two of that (batching and scheduling jitter); the shipped bursts sat at
+#: 1/1000 of it (0.003 ms against 3.0 ms). One tenth leaves an order of magnitude either side.
+MIN_GAP_SHARE = 0.10
+
+#: (b) A request needs at least this many gaps for its median gap to say anything.
+MIN_GAPS = 2
+
+#: (b) Server histograms (sum, count; seconds) giving the engine's per-token time, tried in
+#: order; a ``_total``-less name is how :func:`server_metrics.counter_deltas` returns them.
+ENGINE_STEP_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("vllm:inter_token_latency_seconds_sum", "vllm:inter_token_latency_seconds_count"),
+    ("vllm:time_per_output_token_seconds_sum", "vllm:time_per_output_token_seconds_count"),
+)
+
+#: (c) Token counters compared with the client's sums over a point's successful requests:
+#: (server counter, request column). vLLM's ``vllm:generation_tokens_total`` and
+#: ``vllm:prompt_tokens_total`` count every token the engine generated / was prompted with.
+TOKEN_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("vllm:generation_tokens", "output_tokens"),
+    ("vllm:prompt_tokens", "prompt_tokens"),
+)
+
+#: (c) Largest tolerated relative difference between client and server token counts over a
+#: point. Both are exact integers and agree exactly on every shipped recording; a difference
+#: means the window served traffic the client did not send (the counters cannot be attributed
+#: to its requests) or the client lost chunks. The 0.5 % slack admits a stray token or two,
+#: never a lost stream (one request of 100 is 1 %). A point with failed requests is only
+#: flagged when the client counted *more* than the servers (the servers count the failed
+#: requests' tokens, the client does not). Every successful request of a flagged point is
+#: flagged: the mismatch cannot be pinned on one of them.
+TOKEN_MISMATCH_REL = 0.005
+
+#: Fewest valid requests a point needs to be reported as a measurement (a median of one or
+#: two values is a sample, not a statistic); a point with fewer is reported as "too few valid
+#: requests", never fitted.
+MIN_VALID_PER_POINT = 3
+
+#: Largest share of a point's successful requests that may be flagged before the point is
+#: refused by the recorder (one request in 50). Above it the harness, not the engine, set the
+#: numbers: re-run the point or find the cause.
+MAX_FLAGGED_SHARE = 0.02
+
+CHECKS = ("burst", "tiny_gaps", "token_mismatch")
+#: Columns of :func:`point_validity`.
+POINT_COLUMNS = (
+    "point_id", "requests", "successful", "valid", "flagged", *CHECKS,
+    "flagged_share", "enough", "acceptable", "reason",
+)  # fmt: skip
+
+
+def _gaps(trace: traces.Trace) -> pd.DataFrame:
+    if not trace.itl_loaded and trace.path is not None:
+        return traces.read_table(trace.path, "itl")
+    return trace.itl
+
+
+def engine_step_s(sm: pd.DataFrame | None, point_id: str) -> float:
+    """The servers' mean time per output token over a point (seconds; NaN when absent)."""
+    if sm is None or sm.empty:
+        return float("nan")
+    d = server_metrics.counter_deltas(sm, point_id)
+    for s, c in ENGINE_STEP_COUNTERS:
+        if s in d and c in d and np.isfinite(d[s]) and d[c] > 0:
+            return float(d[s] / d[c])
+    return float("nan")
+
+
+def token_mismatch(
+    sm: pd.DataFrame | None, point_id: str, requests: pd.DataFrame
+) -> tuple[bool, str]:
+    """(client and servers disagree over the point, reason). ``requests``: the point's rows."""
+    if sm is None or sm.empty:
+        return False, ""
+    d = server_metrics.counter_deltas(sm, point_id)
+    success = requests["success"].astype(bool)
+    ok = requests[success]
+    any_failed = not bool(success.all())
+    for counter, col in TOKEN_COUNTERS:
+        if counter not in d:
+            continue
+        server, client = d[counter], float(ok[col].sum())
+        if not np.isfinite(server):
+            return True, f"{counter} went down during the point (server restart?)"
+        diff = client - server
+        if any_failed:  # the servers counted the failed requests' tokens too: only an excess
+            diff = max(diff, 0.0)  # on the client's side is a disagreement
+        if abs(diff) > TOKEN_MISMATCH_REL * max(server, client, 1.0):
+            return True, f"client counted {client:.0f} {col}, servers' {counter} {server:.0f}"
+    return False, ""
+
+
+def check_requests(trace: traces.Trace) -> pd.DataFrame:
+    """One row per request row of ``trace`` (same index): ``point_id``, ``request`` (row
+    number), ``success``, ``decode_share`` ((e2el - ttft) / e2el), ``median_gap_s``,
+    ``reference_step_s`` (the point's engine per-token time), the checks ``burst``,
+    ``tiny_gaps``, ``token_mismatch``, ``flagged`` (any check), ``valid`` (successful and not
+    flagged) and ``reason`` (empty when valid)."""
+    req = trace.requests
+    n = len(req)
+    ok = req["success"].to_numpy(dtype=bool)
+    ttft = req["ttft_s"].to_numpy(dtype=np.float64)
+    e2el = req["e2el_s"].to_numpy(dtype=np.float64)
+    out_tok = req["output_tokens"].to_numpy(dtype=np.int64)
+    pid = req["point_id"].astype(str).to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(e2el > 0, (e2el - ttft) / e2el, np.nan)
+    burst = ok & (out_tok > BURST_MIN_TOKENS) & (share < BURST_DECODE_SHARE)
+
+    gaps = _gaps(trace)
+    med = np.full(n, np.nan)
+    ngap = np.zeros(n, np.int64)
+    if len(gaps):
+        g = gaps.groupby("request_row")["itl_s"]
+        m, c = g.median(), g.size()
+        idx = m.index.to_numpy()
+        med[idx] = m.to_numpy(dtype=np.float64)
+        ngap[c.index.to_numpy()] = c.to_numpy()
+
+    sm = trace.extra.get("server_metrics")
+    ref = np.full(n, np.nan)
+    mismatch = np.zeros(n, bool)
+    why_mismatch = [""] * n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpot = np.where(out_tok > 1, (e2el - ttft) / (out_tok - 1), np.nan)
+    for p in pd.unique(pid):
+        rows = np.flatnonzero(pid == p)
+        step = engine_step_s(sm, p)
+        if not np.isfinite(step):
+            cand = rows[ok[rows] & ~burst[rows] & np.isfinite(tpot[rows])]
+            if not cand.size:
+                cand = rows[ok[rows] & np.isfinite(tpot[rows])]
+            step = float(np.median(tpot[cand])) if cand.size else np.nan
+        ref[rows] = step
+        bad, why = token_mismatch(sm, p, req.iloc[rows])
+        if bad:
+            mismatch[rows] = ok[rows]
+            for r in rows:
+                why_mismatch[r] = why
+    has_gaps = ngap >= MIN_GAPS
+    with np.errstate(invalid="ignore"):
+        below_clock = med < CLOCK_RESOLUTION_S
+        below_step = np.isfinite(ref) & (med < MIN_GAP_SHARE * ref)
+    tiny = ok & has_gaps & (below_clock | below_step)
+    flagged = burst | tiny | mismatch
+    reasons = []
+    for i in range(n):
+        if not ok[i]:
+            reasons.append("failed request")
+            continue
+        parts = []
+        if burst[i]:
+            parts.append(
+                f"burst: decode window {share[i]:.1%} of e2el for {out_tok[i]} tokens "
+                f"(< {BURST_DECODE_SHARE:.0%})"
+            )
+        if tiny[i]:
+            parts.append(
+                f"tiny gaps: median {med[i] * 1e3:.4g} ms vs engine step {ref[i] * 1e3:.4g} ms"
+                if not below_clock[i]
+                else f"tiny gaps: median {med[i] * 1e6:.3g} us below the clock's resolution"
+            )
+        if mismatch[i]:
+            parts.append(f"token mismatch: {why_mismatch[i]}")
+        reasons.append("; ".join(parts))
+    return pd.DataFrame(
+        {
+            "point_id": pid,
+            "request": np.arange(n),
+            "success": ok,
+            "decode_share": share,
+            "median_gap_s": med,
+            "reference_step_s": ref,
+            "burst": burst,
+            "tiny_gaps": tiny,
+            "token_mismatch": mismatch,
+            "flagged": flagged,
+            "valid": ok & ~flagged,
+            "reason": reasons,
+        },
+        index=req.index,
+    )
+
+
+def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per point (in ``points`` order): ``requests``, ``successful``, ``valid``, ``flagged``,
+    ``burst``, ``tiny_gaps``, ``token_mismatch`` (counts), ``flagged_share`` (flagged /
+    successful; 0 without successful requests), ``enough`` (at least
+    :data:`MIN_VALID_PER_POINT` valid), ``acceptable`` (flagged_share at most
+    :data:`MAX_FLAGGED_SHARE`) and ``reason`` (empty when enough and acceptable)."""
+    c = check_requests(trace) if checks is None else checks
+    rows = []
+    for p in trace.points["point_id"].astype(str):
+        g = c[c["point_id"] == p]
+        rows.append(_point_row(p, g))
+    return pd.DataFrame(rows, columns=POINT_COLUMNS)
+
+
+def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
+    succ = int(g["success"].sum())
+    flagged = int(g["flagged"].sum())
+    valid = int(g["valid"].sum())
+    share = flagged / succ if succ else 0.0
+    enough = valid >= MIN_VALID_PER_POINT
+    acceptable = share <= MAX_FLAGGED_SHARE
+    why = []
+    if flagged:
+        counts = ", ".join(f"{int(g[k].sum())} {k}" for k in CHECKS if g[k].any())
+        first = g.loc[g["flagged"], "reason"].iloc[0]
+        why.append(f"{flagged} of {succ} requests flagged ({share:.1%}: {counts}; e.g. {first})")
+    if not enough:
+        why.append(f"{valid} valid requests (< {MIN_VALID_PER_POINT})")
+    return {
+        "point_id": point_id,
+        "requests": len(g),
+        "successful": succ,
+        "valid": valid,
+        "flagged": flagged,
+        **{k: int(g[k].sum()) for k in CHECKS},
+        "flagged_share": share,
+        "enough": enough,
+        "acceptable": acceptable,
+        "reason": "; ".join(why) if (why and not (enough and acceptable)) else "",
+    }
+
+
+def valid_requests(trace: traces.Trace) -> pd.DataFrame:
+    """The trace's request rows that are valid (successful, no check flagged), index kept."""
+    return trace.requests[check_requests(trace)["valid"].to_numpy()]
+
+
+def refusal(trace: traces.Trace, point_id: str) -> str | None:
+    """Why the recorder must refuse ``point_id`` of ``trace`` (more than
+    :data:`MAX_FLAGGED_SHARE` of its successful requests flagged), or None when it passes."""
+    c = check_requests(trace)
+    row = _point_row(point_id, c[c["point_id"] == point_id])
+    if row["acceptable"]:
+        return None
+    counts = ", ".join(f"{row[k]} {k}" for k in CHECKS if row[k])
+    first = c.loc[(c["point_id"] == point_id) & c["flagged"], "reason"].iloc[0]
+    return (
+        f"{row['flagged']} of {row['successful']} requests flagged "
+        f"({row['flagged_share']:.1%} > {MAX_FLAGGED_SHARE:.0%}: {counts}); first: {first}"
+    )
