@@ -140,3 +140,19 @@ def evidence_markdown(result: str) -> str:
 
 def _md_cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("$", "\\$").replace("\n", " ")
+
+
+def validity_warning(trace: Any) -> str:
+    """A warning admonition with the counts when the analysis left flagged requests out
+    (:func:`rackbook.core.validity.valid_trace`); empty when none was flagged."""
+    s = getattr(trace, "screening", None)
+    if s is None or not s.flagged:
+        return ""
+    return _admonition(
+        "warning",
+        "",
+        f"Measurement validity: {s.text()} A flagged request is one whose timestamps measure "
+        "the client rather than the engine (tokens delivered in one burst, gaps below the "
+        "clock's resolution or far below the engine's step) or whose token counts disagree "
+        "with the server's; see the methodology's section on measurement validity.",
+    )

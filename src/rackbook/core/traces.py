@@ -33,6 +33,8 @@ class Trace:
     #: False when read with ``read_trace(itl=False)``: ``itl`` is then empty, not the gaps, and
     #: :func:`rackbook.core.metrics.summarize` streams them from ``path``/itl.parquet instead.
     itl_loaded: bool = True
+    #: What :func:`rackbook.core.validity.valid_trace` left out (None: not screened).
+    screening: Any = None
 
     @property
     def trace_id(self) -> str:

@@ -30,6 +30,8 @@ vLLM's own result JSON) and adds ``valid_requests`` and ``flagged_share``.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -307,3 +309,76 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
         f"{row['flagged']} of {row['successful']} requests flagged "
         f"({row['flagged_share']:.1%} > {MAX_FLAGGED_SHARE:.0%}: {counts}); first: {first}"
     )
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What :func:`valid_trace` left out of a trace: successful requests checked, flagged (and
+    by which check), and the points dropped because flagging left them fewer than
+    :data:`MIN_VALID_PER_POINT` valid requests."""
+
+    successful: int
+    flagged: int
+    by_check: dict[str, int]
+    dropped_points: tuple[str, ...]
+
+    @property
+    def share(self) -> float:
+        """Flagged over successful requests (0 without successful requests)."""
+        return self.flagged / self.successful if self.successful else 0.0
+
+    def text(self) -> str:
+        """One sentence for the chapter: what was left out and why (empty when nothing was)."""
+        if not self.flagged:
+            return ""
+        counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.by_check.items() if n)
+        out = (
+            f"{self.flagged} of {self.successful} successful requests ({self.share:.1%}) were "
+            f"flagged ({counts}) and are left out of every figure, fit and headline"
+        )
+        if self.dropped_points:
+            out += (
+                f"; point{'s' if len(self.dropped_points) > 1 else ''} "
+                f"{', '.join(self.dropped_points)} kept fewer than {MIN_VALID_PER_POINT} valid "
+                "requests and are reported, not fitted"
+            )
+        return out + "."
+
+
+def valid_trace(trace: traces.Trace) -> tuple[traces.Trace, Screening]:
+    """The trace without its flagged requests (their gaps too; failed requests stay, for the
+    error counts) and without the points flagging left with fewer than
+    :data:`MIN_VALID_PER_POINT` valid requests; and what was left out. Request rows are
+    renumbered and ``itl.request_row`` follows them."""
+    c = check_requests(trace)
+    pv = point_validity(trace, c)
+    dropped = tuple(str(p) for p in pv.loc[(pv["flagged"] > 0) & ~pv["enough"], "point_id"])
+    keep = ~(c["success"].to_numpy(bool) & c["flagged"].to_numpy(bool))
+    keep &= ~trace.requests["point_id"].astype(str).isin(dropped).to_numpy()
+    screening = Screening(
+        int(c["success"].sum()),
+        int((c["success"] & c["flagged"]).sum()),
+        {k: int((c["success"] & c[k]).sum()) for k in CHECKS},
+        dropped,
+    )
+    if keep.all():
+        return dataclasses.replace(trace, screening=screening), screening
+    new_pos = np.cumsum(keep) - 1
+    itl = trace.itl
+    if len(itl):
+        rr = itl["request_row"].to_numpy()
+        itl = itl[keep[rr]].copy()
+        itl["request_row"] = new_pos[itl["request_row"].to_numpy()].astype(
+            trace.itl["request_row"].dtype
+        )
+        itl = itl.reset_index(drop=True)
+    out = dataclasses.replace(
+        trace,
+        requests=trace.requests[keep].reset_index(drop=True),
+        itl=itl,
+        points=trace.points[~trace.points["point_id"].astype(str).isin(dropped)].reset_index(
+            drop=True
+        ),
+        screening=screening,
+    )
+    return out, screening

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import metrics
+from rackbook.core import metrics, validity
 from rackbook.core.traces import Trace, point_batch
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
@@ -780,6 +780,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     of a decode step at both ends against the claimed delta, and the latency the two claims
     imply. The published figures, their tolerances and (unless ``params.lo`` / ``params.hi``
     are set) the pair of contexts come from the claims registry."""
+    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     p = params
     reg = registry or load_claims()
     span = claimed_span(reg)

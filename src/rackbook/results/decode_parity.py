@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace, point_batch
 from rackbook.inputs import catalogs
@@ -246,6 +247,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     ``params.batch_sizes``, the ceilings, and the claim's three readings (the band from the
     claims registry unless ``params.band_pct`` is set). A trace with one engine only (a reader's
     own vLLM run, say) builds the chapter with the readings it cannot make left untested."""
+    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     reg = registry or load_claims()
     band = params.band_pct if params.band_pct is not None else reg.value(CLAIM_ID)
     table = throughput_table(trace)

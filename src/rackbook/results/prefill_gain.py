@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
@@ -518,6 +519,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     bootstrap interval against the published range, the prefix-read roofline behind the
     claim's cached prefix, and the claim's three readings (range and prefix from the claims
     registry). A trace with one configuration only builds the chapter with the gain untested."""
+    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     reg = registry or load_claims()
     claim = reg.get(CLAIM_ID)
     rng = reg.range(CLAIM_ID)

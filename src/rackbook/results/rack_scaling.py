@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.server_metrics import prefix_cache_hit_rate
 from rackbook.core.traces import Trace
@@ -1070,6 +1071,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     and rental price, and the three readings of each claim (a trace tests them only when
     recorded on GB300 GPUs, at least the rack's count, serving DeepSeek-V4.1-Flash; it tests
     the cost read as token revenue per GPU-hour at InferenceX's token prices)."""
+    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     p = params
     reg = registry or load_claims()
     tok_s, speedup, usd = (

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core import validity
 from rackbook.core.server_metrics import counter_deltas
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
@@ -448,6 +449,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     """One stream's speed and gaps on ``trace``, the claim against the batch-1 floor, the
     per-GPU readings and the verdict; the claim's figure, its GPU count (unless
     ``params.floor_gpus`` is set) and the rack figure come from the claims registry."""
+    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     reg = registry or load_claims()
     claim = reg.get(CLAIM_ID)
     claim_tok_s = reg.value(CLAIM_ID)
