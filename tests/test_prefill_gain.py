@@ -414,23 +414,23 @@ def test_the_shipped_trace_names_the_knob_that_separates_a_and_b():
 
 
 def test_the_range_comes_from_the_registry():
-    """Move the published range to +50 % .. +60 % in a copy of the registry: the shipped trace's
-    gain (+65.7 %, interval +53.1 % .. +78.6 %) turns from above the range to overlapping it,
+    """Move the published range to +58 % .. +65 % in a copy of the registry: the shipped trace's
+    gain (+55.1 %, interval +51.4 % .. +58.2 %) turns from above the range to overlapping it,
     and no headline quotes +35 % or +44 % any more (the run stays untested: a CPU stand-in)."""
     tr = read_trace(paths.TRACES / "prefill-gain")
     before = prefill_gain.outcome(prefill_gain.analyse(tr))
     reason = before.reading("prefill-gain.gain", "this run").reason
     assert "vs published +35% .. +44%: above" in reason
-    an = prefill_gain.analyse(tr, registry=_edited_registry(values={"low": 50, "high": 60}))
-    assert (an.claim_low, an.claim_high) == (0.5, 0.6)
+    an = prefill_gain.analyse(tr, registry=_edited_registry(values={"low": 58, "high": 65}))
+    assert (an.claim_low, an.claim_high) == (0.58, 0.65)
     assert an.range_verdict.verdict == "consistent"
     out = prefill_gain.outcome(an)
     run = out.reading("prefill-gain.gain", "this run")
     assert run.verdict == "untested" and run.reason != reason
-    assert "vs published +50% .. +60%: consistent" in run.reason
+    assert "vs published +58% .. +65%: consistent" in run.reason
     text = " ".join(h.definition + " " + h.reason for h in out.headlines) + run.reason
     assert "+35%" not in text and "+44%" not in text
-    assert an.values()["claim_low_pct"] == 50 and an.values()["claim_high_pct"] == 60
+    assert an.values()["claim_low_pct"] == 58 and an.values()["claim_high_pct"] == 65
 
 
 def test_the_cached_prefix_comes_from_the_registry():

@@ -327,13 +327,14 @@ def test_analysis_by_hand(tmp_path):
     assert "unknown" in h["measured_cached_input_tok_s"].reason
 
 
-def test_the_shipped_trace_is_a_stand_in_that_shrank():
-    """Two CPU servers sharing two cores: 7,944.9 tok/s on one, 5,189.4 on two (0.65x); per
-    replica, not per GPU, and every this-run reading untested."""
+def test_the_shipped_trace_is_a_stand_in():
+    """Two CPU servers sharing two cores (engines pinned to one, front ends to the other):
+    10,890.4 tok/s on two, 1.08x one; per replica, not per GPU, and every this-run reading
+    untested."""
     an = rack_scaling.analyse(read_trace(paths.TRACES / "rack-scaling"))
     v = an.values()
     assert an.unit == "replica" and not an.testable
-    assert v["scaling_change"] == "shrank to 0.65x" and v["nx_units"] == "2 replicas"
+    assert v["scaling_change"] == "grew to 1.08x" and v["nx_units"] == "2 replicas"
     out = rack_scaling.outcome(an)
     for claim in ("throughput", "speedup", "cost"):
         r = out.reading(f"rack-scaling.{claim}", "this run")
@@ -517,7 +518,9 @@ def test_tables_show_dollars_literally_and_say_what_is_unknown():
     thr = an.throughput_markdown()
     assert "at most 241,834" in thr and "fits if at least 74.7% cached" in thr
     assert "| rack total / GPUs | 13,250 | 13,250 | 241,834 (decode) | 0.0548x |" in thr
-    assert "| 2x (2 replicas) | 576.6 | 1,135.5 | 3,477.4 | 5,189.4 |" in an.accounting_markdown()
+    assert (
+        "| 2x (2 replicas) | 1,210.0 | 2,401.7 | 7,278.8 | 10,890.4 |" in an.accounting_markdown()
+    )
     assert an.ceilings_markdown().startswith("$$ C_\\text{decode}")
 
 
