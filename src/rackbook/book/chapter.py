@@ -104,8 +104,7 @@ def evidence_markdown(result: str) -> str:
             continue
         out += [
             "",
-            "| source | system | as published | in the claim's unit | used | differs from the "
-            "claim in |",
+            "| source | system | as published | value | used | differs from the claim in |",
             "|---|---|---|---|---|---|",
         ]
         for r in pts.to_dict("records"):
@@ -118,7 +117,9 @@ def evidence_markdown(result: str) -> str:
                 if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
                 else f" x {int(gpus)}"
             )
-            system = _md_cell(f"{r['hardware']}{n}, {r['model']}, {r['engine']}")
+            parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.strip(" x")]
+            parts += [str(r[k]) for k in ("model", "engine") if _known(r[k])]
+            system = _md_cell(", ".join(p for p in parts if p) or "not stated")
             value = r.get("value")
             finite = isinstance(value, (int, float)) and math.isfinite(value)
             shown = "-"
@@ -136,6 +137,11 @@ def evidence_markdown(result: str) -> str:
             )
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def _known(x: object) -> bool:
+    """A table field that holds something (not None, NaN or empty)."""
+    return not (x is None or (isinstance(x, float) and x != x) or str(x).strip() in ("", "nan"))
 
 
 def _md_cell(text: object) -> str:
