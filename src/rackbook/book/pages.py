@@ -432,6 +432,28 @@ def bibliography(registry: Registry | None = None) -> str:
     return "\n".join(out)
 
 
+def parameters_page() -> str:
+    """The notebooks' parameter vocabulary, read from the notebooks themselves
+    (``papermill.inspect_notebook``): one row per name, its meaning (the cell's comment, first
+    chapter that declares it) and the chapters that declare it with their defaults."""
+    import papermill
+
+    declared: dict[str, dict[str, str]] = {}
+    helps: dict[str, str] = {}
+    for r in paths.RESULTS:
+        for name, info in papermill.inspect_notebook(str(paths.NOTEBOOKS / f"{r}.ipynb")).items():
+            declared.setdefault(name, {})[r] = str(info.get("default"))
+            helps.setdefault(name, str(info.get("help") or ""))
+    rows = ["| parameter | meaning | declared by (default) |", "|---|---|---|"]
+    for name in sorted(declared, key=lambda n: (-len(declared[n]), n)):
+        by = "; ".join(f"{r} (`{_cell(d)}`)" for r, d in declared[name].items())
+        if len(declared[name]) == len(paths.RESULTS):
+            ds = set(declared[name].values())
+            by = "every chapter" + (f" (`{_cell(ds.pop())}`)" if len(ds) == 1 else f": {by}")
+        rows.append(f"| `{name}` | {_cell(helps[name])} | {by} |")
+    return "\n".join(rows) + "\n"
+
+
 def generate(folder: Path, executed: Path) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -442,6 +464,7 @@ def generate(folder: Path, executed: Path) -> list[Path]:
         atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
         atomic_write_text(folder / "claims.md", claims_page()),
         atomic_write_text(folder / "check-examples.md", check_page()),
+        atomic_write_text(folder / "parameters.md", parameters_page()),
         atomic_write_text(folder / "references.bib", bibliography()),
         atomic_write_text(
             folder / "metric-translation.md",

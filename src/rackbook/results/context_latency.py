@@ -555,8 +555,8 @@ class Params(headline.Params):
     bytes per GPU (``None``: derived from the model entry), the share of HBM vLLM may use, and
     the relative tolerance of KV bytes per token a trace reports (block rounding)."""
 
-    model: str = "deepseek-v4.1-flash"
-    gpu: str = "gb300"
+    model_id: str = "deepseek-v4.1-flash"
+    gpu_id: str = "gb300"
     kv_dtype: str = "fp4"
     lo: int | None = None
     hi: int | None = None
@@ -788,7 +788,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     hi = int(p.hi) if p.hi is not None else span[1]
     claim_ms, claim_pct = reg.value(DELTA_ID), reg.value(DELTA_PCT_ID)
     tol_ms, tol_pct = reg.tolerance(DELTA_ID), reg.tolerance(DELTA_PCT_ID)
-    m, hw = catalogs.as_model(p.model), catalogs.as_gpu(p.gpu)
+    m, hw = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)
     kvb = {d: roofline.kv_bytes(m, d) for d in catalogs.PRECISIONS}
     weights = roofline.storage(m)
     w_per_gpu = float(
@@ -911,7 +911,7 @@ def outcome(a: Analysis) -> headline.Outcome:
             value=round(1000 * g.growth.sparse_ms, 3),
             unit="us",
             definition=f"extra context reads per decode step of {_n(p.batch, 'sequence')} growing "
-            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {p.gpu} HBM "
+            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {p.gpu_id} HBM "
             "bandwidth",
             claim_id=DELTA_ID,
             kind="modelled",
@@ -953,7 +953,7 @@ def outcome(a: Analysis) -> headline.Outcome:
             name="sequences_per_gpu_at_hi",
             value=int(a.at.loc[a.hi, "sequences_per_gpu"]),
             unit="sequences",
-            definition=f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one {p.gpu} "
+            definition=f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one {p.gpu_id} "
             f"after {a.w_per_gpu / 1e9:.1f} GB of weights, at {p.memory_fraction:g} of HBM",
             reason="the write-up gives no capacity figure",
             **not_claimed,
@@ -988,8 +988,8 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"reads consistent within +/-{a.tolerance_ms:g} ms of the claim, inconsistent outside",
     ]
     parameters = {
-        "model": p.model,
-        "gpu": p.gpu,
+        "model_id": p.model_id,
+        "gpu_id": p.gpu_id,
         "kv_dtype": p.kv_dtype,
         "lo": a.lo,
         "hi": a.hi,
