@@ -97,7 +97,7 @@ def test_generation_is_deterministic(topo, tmp_path):
     assert topology.render_recipes(topo) == topology.render_recipes(again)
     a = topology.write_recipes(topo, tmp_path / "a")
     b = topology.write_recipes(again, tmp_path / "b")
-    assert [p.name for p in a] == list(topology.RECIPE_FILES)
+    assert [str(p.relative_to(tmp_path / "a")) for p in a] == list(topology.RECIPE_FILES)
     for pa, pb in zip(a, b, strict=True):
         assert pa.read_bytes() == pb.read_bytes()
 
@@ -105,7 +105,11 @@ def test_generation_is_deterministic(topo, tmp_path):
 def test_committed_recipes_are_current(topo):
     """env/cluster/generated/ is exactly what `rackbook recipes` writes now (never stale)."""
     want = topology.render_recipes(topo)
-    have = sorted(p.name for p in GENERATED.iterdir() if not p.name.startswith("."))
+    have = sorted(
+        str(p.relative_to(GENERATED))
+        for p in GENERATED.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    )
     assert have == sorted(want), "run `rackbook recipes` and commit env/cluster/generated/"
     for name, text in want.items():
         assert (GENERATED / name).read_text(encoding="utf-8") == text, (
@@ -337,7 +341,8 @@ def test_yaml_syntax_error_names_line(tmp_path):
 def test_cli_writes_recipes(run_cli, tmp_path):
     code, out, err = run_cli("recipes", "--topology", str(DEFAULT), "-o", str(tmp_path / "g"))
     assert code == 0, err
-    assert sorted(p.name for p in (tmp_path / "g").iterdir()) == sorted(topology.RECIPE_FILES)
+    got = sorted(str(p.relative_to(tmp_path / "g")) for p in (tmp_path / "g").rglob("*.*"))
+    assert got == sorted(topology.RECIPE_FILES)
     assert "68 of 72 GPUs, 17 nodes" in out
 
 
@@ -450,3 +455,25 @@ def test_kubernetes_validation_catches_a_bad_field(topo):
     bad["spec"]["replicas"] = "two"
     with pytest.raises(kv.ValidationError):
         kv.validate(bad, kv.latest_version(), strict=True)
+
+
+def test_params_files_use_only_declared_names(topo, tmp_path):
+    """Every generated params file runs: its names are parameters its notebook declares, it
+    asks for live mode, and the runner reads it (a YAML mapping)."""
+    import papermill
+
+    from rackbook import paths
+    from rackbook.book.runner import read_params_file
+
+    written = topology.write_recipes(topo, tmp_path / "g")
+    files = [p for p in written if p.parent.name == "params"]
+    assert sorted(p.stem for p in files) == sorted(paths.RESULTS)
+    for f in files:
+        declared = papermill.inspect_notebook(str(paths.NOTEBOOKS / f"{f.stem}.ipynb"))
+        values = read_params_file(f)
+        assert values["source"] == "live"
+        assert set(values) <= set(declared), (f.stem, set(values) - set(declared))
+    eplb = read_params_file(tmp_path / "g" / "params" / "eplb-balance.yaml")
+    assert (eplb["ep_size"], eplb["redundant"]) == (64, 64)  # decode DEP64, 64 redundant
+    ctx = read_params_file(tmp_path / "g" / "params" / "context-latency.yaml")
+    assert ctx["context_lengths"] == [128_000, 256_000, 512_000, 855_000]

@@ -36,6 +36,7 @@ from rackbook import paths
 from rackbook.core import fsio
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
+from rackbook.physics.units import plural
 
 #: The topology file ``rackbook recipes`` reads by default (relative to the repository root).
 DEFAULT_TOPOLOGY = "env/cluster/topology.yaml"
@@ -53,6 +54,7 @@ RECIPE_FILES: tuple[str, ...] = (
     "slurm.sbatch",
     "kubernetes.yaml",
     "notebook-parameters.json",
+    *(f"params/{r}.yaml" for r in paths.RESULTS),
 )
 
 PosInt = Annotated[int, Field(gt=0)]
@@ -414,6 +416,57 @@ def notebook_parameters(topo: Topology) -> dict[str, Any]:
     }
 
 
+def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
+    """Per result, the live parameters of its notebook for this topology, under the names the
+    notebook declares (``rackbook run RESULT --params-file params/RESULT.yaml``): the router
+    as the endpoint, the catalog ids of the model, GPU and system, the GPUs per role, EPLB's
+    ranks and redundant experts, and the claims' context lengths and cached prefix (claims
+    registry). Live lengths are the claims' where the claim states them."""
+    from rackbook.inputs.claims import load_claims
+
+    reg = load_claims()
+    system = catalogs.system(topo.system.catalog_id)
+    decode = [topo.workers[n] for n in topo.role_workers("decode")]
+    prefill_gpus = sum(topo.workers[n].gpus for n in topo.role_workers("prefill"))
+    ctx = reg.get("context-latency.delta").scope.context_tokens
+    prefix = reg.get("prefill-gain.gain").scope.context_tokens
+    ids = {"model_id": topo.model.catalog_id, "gpu_id": system.gpu}
+    url = topo.bench.endpoint
+    lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
+    return {
+        "decode-parity": {"source": "live", "endpoint": url, "input_len": 1024,
+                          "output_len": 1024},
+        "rack-scaling": {"source": "live", "endpoints": [url], "replicas": [1],
+                         "gpus_per_replica": topo.total_gpus, **ids,
+                         "system_id": topo.system.catalog_id},
+        "prefill-gain": {"source": "live", "endpoint_b": url,
+                         "prefix_tokens": prefix.high if prefix else 128_000,
+                         "new_tokens": 1024, **ids, "prefill_gpus": prefill_gpus},
+        "eplb-balance": {"source": "live", "endpoint": url,
+                         "ep_size": sum(w.gpus for w in decode),
+                         "redundant": sum(w.num_redundant_experts for w in decode)},
+        "context-latency": {"source": "live", "endpoint": url, "context_lengths": lengths,
+                            "output_len": 64, **ids},
+        "single-user": {"source": "live", "endpoint": url, "num_requests": 32, **ids},
+    }  # fmt: skip
+
+
+def _params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
+    notes = {
+        "prefill-gain": "# endpoint_a: a server WITHOUT the prefill changes (None starts one "
+        "locally); endpoint_b: the deployment below.\n",
+        "decode-parity": "# Engine B (DeepInfer's offline benchmark) is imported separately: "
+        "-p trace DIR -p engine_b deepinfer.\n",
+    }
+    body = yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=1000)
+    return (
+        _header(topo)
+        + f"# rackbook run {result} --params-file params/{result}.yaml  (-p NAME VALUE overrides)\n"
+        + notes.get(result, "")
+        + body
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # generated files
 
@@ -424,7 +477,8 @@ def _header(topo: Topology, comment: str = "#") -> str:
         f"{comment} {topo.model.hf_id} on {topo.system.catalog_id} with "
         f"{topo.vllm.image}:{topo.vllm.tag}: "
         + ", ".join(
-            f"{n}{'' if n == w.role else f' ({w.role})'} DEP{w.gpus} on {topo.nodes(n)} node(s)"
+            f"{n}{'' if n == w.role else f' ({w.role})'} DEP{w.gpus} on "
+            + plural(topo.nodes(n), "node")
             for n, w in topo.workers.items()
         )
         + f"; {topo.total_gpus} GPUs, {topo.total_nodes} nodes of {topo.system.gpus_per_node}.\n"
@@ -571,7 +625,8 @@ def slurm_script(topo: Topology) -> str:
         'wait_healthy "$ENDPOINT"',
         'echo "$ENDPOINT" > "$LOGS/endpoint"',
         'echo "endpoint: $ENDPOINT (also in $LOGS/endpoint)"',
-        'echo "run a notebook against it: rackbook run RESULT --source live -p endpoint $ENDPOINT"',
+        'echo "run a notebook against it: rackbook run RESULT --params-file"'
+        ' "params/RESULT.yaml -p endpoint $ENDPOINT"',
         "",
         "# Serve until the time limit or until any process exits.",
         "wait -n || true",
@@ -764,6 +819,7 @@ def render_recipes(topo: Topology) -> dict[str, str]:
         "slurm.sbatch": slurm_script(topo),
         "kubernetes.yaml": kubernetes_manifest(topo),
         "notebook-parameters.json": json.dumps(notebook_parameters(topo), indent=2) + "\n",
+        **{f"params/{r}.yaml": _params_yaml(topo, r, v) for r, v in params_files(topo).items()},
     }
     assert tuple(texts) == RECIPE_FILES
     return texts
@@ -777,7 +833,9 @@ def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[
     """
     out = fsio.check_output_folder(paths.resolve(out_dir))
     if out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in RECIPE_FILES)
+        foreign = sorted(
+            p.name for p in out.iterdir() if p.name not in RECIPE_FILES and p.name != "params"
+        )
         if foreign:
             raise InputError(
                 out, "output", f"holds {foreign[0]!r}, not a generated recipe: refusing to replace"
@@ -786,6 +844,7 @@ def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[
     with fsio.atomic_dir(out) as tmp:
         tmp.chmod(0o755)
         for name, text in texts.items():
+            (tmp / name).parent.mkdir(exist_ok=True)
             (tmp / name).write_text(text, encoding="utf-8")
         (tmp / "slurm.sbatch").chmod(0o755)
         (tmp / "serve-commands.sh").chmod(0o644)
@@ -800,7 +859,9 @@ def cli_recipes(args: argparse.Namespace) -> int:
         print(loader.display_path(p))
     print(
         f"{topo.model.hf_id}: "
-        + ", ".join(f"{n} DEP{w.gpus} on {topo.nodes(n)} node(s)" for n, w in topo.workers.items())
+        + ", ".join(
+            f"{n} DEP{w.gpus} on {plural(topo.nodes(n), 'node')}" for n, w in topo.workers.items()
+        )
         + f"; {topo.total_gpus} of {catalogs.system(topo.system.catalog_id).gpus} GPUs, "
         f"{topo.total_nodes} nodes; endpoint {topo.bench.endpoint}",
         file=sys.stdout,
