@@ -142,6 +142,15 @@ def test_chapter_renders(browser, site, result, tmp_path):
         text,
     )
     assert not slips, slips
+    # a URL a reader sees is a link they can follow
+    hrefs = set(re.findall(r'href="(https?://[^"]+)"', dom))
+    prose = _text(re.sub(r"(?s)<(pre|code)\b.*?</\1>", " ", dom))  # commands may show URLs
+    for url in re.findall(r"https?://[^\s<>\"')\]]+", prose):
+        assert any(h.startswith(url.rstrip(".,;:")) for h in hrefs), f"not a link: {url}"
+    # visible code fits the column (~90 characters at the book's width)
+    for block in re.findall(r'(?s)<div class="highlight[^"]*"><pre>(.*?)</pre>', dom):
+        for line in html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines():
+            assert len(line) <= 90, f"code line wider than the column: {line[:60]}..."
     # every figure is numbered and captioned
     assert dom.count('class="caption-number"') >= 1
     for h in doc["headlines"]:

@@ -22,8 +22,10 @@ _STATUS = {
 
 
 def _md(text: object) -> str:
-    """Text safe inside MyST: a ``$`` is a dollar, not the start of math."""
-    return str(text).replace("$", "\\$")
+    """Text safe inside MyST: a ``$`` is a dollar, not the start of math; a bare URL becomes a
+    link a reader can follow."""
+    text = str(text).replace("$", "\\$")
+    return re.sub(r"(?<![<(])(https?://[^\s)>\]]+[^\s)>\].,;:])", r"<\1>", text)
 
 
 def _cell(text: object) -> str:
@@ -45,7 +47,7 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
             f"- Scope: {_md(c.scope.summary())}",
             f"- Measures: {_md(c.metric.measured)}",
             f"- Source: seen in *{_md(src.title)}*; {_STATUS[c.source.status]}"
-            + (f" ({c.source.primary})" if c.source.primary else ""),
+            + (f" (<{c.source.primary}>)" if c.source.primary else ""),
             "",
         ]
     return "\n".join(out)
