@@ -386,15 +386,19 @@ _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 
 
 def data_urls() -> dict[str, list[str]]:
-    """Every URL the data files cite (claims registry, hardware and model catalogs, published
-    registry when present) -> the files citing it."""
+    """Every URL the book cites (claims registry, hardware and model catalogs, published
+    registry, chapters' and pages' prose) -> the files citing it. Placeholders such as
+    ``http://HOST:8000`` are not sources and are left out."""
     found: dict[str, list[str]] = {}
     files = [paths.ROOT / "data" / "claims.yaml", paths.ROOT / "data" / "hardware.yaml"]
     files += sorted((paths.ROOT / "data" / "models").glob("*.yaml"))
     files += sorted((paths.ROOT / "data" / "published").glob("*.yaml"))
+    files += sorted(paths.NOTEBOOKS.glob("*.ipynb")) + sorted((paths.ROOT / "book").glob("*.md"))
     for f in files:
         for url in _URL.findall(f.read_text(encoding="utf-8")):
-            url = url.rstrip(".,;")
+            url = url.rstrip(".,;`\\")
+            if "HOST" in url or "127.0.0.1" in url or "localhost" in url:
+                continue
             found.setdefault(url, [])
             rel = str(f.relative_to(paths.ROOT))
             if rel not in found[url]:
