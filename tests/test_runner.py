@@ -168,3 +168,21 @@ def test_api_key_canary_reaches_no_output(tmp_path, run_cli, monkeypatch):
     assert run_cli("run", "single-user", "--out", str(out))[0] == 0
     files = [f for f in out.rglob("*") if f.is_file()]
     assert files and all(canary.encode() not in f.read_bytes() for f in files)
+
+
+@pytest.mark.slow
+def test_a_failing_notebook_leaves_nothing_behind(tmp_path, run_cli):
+    """A corrupt Parquet table fails the notebook: one error line naming the file, exit 2, and
+    the output folders the run created are gone (not left empty)."""
+    import shutil
+
+    from rackbook import paths
+
+    trace = tmp_path / "t"
+    shutil.copytree(paths.TRACES / "single-user", trace)
+    (trace / "requests.parquet").write_bytes(b"not parquet")
+    out = tmp_path / "new" / "out"
+    code, _, err = run_cli("run", "single-user", "-p", "trace", str(trace), "--out", str(out))
+    assert code == 2 and err.count("\n") == 1
+    assert "requests.parquet" in err and "unreadable Parquet" in err
+    assert not (tmp_path / "new").exists()

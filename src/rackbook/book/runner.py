@@ -192,7 +192,17 @@ def run_result(
         )
     check_parameters(nb, params, declared, source, result)
     params |= {"source": source, "out_dir": str(out_dir)}
+    created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
     out_dir.mkdir(parents=True, exist_ok=True)
+
+    def _leave_nothing() -> None:
+        """Remove the temporary notebook and the folders this run created, if still empty."""
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        for d in created:  # deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
     final = out_dir / f"{result}.ipynb"
     tmp = out_dir / f".{result}.tmp.ipynb"
     headline = out_dir / f"{result}.json"
@@ -211,8 +221,7 @@ def run_result(
             log_output=False,
         )
     except PapermillExecutionError as exc:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        _leave_nothing()
         evalue = " ".join(str(exc.evalue).split())
         if exc.ename == "InputError" and evalue.count(": ") >= 2:
             file, field, problem = evalue.split(": ", 2)
@@ -221,8 +230,7 @@ def run_result(
             display_path(nb), f"cell {exc.exec_count}", f"{exc.ename}: {evalue}"
         ) from None
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        _leave_nothing()
         raise
     finally:
         if saved_backend is not None:
