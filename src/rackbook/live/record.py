@@ -991,6 +991,10 @@ class Recorder:
                 f"; last error line: {cause[-1].strip()}" if cause else ""
             )
             raise InputError(self.raw / "record.json", "server", self.redact(msg)) from None
+        finally:
+            # the raw artifacts a failed run leaves (and --resume keeps) are scrubbed too, so
+            # that a kept point's files are the same bytes before and after a resume
+            scrub_files(self.raw)
         if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
             self.run_offline()
         self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
