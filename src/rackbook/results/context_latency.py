@@ -513,6 +513,8 @@ def delta_run_reading(
     value = d.delta_pct if percent else d.delta_ms
     unit = "%" if percent else "ms"
     what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
+    if d.pair == "single context":
+        what = f"one context length ({d.lo:,} tokens): no delta; record at least two"
     if fit is not None and math.isfinite(fit.slope_ci_per_1k[0]) and not fit.resolved:
         what += ", a slope not resolved from zero"
     needs = "DeepSeek-V4.1-Flash on B300/GB300 at 128k and 855k tokens of context"
@@ -530,6 +532,17 @@ def delta_run_reading(
         f"{value - claim:+.3g} {unit}",
         f"{what}, claim {claim:+g} {unit} (tolerance {tolerance:g})",
     )
+
+
+def single_context(series: pd.DataFrame, metric: str = "median_tpot_ms") -> tuple[LinearFit, Delta]:
+    """The fit and delta of a series with one context length: nothing to fit (slope and
+    delta unknown, NaN) and the pair marked ``single context``, so every reading of the
+    delta is untested and says why."""
+    c, v = int(series["context_tokens"].iloc[0]), float(series[metric].iloc[0])
+    nan = float("nan")
+    why = f"{metric}: {v:.4g} ms at {c:,} tokens only: one context length, no fit, no delta"
+    fit = LinearFit(metric, v, nan, nan, 1, c, c, why)
+    return fit, Delta(c, c, v, v, nan, nan, "measured", "single context", why)
 
 
 def claimed_span(registry: Registry) -> tuple[int, int]:
@@ -806,8 +819,10 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     }
     table = decode_latency_by_context(trace)
     series = main_series(table)
-    fit = fit_linear(series)
-    measured = delta(series, lo, hi)
+    if len(series) >= 2:
+        fit, measured = fit_linear(series), delta(series, lo, hi)
+    else:  # one context length (a reader's partial trace): shown, never fitted
+        fit, measured = single_context(series)
     growth = growth_physics(
         roofline.context_growth(m, hw, lo, hi, p.kv_dtype, batch=p.batch, n_gpus=p.n_gpus),
         claim_ms,
@@ -876,7 +891,7 @@ def outcome(a: Analysis) -> headline.Outcome:
     headlines = [
         headline.Headline(
             name="decode_delta",
-            value=round(d.delta_ms, 4),
+            value=verdicts.number(d.delta_ms, 4),
             unit="ms",
             definition=f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context "
             f"({d.pair} pair)",
@@ -887,7 +902,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         ),
         headline.Headline(
             name="decode_delta_pct",
-            value=round(d.delta_pct, 3),
+            value=verdicts.number(d.delta_pct, 3),
             unit="%",
             definition=f"decode_delta over median TPOT at {d.lo:,} tokens",
             claim_id=DELTA_PCT_ID,
@@ -939,7 +954,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         ),
         headline.Headline(
             name="decode_slope",
-            value=round(f.slope_per_1k, 5),
+            value=verdicts.number(f.slope_per_1k, 5),
             unit="ms per 1k tokens",
             definition=f"least-squares slope of median TPOT over {f.n} contexts "
             f"{f.context_min:,}..{f.context_max:,} tokens (95 % CI "

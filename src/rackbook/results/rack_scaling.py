@@ -1087,7 +1087,12 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     model = catalogs.load_model(p.model_id)
     tr = with_gpu_counts(trace, p.gpus_per_replica)
     acc = token_accounting(tr)
-    sc = scaling_vs_reference(acc, p.reference_config, p.metric)
+    # a reader's partial trace may lack the reference (or hold one configuration): the
+    # smallest configuration stands in, and the speedup's this-run reading says so
+    ref_cfg = p.reference_config
+    if ref_cfg not in set(acc["config"]):
+        ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
+    sc = scaling_vs_reference(acc, ref_cfg, p.metric)
     caps = ceilings(model, gpu, rack.gpus)
     thr = throughput_readings(tok_s, rack.gpus, model, gpu, p.cached_share)
     sp = speedup_readings(speedup, tok_s, rack.gpus, model, gpu, tuple(p.node_systems))
@@ -1127,7 +1132,18 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         ),
         speedup_physics(sp),
         evidence.reading(SPEEDUP_CLAIM, registry=reg),
-        verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what_sp, **run),
+        verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what_sp, **run)
+        if len(sc) > 1 and ref_cfg == p.reference_config
+        else headline.ClaimReading(
+            SPEEDUP_CLAIM,
+            "this run",
+            "untested",
+            "-",
+            "one configuration only: no speedup; record the single-node reference and the rack"
+            if len(sc) < 2
+            else f"no point with config {p.reference_config!r} (the single-node reference): "
+            f"record one; {ref_cfg} stands in for the figures",
+        ),
         cost_physics(cost, usd),
         evidence.reading(COST_CLAIM, registry=reg),
         verdicts.run_reading(COST_CLAIM, revenue, usd, what=what_cost, **run),
