@@ -271,12 +271,28 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
 START_MINUTES = 15.0
 
 
-def assumed_tok_s_per_gpu(registry: Registry | None = None) -> float:
-    """The per-GPU throughput a sweep is assumed to run at in the cost estimate: the rack-total
-    reading of the rack-scaling claim, its figure / its GPU count (claims registry)."""
-    reg = registry or load_claims()
-    claim = reg.get("rack-scaling.throughput")
-    return reg.value(claim.id) / claim.scope.gpu_count
+def assumed_throughput() -> tuple[float, str]:
+    """The per-GPU throughput a sweep is assumed to run at in the cost estimate, and its
+    source: the published total tok/s per GPU of vLLM serving DeepSeek-V4.1-Flash on GB300
+    GPUs (the highest such point of the published evidence), never a claim's own figure."""
+    from rackbook.results import evidence
+
+    t = evidence.published_points("rack-scaling")
+    t = t[
+        (t["claim_id"] == "rack-scaling.throughput")
+        & t["model"].astype(str).str.contains("V4.1-Flash")
+        & t["engine"].astype(str).str.startswith("vLLM")
+        & (t["unit"] == "tok/s/GPU")
+    ]
+    if t.empty:
+        raise ValueError("no published vLLM DeepSeek-V4.1-Flash throughput to assume")
+    row = t.loc[t["value"].astype(float).idxmax()]
+    return float(row["value"]), str(row["url"])
+
+
+def assumed_tok_s_per_gpu() -> float:
+    """The per-GPU throughput (tok/s) of :func:`assumed_throughput`."""
+    return assumed_throughput()[0]
 
 
 def rerun_cost_page(traces_dir: Path | None = None) -> str:
@@ -291,7 +307,7 @@ def rerun_cost_page(traces_dir: Path | None = None) -> str:
         topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
     )
     single = load_claims().get("single-user.throughput").scope.gpu_count
-    tok_s_per_gpu = assumed_tok_s_per_gpu()
+    tok_s_per_gpu, source = assumed_throughput()
     gpus = {
         "decode-parity": topo["decode_gpus"],
         "rack-scaling": topo["num_gpus"],
@@ -328,7 +344,8 @@ def rerun_cost_page(traces_dir: Path | None = None) -> str:
         "Estimated from each shipped trace's sweep (its points, requests and tokens) with the GPU "
         "counts of `env/cluster/topology.yaml`, assuming "
         f"{START_MINUTES:.0f} minutes per server start and {tok_s_per_gpu:,.0f} tok/s "
-        "per GPU (the rack-total reading of the rack-scaling claim). These are modelled "
+        f"per GPU (vLLM serving DeepSeek-V4.1-Flash on GB300, published: <{source}>; not a "
+        "claim's own figure). These are modelled "
         "figures for planning, not measurements; a larger sweep scales with its tokens.\n\n"
         + "\n".join(rows)
         + "\n"
