@@ -109,3 +109,15 @@ def test_no_internal_sheet_is_cited_anywhere():
                 if "claims-context" in text or "reference sheet" in text:
                     found.append(str(f.relative_to(paths.ROOT)))
     assert found == [], found
+
+
+def test_bibliography_has_one_entry_per_source():
+    """Every cited URL reaches the references, once (a URL with and without its trailing slash
+    is one source: a repeated BibTeX key fails the strict build)."""
+    import re
+
+    bib = pages.bibliography()
+    keys = re.findall(r"@misc\{([^,]+),", bib)
+    assert len(keys) == len(set(keys)) >= 30
+    for url in pages.data_urls():
+        assert pages.bib_key(url) in keys

@@ -442,10 +442,15 @@ def bibliography(registry: Registry | None = None) -> str:
     reg = registry or load_claims()
     titles = {s_.url: s_.title for s_ in reg.sources if s_.url}
     out = []
-    for url, files in sorted(data_urls().items(), key=lambda kv: bib_key(kv[0])):
+    by_key: dict[str, tuple[str, list[str]]] = {}
+    for url, files in data_urls().items():  # one entry per key: "a/b" and "a/b/" are one
+        first, seen = by_key.setdefault(bib_key(url), (url, []))
+        seen += [f for f in files if f not in seen]
+    for key in sorted(by_key):
+        url, files = by_key[key]
         title = titles.get(url) or re.sub(r"^https?://(www\.)?", "", url)
         out += [
-            f"@misc{{{bib_key(url)},",
+            f"@misc{{{key},",
             f"  title = {{{_bib_escape(title)}}},",
             f"  url = {{{url}}},",
             f"  note = {{cited in {_bib_escape(', '.join(files))}}},",
