@@ -145,8 +145,8 @@ def test_chapter_renders(browser, site, result, tmp_path):
     # a URL a reader sees is a link they can follow
     hrefs = set(re.findall(r'href="(https?://[^"]+)"', dom))
     prose = _text(re.sub(r"(?s)<(pre|code)\b.*?</\1>", " ", dom))  # commands may show URLs
-    for url in re.findall(r"https?://[^\s<>\"')\]]+", prose):
-        assert any(h.startswith(url.rstrip(".,;:")) for h in hrefs), f"not a link: {url}"
+    for seen in re.findall(r"https?://[^\s<>\"')\]]+", prose):
+        assert any(h.startswith(seen.rstrip(".,;:")) for h in hrefs), f"not a link: {seen}"
     # visible code fits the column (~90 characters at the book's width)
     for block in re.findall(r'(?s)<div class="highlight[^"]*"><pre>(.*?)</pre>', dom):
         for line in html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines():
@@ -165,7 +165,8 @@ def test_chapter_renders(browser, site, result, tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000, src
     shot = ARTIFACTS / f"{result}.png"
     res = _run(browser, ["--window-size=1280,2400", f"--screenshot={shot}", url], tmp_path / "p2")
-    assert res.returncode == 0 and shot.is_file() and shot.stat().st_size > 20_000
+    shot_ok = res.returncode == 0 and shot.is_file() and shot.stat().st_size > 20_000
+    assert shot_ok, res.stderr[-3000:]
     weight = _page_weight(site["root"], page, dom)
     weights = ARTIFACTS / "page-weight.json"
     current = json.loads(weights.read_text()) if weights.exists() else {}
