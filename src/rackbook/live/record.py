@@ -460,11 +460,26 @@ class Recorder:
         use = urls[: pt.shards]
         argvs = [self._bench_point(pt, u, k, names[k])[0] for k, u in enumerate(use)]
         warm_s = 0.0
-        if pt.prefix_len:  # the shared prefix into each replica's cache, before the window
-            for u, a in zip(use, argvs, strict=True):
-                ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
-                warm_s += warm_prefix(u, sc.served_model_name, ids, self.key)
-        before = [prom.scrape(u, self.key) for u in use]
+        try:
+            if pt.prefix_len:  # the shared prefix into each replica's cache, before the window
+                for u, a in zip(use, argvs, strict=True):
+                    ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
+                    warm_s += warm_prefix(u, sc.served_model_name, ids, self.key)
+            before = [prom.scrape(u, self.key) for u in use]
+        except OSError as exc:  # the server went away between points: a failed point, not a crash
+            dead: list[VllmServer] = []
+            for _ in range(20):  # a dying server may take a moment to be reaped
+                dead = [
+                    s
+                    for s in servers[: pt.shards]
+                    if s.proc is not None and s.proc.poll() is not None
+                ]
+                if dead:
+                    break
+                time.sleep(0.25)
+            self._fail(
+                pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0, names
+            )
         t0 = time.monotonic()
         error = None
         try:
