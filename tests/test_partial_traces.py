@@ -8,7 +8,6 @@ import dataclasses
 import importlib
 
 import matplotlib
-import numpy as np
 import pytest
 
 from rackbook import paths
@@ -21,19 +20,12 @@ RECORDED = ("decode-parity", "rack-scaling", "prefill-gain", "context-latency", 
 
 def subset(t: traces.Trace, pids: list[str]) -> traces.Trace:
     """The trace restricted to points ``pids`` (requests, gaps renumbered, server counters)."""
-    keep = t.requests["point_id"].isin(pids).to_numpy()
-    new = np.cumsum(keep) - 1
-    itl = t.itl[keep[t.itl["request_row"].to_numpy()]].copy()
-    itl["request_row"] = new[itl["request_row"].to_numpy()]
+    sub = traces.keep_rows(
+        t, t.requests["point_id"].isin(pids).to_numpy(), t.points["point_id"].isin(pids)
+    )
     extra = {k: v[v["point_id"].isin(pids)] if "point_id" in v.columns else v
              for k, v in t.extra.items()}  # fmt: skip
-    return dataclasses.replace(
-        t,
-        requests=t.requests[keep].reset_index(drop=True),
-        itl=itl.reset_index(drop=True),
-        points=t.points[t.points["point_id"].isin(pids)].reset_index(drop=True),
-        extra=extra,
-    )
+    return dataclasses.replace(sub, extra=extra)
 
 
 def _cases() -> list[tuple[str, str, list[str]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -422,6 +423,24 @@ def iter_table(
             out[c] = arr
         yield offset, out
         offset += batch.num_rows
+
+
+def keep_rows(trace: Trace, keep: np.ndarray, points: pd.Series | None = None) -> Trace:
+    """The trace with only the request rows where ``keep`` (a boolean array over request rows)
+    is true, their gaps with ``itl.request_row`` renumbered to follow them, and, when
+    ``points`` (a boolean mask over ``trace.points``) is given, only those points."""
+    itl = trace.itl
+    if len(itl):
+        new_pos = np.cumsum(keep) - 1
+        itl = itl[keep[itl["request_row"].to_numpy()]].copy()
+        itl["request_row"] = new_pos[itl["request_row"].to_numpy()].astype(
+            trace.itl["request_row"].dtype
+        )
+        itl = itl.reset_index(drop=True)
+    pts = trace.points if points is None else trace.points[points].reset_index(drop=True)
+    return dataclasses.replace(
+        trace, requests=trace.requests[keep].reset_index(drop=True), itl=itl, points=pts
+    )
 
 
 def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:

@@ -363,22 +363,8 @@ def valid_trace(trace: traces.Trace) -> tuple[traces.Trace, Screening]:
     )
     if keep.all():
         return dataclasses.replace(trace, screening=screening), screening
-    new_pos = np.cumsum(keep) - 1
-    itl = trace.itl
-    if len(itl):
-        rr = itl["request_row"].to_numpy()
-        itl = itl[keep[rr]].copy()
-        itl["request_row"] = new_pos[itl["request_row"].to_numpy()].astype(
-            trace.itl["request_row"].dtype
-        )
-        itl = itl.reset_index(drop=True)
     out = dataclasses.replace(
-        trace,
-        requests=trace.requests[keep].reset_index(drop=True),
-        itl=itl,
-        points=trace.points[~trace.points["point_id"].astype(str).isin(dropped)].reset_index(
-            drop=True
-        ),
+        traces.keep_rows(trace, keep, ~trace.points["point_id"].astype(str).isin(dropped)),
         screening=screening,
     )
     return out, screening
