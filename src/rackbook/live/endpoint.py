@@ -1,0 +1,130 @@
+"""What a running OpenAI-compatible vLLM endpoint serves: ``GET /v1/models``.
+
+A recording against an endpoint (``rackbook record --endpoint URL``, a notebook's ``endpoint``
+parameter) must send the model name the server serves, count tokens with that model's
+tokenizer, and size its prompts to the server's context limit, not to the tiny CPU model's
+defaults. vLLM's ``/v1/models`` says all three: each entry's ``id`` (the served model name),
+``root`` (the model it loaded: a Hugging Face id or a path on the server) and
+``max_model_len`` (tokens). A router in front of vLLM (vllm-router) forwards the call.
+
+Pure standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from rackbook.errors import InputError
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """The first model an endpoint lists: served name, what it loaded, context limit (tokens)."""
+
+    id: str
+    root: str
+    max_model_len: int | None
+
+    def tokenizer(self) -> str:
+        """What the benchmark client loads its tokenizer from: ``root`` when it is a Hugging
+        Face id (``org/name``) or a folder this machine has, else the served name ``id``."""
+        r = self.root
+        if r and (Path(r).is_dir() or (not r.startswith(("/", ".")) and r.count("/") == 1)):
+            return r
+        return self.id
+
+
+def parse_models(url: str, text: str) -> ServedModel:
+    """The first entry of a ``/v1/models`` response body ``text`` from ``url``."""
+    where = f"{url}/v1/models"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError("--endpoint", where, f"not JSON ({exc.msg})") from None
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+        raise InputError("--endpoint", where, "lists no model ('data' is empty or missing)")
+    first = data[0]
+    mid = first.get("id")
+    if not isinstance(mid, str) or not mid:
+        raise InputError("--endpoint", where, "data[0].id: missing")
+    mlen = first.get("max_model_len")
+    if mlen is not None and (not isinstance(mlen, int) or isinstance(mlen, bool) or mlen <= 0):
+        raise InputError(
+            "--endpoint", where, f"data[0].max_model_len: not a positive integer ({mlen!r})"
+        )
+    root = first.get("root")
+    return ServedModel(mid, root if isinstance(root, str) and root else mid, mlen)
+
+
+def served_model(url: str, key: str | None = None, timeout_s: float = 30.0) -> ServedModel:
+    """Ask ``url`` (no trailing slash) what it serves; one-line :class:`InputError` when it
+    cannot answer within ``timeout_s`` seconds."""
+    req = urllib.request.Request(f"{url}/v1/models")
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            text = resp.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as exc:
+        raise InputError("--endpoint", url, f"GET /v1/models answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise InputError("--endpoint", url, f"unreachable (GET /v1/models: {reason})") from None
+    return parse_models(url, text)
+
+
+#: Environment variable naming the GPUs behind an endpoint: ``"68 x NVIDIA GB300"`` or the
+#: path of a file of ``nvidia-smi --query-gpu=name,memory.total,driver_version
+#: --format=csv,noheader`` lines (one per GPU, from every serving node).
+SERVER_GPUS_ENV = "RACKBOOK_SERVER_GPUS"
+
+
+def declared_gpus(value: str | None) -> list[dict[str, str]]:
+    """The GPUs declared by :data:`SERVER_GPUS_ENV` (``[]`` when unset).
+
+    The benchmark client runs on its own host and cannot probe the servers' GPUs, so the
+    operator declares them; run.json says they were declared, not probed.
+    """
+    if not value or not value.strip():
+        return []
+    text = value.strip()
+    path = Path(text)
+    if path.is_file():
+        gpus = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            parts = [p.strip() for p in line.split(",")]
+            if not parts[0]:
+                raise InputError(
+                    path, f"line {n}", "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
+                )
+            gpus.append(dict(zip(("name", "memory", "driver"), parts, strict=False)))
+        if not gpus:
+            raise InputError(path, SERVER_GPUS_ENV, "lists no GPU")
+        return gpus
+    count, sep, name = text.partition(" x ")
+    if not sep or not count.strip().isdigit() or int(count) <= 0 or not name.strip():
+        raise InputError(
+            SERVER_GPUS_ENV, text, "expected 'COUNT x NAME' (e.g. '68 x NVIDIA GB300') or a file"
+        )
+    return [{"name": name.strip()} for _ in range(int(count))]
+
+
+def server_version(url: str, key: str | None = None, timeout_s: float = 10.0) -> str | None:
+    """The vLLM version an endpoint reports (``GET /version``), or None if it does not say."""
+    req = urllib.request.Request(f"{url}/version")
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            doc = json.loads(resp.read().decode("utf-8", errors="replace"))
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    v = doc.get("version") if isinstance(doc, dict) else None
+    return str(v) if v else None
