@@ -416,6 +416,11 @@ def notebook_parameters(topo: Topology) -> dict[str, Any]:
     }
 
 
+#: Client concurrency per decode rank of the generated rack-scaling and EPLB runs: 64
+#: sequences, inside the 8-256 batch range of the decode-parity claim (a choice, stated).
+STREAMS_PER_RANK = 64
+
+
 def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     """Per result, the live parameters of its notebook for this topology, under the names the
     notebook declares (``rackbook run RESULT --params-file params/RESULT.yaml``): the router
@@ -433,18 +438,21 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     ids = {"model_id": topo.model.catalog_id, "gpu_id": system.gpu}
     url = topo.bench.endpoint
     lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
+    # requests in flight: STREAMS_PER_RANK sequences on every decode rank
+    streams = STREAMS_PER_RANK * sum(w.gpus for w in decode)
     return {
         "decode-parity": {"source": "live", "endpoint": url, "input_len": 1024,
                           "output_len": 1024},
         "rack-scaling": {"source": "live", "endpoints": [url], "replicas": [1],
-                         "gpus_per_replica": topo.total_gpus, **ids,
+                         "gpus_per_replica": system.gpus, "concurrency": streams, **ids,
                          "system_id": topo.system.catalog_id},
         "prefill-gain": {"source": "live", "endpoint_b": url,
                          "prefix_tokens": prefix.high if prefix else 128_000,
                          "new_tokens": 1024, **ids, "prefill_gpus": prefill_gpus},
         "eplb-balance": {"source": "live", "endpoint": url,
                          "ep_size": sum(w.gpus for w in decode),
-                         "redundant": sum(w.num_redundant_experts for w in decode)},
+                         "redundant": sum(w.num_redundant_experts for w in decode),
+                         "concurrency": streams},
         "context-latency": {"source": "live", "endpoint": url, "context_lengths": lengths,
                             "output_len": 64, **ids},
         "single-user": {"source": "live", "endpoint": url, "num_requests": 32, **ids},
@@ -457,6 +465,12 @@ def _params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
         "locally); endpoint_b: the deployment below.\n",
         "decode-parity": "# Engine B (DeepInfer's offline benchmark) is imported separately: "
         "-p trace DIR -p engine_b deepinfer.\n",
+        "rack-scaling": f"# The deployment serves on {topo.total_gpus} of the rack's "
+        f"{catalogs.system(topo.system.catalog_id).gpus} GPUs; the claim counts the rack's, "
+        "so gpus_per_replica does too.\n"
+        f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank.\n",
+        "eplb-balance": f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank; "
+        "pass the decode leader's log with -p server_log FILE.\n",
     }
     body = yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=1000)
     return (

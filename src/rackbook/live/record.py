@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import datetime as _dt
 import importlib.metadata as md
 import json
@@ -66,6 +65,7 @@ from rackbook.live.scenarios import (
     Phase,
     PlanPoint,
     Scenario,
+    fit_endpoint,
     scenario,
 )
 from rackbook.live.server import ServerError, VllmServer, group_members
@@ -1098,16 +1098,14 @@ def attach(
     if len(ids) > 1:
         raise InputError("--endpoint", ", ".join(models), f"serve different models: {ids}")
     m = next(iter(models.values()))
-    fill: dict[str, Any] = {}
-    if "model" not in params:
-        fill["model"] = m.tokenizer()
-    if "served_model_name" not in params:
-        fill["served_model_name"] = m.id
     lens = [x.max_model_len for x in models.values()]
-    if "max_model_len" not in params and all(lens):
-        fill["max_model_len"] = min(lens)  # type: ignore[type-var]
-    sc = dataclasses.replace(sc, **fill)
-    sc.check()
+    sc = fit_endpoint(
+        sc,
+        params,
+        model=m.tokenizer(),
+        served_model_name=m.id,
+        max_model_len=min(lens) if all(lens) else None,  # type: ignore[type-var]
+    )
     declared = os.environ.get(endpoint.SERVER_GPUS_ENV)
     loopback = ("127.0.0.1", "localhost", "::1")
     server = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -120,7 +121,7 @@ class Scenario:
                     kw[name] = int(text)
                 except ValueError:
                     raise InputError("-p", name, f"{text!r} is not an integer") from None
-                if kw[name] < (0 if name in ("seed", "redundant") else 1):
+                if kw[name] < (0 if name in ("seed", "redundant", "num_prompts") else 1):
                     raise InputError("-p", name, f"must be positive, got {kw[name]}")
             else:
                 kw[name] = text
@@ -373,7 +374,8 @@ class RackScaling(Scenario):
     separate ports), each driven by its own bench client shard (a separate process), all at
     once; the shards are merged into one point on a common clock.
 
-    Every shard sends ``num_prompts`` requests at ``concurrency``; each prompt is
+    Every shard sends ``num_prompts`` requests (0: four per concurrent stream) at
+    ``concurrency``; each prompt is
     ``input_len`` tokens of which the first ``prefix_len`` are shared (warmed on each replica
     first), so cached input tokens appear in the prefix-cache counters. Servers are started
     once for the largest R; config ``"1x"`` uses the first.
@@ -387,7 +389,7 @@ class RackScaling(Scenario):
     input_len: int = 512
     prefix_len: int = 384
     output_len: int = 64
-    num_prompts: int = 32
+    num_prompts: int = 0  # per shard; 0: 4 x concurrency
     concurrency: int = 8
     max_model_len: int = 1024
     max_num_seqs: int = 16
@@ -408,7 +410,7 @@ class RackScaling(Scenario):
                 f"{r}x",
                 self.input_len - self.prefix_len,
                 self.output_len,
-                self.num_prompts,
+                self.num_prompts or 4 * self.concurrency,
                 self.concurrency,
                 self.seed + 16 * k,
                 prefix_len=self.prefix_len,
@@ -429,7 +431,8 @@ class EplbBalance(Scenario):
 
     vLLM on CPU refuses ``--enable-eplb``, so on this machine the scenario attaches to a
     running server (``--endpoint URL``) whose log file is ``server_log``: it runs
-    ``num_prompts`` requests of ``input_len``/``output_len`` tokens at ``concurrency``, then
+    ``num_prompts`` requests (0: four per concurrent stream) of ``input_len``/``output_len``
+    tokens at ``concurrency``, then
     parses the log's ``EPLB step:`` lines (vLLM's balancedness per EPLB window) into the
     ``eplb_log`` table. ``expert_load``, if given, is an expert-load dump (JSON
     ``{"loads": [[...]]}``, or Parquet with ``layer, expert, tokens`` and optionally
@@ -444,7 +447,7 @@ class EplbBalance(Scenario):
     serve_args_eplb: str = "--enable-expert-parallel --enable-eplb"
     input_len: int = 64
     output_len: int = 32
-    num_prompts: int = 32
+    num_prompts: int = 0  # 0: 4 x concurrency
     concurrency: int = 8
 
     name: ClassVar[str] = "eplb-balance"
@@ -458,13 +461,42 @@ class EplbBalance(Scenario):
             self.served_model_name,
             self.input_len,
             self.output_len,
-            self.num_prompts,
+            self.num_prompts or 4 * self.concurrency,
             self.concurrency,
             self.seed,
             labels=(("engine", "vllm-serve"),),
         )
         args = (*self.serve_args(), *shlex.split(self.serve_args_eplb))
         return [Phase("serve", args, 1, (pt,))]
+
+
+def fit_endpoint(
+    sc: Scenario,
+    given: Collection[str],
+    *,
+    model: str,
+    served_model_name: str,
+    max_model_len: int | None,
+) -> Scenario:
+    """``sc`` fitted to a running endpoint serving ``served_model_name`` (tokenizer ``model``)
+    with context limit ``max_model_len`` (tokens; None: unknown), then checked. Parameters the
+    user gave (``given``) are kept. The server's ``max_num_seqs`` is the endpoint's own, not a
+    flag this client passes: it is raised to the plan's largest concurrency."""
+    fill: dict[str, Any] = {}
+    if "model" not in given:
+        fill["model"] = model
+    if "served_model_name" not in given:
+        fill["served_model_name"] = served_model_name
+    if "max_model_len" not in given and max_model_len:
+        fill["max_model_len"] = max_model_len
+    sc = dataclasses.replace(sc, **fill)
+    if "max_num_seqs" not in given:
+        most = max(
+            (p.concurrency or p.num_prompts for ph in sc.phases() for p in ph.points), default=1
+        )
+        sc = dataclasses.replace(sc, max_num_seqs=max(sc.max_num_seqs, most))
+    sc.check()
+    return sc
 
 
 SCENARIOS: dict[str, type[Scenario]] = {
