@@ -73,27 +73,24 @@ def test_claim_card_quotes_the_source():
     assert "890 B/token" in card and "primary source located" in card
 
 
-def test_rerun_cost_from_sweep_and_topology():
+def test_rerun_cost_from_the_cluster_sweeps():
+    """Each row is the rerun card's sweep of the generated params file (not the CPU trace)."""
     from rackbook import paths
+    from rackbook.book import rerun
     from rackbook.cluster import topology
-    from rackbook.core import traces
 
     text = pages.rerun_cost_page()
+    topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
+    params = topology.params_files(topo)["single-user"]
+    sw = rerun.sweep("single-user", params, gpus=4)  # the claim's 4 B300 GPUs
     row = next(r for r in text.splitlines() if r.startswith("| single-user"))
-    t = traces.read_trace(paths.TRACES / "single-user", itl=False)
-    tokens = int(t.requests["prompt_tokens"].sum() + t.requests["output_tokens"].sum())
-    gpus = 4  # the claim's scope: 4 B300 GPUs
-    minutes = pages.START_MINUTES + tokens / (pages.assumed_tok_s_per_gpu() * gpus) / 60
-    assert (
-        f"| {tokens:,} |" in row
-        and f"| {gpus} | {minutes:.0f} min | {gpus * minutes / 60:.1f} |" in row
+    assert row == (
+        f"| single-user | 1 | {params['num_requests']} | {sw.prompt_tokens + sw.output_tokens:,} "
+        f"| 1 x 4 | {sw.wall_min:.0f} min | {sw.gpu_hours:.1f} |"
     )
-    topo = topology.notebook_parameters(
-        topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-    )
-    rack = next(r for r in text.splitlines() if r.startswith("| rack-scaling"))
-    assert f"| {topo['num_gpus']} |" in rack
-    assert "synthetic input" in next(r for r in text.splitlines() if r.startswith("| eplb"))
+    pg = next(r for r in text.splitlines() if r.startswith("| prefill-gain"))
+    assert f"| 2 x {topo.total_gpus} |" in pg  # baseline and changed deployments
+    assert "not a claim's own figure" in text
 
 
 def test_no_internal_sheet_is_cited_anywhere():

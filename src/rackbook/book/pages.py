@@ -266,89 +266,36 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     return head + "\n\n" + "\n".join(out) + "\n"
 
 
-#: Assumption of the cost estimate (stated on the page): minutes from `vllm serve` to a
-#: healthy server for a 552B model on a rack.
-START_MINUTES = 15.0
-
-
-def assumed_throughput() -> tuple[float, str]:
-    """The per-GPU throughput a sweep is assumed to run at in the cost estimate, and its
-    source: the published total tok/s per GPU of vLLM serving DeepSeek-V4.1-Flash on GB300
-    GPUs (the highest such point of the published evidence), never a claim's own figure."""
-    from rackbook.results import evidence
-
-    t = evidence.published_points("rack-scaling")
-    t = t[
-        (t["claim_id"] == "rack-scaling.throughput")
-        & t["model"].astype(str).str.contains("V4.1-Flash")
-        & t["engine"].astype(str).str.startswith("vLLM")
-        & (t["unit"] == "tok/s/GPU")
-    ]
-    if t.empty:
-        raise ValueError("no published vLLM DeepSeek-V4.1-Flash throughput to assume")
-    row = t.loc[t["value"].astype(float).idxmax()]
-    return float(row["value"]), str(row["url"])
-
-
-def assumed_tok_s_per_gpu() -> float:
-    """The per-GPU throughput (tok/s) of :func:`assumed_throughput`."""
-    return assumed_throughput()[0]
-
-
-def rerun_cost_page(traces_dir: Path | None = None) -> str:
-    """How long and how many GPU-hours each result's sweep would take on a GB300 rack,
-    estimated from the sweep the shipped trace records (points, requests, tokens, server
-    starts) and the GPU counts of ``env/cluster/topology.yaml``."""
+def rerun_cost_page() -> str:
+    """How long and how many GPU-hours each result's cluster command would take: the sweep its
+    generated params file plans (:func:`rackbook.book.rerun.sweep`, the rerun cards' model),
+    never the shipped CPU sweeps and never a claim's own throughput."""
+    from rackbook.book import rerun
     from rackbook.cluster import topology
-    from rackbook.core import traces
 
-    base = traces_dir or paths.TRACES
-    topo = topology.notebook_parameters(
-        topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-    )
-    single = load_claims().get("single-user.throughput").scope.gpu_count
-    tok_s_per_gpu, source = assumed_throughput()
-    gpus = {
-        "decode-parity": topo["decode_gpus"],
-        "rack-scaling": topo["num_gpus"],
-        "prefill-gain": topo["prefill_gpus"],
-        "eplb-balance": topo["decode_gpus"],
-        "context-latency": topo["decode_gpus"],
-        "single-user": single,
-    }
+    topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
+    params = topology.params_files(topo)
+    batched, one, source = rerun.assumptions()
     rows = [
-        "| result | points | requests | tokens (in + out) | server starts | wall here (CPU) "
-        "| GPUs | estimated wall | estimated GPU-hours |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| result | points | requests | tokens (prompt + output) | deployments x GPUs "
+        "| estimated wall | estimated GPU-hours |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in paths.RESULTS:
-        d = base / r
-        if not (d / "run.json").exists():
-            continue
-        t = traces.read_trace(d, itl=False)
-        if t.kind != "recorded":
-            rows.append(f"| {r} | - | - | - | - | - | {gpus[r]} | - | {t.kind} input: no sweep |")
-            continue
-        req = t.requests
-        tokens = int(req["prompt_tokens"].sum() + req["output_tokens"].sum())
-        starts = sum("vllm serve" in c for c in t.run.get("commands", []))
-        wall_here = (t.run.get("record") or {}).get("wall_s")
-        run_s = tokens / (tok_s_per_gpu * gpus[r])
-        wall_min = starts * START_MINUTES + run_s / 60
-        here = f"{wall_here:.0f} s" if isinstance(wall_here, (int, float)) else "-"
+        gpus, deployments = rerun.deployment_gpus(r, topo)
+        sw = rerun.sweep(r, {**params[r], **dict(rerun.EXTRA_ARGS.get(r, ()))}, gpus, deployments)
         rows.append(
-            f"| {r} | {len(t.points)} | {len(req):,} | {tokens:,} | {starts} | {here} "
-            f"| {gpus[r]} | {wall_min:.0f} min | {gpus[r] * wall_min / 60:.1f} |"
+            f"| {r} | {sw.points} | {sw.requests:,} | {sw.prompt_tokens + sw.output_tokens:,} "
+            f"| {deployments} x {gpus} | {sw.wall_min:.0f} min | {sw.gpu_hours:.1f} |"
         )
     return (
-        "Estimated from each shipped trace's sweep (its points, requests and tokens) with the GPU "
-        "counts of `env/cluster/topology.yaml`, assuming "
-        f"{START_MINUTES:.0f} minutes per server start and {tok_s_per_gpu:,.0f} tok/s "
-        f"per GPU (vLLM serving DeepSeek-V4.1-Flash on GB300, published: <{source}>; not a "
-        "claim's own figure). These are modelled "
-        "figures for planning, not measurements; a larger sweep scales with its tokens.\n\n"
-        + "\n".join(rows)
-        + "\n"
+        "Estimated for each chapter's cluster command (its params file from "
+        "`env/cluster/topology.yaml`, the sweep the live scenario plans for it), assuming "
+        f"{rerun.START_MINUTES:.0f} minutes to start a deployment and, while measuring, "
+        f"{batched:,.0f} tok/s per GPU batched or {one:,.0f} tok/s for one stream (vLLM "
+        f"serving DeepSeek-V4.1-Flash on GB300, published: <{source}>; not a claim's own "
+        "figure). Prompt tokens count any shared prefix in full. These are modelled figures "
+        "for planning, not measurements.\n\n" + "\n".join(rows) + "\n"
     )
 
 

@@ -186,7 +186,7 @@ def sweep(result: str, params: dict[str, Any], gpus: int, deployments: int = 1) 
     return Sweep(len(pts), n_req, prompt, out, run_s, deployments, gpus * deployments)
 
 
-def _deployment_gpus(result: str, topo: Any) -> tuple[int, int]:
+def deployment_gpus(result: str, topo: Any) -> tuple[int, int]:
     """(GPUs per deployment, deployments) a result's command holds."""
     from rackbook.inputs.claims import load_claims
 
@@ -205,7 +205,7 @@ def card(result: str) -> str:
     params = topology.params_files(topo)[result]
     extra = EXTRA_ARGS.get(result, ())
     full = {**params, **dict(extra)}
-    gpus, deployments = _deployment_gpus(result, topo)
+    gpus, deployments = deployment_gpus(result, topo)
     sw = sweep(result, full, gpus, deployments)
     batched, one, url = assumptions()
     from rackbook.inputs import catalogs
