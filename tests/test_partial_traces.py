@@ -81,3 +81,38 @@ def test_rack_scaling_without_its_reference_names_it():
     out = rack_scaling.outcome(rack_scaling.analyse(two))
     reason = out.reading("rack-scaling.speedup", "this run").reason
     assert "one configuration only: no speedup" in reason
+
+
+def _one_case_per_result() -> list[tuple[str, str, list[str]]]:
+    """The smallest subset of each recorded trace: decode-parity's one engine, else its first
+    point."""
+    seen: dict[str, tuple[str, str, list[str]]] = {}
+    for r, case, pids in _cases():
+        if r == "decode-parity" and case.startswith("engine"):
+            seen[r] = (r, case, pids)
+        seen.setdefault(r, (r, case, pids))
+    return list(seen.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "result,case,pids", _one_case_per_result(), ids=lambda x: str(x) if isinstance(x, str) else ""
+)
+def test_the_notebook_executes_on_a_subset(tmp_path, result, case, pids):
+    """The chapter itself (papermill, as `rackbook run RESULT -p trace DIR`) runs on a subset
+    and writes its headline, each this-run reading untested with a reason."""
+    import json
+
+    from rackbook.book import runner
+
+    sub = tmp_path / "trace"
+    traces.write_trace(sub, subset(traces.read_trace(paths.TRACES / result), pids))
+    headline = runner.run_result(
+        result,
+        parameters={"trace": str(sub)},
+        out=tmp_path / "_build" / "executed",
+        progress=False,
+    )
+    doc = json.loads(headline.read_text())
+    runs = [r for r in doc["readings"] if r["reading"] == "this run"]
+    assert runs and all(r["verdict"] == "untested" and r["reason"] for r in runs)
