@@ -151,8 +151,13 @@ def test_chapter_renders(browser, site, result, tmp_path):
     for block in re.findall(r'(?s)<div class="highlight[^"]*"><pre>(.*?)</pre>', dom):
         for line in html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines():
             assert len(line) <= 90, f"code line wider than the column: {line[:60]}..."
-    # every figure is numbered and captioned
-    assert dom.count('class="caption-number"') >= 1
+    # every figure is numbered and captioned, per chapter: "Fig. 2.1", "Fig. 2.2", ...
+    numbers = re.findall(r'class="caption-number">Fig\. (\d+)\.(\d+)', dom)
+    chapter = paths.RESULTS.index(result) + 1
+    assert numbers and {int(c) for c, _ in numbers} == {chapter}, numbers
+    assert sorted(int(n) for _, n in numbers) == list(range(1, len(numbers) + 1)), numbers
+    # the margin note is placed in the margin
+    assert 'class="sidebar margin' in dom or 'class="margin sidebar' in dom
     for h in doc["headlines"]:
         assert h["name"] in text, h["name"]
         assert _plain(h["reason"]) in text, h["name"]

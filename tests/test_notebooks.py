@@ -88,6 +88,8 @@ def test_chapter_shape(nb):
                     "## Rerun it on your cluster"):  # fmt: skip
         assert section in md, section
     assert ":::{note}" in md or ":::{warning}" in md or ":::{admonition}" in md
+    assert "```{margin}" in md  # a short aside in the margin, as the admired books have
+    assert "rerun.card(" in "".join("".join(c["source"]) for c in _code(nb))  # the rerun card
     figures = md.count("{glue:figure}")
     assert figures >= 1 and md.count(":name: fig-") == figures
     assert md.count("{numref}`fig-") >= figures  # every figure is referenced from the text
