@@ -17,8 +17,8 @@ TEST_BUILD := $(TEST_ROOT)/_build
 PYTEST := RACKBOOK_BUILD=$(TEST_BUILD) $(BIN)/python -m pytest -q -rs -p no:cacheprovider
 LINTED := src tests benchmarks env notebooks
 
-.PHONY: book test check setup test-setup executed html lint lock live-setup test-notebooks \
-	test-unit test-live clean
+.PHONY: book book-pdf linkcheck test check setup test-setup executed html lint lock live-setup \
+	test-notebooks test-unit test-live clean
 
 ## setup: .venv with the pinned trace-mode env (no vLLM, torch or GPU) and the package
 setup: $(STAMP)
@@ -44,6 +44,15 @@ html: setup
 
 ## book: install, execute every notebook on the recorded traces, build _build/html
 book: executed html
+
+## book-pdf: print every page of the built book to PDF with headless Chromium (_build/pdf/)
+book-pdf: html
+	bash env/book/print-pdf.sh _build/html _build/pdf
+
+## linkcheck: ask every external link of the built book whether it answers (needs the
+## internet, which CI lacks: run it where you have it; the tests check internal links offline)
+linkcheck: html
+	$(BIN)/jupyter-book build _build/site --path-output . --builder linkcheck
 
 ## lint: ruff (check and format) over the package, tests, benchmarks, scripts and notebooks
 lint: test-setup

@@ -196,3 +196,19 @@ def test_landing_page_lists_every_claim(browser, site, tmp_path):
         ],
         tmp_path / "q",
     )
+
+
+def test_the_book_prints_to_pdf(browser, site, tmp_path):
+    """`make book-pdf`'s script prints each page offline; a chapter is a multi-page PDF."""
+    out = tmp_path / "pdf"
+    res = subprocess.run(
+        ["bash", str(paths.ROOT / "env/book/print-pdf.sh"), str(site["root"]), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    for r in runner.available_results():
+        data = (out / f"{r}.pdf").read_bytes()
+        assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) >= 5
+    assert not list(out.glob("*.part"))
