@@ -85,7 +85,7 @@ def test_chapter_shape(nb):
     assert sum(_lines(c) for c in visible) <= MAX_VISIBLE
     md = _markdown(nb)
     for section in ("## How to read it", "## The evidence", "## Verdict", "## Summary",
-                    "## Rerun it on your cluster"):  # fmt: skip
+                    "## Rerun it on your cluster", "## What's next"):  # fmt: skip
         assert section in md, section
     assert ":::{note}" in md or ":::{warning}" in md or ":::{admonition}" in md
     assert "```{margin}" in md  # a short aside in the margin, as the admired books have
