@@ -77,3 +77,21 @@ def test_non_editable_install_works_with_a_checkout(tmp_path):
     )
     assert ok.returncode == 0, ok.stderr
     assert "decode-parity.gap" in ok.stdout
+
+
+def test_workflows_run_make_targets_that_exist():
+    """The publishing and link-check workflows parse and call only targets the Makefile has."""
+    import re
+
+    import yaml
+
+    from rackbook import paths
+
+    targets = set(re.findall(r"^([a-z][\w-]*):", (paths.ROOT / "Makefile").read_text(), re.M))
+    flows = sorted((paths.ROOT / ".github" / "workflows").glob("*.yml"))
+    assert {f.stem for f in flows} >= {"book", "linkcheck"}
+    for f in flows:
+        doc = yaml.safe_load(f.read_text())
+        runs = [s["run"] for job in doc["jobs"].values() for s in job["steps"] if "run" in s]
+        called = {t for r in runs for t in re.findall(r"\bmake ([a-z][\w-]*)", r)}
+        assert called and called <= targets, (f.name, called - targets)
