@@ -19,9 +19,7 @@ SKIP = {"genindex.html", "search.html", "_static", "_sources", "_images"}
 
 
 def _pages(root: Path) -> list[Path]:
-    return [
-        p for p in sorted(root.rglob("*.html")) if not SKIP & set(p.relative_to(root).parts)
-    ]
+    return [p for p in sorted(root.rglob("*.html")) if not SKIP & set(p.relative_to(root).parts)]
 
 
 def _ids(page: Path, cache: dict[Path, set[str]]) -> set[str]:
