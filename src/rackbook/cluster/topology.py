@@ -381,8 +381,8 @@ def _check(topo: Topology) -> None:
         port, host, what = topo.router.port, topo.kubernetes.router_service, "router"
         where = "kubernetes.router_service"
     else:
-        port, host, what = topo.workers[direct].port, _leader_service(topo, direct), direct
-        where = f"the Service of {direct}'s leader"
+        port, host = topo.workers[direct].port, _leader_service(topo, direct)
+        what, where = f"{direct} leader", "its Kubernetes Service; no router"
     if url.port != port:
         raise InputError(f, "bench.endpoint", f"port {url.port} is not the {what}'s port {port}")
     if url.hostname != host:
