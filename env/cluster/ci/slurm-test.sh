@@ -249,6 +249,8 @@ assert len(req) == 2 and req["success"].all(), req
 assert (req["output_tokens"] == 32).all(), req["output_tokens"].tolist()
 assert t.run["kind"] == "recorded", t.run["kind"]
 nb = json.loads((tmp / "executed" / "single-user.ipynb").read_text())
+injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+assert len(injected) == 1 and str(tmp / "logs" / "trace") in "".join(injected[0]["source"])
 errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
 assert not errors, errors
 assert (tmp / "executed" / "single-user.json").is_file()
