@@ -13,6 +13,11 @@ front, and what the live notebooks read. From it this module generates, determin
 
 :func:`write_recipes` writes them all to ``env/cluster/generated/`` at once (``rackbook recipes``).
 
+The same generator takes CPU nodes (``system.device: cpu``: no GPU requested anywhere), one
+aggregated worker that clients reach directly (no router or KV connector), and ``slurm.record``
+(the job records a trace once healthy, then ends): env/cluster/ci/topology-cpu.yaml, which
+``make test-cluster`` submits to a one-node Slurm cluster (env/cluster/ci/slurm-test.sh).
+
 Units: GPUs are counts, ports TCP ports, times seconds. Every flag used exists in the ``vllm
 serve`` parser of vLLM 0.32.0 (checked by tests/test_topology.py against ``.venv-live``). This
 module never imports vllm.
