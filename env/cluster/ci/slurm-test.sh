@@ -21,9 +21,6 @@
 # may remain (they carry RACKBOOK_CLUSTER_RUN in their environment; any left is killed and the
 # test fails).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
-cd "$ROOT"
-TOPOLOGY=env/cluster/ci/topology-cpu.yaml
 JOB_TIMEOUT_S="${JOB_TIMEOUT_S:-420}"  # submission to job end, seconds
 T0=$SECONDS
 say() { printf '[cluster %3d s] %s\n' "$((SECONDS - T0))" "$*" >&2; }
@@ -37,6 +34,9 @@ skip() {
 [[ "$(uname -s)" == Linux ]] || skip "not Linux ($(uname -s)): the test starts Slurm daemons here"
 [[ "$(id -u)" == 0 ]] \
   || skip "not root (uid $(id -u)): slurmd runs jobs as SlurmUser root and apt-get needs root"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+cd "$ROOT"
+TOPOLOGY=env/cluster/ci/topology-cpu.yaml
 for venv in .venv .venv-live; do
   [[ -x "$venv/bin/rackbook" ]] || { say "error: $venv absent: run make test-setup live-setup"; exit 2; }
 done
