@@ -133,17 +133,6 @@ class Worker(_Strict):
     num_redundant_experts: NonNegInt = 0
     extra_args: list[Text] = []
 
-    def served_model_name(self, hf_id: str) -> str:
-        """The model name clients send: ``--served-model-name`` in ``extra_args``, else
-        ``hf_id`` (vLLM's default)."""
-        args = self.extra_args
-        for i, word in enumerate(args):
-            if word.startswith("--served-model-name="):
-                return word.split("=", 1)[1]
-            if word == "--served-model-name" and i + 1 < len(args):
-                return args[i + 1]
-        return hf_id
-
 
 class Router(_Strict):
     name: Literal["vllm-router"]
@@ -161,8 +150,8 @@ class Health(_Strict):
 class Record(_Strict):
     """A trace the job records against its endpoint once healthy (``rackbook record``), after
     which it stops its servers and ends (exit 0). ``parameters``: the scenario's ``-p NAME
-    VALUE`` pairs (lists as comma-separated text); ``model`` and ``served_model_name`` default
-    to the served model."""
+    VALUE`` pairs (lists as comma-separated text); the recorder reads the served model, its
+    name and context limit from the endpoint's ``/v1/models``."""
 
     scenario: Literal[paths.RESULTS]  # type: ignore[valid-type]
     parameters: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], str | int | float] = {}
@@ -676,19 +665,13 @@ def serve_commands_sh(topo: Topology) -> str:
 
 def record_argv(topo: Topology) -> list[str]:
     """Words of the job's ``rackbook record`` step (``slurm.record``), against ``$ENDPOINT``
-    into ``$LOGS/trace``; ``model`` and ``served_model_name`` default to the served model."""
+    into ``$LOGS/trace`` (the model comes from the endpoint's ``/v1/models``)."""
     rec = topo.slurm.record
     if rec is None:
         raise ValueError(f"{topo.file}: no slurm.record")
-    w = topo.workers[topo.endpoint_worker() or topo.role_workers("decode")[0]]
-    params: dict[str, Any] = {
-        "model": topo.model.hf_id,
-        "served_model_name": w.served_model_name(topo.model.hf_id),
-        **rec.parameters,
-    }
     words = ["rackbook", "record", rec.scenario, "--endpoint", _Raw('"$ENDPOINT"')]
     words += ["-o", _Raw('"$LOGS/trace"')]
-    for name, value in params.items():
+    for name, value in rec.parameters.items():
         words += ["-p", name, str(value)]
     return words
 
