@@ -18,7 +18,7 @@ PYTEST := RACKBOOK_BUILD=$(TEST_BUILD) $(BIN)/python -m pytest -q -rs -p no:cach
 LINTED := src tests benchmarks env notebooks
 
 .PHONY: book book-pdf linkcheck test check setup test-setup executed html lint lock live-setup \
-	test-notebooks test-unit test-live clean
+	test-notebooks test-unit test-live test-cluster clean
 
 ## setup: .venv with the pinned trace-mode env (no vLLM, torch or GPU) and the package
 setup: $(STAMP)
@@ -84,11 +84,17 @@ test-live: live-setup test-setup
 	$(PYTEST) -m live tests
 	bash env/record/ci-suite.sh $(TEST_ROOT)/live-ci
 
-## test: install both envs, then every test (lint, unit, notebooks, CLI, browser, live)
+## test-cluster: the generated sbatch as a real job on a one-node Slurm cluster started here
+## (installs slurm-wlm and munge with apt when absent; skipped, saying why, without root or apt)
+test-cluster: live-setup test-setup
+	bash env/cluster/ci/slurm-test.sh
+
+## test: install both envs, then every test (lint, unit, notebooks, CLI, browser, live, cluster)
 test: live-setup test-setup
 	$(MAKE) lint
 	$(MAKE) test-unit
 	$(MAKE) test-live
+	$(MAKE) test-cluster
 
 ## lock: re-resolve both lock files from their .in files (byte for byte what is committed)
 lock:

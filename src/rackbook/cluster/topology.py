@@ -13,6 +13,11 @@ front, and what the live notebooks read. From it this module generates, determin
 
 :func:`write_recipes` writes them all to ``env/cluster/generated/`` at once (``rackbook recipes``).
 
+The same generator takes CPU nodes (``system.device: cpu``: no GPU requested anywhere), one
+aggregated worker that clients reach directly (no router or KV connector), and ``slurm.record``
+(the job records a trace once healthy, then ends): env/cluster/ci/topology-cpu.yaml, which
+``make test-cluster`` submits to a one-node Slurm cluster (env/cluster/ci/slurm-test.sh).
+
 Units: GPUs are counts, ports TCP ports, times seconds. Every flag used exists in the ``vllm
 serve`` parser of vLLM 0.32.0 (checked by tests/test_topology.py against ``.venv-live``). This
 module never imports vllm.
@@ -76,12 +81,22 @@ _Strict = loader.Strict
 
 
 class ModelRef(_Strict):
+    """``hf_id``: what ``vllm serve`` loads (a Hugging Face id, or a folder relative to the
+    directory the job starts in); ``catalog_id``: its data/models/ entry, or null for a model
+    outside the catalog (a test model: no expert-count check, no model id in the params)."""
+
     hf_id: Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$")]
-    catalog_id: Text
+    catalog_id: Text | None
 
 
 class SystemRef(_Strict):
-    catalog_id: Text
+    """``device: gpu`` (default): nodes of the catalog system ``catalog_id``, ``gpus_per_node``
+    GPUs each. ``device: cpu``: nodes without GPUs (vLLM's CPU backend); ``catalog_id`` must be
+    null and ``gpus_per_node`` counts the data-parallel engine ranks of a node; no GPU is
+    requested from Slurm or Kubernetes."""
+
+    device: Literal["gpu", "cpu"] = "gpu"
+    catalog_id: Text | None
     gpus_per_node: PosInt
 
 
@@ -110,12 +125,12 @@ class Eplb(_Strict):
 class Worker(_Strict):
     """One vLLM deployment spanning ``gpus / gpus_per_node`` nodes, DEP (TP 1, DP = EP = gpus)."""
 
-    role: Literal["prefill", "decode"]
+    role: Literal["prefill", "decode", "aggregated"]
     gpus: PosInt
     port: Port
     rpc_port: Port
     api_server_count: PosInt
-    num_redundant_experts: NonNegInt
+    num_redundant_experts: NonNegInt = 0
     extra_args: list[Text] = []
 
 
@@ -132,17 +147,28 @@ class Health(_Strict):
     interval_s: PosInt
 
 
+class Record(_Strict):
+    """A trace the job records against its endpoint once healthy (``rackbook record``), after
+    which it stops its servers and ends (exit 0). ``parameters``: the scenario's ``-p NAME
+    VALUE`` pairs (lists as comma-separated text); the recorder reads the served model, its
+    name and context limit from the endpoint's ``/v1/models``."""
+
+    scenario: Literal[paths.RESULTS]  # type: ignore[valid-type]
+    parameters: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], str | int | float] = {}
+
+
 class Slurm(_Strict):
     time: Annotated[str, Field(pattern=r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")]
     partition: Text | None
     account: Text | None
     container: bool
+    record: Record | None = None  # null: serve until the time limit
 
 
 class Kubernetes(_Strict):
     namespace: Name
     hf_cache_pvc: Name
-    router_service: Name
+    router_service: Name | None  # null exactly when there is no router
 
 
 class Bench(_Strict):
@@ -160,10 +186,10 @@ class Topology(_Strict):
     system: SystemRef
     vllm: Vllm
     container: Container
-    kv_transfer: KvTransfer
-    eplb: Eplb
+    kv_transfer: KvTransfer | None = None  # disaggregated (prefill + decode) only
+    eplb: Eplb | None = None  # null: no expert parallelism or EPLB flags
     workers: Annotated[dict[Name, Worker], Field(min_length=1)]
-    router: Router
+    router: Router | None = None  # disaggregated only; else clients talk to the leader
     health: Health
     slurm: Slurm
     kubernetes: Kubernetes
@@ -196,6 +222,20 @@ class Topology(_Strict):
     def role_workers(self, role: str) -> list[str]:
         return [n for n, w in self.workers.items() if w.role == role]
 
+    @property
+    def disaggregated(self) -> bool:
+        """Prefill and decode workers behind a router (else one aggregated worker)."""
+        return not self.role_workers("aggregated")
+
+    @property
+    def gpu(self) -> bool:
+        """The nodes have GPUs (``system.device: gpu``)."""
+        return self.system.device == "gpu"
+
+    def endpoint_worker(self) -> str | None:
+        """The worker clients talk to directly (the aggregated one); None behind a router."""
+        return None if self.disaggregated else next(iter(self.workers))
+
 
 # --------------------------------------------------------------------------------------------
 # loading
@@ -206,16 +246,17 @@ def _version(text: str) -> tuple[int, int, int]:
     return major, minor, patch
 
 
-def _check(topo: Topology) -> None:
-    """Cross-field and catalog checks pydantic cannot do alone; InputError names the field."""
+def _check_system(topo: Topology) -> int | None:
+    """The system's checks; returns the GPUs of the catalog system (None on CPU nodes)."""
     f = topo.file
-    known = catalogs.list_models()
-    if topo.model.catalog_id not in known:
-        raise InputError(
-            f,
-            "model.catalog_id",
-            f"unknown model {topo.model.catalog_id!r}; known: {', '.join(known) or '(none)'}",
-        )
+    if not topo.gpu:
+        if topo.system.catalog_id is not None:
+            raise InputError(
+                f, "system.catalog_id", "must be null with device cpu (the catalog lists GPUs)"
+            )
+        return None
+    if topo.system.catalog_id is None:
+        raise InputError(f, "system.catalog_id", "null needs device cpu; GPU nodes need a system")
     try:
         system = catalogs.system(topo.system.catalog_id)
     except InputError as err:
@@ -227,6 +268,51 @@ def _check(topo: Topology) -> None:
             f"{topo.system.gpus_per_node} differs from {system.id}'s gpus_per_tray "
             f"{system.gpus_per_tray}",
         )
+    return system.gpus
+
+
+def _check_layout(topo: Topology) -> None:
+    """Disaggregated (prefill + decode workers, a router, a KV connector) or one aggregated
+    worker that clients talk to directly (no router, no KV connector)."""
+    f = topo.file
+    aggregated = topo.role_workers("aggregated")
+    if aggregated:
+        if len(topo.workers) > 1:
+            raise InputError(
+                f,
+                "workers",
+                f"an aggregated worker ({aggregated[0]}) must be the only worker; "
+                f"got {', '.join(topo.workers)}",
+            )
+        for field in ("router", "kv_transfer"):
+            if getattr(topo, field) is not None:
+                raise InputError(
+                    f, field, "must be null with one aggregated worker (no prefill/decode split)"
+                )
+        if topo.kubernetes.router_service is not None:
+            raise InputError(f, "kubernetes.router_service", "must be null without a router")
+        return
+    for role in ("prefill", "decode"):
+        if not topo.role_workers(role):
+            raise InputError(f, "workers", f"no worker with role {role!r}")
+    for field in ("router", "kv_transfer", "kubernetes.router_service"):
+        obj: Any = topo
+        for key in field.split("."):
+            obj = getattr(obj, key)
+        if obj is None:
+            raise InputError(f, field, "needed by prefill/decode workers (disaggregated)")
+
+
+def _check(topo: Topology) -> None:
+    """Cross-field and catalog checks pydantic cannot do alone; InputError names the field."""
+    f = topo.file
+    known = catalogs.list_models()
+    if topo.model.catalog_id is not None and topo.model.catalog_id not in known:
+        raise InputError(
+            f,
+            "model.catalog_id",
+            f"unknown model {topo.model.catalog_id!r}; known: {', '.join(known) or '(none)'}",
+        )
     if _version(topo.vllm.version) < MIN_VLLM_VERSION:
         need = ".".join(map(str, MIN_VLLM_VERSION))
         raise InputError(
@@ -237,8 +323,8 @@ def _check(topo: Topology) -> None:
     if topo.vllm.tag != f"v{topo.vllm.version}":
         raise InputError(f, "vllm.tag", f"{topo.vllm.tag!r} is not 'v{topo.vllm.version}'")
 
+    system_gpus = _check_system(topo)
     per_node = topo.system.gpus_per_node
-    experts = catalogs.load_model(topo.model.catalog_id).moe.num_routed_experts
     for name, w in topo.workers.items():
         if w.gpus % per_node:
             raise InputError(
@@ -246,14 +332,23 @@ def _check(topo: Topology) -> None:
                 f"workers.{name}.gpus",
                 f"{w.gpus} GPUs is not a whole number of {per_node}-GPU nodes",
             )
-    if topo.total_gpus > system.gpus:
+    if system_gpus is not None and topo.total_gpus > system_gpus:
         used = " + ".join(f"{n} {w.gpus}" for n, w in topo.workers.items())
         raise InputError(
             f,
             "workers",
-            f"{used} = {topo.total_gpus} GPUs > the {system.gpus} GPUs of {system.id}",
+            f"{used} = {topo.total_gpus} GPUs > the {system_gpus} GPUs of {topo.system.catalog_id}",
         )
+    experts = (
+        catalogs.load_model(topo.model.catalog_id).moe.num_routed_experts
+        if topo.model.catalog_id is not None
+        else None
+    )
     for name, w in topo.workers.items():
+        if topo.eplb is None and w.num_redundant_experts:
+            raise InputError(
+                f, f"workers.{name}.num_redundant_experts", "redundant experts need an eplb section"
+            )
         if experts is not None and (experts + w.num_redundant_experts) % w.gpus:
             raise InputError(
                 f,
@@ -261,9 +356,7 @@ def _check(topo: Topology) -> None:
                 f"({experts} routed + {w.num_redundant_experts} redundant) experts do not "
                 f"divide evenly over {w.gpus} expert-parallel ranks (vLLM's EPLB needs it)",
             )
-    for role in ("prefill", "decode"):
-        if not topo.role_workers(role):
-            raise InputError(f, "workers", f"no worker with role {role!r}")
+    _check_layout(topo)
 
     if topo.bench.num_gpus != topo.total_gpus:
         raise InputError(
@@ -276,16 +369,21 @@ def _check(topo: Topology) -> None:
             f, "bench.gpus_per_node", f"{topo.bench.gpus_per_node} differs from {per_node}"
         )
     url = urlsplit(topo.bench.endpoint)
-    if url.port != topo.router.port:
-        raise InputError(
-            f, "bench.endpoint", f"port {url.port} is not the router's port {topo.router.port}"
-        )
-    if url.hostname != topo.kubernetes.router_service:
+    direct = topo.endpoint_worker()
+    if direct is None:
+        assert topo.router is not None  # _check_layout
+        port, host, what = topo.router.port, topo.kubernetes.router_service, "router"
+        where = "kubernetes.router_service"
+    else:
+        port, host = topo.workers[direct].port, _leader_service(topo, direct)
+        what, where = f"{direct} leader", "its Kubernetes Service; no router"
+    if url.port != port:
+        raise InputError(f, "bench.endpoint", f"port {url.port} is not the {what}'s port {port}")
+    if url.hostname != host:
         raise InputError(
             f,
             "bench.endpoint",
-            f"host {url.hostname!r} is not the router service "
-            f"{topo.kubernetes.router_service!r} (kubernetes.router_service)",
+            f"host {url.hostname!r} is not the {what} service {host!r} ({where})",
         )
 
 
@@ -356,22 +454,25 @@ def serve_argv(
         address,
         "--data-parallel-rpc-port",
         str(w.rpc_port),
-        "--enable-expert-parallel",
-        "--enable-eplb",
-        "--eplb-config",
-        _json(
-            {
-                "window_size": topo.eplb.window_size,
-                "step_interval": topo.eplb.step_interval,
-                "num_redundant_experts": w.num_redundant_experts,
-                "log_balancedness": topo.eplb.log_balancedness,
-            }
-        ),
-        "--kv-transfer-config",
-        _json({"kv_connector": topo.kv_transfer.connector, "kv_role": topo.kv_transfer.role}),
-        *w.extra_args,
     ]
-    return words
+    if topo.eplb is not None:
+        words += [
+            "--enable-expert-parallel",
+            "--enable-eplb",
+            "--eplb-config",
+            _json(
+                {
+                    "window_size": topo.eplb.window_size,
+                    "step_interval": topo.eplb.step_interval,
+                    "num_redundant_experts": w.num_redundant_experts,
+                    "log_balancedness": topo.eplb.log_balancedness,
+                }
+            ),
+        ]
+    if topo.kv_transfer is not None:
+        kv = topo.kv_transfer
+        words += ["--kv-transfer-config", _json({"kv_connector": kv.connector, "kv_role": kv.role})]
+    return [*words, *w.extra_args]
 
 
 def serve_commands(topo: Topology) -> dict[str, list[str]]:
@@ -387,6 +488,8 @@ def serve_commands(topo: Topology) -> dict[str, list[str]]:
 
 def router_argv(topo: Topology, urls: dict[str, str]) -> list[str]:
     """Words of the router command; ``urls`` maps worker -> its leader's API base URL."""
+    if topo.router is None:
+        raise ValueError(f"{topo.file}: no router (one aggregated worker)")
     words = ["vllm-router", "--vllm-pd-disaggregation"]
     words += ["--host", "0.0.0.0", "--port", str(topo.router.port)]
     for name in topo.role_workers("prefill"):
@@ -405,7 +508,7 @@ def notebook_parameters(topo: Topology) -> dict[str, Any]:
     GPUs of one node (tray); ``model``: the served model (Hugging Face id); ``catalog_model``:
     its id in data/models/; ``prefill_gpus`` / ``decode_gpus``: GPUs per role.
     """
-    return {
+    out = {
         "endpoint": topo.bench.endpoint,
         "num_gpus": topo.bench.num_gpus,
         "gpus_per_node": topo.bench.gpus_per_node,
@@ -414,6 +517,9 @@ def notebook_parameters(topo: Topology) -> dict[str, Any]:
         "prefill_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("prefill")),
         "decode_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("decode")),
     }
+    if not topo.disaggregated:
+        del out["prefill_gpus"], out["decode_gpus"]
+    return out
 
 
 #: Client concurrency per decode rank of the generated rack-scaling and EPLB runs: 64
@@ -430,12 +536,24 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     from rackbook.inputs.claims import load_claims
 
     reg = load_claims()
-    system = catalogs.system(topo.system.catalog_id)
-    decode = [topo.workers[n] for n in topo.role_workers("decode")]
-    prefill_gpus = sum(topo.workers[n].gpus for n in topo.role_workers("prefill"))
+    decode = [topo.workers[n] for n in topo.role_workers("decode") or list(topo.workers)]
+    prefill = topo.role_workers("prefill") or list(topo.workers)
+    prefill_gpus = sum(topo.workers[n].gpus for n in prefill)
     ctx = reg.get("context-latency.delta").scope.context_tokens
     prefix = reg.get("prefill-gain.gain").scope.context_tokens
-    ids = {"model_id": topo.model.catalog_id, "gpu_id": system.gpu}
+    # catalog ids only where the topology has them (a test model on CPU nodes has neither)
+    ids: dict[str, Any] = {}
+    if topo.model.catalog_id is not None:
+        ids["model_id"] = topo.model.catalog_id
+    if topo.system.catalog_id is not None:
+        ids["gpu_id"] = catalogs.system(topo.system.catalog_id).gpu
+    system_id = {"system_id": topo.system.catalog_id} if topo.system.catalog_id else {}
+    # the claim counts the rack's GPUs; CPU nodes have no rack: the deployment's engine ranks
+    rack_gpus = (
+        catalogs.system(topo.system.catalog_id).gpus
+        if topo.system.catalog_id is not None
+        else topo.total_gpus
+    )
     url = topo.bench.endpoint
     lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
     # requests in flight: STREAMS_PER_RANK sequences on every decode rank
@@ -444,8 +562,8 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
         "decode-parity": {"source": "live", "endpoint": url, "input_len": 1024,
                           "output_len": 1024},
         "rack-scaling": {"source": "live", "endpoints": [url], "replicas": [1],
-                         "gpus_per_replica": system.gpus, "concurrency": streams, **ids,
-                         "system_id": topo.system.catalog_id},
+                         "gpus_per_replica": rack_gpus, "concurrency": streams, **ids,
+                         **system_id},
         "prefill-gain": {"source": "live", "endpoint_b": url,
                          "prefix_tokens": prefix.high if prefix else 128_000,
                          "new_tokens": 1024, **ids, "prefill_gpus": prefill_gpus},
@@ -465,10 +583,15 @@ def _params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
         "locally); endpoint_b: the deployment below.\n",
         "decode-parity": "# Engine B (DeepInfer's offline benchmark) is imported separately: "
         "-p trace DIR -p engine_b deepinfer.\n",
-        "rack-scaling": f"# The deployment serves on {topo.total_gpus} of the rack's "
-        f"{catalogs.system(topo.system.catalog_id).gpus} GPUs; the claim counts the rack's, "
-        "so gpus_per_replica does too.\n"
-        f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank.\n",
+        "rack-scaling": (
+            f"# The deployment serves on {topo.total_gpus} of the rack's "
+            f"{catalogs.system(topo.system.catalog_id).gpus} GPUs; the claim counts the rack's, "
+            "so gpus_per_replica does too.\n"
+            if topo.system.catalog_id is not None
+            else f"# CPU nodes, no rack: gpus_per_replica counts the deployment's "
+            f"{_units(topo, topo.total_gpus)}.\n"
+        )
+        + f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank.\n",
         "eplb-balance": f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank; "
         "pass the decode leader's log with -p server_log FILE.\n",
     }
@@ -485,17 +608,25 @@ def _params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
 # generated files
 
 
+def _units(topo: Topology, n: int) -> str:
+    """``n`` of what the topology's ``gpus`` count: GPUs, or engine ranks on CPU nodes."""
+    return plural(n, "GPU" if topo.gpu else "CPU engine rank")
+
+
 def _header(topo: Topology, comment: str = "#") -> str:
+    where = topo.system.catalog_id or "CPU nodes"
+    dp = "DEP" if topo.eplb is not None else "DP"
     return (
         f"{comment} GENERATED by `rackbook recipes` from {topo.file}: edit that file, not this.\n"
-        f"{comment} {topo.model.hf_id} on {topo.system.catalog_id} with "
+        f"{comment} {topo.model.hf_id} on {where} with "
         f"{topo.vllm.image}:{topo.vllm.tag}: "
         + ", ".join(
-            f"{n}{'' if n == w.role else f' ({w.role})'} DEP{w.gpus} on "
+            f"{n}{'' if n == w.role else f' ({w.role})'} {dp}{w.gpus} on "
             + plural(topo.nodes(n), "node")
             for n, w in topo.workers.items()
         )
-        + f"; {topo.total_gpus} GPUs, {topo.total_nodes} nodes of {topo.system.gpus_per_node}.\n"
+        + f"; {_units(topo, topo.total_gpus)}, {plural(topo.total_nodes, 'node')} of "
+        f"{topo.system.gpus_per_node}.\n"
         f"{comment} Run the benchmark client (vllm bench serve, rackbook record --endpoint) on its "
         "own host or cores,\n"
         f"{comment} never on a serving node's busy CPUs: a starved client records token bursts, "
@@ -510,9 +641,12 @@ def serve_commands_sh(topo: Topology) -> str:
     lines.append("# Leader addresses are shell variables (set by slurm.sbatch, or by you):")
     for name in topo.workers:
         lines.append(f"#   ${leader_var(name)}: IP of {name}'s node rank 0")
-    lines.append(
-        "# Every node also needs VLLM_HOST_IP and VLLM_NIXL_SIDE_CHANNEL_HOST = its own IP."
-    )
+    if topo.kv_transfer is not None:
+        lines.append(
+            "# Every node also needs VLLM_HOST_IP and VLLM_NIXL_SIDE_CHANNEL_HOST = its own IP."
+        )
+    else:
+        lines.append("# Every node also needs VLLM_HOST_IP = its own IP.")
     for name, cmds in serve_commands(topo).items():
         w = topo.workers[name]
         for rank, cmd in enumerate(cmds):
@@ -523,12 +657,28 @@ def serve_commands_sh(topo: Topology) -> str:
             lines += ["", f"# {name}{role} node rank {rank}: DP ranks {first}-{last}, {what}"]
             lines.append(cmd)
     urls = {n: f"http://${leader_var(n)}:{w.port}" for n, w in topo.workers.items()}
-    lines += ["", "# router (any host that reaches the leaders)", _join(router_argv(topo, urls))]
+    if topo.router is not None:
+        lines += ["", "# router (any host that reaches the leaders)"]
+        lines.append(_join(router_argv(topo, urls)))
     return "\n".join(lines) + "\n"
 
 
+def record_argv(topo: Topology) -> list[str]:
+    """Words of the job's ``rackbook record`` step (``slurm.record``), against ``$ENDPOINT``
+    into ``$LOGS/trace`` (the model comes from the endpoint's ``/v1/models``)."""
+    rec = topo.slurm.record
+    if rec is None:
+        raise ValueError(f"{topo.file}: no slurm.record")
+    words = ["rackbook", "record", rec.scenario, "--endpoint", _Raw('"$ENDPOINT"')]
+    words += ["-o", _Raw('"$LOGS/trace"')]
+    for name, value in rec.parameters.items():
+        words += ["-p", name, str(value)]
+    return words
+
+
 def slurm_script(topo: Topology) -> str:
-    """An ``sbatch`` script: one node per tray, one ``srun`` per node rank, router, health wait."""
+    """An ``sbatch`` script: one node per tray, one ``srun`` per node rank, router, health wait;
+    with ``slurm.record``, a recorded trace and a clean end (exit 0) once healthy."""
     per_node = topo.system.gpus_per_node
     n = topo.total_nodes
     container = (
@@ -537,6 +687,7 @@ def slurm_script(topo: Topology) -> str:
         if topo.slurm.container
         else ""
     )
+    gpus = f" --gpus-per-node={per_node}" if topo.gpu else ""
     sb = [
         "#!/bin/bash",
         _header(topo).rstrip("\n"),
@@ -544,7 +695,10 @@ def slurm_script(topo: Topology) -> str:
         f"#SBATCH --job-name={topo.name}",
         f"#SBATCH --nodes={n}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={per_node}",
+    ]
+    if topo.gpu:
+        sb.append(f"#SBATCH --gpus-per-node={per_node}")
+    sb += [
         "#SBATCH --exclusive",
         f"#SBATCH --time={topo.slurm.time}",
         f"#SBATCH --output={topo.name}-%j.log",
@@ -553,19 +707,27 @@ def slurm_script(topo: Topology) -> str:
         sb.append(f"#SBATCH --partition={topo.slurm.partition}")
     if topo.slurm.account:
         sb.append(f"#SBATCH --account={topo.slurm.account}")
+    sb += ["set -euo pipefail", ""]
+    if topo.slurm.container:
+        sb += [
+            "# HF_CACHE: the Hugging Face cache (model weights), mounted in the container.",
+            'HF_CACHE="${HF_CACHE:-$HOME/.cache/huggingface}"',
+            f"export HF_HOME={HF_HOME}  # where the container sees that cache",
+        ]
+    else:
+        sb += [
+            "# HF_CACHE: the Hugging Face cache (model weights) as every node sees it.",
+            'HF_CACHE="${HF_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}}"',
+            'export HF_HOME="$HF_CACHE"',
+        ]
     sb += [
-        "set -euo pipefail",
-        "",
-        "# HF_CACHE: the Hugging Face cache (model weights), mounted in the container.",
-        'HF_CACHE="${HF_CACHE:-$HOME/.cache/huggingface}"',
-        f"export HF_HOME={HF_HOME}  # where the container sees that cache",
         'LOGS="${LOGS:-$PWD/logs/$SLURM_JOB_ID}"',
         'mkdir -p "$LOGS"',
         f"CONTAINER=({container})" if container else "CONTAINER=()",
         "",
         "# Nodes in allocation order; workers take them in topology order.",
         'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
-        f'if (( ${{#NODES[@]}} != {n} )); then echo "error: need {n} nodes, got ${{#NODES[@]}}" >&2; exit 2; fi',  # noqa: E501
+        f'if (( ${{#NODES[@]}} != {n} )); then echo "error: need {plural(n, "node")}, got ${{#NODES[@]}}" >&2; exit 2; fi',  # noqa: E501
         "ip_of() { getent ahostsv4 \"$1\" | awk 'NR == 1 { print $1; exit }'; }",
     ]
     for name in topo.workers:
@@ -574,14 +736,19 @@ def slurm_script(topo: Topology) -> str:
         sb.append(f'{var}_NODES=("${{NODES[@]:{off}:{topo.nodes(name)}}}")')
         sb.append(f'{leader_var(name)}="$(ip_of "${{{var}_NODES[0]}}")"')
         sb.append(f"export {leader_var(name)}")
+    if topo.kv_transfer is not None:
+        sb.append(f"export VLLM_NIXL_SIDE_CHANNEL_PORT={topo.kv_transfer.side_channel_port}")
     sb += [
-        f"export VLLM_NIXL_SIDE_CHANNEL_PORT={topo.kv_transfer.side_channel_port}",
         "",
-        "# node_cmd WORKER NODE_RANK: the exact command of one node (run there, in the container).",
+        "# node_cmd WORKER NODE_RANK: the exact command of one node (run there, in the container)."
+        if topo.slurm.container
+        else "# node_cmd WORKER NODE_RANK: the exact command of one node (run there).",
         "node_cmd() {",
         "  local ip",
         "  ip=\"$(hostname -I | awk '{ print $1 }')\"",
-        '  export VLLM_HOST_IP="$ip" VLLM_NIXL_SIDE_CHANNEL_HOST="$ip"',
+        '  export VLLM_HOST_IP="$ip" VLLM_NIXL_SIDE_CHANNEL_HOST="$ip"'
+        if topo.kv_transfer is not None
+        else '  export VLLM_HOST_IP="$ip"',
         '  case "$1/$2" in',
     ]
     for name, cmds in serve_commands(topo).items():
@@ -596,9 +763,7 @@ def slurm_script(topo: Topology) -> str:
         'cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; }',
         "trap cleanup EXIT",
         "launch() {  # WORKER NODE_RANK HOST",
-        '  srun --nodes=1 --ntasks=1 --nodelist="$3" --gpus-per-node='
-        + str(per_node)
-        + ' "${CONTAINER[@]}" \\',  # noqa: E501
+        f'  srun --nodes=1 --ntasks=1 --nodelist="$3"{gpus} "${{CONTAINER[@]}}" \\',
         '    bash -c "$(declare -f node_cmd); node_cmd $1 $2" > "$LOGS/$1-$2.log" 2>&1 &',
         "  PIDS+=($!)",
         "}",
@@ -625,28 +790,50 @@ def slurm_script(topo: Topology) -> str:
     ]
     for name, w in topo.workers.items():
         sb.append(f'wait_healthy "http://${{{leader_var(name)}}}:{w.port}"')
-    urls = {name: f"http://${{{leader_var(name)}}}:{w.port}" for name, w in topo.workers.items()}
-    router = _join(router_argv(topo, urls))
-    first = re.sub(r"[^A-Z0-9]", "_", next(iter(topo.workers)).upper())
+    direct = topo.endpoint_worker()
+    if direct is None:
+        assert topo.router is not None  # load_topology checked it
+        urls = {n: f"http://${{{leader_var(n)}}}:{w.port}" for n, w in topo.workers.items()}
+        router = _join(router_argv(topo, urls))
+        first = re.sub(r"[^A-Z0-9]", "_", next(iter(topo.workers)).upper())
+        sb += [
+            "",
+            "# The router runs on the first node, next to the first worker's leader.",
+            f'ROUTER_NODE="${{{first}_NODES[0]}}"',
+            'srun --overlap --nodes=1 --ntasks=1 --nodelist="$ROUTER_NODE" "${CONTAINER[@]}" \\',
+            f'  {router} > "$LOGS/router.log" 2>&1 &',
+            "PIDS+=($!)",
+            f'ENDPOINT="http://$(ip_of "$ROUTER_NODE"):{topo.router.port}"',
+            'wait_healthy "$ENDPOINT"',
+        ]
+    else:
+        sb += [
+            "",
+            f"# No router: clients talk to {direct}'s leader directly.",
+            f'ENDPOINT="http://${{{leader_var(direct)}}}:{topo.workers[direct].port}"',
+        ]
     sb += [
-        "",
-        "# The router runs on the first node, next to the first worker's leader.",
-        f'ROUTER_NODE="${{{first}_NODES[0]}}"',
-        'srun --overlap --nodes=1 --ntasks=1 --nodelist="$ROUTER_NODE" "${CONTAINER[@]}" \\',
-        f'  {router} > "$LOGS/router.log" 2>&1 &',
-        "PIDS+=($!)",
-        f'ENDPOINT="http://$(ip_of "$ROUTER_NODE"):{topo.router.port}"',
-        'wait_healthy "$ENDPOINT"',
         'echo "$ENDPOINT" > "$LOGS/endpoint"',
         'echo "endpoint: $ENDPOINT (also in $LOGS/endpoint)"',
         'echo "run a notebook against it: rackbook run RESULT --params-file"'
         ' "params/RESULT.yaml -p endpoint $ENDPOINT"',
         "",
-        "# Serve until the time limit or until any process exits.",
-        "wait -n || true",
-        'echo "error: a process exited; see $LOGS" >&2',
-        "exit 1",
     ]
+    if topo.slurm.record is not None:
+        sb += [
+            "# Record a trace against the endpoint (slurm.record), then stop the servers (trap).",
+            "# The client runs here, on the first node: see the note on CPUs at the top.",
+            _join(record_argv(topo)),
+            'echo "trace: $LOGS/trace"',
+            "exit 0",
+        ]
+    else:
+        sb += [
+            "# Serve until the time limit or until any process exits.",
+            "wait -n || true",
+            'echo "error: a process exited; see $LOGS" >&2',
+            "exit 1",
+        ]
     return "\n".join(sb) + "\n"
 
 
@@ -656,25 +843,30 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
     env: list[dict[str, Any]] = [
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "VLLM_HOST_IP", "value": "$(POD_IP)"},
-        {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "$(POD_IP)"},
-        {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": str(topo.kv_transfer.side_channel_port)},
-        {"name": "HF_HOME", "value": HF_HOME},
     ]
+    if topo.kv_transfer is not None:
+        port = str(topo.kv_transfer.side_channel_port)
+        env += [
+            {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "$(POD_IP)"},
+            {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": port},
+        ]
+    env.append({"name": "HF_HOME", "value": HF_HOME})
     container: dict[str, Any] = {
         "name": "vllm",
         "image": topo.container.image,
         "command": ["/bin/bash", "-c"],
         "args": [f"exec {command}"],
         "env": env,
-        "resources": {
+    }
+    if topo.gpu:
+        container["resources"] = {
             "requests": {"nvidia.com/gpu": gpus},
             "limits": {"nvidia.com/gpu": gpus},
-        },
-        "volumeMounts": [
-            {"name": "dshm", "mountPath": "/dev/shm"},
-            {"name": "hf-cache", "mountPath": HF_HOME},
-        ],
-    }
+        }
+    container["volumeMounts"] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "hf-cache", "mountPath": HF_HOME},
+    ]
     if leader:
         container["ports"] = [{"name": "http", "containerPort": w.port}]
         container["startupProbe"] = {
@@ -707,6 +899,11 @@ class _NoAliasDumper(yaml.SafeDumper):
 
 def _k8s_name(topo: Topology, worker: str) -> str:
     return f"{topo.name}-{worker}"
+
+
+def _leader_service(topo: Topology, worker: str) -> str:
+    """Name of the Kubernetes Service in front of ``worker``'s leader (its API server)."""
+    return f"{_k8s_name(topo, worker)}-api"
 
 
 def kubernetes_manifest(topo: Topology) -> str:
@@ -757,7 +954,7 @@ def kubernetes_manifest(topo: Topology) -> str:
                 },
             }
         )
-        svc = f"{lws}-api"
+        svc = _leader_service(topo, name)
         urls[name] = f"http://{svc}:{w.port}"
         docs.append(
             {
@@ -773,6 +970,20 @@ def kubernetes_manifest(topo: Topology) -> str:
                 },
             }
         )
+    if topo.router is not None:
+        docs += _router_docs(topo, urls)
+    body = yaml.dump_all(
+        docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
+    )
+    return _header(topo) + body
+
+
+def _router_docs(topo: Topology, urls: dict[str, str]) -> list[dict[str, Any]]:
+    """The router's Deployment and Service (``urls``: worker -> its leader Service's URL)."""
+    assert topo.router is not None and topo.kubernetes.router_service is not None
+    ns = topo.kubernetes.namespace
+    part = {"app.kubernetes.io/part-of": topo.name}
+    docs: list[dict[str, Any]] = []
     rlabels = {**part, "app.kubernetes.io/component": "router"}
     docs.append(
         {
@@ -820,10 +1031,7 @@ def kubernetes_manifest(topo: Topology) -> str:
             },
         }
     )
-    body = yaml.dump_all(
-        docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
-    )
-    return _header(topo) + body
+    return docs
 
 
 def render_recipes(topo: Topology) -> dict[str, str]:
@@ -871,13 +1079,18 @@ def cli_recipes(args: argparse.Namespace) -> int:
     written = write_recipes(topo, args.output)
     for p in written:
         print(loader.display_path(p))
+    dp = "DEP" if topo.eplb is not None else "DP"
+    of = (
+        f"{topo.total_gpus} of {catalogs.system(topo.system.catalog_id).gpus} GPUs"
+        if topo.system.catalog_id is not None
+        else _units(topo, topo.total_gpus)
+    )
     print(
         f"{topo.model.hf_id}: "
         + ", ".join(
-            f"{n} DEP{w.gpus} on {plural(topo.nodes(n), 'node')}" for n, w in topo.workers.items()
+            f"{n} {dp}{w.gpus} on {plural(topo.nodes(n), 'node')}" for n, w in topo.workers.items()
         )
-        + f"; {topo.total_gpus} of {catalogs.system(topo.system.catalog_id).gpus} GPUs, "
-        f"{topo.total_nodes} nodes; endpoint {topo.bench.endpoint}",
+        + f"; {of}, {plural(topo.total_nodes, 'node')}; endpoint {topo.bench.endpoint}",
         file=sys.stdout,
     )
     return 0
