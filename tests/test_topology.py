@@ -172,6 +172,7 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
         'printf "%s\\n" "$out"\nexec sleep 30\n',
     )
     _shim(bin_, "vllm-router", 'printf "%s\\n" "$@"\nexit 0\n')
+    _shim(bin_, "nvidia-smi", 'echo "NVIDIA GB300, 284208 MiB, 580.82"\n')
     script = tmp_path / "job.sbatch"
     script.write_text(topology.slurm_script(topo))
     logs = tmp_path / "logs"
@@ -186,6 +187,8 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
     assert res.returncode == 1, res.stderr
     assert "endpoint: http://10.0.0.0:8000" in res.stdout
     assert (logs / "endpoint").read_text().strip() == "http://10.0.0.0:8000"
+    # the GPU inventory the client declares with RACKBOOK_SERVER_GPUS
+    assert (logs / "gpus.csv").read_text() == "NVIDIA GB300, 284208 MiB, 580.82\n"
     for name, cmds in topology.serve_commands(topo).items():
         offset = topo.node_offset(name)
         leader_ip = f"10.0.0.{offset}"

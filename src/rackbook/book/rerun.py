@@ -264,14 +264,17 @@ def card(result: str) -> str:
         f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows
     )
     # what the endpoint's operator declares: the claim's 4 B300 for one user, else the recipe's
-    gpus_behind = (
-        f"{gpus} x NVIDIA B300" if result == "single-user" else f"{topo.total_gpus} x NVIDIA GB300"
-    )
+    gpus_behind = f'"{gpus} x NVIDIA B300"' if result == "single-user" else "logs/JOBID/gpus.csv"
     flags = " ".join(f"-p {k} {v}" for k, v in extra)
     cmd = (
-        "# the GPUs behind the endpoint, which the client cannot see:\n"
-        f'export RACKBOOK_SERVER_GPUS="{gpus_behind}"\n'
-        f"# after editing env/cluster/topology.yaml:\nrackbook recipes -o {GENERATED}\n"
+        (
+            "# the GPUs behind the endpoint, which the client cannot see (the job\n"
+            "# writes nvidia-smi's list of every node there):\n"
+            if result != "single-user"
+            else "# the GPUs behind the endpoint, which the client cannot see:\n"
+        )
+        + f"export RACKBOOK_SERVER_GPUS={gpus_behind}\n"
+        + f"# after editing env/cluster/topology.yaml:\nrackbook recipes -o {GENERATED}\n"
         + wrap(f"rackbook run {result} --params-file {GENERATED}/params/{result}.yaml", CODE_WIDTH)
         + (f" \\\n  {flags}" if flags else "")
     )

@@ -812,6 +812,18 @@ def slurm_script(topo: Topology) -> str:
             f"# No router: clients talk to {direct}'s leader directly.",
             f'ENDPOINT="http://${{{leader_var(direct)}}}:{topo.workers[direct].port}"',
         ]
+    if topo.gpu:
+        sb += [
+            "",
+            "# The GPUs behind the endpoint, for run.json (a client on its own host cannot see",
+            "# them): one nvidia-smi line per GPU of every node. Where the client runs:",
+            "# export RACKBOOK_SERVER_GPUS=$LOGS/gpus.csv",
+            f"srun --overlap --nodes={topo.total_nodes} --ntasks-per-node=1 nvidia-smi \\",
+            "  --query-gpu=name,memory.total,driver_version --format=csv,noheader \\",
+            '  > "$LOGS/gpus.csv" \\',
+            '  || echo "warning: nvidia-smi failed: declare RACKBOOK_SERVER_GPUS yourself" >&2',
+            'export RACKBOOK_SERVER_GPUS="$LOGS/gpus.csv"',
+        ]
     sb += [
         'echo "$ENDPOINT" > "$LOGS/endpoint"',
         'echo "endpoint: $ENDPOINT (also in $LOGS/endpoint)"',
