@@ -81,3 +81,18 @@ def test_rack_scaling_without_its_reference_names_it():
     out = rack_scaling.outcome(rack_scaling.analyse(two))
     reason = out.reading("rack-scaling.speedup", "this run").reason
     assert "one configuration only: no speedup" in reason
+
+
+def test_decode_parity_with_engine_a_only_names_engine_b():
+    """A re-runner's vLLM sweep without the offline engine: engine A's points are shown, the
+    reading is untested and says how to supply engine B."""
+    from rackbook.results import decode_parity
+
+    t = traces.read_trace(paths.TRACES / "decode-parity")
+    a = subset(t, t.points.loc[t.points["engine"] == "vllm-serve", "point_id"].astype(str).tolist())
+    an = decode_parity.analyse(a)
+    assert set(an.table["engine"]) == {"vllm-serve"} and len(an.table) == 6
+    run = decode_parity.outcome(an).reading("decode-parity.gap", "this run")
+    assert run.verdict == "untested"
+    assert run.reason.startswith("no engine-B points (vllm-offline): record an offline engine")
+    assert "`rackbook import offline-engine`" in run.reason
