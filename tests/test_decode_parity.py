@@ -97,12 +97,16 @@ def test_every_run_reading(tmp_path, gpus, engine_b, points, verdict):
     gap = [h for h in out.headlines if h.name == "max_decode_gap"]
     assert all(h.verdict == verdict and h.claim_id == "decode-parity.gap" for h in gap)
     if verdict == "untested" and gpus and engine_b == "deepinfer":
-        assert "no points of engine deepinfer" in run.reason  # the missing piece is named
+        # the missing piece is named, with the command that supplies it
+        assert run.reason == (
+            "no engine-B points (deepinfer): record an offline engine or import its results "
+            "with `rackbook import offline-engine`"
+        )
 
 
 def _ceiling(batch: int, ranks: int) -> float:
-    params = decode_parity.Params(batch_sizes=[batch], decode_ranks=ranks)
-    return float(decode_parity.ceilings(params)["ceiling_tok_s_per_gpu"].iloc[0])
+    params = decode_parity.Params(batch_sizes=[batch])
+    return float(decode_parity.ceilings(params, ranks)["ceiling_tok_s_per_gpu"].iloc[0])
 
 
 @pytest.mark.parametrize(
@@ -115,9 +119,7 @@ def test_every_physics_reading(tmp_path, share, verdict):
     d = 8 * 20 / 2 / rate / 2  # per-request decode seconds: decode tok/s = 8 x 20 / (2 d)
     pts = [("a", 8, 0.1 + 2 * d), ("deepinfer", 8, 0.1 + 2 * d)]
     t = _testable(_trace(tmp_path, pts, ("NVIDIA B300",)), ("NVIDIA B300",))
-    params = decode_parity.Params(
-        engine_a="a", engine_b="deepinfer", batch_sizes=[8], decode_ranks=1
-    )
+    params = decode_parity.Params(engine_a="a", engine_b="deepinfer", batch_sizes=[8])
     out = decode_parity.outcome(decode_parity.analyse(t, params))
     r = out.reading("decode-parity.gap", "physics")
     assert r.verdict == verdict

@@ -116,3 +116,18 @@ def test_the_notebook_executes_on_a_subset(tmp_path, result, case, pids):
     doc = json.loads(headline.read_text())
     runs = [r for r in doc["readings"] if r["reading"] == "this run"]
     assert runs and all(r["verdict"] == "untested" and r["reason"] for r in runs)
+
+
+def test_decode_parity_with_engine_a_only_names_engine_b():
+    """A re-runner's vLLM sweep without the offline engine: engine A's points are shown, the
+    reading is untested and says how to supply engine B."""
+    from rackbook.results import decode_parity
+
+    t = traces.read_trace(paths.TRACES / "decode-parity")
+    a = subset(t, t.points.loc[t.points["engine"] == "vllm-serve", "point_id"].astype(str).tolist())
+    an = decode_parity.analyse(a)
+    assert set(an.table["engine"]) == {"vllm-serve"} and len(an.table) == 6
+    run = decode_parity.outcome(an).reading("decode-parity.gap", "this run")
+    assert run.verdict == "untested"
+    assert run.reason.startswith("no engine-B points (vllm-offline): record an offline engine")
+    assert "`rackbook import offline-engine`" in run.reason

@@ -46,6 +46,11 @@ def _label(text: str) -> tuple[str, str]:
     return key, value
 
 
+#: ``rackbook import`` formats of an engine's own results (not vLLM's) -> their handler.
+ENGINE_IMPORTS: dict[str, str] = {
+    "offline-engine": "rackbook.core.offline_engine:cli_import",
+}
+
 #: ``rackbook import`` formats of published measurements -> their handler (kind ``published``).
 PUBLISHED_IMPORTS: dict[str, str] = {
     "inferencex": "rackbook.core.published:cli_import",
@@ -57,6 +62,19 @@ PUBLISHED_IMPORTS: dict[str, str] = {
 def _import_handler(args: argparse.Namespace) -> str:
     """The handler of ``rackbook import FORMAT``; options that do not fit the format are a
     one-line usage error (exit 2)."""
+    if args.engine is not None and args.format not in ENGINE_IMPORTS:
+        raise InputError(args.input, "--engine", f"only for offline-engine, not {args.format}")
+    if args.format in ENGINE_IMPORTS:
+        for opt, flag in (
+            ("label", "--label"),
+            ("kind", "--kind"),
+            ("model", "--model"),
+            ("source_url", "--source-url"),
+            ("source_date", "--source-date"),
+        ):
+            if getattr(args, opt):
+                raise InputError(args.input, flag, f"not for {args.format} (the file says it)")
+        return ENGINE_IMPORTS[args.format]
     if args.format not in PUBLISHED_IMPORTS:
         for opt in ("model", "source_url", "source_date"):
             if getattr(args, opt) is not None:
@@ -84,14 +102,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 
     s = sub.add_parser("import", help="convert a benchmark result into a trace folder")
-    s.add_argument("format", choices=["vllm-bench", *PUBLISHED_IMPORTS], help="input format")
+    s.add_argument(
+        "format", choices=["vllm-bench", *ENGINE_IMPORTS, *PUBLISHED_IMPORTS], help="input format"
+    )
     s.add_argument(
         "input",
-        help="vllm bench serve --save-result --save-detailed JSON; or a published source: "
+        help="vllm bench serve --save-result --save-detailed JSON; an offline engine's results "
+        "(rackbook-offline-engine JSON, book/rerun.md); or a published source: "
         "InferenceX API rows (JSON), MLPerf summary.csv, SGLang deepseek-v4-benchmarks.jsx",
     )
     s.add_argument("-o", "--output", required=True, help="trace folder to write")
     s.add_argument("--model", default=None, help="mlperf: keep only this Model's rows")
+    s.add_argument(
+        "--engine", default=None, help="offline-engine: engine label (default: the file's)"
+    )
     s.add_argument("--source-url", default=None, help="published: the source file's URL")
     s.add_argument("--source-date", default=None, help="published: date, YYYY-MM-DD")
     s.add_argument(

@@ -179,3 +179,16 @@ def test_tiny_model_check_skips_hub_ids(tmp_path):
     with pytest.raises(InputError, match="config.json"):
         ensure_tiny_model(str(tmp_path))
     assert Path(tmp_path).is_dir()
+
+
+def test_decode_parity_against_a_remote_endpoint_leaves_the_offline_engine_out(monkeypatch):
+    """Engine B would load the model on the client: against a remote endpoint it comes from its
+    own run (`rackbook import offline-engine`), unless -p engines asks for it."""
+    sc, _ = _attach(monkeypatch, "decode-parity", {}, ["http://router:8000"], None)
+    assert sc.engines == ("serve",)
+    sc, _ = _attach(monkeypatch, "decode-parity", {}, ["http://127.0.0.1:8000"], None)
+    assert sc.engines == ("serve", "offline")
+    sc, _ = _attach(
+        monkeypatch, "decode-parity", {"engines": "serve,offline"}, ["http://h:1"], None
+    )
+    assert sc.engines == ("serve", "offline")

@@ -27,7 +27,10 @@ from rackbook.live.scenarios import EplbBalance, RackScaling, scenario
 # ----------------------------------------------------------------------------- parameters
 def test_notebook_parameter_names_are_accepted():
     """Each notebook's live cell passes these names (notebooks/*.ipynb, ``record(``)."""
-    scenario("decode-parity", {"batch_sizes": "8,16", "input_len": "64", "output_len": "32"})
+    scenario(
+        "decode-parity",
+        {"batch_sizes": "8,16", "decode_ranks": "1", "input_len": "64", "output_len": "32"},
+    )
     scenario("context-latency", {"context_lengths": "256,512", "output_len": "64"})
     scenario("single-user", {"input_len": "128", "output_len": "384", "num_requests": "4"})
     scenario(

@@ -77,9 +77,25 @@ def test_decode_parity_defaults_and_overrides():
     assert d2.parameters()["batch_sizes"] == [2, 4]
 
 
+def test_decode_parity_batch_is_per_rank():
+    """On 64 decode ranks, per-rank batch 256 is a client concurrency of 16,384 and 8 x 16,384
+    prompts; the point is labelled with its per-rank batch and its ranks. The server's
+    max-num-seqs is per rank, so it need not hold the whole concurrency."""
+    d = DecodeParity.from_params({"batch_sizes": "8,256", "decode_ranks": "64"})
+    (phase,) = d.phases()
+    p8, p256 = phase.points
+    assert (p256.concurrency, p256.num_prompts) == (16_384, 8 * 16_384)
+    assert (p8.concurrency, p8.num_prompts, p8.point_id) == (512, 4096, "serve-b8")
+    assert dict(p256.labels) == {"engine": "vllm-serve", "batch_size": "256", "decode_ranks": "64"}
+    assert d.parameters()["decode_ranks"] == 64
+    one = scenario("decode-parity", {"batch_sizes": "8"})
+    assert one.decode_ranks == 1 and one.phases()[0].points[0].concurrency == 8
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [
+        ({"decode_ranks": "0"}, "decode_ranks"),
         ({"batch_sizes": "8,x"}, "batch_sizes"),
         ({"batch_sizes": "0"}, "batch_sizes"),
         ({"nope": "1"}, "nope"),

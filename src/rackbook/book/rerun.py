@@ -44,8 +44,8 @@ EXTRA_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
 NEEDS: dict[str, str] = {
     "decode-parity": (
         "Engine B must be an offline engine at the same per-rank batches: DeepInfer's own "
-        "benchmark output, imported into the trace (see the trace-format page); without it "
-        "the reading stays untested and says so."
+        "benchmark output, imported with `rackbook import offline-engine` and given as "
+        "`trace_b`; without it the reading stays untested and says so."
     ),
     "rack-scaling": (
         "The params file measures the claim's deployment, counted over the rack's GPUs; the "

@@ -531,8 +531,10 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     """Per result, the live parameters of its notebook for this topology, under the names the
     notebook declares (``rackbook run RESULT --params-file params/RESULT.yaml``): the router
     as the endpoint, the catalog ids of the model, GPU and system, the GPUs per role, EPLB's
-    ranks and redundant experts, and the claims' context lengths and cached prefix (claims
-    registry). Live lengths are the claims' where the claim states them."""
+    ranks and redundant experts, the claims' context lengths and cached prefix, and
+    decode-parity's batches per decode rank (powers of 2 over the claim's range) with the
+    decode pool as its ``decode_ranks`` (claims registry). Live lengths are the claims' where
+    the claim states them."""
     from rackbook.inputs.claims import load_claims
 
     reg = load_claims()
@@ -558,9 +560,17 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
     # requests in flight: STREAMS_PER_RANK sequences on every decode rank
     streams = STREAMS_PER_RANK * sum(w.gpus for w in decode)
+    span = reg.get("decode-parity.gap").scope.batch_sizes  # per decode rank: powers of 2
+    batches = (
+        [2**k for k in range(int(span.low).bit_length() - 1, int(span.high).bit_length())]
+        if span
+        else [8, 16, 32, 64, 128, 256]
+    )
     return {
-        "decode-parity": {"source": "live", "endpoint": url, "input_len": 1024,
-                          "output_len": 1024},
+        "decode-parity": {"source": "live", "endpoint": url,
+                          "batch_sizes": batches,
+                          "decode_ranks": sum(w.gpus for w in decode),
+                          "input_len": 1024, "output_len": 1024, **ids},
         "rack-scaling": {"source": "live", "endpoints": [url], "replicas": [1],
                          "gpus_per_replica": rack_gpus, "concurrency": streams, **ids,
                          **system_id},
@@ -577,12 +587,24 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     }  # fmt: skip
 
 
+def _decode_parity_note(values: dict[str, Any]) -> str:
+    """What decode-parity's per-rank batch means for the client, and where engine B comes from."""
+    ranks, b = values["decode_ranks"], values["batch_sizes"]
+    return (
+        f"# batch_sizes are per decode rank; decode_ranks is the decode pool (DEP{ranks}): the "
+        f"client runs at concurrency\n# batch x decode_ranks = {min(b) * ranks:,} to "
+        f"{max(b) * ranks:,} requests in flight, num_prompts scaled likewise.\n"
+        "# Engine B (DeepInfer's offline benchmark) is imported separately: rackbook import "
+        "offline-engine FILE -o DIR_B,\n# then -p trace DIR_A -p trace_b DIR_B -p engine_b "
+        "deepinfer (book/rerun.md).\n"
+    )
+
+
 def _params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
     notes = {
         "prefill-gain": "# endpoint_a: a server WITHOUT the prefill changes (None starts one "
         "locally); endpoint_b: the deployment below.\n",
-        "decode-parity": "# Engine B (DeepInfer's offline benchmark) is imported separately: "
-        "-p trace DIR -p engine_b deepinfer.\n",
+        "decode-parity": _decode_parity_note(values) if result == "decode-parity" else "",
         "rack-scaling": (
             f"# The deployment serves on {topo.total_gpus} of the rack's "
             f"{catalogs.system(topo.system.catalog_id).gpus} GPUs; the claim counts the rack's, "

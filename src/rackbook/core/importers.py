@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover
 #: Per-request arrays a detailed vLLM result must carry.
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")
 #: Scenario keys that map onto typed request/point columns.
-INT_LABELS = ("batch_size", "concurrency", "context_tokens", "num_gpus")
+INT_LABELS = ("batch_size", "concurrency", "decode_ranks", "context_tokens", "num_gpus")
 STR_LABELS = ("engine", "config", "point_id")
 
 
@@ -153,8 +153,9 @@ def vllm_bench_frames(
     """One vLLM detailed result JSON as an (un-validated) :class:`~rackbook.core.traces.Trace`
     with a single point; ``run`` is left empty for the caller to fill.
 
-    ``labels`` are scenario keys (``engine``, ``config``, ``batch_size``, ``concurrency``,
-    ``context_tokens``, ``num_gpus``, or any other name, kept as a string column).
+    ``labels`` are scenario keys (``engine``, ``config``, ``batch_size`` (per decode rank),
+    ``concurrency``, ``decode_ranks``, ``context_tokens``, ``num_gpus``, or any other name, kept
+    as a string column).
     """
     path = Path(path)
     d = load_json(path) if data is None else data
@@ -225,6 +226,8 @@ def vllm_bench_frames(
                 ints[k] = int(labels.pop(k))
             except ValueError:
                 raise InputError(path, f"label {k}", "must be an integer") from None
+    if ints["decode_ranks"] is not None and ints["decode_ranks"] < 1:
+        raise InputError(path, "label decode_ranks", "must be a positive integer")
     engine = labels.pop("engine", str(d.get("backend") or "vllm"))
     config = labels.pop("config", "default")
     t0 = float(np.nanmin(start)) if np.isfinite(start).any() else 0.0
@@ -236,6 +239,7 @@ def vllm_bench_frames(
             "config": config,
             "batch_size": _int_column(ints["batch_size"], n),
             "concurrency": _int_column(ints["concurrency"], n),
+            "decode_ranks": _int_column(ints["decode_ranks"], n),
             "context_tokens": _int_column(ints["context_tokens"], n),
             "start_time_s": start - t0,
             "ttft_s": ttft,
@@ -257,6 +261,7 @@ def vllm_bench_frames(
             "config": [config],
             "batch_size": pd.array([ints["batch_size"]], dtype="Int64"),
             "concurrency": pd.array([ints["concurrency"]], dtype="Int64"),
+            "decode_ranks": pd.array([ints["decode_ranks"]], dtype="Int64"),
             "context_tokens": pd.array([ints["context_tokens"]], dtype="Int64"),
             "window_start_s": [0.0],
             "duration_s": [float(dur)],

@@ -469,3 +469,21 @@ def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
 def point_batch(points: pd.DataFrame) -> pd.Series:
     """Batch size of each point: ``batch_size`` where set, else the client ``concurrency``."""
     return points["batch_size"].fillna(points["concurrency"]).astype("Int64")
+
+
+def point_decode_ranks(points: pd.DataFrame) -> pd.Series:
+    """Decode ranks of each point: ``decode_ranks`` where set, else 1 (a trace written before the
+    column existed, or one engine instance)."""
+    if "decode_ranks" not in points.columns:
+        return pd.Series(1, index=points.index, dtype="Int64")
+    return points["decode_ranks"].fillna(1).astype("Int64")
+
+
+def point_rank_batch(points: pd.DataFrame) -> pd.Series:
+    """Batch per decode rank of each point (requests): the fixed ``batch_size`` where set (it is
+    per rank), else the client ``concurrency`` divided by the point's decode ranks; missing when
+    neither is set or the concurrency is not a whole multiple of the ranks."""
+    ranks = point_decode_ranks(points)
+    conc = points["concurrency"].astype("Int64")
+    per_rank = (conc // ranks).where(conc % ranks == 0)
+    return points["batch_size"].astype("Int64").fillna(per_rank).astype("Int64")

@@ -1099,18 +1099,20 @@ def attach(
         raise InputError("--endpoint", ", ".join(models), f"serve different models: {ids}")
     m = next(iter(models.values()))
     lens = [x.max_model_len for x in models.values()]
+    loopback = ("127.0.0.1", "localhost", "::1")
+    same_host = all(urllib.parse.urlsplit(u).hostname in loopback for u in models)
     sc = fit_endpoint(
         sc,
         params,
         model=m.tokenizer(),
         served_model_name=m.id,
         max_model_len=min(lens) if all(lens) else None,  # type: ignore[type-var]
+        same_host=same_host,
     )
     declared = os.environ.get(endpoint.SERVER_GPUS_ENV)
-    loopback = ("127.0.0.1", "localhost", "::1")
     server = {
         # a loopback endpoint runs on this machine: its inventory (run.json hardware) holds
-        "same_host": all(urllib.parse.urlsplit(u).hostname in loopback for u in models),
+        "same_host": same_host,
         "endpoints": list(models),
         "served_model_name": m.id,
         "model": m.root,

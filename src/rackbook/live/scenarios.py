@@ -171,20 +171,26 @@ class Scenario:
 
 @dataclass(frozen=True)
 class DecodeParity(Scenario):
-    """Decode parity: the same model, batch by batch, on two engines at equal batch size.
+    """Decode parity: the same model, batch by batch, on two engines at equal batch per rank.
+
+    ``batch_sizes`` are per decode rank; ``decode_ranks`` is the number of decode ranks of the
+    deployment engine A serves from (DEP size; 1 for the local stand-in's single server).
 
     * engine ``vllm-serve`` (online, the vLLM of the claim): one ``vllm serve`` kept up for the
-      sweep; for each batch size B, ``vllm bench serve`` with ``--max-concurrency B``,
-      ``num_prompts = prompts_per_batch * B``, request rate inf, ignore-eos;
-    * engine ``vllm-offline`` (the fixed-batch stand-in for DeepInfer): ``vllm.LLM`` with
-      exactly B prompts per ``generate``, ``prompts_per_batch`` rounds (so both engines serve
-      the same number of requests per point).
+      sweep (or the deployment at ``--endpoint``); for each batch size B per rank, ``vllm bench
+      serve`` with ``--max-concurrency B * decode_ranks``, ``num_prompts = prompts_per_batch *
+      B * decode_ranks``, request rate inf, ignore-eos; the point records its concurrency and
+      ``decode_ranks`` (per-rank batch = concurrency / decode ranks);
+    * engine ``vllm-offline`` (the fixed-batch stand-in for DeepInfer): one ``vllm.LLM`` (one
+      rank) with exactly B prompts per ``generate``, ``prompts_per_batch`` rounds: a fixed
+      batch B on its rank, whatever ``decode_ranks`` is.
 
-    Lengths in tokens. The server runs with ``--max-num-seqs >= max(batch_sizes)`` so that B
-    requests can be in flight at once.
+    Lengths in tokens. ``--max-num-seqs`` is per server (per rank): it must hold the largest
+    batch per rank.
     """
 
     batch_sizes: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+    decode_ranks: int = 1
     input_len: int = 64
     output_len: int = 32
     prompts_per_batch: int = 8
@@ -198,7 +204,7 @@ class DecodeParity(Scenario):
             raise InputError(
                 "-p",
                 "max_num_seqs",
-                f"{self.max_num_seqs} < largest batch {max(self.batch_sizes)}",
+                f"{self.max_num_seqs} < largest batch per rank {max(self.batch_sizes)}",
             )
         if self.input_len + self.output_len > self.max_model_len:
             raise InputError("-p", "max_model_len", "must hold input_len + output_len tokens")
@@ -206,19 +212,24 @@ class DecodeParity(Scenario):
     def point_id(self, engine: str, batch: int) -> str:
         return f"{engine}-b{batch}"
 
+    def concurrency(self, batch: int) -> int:
+        """Client concurrency of the online sweep at ``batch`` requests per decode rank."""
+        return batch * self.decode_ranks
+
     def phases(self) -> list[Phase]:
         if "serve" not in self.engines:
             return []
+        r = self.decode_ranks
         pts = tuple(
             PlanPoint(
                 self.point_id("serve", b),
                 self.served_model_name,
                 self.input_len,
                 self.output_len,
-                self.prompts_per_batch * b,
-                b,
+                self.prompts_per_batch * self.concurrency(b),
+                self.concurrency(b),
                 self.seed,
-                labels=(("engine", "vllm-serve"), ("batch_size", str(b))),
+                labels=(("engine", "vllm-serve"), ("batch_size", str(b)), ("decode_ranks", str(r))),
                 raw_name=f"b{b}.json",
             )
             for b in self.batch_sizes
@@ -477,11 +488,14 @@ def fit_endpoint(
     model: str,
     served_model_name: str,
     max_model_len: int | None,
+    same_host: bool = False,
 ) -> Scenario:
     """``sc`` fitted to a running endpoint serving ``served_model_name`` (tokenizer ``model``)
     with context limit ``max_model_len`` (tokens; None: unknown), then checked. Parameters the
     user gave (``given``) are kept. The server's ``max_num_seqs`` is the endpoint's own, not a
-    flag this client passes: it is raised to the plan's largest concurrency."""
+    flag this client passes: it is raised to the plan's largest concurrency. Against a remote
+    endpoint (not ``same_host``) decode-parity's offline engine, which would load the model
+    here, is left out unless ``-p engines`` asks for it: engine B comes from its own run."""
     fill: dict[str, Any] = {}
     if "model" not in given:
         fill["model"] = model
@@ -489,6 +503,9 @@ def fit_endpoint(
         fill["served_model_name"] = served_model_name
     if "max_model_len" not in given and max_model_len:
         fill["max_model_len"] = max_model_len
+    engines = getattr(sc, "engines", ())
+    if "offline" in engines and "engines" not in given and not same_host:
+        fill["engines"] = tuple(e for e in engines if e != "offline")
     sc = dataclasses.replace(sc, **fill)
     if "max_num_seqs" not in given:
         most = max(

@@ -1,13 +1,23 @@
 """Decode and prefill throughput per batch size, and the parity of two engines.
 
-Definitions (per sweep point with batch size, or client concurrency, ``B``; successful requests):
+The claim's batch is per decode rank: DeepInfer's benchmark decodes a fixed batch ``B`` on each
+of 64 ranks (DEP64). A point records its batch per rank (``batch_size``; for an online server,
+its client concurrency divided by its ``decode_ranks``) and its decode ranks ``R`` (empty: 1;
+see :func:`rackbook.core.traces.point_rank_batch`). Definitions (per point, successful
+requests), all per decode rank:
 
-- decode throughput (tok/s) = B x sum(output_tokens - 1) / sum(e2el - ttft): the rate at which
-  B concurrent sequences produce tokens after their first one, i.e. B / token-weighted TPOT.
+- decode throughput (tok/s per rank) = B x sum(output_tokens - 1) / sum(e2el - ttft): the rate
+  at which B sequences on one rank produce tokens after their first one, i.e. B /
+  token-weighted TPOT; the deployment decodes R times as much (``decode_tok_s_total``).
   Prefill (the first token) is excluded.
-- prefill throughput (tok/s) = B x mean(prompt_tokens) / mean(ttft): prompt tokens processed per
-  second while B requests start together (for an online server, TTFT also holds queueing).
-- parity ratio = throughput(A) / throughput(B engine) at the same batch size; gap = ratio - 1.
+- prefill throughput (tok/s per rank) = B x mean(prompt_tokens) / mean(ttft): prompt tokens
+  processed per second while B requests per rank start together (for an online server, TTFT
+  also holds queueing).
+- parity ratio = throughput(A) / throughput(B engine) at the same batch per rank; gap = ratio
+  - 1. Per rank, two deployments with different rank counts compare like for like.
+
+An offline engine's results imported with ``rackbook import offline-engine``
+(:mod:`rackbook.core.offline_engine`) feed the same definitions.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import pandas as pd
 
 from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
-from rackbook.core.traces import Trace, point_batch
+from rackbook.core.traces import Trace, point_decode_ranks, point_rank_batch
 from rackbook.inputs import catalogs
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics import check
@@ -29,22 +39,28 @@ from rackbook.results import evidence, headline, verdicts
 RESULT = "decode-parity"
 #: The claim this chapter tests (data/claims.yaml).
 CLAIM_ID = "decode-parity.gap"
+#: Decode ranks the claim's batch is per: DeepInfer's benchmark settings, decode DEP64 (the
+#: claims registry's ``metric.gpus``). The chapter's ceilings are drawn for this deployment.
+CLAIM_DECODE_RANKS = 64
 
 DECODE_FORMULA = r"\text{decode tok/s} = B \cdot \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
 PREFILL_FORMULA = r"\text{prefill tok/s} = B \cdot \frac{\overline{p}}{\overline{ttft}}"
 
 
 def throughput_table(trace: Trace) -> pd.DataFrame:
-    """One row per point: engine, batch, requests, decode and prefill throughput (tok/s),
-    mean TPOT (ms) and mean TTFT (ms)."""
+    """One row per point: engine, batch per decode rank, decode ranks, requests, decode and
+    prefill throughput per rank (tok/s), decode throughput of all ranks (tok/s), mean TPOT (ms)
+    and mean TTFT (ms). Points without a batch per rank are left out."""
     req = trace.requests[trace.requests["success"]]
-    pts = trace.points.assign(batch=point_batch(trace.points))
+    pts = trace.points.assign(
+        batch=point_rank_batch(trace.points), ranks=point_decode_ranks(trace.points)
+    )
     rows = []
     for _, p in pts.iterrows():
         r = req[req["point_id"] == p["point_id"]]
         if r.empty or pd.isna(p["batch"]):
             continue
-        b = int(p["batch"])
+        b, ranks = int(p["batch"]), int(p["ranks"])
         n = r["output_tokens"].to_numpy(np.int64)
         dec_time = float((r["e2el_s"] - r["ttft_s"]).sum())
         dec_tokens = int((n - 1).clip(min=0).sum())
@@ -55,8 +71,10 @@ def throughput_table(trace: Trace) -> pd.DataFrame:
                 "engine": p["engine"],
                 "config": p["config"],
                 "batch": b,
+                "decode_ranks": ranks,
                 "requests": len(r),
                 "decode_tok_s": b * dec_tokens / dec_time if dec_time > 0 else np.nan,
+                "decode_tok_s_total": ranks * b * dec_tokens / dec_time if dec_time > 0 else np.nan,
                 "prefill_tok_s": b * float(r["prompt_tokens"].mean()) / ttft
                 if ttft > 0
                 else np.nan,
@@ -64,7 +82,9 @@ def throughput_table(trace: Trace) -> pd.DataFrame:
                 "ttft_ms": 1000 * ttft,
             }
         )
-    return pd.DataFrame(rows).sort_values(["engine", "batch"], ignore_index=True)
+    if not rows:
+        return pd.DataFrame(columns=["point_id", "engine", "config", "batch", "decode_ranks"])
+    return pd.DataFrame(rows).sort_values(["engine", "batch", "decode_ranks"], ignore_index=True)
 
 
 def parity(
@@ -74,17 +94,33 @@ def parity(
     metric: str = "decode_tok_s",
     batches: list[int] | None = None,
 ) -> pd.DataFrame:
-    """Per batch size: throughput of A and B, ratio A/B and gap (ratio - 1, in %).
+    """Per batch size (per decode rank): throughput of A and B, their decode ranks
+    (``ranks_a``, ``ranks_b``), ratio A/B and gap (ratio - 1, in %).
 
-    Only batch sizes both engines measured are kept (optionally restricted to ``batches``).
+    Only batch sizes both engines measured with a finite value are kept (optionally restricted
+    to ``batches``); an engine measured at one batch on several rank counts is taken at its
+    largest (the deployment nearest the claim's).
     """
-    a = table[table["engine"] == engine_a].set_index("batch")[metric]
-    b = table[table["engine"] == engine_b].set_index("batch")[metric]
+
+    def side(engine: str) -> pd.DataFrame:
+        if metric not in table.columns:
+            return pd.DataFrame({metric: [], "decode_ranks": []}, index=pd.Index([], name="batch"))
+        t = table[(table["engine"] == engine) & np.isfinite(table[metric].astype(float))]
+        t = t.sort_values(["batch", "decode_ranks"]).drop_duplicates("batch", keep="last")
+        return t.set_index("batch")
+
+    a, b = side(engine_a), side(engine_b)
     common = sorted(set(a.index) & set(b.index))
     if batches is not None:
         common = [x for x in common if x in set(batches)]
     out = pd.DataFrame(
-        {"batch": common, "a": a.loc[common].to_numpy(), "b": b.loc[common].to_numpy()}
+        {
+            "batch": pd.Series(common, dtype="int64"),
+            "a": a[metric].reindex(common).to_numpy(float),
+            "b": b[metric].reindex(common).to_numpy(float),
+            "ranks_a": a["decode_ranks"].reindex(common).to_numpy(np.int64),
+            "ranks_b": b["decode_ranks"].reindex(common).to_numpy(np.int64),
+        }
     )
     out["ratio"] = out["a"] / out["b"]
     out["gap_pct"] = 100 * (out["ratio"] - 1)
@@ -124,12 +160,14 @@ def run_reading(
 
 
 def physics_reading(
-    ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, decode_ranks: int
+    ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, params: Params
 ) -> headline.ClaimReading:
     """Physics bounds each engine's decode rate per GPU (the memory-bandwidth ceiling at each
     per-rank batch), not the ratio of two engines: ``undetermined`` unless a trace that can
     test the claim puts an engine above its ceiling (``impossible``: the batch is not what the
-    claim says), or both under it (``possible``)."""
+    claim says), or both under it (``possible``). ``ceilings`` are the claim's deployment (the
+    reason quotes their span); a measured engine is held against the ceiling of its own batch
+    per rank on its own decode ranks (one GPU per rank), with ``params``' model and GPU."""
     lo, hi = ceilings.iloc[0], ceilings.iloc[-1]
     span = (
         f"ceilings {lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at batch {lo['batch']} per "
@@ -143,11 +181,12 @@ def physics_reading(
             "-",
             f"a ratio of two engines on the same GPUs: physics bounds each ({span}), not the ratio",
         )
-    by = ceilings.set_index("batch")["ceiling_tok_s_per_gpu"]
+    m, g = catalogs.as_model(params.model_id), catalogs.as_gpu(params.gpu_id)
     worst = 0.0
     for r in par.itertuples():
-        if r.batch in by.index:
-            worst = max(worst, max(r.a, r.b) / decode_ranks / by[r.batch])
+        for rate, ranks in ((r.a, int(r.ranks_a)), (r.b, int(r.ranks_b))):
+            ceiling = check.memory_ceiling(m, g, ranks, int(r.batch) * ranks).tok_s_per_gpu
+            worst = max(worst, rate / ceiling)
     v = check.physics_verdict(worst)
     return headline.ClaimReading(
         CLAIM_ID,
@@ -165,18 +204,20 @@ def physics_reading(
 @dataclass(frozen=True)
 class Params(headline.Params):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): engine labels of
-    A (the online server) and B (the offline engine in DeepInfer's role), the batch sizes
-    (requests per decode rank) to compare, the claim's band in % (``None``: the registry's
-    figure), and for the physics: the model and GPU catalog ids and the decode ranks the batch
-    is per (DeepInfer's benchmark runs decode on 64)."""
+    A (the online server) and B (the offline engine in DeepInfer's role), the batch sizes per
+    decode rank (requests) to compare, the decode ranks of the deployment a live run records
+    (its client concurrency is batch x ``decode_ranks``; 1: the local stand-in's single rank;
+    a trace's points carry their own), the claim's band in % (``None``: the registry's figure),
+    and for the physics: the model and GPU catalog ids. The ceilings are drawn for the claim's
+    :data:`CLAIM_DECODE_RANKS` ranks."""
 
     engine_a: str = "vllm-serve"
     engine_b: str = "vllm-offline"
     batch_sizes: tuple[int, ...] | list[int] = (8, 16, 32, 64, 128, 256)
+    decode_ranks: int = 1
     band_pct: float | None = None
     model_id: str = "deepseek-v4.1-flash"
     gpu_id: str = "gb300"
-    decode_ranks: int = 64
 
 
 @dataclass
@@ -195,6 +236,8 @@ class Analysis:
     readings: list[headline.ClaimReading]
     hardware: str
     missing: str
+    #: engine B's own trace, when it came from one (``analyse(..., trace_b=...)``)
+    trace_b: Trace | None = None
 
     @property
     def worst(self) -> tuple[int, float] | None:
@@ -224,71 +267,89 @@ class Analysis:
             "claim_band_pct": self.claim.value,
             "claim_batch_low": span.low if span else None,
             "claim_batch_high": span.high if span else None,
-            "decode_ranks": self.params.decode_ranks,
+            "ceiling_ranks": CLAIM_DECODE_RANKS,
             "ceiling_low_batch": float(c.iloc[0]),
             "ceiling_high_batch": float(c.iloc[-1]),
             "missing": self.missing,
         }
 
 
-def ceilings(params: Params) -> pd.DataFrame:
+def ceilings(params: Params, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
     """Per batch size (per decode rank): the memory-bandwidth decode ceiling per GPU of the
-    claim's model on ``params.decode_ranks`` x ``params.gpu_id`` (tokens/s per GPU)."""
+    claim's model on ``ranks`` x ``params.gpu_id`` (tokens/s per GPU; default: the claim's
+    DEP64)."""
     m, g = catalogs.as_model(params.model_id), catalogs.as_gpu(params.gpu_id)
     rows = []
     for b in sorted(params.batch_sizes):
-        r = check.memory_ceiling(m, g, params.decode_ranks, b * params.decode_ranks)
+        r = check.memory_ceiling(m, g, ranks, b * ranks)
         rows.append({"batch": b, "ceiling_tok_s_per_gpu": r.tok_s_per_gpu, "formula": r.formula})
     return pd.DataFrame(rows)
 
 
-def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> str:
+    """What keeps the "this run" reading from a verdict when the trace holds it (else ``""``):
+    an engine without points, or no batch per rank that both engines measured."""
+    out = []
+    if params.engine_a not in engines:
+        out.append(
+            f"no engine-A points ({params.engine_a}): record vLLM's sweep (`--source live`) or "
+            "import its results with `rackbook import vllm-bench`"
+        )
+    if params.engine_b not in engines:
+        out.append(
+            f"no engine-B points ({params.engine_b}): record an offline engine or import its "
+            "results with `rackbook import offline-engine`"
+        )
+    if not out and decode.empty:
+        out.append("no batch size per rank measured by both engines")
+    return "; ".join(out)
+
+
+def analyse(
+    trace: Trace,
+    params: Params = Params(),
+    registry: Registry | None = None,
+    trace_b: Trace | None = None,
+) -> Analysis:
     """Throughput per batch size of both engines, their decode and prefill parity over
     ``params.batch_sizes``, the ceilings, and the claim's three readings (the band from the
-    claims registry unless ``params.band_pct`` is set). A trace with one engine only (a reader's
-    own vLLM run, say) builds the chapter with the readings it cannot make left untested."""
+    claims registry unless ``params.band_pct`` is set). Engine B's points come from
+    ``trace_b`` when given (an imported offline engine; its engine-B points replace any in
+    ``trace``), else from ``trace``. A trace with one engine only (a reader's own vLLM run,
+    say) builds the chapter with the readings it cannot make left untested."""
     trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     reg = registry or load_claims()
     band = params.band_pct if params.band_pct is not None else reg.value(CLAIM_ID)
     table = throughput_table(trace)
+    hardware = hardware_label(trace.run)
+    testable = can_test(trace.run, params.engine_b)
+    if trace_b is not None:
+        trace_b = validity.valid_trace(trace_b)[0]
+        tb = throughput_table(trace_b)
+        frames = [table[table["engine"] != params.engine_b], tb[tb["engine"] == params.engine_b]]
+        frames = [t for t in frames if len(t)]
+        table = pd.concat(frames, ignore_index=True) if frames else table
+        hardware += f"; engine B: {hardware_label(trace_b.run)}"
+        testable = testable and can_test(trace_b.run, params.engine_b)
     batches = list(params.batch_sizes)
     dec = parity(table, params.engine_a, params.engine_b, batches=batches)
     pre = parity(table, params.engine_a, params.engine_b, metric="prefill_tok_s", batches=batches)
-    engines = set(table["engine"]) if len(table) else set()
-    lacking = [e for e in (params.engine_a, params.engine_b) if e not in engines]
-    missing = (
-        f"no points of engine {' or '.join(lacking)} in this trace: record both engines (or "
-        "import an offline engine's results) at the same batch sizes"
-        if lacking
-        else "no batch size measured by both engines"
-        if dec.empty
-        else ""
-    )
-    testable = can_test(trace.run, params.engine_b)
+    missing = missing_piece(set(table["engine"]) if len(table) else set(), params, dec)
     ceil = ceilings(params)
     readings = [
-        physics_reading(ceil, dec, testable, params.decode_ranks),
+        physics_reading(ceil, dec, testable, params),
         evidence.reading(CLAIM_ID, registry=reg),
         run_reading(dec, band, testable, trace.run, missing),
     ]
     return Analysis(
-        trace,
-        params,
-        reg.get(CLAIM_ID),
-        band,
-        table,
-        dec,
-        pre,
-        ceil,
-        readings,
-        hardware_label(trace.run),
-        missing,
-    )
+        trace, params, reg.get(CLAIM_ID), band, table, dec, pre, ceil, readings, hardware,
+        missing, trace_b,
+    )  # fmt: skip
 
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, readings and what would flip them (the headline JSON)."""
-    tid = [a.trace.trace_id]
+    tid = [a.trace.trace_id, *([a.trace_b.trace_id] if a.trace_b is not None else [])]
     run = next(r for r in a.readings if r.reading == "this run")
     common = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
     headlines = []
@@ -336,7 +397,7 @@ def outcome(a: Analysis) -> headline.Outcome:
                 value=round(r.ceiling_tok_s_per_gpu),
                 unit="tok/s/GPU",
                 definition=f"memory-bandwidth decode ceiling per GPU at batch "
-                f"{r.batch} per rank on {a.params.decode_ranks} x {a.params.gpu_id}",
+                f"{r.batch} per rank on {CLAIM_DECODE_RANKS} x {a.params.gpu_id}",
                 claim_id=None,
                 kind="modelled",
                 verdict=headline.NOT_COMPARABLE,
@@ -351,7 +412,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"consistent if every gap is within {a.band_pct:g} %, inconsistent otherwise",
         f"physics: an engine above {1.15 * lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at "
         f"batch {lo['batch']} per rank (or {1.15 * hi['ceiling_tok_s_per_gpu']:,.0f} at "
-        f"{hi['batch']}) would mean the batch is not per rank on {a.params.decode_ranks} ranks",
+        f"{hi['batch']}) would mean the batch is not per rank on {CLAIM_DECODE_RANKS} ranks",
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
     p = a.params

@@ -1,0 +1,313 @@
+"""Importer for an offline engine's fixed-batch results (the claim's engine B, DeepInfer).
+
+An offline engine benchmark decodes a fixed batch and reports times per batch, not per
+request. ``rackbook import offline-engine FILE -o TRACE`` turns such results into a trace that
+the decode-parity chapter reads as engine B (``-p trace_b TRACE -p engine_b deepinfer``).
+
+The input format (JSON, ``format: rackbook-offline-engine``, ``schema_version: 1``)::
+
+    {
+      "format": "rackbook-offline-engine",
+      "schema_version": 1,
+      "engine": "deepinfer",                      # engine label of every point
+      "engine_version": "2026.10",                # as the engine reports it
+      "model": "deepseek-ai/DeepSeek-V4.1-Flash", # the served model
+      "hardware": {"gpu_id": "gb300", "gpu_count": 64},
+      "command": "...",        # optional: the engine's benchmark command, verbatim
+      "source": "...",         # optional: where the numbers come from (log file, URL)
+      "date": "2026-10-24",    # optional: when they were measured, YYYY-MM-DD
+      "generator": {"name": "...", "seed": 0},   # only in synthetic files (kind synthetic)
+      "rows": [
+        {"batch_size": 8,        # sequences decoding together on each decode rank
+         "decode_ranks": 64,     # optional, default 1: ranks each holding batch_size
+         "input_tokens": 1024,   # prompt tokens per request
+         "output_tokens": 1024,  # generated tokens per request (>= 2)
+         "decode_s": 30.5,       # seconds from the batch's first token to its last
+         "prefill_s": 2.1,       # optional: seconds until the batch's first token
+         "total_s": 32.6}        # optional: seconds for the whole batch
+      ]
+    }
+
+How each row maps onto the trace, so that :func:`rackbook.results.decode_parity.analyse`
+computes engine B's decode throughput exactly as it does for a recorded offline engine: a row
+becomes one point (``batch_size`` per rank, ``decode_ranks``) of ``batch_size x decode_ranks``
+identical requests, each with
+
+- ``prompt_tokens`` = ``input_tokens`` and ``output_tokens`` = ``output_tokens`` (n);
+- ``ttft_s`` = ``prefill_s`` (else ``total_s - decode_s``, else 0: prefill not reported, and
+  the chapter's prefill throughput is left out for that point);
+- ``e2el_s`` = ``ttft_s + decode_s``, so ``e2el_s - ttft_s`` = ``decode_s``;
+
+and the point's ``duration_s`` is ``total_s`` (else ``prefill_s + decode_s``). The chapter's
+decode throughput per rank, B x sum(n_i - 1) / sum(e2el_i - ttft_i), is then
+``batch_size x (output_tokens - 1) / decode_s`` tokens/s: ``decode_s`` must cover the
+``output_tokens - 1`` tokens after the first (the decode steps), not the prefill. Its prefill
+throughput, B x mean(prompt) / mean(ttft), is ``batch_size x input_tokens / prefill_s``.
+
+Provenance: ``run.json`` records the exact import command, the file's name, size and SHA-256
+(``source_file``), the engine and version and the file's own ``command``/``source``/``date``;
+the hardware is the file's statement (``hardware.note`` says so), never the importing machine.
+A file with ``generator`` is synthetic (kind ``synthetic``); otherwise the trace is kind
+``recorded``: numbers measured by a real run of the engine, imported as given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import shlex
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import importers, provenance, traces
+from rackbook.errors import InputError
+
+FORMAT = "rackbook-offline-engine"
+#: Versions of the input format this importer reads.
+SCHEMA_VERSIONS = (1,)
+#: Row keys: name -> (required, integer); every value must be a positive number.
+ROW_KEYS: dict[str, tuple[bool, bool]] = {
+    "batch_size": (True, True),
+    "decode_ranks": (False, True),
+    "input_tokens": (True, True),
+    "output_tokens": (True, True),
+    "decode_s": (True, False),
+    "prefill_s": (False, False),
+    "total_s": (False, False),
+}
+#: Top-level keys a file may carry (anything else is refused, catching typos).
+TOP_KEYS = (
+    "format",
+    "schema_version",
+    "engine",
+    "engine_version",
+    "model",
+    "hardware",
+    "command",
+    "source",
+    "date",
+    "generator",
+    "notes",
+    "rows",
+)
+
+
+def _text(path: Path, field: str, value: Any, *, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(path, field, "must be a non-empty string")
+    return value.strip()
+
+
+def _positive(path: Path, field: str, value: Any, *, integer: bool) -> float:
+    """A positive finite number (an integer where ``integer``), else :class:`InputError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        kind = "positive integer" if integer else "positive number"
+        raise InputError(path, field, f"not a {kind}")
+    if integer and (value % 1 != 0 or value < 1):
+        raise InputError(path, field, "not a positive integer")
+    if value <= 0:
+        raise InputError(path, field, "not a positive number")
+    return float(value)
+
+
+def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
+    """The checked rows: required keys present, every value positive (integers where counted),
+    ``output_tokens >= 2`` and times consistent (``total_s >= prefill_s + decode_s``)."""
+    if not isinstance(rows, list) or not rows:
+        raise InputError(path, "rows", "must be a non-empty list of objects")
+    out, seen = [], set()
+    for i, r in enumerate(rows):
+        at = f"rows[{i}]"
+        if not isinstance(r, dict):
+            raise InputError(path, at, "must be an object")
+        unknown = sorted(set(r) - set(ROW_KEYS))
+        if unknown:
+            raise InputError(
+                path, f"{at}.{unknown[0]}", f"unknown key; known: {', '.join(ROW_KEYS)}"
+            )
+        row: dict[str, float] = {}
+        for key, (required, integer) in ROW_KEYS.items():
+            if r.get(key) is None:
+                if required:
+                    raise InputError(path, f"{at}.{key}", "missing")
+                continue
+            row[key] = _positive(path, f"{at}.{key}", r[key], integer=integer)
+        row.setdefault("decode_ranks", 1.0)
+        if row["output_tokens"] < 2:
+            raise InputError(
+                path, f"{at}.output_tokens", "must be >= 2 (decode is the tokens after the first)"
+            )
+        before = row.get("prefill_s", 0.0)
+        if "total_s" in row and row["total_s"] < before + row["decode_s"] - 1e-9:
+            what = "prefill_s + decode_s" if "prefill_s" in row else "decode_s"
+            raise InputError(path, f"{at}.total_s", f"smaller than {what}")
+        key = (row["batch_size"], row["decode_ranks"])
+        if key in seen:
+            raise InputError(
+                path, at, f"a second row for batch_size {key[0]:g} on {key[1]:g} decode ranks"
+            )
+        seen.add(key)
+        out.append(row)
+    return out
+
+
+def _hardware(path: Path, hw: Any) -> tuple[str, int]:
+    if not isinstance(hw, dict):
+        raise InputError(path, "hardware", "must be an object with gpu_id and gpu_count")
+    gpu = _text(path, "hardware.gpu_id", hw.get("gpu_id"))
+    count = _positive(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
+    return str(gpu), int(count)
+
+
+def offline_engine_frames(
+    path: str | Path, data: Any, engine: str | None = None
+) -> tuple[traces.Trace, dict[str, Any]]:
+    """The checked file as an (un-validated) trace without ``run``, and its header fields.
+
+    Each row becomes one point ``<engine>-b<batch_size>[-r<decode_ranks>]`` (the ``-r`` part
+    only when several rows share a batch size); see the module docstring for the mapping.
+    """
+    path = Path(path)
+    if not isinstance(data, dict):
+        raise InputError(path, "-", f"top level must be a JSON object, got {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        raise InputError(path, "format", f"must be {FORMAT!r}, got {data.get('format')!r}")
+    if data.get("schema_version") not in SCHEMA_VERSIONS:
+        raise InputError(
+            path,
+            "schema_version",
+            f"{data.get('schema_version')!r} is not one of {', '.join(map(str, SCHEMA_VERSIONS))}",
+        )
+    unknown = sorted(set(data) - set(TOP_KEYS))
+    if unknown:
+        raise InputError(path, unknown[0], f"unknown key; known: {', '.join(TOP_KEYS)}")
+    head: dict[str, Any] = {
+        "engine": _text(path, "engine", data.get("engine")),
+        "engine_version": _text(path, "engine_version", data.get("engine_version")),
+        "model": _text(path, "model", data.get("model")),
+        "schema_version": data["schema_version"],
+    }
+    for k in ("command", "source", "date", "notes"):
+        head[k] = _text(path, k, data.get(k), required=False)
+    head["gpu_id"], head["gpu_count"] = _hardware(path, data.get("hardware"))
+    gen = data.get("generator")
+    if gen is not None and (not isinstance(gen, dict) or "name" not in gen or "seed" not in gen):
+        raise InputError(path, "generator", "must be an object with name and seed")
+    head["generator"] = gen
+    label = _text(path, "--engine", engine) if engine is not None else head["engine"]
+    rows = parse_rows(path, data.get("rows"))
+    head["batch_sizes"] = [int(r["batch_size"]) for r in rows]
+    head["decode_ranks"] = [int(r["decode_ranks"]) for r in rows]
+    batches = [r["batch_size"] for r in rows]
+    reqs, pts = [], []
+    for r in rows:
+        b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
+        pid = f"{label}-b{b}" + (f"-r{ranks}" if batches.count(r["batch_size"]) > 1 else "")
+        n = b * ranks
+        ttft = r.get("prefill_s", r["total_s"] - r["decode_s"] if "total_s" in r else 0.0)
+        reqs.append(
+            pd.DataFrame(
+                {
+                    "request_id": [f"{pid}/{i}" for i in range(n)],
+                    "point_id": pid,
+                    "engine": label,
+                    "config": head["model"],
+                    "batch_size": pd.array([b] * n, dtype="Int64"),
+                    "concurrency": pd.array([None] * n, dtype="Int64"),
+                    "decode_ranks": pd.array([ranks] * n, dtype="Int64"),
+                    "start_time_s": np.zeros(n),
+                    "ttft_s": np.full(n, ttft),
+                    "e2el_s": np.full(n, ttft + r["decode_s"]),
+                    "prompt_tokens": np.full(n, int(r["input_tokens"]), dtype=np.int64),
+                    "output_tokens": np.full(n, int(r["output_tokens"]), dtype=np.int64),
+                    "success": np.ones(n, dtype=bool),
+                    "error": "",
+                }
+            )
+        )
+        pts.append(
+            {
+                "point_id": pid,
+                "engine": label,
+                "config": head["model"],
+                "batch_size": b,
+                "concurrency": None,
+                "decode_ranks": ranks,
+                "window_start_s": 0.0,
+                "duration_s": r.get("total_s", ttft + r["decode_s"]),
+                "num_gpus": head["gpu_count"],
+                "source": path.name,
+            }
+        )
+    points = pd.DataFrame(pts)
+    for c in ("batch_size", "concurrency", "decode_ranks", "num_gpus"):
+        points[c] = points[c].astype("Int64")
+    itl = pd.DataFrame({"request_row": np.zeros(0, np.int64), "itl_s": np.zeros(0)})
+    return traces.Trace({}, pd.concat(reqs, ignore_index=True), itl, points), head
+
+
+def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict[str, Any]:
+    """``run.json`` of an imported offline-engine file: kind ``recorded`` (``synthetic`` when
+    the file names a generator), the import command and the file's own command, the file's
+    SHA-256, and the hardware the file states (not this machine's)."""
+    synthetic = head["generator"] is not None
+    rows_note = f"imported from {path.name} by `rackbook import offline-engine`"
+    run = provenance.new_run_info(
+        kind="synthetic" if synthetic else "recorded",
+        commands=[command, *([head["command"]] if head["command"] else [])],
+        parameters={
+            "model": head["model"],
+            "batch_sizes": head["batch_sizes"],  # per decode rank, one per row
+            "decode_ranks": head["decode_ranks"],
+            "source": head["source"],
+            "date": head["date"],
+        },
+        engine={"name": head["engine"], "version": head["engine_version"]},
+        generator=head["generator"],
+        notes=rows_note + (f"; {head['notes']}" if head["notes"] else ""),
+        source_file={
+            "name": path.name,
+            "bytes": len(raw),
+            "sha256": hashlib.sha256(raw).hexdigest(),
+            "format": f"{FORMAT}/{head['schema_version']}",
+        },
+    )
+    run["hardware"] = {
+        "gpus": [{"name": head["gpu_id"]} for _ in range(head["gpu_count"])],
+        "hosts": None,
+        "note": f"as stated in {path.name}; not measured by the importing machine",
+    }
+    return run
+
+
+def import_offline_engine(
+    path: str | Path, output: str | Path, engine: str | None = None, command: str | None = None
+) -> traces.Trace:
+    """Check ``path`` and write its trace folder at ``output`` (atomic; nothing is written when
+    the file is refused). ``engine`` overrides the file's engine label; ``command`` is the
+    command line recorded in ``run.json`` (default: the equivalent ``rackbook import``)."""
+    path = Path(path)
+    data = importers.load_json(path)  # checks existence, emptiness, JSON syntax
+    t, head = offline_engine_frames(path, data, engine)
+    if command is None:
+        argv = ["rackbook", "import", "offline-engine", str(path), "-o", str(output)]
+        command = shlex.join(argv + (["--engine", engine] if engine else []))
+    t.run = run_info(path, path.read_bytes(), head, command)
+    traces.write_trace(output, t)
+    return traces.read_trace(output)
+
+
+def cli_import(args: argparse.Namespace) -> int:
+    """``rackbook import offline-engine FILE -o TRACE_DIR [--engine NAME]``."""
+    t = import_offline_engine(args.input, args.output, args.engine)
+    print(
+        f"wrote {args.output}: {len(t.points)} points, {len(t.requests)} requests "
+        f"({t.kind}), trace_id {t.trace_id}"
+    )
+    return 0
