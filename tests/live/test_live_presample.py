@@ -39,3 +39,28 @@ def test_presampled_prompts_are_used_once_drawn(monkeypatch):
     c.forget_samples()
     c.run(["--seed", "3"])
     assert drawn == [3, 4, 3]
+
+
+def test_run_gives_every_request_the_read_timeout(monkeypatch):
+    """vLLM's session timeout (6 hours in all) gets sock_read = RACKBOOK_REQUEST_TIMEOUT_S, so a
+    stalled stream fails instead of hanging; vLLM's own ClientTimeout is back after the run."""
+    import pytest
+
+    from rackbook.errors import InputError
+    from rackbook.live.bench import request_timeout_s
+
+    c, serve, _, _ = _client(monkeypatch)
+
+    def client_timeout(**kw):
+        return kw
+
+    serve.aiohttp = types.SimpleNamespace(ClientTimeout=client_timeout)
+    serve.main = lambda args: serve.aiohttp.ClientTimeout(total=6 * 60 * 60)
+    monkeypatch.setenv("RACKBOOK_REQUEST_TIMEOUT_S", "2.5")
+    assert c.run(["--seed", "1"]) == {"total": 21600, "sock_read": 2.5}
+    assert serve.aiohttp.ClientTimeout is client_timeout
+    monkeypatch.delenv("RACKBOOK_REQUEST_TIMEOUT_S")
+    assert request_timeout_s() == 600.0
+    for bad in ("0", "-1", "soon", "nan"):
+        with pytest.raises(InputError, match="not a positive number of seconds"):
+            request_timeout_s({"RACKBOOK_REQUEST_TIMEOUT_S": bad})

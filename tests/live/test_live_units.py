@@ -207,3 +207,29 @@ def test_free_port_is_bindable():
     with socket.socket() as s:
         s.bind(("127.0.0.1", p))
     assert 0 < p < 65536
+
+
+def test_prom_scrape_of_a_cut_answer_is_a_connection_error():
+    """A /metrics answer cut short (found through the fault proxy) is a ConnectionError, which
+    the recorder turns into a failed point, not a traceback."""
+    import socket
+    import threading
+
+    from rackbook.live import prom
+
+    srv = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        conn, _ = srv.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nvllm:x 1\n")
+        conn.close()
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(ConnectionError, match="broken /metrics answer"):
+            prom.scrape(f"http://127.0.0.1:{srv.getsockname()[1]}", timeout_s=5)
+    finally:
+        t.join(timeout=5)
+        srv.close()

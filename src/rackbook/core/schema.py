@@ -158,7 +158,11 @@ RUN_FIELDS: dict[str, tuple[bool, str]] = {
     "clock": (False, "what start_time_s is measured against"),
     "duty_cycle": (False, "time inside measured windows over wall time after server start"),
     "notes": (False, "free text: what the trace can and cannot show"),
-    "validity": (False, "per point: requests, valid, flagged, flagged_share, reason (validity)"),
+    "validity": (
+        False,
+        "per point: requests, successful, failed, failed_share, valid, flagged, flagged_share, "
+        "reason (validity)",
+    ),
     "accepted_invalid": (False, "points kept although flagged (record --accept-invalid)"),
     "server": (
         False,

@@ -14,15 +14,18 @@ Needs .venv-live (imports vllm on first use).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
+import os
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rackbook.errors import InputError
 from rackbook.live.envfile import Redactor, api_key
 
 
@@ -82,6 +85,27 @@ class BenchPoint:
         if self.metadata:
             a += ["--metadata", *(f"{k}={v}" for k, v in self.metadata)]
         return a + list(self.extra_args)
+
+
+#: Environment variable: seconds a request may go without receiving a byte before the client
+#: gives it up as failed (default :data:`REQUEST_TIMEOUT_S`).
+REQUEST_TIMEOUT_ENV = "RACKBOOK_REQUEST_TIMEOUT_S"
+#: Default of :data:`REQUEST_TIMEOUT_ENV`: long enough for a prefill of a very long prompt.
+REQUEST_TIMEOUT_S = 600.0
+
+
+def request_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """Seconds without a byte after which a request fails (:data:`REQUEST_TIMEOUT_ENV`)."""
+    text = (os.environ if env is None else env).get(REQUEST_TIMEOUT_ENV, "")
+    if not text.strip():
+        return REQUEST_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise InputError(REQUEST_TIMEOUT_ENV, text, "not a positive number of seconds")
+    return value
 
 
 def command_line(argv: Sequence[str]) -> str:
@@ -165,11 +189,21 @@ class BenchClient:
         draw = self._serve.get_samples
         if cached is not None:
             self._serve.get_samples = lambda *_a, **_k: list(cached)
+        # vLLM's client allows a request 6 hours; a stalled stream must fail, not hang: no
+        # byte for request_timeout_s() seconds ends the request (a failed request, its reason
+        # the client's timeout error). The session's timeout is built from the aiohttp module
+        # vLLM's serve module imported.
+        aiohttp = getattr(self._serve, "aiohttp", None)
+        timeout = getattr(aiohttp, "ClientTimeout", None)
+        if timeout is not None:
+            aiohttp.ClientTimeout = functools.partial(timeout, sock_read=request_timeout_s())
         try:
             with contextlib.redirect_stdout(buf):
                 result = self._serve.main(args)
         finally:
             self._serve.get_samples = draw
+            if timeout is not None:
+                aiohttp.ClientTimeout = timeout
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "a", encoding="utf-8") as fh:

@@ -10,6 +10,7 @@ Pure standard library (the table is built as plain rows; pandas is imported by t
 
 from __future__ import annotations
 
+import http.client
 import math
 import re
 import urllib.request
@@ -79,12 +80,16 @@ def parse(text: str, keep: tuple[str, ...] | None = KEEP) -> list[Sample]:
 
 
 def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> list[Sample]:
-    """GET ``base_url/metrics`` and parse it (kept families only)."""
+    """GET ``base_url/metrics`` and parse it (kept families only). A broken answer (cut short,
+    not HTTP) raises :class:`ConnectionError`, as an unreachable server raises an OSError."""
     req = urllib.request.Request(f"{base_url}/metrics")
     if key:
         req.add_header("Authorization", f"Bearer {key}")
-    with urllib.request.urlopen(req, timeout=timeout_s) as r:  # noqa: S310 (loopback only)
-        return parse(r.read().decode("utf-8", "replace"))
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:  # noqa: S310 (loopback only)
+            return parse(r.read().decode("utf-8", "replace"))
+    except http.client.HTTPException as exc:
+        raise ConnectionError(f"broken /metrics answer ({type(exc).__name__})") from None
 
 
 def rows(samples: list[Sample], point_id: str, server: str, phase: str) -> list[dict]:

@@ -45,6 +45,7 @@ import importlib.metadata as md
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -58,6 +59,7 @@ from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
 from rackbook.live import cpus, endpoint, prom
+from rackbook.live.bench import request_timeout_s
 from rackbook.live.envfile import TINY_MODEL, Redactor, api_key, vllm_environ
 from rackbook.live.scenarios import (
     DecodeParity,
@@ -68,7 +70,7 @@ from rackbook.live.scenarios import (
     fit_endpoint,
     scenario,
 )
-from rackbook.live.server import ServerError, VllmServer, group_members
+from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, resolve
 
 TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
@@ -937,6 +939,13 @@ class Recorder:
         trace.run["validity"] = {
             str(r["point_id"]): {
                 "requests": int(r["requests"]),
+                "successful": int(r["successful"]),
+                # failed requests (HTTP errors, broken or stalled streams): the point's metrics
+                # are computed from the others, and this says how many there were
+                "failed": int(r["requests"]) - int(r["successful"]),
+                "failed_share": (int(r["requests"]) - int(r["successful"])) / int(r["requests"])
+                if int(r["requests"])
+                else 0.0,
                 "valid": int(r["valid"]),
                 "flagged": int(r["flagged"]),
                 "flagged_share": float(r["flagged_share"]),
@@ -1059,6 +1068,7 @@ def build_parser() -> argparse.ArgumentParser:
 def record(args: argparse.Namespace) -> Path:
     """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
     params = dict(args.parameter)
+    timeout_s = request_timeout_s()  # a bad value stops here, before any server starts
     for url in args.endpoint:
         if not url.startswith(("http://", "https://")):
             raise InputError("--endpoint", url, "expected an http:// or https:// URL")
@@ -1079,6 +1089,7 @@ def record(args: argparse.Namespace) -> Path:
         or os.environ.get(ACCEPT_INVALID_ENV) == "1",
     )
     rec.server = server
+    rec.info["request_timeout_s"] = timeout_s
     return rec.run()
 
 
@@ -1124,6 +1135,14 @@ def attach(
     return sc, server
 
 
+#: Exit status after SIGTERM (128 + 15, as a shell reports it).
+TERMINATED = 128 + signal.SIGTERM
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
         os.environ.setdefault(k, v)
@@ -1132,6 +1151,10 @@ def main(argv: list[str] | None = None) -> int:
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
     args = build_parser().parse_args(argv)
+    # SIGTERM (a scheduler's kill, `kill PID`) ends the run as Ctrl-C does: servers stopped,
+    # one error line, no trace. Once a server starts, its own handler (live.server) takes over
+    # and raises SystemExit(143) after stopping every server.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         out = record(args)
     except InputError as err:
@@ -1140,6 +1163,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
         return 130
+    except SystemExit as exc:
+        if exc.code != TERMINATED:
+            raise
+        stop_all()
+        sys.stderr.write("error: -: -: terminated by SIGTERM (servers stopped)\n")
+        return TERMINATED
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
     return 0
 

@@ -1,0 +1,385 @@
+"""Faults survived, against real vLLM on CPU (marked ``live`` and ``faults``; run by
+``make test-live``).
+
+A fault-injecting HTTP proxy on 127.0.0.1 sits between the recorder's client (``vllm bench
+serve``) and a real server: it answers some completion requests with HTTP 500, stalls one
+stream, resets one connection mid-stream and puts a malformed SSE line in one stream. Each
+becomes a failed request with its reason, the point is kept with its metrics from the rest and
+its failed share stated. SIGINT and SIGTERM during server start-up and during a point end the
+recorder with one ``error:`` line, no process left (found by an environment marker) and no
+trace written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
+from rackbook.live.envfile import vllm_environ as _vllm_environ
+from rackbook.live.server import group_members
+from rackbook.paths import ROOT
+
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.faults,
+    pytest.mark.skipif(
+        not live_venv_ready(),
+        reason=f"live venv {LIVE_VENV} absent: run `bash env/live/setup.sh` to enable",
+    ),
+]
+
+SERVE = ["--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "256",
+         "--max-num-seqs", "8", "--enforce-eager", "--served-model-name", "tiny-moe"]  # fmt: skip
+
+
+def environ(**extra: str) -> dict[str, str]:
+    env = _vllm_environ()
+    for k in ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY"):
+        env.pop(k, None)
+    env.update(extra)
+    return env
+
+
+def wait_for(pred, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def marked(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose environment carries ``marker``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if marker.encode() not in (d / "environ").read_bytes():
+                continue
+            stat = (d / "stat").read_text()
+            if stat[stat.rfind(")") + 2] not in "ZX":
+                out.append(int(d.name))
+    return out
+
+
+# ----------------------------------------------------------------------------- the proxy
+class FaultProxy:
+    """An HTTP proxy on 127.0.0.1 that forwards to ``upstream`` and injects ``plan[n]`` into
+    the n-th completion request (0-based): ``"500"``, ``"stall"`` (200 and event-stream headers,
+    then nothing), ``"reset"`` (the stream cut with a TCP reset after its first bytes) or
+    ``"malformed"`` (a non-JSON ``data:`` line after the first event). Bounded: at most
+    ``max_requests`` requests, a stall lasts at most ``stall_s`` seconds, and :meth:`close`
+    ends everything."""
+
+    def __init__(self, upstream: int, plan: dict[int, str], stall_s: float = 30.0,
+                 max_requests: int = 200) -> None:  # fmt: skip
+        self.upstream, self.plan, self.stall_s = upstream, plan, stall_s
+        self.max_requests = max_requests
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.seen: list[str] = []  # the mode of each completion request (or "ok")
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.5)
+        handled = 0
+        while not self.done.is_set() and handled < self.max_requests:
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            handled += 1
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def close(self) -> None:
+        self.done.set()
+        self.sock.close()
+        self.thread.join(timeout=5)
+
+    @staticmethod
+    def _read_request(conn: socket.socket) -> tuple[bytes, bytes] | None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                length = int(v)
+        while len(body) < length:
+            body += conn.recv(65536)
+        return head, body
+
+    def _handle(self, conn: socket.socket) -> None:
+        conn.settimeout(60)
+        with contextlib.closing(conn):
+            while not self.done.is_set():
+                req = self._read_request(conn)
+                if req is None:
+                    return
+                head, body = req
+                if not self._one(conn, head, body):
+                    return
+
+    def _one(self, conn: socket.socket, head: bytes, body: bytes) -> bool:
+        """Answer one request; False when the connection must end."""
+        method, path = head.split(b" ", 2)[:2]
+        mode = "ok"
+        if method == b"POST" and path.endswith(b"/completions"):
+            with self.lock:
+                mode = self.plan.get(len(self.seen), "ok")
+                self.seen.append(mode)
+        if mode == "500":
+            msg = b'{"error": "injected by the test proxy"}'
+            conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json"
+                         b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                         % (len(msg), msg))  # fmt: skip
+            return False
+        if mode == "stall":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         b"Connection: close\r\n\r\n")  # fmt: skip
+            self.done.wait(self.stall_s)
+            return False
+        lines = [ln for ln in head.split(b"\r\n") if not ln.lower().startswith(b"connection:")]
+        up = socket.create_connection(("127.0.0.1", self.upstream), timeout=60)
+        with contextlib.closing(up):
+            up.sendall(b"\r\n".join([*lines, b"Connection: close"]) + b"\r\n\r\n" + body)
+            resp = b""
+            while b"\r\n\r\n" not in resp:
+                chunk = up.recv(65536)
+                if not chunk:
+                    break
+                resp += chunk
+            rhead, _, rest = resp.partition(b"\r\n\r\n")
+            rhead = b"\r\n".join(
+                ln for ln in rhead.split(b"\r\n") if not ln.lower().startswith(b"connection:")
+            )
+            conn.sendall(rhead + b"\r\nConnection: close\r\n\r\n")
+            if mode == "malformed":
+                # the whole (short) stream, then one chunk: its first event, a line that is not
+                # JSON, the other events (one chunk, so the client reads them together)
+                while chunk := up.recv(65536):
+                    rest += chunk
+                events = _unchunk(rest)
+                first, _, others = events.partition(b"\n\n")
+                body = first + b"\n\ndata: {this is not json\n\n" + others
+                conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+                return False
+            if mode == "reset":  # the body's first bytes (not a whole event), then a reset
+                while not rest:
+                    rest = up.recv(65536)
+                conn.sendall(rest[:8])
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                return False  # closing with SO_LINGER 0 sends the reset
+            while True:
+                if rest:
+                    conn.sendall(rest)
+                rest = up.recv(65536)
+                if not rest:
+                    return False
+
+
+def _unchunk(data: bytes) -> bytes:
+    """The payload of an HTTP/1.1 chunked body."""
+    out = b""
+    while data:
+        size, _, data = data.partition(b"\r\n")
+        n = int(size.split(b";")[0] or b"0", 16)
+        if n == 0:
+            break
+        out, data = out + data[:n], data[n + 2 :]
+    return out
+
+
+# ----------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One tiny vLLM server for the proxy tests, stopped (whole process group) at the end."""
+    tmp = tmp_path_factory.mktemp("faults-server")
+    r = subprocess.run([str(live_python()), str(ROOT / "env/live/tiny_model.py"), "-o",
+                        str(TINY_MODEL)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    status = tmp / "server.json"
+    holder = subprocess.Popen(
+        [str(live_python()), "-m", "rackbook.live.server", str(TINY_MODEL), "--hold", "1200",
+         "--status", str(status), "--log", str(tmp / "serve.log"), "--", *SERVE],
+        env=environ(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    pgid = None
+    try:
+        wait_for(lambda: status.exists() or holder.poll() is not None, 300, "server health")
+        assert holder.poll() is None, holder.stderr.read().decode()[-2000:]
+        info = json.loads(status.read_text())
+        pgid = info["pgid"]
+        yield int(info["url"].rsplit(":", 1)[1])
+    finally:
+        if holder.poll() is None:
+            holder.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                holder.wait(timeout=60)
+        if pgid:
+            left = group_members(pgid)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+            assert left == [], f"vLLM processes left: {left}"
+
+
+def record(out: Path, url: str, *extra: str, timeout: float = 300, **env: str):
+    args = [str(live_python()), "-m", "rackbook.live.record", "single-user", "-o", str(out),
+            "--endpoint", url, "--no-progress", "--accept-invalid", "-p", "model",
+            str(TINY_MODEL), "-p", "input_len", "16", "-p", "output_len", "16", *extra]  # fmt: skip
+    return subprocess.run(args, env=environ(**env), capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- proxy faults
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("500", "Internal Server Error"),
+        # aiohttp's ClientPayloadError, or vLLM's "Never received a valid chunk" when the
+        # reset reads as the end of the stream
+        ("reset", ""),
+        ("malformed", "JSONDecodeError"),
+    ],
+)
+def test_a_faulty_request_is_a_failed_request_with_its_reason(server, tmp_path, mode, reason):
+    """Requests 2 and 5 of 8 (one at a time) get the fault: the point is kept, 6 of its 8
+    requests succeed, the 2 failures carry the client's reason, the metrics use the 6, and
+    run.json states the point's requests and successful ones."""
+    proxy = FaultProxy(server, _window_plan({2: mode, 5: mode}), stall_s=5)
+    try:
+        out = tmp_path / "trace"
+        r = record(out, f"http://127.0.0.1:{proxy.port}", "-p", "num_requests", "8")
+        assert r.returncode == 0, r.stderr[-3000:]
+    finally:
+        proxy.close()
+    from rackbook.core import metrics, traces
+
+    t = traces.read_trace(out)
+    req = t.requests
+    assert len(req) == 8 and int(req["success"].sum()) == 6, proxy.seen
+    failed = req[~req["success"].astype(bool)]
+    assert all(e and reason in e for e in failed["error"]), failed["error"].tolist()
+    (pid,) = t.points["point_id"]
+    v = t.run["validity"][pid]
+    assert (v["requests"], v["successful"], v["failed"], v["failed_share"]) == (8, 6, 2, 0.25)
+    summary = metrics.summarize(t).to_dict()  # vLLM's metrics over the 6 that succeeded
+    assert (summary["completed"], summary["failed"]) == (6, 2)
+    assert summary["total_output_tokens"] == 6 * 16
+    assert proxy.seen[WARMUPS:].count(mode) == 2
+
+
+#: Completion requests the recorder sends before a single-user window (its warm-up point:
+#: max(2, concurrency) requests, rackbook.live.record).
+WARMUPS = 2
+
+
+def _window_plan(faults: dict[int, str]) -> dict[int, str]:
+    """Faults by position in the measured window (the warm-up requests all pass)."""
+    return {WARMUPS + k: mode for k, mode in faults.items()}
+
+
+def test_a_stalled_stream_times_out_instead_of_hanging(server, tmp_path):
+    """A stream that sends headers and then nothing fails after RACKBOOK_REQUEST_TIMEOUT_S
+    seconds with the client's timeout as its reason; the recording ends on its own."""
+    proxy = FaultProxy(server, _window_plan({1: "stall"}), stall_s=60)
+    try:
+        t0 = time.monotonic()
+        out = tmp_path / "trace"
+        r = record(out, f"http://127.0.0.1:{proxy.port}", "-p", "num_requests", "3",
+                   timeout=240, RACKBOOK_REQUEST_TIMEOUT_S="3")  # fmt: skip
+        took = time.monotonic() - t0
+        assert r.returncode == 0, r.stderr[-3000:]
+    finally:
+        proxy.close()
+    from rackbook.core import traces
+
+    t = traces.read_trace(out)
+    assert int(t.requests["success"].sum()) == 2
+    (err,) = t.requests.loc[~t.requests["success"].astype(bool), "error"]
+    assert "Timeout" in err or "timeout" in err, err[-500:]
+    assert took < 200  # the stall (60 s at the proxy) did not hold the recording
+    assert t.run["record"]["request_timeout_s"] == 3.0
+
+
+def test_a_bad_request_timeout_is_one_line(tmp_path):
+    r = record(tmp_path / "t", "http://127.0.0.1:9", RACKBOOK_REQUEST_TIMEOUT_S="soon", timeout=120)
+    assert r.returncode == 2
+    errors = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    assert errors == ["error: RACKBOOK_REQUEST_TIMEOUT_S: soon: not a positive number of seconds"]
+    assert not (tmp_path / "t").exists()
+
+
+# ----------------------------------------------------------------------------- signals
+@pytest.mark.parametrize(
+    ("sig", "when"),
+    [
+        (signal.SIGTERM, "start-up"),
+        (signal.SIGINT, "start-up"),
+        (signal.SIGTERM, "point"),
+    ],
+)
+def test_a_signal_stops_everything_and_writes_no_trace(tmp_path, sig, when):
+    """The recorder starts its own server; SIGTERM/SIGINT while it starts or while a point runs:
+    exit 143/130 with one error line, every process of the run gone, no trace folder."""
+    marker = f"RACKBOOK_FAULT_TEST={uuid.uuid4().hex}"
+    out = tmp_path / "trace"
+    raw = Path(str(out) + ".raw")
+    env = environ(**dict([marker.split("=", 1)]))
+    rec = subprocess.Popen(
+        [str(live_python()), "-m", "rackbook.live.record", "single-user", "-o", str(out),
+         "--no-progress", "--accept-invalid", "-p", "num_requests", "200", "-p", "input_len",
+         "16", "-p", "output_len", "64"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        if when == "start-up":  # the server's log exists: vllm serve is starting
+            wait_for(lambda: (raw / "vllm-serve.log").exists() or rec.poll() is not None, 120,
+                     "the server to start")  # fmt: skip
+            time.sleep(2)
+        else:  # the warm-up is done: the measured point is running
+            wait_for(lambda: (raw / "serve" / "warmup.json").exists() or rec.poll() is not None,
+                     300, "the warm-up")  # fmt: skip
+            time.sleep(2)
+        assert rec.poll() is None, rec.stderr.read()[-2000:]
+        assert len(marked(marker)) >= 2  # the recorder and its server's processes
+        rec.send_signal(sig)
+        rc = rec.wait(timeout=120)
+        err = rec.stderr.read()
+        assert rc == 128 + sig, err[-2000:]
+        errors = [x for x in err.splitlines() if x.startswith("error:")]
+        assert len(errors) == 1, err[-2000:]
+        assert ("terminated" if sig == signal.SIGTERM else "interrupted") in errors[0]
+        assert "Traceback" not in err
+        wait_for(lambda: not marked(marker), 30, "every process of the run to end")
+        assert not out.exists()
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+        for pid in marked(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
