@@ -24,9 +24,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from livehelp import alive, kill_group, vllm_environ, wait_for
 
 from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
-from rackbook.live.envfile import vllm_environ as _vllm_environ
 from rackbook.live.server import group_members
 from rackbook.paths import ROOT
 
@@ -46,36 +46,14 @@ SERVE = ["--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "25
          "--max-num-seqs", "8", "--enforce-eager", "--served-model-name", "tiny-moe"]  # fmt: skip
 
 
-def environ(**extra: str) -> dict[str, str]:
-    env = _vllm_environ()
-    for k in ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY"):
-        env.pop(k, None)
-    env.update(extra)
-    return env
-
-
-def wait_for(pred, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
 def marked(marker: str) -> list[int]:
     """Live (non-zombie) processes whose environment carries ``marker``."""
     out = []
     for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            if marker.encode() not in (d / "environ").read_bytes():
-                continue
-            stat = (d / "stat").read_text()
-            if stat[stat.rfind(")") + 2] not in "ZX":
-                out.append(int(d.name))
+        if d.name.isdigit():
+            with contextlib.suppress(OSError):
+                if marker.encode() in (d / "environ").read_bytes() and alive(int(d.name)):
+                    out.append(int(d.name))
     return out
 
 
@@ -241,7 +219,8 @@ def server(tmp_path_factory):
     holder = subprocess.Popen(
         [str(live_python()), "-m", "rackbook.live.server", str(TINY_MODEL), "--hold", "1200",
          "--status", str(status), "--log", str(tmp / "serve.log"), "--", *SERVE],
-        env=environ(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=vllm_environ(), start_new_session=True, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )  # fmt: skip
     pgid = None
     try:
@@ -257,8 +236,7 @@ def server(tmp_path_factory):
                 holder.wait(timeout=60)
         if pgid:
             left = group_members(pgid)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, signal.SIGKILL)
+            kill_group(pgid)
             assert left == [], f"vLLM processes left: {left}"
 
 
@@ -267,7 +245,7 @@ def record(out: Path, url: str, *extra: str, timeout: float = 300, **env: str):
             "--endpoint", url, "--no-progress", "--accept-invalid", "-p", "model",
             str(TINY_MODEL), "-p", "input_len", "16", "-p", "output_len", str(WINDOW_OUTPUT),
             *extra]  # fmt: skip
-    return subprocess.run(args, env=environ(**env), capture_output=True, text=True,
+    return subprocess.run(args, env=vllm_environ(**env), capture_output=True, text=True,
                           timeout=timeout)  # fmt: skip
 
 
@@ -357,7 +335,7 @@ def test_a_signal_stops_everything_and_writes_no_trace(tmp_path, sig, when):
     marker = f"RACKBOOK_FAULT_TEST={uuid.uuid4().hex}"
     out = tmp_path / "trace"
     raw = Path(str(out) + ".raw")
-    env = environ(**dict([marker.split("=", 1)]))
+    env = vllm_environ(**dict([marker.split("=", 1)]))
     rec = subprocess.Popen(
         [str(live_python()), "-m", "rackbook.live.record", "single-user", "-o", str(out),
          "--no-progress", "--accept-invalid", "-p", "num_requests", "200", "-p", "input_len",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shlex
 import signal
 import subprocess
@@ -17,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
+from livehelp import alive, kill_group, vllm_environ, wait_for
 
 from rackbook.core.provenance import expand_repo
 from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
-from rackbook.live.envfile import vllm_environ as _vllm_environ
 from rackbook.live.server import group_members
 from rackbook.paths import ROOT
 
@@ -42,14 +41,6 @@ SMALL = [
 ]  # fmt: skip
 
 
-def vllm_environ(**extra: str) -> dict[str, str]:
-    env = _vllm_environ()
-    for k in ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY"):
-        env.pop(k, None)
-    env.update(extra)
-    return env
-
-
 def live(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(live_python()), *args], capture_output=True, text=True, **kw)
 
@@ -59,31 +50,6 @@ def tiny_model() -> Path:
     r = live(str(ROOT / "env" / "live" / "tiny_model.py"), "-o", str(TINY_MODEL), timeout=300)
     assert r.returncode == 0, r.stderr
     return TINY_MODEL
-
-
-def wait_for(pred, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-def alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
-
-
-def kill_group(pgid: int | None) -> None:
-    if pgid:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
 
 
 def test_vllm_version_shim_and_no_cuda_torch_extras():

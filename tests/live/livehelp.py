@@ -1,0 +1,48 @@
+"""Helpers the live test modules share: the live env without API keys, waiting with a
+deadline, and process checks (no test here; pytest puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+from rackbook.live.envfile import vllm_environ as _vllm_environ
+
+
+def vllm_environ(**extra: str) -> dict[str, str]:
+    """env/live/vllm.env's environment, without any API key, plus ``extra``."""
+    env = _vllm_environ()
+    for k in ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY"):
+        env.pop(k, None)
+    env.update(extra)
+    return env
+
+
+def wait_for(pred, timeout_s: float, what: str):
+    """``pred()``'s first truthy value, polled every 0.3 s; AssertionError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+def kill_group(pgid: int | None) -> None:
+    """SIGKILL a whole process group, if it still exists."""
+    if pgid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
