@@ -356,6 +356,7 @@ class Recorder:
         client = BenchClient(self.raw / "bench.log")
         pool = ShardPool(shards, self.raw) if shards > 1 else None
         servers: list[VllmServer] = []
+        bar = None
         t_wall0 = time.monotonic()
         try:
             if urls:
@@ -427,9 +428,10 @@ class Recorder:
                     if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
                         break
                 bar.update(1)
-            bar.close()
             eng.update(duty_cycle(windows, t_up, t_wall0))
         finally:
+            if bar is not None:  # on every way out, so that an error line starts a line
+                bar.close()
             client.forget_samples()
             if pool is not None:
                 pool.close()
@@ -553,7 +555,8 @@ class Recorder:
             self.info["points"][pt.point_id].update(
                 {
                     "engine": "vllm-serve",
-                    "batch_size": pt.concurrency,
+                    # per decode rank, as the point's label says (concurrency / decode ranks)
+                    "batch_size": int(dict(pt.labels).get("batch_size", pt.concurrency or 0)),
                     "command": command_line(argvs[0]),
                 }
             )
