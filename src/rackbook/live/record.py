@@ -59,6 +59,7 @@ from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
 from rackbook.live import cpus, endpoint, prom
+from rackbook.live import server as server_mod
 from rackbook.live.bench import request_timeout_s
 from rackbook.live.envfile import TINY_MODEL, Redactor, api_key, vllm_environ
 from rackbook.live.scenarios import (
@@ -1143,6 +1144,7 @@ TERMINATED = 128 + signal.SIGTERM
 
 
 def _terminated(signum: int, _frame: object) -> None:
+    server_mod.RECEIVED.append(signum)
     raise SystemExit(128 + signum)
 
 
@@ -1166,10 +1168,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
         return 130
-    except SystemExit as exc:
-        if exc.code != TERMINATED:
+    except BaseException:
+        # SIGINT/SIGTERM: its own exception, or another one when it interrupted library code
+        # (an import half done): either way servers stopped and one error line
+        if not server_mod.RECEIVED:
             raise
         stop_all()
+        if server_mod.RECEIVED[0] == signal.SIGINT:
+            sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
+            return 130
         sys.stderr.write("error: -: -: terminated by SIGTERM (servers stopped)\n")
         return TERMINATED
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)

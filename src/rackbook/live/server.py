@@ -385,7 +385,13 @@ def stop_all() -> None:
 _HANDLERS_INSTALLED = False
 
 
+#: Signals received by this process's handlers, in order (the recorder's last-resort check: a
+#: signal that interrupted library code, such as an import, may surface as another error).
+RECEIVED: list[int] = []
+
+
 def _on_signal(signum: int, _frame: object) -> None:
+    RECEIVED.append(signum)
     # Shutting down: a second Ctrl-C (a terminal's, plus the one a wrapper forwards) must not
     # interrupt the stop below half-way (that would skip the SIGKILL escalation).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
