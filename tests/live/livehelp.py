@@ -6,10 +6,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 from rackbook.live.envfile import vllm_environ as _vllm_environ
+from rackbook.live.server import group_members
 
 
 def vllm_environ(**extra: str) -> dict[str, str]:
@@ -46,3 +48,16 @@ def kill_group(pgid: int | None) -> None:
     if pgid:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+
+
+def stop_holder(holder: subprocess.Popen, pgid: int | None) -> None:
+    """Stop a ``python -m rackbook.live.server --hold`` process with SIGINT, as a user would,
+    then check its server's process group is empty (killing what is left, then failing)."""
+    if holder.poll() is None:
+        holder.send_signal(signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            holder.wait(timeout=60)
+    stragglers = group_members(pgid) if pgid else []
+    kill_group(pgid)
+    kill_group(holder.pid)
+    assert stragglers == [], f"vLLM processes left after SIGINT: {stragglers}"

@@ -24,10 +24,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from livehelp import alive, kill_group, vllm_environ, wait_for
+from livehelp import alive, stop_holder, vllm_environ, wait_for
 
 from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
-from rackbook.live.server import group_members
 from rackbook.paths import ROOT
 
 pytestmark = [
@@ -230,14 +229,7 @@ def server(tmp_path_factory):
         pgid = info["pgid"]
         yield int(info["url"].rsplit(":", 1)[1])
     finally:
-        if holder.poll() is None:
-            holder.send_signal(signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                holder.wait(timeout=60)
-        if pgid:
-            left = group_members(pgid)
-            kill_group(pgid)
-            assert left == [], f"vLLM processes left: {left}"
+        stop_holder(holder, pgid)
 
 
 def record(out: Path, url: str, *extra: str, timeout: float = 300, **env: str):

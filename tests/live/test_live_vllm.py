@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from livehelp import alive, kill_group, vllm_environ, wait_for
+from livehelp import alive, kill_group, stop_holder, vllm_environ, wait_for
 
 from rackbook.core.provenance import expand_repo
 from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
@@ -176,15 +176,7 @@ def test_record_small_sweep_against_endpoint(tmp_path, tiny_model):
             if f.is_file():
                 assert SECRET.encode() not in f.read_bytes(), f
     finally:
-        if holder.poll() is None:
-            holder.send_signal(signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                holder.wait(timeout=60)
-        if pgid:
-            stragglers = group_members(pgid)
-            kill_group(pgid)
-            assert stragglers == [], f"vLLM processes left after SIGINT: {stragglers}"
-        kill_group(holder.pid)
+        stop_holder(holder, pgid)
 
 
 def test_sigint_during_recording_leaves_no_vllm_process(tmp_path, tiny_model):
