@@ -2,7 +2,7 @@
 
 Layers (a module may import its own layer's shared modules and any lower layer):
 
-    errors, paths            the base (paths may use errors)
+    errors, limits, paths    the base (limits and paths may use errors)
     core, inputs             trace core; declarative inputs
     physics                  modelled numbers (may use core, inputs)
     results, cluster         one module per result; recipes (may use the above)
@@ -29,6 +29,7 @@ from rackbook import paths
 PKG = paths.ROOT / "src" / "rackbook"
 LAYER = {
     "errors": 0,
+    "limits": 0.5,
     "__init__": 0,
     "__version__": 0,
     "paths": 0.5,

@@ -235,7 +235,7 @@ def test_an_older_trace_reads_as_one_rank(tmp_path):
 
 
 def test_import_rejects_a_decode_ranks_label_below_one(tmp_path):
-    d = {"duration": 1.0, "input_lens": [], "output_lens": [], "ttfts": [], "itls": [],
-         "latencies": [], "errors": []}  # fmt: skip
+    d = {"duration": 1.0, "input_lens": [8], "output_lens": [2], "ttfts": [0.1], "itls": [[0.1]],
+         "latencies": [0.2], "errors": [""]}  # fmt: skip
     with pytest.raises(InputError, match="label decode_ranks: must be a positive integer"):
         vllm_bench_frames(tmp_path / "r.json", {"decode_ranks": "0"}, data=d)

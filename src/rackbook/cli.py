@@ -1,17 +1,27 @@
 """The ``rackbook`` command line. Each verb's work lives in the module named after what it holds;
-this module only parses arguments, dispatches, and turns :class:`InputError` into one
-``error:`` line on stderr with exit code 2.
+this module only parses arguments, dispatches, and turns every way out into one ``error:`` line.
+
+Exit codes: 0 done; 2 bad input (including an input past a limit, an unwritable output and an
+input nested too deeply); 1 an internal error (a bug: the traceback goes to a log file whose
+path the line names); 130 interrupted (Ctrl-C, SIGINT); 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
+import signal
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from rackbook import __version__, paths
-from rackbook.errors import InputError
+from rackbook import __version__, limits, paths
+from rackbook.errors import InputError, Terminated, one_line
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -184,26 +194,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model", help="model id in data/models/")
     s.add_argument("--kv-dtype", choices=["fp4", "fp8", "bf16"], default="fp4")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--context", type=int, default=None, help="also print bytes per sequence")
+    s.add_argument(
+        "--context",
+        type=limits.bounded_int("context"),
+        default=None,
+        help="also print bytes per sequence",
+    )
 
     s = sub.add_parser("check", help="is a serving claim physically possible? (any model, GPU)")
     s.add_argument("--model", required=True, help="model id in data/models/")
     s.add_argument("--gpu", required=True, help="GPU id in data/hardware.yaml")
-    s.add_argument("--gpus", type=int, required=True, help="GPUs serving the claim")
-    s.add_argument("--tok-s", type=float, required=True, help="claimed tokens per second")
+    s.add_argument(
+        "--gpus", type=limits.bounded_int("gpus"), required=True, help="GPUs serving the claim"
+    )
+    s.add_argument(
+        "--tok-s", type=limits.finite_float, required=True, help="claimed tokens per second"
+    )
     s.add_argument("--per", choices=["gpu", "total"], default="gpu", help="per GPU or in total")
     s.add_argument("--phase", choices=["decode", "prefill"], default="decode")
     s.add_argument(
         "--batch",
-        type=int,
+        type=limits.bounded_int("batch"),
         default=None,
         help="sequences decoding together on all the GPUs (1: one user spread over them; "
         "default: the best batch that fits)",
     )
-    s.add_argument("--context", type=int, default=0, help="context tokens of each sequence")
+    s.add_argument(
+        "--context",
+        type=limits.bounded_int("context"),
+        default=0,
+        help="context tokens of each sequence",
+    )
     s.add_argument(
         "--tokens-per-step",
-        type=float,
+        type=limits.finite_float,
         default=1.0,
         help="tokens kept per decode step (speculative decoding's acceptance length)",
     )
@@ -218,10 +242,20 @@ def build_parser() -> argparse.ArgumentParser:
         help='JSON {"loads": [[tokens per logical expert] per layer]} '
         "or Parquet with columns layer, expert, tokens",
     )
-    s.add_argument("--ep-size", type=int, required=True, help="expert-parallel ranks (GPUs)")
-    s.add_argument("--redundant", type=int, default=0, help="redundant expert replicas")
-    s.add_argument("--groups", type=int, default=1, help="expert groups")
-    s.add_argument("--nodes", type=int, default=1, help="nodes")
+    s.add_argument(
+        "--ep-size",
+        type=limits.bounded_int("ep_size"),
+        required=True,
+        help="expert-parallel ranks (GPUs)",
+    )
+    s.add_argument(
+        "--redundant",
+        type=limits.bounded_int("redundant"),
+        default=0,
+        help="redundant expert replicas",
+    )
+    s.add_argument("--groups", type=limits.bounded_int("groups"), default=1, help="expert groups")
+    s.add_argument("--nodes", type=limits.bounded_int("nodes"), default=1, help="nodes")
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("record", help="record a scenario from real vLLM servers (live mode)")
@@ -242,6 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("recipes", help="generate cluster recipes from the topology file")
     s.add_argument("--topology", default="env/cluster/topology.yaml")
     s.add_argument("-o", "--output", default="env/cluster/generated")
+    for verb in sub.choices.values():
+        verb.add_argument(
+            "--max-input-mb",
+            type=limits.input_mb,
+            default=limits.DEFAULT_MAX_INPUT_MB,
+            metavar="MB",
+            help=f"largest input file read (default {limits.DEFAULT_MAX_INPUT_MB:g} MB)",
+        )
     return p
 
 
@@ -250,19 +292,83 @@ def _resolve(spec: str) -> Handler:
     return getattr(importlib.import_module(module), func)
 
 
+#: Signal that ended the run (set by the handlers, read when the exception surfaces: a signal
+#: that interrupted library code may surface as another exception).
+_signalled: list[int] = []
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    if _signalled:  # a second signal while unwinding: let cleanup finish
+        return
+    _signalled.append(signum)
+    raise KeyboardInterrupt if signum == signal.SIGINT else Terminated()
+
+
+def log_traceback(exc: BaseException) -> str:
+    """Write ``exc``'s traceback to a log file in the temporary folder; its path."""
+    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    log = folder / f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    return str(log)
+
+
+def _fail(message: str, code: int) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"error: {one_line(message)}\n")
+        sys.stderr.flush()
+    return code
+
+
+def _interrupted() -> int:
+    sig = _signalled[0] if _signalled else signal.SIGINT
+    name = "interrupted (SIGINT)" if sig == signal.SIGINT else "terminated (SIGTERM)"
+    return _fail(f"-: -: {name}; nothing half-written was left", 128 + sig)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; returns the exit code (module docstring). Every way out is one line."""
     args = build_parser().parse_args(argv)
+    limits.set_max_input_mb(getattr(args, "max_input_mb", None))
+    _signalled.clear()
+    handlers = {}
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, _on_signal)
+    try:
+        return _dispatch(args)
+    finally:
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
+        limits.set_max_input_mb(None)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
         spec = _import_handler(args) if args.verb == "import" else HANDLERS[args.verb]
         return int(_resolve(spec)(args) or 0)
-    except InputError as err:
-        sys.stderr.write(f"error: {err}\n")
-        return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("error: -: -: interrupted\n")
-        return 130
+    except BaseException as exc:
+        if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
+            return _interrupted()
+        if isinstance(exc, SystemExit):
+            raise
+        if isinstance(exc, InputError):
+            return _fail(str(exc), 2)
+        if isinstance(exc, RecursionError):
+            return _fail("-: -: input nested too deeply to read (RecursionError)", 2)
+        if isinstance(exc, MemoryError):
+            return _fail("-: -: out of memory: the input is too large for this machine", 2)
+        if isinstance(exc, BrokenPipeError):
+            return 2
+        if isinstance(exc, OSError):
+            where = exc.filename if exc.filename is not None else "-"
+            return _fail(f"{where}: -: {exc.strerror or exc}", 2)
+        log = log_traceback(exc)
+        return _fail(
+            f"-: -: internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})", 1
+        )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,14 @@
-"""One error type for bad input, rendered as a single ``error:`` line by the CLI (exit code 2)."""
+"""One error type for bad input, rendered as a single ``error:`` line by the CLI (exit code 2),
+and the exception a termination signal raises (exit code 143)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (newlines included) escaped: always one line."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 class InputError(Exception):
@@ -12,7 +18,12 @@ class InputError(Exception):
     """
 
     def __init__(self, file: str | Path | None, field: str | None, problem: str) -> None:
-        self.file = str(file) if file is not None else "-"
-        self.field = field or "-"
-        self.problem = " ".join(str(problem).split())  # always one line
+        self.file = one_line(str(file)) if file is not None else "-"
+        self.field = one_line(field) if field else "-"
+        self.problem = one_line(" ".join(str(problem).split()))  # always one line
         super().__init__(f"{self.file}: {self.field}: {self.problem}")
+
+
+class Terminated(BaseException):
+    """Raised by the CLI's SIGTERM handler (like KeyboardInterrupt for SIGINT): unwinds every
+    ``finally`` and ``except BaseException`` cleanup, then the CLI exits 143."""

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook import limits
 from rackbook.errors import InputError
 
 _Source = str | Path | None
@@ -164,10 +165,14 @@ def _read_parquet_loads(path: Path) -> np.ndarray:
             raise InputError(path, col, "must be non-negative integers")
     if df["tokens"].dtype == bool or not pd.api.types.is_numeric_dtype(df["tokens"]):
         raise InputError(path, "tokens", f"non-numeric column (dtype {df['tokens'].dtype})")
+    if "window" in df.columns:  # a trace's expert_load table: loads summed over its windows
+        if df.duplicated(["window", "layer", "expert"]).any():
+            raise InputError(path, "window,layer,expert", "duplicate (window, layer, expert) rows")
+        df = df.groupby(["layer", "expert"], as_index=False, sort=True)["tokens"].sum()
     if df.duplicated(["layer", "expert"]).any():
         raise InputError(path, "layer,expert", "duplicate (layer, expert) rows")
-    num_layers = int(df["layer"].max()) + 1
-    num_experts = int(df["expert"].max()) + 1
+    num_layers = limits.bounded(int(df["layer"].max()) + 1, "layers", path, "layer")
+    num_experts = limits.bounded(int(df["expert"].max()) + 1, "experts", path, "expert")
     if len(df) != num_layers * num_experts:
         raise InputError(
             path,
@@ -183,17 +188,18 @@ def read_loads(path: str | Path) -> np.ndarray:
     """Read expert loads ``(layers, experts)`` tokens from a file.
 
     JSON ``{"loads": [[tokens per logical expert, ...] per layer]}``, or a Parquet table with
-    columns ``layer``, ``expert``, ``tokens`` (one row per pair). Bad input -> InputError.
+    columns ``layer``, ``expert``, ``tokens`` (one row per pair; with a ``window`` column, a trace's
+    ``expert_load`` table, the loads are summed over its windows). Bad input -> InputError.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(p, "-", "file not found")
+    p = limits.input_file(path, what="JSON or Parquet file", missing="file not found")
     with p.open("rb") as fh:
         magic = fh.read(4)
     if magic == b"PAR1" or p.suffix.lower() == ".parquet":
         return _read_parquet_loads(p)
     try:
         obj = json.loads(p.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise limits.nesting_error(p) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(p, "-", f"not JSON: {err}") from None
     if not isinstance(obj, dict) or "loads" not in obj:
@@ -201,4 +207,9 @@ def read_loads(path: str | Path) -> np.ndarray:
     loads = obj["loads"]
     if isinstance(loads, list) and loads and not isinstance(loads[0], list):
         raise InputError(p, "loads", "expected a list of per-layer lists")
+    if isinstance(loads, list):
+        limits.bounded(len(loads), "layers", p, "loads")
+        for i, layer in enumerate(loads):
+            if isinstance(layer, list):
+                limits.bounded(len(layer), "experts", p, f"loads[{i}]")
     return as_loads(loads, p)

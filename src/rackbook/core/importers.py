@@ -8,7 +8,6 @@ arrays (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``s
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
 import math
@@ -21,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rackbook import limits
 from rackbook.core import provenance, traces
 from rackbook.errors import InputError
 
@@ -43,30 +43,29 @@ def load_json(path: str | Path) -> Any:
     :class:`InputError` ``not a valid gzip file``). Parsed by orjson when installed; input it
     rejects (NaN, huge integers, ...) is parsed by the standard library, which names the problem.
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(path, "-", "file does not exist")
-    if path.is_dir():
-        raise InputError(path, "-", "is a folder, expected a JSON file")
+    path = limits.input_file(path, what="JSON file")
     data = path.read_bytes()
     if path.suffix == ".gz":
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile is an OSError
+            data = limits.gunzip(data, path)
+        except (OSError, EOFError, zlib.error):
             raise InputError(path, "-", "not a valid gzip file") from None
     if not data.strip():
         raise InputError(path, "-", "file is empty")
     if orjson is not None:  # about 3x faster; anything it rejects takes the path below
         try:
             return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
+        except orjson.JSONDecodeError as exc:
+            if "recursion" in str(exc):  # orjson stops at 1024 levels
+                raise limits.nesting_error(path) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(path, "-", "not text (binary file?)") from None
     try:
         return json.loads(text)
+    except RecursionError:
+        raise limits.nesting_error(path) from None
     except json.JSONDecodeError as exc:
         # a string left open runs to the end of the file: cut off there, too
         cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
@@ -175,6 +174,8 @@ def vllm_bench_frames(
     if not isinstance(d["input_lens"], list):
         raise InputError(path, "input_lens", "must be a list")
     n = len(d["input_lens"])
+    if n == 0:
+        raise InputError(path, "input_lens", "no requests: every per-request list is empty")
     inp = _num_array(path, "input_lens", d["input_lens"], n, integer=True)
     out = _num_array(path, "output_lens", d["output_lens"], n, integer=True)
     ttft = _num_array(path, "ttfts", d["ttfts"], n, integer=False)
@@ -219,6 +220,7 @@ def vllm_bench_frames(
     if mc is not None:
         if isinstance(mc, bool) or not isinstance(mc, int) or mc < 1:
             raise InputError(path, "max_concurrency", "must be a positive integer or null")
+        limits.bounded(mc, "concurrency", path, "max_concurrency")
         ints["concurrency"] = mc
     for k in INT_LABELS:
         if k in labels:

@@ -743,12 +743,54 @@ def format_summary(summary: TraceSummary) -> str:
 
 
 def cli_summarize(args: argparse.Namespace) -> int:
-    """``rackbook summarize TRACE_DIR [--json]``: the JSON object is the last thing printed."""
+    """``rackbook summarize TRACE_DIR [--json]``: the JSON object is the last thing printed.
+
+    A published trace (no requests: one row per published point) is summarised by its points;
+    any other trace without requests is an error, not a table of zeros."""
+    path = Path(args.trace)
+    run = traces.read_run(path)
+    if traces.table_rows(path, "requests") == 0:
+        if run.get("kind") == "published" and (path / "published_points.parquet").is_file():
+            return _summarize_published(path, run, args.json)
+        raise InputError(path, "requests.parquet", "no requests: an empty trace has no metrics")
     s = summarize_path(args.trace)
     if args.json:
         print(json.dumps(s.to_dict(), allow_nan=False, default=str))
     else:
         print(format_summary(s))
+    return 0
+
+
+def _summarize_published(path: Path, run: dict[str, Any], as_json: bool) -> int:
+    """``summarize`` of a published trace: its points by hardware and engine, with the range of
+    the per-GPU figure as published (vLLM's request metrics need requests, which it has none)."""
+    pts = traces.read_table(path, "published_points")
+    groups = (
+        pts.groupby(["hardware", "engine"], sort=True, dropna=False)["tok_s_per_gpu"]
+        .agg(["count", "min", "max"])
+        .reset_index()
+    )
+    rows = [
+        {
+            "hardware": str(g.hardware),
+            "engine": str(g.engine),
+            "points": int(g["count"]),
+            "tok_s_per_gpu_min": None if pd.isna(g["min"]) else float(g["min"]),
+            "tok_s_per_gpu_max": None if pd.isna(g["max"]) else float(g["max"]),
+        }
+        for _, g in groups.iterrows()
+    ]
+    print(
+        f"{path}: published trace, {len(pts)} published points (no requests: vLLM's request "
+        "metrics do not apply; tokens/s per GPU as published)"
+    )
+    for r in rows:
+        lo, hi = r["tok_s_per_gpu_min"], r["tok_s_per_gpu_max"]
+        span = "n/a" if lo is None else f"{lo:,.0f} to {hi:,.0f}"
+        print(f"  {r['hardware']} / {r['engine']}: {r['points']} points, {span} tok/s/GPU")
+    if as_json:
+        doc = {"trace_id": run.get("trace_id"), "kind": "published", "points": len(pts)}
+        print(json.dumps(doc | {"groups": rows}, allow_nan=False))
     return 0
 
 

@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook import limits
 from rackbook.core import importers, provenance, traces
 from rackbook.errors import InputError
 
@@ -139,6 +140,10 @@ def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
                 continue
             row[key] = _positive(path, f"{at}.{key}", r[key], integer=integer)
         row.setdefault("decode_ranks", 1.0)
+        limits.bounded(row["batch_size"], "batch_size", path, f"{at}.batch_size")
+        limits.bounded(row["decode_ranks"], "decode_ranks", path, f"{at}.decode_ranks")
+        limits.bounded(row["output_tokens"], "context", path, f"{at}.output_tokens")
+        limits.bounded(row["input_tokens"], "context", path, f"{at}.input_tokens")
         if row["output_tokens"] < 2:
             raise InputError(
                 path, f"{at}.output_tokens", "must be >= 2 (decode is the tokens after the first)"
@@ -154,6 +159,8 @@ def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
             )
         seen.add(key)
         out.append(row)
+    total = sum(r["batch_size"] * r["decode_ranks"] for r in out)
+    limits.bounded(total, "requests", path, "rows (batch_size x decode_ranks, summed)")
     return out
 
 
@@ -162,6 +169,7 @@ def _hardware(path: Path, hw: Any) -> tuple[str, int]:
         raise InputError(path, "hardware", "must be an object with gpu_id and gpu_count")
     gpu = _text(path, "hardware.gpu_id", hw.get("gpu_id"))
     count = _positive(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
+    limits.bounded(count, "gpus", path, "hardware.gpu_count")
     return str(gpu), int(count)
 
 

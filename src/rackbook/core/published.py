@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook import limits
 from rackbook.core import provenance, schema, traces
 from rackbook.errors import InputError
 
@@ -158,17 +159,14 @@ def _is_date(text: str) -> bool:
 
 def read_text(path: Path) -> str:
     """A source file's text; a missing, empty, binary or unreadable file is an InputError."""
-    if not path.exists():
-        raise InputError(path, "-", "file does not exist")
-    if path.is_dir():
-        raise InputError(path, "-", "is a folder, expected a file")
+    limits.input_file(path)
     data = path.read_bytes()
     if not data.strip():
         raise InputError(path, "-", "file is empty")
     try:
         return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(path, "-", "not text (binary file?)") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "-", limits.decode_problem(data, exc)) from None
 
 
 def _number(
@@ -382,6 +380,8 @@ def traces_json(path: Path) -> Any:
     text = read_text(path)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise limits.nesting_error(path) from None
     except json.JSONDecodeError as exc:
         cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
         if cut:

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rackbook import limits
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
@@ -147,6 +148,13 @@ def _check_run(run: Any, where: Path | str) -> None:
     for name, (required, _doc) in schema.RUN_FIELDS.items():
         if required and name not in run:
             raise InputError(where, f"run.json.{name}", "missing required field")
+    version = run["schema_version"]
+    if isinstance(version, bool) or version != schema.SCHEMA_VERSION:
+        raise InputError(
+            where,
+            "run.json.schema_version",
+            f"{version!r} is not a version this rackbook reads ({schema.SCHEMA_VERSION})",
+        )
     if run["kind"] not in schema.KINDS:
         raise InputError(
             where, "run.json.kind", f"{run['kind']!r} is not one of {', '.join(schema.KINDS)}"
@@ -301,10 +309,13 @@ def read_run(path: str | Path) -> dict[str, Any]:
             if not path.exists()
             else "not a folder (a trace is a folder with run.json and Parquet tables)",
         )
-    if not f.is_file():
+    if not f.exists():
         raise InputError(f, "-", "missing run.json")
+    limits.input_file(f, what="run.json file")
     try:
         run = json.loads(f.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise limits.nesting_error(f) from None
     except UnicodeDecodeError:
         raise InputError(f, "-", "not text (binary file?)") from None
     except json.JSONDecodeError as exc:

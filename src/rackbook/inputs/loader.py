@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import PydanticCustomError
 
-from rackbook import paths
+from rackbook import limits, paths
 from rackbook.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -52,8 +52,63 @@ def display_path(path: str | Path) -> str:
         return str(p)
 
 
+#: Nodes that aliases may add to a YAML document when expanded (a "billion laughs" file
+#: expands exponentially: refused before anything is built from it).
+MAX_ALIAS_NODES = 10_000
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Nodes of ``node`` with every alias expanded (memoised on shared nodes)."""
+    key = id(node)
+    if key not in memo:
+        memo[key] = 0  # a recursive alias counts once
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            size += sum(_expanded_size(n, memo) for n in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size += sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+        memo[key] = size
+    return memo[key]
+
+
+def _distinct_nodes(node: yaml.Node, seen: set[int]) -> None:
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    elif isinstance(node, yaml.MappingNode):
+        children = [n for kv in node.value for n in kv]
+    for n in children:
+        _distinct_nodes(n, seen)
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a mapping with the same key twice."""
+    """SafeLoader that rejects a mapping with the same key twice, and aliases that expand to
+    more than :data:`MAX_ALIAS_NODES` nodes beyond the document's own."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliased = True
+        return super().compose_node(parent, index)
+
+    def get_single_node(self) -> Any:
+        self._aliased = False
+        node = super().get_single_node()
+        if node is not None and self._aliased:
+            seen: set[int] = set()
+            _distinct_nodes(node, seen)
+            extra = _expanded_size(node, {}) - len(seen)
+            if extra > MAX_ALIAS_NODES:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"aliases expand to {extra:,} more nodes, over the limit "
+                    f"{MAX_ALIAS_NODES:,} (an alias bomb?)",
+                    node.start_mark,
+                )
+        return node
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -76,17 +131,20 @@ def read_yaml(path: str | Path) -> Any:
     p = Path(path)
     shown = display_path(p)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(shown, "-", "file not found") from None
-    except IsADirectoryError:
-        raise InputError(shown, "-", "is a folder, expected a YAML file") from None
-    except UnicodeDecodeError:
-        raise InputError(shown, "-", "not text (binary file?)") from None
+        limits.input_file(p, what="YAML file", missing="file not found")
+    except InputError as exc:
+        raise InputError(shown, exc.field, exc.problem) from None
+    try:
+        data = p.read_bytes()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(shown, "-", limits.decode_problem(data, exc)) from None
     except OSError as exc:
         raise InputError(shown, "-", f"cannot read: {exc.strerror or exc}") from None
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except RecursionError:
+        raise limits.nesting_error(shown) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "-"

@@ -1,0 +1,179 @@
+"""Limits checked before any work: what an input file may be, how large, and the bounds of counts.
+
+Every reader of a user's file asks :func:`input_file` first: the path must be a regular file
+(not a folder, FIFO, device such as ``/dev/zero``, or socket) no larger than the input size limit
+(:data:`DEFAULT_MAX_INPUT_MB` MB; every verb's ``--max-input-mb`` raises it). Parquet tables of
+a trace folder are exempt: they are read in chunks when large (:mod:`rackbook.core.metrics`).
+
+Counts (GPUs, batch sizes, context lengths, expert replicas, requests) are bounded by
+:data:`BOUNDS`; a value past its bound is refused with the bound named, before anything is
+allocated. The bounds are far above any real deployment and low enough that the work they
+allow fits in memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import stat
+import sys
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+from rackbook.errors import InputError
+
+#: Default largest input file (MB, 10**6 bytes) read into memory.
+DEFAULT_MAX_INPUT_MB = 256.0
+_max_input_mb = DEFAULT_MAX_INPUT_MB
+
+#: name -> largest allowed value (inclusive).
+BOUNDS: dict[str, int] = {
+    "gpus": 100_000,  # GPUs of one deployment
+    "batch": 10_000_000,  # sequences decoding together (all GPUs)
+    "batch_size": 65_536,  # sequences per decode rank in one step
+    "decode_ranks": 100_000,
+    "context": 100_000_000,  # tokens of one sequence
+    "concurrency": 10_000_000,
+    "redundant": 65_536,  # redundant expert replicas
+    "ep_size": 100_000,
+    "experts": 65_536,  # logical experts per layer
+    "layers": 4_096,
+    "expert_cells": 10_000_000,  # layers x experts
+    "groups": 65_536,
+    "nodes": 100_000,
+    "requests": 5_000_000,  # request rows an import expands to
+}
+
+
+def max_input_mb() -> float:
+    """The input size limit in force (MB)."""
+    return _max_input_mb
+
+
+def set_max_input_mb(mb: float | None) -> None:
+    """Set the input size limit (MB); None restores the default."""
+    global _max_input_mb
+    _max_input_mb = DEFAULT_MAX_INPUT_MB if mb is None else float(mb)
+
+
+def input_file(
+    path: str | Path, field: str = "-", *, what: str = "file", missing: str = "file does not exist"
+) -> Path:
+    """``path`` as a Path after checking it is a readable regular file within the size limit;
+    else one :class:`InputError` (missing, a folder, not a regular file, too large)."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InputError(p, field, missing) from None
+    except NotADirectoryError:
+        raise InputError(p, field, f"{missing} (a parent is a file)") from None
+    except OSError as exc:
+        raise InputError(p, field, f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(p, field, f"is a folder, expected a {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            p, field, f"not a regular file (a device, FIFO or socket), expected a {what}"
+        )
+    limit = _max_input_mb * 1e6
+    if st.st_size > limit:
+        raise InputError(
+            p,
+            field,
+            f"{st.st_size / 1e6:,.1f} MB is over the input size limit {_max_input_mb:g} MB "
+            "(raise it with --max-input-mb)",
+        )
+    return p
+
+
+def gunzip(data: bytes, path: str | Path) -> bytes:
+    """Decompress gzip ``data`` (every member), refusing output past the input size limit (a
+    small file that inflates without bound); zlib errors propagate for the caller to name."""
+    limit = int(_max_input_mb * 1e6)
+    out: list[bytes] = []
+    size = 0
+    while data:
+        d = zlib.decompressobj(wbits=31)
+        chunk = d.decompress(data, limit + 1 - size)
+        size += len(chunk)
+        out.append(chunk)
+        if size > limit or d.unconsumed_tail:
+            raise InputError(
+                path,
+                "-",
+                f"decompresses to over the input size limit {_max_input_mb:g} MB "
+                "(raise it with --max-input-mb)",
+            )
+        if not d.eof:
+            raise EOFError("truncated gzip stream")
+        data = d.unused_data.lstrip(b"\0")
+    return b"".join(out)
+
+
+def decode_problem(data: bytes, exc: UnicodeDecodeError) -> str:
+    """Why ``data`` is not UTF-8 text: binary (NUL bytes), or the offending byte and where."""
+    if b"\0" in data[:65536]:
+        return "not text (binary file?)"
+    line = data.count(b"\n", 0, exc.start) + 1
+    return f"not UTF-8 text: byte 0x{data[exc.start]:02x} on line {line} (save the file as UTF-8)"
+
+
+def nesting_error(path: str | Path, field: str = "-") -> InputError:
+    """The error for a file nested deeper than the parser can follow (RecursionError)."""
+    return InputError(path, field, f"nested deeper than {sys.getrecursionlimit()} levels (refused)")
+
+
+def bounded(
+    value: int | float, name: str, where: str | Path = "-", field: str | None = None
+) -> int:
+    """``value`` when it is at most ``BOUNDS[name]``, else :class:`InputError` naming the bound."""
+    bound = BOUNDS[name]
+    if value > bound:
+        raise InputError(
+            where,
+            field or name,
+            f"{value:,.0f} is too large: must be at most {bound:,} "
+            f"(rackbook's bound on {name.replace('_', ' ')})",
+        )
+    return int(value)
+
+
+# ----------------------------------------------------------------------------- argparse types
+
+
+def finite_float(text: str) -> float:
+    """argparse type: a finite float (``nan``, ``inf`` and overflowing literals refused)."""
+    value = float(text)  # ValueError: argparse's "invalid float value"
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+finite_float.__name__ = "float"
+
+
+def bounded_int(name: str) -> Callable[[str], int]:
+    """argparse type: an integer at most ``BOUNDS[name]``, the bound named when exceeded (the
+    lower bound is the reader's own check)."""
+
+    def parse(text: str) -> int:
+        value = int(text)  # ValueError: argparse's "invalid int value"
+        if value > BOUNDS[name]:
+            raise argparse.ArgumentTypeError(
+                f"{value:,} is too large: must be at most {BOUNDS[name]:,}"
+            )
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+def input_mb(text: str) -> float:
+    """argparse type of ``--max-input-mb``: a finite positive number of MB."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
