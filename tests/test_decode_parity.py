@@ -80,11 +80,18 @@ def _testable(t, gpus):
     [
         ((), "b", POINTS, "untested"),  # CPU stand-in
         (("NVIDIA B300",), "b", POINTS, "untested"),  # engine B is not DeepInfer
-        (("NVIDIA B300",), "deepinfer", [("a", 8, 1.1), ("deepinfer", 8, 1.05)], "consistent"),
+        (
+            ("NVIDIA B300",),
+            "deepinfer",
+            [("a", 8, 1.1), ("deepinfer", 8, 1.05), ("a", 16, 1.1), ("deepinfer", 16, 1.06)],
+            "consistent",
+        ),
+        # inside the band where measured, but the claim's batch 16 is missing: not covered
+        (("NVIDIA B300",), "deepinfer", [("a", 8, 1.1), ("deepinfer", 8, 1.05)], "untested"),
         (("NVIDIA B300",), "deepinfer", [("a", 16, 1.1), ("deepinfer", 16, 0.9)], "inconsistent"),
         (("NVIDIA B300",), "deepinfer", [("a", 8, 1.1)], "untested"),  # one engine only
     ],
-    ids=["cpu", "not-deepinfer", "within-band", "outside-band", "one-engine"],
+    ids=["cpu", "not-deepinfer", "within-band", "partial-range", "outside-band", "one-engine"],
 )
 def test_every_run_reading(tmp_path, gpus, engine_b, points, verdict):
     t = _trace(tmp_path, points, gpus)
@@ -96,7 +103,10 @@ def test_every_run_reading(tmp_path, gpus, engine_b, points, verdict):
     assert run.verdict == verdict
     gap = [h for h in out.headlines if h.name == "max_decode_gap"]
     assert all(h.verdict == verdict and h.claim_id == "decode-parity.gap" for h in gap)
-    if verdict == "untested" and gpus and engine_b == "deepinfer":
+    if verdict == "untested" and len(points) == 2:
+        assert "batch sizes 16 not measured by both engines" in run.reason
+        assert "range is not covered" in run.reason
+    elif verdict == "untested" and gpus and engine_b == "deepinfer":
         # the missing piece is named, with the command that supplies it
         assert run.reason == (
             "no engine-B points (deepinfer): record an offline engine or import its results "

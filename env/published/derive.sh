@@ -12,12 +12,12 @@ if [[ -n "${PYTHON:-}" ]]; then RB=("$PYTHON" -m rackbook.cli)
 elif [[ -x .venv/bin/rackbook ]]; then RB=(.venv/bin/rackbook)
 else RB=(python3 -m rackbook.cli); fi
 
-"${RB[@]}" import inferencex "$SRC/inferencex-benchmarks.json" -o "$OUT/inferencex-dsr1" \
+"${RB[@]}" import inferencex "$SRC/inferencex-benchmarks.json" -o "$OUT/inferencex-dsr1" --force \
   --source-url https://github.com/SemiAnalysisAI/InferenceX-app/blob/3a600f1d9ce155536d52e2f58f744f27a301aac9/packages/app/cypress/fixtures/api/benchmarks.json
 
-"${RB[@]}" import mlperf "$SRC/mlperf-v6.1-summary.csv" -o "$OUT/mlperf-v6.1-dsr1" \
+"${RB[@]}" import mlperf "$SRC/mlperf-v6.1-summary.csv" -o "$OUT/mlperf-v6.1-dsr1" --force \
   --model deepseek-r1 \
   --source-url https://github.com/mlcommons/inference_results_v6.1/blob/7bf15fd8089655a71fb75c81a744d7ba5a632424/summary.csv
 
-"${RB[@]}" import sglang-cookbook "$SRC/sglang-deepseek-v4-benchmarks.jsx" -o "$OUT/sglang-cookbook-v4" \
+"${RB[@]}" import sglang-cookbook "$SRC/sglang-deepseek-v4-benchmarks.jsx" -o "$OUT/sglang-cookbook-v4" --force \
   --source-url https://github.com/sgl-project/sglang/blob/08587007c81585756076d965a3af856ac620f1b9/docs_new/src/snippets/configs/deepseek-ai/deepseek-v4-benchmarks.jsx

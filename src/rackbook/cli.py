@@ -72,6 +72,9 @@ PUBLISHED_IMPORTS: dict[str, str] = {
 def _import_handler(args: argparse.Namespace) -> str:
     """The handler of ``rackbook import FORMAT``; options that do not fit the format are a
     one-line usage error (exit 2)."""
+    out = Path(args.output)
+    if (out / "run.json").is_file() and not args.force:
+        raise InputError(out, "-o", "a trace exists there: add --force to replace it")
     if args.engine is not None and args.format not in ENGINE_IMPORTS:
         raise InputError(args.input, "--engine", f"only for offline-engine, not {args.format}")
     if args.format in ENGINE_IMPORTS:
@@ -122,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         "InferenceX API rows (JSON), MLPerf summary.csv, SGLang deepseek-v4-benchmarks.jsx",
     )
     s.add_argument("-o", "--output", required=True, help="trace folder to write")
+    s.add_argument(
+        "--force", action="store_true", help="replace an existing trace folder at --output"
+    )
     s.add_argument("--model", default=None, help="mlperf: keep only this Model's rows")
     s.add_argument(
         "--engine", default=None, help="offline-engine: engine label (default: the file's)"
@@ -187,6 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="with --traces: a folder of results already executed on the shipped traces "
         "(such as _build/executed after make book), copied instead of executed again",
+    )
+    s.add_argument(
+        "--html",
+        default=None,
+        metavar="DIR",
+        help="where the HTML book goes (replaced whole; default _build/html of the checkout, "
+        "which is then not touched)",
     )
     s.add_argument("--strict", action="store_true", help="warnings are errors (-W -n)")
 
@@ -258,15 +271,43 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--nodes", type=limits.bounded_int("nodes"), default=1, help="nodes")
     s.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("record", help="record a scenario from real vLLM servers (live mode)")
-    s.add_argument("scenario")
-    s.add_argument("--endpoint", action="append", default=[], help="running server URL")
-    s.add_argument("--serve", default=None, help="arguments for `vllm serve` to start one")
-    s.add_argument("-o", "--output", required=False, default=None, help="trace folder")
-    s.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
+    s = sub.add_parser(
+        "record",
+        help="record a scenario from real vLLM servers (live mode)",
+        description="Record one scenario's trace from real vLLM servers (needs the live env: "
+        "make live-setup). Each scenario's parameters (-p NAME VALUE) and their defaults are "
+        "listed in rackbook.live.scenarios and the book's rerun cards.",
     )
-    s.add_argument("--resume", action="store_true")
+    s.add_argument(
+        "scenario",
+        metavar="SCENARIO",
+        help=f"one of: {', '.join(paths.RESULTS)}",
+    )
+    s.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        help="URL of a running vLLM server (repeatable; rack-scaling takes one per replica); "
+        "none: servers are started locally",
+    )
+    s.add_argument("--serve", default=None, help="arguments for `vllm serve` to start one")
+    s.add_argument(
+        "-o", "--output", required=False, default=None, help="trace folder (default: a new one)"
+    )
+    s.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="scenario parameter (repeatable), e.g. -p batch_sizes 8,16 -p output_len 64",
+    )
+    s.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the points already recorded in --output and record only the missing ones",
+    )
     s.add_argument(
         "--accept-invalid",
         action="store_true",
@@ -274,8 +315,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     s = sub.add_parser("recipes", help="generate cluster recipes from the topology file")
-    s.add_argument("--topology", default="env/cluster/topology.yaml")
-    s.add_argument("-o", "--output", default="env/cluster/generated")
+    s.add_argument(
+        "--topology",
+        default=None,
+        help="topology YAML (default: the checkout's env/cluster/topology.yaml)",
+    )
+    s.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="folder of recipes, replaced whole (default: the checkout's env/cluster/generated)",
+    )
     for verb in sub.choices.values():
         verb.add_argument(
             "--max-input-mb",

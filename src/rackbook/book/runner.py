@@ -148,6 +148,10 @@ def check_parameters(
                 raise InputError(
                     folder, field, "not a folder (a trace is a folder with run.json and tables)"
                 )
+            if result is not None:
+                from rackbook.results.readable import check_trace
+
+                check_trace(result, folder, field)
             continue
         kind, nullable = _declared_kind(result, name, default)
         if value is None and nullable:
@@ -176,8 +180,9 @@ def run_result(
     notebook is written to a temporary name and renamed only on success. The cell progress
     bar is shown when stderr is a terminal (``progress=None``).
     """
-    import papermill
     from papermill.exceptions import PapermillExecutionError
+
+    from rackbook.book.execute import execute_notebook
 
     nb = notebook_path(result)
     out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
@@ -211,14 +216,13 @@ def run_result(
     # would leave every chapter without figures.
     saved_backend = os.environ.pop("MPLBACKEND", None)
     try:
-        papermill.execute_notebook(
-            str(nb),
-            str(tmp),
-            parameters=params,
-            kernel_name="python3",
-            progress_bar=sys.stderr.isatty() if progress is None else progress,
-            cwd=str(paths.NOTEBOOKS),
-            log_output=False,
+        execute_notebook(
+            nb,
+            tmp,
+            params,
+            paths.NOTEBOOKS,
+            sys.stderr.isatty() if progress is None else progress,
+            result,
         )
     except PapermillExecutionError as exc:
         _leave_nothing()
@@ -226,9 +230,15 @@ def run_result(
         if exc.ename == "InputError" and evalue.count(": ") >= 2:
             file, field, problem = evalue.split(": ", 2)
             raise InputError(file, field, problem) from None
+        log = write_log(result, "\n".join(exc.traceback))
         raise InputError(
-            display_path(nb), f"cell {exc.exec_count}", f"{exc.ename}: {evalue}"
+            display_path(nb),
+            f"cell {exc.exec_count}",
+            f"{exc.ename}: {evalue} (the notebook's traceback: {log})",
         ) from None
+    except RuntimeError as exc:  # the runner itself failed (its log is named)
+        _leave_nothing()
+        raise InputError(display_path(nb), "-", str(exc)) from None
     except BaseException:
         _leave_nothing()
         raise
@@ -241,6 +251,39 @@ def run_result(
     return headline
 
 
+def write_log(name: str, text: str) -> Path:
+    """Write a traceback (ANSI colours removed) to a log file in the temporary folder, never
+    into the output; its path (named by the error line)."""
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    log = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    log.write_text(re.sub(r"\x1b\[[0-9;]*m", "", text), encoding="utf-8")
+    return log
+
+
+#: Notebook parameters that name files or folders: relative values given on the command line
+#: (``-p``, or a ``--params-file``) resolve against the working directory.
+PATH_PARAMETERS = ("trace", "trace_b", "server_log", "expert_load")
+
+
+def cwd_paths(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the relative paths of :data:`PATH_PARAMETERS` made absolute against the
+    working directory (the one rule for paths on the command line)."""
+    out = dict(params)
+    for name in PATH_PARAMETERS:
+        value = out.get(name)
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            out[name] = str(Path.cwd() / value)
+    return out
+
+
+def cli_path(value: str | Path | None) -> Path | None:
+    """A path given on the command line, absolute against the working directory."""
+    return None if value is None else Path(value).absolute()
+
+
 def cli_run(args: argparse.Namespace) -> int:
     """``rackbook run RESULT|all [--source trace|live] [--params-file FILE] [-p NAME VALUE ...]
     [--out DIR]``: a params file's values first, ``-p`` over them; the source is ``--source``,
@@ -251,6 +294,7 @@ def cli_run(args: argparse.Namespace) -> int:
     if source not in ("trace", "live"):
         raise InputError(args.params_file, "source", f"{source!r} is not one of trace, live")
     params |= parse_parameters(args.parameter)
+    params = cwd_paths(params)
     names = available_results() if args.result == "all" else [args.result]
     for name in names:
         notebook_path(name)
@@ -261,7 +305,7 @@ def cli_run(args: argparse.Namespace) -> int:
     for name in names:
         t0 = time.perf_counter()
         print(f"running {name} ({source}) ...", flush=True)
-        path = run_result(name, source, params, args.out)
+        path = run_result(name, source, params, cli_path(args.out))
         doc = read_result(path)
         print(f"{name}: {summary_line(doc)} [{time.perf_counter() - t0:.1f} s] -> {path}")
     return 0
@@ -273,7 +317,7 @@ def cli_list(args: argparse.Namespace) -> int:
     from rackbook.results.headline import read_result, summary_line
 
     reg = load_claims()
-    out_dir = paths.resolve(args.out) if args.out else paths.EXECUTED
+    out_dir = cli_path(args.out) or paths.EXECUTED
     for name in paths.RESULTS:
         f = out_dir / f"{name}.json"
         verdict = "not run"
@@ -322,26 +366,22 @@ def stage_book(executed: Path, site: Path) -> Path:
     return site
 
 
-def build_book(out: str | Path | None = None, strict: bool = False) -> Path:
-    """Stage and build the HTML book under the build folder (``_build``, or ``RACKBOOK_BUILD``:
-    Jupyter Book writes into a folder named ``_build``); returns the path of ``index.html``."""
-    executed = paths.resolve(out) if out else paths.EXECUTED
-    if paths.BUILD.name != "_build":
-        raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
-    site = stage_book(executed, paths.BUILD / "site")
+def _jupyter_book(site: Path, build_parent: Path, strict: bool, log: Path) -> None:
+    """Run Jupyter Book on ``site`` (HTML into ``build_parent/_build/html``); its output goes to
+    ``log``; a failed build is one :class:`InputError` naming the log."""
     cmd = [
         str(Path(sys.executable).with_name("jupyter-book")),
         "build",
         str(site),
         "--path-output",
-        str(paths.BUILD.parent),
+        str(build_parent),
         "--keep-going",
     ]
     if strict:
         cmd += ["-W", "-n"]
     proc = subprocess.run(cmd, cwd=paths.ROOT, text=True, capture_output=True)
     text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
-    log = paths.BUILD / "book-build.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(text, encoding="utf-8")
     if proc.returncode != 0:
         problems = [ln for ln in text.splitlines() if "WARNING" in ln or "ERROR" in ln]
@@ -351,50 +391,112 @@ def build_book(out: str | Path | None = None, strict: bool = False) -> Path:
             "jupyter-book",
             f"build failed: {tail[0] if tail else proc.returncode}",
         )
-    return paths.BUILD / "html" / "index.html"
 
 
-def run_on_traces(traces_dir: str | Path, out: Path, shipped: Path | None = None) -> list[str]:
-    """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists. The
-    other results run on the shipped traces, or are copied from ``shipped`` (a folder of
-    results already executed on them) when it holds them. Returns the results that used the
-    user's traces."""
-    base = paths.resolve(traces_dir)
+def build_book(
+    out: str | Path | None = None, strict: bool = False, html: str | Path | None = None
+) -> Path:
+    """Stage and build the HTML book; returns the path of ``index.html``.
+
+    Without ``html`` the book is built under the build folder (``_build``, or
+    ``RACKBOOK_BUILD``: Jupyter Book writes into a folder named ``_build``). With ``html`` the
+    staging and the build happen in a temporary sibling of ``html``, which then replaces
+    ``html`` whole (the checkout's ``_build`` is not touched; a failed build leaves nothing)."""
+    executed = paths.resolve(out) if out else paths.EXECUTED
+    if html is None:
+        if paths.BUILD.name != "_build":
+            raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
+        site = stage_book(executed, paths.BUILD / "site")
+        _jupyter_book(site, paths.BUILD.parent, strict, paths.BUILD / "book-build.log")
+        return paths.BUILD / "html" / "index.html"
+    from rackbook.core.fsio import atomic_dir
+
+    target = check_output_folder(Path(html), "--html")
+    with atomic_dir(target) as tmp:
+        work = tmp / ".work"
+        site = stage_book(executed, work / "_build" / "site")
+        log = work / "book-build.log"
+        try:
+            _jupyter_book(site, work, strict, log)
+        except InputError as exc:
+            kept = write_log("book-build", log.read_text(encoding="utf-8"))
+            raise InputError(kept, exc.field, exc.problem) from None
+        for item in (work / "_build" / "html").iterdir():
+            os.replace(item, tmp / item.name)
+        shutil.rmtree(work)
+    return target / "index.html"
+
+
+def check_user_traces(base: Path) -> list[str]:
+    """The results that have a trace in the folder ``base`` (``base/RESULT``), each checked
+    whole (run.json, every table, what its chapter can read) before anything runs or is
+    copied; the first problem is one :class:`InputError`."""
+    from rackbook.core import traces
+    from rackbook.results.readable import check_trace
+
     if not base.is_dir():
         raise InputError(base, "--traces", "not a folder of traces (one folder per result)")
-    mine = [r for r in available_results() if (base / r / "run.json").is_file()]
+    mine = [r for r in available_results() if (base / r).is_dir()]
     if not mine:
         raise InputError(
             base,
             "--traces",
             f"holds no trace folder named after a result ({', '.join(paths.RESULTS)})",
         )
-    for r in available_results():
-        done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
-        if r not in mine and done and all(f.is_file() for f in done):
-            out.mkdir(parents=True, exist_ok=True)
-            for f in done:
-                shutil.copy2(f, out / f.name)
-            print(f"{r}: executed on the shipped trace already ({shipped})", flush=True)
-            continue
-        params = {"trace": str(base / r)} if r in mine else {}
-        print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
-        run_result(r, "trace", params, out)
+    for r in mine:
+        check_trace(r, base / r, "--traces")
+        traces.read_trace(base / r, itl=False)
+        traces.table_rows(base / r, "itl")
+    return mine
+
+
+def run_on_traces(traces_dir: str | Path, out: Path, shipped: Path | None = None) -> list[str]:
+    """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists. The
+    other results run on the shipped traces, or are copied from ``shipped`` (a folder of
+    results already executed on them) when it holds them. Every trace is checked first; the
+    results are written into a temporary sibling of ``out`` that replaces it at the end
+    (nothing half-written on an error or a signal). Returns the results that used the
+    user's traces."""
+    from rackbook.core.fsio import atomic_dir
+
+    base = Path(traces_dir)
+    mine = check_user_traces(base)
+    if shipped is not None and not shipped.is_dir():
+        raise InputError(shipped, "--reuse", "not a folder of executed results")
+    with atomic_dir(check_output_folder(out, "--out")) as tmp:
+        for r in available_results():
+            done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
+            if r not in mine and done and all(f.is_file() for f in done):
+                for f in done:
+                    shutil.copy2(f, tmp / f.name)
+                print(f"{r}: executed on the shipped trace already ({shipped})", flush=True)
+                continue
+            params = {"trace": str(base / r)} if r in mine else {}
+            print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
+            run_result(r, "trace", params, tmp)
     return mine
 
 
 def cli_book(args: argparse.Namespace) -> int:
-    """``rackbook book [--out DIR] [--traces DIR [--reuse DIR]] [--strict]``: HTML from executed
-    notebooks.
+    """``rackbook book [--out DIR] [--traces DIR [--reuse DIR]] [--html DIR] [--strict]``: HTML
+    from executed notebooks (relative paths from the working directory).
 
     With ``--traces`` every result is first executed on the user's traces (into ``--out``,
-    default ``_build/yours``), and the landing page shows those numbers beside the claims."""
-    out = args.out
+    default ``_build/yours``), and the landing page shows those numbers beside the claims.
+    With ``--html`` the book goes there, and the checkout's ``_build`` is left alone."""
+    out = cli_path(args.out)
+    html = cli_path(getattr(args, "html", None))
+    if html is not None:
+        check_output_folder(html, "--html")
+    if getattr(args, "reuse", None) and not args.traces:
+        raise InputError(args.reuse, "--reuse", "only with --traces")
     if args.traces:
         out = out or paths.BUILD / "yours"
-        reuse = paths.resolve(args.reuse) if getattr(args, "reuse", None) else None
-        mine = run_on_traces(args.traces, paths.resolve(out), reuse)
+        reuse = cli_path(getattr(args, "reuse", None))
+        if reuse is not None and not reuse.is_dir():
+            raise InputError(reuse, "--reuse", "not a folder of executed results")
+        mine = run_on_traces(cli_path(args.traces), out, reuse)
         print(f"your traces: {', '.join(mine)}")
-    index = build_book(out, args.strict)
+    index = build_book(out, args.strict, html)
     print(f"book: {index}")
     return 0

@@ -1108,9 +1108,11 @@ def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[
 
 
 def cli_recipes(args: argparse.Namespace) -> int:
-    """``rackbook recipes [--topology FILE] [-o DIR]``: regenerate the cluster recipes."""
-    topo = load_topology(args.topology)
-    written = write_recipes(topo, args.output)
+    """``rackbook recipes [--topology FILE] [-o DIR]``: regenerate the cluster recipes (relative
+    paths from the working directory; the defaults are the checkout's)."""
+    topo = load_topology(Path(args.topology).absolute() if args.topology else DEFAULT_TOPOLOGY)
+    out = Path(args.output).absolute() if args.output else DEFAULT_OUTPUT
+    written = write_recipes(topo, out)
     for p in written:
         print(loader.display_path(p))
     dp = "DEP" if topo.eplb is not None else "DP"

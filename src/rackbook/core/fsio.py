@@ -54,8 +54,8 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     A ``path`` that is a folder, or under a file, is an :class:`InputError` (field ``output``).
     """
     path = check_output_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _make_temp(path, folder=False)
+    assert fd is not None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -73,6 +73,20 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n")
 
 
+def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
+    """A temporary sibling of ``path`` (its parents made); an OS refusal (a read-only or
+    special file system such as /proc, no permission) is an :class:`InputError` naming
+    ``path``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if folder:
+            return None, tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        return fd, tmp
+    except OSError as exc:
+        raise InputError(path, "output", f"cannot write here: {exc.strerror or exc}") from None
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary sibling folder; on success it replaces ``path``, on error it is removed.
@@ -81,8 +95,7 @@ def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
     under a file, is an :class:`InputError` (field ``output``): a file is never replaced.
     """
     path = check_output_folder(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp = Path(_make_temp(path, folder=True)[1])
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
     try:
         yield tmp

@@ -334,6 +334,8 @@ def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
 def _lookup(section: str, what: str, key: str, path: str | Path | None) -> Any:
     cat = load_hardware(path)
     entries = getattr(cat, section)
+    folded = {k.lower(): k for k in entries}
+    key = folded.get(key.lower(), key)  # ids are case-insensitive: H200 is h200
     if key not in entries:
         raise InputError(
             loader.display_path(_hardware_path(path)),
@@ -368,13 +370,29 @@ def list_models(directory: str | Path | None = None) -> list[str]:
     return sorted(p.stem for p in d.glob("*.yaml"))
 
 
+def catalog_model_id(name: str) -> str | None:
+    """The catalog id a model name stands for, case-insensitive: the id itself
+    (``DeepSeek-V4.1-Flash``) or a Hugging Face name ``org/NAME`` whose NAME is an id
+    (``deepseek-ai/DeepSeek-V4.1-Flash``); None for anything else (a path to a YAML file)."""
+    known = {m.lower(): m for m in list_models()}
+    key = name.lower()
+    if key.count("/") == 1 and not key.endswith((".yaml", ".yml")):
+        org, key = key.split("/")
+        if not org or org in (".", ".."):
+            return None
+    return known.get(key)
+
+
 def _looks_like_path(text: str) -> bool:
     return "/" in text or "\\" in text or text.endswith((".yaml", ".yml"))
 
 
 def load_model(id_or_path: str | Path) -> ModelSpec:
-    """Load a model entry by catalog id (``deepseek-v4.1-flash``) or by path to a YAML file."""
+    """Load a model entry by catalog id (``deepseek-v4.1-flash``, any case), by Hugging Face
+    name (``deepseek-ai/DeepSeek-V4.1-Flash``) or by path to a YAML file."""
     text = str(id_or_path)
+    if not isinstance(id_or_path, Path):
+        text = catalog_model_id(text) or text
     if isinstance(id_or_path, Path) or _looks_like_path(text):
         return _model_file(paths.resolve(text))
     known = list_models()

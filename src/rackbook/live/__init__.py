@@ -191,6 +191,10 @@ def cli_record(args: argparse.Namespace) -> int:
     Runs in this interpreter when it has vLLM, else replaces this process with .venv-live's
     Python running :mod:`rackbook.live.record` (same arguments, env/live/vllm.env applied).
     """
+    from rackbook.live.scenarios import SCENARIOS
+
+    if args.scenario not in SCENARIOS:
+        raise InputError("-", "scenario", f"{args.scenario!r} is not one of {', '.join(SCENARIOS)}")
     if importlib.util.find_spec("vllm") is not None:
         from rackbook.live.record import main
 

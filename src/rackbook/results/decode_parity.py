@@ -141,12 +141,25 @@ def can_test(run: dict[str, Any], engine_b: str) -> bool:
     return engine_b.lower().startswith("deepinfer") and verdicts.can_test(run, verdicts.BLACKWELL)
 
 
+def uncovered(par: pd.DataFrame, batches: list[int] | None) -> list[int]:
+    """The claim's batch sizes (``batches``) that both engines did not measure."""
+    measured = set(par["batch"].tolist()) if len(par) else set()
+    return sorted(int(b) for b in (batches or []) if b not in measured)
+
+
 def run_reading(
-    par: pd.DataFrame, band_pct: float, testable: bool, run: dict[str, Any], missing: str
+    par: pd.DataFrame,
+    band_pct: float,
+    testable: bool,
+    run: dict[str, Any],
+    missing: str,
+    batches: list[int] | None = None,
 ) -> headline.ClaimReading:
     """This run's reading of "within ``band_pct`` % at every batch size": ``consistent`` when
-    every batch both engines measured is inside the band, else ``inconsistent``; ``untested``
-    when the trace cannot test the claim or lacks one engine (``missing`` says what)."""
+    every batch of the claim (``batches``) was measured by both engines and is inside the
+    band, ``inconsistent`` when a measured one is outside; ``untested`` when the trace cannot
+    test the claim, lacks one engine (``missing`` says what) or, all measured batches inside,
+    lacks some of the claim's batch sizes (named: a partial trace does not cover the range)."""
     needs = "vLLM against DeepInfer's offline benchmark on Blackwell GPUs, DeepSeek-V4.1-Flash"
     if par.empty:
         return headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
@@ -155,6 +168,17 @@ def run_reading(
     what = f"largest gap {g:+.1f} % at batch {b}; {inside}/{len(par)} batch sizes within the band"
     if not testable:
         return headline.untested(CLAIM_ID, f"{verdicts.hardware(run)} ({what})", needs)
+    gaps = uncovered(par, batches)
+    if gaps and inside == len(par):
+        lacking = ", ".join(map(str, gaps))
+        return headline.ClaimReading(
+            CLAIM_ID,
+            "this run",
+            "untested",
+            f"{g:+.1f} %",
+            f"{what}; the claim's batch sizes {lacking} not measured by both engines: the "
+            "claim's range is not covered",
+        )
     v = "consistent" if inside == len(par) else "inconsistent"
     return headline.ClaimReading(CLAIM_ID, "this run", v, f"{g:+.1f} %", what)
 
@@ -339,7 +363,7 @@ def analyse(
     readings = [
         physics_reading(ceil, dec, testable, params),
         evidence.reading(CLAIM_ID, registry=reg),
-        run_reading(dec, band, testable, trace.run, missing),
+        run_reading(dec, band, testable, trace.run, missing, batches),
     ]
     return Analysis(
         trace, params, reg.get(CLAIM_ID), band, table, dec, pre, ceil, readings, hardware,

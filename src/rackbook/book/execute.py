@@ -1,0 +1,183 @@
+"""Execute one notebook with papermill in a child process whose output goes to a log file.
+
+The child's stderr (papermill's and the kernel's messages, a traceback) goes to a log file in the
+temporary folder, never to the reader's terminal, so that every way out of ``rackbook run`` is
+one ``error:`` line (which names the log when there is something to read in it). The cell
+progress bar, when asked for, still goes to the terminal.
+
+On an interrupt or termination of the parent, the child is stopped (SIGTERM, then SIGKILL) and
+stops its kernel first (the kernel runs in a session of its own, which a signal to the child's
+process group would not reach). A failed cell is raised in the parent as papermill's own
+:class:`~papermill.exceptions.PapermillExecutionError`, rebuilt from what the child wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: Seconds the child gets to stop its kernel after SIGTERM before it is killed.
+STOP_GRACE_S = 5.0
+
+
+def log_folder() -> Path:
+    """The folder of rackbook's log files (private to the user, in the temporary folder)."""
+    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def execute_notebook(
+    nb: Path,
+    output: Path,
+    parameters: dict[str, Any],
+    cwd: Path,
+    progress: bool,
+    log_name: str,
+) -> None:
+    """Execute ``nb`` into ``output`` (papermill, kernel ``python3``) in a child process.
+
+    Raises ``PapermillExecutionError`` for a failed cell and ``RuntimeError`` (naming the log,
+    the only one kept) when the child fails otherwise."""
+    folder = log_folder()
+    stamp = f"{log_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    log = folder / f"{stamp}.log"
+    spec = folder / f"{stamp}.spec.json"
+    result = folder / f"{stamp}.result.json"
+    term = os.dup(2) if progress else None  # the progress bar's way to the terminal
+    spec.write_text(
+        json.dumps(
+            {
+                "nb": str(nb),
+                "output": str(output),
+                "parameters": parameters,
+                "cwd": str(cwd),
+                "progress_fd": term,
+                "result": str(result),
+            }
+        ),
+        encoding="utf-8",
+    )
+    try:
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "rackbook.book.execute", str(spec)],
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=subprocess.STDOUT,
+                pass_fds=(term,) if term is not None else (),
+                start_new_session=True,
+            )
+            if term is not None:
+                os.close(term)
+                term = None
+            try:
+                code = proc.wait()
+            except BaseException:
+                _stop(proc)
+                log.unlink()
+                raise
+        if result.is_file() or code == 0:
+            log.unlink()  # nothing to read in it: a failed cell is raised with its traceback
+        if result.is_file():
+            failed = json.loads(result.read_text(encoding="utf-8"))
+            from papermill.exceptions import PapermillExecutionError
+
+            raise PapermillExecutionError(
+                failed["cell_index"],
+                failed["exec_count"],
+                failed["source"],
+                failed["ename"],
+                failed["evalue"],
+                failed["traceback"],
+            )
+        if code != 0:
+            raise RuntimeError(f"notebook execution failed (exit code {code}); log: {log}")
+    finally:
+        if term is not None:
+            os.close(term)
+        for f in (spec, result):
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the child (it stops its kernel), SIGKILL its group if it lingers."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc; empty where there is none)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(stat.parent.name))
+    return out
+
+
+def _child_main(spec_path: str) -> int:
+    """The child: execute the notebook the spec names; on a failed cell write its details to
+    the spec's result file; on SIGTERM/SIGINT kill the kernel and exit 143/130."""
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+
+    def _on_signal(signum: int, _frame: object) -> None:
+        for pid in _children(os.getpid()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    progress: bool | dict[str, Any] = False
+    if spec["progress_fd"] is not None:
+        progress = {"file": os.fdopen(spec["progress_fd"], "w")}
+    try:
+        papermill.execute_notebook(
+            spec["nb"],
+            spec["output"],
+            parameters=spec["parameters"],
+            kernel_name="python3",
+            progress_bar=progress,
+            cwd=spec["cwd"],
+            log_output=False,
+        )
+    except PapermillExecutionError as exc:
+        Path(spec["result"]).write_text(
+            json.dumps(
+                {
+                    "cell_index": exc.cell_index,
+                    "exec_count": exc.exec_count,
+                    "source": exc.source,
+                    "ename": exc.ename,
+                    "evalue": exc.evalue,
+                    "traceback": list(exc.traceback),
+                }
+            ),
+            encoding="utf-8",
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main(sys.argv[1]))
