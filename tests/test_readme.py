@@ -10,6 +10,7 @@ the live tests and named in :data:`LIVE`. The commands run in order (``book`` re
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shlex
@@ -104,3 +105,21 @@ def test_every_readme_command_runs_on_a_fresh_clone(tmp_path):
     assert len(ran) >= 15
     assert (clone / "mine/html/index.html").is_file()
     assert (clone / "mine/results/single-user.json").is_file()
+
+
+def test_every_option_of_every_verb_is_documented():
+    """``--help`` of each verb says what every argument is (choices are listed by argparse)."""
+    from rackbook.cli import build_parser
+
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [
+        f"{verb} {a.option_strings or a.dest}"
+        for verb, sub in verbs.choices.items()
+        for a in sub._actions
+        if a.dest != "help" and not a.help
+    ]
+    assert not missing
+    record = verbs.choices["record"].format_help()
+    for text in ("decode-parity", "single-user", "--parameter", "--resume", "--endpoint"):
+        assert text in record

@@ -38,6 +38,7 @@ HANDLERS: dict[str, str] = {
     "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
     "recipes": "rackbook.cluster.topology:cli_recipes",
+    "catalog": "rackbook.inputs.catalogs:cli_catalog",
 }
 
 
@@ -106,7 +107,9 @@ def _import_handler(args: argparse.Namespace) -> str:
 
 #: Verbs that read the repository's data, notebooks or book sources (the others work on the
 #: files they are given): from an installed copy without a checkout they stop with one line.
-NEEDS_CHECKOUT = frozenset({"run", "list", "book", "kv-bytes", "check", "recipes", "record"})
+NEEDS_CHECKOUT = frozenset(
+    {"run", "list", "book", "kv-bytes", "check", "recipes", "record", "catalog"}
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("list", help="results, their claims and the latest verdicts")
     s.add_argument("--out", default=None, help="where executed results live")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead")
+
+    s = sub.add_parser("catalog", help="the models and GPUs that check and kv-bytes know")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead")
 
     s = sub.add_parser("book", help="build the HTML book from executed notebooks")
     s.add_argument("--out", default=None, help="where executed results live")
@@ -205,8 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("kv-bytes", help="global KV-cache bytes per token of a model")
     s.add_argument("model", help="model id in data/models/")
-    s.add_argument("--kv-dtype", choices=["fp4", "fp8", "bf16"], default="fp4")
-    s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--kv-dtype",
+        choices=["fp4", "fp8", "bf16"],
+        default="fp4",
+        help="KV-cache storage dtype (default fp4)",
+    )
+    s.add_argument("--json", action="store_true", help="print one JSON object last")
     s.add_argument(
         "--context",
         type=limits.bounded_int("context"),
@@ -224,7 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--tok-s", type=limits.finite_float, required=True, help="claimed tokens per second"
     )
     s.add_argument("--per", choices=["gpu", "total"], default="gpu", help="per GPU or in total")
-    s.add_argument("--phase", choices=["decode", "prefill"], default="decode")
+    s.add_argument(
+        "--phase",
+        choices=["decode", "prefill"],
+        default="decode",
+        help="which phase the figure measures (default decode)",
+    )
     s.add_argument(
         "--batch",
         type=limits.bounded_int("batch"),
@@ -269,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--groups", type=limits.bounded_int("groups"), default=1, help="expert groups")
     s.add_argument("--nodes", type=limits.bounded_int("nodes"), default=1, help="nodes")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object last")
 
     s = sub.add_parser(
         "record",
@@ -292,7 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--serve", default=None, help="arguments for `vllm serve` to start one")
     s.add_argument(
-        "-o", "--output", required=False, default=None, help="trace folder (default: a new one)"
+        "-o",
+        "--output",
+        required=False,
+        default=None,
+        help="trace folder (default: the checkout's data/traces/live/SCENARIO)",
     )
     s.add_argument(
         "-p",
@@ -301,12 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar=("NAME", "VALUE"),
-        help="scenario parameter (repeatable), e.g. -p batch_sizes 8,16 -p output_len 64",
+        help="scenario parameter (repeatable; lists comma-separated), e.g. -p batch_sizes 8,16 "
+        "-p output_len 64",
     )
     s.add_argument(
         "--resume",
         action="store_true",
-        help="keep the points already recorded in --output and record only the missing ones",
+        help="keep the points already finished in --output (same -p values) and record only "
+        "the missing or failed ones",
     )
     s.add_argument(
         "--accept-invalid",

@@ -6,6 +6,7 @@ import argparse
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -168,7 +169,7 @@ def test_record_argv_round_trip():
         "decode-parity",
         "--endpoint", "http://127.0.0.1:8000",
         "--serve", "--max-num-batched-tokens 512",
-        "-o", "out",
+        "-o", str(Path.cwd() / "out"),  # relative paths: from the working directory
         "-p", "batch_sizes", "8,16",
         "--resume",
     ]  # fmt: skip

@@ -318,14 +318,23 @@ def cli_list(args: argparse.Namespace) -> int:
 
     reg = load_claims()
     out_dir = cli_path(args.out) or paths.EXECUTED
+    listing = []
     for name in paths.RESULTS:
         f = out_dir / f"{name}.json"
-        verdict = "not run"
-        if f.exists():
-            verdict = summary_line(read_result(f))
-        print(f"{name}: {verdict}")
-        for c in reg.for_result(name):
-            print(f"  - {c.id}: {c.statement}")
+        doc = read_result(f) if f.exists() else None
+        claims = [{"id": c.id, "statement": c.statement} for c in reg.for_result(name)]
+        listing.append((name, doc, claims))
+    if getattr(args, "json", False):
+        results = [
+            {"result": n, "readings": d["readings"] if d else None, "claims": c}
+            for n, d, c in listing
+        ]
+        print(json.dumps({"executed": str(out_dir), "results": results}, default=str))
+        return 0
+    for name, doc, claims in listing:
+        print(f"{name}: {summary_line(doc) if doc else 'not run'}")
+        for c in claims:
+            print(f"  - {c['id']}: {c['statement']}")
     return 0
 
 

@@ -423,3 +423,25 @@ def as_model(model: ModelSpec | str | Path) -> ModelSpec:
 def as_gpu(hw: GpuSpec | str) -> GpuSpec:
     """``hw`` itself if already loaded, else the catalog GPU with that id (:func:`gpu`)."""
     return hw if isinstance(hw, GpuSpec) else gpu(hw)
+
+
+def cli_catalog(args: Any) -> int:
+    """``rackbook catalog [--json]``: the models and GPUs ``check`` and ``kv-bytes`` know (ids
+    are case-insensitive; a model also answers to its Hugging Face name ``org/NAME``)."""
+    import json
+
+    models = [load_model(m) for m in list_models()]
+    hw = load_hardware()
+    doc = {
+        "models": [{"id": m.id, "name": m.name} for m in models],
+        "gpus": [{"id": k, "name": g.name} for k, g in sorted(hw.gpus.items())],
+        "systems": [{"id": k, "name": s.name} for k, s in sorted(hw.systems.items())],
+    }
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    for section, rows in doc.items():
+        print(f"{section} ({len(rows)}):")
+        for r in rows:
+            print(f"  {r['id']:<24} {r['name']}")
+    return 0

@@ -174,8 +174,8 @@ def record_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--endpoint", url]
     if args.serve:
         argv += ["--serve", args.serve]
-    if args.output:
-        argv += ["-o", args.output]
+    if args.output:  # relative to the working directory, as every path on the command line
+        argv += ["-o", str(Path(args.output).absolute())]
     for name, value in args.parameter or []:
         argv += ["-p", name, value]
     if args.resume:
