@@ -13,6 +13,7 @@ All inputs are made here (hand-made or copied from the shipped traces, then brok
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import resource
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import small_result
@@ -165,6 +167,27 @@ def sparse(work: Path, name: str, size: int) -> str:
 
 
 VALID = json.dumps(small_result())
+
+
+def gzip_bomb(work: Path, name: str, mb: int = 600) -> str:
+    """A small gzip file that inflates to ``mb`` MB of spaces."""
+    with gzip.open(work / name, "wb", compresslevel=9) as fh:
+        block = b" " * (1 << 20)
+        for _ in range(mb):
+            fh.write(block)
+    return name
+
+
+def parquet_loads(work: Path, name: str, layer: int) -> str:
+    pq.write_table(
+        pa.table({"layer": [0, layer], "expert": [0, 0], "tokens": [1.0, 1.0]}), work / name
+    )
+    return name
+
+
+def symlink(work: Path, name: str, target: str) -> str:
+    (work / name).symlink_to(target)
+    return name
 
 
 def big_result(n: int = 200_000) -> str:
@@ -712,6 +735,105 @@ CASES: list[Case] = [
         "requests.parquet",
     ),
     C("record-unknown-scenario", lambda w: ["record", "nosuch", "-o", "t"], "nosuch"),
+    # ---- more of the same kinds
+    C(
+        "import-gzip-bomb",
+        lambda w: ["import", "vllm-bench", gzip_bomb(w, "r.json.gz"), "-o", "t"],
+        "r.json.gz",
+        "decompresses to over",
+    ),
+    C(
+        "import-symlink-to-dev-zero",
+        lambda w: ["import", "vllm-bench", symlink(w, "r.json", "/dev/zero"), "-o", "t"],
+        "not a regular file",
+    ),
+    C(
+        "import-out-symlink-loop",
+        lambda w: ["import", "vllm-bench", write(w, "r.json", VALID), "-o", symlink(w, "o", "o")],
+        "o",
+    ),
+    C(
+        "eplb-parquet-layer-1e9",
+        lambda w: ["eplb", parquet_loads(w, "l.parquet", 10**9), "--ep-size", "8"],
+        "l.parquet",
+        "at most",
+    ),
+    C(
+        "run-param-redundant-1e8",
+        lambda w: ["run", "eplb-balance", "-p", "redundant", "100000000"],
+        "parameter redundant",
+        "at most 65,536",
+    ),
+    C(
+        "run-param-list-2000",
+        lambda w: ["run", "eplb-balance", "-p", "ep_sizes", str(list(range(1, 2001)))],
+        "parameter ep_sizes",
+        "at most 1,000",
+    ),
+    C(
+        "run-param-nan",
+        lambda w: ["run", "eplb-balance", "-p", "ep_size", ".nan"],
+        "parameter ep_size",
+        "finite",
+    ),
+    C(
+        "params-yaml-5mb",
+        lambda w: [
+            "run",
+            "eplb-balance",
+            "--params-file",
+            write(w, "p.yaml", "skews: [" + "0.5, " * 1_000_000 + "0.5]\n"),
+        ],
+        "p.yaml",
+        "limit 4 MB",
+    ),  # fmt: skip
+    C(
+        "topology-deep-yaml",
+        lambda w: [
+            "recipes",
+            "--topology",
+            write(w, "t.yaml", "a: " + "[" * 50_000 + "]" * 50_000),
+            "-o",
+            "gen",
+        ],
+        "t.yaml",
+        "nested",
+    ),  # fmt: skip
+    C(
+        "summarize-garbage-parquet",
+        lambda w: [
+            copy_trace(w, "single-user", "g")
+            and write(w, "g/requests.parquet", b"PAR1x")
+            and "summarize",
+            "g",
+        ],
+        "requests.parquet",
+    ),  # fmt: skip
+    C(
+        "book-html-under-file",
+        lambda w: ["book", "--html", write(w, "f.txt", "x") + "/html"],
+        "is a file",
+    ),
+    C(
+        "kv-bytes-unknown-model",
+        lambda w: ["kv-bytes", "gpt-9"],
+        "unknown model",
+    ),
+    C(
+        "check-unknown-gpu",
+        lambda w: [
+            "check",
+            "--model",
+            "deepseek-v4.1-flash",
+            "--gpu",
+            "tpu9",
+            "--gpus",
+            "8",
+            "--tok-s",
+            "1",
+        ],
+        "unknown GPU",
+    ),  # fmt: skip
     # ---- interrupts: the one line, the documented code, nothing left
     C(
         "run-sigterm",
@@ -752,6 +874,32 @@ def test_hostile_input(case: Case, tmp_path: Path) -> None:
         assert name in err, (name, err)
     assert tree(work) == before, set(tree(work).items()) ^ set(before.items())
     assert took < TIME_S
+
+
+#: The project's own files and names, through every verb: each works (exit 0) under the limits.
+OWN = [
+    ["summarize", str(SHIPPED.parent / "published" / "inferencex-dsr1")],
+    ["summarize", str(SHIPPED.parent / "published" / "mlperf-v6.1-dsr1"), "--json"],
+    ["summarize", str(SHIPPED.parent / "published" / "sglang-cookbook-v4")],
+    ["summarize", str(SHIPPED / "single-user")],
+    ["eplb", str(SHIPPED / "eplb-balance/expert_load.parquet"), "--ep-size", "64",
+     "--redundant", "64"],
+    ["check", "--model", "deepseek-ai/DeepSeek-V4.1-Flash", "--gpu", "H200", "--gpus", "8",
+     "--tok-s", "3000"],
+    ["kv-bytes", "DeepSeek-V4.1-Flash", "--kv-dtype", "fp8"],
+    ["catalog", "--json"],
+    ["list", "--json"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", OWN, ids=[" ".join(a[:2]).rsplit("/", 1)[-1] for a in OWN])
+def test_own_files_work_with_every_verb(argv: list[str], tmp_path: Path) -> None:
+    code, out, err, _ = cli(tmp_path, argv)
+    assert code == 0, err
+    assert err == ""
+    if "--json" in argv:
+        json.loads(out.strip().splitlines()[-1])
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_at_least_fifty_cases() -> None:

@@ -47,6 +47,61 @@ BOUNDS: dict[str, int] = {
 }
 
 
+#: Notebook parameters (``rackbook run -p``, params files) -> the bound of each value.
+PARAMETER_BOUNDS: dict[str, str] = {
+    "batch": "batch",
+    "batch_sizes": "batch_size",
+    "concurrency": "concurrency",
+    "context_lengths": "context",
+    "context_tokens": "context",
+    "decode_ranks": "decode_ranks",
+    "ep_size": "ep_size",
+    "ep_sizes": "ep_size",
+    "fit_windows": "layers",
+    "gpus": "gpus",
+    "gpus_per_replica": "gpus",
+    "groups": "groups",
+    "hi": "context",
+    "input_len": "context",
+    "lo": "context",
+    "n_gpus": "gpus",
+    "new_tokens": "context",
+    "nodes": "nodes",
+    "num_requests": "requests",
+    "output_len": "context",
+    "prefill_gpus": "gpus",
+    "prefix_len": "context",
+    "prefix_tokens": "context",
+    "redundant": "redundant",
+    "redundant_values": "redundant",
+    "replicas": "gpus",
+    "show_layer": "layers",
+    "weight_gpus": "gpus",
+}
+#: Entries a list parameter may hold.
+MAX_LIST_ENTRIES = 1_000
+#: YAML files (parameters, catalogs, topology) are small and the parser is slow: at most this
+#: many MB unless ``--max-input-mb`` is raised above its default.
+YAML_MAX_MB = 4.0
+
+
+def check_parameter(name: str, value: object, where: str | Path) -> None:
+    """A notebook parameter's value within its bound (:data:`PARAMETER_BOUNDS`; lists at most
+    :data:`MAX_LIST_ENTRIES` entries, each within the bound); else :class:`InputError`."""
+    field = f"parameter {name}"
+    values = value if isinstance(value, list) else [value]
+    if len(values) > MAX_LIST_ENTRIES:
+        raise InputError(
+            where, field, f"{len(values):,} entries: must be at most {MAX_LIST_ENTRIES:,}"
+        )
+    bound = PARAMETER_BOUNDS.get(name)
+    if bound is None:
+        return
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            bounded(v, bound, where, field)
+
+
 def max_input_mb() -> float:
     """The input size limit in force (MB)."""
     return _max_input_mb
@@ -59,7 +114,12 @@ def set_max_input_mb(mb: float | None) -> None:
 
 
 def input_file(
-    path: str | Path, field: str = "-", *, what: str = "file", missing: str = "file does not exist"
+    path: str | Path,
+    field: str = "-",
+    *,
+    what: str = "file",
+    missing: str = "file does not exist",
+    cap_mb: float | None = None,
 ) -> Path:
     """``path`` as a Path after checking it is a readable regular file within the size limit;
     else one :class:`InputError` (missing, a folder, not a regular file, too large)."""
@@ -78,13 +138,15 @@ def input_file(
         raise InputError(
             p, field, f"not a regular file (a device, FIFO or socket), expected a {what}"
         )
-    limit = _max_input_mb * 1e6
-    if st.st_size > limit:
+    limit_mb = _max_input_mb
+    if cap_mb is not None and _max_input_mb == DEFAULT_MAX_INPUT_MB:
+        limit_mb = min(cap_mb, _max_input_mb)
+    if st.st_size > limit_mb * 1e6:
         raise InputError(
             p,
             field,
-            f"{st.st_size / 1e6:,.1f} MB is over the input size limit {_max_input_mb:g} MB "
-            "(raise it with --max-input-mb)",
+            f"{st.st_size / 1e6:,.1f} MB is over the input size limit {limit_mb:g} MB "
+            "for this kind of file (raise it with --max-input-mb)",
         )
     return p
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from rackbook import paths
+from rackbook import limits, paths
 from rackbook.core.fsio import check_output_folder
 from rackbook.core.provenance import REPO, repo_relative
 from rackbook.errors import InputError
@@ -153,6 +153,7 @@ def check_parameters(
 
                 check_trace(result, folder, field)
             continue
+        limits.check_parameter(name, value, shown)
         kind, nullable = _declared_kind(result, name, default)
         if value is None and nullable:
             continue

@@ -131,7 +131,7 @@ def read_yaml(path: str | Path) -> Any:
     p = Path(path)
     shown = display_path(p)
     try:
-        limits.input_file(p, what="YAML file", missing="file not found")
+        limits.input_file(p, what="YAML file", missing="file not found", cap_mb=limits.YAML_MAX_MB)
     except InputError as exc:
         raise InputError(shown, exc.field, exc.problem) from None
     try:
