@@ -21,7 +21,8 @@ PREFILL_CAP_GB300 = 1 / (2 * 4_246_732_800 / 15e15 + 2 * 3_753_267_200 / 5e15)  
         (0.5, "possible"),
         (0.849, "possible"),
         (0.85, "undetermined"),
-        (1.15, "undetermined"),
+        (1.0, "undetermined"),
+        (1.03, "impossible"),  # above 100 % of a peak: no margin makes it undetermined
         (1.151, "impossible"),
         (float("inf"), "impossible"),
     ],
@@ -79,8 +80,8 @@ def test_h200_examples_plausible_and_impossible_and_fp4_note():
 
 def test_a_model_that_does_not_fit_is_impossible():
     c = check.check_claim(V41, "h200", 1, 10)
-    assert c.verdict == "impossible" and c.limit == "memory capacity"
-    assert "do not fit" in c.reason
+    assert c.verdict == "impossible" and c.limit == "memory capacity (weights)"
+    assert c.reason.startswith("the weights do not fit") and "sequences per GPU" not in c.reason
 
 
 def test_speculation_verifies_more_than_it_keeps():
