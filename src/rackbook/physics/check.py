@@ -27,8 +27,6 @@ Verdict on the ratio: ``possible`` below 1 - :data:`MARGIN`, ``undetermined`` fr
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -594,42 +592,3 @@ def sensitivity(**kwargs: Any) -> Band:
         "kernels at 40-60 % of peak"
     )
     return Band(base, lo, hi, text)
-
-
-def cli_check(args: argparse.Namespace) -> int:
-    """``rackbook check --model M --gpu G --gpus N --tok-s X [...] [--json]``: each reading,
-    the limiting one and the verdict; with ``--json`` one JSON object printed last."""
-    c = check_claim(
-        args.model,
-        args.gpu,
-        args.gpus,
-        args.tok_s,
-        per=args.per,
-        phase=args.phase,
-        batch=args.batch,
-        context=args.context,
-        tokens_per_step=args.tokens_per_step,
-        kv_dtype=args.kv_dtype,
-    )
-    print(
-        f"{c.model} on {c.gpus} x {c.gpu}, {c.phase}: claimed {c.claimed_tok_s_per_gpu:,.1f} "
-        "tok/s per GPU"
-    )
-    for r in c.readings:
-        shown = "fits" if r.name == "memory capacity" else f"{r.tok_s_per_gpu:,.0f} tok/s/GPU"
-        print(f"  {r.name}: {shown}  [{r.formula}]")
-    for n in c.notes:
-        print(f"  note: {n}")
-    print(f"verdict: {c.verdict} ({c.reason}; limit: {c.limit})")
-    if args.json:
-        d = c.to_dict()
-        d["readings"] = [
-            {
-                **r,
-                "tok_s_per_gpu": r["tok_s_per_gpu"] if math.isfinite(r["tok_s_per_gpu"]) else None,
-            }
-            for r in d["readings"]
-        ]
-        d["ratio"] = d["ratio"] if math.isfinite(d["ratio"]) else None
-        print(json.dumps(d, allow_nan=False))
-    return 0
