@@ -102,7 +102,9 @@ def decode_latency_by_context(trace: Trace) -> pd.DataFrame:
     if out.empty:
         return out
     out["batch"] = out["batch"].astype("Int64")
-    return out.sort_values(["engine", "config", "batch", "context_tokens"], ignore_index=True)
+    return out.sort_values(
+        ["engine", "config", "batch", "context_tokens"], ignore_index=True, kind="stable"
+    )
 
 
 def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -118,7 +120,7 @@ def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     t = table[table[metric].notna()]
     if t["context_tokens"].duplicated().any():
         raise InputError("-", "table", "two rows share a context length; select one series")
-    return t.sort_values("context_tokens")
+    return t.sort_values("context_tokens", kind="stable")
 
 
 #: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96).

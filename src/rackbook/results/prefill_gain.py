@@ -479,7 +479,9 @@ class Analysis:
 
     def cached_sources(self) -> str:
         """Where the cached-token counts came from, with the number of requests of each."""
-        counts = self.table["cached_source"].value_counts()
+        counts = self.table["cached_source"].value_counts(sort=False)
+        # most requests first; equal counts by name (value_counts' own sort leaves ties unordered)
+        counts = counts.sort_index(kind="stable").sort_values(ascending=False, kind="stable")
         return ", ".join(f"{k} ({v} requests)" for k, v in counts.items())
 
     def values(self) -> dict[str, Any]:
