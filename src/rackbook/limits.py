@@ -233,6 +233,21 @@ def bounded_int(name: str) -> Callable[[str], int]:
     return parse
 
 
+def bounded_float(name: str) -> Callable[[str], float]:
+    """argparse type: a finite float at most ``BOUNDS[name]`` (the bound named)."""
+
+    def parse(text: str) -> float:
+        value = finite_float(text)
+        if value > BOUNDS[name]:
+            raise argparse.ArgumentTypeError(
+                f"{value:,.0f} is too large: must be at most {BOUNDS[name]:,}"
+            )
+        return value
+
+    parse.__name__ = "float"
+    return parse
+
+
 def input_mb(text: str) -> float:
     """argparse type of ``--max-input-mb``: a finite positive number of MB."""
     value = finite_float(text)
