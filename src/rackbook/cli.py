@@ -229,12 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("check", help="the three readings of a throughput figure for a workload")
     s.add_argument("--model", required=True, help="model id in data/models/")
     s.add_argument("--gpu", required=True, help="GPU id in data/hardware.yaml")
-    s.add_argument(
-        "--gpus", type=limits.bounded_int("gpus"), required=True, help="GPUs serving the claim"
-    )
-    s.add_argument(
-        "--tok-s", type=limits.finite_float, required=True, help="claimed tokens per second"
-    )
+    s.add_argument("--gpus", type=int, required=True, help="GPUs serving the claim")
+    s.add_argument("--tok-s", type=float, required=True, help="claimed tokens per second")
     s.add_argument(
         "--per",
         choices=["gpu", "total"],
@@ -247,42 +243,30 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="tokens the figure counts: output, or input + output (needs --isl and --osl)",
     )
-    s.add_argument(
-        "--isl", type=limits.bounded_float("context"), default=None, help="input tokens per request"
-    )
-    s.add_argument(
-        "--osl",
-        type=limits.bounded_float("context"),
-        default=None,
-        help="output tokens per request",
-    )
+    s.add_argument("--isl", type=float, default=None, help="input tokens per request")
+    s.add_argument("--osl", type=float, default=None, help="output tokens per request")
     s.add_argument(
         "--context",
-        type=limits.bounded_float("context"),
+        type=float,
         default=None,
         help="tokens each decoding sequence holds (default ISL + OSL / 2, else 0)",
     )
     s.add_argument(
         "--cached-share",
-        type=limits.finite_float,
+        type=float,
         default=0.0,
         help="share of the input tokens served from the prefix cache (0 to 1)",
     )
     s.add_argument(
         "--concurrency",
-        type=limits.bounded_float("batch"),
+        type=float,
         default=None,
         help="sequences in flight over all the GPUs of the claim (default: the best that fits)",
     )
-    s.add_argument(
-        "--batch",
-        type=limits.bounded_float("batch"),
-        default=None,
-        help="the same as --concurrency",
-    )
+    s.add_argument("--batch", type=float, default=None, help="the same as --concurrency")
     s.add_argument(
         "--tokens-per-step",
-        type=limits.finite_float,
+        type=float,
         default=1.0,
         help="tokens kept per decode step (speculative decoding's acceptance length)",
     )
