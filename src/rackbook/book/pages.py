@@ -429,8 +429,10 @@ def parameters_page() -> str:
     return "\n".join(rows) + "\n"
 
 
-def generate(folder: Path, executed: Path) -> list[Path]:
-    """Write every generated page into ``folder``; returns the files written."""
+def generate(folder: Path, executed: Path, reference: Path | None = None) -> list[Path]:
+    """Write every generated page into ``folder``; returns the files written. ``reference``:
+    where the results executed on the shipped recordings are (default the build's
+    ``executed`` folder), shown beside a reader's own results."""
     folder.mkdir(parents=True, exist_ok=True)
     translation_trace = paths.TRACES / "decode-parity"
     written = [
@@ -449,7 +451,10 @@ def generate(folder: Path, executed: Path) -> list[Path]:
         ),
         atomic_write_text(
             folder / "at-a-glance.md",
-            at_a_glance(executed, reference=None if executed == paths.EXECUTED else paths.EXECUTED),
+            at_a_glance(
+                executed,
+                reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
+            ),
         ),
         atomic_write_text(
             folder / "trace-format.md",

@@ -353,7 +353,7 @@ def _stage_notebook(src: Path, dst: Path) -> None:
     dst.write_text(json.dumps(nb, indent=1), encoding="utf-8")
 
 
-def stage_book(executed: Path, site: Path) -> Path:
+def stage_book(executed: Path, site: Path, reference: Path | None = None) -> Path:
     """Copy the book's sources and the executed notebooks into ``site``; generate pages."""
     from rackbook.book import pages
 
@@ -372,7 +372,7 @@ def stage_book(executed: Path, site: Path) -> Path:
     (site / "notebooks").mkdir()
     for r in present:
         _stage_notebook(executed / f"{r}.ipynb", site / "notebooks" / f"{r}.ipynb")
-    pages.generate(site / "book" / "generated", executed)
+    pages.generate(site / "book" / "generated", executed, reference)
     return site
 
 
@@ -404,7 +404,10 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, log: Path) -> No
 
 
 def build_book(
-    out: str | Path | None = None, strict: bool = False, html: str | Path | None = None
+    out: str | Path | None = None,
+    strict: bool = False,
+    html: str | Path | None = None,
+    reference: Path | None = None,
 ) -> Path:
     """Stage and build the HTML book; returns the path of ``index.html``.
 
@@ -416,7 +419,7 @@ def build_book(
     if html is None:
         if paths.BUILD.name != "_build":
             raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
-        site = stage_book(executed, paths.BUILD / "site")
+        site = stage_book(executed, paths.BUILD / "site", reference)
         _jupyter_book(site, paths.BUILD.parent, strict, paths.BUILD / "book-build.log")
         return paths.BUILD / "html" / "index.html"
     from rackbook.core.fsio import atomic_dir
@@ -424,7 +427,7 @@ def build_book(
     target = check_output_folder(Path(html), "--html")
     with atomic_dir(target) as tmp:
         work = tmp / ".work"
-        site = stage_book(executed, work / "_build" / "site")
+        site = stage_book(executed, work / "_build" / "site", reference)
         log = work / "book-build.log"
         try:
             _jupyter_book(site, work, strict, log)
@@ -500,6 +503,7 @@ def cli_book(args: argparse.Namespace) -> int:
         check_output_folder(html, "--html")
     if getattr(args, "reuse", None) and not args.traces:
         raise InputError(args.reuse, "--reuse", "only with --traces")
+    reuse = None
     if args.traces:
         out = out or paths.BUILD / "yours"
         reuse = cli_path(getattr(args, "reuse", None))
@@ -507,6 +511,6 @@ def cli_book(args: argparse.Namespace) -> int:
             raise InputError(reuse, "--reuse", "not a folder of executed results")
         mine = run_on_traces(cli_path(args.traces), out, reuse)
         print(f"your traces: {', '.join(mine)}")
-    index = build_book(out, args.strict, html)
+    index = build_book(out, args.strict, html, reference=reuse)
     print(f"book: {index}")
     return 0
