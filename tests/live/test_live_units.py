@@ -234,3 +234,32 @@ def test_prom_scrape_of_a_cut_answer_is_a_connection_error():
     finally:
         t.join(timeout=5)
         srv.close()
+
+
+DEFERRED = """
+import os, signal, sys, time
+from rackbook.live import server
+server.install_signal_handlers()
+with server.deferred_signals():
+    os.kill(os.getpid(), signal.SIG{name})
+    time.sleep(0.2)  # the handler has run: it only recorded the signal
+    print("still here", server.RECEIVED, flush=True)
+print("not reached", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("name", "code"), [("TERM", 143), ("INT", None)])
+def test_a_signal_during_start_up_is_acted_on_at_a_safe_point(name, code):
+    """During start-up (deferred_signals) SIGTERM/SIGINT are recorded, not raised where they
+    land (an import half done); the block's end stops the servers and raises."""
+    p = subprocess.run(
+        [sys.executable, "-c", DEFERRED.replace("{name}", name)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "still here" in p.stdout and "not reached" not in p.stdout
+    if code is not None:
+        assert p.returncode == code, p.stderr
+    else:
+        assert "KeyboardInterrupt" in p.stderr

@@ -366,24 +366,27 @@ class Recorder:
                 if pool is None:
                     eng["presample_s"] = self._presample(todo, urls, client)
             else:
-                for k in range(phase.servers):
-                    srv = VllmServer(
-                        sc.model,
-                        [*phase.serve_args, *self.serve_extra],
-                        log_path=self.raw / self._log_name(phase, k),
-                        cpus=self._engine_cpus(k, phase.servers),
-                        front_cpus=self.cpu_layout.front,
-                    )
-                    servers.append(srv)
-                    srv.start()
-                    self.commands.append(srv.command)
-                eng["import_s"] = client.preload()  # overlaps the servers' start-up
-                if pool is None:  # the points' prompts too (sampling is client work)
-                    eng["presample_s"] = self._presample(
-                        todo, [s.base_url for s in servers], client
-                    )
-                for srv in servers:
-                    srv.wait_healthy()
+                # a signal during start-up is acted on by the wait loop, never raised inside
+                # the client's import that overlaps it (server_mod.deferred_signals)
+                with server_mod.deferred_signals():
+                    for k in range(phase.servers):
+                        srv = VllmServer(
+                            sc.model,
+                            [*phase.serve_args, *self.serve_extra],
+                            log_path=self.raw / self._log_name(phase, k),
+                            cpus=self._engine_cpus(k, phase.servers),
+                            front_cpus=self.cpu_layout.front,
+                        )
+                        servers.append(srv)
+                        srv.start()
+                        self.commands.append(srv.command)
+                    eng["import_s"] = client.preload()  # overlaps the servers' start-up
+                    if pool is None:  # the points' prompts too (sampling is client work)
+                        eng["presample_s"] = self._presample(
+                            todo, [s.base_url for s in servers], client
+                        )
+                    for srv in servers:
+                        srv.wait_healthy()
                 urls = [srv.base_url for srv in servers]
                 eng["servers"] = [
                     {

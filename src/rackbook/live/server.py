@@ -33,7 +33,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +287,8 @@ class VllmServer:
         deadline = self.started_at + timeout_s
         next_note = self.started_at + 10.0
         while True:
+            if RECEIVED:  # a signal deferred during start-up: act on it here
+                act_on_signal(force=True)
             code = self.proc.poll()
             if code is not None:
                 self.stop()
@@ -390,8 +392,44 @@ _HANDLERS_INSTALLED = False
 RECEIVED: list[int] = []
 
 
+#: Depth of :func:`deferred_signals` blocks: while > 0 a signal is only recorded.
+_DEFERRED = 0
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Within the block (the servers' start-up), SIGINT/SIGTERM are only recorded in
+    :data:`RECEIVED`; :meth:`VllmServer.wait_healthy`'s loop, and the block's end, act on them
+    (:func:`act_on_signal`). Raised from the handler, the exception could land inside an
+    import of vLLM's client running meanwhile (a C extension half initialised) and abort the
+    interpreter instead of stopping the servers."""
+    global _DEFERRED
+    _DEFERRED += 1
+    try:
+        yield
+    finally:
+        _DEFERRED -= 1
+    act_on_signal()
+
+
+def act_on_signal(force: bool = False) -> None:
+    """If a signal was received: stop every server, then raise KeyboardInterrupt (SIGINT) or
+    SystemExit(128 + signal). Inside a deferred block only when ``force`` (the wait loop, a
+    safe point: no import is half done there)."""
+    if not RECEIVED or (_DEFERRED and not force):
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    stop_all()
+    if RECEIVED[0] == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + RECEIVED[0])
+
+
 def _on_signal(signum: int, _frame: object) -> None:
     RECEIVED.append(signum)
+    if _DEFERRED:  # start-up: acted on by the wait loop (deferred_signals)
+        return
     # Shutting down: a second Ctrl-C (a terminal's, plus the one a wrapper forwards) must not
     # interrupt the stop below half-way (that would skip the SIGKILL escalation).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
