@@ -452,7 +452,7 @@ CASES: list[Case] = [
             "deepseek-r1",
         ],
         "s.csv",
-        "UTF-8",
+        "byte 0xe9 on line 2",
     ),
     C(
         "mlperf-too-large",
@@ -538,7 +538,7 @@ CASES: list[Case] = [
         "check-model-path",
         lambda w: [
             "check",
-            "expected a mapping",
+            "--model",
             "../../../etc/passwd",
             "--gpu",
             "h200",
@@ -547,7 +547,8 @@ CASES: list[Case] = [
             "--tok-s",
             "1",
         ],
-        "--model",
+        "etc/passwd",
+        "expected a mapping",
     ),
     C(
         "kv-bytes-context-huge",
@@ -750,7 +751,8 @@ CASES: list[Case] = [
     C(
         "import-out-symlink-loop",
         lambda w: ["import", "vllm-bench", write(w, "r.json", VALID), "-o", symlink(w, "o", "o")],
-        "o",
+        "error: o: ",
+        "symbolic link",
     ),
     C(
         "eplb-parquet-layer-1e9",

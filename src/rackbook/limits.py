@@ -142,11 +142,12 @@ def input_file(
     if cap_mb is not None and _max_input_mb == DEFAULT_MAX_INPUT_MB:
         limit_mb = min(cap_mb, _max_input_mb)
     if st.st_size > limit_mb * 1e6:
+        size = f"{st.st_size / 1e6:,.1f} MB" if st.st_size >= 1e5 else f"{st.st_size:,} bytes"
         raise InputError(
             p,
             field,
-            f"{st.st_size / 1e6:,.1f} MB is over the input size limit {limit_mb:g} MB "
-            "for this kind of file (raise it with --max-input-mb)",
+            f"{size} is over the input size limit {limit_mb:g} MB for this kind of file "
+            "(raise it with --max-input-mb)",
         )
     return p
 
@@ -179,8 +180,13 @@ def decode_problem(data: bytes, exc: UnicodeDecodeError) -> str:
     """Why ``data`` is not UTF-8 text: binary (NUL bytes), or the offending byte and where."""
     if b"\0" in data[:65536]:
         return "not text (binary file?)"
-    line = data.count(b"\n", 0, exc.start) + 1
-    return f"not UTF-8 text: byte 0x{data[exc.start]:02x} on line {line} (save the file as UTF-8)"
+    start = exc.start
+    try:  # the offset in ``data`` itself (a decoder may have skipped a byte-order mark)
+        data.decode("utf-8")
+    except UnicodeDecodeError as plain:
+        start = plain.start
+    line = data.count(b"\n", 0, start) + 1
+    return f"not UTF-8 text: byte 0x{data[start]:02x} on line {line} (save the file as UTF-8)"
 
 
 def nesting_error(path: str | Path, field: str = "-") -> InputError:

@@ -33,6 +33,8 @@ def check_output_folder(path: str | Path, field: str = "output") -> Path:
     """``path`` as a Path; :class:`InputError` (naming ``field``) when a folder cannot be made
     there: ``path`` exists and is not a folder, or one of its parents is a file."""
     path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise InputError(path, field, "a broken or looping symbolic link, expected a folder")
     if path.exists() and not path.is_dir():
         raise InputError(path, field, "exists and is a file, expected a folder")
     _check_parents(path, field)
