@@ -24,6 +24,7 @@ Units: the claim's own (``tok/s``, ``x``, ``$/GPU-hour``, ``1``, ...); per-GPU t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -34,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook import paths
+from rackbook.core import basis as basis_mod
 from rackbook.core import traces
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
@@ -86,6 +88,7 @@ POINT_COLUMNS: list[str] = [
     "notes",
     "source",
     "comparable",
+    "basis",
 ]
 
 
@@ -173,6 +176,7 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
     """
     conc = _int(r["concurrency"])
     single = r["source"] == "sglang-cookbook-v4" and conc == 1
+    b = trace_row_basis(r, per_user=single)
     value = float(r["tok_s_per_user"]) if single else float(r["tok_s_per_gpu"])
     unit = PER_USER if single else PER_GPU
     if single:
@@ -209,6 +213,35 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
             "date": r["date"],
             "notes": r["notes"],
             "source": r["source"],
+            "basis": b,
+        }
+    )
+
+
+def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
+    """The basis of one published trace row from its basis columns (filled by the importers
+    from each source's definitions): per GPU of ``tok_s_per_gpu``, or, with ``per_user``, one
+    user's decode speed (1000 / TPOT, the row's ``latency_statistic``)."""
+    spec = str(r["speculation_kind"])
+    return basis_mod.make(
+        {
+            "metric": "per-user decode speed" if per_user else "throughput",
+            "tokens": "output" if per_user else str(r["tokens_counted"]),
+            "per": "user" if per_user else "GPU",
+            "gpus": str(r["gpus_counted"]),
+            "gpu_count": _int(r["gpus"]),
+            "workload": str(r["workload"]),
+            "speculation": spec,
+            "statistic": (_s(r["latency_statistic"]) or "-") if per_user else "rate",
+            "serving": _s(r["serving"]) or "aggregated",
+            "model": str(r["model"]),
+            "hardware": str(r["hardware"]),
+            "engine": str(r["engine"]),
+            "engine_version": _s(r["engine_version"]),
+            "isl": _int(r["isl"]),
+            "osl": _int(r["osl"]),
+            "concurrency": _int(r["concurrency"]),
+            "spec_method": _s(r["speculative"]) if spec in ("real", "simulated") else None,
         }
     )
 
@@ -232,6 +265,9 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
             continue
         r, n = rack.iloc[0], node.iloc[0]
         ratio = float(r["tok_s_total"]) / float(n["tok_s_total"])
+        b = dataclasses.replace(
+            trace_row_basis(r), metric="rack/node throughput ratio", per="deployment"
+        )
         out.append(
             _base(
                 {
@@ -256,8 +292,12 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
                     "date": r["date"],
                     "notes": f"ratio of two published rows computed here: {RACK_GPUS} GPUs over "
                     f"{NODE_GPUS} ({NODE_GPUS} GPUs = two 4-GPU GB300 trays); linear would be "
-                    f"{RACK_GPUS / NODE_GPUS:g}x",
+                    f"{RACK_GPUS / NODE_GPUS:g}x. MLPerf does not say whether the "
+                    f"{RACK_GPUS}-GPU system serves as one deployment or as independent "
+                    f"replicas (e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as "
+                    "replicas the ratio counts replicas, not one deployment's scaling",
                     "source": "mlperf-v6.1-dsr1",
+                    "basis": b,
                 }
             )
         )
@@ -298,6 +338,7 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "quote": f.quote,
             "notes": f.notes,
             "source": "figures.yaml",
+            "basis": f.figure_basis,
         }
     )
 
