@@ -256,6 +256,21 @@ def hardware_key(hardware: str) -> str:
     return h
 
 
+#: GPU generations: a difference of generation makes a point an analogue; within one (GB300
+#: and B300), the hardware still differs but the point is near.
+HARDWARE_CLASS: dict[str, str] = {
+    "gb300": "blackwell ultra", "b300": "blackwell ultra", "gb200": "blackwell",
+    "b200": "blackwell", "h100": "hopper", "h200": "hopper", "h800": "hopper",
+    "mi355x": "cdna4", "mi300x": "cdna3",
+}  # fmt: skip
+
+
+def hardware_class(hardware: str) -> str:
+    """The GPU generation of a hardware name (:data:`HARDWARE_CLASS`), else its key."""
+    k = hardware_key(hardware)
+    return HARDWARE_CLASS.get(k, k)
+
+
 def engine_key(engine: str) -> str:
     """``vllm`` | ``sglang`` | ``tensorrt-llm`` | ``deepseek`` | other (lower case)."""
     e = engine.lower()
@@ -284,12 +299,15 @@ def _same(part: str, a: Basis, b: Basis) -> bool:
 def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[tuple[str, str]]:
     """The parts (of ``parts``, in that order) in which ``point`` differs from ``claim``, each
     as (part, ``"name: point value (claim: claim value)"``). A part the claim leaves
-    ``unknown`` is never a difference here: the readings expand it into named plausible bases
-    first (:mod:`rackbook.results.evidence`). Speculation differs when either side is
+    ``unknown`` (or leaves empty) is never a difference here: the readings expand it into named
+    plausible bases first (:mod:`rackbook.results.evidence`); nor is a part that does not apply
+    to the point (``-``). Speculation differs when either side is
     ``simulated`` and the other is not: a simulated acceptance is a model, not a measurement."""
     out = []
     for part in parts:
         cv, pv = getattr(claim, part), getattr(point, part)
+        if cv is None or cv == NA or pv == NA:
+            continue  # the claim states nothing, or the part does not apply to the point
         if part == "speculation":
             simulated = (pv == "simulated") != (cv == "simulated")
             if not simulated and (cv == UNKNOWN or pv == cv):
