@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -104,9 +105,12 @@ def evidence_markdown(result: str) -> str:
         for r in bases.to_dict("records"):
             margin = f" ({_md_cell(r['margin'])})" if r["margin"] not in ("-", "", None) else ""
             conv = f" {_md_cell(r['as_published'])}." if _known(r["as_published"]) else ""
+            closest = re.sub(
+                r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(r["comparable"])
+            )
             out.append(
                 f"- *{_md_cell(r['who'])}*: **{r['verdict']}**{margin}.{conv} Closest "
-                f"published point of this basis: {_md_cell(r['comparable'])}"
+                f"published point of this basis: {closest}"
             )
         if len(bases):
             out.append("")

@@ -881,7 +881,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     decided = [br for br in brs if br.verdict != "none published"]
     if len(brs) == 1 and decided:
         margin = f"{decided[0].margin}; {margin}"
-    lead = NONE_REASONS.get(claim_id, "")
+    lead = READING_NOTES.get(claim_id, "")
     basis_line = (
         f"basis: {brs[0].basis}"
         if len(brs) == 1
@@ -896,8 +896,19 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     )
 
 
-#: Why a claim has no published measurement of its own basis (the closest is named).
-NONE_REASONS: dict[str, str] = {
+#: What the reader must know before a claim's published reading: why it has no published
+#: measurement of its own basis, or which part of its basis the write-up leaves open.
+READING_NOTES: dict[str, str] = {
+    "rack-scaling.throughput": "the write-up describes an agentic workload with long, growing "
+    "contexts and says neither which tokens it counts (cached prefix or not) nor whether "
+    "'per GPU' divides the rack's total",
+    "rack-scaling.speedup": "the write-up does not say what a node is; MLPerf's 72-GPU results "
+    "may be independent replicas (its summary does not say how the GPUs serve), so its "
+    "72-over-8 ratios may count replicas rather than one deployment's scaling",
+    "rack-scaling.cost": "the write-up does not say what the dollars are; each price is read "
+    "with its own source",
+    "single-user.throughput": "the write-up names neither the statistic of its speed nor "
+    "whether its speculation ran for real",
     "decode-parity.gap": "no DeepInfer throughput is published",
     "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
     "prefix; published caching gains compare with and without a cache",
