@@ -54,6 +54,23 @@ SHIPPED: dict[str, str] = {
 PER_GPU = "tok/s/GPU"
 PER_USER = "tok/s per user"
 
+
+def per_gpu_unit(tokens: str) -> str:
+    """The unit of a per-GPU throughput point by the tokens its basis counts: ``output
+    tok/s/GPU``, ``input tok/s/GPU`` (new or with cache hits), else ``tok/s/GPU`` (a total)."""
+    if tokens == "output":
+        return "output " + PER_GPU
+    if tokens in ("new input", "input incl. cached"):
+        return "input " + PER_GPU
+    return PER_GPU
+
+
+def unit_family(unit: str) -> str:
+    """Units that differ only in the tokens they name (``output tok/s/GPU``, ``tok/s/GPU``) are
+    one family: their values compare once the bases agree."""
+    return PER_GPU if unit.endswith(PER_GPU) else unit
+
+
 #: Columns of :func:`published_points`, in order.
 POINT_COLUMNS: list[str] = [
     "id",
@@ -178,7 +195,7 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
     single = r["source"] == "sglang-cookbook-v4" and conc == 1
     b = trace_row_basis(r, per_user=single)
     value = float(r["tok_s_per_user"]) if single else float(r["tok_s_per_gpu"])
-    unit = PER_USER if single else PER_GPU
+    unit = PER_USER if single else per_gpu_unit(b.tokens)
     if single:
         stat = _s(r["latency_statistic"]) or "median"
         shown = f"{stat} TPOT {r[f'tpot_{stat}_s'] * 1000:.3g} ms"
@@ -283,6 +300,7 @@ def converted_rows(r: pd.Series) -> list[dict[str, object]]:
         value=value,
         as_published=f"{_num(float(r['tok_s_per_gpu']))} total tok/s/GPU, converted",
         basis=dataclasses.replace(row["basis"], tokens="output"),  # type: ignore[type-var]
+        unit=per_gpu_unit("output"),
         conversion=rule,
     )
     return [row]
@@ -355,8 +373,8 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
     value, unit = f.value, f.unit
     if f.claim == "single-user.throughput" and f.unit == "ms":
         value, unit = 1000.0 / f.value, PER_USER
-    elif unit.endswith(" " + PER_GPU):  # "output tok/s/GPU": the tokens are in the basis
-        unit = PER_GPU
+    elif unit.endswith(PER_GPU):  # the tokens counted are named by the basis
+        unit = per_gpu_unit(f.figure_basis.tokens)
     return _base(
         {
             "id": f"figures:{f.id}",
@@ -378,7 +396,7 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "osl": f.osl,
             "concurrency": f.concurrency,
             "speculative": f.speculative,
-            "tok_s_per_gpu": value if unit == PER_GPU else None,
+            "tok_s_per_gpu": value if unit_family(unit) == PER_GPU else None,
             "tok_s_per_user": f.tok_s_per_user,
             "url": f.url,
             "date": f.date,
@@ -772,7 +790,8 @@ def _basis_readings(
             unit = _unit_of(claim, plaus)
 
             r, diffs, dec = min(rows, key=functools.partial(_closeness, v, unit))
-            ratio = v / float(r["value"]) if str(r["unit"]) == unit and math.isfinite(v) else None
+            same = unit_family(str(r["unit"])) == unit_family(unit)
+            ratio = v / float(r["value"]) if same and math.isfinite(v) else None
             closest = Closest(
                 str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]),
                 tuple(t for _, t in diffs), bool(r["verified"]),
@@ -806,7 +825,10 @@ def _closeness(
     pv = float(r["value"])
     far = (
         abs(math.log(value / pv))
-        if str(r["unit"]) == unit and math.isfinite(value) and value > 0 and pv > 0
+        if unit_family(str(r["unit"])) == unit_family(unit)
+        and math.isfinite(value)
+        and value > 0
+        and pv > 0
         else math.inf
     )
     return (_score(diffs), not bool(r["verified"]), far, str(r["id"]))
