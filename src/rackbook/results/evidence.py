@@ -928,7 +928,9 @@ READING_NOTES: dict[str, str] = {
     "may be independent replicas (its summary does not say how the GPUs serve), so its "
     "72-over-8 ratios may count replicas rather than one deployment's scaling",
     "rack-scaling.cost": "the write-up does not say what the dollars are; each price is read "
-    "with its own source",
+    "with its own source (InferenceX's GB300 rental and ownership prices are placeholders, "
+    "1.2x GB200 pricing per its constants file; OCI's list price was read only in a price "
+    "compilation)",
     "single-user.throughput": "the write-up names neither the statistic of its speed nor "
     "whether its speculation ran for real",
     "decode-parity.gap": "no DeepInfer throughput is published",
