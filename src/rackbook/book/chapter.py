@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,7 +92,8 @@ def evidence_markdown(result: str) -> str:
     out = []
     for claim_id, rows in table.groupby("claim_id", sort=False):
         head = rows[rows["kind"] == "claim"]
-        pts = rows[rows["kind"] != "claim"].sort_values("used", ascending=False, kind="stable")
+        bases = rows[rows["kind"] == "reading"]
+        pts = rows[rows["kind"] == "published"].sort_values("used", ascending=False, kind="stable")
         if len(head):
             h = head.iloc[0]
             out.append(
@@ -99,13 +101,26 @@ def evidence_markdown(result: str) -> str:
                 f"**{h['verdict']}**"
                 + (f" [{h['margin']}]" if h["margin"] not in ("-", "") else "")
             )
+            out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
+        for r in bases.to_dict("records"):
+            margin = f" ({_md_cell(r['margin'])})" if r["margin"] not in ("-", "", None) else ""
+            conv = f" {_md_cell(r['as_published'])}." if _known(r["as_published"]) else ""
+            closest = re.sub(
+                r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(r["comparable"])
+            )
+            out.append(
+                f"- *{_md_cell(r['who'])}*: **{r['verdict']}**{margin}.{conv} Closest "
+                f"published point of this basis: {closest}"
+            )
+        if len(bases):
+            out.append("")
         if pts.empty:
             out += ["", "No published point.", ""]
             continue
         out += [
             "",
-            "| source | system | as published | value | used | differs from the claim in |",
-            "|---|---|---|---|---|---|",
+            "| source | system | as published | value | basis | used | differs from the claim in |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in pts.to_dict("records"):
             url = r.get("url")
@@ -130,9 +145,10 @@ def evidence_markdown(result: str) -> str:
             if not r.get("verified", True):
                 used += " (not verified)"
             diff = str(r.get("comparable") or "")
-            diff = diff.split("): ", 1)[1] if "): " in diff else diff
+            diff = diff.removeprefix("differs from the claim in: ")
             out.append(
-                f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} | {used} "
+                f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} "
+                f"| {_md_cell(r.get('basis') or '-')} | {used} "
                 f"| {_md_cell(diff) or 'nothing named'} |"
             )
         out.append("")
