@@ -62,6 +62,8 @@ def cli(work: Path, argv: list[str], *, signal_after: tuple[int, float, str] | N
     (relative to ``work``; "" for none) appears."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RACKBOOK_")}
     env |= {"RACKBOOK_BUILD": str(work / "_build"), "PYTHONHASHSEED": "0", "COLUMNS": "100"}
+    if (work / "fake-venv").is_dir():  # a live env half set up (see fake_live_venv)
+        env["RACKBOOK_LIVE_VENV"] = str(work / "fake-venv")
     env["OPENBLAS_NUM_THREADS"] = "1"  # OpenBLAS reserves memory per thread: keep under 1 GiB
     t0 = time.monotonic()
     proc = subprocess.Popen(
@@ -183,6 +185,13 @@ def parquet_loads(work: Path, name: str, layer: int) -> str:
         pa.table({"layer": [0, layer], "expert": [0, 0], "tokens": [1.0, 1.0]}), work / name
     )
     return name
+
+
+def fake_live_venv(work: Path) -> str:
+    """A live env whose set-up stopped half-way: python and vllm there, rackbook not."""
+    for exe in ("python", "vllm"):
+        write(work, f"fake-venv/bin/{exe}", "#!/bin/sh\nexit 1\n")
+    return "record"
 
 
 def symlink(work: Path, name: str, target: str) -> str:
@@ -836,6 +845,12 @@ CASES: list[Case] = [
         ],
         "unknown GPU",
     ),  # fmt: skip
+    C(
+        "record-half-set-up-live-env",
+        lambda w: [fake_live_venv(w), "single-user", "-o", "t"],
+        "fake-venv",
+        "rackbook is not installed",
+    ),
     # ---- interrupts: the one line, the documented code, nothing left
     C(
         "run-sigterm",

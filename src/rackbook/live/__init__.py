@@ -201,6 +201,12 @@ def cli_record(args: argparse.Namespace) -> int:
         return main(record_argv(args))
     if not live_venv_ready():
         raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")
+    if not any(LIVE_VENV.glob("lib/python*/site-packages/rackbook-*.dist-info")):
+        raise InputError(
+            LIVE_VENV,
+            "-",
+            "live venv incomplete (rackbook is not installed in it): run `make live-setup` again",
+        )
     py = str(live_python())
     sys.stdout.flush()
     sys.stderr.flush()
