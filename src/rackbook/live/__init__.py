@@ -114,6 +114,7 @@ def record_trace(
         env=vllm_environ(),
     )
     last_error: list[str] = []
+    last_line: list[str] = []  # the last line it printed (a crash's exception, say)
     stdout_lines: list[str] = []
 
     def pump_err() -> None:
@@ -129,6 +130,8 @@ def record_trace(
             for line in buf.decode("utf-8", "replace").replace("\r", "\n").splitlines():
                 if line.startswith("error:"):
                     last_error[:] = [line]
+                elif line.strip():
+                    last_line[:] = [line.strip()]
 
     def pump_out() -> None:
         assert proc.stdout is not None
@@ -157,7 +160,8 @@ def record_trace(
     if rc != 0:
         if last_error:
             raise _error(last_error[0])
-        raise InputError("rackbook.live.record", "-", f"recorder exited with code {rc}")
+        said = f": {last_line[0][:300]}" if last_line else ""
+        raise InputError("rackbook.live.record", "-", f"recorder exited with code {rc}{said}")
     path = Path(stdout_lines[-1]) if stdout_lines else resolve(output)
     return path
 
