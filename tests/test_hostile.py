@@ -846,6 +846,18 @@ CASES: list[Case] = [
         "unknown GPU",
     ),  # fmt: skip
     C(
+        "run-param-list-string-entry",
+        lambda w: ["run", "decode-parity", "-p", "batch_sizes", "[8, 1e400]"],
+        "parameter batch_sizes[1]",
+        "finite number",
+    ),
+    C(
+        "summarize-expert-load-trace",
+        lambda w: ["summarize", str(SHIPPED / "eplb-balance")],
+        "no requests",
+        "rackbook eplb",
+    ),
+    C(
         "record-half-set-up-live-env",
         lambda w: [fake_live_venv(w), "single-user", "-o", "t"],
         "fake-venv",

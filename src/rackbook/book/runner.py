@@ -166,6 +166,12 @@ def check_parameters(
                 raise InputError(shown, field, f"expected an integer, got {value!r}")
         elif kind == "list" and not isinstance(value, list):
             raise InputError(shown, field, f"expected a list, got {value!r}")
+        elif kind == "list" and isinstance(default, list) and default:
+            numeric = all(isinstance(d, (int, float)) and not isinstance(d, bool) for d in default)
+            for i, v in enumerate(value):
+                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                if numeric and not ok:
+                    raise InputError(shown, f"{field}[{i}]", f"expected a finite number, got {v!r}")
 
 
 def run_result(

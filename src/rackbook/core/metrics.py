@@ -752,6 +752,13 @@ def cli_summarize(args: argparse.Namespace) -> int:
     if traces.table_rows(path, "requests") == 0:
         if run.get("kind") == "published" and (path / "published_points.parquet").is_file():
             return _summarize_published(path, run, args.json)
+        if (path / "expert_load.parquet").is_file():
+            raise InputError(
+                path,
+                "requests.parquet",
+                "no requests: this trace holds expert loads (`rackbook eplb "
+                f"{path / 'expert_load.parquet'} --ep-size N` reads them)",
+            )
         raise InputError(path, "requests.parquet", "no requests: an empty trace has no metrics")
     s = summarize_path(args.trace)
     if args.json:
