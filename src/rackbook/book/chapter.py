@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -38,19 +40,84 @@ def _admonition(kind: str, title: str, body: str, cls: str | None = None) -> str
     return f"{head}{opts}\n{body.strip()}\n:::\n"
 
 
-def readings_box(outcome: Any) -> str:
-    """The chapter's verdict box: a MyST admonition holding each claim's three readings
-    (physics, published evidence, this run), each a verdict and its reason."""
-    return _admonition(
-        "admonition",
-        "Verdict: three readings per claim",
-        "Each reading answers a different question and none stands for another. "
-        "**Physics**: can any engine reach the figure on this hardware? **Published "
-        "evidence**: where does it sit among independent measurements of comparable systems? "
-        "**This run**: what does the trace this chapter executed say?\n\n"
-        + outcome.readings_markdown(),
-        "important",
+def _doc(outcome: Any) -> dict[str, Any]:
+    """A headline document (``result``, ``readings`` as dicts) from an :class:`Outcome` or a
+    headline JSON already read."""
+    if isinstance(outcome, Mapping):
+        return dict(outcome)
+    return {"result": outcome.result, "readings": [asdict(r) for r in outcome.readings]}
+
+
+def conclusion_markdown(outcome: Any) -> str:
+    """What the chapter concludes, for the top of the page: per claim, its statement, the
+    conclusion generated from its readings (:mod:`rackbook.results.conclusions`) and the
+    strength of the evidence behind it, in one admonition."""
+    from rackbook.results.conclusions import conclusions
+
+    items = []
+    for c in conclusions(_doc(outcome)):
+        items.append(
+            f"**{_md_cell(c.statement)}**<br>\n{_md_cell(c.text)} "
+            f"*Strength of evidence: {c.strength}.*"
+        )
+    body = "\n\n".join(items) or "No claim of this result has been read yet."
+    return _admonition("admonition", "What this chapter concludes", body, "rb-conclusion")
+
+
+def glue_conclusion(outcome: Any) -> None:
+    """Glue :func:`conclusion_markdown` as ``conclusion`` (Markdown), for the chapter's title
+    cell to place with a ``{glue:md}`` directive (format ``myst``)."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue("conclusion", Markdown(conclusion_markdown(outcome)), display=False)
+
+
+def _html(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def readings_table(outcome: Any) -> str:
+    """The chapter's verdict: a compact claim-by-reading table (raw HTML inside Markdown), each
+    cell a verdict and the margin that decided it, its reason one click away (``<details>``);
+    the questions the three readings answer above it."""
+    from rackbook.results.headline import READING_TITLES, READINGS
+
+    doc = _doc(outcome)
+    by_claim: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in doc["readings"]:
+        by_claim.setdefault(r["claim_id"], {}).setdefault(r["reading"], []).append(r)
+    head = "".join(f"<th>{READING_TITLES[k]}</th>" for k in READINGS)
+    rows = [f'<table class="rb-readings"><thead><tr><th>claim</th>{head}</tr></thead><tbody>']
+    for claim, kinds in by_claim.items():
+        cells = []
+        for k in READINGS:
+            parts = []
+            for r in kinds.get(k, []):
+                basis = f"as {_html(r['basis'])}: " if r.get("basis") else ""
+                margin = str(r.get("margin") or "-")
+                margin = (
+                    "" if margin == "-" else f'<br><span class="rb-margin">{_html(margin)}</span>'
+                )
+                parts.append(
+                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}"
+                    f"<details><summary>why</summary>{_html(r['reason'])}</details>"
+                )
+            cells.append(f"<td>{''.join(parts) or '-'}</td>")
+        rows.append(f"<tr><td><code>{_html(claim)}</code></td>{''.join(cells)}</tr>")
+    rows.append("</tbody></table>")
+    intro = (
+        "Each reading answers a different question and none stands for another. **Physics**: "
+        "can any engine reach the figure on this hardware? **Published evidence**: where does "
+        "it sit among independent measurements of comparable systems? **This run**: what does "
+        "the trace this chapter executed say? Open *why* for a reading's reason."
     )
+    return intro + "\n\n" + "".join(rows) + "\n"
+
+
+def readings_box(outcome: Any) -> str:
+    """The chapter's verdict section: :func:`readings_table` (kept under its old name)."""
+    return readings_table(outcome)
 
 
 def flips_box(outcome: Any) -> str:

@@ -1,0 +1,145 @@
+"""Measure built pages as a reader's browser lays them out: headless Chromium loads each page in
+a 1,400 px wide frame of a probe page (same origin) and reports, per page, its height, where the
+title and the conclusion box sit, the figures' alt text, the captions' and body text's colours,
+table markup and whether the right-hand contents is shown. Used by ``tests/test_browser.py``;
+``python tests/pageprobe.py HTML_DIR PAGE...`` prints the JSON (for measuring by hand).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+#: Width of the frame each page is laid out in (px).
+WIDTH = 1400
+
+_JS = r"""
+function probe(d) {
+  const abs = (el) => el.getBoundingClientRect().top + d.defaultView.scrollY;
+  const h1 = d.querySelector("article h1") || d.querySelector("h1");
+  const conc = d.querySelector(".rb-conclusion");
+  const colour = (el) => el ? d.defaultView.getComputedStyle(el).color : null;
+  const body = d.querySelector("article p, main p");
+  const toc = d.querySelector(".bd-sidebar-secondary");
+  const tocBox = toc ? toc.getBoundingClientRect() : null;
+  const tocLinks = toc ? [...toc.querySelectorAll("nav a")].filter(
+      (a) => a.getBoundingClientRect().width > 0).length : 0;
+  return {
+    height: d.documentElement.scrollHeight,
+    title_top: h1 ? abs(h1) : null,
+    title: h1 ? h1.textContent.trim() : null,
+    conclusion_top: conc ? abs(conc) : null,
+    conclusion_bottom: conc ? abs(conc) + conc.getBoundingClientRect().height : null,
+    conclusion: conc ? conc.innerText : null,
+    text: d.body.innerText,
+    images: [...d.querySelectorAll("article img, main img")].map(
+      (i) => [i.getAttribute("src"), i.getAttribute("alt") || ""]),
+    caption_colours: [...d.querySelectorAll("figcaption")].map(
+      (c) => colour(c.querySelector("p") || c)),
+    body_colour: colour(body),
+    background: d.defaultView.getComputedStyle(d.body).backgroundColor,
+    dataframes: d.querySelectorAll("table.dataframe").length,
+    toc_width: tocBox ? tocBox.width : 0,
+    toc_links: tocLinks,
+  };
+}
+"""
+
+_PAGE = """<!doctype html><html><body style="margin:0"><pre id="out">pending</pre>
+<iframe id="f" style="width:%dpx;height:1200px;border:0"></iframe>
+<script>%s
+const pages = %s; const res = {}; let i = 0;
+function next() {
+  if (i >= pages.length) {
+    document.getElementById("out").textContent = JSON.stringify(res); return; }
+  const f = document.getElementById("f");
+  f.onload = () => setTimeout(() => { res[pages[i]] = probe(f.contentDocument); i++; next(); },
+                              1500);
+  f.src = pages[i];
+}
+next();
+</script></body></html>"""
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    probe_page = b""
+
+    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        if self.path.startswith("/_probe.html"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(self.probe_page)
+            return
+        super().do_GET()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def probe(browser: str, root: Path, pages: list[str]) -> dict[str, dict]:
+    """Each of ``pages`` (paths under ``root``, the built HTML) laid out at :data:`WIDTH` px:
+    page -> the facts :data:`_JS` reports."""
+    body = (_PAGE % (WIDTH, _JS, json.dumps(pages))).encode()
+    handler = type("H", (_Handler,), {"probe_page": body})
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as profile:
+            out = subprocess.run(
+                [
+                    browser,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--hide-scrollbars",
+                    f"--user-data-dir={profile}",
+                    f"--window-size={WIDTH + 20},1200",
+                    "--virtual-time-budget=120000",
+                    "--dump-dom",
+                    f"http://127.0.0.1:{server.server_port}/_probe.html",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+    finally:
+        server.shutdown()
+    found = re.search(r'<pre id="out">(.*?)</pre>', out.stdout, re.S)
+    if not found or found.group(1) == "pending":
+        raise RuntimeError(f"probe did not finish: {out.stderr[-1000:]}")
+    return json.loads(html.unescape(found.group(1)))
+
+
+def rgb(text: str) -> tuple[float, float, float]:
+    """``rgb(r, g, b)`` / ``rgba(...)`` as three 0-255 numbers."""
+    return tuple(float(x) for x in re.findall(r"[\d.]+", text)[:3])  # type: ignore[return-value]
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG contrast ratio of two CSS colours."""
+
+    def lum(c: tuple[float, float, float]) -> float:
+        ch = [v / 255 for v in c]
+        ch = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in ch]
+        return 0.2126 * ch[0] + 0.7152 * ch[1] + 0.0722 * ch[2]
+
+    a, b = sorted((lum(rgb(fg)), lum(rgb(bg))), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+if __name__ == "__main__":
+    facts = probe("chromium", Path(sys.argv[1]), sys.argv[2:])
+    for page, f in facts.items():
+        f.pop("text")
+        print(page, json.dumps(f))
