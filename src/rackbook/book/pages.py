@@ -71,31 +71,44 @@ def _reading_cell(readings: dict[tuple[str, str], dict] | None, claim_id: str, n
     return f"**{r['verdict']}**: {r['reason']}" if r else "-"
 
 
+def _conclusion_cell(executed: Path | None, result: str, claim_id: str) -> tuple[str, str]:
+    """(brief conclusion, strength of evidence) of a claim from ``executed``'s headline JSON
+    of ``result``, or ("not run", "-") when the result has not run there."""
+    from rackbook.results.conclusions import conclusions
+    from rackbook.results.headline import read_result
+
+    f = executed / f"{result}.json" if executed else None
+    if f is None or not f.exists():
+        return "not run", "-"
+    for c in conclusions(read_result(f)):
+        if c.claim_id == claim_id:
+            return c.brief_text, c.strength
+    return "not run", "-"
+
+
 def at_a_glance(
     executed: Path, registry: Registry | None = None, reference: Path | None = None
 ) -> str:
-    """The landing page's table: one row per claim with its source status and its three
-    readings (physics, published evidence, this run), each a verdict and its reason, read from
-    the headline JSONs in ``executed``. With ``reference`` (the shipped recordings' results), a
-    column shows their "this run" verdicts beside the reader's."""
-    from rackbook.results.headline import READINGS
-
+    """The landing page's answers: one row per claim with the claim (its figure and
+    statement, linked to its chapter), what the book concludes about it (the brief conclusion
+    generated from its readings, :mod:`rackbook.results.conclusions`) and the strength of the
+    evidence, read from the headline JSONs in ``executed``. With ``reference`` (the shipped
+    recordings' results), a column shows their "this run" verdicts beside the reader's."""
     reg = registry or load_claims()
-    head = "| result | claim | source | physics | published evidence | this run |"
-    rule = "|---|---|---|---|---|---|"
+    head = "| claim | what the book concludes | strength of evidence |"
+    rule = "|---|---|---|"
     if reference is not None:
         head, rule = head + " this run, shipped recordings |", rule + "---|"
     rows = [head, rule]
-    for result in paths.RESULTS:
+    for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
-        mine = _readings(executed, result)
         ref = _readings(reference, result) if reference is not None else None
         for c in reg.for_result(result):
-            link = f"{{doc}}`{result} </notebooks/{result}>`" if ran else result
-            cells = [_cell(_reading_cell(mine, c.id, r)) for r in READINGS]
+            link = f"{{doc}}`{n}. {result} </notebooks/{result}>`" if ran else f"{n}. {result}"
+            text, strength = _conclusion_cell(executed, result, c.id)
             row = (
-                f"| {link} | {_cell(c.value_text)}: {_cell(c.statement)} "
-                f"| {_STATUS[c.source.status]} | " + " | ".join(cells) + " |"
+                f"| **{_cell(c.value_text)}**: {_cell(c.statement)} ({link}) | {_cell(text)} "
+                f"| {_cell(strength)} |"
             )
             if reference is not None:
                 row += f" {_cell(_reading_cell(ref, c.id, 'this run'))} |"

@@ -32,6 +32,9 @@ STRENGTHS: tuple[str, ...] = (
     "published like-for-like measurements",
     "measured on the claim's hardware",
 )
+#: This-run verdicts of a trace on the claim's hardware; published verdicts that place a figure.
+TESTED: tuple[str, ...] = ("consistent", "inconsistent")
+PLACED: tuple[str, ...] = ("within", "above", "below")
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
 #: At most this many characters of a reason go into a sentence (whole clauses only).
@@ -50,11 +53,17 @@ class Conclusion:
     statement: str
     sentences: tuple[str, ...]
     strength: str
+    brief: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
         """The sentences as one paragraph."""
         return " ".join(self.sentences)
+
+    @property
+    def brief_text(self) -> str:
+        """The brief sentences (verdicts and margins, no reasons) as one paragraph."""
+        return " ".join(self.brief or self.sentences)
 
 
 def _drop_brackets(text: str, keep: int = SHORT_ASIDE) -> str:
@@ -89,8 +98,14 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _physics(figure: str, r: Mapping[str, Any]) -> str:
+def _physics(figure: str, r: Mapping[str, Any], brief: bool = False) -> str:
     verdict = str(r.get("verdict", ""))
+    if brief:
+        margin = _informative(r.get("margin"))
+        short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
+        if verdict == "undetermined":
+            return f"physics does not settle {figure}"
+        return f"{figure} is physically {verdict}{short}"
     if verdict == "undetermined":
         why = _clauses(str(r.get("reason", "")))
         return f"physics does not settle {figure}" + (f": {why}" if why else "")
@@ -137,10 +152,13 @@ def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
     return f"this run reads {verdict}{tail}"
 
 
-def _sentence(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    """One reading as a sentence; ``figure`` is the claim's figure, or "it" once named."""
+def _sentence(
+    kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool = False
+) -> str:
+    """One reading as a sentence; ``figure`` is the claim's figure, or "it" once named;
+    ``brief``: the verdict and a short margin only, not the physics reason."""
     if kind == "physics":
-        body = _physics(figure, r)
+        body = _physics(figure, r, brief)
     elif kind == "published":
         body = _published(figure, r)
     else:
@@ -154,9 +172,9 @@ def _sentence(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> st
 def strength(readings: Iterable[Mapping[str, Any]]) -> str:
     """The strength of evidence behind a claim's readings (one of :data:`STRENGTHS`)."""
     rs = list(readings)
-    if any(r.get("reading") == "this run" and r.get("verdict") != "untested" for r in rs):
+    if any(r.get("reading") == "this run" and r.get("verdict") in TESTED for r in rs):
         return STRENGTHS[2]
-    if any(r.get("reading") == "published" and r.get("verdict") != "none published" for r in rs):
+    if any(r.get("reading") == "published" and r.get("verdict") in PLACED for r in rs):
         return STRENGTHS[1]
     return STRENGTHS[0]
 
@@ -177,14 +195,22 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
     figure = claim.value_text
     hardware = _hardware(claim)
     sentences: list[str] = []
+    brief: list[str] = []
     kinds = [*ORDER, *sorted({str(r.get("reading")) for r in mine} - set(ORDER))]
     for kind in kinds:
         for r in (r for r in mine if r.get("reading") == kind):
             sentences.append(_sentence(kind, "it" if sentences else figure, r, hardware))
+            brief.append(_sentence(kind, "it" if brief else figure, r, hardware, brief=True))
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
     return Conclusion(
-        claim.id, claim.result, figure, claim.statement, tuple(sentences), strength(mine)
+        claim.id,
+        claim.result,
+        figure,
+        claim.statement,
+        tuple(sentences),
+        strength(mine),
+        tuple(brief),
     )
 
 
