@@ -47,6 +47,12 @@ function probe(d) {
     body_colour: colour(body),
     background: d.defaultView.getComputedStyle(d.body).backgroundColor,
     dataframes: d.querySelectorAll("table.dataframe").length,
+    sections: [...d.querySelectorAll("article h2, article h3")].map(
+      (h) => [h.textContent.trim().slice(0, 40), Math.round(abs(h))]),
+    blocks: [...d.querySelectorAll("article table, article figure, article pre, article details")]
+      .filter((e) => e.getBoundingClientRect().height > 150).map(
+      (e) => [e.tagName + ":" + e.textContent.trim().slice(0, 40),
+              Math.round(abs(e)), Math.round(e.getBoundingClientRect().height)]),
     toc_width: tocBox ? tocBox.width : 0,
     toc_links: tocLinks,
   };

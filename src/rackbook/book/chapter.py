@@ -121,9 +121,23 @@ def readings_box(outcome: Any) -> str:
 
 
 def flips_box(outcome: Any) -> str:
-    """What would turn each verdict the other way: computed thresholds, one bullet each."""
+    """What would turn each verdict the other way: computed thresholds, one bullet each, folded
+    in a dropdown; physics thresholds are labelled as margin-adjusted (they include the
+    modelling margin a physics verdict allows, so they differ from the bare ceilings)."""
+    from rackbook.physics.check import MARGIN
+
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
-    return _admonition("admonition", "What would flip it", body, "tip")
+    note = (
+        f"Physics thresholds here are margin-adjusted: a figure is *impossible* only above "
+        f"{1 + MARGIN:.2f}x a ceiling and *possible* only below {1 - MARGIN:.2f}x it (the "
+        f"{MARGIN:.0%} modelling margin), so they differ from the bare ceilings in the physics "
+        "section by that factor."
+    )
+    n = len(outcome.flips)
+    return (
+        f":::{{dropdown}} What would flip it ({n} threshold{'s' if n != 1 else ''})\n"
+        f"{note}\n\n{body}\n:::\n"
+    )
 
 
 def standin_warning(kind: str, hardware: str, testable: bool) -> str:
@@ -148,7 +162,6 @@ def evidence_markdown(result: str) -> str:
     """The chapter's published-measurements table: for each claim of ``result``, its published
     reading, then every published point set beside it (linked to its source), the value in the
     claim's unit, whether the reading used it, and how it differs from the claim."""
-    import math
 
     from rackbook.results import evidence
 
@@ -169,41 +182,111 @@ def evidence_markdown(result: str) -> str:
         if pts.empty:
             out += ["", "No published point.", ""]
             continue
-        out += [
-            "",
-            "| source | system | as published | value | used | differs from the claim in |",
-            "|---|---|---|---|---|---|",
-        ]
-        for r in pts.to_dict("records"):
-            url = r.get("url")
-            who = _md_cell(r["who"])
-            src = f"[{who}]({url})" if isinstance(url, str) and url else who
-            gpus = r.get("gpus")
-            n = (
-                ""
-                if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
-                else f" x {int(gpus)}"
-            )
-            parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.strip(" x")]
-            parts += [str(r[k]) for k in ("model", "engine") if _known(r[k])]
-            system = _md_cell(", ".join(p for p in parts if p) or "not stated")
-            value = r.get("value")
-            finite = isinstance(value, (int, float)) and math.isfinite(value)
-            shown = "-"
-            if finite:
-                shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
-                shown += f" {r['unit']}"
-            used = "yes" if r["used"] else "no"
-            if not r.get("verified", True):
-                used += " (not verified)"
-            diff = str(r.get("comparable") or "")
-            diff = diff.split("): ", 1)[1] if "): " in diff else diff
-            out.append(
-                f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} | {used} "
-                f"| {_md_cell(diff) or 'nothing named'} |"
-            )
+        records = pts.to_dict("records")
+        ends = _range_ends([r for r in records if r["used"]])
+        rest = [r for r in records if r not in ends]
+        if ends:
+            out += [
+                "",
+                "The points that bound the published range the reading uses:",
+                "",
+                *_points_table(ends),
+            ]
+        else:
+            out += ["", "No published point is like-for-like enough to decide the reading."]
+        if rest:
+            n = len(rest)
+            out += [
+                "",
+                f"::::{{dropdown}} {n} more published point{'s' if n != 1 else ''} (inside "
+                "the range, or not deciding: how each differs from the claim)",
+                "",
+                *_points_table(rest),
+                "::::",
+            ]
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def _short(text: object, width: int) -> str:
+    """``text`` cut at a word boundary to at most ``width`` characters, an ellipsis marking the
+    cut (the full text is at the linked source)."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:(")
+    return cut + "\u2026"
+
+
+def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The used points holding the lowest and the highest value (the range the published
+    reading compares with), in their table order; all of them when none has a finite value."""
+    import math
+
+    finite = [
+        r["value"]
+        for r in used
+        if isinstance(r.get("value"), (int, float)) and math.isfinite(r["value"])
+    ]
+    if not finite:
+        return used
+    lo, hi = min(finite), max(finite)
+    ends, seen = [], set()
+    for r in used:
+        if r.get("value") in (lo, hi) and r["value"] not in seen:
+            ends.append(r)
+            seen.add(r["value"])
+    return ends
+
+
+def _points_table(records: list[dict[str, Any]]) -> list[str]:
+    """Published points as Markdown table lines: source (linked), system, as published, value
+    in the claim's unit, used, and how each differs from the claim."""
+    import math
+
+    out = [
+        "| source | system | as published | value | used | differs from the claim in |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        url = r.get("url")
+        who = _md_cell(_short(r["who"], 48))
+        src = f"[{who}]({url})" if isinstance(url, str) and url else who
+        gpus = r.get("gpus")
+        n = (
+            ""
+            if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
+            else f" x {int(gpus)}"
+        )
+        parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.strip(" x")]
+        parts += [_short(r[k], 32) for k in ("model", "engine") if _known(r[k])]
+        system = _md_cell(", ".join(p for p in parts if p) or "not stated")
+        value = r.get("value")
+        finite = isinstance(value, (int, float)) and math.isfinite(value)
+        shown = "-"
+        if finite:
+            shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
+            shown += f" {r['unit']}"
+        used = "yes" if r["used"] else "no"
+        if not r.get("verified", True):
+            used += " (not verified)"
+        diff = str(r.get("comparable") or "")
+        diff = diff.split("): ", 1)[1] if "): " in diff else diff
+        out.append(
+            f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} | {used} "
+            f"| {_md_cell(diff) or 'nothing named'} |"
+        )
+    return out
+
+
+def headlines_box(outcome: Any) -> str:
+    """The chapter's headline values (what it writes into its headline JSON), folded: a
+    dropdown titled with their count."""
+    n = len(outcome.headlines)
+    return (
+        f":::{{dropdown}} The {n} headline values this chapter writes "
+        f"(`{outcome.result}.json`)\n\n{outcome.markdown()}\n:::\n"
+    )
 
 
 def _known(x: object) -> bool:

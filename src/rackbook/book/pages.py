@@ -34,7 +34,8 @@ def _cell(text: object) -> str:
 
 
 def claim_card(result: str, registry: Registry | None = None) -> str:
-    """Markdown card of a result's published claims: quote, statement, scope, source status."""
+    """Markdown card of a result's published claims: each claim's figure and statement, then
+    the quote, scope, what it measures and the source's status folded in a dropdown."""
     reg = registry or load_claims()
     out = []
     for c in reg.for_result(result):
@@ -42,12 +43,14 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
         out += [
             f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}",
             "",
+            ":::{dropdown} As published: the quote, its scope and source",
             f"> {_md(c.original)}",
             "",
             f"- Scope: {_md(c.scope.summary())}",
             f"- Measures: {_md(c.metric.measured)}",
             f"- Source: seen in *{_md(src.title)}*; {_STATUS[c.source.status]}"
             + (f" (<{c.source.primary}>)" if c.source.primary else ""),
+            ":::",
             "",
         ]
     return "\n".join(out)
@@ -442,6 +445,12 @@ def parameters_page() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _rerun_deployment() -> str:
+    from rackbook.book import rerun
+
+    return rerun.deployment()
+
+
 def generate(folder: Path, executed: Path) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -450,6 +459,7 @@ def generate(folder: Path, executed: Path) -> list[Path]:
         atomic_write_text(folder / "hardware.md", hardware_page()),
         atomic_write_text(folder / "models.md", models_page()),
         atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
+        atomic_write_text(folder / "rerun-deployment.md", _rerun_deployment()),
         atomic_write_text(folder / "claims.md", claims_page()),
         atomic_write_text(folder / "check-examples.md", check_page()),
         atomic_write_text(folder / "parameters.md", parameters_page()),
