@@ -34,6 +34,11 @@ def glue_figure(name: str, fig: Any) -> None:
     plt.close(fig)
 
 
+def folded(title: str, markdown: str) -> str:
+    """``markdown`` in a dropdown titled ``title``: detail one click away."""
+    return f"::::{{dropdown}} {title}\n{markdown.strip()}\n::::\n"
+
+
 def _admonition(kind: str, title: str, body: str, cls: str | None = None) -> str:
     head = f":::{{{kind}}} {title}".rstrip() if kind == "admonition" else f":::{{{kind}}}"
     opts = f"\n:class: {cls}" if cls else ""
@@ -107,10 +112,9 @@ def readings_table(outcome: Any) -> str:
         rows.append(f"<tr><td><code>{_html(claim)}</code></td>{''.join(cells)}</tr>")
     rows.append("</tbody></table>")
     intro = (
-        "Each reading answers a different question and none stands for another. **Physics**: "
-        "can any engine reach the figure on this hardware? **Published evidence**: where does "
-        "it sit among independent measurements of comparable systems? **This run**: what does "
-        "the trace this chapter executed say? Open *why* for a reading's reason."
+        "**Physics**: can any engine reach the figure on this hardware? **Published "
+        "evidence**: where among independent measurements? **This run**: what does this "
+        "chapter's trace say? Open *why* for a reading's reason."
     )
     return intro + "\n\n" + "".join(rows) + "\n"
 
@@ -186,12 +190,9 @@ def evidence_markdown(result: str) -> str:
         ends = _range_ends([r for r in records if r["used"]])
         rest = [r for r in records if r not in ends]
         if ends:
-            out += [
-                "",
-                "The points that bound the published range the reading uses:",
-                "",
-                *_points_table(ends),
-            ]
+            if len(head):
+                out[-1] += "; the points that bound the range it uses:"
+            out += ["", *_points_table(ends)]
         else:
             out += ["", "No published point is like-for-like enough to decide the reading."]
         if rest:

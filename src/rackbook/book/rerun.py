@@ -317,10 +317,10 @@ def card(result: str) -> str:
         "With the deployment running, from a host of its own (never a serving node's busy "
         "CPUs):\n\n"
         f"```bash\n{cmd}\n```\n\n"
-        f"`{GENERATED}/params/{result}.yaml` holds:\n\n"
+        f"::::{{dropdown}} Its parameters (`{GENERATED}/params/{result}.yaml`)\n\n"
         "```yaml\n"
         + yaml.safe_dump(params, sort_keys=False, default_flow_style=False, width=CODE_WIDTH)
-        + "```\n\n"
+        + "```\n::::\n\n"
         f"::::{{dropdown}} What turns the reading, and the files the run leaves\n{more}\n::::"
     )
     return f":::::{{admonition}} Rerun card\n:class: seealso\n\n{body}\n:::::\n"
