@@ -34,6 +34,25 @@ def glue_figure(name: str, fig: Any) -> None:
     plt.close(fig)
 
 
+def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
+    """A DataFrame as a styled Markdown table for print: only ``columns`` (name -> (header
+    with its unit, format spec such as ``,.0f``; ``""`` for text)), thousands separators,
+    never its index or snake_case names."""
+    head = "| " + " | ".join(h for h, _ in columns.values()) + " |"
+    rule = "|" + "|".join("---:" if f else "---" for _, f in columns.values()) + "|"
+    rows = []
+    for rec in df.to_dict("records"):
+        cells = []
+        for name, (_, spec) in columns.items():
+            v = rec.get(name)
+            try:
+                cells.append(format(v, spec) if spec else str(v))
+            except (TypeError, ValueError):
+                cells.append(str(v))
+        rows.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    return "\n".join([head, rule, *rows]) + "\n"
+
+
 def folded(title: str, markdown: str) -> str:
     """``markdown`` in a dropdown titled ``title``: detail one click away."""
     return f"::::{{dropdown}} {title}\n{markdown.strip()}\n::::\n"
@@ -267,7 +286,7 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         shown = "-"
         if finite:
             shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
-            shown += f" {r['unit']}"
+            shown += "" if str(r["unit"]) in ("1", "") else f" {r['unit']}"  # no unit "1"
         used = "yes" if r["used"] else "no"
         if not r.get("verified", True):
             used += " (not verified)"

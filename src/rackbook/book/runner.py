@@ -285,6 +285,23 @@ def cli_list(args: argparse.Namespace) -> int:
     return 0
 
 
+_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
+
+
+def _empty_display(output: dict[str, Any]) -> bool:
+    """An output that shows nothing but an object's repr: a ``display(Markdown(""))`` (empty
+    Markdown, whose plain-text fallback is ``<IPython.core.display.Markdown object>``)."""
+    if output.get("output_type") not in ("display_data", "execute_result"):
+        return False
+    data = output.get("data", {})
+    rich = {k: v for k, v in data.items() if k != "text/plain"}
+    if any("".join(v).strip() if isinstance(v, list) else str(v).strip() for v in rich.values()):
+        return False
+    plain = data.get("text/plain", "")
+    plain = "".join(plain) if isinstance(plain, list) else str(plain)
+    return not plain.strip() or bool(_REPR.match(plain.strip()))
+
+
 def _glued_text(nb: dict[str, Any]) -> dict[str, str]:
     """Glue name -> its plain-text value, from an executed notebook's glue outputs."""
     out: dict[str, str] = {}
@@ -337,6 +354,8 @@ def _stage_notebook(src: Path, dst: Path) -> None:
     nb = json.loads(src.read_text(encoding="utf-8"))
     glued = _glued_text(nb)
     for cell in nb.get("cells", []):
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if not _empty_display(o)]
         if cell.get("cell_type") == "markdown" and "{glue:figure}" in "".join(cell["source"]):
             cell["source"] = add_alt_text("".join(cell["source"]), glued).splitlines(True)
         tags = cell.get("metadata", {}).get("tags", [])

@@ -314,8 +314,8 @@ def prefix_read_model(
     dense_tps = 1 / max(dense_s, comp_s)
     formula = (
         f"per new token ({reuse_tokens} sharing one read): sparse {units.fmt(sparse, 'B')} -> "
-        f"{sparse_s * 1e6:.4g} us, dense {units.fmt(dense, 'B')} -> {dense_s * 1e6:.4g} us at "
-        f"{units.fmt(bw, 'B/s')}; compute {comp_s * 1e6:.4g} us; ceiling 1 / max = "
+        f"{sparse_s * 1e6:,.4g} us, dense {units.fmt(dense, 'B')} -> {dense_s * 1e6:,.4g} us at "
+        f"{units.fmt(bw, 'B/s')}; compute {comp_s * 1e6:,.4g} us; ceiling 1 / max = "
         f"{tps:,.0f} new tokens/s ({bound} bound), {dense_tps:,.0f} with dense reads"
     )
     return PrefixRead(
