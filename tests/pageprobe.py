@@ -149,3 +149,59 @@ if __name__ == "__main__":
     for page, f in facts.items():
         f.pop("text")
         print(page, json.dumps(f))
+
+
+#: Limits a reader's page must keep at :data:`WIDTH` px (px).
+CHAPTER_MAX = 12_000
+LANDING_MAX = 2_500
+FIRST_SCREEN = 1_200
+_REPRS = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>|IPython\.core\.display")
+_SMART = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def plain(text: str) -> str:
+    """Whitespace collapsed and smart quotes made plain: how page and expected text compare."""
+    return " ".join(str(text).split()).translate(_SMART)
+
+
+def defects(
+    page: str, facts: dict, sentences: list[str] = (), max_height: int = CHAPTER_MAX
+) -> list[str]:
+    """What a reader would trip over on one probed page (empty when none): an object's repr
+    or a raw DataFrame shown, a page taller than ``max_height``, a conclusion sentence missing
+    from the first screen below the title (``sentences``: every one must be in the conclusion
+    box, which must end within :data:`FIRST_SCREEN` px of the title), a figure whose alt text
+    is its file path, a caption at less than body-text contrast, no usable right-hand
+    contents."""
+    out = []
+    text = facts.get("text") or ""
+    for m in _REPRS.finditer(text):
+        out.append(f"{page}: object repr shown: {m.group(0)}")
+    if facts.get("dataframes"):
+        out.append(f"{page}: {facts['dataframes']} raw DataFrame table(s)")
+    if facts["height"] > max_height:
+        out.append(f"{page}: {facts['height']:,} px tall, over {max_height:,}")
+    if sentences:
+        box = plain(facts.get("conclusion") or "")
+        top = facts.get("title_top") or 0
+        bottom = facts.get("conclusion_bottom")
+        if bottom is None:
+            out.append(f"{page}: no conclusion under the title")
+        elif bottom - top > FIRST_SCREEN:
+            out.append(f"{page}: conclusion ends {bottom - top:,.0f} px below the title")
+        for s in sentences:
+            if plain(s) not in box:
+                out.append(f"{page}: conclusion sentence not in the first screen: {s[:60]}")
+    for src, alt in facts.get("images", []):
+        if not alt.strip() or alt == src or re.search(r"\.(png|svg|jpe?g)$", alt.strip()):
+            out.append(f"{page}: alt text is a file path or empty: {alt[:60]!r}")
+    body = facts.get("body_colour")
+    bg = facts.get("background") or "rgb(255, 255, 255)"
+    if body:
+        need = contrast(body, bg) - 0.05
+        for c in facts.get("caption_colours", []):
+            if c and contrast(c, bg) < need:
+                out.append(f"{page}: caption {c} below body-text contrast ({body})")
+    if facts.get("images") and (facts.get("toc_width", 0) <= 0 or facts.get("toc_links", 0) < 2):
+        out.append(f"{page}: the right-hand contents is not usable")
+    return out
