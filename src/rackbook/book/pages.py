@@ -67,13 +67,6 @@ def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict]
     return {(r["claim_id"], r["reading"]): r for r in read_result(f)["readings"]}
 
 
-def _reading_cell(readings: dict[tuple[str, str], dict] | None, claim_id: str, name: str) -> str:
-    if readings is None:
-        return "not run"
-    r = readings.get((claim_id, name))
-    return f"**{r['verdict']}**: {r['reason']}" if r else "-"
-
-
 def _conclusion_cell(executed: Path | None, result: str, claim_id: str) -> tuple[str, str]:
     """(brief conclusion, strength of evidence) of a claim from ``executed``'s headline JSON
     of ``result``, or ("not run", "-") when the result has not run there."""
@@ -113,8 +106,9 @@ def at_a_glance(
                 f"| **{_cell(c.value_text)}**: {_cell(c.statement)} ({link}) | {_cell(text)} "
                 f"| {_cell(strength)} |"
             )
-            if reference is not None:
-                row += f" {_cell(_reading_cell(ref, c.id, 'this run'))} |"
+            if reference is not None:  # the verdict word only: the row stays one screen line
+                got = ref.get((c.id, "this run")) if ref is not None else None
+                row += f" {'not run' if ref is None else got['verdict'] if got else '-'} |"
             rows.append(row)
     return "\n".join(rows) + "\n"
 
