@@ -125,3 +125,18 @@ def test_bibliography_has_one_entry_per_source():
     assert len(keys) == len(set(keys)) >= 30
     for url in pages.data_urls():
         assert pages.bib_key(url) in keys
+
+
+def test_bibliography_gives_title_organisation_date_and_marks_aggregators():
+    bib = pages.bibliography()
+    entries = [e for e in bib.split("\n\n") if e.startswith("@misc")]
+    for e in entries:
+        assert "  title = {" in e and "  author = {{" in e and "  date = {" in e, e
+        assert "title = {http" not in e and "title = {github.com" not in e.lower(), e
+    day6 = next(e for e in entries if "aiposthub.cc/5152" in e)
+    assert "secondary source" in day6 and "author = {{AI Post Hub}}" in day6
+    assert "Report of DeepSeek: Day 6" in day6
+    primary = next(e for e in entries if "open-infra-index" in e)
+    assert "author = {{DeepSeek}}" in primary and "date = {2025-03-01}" in primary
+    pr = next(e for e in entries if "vllm-project/vllm/pull/50647" in e)
+    assert "title = {{vllm-project/vllm pull request \\#50647}}" in pr
