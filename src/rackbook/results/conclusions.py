@@ -38,7 +38,7 @@ PLACED: tuple[str, ...] = ("within", "above", "below")
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
 #: At most this many characters of a reason go into a sentence (whole clauses only).
-MAX_CLAUSE = 240
+MAX_CLAUSE = 280
 #: Parenthesised asides of at most this many characters stay in a sentence.
 SHORT_ASIDE = 30
 
