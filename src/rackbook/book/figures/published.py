@@ -63,8 +63,11 @@ def claim_vs_published(result: str) -> Figure:
         span = span[span > 0]
         if len(span) and span.max() / span.min() > 10:
             ax.set_xscale("log")
-            # ticks at 1, 2 and 5 per decade, so that a span of one or two decades has several
-            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            # a span of one or two decades gets ticks at 1, 2 and 5 per decade (several labels,
+            # not one); a wider span one per decade, so that the labels never overlap
+            decades = math.log10(span.max() / span.min())
+            subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
             ax.xaxis.set_major_formatter(
                 FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
             )
@@ -73,6 +76,7 @@ def claim_vs_published(result: str) -> Figure:
         ax.set_ylim(-0.6, 0.6)
         unit = str(head["unit"]) if head["unit"] not in ("1", "") else "ratio"
         unit = unit.replace("$/", "USD per ").replace("$", "USD ")
+        unit = "ratio (x)" if unit == "x" else unit
         shown = str(head["as_published"]).replace("$", "USD ")
         ax.set_xlabel(f"{unit}: the claim's {shown} (line) beside published points")
         ax.grid(axis="y", visible=False)
