@@ -336,12 +336,11 @@ def test_every_chapter_reading(gpus, changes, run, physics) -> None:
     out = eplb_balance.outcome(an)
     assert tuple(out.reading(c, "this run").verdict for c in CLAIMS) == run
     assert tuple(out.reading(c, "physics").verdict for c in CLAIMS) == physics
-    # 0.35 and 0.94 sit below vLLM PR 50647's measured 0.9356 / 0.9919 (Kimi K3, 16 ranks);
-    # no share of the uniform potential is published
-    # (an after-figure of 1.0 is above 0.9919)
+    # vLLM PR 50647's 0.9356 / 0.9919 is another metric (per-rank totals over all layers, Kimi
+    # K3): an analogue, never a verdict, whatever the figures; no share of the uniform
+    # potential is published
     published = tuple(out.reading(c, "published").verdict for c in CLAIMS)
-    after = "above" if changes else "below"
-    assert published == ("below", after, "none published")
+    assert published == ("none published",) * 3
     h = {x.name: x for x in out.headlines}
     assert h["balancedness_eplb"].verdict == run[1] and h["balancedness_eplb"].kind == "measured"
     assert h["balancedness_eplb"].hardware == an.hardware

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
@@ -185,7 +186,6 @@ def evidence_markdown(result: str) -> str:
     """The chapter's published-measurements table: for each claim of ``result``, its published
     reading, then every published point set beside it (linked to its source), the value in the
     claim's unit, whether the reading used it, and how it differs from the claim."""
-
     from rackbook.results import evidence
 
     table = evidence.evidence_table(result)
@@ -194,7 +194,8 @@ def evidence_markdown(result: str) -> str:
     out = []
     for claim_id, rows in table.groupby("claim_id", sort=False):
         head = rows[rows["kind"] == "claim"]
-        pts = rows[rows["kind"] != "claim"].sort_values("used", ascending=False, kind="stable")
+        bases = rows[rows["kind"] == "reading"]
+        pts = rows[rows["kind"] == "published"].sort_values("used", ascending=False, kind="stable")
         if len(head):
             h = head.iloc[0]
             out.append(
@@ -202,6 +203,19 @@ def evidence_markdown(result: str) -> str:
                 f"**{h['verdict']}**"
                 + (f" [{h['margin']}]" if h["margin"] not in ("-", "") else "")
             )
+            out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
+        for r in bases.to_dict("records"):
+            margin = f" ({_md_cell(r['margin'])})" if r["margin"] not in ("-", "", None) else ""
+            conv = f" {_md_cell(r['as_published'])}." if _known(r["as_published"]) else ""
+            closest = re.sub(
+                r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(r["comparable"])
+            )
+            out.append(
+                f"- *{_md_cell(r['who'])}*: **{r['verdict']}**{margin}.{conv} Closest "
+                f"published point of this basis: {closest}"
+            )
+        if len(bases):
+            out.append("")
         if pts.empty:
             out += ["", "No published point.", ""]
             continue
@@ -209,9 +223,8 @@ def evidence_markdown(result: str) -> str:
         ends = _range_ends([r for r in records if r["used"]])
         rest = [r for r in records if r not in ends]
         if ends:
-            if len(head):
-                out[-1] += "; the points that bound the range it uses:"
-            out += ["", *_points_table(ends)]
+            out += ["", "The published points that bound the range the reading uses:", ""]
+            out += _points_table(ends)
         else:
             out += ["", "No published point is like-for-like enough to decide the reading."]
         if rest:
@@ -265,8 +278,8 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
     import math
 
     out = [
-        "| source | system | as published | value | used | differs from the claim in |",
-        "|---|---|---|---|---|---|",
+        "| source | system | as published | value | basis | used | differs from the claim in |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in records:
         url = r.get("url")
@@ -291,9 +304,10 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         if not r.get("verified", True):
             used += " (not verified)"
         diff = str(r.get("comparable") or "")
-        diff = diff.split("): ", 1)[1] if "): " in diff else diff
+        diff = diff.removeprefix("differs from the claim in: ")
         out.append(
-            f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} | {used} "
+            f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} "
+            f"| {_md_cell(r.get('basis') or '-')} | {used} "
             f"| {_md_cell(diff) or 'nothing named'} |"
         )
     return out

@@ -103,7 +103,7 @@ def published_for_workload(
     df = pd.DataFrame(rows).sort_values(["n_miss", "dist", "id"], kind="stable")
     closest = [
         {
-            k: r[k]
+            k: None if k == "gpus" and pd.isna(r[k]) else r[k]  # a frame turns None into NaN
             for k in ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "mismatch")
         }  # fmt: skip
         for r in df.head(CLOSEST).to_dict("records")
