@@ -95,7 +95,40 @@ def test_one_sentence_per_basis_and_unknown_fields_ignored(claim):
     assert c.sentences[1] == (
         "As decode tokens per GPU, it is physically impossible: 3.94x the decode compute ceiling."
     )
+    assert c.sentences[2] == "It sits within published like-for-like measurements: 1.2x."
+    rs[1] = {**rs[1], "margin": "-"}  # without a margin, the closest point says where it sits
+    c = cc.conclude(claim, rs)
     assert "closest like-for-like point: SGLang on GB300" in c.sentences[2]
+
+
+def test_readings_given_per_basis_name_each_basis(claim):
+    """A published reading with ``by_basis`` (one entry per plausible basis): one sentence per
+    verdict naming its bases; bases without a published point in one sentence naming the
+    closest point; the strength follows any basis that places the figure."""
+    rs = _readings()
+    closest = {"who": "InferenceX · GB300 x 4 · -", "value": 104429.5, "unit": "tok/s/GPU",
+               "ratio": 9.135}  # fmt: skip
+    entries = [
+        {"name": "per GPU, output tokens", "verdict": "none published", "margin": "-"},
+        {"name": "a rack total over 72 GPUs", "verdict": "none published", "margin": "-"},
+    ]
+    rs[1] = {**rs[1], "basis": "a; b | c", "closest": closest, "by_basis": entries}
+    c = cc.conclude(claim, rs)
+    assert c.sentences[1] == (
+        "No like-for-like measurement is published on any of its 2 plausible bases (closest, "
+        "which does not decide: InferenceX · GB300 x 4: 104,430 tok/s/GPU, the claim 9.135x it)."
+    )
+    assert c.strength == "physics only"
+    entries[1] = {**entries[1], "verdict": "within", "margin": "0.93x the highest"}
+    c = cc.conclude(claim, rs)
+    assert (
+        c.sentences[1] == "No like-for-like measurement is published as [per GPU, output tokens]."
+    )
+    assert c.sentences[2] == (
+        "As [a rack total over 72 GPUs], it sits within published like-for-like measurements: "
+        "0.93x the highest."
+    )
+    assert c.strength == "published like-for-like measurements"
 
 
 def test_readings_of_other_claims_are_ignored(claim):

@@ -39,6 +39,9 @@ PLACED: tuple[str, ...] = ("within", "above", "below")
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
 #: At most this many characters of a reason go into a sentence (whole clauses only).
 MAX_CLAUSE = 280
+#: A reading's own ``basis`` names it in the sentence only when it is a short name, not a
+#: full basis description (those name their bases in ``by_basis``).
+SHORT_BASIS = 60
 #: Parenthesised asides of at most this many characters stay in a sentence.
 SHORT_ASIDE = 30
 
@@ -115,6 +118,26 @@ def _physics(figure: str, r: Mapping[str, Any], brief: bool = False) -> str:
     return f"the physics reading of {figure} is {verdict}" + (f": {why}" if why else "")
 
 
+def _num(v: float) -> str:
+    """A number for a sentence: thousands separators, four significant digits below 1,000."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+
+
+def _closest(c: Any) -> str:
+    """A closest published point as text: who, value and unit, and the claim's ratio to it
+    (a dict as the published reading gives it), or the text itself."""
+    if not isinstance(c, Mapping):
+        return _drop_brackets(str(c))
+    value, unit, ratio = c.get("value"), str(c.get("unit") or ""), c.get("ratio")
+    text = re.sub(r"(\s·\s-)+$", "", str(c.get("who") or "a published point"))
+    if isinstance(value, (int, float)):
+        sep = "" if unit in ("1", "", "x") else " "
+        text += f": {_num(value)}{sep}{'' if unit == '1' else unit}"
+    if isinstance(ratio, (int, float)):
+        text += f", the claim {_num(ratio)}x it"
+    return text
+
+
 def _published(figure: str, r: Mapping[str, Any]) -> str:
     verdict = str(r.get("verdict", ""))
     margin = _informative(r.get("margin"))
@@ -131,9 +154,52 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
     head = words.get(verdict, f"the published reading of {figure} is {verdict}")
     text = head + (f": {margin}" if margin else "")
     closest = r.get("closest")
-    if closest:
-        text += f"; closest like-for-like point: {_drop_brackets(str(closest))}"
+    if closest and not margin:
+        text += f"; closest like-for-like point: {_closest(closest)}"
     return text
+
+
+def _names(names: list[str]) -> str:
+    """Basis names as one phrase: ``[a]``, ``[a] or [b]``, ``[a], [b] or [c]``, or the first two
+    and how many more."""
+    shown = [f"[{n}]" for n in names]
+    if len(shown) > 3:
+        return f"{shown[0]}, {shown[1]} or {len(shown) - 2} other bases"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _per_basis(
+    kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool
+) -> list[str]:
+    """A reading given once per plausible basis (its ``by_basis`` entries, each with a
+    ``name``, ``verdict``, ``margin`` and maybe a ``closest`` point): one sentence per verdict,
+    naming the bases that reach it; every basis without a published point in one sentence that
+    names the closest point, which does not decide."""
+    entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for e in entries:
+        groups.setdefault(str(e.get("verdict", "")), []).append(e)
+    out = []
+    for verdict, es in groups.items():
+        names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
+        if kind == "published" and verdict == "none published":
+            every = len(es) == len(entries)
+            where = (
+                ("" if len(es) == 1 else f" on any of its {len(es)} plausible bases")
+                if every
+                else f" as {names}"
+            )
+            text = f"no like-for-like measurement is published{where}"
+            near = r.get("closest") if every else es[0].get("closest")
+            if not brief and near:
+                text += f" (closest, which does not decide: {_closest(near)})"
+            out.append(_cap(text) + ".")
+            continue
+        sub = {"verdict": verdict, "margin": es[0].get("margin"), "reason": es[0].get("reason")}
+        sub.update({"closest": es[0].get("closest")} if es[0].get("closest") else {})
+        out.append(f"As {names}, {_body(kind, figure, sub, hardware, brief)}.")
+        figure = "it"
+    return out
 
 
 def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
@@ -152,20 +218,24 @@ def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
     return f"this run reads {verdict}{tail}"
 
 
+def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool = False) -> str:
+    """One reading's words, uncapitalised and without its full stop."""
+    if kind == "physics":
+        return _physics(figure, r, brief)
+    if kind == "published":
+        return _published(figure, r)
+    return _this_run(figure, r, hardware)
+
+
 def _sentence(
     kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool = False
 ) -> str:
     """One reading as a sentence; ``figure`` is the claim's figure, or "it" once named;
     ``brief``: the verdict and a short margin only, not the physics reason."""
-    if kind == "physics":
-        body = _physics(figure, r, brief)
-    elif kind == "published":
-        body = _published(figure, r)
-    else:
-        body = _this_run(figure, r, hardware)
-    basis = r.get("basis")
-    if basis:
-        return f"As {_drop_brackets(str(basis))}, {body}."
+    body = _body(kind, figure, r, hardware, brief)
+    basis = str(r.get("basis") or "")
+    if basis and len(basis) <= SHORT_BASIS and ";" not in basis and "|" not in basis:
+        return f"As {_drop_brackets(basis)}, {body}."
     return _cap(body) + "."
 
 
@@ -174,7 +244,15 @@ def strength(readings: Iterable[Mapping[str, Any]]) -> str:
     rs = list(readings)
     if any(r.get("reading") == "this run" and r.get("verdict") in TESTED for r in rs):
         return STRENGTHS[2]
-    if any(r.get("reading") == "published" and r.get("verdict") in PLACED for r in rs):
+    placed = [
+        r.get("verdict") in PLACED
+        or any(
+            isinstance(e, Mapping) and e.get("verdict") in PLACED for e in r.get("by_basis") or []
+        )
+        for r in rs
+        if r.get("reading") == "published"
+    ]
+    if any(placed):
         return STRENGTHS[1]
     return STRENGTHS[0]
 
@@ -199,6 +277,10 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
     kinds = [*ORDER, *sorted({str(r.get("reading")) for r in mine} - set(ORDER))]
     for kind in kinds:
         for r in (r for r in mine if r.get("reading") == kind):
+            if r.get("by_basis"):
+                sentences += _per_basis(kind, "it" if sentences else figure, r, hardware, False)
+                brief += _per_basis(kind, "it" if brief else figure, r, hardware, True)
+                continue
             sentences.append(_sentence(kind, "it" if sentences else figure, r, hardware))
             brief.append(_sentence(kind, "it" if brief else figure, r, hardware, brief=True))
     if not sentences:
