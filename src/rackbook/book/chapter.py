@@ -102,6 +102,11 @@ def _html(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+#: A reading's basis names its cell only when it is a short name (a full description of
+#: several bases is in its reason, one click away).
+SHORT_BASIS = 60
+
+
 def readings_table(outcome: Any) -> str:
     """The chapter's verdict: a compact claim-by-reading table (raw HTML inside Markdown), each
     cell a verdict and the margin that decided it, its reason one click away (``<details>``);
@@ -119,7 +124,9 @@ def readings_table(outcome: Any) -> str:
         for k in READINGS:
             parts = []
             for r in kinds.get(k, []):
-                basis = f"as {_html(r['basis'])}: " if r.get("basis") else ""
+                name = str(r.get("basis") or "")
+                short = name and len(name) <= SHORT_BASIS and not any(c in name for c in ";|")
+                basis = f"as {_html(name)}: " if short else ""
                 margin = str(r.get("margin") or "-")
                 margin = (
                     "" if margin == "-" else f'<br><span class="rb-margin">{_html(margin)}</span>'
@@ -204,18 +211,26 @@ def evidence_markdown(result: str) -> str:
                 + (f" [{h['margin']}]" if h["margin"] not in ("-", "") else "")
             )
             out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
+        items = []
         for r in bases.to_dict("records"):
             margin = f" ({_md_cell(r['margin'])})" if r["margin"] not in ("-", "", None) else ""
             conv = f" {_md_cell(r['as_published'])}." if _known(r["as_published"]) else ""
             closest = re.sub(
                 r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(r["comparable"])
             )
-            out.append(
+            items.append(
                 f"- *{_md_cell(r['who'])}*: **{r['verdict']}**{margin}.{conv} Closest "
                 f"published point of this basis: {closest}"
             )
-        if len(bases):
-            out.append("")
+        if len(items) > 2:  # many bases: one click away, their count in the title
+            items = [
+                f"::::{{dropdown}} Read on {len(items)} plausible bases, each with its closest "
+                "published point",
+                *items,
+                "::::",
+            ]
+        if items:
+            out += [*items, ""]
         if pts.empty:
             out += ["", "No published point.", ""]
             continue
