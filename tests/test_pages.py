@@ -58,7 +58,7 @@ def test_at_a_glance_gives_each_claim_its_conclusion(tmp_path):
         }
         (tmp_path / "single-user.json").write_text(json.dumps(doc))
         text = pages.at_a_glance(tmp_path, reference=tmp_path / "none")
-        line = next(r for r in text.splitlines() if "(6. single-user)" in r)
+        line = next(r for r in text.splitlines() if "(chapter 6)" in r)
         return text, [c.strip() for c in line.strip("|").split("|")]
 
     text, cells = row({"physics": "possible", "published": "above", "this run": "untested"})
@@ -71,7 +71,7 @@ def test_at_a_glance_gives_each_claim_its_conclusion(tmp_path):
     assert cells[3] == "not run"  # the reference column
     _, flipped = row({"physics": "impossible", "published": "none published", "this run": "x"})
     assert "physically impossible" in flipped[1] and flipped[2] == "physics only"
-    dp = [r for r in text.splitlines() if "decode-parity" in r]
+    dp = [r for r in text.splitlines() if "(chapter 1)" in r]
     assert len(dp) == 1 and "| not run | - |" in dp[0]
 
 

@@ -100,7 +100,7 @@ def at_a_glance(
         ran = (executed / f"{result}.ipynb").exists()
         ref = _readings(reference, result) if reference is not None else None
         for c in reg.for_result(result):
-            link = f"{{doc}}`{n}. {result} </notebooks/{result}>`" if ran else f"{n}. {result}"
+            link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
             text, strength = _conclusion_cell(executed, result, c.id)
             row = (
                 f"| **{_cell(c.value_text)}**: {_cell(c.statement)} ({link}) | {_cell(text)} "

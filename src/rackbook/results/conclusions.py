@@ -185,7 +185,7 @@ def _per_basis(
         if kind == "published" and verdict == "none published":
             every = len(es) == len(entries)
             where = (
-                ("" if len(es) == 1 else f" on any of its {len(es)} plausible bases")
+                ("" if len(es) == 1 or brief else f" on any of its {len(es)} plausible bases")
                 if every
                 else f" as {names}"
             )
