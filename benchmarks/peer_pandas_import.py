@@ -1,6 +1,6 @@
 """The peer: what a user would write to turn a detailed vLLM result into Parquet (15 lines).
 
-    python benchmarks/peer_pandas_import.py RESULT.json OUT_DIR
+python benchmarks/peer_pandas_import.py RESULT.json OUT_DIR
 """
 
 import json

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import traces
+from rackbook.core import orderstats, traces
 from rackbook.errors import InputError
 
 PERCENTILES: tuple[float, ...] = (90.0, 99.0)
@@ -380,6 +380,8 @@ class _Pool:
             ]
             return total, per
         used = [i for i, p in enumerate(self.pieces) if p]
+        if sum(a.size for p in self.pieces for a in p) > _STD_BLOCK:
+            return self._stats_large(name, percentiles, points, used)
         if len(used) <= 1 and (not used or used[0] < points):  # one point: total is that point
             v = np.concatenate(self.pieces[used[0]]) if used else np.zeros(0)
             self.pieces = [[] for _ in range(self.npoints)]
@@ -401,6 +403,39 @@ class _Pool:
             _stats_owned(name, v[ends[i] - sizes[i] : ends[i]], percentiles) for i in range(points)
         ]
         return _stats_owned(name, v, percentiles), per
+
+
+    def _stats_large(
+        self, name: str, percentiles: tuple[float, ...], points: int, used: list[int]
+    ) -> tuple[dict[str, float], list[dict[str, float]]]:
+        """:meth:`stats` of more than 1Mi values: each window's values stay in their pieces
+        (no copy of the data) and its order statistics come from two bucket passes
+        (:mod:`rackbook.core.orderstats`; the numbers numpy gives)."""
+        pieces, self.pieces = self.pieces, [[] for _ in range(self.npoints)]
+        per = [_stats_pieces(name, pieces[i], percentiles) for i in range(points)]
+        if len(used) == 1 and used[0] < points:  # one point: total is that point
+            return dict(per[used[0]]), per
+        return _stats_pieces(name, [a for p in pieces for a in p], percentiles), per
+
+
+def _stats_pieces(name: str, pieces: list[np.ndarray], percentiles: tuple[float, ...]) -> dict:
+    """:func:`_stats` of the values of ``pieces`` taken together: windows of up to 1Mi values
+    joined and partitioned (:func:`_stats_owned`), larger ones by
+    :func:`rackbook.core.orderstats.stats` (mean and std summed block by block)."""
+    n = sum(a.size for a in pieces)
+    res = orderstats.stats(pieces, percentiles) if n > _STD_BLOCK else None
+    if res is None:
+        v = np.concatenate(pieces) if pieces else np.zeros(0)
+        return _stats_owned(name, v, percentiles)
+    mean, std, median, pct = res
+    out = {
+        f"mean_{name}_ms": float(mean * 1000),
+        f"median_{name}_ms": float(median * 1000),
+        f"std_{name}_ms": float(std * 1000),
+    }
+    for p, x in zip(percentiles, pct, strict=True):
+        out[f"p{_pword(p)}_{name}_ms"] = float(x * 1000)
+    return out
 
 
 def _sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
