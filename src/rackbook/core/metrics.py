@@ -404,7 +404,6 @@ class _Pool:
         ]
         return _stats_owned(name, v, percentiles), per
 
-
     def _stats_large(
         self, name: str, percentiles: tuple[float, ...], points: int, used: list[int]
     ) -> tuple[dict[str, float], list[dict[str, float]]]:
