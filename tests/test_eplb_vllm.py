@@ -50,19 +50,44 @@ def _policy():
     return DefaultEplbPolicy, "vllm.distributed.eplb.policy"
 
 
-def run(payload):
+class _StableNumpy:
+    # numpy as vLLM's policy module sees it, except that argsort orders ties by index.
+
+    def __init__(self, np):
+        self._np = np
+
+    def __getattr__(self, name):
+        return getattr(self._np, name)
+
+    def argsort(self, a, axis=-1, kind=None, order=None):
+        return self._np.argsort(a, axis=axis, kind="stable", order=order)
+
+
+def _phy2log(policy, cases):
     import torch
 
-    policy, where = _policy()
     out = []
-    for case in payload["cases"]:
+    for case in cases:
         dtype = torch.int64 if case["integer"] else torch.float64
         weight = torch.tensor(case["weight"], dtype=dtype)
         phy2log = policy.rebalance_experts(
             weight, case["num_replicas"], case["num_groups"], case["num_nodes"], case["num_ranks"]
         )
         out.append(phy2log.tolist())
-    return {"phy2log": out, "policy_file": where}
+    return out
+
+
+def run(payload):
+    policy, where = _policy()
+    module = sys.modules[policy.__module__]
+    shipped = _phy2log(policy, payload["cases"])
+    np = module.np
+    module.np = _StableNumpy(np)
+    try:
+        stable = _phy2log(policy, payload["cases"])
+    finally:
+        module.np = np
+    return {"phy2log": shipped, "phy2log_stable": stable, "policy_file": where}
 """
 
 _MAIN = "\nimport json, sys\njson.dump(run(json.load(sys.stdin)), sys.stdout)\n"
@@ -107,6 +132,7 @@ def _cases() -> list[dict]:
         integer = kind != "float"
         cases.append(
             {
+                "kind": kind,
                 "weight": w.astype(np.int64 if integer else np.float64).tolist(),
                 "integer": integer,
                 "num_replicas": experts + redundant,
@@ -125,7 +151,8 @@ def _have(name: str) -> bool:
         return False
 
 
-def _vllm_phy2log(cases: list[dict]) -> tuple[list[np.ndarray], str]:
+def _vllm_phy2log(cases: list[dict]) -> tuple[list[np.ndarray], list[np.ndarray], str]:
+    """vLLM's placements as shipped, then with its argsort made stable (ties by index)."""
     payload = {"cases": cases}
     if _have("vllm") and _have("torch"):
         ns: dict = {}
@@ -149,13 +176,17 @@ def _vllm_phy2log(cases: list[dict]) -> tuple[list[np.ndarray], str]:
         assert proc.returncode == 0, f"vLLM runner failed in {live}:\n{proc.stderr[-3000:]}"
         res = json.loads(proc.stdout)
         where = f"subprocess {live}"
-    return [np.asarray(p, dtype=np.int64) for p in res["phy2log"]], f"{where}: {res['policy_file']}"
+    shipped, stable = (
+        [np.asarray(p, dtype=np.int64) for p in res[key]] for key in ("phy2log", "phy2log_stable")
+    )
+    return shipped, stable, f"{where}: {res['policy_file']}"
 
 
 @pytest.fixture(scope="module")
-def compared() -> list[tuple[dict, np.ndarray, np.ndarray]]:
+def compared() -> list[tuple[dict, np.ndarray, np.ndarray, np.ndarray]]:
+    """(case, ours, vLLM with a stable argsort, vLLM as shipped) per case."""
     cases = _cases()
-    theirs, where = _vllm_phy2log(cases)
+    theirs, theirs_stable, where = _vllm_phy2log(cases)
     print(f"vLLM policy from {where}")
     ours = [
         eplb.rebalance_experts(
@@ -163,7 +194,7 @@ def compared() -> list[tuple[dict, np.ndarray, np.ndarray]]:
         )[0]
         for c in cases
     ]
-    return list(zip(cases, ours, theirs, strict=True))
+    return list(zip(cases, ours, theirs_stable, theirs, strict=True))
 
 
 def test_cases_cover_both_branches_and_redundancy() -> None:
@@ -180,7 +211,7 @@ def test_cases_cover_both_branches_and_redundancy() -> None:
 
 
 def test_rank_loads_and_replica_counts_match_vllm(compared) -> None:
-    for i, (case, ours, theirs) in enumerate(compared):
+    for i, (case, ours, theirs, _) in enumerate(compared):
         w = np.asarray(case["weight"], dtype=np.float64)
         experts = w.shape[1]
         assert theirs.shape == ours.shape == (w.shape[0], case["num_replicas"]), i
@@ -197,7 +228,19 @@ def test_rank_loads_and_replica_counts_match_vllm(compared) -> None:
         )
 
 
-def test_placement_identical_to_vllm(compared) -> None:
-    """Same numpy calls in the same order, so even the slot order (ties included) agrees."""
-    for i, (_, ours, theirs) in enumerate(compared):
+def test_placement_identical_to_vllm_with_ties_by_index(compared) -> None:
+    """The same steps in the same order: with vLLM's argsort made stable (equal weights by
+    ascending index, as ours), even the slot order agrees, ties included."""
+    for i, (_, ours, theirs, _) in enumerate(compared):
+        np.testing.assert_array_equal(ours, theirs, f"case {i}")
+
+
+def test_placement_identical_to_vllm_as_shipped_without_ties(compared) -> None:
+    """Where no two weights are equal (random floats) the order of ties cannot matter, so ours
+    equals vLLM's policy as shipped, whose unstable np.argsort orders ties by the CPU's SIMD sort
+    (see rackbook.physics.eplb)."""
+    floats = [(i, c, o, t) for i, (c, o, _, t) in enumerate(compared) if c["kind"] == "float"]
+    assert len(floats) >= 10
+    for i, case, ours, theirs in floats:
+        assert len(np.unique(case["weight"])) == np.size(case["weight"]), f"case {i} has ties"
         np.testing.assert_array_equal(ours, theirs, f"case {i}")

@@ -178,38 +178,49 @@ def test_verdict_range_of_a_plain_number_and_a_bad_range():
 
 
 def test_prefix_read_model_128k():
-    """128,000 cached tokens, FP4 KV, one GB300. Sparse read per new token: index-key scan
-    170 B x 128,000 = 21,760,000 + top-512 rows of 38 consuming layers x 288 B = 5,603,328 +
-    4 x 16,384 pool rows x 68 B = 4,456,448, total 31,819,776 B: 3.977 us at 8 TB/s. Dense:
-    (8,352 + 170) B x 128,000 = 1,090,816,000 B: 136.352 us. Compute: prefill passes the 20
-    encoder layers, 20 x 6 x 3 x 5,120 x 2,304 = 4.2467e9 routed params at FP4 (15 PFLOP/s) and
-    8e9 - 4.2467e9 = 3.7533e9 dense at FP8 (5 PFLOP/s): 2 x 4.2467e9 / 15e15 + 2 x 3.7533e9 /
-    5e15 = 2.0675 us. The read binds: 8e12 / 31,819,776 = 251,416 tok/s."""
+    """128,000 cached tokens, FP4 KV, one GB300; a new prefill token passes the 20 encoder
+    layers only (its prefix reads as well as its GEMMs; before, the reads were all 40 layers'
+    decode reads, 31,819,776 B). Sparse read per new token: index-key scan of the sources at
+    layers 2, 8, 14 (1/2 + 1/2 + 1/2) x 68 B x 128,000 = 13,056,000 + top-512 rows of 18
+    consuming layers x 288 B = 2,654,208, total 15,710,208 B: 1.963776 us at 8 TB/s. Dense:
+    (9 rows x 288 + 102) B x 128,000 = 344,832,000 B: 43.104 us. Compute: the encoder's GEMMs,
+    20 x 6 x 3 x 5,120 x 2,304 = 4.2467e9 routed params at FP4 (15 PFLOP/s) and 8e9 - 4.2467e9
+    = 3.7533e9 dense at FP8 (5 PFLOP/s): 2.06753792 us; plus attention and indexer FLOP at FP8:
+    scan 2 x 64 x 128 x 1.5 x 128,000 = 3,145,728,000 + rows 18 x 512 x 4 x 64 x 512 =
+    1,207,959,552 + window 20 x 128 x 131,072 = 335,544,320 = 4,689,231,872 FLOP: 0.93785 us;
+    3.00538429 us. Compute binds: 332,736.15 tok/s."""
     r = prefill_gain.prefix_read_model("deepseek-v4.1-flash", "gb300", 128_000)
-    assert r.sparse_bytes_per_new_token == 31_819_776
-    assert r.dense_bytes_per_new_token == 1_090_816_000
-    assert r.sparse_read_s == pytest.approx(3.977472e-6)
-    assert r.dense_read_s == pytest.approx(136.352e-6)
-    assert r.compute_s_per_new_token == pytest.approx(2.06753792e-6)
-    assert r.bound == "KV read" and r.tokens_per_s == pytest.approx(251_415.97)
-    assert r.dense_tokens_per_s == pytest.approx(7_333.96)
-    # 16 new tokens share one read: 3.977 us / 16 = 0.2486 us, under the 2.0675 us of compute
+    assert r.sparse_bytes_per_new_token == 15_710_208
+    assert r.dense_bytes_per_new_token == 344_832_000
+    assert r.sparse_read_s == pytest.approx(1.963776e-6)
+    assert r.dense_read_s == pytest.approx(43.104e-6)
+    assert r.compute_s_per_new_token == pytest.approx(3.0053842944e-6)
+    assert r.bound == "compute" and r.tokens_per_s == pytest.approx(332_736.15)
+    assert r.dense_tokens_per_s == pytest.approx(23_199.70)
+    # 16 new tokens share one read: 1.964 us / 16 = 0.1227 us, under the compute
     shared = prefill_gain.prefix_read_model(
         "deepseek-v4.1-flash", "gb300", 128_000, reuse_tokens=16
     )
-    assert shared.sparse_read_s == pytest.approx(0.248592e-6)
-    assert shared.bound == "compute" and shared.tokens_per_s == pytest.approx(483_667.07)
+    assert shared.sparse_read_s == pytest.approx(0.122736e-6)
+    assert shared.bound == "compute" and shared.tokens_per_s == pytest.approx(332_736.15)
     assert np.isclose(float(shared), shared.tokens_per_s)
+    # behind 855,000 tokens the read binds: 1.5 x 68 x 855,000 + 2,654,208 = 89,864,208 B
+    far = prefill_gain.prefix_read_model("deepseek-v4.1-flash", "gb300", 855_000)
+    assert far.sparse_bytes_per_new_token == 89_864_208 and far.bound == "KV read"
     with pytest.raises(InputError, match="reuse_tokens"):
         prefill_gain.prefix_read_model("deepseek-v4.1-flash", "gb300", 128_000, reuse_tokens=0)
 
 
 def test_removable_share_by_hand():
-    """Prefill activates 8e9 parameters, decode 16e9: running the 20 decoder layers on the last
-    window only removes 1 - 8 / 16 = 50 % of a new token's GEMM work."""
+    """Behind 128,000 cached tokens on a GB300, a new token through every layer costs the
+    decode GEMMs 2 x 8,493,465,600 / 15e15 + 2 x 7,506,534,400 / 5e15 = 4.13507584 us plus
+    attention and indexer FLOP (scan 2.5 x 128,000 x 16,384 + pool 4 x 16,384 x 16,384 + rows
+    38 x 512 x 131,072 + window 40 x 128 x 131,072 = 9,537,847,296 FLOP at 5 PFLOP/s =
+    1.90757 us): 6.04264530 us, above its 3.977 us of reads. Through the encoder only:
+    3.00538429 us (test above). Removable: 1 - 3.00538429 / 6.04264530 = 50.26 %."""
     share, how = prefill_gain.removable_share("deepseek-v4.1-flash")
-    assert share == pytest.approx(0.5)
-    assert how == "1 - 8B prefill / 16B decode active = 50%"
+    assert share == pytest.approx(1 - 3.0053842944 / 6.0426452992)
+    assert how.startswith("1 - 3.005 us (encoder layers) / 6.043 us (every layer)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,13 +333,19 @@ def _edited_registry(**fields):
 
 @pytest.mark.parametrize(
     "high,ratio,verdict",
-    [(44, 0.611, "possible"), (100, 1.0, "undetermined"), (200, 1.33, "undetermined")],
+    [
+        (44, 0.608, "possible"),
+        (100, 0.995, "undetermined"),
+        (200, 1.33, "impossible"),
+        (400, 1.59, "impossible"),
+    ],
 )
 def test_every_physics_reading(tmp_path, high, ratio, verdict):
     """The claim's top gain g removes 1 - 1 / (1 + g) of a new token's time; the decoder replay
-    layers remove up to 50 % of its GEMM work. +44 %: 30.56 % / 50 % = 0.611 (possible);
-    +100 %: 50 % / 50 % = 1.0 (beyond the sized change: undetermined); +200 %: 66.7 % / 50 % =
-    1.33 (undetermined too: the two unsized changes could remove the rest). The range comes
+    layers remove up to 50.26 % of it at the ceilings (test_removable_share_by_hand). +44 %:
+    30.56 % / 50.26 % = 0.608 (possible); +100 %: 50 % / 50.26 % = 0.995 (undetermined, within
+    the margin); +200 %: 66.7 % / 50.26 % = 1.33 and +400 %: 80 % / 50.26 % = 1.59 (impossible:
+    no removal of that work gives it; before, no gain could read impossible). The range comes
     from a copy of the registry."""
     reg = _edited_registry(values={"low": 35, "high": high})
     out = prefill_gain.outcome(
@@ -338,17 +355,16 @@ def test_every_physics_reading(tmp_path, high, ratio, verdict):
     assert r.verdict == verdict and r.margin == f"{ratio:.3g}x the removable share"
     assert f"+35% to +{high}% on new tokens removes 25.9% to " in r.reason
     h = {x.name: x for x in out.headlines}["removable_share"]
-    assert (h.value, h.kind, h.verdict) == (50.0, "modelled", verdict)
+    assert (h.value, h.kind, h.verdict) == (50.3, "modelled", verdict)
 
 
 @pytest.mark.parametrize(
     "removable,verdict",
-    [(0.40, "possible"), (0.30, "undetermined"), (0.25, "undetermined")],
+    [(0.40, "possible"), (0.31, "undetermined"), (0.30, "impossible"), (0.25, "impossible")],
 )
 def test_physics_reading_against_the_removable_share(removable, verdict):
     """+35 % .. +44 % needs 30.56 % of the time removed: over 40 % removable 0.764 (possible),
-    over 30 % 1.019 (undetermined), over 25 % 1.22 (undetermined: never impossible, two of the
-    three changes are unsized)."""
+    over 31 % 0.986 (undetermined), over 30 % 1.019 and 25 % 1.22 (impossible: above 100 %)."""
     r = prefill_gain.gain_physics(0.35, 0.44, removable, "by hand")
     assert r.verdict == verdict and r.reading == "physics"
 
@@ -362,9 +378,8 @@ def test_published_reading_is_none_published(tmp_path):
 
 def test_outcome_by_hand(tmp_path):
     """On B300 behind 128,000 cached tokens: A 100 / 0.2 s = 500 new tok/s, B 700 (+40 %); the
-    prefix read per new token (sparse) 31,819,776 B over 8 TB/s = 3.977 us against 2.0675 us of
-    compute (no reuse: 251,416.0 tok/s); shared by the 100 new tokens 0.0398 us, under the
-    compute: 483,667 tok/s."""
+    prefix read per new token (sparse, 20 encoder layers) 15,710,208 B over 8 TB/s = 1.964 us
+    against 3.0054 us of compute (GEMMs + attention FLOP: 332,736.2 tok/s either way)."""
     params = prefill_gain.Params(n_boot=100, level=0.8, seed=7)
     an = prefill_gain.analyse(_claim_trace(tmp_path, 1.4, B300), params)
     out = {h.name: h for h in prefill_gain.outcome(an).headlines}
@@ -372,18 +387,18 @@ def test_outcome_by_hand(tmp_path):
     assert out["gain_interval_low"].value == out["gain_interval_high"].value == 40.0
     assert out["new_token_tok_s_a"].value == 500.0 and out["new_token_tok_s_b"].value == 700.0
     assert out["mean_cached_tokens"].value == 128_000.0
-    assert out["prefix_read_ceiling_no_reuse"].value == 251_416.0  # 251,415.97 to one decimal
+    assert out["prefix_read_ceiling_no_reuse"].value == 332_736.2  # 332,736.15 to one decimal
     assert out["prefix_read_ceiling_no_reuse"].kind == "modelled"
     assert out["gain_interval_low"].definition == (
         "lower end of the 80% bootstrap interval of the gain (100 resamples, seed 7)"
     )
     assert an.read_reuse.bound == "compute"
-    assert an.read_reuse.tokens_per_s == pytest.approx(483_667.07)
+    assert an.read_reuse.tokens_per_s == pytest.approx(332_736.15)
     v = an.values()
     assert (v["a_tok_s"], v["b_tok_s"]) == (pytest.approx(500.0), pytest.approx(700.0))
     assert (v["claim_low_pct"], v["claim_high_pct"], v["claim_prefix"]) == (35, 44, 128_000)
-    assert v["sparse_read_us"] == pytest.approx(3.977472) and v["bound_reuse"] == "compute"
-    assert v["read_over_compute"] == pytest.approx(3.977472 / 2.06753792)
+    assert v["sparse_read_us"] == pytest.approx(1.963776) and v["bound_reuse"] == "compute"
+    assert v["read_over_compute"] == pytest.approx(1.963776 / 3.0053842944)
     assert v["need_low_pct"] == pytest.approx(100 * (1 - 1 / 1.35))  # 25.93 %
     assert v["need_high_pct"] == pytest.approx(100 * (1 - 1 / 1.44))  # 30.56 %
     assert (v["n_a"], v["n_b"], v["testable"]) == (4, 4, True)
@@ -394,10 +409,12 @@ def test_outcome_by_hand(tmp_path):
     )
     assert v["serve_args_a"] == v["serve_args_b"] == "not recorded"
     assert v["batched_tokens_a"] == "vLLM's default"
-    # +44 % needs 30.56 % removed: undetermined below 30.56 / 0.85 = 35.9 % (the 15 % margin)
+    # +44 % needs 30.56 % removed: undetermined below 30.56 / 0.85 = 35.9 %, impossible below
+    # 30.56 %; the 50.26 % removable allows up to 1 / (1 - 0.5026) - 1 = +101 %
     flips = prefill_gain.outcome(an).flips
-    assert flips[0].startswith("physics: undetermined if the decoder replay layers could remove")
-    assert "less than 35.9 % of a new token's GEMM work (the other two" in flips[0]
+    assert flips[0].startswith("physics: undetermined if the decoder replay layers removed less")
+    assert "than 35.9 % of a new token's time at the ceilings, impossible below 30.6 %" in flips[0]
+    assert "a gain above +101 % reads impossible" in flips[0]
     assert an.cached_sources() == "run.json parameters.prefix_tokens (8 requests)"
     parameters = prefill_gain.outcome(an).parameters
     assert (parameters["n_boot"], parameters["level"], parameters["seed"]) == (100, 0.8, 7)
@@ -434,14 +451,15 @@ def test_the_range_comes_from_the_registry():
 
 
 def test_the_cached_prefix_comes_from_the_registry():
-    """Halve the claim's cached prefix: the sparse read per new token falls to 170 x 64,000 +
-    5,603,328 + 4,456,448 = 20,939,776 B, still above the compute time: the ceiling rises to
-    8e12 / 20,939,776 = 382,048.0 tok/s, and no headline quotes 128,000 any more."""
+    """Halve the claim's cached prefix: the encoder's read per new token falls to 102 x 64,000
+    + 2,654,208 = 9,182,208 B (1.148 us), and the compute to 2.06753792 us + (1.5 x 64,000 x
+    16,384 + 1,207,959,552 + 335,544,320) FLOP / 5e15 = 2.69081149 us, which binds: the ceiling
+    rises to 371,635.1 tok/s, and no headline quotes 128,000 any more."""
     tr = read_trace(paths.TRACES / "prefill-gain")
     reg = _edited_registry(context_tokens={"low": 64_000, "high": 64_000})
     out = prefill_gain.outcome(prefill_gain.analyse(tr, registry=reg))
     h = {x.name: x for x in out.headlines}
-    assert h["prefix_read_ceiling_no_reuse"].value == 382_048.0  # 382,048.02 to one decimal
+    assert h["prefix_read_ceiling_no_reuse"].value == 371_635.1
     run = out.reading("prefill-gain.gain", "this run")
     text = " ".join(x.definition + " " + x.reason for x in out.headlines) + run.reason
     assert "128,000" not in text and "64,000 cached tokens" in text

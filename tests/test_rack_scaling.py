@@ -205,10 +205,12 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     assert rack["tok_s_per_gpu"] == pytest.approx(13_250)
     assert rack["ratio"] == pytest.approx(13_250 / CAP_DECODE) and rack["verdict"] == "possible"
     assert rack["formula"].startswith("954,000 / 72 = 13,250 tok/s per GPU; ")
-    cached = r.loc["per-gpu-with-cached"]  # fits with at least 1 - 241,834 / 954,000 = 74.7 %
-    assert cached["min_cached_share"] == pytest.approx(1 - CAP_DECODE / 954_000)
+    # counted cached tokens are input, prefill work: it fits with at least 1 - 483,667 /
+    # 954,000 = 49.3 % cache hits (against the decode ceiling it was 74.7 %, the wrong phase)
+    cached = r.loc["per-gpu-with-cached"]
+    assert cached["min_cached_share"] == pytest.approx(1 - CAP_PREFILL / 954_000)
     assert cached["verdict"] == "undetermined" and np.isnan(cached["ratio"])
-    assert "74.7%" in cached["formula"]
+    assert "49.3%" in cached["formula"] and "prefill ceiling" in cached["formula"]
     with pytest.raises(InputError, match="cached_share"):
         rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", 1.0)
 
@@ -216,16 +218,19 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
 @pytest.mark.parametrize(
     "share,verdict",
     [
-        (0.8, "possible"),  # 0.2 x 954,000 = 190,800 = 0.789x the decode ceiling
-        (0.75, "undetermined"),  # 238,500 = 0.986x: within the 15 % modelling margin
-        (0.5, "impossible"),  # 477,000 = 1.97x
+        (0.6, "possible"),  # 0.4 x 954,000 = 381,600 = 0.789x the prefill ceiling
+        (0.5, "undetermined"),  # 477,000 = 0.986x: within the 15 % modelling margin
+        (0.49, "impossible"),  # 486,540 = 1.006x: above 100 % of the ceiling
+        (0.3, "impossible"),  # 667,800 = 1.38x
     ],
 )
 def test_throughput_reading_with_a_cached_share(share, verdict):
+    """Counted cached tokens are input: the computed rest is judged against the new-token
+    prefill ceiling (483,667 tok/s per GPU, no prefix: the write-up gives no context)."""
     r = rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", share)
     c = r.set_index("reading").loc["per-gpu-with-cached"]
     assert c["computed_tok_s_per_gpu"] == pytest.approx((1 - share) * 954_000)
-    assert c["ratio"] == pytest.approx((1 - share) * 954_000 / CAP_DECODE)
+    assert c["ratio"] == pytest.approx((1 - share) * 954_000 / CAP_PREFILL)
     assert c["verdict"] == verdict
 
 
@@ -427,11 +432,12 @@ def _physics(values=None, **params):
         # 300,000 tok/s: 1.24x the decode ceiling, but 300,000 / 483,667 = 0.62x the prefill
         # ceiling: a per-GPU reading fits
         ({"throughput": 300_000}, {}, "possible", "1.24x the decode ceiling"),
-        # as published: 3.94x decode, 1.97x prefill, fits only with >= 74.7 % cache hits, a
+        # as published: 3.94x decode, 1.97x prefill, fits only with >= 49.3 % cache hits, a
         # share the write-up does not give
         ({}, {}, "undetermined", "3.94x the decode ceiling"),
-        # a published share of 50 %: 477,000 computed = 1.97x; every per-GPU reading is out
-        ({}, {"cached_share": 0.5}, "impossible", "3.94x the decode ceiling"),
+        # a published share of 40 %: 572,400 computed = 1.18x the prefill ceiling; every
+        # per-GPU reading is out
+        ({}, {"cached_share": 0.4}, "impossible", "3.94x the decode ceiling"),
     ],
     ids=["possible", "undetermined", "impossible"],
 )
@@ -439,8 +445,10 @@ def test_every_throughput_physics_reading(values, params, verdict, margin):
     _, out = _physics(values, **params)
     r = out.reading("rack-scaling.throughput", "physics")
     assert (r.verdict, r.margin) == (verdict, margin)
-    if not values:
-        assert "74.7%" in r.reason and "(13,250 per GPU) it is possible" in r.reason
+    if not values and not params:
+        assert "49.3%" in r.reason and "(13,250 per GPU) it is possible" in r.reason
+    if params:  # 0.6 x 954,000 = 572,400 = 1.18x the prefill ceiling
+        assert "at the given share, 572,400 tok/s per GPU is 1.18x the prefill" in r.reason
 
 
 @pytest.mark.parametrize(
@@ -462,26 +470,22 @@ def test_every_speedup_physics_reading(speedup, verdict, margin):
 
 
 @pytest.mark.parametrize(
-    "values,params,verdict,margin",
+    "values,params",
     [
-        # a published share of 20 %: 47.7 M tok/h x ($1 x 0.8 + $0.10 x 0.2) = $39.114;
-        # $38.96 is -0.4 % from it, within the 15 % margin
-        ({}, {"cached_share": 0.2}, "possible", "-0.4% from the revenue"),
-        # no share: $38.96 lies in $4.77 .. $47.70 (20.4 % cached): fits, undecided
-        ({}, {}, "undetermined", "20.4% cached"),
-        # $100 is above $47.70 (rack total) and below $343.44 (per GPU as stated)
-        ({"cost": 100.0}, {}, "impossible", "outside every range"),
-        # a share of 50 %: 47.7 x 0.55 = $26.235 and 3,434.4 x 0.55 = $1,888.92: $38.96 is
-        # +48.5 % from the nearer
-        ({}, {"cached_share": 0.5}, "impossible", "+48.5% from the revenue"),
+        ({}, {}),
+        ({"cost": 2.65}, {}),  # the catalog's rental price: was "impossible" as token revenue
+        ({"cost": 100.0}, {}),  # was "impossible": outside every token-revenue range
+        ({}, {"cached_share": 0.5}),  # was "impossible": +48.5 % from the revenue at 50 %
     ],
-    ids=["possible", "undetermined", "impossible-no-share", "impossible-share"],
+    ids=["published", "rental", "high", "with-share"],
 )
-def test_every_cost_physics_reading(values, params, verdict, margin):
+def test_a_price_is_never_a_physics_reading(values, params):
+    """No ceiling bounds a price: every dollar figure, at any cached share, reads undetermined
+    with the reason saying why (token prices are not physics)."""
     _, out = _physics(values, **params)
     r = out.reading("rack-scaling.cost", "physics")
-    assert (r.verdict, r.margin) == (verdict, margin)
-    assert r.reason.endswith("as a rental price physics says nothing")
+    assert (r.verdict, r.margin) == ("undetermined", "not a physics quantity")
+    assert "no ceiling bounds a price" in r.reason
 
 
 def test_published_readings_on_the_shipped_evidence():
@@ -495,18 +499,20 @@ def test_published_readings_on_the_shipped_evidence():
 
 
 def test_flips_are_the_computed_thresholds():
-    """Physics turns at 0.85x / 1.15x a ceiling. Throughput possible with >= 1 - 0.85 x
-    241,834 / 954,000 = 78.5 % cache hits or below 0.85 x 483,667 = 411,117 tok/s; impossible
-    with a share below 1 - 1.15 x 241,834 / 954,000 = 70.8 %. Speedup: possible while the
-    rack total stays below 0.85 x 241,834 x 7.9 x 4 = 6,495,649 tok/s, impossible above 1.15 x
-    241,834 x 7.9 x 8 = 17,576,461; at 954,000: above 954,000 / (0.85 x 241,834 x 4) = 1.16x,
-    below 954,000 / (1.15 x 241,834 x 8) = 0.429x. No `$` (the box is Markdown)."""
+    """Physics turns at 0.85x and 1x a ceiling (above 100 % is impossible, no margin).
+    Throughput (cached tokens are prefill work): possible with >= 1 - 0.85 x 483,667 / 954,000
+    = 56.9 % cache hits or below 0.85 x 483,667 = 411,117 tok/s; impossible with a share below
+    1 - 483,667 / 954,000 = 49.3 %, or above 2.42e+10 tok/s per GPU, which no share reaches.
+    Speedup: possible while the rack total stays below 0.85 x 241,834 x 7.9 x 4 = 6,495,649
+    tok/s, impossible above 241,834 x 7.9 x 8 = 15,283,879; at 954,000: above 954,000 / (0.85
+    x 241,834 x 4) = 1.16x, below 954,000 / (241,834 x 8) = 0.493x. Cost: nothing turns it.
+    No `$` (the box is Markdown)."""
     an, out = _physics()
     tp, sp, cost = out.flips[:3]
-    assert "78.5%" in tp and "411,117 tok/s" in tp and "70.8%" in tp
-    assert "6,495,649 tok/s" in sp and "17,576,461 tok/s" in sp
-    assert "above 1.16x" in sp and "below 0.429x" in sp
-    assert "USD 4.77" in cost and "USD 47.70" in cost and "(20.4% at the rack-total" in cost
+    assert "56.9%" in tp and "411,117 tok/s" in tp and "49.3%" in tp and "2.42e+10" in tp
+    assert "6,495,649 tok/s" in sp and "15,283,879 tok/s" in sp
+    assert "above 1.16x" in sp and "below 0.493x" in sp
+    assert cost.startswith("cost, physics: nothing turns it")
     assert not any("$" in f for f in out.flips)
 
 
@@ -516,7 +522,7 @@ def test_tables_show_dollars_literally_and_say_what_is_unknown():
     assert "\\$38.96" in cost and "\\$4.77 to \\$47.70" in cost
     assert "$" not in cost.replace("\\$", "")
     thr = an.throughput_markdown()
-    assert "at most 241,834" in thr and "fits if at least 74.7% cached" in thr
+    assert "at most 483,667" in thr and "fits if at least 49.3% cached" in thr
     assert "| rack total / GPUs | 13,250 | 13,250 | 241,834 (decode) | 0.0548x |" in thr
     assert (
         "| 2x (2 replicas) | 1,210.0 | 2,401.7 | 7,278.8 | 10,890.4 |" in an.accounting_markdown()
@@ -540,9 +546,9 @@ def test_the_published_figures_come_from_the_registry():
     assert dec.value == pytest.approx(round(1e6 / CAP_DECODE, 4))
     assert old[dec.name].value == pytest.approx(round(954_000 / CAP_DECODE, 4))
     assert dec.reason.startswith("1,000,000 tok/s per GPU is 4.14x")
-    # cached share: 1 - 241,834 / 1,000,000 = 75.8 % (was 74.7 %)
+    # cached share: 1 - 483,667 / 1,000,000 = 51.6 % (was 49.3 %)
     share = new["reading_per-gpu-with-cached_min_cached_share"]
-    assert share.value == pytest.approx(round(1 - CAP_DECODE / 1e6, 4)) and "75.8%" in share.reason
+    assert share.value == pytest.approx(round(1 - CAP_PREFILL / 1e6, 4)) and "51.6%" in share.reason
     # rack total 1,000,000 / 72 x 3600 / 1e6 = 50 M tok/h; $40.5 needs (1 - 40.5 / 50) / 0.9
     rev = new["revenue_cached_share_rack_total"]
     assert rev.value == pytest.approx(round((1 - 40.5 / 50) / 0.9, 4))

@@ -39,17 +39,32 @@ def test_card_names_version_flags_weights_command_and_files(result):
 
 def test_rack_scaling_sweep_by_hand():
     """4,096 streams (64 per decode rank x 64) x 4 requests each; 512 prompt (384 shared) and 64
-    output tokens per request, measured at 104,429 tok/s per GPU on 68 GPUs, or 457 tok/s per
-    stream: the throughput bound, 9,437,184 / (104,429 x 68) = 1.33 s, is the longer."""
+    output tokens per request, measured at 904.78 output tok/s per GPU on 68 GPUs, or 457 tok/s
+    per stream: the throughput bound, 1,048,576 / (904.78 x 68) = 17.0 s, is the longer."""
     params = topology.params_files(TOPO)["rack-scaling"]
     assert params["concurrency"] == 64 * 64 and params["gpus_per_replica"] == 72
     sw = rerun.sweep("rack-scaling", params, gpus=68)
     assert (sw.points, sw.requests) == (1, 16_384)
     assert (sw.prompt_tokens, sw.output_tokens) == (16_384 * 512, 16_384 * 64)
     batched, one, _ = rerun.assumptions()
-    assert sw.run_s == pytest.approx(max(16_384 * 576 / (batched * 68), 4 * 64 / one))
+    assert sw.run_s == pytest.approx(max(16_384 * 64 / (batched * 68), 4 * 64 / one))
+    assert sw.run_s == pytest.approx(1_048_576 / (904.78 * 68))
     assert sw.wall_min == pytest.approx(15 + sw.run_s / 60)
     assert sw.gpu_hours == pytest.approx(68 * sw.wall_min / 60)
+
+
+def test_decode_parity_budget_uses_output_tokens():
+    """Decode parity: 6 batch sizes (8 to 256 per rank, x 64 ranks), 1,024 in / 1,024 out:
+    264,241,152 output tokens at 904.78 output tok/s per GPU on 68 GPUs = 4,294.8 s, about 72
+    minutes of measuring (at 104,429 tok/s/GPU, a total that counts re-read cached prefix, it
+    was about 2 minutes and the card said about 17 in all)."""
+    params = topology.params_files(TOPO)["decode-parity"]
+    sw = rerun.sweep("decode-parity", params, gpus=68)
+    assert sw.output_tokens == 264_241_152
+    assert sw.run_s == pytest.approx(264_241_152 / (904.78 * 68))
+    assert round(sw.run_s / 60) == 72
+    md = rerun.card("decode-parity")
+    assert "about 87 min" in md and "72 min measuring at 905 output tok/s per GPU" in md
 
 
 def test_single_stream_sweep_is_bound_by_one_users_speed():
@@ -63,6 +78,7 @@ def test_time_assumption_is_published_not_a_claims_figure():
     batched, one, url = rerun.assumptions()
     claimed = {c.value for c in load_claims().claims if c.value is not None}
     assert batched not in claimed and one not in claimed
+    assert batched == pytest.approx(904.78)  # output tokens, not the 104,429.47 total
     assert url.startswith("https://github.com/SemiAnalysisAI/InferenceX/")
 
 

@@ -178,7 +178,8 @@ def test_batch1_decode_ceiling(v41):
     assert spec.tokens_per_s == pytest.approx(3.51 * 32e12 / bytes_, rel=1e-8)
     assert 826 / spec.tokens_per_s == pytest.approx(0.2506, abs=1e-3)  # ~25 % of that ceiling
     ctx = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, context_tokens=855_000)
-    assert ctx.kv_bytes == roofline.decode_kv_reads(v41, 855_000).sparse_bytes
+    # the sparse reads plus the sliding window: 40 layers x 128 rows x 528 B (FP8) = 2,703,360 B
+    assert ctx.kv_bytes == roofline.decode_kv_reads(v41, 855_000).sparse_bytes + 2_703_360
     with pytest.raises(InputError, match="acceptance_length: must be >= 1"):
         roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, acceptance_length=0.5)
 
@@ -227,3 +228,44 @@ def test_cli_broken_yaml_by_path(capsys, tmp_path: Path):
 def test_cli_bad_context(capsys):
     assert main(["kv-bytes", "deepseek-v4.1-flash", "--context", "0"]) == 2
     assert capsys.readouterr().err.strip() == "error: -: --context: must be > 0, got 0"
+
+
+def test_the_issues_context_numbers_by_hand(v41):
+    """Issue 20's figures, from the catalog (data/models/deepseek-v4.1-flash.yaml) by hand.
+
+    Sliding window per decode step: 40 layers x 128 rows x (512 x 8 / 8 + 512 / 32) B = 40 x
+    128 x 528 = 2,703,360 B ("about 2.7 MB per sequence per step"). Index scan FLOP per token:
+    2 x 64 heads x 128 dims x (1/2 + 1/2 + 1/2 + 1/1) rows per context token = 40,960 FLOP per
+    context token: 5.243 GFLOP at 128,000 ("about 5.2") and 35.02 at 855,000 ("35"), against
+    2 x 16e9 = 32 GFLOP of GEMMs. The fixed terms add 1.074 G (4 reindex layers x 16,384 rows x
+    16,384), 2.550 G (38 layers x 512 rows x 4 x 64 x 512) and 0.671 G (window): 9.538 GFLOP
+    at 128,000. Prefill's prefix reads pass the 20 encoder layers: 1.5 x 68 B x 128,000 +
+    18 x 512 x 288 B = 15,710,208 B ("about 15.7 MB"), not the 31,819,776 B of all 40 layers.
+    """
+    from rackbook.physics.roofline import attention_flops, context_reads
+
+    d128, d855 = attention_flops(v41, 128_000), attention_flops(v41, 855_000)
+    assert d128.scan == 2 * 64 * 128 * 2.5 * 128_000 == pytest.approx(5.243e9, rel=1e-3)
+    assert d855.scan == pytest.approx(35.02e9, rel=1e-3)
+    assert (d128.pool, d128.rows, d128.window) == (
+        4 * 16_384 * 16_384,
+        38 * 512 * 4 * 64 * 512,
+        40 * 128 * 4 * 64 * 512,
+    )
+    assert d128.total == pytest.approx(9_537_847_296)
+    assert roofline.flops_per_token(v41, "decode") == 32e9
+    p128 = attention_flops(v41, 128_000, "prefill")  # 3 index sources, 18 + 20 layers
+    assert (p128.scan, p128.pool) == (2 * 64 * 128 * 1.5 * 128_000, 0)
+    assert p128.total == 4_689_231_872
+    r = context_reads(v41, 128_000)
+    assert r.window == 2_703_360 and r.total == 31_819_776 + 2_703_360
+    assert r.total - r.window == roofline.decode_kv_reads(v41, 128_000).sparse_bytes
+    pre = context_reads(v41, 128_000, "prefill")
+    assert (pre.scan, pre.rows, pre.pool, pre.window) == (13_056_000, 2_654_208, 0, 0)
+    assert pre.total == 15_710_208
+    assert context_reads(v41, 64).window == 40 * 64 * 528  # a window not yet full
+    assert attention_flops(v41, 0).total == 0 and context_reads(v41, 0).total == 0
+    # the compute ceiling at 128,000 tokens: 4.13508 us of GEMMs + 9.5378e9 / 5e15 = 6.04265 us
+    c = roofline.compute_ceiling_tokens_per_s(v41, "gb300", context=128_000)
+    assert c.tokens_per_s == pytest.approx(1 / 6.0426452992e-6)
+    assert c.flops_per_token == 32_000_000_000 + 9_537_847_296

@@ -282,12 +282,14 @@ def _registry(tok_s: float | None = None, gpus: int | None = None):
         # ceilings 2,662.5 (1 token per step) and 3,297.4 (3.51): the higher decides
         (826, {}, (31.02, 25.05), "possible", "25% of the ceiling"),  # 826 / 3,297.4 = 0.25
         (3000, {}, (112.68, 90.98), "undetermined", "91% of the ceiling"),  # 0.91: within 15 %
-        (4000, {}, (150.23, 121.31), "impossible", "121% of the ceiling"),  # 1.21 > 1.15
+        (4000, {}, (150.23, 121.31), "impossible", "121% of the ceiling"),  # 1.21 > 1
+        # 3,400 / 3,297.4 = 1.03: above 100 % of the ceiling, impossible (no 15 % margin)
+        (3400, {}, (127.70, 103.11), "impossible", "103% of the ceiling"),
         # acceptance 1.2: 1.2 / 1.06449 ms = 1,127.3 tok/s, below the 2,662.5 of one token per
         # step, which then decides: 826 / 2,662.5 = 31 %
         (826, {"acceptance_length": 1.2}, (31.02, 73.27), "possible", "31% of the ceiling"),
     ],
-    ids=["published", "near-the-ceiling", "above-the-ceiling", "short-acceptance"],
+    ids=["published", "near-the-ceiling", "above-the-ceiling", "just-above", "short-acceptance"],
 )
 def test_every_physics_reading(tmp_path, claim, params, share, verdict, margin):
     an = single_user.analyse(
@@ -346,8 +348,9 @@ def test_the_collective_budget_is_in_the_values_and_flips(tmp_path):
     assert v["budget_1_us"] == pytest.approx(20.8767, abs=1e-3)  # (1.2107 - 0.3756) / 40 ms
     assert v["budget_s_us"] == pytest.approx(79.6226, abs=1e-3)  # (4.2494 - 1.0645) / 40 ms
     flips = single_user.outcome(an).flips
-    # undetermined above 0.85 x 3,297.35 = 2,802.7 and impossible above 1.15 x = 3,791.95
-    assert "undetermined above 2,803 tok/s and impossible above 3,792" in flips[0]
+    # undetermined above 0.85 x 3,297.35 = 2,802.7 and impossible above the ceiling itself
+    # (above 100 % of a ceiling: no margin; it was 1.15 x = 3,792)
+    assert "undetermined above 2,803 tok/s and impossible above 3,297" in flips[0]
     assert "20.9 us per MoE layer" in flips[0] and "79.6 us with speculation" in flips[0]
 
 

@@ -62,11 +62,17 @@ def test_run_reading(measured, run, verdict, margin):
 
 @pytest.mark.parametrize(
     "claimed,verdict",
-    [(84.0, "possible"), (85.0, "undetermined"), (115.0, "undetermined"), (116.0, "impossible")],
+    [
+        (84.0, "possible"),
+        (85.0, "undetermined"),
+        (100.0, "undetermined"),
+        (103.0, "impossible"),
+        (116.0, "impossible"),
+    ],
 )
 def test_physics_reading_margin_edges(claimed, verdict):
-    """Against a ceiling of 100: below 85 % possible, above 115 % impossible, else
-    undetermined (the modelling margin of a ceiling)."""
+    """Against a ceiling of 100: below 85 % possible, from 85 % to 100 % undetermined (the
+    modelling margin of a ceiling), above 100 % impossible (no margin lifts a peak)."""
     r = verdicts.physics_reading("rack-scaling.throughput", claimed, 100.0, "w")
     assert r.verdict == verdict and r.margin == f"{claimed / 100:.3g}x the ceiling"
 

@@ -24,7 +24,7 @@ HANDLERS: dict[str, str] = {
     "list": "rackbook.book.runner:cli_list",
     "book": "rackbook.book.runner:cli_book",
     "kv-bytes": "rackbook.physics.roofline:cli_kv_bytes",
-    "check": "rackbook.physics.check:cli_check",
+    "check": "rackbook.results.workload:cli_check",
     "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
     "recipes": "rackbook.cluster.topology:cli_recipes",
@@ -188,27 +188,57 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--context", type=int, default=None, help="also print bytes per sequence")
 
-    s = sub.add_parser("check", help="is a serving claim physically possible? (any model, GPU)")
+    s = sub.add_parser("check", help="the three readings of a throughput figure for a workload")
     s.add_argument("--model", required=True, help="model id in data/models/")
     s.add_argument("--gpu", required=True, help="GPU id in data/hardware.yaml")
     s.add_argument("--gpus", type=int, required=True, help="GPUs serving the claim")
     s.add_argument("--tok-s", type=float, required=True, help="claimed tokens per second")
-    s.add_argument("--per", choices=["gpu", "total"], default="gpu", help="per GPU or in total")
-    s.add_argument("--phase", choices=["decode", "prefill"], default="decode")
     s.add_argument(
-        "--batch",
-        type=int,
+        "--per",
+        choices=["gpu", "total"],
         default=None,
-        help="sequences decoding together on all the GPUs (1: one user spread over them; "
-        "default: the best batch that fits)",
+        help="per GPU or in total over --gpus (not given: per GPU, said in the first line)",
     )
-    s.add_argument("--context", type=int, default=0, help="context tokens of each sequence")
+    s.add_argument(
+        "--counted",
+        choices=["output", "total"],
+        default=None,
+        help="tokens the figure counts: output, or input + output (needs --isl and --osl)",
+    )
+    s.add_argument("--isl", type=float, default=None, help="input tokens per request")
+    s.add_argument("--osl", type=float, default=None, help="output tokens per request")
+    s.add_argument(
+        "--context",
+        type=float,
+        default=None,
+        help="tokens each decoding sequence holds (default ISL + OSL / 2, else 0)",
+    )
+    s.add_argument(
+        "--cached-share",
+        type=float,
+        default=0.0,
+        help="share of the input tokens served from the prefix cache (0 to 1)",
+    )
+    s.add_argument(
+        "--concurrency",
+        type=float,
+        default=None,
+        help="sequences in flight over all the GPUs of the claim (default: the best that fits)",
+    )
+    s.add_argument("--batch", type=float, default=None, help="the same as --concurrency")
     s.add_argument(
         "--tokens-per-step",
         type=float,
         default=1.0,
         help="tokens kept per decode step (speculative decoding's acceptance length)",
     )
+    s.add_argument(
+        "--phase",
+        choices=["decode", "prefill", "mixed"],
+        default=None,
+        help="what the GPUs run (default: mixed with --isl and --osl, else decode)",
+    )
+    s.add_argument("--trace", default=None, help="a trace folder for the this-run reading")
     s.add_argument(
         "--kv-dtype", choices=["fp4", "fp8", "bf16"], default=None, help="KV storage (narrowest)"
     )

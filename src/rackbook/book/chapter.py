@@ -91,7 +91,7 @@ def evidence_markdown(result: str) -> str:
     out = []
     for claim_id, rows in table.groupby("claim_id", sort=False):
         head = rows[rows["kind"] == "claim"]
-        pts = rows[rows["kind"] != "claim"].sort_values("used", ascending=False)
+        pts = rows[rows["kind"] != "claim"].sort_values("used", ascending=False, kind="stable")
         if len(head):
             h = head.iloc[0]
             out.append(

@@ -3,28 +3,30 @@ per GPU, and a verdict on a claimed figure.
 
 Readings (each a ceiling in tokens/s per GPU, with its formula):
 
-- **compute**: every GPU's dense FLOP/s at the precision each part of the model runs at
+- **compute**: every GPU's dense FLOP/s at the precision each part of the model runs at, for
+  the GEMMs and the attention and indexer FLOP at the workload's context
   (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); with speculation, a step
-  verifies more tokens than it keeps;
+  verifies more tokens than it keeps; prefill passes the encoder layers only;
 - **memory bandwidth** (decode): a step streams the dense weights once per GPU, the distinct
-  routed experts all the step's tokens pick (spread over the GPUs), each sequence's context reads
-  (the sparse end of :func:`rackbook.physics.roofline.decode_kv_reads`) and the drafter's
-  weights; at ``batch`` sequences per GPU it yields batch x tokens-per-step tokens;
+  routed experts all the step's tokens pick (spread over the GPUs), each sequence's context
+  reads (index scan, top-k rows, candidate pool, sliding window:
+  :func:`rackbook.physics.roofline.context_reads`) and the drafter's weights; at ``batch``
+  sequences it yields batch x tokens-per-step tokens;
+- **KV read** (prefill): each new token reads its prefix's caches in the encoder layers;
 - **memory capacity**: the weights (dense on every GPU, experts spread) and each sequence's KV
-  must fit; a model that does not fit at all is impossible.
+  must fit; what does not fit (the weights, or the KV cache) makes the figure impossible.
 
-Without a batch, the batch is the claimant's free choice: the ceiling is the best over every
-batch whose KV fits, so ``impossible`` means no batch size could reach the figure.
+A workload's prefill and decode share the GPUs' time: ratio = new input tokens/s / prefill
+ceiling + output tokens/s / decode ceiling. Without a concurrency the batch is the claimant's
+free choice: the best batch whose KV fits, and the output says so.
 
-Verdict on claimed / binding ceiling (``ratio``): ``possible`` below 1 - :data:`MARGIN`,
-``impossible`` above 1 + :data:`MARGIN`, ``undetermined`` in between (within the modelling
-uncertainty of a ceiling that ignores communication, attention FLOP and kernel efficiency).
+Verdict on the ratio: ``possible`` below 1 - :data:`MARGIN`, ``undetermined`` from there to 1
+(the modelling uncertainty of ceilings that leave out communication and kernel efficiency),
+``impossible`` above 1: a figure above 100 % of a peak is impossible whatever the margin.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -41,29 +43,48 @@ MARGIN = 0.15
 VERDICTS = ("possible", "impossible", "undetermined")
 #: Share of HBM the engine may use for weights and KV (vLLM's --gpu-memory-utilization default).
 MEMORY_FRACTION = 0.9
-#: Largest batch per GPU searched when the batch is free.
+#: Largest batch per GPU searched when the batch is free, and the most one may name.
 MAX_BATCH = 1 << 16
+#: The most GPUs a claim may name, and the most tokens a speculative step may keep.
+MAX_GPUS = 1 << 20
+MAX_TOKENS_PER_STEP = 64
+#: What a figure counts: output tokens, input + output, or input tokens (prefill).
+COUNTED = ("output", "total", "input")
+#: The phases a figure's GPUs run: decode only, prefill only, or both sharing the time.
+CHECK_PHASES = ("decode", "prefill", "mixed")
 
 
 def physics_verdict(ratio: float, margin: float = MARGIN) -> str:
-    """``possible`` | ``undetermined`` | ``impossible`` for claimed / ceiling = ``ratio``."""
-    if not math.isfinite(ratio) or ratio > 1 + margin:
+    """``possible`` | ``undetermined`` | ``impossible`` for claimed / ceiling = ``ratio``.
+
+    A ceiling leaves out only what lowers it further (communication, scheduling, kernel
+    efficiency), so a figure above 100 % of it is ``impossible`` whatever the margin; from
+    1 - ``margin`` to 1 it is ``undetermined`` (within the modelling uncertainty); below,
+    ``possible``."""
+    if not math.isfinite(ratio) or ratio > 1:
         return "impossible"
     return "undetermined" if ratio >= 1 - margin else "possible"
 
 
 @dataclass(frozen=True)
 class Reading:
-    """One ceiling: tokens/s per GPU, what it is, and the arithmetic."""
+    """One ceiling: tokens/s per GPU, what it is, and the arithmetic; ``phase`` is the phase
+    whose tokens it bounds (empty for memory capacity)."""
 
     name: str
     tok_s_per_gpu: float
     formula: str
+    phase: str = ""
 
 
 @dataclass(frozen=True)
 class Check:
-    """The physics of one claimed rate (tokens/s per GPU)."""
+    """The physics of one claimed rate (tokens/s per GPU) on one workload.
+
+    ``ratio``: the share of the GPUs' time the claimed work needs at the ceilings (the prefill
+    share of the new input tokens plus the decode share of the output tokens); 1 = every
+    second at a ceiling. ``ceiling_tok_s_per_gpu``: the counted rate at which the ratio is 1.
+    ``fractions``: phase -> its share of the time."""
 
     model: str
     gpu: str
@@ -77,12 +98,22 @@ class Check:
     batch: int | None
     readings: list[Reading]
     notes: list[str] = field(default_factory=list)
+    counted: str = "output"
+    fractions: dict[str, float] = field(default_factory=dict)
+    workload: dict[str, Any] = field(default_factory=dict)
 
     @property
     def reason(self) -> str:
         """One line: the claim over the binding ceiling, and what binds."""
-        if self.limit == "memory capacity":
+        if self.limit.startswith("memory capacity"):
             return self.notes[0] if self.notes else "the model does not fit"
+        if len(self.fractions) > 1:
+            parts = " + ".join(f"{k} {v:.3g}" for k, v in self.fractions.items())
+            return (
+                f"{self.claimed_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU needs {parts} "
+                f"= {self.ratio:.3g}x the time of the {self.gpu} GPUs at their ceilings "
+                f"(the workload's ceiling is {self.ceiling_tok_s_per_gpu:,.0f})"
+            )
         return (
             f"{self.claimed_tok_s_per_gpu:,.0f} tok/s per GPU is {self.ratio:.3g}x the "
             f"{self.limit} ceiling of {self.ceiling_tok_s_per_gpu:,.0f} on {self.gpu}"
@@ -97,8 +128,12 @@ class Check:
 
 def _spec_tokens(model: ModelSpec, tokens_per_step: float) -> int:
     """Tokens a verify step carries for ``tokens_per_step`` kept tokens (1 without speculation)."""
-    if tokens_per_step < 1:
-        raise InputError("-", "tokens_per_step", f"must be >= 1, got {tokens_per_step}")
+    if not (math.isfinite(tokens_per_step) and 1 <= tokens_per_step <= MAX_TOKENS_PER_STEP):
+        raise InputError(
+            "-",
+            "tokens_per_step",
+            f"must be a number from 1 to {MAX_TOKENS_PER_STEP}, got {tokens_per_step}",
+        )
     if tokens_per_step == 1:
         return 1
     spec = model.speculative
@@ -109,11 +144,11 @@ def memory_ceiling(
     model: ModelSpec,
     gpu: GpuSpec,
     gpus: int,
-    batch: int,
+    batch: float,
     *,
-    context: int = 0,
+    context: float = 0,
     tokens_per_step: float = 1.0,
-    kv_dtype: str = "fp4",
+    kv_dtype: str | None = "fp4",
     efficiency: float = 1.0,
     active_scale: float = 1.0,
 ) -> Reading:
@@ -121,8 +156,10 @@ def memory_ceiling(
     together on ``gpus`` GPUs. Per step and GPU: the dense weights once if the GPU has its own
     sequences (data-parallel attention), or its share of them when fewer sequences than GPUs
     are split across GPUs (batch 1 on 4 GPUs: a quarter each); the distinct routed experts the
-    step's tokens pick, spread over the GPUs; the sequences' context reads and the drafter's
-    weights, spread likewise."""
+    step's tokens pick, spread over the GPUs; each sequence's context reads at ``context``
+    tokens (index scan, top-k rows, candidate pool and sliding window,
+    :func:`rackbook.physics.roofline.context_reads`) and the drafter's weights, spread
+    likewise."""
     verify = _spec_tokens(model, tokens_per_step)
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
@@ -131,7 +168,7 @@ def memory_ceiling(
     dense = dense_all * active_scale * min(1.0, batch / gpus)
     per_layer = roofline.distinct_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
     experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale / gpus
-    kv_seq = roofline.decode_kv_reads(model, context, kv_dtype).sparse_bytes if kv_dtype else 0.0
+    kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
     kv = batch * kv_seq / gpus
     spec = model.speculative
     draft = 0.0
@@ -146,33 +183,86 @@ def memory_ceiling(
         f"per GPU, step >= ({fmt(dense, 'B')} dense + {split.moe_layers} layers x "
         f"{per_layer:.4g} experts x {fmt(roofline.expert_bytes(model), 'B')} / "
         f"{plural(gpus, 'GPU')} = "
-        f"{fmt(experts, 'B')} + {fmt(kv, 'B')} context"
+        f"{fmt(experts, 'B')} + {fmt(kv, 'B')} context at {context:,.0f} tokens"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
         + f") / {fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')} = {step * 1e6:.4g} us; "
-        f"{plural(batch, 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
+        f"{plural(_n(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
         f"{plural(gpus, 'GPU')} = "
         f"{tps:,.0f} tok/s per GPU"
     )
-    return Reading("memory bandwidth", tps, formula)
+    return Reading("memory bandwidth", tps, formula, "decode")
+
+
+def _n(x: float) -> float | int:
+    """A whole number as an int (for plural())."""
+    return int(x) if float(x).is_integer() else x
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Sequences per GPU whose caches fit after the weights, and what does not fit (units:
+    bytes per GPU; ``sequences`` 0 when the weights or one sequence's KV cache do not fit)."""
+
+    sequences: int
+    weights_bytes: float
+    usable_bytes: float
+    per_sequence_bytes: float
+    context: float
+    formula: str
+
+    @property
+    def what_does_not_fit(self) -> str | None:
+        """``weights`` | ``KV cache`` | None (something fits)."""
+        if self.usable_bytes <= self.weights_bytes:
+            return "weights"
+        return "KV cache" if self.sequences == 0 else None
+
+
+def capacity(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    *,
+    context: float = 0,
+    kv_dtype: str | None = "fp4",
+) -> Capacity:
+    """Sequences of ``context`` tokens per GPU whose KV (and sliding-window cache) fits after
+    the weights (dense on every GPU, experts spread over ``gpus``), at :data:`MEMORY_FRACTION`
+    of HBM (bytes)."""
+    st = roofline.storage(model)
+    weights = st.per_gpu_bytes(gpus)
+    stored = roofline.kv_bytes_per_sequence(model, math.ceil(context), kv_dtype) if kv_dtype else 0
+    per_seq = stored + roofline.window_bytes_per_sequence(model)
+    usable = gpu.hbm_capacity_bytes * MEMORY_FRACTION
+    free = usable - weights
+    n = 0 if free <= 0 else (MAX_BATCH if per_seq == 0 else min(MAX_BATCH, int(free // per_seq)))
+    if free <= 0:
+        formula = (
+            f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
+            f"experts spread) > {fmt(usable, 'B')} usable ({MEMORY_FRACTION:g} x "
+            f"{fmt(gpu.hbm_capacity_bytes, 'B')})"
+        )
+    elif n == 0:
+        formula = (
+            f"the KV cache does not fit: one sequence of {context:,.0f} tokens needs "
+            f"{fmt(per_seq, 'B')}, more than the {fmt(free, 'B')} per GPU left after "
+            f"{fmt(weights, 'B')} of weights"
+        )
+    else:
+        formula = (
+            f"({fmt(gpu.hbm_capacity_bytes, 'B')} x {MEMORY_FRACTION:g} - {fmt(weights, 'B')} "
+            f"weights per GPU) / {fmt(per_seq, 'B')} per sequence of {context:,.0f} tokens = "
+            f"{n:,} sequences per GPU"
+        )
+    return Capacity(n, weights, usable, per_seq, context, formula)
 
 
 def max_batch(
-    model: ModelSpec, gpu: GpuSpec, gpus: int, *, context: int = 0, kv_dtype: str = "fp4"
+    model: ModelSpec, gpu: GpuSpec, gpus: int, *, context: float = 0, kv_dtype: str | None = "fp4"
 ) -> tuple[int, str]:
-    """Sequences per GPU whose KV (and sliding-window cache) fits after the weights (dense on
-    every GPU, experts spread over ``gpus``), at :data:`MEMORY_FRACTION` of HBM; 0 when the
-    weights alone do not fit."""
-    st = roofline.storage(model)
-    weights = st.per_gpu_bytes(gpus)
-    stored = roofline.kv_bytes_per_sequence(model, context, kv_dtype) if kv_dtype else 0
-    per_seq = stored + roofline.window_bytes_per_sequence(model)
-    free = gpu.hbm_capacity_bytes * MEMORY_FRACTION - weights
-    n = 0 if free <= 0 else (MAX_BATCH if per_seq == 0 else min(MAX_BATCH, int(free // per_seq)))
-    formula = (
-        f"({fmt(gpu.hbm_capacity_bytes, 'B')} x {MEMORY_FRACTION:g} - {fmt(weights, 'B')} weights "
-        f"per GPU) / {fmt(per_seq, 'B')} per sequence = {n:,} sequences per GPU"
-    )
-    return n, formula
+    """Sequences per GPU whose caches fit (:func:`capacity`), and its formula."""
+    c = capacity(model, gpu, gpus, context=context, kv_dtype=kv_dtype)
+    return c.sequences, c.formula
 
 
 def narrowest_kv_dtype(model: ModelSpec) -> str | None:
@@ -187,6 +277,54 @@ def narrowest_kv_dtype(model: ModelSpec) -> str | None:
     return None
 
 
+def prefill_ceiling(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    prefix: float,
+    *,
+    kv_dtype: str | None = "fp4",
+    efficiency: float = 1.0,
+    active_scale: float = 1.0,
+) -> list[Reading]:
+    """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
+    encoder layers only: compute (GEMMs + attention and indexer FLOP at the prefix,
+    :func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the prefix's KV reads
+    of those layers (:func:`rackbook.physics.roofline.context_reads`, each new token reading
+    them once)."""
+    comp = roofline.compute_ceiling_tokens_per_s(
+        model, gpu, "prefill", efficiency=efficiency, active_scale=active_scale, context=prefix
+    )
+    out = [Reading("compute", comp.tokens_per_s, comp.formula, "prefill")]
+    if kv_dtype and prefix:
+        r = roofline.context_reads(model, prefix, "prefill", kv_dtype)
+        bw = gpu.hbm_bandwidth_bytes_per_s * efficiency
+        tps = bw / r.total if r.total else math.inf
+        out.append(
+            Reading(
+                "KV read",
+                tps,
+                f"{r.formula}; {fmt(bw, 'B/s')} / {fmt(r.total, 'B')} = {tps:,.0f} new tokens/s",
+                "prefill",
+            )
+        )
+    return out
+
+
+def _finite(
+    value: float | None, field_name: str, *, low: float = 0.0, strict: bool = False
+) -> None:
+    if value is None:
+        return
+    ok = isinstance(value, (int, float)) and math.isfinite(value)
+    ok = ok and (value > low if strict else value >= low)
+    if not ok:
+        raise InputError(
+            "-",
+            field_name,
+            f"must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}",
+        )
+
+
 def check_claim(
     model: ModelSpec | str,
     gpu: GpuSpec | str,
@@ -194,127 +332,237 @@ def check_claim(
     tok_s: float,
     *,
     per: str = "gpu",
-    phase: str = "decode",
-    batch: int | None = None,
-    context: int = 0,
+    phase: str | None = None,
+    batch: float | None = None,
+    context: float | None = None,
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = None,
     margin: float = MARGIN,
     active_scale: float = 1.0,
     efficiency: float = 1.0,
+    counted: str | None = None,
+    isl: float | None = None,
+    osl: float | None = None,
+    cached_share: float = 0.0,
 ) -> Check:
     """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
-    of ``model`` on ``gpus`` x ``gpu`` in ``phase`` (module docstring)."""
+    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s).
+
+    ``counted``: ``output`` (output tokens), ``total`` (input + output; needs ``isl`` and
+    ``osl``) or ``input`` (input tokens, cached ones included); default ``input`` in the
+    prefill phase, else ``output``. ``cached_share``: share of the input tokens served from the
+    prefix cache (no prefill work). ``batch``: sequences in flight over all ``gpus`` (the
+    concurrency; default the best batch whose KV fits). ``context``: tokens each decoding
+    sequence holds (default ``isl`` + ``osl`` / 2, else 0). ``phase``: ``decode`` (these GPUs
+    only decode), ``prefill`` (they only prefill) or ``mixed`` (both; the default when ``isl``
+    and ``osl`` are given). A new input token's prefix is the cached share of ``isl`` plus half
+    the rest (``context`` without ``isl``).
+
+    The claimed work shares the GPUs' time: ratio = new input tokens/s / prefill ceiling +
+    output tokens/s / decode ceiling (per GPU); the verdict is :func:`physics_verdict` of it.
+    """
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
-    if phase not in roofline.PHASES:
-        raise InputError("-", "phase", f"{phase!r} is not one of {', '.join(roofline.PHASES)}")
     if per not in ("gpu", "total"):
         raise InputError("-", "per", f"{per!r} is not one of gpu, total")
-    if not (isinstance(gpus, int) and gpus >= 1):
-        raise InputError("-", "gpus", f"must be a whole number >= 1, got {gpus!r}")
-    if not (math.isfinite(tok_s) and tok_s > 0):
+    if not (isinstance(gpus, int) and 1 <= gpus <= MAX_GPUS):
+        raise InputError("-", "gpus", f"must be a whole number from 1 to {MAX_GPUS}, got {gpus!r}")
+    if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
-    if batch is not None and batch < 1:
-        raise InputError("-", "batch", f"must be >= 1, got {batch}")
-    if context < 0:
-        raise InputError("-", "context", f"must be >= 0, got {context}")
+    _finite(isl, "isl", strict=True)
+    _finite(osl, "osl", strict=True)
+    _finite(context, "context")
+    _finite(batch, "batch", strict=True)
+    _finite(cached_share, "cached_share")
+    if not 0 <= cached_share < 1:
+        raise InputError("-", "cached_share", f"must be in [0, 1), got {cached_share}")
+    if counted is None:
+        counted = "input" if phase == "prefill" else "output"
+    if counted not in COUNTED:
+        raise InputError("-", "counted", f"{counted!r} is not one of {', '.join(COUNTED)}")
+    if phase is None:
+        phase = "mixed" if isl and osl else ("prefill" if counted == "input" else "decode")
+    if phase not in CHECK_PHASES:
+        raise InputError("-", "phase", f"{phase!r} is not one of {', '.join(CHECK_PHASES)}")
+    if counted == "total" and not (isl and osl):
+        raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
+    if (phase, counted) in (("prefill", "output"), ("decode", "input")):
+        raise InputError("-", "counted", f"a {phase} figure does not count {counted} tokens")
+    limit_ctx = m.architecture.max_context_tokens
+    longest = (isl or 0) + (osl or 0)
+    longest = max(longest, context or 0)
+    if limit_ctx is not None and longest > limit_ctx:
+        raise InputError(
+            "-",
+            "context",
+            f"{longest:,.0f} tokens is out of range: {m.name} holds at most {limit_ctx:,}",
+        )
+    if batch is not None and batch > MAX_BATCH * gpus:
+        raise InputError(
+            "-",
+            "batch",
+            f"{batch:,.0f} sequences is out of range: at most {MAX_BATCH:,} per GPU "
+            f"({MAX_BATCH * gpus:,} on {plural(gpus, 'GPU')})",
+        )
     claimed = tok_s / gpus if per == "total" else tok_s
     kv_dtype = kv_dtype or narrowest_kv_dtype(m)
+    notes: list[str] = []
     if kv_dtype is None:
-        if context:
+        if context or isl:
             raise InputError(m.file, "kv_cache", "KV layout unknown: cannot judge a context")
-    verify = _spec_tokens(m, tokens_per_step)
-    comp = roofline.compute_ceiling_tokens_per_s(
-        m, g, phase, efficiency=efficiency, active_scale=active_scale
-    )
-    comp_tps = comp.tokens_per_s * tokens_per_step / verify  # a verify step keeps S of V tokens
-    readings = [Reading("compute", comp_tps, comp.formula)]
-    notes = list(comp.notes)
-    if kv_dtype is None:
         notes.append("KV layout unknown: context reads and KV memory are not counted")
-    cap, cap_formula = max_batch(m, g, gpus, context=context, kv_dtype=kv_dtype)
-    readings.append(Reading("memory capacity", math.inf if cap else 0.0, cap_formula))
-    if cap == 0:
-        notes.insert(0, f"the weights do not fit in {gpus} x {g.id}: {cap_formula}")
+    verify = _spec_tokens(m, tokens_per_step)
+
+    # the workload's rates per GPU
+    if counted == "output":
+        out = claimed
+        inp = claimed * isl / osl if isl and osl else 0.0
+    elif counted == "input":
+        inp = claimed
+        out = claimed * osl / isl if isl and osl else 0.0
+    else:
+        assert isl and osl
+        out, inp = claimed * osl / (isl + osl), claimed * isl / (isl + osl)
+    new = inp * (1 - cached_share)
+    dec_ctx = context if context is not None else ((isl or 0) + (osl or 0) / 2 if isl else 0.0)
+    if isl:
+        pre_ctx = isl * cached_share + isl * (1 - cached_share) / 2
+    else:
+        pre_ctx = context or 0.0
+    if phase == "decode" and new and counted != "output":
+        notes.append("--phase decode: the input tokens are prefilled on other GPUs")
+    if phase == "decode" and counted == "output":
+        new = 0.0
+    if phase == "prefill":
+        out = 0.0
+    if phase in ("decode", "mixed") and not context and not isl and kv_dtype:
+        notes.append("no context given: decode reads no context (the most permissive case)")
+    workload = {
+        "counted": counted,
+        "isl": isl,
+        "osl": osl,
+        "decode_context": dec_ctx,
+        "prefill_prefix": pre_ctx,
+        "cached_share": cached_share,
+        "concurrency": batch,
+        "tokens_per_step": tokens_per_step,
+        "output_tok_s_per_gpu": out,
+        "new_input_tok_s_per_gpu": new,
+    }
+
+    def result(
+        verdict: str,
+        ratio: float,
+        ceiling: float,
+        limit: str,
+        chosen: float | None,
+        readings: list[Reading],
+        fractions: dict[str, float],
+    ) -> Check:
         return Check(
             m.id,
             g.id,
             gpus,
             phase,
             claimed,
-            "impossible",
-            math.inf,
-            0.0,
-            "memory capacity",
-            batch,
+            verdict,
+            ratio,
+            ceiling,
+            limit,
+            None if chosen is None else _n(chosen),
             readings,
             notes,
+            counted,
+            fractions,
+            workload,
         )
-    cap_total = cap * gpus
+
+    readings: list[Reading] = []
+    if phase in ("decode", "mixed"):
+        comp = roofline.compute_ceiling_tokens_per_s(
+            m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=dec_ctx
+        )
+        notes.extend(comp.notes)
+        comp_tps = comp.tokens_per_s * tokens_per_step / verify  # a verify step keeps S of V
+        readings.append(Reading("compute", comp_tps, comp.formula, "decode"))
+    cap = capacity(m, g, gpus, context=max(dec_ctx, longest), kv_dtype=kv_dtype)
+    readings.append(Reading("memory capacity", math.inf if cap.sequences else 0.0, cap.formula))
+    lacking = cap.what_does_not_fit
+    if lacking is not None:
+        notes.insert(0, f"{cap.formula} ({g.id})")
+        return result(
+            "impossible", math.inf, 0.0, f"memory capacity ({lacking})", batch, readings, {}
+        )
+    cap_total = cap.sequences * gpus
     if batch is not None and batch > cap_total:
-        notes.append(f"batch {batch:,} does not fit: at most {cap_total:,} sequences")
+        notes.insert(
+            0,
+            f"the KV cache does not fit: {batch:,.0f} sequences of {cap.context:,.0f} tokens need "
+            f"{fmt(batch / gpus * cap.per_sequence_bytes, 'B')} per GPU; at most "
+            f"{cap.sequences:,} per GPU fit ({cap.formula})",
+        )
+        return result(
+            "impossible", math.inf, 0.0, "memory capacity (KV cache)", batch, readings, {}
+        )
     chosen = batch
-    if phase == "decode":
+    fractions: dict[str, float] = {}
+    binding: dict[str, Reading] = {}
+    if phase in ("decode", "mixed"):
+        kw = dict(
+            context=dec_ctx,
+            tokens_per_step=tokens_per_step,
+            kv_dtype=kv_dtype,
+            efficiency=efficiency,
+            active_scale=active_scale,
+        )
         if batch is not None:
-            mem = memory_ceiling(
-                m,
-                g,
-                gpus,
-                batch,
-                context=context,
-                tokens_per_step=tokens_per_step,
-                kv_dtype=kv_dtype,
-                efficiency=efficiency,
-                active_scale=active_scale,
-            )
-        else:  # the best batch that fits
+            mem = memory_ceiling(m, g, gpus, batch, **kw)
+        else:  # the best batch that fits: the claimant's free choice
             best = None
             b = 1
             while True:
-                r = memory_ceiling(
-                    m,
-                    g,
-                    gpus,
-                    min(b, cap_total),
-                    context=context,
-                    tokens_per_step=tokens_per_step,
-                    kv_dtype=kv_dtype,
-                    efficiency=efficiency,
-                    active_scale=active_scale,
-                )
+                bb = min(b, cap_total)
+                r = memory_ceiling(m, g, gpus, bb, **kw)
                 if best is None or min(r.tok_s_per_gpu, comp_tps) > min(
                     best[1].tok_s_per_gpu, comp_tps
                 ):
-                    best = (min(b, cap_total), r)
+                    best = (bb, r)
                 if b >= cap_total or r.tok_s_per_gpu >= comp_tps:
                     break
                 b *= 2
             chosen, mem = best
-            mem = Reading(mem.name, mem.tok_s_per_gpu, mem.formula + f" (best batch {chosen:,})")
+            mem = Reading(
+                mem.name, mem.tok_s_per_gpu, mem.formula + f" (best batch {chosen:,})", "decode"
+            )
+            notes.append(
+                f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
+                f"{plural(gpus, 'GPU')}), the claimant's free choice"
+            )
         readings.append(mem)
         if batch == 1:
-            readings.append(Reading("batch-1 floor", mem.tok_s_per_gpu, mem.formula))
-    else:
-        notes.append(
-            "prefill: compute only; attention FLOP that grow with a cached prefix are not counted"
+            readings.append(Reading("batch-1 floor", mem.tok_s_per_gpu, mem.formula, "decode"))
+        dec = min((r for r in readings if r.phase == "decode"), key=lambda r: r.tok_s_per_gpu)
+        binding["decode"] = dec
+        fractions["decode"] = out / dec.tok_s_per_gpu
+    if phase in ("prefill", "mixed"):
+        pre = prefill_ceiling(
+            m, g, pre_ctx, kv_dtype=kv_dtype, efficiency=efficiency, active_scale=active_scale
         )
-    binding = min(
-        (r for r in readings if r.name != "memory capacity"), key=lambda r: r.tok_s_per_gpu
-    )
-    ratio = claimed / binding.tok_s_per_gpu
-    return Check(
-        m.id,
-        g.id,
-        gpus,
-        phase,
-        claimed,
-        physics_verdict(ratio, margin),
-        ratio,
-        binding.tok_s_per_gpu,
-        binding.name,
-        chosen,
-        readings,
-        notes,
+        readings.extend(pre)
+        best_pre = min(pre, key=lambda r: r.tok_s_per_gpu)
+        binding["prefill"] = best_pre
+        fractions["prefill"] = new / best_pre.tok_s_per_gpu
+    ratio = sum(fractions.values())
+    if len(fractions) == 1:
+        ph = next(iter(fractions))
+        limit = binding[ph].name
+    else:
+        ph = max(fractions, key=lambda k: fractions[k])
+        limit = f"{ph} {binding[ph].name}"
+    ceiling = claimed / ratio if ratio > 0 else math.inf
+    if phase == "prefill" and ratio == 0:
+        ceiling = math.inf
+    return result(
+        physics_verdict(ratio, margin), ratio, ceiling, limit, chosen, readings, fractions
     )
 
 
@@ -344,42 +592,3 @@ def sensitivity(**kwargs: Any) -> Band:
         "kernels at 40-60 % of peak"
     )
     return Band(base, lo, hi, text)
-
-
-def cli_check(args: argparse.Namespace) -> int:
-    """``rackbook check --model M --gpu G --gpus N --tok-s X [...] [--json]``: each reading,
-    the limiting one and the verdict; with ``--json`` one JSON object printed last."""
-    c = check_claim(
-        args.model,
-        args.gpu,
-        args.gpus,
-        args.tok_s,
-        per=args.per,
-        phase=args.phase,
-        batch=args.batch,
-        context=args.context,
-        tokens_per_step=args.tokens_per_step,
-        kv_dtype=args.kv_dtype,
-    )
-    print(
-        f"{c.model} on {c.gpus} x {c.gpu}, {c.phase}: claimed {c.claimed_tok_s_per_gpu:,.1f} "
-        "tok/s per GPU"
-    )
-    for r in c.readings:
-        shown = "fits" if r.name == "memory capacity" else f"{r.tok_s_per_gpu:,.0f} tok/s/GPU"
-        print(f"  {r.name}: {shown}  [{r.formula}]")
-    for n in c.notes:
-        print(f"  note: {n}")
-    print(f"verdict: {c.verdict} ({c.reason}; limit: {c.limit})")
-    if args.json:
-        d = c.to_dict()
-        d["readings"] = [
-            {
-                **r,
-                "tok_s_per_gpu": r["tok_s_per_gpu"] if math.isfinite(r["tok_s_per_gpu"]) else None,
-            }
-            for r in d["readings"]
-        ]
-        d["ratio"] = d["ratio"] if math.isfinite(d["ratio"]) else None
-        print(json.dumps(d, allow_nan=False))
-    return 0

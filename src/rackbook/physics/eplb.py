@@ -204,15 +204,24 @@ def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) ->
 # DeepSeek's EPLB algorithm, as vLLM's DefaultEplbPolicy runs it
 # --------------------------------------------------------------------------------------------
 # A numpy port of vllm/distributed/eplb/policy/default.py (vLLM 0.32/0.33, Apache-2.0), itself
-# adapted from github.com/deepseek-ai/EPLB. The same numpy calls are used in the same order
-# (np.argsort(-w) for the packing order, first np.argmin for the lightest pack, first np.argmax
-# for the next replica, float32 weights) so ties break as in vLLM.
+# adapted from github.com/deepseek-ai/EPLB: the same steps in the same order (items by descending
+# weight, the first lightest pack by np.argmin, the first hottest expert by np.argmax, float32
+# weights), with one deliberate difference in how ties are broken.
+#
+# Ties. vLLM orders items with ``np.argsort(-weight)``, numpy's default (unstable) sort, whose
+# order among equal weights is unspecified: it depends on which SIMD sort numpy dispatches on the
+# CPU (AVX-512, AVX2 or the scalar introsort), so vLLM's own placement for the same loads can
+# differ from one machine to another. Here equal weights are ordered by ascending item id
+# (``kind="stable"`` on the negated weights): one of the orders vLLM may produce, the same on
+# every CPU. Without ties (distinct weights) the two agree exactly. np.argmin / np.argmax return
+# the first of equal values by numpy's contract, so the pack and replica picks need no change.
 
 
 def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
     """Pack ``n`` weighted items per row into ``num_packs`` packs of exactly ``n / num_packs``.
 
-    Greedy: items by descending weight, each into the currently lightest non-full pack.
+    Greedy: items by descending weight (equal weights by ascending item id), each into the
+    currently lightest non-full pack (equal packs: the lowest pack index).
     Returns ``(pack_index, rank_in_pack)``, both ``(rows, n)`` int64.
     """
     num_layers, num_items = weight.shape
@@ -221,7 +230,7 @@ def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np
     if per_pack == 1:
         pack_index = np.tile(np.arange(num_items, dtype=np.int64), (num_layers, 1))
         return pack_index, np.zeros_like(pack_index)
-    order = np.argsort(-weight, axis=-1)
+    order = np.argsort(-weight, axis=-1, kind="stable")  # equal weights: lower item id first
     pack_index = np.full((num_layers, num_items), -1, dtype=np.int64)
     rank_in_pack = np.full((num_layers, num_items), -1, dtype=np.int64)
     pack_weights = np.zeros((num_layers, num_packs), dtype=np.float64)

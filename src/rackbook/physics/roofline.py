@@ -402,14 +402,18 @@ def compute_ceiling_tokens_per_s(
     *,
     efficiency: float = 1.0,
     active_scale: float = 1.0,
+    context: float = 0,
 ) -> Ceiling:
     """Tokens/s ceiling of ``n_gpus`` GPUs: per token, 2 x routed params at the experts'
     precision plus 2 x dense params at the dense precision, each over the GPU's dense FLOP/s
     at that precision (times ``efficiency``, 1 = peak); ``active_scale`` scales the active
     parameters (a sensitivity band). A precision the GPU lacks runs at the next one it has.
+    With ``context`` (tokens a token sees; in prefill, its prefix) the attention and indexer
+    FLOP of :func:`attention_flops` are added, at the dense weights' precision.
 
     DeepSeek-V4.1-Flash decode on a GB300 GPU: 2 x 8.493e9 / 15e15 + 2 x 7.507e9 / 5e15 =
-    4.135 us per token: 241,840 tokens/s.
+    4.135 us per token: 241,840 tokens/s; at 128,000 tokens of context + 9.54e9 / 5e15 =
+    1.91 us: 6.04 us, 165,500 tokens/s.
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     _check_positive(n_gpus, "n_gpus")
@@ -433,12 +437,24 @@ def compute_ceiling_tokens_per_s(
         parts.append(
             f"2 x {eng(params * active_scale)} / {fmt(peak * efficiency, 'FLOP/s')} ({run})"
         )
+    attn = 0.0
+    if context:
+        af = attention_flops(m, context, phase)
+        run = g.run_precision(split.dense_dtype)
+        peak = g.flops(run)
+        assert peak is not None
+        attn = af.total
+        seconds += attn / (peak * efficiency)
+        parts.append(
+            f"{eng(attn)} attention at {context:,.0f} tokens / "
+            f"{fmt(peak * efficiency, 'FLOP/s')} ({run})"
+        )
     tps = n_gpus / seconds
     formula = (
         f"{' + '.join(parts)} = {seconds * 1e6:.4g} us/token per GPU; x {plural(n_gpus, 'GPU')} = "
         f"{tps:,.0f} tokens/s" + (f" ({'; '.join(notes)})" if notes else "")
     )
-    fpt = round(2 * split.active_params * active_scale)
+    fpt = round(2 * split.active_params * active_scale + attn)
     return Ceiling(tps, seconds, fpt, n_gpus, tuple(notes), formula)
 
 
@@ -623,6 +639,197 @@ def context_growth(
 
 
 # --------------------------------------------------------------------------------------------
+# the work of one token's context: attention and indexer FLOP, and the bytes read
+
+
+def phase_layers(model: ModelSpec, phase: str) -> int:
+    """Layers one token of ``phase`` passes: every layer in decode; in prefill the encoder
+    layers only where the model has a causal encoder (DeepSeek-V4.1-Flash: 40 and 20)."""
+    _check_choice(phase, PHASES, "phase")
+    a = model.architecture
+    _need(model, architecture__num_layers=a.num_layers)
+    assert a.num_layers is not None
+    enc = a.num_encoder_layers
+    return min(a.num_layers, enc) if phase == "prefill" and enc else a.num_layers
+
+
+def _sources(model: ModelSpec, phase: str) -> list[tuple[int, int, int]]:
+    """(layer, compression ratio, consuming layers within the phase's layers) of every
+    KV-owning layer the phase reaches: a source at layer L read by c layers covers L..L+c-1,
+    clipped to the phase's layers."""
+    kc = model.kv_cache
+    layers, ratios = kc.owning_layers or [], kc.compression_ratios or []
+    consumers = kc.consumers or [1] * len(layers)
+    n = phase_layers(model, phase)
+    return [
+        (lay, r, max(0, min(c, n - lay)))
+        for lay, r, c in zip(layers, ratios, consumers, strict=True)
+        if lay < n
+    ]
+
+
+def _pool_layers(model: ModelSpec, phase: str) -> int:
+    """Reindex layers the phase reaches: they rescore a pool the last index source publishes
+    and sit among its consumers, so a phase that stops before that source has none."""
+    att = model.attention
+    if att is None or not att.reindex_layers:
+        return 0
+    last = max(att.index_sources) if att.index_sources else 0
+    return att.reindex_layers if last < phase_layers(model, phase) else 0
+
+
+def _row_flops(model: ModelSpec) -> int:
+    """FLOP one query token spends on one KV row in one layer, over every attention head:
+    2 x heads x (QK dims + V dims); a shared KV row of head_dim values serves as both K and V
+    (4 x heads x head_dim), an MLA row as latent + RoPE for QK and latent for V."""
+    a = model.architecture
+    _need(model, architecture__num_attention_heads=a.num_attention_heads)
+    assert a.num_attention_heads is not None
+    if a.mla is not None:
+        qk, v = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim, a.mla.kv_lora_rank
+    else:
+        _need(model, architecture__head_dim=a.head_dim)
+        assert a.head_dim is not None
+        qk = v = a.head_dim
+    return 2 * a.num_attention_heads * (qk + v)
+
+
+def _key_flops(model: ModelSpec) -> int:
+    """FLOP one query token spends scoring one index key: 2 x index heads x index_head_dim.
+    The catalog has no separate count of index heads: the attention heads stand for them
+    (DeepSeek-V4.1-Flash: 2 x 64 x 128 = 16,384)."""
+    a = model.architecture
+    _need(model, architecture__num_attention_heads=a.num_attention_heads)
+    assert a.num_attention_heads is not None
+    return 2 * a.num_attention_heads * (a.index_head_dim or 0)
+
+
+@dataclass(frozen=True)
+class AttentionFlops:
+    """FLOP per token (units: FLOP) that attention and the indexer spend at ``context`` tokens
+    of context, in ``phase``: ``scan`` (every index key of each index source), ``pool`` (the
+    reindex layers' candidate rows), ``rows`` (the top-k rows each consuming layer attends;
+    every row under dense attention) and ``window`` (the sliding window of every layer)."""
+
+    phase: str
+    context: int
+    scan: float
+    pool: float
+    rows: float
+    window: float
+    formula: str
+
+    @property
+    def total(self) -> float:
+        """All of it, FLOP per token."""
+        return self.scan + self.pool + self.rows + self.window
+
+
+def attention_flops(
+    model: ModelSpec | str, context: float, phase: str = "decode"
+) -> AttentionFlops:
+    """Attention and indexer FLOP of one token of ``phase`` that sees ``context`` tokens
+    (decode: every layer; prefill: the encoder layers only, :func:`phase_layers`).
+
+    DeepSeek-V4.1-Flash decode at 128,000 tokens: scan 2 x 64 x 128 x (1/2 + 1/2 + 1/2 + 1/1) x
+    128,000 = 5.24 GFLOP (35.0 at 855,000); pool 4 x 16,384 x 16,384 = 1.07 G; rows 38 x 512 x
+    4 x 64 x 512 = 2.55 G; window 40 x 128 x 131,072 = 0.67 G; total 9.54 GFLOP, against
+    2 x 16e9 = 32 GFLOP of GEMMs.
+    """
+    m = catalogs.as_model(model)
+    _check_positive(context, "context", allow_zero=True)
+    a, att = m.architecture, m.attention
+    srcs = _sources(m, phase)
+    n = phase_layers(m, phase)
+    row, key = _row_flops(m), _key_flops(m)
+    if att is None:  # dense attention: every consuming layer attends every row
+        scan = pool = 0.0
+        rows = sum(c * context / r for _, r, c in srcs) * row
+    else:
+        scan_rows = sum(context / r for lay, r, _ in srcs if lay in att.index_sources)
+        scan = scan_rows * key
+        pool = _pool_layers(m, phase) * min(att.candidate_rows, context) * key
+        rows = sum(c * min(att.index_topk, context / r) for _, r, c in srcs) * row
+    win = n * min(a.sliding_window or 0, context) * row
+    formula = (
+        f"{phase}, {n} layers, {context:,.0f} tokens of context: index scan {eng(scan)} + "
+        f"candidate pool {eng(pool)} + attended rows {eng(rows)} ({row:,} FLOP per row) + "
+        f"sliding window {eng(win)} = {eng(scan + pool + rows + win)} FLOP per token"
+    )
+    return AttentionFlops(phase, int(context), scan, pool, rows, win, formula)
+
+
+@dataclass(frozen=True)
+class ContextReads:
+    """Bytes (units: bytes) one token of ``phase`` reads from one sequence's caches at
+    ``context`` tokens: ``scan`` (every index key of each index source the phase reaches),
+    ``rows`` (the top-k rows each consuming layer reads; every row under dense attention),
+    ``pool`` (the reindex layers' candidate keys) and ``window`` (the sliding-window rows,
+    FP8, decode only: a prefill token's window is its own chunk, just computed). ``dense``:
+    the bytes if every consuming layer read every row (plus the index keys), the other end."""
+
+    phase: str
+    context: int
+    kv_dtype: str
+    scan: float
+    rows: float
+    pool: float
+    window: float
+    formula: str
+    dense: float = 0.0
+
+    @property
+    def total(self) -> float:
+        """All of it, bytes per token."""
+        return self.scan + self.rows + self.pool + self.window
+
+
+def context_reads(
+    model: ModelSpec | str, context: float, phase: str = "decode", kv_dtype: str = "fp4"
+) -> ContextReads:
+    """Context bytes one token of ``phase`` reads, the sparse end of
+    :func:`decode_kv_reads` restricted to the phase's layers, plus the sliding window in
+    decode.
+
+    DeepSeek-V4.1-Flash, FP4, 128,000 tokens: decode scan 2.5 x 68 B x 128,000 = 21.76 MB +
+    rows 38 x 512 x 288 B = 5.60 MB + pool 4 x 16,384 x 68 B = 4.46 MB + window 40 x 128 x
+    528 B = 2.70 MB = 34.5 MB; prefill (20 encoder layers) scan 1.5 x 68 B x 128,000 =
+    13.06 MB + rows 18 x 512 x 288 B = 2.65 MB = 15.7 MB.
+    """
+    m = catalogs.as_model(model)
+    _check_positive(context, "context", allow_zero=True)
+    kvb = kv_bytes(m, kv_dtype)
+    att = m.attention
+    srcs = _sources(m, phase)
+    if att is None:
+        scan = pool = 0.0
+        rows = float(sum(c * context / r for _, r, c in srcs) * kvb.kv_row_bytes)
+    else:
+        scan = float(sum(context / r for lay, r, _ in srcs if lay in att.index_sources)) * float(
+            kvb.indexer_row_bytes
+        )
+        rows = sum(c * min(att.index_topk, context / r) for _, r, c in srcs) * float(
+            kvb.kv_row_bytes
+        )
+        pool = (
+            _pool_layers(m, phase) * min(att.candidate_rows, context) * float(kvb.indexer_row_bytes)
+        )
+    dense = float(sum(c * context / r for _, r, c in srcs) * kvb.kv_row_bytes) + scan
+    window = 0.0
+    a, table = m.architecture, m.kv_cache.row_formats
+    if phase == "decode" and a.sliding_window and table is not None and table.fp8 is not None:
+        wrow = float(table.fp8.kv.bytes_for(kv_row_values(m)[0]))
+        window = phase_layers(m, phase) * min(a.sliding_window, context) * wrow
+    total = scan + rows + pool + window
+    formula = (
+        f"{phase}, {context:,.0f} tokens: index scan {fmt(scan, 'B')} + attended rows "
+        f"{fmt(rows, 'B')} + candidate pool {fmt(pool, 'B')} + sliding window "
+        f"{fmt(window, 'B')} = {fmt(total, 'B')} per token"
+    )
+    return ContextReads(phase, int(context), kv_dtype, scan, rows, pool, window, formula, dense)
+
+
+# --------------------------------------------------------------------------------------------
 # batch-1 decode and speculative decoding
 
 
@@ -712,7 +919,8 @@ def batch1_decode_ceiling_tokens_per_s(
     once per drafted block, and the step yields ``acceptance_length`` tokens on average. The
     context's KV adds its sparse reads (:func:`decode_kv_reads`). Communication between the
     GPUs is not counted: at batch 1 a dispatch/combine pair per MoE layer adds latency that no
-    bandwidth figure shows.
+    bandwidth figure shows. The context's reads include the sliding window
+    (:func:`context_reads`).
     """
     m = catalogs.as_model(model)
     if acceptance_length < 1:
@@ -728,7 +936,7 @@ def batch1_decode_ceiling_tokens_per_s(
     if verify_tokens < acceptance_length:
         raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
     weights = active_weight_bytes_per_token(m, verify_tokens)
-    kv = decode_kv_reads(m, context_tokens, kv_dtype).sparse_bytes if context_tokens else 0.0
+    kv = context_reads(m, context_tokens, "decode", kv_dtype).total if context_tokens else 0.0
     draft = 0.0
     if verify_tokens > 1 and spec is not None:
         draft = float(spec.draft_active_params * DENSE_BYTES_PER_PARAM[spec.draft_dtype])

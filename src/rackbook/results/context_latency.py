@@ -102,7 +102,9 @@ def decode_latency_by_context(trace: Trace) -> pd.DataFrame:
     if out.empty:
         return out
     out["batch"] = out["batch"].astype("Int64")
-    return out.sort_values(["engine", "config", "batch", "context_tokens"], ignore_index=True)
+    return out.sort_values(
+        ["engine", "config", "batch", "context_tokens"], ignore_index=True, kind="stable"
+    )
 
 
 def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -118,7 +120,7 @@ def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     t = table[table[metric].notna()]
     if t["context_tokens"].duplicated().any():
         raise InputError("-", "table", "two rows share a context length; select one series")
-    return t.sort_values("context_tokens")
+    return t.sort_values("context_tokens", kind="stable")
 
 
 #: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96).
@@ -425,7 +427,7 @@ class GrowthReading:
 def growth_physics(growth: roofline.ContextGrowth, claim_ms: float) -> GrowthReading:
     """Physics of "+``claim_ms`` from lo to hi tokens": the least extra time is the sparse
     reading's extra bytes (mostly the index-key scan) over the HBM bandwidth; ``impossible``
-    when that floor exceeds the claim beyond the modelling margin, ``undetermined`` near it,
+    when that floor exceeds the claim, ``undetermined`` within the modelling margin below it,
     ``possible`` below. Compute of the indexer and attention add to it, so the floor does not
     bound the claim from above; the dense bound (every row read) shows the other end."""
     if not claim_ms > 0:
@@ -987,14 +989,14 @@ def outcome(a: Analysis) -> headline.Outcome:
         if dt != p.kv_dtype
     ]
     per_seq_us = 1000 * g.per_sequence_ms
-    step_limit = im.step_floor_ms / (1 + check.MARGIN)
+    step_limit = im.step_floor_ms  # above 100 % of a floor: impossible, whatever the margin
     pct_limit = 100 * g.claim_ms / step_limit
     flips = [
         f"physics, {a.claim_kv.value_text}: a layout whose rows or formats give another byte "
         f"count (FP8 rows give {a.kv_bytes['fp8'].bytes_per_token} B/token)",
         f"physics, {a.claim_delta.value_text}: impossible if the delta were below "
-        f"{per_seq_us * p.batch / (1 + check.MARGIN):.3g} us ({_n(p.batch, 'sequence')} per GPU), "
-        f"or the claim's batch were above {1.15 * g.sequences_to_explain:.0f} sequences per GPU "
+        f"{per_seq_us * p.batch:.3g} us ({_n(p.batch, 'sequence')} per GPU), "
+        f"or the claim's batch were above {g.sequences_to_explain:.0f} sequences per GPU "
         "(their scans alone would exceed it)",
         f"physics, {a.claim_pct.value_text}: impossible if the implied latency at {a.lo:,} "
         f"tokens were below {step_limit:.3g} ms (the same delta quoted as more than "

@@ -84,7 +84,9 @@ def throughput_table(trace: Trace) -> pd.DataFrame:
         )
     if not rows:
         return pd.DataFrame(columns=["point_id", "engine", "config", "batch", "decode_ranks"])
-    return pd.DataFrame(rows).sort_values(["engine", "batch", "decode_ranks"], ignore_index=True)
+    return pd.DataFrame(rows).sort_values(
+        ["engine", "batch", "decode_ranks"], ignore_index=True, kind="stable"
+    )
 
 
 def parity(
@@ -106,7 +108,9 @@ def parity(
         if metric not in table.columns:
             return pd.DataFrame({metric: [], "decode_ranks": []}, index=pd.Index([], name="batch"))
         t = table[(table["engine"] == engine) & np.isfinite(table[metric].astype(float))]
-        t = t.sort_values(["batch", "decode_ranks"]).drop_duplicates("batch", keep="last")
+        t = t.sort_values(["batch", "decode_ranks"], kind="stable").drop_duplicates(
+            "batch", keep="last"
+        )
         return t.set_index("batch")
 
     a, b = side(engine_a), side(engine_b)

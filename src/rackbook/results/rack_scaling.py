@@ -260,6 +260,25 @@ READING_LABELS = {
 }
 
 
+def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> check.Check:
+    """The most counted tokens/s per GPU that any cached share can give (a figure above it is
+    impossible whatever share of it were prefix-cache hits): every request as long as the
+    model allows (C = ``max_context_tokens``), all its input but one token served from the
+    cache, one output token; per request the GPUs prefill that one new token after a prefix of
+    C - 2 tokens and decode one token at C - 1, the time of both from the ceilings
+    (:func:`rackbook.physics.check.check_claim`, input + output counted, best batch).
+    Counted cache hits cost no GEMM but their prefix reads and index scans grow with them,
+    which is what bounds the rate. DeepSeek-V4.1-Flash on GB300 NVL72: about 3e10 tok/s/GPU."""
+    m = catalogs.as_model(model)
+    top = m.architecture.max_context_tokens
+    if top is None:
+        raise InputError(m.file, "architecture.max_context_tokens", "unknown in the model catalog")
+    isl = top - 1
+    return check.check_claim(
+        m, hw, n_gpus, 1.0, counted="total", isl=isl, osl=1, cached_share=(isl - 1) / isl
+    )
+
+
 def throughput_readings(
     claim_value: float,
     n_gpus: int,
@@ -268,16 +287,20 @@ def throughput_readings(
     cached_share: float | None = None,
 ) -> pd.DataFrame:
     """Readings of "``claim_value`` tokens/s per GPU", each judged by
-    :func:`rackbook.physics.check.check_claim` (mixed-precision compute, memory bandwidth at
-    the best batch that fits).
+    :func:`rackbook.physics.check.check_claim` (mixed-precision compute with attention FLOP,
+    memory bandwidth at the best batch that fits; no context, the most permissive case, since
+    the write-up gives none).
 
     Rows: ``per-gpu-decode`` (every token a computed decode token), ``per-gpu-prefill`` (every
-    token a new-token prefill token), ``per-gpu-with-cached`` (per GPU, counting cache-hit input
-    tokens, which cost about no FLOP: computed = (1 - cached_share) x figure; without
-    ``cached_share`` the row gives the least share that fits, ``min_cached_share``, and is
-    undetermined, since such a figure fits any share above it), ``rack-total`` (the figure is
-    the rack's total: / n_gpus). Columns: reading, meaning, tok_s_per_gpu, computed_tok_s_per_gpu,
-    phase, ceiling_tok_s_per_gpu, limit, ratio, verdict, min_cached_share, formula.
+    token a new-token prefill token, through the encoder layers), ``per-gpu-with-cached`` (per
+    GPU, counting cache-hit input tokens: counted cached tokens are input, prefill work that
+    costs no GEMM, so computed = (1 - cached_share) x figure against the prefill ceiling;
+    without ``cached_share`` the row gives the least share that fits, ``min_cached_share``, and
+    is undetermined, since such a figure fits any share above it, unless the figure is above
+    what any share can give, :func:`cached_ceiling`, and so impossible), ``rack-total`` (the
+    figure is the rack's total: / n_gpus). Columns: reading, meaning, tok_s_per_gpu,
+    computed_tok_s_per_gpu, phase, ceiling_tok_s_per_gpu, limit, ratio, verdict,
+    min_cached_share, formula.
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     if not claim_value > 0:
@@ -316,7 +339,7 @@ def throughput_readings(
         claim_value,
         "prefill",
     )
-    cap = rows[0]["ceiling_tok_s_per_gpu"]
+    cap = rows[1]["ceiling_tok_s_per_gpu"]  # counted cached tokens are prefill work
     min_share = max(0.0, 1 - cap / claim_value)
     if cached_share is not None:
         row = add(
@@ -324,22 +347,40 @@ def throughput_readings(
             f"per GPU, {cached_share:.1%} of counted tokens cache hits",
             claim_value,
             (1 - cached_share) * claim_value,
-            "decode",
+            "prefill",
         )
     else:
+        top = cached_ceiling(m, g, n_gpus)
+        bound = top.ceiling_tok_s_per_gpu
         row = add(
             "per-gpu-with-cached",
             "per GPU, counting cache-hit input tokens (share not published)",
             claim_value,
-            cap,
-            "decode",
+            cap if min_share else claim_value,
+            "prefill",
         )
-        row.update(
-            ratio=np.nan,
-            verdict="undetermined",
-            formula=f"fits any cached share of at least 1 - {cap:,.0f} / {claim_value:,.0f} = "
-            f"{min_share:.1%} of the counted tokens (the share is not published)",
+        ctx = top.workload["isl"] + 1
+        how = (
+            f"no cached share reaches more than {bound:,.3g} tok/s per GPU (requests of "
+            f"{ctx:,.0f} tokens, all cached but one new input token, one output token)"
         )
+        if claim_value > bound:
+            row.update(
+                ratio=claim_value / bound,
+                verdict="impossible",
+                ceiling_tok_s_per_gpu=bound,
+                limit="cached prefix",
+                formula=f"{claim_value:,.0f} tok/s per GPU is {claim_value / bound:.3g}x what "
+                f"any cached share allows: {how}",
+            )
+        elif min_share > 0:
+            row.update(
+                ratio=np.nan,
+                verdict="undetermined",
+                formula=f"fits any cached share of at least 1 - {cap:,.0f} / {claim_value:,.0f} "
+                f"= {min_share:.1%} of the counted tokens against the prefill ceiling (the share "
+                f"is not published); {how}",
+            )
     row["min_cached_share"] = min_share
     per_gpu = claim_value / n_gpus
     r = add("rack-total", f"total of the {n_gpus}-GPU rack", per_gpu, per_gpu, "decode")
@@ -417,12 +458,19 @@ def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
     order = {"possible": 0, "undetermined": 1, "impossible": 2}
     best = min(per_gpu["verdict"], key=order.__getitem__)
     dec, pre = by.loc["per-gpu-decode"], by.loc["per-gpu-prefill"]
-    rack = by.loc["rack-total"]
+    rack, cached = by.loc["rack-total"], by.loc["per-gpu-with-cached"]
     reason = (
         f"as computed tokens per GPU it needs {dec['ratio']:.3g}x the decode ceiling and "
-        f"{pre['ratio']:.3g}x the prefill ceiling; it fits only if at least "
-        f"{by.loc['per-gpu-with-cached', 'min_cached_share']:.1%} of the counted tokens were "
-        f"prefix-cache hits (not published); as the rack's total "
+        f"{pre['ratio']:.3g}x the prefill ceiling; counting cache hits, "
+        + (
+            f"no cached share reaches it ({cached['ratio']:.3g}x the most any share allows)"
+            if cached["limit"] == "cached prefix"
+            else f"at the given share, {cached['formula']}"
+            if np.isfinite(cached["ratio"])
+            else f"it fits only if at least {cached['min_cached_share']:.1%} of the counted "
+            "tokens were prefix-cache hits (not published)"
+        )
+        + f"; as the rack's total "
         f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
     )
     margin = f"{dec['ratio']:.3g}x the decode ceiling"
@@ -565,57 +613,21 @@ def cost_readings(
     return CostReadings(pd.DataFrame(cost), pd.DataFrame(revenue), ratio, formula)
 
 
-def cost_physics(
-    cost: CostReadings, price_per_gpu_hour: float, margin: float = check.MARGIN
-) -> headline.ClaimReading:
-    """The dollar figure as token revenue per GPU-hour, the one reading physics (throughput x
-    token prices) can judge.
-
-    Cached share not known (``revenue_at_share`` NaN): ``undetermined`` when the figure lies
-    between the revenue of all-cached and all-uncached tokens at some throughput reading (it
-    then fits: the unpublished cached share picks it), ``impossible`` when it lies outside that
-    range at every reading. Cached share known: ``possible`` when the figure is within
-    ``margin`` of the revenue at that share at some reading, else ``impossible``. As a rental
-    price physics says nothing; the published reading judges that."""
-    rev = cost.revenue
-    ranges = "; ".join(
-        f"{r.reading}: ${r.revenue_all_cached:,.2f} (all cached) to ${r.revenue_all_uncached:,.2f}"
-        for r in rev.itertuples()
-    )
-    tail = "; as a rental price physics says nothing"
-    if rev["revenue_at_share"].notna().all():
-        dev = price_per_gpu_hour / rev["revenue_at_share"] - 1
-        best = int(dev.abs().to_numpy().argmin())
-        r, d = rev.iloc[best], float(dev.iloc[best])
-        verdict = "possible" if abs(d) <= margin else "impossible"
-        return headline.ClaimReading(
-            COST_CLAIM,
-            "physics",
-            verdict,
-            f"{d:+.1%} from the revenue",
-            f"as token revenue at the given cached share, the {r['reading']} reading earns "
-            f"${r['revenue_at_share']:,.2f} per GPU-hour: ${price_per_gpu_hour:g} is {d:+.1%} "
-            f"from it (modelling margin {margin:.0%}){tail}",
-        )
-    fits = rev[rev["cached_share_matching"].notna()]
-    if len(fits):
-        r = fits.iloc[0]
-        return headline.ClaimReading(
-            COST_CLAIM,
-            "physics",
-            "undetermined",
-            f"{r['cached_share_matching']:.1%} cached",
-            f"as token revenue it fits the {r['reading']} reading with "
-            f"{r['cached_share_matching']:.1%} of tokens cached, as it would fit any figure in "
-            f"its range ({ranges}){tail}",
-        )
+def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.ClaimReading:
+    """A price is never a physics reading: no ceiling bounds what a GPU-hour costs or earns
+    (token prices are a business's choice, not a property of the hardware), so the physics
+    verdict is ``undetermined`` for any dollar figure, with the reason saying why. The cost
+    and token-revenue tables stay beside it as arithmetic; the published reading judges the
+    figure against rental, list and ownership prices."""
+    ratio = cost.ratio_to_rental
     return headline.ClaimReading(
         COST_CLAIM,
         "physics",
-        "impossible",
-        "outside every range",
-        f"${price_per_gpu_hour:g} per GPU-hour is outside the token revenue of every reading "
-        f"({ranges}){tail}",
+        "undetermined",
+        "not a physics quantity",
+        f"${price_per_gpu_hour:g} per GPU-hour is a price ({ratio:.3g}x the catalog's rental "
+        "price), and no ceiling bounds a price: physics reads throughputs, not dollars; the "
+        "published reading compares it with rental, list and ownership prices",
     )
 
 
@@ -1274,7 +1286,8 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
             value=verdicts.number(cached["min_cached_share"], 4),
             unit="1",
             definition="least share of the counted tokens that must be prefix-cache hits for the "
-            f"figure to fit under the {p.gpu_id} decode ceiling, per GPU",
+            f"figure to fit under the {p.gpu_id} prefill ceiling, per GPU (cached tokens are "
+            "input: prefill work without GEMMs)",
             claim_id=THROUGHPUT_CLAIM,
             kind="modelled",
             verdict=cached["verdict"],
@@ -1327,38 +1340,33 @@ def flips(a: Analysis) -> list[str]:
     """What would turn each reading: the computed thresholds (physics verdicts turn at
     1 -/+ :data:`rackbook.physics.check.MARGIN` of a ceiling) and the sensitivity band. Dollars
     are written USD (the flips are shown as Markdown, where ``$`` opens math)."""
-    lo, hi = 1 - check.MARGIN, 1 + check.MARGIN
+    lo, hi = 1 - check.MARGIN, 1.0
     t, s = a.claim_tok_s, a.claim_speedup
     cap_d, cap_p = a.cap("compute", "decode"), a.cap("compute", "prefill")
     by = a.throughput.set_index("reading")
-    cap = float(by.loc["per-gpu-decode", "ceiling_tok_s_per_gpu"])
+    bound = cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
     tp = (
-        f"throughput, physics: possible if at least {max(0.0, 1 - lo * cap / t):.1%} of the "
+        f"throughput, physics: possible if at least {max(0.0, 1 - lo * cap_p / t):.1%} of the "
         f"counted tokens were prefix-cache hits (the write-up gives no share), or if the figure "
-        f"were below {lo * cap_p:,.0f} tok/s per GPU ({lo:g}x the prefill ceiling)"
+        f"were below {lo * cap_p:,.0f} tok/s per GPU ({lo:g}x the prefill ceiling); impossible "
+        f"above {bound:,.3g} tok/s per GPU, which no cached share reaches"
     )
-    if t > hi * cap_p and t > hi * cap:
-        tp += f"; impossible if a published share were below {1 - hi * cap / t:.1%}"
+    if t > cap_p:
+        tp += f", or if a published share were below {1 - cap_p / t:.1%}"
     tp += f"; decode ratio {a.band.text}"
     small, large = int(a.speedups["gpus_per_node"].min()), int(a.speedups["gpus_per_node"].max())
     sp = (
         f"speedup, physics (throughput as the rack's total): possible while that total stays "
         f"below {lo * cap_d * s * small:,.0f} tok/s (a {small}-GPU node under {lo:g}x its "
         f"ceiling), impossible above {hi * cap_d * s * large:,.0f} tok/s (every node size over "
-        f"{hi:g}x); at {t:,.0f} tok/s, possible for any speedup above "
+        f"its ceiling); at {t:,.0f} tok/s, possible for any speedup above "
         f"{t / (lo * cap_d * small):.3g}x, impossible below {t / (hi * cap_d * large):.3g}x"
     )
-    rev = a.cost.revenue.set_index("reading")
-    r, st = rev.loc[a.rack_reading], rev.loc[STATED]
+    del by
     cost = (
-        f"cost, physics: impossible as token revenue below USD {r['revenue_all_cached']:,.2f} "
-        f"or above USD {r['revenue_all_uncached']:,.2f} per GPU-hour at the rack-total reading "
-        f"(USD {st['revenue_all_cached']:,.2f} to {st['revenue_all_uncached']:,.2f} per GPU as "
-        f"stated); a published cached share decides it: possible within {check.MARGIN:.0%} of "
-        "the revenue at that share"
+        "cost, physics: nothing turns it; a dollar figure is a price, which no ceiling bounds "
+        "(the published reading sets it against rental, list and ownership prices)"
     )
-    if np.isfinite(r["cached_share_matching"]):
-        cost += f" ({r['cached_share_matching']:.1%} at the rack-total reading)"
     return [
         tp,
         sp,

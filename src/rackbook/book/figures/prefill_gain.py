@@ -26,7 +26,9 @@ def throughput_distribution(a: Analysis) -> Figure:
     fig, ax = plt.subplots(layout="constrained")
     t = a.table
     for i, cfg in enumerate((a.params.config_a, a.params.config_b)):
-        v = np.sort(t.loc[(t["config"] == cfg) & t["new_tok_s"].notna(), "new_tok_s"])
+        v = np.sort(
+            t.loc[(t["config"] == cfg) & t["new_tok_s"].notna(), "new_tok_s"], kind="stable"
+        )
         if not v.size:
             continue
         ax.step(

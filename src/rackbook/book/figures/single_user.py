@@ -26,7 +26,7 @@ def gaps(a: Analysis) -> Figure:
         lo, hi = g.min(), g.max()
         bins = np.geomspace(lo / 1.05, hi * 1.05, 41)
         ax1.hist(g, bins=bins, color=plotting.PALETTE[0])
-        v = np.sort(g)
+        v = np.sort(g, kind="stable")
         ax2.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=plotting.PALETTE[0])
         for i, (q, ms) in enumerate(a.stats.gaps_ms.items()):
             ax2.axvline(ms, color=plotting.PALETTE[1 + i], ls=":", label=f"p{q:g} = {ms:.3g} ms")
