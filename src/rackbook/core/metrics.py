@@ -35,7 +35,8 @@ Size and method (measurements in ``benchmarks/README.md``):
 - Counts, token sums and throughputs are exact. TTFT, TPOT and E2EL keep one float64 per
   successful request (8 bytes: 80 MB per metric for 10M requests), so their median and
   percentiles are always exact (the numbers ``np.median``/``np.percentile`` give, from one
-  in-place partition). Mean and std equal ``np.mean``/``np.std`` bit for bit up to 1Mi values
+  in-place partition; above 1Mi values in a trace,
+  from two bucket passes over the values where they lie, :mod:`rackbook.core.orderstats`). Mean and std equal ``np.mean``/``np.std`` bit for bit up to 1Mi values
   in a window; beyond, squared deviations are summed per 1Mi block (no temporary the size of
   the data) and may differ in the last bits (~1e-15 relative), as may a multi-point trace's
   whole-trace mean, summed point by point rather than in row order. Memory therefore grows
@@ -407,25 +408,26 @@ class _Pool:
     def _stats_large(
         self, name: str, percentiles: tuple[float, ...], points: int, used: list[int]
     ) -> tuple[dict[str, float], list[dict[str, float]]]:
-        """:meth:`stats` of more than 1Mi values: each window's values stay in their pieces
-        (no copy of the data) and its order statistics come from two bucket passes
-        (:mod:`rackbook.core.orderstats`; the numbers numpy gives)."""
+        """:meth:`stats` of more than 1Mi values: each point's values stay in their pieces
+        (no copy of the data); the order statistics of every point and of the whole trace come
+        from one counting and one gathering pass (:mod:`rackbook.core.orderstats`: the numbers
+        numpy gives), the whole trace's mean and std from the points' moments."""
         pieces, self.pieces = self.pieces, [[] for _ in range(self.npoints)]
-        per = [_stats_pieces(name, pieces[i], percentiles) for i in range(points)]
+        res = orderstats.grouped_stats(pieces, percentiles)
+        if res is None:  # a negative value: join and partition each window
+            per = [_stats_pieces(name, pieces[i], percentiles) for i in range(points)]
+            total = _stats_pieces(name, [a for p in pieces for a in p], percentiles)
+            return total, per
+        got, whole = res
+        empty = _stats(name, np.zeros(0), percentiles)
+        per = [_named(name, got[i], percentiles) if got[i] else dict(empty) for i in range(points)]
         if len(used) == 1 and used[0] < points:  # one point: total is that point
             return dict(per[used[0]]), per
-        return _stats_pieces(name, [a for p in pieces for a in p], percentiles), per
+        return _named(name, whole, percentiles), per
 
 
-def _stats_pieces(name: str, pieces: list[np.ndarray], percentiles: tuple[float, ...]) -> dict:
-    """:func:`_stats` of the values of ``pieces`` taken together: windows of up to 1Mi values
-    joined and partitioned (:func:`_stats_owned`), larger ones by
-    :func:`rackbook.core.orderstats.stats` (mean and std summed block by block)."""
-    n = sum(a.size for a in pieces)
-    res = orderstats.stats(pieces, percentiles) if n > _STD_BLOCK else None
-    if res is None:
-        v = np.concatenate(pieces) if pieces else np.zeros(0)
-        return _stats_owned(name, v, percentiles)
+def _named(name: str, res: orderstats.Stats, percentiles: tuple[float, ...]) -> dict[str, float]:
+    """:func:`_stats`'s keys for ``(mean, std, median, percentiles)`` in seconds."""
     mean, std, median, pct = res
     out = {
         f"mean_{name}_ms": float(mean * 1000),
@@ -435,6 +437,12 @@ def _stats_pieces(name: str, pieces: list[np.ndarray], percentiles: tuple[float,
     for p, x in zip(percentiles, pct, strict=True):
         out[f"p{_pword(p)}_{name}_ms"] = float(x * 1000)
     return out
+
+
+def _stats_pieces(name: str, pieces: list[np.ndarray], percentiles: tuple[float, ...]) -> dict:
+    """:func:`_stats` of the values of ``pieces`` taken together (joined, then partitioned)."""
+    v = np.concatenate(pieces) if pieces else np.zeros(0)
+    return _stats_owned(name, v, percentiles)
 
 
 def _sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

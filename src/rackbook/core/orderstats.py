@@ -39,36 +39,34 @@ def _blocks(pieces: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
             yield p[lo : lo + BLOCK]
 
 
-def order_stats(pieces: Sequence[np.ndarray], ks: Sequence[int]) -> dict[int, float] | None:
-    """The ``k``-th smallest value (0-based) of the pieces taken together, for each ``k`` in
-    ``ks``; None when a value is negative or -0.0 (its bit pattern does not order)."""
+def _counts(pieces: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Values per bucket (pass 1); None when a value is negative or -0.0."""
     counts = np.zeros(_BUCKETS, np.int64)
     for blk in _blocks(pieces):
         b = blk.view(np.int64) >> _SHIFT
         if b.min() < 0:
             return None
         counts += np.bincount(b, minlength=_BUCKETS)
-    cum = np.cumsum(counts)
+    return counts
+
+
+def _plan(cum: np.ndarray, ks: Sequence[int]) -> dict[int, list[int]]:
+    """Wanted order statistics grouped by the bucket that holds each."""
     n = int(cum[-1])
     by_bucket: dict[int, list[int]] = {}
     for k in sorted(set(ks)):
         if not 0 <= k < n:
             raise IndexError(f"order statistic {k} of {n} values")
         by_bucket.setdefault(int(np.searchsorted(cum, k, side="right")), []).append(k)
-    want = np.zeros(_BUCKETS, bool)
-    want[list(by_bucket)] = True
-    got: dict[int, list[np.ndarray]] = {b: [] for b in by_bucket}
-    for blk in _blocks(pieces):
-        b = blk.view(np.int64) >> _SHIFT
-        m = want[b]
-        if not m.any():
-            continue
-        vals, bs = blk[m], b[m]
-        for bucket in got:
-            got[bucket].append(vals if len(got) == 1 else vals[bs == bucket])
+    return by_bucket
+
+
+def _select(
+    cum: np.ndarray, by_bucket: dict[int, list[int]], got: dict[int, list[np.ndarray]]
+) -> dict[int, float]:
     out: dict[int, float] = {}
     for bucket, klist in by_bucket.items():
-        arr = np.concatenate(got.pop(bucket))
+        arr = np.concatenate(got[bucket])
         below = int(cum[bucket - 1]) if bucket else 0
         ranks = [k - below for k in klist]
         arr.partition(ranks)
@@ -77,7 +75,53 @@ def order_stats(pieces: Sequence[np.ndarray], ks: Sequence[int]) -> dict[int, fl
     return out
 
 
-def _mean_std(pieces: Sequence[np.ndarray], n: int) -> tuple[float, float]:
+def grouped_order_stats(
+    groups: Sequence[Sequence[np.ndarray]],
+    ks: Sequence[Sequence[int]],
+    whole_ks: Sequence[int] = (),
+) -> tuple[list[dict[int, float]], dict[int, float]] | None:
+    """:func:`order_stats` of each group (``ks[i]`` for group ``i``) and of all groups taken
+    together (``whole_ks``), in one counting pass and one gathering pass over the data: the
+    whole's counts are the sum of the groups'. None as :func:`order_stats`."""
+    counts = []
+    for g in groups:
+        c = _counts(g)
+        if c is None:
+            return None
+        counts.append(c)
+    whole_cum = np.cumsum(np.sum(counts, axis=0)) if counts else np.zeros(1, np.int64)
+    whole_plan = _plan(whole_cum, whole_ks) if whole_ks else {}
+    whole_got: dict[int, list[np.ndarray]] = {b: [] for b in whole_plan}
+    per = []
+    for g, c, gk in zip(groups, counts, ks, strict=True):
+        cum = np.cumsum(c)
+        plan = _plan(cum, gk) if gk else {}
+        got: dict[int, list[np.ndarray]] = {b: [] for b in plan}
+        want = np.zeros(_BUCKETS, bool)
+        want[list(plan)] = True
+        want[list(whole_plan)] = True
+        for blk in _blocks(g):
+            b = blk.view(np.int64) >> _SHIFT
+            m = want[b]
+            if not m.any():
+                continue
+            vals, bs = blk[m], b[m]
+            for dest in (got, whole_got):
+                for bucket, lst in dest.items():
+                    lst.append(vals[bs == bucket])
+        per.append(_select(cum, plan, got))
+    return per, _select(whole_cum, whole_plan, whole_got)
+
+
+def order_stats(pieces: Sequence[np.ndarray], ks: Sequence[int]) -> dict[int, float] | None:
+    """The ``k``-th smallest value (0-based) of the pieces taken together, for each ``k`` in
+    ``ks``; None when a value is negative or -0.0 (its bit pattern does not order)."""
+    res = grouped_order_stats([pieces], [ks])
+    return None if res is None else res[0][0]
+
+
+def _moments(pieces: Sequence[np.ndarray], n: int) -> tuple[np.float64, np.float64]:
+    """Mean and sum of squared deviations of the ``n`` values of ``pieces``, block by block."""
     total = np.float64(0.0)
     for blk in _blocks(pieces):
         total += np.add.reduce(blk)
@@ -87,7 +131,7 @@ def _mean_std(pieces: Sequence[np.ndarray], n: int) -> tuple[float, float]:
         d = blk - mean
         np.multiply(d, d, out=d)
         m2 += np.add.reduce(d)
-    return mean, np.sqrt(m2 / n)
+    return mean, m2
 
 
 def _lerp(a: np.float64, b: np.float64, t: np.float64) -> np.float64:
@@ -97,24 +141,72 @@ def _lerp(a: np.float64, b: np.float64, t: np.float64) -> np.float64:
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
-def stats(
-    pieces: Sequence[np.ndarray], percentiles: Sequence[float]
-) -> tuple[float, float, float, list[float]] | None:
-    """(mean, std, median, [percentile for each of ``percentiles``]) of the pieces together
-    (at least one value), or None as :func:`order_stats`."""
-    n = sum(p.size for p in pieces)
-    if n == 0:
-        raise ValueError("no values")
+def _wanted(n: int, percentiles: Sequence[float]) -> tuple[list[int], list[tuple]]:
+    """Order statistics that median and percentiles of ``n`` values need, and per percentile
+    (lower rank, upper rank, weight) as ``np.percentile``'s linear method forms them."""
     plans = []
     for p in percentiles:
         h = (n - 1) * (np.float64(p) / 100)  # np.percentile's virtual index (linear method)
         lo = int(math.floor(h))
         plans.append((lo, min(lo + 1, n - 1), h - np.floor(h)))
     ks = {(n - 1) // 2, n // 2, *(i for lo, hi, _ in plans for i in (lo, hi))}
-    got = order_stats(pieces, sorted(ks))
-    if got is None:
-        return None
-    mean, std = _mean_std(pieces, n)
+    return sorted(ks), plans
+
+
+def _form(n: int, got: dict[int, float], plans: list[tuple]) -> tuple[float, list[float]]:
     median = np.mean(np.array([got[(n - 1) // 2], got[n // 2]])[: 2 - n % 2])
     pct = [_lerp(got[lo], got[hi], g) for lo, hi, g in plans]
-    return float(mean), float(std), float(median), [float(x) for x in pct]
+    return float(median), [float(x) for x in pct]
+
+
+Stats = tuple[float, float, float, list[float]]
+
+
+def grouped_stats(
+    groups: Sequence[Sequence[np.ndarray]], percentiles: Sequence[float]
+) -> tuple[list[Stats | None], Stats] | None:
+    """(mean, std, median, percentiles) of each group (None for an empty one) and of all
+    groups together (at least one value in all), from :func:`grouped_order_stats`; the
+    whole's mean and std merge the groups' moments (Chan et al.). None as
+    :func:`order_stats`."""
+    sizes = [sum(p.size for p in g) for g in groups]
+    n = sum(sizes)
+    if n == 0:
+        raise ValueError("no values")
+    wanted = [_wanted(m, percentiles) if m else ([], []) for m in sizes]
+    whole_ks, whole_plans = _wanted(n, percentiles)
+    res = grouped_order_stats(groups, [w[0] for w in wanted], whole_ks)
+    if res is None:
+        return None
+    per_got, whole_got = res
+    per: list[Stats | None] = []
+    means, m2s = [], []
+    for g, m, (_, plans), got in zip(groups, sizes, wanted, per_got, strict=True):
+        if not m:
+            per.append(None)
+            means.append(0.0)
+            m2s.append(0.0)
+            continue
+        mean, m2 = _moments(g, m)
+        means.append(mean)
+        m2s.append(m2)
+        per.append((float(mean), float(np.sqrt(m2 / m)), *_form(m, got, plans)))
+    w = np.array(sizes, dtype=np.float64)
+    mu = np.array(means)
+    mean = float((w * mu).sum() / n)
+    m2 = float(np.sum(m2s) + (w * (mu - mean) ** 2).sum())
+    return per, (mean, math.sqrt(max(m2, 0.0) / n), *_form(n, whole_got, whole_plans))
+
+
+def stats(pieces: Sequence[np.ndarray], percentiles: Sequence[float]) -> Stats | None:
+    """(mean, std, median, [percentile for each of ``percentiles``]) of the pieces together
+    (at least one value), or None as :func:`order_stats`."""
+    n = sum(p.size for p in pieces)
+    if n == 0:
+        raise ValueError("no values")
+    ks, plans = _wanted(n, percentiles)
+    got = order_stats(pieces, ks)
+    if got is None:
+        return None
+    mean, m2 = _moments(pieces, n)
+    return (float(mean), float(np.sqrt(m2 / n)), *_form(n, got, plans))
