@@ -34,13 +34,14 @@ Size and method (measurements in ``benchmarks/README.md``):
   ``cached_prompt_tokens``, and the optional extra tables.
 - Counts, token sums and throughputs are exact. TTFT, TPOT and E2EL keep one float64 per
   successful request (8 bytes: 80 MB per metric for 10M requests), so their median and
-  percentiles are always exact (the numbers ``np.median``/``np.percentile`` give, from one
-  in-place partition; above 1Mi values in a trace,
-  from two bucket passes over the values where they lie, :mod:`rackbook.core.orderstats`). Mean and std equal ``np.mean``/``np.std`` bit for bit up to 1Mi values
-  in a window; beyond, squared deviations are summed per 1Mi block (no temporary the size of
-  the data) and may differ in the last bits (~1e-15 relative), as may a multi-point trace's
-  whole-trace mean, summed point by point rather than in row order. Memory therefore grows
-  with the number of requests (about 30 bytes each, twice that while the statistics run).
+  percentiles are always exact (the numbers ``np.median``/``np.percentile`` give): from one
+  in-place partition when a trace holds at most 1Mi values of the metric, else from one
+  counting and one gathering pass over the values where they lie, for every point and the
+  whole trace at once (:mod:`rackbook.core.orderstats`: no joined copy). Mean and std equal
+  ``np.mean``/``np.std`` bit for bit up to 1Mi values; beyond, they are summed per 1Mi block
+  (no temporary the size of the data) and the whole trace's are merged from the points'
+  moments, so they may differ in the last bits (~1e-15 relative). Memory therefore grows
+  with the number of requests (about 30 bytes each).
 - ITL is exact (all pooled gaps as float64) while the ITL table has at most
   :data:`EXACT_ITL_MAX` rows (320 MB, twice that while the statistics run): up to there memory
   grows with the gaps too. Beyond that, keeping every gap would make memory grow with
