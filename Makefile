@@ -16,6 +16,9 @@ UV_VERSION := 0.13.8
 UV_HOME := .cache/uv-$(UV_VERSION)
 UV := $(UV_HOME)/bin/uv
 export UV_PYTHON_DOWNLOADS := never
+# Bytecode compiled at install, as pip does: with PYTHONDONTWRITEBYTECODE set (as on the
+# project's machines) Python would otherwise compile every module again in every process.
+export UV_COMPILE_BYTECODE := 1
 UV_PIP := $(UV) pip install -q --python $(BIN)/python
 # pip in the test env: tests/test_packaging.py installs a copy of the package with it
 # (the version Python 3.11's ensurepip bundles, as `python3 -m venv` gave before).
