@@ -16,9 +16,12 @@ UV_VERSION := 0.13.8
 UV_HOME := .cache/uv-$(UV_VERSION)
 UV := $(UV_HOME)/bin/uv
 export UV_PYTHON_DOWNLOADS := never
-# Bytecode compiled at install, as pip does: with PYTHONDONTWRITEBYTECODE set (as on the
-# project's machines) Python would otherwise compile every module again in every process.
-export UV_COMPILE_BYTECODE := 1
+# uv does not compile bytecode at install (pip did); Python caches it on first import, which
+# PYTHONDONTWRITEBYTECODE (set on the project's machines) would forbid: every kernel and build
+# would compile every module again (unchanged `make book` 12 s instead of 4). make's commands
+# run without it. Compiling only what is imported beats compiling the whole env at install
+# (fresh `make book` 48 s against 65 s, measured side by side).
+unexport PYTHONDONTWRITEBYTECODE
 UV_PIP := $(UV) pip install -q --python $(BIN)/python
 # pip in the test env: tests/test_packaging.py installs a copy of the package with it
 # (the version Python 3.11's ensurepip bundles, as `python3 -m venv` gave before).
