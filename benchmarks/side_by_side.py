@@ -71,9 +71,12 @@ def _summary(rounds: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     for n in names:
         walls = [x[n]["wall_s"] for x in rounds]
         rss = [x[n]["peak_rss_mb"] for x in rounds]
+        cpu = [round(x[n]["user_s"] + x[n]["sys_s"], 2) for x in rounds]
         out[n] = {
             "wall_s_median": round(statistics.median(walls), 2),
             "wall_s_all": walls,
+            "cpu_s_median": round(statistics.median(cpu), 2),
+            "cpu_s_all": cpu,
             "peak_rss_mb_max": max(rss),
         }
     return out
