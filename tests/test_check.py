@@ -160,11 +160,70 @@ def test_cli_json_is_the_last_line(run_cli):
     assert {r["name"] for r in p["readings"]} >= {"compute", "memory bandwidth"}
     assert all(r["formula"] for r in p["readings"])
     assert d["this_run"]["verdict"] == "untested"
-    # like for like: the one published output-token point of V4.1-Flash on GB300 (InferenceX)
+    # The one output-token point of V4.1-Flash on GB300 (InferenceX PR 3176) ran with a
+    # simulated acceptance length: named with its difference, but it does not decide; no point
+    # shares the figure's basis.
     pub = d["published"]
-    assert pub["verdict"] == "above" and pub["closest"][0]["mismatch"] == "like for like"
-    assert pub["closest"][0]["url"] == "https://github.com/SemiAnalysisAI/InferenceX/pull/3176"
-    assert pub["closest"][0]["value"] == pytest.approx(904.78)
+    assert pub["verdict"] == "none published" and pub["decided_on"] == []
+    assert "output tokens; per GPU (deployment, 72 GPUs)" in pub["basis"]
+    urls = {c["url"]: c for c in pub["closest"]}
+    pr = urls["https://github.com/SemiAnalysisAI/InferenceX/pull/3176"]
+    assert pr["value"] == pytest.approx(904.78)
+    assert pr["mismatch"] == "GPU count: 4 (claim: 72); speculation: simulated (claim: unknown)"
+
+
+def _points_like(wb, value: float, **changes):
+    """One verified published measurement of basis ``wb`` (with ``changes``) at ``value``."""
+    import pandas as pd
+
+    stated = {"speculation": "none", "workload": "fixed lengths", "serving": "aggregated"}
+    b = wb.replace(**(stated | changes))
+    row = {
+        "id": "hand:1", "role": "measurement", "value": value, "unit": "output tok/s/GPU",
+        "model": b.model, "hardware": b.hardware, "gpus": b.gpu_count, "url": "https://x.test/1",
+        "verified": True, "basis": b,
+    }  # fmt: skip
+    return pd.DataFrame([row])
+
+
+@pytest.mark.parametrize(
+    "value,changes,verdict",
+    [
+        (1_000.0, {}, "above"),  # 954,000 per GPU against one point of the same basis at 1,000
+        (2_000_000.0, {}, "below"),
+        (1_000.0, {"speculation": "simulated"}, "none published"),  # a model, not a measurement
+        (1_000.0, {"tokens": "input+output"}, "none published"),  # counts other tokens
+        (1_000.0, {"model": "deepseek-r1"}, "none published"),
+        (1_000.0, {"hardware": "b300"}, "none published"),
+        (1_000.0, {"gpu_count": 8}, "none published"),  # 8 GPUs are not the figure's 72
+        (1_000.0, {"serving": "disaggregated"}, "above"),  # named, does not decide
+    ],
+)
+def test_only_a_point_of_the_same_basis_decides(monkeypatch, value, changes, verdict):
+    from rackbook.results import evidence, workload
+
+    wb = workload.workload_basis(
+        "deepseek-v4.1-flash", "gb300", 72, "output", None, None, None, None
+    )
+    monkeypatch.setattr(evidence, "published_points", lambda: _points_like(wb, value, **changes))
+    r = workload.published_for_workload(wb, 954_000.0)
+    assert r.verdict == verdict, r.reason
+    assert r.extra["decided_on"] == ([] if verdict == "none published" else ["hand:1"])
+    assert r.extra["closest"][0]["url"] == "https://x.test/1"
+
+
+def test_counted_total_with_a_cached_share_counts_the_cached_prefix():
+    from rackbook.results import workload
+
+    b = workload.workload_basis(
+        "deepseek-v4.1-flash", "gb300", 4, "total", 114_400, 1_000, 0.9, 128
+    )
+    assert (b.tokens, b.isl, b.osl, b.cached_share, b.concurrency) == (
+        "input incl. cached+output", 114_400, 1_000, 0.9, 128,
+    )  # fmt: skip
+    assert workload.workload_basis("m", "gb300", 4, "total", None, None, None, None).tokens == (
+        "input+output"
+    )
 
 
 def test_the_agentic_inferencex_point_at_its_own_concurrency():

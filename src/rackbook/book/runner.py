@@ -367,11 +367,79 @@ def cli_list(args: argparse.Namespace) -> int:
     return 0
 
 
+_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
+
+
+def _empty_display(output: dict[str, Any]) -> bool:
+    """An output that shows nothing but an object's repr: a ``display(Markdown(""))`` (empty
+    Markdown, whose plain-text fallback is ``<IPython.core.display.Markdown object>``)."""
+    if output.get("output_type") not in ("display_data", "execute_result"):
+        return False
+    data = output.get("data", {})
+    rich = {k: v for k, v in data.items() if k != "text/plain"}
+    if any("".join(v).strip() if isinstance(v, list) else str(v).strip() for v in rich.values()):
+        return False
+    plain = data.get("text/plain", "")
+    plain = "".join(plain) if isinstance(plain, list) else str(plain)
+    return not plain.strip() or bool(_REPR.match(plain.strip()))
+
+
+def _glued_text(nb: dict[str, Any]) -> dict[str, str]:
+    """Glue name -> its plain-text value, from an executed notebook's glue outputs."""
+    out: dict[str, str] = {}
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            name = (o.get("metadata", {}).get("scrapbook") or {}).get("name")
+            text = o.get("data", {}).get("application/papermill.record/text/plain")
+            if name and isinstance(text, str):
+                out[name] = text.strip("'\"")
+    return out
+
+
+_FIGURE = re.compile(r"(```\{glue:figure\}[^\n]*\n)((?::[a-z]+:[^\n]*\n)*)(.*?)```", re.S)
+
+
+def _plain_caption(caption: str, glued: dict[str, str]) -> str:
+    """A caption as plain text for alt text: glued values filled in (their format spec
+    dropped), roles and Markdown marks removed, its first two sentences."""
+
+    def role(m: re.Match[str]) -> str:
+        kind, body = m.group(1), m.group(2)
+        if kind.startswith("glue"):
+            return glued.get(body.split(":")[0], "")
+        return re.sub(r"<[^>]*>", "", body).strip() if kind != "numref" else "the figure"
+
+    text = re.sub(r"\{([a-z:]+)\}`([^`]*)`", role, caption)
+    text = re.sub(r"[*`_]|\\(?=\$)", "", " ".join(text.split()))
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    return " ".join(sentences[:2]).replace('"', "'")
+
+
+def add_alt_text(source: str, glued: dict[str, str]) -> str:
+    """Every ``{glue:figure}`` directive of a Markdown cell without an ``:alt:`` gets one: what
+    its caption says the figure shows, as plain text (never the image's file path)."""
+
+    def fix(m: re.Match[str]) -> str:
+        head, opts, caption = m.group(1), m.group(2), m.group(3)
+        if ":alt:" in opts:
+            return m.group(0)
+        alt = _plain_caption(caption, glued)
+        return f"{head}{opts}:alt: {alt}\n{caption}```" if alt else m.group(0)
+
+    return _FIGURE.sub(fix, source)
+
+
 def _stage_notebook(src: Path, dst: Path) -> None:
     """Copy an executed notebook for the book: the cell papermill injected is collapsed and
-    shows paths relative to the repository (no machine's absolute paths in the book)."""
+    shows paths relative to the repository (no machine's absolute paths in the book); every
+    figure gets alt text from its caption (:func:`add_alt_text`)."""
     nb = json.loads(src.read_text(encoding="utf-8"))
+    glued = _glued_text(nb)
     for cell in nb.get("cells", []):
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if not _empty_display(o)]
+        if cell.get("cell_type") == "markdown" and "{glue:figure}" in "".join(cell["source"]):
+            cell["source"] = add_alt_text("".join(cell["source"]), glued).splitlines(True)
         tags = cell.get("metadata", {}).get("tags", [])
         if "injected-parameters" in tags:
             cell["metadata"]["tags"] = [*tags, "hide-input"]

@@ -11,12 +11,18 @@ requests, gaps and points tables are empty:
   tok/s per GPU) is required, the input/output split is optional.
 - **MLPerf Inference** ``summary.csv``: one row per (system, model, scenario). Only rows whose
   ``Units`` is ``Tokens/s`` become points; the rest are skipped and counted by unit. ``Result`` is
-  the system's total tokens/s; the per-GPU figure is computed on import as
-  ``Result / total_accelerators``.
+  the system's rate of *output* tokens (LoadGen's token count of the responses; the prompt is
+  not counted); the per-GPU figure is computed on import as ``Result / total_accelerators``.
 - **SGLang cookbook** ``deepseek-v4-benchmarks.jsx``: a JavaScript module exporting
   ``benchmarks``, a list of cells (``match``: hardware, variant, quant, strategy, nodes) with
   ``speed`` entries (ISL/OSL, concurrency, TTFT and TPOT in ms, total tok/s per GPU). It is read
   by a small parser of JavaScript literals (objects, lists, strings, numbers, comments).
+
+Every point carries its basis (:mod:`rackbook.core.basis`) from the source's own definitions:
+``tokens_counted`` (InferenceX ``tput_per_gpu``: input + output; MLPerf: output; the cookbook:
+input + output derived from measured output x (isl + osl) / osl), ``gpus_counted`` (all GPUs
+of the deployment, prefill and decode pools together), ``speculation_kind``, ``workload`` and
+the ``latency_statistic`` of ``tok_s_per_user``.
 
 Units: throughput in tokens per second (``tok/s``), per GPU where the column says so; times in
 seconds (the cookbook's milliseconds are converted). Bad input raises one
@@ -43,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import provenance, schema, traces
+from rackbook.core import basis, provenance, schema, traces
 from rackbook.errors import InputError
 
 #: The three published formats ``rackbook import`` reads, and the engine label of their traces.
@@ -76,6 +82,32 @@ POSITIVE = (
 #: published_points latency columns (seconds): non-null values must be >= 0.
 LATENCIES = ("ttft_mean_s", "ttft_median_s", "tpot_mean_s", "tpot_median_s", "e2el_mean_s")
 SERVING = ("aggregated", "disaggregated")
+
+#: The SGLang cookbook's configuration file, read 2026-12-03: it declares ``latencyPercentile:
+#: "Mean"`` and each cell's flags (``--tp``, ``--speculative-*``).
+COOKBOOK_CONFIG_URL = (
+    "https://github.com/sgl-project/sglang/blob/01c5c03f29584c6e1105b73de25b7e1799043809/"
+    "docs_new/src/snippets/configs/deepseek-ai/deepseek-v4.jsx"
+)
+#: Speculation of a cookbook cell by strategy, as its flags in deepseek-v4.jsx set it (every
+#: DeepSeek-V4 cell of that file): low-latency EAGLE/MTP 3-1-4, balanced 1-1-2, high-throughput
+#: none. The acceptance is measured by the real draft head (not published in the cells).
+COOKBOOK_SPECULATION: dict[str, tuple[str, str | None]] = {
+    "low-latency": ("real", "EAGLE/MTP 3-1-4 (steps 3, topk 1, draft tokens 4)"),
+    "balanced": ("real", "EAGLE/MTP 1-1-2 (steps 1, topk 1, draft tokens 2)"),
+    "high-throughput": ("none", None),
+}
+#: Every single-node DeepSeek-V4-Flash cell of deepseek-v4.jsx on these GPUs runs ``--tp 4``.
+COOKBOOK_FLASH_SINGLE_GPUS = 4
+COOKBOOK_FLASH_SINGLE_HW = ("b200", "b300", "gb200", "gb300")
+#: Allowed values of the basis columns (rackbook.core.basis; never "unknown" in a point).
+BASIS_COLUMNS: dict[str, tuple[str, ...]] = {
+    "tokens_counted": basis.TOKENS,
+    "gpus_counted": basis.GPUS,
+    "speculation_kind": basis.SPECULATION,
+    "workload": basis.WORKLOADS,
+    "latency_statistic": ("mean", "median", "p90", "p99"),
+}
 
 
 # ----------------------------------------------------------------------------- table checks
@@ -128,6 +160,17 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
                 "published_points.serving",
                 f"{s!r} in row {i}: expected {' or '.join(SERVING)}",
             )
+    for col, allowed in BASIS_COLUMNS.items():
+        for i, v in enumerate(df[col]):
+            if pd.isna(v):
+                continue
+            if v == basis.UNKNOWN or v not in allowed:
+                raise InputError(
+                    where,
+                    f"published_points.{col}",
+                    f"{v!r} in row {i}: a published point states its basis, one of "
+                    f"{', '.join(a for a in allowed if a != basis.UNKNOWN)}",
+                )
     dis = df["serving"].eq("disaggregated").fillna(False).to_numpy(bool)
     parts = df["prefill_gpus"].astype("Float64") + df["decode_gpus"].astype("Float64")
     total = df["gpus"].astype("Float64")
@@ -355,7 +398,13 @@ def inferencex_points(
                 "concurrency": conc,
                 "tok_s_total": None,
                 "tok_s_per_gpu": per_gpu,
-                "per_gpu_basis": "as published (metrics.tput_per_gpu)",
+                "per_gpu_basis": "as published (metrics.tput_per_gpu: input + output tokens over "
+                "the prefill and decode GPUs)",
+                "tokens_counted": "input+output",
+                "gpus_counted": "deployment",
+                "speculation_kind": "none" if spec in (None, "none") else "real",
+                "workload": "fixed lengths",
+                "latency_statistic": "median",
                 "input_tok_s_per_gpu": _optional_number(
                     path, f"{m}.input_tput_per_gpu", metrics, "input_tput_per_gpu"
                 ),
@@ -418,8 +467,11 @@ def mlperf_points(
     """MLPerf ``summary.csv`` token-rate rows as a ``published_points`` table, plus what was
     skipped: ``{"units": {unit: rows}, "models": {model: rows}}``.
 
-    ``tok_s_total`` is ``Result`` (the system's tokens/s); ``tok_s_per_gpu`` is computed on
-    import as ``Result / total_accelerators``. With ``model``, token rows of other models are
+    ``tok_s_total`` is ``Result``, the system's rate of *output* tokens (LoadGen counts the
+    tokens of the responses, not the prompt); ``tok_s_per_gpu`` is computed on import as
+    ``Result / total_accelerators``, output tokens per GPU of the submitted system. Whether a
+    system of many GPUs serves as one deployment or as several replicas is not in the file.
+    With ``model``, token rows of other models are
     skipped and counted. A row's link is the results folder (``Location``) at the source
     commit when ``source_url`` is a GitHub blob URL, else ``source_url`` itself.
     """
@@ -490,6 +542,11 @@ def mlperf_points(
                     "tok_s_total": result,
                     "tok_s_per_gpu": result / n,
                     "per_gpu_basis": "computed on import: Result / total_accelerators",
+                    "tokens_counted": "output",
+                    "gpus_counted": "deployment",
+                    "speculation_kind": "real or none",
+                    "workload": "benchmark dataset",
+                    "latency_statistic": None,
                     "input_tok_s_per_gpu": None,
                     "output_tok_s_per_gpu": None,
                     "tok_s_per_user": None,
@@ -668,8 +725,10 @@ def cookbook_points(
     fp4/fp8 cells derived as measured output/GPU x (isl + osl) / osl, for nvfp4 measured as a
     total. ``tok_s_per_gpu`` keeps it as published; for fp4/fp8 the measured output per GPU is
     recovered as ``value x osl / (isl + osl)``. ``tok_s_per_user`` is 1000 / ``tpot_ms``; TTFT
-    and TPOT (ms) are stored in seconds as medians (the cookbook's PRs report P50; this file
-    does not say).
+    and TPOT (ms) are stored in seconds as means: the cookbook's configuration
+    (``deepseek-v4.jsx``, :data:`COOKBOOK_CONFIG_URL`) declares ``latencyPercentile: "Mean"``.
+    The GPU count and speculative method of a cell are in that configuration, not in this
+    file: :data:`COOKBOOK_SPECULATION` (by strategy) and :data:`COOKBOOK_FLASH_SINGLE_GPUS`.
     """
     path = Path(path)
     if source_url is None:
@@ -718,6 +777,16 @@ def cookbook_points(
             tpot_ms = _number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
             ttft_ms = _number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
             derived = keys["quant"] in ("fp4", "fp8")
+            spec_kind, spec_method = COOKBOOK_SPECULATION.get(
+                strategy or "", ("real or none", None)
+            )
+            gpus = (
+                COOKBOOK_FLASH_SINGLE_GPUS
+                if keys["variant"] == "flash"
+                and nodes == "single"
+                and keys["hw"] in COOKBOOK_FLASH_SINGLE_HW
+                else None
+            )
             basis = (
                 "as published: total tok/s/GPU, derived by the cookbook from measured output/GPU "
                 "x (isl+osl)/osl"
@@ -733,7 +802,7 @@ def cookbook_points(
                     "system": f"{keys['hw']} {strategy or '-'} ({nodes or 'nodes not stated'})",
                     "category": None,
                     "hardware": keys["hw"],
-                    "gpus": None,
+                    "gpus": gpus,
                     "prefill_gpus": None,
                     "decode_gpus": None,
                     "serving": None,
@@ -741,7 +810,7 @@ def cookbook_points(
                     "precision": keys["quant"],
                     "engine": "sglang",
                     "engine_version": None if version is None else str(version),
-                    "speculative": None,
+                    "speculative": spec_method,
                     "scenario": strategy,
                     "isl": isl,
                     "osl": osl,
@@ -749,18 +818,24 @@ def cookbook_points(
                     "tok_s_total": None,
                     "tok_s_per_gpu": total,
                     "per_gpu_basis": basis,
+                    "tokens_counted": "input+output",
+                    "gpus_counted": "deployment",
+                    "speculation_kind": spec_kind,
+                    "workload": "fixed lengths",
+                    "latency_statistic": "mean",
                     "input_tok_s_per_gpu": None,
                     "output_tok_s_per_gpu": total * osl / (isl + osl) if derived else None,
                     "tok_s_per_user": 1000.0 / tpot_ms,
-                    "ttft_mean_s": None,
-                    "ttft_median_s": ttft_ms / 1000.0,
-                    "tpot_mean_s": None,
-                    "tpot_median_s": tpot_ms / 1000.0,
+                    "ttft_mean_s": ttft_ms / 1000.0,
+                    "ttft_median_s": None,
+                    "tpot_mean_s": tpot_ms / 1000.0,
+                    "tpot_median_s": None,
                     "e2el_mean_s": None,
                     "date": None,
                     "url": source_url,
-                    "notes": f"nodes: {nodes}; GPU count and speculative method are not in "
-                    "this file (deepseek-v4.jsx)",
+                    "notes": f"nodes: {nodes}; GPU count and speculative method from the "
+                    f"cookbook's deepseek-v4.jsx ({COOKBOOK_CONFIG_URL}); latencies are means "
+                    "(latencyPercentile Mean)",
                 }
             )
     if not out:

@@ -19,10 +19,13 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rackbook import paths
+from rackbook.core import basis as basis_mod
 from rackbook.errors import InputError
 from rackbook.inputs import loader
 
 Status = Literal["located", "not-located", "partly-located"]
+#: Basis parts a claim takes from its scope (and the engine, always vLLM).
+SCOPE_PARTS = ("model", "hardware", "gpu_count", "engine")
 Comparison = Literal["bound", "range", "ratio", "equal"]
 
 
@@ -153,6 +156,10 @@ class Claim(_Model):
     metric: Metric
     cautions: list[str]
     source: ClaimSource
+    basis: dict[str, Any] = Field(
+        description="the figure's basis as the write-up states it (rackbook.core.basis), "
+        "'unknown' where it is silent; model, hardware and GPU count come from scope"
+    )
 
     @field_validator("result")
     @classmethod
@@ -189,7 +196,32 @@ class Claim(_Model):
             raise loader.field_error(
                 "reference", "required when comparison is ratio (the denominator)"
             )
+        clash = sorted(set(self.basis) & set(SCOPE_PARTS))
+        if clash:
+            raise loader.field_error(f"basis.{clash[0]}", "comes from scope; not allowed here")
+        try:
+            self.figure_basis  # noqa: B018 - validates
+        except ValueError as exc:
+            part, _, problem = str(exc).partition(": ")
+            raise loader.field_error(f"basis.{part}", problem) from None
         return self
+
+    @property
+    def figure_basis(self) -> basis_mod.Basis:
+        """The claim's full basis (:class:`rackbook.core.basis.Basis`): the registry's
+        ``basis`` block, with model, hardware and GPU count from ``scope`` (``unknown`` where
+        scope says nothing) and the engine vLLM."""
+        s = self.scope
+        return basis_mod.make(
+            {
+                "model": s.model or basis_mod.UNKNOWN,
+                "hardware": s.hardware or basis_mod.UNKNOWN,
+                "gpu_count": s.gpu_count,
+                "engine": "vLLM",
+                **self.basis,
+            },
+            claim=True,
+        )
 
     @property
     def value_text(self) -> str:

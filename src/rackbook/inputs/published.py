@@ -18,16 +18,22 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
 from rackbook import paths
+from rackbook.core import basis as basis_mod
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
 
 Role = Literal["measurement", "analogue", "context"]
+#: Basis parts a figure takes from its own fields.
+FROM_FIELDS = (
+    "model", "hardware", "gpu_count", "engine", "engine_version", "isl", "osl", "concurrency",
+    "spec_method",
+)  # fmt: skip
 
 #: Where the registry lives.
 REGISTRY = "data/published/figures.yaml"
@@ -62,7 +68,46 @@ class Figure(loader.Strict):
     read: str = Field(description="date this project read the source, YYYY-MM-DD")
     quote: str = Field(min_length=1, max_length=240, description="short excerpt with the figure")
     verified: bool
+    secondary: bool = Field(
+        default=False,
+        description="read in an aggregator or report because no primary text was found",
+    )
+    basis: dict[str, Any] = Field(
+        description="the figure's basis (rackbook.core.basis) from the source's own definitions; "
+        "model, hardware, GPU count, engine, ISL/OSL, concurrency and speculative method come "
+        "from the fields above; never 'unknown'"
+    )
     notes: str | None = None
+
+    @model_validator(mode="after")
+    def _basis(self) -> Figure:
+        clash = sorted(set(self.basis) & set(FROM_FIELDS))
+        if clash:
+            raise loader.field_error(f"basis.{clash[0]}", "comes from the figure's own field")
+        try:
+            self.figure_basis  # noqa: B018 - validates
+        except ValueError as exc:
+            part, _, problem = str(exc).partition(": ")
+            raise loader.field_error(f"basis.{part}", problem) from None
+        return self
+
+    @property
+    def figure_basis(self) -> basis_mod.Basis:
+        """The figure's full basis (:class:`rackbook.core.basis.Basis`)."""
+        return basis_mod.make(
+            {
+                "model": self.model,
+                "hardware": self.hardware or basis_mod.NA,
+                "gpu_count": self.gpus,
+                "engine": self.engine or basis_mod.NA,
+                "engine_version": self.engine_version,
+                "isl": self.isl,
+                "osl": self.osl,
+                "concurrency": self.concurrency,
+                "spec_method": self.speculative,
+                **self.basis,
+            }
+        )
 
     @field_validator("date", "read")
     @classmethod

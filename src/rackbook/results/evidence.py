@@ -24,9 +24,9 @@ Units: the claim's own (``tok/s``, ``x``, ``$/GPU-hour``, ``1``, ...); per-GPU t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook import paths
+from rackbook.core import basis as basis_mod
 from rackbook.core import traces
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
@@ -41,7 +42,7 @@ from rackbook.physics.units import plural
 from rackbook.results.headline import ClaimReading
 
 #: The verdict words of the "published evidence" reading.
-VERDICTS: tuple[str, ...] = ("within", "above", "below", "none published")
+VERDICTS: tuple[str, ...] = ("within", "above", "below", "none published", "depends on basis")
 
 #: Shipped published traces (folder under data/published/) -> what they hold.
 SHIPPED: dict[str, str] = {
@@ -52,6 +53,23 @@ SHIPPED: dict[str, str] = {
 
 PER_GPU = "tok/s/GPU"
 PER_USER = "tok/s per user"
+
+
+def per_gpu_unit(tokens: str) -> str:
+    """The unit of a per-GPU throughput point by the tokens its basis counts: ``output
+    tok/s/GPU``, ``input tok/s/GPU`` (new or with cache hits), else ``tok/s/GPU`` (a total)."""
+    if tokens == "output":
+        return "output " + PER_GPU
+    if tokens in ("new input", "input incl. cached"):
+        return "input " + PER_GPU
+    return PER_GPU
+
+
+def unit_family(unit: str) -> str:
+    """Units that differ only in the tokens they name (``output tok/s/GPU``, ``tok/s/GPU``) are
+    one family: their values compare once the bases agree."""
+    return PER_GPU if unit.endswith(PER_GPU) else unit
+
 
 #: Columns of :func:`published_points`, in order.
 POINT_COLUMNS: list[str] = [
@@ -86,6 +104,8 @@ POINT_COLUMNS: list[str] = [
     "notes",
     "source",
     "comparable",
+    "basis",
+    "conversion",
 ]
 
 
@@ -173,10 +193,12 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
     """
     conc = _int(r["concurrency"])
     single = r["source"] == "sglang-cookbook-v4" and conc == 1
+    b = trace_row_basis(r, per_user=single)
     value = float(r["tok_s_per_user"]) if single else float(r["tok_s_per_gpu"])
-    unit = PER_USER if single else PER_GPU
+    unit = PER_USER if single else per_gpu_unit(b.tokens)
     if single:
-        shown = f"TPOT {r['tpot_median_s'] * 1000:.3g} ms"
+        stat = _s(r["latency_statistic"]) or "median"
+        shown = f"{stat} TPOT {r[f'tpot_{stat}_s'] * 1000:.3g} ms"
     elif r["per_gpu_basis"].startswith("computed"):
         shown = f"{_num(float(r['tok_s_total']))} tok/s on {int(r['gpus'])} GPUs"
     else:
@@ -209,8 +231,79 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
             "date": r["date"],
             "notes": r["notes"],
             "source": r["source"],
+            "basis": b,
         }
     )
+
+
+def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
+    """The basis of one published trace row from its basis columns (filled by the importers
+    from each source's definitions): per GPU of ``tok_s_per_gpu``, or, with ``per_user``, one
+    user's decode speed (1000 / TPOT, the row's ``latency_statistic``)."""
+    spec = str(r["speculation_kind"])
+    return basis_mod.make(
+        {
+            "metric": "per-user decode speed" if per_user else "throughput",
+            "tokens": "output" if per_user else str(r["tokens_counted"]),
+            "per": "user" if per_user else "GPU",
+            "gpus": str(r["gpus_counted"]),
+            "gpu_count": _int(r["gpus"]),
+            "workload": str(r["workload"]),
+            "speculation": spec,
+            "statistic": (_s(r["latency_statistic"]) or "-") if per_user else "rate",
+            "serving": _s(r["serving"]) or "aggregated",
+            "model": str(r["model"]),
+            "hardware": str(r["hardware"]),
+            "engine": str(r["engine"]),
+            "engine_version": _s(r["engine_version"]),
+            "isl": _int(r["isl"]),
+            "osl": _int(r["osl"]),
+            "concurrency": _int(r["concurrency"]),
+            "spec_method": _s(r["speculative"]) if spec in ("real", "simulated") else None,
+        }
+    )
+
+
+def converted_rows(r: pd.Series) -> list[dict[str, object]]:
+    """A published trace row read on another token basis by a stated, tested rule, as extra
+    points of rack-scaling.throughput (id suffix ``#output``):
+
+    - an SGLang cookbook total derived from output (fp4/fp8 cells): output per GPU = total x
+      osl / (isl + osl), the cookbook's own derivation undone (exact);
+    - an InferenceX row with its output split: output per GPU of the deployment =
+      ``output_tput_per_gpu`` (per decode GPU in a disaggregated row) x decode GPUs / all GPUs.
+
+    Rows of one user (the cookbook at concurrency 1) and rows without a split give none."""
+    if r["source"] == "sglang-cookbook-v4" and _int(r["concurrency"]) == 1:
+        return []
+    out_gpu = _float(r["output_tok_s_per_gpu"])
+    if out_gpu is None:
+        return []
+    if r["source"] == "sglang-cookbook-v4":
+        rule = "output = total x osl / (isl + osl) (the cookbook's derivation undone)"
+        value = out_gpu
+    else:
+        if r["serving"] == "disaggregated":
+            dec, gpus = _int(r["decode_gpus"]), _int(r["gpus"])
+            if dec is None or gpus is None:
+                return []
+            value = out_gpu * dec / gpus
+            rule = (
+                f"output per GPU of the deployment = output per decode GPU x {dec} decode / "
+                f"{gpus} GPUs"
+            )
+        else:
+            value, rule = out_gpu, "output per GPU as published (metrics.output_tput_per_gpu)"
+    row = _from_trace_row(r)
+    row.update(
+        id=f"{row['id']}#output",
+        value=value,
+        as_published=f"{_num(float(r['tok_s_per_gpu']))} total tok/s/GPU, converted",
+        basis=dataclasses.replace(row["basis"], tokens="output"),  # type: ignore[type-var]
+        unit=per_gpu_unit("output"),
+        conversion=rule,
+    )
+    return [row]
 
 
 #: MLPerf system sizes set against each other for the rack/node ratio (GPUs).
@@ -232,6 +325,12 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
             continue
         r, n = rack.iloc[0], node.iloc[0]
         ratio = float(r["tok_s_total"]) / float(n["tok_s_total"])
+        b = dataclasses.replace(
+            trace_row_basis(r),
+            metric="rack/node throughput ratio",
+            per="deployment",
+            counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}",
+        )
         out.append(
             _base(
                 {
@@ -256,8 +355,12 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
                     "date": r["date"],
                     "notes": f"ratio of two published rows computed here: {RACK_GPUS} GPUs over "
                     f"{NODE_GPUS} ({NODE_GPUS} GPUs = two 4-GPU GB300 trays); linear would be "
-                    f"{RACK_GPUS / NODE_GPUS:g}x",
+                    f"{RACK_GPUS / NODE_GPUS:g}x. MLPerf does not say whether the "
+                    f"{RACK_GPUS}-GPU system serves as one deployment or as independent "
+                    f"replicas (e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as "
+                    "replicas the ratio counts replicas, not one deployment's scaling",
                     "source": "mlperf-v6.1-dsr1",
+                    "basis": b,
                 }
             )
         )
@@ -270,6 +373,8 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
     value, unit = f.value, f.unit
     if f.claim == "single-user.throughput" and f.unit == "ms":
         value, unit = 1000.0 / f.value, PER_USER
+    elif unit.endswith(PER_GPU):  # the tokens counted are named by the basis
+        unit = per_gpu_unit(f.figure_basis.tokens)
     return _base(
         {
             "id": f"figures:{f.id}",
@@ -291,13 +396,14 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "osl": f.osl,
             "concurrency": f.concurrency,
             "speculative": f.speculative,
-            "tok_s_per_gpu": value if unit == PER_GPU else None,
+            "tok_s_per_gpu": value if unit_family(unit) == PER_GPU else None,
             "tok_s_per_user": f.tok_s_per_user,
             "url": f.url,
             "date": f.date,
             "quote": f.quote,
             "notes": f.notes,
             "source": "figures.yaml",
+            "basis": f.figure_basis,
         }
     )
 
@@ -312,152 +418,154 @@ def _s(v: object) -> str | None:
     return str(v)
 
 
-def _has(text: object, *needles: str) -> bool:
-    t = (_s(text) or "").lower().replace(" ", "")
-    return any(n in t for n in needles)
+#: Parts of the basis in which a published point must agree with the claim's (named) basis to
+#: decide its reading, per claim (a point differing in any of them is shown, never decides).
+#: Why each: per-GPU throughput depends on the token kind, the GPUs counted, the model, the GPU,
+#: the deployment's size, the workload and on whether the speculation really ran; a rack/node
+#: ratio on the model, GPU, workload and the node it divides by; a price on its kind and GPU;
+#: one user's speed on the model, GPU, GPU count, the statistic and real speculation; a
+#: balance index on its exact definition and the model's routing.
+DECISIVE: dict[str, tuple[str, ...]] = {
+    "decode-parity.gap": ("metric", "model"),
+    "rack-scaling.throughput": (
+        "metric", "tokens", "per", "gpus", "model", "hardware", "gpu_count", "workload",
+        "speculation",
+    ),
+    "rack-scaling.speedup": ("metric", "counting", "model", "hardware", "workload", "speculation"),
+    "rack-scaling.cost": ("metric", "hardware"),
+    "prefill-gain.gain": ("metric", "model", "context"),
+    "eplb-balance.before": ("metric", "model"),
+    "eplb-balance.after": ("metric", "model"),
+    "eplb-balance.recovered": ("metric", "model"),
+    "context-latency.kv-bytes": ("metric", "model"),
+    "context-latency.delta": ("metric", "model"),
+    "context-latency.delta-pct": ("metric", "model"),
+    "single-user.throughput": (
+        "metric", "per", "model", "hardware", "gpu_count", "concurrency", "speculation",
+        "statistic",
+    ),
+}  # fmt: skip
+#: Every part a closeness score looks at, and its weight (a point's distance from the claim's
+#: basis is the sum of the weights of the parts it differs in; the closest point has the
+#: least). Quantity first (metric, tokens, per), then model, GPUs, GPU count, the rest.
+WEIGHTS: dict[str, float] = {
+    "metric": 10, "tokens": 10, "per": 10, "counting": 3, "gpus": 3, "model": 4,
+    "hardware": 2, "gpu_count": 2, "concurrency": 2, "context": 2, "workload": 1,
+    "speculation": 1, "statistic": 1, "engine": 1, "serving": 0.5,
+}  # fmt: skip
 
 
-def _hw_class(hardware: object) -> str:
-    """``gb300`` | ``b300`` | ``gb200`` | ``b200`` | other (lower case), from a hardware name."""
-    for key in ("gb300", "gb200", "b300", "b200"):
-        if _has(hardware, key):
-            return key
-    return (_s(hardware) or "unknown").lower()
+@dataclass(frozen=True)
+class Plausible:
+    """One plausible reading of a claim whose basis is unknown in a part that matters: its
+    name, the parts it fills in (``changes``), and the factor the claim's figure is multiplied
+    by to be read on that basis (``scale``, with the stated ``conversion``)."""
+
+    name: str
+    changes: tuple[tuple[str, object], ...] = ()
+    scale: float = 1.0
+    conversion: str = ""
 
 
-def mismatch_parts(
-    row: pd.Series | dict[str, object], claim: claims_registry.Claim
+_AGENTIC = "each turn's whole prompt counted as input, the re-read cached prefix included"
+_TOKENS = (
+    ("output tokens", "output"),
+    ("input + output, cached prefix not counted", "input+output"),
+    ("input + output counting each turn's re-read cached prefix", "input incl. cached+output"),
+)
+
+
+def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
+    per_gpu = tuple(Plausible(f"per GPU, {n}", (("tokens", t),)) for n, t in _TOKENS)
+    total = tuple(
+        Plausible(
+            f"a rack total over {gpus} GPUs, {n}",
+            (("tokens", t),),
+            1 / gpus,
+            f"the figure read as the rack's total, divided by its {gpus} GPUs",
+        )
+        for n, t in _TOKENS
+    )
+    return per_gpu + total
+
+
+#: Claims whose write-up leaves a part of the basis that matters unknown: one named reading per
+#: plausible basis (the others read on their stated basis alone). Rack throughput: which tokens
+#: are counted (the workload is agentic, so the cached prefix may be counted) and whether "per
+#: GPU" is per GPU or the rack's total; the speedup: what a node is (a GB300 tray of 4 GPUs, an
+#: HGX node of 8); the cost: what the dollars are; one user's speed: mean or median.
+PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
+    "rack-scaling.throughput": _rack_bases(72),
+    "rack-scaling.speedup": (
+        Plausible(
+            "node = one 4-GPU GB300 compute tray (linear scaling would be 18x)",
+            (("counting", "72 GPUs over 4"),),
+        ),
+        Plausible(
+            "node = an 8-GPU HGX-class node (linear scaling would be 9x)",
+            (("counting", "72 GPUs over 8"),),
+        ),
+    ),
+    "rack-scaling.cost": (
+        Plausible("a rental price", (("metric", "rental price per GPU-hour"),)),
+        Plausible("a list (on-demand) price", (("metric", "list price per GPU-hour"),)),
+        Plausible("an ownership cost", (("metric", "ownership cost per GPU-hour"),)),
+    ),
+    "single-user.throughput": (
+        Plausible("mean TPOT", (("statistic", "mean"),)),
+        Plausible("median (P50) TPOT", (("statistic", "median"),)),
+    ),
+}
+
+
+def claim_bases(claim: claims_registry.Claim) -> list[tuple[Plausible, basis_mod.Basis]]:
+    """The named bases a claim is read on: its stated basis, or one per plausible basis
+    (:data:`PLAUSIBLE`) where the write-up leaves a part that matters unknown."""
+    stated = claim.figure_basis
+    named = PLAUSIBLE.get(claim.id, (Plausible("as stated"),))
+    return [(p, stated.replace(**dict(p.changes))) for p in named]
+
+
+#: Claims compared on a few parts only (a price depends on no model, workload or GPU count).
+PARTS: dict[str, tuple[str, ...]] = {"rack-scaling.cost": ("metric", "hardware", "per")}
+#: Parts whose difference makes a point an analogue (another quantity or model; hardware of
+#: another GPU generation, see :func:`is_analogue`).
+ANALOGUE_PARTS = ("metric", "tokens", "per", "model")
+
+
+def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
+    """True when a point measures another quantity, another model, or on another GPU
+    generation than the claim (:func:`rackbook.core.basis.hardware_class`): shown, never
+    decides."""
+    if any(p in ANALOGUE_PARTS for p, _ in diffs):
+        return True
+    return any(p == "hardware" for p, _ in diffs) and basis_mod.hardware_class(
+        point.hardware
+    ) != basis_mod.hardware_class(claim_basis.hardware)
+
+
+def _differences(
+    claim_basis: basis_mod.Basis, point: basis_mod.Basis, claim_id: str
 ) -> list[tuple[str, str]]:
-    """What differs between a published point and the claim's scope, as (kind, text) pairs;
-    kinds: ``quantity`` (an analogue), ``model``, ``hardware``, ``GPU count``, ``engine`` (every
-    claim is vLLM's)."""
-    scope = claim.scope
-    parts: list[tuple[str, str]] = []
-    if row.get("role") == "analogue":
-        parts.append(("quantity", "analogue (another quantity)"))
-    model = _s(row.get("model")) or "?"
-    if scope.model and not _has(model, "v4.1-flash", "v4.1flash"):
-        parts.append(("model", f"model {model}"))
-    if scope.hardware:
-        want, got = _hw_class(scope.hardware), _hw_class(row.get("hardware"))
-        if got != want:
-            extra = " (a Grace-coupled B300)" if (got, want) == ("gb300", "b300") else ""
-            parts.append(("hardware", f"hardware {row.get('hardware')}{extra}"))
-    gpus = row.get("gpus")
-    if scope.gpu_count:
-        if gpus is None or pd.isna(gpus):
-            parts.append(("GPU count", "GPU count not stated"))
-        elif int(gpus) != scope.gpu_count:
-            parts.append(("GPU count", f"{int(gpus)} GPUs"))
-    if not _has(row.get("engine"), "vllm"):
-        parts.append(("engine", f"engine {_s(row.get('engine')) or 'not stated'}"))
-    return parts
+    parts = PARTS.get(claim_id) or tuple(dict.fromkeys((*DECISIVE[claim_id], *WEIGHTS)))
+    return basis_mod.differences(claim_basis, point, parts)
 
 
 def mismatch(row: pd.Series | dict[str, object], claim: claims_registry.Claim) -> str:
-    """The mismatch of a published point with the claim, named (:func:`mismatch_parts`), or
-    ``"same model, hardware, GPUs and engine"``."""
-    parts = mismatch_parts(row, claim)
-    if not parts:
-        return "same model, hardware, GPUs and engine"
-    return f"differs from the claim ({claim.scope.summary()}, vLLM): " + "; ".join(
-        t for _, t in parts
-    )
+    """How a published point's basis differs from the claim's stated basis (parts the claim
+    leaves unknown are read per plausible basis, not named here), or ``"same basis as the
+    claim"``."""
+    b = row.get("basis")
+    if not isinstance(b, basis_mod.Basis):
+        return "no basis"
+    diffs = _differences(claim.figure_basis, b, claim.id)
+    if not diffs:
+        return "same basis as the claim"
+    return "differs from the claim in: " + "; ".join(t for _, t in diffs)
 
 
-# ----------------------------------------------------------------------------- selection
-
-Selector = Callable[[pd.DataFrame], pd.Series]
-
-
-def _none(points: pd.DataFrame) -> pd.Series:
-    """No published measurement of the quantity exists; analogues are named in the reason."""
-    return pd.Series(False, index=points.index)
-
-
-def _measurements(points: pd.DataFrame) -> pd.Series:
-    """Points of role ``measurement``: published measurements of the same quantity."""
-    return points["role"].eq("measurement")
-
-
-def select_rack_throughput(points: pd.DataFrame) -> pd.Series:
-    """rack-scaling.throughput (954,000 tok/s "per GPU" on a GB300 NVL72): every published
-    per-GPU throughput measured on GB300 GPUs with a DeepSeek-family MoE (R1, V4-Pro, V4-Flash,
-    V4.1-Flash), whatever the engine, GPU count or workload. Per-GPU figures are what the claim
-    states; the hardware class is what bounds them. GB200, B300, B200 and AMD rows stay in the
-    table as context (another GPU)."""
-    return (
-        points["role"].eq("measurement")
-        & points["unit"].eq(PER_GPU)
-        & points["hardware"].map(_hw_class).eq("gb300")
-    )
-
-
-def select_speedup(points: pd.DataFrame) -> pd.Series:
-    """rack-scaling.speedup (7.9x over one node): the MLPerf v6.1 rack/node ratios of the same
-    submitter, system family, model and scenario (72 vs 8 GB300 GPUs, DeepSeek-R1), the only
-    published pairs of one rack against a node of the same GPUs."""
-    return points["role"].eq("measurement") & points["unit"].eq("x")
-
-
-def select_cost(points: pd.DataFrame) -> pd.Series:
-    """rack-scaling.cost ($38.96 per GPU-hour): the published GB300 prices per GPU-hour
-    (hyperscaler TCO, neocloud, 3-year rental). The claim does not say what its dollars are;
-    set beside prices, it reads as a cost of the GPU-hour."""
-    return points["role"].eq("measurement") & points["unit"].eq("$/GPU-hour")
-
-
-def select_single_user(points: pd.DataFrame) -> pd.Series:
-    """single-user.throughput (826 tok/s for one user on 4 B300): published single-stream
-    (concurrency 1) decode speeds of DeepSeek-V4 Flash on B300-class GPUs (B300 and GB300),
-    i.e. 1000 / TPOT: the SGLang cookbook cells and SGLang PR 33082 (4x GB300 with DSpark)."""
-    return (
-        points["role"].eq("measurement")
-        & points["unit"].eq(PER_USER)
-        & points["concurrency"].eq(1)
-        & points["hardware"].map(_hw_class).isin(["b300", "gb300"])
-        & points["model"].map(lambda m: _has(m, "v4-flash", "v4.1-flash"))
-    )
-
-
-def select_eplb(points: pd.DataFrame) -> pd.Series:
-    """eplb-balance.before / .after: measured rank balancedness (mean over EP ranks / max) without
-    / with EPLB (vLLM PR 50647, Kimi K3 on 16 ranks). Worked examples and test fixtures are
-    context, not measurements."""
-    return _measurements(points) & points["unit"].eq("1")
-
-
-#: claim id -> the selector that chooses the comparable published points (docstring = reason).
-SELECTORS: dict[str, Selector] = {
-    "decode-parity.gap": _none,
-    "rack-scaling.throughput": select_rack_throughput,
-    "rack-scaling.speedup": select_speedup,
-    "rack-scaling.cost": select_cost,
-    "prefill-gain.gain": _none,
-    "eplb-balance.before": select_eplb,
-    "eplb-balance.after": select_eplb,
-    "eplb-balance.recovered": _none,
-    "context-latency.kv-bytes": _none,
-    "context-latency.delta": _none,
-    "context-latency.delta-pct": _none,
-    "single-user.throughput": select_single_user,
-}
-
-#: Why a claim has no published measurement (the analogues are listed from the points).
-NONE_REASONS: dict[str, str] = {
-    "decode-parity.gap": "no DeepInfer throughput is published; the closest engine-vs-DeepSeek "
-    "comparison is SGLang against DeepSeek's own profile (an analogue, not vLLM vs DeepInfer)",
-    "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
-    "prefix; published caching gains compare with and without a cache (analogues)",
-    "eplb-balance.recovered": "no published share of the uniform-routing potential recovered",
-    "context-latency.kv-bytes": "no published measurement of DeepSeek-V4.1-Flash's global KV bytes "
-    "per token (the figure comes from the model card and paper); published KV sizes are of other "
-    "models or include the sliding window",
-    "context-latency.delta": "no published decode latency of DeepSeek-V4.1-Flash at 128k and "
-    "855k tokens of context",
-    "context-latency.delta-pct": "no published decode latency of DeepSeek-V4.1-Flash at 128k and "
-    "855k tokens of context",
-}
+def _score(diffs: list[tuple[str, str]]) -> float:
+    return float(sum(WEIGHTS.get(p, 1.0) for p, _ in diffs))
 
 
 # ----------------------------------------------------------------------------- public API
@@ -468,12 +576,14 @@ def published_points(result: str | None = None) -> pd.DataFrame:
     claim they bear on (``value``/``unit``; the figure as published in ``as_published``).
 
     Columns (:data:`POINT_COLUMNS`): id, claim_id, result, kind (always ``published``), role
-    (measurement | analogue | context), used (chosen by the claim's selector), value, unit,
-    as_published, verified, submitter, system, hardware, gpus, model, precision, engine,
-    engine_version, scenario, isl, osl, concurrency, speculative, tok_s_per_gpu, tok_s_per_user
-    (for the throughput-vs-interactivity figure), url, date, quote, notes, source (trace name or
-    ``figures.yaml``), comparable (the mismatch with the claim, named). ``result`` keeps only
-    the points of that result's claims.
+    (measurement | analogue | context), used (decides one of the claim's basis readings),
+    value, unit, as_published, verified, submitter, system, hardware, gpus, model, precision,
+    engine, engine_version, scenario, isl, osl, concurrency, speculative, tok_s_per_gpu,
+    tok_s_per_user, url, date, quote, notes, source (trace name or ``figures.yaml``),
+    comparable (how its basis differs from the claim's), basis (its
+    :class:`rackbook.core.basis.Basis`), conversion (the stated rule when the value was
+    converted from the published one). ``result`` keeps only the points of that result's
+    claims.
     """
     df = _all_points(str(paths.DATA)).copy()
     if result is not None:
@@ -487,7 +597,10 @@ def _all_points(data: str) -> pd.DataFrame:
     """Every published point (see :func:`published_points`), built once per data folder."""
     reg, figs = _registry(data)
     raw = _trace_points(str(Path(data) / "published"))
-    rows = [_from_trace_row(r) for _, r in raw.iterrows()]
+    rows = []
+    for _, r in raw.iterrows():
+        rows.append(_from_trace_row(r))
+        rows += converted_rows(r)
     rows += mlperf_ratios(raw)
     rows += [_from_figure(f) for f in figs.figures]
     df = pd.DataFrame(rows, columns=POINT_COLUMNS)
@@ -496,12 +609,13 @@ def _all_points(data: str) -> pd.DataFrame:
     for c in ("isl", "osl", "concurrency"):
         df[c] = pd.array([_int(v) for v in df[c]], dtype="Int64")
     df["value"] = df["value"].astype(float)
-    used = pd.Series(False, index=df.index)
-    for cid, g in df.groupby("claim_id"):
-        used.loc[g.index] = SELECTORS[str(cid)](g).to_numpy(bool)
-    df["used"] = used.astype(bool)
     df["verified"] = df["verified"].astype(bool)
     df["comparable"] = [mismatch(r, reg.get(r["claim_id"])) for _, r in df.iterrows()]
+    used: set[str] = set()
+    for c in reg.claims:
+        for br in _basis_readings(c, _claim_value(c), df[df["claim_id"] == c.id]):
+            used.update(br.decided_on)
+    df["used"] = df["id"].isin(used).astype(bool)
     return df
 
 
@@ -553,65 +667,320 @@ def published_reading(
     return PublishedReading(claim_id, verdict, margin, reason, urls)
 
 
-def _common_mismatch(points: pd.DataFrame, claim: claims_registry.Claim) -> str:
-    """How many of the chosen points differ from the claim, by kind, as one phrase."""
-    counts: dict[str, int] = {}
-    for _, r in points.iterrows():
-        for kind in dict.fromkeys(k for k, _ in mismatch_parts(r, claim)):
-            counts[kind] = counts.get(kind, 0) + 1
-    if not counts:
-        return "same model, hardware, GPUs and engine as the claim"
-    n = len(points)
-    return "mismatch: " + ", ".join(f"{k} differs in {c} of {n}" for k, c in counts.items())
+@dataclass(frozen=True)
+class Closest:
+    """The published point closest in basis to a claim's (named) basis: its id, who published
+    it, value and unit, the claim's figure over it (``ratio``; None when the units differ),
+    its URL, and the parts its basis differs in (empty: like for like)."""
+
+    id: str
+    who: str
+    value: float
+    unit: str
+    ratio: float | None
+    url: str
+    differences: tuple[str, ...]
+    verified: bool
+    #: ``like for like`` (decides), ``near`` (same quantity, model and GPU; differs in
+    #: another part that decides, so it does not) or ``analogue`` (another quantity, model or
+    #: GPU class: shown, never decides)
+    kind: str
+
+    def text(self) -> str:
+        """One line: ``vLLM · GB300 x 4: 456.6 tok/s per user, the claim 1.81x it (URL); differs
+        in: ...``."""
+        ratio = f", the claim {ratio_text(self.ratio)} it" if self.ratio is not None else ""
+        flag = "" if self.verified else " (NOT VERIFIED)"
+        lead = {
+            "like for like": "",
+            "near": "does not decide: ",
+            "analogue": "an analogue, never decides: ",
+        }[self.kind]
+        diff = (lead + "differs in " + "; ".join(self.differences)) if self.differences else ""
+        diff = diff or "like for like"
+        return f"{self.who}: {value_text(self.value, self.unit)}{flag}{ratio} ({self.url}); {diff}"
 
 
-def claim_reading(claim_id: str, value: float | None = None) -> PublishedReading:
-    """The book's published-evidence reading of a claim of ``data/claims.yaml``: its figure
-    (``value``, default the registry's, in the claim's unit) against the published points its
-    selector (:data:`SELECTORS`) chooses, widened by the claim's tolerance."""
+def ratio_text(x: float) -> str:
+    """A ratio: ``1.81x``, ``9.14x``, ``1,054x``."""
+    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"
+
+
+@dataclass(frozen=True)
+class BasisReading:
+    """The published reading of a claim on one named basis: verdict (:data:`VERDICTS`), the
+    margin that decided it, the basis (one line), the points it decided on (ids and URLs), and
+    the closest point of that basis (None when no published point counts the same thing)."""
+
+    name: str
+    verdict: str
+    margin: str
+    basis: str
+    decided_on: tuple[str, ...]
+    sources: tuple[str, ...]
+    closest: Closest | None
+    conversion: str
+
+    def text(self) -> str:
+        """One line: name, verdict, margin and the closest point."""
+        close = f"closest: {self.closest.text()}" if self.closest else "no published point"
+        margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
+        return f"[{self.name}] {self.verdict}{margin}; {close}"
+
+    def as_dict(self) -> dict[str, object]:
+        """For the headline JSON."""
+        d = dataclasses.asdict(self)
+        d["decided_on"] = list(self.decided_on)
+        d["sources"] = list(self.sources)
+        return d
+
+
+def _claim_value(claim: claims_registry.Claim) -> float:
+    if claim.value is not None:
+        return claim.value
+    return float("nan")
+
+
+def _who(r: pd.Series) -> str:
+    parts = [str(r["submitter"])]
+    hw = _s(r["hardware"])
+    if hw:
+        gpus = r["gpus"]
+        parts.append(f"{hw}" + ("" if pd.isna(gpus) else f" x {int(gpus)}"))
+    if _s(r["model"]):
+        parts.append(str(r["model"]))
+    if _s(r["engine"]):
+        parts.append(str(r["engine"]).split(",")[0])
+    return " · ".join(parts)
+
+
+def _basis_readings(
+    claim: claims_registry.Claim, value: float, points: pd.DataFrame, tolerance: float = 0.0
+) -> list[BasisReading]:
+    """The claim's reading on each of its named bases (:func:`claim_bases`): points whose basis
+    agrees in every part of :data:`DECISIVE` decide (verified measurements only); the closest
+    point of that basis is named with the ratio of the claim's figure to it."""
+    out = []
+    for plaus, cb in claim_bases(claim):
+        v = value * plaus.scale if value is not None and math.isfinite(value) else float("nan")
+        rows = []
+        for _, r in points.iterrows():
+            b = r["basis"]
+            if not isinstance(b, basis_mod.Basis) or r["role"] == "context":
+                continue
+            # a point is "of this basis" when it counts the same thing in every part the named
+            # basis fills in (the expanded unknowns)
+            if any(getattr(b, part) != want for part, want in plaus.changes if part != "counting"):
+                continue
+            diffs = _differences(cb, b, claim.id)
+            decisive = [d for d in diffs if d[0] in DECISIVE[claim.id]]
+            rows.append((r, diffs, decisive))
+        deciding = [
+            r
+            for r, _, dec in rows
+            if not dec and r["role"] == "measurement" and bool(r["verified"])
+        ]
+        unverified_like = [r for r, _, dec in rows if not dec and not bool(r["verified"])]
+        frame = pd.DataFrame(deciding) if deciding else points.iloc[0:0]
+        if unverified_like:
+            frame = pd.concat([frame, pd.DataFrame(unverified_like)])
+        pr = published_reading(claim.id, v, frame, tolerance * plaus.scale)
+        closest = None
+        if rows:
+            unit = _unit_of(claim, plaus)
+
+            r, diffs, dec = min(rows, key=functools.partial(_closeness, v, unit))
+            same = unit_family(str(r["unit"])) == unit_family(unit)
+            ratio = v / float(r["value"]) if same and math.isfinite(v) else None
+            closest = Closest(
+                str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]),
+                tuple(t for _, t in diffs), bool(r["verified"]),
+                "analogue" if r["role"] == "analogue" or is_analogue(cb, r["basis"], dec)
+                else "near" if dec or not bool(r["verified"]) else "like for like",
+            )  # fmt: skip
+        margin = pr.margin
+        if pr.verdict == "none published":
+            margin = "-"
+        out.append(
+            BasisReading(
+                plaus.name,
+                pr.verdict,
+                margin,
+                cb.short(),
+                tuple(str(r["id"]) for r in deciding),
+                pr.sources,
+                closest,
+                plaus.conversion,
+            )
+        )
+    return out
+
+
+def _closeness(
+    value: float, unit: str, row: tuple[pd.Series, list[tuple[str, str]], object]
+) -> tuple[float, bool, float, str]:
+    """Sort key of a candidate for the closest point: its distance in basis (:func:`_score`),
+    then verified first, then nearest in value (same unit), then id."""
+    r, diffs, _ = row
+    pv = float(r["value"])
+    far = (
+        abs(math.log(value / pv))
+        if unit_family(str(r["unit"])) == unit_family(unit)
+        and math.isfinite(value)
+        and value > 0
+        and pv > 0
+        else math.inf
+    )
+    return (_score(diffs), not bool(r["verified"]), far, str(r["id"]))
+
+
+def _unit_of(claim: claims_registry.Claim, plaus: Plausible) -> str:
+    """The unit the published points of this claim are in: per-GPU throughput for rack
+    throughput, one user's speed for single-user, else the claim's own."""
+    if claim.id == "rack-scaling.throughput":
+        return PER_GPU
+    if claim.id == "single-user.throughput":
+        return PER_USER
+    return claim.unit
+
+
+#: Verdict when the named bases' readings disagree (the claim's basis decides the answer).
+DEPENDS = "depends on basis"
+
+
+def combine(readings: list[BasisReading]) -> str:
+    """One verdict over the named bases: ``none published`` when none decides; the verdict
+    when every basis with a published point of its own gives the same; else
+    :data:`DEPENDS`. Never a range over mixed bases: each basis is read on its own points."""
+    decided = list(dict.fromkeys(r.verdict for r in readings if r.verdict != "none published"))
+    if not decided:
+        return "none published"
+    return decided[0] if len(decided) == 1 else DEPENDS
+
+
+@dataclass(frozen=True)
+class ClaimEvidence:
+    """The published-evidence reading of a claim over its named bases (:class:`BasisReading`
+    each), the combined verdict (:func:`combine`), and the closest like-for-like point over
+    all bases."""
+
+    claim_id: str
+    verdict: str
+    margin: str
+    reason: str
+    sources: tuple[str, ...]
+    bases: tuple[BasisReading, ...]
+    closest: Closest | None
+    closest_basis: str | None
+
+
+def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
+    """The book's published-evidence reading of a claim of ``data/claims.yaml`` (its figure,
+    or ``value`` in the claim's unit), on each of its named bases."""
     reg, _ = _registry(str(paths.DATA))
     claim = reg.get(claim_id)
     if value is None:
-        value = claim.value if claim.value is not None else float("nan")
+        value = _claim_value(claim)
     pts = published_points()
     mine = pts[pts["claim_id"] == claim_id]
-    chosen = mine[mine["used"]]
-    reading = published_reading(claim_id, value, chosen, reg.tolerance(claim_id))
-    others = mine[~mine["used"] & mine["role"].isin(["analogue", "measurement"])]
-    if claim_id in NONE_REASONS or not len(chosen):
-        why = NONE_REASONS.get(claim_id, "no comparable published measurement")
-        if len(others):
-            named = "; ".join(
-                f"{r.submitter}: {r.as_published}" + ("" if r.verified else " (NOT VERIFIED)")
-                for r in others.itertuples()
-            )
-            why += f" [analogues: {named}]"
-        return PublishedReading(claim_id, "none published", "-", why, ())
-    extra = _common_mismatch(chosen, claim)
-    if claim_id == "rack-scaling.throughput" and claim.scope.gpu_count:
-        per_gpu = value / claim.scope.gpu_count
-        alt = published_reading(claim_id, per_gpu, chosen, reg.tolerance(claim_id))
-        extra += (
-            f"; read as the rack's total, {value_text(value, 'tok/s')} is "
-            f"{value_text(per_gpu, PER_GPU)} over {claim.scope.gpu_count} GPUs: {alt.verdict}"
-        )
-    return PublishedReading(
-        claim_id, reading.verdict, reading.margin, f"{reading.reason}; {extra}", reading.sources
+    brs = _basis_readings(claim, value, mine, reg.tolerance(claim_id))
+    verdict = combine(brs)
+    best: tuple[float, int, BasisReading] | None = None
+    for i, br in enumerate(brs):
+        if br.closest is None:
+            continue
+        key = (len(br.closest.differences), i)
+        if best is None or key < best[:2]:
+            best = (key[0], i, br)
+    closest = best[2].closest if best else None
+    closest_basis = best[2].name if best else None
+    if closest is not None:
+        ratio = f", the claim {ratio_text(closest.ratio)} it" if closest.ratio is not None else ""
+        kind = {"analogue": " (an analogue)", "near": " (does not decide)"}.get(closest.kind, "")
+        margin = f"closest like-for-like{kind}: {value_text(closest.value, closest.unit)}{ratio}"
+    else:
+        margin = "-"
+    decided = [br for br in brs if br.verdict != "none published"]
+    if len(brs) == 1 and decided:
+        margin = f"{decided[0].margin}; {margin}"
+    lead = READING_NOTES.get(claim_id, "")
+    basis_line = (
+        f"basis: {brs[0].basis}"
+        if len(brs) == 1
+        else f"basis unknown in a part that matters, read on {len(brs)} named bases"
     )
+    reason = (
+        "; ".join(x for x in (lead, basis_line) if x) + ": " + " | ".join(br.text() for br in brs)
+    )
+    sources = tuple(dict.fromkeys(u for br in brs for u in br.sources))
+    return ClaimEvidence(
+        claim_id, verdict, margin, reason, sources, tuple(brs), closest, closest_basis
+    )
+
+
+#: What the reader must know before a claim's published reading: why it has no published
+#: measurement of its own basis, or which part of its basis the write-up leaves open.
+READING_NOTES: dict[str, str] = {
+    "rack-scaling.throughput": "the write-up describes an agentic workload with long, growing "
+    "contexts and says neither which tokens it counts (cached prefix or not) nor whether "
+    "'per GPU' divides the rack's total",
+    "rack-scaling.speedup": "the write-up does not say what a node is; MLPerf's 72-GPU results "
+    "may be independent replicas (its summary does not say how the GPUs serve), so its "
+    "72-over-8 ratios may count replicas rather than one deployment's scaling",
+    "rack-scaling.cost": "the write-up does not say what the dollars are; each price is read "
+    "with its own source (InferenceX's GB300 rental and ownership prices are placeholders, "
+    "1.2x GB200 pricing per its constants file; OCI's list price was read only in a price "
+    "compilation)",
+    "single-user.throughput": "the write-up names neither the statistic of its speed nor "
+    "whether its speculation ran for real",
+    "decode-parity.gap": "no DeepInfer throughput is published",
+    "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
+    "prefix; published caching gains compare with and without a cache",
+    "eplb-balance.recovered": "no published share of the uniform-routing potential recovered",
+    "context-latency.kv-bytes": "the figure comes from the model card and paper; no published "
+    "measurement of the global KV bytes per token",
+    "context-latency.delta": "no published decode latency of DeepSeek-V4.1-Flash at 128k and "
+    "855k tokens of context",
+    "context-latency.delta-pct": "no published decode latency of DeepSeek-V4.1-Flash at 128k "
+    "and 855k tokens of context",
+}
+
+
+def claim_reading(claim_id: str, value: float | None = None) -> PublishedReading:
+    """The published-evidence reading of a claim (:func:`claim_evidence`) as one verdict,
+    margin, reason and the URLs of the points it decided on."""
+    e = claim_evidence(claim_id, value)
+    return PublishedReading(claim_id, e.verdict, e.margin, e.reason, e.sources)
 
 
 def reading(
     claim_id: str, value: float | None = None, registry: claims_registry.Registry | None = None
 ) -> ClaimReading:
     """The published reading of a claim as the chapters' three-readings vocabulary
-    (:class:`rackbook.results.headline.ClaimReading`): :func:`claim_reading` on the claim's
-    figure from ``registry`` (default the shipped claims registry) unless ``value`` is given;
-    the sources used are named in the reason."""
+    (:class:`rackbook.results.headline.ClaimReading`), carrying the URLs it decided on, the
+    basis (or named bases) it decided on, the closest like-for-like point and each named
+    basis's reading, for the headline file."""
     if value is None and registry is not None:
         c = registry.get(claim_id)
         value = c.value if c.value is not None else None
-    r = claim_reading(claim_id, value)
-    return ClaimReading(claim_id, "published", r.verdict, r.margin, r.reason)
+    e = claim_evidence(claim_id, value)
+    closest = None
+    if e.closest is not None:
+        closest = dataclasses.asdict(e.closest) | {
+            "differences": list(e.closest.differences),
+            "basis": e.closest_basis,
+        }
+    return ClaimReading(
+        claim_id,
+        "published",
+        e.verdict,
+        e.margin,
+        e.reason,
+        sources=e.sources,
+        basis=" | ".join(f"[{b.name}] {b.basis}" for b in e.bases),
+        closest=closest,
+        by_basis=tuple(b.as_dict() for b in e.bases),
+    )
 
 
 #: Columns of :func:`evidence_table`.
@@ -630,6 +999,7 @@ TABLE_COLUMNS = [
     "role",
     "verified",
     "comparable",
+    "basis",
     "verdict",
     "margin",
     "url",
@@ -639,14 +1009,16 @@ TABLE_COLUMNS = [
 
 def evidence_table(result: str) -> pd.DataFrame:
     """A chapter's "published measurements" table: for each claim of ``result``, a row of kind
-    ``claim`` (its figure, the published-evidence verdict and margin) followed by its published
-    points (kind ``published``; ``used`` marks those the verdict rests on, ``comparable`` names
-    the mismatch). Columns: :data:`TABLE_COLUMNS`."""
+    ``claim`` (its figure, the combined published verdict and the closest point), one row of
+    kind ``reading`` per named basis (its verdict, margin, the closest point of that basis in
+    ``comparable`` with its URL), then its published points (kind ``published``; ``used``
+    marks those that decided a basis reading, ``comparable`` names how their basis differs).
+    Columns: :data:`TABLE_COLUMNS`."""
     reg, _ = _registry(str(paths.DATA))
     pts = published_points(result)
     rows = []
     for c in reg.for_result(result):
-        r = claim_reading(c.id)
+        e = claim_evidence(c.id)
         rows.append(
             {
                 "claim_id": c.id,
@@ -662,13 +1034,38 @@ def evidence_table(result: str) -> pd.DataFrame:
                 "used": False,
                 "role": "claim",
                 "verified": False,
-                "comparable": r.reason,
-                "verdict": r.verdict,
-                "margin": r.margin,
-                "url": c.source.primary,
+                "comparable": e.reason,
+                "basis": c.figure_basis.short(),
+                "verdict": e.verdict,
+                "margin": e.margin,
+                "url": e.closest.url if e.closest else c.source.primary,
                 "date": None,
             }
         )
+        for br in e.bases:
+            rows.append(
+                {
+                    "claim_id": c.id,
+                    "kind": "reading",
+                    "who": br.name,
+                    "hardware": None,
+                    "gpus": None,
+                    "model": None,
+                    "engine": None,
+                    "value": None,
+                    "unit": None,
+                    "as_published": br.conversion or None,
+                    "used": bool(br.decided_on),
+                    "role": "reading",
+                    "verified": True,
+                    "comparable": br.closest.text() if br.closest else "no published point",
+                    "basis": br.basis,
+                    "verdict": br.verdict,
+                    "margin": br.margin,
+                    "url": br.closest.url if br.closest else None,
+                    "date": None,
+                }
+            )
         for p in pts[pts["claim_id"] == c.id].itertuples():
             rows.append(
                 {
@@ -686,6 +1083,7 @@ def evidence_table(result: str) -> pd.DataFrame:
                     "role": p.role,
                     "verified": bool(p.verified),
                     "comparable": p.comparable,
+                    "basis": p.basis.short() if isinstance(p.basis, basis_mod.Basis) else None,
                     "verdict": None,
                     "margin": None,
                     "url": p.url,

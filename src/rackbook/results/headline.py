@@ -5,8 +5,11 @@ Every claim of a result gets three readings, kept apart, each in its own words:
 
 - **physics** (modelled from the catalogs): ``possible`` | ``impossible`` | ``undetermined``
   (within the modelling uncertainty of a ceiling, or a figure that fits any value);
-- **published** (independent measurements of comparable real systems): ``within`` | ``above`` |
-  ``below`` their range, or ``none published``;
+- **published** (independent measurements of the same basis: tokens counted, GPUs counted,
+  workload, speculation, statistic, model, hardware): ``within`` | ``above`` | ``below`` their
+  range, ``none published`` (no point of the claim's basis; the closest is named), or
+  ``depends on basis`` (the claim's basis is unknown in a part that matters and its named
+  plausible bases read differently);
 - **this run** (the trace the chapter executed): ``consistent`` | ``inconsistent`` when the trace
   is on the claim's hardware and model, otherwise ``untested`` (naming the hardware it ran on).
 
@@ -38,7 +41,7 @@ READINGS = ("physics", "published", "this run")
 #: Each reading's words.
 VOCABULARY: dict[str, tuple[str, ...]] = {
     "physics": ("possible", "impossible", "undetermined"),
-    "published": ("within", "above", "below", "none published"),
+    "published": ("within", "above", "below", "none published", "depends on basis"),
     "this run": ("consistent", "inconsistent", "untested"),
 }
 #: The word for a figure the claim does not speak to.
@@ -107,6 +110,16 @@ class ClaimReading:
     verdict: str
     margin: str
     reason: str
+    #: published reading: the URLs of the points it decided on
+    sources: tuple[str, ...] = ()
+    #: published reading: the basis (or named bases) it decided on, one line
+    basis: str | None = None
+    #: published reading: the closest like-for-like point (id, who, value, unit, ratio, url,
+    #: differences, verified, basis)
+    closest: dict[str, Any] | None = None
+    #: published reading: each named basis's reading (name, verdict, margin, basis,
+    #: decided_on, sources, closest, conversion)
+    by_basis: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:
@@ -203,7 +216,7 @@ class Params:
 
 def _fmt_value(v: float | int | str | None) -> str:
     if v is None:
-        return "unknown"
+        return "not recorded"
     if isinstance(v, bool):
         return str(v)
     if isinstance(v, float):
@@ -230,7 +243,7 @@ def headline_markdown(headlines: list[Headline]) -> str:
     column where a six-column table does not)."""
     rows = []
     for h in headlines:
-        unit = "" if h.unit in ("1", "") else f" {h.unit}"
+        unit = "" if h.unit in ("1", "") or h.value is None else f" {h.unit}"
         kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
         claim = f"`{h.claim_id}`" if h.claim_id else "no claim"
         rows.append(

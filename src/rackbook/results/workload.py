@@ -3,11 +3,10 @@
 - **physics**: :func:`rackbook.physics.check.check_claim` on the workload (possible /
   impossible / undetermined, with the binding limit);
 - **published**: the shipped published points (:func:`rackbook.results.evidence.published_points`)
-  nearest the workload, like for like first (same model, same GPU, same token count), named with
-  their ratio and URL; the verdict is :func:`rackbook.results.evidence.published_reading` over
-  the like-for-like points only (``none published`` when there are none). Every call into the
-  published evidence goes through :func:`published_for_workload`, the one place to switch to a
-  basis-aware selection;
+  whose basis (:mod:`rackbook.core.basis`) is nearest the workload's (:func:`workload_basis`),
+  named with their ratio and URL; the verdict is
+  :func:`rackbook.results.evidence.published_reading` over the verified measurements of the same
+  basis only (``none published`` when there are none; analogues never decide);
 - **this run**: a trace (``--trace DIR``) recorded on the claim's GPU serving its model, its
   largest point's per-GPU rate of the counted tokens within :data:`REL_TOL` of the figure
   (``consistent``), else ``inconsistent``; ``untested`` otherwise.
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core import basis as basis_mod
 from rackbook.core.traces import read_trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
@@ -37,8 +37,6 @@ from rackbook.results import evidence, rack_scaling, verdicts
 REL_TOL = 0.10
 #: How many published points the output names.
 CLOSEST = 3
-#: The units of published per-GPU throughput points, by what they count.
-_UNIT_COUNTED = {"tok/s/GPU": "total", "output tok/s/GPU": "output", "input tok/s/GPU": "input"}
 
 
 @dataclass(frozen=True)
@@ -53,75 +51,145 @@ class Reading:
         return {"verdict": self.verdict, "reason": self.reason, **self.extra}
 
 
+#: Parts of a basis in which a published point must agree with the workload to decide its
+#: reading (a part the workload does not state is never a difference; see
+#: :func:`rackbook.core.basis.differences`: a simulated acceptance always differs).
+#: A per-GPU rate on another GPU count does not decide (a 4-GPU run is not a rack), as in the
+#: book's rack-throughput reading (:data:`rackbook.results.evidence.DECISIVE`).
+DECIDING_PARTS: tuple[str, ...] = (
+    "metric", "tokens", "per", "model", "hardware", "gpu_count", "speculation", "isl", "osl",
+)  # fmt: skip
+#: Parts named in a point's mismatch and counted in its distance, but not deciding.
+NOTED_PARTS: tuple[str, ...] = ("serving",)
+
+
 def _key(text: object) -> str:
     return str(text).lower().replace(" ", "-").replace("_", "-")
 
 
-def published_for_workload(
-    model: str, gpu: str, counted: str, claimed: float, isl: float | None, osl: float | None
-) -> Reading:
-    """The published points nearest a workload's figure (tokens/s per GPU): each point's
-    mismatches (model, GPU, tokens counted, ISL/OSL), the closest first (fewest mismatches,
-    then nearest value; ties by id), and the verdict over the points with none."""
+def workload_basis(
+    model: str,
+    gpu: str,
+    gpus: int,
+    counted: str,
+    isl: float | None,
+    osl: float | None,
+    cached_share: float | None,
+    concurrency: float | None,
+) -> basis_mod.Basis:
+    """The basis of ``rackbook check``'s figure: a throughput per GPU over all ``gpus`` GPUs
+    of the deployment, counting output tokens (``counted="output"``) or input plus output
+    (``"total"``: with a cached share above 0 the input includes the cached prefix). What the
+    flags do not state is ``unknown`` (speculation always: ``check`` has no flag for it)."""
+    share = float(cached_share) if cached_share is not None else None
+    if counted == "output":
+        tokens = "output"
+    else:
+        tokens = "input incl. cached+output" if share else "input+output"
+
+    def whole(x: float | None) -> int | None:
+        return round(x) if x is not None and math.isfinite(x) and x >= 1 else None
+
+    return basis_mod.make(
+        {
+            "metric": "throughput",
+            "tokens": tokens,
+            "per": "GPU",
+            "gpus": "deployment",
+            "gpu_count": int(gpus),
+            "workload": basis_mod.UNKNOWN,
+            "speculation": basis_mod.UNKNOWN,
+            "statistic": "rate",
+            "serving": basis_mod.UNKNOWN,
+            "model": model,
+            "hardware": gpu,
+            "engine": basis_mod.UNKNOWN,
+            "isl": whole(isl),
+            "osl": whole(osl),
+            "cached_share": share,
+            "concurrency": whole(concurrency),
+        },
+        claim=True,
+    )
+
+
+def published_for_workload(wb: basis_mod.Basis, claimed: float) -> Reading:
+    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``).
+
+    Each point's basis is compared with the workload's (:func:`rackbook.core.basis.differences`
+    over :data:`DECIDING_PARTS` and :data:`NOTED_PARTS`); the closest come first (smallest
+    distance in basis, each difference weighted as the book weighs it,
+    :data:`rackbook.results.evidence.WEIGHTS`; then verified first, then nearest in value; ties
+    by id).
+    The verdict is :func:`rackbook.results.evidence.published_reading` over the verified
+    measurements that differ in no deciding part (``none published`` when there are none);
+    analogues and context rows never decide."""
     pts = evidence.published_points()
-    pts = pts[pts["unit"].isin(list(_UNIT_COUNTED)) & pts["value"].notna()].copy()
-    mkey = _key(model).removeprefix("deepseek-")
+    pts = pts[
+        pts["unit"].map(lambda u: evidence.unit_family(str(u)) == evidence.PER_GPU)
+        & pts["value"].notna()
+        & (pts["role"] != "context")
+    ]
     rows = []
     for _, p in pts.iterrows():
-        miss = []
-        if mkey not in _key(p["model"]):
-            miss.append(f"model {p['model']}")
-        if _key(gpu) not in _key(p["hardware"]):
-            miss.append(f"hardware {p['hardware']}")
-        kind = _UNIT_COUNTED[str(p["unit"])]
-        if kind != counted:
-            miss.append(f"counts {kind} tokens")
-        if isl and osl and not (pd.isna(p["isl"]) or pd.isna(p["osl"])):
-            if (int(p["isl"]), int(p["osl"])) != (round(isl), round(osl)):
-                miss.append(f"ISL/OSL {int(p['isl'])}/{int(p['osl'])}")
-        elif isl and osl:
-            miss.append("ISL/OSL not stated")
+        b = p["basis"]
+        if not isinstance(b, basis_mod.Basis):
+            continue
+        deciding = basis_mod.differences(wb, b, DECIDING_PARTS)
+        noted = basis_mod.differences(wb, b, NOTED_PARTS)
         value = float(p["value"])
+        like = not deciding and p["role"] == "measurement" and bool(p["verified"])
+        why = [t for _, t in deciding + noted]
+        if p["role"] == "analogue":
+            why.insert(0, "an analogue")
+        elif not bool(p["verified"]):
+            why.append("not verified first-hand")
         rows.append(
             {
-                "id": p["id"],
+                "id": str(p["id"]),
                 "value": value,
                 "unit": p["unit"],
                 "model": p["model"],
                 "hardware": p["hardware"],
                 "gpus": None if pd.isna(p["gpus"]) else int(p["gpus"]),
-                "ratio": claimed / value,
+                "ratio": claimed / value if value > 0 else None,
                 "url": p["url"],
                 "verified": bool(p["verified"]),
-                "mismatch": "; ".join(miss) or "like for like",
-                "n_miss": len(miss),
-                "dist": abs(math.log(claimed / value)),
+                "basis": b.short(),
+                "mismatch": "; ".join(why) or "like for like",
+                "like": like,
+                "distance": sum(evidence.WEIGHTS.get(k, 1.0) for k, _ in deciding + noted)
+                + (p["role"] != "measurement"),
+                "dist": abs(math.log(claimed / value)) if value > 0 else math.inf,
+                "unverified": not bool(p["verified"]),
             }
         )
     if not rows:
         return Reading("none published", "no published per-GPU throughput point", {"closest": []})
-    df = pd.DataFrame(rows).sort_values(["n_miss", "dist", "id"], kind="stable")
+    df = pd.DataFrame(rows).sort_values(["distance", "unverified", "dist", "id"], kind="stable")
+    keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [
-        {
-            k: r[k]
-            for k in ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "mismatch")
-        }  # fmt: skip
+        {k: None if k == "gpus" and pd.isna(r[k]) else r[k] for k in keys}
         for r in df.head(CLOSEST).to_dict("records")
     ]
-    like = df[df["n_miss"] == 0]
     best = df.iloc[0]
+    ratio = (
+        f"the figure is {evidence.ratio_text(best['ratio'])} it" if best["ratio"] else "no ratio"
+    )
     near = (
         f"closest: {best['value']:,.6g} {best['unit']} ({best['model']}, {best['hardware']}; "
-        f"{best['mismatch']}), the figure is {best['ratio']:.3g}x it, {best['url']}"
+        f"{best['mismatch']}), {ratio}, {best['url']}"
     )
+    like = df[df["like"]]
+    extra = {"closest": closest, "basis": wb.short(), "decided_on": like["id"].tolist()}
     if like.empty:
         return Reading(
             "none published",
-            f"no published point of the same model, GPU and token count; {near}",
-            {"closest": closest},
+            f"no verified published measurement of the same basis ({wb.short()}); {near}",
+            extra,
         )
     r = evidence.published_reading("workload", claimed, like)
-    return Reading(r.verdict, f"{r.reason}; {near}", {"closest": closest})
+    return Reading(r.verdict, f"{r.reason}; {near}", extra)
 
 
 def this_run(trace_dir: str | None, model: str, gpu: str, counted: str, claimed: float) -> Reading:
@@ -199,9 +267,10 @@ def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, R
         },
     )
     model = catalogs.as_model(args.model)
-    pub = published_for_workload(
-        model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu, args.isl, args.osl
+    wb = workload_basis(
+        model.id, c.gpu, args.gpus, c.counted, args.isl, args.osl, args.cached_share, conc
     )
+    pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
     return c, phys, pub, run
 
@@ -255,10 +324,11 @@ def cli_check(args: argparse.Namespace) -> int:
     print(f"physics: {c.verdict} ({c.reason}; limit: {c.limit})")
     print(f"published: {pub.verdict} ({pub.reason})")
     for p in pub.extra.get("closest", []):
+        gpus = "?" if p["gpus"] is None else int(p["gpus"])
+        ratio = "no ratio" if p["ratio"] is None else evidence.ratio_text(p["ratio"])
         print(
-            f"  {p['value']:,.6g} {p['unit']} ({p['model']}, {p['hardware']}, "
-            f"{'?' if p['gpus'] is None else int(p['gpus'])} GPUs): figure {p['ratio']:.3g}x; "
-            f"{p['mismatch']}; {p['url']}"
+            f"  {p['value']:,.6g} {p['unit']} ({p['model']}, {p['hardware']}, {gpus} GPUs): "
+            f"figure {ratio}; {p['mismatch']}; {p['url']}"
         )
     print(f"this run: {run.verdict} ({run.reason})")
     if args.json:

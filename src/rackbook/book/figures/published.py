@@ -9,7 +9,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rackbook.book import plotting
 from rackbook.results import evidence
@@ -26,15 +26,20 @@ def has_points(result: str) -> bool:
 
 
 def _points(rows):  # type: ignore[no-untyped-def]
-    """Published measurements of the claim's own quantity (analogues and context rows measure
-    something else and are never drawn on the claim's axis)."""
-    return rows[(rows["kind"] != "claim") & (rows["role"] == "measurement")
-                & rows["value"].map(_finite)]  # fmt: skip
+    """Published measurements of the claim's quantity, and analogues in the claim's own unit
+    (drawn apart: they never decide); context rows and analogues in other units are not drawn
+    on the claim's axis."""
+    head = rows[rows["kind"] == "claim"]
+    unit = str(head["unit"].iloc[0]) if len(head) else None
+    pub = rows["kind"] == "published"
+    keep = (rows["role"] == "measurement") | ((rows["role"] == "analogue") & (rows["unit"] == unit))
+    return rows[pub & keep & rows["value"].map(_finite)]
 
 
 def claim_vs_published(result: str) -> Figure:
     """One panel per claim of ``result`` that has published points in its unit: the points
-    (filled: used by the published reading; hollow: shown, not comparable enough to decide it)
+    (filled: of the claim's basis, they decide a reading; hollow: another basis, shown;
+    crosses: analogues in the claim's unit, never deciding)
     on a log axis where they span more than a decade, and the claim's figure as a line."""
     t = evidence.evidence_table(result)
     claims = []
@@ -45,24 +50,36 @@ def claim_vs_published(result: str) -> Figure:
             claims.append((cid, head.iloc[0], pts))
     if not claims:
         raise ValueError(f"{result}: no published point in a claim's unit")
-    fig, axes = plt.subplots(len(claims), 1, figsize=(7.0, 1.6 + 1.5 * len(claims)), squeeze=False)
-    for ax, (cid, head, pts) in zip(axes[:, 0], claims, strict=True):
+    fig, axes = plt.subplots(len(claims), 1, figsize=(7.0, 1.3 + 1.25 * len(claims)), squeeze=False)
+    for ax, (_cid, head, pts) in zip(axes[:, 0], claims, strict=True):
         vals = pts["value"].astype(float).to_numpy()
         claim = float(head["value"]) if _finite(head["value"]) else float("nan")
         used = pts["used"].to_numpy(bool)
+        analogue = pts["role"].eq("analogue").to_numpy(bool)
         rng = np.random.default_rng(0)  # fixed jitter: points of equal value stay readable
         y = rng.uniform(-0.25, 0.25, len(vals))
-        ax.scatter(vals[used], y[used], color=plotting.PALETTE[0], label="published, used")
+        ax.scatter(vals[used], y[used], color=plotting.PALETTE[0], label="published, same basis")
+        other = ~used & ~analogue
         ax.scatter(
-            vals[~used], y[~used], facecolors="none", edgecolors=plotting.PALETTE[0],
-            label="published, not comparable enough",
+            vals[other], y[other], facecolors="none", edgecolors=plotting.PALETTE[0],
+            label="published, another basis",
         )  # fmt: skip
+        if analogue.any():
+            ax.scatter(
+                vals[analogue], y[analogue], marker="x", color=plotting.PALETTE[1],
+                label="analogue (never decides)",
+            )  # fmt: skip
         if math.isfinite(claim):
             ax.axvline(claim, color=plotting.PALETTE[3], lw=2, label="the claim's figure")
         span = np.concatenate([vals, [claim] if math.isfinite(claim) else []])
         span = span[span > 0]
         if len(span) and span.max() / span.min() > 10:
             ax.set_xscale("log")
+            # a span of one or two decades gets ticks at 1, 2 and 5 per decade (several labels,
+            # not one); a wider span one per decade, so that the labels never overlap
+            decades = math.log10(span.max() / span.min())
+            subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
             ax.xaxis.set_major_formatter(
                 FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
             )
@@ -70,11 +87,19 @@ def claim_vs_published(result: str) -> Figure:
         ax.set_yticks([])
         ax.set_ylim(-0.6, 0.6)
         unit = str(head["unit"]) if head["unit"] not in ("1", "") else "ratio"
-        unit = unit.replace("$", "USD ")
-        ax.set_xlabel(f"{cid} ({unit})")
+        unit = unit.replace("$/", "USD per ").replace("$", "USD ")
+        unit = "ratio (x)" if unit == "x" else unit
+        shown = str(head["as_published"]).replace("$", "USD ")
+        ax.set_xlabel(f"{unit}: the claim's {shown} (line) beside published points")
         ax.grid(axis="y", visible=False)
     axes[0, 0].set_title("The claim beside published measurements (published figures only)")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.02))
+    seen: dict[str, object] = {}
+    for ax in axes[:, 0]:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(lab, h)
+    fig.legend(
+        list(seen.values()), list(seen), loc="lower center", ncol=min(4, len(seen)),
+        bbox_to_anchor=(0.5, -0.02),
+    )  # fmt: skip
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig

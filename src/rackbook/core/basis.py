@@ -1,0 +1,318 @@
+"""The basis of a figure: what exactly a number counts, over what, under which conditions.
+
+Two throughputs, two latencies or two prices may be compared only when their bases agree in
+every part that matters for the comparison, or after a stated, tested conversion. This module
+defines the basis once, for claims (``data/claims.yaml``), published points (the importers in
+:mod:`rackbook.core.published` and ``data/published/figures.yaml``) and readings alike:
+
+- ``tokens``: which tokens a rate counts (:data:`TOKENS`);
+- ``per`` and ``gpus``: whether the figure is per GPU, for the whole deployment or for one user,
+  and which GPUs are counted (:data:`PER`, :data:`GPUS`), with ``gpu_count`` GPUs;
+- the workload: ``workload`` kind (:data:`WORKLOADS`), ISL/OSL, context and concurrency (tokens,
+  requests), ``cached_share`` (share of input tokens served from the prefix cache, 0-1) and, for
+  agentic traces, ``counting`` (how turns and re-read prefixes are counted);
+- speculation: ``speculation`` (:data:`SPECULATION`), ``spec_method`` and measured or simulated
+  ``acceptance`` (tokens per step);
+- ``serving`` (:data:`SERVING`) and ``statistic`` (:data:`STATISTICS`);
+- ``metric`` (what the number is, e.g. ``per-layer balancedness``, ``rental price``), ``model``,
+  ``hardware``, ``engine`` and their versions.
+
+``unknown`` is allowed only in a claim, where the write-up is silent (:func:`make` with
+``claim=True``); a published point must state every part of a closed set, its token kind,
+GPU counting and speculation first of all.
+``-`` marks a part that does not apply (a price counts no tokens).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+UNKNOWN = "unknown"
+NA = "-"
+
+#: Which tokens a rate counts.
+TOKENS: tuple[str, ...] = (
+    "output",  # generated tokens only
+    "new input",  # prompt tokens computed in prefill (cache misses)
+    "input incl. cached",  # every prompt token, cache hits included
+    "input+output",  # prompt (no cached prefix in the workload or counted) plus output
+    "input incl. cached+output",  # prompt with each turn's re-read cached prefix, plus output
+    "computed",  # tokens the model computed (prefill misses plus decode)
+    NA,
+    UNKNOWN,
+)
+#: What the figure is per.
+PER: tuple[str, ...] = ("GPU", "node", "deployment", "user", NA, UNKNOWN)
+#: Which GPUs are counted (the denominator of a per-GPU figure, or the deployment of a total).
+GPUS: tuple[str, ...] = (
+    "deployment",  # all GPUs of the deployment (prefill and decode pools together)
+    "decode pool",
+    "prefill pool",
+    "replica",  # one replica of a system that runs several
+    NA,
+    UNKNOWN,
+)
+#: Speculative decoding: none, real (a draft model or head, acceptance measured), simulated
+#: (a synthetic acceptance length: the throughput of a system that does not exist as run).
+#: ``real or none``: measured on a real system whose source does not say whether a draft was
+#: used (MLPerf's summary.csv), never a simulated acceptance.
+SPECULATION: tuple[str, ...] = ("none", "real", "real or none", "simulated", NA, UNKNOWN)
+SERVING: tuple[str, ...] = ("aggregated", "disaggregated", NA, UNKNOWN)
+#: The statistic of a latency (or of a speed derived from one); ``rate`` for a throughput over
+#: a run (tokens over the measuring time); ``value`` for a count, size or price.
+STATISTICS: tuple[str, ...] = ("mean", "median", "p90", "p99", "rate", "value", NA, UNKNOWN)
+#: What kind of workload produced the figure.
+WORKLOADS: tuple[str, ...] = (
+    "agentic trace",  # multi-turn, growing contexts, prefix reuse across turns
+    "fixed lengths",  # synthetic random prompts of fixed ISL/OSL, no prefix reuse
+    "benchmark dataset",  # a dataset of the benchmark (MLPerf, GSM8K, ...)
+    "production traffic",
+    "single request",
+    NA,
+    UNKNOWN,
+)
+
+#: Parts whose value is one of a closed set, and the set.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "tokens": TOKENS,
+    "per": PER,
+    "gpus": GPUS,
+    "speculation": SPECULATION,
+    "serving": SERVING,
+    "statistic": STATISTICS,
+    "workload": WORKLOADS,
+}
+#: Parts a published point must state (never ``unknown``).
+REQUIRED_FOR_POINTS: tuple[str, ...] = ("tokens", "gpus", "speculation")
+#: Human names of the parts, for reasons and tables.
+NAMES: dict[str, str] = {
+    "metric": "metric",
+    "tokens": "tokens counted",
+    "per": "per",
+    "gpus": "GPUs counted",
+    "gpu_count": "GPU count",
+    "workload": "workload",
+    "cached_share": "cached share",
+    "speculation": "speculation",
+    "statistic": "statistic",
+    "serving": "serving",
+    "model": "model",
+    "hardware": "hardware",
+    "engine": "engine",
+    "concurrency": "concurrency",
+}
+
+
+@dataclass(frozen=True)
+class Basis:
+    """The basis of one figure (see the module docstring; ``None`` where it does not apply or
+    the source gives no number, ``unknown`` where a claim's write-up is silent)."""
+
+    metric: str
+    tokens: str
+    per: str
+    gpus: str
+    gpu_count: int | None
+    workload: str
+    speculation: str
+    statistic: str
+    serving: str
+    model: str
+    hardware: str
+    engine: str
+    isl: int | None = None
+    osl: int | None = None
+    context: int | None = None
+    cached_share: float | None = None
+    concurrency: int | None = None
+    counting: str | None = None
+    spec_method: str | None = None
+    acceptance: float | None = None
+    model_version: str | None = None
+    engine_version: str | None = None
+
+    def replace(self, **changes: Any) -> Basis:
+        """A copy with some parts changed (validated like the original)."""
+        return make(dataclasses.asdict(self) | changes, claim=True)
+
+    def unknowns(self) -> list[str]:
+        """The parts that are ``unknown``."""
+        return [k for k, v in dataclasses.asdict(self).items() if v == UNKNOWN]
+
+    def short(self) -> str:
+        """One line: ``output tok per GPU of the deployment (72 GPUs), speculation real, ...``."""
+        parts = [self.metric]
+        if self.tokens != NA:
+            parts.append(f"{self.tokens} tokens")
+        if self.per != NA:
+            who = f"per {self.per}" if self.per != "deployment" else "deployment total"
+            if self.gpus not in (NA,):
+                count = f", {self.gpu_count} GPUs" if self.gpu_count else ""
+                who += f" ({self.gpus}{count})"
+            parts.append(who)
+        if self.workload != NA:
+            parts.append(f"workload {self.workload}")
+        if self.speculation != NA:
+            spec = f"speculation {self.speculation}"
+            if self.acceptance is not None:
+                spec += f" (acceptance {self.acceptance:g})"
+            parts.append(spec)
+        if self.statistic not in (NA, "value"):
+            parts.append(f"statistic {self.statistic}")
+        parts += [self.model, self.hardware, self.engine]
+        return "; ".join(p for p in parts if p and p != NA)
+
+
+FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Basis))
+_INTS = ("gpu_count", "isl", "osl", "context", "concurrency")
+_FLOATS = ("cached_share", "acceptance")
+_TEXTS = ("metric", "model", "hardware", "engine")
+
+
+def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
+    """A validated :class:`Basis` from a mapping of its parts. ``ValueError("field: problem")``
+    on an unknown part, a value outside its set, a bad number, or ``unknown`` in one of
+    :data:`REQUIRED_FOR_POINTS` when ``claim`` is false (a published point must state it)."""
+    extra = sorted(set(raw) - set(FIELDS))
+    if extra:
+        raise ValueError(f"{extra[0]}: unknown basis part (known: {', '.join(FIELDS)})")
+    missing = [f for f in (*CHOICES, *_TEXTS, "gpu_count") if f not in raw]
+    if missing:
+        raise ValueError(f"{missing[0]}: missing basis part")
+    for f, allowed in CHOICES.items():
+        v = raw[f]
+        if v not in allowed:
+            raise ValueError(f"{f}: {v!r} is not one of {', '.join(allowed)}")
+    if not claim:
+        for f in (*REQUIRED_FOR_POINTS, *CHOICES):
+            if raw[f] == UNKNOWN:
+                raise ValueError(
+                    f"{f}: a published point must state its {NAMES.get(f, f)}; 'unknown' is "
+                    "allowed only in a claim whose write-up is silent"
+                )
+    for f in _TEXTS:
+        if not isinstance(raw[f], str) or not raw[f].strip():
+            raise ValueError(f"{f}: must be a non-empty text")
+    for f in _INTS:
+        v = raw.get(f)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+            raise ValueError(f"{f}: must be a whole number > 0, got {v!r}")
+    for f in _FLOATS:
+        v = raw.get(f)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"{f}: must be a finite number, got {v!r}")
+    share = raw.get("cached_share")
+    if share is not None and not 0 <= share <= 1:
+        raise ValueError(f"cached_share: must be between 0 and 1, got {share!r}")
+    acc = raw.get("acceptance")
+    if acc is not None and acc < 1:
+        raise ValueError(f"acceptance: tokens per step must be >= 1, got {acc!r}")
+    if acc is not None and raw["speculation"] not in ("real", "simulated"):
+        raise ValueError("acceptance: only with speculation real or simulated")
+    if raw["per"] == "GPU" and raw["tokens"] != NA and raw["gpus"] == NA:
+        raise ValueError("gpus: a per-GPU token rate must say which GPUs it counts")
+    values = {f: raw.get(f) for f in FIELDS}
+    for f in _FLOATS:
+        if values[f] is not None:
+            values[f] = float(values[f])
+    return Basis(**values)
+
+
+# ----------------------------------------------------------------------------- comparison
+
+
+def model_key(model: str) -> str:
+    """A model name reduced to family and version: ``deepseek-v4.1-flash``,
+    ``deepseek-v4-flash-0731``, ``deepseek-v4-flash`` (the preview), ``deepseek-v4-pro``,
+    ``deepseek-r1``, ``kimi-k3``; other names lower-cased."""
+    m = model.lower().replace(" ", "").replace("_", "-")
+    if "v4.1-flash" in m or "v4.1flash" in m:
+        return "deepseek-v4.1-flash"
+    if "v4-flash" in m:
+        return "deepseek-v4-flash-0731" if "0731" in m else "deepseek-v4-flash"
+    if "v4-pro" in m:
+        return "deepseek-v4-pro"
+    if m in ("dsr1",) or "deepseek-r1" in m or "r1/v3" in m or "v3/r1" in m:
+        return "deepseek-r1"
+    if "kimi" in m and "k3" in m:
+        return "kimi-k3"
+    return m
+
+
+def hardware_key(hardware: str) -> str:
+    """A hardware name reduced to its GPU: ``gb300``, ``b300``, ``gb200``, ``b200``,
+    ``mi355x``, ``h100``, ``h200``, ``h800``; others lower-cased. A GB300 and a B300 differ
+    (Grace-coupled, NVLink domain)."""
+    h = hardware.lower().replace(" ", "").replace("-", "")
+    for key in ("gb300", "gb200", "b300", "b200", "mi355x", "mi300x", "h100", "h200", "h800"):
+        if key in h:
+            return key
+    return h
+
+
+#: GPU generations: a difference of generation makes a point an analogue; within one (GB300
+#: and B300), the hardware still differs but the point is near.
+HARDWARE_CLASS: dict[str, str] = {
+    "gb300": "blackwell ultra", "b300": "blackwell ultra", "gb200": "blackwell",
+    "b200": "blackwell", "h100": "hopper", "h200": "hopper", "h800": "hopper",
+    "mi355x": "cdna4", "mi300x": "cdna3",
+}  # fmt: skip
+
+
+def hardware_class(hardware: str) -> str:
+    """The GPU generation of a hardware name (:data:`HARDWARE_CLASS`), else its key."""
+    k = hardware_key(hardware)
+    return HARDWARE_CLASS.get(k, k)
+
+
+def engine_key(engine: str) -> str:
+    """``vllm`` | ``sglang`` | ``tensorrt-llm`` | ``deepseek`` | other (lower case)."""
+    e = engine.lower()
+    for key, needle in (
+        ("vllm", "vllm"),
+        ("sglang", "sglang"),
+        ("tensorrt-llm", "tensorrt"),
+        ("tensorrt-llm", "trt"),
+    ):
+        if needle in e:
+            return key
+    return e
+
+
+def _same(part: str, a: Basis, b: Basis) -> bool:
+    va, vb = getattr(a, part), getattr(b, part)
+    if part == "model":
+        return model_key(va) == model_key(vb)
+    if part == "hardware":
+        return hardware_key(va) == hardware_key(vb)
+    if part == "engine":
+        return engine_key(va) == engine_key(vb)
+    return bool(va == vb)
+
+
+def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The parts (of ``parts``, in that order) in which ``point`` differs from ``claim``, each
+    as (part, ``"name: point value (claim: claim value)"``). A part the claim leaves
+    ``unknown`` (or leaves empty) is never a difference here: the readings expand it into named
+    plausible bases first (:mod:`rackbook.results.evidence`); nor is a part that does not apply
+    to the point (``-``). Speculation differs when either side is
+    ``simulated`` and the other is not: a simulated acceptance is a model, not a measurement."""
+    out = []
+    for part in parts:
+        cv, pv = getattr(claim, part), getattr(point, part)
+        if cv is None or cv == NA or pv == NA:
+            continue  # the claim states nothing, or the part does not apply to the point
+        if part == "speculation":
+            simulated = (pv == "simulated") != (cv == "simulated")
+            if not simulated and (cv == UNKNOWN or pv == cv):
+                continue
+        elif cv == UNKNOWN or _same(part, claim, point):
+            continue
+        out.append((part, f"{NAMES.get(part, part)}: {pv} (claim: {cv})"))
+    return out
