@@ -20,8 +20,7 @@ from rackbook.core.fsio import atomic_write_text
 
 def _relative_files(root: Path) -> set[str]:
     out = set()
-    for d, dirs, files in os.walk(root):
-        dirs.sort()
+    for d, _dirs, files in os.walk(root):
         for f in files:
             out.add((Path(d) / f).relative_to(root).as_posix())
     return out
