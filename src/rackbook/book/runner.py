@@ -169,15 +169,38 @@ def run_result(
     parameters: dict[str, Any] | None = None,
     out: str | Path | None = None,
     progress: bool | None = None,
+    force: bool = False,
 ) -> Path:
     """Execute one result's notebook; return the path of its headline JSON.
 
     Parameters that the notebook does not declare are refused (one-line error). The executed
     notebook is written to a temporary name and renamed only on success. The cell progress
-    bar is shown when stderr is a terminal (``progress=None``).
+    bar is shown when stderr is a terminal (``progress=None``). In trace mode a chapter whose
+    inputs are unchanged since its outputs were made is not executed again
+    (:mod:`rackbook.book.cache`) unless ``force``.
     """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
+    return execute_result(result, source, parameters, out, progress, force)[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A chapter ready to execute: its notebook, output folder, every parameter papermill
+    injects, and its cache key (None in live mode: never cached)."""
+
+    notebook: Path
+    out_dir: Path
+    params: dict[str, Any]
+    key: str | None
+
+
+def prepare_run(
+    result: str,
+    source: str = "trace",
+    parameters: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+) -> Prepared:
+    """Check a chapter's parameters (one-line errors) and compute its cache key."""
+    from rackbook.book import cache
 
     nb = notebook_path(result)
     out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
@@ -192,6 +215,47 @@ def run_result(
         )
     check_parameters(nb, params, declared, source, result)
     params |= {"source": source, "out_dir": str(out_dir)}
+    key = None
+    if source == "trace":
+        defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
+        key = cache.chapter_key(nb, defaults | params)
+    return Prepared(nb, out_dir, params, key)
+
+
+def cached_headline(
+    result: str,
+    source: str = "trace",
+    parameters: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+) -> Path | None:
+    """The headline JSON of ``result`` when the cache holds it for these inputs, else None."""
+    from rackbook.book import cache
+
+    prep = prepare_run(result, source, parameters, out)
+    if prep.key is not None and cache.is_fresh(prep.out_dir, result, prep.key):
+        return prep.out_dir / f"{result}.json"
+    return None
+
+
+def execute_result(
+    result: str,
+    source: str = "trace",
+    parameters: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    progress: bool | None = None,
+    force: bool = False,
+) -> tuple[Path, bool]:
+    """:func:`run_result`, also saying whether the outputs came from the cache (True) or
+    from executing the notebook (False)."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    from rackbook.book import cache
+
+    prep = prepare_run(result, source, parameters, out)
+    nb, out_dir, params, key = prep.notebook, prep.out_dir, prep.params, prep.key
+    if key is not None and not force and cache.is_fresh(out_dir, result, key):
+        return out_dir / f"{result}.json", True
     created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -207,6 +271,7 @@ def run_result(
     tmp = out_dir / f".{result}.tmp.ipynb"
     headline = out_dir / f"{result}.json"
     old_mtime = headline.stat().st_mtime if headline.exists() else None
+    cache.forget(out_dir, result)
     # The kernel must draw inline: a non-interactive MPLBACKEND (Agg) in the environment
     # would leave every chapter without figures.
     saved_backend = os.environ.pop("MPLBACKEND", None)
@@ -238,7 +303,9 @@ def run_result(
     os.replace(tmp, final)
     if not headline.exists() or headline.stat().st_mtime == old_mtime:
         raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
-    return headline
+    if key is not None:
+        cache.remember(out_dir, result, key)
+    return headline, False
 
 
 def cli_run(args: argparse.Namespace) -> int:
@@ -256,14 +323,29 @@ def cli_run(args: argparse.Namespace) -> int:
         notebook_path(name)
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
+    from rackbook.book import pool
     from rackbook.results.headline import read_result, summary_line
 
-    for name in names:
+    force = bool(getattr(args, "force", False))
+    jobs = getattr(args, "jobs", None) or pool.cores()
+
+    def report(d: pool.Done) -> None:
+        if d.headline is None:
+            print(f"{d.result}: failed [{d.seconds:.1f} s]", flush=True)
+            return
+        how = "cached, unchanged inputs" if d.cached else f"executed in {d.seconds:.1f} s"
+        line = f"{d.result}: {summary_line(read_result(d.headline))} [{how}] -> {d.headline}"
+        print(line, flush=True)
+
+    if len(names) == 1:
         t0 = time.perf_counter()
-        print(f"running {name} ({source}) ...", flush=True)
-        path = run_result(name, source, params, args.out)
-        doc = read_result(path)
-        print(f"{name}: {summary_line(doc)} [{time.perf_counter() - t0:.1f} s] -> {path}")
+        print(f"running {names[0]} ({source}) ...", flush=True)
+        path, cached = execute_result(names[0], source, params, args.out, force=force)
+        report(pool.Done(names[0], path, cached, time.perf_counter() - t0))
+        return 0
+    jobs = min(jobs, len(names))
+    print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
+    pool.run_chapters(names, source, params, args.out, force, jobs, report)
     return 0
 
 
@@ -377,26 +459,48 @@ def stage_book(executed: Path, site: Path) -> Path:
         raise InputError(
             executed, missing[0] + ".ipynb", "not executed yet: run `rackbook run all` first"
         )
-    if site.exists():
-        shutil.rmtree(site)
-    site.mkdir(parents=True)
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy2(paths.ROOT / name, site / name)
-    shutil.copytree(paths.ROOT / "book", site / "book")
-    (site / "notebooks").mkdir()
-    for r in present:
-        _stage_notebook(executed / f"{r}.ipynb", site / "notebooks" / f"{r}.ipynb")
-    pages.generate(site / "book" / "generated", executed)
+    from rackbook.book.sitesync import sync_tree
+
+    staging = site.with_name(site.name + ".staging")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    try:
+        for name in ("_config.yml", "_toc.yml"):
+            shutil.copy2(paths.ROOT / name, staging / name)
+        shutil.copytree(paths.ROOT / "book", staging / "book")
+        (staging / "notebooks").mkdir()
+        for r in present:
+            _stage_notebook(executed / f"{r}.ipynb", staging / "notebooks" / f"{r}.ipynb")
+        pages.generate(staging / "book" / "generated", executed)
+        # Only files whose bytes changed are rewritten, so Sphinx rebuilds only those pages.
+        sync_tree(staging, site)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return site
 
 
-def build_book(out: str | Path | None = None, strict: bool = False) -> Path:
+def build_book(out: str | Path | None = None, strict: bool = False, force: bool = False) -> Path:
     """Stage and build the HTML book under the build folder (``_build``, or ``RACKBOOK_BUILD``:
-    Jupyter Book writes into a folder named ``_build``); returns the path of ``index.html``."""
+    Jupyter Book writes into a folder named ``_build``); returns the path of ``index.html``.
+
+    Sphinx rebuilds only the pages whose staged source changed; when no staged file changed
+    since the last successful build with the same options, Jupyter Book is not started at all.
+    ``force`` rebuilds every page."""
+    from rackbook.book.sitesync import read_stamp, tree_digest, write_stamp
+
     executed = paths.resolve(out) if out else paths.EXECUTED
     if paths.BUILD.name != "_build":
         raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
     site = stage_book(executed, paths.BUILD / "site")
+    index = paths.BUILD / "html" / "index.html"
+    stamp = paths.BUILD / ".book-built"
+    lock = paths.ROOT / "env" / "requirements-book.lock"
+    env = lock.read_text(encoding="utf-8") if lock.is_file() else ""
+    digest = tree_digest(site, f"strict={strict}\0{sys.executable}\0{env}")
+    if not force and index.is_file() and read_stamp(stamp) == digest:
+        return index
+    stamp.unlink(missing_ok=True)
     cmd = [
         str(Path(sys.executable).with_name("jupyter-book")),
         "build",
@@ -407,6 +511,8 @@ def build_book(out: str | Path | None = None, strict: bool = False) -> Path:
     ]
     if strict:
         cmd += ["-W", "-n"]
+    if force:
+        cmd += ["--all"]
     proc = subprocess.run(cmd, cwd=paths.ROOT, text=True, capture_output=True)
     text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
     log = paths.BUILD / "book-build.log"
@@ -419,10 +525,13 @@ def build_book(out: str | Path | None = None, strict: bool = False) -> Path:
             "jupyter-book",
             f"build failed: {tail[0] if tail else proc.returncode}",
         )
-    return paths.BUILD / "html" / "index.html"
+    write_stamp(stamp, digest)
+    return index
 
 
-def run_on_traces(traces_dir: str | Path, out: Path, shipped: Path | None = None) -> list[str]:
+def run_on_traces(
+    traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
+) -> list[str]:
     """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists. The
     other results run on the shipped traces, or are copied from ``shipped`` (a folder of
     results already executed on them) when it holds them. Returns the results that used the
@@ -447,7 +556,7 @@ def run_on_traces(traces_dir: str | Path, out: Path, shipped: Path | None = None
             continue
         params = {"trace": str(base / r)} if r in mine else {}
         print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
-        run_result(r, "trace", params, out)
+        run_result(r, "trace", params, out, force=force)
     return mine
 
 
@@ -456,13 +565,15 @@ def cli_book(args: argparse.Namespace) -> int:
     notebooks.
 
     With ``--traces`` every result is first executed on the user's traces (into ``--out``,
-    default ``_build/yours``), and the landing page shows those numbers beside the claims."""
+    default ``_build/yours``), and the landing page shows those numbers beside the claims.
+    ``--force`` executes every chapter again and rebuilds every page."""
+    force = bool(getattr(args, "force", False))
     out = args.out
     if args.traces:
         out = out or paths.BUILD / "yours"
         reuse = paths.resolve(args.reuse) if getattr(args, "reuse", None) else None
-        mine = run_on_traces(args.traces, paths.resolve(out), reuse)
+        mine = run_on_traces(args.traces, paths.resolve(out), reuse, force)
         print(f"your traces: {', '.join(mine)}")
-    index = build_book(out, args.strict)
+    index = build_book(out, args.strict, force)
     print(f"book: {index}")
     return 0
