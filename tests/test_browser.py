@@ -19,6 +19,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pageprobe
 import pytest
 
 from rackbook import paths
@@ -125,10 +126,11 @@ def test_chapter_renders(browser, site, result, tmp_path):
     dom = dump.stdout
     text = _text(dom)
     doc = read_result(site["out"] / f"{result}.json")
-    # the chapter's readings reach the page: each claim's three verdicts with their reasons in
-    # the verdict box, and each headline's reason (which carries its number) in the last table
+    # the chapter's readings reach the page: each claim's three verdicts in the claim-by-reading
+    # table with their reasons one click away, and each headline's reason (which carries its
+    # number) in the last table
     for r in doc["readings"]:
-        assert _plain(f"{r['verdict']}: {r['reason']}") in text, r
+        assert _plain(r["reason"]) in text and r["verdict"] in text, r
     assert "What would flip it" in text
     for f in doc["flips"]:
         assert _plain(f) in text, f
@@ -178,6 +180,42 @@ def test_chapter_renders(browser, site, result, tmp_path):
     current[result] = weight
     weights.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
     print(f"{result}: page weight {weight / 1024:.0f} KiB, {len(imgs)} figure(s)")
+
+
+@pytest.fixture(scope="module")
+def laid_out(browser, site):
+    """Every chapter and the landing page laid out at 1,400 px (one Chromium run)."""
+    pages = ["book/intro.html"] + [f"notebooks/{r}.html" for r in runner.available_results()]
+    facts = pageprobe.probe(browser, site["root"], pages)
+    sizes = {p: f["height"] for p, f in facts.items()}
+    (ARTIFACTS / "page-heights.json").write_text(json.dumps(sizes, indent=2) + "\n")
+    return facts
+
+
+@pytest.mark.parametrize("result", runner.available_results())
+def test_chapter_as_a_reader_meets_it(laid_out, site, result):
+    """At 1,400 px: each claim's conclusion sentences within the first screen below the title,
+    at most 12,000 px tall, no object repr or raw DataFrame, alt text that is not a file path,
+    captions at body-text contrast, the right-hand contents usable."""
+    from rackbook.results.conclusions import conclusions
+
+    doc = read_result(site["out"] / f"{result}.json")
+    sentences = [s for c in conclusions(doc) for s in c.sentences]
+    facts = laid_out[f"notebooks/{result}.html"]
+    assert pageprobe.defects(result, facts, sentences) == []
+
+
+def test_landing_page_is_one_screen_of_answers(laid_out, site):
+    """At most 2,500 px tall, each claim's brief conclusion and strength of evidence shown."""
+    from rackbook.results.conclusions import conclusions
+
+    facts = laid_out["book/intro.html"]
+    assert pageprobe.defects("intro", facts, max_height=pageprobe.LANDING_MAX) == []
+    text = pageprobe.plain(facts["text"])
+    for r in runner.available_results():
+        for c in conclusions(read_result(site["out"] / f"{r}.json")):
+            assert pageprobe.plain(c.brief_text) in text, c.claim_id
+            assert c.strength in text
 
 
 def test_landing_page_lists_every_claim(browser, site, tmp_path):

@@ -450,13 +450,7 @@ def test_figures_draw_from_the_analysis(hand_gpu) -> None:
     matplotlib.use("Agg")
     from rackbook.book.figures import eplb_balance as figures
 
-    assert list(figures.FIGURES) == [
-        "fig_ranks",
-        "fig_ep",
-        "fig_redundant",
-        "fig_skew",
-        "fig_batch",
-    ]
+    assert list(figures.FIGURES) == ["fig_ranks", "fig_sweeps"]
     fig = figures.rank_loads(hand_gpu)
     ax = fig.axes[0]
     assert [p.get_height() for p in ax.patches] == [7.0, 3.0, 5.0, 5.0]
@@ -467,11 +461,17 @@ def test_figures_draw_from_the_analysis(hand_gpu) -> None:
         ax = fig.axes[0]
         assert ax.get_legend() is None and len(fig.legends) == 1
         assert "(" in ax.get_xlabel() and "(" in ax.get_ylabel()
-        if name != "fig_ranks":
-            labels = ax.get_legend_handles_labels()[1]
-            assert "claim: 0.35" in labels and "claim: 0.94" in labels, name
+        if name != "fig_ranks":  # one panel per sweep, each with the claim's two lines
+            assert len(fig.axes) == 4, name
+            for panel in fig.axes:
+                labels = panel.get_legend_handles_labels()[1]
+                assert "claim: 0.35" in labels and "claim: 0.94" in labels, name
+                assert "(" in panel.get_xlabel()
             assert ax.get_ylabel() == "balancedness (0 to 1)"
-            assert "synthetic routing model" in ax.get_title()
+            assert "synthetic routing model" in fig.get_suptitle()
         matplotlib.pyplot.close(fig)
+    fig = figures.balance_against(hand_gpu, "skew")
+    assert "synthetic routing model" in fig.axes[0].get_title()
+    matplotlib.pyplot.close(fig)
     with pytest.raises(ValueError, match="no sweep 'seed'"):
         figures.balance_against(hand_gpu, "seed")

@@ -36,36 +36,43 @@ def test_trace_format_page_is_the_schema():
             assert f"| `{c.name}` | {c.dtype} |" in text
 
 
-def test_at_a_glance_reads_verdicts(tmp_path):
-    """Each claim's row shows its three readings from the headline JSON, each verdict with its
-    reason, and the shipped-recordings column its "this run" reading (not run when absent)."""
-    words = {"physics": "possible", "published": "above", "this run": "untested"}
-    doc = {
-        "result": "single-user",
-        "headlines": [],
-        "readings": [
-            {
-                "claim_id": "single-user.throughput",
-                "reading": k,
-                "verdict": v,
-                "margin": "-",
-                "reason": f"{k} reason",
-            }
-            for k, v in words.items()
-        ],  # fmt: skip
-    }
-    (tmp_path / "single-user.json").write_text(json.dumps(doc))
-    text = pages.at_a_glance(tmp_path, reference=tmp_path / "none")
-    row = next(r for r in text.splitlines() if r.startswith("| single-user"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3:6] == [
-        "**possible**: physics reason",
-        "**above**: published reason",
-        "**untested**: this run reason",
-    ]
-    assert cells[6] == "not run"  # the reference column
-    assert sum(r.startswith("| decode-parity") for r in text.splitlines()) == 1
-    assert "not run" in next(r for r in text.splitlines() if r.startswith("| decode-parity"))
+def test_at_a_glance_gives_each_claim_its_conclusion(tmp_path):
+    """Each claim's row shows the claim, the brief conclusion generated from its readings and
+    the strength of evidence; the shipped-recordings column its "this run" reading (not run
+    when absent); flip a reading and the row changes."""
+
+    def row(words):
+        doc = {
+            "result": "single-user",
+            "headlines": [],
+            "readings": [
+                {
+                    "claim_id": "single-user.throughput",
+                    "reading": k,
+                    "verdict": v,
+                    "margin": "-",
+                    "reason": f"{k} reason",
+                }
+                for k, v in words.items()
+            ],  # fmt: skip
+        }
+        (tmp_path / "single-user.json").write_text(json.dumps(doc))
+        text = pages.at_a_glance(tmp_path, reference=tmp_path / "none")
+        line = next(r for r in text.splitlines() if "(chapter 6)" in r)
+        return text, [c.strip() for c in line.strip("|").split("|")]
+
+    text, cells = row({"physics": "possible", "published": "above", "this run": "untested"})
+    assert cells[0].startswith("**826 tok/s**: A specialised decode path")
+    assert cells[1] == (
+        "826 tok/s is physically possible. It is above every published like-for-like "
+        "measurement. Not tested on B300 GPUs here."
+    )
+    assert cells[2] == "published like-for-like measurements"
+    assert cells[3] == "not run"  # the reference column
+    _, flipped = row({"physics": "impossible", "published": "none published", "this run": "x"})
+    assert "physically impossible" in flipped[1] and flipped[2] == "physics only"
+    dp = [r for r in text.splitlines() if "(chapter 1)" in r]
+    assert len(dp) == 1 and "| not run | - |" in dp[0]
 
 
 def test_claim_card_quotes_the_source():
@@ -118,3 +125,22 @@ def test_bibliography_has_one_entry_per_source():
     assert len(keys) == len(set(keys)) >= 30
     for url in pages.data_urls():
         assert pages.bib_key(url) in keys
+
+
+def test_bibliography_gives_title_organisation_date_and_marks_aggregators():
+    bib = pages.bibliography()
+    entries = [e for e in bib.split("\n\n") if e.startswith("@misc")]
+    for e in entries:
+        assert "  title = {{" in e and "  author = {{" in e and "  date = {" in e, e
+        assert "title = {{http" not in e and "title = {{github.com" not in e.lower(), e
+        if any(a in e for a in pages.AGGREGATORS):  # an aggregator is never cited unmarked
+            assert "secondary source" in e, e
+    pr = next(e for e in entries if "vllm-project/vllm/pull/50647" in e)
+    assert "title = {{vllm-project/vllm pull request \\#50647}}" in pr
+    meta = pages.source_meta("https://aiposthub.cc/5152", {}, {})
+    assert meta["secondary"] and meta["org"] == "AI Post Hub"
+    assert meta["title"].startswith("Report of DeepSeek: Day 6")
+    primary = pages.source_meta(pages.PRIMARY_OF["https://aiposthub.cc/5152"][0], {}, {})
+    assert not primary["secondary"] and primary["org"] == "deepseek-ai"
+    dated = pages.source_meta("https://lmsys.org/blog/2025-05-05-large-scale-ep", {}, {})
+    assert (dated["org"], dated["date"]) == ("LMSYS (SGLang team)", "2025-05-05")

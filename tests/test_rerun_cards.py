@@ -20,16 +20,27 @@ def _code_lines(md: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("result", paths.RESULTS)
-def test_card_names_version_flags_weights_command_and_files(result):
-    md = rerun.card(result)
+def test_deployment_names_version_flags_and_weights_once():
+    md = rerun.deployment()
     assert f"| vLLM | {TOPO.vllm.version} (image `{TOPO.vllm.image}:{TOPO.vllm.tag}`)" in md
-    # every flag of every leader's serve line is on the card (the lines are only re-wrapped)
+    # every flag of every leader's serve line is on the page (the lines are only re-wrapped)
     flat = re.sub(r"\s*\\\n\s*", " ", md)
     for cmds in topology.serve_commands(TOPO).values():
         for flag in re.findall(r"--[a-z-]+(?: [^-'][^ ]*)?", cmds[0].split("'")[0]):
             assert flag in flat, flag
     assert re.search(r"\| Weights \| 297 GB in HBM", md)  # 288.8 GB experts + 8.4 GB dense
+    longest = max(_code_lines(md), key=len)
+    assert len(longest) <= rerun.CODE_WIDTH, longest
+
+
+@pytest.mark.parametrize("result", paths.RESULTS)
+def test_card_names_command_parameters_budget_and_files(result):
+    md = rerun.card(result)
+    # the serve commands live once, on the rerun page, which the card links
+    assert "vllm serve" not in md and "{ref}`rerun-deployment`" in md
+    assert f"vLLM {TOPO.vllm.version}" in md
+    flat = re.sub(r"\s*\\\n\s*", " ", md)
+    assert "| Expected time | about " in md and "GPU-hours" in md
     assert f"rackbook run {result} --params-file env/cluster/generated/params/{result}.yaml" in flat
     assert f"`_build/executed/traces/{result}/`" in md and f"`_build/executed/{result}.json`" in md
     assert "RACKBOOK_SERVER_GPUS" in md

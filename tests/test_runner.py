@@ -186,3 +186,20 @@ def test_a_failing_notebook_leaves_nothing_behind(tmp_path, run_cli):
     assert code == 2 and err.count("\n") == 1
     assert "requests.parquet" in err and "unreadable Parquet" in err
     assert not (tmp_path / "new").exists()
+
+
+def test_figures_get_alt_text_from_their_captions():
+    """A figure's alt text says what it shows (its caption, glued values filled in), never the
+    image's file path; an alt text already given is kept."""
+    src = (
+        "Text.\n\n```{glue:figure} fig_x\n:name: fig-x\n\nThroughput per {glue:text}`unit:s` "
+        "of each *configuration*. Look at the bars. CPU stand-in.\n```\n\n"
+        "```{glue:figure} fig_y\n:alt: given\n\nOther.\n```\n"
+    )
+    from rackbook.book import runner
+
+    out = runner.add_alt_text(src, {"unit": "replica"})
+
+    assert ":alt: Throughput per replica of each configuration. Look at the bars.\n" in out
+    assert out.count(":alt:") == 2 and ":alt: given\n" in out
+    assert "Look at the bars. CPU stand-in.\n```" in out  # the caption itself is unchanged

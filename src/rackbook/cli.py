@@ -180,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="notebook parameter (repeatable)",
     )
     s.add_argument("--out", default=None, help="output folder (default _build/executed)")
+    _speed_options(s)
 
     s = sub.add_parser("list", help="results, their claims and the latest verdicts")
     s.add_argument("--out", default=None, help="where executed results live")
@@ -209,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
         "which is then not touched)",
     )
     s.add_argument("--strict", action="store_true", help="warnings are errors (-W -n)")
+    _speed_options(s)
 
     s = sub.add_parser("kv-bytes", help="global KV-cache bytes per token of a model")
     s.add_argument("model", help="model id in data/models/")
@@ -374,6 +376,18 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"largest input file read (default {limits.DEFAULT_MAX_INPUT_MB:g} MB)",
         )
     return p
+
+
+def _speed_options(s: argparse.ArgumentParser) -> None:
+    """``--force`` and ``--jobs`` of the verbs that execute chapters (``run``, ``book``)."""
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="execute every chapter even when its inputs are unchanged (and rebuild all pages)",
+    )
+    s.add_argument(
+        "-j", "--jobs", type=int, default=None, help="chapters executed at once (default: cores)"
+    )
 
 
 def _resolve(spec: str) -> Handler:

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -33,31 +35,140 @@ def glue_figure(name: str, fig: Any) -> None:
     plt.close(fig)
 
 
+def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
+    """A DataFrame as a styled Markdown table for print: only ``columns`` (name -> (header
+    with its unit, format spec such as ``,.0f``; ``""`` for text)), thousands separators,
+    never its index or snake_case names."""
+    head = "| " + " | ".join(h for h, _ in columns.values()) + " |"
+    rule = "|" + "|".join("---:" if f else "---" for _, f in columns.values()) + "|"
+    rows = []
+    for rec in df.to_dict("records"):
+        cells = []
+        for name, (_, spec) in columns.items():
+            v = rec.get(name)
+            try:
+                cells.append(format(v, spec) if spec else str(v))
+            except (TypeError, ValueError):
+                cells.append(str(v))
+        rows.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    return "\n".join([head, rule, *rows]) + "\n"
+
+
+def folded(title: str, markdown: str) -> str:
+    """``markdown`` in a dropdown titled ``title``: detail one click away."""
+    return f"::::{{dropdown}} {title}\n{markdown.strip()}\n::::\n"
+
+
 def _admonition(kind: str, title: str, body: str, cls: str | None = None) -> str:
     head = f":::{{{kind}}} {title}".rstrip() if kind == "admonition" else f":::{{{kind}}}"
     opts = f"\n:class: {cls}" if cls else ""
     return f"{head}{opts}\n{body.strip()}\n:::\n"
 
 
-def readings_box(outcome: Any) -> str:
-    """The chapter's verdict box: a MyST admonition holding each claim's three readings
-    (physics, published evidence, this run), each a verdict and its reason."""
-    return _admonition(
-        "admonition",
-        "Verdict: three readings per claim",
-        "Each reading answers a different question and none stands for another. "
+def _doc(outcome: Any) -> dict[str, Any]:
+    """A headline document (``result``, ``readings`` as dicts) from an :class:`Outcome` or a
+    headline JSON already read."""
+    if isinstance(outcome, Mapping):
+        return dict(outcome)
+    return {"result": outcome.result, "readings": [asdict(r) for r in outcome.readings]}
+
+
+def conclusion_markdown(outcome: Any) -> str:
+    """What the chapter concludes, for the top of the page: per claim, its statement, the
+    conclusion generated from its readings (:mod:`rackbook.results.conclusions`) and the
+    strength of the evidence behind it, in one admonition."""
+    from rackbook.results.conclusions import conclusions
+
+    items = []
+    for c in conclusions(_doc(outcome)):
+        items.append(
+            f"**{_md_cell(c.statement)}**<br>\n{_md_cell(c.text)} "
+            f"*Strength of evidence: {c.strength}.*"
+        )
+    body = "\n\n".join(items) or "No claim of this result has been read yet."
+    return _admonition("admonition", "What this chapter concludes", body, "rb-conclusion")
+
+
+def glue_conclusion(outcome: Any) -> None:
+    """Glue :func:`conclusion_markdown` as ``conclusion`` (Markdown), for the chapter's title
+    cell to place with a ``{glue:md}`` directive (format ``myst``)."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue("conclusion", Markdown(conclusion_markdown(outcome)), display=False)
+
+
+def _html(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+#: A reading's basis names its cell only when it is a short name (a full description of
+#: several bases is in its reason, one click away).
+SHORT_BASIS = 60
+
+
+def readings_table(outcome: Any) -> str:
+    """The chapter's verdict: a compact claim-by-reading table (raw HTML inside Markdown), each
+    cell a verdict and the margin that decided it, its reason one click away (``<details>``);
+    the questions the three readings answer above it."""
+    from rackbook.results.headline import READING_TITLES, READINGS
+
+    doc = _doc(outcome)
+    by_claim: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in doc["readings"]:
+        by_claim.setdefault(r["claim_id"], {}).setdefault(r["reading"], []).append(r)
+    head = "".join(f"<th>{READING_TITLES[k]}</th>" for k in READINGS)
+    rows = [f'<table class="rb-readings"><thead><tr><th>claim</th>{head}</tr></thead><tbody>']
+    for claim, kinds in by_claim.items():
+        cells = []
+        for k in READINGS:
+            parts = []
+            for r in kinds.get(k, []):
+                name = str(r.get("basis") or "")
+                short = name and len(name) <= SHORT_BASIS and not any(c in name for c in ";|")
+                basis = f"as {_html(name)}: " if short else ""
+                margin = str(r.get("margin") or "-")
+                margin = (
+                    "" if margin == "-" else f'<br><span class="rb-margin">{_html(margin)}</span>'
+                )
+                parts.append(
+                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}"
+                    f"<details><summary>why</summary>{_html(r['reason'])}</details>"
+                )
+            cells.append(f"<td>{''.join(parts) or '-'}</td>")
+        rows.append(f"<tr><td><code>{_html(claim)}</code></td>{''.join(cells)}</tr>")
+    rows.append("</tbody></table>")
+    intro = (
         "**Physics**: can any engine reach the figure on this hardware? **Published "
-        "evidence**: where does it sit among independent measurements of comparable systems? "
-        "**This run**: what does the trace this chapter executed say?\n\n"
-        + outcome.readings_markdown(),
-        "important",
+        "evidence**: where among independent measurements? **This run**: what does this "
+        "chapter's trace say? Open *why* for a reading's reason."
     )
+    return intro + "\n\n" + "".join(rows) + "\n"
+
+
+def readings_box(outcome: Any) -> str:
+    """The chapter's verdict section: :func:`readings_table` (kept under its old name)."""
+    return readings_table(outcome)
 
 
 def flips_box(outcome: Any) -> str:
-    """What would turn each verdict the other way: computed thresholds, one bullet each."""
+    """What would turn each verdict the other way: computed thresholds, one bullet each, folded
+    in a dropdown; physics thresholds are labelled as margin-adjusted (they include the
+    modelling margin a physics verdict allows, so they differ from the bare ceilings)."""
+    from rackbook.physics.check import MARGIN
+
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
-    return _admonition("admonition", "What would flip it", body, "tip")
+    note = (
+        f"Physics thresholds here are margin-adjusted: a figure is *impossible* only above "
+        f"{1 + MARGIN:.2f}x a ceiling and *possible* only below {1 - MARGIN:.2f}x it (the "
+        f"{MARGIN:.0%} modelling margin), so they differ from the bare ceilings in the physics "
+        "section by that factor."
+    )
+    n = len(outcome.flips)
+    return (
+        f":::{{dropdown}} What would flip it ({n} threshold{'s' if n != 1 else ''})\n"
+        f"{note}\n\n{body}\n:::\n"
+    )
 
 
 def standin_warning(kind: str, hardware: str, testable: bool) -> str:
@@ -82,8 +193,6 @@ def evidence_markdown(result: str) -> str:
     """The chapter's published-measurements table: for each claim of ``result``, its published
     reading, then every published point set beside it (linked to its source), the value in the
     claim's unit, whether the reading used it, and how it differs from the claim."""
-    import math
-
     from rackbook.results import evidence
 
     table = evidence.evidence_table(result)
@@ -102,57 +211,131 @@ def evidence_markdown(result: str) -> str:
                 + (f" [{h['margin']}]" if h["margin"] not in ("-", "") else "")
             )
             out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
+        items = []
         for r in bases.to_dict("records"):
             margin = f" ({_md_cell(r['margin'])})" if r["margin"] not in ("-", "", None) else ""
             conv = f" {_md_cell(r['as_published'])}." if _known(r["as_published"]) else ""
             closest = re.sub(
                 r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(r["comparable"])
             )
-            out.append(
+            items.append(
                 f"- *{_md_cell(r['who'])}*: **{r['verdict']}**{margin}.{conv} Closest "
                 f"published point of this basis: {closest}"
             )
-        if len(bases):
-            out.append("")
+        if len(items) > 2:  # many bases: one click away, their count in the title
+            items = [
+                f"::::{{dropdown}} Read on {len(items)} plausible bases, each with its closest "
+                "published point",
+                *items,
+                "::::",
+            ]
+        if items:
+            out += [*items, ""]
         if pts.empty:
             out += ["", "No published point.", ""]
             continue
-        out += [
-            "",
-            "| source | system | as published | value | basis | used | differs from the claim in |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for r in pts.to_dict("records"):
-            url = r.get("url")
-            who = _md_cell(r["who"])
-            src = f"[{who}]({url})" if isinstance(url, str) and url else who
-            gpus = r.get("gpus")
-            n = (
-                ""
-                if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
-                else f" x {int(gpus)}"
-            )
-            parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.strip(" x")]
-            parts += [str(r[k]) for k in ("model", "engine") if _known(r[k])]
-            system = _md_cell(", ".join(p for p in parts if p) or "not stated")
-            value = r.get("value")
-            finite = isinstance(value, (int, float)) and math.isfinite(value)
-            shown = "-"
-            if finite:
-                shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
-                shown += f" {r['unit']}"
-            used = "yes" if r["used"] else "no"
-            if not r.get("verified", True):
-                used += " (not verified)"
-            diff = str(r.get("comparable") or "")
-            diff = diff.removeprefix("differs from the claim in: ")
-            out.append(
-                f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} "
-                f"| {_md_cell(r.get('basis') or '-')} | {used} "
-                f"| {_md_cell(diff) or 'nothing named'} |"
-            )
+        records = pts.to_dict("records")
+        ends = _range_ends([r for r in records if r["used"]])
+        rest = [r for r in records if r not in ends]
+        if ends:
+            out += ["", "The published points that bound the range the reading uses:", ""]
+            out += _points_table(ends)
+        else:
+            out += ["", "No published point is like-for-like enough to decide the reading."]
+        if rest:
+            n = len(rest)
+            out += [
+                "",
+                f"::::{{dropdown}} {n} more published point{'s' if n != 1 else ''} (inside "
+                "the range, or not deciding: how each differs from the claim)",
+                "",
+                *_points_table(rest),
+                "::::",
+            ]
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def _short(text: object, width: int) -> str:
+    """``text`` cut at a word boundary to at most ``width`` characters, an ellipsis marking the
+    cut (the full text is at the linked source)."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:(")
+    return cut + "\u2026"
+
+
+def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The used points holding the lowest and the highest value (the range the published
+    reading compares with), in their table order; all of them when none has a finite value."""
+    import math
+
+    finite = [
+        r["value"]
+        for r in used
+        if isinstance(r.get("value"), (int, float)) and math.isfinite(r["value"])
+    ]
+    if not finite:
+        return used
+    lo, hi = min(finite), max(finite)
+    ends, seen = [], set()
+    for r in used:
+        if r.get("value") in (lo, hi) and r["value"] not in seen:
+            ends.append(r)
+            seen.add(r["value"])
+    return ends
+
+
+def _points_table(records: list[dict[str, Any]]) -> list[str]:
+    """Published points as Markdown table lines: source (linked), system, as published, value
+    in the claim's unit, used, and how each differs from the claim."""
+    import math
+
+    out = [
+        "| source | system | as published | value | basis | used | differs from the claim in |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        url = r.get("url")
+        who = _md_cell(_short(r["who"], 48))
+        src = f"[{who}]({url})" if isinstance(url, str) and url else who
+        gpus = r.get("gpus")
+        n = (
+            ""
+            if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
+            else f" x {int(gpus)}"
+        )
+        parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.strip(" x")]
+        parts += [_short(r[k], 32) for k in ("model", "engine") if _known(r[k])]
+        system = _md_cell(", ".join(p for p in parts if p) or "not stated")
+        value = r.get("value")
+        finite = isinstance(value, (int, float)) and math.isfinite(value)
+        shown = "-"
+        if finite:
+            shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
+            shown += "" if str(r["unit"]) in ("1", "") else f" {r['unit']}"  # no unit "1"
+        used = "yes" if r["used"] else "no"
+        if not r.get("verified", True):
+            used += " (not verified)"
+        diff = str(r.get("comparable") or "")
+        diff = diff.removeprefix("differs from the claim in: ")
+        out.append(
+            f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} "
+            f"| {_md_cell(r.get('basis') or '-')} | {used} "
+            f"| {_md_cell(diff) or 'nothing named'} |"
+        )
+    return out
+
+
+def headlines_box(outcome: Any) -> str:
+    """The chapter's headline values (what it writes into its headline JSON), folded: a
+    dropdown titled with their count."""
+    n = len(outcome.headlines)
+    return (
+        f":::{{dropdown}} The {n} headline values this chapter writes "
+        f"(`{outcome.result}.json`)\n\n{outcome.markdown()}\n:::\n"
+    )
 
 
 def _known(x: object) -> bool:

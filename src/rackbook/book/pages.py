@@ -34,7 +34,8 @@ def _cell(text: object) -> str:
 
 
 def claim_card(result: str, registry: Registry | None = None) -> str:
-    """Markdown card of a result's published claims: quote, statement, scope, source status."""
+    """Markdown card of a result's published claims: each claim's figure and statement, then
+    the quote, scope, what it measures and the source's status folded in a dropdown."""
     reg = registry or load_claims()
     out = []
     for c in reg.for_result(result):
@@ -42,12 +43,14 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
         out += [
             f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}",
             "",
+            ":::{dropdown} As published: the quote, its scope and source",
             f"> {_md(c.original)}",
             "",
             f"- Scope: {_md(c.scope.summary())}",
             f"- Measures: {_md(c.metric.measured)}",
             f"- Source: seen in *{_md(src.title)}*; {_STATUS[c.source.status]}"
             + (f" (<{c.source.primary}>)" if c.source.primary else ""),
+            ":::",
             "",
         ]
     return "\n".join(out)
@@ -64,41 +67,48 @@ def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict]
     return {(r["claim_id"], r["reading"]): r for r in read_result(f)["readings"]}
 
 
-def _reading_cell(readings: dict[tuple[str, str], dict] | None, claim_id: str, name: str) -> str:
-    if readings is None:
-        return "not run"
-    r = readings.get((claim_id, name))
-    return f"**{r['verdict']}**: {r['reason']}" if r else "-"
+def _conclusion_cell(executed: Path | None, result: str, claim_id: str) -> tuple[str, str]:
+    """(brief conclusion, strength of evidence) of a claim from ``executed``'s headline JSON
+    of ``result``, or ("not run", "-") when the result has not run there."""
+    from rackbook.results.conclusions import conclusions
+    from rackbook.results.headline import read_result
+
+    f = executed / f"{result}.json" if executed else None
+    if f is None or not f.exists():
+        return "not run", "-"
+    for c in conclusions(read_result(f)):
+        if c.claim_id == claim_id:
+            return c.brief_text, c.strength
+    return "not run", "-"
 
 
 def at_a_glance(
     executed: Path, registry: Registry | None = None, reference: Path | None = None
 ) -> str:
-    """The landing page's table: one row per claim with its source status and its three
-    readings (physics, published evidence, this run), each a verdict and its reason, read from
-    the headline JSONs in ``executed``. With ``reference`` (the shipped recordings' results), a
-    column shows their "this run" verdicts beside the reader's."""
-    from rackbook.results.headline import READINGS
-
+    """The landing page's answers: one row per claim with the claim (its figure and
+    statement, linked to its chapter), what the book concludes about it (the brief conclusion
+    generated from its readings, :mod:`rackbook.results.conclusions`) and the strength of the
+    evidence, read from the headline JSONs in ``executed``. With ``reference`` (the shipped
+    recordings' results), a column shows their "this run" verdicts beside the reader's."""
     reg = registry or load_claims()
-    head = "| result | claim | source | physics | published evidence | this run |"
-    rule = "|---|---|---|---|---|---|"
+    head = "| claim | what the book concludes | strength of evidence |"
+    rule = "|---|---|---|"
     if reference is not None:
         head, rule = head + " this run, shipped recordings |", rule + "---|"
     rows = [head, rule]
-    for result in paths.RESULTS:
+    for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
-        mine = _readings(executed, result)
         ref = _readings(reference, result) if reference is not None else None
         for c in reg.for_result(result):
-            link = f"{{doc}}`{result} </notebooks/{result}>`" if ran else result
-            cells = [_cell(_reading_cell(mine, c.id, r)) for r in READINGS]
+            link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
+            text, strength = _conclusion_cell(executed, result, c.id)
             row = (
-                f"| {link} | {_cell(c.value_text)}: {_cell(c.statement)} "
-                f"| {_STATUS[c.source.status]} | " + " | ".join(cells) + " |"
+                f"| **{_cell(c.value_text)}**: {_cell(c.statement)} ({link}) | {_cell(text)} "
+                f"| {_cell(strength)} |"
             )
-            if reference is not None:
-                row += f" {_cell(_reading_cell(ref, c.id, 'this run'))} |"
+            if reference is not None:  # the verdict word only: the row stays one screen line
+                got = ref.get((c.id, "this run")) if ref is not None else None
+                row += f" {'not run' if ref is None else got['verdict'] if got else '-'} |"
             rows.append(row)
     return "\n".join(rows) + "\n"
 
@@ -382,25 +392,145 @@ def _bib_escape(text: str) -> str:
     return re.sub(r"([&%#_{}$])", r"\\\1", text)
 
 
+#: News aggregators and mirrors the data files cite, which are secondary sources.
+AGGREGATORS: tuple[str, ...] = ("24-ai.news", "vuink.com", "aiposthub.cc")
+
+#: For each aggregator address the data files cite: the primary source it reports (address,
+#: title, organisation, date), located with the project's search tools on 2026-12-03 (the
+#: primary pages themselves were not opened here, so the figures read from the aggregators
+#: stay NOT VERIFIED).
+PRIMARY_OF: dict[str, tuple[str, str, str, str]] = {
+    "https://aiposthub.cc/5152": (
+        "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
+        "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md",
+        "Day 6: One more thing, DeepSeek-V3/R1 inference system overview",
+        "DeepSeek",
+        "2025-03-01",
+    ),
+    "https://24-ai.news/en/news/2026-05-07/vllm-mooncake-kv-cache-store/": (
+        "https://vllm.ai/blog/mooncake-store",
+        "Serving agentic workloads at scale with vLLM x Mooncake",
+        "vLLM team",
+        "2026-05-06",
+    ),
+    "https://24-ai.news/en/vijest/2026-04-24/vllm-deepseek-v4-kv-cache-kompresija/": (
+        "https://vllm.ai/blog/deepseek-v4",
+        "DeepSeek V4 in vLLM: efficient long-context attention",
+        "vLLM team",
+        "2026-04-24",
+    ),
+    "https://vuink.com/post/yzflf-d-dbet/blog/2025-06-16-gb200-part-1": (
+        "https://lmsys.org/blog/2025-06-16-gb200-part-1",
+        "Deploying DeepSeek on GB200 NVL72 with PD and large scale EP (part I)",
+        "LMSYS (SGLang team)",
+        "2025-06-16",
+    ),
+}
+
+#: Organisation behind a host, where the address names no owner itself.
+_HOSTS = {
+    "lmsys.org": "LMSYS (SGLang team)",
+    "nvidia.com": "NVIDIA",
+    "vllm.ai": "vLLM team",
+    "semianalysis.com": "SemiAnalysis",
+    "glennklockwood.com": "Glenn K. Lockwood",
+    "verda.com": "Verda",
+    "oxmaint.com": "Oxmaint",
+    "morphllm.com": "Morph",
+    "24-ai.news": "24 AI News",
+    "vuink.com": "vuink.com",
+    "aiposthub.cc": "AI Post Hub",
+}
+
+
+def _host(url: str) -> str:
+    return re.sub(r"^https?://(www\.)?", "", url).split("/")[0].lower()
+
+
+def _words(slug: str) -> str:
+    """A URL path segment as words: ``2025-05-05-large-scale-ep`` -> ``Large scale ep``."""
+    slug = re.sub(r"\.(html?|md|json|csv|jsx|ts)$", "", slug)
+    slug = re.sub(r"^\d{4}-\d{2}-\d{2}-", "", slug)
+    text = re.sub(r"[-_]+", " ", slug).strip()
+    return text[:1].upper() + text[1:]
+
+
+def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, str]]) -> dict:
+    """Title, organisation and date of a cited address: the claims registry's title where it
+    has one, the published-figures registry's publisher and date, else read from the address
+    (a GitHub repository's owner, a pull request's number, a date in the path); ``n.d.`` when
+    no date is known. ``secondary`` is true for an aggregator or mirror."""
+    host = _host(url)
+    path = [p for p in re.sub(r"^https?://[^/]+/?", "", url).split("/") if p]
+    org, title = "", titles.get(url, "")
+    if host in ("github.com", "raw.githubusercontent.com") and len(path) >= 2:
+        org, repo = path[0], f"{path[0]}/{path[1]}"
+        if len(path) >= 4 and path[2] == "pull":
+            title = title or f"{repo} pull request #{path[3]}"
+        elif len(path) > 2:
+            title = title or f"{repo}: {path[-1]}"
+        else:
+            title = title or repo
+    elif host == "huggingface.co" and path:
+        org = "Hugging Face" if path[0] == "papers" else path[0]
+        title = title or (" ".join(path[:2]) if path[0] == "papers" else "/".join(path[:2]))
+        title += " (Hugging Face)" if "Hugging Face" not in title else ""
+    else:
+        org = next((o for h, o in _HOSTS.items() if host == h or host.endswith("." + h)), host)
+        title = title or (_words(path[-1]) if path else host)
+    who, date = figures.get(url, ("", ""))
+    org = who or org
+    if not date:
+        m = re.search(r"(20\d\d)[-/](\d\d)[-/](\d\d)", url)
+        date = "-".join(m.groups()) if m else ""
+    secondary = any(host == a or host.endswith("." + a) for a in AGGREGATORS)
+    if secondary:  # the aggregator is the author of the page; it reports the primary's text
+        org = next((o for h, o in _HOSTS.items() if host == h), host)
+        if url in PRIMARY_OF:
+            title = f"Report of {PRIMARY_OF[url][2]}: {PRIMARY_OF[url][1]}"
+    return {"title": title, "org": org, "date": date or "n.d.", "secondary": secondary}
+
+
 def bibliography(registry: Registry | None = None) -> str:
-    """BibTeX entries (``@misc``) for every URL the data files cite: the title the claims
-    registry gives the source where it has one, else the address; a note names the data files
-    that cite it. The book's reference page lists them all."""
+    """BibTeX entries (``@misc``) for every URL the data files cite, each with its title,
+    organisation and date (:func:`source_meta`); an aggregator's entry is marked secondary and
+    names the primary source it reports, which gets an entry of its own. A note names the
+    data files that cite each address. The book's reference page lists them all."""
+    from rackbook.inputs.published import load_figures
+
     reg = registry or load_claims()
     titles = {s_.url: s_.title for s_ in reg.sources if s_.url}
-    out = []
+    figures: dict[str, tuple[str, str]] = {}
+    for f in load_figures().figures:
+        figures.setdefault(f.url, (f.submitter, f.date or ""))
     by_key: dict[str, tuple[str, list[str]]] = {}
     for url, files in data_urls().items():  # one entry per key: "a/b" and "a/b/" are one
         first, seen = by_key.setdefault(bib_key(url), (url, []))
         seen += [f for f in files if f not in seen]
+    extra: dict[str, dict] = {}
+    for url, (primary, title, org, date) in PRIMARY_OF.items():
+        if bib_key(url) in by_key and bib_key(primary) not in by_key:
+            by_key[bib_key(primary)] = (primary, [])
+            extra[primary] = {"title": title, "org": org, "date": date, "secondary": False}
+    out = []
     for key in sorted(by_key):
         url, files = by_key[key]
-        title = titles.get(url) or re.sub(r"^https?://(www\.)?", "", url)
+        meta = extra.get(url) or source_meta(url, titles, figures)
+        notes = []
+        if meta["secondary"]:
+            notes.append("secondary source (news aggregator or mirror)")
+            if url in PRIMARY_OF:
+                notes.append(f"primary: {PRIMARY_OF[url][2]}, {PRIMARY_OF[url][1]}")
+        notes.append(f"cited in {', '.join(files)}" if files else "primary of a cited report")
+        year = meta["date"][:4] if meta["date"] != "n.d." else "n.d."
         out += [
             f"@misc{{{key},",
-            f"  title = {{{_bib_escape(title)}}},",
+            f"  title = {{{{{_bib_escape(meta['title'])}}}}},",  # case kept as written
+            f"  author = {{{{{_bib_escape(meta['org'])}}}}},",
+            f"  year = {{{year}}},",
+            f"  date = {{{meta['date']}}},",
             f"  url = {{{url}}},",
-            f"  note = {{cited in {_bib_escape(', '.join(files))}}},",
+            f"  note = {{{_bib_escape('; '.join(notes))}}},",
             "}",
             "",
         ]
@@ -429,6 +559,12 @@ def parameters_page() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _rerun_deployment() -> str:
+    from rackbook.book import rerun
+
+    return rerun.deployment()
+
+
 def generate(folder: Path, executed: Path, reference: Path | None = None) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written. ``reference``:
     where the results executed on the shipped recordings are (default the build's
@@ -439,6 +575,7 @@ def generate(folder: Path, executed: Path, reference: Path | None = None) -> lis
         atomic_write_text(folder / "hardware.md", hardware_page()),
         atomic_write_text(folder / "models.md", models_page()),
         atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
+        atomic_write_text(folder / "rerun-deployment.md", _rerun_deployment()),
         atomic_write_text(folder / "claims.md", claims_page()),
         atomic_write_text(folder / "check-examples.md", check_page()),
         atomic_write_text(folder / "parameters.md", parameters_page()),

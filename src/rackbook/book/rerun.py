@@ -199,33 +199,31 @@ def deployment_gpus(result: str, topo: Any) -> tuple[int, int]:
     return topo.total_gpus, 2 if result == "prefill-gain" else 1
 
 
-def card(result: str) -> str:
-    """The rerun card of ``result`` as MyST Markdown (an admonition, then the command)."""
+def _topology() -> Any:
     from rackbook.cluster import topology
-    from rackbook.inputs.claims import load_claims
+
+    return topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
+
+
+def deployment() -> str:
+    """The cluster deployment every rerun card uses, once, for the rerun page: the recipe, the
+    vLLM version and image, the weights and how they spread over the GPUs, and each worker's
+    leader ``vllm serve`` command (MyST Markdown)."""
+    from rackbook.cluster import topology
+    from rackbook.inputs import catalogs
     from rackbook.physics import roofline
 
-    topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-    params = topology.params_files(topo)[result]
-    extra = EXTRA_ARGS.get(result, ())
-    full = {**params, **dict(extra)}
-    gpus, deployments = deployment_gpus(result, topo)
-    sw = sweep(result, full, gpus, deployments)
-    batched, one, url = assumptions()
-    from rackbook.inputs import catalogs
-
+    topo = _topology()
     model = catalogs.as_model(topo.model.catalog_id)
     st = roofline.storage(model)
-    claims = [c for c in load_claims().claims if c.result == result]
-    scopes = sorted({c.scope.summary() for c in claims})
+    weights_gb = st.routed_bytes / 1e9 + st.dense_bytes / 1e9
     leaders = "\n\n".join(
         f"# {name} leader\n{wrap(cmds[0], CODE_WIDTH)}"
         for name, cmds in topology.serve_commands(topo).items()
     )
     rows = [
-        ("The claim", "; ".join(scopes)),
         (
-            "This recipe",
+            "Recipe",
             f"{topo.model.hf_id} on {plural(topo.total_gpus, 'GPU')} of a "
             f"{topo.system.catalog_id} ({plural(topo.total_nodes, 'node')} of "
             f"{topo.system.gpus_per_node}), "
@@ -234,9 +232,43 @@ def card(result: str) -> str:
         ("vLLM", f"{topo.vllm.version} (image `{topo.vllm.image}:{topo.vllm.tag}`)"),
         (
             "Weights",
-            f"{st.routed_bytes / 1e9 + st.dense_bytes / 1e9:,.0f} GB in HBM (modelled: routed "
-            "experts FP4, the rest FP8; the Engram memory not counted), from the Hugging Face "
-            f"Hub as `{topo.model.hf_id}`",
+            f"{weights_gb:,.0f} GB in HBM (modelled: routed experts FP4, the rest FP8; the "
+            f"Engram memory not counted), from the Hugging Face Hub as `{topo.model.hf_id}`; "
+            "each expert-parallel worker holds one copy, spread over its GPUs",
+        ),
+    ]
+    table = "| What | Every card's deployment |\n|---|---|\n" + "\n".join(
+        f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows
+    )
+    return (
+        f"{table}\n\nThe deployment's leaders run (every node's line is in "
+        f"`{GENERATED}/serve-commands.sh`; `sbatch {GENERATED}/slurm.sbatch` starts them "
+        f"all):\n\n```bash\n{leaders}\n```\n"
+    )
+
+
+def card(result: str) -> str:
+    """The rerun card of ``result`` as MyST Markdown (an admonition): what the claim needs, the
+    sweep and its time budget, the command and its parameters; the deployment they run
+    against (:func:`deployment`) is on the rerun page, linked."""
+    from rackbook.cluster import topology
+    from rackbook.inputs.claims import load_claims
+
+    topo = _topology()
+    params = topology.params_files(topo)[result]
+    extra = EXTRA_ARGS.get(result, ())
+    full = {**params, **dict(extra)}
+    gpus, deployments = deployment_gpus(result, topo)
+    sw = sweep(result, full, gpus, deployments)
+    batched, one, url = assumptions()
+    claims = [c for c in load_claims().claims if c.result == result]
+    scopes = sorted({c.scope.summary() for c in claims})
+    rows = [
+        ("The claim", "; ".join(scopes)),
+        (
+            "Deployment",
+            f"{topo.model.hf_id} on {plural(topo.total_gpus, 'GPU')}, vLLM "
+            f"{topo.vllm.version}: flags, image and weights on {{ref}}`rerun-deployment`",
         ),
         (
             "Sweep",
@@ -265,9 +297,11 @@ def card(result: str) -> str:
             f"`_build/executed/{result}.ipynb` and `_build/executed/{result}.json` (headline)",
         ),
     ]
+    folded = ('Flips "this run" when', "Files it leaves")
     table = "| What | For this chapter |\n|---|---|\n" + "\n".join(
-        f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows
+        f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows if k not in folded
     )
+    more = "\n".join(f"- **{k}**: {v}" for k, v in rows if k in folded)
     # what the endpoint's operator declares: the claim's 4 B300 for one user, else the recipe's
     gpus_behind = f'"{gpus} x NVIDIA B300"' if result == "single-user" else "logs/JOBID/gpus.csv"
     flags = " ".join(f"-p {k} {v}" for k, v in extra)
@@ -285,14 +319,13 @@ def card(result: str) -> str:
     )
     body = (
         f"{table}\n\n"
-        f"The deployment's leaders run (every node's line is in `{GENERATED}/serve-commands.sh`; "
-        f"`sbatch {GENERATED}/slurm.sbatch` starts them all):\n\n"
-        f"```bash\n{leaders}\n```\n\n"
-        "Then, from a host of its own (never a serving node's busy CPUs):\n\n"
+        "With the deployment running, from a host of its own (never a serving node's busy "
+        "CPUs):\n\n"
         f"```bash\n{cmd}\n```\n\n"
-        f"`{GENERATED}/params/{result}.yaml` holds:\n\n"
+        f"::::{{dropdown}} Its parameters (`{GENERATED}/params/{result}.yaml`)\n\n"
         "```yaml\n"
         + yaml.safe_dump(params, sort_keys=False, default_flow_style=False, width=CODE_WIDTH)
-        + "```"
+        + "```\n::::\n\n"
+        f"::::{{dropdown}} What turns the reading, and the files the run leaves\n{more}\n::::"
     )
-    return f":::{{admonition}} Rerun card\n:class: seealso\n\n{body}\n:::\n"
+    return f":::::{{admonition}} Rerun card\n:class: seealso\n\n{body}\n:::::\n"

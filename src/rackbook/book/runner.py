@@ -180,16 +180,38 @@ def run_result(
     parameters: dict[str, Any] | None = None,
     out: str | Path | None = None,
     progress: bool | None = None,
+    force: bool = False,
 ) -> Path:
     """Execute one result's notebook; return the path of its headline JSON.
 
     Parameters that the notebook does not declare are refused (one-line error). The executed
     notebook is written to a temporary name and renamed only on success. The cell progress
-    bar is shown when stderr is a terminal (``progress=None``).
+    bar is shown when stderr is a terminal (``progress=None``). In trace mode a chapter whose
+    inputs are unchanged since its outputs were made is not executed again
+    (:mod:`rackbook.book.cache`) unless ``force``.
     """
-    from papermill.exceptions import PapermillExecutionError
+    return execute_result(result, source, parameters, out, progress, force)[0]
 
-    from rackbook.book.execute import execute_notebook
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A chapter ready to execute: its notebook, output folder, every parameter papermill
+    injects, and its cache key (None in live mode: never cached)."""
+
+    notebook: Path
+    out_dir: Path
+    params: dict[str, Any]
+    key: str | None
+
+
+def prepare_run(
+    result: str,
+    source: str = "trace",
+    parameters: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+) -> Prepared:
+    """Check a chapter's parameters (one-line errors) and compute its cache key."""
+    from rackbook.book import cache
 
     nb = notebook_path(result)
     out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
@@ -204,6 +226,47 @@ def run_result(
         )
     check_parameters(nb, params, declared, source, result)
     params |= {"source": source, "out_dir": str(out_dir)}
+    key = None
+    if source == "trace":
+        defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
+        key = cache.chapter_key(nb, defaults | params)
+    return Prepared(nb, out_dir, params, key)
+
+
+def cached_headline(
+    result: str,
+    source: str = "trace",
+    parameters: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+) -> Path | None:
+    """The headline JSON of ``result`` when the cache holds it for these inputs, else None."""
+    from rackbook.book import cache
+
+    prep = prepare_run(result, source, parameters, out)
+    if prep.key is not None and cache.is_fresh(prep.out_dir, result, prep.key):
+        return prep.out_dir / f"{result}.json"
+    return None
+
+
+def execute_result(
+    result: str,
+    source: str = "trace",
+    parameters: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    progress: bool | None = None,
+    force: bool = False,
+) -> tuple[Path, bool]:
+    """:func:`run_result`, also saying whether the outputs came from the cache (True) or
+    from executing the notebook (False)."""
+    from papermill.exceptions import PapermillExecutionError
+
+    from rackbook.book import cache
+    from rackbook.book.execute import execute_notebook
+
+    prep = prepare_run(result, source, parameters, out)
+    nb, out_dir, params, key = prep.notebook, prep.out_dir, prep.params, prep.key
+    if key is not None and not force and cache.is_fresh(out_dir, result, key):
+        return out_dir / f"{result}.json", True
     created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -219,6 +282,7 @@ def run_result(
     tmp = out_dir / f".{result}.tmp.ipynb"
     headline = out_dir / f"{result}.json"
     old_mtime = headline.stat().st_mtime if headline.exists() else None
+    cache.forget(out_dir, result)
     # The kernel must draw inline: a non-interactive MPLBACKEND (Agg) in the environment
     # would leave every chapter without figures.
     saved_backend = os.environ.pop("MPLBACKEND", None)
@@ -255,7 +319,9 @@ def run_result(
     os.replace(tmp, final)
     if not headline.exists() or headline.stat().st_mtime == old_mtime:
         raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
-    return headline
+    if key is not None:
+        cache.remember(out_dir, result, key)
+    return headline, False
 
 
 def write_log(name: str, text: str) -> Path:
@@ -302,19 +368,35 @@ def cli_run(args: argparse.Namespace) -> int:
         raise InputError(args.params_file, "source", f"{source!r} is not one of trace, live")
     params |= parse_parameters(args.parameter)
     params = cwd_paths(params)
+    out = cli_path(args.out)
     names = available_results() if args.result == "all" else [args.result]
     for name in names:
         notebook_path(name)
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
+    from rackbook.book import pool
     from rackbook.results.headline import read_result, summary_line
 
-    for name in names:
+    force = bool(getattr(args, "force", False))
+    jobs = getattr(args, "jobs", None) or pool.cores()
+
+    def report(d: pool.Done) -> None:
+        if d.headline is None:
+            print(f"{d.result}: failed [{d.seconds:.1f} s]", flush=True)
+            return
+        how = "cached, unchanged inputs" if d.cached else f"executed in {d.seconds:.1f} s"
+        line = f"{d.result}: {summary_line(read_result(d.headline))} [{how}] -> {d.headline}"
+        print(line, flush=True)
+
+    if len(names) == 1:
         t0 = time.perf_counter()
-        print(f"running {name} ({source}) ...", flush=True)
-        path = run_result(name, source, params, cli_path(args.out))
-        doc = read_result(path)
-        print(f"{name}: {summary_line(doc)} [{time.perf_counter() - t0:.1f} s] -> {path}")
+        print(f"running {names[0]} ({source}) ...", flush=True)
+        path, cached = execute_result(names[0], source, params, out, force=force)
+        report(pool.Done(names[0], path, cached, time.perf_counter() - t0))
+        return 0
+    jobs = min(jobs, len(names))
+    print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
+    pool.run_chapters(names, source, params, out, force, jobs, report)
     return 0
 
 
@@ -345,11 +427,79 @@ def cli_list(args: argparse.Namespace) -> int:
     return 0
 
 
+_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
+
+
+def _empty_display(output: dict[str, Any]) -> bool:
+    """An output that shows nothing but an object's repr: a ``display(Markdown(""))`` (empty
+    Markdown, whose plain-text fallback is ``<IPython.core.display.Markdown object>``)."""
+    if output.get("output_type") not in ("display_data", "execute_result"):
+        return False
+    data = output.get("data", {})
+    rich = {k: v for k, v in data.items() if k != "text/plain"}
+    if any("".join(v).strip() if isinstance(v, list) else str(v).strip() for v in rich.values()):
+        return False
+    plain = data.get("text/plain", "")
+    plain = "".join(plain) if isinstance(plain, list) else str(plain)
+    return not plain.strip() or bool(_REPR.match(plain.strip()))
+
+
+def _glued_text(nb: dict[str, Any]) -> dict[str, str]:
+    """Glue name -> its plain-text value, from an executed notebook's glue outputs."""
+    out: dict[str, str] = {}
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            name = (o.get("metadata", {}).get("scrapbook") or {}).get("name")
+            text = o.get("data", {}).get("application/papermill.record/text/plain")
+            if name and isinstance(text, str):
+                out[name] = text.strip("'\"")
+    return out
+
+
+_FIGURE = re.compile(r"(```\{glue:figure\}[^\n]*\n)((?::[a-z]+:[^\n]*\n)*)(.*?)```", re.S)
+
+
+def _plain_caption(caption: str, glued: dict[str, str]) -> str:
+    """A caption as plain text for alt text: glued values filled in (their format spec
+    dropped), roles and Markdown marks removed, its first two sentences."""
+
+    def role(m: re.Match[str]) -> str:
+        kind, body = m.group(1), m.group(2)
+        if kind.startswith("glue"):
+            return glued.get(body.split(":")[0], "")
+        return re.sub(r"<[^>]*>", "", body).strip() if kind != "numref" else "the figure"
+
+    text = re.sub(r"\{([a-z:]+)\}`([^`]*)`", role, caption)
+    text = re.sub(r"[*`_]|\\(?=\$)", "", " ".join(text.split()))
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    return " ".join(sentences[:2]).replace('"', "'")
+
+
+def add_alt_text(source: str, glued: dict[str, str]) -> str:
+    """Every ``{glue:figure}`` directive of a Markdown cell without an ``:alt:`` gets one: what
+    its caption says the figure shows, as plain text (never the image's file path)."""
+
+    def fix(m: re.Match[str]) -> str:
+        head, opts, caption = m.group(1), m.group(2), m.group(3)
+        if ":alt:" in opts:
+            return m.group(0)
+        alt = _plain_caption(caption, glued)
+        return f"{head}{opts}:alt: {alt}\n{caption}```" if alt else m.group(0)
+
+    return _FIGURE.sub(fix, source)
+
+
 def _stage_notebook(src: Path, dst: Path) -> None:
     """Copy an executed notebook for the book: the cell papermill injected is collapsed and
-    shows paths relative to the repository (no machine's absolute paths in the book)."""
+    shows paths relative to the repository (no machine's absolute paths in the book); every
+    figure gets alt text from its caption (:func:`add_alt_text`)."""
     nb = json.loads(src.read_text(encoding="utf-8"))
+    glued = _glued_text(nb)
     for cell in nb.get("cells", []):
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if not _empty_display(o)]
+        if cell.get("cell_type") == "markdown" and "{glue:figure}" in "".join(cell["source"]):
+            cell["source"] = add_alt_text("".join(cell["source"]), glued).splitlines(True)
         tags = cell.get("metadata", {}).get("tags", [])
         if "injected-parameters" in tags:
             cell["metadata"]["tags"] = [*tags, "hide-input"]
@@ -360,7 +510,8 @@ def _stage_notebook(src: Path, dst: Path) -> None:
 
 
 def stage_book(executed: Path, site: Path, reference: Path | None = None) -> Path:
-    """Copy the book's sources and the executed notebooks into ``site``; generate pages."""
+    """Copy the book's sources and the executed notebooks into ``site``; generate pages
+    (``reference``: the results on the shipped recordings, shown beside a reader's own)."""
     from rackbook.book import pages
 
     present = available_results()
@@ -369,20 +520,28 @@ def stage_book(executed: Path, site: Path, reference: Path | None = None) -> Pat
         raise InputError(
             executed, missing[0] + ".ipynb", "not executed yet: run `rackbook run all` first"
         )
-    if site.exists():
-        shutil.rmtree(site)
-    site.mkdir(parents=True)
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy2(paths.ROOT / name, site / name)
-    shutil.copytree(paths.ROOT / "book", site / "book")
-    (site / "notebooks").mkdir()
-    for r in present:
-        _stage_notebook(executed / f"{r}.ipynb", site / "notebooks" / f"{r}.ipynb")
-    pages.generate(site / "book" / "generated", executed, reference)
+    from rackbook.book.sitesync import sync_tree
+
+    staging = site.with_name(site.name + ".staging")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    try:
+        for name in ("_config.yml", "_toc.yml"):
+            shutil.copy2(paths.ROOT / name, staging / name)
+        shutil.copytree(paths.ROOT / "book", staging / "book")
+        (staging / "notebooks").mkdir()
+        for r in present:
+            _stage_notebook(executed / f"{r}.ipynb", staging / "notebooks" / f"{r}.ipynb")
+        pages.generate(staging / "book" / "generated", executed, reference)
+        # Only files whose bytes changed are rewritten, so Sphinx rebuilds only those pages.
+        sync_tree(staging, site)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return site
 
 
-def _jupyter_book(site: Path, build_parent: Path, strict: bool, log: Path) -> None:
+def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log: Path) -> None:
     """Run Jupyter Book on ``site`` (HTML into ``build_parent/_build/html``); its output goes to
     ``log``; a failed build is one :class:`InputError` naming the log."""
     cmd = [
@@ -395,6 +554,8 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, log: Path) -> No
     ]
     if strict:
         cmd += ["-W", "-n"]
+    if force:
+        cmd += ["--all"]
     proc = subprocess.run(cmd, cwd=paths.ROOT, text=True, capture_output=True)
     text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -412,38 +573,53 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, log: Path) -> No
 def build_book(
     out: str | Path | None = None,
     strict: bool = False,
+    force: bool = False,
     html: str | Path | None = None,
     reference: Path | None = None,
 ) -> Path:
     """Stage and build the HTML book; returns the path of ``index.html``.
 
     Without ``html`` the book is built under the build folder (``_build``, or
-    ``RACKBOOK_BUILD``: Jupyter Book writes into a folder named ``_build``). With ``html`` the
-    staging and the build happen in a temporary sibling of ``html``, which then replaces
-    ``html`` whole (the checkout's ``_build`` is not touched; a failed build leaves nothing)."""
-    executed = paths.resolve(out) if out else paths.EXECUTED
-    if html is None:
-        if paths.BUILD.name != "_build":
-            raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
-        site = stage_book(executed, paths.BUILD / "site", reference)
-        _jupyter_book(site, paths.BUILD.parent, strict, paths.BUILD / "book-build.log")
-        return paths.BUILD / "html" / "index.html"
-    from rackbook.core.fsio import atomic_dir
+    ``RACKBOOK_BUILD``: Jupyter Book writes into a folder named ``_build``): Sphinx rebuilds
+    only the pages whose staged source changed; when no staged file changed since the last
+    successful build with the same options, Jupyter Book is not started at all. ``force``
+    rebuilds every page. With ``html`` the staging and the build happen in a temporary
+    sibling of ``html``, which then replaces ``html`` whole (the checkout's ``_build`` is not
+    touched; a failed build leaves nothing). ``reference``: see :func:`stage_book`."""
+    from rackbook.book.sitesync import read_stamp, tree_digest, write_stamp
 
-    target = check_output_folder(Path(html), "--html")
-    with atomic_dir(target) as tmp:
-        work = tmp / ".work"
-        site = stage_book(executed, work / "_build" / "site", reference)
-        log = work / "book-build.log"
-        try:
-            _jupyter_book(site, work, strict, log)
-        except InputError as exc:
-            kept = write_log("book-build", log.read_text(encoding="utf-8"))
-            raise InputError(kept, exc.field, exc.problem) from None
-        for item in (work / "_build" / "html").iterdir():
-            os.replace(item, tmp / item.name)
-        shutil.rmtree(work)
-    return target / "index.html"
+    executed = paths.resolve(out) if out else paths.EXECUTED
+    if html is not None:
+        from rackbook.core.fsio import atomic_dir
+
+        target = check_output_folder(Path(html), "--html")
+        with atomic_dir(target) as tmp:
+            work = tmp / ".work"
+            site = stage_book(executed, work / "_build" / "site", reference)
+            log = work / "book-build.log"
+            try:
+                _jupyter_book(site, work, strict, force, log)
+            except InputError as exc:
+                kept = write_log("book-build", log.read_text(encoding="utf-8"))
+                raise InputError(kept, exc.field, exc.problem) from None
+            for item in (work / "_build" / "html").iterdir():
+                os.replace(item, tmp / item.name)
+            shutil.rmtree(work)
+        return target / "index.html"
+    if paths.BUILD.name != "_build":
+        raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
+    site = stage_book(executed, paths.BUILD / "site", reference)
+    index = paths.BUILD / "html" / "index.html"
+    stamp = paths.BUILD / ".book-built"
+    lock = paths.ROOT / "env" / "requirements-book.lock"
+    env = lock.read_text(encoding="utf-8") if lock.is_file() else ""
+    digest = tree_digest(site, f"strict={strict}\0{sys.executable}\0{env}")
+    if not force and index.is_file() and read_stamp(stamp) == digest:
+        return index
+    stamp.unlink(missing_ok=True)
+    _jupyter_book(site, paths.BUILD.parent, strict, force, paths.BUILD / "book-build.log")
+    write_stamp(stamp, digest)
+    return index
 
 
 def check_user_traces(base: Path) -> list[str]:
@@ -469,7 +645,9 @@ def check_user_traces(base: Path) -> list[str]:
     return mine
 
 
-def run_on_traces(traces_dir: str | Path, out: Path, shipped: Path | None = None) -> list[str]:
+def run_on_traces(
+    traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
+) -> list[str]:
     """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists. The
     other results run on the shipped traces, or are copied from ``shipped`` (a folder of
     results already executed on them) when it holds them. Every trace is checked first; the
@@ -492,7 +670,7 @@ def run_on_traces(traces_dir: str | Path, out: Path, shipped: Path | None = None
                 continue
             params = {"trace": str(base / r)} if r in mine else {}
             print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
-            run_result(r, "trace", params, tmp)
+            run_result(r, "trace", params, tmp, force=force)
     return mine
 
 
@@ -502,7 +680,9 @@ def cli_book(args: argparse.Namespace) -> int:
 
     With ``--traces`` every result is first executed on the user's traces (into ``--out``,
     default ``_build/yours``), and the landing page shows those numbers beside the claims.
-    With ``--html`` the book goes there, and the checkout's ``_build`` is left alone."""
+    With ``--html`` the book goes there, and the checkout's ``_build`` is left alone.
+    ``--force`` executes every chapter again and rebuilds every page."""
+    force = bool(getattr(args, "force", False))
     out = cli_path(args.out)
     html = cli_path(getattr(args, "html", None))
     if html is not None:
@@ -515,8 +695,8 @@ def cli_book(args: argparse.Namespace) -> int:
         reuse = cli_path(getattr(args, "reuse", None))
         if reuse is not None and not reuse.is_dir():
             raise InputError(reuse, "--reuse", "not a folder of executed results")
-        mine = run_on_traces(cli_path(args.traces), out, reuse)
+        mine = run_on_traces(cli_path(args.traces), out, reuse, force)
         print(f"your traces: {', '.join(mine)}")
-    index = build_book(out, args.strict, html, reference=reuse)
+    index = build_book(out, args.strict, force, html=html, reference=reuse)
     print(f"book: {index}")
     return 0

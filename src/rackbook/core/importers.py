@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from rackbook import limits
 from rackbook.core import provenance, traces
+from rackbook.core.vllm_json import RaggedGaps, load_detailed
 from rackbook.errors import InputError
 
 try:  # pinned in env/requirements-book.lock; the standard library is the fallback
@@ -74,6 +75,13 @@ def load_json(path: str | Path) -> Any:
         raise InputError(path, where, problem) from None
 
 
+def _load_vllm(path: Path) -> Any:
+    """A vLLM result: the gaps straight into arrays where :func:`load_detailed` can, else
+    :func:`load_json` (which names any problem)."""
+    d = load_detailed(path)
+    return load_json(path) if d is None else d
+
+
 def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> np.ndarray:
     if not isinstance(values, list):
         raise InputError(path, key, f"must be a list, got {type(values).__name__}")
@@ -111,9 +119,12 @@ def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndar
     return arr
 
 
-def _flat_itls(path: Path, itls: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np.ndarray]:
     """Ragged ``itls`` (one list of seconds per request) as (request row, gap) arrays, without a
     Python-level loop over the gaps. Errors as :func:`_num_array` on the flattened list."""
+    if isinstance(itls, RaggedGaps):  # read straight into arrays (rackbook.core.vllm_json)
+        rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
+        return rows, _checked(path, "itls", itls.values, integer=False)
     for i, g in enumerate(itls):
         if not isinstance(g, list):
             raise InputError(path, f"itls[{i}]", "must be a list of seconds")
@@ -157,7 +168,7 @@ def vllm_bench_frames(
     as a string column).
     """
     path = Path(path)
-    d = load_json(path) if data is None else data
+    d = _load_vllm(path) if data is None else data
     if not isinstance(d, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(d).__name__}")
     missing = [k for k in DETAILED_KEYS if k not in d]
@@ -190,7 +201,7 @@ def vllm_bench_frames(
         raise InputError(path, "errors", f"must be a list of {n} strings")
     errs = ["" if e is None else str(e) for e in errors]
     itls = d["itls"]
-    if not isinstance(itls, list) or len(itls) != n:
+    if not isinstance(itls, (list, RaggedGaps)) or len(itls) != n:
         raise InputError(path, "itls", f"must be a list of {n} lists (one per request)")
     success = np.array([e == "" for e in errs], dtype=bool)
     # vLLM marks success separately from the error text; a successful request has a TTFT.
@@ -255,7 +266,7 @@ def vllm_bench_frames(
     )
     for k, v in labels.items():
         req[k] = v
-    gap = pd.DataFrame({"request_row": request_row, "itl_s": itl_s})
+    gap = pd.DataFrame({"request_row": request_row, "itl_s": itl_s}, copy=False)
     pts = pd.DataFrame(
         {
             "point_id": [pid],
@@ -305,22 +316,30 @@ def import_vllm_bench(
     kind: str = "recorded",
 ) -> traces.Trace:
     """Convert a detailed vLLM bench JSON into a trace folder at ``output`` (atomic)."""
+    write_vllm_bench(path, output, labels, kind)
+    return traces.read_trace(output)
+
+
+def write_vllm_bench(
+    path: str | Path,
+    output: str | Path,
+    labels: dict[str, str] | None = None,
+    kind: str = "recorded",
+) -> tuple[int, int, str]:
+    """:func:`import_vllm_bench` without reading the trace back: (requests, gaps, trace id)."""
     path = Path(path)
-    d = load_json(path)
+    d = _load_vllm(path)
     t = vllm_bench_frames(path, labels, data=d)
     t.run = vllm_bench_run_info(path, d, kind)
-    del d  # the parsed JSON (a Python float per gap) is most of the memory: free it first
+    del d  # the parsed JSON is most of the memory: free it first
     if kind == "synthetic":
         t.run["generator"] = {"name": "unknown (imported)", "seed": None}
     traces.write_trace(output, t)
-    del t
-    return traces.read_trace(output)
+    return len(t.requests), len(t.itl), t.trace_id
 
 
 def cli_import(args: argparse.Namespace) -> int:
     """``rackbook import vllm-bench RESULT.json -o TRACE_DIR [--label KEY=VALUE ...]``."""
-    t = import_vllm_bench(args.input, args.output, dict(args.label), kind=args.kind)
-    print(
-        f"wrote {args.output}: {len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
-    )
+    n, gaps, trace_id = write_vllm_bench(args.input, args.output, dict(args.label), args.kind)
+    print(f"wrote {args.output}: {n} requests, {gaps} gaps, trace_id {trace_id}")
     return 0

@@ -34,12 +34,14 @@ Size and method (measurements in ``benchmarks/README.md``):
   ``cached_prompt_tokens``, and the optional extra tables.
 - Counts, token sums and throughputs are exact. TTFT, TPOT and E2EL keep one float64 per
   successful request (8 bytes: 80 MB per metric for 10M requests), so their median and
-  percentiles are always exact (the numbers ``np.median``/``np.percentile`` give, from one
-  in-place partition). Mean and std equal ``np.mean``/``np.std`` bit for bit up to 1Mi values
-  in a window; beyond, squared deviations are summed per 1Mi block (no temporary the size of
-  the data) and may differ in the last bits (~1e-15 relative), as may a multi-point trace's
-  whole-trace mean, summed point by point rather than in row order. Memory therefore grows
-  with the number of requests (about 30 bytes each, twice that while the statistics run).
+  percentiles are always exact (the numbers ``np.median``/``np.percentile`` give): from one
+  in-place partition when a trace holds at most 1Mi values of the metric, else from one
+  counting and one gathering pass over the values where they lie, for every point and the
+  whole trace at once (:mod:`rackbook.core.orderstats`: no joined copy). Mean and std equal
+  ``np.mean``/``np.std`` bit for bit up to 1Mi values; beyond, they are summed per 1Mi block
+  (no temporary the size of the data) and the whole trace's are merged from the points'
+  moments, so they may differ in the last bits (~1e-15 relative). Memory therefore grows
+  with the number of requests (about 30 bytes each).
 - ITL is exact (all pooled gaps as float64) while the ITL table has at most
   :data:`EXACT_ITL_MAX` rows (320 MB, twice that while the statistics run): up to there memory
   grows with the gaps too. Beyond that, keeping every gap would make memory grow with
@@ -68,7 +70,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import traces
+from rackbook.core import orderstats, traces
 from rackbook.errors import InputError
 
 PERCENTILES: tuple[float, ...] = (90.0, 99.0)
@@ -380,6 +382,8 @@ class _Pool:
             ]
             return total, per
         used = [i for i, p in enumerate(self.pieces) if p]
+        if sum(a.size for p in self.pieces for a in p) > _STD_BLOCK:
+            return self._stats_large(name, percentiles, points, used)
         if len(used) <= 1 and (not used or used[0] < points):  # one point: total is that point
             v = np.concatenate(self.pieces[used[0]]) if used else np.zeros(0)
             self.pieces = [[] for _ in range(self.npoints)]
@@ -401,6 +405,45 @@ class _Pool:
             _stats_owned(name, v[ends[i] - sizes[i] : ends[i]], percentiles) for i in range(points)
         ]
         return _stats_owned(name, v, percentiles), per
+
+    def _stats_large(
+        self, name: str, percentiles: tuple[float, ...], points: int, used: list[int]
+    ) -> tuple[dict[str, float], list[dict[str, float]]]:
+        """:meth:`stats` of more than 1Mi values: each point's values stay in their pieces
+        (no copy of the data); the order statistics of every point and of the whole trace come
+        from one counting and one gathering pass (:mod:`rackbook.core.orderstats`: the numbers
+        numpy gives), the whole trace's mean and std from the points' moments."""
+        pieces, self.pieces = self.pieces, [[] for _ in range(self.npoints)]
+        res = orderstats.grouped_stats(pieces, percentiles)
+        if res is None:  # a negative value: join and partition each window
+            per = [_stats_pieces(name, pieces[i], percentiles) for i in range(points)]
+            total = _stats_pieces(name, [a for p in pieces for a in p], percentiles)
+            return total, per
+        got, whole = res
+        empty = _stats(name, np.zeros(0), percentiles)
+        per = [_named(name, got[i], percentiles) if got[i] else dict(empty) for i in range(points)]
+        if len(used) == 1 and used[0] < points:  # one point: total is that point
+            return dict(per[used[0]]), per
+        return _named(name, whole, percentiles), per
+
+
+def _named(name: str, res: orderstats.Stats, percentiles: tuple[float, ...]) -> dict[str, float]:
+    """:func:`_stats`'s keys for ``(mean, std, median, percentiles)`` in seconds."""
+    mean, std, median, pct = res
+    out = {
+        f"mean_{name}_ms": float(mean * 1000),
+        f"median_{name}_ms": float(median * 1000),
+        f"std_{name}_ms": float(std * 1000),
+    }
+    for p, x in zip(percentiles, pct, strict=True):
+        out[f"p{_pword(p)}_{name}_ms"] = float(x * 1000)
+    return out
+
+
+def _stats_pieces(name: str, pieces: list[np.ndarray], percentiles: tuple[float, ...]) -> dict:
+    """:func:`_stats` of the values of ``pieces`` taken together (joined, then partitioned)."""
+    v = np.concatenate(pieces) if pieces else np.zeros(0)
+    return _stats_owned(name, v, percentiles)
 
 
 def _sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

@@ -193,7 +193,7 @@ def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
                 out[c.name] = s.astype("string")
             elif c.dtype == "int64":
                 num = pd.to_numeric(s, errors="raise")
-                if (num.dropna() % 1 != 0).any():
+                if num.dtype.kind not in "iub" and (num.dropna() % 1 != 0).any():
                     raise ValueError("non-integer value")
                 out[c.name] = num.astype("Int64" if c.nullable else "int64")
             elif c.dtype == "float64":

@@ -185,7 +185,7 @@ def memory_ceiling(
         f"{plural(gpus, 'GPU')} = "
         f"{fmt(experts, 'B')} + {fmt(kv, 'B')} context at {context:,.0f} tokens"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
-        + f") / {fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')} = {step * 1e6:.4g} us; "
+        + f") / {fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')} = {step * 1e6:,.4g} us; "
         f"{plural(_n(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
         f"{plural(gpus, 'GPU')} = "
         f"{tps:,.0f} tok/s per GPU"

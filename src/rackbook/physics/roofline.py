@@ -451,7 +451,7 @@ def compute_ceiling_tokens_per_s(
         )
     tps = n_gpus / seconds
     formula = (
-        f"{' + '.join(parts)} = {seconds * 1e6:.4g} us/token per GPU; x {plural(n_gpus, 'GPU')} = "
+        f"{' + '.join(parts)} = {seconds * 1e6:,.4g} us/token per GPU; x {plural(n_gpus, 'GPU')} = "
         f"{tps:,.0f} tokens/s" + (f" ({'; '.join(notes)})" if notes else "")
     )
     fpt = round(2 * split.active_params * active_scale + attn)
@@ -485,7 +485,7 @@ def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) ->
     s = nbytes / bw
     formula = (
         f"{fmt(nbytes, 'B')} / ({n_gpus} x {fmt(g.hbm_bandwidth_bytes_per_s, 'B/s')}) "
-        f"= {s * 1e6:.4g} us"
+        f"= {s * 1e6:,.4g} us"
     )
     return Step(s, nbytes, bw, formula)
 

@@ -716,6 +716,8 @@ class Analysis:
             "weights_total_gb": self.weights.total_bytes / 1e9,
             "weight_gpus": int(self.params.weight_gpus),
             "w_per_gpu_gb": self.w_per_gpu / 1e9,
+            "weights_routed_gb": self.weights.routed_bytes / 1e9,
+            "weights_dense_gb": self.weights.dense_bytes / 1e9,
             "moe_layers": int(m.moe.num_moe_layers or 0),
             "hbm_gb": self.hw.hbm_capacity_bytes / 1e9,
             "mem_frac": float(self.params.memory_fraction),

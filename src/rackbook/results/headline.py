@@ -216,7 +216,7 @@ class Params:
 
 def _fmt_value(v: float | int | str | None) -> str:
     if v is None:
-        return "unknown"
+        return "not recorded"
     if isinstance(v, bool):
         return str(v)
     if isinstance(v, float):
@@ -243,7 +243,7 @@ def headline_markdown(headlines: list[Headline]) -> str:
     column where a six-column table does not)."""
     rows = []
     for h in headlines:
-        unit = "" if h.unit in ("1", "") else f" {h.unit}"
+        unit = "" if h.unit in ("1", "") or h.value is None else f" {h.unit}"
         kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
         claim = f"`{h.claim_id}`" if h.claim_id else "no claim"
         rows.append(

@@ -317,8 +317,8 @@ def prefix_read_model(
     formula = (
         f"per new token, {roofline.phase_layers(m, 'prefill')} encoder layers ({reuse_tokens} "
         f"sharing one read): sparse {units.fmt(sparse, 'B')} -> "
-        f"{sparse_s * 1e6:.4g} us, dense {units.fmt(dense, 'B')} -> {dense_s * 1e6:.4g} us at "
-        f"{units.fmt(bw, 'B/s')}; compute {comp_s * 1e6:.4g} us; ceiling 1 / max = "
+        f"{sparse_s * 1e6:,.4g} us, dense {units.fmt(dense, 'B')} -> {dense_s * 1e6:,.4g} us at "
+        f"{units.fmt(bw, 'B/s')}; compute {comp_s * 1e6:,.4g} us; ceiling 1 / max = "
         f"{tps:,.0f} new tokens/s ({bound} bound), {dense_tps:,.0f} with dense reads"
     )
     return PrefixRead(

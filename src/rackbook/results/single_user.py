@@ -103,7 +103,7 @@ def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float 
                 drafts += d[SPEC_DRAFTS]
         if np.isfinite(acc) and np.isfinite(drafts) and drafts > 0:
             return 1 + acc / drafts, f"server_metrics: 1 + {SPEC_ACCEPTED} / {SPEC_DRAFTS}"
-    return None, "no spec-decode statistics in run.json or server_metrics"
+    return None, "no speculative decoding: no spec-decode statistics in run.json or server_metrics"
 
 
 @dataclass(frozen=True)

@@ -65,15 +65,11 @@ def _panel(a: Analysis, x: str) -> tuple[str, str, float]:
     }[x]
 
 
-def balance_against(a: Analysis, x: str) -> Figure:
-    """Modelled balancedness, static and after EPLB, against sweep parameter ``x`` (one of
-    :data:`rackbook.results.eplb_balance.SWEEPS`), with uniform routing's per-step floor, the
-    claim's before and after figures, and the chapter's own value of ``x``."""
-    if x not in SWEEPS:
-        raise ValueError(f"no sweep {x!r}; expected one of {', '.join(SWEEPS)}")
+def _draw_sweep(ax, a: Analysis, x: str) -> None:  # type: ignore[no-untyped-def]
+    """One sweep on ``ax``: static and EPLB balancedness against ``x``, uniform routing's
+    per-step floor, the claim's two figures and the chapter's own value of ``x``."""
     xlabel, title, mark = _panel(a, x)
     df = a.sweeps[x]
-    fig, ax = plt.subplots(layout="constrained")
     ax.plot(df[x], df["static"], marker="o", label="model: static placement")
     ax.plot(df[x], df["eplb"], marker="s", label="model: after EPLB")
     ax.plot(df[x], df["uniform_floor"], ls=":", color="0.4", label="uniform routing, per step")
@@ -86,24 +82,47 @@ def balance_against(a: Analysis, x: str) -> Figure:
         ax.minorticks_off()
     ax.set_ylim(0, 1.02)
     plotting.label(ax, xlabel, "balancedness (0 to 1)", f"{title} (synthetic routing model)")
+
+
+def balance_against(a: Analysis, x: str) -> Figure:
+    """Modelled balancedness, static and after EPLB, against sweep parameter ``x`` (one of
+    :data:`rackbook.results.eplb_balance.SWEEPS`), with uniform routing's per-step floor, the
+    claim's before and after figures, and the chapter's own value of ``x``."""
+    if x not in SWEEPS:
+        raise ValueError(f"no sweep {x!r}; expected one of {', '.join(SWEEPS)}")
+    fig, ax = plt.subplots(layout="constrained")
+    _draw_sweep(ax, a, x)
     fig.legend(loc="outside lower center", ncols=3, fontsize=8)
     return fig
 
 
-def _sweep(x: str) -> Callable[[Analysis], Figure]:
-    def draw(a: Analysis) -> Figure:
-        return balance_against(a, x)
+#: Short panel titles of the combined sweep figure.
+_SHORT = {
+    "ep_size": "against EP size",
+    "redundant": "against redundant experts",
+    "skew": "against routing skew",
+    "batch_per_rank": "against decode batch per rank",
+}
 
-    draw.__name__ = f"balance_against_{x}"
-    draw.__doc__ = f"Modelled balancedness against {x} (:func:`balance_against`)."
-    return draw
+
+def sweeps(a: Analysis) -> Figure:
+    """Every sweep of :data:`rackbook.results.eplb_balance.SWEEPS` in one figure, one panel
+    each (2 x 2), sharing the balancedness axis and one legend below: what moves the balance
+    and what does not, at a glance."""
+    fig, axes = plt.subplots(2, 2, figsize=(9.0, 6.4), sharey=True, layout="constrained")
+    for ax, x in zip(axes.flat, SWEEPS, strict=True):
+        _draw_sweep(ax, a, x)
+        ax.set_title(_SHORT.get(x, x), fontsize=10)
+    for ax in axes[:, 1]:
+        ax.set_ylabel("")
+    fig.suptitle("Modelled balancedness, static and after EPLB (synthetic routing model)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8)
+    return fig
 
 
 #: The chapter's figures by glue name.
 FIGURES: dict[str, Callable[[Analysis], Figure]] = {
     "fig_ranks": rank_loads,
-    "fig_ep": _sweep("ep_size"),
-    "fig_redundant": _sweep("redundant"),
-    "fig_skew": _sweep("skew"),
-    "fig_batch": _sweep("batch_per_rank"),
+    "fig_sweeps": sweeps,
 }

@@ -60,8 +60,9 @@ def gain_interval(a: Analysis) -> Figure:
     """The measured gain (%) with its bootstrap interval. The published range shares the axis
     only when the trace can test the claim; otherwise the axis holds this run's gain alone."""
     g, p = a.gain, a.params
-    fig, ax = plt.subplots(figsize=(7, 2.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7, 2.0), layout="constrained")
     ax.axvline(0, color="0.4", lw=0.8)
+    ax.text(0, 0.55, " no gain", color="0.4", fontsize=8, va="center")
     if g is None:
         ax.text(0.5, 0.5, a.missing or "no gain", ha="center", va="center", transform=ax.transAxes)
     else:
@@ -74,6 +75,14 @@ def gain_interval(a: Analysis) -> Figure:
             color=plotting.PALETTE[0],
             label=f"{p.stat} gain of {p.config_b} over {p.config_a}, with its {g.level:.0%} "
             "bootstrap interval",
+        )
+        ax.annotate(  # the numbers themselves, so the single interval needs no reading off
+            f"{100 * g.gain:+.1f} % ({100 * g.low:+.1f} to {100 * g.high:+.1f} %)",
+            (100 * g.gain, 0),
+            textcoords="offset points",
+            xytext=(0, 12),
+            ha="center",
+            fontsize=9,
         )
         lo, hi = 100 * min(g.low, 0), 100 * max(g.high, 0)
         if a.testable:

@@ -9,7 +9,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rackbook.book import plotting
 from rackbook.results import evidence
@@ -50,8 +50,8 @@ def claim_vs_published(result: str) -> Figure:
             claims.append((cid, head.iloc[0], pts))
     if not claims:
         raise ValueError(f"{result}: no published point in a claim's unit")
-    fig, axes = plt.subplots(len(claims), 1, figsize=(7.0, 1.6 + 1.5 * len(claims)), squeeze=False)
-    for ax, (cid, head, pts) in zip(axes[:, 0], claims, strict=True):
+    fig, axes = plt.subplots(len(claims), 1, figsize=(7.0, 1.3 + 1.25 * len(claims)), squeeze=False)
+    for ax, (_cid, head, pts) in zip(axes[:, 0], claims, strict=True):
         vals = pts["value"].astype(float).to_numpy()
         claim = float(head["value"]) if _finite(head["value"]) else float("nan")
         used = pts["used"].to_numpy(bool)
@@ -75,6 +75,11 @@ def claim_vs_published(result: str) -> Figure:
         span = span[span > 0]
         if len(span) and span.max() / span.min() > 10:
             ax.set_xscale("log")
+            # a span of one or two decades gets ticks at 1, 2 and 5 per decade (several labels,
+            # not one); a wider span one per decade, so that the labels never overlap
+            decades = math.log10(span.max() / span.min())
+            subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
             ax.xaxis.set_major_formatter(
                 FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
             )
@@ -82,8 +87,10 @@ def claim_vs_published(result: str) -> Figure:
         ax.set_yticks([])
         ax.set_ylim(-0.6, 0.6)
         unit = str(head["unit"]) if head["unit"] not in ("1", "") else "ratio"
-        unit = unit.replace("$", "USD ")
-        ax.set_xlabel(f"{cid} ({unit})")
+        unit = unit.replace("$/", "USD per ").replace("$", "USD ")
+        unit = "ratio (x)" if unit == "x" else unit
+        shown = str(head["as_published"]).replace("$", "USD ")
+        ax.set_xlabel(f"{unit}: the claim's {shown} (line) beside published points")
         ax.grid(axis="y", visible=False)
     axes[0, 0].set_title("The claim beside published measurements (published figures only)")
     seen: dict[str, object] = {}

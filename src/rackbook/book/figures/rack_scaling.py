@@ -95,13 +95,15 @@ def scaling(a: Analysis) -> Figure:
             if r.config == a.params.reference_config
             else f"{r.config}: {r.speedup:.2f}x, efficiency {r.efficiency:.0%}"
         )
-        ax.annotate(
+        ax.annotate(  # under its point, clear of the others' labels and of the line
             text,
             (r.num_gpus, r.tok_s),
             textcoords="offset points",
-            xytext=(-10, -16) if last else (10, -4),
-            ha="right" if last else "left",
+            xytext=(6, -20) if last else (0, -20),
+            ha="right" if last else "center",
+            va="top",
             fontsize=9,
+            bbox=_BOX,
         )
     ax.set_xlim(0, gmax + 0.5)
     ax.set_ylim(0, None)

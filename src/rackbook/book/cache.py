@@ -1,0 +1,160 @@
+"""The cache of executed notebooks: execute a chapter again only when something that decides
+its output changed.
+
+A chapter's **key** is a SHA-256 over everything its executed notebook and headline JSON
+depend on, in trace mode:
+
+- the source notebook's bytes;
+- its parameters as papermill injects them (the notebook's defaults with ``-p`` values over
+  them, ``source`` and ``out_dir`` included);
+- the content of every file or folder a parameter names (the chapter's trace, ``trace_b``...):
+  relative names and bytes of each file, so a changed trace changes the key;
+- the shared inputs: ``data/claims.yaml``, ``data/hardware.yaml``, ``data/models/`` and
+  ``data/published/`` (the registries, catalogs and published data);
+- the package's source (every file under the installed ``rackbook`` package, ``__pycache__``
+  left out) and the environment (Python's version, the book env's lock file).
+
+Next to ``DIR/RESULT.ipynb`` and ``DIR/RESULT.json`` the runner keeps ``DIR/.RESULT.key``
+(JSON: the key and the SHA-256 of both outputs). A chapter is served from the cache only when
+the key matches and both outputs are still the bytes it recorded; anything else, a missing or
+unreadable stamp included, executes it. Live runs are never cached (their input is a server).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import rackbook
+from rackbook import paths
+from rackbook.core.fsio import atomic_write_text
+
+#: Format of the key; bump it when what the key covers changes.
+KEY_VERSION = 1
+
+#: The package whose source is part of every key (a folder; tests point it elsewhere).
+PACKAGE_SOURCE: Path = Path(rackbook.__file__).resolve().parent
+
+#: Parameters that name where outputs go, never an input to hash by content.
+OUTPUT_PARAMETERS = frozenset({"out_dir"})
+
+
+def _shared_inputs() -> list[Path]:
+    """The files and folders every chapter reads besides its own parameters."""
+    data = paths.DATA
+    return [
+        data / "claims.yaml",
+        data / "hardware.yaml",
+        data / "models",
+        data / "published",
+        paths.ROOT / "env" / "requirements-book.lock",
+    ]
+
+
+def _entries(root: Path) -> Iterable[Path]:
+    """``root`` and every folder and file under it, in a fixed order (``__pycache__`` left
+    out: it follows the source)."""
+    yield root
+    if root.is_file():
+        return
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        for x in dirs:
+            yield Path(d) / x
+        for f in sorted(files):
+            yield Path(d) / f
+
+
+def hash_tree(h: Any, root: Path, label: str) -> None:
+    """Feed ``root``'s content into the hash ``h``: each folder's and file's path relative to
+    ``root`` and each file's bytes (a missing path hashes as missing, so creating it changes
+    the key)."""
+    h.update(f"\0tree\0{label}\0".encode())
+    if not root.exists():
+        h.update(b"\0missing\0")
+        return
+    for f in _entries(root):
+        rel = f.relative_to(root).as_posix()
+        if not f.is_file():
+            h.update(f"\0dir\0{rel}\0".encode())
+            continue
+        data = f.read_bytes()
+        h.update(f"\0file\0{rel}\0{len(data)}\0".encode())
+        h.update(data)
+
+
+def _input_paths(params: Mapping[str, Any]) -> list[tuple[str, Path]]:
+    """(parameter, path) for each string parameter that names an existing file or folder."""
+    found = []
+    for name in sorted(params):
+        value = params[name]
+        if name in OUTPUT_PARAMETERS or not isinstance(value, str) or not value:
+            continue
+        try:
+            p = paths.resolve(value)
+            if p.exists():
+                found.append((name, p))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def chapter_key(notebook: Path, params: Mapping[str, Any]) -> str:
+    """The key of one chapter: ``notebook`` executed with ``params`` (all of them, defaults
+    included, as the kernel sees them). Hex SHA-256."""
+    h = hashlib.sha256()
+    h.update(f"rackbook-cache-{KEY_VERSION}\0{sys.version}\0".encode())
+    h.update(b"\0notebook\0" + notebook.read_bytes())
+    h.update(b"\0params\0" + json.dumps(params, sort_keys=True, default=str).encode())
+    for name, p in _input_paths(params):
+        hash_tree(h, p, f"param:{name}")
+    for p in _shared_inputs():
+        hash_tree(h, p, f"shared:{p.name}")
+    hash_tree(h, PACKAGE_SOURCE, "package")
+    return h.hexdigest()
+
+
+def _sha(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def stamp_path(out_dir: Path, result: str) -> Path:
+    """Where the key of ``result``'s outputs in ``out_dir`` is kept."""
+    return out_dir / f".{result}.key"
+
+
+def outputs(out_dir: Path, result: str) -> tuple[Path, Path]:
+    """The executed notebook and the headline JSON of ``result`` in ``out_dir``."""
+    return out_dir / f"{result}.ipynb", out_dir / f"{result}.json"
+
+
+def is_fresh(out_dir: Path, result: str, key: str) -> bool:
+    """True when ``out_dir`` holds ``result``'s outputs made with ``key``, unchanged since."""
+    try:
+        doc = json.loads(stamp_path(out_dir, result).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(doc, dict) or doc.get("key") != key:
+        return False
+    nb, headline = outputs(out_dir, result)
+    return doc.get("ipynb") == _sha(nb) is not None and doc.get("json") == _sha(headline)
+
+
+def forget(out_dir: Path, result: str) -> None:
+    """Drop ``result``'s stamp (before executing it again)."""
+    stamp_path(out_dir, result).unlink(missing_ok=True)
+
+
+def remember(out_dir: Path, result: str, key: str) -> None:
+    """Record that ``result``'s outputs in ``out_dir`` were made with ``key``."""
+    nb, headline = outputs(out_dir, result)
+    doc = {"key": key, "ipynb": _sha(nb), "json": _sha(headline)}
+    atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")

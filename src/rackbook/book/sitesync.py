@@ -1,0 +1,76 @@
+"""Keep the staged book sources stable between builds, so that Sphinx rebuilds only what changed.
+
+Sphinx decides which pages to read again from the source files' modification times: rewriting
+every staged file (as removing and copying the staging folder did) made it rebuild the whole
+book each time. :func:`sync_tree` rewrites only the files whose bytes differ, and removes those
+no longer staged; :func:`tree_digest` names a staged tree's content so that a build with nothing
+changed can be skipped altogether.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from rackbook.core.fsio import atomic_write_text
+
+
+def _relative_files(root: Path) -> set[str]:
+    out = set()
+    for d, _dirs, files in os.walk(root):
+        for f in files:
+            out.add((Path(d) / f).relative_to(root).as_posix())
+    return out
+
+
+def sync_tree(src: Path, dst: Path) -> list[str]:
+    """Make ``dst`` hold exactly ``src``'s files: copy new and changed ones (same bytes: left
+    alone, modification time kept), delete the others, then empty folders. Returns the relative
+    paths copied or deleted, sorted."""
+    dst.mkdir(parents=True, exist_ok=True)
+    new = _relative_files(src)
+    old = _relative_files(dst)
+    changed = []
+    for rel in sorted(new):
+        s, d = src / rel, dst / rel
+        if d.is_file() and filecmp.cmp(s, d, shallow=False):
+            continue
+        d.parent.mkdir(parents=True, exist_ok=True)
+        tmp = d.with_name(f".{d.name}.sync-tmp")
+        shutil.copyfile(s, tmp)
+        os.replace(tmp, d)
+        changed.append(rel)
+    for rel in sorted(old - new):
+        (dst / rel).unlink()
+        changed.append(rel)
+    for d, _dirs, _files in sorted(os.walk(dst), key=lambda t: -len(t[0])):
+        p = Path(d)
+        if p != dst and not any(p.iterdir()):
+            p.rmdir()
+    return sorted(changed)
+
+
+def tree_digest(root: Path, extra: str = "") -> str:
+    """SHA-256 (hex) over ``root``'s relative file names and bytes, and ``extra``."""
+    h = hashlib.sha256(extra.encode())
+    for rel in sorted(_relative_files(root)):
+        data = (root / rel).read_bytes()
+        h.update(f"\0{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def read_stamp(path: Path) -> str | None:
+    """The digest recorded at ``path``, or None."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def write_stamp(path: Path, digest: str) -> None:
+    """Record ``digest`` at ``path`` (atomically)."""
+    atomic_write_text(path, digest + "\n")

@@ -1,0 +1,212 @@
+"""Exact mean, std, median and percentiles of a large set of non-negative values held in
+pieces (a list of float64 arrays), in two vectorised passes and without joining the pieces.
+
+``np.percentile`` partitions one contiguous copy of the data around every order statistic it
+needs. Here instead:
+
+1. one pass counts the values per bucket of their top 16 bits (sign, exponent and 4 mantissa
+   bits of the IEEE double: for non-negative doubles the bit pattern, read as an integer,
+   orders like the value), 1Mi values at a time;
+2. the cumulative counts name, for each wanted order statistic, its bucket and its rank
+   inside it; a second pass gathers only the values of those buckets (typically a few
+   percent of the data), and one partition of each gathered set gives the exact values.
+
+Median and percentiles are then formed exactly as numpy forms them (``np.median``: the mean
+of the middle one or two values; ``np.percentile``'s default linear method, its ``_lerp``
+included), so they are the numbers numpy gives, bit for bit (``tests/test_orderstats.py``).
+Mean and std are summed piece by piece and block by block (no temporary the size of the
+data), so they may differ from ``np.mean``/``np.std`` of one contiguous array in the last bits
+(~1e-15 relative). Values must be finite; a negative value (or -0.0) returns None, for the
+caller to use its contiguous path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+#: Values per block in each pass (bounds the temporaries: about 8 bytes x 3 per value).
+BLOCK = 1 << 20
+_SHIFT = 48  # top 16 bits of the float64's pattern
+_BUCKETS = 1 << 16
+
+
+def _blocks(pieces: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
+    for p in pieces:
+        for lo in range(0, p.size, BLOCK):
+            yield p[lo : lo + BLOCK]
+
+
+def _counts(pieces: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Values per bucket (pass 1); None when a value is negative or -0.0."""
+    counts = np.zeros(_BUCKETS, np.int64)
+    for blk in _blocks(pieces):
+        b = blk.view(np.int64) >> _SHIFT
+        if b.min() < 0:
+            return None
+        counts += np.bincount(b, minlength=_BUCKETS)
+    return counts
+
+
+def _plan(cum: np.ndarray, ks: Sequence[int]) -> dict[int, list[int]]:
+    """Wanted order statistics grouped by the bucket that holds each."""
+    n = int(cum[-1])
+    by_bucket: dict[int, list[int]] = {}
+    for k in sorted(set(ks)):
+        if not 0 <= k < n:
+            raise IndexError(f"order statistic {k} of {n} values")
+        by_bucket.setdefault(int(np.searchsorted(cum, k, side="right")), []).append(k)
+    return by_bucket
+
+
+def _select(
+    cum: np.ndarray, by_bucket: dict[int, list[int]], got: dict[int, list[np.ndarray]]
+) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for bucket, klist in by_bucket.items():
+        arr = np.concatenate(got[bucket])
+        below = int(cum[bucket - 1]) if bucket else 0
+        ranks = [k - below for k in klist]
+        arr.partition(ranks)
+        for k, r in zip(klist, ranks, strict=True):
+            out[k] = arr[r]
+    return out
+
+
+def grouped_order_stats(
+    groups: Sequence[Sequence[np.ndarray]],
+    ks: Sequence[Sequence[int]],
+    whole_ks: Sequence[int] = (),
+) -> tuple[list[dict[int, float]], dict[int, float]] | None:
+    """:func:`order_stats` of each group (``ks[i]`` for group ``i``) and of all groups taken
+    together (``whole_ks``), in one counting pass and one gathering pass over the data: the
+    whole's counts are the sum of the groups'. None as :func:`order_stats`."""
+    counts = []
+    for g in groups:
+        c = _counts(g)
+        if c is None:
+            return None
+        counts.append(c)
+    whole_cum = np.cumsum(np.sum(counts, axis=0)) if counts else np.zeros(1, np.int64)
+    whole_plan = _plan(whole_cum, whole_ks) if whole_ks else {}
+    whole_got: dict[int, list[np.ndarray]] = {b: [] for b in whole_plan}
+    per = []
+    for g, c, gk in zip(groups, counts, ks, strict=True):
+        cum = np.cumsum(c)
+        plan = _plan(cum, gk) if gk else {}
+        got: dict[int, list[np.ndarray]] = {b: [] for b in plan}
+        want = np.zeros(_BUCKETS, bool)
+        want[list(plan)] = True
+        want[list(whole_plan)] = True
+        for blk in _blocks(g):
+            b = blk.view(np.int64) >> _SHIFT
+            m = want[b]
+            if not m.any():
+                continue
+            vals, bs = blk[m], b[m]
+            for dest in (got, whole_got):
+                for bucket, lst in dest.items():
+                    lst.append(vals[bs == bucket])
+        per.append(_select(cum, plan, got))
+    return per, _select(whole_cum, whole_plan, whole_got)
+
+
+def order_stats(pieces: Sequence[np.ndarray], ks: Sequence[int]) -> dict[int, float] | None:
+    """The ``k``-th smallest value (0-based) of the pieces taken together, for each ``k`` in
+    ``ks``; None when a value is negative or -0.0 (its bit pattern does not order)."""
+    res = grouped_order_stats([pieces], [ks])
+    return None if res is None else res[0][0]
+
+
+def _moments(pieces: Sequence[np.ndarray], n: int) -> tuple[np.float64, np.float64]:
+    """Mean and sum of squared deviations of the ``n`` values of ``pieces``, block by block."""
+    total = np.float64(0.0)
+    for blk in _blocks(pieces):
+        total += np.add.reduce(blk)
+    mean = total / n
+    m2 = np.float64(0.0)
+    for blk in _blocks(pieces):
+        d = blk - mean
+        np.multiply(d, d, out=d)
+        m2 += np.add.reduce(d)
+    return mean, m2
+
+
+def _lerp(a: np.float64, b: np.float64, t: np.float64) -> np.float64:
+    """numpy's ``_lerp`` on scalars: ``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when
+    ``t >= 0.5``."""
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
+def _wanted(n: int, percentiles: Sequence[float]) -> tuple[list[int], list[tuple]]:
+    """Order statistics that median and percentiles of ``n`` values need, and per percentile
+    (lower rank, upper rank, weight) as ``np.percentile``'s linear method forms them."""
+    plans = []
+    for p in percentiles:
+        h = (n - 1) * (np.float64(p) / 100)  # np.percentile's virtual index (linear method)
+        lo = int(math.floor(h))
+        plans.append((lo, min(lo + 1, n - 1), h - np.floor(h)))
+    ks = {(n - 1) // 2, n // 2, *(i for lo, hi, _ in plans for i in (lo, hi))}
+    return sorted(ks), plans
+
+
+def _form(n: int, got: dict[int, float], plans: list[tuple]) -> tuple[float, list[float]]:
+    median = np.mean(np.array([got[(n - 1) // 2], got[n // 2]])[: 2 - n % 2])
+    pct = [_lerp(got[lo], got[hi], g) for lo, hi, g in plans]
+    return float(median), [float(x) for x in pct]
+
+
+Stats = tuple[float, float, float, list[float]]
+
+
+def grouped_stats(
+    groups: Sequence[Sequence[np.ndarray]], percentiles: Sequence[float]
+) -> tuple[list[Stats | None], Stats] | None:
+    """(mean, std, median, percentiles) of each group (None for an empty one) and of all
+    groups together (at least one value in all), from :func:`grouped_order_stats`; the
+    whole's mean and std merge the groups' moments (Chan et al.). None as
+    :func:`order_stats`."""
+    sizes = [sum(p.size for p in g) for g in groups]
+    n = sum(sizes)
+    if n == 0:
+        raise ValueError("no values")
+    wanted = [_wanted(m, percentiles) if m else ([], []) for m in sizes]
+    whole_ks, whole_plans = _wanted(n, percentiles)
+    res = grouped_order_stats(groups, [w[0] for w in wanted], whole_ks)
+    if res is None:
+        return None
+    per_got, whole_got = res
+    per: list[Stats | None] = []
+    means, m2s = [], []
+    for g, m, (_, plans), got in zip(groups, sizes, wanted, per_got, strict=True):
+        if not m:
+            per.append(None)
+            means.append(0.0)
+            m2s.append(0.0)
+            continue
+        mean, m2 = _moments(g, m)
+        means.append(mean)
+        m2s.append(m2)
+        per.append((float(mean), float(np.sqrt(m2 / m)), *_form(m, got, plans)))
+    w = np.array(sizes, dtype=np.float64)
+    mu = np.array(means)
+    mean = float((w * mu).sum() / n)
+    m2 = float(np.sum(m2s) + (w * (mu - mean) ** 2).sum())
+    return per, (mean, math.sqrt(max(m2, 0.0) / n), *_form(n, whole_got, whole_plans))
+
+
+def stats(pieces: Sequence[np.ndarray], percentiles: Sequence[float]) -> Stats | None:
+    """(mean, std, median, [percentile for each of ``percentiles``]) of the pieces together
+    (at least one value), or None as :func:`order_stats`."""
+    n = sum(p.size for p in pieces)
+    if n == 0:
+        raise ValueError("no values")
+    ks, plans = _wanted(n, percentiles)
+    got = order_stats(pieces, ks)
+    if got is None:
+        return None
+    mean, m2 = _moments(pieces, n)
+    return (float(mean), float(np.sqrt(m2 / n)), *_form(n, got, plans))

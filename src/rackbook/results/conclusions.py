@@ -1,0 +1,305 @@
+"""What the book concludes about each claim, in one plain paragraph a performance engineer would
+repeat, and how strong the evidence behind it is: generated from the claim's readings (the
+``readings`` of a headline JSON, :mod:`rackbook.results.headline`), never typed.
+
+One function, :func:`conclude`, turns a claim and its readings into a :class:`Conclusion`:
+
+- one sentence per reading kind, in the book's order (physics, published evidence, this run),
+  each built from the reading's verdict and either its margin or the first clauses of its reason
+  (parentheticals dropped); a reading kind given once per basis (readings carrying a ``basis``
+  field) gives one "As <basis>, ..." sentence per basis; a ``closest`` field (the closest
+  like-for-like published point) is named after the published sentence;
+- the strength of evidence, the strongest that applies: ``measured on the claim's hardware``
+  (a this-run verdict other than untested), ``published like-for-like measurements`` (a
+  published verdict other than none published), else ``physics only``.
+
+Readings are plain dicts; fields this module does not know are ignored, so new fields (a basis,
+a closest point) change the sentence without changing the callers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rackbook.inputs.claims import Claim, Registry, load_claims
+
+#: The strengths of evidence, weakest first.
+STRENGTHS: tuple[str, ...] = (
+    "physics only",
+    "published like-for-like measurements",
+    "measured on the claim's hardware",
+)
+#: This-run verdicts of a trace on the claim's hardware; published verdicts that place a figure.
+TESTED: tuple[str, ...] = ("consistent", "inconsistent")
+PLACED: tuple[str, ...] = ("within", "above", "below")
+#: The readings in the order a conclusion states them.
+ORDER: tuple[str, ...] = ("physics", "published", "this run")
+#: At most this many characters of a reason go into a sentence (whole clauses only).
+MAX_CLAUSE = 280
+#: A reading's own ``basis`` names it in the sentence only when it is a short name, not a
+#: full basis description (those name their bases in ``by_basis``).
+SHORT_BASIS = 60
+#: Parenthesised asides of at most this many characters stay in a sentence.
+SHORT_ASIDE = 30
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """A claim's conclusion: the claim (figure and statement), the sentences, the strength."""
+
+    claim_id: str
+    result: str
+    figure: str
+    statement: str
+    sentences: tuple[str, ...]
+    strength: str
+    brief: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The sentences as one paragraph."""
+        return " ".join(self.sentences)
+
+    @property
+    def brief_text(self) -> str:
+        """The brief sentences (verdicts and margins, no reasons) as one paragraph."""
+        return " ".join(self.brief or self.sentences)
+
+
+def _drop_brackets(text: str, keep: int = SHORT_ASIDE) -> str:
+    """``text`` without its bracketed asides, nor its parenthesised ones longer than ``keep``
+    characters (a short one such as ``(13,250 per GPU)`` stays)."""
+    text = re.sub(r"\s*\[[^\[\]]*\]", "", text)
+    aside = r"\s*\(((?:[^()]|\([^()]*\))*)\)"  # one level of nesting
+    text = re.sub(aside, lambda m: m.group(0) if len(m.group(1)) <= keep else "", text)
+    return re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
+
+
+def _clauses(reason: str, limit: int = MAX_CLAUSE, many: bool = True) -> str:
+    """The leading ``;``-separated clauses of a reason, asides dropped, within ``limit``
+    characters (always at least the first clause); only the first unless ``many``."""
+    parts = [p.strip() for p in _drop_brackets(reason).split(";") if p.strip()]
+    if not parts:
+        return ""
+    out = [parts[0]]
+    for p in parts[1:] if many else []:
+        if len("; ".join([*out, p])) > limit:
+            break
+        out.append(p)
+    return "; ".join(out).rstrip(".:, ")
+
+
+def _informative(margin: Any) -> str:
+    text = str(margin or "").strip()
+    return "" if text in ("", "-") else text
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _physics(figure: str, r: Mapping[str, Any], brief: bool = False) -> str:
+    verdict = str(r.get("verdict", ""))
+    if brief:
+        margin = _informative(r.get("margin"))
+        short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
+        if verdict == "undetermined":
+            return f"physics does not settle {figure}"
+        return f"{figure} is physically {verdict}{short}"
+    if verdict == "undetermined":
+        why = _clauses(str(r.get("reason", "")))
+        return f"physics does not settle {figure}" + (f": {why}" if why else "")
+    why = _clauses(str(r.get("reason", "")), many=False) or _informative(r.get("margin"))
+    if verdict in ("possible", "impossible"):
+        return f"{figure} is physically {verdict}" + (f": {why}" if why else "")
+    return f"the physics reading of {figure} is {verdict}" + (f": {why}" if why else "")
+
+
+def _num(v: float) -> str:
+    """A number for a sentence: thousands separators, four significant digits below 1,000."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+
+
+def _closest(c: Any) -> str:
+    """A closest published point as text: who, value and unit, and the claim's ratio to it
+    (a dict as the published reading gives it), or the text itself."""
+    if not isinstance(c, Mapping):
+        return _drop_brackets(str(c))
+    value, unit, ratio = c.get("value"), str(c.get("unit") or ""), c.get("ratio")
+    text = re.sub(r"(\s·\s-)+$", "", str(c.get("who") or "a published point"))
+    if isinstance(value, (int, float)):
+        sep = "" if unit in ("1", "", "x") else " "
+        text += f": {_num(value)}{sep}{'' if unit == '1' else unit}"
+    if isinstance(ratio, (int, float)):
+        text += f", the claim {_num(ratio)}x it"
+    return text
+
+
+def _published(figure: str, r: Mapping[str, Any]) -> str:
+    verdict = str(r.get("verdict", ""))
+    margin = _informative(r.get("margin"))
+    if verdict == "none published":
+        analogues = "analogues" in str(r.get("reason", ""))
+        return "no like-for-like measurement is published" + (
+            " (only analogues, which do not decide)" if analogues else ""
+        )
+    words = {
+        "within": f"{figure} sits within published like-for-like measurements",
+        "above": f"{figure} is above every published like-for-like measurement",
+        "below": f"{figure} is below every published like-for-like measurement",
+    }
+    head = words.get(verdict, f"the published reading of {figure} is {verdict}")
+    text = head + (f": {margin}" if margin else "")
+    closest = r.get("closest")
+    if closest and not margin:
+        text += f"; closest like-for-like point: {_closest(closest)}"
+    return text
+
+
+def _names(names: list[str]) -> str:
+    """Basis names as one phrase: ``[a]``, ``[a] or [b]``, ``[a], [b] or [c]``, or the first two
+    and how many more."""
+    shown = [f"[{n}]" for n in names]
+    if len(shown) > 3:
+        return f"{shown[0]}, {shown[1]} or {len(shown) - 2} other bases"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _per_basis(
+    kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool
+) -> list[str]:
+    """A reading given once per plausible basis (its ``by_basis`` entries, each with a
+    ``name``, ``verdict``, ``margin`` and maybe a ``closest`` point): one sentence per verdict,
+    naming the bases that reach it; every basis without a published point in one sentence that
+    names the closest point, which does not decide."""
+    entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for e in entries:
+        groups.setdefault(str(e.get("verdict", "")), []).append(e)
+    out = []
+    for verdict, es in groups.items():
+        names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
+        if kind == "published" and verdict == "none published":
+            every = len(es) == len(entries)
+            where = (
+                ("" if len(es) == 1 or brief else f" on any of its {len(es)} plausible bases")
+                if every
+                else f" as {names}"
+            )
+            text = f"no like-for-like measurement is published{where}"
+            near = r.get("closest") if every else es[0].get("closest")
+            if not brief and near:
+                text += f" (closest, which does not decide: {_closest(near)})"
+            out.append(_cap(text) + ".")
+            continue
+        sub = {"verdict": verdict, "margin": es[0].get("margin"), "reason": es[0].get("reason")}
+        sub.update({"closest": es[0].get("closest")} if es[0].get("closest") else {})
+        out.append(f"As {names}, {_body(kind, figure, sub, hardware, brief)}.")
+        figure = "it"
+    return out
+
+
+def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
+    verdict = str(r.get("verdict", ""))
+    margin = _informative(r.get("margin"))
+    reason = str(r.get("reason", ""))
+    tail = f" ({margin})" if margin else ""
+    if verdict == "consistent":
+        return f"measured on {hardware} here, {figure} holds{tail}"
+    if verdict == "inconsistent":
+        return f"measured on {hardware} here, {figure} does not hold{tail}"
+    if verdict == "untested":
+        if "synthetic" in reason:
+            return "not measured here: this chapter's input is synthetic"
+        return f"not tested on {hardware} here"
+    return f"this run reads {verdict}{tail}"
+
+
+def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool = False) -> str:
+    """One reading's words, uncapitalised and without its full stop."""
+    if kind == "physics":
+        return _physics(figure, r, brief)
+    if kind == "published":
+        return _published(figure, r)
+    return _this_run(figure, r, hardware)
+
+
+def _sentence(
+    kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool = False
+) -> str:
+    """One reading as a sentence; ``figure`` is the claim's figure, or "it" once named;
+    ``brief``: the verdict and a short margin only, not the physics reason."""
+    body = _body(kind, figure, r, hardware, brief)
+    basis = str(r.get("basis") or "")
+    if basis and len(basis) <= SHORT_BASIS and ";" not in basis and "|" not in basis:
+        return f"As {_drop_brackets(basis)}, {body}."
+    return _cap(body) + "."
+
+
+def strength(readings: Iterable[Mapping[str, Any]]) -> str:
+    """The strength of evidence behind a claim's readings (one of :data:`STRENGTHS`)."""
+    rs = list(readings)
+    if any(r.get("reading") == "this run" and r.get("verdict") in TESTED for r in rs):
+        return STRENGTHS[2]
+    placed = [
+        r.get("verdict") in PLACED
+        or any(
+            isinstance(e, Mapping) and e.get("verdict") in PLACED for e in r.get("by_basis") or []
+        )
+        for r in rs
+        if r.get("reading") == "published"
+    ]
+    if any(placed):
+        return STRENGTHS[1]
+    return STRENGTHS[0]
+
+
+def _hardware(claim: Claim) -> str:
+    hw = claim.scope.hardware
+    if not hw:
+        return "the claim's hardware"
+    article = "an" if hw[:1].upper() in "AEIOU" else "a"
+    return f"{article} {hw}" if claim.scope.gpu_count in (None, 72) else f"{hw} GPUs"
+
+
+def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
+    """The conclusion about ``claim`` from its readings (dicts with at least ``reading``,
+    ``verdict``; ``margin``, ``reason``, ``basis``, ``closest`` are used when present; other
+    readings' claims and unknown fields are ignored)."""
+    mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
+    figure = claim.value_text
+    hardware = _hardware(claim)
+    sentences: list[str] = []
+    brief: list[str] = []
+    kinds = [*ORDER, *sorted({str(r.get("reading")) for r in mine} - set(ORDER))]
+    for kind in kinds:
+        for r in (r for r in mine if r.get("reading") == kind):
+            if r.get("by_basis"):
+                sentences += _per_basis(kind, "it" if sentences else figure, r, hardware, False)
+                brief += _per_basis(kind, "it" if brief else figure, r, hardware, True)
+                continue
+            sentences.append(_sentence(kind, "it" if sentences else figure, r, hardware))
+            brief.append(_sentence(kind, "it" if brief else figure, r, hardware, brief=True))
+    if not sentences:
+        sentences.append(f"{figure} has not been read yet: run the chapter.")
+    return Conclusion(
+        claim.id,
+        claim.result,
+        figure,
+        claim.statement,
+        tuple(sentences),
+        strength(mine),
+        tuple(brief),
+    )
+
+
+def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> list[Conclusion]:
+    """One conclusion per claim of a headline JSON's result (registry order), from its
+    ``readings``; the result is ``doc["result"]`` or, without it, that of the first reading."""
+    reg = registry or load_claims()
+    readings = [r for r in doc.get("readings", []) if isinstance(r, Mapping)]
+    result = doc.get("result") or (readings[0]["claim_id"].split(".")[0] if readings else None)
+    return [conclude(c, readings) for c in reg.for_result(str(result))]

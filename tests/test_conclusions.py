@@ -1,0 +1,172 @@
+"""The conclusion sentences and strength of evidence come from the readings: flip a reading and
+the sentence (and where it applies, the strength) changes with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rackbook.inputs.claims import load_claims
+from rackbook.results import conclusions as cc
+
+CLAIM = "rack-scaling.throughput"
+
+
+def _readings(physics="impossible", published="none published", run="untested", **extra):
+    return [
+        {
+            "claim_id": CLAIM,
+            "reading": "physics",
+            "verdict": physics,
+            "margin": "3.94x the decode ceiling",
+            "reason": "as computed tokens per GPU it needs 3.94x the decode ceiling "
+            "(a long aside that the sentence leaves out); it fits only if at least 74.7% "
+            "were cache hits",
+            **extra,
+        },
+        {
+            "claim_id": CLAIM,
+            "reading": "published",
+            "verdict": published,
+            "margin": "-" if published == "none published" else "6.69x the highest published",
+            "reason": "954,000 tok/s/GPU against 24 published points [analogues: x]",
+        },
+        {
+            "claim_id": CLAIM,
+            "reading": "this run",
+            "verdict": run,
+            "margin": "-" if run == "untested" else "+2.0%",
+            "reason": "recorded on 2-core AMD EPYC, no GPU; the claim needs 72 GB300 GPUs",
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def claim():
+    return load_claims().get(CLAIM)
+
+
+def test_sentence_states_each_reading(claim):
+    c = cc.conclude(claim, _readings())
+    assert c.sentences[0] == (
+        "954,000 tok/s is physically impossible: as computed tokens per GPU it needs 3.94x "
+        "the decode ceiling."
+    )
+    assert c.sentences[1].startswith("No like-for-like measurement is published")
+    assert c.sentences[2] == "Not tested on a GB300 NVL72 here."
+    assert c.strength == "physics only"
+
+
+@pytest.mark.parametrize(
+    ("flip", "words"),
+    [
+        ({"physics": "possible"}, "is physically possible"),
+        ({"physics": "undetermined"}, "Physics does not settle 954,000 tok/s"),
+        ({"published": "within"}, "sits within published like-for-like measurements"),
+        ({"published": "above"}, "above every published like-for-like measurement"),
+        ({"run": "consistent"}, "measured on a GB300 NVL72 here, it holds (+2.0%)"),
+        ({"run": "inconsistent"}, "it does not hold"),
+    ],
+)
+def test_sentence_follows_a_flipped_reading(claim, flip, words):
+    before = cc.conclude(claim, _readings()).text
+    after = cc.conclude(claim, _readings(**flip)).text
+    assert after != before
+    assert words.lower() in after.lower()
+    assert words.lower() not in before.lower()
+
+
+def test_strength_is_the_strongest_evidence(claim):
+    assert cc.conclude(claim, _readings()).strength == "physics only"
+    assert cc.conclude(claim, _readings(published="below")).strength == (
+        "published like-for-like measurements"
+    )
+    assert cc.conclude(claim, _readings(published="below", run="inconsistent")).strength == (
+        "measured on the claim's hardware"
+    )
+
+
+def test_one_sentence_per_basis_and_unknown_fields_ignored(claim):
+    rs = _readings(basis="the rack's total over 72 GPUs", colour="blue")
+    rs.append({**rs[0], "verdict": "impossible", "basis": "decode tokens per GPU"})
+    rs[-1]["reason"] = "3.94x the decode compute ceiling"
+    rs[1] = {**rs[1], "verdict": "within", "margin": "1.2x", "closest": "SGLang on GB300 (x)"}
+    c = cc.conclude(claim, rs)
+    assert c.sentences[0].startswith("As the rack's total over 72 GPUs, 954,000 tok/s is")
+    assert c.sentences[1] == (
+        "As decode tokens per GPU, it is physically impossible: 3.94x the decode compute ceiling."
+    )
+    assert c.sentences[2] == "It sits within published like-for-like measurements: 1.2x."
+    rs[1] = {**rs[1], "margin": "-"}  # without a margin, the closest point says where it sits
+    c = cc.conclude(claim, rs)
+    assert "closest like-for-like point: SGLang on GB300" in c.sentences[2]
+
+
+def test_readings_given_per_basis_name_each_basis(claim):
+    """A published reading with ``by_basis`` (one entry per plausible basis): one sentence per
+    verdict naming its bases; bases without a published point in one sentence naming the
+    closest point; the strength follows any basis that places the figure."""
+    rs = _readings()
+    closest = {"who": "InferenceX · GB300 x 4 · -", "value": 104429.5, "unit": "tok/s/GPU",
+               "ratio": 9.135}  # fmt: skip
+    entries = [
+        {"name": "per GPU, output tokens", "verdict": "none published", "margin": "-"},
+        {"name": "a rack total over 72 GPUs", "verdict": "none published", "margin": "-"},
+    ]
+    rs[1] = {**rs[1], "basis": "a; b | c", "closest": closest, "by_basis": entries}
+    c = cc.conclude(claim, rs)
+    assert c.sentences[1] == (
+        "No like-for-like measurement is published on any of its 2 plausible bases (closest, "
+        "which does not decide: InferenceX · GB300 x 4: 104,430 tok/s/GPU, the claim 9.135x it)."
+    )
+    assert c.strength == "physics only"
+    entries[1] = {**entries[1], "verdict": "within", "margin": "0.93x the highest"}
+    c = cc.conclude(claim, rs)
+    assert (
+        c.sentences[1] == "No like-for-like measurement is published as [per GPU, output tokens]."
+    )
+    assert c.sentences[2] == (
+        "As [a rack total over 72 GPUs], it sits within published like-for-like measurements: "
+        "0.93x the highest."
+    )
+    assert c.strength == "published like-for-like measurements"
+
+
+def test_readings_of_other_claims_are_ignored(claim):
+    other = [{**r, "claim_id": "rack-scaling.speedup", "verdict": "possible"} for r in _readings()]
+    c = cc.conclude(claim, _readings() + other[:1])
+    assert len(c.sentences) == 3 and "impossible" in c.text
+
+
+def test_every_claim_of_a_result_concludes():
+    reg = load_claims()
+    doc = {"result": "eplb-balance", "readings": []}
+    for claim in reg.for_result("eplb-balance"):
+        for r in ("physics", "published", "this run"):
+            verdict = {"physics": "possible", "published": "below", "this run": "untested"}[r]
+            doc["readings"].append(
+                {
+                    "claim_id": claim.id,
+                    "reading": r,
+                    "verdict": verdict,
+                    "margin": "-",
+                    "reason": "the synthetic routing model gives it",
+                }
+            )
+    out = cc.conclusions(doc, reg)
+    assert [c.claim_id for c in out] == [c.id for c in reg.for_result("eplb-balance")]
+    for c in out:
+        assert c.sentences[-1] == "Not measured here: this chapter's input is synthetic."
+        assert c.strength == "published like-for-like measurements"
+
+
+def test_a_claim_without_readings_says_so():
+    c = cc.conclusions({"result": "single-user", "readings": []})[0]
+    assert c.text == "826 tok/s has not been read yet: run the chapter."
+
+
+def test_brief_keeps_verdicts_and_drops_reasons(claim):
+    c = cc.conclude(claim, _readings(published="above"))
+    assert c.brief[0] == "954,000 tok/s is physically impossible (3.94x the decode ceiling)."
+    assert c.brief[1:] == c.sentences[1:]
+    flipped = cc.conclude(claim, _readings(physics="possible", published="above"))
+    assert flipped.brief_text != c.brief_text and "physically possible" in flipped.brief_text

@@ -1,0 +1,84 @@
+"""Order statistics from bucket passes over pieces are the numbers numpy gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import small_result
+
+from rackbook.core import importers, metrics, orderstats
+from rackbook.core.provenance import new_run_info
+from rackbook.core.traces import concat
+
+PCTS = (0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0)
+
+
+def _pieces(v: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+    cuts = np.sort(rng.integers(0, v.size + 1, 5))
+    return [p for p in np.split(v, cuts)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 4097])
+@pytest.mark.parametrize("kind", ["lognormal", "ties", "zeros-and-huge"])
+def test_equal_to_numpy(monkeypatch, n, kind):
+    monkeypatch.setattr(orderstats, "BLOCK", 64)  # many blocks per piece
+    rng = np.random.default_rng(n)
+    if kind == "lognormal":
+        v = rng.lognormal(np.log(0.02), 0.3, n)
+    elif kind == "ties":
+        v = rng.integers(0, 4, n).astype(float) / 8
+    else:
+        v = np.where(rng.random(n) < 0.5, 0.0, rng.uniform(1e-9, 1e6, n))
+    mean, std, median, pct = orderstats.stats(_pieces(v, rng), PCTS)
+    assert median == np.median(v)
+    assert pct == [float(x) for x in np.percentile(v, PCTS)]
+    assert mean == pytest.approx(np.mean(v), rel=1e-12)
+    assert std == pytest.approx(np.std(v), rel=1e-9)
+    ks = sorted({0, n - 1, n // 2})
+    got = orderstats.order_stats(_pieces(v, rng), ks)
+    assert [got[k] for k in ks] == [np.sort(v)[k] for k in ks]
+
+
+@pytest.mark.parametrize("bad", [-1.0, -0.0])
+def test_negative_values_are_left_to_the_caller(bad):
+    assert orderstats.stats([np.array([1.0, bad, 2.0])], (50.0,)) is None
+
+
+def test_large_windows_give_the_same_percentiles(tmp_path, monkeypatch):
+    """A trace whose windows count as large (the threshold lowered) summarises to the same
+    medians and percentiles as the contiguous path, means and stds to rounding."""
+    rng = np.random.default_rng(5)
+    parts = []
+    for b in (2, 4):
+        n = 60
+        out = rng.integers(2, 9, n)
+        d = small_result(
+            completed=n,
+            input_lens=rng.integers(1, 50, n).tolist(),
+            output_lens=out.tolist(),
+            ttfts=rng.uniform(0.01, 0.2, n).tolist(),
+            latencies=rng.uniform(0.5, 1.0, n).tolist(),
+            errors=[""] * n,
+            itls=[rng.uniform(1e-4, 0.05, int(o) - 1).tolist() for o in out],
+        )
+        d.pop("start_times", None)
+        parts.append(
+            importers.vllm_bench_frames(tmp_path / f"{b}.json", {"batch_size": str(b)}, data=d)
+        )
+    run = new_run_info(
+        kind="synthetic",
+        commands=["test"],
+        parameters={},
+        engine={"name": "t"},
+        generator={"name": "tests/test_orderstats.py", "seed": 5},
+    )
+    t = concat(parts, run)
+    want = metrics.summarize(t).to_dict()
+    monkeypatch.setattr(metrics, "_STD_BLOCK", 16)
+    got = metrics.summarize(t).to_dict()
+    for g, w in zip([got, *got["points"]], [want, *want["points"]], strict=True):
+        for k, v in w.items():
+            if isinstance(v, float) and (k.startswith("mean_") or k.startswith("std_")):
+                assert g[k] == pytest.approx(v, rel=1e-12), k
+            elif k != "points":
+                assert g[k] == v, k
