@@ -57,12 +57,13 @@ def repo(tmp_path, monkeypatch):
 
 @pytest.fixture
 def executions(monkeypatch):
-    """Replace papermill's execution; the list grows by one entry per notebook executed."""
-    import papermill
+    """Replace the notebook's execution (papermill, in its child process); the list grows by
+    one entry per notebook executed."""
+    from rackbook.book import execute
 
     calls: list[dict] = []
 
-    def fake(inp, out, parameters, **kw):
+    def fake(inp, out, parameters, *a, **kw):
         calls.append(dict(parameters))
         shutil.copyfile(inp, out)
         out_dir = Path(parameters["out_dir"])
@@ -70,7 +71,7 @@ def executions(monkeypatch):
         doc = {"result": name, "n": len(calls), "t": time.time_ns()}
         (out_dir / f"{name}.json").write_text(json.dumps(doc))
 
-    monkeypatch.setattr(papermill, "execute_notebook", fake)
+    monkeypatch.setattr(execute, "execute_notebook", fake)
     return calls
 
 
@@ -129,12 +130,17 @@ def test_a_parameter_changed_executes_again(repo, executions):
     assert _run() is True  # back to the default: the outputs now hold band_pct 7
 
 
-def test_another_trace_folder_is_hashed_by_content(repo, executions):
+def test_another_trace_folder_is_hashed_by_content(repo, executions, monkeypatch):
+    from rackbook.results import readable
+
+    # the stand-in traces of this repository are not readable traces: hashing is the point
+    monkeypatch.setattr(readable, "check_trace", lambda *a, **k: {})
     other = repo / "mine"
     shutil.copytree(repo / "data/traces" / RESULT, other)
     assert _run(parameters={"trace": str(other)}) is True
     assert _run(parameters={"trace": str(other)}) is False
-    (other / "run.json").write_text('{"a": 2}\n')
+    run = json.loads((other / "run.json").read_text())  # a valid trace, changed
+    (other / "run.json").write_text(json.dumps({**run, "notes": "changed"}))
     assert _run(parameters={"trace": str(other)}) is True
     # the shipped trace changing does not concern a run on another trace
     (repo / "data/traces" / RESULT / "run.json").write_text('{"a": 3}\n')
@@ -182,15 +188,15 @@ def test_live_runs_are_never_cached(repo, executions):
 
 
 def test_a_failed_execution_leaves_no_stamp(repo, executions, monkeypatch):
-    import papermill
+    from rackbook.book import execute
 
     assert _run() is True
 
-    def broken(inp, out, parameters, **kw):
+    def broken(inp, out, parameters, *a, **kw):
         raise KeyboardInterrupt
 
     _edit(repo / "data" / "claims.yaml")
-    monkeypatch.setattr(papermill, "execute_notebook", broken)
+    monkeypatch.setattr(execute, "execute_notebook", broken)
     with pytest.raises(KeyboardInterrupt):
         _run()
     assert not cache.stamp_path(paths.EXECUTED, RESULT).exists()

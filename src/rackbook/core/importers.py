@@ -78,6 +78,7 @@ def load_json(path: str | Path) -> Any:
 def _load_vllm(path: Path) -> Any:
     """A vLLM result: the gaps straight into arrays where :func:`load_detailed` can, else
     :func:`load_json` (which names any problem)."""
+    limits.input_file(path, what="JSON file")  # a regular file within the limit, first
     d = load_detailed(path)
     return load_json(path) if d is None else d
 

@@ -16,7 +16,6 @@ the file whole as before, so every error message is unchanged.
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import re
 import zlib
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from rackbook import limits
 
 #: Files smaller than this are parsed whole (the fast path pays off on large files only).
 MIN_BYTES = 1 << 20
@@ -56,7 +57,7 @@ def _read(path: Path) -> bytes | None:
             return None
         data = path.read_bytes()
         if path.suffix == ".gz":
-            data = gzip.decompress(data)
+            data = limits.gunzip(data, path)  # bounded: an InputError past the size limit
     except (OSError, EOFError, zlib.error):
         return None
     return data
