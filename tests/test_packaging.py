@@ -95,3 +95,24 @@ def test_workflows_run_make_targets_that_exist():
         runs = [s["run"] for job in doc["jobs"].values() for s in job["steps"] if "run" in s]
         called = {t for r in runs for t in re.findall(r"\bmake ([a-z][\w-]*)", r)}
         assert called and called <= targets, (f.name, called - targets)
+
+
+# The live venv installs rackbook with --no-deps from its own pin list: a runtime dependency
+# missing there fails only when a live recording first imports it (orjson did, in CI).
+# matplotlib is the one runtime dependency the live harness never imports (figures only).
+LIVE_NOT_NEEDED = {"matplotlib"}
+
+
+def test_live_pins_cover_rackbooks_runtime_dependencies():
+    live = _names("live/requirements-live.txt")
+    runtime = {re.split(r"[=<>!~ \[]", d)[0].lower() for d in PYPROJECT["project"]["dependencies"]}
+    missing = sorted(runtime - LIVE_NOT_NEEDED - live)
+    assert not missing, f"env/live/requirements-live.txt lacks {missing}"
+
+
+def test_the_live_harness_never_imports_what_the_live_env_lacks():
+    """The exception holds: no module under rackbook.live or rackbook.core imports matplotlib."""
+    for sub in ("live", "core"):
+        for path in sorted((paths.ROOT / "src" / "rackbook" / sub).rglob("*.py")):
+            text = path.read_text()
+            assert "import matplotlib" not in text and "from matplotlib" not in text, path
