@@ -284,3 +284,98 @@ def test_blockwise_std_matches_numpy():
     assert mean == np.mean(v) and std == np.std(v)  # one block: bit for bit
     mean, std = metrics._mean_std(v, block=64)  # 16 blocks: equal up to rounding
     assert mean == np.mean(v) and std == pytest.approx(np.std(v), rel=1e-14)
+
+
+def _interleaved(tmp_path, t):
+    """``t`` with its request rows dealt out so that the points alternate row by row (the gaps
+    follow their requests), written to a new folder."""
+    import dataclasses
+
+    order = np.argsort(np.arange(len(t.requests)) % 40, kind="stable")  # 0, 40, 80, 1, 41
+    new_row = np.empty(len(order), np.int64)
+    new_row[order] = np.arange(len(order))
+    req = t.requests.iloc[order].reset_index(drop=True)
+    itl = t.itl.assign(request_row=new_row[t.itl["request_row"].to_numpy()])
+    itl = itl.iloc[np.argsort(itl["request_row"].to_numpy(), kind="stable")]
+    out = tmp_path / "interleaved"
+    write_trace(out, dataclasses.replace(t, requests=req, itl=itl.reset_index(drop=True)))
+    return out
+
+
+@pytest.mark.parametrize("block", [1 << 20, 16])  # one partition per window; bucket passes
+def test_interleaved_points_summarise_as_reference(tmp_path, monkeypatch, block):
+    """Points whose rows alternate (each pool then keeps a point index per value) give the
+    reference's counts, medians and percentiles, streamed or not, in small or large mode."""
+    monkeypatch.setattr(metrics, "_STD_BLOCK", block)
+    path = _interleaved(tmp_path, read_trace(_multi_point_trace(tmp_path)))
+    t = read_trace(path)
+    assert t.requests["point_id"].iloc[:3].nunique() > 1  # really interleaved
+    total, pts = _reference(t)
+    for s in (summarize(t).to_dict(), summarize_path(path, stream=True, chunk_rows=5).to_dict()):
+        _assert_same(s, total)
+        for got, want in zip(s["points"], pts, strict=True):
+            _assert_same(got, want)
+            for k in want:
+                if k.startswith(("median_", "p9")):
+                    assert got[k] == want[k], k  # exact, bit for bit
+
+
+def test_pool_keeps_points_apart_in_any_order():
+    """The exact pool: values in order of points need no index; the first chunk out of order
+    gives every value one; growth from no room keeps them all."""
+    rng = np.random.default_rng(1)
+    pool = metrics._Pool(3, capacity=0)
+    want = [[], [], []]
+    chunks = [[0, 0, 1], [1, 1], [2], [0, 2, 1, 0], [2, 2]]
+    for i, codes in enumerate(chunks):
+        vals = rng.uniform(0.0, 1.0, len(codes))
+        for c, v in zip(codes, vals, strict=True):
+            want[c].append(v)
+        pool.add(np.array(codes, np.int8), vals)
+        assert (pool.codes is None) == (i < 3)  # chunk 3 goes back to point 0
+    assert pool.counts.tolist() == [4, 4, 4]
+    total, per = pool.stats("x", (50.0, 90.0), 3)
+    for got, vals in zip(per, want, strict=True):
+        assert got == metrics._stats("x", np.array(vals), (50.0, 90.0))
+    assert total["median_x_ms"] == float(np.median(np.concatenate(want)) * 1000)
+
+
+@pytest.mark.parametrize("codes", [[0, 0, 1, 1, 1, 3], [1, 0, 3, 1, 0, 1], [2], []])
+def test_sums_per_point_in_and_out_of_order(codes):
+    codes = np.array(codes, np.int8)
+    values = np.arange(1, codes.size + 1, dtype=np.int64) * 10**12  # beyond float32
+    g = metrics._groups(codes, 4)
+    assert g.ordered == bool(np.all(np.diff(codes) >= 0))
+    want = [int(values[codes == i].sum()) for i in range(4)]
+    assert g.counts.tolist() == [int((codes == i).sum()) for i in range(4)]
+    assert metrics._sum_by(g, codes, values).tolist() == want
+
+
+def test_read_ahead_keeps_order_and_raises_in_place():
+    from rackbook.core import traces
+
+    def batches():
+        yield from (1, 2, 3)
+        raise ValueError("broken page")
+
+    got = []
+    with pytest.raises(ValueError, match="broken page"):
+        for b in traces._read_ahead(batches(), depth=1):
+            got.append(b)
+    assert got == [1, 2, 3]
+
+
+def test_read_ahead_thread_stops_with_its_caller():
+    import itertools
+    import threading
+
+    from rackbook.core import traces
+
+    before = set(threading.enumerate())
+    it = traces._read_ahead(itertools.count(), depth=2)
+    assert [next(it), next(it)] == [0, 1]
+    (reader,) = set(threading.enumerate()) - before
+    assert reader.name == "rackbook-read-ahead" and reader.is_alive()
+    it.close()
+    reader.join(timeout=5)
+    assert not reader.is_alive()

@@ -82,3 +82,19 @@ def test_large_windows_give_the_same_percentiles(tmp_path, monkeypatch):
                 assert g[k] == pytest.approx(v, rel=1e-12), k
             elif k != "points":
                 assert g[k] == v, k
+
+
+@pytest.mark.parametrize(
+    "v",
+    [
+        np.full(10, 0.25),  # one value: one bucket
+        np.array([0.0, 5e-324, 1e-300, 1e-3, 1.0, 1e150] * 3),  # nearly all doubles
+        np.linspace(0.5, 0.5000001, 1000),  # a range narrower than one bucket of 16 bits
+    ],
+)
+def test_buckets_span_any_range(v):
+    b = orderstats._Buckets([[v]])
+    assert b.size <= orderstats._BUCKETS and not b.negative
+    assert np.all(np.diff(b.of(np.sort(v))) >= 0)  # buckets order like the values
+    mean, std, median, pct = orderstats.stats([v], PCTS)
+    assert median == np.median(v) and pct == [float(x) for x in np.percentile(v, PCTS)]

@@ -61,6 +61,7 @@ Size and method (measurements in ``benchmarks/README.md``):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 from dataclasses import dataclass, replace
@@ -303,14 +304,24 @@ def _hist_stats(
 class _Pool:
     """One latency metric's values (seconds) over a trace, each tagged with its point's index.
 
-    Exact: the values are kept, per point, in row order. Otherwise per point count, mean, M2
-    (sum of squared deviations), min, max and a log histogram are kept, merged chunk by chunk.
+    Exact: the values are kept in one array in row order (``capacity`` values allocated up
+    front, grown by doubling when more come), with their point indices: none are stored while
+    the points come one after another (the usual trace: each point's values are then one
+    segment of the array); from the first chunk that breaks that order, one small integer per
+    value. Otherwise per point count, mean, M2 (sum of squared deviations), min, max and a log
+    histogram are kept, merged chunk by chunk.
     """
 
-    def __init__(self, npoints: int, exact: bool = True) -> None:
+    def __init__(self, npoints: int, exact: bool = True, capacity: int = 0) -> None:
         self.npoints, self.exact = npoints, exact
-        self.pieces: list[list[np.ndarray]] = [[] for _ in range(npoints)]
-        if not exact:
+        if exact:
+            self.values = np.empty(capacity)
+            self.size = 0
+            self.counts = np.zeros(npoints, np.int64)
+            self.last = 0  # point index of the last value stored while in point order
+            self.codes: np.ndarray | None = None  # point index per value, once out of order
+            self.code_dtype = np.min_scalar_type(-max(npoints, 1))
+        else:
             self.n = np.zeros(npoints, np.int64)
             self.mean = np.zeros(npoints)
             self.m2 = np.zeros(npoints)
@@ -318,20 +329,47 @@ class _Pool:
             self.hi = np.full(npoints, -np.inf)
             self.hist = np.zeros(npoints * HIST_BINS, np.int64)
 
+    def reserve(self, k: int) -> np.ndarray:
+        """Room for ``k`` more exact values: write them there, then :meth:`commit`."""
+        need = self.size + k
+        if need > self.values.size:
+            grown = np.empty(max(need, 2 * self.values.size))
+            grown[: self.size] = self.values[: self.size]
+            self.values = grown
+            if self.codes is not None:
+                codes = np.empty(grown.size, self.code_dtype)
+                codes[: self.size] = self.codes[: self.size]
+                self.codes = codes
+        return self.values[self.size : need]
+
+    def commit(self, codes: np.ndarray, groups: _Groups | None = None) -> None:
+        """The values written into :meth:`reserve`'s room belong to points ``codes``
+        (``groups``: :func:`_groups` of ``codes``, when the caller has it)."""
+        k = codes.size
+        if not k:
+            return
+        g = _groups(codes, self.npoints) if groups is None else groups
+        in_order = self.codes is None and g.ordered and int(codes[0]) >= self.last
+        if self.codes is None and not in_order:  # from here on, one point index per value
+            self.codes = np.empty(self.values.size, self.code_dtype)
+            self.codes[: self.size] = np.repeat(
+                np.arange(self.npoints, dtype=self.code_dtype), self.counts
+            )
+        if self.codes is not None:
+            self.codes[self.size : self.size + k] = codes
+        else:
+            self.last = int(codes[-1])
+        self.counts += g.counts
+        self.size += k
+
     def add(self, codes: np.ndarray, vals: np.ndarray) -> None:
         if not vals.size:
             return
-        single = codes[0] == codes[-1] and bool((codes == codes[0]).all())
         if self.exact:
-            if single:
-                self.pieces[int(codes[0])].append(vals)
-                return
-            order = np.argsort(codes, kind="stable")
-            grouped = vals[order]
-            ends = np.cumsum(np.bincount(codes, minlength=self.npoints))
-            for c in np.flatnonzero(np.bincount(codes, minlength=self.npoints)):
-                self.pieces[c].append(grouped[(ends[c - 1] if c else 0) : ends[c]])
+            self.reserve(vals.size)[:] = vals
+            self.commit(codes)
             return
+        single = codes[0] == codes[-1] and bool((codes == codes[0]).all())
         P = self.npoints
         nb = np.bincount(codes, minlength=P)
         mb = np.bincount(codes, weights=vals, minlength=P) / np.maximum(nb, 1)
@@ -352,7 +390,7 @@ class _Pool:
         with np.errstate(divide="ignore"):
             b = np.floor(np.log(np.maximum(vals, HIST_LO_S / 2) / HIST_LO_S) / _LOG_RATIO)
         b = np.clip(b + 1, 0, HIST_BINS - 1).astype(np.int64)
-        self.hist += np.bincount(codes * HIST_BINS + b, minlength=P * HIST_BINS)
+        self.hist += np.bincount(codes.astype(np.int64) * HIST_BINS + b, minlength=P * HIST_BINS)
 
     def stats(
         self, name: str, percentiles: tuple[float, ...], points: int
@@ -381,50 +419,63 @@ class _Pool:
                 for i in range(points)
             ]
             return total, per
-        used = [i for i, p in enumerate(self.pieces) if p]
-        if sum(a.size for p in self.pieces for a in p) > _STD_BLOCK:
-            return self._stats_large(name, percentiles, points, used)
-        if len(used) <= 1 and (not used or used[0] < points):  # one point: total is that point
-            v = np.concatenate(self.pieces[used[0]]) if used else np.zeros(0)
-            self.pieces = [[] for _ in range(self.npoints)]
-            total = _stats_owned(name, v, percentiles)
-            empty = _stats(name, np.zeros(0), percentiles)
-            return total, [dict(total if i in used else empty) for i in range(points)]
-        # One array holds every point's values, point after point (row order within each):
-        # each point's statistics partition only its own segment, then the whole trace's
-        # statistics use the whole array (values grouped by point, so the whole-trace mean
-        # may differ from a row-order sum in the last bits).
-        sizes = [sum(a.size for a in p) for p in self.pieces]
-        v = np.empty(sum(sizes))
-        ends = np.cumsum(sizes)
-        for i, p in enumerate(self.pieces):
-            if p:
-                np.concatenate(p, out=v[ends[i] - sizes[i] : ends[i]])
-        self.pieces = [[] for _ in range(self.npoints)]
-        per = [
-            _stats_owned(name, v[ends[i] - sizes[i] : ends[i]], percentiles) for i in range(points)
-        ]
-        return _stats_owned(name, v, percentiles), per
+        return self._exact_stats(name, percentiles, points)
 
-    def _stats_large(
-        self, name: str, percentiles: tuple[float, ...], points: int, used: list[int]
+    def _window(self, i: int) -> np.ndarray:
+        """Point ``i``'s values in row order: a view while the points came in order, else a
+        copy."""
+        v = self.values[: self.size]
+        if self.codes is None:
+            end = int(self.counts[: i + 1].sum())
+            return v[end - int(self.counts[i]) : end]
+        return v[self.codes[: self.size] == i] if self.counts[i] else v[:0]
+
+    def _exact_stats(
+        self, name: str, percentiles: tuple[float, ...], points: int
     ) -> tuple[dict[str, float], list[dict[str, float]]]:
-        """:meth:`stats` of more than 1Mi values: each point's values stay in their pieces
-        (no copy of the data); the order statistics of every point and of the whole trace come
-        from one counting and one gathering pass (:mod:`rackbook.core.orderstats`: the numbers
-        numpy gives), the whole trace's mean and std from the points' moments."""
-        pieces, self.pieces = self.pieces, [[] for _ in range(self.npoints)]
-        res = orderstats.grouped_stats(pieces, percentiles)
-        if res is None:  # a negative value: join and partition each window
-            per = [_stats_pieces(name, pieces[i], percentiles) for i in range(points)]
-            total = _stats_pieces(name, [a for p in pieces for a in p], percentiles)
-            return total, per
-        got, whole = res
+        """:meth:`stats` of the exact values. Up to :data:`_STD_BLOCK` values, one in-place
+        partition per window (numpy's numbers bit for bit); beyond, each window's order
+        statistics come from one counting and one gathering pass over it
+        (:mod:`rackbook.core.orderstats`: the numbers numpy gives), for every point and the
+        whole trace in the same two passes while the points came in order. Each point's mean
+        and std are taken over its values in row order; the whole trace's over all values in
+        row order up to :data:`_STD_BLOCK` values, else merged from the points' moments."""
+        v = self.values[: self.size]
+        used = [i for i, c in enumerate(self.counts) if c]
         empty = _stats(name, np.zeros(0), percentiles)
-        per = [_named(name, got[i], percentiles) if got[i] else dict(empty) for i in range(points)]
-        if len(used) == 1 and used[0] < points:  # one point: total is that point
-            return dict(per[used[0]]), per
-        return _named(name, whole, percentiles), per
+        one = len(used) == 1 and used[0] < points  # one point: the total is that point
+        res = None
+        if v.size > _STD_BLOCK and self.codes is None and not one:
+            res = orderstats.grouped_stats(
+                [[self._window(i)] for i in range(self.npoints)], percentiles
+            )
+        elif v.size > _STD_BLOCK:  # one point, or the points interleaved: a window at a time
+            got: list[orderstats.Stats | None] = []
+            for i in range(self.npoints):
+                got.append(orderstats.stats([self._window(i)], percentiles) if i in used else None)
+                if i in used and got[-1] is None:
+                    break
+            else:
+                whole = got[used[0]] if one else orderstats.stats([v], percentiles)
+                res = None if whole is None else (got, whole)
+        if res is not None:
+            got, whole = res
+            per = [
+                _named(name, got[i], percentiles) if got[i] else dict(empty) for i in range(points)
+            ]
+            total = _named(name, whole, percentiles)
+        else:  # at most _STD_BLOCK values, or a negative one: partition each window in place
+            mean, std = _mean_std(v) if v.size and not one else (0.0, 0.0)
+            per = [_stats_owned(name, self._window(i), percentiles) for i in range(points)]
+            if one:
+                total = dict(per[used[0]])
+            else:  # the whole trace's mean and std as they were before its order changed
+                total = _stats_owned(name, v, percentiles)
+                if v.size:
+                    total[f"mean_{name}_ms"] = float(mean * 1000)
+                    total[f"std_{name}_ms"] = float(std * 1000)
+        self.values, self.codes, self.size = np.empty(0), None, 0
+        return total, per
 
 
 def _named(name: str, res: orderstats.Stats, percentiles: tuple[float, ...]) -> dict[str, float]:
@@ -440,22 +491,35 @@ def _named(name: str, res: orderstats.Stats, percentiles: tuple[float, ...]) -> 
     return out
 
 
-def _stats_pieces(name: str, pieces: list[np.ndarray], percentiles: tuple[float, ...]) -> dict:
-    """:func:`_stats` of the values of ``pieces`` taken together (joined, then partitioned)."""
-    v = np.concatenate(pieces) if pieces else np.zeros(0)
-    return _stats_owned(name, v, percentiles)
+@dataclass(frozen=True)
+class _Groups:
+    """How a chunk's point indices fall: values per point, and whether the indices never
+    decrease (then ``starts[i]`` is where point ``i``'s run begins, ``starts[-1]`` the end)."""
+
+    counts: np.ndarray
+    ordered: bool
+    starts: np.ndarray | None
 
 
-def _sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Integer sums of ``values`` per code (exact int64 when one code; else float64 bincount,
-    exact below 2**53 per chunk)."""
-    out = np.zeros(n, np.int64)
-    if not codes.size:
+def _groups(codes: np.ndarray, npoints: int) -> _Groups:
+    """:class:`_Groups` of ``codes`` (point indices below ``npoints``)."""
+    if codes.size > 1 and bool((codes[1:] < codes[:-1]).any()):
+        return _Groups(np.bincount(codes, minlength=npoints), False, None)
+    starts = np.searchsorted(codes, np.arange(npoints + 1))
+    return _Groups(np.diff(starts), True, starts)
+
+
+def _sum_by(g: _Groups, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Integer sums of ``values`` per point (``codes``, grouped as ``g``): exact int64 sums
+    of each run when the codes are in order, else float64 bincount (exact below 2**53 per
+    chunk)."""
+    out = np.zeros(g.counts.size, np.int64)
+    if g.ordered and g.starts is not None:
+        runs = np.flatnonzero(g.counts)
+        if runs.size:
+            out[runs] = np.add.reduceat(values.astype(np.int64, copy=False), g.starts[runs])
         return out
-    if codes[0] == codes[-1] and (codes == codes[0]).all():
-        out[int(codes[0])] = int(values.sum(dtype=np.int64))
-        return out
-    return np.rint(np.bincount(codes, weights=values, minlength=n)).astype(np.int64)
+    return np.rint(np.bincount(codes, weights=values, minlength=g.counts.size)).astype(np.int64)
 
 
 class _Summary:
@@ -466,8 +530,14 @@ class _Summary:
     """
 
     def __init__(
-        self, points: pd.DataFrame, percentiles: tuple[float, ...], exact_itl: bool = True
+        self,
+        points: pd.DataFrame,
+        percentiles: tuple[float, ...],
+        exact_itl: bool = True,
+        requests: int = 0,
+        gaps: int = 0,
     ) -> None:
+        """``requests`` and ``gaps``: how many rows will come (room allocated up front)."""
         self.points, self.percentiles = points, percentiles
         self.np = len(points)
         P = self.np + 1
@@ -476,10 +546,10 @@ class _Summary:
         self.tokens_in = np.zeros(P, np.int64)
         self.tokens_out = np.zeros(P, np.int64)
         self.pools = {
-            "ttft": _Pool(P),
-            "tpot": _Pool(P),
-            "itl": _Pool(P, exact=exact_itl),
-            "e2el": _Pool(P),
+            "ttft": _Pool(P, capacity=requests),
+            "tpot": _Pool(P, capacity=requests),
+            "itl": _Pool(P, exact=exact_itl, capacity=gaps if exact_itl else 0),
+            "e2el": _Pool(P, capacity=requests),
         }
 
     def add_requests(
@@ -491,28 +561,48 @@ class _Summary:
         in_tok: np.ndarray,
         out_tok: np.ndarray,
     ) -> None:
-        """One chunk of request rows; ``codes`` are point indices (int)."""
+        """One chunk of request rows; ``codes`` are point indices (int). The values are
+        written straight into the pools' arrays (no temporaries the size of the chunk but the
+        TPOT denominators)."""
         P = self.np + 1
-        if ok.all():  # the usual case: no copies
-            oc, t, e, o, i = codes, ttft, e2el, out_tok, in_tok
-        else:
-            oc, t, e, o, i = codes[ok], ttft[ok], e2el[ok], out_tok[ok], in_tok[ok]
-        n_ok = np.bincount(oc, minlength=P)
-        self.completed += n_ok
-        self.failed += np.bincount(codes, minlength=P) - n_ok
-        self.tokens_in += _sum_by(oc, i, P)
-        self.tokens_out += _sum_by(oc, o, P)
-        self.pools["ttft"].add(oc, t)
-        self.pools["e2el"].add(oc, e)
+        every = bool(ok.all())  # the usual case: no selection
+        oc = codes if every else codes[ok]
+        g = _groups(oc, P)
+        self.completed += g.counts
+        if not every:
+            self.failed += np.bincount(codes[~ok], minlength=P)
+        i, o = (in_tok, out_tok) if every else (in_tok[ok], out_tok[ok])
+        self.tokens_in += _sum_by(g, oc, i)
+        self.tokens_out += _sum_by(g, oc, o)
+        for name, vals in (("ttft", ttft), ("e2el", e2el)):
+            pool = self.pools[name]
+            room = pool.reserve(oc.size)
+            if every:
+                room[:] = vals
+            else:
+                np.compress(ok, vals, out=room)
+            pool.commit(oc, g)
+        pool = self.pools["tpot"]
         m = o > 1
-        if m.all():
-            self.pools["tpot"].add(oc, (e - t) / (o - 1))
+        if bool(m.all()):  # (e2el - ttft) / (output_tokens - 1), as vLLM
+            room = pool.reserve(oc.size)
+            t = _tail(self.pools["ttft"], oc.size)
+            np.subtract(_tail(self.pools["e2el"], oc.size), t, out=room)
+            np.divide(room, o - 1, out=room)
+            pool.commit(oc, g)
         else:
-            self.pools["tpot"].add(oc[m], tpot_s(t, e, o))
+            t, e = _tail(self.pools["ttft"], oc.size), _tail(self.pools["e2el"], oc.size)
+            pool.add(oc[m], tpot_s(t, e, o))
 
-    def add_itl(self, codes: np.ndarray, itl_s: np.ndarray) -> None:
-        """Gaps (s) of successful requests with their point indices."""
-        self.pools["itl"].add(codes, itl_s)
+    def add_itl(self, codes: np.ndarray, itl_s: np.ndarray, keep: np.ndarray | None = None) -> None:
+        """Gaps (s) of successful requests with their point indices; with ``keep`` (boolean
+        over ``itl_s``), the gaps where it is True (``codes`` are theirs)."""
+        pool = self.pools["itl"]
+        if keep is None or not pool.exact:
+            pool.add(codes, itl_s if keep is None else itl_s[keep])
+        else:
+            np.compress(keep, itl_s, out=pool.reserve(codes.size))
+            pool.commit(codes)
 
     def result(self, trace_id: str, kind: str) -> TraceSummary:
         n = self.np
@@ -540,6 +630,11 @@ class _Summary:
             keys = {k: (int(v) if isinstance(v, (np.integer,)) else v) for k, v in keys.items()}
             points.append(PointMetrics(str(p["point_id"]), keys, m))
         return TraceSummary(trace_id, kind, total, points)
+
+
+def _tail(pool: _Pool, k: int) -> np.ndarray:
+    """The last ``k`` exact values stored in ``pool``."""
+    return pool.values[pool.size - k : pool.size]
 
 
 def _window(
@@ -623,17 +718,20 @@ def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int
     """Feed ``path``/itl.parquet to ``acc`` chunk by chunk; ``row_code`` is each request row's
     point index, or -1 for a failed request. Checks as :func:`rackbook.core.traces.validate`."""
     n_req = len(row_code)
-    for off, c in traces.iter_table(path, "itl", ["request_row", "itl_s"], chunk_rows):
-        rr, v = c["request_row"], c["itl_s"]
-        if rr.size and (rr.min() < 0 or rr.max() >= n_req):
-            raise InputError(path, "itl.request_row", "refers to a request row that is absent")
-        traces.check_values(v, path, "itl_s", traces.RowNames("itl"), offset=off)
-        code = row_code[rr]
-        keep = code >= 0
-        if keep.all():
-            acc.add_itl(code, v)
-        else:
-            acc.add_itl(code[keep], v[keep])
+    with contextlib.closing(
+        traces.iter_table(path, "itl", ["request_row", "itl_s"], chunk_rows)
+    ) as chunks:  # on error: its thread stops
+        for off, c in chunks:
+            rr, v = c["request_row"], c["itl_s"]
+            if rr.size and (rr.min() < 0 or rr.max() >= n_req):
+                raise InputError(path, "itl.request_row", "refers to a request row that is absent")
+            traces.check_values(v, path, "itl_s", traces.RowNames("itl"), offset=off)
+            code = row_code[rr]
+            keep = code >= 0
+            if keep.all():
+                acc.add_itl(code, v)
+            else:
+                acc.add_itl(code[keep], v, keep)
 
 
 def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
@@ -645,8 +743,9 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
     """
     req = trace.requests
     stream_itl = not trace.itl_loaded and trace.path is not None
-    exact_itl = not stream_itl or traces.table_rows(trace.path, "itl") <= EXACT_ITL_MAX
-    acc = _Summary(trace.points, percentiles, exact_itl=exact_itl)
+    n_itl = traces.table_rows(trace.path, "itl") if stream_itl else len(trace.itl)
+    exact_itl = not stream_itl or n_itl <= EXACT_ITL_MAX
+    acc = _Summary(trace.points, percentiles, exact_itl, requests=len(req), gaps=n_itl)
     codes = _point_index(req["point_id"], trace.points)
     ok = req["success"].to_numpy(dtype=bool)
     acc.add_requests(
@@ -663,7 +762,7 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
     elif not trace.itl.empty:
         code = row_code[trace.itl["request_row"].to_numpy()]
         keep = code >= 0
-        acc.add_itl(code[keep], trace.itl["itl_s"].to_numpy(dtype=np.float64)[keep])
+        acc.add_itl(code[keep], trace.itl["itl_s"].to_numpy(dtype=np.float64), keep)
     return with_validity(acc.result(trace.trace_id, trace.kind), trace)
 
 
@@ -723,24 +822,27 @@ def summarize_path(
         return summarize(traces.read_trace(path), percentiles)
     pts = traces.conform(traces.read_table(path, "points"), "points", path)
     _check_points(path, pts)
-    acc = _Summary(pts, percentiles, exact_itl=n_itl <= EXACT_ITL_MAX)
+    acc = _Summary(pts, percentiles, n_itl <= EXACT_ITL_MAX, requests=n_req, gaps=n_itl)
     pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
-    row_code = np.empty(n_req, np.int32)
-    for off, c in traces.iter_table(path, "requests", _REQUEST_COLUMNS, chunk_rows):
-        codes_in_dict, values = c["point_id"]
-        lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
-        if (lut < 0).any():
-            unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
-            raise InputError(
-                path, "requests.point_id", f"point {unknown[0]!r} is not in points.parquet"
+    row_code = np.empty(n_req, np.min_scalar_type(-(len(pts) + 1)))  # point index, -1: failed
+    with contextlib.closing(
+        traces.iter_table(path, "requests", _REQUEST_COLUMNS, chunk_rows)
+    ) as chunks:  # on error: its thread stops
+        for off, c in chunks:
+            codes_in_dict, values = c["point_id"]
+            lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
+            if (lut < 0).any():
+                unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
+                raise InputError(
+                    path, "requests.point_id", f"point {unknown[0]!r} is not in points.parquet"
+                )
+            codes = lut[codes_in_dict] if lut.size else np.zeros(0, np.int32)
+            ok = c["success"].astype(bool, copy=False)
+            traces.check_request_rows(c, ok, path, offset=off)
+            acc.add_requests(
+                codes, ok, c["ttft_s"], c["e2el_s"], c["prompt_tokens"], c["output_tokens"]
             )
-        codes = lut[codes_in_dict] if lut.size else np.zeros(0, np.int32)
-        ok = c["success"].astype(bool, copy=False)
-        traces.check_request_rows(c, ok, path, offset=off)
-        acc.add_requests(
-            codes, ok, c["ttft_s"], c["e2el_s"], c["prompt_tokens"], c["output_tokens"]
-        )
-        row_code[off : off + len(ok)] = np.where(ok, codes, -1)
+            row_code[off : off + len(ok)] = np.where(ok, codes, -1)
     _stream_itl(acc, path, row_code, chunk_rows)
     del row_code
     res = acc.result(str(run.get("trace_id", "")), str(run.get("kind", "")))
@@ -803,6 +905,10 @@ def cli_summarize(args: argparse.Namespace) -> int:
                 f"{path / 'expert_load.parquet'} --ep-size N` reads them)",
             )
         raise InputError(path, "requests.parquet", "no requests: an empty trace has no metrics")
+    if traces.table_rows(path, "requests") > FULL_READ_MAX_REQUESTS:
+        from rackbook.core import alloc
+
+        alloc.retain_freed_memory()  # streamed: reuse freed chunk temporaries (alloc doc)
     s = summarize_path(args.trace)
     if args.json:
         print(json.dumps(s.to_dict(), allow_nan=False, default=str))

@@ -29,7 +29,7 @@ import numpy as np
 
 #: Values per block in each pass (bounds the temporaries: about 8 bytes x 3 per value).
 BLOCK = 1 << 20
-_SHIFT = 48  # top 16 bits of the float64's pattern
+#: At most this many buckets (counts: 8 bytes each per window).
 _BUCKETS = 1 << 16
 
 
@@ -39,15 +39,42 @@ def _blocks(pieces: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
             yield p[lo : lo + BLOCK]
 
 
-def _counts(pieces: Sequence[np.ndarray]) -> np.ndarray | None:
-    """Values per bucket (pass 1); None when a value is negative or -0.0."""
-    counts = np.zeros(_BUCKETS, np.int64)
-    for blk in _blocks(pieces):
-        b = blk.view(np.int64) >> _SHIFT
-        if b.min() < 0:
-            return None
-        counts += np.bincount(b, minlength=_BUCKETS)
-    return counts
+class _Buckets:
+    """Buckets of the values' IEEE bit patterns: ``(pattern >> shift) - base``, the finest
+    shift that spans the values' range in at most :data:`_BUCKETS` buckets (for values over a
+    few orders of magnitude, thousands of buckets per octave: the buckets that hold the wanted
+    order statistics hold few values)."""
+
+    def __init__(self, groups: Sequence[Sequence[np.ndarray]]) -> None:
+        lo, hi, self.negative = None, None, False
+        for g in groups:
+            for blk in _blocks(g):
+                if not blk.size:
+                    continue
+                bits = blk.view(np.int64)
+                a, b = int(bits.min()), int(bits.max())
+                lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+        if lo is not None and lo < 0:  # a negative value or -0.0: patterns do not order
+            self.negative = True
+        lo, hi = (0, 0) if lo is None else (lo, hi)
+        self.shift = 0
+        while (hi >> self.shift) - (lo >> self.shift) >= _BUCKETS:
+            self.shift += 1
+        self.base = lo >> self.shift
+        self.size = int((hi >> self.shift) - self.base + 1)
+
+    def of(self, blk: np.ndarray) -> np.ndarray:
+        """Bucket of each value of ``blk`` (int64)."""
+        b = blk.view(np.int64) >> self.shift
+        b -= self.base
+        return b
+
+    def counts(self, pieces: Sequence[np.ndarray]) -> np.ndarray:
+        """Values per bucket (pass 1)."""
+        counts = np.zeros(self.size, np.int64)
+        for blk in _blocks(pieces):
+            counts += np.bincount(self.of(blk), minlength=self.size)
+        return counts
 
 
 def _plan(cum: np.ndarray, ks: Sequence[int]) -> dict[int, list[int]]:
@@ -83,12 +110,10 @@ def grouped_order_stats(
     """:func:`order_stats` of each group (``ks[i]`` for group ``i``) and of all groups taken
     together (``whole_ks``), in one counting pass and one gathering pass over the data: the
     whole's counts are the sum of the groups'. None as :func:`order_stats`."""
-    counts = []
-    for g in groups:
-        c = _counts(g)
-        if c is None:
-            return None
-        counts.append(c)
+    buckets = _Buckets(groups)
+    if buckets.negative:
+        return None
+    counts = [buckets.counts(g) for g in groups]
     whole_cum = np.cumsum(np.sum(counts, axis=0)) if counts else np.zeros(1, np.int64)
     whole_plan = _plan(whole_cum, whole_ks) if whole_ks else {}
     whole_got: dict[int, list[np.ndarray]] = {b: [] for b in whole_plan}
@@ -97,18 +122,20 @@ def grouped_order_stats(
         cum = np.cumsum(c)
         plan = _plan(cum, gk) if gk else {}
         got: dict[int, list[np.ndarray]] = {b: [] for b in plan}
-        want = np.zeros(_BUCKETS, bool)
-        want[list(plan)] = True
-        want[list(whole_plan)] = True
+        wanted = sorted(set(plan) | set(whole_plan))
+        want = np.zeros(buckets.size, bool)
+        want[wanted] = True
         for blk in _blocks(g):
-            b = blk.view(np.int64) >> _SHIFT
-            m = want[b]
-            if not m.any():
+            b = buckets.of(blk)
+            at = np.flatnonzero(want[b])
+            if not at.size:
                 continue
-            vals, bs = blk[m], b[m]
-            for dest in (got, whole_got):
-                for bucket, lst in dest.items():
-                    lst.append(vals[bs == bucket])
+            vals, bs = blk[at], b[at]
+            for bucket in wanted:
+                sel = vals[bs == bucket]
+                for dest in (got, whole_got):
+                    if bucket in dest:
+                        dest[bucket].append(sel)
         per.append(_select(cum, plan, got))
     return per, _select(whole_cum, whole_plan, whole_got)
 

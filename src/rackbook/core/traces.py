@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import queue
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +99,10 @@ def check_values(
 ) -> None:
     """Finite, non-negative values (and, for token counts, not implausibly large); the first
     bad one raises :class:`InputError` named by ``names`` at row ``offset + i``."""
+    if values.dtype.kind in "iuf" and values.size:  # all good: two reductions, no temporaries
+        lo, hi = values.min(), values.max()  # NaN in either fails every comparison below
+        if lo >= 0 and (hi <= MAX_TOKENS if tokens else hi < np.inf):
+            return
     for bad, problem in (
         (~np.isfinite(values), NON_FINITE),
         (values < 0, "negative value"),
@@ -370,6 +376,50 @@ def table_rows(path: str | Path, name: str) -> int:
         raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
 
 
+#: Chunks decoded ahead of the one in use by :func:`iter_table`'s reading thread.
+READ_AHEAD = 1
+
+
+def _read_ahead(batches: Iterator[Any], depth: int = READ_AHEAD) -> Iterator[Any]:
+    """``batches`` (pyarrow's Parquet reader) advanced in a thread, ``depth`` items ahead of
+    the caller: decoding (which releases the GIL) runs on one core while the caller computes
+    on the other. Items come in order; an exception in the thread is raised at its place in
+    the sequence; the thread stops when the caller does."""
+    q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(depth, 1))
+    stop = threading.Event()
+
+    def put(item: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for b in batches:
+                if not put((True, b)):
+                    return
+            put((False, None))
+        except BaseException as exc:  # handed to the caller, raised there
+            put((False, exc))
+
+    t = threading.Thread(target=work, name="rackbook-read-ahead", daemon=True)
+    t.start()
+    try:
+        while True:
+            more, item = q.get()
+            if not more:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stop.set()
+
+
 def iter_table(
     path: str | Path, name: str, columns: list[str], chunk_rows: int = 1 << 20
 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
@@ -396,44 +446,51 @@ def iter_table(
         if c not in have:
             raise InputError(path, f"{name}.{c}", "missing column")
     offset = 0
-    batches = pf.iter_batches(batch_size=chunk_rows, columns=columns)
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
-        out: dict[str, Any] = {}
-        for c in columns:
-            col, fname = batch.column(c), f"{name}.{c}"
-            if col.null_count and not known[c].nullable:
-                row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-                raise InputError(path, fname, f"missing value in row {offset + row}")
-            dtype = known[c].dtype
+    batches = _read_ahead(pf.iter_batches(batch_size=chunk_rows, columns=columns))
+    try:  # a caller that stops (or fails) stops the reading thread
+        while True:
             try:
-                if dtype == "string":
-                    if not pa.types.is_dictionary(col.type):
-                        col = col.cast(pa.string()).dictionary_encode()
-                    out[c] = (
-                        col.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
-                        col.dictionary.cast(pa.string()).to_pylist(),
-                    )
-                    continue
-                if col.type != _ARROW[dtype]:
-                    col = col.cast(_ARROW[dtype])
-            except (pa.ArrowException, ValueError, TypeError) as exc:
-                raise InputError(path, fname, f"expected {dtype}: {exc}") from None
-            arr = col.to_numpy(zero_copy_only=False)
-            if dtype == "float64" and not known[c].nullable:
-                bad = ~np.isfinite(arr)
-                if bad.any():
-                    raise InputError(
-                        path, fname, f"{NON_FINITE} in row {offset + int(bad.argmax())}"
-                    )
-            out[c] = arr
-        yield offset, out
-        offset += batch.num_rows
+                batch = next(batches)
+            except StopIteration:
+                return
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+            out: dict[str, Any] = {}
+            for c in columns:
+                col, fname = batch.column(c), f"{name}.{c}"
+                if col.null_count and not known[c].nullable:
+                    row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                    raise InputError(path, fname, f"missing value in row {offset + row}")
+                dtype = known[c].dtype
+                try:
+                    if dtype == "string":
+                        if not pa.types.is_dictionary(col.type):
+                            col = col.cast(pa.string()).dictionary_encode()
+                        out[c] = (
+                            col.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
+                            col.dictionary.cast(pa.string()).to_pylist(),
+                        )
+                        continue
+                    if col.type != _ARROW[dtype]:
+                        col = col.cast(_ARROW[dtype])
+                except (pa.ArrowException, ValueError, TypeError) as exc:
+                    raise InputError(path, fname, f"expected {dtype}: {exc}") from None
+                arr = col.to_numpy(zero_copy_only=False)
+                if dtype == "float64" and not known[c].nullable and arr.size:
+                    # NaN makes min and max NaN: two reductions instead of a mask when all is well
+                    if np.isfinite(arr.min()) and np.isfinite(arr.max()):
+                        out[c] = arr
+                        continue
+                    bad = ~np.isfinite(arr)
+                    if bad.any():
+                        raise InputError(
+                            path, fname, f"{NON_FINITE} in row {offset + int(bad.argmax())}"
+                        )
+                out[c] = arr
+            yield offset, out
+            offset += batch.num_rows
+    finally:
+        batches.close()
 
 
 def keep_rows(trace: Trace, keep: np.ndarray, points: pd.Series | None = None) -> Trace:
