@@ -414,3 +414,37 @@ def test_huge_counts_are_refused():
 
     with pytest.raises(InputError, match=r"loads\[0\]\[0\]: implausibly large"):
         eplb.evaluate([[3.4028235677973366e38, 1.0]], ep_size=1, redundant=0)
+
+
+def _packing_layer_by_layer(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy packing written as vLLM writes it: one layer, one item at a time."""
+    layers, items = weight.shape
+    per_pack = items // num_packs
+    order = np.argsort(-weight, axis=-1, kind="stable")
+    pack_index = np.full((layers, items), -1, dtype=np.int64)
+    rank = np.full((layers, items), -1, dtype=np.int64)
+    for layer in range(layers):
+        w, n = np.zeros(num_packs), np.zeros(num_packs, dtype=np.int64)
+        for item in order[layer]:
+            pack = int(np.argmin(w))
+            pack_index[layer, item], rank[layer, item] = pack, n[pack]
+            w[pack] += weight[layer, item]
+            n[pack] += 1
+            if n[pack] == per_pack:
+                w[pack] = np.inf
+    return pack_index, rank
+
+
+@pytest.mark.parametrize("kind", ["distinct", "ties", "all-equal"])
+def test_balanced_packing_equals_the_layer_by_layer_greedy(kind: str) -> None:
+    rng = np.random.default_rng(11)
+    for packs, items in ((2, 6), (4, 32), (8, 64), (3, 9)):
+        shape = (int(rng.integers(1, 12)), items)
+        w = {
+            "distinct": rng.random(shape),
+            "ties": rng.integers(0, 3, shape).astype(float),
+            "all-equal": np.ones(shape),
+        }[kind]
+        got = eplb.balanced_packing(w, packs)
+        want = _packing_layer_by_layer(w, packs)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

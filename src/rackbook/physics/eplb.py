@@ -235,17 +235,19 @@ def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np
     rank_in_pack = np.full((num_layers, num_items), -1, dtype=np.int64)
     pack_weights = np.zeros((num_layers, num_packs), dtype=np.float64)
     pack_items = np.zeros((num_layers, num_packs), dtype=np.int64)
-    for layer in range(num_layers):
-        w_row = pack_weights[layer]
-        n_row = pack_items[layer]
-        for item in order[layer]:
-            pack = int(np.argmin(w_row))
-            pack_index[layer, item] = pack
-            rank_in_pack[layer, item] = n_row[pack]
-            w_row[pack] += weight[layer, item]
-            n_row[pack] += 1
-            if n_row[pack] == per_pack:
-                w_row[pack] = np.inf  # full: never the lightest again
+    # Every layer's greedy pass at once, item rank by item rank: the same picks and sums as a
+    # loop per layer (np.argmin along a row returns that row's first minimum), 60x fewer steps.
+    rows = np.arange(num_layers)
+    for step in range(num_items):
+        item = order[:, step]
+        pack = np.argmin(pack_weights, axis=1)
+        pack_index[rows, item] = pack
+        n = pack_items[rows, pack]
+        rank_in_pack[rows, item] = n
+        pack_weights[rows, pack] += weight[rows, item]
+        pack_items[rows, pack] = n + 1
+        full = n + 1 == per_pack
+        pack_weights[rows[full], pack[full]] = np.inf  # full: never the lightest again
     return pack_index, rank_in_pack
 
 
