@@ -37,6 +37,14 @@ import run as rb  # noqa: E402  (benchmarks/run.py: measuring children, inputs, 
 ROOT, PY, RACKBOOK = rb.ROOT, rb.PY, rb.RACKBOOK
 
 
+def _env(extra: dict[str, str] | None) -> dict[str, str]:
+    """The children's environment: bytecode is cached as Python does by default (and as
+    ``make`` does: it unexports PYTHONDONTWRITEBYTECODE, which the project's machines set and
+    which would make every measured run compile every module of both checkouts again)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **(extra or {})}
+
+
 def _measured(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """One child run: wall, CPU and peak RSS (through run.py's ``_child``)."""
     rb.wait_idle()
@@ -45,7 +53,7 @@ def _measured(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, An
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, **(env or {})},
+        env=_env(env),
     )
     res = json.loads(p.stdout.strip().splitlines()[-1])
     if res["rc"] != 0:
@@ -124,19 +132,20 @@ def bench_summarize(d: Path, repeat: int, base: Path | None, n: int) -> dict[str
     bl = _baseline(base)
     if bl:
         cmds["baseline"] = ([*bl[0], "summarize", str(tdir), "--json"], bl[1])
+    for k in cmds:  # once each, unmeasured: bytecode cached, trace files in the page cache
+        _measured(*cmds[k])
     rounds = []
     for i in range(repeat):
         order = list(cmds) if i % 2 == 0 else list(reversed(cmds))
-        rounds.append({k: _measured(*cmds[k]) for k in order})
+        load = os.getloadavg()[0]
+        rounds.append({k: _measured(*cmds[k]) for k in order} | {"load_1min": load})
         print(f"summarize round {i + 1}: {json.dumps(rounds[-1])}", file=sys.stderr, flush=True)
     res = {"input": info, "runs": _summary(rounds, list(cmds))}
     if bl:
         res["ratio_wall_rackbook_over_baseline"] = _ratios(rounds, "rackbook", "baseline", "wall_s")
         docs = []
         for cmd, env in cmds.values():  # once more, unmeasured, for the full output
-            p = subprocess.run(
-                cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=True
-            )
+            p = subprocess.run(cmd, capture_output=True, text=True, env=_env(env), check=True)
             docs.append(json.loads(p.stdout.strip().splitlines()[-1]))
         res["same_medians_and_percentiles"] = _same_order_stats(docs[0], docs[1])
     return res
