@@ -312,10 +312,13 @@ class _Pool:
     histogram are kept, merged chunk by chunk.
     """
 
-    def __init__(self, npoints: int, exact: bool = True, capacity: int = 0) -> None:
+    def __init__(
+        self, npoints: int, exact: bool = True, capacity: int = 0, room: np.ndarray | None = None
+    ) -> None:
+        """``room``: an array to fill first (default: ``capacity`` new values)."""
         self.npoints, self.exact = npoints, exact
         if exact:
-            self.values = np.empty(capacity)
+            self.values = np.empty(capacity) if room is None else room
             self.size = 0
             self.counts = np.zeros(npoints, np.int64)
             self.last = 0  # point index of the last value stored while in point order
@@ -537,7 +540,10 @@ class _Summary:
         requests: int = 0,
         gaps: int = 0,
     ) -> None:
-        """``requests`` and ``gaps``: how many rows will come (room allocated up front)."""
+        """``requests`` and ``gaps``: how many rows will come. One array is allocated up front
+        for the values: first TTFT, E2EL and TPOT (a third each), then, once
+        :meth:`requests_done` has their statistics, the gaps (new memory is the slow part of a
+        large summary: the kernel maps and zeroes it page by page)."""
         self.points, self.percentiles = points, percentiles
         self.np = len(points)
         P = self.np + 1
@@ -545,12 +551,25 @@ class _Summary:
         self.failed = np.zeros(P, np.int64)
         self.tokens_in = np.zeros(P, np.int64)
         self.tokens_out = np.zeros(P, np.int64)
+        self.gaps = gaps if exact_itl else 0
+        self.block = np.empty(max(3 * requests, self.gaps))
+        r = requests
         self.pools = {
-            "ttft": _Pool(P, capacity=requests),
-            "tpot": _Pool(P, capacity=requests),
-            "itl": _Pool(P, exact=exact_itl, capacity=gaps if exact_itl else 0),
-            "e2el": _Pool(P, capacity=requests),
+            "ttft": _Pool(P, room=self.block[:r]),
+            "tpot": _Pool(P, room=self.block[2 * r : 3 * r]),
+            "itl": _Pool(P, exact=exact_itl, room=np.empty(0)),
+            "e2el": _Pool(P, room=self.block[r : 2 * r]),
         }
+        self.done: dict[str, tuple[dict[str, float], list[dict[str, float]]]] = {}
+
+    def requests_done(self) -> None:
+        """Every request row has come: the statistics of TTFT, TPOT and E2EL now, and their
+        array becomes the gaps' room."""
+        for m in ("ttft", "tpot", "e2el"):
+            self.done[m] = self.pools[m].stats(m, self.percentiles, self.np)
+        if self.pools["itl"].exact and not self.pools["itl"].size:
+            self.pools["itl"].values = self.block[: self.gaps]
+        self.block = np.empty(0)
 
     def add_requests(
         self,
@@ -606,7 +625,12 @@ class _Summary:
 
     def result(self, trace_id: str, kind: str) -> TraceSummary:
         n = self.np
-        stats = {m: self.pools[m].stats(m, self.percentiles, n) for m in LATENCY_METRICS}
+        if not self.done:
+            self.requests_done()
+        stats = {
+            m: self.done[m] if m in self.done else self.pools[m].stats(m, self.percentiles, n)
+            for m in LATENCY_METRICS
+        }
         durations = self.points["duration_s"].to_numpy(dtype=np.float64)
         total = _window(
             float(durations.sum()),
@@ -757,6 +781,7 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
         req["output_tokens"].to_numpy(dtype=np.int64),
     )
     row_code = np.where(ok, codes, -1).astype(np.int32)
+    acc.requests_done()
     if stream_itl:
         _stream_itl(acc, Path(trace.path), row_code, CHUNK_ROWS)
     elif not trace.itl.empty:
@@ -843,6 +868,7 @@ def summarize_path(
                 codes, ok, c["ttft_s"], c["e2el_s"], c["prompt_tokens"], c["output_tokens"]
             )
             row_code[off : off + len(ok)] = np.where(ok, codes, -1)
+    acc.requests_done()
     _stream_itl(acc, path, row_code, chunk_rows)
     del row_code
     res = acc.result(str(run.get("trace_id", "")), str(run.get("kind", "")))
