@@ -508,8 +508,14 @@ def _groups(codes: np.ndarray, npoints: int) -> _Groups:
     """:class:`_Groups` of ``codes`` (point indices below ``npoints``)."""
     if codes.size > 1 and bool((codes[1:] < codes[:-1]).any()):
         return _Groups(np.bincount(codes, minlength=npoints), False, None)
-    starts = np.searchsorted(codes, np.arange(npoints + 1))
+    # the points in the codes' own type: searchsorted would convert the codes otherwise
+    starts = np.searchsorted(codes, np.arange(npoints + 1, dtype=_code_type(codes, npoints)))
     return _Groups(np.diff(starts), True, starts)
+
+
+def _code_type(codes: np.ndarray, npoints: int) -> np.dtype:
+    """The integer type that holds ``codes`` and 0 to ``npoints``."""
+    return np.result_type(codes.dtype, np.min_scalar_type(-npoints))
 
 
 def _sum_by(g: _Groups, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -855,7 +861,7 @@ def summarize_path(
     ) as chunks:  # on error: its thread stops
         for off, c in chunks:
             codes_in_dict, values = c["point_id"]
-            lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
+            lut = np.array([pid_index.get(v, -1) for v in values], dtype=row_code.dtype)
             if (lut < 0).any():
                 unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
                 raise InputError(
