@@ -1176,3 +1176,27 @@ def test_eplb_log_binary_file(tmp_path):
     p = tmp_path / "server.log"
     p.write_bytes(b"\x00\xff\xfe EPLB step: \xff\n")
     input_error(lambda: expert_load.parse_eplb_log(p), p, "line 1", "malformed")
+
+
+def test_read_yaml_parses_an_unchanged_file_once_and_sees_a_change(tmp_path, monkeypatch):
+    import os
+
+    from rackbook.inputs import loader
+
+    p = tmp_path / "c.yaml"
+    p.write_text("a: [1, 2]\n")
+    parses = []
+    real = loader._parse_yaml
+    monkeypatch.setattr(loader, "_parse_yaml", lambda *a: parses.append(1) or real(*a))
+    first = loader.read_yaml(p)
+    first["a"].append(3)  # the caller's own copy
+    assert loader.read_yaml(p) == {"a": [1, 2]} and len(parses) == 1
+    p.write_text("a: [1, 2, 9]\n")
+    assert loader.read_yaml(p) == {"a": [1, 2, 9]} and len(parses) == 2
+    st = p.stat()
+    p.write_text("a: [1, 2, 8]\n")  # same size, same time stamps: still seen
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert loader.read_yaml(p) == {"a": [1, 2, 8]} and len(parses) == 3
+    p.unlink()
+    with pytest.raises(InputError, match="file not found"):
+        loader.read_yaml(p)
