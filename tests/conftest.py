@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,21 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored():
+    """Every test leaves SIGINT's and SIGTERM's handlers as it found them: a handler left
+    installed (or SIG_IGN) changes how later tests in the same process see Ctrl-C."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    changed = {}
+    for sig, old in before.items():
+        now = signal.getsignal(sig)
+        if now is not old:
+            changed[sig.name] = now
+            signal.signal(sig, old)
+    assert not changed, f"the test left signal handlers installed: {changed}"
 
 
 @pytest.fixture(scope="session")

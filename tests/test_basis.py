@@ -114,6 +114,9 @@ def test_a_figure_with_an_unknown_basis_part_fails(tmp_path, part):
     gone = _figures_with(tmp_path, lambda f: f[0].pop("basis"))
     with pytest.raises(InputError, match="basis: field required"):
         figures.load_figures(gone)
+    twice = _figures_with(tmp_path, lambda f: f[0]["basis"].update(model="x"))
+    with pytest.raises(InputError, match="basis.model: comes from the figure's own field"):
+        figures.load_figures(twice)
 
 
 def test_every_published_point_has_a_complete_basis():

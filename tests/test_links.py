@@ -53,3 +53,15 @@ def test_internal_links_resolve_and_external_ones_are_well_formed(built_book):
     assert not broken, broken[:20]
     assert not bad_urls, bad_urls[:20]
     assert len(external) >= 30  # the sources the book cites, each a link
+
+
+def test_collapsed_parameter_cells_say_what_they_hold(built_book):
+    """No chapter shows myst-nb's bare "Show code cell source": both parameter cells (the
+    notebook's defaults and what the build passed) are labelled."""
+    from rackbook.book.runner import PARAMETER_PROMPTS, available_results
+
+    for result in available_results():
+        (page,) = built_book.rglob(f"{result}.html")
+        dom = html.unescape(page.read_text(encoding="utf-8"))
+        assert "Show code cell source" not in dom, page
+        assert PARAMETER_PROMPTS["parameters"] in dom, page

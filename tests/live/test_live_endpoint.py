@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +69,54 @@ def test_parse_models_bad_answers_are_one_line(body, says):
 def test_unreachable_endpoint_is_one_line_error():
     with pytest.raises(InputError, match=r"unreachable \(GET /v1/models"):
         endpoint.served_model("http://127.0.0.1:9", timeout_s=2)  # port 9: discard, closed
+
+
+class _Silent:
+    """A local TCP endpoint that never answers: it takes connections (or, with ``headers``,
+    sends an HTTP status line and headers) and then says nothing until closed."""
+
+    def __init__(self, headers: bool = False) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.headers, self.conns, self.done = headers, [], threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self.done.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.conns.append(conn)
+            if self.headers:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")
+
+    def close(self) -> None:
+        self.done.set()
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("headers", [False, True], ids=["no-answer", "headers-then-nothing"])
+def test_an_endpoint_that_never_answers_is_one_line_within_the_timeout(headers):
+    silent = _Silent(headers)
+    url = f"http://127.0.0.1:{silent.port}"
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(InputError) as e:
+            endpoint.served_model(url, timeout_s=1)
+        took = time.monotonic() - t0
+        assert endpoint.server_version(url, timeout_s=1) is None  # optional: no answer, no version
+    finally:
+        silent.close()
+    assert silent.conns, "the client never connected"
+    assert "unreachable (GET /v1/models" in str(e.value) and "timed out" in str(e.value)
+    assert (e.value.file, e.value.field) == ("--endpoint", url) and "\n" not in str(e.value)
+    assert took < 5
 
 
 def test_declared_gpus_text_and_nvidia_smi_file(tmp_path):

@@ -280,6 +280,29 @@ def test_a_faulty_request_is_a_failed_request_with_its_reason(server, tmp_path, 
     assert len(proxy.seen) in (8, 16) and proxy.seen.count(mode) == len(proxy.seen) // 4
 
 
+def test_a_point_whose_every_request_fails_stops_the_recording(server, tmp_path):
+    """Every measured request answered HTTP 500: no point is made of nothing. The recording
+    stops with one line naming the point, its counts and --resume; record.json keeps the
+    failure and its raw results; no trace folder is written."""
+    proxy = FaultProxy(server, {0: "500"}, period=1)
+    try:
+        out = tmp_path / "trace"
+        r = record(out, f"http://127.0.0.1:{proxy.port}", "-p", "num_requests", "4")
+    finally:
+        proxy.close()
+    assert r.returncode == 2, r.stderr[-3000:]
+    errors = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1, r.stderr[-3000:]
+    assert "point failed: every request failed (0 requests completed, 4 failed" in errors[0]
+    assert "--resume" in errors[0]
+    assert set(proxy.seen) == {"500"} and len(proxy.seen) == 4
+    assert not out.exists()
+    (info,) = [json.loads(p.read_text()) for p in tmp_path.rglob("record.json")]
+    (failure,) = info["failures"]
+    assert (failure["requests_completed"], failure["requests_failed"]) == (0, 4)
+    assert failure["reason"] == "every request failed" and failure["raw"]
+
+
 def test_a_stalled_stream_times_out_instead_of_hanging(server, tmp_path):
     """A stream that sends headers and then nothing fails after RACKBOOK_REQUEST_TIMEOUT_S
     seconds with the client's timeout as its reason; the recording ends on its own."""

@@ -290,8 +290,14 @@ def test_record_forwards_ctrl_c_and_waits_for_the_child(tmp_path, monkeypatch):
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)  # what a notebook interrupt does to the kernel
 
+    # A kernel raises KeyboardInterrupt on SIGINT; a test process started in the background by
+    # a non-interactive shell inherits SIGINT ignored (POSIX), and Python keeps it so.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt_when_started, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        live.record("single-user", output=tmp_path / "tr")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            live.record("single-user", output=tmp_path / "tr")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert done.exists()  # the child's handler ran to the end before record() returned
     assert os.environ.get("PYTEST_CURRENT_TEST")  # still in the test: nothing else interrupted

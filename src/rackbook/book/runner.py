@@ -489,9 +489,17 @@ def add_alt_text(source: str, glued: dict[str, str]) -> str:
     return _FIGURE.sub(fix, source)
 
 
+#: What the collapsed parameter cells say instead of myst-nb's "Show code cell source".
+PARAMETER_PROMPTS = {
+    "parameters": "Show the chapter's parameters (the defaults a rerun can change)",
+    "injected-parameters": "Show the parameters this build passed",
+}
+
+
 def _stage_notebook(src: Path, dst: Path) -> None:
     """Copy an executed notebook for the book: the cell papermill injected is collapsed and
-    shows paths relative to the repository (no machine's absolute paths in the book); every
+    both parameter cells say what they hold (:data:`PARAMETER_PROMPTS`); it shows paths
+    relative to the repository (no machine's absolute paths in the book); every
     figure gets alt text from its caption (:func:`add_alt_text`)."""
     nb = json.loads(src.read_text(encoding="utf-8"))
     glued = _glued_text(nb)
@@ -501,6 +509,11 @@ def _stage_notebook(src: Path, dst: Path) -> None:
         if cell.get("cell_type") == "markdown" and "{glue:figure}" in "".join(cell["source"]):
             cell["source"] = add_alt_text("".join(cell["source"]), glued).splitlines(True)
         tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            prompt = PARAMETER_PROMPTS[
+                "injected-parameters" if "injected-parameters" in tags else "parameters"
+            ]
+            cell["metadata"].setdefault("mystnb", {})["code_prompt_show"] = prompt
         if "injected-parameters" in tags:
             cell["metadata"]["tags"] = [*tags, "hide-input"]
             cell["source"] = [

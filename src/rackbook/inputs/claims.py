@@ -196,14 +196,7 @@ class Claim(_Model):
             raise loader.field_error(
                 "reference", "required when comparison is ratio (the denominator)"
             )
-        clash = sorted(set(self.basis) & set(SCOPE_PARTS))
-        if clash:
-            raise loader.field_error(f"basis.{clash[0]}", "comes from scope; not allowed here")
-        try:
-            self.figure_basis  # noqa: B018 - validates
-        except ValueError as exc:
-            part, _, problem = str(exc).partition(": ")
-            raise loader.field_error(f"basis.{part}", problem) from None
+        loader.check_basis_block(self, SCOPE_PARTS, "scope")
         return self
 
     @property

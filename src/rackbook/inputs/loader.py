@@ -45,6 +45,20 @@ def field_error(field: str, problem: str) -> PydanticCustomError:
     return PydanticCustomError(FIELD_ERROR, "{problem}", {"problem": problem, "field": field})
 
 
+def check_basis_block(entry: Any, taken: Sequence[str], where: str) -> None:
+    """Validate an entry's ``basis`` block: no part that comes from ``where`` (a field of the
+    entry named ``taken``), and a full basis (the entry's ``figure_basis``) that builds;
+    pydantic field errors ``basis.PART`` otherwise."""
+    clash = sorted(set(entry.basis) & set(taken))
+    if clash:
+        raise field_error(f"basis.{clash[0]}", f"comes from {where}; not allowed here")
+    try:
+        entry.figure_basis  # noqa: B018 - validates
+    except ValueError as exc:
+        part, _, problem = str(exc).partition(": ")
+        raise field_error(f"basis.{part}", problem) from None
+
+
 def display_path(path: str | Path) -> str:
     """``path`` relative to the repository root when inside it, else as given."""
     p = Path(path)

@@ -81,14 +81,7 @@ class Figure(loader.Strict):
 
     @model_validator(mode="after")
     def _basis(self) -> Figure:
-        clash = sorted(set(self.basis) & set(FROM_FIELDS))
-        if clash:
-            raise loader.field_error(f"basis.{clash[0]}", "comes from the figure's own field")
-        try:
-            self.figure_basis  # noqa: B018 - validates
-        except ValueError as exc:
-            part, _, problem = str(exc).partition(": ")
-            raise loader.field_error(f"basis.{part}", problem) from None
+        loader.check_basis_block(self, FROM_FIELDS, "the figure's own field")
         return self
 
     @property
