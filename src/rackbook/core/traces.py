@@ -445,16 +445,12 @@ def iter_table(
     for c in columns:
         if c not in have:
             raise InputError(path, f"{name}.{c}", "missing column")
-    offset = 0
-    batches = _read_ahead(pf.iter_batches(batch_size=chunk_rows, columns=columns))
-    try:  # a caller that stops (or fails) stops the reading thread
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                return
-            except (pa.ArrowException, OSError, ValueError) as exc:
-                raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+
+    def chunks() -> Iterator[tuple[int, dict[str, Any]]]:
+        # runs in the reading thread: decoding, conversion and these checks of the next
+        # chunk overlap with the caller's work on this one; errors come in their place
+        offset = 0
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=columns):
             out: dict[str, Any] = {}
             for c in columns:
                 col, fname = batch.column(c), f"{name}.{c}"
@@ -489,6 +485,17 @@ def iter_table(
                 out[c] = arr
             yield offset, out
             offset += batch.num_rows
+
+    batches = _read_ahead(chunks())
+    try:  # a caller that stops (or fails) stops the reading thread
+        while True:
+            try:
+                item = next(batches)
+            except StopIteration:
+                return
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+            yield item
     finally:
         batches.close()
 
