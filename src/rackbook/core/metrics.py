@@ -941,6 +941,7 @@ def cli_summarize(args: argparse.Namespace) -> int:
         from rackbook.core import alloc
 
         alloc.retain_freed_memory()  # streamed: reuse freed chunk temporaries (alloc doc)
+        alloc.small_pages()  # and no huge pages: their first touch is slow here
     s = summarize_path(args.trace)
     if args.json:
         print(json.dumps(s.to_dict(), allow_nan=False, default=str))
