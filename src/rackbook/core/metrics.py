@@ -37,14 +37,19 @@ Size and method (measurements in ``benchmarks/README.md``):
   percentiles are always exact (the numbers ``np.median``/``np.percentile`` give): from one
   in-place partition when a trace holds at most 1Mi values of the metric, else from one
   counting and one gathering pass over the values where they lie, for every point and the
-  whole trace at once (:mod:`rackbook.core.orderstats`: no joined copy). Mean and std equal
-  ``np.mean``/``np.std`` bit for bit up to 1Mi values; beyond, they are summed per 1Mi block
-  (no temporary the size of the data) and the whole trace's are merged from the points'
-  moments, so they may differ in the last bits (~1e-15 relative). Memory therefore grows
-  with the number of requests (about 30 bytes each).
+  whole trace at once (:mod:`rackbook.core.orderstats`: no joined copy). The values are
+  written, in row order, into one array allocated up front from the Parquet footers' row
+  counts (a third per metric; each point one segment of it while the points come one after
+  another, else a small point index per value); their statistics are taken as soon as the
+  requests end. Mean and std equal ``np.mean``/``np.std`` bit for bit up to 1Mi values;
+  beyond, they are summed per 1Mi block (no temporary the size of the data) and the whole
+  trace's are merged from the points' moments, so they may differ in the last bits (~1e-15
+  relative). Memory therefore grows with the number of requests (25 bytes each).
 - ITL is exact (all pooled gaps as float64) while the ITL table has at most
-  :data:`EXACT_ITL_MAX` rows (320 MB, twice that while the statistics run): up to there memory
-  grows with the gaps too. Beyond that, keeping every gap would make memory grow with
+  :data:`EXACT_ITL_MAX` rows (320 MB): the gaps reuse the requests' array (grown when there
+  are more than three gaps per request), so up to there memory grows with the gaps too.
+  Parquet is decoded (and its columns checked) in a reading thread one chunk ahead of the
+  accumulation, on the second core. Beyond that, keeping every gap would make memory grow with
   the trace (10M requests with 128 gaps each are 1.28 billion gaps, 10 GB), so the gaps are
   streamed per chunk: count, mean and std are exact up to floating-point rounding (per-chunk
   moments merged as Chan, Golub and LeVeque's pairwise update), and median and percentiles
