@@ -6,8 +6,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rackbook.live.envfile import vllm_environ as _vllm_environ
@@ -61,3 +64,24 @@ def stop_holder(holder: subprocess.Popen, pgid: int | None) -> None:
     kill_group(pgid)
     kill_group(holder.pid)
     assert stragglers == [], f"vLLM processes left after SIGINT: {stragglers}"
+
+
+def accept_each(
+    sock: socket.socket,
+    done: threading.Event,
+    handle: Callable[[socket.socket], None],
+    most: int | None = None,
+) -> None:
+    """Hand each connection ``sock`` accepts to ``handle`` until ``done`` is set, the socket is
+    closed or ``most`` were taken (a local test endpoint's accept loop; run it in a thread)."""
+    sock.settimeout(0.1)
+    taken = 0
+    while not done.is_set() and (most is None or taken < most):
+        try:
+            conn, _ = sock.accept()
+        except TimeoutError:
+            continue
+        except OSError:
+            return
+        taken += 1
+        handle(conn)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from livehelp import accept_each
 
 from rackbook import paths
 from rackbook.core import provenance
@@ -79,20 +80,14 @@ class _Silent:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.headers, self.conns, self.done = headers, [], threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
+        threading.Thread(
+            target=accept_each, args=(self.sock, self.done, self._take), daemon=True
+        ).start()
 
-    def _serve(self) -> None:
-        self.sock.settimeout(0.1)
-        while not self.done.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.conns.append(conn)
-            if self.headers:
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")
+    def _take(self, conn: socket.socket) -> None:
+        self.conns.append(conn)
+        if self.headers:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")
 
     def close(self) -> None:
         self.done.set()

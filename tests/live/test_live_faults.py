@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from livehelp import alive, stop_holder, vllm_environ, wait_for
+from livehelp import accept_each, alive, stop_holder, vllm_environ, wait_for
 
 from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
 from rackbook.paths import ROOT
@@ -81,17 +81,10 @@ class FaultProxy:
         self.thread.start()
 
     def _serve(self) -> None:
-        self.sock.settimeout(0.5)
-        handled = 0
-        while not self.done.is_set() and handled < self.max_requests:
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            handled += 1
+        def start(conn: socket.socket) -> None:
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+        accept_each(self.sock, self.done, start, most=self.max_requests)
 
     def close(self) -> None:
         self.done.set()
