@@ -548,7 +548,7 @@ CASES: list[Case] = [
         lambda w: [
             "check",
             "--model",
-            "../../../etc/passwd",
+            "/etc/passwd",
             "--gpu",
             "h200",
             "--gpus",
@@ -559,6 +559,22 @@ CASES: list[Case] = [
         "etc/passwd",
         "expected a mapping",
     ),
+    C(
+        "check-model-file-relative-to-cwd",
+        lambda w: [
+            "check",
+            "--model",
+            write(w, "mine.yaml", "just text\n"),
+            "--gpu",
+            "h200",
+            "--gpus",
+            "8",
+            "--tok-s",
+            "1",
+        ],
+        "mine.yaml",
+        "expected a mapping",
+    ),  # fmt: skip
     C(
         "kv-bytes-context-huge",
         lambda w: ["kv-bytes", "deepseek-v4.1-flash", "--context", str(10**30)],

@@ -213,7 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
     _speed_options(s)
 
     s = sub.add_parser("kv-bytes", help="global KV-cache bytes per token of a model")
-    s.add_argument("model", help="model id in data/models/")
+    s.add_argument(
+        "model",
+        type=_model_arg,
+        help=MODEL_HELP,
+    )
     s.add_argument(
         "--kv-dtype",
         choices=["fp4", "fp8", "bf16"],
@@ -229,7 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     s = sub.add_parser("check", help="the three readings of a throughput figure for a workload")
-    s.add_argument("--model", required=True, help="model id in data/models/")
+    s.add_argument(
+        "--model",
+        required=True,
+        type=_model_arg,
+        help=MODEL_HELP,
+    )
     s.add_argument("--gpu", required=True, help="GPU id in data/hardware.yaml")
     s.add_argument("--gpus", type=int, required=True, help="GPUs serving the claim")
     s.add_argument("--tok-s", type=float, required=True, help="claimed tokens per second")
@@ -444,6 +453,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig, old in handlers.items():
             signal.signal(sig, old)
         limits.set_max_input_mb(None)
+
+
+MODEL_HELP = (
+    "model id in data/models/ (any case), its Hugging Face name org/NAME, or a model YAML "
+    "file (relative to the working directory)"
+)
+
+
+def _model_arg(text: str) -> str:
+    """A ``--model`` value: a catalog id or Hugging Face name as given; a path to a model file
+    made absolute against the working directory (the one rule for paths on the command line)."""
+    from rackbook.inputs import catalogs
+
+    if catalogs.catalog_model_id(text) is not None or not catalogs.looks_like_path(text):
+        return text
+    return os.path.abspath(text)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

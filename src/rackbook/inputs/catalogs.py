@@ -383,7 +383,8 @@ def catalog_model_id(name: str) -> str | None:
     return known.get(key)
 
 
-def _looks_like_path(text: str) -> bool:
+def looks_like_path(text: str) -> bool:
+    """A model argument that names a file, not a catalog id."""
     return "/" in text or "\\" in text or text.endswith((".yaml", ".yml"))
 
 
@@ -393,7 +394,7 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
     text = str(id_or_path)
     if not isinstance(id_or_path, Path):
         text = catalog_model_id(text) or text
-    if isinstance(id_or_path, Path) or _looks_like_path(text):
+    if isinstance(id_or_path, Path) or looks_like_path(text):
         return _model_file(paths.resolve(text))
     known = list_models()
     if text not in known:
