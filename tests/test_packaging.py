@@ -5,10 +5,12 @@ a checkout or stops with one clear ``error:`` line."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
@@ -17,7 +19,7 @@ import rackbook
 from rackbook import paths
 
 PYPROJECT = tomllib.loads((paths.ROOT / "pyproject.toml").read_text())
-TEST_TOOLS = ("pytest", "hypothesis", "ruff", "nbmake")
+TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis", "ruff", "nbmake")
 
 
 def _names(lock: str) -> set[str]:
@@ -116,3 +118,36 @@ def test_the_live_harness_never_imports_what_the_live_env_lacks():
         for path in sorted((paths.ROOT / "src" / "rackbook" / sub).rglob("*.py")):
             text = path.read_text()
             assert "import matplotlib" not in text and "from matplotlib" not in text, path
+
+
+def test_each_xdist_worker_builds_into_its_own_folder(tmp_path):
+    """Two pytest-xdist workers never share a build folder (book, executed set, cache)."""
+    code = "import conftest; from rackbook import paths; print(paths.BUILD)"
+    seen = {}
+    for worker in ("gw0", "gw1", None):
+        env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+        env["RACKBOOK_BUILD"] = str(tmp_path / "_build")
+        if worker:
+            env["PYTEST_XDIST_WORKER"] = worker
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        seen[worker] = proc.stdout.strip()
+    assert seen == {
+        "gw0": str(tmp_path / "workers" / "gw0" / "_build"),
+        "gw1": str(tmp_path / "workers" / "gw1" / "_build"),
+        None: str(tmp_path / "_build"),
+    }
+
+
+def test_make_runs_the_serverless_tests_on_xdist_workers():
+    """`make test-unit` and `make check` spread the tests that start no server over workers,
+    keeping the tests that share one built book together (loadgroup)."""
+    make = subprocess.run(
+        ["make", "-n", "test-unit", "check", "TEST_WORKERS=2"],
+        cwd=paths.ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    lines = [x for x in make.stdout.splitlines() if "-m pytest" in x and " tests" in x]
+    assert len(lines) == 2 and all("-n 2 --dist loadgroup" in x for x in lines), lines
