@@ -20,8 +20,8 @@ from typing import Any
 os.environ.setdefault(
     "RACKBOOK_BUILD", str(Path(tempfile.mkdtemp(prefix="rackbook-test-")) / "_build")
 )
-# Under pytest-xdist each worker builds into its own folder (<build>/../<worker>/_build): two
-# workers never write one book, one executed set or one cache at once.
+# Under pytest-xdist each worker builds into its own folder, <build>/../workers/<worker>/_build:
+# two workers never write one book, one executed set or one cache at once.
 if _worker := os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["RACKBOOK_BUILD"] = str(
         Path(os.environ["RACKBOOK_BUILD"]).parent / "workers" / _worker / "_build"
