@@ -85,6 +85,33 @@ def built_book(executed) -> Path:
     return runner.build_book(executed, strict=True).parent
 
 
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    """The live tests' tiny random-weight MoE model folder (written once per session)."""
+    import subprocess
+
+    from rackbook.live.envfile import TINY_MODEL, live_python
+    from rackbook.paths import ROOT
+
+    r = subprocess.run(
+        [str(live_python()), str(ROOT / "env/live/tiny_model.py"), "-o", str(TINY_MODEL)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return TINY_MODEL
+
+
+@pytest.fixture(scope="session")
+def held_server(tmp_path_factory, tiny_model):
+    """One tiny vLLM server held for the whole session (``livehelp.hold_server``), shared by
+    the live tests that need only a running server: starting vLLM takes 25-35 s on two cores
+    (three processes import torch and vLLM one after another), an idle one about 1 % of a
+    core. Tests of how the recorder starts and stops its own servers still start them."""
+    from livehelp import hold_server
+
+    yield from hold_server(tiny_model, tmp_path_factory.mktemp("held-server"))
+
+
 def small_result(**overrides: Any) -> dict[str, Any]:
     """A hand-made detailed vLLM result: 3 requests (one failed), values easy to check by hand."""
     d: dict[str, Any] = {

@@ -7,7 +7,8 @@ stream, resets one connection mid-stream and puts a malformed SSE line in one st
 becomes a failed request with its reason, the point is kept with its metrics from the rest and
 its failed share stated. SIGINT and SIGTERM during server start-up and during a point end the
 recorder with one ``error:`` line, no process left (found by an environment marker) and no
-trace written.
+trace written; an attached endpoint's server lives on. The proxy and signal tests that need a
+running server share the session's held server (``held_server`` in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
-from livehelp import accept_each, alive, stop_holder, vllm_environ, wait_for
+from livehelp import SECRET, accept_each, alive, vllm_environ, wait_for
 
 from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
-from rackbook.paths import ROOT
+from rackbook.live.server import group_members
 
 pytestmark = [
     pytest.mark.live,
@@ -40,9 +42,6 @@ pytestmark = [
 
 #: Output tokens of every measured request (the recorder's warm-up requests ask for at most 8).
 WINDOW_OUTPUT = 16
-
-SERVE = ["--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "256",
-         "--max-num-seqs", "8", "--enforce-eager", "--served-model-name", "tiny-moe"]  # fmt: skip
 
 
 def marked(marker: str) -> list[int]:
@@ -199,37 +198,13 @@ def _unchunk(data: bytes) -> bytes:
     return out
 
 
-# ----------------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """One tiny vLLM server for the proxy tests, stopped (whole process group) at the end."""
-    tmp = tmp_path_factory.mktemp("faults-server")
-    r = subprocess.run([str(live_python()), str(ROOT / "env/live/tiny_model.py"), "-o",
-                        str(TINY_MODEL)], capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    status = tmp / "server.json"
-    holder = subprocess.Popen(
-        [str(live_python()), "-m", "rackbook.live.server", str(TINY_MODEL), "--hold", "1200",
-         "--status", str(status), "--log", str(tmp / "serve.log"), "--", *SERVE],
-        env=vllm_environ(), start_new_session=True, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )  # fmt: skip
-    pgid = None
-    try:
-        wait_for(lambda: status.exists() or holder.poll() is not None, 300, "server health")
-        assert holder.poll() is None, holder.stderr.read().decode()[-2000:]
-        info = json.loads(status.read_text())
-        pgid = info["pgid"]
-        yield int(info["url"].rsplit(":", 1)[1])
-    finally:
-        stop_holder(holder, pgid)
-
-
+# ----------------------------------------------------------------------------- recording
 def record(out: Path, url: str, *extra: str, timeout: float = 300, **env: str):
     args = [str(live_python()), "-m", "rackbook.live.record", "single-user", "-o", str(out),
             "--endpoint", url, "--no-progress", "--accept-invalid", "-p", "model",
             str(TINY_MODEL), "-p", "input_len", "16", "-p", "output_len", str(WINDOW_OUTPUT),
             *extra]  # fmt: skip
+    env = {"RACKBOOK_API_KEY": SECRET, **env}  # the held server asks for its key
     return subprocess.run(args, env=vllm_environ(**env), capture_output=True, text=True,
                           timeout=timeout)  # fmt: skip
 
@@ -245,11 +220,11 @@ def record(out: Path, url: str, *extra: str, timeout: float = 300, **env: str):
         ("malformed", "JSONDecodeError"),
     ],
 )
-def test_a_faulty_request_is_a_failed_request_with_its_reason(server, tmp_path, mode, reason):
+def test_a_faulty_request_is_a_failed_request_with_its_reason(held_server, tmp_path, mode, reason):
     """Requests 2 and 5 of 8 (one at a time) get the fault: the point is kept, 6 of its 8
     requests succeed, the 2 failures carry the client's reason, the metrics use the 6, and
     run.json states the point's requests and successful ones."""
-    proxy = FaultProxy(server, {2: mode, 5: mode}, stall_s=5, period=8)
+    proxy = FaultProxy(held_server.port, {2: mode, 5: mode}, stall_s=5, period=8)
     try:
         out = tmp_path / "trace"
         r = record(out, f"http://127.0.0.1:{proxy.port}", "-p", "num_requests", "8")
@@ -273,11 +248,11 @@ def test_a_faulty_request_is_a_failed_request_with_its_reason(server, tmp_path, 
     assert len(proxy.seen) in (8, 16) and proxy.seen.count(mode) == len(proxy.seen) // 4
 
 
-def test_a_point_whose_every_request_fails_stops_the_recording(server, tmp_path):
+def test_a_point_whose_every_request_fails_stops_the_recording(held_server, tmp_path):
     """Every measured request answered HTTP 500: no point is made of nothing. The recording
     stops with one line naming the point, its counts and --resume; record.json keeps the
     failure and its raw results; no trace folder is written."""
-    proxy = FaultProxy(server, {0: "500"}, period=1)
+    proxy = FaultProxy(held_server.port, {0: "500"}, period=1)
     try:
         out = tmp_path / "trace"
         r = record(out, f"http://127.0.0.1:{proxy.port}", "-p", "num_requests", "4")
@@ -296,10 +271,10 @@ def test_a_point_whose_every_request_fails_stops_the_recording(server, tmp_path)
     assert failure["reason"] == "every request failed" and failure["raw"]
 
 
-def test_a_stalled_stream_times_out_instead_of_hanging(server, tmp_path):
+def test_a_stalled_stream_times_out_instead_of_hanging(held_server, tmp_path):
     """A stream that sends headers and then nothing fails after RACKBOOK_REQUEST_TIMEOUT_S
     seconds with the client's timeout as its reason; the recording ends on its own."""
-    proxy = FaultProxy(server, {1: "stall"}, stall_s=60, period=3)
+    proxy = FaultProxy(held_server.port, {1: "stall"}, stall_s=60, period=3)
     try:
         t0 = time.monotonic()
         out = tmp_path / "trace"
@@ -336,22 +311,32 @@ def test_a_bad_request_timeout_is_one_line(tmp_path):
         # SystemExit raised inside the client's import could abort the interpreter)
         (signal.SIGTERM, "start-up"),
         (signal.SIGINT, "start-up"),
+        # during a point, attached to the session's held server: the recorder ends, the
+        # user's server lives on. (SIGINT during a point with the recorder's own server, whose
+        # whole process group must go: test_live_vllm.py's
+        # test_sigint_during_recording_leaves_no_vllm_process.)
         (signal.SIGTERM, "point"),
     ],
 )
-def test_a_signal_stops_everything_and_writes_no_trace(tmp_path, sig, when):
-    """The recorder starts its own server; SIGTERM/SIGINT while it starts or while a point runs:
-    exit 143/130 with one error line, every process of the run gone, no trace folder."""
+def test_a_signal_stops_everything_and_writes_no_trace(tmp_path, request, sig, when):
+    """SIGTERM/SIGINT while the recorder starts its own server, or while a point runs against
+    an endpoint: exit 143/130 with one error line, every process of the run gone, no trace
+    folder; an attached endpoint's server is not stopped."""
     marker = f"RACKBOOK_FAULT_TEST={uuid.uuid4().hex}"
     out = tmp_path / "trace"
     raw = Path(str(out) + ".raw")
     env = vllm_environ(**dict([marker.split("=", 1)]))
-    rec = subprocess.Popen(
-        [str(live_python()), "-m", "rackbook.live.record", "single-user", "-o", str(out),
-         "--no-progress", "--accept-invalid", "-p", "num_requests", "200", "-p", "input_len",
-         "16", "-p", "output_len", "64"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    args = [str(live_python()), "-m", "rackbook.live.record", "single-user", "-o", str(out),
+            "--no-progress", "--accept-invalid", "-p", "num_requests", "200", "-p",
+            "input_len", "16", "-p", "output_len", "64"]  # fmt: skip
+    held = None
+    if when == "point":
+        held = request.getfixturevalue("held_server")
+        args += ["--endpoint", held.url, "-p", "model", str(TINY_MODEL)]
+        env["RACKBOOK_API_KEY"] = SECRET
+        members = group_members(held.pgid)
+    rec = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)  # fmt: skip
     try:
         if when == "start-up":  # the server's log exists: vllm serve is starting
             wait_for(lambda: (raw / "vllm-serve.log").exists() or rec.poll() is not None, 120,
@@ -362,7 +347,8 @@ def test_a_signal_stops_everything_and_writes_no_trace(tmp_path, sig, when):
                      300, "the warm-up")  # fmt: skip
             time.sleep(2)
         assert rec.poll() is None, rec.stderr.read()[-2000:]
-        assert len(marked(marker)) >= 2  # the recorder and its server's processes
+        # the recorder (and, starting its own, its server's processes)
+        assert len(marked(marker)) >= (1 if held else 2)
         rec.send_signal(sig)
         rc = rec.wait(timeout=120)
         err = rec.stderr.read()
@@ -373,6 +359,10 @@ def test_a_signal_stops_everything_and_writes_no_trace(tmp_path, sig, when):
         assert "Traceback" not in err
         wait_for(lambda: not marked(marker), 30, "every process of the run to end")
         assert not out.exists()
+        if held:  # the endpoint's server is the user's: still whole, still answering
+            assert group_members(held.pgid) == members
+            with urllib.request.urlopen(f"{held.url}/health", timeout=30) as answer:
+                assert answer.status == 200
     finally:
         if rec.poll() is None:
             rec.kill()

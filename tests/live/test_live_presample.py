@@ -64,3 +64,36 @@ def test_run_gives_every_request_the_read_timeout(monkeypatch):
     for bad in ("0", "-1", "soon", "nan"):
         with pytest.raises(InputError, match="not a positive number of seconds"):
             request_timeout_s({"RACKBOOK_REQUEST_TIMEOUT_S": bad})
+
+
+def test_a_tokenizer_that_cannot_load_is_one_line_naming_p_model(monkeypatch):
+    """Attached to an endpoint whose /v1/models root is a folder only the server has, the
+    client falls back to the served name; if that cannot be loaded either (offline), the
+    recorder says so in one line naming -p model instead of dying with vLLM's traceback."""
+    import sys
+
+    import pytest
+
+    from rackbook.errors import InputError
+    from rackbook.live.bench import load_tokenizer
+
+    def get_tokenizer(name, **_kw):
+        if name == "here":
+            return "a tokenizer"
+        raise OSError(f"We couldn't connect to 'https://huggingface.co' to load {name}.\nCheck")
+
+    fake = types.SimpleNamespace(get_tokenizer=get_tokenizer)
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(tokenizers=fake))
+    monkeypatch.setitem(sys.modules, "vllm.tokenizers", fake)
+    args = types.SimpleNamespace(
+        tokenizer=None, model="tiny-moe", tokenizer_mode="auto", trust_remote_code=False
+    )
+    with pytest.raises(InputError) as err:
+        load_tokenizer(args)
+    line = str(err.value)
+    assert line.startswith("-p model: tiny-moe: cannot load its tokenizer (OSError: We couldn't")
+    assert "\n" not in line and line.endswith(
+        "give a folder on this machine or a Hub id with -p model"
+    )
+    args.tokenizer = "here"  # --tokenizer wins over --model, as in vllm bench serve
+    assert load_tokenizer(args) == "a tokenizer"

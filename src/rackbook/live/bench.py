@@ -146,14 +146,8 @@ class BenchClient:
     def _sample(self, argv: Sequence[str]) -> Any:
         """vLLM's own dataset sampling for the point with flags ``argv`` (``get_samples`` with
         the tokenizer ``vllm bench serve`` loads): the requests its ``main`` would draw."""
-        from vllm.tokenizers import get_tokenizer
-
         args = self._parser.parse_args(list(argv))
-        tok = get_tokenizer(
-            args.tokenizer or args.model,
-            tokenizer_mode=args.tokenizer_mode,
-            trust_remote_code=args.trust_remote_code,
-        )
+        tok = load_tokenizer(args)
         with contextlib.redirect_stdout(io.StringIO()):
             return self._serve.get_samples(args, tok)
 
@@ -215,16 +209,34 @@ class BenchClient:
         """Token ids of the prompts the point with flags ``argv`` will send (vLLM's own
         dataset sampling, same seed), tokenized as the server tokenizes a completion prompt."""
         self.preload()
-        from vllm.tokenizers import get_tokenizer
-
         args = self._parser.parse_args(list(argv))
-        tok = get_tokenizer(
-            args.tokenizer or args.model,
+        tok = load_tokenizer(args)
+        reqs = self._samples.get(tuple(argv)) or self._sample(argv)
+        return [list(tok.encode(r.prompt)) for r in reqs]
+
+
+def load_tokenizer(args: Any) -> Any:
+    """The tokenizer ``vllm bench serve`` loads for its parsed flags ``args`` (``--tokenizer``,
+    else ``--model``). One that cannot be loaded (a folder that is not here, a Hub id while
+    offline) is an :class:`InputError` naming ``-p model``, not a traceback: attached to an
+    endpoint, the model comes from its ``/v1/models`` (a path on the server) unless given."""
+    from vllm.tokenizers import get_tokenizer
+
+    name = args.tokenizer or args.model
+    try:
+        return get_tokenizer(
+            name,
             tokenizer_mode=args.tokenizer_mode,
             trust_remote_code=args.trust_remote_code,
         )
-        reqs = self._samples.get(tuple(argv)) or self._sample(argv)
-        return [list(tok.encode(r.prompt)) for r in reqs]
+    except (OSError, ValueError) as exc:
+        why = " ".join(str(exc).split())[:200]
+        raise InputError(
+            "-p model",
+            name,
+            f"cannot load its tokenizer ({type(exc).__name__}: {why}); give a folder on this "
+            "machine or a Hub id with -p model",
+        ) from None
 
 
 def _shard_main(conn: Any, log_path: str) -> None:

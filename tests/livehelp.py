@@ -1,20 +1,31 @@
-"""Helpers the live test modules share: the live env without API keys, waiting with a
-deadline, and process checks (no test here; pytest puts this folder on sys.path)."""
+"""Helpers the live test modules (tests/live) share: the live env without API keys, waiting
+with a deadline, process checks, and the held server of :func:`hold_server` (no test here;
+pytest puts this folder on sys.path)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from rackbook.live.envfile import live_python
 from rackbook.live.envfile import vllm_environ as _vllm_environ
 from rackbook.live.server import group_members
+
+#: The held server's API key (:func:`hold_server`; a test value, no real key).
+SECRET = "rk-live-test-secret-0123456789"
+
+#: ``vllm serve`` flags of the held server (after the model).
+SERVE = ["--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "256",
+         "--max-num-seqs", "8", "--enforce-eager", "--served-model-name", "tiny-moe"]  # fmt: skip
 
 
 def vllm_environ(**extra: str) -> dict[str, str]:
@@ -85,3 +96,39 @@ def accept_each(
             return
         taken += 1
         handle(conn)
+
+
+@dataclass(frozen=True)
+class HeldServer:
+    """A running tiny vLLM server: its URL, port, process group, the holder's status JSON
+    (``members``, ``command``, ...) and its log file."""
+
+    url: str
+    port: int
+    pgid: int
+    info: dict
+    log: Path
+
+
+def hold_server(model: Path, tmp: Path) -> Iterator[HeldServer]:
+    """Start ``python -m rackbook.live.server --hold`` on ``model`` (flags :data:`SERVE`, API
+    key :data:`SECRET`), yield it once healthy, then stop it with SIGINT and check its process
+    group is empty (the generator behind the session fixture ``held_server``)."""
+    status, log, err = tmp / "server.json", tmp / "serve.log", tmp / "holder.err"
+    with err.open("wb") as err_file:  # a file, not a pipe: a long session never fills it
+        holder = subprocess.Popen(
+            [str(live_python()), "-m", "rackbook.live.server", str(model), "--hold", "1800",
+             "--status", str(status), "--log", str(log), "--", *SERVE],
+            env=vllm_environ(RACKBOOK_API_KEY=SECRET), start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=err_file,
+        )  # fmt: skip
+    pgid = None
+    try:
+        wait_for(lambda: status.exists() or holder.poll() is not None, 300, "server health")
+        assert holder.poll() is None, err.read_text()[-2000:]
+        info = json.loads(status.read_text())
+        pgid = info["pgid"]
+        url = info["url"]
+        yield HeldServer(url, int(url.rsplit(":", 1)[1]), pgid, info, log)
+    finally:
+        stop_holder(holder, pgid)
