@@ -113,10 +113,10 @@ test-notebooks: test-setup
 test-unit: test-notebooks
 	RACKBOOK_TEST_EXECUTED=$(TEST_BUILD)/executed $(PYTEST) $(PARALLEL) -m "not live" tests
 
-## test-live: real vLLM servers on CPU: harness tests, then all six scenarios end to end
+## test-live: real vLLM servers on CPU: harness tests and all six scenarios end to end
+## (env/record/ci-suite.sh, run by tests/live/test_live_suite.py on the session's held server)
 test-live: live-setup test-setup
 	$(PYTEST) -m live tests
-	bash env/record/ci-suite.sh $(TEST_ROOT)/live-ci
 
 ## test-cluster: the generated sbatch as a real job on a one-node Slurm cluster started here
 ## (installs slurm-wlm and munge with apt when absent; skipped, saying why, without root or apt)

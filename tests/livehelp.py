@@ -23,8 +23,9 @@ from rackbook.live.server import group_members
 #: The held server's API key (:func:`hold_server`; a test value, no real key).
 SECRET = "rk-live-test-secret-0123456789"
 
-#: ``vllm serve`` flags of the held server (after the model).
-SERVE = ["--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "256",
+#: ``vllm serve`` flags of the held server (after the model): max-model-len 1024 holds the
+#: six-scenario suite's longest context (768 + 32 tokens), max-num-seqs 8 its largest batch.
+SERVE = ["--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "1024",
          "--max-num-seqs", "8", "--enforce-eager", "--served-model-name", "tiny-moe"]  # fmt: skip
 
 

@@ -5,6 +5,9 @@
 #
 #   bash env/record/ci-suite.sh [DIR]
 #
+# `make test` runs it as one live test (tests/live/test_live_suite.py), on the test session's
+# held server.
+#
 # Servers: starting vLLM takes 25-35 s on two cores (three processes import torch and vLLM one
 # after another), and an idle one costs about 1 % of a core. So the suite holds ONE plain server
 # (python -m rackbook.live.server --hold) and records the four scenarios that need only "a
@@ -53,14 +56,20 @@ rm -rf "$DIR"/{decode-parity,rack-scaling,prefill-gain,eplb-balance,context-late
 # The held server, on the model's absolute path: its /v1/models names that folder, which the
 # single-user notebook (run from notebooks/) loads its tokenizer from. max-model-len 1024 holds
 # context-latency's longest context (768 + 32 tokens); max-num-seqs 8 decode-parity's largest
-# batch.
-SLOG="$DIR/held-server.log"; STATUS="$DIR/held-server.json"; rm -f "$STATUS"
-"$PY" -m rackbook.live.server "$ROOT/.cache/tiny-moe" --hold 900 --status "$STATUS" \
-  --log "$SLOG" -- --load-format dummy --dtype bfloat16 --max-model-len 1024 --max-num-seqs 8 \
-  --enforce-eager --served-model-name tiny-moe 2>"$DIR/held-server.err" &
-HOLDER=$!
-for _ in $(seq 600); do [[ -s "$STATUS" ]] && break; kill -0 "$HOLDER" || exit 1; sleep 0.5; done
-URL=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['url'])" "$STATUS")
+# batch. RACKBOOK_SUITE_ENDPOINT (with RACKBOOK_SUITE_SERVER_LOG, its log file) names such a
+# server already held by the caller: tests/live/test_live_suite.py passes its test session's.
+if [[ -n "${RACKBOOK_SUITE_ENDPOINT:-}" ]]; then
+  URL=$RACKBOOK_SUITE_ENDPOINT
+  SLOG=${RACKBOOK_SUITE_SERVER_LOG:?RACKBOOK_SUITE_SERVER_LOG: the log file of the server at RACKBOOK_SUITE_ENDPOINT}
+else
+  SLOG="$DIR/held-server.log"; STATUS="$DIR/held-server.json"; rm -f "$STATUS"
+  "$PY" -m rackbook.live.server "$ROOT/.cache/tiny-moe" --hold 900 --status "$STATUS" \
+    --log "$SLOG" -- --load-format dummy --dtype bfloat16 --max-model-len 1024 --max-num-seqs 8 \
+    --enforce-eager --served-model-name tiny-moe 2>"$DIR/held-server.err" &
+  HOLDER=$!
+  for _ in $(seq 600); do [[ -s "$STATUS" ]] && break; kill -0 "$HOLDER" || exit 1; sleep 0.5; done
+  URL=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['url'])" "$STATUS")
+fi
 lap held-server
 
 "${REC[@]}" decode-parity -o "$DIR/decode-parity" --endpoint "$URL" -p batch_sizes 4,8 \

@@ -210,21 +210,24 @@ def record(out: Path, url: str, *extra: str, timeout: float = 300, **env: str):
 
 
 # ----------------------------------------------------------------------------- proxy faults
-@pytest.mark.parametrize(
-    ("mode", "reason"),
-    [
-        ("500", "Internal Server Error"),
-        # aiohttp's ClientPayloadError, or vLLM's "Never received a valid chunk" when the
-        # reset reads as the end of the stream
-        ("reset", ""),
-        ("malformed", "JSONDecodeError"),
-    ],
-)
-def test_a_faulty_request_is_a_failed_request_with_its_reason(held_server, tmp_path, mode, reason):
-    """Requests 2 and 5 of 8 (one at a time) get the fault: the point is kept, 6 of its 8
-    requests succeed, the 2 failures carry the client's reason, the metrics use the 6, and
-    run.json states the point's requests and successful ones."""
-    proxy = FaultProxy(held_server.port, {2: mode, 5: mode}, stall_s=5, period=8)
+#: Which measured request (0-based, one at a time) gets which fault, and the text its failure
+#: must carry: the server's 500; a reset (aiohttp's ClientPayloadError, or vLLM's "Never
+#: received a valid chunk" when it reads as the end of the stream: any reason); a malformed
+#: SSE line.
+FAULTS = {
+    1: ("500", "Internal Server Error"),
+    3: ("reset", ""),
+    5: ("malformed", "JSONDecodeError"),
+}
+
+
+def test_faulty_requests_are_failed_requests_each_with_its_reason(held_server, tmp_path):
+    """Requests 1, 3 and 5 of 8 each get a different fault (one point, so the faults share it
+    as they would in a real run): the point is kept, 5 of its 8 requests succeed, each failure
+    carries its own fault's reason, the metrics use the 5, and run.json states the point's
+    requests and successful ones."""
+    plan = {n: mode for n, (mode, _) in FAULTS.items()}
+    proxy = FaultProxy(held_server.port, plan, stall_s=5, period=8)
     try:
         out = tmp_path / "trace"
         r = record(out, f"http://127.0.0.1:{proxy.port}", "-p", "num_requests", "8")
@@ -234,18 +237,21 @@ def test_a_faulty_request_is_a_failed_request_with_its_reason(held_server, tmp_p
     from rackbook.core import metrics, traces
 
     t = traces.read_trace(out)
-    req = t.requests
-    assert len(req) == 8 and int(req["success"].sum()) == 6, proxy.seen
-    failed = req[~req["success"].astype(bool)]
-    assert all(e and reason in e for e in failed["error"]), failed["error"].tolist()
+    req = t.requests.sort_values("start_time_s", kind="stable")  # the order they were sent
+    assert len(req) == 8 and int(req["success"].sum()) == 5, proxy.seen
+    assert [i for i, ok in enumerate(req["success"]) if not ok] == sorted(FAULTS)
+    failed = req.loc[~req["success"].astype(bool), "error"].tolist()
+    for error, (mode, reason) in zip(failed, [FAULTS[n] for n in sorted(FAULTS)], strict=True):
+        assert error and reason in error, (mode, error)
     (pid,) = t.points["point_id"]
     v = t.run["validity"][pid]
-    assert (v["requests"], v["successful"], v["failed"], v["failed_share"]) == (8, 6, 2, 0.25)
-    summary = metrics.summarize(t).to_dict()  # vLLM's metrics over the 6 that succeeded
-    assert (summary["completed"], summary["failed"]) == (6, 2)
-    assert summary["total_output_tokens"] == 6 * WINDOW_OUTPUT
+    assert (v["requests"], v["successful"], v["failed"], v["failed_share"]) == (8, 5, 3, 0.375)
+    summary = metrics.summarize(t).to_dict()  # vLLM's metrics over the 5 that succeeded
+    assert (summary["completed"], summary["failed"]) == (5, 3)
+    assert summary["total_output_tokens"] == 5 * WINDOW_OUTPUT
     # the recorder may run a point again once (validity): each attempt met the same faults
-    assert len(proxy.seen) in (8, 16) and proxy.seen.count(mode) == len(proxy.seen) // 4
+    assert len(proxy.seen) in (8, 16)
+    assert all(proxy.seen.count(mode) == len(proxy.seen) // 8 for mode in plan.values())
 
 
 def test_a_point_whose_every_request_fails_stops_the_recording(held_server, tmp_path):
