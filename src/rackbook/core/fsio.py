@@ -6,12 +6,50 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rackbook.errors import InputError
+
+#: The signals the CLI turns into exceptions (KeyboardInterrupt, Terminated).
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM noted within the block and acted on when it ends.
+
+    A Python signal handler runs between two bytecodes: one that raises (Ctrl-C, the CLI's
+    SIGTERM handler) between a temporary's creation and the ``try`` that removes it, or
+    between the two renames that swap a folder in, would leave it behind. Within the block the
+    handlers only note the signal; at its end the original handlers are back and called for
+    what was noted, where the cleanup is in place. (The block is a few system calls.) Python
+    runs handlers in the main thread only: elsewhere nothing is changed. A mask of the
+    thread's signals would not do: the kernel hands a process's signal to any thread that
+    does not mask it (pyarrow's, execnet's), and Python then runs the handler in the main
+    thread all the same.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    old = {sig: signal.signal(sig, lambda signum, _frame: noted.append(signum))
+           for sig in _STOP_SIGNALS}  # fmt: skip
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(noted):  # each once, in the order they came
+            handler = old[sig]
+            if callable(handler):
+                handler(sig, None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), sig)
 
 
 def _umask() -> int:
@@ -56,16 +94,19 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     A ``path`` that is a folder, or under a file, is an :class:`InputError` (field ``output``).
     """
     path = check_output_file(path)
-    fd, tmp = _make_temp(path, folder=False)
-    assert fd is not None
+    tmp: str | None = None
     try:
+        with _signals_held():  # the temporary exists only once this try can remove it
+            fd, tmp = _make_temp(path, folder=False)
+        assert fd is not None
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
     return path
 
@@ -97,20 +138,28 @@ def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
     under a file, is an :class:`InputError` (field ``output``): a file is never replaced.
     """
     path = check_output_folder(path)
-    tmp = Path(_make_temp(path, folder=True)[1])
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
+    tmp: Path | None = None
+    replaced: Path | None = None  # the previous folder, moved aside once the new one is in
     try:
+        with _signals_held():  # the temporary exists only once this try can remove it
+            tmp = Path(_make_temp(path, folder=True)[1])
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
         yield tmp
         if path.exists():
             if not overwrite:
                 raise FileExistsError(path)
             old = path.with_name(f".{path.name}.old")
             shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-            os.replace(tmp, path)
+            with _signals_held():  # never the old folder moved aside and the new one not in
+                os.replace(path, old)
+                os.replace(tmp, path)
+                replaced = old
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already if it was moved in
+        if replaced is not None:
+            shutil.rmtree(replaced, ignore_errors=True)
         raise
