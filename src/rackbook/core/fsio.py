@@ -31,9 +31,11 @@ def _signals_held() -> Iterator[None]:
     runs handlers in the main thread only: elsewhere nothing is changed. A mask of the
     thread's signals would not do: the kernel hands a process's signal to any thread that
     does not mask it (pyarrow's, execnet's), and Python then runs the handler in the main
-    thread all the same.
+    thread all the same. A handler installed outside Python (``getsignal`` gives None) could
+    not be put back, so then nothing is changed either.
     """
-    if threading.current_thread() is not threading.main_thread():
+    outside = any(signal.getsignal(sig) is None for sig in _STOP_SIGNALS)
+    if outside or threading.current_thread() is not threading.main_thread():
         yield
         return
     noted: list[int] = []
