@@ -146,6 +146,52 @@ TABLES: dict[str, tuple[Column, ...]] = {
     **EXTRA_TABLES,
 }
 
+#: A calibration is a folder of its own (not a serving trace): ``run.json`` (see
+#: CALIBRATION_RUN_FIELDS) and ``kernels.parquet``, one row per timed kernel call shape. It is
+#: written by ``rackbook calibrate`` (kind ``recorded``) or converted from a measurement someone
+#: else published (kind ``published``: the shipped H200 reference), and read by
+#: ``rackbook.physics.calibration``, which derives the attainable fractions of the data sheet.
+CALIBRATION_KERNELS: tuple[Column, ...] = (
+    Column(
+        "family",
+        "string",
+        False,
+        "-",
+        "hbm_read | hbm_copy | dense_gemm | expert_gemm | indexer_scan | sparse_attention",
+    ),
+    Column("dtype", "string", False, "-", "bf16 | fp8 | fp32; empty where no dtype applies"),
+    Column(
+        "size",
+        "int64",
+        False,
+        "-",
+        "the swept size: bytes (hbm), n of n x n x n (dense), tokens routed to the expert "
+        "(expert), keys scanned (indexer), rows in the pool (attention)",
+    ),
+    Column("seconds", "float64", False, "s", "time of one call (best batch / calls)"),
+    Column("bytes", "float64", True, "B", "bytes the call must move at least (null: not counted)"),
+    Column("flops", "float64", True, "FLOP", "floating-point operations of the call (null: none)"),
+)
+
+#: run.json fields of a calibration folder: name -> (required, meaning)
+CALIBRATION_RUN_FIELDS: dict[str, tuple[bool, str]] = {
+    "schema_version": (True, f"format version (currently {SCHEMA_VERSION})"),
+    "content": (True, "always 'calibration'"),
+    "kind": (True, "recorded (rackbook calibrate) | published (someone else's measurement)"),
+    "created": (True, "creation time, ISO 8601 UTC"),
+    "project_commit": (True, "git commit of this project that wrote the folder"),
+    "device": (True, "cuda | cpu"),
+    "gpu": (True, "GPU name as the driver reports it (CPU model for --device cpu)"),
+    "hardware": (True, "nvidia-smi line: name, driver, SM and memory clocks, power limit, memory"),
+    "versions": (True, "torch, CUDA, driver"),
+    "spec": (False, "the data sheet: hbm_TBps, bf16_dense_TFLOPs, fp8_dense_TFLOPs (null: CPU)"),
+    "shapes": (True, "the model shapes timed (hidden size, expert sizes, heads, top-k)"),
+    "method": (True, "timing method: warm-ups, batches, CUDA graphs, what bytes/FLOPs count"),
+    "commands": (True, "the exact command that wrote the folder"),
+    "source": (False, "for kind published: where the measurement comes from"),
+    "notes": (False, "free text: what the calibration can and cannot show"),
+}
+
 #: run.json fields: name -> (required, meaning)
 RUN_FIELDS: dict[str, tuple[bool, str]] = {
     "schema_version": (True, f"trace format version (currently {SCHEMA_VERSION})"),
