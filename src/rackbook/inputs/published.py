@@ -29,6 +29,12 @@ from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
 
 Role = Literal["measurement", "analogue", "context"]
+#: What a price is: a list (on-demand) price or a rental contract a provider publishes, or a
+#: figure of a cost model (an ownership-cost model's hourly rate, or a modelled rental rate).
+#: A modelled price is shown and read, but never makes a reading "published like-for-like".
+PriceKind = Literal["list price", "rental contract", "ownership-cost model", "modelled rental"]
+#: Price kinds that come from a model, not from a provider's price list.
+MODELLED_PRICES: tuple[str, ...] = ("ownership-cost model", "modelled rental")
 #: Basis parts a figure takes from its own fields.
 FROM_FIELDS = (
     "model", "hardware", "gpu_count", "engine", "engine_version", "isl", "osl", "concurrency",
@@ -72,6 +78,9 @@ class Figure(loader.Strict):
         default=False,
         description="read in an aggregator or report because no primary text was found",
     )
+    price_kind: PriceKind | None = Field(
+        default=None, description="for a price: what it is (list, rental, or a model's rate)"
+    )
     basis: dict[str, Any] = Field(
         description="the figure's basis (rackbook.core.basis) from the source's own definitions; "
         "model, hardware, GPU count, engine, ISL/OSL, concurrency and speculative method come "
@@ -82,7 +91,15 @@ class Figure(loader.Strict):
     @model_validator(mode="after")
     def _basis(self) -> Figure:
         loader.check_basis_block(self, FROM_FIELDS, "the figure's own field")
+        if self.unit.startswith("$/") and self.price_kind is None:
+            raise ValueError("price_kind: a price must say what it is (list price, rental "
+                             "contract, ownership-cost model or modelled rental)")
         return self
+
+    @property
+    def modelled(self) -> bool:
+        """True for a price that comes from a cost model, not a provider's price list."""
+        return self.price_kind in MODELLED_PRICES
 
     @property
     def figure_basis(self) -> basis_mod.Basis:
@@ -115,10 +132,33 @@ class Figure(loader.Strict):
         return v
 
 
+class Rejected(loader.Strict):
+    """A source looked at for a claim and not added as a figure, with why (read first-hand
+    where ``read`` is given; what it holds in ``found``)."""
+
+    source: str = Field(min_length=1, description="what was looked at")
+    claim: str = Field(description="id of the claim in data/claims.yaml it was looked at for")
+    url: str = Field(pattern=r"^https?://\S+$")
+    read: str = Field(description="date this project read it, YYYY-MM-DD")
+    found: str = Field(min_length=1, description="what the source holds, in short")
+    why: str = Field(min_length=1, description="why it is not a figure of the book")
+
+    @field_validator("read")
+    @classmethod
+    def _iso_date(cls, v: str) -> str:
+        try:
+            _dt.date.fromisoformat(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is not a date YYYY-MM-DD") from None
+        return v
+
+
 class FigureRegistry(loader.Strict):
-    """All published figures; ids unique, each bearing on a known claim."""
+    """All published figures; ids unique, each bearing on a known claim; and the sources
+    looked at and rejected (``rejected``), each with why."""
 
     figures: list[Figure]
+    rejected: list[Rejected] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique(self) -> FigureRegistry:
@@ -156,4 +196,7 @@ def load_figures(
     for i, f in enumerate(reg.figures):
         if f.claim not in known:
             raise InputError(shown, f"figures[{f.id or i}].claim", f"unknown claim id {f.claim!r}")
+    for i, r in enumerate(reg.rejected):
+        if r.claim not in known:
+            raise InputError(shown, f"rejected[{i}].claim", f"unknown claim id {r.claim!r}")
     return reg

@@ -11,7 +11,12 @@ One function, :func:`conclude`, turns a claim and its readings into a :class:`Co
   like-for-like published point) is named after the published sentence;
 - the strength of evidence, the strongest that applies: ``measured on the claim's hardware``
   (a this-run verdict other than untested), ``published like-for-like measurements`` (a
-  published verdict other than none published), else ``physics only``.
+  published verdict other than none published that rests on measurements or listed prices,
+  not only on a cost model's prices), ``near evidence`` (a published reading with verified
+  near points: the same quantity on a sibling model or GPU, which never decides), else
+  ``physics only``;
+- the near evidence (``near``), one sentence: the spread of the near points and the claim's
+  ratio to them, which never decides a verdict.
 
 Readings are plain dicts; fields this module does not know are ignored, so new fields (a basis,
 a closest point) change the sentence without changing the callers.
@@ -29,6 +34,7 @@ from rackbook.inputs.claims import Claim, Registry, load_claims
 #: The strengths of evidence, weakest first.
 STRENGTHS: tuple[str, ...] = (
     "physics only",
+    "near evidence",
     "published like-for-like measurements",
     "measured on the claim's hardware",
 )
@@ -57,6 +63,9 @@ class Conclusion:
     sentences: tuple[str, ...]
     strength: str
     brief: tuple[str, ...] = ()
+    #: the near evidence in one sentence (empty without near points): a value the page
+    #: generators can print beside the conclusion
+    near: str = ""
 
     @property
     def text(self) -> str:
@@ -130,11 +139,20 @@ def _closest(c: Any) -> str:
         return _drop_brackets(str(c))
     value, unit, ratio = c.get("value"), str(c.get("unit") or ""), c.get("ratio")
     text = re.sub(r"(\s·\s-)+$", "", str(c.get("who") or "a published point"))
+    sep = "" if unit in ("1", "", "x") else " "
+    lo, hi = c.get("low"), c.get("high")
+    tied = c.get("tied") and isinstance(lo, (int, float)) and isinstance(hi, (int, float))
+    if tied and lo != hi:
+        n = len(c["tied"]) + 1
+        text += f": {_num(lo)} to {_num(hi)}{sep}{'' if unit == '1' else unit} ({n} points)"
+        rl, rh = c.get("ratio_low"), c.get("ratio_high")
+        if isinstance(rl, (int, float)) and isinstance(rh, (int, float)):
+            text += f", the claim {_ratio(rl)} to {_ratio(rh)} them"
+        return text
     if isinstance(value, (int, float)):
-        sep = "" if unit in ("1", "", "x") else " "
         text += f": {_num(value)}{sep}{'' if unit == '1' else unit}"
     if isinstance(ratio, (int, float)):
-        text += f", the claim {_num(ratio)}x it"
+        text += f", the claim {_ratio(ratio)} it"
     return text
 
 
@@ -176,10 +194,16 @@ def _per_basis(
     naming the bases that reach it; every basis without a published point in one sentence that
     names the closest point, which does not decide."""
     entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+    out = []
+    gone = [e for e in entries if e.get("ruled_out")]
+    if kind == "published" and gone and len(gone) < len(entries):
+        names = _names([str(e.get("name") or "?") for e in gone]).replace("] or [", "] and [")
+        out.append(f"Physics rules out {names}; the published reading is of the other bases.")
+        entries = [e for e in entries if not e.get("ruled_out")]
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for e in entries:
-        groups.setdefault(str(e.get("verdict", "")), []).append(e)
-    out = []
+        key = str(e.get("verdict", "")) + (" modelled" if e.get("modelled") else "")
+        groups.setdefault(key, []).append(e)
     for verdict, es in groups.items():
         names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
         if kind == "published" and verdict == "none published":
@@ -194,6 +218,19 @@ def _per_basis(
             if not brief and near:
                 text += f" (closest, which does not decide: {_closest(near)})"
             out.append(_cap(text) + ".")
+            continue
+        verdict = verdict.removesuffix(" modelled")
+        if es[0].get("modelled"):
+            margin = _informative(es[0].get("margin"))
+            out.append(
+                f"As {names}, {figure} is "
+                + {"within": "within the modelled prices", "above": "above every modelled price",
+                   "below": "below every modelled price"}.get(verdict, verdict)
+                + " (a cost model's rate, not a listed price nor a measurement)"
+                + (f": {margin}" if margin and not brief else "")
+                + "."
+            )
+            figure = "it"
             continue
         sub = {"verdict": verdict, "margin": es[0].get("margin"), "reason": es[0].get("reason")}
         sub.update({"closest": es[0].get("closest")} if es[0].get("closest") else {})
@@ -239,22 +276,68 @@ def _sentence(
     return _cap(body) + "."
 
 
+def _placed(e: Mapping[str, Any]) -> bool:
+    """A reading (or basis entry) that places the figure on measurements or listed prices:
+    a placing verdict not resting on modelled prices alone."""
+    return e.get("verdict") in PLACED and not e.get("modelled")
+
+
 def strength(readings: Iterable[Mapping[str, Any]]) -> str:
     """The strength of evidence behind a claim's readings (one of :data:`STRENGTHS`)."""
     rs = list(readings)
     if any(r.get("reading") == "this run" and r.get("verdict") in TESTED for r in rs):
-        return STRENGTHS[2]
-    placed = [
-        r.get("verdict") in PLACED
-        or any(
-            isinstance(e, Mapping) and e.get("verdict") in PLACED for e in r.get("by_basis") or []
-        )
-        for r in rs
-        if r.get("reading") == "published"
-    ]
-    if any(placed):
+        return STRENGTHS[3]
+    published = [r for r in rs if r.get("reading") == "published"]
+    for r in published:
+        entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+        if entries and any(_placed(e) for e in entries):
+            return STRENGTHS[2]
+        if not entries and _placed(r):
+            return STRENGTHS[2]
+    if any(isinstance(r.get("near"), Mapping) and r["near"].get("verified") for r in published):
         return STRENGTHS[1]
     return STRENGTHS[0]
+
+
+def near_sentence(r: Mapping[str, Any], brief: bool = False) -> str:
+    """The near evidence of a published reading (its ``near``) as one sentence, or empty."""
+    n = r.get("near")
+    if not isinstance(n, Mapping) or not n.get("points"):
+        return ""
+    pts = list(n["points"])
+    unit = str(n.get("unit") or "")
+    lo, hi = n.get("low"), n.get("high")
+    sep = "" if unit in ("1", "", "x") else " "
+    span = (
+        f"{_num(lo)}{sep}{unit}"
+        if lo == hi
+        else f"{_num(lo)} to {_num(hi)}{sep}{unit}"  # type: ignore[arg-type]
+    )
+    rl, rh = n.get("ratio_low"), n.get("ratio_high")
+    them = "it" if len(pts) == 1 else "them"
+    ratio = ""
+    if isinstance(rl, (int, float)) and isinstance(rh, (int, float)):
+        ratio = (
+            f"the claim is {_ratio(rl)} {them}"
+            if rl == rh
+            else f"the claim is {_ratio(rl)} to {_ratio(rh)} {them}"
+        )
+    unv = len(n.get("unverified") or [])
+    flag = f", {unv} NOT VERIFIED" if unv else ""
+    nb = len(n.get("bases") or [])
+    over = f" on {nb} bases" if nb > 1 else ""
+    if brief:
+        return f"Near evidence ({len(pts)} points{flag}, does not decide): {ratio}{over}."
+    return (
+        f"Near evidence, which does not decide: {len(pts)} published points of the same "
+        f"quantity on a sibling model or GPU{flag}{',' if flag else ''} span {span}; "
+        f"{ratio}{over}."
+    )
+
+
+def _ratio(x: float) -> str:
+    """A ratio for a sentence: ``0.0929x``, ``9.14x``, ``1,054x``."""
+    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"
 
 
 def _hardware(claim: Claim) -> str:
@@ -275,14 +358,19 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
     sentences: list[str] = []
     brief: list[str] = []
     kinds = [*ORDER, *sorted({str(r.get("reading")) for r in mine} - set(ORDER))]
+    near = ""
     for kind in kinds:
         for r in (r for r in mine if r.get("reading") == kind):
             if r.get("by_basis"):
                 sentences += _per_basis(kind, "it" if sentences else figure, r, hardware, False)
                 brief += _per_basis(kind, "it" if brief else figure, r, hardware, True)
-                continue
-            sentences.append(_sentence(kind, "it" if sentences else figure, r, hardware))
-            brief.append(_sentence(kind, "it" if brief else figure, r, hardware, brief=True))
+            else:
+                sentences.append(_sentence(kind, "it" if sentences else figure, r, hardware))
+                brief.append(_sentence(kind, "it" if brief else figure, r, hardware, brief=True))
+            if kind == "published" and near_sentence(r):
+                near = near_sentence(r)
+                sentences.append(near)
+                brief.append(near_sentence(r, brief=True))
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
     return Conclusion(
@@ -293,6 +381,7 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
         tuple(sentences),
         strength(mine),
         tuple(brief),
+        near,
     )
 
 

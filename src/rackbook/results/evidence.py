@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,9 @@ from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.core import traces
 from rackbook.inputs import claims as claims_registry
+from rackbook.inputs import catalogs
 from rackbook.inputs import published as figures_registry
+from rackbook.physics import check as physics_check
 from rackbook.physics.units import plural
 from rackbook.results.headline import ClaimReading
 
@@ -106,6 +109,7 @@ POINT_COLUMNS: list[str] = [
     "comparable",
     "basis",
     "conversion",
+    "price_kind",
 ]
 
 
@@ -404,6 +408,7 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "notes": f.notes,
             "source": "figures.yaml",
             "basis": f.figure_basis,
+            "price_kind": f.price_kind,
         }
     )
 
@@ -465,6 +470,10 @@ class Plausible:
     changes: tuple[tuple[str, object], ...] = ()
     scale: float = 1.0
     conversion: str = ""
+    #: the phase whose ceilings bound the figure read on this basis when every counted token
+    #: is computed (``decode``, ``prefill``), or None when physics cannot rule the basis out
+    #: (counted cache hits cost no GEMM; a ratio or a price has no ceiling)
+    phase: str | None = None
 
 
 _AGENTIC = "each turn's whole prompt counted as input, the re-read cached prefix included"
@@ -475,19 +484,32 @@ _TOKENS = (
 )
 
 
+#: The phase whose ceiling bounds a throughput of each token kind when every counted token is
+#: computed: output tokens are decode work; input + output without a cached prefix is at most
+#: all prefill (the cheaper phase per token, so the most permissive reading); a total that
+#: counts re-read cached prefix tokens has no ceiling of its own (cache hits cost no GEMM).
+_PHASE = {"output": "decode", "input+output": "prefill", "input incl. cached+output": None}
+
+
 def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
-    per_gpu = tuple(Plausible(f"per GPU, {n}", (("tokens", t),)) for n, t in _TOKENS)
+    per_gpu = tuple(
+        Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t]) for n, t in _TOKENS
+    )
     total = tuple(
         Plausible(
             f"a rack total over {gpus} GPUs, {n}",
             (("tokens", t),),
             1 / gpus,
             f"the figure read as the rack's total, divided by its {gpus} GPUs",
+            _PHASE[t],
         )
         for n, t in _TOKENS
     )
     return per_gpu + total
 
+
+#: GPUs of one cloud instance of a GB300 (or GB200) NVL72 rack: a 4-GPU compute tray.
+INSTANCE_GPUS = 4
 
 #: Claims whose write-up leaves a part of the basis that matters unknown: one named reading per
 #: plausible basis (the others read on their stated basis alone). Rack throughput: which tokens
@@ -509,6 +531,13 @@ PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
     "rack-scaling.cost": (
         Plausible("a rental price", (("metric", "rental price per GPU-hour"),)),
         Plausible("a list (on-demand) price", (("metric", "list price per GPU-hour"),)),
+        Plausible(
+            "a list price per 4-GPU instance-hour",
+            (("metric", "list price per GPU-hour"),),
+            1 / INSTANCE_GPUS,
+            f"the figure read as the price of one {INSTANCE_GPUS}-GPU instance (a GB300 tray) "
+            f"per hour, divided by its {INSTANCE_GPUS} GPUs",
+        ),
         Plausible("an ownership cost", (("metric", "ownership cost per GPU-hour"),)),
     ),
     "single-user.throughput": (
@@ -566,6 +595,153 @@ def mismatch(row: pd.Series | dict[str, object], claim: claims_registry.Claim) -
 
 def _score(diffs: list[tuple[str, str]]) -> float:
     return float(sum(WEIGHTS.get(p, 1.0) for p, _ in diffs))
+
+
+
+@functools.lru_cache(maxsize=64)
+def _physics_rules_out(
+    model: str, hardware: str, gpus: int, per_gpu: float, phase: str
+) -> str | None:
+    """Why physics rules out ``per_gpu`` computed tokens/s per GPU of ``phase`` on ``gpus`` x
+    ``hardware`` (:func:`rackbook.physics.check.check_claim`, verdict ``impossible``), or None
+    when it does not (or the catalogs do not know the model or GPU)."""
+    mid = catalogs.catalog_model_id(model)
+    gid = basis_mod.hardware_key(hardware)
+    if mid is None or gid not in catalogs.load_hardware().gpus:
+        return None
+    c = physics_check.check_claim(mid, gid, gpus, per_gpu, phase=phase)
+    if c.verdict != "impossible":
+        return None
+    return (
+        f"{_num(per_gpu)} computed {phase} tok/s per GPU is {c.ratio:.3g}x the {c.limit} "
+        f"ceiling of {_num(c.ceiling_tok_s_per_gpu)} on {gid.upper()}"
+    )
+
+
+def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> str | None:
+    """Why the physics reading rules this named basis of the claim out (its figure read on the
+    basis, every counted token computed, above a ceiling of the claim's model and GPU by more
+    than the modelling margin), or None when physics allows it or cannot tell."""
+    sc = claim.scope
+    if plaus.phase is None or not math.isfinite(value) or value <= 0:
+        return None
+    if not (sc.model and sc.hardware and sc.gpu_count):
+        return None
+    return _physics_rules_out(
+        sc.model, sc.hardware, int(sc.gpu_count), value * plaus.scale, plaus.phase
+    )
+
+
+def model_family(model: str) -> str:
+    """A model name without its version: ``deepseek-flash`` for DeepSeek-V4.1-Flash,
+    DeepSeek-V4-Flash and DeepSeek-V4-Flash-0731 (siblings), ``deepseek-pro`` for
+    DeepSeek-V4-Pro; other names as :func:`rackbook.core.basis.model_key` gives them."""
+    k = basis_mod.model_key(model)
+    m = re.match(r"^deepseek-v[0-9.]+-(flash|pro)", k)
+    return f"deepseek-{m.group(1)}" if m else k
+
+
+def is_near(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
+    """True when a point is near evidence for a claim's named basis: it measures the same
+    quantity (no difference in metric, tokens counted or per), on the claim's model or a
+    sibling of its family (:func:`model_family`: DeepSeek-V4-Flash for V4.1-Flash, not
+    V4-Pro), on the claim's GPU or one of the same generation (GB300 and B300); every other
+    difference (GPU count, concurrency, speculation, engine, workload, statistic) is stated
+    beside it. A near point never decides a verdict."""
+    parts = {p for p, _ in diffs}
+    if parts & {"metric", "tokens", "per"}:
+        return False
+    if point.model != basis_mod.NA and model_family(point.model) != model_family(
+        claim_basis.model
+    ):
+        return False
+    hw_c, hw_p = claim_basis.hardware, point.hardware
+    if hw_c in (basis_mod.NA, basis_mod.UNKNOWN) or hw_p == basis_mod.NA:
+        return True
+    return basis_mod.hardware_class(hw_p) == basis_mod.hardware_class(hw_c)
+
+
+@dataclass(frozen=True)
+class Near:
+    """The near evidence of one named basis: the verified measurements that are near
+    (:func:`is_near`), their spread (``low``, ``high`` in ``unit``) and the claim's figure on
+    that basis over each end (``ratio_low`` = figure / high, ``ratio_high`` = figure / low).
+    It never decides a verdict: it says where the figure sits against the nearest evidence."""
+
+    basis: str
+    points: tuple[str, ...]
+    low: float
+    high: float
+    unit: str
+    ratio_low: float | None
+    ratio_high: float | None
+    differences: tuple[str, ...]
+    urls: tuple[str, ...]
+    #: the near points read only second-hand (NOT VERIFIED): shown, but a near reading resting
+    #: on them alone does not raise the strength of evidence
+    unverified: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        """One line: ``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x
+        them (they differ in: GPU count; engine)``."""
+        n = plural(len(self.points), "near point")
+        span = (
+            value_text(self.low, self.unit)
+            if self.low == self.high
+            else f"{value_text(self.low, self.unit)} to {value_text(self.high, self.unit)}"
+        )
+        ratio = ""
+        if self.ratio_low is not None and self.ratio_high is not None:
+            ratio = (
+                f"; the claim {ratio_text(self.ratio_low)} it"
+                if len(self.points) == 1 or self.ratio_low == self.ratio_high
+                else f"; the claim {ratio_text(self.ratio_low)} to {ratio_text(self.ratio_high)} "
+                "them"
+            )
+        diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
+        flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
+        return f"{n}{flag}, {span}{ratio}{diff}"
+
+    def as_dict(self) -> dict[str, object]:
+        """For the headline JSON."""
+        d = dataclasses.asdict(self)
+        for k in ("points", "differences", "urls", "unverified"):
+            d[k] = list(d[k])
+        return d
+
+
+def _near(
+    name: str, value: float, unit: str, rows: list[tuple[pd.Series, list, list]], cb: basis_mod.Basis
+) -> Near | None:
+    """The near reading of one named basis from its candidate rows (point, differences,
+    decisive differences): measurements in the claim's unit family that do not decide (a
+    decisive difference, or read only second-hand) but are near (:func:`is_near`)."""
+    near = [
+        (r, diffs)
+        for r, diffs, dec in rows
+        if (dec or not bool(r["verified"]))
+        and r["role"] == "measurement"
+        and unit_family(str(r["unit"])) == unit_family(unit)
+        and is_near(cb, r["basis"], diffs)
+    ]
+    if not near:
+        return None
+    vals = [float(r["value"]) for r, _ in near]
+    lo, hi = min(vals), max(vals)
+    ok = math.isfinite(value) and lo > 0
+    parts = list(dict.fromkeys(basis_mod.NAMES.get(p, p) for _, d in near for p, _ in d))
+    return Near(
+        name,
+        tuple(str(r["id"]) for r, _ in near),
+        lo,
+        hi,
+        unit_family(str(near[0][0]["unit"])),
+        value / hi if ok else None,
+        value / lo if ok else None,
+        tuple(parts),
+        tuple(dict.fromkeys(str(r["url"]) for r, _ in near)),
+        tuple(str(r["id"]) for r, _ in near if not bool(r["verified"])),
+    )
 
 
 # ----------------------------------------------------------------------------- public API
@@ -685,11 +861,41 @@ class Closest:
     #: another part that decides, so it does not) or ``analogue`` (another quantity, model or
     #: GPU class: shown, never decides)
     kind: str
+    #: the other points exactly as close in basis (same distance, same verification): their
+    #: values span ``low`` to ``high``, and the claim is ``ratio_low`` to ``ratio_high`` them.
+    #: A tie is shown as a spread, never resolved toward the claim's figure.
+    tied: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    #: a cost model's figure (a modelled price), not a measurement nor a listed price
+    modelled: bool = False
+
+    def value_span(self) -> str:
+        """The value, or the spread of the equally close points: ``8.61x to 8.95x (4 points
+        equally close)``."""
+        if not self.tied or self.low is None or self.high is None or self.low == self.high:
+            return value_text(self.value, self.unit)
+        n = len(self.tied) + 1
+        return (
+            f"{value_text(self.low, self.unit)} to {value_text(self.high, self.unit)} "
+            f"({n} points equally close)"
+        )
+
+    def ratio_span(self) -> str:
+        """``, the claim 0.883x to 0.917x them`` (or ``it`` for one point); empty without a
+        ratio."""
+        if self.ratio is None:
+            return ""
+        lo, hi = self.ratio_low, self.ratio_high
+        if self.tied and lo is not None and hi is not None and lo != hi:
+            return f", the claim {ratio_text(lo)} to {ratio_text(hi)} them"
+        return f", the claim {ratio_text(self.ratio)} it"
 
     def text(self) -> str:
         """One line: ``vLLM · GB300 x 4: 456.6 tok/s per user, the claim 1.81x it (URL); differs
-        in: ...``."""
-        ratio = f", the claim {ratio_text(self.ratio)} it" if self.ratio is not None else ""
+        in: ...``; equally close points as a spread."""
         flag = "" if self.verified else " (NOT VERIFIED)"
         lead = {
             "like for like": "",
@@ -698,7 +904,7 @@ class Closest:
         }[self.kind]
         diff = (lead + "differs in " + "; ".join(self.differences)) if self.differences else ""
         diff = diff or "like for like"
-        return f"{self.who}: {value_text(self.value, self.unit)}{flag}{ratio} ({self.url}); {diff}"
+        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({self.url}); {diff}"
 
 
 def ratio_text(x: float) -> str:
@@ -720,18 +926,36 @@ class BasisReading:
     sources: tuple[str, ...]
     closest: Closest | None
     conversion: str
+    #: the near evidence of this basis (:class:`Near`), None when no point is near
+    near: Near | None = None
+    #: why the physics reading rules this basis out (None: physics allows it or cannot tell)
+    ruled_out: str | None = None
+    #: True when every point the verdict rests on is a modelled figure (a cost model's price):
+    #: the reading is shown, but it is not a published like-for-like measurement
+    modelled: bool = False
 
     def text(self) -> str:
         """One line: name, verdict, margin and the closest point."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        return f"[{self.name}] {self.verdict}{margin}; {close}"
+        out = f"[{self.name}] {self.verdict}{margin}; {close}"
+        if self.near is not None:
+            out += f"; near evidence: {self.near.text()}"
+        if self.ruled_out:
+            out = f"[{self.name}] ruled out by physics ({self.ruled_out}); " + out.split("] ", 1)[1]
+        return out
 
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON."""
         d = dataclasses.asdict(self)
         d["decided_on"] = list(self.decided_on)
         d["sources"] = list(self.sources)
+        if self.closest is not None:
+            d["closest"] = dataclasses.asdict(self.closest) | {
+                "differences": list(self.closest.differences),
+                "tied": list(self.closest.tied),
+            }
+        d["near"] = self.near.as_dict() if self.near is not None else None
         return d
 
 
@@ -759,7 +983,9 @@ def _basis_readings(
 ) -> list[BasisReading]:
     """The claim's reading on each of its named bases (:func:`claim_bases`): points whose basis
     agrees in every part of :data:`DECISIVE` decide (verified measurements only); the closest
-    point of that basis is named with the ratio of the claim's figure to it."""
+    point of that basis is named with the ratio of the claim's figure to it (points equally
+    close shown as a spread); the near points (:func:`is_near`) give the basis's near
+    evidence; a basis the physics reading rules out says so (:func:`ruled_out`)."""
     out = []
     for plaus, cb in claim_bases(claim):
         v = value * plaus.scale if value is not None and math.isfinite(value) else float("nan")
@@ -785,22 +1011,14 @@ def _basis_readings(
         if unverified_like:
             frame = pd.concat([frame, pd.DataFrame(unverified_like)])
         pr = published_reading(claim.id, v, frame, tolerance * plaus.scale)
-        closest = None
-        if rows:
-            unit = _unit_of(claim, plaus)
-
-            r, diffs, dec = min(rows, key=functools.partial(_closeness, v, unit))
-            same = unit_family(str(r["unit"])) == unit_family(unit)
-            ratio = v / float(r["value"]) if same and math.isfinite(v) else None
-            closest = Closest(
-                str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]),
-                tuple(t for _, t in diffs), bool(r["verified"]),
-                "analogue" if r["role"] == "analogue" or is_analogue(cb, r["basis"], dec)
-                else "near" if dec or not bool(r["verified"]) else "like for like",
-            )  # fmt: skip
+        unit = _unit_of(claim, plaus)
+        closest = _closest(cb, v, unit, rows) if rows else None
         margin = pr.margin
         if pr.verdict == "none published":
             margin = "-"
+        modelled = bool(deciding) and all(_modelled(r) for r in deciding)
+        if modelled and margin != "-":
+            margin += " (modelled prices, not measurements)"
         out.append(
             BasisReading(
                 plaus.name,
@@ -811,27 +1029,55 @@ def _basis_readings(
                 pr.sources,
                 closest,
                 plaus.conversion,
+                _near(plaus.name, v, unit, rows, cb),
+                ruled_out(claim, plaus, value),
+                modelled,
             )
         )
     return out
 
 
-def _closeness(
-    value: float, unit: str, row: tuple[pd.Series, list[tuple[str, str]], object]
-) -> tuple[float, bool, float, str]:
+def _modelled(r: pd.Series) -> bool:
+    """True for a point that is a cost model's figure (its ``price_kind``)."""
+    return _s(r.get("price_kind")) in figures_registry.MODELLED_PRICES
+
+
+def _closest(
+    cb: basis_mod.Basis, v: float, unit: str, rows: list[tuple[pd.Series, list, list]]
+) -> Closest:
+    """The closest point of a named basis: least distance in basis (:func:`_score`), verified
+    first; points exactly as close are kept as a spread (``tied``), never narrowed to the one
+    nearest the claim's figure; the representative is the first by id."""
+    ranked = sorted(rows, key=_closeness)
+    r, diffs, dec = ranked[0]
+    best = _closeness(ranked[0])[:2]
+    tied = [x for x in ranked[1:] if _closeness(x)[:2] == best]
+    same = unit_family(str(r["unit"])) == unit_family(unit)
+    fin = same and math.isfinite(v)
+    ratio = v / float(r["value"]) if fin else None
+    group = [r] + [x[0] for x in tied]
+    vals = [float(x["value"]) for x in group if unit_family(str(x["unit"])) == unit_family(unit)]
+    lo = min(vals) if vals else None
+    hi = max(vals) if vals else None
+    return Closest(
+        str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]),
+        tuple(t for _, t in diffs), bool(r["verified"]),
+        "analogue" if r["role"] == "analogue" or is_analogue(cb, r["basis"], dec)
+        else "near" if dec or not bool(r["verified"]) else "like for like",
+        tuple(str(x[0]["id"]) for x in tied),
+        lo, hi,
+        v / hi if fin and hi else None,
+        v / lo if fin and lo else None,
+        _modelled(r),
+    )  # fmt: skip
+
+
+def _closeness(row: tuple[pd.Series, list[tuple[str, str]], object]) -> tuple[float, bool, str]:
     """Sort key of a candidate for the closest point: its distance in basis (:func:`_score`),
-    then verified first, then nearest in value (same unit), then id."""
+    then verified first, then id. Never the value: a tie in basis is a spread, not a choice
+    of the point nearest the claim."""
     r, diffs, _ = row
-    pv = float(r["value"])
-    far = (
-        abs(math.log(value / pv))
-        if unit_family(str(r["unit"])) == unit_family(unit)
-        and math.isfinite(value)
-        and value > 0
-        and pv > 0
-        else math.inf
-    )
-    return (_score(diffs), not bool(r["verified"]), far, str(r["id"]))
+    return (_score(diffs), not bool(r["verified"]), str(r["id"]))
 
 
 def _unit_of(claim: claims_registry.Claim, plaus: Plausible) -> str:
@@ -861,8 +1107,9 @@ def combine(readings: list[BasisReading]) -> str:
 @dataclass(frozen=True)
 class ClaimEvidence:
     """The published-evidence reading of a claim over its named bases (:class:`BasisReading`
-    each), the combined verdict (:func:`combine`), and the closest like-for-like point over
-    all bases."""
+    each), the combined verdict (:func:`combine`), the closest point over the bases physics
+    allows, the bases it rules out, and the near evidence over the allowed bases (``near``:
+    points, low, high, unit, ratio_low, ratio_high, bases; None without a near point)."""
 
     claim_id: str
     verdict: str
@@ -872,11 +1119,65 @@ class ClaimEvidence:
     bases: tuple[BasisReading, ...]
     closest: Closest | None
     closest_basis: str | None
+    near: dict[str, object] | None = None
+    ruled_out: tuple[str, ...] = ()
+
+
+def near_summary(brs: list[BasisReading] | tuple[BasisReading, ...]) -> dict[str, object] | None:
+    """The near evidence of a claim over the named bases physics allows: every near point
+    (ids), the spread of their values (``low``, ``high`` in ``unit``), and the claim's ratio to
+    them over all those bases (``ratio_low``, ``ratio_high``: each basis's figure over its own
+    points, so the figure is never set against points of another basis); ``bases`` names
+    the bases that have near points. None when no allowed basis has one."""
+    ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
+    if not ns:
+        return None
+    ratios = [x for n in ns for x in (n.ratio_low, n.ratio_high) if x is not None]
+    return {
+        "points": list(dict.fromkeys(p for n in ns for p in n.points)),
+        "low": min(n.low for n in ns),
+        "high": max(n.high for n in ns),
+        "unit": ns[0].unit,
+        "ratio_low": min(ratios) if ratios else None,
+        "ratio_high": max(ratios) if ratios else None,
+        "bases": [n.basis for n in ns],
+        "unverified": list(dict.fromkeys(p for n in ns for p in n.unverified)),
+        "verified": any(len(n.points) > len(n.unverified) for n in ns),
+    }
+
+
+def near_text(near: dict[str, object] | None) -> str:
+    """The near reading as one line (the page generators print it): ``near evidence: 4
+    points, 904.8 to 142,565 tok/s/GPU; the claim 0.093x to 14.6x them over 3 bases``; empty
+    without near evidence."""
+    if not near:
+        return ""
+    pts = near["points"]
+    lo, hi, unit = float(near["low"]), float(near["high"]), str(near["unit"])  # type: ignore[arg-type]
+    span = value_text(lo, unit) if lo == hi else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
+    out = f"near evidence: {plural(len(pts), 'point')}, {span}"  # type: ignore[arg-type]
+    unv = near.get("unverified") or []
+    if unv:
+        out += f" ({len(unv)} NOT VERIFIED)"  # type: ignore[arg-type]
+    rl, rh = near.get("ratio_low"), near.get("ratio_high")
+    if isinstance(rl, float) and isinstance(rh, float):
+        them = "it" if len(pts) == 1 else "them"  # type: ignore[arg-type]
+        out += (
+            f"; the claim {ratio_text(rl)} {them}"
+            if rl == rh
+            else f"; the claim {ratio_text(rl)} to {ratio_text(rh)} {them}"
+        )
+    nb = len(near["bases"])  # type: ignore[arg-type]
+    if nb > 1:
+        out += f" over {nb} bases"
+    return out + " (does not decide)"
 
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     """The book's published-evidence reading of a claim of ``data/claims.yaml`` (its figure,
-    or ``value`` in the claim's unit), on each of its named bases."""
+    or ``value`` in the claim's unit), on each of its named bases. The headline's closest point
+    is chosen among the bases physics allows (all of them when it rules out every one), by
+    distance in basis; bases exactly as close are all named."""
     reg, _ = _registry(str(paths.DATA))
     claim = reg.get(claim_id)
     if value is None:
@@ -885,37 +1186,76 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     mine = pts[pts["claim_id"] == claim_id]
     brs = _basis_readings(claim, value, mine, reg.tolerance(claim_id))
     verdict = combine(brs)
-    best: tuple[float, int, BasisReading] | None = None
-    for i, br in enumerate(brs):
-        if br.closest is None:
-            continue
-        key = (len(br.closest.differences), i)
-        if best is None or key < best[:2]:
-            best = (key[0], i, br)
-    closest = best[2].closest if best else None
-    closest_basis = best[2].name if best else None
+    allowed = [br for br in brs if not br.ruled_out] or brs
+    out_names = tuple(br.name for br in brs if br.ruled_out)
+    cands = [
+        (_score_of(br.closest), not br.closest.verified, i, br)
+        for i, br in enumerate(allowed)
+        if br.closest is not None
+    ]
+    cands.sort(key=lambda c: c[:3])
+    top = [c[3] for c in cands if c[:2] == cands[0][:2]] if cands else []
+    closest = top[0].closest if top else None
+    closest_basis = top[0].name if top else None
     if closest is not None:
-        ratio = f", the claim {ratio_text(closest.ratio)} it" if closest.ratio is not None else ""
-        kind = {"analogue": " (an analogue)", "near": " (does not decide)"}.get(closest.kind, "")
-        margin = f"closest like-for-like{kind}: {value_text(closest.value, closest.unit)}{ratio}"
+        kind = {
+            "analogue": "closest published point (an analogue, never decides)",
+            "near": "closest published point (near, does not decide)",
+        }.get(closest.kind, "closest like-for-like point")
+        if closest.modelled:
+            kind = "closest published figure (a modelled price, not a measurement)"
+        if len(top) > 1:
+            each = "; ".join(
+                f"[{br.name}] {br.closest.value_span()}{br.closest.ratio_span()}"  # type: ignore[union-attr]
+                for br in top
+            )
+            margin = f"{kind}, on {len(top)} bases equally close: {each}"
+        else:
+            margin = f"{kind}: {closest.value_span()}{closest.ratio_span()}"
     else:
         margin = "-"
     decided = [br for br in brs if br.verdict != "none published"]
     if len(brs) == 1 and decided:
         margin = f"{decided[0].margin}; {margin}"
+    near = near_summary(brs)
+    if near:
+        margin += f"; {near_text(near)}"
+    if out_names:
+        margin = f"physics rules out {_names_text(out_names)}; {margin}"
     lead = READING_NOTES.get(claim_id, "")
     basis_line = (
         f"basis: {brs[0].basis}"
         if len(brs) == 1
         else f"basis unknown in a part that matters, read on {len(brs)} named bases"
     )
+    ordered = [br for br in brs if not br.ruled_out] + [br for br in brs if br.ruled_out]
     reason = (
-        "; ".join(x for x in (lead, basis_line) if x) + ": " + " | ".join(br.text() for br in brs)
+        "; ".join(x for x in (lead, basis_line) if x)
+        + ": "
+        + " | ".join(br.text() for br in ordered)
     )
     sources = tuple(dict.fromkeys(u for br in brs for u in br.sources))
     return ClaimEvidence(
-        claim_id, verdict, margin, reason, sources, tuple(brs), closest, closest_basis
-    )
+        claim_id, verdict, margin, reason, sources, tuple(brs), closest, closest_basis, near,
+        out_names,
+    )  # fmt: skip
+
+
+def _score_of(c: Closest) -> float:
+    """Distance in basis of a closest point (the weights of the parts it differs in)."""
+    return float(sum(WEIGHTS.get(_part_of(t), 1.0) for t in c.differences))
+
+
+def _part_of(text: str) -> str:
+    """The basis part a difference text names (``GPU count: 4 (claim: 72)`` -> ``gpu_count``)."""
+    name = text.split(":", 1)[0]
+    return next((k for k, v in basis_mod.NAMES.items() if v == name), name)
+
+
+def _names_text(names: tuple[str, ...]) -> str:
+    """Basis names as ``[a]`` or ``[a] and [b]`` or ``[a], [b] and [c]``."""
+    shown = [f"[{n}]" for n in names]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
 #: What the reader must know before a claim's published reading: why it has no published
@@ -968,6 +1308,7 @@ def reading(
     if e.closest is not None:
         closest = dataclasses.asdict(e.closest) | {
             "differences": list(e.closest.differences),
+            "tied": list(e.closest.tied),
             "basis": e.closest_basis,
         }
     return ClaimReading(
@@ -980,6 +1321,8 @@ def reading(
         basis=" | ".join(f"[{b.name}] {b.basis}" for b in e.bases),
         closest=closest,
         by_basis=tuple(b.as_dict() for b in e.bases),
+        near=e.near,
+        ruled_out=e.ruled_out,
     )
 
 

@@ -120,6 +120,11 @@ class ClaimReading:
     #: published reading: each named basis's reading (name, verdict, margin, basis,
     #: decided_on, sources, closest, conversion)
     by_basis: tuple[dict[str, Any], ...] = ()
+    #: published reading: the near evidence over the bases physics allows (points, low, high,
+    #: unit, ratio_low, ratio_high, bases), None without a near point; it never decides
+    near: dict[str, Any] | None = None
+    #: published reading: the named bases the physics reading rules out
+    ruled_out: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:
