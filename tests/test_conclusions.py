@@ -116,7 +116,7 @@ def test_readings_given_per_basis_name_each_basis(claim):
     c = cc.conclude(claim, rs)
     assert c.sentences[1] == (
         "No like-for-like measurement is published on any of its 2 plausible bases (closest, "
-        "which does not decide: InferenceX · GB300 x 4: 104,430 tok/s/GPU, the claim 9.135x it)."
+        "which does not decide: InferenceX · GB300 x 4: 104,430 tok/s/GPU, the claim 9.13x it)."
     )
     assert c.strength == "physics only"
     entries[1] = {**entries[1], "verdict": "within", "margin": "0.93x the highest"}

@@ -600,7 +600,7 @@ def _score(diffs: list[tuple[str, str]]) -> float:
 
 @functools.lru_cache(maxsize=64)
 def _physics_rules_out(
-    model: str, hardware: str, gpus: int, per_gpu: float, phase: str
+    model: str, hardware: str, gpus: int, per_gpu: float, phase: str, data: str = ""
 ) -> str | None:
     """Why physics rules out ``per_gpu`` computed tokens/s per GPU of ``phase`` on ``gpus`` x
     ``hardware`` (:func:`rackbook.physics.check.check_claim`, verdict ``impossible``), or None
@@ -628,7 +628,8 @@ def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> s
     if not (sc.model and sc.hardware and sc.gpu_count):
         return None
     return _physics_rules_out(
-        sc.model, sc.hardware, int(sc.gpu_count), value * plaus.scale, plaus.phase
+        sc.model, sc.hardware, int(sc.gpu_count), value * plaus.scale, plaus.phase,
+        str(paths.DATA),  # the catalogs read depend on the data folder
     )
 
 
