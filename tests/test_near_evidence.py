@@ -1,0 +1,140 @@
+"""The near-evidence reading, bases the physics rules out, ties shown as spreads, and modelled
+prices (rackbook.results.evidence, rackbook.results.conclusions): numbers asserted on the
+shipped published points."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pytest
+
+from rackbook.inputs import claims, published
+from rackbook.results import conclusions as cc
+from rackbook.results import evidence as ev
+
+
+def _basis(e: ev.ClaimEvidence, name: str) -> ev.BasisReading:
+    return next(b for b in e.bases if b.name == name)
+
+
+def test_rack_throughput_near_points_counting_the_cached_prefix():
+    """V4.1-Flash on GB300, counting the cached prefix: 104,429 (vLLM, 4 GPUs) to 142,565
+    (SGLang, 2 GPUs) tok/s/GPU; 954k per GPU is 6.69-9.14x them, as the rack's total
+    0.0929-0.127x."""
+    e = ev.claim_evidence("rack-scaling.throughput")
+    per_gpu = _basis(e, "per GPU, input + output counting each turn's re-read cached prefix")
+    total = _basis(
+        e, "a rack total over 72 GPUs, input + output counting each turn's re-read cached prefix"
+    )
+    for b, scale in ((per_gpu, 1.0), (total, 1 / 72)):
+        n = b.near
+        assert n is not None and set(n.points) == {
+            "figures:inferencex-pr3176.vllm-gb300-c128-total",
+            "figures:inferencex-pr3344.dsv41flash-gb300-tp2-c64",
+        }
+        assert (n.low, n.high) == (104429.47, 142565.09)
+        assert n.ratio_low == pytest.approx(954000 * scale / 142565.09)
+        assert n.ratio_high == pytest.approx(954000 * scale / 104429.47)
+        assert b.verdict == "none published"  # near evidence never decides
+    assert per_gpu.near.ratio_low == pytest.approx(6.69, abs=0.005)
+    assert total.near.ratio_high == pytest.approx(0.127, abs=0.0005)
+
+
+def test_physics_rules_out_computed_per_gpu_bases_and_the_headline_avoids_them():
+    e = ev.claim_evidence("rack-scaling.throughput")
+    out = _basis(e, "per GPU, output tokens")
+    assert out.ruled_out and "3.94x the compute ceiling" in out.ruled_out
+    assert _basis(e, "per GPU, input + output, cached prefix not counted").ruled_out
+    assert not _basis(e, "a rack total over 72 GPUs, output tokens").ruled_out
+    assert e.ruled_out == (
+        "per GPU, output tokens",
+        "per GPU, input + output, cached prefix not counted",
+    )
+    # main headlined the per-GPU output basis, 1,054x
+    assert e.closest is not None and e.closest_basis not in e.ruled_out
+    assert e.closest.ratio == pytest.approx(954000 / 104429.47)
+    assert e.margin.startswith("physics rules out [per GPU, output tokens]")
+    assert "closest like-for-like (an analogue)" not in e.margin
+    # three allowed bases are equally close: all named, none chosen
+    assert e.margin.count("[") >= 5 and "on 3 bases equally close" in e.margin
+
+
+def test_claim_level_near_summary_in_the_headline_json():
+    r = ev.reading("rack-scaling.throughput", registry=claims.load_claims())
+    near = asdict(r)["near"]
+    assert set(near) >= {"points", "low", "high", "ratio_low", "ratio_high"}
+    assert near["low"] == pytest.approx(412.2222, rel=1e-4)  # SGLang cookbook, output
+    assert near["high"] == 142565.09
+    assert near["ratio_low"] == pytest.approx(954000 / 72 / 142565.09)
+    assert near["ratio_high"] == pytest.approx(954000 / 72 / 412.2222, rel=1e-4)
+    assert "per GPU, output tokens" not in near["bases"]  # ruled out by physics
+
+
+def test_single_user_near_points_span_both_statistics():
+    e = ev.claim_evidence("single-user.throughput")
+    mean, median = _basis(e, "mean TPOT").near, _basis(e, "median (P50) TPOT").near
+    assert mean is not None and median is not None
+    assert mean.high == pytest.approx(1000 / 2.19)
+    assert mean.ratio_low == pytest.approx(826 / (1000 / 2.19))
+    assert median.points == ("figures:sglang-pr33082.v4flash-gb300-c1-tpot",)
+    assert median.ratio_low == pytest.approx(826 / (1000 / 1.31))
+    assert e.near is not None
+    assert e.near["ratio_low"] == pytest.approx(1.082, abs=0.001)
+    assert e.near["ratio_high"] == pytest.approx(2.982, abs=0.001)
+
+
+def test_ties_are_a_spread_never_the_value_nearest_the_claim():
+    """MLPerf's four 72-over-8 ratios are equally close: 8.61x to 8.95x, the claim 0.882x to
+    0.917x them (main showed only 8.61x, the one nearest 7.9x)."""
+    e = ev.claim_evidence("rack-scaling.speedup")
+    c = e.closest
+    assert c is not None and len(c.tied) == 3
+    assert (c.low, c.high) == (pytest.approx(8.6127, abs=1e-4), pytest.approx(8.9536, abs=1e-4))
+    assert c.ratio_low == pytest.approx(7.9 / 8.9536, abs=1e-4)
+    assert c.ratio_high == pytest.approx(7.9 / 8.6127, abs=1e-4)
+    assert "8.61x to 8.95x (4 points equally close)" in e.margin
+    # the closest point does not move with the claim's figure
+    assert ev.claim_evidence("rack-scaling.speedup", 9.0).closest.id == c.id
+
+
+def test_modelled_prices_never_make_the_strength_like_for_like():
+    reg = claims.load_claims()
+    r = asdict(ev.reading("rack-scaling.cost", registry=reg))
+    assert r["verdict"] == "above"
+    placed = [b for b in r["by_basis"] if b["verdict"] == "above"]
+    assert placed and all(b["modelled"] for b in placed)
+    c = cc.conclude(reg.get("rack-scaling.cost"), [r])
+    assert c.strength == "physics only"  # main: "published like-for-like measurements"
+    assert "above every modelled price" in c.text
+    # the per-instance reading: $38.96 as one 4-GPU instance-hour, $9.74 per GPU-hour
+    inst = next(b for b in r["by_basis"] if b["name"] == "a list price per 4-GPU instance-hour")
+    assert inst["closest"]["ratio"] == pytest.approx(38.96 / 4 / 18.00)
+    assert inst["near"]["unverified"]  # list prices read second-hand only
+
+
+def test_near_evidence_raises_the_strength_and_is_printed():
+    reg = claims.load_claims()
+    for cid in ("rack-scaling.throughput", "single-user.throughput"):
+        c = cc.conclude(reg.get(cid), [asdict(ev.reading(cid, registry=reg))])
+        assert c.strength == "near evidence"
+        assert c.near.startswith("Near evidence, which does not decide:")
+        assert "Near evidence (" in c.brief_text
+    c = cc.conclude(
+        reg.get("rack-scaling.speedup"),
+        [asdict(ev.reading("rack-scaling.speedup", registry=reg))],
+    )
+    assert c.strength == "physics only" and c.near == ""
+
+
+def test_a_price_must_say_what_it_is(tmp_path):
+    src = (published.paths.DATA / "published" / "figures.yaml").read_text()
+    bad = src.replace("    price_kind: ownership-cost model\n", "", 1)
+    f = tmp_path / "figures.yaml"
+    f.write_text(bad)
+    with pytest.raises(Exception, match="price_kind"):
+        published.load_figures(f)
+
+
+def test_rejected_sources_carry_why():
+    reg = published.load_figures()
+    assert reg.rejected and all(r.why and r.url.startswith("https://") for r in reg.rejected)
