@@ -69,6 +69,7 @@ STATISTICS: tuple[str, ...] = ("mean", "median", "p90", "p99", "rate", "value", 
 WORKLOADS: tuple[str, ...] = (
     "agentic trace",  # multi-turn, growing contexts, prefix reuse across turns
     "fixed lengths",  # synthetic random prompts of fixed ISL/OSL, no prefix reuse
+    "random lengths",  # synthetic random prompts, lengths drawn uniformly up to ISL/OSL caps
     "benchmark dataset",  # a dataset of the benchmark (MLPerf, GSM8K, ...)
     "production traffic",
     "single request",
@@ -88,6 +89,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 #: Parts a published point must state (never ``unknown``).
 REQUIRED_FOR_POINTS: tuple[str, ...] = ("tokens", "gpus", "speculation")
+#: Parts a published point may leave ``unknown`` where its source says nothing (MLPerf's
+#: summary.csv does not say whether a system serves aggregated or disaggregated).
+UNKNOWN_IN_POINTS: tuple[str, ...] = ("serving",)
 #: Human names of the parts, for reasons and tables.
 NAMES: dict[str, str] = {
     "metric": "metric",
@@ -189,7 +193,7 @@ def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
             raise ValueError(f"{f}: {v!r} is not one of {', '.join(allowed)}")
     if not claim:
         for f in (*REQUIRED_FOR_POINTS, *CHOICES):
-            if raw[f] == UNKNOWN:
+            if raw[f] == UNKNOWN and f not in UNKNOWN_IN_POINTS:
                 raise ValueError(
                     f"{f}: a published point must state its {NAMES.get(f, f)}; 'unknown' is "
                     "allowed only in a claim whose write-up is silent"

@@ -101,6 +101,47 @@ COOKBOOK_SPECULATION: dict[str, tuple[str, str | None]] = {
 #: Every single-node DeepSeek-V4-Flash cell of deepseek-v4.jsx on these GPUs runs ``--tp 4``.
 COOKBOOK_FLASH_SINGLE_GPUS = 4
 COOKBOOK_FLASH_SINGLE_HW = ("b200", "b300", "gb200", "gb300")
+#: InferenceX's benchmark types (the API's ``benchmark_type``): fixed-length single-turn runs
+#: and AgentX agentic trace replay. Rows without the field (API versions before AgentX) are
+#: single-turn runs of their ``isl``/``osl``.
+INFERENCEX_SINGLE_TURN = "single_turn"
+INFERENCEX_AGENTIC = "agentic_traces"
+INFERENCEX_TYPES = (INFERENCEX_SINGLE_TURN, INFERENCEX_AGENTIC)
+#: Speculative methods InferenceX's AgentX recipes run with a synthetic (golden) acceptance
+#: length for throughput, real verification only for accuracy (PRs 3036, 3240, 3342-3347:
+#: "Throughput uses the golden AL 3.51"): their throughput is of a simulated speculation.
+INFERENCEX_AGENTIC_SIMULATED = ("dspark",)
+#: Speculative methods a config key names (InferenceX keys such as
+#: ``dsv41flash-fp4-gb300-vllm-agentic-dspark`` or ``dsv4-fp4-gb300-dynamo-sglang-mtp``).
+SPEC_IN_CONFIG_KEY = ("dspark", "mtp", "eagle", "ngram", "medusa")
+
+
+def inferencex_speculation(
+    spec_method: str | None, config_key: str | None, benchmark_type: str
+) -> tuple[str, str | None]:
+    """(speculation kind, method) of an InferenceX row from its ``spec_method`` and, where the
+    row carries one, its config key (the method named in the key wins over a missing
+    ``spec_method``; a key that names no method means none). ``ValueError`` when the two
+    disagree. AgentX rows of a method in :data:`INFERENCEX_AGENTIC_SIMULATED` are
+    ``simulated``; other methods are ``real``."""
+    method = None if spec_method in (None, "", "none") else str(spec_method).lower()
+    if config_key:
+        parts = config_key.lower().split("-")
+        named = next((m for m in SPEC_IN_CONFIG_KEY if m in parts), None)
+        if method is not None and named is not None and named != method:
+            raise ValueError(f"config key {config_key!r} names {named}, spec_method {method}")
+        if method is None:
+            method = named
+        elif named is None:
+            raise ValueError(f"config key {config_key!r} names no speculative method, "
+                             f"spec_method is {method}")
+    if method is None:
+        return "none", None
+    if benchmark_type == INFERENCEX_AGENTIC and method in INFERENCEX_AGENTIC_SIMULATED:
+        return "simulated", method
+    return "real", method
+
+
 #: Allowed values of the basis columns (rackbook.core.basis; never "unknown" in a point).
 BASIS_COLUMNS: dict[str, tuple[str, ...]] = {
     "tokens_counted": basis.TOKENS,
@@ -331,8 +372,21 @@ def inferencex_points(
         model = _text(path, f"{f}.model", row.get("model"))
         precision = _text(path, f"{f}.precision", row.get("precision"))
         spec = _text(path, f"{f}.spec_method", row.get("spec_method"), optional=True)
-        isl = int(_number(path, f"{f}.isl", row.get("isl"), integer=True))
-        osl = int(_number(path, f"{f}.osl", row.get("osl"), integer=True))
+        kind = _text(path, f"{f}.benchmark_type", row.get("benchmark_type"), optional=True)
+        kind = kind or INFERENCEX_SINGLE_TURN
+        if kind not in INFERENCEX_TYPES:
+            raise InputError(
+                path, f"{f}.benchmark_type", f"{kind!r}: expected {' or '.join(INFERENCEX_TYPES)}"
+            )
+        agentic = kind == INFERENCEX_AGENTIC
+        key = _text(path, f"{f}.config_key", row.get("config_key"), optional=True)
+        try:
+            spec_kind, spec = inferencex_speculation(spec, key, kind)
+        except ValueError as exc:
+            raise InputError(path, f"{f}.spec_method", str(exc)) from None
+        # AgentX rows replay traces: no ISL/OSL (null in the API)
+        isl = _optional_int(path, f"{f}.isl", row.get("isl"), required=not agentic)
+        osl = _optional_int(path, f"{f}.osl", row.get("osl"), required=not agentic)
         conc = int(_number(path, f"{f}.conc", row.get("conc"), integer=True))
         date = _date(path, f"{f}.date", row.get("date"))
         url = _url(path, f"{f}.run_url", row.get("run_url"), optional=True) or fallback_url
@@ -365,6 +419,16 @@ def inferencex_points(
                 f"recorded GPU counts (prefill {p}, decode {d}) disagree with an aggregated run "
                 f"of TP {tp}: total left empty"
             )
+        if agentic:
+            notes.append(
+                f"AgentX: concurrency {conc} is the number of simulated users (agent sessions); "
+                "sub-agent fan-out may keep more requests than users in flight (InferenceX "
+                "AgentX recipes allow up to twice the concurrency in running requests)"
+            )
+        # interactivity: the median where published, else AgentX's P90 (its default)
+        stat, intvty = "median", "median_intvty"
+        if metrics.get("median_intvty") is None and metrics.get("p90_intvty") is not None:
+            stat, intvty = "p90", "p90_intvty"
         lat = {
             "ttft_mean_s": "mean_ttft",
             "ttft_median_s": "median_ttft",
@@ -374,8 +438,9 @@ def inferencex_points(
         }
         out.append(
             {
-                "point_id": f"{i:04d}-{hardware}-{framework}-{model}-{precision}-{isl}-{osl}"
-                f"-c{conc}",
+                "point_id": f"{i:04d}-{hardware}-{framework}-{model}-{precision}-"
+                + ("agentic" if agentic else f"{isl}-{osl}")
+                + f"-c{conc}",
                 "source_row": i,
                 "submitter": "SemiAnalysis InferenceX",
                 "system": f"{hardware} {framework}",
@@ -396,22 +461,27 @@ def inferencex_points(
                 "concurrency": conc,
                 "tok_s_total": None,
                 "tok_s_per_gpu": per_gpu,
-                "per_gpu_basis": "as published (metrics.tput_per_gpu: input + output tokens over "
-                "the prefill and decode GPUs)",
-                "tokens_counted": "input+output",
+                "per_gpu_basis": (
+                    "as published (metrics.tput_per_gpu: every turn's whole prompt, re-read "
+                    "cached prefix included, plus output, over all the run's GPUs; the "
+                    "input/output split also over all GPUs)"
+                    if agentic
+                    else "as published (metrics.tput_per_gpu: input + output tokens over the "
+                    "prefill and decode GPUs; in a disaggregated row the split is per prefill "
+                    "and per decode GPU)"
+                ),
+                "tokens_counted": "input incl. cached+output" if agentic else "input+output",
                 "gpus_counted": "deployment",
-                "speculation_kind": "none" if spec in (None, "none") else "real",
-                "workload": "fixed lengths",
-                "latency_statistic": "median",
+                "speculation_kind": spec_kind,
+                "workload": "agentic trace" if agentic else "fixed lengths",
+                "latency_statistic": stat,
                 "input_tok_s_per_gpu": _optional_number(
                     path, f"{m}.input_tput_per_gpu", metrics, "input_tput_per_gpu"
                 ),
                 "output_tok_s_per_gpu": _optional_number(
                     path, f"{m}.output_tput_per_gpu", metrics, "output_tput_per_gpu"
                 ),
-                "tok_s_per_user": _optional_number(
-                    path, f"{m}.median_intvty", metrics, "median_intvty"
-                ),
+                "tok_s_per_user": _optional_number(path, f"{m}.{intvty}", metrics, intvty),
                 **{
                     col: _optional_number(path, f"{m}.{key}", metrics, key, positive=False)
                     for col, key in lat.items()
@@ -422,6 +492,13 @@ def inferencex_points(
             }
         )
     return _frame(out)
+
+
+def _optional_int(path: Path, field: str, value: Any, *, required: bool) -> int | None:
+    """A whole number > 0, or None when absent and not ``required``."""
+    if value is None and not required:
+        return None
+    return int(_number(path, field, value, integer=True))
 
 
 def traces_json(path: Path) -> Any:
@@ -714,6 +791,24 @@ def parse_js_export(text: str, name: str, path: str | Path = "<text>") -> Any:
 
 # ----------------------------------------------------------------------------- SGLang cookbook
 
+#: SGLang's ``bench_serving`` default ``--random-range-ratio`` (0.0): the random dataset draws
+#: each input and output length uniformly from [max(1, ratio x cap), cap], so the ISL/OSL of a
+#: cell are caps (mean about half of each) unless a cell sets the ratio to 1.
+SGLANG_RANDOM_RANGE_RATIO = 0.0
+
+
+def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
+    """The workload kind of a cookbook cell as its benchmark command sets it: the ``random``
+    dataset draws lengths uniformly up to the ISL/OSL caps (``random lengths``) unless the cell
+    sets ``range_ratio`` 1 (``fixed lengths``); another dataset is a ``benchmark dataset``."""
+    dataset = wl.get("dataset", "random")
+    if dataset != "random":
+        return "benchmark dataset"
+    ratio = wl.get("range_ratio", wl.get("random_range_ratio", SGLANG_RANDOM_RANGE_RATIO))
+    ratio = _number(path, f"{field}.workload.range_ratio", ratio, positive=False)
+    return "fixed lengths" if ratio >= 1 else "random lengths"
+
+
 
 def cookbook_points(
     path: str | Path, source_url: str | None = None
@@ -768,6 +863,7 @@ def cookbook_points(
                 )
             isl = int(_number(path, f"{g}.workload.isl", wl.get("isl"), integer=True))
             osl = int(_number(path, f"{g}.workload.osl", wl.get("osl"), integer=True))
+            workload = cookbook_workload(path, g, wl)
             conc = int(
                 _number(
                     path, f"{g}.workload.max_concurrency", wl.get("max_concurrency"), integer=True
@@ -821,7 +917,7 @@ def cookbook_points(
                     "tokens_counted": "input+output",
                     "gpus_counted": "deployment",
                     "speculation_kind": spec_kind,
-                    "workload": "fixed lengths",
+                    "workload": workload,
                     "latency_statistic": "mean",
                     "input_tok_s_per_gpu": None,
                     "output_tok_s_per_gpu": total * osl / (isl + osl) if derived else None,

@@ -255,7 +255,7 @@ def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
             "workload": str(r["workload"]),
             "speculation": spec,
             "statistic": (_s(r["latency_statistic"]) or "-") if per_user else "rate",
-            "serving": _s(r["serving"]) or "aggregated",
+            "serving": _s(r["serving"]) or basis_mod.UNKNOWN,  # the source does not say
             "model": str(r["model"]),
             "hardware": str(r["hardware"]),
             "engine": str(r["engine"]),
@@ -275,7 +275,8 @@ def converted_rows(r: pd.Series) -> list[dict[str, object]]:
     - an SGLang cookbook total derived from output (fp4/fp8 cells): output per GPU = total x
       osl / (isl + osl), the cookbook's own derivation undone (exact);
     - an InferenceX row with its output split: output per GPU of the deployment =
-      ``output_tput_per_gpu`` (per decode GPU in a disaggregated row) x decode GPUs / all GPUs.
+      ``output_tput_per_gpu`` (per decode GPU in a fixed-length disaggregated row) x decode
+      GPUs / all GPUs; an AgentX row's split is already over all GPUs, taken as published.
 
     Rows of one user (the cookbook at concurrency 1) and rows without a split give none."""
     if r["source"] == "sglang-cookbook-v4" and _int(r["concurrency"]) == 1:
@@ -286,6 +287,9 @@ def converted_rows(r: pd.Series) -> list[dict[str, object]]:
     if r["source"] == "sglang-cookbook-v4":
         rule = "output = total x osl / (isl + osl) (the cookbook's derivation undone)"
         value = out_gpu
+    elif r["workload"] == "agentic trace":
+        # InferenceX AgentX (process_agentic_result.py) divides input and output by all GPUs
+        value, rule = out_gpu, "output per GPU as published (AgentX: over all the run's GPUs)"
     else:
         if r["serving"] == "disaggregated":
             dec, gpus = _int(r["decode_gpus"]), _int(r["gpus"])
