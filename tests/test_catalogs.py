@@ -69,7 +69,7 @@ def test_systems_and_prices():
     assert (catalogs.system("gb300-tray").gpu, catalogs.system("gb300-tray").gpus) == ("gb300", 4)
     assert (catalogs.system("hgx-b300").gpu, catalogs.system("hgx-b300").gpus) == ("b300", 8)
     assert (catalogs.system("hgx-h200").gpu, catalogs.system("hgx-h200").gpus) == ("h200", 8)
-    p = catalogs.price("gb300-rental")
+    p = catalogs.price("gb300-tco-hyperscaler")
     assert (p.gpu, p.usd_per_gpu_hour, p.approximate) == ("gb300", 2.652, True)
     assert catalogs.price("gb300-oci-list").usd_per_gpu_hour == 18.0
 
@@ -169,8 +169,8 @@ def test_model_entries():
             "systems.gb300-nvl72: trays x gpus_per_tray = 17 x 4 != gpus = 72",
         ),
         (
-            lambda d: d["prices"]["gb300-rental"].update(usd_per_gpu_hour="cheap"),
-            "prices.gb300-rental.usd_per_gpu_hour: input should be a valid number",
+            lambda d: d["prices"]["gb300-tco-hyperscaler"].update(usd_per_gpu_hour="cheap"),
+            "prices.gb300-tco-hyperscaler.usd_per_gpu_hour: input should be a valid number",
         ),
     ],
 )

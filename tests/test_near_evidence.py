@@ -138,3 +138,22 @@ def test_a_price_must_say_what_it_is(tmp_path):
 def test_rejected_sources_carry_why():
     reg = published.load_figures()
     assert reg.rejected and all(r.why and r.url.startswith("https://") for r in reg.rejected)
+
+
+def test_catalog_prices_say_what_they_are():
+    from rackbook.inputs import catalogs
+    from rackbook.results import rack_scaling
+
+    kinds = {k: p.kind for k, p in catalogs.load_hardware().prices.items()}
+    assert kinds == {
+        "gb300-tco-hyperscaler": "ownership-cost model",  # main called it "gb300-rental"
+        "gb300-tco-rental-3yr": "modelled rental",
+        "gb300-oci-list": "list price",
+    }
+    figs = {f.id: f.price_kind for f in published.load_figures().figures if f.price_kind}
+    # the same $2.652 is an ownership-cost model's rate in both files
+    assert figs["inferencex-tco.gb300-hyperscaler"] == kinds["gb300-tco-hyperscaler"]
+    c = rack_scaling.cost_readings(38.96, {"stated": 954000.0})
+    assert set(c.cost["basis"]) == {"claim as cost", "ownership-cost model (gb300-tco-hyperscaler)"}
+    r = rack_scaling.cost_physics(c, 38.96)
+    assert "$9.74 per GPU-hour" in r.reason and "4-GPU instance-hour" in r.reason

@@ -99,11 +99,17 @@ class SystemSpec(_Strict):
         return self
 
 
+#: What a catalog price is (as in data/published/figures.yaml ``price_kind``): a list
+#: (on-demand) price or a rental contract a provider publishes, or a cost model's hourly rate.
+PriceKind = Literal["list price", "rental contract", "ownership-cost model", "modelled rental"]
+
+
 class PriceSpec(_Strict):
-    """A price seen for renting one GPU, in US dollars per GPU-hour."""
+    """A price of one GPU-hour, in US dollars, and what it is (``kind``)."""
 
     id: str = ""
     name: Text
+    kind: PriceKind
     gpu: Text
     usd_per_gpu_hour: PosFloat
     approximate: bool = False
@@ -356,7 +362,7 @@ def system(id: str, path: str | Path | None = None) -> SystemSpec:
 
 
 def price(id: str, path: str | Path | None = None) -> PriceSpec:
-    """The price ``id`` (e.g. ``gb300-rental``) from the hardware catalog."""
+    """The price ``id`` (e.g. ``gb300-tco-hyperscaler``) from the hardware catalog."""
     return _lookup("prices", "price", id, path)
 
 

@@ -62,6 +62,13 @@ RESULT = "rack-scaling"
 THROUGHPUT_CLAIM = "rack-scaling.throughput"
 SPEEDUP_CLAIM = "rack-scaling.speedup"
 COST_CLAIM = "rack-scaling.cost"
+#: The catalog price the dollar figure is set against by default: InferenceX's GB300 hourly
+#: rate, an ownership-cost model's (labelled so in data/hardware.yaml).
+DEFAULT_PRICE = "gb300-tco-hyperscaler"
+#: GPUs of one cloud instance of a GB300 NVL72 (a 4-GPU compute tray): the dollar figure read
+#: as the price of one instance-hour is figure / 4 per GPU-hour.
+INSTANCE_GPUS = 4
+
 SINGLE_USER_CLAIM = "single-user.throughput"
 DECODE_PARITY_CLAIM = "decode-parity.gap"
 
@@ -528,7 +535,8 @@ def cost_readings(
 
     ``tokens_per_s_per_gpu``: reading name -> tokens/s per GPU (the chapter passes the claim as
     stated and its rack-total reading, figure / GPUs of the rack). ``rental_usd_per_gpu_hour``:
-    default the catalog's ``gb300-rental`` price (about $2.65). Token prices in US dollars per
+    the reference price; default the catalog's ``gb300-tco-hyperscaler`` (about $2.65, the
+    hourly rate of InferenceX's ownership-cost model, labelled with its kind). Token prices in US dollars per
     million tokens, default InferenceX's ($1/M uncached input and output, $0.10/M cached
     input; :data:`INFERENCEX_PRICES_SOURCE`).
 
@@ -541,11 +549,11 @@ def cost_readings(
     context and batch) times the price per GPU-second, which this figure alone does not give.
     """
     if rental_usd_per_gpu_hour is None:
-        rent = catalogs.price("gb300-rental")
+        rent = catalogs.price(DEFAULT_PRICE)
         rental_usd_per_gpu_hour = rent.usd_per_gpu_hour
-        rent_label, rent_source = f"rental ({rent.id})", rent.sources[0]
+        rent_label, rent_source = f"{rent.kind} ({rent.id})", rent.sources[0]
     else:
-        rent_label, rent_source = "rental (given)", "argument rental_usd_per_gpu_hour"
+        rent_label, rent_source = "reference (given)", "argument rental_usd_per_gpu_hour"
     if not price_per_gpu_hour > 0 or not rental_usd_per_gpu_hour > 0:
         raise InputError("-", "price_per_gpu_hour", "prices must be > 0")
     if cached_share is not None and not 0 <= cached_share <= 1:
@@ -607,7 +615,7 @@ def cost_readings(
         )
     ratio = price_per_gpu_hour / rental_usd_per_gpu_hour
     formula = (
-        f"${price_per_gpu_hour:g} / ${rental_usd_per_gpu_hour:g} rental = {ratio:.3g}x; "
+        f"${price_per_gpu_hour:g} / ${rental_usd_per_gpu_hour:g} reference price = {ratio:.3g}x; "
         f"token prices: {INFERENCEX_PRICES_SOURCE}"
     )
     return CostReadings(pd.DataFrame(cost), pd.DataFrame(revenue), ratio, formula)
@@ -620,14 +628,17 @@ def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.Clai
     and token-revenue tables stay beside it as arithmetic; the published reading judges the
     figure against rental, list and ownership prices."""
     ratio = cost.ratio_to_rental
+    inst = price_per_gpu_hour / INSTANCE_GPUS
     return headline.ClaimReading(
         COST_CLAIM,
         "physics",
         "undetermined",
         "not a physics quantity",
-        f"${price_per_gpu_hour:g} per GPU-hour is a price ({ratio:.3g}x the catalog's rental "
-        "price), and no ceiling bounds a price: physics reads throughputs, not dollars; the "
-        "published reading compares it with rental, list and ownership prices",
+        f"${price_per_gpu_hour:g} per GPU-hour is a price ({ratio:.3g}x the catalog's reference "
+        f"price, a cost model's rate; read as one {INSTANCE_GPUS}-GPU instance-hour, "
+        f"${inst:.2f} per GPU-hour), and no ceiling bounds a price: physics reads throughputs, "
+        "not dollars; the published reading compares it with list prices, per GPU-hour and "
+        "per instance-hour, and with modelled rental and ownership rates",
     )
 
 
@@ -800,7 +811,7 @@ class Params(headline.Params):
     gpu_id: str = "gb300"
     system_id: str = "gb300-nvl72"
     node_systems: tuple[str, ...] | list[str] = NODE_SYSTEMS
-    price_id: str = "gb300-rental"
+    price_id: str = DEFAULT_PRICE
     cached_share: float | None = None
     rel_tol: float = 0.10
 
@@ -1114,7 +1125,9 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         rental_usd_per_gpu_hour=rental.usd_per_gpu_hour,
         cached_share=p.cached_share,
     )
-    cost.cost["basis"] = cost.cost["basis"].replace({"rental (given)": f"rental ({p.price_id})"})
+    cost.cost["basis"] = cost.cost["basis"].replace(
+        {"reference (given)": f"{rental.kind} ({p.price_id})"}
+    )
     band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=tok_s)
     nx = acc.loc[acc["num_gpus"].astype(float).idxmax()]
     top = sc.iloc[-1]
