@@ -1406,10 +1406,16 @@ def evidence_table(result: str) -> pd.DataFrame:
                     "used": bool(br.decided_on),
                     "role": "reading",
                     "verified": True,
-                    "comparable": br.closest.text() if br.closest else "no published point",
+                    "comparable": (br.closest.text() if br.closest else "no published point")
+                    + (f"; near evidence (does not decide): {br.near.text()}" if br.near else ""),
                     "basis": br.basis,
                     "verdict": br.verdict,
-                    "margin": br.margin,
+                    "margin": (
+                        f"ruled out by physics: {br.ruled_out}"
+                        + (f"; {br.margin}" if br.margin not in ("", "-") else "")
+                        if br.ruled_out
+                        else br.margin
+                    ),
                     "url": br.closest.url if br.closest else None,
                     "date": None,
                 }
