@@ -590,7 +590,10 @@ def test_claim_readings_on_the_shipped_evidence():
     # nearest the claim's figure (main picked $3.30, 11.8x, and hid $2.652, 14.7x)
     own = co["an ownership cost"].closest
     assert (own.low, own.high) == (2.652, 3.3) and own.tied
-    assert (own.ratio_low, own.ratio_high) == (pytest.approx(38.96 / 3.3), pytest.approx(38.96 / 2.652))
+    assert (own.ratio_low, own.ratio_high) == (
+        pytest.approx(38.96 / 3.3),
+        pytest.approx(38.96 / 2.652),
+    )
     assert co["an ownership cost"].modelled and "modelled" in co["an ownership cost"].margin
     assert co["a list (on-demand) price"].verdict == "none published"  # second-hand only
     assert co["a list (on-demand) price"].closest.value == 18.0

@@ -44,8 +44,14 @@ AGENTX = {
     "date": "2026-09-15",
     "run_url": "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/1",
 }
-FIXED = {**AGENTX, "benchmark_type": "single_turn", "isl": 8192, "osl": 1024,
-         "spec_method": "none", "metrics": {**AGENTX["metrics"], "median_intvty": 40.0}}  # fmt: skip
+FIXED = {
+    **AGENTX,
+    "benchmark_type": "single_turn",
+    "isl": 8192,
+    "osl": 1024,
+    "spec_method": "none",
+    "metrics": {**AGENTX["metrics"], "median_intvty": 40.0},
+}
 
 
 def _import(tmp_path, rows):

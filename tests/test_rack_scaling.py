@@ -243,7 +243,9 @@ def test_cost_readings():
     cost = c.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
     # 13,250 tok/s x 3600 = 47.7 M tokens per GPU-hour; the catalog's rental is $2.652
     assert cost[("rack total / 72", "claim as cost")] == pytest.approx(38.96 / 47.7)
-    assert cost[("rack total / 72", "ownership-cost model (gb300-tco-hyperscaler)")] == pytest.approx(2.652 / 47.7)
+    assert cost[
+        ("rack total / 72", "ownership-cost model (gb300-tco-hyperscaler)")
+    ] == pytest.approx(2.652 / 47.7)
     assert cost[("per GPU as stated", "claim as cost")] == pytest.approx(38.96 / 3434.4)
     rev = c.revenue.set_index("reading")
     assert rev.loc["rack total / 72", "revenue_all_uncached"] == pytest.approx(47.7)

@@ -133,8 +133,9 @@ def inferencex_speculation(
         if method is None:
             method = named
         elif named is None:
-            raise ValueError(f"config key {config_key!r} names no speculative method, "
-                             f"spec_method is {method}")
+            raise ValueError(
+                f"config key {config_key!r} names no speculative method, spec_method is {method}"
+            )
     if method is None:
         return "none", None
     if benchmark_type == INFERENCEX_AGENTIC and method in INFERENCEX_AGENTIC_SIMULATED:
@@ -807,7 +808,6 @@ def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
     ratio = wl.get("range_ratio", wl.get("random_range_ratio", SGLANG_RANDOM_RANGE_RATIO))
     ratio = _number(path, f"{field}.workload.range_ratio", ratio, positive=False)
     return "fixed lengths" if ratio >= 1 else "random lengths"
-
 
 
 def cookbook_points(

@@ -92,8 +92,10 @@ class Figure(loader.Strict):
     def _basis(self) -> Figure:
         loader.check_basis_block(self, FROM_FIELDS, "the figure's own field")
         if self.unit.startswith("$/") and self.price_kind is None:
-            raise ValueError("price_kind: a price must say what it is (list price, rental "
-                             "contract, ownership-cost model or modelled rental)")
+            raise ValueError(
+                "price_kind: a price must say what it is (list price, rental "
+                "contract, ownership-cost model or modelled rental)"
+            )
         return self
 
     @property

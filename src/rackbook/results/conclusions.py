@@ -224,8 +224,11 @@ def _per_basis(
             margin = _informative(es[0].get("margin"))
             out.append(
                 f"As {names}, {figure} is "
-                + {"within": "within the modelled prices", "above": "above every modelled price",
-                   "below": "below every modelled price"}.get(verdict, verdict)
+                + {
+                    "within": "within the modelled prices",
+                    "above": "above every modelled price",
+                    "below": "below every modelled price",
+                }.get(verdict, verdict)
                 + " (a cost model's rate, not a listed price nor a measurement)"
                 + (f": {margin}" if margin and not brief else "")
                 + "."
@@ -309,9 +312,7 @@ def near_sentence(r: Mapping[str, Any], brief: bool = False) -> str:
     lo, hi = n.get("low"), n.get("high")
     sep = "" if unit in ("1", "", "x") else " "
     span = (
-        f"{_num(lo)}{sep}{unit}"
-        if lo == hi
-        else f"{_num(lo)} to {_num(hi)}{sep}{unit}"  # type: ignore[arg-type]
+        f"{_num(lo)}{sep}{unit}" if lo == hi else f"{_num(lo)} to {_num(hi)}{sep}{unit}"  # type: ignore[arg-type]
     )
     rl, rh = n.get("ratio_low"), n.get("ratio_high")
     them = "it" if len(pts) == 1 else "them"

@@ -37,8 +37,8 @@ import pandas as pd
 from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.core import traces
-from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import catalogs
+from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
 from rackbook.physics import check as physics_check
 from rackbook.physics.units import plural
@@ -601,7 +601,6 @@ def _score(diffs: list[tuple[str, str]]) -> float:
     return float(sum(WEIGHTS.get(p, 1.0) for p, _ in diffs))
 
 
-
 @functools.lru_cache(maxsize=64)
 def _physics_rules_out(
     model: str, hardware: str, gpus: int, per_gpu: float, phase: str, data: str = ""
@@ -632,7 +631,11 @@ def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> s
     if not (sc.model and sc.hardware and sc.gpu_count):
         return None
     return _physics_rules_out(
-        sc.model, sc.hardware, int(sc.gpu_count), value * plaus.scale, plaus.phase,
+        sc.model,
+        sc.hardware,
+        int(sc.gpu_count),
+        value * plaus.scale,
+        plaus.phase,
         str(paths.DATA),  # the catalogs read depend on the data folder
     )
 
@@ -656,9 +659,7 @@ def is_near(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -
     parts = {p for p, _ in diffs}
     if parts & {"metric", "tokens", "per"}:
         return False
-    if point.model != basis_mod.NA and model_family(point.model) != model_family(
-        claim_basis.model
-    ):
+    if point.model != basis_mod.NA and model_family(point.model) != model_family(claim_basis.model):
         return False
     hw_c, hw_p = claim_basis.hardware, point.hardware
     if hw_c in (basis_mod.NA, basis_mod.UNKNOWN) or hw_p == basis_mod.NA:
@@ -716,7 +717,11 @@ class Near:
 
 
 def _near(
-    name: str, value: float, unit: str, rows: list[tuple[pd.Series, list, list]], cb: basis_mod.Basis
+    name: str,
+    value: float,
+    unit: str,
+    rows: list[tuple[pd.Series, list, list]],
+    cb: basis_mod.Basis,
 ) -> Near | None:
     """The near reading of one named basis from its candidate rows (point, differences,
     decisive differences): measurements in the claim's unit family that do not decide (a

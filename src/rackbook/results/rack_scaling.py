@@ -536,9 +536,9 @@ def cost_readings(
     ``tokens_per_s_per_gpu``: reading name -> tokens/s per GPU (the chapter passes the claim as
     stated and its rack-total reading, figure / GPUs of the rack). ``rental_usd_per_gpu_hour``:
     the reference price; default the catalog's ``gb300-tco-hyperscaler`` (about $2.65, the
-    hourly rate of InferenceX's ownership-cost model, labelled with its kind). Token prices in US dollars per
-    million tokens, default InferenceX's ($1/M uncached input and output, $0.10/M cached
-    input; :data:`INFERENCEX_PRICES_SOURCE`).
+    hourly rate of InferenceX's ownership-cost model, labelled with its kind). Token prices in
+    US dollars per million tokens, default InferenceX's ($1/M uncached input and output,
+    $0.10/M cached input; :data:`INFERENCEX_PRICES_SOURCE`).
 
     - cost reading: USD per million tokens = price / (tokens/s x 3600 / 1e6);
     - revenue reading: USD per GPU-hour = tokens/s x 3600 / 1e6 x (p_u x (1 - s) + p_c x s) for
