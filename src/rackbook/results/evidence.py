@@ -1198,12 +1198,14 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     verdict = combine(brs)
     allowed = [br for br in brs if not br.ruled_out] or brs
     out_names = tuple(br.name for br in brs if br.ruled_out)
-    cands = [
-        (_score_of(br.closest), not br.closest.verified, i, br)
-        for i, br in enumerate(allowed)
-        if br.closest is not None
-    ]
-    cands.sort(key=lambda c: c[:3])
+    cands = sorted(
+        (
+            (_score_of(br.closest), not br.closest.verified, i, br)
+            for i, br in enumerate(allowed)
+            if br.closest is not None
+        ),
+        key=lambda c: c[:3],
+    )
     top = [c[3] for c in cands if c[:2] == cands[0][:2]] if cands else []
     closest = top[0].closest if top else None
     closest_basis = top[0].name if top else None
