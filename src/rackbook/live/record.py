@@ -55,6 +55,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
@@ -1097,7 +1098,13 @@ def record(args: argparse.Namespace) -> Path:
     )
     rec.server = server
     rec.info["request_timeout_s"] = timeout_s
-    return rec.run()
+    # the trace folder locked for the whole recording, and refused before any server starts
+    # when it holds what rackbook did not write
+    from rackbook.core.traces import is_unmarked_trace
+
+    with fsio.output_lock(out, "-o"):
+        fsio.check_replaceable(out, "trace", "-o", is_unmarked_trace)
+        return rec.run()
 
 
 def attach(
