@@ -188,6 +188,9 @@ def test_run_refuses_to_write_into_a_folder_of_the_users(work: Path) -> None:
     before = tree(thesis(work / "o"))
     refused(cli(work, "run", "single-user", "--out", "o"), "o", "not written by rackbook")
     assert tree(work / "o") == before
+    # a new folder claimed (made and marked) and the run failing: nothing left of it
+    refused(cli(work, "run", "single-user", "--out", "new", "-p", "trace", "nope"), "nope")
+    assert sorted(p.name for p in work.iterdir()) == ["in.json", "o"]
 
 
 def test_results_folder_marks_new_and_older_results_folders(tmp_path: Path) -> None:
@@ -206,11 +209,6 @@ def test_results_folder_marks_new_and_older_results_folders(tmp_path: Path) -> N
     with pytest.raises(fsio.InputError, match="holds a rackbook trace output"):
         with results_folder(paths.TRACES / "single-user"):
             pass
-
-
-def test_run_on_a_failed_start_leaves_a_new_folder_unmade(work: Path) -> None:
-    refused(cli(work, "run", "single-user", "--out", "o", "-p", "trace", "nope"), "nope")
-    assert sorted(p.name for p in work.iterdir()) == ["in.json"]
 
 
 @pytest.mark.parametrize(

@@ -126,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("-o", "--output", required=True, help="trace folder to write")
     s.add_argument(
-        "--force", action="store_true", help="replace an existing trace folder at --output"
+        "--force",
+        action="store_true",
+        help="replace an existing trace folder at --output (only one rackbook wrote)",
     )
     s.add_argument("--model", default=None, help="mlperf: keep only this Model's rows")
     s.add_argument(
@@ -203,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--html",
         default=None,
         metavar="DIR",
-        help="where the HTML book goes (replaced whole; default _build/html of the checkout, "
-        "which is then not touched)",
+        help="where the HTML book goes (a new folder, or one rackbook wrote: replaced whole; "
+        "default _build/html of the checkout, which is then not touched)",
     )
     s.add_argument("--strict", action="store_true", help="warnings are errors (-W -n)")
     _speed_options(s)
@@ -371,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         default=None,
-        help="folder of recipes, replaced whole (default: the checkout's env/cluster/generated)",
+        help="folder of recipes (a new one, or one rackbook wrote: replaced whole; default: the "
+        "checkout's env/cluster/generated)",
     )
     for verb in sub.choices.values():
         verb.add_argument(
