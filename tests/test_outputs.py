@@ -351,3 +351,25 @@ def test_atomic_dir_takes_the_lock_another_process_holds(tmp_path: Path) -> None
     with fsio.atomic_dir(tmp_path / "t") as d:  # free again once the holder is gone
         (d / "a").write_text("1")
     assert list(tmp_path.iterdir()) == [tmp_path / "t"]
+
+
+def test_record_refuses_a_folder_of_the_users_before_any_server(tmp_path, run_cli, monkeypatch):
+    """``rackbook record -o DIR`` checks DIR before a server starts (the recorder run in this
+    process, as where vLLM is installed; nothing is started: the refusal comes first)."""
+    import importlib.util
+
+    import rackbook.live.record as rec
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: object() if n == "vllm" else real(n, *a)
+    )
+    monkeypatch.setattr(rec, "vllm_environ", lambda: {})
+    monkeypatch.setattr(rec, "api_key", lambda: None)
+    started = []
+    monkeypatch.setattr(rec.Recorder, "run", lambda self: started.append(self))
+    before = tree(thesis(tmp_path / "mine"))
+    code, _, err = run_cli("record", "single-user", "-o", str(tmp_path / "mine"))
+    assert code == 2 and err.count("\n") == 1, err
+    assert "not written by rackbook" in err and "chapter1.tex" in err
+    assert started == [] and tree(tmp_path / "mine") == before

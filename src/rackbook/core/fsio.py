@@ -156,6 +156,7 @@ WRITERS: dict[str, str] = {
     "results": "rackbook run or rackbook book --traces",
     "html": "rackbook book --html",
     "recipes": "rackbook recipes",
+    "calibration": "rackbook calibrate",
 }
 
 
