@@ -306,6 +306,8 @@ def test_shipped_output_folders_carry_the_marker() -> None:
     for folder in shipped:
         assert fsio.marked_kind(folder) == "trace", folder
     assert fsio.marked_kind(paths.ROOT / "env" / "cluster" / "generated") == "recipes"
+    raws = [p for p in paths.TRACES.glob("*.raw") if (p / "record.json").is_file()]
+    assert raws and all(fsio.marked_kind(p) == "raw" for p in raws)
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,3 +375,9 @@ def test_record_refuses_a_folder_of_the_users_before_any_server(tmp_path, run_cl
     assert code == 2 and err.count("\n") == 1, err
     assert "not written by rackbook" in err and "chapter1.tex" in err
     assert started == [] and tree(tmp_path / "mine") == before
+    # the raw artifacts' folder beside the trace (TRACE.raw) is an output of record's too
+    before = tree(thesis(tmp_path / "new.raw"))
+    code, _, err = run_cli("record", "single-user", "-o", str(tmp_path / "new"))
+    assert code == 2 and "new.raw" in err and "not written by rackbook" in err, err
+    assert started == [] and tree(tmp_path / "new.raw") == before
+    assert not (tmp_path / "new").exists()

@@ -157,6 +157,7 @@ WRITERS: dict[str, str] = {
     "html": "rackbook book --html",
     "recipes": "rackbook recipes",
     "calibration": "rackbook calibrate",
+    "raw": "rackbook record (its raw artifacts, beside the trace)",
 }
 
 

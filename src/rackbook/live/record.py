@@ -1025,6 +1025,8 @@ class Recorder:
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
+        if fsio.marked_kind(self.raw) != "raw":
+            fsio.write_marker(self.raw, "raw")
         t0 = time.monotonic()
         ensure_tiny_model(self.sc.model)
         try:
@@ -1104,7 +1106,13 @@ def record(args: argparse.Namespace) -> Path:
 
     with fsio.output_lock(out, "-o"):
         fsio.check_replaceable(out, "trace", "-o", is_unmarked_trace)
+        fsio.check_replaceable(rec.raw, "raw", "-o", is_unmarked_raw)
         return rec.run()
+
+
+def is_unmarked_raw(path: Path) -> bool:
+    """True when ``path`` is a raw-artifact folder of an older recording (its record.json)."""
+    return (path / "record.json").is_file()
 
 
 def attach(
