@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from test_hostile import cli as hostile_cli
 
 from rackbook import paths
 from rackbook.core import fsio
 
 RACKBOOK = str(Path(sys.executable).with_name("rackbook"))
-TIME_S = 20.0
 FIXTURE = Path(__file__).parent / "fixtures" / "vllm-bench-serve-b32.json"
 
 
@@ -42,28 +40,9 @@ def tree(folder: Path) -> dict[str, bytes | None]:
 
 
 def cli(work: Path, *argv: str) -> tuple[int, str, str, float]:
-    """``rackbook ARGV`` in ``work``: (exit code, stdout, stderr, seconds); a run past
-    ``TIME_S`` (a hang) fails the test."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RACKBOOK_")}
-    env |= {"RACKBOOK_BUILD": str(work / "_build"), "OPENBLAS_NUM_THREADS": "1"}
-    t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [RACKBOOK, *argv],
-        cwd=work,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=TIME_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"rackbook {argv} ran past {TIME_S} s (a hang); stderr: {err[-500:]}")
-    return proc.returncode, out, err, time.monotonic() - t0
+    """``rackbook ARGV`` in ``work`` under test_hostile's limits (1 GiB, 10 s: past it, a hang,
+    the test fails): (exit code, stdout, stderr, seconds)."""
+    return hostile_cli(work, list(argv))
 
 
 def refused(result: tuple[int, str, str, float], *names: str) -> None:
