@@ -360,3 +360,15 @@ def test_record_refuses_a_folder_of_the_users_before_any_server(tmp_path, run_cl
     assert code == 2 and "new.raw" in err and "not written by rackbook" in err, err
     assert started == [] and tree(tmp_path / "new.raw") == before
     assert not (tmp_path / "new").exists()
+
+
+def test_an_output_name_that_is_not_utf8_is_written(work: Path) -> None:
+    """The temporary sibling gets a name libraries can write under (was an internal error)."""
+    name = os.fsdecode(b"t\xff")
+    proc = subprocess.run(
+        [RACKBOOK, "import", "vllm-bench", "in.json", "-o", name],
+        cwd=work, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert fsio.marked_kind(work / name) == "trace"
+    assert sorted(os.listdir(work)) == ["in.json", name]

@@ -132,6 +132,16 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n")
 
 
+def _temp_prefix(path: Path) -> str:
+    """``.NAME.``, the start of a temporary sibling's name; ``.output.`` when NAME is not
+    valid UTF-8 (libraries such as pyarrow cannot write under such a name)."""
+    try:
+        path.name.encode("utf-8")
+    except UnicodeEncodeError:
+        return ".output."
+    return f".{path.name}."
+
+
 def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
     """A temporary sibling of ``path`` (its parents made); an OS refusal (a read-only or
     special file system such as /proc, no permission) is an :class:`InputError` naming
@@ -139,8 +149,8 @@ def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if folder:
-            return None, tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            return None, tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
         return fd, tmp
     except OSError as exc:
         raise InputError(path, "output", f"cannot write here: {exc.strerror or exc}") from None
@@ -421,7 +431,7 @@ def atomic_dir(
                 if not overwrite and _nonempty(path):
                     raise InputError(path, field, f"a {kind} exists there: refusing to replace it")
                 with _signals_held():
-                    hold = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old",
+                    hold = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".old",
                                                  dir=path.parent))  # fmt: skip
                 with _signals_held():  # never the old folder moved aside and the new one not in
                     os.replace(path, hold / "old")
