@@ -275,6 +275,13 @@ def test_recipes_are_marked_and_a_marked_folder_replaced(work: Path) -> None:
     before = tree(work)
     refused(cli(work, "recipes", "-o", "g"), "g")
     assert tree(work) == before
+    # the topology read from inside the folder it would replace
+    shutil.rmtree(work / "g")
+    assert cli(work, "recipes", "-o", "g")[0] == 0
+    shutil.copy(paths.ROOT / "env" / "cluster" / "topology.yaml", work / "g" / "topology.yaml")
+    before = tree(work)
+    refused(cli(work, "recipes", "--topology", "g/topology.yaml", "-o", "g"), "inside")
+    assert tree(work) == before
 
 
 def test_shipped_output_folders_carry_the_marker() -> None:

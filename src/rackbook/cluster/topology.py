@@ -1118,8 +1118,10 @@ def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[
 def cli_recipes(args: argparse.Namespace) -> int:
     """``rackbook recipes [--topology FILE] [-o DIR]``: regenerate the cluster recipes (relative
     paths from the working directory; the defaults are the checkout's)."""
-    topo = load_topology(Path(args.topology).absolute() if args.topology else DEFAULT_TOPOLOGY)
+    topo_path = Path(args.topology).absolute() if args.topology else DEFAULT_TOPOLOGY
     out = Path(args.output).absolute() if args.output else DEFAULT_OUTPUT
+    fsio.refuse_overlap({"-o": out}, {"--topology": topo_path})  # never replace the input
+    topo = load_topology(topo_path)
     written = write_recipes(topo, out)
     for p in written:
         print(loader.display_path(p))
