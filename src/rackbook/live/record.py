@@ -1110,9 +1110,21 @@ def record(args: argparse.Namespace) -> Path:
         return rec.run()
 
 
+#: The sub-folders of a raw-artifact folder (the module docstring's layout).
+RAW_FOLDERS = frozenset({"serve", "offline", "metrics", "failed", "rejected"})
+
+
 def is_unmarked_raw(path: Path) -> bool:
-    """True when ``path`` is a raw-artifact folder of an older recording (its record.json)."""
-    return (path / "record.json").is_file()
+    """True when ``path`` is a raw-artifact folder of an older recording: its record.json,
+    and nothing but the layout's folders, logs and record.json (module docstring)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return "record.json" in names and all(
+        n in RAW_FOLDERS or n in ("record.json", fsio.MARKER) or n.endswith((".log", ".log.gz"))
+        for n in names
+    )
 
 
 def attach(
