@@ -749,6 +749,8 @@ def cli_book(args: argparse.Namespace) -> int:
         for field, folder in written.items():
             if folder is not None:
                 held.enter_context(fsio.output_lock(folder, field))
+        if html is None:  # the book is built in the build folder
+            held.enter_context(fsio.output_lock(paths.BUILD / "html", "RACKBOOK_BUILD"))
         if html is not None:
             fsio.check_replaceable(html, "html", "--html")
         if traces_dir is not None:
