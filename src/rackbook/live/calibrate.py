@@ -259,7 +259,7 @@ def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = Fal
     cases: list[Case] = []
     if device == "cuda":
         main, gemm_dtypes = "bf16", ["bf16"] + (["fp8"] if fp8 else [])
-        hbm = [1 << 30] if quick else [8 << 30]
+        hbm = [8 << 30]
         dense = {d: [8192] if quick else list(DENSE_N) for d in gemm_dtypes}
         tokens = {d: [1, 128, 4096] if quick else list(EXPERT_TOKENS) for d in gemm_dtypes}
         keys = [SCAN_KEYS[0], SCAN_KEYS[-1]] if quick else list(SCAN_KEYS)
@@ -769,16 +769,17 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
     so that this module imports none); called only when measuring."""
     output = None if args.output is None else Path(args.output).absolute()
     saved = None if args.save_json is None else Path(args.save_json).absolute()
+    if args.from_json is not None:
+        if output is None or saved is not None or args.quick or args.device is not None:
+            raise InputError(args.from_json, "--from-json", "takes only -o DIR (the folder)")
+        check_output_folder(output, "-o")
+        run, rows = read_saved(args.from_json)
+        print(write_folder(output, run, rows))
+        return 0
     if output is None and saved is None:
         raise InputError("-", "-o", "give the calibration folder to write (-o DIR)")
     if output is not None:
         check_output_folder(output, "-o")
-    if args.from_json is not None:
-        if output is None or saved is not None or args.quick or args.device is not None:
-            raise InputError(args.from_json, "--from-json", "takes only -o DIR (the folder)")
-        run, rows = read_saved(args.from_json)
-        print(write_folder(output, run, rows))
-        return 0
     if saved is not None:
         check_output_file(saved, "--save-json")
     missing = folder_writable() if output is not None else None
