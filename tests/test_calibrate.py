@@ -205,6 +205,10 @@ def test_from_json_writes_the_folder_without_torch(run_cli, tmp_path) -> None:
     assert again.run["kind"] == "recorded"
     pd.testing.assert_frame_equal(again.kernels, cal.kernels)
     # refusals: one line, exit 2, nothing written
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"run": cal.run, "kernels": [{**rows[0], "family": "warp"}]}))
+    notjson = tmp_path / "not.json"
+    notjson.write_text("{")
     for argv, problem in (
         (["calibrate", "--device", "cpu"], "-o: give the calibration folder"),
         (["calibrate", "--from-json", str(saved)], "--from-json: takes only -o DIR"),
@@ -213,6 +217,8 @@ def test_from_json_writes_the_folder_without_torch(run_cli, tmp_path) -> None:
             "--from-json: not a file",
         ),  # fmt: skip
         (["calibrate", "-o", str(saved)], "-o: exists and is a file"),
+        (["calibrate", "--from-json", str(bad), "-o", str(tmp_path / "d")], "kernels.family"),
+        (["calibrate", "--from-json", str(notjson), "-o", str(tmp_path / "d")], "not valid JSON"),
     ):
         code, out, err = run_cli(*argv)
         assert code == 2 and problem in err and err.count("\n") == 1, err
@@ -229,3 +235,12 @@ def test_method_matches_the_reference() -> None:
     assert set(calibrate.METHOD) == set(calibrate.CPU_METHOD)
     assert [c.name for c in schema.CALIBRATION_KERNELS] == list(calibrate.row(
         calibrate.Case("hbm_read", "bf16", 8, 8, None), 1.0))  # fmt: skip
+
+
+def test_the_reference_page_has_the_calibration_format() -> None:
+    text = schema.markdown_reference()
+    assert "## Calibration folders" in text and "### kernels.parquet" in text
+    for c in schema.CALIBRATION_KERNELS:
+        assert f"| `{c.name}` | {c.dtype} |" in text
+    for name in schema.CALIBRATION_RUN_FIELDS:
+        assert f"| `{name}` |" in text

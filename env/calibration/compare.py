@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from rackbook import paths
-from rackbook.core import calibration, schema
+from rackbook.core import calibration
 
 REFERENCE = paths.DATA / "calibration" / "h200-kernels.reference.json"
 
@@ -29,9 +29,7 @@ def measured_kernels(path: Path) -> pd.DataFrame:
     """The kernels table of a calibration folder or of a ``--save-json`` file, validated."""
     if path.is_dir():
         return calibration.read_calibration(path).kernels
-    obj = json.loads(path.read_text(encoding="utf-8"))
-    cols = [c.name for c in schema.CALIBRATION_KERNELS]
-    return calibration.validate(obj["run"], pd.DataFrame(obj["kernels"], columns=cols), path)
+    return calibration.read_saved(path)[1]
 
 
 def main(argv: list[str] | None = None) -> int:

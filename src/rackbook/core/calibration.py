@@ -195,6 +195,35 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
     return Calibration(run, _conform(kernels, t), path)
 
 
+def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """(run, kernels) of a ``rackbook calibrate --save-json`` file (``{"run": {...},
+    "kernels": [rows]}``: the rows kept where pandas or pyarrow were missing), validated."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")
+    limits.input_file(path, what="calibration JSON")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise limits.nesting_error(path) from None
+    except UnicodeDecodeError:
+        raise InputError(path, "-", "not text (binary file?)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    if not (
+        isinstance(obj, dict)
+        and isinstance(obj.get("run"), dict)
+        and isinstance(obj.get("kernels"), list)
+    ):
+        raise InputError(path, "-", 'expected {"run": {...}, "kernels": [rows]}')
+    cols = [c.name for c in schema.CALIBRATION_KERNELS]
+    try:
+        kernels = pd.DataFrame(obj["kernels"], columns=cols)
+    except (TypeError, ValueError) as exc:
+        raise InputError(path, "kernels", f"not a list of rows: {exc}") from None
+    return obj["run"], validate(obj["run"], kernels, path)
+
+
 # ----------------------------------------------------------------------------- the reference
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import importlib.util
-import json
 import math
 import os
 import re
@@ -729,24 +728,6 @@ def import_torch() -> Any:
 # ----------------------------------------------------------------------------- the verb
 
 
-def read_saved(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(run, rows) of a ``--save-json`` file."""
-    from rackbook import limits
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")
-    limits.input_file(path, what="calibration JSON")
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, "-", f"not valid JSON: {exc}") from None
-    if not (isinstance(obj, dict) and isinstance(obj.get("run"), dict)
-            and isinstance(obj.get("kernels"), list)):  # fmt: skip
-        raise InputError(path, "-", 'expected {"run": {...}, "kernels": [rows]}')
-    return obj["run"], obj["kernels"]
-
-
 def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
     """The calibration folder through :func:`rackbook.core.calibration.write_calibration`."""
     import pandas as pd
@@ -773,8 +754,9 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
         if output is None or saved is not None or args.quick or args.device is not None:
             raise InputError(args.from_json, "--from-json", "takes only -o DIR (the folder)")
         check_output_folder(output, "-o")
-        run, rows = read_saved(args.from_json)
-        print(write_folder(output, run, rows))
+        from rackbook.core.calibration import read_saved, write_calibration
+
+        print(write_calibration(output, *read_saved(args.from_json)))
         return 0
     if output is None and saved is None:
         raise InputError("-", "-o", "give the calibration folder to write (-o DIR)")
