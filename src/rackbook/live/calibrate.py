@@ -54,6 +54,8 @@ TARGET_BATCH_S = {"cuda": 0.025, "cpu": 0.02}
 #: Distinct experts cycled in one CUDA graph, so that weights stream from HBM (H200 L2: 60 MB;
 #: 96 x 35 MB at FP8), as the reference did; on CPU two (141 MB each at FP32 > any cache).
 EXPERTS_CYCLED = {"cuda": 96, "cpu": 2}
+#: Seconds of GEMMs before the first CUDA timing (clocks up from idle).
+SPIN_UP_S = 1.0
 
 #: The reference H200 measurement's method (run.json ``method`` of a CUDA calibration).
 METHOD: dict[str, str] = {
@@ -76,7 +78,8 @@ METHOD: dict[str, str] = {
     "sparse_attention": "one decode token, heads x latent head_dim, gather 2,048 rows from a "
     "pool of N rows, softmax(q g^T / sqrt head_dim) g, bf16",
     "sizes": "N calls per batch chosen so that a batch lasts at least 25 ms (one call timed "
-    "after the warm-ups); nvidia-smi read after the run",
+    "after the warm-ups); 1 s of bf16 8192^3 GEMMs before the first timing (clocks up from "
+    "idle); nvidia-smi read after the run",
 }
 CPU_METHOD: dict[str, str] = {
     **{k: v.replace("bf16", "fp32") for k, v in METHOD.items() if k != "graphs"},
@@ -561,6 +564,9 @@ def measure(
     cache: dict[str, Any] = {}
     bar = _bar(len(cases), progress)
     try:
+        if device == "cuda":
+            bar.set_description("spin-up")
+            spin_up(torch)
         for case in cases:
             bar.set_description(f"{case.family} {case.dtype} {case.label}".strip())
             rows.append(row(case, bench.time(case, cache)))
@@ -571,6 +577,17 @@ def measure(
         if device == "cuda":
             torch.cuda.empty_cache()
     return rows
+
+
+def spin_up(torch: Any, seconds: float = SPIN_UP_S) -> None:
+    """BF16 8192^3 GEMMs for ``seconds``, so that the first kernels timed find the GPU at its
+    working clocks (an idle H200 sits at 345 MHz), not ramping up."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        for _ in range(10):
+            a @ a
+        torch.cuda.synchronize()
 
 
 class _Lines:
