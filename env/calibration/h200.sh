@@ -16,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
-DEVICE=${DEVICE:-cuda}  # DEVICE=cpu tries the script's plumbing where there is no GPU
+DEVICE=${DEVICE:-cuda}  # DEVICE=cpu QUICK=1: the script's plumbing where there is no GPU
+QUICK=${QUICK:+--quick}
 OUT=${OUT:-$PWD/.cache/calibration}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,memory.total \
@@ -32,9 +33,9 @@ print("torch", torch.__version__, "CUDA", torch.version.cuda, "device",
 PY
 start=$(date +%s)
 rc=0
-timeout -s INT 240 "$PY" -m rackbook.cli calibrate --device "$DEVICE" -o "$OUT/h200-calibrate" \
+timeout -s INT 240 "$PY" -m rackbook.cli calibrate --device "$DEVICE" $QUICK -o "$OUT/h200-calibrate" \
   --save-json "$OUT/h200-calibrate.json" 2>"$OUT/calibrate.log" || rc=$?
-tr '\r' '\n' <"$OUT/calibrate.log" | grep -v '^ *$' | tail -n 25 >&2
+{ tr '\r' '\n' <"$OUT/calibrate.log" | grep -v '^ *$' | tail -n 25 >&2; } || true
 echo "h200.sh: calibrate exit $rc after $(( $(date +%s) - start )) s"
 [ "$rc" -eq 0 ] || exit "$rc"
 if "$PY" -c "import pandas, pyarrow" 2>/dev/null; then

@@ -1,7 +1,8 @@
 """``rackbook calibrate --device cpu`` for real, with the live env's CPU torch (no vLLM server).
 
 Marked ``live`` (it needs .venv-live's torch; skipped, with the reason, without it). The run
-takes about 20 s on two idle cores (torch's import included); the interrupt test about 10 s.
+takes about 20 s on two idle cores (torch's import included); the interrupt test and the
+device script's CPU run (``DEVICE=cpu QUICK=1 bash env/calibration/h200.sh``) about 10 s each.
 """
 
 from __future__ import annotations
@@ -73,8 +74,10 @@ def test_cuda_where_there_is_none_is_one_line(tmp_path) -> None:
     assert err.count("\n") == 1 and not (tmp_path / "c").exists()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupted_leaves_nothing(tmp_path, sig) -> None:
+def test_interrupted_leaves_nothing(tmp_path) -> None:
+    """SIGINT while measuring (SIGTERM takes the same path: the CLI's handler, then the
+    atomic write that never started)."""
+    sig = signal.SIGINT
     out = tmp_path / "c"
     proc = _calibrate("--device", "cpu", "-o", str(out))
     assert proc.stderr is not None
@@ -88,3 +91,19 @@ def test_interrupted_leaves_nothing(tmp_path, sig) -> None:
     assert proc.returncode == 128 + sig, err[-1000:]
     assert "nothing half-written" in err.splitlines()[-1]
     assert list(tmp_path.iterdir()) == []  # no folder, no temporary
+
+
+def test_device_script_runs_and_compares(tmp_path) -> None:
+    """env/calibration/h200.sh's plumbing on CPU: calibrate, the folder and its JSON, then the
+    figure-by-figure comparison (every H200 figure flagged: a CPU measures none of them)."""
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "QUICK": "1",
+           "PYTHON": str(live_python())}  # fmt: skip
+    proc = subprocess.run(["bash", str(ROOT / "env/calibration/h200.sh")], env=env,
+                          capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "torch yes" in proc.stdout and "h200.sh: calibrate exit 0" in proc.stdout
+    assert "0 of 34 figures within 15% of the reference; 34 flagged" in proc.stdout
+    assert "h200.sh: compare exit 1" in proc.stdout
+    cal = calibration.read_calibration(tmp_path / "h200-calibrate")
+    assert cal.run["commands"][0].endswith(f"--save-json {tmp_path / 'h200-calibrate.json'}")
+    assert (tmp_path / "calibrate.log").is_file()
