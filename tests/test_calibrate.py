@@ -218,7 +218,7 @@ def test_from_json_writes_the_folder_without_torch(run_cli, tmp_path) -> None:
         ),  # fmt: skip
         (["calibrate", "-o", str(saved)], "-o: exists and is a file"),
         (["calibrate", "--from-json", str(bad), "-o", str(tmp_path / "d")], "kernels.family"),
-        (["calibrate", "--from-json", str(notjson), "-o", str(tmp_path / "d")], "not valid JSON"),
+        (["calibrate", "--from-json", str(notjson), "-o", str(tmp_path / "d")], "truncated JSON"),
     ):
         code, out, err = run_cli(*argv)
         assert code == 2 and problem in err and err.count("\n") == 1, err

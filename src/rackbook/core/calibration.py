@@ -201,15 +201,9 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")
-    limits.input_file(path, what="calibration JSON")
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise limits.nesting_error(path) from None
-    except UnicodeDecodeError:
-        raise InputError(path, "-", "not text (binary file?)") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    from rackbook.core.importers import load_json
+
+    obj = load_json(path)
     if not (
         isinstance(obj, dict)
         and isinstance(obj.get("run"), dict)
