@@ -40,7 +40,7 @@ echo "h200.sh: calibrate exit $rc after $(( $(date +%s) - start )) s"
 [ "$rc" -eq 0 ] || exit "$rc"
 if "$PY" -c "import pandas, pyarrow" 2>/dev/null; then
   status=0
-  "$PY" env/calibration/compare.py "$OUT/h200-calibrate.json" || status=$?
+  "$PY" env/calibration/compare.py "$OUT/h200-calibrate" || status=$?
   [ "$status" -le 1 ] || exit "$status"
   echo "h200.sh: compare exit $status (1: some figure off by more than 15 % or not measured)"
 else
