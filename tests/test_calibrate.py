@@ -244,3 +244,9 @@ def test_the_reference_page_has_the_calibration_format() -> None:
         assert f"| `{c.name}` | {c.dtype} |" in text
     for name in schema.CALIBRATION_RUN_FIELDS:
         assert f"| `{name}` |" in text
+
+
+def test_every_catalog_gpu_is_matched_by_its_chip_name() -> None:
+    gpus = _catalog().gpus
+    for gid in gpus:
+        assert calibrate.match_gpu(f"NVIDIA {gid.split('-')[0].upper()}", gpus) == gid
