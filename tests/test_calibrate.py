@@ -250,3 +250,14 @@ def test_every_catalog_gpu_is_matched_by_its_chip_name() -> None:
     gpus = _catalog().gpus
     for gid in gpus:
         assert calibrate.match_gpu(f"NVIDIA {gid.split('-')[0].upper()}", gpus) == gid
+
+
+def test_a_folder_of_the_users_is_refused_before_any_work(run_cli, tmp_path) -> None:
+    """-o naming a folder rackbook did not write: one line before the catalogs or torch are
+    touched (with or without torch here), the folder left as it was."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    code, out, err = run_cli("calibrate", "--device", "cpu", "-o", str(mine))
+    assert code == 2 and err.startswith(f"error: {mine}: -o: ") and err.count("\n") == 1, err
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]

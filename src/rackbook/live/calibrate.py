@@ -21,6 +21,7 @@ leaves nothing); where pandas or pyarrow are missing, ``--save-json`` keeps the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import importlib.util
 import math
@@ -38,7 +39,13 @@ from typing import Any
 
 from rackbook import paths
 from rackbook.core import schema
-from rackbook.core.fsio import atomic_write_json, check_output_file, check_output_folder
+from rackbook.core.fsio import (
+    atomic_write_json,
+    check_output_file,
+    check_output_folder,
+    check_replaceable,
+    output_lock,
+)
 from rackbook.core.provenance import hardware_inventory, project_commit, repo_relative
 from rackbook.errors import InputError
 
@@ -764,38 +771,46 @@ def folder_writable() -> str | None:
 def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
     """``rackbook calibrate [--device cuda|cpu] [--quick] -o DIR [--save-json FILE]``, or
     ``rackbook calibrate --from-json FILE -o DIR``. ``catalog``: reads the catalogs (the CLI's,
-    so that this module imports none); called only when measuring."""
+    so that this module imports none); called only when measuring. The folder ``-o`` is
+    checked and locked before any kernel runs: missing, empty or a calibration rackbook wrote
+    (never a folder of the user's), and no second rackbook writes it meanwhile."""
     output = None if args.output is None else Path(args.output).absolute()
     saved = None if args.save_json is None else Path(args.save_json).absolute()
     if args.from_json is not None:
         if output is None or saved is not None or args.quick or args.device is not None:
             raise InputError(args.from_json, "--from-json", "takes only -o DIR (the folder)")
-        check_output_folder(output, "-o")
-        from rackbook.core.calibration import read_saved, write_calibration
-
-        print(write_calibration(output, *read_saved(args.from_json)))
-        return 0
-    if output is None and saved is None:
+    elif output is None and saved is None:
         raise InputError("-", "-o", "give the calibration folder to write (-o DIR)")
-    if output is not None:
-        check_output_folder(output, "-o")
     if saved is not None:
         check_output_file(saved, "--save-json")
+    with contextlib.ExitStack() as stack:
+        if output is not None:
+            check_output_folder(output, "-o")
+            stack.enter_context(output_lock(output, "-o"))
+            check_replaceable(output, "calibration", "-o")
+        if args.from_json is not None:
+            from rackbook.core.calibration import read_saved, write_calibration
+
+            print(write_calibration(output, *read_saved(args.from_json)))
+            return 0
+        return _measure_and_write(args, catalog(), output, saved)
+
+
+def _measure_and_write(
+    args: argparse.Namespace, cat: Catalog, output: Path | None, saved: Path | None
+) -> int:
     missing = folder_writable() if output is not None else None
     if missing and saved is None:
         raise InputError("-", "-o", f"{missing} not installed here, so the folder cannot be "
                          "written: add --save-json FILE and convert it with rackbook calibrate "
                          "--from-json FILE -o DIR where they are")  # fmt: skip
-    device = args.device or "cuda"
-    cat = catalog()
     ours = sys.argv[1:2] == ["calibrate"]  # else called in-process (a test, a notebook)
     command = "rackbook " + shlex.join(sys.argv[1:] if ours else ["calibrate", *_argv(args)])
-    run, rows = calibrate(device, cat, quick=args.quick, command=command)
+    run, rows = calibrate(args.device or "cuda", cat, quick=args.quick, command=command)
     if saved is not None:
         atomic_write_json(saved, {"run": run, "kernels": rows})
-    for line in [f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):", *summary(
-            rows, run["spec"])]:  # fmt: skip
-        print(line)
+    print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
+    print("\n".join(summary(rows, run["spec"])))
     if output is not None and missing:
         print(
             f"calibrate: {missing} missing here: wrote only {saved}; convert it with "
