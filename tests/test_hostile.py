@@ -256,7 +256,7 @@ CASES: list[Case] = [
     ),
     C(
         "import-too-large",
-        lambda w: ["import", "vllm-bench", sparse(w, "big.json", 3 << 30), "-o", "t"],
+        lambda w: ["import", "vllm-bench", sparse(w, "big.json", 17 << 30), "-o", "t"],
         "big.json",
         "--max-input-mb",
     ),
@@ -766,7 +766,7 @@ CASES: list[Case] = [
         "import-gzip-bomb",
         lambda w: ["import", "vllm-bench", gzip_bomb(w, "r.json.gz"), "-o", "t"],
         "r.json.gz",
-        "decompresses to over",
+        "file is empty",  # 600 MB of spaces, read in bounded memory
     ),
     C(
         "import-symlink-to-dev-zero",

@@ -1,9 +1,14 @@
 """Limits checked before any work: what an input file may be, how large, and the bounds of counts.
 
 Every reader of a user's file asks :func:`input_file` first: the path must be a regular file
-(not a folder, FIFO, device such as ``/dev/zero``, or socket) no larger than the input size limit
-(:data:`DEFAULT_MAX_INPUT_MB` MB; every verb's ``--max-input-mb`` raises it). Parquet tables of
-a trace folder are exempt: they are read in chunks when large (:mod:`rackbook.core.metrics`).
+(not a folder, FIFO, device such as ``/dev/zero``, or socket) no larger than the input size limit.
+A file read whole is at most :data:`DEFAULT_MAX_INPUT_MB` MB (YAML :data:`YAML_MAX_MB`). A file
+read in bounded memory (JSON by :mod:`rackbook.core.jsonstream`, CSV line by line) is limited by
+its shapes, not its size: its size limit, :data:`STREAMED_MAX_MB`, is only a backstop on time
+(and on what a gzip file inflates to), above any file ``vllm bench serve`` can write on a machine
+of 24 GiB (it holds every number as a Python object, about 1.7x the number's text). Every verb's
+``--max-input-mb`` sets one limit for every kind. Parquet tables of a trace folder are exempt:
+they are read in chunks when large (:mod:`rackbook.core.metrics`).
 
 Counts (GPUs, batch sizes, context lengths, expert replicas, requests) are bounded by
 :data:`BOUNDS`; a value past its bound is refused with the bound named, before anything is
@@ -24,8 +29,10 @@ from pathlib import Path
 
 from rackbook.errors import InputError
 
-#: Default largest input file (MB, 10**6 bytes) read into memory.
+#: Default largest input file (MB, 10**6 bytes) read into memory whole.
 DEFAULT_MAX_INPUT_MB = 256.0
+#: Default largest input file read in bounded memory (MB), or what a gzip one inflates to.
+STREAMED_MAX_MB = 16_000.0
 _max_input_mb = DEFAULT_MAX_INPUT_MB
 
 #: name -> largest allowed value (inclusive).
@@ -44,6 +51,7 @@ BOUNDS: dict[str, int] = {
     "groups": 65_536,
     "nodes": 100_000,
     "requests": 5_000_000,  # request rows an import expands to
+    "gaps": 400_000_000,  # inter-token gaps of one imported result (16 bytes each in memory)
 }
 
 
@@ -120,9 +128,11 @@ def input_file(
     what: str = "file",
     missing: str = "file does not exist",
     cap_mb: float | None = None,
+    streamed: bool = False,
 ) -> Path:
-    """``path`` as a Path after checking it is a readable regular file within the size limit;
-    else one :class:`InputError` (missing, a folder, not a regular file, too large)."""
+    """``path`` as a Path after checking it is a readable regular file within the size limit
+    (``streamed``: a file read in bounded memory, :data:`STREAMED_MAX_MB` by default); else one
+    :class:`InputError` (missing, a folder, not a regular file, too large)."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -139,6 +149,8 @@ def input_file(
             p, field, f"not a regular file (a device, FIFO or socket), expected a {what}"
         )
     limit_mb = _max_input_mb
+    if streamed and _max_input_mb == DEFAULT_MAX_INPUT_MB:
+        limit_mb = STREAMED_MAX_MB
     if cap_mb is not None and _max_input_mb == DEFAULT_MAX_INPUT_MB:
         limit_mb = min(cap_mb, _max_input_mb)
     if st.st_size > limit_mb * 1e6:
@@ -150,6 +162,12 @@ def input_file(
             "(raise it with --max-input-mb)",
         )
     return p
+
+
+def streamed_cap() -> int:
+    """Bytes a streamed gzip file may inflate to (the streamed size limit in force)."""
+    mb = STREAMED_MAX_MB if _max_input_mb == DEFAULT_MAX_INPUT_MB else _max_input_mb
+    return int(mb * 1e6)
 
 
 def gunzip(data: bytes, path: str | Path) -> bytes:
