@@ -52,6 +52,7 @@ BOUNDS: dict[str, int] = {
     "nodes": 100_000,
     "requests": 5_000_000,  # request rows an import expands to
     "gaps": 400_000_000,  # inter-token gaps of one imported result (16 bytes each in memory)
+    "csv_lines": 100_000,  # lines of one published CSV (MLPerf's summary.csv: about 5,000)
 }
 
 
@@ -91,6 +92,12 @@ MAX_LIST_ENTRIES = 1_000
 #: YAML files (parameters, catalogs, topology) are small and the parser is slow: at most this
 #: many MB unless ``--max-input-mb`` is raised above its default.
 YAML_MAX_MB = 4.0
+#: JavaScript sources (the SGLang cookbook's cells, about 0.1 MB) are parsed whole, in Python:
+#: at most this many MB unless ``--max-input-mb`` is given.
+JS_MAX_MB = 16.0
+#: Longest line of a CSV file read line by line (MB); one field is bounded by the csv module's
+#: field size limit (128 KiB).
+CSV_LINE_MB = 1.0
 
 
 def check_parameter(name: str, value: object, where: str | Path) -> None:

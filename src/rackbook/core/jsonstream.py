@@ -112,6 +112,8 @@ class Counts:
     name: str = "requests"
     same_length: str | None = None
     per: str = "one per request"
+    flat_index: bool = True  # a non-number of an inner list named KEY[k] (k over all values)
+    not_list: str = "must be a list of seconds"
 
 
 class _Syntax(Exception):
@@ -465,21 +467,21 @@ class _Reader:
             lo = min(start + PIECE, len(self.buf))
             end = self.buf.find(b"]", start, lo)
             cut = end if end >= 0 else self.buf.find(b",", lo, lo + CUT_SEARCH)
-            if cut > start:
+            if cut > start and _numeric(self.buf[start:cut]):
                 try:
                     got = orjson.loads(b"[" + self.buf[start:cut] + b"]")
                 except orjson.JSONDecodeError:
                     got = None
-            if got is not None:
+            fast = got is not None
+            if fast:
                 self.pos = cut
             else:  # one element alone (NaN, a string, invalid JSON: named below)
                 got = [self.value((*path, n), 0, True)]
-            try:
+            arr = None
+            if fast or _is_number(got[0]):  # a run of numbers, or one number
                 arr = np.array(got, dtype=np.float64)
-            except (TypeError, ValueError):
-                arr = None
             if arr is None or arr.ndim != 1:
-                bad = next(i for i, v in enumerate(got) if not isinstance(v, (int, float)))
+                bad = next(i for i, v in enumerate(got) if not _is_number(v))
                 raise InputError(
                     self.path, f"{key or _field(path)}[{flat0 + n + bad}]", "not a number"
                 )
@@ -527,16 +529,23 @@ class _Reader:
                 got = self.ragged_run()
             if got is not None:
                 k, v = got
+                if len(k) and int(k.max()) > counts.inner:
+                    i = rows + int(np.argmax(k > counts.inner))
+                    raise self.fail(
+                        (*path, i),
+                        f"more than {counts.inner:,} entries: must be at most "
+                        f"{counts.inner:,} (numbers of one list)",
+                    )
             else:
                 if c != 0x5B:
-                    raise InputError(
-                        self.path,
-                        f"{key}[{rows}]",
-                        "must be a list of numbers"
-                        if key != "itls"
-                        else "must be a list of seconds",
-                    )
-                one = self.numbers((*path, rows), counts.inner, "numbers of one list", total, key)
+                    raise InputError(self.path, f"{key}[{rows}]", counts.not_list)
+                one = self.numbers(
+                    (*path, rows),
+                    counts.inner,
+                    "numbers of one list",
+                    total if counts.flat_index else 0,
+                    key if counts.flat_index else "",
+                )
                 k, v = np.array([len(one)], dtype=np.int64), one
             rows += len(k)
             total += len(v)
@@ -585,8 +594,11 @@ class _Reader:
             cut = e.start() + 1
         else:
             cut = m.start() + 1
+        text = self.buf[start:cut]
+        if not _numeric(text):
+            return None
         try:
-            lists = orjson.loads(b"[" + self.buf[start:cut] + b"]")
+            lists = orjson.loads(b"[" + text + b"]")
         except orjson.JSONDecodeError:
             return None
         if not all(type(x) is list for x in lists):
@@ -603,6 +615,20 @@ class _Reader:
         if counts.same_length is not None and counts.same_length in self.lengths:
             return self.lengths[counts.same_length]
         return counts.entries
+
+
+#: Bytes of JSON text that hold only numbers (and lists of them).
+_NUMERIC = b"0123456789+-.eE,[] \t\n\r"
+
+
+def _numeric(text: bytes) -> bool:
+    """Whether ``text`` holds nothing but numbers, commas and brackets (no strings, literals
+    or objects: orjson's parse of it is then a list of numbers or of lists of numbers)."""
+    return not text.translate(None, _NUMERIC)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 class _NotList(Exception):
@@ -745,7 +771,7 @@ def _typed_object(
                 r.charge((key,), _PER_VALUE + len(key))
         except _NotList:
             v = r.value((key,), 1, True)
-        if kind in (NUMBERS, RAGGED) and key == counts.same_length:
+        if isinstance(v, (np.ndarray, Ragged)) and key == counts.same_length:
             r.lengths[key] = len(v)
         if kind != SKIP:
             out[key] = v
