@@ -393,7 +393,8 @@ class _Reader:
         bytes parsed."""
         if depth > 2 or self.wasted > (16 << 20) + 2 * self.parsed:
             return None
-        avail = self.want(PIECE + CUT_SEARCH)
+        # a run is shorter than the longest string: no string in it can be too long
+        avail = min(self.want(PIECE + CUT_SEARCH), self.max_string)
         start = self.pos
         lo = start + min(PIECE, avail)
         closer = _CLOSERS.get(first)
