@@ -171,10 +171,18 @@ def input_file(
     return p
 
 
-def streamed_cap() -> int:
-    """Bytes a streamed gzip file may inflate to (the streamed size limit in force)."""
-    mb = STREAMED_MAX_MB if _max_input_mb == DEFAULT_MAX_INPUT_MB else _max_input_mb
-    return int(mb * 1e6)
+#: A gzip file may inflate to this many times its size (at least :data:`GZIP_FLOOR_MB`) unless
+#: ``--max-input-mb`` is given: JSON of numbers compresses 2-10 times; a file of one byte
+#: repeated (a gzip bomb) about 1,000 times.
+GZIP_RATIO = 200
+GZIP_FLOOR_MB = 64.0
+
+
+def streamed_cap(compressed: int) -> int:
+    """Bytes a streamed gzip file of ``compressed`` bytes may inflate to."""
+    if _max_input_mb != DEFAULT_MAX_INPUT_MB:
+        return int(_max_input_mb * 1e6)
+    return int(min(STREAMED_MAX_MB * 1e6, max(GZIP_FLOOR_MB * 1e6, GZIP_RATIO * compressed)))
 
 
 def gunzip(data: bytes, path: str | Path) -> bytes:

@@ -166,8 +166,8 @@ class _Reader:
             raise InputError(
                 self.path,
                 "-",
-                f"decompresses to over {self.cap / 1e6:g} MB "
-                "(the input size limit; raise it with --max-input-mb)",
+                f"decompresses to over {self.cap / 1e6:g} MB ({_gzip_limit()}; raise it "
+                "with --max-input-mb)",
             )
         return True
 
@@ -655,9 +655,18 @@ def _max_depth(text: bytes) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
+def _gzip_limit() -> str:
+    if limits.max_input_mb() != limits.DEFAULT_MAX_INPUT_MB:
+        return "the input size limit"
+    return (
+        f"the limit for a gzip file: {limits.GZIP_RATIO} times its size, "
+        f"at least {limits.GZIP_FLOOR_MB:g} MB"
+    )
+
+
 def _open(path: Path) -> tuple[IO[bytes], int | None]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rb"), limits.streamed_cap()
+        return gzip.open(path, "rb"), limits.streamed_cap(path.stat().st_size)
     return open(path, "rb"), None
 
 

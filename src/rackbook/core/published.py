@@ -33,6 +33,7 @@ trace is written atomically, so nothing is left half-written.
 from __future__ import annotations
 
 import argparse
+import codecs
 import collections
 import csv
 import datetime as _dt
@@ -231,11 +232,38 @@ def check_text(path: Path) -> None:
             chunk = fh.read(1 << 20)
 
 
+def _check_utf8(path: Path) -> None:
+    """The whole file is UTF-8, checked a chunk at a time before any line is read (so a bad
+    byte is named first, as when the file was decoded whole)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                start = max(exc.start - len(decoder.getstate()[0]), 0)
+                line = lines + chunk.count(b"\n", 0, start) + 1
+                raise InputError(
+                    path,
+                    "-",
+                    f"not UTF-8 text: byte 0x{chunk[start]:02x} on line {line} "
+                    "(save the file as UTF-8)",
+                ) from None
+            lines += chunk.count(b"\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            problem = "not UTF-8 text: cut inside a character"
+            raise InputError(path, "end of file", problem) from None
+
+
 def csv_lines(path: Path) -> Iterator[str]:
     """The lines of a CSV file (UTF-8, a byte-order mark dropped), read one at a time: at most
     :data:`rackbook.limits.CSV_LINE_MB` MB each and ``BOUNDS["csv_lines"]`` in all, a line
     that is not UTF-8 named. Fields are bounded by the csv module's own field size limit."""
     check_text(path)
+    _check_utf8(path)
     longest = int(limits.CSV_LINE_MB * 1e6)
     bound = limits.BOUNDS["csv_lines"]
     with path.open("rb") as fh:
