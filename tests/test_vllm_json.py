@@ -127,13 +127,13 @@ TEXT = {
     "truncated": lambda s: s[:-2],
     "truncated-in-string": lambda s: s[: s.index('"boom"') + 3],
 }
-EDITS = {
-    **{
-        k: (lambda e: lambda s: json.dumps(_edited(e), separators=(", ", ": ")))(e)
-        for k, e in VALUES.items()
-    },
-    **TEXT,
-}
+
+
+def _dumped(edit):
+    return lambda _text: json.dumps(_edited(edit), separators=(", ", ": "))
+
+
+EDITS = {**{k: _dumped(e) for k, e in VALUES.items()}, **TEXT}
 
 
 def _edited(edit):
