@@ -57,7 +57,7 @@ MAX_NUMBER_CHARS = 100
 #: Most keys in one object.
 MAX_KEYS = 100_000
 #: Estimated Python memory of the plain values kept from one file (MB).
-VALUE_BUDGET_MB = 192.0
+VALUE_BUDGET_MB = 256.0
 
 #: Kinds a caller can give a top-level key (``top=`` of :func:`load`).
 NUMBERS, RAGGED, SKIP = "numbers", "ragged", "skip"
@@ -359,10 +359,7 @@ class _Reader:
             if run is not None:
                 got, text = run
                 if keep:
-                    self.charge(
-                        (*path, n),
-                        len(text) + _PER_VALUE * (text.count(b",") + text.count(b":") + 1),
-                    )
+                    self.charge((*path, n), _estimate(text))
                     out.extend(got)
                 n += len(got)
                 misses = 0
@@ -634,6 +631,13 @@ def _is_number(v: Any) -> bool:
 
 class _NotList(Exception):
     """A typed key's value is not a list: read it as a plain value for the caller to name."""
+
+
+def _estimate(text: bytes) -> int:
+    """Estimated bytes of the Python values of ``text`` (a run of elements): its text, a value
+    and a reference per element or entry, a container's header per object or list."""
+    items = text.count(b",") + text.count(b":") + 1
+    return len(text) + 40 * items + _PER_VALUE * (text.count(b"{") + text.count(b"["))
 
 
 def _chain(lists: list[list[Any]]) -> Any:
