@@ -146,6 +146,8 @@ class _Reader:
         self.max_string = int(MAX_STRING_MB * 1e6)
         self.lengths: dict[str, int] = {}
         self.parsed = 0  # bytes parsed in runs of elements
+        # numbers the file can hold: two bytes each at least ("1,"); a gzip file: its cap
+        self.most_numbers = (cap if cap is not None else path.stat().st_size) // 2 + 1
         self.wasted = 0  # bytes of runs that did not parse (a cut inside a value)
 
     # ------------------------------------------------------------------ buffer
@@ -515,7 +517,7 @@ class _Reader:
             raise _NotList
         self.pos += 1
         lens: list[np.ndarray] = []
-        vals: list[np.ndarray] = []
+        out: np.ndarray | None = None  # the values, written in place (no copy at the end)
         rows = total = 0
         rows_bound = self.row_bound(counts, key)
         c = self.ws()
@@ -562,7 +564,10 @@ class _Reader:
                     f"{counts.total:,} (rackbook's bound)",
                 )
             lens.append(k)
-            vals.append(v)
+            if out is None:  # room for every number the file can hold, resident as written
+                out = np.empty(max(min(counts.total, self.most_numbers), total), np.float64)
+            out[total - len(v) : total] = v
+            del v
             c = self.ws()
             if c == 0x2C:
                 self.pos += 1
@@ -574,9 +579,10 @@ class _Reader:
                     raise _Truncated
                 raise _Syntax("Expecting ',' delimiter", self.pos)
         self.pos += 1
-        if not lens:
+        if not lens or out is None:
             return Ragged(np.zeros(0, dtype=np.int64), np.zeros(0))
-        return Ragged(np.concatenate(lens), np.concatenate(vals))
+        # a view: the pages past ``total`` were never written, so never resident
+        return Ragged(np.concatenate(lens), out[:total])
 
     def ragged_run(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Whole inner lists from ``pos`` (a ``[``) up to about :data:`PIECE` bytes, when they
