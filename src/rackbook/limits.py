@@ -23,7 +23,6 @@ import math
 import os
 import stat
 import sys
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -183,30 +182,6 @@ def streamed_cap(compressed: int) -> int:
     if _max_input_mb != DEFAULT_MAX_INPUT_MB:
         return int(_max_input_mb * 1e6)
     return int(min(STREAMED_MAX_MB * 1e6, max(GZIP_FLOOR_MB * 1e6, GZIP_RATIO * compressed)))
-
-
-def gunzip(data: bytes, path: str | Path) -> bytes:
-    """Decompress gzip ``data`` (every member), refusing output past the input size limit (a
-    small file that inflates without bound); zlib errors propagate for the caller to name."""
-    limit = int(_max_input_mb * 1e6)
-    out: list[bytes] = []
-    size = 0
-    while data:
-        d = zlib.decompressobj(wbits=31)
-        chunk = d.decompress(data, limit + 1 - size)
-        size += len(chunk)
-        out.append(chunk)
-        if size > limit or d.unconsumed_tail:
-            raise InputError(
-                path,
-                "-",
-                f"decompresses to over the input size limit {_max_input_mb:g} MB "
-                "(raise it with --max-input-mb)",
-            )
-        if not d.eof:
-            raise EOFError("truncated gzip stream")
-        data = d.unused_data.lstrip(b"\0")
-    return b"".join(out)
 
 
 def decode_problem(data: bytes, exc: UnicodeDecodeError) -> str:
