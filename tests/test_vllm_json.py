@@ -5,6 +5,7 @@ and the same one-line error, however the file is cut into pieces and buffers."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -196,3 +197,11 @@ def test_errors_name_the_same_entry_either_way(tmp_path):
     with pytest.raises(InputError) as whole:
         importers.vllm_bench_frames(src, data=json.loads(src.read_text()))
     assert str(lean.value) == str(whole.value) and "itls" in str(lean.value)
+
+
+def test_a_file_vllm_wrote_reads_as_the_whole_file():
+    """``vllm bench serve --save-detailed`` output (generated texts included), cut small."""
+    src = Path(__file__).parent / "fixtures" / "vllm-bench-serve-b32.json"
+    a = importers.vllm_bench_frames(src)
+    b = importers.vllm_bench_frames(src, data=json.loads(src.read_text()))
+    assert a.requests.equals(b.requests) and a.itl.equals(b.itl) and len(a.itl) > 1000
