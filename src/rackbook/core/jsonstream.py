@@ -83,6 +83,8 @@ _CUTS = {
 _ANY_CUT = re.compile(rb",")
 #: The byte that ends an element starting with the key's byte.
 _CLOSERS = {ord("{"): ord("}"), ord("["): ord("]"), ord('"'): ord('"')}
+#: What :meth:`_Reader.step` gives when the container closed.
+_CLOSED = -1
 #: Estimated bytes of one Python value beyond its text (object header and reference).
 _PER_VALUE = 64
 
@@ -227,6 +229,53 @@ class _Reader:
             self.charge(path, 32)
         return v
 
+    def step(self, close: int) -> int:
+        """After an element: past its comma, the next byte; :data:`_CLOSED` when ``close``
+        ended the container (consumed). A trailing comma is named where the next element is
+        read."""
+        c = self.ws()
+        if c == 0x2C:
+            self.pos += 1
+            c = self.ws()
+        elif c == close:
+            self.pos += 1
+            return _CLOSED
+        elif c is not None:
+            raise _Syntax("Expecting ',' delimiter", self.pos)
+        if c is None:
+            raise _Truncated
+        return c
+
+    def opening(self, path: tuple[Any, ...], depth: int, close: int, keep: bool) -> int:
+        """Past a container's opening bracket: its first byte, or :data:`_CLOSED` for an empty
+        one (consumed)."""
+        self.nest(path, depth)
+        self.pos += 1
+        c = self.ws()
+        if c != close:
+            if c is None:
+                raise _Truncated
+            return c
+        self.pos += 1
+        if keep:
+            self.charge(path, _PER_VALUE)
+        return _CLOSED
+
+    def key(self, path: tuple[Any, ...], c: int, n: int) -> str:
+        """The ``n``-th key of an object at ``pos`` (``c`` its first byte), past its colon."""
+        if c != 0x22:
+            raise _Syntax("Expecting property name enclosed in double quotes", self.pos)
+        if n > MAX_KEYS:
+            raise self.fail(path, f"an object with more than {MAX_KEYS:,} keys (refused)")
+        key = self.string(path)
+        c = self.ws()
+        if c != 0x3A:
+            if c is None:
+                raise _Truncated
+            raise _Syntax("Expecting ':' delimiter", self.pos)
+        self.pos += 1
+        return key
+
     def nest(self, path: tuple[Any, ...], depth: int) -> None:
         if depth > MAX_DEPTH:
             raise self.fail(path, f"nested deeper than {MAX_DEPTH} levels (refused)")
@@ -301,58 +350,30 @@ class _Reader:
         raise _Syntax("Expecting value", self.pos)
 
     def obj(self, path: tuple[Any, ...], depth: int, keep: bool) -> dict[str, Any] | None:
-        self.nest(path, depth)
-        self.pos += 1
         out: dict[str, Any] = {}
         n = 0
-        c = self.ws()
-        if c == 0x7D:
-            self.pos += 1
-            if keep:
-                self.charge(path, _PER_VALUE)
+        c = self.opening(path, depth, 0x7D, keep)
+        if c == _CLOSED:
             return out if keep else None
         while True:
             if c is None:
                 raise _Truncated
-            if c != 0x22:
-                raise _Syntax("Expecting property name enclosed in double quotes", self.pos)
-            key = self.string(path)
             n += 1
-            if n > MAX_KEYS:
-                raise self.fail(path, f"an object with more than {MAX_KEYS:,} keys (refused)")
-            c = self.ws()
-            if c != 0x3A:
-                if c is None:
-                    raise _Truncated
-                raise _Syntax("Expecting ':' delimiter", self.pos)
-            self.pos += 1
+            key = self.key(path, c, n)
             v = self.value((*path, key), depth, keep)
             if keep:
                 self.charge(path, _PER_VALUE + len(key))
                 out[key] = v
-            c = self.ws()
-            if c == 0x2C:
-                self.pos += 1
-                c = self.ws()
-                continue
-            if c == 0x7D:
-                self.pos += 1
+            c = self.step(0x7D)
+            if c == _CLOSED:
                 return out if keep else None
-            if c is None:
-                raise _Truncated
-            raise _Syntax("Expecting ',' delimiter", self.pos)
 
     def arr(self, path: tuple[Any, ...], depth: int, keep: bool) -> list[Any] | None:
-        self.nest(path, depth)
-        self.pos += 1
         out: list[Any] = []
         n = 0
         misses = 0
-        c = self.ws()
-        if c == 0x5D:
-            self.pos += 1
-            if keep:
-                self.charge(path, _PER_VALUE)
+        c = self.opening(path, depth, 0x5D, keep)
+        if c == _CLOSED:
             return out if keep else None
         while True:
             if c is None:
@@ -372,17 +393,9 @@ class _Reader:
                     self.charge(path, 8)
                     out.append(v)
                 n += 1
-            c = self.ws()
-            if c == 0x2C:
-                self.pos += 1
-                c = self.ws()
-                continue
-            if c == 0x5D:
-                self.pos += 1
+            c = self.step(0x5D)
+            if c == _CLOSED:
                 return out if keep else None
-            if c is None:
-                raise _Truncated
-            raise _Syntax("Expecting ',' delimiter", self.pos)
 
     def run(self, first: int, depth: int) -> tuple[list[Any], bytes] | None:
         """Elements from ``pos`` up to a cut after about :data:`PIECE` bytes (or the list's
@@ -495,19 +508,11 @@ class _Reader:
                 parts.append(arr)
             else:  # counted to the end (to name the length), not kept
                 parts.clear()
-            c = self.ws()
-            if c == 0x2C:
-                self.pos += 1
-                c = self.ws()
-                continue
-            if c == 0x5D:
-                self.pos += 1
+            c = self.step(0x5D)
+            if c == _CLOSED:
                 if n > bound:
                     raise self.fail(path, f"has {n} entries, expected {bound} ({what})")
                 return parts[0] if len(parts) == 1 else np.concatenate(parts)
-            if c is None:
-                raise _Truncated
-            raise _Syntax("Expecting ',' delimiter", self.pos)
 
     def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
         """A list of lists of numbers at ``pos``: runs of whole inner lists parsed at once,
@@ -521,7 +526,10 @@ class _Reader:
         rows = total = 0
         rows_bound = self.row_bound(counts, key)
         c = self.ws()
-        while c != 0x5D:
+        if c == 0x5D:
+            self.pos += 1
+            return Ragged(np.zeros(0, dtype=np.int64), np.zeros(0))
+        while True:
             if c is None:
                 raise _Truncated
             got = None
@@ -568,17 +576,11 @@ class _Reader:
                 out = np.empty(max(min(counts.total, self.most_numbers), total), np.float64)
             out[total - len(v) : total] = v
             del v
-            c = self.ws()
-            if c == 0x2C:
-                self.pos += 1
-                c = self.ws()
-                if c == 0x5D:
-                    raise _Syntax("Expecting value", self.pos)
-            elif c != 0x5D:
-                if c is None:
-                    raise _Truncated
-                raise _Syntax("Expecting ',' delimiter", self.pos)
-        self.pos += 1
+            c = self.step(0x5D)
+            if c == _CLOSED:
+                break
+            if c == 0x5D:
+                raise _Syntax("Expecting value", self.pos)
         if not lens or out is None:
             return Ragged(np.zeros(0, dtype=np.int64), np.zeros(0))
         # a view: the pages past ``total`` were never written, so never resident
@@ -754,28 +756,14 @@ def _typed_object(
     counts: Counts,
     on_key: Callable[[str, Any], None] | None,
 ) -> dict[str, Any]:
-    r.pos += 1
     out: dict[str, Any] = {}
-    c = r.ws()
-    if c == 0x7D:
-        r.pos += 1
+    c = r.opening((), 1, 0x7D, False)
+    if c == _CLOSED:
         return out
     n = 0
     while True:
-        if c is None:
-            raise _Truncated
-        if c != 0x22:
-            raise _Syntax("Expecting property name enclosed in double quotes", r.pos)
-        key = r.string(())
         n += 1
-        if n > MAX_KEYS:
-            raise r.fail((), f"an object with more than {MAX_KEYS:,} keys (refused)")
-        c = r.ws()
-        if c != 0x3A:
-            if c is None:
-                raise _Truncated
-            raise _Syntax("Expecting ':' delimiter", r.pos)
-        r.pos += 1
+        key = r.key((), c, n)
         kind = top.get(key)
         try:
             if kind == NUMBERS:
@@ -797,17 +785,9 @@ def _typed_object(
             out[key] = v
         if on_key is not None:
             on_key(key, v)
-        c = r.ws()
-        if c == 0x2C:
-            r.pos += 1
-            c = r.ws()
-            continue
-        if c == 0x7D:
-            r.pos += 1
+        c = r.step(0x7D)
+        if c == _CLOSED:
             return out
-        if c is None:
-            raise _Truncated
-        raise _Syntax("Expecting ',' delimiter", r.pos)
 
 
 def _what(r: _Reader, counts: Counts) -> str:
