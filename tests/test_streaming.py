@@ -359,3 +359,40 @@ def test_errors_are_input_errors(tmp_path):
     with pytest.raises(InputError) as e:
         jsonstream.load(_write(tmp_path, "a.json", '{"a": [1, 2,, 3]}'))
     assert (e.value.field, e.value.problem) == ("line 1", "not valid JSON: Expecting value")
+
+
+def test_no_parse_holds_more_than_a_piece(tmp_path, monkeypatch):
+    """Every C-level parse is of one piece (so SIGINT/SIGTERM, turned into exceptions by the
+    CLI, stop a long read between pieces): a 12 MB result is parsed in pieces of at most
+    PIECE + CUT_SEARCH bytes, and reads as the whole file does."""
+    import numpy as np
+    import orjson
+
+    sizes: list[int] = []
+    real = orjson.loads
+
+    def loads(data):
+        sizes.append(len(data))
+        return real(data)
+
+    rng = np.random.default_rng(1)
+    n = 20_000
+    d = small_result(
+        input_lens=[10] * n,
+        output_lens=[30] * n,
+        ttfts=rng.uniform(0.1, 0.2, n).tolist(),
+        itls=rng.uniform(0.01, 0.02, (n, 29)).tolist(),
+        latencies=[1.0] * n,
+        start_times=np.arange(n, dtype=float).tolist(),
+        errors=[""] * n,
+        completed=n,
+        generated_texts=['some text, [quoted] "here"\n' * 3] * n,
+    )
+    src = _write(tmp_path, "r.json", json.dumps(d))
+    assert src.stat().st_size > 12e6
+    monkeypatch.setattr(jsonstream.orjson, "loads", loads)
+    got = vllm_json.load_detailed(src)
+    assert max(sizes) <= jsonstream.PIECE + jsonstream.CUT_SEARCH + 2
+    assert len(sizes) > 6
+    assert got["itls"].values.tolist() == [v for row in d["itls"] for v in row]
+    assert got["ttfts"].tolist() == d["ttfts"]
