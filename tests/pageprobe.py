@@ -22,6 +22,27 @@ from pathlib import Path
 WIDTH = 1400
 
 _JS = r"""
+function wide(d) {
+  // elements that stick out past the viewport's right edge with no ancestor that clips or
+  // scrolls them (the ones that widen the page), leaves first: what makes a page scroll sideways
+  const vw = d.documentElement.clientWidth, win = d.defaultView;
+  const clipped = (e) => {
+    for (let a = e.parentElement; a && a !== d.body; a = a.parentElement) {
+      if (win.getComputedStyle(a).overflowX !== "visible") return true;
+    }
+    return false;
+  };
+  const out = (e) => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.right > vw + 1;
+  };
+  return [...d.querySelectorAll("body *")].filter(
+      (e) => out(e) && !clipped(e) && ![...e.children].some(out)).slice(0, 12).map(
+      (e) => e.tagName + "." + [...e.classList].join(".") + " " +
+        Math.round(e.getBoundingClientRect().right) + "px: " +
+        (e.textContent || "").trim().slice(0, 40));
+}
+
 function probe(d) {
   const abs = (el) => el.getBoundingClientRect().top + d.defaultView.scrollY;
   const h1 = d.querySelector("article h1") || d.querySelector("h1");
@@ -55,6 +76,12 @@ function probe(d) {
               Math.round(abs(e)), Math.round(e.getBoundingClientRect().height)]),
     toc_width: tocBox ? tocBox.width : 0,
     toc_links: tocLinks,
+    view_width: d.documentElement.clientWidth,
+    scroll_width: d.documentElement.scrollWidth,
+    column_width: (d.querySelector("article.bd-article") || d.body).clientWidth,
+    figures: [...d.querySelectorAll("article figure img, article .cell_output img")].map(
+      (i) => [i.getAttribute("src"), i.getBoundingClientRect().width, i.naturalWidth]),
+    overflowing: wide(d),
   };
 }
 """
@@ -91,10 +118,12 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def probe(browser: str, root: Path, pages: list[str]) -> dict[str, dict]:
-    """Each of ``pages`` (paths under ``root``, the built HTML) laid out at :data:`WIDTH` px:
-    page -> the facts :data:`_JS` reports."""
-    body = (_PAGE % (WIDTH, _JS, json.dumps(pages))).encode()
+def probe(
+    browser: str, root: Path, pages: list[str], width: int = WIDTH
+) -> dict[str, dict]:
+    """Each of ``pages`` (paths under ``root``, the built HTML) laid out at ``width`` px
+    (default :data:`WIDTH`): page -> the facts :data:`_JS` reports."""
+    body = (_PAGE % (width, _JS, json.dumps(pages))).encode()
     handler = type("H", (_Handler,), {"probe_page": body})
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
@@ -110,7 +139,7 @@ def probe(browser: str, root: Path, pages: list[str]) -> dict[str, dict]:
                     "--disable-gpu",
                     "--hide-scrollbars",
                     f"--user-data-dir={profile}",
-                    f"--window-size={WIDTH + 20},1200",
+                    f"--window-size={max(width, WIDTH) + 20},1200",
                     "--virtual-time-budget=120000",
                     "--dump-dom",
                     f"http://127.0.0.1:{server.server_port}/_probe.html",
@@ -145,7 +174,11 @@ def contrast(fg: str, bg: str) -> float:
 
 
 if __name__ == "__main__":
-    facts = probe("chromium", Path(sys.argv[1]), sys.argv[2:])
+    args = sys.argv[2:]
+    if args and args[0].isdigit():  # first argument after HTML_DIR may be a width (px)
+        facts = probe("chromium", Path(sys.argv[1]), args[1:], int(args[0]))
+    else:
+        facts = probe("chromium", Path(sys.argv[1]), args)
     for page, f in facts.items():
         f.pop("text")
         print(page, json.dumps(f))

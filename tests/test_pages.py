@@ -75,9 +75,14 @@ def test_at_a_glance_gives_each_claim_its_conclusion(tmp_path):
     assert len(dp) == 1 and "| not run | - |" in dp[0]
 
 
-def test_claim_card_quotes_the_source():
+def test_claim_card_states_the_claims_and_as_published_quotes_the_source():
     card = pages.claim_card("context-latency")
-    assert "890 B/token" in card and "primary source located" in card
+    assert "890 B/token" in card and "dropdown" not in card  # the statement, no clutter
+    quoted = pages.as_published("context-latency")
+    assert "890 B/token" in quoted and "primary source located" in quoted
+    assert quoted.count(":::{dropdown} As published") == len(
+        pages.load_claims().for_result("context-latency")
+    )
 
 
 def test_rerun_cost_from_the_cluster_sweeps():

@@ -27,11 +27,15 @@ def glue_values(values: Mapping[str, Any]) -> None:
 
 def glue_figure(name: str, fig: Any) -> None:
     """Glue a figure under ``name`` without displaying it: the chapter places it with a
-    ``{glue:figure}`` directive that gives it a caption and a label to ``{numref}``."""
+    ``{glue:figure}`` directive that gives it a caption and a label to ``{numref}``. The PNG
+    is :func:`rackbook.book.plotting.figure_png`'s (the book's dpi, its smallest font noted)."""
     import matplotlib.pyplot as plt
+    from IPython.display import Image
     from myst_nb import glue
 
-    glue(name, fig, display=False)
+    from rackbook.book.plotting import figure_png
+
+    glue(name, Image(data=figure_png(fig)), display=False)
     plt.close(fig)
 
 
@@ -135,7 +139,8 @@ def readings_table(outcome: Any) -> str:
                     f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}"
                     f"<details><summary>why</summary>{_html(r['reason'])}</details>"
                 )
-            cells.append(f"<td>{''.join(parts) or '-'}</td>")
+            label = _html(READING_TITLES[k])  # the column's name, shown on narrow screens
+            cells.append(f'<td data-label="{label}">{"".join(parts) or "-"}</td>')
         rows.append(f"<tr><td><code>{_html(claim)}</code></td>{''.join(cells)}</tr>")
     rows.append("</tbody></table>")
     intro = (

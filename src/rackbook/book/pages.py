@@ -6,6 +6,7 @@ the catalogs or an executed result's headline JSON.
 from __future__ import annotations
 
 import re
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 from rackbook import paths
@@ -34,16 +35,24 @@ def _cell(text: object) -> str:
 
 
 def claim_card(result: str, registry: Registry | None = None) -> str:
-    """Markdown card of a result's published claims: each claim's figure and statement, then
-    the quote, scope, what it measures and the source's status folded in a dropdown."""
+    """Markdown card of a result's published claims: each claim's figure and statement (the
+    quote, scope and source are :func:`as_published`'s, after the evidence)."""
+    reg = registry or load_claims()
+    return "\n\n".join(
+        f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
+    ) + "\n"
+
+
+def as_published(result: str, registry: Registry | None = None) -> str:
+    """For each claim of ``result``, one dropdown: the write-up's own words, the scope it
+    gives, what the figure measures and the source's status (where the claims come from:
+    a secondary article, its primary source not located)."""
     reg = registry or load_claims()
     out = []
     for c in reg.for_result(result):
         src = reg.source(c.source.seen_in)
         out += [
-            f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}",
-            "",
-            ":::{dropdown} As published: the quote, its scope and source",
+            f":::{{dropdown}} As published: {_md(c.value_text)} ({c.id})",
             f"> {_md(c.original)}",
             "",
             f"- Scope: {_md(c.scope.summary())}",
@@ -54,6 +63,40 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def source_note(registry: Registry | None = None, today: date | None = None) -> str:
+    """Where the claims come from, for the top of the landing page: the secondary article all
+    numbers were seen in, that it attributes them to vLLM, that the primary post was not
+    located as of ``today`` (the build date, UTC), and which numbers a primary text confirms;
+    generated from the claims registry's sources."""
+    reg = registry or load_claims()
+    today = today or datetime.now(timezone.utc).date()
+    seen = sorted({c.source.seen_in for c in reg.claims})
+    articles = "; ".join(f"*{_md(reg.source(s).title)}*" for s in seen)
+    missing = [s for s in reg.sources if s.status == "not-located"]
+    confirmed = [c for c in reg.claims if c.source.status in ("located", "partly-located")]
+    n = len(reg.claims)
+    primary = (
+        "its primary source, the " + ", ".join(_md(s.title) for s in missing) + ", was not "
+        f"located as of {today.isoformat()} (this build's date)"
+        if missing
+        else f"its primary sources were located as of {today.isoformat()}"
+    )
+    out = (
+        f"**Where the claims come from.** All {n} numbers checked here were read in one "
+        f"secondary source, a French article: {articles}. It attributes them to vLLM; "
+        f"{primary}. "
+    )
+    if confirmed:
+        out += "Only " + ", ".join(
+            f"{_md(c.value_text)} ({c.id}, <{c.source.primary}>)" for c in confirmed
+        ) + (" is" if len(confirmed) == 1 else " are") + " confirmed by a primary text. "
+    out += (
+        "So this book checks each number against physics, published measurements and its own "
+        "runs; it does not reproduce a publication it could not read.\n"
+    )
+    return out
 
 
 def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict] | None:
@@ -577,6 +620,7 @@ def generate(folder: Path, executed: Path, reference: Path | None = None) -> lis
         atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
         atomic_write_text(folder / "rerun-deployment.md", _rerun_deployment()),
         atomic_write_text(folder / "claims.md", claims_page()),
+        atomic_write_text(folder / "source-note.md", source_note()),
         atomic_write_text(folder / "check-examples.md", check_page()),
         atomic_write_text(folder / "parameters.md", parameters_page()),
         atomic_write_text(folder / "references.bib", bibliography()),
