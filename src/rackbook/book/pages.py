@@ -5,8 +5,8 @@ the catalogs or an executed result's headline JSON.
 
 from __future__ import annotations
 
+import datetime
 import re
-from datetime import date, datetime, timezone
 from pathlib import Path
 
 from rackbook import paths
@@ -38,9 +38,12 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
     """Markdown card of a result's published claims: each claim's figure and statement (the
     quote, scope and source are :func:`as_published`'s, after the evidence)."""
     reg = registry or load_claims()
-    return "\n\n".join(
-        f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
-    ) + "\n"
+    return (
+        "\n\n".join(
+            f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
+        )
+        + "\n"
+    )
 
 
 def as_published(result: str, registry: Registry | None = None) -> str:
@@ -65,13 +68,13 @@ def as_published(result: str, registry: Registry | None = None) -> str:
     return "\n".join(out)
 
 
-def source_note(registry: Registry | None = None, today: date | None = None) -> str:
+def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
     """Where the claims come from, for the top of the landing page: the secondary article all
     numbers were seen in, that it attributes them to vLLM, that the primary post was not
     located as of ``today`` (the build date, UTC), and which numbers a primary text confirms;
     generated from the claims registry's sources."""
     reg = registry or load_claims()
-    today = today or datetime.now(timezone.utc).date()
+    today = today or datetime.datetime.now(datetime.UTC).date()
     seen = sorted({c.source.seen_in for c in reg.claims})
     articles = "; ".join(f"*{_md(reg.source(s).title)}*" for s in seen)
     missing = [s for s in reg.sources if s.status == "not-located"]
@@ -89,9 +92,12 @@ def source_note(registry: Registry | None = None, today: date | None = None) -> 
         f"{primary}. "
     )
     if confirmed:
-        out += "Only " + ", ".join(
-            f"{_md(c.value_text)} ({c.id}, <{c.source.primary}>)" for c in confirmed
-        ) + (" is" if len(confirmed) == 1 else " are") + " confirmed by a primary text. "
+        out += (
+            "Only "
+            + ", ".join(f"{_md(c.value_text)} ({c.id}, <{c.source.primary}>)" for c in confirmed)
+            + (" is" if len(confirmed) == 1 else " are")
+            + " confirmed by a primary text. "
+        )
     out += (
         "So this book checks each number against physics, published measurements and its own "
         "runs; it does not reproduce a publication it could not read.\n"

@@ -45,7 +45,7 @@ def apply_style() -> None:
     np.set_printoptions(legacy="1.25")
     mpl.rcParams.update(
         {
-            "figure.figsize": (6.4, 4.0),
+            "figure.figsize": (6.4, 3.5),
             "figure.dpi": 110,
             "savefig.bbox": "tight",
             "axes.grid": True,

@@ -116,7 +116,7 @@ def sweeps(a: Analysis) -> Figure:
     """Every sweep of :data:`rackbook.results.eplb_balance.SWEEPS` in one figure, one panel
     each (2 x 2), sharing the balancedness axis and one legend below: what moves the balance
     and what does not, at a glance."""
-    fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.4), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(2, 2, figsize=(6.4, 5.6), sharey=True, layout="constrained")
     for ax, x in zip(axes.flat, SWEEPS, strict=True):
         _draw_sweep(ax, a, x)
         ax.set_title(_SHORT.get(x, x), fontsize=plotting.TEXT_PT)

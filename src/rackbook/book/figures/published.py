@@ -71,7 +71,7 @@ def claim_vs_published(result: str) -> Figure:
     if not claims:
         raise ValueError(f"{result}: no published point in a claim's unit")
     fig, axes = plt.subplots(
-        len(claims), 1, figsize=(6.4, 1.6 + 1.5 * len(claims)), squeeze=False,
+        len(claims), 1, figsize=(6.4, 1.4 + 1.15 * len(claims)), squeeze=False,
         layout="constrained",
     )  # fmt: skip
     for ax, (_cid, head, pts) in zip(axes[:, 0], claims, strict=True):

@@ -124,7 +124,7 @@ def readings(a: Analysis) -> Figure:
     ceilings (compute in decode and prefill, HBM bandwidth in decode), log scale; each bar
     coloured by its physics verdict."""
     rd = a.throughput
-    fig, ax = plt.subplots(figsize=(6.4, 5.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
     y = np.arange(len(rd))[::-1]
     for yi, r in zip(y, rd.itertuples(), strict=True):
         unknown = not np.isfinite(r.ratio)
@@ -185,7 +185,7 @@ def node_efficiency(a: Analysis) -> Figure:
     """For each node size: the scaling efficiency the published speedup means, and the
     node's throughput per GPU it implies against the decode compute ceiling."""
     sp = a.speedups
-    fig, (left, right) = plt.subplots(2, 1, figsize=(6.4, 6.0))
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.4, 5.0))
     names = [f"{r.gpus_per_node} GPUs per node\n({r.nodes:g} nodes)" for r in sp.itertuples()]
     x = np.arange(len(sp))
     left.bar(x, 100 * sp["efficiency"], width=0.5, color=plotting.PALETTE[0])
@@ -236,7 +236,7 @@ def revenue(a: Analysis) -> Figure:
     """The dollar figure against the token revenue per GPU-hour each throughput reading can
     earn at InferenceX's token prices (all cached to all uncached), and the rental price."""
     rv = a.cost.revenue
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     y = np.arange(len(rv))[::-1]
     for yi, r in zip(y, rv.itertuples(), strict=True):
         ax.plot(
