@@ -118,9 +118,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def probe(
-    browser: str, root: Path, pages: list[str], width: int = WIDTH
-) -> dict[str, dict]:
+def probe(browser: str, root: Path, pages: list[str], width: int = WIDTH) -> dict[str, dict]:
     """Each of ``pages`` (paths under ``root``, the built HTML) laid out at ``width`` px
     (default :data:`WIDTH`): page -> the facts :data:`_JS` reports."""
     body = (_PAGE % (width, _JS, json.dumps(pages))).encode()

@@ -311,7 +311,9 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
             if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
             else f" x {int(gpus)}"
         )
-        parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.strip(" x")]
+        parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
+        if not _known(r["hardware"]) and parts[0]:  # never "not stated x 16"
+            parts = [f"{parts[0]} GPUs"]
         parts += [_short(r[k], 32) for k in ("model", "engine") if _known(r[k])]
         system = _md_cell(", ".join(p for p in parts if p) or "not stated")
         value = r.get("value")
@@ -344,8 +346,10 @@ def headlines_box(outcome: Any) -> str:
 
 
 def _known(x: object) -> bool:
-    """A table field that holds something (not None, NaN or empty)."""
-    return not (x is None or (isinstance(x, float) and x != x) or str(x).strip() in ("", "nan"))
+    """A table field that holds something (not None, NaN, empty, "unknown" or "not stated")."""
+    if x is None or (isinstance(x, float) and x != x):
+        return False
+    return str(x).strip().lower() not in ("", "nan", "none", "unknown", "not stated", "-")
 
 
 def _md_cell(text: object) -> str:

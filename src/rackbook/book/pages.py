@@ -247,7 +247,9 @@ def models_page() -> str:
             ("hidden size", a.hidden_size),
             (
                 "attention heads x head dim",
-                f"{a.num_attention_heads} x {a.head_dim}" if a.num_attention_heads else None,
+                f"{a.num_attention_heads} x {a.head_dim}"
+                if a.num_attention_heads and a.head_dim
+                else a.num_attention_heads,
             ),
             ("routed experts (top-k)", f"{moe.num_routed_experts} ({moe.experts_per_token})"),
             ("shared experts", moe.num_shared_experts),
