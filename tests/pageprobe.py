@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 #: Width of the frame each page is laid out in (px).
@@ -78,7 +79,11 @@ function probe(d) {
     toc_links: tocLinks,
     view_width: d.documentElement.clientWidth,
     scroll_width: d.documentElement.scrollWidth,
-    column_width: (d.querySelector("article.bd-article") || d.body).clientWidth,
+    column_width: (() => {  // the text column's content box (px)
+      const a = d.querySelector("article.bd-article") || d.body;
+      const s = d.defaultView.getComputedStyle(a);
+      return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+    })(),
     figures: [...d.querySelectorAll("article figure img, article .cell_output img")].map(
       (i) => [i.getAttribute("src"), i.getBoundingClientRect().width, i.naturalWidth]),
     overflowing: wide(d),
@@ -182,8 +187,14 @@ if __name__ == "__main__":
         print(page, json.dumps(f))
 
 
-#: Limits a reader's page must keep at :data:`WIDTH` px (px).
-CHAPTER_MAX = 12_000
+#: Limits a reader's page must keep at :data:`WIDTH` px (px). A chapter's figures are shown at
+#: the column's full width (each about 250 px taller than at three fifths), hence 14,000.
+CHAPTER_MAX = 14_000
+#: A phone's width (px): no page may scroll sideways there.
+NARROW = 400
+#: Smallest figure text (CSS px): at :data:`WIDTH` (a laptop) and at :data:`NARROW` (a phone,
+#: where a reader can zoom; below 7 px no one reads without it).
+FIGURE_TEXT_MIN = {WIDTH: 11.0, NARROW: 7.0}
 LANDING_MAX = 2_500
 FIRST_SCREEN = 1_200
 _REPRS = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>|IPython\.core\.display")
@@ -235,4 +246,37 @@ def defects(
                 out.append(f"{page}: caption {c} below body-text contrast ({body})")
     if facts.get("images") and (facts.get("toc_width", 0) <= 0 or facts.get("toc_links", 0) < 2):
         out.append(f"{page}: the right-hand contents is not usable")
+    return out
+
+
+def layout_defects(
+    page: str, facts: dict, width: int, png: Callable[[str], dict[str, float]]
+) -> list[str]:
+    """What a reader at ``width`` px would trip over in a page's layout (empty when none): the
+    page scrolls sideways (what sticks out is named), a figure narrower than the text column,
+    a figure whose smallest text renders under :data:`FIGURE_TEXT_MIN` px. ``png(src)``: the
+    figure's :func:`rackbook.book.plotting.png_facts` (its pixel width, smallest font in pt
+    and dpi), so that its text's rendered size is pt / 72 x dpi x shown width / pixel width."""
+    from rackbook.book.plotting import rendered_font_px
+
+    out = []
+    if facts["scroll_width"] > facts["view_width"]:
+        wide = "; ".join(facts.get("overflowing") or []) or "?"
+        out.append(
+            f"{page} at {width} px: scrolls sideways ({facts['scroll_width']} px wide): {wide}"
+        )
+    column = facts.get("column_width") or 0
+    for src, shown, _natural in facts.get("figures", []):
+        if shown < column - 2:
+            out.append(
+                f"{page} at {width} px: figure {src} {shown:.0f} px in a {column:.0f} px column"
+            )
+        f = png(src)
+        if "min_pt" not in f:
+            out.append(f"{page}: figure {src} does not say its smallest font (figure_png)")
+            continue
+        px = rendered_font_px(f, shown)
+        need = FIGURE_TEXT_MIN.get(width, FIGURE_TEXT_MIN[WIDTH])
+        if px < need:
+            out.append(f"{page} at {width} px: figure {src} text {px:.1f} px, under {need:g}")
     return out

@@ -95,13 +95,13 @@ def scaling(a: Analysis) -> Figure:
             if r.config == a.params.reference_config
             else f"{r.config}: {r.speedup:.2f}x, efficiency {r.efficiency:.0%}"
         )
-        ax.annotate(  # under its point, clear of the others' labels and of the line
+        ax.annotate(  # clear of the others' labels and of the line
             text,
             (r.num_gpus, r.tok_s),
             textcoords="offset points",
-            xytext=(6, -20) if last else (0, -20),
+            xytext=(8, 14) if last else (0, -20),  # the last above its point: no overlap
             ha="right" if last else "center",
-            va="top",
+            va="bottom" if last else "top",
             fontsize=plotting.SMALL_PT,
             bbox=_BOX,
         )
