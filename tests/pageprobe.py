@@ -87,6 +87,10 @@ function probe(d) {
     figures: [...d.querySelectorAll("article figure img, article .cell_output img")].map(
       (i) => [i.getAttribute("src"), i.getBoundingClientRect().width, i.naturalWidth]),
     overflowing: wide(d),
+    // where the clutter sits: parameter toggles, "As published" boxes, warnings (page y, px)
+    clutter: [...d.querySelectorAll("article summary, article .admonition.warning")].filter(
+      (e) => e.tagName !== "SUMMARY" || /parameters|As published/.test(e.textContent)).map(
+      (e) => [e.textContent.trim().slice(0, 40), Math.round(abs(e))]),
   };
 }
 """
@@ -246,6 +250,31 @@ def defects(
                 out.append(f"{page}: caption {c} below body-text contrast ({body})")
     if facts.get("images") and (facts.get("toc_width", 0) <= 0 or facts.get("toc_links", 0) < 2):
         out.append(f"{page}: the right-hand contents is not usable")
+    out += order_defects(page, facts)
+    return out
+
+
+#: The section after the evidence that holds a chapter's provenance and parameters.
+PROVENANCE = "Where the numbers come from"
+
+
+def order_defects(page: str, facts: dict) -> list[str]:
+    """A chapter out of reading order (empty when in order, or not a chapter): the conclusion
+    box first, Definitions before the evidence, and the parameter toggles, "As published"
+    boxes and warnings only in the provenance section, after the evidence."""
+    heads = {name.rstrip("#").strip(): y for name, y in facts.get("sections", [])}
+    if "Definitions" not in heads or "The evidence" not in heads:
+        return []
+    out = []
+    conc = facts.get("conclusion_top")
+    if conc is None or conc > heads["Definitions"]:
+        out.append(f"{page}: the conclusion does not come before the definitions")
+    if heads["Definitions"] > heads["The evidence"]:
+        out.append(f"{page}: the definitions come after the evidence")
+    after = heads.get(PROVENANCE)
+    for what, y in facts.get("clutter", []):
+        if after is None or y < after or y < heads["The evidence"]:
+            out.append(f"{page}: {what!r} at {y} px, before the evidence and provenance")
     return out
 
 
@@ -267,7 +296,7 @@ def layout_defects(
         )
     column = facts.get("column_width") or 0
     for src, shown, _natural in facts.get("figures", []):
-        if shown < column - 2:
+        if shown < 0.97 * column:  # the column's width, less a margin the theme may keep
             out.append(
                 f"{page} at {width} px: figure {src} {shown:.0f} px in a {column:.0f} px column"
             )

@@ -4,7 +4,7 @@ facts are what :func:`pageprobe.probe` reports for a page)."""
 from __future__ import annotations
 
 import pytest
-from pageprobe import contrast, defects, layout_defects
+from pageprobe import PROVENANCE, contrast, defects, layout_defects
 
 SENTENCES = ["954,000 tok/s is physically impossible.", "It is within published results."]
 
@@ -24,6 +24,9 @@ def _good() -> dict:
         "dataframes": 0,
         "toc_width": 272,
         "toc_links": 9,
+        "conclusion_top": 200,
+        "sections": [["Definitions#", 2000], ["The evidence#", 2600], [PROVENANCE, 9000]],
+        "clutter": [["Show the chapter's parameters", 9500], ["Warning", 9300]],
     }
 
 
@@ -45,6 +48,13 @@ def test_a_good_page_has_no_defect():
         ({"images": [["a.png", "figure.png"]]}, "alt text"),
         ({"caption_colours": ["rgb(150, 150, 150)"]}, "below body-text contrast"),
         ({"toc_links": 0}, "right-hand contents"),
+        ({"clutter": [["Show the chapter's parameters", 1500]]}, "before the evidence"),
+        ({"clutter": [["As published: 954,000 tok/s", 2300]]}, "before the evidence"),
+        (
+            {"sections": [["The evidence#", 1000], ["Definitions#", 2000], [PROVENANCE, 9000]]},
+            "definitions come after",
+        ),
+        ({"conclusion_top": 2500}, "conclusion does not come before"),
     ],
 )
 def test_each_defect_is_reported(change, words):

@@ -69,38 +69,39 @@ def as_published(result: str, registry: Registry | None = None) -> str:
 
 
 def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
-    """Where the claims come from, for the top of the landing page: the secondary article all
-    numbers were seen in, that it attributes them to vLLM, that the primary post was not
-    located as of ``today`` (the build date, UTC), and which numbers a primary text confirms;
-    generated from the claims registry's sources."""
+    """The landing page's opening: where the claims come from (the secondary article all
+    numbers were read in, which attributes them to vLLM; the primary post not located as of
+    ``today``, the build date in UTC; the numbers a primary text confirms), then what the book
+    does with them; generated from the claims registry's sources."""
     reg = registry or load_claims()
     today = today or datetime.datetime.now(datetime.UTC).date()
     seen = sorted({c.source.seen_in for c in reg.claims})
-    articles = "; ".join(f"*{_md(reg.source(s).title)}*" for s in seen)
+    article = "; ".join(f"*{_md(reg.source(s).title)}*" for s in seen)
     missing = [s for s in reg.sources if s.status == "not-located"]
     confirmed = [c for c in reg.claims if c.source.status in ("located", "partly-located")]
-    n = len(reg.claims)
-    primary = (
-        "its primary source, the " + ", ".join(_md(s.title) for s in missing) + ", was not "
-        f"located as of {today.isoformat()} (this build's date)"
-        if missing
-        else f"its primary sources were located as of {today.isoformat()}"
-    )
+    results = len({c.result for c in reg.claims})
     out = (
-        f"**Where the claims come from.** All {n} numbers checked here were read in one "
-        f"secondary source, a French article: {articles}. It attributes them to vLLM; "
-        f"{primary}. "
+        f"**Where the claims come from.** The {len(reg.claims)} numbers checked here were all "
+        f"read in one secondary source, a French article, {article}, that attributes them to "
+        "vLLM; "
+        + (
+            f"vLLM's own post was not located as of {today.isoformat()}, this build's date. "
+            if missing
+            else f"its primary sources were located as of {today.isoformat()}. "
+        )
     )
     if confirmed:
         out += (
             "Only "
-            + ", ".join(f"{_md(c.value_text)} ({c.id}, <{c.source.primary}>)" for c in confirmed)
+            + ", ".join(f"[{_md(c.value_text)}]({c.source.primary})" for c in confirmed)
             + (" is" if len(confirmed) == 1 else " are")
             + " confirmed by a primary text. "
         )
     out += (
-        "So this book checks each number against physics, published measurements and its own "
-        "runs; it does not reproduce a publication it could not read.\n"
+        f"The book checks each of the {results} results in one executable chapter, against "
+        "physics, published measurements and its own runs; it reproduces no text it could not "
+        "read. What it concludes, claim by claim, with how strong the evidence is (generated "
+        "from each chapter's readings when it was executed):\n"
     )
     return out
 
