@@ -260,8 +260,9 @@ PROVENANCE = "Where the numbers come from"
 
 def order_defects(page: str, facts: dict) -> list[str]:
     """A chapter out of reading order (empty when in order, or not a chapter): the conclusion
-    box first, Definitions before the evidence, and the parameter toggles, "As published"
-    boxes and warnings only in the provenance section, after the evidence."""
+    box first, Definitions before the evidence, the parameter toggles and "As published" boxes
+    only in the provenance section after the evidence, and no warning before the evidence (a
+    caution about a reading may sit beside it)."""
     heads = {name.rstrip("#").strip(): y for name, y in facts.get("sections", [])}
     if "Definitions" not in heads or "The evidence" not in heads:
         return []
@@ -273,7 +274,8 @@ def order_defects(page: str, facts: dict) -> list[str]:
         out.append(f"{page}: the definitions come after the evidence")
     after = heads.get(PROVENANCE)
     for what, y in facts.get("clutter", []):
-        if after is None or y < after or y < heads["The evidence"]:
+        warning = what.startswith("Warning")
+        if y < heads["The evidence"] or (not warning and (after is None or y < after)):
             out.append(f"{page}: {what!r} at {y} px, before the evidence and provenance")
     return out
 

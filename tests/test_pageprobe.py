@@ -50,6 +50,7 @@ def test_a_good_page_has_no_defect():
         ({"toc_links": 0}, "right-hand contents"),
         ({"clutter": [["Show the chapter's parameters", 1500]]}, "before the evidence"),
         ({"clutter": [["As published: 954,000 tok/s", 2300]]}, "before the evidence"),
+        ({"clutter": [["Warning The trace behind", 2300]]}, "before the evidence"),
         (
             {"sections": [["The evidence#", 1000], ["Definitions#", 2000], [PROVENANCE, 9000]]},
             "definitions come after",

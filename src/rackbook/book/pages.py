@@ -98,10 +98,9 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
             + " confirmed by a primary text. "
         )
     out += (
-        f"The book checks each of the {results} results in one executable chapter, against "
-        "physics, published measurements and its own runs; it reproduces no text it could not "
-        "read. What it concludes, claim by claim, with how strong the evidence is (generated "
-        "from each chapter's readings when it was executed):\n"
+        f"This book checks the {results} results, one executable chapter each. What it "
+        "concludes, claim by claim, and how strong the evidence is (from each chapter's "
+        "readings):\n"
     )
     return out
 
