@@ -81,9 +81,8 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
     confirmed = [c for c in reg.claims if c.source.status in ("located", "partly-located")]
     results = len({c.result for c in reg.claims})
     out = (
-        f"**Where the claims come from.** The {len(reg.claims)} numbers checked here were all "
-        f"read in one secondary source, a French article, {article}, that attributes them to "
-        "vLLM; "
+        f"**Where the claims come from.** All {len(reg.claims)} numbers were read in one "
+        f"secondary source, a French article, {article}, that attributes them to vLLM; "
         + (
             f"vLLM's own post was not located as of {today.isoformat()}, this build's date. "
             if missing
@@ -97,11 +96,7 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
             + (" is" if len(confirmed) == 1 else " are")
             + " confirmed by a primary text. "
         )
-    out += (
-        f"This book checks the {results} results, one executable chapter each. What it "
-        "concludes, claim by claim, and how strong the evidence is (from each chapter's "
-        "readings):\n"
-    )
+    out += f"Each of the {results} results is checked in one chapter:\n"
     return out
 
 
