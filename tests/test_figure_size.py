@@ -24,9 +24,9 @@ def _figures():
     for r in paths.RESULTS:
         mod = r.replace("-", "_")
         figures = importlib.import_module(f"rackbook.book.figures.{mod}")
-        out += [(r, name, make) for name, make in figures.FIGURES.items()]
+        out += [pytest.param(r, n, m, id=f"{r}-{n}") for n, m in figures.FIGURES.items()]
         if published.has_points(r):
-            out.append((r, "fig_published", None))
+            out.append(pytest.param(r, "fig_published", None, id=f"{r}-fig_published"))
     return out
 
 
@@ -40,7 +40,7 @@ def _analysis(result: str):  # type: ignore[no-untyped-def]
     return _ANALYSES[result]
 
 
-@pytest.mark.parametrize(("result", "name", "make"), _figures(), ids=lambda x: str(x))
+@pytest.mark.parametrize(("result", "name", "make"), _figures())
 def test_a_figure_is_drawn_for_the_column(result, name, make):
     matplotlib.use("Agg")
     plotting.apply_style()
