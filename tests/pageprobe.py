@@ -16,12 +16,34 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 #: Width of the frame each page is laid out in (px).
 WIDTH = 1400
 
 _JS = r"""
+function wide(d) {
+  // elements that stick out past the viewport's right edge with no ancestor that clips or
+  // scrolls them (the ones that widen the page), leaves first: what makes a page scroll sideways
+  const vw = d.documentElement.clientWidth, win = d.defaultView;
+  const clipped = (e) => {
+    for (let a = e.parentElement; a && a !== d.body; a = a.parentElement) {
+      if (win.getComputedStyle(a).overflowX !== "visible") return true;
+    }
+    return false;
+  };
+  const out = (e) => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.right > vw + 1;
+  };
+  return [...d.querySelectorAll("body *")].filter(
+      (e) => out(e) && !clipped(e) && ![...e.children].some(out)).slice(0, 12).map(
+      (e) => e.tagName + "." + [...e.classList].join(".") + " " +
+        Math.round(e.getBoundingClientRect().right) + "px: " +
+        (e.textContent || "").trim().slice(0, 40));
+}
+
 function probe(d) {
   const abs = (el) => el.getBoundingClientRect().top + d.defaultView.scrollY;
   const h1 = d.querySelector("article h1") || d.querySelector("h1");
@@ -55,6 +77,20 @@ function probe(d) {
               Math.round(abs(e)), Math.round(e.getBoundingClientRect().height)]),
     toc_width: tocBox ? tocBox.width : 0,
     toc_links: tocLinks,
+    view_width: d.documentElement.clientWidth,
+    scroll_width: d.documentElement.scrollWidth,
+    column_width: (() => {  // the text column's content box (px)
+      const a = d.querySelector("article.bd-article") || d.body;
+      const s = d.defaultView.getComputedStyle(a);
+      return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+    })(),
+    figures: [...d.querySelectorAll("article figure img, article .cell_output img")].map(
+      (i) => [i.getAttribute("src"), i.getBoundingClientRect().width, i.naturalWidth]),
+    overflowing: wide(d),
+    // where the clutter sits: parameter toggles, "As published" boxes, warnings (page y, px)
+    clutter: [...d.querySelectorAll("article summary, article .admonition.warning")].filter(
+      (e) => e.tagName !== "SUMMARY" || /parameters|As published/.test(e.textContent)).map(
+      (e) => [e.textContent.trim().slice(0, 40), Math.round(abs(e))]),
   };
 }
 """
@@ -91,10 +127,10 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def probe(browser: str, root: Path, pages: list[str]) -> dict[str, dict]:
-    """Each of ``pages`` (paths under ``root``, the built HTML) laid out at :data:`WIDTH` px:
-    page -> the facts :data:`_JS` reports."""
-    body = (_PAGE % (WIDTH, _JS, json.dumps(pages))).encode()
+def probe(browser: str, root: Path, pages: list[str], width: int = WIDTH) -> dict[str, dict]:
+    """Each of ``pages`` (paths under ``root``, the built HTML) laid out at ``width`` px
+    (default :data:`WIDTH`): page -> the facts :data:`_JS` reports."""
+    body = (_PAGE % (width, _JS, json.dumps(pages))).encode()
     handler = type("H", (_Handler,), {"probe_page": body})
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
@@ -110,7 +146,7 @@ def probe(browser: str, root: Path, pages: list[str]) -> dict[str, dict]:
                     "--disable-gpu",
                     "--hide-scrollbars",
                     f"--user-data-dir={profile}",
-                    f"--window-size={WIDTH + 20},1200",
+                    f"--window-size={max(width, WIDTH) + 20},1200",
                     "--virtual-time-budget=120000",
                     "--dump-dom",
                     f"http://127.0.0.1:{server.server_port}/_probe.html",
@@ -145,14 +181,24 @@ def contrast(fg: str, bg: str) -> float:
 
 
 if __name__ == "__main__":
-    facts = probe("chromium", Path(sys.argv[1]), sys.argv[2:])
+    args = sys.argv[2:]
+    if args and args[0].isdigit():  # first argument after HTML_DIR may be a width (px)
+        facts = probe("chromium", Path(sys.argv[1]), args[1:], int(args[0]))
+    else:
+        facts = probe("chromium", Path(sys.argv[1]), args)
     for page, f in facts.items():
         f.pop("text")
         print(page, json.dumps(f))
 
 
-#: Limits a reader's page must keep at :data:`WIDTH` px (px).
-CHAPTER_MAX = 12_000
+#: Limits a reader's page must keep at :data:`WIDTH` px (px). A chapter's figures are shown at
+#: the column's full width (each about 250 px taller than at three fifths), hence 14,000.
+CHAPTER_MAX = 14_000
+#: A phone's width (px): no page may scroll sideways there.
+NARROW = 400
+#: Smallest figure text (CSS px): at :data:`WIDTH` (a laptop) and at :data:`NARROW` (a phone,
+#: where a reader can zoom; below 7 px no one reads without it).
+FIGURE_TEXT_MIN = {WIDTH: 11.0, NARROW: 7.0}
 LANDING_MAX = 2_500
 FIRST_SCREEN = 1_200
 _REPRS = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>|IPython\.core\.display")
@@ -204,4 +250,64 @@ def defects(
                 out.append(f"{page}: caption {c} below body-text contrast ({body})")
     if facts.get("images") and (facts.get("toc_width", 0) <= 0 or facts.get("toc_links", 0) < 2):
         out.append(f"{page}: the right-hand contents is not usable")
+    out += order_defects(page, facts)
+    return out
+
+
+#: The section after the evidence that holds a chapter's provenance and parameters.
+PROVENANCE = "Where the numbers come from"
+
+
+def order_defects(page: str, facts: dict) -> list[str]:
+    """A chapter out of reading order (empty when in order, or not a chapter): the conclusion
+    box first, Definitions before the evidence, the parameter toggles and "As published" boxes
+    only in the provenance section after the evidence, and no warning before the evidence (a
+    caution about a reading may sit beside it)."""
+    heads = {name.rstrip("#").strip(): y for name, y in facts.get("sections", [])}
+    if "Definitions" not in heads or "The evidence" not in heads:
+        return []
+    out = []
+    conc = facts.get("conclusion_top")
+    if conc is None or conc > heads["Definitions"]:
+        out.append(f"{page}: the conclusion does not come before the definitions")
+    if heads["Definitions"] > heads["The evidence"]:
+        out.append(f"{page}: the definitions come after the evidence")
+    after = heads.get(PROVENANCE)
+    for what, y in facts.get("clutter", []):
+        warning = what.startswith("Warning")
+        if y < heads["The evidence"] or (not warning and (after is None or y < after)):
+            out.append(f"{page}: {what!r} at {y} px, before the evidence and provenance")
+    return out
+
+
+def layout_defects(
+    page: str, facts: dict, width: int, png: Callable[[str], dict[str, float]]
+) -> list[str]:
+    """What a reader at ``width`` px would trip over in a page's layout (empty when none): the
+    page scrolls sideways (what sticks out is named), a figure narrower than the text column,
+    a figure whose smallest text renders under :data:`FIGURE_TEXT_MIN` px. ``png(src)``: the
+    figure's :func:`rackbook.book.plotting.png_facts` (its pixel width, smallest font in pt
+    and dpi), so that its text's rendered size is pt / 72 x dpi x shown width / pixel width."""
+    from rackbook.book.plotting import rendered_font_px
+
+    out = []
+    if facts["scroll_width"] > facts["view_width"]:
+        wide = "; ".join(facts.get("overflowing") or []) or "?"
+        out.append(
+            f"{page} at {width} px: scrolls sideways ({facts['scroll_width']} px wide): {wide}"
+        )
+    column = facts.get("column_width") or 0
+    for src, shown, _natural in facts.get("figures", []):
+        if shown < 0.97 * column:  # the column's width, less a margin the theme may keep
+            out.append(
+                f"{page} at {width} px: figure {src} {shown:.0f} px in a {column:.0f} px column"
+            )
+        f = png(src)
+        if "min_pt" not in f:
+            out.append(f"{page}: figure {src} does not say its smallest font (figure_png)")
+            continue
+        px = rendered_font_px(f, shown)
+        need = FIGURE_TEXT_MIN.get(width, FIGURE_TEXT_MIN[WIDTH])
+        if px < need:
+            out.append(f"{page} at {width} px: figure {src} text {px:.1f} px, under {need:g}")
     return out

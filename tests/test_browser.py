@@ -183,14 +183,49 @@ def test_chapter_renders(browser, site, result, tmp_path):
     print(f"{result}: page weight {weight / 1024:.0f} KiB, {len(imgs)} figure(s)")
 
 
+def _all_pages(root: Path) -> list[str]:
+    """Every page a reader can open (not Sphinx's index and search pages)."""
+    skip = {"genindex.html", "search.html"}
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*.html")
+        if p.name not in skip and not {"_static", "_sources", "_images"} & set(p.parts)
+    )
+
+
 @pytest.fixture(scope="module")
 def laid_out(browser, site):
-    """Every chapter and the landing page laid out at 1,400 px (one Chromium run)."""
-    pages = ["book/intro.html"] + [f"notebooks/{r}.html" for r in runner.available_results()]
-    facts = pageprobe.probe(browser, site["root"], pages)
+    """Every page laid out at 1,400 px (one Chromium run)."""
+    facts = pageprobe.probe(browser, site["root"], _all_pages(site["root"]))
     sizes = {p: f["height"] for p, f in facts.items()}
     (ARTIFACTS / "page-heights.json").write_text(json.dumps(sizes, indent=2) + "\n")
     return facts
+
+
+@pytest.fixture(scope="module")
+def laid_out_narrow(browser, site):
+    """Every page laid out at 400 px, a phone's width (one Chromium run)."""
+    return pageprobe.probe(browser, site["root"], _all_pages(site["root"]), pageprobe.NARROW)
+
+
+def _png(root: Path, page: str):  # type: ignore[no-untyped-def]
+    from rackbook.book.plotting import png_facts
+
+    return lambda src: png_facts(((root / page).parent / src).resolve().read_bytes())
+
+
+@pytest.mark.parametrize("width", [pageprobe.WIDTH, pageprobe.NARROW])
+def test_every_page_fits_the_screen_and_its_figures_read(laid_out, laid_out_narrow, site, width):
+    """No page scrolls sideways at 400 px (nor at 1,400); every figure fills the text column,
+    its smallest text >= 11 px at 1,400 px and >= 7 px at 400 px (measured from the figure's
+    dpi, point size and rendered width). The widths and font sizes are kept as artifacts."""
+    facts = laid_out if width == pageprobe.WIDTH else laid_out_narrow
+    found, sizes = [], {}
+    for page, f in facts.items():
+        found += pageprobe.layout_defects(page, f, width, _png(site["root"], page))
+        sizes[page] = {"scroll_width": f["scroll_width"], "figures": f["figures"]}
+    (ARTIFACTS / f"layout-{width}.json").write_text(json.dumps(sizes, indent=2) + "\n")
+    assert len(facts) >= 15 and found == []
 
 
 @pytest.mark.parametrize("result", runner.available_results())

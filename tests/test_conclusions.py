@@ -121,12 +121,12 @@ def test_readings_given_per_basis_name_each_basis(claim):
     assert c.strength == "physics only"
     entries[1] = {**entries[1], "verdict": "within", "margin": "0.93x the highest"}
     c = cc.conclude(claim, rs)
-    assert (
-        c.sentences[1] == "No like-for-like measurement is published as [per GPU, output tokens]."
+    assert c.sentences[1] == (
+        "No like-for-like measurement is published as \u201cper GPU, output tokens\u201d."
     )
     assert c.sentences[2] == (
-        "As [a rack total over 72 GPUs], it sits within published like-for-like measurements: "
-        "0.93x the highest."
+        "As \u201ca rack total over 72 GPUs\u201d, it sits within published like-for-like "
+        "measurements: 0.93x the highest."
     )
     assert c.strength == "published like-for-like measurements"
 

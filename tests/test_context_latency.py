@@ -290,11 +290,11 @@ def test_a_stand_in_leaves_the_bytes_untested():
     "params,verdict,why",
     [
         # 15.45 us of the claimed 600 us: 2.6 %
-        ({}, "possible", "at least 15.4 us (2.6 % of 0.6 ms, 1 sequence)"),
+        ({}, "possible", "at least 15.4 µs (2.6 % of 0.6 ms, 1 sequence)"),
         # 38 x 15.44875 = 587.05 us: 0.978 of 0.6 ms, within the 15 % margin
-        ({"batch": 38}, "undetermined", "587 us, 0.978x the claimed 0.6 ms"),
+        ({"batch": 38}, "undetermined", "587 µs, 0.978x the claimed 0.6 ms"),
         # 60 x 15.44875 = 926.9 us: 1.54x the claim
-        ({"batch": 60}, "impossible", "927 us, 1.54x the claimed 0.6 ms"),
+        ({"batch": 60}, "impossible", "927 µs, 1.54x the claimed 0.6 ms"),
     ],
     ids=["one-sequence", "near-the-claim", "above-the-claim"],
 )

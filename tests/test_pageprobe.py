@@ -4,7 +4,7 @@ facts are what :func:`pageprobe.probe` reports for a page)."""
 from __future__ import annotations
 
 import pytest
-from pageprobe import contrast, defects
+from pageprobe import PROVENANCE, contrast, defects, layout_defects
 
 SENTENCES = ["954,000 tok/s is physically impossible.", "It is within published results."]
 
@@ -24,6 +24,9 @@ def _good() -> dict:
         "dataframes": 0,
         "toc_width": 272,
         "toc_links": 9,
+        "conclusion_top": 200,
+        "sections": [["Definitions#", 2000], ["The evidence#", 2600], [PROVENANCE, 9000]],
+        "clutter": [["Show the chapter's parameters", 9500], ["Warning", 9300]],
     }
 
 
@@ -37,7 +40,7 @@ def test_a_good_page_has_no_defect():
         ({"text": "x <IPython.core.display.Markdown object> y"}, "object repr"),
         ({"text": "<foo.Bar object at 0x7f00aa>"}, "object repr"),
         ({"dataframes": 1}, "raw DataFrame"),
-        ({"height": 12_001}, "over 12,000"),
+        ({"height": 14_001}, "over 14,000"),
         ({"conclusion_bottom": 1_400}, "below the title"),
         ({"conclusion_bottom": None, "conclusion": None}, "no conclusion"),
         ({"conclusion": "954,000 tok/s is physically possible."}, "not in the first screen"),
@@ -45,6 +48,14 @@ def test_a_good_page_has_no_defect():
         ({"images": [["a.png", "figure.png"]]}, "alt text"),
         ({"caption_colours": ["rgb(150, 150, 150)"]}, "below body-text contrast"),
         ({"toc_links": 0}, "right-hand contents"),
+        ({"clutter": [["Show the chapter's parameters", 1500]]}, "before the evidence"),
+        ({"clutter": [["As published: 954,000 tok/s", 2300]]}, "before the evidence"),
+        ({"clutter": [["Warning The trace behind", 2300]]}, "before the evidence"),
+        (
+            {"sections": [["The evidence#", 1000], ["Definitions#", 2000], [PROVENANCE, 9000]]},
+            "definitions come after",
+        ),
+        ({"conclusion_top": 2500}, "conclusion does not come before"),
     ],
 )
 def test_each_defect_is_reported(change, words):
@@ -60,3 +71,41 @@ def test_the_landing_page_limit_is_its_own():
 def test_contrast_is_wcag():
     assert contrast("rgb(0, 0, 0)", "rgb(255, 255, 255)") == pytest.approx(21.0)
     assert contrast("rgb(119, 119, 119)", "rgb(255, 255, 255)") == pytest.approx(4.48, abs=0.01)
+
+
+def _layout() -> dict:
+    return {
+        "view_width": 400,
+        "scroll_width": 400,
+        "column_width": 352,
+        "overflowing": [],
+        "figures": [["../_images/a.png", 352, 1303]],
+    }
+
+
+def _png(src: str) -> dict:
+    return {"width": 1303, "min_pt": 10.0, "dpi": 200.0}  # 10 pt at 200 dpi: 27.8 px natural
+
+
+def test_a_page_that_fits_has_no_layout_defect():
+    assert layout_defects("p", _layout(), 400, _png) == []  # 27.8 x 352 / 1303 = 7.5 px
+
+
+@pytest.mark.parametrize(
+    ("change", "width", "png", "words"),
+    [
+        ({"scroll_width": 488, "overflowing": ["TH. 488px: This run"]}, 400, _png, "sideways"),
+        ({"figures": [["a.png", 211, 1303]]}, 400, _png, "px in a 352 px column"),
+        ({}, 400, lambda s: {"width": 1303, "min_pt": 8.0, "dpi": 200.0}, "under 7"),
+        (
+            {"column_width": 768, "figures": [["a.png", 768, 1303]]},
+            1400,
+            lambda s: {"width": 1303, "min_pt": 6.0, "dpi": 200.0},  # 9.8 px
+            "under 11",
+        ),
+        ({}, 400, lambda s: {"width": 1303}, "does not say its smallest font"),
+    ],
+)
+def test_each_layout_defect_is_reported(change, width, png, words):
+    found = layout_defects("p", {**_layout(), **change}, width, png)
+    assert any(words in f for f in found), found

@@ -75,9 +75,14 @@ def test_at_a_glance_gives_each_claim_its_conclusion(tmp_path):
     assert len(dp) == 1 and "| not run | - |" in dp[0]
 
 
-def test_claim_card_quotes_the_source():
+def test_claim_card_states_the_claims_and_as_published_quotes_the_source():
     card = pages.claim_card("context-latency")
-    assert "890 B/token" in card and "primary source located" in card
+    assert "890 B/token" in card and "dropdown" not in card  # the statement, no clutter
+    quoted = pages.as_published("context-latency")
+    assert "890 B/token" in quoted and "primary source located" in quoted
+    assert quoted.count(":::{dropdown} As published") == len(
+        pages.load_claims().for_result("context-latency")
+    )
 
 
 def test_rerun_cost_from_the_cluster_sweeps():
@@ -144,3 +149,41 @@ def test_bibliography_gives_title_organisation_date_and_marks_aggregators():
     assert not primary["secondary"] and primary["org"] == "deepseek-ai"
     dated = pages.source_meta("https://lmsys.org/blog/2025-05-05-large-scale-ep", {}, {})
     assert (dated["org"], dated["date"]) == ("LMSYS (SGLang team)", "2025-05-05")
+
+
+def test_the_landing_page_says_first_where_the_claims_come_from():
+    """The claims come from a secondary French article attributing them to vLLM, its primary
+    source not located as of the build date; the title promises a check, not a reproduction."""
+    import datetime
+
+    from rackbook import paths
+
+    note = pages.source_note(today=datetime.date(2026, 12, 4))
+    assert "secondary source, a French article" in note and "attributes them to vLLM" in note
+    assert "not located as of 2026-12-04, this build's date" in note
+    assert "[890 B/token](https://huggingface.co/papers/2609.19969)" in note  # the one confirmed
+    intro = (paths.ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    title = next(line for line in intro.splitlines() if line.startswith("# "))
+    assert "checked" in title and "reproduc" not in intro.split("```{include}")[0]
+    assert intro.index("generated/source-note.md") < intro.index("generated/at-a-glance.md")
+    config = (paths.ROOT / "_config.yml").read_text(encoding="utf-8")
+    assert "reproduced" not in config
+
+
+def test_params_cells_move_after_the_evidence():
+    from rackbook.book.runner import PROVENANCE_HEADING, params_after_provenance
+
+    def md(text):
+        return {"cell_type": "markdown", "metadata": {}, "source": [text]}
+
+    params = {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": ["x = 1"]}
+    injected = {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]}, "source": []}
+    shown = {"cell_type": "code", "metadata": {}, "source": ["display(...)"]}
+    cells = [md("# T"), params, injected, md("## Definitions"), md(PROVENANCE_HEADING), shown]
+    cells.append(md("## Rerun it"))
+    out = params_after_provenance(cells)
+    order = [id(c) for c in out]
+    assert order.index(id(params)) == order.index(id(shown)) + 1
+    assert order.index(id(injected)) == order.index(id(params)) + 1
+    assert order.index(id(params)) > order.index(id(cells[3]))  # after the definitions
+    assert params_after_provenance(cells[:4]) == cells[:4]  # no provenance section: unchanged

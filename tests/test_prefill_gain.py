@@ -220,7 +220,7 @@ def test_removable_share_by_hand():
     3.00538429 us (test above). Removable: 1 - 3.00538429 / 6.04264530 = 50.26 %."""
     share, how = prefill_gain.removable_share("deepseek-v4.1-flash")
     assert share == pytest.approx(1 - 3.0053842944 / 6.0426452992)
-    assert how.startswith("1 - 3.005 us (encoder layers) / 6.043 us (every layer)")
+    assert how.startswith("1 - 3.005 µs (encoder layers) / 6.043 µs (every layer)")
 
 
 # --------------------------------------------------------------------------------------------

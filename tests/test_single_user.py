@@ -356,7 +356,7 @@ def test_the_collective_budget_is_in_the_values_and_flips(tmp_path):
     # undetermined above 0.85 x 3,297.35 = 2,802.7 and impossible above the ceiling itself
     # (above 100 % of a ceiling: no margin; it was 1.15 x = 3,792)
     assert "undetermined above 2,803 tok/s and impossible above 3,297" in flips[0]
-    assert "20.9 us per MoE layer" in flips[0] and "79.6 us with speculation" in flips[0]
+    assert "20.9 µs per MoE layer" in flips[0] and "79.6 µs with speculation" in flips[0]
 
 
 def test_the_claim_comes_from_the_registry():

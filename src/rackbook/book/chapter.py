@@ -27,11 +27,15 @@ def glue_values(values: Mapping[str, Any]) -> None:
 
 def glue_figure(name: str, fig: Any) -> None:
     """Glue a figure under ``name`` without displaying it: the chapter places it with a
-    ``{glue:figure}`` directive that gives it a caption and a label to ``{numref}``."""
+    ``{glue:figure}`` directive that gives it a caption and a label to ``{numref}``. The PNG
+    is :func:`rackbook.book.plotting.figure_png`'s (the book's dpi, its smallest font noted)."""
     import matplotlib.pyplot as plt
+    from IPython.display import Image
     from myst_nb import glue
 
-    glue(name, fig, display=False)
+    from rackbook.book.plotting import figure_png
+
+    glue(name, Image(data=figure_png(fig)), display=False)
     plt.close(fig)
 
 
@@ -135,7 +139,8 @@ def readings_table(outcome: Any) -> str:
                     f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}"
                     f"<details><summary>why</summary>{_html(r['reason'])}</details>"
                 )
-            cells.append(f"<td>{''.join(parts) or '-'}</td>")
+            label = _html(READING_TITLES[k])  # the column's name, shown on narrow screens
+            cells.append(f'<td data-label="{label}">{"".join(parts) or "-"}</td>')
         rows.append(f"<tr><td><code>{_html(claim)}</code></td>{''.join(cells)}</tr>")
     rows.append("</tbody></table>")
     intro = (
@@ -306,7 +311,9 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
             if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
             else f" x {int(gpus)}"
         )
-        parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.strip(" x")]
+        parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
+        if not _known(r["hardware"]) and parts[0]:  # never "not stated x 16"
+            parts = [f"{parts[0]} GPUs"]
         parts += [_short(r[k], 32) for k in ("model", "engine") if _known(r[k])]
         system = _md_cell(", ".join(p for p in parts if p) or "not stated")
         value = r.get("value")
@@ -339,8 +346,10 @@ def headlines_box(outcome: Any) -> str:
 
 
 def _known(x: object) -> bool:
-    """A table field that holds something (not None, NaN or empty)."""
-    return not (x is None or (isinstance(x, float) and x != x) or str(x).strip() in ("", "nan"))
+    """A table field that holds something (not None, NaN, empty, "unknown" or "not stated")."""
+    if x is None or (isinstance(x, float) and x != x):
+        return False
+    return str(x).strip().lower() not in ("", "nan", "none", "unknown", "not stated", "-")
 
 
 def _md_cell(text: object) -> str:

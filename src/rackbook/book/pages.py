@@ -5,6 +5,7 @@ the catalogs or an executed result's headline JSON.
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 
@@ -34,16 +35,27 @@ def _cell(text: object) -> str:
 
 
 def claim_card(result: str, registry: Registry | None = None) -> str:
-    """Markdown card of a result's published claims: each claim's figure and statement, then
-    the quote, scope, what it measures and the source's status folded in a dropdown."""
+    """Markdown card of a result's published claims: each claim's figure and statement (the
+    quote, scope and source are :func:`as_published`'s, after the evidence)."""
+    reg = registry or load_claims()
+    return (
+        "\n\n".join(
+            f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
+        )
+        + "\n"
+    )
+
+
+def as_published(result: str, registry: Registry | None = None) -> str:
+    """For each claim of ``result``, one dropdown: the write-up's own words, the scope it
+    gives, what the figure measures and the source's status (where the claims come from:
+    a secondary article, its primary source not located)."""
     reg = registry or load_claims()
     out = []
     for c in reg.for_result(result):
         src = reg.source(c.source.seen_in)
         out += [
-            f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}",
-            "",
-            ":::{dropdown} As published: the quote, its scope and source",
+            f":::{{dropdown}} As published: {_md(c.value_text)} ({c.id})",
             f"> {_md(c.original)}",
             "",
             f"- Scope: {_md(c.scope.summary())}",
@@ -54,6 +66,38 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
+    """The landing page's opening: where the claims come from (the secondary article all
+    numbers were read in, which attributes them to vLLM; the primary post not located as of
+    ``today``, the build date in UTC; the numbers a primary text confirms), then what the book
+    does with them; generated from the claims registry's sources."""
+    reg = registry or load_claims()
+    today = today or datetime.datetime.now(datetime.UTC).date()
+    seen = sorted({c.source.seen_in for c in reg.claims})
+    article = "; ".join(f"*{_md(reg.source(s).title)}*" for s in seen)
+    missing = [s for s in reg.sources if s.status == "not-located"]
+    confirmed = [c for c in reg.claims if c.source.status in ("located", "partly-located")]
+    results = len({c.result for c in reg.claims})
+    out = (
+        f"**Where the claims come from.** All {len(reg.claims)} numbers were read in one "
+        f"secondary source, a French article, {article}, that attributes them to vLLM; "
+        + (
+            f"vLLM's own post was not located as of {today.isoformat()}, this build's date. "
+            if missing
+            else f"its primary sources were located as of {today.isoformat()}. "
+        )
+    )
+    if confirmed:
+        out += (
+            "Only "
+            + ", ".join(f"[{_md(c.value_text)}]({c.source.primary})" for c in confirmed)
+            + (" is" if len(confirmed) == 1 else " are")
+            + " confirmed by a primary text. "
+        )
+    out += f"Each of the {results} results is checked in one chapter:\n"
+    return out
 
 
 def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict] | None:
@@ -198,7 +242,9 @@ def models_page() -> str:
             ("hidden size", a.hidden_size),
             (
                 "attention heads x head dim",
-                f"{a.num_attention_heads} x {a.head_dim}" if a.num_attention_heads else None,
+                f"{a.num_attention_heads} x {a.head_dim}"
+                if a.num_attention_heads and a.head_dim
+                else a.num_attention_heads,
             ),
             ("routed experts (top-k)", f"{moe.num_routed_experts} ({moe.experts_per_token})"),
             ("shared experts", moe.num_shared_experts),
@@ -577,6 +623,7 @@ def generate(folder: Path, executed: Path, reference: Path | None = None) -> lis
         atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
         atomic_write_text(folder / "rerun-deployment.md", _rerun_deployment()),
         atomic_write_text(folder / "claims.md", claims_page()),
+        atomic_write_text(folder / "source-note.md", source_note()),
         atomic_write_text(folder / "check-examples.md", check_page()),
         atomic_write_text(folder / "parameters.md", parameters_page()),
         atomic_write_text(folder / "references.bib", bibliography()),

@@ -1,7 +1,9 @@
-"""One plotting style for the whole book: colour-blind-safe palette, labelled axes with units."""
+"""One plotting style for the whole book: colour-blind-safe palette, labelled axes with units,
+text sized for a figure shown at the text column's full width (on a laptop and on a phone)."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import matplotlib as mpl
@@ -20,6 +22,21 @@ PALETTE: tuple[str, ...] = (
 )
 MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
 
+#: Body text of a figure (axis labels, titles), in points.
+TEXT_PT = 11.0
+#: The smallest text a figure may hold (tick labels, legends, annotations), in points. A figure
+#: at most :data:`MAX_WIDTH_IN` wide shown at the column's width keeps it at >= 11 CSS px in
+#: a 1,400 px window (column about 770 px) and about 8 px on a 400 px phone (about 350 px).
+SMALL_PT = 10.0
+#: Widest a saved figure may be, in inches (wider ones shrink their text below the above).
+MAX_WIDTH_IN = 6.6
+#: Pixels per inch of the PNG the book shows: about twice the column's width, sharp on
+#: high-density screens.
+RENDER_DPI = 200
+#: PNG text keys that carry what the browser test needs to turn point sizes into CSS pixels.
+META_MIN_PT = "rackbook:min-font-pt"
+META_DPI = "rackbook:dpi"
+
 
 def apply_style() -> None:
     """Set the book's display defaults (call once at the top of a notebook): matplotlib's
@@ -28,7 +45,7 @@ def apply_style() -> None:
     np.set_printoptions(legacy="1.25")
     mpl.rcParams.update(
         {
-            "figure.figsize": (7.0, 4.2),
+            "figure.figsize": (6.4, 3.5),
             "figure.dpi": 110,
             "savefig.bbox": "tight",
             "axes.grid": True,
@@ -37,9 +54,68 @@ def apply_style() -> None:
             "axes.spines.right": False,
             "axes.prop_cycle": mpl.cycler(color=PALETTE),
             "legend.frameon": False,
-            "font.size": 10,
+            "font.size": TEXT_PT,
+            "axes.titlesize": TEXT_PT,
+            "axes.labelsize": TEXT_PT,
+            "figure.titlesize": TEXT_PT,
+            "xtick.labelsize": SMALL_PT,
+            "ytick.labelsize": SMALL_PT,
+            "legend.fontsize": SMALL_PT,
         }
     )
+
+
+def smallest_font_pt(fig: Any) -> float:
+    """The smallest point size of any text the figure draws (visible, not empty), after a
+    draw so that tick labels exist; :data:`TEXT_PT` for a figure with no text."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    sizes = [
+        float(t.get_fontsize())
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.figure is not None
+    ]
+    return min(sizes, default=TEXT_PT)
+
+
+def figure_png(fig: Any, dpi: int = RENDER_DPI) -> bytes:
+    """The figure as the PNG the book shows (tight bounding box, ``dpi`` pixels per inch),
+    carrying its smallest font size (pt) and its dpi as PNG text (:data:`META_MIN_PT`,
+    :data:`META_DPI`), so that a browser test can compute the text's rendered pixels."""
+    meta = {META_MIN_PT: f"{smallest_font_pt(fig):g}", META_DPI: str(dpi)}
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
+    return buf.getvalue()
+
+
+def png_facts(data: bytes) -> dict[str, float]:
+    """Width (px) of a PNG and the two text entries :func:`figure_png` writes (``min_pt``,
+    ``dpi``; absent when the PNG has none)."""
+    import struct
+
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    out: dict[str, float] = {"width": struct.unpack(">I", data[16:20])[0]}
+    i = 8
+    while i + 8 <= len(data):
+        n, kind = struct.unpack(">I4s", data[i : i + 8])
+        if kind == b"tEXt":
+            key, _, value = data[i + 8 : i + 8 + n].partition(b"\0")
+            if key.decode("latin-1") == META_MIN_PT:
+                out["min_pt"] = float(value)
+            elif key.decode("latin-1") == META_DPI:
+                out["dpi"] = float(value)
+        if kind == b"IEND":
+            break
+        i += 12 + n
+    return out
+
+
+def rendered_font_px(facts: dict[str, float], shown_width_px: float) -> float:
+    """CSS pixels of a figure's smallest text when its PNG (:func:`png_facts`) is shown
+    ``shown_width_px`` wide: points at the PNG's dpi, scaled by shown / natural width."""
+    return facts["min_pt"] / 72 * facts["dpi"] * shown_width_px / facts["width"]
 
 
 def label(ax: Any, x: str, y: str, title: str | None = None) -> Any:

@@ -199,6 +199,19 @@ def deployment_gpus(result: str, topo: Any) -> tuple[int, int]:
     return topo.total_gpus, 2 if result == "prefill-gain" else 1
 
 
+def _minutes(seconds: float) -> str:
+    """A duration in whole minutes, ``under 1 min`` rather than ``0 min``."""
+    return "under 1 min" if seconds < 30 else f"{seconds / 60:,.0f} min"
+
+
+def gpus_text(topo: Any) -> str:
+    """The recipe's GPU count with how its workers split it: ``68 GPUs (4 prefill + 64
+    decode)``, so that the number never appears unexplained."""
+    parts = " + ".join(f"{w.gpus} {name}" for name, w in topo.workers.items())
+    total = plural(topo.total_gpus, "GPU")
+    return f"{total} ({parts})" if len(topo.workers) > 1 else total
+
+
 def _topology() -> Any:
     from rackbook.cluster import topology
 
@@ -224,8 +237,9 @@ def deployment() -> str:
     rows = [
         (
             "Recipe",
-            f"{topo.model.hf_id} on {plural(topo.total_gpus, 'GPU')} of a "
-            f"{topo.system.catalog_id} ({plural(topo.total_nodes, 'node')} of "
+            f"{topo.model.hf_id} on {gpus_text(topo)} of one "
+            f"{catalogs.load_hardware().systems[topo.system.catalog_id].name} "
+            f"({plural(topo.total_nodes, 'node')} of "
             f"{topo.system.gpus_per_node}), "
             + ", ".join(f"{n} DEP{w.gpus}" for n, w in topo.workers.items()),
         ),
@@ -267,8 +281,13 @@ def card(result: str) -> str:
         ("The claim", "; ".join(scopes)),
         (
             "Deployment",
-            f"{topo.model.hf_id} on {plural(topo.total_gpus, 'GPU')}, vLLM "
-            f"{topo.vllm.version}: flags, image and weights on {{ref}}`rerun-deployment`",
+            (
+                f"{topo.model.hf_id} on one node of {plural(gpus, 'GPU')} (the claim is one "
+                f"user on {gpus}; not the rack's {gpus_text(topo)}), vLLM {topo.vllm.version}: "
+                if result == "single-user"
+                else f"{topo.model.hf_id} on {gpus_text(topo)}, vLLM {topo.vllm.version}: "
+            )
+            + "flags, image and weights on {ref}`rerun-deployment`",
         ),
         (
             "Sweep",
@@ -279,7 +298,7 @@ def card(result: str) -> str:
             "Expected time",
             f"about {sw.wall_min:,.0f} min and {sw.gpu_hours:,.1f} GPU-hours "
             f"({plural(deployments, 'deployment')} of {plural(gpus, 'GPU')}, "
-            f"{START_MINUTES:.0f} min to start one, {sw.run_s / 60:,.0f} min measuring at "
+            f"{START_MINUTES:.0f} min to start one, {_minutes(sw.run_s)} measuring at "
             f"{batched:,.0f} output tok/s per GPU batched and {one:,.0f} tok/s for one stream, "
             f"vLLM's published DeepSeek-V4.1-Flash figures on GB300 counting output tokens, "
             f"<{url}>, not the claim's)",

@@ -531,11 +531,41 @@ PARAMETER_PROMPTS = {
 }
 
 
+#: The heading of a chapter's provenance section (the claims as published, the trace behind the
+#: measured numbers): the parameter cells are shown there, after the evidence.
+PROVENANCE_HEADING = "## Where the numbers come from"
+
+
+def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells in reading order for the book: the parameter cells (the chapter's defaults and
+    the ones papermill injected) moved from the top to the end of the provenance section
+    (after the cell that follows :data:`PROVENANCE_HEADING`), so that the conclusion and the
+    definitions come first; unchanged when the chapter has no such section."""
+
+    def is_param(c: dict[str, Any]) -> bool:
+        tags = c.get("metadata", {}).get("tags", [])
+        return "parameters" in tags or "injected-parameters" in tags
+
+    params = [c for c in cells if is_param(c)]
+    rest = [c for c in cells if not is_param(c)]
+    heads = [
+        i
+        for i, c in enumerate(rest)
+        if c.get("cell_type") == "markdown"
+        and "".join(c.get("source", [])).startswith(PROVENANCE_HEADING)
+    ]
+    if not heads or not params:
+        return cells
+    at = min(heads[0] + 2, len(rest))
+    return rest[:at] + params + rest[at:]
+
+
 def _stage_notebook(src: Path, dst: Path) -> None:
     """Copy an executed notebook for the book: the cell papermill injected is collapsed and
     both parameter cells say what they hold (:data:`PARAMETER_PROMPTS`); it shows paths
     relative to the repository (no machine's absolute paths in the book); every
-    figure gets alt text from its caption (:func:`add_alt_text`)."""
+    figure gets alt text from its caption (:func:`add_alt_text`); the parameter cells move
+    to the provenance section (:func:`params_after_provenance`)."""
     nb = json.loads(src.read_text(encoding="utf-8"))
     glued = _glued_text(nb)
     for cell in nb.get("cells", []):
@@ -554,6 +584,7 @@ def _stage_notebook(src: Path, dst: Path) -> None:
             cell["source"] = [
                 repo_relative(line).replace(REPO + "/", "") for line in cell.get("source", [])
             ]
+    nb["cells"] = params_after_provenance(nb.get("cells", []))
     dst.write_text(json.dumps(nb, indent=1), encoding="utf-8")
 
 

@@ -149,12 +149,14 @@ class Basis:
 
     def short(self) -> str:
         """One line: ``output tok per GPU of the deployment (72 GPUs), speculation real, ...``."""
-        parts = [self.metric]
+        parts = [self.metric if self.metric != UNKNOWN else "what it measures: not stated"]
         if self.tokens != NA:
             parts.append(f"{self.tokens} tokens")
         if self.per != NA:
             who = f"per {self.per}" if self.per != "deployment" else "deployment total"
-            if self.gpus not in (NA,):
+            if self.per == UNKNOWN:  # never "per unknown (unknown)"
+                who = "per what: not stated"
+            if self.gpus not in (NA, UNKNOWN):
                 count = f", {self.gpu_count} GPUs" if self.gpu_count else ""
                 who += f" ({self.gpus}{count})"
             parts.append(who)
@@ -167,7 +169,8 @@ class Basis:
             parts.append(spec)
         if self.statistic not in (NA, "value"):
             parts.append(f"statistic {self.statistic}")
-        parts += [self.model, self.hardware, self.engine]
+        parts += [self.model, self.hardware if self.hardware != UNKNOWN else "hardware not stated"]
+        parts.append(self.engine)
         return "; ".join(p for p in parts if p and p != NA)
 
 
@@ -318,5 +321,6 @@ def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[tupl
                 continue
         elif cv == UNKNOWN or _same(part, claim, point):
             continue
-        out.append((part, f"{NAMES.get(part, part)}: {pv} (claim: {cv})"))
+        shown = "not stated" if pv is None or pv == UNKNOWN else pv  # never "None"
+        out.append((part, f"{NAMES.get(part, part)}: {shown} (claim: {cv})"))
     return out

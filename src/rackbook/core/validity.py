@@ -225,7 +225,7 @@ def check_requests(trace: traces.Trace) -> pd.DataFrame:
             parts.append(
                 f"tiny gaps: median {med[i] * 1e3:.4g} ms vs engine step {ref[i] * 1e3:.4g} ms"
                 if not below_clock[i]
-                else f"tiny gaps: median {med[i] * 1e6:.3g} us below the clock's resolution"
+                else f"tiny gaps: median {med[i] * 1e6:.3g} µs below the clock's resolution"
             )
         if mismatch[i]:
             parts.append(f"token mismatch: {why_mismatch[i]}")

@@ -185,7 +185,7 @@ def memory_ceiling(
         f"{plural(gpus, 'GPU')} = "
         f"{fmt(experts, 'B')} + {fmt(kv, 'B')} context at {context:,.0f} tokens"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
-        + f") / {fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')} = {step * 1e6:,.4g} us; "
+        + f") / {fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')} = {step * 1e6:,.4g} µs; "
         f"{plural(_n(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
         f"{plural(gpus, 'GPU')} = "
         f"{tps:,.0f} tok/s per GPU"
@@ -488,7 +488,7 @@ def check_claim(
     readings.append(Reading("memory capacity", math.inf if cap.sequences else 0.0, cap.formula))
     lacking = cap.what_does_not_fit
     if lacking is not None:
-        notes.insert(0, f"{cap.formula} ({g.id})")
+        notes.insert(0, f"{cap.formula} on {g.name}")
         return result(
             "impossible", math.inf, 0.0, f"memory capacity ({lacking})", batch, readings, {}
         )

@@ -412,8 +412,8 @@ def compute_ceiling_tokens_per_s(
     FLOP of :func:`attention_flops` are added, at the dense weights' precision.
 
     DeepSeek-V4.1-Flash decode on a GB300 GPU: 2 x 8.493e9 / 15e15 + 2 x 7.507e9 / 5e15 =
-    4.135 us per token: 241,840 tokens/s; at 128,000 tokens of context + 9.54e9 / 5e15 =
-    1.91 us: 6.04 us, 165,500 tokens/s.
+    4.135 µs per token: 241,840 tokens/s; at 128,000 tokens of context + 9.54e9 / 5e15 =
+    1.91 µs: 6.04 µs, 165,500 tokens/s.
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     _check_positive(n_gpus, "n_gpus")
@@ -451,7 +451,7 @@ def compute_ceiling_tokens_per_s(
         )
     tps = n_gpus / seconds
     formula = (
-        f"{' + '.join(parts)} = {seconds * 1e6:,.4g} us/token per GPU; x {plural(n_gpus, 'GPU')} = "
+        f"{' + '.join(parts)} = {seconds * 1e6:,.4g} µs/token per GPU; x {plural(n_gpus, 'GPU')} = "
         f"{tps:,.0f} tokens/s" + (f" ({'; '.join(notes)})" if notes else "")
     )
     fpt = round(2 * split.active_params * active_scale + attn)
@@ -485,7 +485,7 @@ def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) ->
     s = nbytes / bw
     formula = (
         f"{fmt(nbytes, 'B')} / ({n_gpus} x {fmt(g.hbm_bandwidth_bytes_per_s, 'B/s')}) "
-        f"= {s * 1e6:,.4g} us"
+        f"= {s * 1e6:,.4g} µs"
     )
     return Step(s, nbytes, bw, formula)
 
@@ -620,7 +620,7 @@ def context_growth(
     bandwidth of ``n_gpus`` GPUs sharing them, for the sparse and the dense reading.
 
     DeepSeek-V4.1-Flash, 128,000 -> 855,000 tokens, one sequence, one GB300: sparse 123.6 MB
-    (15.4 us); dense 6.19 GB (774 us)."""
+    (15.4 µs); dense 6.19 GB (774 µs)."""
     if not 0 <= lo < hi:
         raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
     if batch < 1:

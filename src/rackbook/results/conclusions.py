@@ -178,9 +178,10 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
 
 
 def _names(names: list[str]) -> str:
-    """Basis names as one phrase: ``[a]``, ``[a] or [b]``, ``[a], [b] or [c]``, or the first two
-    and how many more."""
-    shown = [f"[{n}]" for n in names]
+    """Basis names as one phrase, each in quotation marks (never in brackets, which read as an
+    unfilled template): ``“a”``, ``“a” or “b”``, ``“a”, “b” or “c”``, or the first two and how
+    many more."""
+    shown = [f"\u201c{n}\u201d" for n in names]
     if len(shown) > 3:
         return f"{shown[0]}, {shown[1]} or {len(shown) - 2} other bases"
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]

@@ -440,15 +440,15 @@ def growth_physics(growth: roofline.ContextGrowth, claim_ms: float) -> GrowthRea
     span = f"{growth.lo:,} -> {growth.hi:,} tokens"
     if v == "possible":
         reason = (
-            f"sparse reads add at least {1000 * floor:.3g} us ({100 * ratio:.2g} % of "
+            f"sparse reads add at least {1000 * floor:.3g} µs ({100 * ratio:.2g} % of "
             f"{claim_ms:g} ms, {_n(growth.batch, 'sequence')}); reading every row would add "
-            f"{1000 * growth.dense_ms:,.0f} us; the rest would be indexer compute, or the "
+            f"{1000 * growth.dense_ms:,.0f} µs; the rest would be indexer compute, or the "
             f"scans of about {n_seq:.1f} sequences per GPU"
         )
     else:
         reason = (
             f"the extra index-key scan of {_n(growth.batch, 'sequence')} over {span} alone takes "
-            f"{1000 * floor:,.0f} us, {ratio:.3g}x the claimed {claim_ms:g} ms"
+            f"{1000 * floor:,.0f} µs, {ratio:.3g}x the claimed {claim_ms:g} ms"
         )
     r = headline.ClaimReading(DELTA_ID, "physics", v, f"floor {100 * ratio:.2g} % of it", reason)
     return GrowthReading(growth, claim_ms, per_seq, n_seq, r)
@@ -496,7 +496,7 @@ def implied_latency_physics(
     v = check.physics_verdict(ratio)
     reason = (
         f"the two figures imply {low:.3g} to {high:.3g} ms per step at {lo:,} tokens; one "
-        f"sequence on {_n(gpus, 'GPU')} ({hw.id}) cannot step faster than {step_ms:.3g} ms"
+        f"sequence on {_n(gpus, hw.id.upper())} cannot step faster than {step_ms:.3g} ms"
     )
     r = headline.ClaimReading(
         DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", reason
@@ -928,10 +928,10 @@ def outcome(a: Analysis) -> headline.Outcome:
         headline.Headline(
             name="context_growth_sparse",
             value=round(1000 * g.growth.sparse_ms, 3),
-            unit="us",
+            unit="µs",
             definition=f"extra context reads per decode step of {_n(p.batch, 'sequence')} growing "
-            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {p.gpu_id} HBM "
-            "bandwidth",
+            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x "
+            f"{p.gpu_id.upper()} HBM bandwidth",
             claim_id=DELTA_ID,
             kind="modelled",
             verdict=phys[DELTA_ID].verdict,
@@ -940,7 +940,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         headline.Headline(
             name="context_growth_dense",
             value=round(1000 * g.growth.dense_ms, 1),
-            unit="us",
+            unit="µs",
             definition="the same with every consuming layer reading every row (dense bound)",
             reason="an upper reading of the reads, not what sparse attention does",
             **not_claimed,
@@ -972,8 +972,9 @@ def outcome(a: Analysis) -> headline.Outcome:
             name="sequences_per_gpu_at_hi",
             value=int(a.at.loc[a.hi, "sequences_per_gpu"]),
             unit="sequences",
-            definition=f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one {p.gpu_id} "
-            f"after {a.w_per_gpu / 1e9:.1f} GB of weights, at {p.memory_fraction:g} of HBM",
+            definition=f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one "
+            f"{p.gpu_id.upper()} after {a.w_per_gpu / 1e9:.1f} GB of weights, at "
+            f"{p.memory_fraction:g} of HBM",
             reason="the write-up gives no capacity figure",
             **not_claimed,
         ),
@@ -997,7 +998,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"physics, {a.claim_kv.value_text}: a layout whose rows or formats give another byte "
         f"count (FP8 rows give {a.kv_bytes['fp8'].bytes_per_token} B/token)",
         f"physics, {a.claim_delta.value_text}: impossible if the delta were below "
-        f"{per_seq_us * p.batch:.3g} us ({_n(p.batch, 'sequence')} per GPU), "
+        f"{per_seq_us * p.batch:.3g} µs ({_n(p.batch, 'sequence')} per GPU), "
         f"or the claim's batch were above {g.sequences_to_explain:.0f} sequences per GPU "
         "(their scans alone would exceed it)",
         f"physics, {a.claim_pct.value_text}: impossible if the implied latency at {a.lo:,} "

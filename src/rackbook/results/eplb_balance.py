@@ -686,10 +686,18 @@ class Analysis:
             "eplb_large_batch": float(by_batch["eplb"].iloc[-1]),
             "small_batch": int(by_batch.index[0]),
             "large_batch": int(by_batch.index[-1]),
-            **{
-                f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}": r.verdict
-                for r in self.claim_readings
-            },
+            **(
+                verdicts := {
+                    f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}": r.verdict
+                    for r in self.claim_readings
+                }
+            ),
+            # one phrase for both figures: "both possible", never "possible and possible"
+            "before_after_physics": (
+                f"both {verdicts.get('before_physics')}"
+                if verdicts.get("before_physics") == verdicts.get("after_physics")
+                else f"{verdicts.get('before_physics')} and {verdicts.get('after_physics')}"
+            ),
         }
 
 

@@ -948,11 +948,12 @@ class BasisReading:
         """One line: name, verdict, margin and the closest point."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        out = f"[{self.name}] {self.verdict}{margin}; {close}"
+        name = self.name if self.name.startswith("as ") else f"as {self.name}"
+        out = f"{name}: {self.verdict}{margin}; {close}"
         if self.near is not None:
             out += f"; near evidence: {self.near.text()}"
         if self.ruled_out:
-            out = f"[{self.name}] ruled out by physics ({self.ruled_out}); " + out.split("] ", 1)[1]
+            out = f"{name}: ruled out by physics ({self.ruled_out}); " + out.split(": ", 1)[1]
         return out
 
     def as_dict(self) -> dict[str, object]:
@@ -978,9 +979,12 @@ def _claim_value(claim: claims_registry.Claim) -> float:
 def _who(r: pd.Series) -> str:
     parts = [str(r["submitter"])]
     hw = _s(r["hardware"])
+    hw = None if hw in ("not stated", basis_mod.UNKNOWN) else hw  # never "not stated x 16"
+    gpus = r["gpus"]
     if hw:
-        gpus = r["gpus"]
         parts.append(f"{hw}" + ("" if pd.isna(gpus) else f" x {int(gpus)}"))
+    elif not pd.isna(gpus):
+        parts.append(f"{int(gpus)} GPUs")
     if _s(r["model"]):
         parts.append(str(r["model"]))
     if _s(r["engine"]):
@@ -1330,7 +1334,9 @@ def reading(
         e.margin,
         e.reason,
         sources=e.sources,
-        basis=" | ".join(f"[{b.name}] {b.basis}" for b in e.bases),
+        basis=" | ".join(
+            f"{b.name if b.name.startswith('as ') else 'as ' + b.name}: {b.basis}" for b in e.bases
+        ),
         closest=closest,
         by_basis=tuple(b.as_dict() for b in e.bases),
         near=e.near,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -137,6 +138,32 @@ class ClaimReading:
             )
         _one_line(self.reason, f"{self.claim_id} {self.reading}: reason")
         _one_line(self.margin, f"{self.claim_id} {self.reading}: margin")
+        if self.reading == "physics" and (why := contradiction(self.verdict, self.margin)):
+            raise ValueError(f"{self.claim_id}: physics {self.verdict!r} beside {why}")
+
+
+_CEILING_RATIO = re.compile(
+    r"(?<![\w.-])(\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)x (?:the|its)\b[^;]*\bceiling"
+)
+
+
+def contradiction(verdict: str, margin: str) -> str | None:
+    """What makes a physics verdict and the margin shown beside it contradict each other, or
+    None: "possible" or "undetermined" beside a ratio more than the modelling margin
+    (:data:`rackbook.physics.check.MARGIN`) above a
+    ceiling ("undetermined / 3.94x the decode ceiling"), or "impossible" beside one more than
+    the margin below it."""
+    from rackbook.physics.check import MARGIN
+
+    m = _CEILING_RATIO.search(margin or "")
+    if not m:
+        return None
+    ratio = float(m.group(1).replace(",", ""))
+    if verdict in ("possible", "undetermined") and ratio > 1 + MARGIN:
+        return f"{margin!r}: a ratio above the ceiling"
+    if verdict == "impossible" and ratio < 1 - MARGIN:
+        return f"{margin!r}: a ratio below the ceiling"
+    return None
 
 
 def untested(claim_id: str, hardware: str, needs: str) -> ClaimReading:

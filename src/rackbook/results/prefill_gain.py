@@ -297,7 +297,7 @@ def prefix_read_model(
     x HBM bytes/s); compute time = the prefill GEMMs plus the attention and indexer FLOP at the
     prefix (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); ceiling = 1 /
     max(read, compute) with the sparse read (the dense ceiling is given beside it).
-    DeepSeek-V4.1-Flash behind 128,000 tokens, one GB300: 15.71 MB (1.96 us) against 3.005 us
+    DeepSeek-V4.1-Flash behind 128,000 tokens, one GB300: 15.71 MB (1.96 µs) against 3.005 µs
     of compute: 332,700 new tokens/s.
     """
     m = catalogs.as_model(model)
@@ -317,8 +317,8 @@ def prefix_read_model(
     formula = (
         f"per new token, {roofline.phase_layers(m, 'prefill')} encoder layers ({reuse_tokens} "
         f"sharing one read): sparse {units.fmt(sparse, 'B')} -> "
-        f"{sparse_s * 1e6:,.4g} us, dense {units.fmt(dense, 'B')} -> {dense_s * 1e6:,.4g} us at "
-        f"{units.fmt(bw, 'B/s')}; compute {comp_s * 1e6:,.4g} us; ceiling 1 / max = "
+        f"{sparse_s * 1e6:,.4g} µs, dense {units.fmt(dense, 'B')} -> {dense_s * 1e6:,.4g} µs at "
+        f"{units.fmt(bw, 'B/s')}; compute {comp_s * 1e6:,.4g} µs; ceiling 1 / max = "
         f"{tps:,.0f} new tokens/s ({bound} bound), {dense_tps:,.0f} with dense reads"
     )
     return PrefixRead(
@@ -349,7 +349,7 @@ def removable_share(
     t_all = max(1 / comp.tokens_per_s, read_all)
     share = 1 - t_after / t_all
     how = (
-        f"1 - {t_after * 1e6:.4g} us (encoder layers) / {t_all * 1e6:.4g} us (every layer) per "
+        f"1 - {t_after * 1e6:.4g} µs (encoder layers) / {t_all * 1e6:.4g} µs (every layer) per "
         f"new token behind {prefix_tokens:,} cached tokens on {g.id} = {share:.1%}"
     )
     return share, how

@@ -480,7 +480,13 @@ def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
         + f"; as the rack's total "
         f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
     )
-    margin = f"{dec['ratio']:.3g}x the decode ceiling"
+    # the margin of the reading that decided the verdict (never a ratio that contradicts it)
+    decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
+    margin = (
+        f"{decided['ratio']:.3g}x the {decided['phase']} ceiling"
+        if np.isfinite(decided["ratio"])
+        else f"fits only if >= {decided['min_cached_share']:.0%} of tokens are cache hits"
+    )
     return headline.ClaimReading(THROUGHPUT_CLAIM, "physics", best, margin, reason)
 
 
@@ -496,11 +502,16 @@ def speedup_physics(speedups: pd.DataFrame) -> headline.ClaimReading:
         for r in speedups.itertuples()
     )
     worst = speedups["ratio"].max()
+    margin = (  # node sizes that disagree: each one's verdict, never a ratio beside "undetermined"
+        "; ".join(f"{r.gpus_per_node}-GPU nodes: {r.verdict}" for r in speedups.itertuples())
+        if v == "undetermined"
+        else f"{worst:.3g}x the ceiling"
+    )
     return headline.ClaimReading(
         SPEEDUP_CLAIM,
         "physics",
         v,
-        f"{worst:.3g}x the ceiling",
+        margin,
         f"with the throughput as the "
         f"rack's total, {parts}; super-linear per-GPU scaling would also be possible",
     )
@@ -1328,7 +1339,7 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
             name="cost_ratio_to_rental",
             value=verdicts.number(a.cost.ratio_to_rental, 3),
             unit="x",
-            definition=f"$/GPU-hour figure / catalog rental price ({p.price_id})",
+            definition="$/GPU-hour figure / the catalog's GB300 rental price",
             claim_id=None,
             kind="modelled",
             verdict=headline.NOT_COMPARABLE,

@@ -288,7 +288,7 @@ def physics_reading(floor: pd.DataFrame, claim_tok_s: float, gpus: int, gpu: str
         f"{claim_tok_s:,.0f} tok/s is {ratio:.0%} of the {best['ceiling_tok_s']:,.0f} tok/s "
         f"bandwidth ceiling at {best['acceptance_length']:g} tokens per step and "
         f"{claim_tok_s / other['ceiling_tok_s']:.0%} of {other['ceiling_tok_s']:,.0f} at "
-        f"{other['acceptance_length']:g} per step on {_n(gpus, 'GPU')} ({gpu}); per-layer "
+        f"{other['acceptance_length']:g} per step on {_n(gpus, str(gpu).upper())}; per-layer "
         "dispatch and "
         "combine across the GPUs are not counted"
     )
@@ -551,7 +551,7 @@ def outcome(a: Analysis) -> headline.Outcome:
             name="claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_"),
             value=verdicts.number(100 * r.claim_share_of_ceiling, 4),
             unit="% of ceiling",
-            definition=f"claim / batch-1 bandwidth ceiling on {a.floor_gpus} x {p.gpu_id}, "
+            definition=f"claim / batch-1 bandwidth ceiling on {a.floor_gpus} x {p.gpu_id.upper()}, "
             f"{r.acceptance_length:g} tokens per step",
             claim_id=CLAIM_ID,
             kind="modelled",
@@ -566,8 +566,8 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"physics: undetermined above {(1 - check.MARGIN) * best['ceiling_tok_s']:,.0f} tok/s "
         f"and impossible above {best['ceiling_tok_s']:,.0f} (the higher "
         f"ceiling, {best['acceptance_length']:g} tokens per step on {_n(a.floor_gpus, 'GPU')}, "
-        f"{p.gpu_id}); at one token per step the claim leaves {v['budget_1_us']:.3g} us per "
-        f"MoE layer for the dispatch and combine across the GPUs ({v['budget_s_us']:.3g} us "
+        f"{p.gpu_id.upper()}); at one token per step the claim leaves {v['budget_1_us']:.3g} µs "
+        f"per MoE layer for the dispatch and combine across the GPUs ({v['budget_s_us']:.3g} µs "
         "with speculation)",
         f"this run: one stream of DeepSeek-V4.1-Flash on {a.claim.scope.gpu_count} B300 GPUs "
         f"within {p.rel_tol:.0%} of {a.claim_tok_s:,.0f} tok/s reads consistent, outside it "

@@ -104,11 +104,11 @@ def decode_latency(a: Analysis) -> Figure:
         ax,
         "context (tokens)",
         "decode latency (ms per token)",
-        f"Decode latency against context (CPU stand-in: {a.hardware})"
+        f"Decode latency against context\n(CPU stand-in: {a.hardware})"
         if not verdicts.gpu_names(a.trace.run)
-        else f"Decode latency against context ({a.hardware})",
+        else f"Decode latency against context\n({a.hardware})",
     )
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
     return fig
 
 
@@ -134,14 +134,14 @@ def context_growth(a: Analysis) -> Figure:
         n * per_dense,
         "--",
         color=plotting.PALETTE[3],
-        label=f"dense bound: every row ({1000 * per_dense:,.0f} us per sequence)",
+        label=f"dense bound: every row ({1000 * per_dense:,.0f} µs per sequence)",
     )
     ax.plot(
         n,
         n * per_sparse,
         "-",
         color=plotting.PALETTE[0],
-        label=f"sparse floor: scan + top-k ({1000 * per_sparse:.3g} us per sequence)",
+        label=f"sparse floor: scan + top-k ({1000 * per_sparse:.3g} µs per sequence)",
     )
     ax.axvline(g.sequences_to_explain, color="0.5", lw=0.8)
     ax.annotate(
@@ -149,7 +149,7 @@ def context_growth(a: Analysis) -> Figure:
         (g.sequences_to_explain, per_sparse),
         textcoords="offset points",
         xytext=(6, 0),
-        fontsize=8,
+        fontsize=plotting.SMALL_PT,
     )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -163,7 +163,7 @@ def context_growth(a: Analysis) -> Figure:
         f"Extra context reads at {a.hw.hbm_bandwidth_bytes_per_s / 1e12:g} TB/s "
         f"({p.kv_dtype}, modelled)",
     )
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
     return fig
 
 
@@ -171,7 +171,7 @@ def implied_latency(a: Analysis) -> Figure:
     """The decode latency at lo that the delta and the percent imply together (ms, with its
     range over both figures' rounding), against the least step time of one sequence."""
     im = a.implied
-    fig, ax = plt.subplots(figsize=(7.0, 2.2))
+    fig, ax = plt.subplots(figsize=(6.4, 2.4))
     ax.axvspan(
         im.low_ms,
         im.high_ms,
@@ -198,8 +198,8 @@ def implied_latency(a: Analysis) -> Figure:
     ax.grid(axis="y", visible=False)
     ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel(f"decode step at {a.lo:,} tokens (ms, log)")
-    ax.set_title("The latency the two figures imply, against the step floor (modelled)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, fontsize=8)
+    ax.set_title("The latency the two figures imply,\nagainst the step floor (modelled)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=1)
     return fig
 
 

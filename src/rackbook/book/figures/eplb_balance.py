@@ -34,7 +34,7 @@ def rank_loads(a: Analysis) -> Figure:
         f"Layer {a.params.show_layer}, decode step {a.params.fit_windows}: load per rank "
         f"({_source(a)})",
     )
-    fig.legend(loc="outside lower center", ncols=3, fontsize=8)
+    fig.legend(loc="outside lower center", ncols=1)
     return fig
 
 
@@ -92,7 +92,7 @@ def balance_against(a: Analysis, x: str) -> Figure:
         raise ValueError(f"no sweep {x!r}; expected one of {', '.join(SWEEPS)}")
     fig, ax = plt.subplots(layout="constrained")
     _draw_sweep(ax, a, x)
-    fig.legend(loc="outside lower center", ncols=3, fontsize=8)
+    fig.legend(loc="outside lower center", ncols=1)
     return fig
 
 
@@ -103,21 +103,30 @@ _SHORT = {
     "skew": "against routing skew",
     "batch_per_rank": "against decode batch per rank",
 }
+#: Short axis labels for the 2 x 2 panels (each panel's title says what is swept).
+_SHORT_X = {
+    "ep_size": "EP size (ranks)",
+    "redundant": "redundant experts (count)",
+    "skew": "Zipf exponent (0 = uniform)",
+    "batch_per_rank": "sequences per rank (log2)",
+}
 
 
 def sweeps(a: Analysis) -> Figure:
     """Every sweep of :data:`rackbook.results.eplb_balance.SWEEPS` in one figure, one panel
     each (2 x 2), sharing the balancedness axis and one legend below: what moves the balance
     and what does not, at a glance."""
-    fig, axes = plt.subplots(2, 2, figsize=(9.0, 6.4), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(2, 2, figsize=(6.4, 5.6), sharey=True, layout="constrained")
     for ax, x in zip(axes.flat, SWEEPS, strict=True):
         _draw_sweep(ax, a, x)
-        ax.set_title(_SHORT.get(x, x), fontsize=10)
+        ax.set_title(_SHORT.get(x, x), fontsize=plotting.TEXT_PT)
+        if x in _SHORT_X:
+            ax.set_xlabel(_SHORT_X[x])
     for ax in axes[:, 1]:
         ax.set_ylabel("")
-    fig.suptitle("Modelled balancedness, static and after EPLB (synthetic routing model)")
+    fig.suptitle("Modelled balancedness, static and after EPLB\n(synthetic routing model)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8)
+    fig.legend(handles, labels, loc="outside lower center", ncols=1)
     return fig
 
 

@@ -50,9 +50,9 @@ def throughput_distribution(a: Analysis) -> Figure:
         ax,
         "new-token prefill throughput per request (tok/s)",
         "cumulative share of requests (0 to 1)",
-        f"New-token throughput per request ({_where(a)})",
+        f"New-token throughput per request\n({_where(a)})",
     )
-    fig.legend(loc="outside lower center", ncols=2, fontsize=8)
+    fig.legend(loc="outside lower center", ncols=1)
     return fig
 
 
@@ -60,9 +60,9 @@ def gain_interval(a: Analysis) -> Figure:
     """The measured gain (%) with its bootstrap interval. The published range shares the axis
     only when the trace can test the claim; otherwise the axis holds this run's gain alone."""
     g, p = a.gain, a.params
-    fig, ax = plt.subplots(figsize=(7, 2.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.4, 2.2), layout="constrained")
     ax.axvline(0, color="0.4", lw=0.8)
-    ax.text(0, 0.55, " no gain", color="0.4", fontsize=8, va="center")
+    ax.text(0, 0.55, " no gain", color="0.4", fontsize=plotting.SMALL_PT, va="center")
     if g is None:
         ax.text(0.5, 0.5, a.missing or "no gain", ha="center", va="center", transform=ax.transAxes)
     else:
@@ -82,7 +82,7 @@ def gain_interval(a: Analysis) -> Figure:
             textcoords="offset points",
             xytext=(0, 12),
             ha="center",
-            fontsize=9,
+            fontsize=plotting.SMALL_PT,
         )
         lo, hi = 100 * min(g.low, 0), 100 * max(g.high, 0)
         if a.testable:
@@ -96,13 +96,13 @@ def gain_interval(a: Analysis) -> Figure:
             lo, hi = min(lo, 100 * a.claim_low), max(hi, 100 * a.claim_high)
         pad = 0.15 * (hi - lo or 10)
         ax.set_xlim(lo - pad, hi + pad)
-        fig.legend(loc="outside lower center", fontsize=8)
+        fig.legend(loc="outside lower center", fontsize=plotting.SMALL_PT)
     ax.set_ylim(-1, 1)
     ax.set_yticks([])
     ax.grid(axis="y", visible=False)
-    what = "" if a.testable else f": {a.serve_args('b')} over {a.serve_args('a')}"
+    what = "" if a.testable else f"\n{a.serve_args('b')} over {a.serve_args('a')}"
     ax.set_xlabel(f"gain of {p.config_b} over {p.config_a}, {p.stat} new-token tok/s (%)")
-    ax.set_title(f"This run's gain ({_where(a)}){what}", fontsize=9)
+    ax.set_title(f"This run's gain ({_where(a)}){what}", fontsize=plotting.SMALL_PT)
     return fig
 
 
@@ -139,7 +139,7 @@ def prefix_read_ceiling(a: Analysis) -> Figure:
         "new-token prefill ceiling (tok/s, log scale)",
         f"Modelled: {p.model_id} on {p.prefill_gpus} x {p.gpu_id}, {p.kv_dtype} KV",
     )
-    fig.legend(loc="outside lower center", ncols=3, fontsize=8)
+    fig.legend(loc="outside lower center", ncols=1)
     return fig
 
 

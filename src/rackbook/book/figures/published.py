@@ -36,6 +36,26 @@ def _points(rows):  # type: ignore[no-untyped-def]
     return rows[pub & keep & rows["value"].map(_finite)]
 
 
+def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
+    """The claim's figure on each plausible basis that rescales it (the rack's total over its
+    GPUs), as (legend text, value): one per distinct factor, so that every reading the chapter
+    states is drawn (:data:`rackbook.results.evidence.PLAUSIBLE`)."""
+    out: dict[float, tuple[str, float]] = {}
+    if not math.isfinite(value):
+        return []
+    for p in evidence.PLAUSIBLE.get(claim_id, ()):
+        scale = float(getattr(p, "scale", 1.0))
+        if scale != 1.0 and scale not in out:
+            how = (
+                str(getattr(p, "conversion", "") or "rescaled")
+                .replace("the figure ", "")
+                .replace(", divided by its ", " / ")
+            )
+            v = value * scale
+            out[scale] = (f"{how}: {v:,.0f}" if v >= 100 else f"{how}: {v:.3g}", v)
+    return list(out.values())
+
+
 def claim_vs_published(result: str) -> Figure:
     """One panel per claim of ``result`` that has published points in its unit: the points
     (filled: of the claim's basis, they decide a reading; hollow: another basis, shown;
@@ -50,7 +70,10 @@ def claim_vs_published(result: str) -> Figure:
             claims.append((cid, head.iloc[0], pts))
     if not claims:
         raise ValueError(f"{result}: no published point in a claim's unit")
-    fig, axes = plt.subplots(len(claims), 1, figsize=(7.0, 1.3 + 1.25 * len(claims)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(claims), 1, figsize=(6.4, 1.4 + 1.15 * len(claims)), squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
     for ax, (_cid, head, pts) in zip(axes[:, 0], claims, strict=True):
         vals = pts["value"].astype(float).to_numpy()
         claim = float(head["value"]) if _finite(head["value"]) else float("nan")
@@ -71,7 +94,12 @@ def claim_vs_published(result: str) -> Figure:
             )  # fmt: skip
         if math.isfinite(claim):
             ax.axvline(claim, color=plotting.PALETTE[3], lw=2, label="the claim's figure")
-        span = np.concatenate([vals, [claim] if math.isfinite(claim) else []])
+        readings = _scaled_readings(_cid, claim)
+        for text, v in readings:  # the figure on another basis the chapter reads it on
+            ax.axvline(v, color=plotting.PALETTE[3], lw=2, ls="--", label=text)
+        span = np.concatenate(
+            [vals, [claim] if math.isfinite(claim) else [], [v for _, v in readings]]
+        )
         span = span[span > 0]
         if len(span) and span.max() / span.min() > 10:
             ax.set_xscale("log")
@@ -90,16 +118,12 @@ def claim_vs_published(result: str) -> Figure:
         unit = unit.replace("$/", "USD per ").replace("$", "USD ")
         unit = "ratio (x)" if unit == "x" else unit
         shown = str(head["as_published"]).replace("$", "USD ")
-        ax.set_xlabel(f"{unit}: the claim's {shown} (line) beside published points")
+        ax.set_xlabel(f"{unit} (line: the claim's {shown})")
         ax.grid(axis="y", visible=False)
     axes[0, 0].set_title("The claim beside published measurements (published figures only)")
     seen: dict[str, object] = {}
     for ax in axes[:, 0]:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(lab, h)
-    fig.legend(
-        list(seen.values()), list(seen), loc="lower center", ncol=min(4, len(seen)),
-        bbox_to_anchor=(0.5, -0.02),
-    )  # fmt: skip
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=min(2, len(seen)))
     return fig

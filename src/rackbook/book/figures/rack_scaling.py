@@ -39,7 +39,7 @@ _BOX = {"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8
 
 
 def _legend_below(ax, ncol: int = 2) -> None:
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol, fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol)
 
 
 def token_kinds(a: Analysis) -> Figure:
@@ -68,7 +68,7 @@ def token_kinds(a: Analysis) -> Figure:
         f"throughput per {u} (tok/s)",
         f"Which tokens a per-{u} throughput counts{_source(a)}",
     )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    _legend_below(ax, ncol=1 if not a.cached_known else 3)
     return fig
 
 
@@ -95,14 +95,14 @@ def scaling(a: Analysis) -> Figure:
             if r.config == a.params.reference_config
             else f"{r.config}: {r.speedup:.2f}x, efficiency {r.efficiency:.0%}"
         )
-        ax.annotate(  # under its point, clear of the others' labels and of the line
+        ax.annotate(  # clear of the others' labels and of the line
             text,
             (r.num_gpus, r.tok_s),
             textcoords="offset points",
-            xytext=(6, -20) if last else (0, -20),
+            xytext=(8, 14) if last else (0, -20),  # the last above its point: no overlap
             ha="right" if last else "center",
-            va="top",
-            fontsize=9,
+            va="bottom" if last else "top",
+            fontsize=plotting.SMALL_PT,
             bbox=_BOX,
         )
     ax.set_xlim(0, gmax + 0.5)
@@ -124,7 +124,7 @@ def readings(a: Analysis) -> Figure:
     ceilings (compute in decode and prefill, HBM bandwidth in decode), log scale; each bar
     coloured by its physics verdict."""
     rd = a.throughput
-    fig, ax = plt.subplots(figsize=(8, 4.6))
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
     y = np.arange(len(rd))[::-1]
     for yi, r in zip(y, rd.itertuples(), strict=True):
         unknown = not np.isfinite(r.ratio)
@@ -137,9 +137,9 @@ def readings(a: Analysis) -> Figure:
             alpha=0.6 if unknown else 1.0,
         )
         text = (
-            f"fits if at least {r.min_cached_share:.0%} cached: {r.verdict}"
+            f"fits if >= {r.min_cached_share:.0%} cached:\n{r.verdict}"
             if unknown
-            else f"{r.ratio:.3g}x the {r.phase} ceiling: {r.verdict}"
+            else f"{r.ratio:.3g}x the {r.phase} ceiling:\n{r.verdict}"
         )
         ax.annotate(
             text,
@@ -147,7 +147,7 @@ def readings(a: Analysis) -> Figure:
             va="center",
             textcoords="offset points",
             xytext=(5, 0),
-            fontsize=9,
+            fontsize=plotting.SMALL_PT,
             bbox=_BOX,
             zorder=5,
         )
@@ -169,12 +169,12 @@ def readings(a: Analysis) -> Figure:
     ax.set_xscale("log")
     lo = min(rd["computed_tok_s_per_gpu"].min(), a.ceilings["tok_s_per_gpu"].min())
     hi = max(rd["computed_tok_s_per_gpu"].max(), a.ceilings["tok_s_per_gpu"].max())
-    ax.set_xlim(lo / 3, hi * 30)
+    ax.set_xlim(lo / 3, hi * 60)
     ax.grid(axis="y", visible=False)
     plotting.label(
         ax,
         "computed tokens per GPU (tok/s, log)",
-        "reading (what 'per GPU' counts)",
+        "reading ('per GPU' as)",
         f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}",
     )
     _legend_below(ax, ncol=1)
@@ -185,7 +185,7 @@ def node_efficiency(a: Analysis) -> Figure:
     """For each node size: the scaling efficiency the published speedup means, and the
     node's throughput per GPU it implies against the decode compute ceiling."""
     sp = a.speedups
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4.0))
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.4, 5.0))
     names = [f"{r.gpus_per_node} GPUs per node\n({r.nodes:g} nodes)" for r in sp.itertuples()]
     x = np.arange(len(sp))
     left.bar(x, 100 * sp["efficiency"], width=0.5, color=plotting.PALETTE[0])
@@ -216,7 +216,7 @@ def node_efficiency(a: Analysis) -> Figure:
             ha="center",
             textcoords="offset points",
             xytext=(0, 4),
-            fontsize=9,
+            fontsize=plotting.SMALL_PT,
         )
     right.set_xticks(x, names)
     right.set_ylim(0, cap * 1.25)
@@ -227,7 +227,7 @@ def node_efficiency(a: Analysis) -> Figure:
         "node throughput per GPU (tok/s)",
         "The node it implies (rack total / speedup)",
     )
-    right.legend(loc="upper right", fontsize=8)
+    right.legend(loc="upper right", fontsize=plotting.SMALL_PT)
     fig.tight_layout()
     return fig
 
@@ -236,7 +236,7 @@ def revenue(a: Analysis) -> Figure:
     """The dollar figure against the token revenue per GPU-hour each throughput reading can
     earn at InferenceX's token prices (all cached to all uncached), and the rental price."""
     rv = a.cost.revenue
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     y = np.arange(len(rv))[::-1]
     for yi, r in zip(y, rv.itertuples(), strict=True):
         ax.plot(
@@ -253,7 +253,7 @@ def revenue(a: Analysis) -> Figure:
             va="center",
             textcoords="offset points",
             xytext=(6, 0),
-            fontsize=9,
+            fontsize=plotting.SMALL_PT,
             bbox=_BOX,
         )
     ax.axvline(
@@ -266,7 +266,7 @@ def revenue(a: Analysis) -> Figure:
         a.rental.usd_per_gpu_hour,
         color="0.4",
         ls="--",
-        label=f"GB300 rental ({a.rental.id}): {a.rental.usd_per_gpu_hour:g} USD per GPU-hour",
+        label=f"catalog GB300 price: {a.rental.usd_per_gpu_hour:g} USD per GPU-hour",
     )
     ax.set_yticks(
         y, [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
@@ -279,7 +279,7 @@ def revenue(a: Analysis) -> Figure:
     plotting.label(
         ax,
         "token revenue per GPU-hour (USD, log)",
-        "throughput reading (tok/s per GPU)",
+        "reading (tok/s per GPU)",
         "The dollar figure as token revenue, by throughput reading",
     )
     _legend_below(ax, ncol=1)

@@ -20,7 +20,7 @@ def _where(a: Analysis) -> str:
 def gaps(a: Analysis) -> Figure:
     """Histogram (log-spaced bins, log x) and CDF of the gaps between streamed chunks (ms),
     with the gap percentiles."""
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.6), sharex=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 4.6), sharex=True)
     g = a.gaps_ms[a.gaps_ms > 0]
     if g.size:
         lo, hi = g.min(), g.max()
@@ -30,7 +30,7 @@ def gaps(a: Analysis) -> Figure:
         ax2.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=plotting.PALETTE[0])
         for i, (q, ms) in enumerate(a.stats.gaps_ms.items()):
             ax2.axvline(ms, color=plotting.PALETTE[1 + i], ls=":", label=f"p{q:g} = {ms:.3g} ms")
-        ax2.legend(loc="upper left", fontsize=8)
+        ax2.legend(loc="upper left", fontsize=plotting.SMALL_PT)
         ax1.set_xscale("log")
         ax1.xaxis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:g}"))
     else:
@@ -39,7 +39,7 @@ def gaps(a: Analysis) -> Figure:
     plotting.label(
         ax2, "gap between streamed chunks (ms, log)", "share of gaps (fraction)", "Gap CDF"
     )
-    fig.suptitle(f"Gaps of one stream ({_where(a)})", fontsize=10)
+    fig.suptitle(f"Gaps of one stream\n({_where(a)})", fontsize=plotting.TEXT_PT)
     return fig
 
 
@@ -60,7 +60,7 @@ def claim_vs_floor(a: Analysis) -> Figure:
             textcoords="offset points",
             xytext=(0, 4),
             ha="center",
-            fontsize=9,
+            fontsize=plotting.SMALL_PT,
         )
     ticks = [
         f"{r.reading}\n({r.acceptance_length:g} token{'' if r.acceptance_length == 1 else 's'} "
@@ -76,7 +76,7 @@ def claim_vs_floor(a: Analysis) -> Figure:
         f"{a.claim_tok_s:g} tok/s against the batch-1 ceiling on {a.floor_gpus} x "
         f"{a.params.gpu_id.upper()} (modelled)",
     )
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     return fig
 
 
@@ -84,7 +84,7 @@ def step_budget(a: Analysis) -> Figure:
     """The step time the claim implies (ms), split into the bandwidth floor and what is left
     for everything else, per MoE layer, without and with speculation."""
     fl = a.floor
-    fig, ax = plt.subplots(figsize=(7.0, 3.0))
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
     y = np.arange(len(fl))
     ax.barh(y, fl["floor_step_ms"], color=plotting.PALETTE[2], label="streaming the bytes (floor)")
     left = fl["claim_step_ms"] - fl["floor_step_ms"]
@@ -98,22 +98,22 @@ def step_budget(a: Analysis) -> Figure:
     for i, r in enumerate(fl.itertuples()):
         us = 1000 * (r.claim_step_ms - r.floor_step_ms) / a.moe_layers
         ax.annotate(
-            f"{us:.3g} us per MoE layer",
+            f"{us:.3g} µs per MoE layer",
             (r.claim_step_ms, i),
             textcoords="offset points",
             xytext=(4, 0),
             va="center",
-            fontsize=9,
+            fontsize=plotting.SMALL_PT,
         )
     ax.set_yticks(y, [f"{r.reading} ({r.acceptance_length:g})" for r in fl.itertuples()])
-    ax.set_xlim(0, 1.35 * fl["claim_step_ms"].max())
+    ax.set_xlim(0, 1.6 * fl["claim_step_ms"].max())
     plotting.label(
         ax,
         "time of one decode step the claim implies (ms)",
         "decode mode (tokens per step)",
         "Where the claimed step time goes (modelled)",
     )
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     return fig
 
 

@@ -1,0 +1,160 @@
+"""No generated sentence leaks its template: every sentence generator of the book (each chapter's
+readings, flips, headlines and conclusions, the evidence readings of every claim in the
+registry, the physics reading of every catalog GPU and model, the generated pages and rerun
+cards) is rendered and checked with :func:`wording.leaks` (no "None", "unknown (unknown)",
+doubled words, raw catalog ids, bracketed placeholders, "us" for µs, "not stated x 16"). A
+physics verdict beside a margin that contradicts it cannot be constructed at all."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import asdict
+
+import pytest
+from wording import leaks
+
+from rackbook import paths
+from rackbook.book import chapter, pages, rerun
+from rackbook.core import traces
+from rackbook.inputs.catalogs import list_models, load_hardware
+from rackbook.inputs.claims import load_claims
+from rackbook.results import evidence, headline
+from rackbook.results.conclusions import conclusions
+
+_OUTCOMES: dict[str, object] = {}
+
+
+def _outcome(result: str):  # type: ignore[no-untyped-def]
+    if result not in _OUTCOMES:
+        module = importlib.import_module(f"rackbook.results.{result.replace('-', '_')}")
+        an = module.analyse(traces.read_trace(paths.TRACES / result))
+        _OUTCOMES[result] = (an, module.outcome(an))
+    return _OUTCOMES[result]
+
+
+def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
+    an, out = _outcome(result)
+    for r in out.readings:
+        yield f"{r.claim_id} {r.reading}", f"{r.verdict}: {r.margin}. {r.reason}"
+        for b in r.by_basis:  # its texts (its closest point is a record, shown by its texts)
+            texts = [str(v) for v in b.values() if isinstance(v, str)]
+            yield f"{r.claim_id} {r.reading} basis", " ".join(texts)
+    for i, f in enumerate(out.flips):
+        yield f"{result} flip {i}", f
+    for h in out.headlines:
+        yield f"headline {h.name}", f"{h.definition} {h.reason}"
+    doc = {"result": out.result, "readings": [asdict(r) for r in out.readings]}
+    for c in conclusions(doc):
+        yield f"conclusion {c.claim_id}", f"{c.text} {c.brief_text} {c.strength}"
+    for name, v in an.values().items():
+        if isinstance(v, str):
+            yield f"{result} value {name}", v
+    yield f"{result} verdict table", chapter.readings_table(out)
+    yield f"{result} evidence", chapter.evidence_markdown(result)
+    yield f"{result} claim card", pages.claim_card(result) + pages.as_published(result)
+    yield f"{result} rerun card", rerun.card(result)
+    warning = chapter.standin_warning(an.trace.kind, an.hardware, False)
+    yield f"{result} warnings", warning + chapter.validity_warning(an.trace)
+
+
+@pytest.mark.parametrize("result", paths.RESULTS)
+def test_no_chapter_sentence_leaks_its_template(result):
+    found = [f"{where}: {leak}" for where, text in _chapter_texts(result) for leak in leaks(text)]
+    assert found == []
+
+
+def test_no_evidence_reading_of_any_registry_claim_leaks():
+    found = []
+    for c in load_claims().claims:
+        e = evidence.claim_evidence(c.id)
+        texts = [e.reason, str(e.margin), c.figure_basis.short()]
+        texts += [b.text() for b in e.bases] + [b.basis for b in e.bases]
+        found += [f"{c.id}: {leak}" for t in texts for leak in leaks(t)]
+    assert found == []
+
+
+@pytest.mark.parametrize("per", ["gpu", "total"])
+def test_no_physics_reading_of_any_catalog_gpu_or_model_leaks(per):
+    from rackbook.physics import check
+
+    found = []
+    for model in list_models():
+        for gpu in load_hardware().gpus:
+            for tok_s in (100.0, 1e5, 1e7):
+                c = check.check_claim(model, gpu, 8, tok_s, per=per)
+                texts = [c.reason, *c.notes] + [f"{r.name}: {r.formula}" for r in c.readings]
+                found += [f"{model} {gpu} {tok_s:g}: {x}" for t in texts for x in leaks(t)]
+    assert found == []
+
+
+def test_no_generated_page_leaks():
+    generated = {
+        "claims": pages.claims_page(),
+        "hardware": pages.hardware_page(),
+        "models": pages.models_page(),
+        "check examples": pages.check_page(),
+        "source note": pages.source_note(),
+        "rerun deployment": rerun.deployment(),
+        "rerun cost": pages.rerun_cost_page(),
+    }
+    found = [f"{page}: {leak}" for page, text in generated.items() for leak in leaks(text)]
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("the claim; context: None (claim: 128000)", "None"),
+        ("output tokens; per unknown (unknown); workload", "unknown (unknown)"),
+        ("the figures are possible and possible.", "doubled"),
+        ("one sequence on 4 GPUs (b300) cannot step faster", "catalog id"),
+        ("As [a rental price] or [an ownership cost], it is above", "placeholder"),
+        ("sparse reads add at least 15.4 us (2.6 %)", "microseconds"),
+        ("vLLM (pull request) · not stated x 16 · Kimi K3", "not stated"),
+        ("the speedup is {speedup}", "placeholder"),
+        ("a value of nan tok/s", "NaN"),
+    ],
+)
+def test_each_leak_is_found(text, kind):
+    found = leaks(text)
+    assert found and any(kind.lower() in f.lower() for f in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See [the source](https://example.org) for 15.4 µs per step.",
+        "Both possible; as the rack's total it is 13,250 tok/s per GPU on a GB300.",
+        "a `None` default in code, and “per GPU, output tokens” quoted",
+    ],
+)
+def test_clean_text_passes(text):
+    assert leaks(text) == []
+
+
+@pytest.mark.parametrize(
+    ("verdict", "margin"),
+    [
+        ("undetermined", "3.94x the decode ceiling"),
+        ("possible", "1.41x the ceiling"),
+        ("impossible", "0.125x its ceiling"),
+    ],
+)
+def test_a_contradictory_physics_pair_cannot_be_made(verdict, margin):
+    with pytest.raises(ValueError, match="beside"):
+        headline.ClaimReading("rack-scaling.throughput", "physics", verdict, margin, "why")
+
+
+@pytest.mark.parametrize(
+    ("verdict", "margin"),
+    [
+        ("impossible", "3.94x the decode ceiling"),
+        ("possible", "4.14e-05x the decode ceiling"),
+        ("undetermined", "1.05x the ceiling"),
+        ("undetermined", "fits only if >= 49% of tokens are cache hits"),
+    ],
+)
+def test_a_consistent_physics_pair_is_made(verdict, margin):
+    r = headline.ClaimReading("rack-scaling.throughput", "physics", verdict, margin, "why")
+    assert r.margin == margin
