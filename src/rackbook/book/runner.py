@@ -25,8 +25,6 @@ import typing
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rackbook import limits, paths
 from rackbook.core.fsio import check_output_folder
 from rackbook.core.provenance import REPO, repo_relative
@@ -49,14 +47,10 @@ def notebook_path(result: str) -> Path:
 
 
 def parse_parameters(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs; values are read as YAML scalars (``8`` is an int, ``null``...)."""
-    out: dict[str, Any] = {}
-    for name, value in pairs:
-        try:
-            out[name] = yaml.safe_load(value) if value != "" else ""
-        except yaml.YAMLError:
-            out[name] = value
-    return out
+    """``-p NAME VALUE`` pairs, read by :func:`rackbook.params.read_pairs`."""
+    from rackbook import params as schema
+
+    return schema.read_pairs(pairs)
 
 
 def read_params_file(path: str | Path) -> dict[str, Any]:
@@ -130,16 +124,31 @@ def check_parameters(
     source: str = "trace",
     result: str | None = None,
 ) -> None:
-    """Refuse, before any kernel starts, values of the wrong type: a number must be a finite
-    number (an integer where one is declared), a list a list (types from the result's
-    ``Params`` annotations, else from the notebook's defaults); in trace mode ``trace`` must
-    name an existing trace folder."""
+    """Refuse, before any kernel starts, a value outside its declaration in the params schema
+    (:data:`rackbook.params.NOTEBOOK`: type, range, choices, catalog id; then the rules
+    between parameters, defaults included, and what the trace holds); parameters the schema
+    does not declare: a number must be a finite number (an integer where one is declared), a
+    list a list (types from the result's ``Params`` annotations, else from the notebook's
+    defaults); in trace mode ``trace`` must name an existing trace folder."""
     shown = display_path(nb)
+    if result is not None:
+        from rackbook import params as schema
+
+        for name, value in params.items():
+            if name != "trace":
+                schema.check_parameter(result, name, value, shown)
+        defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
+        merged = defaults | params
+        schema.check_together(result, merged, shown)
+        if result == "eplb-balance" and source == "trace":
+            trace = merged.get("trace")
+            if isinstance(trace, str) and trace:
+                check_expert_layout(paths.ROOT / trace, merged, shown)
     for name, value in params.items():
         field = f"parameter {name}"
         default = _default_value(declared[name].get("default"))
         if name == "trace" and source == "trace":
-            if not isinstance(value, str) or not value:
+            if not isinstance(value, str) or not value or "\0" in value:
                 raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
             folder = paths.resolve(value)
             if not folder.exists():
@@ -153,6 +162,8 @@ def check_parameters(
 
                 check_trace(result, folder, field)
             continue
+        if result is not None and name in schema.NOTEBOOK.get(result, {}):
+            continue  # checked against its declaration above
         limits.check_parameter(name, value, shown)
         kind, nullable = _declared_kind(result, name, default)
         if value is None and nullable:
@@ -172,6 +183,61 @@ def check_parameters(
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                 if numeric and not ok:
                     raise InputError(shown, f"{field}[{i}]", f"expected a finite number, got {v!r}")
+
+
+def _column_max(table: Path, columns: tuple[str, ...]) -> dict[str, int] | None:
+    """The largest value of each integer column of a Parquet table, from the row groups'
+    statistics where every group has them, else by reading those columns; None when the
+    table is not there or cannot be read (the chapter's own reader then names the problem)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        f = pq.ParquetFile(table)
+        names = f.schema_arrow.names
+        if f.metadata.num_rows == 0 or not all(c in names for c in columns):
+            return None
+        out: dict[str, int] = {}
+        for c in columns:
+            i = names.index(c)
+            stats = [f.metadata.row_group(g).column(i).statistics for g in range(f.num_row_groups)]
+            if all(st is not None and st.has_min_max for st in stats):
+                out[c] = int(max(st.max for st in stats))
+            else:
+                out[c] = int(pc.max(f.read(columns=[c]).column(c)).as_py())
+        return out
+    except (OSError, ValueError, TypeError, ArithmeticError):
+        return None
+
+
+def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
+    """eplb-balance's parameters against what its trace holds, before the notebook starts: the
+    layer shown exists, at least one window is left to score after ``fit_windows``, and the EP
+    layout (ranks, redundant experts, groups, nodes) fits the trace's experts."""
+    from rackbook.physics import eplb
+
+    top = _column_max(trace / "expert_load.parquet", ("window", "layer", "expert"))
+    if top is None:
+        return
+    layers, windows, experts = top["layer"] + 1, top["window"] + 1, top["expert"] + 1
+    show, fit = params.get("show_layer"), params.get("fit_windows")
+    if isinstance(show, int) and not 0 <= show < layers:
+        raise InputError(
+            where, "parameter show_layer", f"must be a layer from 0 to {layers - 1}, got {show}"
+        )
+    if isinstance(fit, int) and not 1 <= fit < windows:
+        raise InputError(
+            where,
+            "parameter fit_windows",
+            f"must be from 1 to {windows - 1}: the trace has {windows} windows and at least one "
+            f"is left to score, got {fit}",
+        )
+    layout = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
+    if all(isinstance(v, int) for v in layout):
+        try:
+            eplb.check_layout(experts, *layout)
+        except InputError as exc:
+            raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
 
 def run_result(

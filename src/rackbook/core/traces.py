@@ -175,6 +175,29 @@ def _check_run(run: Any, where: Path | str) -> None:
         raise InputError(where, "run.json.commands", "must be a list of command lines")
     if not isinstance(run["parameters"], dict):
         raise InputError(where, "run.json.parameters", "must be an object")
+    for part in ("hardware", "server"):
+        _check_inventory(run.get(part), where, f"run.json.{part}")
+
+
+def _check_inventory(value: Any, where: Path | str, field: str) -> None:
+    """``hardware`` / ``server`` of run.json, where present: an object whose ``gpus`` is a list
+    of objects (each GPU's ``name`` text) and whose counts are whole numbers >= 0 (the
+    chapters read them before anything else)."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise InputError(where, field, f"must be an object, got {type(value).__name__}")
+    gpus = value.get("gpus")
+    if gpus is not None:
+        if not isinstance(gpus, list):
+            raise InputError(where, f"{field}.gpus", f"must be a list, got {type(gpus).__name__}")
+        for i, g in enumerate(gpus):
+            if not isinstance(g, dict) or not isinstance(g.get("name", ""), str):
+                raise InputError(where, f"{field}.gpus[{i}]", "must be an object with a text name")
+    for count in ("hosts", "cpu_cores", "memory_bytes"):
+        n = value.get(count)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise InputError(where, f"{field}.{count}", f"must be a whole number >= 0, got {n!r}")
 
 
 def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
@@ -326,6 +349,8 @@ def read_run(path: str | Path) -> dict[str, Any]:
         raise InputError(f, "-", "not text (binary file?)") from None
     except json.JSONDecodeError as exc:
         raise InputError(f, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise InputError(f, "-", f"not readable JSON: {exc}") from None
     _check_run(run, f)
     return run
 
