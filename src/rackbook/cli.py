@@ -480,8 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             handlers[sig] = signal.signal(sig, _on_signal)
     try:
         try:
-            args = build_parser().parse_args(argv)
-            _check_text(args)
+            args = parse(argv)
         except (KeyboardInterrupt, Terminated) as exc:
             return _interrupted(exc)
         except InputError as exc:
@@ -492,6 +491,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig, old in handlers.items():
             signal.signal(sig, old)
         limits.set_max_input_mb(None)
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line read and every value checked before any work (the validation entry
+    point): flags by their declarations in :mod:`rackbook.params` (a usage error: one line,
+    ``SystemExit(2)``), then text arguments, the rules between flags and ``run``'s ``-p``
+    values (:class:`InputError`). Imports nothing heavy."""
+    args = build_parser().parse_args(argv)
+    _check_text(args)
+    params.check_args(args)
+    if args.verb == "run" and args.parameter:
+        where = f"notebooks/{args.result}.ipynb"
+        params.check_given(args.result, params.read_pairs(args.parameter), where)
+    return args
 
 
 def _check_text(args: argparse.Namespace) -> None:
@@ -528,10 +541,6 @@ def _model_arg(text: str) -> str:
 
 def _dispatch(args: argparse.Namespace) -> int:
     try:
-        params.check_args(args)
-        if args.verb == "run" and args.parameter:
-            where = f"notebooks/{args.result}.ipynb"
-            params.check_given(args.result, params.read_pairs(args.parameter), where)
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
         spec = _import_handler(args) if args.verb == "import" else HANDLERS[args.verb]

@@ -40,8 +40,8 @@ class Spec:
     """One value's declaration. ``kind``: ``int``, ``number``, ``choice``, ``text``, ``path``,
     ``url``, ``list`` (entries of ``item``) or a catalog id (``model``, ``gpu``, ``system``,
     ``price``); ``lo``/``hi`` the inclusive range of a number (``lo_open``: ``lo`` itself
-    excluded); ``nullable``: None (YAML ``null``) allowed; ``min_items`` the fewest entries a
-    list may hold."""
+    excluded; ``hi_open`` likewise); ``nullable``: None (YAML ``null``) allowed;
+    ``min_items`` the fewest entries a list may hold."""
 
     kind: str
     lo: float | None = None
@@ -51,6 +51,7 @@ class Spec:
     choices: tuple[str, ...] = ()
     nullable: bool = False
     lo_open: bool = False
+    hi_open: bool = False
     item: Spec | None = None
     min_items: int = 1
 
@@ -60,9 +61,11 @@ class Spec:
         unit = f" ({self.unit})" if self.unit else ""
         lo, hi = _fmt(self.lo), _fmt(self.hi)
         if self.lo is not None and self.hi is not None:
-            if self.lo_open:
-                return f"{what} over {lo} and at most {hi}{unit}"
-            return f"{what} from {lo} to {hi}{unit}"
+            low = f"over {lo} and" if self.lo_open else f"from {lo}"
+            high = f"under {hi}" if self.hi_open else f"at most {hi}"
+            if not self.lo_open:
+                high = f"to {high}" if self.hi_open else f"to {hi}"
+            return f"{what} {low} {high}{unit}"
         if self.lo is not None:
             return f"{what} {'over' if self.lo_open else 'at least'} {lo}{unit}"
         return f"{what}{unit}"
@@ -98,6 +101,8 @@ def to_number(value: Any, spec: Spec) -> int | float:
                 f"(at most {MAX_NUMBER_CHARS} characters are read as a number)"
             )
         try:
+            if not text.isascii():  # Python reads other scripts' digits; the rule does not
+                raise ValueError(text)
             number: int | float = int(text, 10) if integer else float(text)
         except ValueError:
             raise ValueError(f"expected {spec.range_text()}, got {_show(value)}") from None
@@ -115,7 +120,7 @@ def to_number(value: Any, spec: Spec) -> int | float:
         if number != 0 and abs(number) < sys.float_info.min:
             raise ValueError(f"{number!r} is a subnormal (denormal) float: not {spec.range_text()}")
     low = spec.lo is not None and (number <= spec.lo if spec.lo_open else number < spec.lo)
-    high = spec.hi is not None and number > spec.hi
+    high = spec.hi is not None and (number >= spec.hi if spec.hi_open else number > spec.hi)
     if low or high:
         shown = _show(value) if isinstance(value, str) else _fmt(number)
         raise ValueError(f"must be {spec.range_text()}, got {shown}")
@@ -330,6 +335,7 @@ def check_parameter(result: str, name: str, value: Any, where: str, *, lookup: b
     if not lookup and spec.kind in CATALOG:
         spec = Spec("text", nullable=spec.nullable)
     try:
+        _typed(value, spec)
         return check_value(value, spec)
     except ValueError as exc:
         text = str(exc)
@@ -386,6 +392,19 @@ def check_given(result: str, values: Mapping[str, Any], where: str) -> None:
     check_together(result, values, where)
 
 
+def _typed(value: Any, spec: Spec) -> None:
+    """A notebook parameter's value (parsed YAML) is of its declared type: text is never read
+    as a number here (the kernel would get the text, not the number)."""
+    if spec.kind in ("int", "number") and isinstance(value, str):
+        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}")
+    if spec.kind == "list" and isinstance(value, list) and spec.item is not None:
+        for i, v in enumerate(value):
+            try:
+                _typed(v, spec.item)
+            except ValueError as exc:
+                raise ValueError(f"[{i}]: {exc}") from None
+
+
 def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
     """The rules between one notebook's parameters (``params``: defaults and given values
     merged); :class:`InputError` naming the parameter given last in each rule."""
@@ -395,16 +414,21 @@ def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
             raise InputError(where, f"parameter {name}", problem)
 
     p = params
-    if result == "context-latency" and p.get("lo") is not None and p.get("hi") is not None:
-        need(p["lo"] < p["hi"], "hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}")
-    if result == "rack-scaling" and isinstance(p.get("prefix_len"), int):
-        need(
-            p["prefix_len"] <= p.get("input_len", p["prefix_len"]),
-            "prefix_len",
-            f"{p['prefix_len']:,} shared tokens exceed the prompt's {p.get('input_len'):,}",
-        )
-    if result == "eplb-balance" and isinstance(p.get("nodes"), int):
-        need(*_nodes_fit(p["nodes"], p.get("ep_size", 1), "ep_size"))
+
+    def ints(*names: str) -> bool:
+        return all(isinstance(p.get(n), int) and not isinstance(p.get(n), bool) for n in names)
+
+    if result == "context-latency" and ints("lo", "hi") and p["lo"] >= p["hi"]:
+        need(False, "hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}")
+    if result == "rack-scaling" and ints("prefix_len", "input_len"):
+        if p["prefix_len"] > p["input_len"]:
+            need(
+                False,
+                "prefix_len",
+                f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}",
+            )
+    if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
+        need(*_nodes_fit(p["nodes"], p["ep_size"], "ep_size"))
 
 
 def _nodes_fit(nodes: int, ep_size: int, ep_name: str) -> tuple[bool, str, str]:
@@ -428,12 +452,12 @@ FLAGS: dict[str, dict[str, Spec]] = {
         "isl": _num(1, TOKENS, "tokens", "input tokens per request", nullable=True),
         "osl": _num(1, TOKENS, "tokens", "output tokens per request", nullable=True),
         "context": _num(0, TOKENS, "tokens", "tokens each sequence holds", nullable=True),
-        "cached_share": _num(0, 1, "fraction", "share of input tokens cached"),
+        "cached_share": _num(0, 1, "fraction", "share of input tokens cached", hi_open=True),
         "concurrency": _num(1, BOUNDS["batch"], "sequences", "in flight", nullable=True),
         "batch": _num(1, BOUNDS["batch"], "sequences", "the same as --concurrency", nullable=True),
         "tokens_per_step": _num(1, 64, "tokens", "tokens kept per decode step"),
     },
-    "kv-bytes": {"context": _int(0, TOKENS, "tokens", "bytes per sequence", nullable=True)},
+    "kv-bytes": {"context": _int(1, TOKENS, "tokens", "bytes per sequence", nullable=True)},
     "eplb": {
         "ep_size": _int(1, "ep_size", "ranks", "expert-parallel ranks"),
         "redundant": _int(0, "redundant", "experts", "redundant expert replicas"),

@@ -456,6 +456,7 @@ def cli_run(args: argparse.Namespace) -> int:
 
     if len(names) == 1:
         t0 = time.perf_counter()
+        prepare_run(names[0], source, params, out)  # every check before the first line
         print(f"running {names[0]} ({source}) ...", flush=True)
         path, cached = execute_result(names[0], source, params, out, force=force)
         report(pool.Done(names[0], path, cached, time.perf_counter() - t0))
