@@ -24,6 +24,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rackbook.errors import InputError
@@ -390,6 +391,14 @@ def check_given(result: str, values: Mapping[str, Any], where: str) -> None:
         if name != "trace":
             check_parameter(result, name, value, where, lookup=False)
     check_together(result, values, where)
+    if result == "eplb-balance" and {"show_layer", "fit_windows"} & set(values):
+        from rackbook import paths
+
+        trace = values.get("trace")
+        folder = paths.TRACES / result if trace is None else Path(str(trace))
+        top = expert_extent(folder) if "\0" not in str(folder) else None
+        if top is not None:
+            check_extent(top, values, where)
 
 
 def _typed(value: Any, spec: Spec) -> None:
@@ -429,6 +438,50 @@ def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
             )
     if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
         need(*_nodes_fit(p["nodes"], p["ep_size"], "ep_size"))
+
+
+def expert_extent(trace: Path) -> dict[str, int] | None:
+    """The largest ``window``, ``layer`` and ``expert`` of a trace's expert-load table, from
+    the row groups' statistics where every group has them, else by reading those columns;
+    None when the table is not there or cannot be read (its reader names the problem)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    columns = ("window", "layer", "expert")
+    try:
+        f = pq.ParquetFile(trace / "expert_load.parquet")
+        names = f.schema_arrow.names
+        if f.metadata.num_rows == 0 or not all(c in names for c in columns):
+            return None
+        out: dict[str, int] = {}
+        for c in columns:
+            i = names.index(c)
+            stats = [f.metadata.row_group(g).column(i).statistics for g in range(f.num_row_groups)]
+            if all(st is not None and st.has_min_max for st in stats):
+                out[c] = int(max(st.max for st in stats))
+            else:
+                out[c] = int(pc.max(f.read(columns=[c]).column(c)).as_py())
+        return out
+    except (OSError, ValueError, TypeError, ArithmeticError):
+        return None
+
+
+def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> None:
+    """eplb-balance's ``show_layer`` and ``fit_windows`` against the trace's layers and
+    windows (:func:`expert_extent`): the layer exists, a window is left to score."""
+    layers, windows = top["layer"] + 1, top["window"] + 1
+    show, fit = p.get("show_layer"), p.get("fit_windows")
+    if isinstance(show, int) and not 0 <= show < layers:
+        raise InputError(
+            where, "parameter show_layer", f"must be a layer from 0 to {layers - 1}, got {show}"
+        )
+    if isinstance(fit, int) and not 1 <= fit < windows:
+        raise InputError(
+            where,
+            "parameter fit_windows",
+            f"must be from 1 to {windows - 1}: the trace has {windows} windows and at least one "
+            f"is left to score, got {fit}",
+        )
 
 
 def _nodes_fit(nodes: int, ep_size: int, ep_name: str) -> tuple[bool, str, str]:

@@ -185,53 +185,18 @@ def check_parameters(
                     raise InputError(shown, f"{field}[{i}]", f"expected a finite number, got {v!r}")
 
 
-def _column_max(table: Path, columns: tuple[str, ...]) -> dict[str, int] | None:
-    """The largest value of each integer column of a Parquet table, from the row groups'
-    statistics where every group has them, else by reading those columns; None when the
-    table is not there or cannot be read (the chapter's own reader then names the problem)."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    try:
-        f = pq.ParquetFile(table)
-        names = f.schema_arrow.names
-        if f.metadata.num_rows == 0 or not all(c in names for c in columns):
-            return None
-        out: dict[str, int] = {}
-        for c in columns:
-            i = names.index(c)
-            stats = [f.metadata.row_group(g).column(i).statistics for g in range(f.num_row_groups)]
-            if all(st is not None and st.has_min_max for st in stats):
-                out[c] = int(max(st.max for st in stats))
-            else:
-                out[c] = int(pc.max(f.read(columns=[c]).column(c)).as_py())
-        return out
-    except (OSError, ValueError, TypeError, ArithmeticError):
-        return None
-
-
 def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
     """eplb-balance's parameters against what its trace holds, before the notebook starts: the
     layer shown exists, at least one window is left to score after ``fit_windows``, and the EP
     layout (ranks, redundant experts, groups, nodes) fits the trace's experts."""
+    from rackbook import params as schema
     from rackbook.physics import eplb
 
-    top = _column_max(trace / "expert_load.parquet", ("window", "layer", "expert"))
+    top = schema.expert_extent(trace)
     if top is None:
         return
-    layers, windows, experts = top["layer"] + 1, top["window"] + 1, top["expert"] + 1
-    show, fit = params.get("show_layer"), params.get("fit_windows")
-    if isinstance(show, int) and not 0 <= show < layers:
-        raise InputError(
-            where, "parameter show_layer", f"must be a layer from 0 to {layers - 1}, got {show}"
-        )
-    if isinstance(fit, int) and not 1 <= fit < windows:
-        raise InputError(
-            where,
-            "parameter fit_windows",
-            f"must be from 1 to {windows - 1}: the trace has {windows} windows and at least one "
-            f"is left to score, got {fit}",
-        )
+    schema.check_extent(top, params, where)
+    experts = top["expert"] + 1
     layout = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
     if all(isinstance(v, int) for v in layout):
         try:
