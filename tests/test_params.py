@@ -163,10 +163,13 @@ def _flag(verb: str, dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
+PARSER = cli.build_parser()
+
+
 def _parse(argv: list[str], capsys) -> tuple[int, argparse.Namespace | None, str]:
     """The validation entry point in-process: (exit code, args, stderr)."""
     try:
-        args = cli.parse(argv)
+        args = cli.parse(argv, PARSER)
     except SystemExit as exc:
         return int(exc.code or 0), None, capsys.readouterr().err
     except InputError as exc:
@@ -184,7 +187,7 @@ def _assert_within(value: Any, spec: params.Spec) -> None:
         assert value < spec.hi if spec.hi_open else value <= spec.hi
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=st.sampled_from(FLAG_CASES), text=NUMBER_TEXT)
 def test_every_numeric_flag_is_refused_in_one_line_or_within_its_range(case, text, capsys):
     verb, dest = case
@@ -207,7 +210,7 @@ YAML_TEXT = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=st.sampled_from(PARAM_CASES), text=YAML_TEXT)
 def test_every_notebook_parameter_is_refused_in_one_line_or_declared(case, text, capsys):
     """``-p NAME VALUE`` of every parameter: a usage error of one line, or a value its

@@ -493,12 +493,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         limits.set_max_input_mb(None)
 
 
-def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse(
+    argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
+) -> argparse.Namespace:
     """The command line read and every value checked before any work (the validation entry
     point): flags by their declarations in :mod:`rackbook.params` (a usage error: one line,
     ``SystemExit(2)``), then text arguments, the rules between flags and ``run``'s ``-p``
-    values (:class:`InputError`). Imports nothing heavy."""
-    args = build_parser().parse_args(argv)
+    values (:class:`InputError`). Imports nothing heavy. ``parser``: one :func:`build_parser`
+    made, to read many command lines."""
+    args = (parser or build_parser()).parse_args(argv)
     _check_text(args)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
