@@ -1,0 +1,276 @@
+"""Calibration folders: kernels timed on a real device, the input of the attainable estimate.
+
+A calibration is a folder (format in :mod:`rackbook.core.schema`: ``CALIBRATION_RUN_FIELDS``
+and ``CALIBRATION_KERNELS``) holding ``run.json`` and ``kernels.parquet``. ``rackbook
+calibrate`` writes one (kind ``recorded``) with torch on the user's device; the project ships
+one converted from a reference measurement on an H200 (kind ``published``), made by
+:func:`from_reference`. This module reads, validates and writes them; it knows nothing of torch
+(the timing lives in :mod:`rackbook.live`) nor of what the numbers imply (that is physics).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rackbook import limits, paths
+from rackbook.core import schema
+from rackbook.core.fsio import atomic_dir, check_output_folder
+from rackbook.core.provenance import project_commit
+from rackbook.errors import InputError
+
+#: The kernel families a calibration may hold, and the unit of each family's ``size``.
+FAMILIES: dict[str, str] = {
+    "hbm_read": "bytes read",
+    "hbm_copy": "bytes copied (read + written counted in bytes)",
+    "dense_gemm": "n of an n x n x n GEMM",
+    "expert_gemm": "tokens routed to one expert",
+    "indexer_scan": "index keys scanned",
+    "sparse_attention": "rows in the KV pool",
+}
+DTYPES = ("bf16", "fp8", "fp32", "")
+#: The shipped default: one H200, converted from a reference measurement (not rackbook's run).
+SHIPPED = paths.DATA / "calibration" / "h200-reference"
+CONTENT = "calibration"
+KINDS = ("recorded", "published")
+
+
+@dataclass
+class Calibration:
+    """A calibration as read: provenance and one row per timed kernel shape."""
+
+    run: dict[str, Any]
+    kernels: pd.DataFrame
+    path: Path | None = None
+
+    @property
+    def label(self) -> str:
+        """Short description, e.g. ``NVIDIA H200 (published reference measurement)``."""
+        how = "rackbook calibrate" if self.run["kind"] == "recorded" else "published measurement"
+        return f"{self.run['gpu']} ({how}, {str(self.run['created'])[:10]})"
+
+    def family(self, name: str, dtype: str | None = None) -> pd.DataFrame:
+        """Rows of one family (and dtype), sorted by size."""
+        k = self.kernels
+        sel = k["family"] == name
+        if dtype is not None:
+            sel &= k["dtype"] == dtype
+        return k[sel].sort_values("size", kind="stable").reset_index(drop=True)
+
+
+def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
+    """``df`` with the kernel table's columns and exact dtypes, values checked."""
+    out = pd.DataFrame(index=df.index)
+    for c in schema.CALIBRATION_KERNELS:
+        field = f"kernels.{c.name}"
+        if c.name not in df.columns:
+            raise InputError(where, field, "missing column")
+        s = df[c.name]
+        if not c.nullable and s.isna().any():
+            raise InputError(where, field, f"missing value in row {int(s.isna().argmax())}")
+        try:
+            if c.dtype == "string":
+                out[c.name] = s.astype("string")
+            elif c.dtype == "int64":
+                num = pd.to_numeric(s, errors="raise")
+                if num.dtype.kind not in "iu" and (num % 1 != 0).any():
+                    raise ValueError("non-integer value")
+                out[c.name] = num.astype("int64")
+            else:
+                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64")
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InputError(where, field, f"expected {c.dtype}: {exc}") from None
+    bad_family = ~out["family"].isin(list(FAMILIES))
+    if bad_family.any():
+        row = int(bad_family.to_numpy().argmax())
+        raise InputError(
+            where,
+            "kernels.family",
+            f"{out['family'].iloc[row]!r} in row {row} is not one of {', '.join(FAMILIES)}",
+        )
+    bad_dtype = ~out["dtype"].isin(list(DTYPES))
+    if bad_dtype.any():
+        row = int(bad_dtype.to_numpy().argmax())
+        raise InputError(where, "kernels.dtype", f"{out['dtype'].iloc[row]!r} in row {row}")
+    for name, positive in (("size", True), ("seconds", True), ("bytes", False), ("flops", False)):
+        vals = out[name].to_numpy(np.float64)
+        known = ~np.isnan(vals)
+        bad = known & (~np.isfinite(vals) | (vals <= 0 if positive else vals < 0))
+        if name in ("size", "seconds"):
+            bad |= ~known
+        if bad.any():
+            row = int(bad.argmax())
+            raise InputError(where, f"kernels.{name}", f"must be finite and > 0 (row {row})")
+    dup = out.duplicated(["family", "dtype", "size"])
+    if dup.any():
+        row = int(dup.to_numpy().argmax())
+        raise InputError(where, "kernels", f"row {row} repeats a family, dtype and size")
+    return out
+
+
+def _check_run(run: Any, where: Path | str) -> None:
+    if not isinstance(run, dict):
+        raise InputError(where, "run.json", "expected a JSON object")
+    for name, (required, _doc) in schema.CALIBRATION_RUN_FIELDS.items():
+        if required and name not in run:
+            raise InputError(where, f"run.json.{name}", "missing field")
+    if run["content"] != CONTENT:
+        raise InputError(where, "run.json.content", f"{run['content']!r} is not {CONTENT!r}")
+    if run["kind"] not in KINDS:
+        raise InputError(where, "run.json.kind", f"{run['kind']!r} is not one of {KINDS}")
+    if run["device"] not in ("cuda", "cpu"):
+        raise InputError(where, "run.json.device", f"{run['device']!r} is not cuda or cpu")
+    spec = run.get("spec")
+    if spec is not None:
+        if not isinstance(spec, dict):
+            raise InputError(where, "run.json.spec", "expected an object or null")
+        for key in ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs"):
+            v = spec.get(key)
+            if v is not None and not (
+                isinstance(v, int | float)
+                and not isinstance(v, bool)
+                and math.isfinite(v)
+                and v > 0
+            ):
+                raise InputError(where, f"run.json.spec.{key}", "must be a number > 0 or null")
+
+
+def validate(run: dict[str, Any], kernels: pd.DataFrame, where: Path | str) -> pd.DataFrame:
+    """Check a calibration's provenance and table; return the table conformed."""
+    _check_run(run, where)
+    return _conform(kernels, where)
+
+
+def write_calibration(path: str | Path, run: dict[str, Any], kernels: pd.DataFrame) -> Path:
+    """Validate and write a calibration folder atomically; returns ``path``."""
+    path = check_output_folder(path)
+    table = validate(run, kernels, path)
+    fields = [pa.field(c.name, {"string": pa.string(), "int64": pa.int64()}.get(c.dtype,
+              pa.float64()), nullable=c.nullable) for c in schema.CALIBRATION_KERNELS]  # fmt: skip
+    arrow = pa.Table.from_pandas(table, schema=pa.schema(fields), preserve_index=False)
+    with atomic_dir(path) as tmp:
+        (tmp / "run.json").write_text(
+            json.dumps(run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
+        )
+        pq.write_table(arrow, tmp / "kernels.parquet", compression="zstd")
+    return path
+
+
+def read_calibration(path: str | Path | None = None) -> Calibration:
+    """The calibration folder at ``path`` (default: the shipped H200 reference), validated."""
+    path = SHIPPED if path is None else Path(path)
+    if not path.is_dir():
+        problem = "does not exist" if not path.exists() else "is not a folder"
+        raise InputError(path, "calibration", f"{problem} (a calibration folder from rackbook "
+                         "calibrate: run.json and kernels.parquet)")  # fmt: skip
+    f = path / "run.json"
+    if not f.is_file():
+        raise InputError(f, "-", "missing run.json (not a calibration folder)")
+    limits.input_file(f, what="run.json file")
+    try:
+        run = json.loads(f.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise limits.nesting_error(f) from None
+    except UnicodeDecodeError:
+        raise InputError(f, "-", "not text (binary file?)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    _check_run(run, f)
+    t = path / "kernels.parquet"
+    if not t.is_file():
+        raise InputError(t, "-", "missing table kernels.parquet")
+    try:
+        kernels = pq.read_table(t).to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(t, "-", f"unreadable Parquet: {exc}") from None
+    return Calibration(run, _conform(kernels, t), path)
+
+
+# ----------------------------------------------------------------------------- the reference
+
+
+def _row(family: str, dtype: str, size: int, seconds: float, nbytes: float | None,
+         flops: float | None) -> dict[str, Any]:  # fmt: skip
+    return {"family": family, "dtype": dtype, "size": int(size), "seconds": float(seconds),
+            "bytes": np.nan if nbytes is None else float(nbytes),
+            "flops": np.nan if flops is None else float(flops)}  # fmt: skip
+
+
+def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd.DataFrame]:
+    """A calibration (run, kernels) from the reference H200 measurement's JSON layout.
+
+    Seconds are recovered from the published rates (bytes / TB/s, FLOPs / TFLOP/s) or times
+    (us); bytes and FLOPs follow the reference's own method text (kept in ``run.method``).
+    """
+    rows: list[dict[str, Any]] = []
+    bw = ref["bandwidth"]
+    n = float(bw["bytes"])
+    rows.append(_row("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None))
+    rows.append(_row("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None))
+    for key, rate in ref["dense_gemm"].items():
+        dtype, size, _unit = key.split("_")
+        flops = 2.0 * int(size) ** 3
+        rows.append(_row("dense_gemm", dtype, int(size), flops / (rate * 1e12), None, flops))
+    shapes = ref_shapes()
+    per_expert = 3 * shapes["hidden_size"] * shapes["moe_intermediate_size"]
+    for e in ref["experts"]:
+        width = {"fp8": 1, "bf16": 2}[e["dtype"]]
+        flops = 2.0 * e["M"] * per_expert
+        seconds = e["us_per_expert"] * 1e-6
+        rows.append(_row("expert_gemm", e["dtype"], e["M"], seconds, per_expert * width, flops))
+    for s in ref["indexer_scan"]:
+        rows.append(_row("indexer_scan", "bf16", s["keys"], s["us"] * 1e-6, s["key_bytes"], None))
+    for a in ref["sparse_attention"]:
+        rows.append(_row("sparse_attention", "bf16", a["pool_rows"], a["us"] * 1e-6, None, None))
+    spec = ref["spec_H200"]
+    smi = ref.get("nvidia_smi", "")
+    driver = smi.split(",")[1].strip() if smi.count(",") >= 1 else None
+    torch_version = None
+    for word in str(ref.get("what", "")).replace(")", "").split():
+        if word.startswith("2.") and "+" in word:
+            torch_version = word.rstrip(",")
+    run = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "content": CONTENT,
+        "kind": "published",
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "project_commit": project_commit(),
+        "device": "cuda",
+        "gpu": ref["gpu"],
+        "hardware": smi,
+        "versions": {"torch": torch_version, "driver": driver, "cuda": None},
+        "spec": {k: spec[k] for k in ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")},
+        "shapes": shapes,
+        "method": ref["method"],
+        "commands": [f"rackbook.core.calibration.from_reference({source!r})"],
+        "source": source,
+        "notes": (
+            "Converted from a reference kernel measurement on one H200 SXM (700 W), not a run "
+            "of rackbook calibrate: "
+            + str(ref.get("what", ""))
+            + " "
+            + str(ref.get("repeatability", ""))
+        ),
+    }
+    return run, pd.DataFrame(rows)
+
+
+def ref_shapes() -> dict[str, int]:
+    """DeepSeek-V4.1-Flash shapes the reference and ``rackbook calibrate`` time."""
+    return {
+        "hidden_size": 5120,
+        "moe_intermediate_size": 2304,
+        "num_attention_heads": 64,
+        "head_dim": 512,
+        "index_head_dim": 128,
+        "index_topk": 2048,
+    }
