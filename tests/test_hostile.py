@@ -187,6 +187,14 @@ def parquet_loads(work: Path, name: str, layer: int) -> str:
     return name
 
 
+def points_column(trace: Path, column: str, value: int) -> None:
+    """Set one column of a trace's points table to ``value`` on every row."""
+    t = pq.read_table(trace / "points.parquet")
+    i = t.schema.get_field_index(column)
+    t = t.set_column(i, column, pa.array([value] * t.num_rows, type=t.schema.field(column).type))
+    pq.write_table(t, trace / "points.parquet")
+
+
 def fake_live_venv(work: Path) -> str:
     """A live env whose set-up stopped half-way: python and vllm there, rackbook not."""
     for exe in ("python", "vllm"):

@@ -136,6 +136,35 @@ def check_request_rows(
         raise InputError(where, field, "larger than the request's end-to-end latency" + suffix)
 
 
+#: Count columns of a point -> (smallest, bound name in :data:`rackbook.limits.BOUNDS`).
+POINT_COUNTS: dict[str, tuple[int, str]] = {
+    "batch_size": (1, "batch_size"),
+    "concurrency": (1, "concurrency"),
+    "decode_ranks": (1, "decode_ranks"),
+    "num_gpus": (1, "gpus"),
+    "context_tokens": (0, "context"),
+}
+
+
+def check_point_counts(pts: pd.DataFrame, where: Path | str) -> None:
+    """A point's counts (GPUs, batch, concurrency, ranks, context), where given, are whole
+    numbers within their range: a chapter divides by them."""
+    for column, (low, bound) in POINT_COUNTS.items():
+        if column not in pts:
+            continue
+        values = pd.to_numeric(pts[column], errors="coerce")
+        given = pts[column].notna()
+        bad = given & ~((values >= low) & (values <= limits.BOUNDS[bound]))
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise InputError(
+                where,
+                f"points.{column}",
+                f"must be from {low} to {limits.BOUNDS[bound]:,}, got "
+                f"{pts[column].iloc[row]} (row {row})",
+            )
+
+
 def check_latency_unit(e2el_s: np.ndarray, where: Path | str, field: str) -> None:
     """Successful requests' end-to-end latencies (s) whose median is over a day were written in
     milliseconds: refuse them."""
@@ -278,6 +307,7 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
             "points.duration_s",
             f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
         )
+    check_point_counts(pts, where)
     if len(itl):
         rows = itl["request_row"].to_numpy()
         if rows.min() < 0 or rows.max() >= len(req):
