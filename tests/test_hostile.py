@@ -768,6 +768,25 @@ CASES: list[Case] = [
         "context-latency",
         "requests.parquet",
     ),
+    C(
+        "book-reuse-corrupt-json",
+        lambda w: [
+            copy_trace(w, "single-user", "mine/single-user")
+            and write(w, "done/decode-parity.ipynb", "{}")
+            and write(w, "done/decode-parity.json", "{not json")
+            and "book",
+            "--traces",
+            "mine",
+            "--reuse",
+            "done",
+            "--out",
+            "yours",
+            "--html",
+            "html",
+        ],
+        "decode-parity.json",
+        "not valid JSON",
+    ),
     C("record-unknown-scenario", lambda w: ["record", "nosuch", "-o", "t"], "nosuch"),
     # ---- more of the same kinds
     C(

@@ -705,6 +705,14 @@ def run_on_traces(
     mine = check_user_traces(base)
     if shipped is not None and not shipped.is_dir():
         raise InputError(shipped, "--reuse", "not a folder of executed results")
+    if shipped is not None:  # every result to be copied is read first, before any runs
+        from rackbook.results.headline import read_result
+
+        for r in available_results():
+            done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")]
+            if r not in mine and all(f.is_file() for f in done):
+                limits.input_file(done[1], "--reuse", what="headline JSON")
+                read_result(done[1])
     with atomic_dir(check_output_folder(out, "--out")) as tmp:
         for r in available_results():
             done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
