@@ -752,7 +752,7 @@ def test_kv_bytes_bad_kv_dtype(tmp_path, run_cli):
 @pytest.mark.parametrize("value", ["0", "-8"])
 def test_kv_bytes_bad_context(tmp_path, run_cli, value):
     err = cli_error(run_cli, tmp_path, "kv-bytes", "deepseek-v4.1-flash", "--context", value)
-    assert "argument --context: must be an integer from 1 to 100,000,000 (tokens)" in err
+    assert "error: -: --context: must be an integer from 1 to 100,000,000 (tokens)" in err
 
 
 def test_kv_bytes_context_not_a_number(tmp_path, run_cli):

@@ -1003,11 +1003,6 @@ CASES: list[Case] = [
         "no requests",
     ),
     C(
-        "import-out-not-utf8",
-        lambda w: ["import", "vllm-bench", write(w, "r.json", VALID), "-o", "o\udcff"],
-        "UTF-8",
-    ),
-    C(
         "run-hardware-gpus-string",
         lambda w: [
             edit_run(copy_trace(w, "single-user", "s"), hardware={"gpus": "eight"}) or "run",

@@ -102,7 +102,6 @@ REFUSED = [
     (["eplb", "x.json", "--ep-size", "8", "--nodes", "1000"], "--nodes"),
     (["import", "vllm-bench", "r.json", "-o", "t", "--label", "concurrency=-5"], "concurrency"),
     (["import", "vllm-bench", "r.json", "-o", "t", "--label", "num_gpus=-8"], "num_gpus"),
-    (["import", "vllm-bench", "r\udcff.json", "-o", "t"], "UTF-8"),
 ]  # fmt: skip
 
 

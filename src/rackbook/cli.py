@@ -47,7 +47,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors follow the project's one-line ``error:`` rule (exit 2)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {self.prog}: arguments: {message}\n")
+        # "argument --tok-s: must be ..." -> "-: --tok-s: must be ..." (FILE: FIELD: PROBLEM)
+        flag, sep, problem = message.partition(": ")
+        if flag.startswith("argument ") and sep:
+            line = f"-: {flag.removeprefix('argument ')}: {problem}"
+        else:
+            line = f"{self.prog}: arguments: {message}"
+        sys.stderr.write(f"error: {one_line(line)}\n")
         raise SystemExit(2)
 
 
@@ -497,6 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             args = parse(argv)
+        except SystemExit as exc:  # a usage error (its line written), --help, --version
+            return exc.code if isinstance(exc.code, int) else 2
         except (KeyboardInterrupt, Terminated) as exc:
             return _interrupted(exc)
         except InputError as exc:
@@ -518,28 +526,11 @@ def parse(
     values (:class:`InputError`). Imports nothing heavy. ``parser``: one :func:`build_parser`
     made, to read many command lines."""
     args = (parser or build_parser()).parse_args(argv)
-    _check_text(args)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
         where = f"notebooks/{args.result}.ipynb"
         params.check_given(args.result, params.read_pairs(args.parameter), where)
     return args
-
-
-def _check_text(args: argparse.Namespace) -> None:
-    """Every text argument is valid UTF-8 (names and paths are written into traces, logs and
-    JSON): an argument the terminal passed as undecodable bytes is one line, before any work."""
-    for dest, value in vars(args).items():
-        for text in value if isinstance(value, list) else [value]:
-            for t in text if isinstance(text, tuple) else [text]:
-                if isinstance(t, str):
-                    try:
-                        t.encode("utf-8")
-                    except UnicodeEncodeError:
-                        flag = "--" + dest.replace("_", "-")
-                        raise InputError(
-                            t, flag, "not valid UTF-8 text: rename it, or give a UTF-8 name"
-                        ) from None
 
 
 MODEL_HELP = (

@@ -139,8 +139,8 @@ def check_request_rows(
 
 #: Count columns of a point -> (smallest, bound name in :data:`rackbook.limits.BOUNDS`).
 POINT_COUNTS: dict[str, tuple[int, str]] = {
-    "batch_size": (1, "batch_size"),
-    "concurrency": (1, "concurrency"),
+    "batch_size": (0, "batch_size"),
+    "concurrency": (0, "concurrency"),
     "decode_ranks": (1, "decode_ranks"),
     "num_gpus": (1, "gpus"),
     "context_tokens": (0, "context"),
