@@ -228,6 +228,11 @@ def big_result(n: int = 200_000) -> str:
 CHECK = ["check", "--model", "deepseek-v4.1-flash", "--gpu", "h200", "--gpus", "8"]
 
 
+def check_model(model: str) -> list[str]:
+    """``rackbook check`` of 1 tok/s on 8 H200 for ``model``."""
+    return ["check", "--model", model, "--gpu", "h200", "--gpus", "8", "--tok-s", "1"]
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -907,34 +912,21 @@ CASES: list[Case] = [
         "rackbook is not installed",
     ),
     # ---- interrupts: the one line, the documented code, nothing left
-    C(
-        "run-sigterm",
-        lambda w: ["run", "rack-scaling", "--out", "o"],
-        "terminated",
-        code=143,
-        signal_after=(signal.SIGTERM, 0.5, "o/.rack-scaling.tmp.ipynb"),
-    ),
-    C(
-        "run-sigint",
-        lambda w: ["run", "rack-scaling", "--out", "o"],
-        "interrupted",
-        code=130,
-        signal_after=(signal.SIGINT, 0.5, "o/.rack-scaling.tmp.ipynb"),
-    ),
-    C(
-        "run-sighup",
-        lambda w: ["run", "rack-scaling", "--out", "o"],
-        "hung up (SIGHUP)",
-        code=129,
-        signal_after=(signal.SIGHUP, 0.3, "o/.rack-scaling.tmp.ipynb"),
-    ),
-    C(
-        "run-sigquit",
-        lambda w: ["run", "rack-scaling", "--out", "o"],
-        "quit (SIGQUIT)",
-        code=131,
-        signal_after=(signal.SIGQUIT, 0.3, "o/.rack-scaling.tmp.ipynb"),
-    ),
+    *[
+        C(
+            f"run-{sig.name.lower()}",
+            lambda w: ["run", "rack-scaling", "--out", "o"],
+            f"{word} ({sig.name})",
+            code=128 + sig,
+            signal_after=(sig, 0.3, "o/.rack-scaling.tmp.ipynb"),
+        )
+        for sig, word in (
+            (signal.SIGTERM, "terminated"),
+            (signal.SIGINT, "interrupted"),
+            (signal.SIGHUP, "hung up"),
+            (signal.SIGQUIT, "quit"),
+        )
+    ],
     C(
         "run-all-sigint",
         lambda w: ["run", "all", "--force", "-j", "2", "--out", "o"],
@@ -971,17 +963,7 @@ CASES: list[Case] = [
     ),
     C(
         "check-model-symlink-loop",
-        lambda w: [
-            "check",
-            "--model",
-            "./" + symlink(w, "m.yaml", "m.yaml"),
-            "--gpu",
-            "h200",
-            "--gpus",
-            "8",
-            "--tok-s",
-            "1",
-        ],
+        lambda w: check_model("./" + symlink(w, "m.yaml", "m.yaml")),
         "m.yaml",
     ),  # fmt: skip
     C(
@@ -1060,17 +1042,7 @@ CASES: list[Case] = [
     ),
     C(
         "check-hf-id-not-in-catalog",
-        lambda w: [
-            "check",
-            "--model",
-            "Qwen/Qwen3-235B-A22B",
-            "--gpu",
-            "h200",
-            "--gpus",
-            "8",
-            "--tok-s",
-            "1",
-        ],
+        lambda w: check_model("Qwen/Qwen3-235B-A22B"),
         "Hugging Face id",
         "data/models/qwen3-235b-a22b.yaml",
     ),
