@@ -30,6 +30,7 @@ if _worker := os.environ.get("PYTEST_XDIST_WORKER"):
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
+from rackbook import STOP_SIGNALS  # noqa: E402
 from rackbook.cli import main  # noqa: E402
 
 # CI explores the same examples on every run (no flaky failures); locally they vary.
@@ -44,7 +45,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def _signal_handlers_restored():
     """Every test leaves SIGINT's and SIGTERM's handlers as it found them: a handler left
     installed (or SIG_IGN) changes how later tests in the same process see Ctrl-C."""
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     yield
     changed = {}
     for sig, old in before.items():

@@ -203,10 +203,28 @@ def test_unknown_ids_list_the_known_ones():
         catalogs.system("dgx")
     with pytest.raises(InputError) as info:
         catalogs.load_model("deepseek-r1")
-    assert str(info.value) == (
+    assert str(info.value).startswith(
         "data/models: model: unknown model 'deepseek-r1'; "
-        "known: deepseek-v3, deepseek-v4-flash, deepseek-v4.1-flash"
+        "known: deepseek-v3, deepseek-v4-flash, deepseek-v4.1-flash; to add it, write "
+        "data/models/deepseek-r1.yaml with the fields schema_version, id, name, released,"
     )
+
+
+def test_unknown_ids_say_how_to_add_one():
+    """A newcomer's id: the file to add it to and the fields it needs; a Hugging Face id is
+    read as an id, not as a path."""
+    with pytest.raises(InputError) as info:
+        catalogs.gpu("mi300x")
+    assert "add an entry under gpus: in data/hardware.yaml with the fields name," in str(info.value)
+    assert "hbm_bandwidth_bytes_per_s" in str(info.value)
+    assert catalogs.is_hf_id("Qwen/Qwen3-235B-A22B")
+    assert not catalogs.looks_like_path("Qwen/Qwen3-235B-A22B")
+    assert catalogs.looks_like_path("models/mine.yaml") and catalogs.looks_like_path("./a/b")
+    with pytest.raises(InputError) as info:
+        catalogs.load_model("Qwen/Qwen3-235B-A22B")
+    text = str(info.value)
+    assert "unknown model 'Qwen/Qwen3-235B-A22B' (a Hugging Face id)" in text
+    assert "write data/models/qwen3-235b-a22b.yaml with the fields" in text and "kv_cache" in text
 
 
 def test_model_errors_name_file_and_field(tmp_root):

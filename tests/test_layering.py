@@ -2,9 +2,12 @@
 
 Layers (a module may import its own layer's shared modules and any lower layer):
 
-    errors, limits, paths    the base (limits and paths may use errors)
+    errors, limits, paths    the base (limits and paths may use errors; the package's own
+                             ``STOP_SIGNALS`` and ``__version__`` too)
     core, inputs             trace core; declarative inputs (inputs may use core.basis, the
                              basis of a figure: pure definitions that import nothing of ours)
+    params                   the params schema of flags and notebook parameters (may use
+                             the base and, to look catalog ids up, inputs)
     physics                  modelled numbers (may use core, inputs)
     results, cluster         one module per result; recipes (may use the above)
     book                     runner, pages, plotting (may use the above)
@@ -33,9 +36,11 @@ LAYER = {
     "limits": 0.5,
     "__init__": 0,
     "__version__": 0,
+    "STOP_SIGNALS": 0,
     "paths": 0.5,
     "core": 1,
     "inputs": 1,
+    "params": 1.5,
     "physics": 2,
     "results": 3,
     "cluster": 3,

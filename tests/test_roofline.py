@@ -227,7 +227,9 @@ def test_cli_broken_yaml_by_path(capsys, tmp_path: Path):
 
 def test_cli_bad_context(capsys):
     assert main(["kv-bytes", "deepseek-v4.1-flash", "--context", "0"]) == 2
-    assert capsys.readouterr().err.strip() == "error: -: --context: must be > 0, got 0"
+    assert capsys.readouterr().err.strip() == (
+        "error: -: --context: must be an integer from 1 to 100,000,000 (tokens), got '0'"
+    )
 
 
 def test_the_issues_context_numbers_by_hand(v41):

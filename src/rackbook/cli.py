@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from rackbook import __version__, limits, paths
+from rackbook import STOP_SIGNALS, __version__, limits, params, paths
 from rackbook.errors import InputError, Terminated, one_line
 
 Handler = Callable[[argparse.Namespace], int]
@@ -47,15 +47,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors follow the project's one-line ``error:`` rule (exit 2)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {self.prog}: arguments: {message}\n")
+        # "argument --tok-s: must be ..." -> "-: --tok-s: must be ..." (FILE: FIELD: PROBLEM)
+        flag, sep, problem = message.partition(": ")
+        if flag.startswith("argument ") and sep:
+            line = f"-: {flag.removeprefix('argument ')}: {problem}"
+        else:
+            line = f"{self.prog}: arguments: {message}"
+        sys.stderr.write(f"error: {one_line(line)}\n")
         raise SystemExit(2)
 
 
-def _label(text: str) -> tuple[str, str]:
-    if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"label {text!r} is not KEY=VALUE")
-    key, value = text.split("=", 1)
-    return key, value
+def _flag(verb: str, dest: str) -> Callable[[str], object]:
+    """The argparse ``type`` of a numeric flag, from its declaration in the params schema."""
+    return params.flag_type(params.FLAGS[verb][dest])
 
 
 #: ``rackbook import`` formats of an engine's own results (not vLLM's) -> their handler.
@@ -140,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--label",
         action="append",
-        type=_label,
+        type=params.label,
         default=[],
         metavar="KEY=VALUE",
         help="scenario key stored on every request row (repeatable)",
@@ -227,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON object last")
     s.add_argument(
         "--context",
-        type=limits.bounded_int("context"),
+        type=_flag("kv-bytes", "context"),
         default=None,
         help="also print bytes per sequence",
     )
@@ -240,8 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=MODEL_HELP,
     )
     s.add_argument("--gpu", required=True, help="GPU id in data/hardware.yaml")
-    s.add_argument("--gpus", type=int, required=True, help="GPUs serving the claim")
-    s.add_argument("--tok-s", type=float, required=True, help="claimed tokens per second")
+    s.add_argument(
+        "--gpus", type=_flag("check", "gpus"), required=True, help="GPUs serving the claim"
+    )
+    s.add_argument(
+        "--tok-s", type=_flag("check", "tok_s"), required=True, help="claimed tokens per second"
+    )
     s.add_argument(
         "--per",
         choices=["gpu", "total"],
@@ -254,30 +262,36 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="tokens the figure counts: output, or input + output (needs --isl and --osl)",
     )
-    s.add_argument("--isl", type=float, default=None, help="input tokens per request")
-    s.add_argument("--osl", type=float, default=None, help="output tokens per request")
+    s.add_argument(
+        "--isl", type=_flag("check", "isl"), default=None, help="input tokens per request"
+    )
+    s.add_argument(
+        "--osl", type=_flag("check", "osl"), default=None, help="output tokens per request"
+    )
     s.add_argument(
         "--context",
-        type=float,
+        type=_flag("check", "context"),
         default=None,
         help="tokens each decoding sequence holds (default ISL + OSL / 2, else 0)",
     )
     s.add_argument(
         "--cached-share",
-        type=float,
+        type=_flag("check", "cached_share"),
         default=0.0,
         help="share of the input tokens served from the prefix cache (0 to 1)",
     )
     s.add_argument(
         "--concurrency",
-        type=float,
+        type=_flag("check", "concurrency"),
         default=None,
         help="sequences in flight over all the GPUs of the claim (default: the best that fits)",
     )
-    s.add_argument("--batch", type=float, default=None, help="the same as --concurrency")
+    s.add_argument(
+        "--batch", type=_flag("check", "batch"), default=None, help="the same as --concurrency"
+    )
     s.add_argument(
         "--tokens-per-step",
-        type=float,
+        type=_flag("check", "tokens_per_step"),
         default=1.0,
         help="tokens kept per decode step (speculative decoding's acceptance length)",
     )
@@ -291,6 +305,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--kv-dtype", choices=["fp4", "fp8", "bf16"], default=None, help="KV storage (narrowest)"
     )
+    s.add_argument(
+        "--engine",
+        default=None,
+        help="serving engine of the figure (vllm, sglang, trt-llm, ...; recorded in the basis)",
+    )
+    s.add_argument(
+        "--speculation",
+        default=None,
+        metavar="METHOD",
+        help="speculative decoding of the figure: none, or the method (mtp, eagle, ngram, ...); "
+        "recorded in the basis",
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object last")
 
     s = sub.add_parser("eplb", help="balancedness before and after EPLB for expert loads")
@@ -301,18 +327,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--ep-size",
-        type=limits.bounded_int("ep_size"),
+        type=_flag("eplb", "ep_size"),
         required=True,
         help="expert-parallel ranks (GPUs)",
     )
     s.add_argument(
         "--redundant",
-        type=limits.bounded_int("redundant"),
+        type=_flag("eplb", "redundant"),
         default=0,
         help="redundant expert replicas",
     )
-    s.add_argument("--groups", type=limits.bounded_int("groups"), default=1, help="expert groups")
-    s.add_argument("--nodes", type=limits.bounded_int("nodes"), default=1, help="nodes")
+    s.add_argument("--groups", type=_flag("eplb", "groups"), default=1, help="expert groups")
+    s.add_argument("--nodes", type=_flag("eplb", "nodes"), default=1, help="nodes")
     s.add_argument("--json", action="store_true", help="print one JSON object last")
 
     s = sub.add_parser(
@@ -395,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     for verb in sub.choices.values():
         verb.add_argument(
             "--max-input-mb",
-            type=limits.input_mb,
+            type=params.flag_type(params.MAX_INPUT_MB),
             default=limits.DEFAULT_MAX_INPUT_MB,
             metavar="MB",
             help=f"largest input file read (default {limits.DEFAULT_MAX_INPUT_MB:g} MB)",
@@ -411,7 +437,11 @@ def _speed_options(s: argparse.ArgumentParser) -> None:
         help="execute every chapter even when its inputs are unchanged (and rebuild all pages)",
     )
     s.add_argument(
-        "-j", "--jobs", type=int, default=None, help="chapters executed at once (default: cores)"
+        "-j",
+        "--jobs",
+        type=params.flag_type(params.FLAGS["run"]["jobs"]),
+        default=None,
+        help="chapters executed at once (default: cores)",
     )
 
 
@@ -429,7 +459,7 @@ def _on_signal(signum: int, _frame: object) -> None:
     if _signalled:  # a second signal while unwinding: let cleanup finish
         return
     _signalled.append(signum)
-    raise KeyboardInterrupt if signum == signal.SIGINT else Terminated()
+    raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
 
 
 def log_traceback(exc: BaseException) -> str:
@@ -448,27 +478,59 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _interrupted() -> int:
-    sig = _signalled[0] if _signalled else signal.SIGINT
-    name = "interrupted (SIGINT)" if sig == signal.SIGINT else "terminated (SIGTERM)"
+#: How each stop signal ends the line.
+SIGNAL_WORDS = {
+    signal.SIGINT: "interrupted",
+    signal.SIGTERM: "terminated",
+    signal.SIGHUP: "hung up",
+    signal.SIGQUIT: "quit",
+}
+
+
+def _interrupted(exc: BaseException | None = None) -> int:
+    sig = _signalled[0] if _signalled else getattr(exc, "signum", signal.SIGINT)
+    name = f"{SIGNAL_WORDS.get(sig, 'stopped')} ({signal.Signals(sig).name})"
     return _fail(f"-: -: {name}; nothing half-written was left", 128 + sig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one verb; returns the exit code (module docstring). Every way out is one line."""
-    args = build_parser().parse_args(argv)
-    limits.set_max_input_mb(getattr(args, "max_input_mb", None))
     _signalled.clear()
     handlers = {}
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             handlers[sig] = signal.signal(sig, _on_signal)
     try:
+        try:
+            args = parse(argv)
+        except SystemExit as exc:  # a usage error (its line written), --help, --version
+            return exc.code if isinstance(exc.code, int) else 2
+        except (KeyboardInterrupt, Terminated) as exc:
+            return _interrupted(exc)
+        except InputError as exc:
+            return _fail(str(exc), 2)
+        limits.set_max_input_mb(getattr(args, "max_input_mb", None))
         return _dispatch(args)
     finally:
         for sig, old in handlers.items():
             signal.signal(sig, old)
         limits.set_max_input_mb(None)
+
+
+def parse(
+    argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
+) -> argparse.Namespace:
+    """The command line read and every value checked before any work (the validation entry
+    point): flags by their declarations in :mod:`rackbook.params` (a usage error: one line,
+    ``SystemExit(2)``), then text arguments, the rules between flags and ``run``'s ``-p``
+    values (:class:`InputError`). Imports nothing heavy. ``parser``: one :func:`build_parser`
+    made, to read many command lines."""
+    args = (parser or build_parser()).parse_args(argv)
+    params.check_args(args)
+    if args.verb == "run" and args.parameter:
+        where = f"notebooks/{args.result}.ipynb"
+        params.check_given(args.result, params.read_pairs(args.parameter), where)
+    return args
 
 
 MODEL_HELP = (
@@ -531,7 +593,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return int(_resolve(spec)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
-            return _interrupted()
+            return _interrupted(exc)
         if isinstance(exc, SystemExit):
             raise
         if isinstance(exc, InputError):
@@ -545,6 +607,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         if isinstance(exc, OSError):
             where = exc.filename if exc.filename is not None else "-"
             return _fail(f"{where}: -: {exc.strerror or exc}", 2)
+        if isinstance(exc, UnicodeError):  # a file or folder name that is not UTF-8
+            return _fail(f"-: -: a name or text that is not valid UTF-8 ({exc.reason})", 2)
+        if isinstance(exc, ValueError) and "null byte" in str(exc):  # a path holding NUL
+            return _fail(f"-: -: a path holding a NUL byte ({exc})", 2)
+        if isinstance(exc, RuntimeError) and "Symlink loop" in str(exc):  # pathlib.resolve
+            return _fail(f"-: -: {exc}: a symbolic link that points at itself", 2)
         log = log_traceback(exc)
         return _fail(
             f"-: -: internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})", 1

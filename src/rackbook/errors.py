@@ -25,5 +25,10 @@ class InputError(Exception):
 
 
 class Terminated(BaseException):
-    """Raised by the CLI's SIGTERM handler (like KeyboardInterrupt for SIGINT): unwinds every
-    ``finally`` and ``except BaseException`` cleanup, then the CLI exits 143."""
+    """Raised by the CLI's SIGTERM, SIGHUP and SIGQUIT handler (like KeyboardInterrupt for
+    SIGINT): unwinds every ``finally`` and ``except BaseException`` cleanup, then the CLI exits
+    128 + the signal's number (143 for SIGTERM)."""
+
+    def __init__(self, signum: int = 15) -> None:
+        self.signum = signum
+        super().__init__(signum)

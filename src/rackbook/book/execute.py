@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: Seconds the child gets to stop its kernel after SIGTERM before it is killed.
-STOP_GRACE_S = 5.0
+#: Seconds the child gets to stop its kernel after SIGTERM before it and its kernel are
+#: killed (a signal's one line comes within 2 s).
+STOP_GRACE_S = 1.0
 
 
 def log_folder() -> Path:
@@ -110,14 +111,19 @@ def execute_notebook(
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the child (it stops its kernel), SIGKILL its group if it lingers."""
+    """SIGTERM the child (it stops its kernel); if it lingers, SIGKILL its group and its
+    children (the kernel runs in a session of its own)."""
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
+        kernels = _children(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+        for pid in kernels:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait()
 
 
@@ -134,7 +140,8 @@ def _children(pid: int) -> list[int]:
 
 def _child_main(spec_path: str) -> int:
     """The child: execute the notebook the spec names; on a failed cell write its details to
-    the spec's result file; on SIGTERM/SIGINT kill the kernel and exit 143/130."""
+    the spec's result file; on SIGTERM, SIGINT, SIGHUP or SIGQUIT kill the kernel and exit
+    128 + the signal's number."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
 
     def _on_signal(signum: int, _frame: object) -> None:
@@ -143,8 +150,8 @@ def _child_main(spec_path: str) -> int:
                 os.kill(pid, signal.SIGKILL)
         os._exit(128 + signum)
 
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, _on_signal)
     import papermill
     from papermill.exceptions import PapermillExecutionError
 

@@ -9,7 +9,9 @@ the book's order is raised, as one :class:`~rackbook.errors.InputError`, once al
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -17,7 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rackbook.errors import InputError
+from rackbook import STOP_SIGNALS
+from rackbook.errors import InputError, Terminated
+
+#: Seconds the workers get to stop their chapters (kernels stopped, temporaries removed)
+#: after the command is signalled, before they are killed.
+WORKER_GRACE_S = 1.5
+#: A worker's state: ``idle`` (a signal ends it), ``busy`` executing a chapter (a signal
+#: unwinds it) or ``stopping`` (unwinding: later signals, such as the pool's own SIGTERM to
+#: every worker once one has exited, are ignored; the parent kills a worker that lingers).
+_state: list[str] = ["idle"]
 
 
 @dataclass(frozen=True)
@@ -40,20 +51,59 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _worker_signal(signum: int, _frame: object) -> None:
+    """A worker's stop signal: while it executes a chapter, unwind it (its kernel stopped, its
+    temporary notebook removed: :func:`rackbook.book.runner.execute_result`), else exit."""
+    if _state[0] == "idle":
+        os._exit(128 + signum)
+    if _state[0] == "busy":
+        _state[0] = "stopping"
+        raise Terminated(signum)
+
+
+def _worker_init() -> None:
+    """Pool worker set-up: its own stop handler (:func:`_worker_signal`)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _worker_signal)
+
+
 def _one(
     result: str, source: str, params: dict[str, Any], out: str | Path | None, force: bool
 ) -> Done:
-    """Run one chapter (in a worker process); errors come back as values, not exceptions."""
+    """Run one chapter (in a worker process); errors come back as values, not exceptions. A
+    stop signal ends the worker once the chapter is unwound (nothing more is written)."""
     from rackbook.book import runner
 
     t0 = time.perf_counter()
+    _state[0] = "busy"
     try:
         headline, cached = runner.execute_result(result, source, params, out, False, force)
     except InputError as err:
         return Done(
             result, None, False, time.perf_counter() - t0, (err.file, err.field, err.problem)
         )
+    except (KeyboardInterrupt, Terminated) as exc:
+        os._exit(128 + getattr(exc, "signum", signal.SIGINT))
+    finally:
+        _state[0] = "idle"
     return Done(result, headline, cached, time.perf_counter() - t0)
+
+
+def _stop_workers(ex: ProcessPoolExecutor) -> None:
+    """SIGTERM every worker of ``ex`` (each stops its chapter's kernel and removes its
+    temporaries), wait up to :data:`WORKER_GRACE_S`, SIGKILL those left."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())  # no public way to them
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError, AttributeError):
+            os.kill(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + WORKER_GRACE_S
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+            p.join()
 
 
 def run_chapters(
@@ -96,17 +146,21 @@ def run_chapters(
         for name in names:
             emit(ready[name] if name in ready else _one(name, source, params, out, force))
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
-            futures: dict[str, Future[Done]] = {
-                name: ex.submit(_one, name, source, params, out, force) for name in todo
-            }
-            try:
-                for name in names:
-                    emit(ready[name] if name in ready else futures[name].result())
-            except BaseException:
-                for f in futures.values():
-                    f.cancel()
-                raise
+        ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+        futures: dict[str, Future[Done]] = {}
+        try:
+            futures = {name: ex.submit(_one, name, source, params, out, force) for name in todo}
+            for name in names:
+                emit(ready[name] if name in ready else futures[name].result())
+        except BaseException:
+            # A signal (or a failure): no chapter is started or reported after it, and the
+            # running ones are stopped now, not waited for.
+            # (Futures are not cancelled first: the broken pool fails them, and fails a
+            # cancelled one with a traceback of its own.)
+            _stop_workers(ex)
+            ex.shutdown(wait=False)
+            raise
+        ex.shutdown(wait=True)
     for d in done:
         if d.error:
             raise InputError(*d.error)

@@ -25,8 +25,6 @@ import typing
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rackbook import limits, paths
 from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
@@ -50,14 +48,10 @@ def notebook_path(result: str) -> Path:
 
 
 def parse_parameters(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs; values are read as YAML scalars (``8`` is an int, ``null``...)."""
-    out: dict[str, Any] = {}
-    for name, value in pairs:
-        try:
-            out[name] = yaml.safe_load(value) if value != "" else ""
-        except yaml.YAMLError:
-            out[name] = value
-    return out
+    """``-p NAME VALUE`` pairs, read by :func:`rackbook.params.read_pairs`."""
+    from rackbook import params as schema
+
+    return schema.read_pairs(pairs)
 
 
 def read_params_file(path: str | Path) -> dict[str, Any]:
@@ -131,16 +125,31 @@ def check_parameters(
     source: str = "trace",
     result: str | None = None,
 ) -> None:
-    """Refuse, before any kernel starts, values of the wrong type: a number must be a finite
-    number (an integer where one is declared), a list a list (types from the result's
-    ``Params`` annotations, else from the notebook's defaults); in trace mode ``trace`` must
-    name an existing trace folder."""
+    """Refuse, before any kernel starts, a value outside its declaration in the params schema
+    (:data:`rackbook.params.NOTEBOOK`: type, range, choices, catalog id; then the rules
+    between parameters, defaults included, and what the trace holds); parameters the schema
+    does not declare: a number must be a finite number (an integer where one is declared), a
+    list a list (types from the result's ``Params`` annotations, else from the notebook's
+    defaults); in trace mode ``trace`` must name an existing trace folder."""
     shown = display_path(nb)
+    if result is not None:
+        from rackbook import params as schema
+
+        for name, value in params.items():
+            if name != "trace":
+                schema.check_parameter(result, name, value, shown)
+        defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
+        merged = defaults | params
+        schema.check_together(result, merged, shown)
+        if result == "eplb-balance" and source == "trace":
+            trace = merged.get("trace")
+            if isinstance(trace, str) and trace:
+                check_expert_layout(paths.ROOT / trace, merged, shown)
     for name, value in params.items():
         field = f"parameter {name}"
         default = _default_value(declared[name].get("default"))
         if name == "trace" and source == "trace":
-            if not isinstance(value, str) or not value:
+            if not isinstance(value, str) or not value or "\0" in value:
                 raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
             folder = paths.resolve(value)
             if not folder.exists():
@@ -154,6 +163,8 @@ def check_parameters(
 
                 check_trace(result, folder, field)
             continue
+        if result is not None and name in schema.NOTEBOOK.get(result, {}):
+            continue  # checked against its declaration above
         limits.check_parameter(name, value, shown)
         kind, nullable = _declared_kind(result, name, default)
         if value is None and nullable:
@@ -173,6 +184,26 @@ def check_parameters(
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                 if numeric and not ok:
                     raise InputError(shown, f"{field}[{i}]", f"expected a finite number, got {v!r}")
+
+
+def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
+    """eplb-balance's parameters against what its trace holds, before the notebook starts: the
+    layer shown exists, at least one window is left to score after ``fit_windows``, and the EP
+    layout (ranks, redundant experts, groups, nodes) fits the trace's experts."""
+    from rackbook import params as schema
+    from rackbook.physics import eplb
+
+    top = schema.expert_extent(trace)
+    if top is None:
+        return
+    schema.check_extent(top, params, where)
+    experts = top["expert"] + 1
+    layout = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
+    if all(isinstance(v, int) for v in layout):
+        try:
+            eplb.check_layout(experts, *layout)
+        except InputError as exc:
+            raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
 
 def run_result(
@@ -390,6 +421,8 @@ def cli_run(args: argparse.Namespace) -> int:
         line = f"{d.result}: {summary_line(read_result(d.headline))} [{how}] -> {d.headline}"
         print(line, flush=True)
 
+    if len(names) == 1:
+        prepare_run(names[0], source, params, out)  # every check before the first line
     with results_folder(out or paths.EXECUTED, "--out"):
         if len(names) == 1:
             t0 = time.perf_counter()
@@ -740,6 +773,14 @@ def run_on_traces(
     mine = check_user_traces(base)
     if shipped is not None and not shipped.is_dir():
         raise InputError(shipped, "--reuse", "not a folder of executed results")
+    if shipped is not None:  # every result to be copied is read first, before any runs
+        from rackbook.results.headline import read_result
+
+        for r in available_results():
+            done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")]
+            if r not in mine and all(f.is_file() for f in done):
+                limits.input_file(done[1], "--reuse", what="headline JSON")
+                read_result(done[1])
     out = check_output_folder(out, "--out")
     with atomic_dir(out, kind="results", legacy=is_unmarked_results, field="--out") as tmp:
         for r in available_results():

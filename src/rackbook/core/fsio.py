@@ -27,15 +27,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from rackbook import STOP_SIGNALS
 from rackbook.errors import InputError
 
 #: The signals the CLI turns into exceptions (KeyboardInterrupt, Terminated).
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_STOP_SIGNALS = STOP_SIGNALS
 
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM noted within the block and acted on when it ends.
+    """SIGINT, SIGTERM, SIGHUP and SIGQUIT noted within the block and acted on when it ends.
 
     A Python signal handler runs between two bytecodes: one that raises (Ctrl-C, the CLI's
     SIGTERM handler) between a temporary's creation and the ``try`` that removes it, or

@@ -833,6 +833,7 @@ def _check_points(path: Path, pts: pd.DataFrame) -> None:
             "points.duration_s",
             f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
         )
+    traces.check_point_counts(pts, path)
 
 
 def summarize_path(

@@ -137,6 +137,35 @@ def check_request_rows(
         raise InputError(where, field, "larger than the request's end-to-end latency" + suffix)
 
 
+#: Count columns of a point -> (smallest, bound name in :data:`rackbook.limits.BOUNDS`).
+POINT_COUNTS: dict[str, tuple[int, str]] = {
+    "batch_size": (0, "batch_size"),
+    "concurrency": (0, "concurrency"),
+    "decode_ranks": (1, "decode_ranks"),
+    "num_gpus": (1, "gpus"),
+    "context_tokens": (0, "context"),
+}
+
+
+def check_point_counts(pts: pd.DataFrame, where: Path | str) -> None:
+    """A point's counts (GPUs, batch, concurrency, ranks, context), where given, are whole
+    numbers within their range: a chapter divides by them."""
+    for column, (low, bound) in POINT_COUNTS.items():
+        if column not in pts:
+            continue
+        values = pd.to_numeric(pts[column], errors="coerce")
+        given = pts[column].notna()
+        bad = given & ~((values >= low) & (values <= limits.BOUNDS[bound]))
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise InputError(
+                where,
+                f"points.{column}",
+                f"must be from {low} to {limits.BOUNDS[bound]:,}, got "
+                f"{pts[column].iloc[row]} (row {row})",
+            )
+
+
 def check_latency_unit(e2el_s: np.ndarray, where: Path | str, field: str) -> None:
     """Successful requests' end-to-end latencies (s) whose median is over a day were written in
     milliseconds: refuse them."""
@@ -176,6 +205,29 @@ def _check_run(run: Any, where: Path | str) -> None:
         raise InputError(where, "run.json.commands", "must be a list of command lines")
     if not isinstance(run["parameters"], dict):
         raise InputError(where, "run.json.parameters", "must be an object")
+    for part in ("hardware", "server"):
+        _check_inventory(run.get(part), where, f"run.json.{part}")
+
+
+def _check_inventory(value: Any, where: Path | str, field: str) -> None:
+    """``hardware`` / ``server`` of run.json, where present: an object whose ``gpus`` is a list
+    of objects (each GPU's ``name`` text) and whose counts are whole numbers >= 0 (the
+    chapters read them before anything else)."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise InputError(where, field, f"must be an object, got {type(value).__name__}")
+    gpus = value.get("gpus")
+    if gpus is not None:
+        if not isinstance(gpus, list):
+            raise InputError(where, f"{field}.gpus", f"must be a list, got {type(gpus).__name__}")
+        for i, g in enumerate(gpus):
+            if not isinstance(g, dict) or not isinstance(g.get("name", ""), str):
+                raise InputError(where, f"{field}.gpus[{i}]", "must be an object with a text name")
+    for count in ("hosts", "cpu_cores", "memory_bytes"):
+        n = value.get(count)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise InputError(where, f"{field}.{count}", f"must be a whole number >= 0, got {n!r}")
 
 
 def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
@@ -259,6 +311,7 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
             "points.duration_s",
             f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
         )
+    check_point_counts(pts, where)
     if len(itl):
         rows = itl["request_row"].to_numpy()
         if rows.min() < 0 or rows.max() >= len(req):
@@ -345,6 +398,8 @@ def read_run(path: str | Path) -> dict[str, Any]:
         raise InputError(f, "-", "not text (binary file?)") from None
     except json.JSONDecodeError as exc:
         raise InputError(f, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise InputError(f, "-", f"not readable JSON: {exc}") from None
     _check_run(run, f)
     return run
 

@@ -11,6 +11,7 @@ comments at the top of each data file). Unknown figures are ``None``, never gues
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -343,12 +344,24 @@ def _lookup(section: str, what: str, key: str, path: str | Path | None) -> Any:
     folded = {k.lower(): k for k in entries}
     key = folded.get(key.lower(), key)  # ids are case-insensitive: H200 is h200
     if key not in entries:
+        shown = loader.display_path(_hardware_path(path))
+        fields = ", ".join(_required(SECTIONS[section]))
         raise InputError(
-            loader.display_path(_hardware_path(path)),
+            shown,
             f"{section}.{key}",
-            f"unknown {what}; known: {', '.join(sorted(entries))}",
+            f"unknown {what}; known: {', '.join(sorted(entries))}; to add one, add an entry "
+            f"under {section}: in {shown} with the fields {fields}",
         )
     return entries[key]
+
+
+#: Hardware catalog sections -> the type of their entries.
+SECTIONS: dict[str, type[_Strict]] = {"gpus": GpuSpec, "systems": SystemSpec, "prices": PriceSpec}
+
+
+def _required(model: type[_Strict]) -> list[str]:
+    """The fields an entry of type ``model`` must have (what a new catalog entry needs)."""
+    return [k for k, f in model.model_fields.items() if f.is_required()]
 
 
 def gpu(id: str, path: str | Path | None = None) -> GpuSpec:
@@ -389,8 +402,25 @@ def catalog_model_id(name: str) -> str | None:
     return known.get(key)
 
 
+#: A Hugging Face model id: ``org/NAME`` (letters, digits, ``-``, ``_``, ``.``; 96 at most each).
+HF_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
+
+
+def is_hf_id(text: str) -> bool:
+    """``text`` has the shape of a Hugging Face id (``Qwen/Qwen3-235B-A22B``) and names no
+    file (relative to the working directory): a model name, not a path."""
+    if not HF_ID.fullmatch(text) or text.lower().endswith((".yaml", ".yml")):
+        return False
+    try:
+        return not Path(text).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def looks_like_path(text: str) -> bool:
-    """A model argument that names a file, not a catalog id."""
+    """A model argument that names a file, not a catalog id or a Hugging Face id."""
+    if is_hf_id(text):
+        return False
     return "/" in text or "\\" in text or text.endswith((".yaml", ".yml"))
 
 
@@ -404,10 +434,16 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
         return _model_file(paths.resolve(text))
     known = list_models()
     if text not in known:
+        shown = loader.display_path(models_dir())
+        what = " (a Hugging Face id)" if is_hf_id(text) else ""
+        slug = text.rsplit("/", 1)[-1].lower()
+        new = f"{shown}/{slug}.yaml" if re.fullmatch(r"[\w.-]{1,96}", slug) else f"{shown}/ID.yaml"
         raise InputError(
-            loader.display_path(models_dir()),
+            shown,
             "model",
-            f"unknown model {text!r}; known: {', '.join(known) or '(none)'}",
+            f"unknown model {text!r}{what}; known: {', '.join(known) or '(none)'}; to add it, "
+            f"write {new} with the fields {', '.join(_required(ModelSpec))} (copy a known "
+            "model's file and change what differs)",
         )
     spec = _model_file(models_dir() / f"{text}.yaml")
     if spec.id != text:

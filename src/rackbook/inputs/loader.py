@@ -64,7 +64,7 @@ def display_path(path: str | Path) -> str:
     p = Path(path)
     try:
         return str(p.resolve().relative_to(paths.ROOT.resolve()))
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):  # outside the checkout; a symbolic-link loop
         return str(p)
 
 
@@ -132,6 +132,15 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"a mapping key must be text or a number, not a {type(key).__name__}",
+                key_node.start_mark,
+            ) from None
         if key in seen:
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", mark)
@@ -186,6 +195,8 @@ def _parse_yaml(data: bytes, shown: str) -> Any:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except RecursionError:
         raise limits.nesting_error(shown) from None
+    except ValueError as exc:  # an integer of thousands of digits (Python's conversion limit)
+        raise InputError(shown, "-", f"a value YAML cannot convert: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "-"

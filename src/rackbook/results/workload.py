@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import basis as basis_mod
-from rackbook.core.traces import read_trace
+from rackbook.core.traces import read_run, read_trace, table_rows
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.physics import check
@@ -76,11 +76,14 @@ def workload_basis(
     osl: float | None,
     cached_share: float | None,
     concurrency: float | None,
+    engine: str | None = None,
+    speculation: str | None = None,
 ) -> basis_mod.Basis:
     """The basis of ``rackbook check``'s figure: a throughput per GPU over all ``gpus`` GPUs
     of the deployment, counting output tokens (``counted="output"``) or input plus output
     (``"total"``: with a cached share above 0 the input includes the cached prefix). What the
-    flags do not state is ``unknown`` (speculation always: ``check`` has no flag for it)."""
+    flags do not state is ``unknown``; ``engine`` and ``speculation`` (``--engine``,
+    ``--speculation``: :func:`speculation_parts`) when given."""
     share = float(cached_share) if cached_share is not None else None
     if counted == "output":
         tokens = "output"
@@ -98,12 +101,12 @@ def workload_basis(
             "gpus": "deployment",
             "gpu_count": int(gpus),
             "workload": basis_mod.UNKNOWN,
-            "speculation": basis_mod.UNKNOWN,
+            **speculation_parts(speculation),
             "statistic": "rate",
             "serving": basis_mod.UNKNOWN,
             "model": model,
             "hardware": gpu,
-            "engine": basis_mod.UNKNOWN,
+            "engine": engine.strip() if engine and engine.strip() else basis_mod.UNKNOWN,
             "isl": whole(isl),
             "osl": whole(osl),
             "cached_share": share,
@@ -111,6 +114,27 @@ def workload_basis(
         },
         claim=True,
     )
+
+
+def speculation_parts(method: str | None) -> dict[str, str | None]:
+    """The basis parts of ``--speculation``: not given -> ``unknown``; ``none``, ``real``,
+    ``simulated`` as they are; any other text names a real draft method (``mtp``, ``eagle``)."""
+    m = (method or "").strip().lower()
+    if not m:
+        return {"speculation": basis_mod.UNKNOWN, "spec_method": None}
+    if m in ("none", "real", "simulated"):
+        return {"speculation": m, "spec_method": None}
+    return {"speculation": "real", "spec_method": m}
+
+
+def basis_text(wb: basis_mod.Basis) -> str:
+    """The workload basis in one line, the speculative method named when given."""
+    text = wb.short()
+    if wb.spec_method:
+        text = text.replace(
+            f"speculation {wb.speculation}", f"speculation {wb.speculation} ({wb.spec_method})"
+        )
+    return text
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> Reading:
@@ -165,7 +189,11 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> Reading:
             }
         )
     if not rows:
-        return Reading("none published", "no published per-GPU throughput point", {"closest": []})
+        return Reading(
+            "none published",
+            "no published per-GPU throughput point",
+            {"closest": [], "basis": basis_text(wb)},
+        )
     df = pd.DataFrame(rows).sort_values(["distance", "unverified", "dist", "id"], kind="stable")
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [
@@ -181,11 +209,11 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> Reading:
         f"{best['mismatch']}), {ratio}, {best['url']}"
     )
     like = df[df["like"]]
-    extra = {"closest": closest, "basis": wb.short(), "decided_on": like["id"].tolist()}
+    extra = {"closest": closest, "basis": basis_text(wb), "decided_on": like["id"].tolist()}
     if like.empty:
         return Reading(
             "none published",
-            f"no verified published measurement of the same basis ({wb.short()}); {near}",
+            f"no verified published measurement of the same basis ({basis_text(wb)}); {near}",
             extra,
         )
     r = evidence.published_reading("workload", claimed, like)
@@ -196,10 +224,12 @@ def this_run(trace_dir: str | None, model: str, gpu: str, counted: str, claimed:
     """The this-run reading of the figure from the trace in ``trace_dir`` (None: untested)."""
     if trace_dir is None:
         return Reading("untested", "no trace given (--trace DIR)")
+    check_trace_arg(trace_dir)
     t = read_trace(Path(trace_dir))
     acc = rack_scaling.token_accounting(t)
     col = {"output": "output", "total": "total", "input": "input"}[counted]
-    per_gpu = acc[f"{col}_tok_s_per_gpu"].astype(float)
+    column = f"{col}_tok_s_per_gpu"
+    per_gpu = acc[column].astype(float) if column in acc else pd.Series(dtype=float)
     if acc.empty or per_gpu.isna().all():
         return Reading("untested", f"{trace_dir}: no point with a GPU count and {col} tokens")
     top = acc.loc[per_gpu.idxmax()]
@@ -221,8 +251,27 @@ def this_run(trace_dir: str | None, model: str, gpu: str, counted: str, claimed:
     return Reading(r.verdict, r.reason)
 
 
+def check_trace_arg(trace_dir: str | Path) -> None:
+    """``--trace``: a trace folder of requests (not a published trace, not expert loads
+    alone); :class:`InputError` otherwise, before any reading is made."""
+    run = read_run(Path(trace_dir))
+    if run.get("kind") == "published":
+        raise InputError(
+            trace_dir,
+            "--trace",
+            "a published trace (published points, no requests): the published reading already "
+            "reads it; --trace takes a recorded trace",
+        )
+    if table_rows(Path(trace_dir), "requests") == 0:
+        raise InputError(
+            trace_dir, "--trace", "no requests: the this-run reading needs a trace of requests"
+        )
+
+
 def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, Reading]:
     """The three readings of ``rackbook check``'s arguments."""
+    if args.trace is not None:
+        check_trace_arg(args.trace)
     if args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
     conc = args.concurrency if args.concurrency is not None else args.batch
@@ -268,7 +317,16 @@ def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, R
     )
     model = catalogs.as_model(args.model)
     wb = workload_basis(
-        model.id, c.gpu, args.gpus, c.counted, args.isl, args.osl, args.cached_share, conc
+        model.id,
+        c.gpu,
+        args.gpus,
+        c.counted,
+        args.isl,
+        args.osl,
+        args.cached_share,
+        conc,
+        getattr(args, "engine", None),
+        getattr(args, "speculation", None),
     )
     pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
@@ -322,6 +380,7 @@ def cli_check(args: argparse.Namespace) -> int:
     for n in c.notes:
         print(f"  note: {n}")
     print(f"physics: {c.verdict} ({c.reason}; limit: {c.limit})")
+    print(f"basis: {pub.extra.get('basis')}")
     print(f"published: {pub.verdict} ({pub.reason})")
     for p in pub.extra.get("closest", []):
         gpus = "?" if p["gpus"] is None else int(p["gpus"])

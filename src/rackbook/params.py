@@ -1,0 +1,570 @@
+"""The params schema: every numeric command-line flag and every notebook parameter, with its
+type, range or choices, unit and meaning, and the one rule that reads a value against it.
+
+Both ``rackbook run -p NAME VALUE`` / ``--params-file`` (:data:`NOTEBOOK`, checked by
+:func:`check_parameter` and :func:`check_together` before any kernel starts) and the CLI flags
+(:data:`FLAGS`, each flag's argparse ``type`` is :func:`flag_type`; :func:`check_args` for the
+rules between flags) are read through it, so a bad value is one line (exit 2) before any work.
+
+Numbers are read once, by :func:`to_number`: text is bounded in length before conversion (an
+integer of thousands of digits is refused, not converted); ``nan``, ``inf`` and subnormal
+floats (denormals: no rate or count is that small) are refused; integers must be written as
+integers; then the value must lie in its range. The ranges are far above any real deployment
+and low enough that the work they allow fits in memory (:data:`rackbook.limits.BOUNDS`).
+
+This module imports only the standard library and :mod:`rackbook.errors`/:mod:`rackbook.limits`
+(the CLI builds its parser from it before any heavy import); catalog ids are looked up in
+:mod:`rackbook.inputs.catalogs` only when a value is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rackbook.errors import InputError
+from rackbook.limits import BOUNDS, MAX_LIST_ENTRIES
+
+#: Longest text read as a number (characters): longer is refused before conversion.
+MAX_NUMBER_CHARS = 40
+#: Longest text value of a notebook parameter (characters).
+MAX_TEXT_CHARS = 10_000
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One value's declaration. ``kind``: ``int``, ``number``, ``choice``, ``text``, ``path``,
+    ``url``, ``list`` (entries of ``item``) or a catalog id (``model``, ``gpu``, ``system``,
+    ``price``); ``lo``/``hi`` the inclusive range of a number (``lo_open``: ``lo`` itself
+    excluded; ``hi_open`` likewise); ``nullable``: None (YAML ``null``) allowed;
+    ``min_items`` the fewest entries a list may hold."""
+
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    unit: str = ""
+    doc: str = ""
+    choices: tuple[str, ...] = ()
+    nullable: bool = False
+    lo_open: bool = False
+    hi_open: bool = False
+    item: Spec | None = None
+    min_items: int = 1
+
+    def range_text(self) -> str:
+        """The declared range in words: ``an integer from 1 to 100,000 (GPUs)``."""
+        what = "an integer" if self.kind == "int" else "a number"
+        unit = f" ({self.unit})" if self.unit else ""
+        lo, hi = _fmt(self.lo), _fmt(self.hi)
+        if self.lo is not None and self.hi is not None:
+            low = f"over {lo} and" if self.lo_open else f"from {lo}"
+            high = f"under {hi}" if self.hi_open else f"at most {hi}"
+            if not self.lo_open:
+                high = f"to {high}" if self.hi_open else f"to {hi}"
+            return f"{what} {low} {high}{unit}"
+        if self.lo is not None:
+            return f"{what} {'over' if self.lo_open else 'at least'} {lo}{unit}"
+        return f"{what}{unit}"
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if float(x).is_integer() and abs(x) < 1e16:
+        return f"{int(x):,}"
+    return f"{x:g}"
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ----------------------------------------------------------------------------- the one rule
+
+
+def to_number(value: Any, spec: Spec) -> int | float:
+    """``value`` (text from the command line, or a parsed YAML/JSON value) as the number
+    ``spec`` declares, within its range; ``ValueError`` with the problem otherwise."""
+    integer = spec.kind == "int"
+    if isinstance(value, bool):
+        raise ValueError(f"expected {spec.range_text()}, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > MAX_NUMBER_CHARS:
+            raise ValueError(
+                f"{len(text):,} characters is not {spec.range_text()} "
+                f"(at most {MAX_NUMBER_CHARS} characters are read as a number)"
+            )
+        try:
+            if not text.isascii():  # Python reads other scripts' digits; the rule does not
+                raise ValueError(text)
+            number: int | float = int(text, 10) if integer else float(text)
+        except ValueError:
+            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}") from None
+    elif isinstance(value, int):
+        number = value
+        if value.bit_length() > 128:  # a YAML integer of many digits: never in range
+            raise ValueError(f"an integer of {value.bit_length()} bits is out of range")
+    elif isinstance(value, float) and not integer:
+        number = value
+    else:
+        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}")
+    if isinstance(number, float):
+        if not math.isfinite(number):
+            raise ValueError(f"must be a finite number, got {_show(value)}")
+        if number != 0 and abs(number) < sys.float_info.min:
+            raise ValueError(f"{number!r} is a subnormal (denormal) float: not {spec.range_text()}")
+    low = spec.lo is not None and (number <= spec.lo if spec.lo_open else number < spec.lo)
+    high = spec.hi is not None and (number >= spec.hi if spec.hi_open else number > spec.hi)
+    if low or high:
+        shown = _show(value) if isinstance(value, str) else _fmt(number)
+        raise ValueError(f"must be {spec.range_text()}, got {shown}")
+    return number
+
+
+def check_value(value: Any, spec: Spec) -> Any:
+    """``value`` checked against ``spec`` (numbers as :func:`to_number` reads them; lists entry
+    by entry; catalog ids looked up); ``ValueError`` naming the problem, the entry's index
+    first (``[2]: ...``) for a list."""
+    if value is None:
+        if spec.nullable:
+            return None
+        raise ValueError("must not be null (None)")
+    if spec.kind in ("int", "number"):
+        return to_number(value, spec)
+    if spec.kind == "list":
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list, got {_show(value)}")
+        if len(value) > MAX_LIST_ENTRIES:
+            raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
+        if len(value) < spec.min_items:
+            raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
+        assert spec.item is not None
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(check_value(v, spec.item))
+            except ValueError as exc:
+                raise ValueError(f"[{i}]: {exc}") from None
+        return out
+    if not isinstance(value, str):
+        raise ValueError(f"expected text, got {_show(value)}")
+    if len(value) > MAX_TEXT_CHARS:
+        raise ValueError(f"{len(value):,} characters: must be at most {MAX_TEXT_CHARS:,}")
+    if spec.kind == "choice" and value not in spec.choices:
+        raise ValueError(f"{_show(value)} is not one of {', '.join(spec.choices)}")
+    if spec.kind in ("path", "text", "model") and ("\0" in value or not value):
+        raise ValueError(f"expected a non-empty {spec.kind} without NUL bytes, got {_show(value)}")
+    if spec.kind == "url" and not value.startswith(("http://", "https://")):
+        raise ValueError(f"expected an http:// or https:// URL, got {_show(value)}")
+    if spec.kind in CATALOG:
+        CATALOG[spec.kind](value)
+    return value
+
+
+def _catalog(section: str) -> Callable[[str], None]:
+    def look(value: str) -> None:
+        from rackbook.inputs import catalogs
+
+        if section == "model":
+            catalogs.load_model(value)
+        else:
+            getattr(catalogs, section)(value)
+
+    return look
+
+
+#: Kinds whose values are catalog ids, and their lookup (an unknown id is an InputError).
+CATALOG: dict[str, Callable[[str], None]] = {
+    k: _catalog(k) for k in ("model", "gpu", "system", "price")
+}
+
+
+# ----------------------------------------------------------------------------- declarations
+
+
+def _int(lo: float, bound: str | float, unit: str = "", doc: str = "", **kw: Any) -> Spec:
+    hi = BOUNDS[bound] if isinstance(bound, str) else bound
+    return Spec("int", lo, hi, unit, doc, **kw)
+
+
+def _num(lo: float, hi: float, unit: str = "", doc: str = "", **kw: Any) -> Spec:
+    return Spec("number", lo, hi, unit, doc, **kw)
+
+
+def _list(item: Spec, doc: str = "", min_items: int = 1) -> Spec:
+    return Spec("list", doc=doc, item=item, min_items=min_items)
+
+
+def _choice(*choices: str, doc: str = "") -> Spec:
+    return Spec("choice", choices=choices, doc=doc)
+
+
+KV_DTYPES = ("fp4", "fp8", "bf16")
+TOKENS = BOUNDS["context"]
+
+_COMMON: dict[str, Spec] = {
+    "source": _choice("trace", "live", doc="read a recorded trace, or record one live"),
+    "trace": Spec("path", doc="trace folder"),
+    "out_dir": Spec("path", nullable=True, doc="where the headline JSON goes"),
+    "model_id": Spec("model", doc="model catalog id (data/models)"),
+    "gpu_id": Spec("gpu", doc="GPU catalog id (data/hardware.yaml)"),
+}
+_LIVE_ONE: dict[str, Spec] = {
+    "endpoint": Spec("url", nullable=True, doc="live: URL of a running vLLM server"),
+    "serve_args": Spec("text", nullable=True, doc="live: arguments for `vllm serve`"),
+}
+_REL_TOL = _num(0, 1, "fraction", "relative tolerance")
+
+#: result -> notebook parameter -> its declaration (every parameter of every notebook:
+#: ``tests/test_params.py`` checks the names against the notebooks and their defaults).
+NOTEBOOK: dict[str, dict[str, Spec]] = {
+    "decode-parity": {
+        **_COMMON,
+        **_LIVE_ONE,
+        "trace_b": Spec("path", nullable=True, doc="engine B's own trace"),
+        "engine_a": Spec("text", doc="engine label of A"),
+        "engine_b": Spec("text", doc="engine label of B"),
+        "batch_sizes": _list(_int(1, "batch_size", "requests per decode rank"), "batches"),
+        "decode_ranks": _int(1, "decode_ranks", "ranks", "decode ranks of A's deployment"),
+        "input_len": _int(1, TOKENS, "tokens", "live: prompt tokens per request"),
+        "output_len": _int(1, TOKENS, "tokens", "live: output tokens per request"),
+        "band_pct": _num(0, 1000, "%", "the claim's band", nullable=True, lo_open=True),
+    },
+    "rack-scaling": {
+        **_COMMON,
+        "endpoints": _list(Spec("url"), "live: URLs of running servers", min_items=0),
+        "serve_args": _LIVE_ONE["serve_args"],
+        "replicas": _list(_int(1, "gpus", "replicas"), "live: replica counts to record"),
+        "input_len": _int(1, TOKENS, "tokens", "live: prompt tokens per request"),
+        "prefix_len": _int(0, TOKENS, "tokens", "live: prompt tokens shared between requests"),
+        "output_len": _int(1, TOKENS, "tokens", "live: output tokens per request"),
+        "concurrency": _int(1, "concurrency", "requests", "live: requests in flight per replica"),
+        "gpus_per_replica": _int(1, "gpus", "GPUs", "GPUs one server uses"),
+        "reference_config": Spec("text", doc="config label of the single-node reference"),
+        "metric": _choice(
+            "total", "output", "input", "new_input", "cached_input", "computed", doc="tokens"
+        ),
+        "system_id": Spec("system", doc="system catalog id of the rack"),
+        "node_systems": _list(Spec("system"), "what a single node may mean"),
+        "price_id": Spec("price", doc="catalog rental price"),
+        "cached_share": _num(0, 1, "fraction", "share of cache hits", nullable=True),
+        "rel_tol": _REL_TOL,
+    },
+    "prefill-gain": {
+        **_COMMON,
+        "endpoint_a": Spec("url", nullable=True, doc="live: server of configuration A"),
+        "endpoint_b": Spec("url", nullable=True, doc="live: server of configuration B"),
+        "serve_args_a": Spec("text", nullable=True, doc="live: serve arguments of A"),
+        "serve_args_b": Spec("text", nullable=True, doc="live: serve arguments of B"),
+        "prefix_tokens": _int(0, TOKENS, "tokens", "live: cached shared prefix per request"),
+        "new_tokens": _int(1, TOKENS, "tokens", "live: new prompt tokens per request"),
+        "num_requests": _int(1, "requests", "requests", "live: requests per configuration"),
+        "assume_prefix_tokens": _int(0, TOKENS, "tokens", "assumed prefix", nullable=True),
+        "config_a": Spec("text", doc="config label of the reference"),
+        "config_b": Spec("text", doc="config label of the changed server"),
+        "stat": _choice("median", "mean", "pooled", doc="statistic of per-request throughput"),
+        "kv_dtype": _choice(*KV_DTYPES, doc="KV-cache storage dtype"),
+        "precision": _choice(*KV_DTYPES, doc="unused"),
+        "prefill_gpus": _int(1, "gpus", "GPUs", "GPUs sharing one request's prefill"),
+        "rel_tol": _REL_TOL,
+    },
+    "eplb-balance": {
+        **{k: v for k, v in _COMMON.items() if k not in ("model_id", "gpu_id")},
+        **_LIVE_ONE,
+        "server_log": Spec("path", nullable=True, doc="live: the server's log file"),
+        "expert_load": Spec("path", nullable=True, doc="live: expert-load dump"),
+        "ep_size": _int(1, "ep_size", "ranks", "expert-parallel ranks"),
+        "redundant": _int(0, "redundant", "experts", "redundant physical experts"),
+        "concurrency": _int(1, "concurrency", "requests", "live: requests in flight"),
+        "groups": _int(1, "groups", "groups", "expert groups"),
+        "nodes": _int(1, "nodes", "nodes", "nodes for hierarchical EPLB"),
+        "fit_windows": _int(1, "layers", "windows", "windows EPLB is fitted on"),
+        "show_layer": _int(0, BOUNDS["layers"] - 1, "layer", "MoE layer shown rank by rank"),
+        "ep_sizes": _list(_int(1, "ep_size", "ranks"), "model sweep: EP sizes"),
+        "redundant_values": _list(_int(0, "redundant", "experts"), "model sweep: redundant"),
+        "skews": _list(_num(0, 10, "Zipf exponent"), "model sweep: Zipf skew"),
+        "batch_sizes": _list(_int(1, "batch_size", "sequences"), "model sweep: batch per rank"),
+    },
+    "context-latency": {
+        **_COMMON,
+        **_LIVE_ONE,
+        "context_lengths": _list(_int(1, TOKENS, "tokens"), "live: prompt lengths to sweep"),
+        "output_len": _int(1, TOKENS, "tokens", "live: output tokens per request"),
+        "kv_dtype": _choice(*KV_DTYPES, doc="KV-cache storage dtype of the claim"),
+        "lo": _int(1, TOKENS, "tokens", "shorter context of the pair", nullable=True),
+        "hi": _int(1, TOKENS, "tokens", "longer context of the pair", nullable=True),
+        "batch": _int(1, "batch", "sequences per GPU", "sequences growing from lo to hi"),
+        "n_gpus": _int(1, "gpus", "GPUs", "GPUs sharing one sequence's reads"),
+        "weight_gpus": _int(1, "gpus", "GPUs", "GPUs one copy of the weights is spread over"),
+        "weight_bytes_per_gpu": _num(
+            0, 1e15, "bytes", "weights per GPU", nullable=True, lo_open=True
+        ),
+        "memory_fraction": _num(0, 1, "fraction", "share of HBM vLLM may use", lo_open=True),
+        "kv_rel_tol": _REL_TOL,
+    },
+    "single-user": {
+        **_COMMON,
+        **_LIVE_ONE,
+        "input_len": _int(1, TOKENS, "tokens", "live: prompt tokens per request"),
+        "output_len": _int(1, TOKENS, "tokens", "live: output tokens per request"),
+        "num_requests": _int(1, "requests", "requests", "live: requests, one at a time"),
+        "point_id": Spec("text", nullable=True, doc="the trace point to read"),
+        "gpus": _int(1, "gpus", "GPUs", "accelerators behind the stream"),
+        "floor_gpus": _int(1, "gpus", "GPUs", "GPUs sharing the stream", nullable=True),
+        "acceptance_length": _num(1, 64, "tokens per step", "speculation", nullable=True),
+        "context_tokens": _int(0, TOKENS, "tokens", "context read each step"),
+        "kv_dtype": _choice(*KV_DTYPES, doc="KV-cache dtype for context_tokens"),
+        "rack_system_id": Spec("system", doc="rack never compared per GPU"),
+        "rel_tol": _REL_TOL,
+    },
+}
+
+
+def check_parameter(result: str, name: str, value: Any, where: str, *, lookup: bool = True) -> Any:
+    """A notebook parameter's value checked against :data:`NOTEBOOK` (``InputError``, field
+    ``parameter NAME``, on a bad one); ``lookup=False`` skips the catalog lookups."""
+    spec = NOTEBOOK.get(result, {}).get(name)
+    if spec is None:
+        return value
+    if not lookup and spec.kind in CATALOG:
+        spec = Spec("text", nullable=spec.nullable)
+    try:
+        _typed(value, spec)
+        return check_value(value, spec)
+    except ValueError as exc:
+        text = str(exc)
+        field_name = f"parameter {name}"
+        if text.startswith("[") and "]: " in text:
+            index, text = text.split(": ", 1)
+            field_name += index
+        raise InputError(where, field_name, text) from None
+
+
+#: Longest ``-p`` value read as YAML (characters); a longer one is refused.
+MAX_PARAMETER_CHARS = 100_000
+
+
+def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
+    """``-p NAME VALUE`` pairs; values are read as YAML scalars (``8`` is an int, ``null``...).
+    A name that is not an identifier, or a value over :data:`MAX_PARAMETER_CHARS`, is refused;
+    text YAML cannot read (or reads into a number Python will not convert) stays text."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if not name.isidentifier():
+            raise InputError("-", "-p", f"{name[:60]!r} is not a parameter name")
+        if len(value) > MAX_PARAMETER_CHARS:
+            raise InputError(
+                "-",
+                f"parameter {name}",
+                f"{len(value):,} characters: at most {MAX_PARAMETER_CHARS:,}",
+            )
+        try:
+            out[name] = yaml.safe_load(value) if value != "" else ""
+        except (yaml.YAMLError, ValueError, RecursionError):
+            out[name] = value
+    return out
+
+
+def check_given(result: str, values: Mapping[str, Any], where: str) -> None:
+    """The ``-p`` values of ``rackbook run RESULT`` against :data:`NOTEBOOK` alone (no
+    notebook, catalog or trace read: the CLI's first check, before any heavy import): names,
+    types, ranges, choices, and the rules between the values given."""
+    declared = NOTEBOOK.get(result)
+    if declared is None:
+        return
+    for name, value in values.items():
+        if name not in declared:
+            raise InputError(
+                where,
+                f"parameter {name}",
+                f"not a parameter of this notebook; known: {', '.join(declared)}",
+            )
+        if name != "trace":
+            check_parameter(result, name, value, where, lookup=False)
+    check_together(result, values, where)
+    if result == "eplb-balance" and {"show_layer", "fit_windows"} & set(values):
+        from rackbook import paths
+
+        trace = values.get("trace")
+        folder = paths.TRACES / result if trace is None else Path(str(trace))
+        top = expert_extent(folder) if "\0" not in str(folder) else None
+        if top is not None:
+            check_extent(top, values, where)
+
+
+def _typed(value: Any, spec: Spec) -> None:
+    """A notebook parameter's value (parsed YAML) is of its declared type: text is never read
+    as a number here (the kernel would get the text, not the number)."""
+    if spec.kind in ("int", "number") and isinstance(value, str):
+        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}")
+    if spec.kind == "list" and isinstance(value, list) and spec.item is not None:
+        for i, v in enumerate(value):
+            try:
+                _typed(v, spec.item)
+            except ValueError as exc:
+                raise ValueError(f"[{i}]: {exc}") from None
+
+
+def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
+    """The rules between one notebook's parameters (``params``: defaults and given values
+    merged); :class:`InputError` naming the parameter given last in each rule."""
+
+    def need(ok: bool, name: str, problem: str) -> None:
+        if not ok:
+            raise InputError(where, f"parameter {name}", problem)
+
+    p = params
+
+    def ints(*names: str) -> bool:
+        return all(isinstance(p.get(n), int) and not isinstance(p.get(n), bool) for n in names)
+
+    if result == "context-latency" and ints("lo", "hi") and p["lo"] >= p["hi"]:
+        need(False, "hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}")
+    if result == "rack-scaling" and ints("prefix_len", "input_len"):
+        if p["prefix_len"] > p["input_len"]:
+            need(
+                False,
+                "prefix_len",
+                f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}",
+            )
+    if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
+        need(*_nodes_fit(p["nodes"], p["ep_size"], "ep_size"))
+
+
+def expert_extent(trace: Path) -> dict[str, int] | None:
+    """The largest ``window``, ``layer`` and ``expert`` of a trace's expert-load table, from
+    the row groups' statistics where every group has them, else by reading those columns;
+    None when the table is not there or cannot be read (its reader names the problem)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    columns = ("window", "layer", "expert")
+    try:
+        f = pq.ParquetFile(trace / "expert_load.parquet")
+        names = f.schema_arrow.names
+        if f.metadata.num_rows == 0 or not all(c in names for c in columns):
+            return None
+        out: dict[str, int] = {}
+        for c in columns:
+            i = names.index(c)
+            stats = [f.metadata.row_group(g).column(i).statistics for g in range(f.num_row_groups)]
+            if all(st is not None and st.has_min_max for st in stats):
+                out[c] = int(max(st.max for st in stats))
+            else:
+                out[c] = int(pc.max(f.read(columns=[c]).column(c)).as_py())
+        return out
+    except (OSError, ValueError, TypeError, ArithmeticError):
+        return None
+
+
+def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> None:
+    """eplb-balance's ``show_layer`` and ``fit_windows`` against the trace's layers and
+    windows (:func:`expert_extent`): the layer exists, a window is left to score."""
+    layers, windows = top["layer"] + 1, top["window"] + 1
+    show, fit = p.get("show_layer"), p.get("fit_windows")
+    if isinstance(show, int) and not 0 <= show < layers:
+        raise InputError(
+            where, "parameter show_layer", f"must be a layer from 0 to {layers - 1}, got {show}"
+        )
+    if isinstance(fit, int) and not 1 <= fit < windows:
+        raise InputError(
+            where,
+            "parameter fit_windows",
+            f"must be from 1 to {windows - 1}: the trace has {windows} windows and at least one "
+            f"is left to score, got {fit}",
+        )
+
+
+def _nodes_fit(nodes: int, ep_size: int, ep_name: str) -> tuple[bool, str, str]:
+    ok = nodes <= ep_size and ep_size % nodes == 0
+    return (
+        ok,
+        "nodes",
+        f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): each node holds a whole "
+        "number of ranks, so nodes must divide it",
+    )
+
+
+# ----------------------------------------------------------------------------- CLI flags
+
+#: verb -> argparse dest -> declaration of its numeric flags (``--max-input-mb`` of every
+#: verb is :data:`MAX_INPUT_MB`).
+FLAGS: dict[str, dict[str, Spec]] = {
+    "check": {
+        "gpus": _int(1, 1_048_576, "GPUs", "GPUs serving the claim"),
+        "tok_s": _num(1e-6, 1e12, "tokens/s", "claimed tokens per second"),
+        "isl": _num(1, TOKENS, "tokens", "input tokens per request", nullable=True),
+        "osl": _num(1, TOKENS, "tokens", "output tokens per request", nullable=True),
+        "context": _num(0, TOKENS, "tokens", "tokens each sequence holds", nullable=True),
+        "cached_share": _num(0, 1, "fraction", "share of input tokens cached", hi_open=True),
+        "concurrency": _num(1, BOUNDS["batch"], "sequences", "in flight", nullable=True),
+        "batch": _num(1, BOUNDS["batch"], "sequences", "the same as --concurrency", nullable=True),
+        "tokens_per_step": _num(1, 64, "tokens", "tokens kept per decode step"),
+    },
+    "kv-bytes": {"context": _int(1, TOKENS, "tokens", "bytes per sequence", nullable=True)},
+    "eplb": {
+        "ep_size": _int(1, "ep_size", "ranks", "expert-parallel ranks"),
+        "redundant": _int(0, "redundant", "experts", "redundant expert replicas"),
+        "groups": _int(1, "groups", "groups", "expert groups"),
+        "nodes": _int(1, "nodes", "nodes", "nodes"),
+    },
+    "run": {"jobs": _int(1, 1024, "chapters", "chapters executed at once", nullable=True)},
+    "book": {"jobs": _int(1, 1024, "chapters", "chapters executed at once", nullable=True)},
+}
+#: ``--max-input-mb`` (every verb): MB, 10**6 bytes; at most a petabyte.
+MAX_INPUT_MB = _num(0, 1e9, "MB", "largest input file read", lo_open=True)
+#: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
+LABELS: dict[str, Spec] = {
+    "batch_size": _int(1, "batch_size", "requests per decode rank"),
+    "concurrency": _int(1, "concurrency", "requests"),
+    "decode_ranks": _int(1, "decode_ranks", "ranks"),
+    "context_tokens": _int(0, TOKENS, "tokens"),
+    "num_gpus": _int(1, "gpus", "GPUs"),
+}
+
+
+def flag_type(spec: Spec) -> Callable[[str], Any]:
+    """argparse ``type`` of a flag declared by ``spec``: :func:`to_number` (one rule), the
+    problem said in the usage error's one line."""
+
+    def parse(text: str) -> Any:
+        try:
+            return to_number(text, spec)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = spec.kind
+    return parse
+
+
+def label(text: str) -> tuple[str, str]:
+    """argparse ``type`` of ``--label KEY=VALUE``; the integer keys (:data:`LABELS`) read by
+    the one rule (the value kept as its text)."""
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"label {text[:60]!r} is not KEY=VALUE")
+    key, value = text.split("=", 1)
+    if key in LABELS:
+        try:
+            value = str(to_number(value, LABELS[key]))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"label {key}: {exc}") from None
+    return key, value
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """The rules between one verb's flags (each flag alone was read by :func:`flag_type`)."""
+    if args.verb == "eplb":
+        ok, _name, problem = _nodes_fit(args.nodes, args.ep_size, "--ep-size")
+        if not ok:
+            raise InputError("-", "--nodes", problem)
+    if args.verb == "check" and args.batch is not None and args.concurrency is not None:
+        raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
