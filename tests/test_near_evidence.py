@@ -53,7 +53,7 @@ def test_physics_rules_out_computed_per_gpu_bases_and_the_headline_avoids_them()
     # main headlined the per-GPU output basis, 1,054x
     assert e.closest is not None and e.closest_basis not in e.ruled_out
     assert e.closest.ratio == pytest.approx(954000 / 104429.47)
-    assert e.margin.startswith("physics rules out [per GPU, output tokens]")
+    assert e.margin.startswith("physics rules out as per GPU, output tokens")
     assert "closest like-for-like (an analogue)" not in e.margin
     # three allowed bases are equally close: all named, none chosen
     assert e.margin.count("[") >= 5 and "on 3 bases equally close" in e.margin

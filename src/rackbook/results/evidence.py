@@ -948,7 +948,7 @@ class BasisReading:
         """One line: name, verdict, margin and the closest point."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        name = self.name if self.name.startswith("as ") else f"as {self.name}"
+        name = _as(self.name)
         out = f"{name}: {self.verdict}{margin}; {close}"
         if self.near is not None:
             out += f"; near evidence: {self.near.text()}"
@@ -1222,7 +1222,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
             kind = "closest published figure (a modelled price, not a measurement)"
         if len(top) > 1:
             each = "; ".join(
-                f"[{br.name}] {br.closest.value_span()}{br.closest.ratio_span()}"  # type: ignore[union-attr]
+                f"{_as(br.name)}: {br.closest.value_span()}{br.closest.ratio_span()}"  # type: ignore[union-attr]
                 for br in top
             )
             margin = f"{kind}, on {len(top)} bases equally close: {each}"
@@ -1268,9 +1268,14 @@ def _part_of(text: str) -> str:
     return next((k for k, v in basis_mod.NAMES.items() if v == name), name)
 
 
+def _as(name: str) -> str:
+    """A basis name as prose: ``as the rack's total`` (the name itself when it starts so)."""
+    return name if name.startswith("as ") else f"as {name}"
+
+
 def _names_text(names: tuple[str, ...]) -> str:
-    """Basis names as ``[a]`` or ``[a] and [b]`` or ``[a], [b] and [c]``."""
-    shown = [f"[{n}]" for n in names]
+    """Basis names as ``as a`` or ``as a and as b`` or ``as a, as b and as c``."""
+    shown = [_as(n) for n in names]
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
@@ -1334,9 +1339,7 @@ def reading(
         e.margin,
         e.reason,
         sources=e.sources,
-        basis=" | ".join(
-            f"{b.name if b.name.startswith('as ') else 'as ' + b.name}: {b.basis}" for b in e.bases
-        ),
+        basis=" | ".join(f"{_as(b.name)}: {b.basis}" for b in e.bases),
         closest=closest,
         by_basis=tuple(b.as_dict() for b in e.bases),
         near=e.near,
