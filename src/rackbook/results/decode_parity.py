@@ -33,7 +33,7 @@ from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace, point_decode_ranks, point_rank_batch
 from rackbook.inputs import catalogs
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.physics import check
+from rackbook.physics import check, results_bounds
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "decode-parity"
@@ -433,13 +433,14 @@ def outcome(a: Analysis) -> headline.Outcome:
             )
         )
     lo, hi = a.ceilings.iloc[0], a.ceilings.iloc[-1]
+    hi_x = results_bounds.verdict_rule().impossible_above  # above the bound: impossible
     flips = [
         f"this run: a trace of vLLM and DeepInfer on Blackwell GPUs serving DeepSeek-V4.1-Flash "
         f"at per-rank batches {a.claim.scope.batch_sizes.low if a.claim.scope.batch_sizes else 8}"
         f" to {a.claim.scope.batch_sizes.high if a.claim.scope.batch_sizes else 256} turns it "
         f"consistent if every gap is within {a.band_pct:g} %, inconsistent otherwise",
-        f"physics: an engine above {1.15 * lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at "
-        f"batch {lo['batch']} per rank (or {1.15 * hi['ceiling_tok_s_per_gpu']:,.0f} at "
+        f"physics: an engine above {hi_x * lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at "
+        f"batch {lo['batch']} per rank (or {hi_x * hi['ceiling_tok_s_per_gpu']:,.0f} at "
         f"{hi['batch']}) would mean the batch is not per rank on {CLAIM_DECODE_RANKS} ranks",
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
