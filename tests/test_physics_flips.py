@@ -115,11 +115,12 @@ def test_prefill_gain_flips(tmp_path, high, verdict):
 
 
 @pytest.mark.parametrize(
-    "value,verdict", [(2_700, "possible"), (2_900, "undetermined"), (3_400, "impossible")]
+    "value,verdict", [(7_300, "possible"), (7_900, "undetermined"), (9_200, "impossible")]
 )
 def test_above_a_peak_is_impossible_whatever_the_margin(tmp_path, value, verdict):
-    """The single-user ceiling on 4 x B300 at 3.51 tokens per step is 3,297.35 tok/s: 3,400 is
-    103 % of it, impossible (the old symmetric 15 % margin read it undetermined); 2,900 is
-    88 %, undetermined (within the margin below the ceiling); 2,700 is 82 %, possible."""
+    """The single-user bound on 4 x B300 at 3.51 tokens per step, fewest bytes, is 8,957.88
+    tok/s: 9,200 is 103 % of it, impossible (the old symmetric 15 % margin read it
+    undetermined); 7,900 is 88 %, undetermined (within the margin below the bound); 7,300 is
+    81 %, possible."""
     reg = _registry(tmp_path, "single-user.throughput", value=value)
     assert _physics("single-user", reg)["single-user.throughput"].verdict == verdict
