@@ -71,3 +71,30 @@ def test_single_user_speculative_bound_is_the_fewest_bytes(tmp_path):
     r = single_user.outcome(an).reading("single-user.throughput", "physics")
     assert r.verdict == "possible" and r.margin == "45% of the ceiling"
     assert "InferenceX's measured acceptance length, not the claim's" in r.reason
+
+
+# ------------------------------------------------------------------- cached-share threshold
+
+
+def test_cached_share_threshold_is_sufficient_and_agrees_with_check():
+    """954,000 total tok/s per GPU on 72 GB300 at ISL 100,000 / OSL 1,000: per GPU 944,554
+    input and 9,446 output tok/s; the new input tokens' prefill (GEMMs + attention over a
+    prefix of 100,000 x (1 + s) / 2) plus the decode (0.055 of the time) fill the GPUs at
+    s = 64.0 %, not the 1 - 483,667 / 954,000 = 49.3 % of the prefill GEMMs alone. Just above
+    it `rackbook check` reads within the bounds, just below above them; at 57 % it reads
+    1.18x, where the book said "possible if >= 56.9 %"."""
+    th = results_bounds.cached_share_threshold(MODEL, "gb300", 72, 954_000, isl=100_000, osl=1_000)
+    assert th.share == pytest.approx(0.640, abs=1e-3)
+
+    def ratio(s: float) -> float:
+        return check.check_claim(
+            MODEL, "gb300", 72, 954_000, counted="total", isl=100_000, osl=1_000, cached_share=s
+        ).ratio
+
+    assert ratio(th.share + 0.002) < 1 < ratio(th.share - 0.002)
+    assert all(ratio(s) < 1 for s in (0.7, 0.8, 0.9, 0.99))  # sufficient: every larger share
+    assert ratio(0.57) == pytest.approx(1.18, abs=0.005)
+    ok = results_bounds.cached_share_threshold(
+        MODEL, "gb300", 72, 954_000, isl=100_000, osl=1_000, ratio=0.85
+    )
+    assert ok.share == pytest.approx(0.699, abs=1e-3)  # possible from 69.9 %
