@@ -281,7 +281,8 @@ def capacity(
     if free <= 0:
         formula = (
             f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
-            f"{'experts' if dense_replicated else 'all weights'} spread) > {fmt(usable, 'B')} usable ({MEMORY_FRACTION:g} x "
+            f"{'experts' if dense_replicated else 'all weights'} spread) > "
+            f"{fmt(usable, 'B')} usable ({MEMORY_FRACTION:g} x "
             f"{fmt(gpu.hbm_capacity_bytes, 'B')})"
         )
     elif n == 0:
@@ -687,9 +688,7 @@ def cached_share_threshold(
         return Threshold(0.0, r[0], r[-1], "possible", f"{what}: possible at any cached share")
     last = bad[-1]
     if last == len(_SHARES) - 1:
-        return Threshold(
-            None, r[0], r[-1], "impossible", f"{what}: impossible at any cached share"
-        )
+        return Threshold(None, r[0], r[-1], "impossible", f"{what}: impossible at any cached share")
     lo, hi = _SHARES[last], _SHARES[last + 1]
     while hi - lo > 1e-4:
         mid = (lo + hi) / 2
