@@ -508,6 +508,8 @@ def check_claim(
         "cached_share": cached_share,
         "concurrency": batch,
         "tokens_per_step": tokens_per_step,
+        "verify_tokens": verify,
+        "kv_dtype": kv_dtype,
         "output_tok_s_per_gpu": out,
         "new_input_tok_s_per_gpu": new,
     }
