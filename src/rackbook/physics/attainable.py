@@ -9,12 +9,11 @@ and the figure's ratio to this estimate.
 **Kernel efficiencies** (:func:`efficiencies`) are fractions of the calibration GPU's data sheet
 (``run.json`` ``spec``): stream bandwidth (the best ``hbm_read``), dense GEMMs (the best
 ``dense_gemm`` per dtype), and, kept as timed, the routed-expert GEMMs across tokens per expert,
-the index scan across keys and the sparse attention of one decode token. On another GPU
-(:func:`scaled`), a kernel timed at ``t`` takes ``t`` x the larger of (bytes it moves there /
-bytes it moved) x (calibration bandwidth / target bandwidth) and (FLOP there / FLOP) x
-(calibration peak / target peak): it keeps the fraction of the data sheet it reached, on
-whichever resource slows it most. The scan and attention are scaled by bandwidth. Fractions
-measured on a Hopper GPU and applied to a Blackwell one are labelled as such: an assumption.
+the index scan across keys and the sparse attention of one decode token. On another GPU a
+kernel keeps the fraction of its roofline (the larger of bytes / bandwidth and FLOP / peak)
+it reached on the calibration GPU at that size (:func:`scaled`). The scan and attention are
+scaled by bandwidth. Fractions measured on a Hopper GPU and applied to a Blackwell one are
+labelled as such: an assumption.
 
 **Deployments** (:data:`DEPLOYMENTS`):
 
@@ -70,6 +69,7 @@ RESOURCE: dict[str, str] = {
     "experts": "expert-GEMM speed",
     "index scan": "index-scan speed",
     "attention": "sparse-attention speed",
+    "attention FLOP": "dense-GEMM throughput",
     "context reads": "stream bandwidth",
     "drafter": "stream bandwidth",
     "NVLink": "NVLink bandwidth (data sheet)",
@@ -191,13 +191,18 @@ def _interp_flat(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
 
 def scaled(seconds: float, nbytes: tuple[float, float], flops: tuple[float, float],
            bw: tuple[float, float], peak: tuple[float, float]) -> float:  # fmt: skip
-    """A kernel timed at ``seconds`` on the calibration GPU, on the target: ``seconds`` x the
-    larger of bytes(target) / bytes(calibration) x bw(calibration) / bw(target) and
-    FLOP(target) / FLOP(calibration) x peak(calibration) / peak(target). Pairs are
-    (calibration, target)."""
-    f_bytes = (nbytes[1] / nbytes[0]) * (bw[0] / bw[1]) if nbytes[0] > 0 else 0.0
-    f_flops = (flops[1] / flops[0]) * (peak[0] / peak[1]) if flops[0] > 0 else 0.0
-    return seconds * max(f_bytes, f_flops)
+    """A kernel timed at ``seconds`` on the calibration GPU, on the target: it keeps the
+    fraction of its roofline it reached. Roofline time = max(bytes / bandwidth, FLOP / peak)
+    on each GPU; target seconds = target roofline / (calibration roofline / ``seconds``).
+    Pairs are (calibration, target).
+
+    One FP8 expert of 35.39 MB at 1 token on an H200: roofline 35.39 MB / 4.8 TB/s = 7.373 us,
+    timed 13.867 us: 53.2 %; the FP4 expert (18.80 MB) on a GB300: 2.350 us / 0.532 = 4.420 us.
+    At 4,096 tokens: roofline 2 x 4,096 x 35.39e6 / 1,979e12 = 146.5 us, timed 243.4 us: 60.2 %;
+    on a GB300 at FP4: 290e9 FLOP / 15e15 = 19.33 us / 0.602 = 32.1 us."""
+    r_cal = max(nbytes[0] / bw[0], flops[0] / peak[0])
+    r_tgt = max(nbytes[1] / bw[1], flops[1] / peak[1] if peak[1] > 0 else math.inf)
+    return seconds * r_tgt / r_cal if r_cal > 0 else seconds
 
 
 def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
@@ -445,7 +450,7 @@ def prefill_token(
     )
     if prefix:
         af = roofline.attention_flops(model, prefix, "prefill")
-        parts["attention"] = af.total / (frac * peak)
+        parts["attention FLOP"] = af.total / (frac * peak)
         if kv_dtype:
             cr = roofline.context_reads(model, prefix, "prefill", kv_dtype)
             parts["context reads"] = cr.total / chunk / (eff.stream * bw)
@@ -482,14 +487,20 @@ class Attainable:
     counted: str
     estimates: dict[str, Estimate]
     notes: tuple[str, ...] = ()
+    #: phase -> the share of the GPUs' time its work takes at the estimate
+    shares: dict[str, float] = field(default_factory=dict)
 
     @property
     def binding(self) -> str:
-        """The part of the phase that takes most of the time that binds most."""
-        if not self.estimates:
-            return ""
-        est = max(self.estimates.values(), key=lambda e: max(e.parts.values(), default=0))
-        return est.binding
+        """The part of a step that takes the largest share of the GPUs' time."""
+        best, name = -1.0, ""
+        for ph, e in self.estimates.items():
+            total = sum(e.parts.values())
+            for k, v in e.parts.items():
+                share = self.shares.get(ph, 1.0) * v / total if total else 0.0
+                if share > best:
+                    best, name = share, k
+        return name
 
     @property
     def text(self) -> str:
@@ -497,7 +508,8 @@ class Attainable:
         fig = f"{self.claimed_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU"
         where = f"({self.deployment}; {self.calibration})"
         if not math.isfinite(self.ratio):
-            return f"{fig}: no attainable estimate {where}"
+            why = self.notes[-1] if self.notes else "no attainable estimate"
+            return f"{fig}: measured kernels cannot reach it: {why} {where}"
         if self.ratio <= 1:
             return (
                 f"{fig} is {self.ratio:.2g}x what measured kernels reach for this workload "
@@ -594,7 +606,7 @@ def estimate(
             "domains is not modelled (NVLink assumed throughout)"
         )
     estimates: dict[str, Estimate] = {}
-    ratio = 0.0
+    shares: dict[str, float] = {}
     if phase in ("decode", "mixed"):
         cap, cap_text = _capacity(m, g, gpus, context, kv_dtype, dep)
         kw: dict[str, Any] = dict(
@@ -628,12 +640,13 @@ def estimate(
             )
         estimates["decode"] = est
         if output_tok_s:
-            ratio += output_tok_s / est.tok_s_per_gpu if est.tok_s_per_gpu else math.inf
+            shares["decode"] = output_tok_s / est.tok_s_per_gpu if est.tok_s_per_gpu else math.inf
     if phase in ("prefill", "mixed"):
         est = prefill_token(m, g, gpus, eff, prefix=prefix, kv_dtype=kv_dtype)
         estimates["prefill"] = est
         if new_input_tok_s:
-            ratio += new_input_tok_s / est.tok_s_per_gpu
+            shares["prefill"] = new_input_tok_s / est.tok_s_per_gpu
+    ratio = sum(shares.values())
     att = claimed / ratio if ratio > 0 else math.inf
     deployment_text = f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')} ({why})"
     return Attainable(
@@ -645,6 +658,7 @@ def estimate(
         counted,
         estimates,
         tuple(notes),
+        shares,
     )
 
 
