@@ -264,9 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--cached-share",
-        type=float,
-        default=0.0,
-        help="share of the input tokens served from the prefix cache (0 to 1)",
+        type=_share_arg,
+        default=None,
+        help="share of the input tokens served from the prefix cache (0 to 1), or 'unknown' "
+        "for the least share at which the figure is possible (not given: 0, said as assumed)",
     )
     s.add_argument(
         "--concurrency",
@@ -290,6 +291,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--trace", default=None, help="a trace folder for the this-run reading")
     s.add_argument(
         "--kv-dtype", choices=["fp4", "fp8", "bf16"], default=None, help="KV storage (narrowest)"
+    )
+    s.add_argument(
+        "--calibration",
+        default=None,
+        help="calibration folder for the attainable estimate (default: the shipped H200 one)",
+    )
+    s.add_argument(
+        "--deployment",
+        choices=["dp-ep", "tp-ep"],
+        default=None,
+        help="deployment of the attainable estimate: attention data- or tensor-parallel, "
+        "experts expert-parallel (default: dp-ep; tp-ep when fewer sequences than GPUs)",
     )
     s.add_argument("--json", action="store_true", help="print one JSON object last")
 
@@ -469,6 +482,16 @@ def _model_arg(text: str) -> str:
     if catalogs.catalog_model_id(text) is not None or not catalogs.looks_like_path(text):
         return text
     return os.path.abspath(text)
+
+
+def _share_arg(text: str) -> float | str:
+    """A ``--cached-share`` value: a number, or ``unknown``."""
+    if text.strip().lower() == "unknown":
+        return "unknown"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number or 'unknown'") from None
 
 
 def _dispatch(args: argparse.Namespace) -> int:
