@@ -25,7 +25,7 @@ SHIPPED = {
     "rack-scaling.throughput": "undetermined",
     "rack-scaling.speedup": "undetermined",  # on the throughput's basis (issue 28)
     "rack-scaling.cost": "undetermined",
-    "prefill-gain.gain": "possible",
+    "prefill-gain.gain": "undetermined",  # no baseline throughput published (issue 28)
     "eplb-balance.before": "possible",
     "eplb-balance.after": "possible",
     "eplb-balance.recovered": "undetermined",
@@ -61,7 +61,7 @@ def test_shipped_physics_verdicts_are_unchanged(result):
 
 def test_rack_throughput_above_what_any_cached_share_gives_is_impossible(tmp_path):
     """Counted cache hits cost no GEMM, but each request's new tokens still scan the prefix:
-    the most counted tok/s per GPU any share gives is about 2.42e10 (requests of 1,048,576
+    the most counted tok/s per GPU any share gives is about 3.33e10 (requests of 1,048,576
     tokens, all cached but one new input token and one output token; see
     rack_scaling.cached_ceiling). 1e11 tok/s per GPU is above it: impossible on every
     per-GPU reading, where the shipped 954,000 reads undetermined (it fits with >= 64.0 % of
@@ -103,25 +103,29 @@ def test_a_cost_never_reads_impossible(tmp_path, cost):
 
 
 @pytest.mark.parametrize(
-    "high,verdict",
-    [(44, "possible"), (100, "undetermined"), (400, "impossible")],
+    "baseline,verdict",
+    [(None, "undetermined"), (200_000.0, "possible"), (240_000.0, "impossible")],
 )
-def test_prefill_gain_flips(tmp_path, high, verdict):
-    """+400 % removes 80 % of a new token's time; running the decoder layers on the last
-    window only removes at most 50.26 % of it (1 - 3.005 / 6.043 us at 128,000 cached tokens):
-    1.59x, impossible (before, no gain could read impossible). +100 %: 50 % / 50.26 % = 0.995,
-    undetermined; +44 %: 0.608, possible."""
-    reg = _registry(tmp_path, "prefill-gain.gain", values={"low": 35, "high": high})
-    assert _physics("prefill-gain", reg)["prefill-gain.gain"].verdict == verdict
+def test_prefill_gain_flips(baseline, verdict):
+    """A gain has no bound without the baseline's throughput (undetermined); a published
+    baseline decides it against the 332,736 new tok/s bound on one GB300 behind 128,000 cached
+    tokens: 200,000 x 1.44 = 288,000 (0.866x) possible, 240,000 x 1.44 = 345,600 (1.04x)
+    impossible."""
+    from rackbook.results import prefill_gain
+
+    an = prefill_gain.analyse(
+        read_trace(paths.TRACES / "prefill-gain"), prefill_gain.Params(baseline_tok_s=baseline)
+    )
+    r = next(x for x in an.readings if x.reading == "physics")
+    assert r.verdict == verdict
 
 
 @pytest.mark.parametrize(
-    "value,verdict", [(7_300, "possible"), (7_900, "undetermined"), (9_200, "impossible")]
+    "value,verdict", [(7_300, "possible"), (8_950, "possible"), (9_000, "impossible")]
 )
 def test_above_a_peak_is_impossible_whatever_the_margin(tmp_path, value, verdict):
     """The single-user bound on 4 x B300 at 3.51 tokens per step, fewest bytes, is 8,957.88
-    tok/s: 9,200 is 103 % of it, impossible (the old symmetric 15 % margin read it
-    undetermined); 7,900 is 88 %, undetermined (within the margin below the bound); 7,300 is
-    81 %, possible."""
+    tok/s: 9,000 is 100.5 % of it, impossible (a bound is the least time: no margin, where a
+    15 % one read it undetermined); 8,950 is 99.9 % and 7,300 81 %, possible."""
     reg = _registry(tmp_path, "single-user.throughput", value=value)
     assert _physics("single-user", reg)["single-user.throughput"].verdict == verdict

@@ -21,10 +21,14 @@ MODEL = "deepseek-v4.1-flash"
 
 
 def test_the_verdict_rule_is_read_from_physics():
-    """check.physics_verdict: impossible above 1.0x a bound, possible below 1 - 0.15 = 0.85x."""
+    """check.physics_verdict (issue 28: every bound is a bound, no margin): impossible above
+    1.0x, possible at or below; a margin a caller passes still shows in the rule's words."""
     rule = results_bounds.verdict_rule()
-    assert (rule.possible_below, rule.impossible_above) == (pytest.approx(0.85), 1.0)
+    assert (rule.possible_below, rule.impossible_above) == (1.0, 1.0)
     assert check.physics_verdict(1.001) == "impossible"  # where the old box said "1.15x"
+    assert "possible* at or below it" in rule.text
+    old = results_bounds.verdict_rule(0.15)
+    assert old.possible_below == pytest.approx(0.85) and "below 0.85x" in old.text
 
 
 def test_the_flips_box_states_the_rule_check_uses():
@@ -34,8 +38,8 @@ def test_the_flips_box_states_the_rule_check_uses():
         flips = ["x"]
 
     box = chapter.flips_box(Out())
-    assert "above 1x a bound" in box and "below 0.85x" in box
-    assert "1.15" not in box
+    assert "*impossible* above 1x a bound" in box and "*possible* at or below it" in box
+    assert "1.15" not in box and "0.85" not in box
 
 
 def test_decode_parity_flip_is_the_bound_itself():
@@ -80,21 +84,21 @@ def test_cached_share_threshold_is_sufficient_and_agrees_with_check():
     """954,000 total tok/s per GPU on 72 GB300 at ISL 100,000 / OSL 1,000: per GPU 944,554
     input and 9,446 output tok/s; the new input tokens' prefill (GEMMs + attention over a
     prefix of 100,000 x (1 + s) / 2) plus the decode (0.055 of the time) fill the GPUs at
-    s = 64.0 %, not the 1 - 483,667 / 954,000 = 49.3 % of the prefill GEMMs alone. Just above
-    it `rackbook check` reads within the bounds, just below above them; at 57 % it reads
-    1.18x, where the book said "possible if >= 56.9 %"."""
-    th = results_bounds.cached_share_threshold(MODEL, "gb300", 72, 954_000, isl=100_000, osl=1_000)
-    assert th.share == pytest.approx(0.640, abs=1e-3)
+    s = 64.0 %, not the 1 - 483,667 / 954,000 = 49.3 % of the prefill GEMMs alone. The
+    chapter's share is check.cached_share_threshold's; just above it `rackbook check` reads
+    possible, just below impossible; at 57 % it reads 1.18x, where the book said "possible if
+    >= 56.9 %"."""
+    from rackbook.results import rack_scaling
+
+    r = rack_scaling.throughput_readings(954_000, 72, MODEL, "gb300").set_index("reading")
+    share = r.loc["per-gpu-with-cached", "min_cached_share"]
+    assert share == pytest.approx(0.640, abs=1e-3)
 
     def ratio(s: float) -> float:
         return check.check_claim(
             MODEL, "gb300", 72, 954_000, counted="total", isl=100_000, osl=1_000, cached_share=s
         ).ratio
 
-    assert ratio(th.share + 0.002) < 1 < ratio(th.share - 0.002)
+    assert ratio(share + 0.002) < 1 < ratio(share - 0.002)
     assert all(ratio(s) < 1 for s in (0.7, 0.8, 0.9, 0.99))  # sufficient: every larger share
     assert ratio(0.57) == pytest.approx(1.18, abs=0.005)
-    ok = results_bounds.cached_share_threshold(
-        MODEL, "gb300", 72, 954_000, isl=100_000, osl=1_000, ratio=0.85
-    )
-    assert ok.share == pytest.approx(0.699, abs=1e-3)  # possible from 69.9 %

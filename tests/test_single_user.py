@@ -290,7 +290,7 @@ def _registry(tok_s: float | None = None, gpus: int | None = None):
         (826, {}, (31.02, 9.22), "possible", "9% of the ceiling"),  # 826 / 8,957.9 = 0.092
         # 4,000 / 8,957.9 = 0.45: possible (it read 1.21x impossible with uniform routing)
         (4000, {}, (150.23, 44.65), "possible", "45% of the ceiling"),
-        (8000, {}, (300.47, 89.31), "undetermined", "89% of the ceiling"),  # 0.89: within 15 %
+        (8000, {}, (300.47, 89.31), "possible", "89% of the ceiling"),  # a bound: no margin
         # 9,100 / 8,957.9 = 1.016: above 100 % of the bound, impossible (no 15 % margin)
         (9100, {}, (341.78, 101.59), "impossible", "102% of the ceiling"),
         # acceptance 1.02: 1.02 / 0.391834 ms = 2,603.1 tok/s, below the 2,662.5 of one token
@@ -361,9 +361,8 @@ def test_the_collective_budget_is_in_the_values_and_flips(tmp_path):
     assert v["budget_1_us"] == pytest.approx(20.8767, abs=1e-3)  # (1.2107 - 0.3756) / 40 ms
     assert v["budget_s_us"] == pytest.approx(96.4390, abs=1e-3)  # (4.2494 - 0.3918) / 40 ms
     flips = single_user.outcome(an).flips
-    # undetermined above 0.85 x 8,957.88 = 7,614.2 and impossible above the bound itself
-    # (above 100 % of a bound: no margin)
-    assert "undetermined above 7,614 tok/s and impossible above 8,958" in flips[0]
+    # impossible above the bound itself, 8,957.88 (above 100 % of a bound: no margin)
+    assert flips[0].startswith("physics: impossible above 8,958 tok/s, possible at or below")
     assert "20.9 µs per MoE layer" in flips[0] and "96.4 µs with speculation" in flips[0]
 
 

@@ -1,9 +1,8 @@
 """Bounds the result chapters read, built on :mod:`rackbook.physics.check` and
-:mod:`rackbook.physics.roofline`: the verdict rule in words, the least cached share that makes a
-throughput fit a whole workload, the most counted tokens/s any cached share gives, the
-fewest-bytes batch-1 bound with speculation, the prefix-read ceiling of new prefill tokens, the
-share of a new token's time the decoder replay layers remove, and the time per MoE layer a step
-leaves for collectives.
+:mod:`rackbook.physics.roofline`: the verdict rule in words, the most counted tokens/s any
+cached share gives, the prefix-read ceiling of new prefill tokens, the share of a new token's
+time the decoder replay layers remove, and the time per MoE layer a step leaves for
+collectives.
 
 Every division of bytes by bandwidth or FLOP by peak the chapters show lives here (units in the
 names: ``_s`` seconds, ``_us`` microseconds, ``_bytes`` bytes, ``tok_s`` tokens/s).
@@ -11,14 +10,13 @@ names: ``_s`` seconds, ``_us`` microseconds, ``_bytes`` bytes, ``tok_s`` tokens/
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, roofline
-from rackbook.physics.units import fmt, plural
+from rackbook.physics.units import fmt
 
 # --------------------------------------------------------------------------------------------
 # the verdict rule
@@ -26,9 +24,10 @@ from rackbook.physics.units import fmt, plural
 
 @dataclass(frozen=True)
 class VerdictRule:
-    """Where :func:`rackbook.physics.check.physics_verdict` turns, as ratios claimed / ceiling:
-    ``possible`` below ``possible_below``, ``impossible`` above ``impossible_above``,
-    ``undetermined`` between."""
+    """Where :func:`rackbook.physics.check.physics_verdict` turns, as ratios claimed / bound:
+    ``possible`` at or below ``possible_below`` (1 without a margin), ``impossible`` above
+    ``impossible_above`` (1), ``undetermined`` between (empty without a margin) and wherever the
+    workload leaves out a part the verdict turns on."""
 
     possible_below: float
     impossible_above: float
@@ -36,6 +35,13 @@ class VerdictRule:
     @property
     def text(self) -> str:
         """The rule in one sentence."""
+        if self.possible_below >= self.impossible_above:
+            return (
+                f"a figure is *impossible* above {self.impossible_above:g}x a bound (the least "
+                "time the work can take) and *possible* at or below it; *undetermined* only where "
+                "the workload leaves out a part the verdict turns on, such as an unpublished "
+                "cached share"
+            )
         return (
             f"a figure is *impossible* above {self.impossible_above:g}x a bound (above 100 % of "
             f"a peak, whatever the margin), *possible* below {self.possible_below:.2f}x it, and "
@@ -45,107 +51,17 @@ class VerdictRule:
 
 def verdict_rule(margin: float = check.MARGIN) -> VerdictRule:
     """The thresholds of :func:`rackbook.physics.check.physics_verdict` (1 - ``margin`` and 1),
-    read back from the function itself so that no chapter can state another rule."""
+    checked against the function itself so that no chapter can state another rule."""
     lo, hi = 1 - margin, 1.0
     eps = 1e-9
     assert check.physics_verdict(lo - eps, margin) == "possible"
-    assert check.physics_verdict(lo + eps, margin) == "undetermined"
-    assert check.physics_verdict(hi, margin) == "undetermined"
+    assert check.physics_verdict(hi, margin) == ("undetermined" if margin > 0 else "possible")
     assert check.physics_verdict(hi + eps, margin) == "impossible"
     return VerdictRule(lo, hi)
 
 
 # --------------------------------------------------------------------------------------------
 # cached share of a whole workload
-
-
-@dataclass(frozen=True)
-class CachedShare:
-    """The least share of the input tokens served from the prefix cache that makes
-    ``tok_s_per_gpu`` counted tokens/s fit the workload (ISL, OSL) at ``ratio`` of the GPUs'
-    time, and the reading at that share (:func:`rackbook.physics.check.check_claim`: new-token
-    prefill behind the cached prefix, attention over it, and the decode of the output tokens).
-    ``share`` is None when no share below 1 fits (the decode alone, or the prefix reads, need
-    more than ``ratio``); 0.0 when the figure fits with nothing cached. Sufficient, not only
-    necessary: the time needed falls as the share grows, so every larger share fits too."""
-
-    share: float | None
-    ratio: float
-    tok_s_per_gpu: float
-    counted: str
-    isl: float
-    osl: float
-    at_share: check.Check | None
-    formula: str
-
-
-def _ratio(share: float, **kw: object) -> float:
-    return check.check_claim(cached_share=share, **kw).ratio  # type: ignore[arg-type]
-
-
-def cached_share_threshold(
-    model: ModelSpec | str,
-    gpu: GpuSpec | str,
-    gpus: int,
-    tok_s_per_gpu: float,
-    *,
-    isl: float,
-    osl: float,
-    counted: str = "total",
-    ratio: float = 1.0,
-    concurrency: float | None = None,
-    tol: float = 1e-5,
-) -> CachedShare:
-    """Bisection on the cached share s in [0, 1) of ``check_claim(..., counted, isl, osl,
-    cached_share=s)`` for the least s whose ratio is at most ``ratio`` (1: within the bounds;
-    1 - MARGIN: possible). The ratio falls as s grows: per second the prefill work is
-    (1 - s) x (GEMMs + attention over a prefix of isl x (1 + s) / 2), whose derivative in s is
-    -(GEMMs + attention over isl x s) < 0, and the decode share does not depend on s.
-
-    DeepSeek-V4.1-Flash, 954,000 total tok/s per GPU on 72 GB300 at ISL 100,000 / OSL 1,000:
-    about 64 % (ratio 1), against 1 - 483,667 / 954,000 = 49.3 % from the prefill GEMMs alone.
-    """
-    if not 0 < ratio:
-        raise InputError("-", "ratio", f"must be > 0, got {ratio}")
-    kw = dict(
-        model=catalogs.as_model(model),
-        gpu=catalogs.as_gpu(gpu),
-        gpus=gpus,
-        tok_s=tok_s_per_gpu,
-        per="gpu",
-        counted=counted,
-        isl=isl,
-        osl=osl,
-        batch=concurrency,
-    )
-    top = 1 - 1 / max(isl, 2)  # every input token cached but one
-    if _ratio(0.0, **kw) <= ratio:
-        share: float | None = 0.0
-    elif _ratio(top, **kw) > ratio:
-        share = None
-    else:
-        lo, hi = 0.0, top
-        while hi - lo > tol:
-            mid = (lo + hi) / 2
-            if _ratio(mid, **kw) <= ratio:
-                hi = mid
-            else:
-                lo = mid
-        share = hi
-    at = check.check_claim(cached_share=share, **kw) if share is not None else None  # type: ignore[arg-type]
-    where = f"{tok_s_per_gpu:,.0f} {counted} tok/s per GPU at ISL {isl:,.0f} / OSL {osl:,.0f}"
-    if share is None:
-        formula = (
-            f"{where} needs more than {ratio:g}x the GPUs' time whatever share is cached "
-            f"({_ratio(top, **kw):.3g}x with all but one input token cached)"
-        )
-    else:
-        assert at is not None
-        formula = (
-            f"{where} fits {ratio:g}x the GPUs' time once at least {share:.1%} of the input "
-            f"tokens are cache hits: there {at.reason}"
-        )
-    return CachedShare(share, ratio, tok_s_per_gpu, counted, isl, osl, at, formula)
 
 
 def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> check.Check:
@@ -168,79 +84,121 @@ def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> ch
 
 
 # --------------------------------------------------------------------------------------------
-# batch-1 decode with speculation: the fewest bytes
+# new prefill tokens behind a cached prefix
 
 
 @dataclass(frozen=True)
-class FewestBytes:
-    """The batch-1 bandwidth bound of one stream: tokens/s <= accepted tokens per step / the
-    least time a step takes to stream the fewest bytes it can read (seconds, bytes)."""
+class PrefixRead:
+    """Per new prefill token behind a cached prefix: the prefix bytes it reads at both ends
+    (sparse attention: the index-key scan plus the top-k rows; dense: every row in every
+    consuming layer), the read times, the compute time, and the tokens/s ceilings they give
+    (seconds, bytes, tokens/s)."""
 
+    prefix_tokens: int
+    sparse_bytes_per_new_token: float
+    dense_bytes_per_new_token: float
+    sparse_read_s: float
+    dense_read_s: float
+    compute_s_per_new_token: float
     tokens_per_s: float
-    step_s: float
-    weight_bytes: float
-    kv_bytes: float
-    draft_bytes: float
-    acceptance_length: float
-    verify_tokens: int
+    dense_tokens_per_s: float
+    bound: str
     formula: str
 
     def __float__(self) -> float:
         return self.tokens_per_s
 
 
-def batch1_fewest_bytes(
+def prefix_read_model(
     model: ModelSpec | str,
     hw: GpuSpec | str,
-    n_gpus: int,
-    acceptance_length: float = 1.0,
+    prefix_tokens: int,
     *,
-    context_tokens: int = 0,
     kv_dtype: str = "fp4",
-) -> FewestBytes:
-    """A batch-1 decode step over ``n_gpus`` GPUs streams at least the dense weights once, the
-    fewest routed experts its verified tokens can touch (top-k per MoE layer: every token of
-    the step may pick the same experts), the sequence's context reads once (the verified
-    tokens share the context) and, with speculation, the drafter's weights; tokens/s <=
-    ``acceptance_length`` / (bytes / (n_gpus x HBM bytes/s)).
+    n_gpus: int = 1,
+    reuse_tokens: int = 1,
+) -> PrefixRead:
+    """Prefilling new tokens after a cached prefix of ``prefix_tokens`` tokens, through the
+    encoder layers only (the layers a new prefill token passes).
 
-    DeepSeek-V4.1-Flash on 4 x B300 (8 TB/s each): 12.02 GB / 32 TB/s = 0.3756 ms, 2,663 tok/s
-    at acceptance 1; at 3.51 tokens per step, + the drafter's weights, about 8,960 tok/s (a
-    uniform routing of six verified tokens instead touches 34.6 experts per layer: 33.5 GB,
-    about 3,300 tok/s: a typical step, not a bound).
+    Each new token reads the prefix's caches in those layers
+    (:func:`rackbook.physics.roofline.context_reads`, phase prefill), at the sparse end
+    (index-key scan and top-k rows) and at the dense end (every row); ``reuse_tokens`` new
+    tokens of a chunk share one read (1 = none, the most traffic; the bound of
+    :func:`rackbook.physics.check.check_claim` shares it over
+    :data:`rackbook.physics.check.PREFILL_CHUNK`). Read time =
+    :func:`rackbook.physics.roofline.bandwidth_floor_step_s` of the bytes over ``n_gpus``;
+    compute time = the prefill GEMMs plus the attention and indexer FLOP at the prefix
+    (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); ceiling = 1 / max(read,
+    compute) with the sparse read (the dense ceiling is given beside it).
+    DeepSeek-V4.1-Flash behind 128,000 tokens, one GB300: 15.71 MB (1.96 us) against 3.005 us
+    of compute: 332,700 new tokens/s.
     """
     m = catalogs.as_model(model)
-    if not acceptance_length >= 1:
-        raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
-    spec = m.speculative
-    if acceptance_length == 1:
-        verify = 1
-    elif spec is not None:
-        verify = max(spec.draft_tokens + 1, math.ceil(acceptance_length))
-    else:
-        verify = math.ceil(acceptance_length)
-    weights = roofline.active_weight_bytes_per_token(m, 1)  # top-k experts per layer: the fewest
-    kv = (
-        roofline.context_reads(m, context_tokens, "decode", kv_dtype).total
-        if context_tokens
-        else 0.0
-    )
-    draft = 0.0
-    if verify > 1 and spec is not None:
-        draft = float(spec.draft_active_params * roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
-    step = roofline.bandwidth_floor_step_s(weights.bytes + kv + draft, hw, n_gpus)
-    tps = acceptance_length / step.seconds
+    if reuse_tokens < 1:
+        raise InputError("-", "reuse_tokens", f"must be >= 1, got {reuse_tokens}")
+    g = catalogs.as_gpu(hw)
+    reads = roofline.context_reads(m, prefix_tokens, "prefill", kv_dtype)
+    sparse = roofline.bandwidth_floor_step_s(reads.total / reuse_tokens, g, n_gpus)
+    dense = roofline.bandwidth_floor_step_s(reads.dense / reuse_tokens, g, n_gpus)
+    comp = roofline.compute_ceiling_tokens_per_s(m, g, "prefill", n_gpus, context=prefix_tokens)
+    comp_s = comp.seconds_per_token / n_gpus
+    bound = "KV read" if sparse.seconds >= comp_s else "compute"
+    tps = 1 / max(sparse.seconds, comp_s)
+    dense_tps = 1 / max(dense.seconds, comp_s)
     formula = (
-        f"step >= ({fmt(weights.bytes, 'B')} weights (dense once + top-"
-        f"{m.moe.experts_per_token} experts per layer, the fewest {plural(verify, 'token')} "
-        f"can touch) + {fmt(kv, 'B')} context + {fmt(draft, 'B')} drafter) / "
-        f"{plural(n_gpus, 'GPU')} x {fmt(step.bytes_per_s / n_gpus, 'B/s')} = "
-        f"{step.seconds * 1e3:.4g} ms; "
-        f"{acceptance_length:g} tokens/step / {step.seconds * 1e3:.4g} ms = {tps:,.0f} tok/s"
+        f"per new token, {roofline.phase_layers(m, 'prefill')} encoder layers ({reuse_tokens} "
+        f"sharing one read): sparse {fmt(sparse.bytes, 'B')} -> "
+        f"{sparse.seconds * 1e6:,.4g} µs, dense {fmt(dense.bytes, 'B')} -> "
+        f"{dense.seconds * 1e6:,.4g} µs at {fmt(sparse.bytes_per_s, 'B/s')}; compute "
+        f"{comp_s * 1e6:,.4g} µs; ceiling 1 / max = {tps:,.0f} new tokens/s ({bound} bound), "
+        f"{dense_tps:,.0f} with dense reads"
     )
-    return FewestBytes(
-        tps, step.seconds, weights.bytes, kv, draft, acceptance_length, verify, formula
+    return PrefixRead(
+        prefix_tokens,
+        sparse.bytes,
+        dense.bytes,
+        sparse.seconds,
+        dense.seconds,
+        comp_s,
+        tps,
+        dense_tps,
+        bound,
+        formula,
     )
+
+
+def removable_share(
+    model: ModelSpec | str,
+    hw: GpuSpec | str = "gb300",
+    prefix_tokens: int = 128_000,
+    kv_dtype: str = "fp4",
+) -> tuple[float, str]:
+    """The share of a new prefill token's time that running the decoder layers on each
+    request's last window only removes (vLLM's decoder replay layers), at the ceilings behind
+    a cached prefix of ``prefix_tokens``: 1 - t_encoder / t_all, each t = max(compute, reads)
+    per token (seconds). t_all: every layer (the decode-phase GEMMs, attention and indexer FLOP
+    and context reads without the sliding window); t_encoder: the encoder layers only
+    (:func:`prefix_read_model`). The last window's decoder pass is left out (it only lowers
+    the share). DeepSeek-V4.1-Flash on GB300 behind 128,000 tokens: 1 - 3.005 / 6.043 = 50.3 %.
+    """
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
+    after = prefix_read_model(m, g, prefix_tokens, kv_dtype=kv_dtype)
+    t_after = 1 / after.tokens_per_s
+    comp = roofline.compute_ceiling_tokens_per_s(m, g, "decode", context=prefix_tokens)
+    r = roofline.context_reads(m, prefix_tokens, "decode", kv_dtype)
+    read_all = roofline.bandwidth_floor_step_s(r.total - r.window, g).seconds
+    t_all = max(comp.seconds_per_token, read_all)
+    share = 1 - t_after / t_all
+    how = (
+        f"1 - {t_after * 1e6:.4g} µs (encoder layers) / {t_all * 1e6:.4g} µs (every layer) per "
+        f"new token behind {prefix_tokens:,} cached tokens on {g.id} = {share:.1%}"
+    )
+    return share, how
+
+
+# --------------------------------------------------------------------------------------------
+# batch-1 decode: the time a step leaves for collectives
 
 
 def collective_budget_us(claim_step_s: float, floor_step_s: float, moe_layers: int) -> float:

@@ -232,7 +232,7 @@ def speedup_readings(
       reading decides on): the node counts claim x n_gpus / speedup tokens/s, each GPU
       claim x n_gpus / speedup / GPUs per node, and fits only with at least
       ``stated_min_cached_share`` of its input tokens cached at the workload ``isl`` / ``osl``
-      (:func:`rackbook.physics.results_bounds.cached_share_threshold`): undetermined while the
+      (:func:`rackbook.physics.check.cached_share_threshold`): undetermined while the
       share is unpublished, impossible when no share fits.
     """
     if not speedup > 0:
@@ -248,16 +248,13 @@ def speedup_readings(
         node_per_gpu = claim_tok_s / speedup / per_node
         ratio = node_per_gpu / cap
         stated = claim_tok_s * n_gpus / speedup / per_node
-        th = results_bounds.cached_share_threshold(
-            model, node_gpu, per_node, stated, isl=isl, osl=osl
+        th = check.cached_share_threshold(
+            model, node_gpu, per_node, stated, per="gpu", counted="total", isl=isl, osl=osl
         )
-        if th.share is None:
-            s_verdict, s_text = "impossible", th.formula
-        elif th.share == 0:
-            assert th.at_share is not None
-            s_verdict, s_text = th.at_share.verdict, th.formula
-        else:
-            s_verdict, s_text = "undetermined", th.formula + " (the share is not published)"
+        s_verdict = th.verdict
+        s_text = f"at ISL {isl:,.0f} / OSL {osl:,.0f}, {th.formula}" + (
+            " (the share is not published)" if th.verdict == "undetermined" else ""
+        )
         rows.append(
             {
                 "system": sid,
@@ -337,7 +334,7 @@ def throughput_readings(
     tokens' decode share the GPUs' time; ``cached_share``, the share of the INPUT tokens that
     were cache hits, as ``rackbook check --cached-share``; without it the row gives the least
     share that fits, ``min_cached_share``, sufficient and not only necessary
-    (:func:`rackbook.physics.results_bounds.cached_share_threshold`), and is undetermined, or
+    (:func:`rackbook.physics.check.cached_share_threshold`), and is undetermined, or
     impossible where no share fits or the figure is above what any workload gives,
     :func:`cached_ceiling`), ``rack-total`` (the figure is the rack's total: / n_gpus).
     Columns: reading, meaning, tok_s_per_gpu, computed_tok_s_per_gpu, phase,
@@ -416,7 +413,9 @@ def throughput_readings(
         cached_row(cached_share, f"per GPU, {cached_share:.1%} of input tokens cache hits")
         th_share = np.nan
     else:
-        th = results_bounds.cached_share_threshold(m, g, n_gpus, claim_value, isl=isl, osl=osl)
+        th = check.cached_share_threshold(
+            m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
+        )
         th_share = np.nan if th.share is None else th.share
         top = cached_ceiling(m, g, n_gpus)
         bound = top.ceiling_tok_s_per_gpu
@@ -440,6 +439,8 @@ def throughput_readings(
         elif th.share is None:
             cached_row(1 - 1 / isl, meaning)
             rows[-1].update(verdict="impossible", formula=f"at {work}: {th.formula}")
+        elif th.share == 0:
+            cached_row(0.0, meaning)
         else:
             reason = cached_row(th.share, meaning)["reason"]
             if th.share > 0:
@@ -1457,26 +1458,18 @@ def flips(a: Analysis) -> list[str]:
     isl, osl = a.params.workload_isl, a.params.workload_osl
     by = a.throughput.set_index("reading")
     need = by.loc["per-gpu-with-cached", "min_cached_share"]
-    ok = results_bounds.cached_share_threshold(
-        a.model, a.gpu, a.rack.gpus, t, isl=isl, osl=osl, ratio=lo
-    ).share
     bound = cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
     work = f"ISL {isl:,} / OSL {osl:,}, assumed"
-    tp = (
-        "throughput, physics (per GPU as stated, cache hits counted, "
-        + work
-        + "): "
-        + (
-            f"possible once at least {ok:.1%} of the input tokens are cache hits, impossible if a "
-            f"published share were below {need:.1%} (`rackbook check` reads the same)"
-            if ok is not None and np.isfinite(need)
-            else "no cached share fits"
-        )
+    tp = f"throughput, physics (per GPU as stated, cache hits counted, {work}): " + (
+        "no cached share fits"
+        if not np.isfinite(need)
+        else f"possible once a published share of the input tokens cached reaches {need:.1%}, "
+        "impossible below it (`rackbook check` reads the same)"
     )
     tp += (
-        f"; as computed tokens possible only below {lo * cap_p:,.0f} tok/s per GPU "
-        f"({lo:g}x the prefill ceiling); impossible above {bound:,.3g} tok/s per GPU on any "
-        f"workload, which no cached share reaches; decode ratio {a.band.text}"
+        f"; as computed tokens possible only up to {lo * cap_p:,.0f} tok/s per GPU (the "
+        f"prefill ceiling); impossible above {bound:,.3g} tok/s per GPU on any workload, which "
+        f"no cached share reaches; decode ratio {a.band.text}"
     )
     sd = a.speedups
     node_caps = sd["ceiling_tok_s_per_gpu"] * sd["gpus_per_node"]
@@ -1486,11 +1479,11 @@ def flips(a: Analysis) -> list[str]:
             f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes fit once at least "
             f"{r.stated_min_cached_share:.1%} of their input tokens are cache hits"
             if np.isfinite(r.stated_min_cached_share)
-            else f"{r.gpus_per_node}-GPU nodes fit with no cached share"
+            else f"no cached share fits {r.gpus_per_node}-GPU {r.gpu.upper()} nodes"
             for r in sd.itertuples()
         )
         + f". With the throughput as the rack's total: possible while that total stays below "
-        f"{lo * s * node_caps.min():,.0f} tok/s (every node size under {lo:g}x its GPU's "
+        f"{lo * s * node_caps.min():,.0f} tok/s (every node size within its GPU's "
         f"ceiling), impossible above {hi * s * node_caps.max():,.0f} tok/s (every node size "
         f"over it); at {t:,.0f} tok/s, possible for any speedup above "
         f"{t / (lo * node_caps.min()):.3g}x, impossible below {t / (hi * node_caps.max()):.3g}x"

@@ -182,35 +182,17 @@ def batch1_floor(
     *,
     context_tokens: int = 0,
     kv_dtype: str = "fp4",
-) -> results_bounds.FewestBytes:
+    routing: str = "fewest",
+) -> roofline.Batch1Decode:
     """Batch-1 decode bound: a step streams at least the fewest bytes it can read (dense
     weights once, the top-k experts per MoE layer however many tokens it verifies, the
     context once, the drafter), so step >= bytes / (n_gpus x HBM bytes/s) seconds and tokens/s
-    <= acceptance_length / step (:func:`rackbook.physics.results_bounds.batch1_fewest_bytes`).
+    <= acceptance_length / step
+    (:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`; ``routing="uniform"``:
+    the verified tokens pick their experts independently, a typical step and not a bound).
     DeepSeek-V4.1-Flash on 4 x B300: 12.02 GB / 32 TB/s = 0.3756 ms/step, 2,663 tokens/s at
-    acceptance 1; 12.02 GB + 520 MB drafter = 0.3918 ms, 3.51 / 0.3918 ms = 8,958 at 3.51."""
-    return results_bounds.batch1_fewest_bytes(
-        catalogs.as_model(model),
-        hw,
-        n_gpus,
-        acceptance_length,
-        context_tokens=context_tokens,
-        kv_dtype=kv_dtype,
-    )
-
-
-def typical_step(
-    model: ModelSpec | str,
-    hw: GpuSpec | str,
-    n_gpus: int,
-    acceptance_length: float,
-    *,
-    context_tokens: int = 0,
-    kv_dtype: str = "fp4",
-) -> roofline.Batch1Decode:
-    """The same step with uniform routing: the verified tokens pick their experts
-    independently (six tokens touch 34.6 experts per layer, 33.5 GB), a typical step rather
-    than a bound (:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`)."""
+    acceptance 1; 12.02 GB + 520 MB drafter = 0.3918 ms, 3.51 / 0.3918 ms = 8,958 at 3.51
+    (uniform: 34.6 experts per layer, 34.06 GB, 3,297)."""
     return roofline.batch1_decode_ceiling_tokens_per_s(
         catalogs.as_model(model),
         hw,
@@ -218,6 +200,7 @@ def typical_step(
         acceptance_length,
         context_tokens=context_tokens,
         kv_dtype=kv_dtype,
+        routing=routing,
     )
 
 
@@ -252,7 +235,10 @@ def claim_vs_floor(
     rows = []
     for name, acc in (("no speculation", 1.0), ("speculation", float(acceptance_length))):
         f = batch1_floor(model, hw, n_gpus, acc, context_tokens=context_tokens, kv_dtype=kv_dtype)
-        u = typical_step(model, hw, n_gpus, acc, context_tokens=context_tokens, kv_dtype=kv_dtype)
+        u = batch1_floor(
+            model, hw, n_gpus, acc, context_tokens=context_tokens, kv_dtype=kv_dtype,
+            routing="uniform",
+        )  # fmt: skip
         step_ms = 1000 * f.step_s
         rows.append(
             {
@@ -608,12 +594,11 @@ def outcome(a: Analysis) -> headline.Outcome:
     best = a.floor.loc[a.floor["ceiling_tok_s"].idxmax()]
     rule = results_bounds.verdict_rule()
     flips = [
-        f"physics: undetermined above {rule.possible_below * best['ceiling_tok_s']:,.0f} tok/s "
-        f"and impossible above {rule.impossible_above * best['ceiling_tok_s']:,.0f} (the "
-        f"higher bound, {best['acceptance_length']:g} tokens per step on "
-        f"{_n(a.floor_gpus, 'GPU')}, {p.gpu_id}, fewest bytes per step); at one token per step "
-        f"the claim leaves {v['budget_1_us']:.3g} µs per MoE layer for the dispatch and combine "
-        f"across the GPUs ({v['budget_s_us']:.3g} µs with speculation)",
+        f"physics: impossible above {rule.impossible_above * best['ceiling_tok_s']:,.0f} "
+        f"tok/s, possible at or below (the higher bound, {best['acceptance_length']:g} tokens "
+        f"per step on {_n(a.floor_gpus, 'GPU')}, {p.gpu_id}, fewest bytes per step); at one "
+        f"token per step the claim leaves {v['budget_1_us']:.3g} µs per MoE layer for the "
+        f"dispatch and combine across the GPUs ({v['budget_s_us']:.3g} µs with speculation)",
         f"this run: one stream of DeepSeek-V4.1-Flash on {a.claim.scope.gpu_count} B300 GPUs "
         f"within {p.rel_tol:.0%} of {a.claim_tok_s:,.0f} tok/s reads consistent, outside it "
         "inconsistent",
