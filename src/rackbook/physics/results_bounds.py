@@ -198,6 +198,29 @@ def removable_share(
 
 
 # --------------------------------------------------------------------------------------------
+# a longer context: the extra attention and indexer compute of a decode step
+
+
+def context_compute_growth_s(
+    model: ModelSpec | str, hw: GpuSpec | str, lo: float, hi: float, *, batch: int = 1
+) -> float:
+    """Least extra seconds of attention and indexer compute per decode step when ``batch``
+    sequences on one GPU grow from ``lo`` to ``hi`` tokens of context: the extra FLOP of
+    :func:`rackbook.physics.roofline.attention_flops` over the GPU's dense FLOP/s at the
+    precision the dense weights run at. DeepSeek-V4.1-Flash on GB300, 128,000 -> 855,000
+    tokens, one sequence: the index scan's 2 x 64 x 128 x 2.5 x 727,000 = 2.978e10 FLOP at
+    5 PFLOP/s (FP8) = 5.96 us (the top-k rows, pool and window do not grow past 128,000)."""
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
+    if not 0 <= lo < hi:
+        raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
+    extra = roofline.attention_flops(m, hi).total - roofline.attention_flops(m, lo).total
+    dense = roofline.weight_split(m, "decode").dense_dtype
+    peak = g.flops(g.run_precision(dense))
+    assert peak is not None
+    return batch * extra / peak
+
+
+# --------------------------------------------------------------------------------------------
 # batch-1 decode: the time a step leaves for collectives
 
 
