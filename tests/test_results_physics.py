@@ -102,3 +102,47 @@ def test_cached_share_threshold_is_sufficient_and_agrees_with_check():
     assert ratio(share + 0.002) < 1 < ratio(share - 0.002)
     assert all(ratio(s) < 1 for s in (0.7, 0.8, 0.9, 0.99))  # sufficient: every larger share
     assert ratio(0.57) == pytest.approx(1.18, abs=0.005)
+
+
+# ------------------------------------------------------------------- EPLB floor
+
+
+def test_eplb_floor_states_the_assumed_ranks():
+    """Balancedness >= 1 / n for n EP ranks; the write-up gives no n: the chapter's 64 is an
+    assumption, and 0.35 clears the floor of any EP size of at least ceil(1 / 0.35) = 3."""
+    from rackbook.results import eplb_balance
+
+    r = eplb_balance.balancedness_physics("eplb-balance.before", 0.35, 64, "x")
+    assert r.verdict == "possible"
+    assert "does not state the EP ranks: 64 is assumed here" in r.reason
+    assert "any EP size of at least 3 ranks" in r.reason
+    # on 2 ranks the floor is 1/2 = 0.5, above 0.35: impossible
+    assert eplb_balance.balancedness_physics("eplb-balance.before", 0.35, 2, "x").verdict == (
+        "impossible"
+    )
+
+
+# ------------------------------------------------------------------- registry and rerun card
+
+
+def test_single_user_rerun_card_reads_the_claims_gpu():
+    """The single-user claim is on 4 B300; its card's parameters held it to gb300."""
+    from rackbook.book import rerun
+
+    card = rerun.card("single-user")
+    assert "gpu_id: b300" in card and "gpu_id: gb300" not in card
+
+
+def test_registry_states_only_what_the_write_up_states():
+    """The write-up says vLLM *can* split prefill and decode over GPU groups, not that the
+    +35-44 % was measured on a prefill pool; it gives the EPLB index in its decode paragraph
+    without saying it was measured during decode."""
+    from rackbook.inputs.claims import load_claims
+
+    reg = load_claims()
+    gain = reg.get("prefill-gain.gain")
+    assert gain.basis["serving"] == "unknown" and gain.basis["gpus"] == "unknown"
+    assert "separate GPU pools" not in gain.metric.measured
+    for cid in ("eplb-balance.before", "eplb-balance.after", "eplb-balance.recovered"):
+        c = reg.get(cid)
+        assert "during decode" not in c.statement and "during decode" not in c.metric.tokens_counted
