@@ -131,9 +131,19 @@ def readings_table(outcome: Any) -> str:
                 margin = (
                     "" if margin == "-" else f'<br><span class="rb-margin">{_html(margin)}</span>'
                 )
+                att = r.get("attainable") or {}
+                ratio = att.get("ratio")
+                att_line = (
+                    f'<br><span class="rb-margin">{ratio:.2g}x what measured kernels reach</span>'
+                    if isinstance(ratio, (int, float))
+                    else ""
+                )
+                why = _html(r["reason"]) + (
+                    f"<br>Attainable: {_html(att['text'])}" if att.get("text") else ""
+                )
                 parts.append(
-                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}"
-                    f"<details><summary>why</summary>{_html(r['reason'])}</details>"
+                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}{att_line}"
+                    f"<details><summary>why</summary>{why}</details>"
                 )
             cells.append(f"<td>{''.join(parts) or '-'}</td>")
         rows.append(f"<tr><td><code>{_html(claim)}</code></td>{''.join(cells)}</tr>")

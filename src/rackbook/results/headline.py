@@ -120,6 +120,9 @@ class ClaimReading:
     #: published reading: each named basis's reading (name, verdict, margin, basis,
     #: decided_on, sources, closest, conversion)
     by_basis: tuple[dict[str, Any], ...] = ()
+    #: physics reading: what measured kernels reach for the figure's workload
+    #: (:mod:`rackbook.physics.attainable`): tok_s_per_gpu, ratio, deployment, calibration, text
+    attainable: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:

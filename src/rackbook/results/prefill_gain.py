@@ -31,6 +31,7 @@ from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics import check, results_bounds
 from rackbook.physics.results_bounds import PrefixRead, prefix_read_model, removable_share
@@ -256,6 +257,32 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
 # ----------------------------------------------------------------------------- roofline
 
 
+def gain_attainable(
+    model: ModelSpec | str,
+    gpu: GpuSpec | str,
+    gpus: int,
+    prefix: int,
+    high: float,
+    baseline_tok_s: float | None = None,
+) -> dict[str, Any]:
+    """What measured kernels reach for new-token prefill behind ``prefix`` cached tokens on
+    ``gpus`` x ``gpu`` (:func:`rackbook.results.verdicts.attainable`); with a published
+    baseline (new tokens/s on those GPUs) the ratio is baseline x (1 + ``high``) over it,
+    without one there is no figure to set against it (``ratio`` None)."""
+    claimed = baseline_tok_s * (1 + high) / gpus if baseline_tok_s else 1.0
+    c = check.check_claim(model, gpu, gpus, claimed, phase="prefill", context=prefix)
+    a = verdicts.attainable(c)
+    if baseline_tok_s:
+        return {**a, "text": f"the gained throughput {a['text']}"}
+    return {
+        **a,
+        "ratio": None,
+        "text": f"measured kernels reach {a['tok_s_per_gpu']:,.0f} new tok/s per GPU behind "
+        f"{prefix:,} cached tokens ({a['deployment']}; {a['calibration']}); without the "
+        "baseline's throughput no gain can be set against it",
+    }
+
+
 def gain_physics(
     low: float,
     high: float,
@@ -265,6 +292,7 @@ def gain_physics(
     baseline_tok_s: float | None = None,
     bound_tok_s: float | None = None,
     bound_how: str = "",
+    attainable: dict[str, Any] | None = None,
 ) -> headline.ClaimReading:
     """What physics can say about a gain of ``low`` .. ``high`` (fractions) on new tokens.
 
@@ -294,6 +322,7 @@ def gain_physics(
             "a bound caps a throughput, not a gain: the baseline's absolute new-token "
             "throughput is not published, and a slow enough baseline makes any gain "
             f"reachable; {assumed}",
+            attainable=attainable,
         )
     after = baseline_tok_s * (1 + high)
     ratio = after / bound_tok_s
@@ -305,6 +334,7 @@ def gain_physics(
         f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {high:.0%}) = "
         f"{after:,.0f}, {ratio:.3g}x the {bound_tok_s:,.0f} new-token bound ({bound_how}); "
         f"{assumed}",
+        attainable=attainable,
     )
 
 
@@ -549,6 +579,9 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
             baseline_tok_s=p.baseline_tok_s,
             bound_tok_s=bound.tokens_per_s,
             bound_how=bound_how,
+            attainable=gain_attainable(
+                model, gpu, p.prefill_gpus, claim_prefix, high, p.baseline_tok_s
+            ),
         ),
         evidence.reading(CLAIM_ID, registry=reg),
         run,

@@ -457,6 +457,7 @@ def throughput_readings(
     r["formula"] = f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s per GPU; " + r["formula"]
     out = pd.DataFrame(rows)
     out.attrs["workload"] = (isl, osl)
+    out.attrs["cached_share"] = cached_share
     return out
 
 
@@ -521,7 +522,39 @@ def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
+def throughput_attainable(
+    readings: pd.DataFrame, model: ModelSpec, gpu: GpuSpec, n_gpus: int
+) -> dict[str, Any]:
+    """What measured kernels reach for the throughput on the basis its physics reading
+    decides on (per GPU as stated, cache hits counted, at the least cached share the bound
+    allows on the workload, or the given share) and as the rack's total
+    (:func:`rackbook.results.verdicts.attainable`); the stated basis fills the fields, the
+    rack total is under ``rack_total`` and in the text."""
+    by = readings.set_index("reading")
+    isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
+    claim = float(by.loc["per-gpu-decode", "tok_s_per_gpu"])
+    cached = by.loc["per-gpu-with-cached"]
+    share = cached["min_cached_share"]
+    if not np.isfinite(share):
+        share = readings.attrs.get("cached_share")
+    rack = by.loc["rack-total"]
+    c_rack = check.check_claim(model, gpu, n_gpus, float(rack["tok_s_per_gpu"]), phase="decode")
+    a_rack = verdicts.attainable(c_rack, "as the rack's total")
+    if share is None:
+        return {**a_rack, "rack_total": a_rack}
+    c = check.check_claim(
+        model, gpu, n_gpus, claim, counted="total", isl=isl, osl=osl, cached_share=share
+    )
+    a = verdicts.attainable(
+        c,
+        f"per GPU as stated, {share:.1%} of the input cached at ISL {isl:,.0f} / OSL {osl:,.0f}",
+    )
+    return {**a, "text": f"{a['text']}; {a_rack['text']}", "rack_total": a_rack}
+
+
+def throughput_physics(
+    readings: pd.DataFrame, attainable: dict[str, Any] | None = None
+) -> headline.ClaimReading:
     """The claim as written ("per GPU"): the most permissive of its per-GPU readings (decode,
     prefill, counting cache hits); the rack-total reading, which contradicts "per GPU", is
     given in the reason."""
@@ -548,10 +581,27 @@ def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
         f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
     )
     margin = f"per GPU as stated: {dec['ratio']:.3g}x the decode ceiling as computed tokens"
-    return headline.ClaimReading(THROUGHPUT_CLAIM, "physics", best, margin, reason)
+    return headline.ClaimReading(
+        THROUGHPUT_CLAIM, "physics", best, margin, reason, attainable=attainable
+    )
 
 
-def speedup_physics(speedups: pd.DataFrame) -> headline.ClaimReading:
+def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, Any]:
+    """What measured kernels reach for the smallest node the speedup implies, its throughput
+    read as the rack's total / speedup (:func:`rackbook.results.verdicts.attainable`)."""
+    r = speedups.loc[speedups["gpus_per_node"].idxmin()]
+    c = check.check_claim(
+        model, str(r["gpu"]), int(r["gpus_per_node"]), float(r["node_tok_s_per_gpu"]),
+        phase="decode",
+    )  # fmt: skip
+    return verdicts.attainable(
+        c, f"a {int(r['gpus_per_node'])}-GPU node, the rack's total / speedup"
+    )
+
+
+def speedup_physics(
+    speedups: pd.DataFrame, attainable: dict[str, Any] | None = None
+) -> headline.ClaimReading:
     """The speedup over "a single node", read on the throughput reading's basis (per GPU as
     stated, cache hits counted: ``stated_verdict`` of :func:`speedup_readings`): the node it
     implies fits with an unpublished cached share (undetermined), with none (possible) or with
@@ -592,6 +642,7 @@ def speedup_physics(speedups: pd.DataFrame) -> headline.ClaimReading:
         f"on the throughput's basis (per GPU as stated, cache hits counted, ISL {isl:,.0f} "
         f"/ OSL {osl:,.0f} assumed): {stated}; with the throughput as the rack's total: "
         f"{total}; super-linear per-GPU scaling would also be possible",
+        attainable=attainable,
     )
 
 
@@ -1247,12 +1298,12 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     )
     run = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
     readings = [
-        throughput_physics(thr),
+        throughput_physics(thr, throughput_attainable(thr, model, gpu, rack.gpus)),
         evidence.reading(THROUGHPUT_CLAIM, registry=reg),
         verdicts.run_reading(
             THROUGHPUT_CLAIM, float(nx["total_tok_s_per_gpu"]), tok_s, what=what_tp, **run
         ),
-        speedup_physics(sp),
+        speedup_physics(sp, speedup_attainable(sp, model)),
         evidence.reading(SPEEDUP_CLAIM, registry=reg),
         verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what_sp, **run)
         if len(sc) > 1 and ref_cfg == p.reference_config

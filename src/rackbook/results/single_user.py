@@ -283,8 +283,30 @@ def _n(count: int, word: str) -> str:
     return f"{count:,} {word}" + ("" if count == 1 else "s")
 
 
+def best_reading(floor: pd.DataFrame) -> str:
+    """The row of :func:`claim_vs_floor` with the higher bound (it decides the verdict)."""
+    return str(floor.set_index("reading")["ceiling_tok_s"].idxmax())
+
+
+def stream_attainable(
+    claim_tok_s: float, model: str, gpu: str, gpus: int, acceptance: float
+) -> dict[str, Any]:
+    """What measured kernels reach for one stream on ``gpus`` x ``gpu`` at ``acceptance``
+    tokens per step (:func:`rackbook.results.verdicts.attainable`: batch 1, tensor-parallel
+    attention, uniform routing of the verified tokens)."""
+    c = check.check_claim(
+        model, gpu, gpus, claim_tok_s, per="total", batch=1, tokens_per_step=acceptance
+    )
+    return verdicts.attainable(c, f"one stream at {acceptance:g} tokens per step")
+
+
 def physics_reading(
-    floor: pd.DataFrame, claim_tok_s: float, gpus: int, gpu: str, acceptance_from: str = ""
+    floor: pd.DataFrame,
+    claim_tok_s: float,
+    gpus: int,
+    gpu: str,
+    acceptance_from: str = "",
+    attainable: dict[str, Any] | None = None,
 ) -> headline.ClaimReading:
     """The physics reading of one stream at ``claim_tok_s``: the claim over the higher of the
     two batch-1 bandwidth ceilings, with speculation (the claim's "specialised decode path" may
@@ -313,7 +335,9 @@ def physics_reading(
             else ""
         )
     )
-    return headline.ClaimReading(CLAIM_ID, "physics", v, f"{ratio:.0%} of the ceiling", reason)
+    return headline.ClaimReading(
+        CLAIM_ID, "physics", v, f"{ratio:.0%} of the ceiling", reason, attainable=attainable
+    )
 
 
 def run_reading(
@@ -501,6 +525,13 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
             floor_gpus,
             p.gpu_id,
             "" if p.acceptance_length is not None else "InferenceX's measured acceptance length",
+            stream_attainable(
+                claim_tok_s,
+                p.model_id,
+                p.gpu_id,
+                floor_gpus,
+                float(floor.set_index("reading").loc[best_reading(floor), "acceptance_length"]),
+            ),
         ),
         evidence.reading(CLAIM_ID, registry=reg),
         run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run),
