@@ -197,3 +197,16 @@ def test_the_landing_conclusions_carry_the_attainable_ratio():
     out, _ = _physics_reading("single-user")
     (c,) = conclusions.conclusions(out.to_dict("trace"))
     assert "x what measured kernels reach (attention tensor-parallel" in " ".join(c.brief)
+
+
+def test_context_latency_says_what_measured_kernels_add():
+    """One sequence on 4 GB300 (tensor-parallel attention): the estimate's step at 128,000
+    and 855,000 tokens; the claimed 0.6 ms is its difference's ratio, and the implied step
+    (100 x 0.6 / 7 = 8.57 ms) is set against the estimate's step at 128,000."""
+    _, rs = _physics_reading("context-latency")
+    by = {r.claim_id: r.attainable for r in rs}
+    d = by["context-latency.delta"]
+    assert d["ratio"] == pytest.approx(0.6e-3 / d["added_s"], rel=1e-9) and d["added_s"] > 0
+    pct = by["context-latency.delta-pct"]
+    assert pct["ratio"] == pytest.approx(60 / 7 * 1e-3 / pct["step_lo_s"], rel=1e-9)
+    assert "tensor-parallel" in pct["deployment"]

@@ -26,6 +26,7 @@ them; the functions below take them as arguments.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -425,8 +426,46 @@ class GrowthReading:
         return self.growth.sparse_ms / self.claim_ms
 
 
+def growth_attainable(
+    model: ModelSpec, hw: GpuSpec, gpus: int, lo: int, hi: int, claim_ms: float, batch: int = 1
+) -> dict[str, Any]:
+    """What measured kernels add to a decode step of ``batch`` sequences on ``gpus`` GPUs when
+    the context grows from ``lo`` to ``hi`` tokens (:func:`rackbook.physics.attainable.estimate`
+    at both contexts, step time difference; seconds inside, ms and µs in the text); ``ratio``
+    is the claimed delta over it."""
+    from rackbook.physics import attainable
+
+    steps = []
+    for ctx in (lo, hi):
+        a = attainable.estimate(
+            model, hw, gpus, claimed=1.0, phase="decode", batch=batch, context=ctx
+        )
+        steps.append(sum(a.estimates["decode"].parts.values()))
+    added = steps[1] - steps[0]
+    ratio = 1e-3 * claim_ms / added if added > 0 else None
+    text = (
+        f"measured kernels step {_n(batch, 'sequence')} on {gpus} {hw.id} in "
+        f"{1e3 * steps[0]:.3g} ms at {lo:,} tokens and add {1e6 * added:,.0f} µs by {hi:,}"
+        + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
+        + f" ({a.deployment}; {a.calibration})"
+    )
+    return {
+        "tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None,
+        "ratio": ratio,
+        "deployment": a.deployment,
+        "calibration": a.calibration,
+        "binding": a.binding,
+        "text": text,
+        "added_s": added,
+        "step_lo_s": steps[0],
+    }
+
+
 def growth_physics(
-    growth: roofline.ContextGrowth, claim_ms: float, compute_ms: float = 0.0
+    growth: roofline.ContextGrowth,
+    claim_ms: float,
+    compute_ms: float = 0.0,
+    attainable: dict[str, Any] | None = None,
 ) -> GrowthReading:
     """Physics of "+``claim_ms`` from lo to hi tokens": the least extra time is the sparse
     reading's extra bytes (mostly the index-key scan) over the HBM bandwidth; ``impossible``
@@ -457,7 +496,9 @@ def growth_physics(
             f"the extra index-key scan of {_n(growth.batch, 'sequence')} over {span} alone takes "
             f"{1000 * floor:,.0f} µs, {ratio:.3g}x the claimed {claim_ms:g} ms"
         )
-    r = headline.ClaimReading(DELTA_ID, "physics", v, f"floor {100 * ratio:.2g} % of it", reason)
+    r = headline.ClaimReading(
+        DELTA_ID, "physics", v, f"floor {100 * ratio:.2g} % of it", reason, attainable=attainable
+    )
     return GrowthReading(growth, claim_ms, per_seq, n_seq, r, compute_ms)
 
 
@@ -840,10 +881,25 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         roofline.context_growth(m, hw, lo, hi, p.kv_dtype, batch=p.batch, n_gpus=p.n_gpus),
         claim_ms,
         1000 * results_bounds.context_compute_growth_s(m, hw, lo, hi, batch=p.batch) / p.n_gpus,
+        growth_attainable(m, hw, p.weight_gpus, lo, hi, claim_ms, p.batch),
     )
     implied = implied_latency_physics(
         claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
     )
+    ga = growth.reading.attainable or {}
+    if ga.get("step_lo_s"):
+        x = 1e-3 * implied.central_ms / ga["step_lo_s"]
+        text = (
+            f"the two figures imply a step of {implied.central_ms:.3g} ms at {lo:,} tokens, "
+            f"{x:.2g}x the {1e3 * ga['step_lo_s']:.3g} ms measured kernels take for one "
+            f"sequence ({ga['deployment']}; {ga['calibration']})"
+        )
+        implied = dataclasses.replace(
+            implied,
+            reading=dataclasses.replace(
+                implied.reading, attainable={**ga, "ratio": x, "text": text}
+            ),
+        )
     hardware = verdicts.hardware(trace.run)
     testable = verdicts.can_test(trace.run)
     run_ms = delta_run_reading(
