@@ -114,6 +114,8 @@ def _attainable(r: Mapping[str, Any], brief: bool) -> str:
     ratio = a.get("ratio")
     dep = str(a.get("deployment") or "").split(" (")[0]
     cal = str(a.get("calibration") or "").split(";")[0]
+    if a.get("brief"):
+        return f"; {a['brief']} ({dep}; {cal})"
     if isinstance(ratio, (int, float)) and math.isfinite(ratio):
         return f"; {ratio:.2g}x what measured kernels reach ({dep}; {cal})"
     reach = a.get("tok_s_per_gpu")

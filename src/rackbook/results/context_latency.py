@@ -458,6 +458,7 @@ def growth_attainable(
         "text": text,
         "added_s": added,
         "step_lo_s": steps[0],
+        "brief": f"{ratio:.2g}x what measured kernels add for one sequence" if ratio else "",
     }
 
 
@@ -897,7 +898,14 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         implied = dataclasses.replace(
             implied,
             reading=dataclasses.replace(
-                implied.reading, attainable={**ga, "ratio": x, "text": text}
+                implied.reading,
+                attainable={
+                    **ga,
+                    "ratio": x,
+                    "text": text,
+                    "brief": f"the implied step is {x:.2g}x what measured kernels take for one "
+                    "sequence",
+                },
             ),
         )
     hardware = verdicts.hardware(trace.run)

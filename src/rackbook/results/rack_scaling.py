@@ -549,7 +549,13 @@ def throughput_attainable(
         c,
         f"per GPU as stated, {share:.1%} of the input cached at ISL {isl:,.0f} / OSL {osl:,.0f}",
     )
-    return {**a, "text": f"{a['text']}; {a_rack['text']}", "rack_total": a_rack}
+    return {
+        **a,
+        "text": f"{a['text']}; {a_rack['text']}",
+        "rack_total": a_rack,
+        "brief": f"as stated at {share:.1%} cached, {a['ratio']:.2g}x what measured kernels "
+        f"reach; as the rack's total, {a_rack['ratio']:.2g}x",
+    }
 
 
 def throughput_physics(
@@ -594,9 +600,12 @@ def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, An
         model, str(r["gpu"]), int(r["gpus_per_node"]), float(r["node_tok_s_per_gpu"]),
         phase="decode",
     )  # fmt: skip
-    return verdicts.attainable(
-        c, f"a {int(r['gpus_per_node'])}-GPU node, the rack's total / speedup"
-    )
+    n = int(r["gpus_per_node"])
+    a = verdicts.attainable(c, f"a {n}-GPU node, the rack's total / speedup")
+    return {
+        **a,
+        "brief": f"the implied {n}-GPU node is {a['ratio']:.2g}x what measured kernels reach",
+    }
 
 
 def speedup_physics(
