@@ -133,11 +133,12 @@ def readings_table(outcome: Any) -> str:
                 )
                 att = r.get("attainable") or {}
                 ratio = att.get("ratio")
-                att_line = (
-                    f'<br><span class="rb-margin">{ratio:.2g}x what measured kernels reach</span>'
+                short = att.get("brief") or (
+                    f"{ratio:.2g}x what measured kernels reach"
                     if isinstance(ratio, (int, float))
                     else ""
                 )
+                att_line = f'<br><span class="rb-margin">{_html(short)}</span>' if short else ""
                 why = _html(r["reason"]) + (
                     f"<br>Attainable: {_html(att['text'])}" if att.get("text") else ""
                 )

@@ -1212,7 +1212,6 @@ class Analysis:
             "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
             "workload_isl": self.params.workload_isl,
             "workload_osl": self.params.workload_osl,
-            "cached_check": by.loc["per-gpu-with-cached", "command"],
             "node_hgx_ratio": spi.loc[hgx, "ratio"],
             "node_tray_gpu": str(spi.loc[tray, "gpu"]).upper(),
             "node_hgx_gpu": str(spi.loc[hgx, "gpu"]).upper(),
