@@ -951,7 +951,7 @@ class Params(headline.Params):
     use, the share of the input tokens that were cache hits if known (None: not published),
     the relative tolerance of measured against published (GB300 traces only), and the workload
     (input and output tokens per request) the cache-hit reading assumes, since the write-up
-    gives none."""
+    gives none (``workload_isl``, ``workload_osl``: not notebook parameters, set them here)."""
 
     gpus_per_replica: int = 1
     reference_config: str = "1x"
