@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rackbook import __version__, limits, paths
@@ -37,6 +37,7 @@ HANDLERS: dict[str, str] = {
     "check": "rackbook.results.workload:cli_check",
     "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
+    "calibrate": "rackbook.cli:cli_calibrate",
     "recipes": "rackbook.cluster.topology:cli_recipes",
     "catalog": "rackbook.inputs.catalogs:cli_catalog",
 }
@@ -73,9 +74,6 @@ PUBLISHED_IMPORTS: dict[str, str] = {
 def _import_handler(args: argparse.Namespace) -> str:
     """The handler of ``rackbook import FORMAT``; options that do not fit the format are a
     one-line usage error (exit 2)."""
-    out = Path(args.output)
-    if (out / "run.json").is_file() and not args.force:
-        raise InputError(out, "-o", "a trace exists there: add --force to replace it")
     if args.engine is not None and args.format not in ENGINE_IMPORTS:
         raise InputError(args.input, "--engine", f"only for offline-engine, not {args.format}")
     if args.format in ENGINE_IMPORTS:
@@ -108,7 +106,7 @@ def _import_handler(args: argparse.Namespace) -> str:
 #: Verbs that read the repository's data, notebooks or book sources (the others work on the
 #: files they are given): from an installed copy without a checkout they stop with one line.
 NEEDS_CHECKOUT = frozenset(
-    {"run", "list", "book", "kv-bytes", "check", "recipes", "record", "catalog"}
+    {"run", "list", "book", "kv-bytes", "check", "recipes", "record", "catalog", "calibrate"}
 )
 
 
@@ -129,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("-o", "--output", required=True, help="trace folder to write")
     s.add_argument(
-        "--force", action="store_true", help="replace an existing trace folder at --output"
+        "--force",
+        action="store_true",
+        help="replace an existing trace folder at --output (only one rackbook wrote)",
     )
     s.add_argument("--model", default=None, help="mlperf: keep only this Model's rows")
     s.add_argument(
@@ -206,8 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--html",
         default=None,
         metavar="DIR",
-        help="where the HTML book goes (replaced whole; default _build/html of the checkout, "
-        "which is then not touched)",
+        help="where the HTML book goes (a new folder, or one rackbook wrote: replaced whole; "
+        "default _build/html of the checkout, which is then not touched)",
     )
     s.add_argument("--strict", action="store_true", help="warnings are errors (-W -n)")
     _speed_options(s)
@@ -377,6 +377,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep points whose requests fail the validity checks (run.json says so)",
     )
 
+    s = sub.add_parser(
+        "calibrate",
+        help="time the model's kernels with torch on this device (a calibration folder)",
+        description="Time HBM read/copy, dense GEMMs, the catalog model's expert GEMMs, the "
+        "index scan and sparse attention with torch (the live env: .venv-live/bin/rackbook "
+        "calibrate) and write a calibration folder (rackbook check --calibration DIR).",
+    )
+    s.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default cuda")
+    s.add_argument("-o", "--output", default=None, help="calibration folder to write")
+    s.add_argument("--model", default="deepseek-v4.1-flash", help="catalog model whose shapes "
+                   "are timed (default deepseek-v4.1-flash)")  # fmt: skip
+    s.add_argument("--quick", action="store_true", help="fewer sizes (a smoke run)")
+    s.add_argument("--save-json", metavar="FILE", help="also write the rows as JSON")
+    s.add_argument("--from-json", metavar="FILE", help="write -o DIR from a --save-json file")
+
     s = sub.add_parser("recipes", help="generate cluster recipes from the topology file")
     s.add_argument(
         "--topology",
@@ -387,7 +402,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         default=None,
-        help="folder of recipes, replaced whole (default: the checkout's env/cluster/generated)",
+        help="folder of recipes (a new one, or one rackbook wrote: replaced whole; default: the "
+        "checkout's env/cluster/generated)",
     )
     for verb in sub.choices.values():
         verb.add_argument(
@@ -494,12 +510,48 @@ def _share_arg(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number or 'unknown'") from None
 
 
+def cli_calibrate(args: argparse.Namespace) -> int:
+    """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels; the model's
+    shapes and the data sheets come from :mod:`rackbook.inputs.catalogs` (the live harness
+    imports no catalog), read without validation where pydantic is missing (a CUDA image)."""
+    from rackbook.live import calibrate
+
+    def catalog() -> calibrate.Catalog:
+        try:
+            from rackbook.inputs import catalogs
+        except ImportError:
+            return calibrate.catalog_from_yaml(args.model)
+        model = catalogs.load_model(_model_arg(args.model))
+        return calibrate.catalog_from_specs(model, catalogs.load_hardware().gpus,
+                                            "rackbook.inputs.catalogs")  # fmt: skip
+
+    return calibrate.cli_calibrate(args, catalog)
+
+
+@contextlib.contextmanager
+def _import_output(args: argparse.Namespace) -> Iterator[None]:
+    """``import``'s output folder locked for the whole import (:func:`fsio.output_lock`), once
+    it is known to be replaceable: missing, empty, or a trace rackbook wrote and ``--force``;
+    never a folder holding anything else, nor one the input lies inside."""
+    from rackbook.core import fsio, traces
+
+    out = fsio.check_output_folder(Path(args.output), "-o")
+    with fsio.output_lock(out, "-o"):
+        fsio.check_replaceable(out, "trace", "-o", traces.is_unmarked_trace)
+        if Path(args.input).is_file():  # else the importer says what it is
+            fsio.refuse_overlap({"-o": out}, {"input": args.input})
+        if not args.force and (fsio.marked_kind(out) or (out / "run.json").is_file()):
+            raise InputError(out, "-o", "a trace exists there: add --force to replace it")
+        yield
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
         spec = _import_handler(args) if args.verb == "import" else HANDLERS[args.verb]
-        return int(_resolve(spec)(args) or 0)
+        with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
+            return int(_resolve(spec)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted()
