@@ -263,7 +263,8 @@ def test_import_output_is_a_folder_that_is_not_a_trace(tmp_path, run_cli):
     err = cli_error(
         run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(out), names=(str(out),)
     )
-    assert "output" in err and "not a trace folder" in err
+    assert "-o" in err and "'thesis.tex'" in err and "not written by rackbook" in err
+    assert (out / "thesis.tex").read_text() == "mine\n"
 
 
 def test_import_point_id_is_data_not_a_path(tmp_path, run_cli):
@@ -281,6 +282,7 @@ def test_import_point_id_is_data_not_a_path(tmp_path, run_cli):
     assert outside == set()
     assert {"r.json", "trace"} == {p.name for p in work.iterdir()}
     assert sorted(p.name for p in out.iterdir()) == [
+        ".rackbook-output",
         "itl.parquet",
         "points.parquet",
         "requests.parquet",
@@ -1046,7 +1048,8 @@ def test_recipes_output_folder_of_someone_else(tmp_path, run_cli):
     out.mkdir()
     (out / "thesis.tex").write_text("mine\n")
     err = cli_error(run_cli, tmp_path, "recipes", "--topology", str(TOPOLOGY), "-o", str(out))
-    assert f"error: {out}: output: holds 'thesis.tex', not a generated recipe" in err
+    assert f"error: {out}: output: holds 'thesis.tex' and was not written by rackbook" in err
+    assert (out / "thesis.tex").read_text() == "mine\n"
 
 
 def test_topology_loader_missing_field(tmp_path):

@@ -345,7 +345,7 @@ def test_cli_writes_recipes(run_cli, tmp_path):
     code, out, err = run_cli("recipes", "--topology", str(DEFAULT), "-o", str(tmp_path / "g"))
     assert code == 0, err
     got = sorted(str(p.relative_to(tmp_path / "g")) for p in (tmp_path / "g").rglob("*.*"))
-    assert got == sorted(topology.RECIPE_FILES)
+    assert got == sorted([*topology.RECIPE_FILES, ".rackbook-output"])  # recipes and the marker
     assert "68 of 72 GPUs, 17 nodes" in out
 
 

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rackbook import __version__, limits, paths
@@ -73,9 +73,6 @@ PUBLISHED_IMPORTS: dict[str, str] = {
 def _import_handler(args: argparse.Namespace) -> str:
     """The handler of ``rackbook import FORMAT``; options that do not fit the format are a
     one-line usage error (exit 2)."""
-    out = Path(args.output)
-    if (out / "run.json").is_file() and not args.force:
-        raise InputError(out, "-o", "a trace exists there: add --force to replace it")
     if args.engine is not None and args.format not in ENGINE_IMPORTS:
         raise InputError(args.input, "--engine", f"only for offline-engine, not {args.format}")
     if args.format in ENGINE_IMPORTS:
@@ -129,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("-o", "--output", required=True, help="trace folder to write")
     s.add_argument(
-        "--force", action="store_true", help="replace an existing trace folder at --output"
+        "--force",
+        action="store_true",
+        help="replace an existing trace folder at --output (only one rackbook wrote)",
     )
     s.add_argument("--model", default=None, help="mlperf: keep only this Model's rows")
     s.add_argument(
@@ -206,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--html",
         default=None,
         metavar="DIR",
-        help="where the HTML book goes (replaced whole; default _build/html of the checkout, "
-        "which is then not touched)",
+        help="where the HTML book goes (a new folder, or one rackbook wrote: replaced whole; "
+        "default _build/html of the checkout, which is then not touched)",
     )
     s.add_argument("--strict", action="store_true", help="warnings are errors (-W -n)")
     _speed_options(s)
@@ -387,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         default=None,
-        help="folder of recipes, replaced whole (default: the checkout's env/cluster/generated)",
+        help="folder of recipes (a new one, or one rackbook wrote: replaced whole; default: the "
+        "checkout's env/cluster/generated)",
     )
     for verb in sub.choices.values():
         verb.add_argument(
@@ -494,12 +494,30 @@ def _share_arg(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number or 'unknown'") from None
 
 
+@contextlib.contextmanager
+def _import_output(args: argparse.Namespace) -> Iterator[None]:
+    """``import``'s output folder locked for the whole import (:func:`fsio.output_lock`), once
+    it is known to be replaceable: missing, empty, or a trace rackbook wrote and ``--force``;
+    never a folder holding anything else, nor one the input lies inside."""
+    from rackbook.core import fsio, traces
+
+    out = fsio.check_output_folder(Path(args.output), "-o")
+    with fsio.output_lock(out, "-o"):
+        fsio.check_replaceable(out, "trace", "-o", traces.is_unmarked_trace)
+        if Path(args.input).is_file():  # else the importer says what it is
+            fsio.refuse_overlap({"-o": out}, {"input": args.input})
+        if not args.force and (fsio.marked_kind(out) or (out / "run.json").is_file()):
+            raise InputError(out, "-o", "a trace exists there: add --force to replace it")
+        yield
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
         spec = _import_handler(args) if args.verb == "import" else HANDLERS[args.verb]
-        return int(_resolve(spec)(args) or 0)
+        with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
+            return int(_resolve(spec)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted()

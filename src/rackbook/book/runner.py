@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from rackbook import limits, paths
+from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
 from rackbook.core.provenance import REPO, repo_relative
 from rackbook.errors import InputError
@@ -215,6 +216,7 @@ def prepare_run(
 
     nb = notebook_path(result)
     out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
+    fsio.refuse_special(out_dir, "--out", result_files())
     params = dict(parameters or {})
     declared = declared_parameters(nb)
     unknown = sorted(set(params) - set(declared))
@@ -388,16 +390,48 @@ def cli_run(args: argparse.Namespace) -> int:
         line = f"{d.result}: {summary_line(read_result(d.headline))} [{how}] -> {d.headline}"
         print(line, flush=True)
 
-    if len(names) == 1:
-        t0 = time.perf_counter()
-        print(f"running {names[0]} ({source}) ...", flush=True)
-        path, cached = execute_result(names[0], source, params, out, force=force)
-        report(pool.Done(names[0], path, cached, time.perf_counter() - t0))
-        return 0
-    jobs = min(jobs, len(names))
-    print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
-    pool.run_chapters(names, source, params, out, force, jobs, report)
+    with results_folder(out or paths.EXECUTED, "--out"):
+        if len(names) == 1:
+            t0 = time.perf_counter()
+            print(f"running {names[0]} ({source}) ...", flush=True)
+            path, cached = execute_result(names[0], source, params, out, force=force)
+            report(pool.Done(names[0], path, cached, time.perf_counter() - t0))
+            return 0
+        jobs = min(jobs, len(names))
+        print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
+        pool.run_chapters(names, source, params, out, force, jobs, report)
     return 0
+
+
+def result_files() -> set[str]:
+    """The names of the files ``rackbook run`` reads and writes in a results folder: each
+    result's notebook, headline JSON, cache stamp and temporary notebook."""
+    return {
+        name
+        for r in paths.RESULTS
+        for name in (f"{r}.ipynb", f"{r}.json", f".{r}.key", f".{r}.tmp.ipynb")
+    }
+
+
+def is_unmarked_results(path: Path) -> bool:
+    """True when the folder ``path`` holds only what ``rackbook run`` wrote before output
+    markers (:data:`rackbook.core.fsio.MARKER`): each result's notebook, headline JSON, cache
+    stamp (``.RESULT.key``) or temporary notebook, and live mode's ``traces`` folder."""
+    mine = {"traces", *result_files()}
+    try:
+        return all(name in mine for name in os.listdir(path))
+    except OSError:
+        return False
+
+
+def results_folder(
+    path: str | Path, field: str = "--out"
+) -> contextlib.AbstractContextManager[Path]:
+    """The executed-results folder ``path`` claimed for writing: locked, refused when it holds
+    what rackbook did not write, marked (:func:`rackbook.core.fsio.output_folder`)."""
+    from rackbook.core import fsio
+
+    return fsio.output_folder(path, kind="results", field=field, legacy=is_unmarked_results)
 
 
 def cli_list(args: argparse.Namespace) -> int:
@@ -407,6 +441,7 @@ def cli_list(args: argparse.Namespace) -> int:
 
     reg = load_claims()
     out_dir = cli_path(args.out) or paths.EXECUTED
+    fsio.refuse_special(out_dir, "--out", result_files())
     listing = []
     for name in paths.RESULTS:
         f = out_dir / f"{name}.json"
@@ -602,11 +637,12 @@ def build_book(
     from rackbook.book.sitesync import read_stamp, tree_digest, write_stamp
 
     executed = paths.resolve(out) if out else paths.EXECUTED
+    fsio.refuse_special(executed, "--out", result_files())
     if html is not None:
         from rackbook.core.fsio import atomic_dir
 
         target = check_output_folder(Path(html), "--html")
-        with atomic_dir(target) as tmp:
+        with atomic_dir(target, kind="html", field="--html") as tmp:
             work = tmp / ".work"
             site = stage_book(executed, work / "_build" / "site", reference)
             log = work / "book-build.log"
@@ -673,7 +709,8 @@ def run_on_traces(
     mine = check_user_traces(base)
     if shipped is not None and not shipped.is_dir():
         raise InputError(shipped, "--reuse", "not a folder of executed results")
-    with atomic_dir(check_output_folder(out, "--out")) as tmp:
+    out = check_output_folder(out, "--out")
+    with atomic_dir(out, kind="results", legacy=is_unmarked_results, field="--out") as tmp:
         for r in available_results():
             done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
             if r not in mine and done and all(f.is_file() for f in done):
@@ -702,14 +739,29 @@ def cli_book(args: argparse.Namespace) -> int:
         check_output_folder(html, "--html")
     if getattr(args, "reuse", None) and not args.traces:
         raise InputError(args.reuse, "--reuse", "only with --traces")
-    reuse = None
-    if args.traces:
-        out = out or paths.BUILD / "yours"
-        reuse = cli_path(getattr(args, "reuse", None))
-        if reuse is not None and not reuse.is_dir():
-            raise InputError(reuse, "--reuse", "not a folder of executed results")
-        mine = run_on_traces(cli_path(args.traces), out, reuse, force)
-        print(f"your traces: {', '.join(mine)}")
-    index = build_book(out, args.strict, force, html=html, reference=reuse)
+    traces_dir = cli_path(args.traces) if args.traces else None
+    reuse = cli_path(getattr(args, "reuse", None)) if traces_dir else None
+    results = out or (paths.BUILD / "yours" if traces_dir else paths.EXECUTED)
+    written = {"--html": html, "--out": results if traces_dir else None}
+    read = {"--traces": traces_dir, "--reuse": reuse, "--out": None if traces_dir else results}
+    fsio.refuse_overlap(written, read)
+    with contextlib.ExitStack() as held:  # each output's lock, for the whole build
+        for field, folder in written.items():
+            if folder is not None:
+                held.enter_context(fsio.output_lock(folder, field))
+        if html is None:  # the book is built in the build folder
+            held.enter_context(fsio.output_lock(paths.BUILD / "html", "RACKBOOK_BUILD"))
+        if html is not None:
+            fsio.check_replaceable(html, "html", "--html")
+        if traces_dir is not None:
+            check_output_folder(results, "--out")
+            fsio.check_replaceable(results, "results", "--out", is_unmarked_results)
+            if reuse is not None and not reuse.is_dir():
+                raise InputError(reuse, "--reuse", "not a folder of executed results")
+            if reuse is not None:
+                fsio.refuse_special(reuse, "--reuse", result_files())
+            mine = run_on_traces(traces_dir, results, reuse, force)
+            print(f"your traces: {', '.join(mine)}")
+        index = build_book(results, args.strict, force, html=html, reference=reuse)
     print(f"book: {index}")
     return 0

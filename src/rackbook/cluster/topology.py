@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import sys
@@ -1081,23 +1082,30 @@ def render_recipes(topo: Topology) -> dict[str, str]:
     return texts
 
 
+def is_unmarked_recipes(path: Path) -> bool:
+    """True when the folder ``path`` holds only generated recipes (:data:`RECIPE_FILES` and
+    the ``params`` folder), as ``rackbook recipes`` wrote them before output markers."""
+    try:
+        top = os.listdir(path)
+        sub = os.listdir(path / "params") if "params" in top else []
+    except OSError:
+        return False
+    return all(n in RECIPE_FILES or n == "params" for n in top) and all(
+        f"params/{n}" in RECIPE_FILES for n in sub
+    )
+
+
 def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[Path]:
     """Write every generated file to ``out_dir`` at once (the folder is replaced atomically).
 
-    A file at ``out_dir``, or a folder holding anything but generated recipes, is refused
-    (:class:`InputError`, field ``output``): nothing of the user's is replaced.
+    A file at ``out_dir``, or a folder holding anything but rackbook's recipes (marked, or
+    :func:`is_unmarked_recipes`), is refused (:class:`InputError`, field ``output``): nothing
+    of the user's is replaced.
     """
     out = fsio.check_output_folder(paths.resolve(out_dir))
-    if out.is_dir():
-        foreign = sorted(
-            p.name for p in out.iterdir() if p.name not in RECIPE_FILES and p.name != "params"
-        )
-        if foreign:
-            raise InputError(
-                out, "output", f"holds {foreign[0]!r}, not a generated recipe: refusing to replace"
-            )
+    fsio.check_replaceable(out, "recipes", "output", is_unmarked_recipes)
     texts = render_recipes(topo)
-    with fsio.atomic_dir(out) as tmp:
+    with fsio.atomic_dir(out, kind="recipes", legacy=is_unmarked_recipes) as tmp:
         tmp.chmod(0o755)
         for name, text in texts.items():
             (tmp / name).parent.mkdir(exist_ok=True)
@@ -1110,8 +1118,10 @@ def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[
 def cli_recipes(args: argparse.Namespace) -> int:
     """``rackbook recipes [--topology FILE] [-o DIR]``: regenerate the cluster recipes (relative
     paths from the working directory; the defaults are the checkout's)."""
-    topo = load_topology(Path(args.topology).absolute() if args.topology else DEFAULT_TOPOLOGY)
+    topo_path = Path(args.topology).absolute() if args.topology else DEFAULT_TOPOLOGY
     out = Path(args.output).absolute() if args.output else DEFAULT_OUTPUT
+    fsio.refuse_overlap({"-o": out}, {"--topology": topo_path})  # never replace the input
+    topo = load_topology(topo_path)
     written = write_recipes(topo, out)
     for p in written:
         print(loader.display_path(p))

@@ -157,7 +157,7 @@ def write_calibration(path: str | Path, run: dict[str, Any], kernels: pd.DataFra
     fields = [pa.field(c.name, {"string": pa.string(), "int64": pa.int64()}.get(c.dtype,
               pa.float64()), nullable=c.nullable) for c in schema.CALIBRATION_KERNELS]  # fmt: skip
     arrow = pa.Table.from_pandas(table, schema=pa.schema(fields), preserve_index=False)
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path, kind="calibration") as tmp:
         (tmp / "run.json").write_text(
             json.dumps(run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
         )

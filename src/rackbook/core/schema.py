@@ -8,6 +8,7 @@ A trace is a folder::
       itl.parquet       one row per inter-token gap (see ITL), a long table that scales
       points.parquet    one row per sweep point / measured window (see POINTS)
       <name>.parquet    optional extra tables (see EXTRA_TABLES)
+      .rackbook-output  marks the folder as a trace rackbook wrote (rackbook.core.fsio)
 
 Times are seconds (float64) unless a column name says otherwise; token counts are integers.
 The book's reference page on the format is generated from this module.

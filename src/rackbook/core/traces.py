@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import queue
 import threading
 from collections.abc import Iterator, Mapping
@@ -17,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rackbook import limits
-from rackbook.core import schema
+from rackbook.core import fsio, schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
 
@@ -280,19 +281,34 @@ def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
     return pa.table(arrays)
 
 
-def write_trace(path: str | Path, trace: Trace, *, overwrite: bool = True) -> Path:
-    """Validate and write ``trace`` to folder ``path`` atomically (temporary folder, rename).
+def is_unmarked_trace(path: Path) -> bool:
+    """True when the folder ``path`` holds a trace as rackbook wrote them before output
+    markers (:data:`rackbook.core.fsio.MARKER`): ``run.json`` and Parquet tables, nothing
+    else, each a regular file. Such a folder may be replaced by a trace."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return False
+    names = {e.name for e in entries}
+    return "run.json" in names and all(
+        e.is_file(follow_symlinks=False) and (e.name == "run.json" or e.name.endswith(".parquet"))
+        for e in entries
+    )
 
-    An existing trace folder at ``path`` is replaced; a file, or a non-empty folder that is not
-    a trace (no ``run.json``), is refused with :class:`InputError` (field ``output``).
+
+def write_trace(path: str | Path, trace: Trace, *, overwrite: bool = True) -> Path:
+    """Validate and write ``trace`` to folder ``path`` atomically (temporary folder, rename),
+    marked as a rackbook trace (:func:`rackbook.core.fsio.atomic_dir`).
+
+    An existing trace folder at ``path`` that rackbook wrote (marked, or
+    :func:`is_unmarked_trace`) is replaced (unless ``overwrite`` is false); a file, or a
+    non-empty folder holding anything else, is refused with :class:`InputError` (field
+    ``output``) and left as it was.
     """
     path = check_output_folder(path)
-    if path.is_dir() and not (path / "run.json").is_file() and any(path.iterdir()):
-        raise InputError(
-            path, "output", "exists and is not a trace folder (no run.json): refusing to replace it"
-        )
+    fsio.check_replaceable(path, "trace", "output", is_unmarked_trace)
     t = validate(trace, where=path)
-    with atomic_dir(path, overwrite=overwrite) as tmp:
+    with atomic_dir(path, overwrite=overwrite, kind="trace", legacy=is_unmarked_trace) as tmp:
         (tmp / "run.json").write_text(
             json.dumps(t.run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
         )

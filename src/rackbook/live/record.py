@@ -55,6 +55,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
@@ -1024,6 +1025,8 @@ class Recorder:
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
+        if fsio.marked_kind(self.raw) != "raw":
+            fsio.write_marker(self.raw, "raw")
         t0 = time.monotonic()
         ensure_tiny_model(self.sc.model)
         try:
@@ -1097,7 +1100,31 @@ def record(args: argparse.Namespace) -> Path:
     )
     rec.server = server
     rec.info["request_timeout_s"] = timeout_s
-    return rec.run()
+    # the trace folder locked for the whole recording, and refused before any server starts
+    # when it holds what rackbook did not write
+    from rackbook.core.traces import is_unmarked_trace
+
+    with fsio.output_lock(out, "-o"):
+        fsio.check_replaceable(out, "trace", "-o", is_unmarked_trace)
+        fsio.check_replaceable(rec.raw, "raw", "-o", is_unmarked_raw)
+        return rec.run()
+
+
+#: The sub-folders of a raw-artifact folder (the module docstring's layout).
+RAW_FOLDERS = frozenset({"serve", "offline", "metrics", "failed", "rejected"})
+
+
+def is_unmarked_raw(path: Path) -> bool:
+    """True when ``path`` is a raw-artifact folder of an older recording: its record.json,
+    and nothing but the layout's folders, logs and record.json (module docstring)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return "record.json" in names and all(
+        n in RAW_FOLDERS or n in ("record.json", fsio.MARKER) or n.endswith((".log", ".log.gz"))
+        for n in names
+    )
 
 
 def attach(

@@ -1,0 +1,381 @@
+"""Outputs never delete what rackbook did not write (issue 29).
+
+Every verb that writes a folder (``import``, ``run``, ``book --out``/``--html``, ``recipes``)
+is run as a subprocess of the installed ``rackbook`` in a fresh working folder, as in
+tests/test_hostile.py: a folder holding the user's files is refused with one ``error:`` line
+(exit 2) and left byte for byte as it was; a folder rackbook marked (``.rackbook-output``) is
+replaced; outputs naming one another, or an input inside the output, are refused before any
+work; ``--force`` touches only the target; a second writer of the same folder is refused while
+the first holds its lock; a FIFO where a result file goes is refused at once, never waited on.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_hostile import cli as hostile_cli
+
+from rackbook import paths
+from rackbook.core import fsio
+
+RACKBOOK = str(Path(sys.executable).with_name("rackbook"))
+FIXTURE = Path(__file__).parent / "fixtures" / "vllm-bench-serve-b32.json"
+
+
+def tree(folder: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under ``folder``, hidden ones too."""
+    out: dict[str, bytes | None] = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        if p.is_symlink() or not (p.is_file() or p.is_dir()):
+            out[rel] = b"<special>"
+        else:
+            out[rel] = p.read_bytes() if p.is_file() else None
+    return out
+
+
+def cli(work: Path, *argv: str) -> tuple[int, str, str, float]:
+    """``rackbook ARGV`` in ``work`` under test_hostile's limits (1 GiB, 10 s: past it, a hang,
+    the test fails): (exit code, stdout, stderr, seconds)."""
+    return hostile_cli(work, list(argv))
+
+
+def refused(result: tuple[int, str, str, float], *names: str) -> None:
+    """Exit 2, one ``error:`` line naming each of ``names``, no traceback."""
+    code, _, err, _ = result
+    assert code == 2, err[-2000:]
+    assert err.startswith("error: ") and err.count("\n") == 1, err[-2000:]
+    for name in names:
+        assert name in err, (name, err)
+
+
+def thesis(folder: Path) -> Path:
+    """A folder of the user's: chapters and a trace of their own (run.json included)."""
+    folder.mkdir(parents=True)
+    (folder / "chapter1.tex").write_text("\\chapter{Rack-scale serving}\n")
+    (folder / "run.json").write_text('{"mine": true}\n')
+    (folder / "figures").mkdir()
+    (folder / "figures" / "fig1.pdf").write_bytes(b"%PDF-1.4 user figure")
+    return folder
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    w = tmp_path / "work"
+    w.mkdir()
+    shutil.copy(FIXTURE, w / "in.json")
+    return w
+
+
+# --------------------------------------------------------------------------------------------
+# import
+
+
+def test_import_force_never_replaces_a_folder_of_the_users(work: Path) -> None:
+    """A folder with run.json and the user's own files is not a trace rackbook wrote."""
+    before = tree(thesis(work / "t"))
+    refused(cli(work, "import", "vllm-bench", "in.json", "-o", "t", "--force"), "t", "chapter1")
+    assert tree(work / "t") == before
+
+
+def test_import_marks_its_trace_and_force_replaces_a_marked_one(work: Path) -> None:
+    code, _, err, _ = cli(work, "import", "vllm-bench", "in.json", "-o", "t")
+    assert code == 0, err
+    assert fsio.marked_kind(work / "t") == "trace"
+    refused(cli(work, "import", "vllm-bench", "in.json", "-o", "t"), "--force")
+    first = (work / "t" / "run.json").read_bytes()
+    code, _, err, _ = cli(work, "import", "vllm-bench", "in.json", "-o", "t", "--force")
+    assert code == 0, err
+    assert (work / "t" / "run.json").read_bytes() != first  # a new trace id: replaced
+    assert fsio.marked_kind(work / "t") == "trace"
+    assert sorted(p.name for p in work.iterdir()) == ["in.json", "t"]  # no sibling left
+
+
+def test_import_force_replaces_an_unmarked_trace_of_an_older_rackbook(work: Path) -> None:
+    """Traces written before the marker (run.json and Parquet tables only) stay replaceable."""
+    shutil.copytree(paths.TRACES / "single-user", work / "t")
+    (work / "t" / fsio.MARKER).unlink()
+    code, _, err, _ = cli(work, "import", "vllm-bench", "in.json", "-o", "t", "--force")
+    assert code == 0, err
+    assert fsio.marked_kind(work / "t") == "trace"
+
+
+def test_import_force_leaves_a_sibling_named_like_the_old_folder_alone(work: Path) -> None:
+    assert cli(work, "import", "vllm-bench", "in.json", "-o", "t")[0] == 0
+    (work / ".t.old").mkdir()
+    (work / ".t.old" / "keep.txt").write_text("the user's")
+    code, _, err, _ = cli(work, "import", "vllm-bench", "in.json", "-o", "t", "--force")
+    assert code == 0, err
+    assert (work / ".t.old" / "keep.txt").read_text() == "the user's"
+    assert sorted(p.name for p in work.iterdir()) == [".t.old", "in.json", "t"]
+
+
+def test_import_refuses_an_input_inside_the_output_it_would_replace(work: Path) -> None:
+    assert cli(work, "import", "vllm-bench", "in.json", "-o", "t")[0] == 0
+    shutil.copy(FIXTURE, work / "t" / "mine.json")
+    before = tree(work)
+    refused(cli(work, "import", "vllm-bench", "t/mine.json", "-o", "t", "--force"), "inside")
+    assert tree(work) == before
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
+def test_a_second_writer_of_the_same_folder_is_refused(work: Path, force: bool) -> None:
+    """While one writer holds the folder's lock (here: this test), `import -o t` is refused
+    in one line and the folder is left as the first writer has it."""
+    assert cli(work, "import", "vllm-bench", "in.json", "-o", "t")[0] == 0
+    before = tree(work)
+    with fsio.output_lock(work / "t"):
+        argv = ["import", "vllm-bench", "in.json", "-o", "t"] + (["--force"] if force else [])
+        refused(cli(work, *argv), "another rackbook", f"pid {os.getpid()}")
+        # a new folder too: the lock is per folder, not per existing trace
+        with fsio.output_lock(work / "new"):
+            refused(cli(work, "import", "vllm-bench", "in.json", "-o", "new"), "another")
+    assert tree(work) == before
+    assert not fsio.lock_path(work / "t").exists()  # released and removed: no lock litter
+
+
+def test_two_imports_at_once_one_refused_neither_silently_replaced(work: Path) -> None:
+    """Started together without --force: one writes the trace, the other exits 2 (locked, or
+    the trace exists), never both 0."""
+    big = work / "in.json"
+    procs = [
+        subprocess.Popen(
+            [RACKBOOK, "import", "vllm-bench", str(big), "-o", "t"],
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    codes = sorted(p.wait(timeout=60) for p in procs)
+    errs = [p.stderr.read() for p in procs if p.stderr]
+    assert codes == [0, 2], errs
+    assert fsio.marked_kind(work / "t") == "trace"
+
+
+# --------------------------------------------------------------------------------------------
+# run, list, book
+
+
+def test_run_refuses_to_write_into_a_folder_of_the_users(work: Path) -> None:
+    before = tree(thesis(work / "o"))
+    refused(cli(work, "run", "single-user", "--out", "o"), "o", "not written by rackbook")
+    assert tree(work / "o") == before
+    # a new folder claimed (made and marked) and the run failing: nothing left of it
+    refused(cli(work, "run", "single-user", "--out", "new", "-p", "trace", "nope"), "nope")
+    assert sorted(p.name for p in work.iterdir()) == ["in.json", "o"]
+
+
+def test_results_folder_marks_new_and_older_results_folders(tmp_path: Path) -> None:
+    from rackbook.book.runner import results_folder
+
+    with results_folder(tmp_path / "new") as folder:
+        (folder / "single-user.json").write_text("{}")
+    assert fsio.marked_kind(tmp_path / "new") == "results"
+    older = tmp_path / "older"  # what rackbook run wrote before the marker
+    older.mkdir()
+    for name in ("single-user.json", "single-user.ipynb", ".single-user.key"):
+        (older / name).write_text("{}")
+    with results_folder(older):
+        pass
+    assert fsio.marked_kind(older) == "results"
+    with pytest.raises(fsio.InputError, match="holds a rackbook trace output"):
+        with results_folder(paths.TRACES / "single-user"):
+            pass
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list", "--out", "ex"],
+        ["book", "--out", "ex", "--html", "html"],
+        ["run", "single-user", "--out", "ex"],
+    ],
+    ids=["list", "book", "run"],
+)
+def test_a_fifo_where_a_result_file_goes_is_refused_at_once(work: Path, argv: list[str]) -> None:
+    (work / "ex").mkdir()
+    os.mkfifo(work / "ex" / "single-user.json")
+    before = tree(work)
+    result = cli(work, *argv)
+    refused(result, "single-user.json", "FIFO")
+    assert result[3] < 10
+    assert tree(work) == before
+
+
+def test_book_html_refuses_a_folder_of_the_users_before_any_work(work: Path) -> None:
+    before = tree(thesis(work / "html"))
+    refused(cli(work, "book", "--out", "nothing-run", "--html", "html"), "--html", "chapter1")
+    assert tree(work / "html") == before
+
+
+def test_book_html_refuses_a_rackbook_folder_of_another_kind(work: Path) -> None:
+    assert cli(work, "import", "vllm-bench", "in.json", "-o", "t")[0] == 0
+    before = tree(work)
+    refused(cli(work, "book", "--out", "nothing-run", "--html", "t"), "trace output, not html")
+    assert tree(work) == before
+
+
+def test_book_html_goes_past_the_check_for_a_marked_book(work: Path) -> None:
+    """A marked HTML folder is replaceable: the build starts (and stops at the first real
+    problem, here no executed results), the folder left whole."""
+    (work / "html").mkdir()
+    fsio.write_marker(work / "html", "html")
+    (work / "html" / "index.html").write_text("<html>old book</html>")
+    before = tree(work)
+    refused(cli(work, "book", "--out", "empty", "--html", "html"), "not executed yet")
+    assert tree(work) == before
+
+
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["--traces", "mine", "--out", "mine", "--html", "html"], ["--traces", "--out"]),
+        (["--traces", "mine", "--out", "o", "--html", "mine/html"], ["--html", "--traces"]),
+        (["--traces", "mine", "--out", "o", "--html", "o"], ["--out", "--html"]),
+        (["--traces", "mine", "--out", "o", "--html", "o/html"], ["--html", "--out"]),
+        (["--traces", "mine", "--out", "o", "--reuse", "o/x", "--html", "h"], ["--reuse"]),
+        (["--out", "o", "--html", "o"], ["--out", "--html"]),
+        (["--html", "_build"], ["--html", "_build"]),
+    ],
+    ids=["out=traces", "html-in-traces", "html=out", "html-in-out", "reuse-in-out", "no-traces",
+         "html-holds-default-out"],
+)  # fmt: skip
+def test_book_outputs_naming_one_another_are_refused_before_any_work(
+    work: Path, argv: list[str], names: list[str]
+) -> None:
+    shutil.copytree(paths.TRACES / "single-user", work / "mine" / "single-user")
+    (work / "o").mkdir()
+    (work / "o" / "x").mkdir()
+    before = tree(work)
+    result = cli(work, "book", *argv)
+    refused(result, *names)
+    assert result[3] < 10
+    assert tree(work) == before
+
+
+# --------------------------------------------------------------------------------------------
+# recipes, and the shipped folders
+
+
+def test_recipes_are_marked_and_a_marked_folder_replaced(work: Path) -> None:
+    code, _, err, _ = cli(work, "recipes", "-o", "g")
+    assert code == 0, err
+    assert fsio.marked_kind(work / "g") == "recipes"
+    code, _, err, _ = cli(work, "recipes", "-o", "g")
+    assert code == 0, err
+    (work / "g" / "params" / "mine.yaml").write_text("endpoint: x\n")
+    fsio.write_marker(work / "g", "trace")  # a marker of another kind is not enough
+    before = tree(work)
+    refused(cli(work, "recipes", "-o", "g"), "g")
+    assert tree(work) == before
+    # the topology read from inside the folder it would replace
+    shutil.rmtree(work / "g")
+    assert cli(work, "recipes", "-o", "g")[0] == 0
+    shutil.copy(paths.ROOT / "env" / "cluster" / "topology.yaml", work / "g" / "topology.yaml")
+    before = tree(work)
+    refused(cli(work, "recipes", "--topology", "g/topology.yaml", "-o", "g"), "inside")
+    assert tree(work) == before
+
+
+def test_shipped_output_folders_carry_the_marker() -> None:
+    """The traces and recipes in git are rackbook's own: replaceable by their writers."""
+    shipped = [p for p in paths.TRACES.iterdir() if (p / "run.json").is_file()]
+    shipped += [p for p in (paths.DATA / "published").iterdir() if (p / "run.json").is_file()]
+    assert len(shipped) >= 9
+    for folder in shipped:
+        assert fsio.marked_kind(folder) == "trace", folder
+    assert fsio.marked_kind(paths.ROOT / "env" / "cluster" / "generated") == "recipes"
+    raws = [p for p in paths.TRACES.glob("*.raw") if (p / "record.json").is_file()]
+    assert raws and all(fsio.marked_kind(p) == "raw" for p in raws)
+
+
+# --------------------------------------------------------------------------------------------
+# the pieces (fsio)
+
+
+def test_atomic_dir_refuses_an_unmarked_folder_and_replaces_a_marked_one(tmp_path: Path) -> None:
+    target = thesis(tmp_path / "t")
+    before = tree(tmp_path)
+    with pytest.raises(fsio.InputError, match="not written by rackbook"):
+        with fsio.atomic_dir(target, kind="calibration"):
+            raise AssertionError("the block must not run")
+    assert tree(tmp_path) == before
+    shutil.rmtree(target)
+    with fsio.atomic_dir(target, kind="calibration") as d:
+        (d / "a").write_text("1")
+    with fsio.atomic_dir(target, kind="calibration") as d:
+        (d / "a").write_text("2")
+    assert (target / "a").read_text() == "2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]
+    with pytest.raises(fsio.InputError, match="calibration output, not html"):
+        with fsio.atomic_dir(target, kind="html"):
+            pass
+
+
+def test_atomic_dir_takes_the_lock_another_process_holds(tmp_path: Path) -> None:
+    code = (
+        "import sys, time; from rackbook.core import fsio\n"
+        "with fsio.output_lock(sys.argv[1]):\n"
+        "    print('held', flush=True); time.sleep(30)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "t")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(fsio.InputError, match=f"another rackbook \\(pid {holder.pid}\\)"):
+            with fsio.atomic_dir(tmp_path / "t"):
+                raise AssertionError("the block must not run")
+    finally:
+        holder.kill()
+        holder.wait()
+    with fsio.atomic_dir(tmp_path / "t") as d:  # free again once the holder is gone
+        (d / "a").write_text("1")
+    assert list(tmp_path.iterdir()) == [tmp_path / "t"]
+
+
+def test_record_refuses_a_folder_of_the_users_before_any_server(tmp_path, run_cli, monkeypatch):
+    """``rackbook record -o DIR`` checks DIR before a server starts (the recorder run in this
+    process, as where vLLM is installed; nothing is started: the refusal comes first)."""
+    import importlib.util
+
+    import rackbook.live.record as rec
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: object() if n == "vllm" else real(n, *a)
+    )
+    monkeypatch.setattr(rec, "vllm_environ", lambda: {})
+    monkeypatch.setattr(rec, "api_key", lambda: None)
+    started = []
+    monkeypatch.setattr(rec.Recorder, "run", lambda self: started.append(self))
+    before = tree(thesis(tmp_path / "mine"))
+    code, _, err = run_cli("record", "single-user", "-o", str(tmp_path / "mine"))
+    assert code == 2 and err.count("\n") == 1, err
+    assert "not written by rackbook" in err and "chapter1.tex" in err
+    assert started == [] and tree(tmp_path / "mine") == before
+    # the raw artifacts' folder beside the trace (TRACE.raw) is an output of record's too
+    before = tree(thesis(tmp_path / "new.raw"))
+    code, _, err = run_cli("record", "single-user", "-o", str(tmp_path / "new"))
+    assert code == 2 and "new.raw" in err and "not written by rackbook" in err, err
+    assert started == [] and tree(tmp_path / "new.raw") == before
+    assert not (tmp_path / "new").exists()
+
+
+def test_an_output_name_that_is_not_utf8_is_written(work: Path) -> None:
+    """The temporary sibling gets a name libraries can write under (was an internal error)."""
+    name = os.fsdecode(b"t\xff")
+    proc = subprocess.run(
+        [RACKBOOK, "import", "vllm-bench", "in.json", "-o", name],
+        cwd=work, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert fsio.marked_kind(work / name) == "trace"
+    assert sorted(os.listdir(work)) == ["in.json", name]
