@@ -413,6 +413,13 @@ def test_capacity_names_what_does_not_fit():
         (["--isl", "1000000", "--osl", "100000"], "out of range"),
         (["--counted", "total"], "total needs --isl and --osl"),
         (["--tokens-per-step", "1e9"], "tokens_per_step"),
+        (["--tokens-per-step", "64"], "so a step keeps at most 6"),  # DSpark drafts 5
+        (["--concurrency", "0.5"], "concurrency: must be a whole number of sequences >= 1"),
+        (
+            ["--phase", "decode", "--counted", "total", "--isl", "1000", "--osl", "100"],
+            "credits the prefill of its input to GPUs not among the 72",
+        ),
+        (["--cached-share", "most"], "is not a number or 'unknown'"),
         (["--batch", "8", "--concurrency", "8"], "not both"),
     ],
 )
