@@ -668,8 +668,8 @@ def test_run_bad_source(tmp_path, run_cli):
 @pytest.mark.parametrize(
     "content,problem",
     [
-        (b"{", "not valid JSON"),
-        (b"\xff\xfe\x00", "not valid JSON"),
+        (b"{", "end of file: truncated JSON"),
+        (b"\xff\xfe\x00", "not text (binary file?)"),
         (b"{}", "missing"),
         (b"[]", "-: must be a JSON object, got list"),
         (b'{"headlines": []}', "readings: missing"),
@@ -933,18 +933,18 @@ def test_claims_unknown_names():
 
 GOOD_LOADS = {"loads": [[10, 20, 30, 40], [5, 5, 5, 5]]}
 EPLB_FILES = [  # (id, bytes, field, problem)
-    ("empty", b"", "-", "not JSON"),
-    ("not-json", b"loads: [[1, 2]]", "-", "not JSON"),
-    ("binary", b"\x00\xff\xfe\x01", "-", "not JSON"),
-    ("truncated", b'{"loads": [[1, 2], [3', "-", "not JSON"),
+    ("empty", b"", "-", "file is empty"),
+    ("not-json", b"loads: [[1, 2]]", "line 1", "not valid JSON: Expecting value"),
+    ("binary", b"\x00\xff\xfe\x01", "-", "not text"),
+    ("truncated", b'{"loads": [[1, 2], [3', "end of file", "truncated JSON"),
     ("top-list", b"[[1, 2], [3, 4]]", "loads", "missing"),
     ("no-loads", b'{"load": [[1, 2]]}', "loads", "missing"),
-    ("loads-flat", b'{"loads": [1, 2, 3, 4]}', "loads", "list of per-layer lists"),
+    ("loads-flat", b'{"loads": [1, 2, 3, 4]}', "loads[0]", "list of per-layer lists"),
     ("ragged", b'{"loads": [[1, 2, 3, 4], [1, 2, 3]]}', "loads[1]", "ragged rows"),
     ("negative", b'{"loads": [[1, -2, 3, 4]]}', "loads[0][1]", "negative token count -2"),
     ("nan", b'{"loads": [[1, NaN, 3, 4]]}', "loads[0][1]", "not finite (nan)"),
     ("infinite", b'{"loads": [[1, Infinity, 3, 4]]}', "loads[0][1]", "not finite (inf)"),
-    ("text", b'{"loads": [[1, "2", 3, 4]]}', "loads[0][1]", "non-numeric value '2'"),
+    ("text", b'{"loads": [[1, "2", 3, 4]]}', "loads[0][1]", "not a number"),
     ("zeros", b'{"loads": [[0, 0, 0, 0]]}', "loads", "all token counts are zero"),
     ("empty-loads", b'{"loads": []}', "loads", "expected a non-empty list"),
 ]

@@ -256,7 +256,7 @@ CASES: list[Case] = [
     ),
     C(
         "import-too-large",
-        lambda w: ["import", "vllm-bench", sparse(w, "big.json", 3 << 30), "-o", "t"],
+        lambda w: ["import", "vllm-bench", sparse(w, "big.json", 17 << 30), "-o", "t"],
         "big.json",
         "--max-input-mb",
     ),
@@ -465,7 +465,7 @@ CASES: list[Case] = [
     ),
     C(
         "mlperf-too-large",
-        lambda w: ["import", "mlperf", sparse(w, "s.csv", 3 << 30), "-o", "t"],
+        lambda w: ["import", "mlperf", sparse(w, "s.csv", 17 << 30), "-o", "t"],
         "s.csv",
         "--max-input-mb",
     ),

@@ -1,24 +1,26 @@
-"""The lean reader of vLLM results (``itls`` parsed piece by piece into arrays) gives exactly
-what parsing the whole file gives, and hands anything unusual back to the whole-file parser
-(whose error messages are the ones the user sees)."""
+"""vLLM results read in bounded memory (:mod:`rackbook.core.vllm_json` over
+:mod:`rackbook.core.jsonstream`) give exactly what Python's ``json`` gives for the whole file,
+and the same one-line error, however the file is cut into pieces and buffers."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import importers, traces, vllm_json
+from rackbook.core import importers, jsonstream, traces, vllm_json
 from rackbook.errors import InputError
 
 
 @pytest.fixture(autouse=True)
 def small_pieces(monkeypatch):
-    """Take the lean path on small files, cut into many pieces."""
-    monkeypatch.setattr(vllm_json, "MIN_BYTES", 0)
-    monkeypatch.setattr(vllm_json, "PIECE_BYTES", 16)
+    """Tiny buffers and pieces: every cut and refill happens inside a small file."""
+    monkeypatch.setattr(jsonstream, "CHUNK", 7)
+    monkeypatch.setattr(jsonstream, "PIECE", 16)
+    monkeypatch.setattr(jsonstream, "CUT_SEARCH", 16)
 
 
 def _result(n: int = 40, seed: int = 0) -> dict:
@@ -38,31 +40,46 @@ def _result(n: int = 40, seed: int = 0) -> dict:
     d["output_lens"][1] = 5
     d["errors"][1] = ""
     d["completed"] = sum(1 for e in d["errors"] if e == "")
+    d["generated_texts"] = ['say "hi"], [\\n' * (i % 3) for i in range(n)]
     return d
+
+
+def _whole_error(text: str, path) -> str:
+    """The one line the whole-file parser gave (Python's json)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        if cut:
+            return str(InputError(path, "end of file", "truncated JSON"))
+        return str(InputError(path, f"line {exc.lineno}", f"not valid JSON: {exc.msg}"))
+    raise AssertionError("valid JSON")
 
 
 @pytest.mark.parametrize("indent", [None, 1], ids=["compact", "indented"])
 @pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")], ids=["tight", "spaced"])
-def test_lean_path_equals_the_whole_file(tmp_path, indent, separators):
+def test_streamed_equals_the_whole_file(tmp_path, indent, separators):
     d = _result()
     src = tmp_path / "r.json"
     src.write_text(json.dumps(d, indent=indent, separators=separators))
-    lean = vllm_json.load_detailed(src)
-    assert lean is not None
-    whole = importers.load_json(src)
-    g = lean.pop("itls")
+    got = vllm_json.load_detailed(src)
+    whole = json.loads(src.read_text())
+    g = got.pop("itls")
     assert isinstance(g, vllm_json.RaggedGaps)
-    assert g.lens.tolist() == [len(x) for x in whole.pop("itls")] == [len(x) for x in d["itls"]]
+    assert g.lens.tolist() == [len(x) for x in whole.pop("itls")]
     assert g.values.tolist() == [float(v) for x in d["itls"] for v in x]
-    assert lean == whole
+    whole.pop("generated_texts")  # checked and dropped
+    for k in vllm_json.PER_REQUEST:
+        assert got.pop(k).tolist() == [float(v) for v in whole.pop(k)]
+    assert got == whole
+    assert importers.load_json(src) == json.loads(src.read_text())
 
 
-def test_the_imported_trace_is_the_same_either_way(tmp_path, monkeypatch):
+def test_the_imported_trace_is_the_same_either_way(tmp_path):
     src = tmp_path / "r.json"
     src.write_text(json.dumps(_result(seed=3)))
     a = importers.vllm_bench_frames(src)
-    monkeypatch.setattr(vllm_json, "MIN_BYTES", 1 << 40)  # whole-file path
-    b = importers.vllm_bench_frames(src)
+    b = importers.vllm_bench_frames(src, data=json.loads(src.read_text()))
     for x, y in ((a.requests, b.requests), (a.itl, b.itl), (a.points, b.points)):
         assert x.equals(y)
     out = tmp_path / "t"
@@ -71,27 +88,90 @@ def test_the_imported_trace_is_the_same_either_way(tmp_path, monkeypatch):
     assert (n, gaps) == (len(t.requests), len(t.itl)) == (len(b.requests), len(b.itl))
 
 
-@pytest.mark.parametrize(
-    "edit",
-    [
-        lambda s: s.replace("[1e-05, ", "[NaN, ", 1),
-        lambda s: s.replace('"itls":', '"itls": [["x"]], "itls2":', 1),
-        lambda s: s.replace('"itls":', '"itls": null, "itls":', 1),
-        lambda s: s.replace('"itls": [[', '"itls": [[[0.1]], [', 1),
-        lambda s: s.replace('"itls": [[', '"itls": [[.5, ', 1),
-        lambda s: s.replace('"itls": [[', '"itls": [[01, ', 1),
-        lambda s: s[:-2],
-    ],
-    ids=["nan", "strings", "duplicate-key", "nested", "dot", "leading-zero", "truncated"],
-)
-def test_unusual_input_goes_to_the_whole_file_parser(tmp_path, edit):
+def _set(key, i, value, j=None):
+    def edit(d):
+        if j is None:
+            d[key][i] = value
+        else:
+            d[key][i][j] = value
+
+    return edit
+
+
+#: Valid JSON, unusual values (each entry replaced, so the lists keep their lengths).
+VALUES = {
+    "nan-gap": _set("itls", 1, float("nan"), 0),
+    "string-gap": _set("itls", 1, "x", 0),
+    "string-list": _set("itls", 1, ["x"]),
+    "nested-gap": _set("itls", 1, [0.1], 0),
+    "not-a-list": _set("itls", 1, 0.5),
+    "text-in-ttfts": _set("ttfts", 0, "a"),
+    "list-in-ttfts": _set("ttfts", 0, [1]),
+    "null-in-lens": _set("input_lens", 3, None),
+    "infinity": _set("ttfts", 0, float("-inf")),
+    "ttfts-object": lambda d: d.update(ttfts={"a": d["ttfts"]}),
+    "itls-null": lambda d: d.update(itls=None),
+    "long-ttfts": lambda d: d["ttfts"].append(0.1),
+    "long-itls": lambda d: d["itls"].append([0.1]),
+    "big-integer": _set("input_lens", 0, 10**30),
+}
+#: Edits of the text (duplicate keys; not valid JSON).
+TEXT = {
+    "duplicate-key": lambda s: s.replace('"itls":', '"itls": null, "itls":', 1),
+    "dot": lambda s: s.replace('"itls": [[', '"itls": [[.5, ', 1),
+    "leading-zero": lambda s: s.replace('"itls": [[', '"itls": [[01, ', 1),
+    "missing-comma": lambda s: s.replace("], [", "] [", 1),
+    "trailing-comma": lambda s: s.replace("]], ", "],], ", 1),
+    "control-char": lambda s: s.replace('"boom"', '"bo\tom"', 1),
+    "bad-escape": lambda s: s.replace('"boom"', '"bo\\qom"', 1),
+    "extra-data": lambda s: s + " 1",
+    "truncated": lambda s: s[:-2],
+    "truncated-in-string": lambda s: s[: s.index('"boom"') + 3],
+}
+
+
+def _dumped(edit):
+    return lambda _text: json.dumps(_edited(edit), separators=(", ", ": "))
+
+
+EDITS = {**{k: _dumped(e) for k, e in VALUES.items()}, **TEXT}
+
+
+def _edited(edit):
     d = _result()
-    src = tmp_path / "r.json"
-    text = json.dumps(d, separators=(", ", ": "))
+    edit(d)
+    return d
+
+
+@pytest.mark.parametrize("edit", EDITS.values(), ids=EDITS.keys())
+def test_unusual_input_reads_as_the_whole_file(tmp_path, edit):
+    """Whatever the edit, the streamed reader's outcome is the whole-file parser's: the same
+    trace, or the same one-line error."""
+    text = json.dumps(_result(), separators=(", ", ": "))
     bad = edit(text)
     assert bad != text
+    src = tmp_path / "r.json"
     src.write_text(bad)
-    assert vllm_json.load_detailed(src) is None
+    try:
+        whole = json.loads(bad)
+    except json.JSONDecodeError:
+        with pytest.raises(InputError) as got:
+            vllm_json.load_detailed(src)
+        assert str(got.value) == _whole_error(bad, src)
+        return
+    try:
+        b = importers.vllm_bench_frames(src, data=whole)
+    except InputError as exc:
+        with pytest.raises(InputError) as got:
+            importers.vllm_bench_frames(src)
+        if "NaN or infinite" in exc.problem and got.value.problem == "not a number":
+            assert got.value.field == exc.field  # null: numpy read it as NaN
+        else:
+            assert str(got.value) == str(exc)
+        return
+    a = importers.vllm_bench_frames(src)
+    for x, y in ((a.requests, b.requests), (a.itl, b.itl)):
+        assert x.equals(y)
 
 
 def test_itls_named_inside_a_string_is_not_the_key(tmp_path):
@@ -99,9 +179,9 @@ def test_itls_named_inside_a_string_is_not_the_key(tmp_path):
     d = {"note": 'see "itls": [[1]] below', **d}
     src = tmp_path / "r.json"
     src.write_text(json.dumps(d))
-    lean = vllm_json.load_detailed(src)
-    assert lean is not None and lean["note"] == d["note"]
-    assert lean["itls"].lens.tolist() == [len(x) for x in d["itls"]]
+    got = vllm_json.load_detailed(src)
+    assert got["note"] == d["note"]
+    assert got["itls"].lens.tolist() == [len(x) for x in d["itls"]]
 
 
 def test_errors_name_the_same_entry_either_way(tmp_path):
@@ -112,9 +192,16 @@ def test_errors_name_the_same_entry_either_way(tmp_path):
     d["completed"] = sum(1 for e in d["errors"] if e == "")
     src = tmp_path / "r.json"
     src.write_text(json.dumps(d))
-    assert vllm_json.load_detailed(src) is not None
     with pytest.raises(InputError) as lean:
         importers.vllm_bench_frames(src)
     with pytest.raises(InputError) as whole:
         importers.vllm_bench_frames(src, data=json.loads(src.read_text()))
     assert str(lean.value) == str(whole.value) and "itls" in str(lean.value)
+
+
+def test_a_file_vllm_wrote_reads_as_the_whole_file():
+    """``vllm bench serve --save-detailed`` output (generated texts included), cut small."""
+    src = Path(__file__).parent / "fixtures" / "vllm-bench-serve-b32.json"
+    a = importers.vllm_bench_frames(src)
+    b = importers.vllm_bench_frames(src, data=json.loads(src.read_text()))
+    assert a.requests.equals(b.requests) and a.itl.equals(b.itl) and len(a.itl) > 1000

@@ -1,9 +1,14 @@
 """Limits checked before any work: what an input file may be, how large, and the bounds of counts.
 
 Every reader of a user's file asks :func:`input_file` first: the path must be a regular file
-(not a folder, FIFO, device such as ``/dev/zero``, or socket) no larger than the input size limit
-(:data:`DEFAULT_MAX_INPUT_MB` MB; every verb's ``--max-input-mb`` raises it). Parquet tables of
-a trace folder are exempt: they are read in chunks when large (:mod:`rackbook.core.metrics`).
+(not a folder, FIFO, device such as ``/dev/zero``, or socket) no larger than the input size limit.
+A file read whole is at most :data:`DEFAULT_MAX_INPUT_MB` MB (YAML :data:`YAML_MAX_MB`). A file
+read in bounded memory (JSON by :mod:`rackbook.core.jsonstream`, CSV line by line) is limited by
+its shapes, not its size: its size limit, :data:`STREAMED_MAX_MB`, is only a backstop on time
+(and on what a gzip file inflates to), above any file ``vllm bench serve`` can write on a machine
+of 24 GiB (it holds every number as a Python object, about 1.7x the number's text). Every verb's
+``--max-input-mb`` sets one limit for every kind. Parquet tables of a trace folder are exempt:
+they are read in chunks when large (:mod:`rackbook.core.metrics`).
 
 Counts (GPUs, batch sizes, context lengths, expert replicas, requests) are bounded by
 :data:`BOUNDS`; a value past its bound is refused with the bound named, before anything is
@@ -18,14 +23,15 @@ import math
 import os
 import stat
 import sys
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 from rackbook.errors import InputError
 
-#: Default largest input file (MB, 10**6 bytes) read into memory.
+#: Default largest input file (MB, 10**6 bytes) read into memory whole.
 DEFAULT_MAX_INPUT_MB = 256.0
+#: Default largest input file read in bounded memory (MB), or what a gzip one inflates to.
+STREAMED_MAX_MB = 16_000.0
 _max_input_mb = DEFAULT_MAX_INPUT_MB
 
 #: name -> largest allowed value (inclusive).
@@ -44,6 +50,8 @@ BOUNDS: dict[str, int] = {
     "groups": 65_536,
     "nodes": 100_000,
     "requests": 5_000_000,  # request rows an import expands to
+    "gaps": 400_000_000,  # inter-token gaps of one imported result (16 bytes each in memory)
+    "csv_lines": 100_000,  # lines of one published CSV (MLPerf's summary.csv: about 5,000)
 }
 
 
@@ -83,6 +91,12 @@ MAX_LIST_ENTRIES = 1_000
 #: YAML files (parameters, catalogs, topology) are small and the parser is slow: at most this
 #: many MB unless ``--max-input-mb`` is raised above its default.
 YAML_MAX_MB = 4.0
+#: JavaScript sources (the SGLang cookbook's cells, about 0.1 MB) are parsed whole, in Python:
+#: at most this many MB unless ``--max-input-mb`` is given.
+JS_MAX_MB = 16.0
+#: Longest line of a CSV file read line by line (MB); one field is bounded by the csv module's
+#: field size limit (128 KiB).
+CSV_LINE_MB = 1.0
 
 
 def check_parameter(name: str, value: object, where: str | Path) -> None:
@@ -120,9 +134,11 @@ def input_file(
     what: str = "file",
     missing: str = "file does not exist",
     cap_mb: float | None = None,
+    streamed: bool = False,
 ) -> Path:
-    """``path`` as a Path after checking it is a readable regular file within the size limit;
-    else one :class:`InputError` (missing, a folder, not a regular file, too large)."""
+    """``path`` as a Path after checking it is a readable regular file within the size limit
+    (``streamed``: a file read in bounded memory, :data:`STREAMED_MAX_MB` by default); else one
+    :class:`InputError` (missing, a folder, not a regular file, too large)."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -139,6 +155,8 @@ def input_file(
             p, field, f"not a regular file (a device, FIFO or socket), expected a {what}"
         )
     limit_mb = _max_input_mb
+    if streamed and _max_input_mb == DEFAULT_MAX_INPUT_MB:
+        limit_mb = STREAMED_MAX_MB
     if cap_mb is not None and _max_input_mb == DEFAULT_MAX_INPUT_MB:
         limit_mb = min(cap_mb, _max_input_mb)
     if st.st_size > limit_mb * 1e6:
@@ -152,28 +170,18 @@ def input_file(
     return p
 
 
-def gunzip(data: bytes, path: str | Path) -> bytes:
-    """Decompress gzip ``data`` (every member), refusing output past the input size limit (a
-    small file that inflates without bound); zlib errors propagate for the caller to name."""
-    limit = int(_max_input_mb * 1e6)
-    out: list[bytes] = []
-    size = 0
-    while data:
-        d = zlib.decompressobj(wbits=31)
-        chunk = d.decompress(data, limit + 1 - size)
-        size += len(chunk)
-        out.append(chunk)
-        if size > limit or d.unconsumed_tail:
-            raise InputError(
-                path,
-                "-",
-                f"decompresses to over the input size limit {_max_input_mb:g} MB "
-                "(raise it with --max-input-mb)",
-            )
-        if not d.eof:
-            raise EOFError("truncated gzip stream")
-        data = d.unused_data.lstrip(b"\0")
-    return b"".join(out)
+#: A gzip file may inflate to this many times its size (at least :data:`GZIP_FLOOR_MB`) unless
+#: ``--max-input-mb`` is given: JSON of numbers compresses 2-10 times; a file of one byte
+#: repeated (a gzip bomb) about 1,000 times.
+GZIP_RATIO = 200
+GZIP_FLOOR_MB = 64.0
+
+
+def streamed_cap(compressed: int) -> int:
+    """Bytes a streamed gzip file of ``compressed`` bytes may inflate to."""
+    if _max_input_mb != DEFAULT_MAX_INPUT_MB:
+        return int(_max_input_mb * 1e6)
+    return int(min(STREAMED_MAX_MB * 1e6, max(GZIP_FLOOR_MB * 1e6, GZIP_RATIO * compressed)))
 
 
 def decode_problem(data: bytes, exc: UnicodeDecodeError) -> str:

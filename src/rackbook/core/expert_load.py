@@ -8,7 +8,6 @@ Units: every load is a count of routed token-expert assignments (tokens), as vLL
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook import limits
+from rackbook.core import jsonstream
 from rackbook.errors import InputError
 
 _Source = str | Path | None
@@ -184,6 +184,32 @@ def _read_parquet_loads(path: Path) -> np.ndarray:
     return as_loads(arr, path, "tokens")
 
 
+def _load_counts() -> jsonstream.Counts:
+    """Bounds of a JSON file's ``loads`` as it is read: layers, experts per layer, cells."""
+    return jsonstream.Counts(
+        entries=limits.BOUNDS["layers"],
+        inner=limits.BOUNDS["experts"],
+        total=limits.BOUNDS["expert_cells"],
+        name="layers",
+        flat_index=False,
+        not_list="expected a list of per-layer lists",
+    )
+
+
+def _rectangle(loads: jsonstream.Ragged, path: Path) -> np.ndarray | list[Any]:
+    """Ragged loads as a (layers, experts) array; rows of unequal length named."""
+    if len(loads) == 0:
+        return []
+    width = int(loads.lens[0])
+    bad = np.flatnonzero(loads.lens != width)
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(
+            path, f"loads[{i}]", f"ragged rows: {int(loads.lens[i])} experts, row 0 has {width}"
+        )
+    return loads.values.reshape(len(loads), width)
+
+
 def read_loads(path: str | Path) -> np.ndarray:
     """Read expert loads ``(layers, experts)`` tokens from a file.
 
@@ -196,15 +222,12 @@ def read_loads(path: str | Path) -> np.ndarray:
         magic = fh.read(4)
     if magic == b"PAR1" or p.suffix.lower() == ".parquet":
         return _read_parquet_loads(p)
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise limits.nesting_error(p) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(p, "-", f"not JSON: {err}") from None
+    obj = jsonstream.load(p, {"loads": jsonstream.RAGGED}, _load_counts())
     if not isinstance(obj, dict) or "loads" not in obj:
         raise InputError(p, "loads", 'missing; expected {"loads": [[...], ...]}')
     loads = obj["loads"]
+    if isinstance(loads, jsonstream.Ragged):  # read straight into arrays
+        return as_loads(_rectangle(loads, p), p)
     if isinstance(loads, list) and loads and not isinstance(loads[0], list):
         raise InputError(p, "loads", "expected a list of per-layer lists")
     if isinstance(loads, list):

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rackbook import limits
-from rackbook.core import provenance, traces
+from rackbook.core import jsonstream, provenance, traces
 from rackbook.core.vllm_json import RaggedGaps, load_detailed
 from rackbook.errors import InputError
-
-try:  # pinned in env/requirements-book.lock; the standard library is the fallback
-    import orjson
-except ImportError:  # pragma: no cover
-    orjson = None
 
 #: Per-request arrays a detailed vLLM result must carry.
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")
@@ -38,52 +31,30 @@ STR_LABELS = ("engine", "config", "point_id")
 
 
 def load_json(path: str | Path) -> Any:
-    """Parse a JSON file, turning every failure into a one-line :class:`InputError`.
+    """Parse a JSON file in bounded memory (:mod:`rackbook.core.jsonstream`), every failure a
+    one-line :class:`InputError`.
 
     A path ending in ``.gz`` is read through gzip (a corrupt or truncated one is an
-    :class:`InputError` ``not a valid gzip file``). Parsed by orjson when installed; input it
-    rejects (NaN, huge integers, ...) is parsed by the standard library, which names the problem.
+    :class:`InputError` ``not a valid gzip file``). Syntax errors are named as Python's ``json``
+    names them; pathological shapes (nesting, a huge string or number, too many values) are
+    refused before memory grows.
     """
-    path = limits.input_file(path, what="JSON file")
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        try:
-            data = limits.gunzip(data, path)
-        except (OSError, EOFError, zlib.error):
-            raise InputError(path, "-", "not a valid gzip file") from None
-    if not data.strip():
-        raise InputError(path, "-", "file is empty")
-    if orjson is not None:  # about 3x faster; anything it rejects takes the path below
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            if "recursion" in str(exc):  # orjson stops at 1024 levels
-                raise limits.nesting_error(path) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(path, "-", "not text (binary file?)") from None
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise limits.nesting_error(path) from None
-    except json.JSONDecodeError as exc:
-        # a string left open runs to the end of the file: cut off there, too
-        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
-        where = "end of file" if cut else f"line {exc.lineno}"
-        problem = "truncated JSON" if where == "end of file" else f"not valid JSON: {exc.msg}"
-        raise InputError(path, where, problem) from None
+    return jsonstream.load(path)
 
 
 def _load_vllm(path: Path) -> Any:
-    """A vLLM result: the gaps straight into arrays where :func:`load_detailed` can, else
-    :func:`load_json` (which names any problem)."""
-    limits.input_file(path, what="JSON file")  # a regular file within the limit, first
-    d = load_detailed(path)
-    return load_json(path) if d is None else d
+    """A vLLM result, its per-request lists read straight into arrays
+    (:func:`rackbook.core.vllm_json.load_detailed`)."""
+    return load_detailed(path)
 
 
 def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> np.ndarray:
+    if isinstance(values, np.ndarray):  # read straight into an array (rackbook.core.vllm_json)
+        if len(values) != n:
+            raise InputError(
+                path, key, f"has {len(values)} entries, expected {n} (one per request)"
+            )
+        return _checked(path, key, values, integer=integer)
     if not isinstance(values, list):
         raise InputError(path, key, f"must be a list, got {type(values).__name__}")
     if len(values) != n:
@@ -183,7 +154,7 @@ def vllm_bench_frames(
         raise InputError(path, "duration", "must be a finite number of seconds")
     if dur <= 0:
         raise InputError(path, "duration", f"must be > 0 seconds, got {dur}")
-    if not isinstance(d["input_lens"], list):
+    if not isinstance(d["input_lens"], (list, np.ndarray)):
         raise InputError(path, "input_lens", "must be a list")
     n = len(d["input_lens"])
     if n == 0:

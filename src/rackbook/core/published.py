@@ -33,16 +33,15 @@ trace is written atomically, so nothing is left half-written.
 from __future__ import annotations
 
 import argparse
+import codecs
 import collections
 import csv
 import datetime as _dt
 import hashlib
-import io
-import json
 import math
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook import limits
-from rackbook.core import basis, provenance, schema, traces
+from rackbook.core import basis, jsonstream, provenance, schema, traces
 from rackbook.errors import InputError
 
 #: The three published formats ``rackbook import`` reads, and the engine label of their traces.
@@ -200,9 +199,10 @@ def _is_date(text: str) -> bool:
 # ----------------------------------------------------------------------------- reading helpers
 
 
-def read_text(path: Path) -> str:
-    """A source file's text; a missing, empty, binary or unreadable file is an InputError."""
-    limits.input_file(path)
+def read_text(path: Path, cap_mb: float | None = None) -> str:
+    """A source file's text, read whole (at most ``cap_mb`` MB unless ``--max-input-mb`` is
+    given); a missing, empty, binary or unreadable file is an InputError."""
+    limits.input_file(path, cap_mb=cap_mb)
     data = path.read_bytes()
     if not data.strip():
         raise InputError(path, "-", "file is empty")
@@ -210,6 +210,82 @@ def read_text(path: Path) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(path, "-", limits.decode_problem(data, exc)) from None
+
+
+#: Bytes of the start of a file checked for NUL (binary) bytes.
+_HEAD = 1 << 16
+
+
+def check_text(path: Path) -> None:
+    """A source file checked as :func:`read_text` checks it, reading only its start (and, for
+    a file of blanks, its blanks a chunk at a time): missing, empty or binary is an
+    InputError."""
+    limits.input_file(path, streamed=True)
+    with path.open("rb") as fh:
+        head = fh.read(_HEAD)
+        if b"\0" in head:
+            raise InputError(path, "-", "not text (binary file?)")
+        chunk = head
+        while not chunk.strip():
+            if not chunk:
+                raise InputError(path, "-", "file is empty")
+            chunk = fh.read(1 << 20)
+
+
+def _check_utf8(path: Path) -> None:
+    """The whole file is UTF-8, checked a chunk at a time before any line is read (so a bad
+    byte is named first, as when the file was decoded whole)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                start = max(exc.start - len(decoder.getstate()[0]), 0)
+                line = lines + chunk.count(b"\n", 0, start) + 1
+                raise InputError(
+                    path,
+                    "-",
+                    f"not UTF-8 text: byte 0x{chunk[start]:02x} on line {line} "
+                    "(save the file as UTF-8)",
+                ) from None
+            lines += chunk.count(b"\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            problem = "not UTF-8 text: cut inside a character"
+            raise InputError(path, "end of file", problem) from None
+
+
+def csv_lines(path: Path) -> Iterator[str]:
+    """The lines of a CSV file (UTF-8, a byte-order mark dropped), read one at a time: at most
+    :data:`rackbook.limits.CSV_LINE_MB` MB each and ``BOUNDS["csv_lines"]`` in all, a line
+    that is not UTF-8 named. Fields are bounded by the csv module's own field size limit."""
+    check_text(path)
+    _check_utf8(path)
+    longest = int(limits.CSV_LINE_MB * 1e6)
+    bound = limits.BOUNDS["csv_lines"]
+    with path.open("rb") as fh:
+        for n, raw in enumerate(iter(lambda: fh.readline(longest + 1), b""), 1):
+            if len(raw) > longest:
+                raise InputError(
+                    path, f"line {n}", f"longer than {limits.CSV_LINE_MB:g} MB (refused)"
+                )
+            if n > bound:
+                raise InputError(
+                    path, "rows", f"more than {bound:,} lines (rackbook's bound on csv lines)"
+                )
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                start = exc.start + (3 if n == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
+                raise InputError(
+                    path,
+                    "-",
+                    f"not UTF-8 text: byte 0x{raw[start]:02x} on line {n} (save the file as UTF-8)",
+                ) from None
+            yield line
 
 
 def _number(
@@ -261,6 +337,12 @@ def _url(path: Path, field: str, value: Any, *, optional: bool = False) -> str |
     return text
 
 
+def _sha256(path: Path) -> str:
+    """The file's SHA-256, read a chunk at a time."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def source_info(path: Path, url: str | None = None, date: str | None = None) -> dict[str, Any]:
     """Provenance of a source file: name, sha256, URL, and (from a GitHub blob URL) repository,
     path and commit; ``date`` when given. A bad URL or date is an InputError naming the option."""
@@ -270,7 +352,7 @@ def source_info(path: Path, url: str | None = None, date: str | None = None) -> 
         raise InputError(path, "--source-date", f"{date!r} is not a date YYYY-MM-DD")
     info: dict[str, Any] = {
         "file": path.name,
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "sha256": _sha256(path),
         "url": url,
         "repo": None,
         "path": None,
@@ -425,17 +507,9 @@ def inferencex_points(
 
 
 def traces_json(path: Path) -> Any:
-    """Parse a JSON source file (errors as :func:`rackbook.core.importers.load_json`)."""
-    text = read_text(path)
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise limits.nesting_error(path) from None
-    except json.JSONDecodeError as exc:
-        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
-        if cut:
-            raise InputError(path, "end of file", "truncated JSON") from None
-        raise InputError(path, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    """Parse a JSON source file in bounded memory (:func:`rackbook.core.jsonstream.load`:
+    errors as :func:`rackbook.core.importers.load_json`)."""
+    return jsonstream.load(path)
 
 
 # ----------------------------------------------------------------------------- MLPerf
@@ -476,8 +550,7 @@ def mlperf_points(
     commit when ``source_url`` is a GitHub blob URL, else ``source_url`` itself.
     """
     path = Path(path)
-    text = read_text(path)
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(csv_lines(path))
     try:
         header = reader.fieldnames or []
     except csv.Error as exc:
@@ -733,7 +806,7 @@ def cookbook_points(
     path = Path(path)
     if source_url is None:
         raise InputError(path, "--source-url", "required: the cookbook cells carry no link")
-    cells = parse_js_export(read_text(path), "benchmarks", path)
+    cells = parse_js_export(read_text(path, limits.JS_MAX_MB), "benchmarks", path)
     if not isinstance(cells, list):
         raise InputError(path, "benchmarks", f"must be a list, got {type(cells).__name__}")
     out = []
@@ -930,7 +1003,7 @@ def import_published(
         raise InputError(path, "format", f"unknown {fmt!r}; expected one of {', '.join(FORMATS)}")
     if model is not None and fmt != "mlperf":
         raise InputError(path, "--model", f"only for mlperf, not {fmt}")
-    read_text(path)  # missing, empty or binary input: one line before anything else
+    check_text(path)  # missing, empty or binary input: one line before anything else
     src = source_info(path, source_url, source_date)
     params: dict[str, Any] = {}
     if fmt == "inferencex":

@@ -184,7 +184,7 @@ def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
     Extra columns are kept (scenario labels). Raises :class:`InputError` naming the column.
     """
     cols = schema.TABLES[table]
-    out = df.copy()
+    out = df.copy(deep=False)  # columns replaced below, never changed in place: no data copy
     for c in cols:
         fname = f"{table}.{c.name}"
         if c.name not in out.columns:
@@ -198,13 +198,16 @@ def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
         try:
             if c.dtype == "string":
                 out[c.name] = s.astype("string")
+            elif s.dtype == c.dtype and not (c.nullable and c.dtype == "int64"):
+                # already exact: no copy of a large column
+                pass
             elif c.dtype == "int64":
                 num = pd.to_numeric(s, errors="raise")
                 if num.dtype.kind not in "iub" and (num.dropna() % 1 != 0).any():
                     raise ValueError("non-integer value")
-                out[c.name] = num.astype("Int64" if c.nullable else "int64")
+                out[c.name] = num.astype("Int64" if c.nullable else "int64", copy=False)
             elif c.dtype == "float64":
-                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64")
+                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64", copy=False)
             elif c.dtype == "bool":
                 if s.dtype != bool and not set(s.dropna().unique()) <= {True, False}:
                     raise ValueError("not a boolean")

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rackbook import limits
+from rackbook.core import jsonstream
 from rackbook.core.fsio import atomic_write_json
 from rackbook.errors import InputError
 from rackbook.paths import RESULTS
@@ -276,14 +277,11 @@ def readings_markdown(readings: list[dict[str, Any]]) -> str:
 
 
 def read_result(path: str | Path) -> dict[str, Any]:
-    """Read a headline JSON written by :meth:`Outcome.write`."""
+    """Read a headline JSON written by :meth:`Outcome.write` (in bounded memory:
+    :func:`rackbook.core.jsonstream.load`)."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "-", "no headline JSON: run the result first") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(path, "-", f"not valid JSON: {exc}") from None
+    limits.input_file(path, missing="no headline JSON: run the result first", streamed=True)
+    doc = jsonstream.load(path)  # bounded memory: a hostile file is one line, not GBs
     if not isinstance(doc, dict):
         raise InputError(path, "-", f"must be a JSON object, got {type(doc).__name__}")
     for key, kind in (("headlines", list), ("readings", list)):

@@ -1,0 +1,398 @@
+"""Inputs bounded by how they are read (:mod:`rackbook.core.jsonstream`, CSV line by line):
+each hostile shape, small but of the shape that once took GBs, is one ``error:`` line (exit 2)
+or imports; and, property-based, no shape of any file kind rackbook reads is an internal
+error. Memory and time of large files are measured in ``benchmarks/`` (README), not here."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import string
+from pathlib import Path
+
+import pytest
+from conftest import small_result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rackbook import limits
+from rackbook.core import jsonstream, vllm_json
+from rackbook.core.traces import read_trace
+from rackbook.errors import InputError
+from rackbook.paths import RESULTS
+
+MLPERF_HEADER = (
+    "Organization,Availability,Division,SystemName,Platform,Model,Scenario,Result,"
+    "accelerator_model_name,total_accelerators,Location,framework,version,Units,"
+    "weight_data_types\n"
+)
+MLPERF_ROW = (
+    "Acme,available,closed,Rack,rack_1,deepseek-r1,Offline,12000.5,GB300,72,"
+    "closed/Acme/results/rack_1,vllm,0.9,Tokens/s,fp4\n"
+)
+
+
+def _one_line(code: int, err: str, *parts: str) -> None:
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    for p in parts:
+        assert p in err, (p, err)
+
+
+def _write(tmp_path: Path, name: str, data: str | bytes) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data.encode() if isinstance(data, str) else data)
+    return p
+
+
+def _import(run_cli, tmp_path, src: Path, fmt: str = "vllm-bench", *extra: str):
+    return run_cli("import", fmt, str(src), "-o", str(tmp_path / "out"), *extra)
+
+
+# ------------------------------------------------------------------------ hostile shapes
+
+
+def test_a_huge_integer_in_a_vllm_json_is_one_line(tmp_path, run_cli):
+    text = json.dumps(small_result()).replace('"ttfts": [0.1', '"ttfts": [' + "9" * 5000, 1)
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", text))
+    _one_line(code, err, "r.json: ttfts[0]: ", "a number of more than 100 characters")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_huge_integer_anywhere_is_one_line(tmp_path, run_cli):
+    text = json.dumps({**small_result(), "num_prompts": 0}).replace(
+        '"num_prompts": 0', '"num_prompts": -' + "1" * 4400
+    )
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", text))
+    _one_line(code, err, "r.json: num_prompts: ", "more than 100 characters")
+
+
+def test_a_very_long_string_is_one_line(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setattr(jsonstream, "MAX_STRING_MB", 0.01)
+    d = small_result(errors=["", "x" * 20_000, "boom"])
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
+    _one_line(code, err, "r.json: errors[1]: ", "a string longer than 0.01 MB")
+
+
+def test_a_long_generated_text_is_read_and_dropped(tmp_path, run_cli):
+    d = small_result(generated_texts=['a "quoted" ], [ text\n' * 5000, "", "x"])
+    code, out, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
+    assert code == 0, err
+    assert "3 requests, 4 gaps" in out
+
+
+@pytest.mark.parametrize("depth", [65, 200_000])
+def test_deep_nesting_is_one_line(tmp_path, run_cli, depth):
+    text = json.dumps(small_result(note=None)).replace("null", "[" * depth + "]" * depth)
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", text))
+    _one_line(code, err, "r.json: note", "nested deeper than 64 levels")
+
+
+def test_nesting_within_the_limit_reads(tmp_path):
+    text = json.dumps({"note": json.loads("[" * 60 + "]" * 60), **small_result()})
+    got = vllm_json.load_detailed(_write(tmp_path, "r.json", text))
+    assert got["note"] == json.loads("[" * 60 + "]" * 60)
+
+
+def test_a_per_request_list_longer_than_input_lens_is_refused(tmp_path, run_cli):
+    """The 60M-float shape: a per-request list far longer than the requests."""
+    d = small_result(ttfts=[0.1] * 100_000)
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
+    _one_line(code, err, "r.json: ttfts: has 100000 entries, expected 3 (one per request)")
+
+
+def test_one_request_with_too_many_gaps_is_refused(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setitem(limits.BOUNDS, "context", 1_000)
+    d = small_result(itls=[[0.001] * 5_000, [0.4], []])
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
+    _one_line(code, err, "r.json: itls[0]: more than 1,000 entries")
+
+
+def test_too_many_gaps_in_all_are_refused(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setitem(limits.BOUNDS, "gaps", 100)
+    d = small_result(itls=[[0.001] * 60, [0.4] * 60, []])
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
+    _one_line(code, err, "r.json: itls: more than 100 numbers in all")
+
+
+def test_too_many_requests_before_input_lens_are_refused(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setitem(limits.BOUNDS, "requests", 10)
+    rest = small_result()
+    del rest["ttfts"]
+    d = {"ttfts": [0.1] * 50, **rest}  # before input_lens: only the bound is known
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
+    _one_line(code, err, "r.json: ttfts: more than 10 entries", "bound on requests")
+
+
+def test_an_object_with_too_many_keys_is_refused(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setattr(jsonstream, "MAX_KEYS", 100)
+    d = small_result(extra={str(i): i for i in range(500)})
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
+    _one_line(code, err, "r.json: extra: an object with more than 100 keys")
+
+
+def test_many_empty_objects_in_inferencex_are_refused_within_the_budget(
+    tmp_path, run_cli, monkeypatch
+):
+    """The 180 MB InferenceX JSON of empty objects: its values pass the budget, one line."""
+    monkeypatch.setattr(jsonstream, "VALUE_BUDGET_MB", 1.0)
+    src = _write(tmp_path, "x.json", b"[" + b"{}," * 200_000 + b"{}]")
+    code, _, err = _import(run_cli, tmp_path, src, "inferencex", "--source-url", "https://x.org")
+    _one_line(code, err, "x.json: [", "values need more than 1 MB of memory")
+
+
+def test_many_empty_objects_within_the_budget_are_named_as_rows(tmp_path, run_cli):
+    src = _write(tmp_path, "x.json", b"[" + b"{}," * 20_000 + b"{}]")
+    code, _, err = _import(run_cli, tmp_path, src, "inferencex", "--source-url", "https://x.org")
+    _one_line(code, err, "x.json: rows[0].hardware: missing")
+
+
+def test_a_huge_headline_json_for_list_is_one_line(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setattr(jsonstream, "VALUE_BUDGET_MB", 1.0)
+    reading = {"claim_id": "c", "reading": "physics", "verdict": "possible", "reason": "r"}
+    doc = {"result": RESULTS[0], "headlines": [], "readings": [reading] * 20_000}
+    _write(tmp_path, f"{RESULTS[0]}.json", json.dumps(doc))
+    code, _, err = run_cli("list", "--out", str(tmp_path))
+    _one_line(code, err, f"{RESULTS[0]}.json: readings[", "values need more than 1 MB")
+
+
+def test_eplb_cells_past_the_bound_are_refused_as_read(tmp_path, run_cli, monkeypatch):
+    """The 30M-cell EPLB JSON: cells counted as they are read."""
+    monkeypatch.setitem(limits.BOUNDS, "expert_cells", 1_000)
+    src = _write(tmp_path, "l.json", json.dumps({"loads": [[1] * 64] * 64}))
+    code, _, err = run_cli("eplb", str(src), "--ep-size", "8")
+    _one_line(code, err, "l.json: loads: more than 1,000 numbers in all")
+
+
+def test_eplb_loads_read_into_an_array(tmp_path):
+    from rackbook.core.expert_load import read_loads
+
+    loads = [[float(i * 10 + j) for j in range(8)] for i in range(5)]
+    src = _write(tmp_path, "l.json", json.dumps({"loads": loads, "note": "x"}))
+    assert read_loads(src).tolist() == loads
+
+
+def test_a_long_csv_line_is_one_line(tmp_path, run_cli):
+    """The 200 MB CSV field: a line past 1 MB is refused as it is read."""
+    row = MLPERF_ROW.replace("Rack,", "R" * 1_100_000 + ",", 1)
+    src = _write(tmp_path, "s.csv", MLPERF_HEADER + row)
+    code, _, err = _import(run_cli, tmp_path, src, "mlperf", "--source-url", "https://x.org")
+    _one_line(code, err, "s.csv: line 2: longer than 1 MB")
+
+
+def test_a_long_quoted_csv_field_is_one_line(tmp_path, run_cli):
+    row = MLPERF_ROW.replace("Rack,", '"' + "R\n" * 100_000 + '",', 1)
+    src = _write(tmp_path, "s.csv", MLPERF_HEADER + row)
+    code, _, err = _import(run_cli, tmp_path, src, "mlperf", "--source-url", "https://x.org")
+    _one_line(code, err, "s.csv: line ", "field larger than field limit")
+
+
+def test_too_many_csv_lines_are_refused(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setitem(limits.BOUNDS, "csv_lines", 100)
+    src = _write(tmp_path, "s.csv", MLPERF_HEADER + MLPERF_ROW * 200)
+    code, _, err = _import(run_cli, tmp_path, src, "mlperf", "--source-url", "https://x.org")
+    _one_line(code, err, "s.csv: rows: more than 100 lines")
+
+
+def test_a_csv_read_line_by_line_imports(tmp_path, run_cli):
+    rows = "".join(MLPERF_ROW.replace("rack_1", f"rack_{i}") for i in range(3))
+    src = _write(tmp_path, "s.csv", "\ufeff" + MLPERF_HEADER + rows)
+    code, out, err = _import(run_cli, tmp_path, src, "mlperf", "--source-url", "https://x.org")
+    assert code == 0, err
+    assert "3 published points" in out
+
+
+def test_a_file_over_256_mb_is_not_refused_for_its_size(tmp_path, run_cli):
+    """The 283 MB vLLM result: streamed files are limited by shape, not by the old 256 MB."""
+    src = tmp_path / "big.json"
+    with open(src, "wb") as fh:
+        fh.truncate(300_000_000)  # sparse: NUL bytes
+    code, _, err = _import(run_cli, tmp_path, src)
+    _one_line(code, err, "big.json: -: not text (binary file?)")
+    code, _, err = _import(run_cli, tmp_path, src, "vllm-bench", "--max-input-mb", "100")
+    _one_line(code, err, "over the input size limit 100 MB")
+
+
+def test_gzip_is_read_as_a_stream(tmp_path, run_cli):
+    src = tmp_path / "r.json.gz"
+    src.write_bytes(gzip.compress(json.dumps(small_result()).encode()))
+    code, out, err = _import(run_cli, tmp_path, src)
+    assert code == 0, err
+    assert read_trace(tmp_path / "out").itl["itl_s"].tolist() == [0.1, 0.2, 0.3, 0.4]
+
+
+def test_a_gzip_file_inflating_past_the_limit_is_refused(tmp_path, run_cli):
+    src = tmp_path / "r.json.gz"
+    src.write_bytes(gzip.compress(b"[" + b"1," * 3_000_000 + b"1]"))
+    code, _, err = _import(run_cli, tmp_path, src, "vllm-bench", "--max-input-mb", "1")
+    _one_line(code, err, "r.json.gz: -: decompresses to over 1 MB")
+
+
+def test_numbers_are_not_strings_or_booleans(tmp_path, run_cli):
+    d = small_result(input_lens=[10, True, 30])
+    code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
+    _one_line(code, err, "r.json: input_lens[1]: not a number")
+
+
+# ------------------------------------------------------------------------ property test
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_NUMS = st.lists(st.one_of(st.floats(0, 5), st.integers(0, 50)), min_size=0, max_size=6)
+
+
+@st.composite
+def _vllm(draw) -> bytes:
+    d = dict(small_result())
+    for key in draw(st.lists(st.sampled_from([*d, "generated_texts", "x"]), max_size=3)):
+        d[key] = draw(st.one_of(_JSON, _NUMS, st.lists(_NUMS, max_size=4), st.just([[0.1]] * 3)))
+    return json.dumps(d).encode()
+
+
+@st.composite
+def _inferencex(draw) -> bytes:
+    row = json.loads(Path("data/published/sources/inferencex-benchmarks.json").read_text())[0]
+    rows = [dict(row) for _ in range(draw(st.integers(0, 3)))]
+    for r in rows:
+        for key in draw(st.lists(st.sampled_from(sorted(r)), max_size=2)):
+            r[key] = draw(_JSON)
+    return json.dumps(draw(st.one_of(st.just(rows), st.just({"rows": rows}), _JSON))).encode()
+
+
+@st.composite
+def _mlperf(draw) -> bytes:
+    cells = st.text(alphabet=string.printable, max_size=6)
+    rows = [
+        ",".join(draw(st.lists(cells, min_size=10, max_size=16)))
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    return (MLPERF_HEADER + MLPERF_ROW + "\n".join(rows)).encode()
+
+
+@st.composite
+def _eplb(draw) -> bytes:
+    loads = draw(st.one_of(st.lists(_NUMS, max_size=4), _JSON, st.just([[1, 2], [3, 4]])))
+    return json.dumps({"loads": loads}).encode()
+
+
+def _mutate(data: bytes, draw) -> bytes:
+    how = draw(st.sampled_from(["keep", "cut", "insert", "flip"]))
+    i = draw(st.integers(0, max(len(data) - 1, 0)))
+    if how == "cut":
+        return data[:i]
+    if how == "insert":
+        return (
+            data[:i]
+            + draw(st.sampled_from([b"[", b"{", b'"', b",", b"\\", b"\x00", b"\xff", b"NaN"]))
+            + data[i:]
+        )
+    if how == "flip" and data:
+        return data[:i] + bytes([data[i] ^ 0x20]) + data[i + 1 :]
+    return data
+
+
+KINDS = {
+    "vllm-bench": (_vllm, "r.json", ()),
+    "inferencex": (_inferencex, "x.json", ("--source-url", "https://x.org")),
+    "mlperf": (_mlperf, "s.csv", ("--source-url", "https://x.org")),
+    "eplb": (_eplb, "l.json", ()),
+    "headline": (lambda: _JSON.map(lambda v: json.dumps(v).encode()), f"{RESULTS[0]}.json", ()),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_every_shape_is_a_result_or_one_line(tmp_path_factory, run_cli, monkeypatch, kind, data):
+    monkeypatch.setattr(jsonstream, "PIECE", 8)  # cut small files into many pieces
+    monkeypatch.setattr(jsonstream, "CUT_SEARCH", 8)
+    monkeypatch.setattr(jsonstream, "CHUNK", 5)
+    make, name, extra = KINDS[kind]
+    content = _mutate(data.draw(make()), data.draw)
+    work = tmp_path_factory.mktemp(kind)
+    src = work / name
+    src.write_bytes(content)
+    if kind == "eplb":
+        code, _, err = run_cli("eplb", str(src), "--ep-size", "2", "--redundant", "0")
+    elif kind == "headline":
+        code, _, err = run_cli("list", "--out", str(work))
+    else:
+        code, _, err = run_cli("import", kind, str(src), "-o", str(work / "out"), *extra)
+    assert code in (0, 2), err
+    if code == 2:
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+        assert not (work / "out").exists()
+
+
+def test_load_json_matches_python_json_on_valid_files(tmp_path, monkeypatch):
+    """Plain values read in pieces are exactly what Python's json reads."""
+    monkeypatch.setattr(jsonstream, "PIECE", 8)
+    monkeypatch.setattr(jsonstream, "CUT_SEARCH", 8)
+    monkeypatch.setattr(jsonstream, "CHUNK", 3)
+    docs = [
+        [{"a": [1, 2, {"b": "c,},{"}]}, {"a": []}] * 7,
+        {"rows": [[1, "x"], [2, "y]"], []] * 5, "n": None},
+        ['a\\"b', "é", "\u2028", 1e308, -0.0, 12345678901234567890] * 4,
+    ]
+    for i, doc in enumerate(docs):
+        p = _write(tmp_path, f"{i}.json", json.dumps(doc))
+        assert jsonstream.load(p) == json.loads(p.read_text())
+
+
+def test_errors_are_input_errors(tmp_path):
+    with pytest.raises(InputError) as e:
+        jsonstream.load(_write(tmp_path, "a.json", '{"a": [1, 2,, 3]}'))
+    assert (e.value.field, e.value.problem) == ("line 1", "not valid JSON: Expecting value")
+
+
+def test_no_parse_holds_more_than_a_piece(tmp_path, monkeypatch):
+    """Every C-level parse is of one piece (so SIGINT/SIGTERM, turned into exceptions by the
+    CLI, stop a long read between pieces): a 12 MB result is parsed in pieces of at most
+    PIECE + CUT_SEARCH bytes, and reads as the whole file does."""
+    import numpy as np
+    import orjson
+
+    sizes: list[int] = []
+    real = orjson.loads
+
+    def loads(data):
+        sizes.append(len(data))
+        return real(data)
+
+    rng = np.random.default_rng(1)
+    n = 20_000
+    d = small_result(
+        input_lens=[10] * n,
+        output_lens=[30] * n,
+        ttfts=rng.uniform(0.1, 0.2, n).tolist(),
+        itls=rng.uniform(0.01, 0.02, (n, 29)).tolist(),
+        latencies=[1.0] * n,
+        start_times=np.arange(n, dtype=float).tolist(),
+        errors=[""] * n,
+        completed=n,
+        generated_texts=['some text, [quoted] "here"\n' * 3] * n,
+    )
+    src = _write(tmp_path, "r.json", json.dumps(d))
+    assert src.stat().st_size > 12e6
+    monkeypatch.setattr(jsonstream.orjson, "loads", loads)
+    got = vllm_json.load_detailed(src)
+    assert max(sizes) <= jsonstream.PIECE + jsonstream.CUT_SEARCH + 2
+    assert len(sizes) > 6
+    assert got["itls"].values.tolist() == [v for row in d["itls"] for v in row]
+    assert got["ttfts"].tolist() == d["ttfts"]
