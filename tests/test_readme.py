@@ -43,7 +43,7 @@ PLACEHOLDERS = {
     "HTML": "mine/html",
 }
 #: Commands that need a live vLLM server or the live env (covered by tests/live).
-LIVE = ("--source live", "rackbook record")
+LIVE = ("--source live", "rackbook record", "rackbook calibrate")
 
 
 def readme_commands(readme: Path) -> list[str]:

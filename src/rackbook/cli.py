@@ -37,6 +37,7 @@ HANDLERS: dict[str, str] = {
     "check": "rackbook.results.workload:cli_check",
     "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
+    "calibrate": "rackbook.cli:cli_calibrate",
     "recipes": "rackbook.cluster.topology:cli_recipes",
     "catalog": "rackbook.inputs.catalogs:cli_catalog",
 }
@@ -105,7 +106,7 @@ def _import_handler(args: argparse.Namespace) -> str:
 #: Verbs that read the repository's data, notebooks or book sources (the others work on the
 #: files they are given): from an installed copy without a checkout they stop with one line.
 NEEDS_CHECKOUT = frozenset(
-    {"run", "list", "book", "kv-bytes", "check", "recipes", "record", "catalog"}
+    {"run", "list", "book", "kv-bytes", "check", "recipes", "record", "catalog", "calibrate"}
 )
 
 
@@ -376,6 +377,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep points whose requests fail the validity checks (run.json says so)",
     )
 
+    s = sub.add_parser(
+        "calibrate",
+        help="time the model's kernels with torch on this device (a calibration folder)",
+        description="Time HBM read/copy, dense GEMMs, the catalog model's expert GEMMs, the "
+        "index scan and sparse attention with torch (the live env: .venv-live/bin/rackbook "
+        "calibrate) and write a calibration folder (rackbook check --calibration DIR).",
+    )
+    s.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default cuda")
+    s.add_argument("-o", "--output", default=None, help="calibration folder to write")
+    s.add_argument("--model", default="deepseek-v4.1-flash", help="catalog model whose shapes "
+                   "are timed (default deepseek-v4.1-flash)")  # fmt: skip
+    s.add_argument("--quick", action="store_true", help="fewer sizes (a smoke run)")
+    s.add_argument("--save-json", metavar="FILE", help="also write the rows as JSON")
+    s.add_argument("--from-json", metavar="FILE", help="write -o DIR from a --save-json file")
+
     s = sub.add_parser("recipes", help="generate cluster recipes from the topology file")
     s.add_argument(
         "--topology",
@@ -492,6 +508,24 @@ def _share_arg(text: str) -> float | str:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number or 'unknown'") from None
+
+
+def cli_calibrate(args: argparse.Namespace) -> int:
+    """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels; the model's
+    shapes and the data sheets come from :mod:`rackbook.inputs.catalogs` (the live harness
+    imports no catalog), read without validation where pydantic is missing (a CUDA image)."""
+    from rackbook.live import calibrate
+
+    def catalog() -> calibrate.Catalog:
+        try:
+            from rackbook.inputs import catalogs
+        except ImportError:
+            return calibrate.catalog_from_yaml(args.model)
+        model = catalogs.load_model(_model_arg(args.model))
+        return calibrate.catalog_from_specs(model, catalogs.load_hardware().gpus,
+                                            "rackbook.inputs.catalogs")  # fmt: skip
+
+    return calibrate.cli_calibrate(args, catalog)
 
 
 @contextlib.contextmanager

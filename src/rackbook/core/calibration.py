@@ -195,6 +195,29 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
     return Calibration(run, _conform(kernels, t), path)
 
 
+def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """(run, kernels) of a ``rackbook calibrate --save-json`` file (``{"run": {...},
+    "kernels": [rows]}``: the rows kept where pandas or pyarrow were missing), validated."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")
+    from rackbook.core.importers import load_json
+
+    obj = load_json(path)
+    if not (
+        isinstance(obj, dict)
+        and isinstance(obj.get("run"), dict)
+        and isinstance(obj.get("kernels"), list)
+    ):
+        raise InputError(path, "-", 'expected {"run": {...}, "kernels": [rows]}')
+    cols = [c.name for c in schema.CALIBRATION_KERNELS]
+    try:
+        kernels = pd.DataFrame(obj["kernels"], columns=cols)
+    except (TypeError, ValueError) as exc:
+        raise InputError(path, "kernels", f"not a list of rows: {exc}") from None
+    return obj["run"], validate(obj["run"], kernels, path)
+
+
 # ----------------------------------------------------------------------------- the reference
 
 
@@ -274,3 +297,67 @@ def ref_shapes() -> dict[str, int]:
         "index_head_dim": 128,
         "index_topk": 2048,
     }
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+#: Largest relative difference per figure that :func:`compare` lets pass (the issue's 15 %).
+TOLERANCE = 0.15
+
+
+def _figure(family: str, nbytes: float, flops: float, seconds: float) -> tuple[float, str]:
+    """A row's figure in its family's unit: TB/s (HBM), TFLOP/s (dense GEMMs), else us."""
+    if family in ("hbm_read", "hbm_copy"):
+        return nbytes / seconds / 1e12, "TB/s"
+    if family == "dense_gemm":
+        return flops / seconds / 1e12, "TFLOP/s"
+    return seconds * 1e6, "us"
+
+
+def compare(
+    measured: pd.DataFrame, reference: pd.DataFrame, tolerance: float = TOLERANCE
+) -> pd.DataFrame:
+    """Figure by figure, each ``reference`` row (family, dtype, size) beside ``measured``'s.
+
+    Columns: family, dtype, size, unit, reference and measured (the figure in its unit:
+    TB/s, TFLOP/s or us per call), ratio (reference seconds / measured seconds: the measured
+    speed over the reference's, same work; NaN where not measured) and flagged (the ratio is
+    off 1 by more than ``tolerance``, or the figure was not measured).
+    """
+    key = ["family", "dtype", "size"]
+    got = measured.set_index(key)["seconds"]
+    rows = []
+    for r in reference.itertuples(index=False):
+        ref_fig, unit = _figure(r.family, r.bytes, r.flops, r.seconds)
+        s = got.get((r.family, r.dtype, r.size), np.nan)
+        if isinstance(s, pd.Series):  # a repeated row: validate() refuses these
+            s = float(s.iloc[0])
+        ratio = r.seconds / s if s == s else np.nan
+        rows.append({
+            "family": r.family, "dtype": r.dtype, "size": int(r.size), "unit": unit,
+            "reference": ref_fig,
+            "measured": _figure(r.family, r.bytes, r.flops, s)[0] if s == s else np.nan,
+            "ratio": ratio,
+            "flagged": bool(not ratio == ratio or abs(ratio - 1) > tolerance),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def compare_lines(table: pd.DataFrame, tolerance: float = TOLERANCE) -> list[str]:
+    """:func:`compare`'s table as text: one line per figure, then a verdict line."""
+    out = [f"{'figure':<34} {'reference':>12} {'measured':>12} {'ratio':>7}"]
+    for r in table.itertuples(index=False):
+        name = f"{r.family} {r.dtype} {r.size:,}"
+        got = "not measured" if r.measured != r.measured else f"{r.measured:,.4g}"
+        ratio = "-" if r.ratio != r.ratio else f"{r.ratio:.3f}"
+        flag = ""
+        if r.flagged:
+            flag = "  <-- not measured" if r.ratio != r.ratio else f"  <-- off by > {tolerance:.0%}"
+        out.append(f"{name:<34} {r.reference:>12,.4g} {got:>12} {ratio:>7} {r.unit}{flag}")
+    bad = int(table["flagged"].sum())
+    out.append(
+        f"{len(table) - bad} of {len(table)} figures within {tolerance:.0%} of the reference"
+        + (f"; {bad} flagged" if bad else "")
+    )
+    return out

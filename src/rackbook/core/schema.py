@@ -147,6 +147,16 @@ TABLES: dict[str, tuple[Column, ...]] = {
     **EXTRA_TABLES,
 }
 
+#: The calibration folder in a sentence, for the book's reference page.
+CALIBRATION_DOC = (
+    "A calibration is a folder of its own: `run.json` (provenance: device, GPU, nvidia-smi line, "
+    "versions, data sheet, model shapes, timing method, command) and `kernels.parquet`, one row "
+    "per timed kernel shape. `rackbook calibrate [--device cuda|cpu] -o DIR` writes one (kind "
+    "`recorded`); the shipped default, `data/calibration/h200-reference/`, is a reference H200 "
+    "measurement converted (kind `published`). A row's rate is `bytes / seconds` or "
+    "`flops / seconds`; its share of the data sheet divides by `spec`."
+)
+
 #: A calibration is a folder of its own (not a serving trace): ``run.json`` (see
 #: CALIBRATION_RUN_FIELDS) and ``kernels.parquet``, one row per timed kernel call shape. It is
 #: written by ``rackbook calibrate`` (kind ``recorded``) or converted from a measurement someone
@@ -185,7 +195,12 @@ CALIBRATION_RUN_FIELDS: dict[str, tuple[bool, str]] = {
     "gpu": (True, "GPU name as the driver reports it (CPU model for --device cpu)"),
     "hardware": (True, "nvidia-smi line: name, driver, SM and memory clocks, power limit, memory"),
     "versions": (True, "torch, CUDA, driver"),
-    "spec": (False, "the data sheet: hbm_TBps, bf16_dense_TFLOPs, fp8_dense_TFLOPs (null: CPU)"),
+    "spec": (
+        False,
+        "the data sheet: hbm_TBps, bf16_dense_TFLOPs, fp8_dense_TFLOPs and the hardware "
+        "catalog id (catalog) of the GPU matched by name (null: a CPU, or a GPU not in "
+        "data/hardware.yaml)",
+    ),
     "shapes": (True, "the model shapes timed (hidden size, expert sizes, heads, top-k)"),
     "method": (True, "timing method: warm-ups, batches, CUDA graphs, what bytes/FLOPs count"),
     "commands": (True, "the exact command that wrote the folder"),
@@ -243,4 +258,20 @@ def markdown_reference() -> str:
             f"| {_cell(c.doc)} |"
             for c in cols
         ]
+    out += ["", "## Calibration folders", "", CALIBRATION_DOC, "", "### run.json (calibration)",
+            "", "| field | required | meaning |", "|---|---|---|"]  # fmt: skip
+    out += [f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |"
+            for k, (r, d) in CALIBRATION_RUN_FIELDS.items()]  # fmt: skip
+    out += [
+        "",
+        "### kernels.parquet",
+        "",
+        "| column | type | null | unit | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    out += [
+        f"| `{c.name}` | {c.dtype} | {'yes' if c.nullable else 'no'} | {_cell(c.unit)} "
+        f"| {_cell(c.doc)} |"
+        for c in CALIBRATION_KERNELS
+    ]
     return "\n".join(out) + "\n"

@@ -1,0 +1,848 @@
+"""``rackbook calibrate``: torch microbenchmarks of the kernels a decode step runs, on this device.
+
+Families (:data:`rackbook.core.calibration.FAMILIES`): HBM read and copy, dense GEMMs at peak
+shapes (BF16; FP8 E4M3 through ``torch._scaled_mm`` where the device has it), one routed
+expert's two GEMMs at the catalog model's shapes across tokens per expert, the index scan over
+context lengths and top-k sparse attention over pool sizes. On CUDA the method is the reference
+H200 measurement's (``data/calibration/h200-kernels.reference.json``, :data:`METHOD`), so that
+the two compare figure by figure; on CPU the same families run at sizes that take seconds
+(FP32 where the CPU has no BF16 arithmetic), timed by the wall clock.
+
+Importing this module imports no torch: :func:`measure` does, so the pure parts (the plan of
+kernels, rows, matching a GPU to the hardware catalog, the summary) run in the book env. The
+model's shapes and the data sheets come from the catalogs through the CLI (:class:`Catalog`:
+the live harness imports no catalog code); where pydantic is missing (a bare CUDA image),
+:func:`catalog_from_yaml` reads the same catalog files without validation. The folder is
+written by :func:`rackbook.core.calibration.write_calibration` (atomic: an interrupted run
+leaves nothing); where pandas or pyarrow are missing, ``--save-json`` keeps the rows and
+``rackbook calibrate --from-json FILE -o DIR`` writes the folder elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import importlib.util
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rackbook import paths
+from rackbook.core import schema
+from rackbook.core.fsio import (
+    atomic_write_json,
+    check_output_file,
+    check_output_folder,
+    check_replaceable,
+    output_lock,
+)
+from rackbook.core.provenance import hardware_inventory, project_commit, repo_relative
+from rackbook.errors import InputError
+
+#: Model whose shapes are timed by default (catalog id).
+DEFAULT_MODEL = "deepseek-v4.1-flash"
+#: Rows the index scan keeps and the sparse attention gathers: the reference measurement's
+#: top-2,048 (the catalog's ``attention.index_topk`` is the model's own; physics scales).
+TOPK = 2048
+#: Warm-up calls before timing, batches timed (the best one counts), least time per batch.
+WARMUPS = 5
+BATCHES = 3
+TARGET_BATCH_S = {"cuda": 0.025, "cpu": 0.02}
+#: Distinct experts cycled in one CUDA graph, so that weights stream from HBM (H200 L2: 60 MB;
+#: 96 x 35 MB at FP8), as the reference did; on CPU two (141 MB each at FP32 > any cache).
+EXPERTS_CYCLED = {"cuda": 96, "cpu": 2}
+#: Seconds of GEMMs before the first CUDA timing (clocks up from idle).
+SPIN_UP_S = 1.0
+
+#: The reference H200 measurement's method (run.json ``method`` of a CUDA calibration).
+METHOD: dict[str, str] = {
+    "timing": "CUDA events; 5 warm-up calls, then 3 batches of N calls, seconds per call = "
+    "best batch / N",
+    "graphs": "expert GEMMs, index scan and sparse attention captured in one CUDA graph each "
+    "and replayed (launch overhead excluded); bandwidth and dense GEMMs eager",
+    "bandwidth": "8 GiB bf16 tensor: read = x.sum(dtype=float32), bytes = tensor size; copy = "
+    "y.copy_(x), bytes = 2 x size",
+    "dense_gemm": "n x n x n, bf16 a@b; fp8 e4m3 via torch._scaled_mm with per-tensor scale "
+    "1.0, bf16 out; FLOPs = 2 n^3",
+    "experts": "one routed expert = gate+up [H -> 2I] and down [I -> H] (H = hidden_size, I = "
+    "moe_intermediate_size from the model catalog), weights [out, in] row-major; 96 distinct "
+    "experts cycled in one graph so weights stream from HBM (L2 is 60 MB); M = tokens routed "
+    "to the expert (fp8 pads M below 16 to 16); the two GEMMs only (their inputs random, no "
+    "activation between them); FLOPs = 2 M H 3 I; weight bytes = 3 H I x bytes per element",
+    "indexer_scan": "one decode token: q [heads, index_head_dim] bf16 against N keys [N, "
+    "index_head_dim] bf16: relu(K q^T) [N, heads] then @ w [heads, 1], then top-2048; per "
+    "index layer; bytes = the keys",
+    "sparse_attention": "one decode token, heads x latent head_dim, gather 2,048 rows from a "
+    "pool of N rows, softmax(q g^T / sqrt head_dim) g, bf16",
+    "sizes": "N calls per batch chosen so that a batch lasts at least 25 ms (one call timed "
+    "after the warm-ups); 1 s of bf16 8192^3 GEMMs before the first timing (clocks up from "
+    "idle); nvidia-smi read after the run",
+}
+CPU_METHOD: dict[str, str] = {
+    **{k: v.replace("bf16", "fp32") for k, v in METHOD.items() if k != "graphs"},
+    "timing": "wall clock (time.perf_counter); 1 warm-up call, then 3 batches of N calls, "
+    "seconds per call = best batch / N",
+    "graphs": "none (eager calls: the CPU has no graphs; launch overhead included)",
+    "bandwidth": "64 MiB fp32 tensor: read = x.sum(), bytes = tensor size; copy = y.copy_(x), "
+    "bytes = 2 x size (DRAM, not HBM)",
+    "experts": METHOD["experts"]
+    .replace("96 distinct experts cycled in one graph", "2 distinct experts cycled per call")
+    .replace("stream from HBM (L2 is 60 MB)", "stream from DRAM")
+    .replace("fp8 pads M below 16 to 16", "fp32 on CPU"),
+    "dense_gemm": "n x n x n, fp32 and bf16 a@b; fp8 e4m3 via torch._scaled_mm (scale 1.0, "
+    "bf16 out) where this CPU torch has it; FLOPs = 2 n^3",
+    "sizes": "N calls per batch chosen so that a batch lasts at least 20 ms",
+}
+
+
+# ----------------------------------------------------------------------------- the catalogs
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What a calibration needs from the catalogs: the model's shapes and the data sheets.
+
+    ``gpus``: catalog id -> ``{"name", "hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs"}``
+    (TB/s and dense TFLOP/s per GPU; None where the catalog has none). ``source``: how it was
+    read (validated by ``rackbook.inputs.catalogs``, or the YAML files read as they are).
+    """
+
+    model: str
+    shapes: dict[str, int]
+    gpus: dict[str, dict[str, Any]]
+    source: str
+
+
+def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | None) -> dict:
+    return {
+        "name": name,
+        "hbm_TBps": hbm_bytes_per_s / 1e12,
+        "bf16_dense_TFLOPs": None if bf16 is None else bf16 / 1e12,
+        "fp8_dense_TFLOPs": None if fp8 is None else fp8 / 1e12,
+    }
+
+
+def _shapes(model: str, hidden: Any, inter: Any, heads: Any, head: Any, index: Any) -> dict:
+    got = {
+        "hidden_size": hidden,
+        "moe_intermediate_size": inter,
+        "num_attention_heads": heads,
+        "head_dim": head,
+        "index_head_dim": index,
+    }
+    for k, v in got.items():
+        if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
+            raise InputError(model, k, f"the model catalog gives {v!r}: calibrate needs it > 0")
+    return {**got, "index_topk": TOPK}
+
+
+def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Catalog:
+    """A :class:`Catalog` from a loaded ``ModelSpec`` and the hardware catalog's ``gpus``
+    (``rackbook.inputs.catalogs`` objects; read by attribute, so nothing of inputs is imported)."""
+    a = model.architecture
+    shapes = _shapes(model.file, a.hidden_size, model.moe.moe_intermediate_size,
+                     a.num_attention_heads, a.head_dim, a.index_head_dim)  # fmt: skip
+    sheets = {
+        gid: _sheet(g.name, g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
+        for gid, g in gpus.items()
+    }
+    return Catalog(model.id, shapes, sheets, source)
+
+
+def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
+    """The same :class:`Catalog` read straight from ``data/models/MODEL.yaml`` and
+    ``data/hardware.yaml`` with PyYAML, without the catalogs' validation: for a device image
+    that has torch and PyYAML but not pydantic. ``model``: a catalog id, any case."""
+    import yaml
+
+    data = paths.DATA if data is None else data
+    files = {p.stem.lower(): p for p in (data / "models").glob("*.yaml")}
+    key = model.lower().split("/")[-1]
+    if key not in files:
+        raise InputError(data / "models", "model", f"unknown model {model!r}; known: "
+                         f"{', '.join(sorted(files))}")  # fmt: skip
+    m = yaml.safe_load(files[key].read_text(encoding="utf-8"))
+    hw = yaml.safe_load((data / "hardware.yaml").read_text(encoding="utf-8"))
+    a, moe = m["architecture"], m["moe"]
+    shapes = _shapes(
+        str(files[key]),
+        a.get("hidden_size"),
+        moe.get("moe_intermediate_size"),
+        a.get("num_attention_heads"),
+        a.get("head_dim"),
+        a.get("index_head_dim"),
+    )
+    sheets = {
+        gid: _sheet(
+            g["name"],
+            float(g["hbm_bandwidth_bytes_per_s"]),
+            g["dense_flops"].get("bf16"),
+            g["dense_flops"].get("fp8"),
+        )
+        for gid, g in hw["gpus"].items()
+    }
+    return Catalog(m["id"], shapes, sheets, "data/models and data/hardware.yaml read with PyYAML "
+                   "(pydantic missing: not validated)")  # fmt: skip
+
+
+#: Words in a device name that make it another product than the catalog's part of the same
+#: chip (an H100 PCIe or an H200 NVL has other clocks, power and data sheet than the SXM).
+VARIANTS = ("PCIE", "NVL")
+
+
+def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The hardware catalog's id for the GPU the driver calls ``device_name``, or None.
+
+    The chip's word in the name (``H200`` in ``NVIDIA H200``, ``GB300`` in ``NVIDIA GB300``)
+    must be the first word of a catalog id (``h200``, ``h100-sxm``, ``gb300``); a PCIe or NVL
+    variant matches nothing (the catalog holds the SXM and rack parts only). ``NVIDIA H100
+    80GB HBM3`` is the SXM part: ``h100-sxm``.
+    """
+    words = re.split(r"[\s_\-/]+", device_name.upper())
+    if any(w in VARIANTS for w in words):
+        return None
+    chips = [w for w in words if re.fullmatch(r"G?[A-Z]\d{3}[A-Z]?", w)]
+    if not chips:
+        return None
+    for gid in gpus:
+        if gid.split("-")[0].upper() == chips[0]:
+            return gid
+    return None
+
+
+def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
+    """run.json ``spec``: the matched GPU's data sheet (TB/s, dense TFLOP/s) and its catalog
+    id, or None (a CPU, or a GPU the catalog does not hold)."""
+    gid = match_gpu(device_name, catalog.gpus)
+    if gid is None:
+        return None
+    sheet = catalog.gpus[gid]
+    return {
+        "hbm_TBps": sheet["hbm_TBps"],
+        "bf16_dense_TFLOPs": sheet["bf16_dense_TFLOPs"],
+        "fp8_dense_TFLOPs": sheet["fp8_dense_TFLOPs"],
+        "catalog": gid,
+    }
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class Case:
+    """One timed kernel shape: a calibration row once timed."""
+
+    family: str
+    dtype: str
+    size: int
+    bytes: float | None
+    flops: float | None
+    label: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+WIDTH = {"bf16": 2, "fp8": 1, "fp32": 4}
+EXPERT_TOKENS = (1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+SCAN_KEYS = (131072, 262144, 524288, 875520)
+POOL_ROWS = (131072, 875520)
+DENSE_N = (8192, 16384)
+
+
+def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = False) -> list[Case]:
+    """The kernels to time, in order. CUDA: the reference's sizes (8 GiB; n 8192 and 16384;
+    1..4,096 tokens per expert; 131k..876k keys; pools of 131k and 876k rows), ``quick``
+    fewer of them. CPU: sizes that take seconds on two cores, FP32 where CUDA times BF16
+    (plus BF16 dense GEMMs, and FP8 ones where ``fp8``)."""
+    h, i = shapes["hidden_size"], shapes["moe_intermediate_size"]
+    heads, hd, ihd = shapes["num_attention_heads"], shapes["head_dim"], shapes["index_head_dim"]
+    cases: list[Case] = []
+    if device == "cuda":
+        main, gemm_dtypes = "bf16", ["bf16"] + (["fp8"] if fp8 else [])
+        hbm = [8 << 30]
+        dense = {d: [8192] if quick else list(DENSE_N) for d in gemm_dtypes}
+        tokens = {d: [1, 128, 4096] if quick else list(EXPERT_TOKENS) for d in gemm_dtypes}
+        keys = [SCAN_KEYS[0], SCAN_KEYS[-1]] if quick else list(SCAN_KEYS)
+        pools = list(POOL_ROWS)
+    else:
+        main = "fp32"
+        hbm = [64 << 20]
+        dense = {"fp32": [256, 512], "bf16": [128]} | ({"fp8": [128]} if fp8 else {})
+        tokens = {"fp32": [1, 16] if quick else [1, 4, 16]}
+        keys = [16384] if quick else [16384, 65536]
+        pools = [16384] if quick else [16384, 65536]
+    w = WIDTH[main]
+    for n in hbm:
+        cases.append(Case("hbm_read", main, n, n, None, f"{_bytes(n)}"))
+        cases.append(Case("hbm_copy", main, n, 2 * n, None, f"{_bytes(n)}"))
+    for dtype, sizes in dense.items():
+        for n in sizes:
+            cases.append(Case("dense_gemm", dtype, n, None, 2.0 * n**3, f"{n}^3"))
+    for dtype, ms in tokens.items():
+        for m in ms:
+            flops = 2.0 * m * h * 3 * i
+            cases.append(Case("expert_gemm", dtype, m, 3 * h * i * WIDTH[dtype], flops,
+                              f"{m} token{'s' * (m != 1)}"))  # fmt: skip
+    for n in keys:
+        extra = {"heads": heads, "dim": ihd, "topk": TOPK}
+        cases.append(Case("indexer_scan", main, n, n * ihd * w, None, f"{n:,} keys", extra))
+    for n in pools:
+        extra = {"heads": heads, "dim": hd, "topk": TOPK}
+        cases.append(Case("sparse_attention", main, n, None, None, f"{n:,} rows", extra))
+    return cases
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+def row(case: Case, seconds: float) -> dict[str, Any]:
+    """The kernels.parquet row of ``case`` timed at ``seconds`` per call (JSON-ready: None
+    where bytes or FLOPs are not counted)."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{case.family} {case.dtype} {case.size}: time {seconds!r} s")
+    return {
+        "family": case.family,
+        "dtype": case.dtype,
+        "size": int(case.size),
+        "seconds": float(seconds),
+        "bytes": None if case.bytes is None else float(case.bytes),
+        "flops": None if case.flops is None else float(case.flops),
+    }
+
+
+# ----------------------------------------------------------------------------- the summary
+
+
+TBPS, TFLOPS = "TB/s", "TFLOP/s"
+
+
+def _share(rate: float, sheet: float | None, unit: str) -> str:
+    return f"{100 * rate / sheet:.0f} % of {sheet:,.4g} {unit}" if sheet else "no data sheet"
+
+
+def _known(v: Any) -> bool:
+    return v is not None and isinstance(v, int | float) and math.isfinite(v) and v > 0
+
+
+def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -> list[str]:
+    """Per family (and dtype) the attained rate and its share of the data sheet ``spec``
+    (run.json's: TB/s, dense TFLOP/s; None for a CPU or an unknown GPU). HBM: the best
+    TB/s; dense GEMMs: the best TFLOP/s; expert GEMMs: the weights' TB/s at the fewest tokens
+    and the best TFLOP/s; index scan: the keys' TB/s at the longest context; attention:
+    microseconds per call."""
+    spec = spec or {}
+    hbm = spec.get("hbm_TBps")
+    peak = {"bf16": spec.get("bf16_dense_TFLOPs"), "fp8": spec.get("fp8_dense_TFLOPs")}
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["family"], r["dtype"]), []).append(r)
+    out = []
+    for (fam, dtype), rs in groups.items():
+        rs = sorted(rs, key=lambda r: r["size"])
+        name = f"{fam} {dtype}".strip()
+        if fam in ("hbm_read", "hbm_copy"):
+            r = max(rs, key=lambda r: r["bytes"] / r["seconds"])
+            tb = r["bytes"] / r["seconds"] / 1e12
+            out.append(_line(name, _bytes(r["size"]), f"{_tb(tb)}, {_share(tb, hbm, TBPS)}"))
+        elif fam == "dense_gemm":
+            r = max(rs, key=lambda r: r["flops"] / r["seconds"])
+            tf = r["flops"] / r["seconds"] / 1e12
+            what = f"{_tf(tf)}, {_share(tf, peak.get(dtype), TFLOPS)}"
+            out.append(_line(name, f"{r['size']}^3", what))
+        elif fam == "expert_gemm":
+            lo, hi = rs[0], max(rs, key=lambda r: r["flops"] / r["seconds"])
+            tb = lo["bytes"] / lo["seconds"] / 1e12
+            what = f"{_us(lo['seconds'])}, {_tb(tb)} of weights, {_share(tb, hbm, TBPS)}"
+            out.append(_line(name, f"{lo['size']:,} tok", what))
+            if hi is not lo:
+                tf = hi["flops"] / hi["seconds"] / 1e12
+                what = f"{_us(hi['seconds'])}, {_tf(tf)}, {_share(tf, peak.get(dtype), TFLOPS)}"
+                out.append(_line(name, f"{hi['size']:,} tok", what))
+        elif fam == "indexer_scan":
+            r = rs[-1]
+            tb = r["bytes"] / r["seconds"] / 1e12
+            what = f"{_us(r['seconds'])}, {_tb(tb)} of keys, {_share(tb, hbm, TBPS)}"
+            out.append(_line(name, f"{r['size']:,} keys", what))
+        else:
+            for r in rs:
+                out.append(_line(name, f"{r['size']:,} rows", _us(r["seconds"])))
+    return out
+
+
+def _us(seconds: float) -> str:
+    """A time in us, ms or s (3 or 4 significant digits)."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} us"
+    return f"{seconds * 1e3:.4g} ms" if seconds < 1 else f"{seconds:.4g} s"
+
+
+def _tb(tb_per_s: float) -> str:
+    return f"{tb_per_s:.3g} TB/s" if tb_per_s >= 0.1 else f"{tb_per_s * 1e3:.3g} GB/s"
+
+
+def _tf(tflop_per_s: float) -> str:
+    return (
+        f"{tflop_per_s:,.4g} TFLOP/s" if tflop_per_s >= 0.1 else f"{tflop_per_s * 1e3:.3g} GFLOP/s"
+    )
+
+
+def _line(name: str, size: str, what: str) -> str:
+    return f"  {name:<22} {size:>14}  {what}"
+
+
+# ----------------------------------------------------------------------------- timing (torch)
+
+
+class Timer:
+    """Seconds per call of ``fn``: :data:`WARMUPS` warm-ups, one call timed to choose N (a
+    batch of at least the target time), then :data:`BATCHES` batches of N; the best counts.
+    CUDA: events on the current stream; CPU: ``time.perf_counter``."""
+
+    def __init__(self, torch: Any, device: str) -> None:
+        self.torch, self.device = torch, device
+        self.warmups = WARMUPS if device == "cuda" else 1
+        self.target = TARGET_BATCH_S[device]
+
+    def batch(self, fn: Callable[[], Any], n: int) -> float:
+        if self.device == "cuda":
+            t = self.torch.cuda
+            start, end = t.Event(enable_timing=True), t.Event(enable_timing=True)
+            start.record()
+            for _ in range(n):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return time.perf_counter() - t0
+
+    def __call__(self, fn: Callable[[], Any]) -> float:
+        for _ in range(self.warmups):
+            fn()
+        one = max(self.batch(fn, 1), 1e-7)
+        n = max(1, min(10_000, math.ceil(self.target / one)))
+        return min(self.batch(fn, n) for _ in range(BATCHES)) / n
+
+
+def fp8_available(torch: Any, device: str) -> tuple[bool, str]:
+    """Whether ``torch._scaled_mm`` runs FP8 E4M3 here, and why not."""
+    if not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        return False, f"torch {torch.__version__} has no float8_e4m3fn/_scaled_mm"
+    try:
+        a = torch.ones(16, 16, device=device).to(torch.float8_e4m3fn)
+        one = torch.ones((), device=device)
+        torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        return False, f"torch._scaled_mm refused FP8 on {device}: {str(exc).splitlines()[0][:160]}"
+    return True, ""
+
+
+class Bench:
+    """The kernels of each family as torch calls on one device (tensors made per case)."""
+
+    def __init__(self, torch: Any, device: str, shapes: Mapping[str, int]) -> None:
+        self.torch, self.device, self.shapes = torch, device, shapes
+        self.timer = Timer(torch, device)
+        self.gen = torch.Generator(device=device).manual_seed(0)
+
+    def dt(self, dtype: str) -> Any:
+        t = self.torch
+        return {"bf16": t.bfloat16, "fp32": t.float32, "fp8": t.bfloat16}[dtype]
+
+    def randn(self, *shape: int, dtype: str = "bf16") -> Any:
+        t = self.torch
+        x = t.randn(*shape, device=self.device, dtype=self.dt(dtype), generator=self.gen)
+        return x.to(t.float8_e4m3fn) if dtype == "fp8" else x
+
+    def mm(self, dtype: str) -> Callable[[Any, Any], Any]:
+        """``a @ b`` in ``dtype``; for FP8 ``b`` must be column-major (a transposed weight)."""
+        t = self.torch
+        if dtype != "fp8":
+            return t.mm
+        one = t.ones((), device=self.device)
+        return lambda a, b: t._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=t.bfloat16)
+
+    def graphed(self, step: Callable[[], Any]) -> Callable[[], Any]:
+        """``step`` captured in one CUDA graph (replayed per call); on CPU ``step`` itself."""
+        t = self.torch
+        if self.device != "cuda":
+            return step
+        side = t.cuda.Stream()
+        side.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(side):  # cuBLAS workspaces and kernels chosen outside the capture
+            for _ in range(2):
+                step()
+        t.cuda.current_stream().wait_stream(side)
+        t.cuda.synchronize()
+        graph = t.cuda.CUDAGraph()
+        with t.cuda.graph(graph):
+            step()
+        t.cuda.synchronize()
+        return graph.replay
+
+    def time(self, case: Case, cache: dict[str, Any]) -> float:
+        """Seconds per call of ``case`` (tensors kept in ``cache`` for the next case)."""
+        t = self.torch
+        fam, dtype, n = case.family, case.dtype, case.size
+        if fam in ("hbm_read", "hbm_copy"):
+            if cache.get("hbm_n") != n:
+                cache.clear()
+                elems = n // WIDTH[dtype]
+                x = t.empty(elems, device=self.device, dtype=self.dt(dtype))
+                x.normal_(generator=self.gen)
+                cache.update(hbm_n=n, x=x, y=t.empty_like(x))
+            x, y = cache["x"], cache["y"]
+            if fam == "hbm_read":
+                return self.timer(lambda: x.sum(dtype=t.float32))
+            return self.timer(lambda: y.copy_(x))
+        cache.clear()
+        if fam == "dense_gemm":
+            a, b = self.randn(n, n, dtype=dtype), self.randn(n, n, dtype=dtype)
+            mm, bt = self.mm(dtype), b.t()  # FP8: b^T is column-major, as _scaled_mm wants
+            return self.timer(lambda: mm(a, bt) if dtype == "fp8" else a @ b)
+        if fam == "expert_gemm":
+            return self.expert(case)
+        if fam == "indexer_scan":
+            heads, dim, k = case.extra["heads"], case.extra["dim"], case.extra["topk"]
+            keys, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
+            w = self.randn(heads, 1, dtype=dtype)
+
+            def scan() -> Any:
+                return t.topk((t.relu(keys @ q.t()) @ w).view(-1), k)
+
+            return self.timer(self.graphed(scan))
+        if fam == "sparse_attention":
+            heads, dim, k = case.extra["heads"], case.extra["dim"], case.extra["topk"]
+            pool, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
+            idx = t.randint(0, n, (k,), device=self.device, generator=self.gen)
+            scale = 1.0 / math.sqrt(dim)
+
+            def attend() -> Any:
+                g = pool[idx]
+                return t.softmax(q @ g.t() * scale, dim=-1) @ g
+
+            return self.timer(self.graphed(attend))
+        raise ValueError(f"unknown family {fam!r}")
+
+    def expert(self, case: Case) -> float:
+        """One routed expert's gate+up [H -> 2I] and down [I -> H] GEMMs, over
+        :data:`EXPERTS_CYCLED` distinct experts in one graph; seconds per expert."""
+        h, i = self.shapes["hidden_size"], self.shapes["moe_intermediate_size"]
+        dtype, m = case.dtype, case.size
+        rows = max(m, 16) if dtype == "fp8" else m  # _scaled_mm wants dimensions of 16s
+        experts = EXPERTS_CYCLED[self.device]
+        w13 = [self.randn(2 * i, h, dtype=dtype) for _ in range(experts)]  # [out, in]
+        w2 = [self.randn(h, i, dtype=dtype) for _ in range(experts)]
+        x, a = self.randn(rows, h, dtype=dtype), self.randn(rows, i, dtype=dtype)
+        mm = self.mm(dtype)
+        w13t, w2t = [w.t() for w in w13], [w.t() for w in w2]
+
+        def step() -> None:
+            for e in range(experts):
+                mm(x, w13t[e])
+                mm(a, w2t[e])
+
+        return self.timer(self.graphed(step)) / experts
+
+
+def measure(
+    cases: list[Case], torch: Any, device: str, shapes: Mapping[str, int], progress: bool = True
+) -> list[dict[str, Any]]:
+    """Time every case in order (a progress bar on stderr); the kernels.parquet rows."""
+    bench = Bench(torch, device, shapes)
+    rows: list[dict[str, Any]] = []
+    cache: dict[str, Any] = {}
+    bar = _bar(len(cases), progress)
+    try:
+        if device == "cuda":
+            bar.set_description("spin-up")
+            spin_up(torch)
+        for case in cases:
+            bar.set_description(f"{case.family} {case.dtype} {case.label}".strip())
+            rows.append(row(case, bench.time(case, cache)))
+            bar.update(1)
+    finally:
+        bar.close()
+        cache.clear()
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return rows
+
+
+def spin_up(torch: Any, seconds: float = SPIN_UP_S) -> None:
+    """BF16 8192^3 GEMMs for ``seconds``, so that the first kernels timed find the GPU at its
+    working clocks (an idle H200 sits at 345 MHz), not ramping up."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        for _ in range(10):
+            a @ a
+        torch.cuda.synchronize()
+
+
+class _Lines:
+    """A progress 'bar' of plain lines, where tqdm is missing."""
+
+    def __init__(self, total: int, on: bool) -> None:
+        self.total, self.done, self.on, self.desc = total, 0, on, ""
+
+    def set_description(self, desc: str) -> None:
+        self.desc = desc
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.on:
+            print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(total: int, on: bool) -> Any:
+    if importlib.util.find_spec("tqdm") is None:
+        return _Lines(total, on)
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="kernel", disable=not on, file=sys.stderr, dynamic_ncols=True)
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+SMI_FIELDS = "name,driver_version,clocks.sm,clocks.mem,power.limit,memory.total"
+
+
+def nvidia_smi(index: int = 0) -> str | None:
+    """``nvidia-smi``'s line for GPU ``index``: name, driver, SM and memory clocks, power
+    limit, memory (the reference's format); None without nvidia-smi."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader", "-i", str(index)],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.strip().splitlines()[0] if out.strip() else None
+
+
+def run_info(
+    *,
+    device: str,
+    gpu: str,
+    hardware: str,
+    versions: dict[str, Any],
+    spec: dict[str, Any] | None,
+    shapes: Mapping[str, int],
+    command: str,
+    notes: str,
+) -> dict[str, Any]:
+    """A calibration's run.json (kind ``recorded``)."""
+    return {
+        "schema_version": schema.SCHEMA_VERSION,
+        "content": "calibration",
+        "kind": "recorded",
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "project_commit": project_commit(),
+        "device": device,
+        "gpu": gpu,
+        "hardware": hardware,
+        "versions": versions,
+        "spec": spec,
+        "shapes": dict(shapes),
+        "method": dict(METHOD if device == "cuda" else CPU_METHOD),
+        "commands": [repo_relative(command)],
+        "notes": notes,
+    }
+
+
+def cpu_hardware() -> tuple[str, str]:
+    """(CPU model, ``MODEL, N cores, M GiB memory``) for a CPU calibration."""
+    inv = hardware_inventory()
+    mem = inv.get("memory_bytes")
+    memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
+    model = inv.get("cpu_model") or "unknown CPU"
+    return model, f"{model}, {inv.get('cpu_cores')} cores{memory}"
+
+
+def calibrate(
+    device: str, catalog: Catalog, *, quick: bool, command: str, progress: bool = True
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Measure every family on ``device``; (run.json, rows). Raises :class:`InputError` when
+    torch is missing or the device is not there."""
+    torch = import_torch()
+    notes = []
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise InputError("--device", "cuda", f"torch {torch.__version__} sees no CUDA device "
+                             "(use --device cpu to exercise the benchmarks here)")  # fmt: skip
+        gpu = torch.cuda.get_device_name(0)
+    else:
+        gpu = cpu_hardware()[0]
+    fp8, why = fp8_available(torch, device)
+    if not fp8:
+        notes.append(f"FP8 skipped: {why}.")
+    cases = plan(device, catalog.shapes, fp8=fp8, quick=quick)
+    t0 = time.monotonic()
+    rows = measure(cases, torch, device, catalog.shapes, progress)
+    wall = time.monotonic() - t0
+    if device == "cuda":
+        smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
+        driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
+        props = torch.cuda.get_device_properties(0)
+        hardware = f"{smi}; {props.multi_processor_count} SMs"
+        spec = device_spec(gpu, catalog)
+        if spec is None:
+            notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
+        cuda = torch.version.cuda
+    else:
+        hardware, spec, driver, cuda = cpu_hardware()[1], None, None, None
+        notes.append(
+            "CPU calibration: exercises the benchmarks (DRAM, not HBM; FP32 where CUDA times "
+            "BF16, no graphs); its fractions say nothing of a GPU."
+        )
+    notes.append(f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
+                 f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
+                 f"{' (--quick: fewer sizes)' if quick else ''}.")  # fmt: skip
+    versions = {
+        "torch": torch.__version__,
+        "cuda": cuda,
+        "driver": driver,
+        "python": sys.version.split()[0],
+        "threads": torch.get_num_threads() if device == "cpu" else None,
+    }
+    run = run_info(device=device, gpu=gpu, hardware=hardware, versions=versions, spec=spec,
+                   shapes=catalog.shapes, command=command, notes=" ".join(notes))  # fmt: skip
+    return run, rows
+
+
+def import_torch() -> Any:
+    """torch, or the one-line error that says to run from the live env."""
+    if importlib.util.find_spec("torch") is None:
+        raise InputError(
+            sys.executable,
+            "torch",
+            "not installed in this Python (the book env has none): run calibrate from the "
+            "live env, e.g. .venv-live/bin/rackbook calibrate --device cpu -o DIR (make "
+            "live-setup makes it), or from any Python with torch",
+        )
+    import torch
+
+    return torch
+
+
+# ----------------------------------------------------------------------------- the verb
+
+
+def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
+    """The calibration folder through :func:`rackbook.core.calibration.write_calibration`."""
+    import pandas as pd
+
+    from rackbook.core.calibration import write_calibration
+
+    cols = [c.name for c in schema.CALIBRATION_KERNELS]
+    return write_calibration(output, run, pd.DataFrame(rows, columns=cols))
+
+
+def folder_writable() -> str | None:
+    """None if pandas and pyarrow (the folder's writer) import here, else what is missing."""
+    missing = [m for m in ("pandas", "pyarrow") if importlib.util.find_spec(m) is None]
+    return ", ".join(missing) or None
+
+
+def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
+    """``rackbook calibrate [--device cuda|cpu] [--quick] -o DIR [--save-json FILE]``, or
+    ``rackbook calibrate --from-json FILE -o DIR``. ``catalog``: reads the catalogs (the CLI's,
+    so that this module imports none); called only when measuring. The folder ``-o`` is
+    checked and locked before any kernel runs: missing, empty or a calibration rackbook wrote
+    (never a folder of the user's), and no second rackbook writes it meanwhile."""
+    output = None if args.output is None else Path(args.output).absolute()
+    saved = None if args.save_json is None else Path(args.save_json).absolute()
+    if args.from_json is not None:
+        if output is None or saved is not None or args.quick or args.device is not None:
+            raise InputError(args.from_json, "--from-json", "takes only -o DIR (the folder)")
+    elif output is None and saved is None:
+        raise InputError("-", "-o", "give the calibration folder to write (-o DIR)")
+    if saved is not None:
+        check_output_file(saved, "--save-json")
+    with contextlib.ExitStack() as stack:
+        if output is not None:
+            check_output_folder(output, "-o")
+            stack.enter_context(output_lock(output, "-o"))
+            check_replaceable(output, "calibration", "-o")
+        if args.from_json is not None:
+            from rackbook.core.calibration import read_saved, write_calibration
+
+            print(write_calibration(output, *read_saved(args.from_json)))
+            return 0
+        return _measure_and_write(args, catalog(), output, saved)
+
+
+def _measure_and_write(
+    args: argparse.Namespace, cat: Catalog, output: Path | None, saved: Path | None
+) -> int:
+    missing = folder_writable() if output is not None else None
+    if missing and saved is None:
+        raise InputError("-", "-o", f"{missing} not installed here, so the folder cannot be "
+                         "written: add --save-json FILE and convert it with rackbook calibrate "
+                         "--from-json FILE -o DIR where they are")  # fmt: skip
+    ours = sys.argv[1:2] == ["calibrate"]  # else called in-process (a test, a notebook)
+    command = "rackbook " + shlex.join(sys.argv[1:] if ours else ["calibrate", *_argv(args)])
+    run, rows = calibrate(args.device or "cuda", cat, quick=args.quick, command=command)
+    if saved is not None:
+        atomic_write_json(saved, {"run": run, "kernels": rows})
+    print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
+    print("\n".join(summary(rows, run["spec"])))
+    if output is not None and missing:
+        print(
+            f"calibrate: {missing} missing here: wrote only {saved}; convert it with "
+            f"rackbook calibrate --from-json {saved} -o {output}",
+            file=sys.stderr,
+        )
+    elif output is not None:
+        print(write_folder(output, run, rows))
+    if saved is not None:
+        print(saved)
+    return 0
+
+
+def _sheet_text(spec: Mapping[str, Any] | None) -> str:
+    if not spec:
+        return "no data sheet: shares not given"
+    parts = [f"catalog {spec.get('catalog')}", f"{spec['hbm_TBps']:g} TB/s"]
+    for k, name in (("bf16_dense_TFLOPs", "BF16"), ("fp8_dense_TFLOPs", "FP8")):
+        if _known(spec.get(k)):
+            parts.append(f"{spec[k]:,.0f} TFLOP/s {name}")
+    return ", ".join(parts)
+
+
+def _argv(args: argparse.Namespace) -> list[str]:
+    """The calibrate arguments as a command line (when not called from ``sys.argv``)."""
+    out = ["--device", args.device or "cuda"]
+    if args.quick:
+        out.append("--quick")
+    if args.model != DEFAULT_MODEL:
+        out += ["--model", args.model]
+    if args.output is not None:
+        out += ["-o", os.fspath(args.output)]
+    if args.save_json is not None:
+        out += ["--save-json", os.fspath(args.save_json)]
+    return out
