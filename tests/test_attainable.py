@@ -209,3 +209,14 @@ def test_cached_share_unknown_gives_the_threshold(run_cli):
     code, out, _ = run_cli("check", *argv)
     assert "cached share 0.0% (assumed)" in out
     assert "assumed: no input cached (--cached-share not given" in out
+
+
+def test_deployment_flag_is_stated(run_cli):
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "4", "--tok-s", "3304", "--per", "total"]
+    code, out, _ = run_cli("check", *argv, "--concurrency", "4", "--deployment", "tp-ep", "--json")
+    a = json.loads(out.splitlines()[-1])["physics"]["attainable"]
+    assert code == 0 and a["deployment"].startswith(
+        "attention tensor-parallel + experts expert-parallel on 4 GPUs (as asked)"
+    )
+    # tensor-parallel attention reads a quarter of the dense weights per GPU: more than dp-ep
+    assert a["tok_s_per_gpu"] > 481.1
