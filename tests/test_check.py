@@ -20,9 +20,9 @@ PREFILL_CAP_GB300 = 1 / (2 * 4_246_732_800 / 15e15 + 2 * 3_753_267_200 / 5e15)  
     [
         (0.5, "possible"),
         (0.849, "possible"),
-        (0.85, "undetermined"),
-        (1.0, "undetermined"),
-        (1.03, "impossible"),  # above 100 % of a peak: no margin makes it undetermined
+        (0.85, "possible"),  # a bound is a bound: no 15 % margin
+        (1.0, "possible"),  # exactly at the least time the work can take
+        (1.03, "impossible"),  # above 100 % of a peak
         (1.151, "impossible"),
         (float("inf"), "impossible"),
     ],
@@ -53,17 +53,125 @@ def test_single_user_at_batch_one_on_four_hgx_b300():
     assert c.limit == "memory bandwidth"
     assert c.ceiling_tok_s_per_gpu == pytest.approx(1 / step / 4)
     assert c.ratio == pytest.approx(826 / (32e12 / 12_018_688_000), rel=1e-9)  # 0.31
-    assert any(r.name == "batch-1 floor" for r in c.readings)
+    # the bandwidth reading is not repeated under another name ("batch-1 floor" was a ceiling)
+    assert [r.name for r in c.readings].count("memory bandwidth") == 1
+    assert not any("floor" in r.name for r in c.readings)
+    # speculation, acceptance 3.51, from the fewest bytes: the 6 verified tokens may all pick
+    # the same 6 experts, so a step reads 7.5065 GB dense + 40 x 6 x 18,800,640 B = 4.5122 GB
+    # + the 0.52 GB drafter = 12.5387 GB; / 32 TB/s = 391.8 us; 3.51 / 391.8 us = 8,958 tok/s
+    step = (7_506_534_400 + 40 * 6 * 18_800_640 + 520_000_000) / 32e12
     s = check.check_claim(V41, "b300", 4, 826, per="total", batch=1, tokens_per_step=3.51)
-    assert s.ratio == pytest.approx(0.2506, abs=1e-3) and s.verdict == "possible"
-    fast = check.check_claim(V41, "b300", 4, 6000, per="total", batch=1, tokens_per_step=3.51)
-    assert fast.verdict == "impossible"  # 6000 > 3,297 tok/s: above the bandwidth ceiling
+    assert s.ceiling_tok_s_per_gpu * 4 == pytest.approx(3.51 / step) == pytest.approx(8_958, abs=1)
+    assert s.ratio == pytest.approx(826 / 8_958, abs=1e-4) and s.verdict == "possible"
+    # 4,000 tok/s single-user with speculation: 0.447x the bound, not impossible (was 1.21x
+    # against uniform routing's 3,297)
+    four = check.check_claim(V41, "b300", 4, 4000, per="total", batch=1, tokens_per_step=3.51)
+    assert four.verdict == "possible" and four.ratio == pytest.approx(4000 / 8_958, abs=1e-4)
+    fast = check.check_claim(V41, "b300", 4, 9000, per="total", batch=1, tokens_per_step=3.51)
+    assert fast.verdict == "impossible"  # 9,000 > 8,958 tok/s: above the bandwidth bound
+
+
+def test_batching_gains_from_the_fewest_bytes():
+    # 4 users on 4 GB300 (the InferenceX shape, PR 3176, 904.78 tok/s/GPU published): a step
+    # reads the dense weights once in all and the fewest experts, 7.5065 + 4.5122 = 12.0187 GB
+    # / 32 TB/s = 375.6 us, and yields 4 tokens: 10,650 tok/s in total, 2,662.5 per GPU. The
+    # old reading (every GPU re-reading the dense weights, uniform routing) said 671: 1.23x.
+    step = (7_506_534_400 + 40 * 6 * 18_800_640) / 32e12
+    c = check.check_claim(V41, "gb300", 4, 3304, per="total", batch=4)
+    assert c.ceiling_tok_s_per_gpu == pytest.approx(4 / step / 4)  # 2,662.5
+    assert c.verdict == "possible" and c.ratio == pytest.approx(826 * step, rel=1e-9)  # 0.310
+    one = check.check_claim(V41, "gb300", 4, 3304, per="total", batch=1)
+    two = check.check_claim(V41, "gb300", 4, 3304, per="total", batch=2)
+    # 1, 2 and 4 users: 665.6, 1,331 and 2,662.5 per GPU (the same bytes, more tokens)
+    assert [x.ceiling_tok_s_per_gpu for x in (one, two, c)] == pytest.approx(
+        [1 / step / 4, 2 / step / 4, 4 / step / 4]
+    )
+    # 7,200 sequences on 72 GB300: 12.02 GB / 576 TB/s = 20.9 us per 7,200 tokens: 4.8M tok/s
+    # per GPU of bandwidth; compute binds at 241,834: 100,000 per GPU is 0.414x
+    big = check.check_claim(V41, "gb300", 72, 100_000, batch=7200)
+    assert big.limit == "compute" and big.verdict == "possible"
+    assert big.ratio == pytest.approx(100_000 / DECODE_CAP_GB300)
+
+
+def test_prefill_kv_reads_are_shared_within_a_chunk():
+    # 100k new tok/s behind an 855k prefix on one GB300: the 89.86 MB the encoder layers read
+    # (1.5 rows x 68 B x 855,000 = 87.21 MB of index keys + 18 x 512 x 288 B = 2.654 MB of
+    # rows) is read once per 256-token chunk: 351 kB per new token, 22.79M tok/s; compute
+    # binds: 2.068 us + (1.5 x 855,000 x 16,384 + 18 x 512 x 131,072 + 20 x 128 x 131,072)
+    # FLOP / 5 PFLOP/s = 2.068 + 4.203 + 0.242 + 0.067 = 6.579 us: 152,000 new tok/s
+    c = check.check_claim(V41, "gb300", 72, 100_000, phase="prefill", context=855_000)
+    kv = next(r for r in c.readings if r.name == "KV read")
+    assert kv.tok_s_per_gpu == pytest.approx(8e12 / ((87_210_000 + 2_654_208) / 256), rel=1e-6)
+    us = 1e6 / PREFILL_CAP_GB300 + (1.5 * 855_000 * 16_384 + 18 * 512 * 131_072) / 5e9
+    us += 20 * 128 * 131_072 / 5e9
+    assert c.limit == "compute" and c.verdict == "possible"
+    assert c.ceiling_tok_s_per_gpu == pytest.approx(1e6 / us, rel=1e-6)  # about 152,000
+    assert c.ratio == pytest.approx(0.658, abs=1e-3)
+
+
+def test_cached_share_threshold_from_the_whole_workload():
+    # 954,000 total tok/s per GPU, ISL 100k / OSL 1k, 72 GB300: 944,554.5 input and 9,445.5
+    # output tok/s per GPU. Decode at 100,500 tokens binds on compute: 4.135 us + 8.411 GFLOP
+    # / 5 PFLOP/s = 5.817 us (171,899/s): 9,445.5 / 171,899 = 0.05495 of the time. A new
+    # token's prefix is 50,000 (1 + c) tokens: 2.068 us + (24,576 x 50,000 (1 + c) + 18 x 512
+    # x 131,072 + 20 x 128 x 131,072) / 5e15 = 2.6215 + 0.2458 c us; possible when
+    # 0.9445545 (1 - c)(2.6215 + 0.2458 c) <= 1 - 0.05495: (1 - c)(2.6215 + 0.2458 c) = 1.0005,
+    # c = 0.640 (GEMMs alone, no attention and no decode, said 49.3 %)
+    t = check.cached_share_threshold(V41, "gb300", 72, 954_000, counted="total", isl=1e5, osl=1e3)
+    assert t.verdict == "undetermined" and t.share == pytest.approx(0.640, abs=0.002)
+    assert t.ratio_cached == pytest.approx(9_445.5 / 171_899, rel=1e-3)
+    # sufficient: every share above reads possible, just below reads impossible
+    kw = dict(counted="total", isl=1e5, osl=1e3)
+    for c in (t.share, 0.7, 0.9, 0.99):
+        assert check.check_claim(V41, "gb300", 72, 954_000, cached_share=c, **kw).ratio <= 1
+    assert check.check_claim(V41, "gb300", 72, 954_000, cached_share=0.63, **kw).ratio > 1
+    low = check.cached_share_threshold(V41, "gb300", 72, 13_250, counted="total", isl=1e5, osl=1e3)
+    assert (low.verdict, low.share) == ("possible", 0.0)
+    high = check.cached_share_threshold(V41, "gb300", 72, 2e7, counted="total", isl=1e5, osl=1e3)
+    assert (high.verdict, high.share) == ("impossible", None)
+
+
+def test_decode_only_total_and_fractional_or_oversized_inputs_are_refused():
+    kw = dict(counted="total", isl=1e5, osl=1e3)
+    with pytest.raises(InputError, match="GPUs not among the 72"):
+        check.check_claim(V41, "gb300", 72, 954_000, phase="decode", **kw)
+    with pytest.raises(InputError, match="whole number of sequences"):
+        check.check_claim(V41, "gb300", 4, 100, batch=0.5)
+    with pytest.raises(InputError, match="keeps at most 6"):
+        check.check_claim(V41, "gb300", 4, 100, tokens_per_step=64)
+
+
+def test_prefill_reason_gives_the_bound_in_its_own_tokens():
+    # 1M input tok/s, 60 % cached: 400,000 new against the 361,082 compute ceiling at a
+    # 80,000-token prefix (1.108x); in input tokens that is 361,082 / 0.4 = 902,705
+    c = check.check_claim(
+        V41, "gb300", 72, 1e6, phase="prefill", isl=1e5, osl=1e3, cached_share=0.6
+    )
+    comp = next(r for r in c.readings if r.name == "compute")
+    assert c.bounds["prefill"] == comp.tok_s_per_gpu
+    assert c.ceiling_tok_s_per_gpu == pytest.approx(comp.tok_s_per_gpu / 0.4)
+    assert f"ceiling of {comp.tok_s_per_gpu:,.0f} new input tok/s" in c.reason
+    assert f"({comp.tok_s_per_gpu / 0.4:,.0f} input tok/s per GPU)" in c.reason
+
+
+def test_speculative_compute_line_and_formula_agree():
+    c = check.check_claim(V41, "b300", 4, 4000, per="total", batch=1, tokens_per_step=3.51)
+    comp = c.readings[0]
+    # 217,650 verified tokens/s per GPU x 3.51 kept / 6 verified = 127,325
+    assert comp.tok_s_per_gpu == pytest.approx(217_650 * 3.51 / 6, rel=1e-4)
+    assert comp.formula.endswith(f"= {comp.tok_s_per_gpu:,.0f} tokens/s kept")
 
 
 def test_long_contexts_make_bandwidth_bind():
-    # 72 sequences of 855k tokens on 72 GPUs: one each; the scans and weights bind, not compute
+    # 72 sequences of 855k tokens on 72 GPUs, one each: a step reads 12.0187 GB of weights (the
+    # fewest) + 72 x (170 B x 855,000 + 5,603,328 + 4,456,448 + 2,703,360 = 158,113,136 B) =
+    # 11.384 GB: 23.403 GB / 576 TB/s = 40.63 us for 72 tokens: 24,612 tok/s per GPU, below
+    # compute at that context (83,000): 13,250 per GPU is 0.538x
     c = check.check_claim(V41, "gb300", 72, 954_000, per="total", batch=72, context=855_000)
-    assert c.limit == "memory bandwidth" and c.verdict == "impossible"
+    step = (12_018_688_000 + 72 * (170 * 855_000 + 5_603_328 + 4_456_448 + 2_703_360)) / 576e12
+    assert c.limit == "memory bandwidth" and c.verdict == "possible"
+    assert c.ceiling_tok_s_per_gpu == pytest.approx(1 / step, rel=1e-9)
+    assert c.ratio == pytest.approx(13_250 * step, rel=1e-9)  # 0.538
 
 
 def test_h200_examples_plausible_and_impossible_and_fp4_note():
@@ -75,7 +183,7 @@ def test_h200_examples_plausible_and_impossible_and_fp4_note():
     bad = check.check_claim(V41, "h200", 8, 100_000)
     assert bad.verdict == "impossible" and bad.ratio == pytest.approx(100_000 / (1.979e15 / 32e9))
     edge = check.check_claim(V41, "h200", 8, 1.979e15 / 32e9)
-    assert edge.verdict == "undetermined"
+    assert edge.verdict == "possible"  # at the bound: possible (no margin)
 
 
 def test_a_model_that_does_not_fit_is_impossible():
@@ -231,61 +339,64 @@ def test_the_agentic_inferencex_point_at_its_own_concurrency():
     tok/s/GPU counted as input + output, 904.78 of it output (ISL/OSL about 114,400 / 1,000).
     Hand calculation, no prefix cache (the most demanding case):
     output 104,429 x 1,000 / 115,400 = 904.93, input 103,524.07 tok/s per GPU.
-    Decode at 114,400 + 500 = 114,900 tokens, 32 sequences per GPU: a step per GPU reads the
-    dense weights 7,506,534,400 B, the experts 40 x 384 x (1 - (63/64)^128) = 40 x 332.84 x
-    18,800,640 / 4 = 62.58 GB, and 32 x (170 x 114,900 + 5,603,328 + 4,456,448 + 2,703,360)
-    = 1.0335 GB of context: 71.12 GB / 8 TB/s = 8.890 ms, so 32 / 8.890 ms = 3,599.7 tok/s
-    per GPU (compute at that context 1 / (4.13508 + 9.0013e9 / 5e15 us) = 168,483 is higher).
-    Decode share 904.93 / 3,599.7 = 0.2514.
+    Decode at 114,400 + 500 = 114,900 tokens, 128 sequences: a step reads at the fewest the
+    dense weights once, 7,506,534,400 B, 40 x 6 experts x 18,800,640 B = 4,512,153,600 B, and
+    128 x (170 x 114,900 + 5,603,328 + 4,456,448 + 2,703,360 = 32,296,136 B) = 4.1339 GB of
+    context: 16.1526 GB / 32 TB/s = 504.77 us, so 32 / 504.77 us = 63,395 tok/s per GPU
+    (compute at that context 1 / (4.13508 + 9.0013e9 / 5e15 us) = 168,483 is higher).
+    Decode share 904.93 / 63,395 = 0.01427 (before: every GPU re-reading the dense weights
+    and uniform routing, 3,599.7 and 0.2514).
     Prefill of a new token after 114,400 / 2 = 57,200 tokens, 20 encoder layers: 2.06754 us of
     GEMMs + (1.5 x 57,200 x 16,384 + 18 x 512 x 131,072 + 20 x 128 x 131,072) / 5e15 =
     0.58985 us: 2.65739 us (its reads, 8,488,608 B = 1.061 us, are less). Prefill share
-    103,524.07 x 2.65739 us = 0.2751. Together 0.5265: possible at the run's own batch, not
+    103,524.07 x 2.65739 us = 0.2751. Together 0.2894: possible at the run's own batch, not
     at an imagined one (before, the free batch of 16,384 decided)."""
     c = check.check_claim(
         V41, "gb300", 4, 104_429, counted="total", isl=114_400, osl=1_000, batch=128
     )
     assert c.phase == "mixed" and c.batch == 128
-    assert c.fractions["decode"] == pytest.approx(904.93 / 3_599.7, rel=1e-4)
+    assert c.fractions["decode"] == pytest.approx(904.93 / 63_395.4, rel=1e-4)
     assert c.fractions["prefill"] == pytest.approx(103_524.07 * 2.65739e-6, rel=1e-4)
-    assert c.ratio == pytest.approx(0.5265, abs=2e-4) and c.verdict == "possible"
+    assert c.ratio == pytest.approx(0.2894, abs=2e-4) and c.verdict == "possible"
     mem = next(r for r in c.readings if r.name == "memory bandwidth")
-    assert mem.tok_s_per_gpu == pytest.approx(3_599.7, rel=1e-4)
+    assert mem.tok_s_per_gpu == pytest.approx(63_395.4, rel=1e-5)
 
 
 @pytest.mark.parametrize(
-    "tok_s,verdict", [(100_000, "possible"), (250_000, "undetermined"), (280_000, "impossible")]
+    "tok_s,verdict", [(300_000, "possible"), (600_000, "possible"), (650_000, "impossible")]
 )
 def test_counted_total_shares_the_gpus_time(tok_s, verdict):
     """72 GB300, ISL 8,192, OSL 1,024, half the input cached, 4,608 sequences in flight (64 per
     GPU); the figure counts input + output per GPU. Hand calculation per GPU:
     output = X x 1,024 / 9,216, new input = X x 8,192 / 9,216 x 0.5.
-    Decode at 8,192 + 512 = 8,704 tokens: a step reads 7,506,534,400 B dense + 40 x ~384
-    experts x 18,800,640 B / 72 = 4,010,803,200 B + 64 x (170 x 8,704 + 5,603,328 + 4 x 8,704
-    x 68 + 2,703,360 = 12,153,856) = 777,846,784 B: 12.2952 GB / 8 TB/s = 1.53690 ms, so
-    64 / 1.53690 ms = 41,642 tok/s (compute: 1 / (4.13508 + 4.14817e9 / 5e15 us) = 201,422).
+    Decode at 8,192 + 512 = 8,704 tokens: a step reads at the fewest 7,506,534,400 B dense
+    once + 40 x 6 experts x 18,800,640 B = 4,512,153,600 B + 4,608 x (170 x 8,704 + 5,603,328
+    + 4 x 8,704 x 68 + 2,703,360 = 12,153,856) = 56,004,968,448 B: 68.0237 GB / 576 TB/s =
+    118.10 us, so 64 / 118.10 us = 541,929 tok/s of bandwidth; compute binds:
+    1 / (4.13508 + 4.14817e9 / 5e15 us) = 201,422.
     Prefill after 8,192 x 0.5 + 8,192 x 0.25 = 6,144 tokens: 2.06754 us + (1.5 x 6,144 x
     16,384 + 18 x 512 x 131,072 + 20 x 128 x 131,072) / 5e15 = 2.40644 us: 415,552 tok/s.
-    Ratio = X x (0.11111 / 41,642 + 0.44444 / 415,552) = X x 3.73775e-6: 100,000 -> 0.374
-    (possible), 250,000 -> 0.934 (undetermined), 280,000 -> 1.047 (impossible: above 100 %)."""
+    Ratio = X x (0.11111 / 201,422 + 0.44444 / 415,552) = X x 1.62116e-6: 300,000 -> 0.486,
+    600,000 -> 0.973 (possible: no margin), 650,000 -> 1.054 (impossible)."""
     c = check.check_claim(
         V41, "gb300", 72, tok_s, counted="total", isl=8_192, osl=1_024, cached_share=0.5,
         batch=4_608,
     )  # fmt: skip
-    assert c.ratio == pytest.approx(tok_s * 3.73775e-6, rel=1e-4) and c.verdict == verdict
-    assert c.fractions["decode"] == pytest.approx(tok_s / 9 / 41_642.3, rel=1e-4)
+    assert c.ratio == pytest.approx(tok_s * 1.62116e-6, rel=1e-4) and c.verdict == verdict
+    assert c.fractions["decode"] == pytest.approx(tok_s / 9 / 201_422, rel=1e-4)
     assert c.fractions["prefill"] == pytest.approx(tok_s * 4 / 9 / 415_552.0, rel=1e-4)
 
 
 def test_capacity_names_what_does_not_fit():
-    """1,000,000-token sequences on 72 GB300: (278 GB x 0.9 - 12.43 GB weights) / (890 B x
-    1e6 + 2,703,360 B window) = 266 per GPU fit; 300 per GPU (21,600) do not: the KV cache,
-    not the weights, and never "fits ... = 0 sequences"."""
+    """1,000,000-token sequences on 72 GB300: (278 GB x 0.9 - 297.2 GB of weights / 72 =
+    4.128 GB: spread, the least a GPU must hold) / (890 B x 1e6 + 2,703,360 B window) = 275 per
+    GPU fit; 300 per GPU (21,600) do not: the KV cache, not the weights, and never "fits ... =
+    0 sequences"."""
     c = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=21_600)
     assert (c.verdict, c.limit) == ("impossible", "memory capacity (KV cache)")
     assert c.reason.startswith("the KV cache does not fit: 21,600 sequences")
-    assert "at most 266 per GPU" in c.reason and "= 0 sequences" not in c.reason
-    ok = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=72 * 266)
+    assert "at most 275 per GPU" in c.reason and "= 0 sequences" not in c.reason
+    ok = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=72 * 275)
     assert ok.verdict == "possible"
     w = check.check_claim(V41, "h200", 1, 10)
     assert w.limit == "memory capacity (weights)" and "= 0 sequences" not in w.reason
@@ -304,6 +415,13 @@ def test_capacity_names_what_does_not_fit():
         (["--isl", "1000000", "--osl", "100000"], "out of range"),
         (["--counted", "total"], "total needs --isl and --osl"),
         (["--tokens-per-step", "1e9"], "--tokens-per-step: must be a number from 1 to 64"),
+        (["--tokens-per-step", "64"], "so a step keeps at most 6"),  # DSpark drafts 5
+        (["--concurrency", "0.5"], "concurrency: must be a whole number of sequences >= 1"),
+        (
+            ["--phase", "decode", "--counted", "total", "--isl", "1000", "--osl", "100"],
+            "credits the prefill of its input to GPUs not among the 72",
+        ),
+        (["--cached-share", "most"], "--cached-share: expected a number from 0 to under 1"),
         (["--batch", "8", "--concurrency", "8"], "not both"),
     ],
 )
@@ -324,7 +442,8 @@ def test_the_per_gpu_default_is_said_and_total_divides(run_cli):
     assert (
         out.splitlines()[0] == "826 output tok/s in total over 4 GPUs (--per total): 206.5 per GPU"
     )
-    assert "physics: possible (206 tok/s per GPU is 0.251x" in out
+    # 206.5 / (8,958 / 4 = 2,239.5): 0.0922x the fewest-bytes bound
+    assert "physics: possible (206 output tok/s per GPU is 0.0922x" in out
 
 
 def test_this_run_reads_a_trace(run_cli):

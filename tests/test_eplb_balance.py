@@ -259,7 +259,12 @@ def test_every_balancedness_physics_reading(claimed, ep, verdict, margin):
     """Balancedness = sum(mean) / sum(max) lies in [1/R, 1] for R ranks."""
     r = eplb_balance.balancedness_physics(eplb_balance.AFTER, claimed, ep, "note")
     assert (r.verdict, r.margin) == (verdict, margin)
-    assert r.reason == f"balancedness must lie between 1/{ep} = {1 / ep:.3g} and 1; note"
+    assert r.reason.startswith(f"balancedness must lie between 1/{ep} = {1 / ep:.3g} and 1 (")
+    # the write-up states no EP size: the reason says which is assumed, and the fewest ranks
+    # whose floor the figure clears (0.94: ceil(1 / 0.94) = 2; 0.35: 3)
+    assert f"{ep} is assumed here" in r.reason and r.reason.endswith("; note")
+    if claimed <= 1:
+        assert f"at least {-(-100 // round(100 * claimed))} ranks" in r.reason
 
 
 @pytest.mark.parametrize(

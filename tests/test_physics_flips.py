@@ -23,9 +23,9 @@ from rackbook.inputs.claims import load_claims
 SHIPPED = {
     "decode-parity.gap": "undetermined",
     "rack-scaling.throughput": "undetermined",
-    "rack-scaling.speedup": "possible",
+    "rack-scaling.speedup": "undetermined",  # on the throughput's basis (issue 28)
     "rack-scaling.cost": "undetermined",
-    "prefill-gain.gain": "possible",
+    "prefill-gain.gain": "undetermined",  # no baseline throughput published (issue 28)
     "eplb-balance.before": "possible",
     "eplb-balance.after": "possible",
     "eplb-balance.recovered": "undetermined",
@@ -61,11 +61,11 @@ def test_shipped_physics_verdicts_are_unchanged(result):
 
 def test_rack_throughput_above_what_any_cached_share_gives_is_impossible(tmp_path):
     """Counted cache hits cost no GEMM, but each request's new tokens still scan the prefix:
-    the most counted tok/s per GPU any share gives is about 2.42e10 (requests of 1,048,576
+    the most counted tok/s per GPU any share gives is about 3.33e10 (requests of 1,048,576
     tokens, all cached but one new input token and one output token; see
     rack_scaling.cached_ceiling). 1e11 tok/s per GPU is above it: impossible on every
-    per-GPU reading, where the shipped 954,000 reads undetermined (it fits with >= 49.3 %
-    cache hits, against the prefill ceiling)."""
+    per-GPU reading, where the shipped 954,000 reads undetermined (it fits with >= 64.0 % of
+    the input tokens cached at ISL 100,000 / OSL 1,000)."""
     r = _physics("rack-scaling", _registry(tmp_path, "rack-scaling.throughput", value=1e11))
     t = r["rack-scaling.throughput"]
     assert t.verdict == "impossible" and "no cached share reaches it" in t.reason
@@ -73,24 +73,24 @@ def test_rack_throughput_above_what_any_cached_share_gives_is_impossible(tmp_pat
 
 def test_rack_throughput_5m_per_gpu(tmp_path):
     """5,000,000 tok/s per GPU: 20.7x the decode ceiling and 10.3x the prefill ceiling as
-    computed tokens, so impossible as computed tokens; counting cache hits it needs at least
-    1 - 483,667 / 5,000,000 = 90.3 % of the counted tokens cached (against the prefill
-    ceiling: cached tokens are input), a share physics does not rule out (InferenceX's agentic
-    totals run near 99 % re-read prefix), so the reading stays undetermined while the share
-    is unpublished; with a published share of 80 % it is impossible (1,000,000 computed =
-    2.07x the prefill ceiling)."""
+    computed tokens, so impossible as computed tokens; counting cache hits on the whole
+    workload (ISL 100,000 / OSL 1,000, assumed) it needs at least 95.0 % of the input tokens
+    cached (the prefill GEMMs alone gave 1 - 483,667 / 5,000,000 = 90.3 %, necessary only), a
+    share physics does not rule out (InferenceX's agentic totals run near 99 % re-read
+    prefix), so the reading stays undetermined while the share is unpublished; with a
+    published share of 80 % it is impossible (3.08x the GPUs' time)."""
     reg = _registry(tmp_path, "rack-scaling.throughput", value=5_000_000)
     t = _physics("rack-scaling", reg)["rack-scaling.throughput"]
-    assert t.margin == "fits only if >= 90% of tokens are cache hits"
-    assert "20.7x the decode ceiling" in t.reason and "10.3x the prefill ceiling" in t.reason
-    assert t.verdict == "undetermined" and "at least 90.3%" in t.reason
+    assert t.margin == "per GPU as stated: 20.7x the decode ceiling as computed tokens"
+    assert "10.3x the prefill ceiling" in t.reason
+    assert t.verdict == "undetermined" and "at least 95.0%" in t.reason
     from rackbook.results import rack_scaling
 
     an = rack_scaling.analyse(
         read_trace(paths.TRACES / "rack-scaling"), rack_scaling.Params(cached_share=0.8), reg
     )
     t = next(x for x in an.readings if x.claim_id == "rack-scaling.throughput")
-    assert t.verdict == "impossible" and "2.07x the prefill" in t.reason
+    assert t.verdict == "impossible" and "= 3.08x the time" in t.reason
 
 
 @pytest.mark.parametrize("cost", [2.65, 0.01, 38.96, 10_000.0])
@@ -103,24 +103,29 @@ def test_a_cost_never_reads_impossible(tmp_path, cost):
 
 
 @pytest.mark.parametrize(
-    "high,verdict",
-    [(44, "possible"), (100, "undetermined"), (400, "impossible")],
+    "baseline,verdict",
+    [(None, "undetermined"), (200_000.0, "possible"), (240_000.0, "impossible")],
 )
-def test_prefill_gain_flips(tmp_path, high, verdict):
-    """+400 % removes 80 % of a new token's time; running the decoder layers on the last
-    window only removes at most 50.26 % of it (1 - 3.005 / 6.043 us at 128,000 cached tokens):
-    1.59x, impossible (before, no gain could read impossible). +100 %: 50 % / 50.26 % = 0.995,
-    undetermined; +44 %: 0.608, possible."""
-    reg = _registry(tmp_path, "prefill-gain.gain", values={"low": 35, "high": high})
-    assert _physics("prefill-gain", reg)["prefill-gain.gain"].verdict == verdict
+def test_prefill_gain_flips(baseline, verdict):
+    """A gain has no bound without the baseline's throughput (undetermined); a published
+    baseline decides it against the 332,736 new tok/s bound on one GB300 behind 128,000 cached
+    tokens: 200,000 x 1.44 = 288,000 (0.866x) possible, 240,000 x 1.44 = 345,600 (1.04x)
+    impossible."""
+    from rackbook.results import prefill_gain
+
+    an = prefill_gain.analyse(
+        read_trace(paths.TRACES / "prefill-gain"), prefill_gain.Params(baseline_tok_s=baseline)
+    )
+    r = next(x for x in an.readings if x.reading == "physics")
+    assert r.verdict == verdict
 
 
 @pytest.mark.parametrize(
-    "value,verdict", [(2_700, "possible"), (2_900, "undetermined"), (3_400, "impossible")]
+    "value,verdict", [(7_300, "possible"), (8_950, "possible"), (9_000, "impossible")]
 )
 def test_above_a_peak_is_impossible_whatever_the_margin(tmp_path, value, verdict):
-    """The single-user ceiling on 4 x B300 at 3.51 tokens per step is 3,297.35 tok/s: 3,400 is
-    103 % of it, impossible (the old symmetric 15 % margin read it undetermined); 2,900 is
-    88 %, undetermined (within the margin below the ceiling); 2,700 is 82 %, possible."""
+    """The single-user bound on 4 x B300 at 3.51 tokens per step, fewest bytes, is 8,957.88
+    tok/s: 9,000 is 100.5 % of it, impossible (a bound is the least time: no margin, where a
+    15 % one read it undetermined); 8,950 is 99.9 % and 7,300 81 %, possible."""
     reg = _registry(tmp_path, "single-user.throughput", value=value)
     assert _physics("single-user", reg)["single-user.throughput"].verdict == verdict

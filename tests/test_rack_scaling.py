@@ -158,10 +158,11 @@ def test_ceilings_by_hand_with_their_formulas():
     assert by.loc[("compute", "decode"), "tok_s_per_gpu"] == pytest.approx(CAP_DECODE)
     assert CAP_DECODE == pytest.approx(241_834, abs=1)
     assert by.loc[("compute", "prefill"), "tok_s_per_gpu"] == pytest.approx(CAP_PREFILL)
-    # HBM: (7.507 GB dense + 40 x 384 experts x 18.8 MB / 72) / 8 TB/s per step, best batch
-    # 32,768 sequences over 72 GPUs: 316,122 tok/s per GPU, above compute, so compute binds
+    # HBM, the fewest bytes: 7.507 GB dense once + 40 x 6 experts x 18.8 MB = 12.02 GB over
+    # 72 x 8 TB/s per step, b sequences: b x 576e12 / (72 x 12.0187e9) = 665.6 b tok/s per GPU;
+    # the best batch stops at the first power of two above compute, 512: 340,803 tok/s per GPU
     assert by.loc[("memory bandwidth", "decode"), "tok_s_per_gpu"] == pytest.approx(
-        316_122, rel=1e-5
+        512 * 576e12 / (72 * 12_018_688_000), rel=1e-5
     )
     dec = by.loc[("compute", "decode")]
     assert "2 x 8.493e9 / 15 PFLOP/s (fp4) + 2 x 7.507e9 / 5 PFLOP/s (fp8)" in dec["formula"]
@@ -184,7 +185,18 @@ def test_speedup_readings_tray_and_hgx():
     # 30,190 tok/s per GPU of a tray = 0.125x the decode ceiling
     assert r.loc["gb300-tray", "node_tok_s_per_gpu"] == pytest.approx(954_000 / 7.9 / 4)
     assert r.loc["gb300-tray", "ratio"] == pytest.approx(954_000 / 7.9 / 4 / CAP_DECODE)
+    # each node is held to its own GPU: the HGX B300's 954,000 / 7.9 / 8 = 15,095 tok/s per GPU
+    # is 0.0694x B300's 217,650 decode ceiling (1 / (2 x 8.4935e9 / 13.5e15 + 2 x 7.5065e9 /
+    # 4.5e15)), not 0.0624x GB300's 241,834
+    assert r.loc["hgx-b300", "gpu"] == "b300"
+    assert r.loc["hgx-b300", "ceiling_tok_s_per_gpu"] == pytest.approx(217_650, abs=1)
+    assert r.loc["hgx-b300", "ratio"] == pytest.approx(0.0694, abs=5e-5)
     assert set(r["verdict"]) == {"possible"}
+    # on the throughput's basis (per GPU as stated, cache hits counted, ISL 100k / OSL 1k): a
+    # tray's GPU counts 954,000 x 72 / 7.9 / 4 = 2,173,671 tok/s and fits with >= 85.7 % cached
+    assert r.loc["gb300-tray", "stated_node_tok_s_per_gpu"] == pytest.approx(2_173_671, abs=1)
+    assert r.loc["gb300-tray", "stated_min_cached_share"] == pytest.approx(0.857, abs=1e-3)
+    assert set(r["stated_verdict"]) == {"undetermined"}
     with pytest.raises(InputError, match="speedup"):
         rack_scaling.speedup_readings(0, 954_000, 72, "deepseek-v4.1-flash", "gb300")
 
@@ -205,12 +217,16 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     assert rack["tok_s_per_gpu"] == pytest.approx(13_250)
     assert rack["ratio"] == pytest.approx(13_250 / CAP_DECODE) and rack["verdict"] == "possible"
     assert rack["formula"].startswith("954,000 / 72 = 13,250 tok/s per GPU; ")
-    # counted cached tokens are input, prefill work: it fits with at least 1 - 483,667 /
-    # 954,000 = 49.3 % cache hits (against the decode ceiling it was 74.7 %, the wrong phase)
+    # the whole workload (ISL 100,000 / OSL 1,000, assumed): per GPU 954,000 x 100/101 =
+    # 944,554 input and 9,446 output tok/s; the new input tokens' prefill behind the cached
+    # prefix (GEMMs + attention over 100,000 x (1 + s) / 2 tokens) and the output tokens'
+    # decode fill the GPUs' time at s = 64.0 % (decode 0.055 + prefill 0.945); the prefill
+    # GEMMs alone gave 1 - 483,667 / 954,000 = 49.3 %, a necessary share, not a sufficient one
     cached = r.loc["per-gpu-with-cached"]
-    assert cached["min_cached_share"] == pytest.approx(1 - CAP_PREFILL / 954_000)
+    assert cached["min_cached_share"] == pytest.approx(0.640, abs=1e-3)
     assert cached["verdict"] == "undetermined" and np.isnan(cached["ratio"])
-    assert "49.3%" in cached["formula"] and "prefill ceiling" in cached["formula"]
+    assert "64.0%" in cached["formula"] and "ISL 100,000 / OSL 1,000 (assumed" in cached["formula"]
+    assert cached["command"].endswith("--isl 100000 --osl 1000 --cached-share 0.640")
     with pytest.raises(InputError, match="cached_share"):
         rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", 1.0)
 
@@ -218,20 +234,26 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
 @pytest.mark.parametrize(
     "share,verdict",
     [
-        (0.6, "possible"),  # 0.4 x 954,000 = 381,600 = 0.789x the prefill ceiling
-        (0.5, "undetermined"),  # 477,000 = 0.986x: within the 15 % modelling margin
-        (0.49, "impossible"),  # 486,540 = 1.006x: above 100 % of the ceiling
-        (0.3, "impossible"),  # 667,800 = 1.38x
+        (0.7, "possible"),  # 0.847x the GPUs' time
+        (0.66, "possible"),  # 0.949x: a bound, no margin
+        (0.57, "impossible"),  # 1.18x (it read "possible if >= 56.9 %" before issue 28)
+        (0.3, "impossible"),  # 1.84x
     ],
 )
 def test_throughput_reading_with_a_cached_share(share, verdict):
-    """Counted cached tokens are input: the computed rest is judged against the new-token
-    prefill ceiling (483,667 tok/s per GPU, no prefix: the write-up gives no context)."""
+    """A share of the input tokens cached, on the whole workload (ISL 100,000 / OSL 1,000):
+    the row is `rackbook check --counted total --isl 100000 --osl 1000 --cached-share S`;
+    computed = new input + output = 954,000 x (100 (1 - s) + 1) / 101 per GPU."""
+    from rackbook.physics import check
+
     r = rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", share)
     c = r.set_index("reading").loc["per-gpu-with-cached"]
-    assert c["computed_tok_s_per_gpu"] == pytest.approx((1 - share) * 954_000)
-    assert c["ratio"] == pytest.approx((1 - share) * 954_000 / CAP_PREFILL)
-    assert c["verdict"] == verdict
+    assert c["computed_tok_s_per_gpu"] == pytest.approx(954_000 * (100 * (1 - share) + 1) / 101)
+    cli = check.check_claim(
+        "deepseek-v4.1-flash", "gb300", 72, 954_000, counted="total", isl=100_000, osl=1_000,
+        cached_share=share,
+    )  # fmt: skip
+    assert c["ratio"] == pytest.approx(cli.ratio) and c["verdict"] == cli.verdict == verdict
 
 
 #: The published figures as the chapter passes them: 954,000 tok/s as stated and / 72 GPUs.
@@ -419,6 +441,9 @@ def test_every_run_reading(tmp_path, gpus, top_gpus, cached, values, metric, ver
         assert "unknown in this trace" in cost
 
 
+STATED, DEC = "per GPU as stated: ", "the decode ceiling as computed tokens"
+
+
 def _physics(values=None, **params):
     an = rack_scaling.analyse(
         read_trace(paths.TRACES / "rack-scaling"),
@@ -432,44 +457,47 @@ def _physics(values=None, **params):
     "values,params,verdict,margin",
     [
         # 300,000 tok/s: 1.24x the decode ceiling, but 300,000 / 483,667 = 0.62x the prefill
-        # ceiling: a per-GPU reading fits, and its margin is the one shown (never the decode
-        # ratio, which would contradict "possible")
-        ({"throughput": 300_000}, {}, "possible", "0.62x the prefill ceiling"),
-        # as published: 3.94x decode, 1.97x prefill, fits only with >= 49.3 % cache hits, a
-        # share the write-up does not give: that share is the margin
-        ({}, {}, "undetermined", "fits only if >= 49% of tokens are cache hits"),
-        # a published share of 40 %: 572,400 computed = 1.18x the prefill ceiling; every
-        # per-GPU reading is out
-        ({}, {"cached_share": 0.4}, "impossible", "3.94x the decode ceiling"),
+        # ceiling: a per-GPU reading fits
+        ({"throughput": 300_000}, {}, "possible", f"{STATED}1.24x {DEC}"),
+        # as published: 3.94x decode, 1.97x prefill, fits only with >= 64.0 % cache hits at ISL
+        # 100k / OSL 1k, a share (and a workload) the write-up does not give
+        ({}, {}, "undetermined", f"{STATED}3.94x {DEC}"),
+        # a published share of 40 %: 1.53x the GPUs' time at ISL 100k / OSL 1k; every per-GPU
+        # reading is out
+        ({}, {"cached_share": 0.4}, "impossible", f"{STATED}3.94x {DEC}"),
     ],
     ids=["possible", "undetermined", "impossible"],
 )
 def test_every_throughput_physics_reading(values, params, verdict, margin):
+    """The margin names its basis (issue 28: each figure's basis stated)."""
     _, out = _physics(values, **params)
     r = out.reading("rack-scaling.throughput", "physics")
     assert (r.verdict, r.margin) == (verdict, margin)
     if not values and not params:
-        assert "49.3%" in r.reason and "(13,250 per GPU) it is possible" in r.reason
-    if params:  # 0.6 x 954,000 = 572,400 = 1.18x the prefill ceiling
-        assert "at the given share, 572,400 tok/s per GPU is 1.18x the prefill" in r.reason
+        assert "64.0%" in r.reason and "(13,250 per GPU) it is possible" in r.reason
+    if params:
+        assert "at the given share, at ISL 100,000 / OSL 1,000" in r.reason
 
 
 @pytest.mark.parametrize(
     "speedup,verdict,margin",
     [
-        # 954,000 / 7.9 / 4 = 30,190 tok/s per GPU of a tray, 0.125x; / 8: 0.0624x
-        (7.9, "possible", "0.125x the ceiling"),
-        # 954,000 / 0.7 / 4 = 340,714 = 1.41x (impossible) but / 8 = 170,357 = 0.704x
-        (0.7, "undetermined", "4-GPU nodes: impossible; 8-GPU nodes: possible"),
-        # 954,000 / 0.1 / 4 = 9.86x and / 8 = 4.93x: no node serves that
-        (0.1, "impossible", "9.86x the ceiling"),
+        # read on the throughput's basis (per GPU as stated, cache hits counted, ISL 100k /
+        # OSL 1k): 954,000 x 72 / 7.9 / 4 = 2,173,671 tok/s per tray GPU fits with >= 85.7 %
+        # cached, 1,086,835 per HGX GPU with >= 72.2 %: undetermined (share not published)
+        (7.9, "undetermined", "per GPU as stated: fits at >= 85.7% cached"),
+        # 954,000 x 72 / 100 / 4 = 171,720 per GPU fits with nothing cached
+        (100, "possible", "per GPU as stated: fits with nothing cached"),
+        # 954,000 x 72 / 0.5 / 4 = 34.3M per GPU: the output tokens' decode alone overflows
+        (0.5, "impossible", "per GPU as stated: no cached share fits"),
     ],
 )
 def test_every_speedup_physics_reading(speedup, verdict, margin):
     _, out = _physics({"speedup": speedup})
     r = out.reading("rack-scaling.speedup", "physics")
     assert (r.verdict, r.margin) == (verdict, margin)
-    assert "nodes of 4 GPUs" in r.reason and "nodes of 8 GPUs" in r.reason
+    assert "nodes of 4 GB300" in r.reason and "nodes of 8 B300" in r.reason
+    assert "with the throughput as the rack's total" in r.reason
 
 
 @pytest.mark.parametrize(
@@ -507,19 +535,20 @@ def test_published_readings_on_the_shipped_evidence():
 
 
 def test_flips_are_the_computed_thresholds():
-    """Physics turns at 0.85x and 1x a ceiling (above 100 % is impossible, no margin).
-    Throughput (cached tokens are prefill work): possible with >= 1 - 0.85 x 483,667 / 954,000
-    = 56.9 % cache hits or below 0.85 x 483,667 = 411,117 tok/s; impossible with a share below
-    1 - 483,667 / 954,000 = 49.3 %, or above 2.42e+10 tok/s per GPU, which no share reaches.
-    Speedup: possible while the rack total stays below 0.85 x 241,834 x 7.9 x 4 = 6,495,649
-    tok/s, impossible above 241,834 x 7.9 x 8 = 15,283,879; at 954,000: above 954,000 / (0.85
-    x 241,834 x 4) = 1.16x, below 954,000 / (241,834 x 8) = 0.493x. Cost: nothing turns it.
-    No `$` (the box is Markdown)."""
+    """Physics turns at 1x a bound (the least time: no margin). Throughput on the whole
+    workload (ISL 100k / OSL 1k, assumed): possible once a published share of the input
+    tokens cached reaches 64.0 %, impossible below; as computed tokens possible up to the
+    483,667 tok/s prefill ceiling, and impossible above 3.33e+10 tok/s per GPU, which no share
+    reaches. Speedup on the rack total, each node at its own GPU's ceiling: tray 4 x 241,834 =
+    967,334, HGX 8 x 217,650 = 1,741,201; possible while the total stays below 7.9 x 967,334 =
+    7,641,940 tok/s, impossible above 7.9 x 1,741,201 = 13,755,491; at 954,000: above 954,000 /
+    967,334 = 0.986x, below 954,000 / 1,741,201 = 0.548x. Cost: nothing turns it. No `$`."""
     an, out = _physics()
     tp, sp, cost = out.flips[:3]
-    assert "56.9%" in tp and "411,117 tok/s" in tp and "49.3%" in tp and "2.42e+10" in tp
-    assert "6,495,649 tok/s" in sp and "15,283,879 tok/s" in sp
-    assert "above 1.16x" in sp and "below 0.493x" in sp
+    assert "reaches 64.0%" in tp and "483,667 tok/s" in tp and "3.33e+10" in tp
+    assert "7,641,940 tok/s" in sp and "13,755,491 tok/s" in sp
+    assert "above 0.986x" in sp and "below 0.548x" in sp
+    assert "85.7%" in sp and "72.2%" in sp
     assert cost.startswith("cost, physics: nothing turns it")
     assert not any("$" in f for f in out.flips)
 
@@ -530,7 +559,8 @@ def test_tables_show_dollars_literally_and_say_what_is_unknown():
     assert "\\$38.96" in cost and "\\$4.77 to \\$47.70" in cost
     assert "$" not in cost.replace("\\$", "")
     thr = an.throughput_markdown()
-    assert "at most 483,667" in thr and "fits if at least 49.3% cached" in thr
+    # at 64.0 % cached: 954,000 x (100 x 0.36 + 1) / 101 = 349,485 computed tok/s per GPU
+    assert "at most 349,4" in thr and "fits once at least 64.0% of the input is cached" in thr
     assert "| rack total / GPUs | 13,250 | 13,250 | 241,834 (decode) | 0.0548x |" in thr
     assert (
         "| 2x (2 replicas) | 1,210.0 | 2,401.7 | 7,278.8 | 10,890.4 |" in an.accounting_markdown()
@@ -554,9 +584,9 @@ def test_the_published_figures_come_from_the_registry():
     assert dec.value == pytest.approx(round(1e6 / CAP_DECODE, 4))
     assert old[dec.name].value == pytest.approx(round(954_000 / CAP_DECODE, 4))
     assert dec.reason.startswith("1,000,000 tok/s per GPU is 4.14x")
-    # cached share: 1 - 483,667 / 1,000,000 = 51.6 % (was 49.3 %)
+    # cached share at ISL 100k / OSL 1k: 65.8 % of the input tokens (was 64.0 % at 954,000)
     share = new["reading_per-gpu-with-cached_min_cached_share"]
-    assert share.value == pytest.approx(round(1 - CAP_PREFILL / 1e6, 4)) and "51.6%" in share.reason
+    assert share.value == pytest.approx(0.6581, abs=1e-4) and "65.8%" in share.reason
     # rack total 1,000,000 / 72 x 3600 / 1e6 = 50 M tok/h; $40.5 needs (1 - 40.5 / 50) / 0.9
     rev = new["revenue_cached_share_rack_total"]
     assert rev.value == pytest.approx(round((1 - 40.5 / 50) / 0.9, 4))

@@ -115,11 +115,15 @@ FLOOR_ON = ("deepseek-v4.1-flash", "b300", 4)  # the claim's model, GPU and GPU 
 CLAIM_ID = "single-user.throughput"
 #: Batch-1 step floors on 4 x B300 (32 TB/s together). One token: dense 7,506,534,400 B +
 #: 40 MoE layers x 6 experts x 18,800,640 B = 12,018,688,000 B / 32e12 B/s = 0.375584 ms,
-#: 2,662.52 tok/s. A six-token verify (5 drafted + 1): 384 x (1 - (1 - 6/384)^6) = 34.62
-#: distinct experts per layer: 7.507e9 + 40 x 34.62 x 18.80 MB = 33.544 GB, + 0.52 GB of
-#: drafter = 34.064 GB / 32e12 = 1.06449 ms; x 3.51 tokens per step: 3,297.35 tok/s.
+#: 2,662.52 tok/s. A six-token verify (5 drafted + 1) reads at the fewest bytes the same six
+#: experts per layer as one token (every verified token may pick them): 12,018,688,000 B +
+#: 0.52 GB of drafter = 12,538,688,000 B / 32e12 = 0.391834 ms; x 3.51 tokens per step:
+#: 8,957.88 tok/s (issue 28). Uniform routing, a typical step and not a bound: 384 x (1 - (1 -
+#: 6/384)^6) = 34.62 distinct experts per layer: 7.507e9 + 40 x 34.62 x 18.80 MB = 33.544 GB,
+#: + 0.52 GB = 34.064 GB / 32e12 = 1.06449 ms; 3,297.35 tok/s.
 STEP_1_MS, CEIL_1 = 0.375584, 2662.520
-STEP_S_MS, CEIL_S = 1.064490, 3297.352
+STEP_S_MS, CEIL_S = 0.391834, 8957.875
+UNIFORM_S = 3297.352
 
 
 def test_batch1_floor():
@@ -144,18 +148,20 @@ def test_claim_vs_floor():
     assert spec["claim_step_ms"] == pytest.approx(3.51 * 1000 / 826)  # 4.249 ms
     assert spec["floor_ms_per_token"] == pytest.approx(STEP_S_MS / 3.51, rel=1e-5)
     assert spec["ceiling_tok_s"] == pytest.approx(CEIL_S, rel=1e-6)
-    assert spec["weight_gb"] == pytest.approx(33.5437, abs=1e-4) and spec["draft_mb"] == 520
+    assert spec["weight_gb"] == pytest.approx(12.0187, abs=1e-4) and spec["draft_mb"] == 520
+    assert spec["uniform_weight_gb"] == pytest.approx(33.5437, abs=1e-4)
+    assert spec["uniform_tok_s"] == pytest.approx(UNIFORM_S, rel=1e-6)
     fast = single_user.claim_vs_floor(3000, *FLOOR_ON).set_index("reading")
     assert not bool(fast.loc["no speculation", "fits"]) and bool(fast.loc["speculation", "fits"])
 
 
 def test_collective_budget():
-    # (1.2107 - 0.3756) ms / 40 layers = 20.88 us; (4.2494 - 1.0645) ms / 40 = 79.62 us
+    # (1.2107 - 0.3756) ms / 40 layers = 20.88 us; (4.2494 - 0.3918) ms / 40 = 96.44 us
     assert single_user.collective_budget_us(1000 / 826, STEP_1_MS, 40) == pytest.approx(
         20.8767, abs=1e-3
     )
     assert single_user.collective_budget_us(3510 / 826, STEP_S_MS, 40) == pytest.approx(
-        79.6226, abs=1e-3
+        96.4390, abs=1e-3
     )
     assert single_user.collective_budget_us(1.0, 2.0, 40) < 0  # no time left
 
@@ -279,17 +285,19 @@ def _registry(tok_s: float | None = None, gpus: int | None = None):
 @pytest.mark.parametrize(
     "claim,params,share,verdict,margin",
     [
-        # ceilings 2,662.5 (1 token per step) and 3,297.4 (3.51): the higher decides
-        (826, {}, (31.02, 25.05), "possible", "25% of the ceiling"),  # 826 / 3,297.4 = 0.25
-        (3000, {}, (112.68, 90.98), "undetermined", "91% of the ceiling"),  # 0.91: within 15 %
-        (4000, {}, (150.23, 121.31), "impossible", "121% of the ceiling"),  # 1.21 > 1
-        # 3,400 / 3,297.4 = 1.03: above 100 % of the ceiling, impossible (no 15 % margin)
-        (3400, {}, (127.70, 103.11), "impossible", "103% of the ceiling"),
-        # acceptance 1.2: 1.2 / 1.06449 ms = 1,127.3 tok/s, below the 2,662.5 of one token per
-        # step, which then decides: 826 / 2,662.5 = 31 %
-        (826, {"acceptance_length": 1.2}, (31.02, 73.27), "possible", "31% of the ceiling"),
+        # bounds 2,662.5 (1 token per step) and 8,957.9 (3.51, fewest bytes): the higher
+        # decides
+        (826, {}, (31.02, 9.22), "possible", "9% of the ceiling"),  # 826 / 8,957.9 = 0.092
+        # 4,000 / 8,957.9 = 0.45: possible (it read 1.21x impossible with uniform routing)
+        (4000, {}, (150.23, 44.65), "possible", "45% of the ceiling"),
+        (8000, {}, (300.47, 89.31), "possible", "89% of the ceiling"),  # a bound: no margin
+        # 9,100 / 8,957.9 = 1.016: above 100 % of the bound, impossible (no 15 % margin)
+        (9100, {}, (341.78, 101.59), "impossible", "102% of the ceiling"),
+        # acceptance 1.02: 1.02 / 0.391834 ms = 2,603.1 tok/s, below the 2,662.5 of one token
+        # per step, which then decides: 826 / 2,662.5 = 31 %
+        (826, {"acceptance_length": 1.02}, (31.02, 31.73), "possible", "31% of the ceiling"),
     ],
-    ids=["published", "near-the-ceiling", "above-the-ceiling", "just-above", "short-acceptance"],
+    ids=["published", "4000-not-impossible", "near-the-bound", "just-above", "short-acceptance"],
 )
 def test_every_physics_reading(tmp_path, claim, params, share, verdict, margin):
     an = single_user.analyse(
@@ -351,12 +359,11 @@ def test_the_collective_budget_is_in_the_values_and_flips(tmp_path):
     v = an.values()
     assert v["moe_layers"] == 40
     assert v["budget_1_us"] == pytest.approx(20.8767, abs=1e-3)  # (1.2107 - 0.3756) / 40 ms
-    assert v["budget_s_us"] == pytest.approx(79.6226, abs=1e-3)  # (4.2494 - 1.0645) / 40 ms
+    assert v["budget_s_us"] == pytest.approx(96.4390, abs=1e-3)  # (4.2494 - 0.3918) / 40 ms
     flips = single_user.outcome(an).flips
-    # undetermined above 0.85 x 3,297.35 = 2,802.7 and impossible above the ceiling itself
-    # (above 100 % of a ceiling: no margin; it was 1.15 x = 3,792)
-    assert "undetermined above 2,803 tok/s and impossible above 3,297" in flips[0]
-    assert "20.9 µs per MoE layer" in flips[0] and "79.6 µs with speculation" in flips[0]
+    # impossible above the bound itself, 8,957.88 (above 100 % of a bound: no margin)
+    assert flips[0].startswith("physics: impossible above 8,958 tok/s, possible at or below")
+    assert "20.9 µs per MoE layer" in flips[0] and "96.4 µs with speculation" in flips[0]
 
 
 def test_the_claim_comes_from_the_registry():
@@ -370,10 +377,10 @@ def test_the_claim_comes_from_the_registry():
     by_name = {h.name: h for h in out.headlines}
     plain = by_name["claim_share_of_floor_ceiling_no_speculation"]
     spec = by_name["claim_share_of_floor_ceiling_speculation"]
-    # 1000 / 913 = 1.0953 ms; 3.51 x 1000 / 913 = 3.8445 ms; 913 / 2,662.52; 913 / 3,297.35
+    # 1000 / 913 = 1.0953 ms; 3.51 x 1000 / 913 = 3.8445 ms; 913 / 2,662.52; 913 / 8,957.88
     assert plain.reason == "floor 0.3756 ms/step vs 1.095 ms implied"
-    assert spec.reason == "floor 1.064 ms/step vs 3.844 ms implied"
-    assert (plain.value, spec.value) == (34.2908, 27.6889)
+    assert spec.reason == "floor 0.3918 ms/step vs 3.844 ms implied"
+    assert (plain.value, spec.value) == (34.2908, 10.1921)
     texts = [h.reason + h.definition for h in out.headlines] + [r.reason for r in out.readings]
     assert all("826" not in t for t in texts + out.flips)
     # The shipped trace ran on a CPU: the stream's reason says so and quotes no figure. Told it

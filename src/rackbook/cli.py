@@ -276,9 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--cached-share",
-        type=_flag("check", "cached_share"),
-        default=0.0,
-        help="share of the input tokens served from the prefix cache (0 to 1)",
+        type=_share_arg,
+        default=None,
+        help="share of the input tokens served from the prefix cache (0 to 1), or 'unknown' "
+        "for the least share at which the figure is possible (not given: 0, said as assumed)",
     )
     s.add_argument(
         "--concurrency",
@@ -316,6 +317,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METHOD",
         help="speculative decoding of the figure: none, or the method (mtp, eagle, ngram, ...); "
         "recorded in the basis",
+    )
+    s.add_argument(
+        "--calibration",
+        default=None,
+        help="calibration folder for the attainable estimate (default: the shipped H200 one)",
+    )
+    s.add_argument(
+        "--deployment",
+        choices=["dp-ep", "tp-ep"],
+        default=None,
+        help="deployment of the attainable estimate: attention data- or tensor-parallel, "
+        "experts expert-parallel (default: dp-ep; tp-ep when fewer sequences than GPUs)",
     )
     s.add_argument("--json", action="store_true", help="print one JSON object last")
 
@@ -547,6 +560,13 @@ def _model_arg(text: str) -> str:
     if catalogs.catalog_model_id(text) is not None or not catalogs.looks_like_path(text):
         return text
     return os.path.abspath(text)
+
+
+def _share_arg(text: str) -> object:
+    """A ``--cached-share`` value: ``unknown``, or a number read by the params schema's rule."""
+    if text.strip().lower() == "unknown":
+        return "unknown"
+    return _flag("check", "cached_share")(text)
 
 
 def cli_calibrate(args: argparse.Namespace) -> int:

@@ -135,9 +135,20 @@ def readings_table(outcome: Any) -> str:
                 margin = (
                     "" if margin == "-" else f'<br><span class="rb-margin">{_html(margin)}</span>'
                 )
+                att = r.get("attainable") or {}
+                ratio = att.get("ratio")
+                short = att.get("brief") or (
+                    f"{ratio:.2g}x what measured kernels reach"
+                    if isinstance(ratio, (int, float))
+                    else ""
+                )
+                att_line = f'<br><span class="rb-margin">{_html(short)}</span>' if short else ""
+                why = _html(r["reason"]) + (
+                    f"<br>Attainable: {_html(att['text'])}" if att.get("text") else ""
+                )
                 parts.append(
-                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}"
-                    f"<details><summary>why</summary>{_html(r['reason'])}</details>"
+                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}{att_line}"
+                    f"<details><summary>why</summary>{why}</details>"
                 )
             label = _html(READING_TITLES[k])  # the column's name, shown on narrow screens
             cells.append(f'<td data-label="{label}">{"".join(parts) or "-"}</td>')
@@ -158,17 +169,13 @@ def readings_box(outcome: Any) -> str:
 
 def flips_box(outcome: Any) -> str:
     """What would turn each verdict the other way: computed thresholds, one bullet each, folded
-    in a dropdown; physics thresholds are labelled as margin-adjusted (they include the
-    modelling margin a physics verdict allows, so they differ from the bare ceilings)."""
-    from rackbook.physics.check import MARGIN
+    in a dropdown, under the physics verdict rule
+    (:func:`rackbook.physics.results_bounds.verdict_rule`: impossible above 1x a bound,
+    possible below 1 - MARGIN)."""
+    from rackbook.physics.results_bounds import verdict_rule
 
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
-    note = (
-        f"Physics thresholds here are margin-adjusted: a figure is *impossible* only above "
-        f"{1 + MARGIN:.2f}x a ceiling and *possible* only below {1 - MARGIN:.2f}x it (the "
-        f"{MARGIN:.0%} modelling margin), so they differ from the bare ceilings in the physics "
-        "section by that factor."
-    )
+    note = f"Physics thresholds here follow the book's one verdict rule: {verdict_rule().text}."
     n = len(outcome.flips)
     return (
         f":::{{dropdown}} What would flip it ({n} threshold{'s' if n != 1 else ''})\n"

@@ -6,6 +6,7 @@ the catalogs or an executed result's headline JSON.
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from pathlib import Path
 
@@ -380,13 +381,15 @@ CHECK_EXAMPLES: tuple[tuple[str, dict], ...] = (
 
 def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = None) -> str:
     """The worked examples of ``rackbook check`` as a table: each figure's command, verdict,
-    ratio to the binding ceiling and what binds (computed here, never typed)."""
-    from rackbook.physics import check
+    ratio to the binding ceiling and what binds, and its ratio to what the shipped
+    calibration's kernels reach (computed here, never typed)."""
+    from rackbook.physics import attainable, check
 
     reg = registry or load_claims()
     rows = [
-        "| figure | command | verdict | claimed / ceiling | binding ceiling |",
-        "|---|---|---|---|---|",
+        "| figure | command | verdict | claimed / ceiling | binding ceiling "
+        "| claimed / attainable |",
+        "|---|---|---|---|---|---|",
     ]
     for label, kw in CHECK_EXAMPLES:
         kw = dict(kw)
@@ -395,9 +398,17 @@ def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = N
         c = check.check_claim(model, kw.pop("gpu"), kw.pop("gpus"), tok_s, **kw)
         flags = [f"--model {model}", f"--gpu {c.gpu}", f"--gpus {c.gpus}", f"--tok-s {tok_s:g}"]
         flags += [f"--{k.replace('_', '-')} {v}" for k, v in kw.items()]
+        a = attainable.for_check(c) if not c.limit.startswith("memory capacity") else None
+        reach = (
+            "-"
+            if a is None or not math.isfinite(a.ratio)
+            else f"{a.ratio:.2g} ({a.tok_s_per_gpu:,.0f} tok/s per GPU, "
+            f"{a.deployment.split(' on ')[0]})"
+        )
         rows.append(
             f"| {_cell(label)} | `rackbook check {' '.join(flags)}` | **{c.verdict}** "
-            f"| {c.ratio:.3g} | {c.limit}: {c.ceiling_tok_s_per_gpu:,.0f} tok/s per GPU |"
+            f"| {c.ratio:.3g} | {c.limit}: {c.ceiling_tok_s_per_gpu:,.0f} tok/s per GPU "
+            f"| {reach} |"
         )
     return "\n".join(rows) + "\n"
 

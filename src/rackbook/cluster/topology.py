@@ -551,6 +551,9 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     if topo.system.catalog_id is not None:
         ids["gpu_id"] = catalogs.system(topo.system.catalog_id).gpu
     system_id = {"system_id": topo.system.catalog_id} if topo.system.catalog_id else {}
+    # the single-user claim is on its own GPU (4 B300), not the rack's: its floor reads that one
+    su_hw = reg.get("single-user.throughput").scope.hardware
+    su_ids = {**ids, "gpu_id": catalogs.as_gpu(su_hw).id} if "gpu_id" in ids and su_hw else ids
     # the claim counts the rack's GPUs; CPU nodes have no rack: the deployment's engine ranks
     rack_gpus = (
         catalogs.system(topo.system.catalog_id).gpus
@@ -584,7 +587,7 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
                          "concurrency": streams},
         "context-latency": {"source": "live", "endpoint": url, "context_lengths": lengths,
                             "output_len": 64, **ids},
-        "single-user": {"source": "live", "endpoint": url, "num_requests": 32, **ids},
+        "single-user": {"source": "live", "endpoint": url, "num_requests": 32, **su_ids},
     }  # fmt: skip
 
 

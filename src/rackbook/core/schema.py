@@ -161,7 +161,7 @@ CALIBRATION_DOC = (
 #: CALIBRATION_RUN_FIELDS) and ``kernels.parquet``, one row per timed kernel call shape. It is
 #: written by ``rackbook calibrate`` (kind ``recorded``) or converted from a measurement someone
 #: else published (kind ``published``: the shipped H200 reference), and read by
-#: ``rackbook.physics.calibration``, which derives the attainable fractions of the data sheet.
+#: ``rackbook.physics.attainable``, which derives the attainable fractions of the data sheet.
 CALIBRATION_KERNELS: tuple[Column, ...] = (
     Column(
         "family",

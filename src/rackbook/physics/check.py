@@ -7,22 +7,30 @@ Readings (each a ceiling in tokens/s per GPU, with its formula):
   the GEMMs and the attention and indexer FLOP at the workload's context
   (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); with speculation, a step
   verifies more tokens than it keeps; prefill passes the encoder layers only;
-- **memory bandwidth** (decode): a step streams the dense weights once per GPU, the distinct
-  routed experts all the step's tokens pick (spread over the GPUs), each sequence's context
-  reads (index scan, top-k rows, candidate pool, sliding window:
-  :func:`rackbook.physics.roofline.context_reads`) and the drafter's weights; at ``batch``
-  sequences it yields batch x tokens-per-step tokens;
-- **KV read** (prefill): each new token reads its prefix's caches in the encoder layers;
-- **memory capacity**: the weights (dense on every GPU, experts spread) and each sequence's KV
-  must fit; what does not fit (the weights, or the KV cache) makes the figure impossible.
+- **memory bandwidth** (decode): the fewest bytes a step can read, over all the GPUs'
+  bandwidth: the dense weights once in all (however the GPUs share them), the fewest distinct
+  routed experts the step's tokens can touch (top-k per MoE layer, all tokens agreeing: not a
+  routing anyone expects, the least there is), each sequence's own context reads (index scan,
+  top-k rows, candidate pool, sliding window: :func:`rackbook.physics.roofline.context_reads`)
+  and the drafter's weights once; at ``batch`` sequences it yields batch x tokens-per-step
+  tokens, so batching gains until compute or the context reads bind;
+- **KV read** (prefill): a chunk of :data:`PREFILL_CHUNK` new tokens reads its prefix's caches
+  in the encoder layers once (the index keys and the fewest rows, top-k, shared by the chunk);
+- **memory capacity**: the weights (spread over the GPUs: the least any GPU can hold) and each
+  sequence's KV must fit; what does not fit (the weights, or the KV cache) makes the figure
+  impossible.
+
+Each ceiling is the least time the work can take, so the verdict on claimed / ceiling has no
+margin: ``possible`` at or below 1, ``impossible`` above. How far a figure is from what
+real kernels reach is another reading: :mod:`rackbook.physics.attainable`. ``undetermined`` is
+kept for what a bound cannot decide: a figure whose workload leaves out a part the verdict
+turns on (an unknown cached share: :func:`cached_share_threshold`), or a quantity no ceiling
+bounds.
 
 A workload's prefill and decode share the GPUs' time: ratio = new input tokens/s / prefill
 ceiling + output tokens/s / decode ceiling. Without a concurrency the batch is the claimant's
 free choice: the best batch whose KV fits, and the output says so.
 
-Verdict on the ratio: ``possible`` below 1 - :data:`MARGIN`, ``undetermined`` from there to 1
-(the modelling uncertainty of ceilings that leave out communication and kernel efficiency),
-``impossible`` above 1: a figure above 100 % of a peak is impossible whatever the margin.
 """
 
 from __future__ import annotations
@@ -37,8 +45,12 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
 from rackbook.physics.units import fmt, plural
 
-#: Relative modelling uncertainty of a ceiling: a claim within this of it is undetermined.
-MARGIN = 0.15
+#: No modelling margin: every ceiling is a bound (the least time), so a figure at or below it
+#: is possible and above it impossible. Kept (0) for callers that still pass a margin.
+MARGIN = 0.0
+#: New tokens of one prefill chunk that share one read of their prefix's caches (vLLM's
+#: chunked prefill schedules at least this many; a bound with larger chunks would be higher).
+PREFILL_CHUNK = 256
 #: The physics vocabulary.
 VERDICTS = ("possible", "impossible", "undetermined")
 #: Share of HBM the engine may use for weights and KV (vLLM's --gpu-memory-utilization default).
@@ -55,15 +67,15 @@ CHECK_PHASES = ("decode", "prefill", "mixed")
 
 
 def physics_verdict(ratio: float, margin: float = MARGIN) -> str:
-    """``possible`` | ``undetermined`` | ``impossible`` for claimed / ceiling = ``ratio``.
+    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio`` (``undetermined`` only
+    within a ``margin`` a caller still passes: 1 - margin <= ratio <= 1).
 
-    A ceiling leaves out only what lowers it further (communication, scheduling, kernel
-    efficiency), so a figure above 100 % of it is ``impossible`` whatever the margin; from
-    1 - ``margin`` to 1 it is ``undetermined`` (within the modelling uncertainty); below,
-    ``possible``."""
+    Every ceiling is the least time the work can take, so a figure above 100 % of it is
+    ``impossible`` and one at or below it ``possible``: no modelling margin (the realism of a
+    possible figure is the attainable reading, :mod:`rackbook.physics.attainable`)."""
     if not math.isfinite(ratio) or ratio > 1:
         return "impossible"
-    return "undetermined" if ratio >= 1 - margin else "possible"
+    return "undetermined" if margin > 0 and ratio >= 1 - margin else "possible"
 
 
 @dataclass(frozen=True)
@@ -101,24 +113,38 @@ class Check:
     counted: str = "output"
     fractions: dict[str, float] = field(default_factory=dict)
     workload: dict[str, Any] = field(default_factory=dict)
+    #: phase -> the binding ceiling's own rate (output tok/s per GPU for decode, new input
+    #: tok/s per GPU for prefill); ``ceiling_tok_s_per_gpu`` is in the figure's counted tokens.
+    bounds: dict[str, float] = field(default_factory=dict)
 
     @property
     def reason(self) -> str:
-        """One line: the claim over the binding ceiling, and what binds."""
+        """One line: the claim over the binding ceiling, and what binds; a ceiling in other
+        tokens than the figure counts (new input vs input with the cached share) says both."""
         if self.limit.startswith("memory capacity"):
             return self.notes[0] if self.notes else "the model does not fit"
+        counted = f"{self.claimed_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU"
         if len(self.fractions) > 1:
             parts = " + ".join(f"{k} {v:.3g}" for k, v in self.fractions.items())
             return (
-                f"{self.claimed_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU needs {parts} "
-                f"= {self.ratio:.3g}x the time of the {self.gpu} GPUs at their ceilings "
-                f"(the workload's ceiling is {self.ceiling_tok_s_per_gpu:,.0f})"
+                f"{counted} needs {parts} = {self.ratio:.3g}x the time of the {self.gpu} GPUs "
+                f"at their ceilings (the workload's ceiling is "
+                f"{self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
             )
-        return (
-            f"{self.claimed_tok_s_per_gpu:,.0f} tok/s per GPU is {self.ratio:.3g}x the "
-            f"{self.limit} ceiling of {self.ceiling_tok_s_per_gpu:,.0f} on {self.gpu}"
-            + (f" with {plural(self.batch, 'sequence')} decoding together" if self.batch else "")
+        ph = next(iter(self.fractions), self.phase)
+        bound = self.bounds.get(ph, self.ceiling_tok_s_per_gpu)
+        unit = "new input" if ph == "prefill" else "output"
+        text = (
+            f"{counted} is {self.ratio:.3g}x the {ph} {self.limit} ceiling of {bound:,.0f} "
+            f"{unit} tok/s per GPU on {self.gpu}"
         )
+        if math.isfinite(self.ceiling_tok_s_per_gpu) and not math.isclose(
+            self.ceiling_tok_s_per_gpu, bound, rel_tol=1e-9
+        ):
+            text += f" ({self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
+        if self.batch and ph == "decode":
+            text += f" with {plural(self.batch, 'sequence')} decoding together"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -137,6 +163,13 @@ def _spec_tokens(model: ModelSpec, tokens_per_step: float) -> int:
     if tokens_per_step == 1:
         return 1
     spec = model.speculative
+    if spec is not None and tokens_per_step > spec.draft_tokens + 1:
+        raise InputError(
+            "-",
+            "tokens_per_step",
+            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
+            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
+        )
     return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
 
 
@@ -153,42 +186,49 @@ def memory_ceiling(
     active_scale: float = 1.0,
 ) -> Reading:
     """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences decoding
-    together on ``gpus`` GPUs. Per step and GPU: the dense weights once if the GPU has its own
-    sequences (data-parallel attention), or its share of them when fewer sequences than GPUs
-    are split across GPUs (batch 1 on 4 GPUs: a quarter each); the distinct routed experts the
-    step's tokens pick, spread over the GPUs; each sequence's context reads at ``context``
-    tokens (index scan, top-k rows, candidate pool and sliding window,
-    :func:`rackbook.physics.roofline.context_reads`) and the drafter's weights, spread
-    likewise."""
+    together on ``gpus`` GPUs, from the fewest bytes a step can read (bytes, bytes/s):
+
+    - the dense weights once in all: however the GPUs share them (tensor-parallel or each its
+      own slice), no weight need be read twice in one step;
+    - the fewest distinct routed experts the step's tokens can touch: top-k per MoE layer (every
+      token picking the same k; :func:`rackbook.physics.roofline.fewest_experts`);
+    - each sequence's own context reads at ``context`` tokens
+      (:func:`rackbook.physics.roofline.context_reads`), read once per step whatever the
+      tokens verified;
+    - the drafter's weights once per step when speculating;
+
+    all over ``gpus`` x the HBM bandwidth. A step yields ``batch`` x ``tokens_per_step`` tokens.
+
+    DeepSeek-V4.1-Flash, 4 sequences on 4 GB300, no context: 7.507 GB + 40 x 6 x 18.8 MB =
+    12.02 GB / 32 TB/s = 375.6 us; 4 tokens / 375.6 us / 4 GPUs = 2,662 tok/s per GPU."""
     verify = _spec_tokens(model, tokens_per_step)
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "decode")
-    dense_all = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
-    dense = dense_all * active_scale * min(1.0, batch / gpus)
-    per_layer = roofline.distinct_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
-    experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale / gpus
+    dense = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
+    dense *= active_scale
+    per_layer = roofline.fewest_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
+    experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale
     kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
-    kv = batch * kv_seq / gpus
+    kv = batch * kv_seq
     spec = model.speculative
     draft = 0.0
     if verify > 1 and spec is not None:
-        draft_all = spec.draft_active_params * float(
-            roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype]
-        )
-        draft = draft_all * min(1.0, batch / gpus)
-    step = (dense + experts + kv + draft) / (gpu.hbm_bandwidth_bytes_per_s * efficiency)
+        draft = spec.draft_active_params * float(roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+    bw = gpus * gpu.hbm_bandwidth_bytes_per_s * efficiency
+    total = dense + experts + kv + draft
+    step = total / bw
     tps = batch * tokens_per_step / gpus / step
     formula = (
-        f"per GPU, step >= ({fmt(dense, 'B')} dense + {split.moe_layers} layers x "
-        f"{per_layer:.4g} experts x {fmt(roofline.expert_bytes(model), 'B')} / "
-        f"{plural(gpus, 'GPU')} = "
-        f"{fmt(experts, 'B')} + {fmt(kv, 'B')} context at {context:,.0f} tokens"
+        f"step >= ({fmt(dense, 'B')} dense once + {split.moe_layers} layers x {per_layer:g} "
+        f"experts (the fewest {plural(_n(batch * verify), 'token')} can touch) x "
+        f"{fmt(roofline.expert_bytes(model), 'B')} = {fmt(experts, 'B')} + "
+        f"{plural(_n(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
-        + f") / {fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')} = {step * 1e6:,.4g} µs; "
+        + f" = {fmt(total, 'B')}) / ({plural(gpus, 'GPU')} x "
+        f"{fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')}) = {step * 1e6:,.4g} µs; "
         f"{plural(_n(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
-        f"{plural(gpus, 'GPU')} = "
-        f"{tps:,.0f} tok/s per GPU"
+        f"{plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     )
     return Reading("memory bandwidth", tps, formula, "decode")
 
@@ -225,12 +265,14 @@ def capacity(
     *,
     context: float = 0,
     kv_dtype: str | None = "fp4",
+    dense_replicated: bool = False,
 ) -> Capacity:
     """Sequences of ``context`` tokens per GPU whose KV (and sliding-window cache) fits after
-    the weights (dense on every GPU, experts spread over ``gpus``), at :data:`MEMORY_FRACTION`
-    of HBM (bytes)."""
+    the weights, at :data:`MEMORY_FRACTION` of HBM (bytes). The weights are spread over
+    ``gpus`` (the least any GPU must hold: a bound); ``dense_replicated`` keeps the dense
+    weights on every GPU (data-parallel attention, the attainable deployment)."""
     st = roofline.storage(model)
-    weights = st.per_gpu_bytes(gpus)
+    weights = st.per_gpu_bytes(gpus) if dense_replicated else st.total_bytes / gpus
     stored = roofline.kv_bytes_per_sequence(model, math.ceil(context), kv_dtype) if kv_dtype else 0
     per_seq = stored + roofline.window_bytes_per_sequence(model)
     usable = gpu.hbm_capacity_bytes * MEMORY_FRACTION
@@ -239,7 +281,8 @@ def capacity(
     if free <= 0:
         formula = (
             f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
-            f"experts spread) > {fmt(usable, 'B')} usable ({MEMORY_FRACTION:g} x "
+            f"{'experts' if dense_replicated else 'all weights'} spread) > "
+            f"{fmt(usable, 'B')} usable ({MEMORY_FRACTION:g} x "
             f"{fmt(gpu.hbm_capacity_bytes, 'B')})"
         )
     elif n == 0:
@@ -285,12 +328,19 @@ def prefill_ceiling(
     kv_dtype: str | None = "fp4",
     efficiency: float = 1.0,
     active_scale: float = 1.0,
+    chunk: int = PREFILL_CHUNK,
 ) -> list[Reading]:
     """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
     encoder layers only: compute (GEMMs + attention and indexer FLOP at the prefix,
     :func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the prefix's KV reads
-    of those layers (:func:`rackbook.physics.roofline.context_reads`, each new token reading
-    them once)."""
+    of those layers (:func:`rackbook.physics.roofline.context_reads`), read once per chunk of
+    ``chunk`` new tokens (the index keys scanned once for the chunk's queries, the fewest rows
+    top-k, shared).
+
+    DeepSeek-V4.1-Flash on a GB300 behind 855,000 tokens: KV read 1.5 x 68 B x 855,000 +
+    18 x 512 x 288 B = 89.9 MB per chunk / 256 = 351 kB per new token, 22.8M tokens/s; compute
+    2.068 us + 1.5 x 855,000 x 16,384 FLOP (scan) + 1.21 GFLOP (rows) + 0.34 GFLOP (window) at
+    5 PFLOP/s = 6.587 us: 151,800 new tokens/s."""
     comp = roofline.compute_ceiling_tokens_per_s(
         model, gpu, "prefill", efficiency=efficiency, active_scale=active_scale, context=prefix
     )
@@ -298,12 +348,15 @@ def prefill_ceiling(
     if kv_dtype and prefix:
         r = roofline.context_reads(model, prefix, "prefill", kv_dtype)
         bw = gpu.hbm_bandwidth_bytes_per_s * efficiency
-        tps = bw / r.total if r.total else math.inf
+        per_token = r.total / chunk
+        tps = bw / per_token if per_token else math.inf
         out.append(
             Reading(
                 "KV read",
                 tps,
-                f"{r.formula}; {fmt(bw, 'B/s')} / {fmt(r.total, 'B')} = {tps:,.0f} new tokens/s",
+                f"{r.formula.replace(' per token', '')} read once per chunk of {chunk} new "
+                f"tokens = {fmt(per_token, 'B')} per new token; {fmt(bw, 'B/s')} / "
+                f"{fmt(per_token, 'B')} = {tps:,.0f} new tokens/s",
                 "prefill",
             )
         )
@@ -396,6 +449,18 @@ def check_claim(
             "context",
             f"{longest:,.0f} tokens is out of range: {m.name} holds at most {limit_ctx:,}",
         )
+    if batch is not None and not (float(batch).is_integer() and batch >= 1):
+        raise InputError(
+            "-", "concurrency", f"must be a whole number of sequences >= 1, got {batch:g}"
+        )
+    if phase == "decode" and counted == "total":
+        raise InputError(
+            "-",
+            "phase",
+            f"a decode-only figure counting input + output tokens per GPU credits the prefill of "
+            f"its input to GPUs not among the {gpus:,}: give --phase mixed (these GPUs prefill "
+            "too) or --counted output",
+        )
     if batch is not None and batch > MAX_BATCH * gpus:
         raise InputError(
             "-",
@@ -428,9 +493,7 @@ def check_claim(
         pre_ctx = isl * cached_share + isl * (1 - cached_share) / 2
     else:
         pre_ctx = context or 0.0
-    if phase == "decode" and new and counted != "output":
-        notes.append("--phase decode: the input tokens are prefilled on other GPUs")
-    if phase == "decode" and counted == "output":
+    if phase == "decode":  # output counted: the input is prefilled elsewhere, not counted
         new = 0.0
     if phase == "prefill":
         out = 0.0
@@ -445,6 +508,8 @@ def check_claim(
         "cached_share": cached_share,
         "concurrency": batch,
         "tokens_per_step": tokens_per_step,
+        "verify_tokens": verify,
+        "kv_dtype": kv_dtype,
         "output_tok_s_per_gpu": out,
         "new_input_tok_s_per_gpu": new,
     }
@@ -474,16 +539,25 @@ def check_claim(
             counted,
             fractions,
             workload,
+            {k: r.tok_s_per_gpu for k, r in binding.items()},
         )
 
     readings: list[Reading] = []
+    binding: dict[str, Reading] = {}
     if phase in ("decode", "mixed"):
         comp = roofline.compute_ceiling_tokens_per_s(
             m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=dec_ctx
         )
         notes.extend(comp.notes)
         comp_tps = comp.tokens_per_s * tokens_per_step / verify  # a verify step keeps S of V
-        readings.append(Reading("compute", comp_tps, comp.formula, "decode"))
+        formula = comp.formula
+        if verify > 1:
+            formula += (
+                f"; a step verifies {verify} tokens and keeps {tokens_per_step:g}: "
+                f"{comp.tokens_per_s:,.0f} x {tokens_per_step:g} / {verify} = {comp_tps:,.0f} "
+                "tokens/s kept"
+            )
+        readings.append(Reading("compute", comp_tps, formula, "decode"))
     cap = capacity(m, g, gpus, context=max(dec_ctx, longest), kv_dtype=kv_dtype)
     readings.append(Reading("memory capacity", math.inf if cap.sequences else 0.0, cap.formula))
     lacking = cap.what_does_not_fit
@@ -505,7 +579,6 @@ def check_claim(
         )
     chosen = batch
     fractions: dict[str, float] = {}
-    binding: dict[str, Reading] = {}
     if phase in ("decode", "mixed"):
         kw = dict(
             context=dec_ctx,
@@ -538,8 +611,6 @@ def check_claim(
                 f"{plural(gpus, 'GPU')}), the claimant's free choice"
             )
         readings.append(mem)
-        if batch == 1:
-            readings.append(Reading("batch-1 floor", mem.tok_s_per_gpu, mem.formula, "decode"))
         dec = min((r for r in readings if r.phase == "decode"), key=lambda r: r.tok_s_per_gpu)
         binding["decode"] = dec
         fractions["decode"] = out / dec.tok_s_per_gpu
@@ -563,6 +634,77 @@ def check_claim(
         ceiling = math.inf
     return result(
         physics_verdict(ratio, margin), ratio, ceiling, limit, chosen, readings, fractions
+    )
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The least cached share of the input at which a figure is possible, from the whole
+    workload: the prefill of the new input tokens (whose prefix grows with the cached share,
+    so their attention over it costs more), and the decode of the output tokens.
+
+    ``share``: 0 when the figure is possible uncached, None when it is impossible at any
+    share, else the least share from which every share up to all-but-one-token cached reads
+    possible (sufficient, not only necessary). ``verdict``: ``possible`` | ``impossible`` |
+    ``undetermined`` (it turns on the share)."""
+
+    share: float | None
+    ratio_uncached: float
+    ratio_cached: float
+    verdict: str
+    formula: str
+
+
+#: Cached shares sampled before bisecting (the bisection refines the last crossing).
+_SHARES = tuple(i / 40 for i in range(40)) + (1 - 1e-6,)
+
+
+def cached_share_threshold(
+    model: ModelSpec | str, gpu: GpuSpec | str, gpus: int, tok_s: float, **kwargs: Any
+) -> Threshold:
+    """The least cached share at which ``tok_s`` (as :func:`check_claim` reads it, same
+    keyword arguments but ``cached_share``) is possible.
+
+    The ratio is sampled at shares 0, 0.025, .., 0.975 and 1 - 1e-6; the threshold is the
+    share above the last sample that reads impossible, refined by bisection to 1e-4, so every
+    share from it up reads possible.
+
+    DeepSeek-V4.1-Flash, 954,000 total tok/s per GPU on 72 GB300, ISL 100,000 / OSL 1,000:
+    decode 9,446 output tok/s at the 171,899 compute ceiling (100,500 tokens of context) takes
+    0.05495 of the time; each new input token takes 2.068 us + (1.2288 (1 + c) + 1.5435) GFLOP
+    of attention at 5 PFLOP/s = 2.6215 + 0.2458 c us, and 944,554 (1 - c) of them a second
+    fill the rest when (1 - c)(2.6215 + 0.2458 c) = 1.0005: c = 0.640."""
+    if "cached_share" in kwargs:
+        raise TypeError("cached_share_threshold chooses the cached share itself")
+
+    def ratio(c: float) -> float:
+        return check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs).ratio
+
+    r = [ratio(c) for c in _SHARES]
+    bad = [i for i, x in enumerate(r) if not x <= 1]
+    what = (
+        f"{tok_s:,.6g} tok/s: {r[0]:.3g}x the bound uncached, {r[-1]:.3g}x with all but the "
+        "last input token cached"
+    )
+    if not bad:
+        return Threshold(0.0, r[0], r[-1], "possible", f"{what}: possible at any cached share")
+    last = bad[-1]
+    if last == len(_SHARES) - 1:
+        return Threshold(None, r[0], r[-1], "impossible", f"{what}: impossible at any cached share")
+    lo, hi = _SHARES[last], _SHARES[last + 1]
+    while hi - lo > 1e-4:
+        mid = (lo + hi) / 2
+        if ratio(mid) <= 1:
+            hi = mid
+        else:
+            lo = mid
+    return Threshold(
+        hi,
+        r[0],
+        r[-1],
+        "undetermined",
+        f"{what}: possible from {hi:.1%} of the input cached (every share above reads "
+        "possible), impossible below",
     )
 
 

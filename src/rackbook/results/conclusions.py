@@ -24,6 +24,7 @@ a closest point) change the sentence without changing the callers.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -110,21 +111,44 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _attainable(r: Mapping[str, Any], brief: bool) -> str:
+    """The physics reading's attainable estimate as a clause ("" without one): in full its
+    text; brief, the ratio to what measured kernels reach with the deployment and calibration
+    named shortly (what comes before their first parenthesis or semicolon)."""
+    a = r.get("attainable")
+    if not isinstance(a, Mapping):
+        return ""
+    if not brief:
+        return f"; {a.get('text', '')}" if a.get("text") else ""
+    ratio = a.get("ratio")
+    dep = str(a.get("deployment") or "").split(" (")[0]
+    cal = str(a.get("calibration") or "").split(";")[0]
+    if a.get("brief"):
+        return f"; {a['brief']} ({dep}; {cal})"
+    if isinstance(ratio, (int, float)) and math.isfinite(ratio):
+        return f"; {ratio:.2g}x what measured kernels reach ({dep}; {cal})"
+    reach = a.get("tok_s_per_gpu")
+    if isinstance(reach, (int, float)) and math.isfinite(reach):
+        return f"; measured kernels reach {_num(reach)} tok/s per GPU ({dep}; {cal})"
+    return ""
+
+
 def _physics(figure: str, r: Mapping[str, Any], brief: bool = False) -> str:
     verdict = str(r.get("verdict", ""))
+    att = _attainable(r, brief)
     if brief:
         margin = _informative(r.get("margin"))
         short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
         if verdict == "undetermined":
-            return f"physics does not settle {figure}"
-        return f"{figure} is physically {verdict}{short}"
+            return f"physics does not settle {figure}{att}"
+        return f"{figure} is physically {verdict}{short}{att}"
     if verdict == "undetermined":
         why = _clauses(str(r.get("reason", "")))
-        return f"physics does not settle {figure}" + (f": {why}" if why else "")
+        return f"physics does not settle {figure}" + (f": {why}" if why else "") + att
     why = _clauses(str(r.get("reason", "")), many=False) or _informative(r.get("margin"))
     if verdict in ("possible", "impossible"):
-        return f"{figure} is physically {verdict}" + (f": {why}" if why else "")
-    return f"the physics reading of {figure} is {verdict}" + (f": {why}" if why else "")
+        return f"{figure} is physically {verdict}" + (f": {why}" if why else "") + att
+    return f"the physics reading of {figure} is {verdict}" + (f": {why}" if why else "") + att
 
 
 def _num(v: float) -> str:

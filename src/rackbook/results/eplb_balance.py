@@ -487,16 +487,30 @@ def balancedness_physics(
     claim_id: str, claimed: float, ep_size: int, note: str
 ) -> headline.ClaimReading:
     """vLLM's balancedness (sum of per-layer mean rank load / sum of max) lies between
-    1 / ``ep_size`` (every token on one rank) and 1 (every rank equal): ``possible`` inside,
-    ``impossible`` outside. ``note`` adds what the routing model says about the figure."""
+    1 / n (every token on one of n EP ranks) and 1 (every rank equal): ``possible`` inside,
+    ``impossible`` outside. The write-up does not state n: ``ep_size`` is the chapter's
+    assumption (the parameter, 64 by default: this project's decode DEP64), and the reason
+    gives the fewest ranks whose floor the figure clears, ceil(1 / claimed),
+    so the reading holds for any EP size from there. ``note`` adds what the routing model says
+    about the figure."""
     lo = 1 / ep_size
     ok = lo <= claimed <= 1
+    fewest = math.ceil(1 / claimed) if claimed > 0 else None
+    ranks = (
+        f"the write-up does not state the EP ranks: {ep_size} is assumed here (the "
+        "chapter's ep_size)"
+        + (
+            f"; the figure clears the floor of any EP size of at least {fewest} ranks"
+            if fewest is not None and claimed <= 1
+            else ""
+        )
+    )
     return headline.ClaimReading(
         claim_id,
         "physics",
         "possible" if ok else "impossible",
         f"{claimed:g} in [1/{ep_size}, 1]" if ok else f"{claimed:g} outside [1/{ep_size}, 1]",
-        f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1; {note}",
+        f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks}); {note}",
     )
 
 

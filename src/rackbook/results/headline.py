@@ -127,6 +127,9 @@ class ClaimReading:
     near: dict[str, Any] | None = None
     #: published reading: the named bases the physics reading rules out
     ruled_out: tuple[str, ...] = ()
+    #: physics reading: what measured kernels reach for the figure's workload
+    #: (:mod:`rackbook.physics.attainable`): tok_s_per_gpu, ratio, deployment, calibration, text
+    attainable: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:

@@ -33,7 +33,8 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.physics import check, roofline, units
+from rackbook.physics import check, results_bounds
+from rackbook.physics.results_bounds import PrefixRead, prefix_read_model, removable_share
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.verdicts import RangeVerdict
 
@@ -256,123 +257,84 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
 # ----------------------------------------------------------------------------- roofline
 
 
-@dataclass(frozen=True)
-class PrefixRead:
-    """Per new prefill token behind a cached prefix: the prefix bytes it reads at both ends
-    (sparse attention: the index-key scan plus the top-k rows; dense: every row in every
-    consuming layer), the read times, the compute time, and the tokens/s ceilings they give
-    (seconds, bytes, tokens/s)."""
-
-    prefix_tokens: int
-    sparse_bytes_per_new_token: float
-    dense_bytes_per_new_token: float
-    sparse_read_s: float
-    dense_read_s: float
-    compute_s_per_new_token: float
-    tokens_per_s: float
-    dense_tokens_per_s: float
-    bound: str
-    formula: str
-
-    def __float__(self) -> float:
-        return self.tokens_per_s
-
-
-def prefix_read_model(
+def gain_attainable(
     model: ModelSpec | str,
-    hw: GpuSpec | str,
-    prefix_tokens: int,
+    gpu: GpuSpec | str,
+    gpus: int,
+    prefix: int,
+    high: float,
+    baseline_tok_s: float | None = None,
+) -> dict[str, Any]:
+    """What measured kernels reach for new-token prefill behind ``prefix`` cached tokens on
+    ``gpus`` x ``gpu`` (:func:`rackbook.results.verdicts.attainable`); with a published
+    baseline (new tokens/s on those GPUs) the ratio is baseline x (1 + ``high``) over it,
+    without one there is no figure to set against it (``ratio`` None)."""
+    claimed = baseline_tok_s * (1 + high) / gpus if baseline_tok_s else 1.0
+    c = check.check_claim(model, gpu, gpus, claimed, phase="prefill", context=prefix)
+    a = verdicts.attainable(c)
+    if baseline_tok_s:
+        return {**a, "text": f"the gained throughput {a['text']}"}
+    return {
+        **a,
+        "ratio": None,
+        "text": f"measured kernels reach {a['tok_s_per_gpu']:,.0f} new tok/s per GPU behind "
+        f"{prefix:,} cached tokens ({a['deployment']}; {a['calibration']}); without the "
+        "baseline's throughput no gain can be set against it",
+    }
+
+
+def gain_physics(
+    low: float,
+    high: float,
+    removable: float,
+    how: str,
     *,
-    kv_dtype: str = "fp4",
-    n_gpus: int = 1,
-    reuse_tokens: int = 1,
-) -> PrefixRead:
-    """Prefilling new tokens after a cached prefix of ``prefix_tokens`` tokens, through the
-    encoder layers only (the layers a new prefill token passes).
+    baseline_tok_s: float | None = None,
+    bound_tok_s: float | None = None,
+    bound_how: str = "",
+    attainable: dict[str, Any] | None = None,
+) -> headline.ClaimReading:
+    """What physics can say about a gain of ``low`` .. ``high`` (fractions) on new tokens.
 
-    Each new token reads the prefix's caches in those layers
-    (:func:`rackbook.physics.roofline.context_reads`, phase prefill), at the sparse end
-    (index-key scan and top-k rows) and at the dense end (every row); ``reuse_tokens`` new
-    tokens of a chunk share one read (1 = none, the most traffic). Read time = bytes / (n_gpus
-    x HBM bytes/s); compute time = the prefill GEMMs plus the attention and indexer FLOP at the
-    prefix (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); ceiling = 1 /
-    max(read, compute) with the sparse read (the dense ceiling is given beside it).
-    DeepSeek-V4.1-Flash behind 128,000 tokens, one GB300: 15.71 MB (1.96 µs) against 3.005 µs
-    of compute: 332,700 new tokens/s.
-    """
-    m = catalogs.as_model(model)
-    if reuse_tokens < 1:
-        raise InputError("-", "reuse_tokens", f"must be >= 1, got {reuse_tokens}")
-    g = catalogs.as_gpu(hw)
-    reads = roofline.context_reads(m, prefix_tokens, "prefill", kv_dtype)
-    bw = n_gpus * g.hbm_bandwidth_bytes_per_s
-    sparse = reads.total / reuse_tokens
-    dense = reads.dense / reuse_tokens
-    comp = roofline.compute_ceiling_tokens_per_s(m, g, "prefill", n_gpus, context=prefix_tokens)
-    comp_s = 1 / comp.tokens_per_s
-    sparse_s, dense_s = sparse / bw, dense / bw
-    bound = "KV read" if sparse_s >= comp_s else "compute"
-    tps = 1 / max(sparse_s, comp_s)
-    dense_tps = 1 / max(dense_s, comp_s)
-    formula = (
-        f"per new token, {roofline.phase_layers(m, 'prefill')} encoder layers ({reuse_tokens} "
-        f"sharing one read): sparse {units.fmt(sparse, 'B')} -> "
-        f"{sparse_s * 1e6:,.4g} µs, dense {units.fmt(dense, 'B')} -> {dense_s * 1e6:,.4g} µs at "
-        f"{units.fmt(bw, 'B/s')}; compute {comp_s * 1e6:,.4g} µs; ceiling 1 / max = "
-        f"{tps:,.0f} new tokens/s ({bound} bound), {dense_tps:,.0f} with dense reads"
-    )
-    return PrefixRead(
-        prefix_tokens, sparse, dense, sparse_s, dense_s, comp_s, tps, dense_tps, bound, formula
-    )
-
-
-def removable_share(
-    model: ModelSpec | str,
-    hw: GpuSpec | str = "gb300",
-    prefix_tokens: int = 128_000,
-    kv_dtype: str = "fp4",
-) -> tuple[float, str]:
-    """The share of a new prefill token's time that running the decoder layers on each
-    request's last window only removes (vLLM's decoder replay layers), at the ceilings behind
-    a cached prefix of ``prefix_tokens``: 1 - t_encoder / t_all, each t = max(compute, reads)
-    per token (seconds). t_all: every layer (the decode-phase GEMMs, attention and indexer FLOP
-    and context reads without the sliding window); t_encoder: the encoder layers only
-    (:func:`prefix_read_model`). The last window's decoder pass is left out (it only lowers
-    the share). DeepSeek-V4.1-Flash on GB300 behind 128,000 tokens: 1 - 3.005 / 6.043 = 50.3 %.
-    """
-    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
-    after = prefix_read_model(m, g, prefix_tokens, kv_dtype=kv_dtype)
-    t_after = 1 / after.tokens_per_s
-    comp = roofline.compute_ceiling_tokens_per_s(m, g, "decode", context=prefix_tokens)
-    r = roofline.context_reads(m, prefix_tokens, "decode", kv_dtype)
-    read_all = (r.total - r.window) / g.hbm_bandwidth_bytes_per_s
-    t_all = max(1 / comp.tokens_per_s, read_all)
-    share = 1 - t_after / t_all
-    how = (
-        f"1 - {t_after * 1e6:.4g} µs (encoder layers) / {t_all * 1e6:.4g} µs (every layer) per "
-        f"new token behind {prefix_tokens:,} cached tokens on {g.id} = {share:.1%}"
-    )
-    return share, how
-
-
-def gain_physics(low: float, high: float, removable: float, how: str) -> headline.ClaimReading:
-    """A gain g on new tokens removes 1 - 1/(1 + g) of their time. Physics bounds a gain by the
-    work the changes remove at equal efficiency: the decoder layers on the last window only
-    remove at most the ``removable`` share of a new token's time at the ceilings. The verdict
-    is :func:`rackbook.physics.check.physics_verdict` of the largest share needed over the
-    removable one: above 1 (a gain no removal of that work gives) ``impossible``. A gain from
-    faster kernels (the CUDA graphs of the replay layers) is an efficiency, not physics."""
+    A bound caps a throughput, not a ratio of two: without the baseline's absolute new-token
+    throughput (``baseline_tok_s``, tokens/s per GPU; the write-up gives none) a slow enough
+    baseline makes any gain reachable, so the reading is ``undetermined``, and its reason says
+    what holds under an assumption: at equal kernel efficiency before and after, a gain g
+    removes 1 - 1/(1 + g) of a new token's time, and running the decoder layers on the last
+    window only removes at most ``removable`` of it (a gain above 1 / (1 - removable) - 1
+    needs faster kernels, not less work). With a baseline the gained throughput
+    baseline x (1 + high) is set against ``bound_tok_s``, the new-token bound behind the
+    claim's prefix: :func:`rackbook.physics.check.physics_verdict` of their ratio."""
     need_lo, need_hi = 1 - 1 / (1 + low), 1 - 1 / (1 + high)
-    ratio = need_hi / removable if removable > 0 else float("inf")
-    v = check.physics_verdict(ratio)
+    cap = 1 / (1 - removable) - 1 if removable < 1 else float("inf")
+    assumed = (
+        f"at equal kernel efficiency before and after (an assumption, not physics), "
+        f"+{low:.0%} to +{high:.0%} on new tokens removes {need_lo:.1%} to {need_hi:.1%} of "
+        f"their time, and running the decoder layers on the last window only removes up to "
+        f"{removable:.1%} of it ({how}): gains up to +{cap:.0%} need no faster kernels"
+    )
+    if baseline_tok_s is None or bound_tok_s is None:
+        return headline.ClaimReading(
+            CLAIM_ID,
+            "physics",
+            "undetermined",
+            "no baseline throughput published",
+            "a bound caps a throughput, not a gain: the baseline's absolute new-token "
+            "throughput is not published, and a slow enough baseline makes any gain "
+            f"reachable; {assumed}",
+            attainable=attainable,
+        )
+    after = baseline_tok_s * (1 + high)
+    ratio = after / bound_tok_s
     return headline.ClaimReading(
         CLAIM_ID,
         "physics",
-        v,
-        f"{ratio:.3g}x the removable share",
-        f"+{low:.0%} to +{high:.0%} on new tokens removes {need_lo:.1%} to {need_hi:.1%} of "
-        f"their time; running the decoder layers on the last window only removes up to "
-        f"{removable:.1%} of it ({how}); a larger gain would need faster kernels, not less work",
+        check.physics_verdict(ratio),
+        f"{ratio:.3g}x the new-token bound",
+        f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {high:.0%}) = "
+        f"{after:,.0f}, {ratio:.3g}x the {bound_tok_s:,.0f} new-token bound ({bound_how}); "
+        f"{assumed}",
+        attainable=attainable,
     )
 
 
@@ -416,7 +378,9 @@ class Params(headline.Params):
     of A (reference) and B (changed), the statistic of per-request throughput, the bootstrap
     (resamples, interval level, seed), the roofline's model, GPU, KV dtype and GPUs per
     prefill, and how close (fraction) the trace's cached prefix must be to the claim's to
-    test it. ``n_boot``, ``level`` and ``seed`` are not notebook parameters: set them here."""
+    test it, and the baseline's new-token throughput on those GPUs (tokens/s; ``None``: not
+    published, and physics cannot bound the gain). ``n_boot``, ``level`` and ``seed`` are not
+    notebook parameters: set them here."""
 
     assume_prefix_tokens: int | None = None
     config_a: str = "A"
@@ -430,6 +394,7 @@ class Params(headline.Params):
     kv_dtype: str = "fp4"
     prefill_gpus: int = 1
     rel_tol: float = 0.10
+    baseline_tok_s: float | None = None
 
 
 @dataclass
@@ -600,8 +565,24 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         if rv is not None
         else headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
     )
+    bound = read(claim_prefix, check.PREFILL_CHUNK)
+    bound_how = (
+        f"{p.prefill_gpus} x {gpu.id} behind {claim_prefix:,} cached tokens, "
+        f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"
+    )
     readings = [
-        gain_physics(low, high, removable, how),
+        gain_physics(
+            low,
+            high,
+            removable,
+            how,
+            baseline_tok_s=p.baseline_tok_s,
+            bound_tok_s=bound.tokens_per_s,
+            bound_how=bound_how,
+            attainable=gain_attainable(
+                model, gpu, p.prefill_gpus, claim_prefix, high, p.baseline_tok_s
+            ),
+        ),
         evidence.reading(CLAIM_ID, registry=reg),
         run,
     ]
@@ -639,7 +620,6 @@ def outcome(a: Analysis) -> headline.Outcome:
     on_claim = dict(claim_id=CLAIM_ID, verdict=run.verdict, reason=run.reason, **measured)
     no_claim = dict(claim_id=None, verdict=headline.NOT_COMPARABLE, **measured)
     absolute = "the write-up gives no absolute throughput"
-    need_hi = 1 - 1 / (1 + a.claim_high)
     headlines = []
     if g is not None:
         headlines += [
@@ -693,7 +673,8 @@ def outcome(a: Analysis) -> headline.Outcome:
             name="removable_share",
             value=num(100 * a.removable, 1),
             unit="%",
-            definition="share of a new token's GEMM work the decoder replay layers remove",
+            definition="share of a new token's time at the bounds that the decoder replay "
+            "layers remove (at equal kernel efficiency before and after: an assumption)",
             claim_id=CLAIM_ID,
             kind="modelled",
             verdict=phys.verdict,
@@ -711,11 +692,19 @@ def outcome(a: Analysis) -> headline.Outcome:
             reason="a ceiling on throughput, not a gain",
         ),
     ]
+    bound = prefix_read_model(
+        p.model_id, p.gpu_id, a.claim_prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus,
+        reuse_tokens=check.PREFILL_CHUNK,
+    ).tokens_per_s  # fmt: skip
+    rule = results_bounds.verdict_rule()
     flips = [
-        f"physics: undetermined if the decoder replay layers removed less than "
-        f"{100 * need_hi / (1 - check.MARGIN):.1f} % of a new token's time at the ceilings, "
-        f"impossible below {100 * need_hi:.1f} % (they remove {100 * a.removable:.1f} %); a "
-        f"gain above +{100 * (1 / (1 - a.removable) - 1):.0f} % reads impossible",
+        f"physics: undetermined while the baseline's new-token throughput is unpublished; a "
+        f"published baseline above {rule.impossible_above * bound / (1 + a.claim_high):,.0f} "
+        f"new tok/s on {p.prefill_gpus} x {p.gpu_id} makes +{a.claim_high:.0%} impossible "
+        f"(above the {bound:,.0f} new-token bound behind {a.claim_prefix:,} cached tokens), "
+        f"one at or below it possible; at equal kernel efficiency (an assumption) the decoder "
+        f"replay layers' {100 * a.removable:.1f} % allow up to "
+        f"+{100 * (1 / (1 - a.removable) - 1):.0f} %",
         f"this run: a trace on Blackwell GPUs serving DeepSeek-V4.1-Flash, both configurations "
         f"behind {a.claim_prefix:,} cached tokens; inconsistent if the whole interval of the gain "
         f"lies outside +{a.claim_low:.0%} to +{a.claim_high:.0%}",
@@ -733,5 +722,6 @@ def outcome(a: Analysis) -> headline.Outcome:
         "kv_dtype": p.kv_dtype,
         "prefill_gpus": p.prefill_gpus,
         "rel_tol": p.rel_tol,
+        "baseline_tok_s": p.baseline_tok_s,
     }
     return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)

@@ -42,7 +42,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec, PriceSpec, SystemSpec
 from rackbook.inputs.claims import Registry, load_claims
-from rackbook.physics import check, roofline
+from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import evidence, headline, verdicts
 
 #: Node sizes to read "a single node" as: catalog system ids (GB300 tray = 4 GPUs, HGX B300 = 8).
@@ -56,6 +56,12 @@ INFERENCEX_PRICES_SOURCE = (
     "https://github.com/SemiAnalysisAI/InferenceX-app/blob/main/docs/tco-calculator.md "
     "(uncached input and output $1/M tokens, cached input $0.10/M)"
 )
+
+#: The workload the cache-hit reading assumes, tokens per request (ISL, OSL): an agentic
+#: request with a long context and a short answer. The write-up gives no ISL or OSL, only "long
+#: contexts that keep growing"; every threshold that depends on it says it is assumed.
+ASSUMED_ISL = 100_000
+ASSUMED_OSL = 1_000
 
 RESULT = "rack-scaling"
 #: The claims this chapter tests (data/claims.yaml), and two it quotes to keep them apart.
@@ -212,32 +218,55 @@ def speedup_readings(
     claim_tok_s: float,
     n_gpus: int,
     model: ModelSpec | str,
-    hw: GpuSpec | str,
+    hw: GpuSpec | str | None = None,
     systems: tuple[str, ...] = NODE_SYSTEMS,
+    *,
+    isl: float | None = None,
+    osl: float | None = None,
 ) -> pd.DataFrame:
     """What a ``speedup`` over "a single node" on ``n_gpus`` GPUs means for each node size in
     ``systems``, read as the rack's aggregate (rack throughput / node throughput) and per GPU
     (scaling efficiency = speedup / nodes; above 1 is super-linear, which wide expert
-    parallelism can give), with the physics of the node it implies.
+    parallelism can give), with the physics of the node it implies on two bases, each against
+    the node's own GPU (a GB300 tray's GB300, an HGX B300's B300; ``hw`` is not used):
 
-    The implied node: the throughput claim ``claim_tok_s`` read as the rack's total (the only
-    reading physics allows, :func:`throughput_readings`) / speedup, per GPU of the node, set
-    against the compute ceiling per GPU. E.g. 10x on 64 GPUs with 640,000 tok/s: 16 trays of
-    4 -> 62.5 % efficiency; the tray serves 64,000 tok/s = 16,000 per GPU.
+    - the rack total (``node_*``, ``ratio``, ``verdict``): the throughput claim ``claim_tok_s``
+      as the rack's total / speedup, per GPU of the node, against that GPU's decode compute
+      ceiling. E.g. 7.9x on 72 GPUs with 954,000 tok/s: 18 trays of 4 -> 43.9 % efficiency;
+      the tray serves 954,000 / 7.9 / 4 = 30,190 tok/s per GPU, 0.125x GB300's 241,834; an
+      HGX B300 15,095, 0.0694x B300's 217,650;
+    - per GPU as stated, cache hits counted (``stated_*``, the basis the throughput's physics
+      reading decides on): the node counts claim x n_gpus / speedup tokens/s, each GPU
+      claim x n_gpus / speedup / GPUs per node, and fits only with at least
+      ``stated_min_cached_share`` of its input tokens cached at the workload ``isl`` / ``osl``
+      (:func:`rackbook.physics.check.cached_share_threshold`): undetermined while the
+      share is unpublished, impossible when no share fits.
     """
     if not speedup > 0:
         raise InputError("-", "speedup", f"must be > 0, got {speedup}")
-    cap = roofline.compute_ceiling_tokens_per_s(model, hw, "decode").tokens_per_s
+    isl = ASSUMED_ISL if isl is None else isl
+    osl = ASSUMED_OSL if osl is None else osl
     rows = []
     for sid, per_node in node_sizes(systems).items():
+        node_gpu = catalogs.gpu(catalogs.system(sid).gpu)
+        cap = roofline.compute_ceiling_tokens_per_s(model, node_gpu, "decode").tokens_per_s
         nodes = n_gpus / per_node
         eff = speedup / nodes
         node_per_gpu = claim_tok_s / speedup / per_node
         ratio = node_per_gpu / cap
+        stated = claim_tok_s * n_gpus / speedup / per_node
+        th = check.cached_share_threshold(
+            model, node_gpu, per_node, stated, per="gpu", counted="total", isl=isl, osl=osl
+        )
+        s_verdict = th.verdict
+        s_text = f"at ISL {isl:,.0f} / OSL {osl:,.0f}, {th.formula}" + (
+            " (the share is not published)" if th.verdict == "undetermined" else ""
+        )
         rows.append(
             {
                 "system": sid,
                 "name": catalogs.system(sid).name,
+                "gpu": node_gpu.id,
                 "gpus_per_node": per_node,
                 "nodes": nodes,
                 "speedup": speedup,
@@ -247,11 +276,18 @@ def speedup_readings(
                 "ratio": ratio,
                 "verdict": check.physics_verdict(ratio),
                 "formula": f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; {speedup:g} / "
-                f"{nodes:g} = {eff:.1%} per GPU; node: {claim_tok_s:,.0f} / {speedup:g} / "
-                f"{per_node} = {node_per_gpu:,.0f} tok/s per GPU = {ratio:.3g}x the ceiling",
+                f"{nodes:g} = {eff:.1%} per GPU; node as the rack total: {claim_tok_s:,.0f} / "
+                f"{speedup:g} / {per_node} = {node_per_gpu:,.0f} tok/s per GPU = {ratio:.3g}x "
+                f"the {node_gpu.id} decode compute ceiling of {cap:,.0f}",
+                "stated_node_tok_s_per_gpu": stated,
+                "stated_min_cached_share": np.nan if th.share is None else th.share,
+                "stated_verdict": s_verdict,
+                "stated_formula": s_text,
             }
         )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["workload"] = (isl, osl)
+    return out
 
 
 # ----------------------------------------------------------------------------- readings
@@ -268,21 +304,19 @@ READING_LABELS = {
 
 
 def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> check.Check:
-    """The most counted tokens/s per GPU that any cached share can give (a figure above it is
-    impossible whatever share of it were prefix-cache hits): every request as long as the
-    model allows (C = ``max_context_tokens``), all its input but one token served from the
-    cache, one output token; per request the GPUs prefill that one new token after a prefix of
-    C - 2 tokens and decode one token at C - 1, the time of both from the ceilings
-    (:func:`rackbook.physics.check.check_claim`, input + output counted, best batch).
-    Counted cache hits cost no GEMM but their prefix reads and index scans grow with them,
-    which is what bounds the rate. DeepSeek-V4.1-Flash on GB300 NVL72: about 3e10 tok/s/GPU."""
-    m = catalogs.as_model(model)
-    top = m.architecture.max_context_tokens
-    if top is None:
-        raise InputError(m.file, "architecture.max_context_tokens", "unknown in the model catalog")
-    isl = top - 1
-    return check.check_claim(
-        m, hw, n_gpus, 1.0, counted="total", isl=isl, osl=1, cached_share=(isl - 1) / isl
+    """The most counted tokens/s per GPU any cached share can give
+    (:func:`rackbook.physics.results_bounds.cached_ceiling`). DeepSeek-V4.1-Flash on GB300
+    NVL72: about 3e10 tok/s/GPU."""
+    return results_bounds.cached_ceiling(model, hw, n_gpus)
+
+
+def check_command(
+    model: ModelSpec, gpu: GpuSpec, gpus: int, tok_s: float, isl: float, osl: float, share: float
+) -> str:
+    """The ``rackbook check`` command that reads the same figure on the same workload."""
+    return (
+        f"rackbook check --model {model.id} --gpu {gpu.id} --gpus {gpus} --tok-s {tok_s:g} "
+        f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}"
     )
 
 
@@ -292,24 +326,31 @@ def throughput_readings(
     model: ModelSpec | str,
     hw: GpuSpec | str,
     cached_share: float | None = None,
+    *,
+    isl: float | None = None,
+    osl: float | None = None,
 ) -> pd.DataFrame:
     """Readings of "``claim_value`` tokens/s per GPU", each judged by
-    :func:`rackbook.physics.check.check_claim` (mixed-precision compute with attention FLOP,
-    memory bandwidth at the best batch that fits; no context, the most permissive case, since
-    the write-up gives none).
+    :func:`rackbook.physics.check.check_claim`.
 
-    Rows: ``per-gpu-decode`` (every token a computed decode token), ``per-gpu-prefill`` (every
-    token a new-token prefill token, through the encoder layers), ``per-gpu-with-cached`` (per
-    GPU, counting cache-hit input tokens: counted cached tokens are input, prefill work that
-    costs no GEMM, so computed = (1 - cached_share) x figure against the prefill ceiling;
-    without ``cached_share`` the row gives the least share that fits, ``min_cached_share``, and
-    is undetermined, since such a figure fits any share above it, unless the figure is above
-    what any share can give, :func:`cached_ceiling`, and so impossible), ``rack-total`` (the
-    figure is the rack's total: / n_gpus). Columns: reading, meaning, tok_s_per_gpu,
-    computed_tok_s_per_gpu, phase, ceiling_tok_s_per_gpu, limit, ratio, verdict,
-    min_cached_share, formula.
+    Rows: ``per-gpu-decode`` (every token a computed decode token, no context), ``per-gpu-
+    prefill`` (every token a new-token prefill token, through the encoder layers),
+    ``per-gpu-with-cached`` (per GPU, input + output counted, cache-hit input tokens included,
+    on the whole workload ``isl`` / ``osl``, default :data:`ASSUMED_ISL` / :data:`ASSUMED_OSL`:
+    the new input tokens' prefill behind the cached prefix, attention over it and the output
+    tokens' decode share the GPUs' time; ``cached_share``, the share of the INPUT tokens that
+    were cache hits, as ``rackbook check --cached-share``; without it the row gives the least
+    share that fits, ``min_cached_share``, sufficient and not only necessary
+    (:func:`rackbook.physics.check.cached_share_threshold`), and is undetermined, or
+    impossible where no share fits or the figure is above what any workload gives,
+    :func:`cached_ceiling`), ``rack-total`` (the figure is the rack's total: / n_gpus).
+    Columns: reading, meaning, tok_s_per_gpu, computed_tok_s_per_gpu, phase,
+    ceiling_tok_s_per_gpu, limit, ratio, verdict, min_cached_share, formula, command (the
+    ``rackbook check`` line of the cache-hit row).
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
+    isl = ASSUMED_ISL if isl is None else isl
+    osl = ASSUMED_OSL if osl is None else osl
     if not claim_value > 0:
         raise InputError("-", "claim_value", f"must be > 0, got {claim_value}")
     if cached_share is not None and not 0 <= cached_share < 1:
@@ -334,6 +375,7 @@ def throughput_readings(
             "verdict": c.verdict,
             "min_cached_share": np.nan,
             "formula": text,
+            "command": "",
         }
         rows.append(row)
         return row
@@ -346,33 +388,54 @@ def throughput_readings(
         claim_value,
         "prefill",
     )
-    cap = rows[1]["ceiling_tok_s_per_gpu"]  # counted cached tokens are prefill work
-    min_share = max(0.0, 1 - cap / claim_value)
-    if cached_share is not None:
-        row = add(
-            "per-gpu-with-cached",
-            f"per GPU, {cached_share:.1%} of counted tokens cache hits",
-            claim_value,
-            (1 - cached_share) * claim_value,
-            "prefill",
+    work = f"ISL {isl:,.0f} / OSL {osl:,.0f}" + (
+        " (assumed: the write-up gives no workload)"
+        if (isl, osl) == (ASSUMED_ISL, ASSUMED_OSL)
+        else ""
+    )
+
+    def cached_row(share: float, meaning: str) -> dict:
+        c = check.check_claim(
+            m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
         )
+        w = c.workload
+        row = {
+            "reading": "per-gpu-with-cached",
+            "meaning": meaning,
+            "tok_s_per_gpu": claim_value,
+            "computed_tok_s_per_gpu": w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
+            "phase": "prefill + decode",
+            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
+            "limit": c.limit,
+            "ratio": c.ratio,
+            "verdict": c.verdict,
+            "min_cached_share": np.nan,
+            "formula": f"at {work} with {share:.1%} of the input tokens cached: {c.reason}",
+            "command": check_command(m, g, n_gpus, claim_value, isl, osl, share),
+        }
+        rows.append(row)
+        return row | {"reason": c.reason}
+
+    if cached_share is not None:
+        cached_row(cached_share, f"per GPU, {cached_share:.1%} of input tokens cache hits")
+        th_share = np.nan
     else:
+        th = check.cached_share_threshold(
+            m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
+        )
+        th_share = np.nan if th.share is None else th.share
         top = cached_ceiling(m, g, n_gpus)
         bound = top.ceiling_tok_s_per_gpu
-        row = add(
-            "per-gpu-with-cached",
-            "per GPU, counting cache-hit input tokens (share not published)",
-            claim_value,
-            cap if min_share else claim_value,
-            "prefill",
-        )
         ctx = top.workload["isl"] + 1
         how = (
-            f"no cached share reaches more than {bound:,.3g} tok/s per GPU (requests of "
-            f"{ctx:,.0f} tokens, all cached but one new input token, one output token)"
+            f"on any workload no cached share reaches more than {bound:,.3g} tok/s per GPU "
+            f"(requests of {ctx:,.0f} tokens, all cached but one new input token, one output "
+            "token)"
         )
+        meaning = "per GPU, counting cache-hit input tokens (share not published)"
         if claim_value > bound:
-            row.update(
+            cached_row(1 - 1 / isl, meaning)
+            rows[-1].update(
                 ratio=claim_value / bound,
                 verdict="impossible",
                 ceiling_tok_s_per_gpu=bound,
@@ -380,19 +443,29 @@ def throughput_readings(
                 formula=f"{claim_value:,.0f} tok/s per GPU is {claim_value / bound:.3g}x what "
                 f"any cached share allows: {how}",
             )
-        elif min_share > 0:
-            row.update(
-                ratio=np.nan,
-                verdict="undetermined",
-                formula=f"fits any cached share of at least 1 - {cap:,.0f} / {claim_value:,.0f} "
-                f"= {min_share:.1%} of the counted tokens against the prefill ceiling (the share "
-                f"is not published); {how}",
-            )
-    row["min_cached_share"] = min_share
+        elif th.share is None:
+            cached_row(1 - 1 / isl, meaning)
+            rows[-1].update(verdict="impossible", formula=f"at {work}: {th.formula}")
+        elif th.share == 0:
+            cached_row(0.0, meaning)
+        else:
+            reason = cached_row(th.share, meaning)["reason"]
+            if th.share > 0:
+                rows[-1].update(
+                    ratio=np.nan,
+                    verdict="undetermined",
+                    formula=f"at {work} it fits once at least {th.share:.1%} of the input "
+                    f"tokens are cache hits (sufficient: every larger share fits too; the share "
+                    f"is not published); there {reason}; {how}",
+                )
+    rows[-1]["min_cached_share"] = th_share
     per_gpu = claim_value / n_gpus
     r = add("rack-total", f"total of the {n_gpus}-GPU rack", per_gpu, per_gpu, "decode")
     r["formula"] = f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s per GPU; " + r["formula"]
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["workload"] = (isl, osl)
+    out.attrs["cached_share"] = cached_share
+    return out
 
 
 #: The compute ceiling per GPU (LaTeX): every FLOP/s of the GPU spent on the per-token GEMMs,
@@ -456,7 +529,45 @@ def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
+def throughput_attainable(
+    readings: pd.DataFrame, model: ModelSpec, gpu: GpuSpec, n_gpus: int
+) -> dict[str, Any]:
+    """What measured kernels reach for the throughput on the basis its physics reading
+    decides on (per GPU as stated, cache hits counted, at the least cached share the bound
+    allows on the workload, or the given share) and as the rack's total
+    (:func:`rackbook.results.verdicts.attainable`); the stated basis fills the fields, the
+    rack total is under ``rack_total`` and in the text."""
+    by = readings.set_index("reading")
+    isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
+    claim = float(by.loc["per-gpu-decode", "tok_s_per_gpu"])
+    cached = by.loc["per-gpu-with-cached"]
+    share = cached["min_cached_share"]
+    if not np.isfinite(share):
+        share = readings.attrs.get("cached_share")
+    rack = by.loc["rack-total"]
+    c_rack = check.check_claim(model, gpu, n_gpus, float(rack["tok_s_per_gpu"]), phase="decode")
+    a_rack = verdicts.attainable(c_rack, "as the rack's total")
+    if share is None:
+        return {**a_rack, "rack_total": a_rack}
+    c = check.check_claim(
+        model, gpu, n_gpus, claim, counted="total", isl=isl, osl=osl, cached_share=share
+    )
+    a = verdicts.attainable(
+        c,
+        f"per GPU as stated, {share:.1%} of the input cached at ISL {isl:,.0f} / OSL {osl:,.0f}",
+    )
+    return {
+        **a,
+        "text": f"{a['text']}; {a_rack['text']}",
+        "rack_total": a_rack,
+        "brief": f"as stated at {share:.1%} cached, {a['ratio']:.2g}x what measured kernels "
+        f"reach; as the rack's total, {a_rack['ratio']:.2g}x",
+    }
+
+
+def throughput_physics(
+    readings: pd.DataFrame, attainable: dict[str, Any] | None = None
+) -> headline.ClaimReading:
     """The claim as written ("per GPU"): the most permissive of its per-GPU readings (decode,
     prefill, counting cache hits); the rack-total reading, which contradicts "per GPU", is
     given in the reason."""
@@ -465,6 +576,7 @@ def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
     order = {"possible": 0, "undetermined": 1, "impossible": 2}
     best = min(per_gpu["verdict"], key=order.__getitem__)
     dec, pre = by.loc["per-gpu-decode"], by.loc["per-gpu-prefill"]
+    isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     rack, cached = by.loc["rack-total"], by.loc["per-gpu-with-cached"]
     reason = (
         f"as computed tokens per GPU it needs {dec['ratio']:.3g}x the decode ceiling and "
@@ -474,46 +586,79 @@ def throughput_physics(readings: pd.DataFrame) -> headline.ClaimReading:
             if cached["limit"] == "cached prefix"
             else f"at the given share, {cached['formula']}"
             if np.isfinite(cached["ratio"])
-            else f"it fits only if at least {cached['min_cached_share']:.1%} of the counted "
-            "tokens were prefix-cache hits (not published)"
+            else f"it fits only once at least {cached['min_cached_share']:.1%} of the input "
+            f"tokens are prefix-cache hits at ISL {isl:,.0f} / OSL {osl:,.0f} (a workload "
+            "assumed here; the share and the workload are not published)"
         )
         + f"; as the rack's total "
         f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
     )
-    # the margin of the reading that decided the verdict (never a ratio that contradicts it)
-    decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
-    margin = (
-        f"{decided['ratio']:.3g}x the {decided['phase']} ceiling"
-        if np.isfinite(decided["ratio"])
-        else f"fits only if >= {decided['min_cached_share']:.0%} of tokens are cache hits"
+    margin = f"per GPU as stated: {dec['ratio']:.3g}x the decode ceiling as computed tokens"
+    return headline.ClaimReading(
+        THROUGHPUT_CLAIM, "physics", best, margin, reason, attainable=attainable
     )
-    return headline.ClaimReading(THROUGHPUT_CLAIM, "physics", best, margin, reason)
 
 
-def speedup_physics(speedups: pd.DataFrame) -> headline.ClaimReading:
-    """The speedup over "a single node": possible when the node it implies (throughput claim
-    read as the rack's total) fits under the ceiling for every node size, impossible when it
-    does for none, undetermined otherwise."""
-    vs = set(speedups["verdict"])
+def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, Any]:
+    """What measured kernels reach for the smallest node the speedup implies, its throughput
+    read as the rack's total / speedup (:func:`rackbook.results.verdicts.attainable`)."""
+    r = speedups.loc[speedups["gpus_per_node"].idxmin()]
+    c = check.check_claim(
+        model, str(r["gpu"]), int(r["gpus_per_node"]), float(r["node_tok_s_per_gpu"]),
+        phase="decode",
+    )  # fmt: skip
+    n = int(r["gpus_per_node"])
+    a = verdicts.attainable(c, f"a {n}-GPU node, the rack's total / speedup")
+    return {
+        **a,
+        "brief": f"the implied {n}-GPU node is {a['ratio']:.2g}x what measured kernels reach",
+    }
+
+
+def speedup_physics(
+    speedups: pd.DataFrame, attainable: dict[str, Any] | None = None
+) -> headline.ClaimReading:
+    """The speedup over "a single node", read on the throughput reading's basis (per GPU as
+    stated, cache hits counted: ``stated_verdict`` of :func:`speedup_readings`): the node it
+    implies fits with an unpublished cached share (undetermined), with none (possible) or with
+    no share (impossible), the same verdict for every node size or else undetermined; the
+    rack-total basis, on which every node size is possible, is given in the reason."""
+    vs = set(speedups["stated_verdict"])
+    isl, osl = speedups.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     v = vs.pop() if len(vs) == 1 else "undetermined"
-    parts = "; ".join(
-        f"nodes of {r.gpus_per_node} GPUs: {r.efficiency:.1%} scaling efficiency, the node at "
-        f"{r.node_tok_s_per_gpu:,.0f} tok/s per GPU ({r.ratio:.3g}x its ceiling)"
+    stated = "; ".join(
+        f"nodes of {r.gpus_per_node} {r.gpu.upper()}: {r.efficiency:.1%} scaling efficiency, "
+        f"the node at {r.stated_node_tok_s_per_gpu:,.0f} counted tok/s per GPU, "
+        + (
+            f"which fits once at least {r.stated_min_cached_share:.1%} of its input tokens are "
+            "cache hits"
+            if np.isfinite(r.stated_min_cached_share)
+            else "which no cached share fits"
+        )
         for r in speedups.itertuples()
     )
-    worst = speedups["ratio"].max()
-    margin = (  # node sizes that disagree: each one's verdict, never a ratio beside "undetermined"
-        "; ".join(f"{r.gpus_per_node}-GPU nodes: {r.verdict}" for r in speedups.itertuples())
-        if v == "undetermined"
-        else f"{worst:.3g}x the ceiling"
+    total = "; ".join(
+        f"{r.gpus_per_node}-GPU nodes at {r.node_tok_s_per_gpu:,.0f} tok/s per GPU, "
+        f"{r.ratio:.3g}x the {r.gpu.upper()} decode ceiling ({r.verdict})"
+        for r in speedups.itertuples()
     )
+    share = speedups["stated_min_cached_share"].max(skipna=False)
     return headline.ClaimReading(
         SPEEDUP_CLAIM,
         "physics",
         v,
-        margin,
-        f"with the throughput as the "
-        f"rack's total, {parts}; super-linear per-GPU scaling would also be possible",
+        "per GPU as stated: "
+        + (
+            "no cached share fits"
+            if not np.isfinite(share)
+            else "fits with nothing cached"
+            if share == 0
+            else f"fits at >= {share:.1%} cached"
+        ),
+        f"on the throughput's basis (per GPU as stated, cache hits counted, ISL {isl:,.0f} "
+        f"/ OSL {osl:,.0f} assumed): {stated}; with the throughput as the rack's total: "
+        f"{total}; super-linear per-GPU scaling would also be possible",
+        attainable=attainable,
     )
 
 
@@ -649,7 +794,8 @@ def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.Clai
         f"price, a cost model's rate; read as one {INSTANCE_GPUS}-GPU instance-hour, "
         f"${inst:.2f} per GPU-hour), and no ceiling bounds a price: physics reads throughputs, "
         "not dollars; the published reading compares it with list prices, per GPU-hour and "
-        "per instance-hour, and with modelled rental and ownership rates",
+        "per instance-hour, and with modelled rental and ownership rates; its cost and revenue "
+        "tables read it on both throughput bases (per GPU as stated, and the rack total)",
     )
 
 
@@ -812,8 +958,10 @@ class Params(headline.Params):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): GPUs per server
     where the trace does not record them, the reference configuration and the token kind to
     scale, the catalog ids of the model, GPU, rack, node sizes and rental price the readings
-    use, the share of counted tokens that were cache hits if known (None: not published), and
-    the relative tolerance of measured against published (GB300 traces only)."""
+    use, the share of the input tokens that were cache hits if known (None: not published),
+    the relative tolerance of measured against published (GB300 traces only), and the workload
+    (input and output tokens per request) the cache-hit reading assumes, since the write-up
+    gives none (``workload_isl``, ``workload_osl``: not notebook parameters, set them here)."""
 
     gpus_per_replica: int = 1
     reference_config: str = "1x"
@@ -825,6 +973,8 @@ class Params(headline.Params):
     price_id: str = DEFAULT_PRICE
     cached_share: float | None = None
     rel_tol: float = 0.10
+    workload_isl: int = ASSUMED_ISL
+    workload_osl: int = ASSUMED_OSL
 
 
 @dataclass
@@ -934,7 +1084,7 @@ class Analysis:
                     if cached
                     else f"{r.computed_tok_s_per_gpu:,.0f}",
                     f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})",
-                    f"fits if at least {r.min_cached_share:.1%} cached"
+                    f"fits once at least {r.min_cached_share:.1%} of the input is cached"
                     if cached
                     else f"{r.ratio:.3g}x",
                     f"**{r.verdict}**",
@@ -1011,7 +1161,6 @@ class Analysis:
         tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
         cap_d, cap_p = self.cap("compute", "decode"), self.cap("compute", "prefill")
         mem = self.ceilings[self.ceilings["ceiling"] == "memory bandwidth"].iloc[0]
-        lo = 1 - check.MARGIN
         sp = float(top["speedup"])
         change = (
             "is unknown"
@@ -1071,7 +1220,14 @@ class Analysis:
             "v_cached": by.loc["per-gpu-with-cached", "verdict"],
             "v_rack": by.loc["rack-total", "verdict"],
             "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
-            "cached_possible_pct": 100 * max(0.0, 1 - lo * cap_d / self.claim_tok_s),
+            "workload_isl": self.params.workload_isl,
+            "workload_osl": self.params.workload_osl,
+            "node_hgx_ratio": spi.loc[hgx, "ratio"],
+            "node_tray_gpu": str(spi.loc[tray, "gpu"]).upper(),
+            "node_hgx_gpu": str(spi.loc[hgx, "gpu"]).upper(),
+            "stated_tray_per_gpu": spi.loc[tray, "stated_node_tok_s_per_gpu"],
+            "stated_tray_pct": 100 * spi.loc[tray, "stated_min_cached_share"],
+            "stated_hgx_pct": 100 * spi.loc[hgx, "stated_min_cached_share"],
             "band_low": self.band.low,
             "band_high": self.band.high,
             "eff_tray_pct": 100 * spi.loc[tray, "efficiency"],
@@ -1128,8 +1284,9 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
     sc = scaling_vs_reference(acc, ref_cfg, p.metric)
     caps = ceilings(model, gpu, rack.gpus)
-    thr = throughput_readings(tok_s, rack.gpus, model, gpu, p.cached_share)
-    sp = speedup_readings(speedup, tok_s, rack.gpus, model, gpu, tuple(p.node_systems))
+    work = dict(isl=p.workload_isl, osl=p.workload_osl)
+    thr = throughput_readings(tok_s, rack.gpus, model, gpu, p.cached_share, **work)
+    sp = speedup_readings(speedup, tok_s, rack.gpus, model, gpu, tuple(p.node_systems), **work)
     cost = cost_readings(
         usd,
         {STATED: tok_s, f"rack total / {rack.gpus}": tok_s / rack.gpus},
@@ -1161,12 +1318,12 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     )
     run = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
     readings = [
-        throughput_physics(thr),
+        throughput_physics(thr, throughput_attainable(thr, model, gpu, rack.gpus)),
         evidence.reading(THROUGHPUT_CLAIM, registry=reg),
         verdicts.run_reading(
             THROUGHPUT_CLAIM, float(nx["total_tok_s_per_gpu"]), tok_s, what=what_tp, **run
         ),
-        speedup_physics(sp),
+        speedup_physics(sp, speedup_attainable(sp, model)),
         evidence.reading(SPEEDUP_CLAIM, registry=reg),
         verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what_sp, **run)
         if len(sc) > 1 and ref_cfg == p.reference_config
@@ -1309,9 +1466,10 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
             name="reading_per-gpu-with-cached_min_cached_share",
             value=verdicts.number(cached["min_cached_share"], 4),
             unit="1",
-            definition="least share of the counted tokens that must be prefix-cache hits for the "
-            f"figure to fit under the {p.gpu_id} prefill ceiling, per GPU (cached tokens are "
-            "input: prefill work without GEMMs)",
+            definition="least share of the input tokens that must be prefix-cache hits for the "
+            f"figure, per GPU on {p.gpu_id}, to fit the whole workload (ISL {p.workload_isl:,} / "
+            f"OSL {p.workload_osl:,}, assumed: new-token prefill behind the cached prefix, "
+            "attention over it, output decode); sufficient, not only necessary",
             claim_id=THROUGHPUT_CLAIM,
             kind="modelled",
             verdict=cached["verdict"],
@@ -1327,8 +1485,8 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
             "per node): per-GPU scaling efficiency",
             claim_id=SPEEDUP_CLAIM,
             kind="modelled",
-            verdict=r.verdict,
-            reason=r.formula,
+            verdict=r.stated_verdict,
+            reason=f"per GPU as stated: {r.stated_formula}; as the rack total: {r.formula}",
         )
         for r in a.speedups.itertuples()
     ]
@@ -1361,32 +1519,46 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
 
 
 def flips(a: Analysis) -> list[str]:
-    """What would turn each reading: the computed thresholds (physics verdicts turn at
-    1 -/+ :data:`rackbook.physics.check.MARGIN` of a ceiling) and the sensitivity band. Dollars
+    """What would turn each reading: the computed thresholds (the verdict rule of
+    :func:`rackbook.physics.results_bounds.verdict_rule`) and the sensitivity band. Dollars
     are written USD (the flips are shown as Markdown, where ``$`` opens math)."""
-    lo, hi = 1 - check.MARGIN, 1.0
+    rule = results_bounds.verdict_rule()
+    lo, hi = rule.possible_below, rule.impossible_above
     t, s = a.claim_tok_s, a.claim_speedup
-    cap_d, cap_p = a.cap("compute", "decode"), a.cap("compute", "prefill")
+    cap_p = a.cap("compute", "prefill")
+    isl, osl = a.params.workload_isl, a.params.workload_osl
     by = a.throughput.set_index("reading")
+    need = by.loc["per-gpu-with-cached", "min_cached_share"]
     bound = cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
-    tp = (
-        f"throughput, physics: possible if at least {max(0.0, 1 - lo * cap_p / t):.1%} of the "
-        f"counted tokens were prefix-cache hits (the write-up gives no share), or if the figure "
-        f"were below {lo * cap_p:,.0f} tok/s per GPU ({lo:g}x the prefill ceiling); impossible "
-        f"above {bound:,.3g} tok/s per GPU, which no cached share reaches"
+    work = f"ISL {isl:,} / OSL {osl:,}, assumed"
+    tp = f"throughput, physics (per GPU as stated, cache hits counted, {work}): " + (
+        "no cached share fits"
+        if not np.isfinite(need)
+        else f"possible once a published share of the input tokens cached reaches {need:.1%}, "
+        "impossible below it (`rackbook check` reads the same)"
     )
-    if t > cap_p:
-        tp += f", or if a published share were below {1 - cap_p / t:.1%}"
-    tp += f"; decode ratio {a.band.text}"
-    small, large = int(a.speedups["gpus_per_node"].min()), int(a.speedups["gpus_per_node"].max())
+    tp += (
+        f"; as computed tokens possible only up to {lo * cap_p:,.0f} tok/s per GPU (the "
+        f"prefill ceiling); impossible above {bound:,.3g} tok/s per GPU on any workload, which "
+        f"no cached share reaches; decode ratio {a.band.text}"
+    )
+    sd = a.speedups
+    node_caps = sd["ceiling_tok_s_per_gpu"] * sd["gpus_per_node"]
     sp = (
-        f"speedup, physics (throughput as the rack's total): possible while that total stays "
-        f"below {lo * cap_d * s * small:,.0f} tok/s (a {small}-GPU node under {lo:g}x its "
-        f"ceiling), impossible above {hi * cap_d * s * large:,.0f} tok/s (every node size over "
-        f"its ceiling); at {t:,.0f} tok/s, possible for any speedup above "
-        f"{t / (lo * cap_d * small):.3g}x, impossible below {t / (hi * cap_d * large):.3g}x"
+        f"speedup, physics (on the throughput's basis, {work}): "
+        + "; ".join(
+            f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes fit once at least "
+            f"{r.stated_min_cached_share:.1%} of their input tokens are cache hits"
+            if np.isfinite(r.stated_min_cached_share)
+            else f"no cached share fits {r.gpus_per_node}-GPU {r.gpu.upper()} nodes"
+            for r in sd.itertuples()
+        )
+        + f". With the throughput as the rack's total: possible while that total stays below "
+        f"{lo * s * node_caps.min():,.0f} tok/s (every node size within its GPU's "
+        f"ceiling), impossible above {hi * s * node_caps.max():,.0f} tok/s (every node size "
+        f"over it); at {t:,.0f} tok/s, possible for any speedup above "
+        f"{t / (lo * node_caps.min()):.3g}x, impossible below {t / (hi * node_caps.max()):.3g}x"
     )
-    del by
     cost = (
         "cost, physics: nothing turns it; a dollar figure is a price, which no ceiling bounds "
         "(the published reading sets it against rental, list and ownership prices)"
@@ -1419,6 +1591,8 @@ def outcome(a: Analysis) -> headline.Outcome:
         "price_id": p.price_id,
         "cached_share": p.cached_share,
         "rel_tol": p.rel_tol,
+        "workload_isl": p.workload_isl,
+        "workload_osl": p.workload_osl,
     }
     return headline.Outcome(
         RESULT,

@@ -35,7 +35,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.physics import check, roofline
+from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "single-user"
@@ -182,11 +182,17 @@ def batch1_floor(
     *,
     context_tokens: int = 0,
     kv_dtype: str = "fp4",
+    routing: str = "fewest",
 ) -> roofline.Batch1Decode:
-    """Batch-1 decode floor: step >= (active weight bytes + KV of ``context_tokens``) /
-    (n_gpus x HBM bytes/s) seconds; ceiling tokens/s = acceptance_length / step
-    (:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`). DeepSeek-V4.1-Flash on
-    4 x B300: 12 GB / 32 TB/s = 0.375 ms/step, 2,667 tokens/s at acceptance 1."""
+    """Batch-1 decode bound: a step streams at least the fewest bytes it can read (dense
+    weights once, the top-k experts per MoE layer however many tokens it verifies, the
+    context once, the drafter), so step >= bytes / (n_gpus x HBM bytes/s) seconds and tokens/s
+    <= acceptance_length / step
+    (:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`; ``routing="uniform"``:
+    the verified tokens pick their experts independently, a typical step and not a bound).
+    DeepSeek-V4.1-Flash on 4 x B300: 12.02 GB / 32 TB/s = 0.3756 ms/step, 2,663 tokens/s at
+    acceptance 1; 12.02 GB + 520 MB drafter = 0.3918 ms, 3.51 / 0.3918 ms = 8,958 at 3.51
+    (uniform: 34.6 experts per layer, 34.06 GB, 3,297)."""
     return roofline.batch1_decode_ceiling_tokens_per_s(
         catalogs.as_model(model),
         hw,
@@ -194,6 +200,7 @@ def batch1_floor(
         acceptance_length,
         context_tokens=context_tokens,
         kv_dtype=kv_dtype,
+        routing=routing,
     )
 
 
@@ -228,6 +235,10 @@ def claim_vs_floor(
     rows = []
     for name, acc in (("no speculation", 1.0), ("speculation", float(acceptance_length))):
         f = batch1_floor(model, hw, n_gpus, acc, context_tokens=context_tokens, kv_dtype=kv_dtype)
+        u = batch1_floor(
+            model, hw, n_gpus, acc, context_tokens=context_tokens, kv_dtype=kv_dtype,
+            routing="uniform",
+        )  # fmt: skip
         step_ms = 1000 * f.step_s
         rows.append(
             {
@@ -244,6 +255,8 @@ def claim_vs_floor(
                 "verify_tokens": f.verify_tokens,
                 "weight_gb": f.weight_bytes / 1e9,
                 "draft_mb": f.draft_bytes / 1e6,
+                "uniform_tok_s": u.tokens_per_s,
+                "uniform_weight_gb": u.weight_bytes / 1e9,
                 "formula": f"claim 1000 / {claim_tokens_per_s:g} = {claim_ms:.4g} ms/token x "
                 f"{acc:g} = {acc * claim_ms:.4g} ms/step vs floor {f.formula}",
             }
@@ -260,9 +273,9 @@ def stream_gpus(trace: Trace, default: int) -> int:
 
 def collective_budget_us(claim_step_ms: float, floor_step_ms: float, moe_layers: int) -> float:
     """Microseconds per MoE layer left for the expert dispatch and combine across the GPUs
-    when a step takes ``claim_step_ms`` and streaming its bytes takes ``floor_step_ms``:
-    (claim step - floor step) / layers (negative: no time left)."""
-    return 1000 * (claim_step_ms - floor_step_ms) / moe_layers
+    when a step takes ``claim_step_ms`` and streaming its bytes takes ``floor_step_ms``
+    (:func:`rackbook.physics.results_bounds.collective_budget_us`; negative: no time left)."""
+    return results_bounds.collective_budget_us(claim_step_ms / 1e3, floor_step_ms / 1e3, moe_layers)
 
 
 def _n(count: int, word: str) -> str:
@@ -270,9 +283,31 @@ def _n(count: int, word: str) -> str:
     return f"{count:,} {word}" + ("" if count == 1 else "s")
 
 
-def physics_reading(floor: pd.DataFrame, claim_tok_s: float, gpus: int, gpu: str) -> (
-    headline.ClaimReading
-):  # fmt: skip
+def best_reading(floor: pd.DataFrame) -> str:
+    """The row of :func:`claim_vs_floor` with the higher bound (it decides the verdict)."""
+    return str(floor.set_index("reading")["ceiling_tok_s"].idxmax())
+
+
+def stream_attainable(
+    claim_tok_s: float, model: str, gpu: str, gpus: int, acceptance: float
+) -> dict[str, Any]:
+    """What measured kernels reach for one stream on ``gpus`` x ``gpu`` at ``acceptance``
+    tokens per step (:func:`rackbook.results.verdicts.attainable`: batch 1, tensor-parallel
+    attention, uniform routing of the verified tokens)."""
+    c = check.check_claim(
+        model, gpu, gpus, claim_tok_s, per="total", batch=1, tokens_per_step=acceptance
+    )
+    return verdicts.attainable(c, f"one stream at {acceptance:g} tokens per step")
+
+
+def physics_reading(
+    floor: pd.DataFrame,
+    claim_tok_s: float,
+    gpus: int,
+    gpu: str,
+    acceptance_from: str = "",
+    attainable: dict[str, Any] | None = None,
+) -> headline.ClaimReading:
     """The physics reading of one stream at ``claim_tok_s``: the claim over the higher of the
     two batch-1 bandwidth ceilings, with speculation (the claim's "specialised decode path" may
     use it) and without (a short acceptance length can make speculation the slower of the
@@ -280,19 +315,29 @@ def physics_reading(floor: pd.DataFrame, claim_tok_s: float, gpus: int, gpu: str
     the ceiling, so it bounds the claim from above only."""
     by = floor.set_index("reading")
     best_name = str(by["ceiling_tok_s"].idxmax())
+    acceptance = float(by.loc["speculation", "acceptance_length"])
     best = by.loc[best_name]
     other = by.loc["no speculation" if best_name == "speculation" else "speculation"]
     ratio = claim_tok_s / best["ceiling_tok_s"]
     v = check.physics_verdict(ratio)
     reason = (
         f"{claim_tok_s:,.0f} tok/s is {ratio:.0%} of the {best['ceiling_tok_s']:,.0f} tok/s "
-        f"bandwidth ceiling at {best['acceptance_length']:g} tokens per step and "
+        f"bandwidth bound at {best['acceptance_length']:g} tokens per step and "
         f"{claim_tok_s / other['ceiling_tok_s']:.0%} of {other['ceiling_tok_s']:,.0f} at "
-        f"{other['acceptance_length']:g} per step on {_n(gpus, str(gpu).upper())}; per-layer "
-        "dispatch and "
-        "combine across the GPUs are not counted"
+        f"{other['acceptance_length']:g} per step on {_n(gpus, str(gpu).upper())}, each step "
+        "streaming the fewest bytes it can (the dense weights once, the top-k experts per layer "
+        "however many tokens it verifies, the drafter); per-layer dispatch and combine across "
+        "the GPUs are not counted"
+        + (
+            f"; {acceptance:g} tokens per step is {acceptance_from}, not the claim's (the "
+            "write-up names no acceptance length)"
+            if acceptance_from
+            else ""
+        )
     )
-    return headline.ClaimReading(CLAIM_ID, "physics", v, f"{ratio:.0%} of the ceiling", reason)
+    return headline.ClaimReading(
+        CLAIM_ID, "physics", v, f"{ratio:.0%} of the ceiling", reason, attainable=attainable
+    )
 
 
 def run_reading(
@@ -412,6 +457,9 @@ class Analysis:
             "verify_tokens": int(f1["verify_tokens"]),
             "weights_1_gb": float(f0["weight_gb"]),
             "weights_s_gb": float(f1["weight_gb"]),
+            "uniform_s_gb": float(f1["uniform_weight_gb"]),
+            "uniform_s_tok_s": float(f1["uniform_tok_s"]),
+            "acceptance_from": self.acceptance_from,
             "draft_mb": float(f1["draft_mb"]),
             "floor_s_ms": float(f1["floor_step_ms"]),
             "acceptance_url": INFERENCEX_ACCEPTANCE_URL,
@@ -471,7 +519,20 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     )
     n_gpus = stream_gpus(trace, p.gpus)
     readings = [
-        physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id),
+        physics_reading(
+            floor,
+            claim_tok_s,
+            floor_gpus,
+            p.gpu_id,
+            "" if p.acceptance_length is not None else "InferenceX's measured acceptance length",
+            stream_attainable(
+                claim_tok_s,
+                p.model_id,
+                p.gpu_id,
+                floor_gpus,
+                float(floor.set_index("reading").loc[best_reading(floor), "acceptance_length"]),
+            ),
+        ),
         evidence.reading(CLAIM_ID, registry=reg),
         run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run),
     ]
@@ -551,8 +612,8 @@ def outcome(a: Analysis) -> headline.Outcome:
             name="claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_"),
             value=verdicts.number(100 * r.claim_share_of_ceiling, 4),
             unit="% of ceiling",
-            definition=f"claim / batch-1 bandwidth ceiling on {a.floor_gpus} x {p.gpu_id.upper()}, "
-            f"{r.acceptance_length:g} tokens per step",
+            definition=f"claim / batch-1 bandwidth bound (fewest bytes per step) on "
+            f"{a.floor_gpus} x {p.gpu_id.upper()}, {r.acceptance_length:g} tokens per step",
             claim_id=CLAIM_ID,
             kind="modelled",
             verdict=check.physics_verdict(r.claim_share_of_ceiling),
@@ -562,13 +623,13 @@ def outcome(a: Analysis) -> headline.Outcome:
     ]
     v = a.values()
     best = a.floor.loc[a.floor["ceiling_tok_s"].idxmax()]
+    rule = results_bounds.verdict_rule()
     flips = [
-        f"physics: undetermined above {(1 - check.MARGIN) * best['ceiling_tok_s']:,.0f} tok/s "
-        f"and impossible above {best['ceiling_tok_s']:,.0f} (the higher "
-        f"ceiling, {best['acceptance_length']:g} tokens per step on {_n(a.floor_gpus, 'GPU')}, "
-        f"{p.gpu_id.upper()}); at one token per step the claim leaves {v['budget_1_us']:.3g} µs "
-        f"per MoE layer for the dispatch and combine across the GPUs ({v['budget_s_us']:.3g} µs "
-        "with speculation)",
+        f"physics: impossible above {rule.impossible_above * best['ceiling_tok_s']:,.0f} "
+        f"tok/s, possible at or below (the higher bound, {best['acceptance_length']:g} tokens "
+        f"per step on {_n(a.floor_gpus, 'GPU')}, {p.gpu_id.upper()}, fewest bytes per step); at "
+        f"one token per step the claim leaves {v['budget_1_us']:.3g} µs per MoE layer for the "
+        f"dispatch and combine across the GPUs ({v['budget_s_us']:.3g} µs with speculation)",
         f"this run: one stream of DeepSeek-V4.1-Flash on {a.claim.scope.gpu_count} B300 GPUs "
         f"within {p.rel_tol:.0%} of {a.claim_tok_s:,.0f} tok/s reads consistent, outside it "
         "inconsistent",

@@ -7,7 +7,8 @@ reading, and headline values that stay honest when a quantity is unknown.
   endpoints) serving the claim's model; otherwise its reading is ``untested``, naming the
   hardware it ran on. A CPU run is never called a reproduction, and CPU servers are replicas,
   not GPUs.
-- A physics reading compares a claimed rate with a ceiling (:mod:`rackbook.physics.check`).
+- A physics reading compares a claimed rate with a ceiling (:mod:`rackbook.physics.check`),
+  and says how far it is from what measured kernels reach (:func:`attainable`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 import pandas as pd
 
 from rackbook.core import provenance
-from rackbook.physics.check import MARGIN, physics_verdict
+from rackbook.physics import attainable as _attainable
+from rackbook.physics.check import MARGIN, Check, physics_verdict
 from rackbook.results.headline import ClaimReading, untested
 
 #: GPU name fragments (upper case) of the claims' hardware.
@@ -143,3 +145,22 @@ def text(x: Any, spec: str = ",.0f", unknown: str = "unknown") -> str:
     """``format(x, spec)``, or ``unknown`` for None / NA / NaN (for glued prose)."""
     v = number(x, 12)
     return unknown if v is None else format(v, spec)
+
+
+def attainable(c: Check, what: str = "") -> dict[str, Any]:
+    """The attainable reading of a :class:`rackbook.physics.check.Check`
+    (:func:`rackbook.physics.attainable.for_check`, the default deployment and the shipped
+    calibration) for a :class:`rackbook.results.headline.ClaimReading`: ``tok_s_per_gpu``
+    (what measured kernels reach, tokens/s per GPU), ``ratio`` (the figure over it),
+    ``deployment``, ``calibration``, ``binding`` and ``text`` (one line, ``what`` before it:
+    the basis it is read on)."""
+    a = _attainable.for_check(c)
+    d = a.to_dict()
+    return {
+        "tok_s_per_gpu": d["tok_s_per_gpu"],
+        "ratio": d["ratio"],
+        "deployment": d["deployment"],
+        "calibration": d["calibration"],
+        "binding": d["binding"],
+        "text": (f"{what}: " if what else "") + a.text,
+    }

@@ -1,7 +1,10 @@
 """``rackbook check``: the three readings of a throughput figure for a workload.
 
 - **physics**: :func:`rackbook.physics.check.check_claim` on the workload (possible /
-  impossible / undetermined, with the binding limit);
+  impossible against the bounds, with the binding limit; undetermined when it turns on an
+  unknown cached share, :func:`rackbook.physics.check.cached_share_threshold`), and beside it
+  the attainable estimate (:func:`rackbook.physics.attainable.for_check`: the figure's ratio
+  to what the calibration's kernels reach in a stated deployment);
 - **published**: the shipped published points (:func:`rackbook.results.evidence.published_points`)
   whose basis (:mod:`rackbook.core.basis`) is nearest the workload's (:func:`workload_basis`),
   named with their ratio and URL; the verdict is
@@ -268,18 +271,67 @@ def check_trace_arg(trace_dir: str | Path) -> None:
         )
 
 
-def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, Reading]:
-    """The three readings of ``rackbook check``'s arguments."""
-    if args.trace is not None:
-        check_trace_arg(args.trace)
-    if args.batch is not None and args.concurrency is not None:
-        raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
+def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
+    """Every default ``rackbook check`` took for a part of the figure the flags left out, in
+    words (each printed as assumed)."""
+    out = []  # --per is said in the first line
+    if args.counted is None:
+        out.append(f"{c.counted} tokens counted (--counted not given)")
+    if args.phase is None:
+        out.append(f"phase {c.phase} (--phase not given)")
+    if getattr(args, "cached_share", None) is None and c.phase != "decode" and args.isl:
+        out.append("no input cached (--cached-share not given; 'unknown' for the threshold)")
+    if args.context is None and c.phase != "prefill" and args.isl:
+        out.append(f"decode context ISL + OSL / 2 = {c.workload['decode_context']:,.0f} tokens")
+    if args.tokens_per_step == 1 and c.phase != "prefill":
+        out.append("no speculative decoding (--tokens-per-step 1)")
+    if args.kv_dtype is None and c.workload.get("kv_dtype"):
+        out.append(f"KV cache stored in {c.workload['kv_dtype']} (the narrowest; --kv-dtype)")
+    return out
+
+
+def _attainable(
+    args: argparse.Namespace, c: check.Check, share_unknown: bool
+) -> tuple[dict[str, Any], str]:
+    """The attainable reading of the check (JSON fields and its line); a calibration without
+    a data sheet gives none and says why."""
+    from rackbook.core.calibration import read_calibration
+    from rackbook.physics import attainable
+
+    cal = read_calibration(args.calibration) if getattr(args, "calibration", None) else None
+    if c.limit.startswith("memory capacity"):
+        return {"tok_s_per_gpu": None, "ratio": None, "deployment": None,
+                "calibration": None}, "none: the figure does not fit"  # fmt: skip
+    try:
+        a = attainable.for_check(c, deployment=getattr(args, "deployment", None), calibration=cal)
+    except InputError as exc:
+        if cal is None or "run.json.spec" not in str(exc):
+            raise
+        return {"tok_s_per_gpu": None, "ratio": None, "deployment": None,
+                "calibration": cal.label}, f"none: {exc.problem}"  # fmt: skip
+    d = a.to_dict()
+    text = a.text
+    if share_unknown:
+        kw = _check_kwargs(args)
+        t = attainable.cached_share_threshold(
+            args.model, args.gpu, args.gpus, args.tok_s,
+            deployment=getattr(args, "deployment", None), calibration=cal, **kw,
+        )  # fmt: skip
+        d["cached_share_threshold"] = t
+        if t is None:
+            reach = "measured kernels do not reach it at any cached share"
+        elif t > 0:
+            reach = f"measured kernels reach it from {t:.1%} of the input cached"
+        else:
+            reach = "measured kernels reach it uncached"
+        text += f" at the bound's threshold share; {reach}"
+    return d, text
+
+
+def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """check_claim's keyword arguments from ``rackbook check``'s flags (all but the share)."""
     conc = args.concurrency if args.concurrency is not None else args.batch
-    c = check.check_claim(
-        args.model,
-        args.gpu,
-        args.gpus,
-        args.tok_s,
+    return dict(
         per=args.per or "gpu",
         phase=args.phase,
         batch=conc,
@@ -289,12 +341,48 @@ def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, R
         counted=args.counted,
         isl=args.isl,
         osl=args.osl,
-        cached_share=args.cached_share,
     )
+
+
+def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, Reading]:
+    """The three readings of ``rackbook check``'s arguments. The physics reading carries the
+    attainable estimate (:mod:`rackbook.physics.attainable`) beside the bound; with
+    ``--cached-share unknown`` its verdict is the threshold's
+    (:func:`rackbook.physics.check.cached_share_threshold`) and the readings shown are those
+    at the threshold (uncached when the figure is possible or impossible at any share)."""
+    if args.trace is not None:
+        check_trace_arg(args.trace)
+    if args.batch is not None and args.concurrency is not None:
+        raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
+    conc = args.concurrency if args.concurrency is not None else args.batch
+    share_arg = getattr(args, "cached_share", None)
+    unknown = share_arg == "unknown"
+    kw = _check_kwargs(args)
+    threshold = None
+    if unknown:
+        threshold = check.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
+        share = threshold.share if threshold.share is not None else 0.0
+    else:
+        share = 0.0 if share_arg is None else float(share_arg)
+    c = check.check_claim(args.model, args.gpu, args.gpus, args.tok_s, cached_share=share, **kw)
+    verdict, reason = c.verdict, c.reason
+    if threshold is not None:
+        verdict, reason = threshold.verdict, threshold.formula
+    att, att_text = _attainable(args, c, unknown and threshold is not None and bool(share))
     phys = Reading(
-        c.verdict,
-        c.reason,
+        verdict,
+        reason,
         {
+            "attainable": att,
+            "attainable_text": att_text,
+            "threshold": None
+            if threshold is None
+            else {
+                "cached_share": threshold.share,
+                "ratio_uncached": threshold.ratio_uncached,
+                "ratio_cached": threshold.ratio_cached,
+            },
+            "assumed": assumed(args, c),
             "limit": c.limit,
             "ratio": c.ratio if math.isfinite(c.ratio) else None,
             "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu
@@ -316,6 +404,7 @@ def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, R
         },
     )
     model = catalogs.as_model(args.model)
+    known = None if share_arg is None or unknown else float(share_arg)
     wb = workload_basis(
         model.id,
         c.gpu,
@@ -323,7 +412,7 @@ def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, R
         c.counted,
         args.isl,
         args.osl,
-        args.cached_share,
+        known,
         conc,
         getattr(args, "engine", None),
         getattr(args, "speculation", None),
@@ -362,14 +451,22 @@ def cli_check(args: argparse.Namespace) -> int:
         )
     )
     w = c.workload
+    share_arg = getattr(args, "cached_share", None)
+    if share_arg == "unknown":
+        share = f"cached share unknown (readings at {w['cached_share']:.1%})"
+    else:
+        share = f"cached share {w['cached_share']:.1%}" + (
+            " (assumed)" if share_arg is None else ""
+        )
     print(f"{args.tok_s:,.6g} {c.counted} tok/s {per}: {c.claimed_tok_s_per_gpu:,.1f} per GPU")
     print(
         f"{c.model} on {c.gpus} x {c.gpu}, phase {c.phase}: output {w['output_tok_s_per_gpu']:,.1f}"
         f" and new input {w['new_input_tok_s_per_gpu']:,.1f} tok/s per GPU; decode context "
-        f"{w['decode_context']:,.0f}, prefill prefix {w['prefill_prefix']:,.0f} tokens, cached "
-        f"share {w['cached_share']:.1%}, concurrency "
-        + ("not given" if w["concurrency"] is None else f"{w['concurrency']:,.0f}")
+        f"{w['decode_context']:,.0f}, prefill prefix {w['prefill_prefix']:,.0f} tokens, {share}, "
+        "concurrency " + ("not given" if w["concurrency"] is None else f"{w['concurrency']:,.0f}")
     )
+    for a in phys.extra["assumed"]:
+        print(f"  assumed: {a}")
     for r in c.readings:
         if r.name == "memory capacity":
             shown = "fits" if r.tok_s_per_gpu else "does not fit"
@@ -379,7 +476,8 @@ def cli_check(args: argparse.Namespace) -> int:
         print(f"  {label}: {shown}  [{r.formula}]")
     for n in c.notes:
         print(f"  note: {n}")
-    print(f"physics: {c.verdict} ({c.reason}; limit: {c.limit})")
+    print(f"physics: {phys.verdict} ({phys.reason}; limit: {c.limit})")
+    print(f"  attainable: {phys.extra['attainable_text']}")
     print(f"basis: {pub.extra.get('basis')}")
     print(f"published: {pub.verdict} ({pub.reason})")
     for p in pub.extra.get("closest", []):

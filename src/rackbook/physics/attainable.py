@@ -1,0 +1,727 @@
+"""What measured kernels reach: the attainable estimate beside every physics bound.
+
+A bound (:mod:`rackbook.physics.check`) is the least time the work can take; it says whether a
+figure is possible, not whether it is realistic. This module estimates the time the same work
+takes with a stated deployment and kernels as fast as a calibration measured them
+(:mod:`rackbook.core.calibration`), so every reading can say both: the verdict against the bound
+and the figure's ratio to this estimate.
+
+**Kernel efficiencies** (:func:`efficiencies`) are fractions of the calibration GPU's data sheet
+(``run.json`` ``spec``): stream bandwidth (the best ``hbm_read``), dense GEMMs (the best
+``dense_gemm`` per dtype), and, kept as timed, the routed-expert GEMMs across tokens per expert,
+the index scan across keys and the sparse attention of one decode token. On another GPU a
+kernel keeps the fraction of its roofline (the larger of bytes / bandwidth and FLOP / peak)
+it reached on the calibration GPU at that size (:func:`scaled`). The scan and attention are
+scaled by bandwidth. Fractions measured on a Hopper GPU and applied to a Blackwell one are
+labelled as such: an assumption.
+
+**Deployments** (:data:`DEPLOYMENTS`):
+
+- ``dp-ep`` (the default for DeepSeek-V4.1-Flash on an NVL72): attention data-parallel (each
+  GPU its own sequences, the dense weights on every GPU and read by each every step), experts
+  expert-parallel (spread evenly, the routing balanced: uniform routing's distinct experts,
+  shared evenly), dispatch and combine over NVLink;
+- ``tp-ep``: attention and dense weights tensor-parallel over all the GPUs (each reads its
+  slice; every GPU sees every sequence, holds every sequence's compressed KV, splits the index
+  scan by heads), experts expert-parallel, two all-reduces a layer over NVLink.
+
+The parts of a step add up (no overlap of communication with compute, no launch overhead
+beyond what the calibration's CUDA graphs timed); the batch, when the figure does not give its
+concurrency, is the one that reaches the most within the KV capacity of the deployment.
+Communication is bandwidth only, at the data sheet's NVLink (no calibration measures it).
+Units: seconds, bytes, tokens/s per GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rackbook.core.calibration import Calibration, read_calibration
+from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics import roofline
+from rackbook.physics.units import fmt, plural
+
+#: The deployments the estimate knows (module docstring).
+DEPLOYMENTS: tuple[str, ...] = ("dp-ep", "tp-ep")
+#: What each deployment is, in words, for the output.
+DEPLOYMENT_TEXT: dict[str, str] = {
+    "dp-ep": "attention data-parallel + experts expert-parallel",
+    "tp-ep": "attention tensor-parallel + experts expert-parallel",
+}
+#: Share of HBM the engine may use for weights and KV (as :data:`check.MEMORY_FRACTION`).
+MEMORY_FRACTION = 0.9
+#: Bytes a token's hidden state moves per expert it is routed to on another GPU: dispatch at
+#: FP8 (1 B per value) and combine at BF16 (2 B per value), per hidden value.
+DISPATCH_BYTES_PER_VALUE = 1
+COMBINE_BYTES_PER_VALUE = 2
+#: Largest per-GPU batch searched when the figure gives no concurrency.
+MAX_BATCH = 1 << 16
+#: The resource each part of a step is named by when a figure needs faster kernels.
+RESOURCE: dict[str, str] = {
+    "dense weights": "stream bandwidth",
+    "dense GEMMs": "dense-GEMM throughput",
+    "experts": "expert-GEMM speed",
+    "index scan": "index-scan speed",
+    "attention": "sparse-attention speed",
+    "attention FLOP": "dense-GEMM throughput",
+    "context reads": "stream bandwidth",
+    "drafter": "stream bandwidth",
+    "NVLink": "NVLink bandwidth (data sheet)",
+}
+
+
+@dataclass(frozen=True)
+class Efficiencies:
+    """Kernel speeds a calibration measured, as fractions of its GPU's data sheet (stream and
+    dense GEMMs) or as timed curves (experts, scan, attention: sizes and seconds).
+
+    ``spec``: the calibration GPU's data sheet (bytes/s, FLOP/s by dtype). ``experts``: dtype ->
+    (tokens per expert, seconds, bytes moved, FLOP) arrays. ``scan``: (keys, seconds).
+    ``attention``: (pool rows, seconds)."""
+
+    label: str
+    gpu: str
+    spec_bw: float
+    spec_flops: dict[str, float]
+    stream: float
+    dense: dict[str, float]
+    experts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    scan: tuple[np.ndarray, np.ndarray]
+    attention: tuple[np.ndarray, np.ndarray]
+    shapes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hopper(self) -> bool:
+        """Whether the calibration GPU is a Hopper part (H100, H200)."""
+        return any(k in self.gpu.upper() for k in ("H100", "H200", "H800", "H20", "GH200"))
+
+    def text(self) -> str:
+        """One line: the fractions measured."""
+        d = ", ".join(f"{k.upper()} {v:.0%}" for k, v in sorted(self.dense.items()))
+        return f"{self.label}: stream {self.stream:.0%} of HBM, dense GEMMs {d} of peak"
+
+
+def efficiencies(cal: Calibration | None = None) -> Efficiencies:
+    """The fractions and curves of ``cal`` (default: the shipped H200 reference).
+
+    Stream: the best ``hbm_read`` bytes / seconds over ``spec.hbm_TBps``; dense GEMMs: the
+    best ``dense_gemm`` FLOP / seconds per dtype over ``spec.<dtype>_dense_TFLOPs``. The H200
+    reference: 4.334 TB/s / 4.8 = 90 %; BF16 789 / 989 = 80 %, FP8 1,451 / 1,979 = 73 %.
+    A calibration without a data sheet (``--device cpu``) has no fractions: InputError."""
+    cal = cal if cal is not None else read_calibration()
+    where = cal.path or "calibration"
+    spec = cal.run.get("spec") or {}
+    if not spec.get("hbm_TBps"):
+        raise InputError(
+            where,
+            "run.json.spec",
+            "no data sheet (a CPU calibration?): the attainable estimate needs a GPU's",
+        )
+    spec_bw = float(spec["hbm_TBps"]) * 1e12
+    flops = {
+        d: float(spec[f"{d}_dense_TFLOPs"]) * 1e12
+        for d in ("bf16", "fp8")
+        if spec.get(f"{d}_dense_TFLOPs")
+    }
+
+    def need(fam: str, dtype: str | None = None) -> Any:
+        rows = cal.family(fam, dtype)
+        if rows.empty:
+            raise InputError(where, "kernels", f"no {fam} rows" + (f" ({dtype})" if dtype else ""))
+        return rows
+
+    hbm = need("hbm_read")
+    stream = float((hbm["bytes"] / hbm["seconds"]).max()) / spec_bw
+    dense: dict[str, float] = {}
+    rows = need("dense_gemm")
+    for d, g in rows.groupby("dtype"):
+        if str(d) in flops:
+            dense[str(d)] = float((g["flops"] / g["seconds"]).max()) / flops[str(d)]
+    experts = {}
+    for d in ("fp8", "bf16"):
+        e = cal.family("expert_gemm", d)
+        if not e.empty:
+            experts[d] = tuple(
+                e[c].to_numpy(np.float64) for c in ("size", "seconds", "bytes", "flops")
+            )
+    if not experts:
+        raise InputError(where, "kernels", "no expert_gemm rows")
+    sc = need("indexer_scan")
+    at = need("sparse_attention")
+    return Efficiencies(
+        cal.label,
+        str(cal.run["gpu"]),
+        spec_bw,
+        flops,
+        stream,
+        dense,
+        experts,  # type: ignore[arg-type]
+        (sc["size"].to_numpy(np.float64), sc["seconds"].to_numpy(np.float64)),
+        (at["size"].to_numpy(np.float64), at["seconds"].to_numpy(np.float64)),
+        dict(cal.run.get("shapes") or {}),
+    )
+
+
+def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
+    """``ys`` at ``x``: linear between the sizes measured, proportional to ``x`` below the
+    smallest (through zero) and along the last segment's slope above the largest."""
+    if x <= 0:
+        return 0.0
+    if x <= xs[0]:
+        return float(ys[0] * x / xs[0])
+    if x >= xs[-1]:
+        if len(xs) == 1:
+            return float(ys[-1] * x / xs[-1])
+        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        return float(ys[-1] + max(slope, 0.0) * (x - xs[-1]))
+    return float(np.interp(x, xs, ys))
+
+
+def _interp_flat(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
+    """``ys`` at ``x``: linear between the sizes measured, flat outside them (a latency that
+    does not vanish at small sizes)."""
+    return float(np.interp(x, xs, ys))
+
+
+def scaled(seconds: float, nbytes: tuple[float, float], flops: tuple[float, float],
+           bw: tuple[float, float], peak: tuple[float, float]) -> float:  # fmt: skip
+    """A kernel timed at ``seconds`` on the calibration GPU, on the target: it keeps the
+    fraction of its roofline it reached. Roofline time = max(bytes / bandwidth, FLOP / peak)
+    on each GPU; target seconds = target roofline / (calibration roofline / ``seconds``).
+    Pairs are (calibration, target).
+
+    One FP8 expert of 35.39 MB at 1 token on an H200: roofline 35.39 MB / 4.8 TB/s = 7.373 us,
+    timed 13.867 us: 53.2 %; the FP4 expert (18.80 MB) on a GB300: 2.350 us / 0.532 = 4.420 us.
+    At 4,096 tokens: roofline 2 x 4,096 x 35.39e6 / 1,979e12 = 146.5 us, timed 243.4 us: 60.2 %;
+    on a GB300 at FP4: 290e9 FLOP / 15e15 = 19.33 us / 0.602 = 32.1 us."""
+    r_cal = max(nbytes[0] / bw[0], flops[0] / peak[0])
+    r_tgt = max(nbytes[1] / bw[1], flops[1] / peak[1] if peak[1] > 0 else math.inf)
+    return seconds * r_tgt / r_cal if r_cal > 0 else seconds
+
+
+def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
+    """Seconds (on the calibration GPU) one index layer's scan takes for ``sequences``
+    sequences of ``keys`` keys each: the calibration's time for one sequence (a latency;
+    proportional below the fewest keys timed), or all the batch's keys at the best rate the
+    calibration measured (keys / second), whichever is longer.
+
+    H200 reference: 875,520 keys in 311.5 us is the best rate, 2.81e9 keys/s; 64 sequences of
+    50,000 keys: 3.2e6 / 2.81e9 = 1,138 us (one alone: 119.3 x 50,000 / 131,072 = 45.5 us)."""
+    if keys <= 0 or sequences <= 0:
+        return 0.0
+    sizes, secs = eff.scan
+    rate = float((sizes / secs).max())
+    one = _interp(keys, sizes, secs) if keys <= sizes[-1] else keys / rate
+    return max(one, sequences * keys / rate)
+
+
+def _cal_dtype(eff: Efficiencies, dtype: str) -> str:
+    """The calibration's expert dtype closest to the model's: FP4 experts take FP8's curve."""
+    if dtype in eff.experts:
+        return dtype
+    return "fp8" if "fp8" in eff.experts else next(iter(eff.experts))
+
+
+def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
+    """Seconds one routed expert of ``model`` takes on ``gpu`` for ``tokens`` tokens routed to
+    it: the calibration's expert GEMM at that many tokens (interpolated; FP4 experts on the
+    FP8 curve), scaled to the model's bytes and FLOP and the target's bandwidth and peak
+    (:func:`scaled`).
+
+    H200 reference, FP8, 1 token: 13.867 us for 35.39 MB; a DeepSeek-V4.1-Flash FP4 expert
+    (18.80 MB) on a GB300 (8 TB/s): 13.867 x 18.80 / 35.39 x 4.8 / 8 = 4.420 us."""
+    if tokens <= 0:
+        return 0.0
+    m, a = model.moe, model.architecture
+    assert m.moe_intermediate_size and a.hidden_size
+    dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
+    cd = _cal_dtype(eff, dtype)
+    sizes, secs, nbytes, flops = eff.experts[cd]
+    t = _interp(tokens, sizes, secs) if tokens >= sizes[0] else float(secs[0])
+    b_cal = float(np.interp(tokens, sizes, nbytes))
+    shapes = eff.shapes
+    per_cal = (
+        3
+        * shapes.get("hidden_size", a.hidden_size)
+        * shapes.get("moe_intermediate_size", m.moe_intermediate_size)
+    )
+    f_cal = 2.0 * max(tokens, 1.0) * per_cal
+    f_t = 2.0 * max(tokens, 1.0) * 3 * a.hidden_size * m.moe_intermediate_size
+    run = gpu.run_precision(dtype)
+    peak_t = gpu.flops(run) or 0.0
+    peak_c = eff.spec_flops.get(cd, max(eff.spec_flops.values()))
+    return scaled(
+        t,
+        (b_cal, roofline.expert_bytes(model)),
+        (f_cal, f_t),
+        (eff.spec_bw, gpu.hbm_bandwidth_bytes_per_s),
+        (peak_c, peak_t),
+    )
+
+
+def _dense_fraction(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> tuple[float, float]:
+    """(fraction of peak, target FLOP/s) for dense GEMMs stored at ``dtype`` on ``gpu``."""
+    run = gpu.run_precision(dtype)
+    frac = eff.dense.get(run) or eff.dense.get("fp8") or max(eff.dense.values())
+    return frac, float(gpu.flops(run) or 0.0)
+
+
+def nvlink_domain(gpu: GpuSpec) -> int | None:
+    """GPUs one NVLink domain of ``gpu`` holds: the largest catalog system built from it."""
+    hw = catalogs.load_hardware()
+    sizes = [s.gpus for s in hw.systems.values() if s.gpu == gpu.id]
+    return max(sizes) if sizes else None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One phase's attainable rate: tokens/s per GPU (output tokens for decode, new input
+    tokens for prefill), the seconds each part takes (per step for decode, per token for
+    prefill), the batch per GPU (decode) and the arithmetic."""
+
+    phase: str
+    tok_s_per_gpu: float
+    parts: dict[str, float]
+    batch: float | None
+    formula: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def binding(self) -> str:
+        """The part that takes the most time."""
+        return max(self.parts, key=lambda k: self.parts[k]) if self.parts else ""
+
+
+def _capacity(model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None,
+              deployment: str) -> tuple[float, str]:  # fmt: skip
+    """Sequences over all ``gpus`` whose KV fits in the deployment, and the arithmetic: dp-ep
+    holds the dense weights on every GPU and each sequence's KV on one; tp-ep spreads the
+    weights but every GPU holds every sequence's compressed KV."""
+    st = roofline.storage(model)
+    per_seq = roofline.window_bytes_per_sequence(model)
+    if kv_dtype:
+        per_seq += roofline.kv_bytes_per_sequence(model, math.ceil(context), kv_dtype)
+    usable = gpu.hbm_capacity_bytes * MEMORY_FRACTION
+    if deployment == "dp-ep":
+        weights = st.per_gpu_bytes(gpus)
+        n = max(0.0, (usable - weights) // per_seq) * gpus if per_seq else MAX_BATCH * gpus
+        how = "dense on every GPU, experts spread; each sequence's KV on its GPU"
+    else:
+        weights = st.total_bytes / gpus
+        n = max(0.0, (usable - weights) // per_seq) if per_seq else MAX_BATCH
+        how = "all weights spread; every GPU holds every sequence's compressed KV"
+    n = min(n, MAX_BATCH * gpus)
+    return n, (
+        f"({fmt(gpu.hbm_capacity_bytes, 'B')} x {MEMORY_FRACTION:g} - {fmt(weights, 'B')} "
+        f"weights per GPU) / {fmt(per_seq, 'B')} per sequence ({how}): {n:,.0f} sequences"
+    )
+
+
+def decode_step(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    batch: float,
+    eff: Efficiencies,
+    *,
+    context: float = 0,
+    tokens_per_step: float = 1.0,
+    verify: int = 1,
+    kv_dtype: str | None = "fp4",
+    deployment: str = "dp-ep",
+) -> Estimate:
+    """One decode step of ``batch`` sequences over ``gpus`` GPUs in ``deployment`` with the
+    calibration's kernels: the seconds of each part on the busiest GPU, added, and the output
+    tokens/s per GPU (``batch`` x ``tokens_per_step`` / step / ``gpus``).
+
+    Parts (per GPU): dense weights read at the stream fraction (all of them in dp-ep on each
+    GPU with sequences, 1/gpus in tp-ep) or their GEMMs at the dense fraction, whichever is
+    longer; the routed experts the step's tokens touch (uniform routing, spread evenly: distinct
+    / gpus experts, each at its tokens per expert, :func:`expert_seconds`); the index scans of
+    the GPU's sequences (:func:`scan_seconds`, scaled by bandwidth; split by heads over the
+    GPUs in tp-ep); attention in every layer (the
+    calibration's single-token time as a latency, or the rows read at the stream fraction for
+    the whole batch, whichever is longer); the drafter's weights; NVLink: dispatch + combine of
+    each token to the experts on other GPUs (dp-ep) or two all-reduces a layer (tp-ep)."""
+    if deployment not in DEPLOYMENTS:
+        choices = ", ".join(DEPLOYMENTS)
+        raise InputError("-", "deployment", f"{deployment!r} is not one of {choices}")
+    m, a = model.moe, model.architecture
+    assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
+    bw = gpu.hbm_bandwidth_bytes_per_s
+    ratio_bw = eff.spec_bw / bw
+    split = roofline.weight_split(model, "decode")
+    dense_bytes = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
+    frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
+    tokens = batch * verify  # over all the GPUs
+    if deployment == "dp-ep":
+        active = min(batch, gpus)
+        local = batch / active  # sequences on a GPU with sequences
+        d_bytes = dense_bytes
+        d_tokens = local * verify
+        ctx_share = local
+    else:
+        local = batch
+        d_bytes = dense_bytes / gpus
+        d_tokens = tokens
+        ctx_share = batch / gpus
+    parts: dict[str, float] = {}
+    t_read = d_bytes / (eff.stream * bw)
+    d_params = split.dense_params / (gpus if deployment == "tp-ep" else 1)
+    t_gemm = 2 * d_params * d_tokens / (frac * peak)
+    parts["dense weights" if t_read >= t_gemm else "dense GEMMs"] = max(t_read, t_gemm)
+    distinct = roofline.distinct_experts(m.num_routed_experts, m.experts_per_token, tokens)
+    per_expert = tokens * m.experts_per_token / distinct if distinct else 0.0
+    mine = distinct / min(gpus, m.num_routed_experts) if distinct else 0.0
+    parts["experts"] = split.moe_layers * mine * expert_seconds(eff, model, gpu, per_expert)
+    scan = att = reads = 0.0
+    if kv_dtype and context:
+        kc, att_cfg = model.kv_cache, model.attention
+        srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
+        keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
+        scan = sum(scan_seconds(eff, k, ctx_share) for k in keys) * ratio_bw
+        if deployment == "tp-ep":
+            scan /= gpus  # the index heads split over the GPUs
+        cr = roofline.context_reads(model, context, "decode", kv_dtype)
+        reads = (cr.rows + cr.pool + cr.window) * ctx_share / (eff.stream * bw)
+        lat = _interp_flat(context, *eff.attention) * ratio_bw
+        att = a.num_layers * lat
+    if scan:
+        parts["index scan"] = scan
+    if att or reads:
+        parts["attention" if att >= reads else "context reads"] = max(att, reads)
+    spec = model.speculative
+    if verify > 1 and spec is not None:
+        draft = spec.draft_active_params * float(roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+        parts["drafter"] = draft / (gpus if deployment == "tp-ep" else 1) / (eff.stream * bw)
+    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2  # each way
+    if gpus > 1 and link:
+        h = a.hidden_size
+        if deployment == "dp-ep":
+            per_tok = m.experts_per_token * (gpus - 1) / gpus * h
+            per_tok *= DISPATCH_BYTES_PER_VALUE + COMBINE_BYTES_PER_VALUE
+            comm = split.moe_layers * local * verify * per_tok / link
+        else:
+            comm = a.num_layers * 2 * 2 * (gpus - 1) / gpus * tokens * h * 2 / link
+        parts["NVLink"] = comm
+    step = sum(parts.values())
+    tps = batch * tokens_per_step / gpus / step if step else math.inf
+    shown = " + ".join(f"{k} {v * 1e6:,.4g} us" for k, v in parts.items())
+    formula = (
+        f"{DEPLOYMENT_TEXT[deployment]}, {plural(_n(batch), 'sequence')} on "
+        f"{plural(gpus, 'GPU')} at {context:,.0f} tokens of context: step = {shown} = "
+        f"{step * 1e6:,.4g} us; {_n(batch):,} x {tokens_per_step:g} tokens / step / {gpus} = "
+        f"{tps:,.0f} tok/s per GPU ({distinct:.4g} experts a layer touched, "
+        f"{per_expert:.3g} tokens each)"
+    )
+    return Estimate("decode", tps, parts, batch, formula)
+
+
+def prefill_token(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    eff: Efficiencies,
+    *,
+    prefix: float = 0,
+    kv_dtype: str | None = "fp4",
+    chunk: int = 256,
+) -> Estimate:
+    """Seconds per new prefill token per GPU, through the encoder layers, with large batches
+    of new tokens: dense GEMMs at the dense fraction; expert GEMMs at the calibration's fraction
+    of peak at its largest tokens per expert; attention and indexer FLOP at ``prefix`` at the
+    dense fraction (no prefill attention kernel is calibrated); the prefix's reads once per
+    ``chunk`` at the stream fraction; EP dispatch + combine over NVLink."""
+    m, a = model.moe, model.architecture
+    assert m.experts_per_token and a.hidden_size
+    split = roofline.weight_split(model, "prefill")
+    bw = gpu.hbm_bandwidth_bytes_per_s
+    frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
+    parts = {"dense GEMMs": 2 * split.dense_params / (frac * peak)}
+    big = 4096.0
+    parts["experts"] = (
+        split.moe_layers * m.experts_per_token * (expert_seconds(eff, model, gpu, big) / big)
+    )
+    if prefix:
+        af = roofline.attention_flops(model, prefix, "prefill")
+        parts["attention FLOP"] = af.total / (frac * peak)
+        if kv_dtype:
+            cr = roofline.context_reads(model, prefix, "prefill", kv_dtype)
+            parts["context reads"] = cr.total / chunk / (eff.stream * bw)
+    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2
+    if gpus > 1 and link:
+        per_tok = m.experts_per_token * (gpus - 1) / gpus * a.hidden_size
+        per_tok *= DISPATCH_BYTES_PER_VALUE + COMBINE_BYTES_PER_VALUE
+        parts["NVLink"] = split.moe_layers * per_tok / link
+    sec = sum(parts.values())
+    tps = 1 / sec
+    shown = " + ".join(f"{k} {v * 1e6:,.4g} us" for k, v in parts.items())
+    formula = (
+        f"a new token after {prefix:,.0f} tokens, experts expert-parallel over "
+        f"{plural(gpus, 'GPU')}: {shown} = {sec * 1e6:,.4g} us per GPU: {tps:,.0f} new tok/s"
+    )
+    return Estimate("prefill", tps, parts, None, formula)
+
+
+def _n(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
+
+
+@dataclass(frozen=True)
+class Attainable:
+    """The attainable reading of one figure: the rate per GPU (the figure's counted tokens)
+    the deployment reaches with the calibration's kernels, the figure's ratio to it, the
+    deployment and the calibration in words, and each phase's estimate."""
+
+    tok_s_per_gpu: float
+    ratio: float
+    deployment: str
+    calibration: str
+    claimed_tok_s_per_gpu: float
+    counted: str
+    estimates: dict[str, Estimate]
+    notes: tuple[str, ...] = ()
+    #: phase -> the share of the GPUs' time its work takes at the estimate
+    shares: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def binding(self) -> str:
+        """The part of a step that takes the largest share of the GPUs' time."""
+        best, name = -1.0, ""
+        for ph, e in self.estimates.items():
+            total = sum(e.parts.values())
+            for k, v in e.parts.items():
+                share = self.shares.get(ph, 1.0) * v / total if total else 0.0
+                if share > best:
+                    best, name = share, k
+        return name
+
+    @property
+    def text(self) -> str:
+        """One line: the figure against what measured kernels reach."""
+        fig = f"{self.claimed_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU"
+        where = f"({self.deployment}; {self.calibration})"
+        if not math.isfinite(self.ratio):
+            why = self.notes[-1] if self.notes else "no attainable estimate"
+            return f"{fig}: measured kernels cannot reach it: {why} {where}"
+        if self.ratio <= 1:
+            return (
+                f"{fig} is {self.ratio:.2g}x what measured kernels reach for this workload "
+                f"({self.tok_s_per_gpu:,.0f}) {where}"
+            )
+        what = RESOURCE.get(self.binding, self.binding)
+        return (
+            f"{fig} needs kernels at {self.ratio:.0%} of the {what} measured: "
+            f"{self.ratio:.3g}x what they reach for this workload ({self.tok_s_per_gpu:,.0f}) "
+            f"{where}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{tok_s_per_gpu, ratio, deployment, calibration, text, binding, phases}``."""
+        return {
+            "tok_s_per_gpu": self.tok_s_per_gpu if math.isfinite(self.tok_s_per_gpu) else None,
+            "ratio": self.ratio if math.isfinite(self.ratio) else None,
+            "deployment": self.deployment,
+            "calibration": self.calibration,
+            "text": self.text,
+            "binding": self.binding,
+            "phases": {
+                k: {
+                    "tok_s_per_gpu": e.tok_s_per_gpu,
+                    "batch": e.batch,
+                    "seconds": e.parts,
+                    "formula": e.formula,
+                }
+                for k, e in self.estimates.items()
+            },
+            "notes": list(self.notes),
+        }
+
+
+def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
+    """The calibration in words, labelled when Hopper fractions stand for a Blackwell GPU."""
+    text = eff.label
+    blackwell = "blackwell" in gpu.name.lower()
+    if eff.hopper and blackwell:
+        text += (
+            f"; fractions of the data sheet measured on Hopper ({eff.gpu}) applied to "
+            f"{gpu.id} (Blackwell): an assumption, not a Blackwell measurement"
+        )
+    return text
+
+
+def choose_deployment(gpus: int, batch: float | None, deployment: str | None) -> tuple[str, str]:
+    """The deployment and why: the one asked for, else dp-ep, or tp-ep when fewer sequences
+    than GPUs are in flight (data-parallel attention would leave GPUs without sequences)."""
+    if deployment is not None:
+        if deployment not in DEPLOYMENTS:
+            raise InputError(
+                "-", "deployment", f"{deployment!r} is not one of {', '.join(DEPLOYMENTS)}"
+            )
+        return deployment, "as asked"
+    if batch is not None and batch < gpus:
+        return "tp-ep", f"assumed: {plural(_n(batch), 'sequence')} on {plural(gpus, 'GPU')}"
+    return "dp-ep", "assumed: the default for this model on a rack"
+
+
+def estimate(
+    model: ModelSpec | str,
+    gpu: GpuSpec | str,
+    gpus: int,
+    *,
+    claimed: float,
+    counted: str = "output",
+    output_tok_s: float = 0.0,
+    new_input_tok_s: float = 0.0,
+    phase: str = "decode",
+    batch: float | None = None,
+    context: float = 0.0,
+    prefix: float = 0.0,
+    tokens_per_step: float = 1.0,
+    verify: int = 1,
+    kv_dtype: str | None = "fp4",
+    deployment: str | None = None,
+    calibration: Calibration | None = None,
+) -> Attainable:
+    """The attainable reading of a figure of ``claimed`` tokens/s per GPU (``counted`` tokens)
+    whose work per GPU is ``output_tok_s`` decoded and ``new_input_tok_s`` prefilled (as
+    :func:`rackbook.physics.check.check_claim` splits it). The phases share the GPUs' time as
+    in the bound: ratio = output / decode estimate + new input / prefill estimate, and the
+    attainable rate is ``claimed`` / ratio. Without ``batch`` the decode batch is the one that
+    reaches the most within the deployment's KV capacity (powers of two and the capacity)."""
+    m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
+    eff = efficiencies(calibration)
+    dep, why = choose_deployment(gpus, batch, deployment)
+    notes: list[str] = []
+    dom = nvlink_domain(g)
+    if dom is not None and gpus > dom:
+        notes.append(
+            f"{gpus} GPUs span more than one NVLink domain of {dom}: the network between "
+            "domains is not modelled (NVLink assumed throughout)"
+        )
+    estimates: dict[str, Estimate] = {}
+    shares: dict[str, float] = {}
+    if phase in ("decode", "mixed"):
+        cap, cap_text = _capacity(m, g, gpus, context, kv_dtype, dep)
+        kw: dict[str, Any] = dict(
+            context=context, tokens_per_step=tokens_per_step, verify=verify,
+            kv_dtype=kv_dtype, deployment=dep,
+        )  # fmt: skip
+        if cap < 1 or (batch is not None and batch > cap):
+            notes.append(f"the batch does not fit in this deployment: {cap_text}")
+            est = Estimate("decode", 0.0, {}, batch, cap_text)
+        elif batch is not None:
+            est = decode_step(m, g, gpus, batch, eff, **kw)
+        else:
+            best: Estimate | None = None
+            b = float(gpus)
+            sizes = []
+            while b < cap:
+                sizes.append(b)
+                b *= 2
+            sizes.append(float(cap))
+            for b in sizes:
+                e = decode_step(m, g, gpus, b, eff, **kw)
+                if best is None or e.tok_s_per_gpu > best.tok_s_per_gpu:
+                    best = e
+            assert best is not None
+            est = Estimate(
+                "decode",
+                best.tok_s_per_gpu,
+                best.parts,
+                best.batch,
+                best.formula + f" (the best batch within {cap_text})",
+            )
+        estimates["decode"] = est
+        if output_tok_s:
+            shares["decode"] = output_tok_s / est.tok_s_per_gpu if est.tok_s_per_gpu else math.inf
+    if phase in ("prefill", "mixed"):
+        est = prefill_token(m, g, gpus, eff, prefix=prefix, kv_dtype=kv_dtype)
+        estimates["prefill"] = est
+        if new_input_tok_s:
+            shares["prefill"] = new_input_tok_s / est.tok_s_per_gpu
+    ratio = sum(shares.values())
+    att = claimed / ratio if ratio > 0 else math.inf
+    deployment_text = f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')} ({why})"
+    return Attainable(
+        att,
+        ratio if ratio > 0 else 0.0,
+        deployment_text,
+        calibration_text(eff, g),
+        claimed,
+        counted,
+        estimates,
+        tuple(notes),
+        shares,
+    )
+
+
+def for_check(
+    c: Any, *, deployment: str | None = None, calibration: Calibration | None = None
+) -> Attainable:
+    """:func:`estimate` for a :class:`rackbook.physics.check.Check` (its model, GPUs, phase and
+    workload)."""
+    w = c.workload
+    return estimate(
+        c.model,
+        c.gpu,
+        c.gpus,
+        claimed=c.claimed_tok_s_per_gpu,
+        counted=c.counted,
+        output_tok_s=w["output_tok_s_per_gpu"],
+        new_input_tok_s=w["new_input_tok_s_per_gpu"],
+        phase=c.phase,
+        batch=w["concurrency"],
+        context=w["decode_context"],
+        prefix=w["prefill_prefix"],
+        tokens_per_step=w["tokens_per_step"],
+        verify=w.get("verify_tokens", 1),
+        kv_dtype=w.get("kv_dtype", "fp4"),
+        deployment=deployment,
+        calibration=calibration,
+    )
+
+
+def cached_share_threshold(
+    model: ModelSpec | str,
+    gpu: GpuSpec | str,
+    gpus: int,
+    tok_s: float,
+    *,
+    deployment: str | None = None,
+    calibration: Calibration | None = None,
+    **kwargs: Any,
+) -> float | None:
+    """The least cached share of the input from which ``tok_s`` (read as
+    :func:`rackbook.physics.check.check_claim` reads it, same keyword arguments but
+    ``cached_share``) is at most what the calibration's kernels reach (ratio <= 1): 0 when it
+    is uncached, None when it is not at any share. Sampled and bisected as
+    :func:`rackbook.physics.check.cached_share_threshold`."""
+    from rackbook.physics import check
+
+    cal = calibration
+
+    def ratio(c: float) -> float:
+        ck = check.check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs)
+        if ck.limit.startswith("memory capacity"):
+            return math.inf
+        return for_check(ck, deployment=deployment, calibration=cal).ratio
+
+    shares = [i / 20 for i in range(20)] + [1 - 1e-6]
+    r = [ratio(c) for c in shares]
+    bad = [i for i, x in enumerate(r) if not x <= 1]
+    if not bad:
+        return 0.0
+    if bad[-1] == len(shares) - 1:
+        return None
+    lo, hi = shares[bad[-1]], shares[bad[-1] + 1]
+    while hi - lo > 1e-3:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if ratio(mid) <= 1 else (mid, hi)
+    return hi

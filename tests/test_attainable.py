@@ -1,0 +1,222 @@
+"""The attainable estimate (:mod:`rackbook.physics.attainable`): every number against a hand
+calculation from the shipped H200 reference calibration (``data/calibration/h200-reference``,
+the figures of ``h200-kernels.reference.json``) and the catalogs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from rackbook.core import calibration
+from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.physics import attainable as at
+from rackbook.physics import check
+
+V41 = "deepseek-v4.1-flash"
+STREAM = 4.333553167840999 / 4.8  # HBM read 4.334 TB/s of 4.8: 90.3 %
+FP8 = 1450.5308318006275 / 1979  # FP8 8192^3: 1,451 of 1,979 TFLOP/s: 73.3 %
+BF16 = 789.0301766123382 / 989  # 80 %
+EXPERT_FP8 = 3 * 5120 * 2304  # 35,389,440 B (and params) per expert at FP8
+EXPERT_FP4 = 18_800_640  # B per DeepSeek-V4.1-Flash expert (FP4 + scales)
+
+
+@pytest.fixture(scope="module")
+def eff():
+    return at.efficiencies()
+
+
+@pytest.fixture(scope="module")
+def v41():
+    return catalogs.as_model(V41)
+
+
+def test_fractions_of_the_data_sheet(eff):
+    assert eff.stream == pytest.approx(STREAM, rel=1e-9)
+    assert eff.dense == pytest.approx({"fp8": FP8, "bf16": BF16}, rel=1e-9)
+    assert eff.hopper and "H200" in eff.label
+
+
+def test_expert_gemm_keeps_its_fraction_of_the_roofline(eff, v41):
+    g = catalogs.as_gpu("gb300")
+    # 1 token: roofline 35.39 MB / 4.8 TB/s = 7.373 us, timed 13.867 us (53.2 %); on a GB300
+    # the FP4 expert's roofline is 18.80 MB / 8 TB/s = 2.350 us: 2.350 / 0.532 = 4.420 us
+    one = 13.867e-6 * (EXPERT_FP4 / 8e12) / (EXPERT_FP8 / 4.8e12)
+    assert at.expert_seconds(eff, v41, g, 1) == pytest.approx(one, rel=1e-9)
+    # 4,096 tokens: compute on both GPUs: 243.377 us x (FLOP / 15 PF) / (FLOP / 1.979 PF) =
+    # 243.377 x 1,979 / 15,000 = 32.11 us (FP4 on Blackwell, at the fraction FP8 reached)
+    assert at.expert_seconds(eff, v41, g, 4096) == pytest.approx(243.377e-6 * 1979 / 15000)
+    # Hopper has no FP4 tensor cores: FP4 bytes, FP8 peak; 1 token: 13.867 x 18.80 / 35.39
+    h = catalogs.as_gpu("h200")
+    assert at.expert_seconds(eff, v41, h, 1) == pytest.approx(
+        13.867e-6 * EXPERT_FP4 / EXPERT_FP8, rel=1e-9
+    )
+
+
+def test_scan_takes_the_latency_or_the_batch_at_the_best_rate(eff):
+    # best rate: 875,520 keys / 311.504 us = 2.8106e9 keys/s; one sequence of 50,000 keys:
+    # 119.325 us x 50,000 / 131,072 (proportional below the fewest keys timed) = 45.52 us
+    rate = 875_520 / 311.504e-6
+    assert at.scan_seconds(eff, 50_000, 1) == pytest.approx(119.325e-6 * 50_000 / 131_072)
+    # 64 sequences of 50,000 keys: 3.2e6 keys at 2.8106e9/s = 1,138.5 us
+    assert at.scan_seconds(eff, 50_000, 64) == pytest.approx(64 * 50_000 / rate)
+    assert at.scan_seconds(eff, 262_144, 1) == pytest.approx(153.171e-6)  # a timed size
+
+
+def test_decode_step_four_users_on_four_gb300(eff, v41):
+    """4 sequences, 4 GB300, no context, dp-ep: each GPU one sequence.
+    dense weights 7,506,534,400 B / (0.9028 x 8 TB/s) = 1,039.3 us (their GEMMs, 2 x 7.5065e9
+    FLOP / (0.733 x 5 PF) = 4.1 us, are shorter); experts: 4 tokens touch 384 x (1 - (378/384)^4)
+    = 23.44 distinct experts a layer, 5.861 per GPU, 24 / 23.44 = 1.024 tokens each: 4.420 us
+    each (the 1- and 4-token times, 13.867 and 13.806 us, interpolated: 13.8665): 40 x 5.861 x
+    4.420 = 1,036.2 us; NVLink: 40 layers x 1 token x 6 x 3/4 x 5,120 x 3 B / 900 GB/s =
+    3.072 us. Step 2,078.6 us: 4 tokens / 2,078.6 us / 4 GPUs = 481.1 tok/s per GPU."""
+    g = catalogs.as_gpu("gb300")
+    e = at.decode_step(v41, g, 4, 4, eff)
+    dense = 7_506_534_400 / (STREAM * 8e12)
+    distinct = 384 * (1 - (1 - 6 / 384) ** 4)
+    t_exp = (13.867 + (13.806 - 13.867) * (24 / distinct - 1) / 3) * 1e-6
+    t_exp *= (EXPERT_FP4 / 8e12) / (EXPERT_FP8 / 4.8e12)
+    experts = 40 * distinct / 4 * t_exp
+    link = 40 * 6 * 0.75 * 5120 * 3 / 900e9
+    assert e.parts == pytest.approx(
+        {"dense weights": dense, "experts": experts, "NVLink": link}, rel=1e-9
+    )
+    assert e.tok_s_per_gpu == pytest.approx(4 / (dense + experts + link) / 4, rel=1e-9)
+    assert e.tok_s_per_gpu == pytest.approx(481.1, abs=0.1)
+
+
+def test_prefill_token_uncached_on_the_rack(eff, v41):
+    """A new token on 72 GB300 with no prefix: dense GEMMs 2 x 3,753,267,200 / (0.7330 x
+    5 PF) = 2.0482 us; experts 20 layers x 6 x 32.11 us / 4,096 tokens = 0.9407 us; NVLink
+    20 x 6 x 71/72 x 5,120 x 3 B / 900 GB/s = 2.0196 us: 5.0085 us, 199,660 new tok/s."""
+    g = catalogs.as_gpu("gb300")
+    e = at.prefill_token(v41, g, 72, eff)
+    want = {
+        "dense GEMMs": 2 * 3_753_267_200 / (FP8 * 5e15),
+        "experts": 20 * 6 * 243.377e-6 * 1979 / 15000 / 4096,
+        "NVLink": 20 * 6 * 71 / 72 * 5120 * 3 / 900e9,
+    }
+    assert e.parts == pytest.approx(want, rel=1e-9)
+    assert e.tok_s_per_gpu == pytest.approx(1 / sum(want.values()), rel=1e-9)
+
+
+def test_every_reading_words_the_ratio_both_ways():
+    # the probe 4 x 826 on 4 GB300: possible against the bound (0.31x), and 826 / 481.1 =
+    # 1.72x what measured kernels reach with data-parallel attention: the dense weights bind
+    c = check.check_claim(V41, "gb300", 4, 3304, per="total", batch=4)
+    a = at.for_check(c)
+    assert c.verdict == "possible"
+    assert a.ratio == pytest.approx(826 / 481.1, rel=2e-4) and a.binding == "dense weights"
+    assert a.text.startswith(
+        "826 output tok/s per GPU needs kernels at 172% of the stream bandwidth measured"
+    )
+    assert "attention data-parallel + experts expert-parallel on 4 GPUs" in a.text
+    assert "measured on Hopper (NVIDIA H200) applied to gb300 (Blackwell)" in a.calibration
+    # the rack's total, 13,250 per GPU, is below what measured kernels reach (ratio < 1)
+    r = at.for_check(check.check_claim(V41, "gb300", 72, 954_000, per="total"))
+    assert r.ratio < 1 and "x what measured kernels reach for this workload" in r.text
+    # an H200 figure on an H200 calibration is not labelled as borrowed
+    h = at.for_check(check.check_claim(V41, "h200", 8, 3_000))
+    assert "applied to" not in h.calibration
+
+
+def test_one_user_defaults_to_tensor_parallel(eff, v41):
+    """1 sequence on 4 B300, acceptance 3.51 (6 verified): tp-ep (dp-ep would leave 3 GPUs
+    without a sequence). Dense 7.5065 GB / 4 / (0.9028 x 8 TB/s) = 259.8 us; experts 6 tokens
+    touch 34.62 a layer, 8.656 per GPU at 6 x 6 / 34.62 = 1.040 tokens each (4.4198 us): 40 x
+    8.656 x 4.4198 = 1,530.3 us; drafter 0.52 GB / 4 / 7.2225 TB/s = 18.0 us; NVLink two
+    all-reduces a layer of 6 x 5,120 x 2 B, 2 x 3/4 each way: 40 x 2 x 2 x 0.75 x 61,440 B /
+    900 GB/s = 8.19 us. Step 1,816.3 us: 3.51 / 1,816.3 us / 4 = 483.1 tok/s per GPU."""
+    c = check.check_claim(V41, "b300", 4, 4000, per="total", batch=1, tokens_per_step=3.51)
+    a = at.for_check(c)
+    assert "tensor-parallel" in a.deployment and "1 sequence on 4 GPUs" in a.deployment
+    e = a.estimates["decode"]
+    assert e.parts["dense weights"] == pytest.approx(7_506_534_400 / 4 / (STREAM * 8e12))
+    assert e.parts["drafter"] == pytest.approx(520e6 / 4 / (STREAM * 8e12))
+    assert e.parts["NVLink"] == pytest.approx(40 * 2 * 2 * 0.75 * 6 * 5120 * 2 / 900e9)
+    assert e.tok_s_per_gpu == pytest.approx(483.1, abs=0.2)
+    assert a.ratio == pytest.approx(1000 / e.tok_s_per_gpu)  # 2.07x: not reached
+    dp = at.for_check(c, deployment="dp-ep")
+    assert "data-parallel" in dp.deployment and dp.tok_s_per_gpu < e.tok_s_per_gpu
+
+
+def test_kv_capacity_limits_the_batch():
+    # 1,000,000-token sequences on 72 GB300, dp-ep: (278 GB x 0.9 - 12.43 GB weights per GPU)
+    # / 892.7 MB = 266 per GPU; 300 per GPU do not fit this deployment, though the bound (all
+    # weights spread: 275 per GPU) lets 270 per GPU through
+    c = check.check_claim(V41, "gb300", 72, 100, context=1_000_000, batch=72 * 270)
+    assert c.verdict == "possible"
+    a = at.for_check(c)
+    assert a.ratio == float("inf") and a.tok_s_per_gpu == 0
+    assert "measured kernels cannot reach it: the batch does not fit in this deployment" in a.text
+    n, _ = at._capacity(  # noqa: SLF001
+        catalogs.as_model(V41), catalogs.as_gpu("gb300"), 72, 1_000_000, "fp4", "dp-ep"
+    )
+    assert n == 266 * 72
+
+
+def test_a_cpu_calibration_has_no_fractions(tmp_path):
+    cal = calibration.read_calibration()
+    run = dict(cal.run, device="cpu", gpu="some CPU", spec=None)
+    out = calibration.write_calibration(tmp_path / "cpu", run, cal.kernels)
+    with pytest.raises(InputError, match="no data sheet"):
+        at.efficiencies(calibration.read_calibration(out))
+
+
+def test_check_json_carries_the_attainable_reading(run_cli, tmp_path):
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "4", "--tok-s", "3304", "--per", "total"]
+    code, out, _ = run_cli("check", *argv, "--concurrency", "4", "--json")
+    assert code == 0
+    p = json.loads(out.splitlines()[-1])["physics"]
+    assert p["verdict"] == "possible"
+    a = p["attainable"]
+    assert {"tok_s_per_gpu", "ratio", "deployment", "calibration"} <= set(a)
+    assert a["ratio"] == pytest.approx(826 / 481.1, rel=2e-4)
+    assert "  attainable: 826 output tok/s per GPU needs kernels at 172%" in out
+    # --calibration DIR: a copy of the shipped one reads the same; a CPU one gives none
+    shutil.copytree(calibration.SHIPPED, tmp_path / "cal")
+    code, out2, _ = run_cli(
+        "check", *argv, "--concurrency", "4", "--calibration", str(tmp_path / "cal"), "--json"
+    )
+    assert json.loads(out2.splitlines()[-1])["physics"]["attainable"]["ratio"] == a["ratio"]
+    cal = calibration.read_calibration()
+    run = dict(cal.run, device="cpu", gpu="some CPU", spec=None)
+    calibration.write_calibration(tmp_path / "cpu", run, cal.kernels)
+    code, out3, _ = run_cli(
+        "check", *argv, "--concurrency", "4", "--calibration", str(tmp_path / "cpu"), "--json"
+    )
+    p3 = json.loads(out3.splitlines()[-1])["physics"]
+    assert code == 0 and p3["verdict"] == "possible" and p3["attainable"]["ratio"] is None
+    assert "attainable: none: no data sheet" in out3
+
+
+def test_cached_share_unknown_gives_the_threshold(run_cli):
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", "954000"]
+    argv += ["--counted", "total", "--isl", "100000", "--osl", "1000"]
+    code, out, _ = run_cli("check", *argv, "--cached-share", "unknown", "--json")
+    assert code == 0
+    p = json.loads(out.splitlines()[-1])["physics"]
+    # the bound's threshold, by hand in tests/test_check.py: 64.0 %
+    assert p["verdict"] == "undetermined"
+    assert p["threshold"]["cached_share"] == pytest.approx(0.640, abs=0.002)
+    assert "possible from 64.0% of the input cached" in p["reason"]
+    t = p["attainable"]["cached_share_threshold"]
+    assert t is None or t > p["threshold"]["cached_share"]  # kernels need more cached
+    # not given: 0, printed as assumed
+    code, out, _ = run_cli("check", *argv)
+    assert "cached share 0.0% (assumed)" in out
+    assert "assumed: no input cached (--cached-share not given" in out
+
+
+def test_deployment_flag_is_stated(run_cli):
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "4", "--tok-s", "3304", "--per", "total"]
+    code, out, _ = run_cli("check", *argv, "--concurrency", "4", "--deployment", "tp-ep", "--json")
+    a = json.loads(out.splitlines()[-1])["physics"]["attainable"]
+    assert code == 0 and a["deployment"].startswith(
+        "attention tensor-parallel + experts expert-parallel on 4 GPUs (as asked)"
+    )
+    # tensor-parallel attention reads a quarter of the dense weights per GPU: more than dp-ep
+    assert a["tok_s_per_gpu"] > 481.1
