@@ -416,7 +416,7 @@ def test_capacity_names_what_does_not_fit():
         (["--counted", "total"], "total needs --isl and --osl"),
         (["--tokens-per-step", "1e9"], "--tokens-per-step: must be a number from 1 to 64"),
         (["--tokens-per-step", "64"], "so a step keeps at most 6"),  # DSpark drafts 5
-        (["--concurrency", "0.5"], "concurrency: must be a whole number of sequences >= 1"),
+        (["--concurrency", "0.5"], "--concurrency: must be a number from 1 to 10,000,000"),
         (
             ["--phase", "decode", "--counted", "total", "--isl", "1000", "--osl", "100"],
             "credits the prefill of its input to GPUs not among the 72",

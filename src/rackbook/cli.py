@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--cached-share",
-        type=_share_arg,
+        type=_flag("check", "cached_share"),
         default=None,
         help="share of the input tokens served from the prefix cache (0 to 1), or 'unknown' "
         "for the least share at which the figure is possible (not given: 0, said as assumed)",
@@ -560,13 +560,6 @@ def _model_arg(text: str) -> str:
     if catalogs.catalog_model_id(text) is not None or not catalogs.looks_like_path(text):
         return text
     return os.path.abspath(text)
-
-
-def _share_arg(text: str) -> object:
-    """A ``--cached-share`` value: ``unknown``, or a number read by the params schema's rule."""
-    if text.strip().lower() == "unknown":
-        return "unknown"
-    return _flag("check", "cached_share")(text)
 
 
 def cli_calibrate(args: argparse.Namespace) -> int:

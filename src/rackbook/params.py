@@ -512,7 +512,14 @@ FLAGS: dict[str, dict[str, Spec]] = {
         "isl": _num(1, TOKENS, "tokens", "input tokens per request", nullable=True),
         "osl": _num(1, TOKENS, "tokens", "output tokens per request", nullable=True),
         "context": _num(0, TOKENS, "tokens", "tokens each sequence holds", nullable=True),
-        "cached_share": _num(0, 1, "fraction", "share of input tokens cached", hi_open=True),
+        "cached_share": _num(
+            0,
+            1,
+            "fraction",
+            "share of input tokens cached, or unknown",
+            hi_open=True,
+            choices=("unknown",),
+        ),
         "concurrency": _num(1, BOUNDS["batch"], "sequences", "in flight", nullable=True),
         "batch": _num(1, BOUNDS["batch"], "sequences", "the same as --concurrency", nullable=True),
         "tokens_per_step": _num(1, 64, "tokens", "tokens kept per decode step"),
@@ -544,6 +551,8 @@ def flag_type(spec: Spec) -> Callable[[str], Any]:
     problem said in the usage error's one line."""
 
     def parse(text: str) -> Any:
+        if spec.kind in ("int", "number") and text.strip().lower() in spec.choices:
+            return text.strip().lower()  # a word a number flag also takes (e.g. unknown)
         try:
             return to_number(text, spec)
         except ValueError as exc:

@@ -539,8 +539,8 @@ PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
             "a list price per 4-GPU instance-hour",
             (("metric", "list price per GPU-hour"),),
             1 / INSTANCE_GPUS,
-            f"the figure read as the price of one {INSTANCE_GPUS}-GPU instance (a GB300 tray) "
-            f"per hour, divided by its {INSTANCE_GPUS} GPUs",
+            f"the figure read as one {INSTANCE_GPUS}-GPU instance's (a GB300 tray's) hourly "
+            f"price, divided by its {INSTANCE_GPUS} GPUs",
         ),
         Plausible("an ownership cost", (("metric", "ownership cost per GPU-hour"),)),
     ),

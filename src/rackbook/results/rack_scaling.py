@@ -593,7 +593,17 @@ def throughput_physics(
         + f"; as the rack's total "
         f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
     )
-    margin = f"per GPU as stated: {dec['ratio']:.3g}x the decode ceiling as computed tokens"
+    # the margin of the reading that decided the verdict, never a ratio that contradicts it
+    decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
+    if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
+        margin = (
+            f"per GPU as stated: fits only if >= {cached['min_cached_share']:.1%} of the input "
+            "is cached"
+        )
+    elif np.isfinite(decided["ratio"]):
+        margin = f"per GPU as stated: {decided['ratio']:.3g}x the {decided['phase']} ceiling"
+    else:
+        margin = "per GPU as stated: no cached share fits"
     return headline.ClaimReading(
         THROUGHPUT_CLAIM, "physics", best, margin, reason, attainable=attainable
     )

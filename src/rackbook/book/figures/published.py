@@ -125,5 +125,7 @@ def claim_vs_published(result: str) -> Figure:
     for ax in axes[:, 0]:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(lab, h)
-    fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=min(2, len(seen)))
+    wide = max(map(len, seen), default=0) > 40  # two columns of long labels overflow the width
+    ncols = 1 if wide else min(2, len(seen))
+    fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=ncols)
     return fig
