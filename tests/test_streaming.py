@@ -164,6 +164,21 @@ def test_eplb_cells_past_the_bound_are_refused_as_read(tmp_path, run_cli, monkey
     _one_line(code, err, "l.json: loads: more than 1,000 numbers in all")
 
 
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"loads": [[0.0,[ 0.0], []]}', "loads[0][1]"),
+        ('{"loads": [[0.0, 0.0], [[]]]}', "loads[1][0]"),
+    ],
+)
+def test_a_list_among_the_numbers_is_one_line(tmp_path, run_cli, text, field):
+    """Found by the shape property test after the merge: a run of numbers whose fast parse
+    held a nested list made numpy raise (exit 1)."""
+    src = _write(tmp_path, "l.json", text)
+    code, _, err = run_cli("eplb", str(src), "--ep-size", "2", "--redundant", "0")
+    _one_line(code, err, f"l.json: {field}: not a number")
+
+
 def test_eplb_loads_read_into_an_array(tmp_path):
     from rackbook.core.expert_load import read_loads
 

@@ -492,7 +492,10 @@ class _Reader:
                 got = [self.value((*path, n), 0, True)]
             arr = None
             if fast or _is_number(got[0]):  # a run of numbers, or one number
-                arr = np.array(got, dtype=np.float64)
+                try:
+                    arr = np.array(got, dtype=np.float64)
+                except (ValueError, TypeError):  # a list among the numbers: named below
+                    arr = None
             if arr is None or arr.ndim != 1:
                 bad = next(i for i, v in enumerate(got) if not _is_number(v))
                 raise InputError(
