@@ -40,7 +40,7 @@ def test_a_good_page_has_no_defect():
         ({"text": "x <IPython.core.display.Markdown object> y"}, "object repr"),
         ({"text": "<foo.Bar object at 0x7f00aa>"}, "object repr"),
         ({"dataframes": 1}, "raw DataFrame"),
-        ({"height": 14_001}, "over 14,000"),
+        ({"height": 16_001}, "over 16,000"),
         ({"conclusion_bottom": 1_400}, "below the title"),
         ({"conclusion_bottom": None, "conclusion": None}, "no conclusion"),
         ({"conclusion": "954,000 tok/s is physically possible."}, "not in the first screen"),

@@ -155,7 +155,28 @@ def at_a_glance(
                 got = ref.get((c.id, "this run")) if ref is not None else None
                 row += f" {'not run' if ref is None else got['verdict'] if got else '-'} |"
             rows.append(row)
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows) + "\n\n" + attainable_note() + "\n"
+
+
+def attainable_note() -> str:
+    """One line under the landing table: the deployment and calibration every "what measured
+    kernels reach" ratio in it assumes (a row names a deployment only where it differs)."""
+    from rackbook.core.calibration import read_calibration
+    from rackbook.physics.attainable import DEPLOYMENT_TEXT
+
+    cal = read_calibration()
+    hopper = "NVIDIA H" in str(cal.run.get("gpu", ""))
+    return (
+        f"*What measured kernels reach*: {DEPLOYMENT_TEXT['dp-ep']} (tensor-parallel attention "
+        f"where fewer sequences than GPUs are in flight), with the kernels of {cal.label}"
+        + (
+            "; fractions of the data sheet measured on Hopper applied to Blackwell GPUs are "
+            "an assumption"
+            if hopper
+            else ""
+        )
+        + ". Each chapter gives the whole reading."
+    )
 
 
 def _links(urls: list[str]) -> str:

@@ -111,25 +111,30 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+#: How the default deployment of the attainable estimate begins (physics.attainable), named
+#: once in the landing page's note rather than in every row.
+DEFAULT_DEPLOYMENT = "attention data-parallel"
+
+
 def _attainable(r: Mapping[str, Any], brief: bool) -> str:
-    """The physics reading's attainable estimate as a clause ("" without one): in full its
-    text; brief, the ratio to what measured kernels reach with the deployment and calibration
-    named shortly (what comes before their first parenthesis or semicolon)."""
+    """The physics reading's attainable estimate as a clause ("" without one): the ratio to
+    what measured kernels reach (the reading's own short form where it has one), naming a
+    deployment other than the default. The deployment and calibration are named once under
+    the landing table (:func:`rackbook.book.pages.attainable_note`) and in full in the
+    chapter's readings table; ``brief`` is kept for the callers' symmetry."""
     a = r.get("attainable")
     if not isinstance(a, Mapping):
         return ""
-    if not brief:
-        return f"; {a.get('text', '')}" if a.get("text") else ""
-    ratio = a.get("ratio")
     dep = str(a.get("deployment") or "").split(" (")[0]
-    cal = str(a.get("calibration") or "").split(";")[0]
+    named = "" if not dep or dep.startswith(DEFAULT_DEPLOYMENT) else f" ({dep})"
+    ratio = a.get("ratio")
     if a.get("brief"):
-        return f"; {a['brief']} ({dep}; {cal})"
+        return f"; {a['brief']}{named}"
     if isinstance(ratio, (int, float)) and math.isfinite(ratio):
-        return f"; {ratio:.2g}x what measured kernels reach ({dep}; {cal})"
+        return f"; {ratio:.2g}x what measured kernels reach{named}"
     reach = a.get("tok_s_per_gpu")
     if isinstance(reach, (int, float)) and math.isfinite(reach):
-        return f"; measured kernels reach {_num(reach)} tok/s per GPU ({dep}; {cal})"
+        return f"; measured kernels reach {_num(reach)} tok/s per GPU{named}"
     return ""
 
 

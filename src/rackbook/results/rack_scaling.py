@@ -1545,7 +1545,7 @@ def flips(a: Analysis) -> list[str]:
         "no cached share fits"
         if not np.isfinite(need)
         else f"possible once a published share of the input tokens cached reaches {need:.1%}, "
-        "impossible below it (`rackbook check` reads the same)"
+        "impossible below it (rackbook check reads the same)"
     )
     tp += (
         f"; as computed tokens possible only up to {lo * cap_p:,.0f} tok/s per GPU (the "
