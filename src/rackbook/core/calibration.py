@@ -22,10 +22,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rackbook import limits, paths
+from rackbook import paths
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.core.provenance import project_commit
+from rackbook.core.traces import load_run_json
 from rackbook.errors import InputError
 
 #: The kernel families a calibration may hold, and the unit of each family's ``size``.
@@ -175,15 +176,7 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
     f = path / "run.json"
     if not f.is_file():
         raise InputError(f, "-", "missing run.json (not a calibration folder)")
-    limits.input_file(f, what="run.json file")
-    try:
-        run = json.loads(f.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise limits.nesting_error(f) from None
-    except UnicodeDecodeError:
-        raise InputError(f, "-", "not text (binary file?)") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    run = load_run_json(f)
     _check_run(run, f)
     t = path / "kernels.parquet"
     if not t.is_file():

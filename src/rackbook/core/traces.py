@@ -375,6 +375,22 @@ def write_trace(path: str | Path, trace: Trace, *, overwrite: bool = True) -> Pa
     return path
 
 
+def load_run_json(f: Path) -> Any:
+    """The JSON of a ``run.json`` file (a trace's or a calibration's), not yet checked; every
+    way it cannot be read is one :class:`InputError` naming the file."""
+    limits.input_file(f, what="run.json file")
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise limits.nesting_error(f) from None
+    except UnicodeDecodeError:
+        raise InputError(f, "-", "not text (binary file?)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise InputError(f, "-", f"not readable JSON: {exc}") from None
+
+
 def read_run(path: str | Path) -> dict[str, Any]:
     """Only ``run.json`` of a trace folder (validated)."""
     path = Path(path)
@@ -389,17 +405,7 @@ def read_run(path: str | Path) -> dict[str, Any]:
         )
     if not f.exists():
         raise InputError(f, "-", "missing run.json")
-    limits.input_file(f, what="run.json file")
-    try:
-        run = json.loads(f.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise limits.nesting_error(f) from None
-    except UnicodeDecodeError:
-        raise InputError(f, "-", "not text (binary file?)") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
-    except ValueError as exc:  # an integer of thousands of digits
-        raise InputError(f, "-", f"not readable JSON: {exc}") from None
+    run = load_run_json(f)
     _check_run(run, f)
     return run
 
