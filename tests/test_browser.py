@@ -242,7 +242,7 @@ def test_chapter_as_a_reader_meets_it(laid_out, site, result):
 
 
 def test_landing_page_is_one_screen_of_answers(laid_out, site):
-    """At most LANDING_MAX (3,000) px tall, each claim's brief conclusion and strength of
+    """At most LANDING_MAX (3,300) px tall, each claim's brief conclusion and strength of
     evidence shown."""
     from rackbook.results.conclusions import conclusions
 
