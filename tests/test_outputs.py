@@ -379,3 +379,31 @@ def test_an_output_name_that_is_not_utf8_is_written(work: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert fsio.marked_kind(work / name) == "trace"
     assert sorted(os.listdir(work)) == ["in.json", name]
+
+
+def test_runs_of_different_results_share_a_results_folder(tmp_path: Path) -> None:
+    """`rackbook run A --out R` and `rackbook run B --out R` at once both write (the live suite
+    runs chapters two at a time into one folder: CI found the whole-folder lock refused the
+    second); two runs of the same result do not."""
+    code = (
+        "import sys, time; from rackbook.core import fsio\n"
+        "with fsio.output_folder(sys.argv[1], kind='results', parts=('decode-parity',)):\n"
+        "    print('held', flush=True); time.sleep(30)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "r")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with fsio.output_folder(tmp_path / "r", kind="results", parts=("single-user",)) as d:
+            (d / "single-user.json").write_text("{}")
+        with pytest.raises(fsio.InputError, match=f"another rackbook \\(pid {holder.pid}\\)"):
+            with fsio.output_folder(tmp_path / "r", kind="results", parts=("decode-parity",)):
+                raise AssertionError("the block must not run")
+        with pytest.raises(fsio.InputError, match="another rackbook"):  # `run all`: every part
+            with fsio.output_folder(tmp_path / "r", kind="results", parts=paths.RESULTS):
+                raise AssertionError("the block must not run")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (tmp_path / "r" / "single-user.json").is_file()

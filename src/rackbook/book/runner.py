@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -423,7 +424,7 @@ def cli_run(args: argparse.Namespace) -> int:
 
     if len(names) == 1:
         prepare_run(names[0], source, params, out)  # every check before the first line
-    with results_folder(out or paths.EXECUTED, "--out"):
+    with results_folder(out or paths.EXECUTED, "--out", names):
         if len(names) == 1:
             t0 = time.perf_counter()
             print(f"running {names[0]} ({source}) ...", flush=True)
@@ -458,13 +459,16 @@ def is_unmarked_results(path: Path) -> bool:
 
 
 def results_folder(
-    path: str | Path, field: str = "--out"
+    path: str | Path, field: str = "--out", names: Sequence[str] = ()
 ) -> contextlib.AbstractContextManager[Path]:
-    """The executed-results folder ``path`` claimed for writing: locked, refused when it holds
+    """The executed-results folder ``path`` claimed for writing: locked (one lock per result of
+    ``names``: runs of other results may write the same folder at once), refused when it holds
     what rackbook did not write, marked (:func:`rackbook.core.fsio.output_folder`)."""
     from rackbook.core import fsio
 
-    return fsio.output_folder(path, kind="results", field=field, legacy=is_unmarked_results)
+    return fsio.output_folder(
+        path, kind="results", field=field, legacy=is_unmarked_results, parts=tuple(names)
+    )
 
 
 def cli_list(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -459,20 +459,30 @@ def output_folder(
     kind: str,
     field: str = "output",
     legacy: Callable[[Path], bool] | None = None,
+    parts: Sequence[str] = (),
 ) -> Iterator[Path]:
     """A folder rackbook writes into file by file (``rackbook run``'s results): its lock held
     for the block, :func:`check_replaceable` before anything, a FIFO, device or socket among
-    its entries refused (:func:`refuse_special`), then made when missing and marked. On an
-    error that left the folder's entries as they were, the marker this call wrote is removed
-    again, and the folders this call made if they are empty."""
+    its entries refused (:func:`refuse_special`), then made when missing and marked. With
+    ``parts`` (the names of the files' owners: ``run``'s results) the block holds one lock per
+    part instead, and the folder's own lock only while it is checked and marked: two writers
+    of different parts share the folder (the suite runs chapters two at a time into one
+    folder), two of the same part do not. On an error that left the folder's entries as they
+    were, the marker this call wrote is removed again, and the folders this call made if they
+    are empty."""
     path = check_output_folder(path, field)
-    with output_lock(path, field):
-        check_replaceable(path, kind, field, legacy)
-        refuse_special(path, field)
+    with contextlib.ExitStack() as held:
+        for part in parts:
+            held.enter_context(output_lock(path / part, field))
+        whole = output_lock(path, field)
+        if not parts:
+            held.enter_context(whole)
         created = [d for d in (path, *path.parents) if not (d.exists() or d.is_symlink())]
-        before = set() if created else set(os.listdir(path))
         marked = False
-        try:
+        with whole if parts else contextlib.nullcontext():
+            check_replaceable(path, kind, field, legacy)
+            refuse_special(path, field)
+            before = set() if created else set(os.listdir(path))
             try:
                 path.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -480,6 +490,7 @@ def output_folder(
             if marked_kind(path) != kind:
                 write_marker(path, kind)
                 marked = True
+        try:
             yield path
         except BaseException:
             with contextlib.suppress(OSError):
