@@ -11,10 +11,12 @@ the first holds its lock; a FIFO where a result file goes is refused at once, ne
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -319,23 +321,31 @@ def test_atomic_dir_refuses_an_unmarked_folder_and_replaces_a_marked_one(tmp_pat
             pass
 
 
-def test_atomic_dir_takes_the_lock_another_process_holds(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _held_elsewhere(block: str, folder: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process inside ``with <block>:`` (``block`` names the folder ``sys.argv[1]``)
+    for the duration of this block; killed after."""
     code = (
         "import sys, time; from rackbook.core import fsio\n"
-        "with fsio.output_lock(sys.argv[1]):\n"
+        f"with {block}:\n"
         "    print('held', flush=True); time.sleep(30)\n"
     )
     holder = subprocess.Popen(
-        [sys.executable, "-c", code, str(tmp_path / "t")], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with pytest.raises(fsio.InputError, match=f"another rackbook \\(pid {holder.pid}\\)"):
-            with fsio.atomic_dir(tmp_path / "t"):
-                raise AssertionError("the block must not run")
+        yield holder
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_atomic_dir_takes_the_lock_another_process_holds(tmp_path: Path) -> None:
+    with _held_elsewhere("fsio.output_lock(sys.argv[1])", tmp_path / "t") as holder:
+        with pytest.raises(fsio.InputError, match=f"another rackbook \\(pid {holder.pid}\\)"):
+            with fsio.atomic_dir(tmp_path / "t"):
+                raise AssertionError("the block must not run")
     with fsio.atomic_dir(tmp_path / "t") as d:  # free again once the holder is gone
         (d / "a").write_text("1")
     assert list(tmp_path.iterdir()) == [tmp_path / "t"]
@@ -385,16 +395,8 @@ def test_runs_of_different_results_share_a_results_folder(tmp_path: Path) -> Non
     """`rackbook run A --out R` and `rackbook run B --out R` at once both write (the live suite
     runs chapters two at a time into one folder: CI found the whole-folder lock refused the
     second); two runs of the same result do not."""
-    code = (
-        "import sys, time; from rackbook.core import fsio\n"
-        "with fsio.output_folder(sys.argv[1], kind='results', parts=('decode-parity',)):\n"
-        "    print('held', flush=True); time.sleep(30)\n"
-    )
-    holder = subprocess.Popen(
-        [sys.executable, "-c", code, str(tmp_path / "r")], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    block = "fsio.output_folder(sys.argv[1], kind='results', parts=('decode-parity',))"
+    with _held_elsewhere(block, tmp_path / "r") as holder:
         with fsio.output_folder(tmp_path / "r", kind="results", parts=("single-user",)) as d:
             (d / "single-user.json").write_text("{}")
         with pytest.raises(fsio.InputError, match=f"another rackbook \\(pid {holder.pid}\\)"):
@@ -403,7 +405,13 @@ def test_runs_of_different_results_share_a_results_folder(tmp_path: Path) -> Non
         with pytest.raises(fsio.InputError, match="another rackbook"):  # `run all`: every part
             with fsio.output_folder(tmp_path / "r", kind="results", parts=paths.RESULTS):
                 raise AssertionError("the block must not run")
-    finally:
-        holder.kill()
-        holder.wait()
+        # a writer of the whole folder (`book --out`) waits for no part writer: refused while
+        # one writes (the part writers hold the folder's lock shared throughout; CI found the
+        # second of two runs refused when it checked the folder while the first marked it)
+        with pytest.raises(fsio.InputError, match="another rackbook"):
+            with fsio.atomic_dir(tmp_path / "r", kind="results"):
+                raise AssertionError("the block must not run")
+        with pytest.raises(fsio.InputError, match="another rackbook"):
+            with fsio.output_folder(tmp_path / "r", kind="results"):
+                raise AssertionError("the block must not run")
     assert (tmp_path / "r" / "single-user.json").is_file()

@@ -325,9 +325,10 @@ def lock_path(path: str | Path) -> Path:
     return Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}" / "locks" / f"{digest}.lock"
 
 
-def _acquire(lock: Path, path: Path, field: str) -> int | None:
-    """An exclusive ``flock`` on ``lock`` (its descriptor); :class:`InputError` when another
-    process holds it; None when no lock file can be made (the write goes on unlocked)."""
+def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | None:
+    """An exclusive (``shared``: a shared) ``flock`` on ``lock`` (its descriptor);
+    :class:`InputError` when another process holds it in a conflicting mode; None when no lock
+    file can be made (the write goes on unlocked)."""
     for _ in range(50):
         try:
             lock.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -335,7 +336,7 @@ def _acquire(lock: Path, path: Path, field: str) -> int | None:
         except OSError:
             return None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as exc:
             holder = os.read(fd, 64).decode("ascii", errors="replace").strip()
             os.close(fd)
@@ -351,19 +352,22 @@ def _acquire(lock: Path, path: Path, field: str) -> int | None:
         except OSError:
             same = False
         if same:  # not a file its last holder removed after this process opened it
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
+            if not shared:  # shared holders leave the file as it is: several hold it at once
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
             return fd
         os.close(fd)
     return None
 
 
 @contextlib.contextmanager
-def output_lock(path: str | Path, field: str = "output") -> Iterator[None]:
+def output_lock(path: str | Path, field: str = "output", shared: bool = False) -> Iterator[None]:
     """Hold the advisory lock of the output folder ``path`` for the block: a second writer of
     the same folder (another rackbook process) gets one :class:`InputError` instead of
-    replacing this one's work. Re-entrant within a process. The lock file lives in
-    :func:`lock_path`'s folder and is removed on release."""
+    replacing this one's work. ``shared``: held together with other shared holders (writers
+    of different parts of one folder, each also holding its part's own lock), never with an
+    exclusive one. Re-entrant within a process. The lock file lives in :func:`lock_path`'s
+    folder and is removed by its last holder."""
     lock = lock_path(path)
     key = str(lock)
     with _HELD_GUARD:
@@ -371,7 +375,7 @@ def output_lock(path: str | Path, field: str = "output") -> Iterator[None]:
         if held is not None:
             held[1] += 1
     if held is None:
-        fd = _acquire(lock, Path(path), field)
+        fd = _acquire(lock, Path(path), field, shared)
         with _HELD_GUARD:
             held = _HELD[key] = [fd, 1]
     try:
@@ -384,7 +388,12 @@ def output_lock(path: str | Path, field: str = "output") -> Iterator[None]:
                 del _HELD[key]
         if last and held[0] is not None:
             with contextlib.suppress(OSError):
-                os.unlink(lock)  # still held: no other process holds this file
+                # exclusive: no other process holds this file. Shared: removed only when this
+                # holder can take it exclusively, i.e. it is the last one (a failed conversion
+                # drops the shared lock, which is being released anyway).
+                if shared:
+                    fcntl.flock(held[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.unlink(lock)
             os.close(held[0])
 
 
@@ -465,31 +474,28 @@ def output_folder(
     for the block, :func:`check_replaceable` before anything, a FIFO, device or socket among
     its entries refused (:func:`refuse_special`), then made when missing and marked. With
     ``parts`` (the names of the files' owners: ``run``'s results) the block holds one lock per
-    part instead, and the folder's own lock only while it is checked and marked: two writers
-    of different parts share the folder (the suite runs chapters two at a time into one
-    folder), two of the same part do not. On an error that left the folder's entries as they
+    part and the folder's own lock shared: two writers of different parts share the folder
+    (the suite runs chapters two at a time into one folder), two of the same part do not, nor
+    does a writer of the whole folder. On an error that left the folder's entries as they
     were, the marker this call wrote is removed again, and the folders this call made if they
     are empty."""
     path = check_output_folder(path, field)
     with contextlib.ExitStack() as held:
         for part in parts:
             held.enter_context(output_lock(path / part, field))
-        whole = output_lock(path, field)
-        if not parts:
-            held.enter_context(whole)
+        held.enter_context(output_lock(path, field, shared=bool(parts)))
         created = [d for d in (path, *path.parents) if not (d.exists() or d.is_symlink())]
         marked = False
-        with whole if parts else contextlib.nullcontext():
-            check_replaceable(path, kind, field, legacy)
-            refuse_special(path, field)
-            before = set() if created else set(os.listdir(path))
-            try:
-                path.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise InputError(path, field, f"cannot write here: {exc.strerror or exc}") from None
-            if marked_kind(path) != kind:
-                write_marker(path, kind)
-                marked = True
+        check_replaceable(path, kind, field, legacy)
+        refuse_special(path, field)
+        before = set() if created else set(os.listdir(path))
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(path, field, f"cannot write here: {exc.strerror or exc}") from None
+        if marked_kind(path) != kind:
+            write_marker(path, kind)
+            marked = True
         try:
             yield path
         except BaseException:
