@@ -160,6 +160,12 @@ class Claim(_Model):
         description="the figure's basis as the write-up states it (rackbook.core.basis), "
         "'unknown' where it is silent; model, hardware and GPU count come from scope"
     )
+    derived_from: str | None = Field(
+        default=None,
+        description="id of the claim this figure is stated about (a ratio, change or price "
+        "of its measurement, or the other end of the same change): the landing page shows "
+        "it in that claim's row",
+    )
 
     @field_validator("result")
     @classmethod
@@ -255,6 +261,13 @@ class Registry(_Model):
                         f"claims.{i}.source.{field}",
                         f"unknown source id {ref!r}; known: {', '.join(sorted(known))}",
                     )
+            if c.derived_from is not None:
+                parent = next((p for p in self.claims if p.id == c.derived_from), None)
+                if parent is None or parent.result != c.result or parent.derived_from:
+                    raise loader.field_error(
+                        f"claims.{i}.derived_from",
+                        f"{c.derived_from!r} is not a claim of {c.result} stated on its own",
+                    )
             if c.source.primary is not None:
                 urls = {self.source(r).url for r in [c.source.seen_in, *c.source.refs]}
                 if c.source.primary not in urls:
@@ -283,6 +296,12 @@ class Registry(_Model):
                 f"unknown result {name!r}; expected one of {', '.join(paths.RESULTS)}",
             )
         return [c for c in self.claims if c.result == name]
+
+    def rows(self, name: str) -> list[tuple[Claim, list[Claim]]]:
+        """The claims of one result as the write-up makes them: each claim stated on its own,
+        with the claims derived from it (``derived_from``), in file order."""
+        own = self.for_result(name)
+        return [(c, [d for d in own if d.derived_from == c.id]) for c in own if not c.derived_from]
 
     def get(self, claim_id: str) -> Claim:
         """The claim with this id."""
