@@ -15,8 +15,9 @@ Layers (a module may import its own layer's shared modules and any lower layer):
     live                     the harness: core and the base only (the book may read
                              live.scenarios, the plans: pure standard library, no vLLM)
 
-A result module may import only the shared result modules (``headline``, ``verdicts``), never
-another result. Nothing imports another module's private (``_``-prefixed) name.
+A result module may import only the shared result modules (``headline``, ``verdicts``,
+``evidence``, ``certainty``), never another result. Nothing imports another module's private
+(``_``-prefixed) name.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ LAYER = {
     "book": 4,
     "cli": 5,
 }
-SHARED_RESULTS = {"headline", "verdicts", "evidence", "__init__"}
+SHARED_RESULTS = {"headline", "verdicts", "evidence", "certainty", "__init__"}
 
 
 def _module_name(p: Path) -> str:

@@ -333,6 +333,12 @@ def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReadi
     formats of the catalog, :func:`rackbook.physics.roofline.kv_bytes`): ``possible`` when the
     arithmetic gives the claimed count (to the byte), else ``impossible`` for that layout."""
     got = kvb.bytes_per_token
+    derived = {
+        "value": got,
+        "unit": "B/token",
+        "from": f"the model card's dimensions and {kvb.kv_dtype.upper()} formats",
+        "exact": got == round(claim),
+    }
     if got == round(claim):
         return headline.ClaimReading(
             KV_BYTES_ID,
@@ -341,6 +347,7 @@ def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReadi
             f"{got} B/token derived",
             f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token: "
             f"{_frac_text(kvb.rows_per_token)} rows x {_frac_text(kvb.row_bytes)} B",
+            derived=derived,
         )
     return headline.ClaimReading(
         KV_BYTES_ID,
@@ -349,6 +356,7 @@ def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReadi
         f"{got} B/token derived",
         f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token, not "
         f"{claim:g}: a different layout or storage format is meant",
+        derived=derived,
     )
 
 

@@ -36,6 +36,9 @@ from rackbook.core.fsio import atomic_write_json
 from rackbook.errors import InputError
 from rackbook.paths import RESULTS
 
+#: The headline JSON's layout (2: each claim's ``certainty``; a format-1 file has none and
+#: its readers compute it from the readings).
+FORMAT = 2
 #: How a number was obtained.
 KINDS = ("measured", "modelled", "published", "synthetic")
 #: The three readings of a claim, in the order the book shows them.
@@ -130,6 +133,10 @@ class ClaimReading:
     #: physics reading: what measured kernels reach for the figure's workload
     #: (:mod:`rackbook.physics.attainable`): tok_s_per_gpu, ratio, deployment, calibration, text
     attainable: dict[str, Any] | None = None
+    #: physics reading: the figure derived from primary specifications (value, unit, from:
+    #: what it was derived from, exact: whether it gives the claim's figure to the published
+    #: digit), None where the reading is a bound, not a derivation
+    derived: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:
@@ -215,14 +222,23 @@ class Outcome:
         raise KeyError((claim_id, reading))
 
     def to_dict(self, source: str) -> dict[str, Any]:
+        """The headline JSON: readings, flips and headlines, with each claim's graded
+        certainty (:func:`rackbook.results.certainty.certainties`) computed from the readings;
+        ``format`` counts changes of this layout (2: ``certainty`` added; readers of format 1
+        ignore it)."""
+        from rackbook.results.certainty import certainties
+
+        readings = [asdict(r) for r in self.readings]
         return {
+            "format": FORMAT,
             "result": self.result,
             "source": source,
             "hardware": self.hardware,
             "trace_ids": sorted(set(self.trace_ids)),
             "parameters": self.parameters,
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "readings": [asdict(r) for r in self.readings],
+            "readings": readings,
+            "certainty": [c.to_dict() for c in certainties(self.result, readings)],
             "flips": list(self.flips),
             "headlines": [asdict(h) for h in self.headlines],
         }

@@ -1,0 +1,197 @@
+"""How certain the book is about each claim, graded in the manner of a GRADE / Cochrane
+summary-of-findings table: four levels, each grade with the named reasons that set, lower or
+raise it, computed from the claim's readings (a headline JSON's ``readings``) and the claims
+registry, never typed.
+
+The level starts from the strongest kind of evidence the readings hold:
+
+4. ``measured on the claim's hardware``: a this-run verdict other than untested;
+3. ``like-for-like published``: a published verdict that places the figure (within, above,
+   below) on a plausible basis physics allows;
+2. ``near evidence or exact derivation``: verified published points of the same quantity on a
+   sibling model or GPU (``near``), or a physics reading that derives the figure from primary
+   specifications and gets it to the published digit (``derived.exact``);
+1. ``physics bounds only``.
+
+Then each named reason moves it one level (never outside 1-4):
+
+- lowers: ``modelled price`` (every placing rests on a cost model's rates, not a listed price
+  nor a measurement); ``basis unknown`` (the figure is placed on only some of its plausible
+  bases, or the near points read either way, the claim below some and above others);
+- raises: ``exact match with a primary text`` (an exact derivation whose figure a located
+  primary text also states: the claims registry's ``source.status``).
+
+Reasons that explain a level without moving it are named too: why near evidence is not
+like-for-like (analogue hardware, simulated acceptance, another model, GPU count ...), only
+analogues published, points read only second-hand (NOT VERIFIED), a synthetic input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rackbook.inputs.claims import Claim, Registry, load_claims
+
+#: The grades, lowest first (level 1 to 4).
+GRADES: tuple[str, ...] = (
+    "physics bounds only",
+    "near evidence or exact derivation",
+    "like-for-like published",
+    "measured on the claim's hardware",
+)
+#: This-run verdicts of a trace on the claim's hardware; published verdicts that place a figure.
+TESTED: tuple[str, ...] = ("consistent", "inconsistent")
+PLACED: tuple[str, ...] = ("within", "above", "below")
+#: How a difference of a near point from the claim's basis is named (its part -> words).
+DIFFERENCE_WORDS: dict[str, str] = {
+    "hardware": "analogue hardware",
+    "model": "another model",
+    "GPU count": "another GPU count",
+    "engine": "another engine",
+    "workload": "another workload",
+    "metric": "another metric",
+    "counting": "other counting",
+}
+
+
+@dataclass(frozen=True)
+class Certainty:
+    """A claim's graded certainty: the grade (one of :data:`GRADES`), its level (1-4) and the
+    reasons, each a short phrase beginning with what it does (``rests on``, ``lowers``,
+    ``raises``, ``not higher``)."""
+
+    claim_id: str
+    level: int
+    reasons: tuple[str, ...]
+
+    @property
+    def grade(self) -> str:
+        return GRADES[self.level - 1]
+
+    @property
+    def note(self) -> str:
+        """The reasons as one footnote: "rests on 6 near published points; not higher:
+        analogue hardware (GB300, the claim B300), simulated acceptance"."""
+        shown = [r for r in self.reasons if r != f"rests on: {self.grade}"] or list(self.reasons)
+        return "; ".join(r.replace("rests on: ", "rests on ", 1) for r in shown)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The headline JSON's entry: ``{claim_id, grade, level, reasons}``."""
+        return {
+            "claim_id": self.claim_id,
+            "grade": self.grade,
+            "level": self.level,
+            "reasons": list(self.reasons),
+        }
+
+
+def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A published reading's bases physics allows (its ``by_basis`` entries not ruled out), or
+    the reading itself when it was read on one basis."""
+    entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+    return [e for e in entries if not e.get("ruled_out")] or ([] if entries else [r])
+
+
+def _ratio(x: float) -> str:
+    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.2g}x"
+
+
+def _difference(d: str) -> str:
+    """A near point's difference (``hardware: GB300 (claim: B300)``) as a reason's words."""
+    part, _, rest = d.partition(":")
+    if part.strip() == "speculation" and "simulated" in rest:
+        return "simulated acceptance"
+    words = DIFFERENCE_WORDS.get(part.strip(), f"another {part.strip()}")
+    m = re.match(r"\s*(.+?) \(claim: (.+)\)$", rest)
+    return f"{words} ({m.group(1)}, the claim {m.group(2)})" if m else words
+
+
+def _why_not_like_for_like(closest: Any) -> list[str]:
+    if not isinstance(closest, Mapping):
+        return []
+    diffs = [_difference(str(d)) for d in closest.get("differences") or []]
+    return [f"not higher: {', '.join(diffs)}"] if diffs else []
+
+
+def certainty(
+    readings: Iterable[Mapping[str, Any]], claim: Claim | None = None, claim_id: str = ""
+) -> Certainty:
+    """The certainty of one claim from its readings (dicts with ``reading``, ``verdict`` and
+    the optional fields of :class:`rackbook.results.headline.ClaimReading`); ``claim``: its
+    registry entry, for whether a primary text states the figure."""
+    rs = {str(r.get("reading")): r for r in readings}
+    cid = claim.id if claim is not None else claim_id
+    run, pub, phys = rs.get("this run", {}), rs.get("published", {}), rs.get("physics", {})
+    reasons: list[str] = []
+    if run.get("verdict") in TESTED:
+        margin = str(run.get("margin") or "-")
+        tail = "" if margin == "-" else f" ({margin})"
+        reasons.append(f"rests on: a run on the claim's hardware{tail}")
+        return Certainty(cid, 4, tuple(reasons))
+    entries = _entries(pub) if pub else []
+    placed = [e for e in entries if e.get("verdict") in PLACED]
+    near = pub.get("near") if isinstance(pub.get("near"), Mapping) else None
+    derived = phys.get("derived") if isinstance(phys.get("derived"), Mapping) else None
+    level = 1
+    if placed:
+        level = 3
+        reasons.append("rests on: like-for-like published figures")
+        if all(e.get("modelled") for e in placed):
+            level -= 1
+            reasons.append("lowers: modelled price (a cost model's rates, not a listed price)")
+        if len(placed) < len(entries):
+            level -= 1
+            reasons.append(
+                f"lowers: basis unknown (placed on {len(placed)} of its "
+                f"{len(entries)} plausible bases)"
+            )
+    elif near and near.get("points") and near.get("verified"):
+        level = 2
+        reasons.append(f"rests on: {len(near['points'])} near published points")
+        reasons += _why_not_like_for_like(pub.get("closest"))
+        lo, hi = near.get("ratio_low"), near.get("ratio_high")
+        if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo < 1 < hi:
+            level -= 1
+            reasons.append(
+                f"lowers: basis unknown (the claim {_ratio(lo)} to {_ratio(hi)} the near points)"
+            )
+    elif derived and derived.get("exact"):
+        level = 2
+        source = derived.get("from") or "primary specifications"
+        reasons.append(f"rests on: exact derivation from {source}")
+    else:
+        reasons.append("rests on: physics bounds only")
+    raised = bool(derived and derived.get("exact") and claim is not None)
+    raised = raised and claim.source.status != "not-located"  # type: ignore[union-attr]
+    if raised:
+        level += 1
+        reasons.append("raises: a primary text states the same figure (exact match)")
+    elif level < 3 and not placed:
+        closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
+        if near and near.get("points") and not near.get("verified"):
+            reasons.append("not higher: near points read only second-hand (NOT VERIFIED)")
+        elif closest and closest.get("kind") == "analogue" and not (near and near.get("points")):
+            reasons.append("not higher: only analogues published")
+        elif not closest and not near:
+            reasons.append("not higher: nothing comparable published")
+    if run.get("verdict") == "untested" and "synthetic" in str(run.get("reason", "")):
+        reasons.append("not higher: this chapter's input is synthetic")
+    return Certainty(cid, max(1, min(4, level)), tuple(reasons))
+
+
+def certainties(
+    result: str, readings: Iterable[Mapping[str, Any]], registry: Registry | None = None
+) -> list[Certainty]:
+    """The certainty of every claim of ``result`` (registry order) from a headline's readings;
+    a claim without readings is left out."""
+    reg = registry or load_claims()
+    rs = [r for r in readings if isinstance(r, Mapping)]
+    out = []
+    for c in reg.for_result(result):
+        mine = [r for r in rs if r.get("claim_id") == c.id]
+        if mine:
+            out.append(certainty(mine, c))
+    return out

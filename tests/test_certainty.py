@@ -1,0 +1,183 @@
+"""The graded certainty (:mod:`rackbook.results.certainty`) and the decisive finding
+(:func:`rackbook.results.conclusions.finding`): each named reason moves the grade, the shipped
+traces give at least three grades, each with reasons, the headline JSON carries them, and no
+landing sentence contradicts its chapter."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from dataclasses import asdict
+
+import pytest
+
+from rackbook import paths
+from rackbook.book import chapter
+from rackbook.core import traces
+from rackbook.inputs.claims import load_claims
+from rackbook.results import certainty as ct
+from rackbook.results import conclusions as cc
+
+CLAIM = "single-user.throughput"
+
+
+def _rs(physics=None, published=None, run=None):
+    base = {"claim_id": CLAIM, "margin": "-", "reason": "why"}
+    return [
+        {**base, "reading": "physics", "verdict": "possible", **(physics or {})},
+        {**base, "reading": "published", "verdict": "none published", **(published or {})},
+        {**base, "reading": "this run", "verdict": "untested", **(run or {})},
+    ]
+
+
+NEAR = {"points": ["a", "b"], "verified": True, "ratio_low": 1.1, "ratio_high": 3.0}
+CLOSEST = {"kind": "near", "differences": ["hardware: GB300 (claim: B300)"]}
+
+
+def _grade(readings, claim=None):
+    return ct.certainty(readings, claim, CLAIM)
+
+
+def test_physics_bounds_only_is_the_floor():
+    c = _grade(_rs())
+    assert c.grade == "physics bounds only" and c.reasons[0] == "rests on: physics bounds only"
+
+
+def test_a_run_on_the_claims_hardware_is_the_top():
+    assert _grade(_rs(run={"verdict": "inconsistent"})).level == 4
+    assert _grade(_rs(run={"verdict": "untested"})).level == 1
+
+
+def test_like_for_like_points_give_the_third_level():
+    assert _grade(_rs(published={"verdict": "within"})).grade == "like-for-like published"
+
+
+def test_modelled_price_lowers_it():
+    c = _grade(_rs(published={"verdict": "above", "modelled": True}))
+    assert c.level == 2 and c.reasons[-1].startswith("lowers: modelled price")
+
+
+def test_basis_unknown_lowers_a_placing_on_only_some_bases():
+    entries = [{"name": "a", "verdict": "within"}, {"name": "b", "verdict": "none published"}]
+    c = _grade(_rs(published={"verdict": "within", "by_basis": entries}))
+    assert c.level == 2 and "placed on 1 of its 2" in c.reasons[-1]
+    entries[1] = {"name": "b", "verdict": "below"}
+    assert _grade(_rs(published={"verdict": "within", "by_basis": entries})).level == 3
+    # a basis physics rules out does not count against the placing
+    entries[1] = {"name": "b", "verdict": "none published", "ruled_out": "3.94x the ceiling"}
+    assert _grade(_rs(published={"verdict": "within", "by_basis": entries})).level == 3
+
+
+def test_near_points_give_the_second_level_and_name_why_not_higher():
+    c = _grade(_rs(published={"near": NEAR, "closest": CLOSEST}))
+    assert c.level == 2
+    assert c.reasons[1] == "not higher: analogue hardware (GB300, the claim B300)"
+    sim = {**CLOSEST, "differences": ["speculation: simulated (claim: unknown)"]}
+    assert _grade(_rs(published={"near": NEAR, "closest": sim})).reasons[1] == (
+        "not higher: simulated acceptance"
+    )
+
+
+def test_near_points_read_second_hand_do_not_count():
+    c = _grade(_rs(published={"near": {**NEAR, "verified": False}}))
+    assert c.level == 1 and "NOT VERIFIED" in c.reasons[-1]
+
+
+def test_basis_unknown_lowers_near_points_that_read_either_way():
+    c = _grade(_rs(published={"near": {**NEAR, "ratio_low": 0.09, "ratio_high": 32.0}}))
+    assert c.level == 1 and c.reasons[-1] == (
+        "lowers: basis unknown (the claim 0.09x to 32x the near points)"
+    )
+
+
+def test_exact_derivation_gives_the_second_level_and_a_primary_text_raises_it():
+    kv = load_claims().get("context-latency.kv-bytes")  # a primary text located
+    derived = {"value": 890, "unit": "B/token", "from": "the model card", "exact": True}
+    assert _grade(_rs(physics={"derived": derived})).level == 2  # no claim: no primary
+    c = _grade(_rs(physics={"derived": derived}), kv)
+    assert c.level == 3 and c.reasons[-1].startswith("raises: a primary text")
+    assert _grade(_rs(physics={"derived": {**derived, "exact": False}}), kv).level == 1
+    unlocated = load_claims().get("context-latency.delta")
+    assert _grade(_rs(physics={"derived": derived}), unlocated).level == 2
+
+
+def test_only_analogues_and_a_synthetic_input_are_named():
+    c = _grade(_rs(published={"closest": {"kind": "analogue"}}, run={"reason": "synthetic x"}))
+    assert c.reasons[1:] == (
+        "not higher: only analogues published",
+        "not higher: this chapter's input is synthetic",
+    )
+
+
+_OUTCOMES: dict[str, object] = {}
+
+
+def _outcome(result: str):  # type: ignore[no-untyped-def]
+    if result not in _OUTCOMES:
+        module = importlib.import_module(f"rackbook.results.{result.replace('-', '_')}")
+        _OUTCOMES[result] = module.outcome(module.analyse(traces.read_trace(paths.TRACES / result)))
+    return _OUTCOMES[result]
+
+
+def test_shipped_traces_give_three_grades_each_with_reasons_in_the_headline_json(tmp_path):
+    grades = {}
+    for result in paths.RESULTS:
+        doc = json.loads(_outcome(result).write(tmp_path, "trace").read_text())
+        assert doc["format"] == 2
+        ids = [c.id for c in load_claims().for_result(result)]
+        assert [c["claim_id"] for c in doc["certainty"]] == ids
+        for c in doc["certainty"]:
+            assert c["grade"] in ct.GRADES and c["reasons"], c
+            grades[c["claim_id"]] = c["grade"]
+    assert len(set(grades.values())) >= 3, grades
+    assert grades["context-latency.kv-bytes"] == "like-for-like published"
+    assert grades["single-user.throughput"] == "near evidence or exact derivation"
+
+
+_RATIO = re.compile(r"\d[\d,]*(?:\.\d+)?x")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+@pytest.mark.parametrize("result", paths.RESULTS)
+def test_no_landing_finding_contradicts_its_chapter(result):
+    """The landing row's finding (also the chapter's conclusion box) against the chapter's
+    readings in words (the box's "Each reading in words", one sentence per reading) from the
+    same headline: the same physics word (impossible only where the chapter rules a basis out
+    or finds it impossible, and always where it rules one out; "does not settle" only where it
+    is undetermined), the same evidence word, and each ratio and number of the finding in the
+    chapter's sentences or the readings they come from."""
+    out = _outcome(result)
+    doc = {"result": result, "readings": [asdict(r) for r in out.readings]}
+    box = chapter.conclusion_markdown(out)
+    for c in cc.conclusions(doc):
+        f, words = c.finding.lower(), c.text.lower()
+        assert chapter._md_cell(c.finding) in box and chapter._md_cell(c.text) in box
+        mine = {r["reading"]: r for r in doc["readings"] if r["claim_id"] == c.claim_id}
+        source = c.text + json.dumps(list(mine.values()), ensure_ascii=False)
+        if mine["published"].get("ruled_out"):  # the chapter rules a basis out: so does the row
+            assert f.startswith("impossible as") and "physics rules out" in words, c.claim_id
+        if f.startswith("impossible"):
+            assert "rules out" in words or "physically impossible" in words, c.claim_id
+        if "physics does not settle" in f:
+            assert mine["physics"]["verdict"] == "undetermined", c.claim_id
+            assert "physics does not settle" in words, c.claim_id
+        if "physically possible" in f:
+            assert mine["physics"]["verdict"] == "possible", c.claim_id
+            assert "physically possible" in words, c.claim_id
+        for word in ("above every", "below every", "within every"):
+            if word in f:
+                assert word.split()[0] in words, (c.claim_id, word)
+        if "near published point" in f:
+            assert "near evidence" in words, c.claim_id
+        for x in _RATIO.findall(c.finding) + _NUMBER.findall(c.finding):
+            assert x in source, (c.claim_id, x)
+
+
+def test_the_rack_row_says_impossible_per_gpu_not_undecided():
+    out = _outcome("rack-scaling")
+    doc = {"result": "rack-scaling", "readings": [asdict(r) for r in out.readings]}
+    c = next(c for c in cc.conclusions(doc) if c.claim_id == "rack-scaling.throughput")
+    assert c.finding.startswith("Impossible as \u201cper GPU, output tokens\u201d (3.94x")
+    assert "physics does not settle" not in c.finding.lower()
+    assert "possible as the rack's total (13,250 per GPU)" in c.finding
