@@ -201,11 +201,10 @@ NARROW = 400
 #: Smallest figure text (CSS px): at :data:`WIDTH` (a laptop) and at :data:`NARROW` (a phone,
 #: where a reader can zoom; below 7 px no one reads without it).
 FIGURE_TEXT_MIN = {WIDTH: 11.0, NARROW: 7.0}
-#: The landing page: 2,746 px (3,018 px in the test build, whose extra "this run, shipped
-#: recordings" column narrows the text) with a row per registry claim carrying its near
-#: evidence and attainable ratio (issues 28, 30); issue 31's one row per written claim (derived
-#: figures folded into their parents) is to bring it under 2,500 again.
-LANDING_MAX = 3_300
+#: The landing page: one row per claim as the write-up makes it (derived figures in their
+#: parent's row), each with its decisive finding and certainty (issue 31), in the test build
+#: with its extra "this run, shipped recordings" column.
+LANDING_MAX = 2_500
 FIRST_SCREEN = 1_200
 _REPRS = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>|IPython\.core\.display")
 _SMART = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})

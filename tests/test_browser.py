@@ -230,20 +230,20 @@ def test_every_page_fits_the_screen_and_its_figures_read(laid_out, laid_out_narr
 
 @pytest.mark.parametrize("result", runner.available_results())
 def test_chapter_as_a_reader_meets_it(laid_out, site, result):
-    """At 1,400 px: each claim's conclusion sentences within the first screen below the title,
-    at most 12,000 px tall, no object repr or raw DataFrame, alt text that is not a file path,
-    captions at body-text contrast, the right-hand contents usable."""
+    """At 1,400 px: each claim's decisive finding and certainty within the first screen below
+    the title, at most CHAPTER_MAX px tall, no object repr or raw DataFrame, alt text that is
+    not a file path, captions at body-text contrast, the right-hand contents usable."""
     from rackbook.results.conclusions import conclusions
 
     doc = read_result(site["out"] / f"{result}.json")
-    sentences = [s for c in conclusions(doc) for s in c.sentences]
+    sentences = [s for c in conclusions(doc) for s in (c.finding, f"Certainty: {c.grade}")]
     facts = laid_out[f"notebooks/{result}.html"]
     assert pageprobe.defects(result, facts, sentences) == []
 
 
 def test_landing_page_is_one_screen_of_answers(laid_out, site):
-    """At most LANDING_MAX (3,300) px tall, each claim's brief conclusion and strength of
-    evidence shown."""
+    """At most LANDING_MAX (2,500) px tall, each claim's decisive finding and certainty (its
+    grade and reasons) shown."""
     from rackbook.results.conclusions import conclusions
 
     facts = laid_out["book/intro.html"]
@@ -251,8 +251,10 @@ def test_landing_page_is_one_screen_of_answers(laid_out, site):
     text = pageprobe.plain(facts["text"])
     for r in runner.available_results():
         for c in conclusions(read_result(site["out"] / f"{r}.json")):
-            assert pageprobe.plain(c.brief_text) in text, c.claim_id
-            assert c.strength in text
+            assert pageprobe.plain(c.finding) in text, c.claim_id
+            assert pageprobe.plain(f"{c.grade}: {c.certainty.note}") in text or (
+                c.grade in text  # a derived figure names only its own grade where it differs
+            ), c.claim_id
 
 
 def test_landing_page_lists_every_claim(browser, site, tmp_path):

@@ -1,5 +1,5 @@
-"""The conclusion sentences and strength of evidence come from the readings: flip a reading and
-the sentence (and where it applies, the strength) changes with it."""
+"""The conclusion sentences and certainty come from the readings: flip a reading and
+the sentence (and where it applies, the certainty) changes with it."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_sentence_states_each_reading(claim):
     )
     assert c.sentences[1].startswith("No like-for-like measurement is published")
     assert c.sentences[2] == "Not tested on a GB300 NVL72 here."
-    assert c.strength == "physics only"
+    assert c.grade == "physics bounds only"
 
 
 @pytest.mark.parametrize(
@@ -75,12 +75,10 @@ def test_sentence_follows_a_flipped_reading(claim, flip, words):
     assert words.lower() not in before.lower()
 
 
-def test_strength_is_the_strongest_evidence(claim):
-    assert cc.conclude(claim, _readings()).strength == "physics only"
-    assert cc.conclude(claim, _readings(published="below")).strength == (
-        "published like-for-like measurements"
-    )
-    assert cc.conclude(claim, _readings(published="below", run="inconsistent")).strength == (
+def test_certainty_is_the_strongest_evidence(claim):
+    assert cc.conclude(claim, _readings()).grade == "physics bounds only"
+    assert cc.conclude(claim, _readings(published="below")).grade == "like-for-like published"
+    assert cc.conclude(claim, _readings(published="below", run="inconsistent")).grade == (
         "measured on the claim's hardware"
     )
 
@@ -104,7 +102,7 @@ def test_one_sentence_per_basis_and_unknown_fields_ignored(claim):
 def test_readings_given_per_basis_name_each_basis(claim):
     """A published reading with ``by_basis`` (one entry per plausible basis): one sentence per
     verdict naming its bases; bases without a published point in one sentence naming the
-    closest point; the strength follows any basis that places the figure."""
+    closest point; the certainty follows the bases that place the figure."""
     rs = _readings()
     closest = {"who": "InferenceX · GB300 x 4 · -", "value": 104429.5, "unit": "tok/s/GPU",
                "ratio": 9.135}  # fmt: skip
@@ -118,7 +116,7 @@ def test_readings_given_per_basis_name_each_basis(claim):
         "No like-for-like measurement is published on any of its 2 plausible bases (closest, "
         "which does not decide: InferenceX · GB300 x 4: 104,430 tok/s/GPU, the claim 9.13x it)."
     )
-    assert c.strength == "physics only"
+    assert c.grade == "physics bounds only"
     entries[1] = {**entries[1], "verdict": "within", "margin": "0.93x the highest"}
     c = cc.conclude(claim, rs)
     assert c.sentences[1] == (
@@ -128,7 +126,8 @@ def test_readings_given_per_basis_name_each_basis(claim):
         "As \u201ca rack total over 72 GPUs\u201d, it sits within published like-for-like "
         "measurements: 0.93x the highest."
     )
-    assert c.strength == "published like-for-like measurements"
+    assert c.grade == "near evidence or exact derivation"  # placed on 1 of 2: one level lower
+    assert c.certainty.reasons[-1] == "lowers: basis unknown (placed on 1 of its 2 plausible bases)"
 
 
 def test_readings_of_other_claims_are_ignored(claim):
@@ -156,7 +155,7 @@ def test_every_claim_of_a_result_concludes():
     assert [c.claim_id for c in out] == [c.id for c in reg.for_result("eplb-balance")]
     for c in out:
         assert c.sentences[-1] == "Not measured here: this chapter's input is synthetic."
-        assert c.strength == "published like-for-like measurements"
+        assert c.grade == "like-for-like published"
 
 
 def test_a_claim_without_readings_says_so():

@@ -104,14 +104,15 @@ def test_ties_are_a_spread_never_the_value_nearest_the_claim():
     assert ev.claim_evidence("rack-scaling.speedup", 9.0).closest.id == c.id
 
 
-def test_modelled_prices_never_make_the_strength_like_for_like():
+def test_modelled_prices_never_make_the_certainty_like_for_like():
     reg = claims.load_claims()
     r = asdict(ev.reading("rack-scaling.cost", registry=reg))
     assert r["verdict"] == "above"
     placed = [b for b in r["by_basis"] if b["verdict"] == "above"]
     assert placed and all(b["modelled"] for b in placed)
     c = cc.conclude(reg.get("rack-scaling.cost"), [r])
-    assert c.strength == "physics only"  # main: "published like-for-like measurements"
+    assert c.grade == "physics bounds only"  # modelled price and basis unknown lower it
+    assert any(r.startswith("lowers: modelled price") for r in c.certainty.reasons)
     assert "above every modelled price" in c.text
     # the per-instance reading: $38.96 as one 4-GPU instance-hour, $9.74 per GPU-hour
     inst = next(b for b in r["by_basis"] if b["name"] == "a list price per 4-GPU instance-hour")
@@ -119,18 +120,26 @@ def test_modelled_prices_never_make_the_strength_like_for_like():
     assert inst["near"]["unverified"]  # list prices read second-hand only
 
 
-def test_near_evidence_raises_the_strength_and_is_printed():
+def test_near_evidence_raises_the_certainty_and_is_printed():
+    """Near points raise the certainty to near evidence, unless they read either way on the
+    claim's plausible bases (954,000 tok/s: 0.093x to 32x them), which lowers it again."""
     reg = claims.load_claims()
+    grades = {}
     for cid in ("rack-scaling.throughput", "single-user.throughput"):
         c = cc.conclude(reg.get(cid), [asdict(ev.reading(cid, registry=reg))])
-        assert c.strength == "near evidence"
+        grades[cid] = c.grade
+        assert c.certainty.reasons[0].endswith("near published points")
         assert c.near.startswith("Near evidence, which does not decide:")
         assert "Near evidence (" in c.brief_text
+    assert grades == {
+        "rack-scaling.throughput": "physics bounds only",
+        "single-user.throughput": "near evidence or exact derivation",
+    }
     c = cc.conclude(
         reg.get("rack-scaling.speedup"),
         [asdict(ev.reading("rack-scaling.speedup", registry=reg))],
     )
-    assert c.strength == "physics only" and c.near == ""
+    assert c.grade == "physics bounds only" and c.near == ""
 
 
 def test_a_price_must_say_what_it_is(tmp_path):

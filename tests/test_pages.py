@@ -36,43 +36,54 @@ def test_trace_format_page_is_the_schema():
             assert f"| `{c.name}` | {c.dtype} |" in text
 
 
-def test_at_a_glance_gives_each_claim_its_conclusion(tmp_path):
-    """Each claim's row shows the claim, the brief conclusion generated from its readings and
-    the strength of evidence; the shipped-recordings column its "this run" reading (not run
-    when absent); flip a reading and the row changes."""
+def test_at_a_glance_gives_each_claim_its_finding_and_certainty(tmp_path):
+    """One row per claim as the write-up makes it: the claim, the decisive finding generated
+    from its readings and the certainty with its reasons; the shipped-recordings column its
+    "this run" reading (not run when absent); flip a reading and the row changes."""
 
-    def row(words):
+    def row(words, result="single-user", tag="(chapter 6)"):
         doc = {
-            "result": "single-user",
+            "result": result,
             "headlines": [],
             "readings": [
                 {
-                    "claim_id": "single-user.throughput",
+                    "claim_id": claim.id,
                     "reading": k,
                     "verdict": v,
                     "margin": "-",
                     "reason": f"{k} reason",
                 }
+                for claim in load_claims().for_result(result)
                 for k, v in words.items()
             ],  # fmt: skip
         }
-        (tmp_path / "single-user.json").write_text(json.dumps(doc))
+        (tmp_path / f"{result}.json").write_text(json.dumps(doc))
         text = pages.at_a_glance(tmp_path, reference=tmp_path / "none")
-        line = next(r for r in text.splitlines() if "(chapter 6)" in r)
-        return text, [c.strip() for c in line.strip("|").split("|")]
+        lines = [r for r in text.splitlines() if tag in r]
+        return text, lines, [c.strip() for c in lines[0].strip("|").split("|")]
 
-    text, cells = row({"physics": "possible", "published": "above", "this run": "untested"})
+    text, _, cells = row({"physics": "possible", "published": "above", "this run": "untested"})
     assert cells[0].startswith("**826 tok/s**: A specialised decode path")
     assert cells[1] == (
-        "826 tok/s is physically possible. It is above every published like-for-like "
-        "measurement. Not tested on B300 GPUs here."
+        "Physically possible: physics reason. Above every published like-for-like point."
     )
-    assert cells[2] == "published like-for-like measurements"
+    assert cells[2] == "**like-for-like published**: rests on like-for-like published figures"
     assert cells[3] == "not run"  # the reference column
-    _, flipped = row({"physics": "impossible", "published": "none published", "this run": "x"})
-    assert "physically impossible" in flipped[1] and flipped[2] == "physics only"
+    _, _, flipped = row({"physics": "impossible", "published": "none published", "this run": "x"})
+    assert flipped[1] == "Physically impossible: physics reason." and flipped[2].startswith(
+        "**physics bounds only**"
+    )
     dp = [r for r in text.splitlines() if "(chapter 1)" in r]
     assert len(dp) == 1 and "| not run | - |" in dp[0]
+    # derived figures share their parent's row: 0.35, 0.94 and 97 % in one
+    _, lines, cells = row(
+        {"physics": "possible", "published": "none published", "this run": "untested"},
+        "eplb-balance",
+        "(chapter 4)",
+    )
+    assert len(lines) == 1 and cells[0].startswith("**0.35**: ")
+    assert "**0.94**: " in cells[0] and "**97 %**: " in cells[0]
+    assert cells[1].count("Physically possible") == 3 and "**97 %**: Physically" in cells[1]
 
 
 def test_claim_card_states_the_claims_and_as_published_quotes_the_source():

@@ -46,7 +46,12 @@ def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
         yield f"headline {h.name}", f"{h.definition} {h.reason}"
     doc = {"result": out.result, "readings": [asdict(r) for r in out.readings]}
     for c in conclusions(doc):
-        yield f"conclusion {c.claim_id}", f"{c.text} {c.brief_text} {c.strength}"
+        yield f"conclusion {c.claim_id}", f"{c.text} {c.brief_text} {c.grade}"
+        yield f"finding {c.claim_id}", c.finding
+        yield f"certainty {c.claim_id}", f"{c.grade}: {c.certainty.note}"
+    found = {c.claim_id: c for c in conclusions(doc)}
+    for parent, derived in load_claims().rows(result):
+        yield f"landing row {parent.id}", " | ".join(pages.landing_row(parent, derived, found))
     for name, v in an.values().items():
         if isinstance(v, str):
             yield f"{result} value {name}", v

@@ -78,19 +78,25 @@ def _doc(outcome: Any) -> dict[str, Any]:
 
 
 def conclusion_markdown(outcome: Any) -> str:
-    """What the chapter concludes, for the top of the page: per claim, its statement, the
-    conclusion generated from its readings (:mod:`rackbook.results.conclusions`) and the
-    strength of the evidence behind it, in one admonition."""
+    """What the chapter concludes, for the top of the page: per claim, its statement, its
+    decisive finding (:func:`rackbook.results.conclusions.finding`, the landing page's words)
+    and the graded certainty with its reasons (:mod:`rackbook.results.certainty`), in one
+    admonition; each reading in words (the conclusion's sentences) one click away in it."""
     from rackbook.results.conclusions import conclusions
 
-    items = []
-    for c in conclusions(_doc(outcome)):
-        items.append(
-            f"**{_md_cell(c.statement)}**<br>\n{_md_cell(c.text)} "
-            f"*Strength of evidence: {c.strength}.*"
-        )
+    found = conclusions(_doc(outcome))
+    items = [
+        f"**{_md_cell(c.statement)}**<br>\n{_md_cell(c.finding)} "
+        f"*Certainty: {c.grade}"
+        + (f" ({_md_cell(c.certainty.note)})" if c.certainty.note else "")
+        + ".*"
+        for c in found
+    ]
     body = "\n\n".join(items) or "No claim of this result has been read yet."
-    return _admonition("admonition", "What this chapter concludes", body, "rb-conclusion")
+    if found:
+        words = "\n\n".join(f"**{_md_cell(c.figure)}**: {_md_cell(c.text)}" for c in found)
+        body += f"\n\n:::{{dropdown}} Each reading in words\n{words}\n:::"
+    return f"::::{{admonition}} What this chapter concludes\n:class: rb-conclusion\n{body}\n::::\n"
 
 
 def glue_conclusion(outcome: Any) -> None:

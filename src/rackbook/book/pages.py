@@ -9,11 +9,12 @@ import datetime
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 from rackbook import paths
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_write_text
-from rackbook.inputs.claims import Registry, load_claims
+from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics.units import plural
 
 _STATUS = {
@@ -112,31 +113,55 @@ def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict]
     return {(r["claim_id"], r["reading"]): r for r in read_result(f)["readings"]}
 
 
-def _conclusion_cell(executed: Path | None, result: str, claim_id: str) -> tuple[str, str]:
-    """(brief conclusion, strength of evidence) of a claim from ``executed``'s headline JSON
-    of ``result``, or ("not run", "-") when the result has not run there."""
+def _row_conclusions(executed: Path | None, result: str) -> dict[str, Any] | None:
+    """claim id -> its :class:`~rackbook.results.conclusions.Conclusion`, from ``executed``'s
+    headline JSON of ``result``; None when the result has not run there."""
     from rackbook.results.conclusions import conclusions
     from rackbook.results.headline import read_result
 
     f = executed / f"{result}.json" if executed else None
     if f is None or not f.exists():
-        return "not run", "-"
-    for c in conclusions(read_result(f)):
-        if c.claim_id == claim_id:
-            return c.brief_text, c.strength
-    return "not run", "-"
+        return None
+    return {c.claim_id: c for c in conclusions(read_result(f))}
+
+
+def landing_row(
+    parent: Claim, derived: list[Claim], found: dict[str, Any] | None
+) -> tuple[str, str, str]:
+    """One landing row's cells for a claim as the write-up makes it (``parent`` with the
+    claims ``derived`` from it, :meth:`rackbook.inputs.claims.Registry.rows`): the claim
+    (each figure in bold with its statement), the decisive finding (the parent's, then each
+    derived figure's after its figure), the certainty (the parent's grade and reasons, then
+    a derived figure's where its grade differs); "not run" without results."""
+    claims = [parent, *derived]
+    claim = " ".join(f"**{_cell(c.value_text)}**: {_cell(c.statement)}" for c in claims)
+    if found is None or parent.id not in found:
+        return claim, "not run", "-"
+    head = found[parent.id]
+    text = [head.finding] + [
+        f"**{d.value_text}**: {found[d.id].finding}" for d in derived if d.id in found
+    ]
+    grade = f"**{head.grade}**: {head.certainty.note}"
+    grade += "".join(
+        f" **{d.value_text}**: {found[d.id].grade}."
+        for d in derived
+        if d.id in found and found[d.id].grade != head.grade
+    )
+    return claim, " ".join(_cell(t) for t in text), _cell(grade)
 
 
 def at_a_glance(
     executed: Path, registry: Registry | None = None, reference: Path | None = None
 ) -> str:
-    """The landing page's answers: one row per claim with the claim (its figure and
-    statement, linked to its chapter), what the book concludes about it (the brief conclusion
-    generated from its readings, :mod:`rackbook.results.conclusions`) and the strength of the
-    evidence, read from the headline JSONs in ``executed``. With ``reference`` (the shipped
-    recordings' results), a column shows their "this run" verdicts beside the reader's."""
+    """The landing page's answers: one row per claim as the write-up makes it (figures derived
+    from a claim in its row, ``derived_from`` in the claims registry), with the claim (linked
+    to its chapter), the decisive finding generated from its readings
+    (:func:`rackbook.results.conclusions.finding`) and the graded certainty with its reasons
+    (:mod:`rackbook.results.certainty`), read from the headline JSONs in ``executed``. With
+    ``reference`` (the shipped recordings' results), a column shows their "this run" verdicts
+    beside the reader's."""
     reg = registry or load_claims()
-    head = "| claim | what the book concludes | strength of evidence |"
+    head = "| claim | decisive finding | certainty |"
     rule = "|---|---|---|"
     if reference is not None:
         head, rule = head + " this run, shipped recordings |", rule + "---|"
@@ -144,15 +169,13 @@ def at_a_glance(
     for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
         ref = _readings(reference, result) if reference is not None else None
-        for c in reg.for_result(result):
+        found = _row_conclusions(executed, result)
+        for parent, derived in reg.rows(result):
             link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
-            text, strength = _conclusion_cell(executed, result, c.id)
-            row = (
-                f"| **{_cell(c.value_text)}**: {_cell(c.statement)} ({link}) | {_cell(text)} "
-                f"| {_cell(strength)} |"
-            )
+            claim, text, grade = landing_row(parent, derived, found)
+            row = f"| {claim} ({link}) | {text} | {grade} |"
             if reference is not None:  # the verdict word only: the row stays one screen line
-                got = ref.get((c.id, "this run")) if ref is not None else None
+                got = ref.get((parent.id, "this run")) if ref is not None else None
                 row += f" {'not run' if ref is None else got['verdict'] if got else '-'} |"
             rows.append(row)
     return "\n".join(rows) + "\n\n" + attainable_note() + "\n"

@@ -9,12 +9,10 @@ One function, :func:`conclude`, turns a claim and its readings into a :class:`Co
   (parentheticals dropped); a reading kind given once per basis (readings carrying a ``basis``
   field) gives one "As <basis>, ..." sentence per basis; a ``closest`` field (the closest
   like-for-like published point) is named after the published sentence;
-- the strength of evidence, the strongest that applies: ``measured on the claim's hardware``
-  (a this-run verdict other than untested), ``published like-for-like measurements`` (a
-  published verdict other than none published that rests on measurements or listed prices,
-  not only on a cost model's prices), ``near evidence`` (a published reading with verified
-  near points: the same quantity on a sibling model or GPU, which never decides), else
-  ``physics only``;
+- the decisive finding (:func:`finding`), the one or two sentences a performance engineer
+  would repeat: what physics rules out (naming the bases and the ratio to the ceiling) or
+  derives exactly, what measured kernels reach, where published points place the figure;
+- the graded certainty with its named reasons (:mod:`rackbook.results.certainty`);
 - the near evidence (``near``), one sentence: the spread of the near points and the claim's
   ratio to them, which never decides a verdict.
 
@@ -31,17 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.results.certainty import PLACED, TESTED, Certainty, certainty
 
-#: The strengths of evidence, weakest first.
-STRENGTHS: tuple[str, ...] = (
-    "physics only",
-    "near evidence",
-    "published like-for-like measurements",
-    "measured on the claim's hardware",
-)
-#: This-run verdicts of a trace on the claim's hardware; published verdicts that place a figure.
-TESTED: tuple[str, ...] = ("consistent", "inconsistent")
-PLACED: tuple[str, ...] = ("within", "above", "below")
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
 #: At most this many characters of a reason go into a sentence (whole clauses only).
@@ -55,18 +44,26 @@ SHORT_ASIDE = 30
 
 @dataclass(frozen=True)
 class Conclusion:
-    """A claim's conclusion: the claim (figure and statement), the sentences, the strength."""
+    """A claim's conclusion: the claim (figure and statement), the sentences, the decisive
+    finding and the graded certainty."""
 
     claim_id: str
     result: str
     figure: str
     statement: str
     sentences: tuple[str, ...]
-    strength: str
+    certainty: Certainty
     brief: tuple[str, ...] = ()
     #: the near evidence in one sentence (empty without near points): a value the page
     #: generators can print beside the conclusion
     near: str = ""
+    #: the decisive finding (:func:`finding`)
+    finding: str = ""
+
+    @property
+    def grade(self) -> str:
+        """The certainty's grade (one of :data:`rackbook.results.certainty.GRADES`)."""
+        return self.certainty.grade
 
     @property
     def text(self) -> str:
@@ -116,12 +113,12 @@ def _cap(text: str) -> str:
 DEFAULT_DEPLOYMENT = "attention data-parallel"
 
 
-def _attainable(r: Mapping[str, Any], brief: bool) -> str:
+def _attainable(r: Mapping[str, Any]) -> str:
     """The physics reading's attainable estimate as a clause ("" without one): the ratio to
     what measured kernels reach (the reading's own short form where it has one), naming a
     deployment other than the default. The deployment and calibration are named once under
     the landing table (:func:`rackbook.book.pages.attainable_note`) and in full in the
-    chapter's readings table; ``brief`` is kept for the callers' symmetry."""
+    chapter's readings table."""
     a = r.get("attainable")
     if not isinstance(a, Mapping):
         return ""
@@ -140,7 +137,7 @@ def _attainable(r: Mapping[str, Any], brief: bool) -> str:
 
 def _physics(figure: str, r: Mapping[str, Any], brief: bool = False) -> str:
     verdict = str(r.get("verdict", ""))
-    att = _attainable(r, brief)
+    att = _attainable(r)
     if brief:
         margin = _informative(r.get("margin"))
         short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
@@ -309,29 +306,6 @@ def _sentence(
     return _cap(body) + "."
 
 
-def _placed(e: Mapping[str, Any]) -> bool:
-    """A reading (or basis entry) that places the figure on measurements or listed prices:
-    a placing verdict not resting on modelled prices alone."""
-    return e.get("verdict") in PLACED and not e.get("modelled")
-
-
-def strength(readings: Iterable[Mapping[str, Any]]) -> str:
-    """The strength of evidence behind a claim's readings (one of :data:`STRENGTHS`)."""
-    rs = list(readings)
-    if any(r.get("reading") == "this run" and r.get("verdict") in TESTED for r in rs):
-        return STRENGTHS[3]
-    published = [r for r in rs if r.get("reading") == "published"]
-    for r in published:
-        entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
-        if entries and any(_placed(e) for e in entries):
-            return STRENGTHS[2]
-        if not entries and _placed(r):
-            return STRENGTHS[2]
-    if any(isinstance(r.get("near"), Mapping) and r["near"].get("verified") for r in published):
-        return STRENGTHS[1]
-    return STRENGTHS[0]
-
-
 def near_sentence(r: Mapping[str, Any], brief: bool = False) -> str:
     """The near evidence of a published reading (its ``near``) as one sentence, or empty."""
     n = r.get("near")
@@ -410,9 +384,10 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
         figure,
         claim.statement,
         tuple(sentences),
-        strength(mine),
+        certainty(mine, claim),
         tuple(brief),
         near,
+        finding(claim, mine, hardware),
     )
 
 
@@ -423,3 +398,160 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
     readings = [r for r in doc.get("readings", []) if isinstance(r, Mapping)]
     result = doc.get("result") or (readings[0]["claim_id"].split(".")[0] if readings else None)
     return [conclude(c, readings) for c in reg.for_result(str(result))]
+
+
+# --- The decisive finding: what a performance engineer would repeat about a claim -----------
+
+#: A reason's clauses go into a finding up to this many characters (whole clauses only).
+FINDING_CLAUSE = 160
+#: "954,000 computed decode tok/s per GPU is 3.94x the compute ceiling of 241,834 on GB300"
+_RULED = re.compile(r"is ([\d.,]+x) the ([\w -]*?ceiling)(?: of [\d,.]+)?(?: on (.+))?$")
+#: "as the rack's total (13,250 per GPU) it is possible"
+_POSSIBLE_AS = re.compile(r"^as ([^;()]+?) \(([^()]+)\) it is possible$")
+
+
+def _ruled_out(pub: Mapping[str, Any]) -> str:
+    """The bases of the published reading that physics rules out, with the ratio to the
+    ceiling each exceeds: "impossible as “a” (3.94x a GB300's compute ceiling) or as “b”
+    (1.97x)"; empty without one."""
+    out, last = [], None
+    for e in pub.get("by_basis") or []:
+        if not isinstance(e, Mapping) or not e.get("ruled_out"):
+            continue
+        m = _RULED.search(str(e["ruled_out"]))
+        name = f"\u201c{e.get('name') or '?'}\u201d"
+        if not m:
+            out.append(f"as {name}")
+            continue
+        ratio, ceiling, gpu = m.group(1), m.group(2), (m.group(3) or "").strip()
+        where = f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
+        out.append(f"as {name} ({ratio}" + ("" if where == last else f" {where}") + ")")
+        last = where
+    return "impossible " + " or ".join(out) if out else ""
+
+
+def _derived_text(r: Mapping[str, Any]) -> str:
+    """An exact derivation as words: "exactly what the model card's dimensions and FP4 formats
+    give (890 B/token: 2.5 rows x 356 B)"; empty when the reading derives nothing."""
+    d = r.get("derived")
+    if not isinstance(d, Mapping) or not isinstance(d.get("value"), (int, float)):
+        return ""
+    value = f"{_num(d['value'])} {d.get('unit') or ''}".strip()
+    detail = str(r.get("reason", "")).rsplit(": ", 1)
+    how = f": {_drop_brackets(detail[1])}" if len(detail) == 2 else ""
+    if d.get("exact"):
+        return f"exactly what {d.get('from') or 'the specifications'} give ({value}{how})"
+    return f"{d.get('from') or 'the specifications'} give {value}, not the claim's figure"
+
+
+def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
+    """The physics reading as the finding states it: the bases it rules out and the ratio to
+    the ceiling, an exact derivation, else the verdict with its margin or first clauses; then
+    what measured kernels reach."""
+    verdict = str(r.get("verdict", ""))
+    margin = _informative(r.get("margin"))
+    att = _attainable(r)
+    ruled = _ruled_out(pub)
+    if ruled:
+        parts = [ruled]
+        if verdict == "undetermined" and margin:
+            parts.append(margin)
+        for clause in str(r.get("reason", "")).split(";"):
+            m = _POSSIBLE_AS.match(clause.strip())
+            if m:
+                parts.append(f"possible as {m.group(1)} ({m.group(2)})")
+        return "; ".join(parts) + att
+    derived = _derived_text(r)
+    if derived:
+        return derived + att
+    if verdict == "undetermined":
+        why = _clauses(str(r.get("reason", "")), limit=FINDING_CLAUSE)
+        if len(why) > FINDING_CLAUSE and margin:
+            why = margin
+        return "physics does not settle it" + (f": {why}" if why else "") + att
+    short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
+    why = "" if short else _clauses(str(r.get("reason", "")), limit=FINDING_CLAUSE, many=False)
+    return f"physically {verdict}{short}" + (f": {why}" if why else "") + att
+
+
+def _who(c: Mapping[str, Any]) -> str:
+    """A published point's source in short: "SemiAnalysis InferenceX (GB300 x 4,
+    DeepSeek-V4.1-Flash, vLLM)"."""
+    parts = [p.strip() for p in str(c.get("who") or "a published point").split(" · ")]
+    org = re.sub(r"\s*\([^()]*\)$", "", parts[0])
+    rest = [p for p in dict.fromkeys(parts[1:]) if p not in ("-", "", org)]
+    return f"{org} ({', '.join(rest)})" if rest else org
+
+
+def _value(c: Mapping[str, Any]) -> str:
+    unit = str(c.get("unit") or "")
+    sep = "" if unit in ("1", "", "x") else " "
+    lo, hi, v = c.get("low"), c.get("high"), c.get("value")
+    shown = "" if unit == "1" else unit
+    if c.get("tied") and isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo != hi:
+        return f"{_num(lo)} to {_num(hi)}{sep}{shown}"
+    return f"{_num(v)}{sep}{shown}" if isinstance(v, (int, float)) else ""
+
+
+def _claim_ratio(c: Mapping[str, Any]) -> str:
+    rl, rh, r = c.get("ratio_low"), c.get("ratio_high"), c.get("ratio")
+    if c.get("tied") and isinstance(rl, (int, float)) and isinstance(rh, (int, float)) and rl != rh:
+        return f"{_ratio(rl)} to {_ratio(rh)}"
+    return _ratio(r) if isinstance(r, (int, float)) else ""
+
+
+def _published_finding(r: Mapping[str, Any]) -> str:
+    """The published reading as the finding states it: where like-for-like points place the
+    figure, else its ratio to the closest near point (and the near points' spread where the
+    basis decides it); empty with only analogues, which never decide."""
+    entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)] or [r]
+    entries = [e for e in entries if not e.get("ruled_out")]
+    placed = [e for e in entries if e.get("verdict") in PLACED]
+    words = {"within": "within", "above": "above", "below": "below"}
+    if placed:
+        e = placed[0]
+        kind = "modelled price" if e.get("modelled") else "published like-for-like point"
+        names = [str(x.get("name")) for x in placed if x.get("name") and x is not r]
+        basis = f"as {_names(names)}, " if names and len(entries) > 1 else ""
+        margin = _drop_brackets(_informative(e.get("margin")).split(" (modelled")[0])
+        tail = f" ({margin})" if margin else ""
+        return f"{basis}{words[str(e['verdict'])]} every {kind}{tail}"
+    c = r.get("closest") if isinstance(r.get("closest"), Mapping) else {}
+    near = r.get("near") if isinstance(r.get("near"), Mapping) else {}
+    lo, hi = near.get("ratio_low"), near.get("ratio_high")
+    closest = c.get("kind") == "near" and bool(_claim_ratio(c))
+    if near.get("points") and isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+        either = lo < 1 < hi  # the basis decides which side of the near points it is
+        if either or not closest:
+            flag = "" if near.get("verified") else ", NOT VERIFIED"
+            by = ", depending on basis" if either else ""
+            n = len(near["points"])
+            return f"{_ratio(lo)} to {_ratio(hi)} the {n} near published points{flag}{by}"
+    if closest:
+        out = f"{_claim_ratio(c)} the closest near published point, {_who(c)}: {_value(c)}"
+        return out + (" (NOT VERIFIED)" if c.get("verified") is False else "")
+    return ""  # analogues never decide: the certainty's reasons name them
+
+
+def finding(claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "") -> str:
+    """The decisive finding about ``claim`` in one or two sentences, generated from its
+    readings: what physics rules out or derives (with the ratio to the ceiling and to what
+    measured kernels reach), then what published points say, then a run on the claim's
+    hardware where there is one. Where a chapter is decisive on any basis, this says so."""
+    rs = {str(r.get("reading")): r for r in readings if r.get("claim_id", claim.id) == claim.id}
+    if not rs:
+        return f"{claim.value_text} has not been read yet: run the chapter"
+    pub = rs.get("published", {})
+    parts = []
+    if "physics" in rs:
+        parts.append(_cap(_physics_finding(rs["physics"], pub)) + ".")
+    published = _published_finding(pub) if pub else ""
+    placed = any(e.get("verdict") in PLACED for e in [pub, *(pub.get("by_basis") or [])])
+    if placed and rs.get("physics", {}).get("verdict") == "undetermined" and parts:
+        parts = []  # a placing decides where physics does not
+    if published:
+        parts.append(_cap(published) + ".")
+    run = rs.get("this run", {})
+    if run.get("verdict") in TESTED:
+        parts.append(_cap(_this_run("it", run, hardware or _hardware(claim))) + ".")
+    return " ".join(parts)
