@@ -399,3 +399,34 @@ def test_entry_not_a_mapping(tmp_path: Path, raw: dict[str, Any]) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "nope.yaml"
     assert _error(path) == f"{path}: -: file not found"
+
+
+def test_rows_fold_derived_figures_into_the_claim_they_are_stated_about(
+    registry: Registry,
+) -> None:
+    rows = {p.id: [d.id for d in ds] for r in paths.RESULTS for p, ds in registry.rows(r)}
+    assert rows == {
+        "decode-parity.gap": [],
+        "rack-scaling.throughput": ["rack-scaling.speedup", "rack-scaling.cost"],
+        "prefill-gain.gain": [],
+        "eplb-balance.before": ["eplb-balance.after", "eplb-balance.recovered"],
+        "context-latency.kv-bytes": [],
+        "context-latency.delta": ["context-latency.delta-pct"],
+        "single-user.throughput": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "parent"),
+    [
+        ("rack-scaling.cost", "single-user.throughput"),  # another result's claim
+        ("rack-scaling.cost", "rack-scaling.nothing"),  # no such claim
+        ("eplb-balance.before", "eplb-balance.after"),  # a derived claim (and a cycle)
+    ],
+)
+def test_derived_from_must_name_a_claim_of_its_result_stated_on_its_own(
+    tmp_path: Path, raw: dict[str, Any], claim_id: str, parent: str
+) -> None:
+    _claim(raw, claim_id)["derived_from"] = parent
+    message = _error(_write(tmp_path, raw))
+    assert f".derived_from: '{parent}' is not a claim of" in message
