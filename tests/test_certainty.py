@@ -87,7 +87,7 @@ def test_near_points_read_second_hand_do_not_count():
 def test_basis_unknown_lowers_near_points_that_read_either_way():
     c = _grade(_rs(published={"near": {**NEAR, "ratio_low": 0.09, "ratio_high": 32.0}}))
     assert c.level == 1 and c.reasons[-1] == (
-        "lowers: basis unknown (the claim 0.09x to 32x the near points)"
+        "lowers: basis unknown (the claim 0.09x to 32x the near points)"  # 3 digits at most
     )
 
 
@@ -181,3 +181,23 @@ def test_the_rack_row_says_impossible_per_gpu_not_undecided():
     assert c.finding.startswith("Impossible as \u201cper GPU, output tokens\u201d (3.94x")
     assert "physics does not settle" not in c.finding.lower()
     assert "possible as the rack's total (13,250 per GPU)" in c.finding
+
+
+def test_the_finding_follows_each_reading():
+    claim = load_claims().get(CLAIM)
+    base = cc.finding(claim, _rs(physics={"margin": "9% of the ceiling"}))
+    assert base == "Physically possible (9% of the ceiling)."
+    near = {"near": NEAR, "closest": {**CLOSEST, "ratio": 1.81, "value": 456.6, "unit": "tok/s"}}
+    assert cc.finding(claim, _rs(published=near)).endswith(
+        "The claim is 1.81x the closest near published point, a published point: 456.6 tok/s."
+    )
+    either = {"near": {**NEAR, "ratio_low": 0.5}, "closest": near["closest"]}
+    assert cc.finding(claim, _rs(published=either)).endswith(
+        "The claim is 0.5x to 3x the 2 near published points, depending on basis."
+    )
+    run = cc.finding(claim, _rs(run={"verdict": "consistent", "margin": "+1.0%"}))
+    assert run.endswith("Measured on B300 GPUs here, it holds (+1.0%).")
+    derived = {"value": 826, "unit": "tok/s", "from": "the data sheet", "exact": True}
+    assert cc.finding(claim, _rs(physics={"derived": derived, "reason": "x: 2 x 413"})) == (
+        "Exactly what the data sheet give (826 tok/s: 2 x 413)."
+    )

@@ -96,7 +96,7 @@ def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _ratio(x: float) -> str:
-    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.2g}x"
+    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"
 
 
 def _difference(d: str) -> str:

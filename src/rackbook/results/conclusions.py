@@ -526,9 +526,12 @@ def _published_finding(r: Mapping[str, Any]) -> str:
             flag = "" if near.get("verified") else ", NOT VERIFIED"
             by = ", depending on basis" if either else ""
             n = len(near["points"])
-            return f"{_ratio(lo)} to {_ratio(hi)} the {n} near published points{flag}{by}"
+            return (
+                f"the claim is {_ratio(lo)} to {_ratio(hi)} the {n} near published points{flag}{by}"
+            )
     if closest:
-        out = f"{_claim_ratio(c)} the closest near published point, {_who(c)}: {_value(c)}"
+        out = f"the claim is {_claim_ratio(c)} the closest near published point, {_who(c)}: "
+        out += _value(c)
         return out + (" (NOT VERIFIED)" if c.get("verified") is False else "")
     return ""  # analogues never decide: the certainty's reasons name them
 
