@@ -4,7 +4,7 @@ facts are what :func:`pageprobe.probe` reports for a page)."""
 from __future__ import annotations
 
 import pytest
-from pageprobe import PROVENANCE, contrast, defects, layout_defects
+from pageprobe import CHAPTER_MAX, PROVENANCE, contrast, defects, layout_defects
 
 SENTENCES = ["954,000 tok/s is physically impossible.", "It is within published results."]
 
@@ -15,7 +15,7 @@ def _good() -> dict:
         "title_top": 136,
         "conclusion_bottom": 900,
         "conclusion": "What this chapter concludes 954,000 tok/s is physically impossible. "
-        "It is within published results. Strength of evidence: physics only.",
+        "It is within published results. Certainty: physics bounds only.",
         "text": "A page.",
         "images": [["../_images/ab12.png", "Throughput of each configuration."]],
         "caption_colours": ["rgb(34, 40, 50)"],
@@ -40,7 +40,7 @@ def test_a_good_page_has_no_defect():
         ({"text": "x <IPython.core.display.Markdown object> y"}, "object repr"),
         ({"text": "<foo.Bar object at 0x7f00aa>"}, "object repr"),
         ({"dataframes": 1}, "raw DataFrame"),
-        ({"height": 16_001}, "over 16,000"),
+        ({"height": CHAPTER_MAX + 1}, f"over {CHAPTER_MAX:,}"),
         ({"conclusion_bottom": 1_400}, "below the title"),
         ({"conclusion_bottom": None, "conclusion": None}, "no conclusion"),
         ({"conclusion": "954,000 tok/s is physically possible."}, "not in the first screen"),
