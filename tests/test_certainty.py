@@ -55,7 +55,7 @@ def test_like_for_like_points_give_the_third_level():
 
 def test_modelled_price_lowers_it():
     c = _grade(_rs(published={"verdict": "above", "modelled": True}))
-    assert c.level == 2 and c.reasons[-1].startswith("lowers: modelled price")
+    assert c.level == 2 and c.reasons[-1].startswith("lowered by: modelled price")
 
 
 def test_basis_unknown_lowers_a_placing_on_only_some_bases():
@@ -72,10 +72,10 @@ def test_basis_unknown_lowers_a_placing_on_only_some_bases():
 def test_near_points_give_the_second_level_and_name_why_not_higher():
     c = _grade(_rs(published={"near": NEAR, "closest": CLOSEST}))
     assert c.level == 2
-    assert c.reasons[1] == "not higher: analogue hardware (GB300, the claim B300)"
+    assert c.reasons[1] == "held back by: analogue hardware (GB300, the claim B300)"
     sim = {**CLOSEST, "differences": ["speculation: simulated (claim: unknown)"]}
     assert _grade(_rs(published={"near": NEAR, "closest": sim})).reasons[1] == (
-        "not higher: simulated acceptance"
+        "held back by: simulated acceptance"
     )
 
 
@@ -87,7 +87,7 @@ def test_near_points_read_second_hand_do_not_count():
 def test_basis_unknown_lowers_near_points_that_read_either_way():
     c = _grade(_rs(published={"near": {**NEAR, "ratio_low": 0.09, "ratio_high": 32.0}}))
     assert c.level == 1 and c.reasons[-1] == (
-        "lowers: basis unknown (the claim 0.09x to 32x the near points)"  # 3 digits at most
+        "lowered by: an unknown basis (the claim 0.09x to 32x the near points)"  # 3 digits at most
     )
 
 
@@ -96,7 +96,7 @@ def test_exact_derivation_gives_the_second_level_and_a_primary_text_raises_it():
     derived = {"value": 890, "unit": "B/token", "from": "the model card", "exact": True}
     assert _grade(_rs(physics={"derived": derived})).level == 2  # no claim: no primary
     c = _grade(_rs(physics={"derived": derived}), kv)
-    assert c.level == 3 and c.reasons[-1].startswith("raises: a primary text")
+    assert c.level == 3 and c.reasons[-1].startswith("raised by: a primary text")
     assert _grade(_rs(physics={"derived": {**derived, "exact": False}}), kv).level == 1
     unlocated = load_claims().get("context-latency.delta")
     assert _grade(_rs(physics={"derived": derived}), unlocated).level == 2
@@ -105,8 +105,8 @@ def test_exact_derivation_gives_the_second_level_and_a_primary_text_raises_it():
 def test_only_analogues_and_a_synthetic_input_are_named():
     c = _grade(_rs(published={"closest": {"kind": "analogue"}}, run={"reason": "synthetic x"}))
     assert c.reasons[1:] == (
-        "not higher: only analogues published",
-        "not higher: this chapter's input is synthetic",
+        "held back by: analogues only",
+        "held back by: a synthetic input",
     )
 
 

@@ -127,7 +127,9 @@ def test_readings_given_per_basis_name_each_basis(claim):
         "measurements: 0.93x the highest."
     )
     assert c.grade == "near evidence or exact derivation"  # placed on 1 of 2: one level lower
-    assert c.certainty.reasons[-1] == "lowers: basis unknown (placed on 1 of its 2 plausible bases)"
+    assert c.certainty.reasons[-1] == (
+        "lowered by: an unknown basis (placed on 1 of its 2 plausible bases)"
+    )
 
 
 def test_readings_of_other_claims_are_ignored(claim):

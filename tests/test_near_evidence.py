@@ -112,7 +112,7 @@ def test_modelled_prices_never_make_the_certainty_like_for_like():
     assert placed and all(b["modelled"] for b in placed)
     c = cc.conclude(reg.get("rack-scaling.cost"), [r])
     assert c.grade == "physics bounds only"  # modelled price and basis unknown lower it
-    assert any(r.startswith("lowers: modelled price") for r in c.certainty.reasons)
+    assert any(r.startswith("lowered by: modelled price") for r in c.certainty.reasons)
     assert "above every modelled price" in c.text
     # the per-instance reading: $38.96 as one 4-GPU instance-hour, $9.74 per GPU-hour
     inst = next(b for b in r["by_basis"] if b["name"] == "a list price per 4-GPU instance-hour")

@@ -15,15 +15,15 @@ The level starts from the strongest kind of evidence the readings hold:
 
 Then each named reason moves it one level (never outside 1-4):
 
-- lowers: ``modelled price`` (every placing rests on a cost model's rates, not a listed price
-  nor a measurement); ``basis unknown`` (the figure is placed on only some of its plausible
-  bases, or the near points read either way, the claim below some and above others);
-- raises: ``exact match with a primary text`` (an exact derivation whose figure a located
-  primary text also states: the claims registry's ``source.status``).
+- ``lowered by``: a modelled price (every placing rests on a cost model's rates, not a listed
+  price nor a measurement); an unknown basis (the figure is placed on only some of its
+  plausible bases, or the near points read either way, the claim below some and above others);
+- ``raised by``: a primary text stating the same figure (an exact derivation whose figure a
+  located primary text also states: the claims registry's ``source.status``).
 
-Reasons that explain a level without moving it are named too: why near evidence is not
-like-for-like (analogue hardware, simulated acceptance, another model, GPU count ...), only
-analogues published, points read only second-hand (NOT VERIFIED), a synthetic input.
+Reasons that explain a level without moving it are named too (``held back by``): why near
+evidence is not like-for-like (analogue hardware, simulated acceptance, another model, GPU
+count ...), analogues only, points read only second-hand (NOT VERIFIED), a synthetic input.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ DIFFERENCE_WORDS: dict[str, str] = {
 @dataclass(frozen=True)
 class Certainty:
     """A claim's graded certainty: the grade (one of :data:`GRADES`), its level (1-4) and the
-    reasons, each a short phrase beginning with what it does (``rests on``, ``lowers``,
-    ``raises``, ``not higher``)."""
+    reasons, each a short phrase beginning with what it does (``rests on``, ``lowered by``,
+    ``raised by``, ``held back by``)."""
 
     claim_id: str
     level: int
@@ -73,10 +73,10 @@ class Certainty:
 
     @property
     def note(self) -> str:
-        """The reasons as one footnote: "rests on 6 near published points; not higher:
-        analogue hardware (GB300, the claim B300), simulated acceptance"."""
+        """The reasons as one footnote, each label a phrase: "rests on 6 near published points;
+        held back by analogue hardware (GB300, the claim B300), simulated acceptance"."""
         shown = [r for r in self.reasons if r != f"rests on: {self.grade}"] or list(self.reasons)
-        return "; ".join(r.replace("rests on: ", "rests on ", 1) for r in shown)
+        return "; ".join(re.sub(r"^([a-z ]+): ", r"\1 ", r) for r in shown)
 
     def to_dict(self) -> dict[str, Any]:
         """The headline JSON's entry: ``{claim_id, grade, level, reasons}``."""
@@ -113,7 +113,7 @@ def _why_not_like_for_like(closest: Any) -> list[str]:
     if not isinstance(closest, Mapping):
         return []
     diffs = [_difference(str(d)) for d in closest.get("differences") or []]
-    return [f"not higher: {', '.join(diffs)}"] if diffs else []
+    return [f"held back by: {', '.join(diffs)}"] if diffs else []
 
 
 def certainty(
@@ -141,11 +141,11 @@ def certainty(
         reasons.append("rests on: like-for-like published figures")
         if all(e.get("modelled") for e in placed):
             level -= 1
-            reasons.append("lowers: modelled price (a cost model's rates, not a listed price)")
+            reasons.append("lowered by: modelled price (a cost model's rates, not a listed price)")
         if len(placed) < len(entries):
             level -= 1
             reasons.append(
-                f"lowers: basis unknown (placed on {len(placed)} of its "
+                f"lowered by: an unknown basis (placed on {len(placed)} of its "
                 f"{len(entries)} plausible bases)"
             )
     elif near and near.get("points") and near.get("verified"):
@@ -155,9 +155,8 @@ def certainty(
         lo, hi = near.get("ratio_low"), near.get("ratio_high")
         if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo < 1 < hi:
             level -= 1
-            reasons.append(
-                f"lowers: basis unknown (the claim {_ratio(lo)} to {_ratio(hi)} the near points)"
-            )
+            span = f"the claim {_ratio(lo)} to {_ratio(hi)} the near points"
+            reasons.append(f"lowered by: an unknown basis ({span})")
     elif derived and derived.get("exact"):
         level = 2
         source = derived.get("from") or "primary specifications"
@@ -168,17 +167,17 @@ def certainty(
     raised = raised and claim.source.status != "not-located"  # type: ignore[union-attr]
     if raised:
         level += 1
-        reasons.append("raises: a primary text states the same figure (exact match)")
+        reasons.append("raised by: a primary text stating the same figure (exact match)")
     elif level < 3 and not placed:
         closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
         if near and near.get("points") and not near.get("verified"):
-            reasons.append("not higher: near points read only second-hand (NOT VERIFIED)")
+            reasons.append("held back by: near points read only second-hand (NOT VERIFIED)")
         elif closest and closest.get("kind") == "analogue" and not (near and near.get("points")):
-            reasons.append("not higher: only analogues published")
+            reasons.append("held back by: analogues only")
         elif not closest and not near:
-            reasons.append("not higher: nothing comparable published")
+            reasons.append("held back by: no comparable published point")
     if run.get("verdict") == "untested" and "synthetic" in str(run.get("reason", "")):
-        reasons.append("not higher: this chapter's input is synthetic")
+        reasons.append("held back by: a synthetic input")
     return Certainty(cid, max(1, min(4, level)), tuple(reasons))
 
 
