@@ -300,14 +300,6 @@ def capacity(
     return Capacity(n, weights, usable, per_seq, context, formula)
 
 
-def max_batch(
-    model: ModelSpec, gpu: GpuSpec, gpus: int, *, context: float = 0, kv_dtype: str | None = "fp4"
-) -> tuple[int, str]:
-    """Sequences per GPU whose caches fit (:func:`capacity`), and its formula."""
-    c = capacity(model, gpu, gpus, context=context, kv_dtype=kv_dtype)
-    return c.sequences, c.formula
-
-
 def narrowest_kv_dtype(model: ModelSpec) -> str | None:
     """The narrowest KV storage dtype the model's catalog entry has a row format for (None when
     its KV layout is unknown)."""
