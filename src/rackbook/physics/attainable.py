@@ -551,7 +551,7 @@ def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
     if eff.hopper and blackwell:
         text += (
             f"; fractions of the data sheet measured on Hopper ({eff.gpu}) applied to "
-            f"{gpu.id} (Blackwell): an assumption, not a Blackwell measurement"
+            f"{gpu.label} (Blackwell): an assumption, not a Blackwell measurement"
         )
     return text
 

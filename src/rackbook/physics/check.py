@@ -116,6 +116,10 @@ class Check:
     #: phase -> the binding ceiling's own rate (output tok/s per GPU for decode, new input
     #: tok/s per GPU for prefill); ``ceiling_tok_s_per_gpu`` is in the figure's counted tokens.
     bounds: dict[str, float] = field(default_factory=dict)
+    #: The model and GPU as a reader's sentence names them (the catalog's model name, the GPU's
+    #: label, :attr:`rackbook.inputs.catalogs.GpuSpec.label`); ``model`` and ``gpu`` are ids.
+    model_name: str = ""
+    gpu_label: str = ""
 
     @property
     def reason(self) -> str:
@@ -127,8 +131,8 @@ class Check:
         if len(self.fractions) > 1:
             parts = " + ".join(f"{k} {v:.3g}" for k, v in self.fractions.items())
             return (
-                f"{counted} needs {parts} = {self.ratio:.3g}x the time of the {self.gpu} GPUs "
-                f"at their ceilings (the workload's ceiling is "
+                f"{counted} needs {parts} = {self.ratio:.3g}x the time of the {self.gpu_label} "
+                "GPUs at their ceilings (the workload's ceiling is "
                 f"{self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
             )
         ph = next(iter(self.fractions), self.phase)
@@ -136,7 +140,7 @@ class Check:
         unit = "new input" if ph == "prefill" else "output"
         text = (
             f"{counted} is {self.ratio:.3g}x the {ph} {self.limit} ceiling of {bound:,.0f} "
-            f"{unit} tok/s per GPU on {self.gpu}"
+            f"{unit} tok/s per GPU on {self.gpu_label}"
         )
         if math.isfinite(self.ceiling_tok_s_per_gpu) and not math.isclose(
             self.ceiling_tok_s_per_gpu, bound, rel_tol=1e-9
@@ -532,6 +536,8 @@ def check_claim(
             fractions,
             workload,
             {k: r.tok_s_per_gpu for k, r in binding.items()},
+            m.name,
+            g.label,
         )
 
     readings: list[Reading] = []

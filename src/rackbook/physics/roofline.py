@@ -429,7 +429,7 @@ def compute_ceiling_tokens_per_s(
     ):
         run = g.run_precision(dtype)
         if run != dtype:
-            notes.append(f"{g.id} has no {dtype} tensor cores: the {label} weights run at {run}")
+            notes.append(f"{g.label} has no {dtype} tensor cores: the {label} weights run at {run}")
         peak = g.flops(run)
         assert peak is not None
         t = 2 * params * active_scale / (peak * efficiency)
