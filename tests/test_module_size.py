@@ -36,7 +36,6 @@ BEING_SPLIT: dict[str, str] = {
     "rackbook/cluster/topology.py": "D modules",
     "rackbook/results/evidence.py": "D modules",
     # engineer E, branch `leftovers`: split by idea later in the same branch
-    "rackbook/physics/roofline.py": "E leftovers",
     "rackbook/live/calibrate.py": "E leftovers",
 }
 
