@@ -35,8 +35,6 @@ BEING_SPLIT: dict[str, str] = {
     "rackbook/live/record.py": "D modules",
     "rackbook/cluster/topology.py": "D modules",
     "rackbook/results/evidence.py": "D modules",
-    # engineer E, branch `leftovers`: split by idea later in the same branch
-    "rackbook/live/calibrate.py": "E leftovers",
 }
 
 
