@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rackbook.physics.units import eng, fmt, plural
+from rackbook.physics.units import eng, fmt, plural, whole
 
 
 def test_plural_counts_and_nouns():
@@ -28,3 +28,9 @@ def test_prefixes_and_engineering_notation():
     assert fmt(890, "B") == "890 B"
     assert eng(16e9) == "16e9"
     assert eng(0) == "0"
+
+
+def test_whole_numbers_become_ints():
+    assert (whole(8.0), type(whole(8.0))) == (8, int)
+    assert whole(2.5) == 2.5 and whole(np.float64(1e6)) == 1_000_000
+    assert plural(whole(1_024_000.0), "token") == "1,024,000 tokens"

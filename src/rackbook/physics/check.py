@@ -43,7 +43,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
-from rackbook.physics.units import fmt, plural
+from rackbook.physics.units import fmt, plural, whole
 
 #: No modelling margin: every ceiling is a bound (the least time), so a figure at or below it
 #: is possible and above it impossible. Kept (0) for callers that still pass a margin.
@@ -225,21 +225,16 @@ def memory_ceiling(
     tps = batch * tokens_per_step / gpus / step
     formula = (
         f"step >= ({fmt(dense, 'B')} dense once + {split.moe_layers} layers x {per_layer:g} "
-        f"experts (the fewest {plural(_n(batch * verify), 'token')} can touch) x "
+        f"experts (the fewest {plural(whole(batch * verify), 'token')} can touch) x "
         f"{fmt(roofline.expert_bytes(model), 'B')} = {fmt(experts, 'B')} + "
-        f"{plural(_n(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
+        f"{plural(whole(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
         + f" = {fmt(total, 'B')}) / ({plural(gpus, 'GPU')} x "
         f"{fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')}) = {step * 1e6:,.4g} µs; "
-        f"{plural(_n(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
+        f"{plural(whole(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
         f"{plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     )
     return Reading("memory bandwidth", tps, formula, "decode")
-
-
-def _n(x: float) -> float | int:
-    """A whole number as an int (for plural())."""
-    return int(x) if float(x).is_integer() else x
 
 
 @dataclass(frozen=True)
@@ -529,7 +524,7 @@ def check_claim(
             ratio,
             ceiling,
             limit,
-            None if chosen is None else _n(chosen),
+            None if chosen is None else whole(chosen),
             readings,
             notes,
             counted,

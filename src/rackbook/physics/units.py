@@ -25,6 +25,12 @@ def eng(value: float, digits: int = 4) -> str:
     return f"{mant}e{exp}" if exp else mant
 
 
+def whole(x: float) -> float | int:
+    """``x`` as an int when it is a whole number (``8.0`` -> ``8``), else unchanged: so that
+    :func:`plural` and ``:,`` write it with thousands separators, not ``:g``'s exponent."""
+    return int(x) if float(x).is_integer() else x
+
+
 def plural(n: float, word: str, many: str | None = None) -> str:
     """``n word`` with the word in the plural unless ``n`` is 1: ``plural(1, "GPU") ==
     "1 GPU"``, ``plural(8192, "sequence") == "8,192 sequences"``; ``many`` for irregular
