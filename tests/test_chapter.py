@@ -132,11 +132,14 @@ def test_validity_warning_only_when_requests_were_left_out():
 
 def test_conclusion_markdown_one_item_per_claim():
     md = chapter.conclusion_markdown(_outcome())
-    assert md.startswith(":::{admonition} What this chapter concludes\n:class: rb-conclusion\n")
-    assert md.count("*Strength of evidence:") == 1
-    assert "is physically possible: a < b & c;" in md  # from the readings, not typed
+    assert md.startswith("::::{admonition} What this chapter concludes\n:class: rb-conclusion\n")
+    assert md.count("*Certainty: ") == 1
+    assert "\nPhysically possible (0.5x the ceiling); 0.12x what measured kernels reach. As " in md
+    assert "output tokens per GPU, within the published like-for-like points." in md
+    words = md.split(":::{dropdown} Each reading in words\n")[1]  # each reading, one click away
+    assert "is physically possible: a < b & c;" in words
     empty = chapter.conclusion_markdown({"result": "decode-parity", "readings": []})
-    assert empty.count("*Strength of evidence:") == 1  # every claim of the result, still
+    assert empty.count("*Certainty: ") == 1  # every claim of the result, still
     assert "has not been read yet: run the chapter" in empty
 
 

@@ -507,15 +507,19 @@ def _published_finding(r: Mapping[str, Any]) -> str:
     entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)] or [r]
     entries = [e for e in entries if not e.get("ruled_out")]
     placed = [e for e in entries if e.get("verdict") in PLACED]
-    words = {"within": "within", "above": "above", "below": "below"}
     if placed:
         e = placed[0]
         kind = "modelled price" if e.get("modelled") else "published like-for-like point"
+        where = {"within": f"within the {kind}s", "above": f"above every {kind}"}
+        where["below"] = f"below every {kind}"
         names = [str(x.get("name")) for x in placed if x.get("name") and x is not r]
+        own = str(r.get("basis") or "")
+        short = len(own) <= SHORT_BASIS and not any(ch in own for ch in ";|")
         basis = f"as {_names(names)}, " if names and len(entries) > 1 else ""
+        basis = basis or (f"as {_drop_brackets(own)}, " if own and short else "")
         margin = _drop_brackets(_informative(e.get("margin")).split(" (modelled")[0])
         tail = f" ({margin})" if margin else ""
-        return f"{basis}{words[str(e['verdict'])]} every {kind}{tail}"
+        return f"{basis}{where[str(e['verdict'])]}{tail}"
     c = r.get("closest") if isinstance(r.get("closest"), Mapping) else {}
     near = r.get("near") if isinstance(r.get("near"), Mapping) else {}
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
