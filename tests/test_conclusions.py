@@ -163,11 +163,3 @@ def test_every_claim_of_a_result_concludes():
 def test_a_claim_without_readings_says_so():
     c = cc.conclusions({"result": "single-user", "readings": []})[0]
     assert c.text == "826 tok/s has not been read yet: run the chapter."
-
-
-def test_brief_keeps_verdicts_and_drops_reasons(claim):
-    c = cc.conclude(claim, _readings(published="above"))
-    assert c.brief[0] == "954,000 tok/s is physically impossible (3.94x the decode ceiling)."
-    assert c.brief[1:] == c.sentences[1:]
-    flipped = cc.conclude(claim, _readings(physics="possible", published="above"))
-    assert flipped.brief_text != c.brief_text and "physically possible" in flipped.brief_text

@@ -196,7 +196,7 @@ def test_the_landing_conclusions_carry_the_attainable_ratio():
 
     out, _ = _physics_reading("single-user")
     (c,) = conclusions.conclusions(out.to_dict("trace"))
-    assert "x what measured kernels reach (attention tensor-parallel" in " ".join(c.brief)
+    assert "x what measured kernels reach (attention tensor-parallel" in c.finding
 
 
 def test_context_latency_says_what_measured_kernels_add():

@@ -46,7 +46,7 @@ def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
         yield f"headline {h.name}", f"{h.definition} {h.reason}"
     doc = {"result": out.result, "readings": [asdict(r) for r in out.readings]}
     for c in conclusions(doc):
-        yield f"conclusion {c.claim_id}", f"{c.text} {c.brief_text} {c.grade}"
+        yield f"conclusion {c.claim_id}", f"{c.text} {c.grade}"
         yield f"finding {c.claim_id}", c.finding
         yield f"certainty {c.claim_id}", f"{c.grade}: {c.certainty.note}"
     found = {c.claim_id: c for c in conclusions(doc)}

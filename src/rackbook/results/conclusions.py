@@ -53,7 +53,6 @@ class Conclusion:
     statement: str
     sentences: tuple[str, ...]
     certainty: Certainty
-    brief: tuple[str, ...] = ()
     #: the near evidence in one sentence (empty without near points): a value the page
     #: generators can print beside the conclusion
     near: str = ""
@@ -69,11 +68,6 @@ class Conclusion:
     def text(self) -> str:
         """The sentences as one paragraph."""
         return " ".join(self.sentences)
-
-    @property
-    def brief_text(self) -> str:
-        """The brief sentences (verdicts and margins, no reasons) as one paragraph."""
-        return " ".join(self.brief or self.sentences)
 
 
 def _drop_brackets(text: str, keep: int = SHORT_ASIDE) -> str:
@@ -135,15 +129,9 @@ def _attainable(r: Mapping[str, Any]) -> str:
     return ""
 
 
-def _physics(figure: str, r: Mapping[str, Any], brief: bool = False) -> str:
+def _physics(figure: str, r: Mapping[str, Any]) -> str:
     verdict = str(r.get("verdict", ""))
     att = _attainable(r)
-    if brief:
-        margin = _informative(r.get("margin"))
-        short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
-        if verdict == "undetermined":
-            return f"physics does not settle {figure}{att}"
-        return f"{figure} is physically {verdict}{short}{att}"
     if verdict == "undetermined":
         why = _clauses(str(r.get("reason", "")))
         return f"physics does not settle {figure}" + (f": {why}" if why else "") + att
@@ -213,9 +201,7 @@ def _names(names: list[str]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
 
 
-def _per_basis(
-    kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool
-) -> list[str]:
+def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
     """A reading given once per plausible basis (its ``by_basis`` entries, each with a
     ``name``, ``verdict``, ``margin`` and maybe a ``closest`` point): one sentence per verdict,
     naming the bases that reach it; every basis without a published point in one sentence that
@@ -236,13 +222,13 @@ def _per_basis(
         if kind == "published" and verdict == "none published":
             every = len(es) == len(entries)
             where = (
-                ("" if len(es) == 1 or brief else f" on any of its {len(es)} plausible bases")
+                ("" if len(es) == 1 else f" on any of its {len(es)} plausible bases")
                 if every
                 else f" as {names}"
             )
             text = f"no like-for-like measurement is published{where}"
             near = r.get("closest") if every else es[0].get("closest")
-            if not brief and near:
+            if near:
                 text += f" (closest, which does not decide: {_closest(near)})"
             out.append(_cap(text) + ".")
             continue
@@ -257,14 +243,14 @@ def _per_basis(
                     "below": "below every modelled price",
                 }.get(verdict, verdict)
                 + " (a cost model's rate, not a listed price nor a measurement)"
-                + (f": {margin}" if margin and not brief else "")
+                + (f": {margin}" if margin else "")
                 + "."
             )
             figure = "it"
             continue
         sub = {"verdict": verdict, "margin": es[0].get("margin"), "reason": es[0].get("reason")}
         sub.update({"closest": es[0].get("closest")} if es[0].get("closest") else {})
-        out.append(f"As {names}, {_body(kind, figure, sub, hardware, brief)}.")
+        out.append(f"As {names}, {_body(kind, figure, sub, hardware)}.")
         figure = "it"
     return out
 
@@ -285,28 +271,25 @@ def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
     return f"this run reads {verdict}{tail}"
 
 
-def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool = False) -> str:
+def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
     """One reading's words, uncapitalised and without its full stop."""
     if kind == "physics":
-        return _physics(figure, r, brief)
+        return _physics(figure, r)
     if kind == "published":
         return _published(figure, r)
     return _this_run(figure, r, hardware)
 
 
-def _sentence(
-    kind: str, figure: str, r: Mapping[str, Any], hardware: str, brief: bool = False
-) -> str:
-    """One reading as a sentence; ``figure`` is the claim's figure, or "it" once named;
-    ``brief``: the verdict and a short margin only, not the physics reason."""
-    body = _body(kind, figure, r, hardware, brief)
+def _sentence(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
+    """One reading as a sentence; ``figure`` is the claim's figure, or "it" once named."""
+    body = _body(kind, figure, r, hardware)
     basis = str(r.get("basis") or "")
     if basis and len(basis) <= SHORT_BASIS and ";" not in basis and "|" not in basis:
         return f"As {_drop_brackets(basis)}, {body}."
     return _cap(body) + "."
 
 
-def near_sentence(r: Mapping[str, Any], brief: bool = False) -> str:
+def near_sentence(r: Mapping[str, Any]) -> str:
     """The near evidence of a published reading (its ``near``) as one sentence, or empty."""
     n = r.get("near")
     if not isinstance(n, Mapping) or not n.get("points"):
@@ -331,8 +314,6 @@ def near_sentence(r: Mapping[str, Any], brief: bool = False) -> str:
     flag = f", {unv} NOT VERIFIED" if unv else ""
     nb = len(n.get("bases") or [])
     over = f" on {nb} bases" if nb > 1 else ""
-    if brief:
-        return f"Near evidence ({len(pts)} points{flag}, does not decide): {ratio}{over}."
     return (
         f"Near evidence, which does not decide: {len(pts)} published points of the same "
         f"quantity on a sibling model or GPU{flag}{',' if flag else ''} span {span}; "
@@ -361,21 +342,17 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
     figure = claim.value_text
     hardware = _hardware(claim)
     sentences: list[str] = []
-    brief: list[str] = []
     kinds = [*ORDER, *sorted({str(r.get("reading")) for r in mine} - set(ORDER))]
     near = ""
     for kind in kinds:
         for r in (r for r in mine if r.get("reading") == kind):
             if r.get("by_basis"):
-                sentences += _per_basis(kind, "it" if sentences else figure, r, hardware, False)
-                brief += _per_basis(kind, "it" if brief else figure, r, hardware, True)
+                sentences += _per_basis(kind, "it" if sentences else figure, r, hardware)
             else:
                 sentences.append(_sentence(kind, "it" if sentences else figure, r, hardware))
-                brief.append(_sentence(kind, "it" if brief else figure, r, hardware, brief=True))
             if kind == "published" and near_sentence(r):
                 near = near_sentence(r)
                 sentences.append(near)
-                brief.append(near_sentence(r, brief=True))
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
     return Conclusion(
@@ -385,7 +362,6 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
         claim.statement,
         tuple(sentences),
         certainty(mine, claim),
-        tuple(brief),
         near,
         finding(claim, mine, hardware),
     )
