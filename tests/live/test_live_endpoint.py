@@ -22,7 +22,8 @@ from rackbook import paths
 from rackbook.core import provenance
 from rackbook.errors import InputError
 from rackbook.live import endpoint
-from rackbook.live.record import attach, ensure_tiny_model
+from rackbook.live.record import attach
+from rackbook.live.recorder import ensure_tiny_model
 from rackbook.live.scenarios import SCENARIOS, scenario
 from rackbook.results import verdicts
 

@@ -19,8 +19,9 @@ import pytest
 import rackbook.live as live
 from rackbook.core import traces
 from rackbook.errors import InputError
-from rackbook.live.record import CPU_EPLB, Recorder, build_parser
+from rackbook.live.record import build_parser
 from rackbook.live.record import record as record_cli
+from rackbook.live.recorder import CPU_EPLB, Recorder
 from rackbook.live.scenarios import EplbBalance, RackScaling, scenario
 
 
@@ -107,7 +108,7 @@ def test_endpoints_remote_allowed_and_counted(tmp_path):
 
 
 def test_eplb_own_server_on_cpu_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr("rackbook.live.record.on_cpu", lambda: True)
+    monkeypatch.setattr("rackbook.live.recorder.on_cpu", lambda: True)
     rec = Recorder(EplbBalance(), tmp_path / "t")
     with pytest.raises(InputError) as exc:
         rec.run_phase(rec.phases[0])
@@ -253,7 +254,7 @@ def test_record_returns_path_and_streams_progress(tmp_path, monkeypatch, capfd):
         "print(sys.argv[sys.argv.index('-o') + 1])\n"
         "assert sys.argv[1:4] == ['-m', 'rackbook.live.record', 'single-user'], sys.argv",
     )
-    p = live.record("single-user", output=tmp_path / "tr", parameters={"output_len": 8})
+    p = live.record_trace("single-user", output=tmp_path / "tr", parameters={"output_len": 8})
     assert p == tmp_path / "tr"
     assert "[record] point 1/1" in capfd.readouterr().err
 
@@ -265,7 +266,7 @@ def test_record_raises_the_recorders_one_line_error(tmp_path, monkeypatch):
         "print('error: -p: replicas: needs at least one value', file=sys.stderr); sys.exit(2)",
     )
     with pytest.raises(InputError) as exc:
-        live.record("rack-scaling", output=tmp_path / "tr")
+        live.record_trace("rack-scaling", output=tmp_path / "tr")
     assert (exc.value.file, exc.value.field) == ("-p", "replicas")
     assert exc.value.problem == "needs at least one value"
 
@@ -296,7 +297,7 @@ def test_record_forwards_ctrl_c_and_waits_for_the_child(tmp_path, monkeypatch):
     threading.Thread(target=interrupt_when_started, daemon=True).start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            live.record("single-user", output=tmp_path / "tr")
+            live.record_trace("single-user", output=tmp_path / "tr")
     finally:
         signal.signal(signal.SIGINT, previous)
     assert done.exists()  # the child's handler ran to the end before record() returned

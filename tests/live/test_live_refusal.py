@@ -10,7 +10,8 @@ from conftest import FIXTURES
 
 from rackbook.core import traces, validity
 from rackbook.errors import InputError
-from rackbook.live.record import MAX_ATTEMPTS, Recorder, build_parser, decide
+from rackbook.live.record import build_parser
+from rackbook.live.recorder import MAX_ATTEMPTS, Recorder, decide
 from rackbook.live.scenarios import SingleUser
 
 FIX = FIXTURES / "validity"

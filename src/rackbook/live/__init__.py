@@ -4,10 +4,11 @@ Modules: :mod:`~rackbook.live.envfile` (venv, env/live/vllm.env, API key),
 :mod:`~rackbook.live.server` (``vllm serve`` process groups, never orphaned),
 :mod:`~rackbook.live.bench` (``vllm bench serve`` in-process), :mod:`~rackbook.live.prom`
 (``/metrics``), :mod:`~rackbook.live.offline` (fixed-batch ``vllm.LLM``),
-:mod:`~rackbook.live.scenarios` (parameters), :mod:`~rackbook.live.record` (orchestration).
+:mod:`~rackbook.live.scenarios` (parameters), :mod:`~rackbook.live.record` (the recorder's
+command line), :mod:`~rackbook.live.recorder` (orchestration).
 
 Importing this package imports neither vllm nor torch: ``rackbook record`` (trace venv)
-re-executes itself in .venv-live, and :func:`record` (what the notebooks call in live mode)
+re-executes itself in .venv-live, and :func:`record_trace` (what the notebooks call in live mode)
 runs the recorder there as a child process.
 """
 
@@ -29,7 +30,7 @@ from rackbook.errors import InputError
 from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready, vllm_environ
 from rackbook.paths import resolve
 
-__all__ = ["cli_record", "record", "record_argv", "record_trace", "recorder_argv"]
+__all__ = ["cli_record", "record_argv", "record_trace", "recorder_argv"]
 
 
 def _value(v: Any) -> str:
@@ -164,11 +165,6 @@ def record_trace(
         raise InputError("rackbook.live.record", "-", f"recorder exited with code {rc}{said}")
     path = Path(stdout_lines[-1]) if stdout_lines else resolve(output)
     return path
-
-
-#: What the notebooks call in live mode: ``record(SCENARIO, output=..., endpoints=[...],
-#: serve=..., parameters={...})``.
-record = record_trace
 
 
 def record_argv(args: argparse.Namespace) -> list[str]:
