@@ -433,7 +433,9 @@ def cli_run(args: argparse.Namespace) -> int:
             return 0
         jobs = min(jobs, len(names))
         print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
-        pool.run_chapters(names, source, params, out, force, jobs, report)
+        pool.run_chapters(
+            names, source, params, out, execute_result, cached_headline, force, jobs, report
+        )
     return 0
 
 
