@@ -91,8 +91,8 @@ def tiny_model() -> Path:
     """The live tests' tiny random-weight MoE model folder (written once per session)."""
     import subprocess
 
-    from rackbook.live.envfile import TINY_MODEL, live_python
-    from rackbook.paths import ROOT
+    from rackbook.live.envfile import live_python
+    from rackbook.paths import ROOT, TINY_MODEL
 
     r = subprocess.run(
         [str(live_python()), str(ROOT / "env/live/tiny_model.py"), "-o", str(TINY_MODEL)],

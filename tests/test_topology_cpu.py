@@ -24,7 +24,7 @@ import yaml
 from rackbook import paths
 from rackbook.cluster import topology
 from rackbook.errors import InputError
-from rackbook.live.scenarios import scenario
+from rackbook.inputs.scenarios import scenario
 
 CPU = paths.ROOT / "env" / "cluster" / "ci" / "topology-cpu.yaml"
 SLURM_TEST = paths.ROOT / "env" / "cluster" / "ci" / "slurm-test.sh"

@@ -359,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="record a scenario from real vLLM servers (live mode)",
         description="Record one scenario's trace from real vLLM servers (needs the live env: "
         "make live-setup). Each scenario's parameters (-p NAME VALUE) and their defaults are "
-        "listed in rackbook.live.scenarios and the book's rerun cards.",
+        "listed in rackbook.inputs.scenarios and the book's rerun cards.",
     )
     s.add_argument(
         "scenario",

@@ -19,10 +19,10 @@ import pytest
 import rackbook.live as live
 from rackbook.core import traces
 from rackbook.errors import InputError
+from rackbook.inputs.scenarios import EplbBalance, RackScaling, scenario
 from rackbook.live.record import build_parser
 from rackbook.live.record import record as record_cli
 from rackbook.live.recorder import CPU_EPLB, Recorder
-from rackbook.live.scenarios import EplbBalance, RackScaling, scenario
 
 
 # ----------------------------------------------------------------------------- parameters

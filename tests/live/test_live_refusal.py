@@ -10,9 +10,9 @@ from conftest import FIXTURES
 
 from rackbook.core import traces, validity
 from rackbook.errors import InputError
+from rackbook.inputs.scenarios import SingleUser
 from rackbook.live.record import build_parser
 from rackbook.live.recorder import MAX_ATTEMPTS, Recorder, decide
-from rackbook.live.scenarios import SingleUser
 
 FIX = FIXTURES / "validity"
 

@@ -4,7 +4,7 @@
 Everything on a card is read, not typed: the deployment (vLLM version, image, exact serve
 flags, GPUs) from ``env/cluster/topology.yaml`` through :mod:`rackbook.cluster.topology`; the
 command's parameters from the params file ``rackbook recipes`` writes; the sweep (points,
-requests, tokens) from the live scenario's plan (:mod:`rackbook.live.scenarios`, pure standard
+requests, tokens) from the live scenario's plan (:mod:`rackbook.inputs.scenarios`, pure standard
 library: planning needs no vLLM); the weights' size from the roofline's storage model; the
 time from two published vLLM DeepSeek-V4.1-Flash figures on GB300 (batched OUTPUT tokens per
 GPU, and one stream's speed), never a claim's own number. The batched rate counts output tokens
@@ -165,7 +165,7 @@ def sweep(result: str, params: dict[str, Any], gpus: int, deployments: int = 1) 
     per point, the longer of output tokens / (batched output tok/s per GPU x GPUs) and
     requests x output tokens / (concurrency x one user's tok/s) (seconds)."""
     from rackbook.inputs import catalogs
-    from rackbook.live.scenarios import SCENARIOS, fit_endpoint, scenario
+    from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
     fields = {f.name for f in dataclasses.fields(SCENARIOS[result])}
     text = {k: _text(v) for k, v in params.items() if k in fields}

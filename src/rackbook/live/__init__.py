@@ -4,7 +4,7 @@ Modules: :mod:`~rackbook.live.envfile` (venv, env/live/vllm.env, API key),
 :mod:`~rackbook.live.server` (``vllm serve`` process groups, never orphaned),
 :mod:`~rackbook.live.bench` (``vllm bench serve`` in-process), :mod:`~rackbook.live.prom`
 (``/metrics``), :mod:`~rackbook.live.offline` (fixed-batch ``vllm.LLM``),
-:mod:`~rackbook.live.scenarios` (parameters), :mod:`~rackbook.live.record` (the recorder's
+:mod:`~rackbook.inputs.scenarios` (the plans), :mod:`~rackbook.live.record` (the recorder's
 command line), :mod:`~rackbook.live.recorder` (orchestration).
 
 Importing this package imports neither vllm nor torch: ``rackbook record`` (trace venv)
@@ -191,7 +191,7 @@ def cli_record(args: argparse.Namespace) -> int:
     Runs in this interpreter when it has vLLM, else replaces this process with .venv-live's
     Python running :mod:`rackbook.live.record` (same arguments, env/live/vllm.env applied).
     """
-    from rackbook.live.scenarios import SCENARIOS
+    from rackbook.inputs.scenarios import SCENARIOS
 
     if args.scenario not in SCENARIOS:
         raise InputError("-", "scenario", f"{args.scenario!r} is not one of {', '.join(SCENARIOS)}")

@@ -4,7 +4,7 @@
     rackbook record prefill-gain -o DIR -p prefix_tokens 1024 -p num_requests 8
     rackbook record rack-scaling -o DIR --endpoint http://HOST1:8000 --endpoint http://HOST2:8000
 
-A scenario (rackbook.live.scenarios) is a plan of server phases x bench points. Per phase the
+A scenario (rackbook.inputs.scenarios) is a plan of server phases x bench points. Per phase the
 recorder starts its servers (``vllm serve`` on 127.0.0.1, one per replica) or uses the given
 ``--endpoint`` URLs (in phase order: prefill-gain's A then B; rack-scaling's replicas), keeps
 them up for all the phase's points, and runs each point with vLLM's own bench client
@@ -50,16 +50,16 @@ from typing import Any
 
 from rackbook.core import fsio
 from rackbook.errors import InputError
+from rackbook.inputs.scenarios import (
+    Scenario,
+    fit_endpoint,
+    scenario,
+)
 from rackbook.live import cpus, endpoint
 from rackbook.live import server as server_mod
 from rackbook.live.bench import request_timeout_s
 from rackbook.live.envfile import api_key, vllm_environ
 from rackbook.live.recorder import Recorder
-from rackbook.live.scenarios import (
-    Scenario,
-    fit_endpoint,
-    scenario,
-)
 from rackbook.live.server import stop_all
 from rackbook.paths import resolve
 

@@ -25,18 +25,18 @@ from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
-from rackbook.live import cpus, prom
-from rackbook.live import server as server_mod
-from rackbook.live.envfile import TINY_MODEL, Redactor, api_key
-from rackbook.live.scenarios import (
+from rackbook.inputs.scenarios import (
     DecodeParity,
     EplbBalance,
     Phase,
     PlanPoint,
     Scenario,
 )
+from rackbook.live import cpus, prom
+from rackbook.live import server as server_mod
+from rackbook.live.envfile import Redactor, api_key
 from rackbook.live.server import ServerError, VllmServer, group_members
-from rackbook.paths import ROOT
+from rackbook.paths import ROOT, TINY_MODEL
 
 TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
 #: Server log lines kept with a failed point.
