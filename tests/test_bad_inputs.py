@@ -28,8 +28,8 @@ from rackbook import paths
 from rackbook.cluster import topology
 from rackbook.core import expert_load, importers, traces
 from rackbook.errors import InputError
-from rackbook.inputs import catalogs, claims
-from rackbook.live import prom, scenarios
+from rackbook.inputs import catalogs, claims, scenarios
+from rackbook.live import prom
 
 # --------------------------------------------------------------------------------------------
 # shared checks
