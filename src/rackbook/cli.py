@@ -38,7 +38,7 @@ HANDLERS: dict[str, str] = {
     "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
     "calibrate": "rackbook.cli:cli_calibrate",
-    "recipes": "rackbook.cluster.topology:cli_recipes",
+    "recipes": "rackbook.cluster.recipes:cli_recipes",
     "catalog": "rackbook.inputs.catalogs:cli_catalog",
 }
 

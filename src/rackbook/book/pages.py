@@ -351,10 +351,10 @@ def rerun_cost_page() -> str:
     generated params file plans (:func:`rackbook.book.rerun.sweep`, the rerun cards' model),
     never the shipped CPU sweeps and never a claim's own throughput."""
     from rackbook.book import rerun
-    from rackbook.cluster import topology
+    from rackbook.cluster import notebook_params, topology
 
     topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-    params = topology.params_files(topo)
+    params = notebook_params.params_files(topo)
     batched, one, source = rerun.assumptions()
     rows = [
         "| result | points | requests | tokens (prompt + output) | deployments x GPUs "

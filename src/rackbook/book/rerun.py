@@ -222,7 +222,7 @@ def deployment() -> str:
     """The cluster deployment every rerun card uses, once, for the rerun page: the recipe, the
     vLLM version and image, the weights and how they spread over the GPUs, and each worker's
     leader ``vllm serve`` command (MyST Markdown)."""
-    from rackbook.cluster import topology
+    from rackbook.cluster import commands
     from rackbook.inputs import catalogs
     from rackbook.physics import roofline
 
@@ -232,7 +232,7 @@ def deployment() -> str:
     weights_gb = st.routed_bytes / 1e9 + st.dense_bytes / 1e9
     leaders = "\n\n".join(
         f"# {name} leader\n{wrap(cmds[0], CODE_WIDTH)}"
-        for name, cmds in topology.serve_commands(topo).items()
+        for name, cmds in commands.serve_commands(topo).items()
     )
     rows = [
         (
@@ -265,11 +265,11 @@ def card(result: str) -> str:
     """The rerun card of ``result`` as MyST Markdown (an admonition): what the claim needs, the
     sweep and its time budget, the command and its parameters; the deployment they run
     against (:func:`deployment`) is on the rerun page, linked."""
-    from rackbook.cluster import topology
+    from rackbook.cluster import notebook_params
     from rackbook.inputs.claims import load_claims
 
     topo = _topology()
-    params = topology.params_files(topo)[result]
+    params = notebook_params.params_files(topo)[result]
     extra = EXTRA_ARGS.get(result, ())
     full = {**params, **dict(extra)}
     gpus, deployments = deployment_gpus(result, topo)
