@@ -47,7 +47,7 @@ LAYER = {
     "book": 4,
     "cli": 5,
 }
-SHARED_RESULTS = {"headline", "verdicts", "evidence", "__init__"}
+SHARED_RESULTS = {"headline", "verdicts", "evidence", "comparability", "published_rows", "__init__"}
 
 
 def _module_name(p: Path) -> str:
