@@ -81,9 +81,9 @@ def executed(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def built_book(executed) -> Path:
     """The HTML book built once from the shared executed set (strict: warnings fail)."""
-    from rackbook.book import runner
+    from rackbook.book import build
 
-    return runner.build_book(executed, strict=True).parent
+    return build.build_book(executed, strict=True).parent
 
 
 @pytest.fixture(scope="session")

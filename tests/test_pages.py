@@ -171,7 +171,7 @@ def test_the_landing_page_says_first_where_the_claims_come_from():
 
 
 def test_params_cells_move_after_the_evidence():
-    from rackbook.book.runner import PROVENANCE_HEADING, params_after_provenance
+    from rackbook.book.build import PROVENANCE_HEADING, params_after_provenance
 
     def md(text):
         return {"cell_type": "markdown", "metadata": {}, "source": [text]}

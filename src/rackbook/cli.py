@@ -32,7 +32,7 @@ HANDLERS: dict[str, str] = {
     "summarize": "rackbook.cli:cli_summarize",
     "run": "rackbook.book.runner:cli_run",
     "list": "rackbook.book.runner:cli_list",
-    "book": "rackbook.book.runner:cli_book",
+    "book": "rackbook.book.build:cli_book",
     "kv-bytes": "rackbook.physics.roofline:cli_kv_bytes",
     "check": "rackbook.results.workload:cli_check",
     "eplb": "rackbook.physics.eplb:cli_eplb",
