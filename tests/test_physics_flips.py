@@ -9,7 +9,6 @@ data/models/deepseek-v4.1-flash.yaml): decode compute ceiling 1 / (2 x 8.4935e9 
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import yaml
 from rackbook import paths
 from rackbook.core.traces import read_trace
 from rackbook.inputs.claims import load_claims
+from rackbook.results import REGISTRY
 
 #: Physics verdicts of the shipped registry on the shipped traces (after issue 20).
 SHIPPED = {
@@ -47,10 +47,8 @@ def _registry(tmp_path: Path, claim_id: str, **fields: object):
 
 
 def _physics(result: str, registry=None) -> dict[str, object]:
-    mod = importlib.import_module("rackbook.results." + result.replace("-", "_"))
-    an = mod.analyse(read_trace(paths.TRACES / result), registry=registry)
-    rs = getattr(an, "claim_readings", None) or an.readings
-    return {r.claim_id: r for r in rs if r.reading == "physics"}
+    an = REGISTRY[result].analyse(read_trace(paths.TRACES / result), registry=registry)
+    return {r.claim_id: r for r in an.readings if r.reading == "physics"}
 
 
 @pytest.mark.parametrize("result", ["rack-scaling", "prefill-gain", "single-user"])

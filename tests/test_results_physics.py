@@ -152,9 +152,9 @@ def test_registry_states_only_what_the_write_up_states():
 
 
 def _physics_reading(result: str):
-    import importlib
+    from rackbook.results import REGISTRY
 
-    mod = importlib.import_module("rackbook.results." + result.replace("-", "_"))
+    mod = REGISTRY[result]
     out = mod.outcome(mod.analyse(read_trace(paths.TRACES / result)))
     return out, [r for r in out.readings if r.reading == "physics"]
 

@@ -12,7 +12,6 @@ import argparse
 import ast
 import contextlib
 import dataclasses
-import importlib
 import json
 import math
 import os
@@ -78,6 +77,13 @@ def declared_parameters(nb: Path) -> dict[str, Any]:
     return papermill.inspect_notebook(str(nb))
 
 
+def notebook_defaults(result: str) -> dict[str, Any]:
+    """The parameters ``result``'s notebook runs with when none is given: its ``parameters``
+    cell's defaults, by name (a default that is not a Python literal reads as None)."""
+    declared = declared_parameters(notebook_path(result))
+    return {n: _default_value(d.get("default")) for n, d in declared.items()}
+
+
 def _default_value(text: Any) -> Any:
     """A parameter's default as papermill reports it (Python literal text); None if unknown."""
     try:
@@ -90,11 +96,12 @@ def _declared_kind(result: str | None, name: str, default: Any) -> tuple[str | N
     """What a parameter must hold: ``number``, ``int``, ``list`` or None (anything), and
     whether None is allowed. From the result's ``Params`` annotations where the analysis
     declares the parameter (a default of None says nothing), else from the default's type."""
+    from rackbook.results import REGISTRY
+
     hint = None
     if result is not None:
-        module = importlib.import_module(f"rackbook.results.{result.replace('-', '_')}")
-        params = getattr(module, "Params", None)
-        if params is not None and name in {f.name for f in dataclasses.fields(params)}:
+        params = REGISTRY[result].Params
+        if name in {f.name for f in dataclasses.fields(params)}:  # type: ignore[arg-type]
             hint = typing.get_type_hints(params)[name]
     if hint is not None:
         args = set(typing.get_args(hint)) or {hint}

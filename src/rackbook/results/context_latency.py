@@ -44,6 +44,14 @@ from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "context-latency"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.context_latency``).
+FIGURES: tuple[str, ...] = (
+    "fig_memory",
+    "fig_capacity",
+    "fig_latency",
+    "fig_growth",
+    "fig_implied",
+)
 #: The claims this chapter tests (data/claims.yaml): bytes per token of the global KV cache,
 #: and the decode-latency delta between two context lengths, in ms and in %.
 KV_BYTES_ID = "context-latency.kv-bytes"

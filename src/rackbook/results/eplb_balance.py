@@ -41,6 +41,8 @@ from rackbook.physics import eplb
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "eplb-balance"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.eplb_balance``).
+FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
 #: The claims this chapter tests (data/claims.yaml): balancedness before and after EPLB, and
 #: the share of uniform routing's potential it recovers.
 BEFORE = "eplb-balance.before"
@@ -383,7 +385,7 @@ def uniform_floor(
     return float(np.mean(vals))
 
 
-def readings(static: float, eplb_value: float, floor: float) -> pd.DataFrame:
+def recovered_shares(static: float, eplb_value: float, floor: float) -> pd.DataFrame:
     """Three readings of "share of uniform routing's potential recovered", in percent.
 
     ``gap``: (T_eplb - T_static) / (T_uniform - T_static) with T_uniform = 1;
@@ -627,13 +629,13 @@ class Analysis:
     placements: Placements
     ranks: pd.DataFrame
     floor: float
-    readings: pd.DataFrame
+    shares: pd.DataFrame
     model_pct: dict[str, float]
     claim_pct: dict[str, float]
     floor_needed: float
     skew: float
     sweeps: dict[str, pd.DataFrame]
-    claim_readings: list[headline.ClaimReading]
+    readings: list[headline.ClaimReading]
 
     @property
     def testable(self) -> bool:
@@ -703,7 +705,7 @@ class Analysis:
             **(
                 verdicts := {
                     f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}": r.verdict
-                    for r in self.claim_readings
+                    for r in self.readings
                 }
             ),
             # one phrase for both figures: "both possible", never "possible and possible"
@@ -715,10 +717,8 @@ class Analysis:
         }
 
 
-def _pct(readings_table: pd.DataFrame) -> dict[str, float]:
-    return {
-        k: float(v) for k, v in zip(readings_table["reading"], readings_table["pct"], strict=True)
-    }
+def _pct(shares: pd.DataFrame) -> dict[str, float]:
+    return {k: float(v) for k, v in zip(shares["reading"], shares["pct"], strict=True)}
 
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
@@ -742,11 +742,11 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         windows=max(loads.shape[0] - p.fit_windows, 1),
     )
     ranks = layer_rank_loads(loads, placements, window=p.fit_windows, layer=p.show_layer)
-    model_readings = readings(summary["static"], summary["eplb"], floor)
-    claim_readings = readings(before, after, floor)
-    table = model_readings.rename(columns={"pct": "model (%)"})
-    table[f"claim's {before:g} and {after:g} (%)"] = claim_readings["pct"]
-    r = _pct(model_readings)
+    model_shares = recovered_shares(summary["static"], summary["eplb"], floor)
+    claim_shares = recovered_shares(before, after, floor)
+    table = model_shares.rename(columns={"pct": "model (%)"})
+    table[f"claim's {before:g} and {after:g} (%)"] = claim_shares["pct"]
+    r = _pct(model_shares)
     skew = model_skew(trace.run, summary["static"], p.ep_size, p.redundant)
     base = dict(
         skew=skew,
@@ -805,7 +805,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
         floor,
         table,
         r,
-        _pct(claim_readings),
+        _pct(claim_shares),
         after / (recovered / 100),
         skew,
         sweeps,
@@ -818,7 +818,7 @@ def outcome(a: Analysis) -> headline.Outcome:
     tid = [a.trace.trace_id]
     s, kind = a.summary, a.kind
     common = dict(hardware=a.hardware if kind == "measured" else None, trace_ids=tid)
-    run = {r.claim_id: r for r in a.claim_readings if r.reading == "this run"}
+    run = {r.claim_id: r for r in a.readings if r.reading == "this run"}
 
     def claimed(name: str, value: float, unit: str, definition: str, cid: str) -> headline.Headline:
         r = run[cid]
@@ -883,9 +883,7 @@ def outcome(a: Analysis) -> headline.Outcome:
             claim_id=RECOVERED,
             kind="modelled",
             verdict=next(
-                r.verdict
-                for r in a.claim_readings
-                if r.claim_id == RECOVERED and r.reading == "physics"
+                r.verdict for r in a.readings if r.claim_id == RECOVERED and r.reading == "physics"
             ),
             reason="arithmetic on the two published figures",
         ),
@@ -920,7 +918,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         "batch_per_rank": a.batch_per_rank,
         "skew": round(a.skew, 6),
     }
-    return headline.Outcome(RESULT, headlines, a.claim_readings, flips, tid, parameters, a.hardware)
+    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
 
 
 # --------------------------------------------------------------------------------------------

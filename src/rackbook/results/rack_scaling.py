@@ -64,6 +64,8 @@ ASSUMED_ISL = 100_000
 ASSUMED_OSL = 1_000
 
 RESULT = "rack-scaling"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.rack_scaling``).
+FIGURES: tuple[str, ...] = ("fig_tokens", "fig_scaling", "fig_readings", "fig_nodes", "fig_revenue")
 #: The claims this chapter tests (data/claims.yaml), and two it quotes to keep them apart.
 THROUGHPUT_CLAIM = "rack-scaling.throughput"
 SPEEDUP_CLAIM = "rack-scaling.speedup"
@@ -502,7 +504,7 @@ def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataF
     rows = []
     for phase in ("decode", "prefill"):
         c = check.check_claim(m, g, n_gpus, 1.0, phase=phase)
-        for r in c.readings:
+        for r in c.ceilings:
             if r.name == "memory capacity":
                 continue
             latex = ""

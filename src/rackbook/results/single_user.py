@@ -39,6 +39,8 @@ from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "single-user"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.single_user``).
+FIGURES: tuple[str, ...] = ("fig_gaps", "fig_ceiling", "fig_budget")
 #: The claim this chapter tests (data/claims.yaml): its figure and its GPU count.
 CLAIM_ID = "single-user.throughput"
 #: The rack figure this one must not be set against as "per GPU" (data/claims.yaml).
