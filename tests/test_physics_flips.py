@@ -61,7 +61,7 @@ def test_rack_throughput_above_what_any_cached_share_gives_is_impossible(tmp_pat
     """Counted cache hits cost no GEMM, but each request's new tokens still scan the prefix:
     the most counted tok/s per GPU any share gives is about 3.33e10 (requests of 1,048,576
     tokens, all cached but one new input token and one output token; see
-    rack_scaling.cached_ceiling). 1e11 tok/s per GPU is above it: impossible on every
+    physics.results_bounds.cached_ceiling). 1e11 tok/s per GPU is above it: impossible on every
     per-GPU reading, where the shipped 954,000 reads undetermined (it fits with >= 64.0 % of
     the input tokens cached at ISL 100,000 / OSL 1,000)."""
     r = _physics("rack-scaling", _registry(tmp_path, "rack-scaling.throughput", value=1e11))

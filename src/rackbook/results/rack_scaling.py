@@ -305,13 +305,6 @@ READING_LABELS = {
 }
 
 
-def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> check.Check:
-    """The most counted tokens/s per GPU any cached share can give
-    (:func:`rackbook.physics.results_bounds.cached_ceiling`). DeepSeek-V4.1-Flash on GB300
-    NVL72: about 3e10 tok/s/GPU."""
-    return results_bounds.cached_ceiling(model, hw, n_gpus)
-
-
 def check_command(
     model: ModelSpec, gpu: GpuSpec, gpus: int, tok_s: float, isl: float, osl: float, share: float
 ) -> str:
@@ -345,7 +338,8 @@ def throughput_readings(
     share that fits, ``min_cached_share``, sufficient and not only necessary
     (:func:`rackbook.physics.check.cached_share_threshold`), and is undetermined, or
     impossible where no share fits or the figure is above what any workload gives,
-    :func:`cached_ceiling`), ``rack-total`` (the figure is the rack's total: / n_gpus).
+    :func:`rackbook.physics.results_bounds.cached_ceiling`), ``rack-total`` (the figure is
+    the rack's total: / n_gpus).
     Columns: reading, meaning, tok_s_per_gpu, computed_tok_s_per_gpu, phase,
     ceiling_tok_s_per_gpu, limit, ratio, verdict, min_cached_share, formula, command (the
     ``rackbook check`` line of the cache-hit row).
@@ -426,7 +420,7 @@ def throughput_readings(
             m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
         )
         th_share = np.nan if th.share is None else th.share
-        top = cached_ceiling(m, g, n_gpus)
+        top = results_bounds.cached_ceiling(m, g, n_gpus)
         bound = top.ceiling_tok_s_per_gpu
         ctx = top.workload["isl"] + 1
         how = (
@@ -1541,7 +1535,7 @@ def flips(a: Analysis) -> list[str]:
     isl, osl = a.params.workload_isl, a.params.workload_osl
     by = a.throughput.set_index("reading")
     need = by.loc["per-gpu-with-cached", "min_cached_share"]
-    bound = cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
+    bound = results_bounds.cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
     work = f"ISL {isl:,} / OSL {osl:,}, assumed"
     tp = f"throughput, physics (per GPU as stated, cache hits counted, {work}): " + (
         "no cached share fits"

@@ -273,13 +273,6 @@ def stream_gpus(trace: Trace, default: int) -> int:
     return int(known.max()) if len(known) else default
 
 
-def collective_budget_us(claim_step_ms: float, floor_step_ms: float, moe_layers: int) -> float:
-    """Microseconds per MoE layer left for the expert dispatch and combine across the GPUs
-    when a step takes ``claim_step_ms`` and streaming its bytes takes ``floor_step_ms``
-    (:func:`rackbook.physics.results_bounds.collective_budget_us`; negative: no time left)."""
-    return results_bounds.collective_budget_us(claim_step_ms / 1e3, floor_step_ms / 1e3, moe_layers)
-
-
 def _n(count: int, word: str) -> str:
     """``1 GPU``, ``4 GPUs``: a count with its noun, in plain words."""
     return f"{count:,} {word}" + ("" if count == 1 else "s")
@@ -466,11 +459,11 @@ class Analysis:
             "floor_s_ms": float(f1["floor_step_ms"]),
             "acceptance_url": INFERENCEX_ACCEPTANCE_URL,
             "moe_layers": self.moe_layers,
-            "budget_1_us": collective_budget_us(
-                f0["claim_step_ms"], f0["floor_step_ms"], self.moe_layers
+            "budget_1_us": results_bounds.collective_budget_us(
+                f0["claim_step_ms"] / 1e3, f0["floor_step_ms"] / 1e3, self.moe_layers
             ),
-            "budget_s_us": collective_budget_us(
-                f1["claim_step_ms"], f1["floor_step_ms"], self.moe_layers
+            "budget_s_us": results_bounds.collective_budget_us(
+                f1["claim_step_ms"] / 1e3, f1["floor_step_ms"] / 1e3, self.moe_layers
             ),
             "su_per_gpu": self.per_gpu_single_user,
             "rack_tok_s": self.rack_tok_s,
