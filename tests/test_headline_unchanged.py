@@ -3,12 +3,14 @@ JSON of each result on the shipped traces against the golden copy in ``tests/gol
 
 The headline JSON is what a chapter's last cell writes: ``outcome(analyse(trace, params))`` of
 its result with the notebook's default parameters (:meth:`Outcome.to_dict`). It is computed here
-in-process from the same calls (no notebook is executed a second time). A golden file holds the
-JSON's leaves flattened to paths (a list of headlines keyed by ``name``, of readings by
-``claim_id/reading``): every number (parameters, values, ratios, margins of an attainable
-estimate) and every verdict word. A key only in the new output is allowed (a new field such as
-``certainty``); a key that vanishes, a number that moves by more than one part in 1e9, or a
-verdict that changes fails.
+in-process from the same calls (no notebook is executed a second time); the slow test reads the
+JSONs the suite's executed notebooks wrote (``make test`` runs them once, nbmake).
+
+A golden file holds the JSON's leaves flattened to paths (a list of headlines keyed by
+``name``, of readings by ``claim_id/reading``): every number (parameters, values, ratios,
+margins of an attainable estimate) and every verdict word. A key only in the new output is
+allowed (a new field such as ``certainty``); a key that vanishes, a number that moves by more
+than one part in 1e9, or a verdict that changes fails.
 
 After a change that moves a number on purpose, rewrite the golden files and say why in the
 commit: ``.venv/bin/python tests/test_headline_unchanged.py --write``.
@@ -86,6 +88,17 @@ def test_headline_numbers_and_verdicts_are_unchanged(shipped_chapter, result):
     golden = json.loads((GOLDEN / f"{result}.json").read_text(encoding="utf-8"))
     assert len(golden) > 20  # a golden file that holds nothing would pass anything
     assert differences(golden, flatten(headline(shipped_chapter, result))) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("result", paths.RESULTS)
+def test_the_executed_chapters_headline_jsons_are_unchanged(executed, result):
+    """The headline JSONs the notebooks wrote (the suite's one executed set): what the book
+    reads, the same numbers and verdicts."""
+    from rackbook.results.headline import read_result
+
+    golden = json.loads((GOLDEN / f"{result}.json").read_text(encoding="utf-8"))
+    assert differences(golden, flatten(read_result(executed / f"{result}.json"))) == []
 
 
 def test_a_moved_number_a_changed_verdict_and_a_vanished_key_fail():
