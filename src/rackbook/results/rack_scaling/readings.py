@@ -285,12 +285,6 @@ CEILING_FORMULA = (
 )
 
 
-def _sci(x: float) -> str:
-    """A LaTeX number in engineering notation: ``8.49 \\times 10^{9}``, ``15 \\times 10^{15}``."""
-    exp = 3 * int(np.floor(np.log10(abs(x)) / 3))
-    return rf"{x / 10**exp:.3g} \times 10^{{{exp}}}"
-
-
 def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataFrame:
     """The ceilings the throughput readings are judged against, per GPU of ``n_gpus``: compute
     in decode and in prefill (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`)
@@ -305,17 +299,8 @@ def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataF
             if r.name == "memory capacity":
                 continue
             latex = ""
-            if r.name == "compute":
-                sp = roofline.weight_split(m, phase)
-                f_r = g.flops(g.run_precision(sp.routed_dtype))
-                f_d = g.flops(g.run_precision(sp.dense_dtype))
-                routed = rf"\dfrac{{2 \times {_sci(sp.routed_params)}}}{{{_sci(f_r)}}}"
-                dense = rf"\dfrac{{2 \times {_sci(sp.dense_params)}}}{{{_sci(f_d)}}}"
-                value = f"{r.tok_s_per_gpu:,.0f}".replace(",", "{,}")
-                latex = (
-                    rf"C_\text{{{phase}}} = \frac{{1}}{{{routed} + {dense}}} = {value}"
-                    r"\ \text{tok/s per GPU}"
-                )
+            if r.name == "compute":  # the same number, written out by the physics
+                latex = results_bounds.compute_ceiling_latex(m, g, phase)
             rows.append(
                 {
                     "ceiling": r.name,
