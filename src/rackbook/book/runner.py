@@ -96,10 +96,10 @@ def _declared_kind(result: str | None, name: str, default: Any) -> tuple[str | N
     """What a parameter must hold: ``number``, ``int``, ``list`` or None (anything), and
     whether None is allowed. From the result's ``Params`` annotations where the analysis
     declares the parameter (a default of None says nothing), else from the default's type."""
-    from rackbook.results import REGISTRY
-
     hint = None
     if result is not None:
+        from rackbook.results import REGISTRY  # loads the six results: only when asked
+
         params = REGISTRY[result].Params
         if name in {f.name for f in dataclasses.fields(params)}:  # type: ignore[arg-type]
             hint = typing.get_type_hints(params)[name]
