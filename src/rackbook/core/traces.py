@@ -230,12 +230,22 @@ def _check_inventory(value: Any, where: Path | str, field: str) -> None:
             raise InputError(where, f"{field}.{count}", f"must be a whole number >= 0, got {n!r}")
 
 
-def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
+def conform(
+    df: pd.DataFrame,
+    table: str,
+    where: Path | str,
+    columns: tuple[schema.Column, ...] | None = None,
+) -> pd.DataFrame:
     """Check ``df`` has the table's columns with usable types; return it with exact dtypes.
 
-    Extra columns are kept (scenario labels). Raises :class:`InputError` naming the column.
+    ``columns`` are the table's columns (default ``schema.TABLES[table]``; a calibration's
+    kernel table passes ``schema.CALIBRATION_KERNELS``), ``table`` names it in errors
+    (``table.column``). A nullable column may be absent (it is added, all null); a value that
+    does not convert to the column's type, a missing value in a non-nullable column and a
+    non-finite float are refused. Extra columns are kept (scenario labels). Raises
+    :class:`InputError` naming the column.
     """
-    cols = schema.TABLES[table]
+    cols = schema.TABLES[table] if columns is None else columns
     out = df.copy(deep=False)  # columns replaced below, never changed in place: no data copy
     for c in cols:
         fname = f"{table}.{c.name}"
@@ -264,7 +274,7 @@ def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
                 if s.dtype != bool and not set(s.dropna().unique()) <= {True, False}:
                     raise ValueError("not a boolean")
                 out[c.name] = s.astype(bool)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             raise InputError(where, fname, f"expected {c.dtype}: {exc}") from None
         if c.dtype == "float64":
             vals = out[c.name].to_numpy()
