@@ -267,9 +267,9 @@ def conform(
                 num = pd.to_numeric(s, errors="raise")
                 if num.dtype.kind not in "iub" and (num.dropna() % 1 != 0).any():
                     raise ValueError("non-integer value")
-                out[c.name] = num.astype("Int64" if c.nullable else "int64", copy=False)
+                out[c.name] = num.astype("Int64" if c.nullable else "int64")
             elif c.dtype == "float64":
-                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64", copy=False)
+                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64")
             elif c.dtype == "bool":
                 if s.dtype != bool and not set(s.dropna().unique()) <= {True, False}:
                     raise ValueError("not a boolean")
