@@ -78,12 +78,37 @@ def executed(tmp_path_factory) -> Path:
     return out
 
 
+_SHIPPED: dict[str, tuple[Any, Any]] = {}
+
+
+def chapter_on_shipped_trace(result: str) -> tuple[Any, Any]:
+    """(analysis, outcome) of ``result`` on its shipped trace with its notebook's default
+    parameters, what the chapter computes (once per process: kept)."""
+    from rackbook import paths
+    from rackbook.book.runner import notebook_defaults
+    from rackbook.core.traces import read_trace
+    from rackbook.results import REGISTRY
+
+    if result not in _SHIPPED:
+        plugin, defaults = REGISTRY[result], notebook_defaults(result)
+        trace = read_trace(paths.resolve(defaults["trace"]))
+        an = plugin.analyse(trace, plugin.Params.from_mapping(defaults))
+        _SHIPPED[result] = an, plugin.outcome(an)
+    return _SHIPPED[result]
+
+
+@pytest.fixture(scope="session")
+def shipped_chapter():
+    """:func:`chapter_on_shipped_trace` (a test must not change what it returns)."""
+    return chapter_on_shipped_trace
+
+
 @pytest.fixture(scope="session")
 def built_book(executed) -> Path:
     """The HTML book built once from the shared executed set (strict: warnings fail)."""
-    from rackbook.book import runner
+    from rackbook.book import build
 
-    return runner.build_book(executed, strict=True).parent
+    return build.build_book(executed, strict=True).parent
 
 
 @pytest.fixture(scope="session")
@@ -91,8 +116,8 @@ def tiny_model() -> Path:
     """The live tests' tiny random-weight MoE model folder (written once per session)."""
     import subprocess
 
-    from rackbook.live.envfile import TINY_MODEL, live_python
-    from rackbook.paths import ROOT
+    from rackbook.live.envfile import live_python
+    from rackbook.paths import ROOT, TINY_MODEL
 
     r = subprocess.run(
         [str(live_python()), str(ROOT / "env/live/tiny_model.py"), "-o", str(TINY_MODEL)],
