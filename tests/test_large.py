@@ -10,7 +10,8 @@ import pytest
 from conftest import small_result
 
 from rackbook.core import metrics
-from rackbook.core.importers import load_json, vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
+from rackbook.core.jsonstream import load as load_json
 from rackbook.core.metrics import HIST_RATIO, summarize, summarize_path, vllm_metrics
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import concat, read_trace, write_trace
