@@ -1,4 +1,4 @@
-"""Importers read each point's basis from its source (rackbook.core.published): InferenceX
+"""Importers read each point's basis from its source (rackbook.core.importers): InferenceX
 benchmark types (fixed-length and AgentX), speculation from spec_method and the config key,
 per-GPU division per kind; MLPerf's unstated serving; the SGLang cookbook's length
 distribution; and hand-copied PR rows equal to the tables they quote."""
