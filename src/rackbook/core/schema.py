@@ -21,13 +21,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from rackbook.core import basis
 from rackbook.errors import InputError
+
+if TYPE_CHECKING:  # the module stays pure definitions: it never imports pandas itself
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 KINDS = ("recorded", "published", "synthetic")
@@ -306,7 +306,7 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
         vals = df[col].astype("Float64")
         bad = vals.notna() & (vals <= 0)
         if bad.any():
-            i = int(np.argmax(bad.to_numpy(bool)))
+            i = int(bad.to_numpy(bool).argmax())
             raise InputError(
                 where, f"published_points.{col}", f"must be > 0 (row {i}: {vals.iloc[i]})"
             )
@@ -314,26 +314,26 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
         vals = df[col]
         bad = vals.notna() & (vals < 0)
         if bad.any():
-            i = int(np.argmax(bad.to_numpy(bool)))
+            i = int(bad.to_numpy(bool).argmax())
             raise InputError(where, f"published_points.{col}", f"negative value in row {i}")
-    for i, d in enumerate(df["date"]):
-        if not pd.isna(d) and not is_date(str(d)):
+    for i, (d, missing) in enumerate(zip(df["date"], df["date"].isna(), strict=True)):
+        if not missing and not is_date(str(d)):
             raise InputError(where, "published_points.date", f"{d!r} in row {i} is not YYYY-MM-DD")
     for i, u in enumerate(df["url"]):
         if not URL.match(str(u)):
             raise InputError(
                 where, "published_points.url", f"{u!r} in row {i} is not an http(s) link"
             )
-    for i, s in enumerate(df["serving"]):
-        if not pd.isna(s) and s not in SERVING:
+    for i, (s, missing) in enumerate(zip(df["serving"], df["serving"].isna(), strict=True)):
+        if not missing and s not in SERVING:
             raise InputError(
                 where,
                 "published_points.serving",
                 f"{s!r} in row {i}: expected {' or '.join(SERVING)}",
             )
     for col, allowed in BASIS_COLUMNS.items():
-        for i, v in enumerate(df[col]):
-            if pd.isna(v):
+        for i, (v, missing) in enumerate(zip(df[col], df[col].isna(), strict=True)):
+            if missing:
                 continue
             if v == basis.UNKNOWN or v not in allowed:
                 raise InputError(
@@ -348,7 +348,7 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
     both = parts.notna() & total.notna()
     bad = dis & both.to_numpy(bool) & (parts != total).fillna(False).to_numpy(bool)
     if bad.any():
-        i = int(np.argmax(bad))
+        i = int(bad.argmax())
         raise InputError(
             where,
             "published_points.gpus",
