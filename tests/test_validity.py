@@ -158,3 +158,23 @@ def test_empty_trace_has_the_columns():
     t.extra = {}
     assert list(V.point_validity(t).columns) == list(V.POINT_COLUMNS)
     assert V.check_requests(t).empty and isinstance(V.valid_requests(t), pd.DataFrame)
+
+
+def test_points_accepted_when_recorded_keep_their_flagged_requests_and_say_so():
+    """``record --accept-invalid`` lists points in run.json's ``accepted_invalid``: the analysis
+    keeps their flagged requests (the live suite's tiny-model traces on a loaded machine are
+    all flagged; dropping them left the chapter nothing) and the warning says they are kept."""
+    t = _t("context-latency")
+    plain, s = V.valid_trace(t)
+    assert "ctx-256" in s.dropped_points and s.kept_flagged == 0
+    assert "ctx-256" not in set(plain.points["point_id"])
+    assert "KEPT" not in s.text() and "left out of every figure" in s.text()
+    t.run["accepted_invalid"] = ["ctx-256"]
+    kept, s2 = V.valid_trace(t)
+    assert s2.flagged == s.flagged and s2.accepted_points == ("ctx-256",)
+    assert s2.kept_flagged == 4 and "ctx-256" not in s2.dropped_points
+    assert (kept.requests["point_id"] == "ctx-256").sum() == 4
+    assert "4 of them are KEPT" in s2.text() and "(ctx-256)" in s2.text()
+    # the other point's flagged request is still left out
+    assert (kept.requests["point_id"] == "ctx-128").sum() == 3
+    assert f"{s.flagged - 4} are left out" in s2.text()

@@ -314,13 +314,16 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
 @dataclass(frozen=True)
 class Screening:
     """What :func:`valid_trace` left out of a trace: successful requests checked, flagged (and
-    by which check), and the points dropped because flagging left them fewer than
-    :data:`MIN_VALID_PER_POINT` valid requests."""
+    by which check), the points dropped because flagging left them fewer than
+    :data:`MIN_VALID_PER_POINT` valid requests, and the flagged requests kept because their
+    point was accepted when it was recorded (``run.json``'s ``accepted_invalid``)."""
 
     successful: int
     flagged: int
     by_check: dict[str, int]
     dropped_points: tuple[str, ...]
+    kept_flagged: int = 0
+    accepted_points: tuple[str, ...] = ()
 
     @property
     def share(self) -> float:
@@ -332,10 +335,19 @@ class Screening:
         if not self.flagged:
             return ""
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.by_check.items() if n)
-        out = (
-            f"{self.flagged} of {self.successful} successful requests ({self.share:.1%}) were "
-            f"flagged ({counts}) and are left out of every figure, fit and headline"
-        )
+        out = f"{self.flagged} of {self.successful} successful requests ({self.share:.1%}) were "
+        out += f"flagged ({counts})"
+        left = self.flagged - self.kept_flagged
+        if self.kept_flagged:
+            pts = ", ".join(self.accepted_points)
+            out += (
+                f"; {self.kept_flagged} of them are KEPT in the figures, fit and headline: "
+                f"their point{'s' if len(self.accepted_points) > 1 else ''} ({pts}) "
+                "were accepted although flagged when recorded (record --accept-invalid), so "
+                "figures from them time the client as much as the engine"
+            )
+        if left:
+            out += f"; {left} are left out of every figure, fit and headline"
         if self.dropped_points:
             out += (
                 f"; point{'s' if len(self.dropped_points) > 1 else ''} "
@@ -348,18 +360,27 @@ class Screening:
 def valid_trace(trace: traces.Trace) -> tuple[traces.Trace, Screening]:
     """The trace without its flagged requests (their gaps too; failed requests stay, for the
     error counts) and without the points flagging left with fewer than
-    :data:`MIN_VALID_PER_POINT` valid requests; and what was left out. Request rows are
-    renumbered and ``itl.request_row`` follows them."""
+    :data:`MIN_VALID_PER_POINT` valid requests; and what was left out. Points the recording
+    accepted although flagged (``run.json``'s ``accepted_invalid``, ``record
+    --accept-invalid``) keep their flagged requests, and the screening says so. Request rows
+    are renumbered and ``itl.request_row`` follows them."""
     c = check_requests(trace)
     pv = point_validity(trace, c)
+    accepted = {str(p) for p in (trace.run.get("accepted_invalid") or [])}
+    pv = pv[~pv["point_id"].astype(str).isin(accepted)]
     dropped = tuple(str(p) for p in pv.loc[(pv["flagged"] > 0) & ~pv["enough"], "point_id"])
-    keep = ~(c["success"].to_numpy(bool) & c["flagged"].to_numpy(bool))
-    keep &= ~trace.requests["point_id"].astype(str).isin(dropped).to_numpy()
+    point = trace.requests["point_id"].astype(str)
+    flagged = c["success"].to_numpy(bool) & c["flagged"].to_numpy(bool)
+    kept = flagged & point.isin(accepted).to_numpy()
+    keep = ~flagged | kept
+    keep &= ~point.isin(dropped).to_numpy()
     screening = Screening(
         int(c["success"].sum()),
-        int((c["success"] & c["flagged"]).sum()),
+        int(flagged.sum()),
         {k: int((c["success"] & c[k]).sum()) for k in CHECKS},
         dropped,
+        int(kept.sum()),
+        tuple(dict.fromkeys(str(p) for p in point[kept])),
     )
     if keep.all():
         return dataclasses.replace(trace, screening=screening), screening
