@@ -69,6 +69,13 @@ def url(path: Path, field: str, value: Any, *, optional: bool = False) -> str | 
     return given
 
 
+def mapping(path: Path, field: str, value: Any) -> dict[str, Any]:
+    """An object (a JSON or JavaScript ``{...}``); absent is ``missing``."""
+    if not isinstance(value, dict):
+        raise InputError(path, field, "missing" if value is None else "must be an object")
+    return value
+
+
 def optional_int(path: Path, field: str, value: Any, *, required: bool) -> int | None:
     """A whole number > 0, or None when absent and not ``required``."""
     if value is None and not required:

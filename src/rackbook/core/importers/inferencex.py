@@ -155,11 +155,7 @@ def inferencex_points(
             pools[key] = (
                 None if v is None else int(fields.number(path, f"{f}.{key}", v, integer=True))
             )
-        metrics = row.get("metrics")
-        if not isinstance(metrics, dict):
-            raise InputError(
-                path, f"{f}.metrics", "missing" if metrics is None else "must be an object"
-            )
+        metrics = fields.mapping(path, f"{f}.metrics", row.get("metrics"))
         m = f"{f}.metrics"
         per_gpu = fields.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu"))
         p, d, tp = pools["num_prefill_gpu"], pools["num_decode_gpu"], pools["decode_tp"]

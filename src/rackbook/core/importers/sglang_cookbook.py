@@ -102,11 +102,7 @@ def cookbook_points(
         f = f"benchmarks[{i}]"
         if not isinstance(cell, dict):
             raise InputError(path, f, "must be an object")
-        match = cell.get("match")
-        if not isinstance(match, dict):
-            raise InputError(
-                path, f"{f}.match", "missing" if match is None else "must be an object"
-            )
+        match = fields.mapping(path, f"{f}.match", cell.get("match"))
         keys = {
             k: fields.text(path, f"{f}.match.{k}", match.get(k)) for k in ("hw", "variant", "quant")
         }
@@ -123,11 +119,7 @@ def cookbook_points(
             g = f"{f}.speed[{j}]"
             if not isinstance(s, dict):
                 raise InputError(path, g, "must be an object")
-            wl = s.get("workload")
-            if not isinstance(wl, dict):
-                raise InputError(
-                    path, f"{g}.workload", "missing" if wl is None else "must be an object"
-                )
+            wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
             isl = int(fields.number(path, f"{g}.workload.isl", wl.get("isl"), integer=True))
             osl = int(fields.number(path, f"{g}.workload.osl", wl.get("osl"), integer=True))
             workload = cookbook_workload(path, g, wl)
