@@ -114,7 +114,7 @@ def test_every_reading_words_the_ratio_both_ways():
         "826 output tok/s per GPU needs kernels at 172% of the stream bandwidth measured"
     )
     assert "attention data-parallel + experts expert-parallel on 4 GPUs" in a.text
-    assert "measured on Hopper (NVIDIA H200) applied to gb300 (Blackwell)" in a.calibration
+    assert "measured on Hopper (NVIDIA H200) applied to GB300 (Blackwell)" in a.calibration
     # the rack's total, 13,250 per GPU, is below what measured kernels reach (ratio < 1)
     r = at.for_check(check.check_claim(V41, "gb300", 72, 954_000, per="total"))
     assert r.ratio < 1 and "x what measured kernels reach for this workload" in r.text

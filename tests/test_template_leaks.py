@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 
 import pytest
-from wording import leaks
+from wording import bare_ids, leaks
 
 from rackbook import paths
 from rackbook.book import chapter, pages, rerun
@@ -86,6 +86,37 @@ def test_no_physics_reading_of_any_catalog_gpu_or_model_leaks(per):
                 texts = [c.reason, *c.notes] + [f"{r.name}: {r.formula}" for r in c.readings]
                 found += [f"{model} {gpu} {tok_s:g}: {x}" for t in texts for x in leaks(t)]
     assert found == []
+
+
+#: A workload that prints the mixed phase and the attainable estimate (Hopper fractions applied
+#: to a Blackwell GPU name the GPU too), and one for a model whose KV layout is unknown.
+_MIXED = ("--counted", "total", "--isl", "8000", "--osl", "1000")
+#: (model, GPU, workload) of the check-output test: every catalog GPU and every catalog model.
+_CHECKED = [("deepseek-v4.1-flash", g, _MIXED) for g in ("gb300", "b300", "gb200", "b200",
+            "h200", "h100-sxm")] + [("deepseek-v3", "gb300", _MIXED),
+                                    ("deepseek-v4-flash", "h200", ())]  # fmt: skip
+
+
+@pytest.mark.parametrize(("model", "gpu", "workload"), _CHECKED)
+def test_check_output_names_gpus_and_models_by_display_name(run_cli, model, gpu, workload):
+    """``rackbook check``'s workload, physics and attainable lines (all before ``basis:``, whose
+    fields are the basis's own ids) name the GPU and model as the catalog displays them."""
+    argv = ("--model", model, "--gpu", gpu, "--gpus", "8", "--tok-s", "90000", *workload)
+    code, out, _ = run_cli("check", *argv)
+    assert code == 0
+    physics = out.split("\nbasis:")[0]
+    assert physics.count("\n") >= 5 and "\n  attainable:" in physics
+    assert bare_ids(physics) == []
+
+
+def test_a_bare_catalog_id_is_found():
+    ids = {"gb300", "deepseek-v3"}
+    assert bare_ids("deepseek-v3 on 72 x gb300, phase mixed", ids) == [
+        "deepseek-v3 on 72 x gb300, phase mixed",
+        "deepseek-v3 on 72 x gb300, phase mixed",
+    ]
+    clean = "DeepSeek-V3 on 72 x GB300 (a gb300-nvl72 rack, https://x.org/gb300/deepseek-v3.1)"
+    assert bare_ids(clean, ids) == []
 
 
 def test_no_generated_page_leaks():

@@ -47,5 +47,17 @@ def leaks(text: str, ids: set[str] | None = None) -> list[str]:
     return out
 
 
+def bare_ids(text: str, ids: set[str] | None = None) -> list[str]:
+    """Each catalog id written as a bare word in ``text`` ("on 72 x gb300"), as ``excerpt``: a
+    reader's line names a GPU or model by its display name ("GB300", "DeepSeek-V4.1-Flash").
+    Case-sensitive; an id inside a longer name, a path or a URL ("gb300-nvl72", "/gb300") does
+    not count."""
+    out = []
+    for i in sorted(ids if ids is not None else _catalog_ids()):
+        for m in re.finditer(rf"(?<![\w/.-]){re.escape(i)}(?![\w-])", text):
+            out.append(_around(text, m))
+    return out
+
+
 def _around(text: str, m: re.Match[str], width: int = 40) -> str:
     return text[max(0, m.start() - width) : m.end() + width].replace("\n", " ")

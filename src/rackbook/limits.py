@@ -18,12 +18,10 @@ allow fits in memory.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import stat
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from rackbook.errors import InputError
@@ -215,56 +213,3 @@ def bounded(
             f"(rackbook's bound on {name.replace('_', ' ')})",
         )
     return int(value)
-
-
-# ----------------------------------------------------------------------------- argparse types
-
-
-def finite_float(text: str) -> float:
-    """argparse type: a finite float (``nan``, ``inf`` and overflowing literals refused)."""
-    value = float(text)  # ValueError: argparse's "invalid float value"
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
-
-
-finite_float.__name__ = "float"
-
-
-def bounded_int(name: str) -> Callable[[str], int]:
-    """argparse type: an integer at most ``BOUNDS[name]``, the bound named when exceeded (the
-    lower bound is the reader's own check)."""
-
-    def parse(text: str) -> int:
-        value = int(text)  # ValueError: argparse's "invalid int value"
-        if value > BOUNDS[name]:
-            raise argparse.ArgumentTypeError(
-                f"{value:,} is too large: must be at most {BOUNDS[name]:,}"
-            )
-        return value
-
-    parse.__name__ = "int"
-    return parse
-
-
-def bounded_float(name: str) -> Callable[[str], float]:
-    """argparse type: a finite float at most ``BOUNDS[name]`` (the bound named)."""
-
-    def parse(text: str) -> float:
-        value = finite_float(text)
-        if value > BOUNDS[name]:
-            raise argparse.ArgumentTypeError(
-                f"{value:,.0f} is too large: must be at most {BOUNDS[name]:,}"
-            )
-        return value
-
-    parse.__name__ = "float"
-    return parse
-
-
-def input_mb(text: str) -> float:
-    """argparse type of ``--max-input-mb``: a finite positive number of MB."""
-    value = finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return value

@@ -5,6 +5,7 @@ Nothing here starts a server or contacts any address: endpoints appear only as t
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -13,10 +14,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import rackbook.live as live
+from rackbook import paths
 from rackbook.core import traces
 from rackbook.errors import InputError
 from rackbook.live.record import CPU_EPLB, Recorder, build_parser
@@ -25,23 +28,59 @@ from rackbook.live.scenarios import EplbBalance, RackScaling, scenario
 
 
 # ----------------------------------------------------------------------------- parameters
-def test_notebook_parameter_names_are_accepted():
-    """Each notebook's live cell passes these names (notebooks/*.ipynb, ``record(``)."""
-    scenario(
-        "decode-parity",
-        {"batch_sizes": "8,16", "decode_ranks": "1", "input_len": "64", "output_len": "32"},
-    )
-    scenario("context-latency", {"context_lengths": "256,512", "output_len": "64"})
-    scenario("single-user", {"input_len": "128", "output_len": "384", "num_requests": "4"})
-    scenario(
-        "prefill-gain",
-        {"prefix_tokens": "2048", "new_tokens": "256", "num_requests": "24"},
-    )
-    scenario(
-        "rack-scaling",
-        {"replicas": "1,2", "input_len": "512", "prefix_len": "384", "output_len": "64"},
-    )
-    scenario("eplb-balance", {"ep_size": "64", "redundant": "64", "server_log": "x.log"})
+def notebook_record_parameters(result: str) -> tuple[dict[str, Any], dict[str, ast.expr]]:
+    """A notebook's parameters cell run (name -> default value), and the ``parameters=`` of its
+    live cell's ``record(...)`` call (name passed -> the expression passed)."""
+    nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    (cell,) = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+    defaults: dict[str, Any] = {}
+    exec("".join(cell["source"]), {}, defaults)  # plain assignments of literals
+    calls = [
+        node
+        for c in code
+        for node in ast.walk(ast.parse("".join(c["source"])))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "record"
+    ]
+    (call,) = calls
+    (kw,) = [k for k in call.keywords if k.arg == "parameters"]
+    assert isinstance(kw.value, ast.Dict)
+    passed = {ast.literal_eval(k): v for k, v in zip(kw.value.keys, kw.value.values, strict=True)}
+    return defaults, passed
+
+
+def _bumped(v: Any) -> Any:
+    """A value unlike ``v`` of the same kind (integers + 1), to see each one arrive."""
+    if isinstance(v, list):
+        return [_bumped(x) for x in v]
+    return v + 1 if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+@pytest.mark.parametrize("result", paths.RESULTS)
+def test_each_notebooks_live_parameters_reach_its_scenario(result, tmp_path):
+    """What each notebook's live cell passes to ``record`` (names read from the notebook, values
+    from its parameters cell) goes through ``record``'s argv and the recorder's parser into the
+    scenario unchanged: every name is a parameter the scenario knows, each value arrives, and
+    the notebook's defaults make a plan the scenario accepts."""
+    defaults, passed = notebook_record_parameters(result)
+    assert passed, f"{result}: its record() call passes no parameters"
+    for name, expr in passed.items():  # each value is a parameter of the notebook itself
+        assert isinstance(expr, ast.Name) and expr.id in defaults, (result, name)
+    values = {name: defaults[expr.id] for name, expr in passed.items()}  # type: ignore[attr-defined]
+    for given, check in ((values, True), ({k: _bumped(v) for k, v in values.items()}, False)):
+        argv = live.recorder_argv(result, output=tmp_path / "t", parameters=given)
+        args = build_parser().parse_args(argv)
+        sc = scenario(args.scenario, dict(args.parameter), check=check)
+        got = sc.parameters()
+        assert {k: got[k] for k in given if given[k] is not None} == {
+            k: v for k, v in given.items() if v is not None
+        }
+
+
+def test_a_notebook_parameter_the_scenario_lacks_is_refused(tmp_path):
+    argv = live.recorder_argv("single-user", output=tmp_path / "t", parameters={"prompts": 4})
+    with pytest.raises(InputError, match="unknown parameter"):
+        scenario("single-user", dict(build_parser().parse_args(argv).parameter))
 
 
 def test_prefill_gain_plan_two_configs_with_prefix():

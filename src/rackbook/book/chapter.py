@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from rackbook.physics.units import plural
+
 
 def _plain(value: Any) -> Any:
     """numpy scalars as Python numbers, so that glue's format specs (``:,.0f``) apply."""
@@ -177,10 +179,7 @@ def flips_box(outcome: Any) -> str:
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
     note = f"Physics thresholds here follow the book's one verdict rule: {verdict_rule().text}."
     n = len(outcome.flips)
-    return (
-        f":::{{dropdown}} What would flip it ({n} threshold{'s' if n != 1 else ''})\n"
-        f"{note}\n\n{body}\n:::\n"
-    )
+    return f":::{{dropdown}} What would flip it ({plural(n, 'threshold')})\n{note}\n\n{body}\n:::\n"
 
 
 def standin_warning(kind: str, hardware: str, testable: bool) -> str:
@@ -258,7 +257,7 @@ def evidence_markdown(result: str) -> str:
             n = len(rest)
             out += [
                 "",
-                f"::::{{dropdown}} {n} more published point{'s' if n != 1 else ''} (inside "
+                f"::::{{dropdown}} {plural(n, 'more published point')} (inside "
                 "the range, or not deciding: how each differs from the claim)",
                 "",
                 *_points_table(rest),

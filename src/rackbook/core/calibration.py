@@ -26,7 +26,7 @@ from rackbook import paths
 from rackbook.core import jsonstream, schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.core.provenance import project_commit
-from rackbook.core.traces import load_run_json
+from rackbook.core.traces import conform, load_run_json
 from rackbook.errors import InputError
 
 #: The kernel families a calibration may hold, and the unit of each family's ``size``.
@@ -69,27 +69,11 @@ class Calibration:
 
 
 def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
-    """``df`` with the kernel table's columns and exact dtypes, values checked."""
-    out = pd.DataFrame(index=df.index)
-    for c in schema.CALIBRATION_KERNELS:
-        field = f"kernels.{c.name}"
-        if c.name not in df.columns:
-            raise InputError(where, field, "missing column")
-        s = df[c.name]
-        if not c.nullable and s.isna().any():
-            raise InputError(where, field, f"missing value in row {int(s.isna().argmax())}")
-        try:
-            if c.dtype == "string":
-                out[c.name] = s.astype("string")
-            elif c.dtype == "int64":
-                num = pd.to_numeric(s, errors="raise")
-                if num.dtype.kind not in "iu" and (num % 1 != 0).any():
-                    raise ValueError("non-integer value")
-                out[c.name] = num.astype("int64")
-            else:
-                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64")
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise InputError(where, field, f"expected {c.dtype}: {exc}") from None
+    """``df`` with the kernel table's columns only, in exact dtypes (:func:`traces.conform`),
+    values checked: known families and dtypes, sizes and times > 0, bytes and FLOPs >= 0, no
+    shape twice."""
+    cols = schema.CALIBRATION_KERNELS
+    out = conform(df, "kernels", where, cols)[[c.name for c in cols]]
     bad_family = ~out["family"].isin(list(FAMILIES))
     if bad_family.any():
         row = int(bad_family.to_numpy().argmax())

@@ -230,12 +230,22 @@ def _check_inventory(value: Any, where: Path | str, field: str) -> None:
             raise InputError(where, f"{field}.{count}", f"must be a whole number >= 0, got {n!r}")
 
 
-def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
+def conform(
+    df: pd.DataFrame,
+    table: str,
+    where: Path | str,
+    columns: tuple[schema.Column, ...] | None = None,
+) -> pd.DataFrame:
     """Check ``df`` has the table's columns with usable types; return it with exact dtypes.
 
-    Extra columns are kept (scenario labels). Raises :class:`InputError` naming the column.
+    ``columns`` are the table's columns (default ``schema.TABLES[table]``; a calibration's
+    kernel table passes ``schema.CALIBRATION_KERNELS``), ``table`` names it in errors
+    (``table.column``). A nullable column may be absent (it is added, all null); a value that
+    does not convert to the column's type, a missing value in a non-nullable column and a
+    non-finite float are refused. Extra columns are kept (scenario labels). Raises
+    :class:`InputError` naming the column.
     """
-    cols = schema.TABLES[table]
+    cols = schema.TABLES[table] if columns is None else columns
     out = df.copy(deep=False)  # columns replaced below, never changed in place: no data copy
     for c in cols:
         fname = f"{table}.{c.name}"
@@ -257,14 +267,14 @@ def conform(df: pd.DataFrame, table: str, where: Path | str) -> pd.DataFrame:
                 num = pd.to_numeric(s, errors="raise")
                 if num.dtype.kind not in "iub" and (num.dropna() % 1 != 0).any():
                     raise ValueError("non-integer value")
-                out[c.name] = num.astype("Int64" if c.nullable else "int64", copy=False)
+                out[c.name] = num.astype("Int64" if c.nullable else "int64")
             elif c.dtype == "float64":
-                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64", copy=False)
+                out[c.name] = pd.to_numeric(s, errors="raise").astype("float64")
             elif c.dtype == "bool":
                 if s.dtype != bool and not set(s.dropna().unique()) <= {True, False}:
                     raise ValueError("not a boolean")
                 out[c.name] = s.astype(bool)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             raise InputError(where, fname, f"expected {c.dtype}: {exc}") from None
         if c.dtype == "float64":
             vals = out[c.name].to_numpy()

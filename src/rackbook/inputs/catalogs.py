@@ -61,6 +61,12 @@ class GpuSpec(_Strict):
     notes: str | None = None
     sources: Urls
 
+    @property
+    def label(self) -> str:
+        """The GPU as a reader's sentence names it: its catalog id in capitals (``GB300``,
+        ``H100-SXM``); ``name`` is the full description."""
+        return self.id.upper()
+
     def flops(self, precision: str) -> float | None:
         """Dense FLOP/s at ``precision`` (fp4|fp8|bf16), ``None`` if absent."""
         return getattr(self.dense_flops, precision)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import json
 import os
 import shlex
 import time
@@ -311,8 +310,3 @@ class ShardPool:
             if p.is_alive():
                 p.terminate()
                 p.join(timeout=5)
-
-
-def result_keys(path: str | Path) -> list[str]:
-    """Sorted top-level keys of a saved result JSON (to compare in-process and CLI runs)."""
-    return sorted(json.loads(Path(path).read_text(encoding="utf-8")))

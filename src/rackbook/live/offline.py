@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -218,10 +217,3 @@ class OfflineEngine:
             "errors": [""] * n,
             "measured_s": float(sum(prefill_walls) + duration),
         }
-
-
-def write_raw(doc: dict[str, Any], path: str | Path) -> Path:
-    """Write a raw offline result atomically."""
-    from rackbook.core.fsio import atomic_write_json
-
-    return atomic_write_json(path, doc)

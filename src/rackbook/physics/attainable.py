@@ -45,7 +45,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
-from rackbook.physics.units import fmt, plural
+from rackbook.physics.units import fmt, plural, whole
 
 #: The deployments the estimate knows (module docstring).
 DEPLOYMENTS: tuple[str, ...] = ("dp-ep", "tp-ep")
@@ -414,9 +414,9 @@ def decode_step(
     tps = batch * tokens_per_step / gpus / step if step else math.inf
     shown = " + ".join(f"{k} {v * 1e6:,.4g} us" for k, v in parts.items())
     formula = (
-        f"{DEPLOYMENT_TEXT[deployment]}, {plural(_n(batch), 'sequence')} on "
+        f"{DEPLOYMENT_TEXT[deployment]}, {plural(whole(batch), 'sequence')} on "
         f"{plural(gpus, 'GPU')} at {context:,.0f} tokens of context: step = {shown} = "
-        f"{step * 1e6:,.4g} us; {_n(batch):,} x {tokens_per_step:g} tokens / step / {gpus} = "
+        f"{step * 1e6:,.4g} us; {whole(batch):,} x {tokens_per_step:g} tokens / step / {gpus} = "
         f"{tps:,.0f} tok/s per GPU ({distinct:.4g} experts a layer touched, "
         f"{per_expert:.3g} tokens each)"
     )
@@ -467,10 +467,6 @@ def prefill_token(
         f"{plural(gpus, 'GPU')}: {shown} = {sec * 1e6:,.4g} us per GPU: {tps:,.0f} new tok/s"
     )
     return Estimate("prefill", tps, parts, None, formula)
-
-
-def _n(x: float) -> float | int:
-    return int(x) if float(x).is_integer() else x
 
 
 @dataclass(frozen=True)
@@ -551,7 +547,7 @@ def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
     if eff.hopper and blackwell:
         text += (
             f"; fractions of the data sheet measured on Hopper ({eff.gpu}) applied to "
-            f"{gpu.id} (Blackwell): an assumption, not a Blackwell measurement"
+            f"{gpu.label} (Blackwell): an assumption, not a Blackwell measurement"
         )
     return text
 
@@ -566,7 +562,7 @@ def choose_deployment(gpus: int, batch: float | None, deployment: str | None) ->
             )
         return deployment, "as asked"
     if batch is not None and batch < gpus:
-        return "tp-ep", f"assumed: {plural(_n(batch), 'sequence')} on {plural(gpus, 'GPU')}"
+        return "tp-ep", f"assumed: {plural(whole(batch), 'sequence')} on {plural(gpus, 'GPU')}"
     return "dp-ep", "assumed: the default for this model on a rack"
 
 

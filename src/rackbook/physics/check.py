@@ -43,7 +43,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
-from rackbook.physics.units import fmt, plural
+from rackbook.physics.units import fmt, plural, whole
 
 #: No modelling margin: every ceiling is a bound (the least time), so a figure at or below it
 #: is possible and above it impossible. Kept (0) for callers that still pass a margin.
@@ -116,6 +116,10 @@ class Check:
     #: phase -> the binding ceiling's own rate (output tok/s per GPU for decode, new input
     #: tok/s per GPU for prefill); ``ceiling_tok_s_per_gpu`` is in the figure's counted tokens.
     bounds: dict[str, float] = field(default_factory=dict)
+    #: The model and GPU as a reader's sentence names them (the catalog's model name, the GPU's
+    #: label, :attr:`rackbook.inputs.catalogs.GpuSpec.label`); ``model`` and ``gpu`` are ids.
+    model_name: str = ""
+    gpu_label: str = ""
 
     @property
     def reason(self) -> str:
@@ -127,8 +131,8 @@ class Check:
         if len(self.fractions) > 1:
             parts = " + ".join(f"{k} {v:.3g}" for k, v in self.fractions.items())
             return (
-                f"{counted} needs {parts} = {self.ratio:.3g}x the time of the {self.gpu} GPUs "
-                f"at their ceilings (the workload's ceiling is "
+                f"{counted} needs {parts} = {self.ratio:.3g}x the time of the {self.gpu_label} "
+                "GPUs at their ceilings (the workload's ceiling is "
                 f"{self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
             )
         ph = next(iter(self.fractions), self.phase)
@@ -136,7 +140,7 @@ class Check:
         unit = "new input" if ph == "prefill" else "output"
         text = (
             f"{counted} is {self.ratio:.3g}x the {ph} {self.limit} ceiling of {bound:,.0f} "
-            f"{unit} tok/s per GPU on {self.gpu}"
+            f"{unit} tok/s per GPU on {self.gpu_label}"
         )
         if math.isfinite(self.ceiling_tok_s_per_gpu) and not math.isclose(
             self.ceiling_tok_s_per_gpu, bound, rel_tol=1e-9
@@ -221,21 +225,16 @@ def memory_ceiling(
     tps = batch * tokens_per_step / gpus / step
     formula = (
         f"step >= ({fmt(dense, 'B')} dense once + {split.moe_layers} layers x {per_layer:g} "
-        f"experts (the fewest {plural(_n(batch * verify), 'token')} can touch) x "
+        f"experts (the fewest {plural(whole(batch * verify), 'token')} can touch) x "
         f"{fmt(roofline.expert_bytes(model), 'B')} = {fmt(experts, 'B')} + "
-        f"{plural(_n(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
+        f"{plural(whole(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
         + f" = {fmt(total, 'B')}) / ({plural(gpus, 'GPU')} x "
         f"{fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')}) = {step * 1e6:,.4g} µs; "
-        f"{plural(_n(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
+        f"{plural(whole(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
         f"{plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     )
     return Reading("memory bandwidth", tps, formula, "decode")
-
-
-def _n(x: float) -> float | int:
-    """A whole number as an int (for plural())."""
-    return int(x) if float(x).is_integer() else x
 
 
 @dataclass(frozen=True)
@@ -298,14 +297,6 @@ def capacity(
             f"{n:,} sequences per GPU"
         )
     return Capacity(n, weights, usable, per_seq, context, formula)
-
-
-def max_batch(
-    model: ModelSpec, gpu: GpuSpec, gpus: int, *, context: float = 0, kv_dtype: str | None = "fp4"
-) -> tuple[int, str]:
-    """Sequences per GPU whose caches fit (:func:`capacity`), and its formula."""
-    c = capacity(model, gpu, gpus, context=context, kv_dtype=kv_dtype)
-    return c.sequences, c.formula
 
 
 def narrowest_kv_dtype(model: ModelSpec) -> str | None:
@@ -533,13 +524,15 @@ def check_claim(
             ratio,
             ceiling,
             limit,
-            None if chosen is None else _n(chosen),
+            None if chosen is None else whole(chosen),
             readings,
             notes,
             counted,
             fractions,
             workload,
             {k: r.tok_s_per_gpu for k, r in binding.items()},
+            m.name,
+            g.label,
         )
 
     readings: list[Reading] = []

@@ -354,15 +354,6 @@ def rebalance_experts(
 # --------------------------------------------------------------------------------------------
 
 
-def relative_throughput(rank_loads: Any) -> float:
-    """MoE throughput relative to uniform routing (dimensionless; uniform = 1).
-
-    The slowest rank sets each layer's MoE time, so throughput ∝ 1 / sum(max rank load) and
-    uniform routing gives sum(mean); the ratio is :func:`balancedness`.
-    """
-    return balancedness(rank_loads)
-
-
 def fraction_recovered_gap(t_static: float, t_eplb: float, t_uniform: float = 1.0) -> float:
     """Share of the static-to-uniform throughput gap that EPLB closes.
 

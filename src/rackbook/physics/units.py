@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -24,9 +25,17 @@ def eng(value: float, digits: int = 4) -> str:
     return f"{mant}e{exp}" if exp else mant
 
 
+def whole(x: float) -> float | int:
+    """``x`` as an int when it is a whole number (``8.0`` -> ``8``), else unchanged: so that
+    :func:`plural` and ``:,`` write it with thousands separators, not ``:g``'s exponent."""
+    return int(x) if float(x).is_integer() else x
+
+
 def plural(n: float, word: str, many: str | None = None) -> str:
     """``n word`` with the word in the plural unless ``n`` is 1: ``plural(1, "GPU") ==
     "1 GPU"``, ``plural(8192, "sequence") == "8,192 sequences"``; ``many`` for irregular
-    plurals."""
-    text = f"{n:,}" if isinstance(n, int) else f"{n:,g}"
+    plurals. A whole number of any integer type (numpy's too) is written in full with thousands
+    separators, ``plural(np.int64(1234567), "token") == "1,234,567 tokens"``; other numbers
+    with ``:,g``."""
+    text = f"{n:,}" if isinstance(n, numbers.Integral) else f"{n:,g}"
     return f"{text} {word if n == 1 else (many or word + 's')}"

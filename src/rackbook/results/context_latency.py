@@ -41,6 +41,7 @@ from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics import check, results_bounds, roofline
+from rackbook.physics.units import plural
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "context-latency"
@@ -357,11 +358,6 @@ def _frac_text(x: Any) -> str:
     return f"{f:g}"
 
 
-def _n(count: int, word: str) -> str:
-    """``1 sequence``, ``2 sequences``: a count with its noun, in plain words."""
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
-
-
 #: Where a recorded trace may carry the KV bytes per token its engine reported at start-up
 #: (vLLM logs the KV cache's memory and its capacity in tokens; their ratio), under
 #: run.json ``metrics``.
@@ -444,7 +440,7 @@ def growth_attainable(
     added = steps[1] - steps[0]
     ratio = 1e-3 * claim_ms / added if added > 0 else None
     text = (
-        f"measured kernels step {_n(batch, 'sequence')} on {gpus} {hw.id} in "
+        f"measured kernels step {plural(batch, 'sequence')} on {gpus} {hw.id} in "
         f"{1e3 * steps[0]:.3g} ms at {lo:,} tokens and add {1e6 * added:,.0f} µs by {hi:,}"
         + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
         + f" ({a.deployment}; {a.calibration})"
@@ -485,7 +481,7 @@ def growth_physics(
         both = floor + compute_ms
         reason = (
             f"sparse reads add at least {1000 * floor:.3g} µs ({100 * ratio:.2g} % of "
-            f"{claim_ms:g} ms, {_n(growth.batch, 'sequence')}) and the longer index scan's "
+            f"{claim_ms:g} ms, {plural(growth.batch, 'sequence')}) and the longer index scan's "
             f"compute at least {1000 * compute_ms:.3g} µs more: {1000 * both:.3g} µs of the "
             f"{1000 * claim_ms:.0f} µs even with none of it overlapped; reading every row would "
             f"add {1000 * growth.dense_ms:,.0f} µs. The rest is not this sequence's indexer at "
@@ -494,7 +490,8 @@ def growth_physics(
         )
     else:
         reason = (
-            f"the extra index-key scan of {_n(growth.batch, 'sequence')} over {span} alone takes "
+            f"the extra index-key scan of {plural(growth.batch, 'sequence')} over {span} alone "
+            "takes "
             f"{1000 * floor:,.0f} µs, {ratio:.3g}x the claimed {claim_ms:g} ms"
         )
     r = headline.ClaimReading(
@@ -545,7 +542,7 @@ def implied_latency_physics(
     v = check.physics_verdict(ratio)
     reason = (
         f"the two figures imply {low:.3g} to {high:.3g} ms per step at {lo:,} tokens; one "
-        f"sequence on {_n(gpus, hw.id.upper())} cannot step faster than {step_ms:.3g} ms"
+        f"sequence on {plural(gpus, hw.id.upper())} cannot step faster than {step_ms:.3g} ms"
     )
     r = headline.ClaimReading(
         DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", reason
@@ -812,7 +809,7 @@ class Analysis:
             "dense_b": float(self.reads_lo.dense_bytes_per_token),
             "topk": int(m.attention.index_topk if m.attention else 0),
             "slope_sentence": self.slope_sentence,
-            "batch_text": _n(self.params.batch, "sequence"),
+            "batch_text": plural(self.params.batch, "sequence"),
             "itl_median_us": 1000 * float(self.series["median_itl_ms"].median()),
         }
 
@@ -1003,7 +1000,8 @@ def outcome(a: Analysis) -> headline.Outcome:
             name="context_growth_sparse",
             value=round(1000 * g.growth.sparse_ms, 3),
             unit="µs",
-            definition=f"extra context reads per decode step of {_n(p.batch, 'sequence')} growing "
+            definition="extra context reads per decode step of "
+            f"{plural(p.batch, 'sequence')} growing "
             f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x "
             f"{p.gpu_id.upper()} HBM bandwidth",
             claim_id=DELTA_ID,
@@ -1072,7 +1070,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"physics, {a.claim_kv.value_text}: a layout whose rows or formats give another byte "
         f"count (FP8 rows give {a.kv_bytes['fp8'].bytes_per_token} B/token)",
         f"physics, {a.claim_delta.value_text}: impossible if the delta were below "
-        f"{per_seq_us * p.batch:.3g} µs ({_n(p.batch, 'sequence')} per GPU), "
+        f"{per_seq_us * p.batch:.3g} µs ({plural(p.batch, 'sequence')} per GPU), "
         f"or the claim's batch were above {g.sequences_to_explain:.0f} sequences per GPU "
         "(their scans alone would exceed it)",
         f"physics, {a.claim_pct.value_text}: impossible if the implied latency at {a.lo:,} "

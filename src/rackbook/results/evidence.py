@@ -13,8 +13,9 @@ Two kinds of published points meet here, both of kind ``published``:
 ``comparable`` naming every mismatch with the claim (model, hardware, GPU count, engine).
 :func:`published_reading` is the "published evidence" reading of a value against points:
 ``within`` the published range (widened by a tolerance), ``above`` or ``below`` it, or ``none
-published``. :func:`claim_reading` chooses, per claim, which points are comparable (the choice
-and its reason live in :data:`SELECTORS` and the selector docstrings) and reads the claim's
+published``. :func:`claim_reading` chooses, per claim, which points are comparable (the parts
+of the basis a point must share with the claim's to decide, and why, are :data:`DECISIVE`; the
+plausible bases of a claim whose basis is unknown, :data:`PLAUSIBLE`) and reads the claim's
 figure from the claims registry. Second-hand figures (``verified`` false) are shown but never
 decide a verdict alone.
 

@@ -43,6 +43,7 @@ from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec, PriceSpec, SystemSpec
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import check, results_bounds, roofline
+from rackbook.physics.units import plural
 from rackbook.results import evidence, headline, verdicts
 
 #: Node sizes to read "a single node" as: catalog system ids (GB300 tray = 4 GPUs, HGX B300 = 8).
@@ -934,11 +935,6 @@ REVENUE_FORMULA = (
 STATED = "per GPU as stated"
 
 
-def _plural(n: int, word: str) -> str:
-    """``1 GPU``, ``2 GPUs``."""
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
 def _table(header: list[str], rows: list[list[str]]) -> str:
     """A Markdown table whose cells show ``|`` and ``$`` literally (the book parses displayed
     Markdown as MyST, where ``$`` opens math)."""
@@ -1059,7 +1055,7 @@ class Analysis:
         u = self.unit
         rows = [
             [
-                f"{r.config} ({_plural(int(r.num_gpus), u)})",
+                f"{r.config} ({plural(int(r.num_gpus), u)})",
                 f"{r.output_tok_s:,.1f}",
                 verdicts.text(r.new_input_tok_s, ",.1f"),
                 verdicts.text(r.cached_input_tok_s, ",.1f"),
@@ -1202,7 +1198,7 @@ class Analysis:
             "trace_kind": self.trace.kind,
             "unit": u,
             "nx_config": str(nx["config"]),
-            "nx_units": _plural(int(nx["num_gpus"]), u),
+            "nx_units": plural(int(nx["num_gpus"]), u),
             "nx_total": verdicts.text(nx["total_tok_s"], ",.1f"),
             "nx_total_per_gpu": verdicts.text(nx["total_tok_s_per_gpu"], ",.1f"),
             "nx_output": verdicts.text(nx["output_tok_s"], ",.1f"),
@@ -1212,8 +1208,8 @@ class Analysis:
             "nx_cached_source": str(nx["cached_source"]),
             "metric": self.params.metric,
             "reference_config": self.params.reference_config,
-            "ref_units": _plural(int(self.scaling.iloc[0]["num_gpus"]), u),
-            "top_units": _plural(int(top["num_gpus"]), u),
+            "ref_units": plural(int(self.scaling.iloc[0]["num_gpus"]), u),
+            "top_units": plural(int(top["num_gpus"]), u),
             "speedup": verdicts.text(sp, ".2f"),
             "scaling_change": change,
             "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
@@ -1316,7 +1312,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     n = int(nx["num_gpus"])
     what_tp = (
         f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
-        f"{_plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
+        f"{plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
     )
     what_sp = (
         f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
@@ -1393,7 +1389,7 @@ def _measured(a: Analysis) -> list[headline.Headline]:
             value=verdicts.number(nx["total_tok_s_per_gpu"], 2),
             unit=f"tok/s/{u}",
             definition=f"(input + output tokens) / window / {u}s, config {cfg} "
-            f"on {_plural(int(nx['num_gpus']), u)}",
+            f"on {plural(int(nx['num_gpus']), u)}",
             **tp,
             **common,
         ),

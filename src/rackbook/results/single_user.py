@@ -36,6 +36,7 @@ from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics import check, results_bounds, roofline
+from rackbook.physics.units import plural
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "single-user"
@@ -278,11 +279,6 @@ def collective_budget_us(claim_step_ms: float, floor_step_ms: float, moe_layers:
     return results_bounds.collective_budget_us(claim_step_ms / 1e3, floor_step_ms / 1e3, moe_layers)
 
 
-def _n(count: int, word: str) -> str:
-    """``1 GPU``, ``4 GPUs``: a count with its noun, in plain words."""
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
-
-
 def best_reading(floor: pd.DataFrame) -> str:
     """The row of :func:`claim_vs_floor` with the higher bound (it decides the verdict)."""
     return str(floor.set_index("reading")["ceiling_tok_s"].idxmax())
@@ -324,7 +320,7 @@ def physics_reading(
         f"{claim_tok_s:,.0f} tok/s is {ratio:.0%} of the {best['ceiling_tok_s']:,.0f} tok/s "
         f"bandwidth bound at {best['acceptance_length']:g} tokens per step and "
         f"{claim_tok_s / other['ceiling_tok_s']:.0%} of {other['ceiling_tok_s']:,.0f} at "
-        f"{other['acceptance_length']:g} per step on {_n(gpus, str(gpu).upper())}, each step "
+        f"{other['acceptance_length']:g} per step on {plural(gpus, str(gpu).upper())}, each step "
         "streaming the fewest bytes it can (the dense weights once, the top-k experts per layer "
         "however many tokens it verifies, the drafter); per-layer dispatch and combine across "
         "the GPUs are not counted"
@@ -356,7 +352,7 @@ def run_reading(
         claim_tok_s,
         rel_tol,
         testable=testable,
-        what=f"one stream at {tok_s:,.1f} tok/s on {_n(n_gpus, 'accelerator')}",
+        what=f"one stream at {tok_s:,.1f} tok/s on {plural(n_gpus, 'accelerator')}",
         run=run,
         needs=f"one stream of DeepSeek-V4.1-Flash on {gpus} B300 GPUs",
     )
@@ -627,7 +623,8 @@ def outcome(a: Analysis) -> headline.Outcome:
     flips = [
         f"physics: impossible above {rule.impossible_above * best['ceiling_tok_s']:,.0f} "
         f"tok/s, possible at or below (the higher bound, {best['acceptance_length']:g} tokens "
-        f"per step on {_n(a.floor_gpus, 'GPU')}, {p.gpu_id.upper()}, fewest bytes per step); at "
+        f"per step on {plural(a.floor_gpus, 'GPU')}, {p.gpu_id.upper()}, fewest bytes per step); "
+        "at "
         f"one token per step the claim leaves {v['budget_1_us']:.3g} µs per MoE layer for the "
         f"dispatch and combine across the GPUs ({v['budget_s_us']:.3g} µs with speculation)",
         f"this run: one stream of DeepSeek-V4.1-Flash on {a.claim.scope.gpu_count} B300 GPUs "

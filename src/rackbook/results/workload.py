@@ -460,7 +460,8 @@ def cli_check(args: argparse.Namespace) -> int:
         )
     print(f"{args.tok_s:,.6g} {c.counted} tok/s {per}: {c.claimed_tok_s_per_gpu:,.1f} per GPU")
     print(
-        f"{c.model} on {c.gpus} x {c.gpu}, phase {c.phase}: output {w['output_tok_s_per_gpu']:,.1f}"
+        f"{c.model_name} on {c.gpus} x {c.gpu_label}, phase {c.phase}: output "
+        f"{w['output_tok_s_per_gpu']:,.1f}"
         f" and new input {w['new_input_tok_s_per_gpu']:,.1f} tok/s per GPU; decode context "
         f"{w['decode_context']:,.0f}, prefill prefix {w['prefill_prefix']:,.0f} tokens, {share}, "
         "concurrency " + ("not given" if w["concurrency"] is None else f"{w['concurrency']:,.0f}")

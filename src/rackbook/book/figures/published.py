@@ -19,12 +19,6 @@ def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(float(x))
 
 
-def has_points(result: str) -> bool:
-    """True when some claim of ``result`` has a published point in its own unit."""
-    t = evidence.evidence_table(result)
-    return bool(len(_points(t)))
-
-
 def _points(rows):  # type: ignore[no-untyped-def]
     """Published measurements of the claim's quantity, and analogues in the claim's own unit
     (drawn apart: they never decide); context rows and analogues in other units are not drawn

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from rackbook.book import plotting
+from rackbook.physics.units import plural
 from rackbook.results.rack_scaling import READING_LABELS, Analysis
 
 #: Colour of each physics verdict.
@@ -23,10 +24,6 @@ VERDICT_COLOURS = {
     "impossible": plotting.PALETTE[3],
 }
 _THOUSANDS = FuncFormatter(lambda v, _: f"{v:,.0f}")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def _source(a: Analysis) -> str:
@@ -59,7 +56,7 @@ def token_kinds(a: Analysis) -> Figure:
     )
     ax.set_xticks(
         x,
-        [f"{c}\n{_plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
+        [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
     )
     ax.yaxis.set_major_formatter(_THOUSANDS)
     plotting.label(

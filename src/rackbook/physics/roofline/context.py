@@ -1,0 +1,338 @@
+"""The work of a token's context: the bytes a decode step reads from its context (index scan
+and top-k rows with sparse attention, every row with dense), how that grows from one context
+length to another, and the attention and indexer FLOP and reads of one token in each phase."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics.roofline.bandwidth import bandwidth_floor_step_s
+from rackbook.physics.roofline.common import (
+    PHASES,
+    check_choice,
+    check_positive,
+    frac_text,
+    need,
+)
+from rackbook.physics.roofline.kv import (
+    kv_bytes,
+    kv_row_values,
+)
+from rackbook.physics.units import eng, fmt, plural
+
+
+@dataclass(frozen=True)
+class KvReads:
+    """Bytes one decode step reads from one sequence's global KV at ``context`` tokens.
+
+    ``sparse_bytes``: the model's sparse attention: every index key of each index source
+    (``scan_bytes_per_token`` x context) plus the top-k rows each consuming layer reads and the
+    reindex layers' candidate pool (fixed once the context exceeds them). ``dense_bytes``: every
+    consuming layer reads every row of its source (``dense_bytes_per_token`` x context).
+    """
+
+    context: int
+    kv_dtype: str
+    sparse_bytes: float
+    dense_bytes: float
+    scan_bytes_per_token: float
+    dense_bytes_per_token: float
+    fixed_sparse_bytes: float
+    formula: str
+
+
+def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
+    """Context bytes one decode step reads for one sequence, at both ends (class docstring).
+
+    DeepSeek-V4.1-Flash, FP4: scan = (1/2 + 1/2 + 1/2 + 1/1) x 68 B = 170 B per context token;
+    dense = (6 + 6 + 6) x 1/2 x 288 + 20 x 1 x 288 = 8,352 B per context token; top-k rows:
+    38 consuming layers x 512 x 288 B; candidate pool: 4 x 16,384 x 68 B.
+    """
+    m = catalogs.as_model(model)
+    check_positive(context, "context", allow_zero=True)
+    kvb = kv_bytes(m, kv_dtype)
+    kc = m.kv_cache
+    layers, ratios = kc.owning_layers or [], kc.compression_ratios or []
+    consumers = kc.consumers or [1] * len(layers)
+    att = m.attention
+    dense_per_tok = (
+        sum(Fraction(c, r) for c, r in zip(consumers, ratios, strict=True)) * kvb.kv_row_bytes
+    )
+    if att is None:  # dense attention: every layer reads every row (no indexer)
+        scan = Fraction(0)
+        fixed = 0.0
+        sparse = float(dense_per_tok * context)
+        how = "dense attention: every consuming layer reads every row"
+    else:
+        by_layer = dict(zip(layers, ratios, strict=True))
+        scan = (
+            sum((Fraction(1, by_layer[s]) for s in att.index_sources if s in by_layer), Fraction(0))
+            * kvb.indexer_row_bytes
+        )
+        rows_read = sum(
+            c * min(att.index_topk, context / r) for c, r in zip(consumers, ratios, strict=True)
+        )
+        pool = att.reindex_layers * min(att.candidate_rows, context) * float(kvb.indexer_row_bytes)
+        fixed = rows_read * float(kvb.kv_row_bytes) + pool
+        sparse = float(scan * context) + fixed
+        how = (
+            f"sparse: scan {frac_text(scan)} B x {context:,} + top-{att.index_topk} rows of "
+            f"{sum(consumers)} consuming layers x {frac_text(kvb.kv_row_bytes)} B + "
+            f"{att.reindex_layers} x {att.candidate_rows:,} pool rows x "
+            f"{frac_text(kvb.indexer_row_bytes)} B = {fmt(sparse, 'B')}"
+        )
+    dense = float(dense_per_tok * context + scan * context)
+    formula = (
+        f"{how}; dense bound: {frac_text(dense_per_tok)} B (every row, every consuming layer) + "
+        f"{frac_text(scan)} B (index keys) per token x {context:,} = {fmt(dense, 'B')}"
+    )
+    return KvReads(
+        context, kv_dtype, sparse, dense, float(scan), float(dense_per_tok + scan), fixed, formula
+    )
+
+
+@dataclass(frozen=True)
+class ContextGrowth:
+    """Extra time per decode step when ``batch`` sequences per GPU grow from ``lo`` to ``hi``
+    tokens, at both ends of the context reads (seconds), over ``n_gpus`` GPUs' bandwidth."""
+
+    lo: int
+    hi: int
+    batch: int
+    n_gpus: int
+    sparse_s: float
+    dense_s: float
+    sparse_bytes: float
+    dense_bytes: float
+    formula: str
+
+    @property
+    def sparse_ms(self) -> float:
+        return 1000 * self.sparse_s
+
+    @property
+    def dense_ms(self) -> float:
+        return 1000 * self.dense_s
+
+
+def context_growth(
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
+    lo: int,
+    hi: int,
+    kv_dtype: str = "fp4",
+    *,
+    batch: int = 1,
+    n_gpus: int = 1,
+) -> ContextGrowth:
+    """Bytes read per step at ``hi`` minus at ``lo``, x ``batch`` sequences, over the HBM
+    bandwidth of ``n_gpus`` GPUs sharing them, for the sparse and the dense reading.
+
+    DeepSeek-V4.1-Flash, 128,000 -> 855,000 tokens, one sequence, one GB300: sparse 123.6 MB
+    (15.4 µs); dense 6.19 GB (774 µs)."""
+    if not 0 <= lo < hi:
+        raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
+    if batch < 1:
+        raise InputError("-", "batch", f"must be >= 1, got {batch}")
+    g = catalogs.as_gpu(hw)
+    a, b = decode_kv_reads(model, lo, kv_dtype), decode_kv_reads(model, hi, kv_dtype)
+    sparse = batch * (b.sparse_bytes - a.sparse_bytes)
+    dense = batch * (b.dense_bytes - a.dense_bytes)
+    s1 = bandwidth_floor_step_s(sparse, g, n_gpus)
+    s2 = bandwidth_floor_step_s(dense, g, n_gpus)
+    formula = (
+        f"{plural(batch, 'sequence')} x ({hi:,} - {lo:,}) tokens: sparse {s1.formula}; "
+        f"dense {s2.formula}"
+    )
+    return ContextGrowth(lo, hi, batch, n_gpus, s1.seconds, s2.seconds, sparse, dense, formula)
+
+
+def phase_layers(model: ModelSpec, phase: str) -> int:
+    """Layers one token of ``phase`` passes: every layer in decode; in prefill the encoder
+    layers only where the model has a causal encoder (DeepSeek-V4.1-Flash: 40 and 20)."""
+    check_choice(phase, PHASES, "phase")
+    a = model.architecture
+    need(model, architecture__num_layers=a.num_layers)
+    assert a.num_layers is not None
+    enc = a.num_encoder_layers
+    return min(a.num_layers, enc) if phase == "prefill" and enc else a.num_layers
+
+
+def _sources(model: ModelSpec, phase: str) -> list[tuple[int, int, int]]:
+    """(layer, compression ratio, consuming layers within the phase's layers) of every
+    KV-owning layer the phase reaches: a source at layer L read by c layers covers L..L+c-1,
+    clipped to the phase's layers."""
+    kc = model.kv_cache
+    layers, ratios = kc.owning_layers or [], kc.compression_ratios or []
+    consumers = kc.consumers or [1] * len(layers)
+    n = phase_layers(model, phase)
+    return [
+        (lay, r, max(0, min(c, n - lay)))
+        for lay, r, c in zip(layers, ratios, consumers, strict=True)
+        if lay < n
+    ]
+
+
+def _pool_layers(model: ModelSpec, phase: str) -> int:
+    """Reindex layers the phase reaches: they rescore a pool the last index source publishes
+    and sit among its consumers, so a phase that stops before that source has none."""
+    att = model.attention
+    if att is None or not att.reindex_layers:
+        return 0
+    last = max(att.index_sources) if att.index_sources else 0
+    return att.reindex_layers if last < phase_layers(model, phase) else 0
+
+
+def _row_flops(model: ModelSpec) -> int:
+    """FLOP one query token spends on one KV row in one layer, over every attention head:
+    2 x heads x (QK dims + V dims); a shared KV row of head_dim values serves as both K and V
+    (4 x heads x head_dim), an MLA row as latent + RoPE for QK and latent for V."""
+    a = model.architecture
+    need(model, architecture__num_attention_heads=a.num_attention_heads)
+    assert a.num_attention_heads is not None
+    if a.mla is not None:
+        qk, v = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim, a.mla.kv_lora_rank
+    else:
+        need(model, architecture__head_dim=a.head_dim)
+        assert a.head_dim is not None
+        qk = v = a.head_dim
+    return 2 * a.num_attention_heads * (qk + v)
+
+
+def _key_flops(model: ModelSpec) -> int:
+    """FLOP one query token spends scoring one index key: 2 x index heads x index_head_dim.
+    The catalog has no separate count of index heads: the attention heads stand for them
+    (DeepSeek-V4.1-Flash: 2 x 64 x 128 = 16,384)."""
+    a = model.architecture
+    need(model, architecture__num_attention_heads=a.num_attention_heads)
+    assert a.num_attention_heads is not None
+    return 2 * a.num_attention_heads * (a.index_head_dim or 0)
+
+
+@dataclass(frozen=True)
+class AttentionFlops:
+    """FLOP per token (units: FLOP) that attention and the indexer spend at ``context`` tokens
+    of context, in ``phase``: ``scan`` (every index key of each index source), ``pool`` (the
+    reindex layers' candidate rows), ``rows`` (the top-k rows each consuming layer attends;
+    every row under dense attention) and ``window`` (the sliding window of every layer)."""
+
+    phase: str
+    context: int
+    scan: float
+    pool: float
+    rows: float
+    window: float
+    formula: str
+
+    @property
+    def total(self) -> float:
+        """All of it, FLOP per token."""
+        return self.scan + self.pool + self.rows + self.window
+
+
+def attention_flops(
+    model: ModelSpec | str, context: float, phase: str = "decode"
+) -> AttentionFlops:
+    """Attention and indexer FLOP of one token of ``phase`` that sees ``context`` tokens
+    (decode: every layer; prefill: the encoder layers only, :func:`phase_layers`).
+
+    DeepSeek-V4.1-Flash decode at 128,000 tokens: scan 2 x 64 x 128 x (1/2 + 1/2 + 1/2 + 1/1) x
+    128,000 = 5.24 GFLOP (35.0 at 855,000); pool 4 x 16,384 x 16,384 = 1.07 G; rows 38 x 512 x
+    4 x 64 x 512 = 2.55 G; window 40 x 128 x 131,072 = 0.67 G; total 9.54 GFLOP, against
+    2 x 16e9 = 32 GFLOP of GEMMs.
+    """
+    m = catalogs.as_model(model)
+    check_positive(context, "context", allow_zero=True)
+    a, att = m.architecture, m.attention
+    srcs = _sources(m, phase)
+    n = phase_layers(m, phase)
+    row, key = _row_flops(m), _key_flops(m)
+    if att is None:  # dense attention: every consuming layer attends every row
+        scan = pool = 0.0
+        rows = sum(c * context / r for _, r, c in srcs) * row
+    else:
+        scan_rows = sum(context / r for lay, r, _ in srcs if lay in att.index_sources)
+        scan = scan_rows * key
+        pool = _pool_layers(m, phase) * min(att.candidate_rows, context) * key
+        rows = sum(c * min(att.index_topk, context / r) for _, r, c in srcs) * row
+    win = n * min(a.sliding_window or 0, context) * row
+    formula = (
+        f"{phase}, {n} layers, {context:,.0f} tokens of context: index scan {eng(scan)} + "
+        f"candidate pool {eng(pool)} + attended rows {eng(rows)} ({row:,} FLOP per row) + "
+        f"sliding window {eng(win)} = {eng(scan + pool + rows + win)} FLOP per token"
+    )
+    return AttentionFlops(phase, int(context), scan, pool, rows, win, formula)
+
+
+@dataclass(frozen=True)
+class ContextReads:
+    """Bytes (units: bytes) one token of ``phase`` reads from one sequence's caches at
+    ``context`` tokens: ``scan`` (every index key of each index source the phase reaches),
+    ``rows`` (the top-k rows each consuming layer reads; every row under dense attention),
+    ``pool`` (the reindex layers' candidate keys) and ``window`` (the sliding-window rows,
+    FP8, decode only: a prefill token's window is its own chunk, just computed). ``dense``:
+    the bytes if every consuming layer read every row (plus the index keys), the other end."""
+
+    phase: str
+    context: int
+    kv_dtype: str
+    scan: float
+    rows: float
+    pool: float
+    window: float
+    formula: str
+    dense: float = 0.0
+
+    @property
+    def total(self) -> float:
+        """All of it, bytes per token."""
+        return self.scan + self.rows + self.pool + self.window
+
+
+def context_reads(
+    model: ModelSpec | str, context: float, phase: str = "decode", kv_dtype: str = "fp4"
+) -> ContextReads:
+    """Context bytes one token of ``phase`` reads, the sparse end of
+    :func:`decode_kv_reads` restricted to the phase's layers, plus the sliding window in
+    decode.
+
+    DeepSeek-V4.1-Flash, FP4, 128,000 tokens: decode scan 2.5 x 68 B x 128,000 = 21.76 MB +
+    rows 38 x 512 x 288 B = 5.60 MB + pool 4 x 16,384 x 68 B = 4.46 MB + window 40 x 128 x
+    528 B = 2.70 MB = 34.5 MB; prefill (20 encoder layers) scan 1.5 x 68 B x 128,000 =
+    13.06 MB + rows 18 x 512 x 288 B = 2.65 MB = 15.7 MB.
+    """
+    m = catalogs.as_model(model)
+    check_positive(context, "context", allow_zero=True)
+    kvb = kv_bytes(m, kv_dtype)
+    att = m.attention
+    srcs = _sources(m, phase)
+    if att is None:
+        scan = pool = 0.0
+        rows = float(sum(c * context / r for _, r, c in srcs) * kvb.kv_row_bytes)
+    else:
+        scan = float(sum(context / r for lay, r, _ in srcs if lay in att.index_sources)) * float(
+            kvb.indexer_row_bytes
+        )
+        rows = sum(c * min(att.index_topk, context / r) for _, r, c in srcs) * float(
+            kvb.kv_row_bytes
+        )
+        pool = (
+            _pool_layers(m, phase) * min(att.candidate_rows, context) * float(kvb.indexer_row_bytes)
+        )
+    dense = float(sum(c * context / r for _, r, c in srcs) * kvb.kv_row_bytes) + scan
+    window = 0.0
+    a, table = m.architecture, m.kv_cache.row_formats
+    if phase == "decode" and a.sliding_window and table is not None and table.fp8 is not None:
+        wrow = float(table.fp8.kv.bytes_for(kv_row_values(m)[0]))
+        window = phase_layers(m, phase) * min(a.sliding_window, context) * wrow
+    total = scan + rows + pool + window
+    formula = (
+        f"{phase}, {context:,.0f} tokens: index scan {fmt(scan, 'B')} + attended rows "
+        f"{fmt(rows, 'B')} + candidate pool {fmt(pool, 'B')} + sliding window "
+        f"{fmt(window, 'B')} = {fmt(total, 'B')} per token"
+    )
+    return ContextReads(phase, int(context), kv_dtype, scan, rows, pool, window, formula, dense)

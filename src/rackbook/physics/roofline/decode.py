@@ -1,0 +1,179 @@
+"""Batch-1 decode and speculative decoding: the experts a step's tokens touch (fewest, or
+uniform routing), the weight bytes a token reads, and one stream's ceiling with a draft and a
+verify step of several tokens."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics.roofline.bandwidth import bandwidth_floor_step_s
+from rackbook.physics.roofline.common import (
+    DENSE_BYTES_PER_PARAM,
+    check_choice,
+    check_positive,
+    frac_text,
+    need,
+)
+from rackbook.physics.roofline.context import context_reads
+from rackbook.physics.roofline.weights import expert_bytes, weight_split
+from rackbook.physics.units import eng, fmt, plural
+
+
+def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
+    """Expected distinct experts one MoE layer touches when ``tokens`` tokens each pick
+    ``top_k`` of ``num_experts`` uniformly: E x (1 - (1 - k/E)^n). 6 tokens, top-6 of 384: 34.6."""
+    if tokens <= 0:
+        return 0.0
+    return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
+
+
+def fewest_experts(num_experts: int, top_k: int, tokens: float) -> float:
+    """The fewest distinct experts one MoE layer can touch when ``tokens`` tokens each pick
+    ``top_k`` distinct experts of ``num_experts``: top-k (every token picking the same ones),
+    0 without tokens. The bound's count; :func:`distinct_experts` is uniform routing's
+    expectation. 1, 6 or 7,200 tokens, top-6 of 384: 6."""
+    return float(min(top_k, num_experts)) if tokens > 0 else 0.0
+
+
+#: How a step's tokens are routed to experts: the fewest distinct experts (a bound) or
+#: uniformly at random (the expectation, :func:`distinct_experts`).
+ROUTINGS: tuple[str, ...] = ("fewest", "uniform")
+
+
+def experts_touched(num_experts: int, top_k: int, tokens: float, routing: str = "fewest") -> float:
+    """Distinct experts per MoE layer ``tokens`` tokens touch under ``routing``
+    (:data:`ROUTINGS`)."""
+    check_choice(routing, ROUTINGS, "routing")
+    if routing == "fewest":
+        return fewest_experts(num_experts, top_k, tokens)
+    return distinct_experts(num_experts, top_k, tokens)
+
+
+@dataclass(frozen=True)
+class ActiveWeights:
+    """Weight bytes one decode step streams from HBM for ``tokens`` tokens of one sequence:
+    the dense weights once, plus the distinct routed experts those tokens touch."""
+
+    bytes: float
+    routed_bytes: float
+    dense_bytes: float
+    experts_per_layer: float
+    tokens: int
+    formula: str
+
+    def __float__(self) -> float:
+        return self.bytes
+
+
+def active_weight_bytes_per_token(
+    model: ModelSpec | str, tokens: int = 1, routing: str = "uniform"
+) -> ActiveWeights:
+    """Bytes a decode step of ``tokens`` tokens (1, or the width of a speculative verify)
+    streams: dense params x bytes/param + MoE layers x distinct experts x bytes per expert,
+    the distinct experts under ``routing`` (:func:`experts_touched`).
+
+    DeepSeek-V4.1-Flash, one token: 7.507e9 x 1 B + 40 x 6 x 18.80 MB = 12.02 GB; a six-token
+    verify touches 34.6 experts per layer under uniform routing: 7.507 + 40 x 34.6 x 18.80 MB =
+    33.54 GB, and at the fewest 6: 12.02 GB again.
+    """
+    m = catalogs.as_model(model)
+    check_positive(tokens, "tokens")
+    split = weight_split(m, "decode")
+    mo = m.moe
+    need(m, moe__num_routed_experts=mo.num_routed_experts)
+    assert mo.num_routed_experts and mo.experts_per_token
+    per_layer = experts_touched(mo.num_routed_experts, mo.experts_per_token, tokens, routing)
+    routed = split.moe_layers * per_layer * expert_bytes(m)
+    dense = float(split.dense_params * DENSE_BYTES_PER_PARAM[split.dense_dtype])
+    formula = (
+        f"dense {eng(split.dense_params)} params x "
+        f"{frac_text(DENSE_BYTES_PER_PARAM[split.dense_dtype])} B ({split.dense_dtype}) = "
+        f"{fmt(dense, 'B')}; routed {split.moe_layers} layers x {per_layer:.3g} experts "
+        f"({plural(tokens, 'token')}, top-{mo.experts_per_token} of {mo.num_routed_experts}, "
+        f"{routing} routing) x "
+        f"{fmt(expert_bytes(m), 'B')} = {fmt(routed, 'B')}; total {fmt(dense + routed, 'B')}"
+    )
+    return ActiveWeights(dense + routed, routed, dense, per_layer, tokens, formula)
+
+
+@dataclass(frozen=True)
+class Batch1Decode:
+    """Bandwidth ceiling of single-sequence decode: tokens/s = tokens accepted per step / the
+    least time one step takes to stream its bytes."""
+
+    tokens_per_s: float
+    step_s: float
+    weight_bytes: float
+    kv_bytes: float
+    draft_bytes: float
+    acceptance_length: float
+    verify_tokens: int
+    formula: str
+
+    def __float__(self) -> float:
+        return self.tokens_per_s
+
+
+def batch1_decode_ceiling_tokens_per_s(
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
+    n_gpus: int = 1,
+    acceptance_length: float = 1.0,
+    *,
+    context_tokens: int = 0,
+    kv_dtype: str = "fp4",
+    verify_tokens: int | None = None,
+    routing: str = "fewest",
+) -> Batch1Decode:
+    """Batch-1 decode ceiling in tokens/s over ``n_gpus`` GPUs' HBM bandwidth, from the fewest
+    bytes a step can read (``routing="uniform"``: the expectation under uniform routing, not a
+    bound).
+
+    Without speculation (``acceptance_length`` 1) a step streams the weights one token uses.
+    With it, a step verifies ``verify_tokens`` tokens (default: the model's draft tokens + 1),
+    touching the distinct experts all of them pick (at the fewest, top-k per layer: the
+    verified tokens may all pick the same), the drafter streams its active weights
+    once per drafted block, and the step yields ``acceptance_length`` tokens on average. The
+    context's KV adds its sparse reads (:func:`decode_kv_reads`). Communication between the
+    GPUs is not counted: at batch 1 a dispatch/combine pair per MoE layer adds latency that no
+    bandwidth figure shows. The context's reads include the sliding window
+    (:func:`context_reads`).
+
+    DeepSeek-V4.1-Flash on 4 B300 (32 TB/s), acceptance 3.51, a 6-token verify: (7.507 GB dense
+    + 40 x 6 x 18.8 MB experts + 0.52 GB drafter = 12.54 GB) / 32 TB/s = 391.8 us; 3.51 /
+    391.8 us = 8,958 tokens/s (uniform routing, 34.6 experts per layer: 3,297).
+    """
+    m = catalogs.as_model(model)
+    if acceptance_length < 1:
+        raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
+    spec = m.speculative
+    if verify_tokens is None:
+        if acceptance_length == 1:
+            verify_tokens = 1
+        elif spec is not None:
+            verify_tokens = spec.draft_tokens + 1
+        else:
+            verify_tokens = math.ceil(acceptance_length)
+    if verify_tokens < acceptance_length:
+        raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
+    weights = active_weight_bytes_per_token(m, verify_tokens, routing)
+    kv = context_reads(m, context_tokens, "decode", kv_dtype).total if context_tokens else 0.0
+    draft = 0.0
+    if verify_tokens > 1 and spec is not None:
+        draft = float(spec.draft_active_params * DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+    step = bandwidth_floor_step_s(weights.bytes + kv + draft, hw, n_gpus)
+    tps = acceptance_length / step.seconds
+    formula = (
+        f"step >= ({fmt(weights.bytes, 'B')} weights for {plural(verify_tokens, 'token')} "
+        f"({routing} routing) + "
+        f"{fmt(kv, 'B')} KV + {fmt(draft, 'B')} drafter) / ({n_gpus} x "
+        f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e3:.4g} ms; "
+        f"{acceptance_length:g} tokens/step / {step.seconds * 1e3:.4g} ms = {tps:,.0f} tokens/s"
+    )
+    return Batch1Decode(
+        tps, step.seconds, weights.bytes, kv, draft, acceptance_length, verify_tokens, formula
+    )
