@@ -22,8 +22,6 @@ MARKER = "One idea:"
 
 #: module (path under src/) -> who is splitting it. Remove an entry when its branch merges.
 BEING_SPLIT: dict[str, str] = {
-    # engineer B, branch `importers`: importers one per format in core/importers/
-    "rackbook/core/published.py": "B importers",
     # engineer C, branch `registry`: results under 800 lines, rack_scaling's cost module
     "rackbook/results/rack_scaling.py": "C registry",
     "rackbook/results/context_latency.py": "C registry",
