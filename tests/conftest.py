@@ -81,9 +81,9 @@ def executed(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def built_book(executed) -> Path:
     """The HTML book built once from the shared executed set (strict: warnings fail)."""
-    from rackbook.book import runner
+    from rackbook.book import build
 
-    return runner.build_book(executed, strict=True).parent
+    return build.build_book(executed, strict=True).parent
 
 
 @pytest.fixture(scope="session")
@@ -91,8 +91,8 @@ def tiny_model() -> Path:
     """The live tests' tiny random-weight MoE model folder (written once per session)."""
     import subprocess
 
-    from rackbook.live.envfile import TINY_MODEL, live_python
-    from rackbook.paths import ROOT
+    from rackbook.live.envfile import live_python
+    from rackbook.paths import ROOT, TINY_MODEL
 
     r = subprocess.run(
         [str(live_python()), str(ROOT / "env/live/tiny_model.py"), "-o", str(TINY_MODEL)],

@@ -29,8 +29,8 @@ from rackbook.cluster import topology
 from rackbook.core import expert_load, traces
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
-from rackbook.inputs import catalogs, claims
-from rackbook.live import prom, scenarios
+from rackbook.inputs import catalogs, claims, scenarios
+from rackbook.live import prom
 
 # --------------------------------------------------------------------------------------------
 # shared checks
@@ -550,7 +550,7 @@ def test_summarize_not_a_trace(tmp_path, run_cli, kind, problem):
 
 def test_summarize_streamed_path_checks_the_same(trace_dir):
     """The streamed reader (large traces) refuses the same bad rows as the full reader."""
-    from rackbook.core.metrics import summarize_path
+    from rackbook.core.summary import summarize_path
 
     _edit_table("requests", _set_row("point_id", 2, "elsewhere"))(trace_dir)
     with pytest.raises(InputError) as exc:

@@ -202,7 +202,7 @@ def test_a_failed_execution_leaves_no_stamp(repo, executions, monkeypatch):
     assert not cache.stamp_path(paths.EXECUTED, RESULT).exists()
 
 
-def test_pool_reports_in_the_given_order_and_raises_the_first_failure(monkeypatch):
+def test_pool_reports_in_the_given_order_and_raises_the_first_failure():
     finished = []
 
     def fake(result, source, params, out, progress, force):
@@ -211,32 +211,40 @@ def test_pool_reports_in_the_given_order_and_raises_the_first_failure(monkeypatc
             raise InputError(result, "f", "broken")
         return Path(f"/x/{result}.json"), result == "b"
 
-    monkeypatch.setattr(runner, "execute_result", fake)
-    monkeypatch.setattr(runner, "cached_headline", lambda *a: None)
     with pytest.raises(InputError, match="^c: f: broken$"):
-        pool.run_chapters(["a", "b", "c", "d"], "trace", {}, None, jobs=1, report=finished.append)
+        pool.run_chapters(
+            ["a", "b", "c", "d"],
+            "trace",
+            {},
+            None,
+            fake,
+            lambda *a: None,
+            jobs=1,
+            report=finished.append,
+        )
     assert [d.result for d in finished] == ["a", "b", "c", "d"]
     assert [d.cached for d in finished] == [False, True, False, False]
     assert finished[2].error == ("c", "f", "broken") and finished[0].headline == Path("/x/a.json")
 
 
 @pytest.mark.skipif(os.name != "posix", reason="forked workers carry the fake")
-def test_pool_in_processes_keeps_the_order(monkeypatch):
+def test_pool_in_processes_keeps_the_order():
     import multiprocessing
 
     if multiprocessing.get_start_method() != "fork":
-        pytest.skip("workers do not inherit the monkeypatched executor")
+        pytest.skip("a spawned worker cannot unpickle a local fake executor")
     finished = []
 
     def fake(result, source, params, out, progress, force):
         time.sleep(0.5 if result == "a" else 0.0)
         return Path(f"/x/{result}.json"), False
 
-    monkeypatch.setattr(runner, "execute_result", fake)
-    monkeypatch.setattr(
-        runner, "cached_headline", lambda r, *a: Path(f"/c/{r}.json") if r == "b" else None
+    def cached(r, *a):
+        return Path(f"/c/{r}.json") if r == "b" else None
+
+    pool.run_chapters(
+        ["a", "b", "c"], "trace", {}, None, fake, cached, jobs=2, report=finished.append
     )
-    pool.run_chapters(["a", "b", "c"], "trace", {}, None, jobs=2, report=finished.append)
     assert [d.result for d in finished] == ["a", "b", "c"]
     assert [d.cached for d in finished] == [False, True, False]
     assert finished[1].headline == Path("/c/b.json")
@@ -266,10 +274,14 @@ def test_sync_rewrites_only_changed_files(tmp_path):
     assert sitesync.tree_digest(src) != sitesync.tree_digest(dst)
 
 
+#: What ``rackbook run`` gives the pool: the runner's executor and cache lookup.
+_CHAPTERS = (runner.execute_result, runner.cached_headline)
+
+
 def test_pool_serves_the_cache_in_the_parent(repo, executions):
-    done = pool.run_chapters([RESULT], "trace", {}, None, jobs=2)
+    done = pool.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, jobs=2)
     assert [d.cached for d in done] == [False] and len(executions) == 1
-    done = pool.run_chapters([RESULT], "trace", {}, None, jobs=2)
+    done = pool.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, jobs=2)
     assert [d.cached for d in done] == [True] and len(executions) == 1
-    done = pool.run_chapters([RESULT], "trace", {}, None, force=True, jobs=2)
+    done = pool.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, force=True, jobs=2)
     assert [d.cached for d in done] == [False] and len(executions) == 2

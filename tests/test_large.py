@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import metrics
+from rackbook.core import latency_pool, metrics, summary
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.jsonstream import load as load_json
-from rackbook.core.metrics import HIST_RATIO, summarize, summarize_path, vllm_metrics
+from rackbook.core.latency_pool import HIST_RATIO
+from rackbook.core.metrics import vllm_metrics
 from rackbook.core.provenance import new_run_info
+from rackbook.core.summary import summarize, summarize_path
 from rackbook.core.traces import concat, read_trace, write_trace
 from rackbook.errors import InputError
 
@@ -146,7 +148,7 @@ def test_summaries_agree_with_reference(tmp_path):
 def test_itl_histogram_within_stated_bound(tmp_path, monkeypatch):
     path = _multi_point_trace(tmp_path)
     exact = summarize_path(path, stream=True, chunk_rows=7).to_dict()
-    monkeypatch.setattr(metrics, "EXACT_ITL_MAX", 0)
+    monkeypatch.setattr(summary, "EXACT_ITL_MAX", 0)
     approx = summarize_path(path, stream=True, chunk_rows=7).to_dict()
     bound = HIST_RATIO**0.5 - 1  # 0.05 %
     for a, e in zip([approx, *approx["points"]], [exact, *exact["points"]], strict=True):
@@ -162,7 +164,7 @@ def test_itl_histogram_within_stated_bound(tmp_path, monkeypatch):
 def test_histogram_percentile_by_hand():
     # 4 gaps of 10 ms and one of 30 ms: p50 is a 10 ms gap, its bin's centre is within 0.05 %;
     # the largest is clamped to the observed maximum exactly.
-    pool = metrics._Pool(1, exact=False)
+    pool = latency_pool.LatencyPool(1, exact=False)
     pool.add(np.zeros(5, np.int64), np.array([0.01, 0.01, 0.01, 0.01, 0.03]))
     total, (pt,) = pool.stats("itl", (100.0,), 1)
     assert total["mean_itl_ms"] == pytest.approx(14.0)
@@ -276,14 +278,15 @@ def test_flattened_itl_rows(tmp_path):
 def test_one_partition_stats_equal_numpy(n):
     v = np.random.default_rng(n).lognormal(-3, 1, n)
     qs = (0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0)
-    assert metrics._stats_owned("x", v.copy(), qs) == metrics._stats("x", v, qs)  # bit for bit
+    owned = latency_pool._stats_owned("x", v.copy(), qs)
+    assert owned == metrics.latency_stats("x", v, qs)  # bit for bit
 
 
 def test_blockwise_std_matches_numpy():
     v = np.random.default_rng(3).lognormal(-3, 1, 1000)
-    mean, std = metrics._mean_std(v)
+    mean, std = latency_pool._mean_std(v)
     assert mean == np.mean(v) and std == np.std(v)  # one block: bit for bit
-    mean, std = metrics._mean_std(v, block=64)  # 16 blocks: equal up to rounding
+    mean, std = latency_pool._mean_std(v, block=64)  # 16 blocks: equal up to rounding
     assert mean == np.mean(v) and std == pytest.approx(np.std(v), rel=1e-14)
 
 
@@ -307,7 +310,7 @@ def _interleaved(tmp_path, t):
 def test_interleaved_points_summarise_as_reference(tmp_path, monkeypatch, block):
     """Points whose rows alternate (each pool then keeps a point index per value) give the
     reference's counts, medians and percentiles, streamed or not, in small or large mode."""
-    monkeypatch.setattr(metrics, "_STD_BLOCK", block)
+    monkeypatch.setattr(latency_pool, "_STD_BLOCK", block)
     path = _interleaved(tmp_path, read_trace(_multi_point_trace(tmp_path)))
     t = read_trace(path)
     assert t.requests["point_id"].iloc[:3].nunique() > 1  # really interleaved
@@ -325,7 +328,7 @@ def test_pool_keeps_points_apart_in_any_order():
     """The exact pool: values in order of points need no index; the first chunk out of order
     gives every value one; growth from no room keeps them all."""
     rng = np.random.default_rng(1)
-    pool = metrics._Pool(3, capacity=0)
+    pool = latency_pool.LatencyPool(3, capacity=0)
     want = [[], [], []]
     chunks = [[0, 0, 1], [1, 1], [2], [0, 2, 1, 0], [2, 2]]
     for i, codes in enumerate(chunks):
@@ -337,7 +340,7 @@ def test_pool_keeps_points_apart_in_any_order():
     assert pool.counts.tolist() == [4, 4, 4]
     total, per = pool.stats("x", (50.0, 90.0), 3)
     for got, vals in zip(per, want, strict=True):
-        assert got == metrics._stats("x", np.array(vals), (50.0, 90.0))
+        assert got == metrics.latency_stats("x", np.array(vals), (50.0, 90.0))
     assert total["median_x_ms"] == float(np.median(np.concatenate(want)) * 1000)
 
 
@@ -345,11 +348,11 @@ def test_pool_keeps_points_apart_in_any_order():
 def test_sums_per_point_in_and_out_of_order(codes):
     codes = np.array(codes, np.int8)
     values = np.arange(1, codes.size + 1, dtype=np.int64) * 10**12  # beyond float32
-    g = metrics._groups(codes, 4)
+    g = latency_pool.point_groups(codes, 4)
     assert g.ordered == bool(np.all(np.diff(codes) >= 0))
     want = [int(values[codes == i].sum()) for i in range(4)]
     assert g.counts.tolist() == [int((codes == i).sum()) for i in range(4)]
-    assert metrics._sum_by(g, codes, values).tolist() == want
+    assert latency_pool.sum_by(g, codes, values).tolist() == want
 
 
 def test_read_ahead_keeps_order_and_raises_in_place():

@@ -59,7 +59,8 @@ def test_internal_links_resolve_and_external_ones_are_well_formed(built_book):
 def test_collapsed_parameter_cells_say_what_they_hold(built_book):
     """No chapter shows myst-nb's bare "Show code cell source": both parameter cells (the
     notebook's defaults and what the build passed) are labelled."""
-    from rackbook.book.runner import PARAMETER_PROMPTS, available_results
+    from rackbook.book.build import PARAMETER_PROMPTS
+    from rackbook.book.runner import available_results
 
     for result in available_results():
         (page,) = built_book.rglob(f"{result}.html")

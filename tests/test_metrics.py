@@ -7,8 +7,9 @@ import pytest
 from conftest import small_result
 
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
-from rackbook.core.metrics import summarize, tpot_s
+from rackbook.core.metrics import tpot_s
 from rackbook.core.provenance import new_run_info
+from rackbook.core.summary import summarize
 from rackbook.core.traces import validate
 
 
@@ -70,7 +71,7 @@ def test_points_are_summarised_separately(tmp_path):
 
 
 def test_translation_across_tools(tmp_path):
-    from rackbook.core.metrics import translate
+    from rackbook.core.cross_tool import translate
 
     t = translate(_trace(tmp_path, small_result()), gpus=2).set_index(["tool", "name"])["value"]
     assert t[("AIPerf", "inter_token_latency")] == pytest.approx(300.0)  # vLLM's TPOT

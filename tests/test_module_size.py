@@ -26,13 +26,6 @@ BEING_SPLIT: dict[str, str] = {
     "rackbook/results/rack_scaling.py": "C registry",
     "rackbook/results/context_latency.py": "C registry",
     "rackbook/results/eplb_balance.py": "C registry",
-    # engineer C (result loading through REGISTRY) and D (pool <-> runner circle)
-    "rackbook/book/runner.py": "C registry / D modules",
-    # engineer D, branch `modules`: metrics split, Recorder module, topology and evidence split
-    "rackbook/core/metrics.py": "D modules",
-    "rackbook/live/record.py": "D modules",
-    "rackbook/cluster/topology.py": "D modules",
-    "rackbook/results/evidence.py": "D modules",
 }
 
 

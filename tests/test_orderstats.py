@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import metrics, orderstats
+from rackbook.core import latency_pool, orderstats, summary
 from rackbook.core.importers import vllm_bench
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import concat
@@ -74,9 +74,9 @@ def test_large_windows_give_the_same_percentiles(tmp_path, monkeypatch):
         generator={"name": "tests/test_orderstats.py", "seed": 5},
     )
     t = concat(parts, run)
-    want = metrics.summarize(t).to_dict()
-    monkeypatch.setattr(metrics, "_STD_BLOCK", 16)
-    got = metrics.summarize(t).to_dict()
+    want = summary.summarize(t).to_dict()
+    monkeypatch.setattr(latency_pool, "_STD_BLOCK", 16)
+    got = summary.summarize(t).to_dict()
     for g, w in zip([got, *got["points"]], [want, *want["points"]], strict=True):
         for k, v in w.items():
             if isinstance(v, float) and (k.startswith("mean_") or k.startswith("std_")):

@@ -89,11 +89,11 @@ def test_rerun_cost_from_the_cluster_sweeps():
     """Each row is the rerun card's sweep of the generated params file (not the CPU trace)."""
     from rackbook import paths
     from rackbook.book import rerun
-    from rackbook.cluster import topology
+    from rackbook.cluster import notebook_params, topology
 
     text = pages.rerun_cost_page()
     topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-    params = topology.params_files(topo)["single-user"]
+    params = notebook_params.params_files(topo)["single-user"]
     sw = rerun.sweep("single-user", params, gpus=4)  # the claim's 4 B300 GPUs
     row = next(r for r in text.splitlines() if r.startswith("| single-user"))
     assert row == (
@@ -171,7 +171,7 @@ def test_the_landing_page_says_first_where_the_claims_come_from():
 
 
 def test_params_cells_move_after_the_evidence():
-    from rackbook.book.runner import PROVENANCE_HEADING, params_after_provenance
+    from rackbook.book.build import PROVENANCE_HEADING, params_after_provenance
 
     def md(text):
         return {"cell_type": "markdown", "metadata": {}, "source": [text]}

@@ -8,7 +8,7 @@ import pytest
 
 from rackbook import paths
 from rackbook.book import rerun
-from rackbook.cluster import topology
+from rackbook.cluster import commands, notebook_params, topology
 from rackbook.inputs.claims import load_claims
 
 TOPO = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
@@ -25,7 +25,7 @@ def test_deployment_names_version_flags_and_weights_once():
     assert f"| vLLM | {TOPO.vllm.version} (image `{TOPO.vllm.image}:{TOPO.vllm.tag}`)" in md
     # every flag of every leader's serve line is on the page (the lines are only re-wrapped)
     flat = re.sub(r"\s*\\\n\s*", " ", md)
-    for cmds in topology.serve_commands(TOPO).values():
+    for cmds in commands.serve_commands(TOPO).values():
         for flag in re.findall(r"--[a-z-]+(?: [^-'][^ ]*)?", cmds[0].split("'")[0]):
             assert flag in flat, flag
     assert re.search(r"\| Weights \| 297 GB in HBM", md)  # 288.8 GB experts + 8.4 GB dense
@@ -52,7 +52,7 @@ def test_rack_scaling_sweep_by_hand():
     """4,096 streams (64 per decode rank x 64) x 4 requests each; 512 prompt (384 shared) and 64
     output tokens per request, measured at 904.78 output tok/s per GPU on 68 GPUs, or 457 tok/s
     per stream: the throughput bound, 1,048,576 / (904.78 x 68) = 17.0 s, is the longer."""
-    params = topology.params_files(TOPO)["rack-scaling"]
+    params = notebook_params.params_files(TOPO)["rack-scaling"]
     assert params["concurrency"] == 64 * 64 and params["gpus_per_replica"] == 72
     sw = rerun.sweep("rack-scaling", params, gpus=68)
     assert (sw.points, sw.requests) == (1, 16_384)
@@ -69,7 +69,7 @@ def test_decode_parity_budget_uses_output_tokens():
     264,241,152 output tokens at 904.78 output tok/s per GPU on 68 GPUs = 4,294.8 s, about 72
     minutes of measuring (at 104,429 tok/s/GPU, a total that counts re-read cached prefix, it
     was about 2 minutes and the card said about 17 in all)."""
-    params = topology.params_files(TOPO)["decode-parity"]
+    params = notebook_params.params_files(TOPO)["decode-parity"]
     sw = rerun.sweep("decode-parity", params, gpus=68)
     assert sw.output_tokens == 264_241_152
     assert sw.run_s == pytest.approx(264_241_152 / (904.78 * 68))
@@ -79,7 +79,7 @@ def test_decode_parity_budget_uses_output_tokens():
 
 
 def test_single_stream_sweep_is_bound_by_one_users_speed():
-    params = topology.params_files(TOPO)["single-user"]
+    params = notebook_params.params_files(TOPO)["single-user"]
     sw = rerun.sweep("single-user", params, gpus=4)
     _, one, _ = rerun.assumptions()
     assert sw.run_s == pytest.approx(sw.output_tokens / one)
@@ -102,7 +102,7 @@ def test_wrap_keeps_words_and_json():
     import json
     import shlex
 
-    cmd = topology.serve_commands(TOPO)["decode"][0]
+    cmd = commands.serve_commands(TOPO)["decode"][0]
     wrapped = rerun.wrap(cmd)
     assert all(len(line) <= 88 for line in wrapped.split("\n"))
     a, b = shlex.split(cmd), shlex.split(wrapped.replace("\\\n", " "))

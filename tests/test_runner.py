@@ -196,9 +196,9 @@ def test_figures_get_alt_text_from_their_captions():
         "of each *configuration*. Look at the bars. CPU stand-in.\n```\n\n"
         "```{glue:figure} fig_y\n:alt: given\n\nOther.\n```\n"
     )
-    from rackbook.book import runner
+    from rackbook.book import build
 
-    out = runner.add_alt_text(src, {"unit": "replica"})
+    out = build.add_alt_text(src, {"unit": "replica"})
 
     assert ":alt: Throughput per replica of each configuration. Look at the bars.\n" in out
     assert out.count(":alt:") == 2 and ":alt: given\n" in out

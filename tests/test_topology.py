@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from rackbook import paths
-from rackbook.cluster import topology
+from rackbook.cluster import commands, kubernetes, notebook_params, recipes, slurm, topology
 from rackbook.errors import InputError
 
 DEFAULT = paths.ROOT / "env" / "cluster" / "topology.yaml"
@@ -61,7 +61,7 @@ def test_default_topology_numbers(topo):
 
 
 def test_serve_commands_per_node_rank(topo):
-    cmds = topology.serve_commands(topo)
+    cmds = commands.serve_commands(topo)
     assert [len(cmds["prefill"]), len(cmds["decode"])] == [1, 16]
     for name, dp in (("prefill", "4"), ("decode", "64")):
         for rank, cmd in enumerate(cmds[name]):
@@ -94,17 +94,17 @@ def test_serve_commands_per_node_rank(topo):
 
 def test_generation_is_deterministic(topo, tmp_path):
     again = topology.load_topology(DEFAULT)
-    assert topology.render_recipes(topo) == topology.render_recipes(again)
-    a = topology.write_recipes(topo, tmp_path / "a")
-    b = topology.write_recipes(again, tmp_path / "b")
-    assert [str(p.relative_to(tmp_path / "a")) for p in a] == list(topology.RECIPE_FILES)
+    assert recipes.render_recipes(topo) == recipes.render_recipes(again)
+    a = recipes.write_recipes(topo, tmp_path / "a")
+    b = recipes.write_recipes(again, tmp_path / "b")
+    assert [str(p.relative_to(tmp_path / "a")) for p in a] == list(recipes.RECIPE_FILES)
     for pa, pb in zip(a, b, strict=True):
         assert pa.read_bytes() == pb.read_bytes()
 
 
 def test_committed_recipes_are_current(topo):
     """env/cluster/generated/ is exactly what `rackbook recipes` writes now (never stale)."""
-    want = topology.render_recipes(topo)
+    want = recipes.render_recipes(topo)
     have = sorted(
         str(p.relative_to(GENERATED))
         for p in GENERATED.rglob("*")
@@ -118,14 +118,14 @@ def test_committed_recipes_are_current(topo):
 
 
 def test_slurm_script_requests_17_nodes_of_4(topo):
-    s = topology.slurm_script(topo)
+    s = slurm.slurm_script(topo)
     assert re.findall(r"^#SBATCH --nodes=(\d+)$", s, re.M) == ["17"]
     assert re.findall(r"^#SBATCH --gpus-per-node=(\d+)$", s, re.M) == ["4"]
     assert 'scontrol show hostnames "$SLURM_JOB_NODELIST"' in s
     assert 'PREFILL_NODES=("${NODES[@]:0:1}")' in s
     assert 'DECODE_NODES=("${NODES[@]:1:16}")' in s
     # every serve command appears verbatim, once, in the script
-    for cmds in topology.serve_commands(topo).values():
+    for cmds in commands.serve_commands(topo).values():
         for cmd in cmds:
             assert s.count(f") exec {cmd} ;;") == 1
     assert "vllm-router --vllm-pd-disaggregation" in s
@@ -174,7 +174,7 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
     _shim(bin_, "vllm-router", 'printf "%s\\n" "$@"\nexit 0\n')
     _shim(bin_, "nvidia-smi", 'echo "NVIDIA GB300, 284208 MiB, 580.82"\n')
     script = tmp_path / "job.sbatch"
-    script.write_text(topology.slurm_script(topo))
+    script.write_text(slurm.slurm_script(topo))
     logs = tmp_path / "logs"
     env = {
         "PATH": f"{bin_}:{os.environ['PATH']}",
@@ -189,13 +189,13 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
     assert (logs / "endpoint").read_text().strip() == "http://10.0.0.0:8000"
     # the GPU inventory the client declares with RACKBOOK_SERVER_GPUS
     assert (logs / "gpus.csv").read_text() == "NVIDIA GB300, 284208 MiB, 580.82\n"
-    for name, cmds in topology.serve_commands(topo).items():
+    for name, cmds in commands.serve_commands(topo).items():
         offset = topo.node_offset(name)
         leader_ip = f"10.0.0.{offset}"
         for rank, cmd in enumerate(cmds):
             lines = (logs / f"{name}-{rank}.log").read_text().splitlines()
             assert lines[0] == f"node=gb{offset + rank} ip=10.9.9.9"
-            want = shlex.split(cmd.replace(f"${topology.leader_var(name)}", leader_ip))
+            want = shlex.split(cmd.replace(f"${commands.leader_var(name)}", leader_ip))
             assert ["vllm", *lines[1:]] == want
     router = (logs / "router.log").read_text().splitlines()
     assert router[router.index("--prefill") + 1] == "http://10.0.0.0:8100"
@@ -203,14 +203,14 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
 
 
 def test_kubernetes_manifest_structure_and_gpus(topo):
-    docs = [d for d in yaml.safe_load_all(topology.kubernetes_manifest(topo)) if d is not None]
+    docs = [d for d in yaml.safe_load_all(kubernetes.kubernetes_manifest(topo)) if d is not None]
     for d in docs:
         assert {"apiVersion", "kind", "metadata", "spec"} <= set(d)
         assert d["metadata"]["name"] and d["metadata"]["namespace"] == "rackbook"
     kinds = [d["kind"] for d in docs]
     assert kinds.count("LeaderWorkerSet") == 2 and kinds.count("Deployment") == 1
     total = 0
-    cmds = topology.serve_commands(topo)
+    cmds = commands.serve_commands(topo)
     for d in docs:
         if d["kind"] != "LeaderWorkerSet":
             continue
@@ -225,7 +225,7 @@ def test_kubernetes_manifest_structure_and_gpus(topo):
         total += t["size"] * 4
         # the pods run the same commands as serve_commands, leader address and rank substituted
         lead = t.get("leaderTemplate", t["workerTemplate"])["spec"]["containers"][0]["args"][0]
-        var = f"${topology.leader_var(name)}"
+        var = f"${commands.leader_var(name)}"
         assert lead == "exec " + cmds[name][0].replace(var, '"$POD_IP"')
         if "leaderTemplate" in t:
             work = t["workerTemplate"]["spec"]["containers"][0]["args"][0]
@@ -240,7 +240,7 @@ def test_kubernetes_manifest_structure_and_gpus(topo):
 
 
 def test_notebook_parameters_match_the_recipes(topo):
-    nb = topology.notebook_parameters(topo)
+    nb = notebook_params.notebook_parameters(topo)
     assert nb == {
         "endpoint": "http://dsv41-router:8000",
         "num_gpus": 68,
@@ -251,13 +251,13 @@ def test_notebook_parameters_match_the_recipes(topo):
         "decode_gpus": 64,
     }
     # no drift: the same numbers drive the Slurm job and the serve commands
-    s = topology.slurm_script(topo)
+    s = slurm.slurm_script(topo)
     nodes = int(re.search(r"^#SBATCH --nodes=(\d+)$", s, re.M).group(1))
     per_node = int(re.search(r"^#SBATCH --gpus-per-node=(\d+)$", s, re.M).group(1))
     assert nodes * per_node == nb["num_gpus"] and per_node == nb["gpus_per_node"]
     dp = [
         int(_opt(shlex.split(c[0]), "--data-parallel-size"))
-        for c in topology.serve_commands(topo).values()
+        for c in commands.serve_commands(topo).values()
     ]
     assert sum(dp) == nb["num_gpus"] == nb["prefill_gpus"] + nb["decode_gpus"]
     assert json.loads((GENERATED / "notebook-parameters.json").read_text()) == nb
@@ -328,7 +328,7 @@ def test_a_full_rack_is_allowed(tmp_path):
 
     t = topology.load_topology(_variant(tmp_path, edit))
     assert (t.total_gpus, t.total_nodes, t.nodes("decode")) == (72, 18, 17)
-    assert "#SBATCH --nodes=18\n" in topology.slurm_script(t)
+    assert "#SBATCH --nodes=18\n" in slurm.slurm_script(t)
 
 
 def test_yaml_syntax_error_names_line(tmp_path):
@@ -345,7 +345,7 @@ def test_cli_writes_recipes(run_cli, tmp_path):
     code, out, err = run_cli("recipes", "--topology", str(DEFAULT), "-o", str(tmp_path / "g"))
     assert code == 0, err
     got = sorted(str(p.relative_to(tmp_path / "g")) for p in (tmp_path / "g").rglob("*.*"))
-    assert got == sorted([*topology.RECIPE_FILES, ".rackbook-output"])  # recipes and the marker
+    assert got == sorted([*recipes.RECIPE_FILES, ".rackbook-output"])  # recipes and the marker
     assert "68 of 72 GPUs, 17 nodes" in out
 
 
@@ -392,8 +392,8 @@ def test_commands_parse_with_vllm_serve(topo):
     py = Path(os.environ.get("RACKBOOK_LIVE_PYTHON", paths.ROOT / ".venv-live" / "bin" / "python"))
     if not py.is_file():
         pytest.skip(f"no live interpreter at {py} (bash env/live/setup.sh)")
-    cmds = topology.serve_commands(topo)
-    lines = [c.replace(f"${topology.leader_var(n)}", "10.0.0.1") for n in cmds for c in cmds[n][:2]]
+    cmds = commands.serve_commands(topo)
+    lines = [c.replace(f"${commands.leader_var(n)}", "10.0.0.1") for n in cmds for c in cmds[n][:2]]
     res = subprocess.run(
         [str(py), "-c", _PARSE],
         input=json.dumps(lines),
@@ -445,7 +445,7 @@ def test_kubernetes_manifest_validates_against_the_schemas(topo):
     """Offline validation (kubernetes-validate's bundled schemas, strict: no unknown field) of
     every Deployment, Service and pod template the recipes generate."""
     kv = pytest.importorskip("kubernetes_validate")
-    resources = _k8s_resources(topology.kubernetes_manifest(topo))
+    resources = _k8s_resources(kubernetes.kubernetes_manifest(topo))
     assert {r["kind"] for r in resources} >= {"Deployment", "Service", "PodTemplate"}
     for r in resources:
         kv.validate(r, kv.latest_version(), strict=True)
@@ -453,7 +453,7 @@ def test_kubernetes_manifest_validates_against_the_schemas(topo):
 
 def test_kubernetes_validation_catches_a_bad_field(topo):
     kv = pytest.importorskip("kubernetes_validate")
-    (bad,) = [r for r in _k8s_resources(topology.kubernetes_manifest(topo))
+    (bad,) = [r for r in _k8s_resources(kubernetes.kubernetes_manifest(topo))
               if r["kind"] == "Deployment"]  # fmt: skip
     bad["spec"]["replicas"] = "two"
     with pytest.raises(kv.ValidationError):
@@ -468,7 +468,7 @@ def test_params_files_use_only_declared_names(topo, tmp_path):
     from rackbook import paths
     from rackbook.book.runner import read_params_file
 
-    written = topology.write_recipes(topo, tmp_path / "g")
+    written = recipes.write_recipes(topo, tmp_path / "g")
     files = [p for p in written if p.parent.name == "params"]
     assert sorted(p.stem for p in files) == sorted(paths.RESULTS)
     for f in files:

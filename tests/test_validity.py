@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES
 
 from rackbook.core import validity as V
-from rackbook.core.metrics import format_summary, summarize
+from rackbook.core.summary import format_summary, summarize
 from rackbook.core.traces import read_trace
 
 FIX = FIXTURES / "validity"

@@ -30,16 +30,16 @@ Handler = Callable[[argparse.Namespace], int]
 #: verbs never import the live harness.
 HANDLERS: dict[str, str] = {
     "import": "rackbook.cli:cli_import",
-    "summarize": "rackbook.core.metrics:cli_summarize",
+    "summarize": "rackbook.cli:cli_summarize",
     "run": "rackbook.book.runner:cli_run",
     "list": "rackbook.book.runner:cli_list",
-    "book": "rackbook.book.runner:cli_book",
+    "book": "rackbook.book.build:cli_book",
     "kv-bytes": "rackbook.physics.roofline:cli_kv_bytes",
     "check": "rackbook.results.workload:cli_check",
     "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
     "calibrate": "rackbook.cli:cli_calibrate",
-    "recipes": "rackbook.cluster.topology:cli_recipes",
+    "recipes": "rackbook.cluster.recipes:cli_recipes",
     "catalog": "rackbook.inputs.catalogs:cli_catalog",
 }
 
@@ -315,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="record a scenario from real vLLM servers (live mode)",
         description="Record one scenario's trace from real vLLM servers (needs the live env: "
         "make live-setup). Each scenario's parameters (-p NAME VALUE) and their defaults are "
-        "listed in rackbook.live.scenarios and the book's rerun cards.",
+        "listed in rackbook.inputs.scenarios and the book's rerun cards.",
     )
     s.add_argument(
         "scenario",
@@ -552,6 +552,45 @@ def cli_import(args: argparse.Namespace) -> int:
     (:data:`rackbook.core.importers.REGISTRY`) writes the trace; one line says what it holds."""
     t = importers.write(args.format, args.input, args.output, _import_options(args))
     print(f"wrote {args.output}: {importers.summary(args.format, t)}")
+
+
+def cli_summarize(args: argparse.Namespace) -> int:
+    """``rackbook summarize TRACE_DIR [--json]``: the JSON object is the last thing printed.
+
+    A published trace (no requests: one row per published point) is summarised by its points
+    (:mod:`rackbook.core.published_summary`); any other trace without requests is an error, not
+    a table of zeros; the rest by :mod:`rackbook.core.summary` (streamed when large)."""
+    import json
+
+    from rackbook.core import published_summary, summary, traces
+
+    path = Path(args.trace)
+    run = traces.read_run(path)
+    if traces.table_rows(path, "requests") == 0:
+        if run.get("kind") == "published" and (path / "published_points.parquet").is_file():
+            doc = published_summary.published_summary(path, run)
+            print(published_summary.format_published_summary(path, doc))
+            if args.json:
+                print(json.dumps(doc, allow_nan=False))
+            return 0
+        if (path / "expert_load.parquet").is_file():
+            raise InputError(
+                path,
+                "requests.parquet",
+                "no requests: this trace holds expert loads (`rackbook eplb "
+                f"{path / 'expert_load.parquet'} --ep-size N` reads them)",
+            )
+        raise InputError(path, "requests.parquet", "no requests: an empty trace has no metrics")
+    if traces.table_rows(path, "requests") > summary.FULL_READ_MAX_REQUESTS:
+        from rackbook.core import alloc
+
+        alloc.retain_freed_memory()  # streamed: reuse freed chunk temporaries (alloc doc)
+        alloc.small_pages()  # and no huge pages: their first touch is slow here
+    s = summary.summarize_path(args.trace)
+    if args.json:
+        print(json.dumps(s.to_dict(), allow_nan=False, default=str))
+    else:
+        print(summary.format_summary(s))
     return 0
 
 

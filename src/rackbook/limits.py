@@ -8,7 +8,7 @@ its shapes, not its size: its size limit, :data:`STREAMED_MAX_MB`, is only a bac
 (and on what a gzip file inflates to), above any file ``vllm bench serve`` can write on a machine
 of 24 GiB (it holds every number as a Python object, about 1.7x the number's text). Every verb's
 ``--max-input-mb`` sets one limit for every kind. Parquet tables of a trace folder are exempt:
-they are read in chunks when large (:mod:`rackbook.core.metrics`).
+they are read in chunks when large (:mod:`rackbook.core.summary`).
 
 Counts (GPUs, batch sizes, context lengths, expert replicas, requests) are bounded by
 :data:`BOUNDS`; a value past its bound is refused with the bound named, before anything is

@@ -21,6 +21,9 @@ TRACES = DATA / "traces"
 NOTEBOOKS = ROOT / "notebooks"
 BUILD = Path(os.environ.get("RACKBOOK_BUILD") or ROOT / "_build")
 EXECUTED = BUILD / "executed"
+#: The tiny model folder written by env/live/tiny_model.py (git-ignored): the live scenarios'
+#: default model.
+TINY_MODEL = ROOT / ".cache" / "tiny-moe"
 
 RESULTS: tuple[str, ...] = (
     "decode-parity",

@@ -28,8 +28,9 @@ from pathlib import Path
 import pytest
 from livehelp import SECRET, accept_each, alive, vllm_environ, wait_for
 
-from rackbook.live.envfile import LIVE_VENV, TINY_MODEL, live_python, live_venv_ready
+from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready
 from rackbook.live.server import group_members
+from rackbook.paths import TINY_MODEL
 
 pytestmark = [
     pytest.mark.live,
@@ -234,7 +235,7 @@ def test_faulty_requests_are_failed_requests_each_with_its_reason(held_server, t
         assert r.returncode == 0, r.stderr[-3000:]
     finally:
         proxy.close()
-    from rackbook.core import metrics, traces
+    from rackbook.core import summary, traces
 
     t = traces.read_trace(out)
     req = t.requests.sort_values("start_time_s", kind="stable")  # the order they were sent
@@ -246,9 +247,9 @@ def test_faulty_requests_are_failed_requests_each_with_its_reason(held_server, t
     (pid,) = t.points["point_id"]
     v = t.run["validity"][pid]
     assert (v["requests"], v["successful"], v["failed"], v["failed_share"]) == (8, 5, 3, 0.375)
-    summary = metrics.summarize(t).to_dict()  # vLLM's metrics over the 5 that succeeded
-    assert (summary["completed"], summary["failed"]) == (5, 3)
-    assert summary["total_output_tokens"] == 5 * WINDOW_OUTPUT
+    got = summary.summarize(t).to_dict()  # vLLM's metrics over the 5 that succeeded
+    assert (got["completed"], got["failed"]) == (5, 3)
+    assert got["total_output_tokens"] == 5 * WINDOW_OUTPUT
     # the recorder may run a point again once (validity): each attempt met the same faults
     assert len(proxy.seen) in (8, 16)
     assert all(proxy.seen.count(mode) == len(proxy.seen) // 8 for mode in plan.values())

@@ -1,4 +1,4 @@
-"""Scenario plans, the notebook-facing ``record`` call and trace conversion, without vLLM.
+"""Scenario plans, the notebook-facing ``record_trace`` call and trace conversion, without vLLM.
 
 Nothing here starts a server or contacts any address: endpoints appear only as text.
 """
@@ -22,15 +22,16 @@ import rackbook.live as live
 from rackbook import paths
 from rackbook.core import traces
 from rackbook.errors import InputError
-from rackbook.live.record import CPU_EPLB, Recorder, build_parser
+from rackbook.inputs.scenarios import EplbBalance, RackScaling, scenario
+from rackbook.live.record import build_parser
 from rackbook.live.record import record as record_cli
-from rackbook.live.scenarios import EplbBalance, RackScaling, scenario
+from rackbook.live.recorder import CPU_EPLB, Recorder
 
 
 # ----------------------------------------------------------------------------- parameters
 def notebook_record_parameters(result: str) -> tuple[dict[str, Any], dict[str, ast.expr]]:
     """A notebook's parameters cell run (name -> default value), and the ``parameters=`` of its
-    live cell's ``record(...)`` call (name passed -> the expression passed)."""
+    live cell's ``record_trace(...)`` call (name passed -> the expression passed)."""
     nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     (cell,) = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
@@ -40,7 +41,7 @@ def notebook_record_parameters(result: str) -> tuple[dict[str, Any], dict[str, a
         node
         for c in code
         for node in ast.walk(ast.parse("".join(c["source"])))
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "record"
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "record_trace"
     ]
     (call,) = calls
     (kw,) = [k for k in call.keywords if k.arg == "parameters"]
@@ -58,12 +59,12 @@ def _bumped(v: Any) -> Any:
 
 @pytest.mark.parametrize("result", paths.RESULTS)
 def test_each_notebooks_live_parameters_reach_its_scenario(result, tmp_path):
-    """What each notebook's live cell passes to ``record`` (names read from the notebook, values
-    from its parameters cell) goes through ``record``'s argv and the recorder's parser into the
+    """What each notebook's live cell passes to ``record_trace`` (names read from the notebook,
+    values from its parameters cell) goes through its argv and the recorder's parser into the
     scenario unchanged: every name is a parameter the scenario knows, each value arrives, and
     the notebook's defaults make a plan the scenario accepts."""
     defaults, passed = notebook_record_parameters(result)
-    assert passed, f"{result}: its record() call passes no parameters"
+    assert passed, f"{result}: its record_trace() call passes no parameters"
     for name, expr in passed.items():  # each value is a parameter of the notebook itself
         assert isinstance(expr, ast.Name) and expr.id in defaults, (result, name)
     values = {name: defaults[expr.id] for name, expr in passed.items()}  # type: ignore[attr-defined]
@@ -146,7 +147,7 @@ def test_endpoints_remote_allowed_and_counted(tmp_path):
 
 
 def test_eplb_own_server_on_cpu_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr("rackbook.live.record.on_cpu", lambda: True)
+    monkeypatch.setattr("rackbook.live.recorder.on_cpu", lambda: True)
     rec = Recorder(EplbBalance(), tmp_path / "t")
     with pytest.raises(InputError) as exc:
         rec.run_phase(rec.phases[0])
@@ -292,7 +293,7 @@ def test_record_returns_path_and_streams_progress(tmp_path, monkeypatch, capfd):
         "print(sys.argv[sys.argv.index('-o') + 1])\n"
         "assert sys.argv[1:4] == ['-m', 'rackbook.live.record', 'single-user'], sys.argv",
     )
-    p = live.record("single-user", output=tmp_path / "tr", parameters={"output_len": 8})
+    p = live.record_trace("single-user", output=tmp_path / "tr", parameters={"output_len": 8})
     assert p == tmp_path / "tr"
     assert "[record] point 1/1" in capfd.readouterr().err
 
@@ -304,7 +305,7 @@ def test_record_raises_the_recorders_one_line_error(tmp_path, monkeypatch):
         "print('error: -p: replicas: needs at least one value', file=sys.stderr); sys.exit(2)",
     )
     with pytest.raises(InputError) as exc:
-        live.record("rack-scaling", output=tmp_path / "tr")
+        live.record_trace("rack-scaling", output=tmp_path / "tr")
     assert (exc.value.file, exc.value.field) == ("-p", "replicas")
     assert exc.value.problem == "needs at least one value"
 
@@ -335,7 +336,7 @@ def test_record_forwards_ctrl_c_and_waits_for_the_child(tmp_path, monkeypatch):
     threading.Thread(target=interrupt_when_started, daemon=True).start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            live.record("single-user", output=tmp_path / "tr")
+            live.record_trace("single-user", output=tmp_path / "tr")
     finally:
         signal.signal(signal.SIGINT, previous)
     assert done.exists()  # the child's handler ran to the end before record() returned

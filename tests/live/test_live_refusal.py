@@ -10,8 +10,9 @@ from conftest import FIXTURES
 
 from rackbook.core import traces, validity
 from rackbook.errors import InputError
-from rackbook.live.record import MAX_ATTEMPTS, Recorder, build_parser, decide
-from rackbook.live.scenarios import SingleUser
+from rackbook.inputs.scenarios import SingleUser
+from rackbook.live.record import build_parser
+from rackbook.live.recorder import MAX_ATTEMPTS, Recorder, decide
 
 FIX = FIXTURES / "validity"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from rackbook.errors import InputError
+from rackbook.inputs.scenarios import DecodeParity, scenario
 from rackbook.live import prom, record_argv
 from rackbook.live.envfile import Redactor, api_key, read_env_file
-from rackbook.live.scenarios import DecodeParity, scenario
 from rackbook.live.server import VllmServer, free_port, group_members
 
 METRICS = """\

@@ -325,11 +325,11 @@ def claims_page(registry: Registry | None = None) -> str:
 
 def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     """One point of a recorded trace under each tool's metric definitions."""
-    from rackbook.core import metrics, provenance, traces
+    from rackbook.core import cross_tool, provenance, traces
 
     t = traces.read_trace(trace_dir)
     pid = str(t.points["point_id"].iloc[0])
-    df = metrics.translate(t, gpus=gpus, point_id=pid)
+    df = cross_tool.translate(t, gpus=gpus, point_id=pid)
     out = [
         "| quantity | tool | name | value | unit | definition |",
         "|---|---|---|---|---|---|",
@@ -340,7 +340,9 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
         for r in df.itertuples()
     ]
     src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {provenance.hardware_label(t.run)})"
-    head = f"Computed by `rackbook.core.metrics.translate` from {src}, over {plural(gpus, 'GPU')}."
+    head = (
+        f"Computed by `rackbook.core.cross_tool.translate` from {src}, over {plural(gpus, 'GPU')}."
+    )
     return head + "\n\n" + "\n".join(out) + "\n"
 
 
@@ -349,10 +351,10 @@ def rerun_cost_page() -> str:
     generated params file plans (:func:`rackbook.book.rerun.sweep`, the rerun cards' model),
     never the shipped CPU sweeps and never a claim's own throughput."""
     from rackbook.book import rerun
-    from rackbook.cluster import topology
+    from rackbook.cluster import notebook_params, topology
 
     topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-    params = topology.params_files(topo)
+    params = notebook_params.params_files(topo)
     batched, one, source = rerun.assumptions()
     rows = [
         "| result | points | requests | tokens (prompt + output) | deployments x GPUs "

@@ -2,6 +2,11 @@
 the cores, each chapter's line printed in the book's order (the same output whatever finishes
 first).
 
+What executes a chapter and what the cache holds come in as functions
+(:func:`rackbook.book.runner.execute_result` and :func:`rackbook.book.runner.cached_headline`
+when ``rackbook run``/``book`` call :func:`run_chapters`), so this module imports no other
+part of the book.
+
 Chapters are independent: each reads its own trace and the shared read-only inputs and writes
 only ``DIR/RESULT.*``. A chapter that fails does not stop the others; the first failure in
 the book's order is raised, as one :class:`~rackbook.errors.InputError`, once all have ended.
@@ -22,6 +27,13 @@ from typing import Any
 from rackbook import STOP_SIGNALS
 from rackbook.errors import InputError, Terminated
 
+#: Executes one chapter: ``(result, source, params, out, progress, force)`` -> its headline
+#: JSON's path and whether it came from the cache; raises :class:`InputError` on failure.
+Execute = Callable[[str, str, dict[str, Any], str | Path | None, bool, bool], tuple[Path, bool]]
+#: The cache's headline of one chapter, ``(result, source, params, out)`` -> its path, or None
+#: when the chapter must be executed.
+Cached = Callable[[str, str, dict[str, Any], str | Path | None], Path | None]
+
 #: Seconds the workers get to stop their chapters (kernels stopped, temporaries removed)
 #: after the command is signalled, before they are killed.
 WORKER_GRACE_S = 1.5
@@ -29,6 +41,9 @@ WORKER_GRACE_S = 1.5
 #: unwinds it) or ``stopping`` (unwinding: later signals, such as the pool's own SIGTERM to
 #: every worker once one has exited, are ignored; the parent kills a worker that lingers).
 _state: list[str] = ["idle"]
+#: A worker's executor of chapters (set by :func:`_worker_init`; a forked worker gets it
+#: without pickling, a spawned one by reference).
+_executor: list[Execute] = []
 
 
 @dataclass(frozen=True)
@@ -61,23 +76,34 @@ def _worker_signal(signum: int, _frame: object) -> None:
         raise Terminated(signum)
 
 
-def _worker_init() -> None:
-    """Pool worker set-up: its own stop handler (:func:`_worker_signal`)."""
+def _worker_init(execute: Execute) -> None:
+    """Pool worker set-up: its own stop handler (:func:`_worker_signal`) and its executor."""
+    _executor[:] = [execute]
     for sig in STOP_SIGNALS:
         signal.signal(sig, _worker_signal)
 
 
-def _one(
+def _in_worker(
     result: str, source: str, params: dict[str, Any], out: str | Path | None, force: bool
 ) -> Done:
-    """Run one chapter (in a worker process); errors come back as values, not exceptions. A
-    stop signal ends the worker once the chapter is unwound (nothing more is written)."""
-    from rackbook.book import runner
+    """:func:`_one` in a worker process, with the executor :func:`_worker_init` set."""
+    return _one(_executor[0], result, source, params, out, force)
 
+
+def _one(
+    execute: Execute,
+    result: str,
+    source: str,
+    params: dict[str, Any],
+    out: str | Path | None,
+    force: bool,
+) -> Done:
+    """Run one chapter with ``execute``; errors come back as values, not exceptions. A stop
+    signal ends the worker once the chapter is unwound (nothing more is written)."""
     t0 = time.perf_counter()
     _state[0] = "busy"
     try:
-        headline, cached = runner.execute_result(result, source, params, out, False, force)
+        headline, cached = execute(result, source, params, out, False, force)
     except InputError as err:
         return Done(
             result, None, False, time.perf_counter() - t0, (err.file, err.field, err.problem)
@@ -111,15 +137,16 @@ def run_chapters(
     source: str,
     params: dict[str, Any],
     out: str | Path | None,
+    execute: Execute,
+    cached: Cached,
     force: bool = False,
     jobs: int | None = None,
     report: Callable[[Done], None] | None = None,
 ) -> list[Done]:
-    """Execute ``names`` with at most ``jobs`` (default: the cores) at a time; ``report`` is
-    called for each chapter in the order of ``names``, as soon as it and those before it are
-    done. Raises the first failure (in that order) after every chapter has ended."""
-    from rackbook.book import runner
-
+    """Execute ``names`` with ``execute``, at most ``jobs`` (default: the cores) at a time, each
+    first looked up with ``cached`` unless ``force``; ``report`` is called for each chapter in
+    the order of ``names``, as soon as it and those before it are done. Raises the first
+    failure (in that order) after every chapter has ended."""
     # Chapters the cache holds are answered here, without a worker (a worker forked from
     # this process also finds papermill and the package already imported).
     ready: dict[str, Done] = {}
@@ -127,7 +154,7 @@ def run_chapters(
         for name in names:
             t0 = time.perf_counter()
             try:
-                hit = runner.cached_headline(name, source, params, out)
+                hit = cached(name, source, params, out)
             except InputError as err:
                 ready[name] = Done(name, None, False, 0.0, (err.file, err.field, err.problem))
                 continue
@@ -144,12 +171,14 @@ def run_chapters(
 
     if jobs == 1:
         for name in names:
-            emit(ready[name] if name in ready else _one(name, source, params, out, force))
+            emit(ready[name] if name in ready else _one(execute, name, source, params, out, force))
     else:
-        ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+        ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(execute,))
         futures: dict[str, Future[Done]] = {}
         try:
-            futures = {name: ex.submit(_one, name, source, params, out, force) for name in todo}
+            futures = {
+                name: ex.submit(_in_worker, name, source, params, out, force) for name in todo
+            }
             for name in names:
                 emit(ready[name] if name in ready else futures[name].result())
         except BaseException:

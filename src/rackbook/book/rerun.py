@@ -4,7 +4,7 @@
 Everything on a card is read, not typed: the deployment (vLLM version, image, exact serve
 flags, GPUs) from ``env/cluster/topology.yaml`` through :mod:`rackbook.cluster.topology`; the
 command's parameters from the params file ``rackbook recipes`` writes; the sweep (points,
-requests, tokens) from the live scenario's plan (:mod:`rackbook.live.scenarios`, pure standard
+requests, tokens) from the live scenario's plan (:mod:`rackbook.inputs.scenarios`, pure standard
 library: planning needs no vLLM); the weights' size from the roofline's storage model; the
 time from two published vLLM DeepSeek-V4.1-Flash figures on GB300 (batched OUTPUT tokens per
 GPU, and one stream's speed), never a claim's own number. The batched rate counts output tokens
@@ -165,7 +165,7 @@ def sweep(result: str, params: dict[str, Any], gpus: int, deployments: int = 1) 
     per point, the longer of output tokens / (batched output tok/s per GPU x GPUs) and
     requests x output tokens / (concurrency x one user's tok/s) (seconds)."""
     from rackbook.inputs import catalogs
-    from rackbook.live.scenarios import SCENARIOS, fit_endpoint, scenario
+    from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
     fields = {f.name for f in dataclasses.fields(SCENARIOS[result])}
     text = {k: _text(v) for k, v in params.items() if k in fields}
@@ -222,7 +222,7 @@ def deployment() -> str:
     """The cluster deployment every rerun card uses, once, for the rerun page: the recipe, the
     vLLM version and image, the weights and how they spread over the GPUs, and each worker's
     leader ``vllm serve`` command (MyST Markdown)."""
-    from rackbook.cluster import topology
+    from rackbook.cluster import commands
     from rackbook.inputs import catalogs
     from rackbook.physics import roofline
 
@@ -232,7 +232,7 @@ def deployment() -> str:
     weights_gb = st.routed_bytes / 1e9 + st.dense_bytes / 1e9
     leaders = "\n\n".join(
         f"# {name} leader\n{wrap(cmds[0], CODE_WIDTH)}"
-        for name, cmds in topology.serve_commands(topo).items()
+        for name, cmds in commands.serve_commands(topo).items()
     )
     rows = [
         (
@@ -265,11 +265,11 @@ def card(result: str) -> str:
     """The rerun card of ``result`` as MyST Markdown (an admonition): what the claim needs, the
     sweep and its time budget, the command and its parameters; the deployment they run
     against (:func:`deployment`) is on the rerun page, linked."""
-    from rackbook.cluster import topology
+    from rackbook.cluster import notebook_params
     from rackbook.inputs.claims import load_claims
 
     topo = _topology()
-    params = topology.params_files(topo)[result]
+    params = notebook_params.params_files(topo)[result]
     extra = EXTRA_ARGS.get(result, ())
     full = {**params, **dict(extra)}
     gpus, deployments = deployment_gpus(result, topo)

@@ -36,7 +36,7 @@ class Trace:
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)
     path: Path | None = None
     #: False when read with ``read_trace(itl=False)``: ``itl`` is then empty, not the gaps, and
-    #: :func:`rackbook.core.metrics.summarize` streams them from ``path``/itl.parquet instead.
+    #: :func:`rackbook.core.summary.summarize` streams them from ``path``/itl.parquet instead.
     itl_loaded: bool = True
     #: What :func:`rackbook.core.validity.valid_trace` left out (None: not screened).
     screening: Any = None

@@ -24,7 +24,7 @@ as failed) and is not counted as flagged. ``flagged_share`` is flagged / success
 * :func:`refusal` - the recorder's decision for one point (more than :data:`MAX_FLAGGED_SHARE`
   flagged).
 
-:func:`rackbook.core.metrics.summarize` keeps vLLM's figures on all rows (so they agree with
+:func:`rackbook.core.summary.summarize` keeps vLLM's figures on all rows (so they agree with
 vLLM's own result JSON) and adds ``valid_requests`` and ``flagged_share``.
 """
 

@@ -4,10 +4,11 @@ Modules: :mod:`~rackbook.live.envfile` (venv, env/live/vllm.env, API key),
 :mod:`~rackbook.live.server` (``vllm serve`` process groups, never orphaned),
 :mod:`~rackbook.live.bench` (``vllm bench serve`` in-process), :mod:`~rackbook.live.prom`
 (``/metrics``), :mod:`~rackbook.live.offline` (fixed-batch ``vllm.LLM``),
-:mod:`~rackbook.live.scenarios` (parameters), :mod:`~rackbook.live.record` (orchestration).
+:mod:`~rackbook.inputs.scenarios` (the plans), :mod:`~rackbook.live.record` (the recorder's
+command line), :mod:`~rackbook.live.recorder` (orchestration).
 
 Importing this package imports neither vllm nor torch: ``rackbook record`` (trace venv)
-re-executes itself in .venv-live, and :func:`record` (what the notebooks call in live mode)
+re-executes itself in .venv-live, and :func:`record_trace` (what the notebooks call in live mode)
 runs the recorder there as a child process.
 """
 
@@ -29,7 +30,7 @@ from rackbook.errors import InputError
 from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready, vllm_environ
 from rackbook.paths import resolve
 
-__all__ = ["cli_record", "record", "record_argv", "record_trace", "recorder_argv"]
+__all__ = ["cli_record", "record_argv", "record_trace", "recorder_argv"]
 
 
 def _value(v: Any) -> str:
@@ -166,11 +167,6 @@ def record_trace(
     return path
 
 
-#: What the notebooks call in live mode: ``record(SCENARIO, output=..., endpoints=[...],
-#: serve=..., parameters={...})``.
-record = record_trace
-
-
 def record_argv(args: argparse.Namespace) -> list[str]:
     """``python -m rackbook.live.record`` arguments equivalent to the CLI's ``args``."""
     argv = [args.scenario]
@@ -195,7 +191,7 @@ def cli_record(args: argparse.Namespace) -> int:
     Runs in this interpreter when it has vLLM, else replaces this process with .venv-live's
     Python running :mod:`rackbook.live.record` (same arguments, env/live/vllm.env applied).
     """
-    from rackbook.live.scenarios import SCENARIOS
+    from rackbook.inputs.scenarios import SCENARIOS
 
     if args.scenario not in SCENARIOS:
         raise InputError("-", "scenario", f"{args.scenario!r} is not one of {', '.join(SCENARIOS)}")

@@ -16,8 +16,6 @@ from rackbook.paths import ROOT
 LIVE_VENV = Path(os.environ.get("RACKBOOK_LIVE_VENV", ROOT / ".venv-live"))
 #: Variables every vLLM process gets (see the file's comments).
 VLLM_ENV_FILE = ROOT / "env" / "live" / "vllm.env"
-#: The tiny model folder written by env/live/tiny_model.py (git-ignored).
-TINY_MODEL = ROOT / ".cache" / "tiny-moe"
 #: Environment variables an API key is read from, first match wins. Never written anywhere.
 API_KEY_VARS = ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY")
 

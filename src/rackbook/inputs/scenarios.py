@@ -1,11 +1,13 @@
-"""Live scenarios: what each records, with its parameters (``-p NAME VALUE``) and defaults.
+"""Scenario plans: what each live scenario records, with its parameters (``-p NAME VALUE``)
+and defaults.
 
 A scenario is a *plan*: one or more server phases (a server configuration, possibly several
 replicas), each with bench points (``vllm bench serve`` runs). The recorder
-(:mod:`rackbook.live.record`) runs the plan; the scenario only says what to run. Defaults fit
+(:mod:`rackbook.live.recorder`) runs the plan; the scenario only says what to run. Defaults fit
 the tiny CPU model (.cache/tiny-moe) on 2 cores; every length is in tokens.
 
-Pure standard library: parameters are parsed and checked without vLLM.
+Pure standard library: parameters are parsed and checked without vLLM, so the book's rerun
+cards (:mod:`rackbook.book.rerun`) read the plans without importing the live harness.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rackbook.errors import InputError
-from rackbook.live.envfile import TINY_MODEL
+from rackbook.paths import TINY_MODEL
 
 
 def _ints(name: str, text: str) -> tuple[int, ...]:

@@ -1,0 +1,377 @@
+"""Build the HTML book from executed notebooks: the book's sources staged under ``_build/site``
+with the executed copies (parameter cells moved after the provenance section, empty displays
+dropped, figures given alt text) and Jupyter Book run on them without executing anything again
+(HTML in ``_build/html``); ``rackbook book``, which may first execute every result on a user's
+traces (:func:`run_on_traces`). Executing a chapter is :mod:`rackbook.book.runner`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from rackbook import limits, paths
+from rackbook.book.runner import (
+    available_results,
+    cli_path,
+    is_unmarked_results,
+    result_files,
+    run_result,
+    write_log,
+)
+from rackbook.core import fsio
+from rackbook.core.fsio import check_output_folder
+from rackbook.core.provenance import REPO, repo_relative
+from rackbook.errors import InputError
+from rackbook.inputs.loader import display_path
+
+_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
+
+
+def _empty_display(output: dict[str, Any]) -> bool:
+    """An output that shows nothing but an object's repr: a ``display(Markdown(""))`` (empty
+    Markdown, whose plain-text fallback is ``<IPython.core.display.Markdown object>``)."""
+    if output.get("output_type") not in ("display_data", "execute_result"):
+        return False
+    data = output.get("data", {})
+    rich = {k: v for k, v in data.items() if k != "text/plain"}
+    if any("".join(v).strip() if isinstance(v, list) else str(v).strip() for v in rich.values()):
+        return False
+    plain = data.get("text/plain", "")
+    plain = "".join(plain) if isinstance(plain, list) else str(plain)
+    return not plain.strip() or bool(_REPR.match(plain.strip()))
+
+
+def _glued_text(nb: dict[str, Any]) -> dict[str, str]:
+    """Glue name -> its plain-text value, from an executed notebook's glue outputs."""
+    out: dict[str, str] = {}
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            name = (o.get("metadata", {}).get("scrapbook") or {}).get("name")
+            text = o.get("data", {}).get("application/papermill.record/text/plain")
+            if name and isinstance(text, str):
+                out[name] = text.strip("'\"")
+    return out
+
+
+_FIGURE = re.compile(r"(```\{glue:figure\}[^\n]*\n)((?::[a-z]+:[^\n]*\n)*)(.*?)```", re.S)
+
+
+def _plain_caption(caption: str, glued: dict[str, str]) -> str:
+    """A caption as plain text for alt text: glued values filled in (their format spec
+    dropped), roles and Markdown marks removed, its first two sentences."""
+
+    def role(m: re.Match[str]) -> str:
+        kind, body = m.group(1), m.group(2)
+        if kind.startswith("glue"):
+            return glued.get(body.split(":")[0], "")
+        return re.sub(r"<[^>]*>", "", body).strip() if kind != "numref" else "the figure"
+
+    text = re.sub(r"\{([a-z:]+)\}`([^`]*)`", role, caption)
+    text = re.sub(r"[*`_]|\\(?=\$)", "", " ".join(text.split()))
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    return " ".join(sentences[:2]).replace('"', "'")
+
+
+def add_alt_text(source: str, glued: dict[str, str]) -> str:
+    """Every ``{glue:figure}`` directive of a Markdown cell without an ``:alt:`` gets one: what
+    its caption says the figure shows, as plain text (never the image's file path)."""
+
+    def fix(m: re.Match[str]) -> str:
+        head, opts, caption = m.group(1), m.group(2), m.group(3)
+        if ":alt:" in opts:
+            return m.group(0)
+        alt = _plain_caption(caption, glued)
+        return f"{head}{opts}:alt: {alt}\n{caption}```" if alt else m.group(0)
+
+    return _FIGURE.sub(fix, source)
+
+
+#: What the collapsed parameter cells say instead of myst-nb's "Show code cell source".
+PARAMETER_PROMPTS = {
+    "parameters": "Show the chapter's parameters (the defaults a rerun can change)",
+    "injected-parameters": "Show the parameters this build passed",
+}
+
+
+#: The heading of a chapter's provenance section (the claims as published, the trace behind the
+#: measured numbers): the parameter cells are shown there, after the evidence.
+PROVENANCE_HEADING = "## Where the numbers come from"
+
+
+def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells in reading order for the book: the parameter cells (the chapter's defaults and
+    the ones papermill injected) moved from the top to the end of the provenance section
+    (after the cell that follows :data:`PROVENANCE_HEADING`), so that the conclusion and the
+    definitions come first; unchanged when the chapter has no such section."""
+
+    def is_param(c: dict[str, Any]) -> bool:
+        tags = c.get("metadata", {}).get("tags", [])
+        return "parameters" in tags or "injected-parameters" in tags
+
+    params = [c for c in cells if is_param(c)]
+    rest = [c for c in cells if not is_param(c)]
+    heads = [
+        i
+        for i, c in enumerate(rest)
+        if c.get("cell_type") == "markdown"
+        and "".join(c.get("source", [])).startswith(PROVENANCE_HEADING)
+    ]
+    if not heads or not params:
+        return cells
+    at = min(heads[0] + 2, len(rest))
+    return rest[:at] + params + rest[at:]
+
+
+def _stage_notebook(src: Path, dst: Path) -> None:
+    """Copy an executed notebook for the book: the cell papermill injected is collapsed and
+    both parameter cells say what they hold (:data:`PARAMETER_PROMPTS`); it shows paths
+    relative to the repository (no machine's absolute paths in the book); every
+    figure gets alt text from its caption (:func:`add_alt_text`); the parameter cells move
+    to the provenance section (:func:`params_after_provenance`)."""
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    glued = _glued_text(nb)
+    for cell in nb.get("cells", []):
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if not _empty_display(o)]
+        if cell.get("cell_type") == "markdown" and "{glue:figure}" in "".join(cell["source"]):
+            cell["source"] = add_alt_text("".join(cell["source"]), glued).splitlines(True)
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            prompt = PARAMETER_PROMPTS[
+                "injected-parameters" if "injected-parameters" in tags else "parameters"
+            ]
+            cell["metadata"].setdefault("mystnb", {})["code_prompt_show"] = prompt
+        if "injected-parameters" in tags:
+            cell["metadata"]["tags"] = [*tags, "hide-input"]
+            cell["source"] = [
+                repo_relative(line).replace(REPO + "/", "") for line in cell.get("source", [])
+            ]
+    nb["cells"] = params_after_provenance(nb.get("cells", []))
+    dst.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+
+
+def stage_book(executed: Path, site: Path, reference: Path | None = None) -> Path:
+    """Copy the book's sources and the executed notebooks into ``site``; generate pages
+    (``reference``: the results on the shipped recordings, shown beside a reader's own)."""
+    from rackbook.book import pages
+
+    present = available_results()
+    missing = [r for r in present if not (executed / f"{r}.ipynb").exists()]
+    if missing:
+        raise InputError(
+            executed, missing[0] + ".ipynb", "not executed yet: run `rackbook run all` first"
+        )
+    from rackbook.book.sitesync import sync_tree
+
+    staging = site.with_name(site.name + ".staging")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    try:
+        for name in ("_config.yml", "_toc.yml"):
+            shutil.copy2(paths.ROOT / name, staging / name)
+        shutil.copytree(paths.ROOT / "book", staging / "book")
+        (staging / "notebooks").mkdir()
+        for r in present:
+            _stage_notebook(executed / f"{r}.ipynb", staging / "notebooks" / f"{r}.ipynb")
+        pages.generate(staging / "book" / "generated", executed, reference)
+        # Only files whose bytes changed are rewritten, so Sphinx rebuilds only those pages.
+        sync_tree(staging, site)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return site
+
+
+def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log: Path) -> None:
+    """Run Jupyter Book on ``site`` (HTML into ``build_parent/_build/html``); its output goes to
+    ``log``; a failed build is one :class:`InputError` naming the log."""
+    cmd = [
+        str(Path(sys.executable).with_name("jupyter-book")),
+        "build",
+        str(site),
+        "--path-output",
+        str(build_parent),
+        "--keep-going",
+    ]
+    if strict:
+        cmd += ["-W", "-n"]
+    if force:
+        cmd += ["--all"]
+    proc = subprocess.run(cmd, cwd=paths.ROOT, text=True, capture_output=True)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(text, encoding="utf-8")
+    if proc.returncode != 0:
+        problems = [ln for ln in text.splitlines() if "WARNING" in ln or "ERROR" in ln]
+        tail = problems[:1] or [ln for ln in text.splitlines() if ln.strip()][-1:]
+        raise InputError(
+            display_path(log),
+            "jupyter-book",
+            f"build failed: {tail[0] if tail else proc.returncode}",
+        )
+
+
+def build_book(
+    out: str | Path | None = None,
+    strict: bool = False,
+    force: bool = False,
+    html: str | Path | None = None,
+    reference: Path | None = None,
+) -> Path:
+    """Stage and build the HTML book; returns the path of ``index.html``.
+
+    Without ``html`` the book is built under the build folder (``_build``, or
+    ``RACKBOOK_BUILD``: Jupyter Book writes into a folder named ``_build``): Sphinx rebuilds
+    only the pages whose staged source changed; when no staged file changed since the last
+    successful build with the same options, Jupyter Book is not started at all. ``force``
+    rebuilds every page. With ``html`` the staging and the build happen in a temporary
+    sibling of ``html``, which then replaces ``html`` whole (the checkout's ``_build`` is not
+    touched; a failed build leaves nothing). ``reference``: see :func:`stage_book`."""
+    from rackbook.book.sitesync import read_stamp, tree_digest, write_stamp
+
+    executed = paths.resolve(out) if out else paths.EXECUTED
+    fsio.refuse_special(executed, "--out", result_files())
+    if html is not None:
+        from rackbook.core.fsio import atomic_dir
+
+        target = check_output_folder(Path(html), "--html")
+        with atomic_dir(target, kind="html", field="--html") as tmp:
+            work = tmp / ".work"
+            site = stage_book(executed, work / "_build" / "site", reference)
+            log = work / "book-build.log"
+            try:
+                _jupyter_book(site, work, strict, force, log)
+            except InputError as exc:
+                kept = write_log("book-build", log.read_text(encoding="utf-8"))
+                raise InputError(kept, exc.field, exc.problem) from None
+            for item in (work / "_build" / "html").iterdir():
+                os.replace(item, tmp / item.name)
+            shutil.rmtree(work)
+        return target / "index.html"
+    if paths.BUILD.name != "_build":
+        raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
+    site = stage_book(executed, paths.BUILD / "site", reference)
+    index = paths.BUILD / "html" / "index.html"
+    stamp = paths.BUILD / ".book-built"
+    lock = paths.ROOT / "env" / "requirements-book.lock"
+    env = lock.read_text(encoding="utf-8") if lock.is_file() else ""
+    digest = tree_digest(site, f"strict={strict}\0{sys.executable}\0{env}")
+    if not force and index.is_file() and read_stamp(stamp) == digest:
+        return index
+    stamp.unlink(missing_ok=True)
+    _jupyter_book(site, paths.BUILD.parent, strict, force, paths.BUILD / "book-build.log")
+    write_stamp(stamp, digest)
+    return index
+
+
+def check_user_traces(base: Path) -> list[str]:
+    """The results that have a trace in the folder ``base`` (``base/RESULT``), each checked
+    whole (run.json, every table, what its chapter can read) before anything runs or is
+    copied; the first problem is one :class:`InputError`."""
+    from rackbook.core import traces
+    from rackbook.results.readable import check_trace
+
+    if not base.is_dir():
+        raise InputError(base, "--traces", "not a folder of traces (one folder per result)")
+    mine = [r for r in available_results() if (base / r).is_dir()]
+    if not mine:
+        raise InputError(
+            base,
+            "--traces",
+            f"holds no trace folder named after a result ({', '.join(paths.RESULTS)})",
+        )
+    for r in mine:
+        check_trace(r, base / r, "--traces")
+        traces.read_trace(base / r, itl=False)
+        traces.table_rows(base / r, "itl")
+    return mine
+
+
+def run_on_traces(
+    traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
+) -> list[str]:
+    """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists. The
+    other results run on the shipped traces, or are copied from ``shipped`` (a folder of
+    results already executed on them) when it holds them. Every trace is checked first; the
+    results are written into a temporary sibling of ``out`` that replaces it at the end
+    (nothing half-written on an error or a signal). Returns the results that used the
+    user's traces."""
+    from rackbook.core.fsio import atomic_dir
+
+    base = Path(traces_dir)
+    mine = check_user_traces(base)
+    if shipped is not None and not shipped.is_dir():
+        raise InputError(shipped, "--reuse", "not a folder of executed results")
+    if shipped is not None:  # every result to be copied is read first, before any runs
+        from rackbook.results.headline import read_result
+
+        for r in available_results():
+            done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")]
+            if r not in mine and all(f.is_file() for f in done):
+                limits.input_file(done[1], "--reuse", what="headline JSON")
+                read_result(done[1])
+    out = check_output_folder(out, "--out")
+    with atomic_dir(out, kind="results", legacy=is_unmarked_results, field="--out") as tmp:
+        for r in available_results():
+            done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
+            if r not in mine and done and all(f.is_file() for f in done):
+                for f in done:
+                    shutil.copy2(f, tmp / f.name)
+                print(f"{r}: executed on the shipped trace already ({shipped})", flush=True)
+                continue
+            params = {"trace": str(base / r)} if r in mine else {}
+            print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
+            run_result(r, "trace", params, tmp, force=force)
+    return mine
+
+
+def cli_book(args: argparse.Namespace) -> int:
+    """``rackbook book [--out DIR] [--traces DIR [--reuse DIR]] [--html DIR] [--strict]``: HTML
+    from executed notebooks (relative paths from the working directory).
+
+    With ``--traces`` every result is first executed on the user's traces (into ``--out``,
+    default ``_build/yours``), and the landing page shows those numbers beside the claims.
+    With ``--html`` the book goes there, and the checkout's ``_build`` is left alone.
+    ``--force`` executes every chapter again and rebuilds every page."""
+    force = bool(getattr(args, "force", False))
+    out = cli_path(args.out)
+    html = cli_path(getattr(args, "html", None))
+    if html is not None:
+        check_output_folder(html, "--html")
+    if getattr(args, "reuse", None) and not args.traces:
+        raise InputError(args.reuse, "--reuse", "only with --traces")
+    traces_dir = cli_path(args.traces) if args.traces else None
+    reuse = cli_path(getattr(args, "reuse", None)) if traces_dir else None
+    results = out or (paths.BUILD / "yours" if traces_dir else paths.EXECUTED)
+    written = {"--html": html, "--out": results if traces_dir else None}
+    read = {"--traces": traces_dir, "--reuse": reuse, "--out": None if traces_dir else results}
+    fsio.refuse_overlap(written, read)
+    with contextlib.ExitStack() as held:  # each output's lock, for the whole build
+        for field, folder in written.items():
+            if folder is not None:
+                held.enter_context(fsio.output_lock(folder, field))
+        if html is None:  # the book is built in the build folder
+            held.enter_context(fsio.output_lock(paths.BUILD / "html", "RACKBOOK_BUILD"))
+        if html is not None:
+            fsio.check_replaceable(html, "html", "--html")
+        if traces_dir is not None:
+            check_output_folder(results, "--out")
+            fsio.check_replaceable(results, "results", "--out", is_unmarked_results)
+            if reuse is not None and not reuse.is_dir():
+                raise InputError(reuse, "--reuse", "not a folder of executed results")
+            if reuse is not None:
+                fsio.refuse_special(reuse, "--reuse", result_files())
+            mine = run_on_traces(traces_dir, results, reuse, force)
+            print(f"your traces: {', '.join(mine)}")
+        index = build_book(results, args.strict, force, html=html, reference=reuse)
+    print(f"book: {index}")
+    return 0

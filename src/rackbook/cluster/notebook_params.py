@@ -1,0 +1,142 @@
+"""The live parameters of the notebooks generated from a topology: the endpoint, GPU counts and
+model (:func:`notebook_parameters`, ``notebook-parameters.json``) and one params file per
+result (:func:`params_files`, ``params/<result>.yaml``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from rackbook.cluster.commands import header, units
+from rackbook.cluster.topology import Topology
+from rackbook.inputs import catalogs
+
+
+def notebook_parameters(topo: Topology) -> dict[str, Any]:
+    """The live parameters the notebooks read (papermill ``-p NAME VALUE``).
+
+    ``endpoint``: the router URL; ``num_gpus``: GPUs serving (all workers); ``gpus_per_node``:
+    GPUs of one node (tray); ``model``: the served model (Hugging Face id); ``catalog_model``:
+    its id in data/models/; ``prefill_gpus`` / ``decode_gpus``: GPUs per role.
+    """
+    out = {
+        "endpoint": topo.bench.endpoint,
+        "num_gpus": topo.bench.num_gpus,
+        "gpus_per_node": topo.bench.gpus_per_node,
+        "model": topo.model.hf_id,
+        "catalog_model": topo.model.catalog_id,
+        "prefill_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("prefill")),
+        "decode_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("decode")),
+    }
+    if not topo.disaggregated:
+        del out["prefill_gpus"], out["decode_gpus"]
+    return out
+
+
+#: Client concurrency per decode rank of the generated rack-scaling and EPLB runs: 64
+#: sequences, inside the 8-256 batch range of the decode-parity claim (a choice, stated).
+STREAMS_PER_RANK = 64
+
+
+def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
+    """Per result, the live parameters of its notebook for this topology, under the names the
+    notebook declares (``rackbook run RESULT --params-file params/RESULT.yaml``): the router
+    as the endpoint, the catalog ids of the model, GPU and system, the GPUs per role, EPLB's
+    ranks and redundant experts, the claims' context lengths and cached prefix, and
+    decode-parity's batches per decode rank (powers of 2 over the claim's range) with the
+    decode pool as its ``decode_ranks`` (claims registry). Live lengths are the claims' where
+    the claim states them."""
+    from rackbook.inputs.claims import load_claims
+
+    reg = load_claims()
+    decode = [topo.workers[n] for n in topo.role_workers("decode") or list(topo.workers)]
+    prefill = topo.role_workers("prefill") or list(topo.workers)
+    prefill_gpus = sum(topo.workers[n].gpus for n in prefill)
+    ctx = reg.get("context-latency.delta").scope.context_tokens
+    prefix = reg.get("prefill-gain.gain").scope.context_tokens
+    # catalog ids only where the topology has them (a test model on CPU nodes has neither)
+    ids: dict[str, Any] = {}
+    if topo.model.catalog_id is not None:
+        ids["model_id"] = topo.model.catalog_id
+    if topo.system.catalog_id is not None:
+        ids["gpu_id"] = catalogs.system(topo.system.catalog_id).gpu
+    system_id = {"system_id": topo.system.catalog_id} if topo.system.catalog_id else {}
+    # the single-user claim is on its own GPU (4 B300), not the rack's: its floor reads that one
+    su_hw = reg.get("single-user.throughput").scope.hardware
+    su_ids = {**ids, "gpu_id": catalogs.as_gpu(su_hw).id} if "gpu_id" in ids and su_hw else ids
+    # the claim counts the rack's GPUs; CPU nodes have no rack: the deployment's engine ranks
+    rack_gpus = (
+        catalogs.system(topo.system.catalog_id).gpus
+        if topo.system.catalog_id is not None
+        else topo.total_gpus
+    )
+    url = topo.bench.endpoint
+    lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
+    # requests in flight: STREAMS_PER_RANK sequences on every decode rank
+    streams = STREAMS_PER_RANK * sum(w.gpus for w in decode)
+    span = reg.get("decode-parity.gap").scope.batch_sizes  # per decode rank: powers of 2
+    batches = (
+        [2**k for k in range(int(span.low).bit_length() - 1, int(span.high).bit_length())]
+        if span
+        else [8, 16, 32, 64, 128, 256]
+    )
+    return {
+        "decode-parity": {"source": "live", "endpoint": url,
+                          "batch_sizes": batches,
+                          "decode_ranks": sum(w.gpus for w in decode),
+                          "input_len": 1024, "output_len": 1024, **ids},
+        "rack-scaling": {"source": "live", "endpoints": [url], "replicas": [1],
+                         "gpus_per_replica": rack_gpus, "concurrency": streams, **ids,
+                         **system_id},
+        "prefill-gain": {"source": "live", "endpoint_b": url,
+                         "prefix_tokens": prefix.high if prefix else 128_000,
+                         "new_tokens": 1024, **ids, "prefill_gpus": prefill_gpus},
+        "eplb-balance": {"source": "live", "endpoint": url,
+                         "ep_size": sum(w.gpus for w in decode),
+                         "redundant": sum(w.num_redundant_experts for w in decode),
+                         "concurrency": streams},
+        "context-latency": {"source": "live", "endpoint": url, "context_lengths": lengths,
+                            "output_len": 64, **ids},
+        "single-user": {"source": "live", "endpoint": url, "num_requests": 32, **su_ids},
+    }  # fmt: skip
+
+
+def _decode_parity_note(values: dict[str, Any]) -> str:
+    """What decode-parity's per-rank batch means for the client, and where engine B comes from."""
+    ranks, b = values["decode_ranks"], values["batch_sizes"]
+    return (
+        f"# batch_sizes are per decode rank; decode_ranks is the decode pool (DEP{ranks}): the "
+        f"client runs at concurrency\n# batch x decode_ranks = {min(b) * ranks:,} to "
+        f"{max(b) * ranks:,} requests in flight, num_prompts scaled likewise.\n"
+        "# Engine B (DeepInfer's offline benchmark) is imported separately: rackbook import "
+        "offline-engine FILE -o DIR_B,\n# then -p trace DIR_A -p trace_b DIR_B -p engine_b "
+        "deepinfer (book/rerun.md).\n"
+    )
+
+
+def params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
+    notes = {
+        "prefill-gain": "# endpoint_a: a server WITHOUT the prefill changes (None starts one "
+        "locally); endpoint_b: the deployment below.\n",
+        "decode-parity": _decode_parity_note(values) if result == "decode-parity" else "",
+        "rack-scaling": (
+            f"# The deployment serves on {topo.total_gpus} of the rack's "
+            f"{catalogs.system(topo.system.catalog_id).gpus} GPUs; the claim counts the rack's, "
+            "so gpus_per_replica does too.\n"
+            if topo.system.catalog_id is not None
+            else f"# CPU nodes, no rack: gpus_per_replica counts the deployment's "
+            f"{units(topo, topo.total_gpus)}.\n"
+        )
+        + f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank.\n",
+        "eplb-balance": f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank; "
+        "pass the decode leader's log with -p server_log FILE.\n",
+    }
+    body = yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=1000)
+    return (
+        header(topo)
+        + f"# rackbook run {result} --params-file params/{result}.yaml  (-p NAME VALUE overrides)\n"
+        + notes.get(result, "")
+        + body
+    )

@@ -1,0 +1,109 @@
+"""Every recipe generated from a topology, written at once: ``rackbook recipes`` renders the
+serve commands (:mod:`~rackbook.cluster.commands`), the Slurm script
+(:mod:`~rackbook.cluster.slurm`), the Kubernetes manifest (:mod:`~rackbook.cluster.kubernetes`)
+and the notebooks' parameters (:mod:`~rackbook.cluster.notebook_params`) into
+``env/cluster/generated/`` (the folder replaced atomically).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rackbook import paths
+from rackbook.cluster.commands import serve_commands_sh, units
+from rackbook.cluster.kubernetes import kubernetes_manifest
+from rackbook.cluster.notebook_params import notebook_parameters, params_files, params_yaml
+from rackbook.cluster.slurm import slurm_script
+from rackbook.cluster.topology import DEFAULT_TOPOLOGY, Topology, load_topology
+from rackbook.core import fsio
+from rackbook.inputs import catalogs, loader
+from rackbook.physics.units import plural
+
+#: Where ``rackbook recipes`` writes by default.
+DEFAULT_OUTPUT = "env/cluster/generated"
+
+#: The files :func:`write_recipes` writes, in this order.
+RECIPE_FILES: tuple[str, ...] = (
+    "serve-commands.sh",
+    "slurm.sbatch",
+    "kubernetes.yaml",
+    "notebook-parameters.json",
+    *(f"params/{r}.yaml" for r in paths.RESULTS),
+)
+
+
+def render_recipes(topo: Topology) -> dict[str, str]:
+    """file name -> text of every generated file (what :func:`write_recipes` writes)."""
+    texts = {
+        "serve-commands.sh": serve_commands_sh(topo),
+        "slurm.sbatch": slurm_script(topo),
+        "kubernetes.yaml": kubernetes_manifest(topo),
+        "notebook-parameters.json": json.dumps(notebook_parameters(topo), indent=2) + "\n",
+        **{f"params/{r}.yaml": params_yaml(topo, r, v) for r, v in params_files(topo).items()},
+    }
+    assert tuple(texts) == RECIPE_FILES
+    return texts
+
+
+def is_unmarked_recipes(path: Path) -> bool:
+    """True when the folder ``path`` holds only generated recipes (:data:`RECIPE_FILES` and
+    the ``params`` folder), as ``rackbook recipes`` wrote them before output markers."""
+    try:
+        top = os.listdir(path)
+        sub = os.listdir(path / "params") if "params" in top else []
+    except OSError:
+        return False
+    return all(n in RECIPE_FILES or n == "params" for n in top) and all(
+        f"params/{n}" in RECIPE_FILES for n in sub
+    )
+
+
+def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[Path]:
+    """Write every generated file to ``out_dir`` at once (the folder is replaced atomically).
+
+    A file at ``out_dir``, or a folder holding anything but rackbook's recipes (marked, or
+    :func:`is_unmarked_recipes`), is refused (:class:`InputError`, field ``output``): nothing
+    of the user's is replaced.
+    """
+    out = fsio.check_output_folder(paths.resolve(out_dir))
+    fsio.check_replaceable(out, "recipes", "output", is_unmarked_recipes)
+    texts = render_recipes(topo)
+    with fsio.atomic_dir(out, kind="recipes", legacy=is_unmarked_recipes) as tmp:
+        tmp.chmod(0o755)
+        for name, text in texts.items():
+            (tmp / name).parent.mkdir(exist_ok=True)
+            (tmp / name).write_text(text, encoding="utf-8")
+        (tmp / "slurm.sbatch").chmod(0o755)
+        (tmp / "serve-commands.sh").chmod(0o644)
+    return [out / name for name in texts]
+
+
+def cli_recipes(args: argparse.Namespace) -> int:
+    """``rackbook recipes [--topology FILE] [-o DIR]``: regenerate the cluster recipes (relative
+    paths from the working directory; the defaults are the checkout's)."""
+    topo_path = Path(args.topology).absolute() if args.topology else DEFAULT_TOPOLOGY
+    out = Path(args.output).absolute() if args.output else DEFAULT_OUTPUT
+    fsio.refuse_overlap({"-o": out}, {"--topology": topo_path})  # never replace the input
+    topo = load_topology(topo_path)
+    written = write_recipes(topo, out)
+    for p in written:
+        print(loader.display_path(p))
+    dp = "DEP" if topo.eplb is not None else "DP"
+    of = (
+        f"{topo.total_gpus} of {catalogs.system(topo.system.catalog_id).gpus} GPUs"
+        if topo.system.catalog_id is not None
+        else units(topo, topo.total_gpus)
+    )
+    print(
+        f"{topo.model.hf_id}: "
+        + ", ".join(
+            f"{n} {dp}{w.gpus} on {plural(topo.nodes(n), 'node')}" for n, w in topo.workers.items()
+        )
+        + f"; {of}, {plural(topo.total_nodes, 'node')}; endpoint {topo.bench.endpoint}",
+        file=sys.stdout,
+    )
+    return 0

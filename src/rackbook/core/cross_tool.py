@@ -1,0 +1,121 @@
+"""One window of a trace under other tools' names and definitions (vLLM, AIPerf, guidellm,
+InferenceX), side by side: the book's published-metrics page prints it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import traces
+from rackbook.core.metrics import vllm_metrics
+
+#: The same trace under other tools' names and definitions (each tool's own documentation:
+#: vLLM's benchmarks/serve.py, AIPerf, guidellm, InferenceX): (quantity, tool, the tool's name,
+#: unit, definition).
+CROSS_TOOL: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "time per output token",
+        "vLLM",
+        "mean_tpot_ms",
+        "ms",
+        "mean over requests of (e2el - ttft) / (output tokens - 1)",
+    ),
+    (
+        "time per output token",
+        "AIPerf",
+        "inter_token_latency",
+        "ms",
+        "same as vLLM's TPOT: (e2el - ttft) / (output tokens - 1) per request",
+    ),
+    ("time per output token", "guidellm", "inter_token_latency", "ms", "same as vLLM's TPOT"),
+    (
+        "time per output token",
+        "guidellm",
+        "time_per_output_token",
+        "ms",
+        "includes the first token: e2el / output tokens per request",
+    ),
+    (
+        "gap between chunks",
+        "vLLM",
+        "mean_itl_ms",
+        "ms",
+        "every gap between streamed chunks, pooled over requests",
+    ),
+    (
+        "gap between chunks",
+        "AIPerf",
+        "inter_chunk_latency",
+        "ms",
+        "gaps between streamed chunks (vLLM's ITL)",
+    ),
+    (
+        "throughput per GPU",
+        "InferenceX",
+        "tput_per_gpu",
+        "tok/s/GPU",
+        "total_token_throughput (input + output) / GPUs",
+    ),
+    (
+        "throughput per GPU",
+        "vLLM",
+        "output_throughput / GPUs",
+        "tok/s/GPU",
+        "output tokens only / duration / GPUs",
+    ),
+    (
+        "interactivity",
+        "InferenceX",
+        "interactivity",
+        "tok/s/user",
+        "1000 / TPOT_ms: tokens per second one user sees",
+    ),
+)
+
+
+def _pooled_itl(trace: traces.Trace, rows_mask: np.ndarray) -> np.ndarray:
+    """Gaps (s) of the requests selected by ``rows_mask`` (boolean over request rows)."""
+    if trace.itl.empty:
+        return np.zeros(0)
+    rr = trace.itl["request_row"].to_numpy()
+    return trace.itl["itl_s"].to_numpy(dtype=np.float64)[rows_mask[rr]]
+
+
+def translate(trace: traces.Trace, gpus: int = 1, point_id: str | None = None) -> pd.DataFrame:
+    """One window of a trace (``point_id``, default: the first point) under vLLM's, AIPerf's,
+    guidellm's and InferenceX's definitions, side by side. ``gpus`` divides per-GPU figures."""
+    pid = point_id or str(trace.points["point_id"].iloc[0])
+    mask = (trace.requests["point_id"] == pid).to_numpy()
+    req = trace.requests[mask]
+    dur = float(trace.points.loc[trace.points["point_id"] == pid, "duration_s"].iloc[0])
+    ok_mask = mask & trace.requests["success"].to_numpy(dtype=bool)
+    m = vllm_metrics(req, _pooled_itl(trace, ok_mask), dur).to_dict()
+    ok = req[req["success"]]
+    e2el = ok["e2el_s"].to_numpy(np.float64)
+    n = ok["output_tokens"].to_numpy(np.int64)
+    gdl_tpot_ms = float(np.mean(e2el[n > 0] / n[n > 0]) * 1000) if (n > 0).any() else 0.0
+    values = {
+        ("vLLM", "mean_tpot_ms"): m["mean_tpot_ms"],
+        ("AIPerf", "inter_token_latency"): m["mean_tpot_ms"],
+        ("guidellm", "inter_token_latency"): m["mean_tpot_ms"],
+        ("guidellm", "time_per_output_token"): gdl_tpot_ms,
+        ("vLLM", "mean_itl_ms"): m["mean_itl_ms"],
+        ("AIPerf", "inter_chunk_latency"): m["mean_itl_ms"],
+        ("InferenceX", "tput_per_gpu"): m["total_token_throughput"] / gpus,
+        ("vLLM", "output_throughput / GPUs"): m["output_throughput"] / gpus,
+        ("InferenceX", "interactivity"): (
+            1000 / m["mean_tpot_ms"] if m["mean_tpot_ms"] > 0 else float("nan")
+        ),
+    }
+    rows = [
+        {
+            "quantity": q,
+            "tool": tool,
+            "name": name,
+            "value": values[(tool, name)],
+            "unit": unit,
+            "definition": doc,
+        }
+        for q, tool, name, unit, doc in CROSS_TOOL
+    ]
+    return pd.DataFrame(rows)

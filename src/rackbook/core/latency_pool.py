@@ -1,0 +1,356 @@
+"""The values of one latency metric over a trace, and their statistics: exact when they are
+kept (one array in row order, order statistics from one in-place partition or
+:mod:`rackbook.core.orderstats`), else streamed moments and a log histogram per point.
+
+Histogram: bin 0 is [0, :data:`HIST_LO_S`) seconds, then bins growing by :data:`HIST_RATIO`
+(1.001) up to :data:`HIST_HI_S` (1e5 s), the last one open above; each order statistic is taken
+as its bin's geometric centre and clamped to the observed min and max, so a reported percentile
+is within 0.05 % (sqrt(1.001) - 1) of the exact one for values between 1 us and 1e5 s, and
+within 0.5 us below 1 us. Count, mean and std are exact up to floating-point rounding (per-chunk
+moments merged as Chan, Golub and LeVeque's pairwise update). The histogram costs 8 bytes x
+:data:`HIST_BINS` (25,344) bins per point. Where this is used and why:
+:mod:`rackbook.core.summary`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rackbook.core import orderstats
+from rackbook.core.metrics import latency_stats, pword
+
+#: ITL histogram: bin 0 is [0, HIST_LO_S) seconds, then bins growing by HIST_RATIO, the last
+#: one open above HIST_HI_S seconds.
+HIST_LO_S = 1e-6
+HIST_HI_S = 1e5
+HIST_RATIO = 1.001
+_LOG_RATIO = math.log(HIST_RATIO)
+HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / _LOG_RATIO)
+
+_STD_BLOCK = 1 << 20
+
+
+def _stats_owned(name: str, v: np.ndarray, percentiles: tuple[float, ...]) -> dict[str, float]:
+    """:func:`~rackbook.core.metrics.latency_stats` on an array this module owns: the same
+    numbers (bit for bit), computed with one in-place partition instead of two copies and two
+    partitions."""
+    n = v.size
+    if not n:
+        return latency_stats(name, v, percentiles)
+    mean, std = _mean_std(v)  # before reordering
+    kth = {0, n - 1, (n - 1) // 2, n // 2}
+    for p in percentiles:
+        h = math.floor((n - 1) * p / 100)
+        kth |= {min(max(h, 0), n - 1), min(max(h + 1, 0), n - 1)}
+    v.partition(sorted(kth))
+    # np.median is the mean of the middle one or two order statistics
+    out = {
+        f"mean_{name}_ms": float(mean * 1000),
+        f"median_{name}_ms": float(np.mean(v[(n - 1) // 2 : n // 2 + 1]) * 1000),
+        f"std_{name}_ms": float(std * 1000),
+    }
+    if percentiles:  # numpy re-partitions the partitioned array: cheap
+        pv = np.percentile(v, list(percentiles), overwrite_input=True)
+        for p, x in zip(percentiles, pv, strict=True):
+            out[f"p{pword(p)}_{name}_ms"] = float(x * 1000)
+    return out
+
+
+def _mean_std(v: np.ndarray, block: int = _STD_BLOCK) -> tuple[np.float64, np.float64]:
+    """``np.mean(v)`` and ``np.std(v)`` without a temporary the size of ``v``: the squared
+    deviations are summed block by block. Bit-identical to numpy up to ``block`` values; beyond,
+    the block sums are added in another order (relative difference ~1e-15)."""
+    n = v.size
+    mean = np.add.reduce(v) / n  # what np.mean computes
+    if n <= block:
+        d = v - mean
+        np.multiply(d, d, out=d)
+        return mean, np.sqrt(np.add.reduce(d) / n)
+    buf = np.empty(block)
+    acc = np.zeros((n + block - 1) // block)
+    for j, lo in enumerate(range(0, n, block)):
+        d = buf[: min(block, n - lo)]
+        np.subtract(v[lo : lo + block], mean, out=d)
+        np.multiply(d, d, out=d)
+        acc[j] = np.add.reduce(d)
+    return mean, np.sqrt(np.add.reduce(acc) / n)
+
+
+def _hist_stats(
+    name: str,
+    n: int,
+    mean: float,
+    m2: float,
+    hist: np.ndarray,
+    lo: float,
+    hi: float,
+    percentiles: tuple[float, ...],
+) -> dict[str, float]:
+    """Statistics from streamed moments and a histogram (bound in the module docstring)."""
+    if n == 0:
+        return latency_stats(name, np.zeros(0), percentiles)
+    cum = np.cumsum(hist)
+
+    def order_stat(k: int) -> float:  # estimate of the k-th smallest value (0-based)
+        b = int(np.searchsorted(cum, k, side="right"))
+        if b == 0:
+            est = HIST_LO_S / 2
+        elif b >= HIST_BINS - 1:
+            est = hi
+        else:
+            est = HIST_LO_S * HIST_RATIO ** (b - 0.5)
+        return min(max(est, lo), hi)
+
+    def pct(q: float) -> float:  # np.percentile's linear method on the estimates
+        h = (n - 1) * q / 100
+        k = math.floor(h)
+        a, b = order_stat(k), order_stat(min(k + 1, n - 1))
+        return a + (b - a) * (h - k)
+
+    out = {
+        f"mean_{name}_ms": mean * 1000,
+        f"median_{name}_ms": pct(50.0) * 1000,
+        f"std_{name}_ms": math.sqrt(max(m2, 0.0) / n) * 1000,
+    }
+    for p in percentiles:
+        out[f"p{pword(p)}_{name}_ms"] = pct(p) * 1000
+    return out
+
+
+class LatencyPool:
+    """One latency metric's values (seconds) over a trace, each tagged with its point's index.
+
+    Exact: the values are kept in one array in row order (``capacity`` values allocated up
+    front, grown by doubling when more come), with their point indices: none are stored while
+    the points come one after another (the usual trace: each point's values are then one
+    segment of the array); from the first chunk that breaks that order, one small integer per
+    value. Otherwise per point count, mean, M2 (sum of squared deviations), min, max and a log
+    histogram are kept, merged chunk by chunk.
+    """
+
+    def __init__(
+        self, npoints: int, exact: bool = True, capacity: int = 0, room: np.ndarray | None = None
+    ) -> None:
+        """``room``: an array to fill first (default: ``capacity`` new values)."""
+        self.npoints, self.exact = npoints, exact
+        if exact:
+            self.values = np.empty(capacity) if room is None else room
+            self.size = 0
+            self.counts = np.zeros(npoints, np.int64)
+            self.last = 0  # point index of the last value stored while in point order
+            self.codes: np.ndarray | None = None  # point index per value, once out of order
+            self.code_dtype = np.min_scalar_type(-max(npoints, 1))
+        else:
+            self.n = np.zeros(npoints, np.int64)
+            self.mean = np.zeros(npoints)
+            self.m2 = np.zeros(npoints)
+            self.lo = np.full(npoints, np.inf)
+            self.hi = np.full(npoints, -np.inf)
+            self.hist = np.zeros(npoints * HIST_BINS, np.int64)
+
+    def reserve(self, k: int) -> np.ndarray:
+        """Room for ``k`` more exact values: write them there, then :meth:`commit`."""
+        need = self.size + k
+        if need > self.values.size:
+            grown = np.empty(max(need, 2 * self.values.size))
+            grown[: self.size] = self.values[: self.size]
+            self.values = grown
+            if self.codes is not None:
+                codes = np.empty(grown.size, self.code_dtype)
+                codes[: self.size] = self.codes[: self.size]
+                self.codes = codes
+        return self.values[self.size : need]
+
+    def commit(self, codes: np.ndarray, groups: Groups | None = None) -> None:
+        """The values written into :meth:`reserve`'s room belong to points ``codes``
+        (``groups``: :func:`point_groups` of ``codes``, when the caller has it)."""
+        k = codes.size
+        if not k:
+            return
+        g = point_groups(codes, self.npoints) if groups is None else groups
+        in_order = self.codes is None and g.ordered and int(codes[0]) >= self.last
+        if self.codes is None and not in_order:  # from here on, one point index per value
+            self.codes = np.empty(self.values.size, self.code_dtype)
+            self.codes[: self.size] = np.repeat(
+                np.arange(self.npoints, dtype=self.code_dtype), self.counts
+            )
+        if self.codes is not None:
+            self.codes[self.size : self.size + k] = codes
+        else:
+            self.last = int(codes[-1])
+        self.counts += g.counts
+        self.size += k
+
+    def add(self, codes: np.ndarray, vals: np.ndarray) -> None:
+        if not vals.size:
+            return
+        if self.exact:
+            self.reserve(vals.size)[:] = vals
+            self.commit(codes)
+            return
+        single = codes[0] == codes[-1] and bool((codes == codes[0]).all())
+        P = self.npoints
+        nb = np.bincount(codes, minlength=P)
+        mb = np.bincount(codes, weights=vals, minlength=P) / np.maximum(nb, 1)
+        m2b = np.bincount(codes, weights=(vals - mb[codes]) ** 2, minlength=P)
+        n = self.n + nb
+        frac = nb / np.maximum(n, 1)
+        delta = mb - self.mean
+        self.m2 += m2b + delta**2 * self.n * frac
+        self.mean += delta * frac
+        self.n = n
+        if single:
+            c = int(codes[0])
+            self.lo[c] = min(self.lo[c], float(vals.min()))
+            self.hi[c] = max(self.hi[c], float(vals.max()))
+        else:
+            np.minimum.at(self.lo, codes, vals)
+            np.maximum.at(self.hi, codes, vals)
+        with np.errstate(divide="ignore"):
+            b = np.floor(np.log(np.maximum(vals, HIST_LO_S / 2) / HIST_LO_S) / _LOG_RATIO)
+        b = np.clip(b + 1, 0, HIST_BINS - 1).astype(np.int64)
+        self.hist += np.bincount(codes.astype(np.int64) * HIST_BINS + b, minlength=P * HIST_BINS)
+
+    def stats(
+        self, name: str, percentiles: tuple[float, ...], points: int
+    ) -> tuple[dict[str, float], list[dict[str, float]]]:
+        """(statistics of the whole trace, statistics of each of the first ``points`` points)."""
+        if not self.exact:
+            P = self.npoints
+            hist = self.hist.reshape(P, HIST_BINS)
+            n = int(self.n.sum())
+            mean = float((self.n * self.mean).sum() / n) if n else 0.0
+            m2 = float(self.m2.sum() + (self.n * (self.mean - mean) ** 2).sum())
+            total = _hist_stats(
+                name, n, mean, m2, hist.sum(axis=0), self.lo.min(), self.hi.max(), percentiles
+            )
+            per = [
+                _hist_stats(
+                    name,
+                    int(self.n[i]),
+                    float(self.mean[i]),
+                    float(self.m2[i]),
+                    hist[i],
+                    float(self.lo[i]),
+                    float(self.hi[i]),
+                    percentiles,
+                )
+                for i in range(points)
+            ]
+            return total, per
+        return self._exact_stats(name, percentiles, points)
+
+    def _window(self, i: int) -> np.ndarray:
+        """Point ``i``'s values in row order: a view while the points came in order, else a
+        copy."""
+        v = self.values[: self.size]
+        if self.codes is None:
+            end = int(self.counts[: i + 1].sum())
+            return v[end - int(self.counts[i]) : end]
+        return v[self.codes[: self.size] == i] if self.counts[i] else v[:0]
+
+    def _exact_stats(
+        self, name: str, percentiles: tuple[float, ...], points: int
+    ) -> tuple[dict[str, float], list[dict[str, float]]]:
+        """:meth:`stats` of the exact values. Up to :data:`_STD_BLOCK` values, one in-place
+        partition per window (numpy's numbers bit for bit); beyond, each window's order
+        statistics come from one counting and one gathering pass over it
+        (:mod:`rackbook.core.orderstats`: the numbers numpy gives), for every point and the
+        whole trace in the same two passes while the points came in order. Each point's mean
+        and std are taken over its values in row order; the whole trace's over all values in
+        row order up to :data:`_STD_BLOCK` values, else merged from the points' moments."""
+        v = self.values[: self.size]
+        used = [i for i, c in enumerate(self.counts) if c]
+        empty = latency_stats(name, np.zeros(0), percentiles)
+        one = len(used) == 1 and used[0] < points  # one point: the total is that point
+        res = None
+        if v.size > _STD_BLOCK and self.codes is None and not one:
+            res = orderstats.grouped_stats(
+                [[self._window(i)] for i in range(self.npoints)], percentiles
+            )
+        elif v.size > _STD_BLOCK:  # one point, or the points interleaved: a window at a time
+            got: list[orderstats.Stats | None] = []
+            for i in range(self.npoints):
+                got.append(orderstats.stats([self._window(i)], percentiles) if i in used else None)
+                if i in used and got[-1] is None:
+                    break
+            else:
+                whole = got[used[0]] if one else orderstats.stats([v], percentiles)
+                res = None if whole is None else (got, whole)
+        if res is not None:
+            got, whole = res
+            per = [
+                _named(name, got[i], percentiles) if got[i] else dict(empty) for i in range(points)
+            ]
+            total = _named(name, whole, percentiles)
+        else:  # at most _STD_BLOCK values, or a negative one: partition each window in place
+            mean, std = _mean_std(v) if v.size and not one else (0.0, 0.0)
+            per = [_stats_owned(name, self._window(i), percentiles) for i in range(points)]
+            if one:
+                total = dict(per[used[0]])
+            else:  # the whole trace's mean and std as they were before its order changed
+                total = _stats_owned(name, v, percentiles)
+                if v.size:
+                    total[f"mean_{name}_ms"] = float(mean * 1000)
+                    total[f"std_{name}_ms"] = float(std * 1000)
+        self.values, self.codes, self.size = np.empty(0), None, 0
+        return total, per
+
+
+def _named(name: str, res: orderstats.Stats, percentiles: tuple[float, ...]) -> dict[str, float]:
+    """:func:`~rackbook.core.metrics.latency_stats`'s keys for ``(mean, std, median,
+    percentiles)`` in seconds."""
+    mean, std, median, pct = res
+    out = {
+        f"mean_{name}_ms": float(mean * 1000),
+        f"median_{name}_ms": float(median * 1000),
+        f"std_{name}_ms": float(std * 1000),
+    }
+    for p, x in zip(percentiles, pct, strict=True):
+        out[f"p{pword(p)}_{name}_ms"] = float(x * 1000)
+    return out
+
+
+@dataclass(frozen=True)
+class Groups:
+    """How a chunk's point indices fall: values per point, and whether the indices never
+    decrease (then ``starts[i]`` is where point ``i``'s run begins, ``starts[-1]`` the end)."""
+
+    counts: np.ndarray
+    ordered: bool
+    starts: np.ndarray | None
+
+
+def point_groups(codes: np.ndarray, npoints: int) -> Groups:
+    """:class:`Groups` of ``codes`` (point indices below ``npoints``)."""
+    if codes.size > 1 and bool((codes[1:] < codes[:-1]).any()):
+        return Groups(np.bincount(codes, minlength=npoints), False, None)
+    # the points in the codes' own type: searchsorted would convert the codes otherwise
+    starts = np.searchsorted(codes, np.arange(npoints + 1, dtype=_code_type(codes, npoints)))
+    return Groups(np.diff(starts), True, starts)
+
+
+def _code_type(codes: np.ndarray, npoints: int) -> np.dtype:
+    """The integer type that holds ``codes`` and 0 to ``npoints``."""
+    return np.result_type(codes.dtype, np.min_scalar_type(-npoints))
+
+
+def sum_by(g: Groups, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Integer sums of ``values`` per point (``codes``, grouped as ``g``): exact int64 sums
+    of each run when the codes are in order, else float64 bincount (exact below 2**53 per
+    chunk)."""
+    out = np.zeros(g.counts.size, np.int64)
+    if g.ordered and g.starts is not None:
+        runs = np.flatnonzero(g.counts)
+        if runs.size:
+            out[runs] = np.add.reduceat(values.astype(np.int64, copy=False), g.starts[runs])
+        return out
+    return np.rint(np.bincount(codes, weights=values, minlength=g.counts.size)).astype(np.int64)
+
+
+def tail(pool: LatencyPool, k: int) -> np.ndarray:
+    """The last ``k`` exact values stored in ``pool``."""
+    return pool.values[pool.size - k : pool.size]

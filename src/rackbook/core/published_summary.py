@@ -1,0 +1,50 @@
+"""The summary of a published trace (kind ``published``: no requests, one row per published
+point): its points by hardware and engine, with the range of the per-GPU figure as published
+(tokens/s per GPU); vLLM's request metrics (:mod:`rackbook.core.summary`) need requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rackbook.core import traces
+
+
+def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
+    """``rackbook summarize --json`` of the published trace at ``path`` (``run``: its run.json):
+    trace id, kind, the number of points and one group per (hardware, engine) with its count and
+    the least and most tokens/s per GPU (None where none is published)."""
+    pts = traces.read_table(path, "published_points")
+    groups = (
+        pts.groupby(["hardware", "engine"], sort=True, dropna=False)["tok_s_per_gpu"]
+        .agg(["count", "min", "max"])
+        .reset_index()
+    )
+    rows = [
+        {
+            "hardware": str(g.hardware),
+            "engine": str(g.engine),
+            "points": int(g["count"]),
+            "tok_s_per_gpu_min": None if pd.isna(g["min"]) else float(g["min"]),
+            "tok_s_per_gpu_max": None if pd.isna(g["max"]) else float(g["max"]),
+        }
+        for _, g in groups.iterrows()
+    ]
+    return {"trace_id": run.get("trace_id"), "kind": "published", "points": len(pts)} | {
+        "groups": rows
+    }
+
+
+def format_published_summary(path: Path, doc: dict[str, Any]) -> str:
+    """:func:`published_summary`'s ``doc`` as lines for a terminal."""
+    lines = [
+        f"{path}: published trace, {doc['points']} published points (no requests: vLLM's "
+        "request metrics do not apply; tokens/s per GPU as published)"
+    ]
+    for r in doc["groups"]:
+        lo, hi = r["tok_s_per_gpu_min"], r["tok_s_per_gpu_max"]
+        span = "n/a" if lo is None else f"{lo:,.0f} to {hi:,.0f}"
+        lines.append(f"  {r['hardware']} / {r['engine']}: {r['points']} points, {span} tok/s/GPU")
+    return "\n".join(lines)

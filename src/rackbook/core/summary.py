@@ -1,0 +1,451 @@
+"""A trace's serving metrics: vLLM's figures (:mod:`rackbook.core.metrics`) over the whole
+trace and per point, from a trace in memory or a trace folder streamed when large.
+
+Validity (:mod:`rackbook.core.validity`): the figures above are vLLM's, over *all* successful
+requests, so that they agree with vLLM's own result JSON. Beside them a summary gives
+``valid_requests`` (successful requests that pass the validity checks: no burst delivery, no
+chunk gaps far below the engine's step, client and server token counts agree) and
+``flagged_share`` (flagged / successful), per point and overall; a streamed summary (below)
+does not check them and gives None.
+
+Size and method (measurements in ``benchmarks/README.md``):
+
+- :func:`summarize` takes a trace in memory, :func:`summarize_path` a trace folder. A folder of
+  at most :data:`FULL_READ_MAX_REQUESTS` requests and :data:`EXACT_ITL_MAX` gaps is read whole
+  and fully validated (``summarize(read_trace(path))``). A larger one is streamed,
+  :data:`CHUNK_ROWS` rows at a time, reading only the columns the metrics need (``point_id``
+  dictionary-encoded; never ``request_id`` or ``error``); each chunk gets the checks
+  :func:`rackbook.core.traces.validate` makes on those columns, with the same messages (missing or
+  non-finite values, negative values, TTFT above E2EL, unknown point ids, gaps of absent
+  requests, the milliseconds guard). Not checked when streaming: unique ``request_id``,
+  ``cached_prompt_tokens``, and the optional extra tables.
+- Counts, token sums and throughputs are exact. TTFT, TPOT and E2EL keep one float64 per
+  successful request (8 bytes: 80 MB per metric for 10M requests), so their median and
+  percentiles are always exact (the numbers ``np.median``/``np.percentile`` give): from one
+  in-place partition when a trace holds at most 1Mi values of the metric, else from one
+  counting and one gathering pass over the values where they lie, for every point and the
+  whole trace at once (:mod:`rackbook.core.orderstats`: no joined copy). The values are
+  written, in row order, into one array allocated up front from the Parquet footers' row
+  counts (a third per metric; each point one segment of it while the points come one after
+  another, else a small point index per value); their statistics are taken as soon as the
+  requests end. Mean and std equal ``np.mean``/``np.std`` bit for bit up to 1Mi values;
+  beyond, they are summed per 1Mi block (no temporary the size of the data) and the whole
+  trace's are merged from the points' moments, so they may differ in the last bits (~1e-15
+  relative). Memory therefore grows with the number of requests (25 bytes each).
+- ITL is exact (all pooled gaps as float64) while the ITL table has at most
+  :data:`EXACT_ITL_MAX` rows (320 MB): the gaps reuse the requests' array (grown when there
+  are more than three gaps per request), so up to there memory grows with the gaps too.
+  Parquet is decoded (and its columns checked) in a reading thread one chunk ahead of the
+  accumulation, on the second core. Beyond that, keeping every gap would make memory grow with
+  the trace (10M requests with 128 gaps each are 1.28 billion gaps, 10 GB), so the gaps are
+  streamed per chunk: count, mean and std are exact up to floating-point rounding (per-chunk
+  moments merged as Chan, Golub and LeVeque's pairwise update), and median and percentiles
+  come from a per-point histogram (:mod:`rackbook.core.latency_pool`) whose bins grow by the
+  ratio :data:`HIST_RATIO` (1.001) from
+  :data:`HIST_LO_S` (1 us) to :data:`HIST_HI_S` (1e5 s), each order statistic taken as its
+  bin's geometric centre and clamped to the observed min and max. Error bound: a reported ITL
+  percentile is within 0.05 % (sqrt(1.001) - 1) of the exact one when the gaps it lies
+  between are 1 us or more and at most 1e5 s, and within 0.5 us below 1 us (above 1e5 s the
+  estimate is the observed maximum) - ten times inside the 0.5 % agreement with vLLM that the
+  book asks for. The histogram costs 8 bytes x :data:`HIST_BINS` (25,344) bins per point;
+  the gaps' memory is one chunk plus that, whatever the trace length.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import traces
+from rackbook.core.latency_pool import LatencyPool, point_groups, sum_by, tail
+from rackbook.core.metrics import (
+    LATENCY_METRICS,
+    PERCENTILES,
+    BenchmarkMetrics,
+    tpot_s,
+    window_metrics,
+)
+from rackbook.errors import InputError
+
+SCENARIO_KEYS = ("engine", "config", "batch_size", "concurrency", "context_tokens", "num_gpus")
+
+#: A trace folder with more requests than this is summarised by streaming (see module doc).
+FULL_READ_MAX_REQUESTS = 250_000
+#: ITL tables with more rows (gaps) than this are summarised by moments and a histogram.
+EXACT_ITL_MAX = 40_000_000
+#: Rows per streamed chunk.
+CHUNK_ROWS = 1 << 20
+
+_REQUEST_COLUMNS = ["point_id", "success", "ttft_s", "e2el_s", "prompt_tokens", "output_tokens"]
+
+
+@dataclass(frozen=True)
+class PointMetrics:
+    """One sweep point: its id, its scenario keys (engine, config, batch size, ...) and its
+    window's :class:`BenchmarkMetrics`."""
+
+    point_id: str
+    scenario: dict[str, Any]
+    metrics: BenchmarkMetrics
+    #: successful requests that pass :mod:`rackbook.core.validity`'s checks (None: not checked)
+    valid_requests: int | None = None
+    #: flagged / successful requests (None: not checked)
+    flagged_share: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "point_id": self.point_id,
+            **self.scenario,
+            **self.metrics.to_dict(),
+            "valid_requests": self.valid_requests,
+            "flagged_share": self.flagged_share,
+        }
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """A trace's metrics: the measured windows taken as one (``metrics``; its duration is the
+    sum of the points' durations) and one :class:`PointMetrics` per point."""
+
+    trace_id: str
+    kind: str
+    metrics: BenchmarkMetrics
+    points: list[PointMetrics]
+    #: over all points: valid requests and flagged / successful (None: not checked, as when
+    #: a large trace is streamed by :func:`summarize_path`)
+    valid_requests: int | None = None
+    flagged_share: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``rackbook summarize --json``: vLLM's keys at the top level, plus ``valid_requests``
+        and ``flagged_share`` (:mod:`rackbook.core.validity`) and ``points``."""
+        return {
+            "trace_id": self.trace_id,
+            "kind": self.kind,
+            **self.metrics.to_dict(),
+            "valid_requests": self.valid_requests,
+            "flagged_share": self.flagged_share,
+            "points": [p.to_dict() for p in self.points],
+        }
+
+
+class _Summary:
+    """Accumulates a trace's metrics over chunks of request and gap rows.
+
+    Point index ``i`` is row ``i`` of the points table; index ``len(points)`` collects requests
+    whose point is not in the table (they count in the whole-trace figures only).
+    """
+
+    def __init__(
+        self,
+        points: pd.DataFrame,
+        percentiles: tuple[float, ...],
+        exact_itl: bool = True,
+        requests: int = 0,
+        gaps: int = 0,
+    ) -> None:
+        """``requests`` and ``gaps``: how many rows will come. One array is allocated up front
+        for the values: first TTFT, E2EL and TPOT (a third each), then, once
+        :meth:`requests_done` has their statistics, the gaps (new memory is the slow part of a
+        large summary: the kernel maps and zeroes it page by page)."""
+        self.points, self.percentiles = points, percentiles
+        self.np = len(points)
+        P = self.np + 1
+        self.completed = np.zeros(P, np.int64)
+        self.failed = np.zeros(P, np.int64)
+        self.tokens_in = np.zeros(P, np.int64)
+        self.tokens_out = np.zeros(P, np.int64)
+        self.gaps = gaps if exact_itl else 0
+        self.block = np.empty(max(3 * requests, self.gaps))
+        r = requests
+        self.pools = {
+            "ttft": LatencyPool(P, room=self.block[:r]),
+            "tpot": LatencyPool(P, room=self.block[2 * r : 3 * r]),
+            "itl": LatencyPool(P, exact=exact_itl, room=np.empty(0)),
+            "e2el": LatencyPool(P, room=self.block[r : 2 * r]),
+        }
+        self.done: dict[str, tuple[dict[str, float], list[dict[str, float]]]] = {}
+
+    def requests_done(self) -> None:
+        """Every request row has come: the statistics of TTFT, TPOT and E2EL now, and their
+        array becomes the gaps' room."""
+        for m in ("ttft", "tpot", "e2el"):
+            self.done[m] = self.pools[m].stats(m, self.percentiles, self.np)
+        if self.pools["itl"].exact and not self.pools["itl"].size:
+            self.pools["itl"].values = self.block[: self.gaps]
+        self.block = np.empty(0)
+
+    def add_requests(
+        self,
+        codes: np.ndarray,
+        ok: np.ndarray,
+        ttft: np.ndarray,
+        e2el: np.ndarray,
+        in_tok: np.ndarray,
+        out_tok: np.ndarray,
+    ) -> None:
+        """One chunk of request rows; ``codes`` are point indices (int). The values are
+        written straight into the pools' arrays (no temporaries the size of the chunk but the
+        TPOT denominators)."""
+        P = self.np + 1
+        every = bool(ok.all())  # the usual case: no selection
+        oc = codes if every else codes[ok]
+        g = point_groups(oc, P)
+        self.completed += g.counts
+        if not every:
+            self.failed += np.bincount(codes[~ok], minlength=P)
+        i, o = (in_tok, out_tok) if every else (in_tok[ok], out_tok[ok])
+        self.tokens_in += sum_by(g, oc, i)
+        self.tokens_out += sum_by(g, oc, o)
+        for name, vals in (("ttft", ttft), ("e2el", e2el)):
+            pool = self.pools[name]
+            room = pool.reserve(oc.size)
+            if every:
+                room[:] = vals
+            else:
+                np.compress(ok, vals, out=room)
+            pool.commit(oc, g)
+        pool = self.pools["tpot"]
+        m = o > 1
+        if bool(m.all()):  # (e2el - ttft) / (output_tokens - 1), as vLLM
+            room = pool.reserve(oc.size)
+            t = tail(self.pools["ttft"], oc.size)
+            np.subtract(tail(self.pools["e2el"], oc.size), t, out=room)
+            np.divide(room, o - 1, out=room)
+            pool.commit(oc, g)
+        else:
+            t, e = tail(self.pools["ttft"], oc.size), tail(self.pools["e2el"], oc.size)
+            pool.add(oc[m], tpot_s(t, e, o))
+
+    def add_itl(self, codes: np.ndarray, itl_s: np.ndarray, keep: np.ndarray | None = None) -> None:
+        """Gaps (s) of successful requests with their point indices; with ``keep`` (boolean
+        over ``itl_s``), the gaps where it is True (``codes`` are theirs)."""
+        pool = self.pools["itl"]
+        if keep is None or not pool.exact:
+            pool.add(codes, itl_s if keep is None else itl_s[keep])
+        else:
+            np.compress(keep, itl_s, out=pool.reserve(codes.size))
+            pool.commit(codes)
+
+    def result(self, trace_id: str, kind: str) -> TraceSummary:
+        n = self.np
+        if not self.done:
+            self.requests_done()
+        stats = {
+            m: self.done[m] if m in self.done else self.pools[m].stats(m, self.percentiles, n)
+            for m in LATENCY_METRICS
+        }
+        durations = self.points["duration_s"].to_numpy(dtype=np.float64)
+        total = window_metrics(
+            float(durations.sum()),
+            int(self.completed.sum()),
+            int(self.failed.sum()),
+            int(self.tokens_in.sum()),
+            int(self.tokens_out.sum()),
+            {m: s[0] for m, s in stats.items()},
+        )
+        points = []
+        for i, (_, p) in enumerate(self.points.iterrows()):
+            m = window_metrics(
+                float(p["duration_s"]),
+                int(self.completed[i]),
+                int(self.failed[i]),
+                int(self.tokens_in[i]),
+                int(self.tokens_out[i]),
+                {k: s[1][i] for k, s in stats.items()},
+            )
+            keys = {k: (None if pd.isna(p[k]) else p[k]) for k in SCENARIO_KEYS if k in p}
+            keys = {k: (int(v) if isinstance(v, (np.integer,)) else v) for k, v in keys.items()}
+            points.append(PointMetrics(str(p["point_id"]), keys, m))
+        return TraceSummary(trace_id, kind, total, points)
+
+
+def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
+    """Index of each id in ``points`` (first match); ``len(points)`` when absent."""
+    idx = pd.Index(points["point_id"].astype(str))
+    if not idx.is_unique:
+        idx = idx.drop_duplicates()
+    codes = idx.get_indexer(pd.Index(point_ids).astype(str))
+    codes[codes < 0] = len(points)
+    return codes.astype(np.int32)
+
+
+def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int) -> None:
+    """Feed ``path``/itl.parquet to ``acc`` chunk by chunk; ``row_code`` is each request row's
+    point index, or -1 for a failed request. Checks as :func:`rackbook.core.traces.validate`."""
+    n_req = len(row_code)
+    with contextlib.closing(
+        traces.iter_table(path, "itl", ["request_row", "itl_s"], chunk_rows)
+    ) as chunks:  # on error: its thread stops
+        for off, c in chunks:
+            rr, v = c["request_row"], c["itl_s"]
+            if rr.size and (rr.min() < 0 or rr.max() >= n_req):
+                raise InputError(path, "itl.request_row", "refers to a request row that is absent")
+            traces.check_values(v, path, "itl_s", traces.RowNames("itl"), offset=off)
+            code = row_code[rr]
+            keep = code >= 0
+            if keep.all():
+                acc.add_itl(code, v)
+            else:
+                acc.add_itl(code[keep], v, keep)
+
+
+def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
+    """Metrics of a whole trace plus one entry per point.
+
+    The top level treats the measured windows as one: its ``duration`` is the sum of the points'
+    durations. For a single-point trace it equals what ``vllm bench serve`` reports. A trace read
+    with ``read_trace(path, itl=False)`` has its gaps streamed from ``path``/itl.parquet.
+    """
+    req = trace.requests
+    stream_itl = not trace.itl_loaded and trace.path is not None
+    n_itl = traces.table_rows(trace.path, "itl") if stream_itl else len(trace.itl)
+    exact_itl = not stream_itl or n_itl <= EXACT_ITL_MAX
+    acc = _Summary(trace.points, percentiles, exact_itl, requests=len(req), gaps=n_itl)
+    codes = _point_index(req["point_id"], trace.points)
+    ok = req["success"].to_numpy(dtype=bool)
+    acc.add_requests(
+        codes,
+        ok,
+        req["ttft_s"].to_numpy(dtype=np.float64),
+        req["e2el_s"].to_numpy(dtype=np.float64),
+        req["prompt_tokens"].to_numpy(dtype=np.int64),
+        req["output_tokens"].to_numpy(dtype=np.int64),
+    )
+    row_code = np.where(ok, codes, -1).astype(np.int32)
+    acc.requests_done()
+    if stream_itl:
+        _stream_itl(acc, Path(trace.path), row_code, CHUNK_ROWS)
+    elif not trace.itl.empty:
+        code = row_code[trace.itl["request_row"].to_numpy()]
+        keep = code >= 0
+        acc.add_itl(code[keep], trace.itl["itl_s"].to_numpy(dtype=np.float64), keep)
+    return with_validity(acc.result(trace.trace_id, trace.kind), trace)
+
+
+def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
+    """``summary`` with the valid-request counts and flagged shares of ``trace``
+    (:func:`rackbook.core.validity.point_validity`); vLLM's figures are left as they are."""
+    from rackbook.core import validity
+
+    pv = validity.point_validity(trace).set_index("point_id")
+    points = []
+    for p in summary.points:
+        if p.point_id in pv.index:
+            r = pv.loc[p.point_id]
+            p = replace(p, valid_requests=int(r["valid"]), flagged_share=float(r["flagged_share"]))
+        points.append(p)
+    succ = int(pv["successful"].sum()) if len(pv) else 0
+    flagged = int(pv["flagged"].sum()) if len(pv) else 0
+    return replace(
+        summary,
+        points=points,
+        valid_requests=int(pv["valid"].sum()) if len(pv) else 0,
+        flagged_share=flagged / succ if succ else 0.0,
+    )
+
+
+def _check_points(path: Path, pts: pd.DataFrame) -> None:
+    if pts["point_id"].duplicated().any():
+        raise InputError(path, "points.point_id", "duplicate point id")
+    if (pts["duration_s"] <= 0).any():
+        raise InputError(
+            path,
+            "points.duration_s",
+            f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
+        )
+    traces.check_point_counts(pts, path)
+
+
+def summarize_path(
+    path: str | Path,
+    percentiles: tuple[float, ...] = PERCENTILES,
+    *,
+    stream: bool | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+) -> TraceSummary:
+    """:func:`summarize` of the trace folder ``path``, streamed when large (module docstring).
+
+    ``stream`` forces (True) or forbids (False) streaming; by default a folder streams when it
+    has more than :data:`FULL_READ_MAX_REQUESTS` requests or :data:`EXACT_ITL_MAX` gaps.
+    Streaming holds one chunk of ``chunk_rows`` rows of the tables at a time.
+    """
+    path = Path(path)
+    run = traces.read_run(path)
+    n_req = traces.table_rows(path, "requests")
+    n_itl = traces.table_rows(path, "itl")
+    if stream is None:
+        stream = n_req > FULL_READ_MAX_REQUESTS or n_itl > EXACT_ITL_MAX
+    if not stream:
+        return summarize(traces.read_trace(path), percentiles)
+    pts = traces.conform(traces.read_table(path, "points"), "points", path)
+    _check_points(path, pts)
+    acc = _Summary(pts, percentiles, n_itl <= EXACT_ITL_MAX, requests=n_req, gaps=n_itl)
+    pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
+    row_code = np.empty(n_req, np.min_scalar_type(-(len(pts) + 1)))  # point index, -1: failed
+    with contextlib.closing(
+        traces.iter_table(path, "requests", _REQUEST_COLUMNS, chunk_rows)
+    ) as chunks:  # on error: its thread stops
+        for off, c in chunks:
+            codes_in_dict, values = c["point_id"]
+            lut = np.array([pid_index.get(v, -1) for v in values], dtype=row_code.dtype)
+            if (lut < 0).any():
+                unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
+                raise InputError(
+                    path, "requests.point_id", f"point {unknown[0]!r} is not in points.parquet"
+                )
+            codes = lut[codes_in_dict] if lut.size else np.zeros(0, np.int32)
+            ok = c["success"].astype(bool, copy=False)
+            traces.check_request_rows(c, ok, path, offset=off)
+            acc.add_requests(
+                codes, ok, c["ttft_s"], c["e2el_s"], c["prompt_tokens"], c["output_tokens"]
+            )
+            row_code[off : off + len(ok)] = np.where(ok, codes, -1)
+    acc.requests_done()
+    _stream_itl(acc, path, row_code, chunk_rows)
+    del row_code
+    res = acc.result(str(run.get("trace_id", "")), str(run.get("kind", "")))
+    if res.metrics.completed:  # one value, the median itself: the check validate makes
+        median_s = np.array([res.metrics.median_e2el_ms / 1000])
+        traces.check_latency_unit(median_s, path, "requests.e2el_s")
+    return res
+
+
+def format_summary(summary: TraceSummary) -> str:
+    """Human-readable table of a summary, in vLLM's wording."""
+    s = summary.to_dict()
+    n = len(s["points"])
+    lines = [f"trace {s['trace_id']} ({s['kind']}), {n} point{'' if n == 1 else 's'}"]
+    rows = [
+        ("Successful requests", "completed", "{:d}"),
+        ("Failed requests", "failed", "{:d}"),
+        ("Benchmark duration (s)", "duration", "{:.2f}"),
+        ("Total input tokens", "total_input_tokens", "{:d}"),
+        ("Total generated tokens", "total_output_tokens", "{:d}"),
+        ("Request throughput (req/s)", "request_throughput", "{:.2f}"),
+        ("Output token throughput (tok/s)", "output_throughput", "{:.2f}"),
+        ("Total token throughput (tok/s)", "total_token_throughput", "{:.2f}"),
+    ]
+    for m in LATENCY_METRICS:
+        rows += [
+            (f"Mean {m.upper()} (ms)", f"mean_{m}_ms", "{:.2f}"),
+            (f"P99 {m.upper()} (ms)", f"p99_{m}_ms", "{:.2f}"),
+        ]
+    lines += [f"  {label:<36} {fmt.format(s[key])}" for label, key, fmt in rows]
+    if s["valid_requests"] is None:
+        lines.append(f"  {'Valid requests':<36} not checked (trace streamed)")
+    else:
+        lines.append(f"  {'Valid requests':<36} {s['valid_requests']:d}")
+        lines.append(f"  {'Flagged share':<36} {s['flagged_share']:.1%}")
+        for p in s["points"]:
+            if p["flagged_share"]:
+                lines.append(
+                    f"    point {p['point_id']}: {p['valid_requests']} valid, "
+                    f"{p['flagged_share']:.1%} flagged"
+                )
+    return "\n".join(lines)

@@ -1,0 +1,698 @@
+"""The recorder: runs one scenario's plan (servers, load, metrics) and keeps every raw
+artifact; converting them into a trace is :class:`rackbook.live.conversion.Conversion`'s, which
+the recorder is. The command line, the layout it writes and what it does with flagged or failed
+points: :mod:`rackbook.live.record`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from rackbook.core import fsio
+from rackbook.core.fsio import atomic_write_json
+from rackbook.core.provenance import scrub, scrub_files
+from rackbook.errors import InputError
+from rackbook.inputs.scenarios import (
+    DecodeParity,
+    EplbBalance,
+    Phase,
+    PlanPoint,
+    Scenario,
+)
+from rackbook.live import cpus, prom
+from rackbook.live import server as server_mod
+from rackbook.live.conversion import Conversion, on_cpu, raw_file
+from rackbook.live.envfile import Redactor, api_key
+from rackbook.live.server import ServerError, VllmServer, group_members
+from rackbook.paths import ROOT, TINY_MODEL
+
+TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
+#: Server log lines kept with a failed point.
+FAIL_TAIL = 20
+CPU_EPLB = (
+    "vLLM on CPU refuses --enable-eplb (only supported on CUDA, ROCm or XPU): start a GPU "
+    "server with --enable-eplb and attach it with --endpoint URL -p server_log PATH"
+)
+
+
+def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
+    """Timing of one engine's sweep, ending now: measured windows (s), wall time after the
+    engine was up (s), their ratio (the duty cycle) and the whole wall time (s); times are
+    ``time.monotonic()`` readings."""
+    t_end = time.monotonic()
+    return {
+        "windows_s": windows_s,
+        "wall_after_up_s": t_end - t_up,
+        "duty_cycle": windows_s / max(t_end - t_up, 1e-9),
+        "wall_s": t_end - t_wall0,
+    }
+
+
+#: Attempts a point gets before a flagged point is refused (or accepted with --accept-invalid).
+MAX_ATTEMPTS = 2
+
+
+def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
+    """What the recorder does with a point after attempt number ``attempt`` (1-based), given
+    the validity check's ``reason`` (None: the point passed): ``"keep"``, ``"rerun"`` (once,
+    up to :data:`MAX_ATTEMPTS`), ``"accept"`` (flagged, kept because of --accept-invalid) or
+    ``"refuse"`` (stop the recording)."""
+    if reason is None:
+        return "keep"
+    if attempt < MAX_ATTEMPTS:
+        return "rerun"
+    return "accept" if accept_invalid else "refuse"
+
+
+def _say(msg: str) -> None:
+    print(f"[record] {msg}", file=sys.stderr, flush=True)
+
+
+def ensure_tiny_model(model: str) -> None:
+    """Write the tiny model folder if ``model`` is the default one and it is missing."""
+    if Path(model).resolve() == TINY_MODEL.resolve() and not (TINY_MODEL / "config.json").exists():
+        _say(f"writing the tiny model: {TINY_MODEL_SCRIPT}")
+        subprocess.run([sys.executable, str(TINY_MODEL_SCRIPT), "-o", str(TINY_MODEL)], check=True)
+    local = Path(model).is_absolute() or model.startswith(".") or Path(model).is_dir()
+    if local and not (Path(model) / "config.json").exists():
+        raise InputError(model, "config.json", "model folder has no config.json")
+
+
+def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> float:
+    """Send one completion whose prompt is the token ids ``ids`` (max_tokens 1), so that the
+    server's prefix cache holds them; seconds taken."""
+    body = json.dumps({"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0}).encode()
+    req = urllib.request.Request(
+        f"{base_url}/v1/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    t0 = time.monotonic()
+    with urllib.request.urlopen(req, timeout=600) as r:  # noqa: S310 (user's endpoint)
+        r.read()
+    return time.monotonic() - t0
+
+
+class Recorder(Conversion):
+    """Runs one scenario's plan and keeps every raw artifact under ``raw``."""
+
+    def __init__(
+        self,
+        sc: Scenario,
+        output: Path,
+        *,
+        endpoints: list[str] | None = None,
+        serve_extra: list[str] | None = None,
+        resume: bool = False,
+        progress: bool = True,
+        accept_invalid: bool = False,
+    ) -> None:
+        self.sc = sc
+        self.accept_invalid = accept_invalid
+        self.output = output
+        self.raw = output.with_name(output.name + ".raw")
+        self.endpoints = [e.rstrip("/") for e in (endpoints or [])]
+        self.serve_extra = serve_extra or []
+        self.resume = resume
+        self.progress = progress
+        self.key = api_key()
+        self.redact = Redactor([self.key])
+        #: what the endpoints serve (record.attach), written to run.json ``server``
+        self.server: dict[str, Any] | None = None
+        self.phases = sc.phases()
+        self.info: dict[str, Any] = {
+            "scenario": sc.name,
+            "parameters": sc.parameters(),
+            "points": {},
+            "engines": {},
+            "phases": {},
+            "failures": [],
+            "sessions": [],
+            "validity": {},
+            "accepted_invalid": [],
+        }
+        old = self.raw / "record.json"
+        if resume and old.exists():
+            prev = json.loads(old.read_text(encoding="utf-8"))
+            if prev.get("parameters") != scrub(self.info["parameters"]):
+                raise InputError(
+                    old, "parameters", "differ from this run's: resume with the same -p values"
+                )
+            keep = ("points", "engines", "phases", "failures", "sessions", "commands")
+            for k in (*keep, "validity", "accepted_invalid"):
+                if k in prev:
+                    self.info[k] = prev[k]
+        self.commands: list[str] = list(self.info.get("commands", []))
+        self._check_endpoints()
+        # Where the engine and the front end (API server + this client) run: see
+        # rackbook.live.cpus (on a CPU build the engine's busy-polling starves whatever shares
+        # its cores, and streamed tokens then reach the client in one burst).
+        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
+        self.info["cpu_layout"] = self.cpu_layout.describe()
+        self.info["sessions"].append(
+            {
+                "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                "resume": resume,
+                "accept_invalid": accept_invalid,
+                "cpu_layout": self.cpu_layout.label(),
+            }
+        )
+
+    # ------------------------------------------------------------------ helpers
+    def _check_endpoints(self) -> None:
+        need = sum(p.servers for p in self.phases)
+        if self.endpoints and len(self.endpoints) != need:
+            labels = ", ".join(f"{p.label} x{p.servers}" for p in self.phases)
+            raise InputError(
+                "--endpoint",
+                "-",
+                f"{self.sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs",
+            )
+
+    def _bar(self, desc: str, total: int) -> Any:
+        from tqdm import tqdm
+
+        return tqdm(
+            total=total,
+            desc=desc,
+            unit="point",
+            disable=not self.progress,
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
+
+    def _save_info(self) -> None:
+        self.info["commands"] = self.commands
+        atomic_write_json(self.raw / "record.json", scrub(self.info))
+
+    def _done(self, pt: PlanPoint) -> bool:
+        return all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())
+
+    def _log_name(self, phase: Phase, k: int) -> str:
+        if len(self.phases) == 1 and phase.servers == 1:
+            return "vllm-serve.log"
+        if phase.servers == 1:
+            return f"vllm-serve.{phase.label}.log"
+        return f"vllm-serve.{phase.label}.{k}.log"
+
+    def _phase_endpoints(self, phase: Phase) -> list[str]:
+        if not self.endpoints:
+            return []
+        start = 0
+        for p in self.phases:
+            if p is phase:
+                return self.endpoints[start : start + p.servers]
+            start += p.servers
+        return []
+
+    def _bench_point(self, pt: PlanPoint, url: str, k: int, name: str) -> tuple[list[str], Any]:
+        from rackbook.live.bench import BenchPoint
+
+        sc = self.sc
+        meta = (
+            ("point_id", pt.point_id),
+            ("scenario", sc.name),
+            ("config", pt.config),
+            *pt.labels,
+            *((("shard", str(k)),) if pt.shards > 1 else ()),
+        )
+        bp = BenchPoint(
+            pt.point_id,
+            url,
+            sc.model,
+            sc.served_model_name,
+            pt.input_len,
+            pt.output_len,
+            pt.num_prompts,
+            pt.concurrency,
+            seed=pt.seed + k,
+            metadata=meta,
+            prefix_len=pt.prefix_len,
+        )
+        return bp.argv(self.raw / "serve", name), bp
+
+    # ------------------------------------------------------------------ one phase
+    def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
+        """Engine cores of replica ``k`` of ``n``: a share of the engine cores when there are
+        at least two per replica (one for the worker, one for the engine core), else all."""
+        eng = self.cpu_layout.engine
+        if eng is None:
+            return None
+        s = sorted(eng)
+        if n > 1 and len(s) >= 2 * n:
+            per = len(s) // n
+            return frozenset(s[k * per : (k + 1) * per])
+        return eng
+
+    def run_phase(self, phase: Phase) -> None:
+        """All points of one server configuration against its servers (kept up throughout).
+
+        With an active CPU layout this process (the bench client, and the shard processes it
+        starts) runs on the front cores for the phase; its affinity is restored afterwards.
+        """
+        front = self.cpu_layout.front if self.cpu_layout.active else None
+        with cpus.pinned_self(front):
+            self._run_phase(phase)
+
+    def _run_phase(self, phase: Phase) -> None:
+        from rackbook.live.bench import BenchClient, BenchPoint, ShardPool, command_line
+
+        sc = self.sc
+        todo = [pt for pt in phase.points if not (self.resume and self._done(pt))]
+        eng: dict[str, Any] = {
+            "label": phase.label,
+            "points_skipped_resume": [pt.point_id for pt in phase.points if pt not in todo],
+            "cpu_layout": self.cpu_layout.label(),
+        }
+        self.info["phases"][phase.label] = eng
+        if isinstance(sc, DecodeParity):
+            self.info["engines"]["vllm-serve"] = eng
+        if not todo:
+            return
+        urls = self._phase_endpoints(phase)
+        if not urls and isinstance(sc, EplbBalance) and on_cpu():
+            raise InputError("-", "eplb-balance", CPU_EPLB)
+        shards = max(pt.shards for pt in todo)
+        client = BenchClient(self.raw / "bench.log")
+        pool = ShardPool(shards, self.raw) if shards > 1 else None
+        servers: list[VllmServer] = []
+        bar = None
+        t_wall0 = time.monotonic()
+        try:
+            if urls:
+                eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
+                eng["import_s"] = client.preload()
+                if pool is None:
+                    eng["presample_s"] = self._presample(todo, urls, client)
+            else:
+                # a signal during start-up is acted on by the wait loop, never raised inside
+                # the client's import that overlaps it (server_mod.deferred_signals)
+                with server_mod.deferred_signals():
+                    for k in range(phase.servers):
+                        srv = VllmServer(
+                            sc.model,
+                            [*phase.serve_args, *self.serve_extra],
+                            log_path=self.raw / self._log_name(phase, k),
+                            cpus=self._engine_cpus(k, phase.servers),
+                            front_cpus=self.cpu_layout.front,
+                        )
+                        servers.append(srv)
+                        srv.start()
+                        self.commands.append(srv.command)
+                    eng["import_s"] = client.preload()  # overlaps the servers' start-up
+                    if pool is None:  # the points' prompts too (sampling is client work)
+                        eng["presample_s"] = self._presample(
+                            todo, [s.base_url for s in servers], client
+                        )
+                    for srv in servers:
+                        srv.wait_healthy()
+                urls = [srv.base_url for srv in servers]
+                eng["servers"] = [
+                    {
+                        **srv.info(),
+                        "started_by_recorder": True,
+                        "processes_at_start": len(group_members(srv.pgid or 0)),
+                    }
+                    for srv in servers
+                ]
+                self._save_info()  # the servers' pgids are on disk while they run
+            if pool is not None:
+                eng["shard_import_s"] = pool.wait_ready()
+            t_up = time.monotonic()
+            windows = 0.0
+            if sc.warmup:
+                t0 = time.monotonic()
+                first = todo[0]
+                warm_argvs: list[list[str]] = []
+                for k, url in enumerate(urls):
+                    if isinstance(sc, DecodeParity):
+                        b0 = min(pt.concurrency or 1 for pt in todo)
+                        n, c, inp, out = b0, b0, sc.input_len, sc.output_len
+                    else:
+                        c = first.concurrency or 1
+                        n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
+                    wp = BenchPoint(
+                        "warmup", url, sc.model, sc.served_model_name, inp, out, n, c,
+                        seed=sc.seed + 999,
+                    )  # fmt: skip
+                    name = "warmup.json" if len(urls) == 1 else f"warmup.{phase.label}.{k}.json"
+                    warm_argvs.append(wp.argv(self.raw / "serve", name))
+                if pool is not None:  # each shard process warms its own replica, all at once
+                    pool.run(warm_argvs)
+                else:
+                    for a in warm_argvs:
+                        client.run(a)
+                eng["warmup_s"] = time.monotonic() - t0
+            bar = self._bar(f"{sc.name} {phase.label}", len(todo))
+            for pt in todo:
+                for attempt in range(1, MAX_ATTEMPTS + 1):
+                    windows += self.run_point(phase, pt, urls, servers, client, pool, command_line)
+                    reason = self.point_refusal(phase, pt)
+                    if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
+                        break
+                bar.update(1)
+            eng.update(duty_cycle(windows, t_up, t_wall0))
+        finally:
+            if bar is not None:  # on every way out, so that an error line starts a line
+                bar.close()
+            client.forget_samples()
+            if pool is not None:
+                pool.close()
+            for i, srv in enumerate(servers):
+                killed = srv.stop()
+                if i < len(eng.get("servers", [])):
+                    eng["servers"][i]["sigkill_needed"] = killed
+                    eng["servers"][i]["survivors"] = group_members(srv.pgid or 0)
+            self._save_info()
+
+    def _presample(self, todo: list[PlanPoint], urls: list[str], client: Any) -> float:
+        """Draw every point's prompts before the servers are up (vLLM's own sampling, the
+        same prompts its client would draw at the start of each point), so that the sweep's
+        wall time after start-up is spent serving; seconds taken."""
+        total = 0.0
+        for pt in todo:
+            names = pt.raw_names()
+            for k, u in enumerate(urls[: pt.shards]):
+                total += client.presample(self._bench_point(pt, u, k, names[k])[0])
+        return total
+
+    def run_point(
+        self,
+        phase: Phase,
+        pt: PlanPoint,
+        urls: list[str],
+        servers: list[VllmServer],
+        client: Any,
+        pool: Any,
+        command_line: Any,
+    ) -> float:
+        """One measured window; returns its length (seconds, longest shard)."""
+        sc = self.sc
+        names = pt.raw_names()
+        use = urls[: pt.shards]
+        argvs = [self._bench_point(pt, u, k, names[k])[0] for k, u in enumerate(use)]
+        warm_s = 0.0
+        try:
+            if pt.prefix_len:  # the shared prefix into each replica's cache, before the window
+                for u, a in zip(use, argvs, strict=True):
+                    ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
+                    warm_s += warm_prefix(u, sc.served_model_name, ids, self.key)
+            before = [prom.scrape(u, self.key) for u in use]
+        except OSError as exc:  # the server went away between points: a failed point, not a crash
+            dead: list[VllmServer] = []
+            for _ in range(20):  # a dying server may take a moment to be reaped
+                dead = [
+                    s
+                    for s in servers[: pt.shards]
+                    if s.proc is not None and s.proc.poll() is not None
+                ]
+                if dead:
+                    break
+                time.sleep(0.25)
+            self._fail(
+                pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0, names
+            )
+        t0 = time.monotonic()
+        error = None
+        try:
+            if pool is None:
+                res = client.run(argvs[0])
+                keep = ("duration", "completed", "failed", "output_throughput")
+                summaries = [{k: res.get(k) for k in (*keep, "total_output_tokens")}]
+            else:
+                summaries = pool.run(argvs)
+        except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
+            summaries, error = [], f"{type(exc).__name__}: {exc}"
+        wall = time.monotonic() - t0
+        dead = [s for s in servers[: pt.shards] if s.proc is not None and s.proc.poll() is not None]
+        after: list[Any] = []
+        if not dead:
+            try:
+                after = [prom.scrape(u, self.key) for u in use]
+            except OSError as exc:
+                error = error or f"/metrics unreachable after the point: {exc}"
+        errs = [s["error"] for s in summaries if "error" in s]
+        error = error or (errs[0] if errs else None)
+        completed = sum(int(s.get("completed") or 0) for s in summaries if "error" not in s)
+        failed = sum(int(s.get("failed") or 0) for s in summaries if "error" not in s)
+        if dead or error or (completed == 0 and failed > 0):
+            self._fail(pt, servers, dead, error, completed, failed, names)
+        atomic_write_json(
+            self.raw / "metrics" / f"{pt.point_id}.json",
+            {
+                "servers": [
+                    {
+                        "server": u,
+                        "before": [s.__dict__ for s in b],
+                        "after": [s.__dict__ for s in a],
+                    }
+                    for u, b, a in zip(use, before, after, strict=True)
+                ]
+            },
+        )
+        gen = sum(
+            prom.delta(b, a, "vllm:generation_tokens_total")
+            for b, a in zip(before, after, strict=True)
+        )
+        client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
+        durations = [float(s["duration"]) for s in summaries]
+        window = max(durations)
+        self.info["points"][pt.point_id] = {
+            "phase": phase.label,
+            "config": pt.config,
+            "raw": [f"serve/{n}" for n in names],
+            "servers": use,
+            "commands": [command_line(a) for a in argvs],
+            "duration_s": durations,
+            "client_wall_s": wall,
+            "prefix_warm_s": warm_s,
+            "completed": completed,
+            "failed": failed,
+            "output_throughput": sum(float(s["output_throughput"]) for s in summaries),
+            "client_output_tokens": client_out,
+            "server_generation_tokens": gen,
+            "client_minus_server_tokens": client_out - gen,
+            "cpu_layout": self.cpu_layout.label(),
+        }
+        if isinstance(sc, DecodeParity):  # the colleague's keys, kept for older readers
+            self.info["points"][pt.point_id].update(
+                {
+                    "engine": "vllm-serve",
+                    # per decode rank, as the point's label says (concurrency / decode ranks)
+                    "batch_size": int(dict(pt.labels).get("batch_size", pt.concurrency or 0)),
+                    "command": command_line(argvs[0]),
+                }
+            )
+        self.commands += [command_line(a) for a in argvs]
+        self._save_info()
+        return window
+
+    def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
+        """The validity check of a finished online point (its raw results and counters)."""
+        import pandas as pd
+
+        from rackbook.core import validity
+
+        t = self._point_frames(phase, pt)
+        rows, _ = self._metric_rows(pt.point_id)
+        if rows:
+            t.extra["server_metrics"] = pd.DataFrame(rows)
+        return validity.refusal(t, pt.point_id)
+
+    def judge(
+        self, point_id: str, attempt: int, reason: str | None, names: list[str], folder: str
+    ) -> bool:
+        """Record attempt ``attempt`` of a point and act on :func:`decide`: True when the point
+        is kept, False when it must run again (its raw results moved to ``rejected/``);
+        raises :class:`InputError` (one line: the point and the reason) when refused."""
+        action = decide(reason, attempt, self.accept_invalid)
+        v = self.info["validity"].setdefault(point_id, {"attempts": []})
+        if attempt == 1:
+            v["attempts"] = []
+        v["attempts"].append({"attempt": attempt, "flagged": reason})
+        v["outcome"] = action
+        if action == "accept" and point_id not in self.info["accepted_invalid"]:
+            self.info["accepted_invalid"].append(point_id)
+        if action in ("rerun", "refuse"):  # never kept as done (--resume runs it again)
+            for name in names:
+                src = raw_file(self.raw / folder / name)
+                if src.exists():
+                    dst = self.raw / "rejected" / f"{Path(name).stem}.{attempt}{src.suffix}"
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    src.replace(dst)
+        self._save_info()
+        if action == "rerun":
+            _say(f"{point_id}: {reason}; running the point once more")
+            return False
+        if action == "refuse":
+            raise InputError(
+                self.raw / "record.json",
+                point_id,
+                f"refused after {attempt} attempts: {reason} (record.json validity; "
+                "--accept-invalid keeps such points)",
+            )
+        if action == "accept":
+            _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
+        return True
+
+    def _fail(
+        self,
+        pt: PlanPoint,
+        servers: list[VllmServer],
+        dead: list[VllmServer],
+        error: str | None,
+        completed: int,
+        failed: int,
+        names: list[str],
+    ) -> None:
+        """Record a failed point (raw moved to failed/, server log tail kept), then stop."""
+        n = len(self.info["failures"])
+        moved = []
+        for name in names:
+            src = self.raw / "serve" / name
+            if src.exists():
+                dst = self.raw / "failed" / f"{Path(name).stem}.{n}.json"
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                src.replace(dst)
+                moved.append(f"failed/{dst.name}")
+        reason = (
+            f"server died (exit code {dead[0].proc.returncode})"
+            if dead and dead[0].proc is not None
+            else (error or "every request failed")
+        )
+        tails = {srv.base_url: srv.tail(FAIL_TAIL).splitlines() for srv in (dead or servers)}
+        self.info["failures"].append(
+            {
+                "point_id": pt.point_id,
+                "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                "reason": self.redact(reason),
+                "requests_completed": completed,
+                "requests_failed": failed,
+                "requests_planned": pt.num_prompts * pt.shards,
+                "raw": moved,
+                "server_log_tail": tails,
+            }
+        )
+        self._save_info()
+        raise InputError(
+            self.raw / "record.json",
+            pt.point_id,
+            f"point failed: {self.redact(reason)} ({completed} requests completed, {failed} "
+            "failed; server log tail in record.json failures); rerun with --resume",
+        )
+
+    # ------------------------------------------------------------------ decode-parity engine B
+    def run_offline(self) -> None:
+        """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
+        from rackbook.live.offline import OfflineConfig, OfflineEngine
+
+        sc = self.sc
+        assert isinstance(sc, DecodeParity)
+        todo = [
+            b
+            for b in sc.batch_sizes
+            if not (self.resume and raw_file(self.raw / "offline" / f"b{b}.json").exists())
+        ]
+        cfg = OfflineConfig(
+            model=sc.model,
+            dtype=sc.dtype,
+            max_model_len=sc.max_model_len,
+            max_num_seqs=sc.max_num_seqs,
+            seed=sc.seed,
+            served_model_name=sc.served_model_name,
+        )
+        eng: dict[str, Any] = {
+            "command": cfg.equivalent_command(),
+            "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
+            # not pinned: its token times are taken by the engine's own loop in this process
+            # (no API server or client to starve); vLLM binds the worker as usual
+            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(cpus.usable_cpus())})",
+        }
+        self.info["engines"]["vllm-offline"] = eng
+        if not todo:
+            return
+        t_wall0 = time.monotonic()
+        engine = OfflineEngine(cfg)
+        t_ready = time.monotonic()
+        eng["init_s"] = engine.init_s
+        self.commands.append(cfg.equivalent_command())
+        windows = 0.0
+        bar = self._bar("vllm-offline", len(todo))
+        for b in todo:
+            pid = sc.point_id("offline", b)
+            for attempt in range(1, MAX_ATTEMPTS + 1):
+                doc = engine.run_batch(
+                    b, sc.input_len, sc.output_len, sc.prompts_per_batch, seed=sc.seed,
+                    warmup=sc.warmup,
+                )  # fmt: skip
+                doc.update({"point_id": pid, "engine": "vllm-offline", "scenario": sc.name})
+                atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
+                windows += doc["measured_s"]
+                reason = self.offline_refusal(pid, b)
+                if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
+                    break
+            self.info["points"][pid] = {
+                "engine": "vllm-offline",
+                "batch_size": b,
+                "raw": f"offline/b{b}.json",
+                "command": f"{cfg.equivalent_command()} .generate(B={b} prompts x "
+                f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
+                f" x {sc.prompts_per_batch} rounds",
+                "duration_s": doc["duration"],
+                "prefill_walls_s": doc["prefill_walls_s"],
+                "warmup_s": doc["warmup_s"],
+                "output_throughput": doc["output_throughput"],
+            }
+            self._save_info()
+            bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
+            bar.update(1)
+        bar.close()
+        eng.update(duty_cycle(windows, t_ready, t_wall0))
+        del engine
+        self._save_info()
+
+    def offline_refusal(self, pid: str, b: int) -> str | None:
+        """The validity check of a finished offline batch (its raw result)."""
+        from rackbook.core import validity
+        from rackbook.core.importers import vllm_bench
+
+        path = self.raw / "offline" / f"b{b}.json"
+        t = vllm_bench.vllm_bench_frames(path, {"engine": "vllm-offline"}, point_id=pid)
+        return validity.refusal(t, pid)
+
+    def run(self) -> Path:
+        self.raw.mkdir(parents=True, exist_ok=True)
+        if fsio.marked_kind(self.raw) != "raw":
+            fsio.write_marker(self.raw, "raw")
+        t0 = time.monotonic()
+        ensure_tiny_model(self.sc.model)
+        try:
+            for phase in self.phases:
+                self.run_phase(phase)
+        except ServerError as exc:
+            lines = str(exc).splitlines()
+            cause = [x for x in lines[1:] if "Error" in x or "error" in x]
+            msg = lines[0].rstrip(":") + (
+                f"; last error line: {cause[-1].strip()}" if cause else ""
+            )
+            raise InputError(self.raw / "record.json", "server", self.redact(msg)) from None
+        finally:
+            # the raw artifacts a failed run leaves (and --resume keeps) are scrubbed too, so
+            # that a kept point's files are the same bytes before and after a resume
+            scrub_files(self.raw)
+        if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
+            self.run_offline()
+        self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
+        self._save_info()
+        scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
+        out = self.convert()
+        _say(f"trace written: {out} (raw artifacts in {self.raw})")
+        return out

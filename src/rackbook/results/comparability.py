@@ -1,0 +1,358 @@
+"""Comparability rules of published evidence: which parts of the basis a published point must
+share with a claim's named basis to decide its reading (:data:`DECISIVE`, weighted by
+:data:`WEIGHTS` for the closest point), the bases each claim can plausibly mean
+(:data:`PLAUSIBLE`) and when physics rules one out, how a point differs from a claim
+(:func:`mismatch`), and when a different but related measurement counts as near evidence
+(:func:`is_near`, :class:`Near`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rackbook import paths
+from rackbook.core import basis as basis_mod
+from rackbook.inputs import catalogs
+from rackbook.inputs import claims as claims_registry
+from rackbook.physics import check as physics_check
+from rackbook.physics.units import plural
+from rackbook.results.published_rows import number_text, ratio_text, unit_family, value_text
+
+#: Parts of the basis in which a published point must agree with the claim's (named) basis to
+#: decide its reading, per claim (a point differing in any of them is shown, never decides).
+#: Why each: per-GPU throughput depends on the token kind, the GPUs counted, the model, the GPU,
+#: the deployment's size, the workload and on whether the speculation really ran; a rack/node
+#: ratio on the model, GPU, workload and the node it divides by; a price on its kind and GPU;
+#: one user's speed on the model, GPU, GPU count, the statistic and real speculation; a
+#: balance index on its exact definition and the model's routing.
+DECISIVE: dict[str, tuple[str, ...]] = {
+    "decode-parity.gap": ("metric", "model"),
+    "rack-scaling.throughput": (
+        "metric", "tokens", "per", "gpus", "model", "hardware", "gpu_count", "workload",
+        "speculation",
+    ),
+    "rack-scaling.speedup": ("metric", "counting", "model", "hardware", "workload", "speculation"),
+    "rack-scaling.cost": ("metric", "hardware"),
+    "prefill-gain.gain": ("metric", "model", "context"),
+    "eplb-balance.before": ("metric", "model"),
+    "eplb-balance.after": ("metric", "model"),
+    "eplb-balance.recovered": ("metric", "model"),
+    "context-latency.kv-bytes": ("metric", "model"),
+    "context-latency.delta": ("metric", "model"),
+    "context-latency.delta-pct": ("metric", "model"),
+    "single-user.throughput": (
+        "metric", "per", "model", "hardware", "gpu_count", "concurrency", "speculation",
+        "statistic",
+    ),
+}  # fmt: skip
+
+
+#: Every part a closeness score looks at, and its weight (a point's distance from the claim's
+#: basis is the sum of the weights of the parts it differs in; the closest point has the
+#: least). Quantity first (metric, tokens, per), then model, GPUs, GPU count, the rest.
+WEIGHTS: dict[str, float] = {
+    "metric": 10, "tokens": 10, "per": 10, "counting": 3, "gpus": 3, "model": 4,
+    "hardware": 2, "gpu_count": 2, "concurrency": 2, "context": 2, "workload": 1,
+    "speculation": 1, "statistic": 1, "engine": 1, "serving": 0.5,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Plausible:
+    """One plausible reading of a claim whose basis is unknown in a part that matters: its
+    name, the parts it fills in (``changes``), and the factor the claim's figure is multiplied
+    by to be read on that basis (``scale``, with the stated ``conversion``)."""
+
+    name: str
+    changes: tuple[tuple[str, object], ...] = ()
+    scale: float = 1.0
+    conversion: str = ""
+    #: the phase whose ceilings bound the figure read on this basis when every counted token
+    #: is computed (``decode``, ``prefill``), or None when physics cannot rule the basis out
+    #: (counted cache hits cost no GEMM; a ratio or a price has no ceiling)
+    phase: str | None = None
+
+
+_AGENTIC = "each turn's whole prompt counted as input, the re-read cached prefix included"
+
+
+_TOKENS = (
+    ("output tokens", "output"),
+    ("input + output, cached prefix not counted", "input+output"),
+    ("input + output counting each turn's re-read cached prefix", "input incl. cached+output"),
+)
+
+
+#: The phase whose ceiling bounds a throughput of each token kind when every counted token is
+#: computed: output tokens are decode work; input + output without a cached prefix is at most
+#: all prefill (the cheaper phase per token, so the most permissive reading); a total that
+#: counts re-read cached prefix tokens has no ceiling of its own (cache hits cost no GEMM).
+_PHASE = {"output": "decode", "input+output": "prefill", "input incl. cached+output": None}
+
+
+def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
+    per_gpu = tuple(
+        Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t]) for n, t in _TOKENS
+    )
+    total = tuple(
+        Plausible(
+            f"a rack total over {gpus} GPUs, {n}",
+            (("tokens", t),),
+            1 / gpus,
+            f"the figure read as the rack's total, divided by its {gpus} GPUs",
+            _PHASE[t],
+        )
+        for n, t in _TOKENS
+    )
+    return per_gpu + total
+
+
+#: GPUs of one cloud instance of a GB300 (or GB200) NVL72 rack: a 4-GPU compute tray.
+INSTANCE_GPUS = 4
+
+
+#: Claims whose write-up leaves a part of the basis that matters unknown: one named reading per
+#: plausible basis (the others read on their stated basis alone). Rack throughput: which tokens
+#: are counted (the workload is agentic, so the cached prefix may be counted) and whether "per
+#: GPU" is per GPU or the rack's total; the speedup: what a node is (a GB300 tray of 4 GPUs, an
+#: HGX node of 8); the cost: what the dollars are; one user's speed: mean or median.
+PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
+    "rack-scaling.throughput": _rack_bases(72),
+    "rack-scaling.speedup": (
+        Plausible(
+            "node = one 4-GPU GB300 compute tray (linear scaling would be 18x)",
+            (("counting", "72 GPUs over 4"),),
+        ),
+        Plausible(
+            "node = an 8-GPU HGX-class node (linear scaling would be 9x)",
+            (("counting", "72 GPUs over 8"),),
+        ),
+    ),
+    "rack-scaling.cost": (
+        Plausible("a rental price", (("metric", "rental price per GPU-hour"),)),
+        Plausible("a list (on-demand) price", (("metric", "list price per GPU-hour"),)),
+        Plausible(
+            "a list price per 4-GPU instance-hour",
+            (("metric", "list price per GPU-hour"),),
+            1 / INSTANCE_GPUS,
+            f"the figure read as one {INSTANCE_GPUS}-GPU instance's (a GB300 tray's) hourly "
+            f"price, divided by its {INSTANCE_GPUS} GPUs",
+        ),
+        Plausible("an ownership cost", (("metric", "ownership cost per GPU-hour"),)),
+    ),
+    "single-user.throughput": (
+        Plausible("mean TPOT", (("statistic", "mean"),)),
+        Plausible("median (P50) TPOT", (("statistic", "median"),)),
+    ),
+}
+
+
+def claim_bases(claim: claims_registry.Claim) -> list[tuple[Plausible, basis_mod.Basis]]:
+    """The named bases a claim is read on: its stated basis, or one per plausible basis
+    (:data:`PLAUSIBLE`) where the write-up leaves a part that matters unknown."""
+    stated = claim.figure_basis
+    named = PLAUSIBLE.get(claim.id, (Plausible("as stated"),))
+    return [(p, stated.replace(**dict(p.changes))) for p in named]
+
+
+#: Claims compared on a few parts only (a price depends on no model, workload or GPU count).
+PARTS: dict[str, tuple[str, ...]] = {"rack-scaling.cost": ("metric", "hardware", "per")}
+
+
+#: Parts whose difference makes a point an analogue (another quantity or model; hardware of
+#: another GPU generation, see :func:`is_analogue`).
+ANALOGUE_PARTS = ("metric", "tokens", "per", "model")
+
+
+def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
+    """True when a point measures another quantity, another model, or on another GPU
+    generation than the claim (:func:`rackbook.core.basis.hardware_class`): shown, never
+    decides."""
+    if any(p in ANALOGUE_PARTS for p, _ in diffs):
+        return True
+    return any(p == "hardware" for p, _ in diffs) and basis_mod.hardware_class(
+        point.hardware
+    ) != basis_mod.hardware_class(claim_basis.hardware)
+
+
+def differences(
+    claim_basis: basis_mod.Basis, point: basis_mod.Basis, claim_id: str
+) -> list[tuple[str, str]]:
+    parts = PARTS.get(claim_id) or tuple(dict.fromkeys((*DECISIVE[claim_id], *WEIGHTS)))
+    return basis_mod.differences(claim_basis, point, parts)
+
+
+def mismatch(row: pd.Series | dict[str, object], claim: claims_registry.Claim) -> str:
+    """How a published point's basis differs from the claim's stated basis (parts the claim
+    leaves unknown are read per plausible basis, not named here), or ``"same basis as the
+    claim"``."""
+    b = row.get("basis")
+    if not isinstance(b, basis_mod.Basis):
+        return "no basis"
+    diffs = differences(claim.figure_basis, b, claim.id)
+    if not diffs:
+        return "same basis as the claim"
+    return "differs from the claim in: " + "; ".join(t for _, t in diffs)
+
+
+def score(diffs: list[tuple[str, str]]) -> float:
+    return float(sum(WEIGHTS.get(p, 1.0) for p, _ in diffs))
+
+
+@functools.lru_cache(maxsize=64)
+def _physics_rules_out(
+    model: str, hardware: str, gpus: int, per_gpu: float, phase: str, data: str = ""
+) -> str | None:
+    """Why physics rules out ``per_gpu`` computed tokens/s per GPU of ``phase`` on ``gpus`` x
+    ``hardware`` (:func:`rackbook.physics.check.check_claim`, verdict ``impossible``), or None
+    when it does not (or the catalogs do not know the model or GPU)."""
+    mid = catalogs.catalog_model_id(model)
+    gid = basis_mod.hardware_key(hardware)
+    if mid is None or gid not in catalogs.load_hardware().gpus:
+        return None
+    c = physics_check.check_claim(mid, gid, gpus, per_gpu, phase=phase)
+    if c.verdict != "impossible":
+        return None
+    return (
+        f"{number_text(per_gpu)} computed {phase} tok/s per GPU is {c.ratio:.3g}x the {c.limit} "
+        f"ceiling of {number_text(c.ceiling_tok_s_per_gpu)} on {gid.upper()}"
+    )
+
+
+def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> str | None:
+    """Why the physics reading rules this named basis of the claim out (its figure read on the
+    basis, every counted token computed, above a ceiling of the claim's model and GPU by more
+    than the modelling margin), or None when physics allows it or cannot tell."""
+    sc = claim.scope
+    if plaus.phase is None or not math.isfinite(value) or value <= 0:
+        return None
+    if not (sc.model and sc.hardware and sc.gpu_count):
+        return None
+    return _physics_rules_out(
+        sc.model,
+        sc.hardware,
+        int(sc.gpu_count),
+        value * plaus.scale,
+        plaus.phase,
+        str(paths.DATA),  # the catalogs read depend on the data folder
+    )
+
+
+def model_family(model: str) -> str:
+    """A model name without its version: ``deepseek-flash`` for DeepSeek-V4.1-Flash,
+    DeepSeek-V4-Flash and DeepSeek-V4-Flash-0731 (siblings), ``deepseek-pro`` for
+    DeepSeek-V4-Pro; other names as :func:`rackbook.core.basis.model_key` gives them."""
+    k = basis_mod.model_key(model)
+    m = re.match(r"^deepseek-v[0-9.]+-(flash|pro)", k)
+    return f"deepseek-{m.group(1)}" if m else k
+
+
+def is_near(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
+    """True when a point is near evidence for a claim's named basis: it measures the same
+    quantity (no difference in metric, tokens counted or per), on the claim's model or a
+    sibling of its family (:func:`model_family`: DeepSeek-V4-Flash for V4.1-Flash, not
+    V4-Pro), on the claim's GPU or one of the same generation (GB300 and B300); every other
+    difference (GPU count, concurrency, speculation, engine, workload, statistic) is stated
+    beside it. A near point never decides a verdict."""
+    parts = {p for p, _ in diffs}
+    if parts & {"metric", "tokens", "per"}:
+        return False
+    if point.model != basis_mod.NA and model_family(point.model) != model_family(claim_basis.model):
+        return False
+    hw_c, hw_p = claim_basis.hardware, point.hardware
+    if hw_c in (basis_mod.NA, basis_mod.UNKNOWN) or hw_p == basis_mod.NA:
+        return True
+    return basis_mod.hardware_class(hw_p) == basis_mod.hardware_class(hw_c)
+
+
+@dataclass(frozen=True)
+class Near:
+    """The near evidence of one named basis: the verified measurements that are near
+    (:func:`is_near`), their spread (``low``, ``high`` in ``unit``) and the claim's figure on
+    that basis over each end (``ratio_low`` = figure / high, ``ratio_high`` = figure / low).
+    It never decides a verdict: it says where the figure sits against the nearest evidence."""
+
+    basis: str
+    points: tuple[str, ...]
+    low: float
+    high: float
+    unit: str
+    ratio_low: float | None
+    ratio_high: float | None
+    differences: tuple[str, ...]
+    urls: tuple[str, ...]
+    #: the near points read only second-hand (NOT VERIFIED): shown, but a near reading resting
+    #: on them alone does not raise the strength of evidence
+    unverified: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        """One line: ``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x
+        them (they differ in: GPU count; engine)``."""
+        n = plural(len(self.points), "near point")
+        span = (
+            value_text(self.low, self.unit)
+            if self.low == self.high
+            else f"{value_text(self.low, self.unit)} to {value_text(self.high, self.unit)}"
+        )
+        ratio = ""
+        if self.ratio_low is not None and self.ratio_high is not None:
+            ratio = (
+                f"; the claim {ratio_text(self.ratio_low)} it"
+                if len(self.points) == 1 or self.ratio_low == self.ratio_high
+                else f"; the claim {ratio_text(self.ratio_low)} to {ratio_text(self.ratio_high)} "
+                "them"
+            )
+        diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
+        flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
+        return f"{n}{flag}, {span}{ratio}{diff}"
+
+    def as_dict(self) -> dict[str, object]:
+        """For the headline JSON."""
+        d = dataclasses.asdict(self)
+        for k in ("points", "differences", "urls", "unverified"):
+            d[k] = list(d[k])
+        return d
+
+
+def near_reading(
+    name: str,
+    value: float,
+    unit: str,
+    rows: list[tuple[pd.Series, list, list]],
+    cb: basis_mod.Basis,
+) -> Near | None:
+    """The near reading of one named basis from its candidate rows (point, differences,
+    decisive differences): measurements in the claim's unit family that do not decide (a
+    decisive difference, or read only second-hand) but are near (:func:`is_near`)."""
+    near = [
+        (r, diffs)
+        for r, diffs, dec in rows
+        if (dec or not bool(r["verified"]))
+        and r["role"] == "measurement"
+        and unit_family(str(r["unit"])) == unit_family(unit)
+        and is_near(cb, r["basis"], diffs)
+    ]
+    if not near:
+        return None
+    vals = [float(r["value"]) for r, _ in near]
+    lo, hi = min(vals), max(vals)
+    ok = math.isfinite(value) and lo > 0
+    parts = list(dict.fromkeys(basis_mod.NAMES.get(p, p) for _, d in near for p, _ in d))
+    return Near(
+        name,
+        tuple(str(r["id"]) for r, _ in near),
+        lo,
+        hi,
+        unit_family(str(near[0][0]["unit"])),
+        value / hi if ok else None,
+        value / lo if ok else None,
+        tuple(parts),
+        tuple(dict.fromkeys(str(r["url"]) for r, _ in near)),
+        tuple(str(r["id"]) for r, _ in near if not bool(r["verified"])),
+    )

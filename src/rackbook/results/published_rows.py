@@ -1,0 +1,412 @@
+"""The published points as rows, before any reading: the rows of the shipped published traces
+(``data/published/<trace>/``: InferenceX API rows, MLPerf v6.1 ``summary.csv``, the SGLang
+DeepSeek-V4 cookbook cells), the figures converted from them (per user, per GPU) and derived in
+code (MLPerf rack/node ratios), and the figures that exist only in posts, PRs and price lists
+(``data/published/figures.yaml``, :mod:`rackbook.inputs.published`); each in the unit of the
+claim it bears on, with its basis (:class:`rackbook.core.basis.Basis`). Which of them are
+comparable and what they say: :mod:`rackbook.results.comparability` and
+:mod:`rackbook.results.evidence`.
+
+Units: the claim's own (``tok/s``, ``x``, ``$/GPU-hour``, ``1``, ...); per-GPU throughput in
+``tok/s/GPU``; per-user decode speed in ``tok/s per user`` (1000 / TPOT in ms).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+
+import pandas as pd
+
+from rackbook.core import basis as basis_mod
+from rackbook.core import traces
+from rackbook.inputs import claims as claims_registry
+from rackbook.inputs import published as figures_registry
+
+#: Shipped published traces (folder under data/published/) -> what they hold.
+SHIPPED: dict[str, str] = {
+    "inferencex-dsr1": "InferenceX API rows (DeepSeek-R1)",
+    "mlperf-v6.1-dsr1": "MLPerf Inference v6.1 DeepSeek-R1 token-rate rows",
+    "sglang-cookbook-v4": "SGLang cookbook DeepSeek-V4 cells",
+}
+
+
+PER_GPU = "tok/s/GPU"
+
+
+PER_USER = "tok/s per user"
+
+
+def per_gpu_unit(tokens: str) -> str:
+    """The unit of a per-GPU throughput point by the tokens its basis counts: ``output
+    tok/s/GPU``, ``input tok/s/GPU`` (new or with cache hits), else ``tok/s/GPU`` (a total)."""
+    if tokens == "output":
+        return "output " + PER_GPU
+    if tokens in ("new input", "input incl. cached"):
+        return "input " + PER_GPU
+    return PER_GPU
+
+
+def unit_family(unit: str) -> str:
+    """Units that differ only in the tokens they name (``output tok/s/GPU``, ``tok/s/GPU``) are
+    one family: their values compare once the bases agree."""
+    return PER_GPU if unit.endswith(PER_GPU) else unit
+
+
+#: Columns of :func:`published_points`, in order.
+POINT_COLUMNS: list[str] = [
+    "id",
+    "claim_id",
+    "result",
+    "kind",
+    "role",
+    "used",
+    "value",
+    "unit",
+    "as_published",
+    "verified",
+    "submitter",
+    "system",
+    "hardware",
+    "gpus",
+    "model",
+    "precision",
+    "engine",
+    "engine_version",
+    "scenario",
+    "isl",
+    "osl",
+    "concurrency",
+    "speculative",
+    "tok_s_per_gpu",
+    "tok_s_per_user",
+    "url",
+    "date",
+    "quote",
+    "notes",
+    "source",
+    "comparable",
+    "basis",
+    "conversion",
+    "price_kind",
+]
+
+
+def number_text(v: float) -> str:
+    """A published number as text: thousands separated, about four significant digits."""
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}" if a >= 10_000 else f"{v:,.1f}".removesuffix(".0")
+    return f"{v:.4g}"
+
+
+def value_text(v: float, unit: str) -> str:
+    """``v`` with its unit: ``8.95x``, ``$3.96/GPU-hour``, ``11,056 tok/s/GPU``, ``0.9919``."""
+    if unit == "x":
+        return f"{v:.3g}x"
+    if unit.startswith("$/"):
+        return f"${v:,.2f}/{unit[2:]}"
+    if unit == "1":
+        return f"{v:.4g}"
+    if unit == "%":
+        return f"{v:.3g} %"
+    return f"{number_text(v)} {unit}"
+
+
+def ratio_text(x: float) -> str:
+    """A ratio: ``1.81x``, ``9.14x``, ``1,054x``."""
+    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"
+
+
+def text_or_none(v: object) -> str | None:
+    """``v`` as text, or None when missing (None, NA, NaN)."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):  # type: ignore[arg-type]
+        return None
+    return str(v)
+
+
+@functools.lru_cache(maxsize=4)
+def _trace_points(root: str) -> pd.DataFrame:
+    """The published_points tables of the shipped traces, with the trace's name in ``source``."""
+    frames = []
+    for name in SHIPPED:
+        t = traces.read_trace(Path(root) / name, itl=False)
+        df = t.extra["published_points"].copy()
+        df["source"] = name
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+@functools.lru_cache(maxsize=4)
+def registries(root: str) -> tuple[claims_registry.Registry, figures_registry.FigureRegistry]:
+    reg = claims_registry.load_claims(Path(root) / "claims.yaml")
+    return reg, figures_registry.load_figures(Path(root) / "published" / "figures.yaml", reg)
+
+
+def _base(row: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {c: None for c in POINT_COLUMNS}
+    out.update(row)
+    out["kind"] = "published"
+    return out
+
+
+def int_or_none(v: object) -> int | None:
+    return None if v is None or pd.isna(v) else int(v)  # type: ignore[call-overload]
+
+
+def float_or_none(v: object) -> float | None:
+    return None if v is None or pd.isna(v) else float(v)  # type: ignore[arg-type]
+
+
+def _from_trace_row(r: pd.Series) -> dict[str, object]:
+    """One published trace row as a point of the claim it bears on.
+
+    SGLang cookbook cells at concurrency 1 bear on single-user (value: one user's decode speed,
+    1000 / TPOT); every other trace row bears on rack-scaling.throughput (value: tok/s/GPU).
+    """
+    conc = int_or_none(r["concurrency"])
+    single = r["source"] == "sglang-cookbook-v4" and conc == 1
+    b = trace_row_basis(r, per_user=single)
+    value = float(r["tok_s_per_user"]) if single else float(r["tok_s_per_gpu"])
+    unit = PER_USER if single else per_gpu_unit(b.tokens)
+    if single:
+        stat = text_or_none(r["latency_statistic"]) or "median"
+        shown = f"{stat} TPOT {r[f'tpot_{stat}_s'] * 1000:.3g} ms"
+    elif r["per_gpu_basis"].startswith("computed"):
+        shown = f"{number_text(float(r['tok_s_total']))} tok/s on {int(r['gpus'])} GPUs"
+    else:
+        shown = value_text(value, unit)
+    return _base(
+        {
+            "id": f"{r['source']}:{r['point_id']}",
+            "claim_id": "single-user.throughput" if single else "rack-scaling.throughput",
+            "role": "measurement",
+            "value": value,
+            "unit": unit,
+            "as_published": shown,
+            "verified": True,
+            "submitter": r["submitter"],
+            "system": r["system"],
+            "hardware": r["hardware"],
+            "gpus": int_or_none(r["gpus"]),
+            "model": r["model"],
+            "precision": r["precision"],
+            "engine": r["engine"],
+            "engine_version": r["engine_version"],
+            "scenario": r["scenario"],
+            "isl": int_or_none(r["isl"]),
+            "osl": int_or_none(r["osl"]),
+            "concurrency": conc,
+            "speculative": r["speculative"],
+            "tok_s_per_gpu": float(r["tok_s_per_gpu"]),
+            "tok_s_per_user": float_or_none(r["tok_s_per_user"]),
+            "url": r["url"],
+            "date": r["date"],
+            "notes": r["notes"],
+            "source": r["source"],
+            "basis": b,
+        }
+    )
+
+
+def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
+    """The basis of one published trace row from its basis columns (filled by the importers
+    from each source's definitions): per GPU of ``tok_s_per_gpu``, or, with ``per_user``, one
+    user's decode speed (1000 / TPOT, the row's ``latency_statistic``)."""
+    spec = str(r["speculation_kind"])
+    return basis_mod.make(
+        {
+            "metric": "per-user decode speed" if per_user else "throughput",
+            "tokens": "output" if per_user else str(r["tokens_counted"]),
+            "per": "user" if per_user else "GPU",
+            "gpus": str(r["gpus_counted"]),
+            "gpu_count": int_or_none(r["gpus"]),
+            "workload": str(r["workload"]),
+            "speculation": spec,
+            "statistic": (text_or_none(r["latency_statistic"]) or "-") if per_user else "rate",
+            "serving": text_or_none(r["serving"]) or basis_mod.UNKNOWN,  # the source does not say
+            "model": str(r["model"]),
+            "hardware": str(r["hardware"]),
+            "engine": str(r["engine"]),
+            "engine_version": text_or_none(r["engine_version"]),
+            "isl": int_or_none(r["isl"]),
+            "osl": int_or_none(r["osl"]),
+            "concurrency": int_or_none(r["concurrency"]),
+            "spec_method": text_or_none(r["speculative"])
+            if spec in ("real", "simulated")
+            else None,
+        }
+    )
+
+
+def converted_rows(r: pd.Series) -> list[dict[str, object]]:
+    """A published trace row read on another token basis by a stated, tested rule, as extra
+    points of rack-scaling.throughput (id suffix ``#output``):
+
+    - an SGLang cookbook total derived from output (fp4/fp8 cells): output per GPU = total x
+      osl / (isl + osl), the cookbook's own derivation undone (exact);
+    - an InferenceX row with its output split: output per GPU of the deployment =
+      ``output_tput_per_gpu`` (per decode GPU in a fixed-length disaggregated row) x decode
+      GPUs / all GPUs; an AgentX row's split is already over all GPUs, taken as published.
+
+    Rows of one user (the cookbook at concurrency 1) and rows without a split give none."""
+    if r["source"] == "sglang-cookbook-v4" and int_or_none(r["concurrency"]) == 1:
+        return []
+    out_gpu = float_or_none(r["output_tok_s_per_gpu"])
+    if out_gpu is None:
+        return []
+    if r["source"] == "sglang-cookbook-v4":
+        rule = "output = total x osl / (isl + osl) (the cookbook's derivation undone)"
+        value = out_gpu
+    elif r["workload"] == "agentic trace":
+        # InferenceX AgentX (process_agentic_result.py) divides input and output by all GPUs
+        value, rule = out_gpu, "output per GPU as published (AgentX: over all the run's GPUs)"
+    else:
+        if r["serving"] == "disaggregated":
+            dec, gpus = int_or_none(r["decode_gpus"]), int_or_none(r["gpus"])
+            if dec is None or gpus is None:
+                return []
+            value = out_gpu * dec / gpus
+            rule = (
+                f"output per GPU of the deployment = output per decode GPU x {dec} decode / "
+                f"{gpus} GPUs"
+            )
+        else:
+            value, rule = out_gpu, "output per GPU as published (metrics.output_tput_per_gpu)"
+    row = _from_trace_row(r)
+    row.update(
+        id=f"{row['id']}#output",
+        value=value,
+        as_published=f"{number_text(float(r['tok_s_per_gpu']))} total tok/s/GPU, converted",
+        basis=dataclasses.replace(row["basis"], tokens="output"),  # type: ignore[type-var]
+        unit=per_gpu_unit("output"),
+        conversion=rule,
+    )
+    return [row]
+
+
+#: MLPerf system sizes set against each other for the rack/node ratio (GPUs).
+RACK_GPUS, NODE_GPUS = 72, 8
+
+
+def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
+    """Rack-over-node throughput ratios computed from MLPerf rows: for each submitter, hardware,
+    model and scenario with both a 72-GPU and an 8-GPU result, ``Result(72) / Result(8)``
+    (linear scaling would be 9x). Each becomes a point of rack-scaling.speedup."""
+    ml = points[points["source"] == "mlperf-v6.1-dsr1"]
+    out = []
+    for (sub, hw, model, scen), g in ml.groupby(
+        ["submitter", "hardware", "model", "scenario"], sort=True
+    ):
+        rack = g[g["gpus"] == RACK_GPUS]
+        node = g[g["gpus"] == NODE_GPUS]
+        if len(rack) != 1 or len(node) != 1:
+            continue
+        r, n = rack.iloc[0], node.iloc[0]
+        ratio = float(r["tok_s_total"]) / float(n["tok_s_total"])
+        b = dataclasses.replace(
+            trace_row_basis(r),
+            metric="rack/node throughput ratio",
+            per="deployment",
+            counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}",
+        )
+        out.append(
+            _base(
+                {
+                    "id": f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}",
+                    "claim_id": "rack-scaling.speedup",
+                    "role": "measurement",
+                    "value": ratio,
+                    "unit": "x",
+                    "as_published": f"{number_text(float(r['tok_s_total']))} / "
+                    f"{number_text(float(n['tok_s_total']))} tok/s",
+                    "verified": True,
+                    "submitter": sub,
+                    "system": f"{r['system']} vs {n['system']}",
+                    "hardware": hw,
+                    "gpus": RACK_GPUS,
+                    "model": model,
+                    "precision": r["precision"],
+                    "engine": r["engine"],
+                    "engine_version": r["engine_version"],
+                    "scenario": scen,
+                    "url": r["url"],
+                    "date": r["date"],
+                    "notes": f"ratio of two published rows computed here: {RACK_GPUS} GPUs over "
+                    f"{NODE_GPUS} ({NODE_GPUS} GPUs = two 4-GPU GB300 trays); linear would be "
+                    f"{RACK_GPUS / NODE_GPUS:g}x. MLPerf does not say whether the "
+                    f"{RACK_GPUS}-GPU system serves as one deployment or as independent "
+                    f"replicas (e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as "
+                    "replicas the ratio counts replicas, not one deployment's scaling",
+                    "source": "mlperf-v6.1-dsr1",
+                    "basis": b,
+                }
+            )
+        )
+    return out
+
+
+def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
+    """A registry figure as a point; a TPOT (ms) bearing on single-user becomes one user's
+    decode speed, 1000 / TPOT tok/s."""
+    value, unit = f.value, f.unit
+    if f.claim == "single-user.throughput" and f.unit == "ms":
+        value, unit = 1000.0 / f.value, PER_USER
+    elif unit.endswith(PER_GPU):  # the tokens counted are named by the basis
+        unit = per_gpu_unit(f.figure_basis.tokens)
+    return _base(
+        {
+            "id": f"figures:{f.id}",
+            "claim_id": f.claim,
+            "role": f.role,
+            "value": value,
+            "unit": unit,
+            "as_published": value_text(f.value, f.unit),
+            "verified": f.verified,
+            "submitter": f.submitter,
+            "system": None,
+            "hardware": f.hardware,
+            "gpus": f.gpus,
+            "model": f.model,
+            "precision": f.precision,
+            "engine": f.engine,
+            "engine_version": f.engine_version,
+            "isl": f.isl,
+            "osl": f.osl,
+            "concurrency": f.concurrency,
+            "speculative": f.speculative,
+            "tok_s_per_gpu": value if unit_family(unit) == PER_GPU else None,
+            "tok_s_per_user": f.tok_s_per_user,
+            "url": f.url,
+            "date": f.date,
+            "quote": f.quote,
+            "notes": f.notes,
+            "source": "figures.yaml",
+            "basis": f.figure_basis,
+            "price_kind": f.price_kind,
+        }
+    )
+
+
+def load_rows(data: str) -> pd.DataFrame:
+    """Every published point under the data folder ``data`` as one row of
+    :data:`POINT_COLUMNS` (``comparable`` and ``used`` left empty: the reading fills them,
+    :func:`rackbook.results.evidence.published_points`): the published traces' rows and the
+    figures converted from them, the MLPerf ratios, then the figures registry's entries."""
+    reg, figs = registries(data)
+    raw = _trace_points(str(Path(data) / "published"))
+    rows = []
+    for _, r in raw.iterrows():
+        rows.append(_from_trace_row(r))
+        rows += converted_rows(r)
+    rows += mlperf_ratios(raw)
+    rows += [_from_figure(f) for f in figs.figures]
+    df = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    df["result"] = [reg.get(c).result for c in df["claim_id"]]
+    df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")
+    for c in ("isl", "osl", "concurrency"):
+        df[c] = pd.array([int_or_none(v) for v in df[c]], dtype="Int64")
+    df["value"] = df["value"].astype(float)
+    df["verified"] = df["verified"].astype(bool)
+    return df
