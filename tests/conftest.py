@@ -78,6 +78,31 @@ def executed(tmp_path_factory) -> Path:
     return out
 
 
+_SHIPPED: dict[str, tuple[Any, Any]] = {}
+
+
+def chapter_on_shipped_trace(result: str) -> tuple[Any, Any]:
+    """(analysis, outcome) of ``result`` on its shipped trace with its notebook's default
+    parameters, what the chapter computes (once per process: kept)."""
+    from rackbook import paths
+    from rackbook.book.runner import notebook_defaults
+    from rackbook.core.traces import read_trace
+    from rackbook.results import REGISTRY
+
+    if result not in _SHIPPED:
+        plugin, defaults = REGISTRY[result], notebook_defaults(result)
+        trace = read_trace(paths.resolve(defaults["trace"]))
+        an = plugin.analyse(trace, plugin.Params.from_mapping(defaults))
+        _SHIPPED[result] = an, plugin.outcome(an)
+    return _SHIPPED[result]
+
+
+@pytest.fixture(scope="session")
+def shipped_chapter():
+    """:func:`chapter_on_shipped_trace` (a test must not change what it returns)."""
+    return chapter_on_shipped_trace
+
+
 @pytest.fixture(scope="session")
 def built_book(executed) -> Path:
     """The HTML book built once from the shared executed set (strict: warnings fail)."""

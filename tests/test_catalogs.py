@@ -72,11 +72,33 @@ def test_systems_and_prices():
     p = catalogs.price("gb300-tco-hyperscaler")
     assert (p.gpu, p.usd_per_gpu_hour, p.approximate) == ("gb300", 2.652, True)
     assert catalogs.price("gb300-oci-list").usd_per_gpu_hour == 18.0
+    t = catalogs.token_price("inferencex-tco-calculator")
+    assert (t.usd_per_m_uncached, t.usd_per_m_cached, t.read) == (1.0, 0.1, "2026-12-02")
+    assert t.sources[0].endswith("InferenceX-app/blob/main/docs/tco-calculator.md")
+
+
+def test_token_prices_are_read_from_the_catalog(tmp_root):
+    """rack-scaling's token revenue follows data/hardware.yaml's token prices (no copy in
+    code): 1,000 computed + 500 cached tok/s per GPU at $1 / $0.10 per M = $3.78 per GPU-hour;
+    at $2 / $0.50, $9.0."""
+    import pandas as pd
+
+    from rackbook.results import rack_scaling
+
+    row = pd.Series({"computed_tok_s_per_gpu": 1000.0, "cached_input_tok_s_per_gpu": 500.0})
+    assert rack_scaling.token_revenue(row) == pytest.approx((1000 + 50) * 3600 / 1e6)
+    _edit(
+        tmp_root / "data" / "hardware.yaml",
+        lambda d: d["token_prices"]["inferencex-tco-calculator"].update(
+            usd_per_m_uncached=2.0, usd_per_m_cached=0.5
+        ),
+    )
+    assert rack_scaling.token_revenue(row) == pytest.approx((2000 + 250) * 3600 / 1e6)
 
 
 def test_every_catalog_entry_cites_public_urls_and_no_internal_sheet():
     cat = catalogs.load_hardware()
-    for section in ("gpus", "systems", "prices"):
+    for section in ("gpus", "systems", "prices", "token_prices"):
         for key, entry in getattr(cat, section).items():
             assert entry.id == key
             assert entry.sources and all(s.startswith("https://") for s in entry.sources)
@@ -171,6 +193,14 @@ def test_model_entries():
         (
             lambda d: d["prices"]["gb300-tco-hyperscaler"].update(usd_per_gpu_hour="cheap"),
             "prices.gb300-tco-hyperscaler.usd_per_gpu_hour: input should be a valid number",
+        ),
+        (
+            lambda d: d["token_prices"]["inferencex-tco-calculator"].update(usd_per_m_cached=1.5),
+            "token_prices.inferencex-tco-calculator: usd_per_m_cached must be below",
+        ),
+        (
+            lambda d: d["token_prices"]["inferencex-tco-calculator"].update(read="December"),
+            "token_prices.inferencex-tco-calculator.read: string should match pattern",
         ),
     ],
 )

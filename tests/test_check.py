@@ -54,8 +54,8 @@ def test_single_user_at_batch_one_on_four_hgx_b300():
     assert c.ceiling_tok_s_per_gpu == pytest.approx(1 / step / 4)
     assert c.ratio == pytest.approx(826 / (32e12 / 12_018_688_000), rel=1e-9)  # 0.31
     # the bandwidth reading is not repeated under another name ("batch-1 floor" was a ceiling)
-    assert [r.name for r in c.readings].count("memory bandwidth") == 1
-    assert not any("floor" in r.name for r in c.readings)
+    assert [r.name for r in c.ceilings].count("memory bandwidth") == 1
+    assert not any("floor" in r.name for r in c.ceilings)
     # speculation, acceptance 3.51, from the fewest bytes: the 6 verified tokens may all pick
     # the same 6 experts, so a step reads 7.5065 GB dense + 40 x 6 x 18,800,640 B = 4.5122 GB
     # + the 0.52 GB drafter = 12.5387 GB; / 32 TB/s = 391.8 us; 3.51 / 391.8 us = 8,958 tok/s
@@ -100,7 +100,7 @@ def test_prefill_kv_reads_are_shared_within_a_chunk():
     # binds: 2.068 us + (1.5 x 855,000 x 16,384 + 18 x 512 x 131,072 + 20 x 128 x 131,072)
     # FLOP / 5 PFLOP/s = 2.068 + 4.203 + 0.242 + 0.067 = 6.579 us: 152,000 new tok/s
     c = check.check_claim(V41, "gb300", 72, 100_000, phase="prefill", context=855_000)
-    kv = next(r for r in c.readings if r.name == "KV read")
+    kv = next(r for r in c.ceilings if r.name == "KV read")
     assert kv.tok_s_per_gpu == pytest.approx(8e12 / ((87_210_000 + 2_654_208) / 256), rel=1e-6)
     us = 1e6 / PREFILL_CAP_GB300 + (1.5 * 855_000 * 16_384 + 18 * 512 * 131_072) / 5e9
     us += 20 * 128 * 131_072 / 5e9
@@ -147,7 +147,7 @@ def test_prefill_reason_gives_the_bound_in_its_own_tokens():
     c = check.check_claim(
         V41, "gb300", 72, 1e6, phase="prefill", isl=1e5, osl=1e3, cached_share=0.6
     )
-    comp = next(r for r in c.readings if r.name == "compute")
+    comp = next(r for r in c.ceilings if r.name == "compute")
     assert c.bounds["prefill"] == comp.tok_s_per_gpu
     assert c.ceiling_tok_s_per_gpu == pytest.approx(comp.tok_s_per_gpu / 0.4)
     assert f"ceiling of {comp.tok_s_per_gpu:,.0f} new input tok/s" in c.reason
@@ -156,7 +156,7 @@ def test_prefill_reason_gives_the_bound_in_its_own_tokens():
 
 def test_speculative_compute_line_and_formula_agree():
     c = check.check_claim(V41, "b300", 4, 4000, per="total", batch=1, tokens_per_step=3.51)
-    comp = c.readings[0]
+    comp = c.ceilings[0]
     # 217,650 verified tokens/s per GPU x 3.51 kept / 6 verified = 127,325
     assert comp.tok_s_per_gpu == pytest.approx(217_650 * 3.51 / 6, rel=1e-4)
     assert comp.formula.endswith(f"= {comp.tok_s_per_gpu:,.0f} tokens/s kept")
@@ -179,7 +179,7 @@ def test_h200_examples_plausible_and_impossible_and_fp4_note():
     assert ok.verdict == "possible"
     assert any("no fp4 tensor cores" in n for n in ok.notes)
     # Hopper runs the FP4 experts at FP8: 1.979 PF / 32 GFLOP = 61,844 tok/s per GPU
-    assert ok.readings[0].tok_s_per_gpu == pytest.approx(1.979e15 / 32e9)
+    assert ok.ceilings[0].tok_s_per_gpu == pytest.approx(1.979e15 / 32e9)
     bad = check.check_claim(V41, "h200", 8, 100_000)
     assert bad.verdict == "impossible" and bad.ratio == pytest.approx(100_000 / (1.979e15 / 32e9))
     edge = check.check_claim(V41, "h200", 8, 1.979e15 / 32e9)
@@ -196,7 +196,7 @@ def test_speculation_verifies_more_than_it_keeps():
     one = check.check_claim(V41, "gb300", 72, 1000)
     spec = check.check_claim(V41, "gb300", 72, 1000, tokens_per_step=3.51)
     # compute: a 6-token verify keeps 3.51 tokens
-    assert spec.readings[0].tok_s_per_gpu == pytest.approx(one.readings[0].tok_s_per_gpu * 3.51 / 6)
+    assert spec.ceilings[0].tok_s_per_gpu == pytest.approx(one.ceilings[0].tok_s_per_gpu * 3.51 / 6)
 
 
 def test_sensitivity_band_brackets_the_ratio():
@@ -308,28 +308,28 @@ def _points_like(wb, value: float, **changes):
     ],
 )
 def test_only_a_point_of_the_same_basis_decides(monkeypatch, value, changes, verdict):
-    from rackbook.results import evidence, workload
+    from rackbook.results import claim_check, evidence
 
-    wb = workload.workload_basis(
+    wb = claim_check.workload_basis(
         "deepseek-v4.1-flash", "gb300", 72, "output", None, None, None, None
     )
     monkeypatch.setattr(evidence, "published_points", lambda: _points_like(wb, value, **changes))
-    r = workload.published_for_workload(wb, 954_000.0)
+    r = claim_check.published_for_workload(wb, 954_000.0)
     assert r.verdict == verdict, r.reason
     assert r.extra["decided_on"] == ([] if verdict == "none published" else ["hand:1"])
     assert r.extra["closest"][0]["url"] == "https://x.test/1"
 
 
 def test_counted_total_with_a_cached_share_counts_the_cached_prefix():
-    from rackbook.results import workload
+    from rackbook.results import claim_check
 
-    b = workload.workload_basis(
+    b = claim_check.workload_basis(
         "deepseek-v4.1-flash", "gb300", 4, "total", 114_400, 1_000, 0.9, 128
     )
     assert (b.tokens, b.isl, b.osl, b.cached_share, b.concurrency) == (
         "input incl. cached+output", 114_400, 1_000, 0.9, 128,
     )  # fmt: skip
-    assert workload.workload_basis("m", "gb300", 4, "total", None, None, None, None).tokens == (
+    assert claim_check.workload_basis("m", "gb300", 4, "total", None, None, None, None).tokens == (
         "input+output"
     )
 
@@ -358,7 +358,7 @@ def test_the_agentic_inferencex_point_at_its_own_concurrency():
     assert c.fractions["decode"] == pytest.approx(904.93 / 63_395.4, rel=1e-4)
     assert c.fractions["prefill"] == pytest.approx(103_524.07 * 2.65739e-6, rel=1e-4)
     assert c.ratio == pytest.approx(0.2894, abs=2e-4) and c.verdict == "possible"
-    mem = next(r for r in c.readings if r.name == "memory bandwidth")
+    mem = next(r for r in c.ceilings if r.name == "memory bandwidth")
     assert mem.tok_s_per_gpu == pytest.approx(63_395.4, rel=1e-5)
 
 

@@ -135,12 +135,12 @@ print(json.dumps(on))
 """
 
 _HEADLINES = """
-import importlib, json
-from rackbook import paths
+import json
 from rackbook.core import traces
+from rackbook import paths
+from rackbook.results import REGISTRY
 out = {}
-for r in paths.RESULTS:
-    m = importlib.import_module(f"rackbook.results.{r.replace('-', '_')}")
+for r, m in REGISTRY.items():
     d = m.outcome(m.analyse(traces.read_trace(paths.TRACES / r))).to_dict("trace")
     d.pop("created")
     out[r] = d

@@ -87,8 +87,8 @@ def test_score_hand_example() -> None:
         eplb_balance.score(loads, 2, 2, 0)
 
 
-def test_readings_of_the_claims_own_figures() -> None:
-    r = eplb_balance.readings(0.35, 0.94, 0.969)
+def test_recovered_shares_of_the_claims_own_figures() -> None:
+    r = eplb_balance.recovered_shares(0.35, 0.94, 0.969)
     pct = dict(zip(r["reading"], r["pct"], strict=True))
     assert pct["gap closed"] == pytest.approx(100 * 0.59 / 0.65)  # 90.77 %
     assert pct["ratio to uniform"] == pytest.approx(94.0)
@@ -300,7 +300,7 @@ def test_hand_trace_analysis_by_hand(hand_gpu) -> None:
     assert a.claim_pct["gap closed"] == pytest.approx(100 * 0.59 / 0.65)
     assert a.claim_pct["ratio to uniform"] == pytest.approx(94.0)
     assert a.floor_needed == pytest.approx(0.94 / 0.97)
-    assert list(a.readings.columns) == [
+    assert list(a.shares.columns) == [
         "reading",
         "formula",
         "model (%)",
@@ -435,7 +435,7 @@ def test_no_claim_figure_is_typed_in_the_chapter() -> None:
     """The published figures reach the module, its figures and the notebook only through the
     registry (tests may type them; src and notebooks may not)."""
     files = [
-        paths.ROOT / "src/rackbook/results/eplb_balance.py",
+        *sorted((paths.ROOT / "src/rackbook/results/eplb_balance").glob("*.py")),
         paths.ROOT / "src/rackbook/book/figures/eplb_balance.py",
         paths.NOTEBOOKS / "eplb-balance.ipynb",
     ]

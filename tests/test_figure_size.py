@@ -16,6 +16,7 @@ from rackbook import paths
 from rackbook.book import plotting
 from rackbook.book.figures import published
 from rackbook.core import traces
+from rackbook.results import REGISTRY
 
 
 def _figures():
@@ -35,8 +36,7 @@ _ANALYSES: dict[str, object] = {}
 
 def _analysis(result: str):  # type: ignore[no-untyped-def]
     if result not in _ANALYSES:
-        module = importlib.import_module(f"rackbook.results.{result.replace('-', '_')}")
-        _ANALYSES[result] = module.analyse(traces.read_trace(paths.TRACES / result))
+        _ANALYSES[result] = REGISTRY[result].analyse(traces.read_trace(paths.TRACES / result))
     return _ANALYSES[result]
 
 

@@ -21,12 +21,7 @@ MIN_REASON_WORDS = 6
 MARKER = "One idea:"
 
 #: module (path under src/) -> who is splitting it. Remove an entry when its branch merges.
-BEING_SPLIT: dict[str, str] = {
-    # engineer C, branch `registry`: results under 800 lines, rack_scaling's cost module
-    "rackbook/results/rack_scaling.py": "C registry",
-    "rackbook/results/context_latency.py": "C registry",
-    "rackbook/results/eplb_balance.py": "C registry",
-}
+BEING_SPLIT: dict[str, str] = {}
 
 
 def line_count(path: Path) -> int:

@@ -103,12 +103,13 @@ def test_parameter_defaults_match_the_analysis(nb):
     change the chapter. Each parameter the result's ``Params`` declares has the same default."""
     import ast
     import dataclasses
-    import importlib
 
     import papermill
 
+    from rackbook.results import REGISTRY
+
     declared = papermill.inspect_notebook(str(nb))
-    params = importlib.import_module(f"rackbook.results.{nb.stem.replace('-', '_')}").Params
+    params = REGISTRY[nb.stem].Params
     for f in dataclasses.fields(params):
         if f.name not in declared:
             continue

@@ -12,6 +12,7 @@ import pytest
 
 from rackbook import paths
 from rackbook.core import traces
+from rackbook.results import REGISTRY
 
 matplotlib.use("Agg")
 
@@ -47,7 +48,7 @@ def _cases() -> list[tuple[str, str, list[str]]]:
     "result,case,pids", _cases(), ids=lambda x: str(x) if isinstance(x, str) else ""
 )
 def test_a_chapter_builds_from_a_subset(result, case, pids):
-    module = importlib.import_module(f"rackbook.results.{result.replace('-', '_')}")
+    module = REGISTRY[result]
     figures = importlib.import_module(f"rackbook.book.figures.{result.replace('-', '_')}")
     t = subset(traces.read_trace(paths.TRACES / result), pids)
     an = module.analyse(t)

@@ -9,7 +9,6 @@ data/models/deepseek-v4.1-flash.yaml): decode compute ceiling 1 / (2 x 8.4935e9 
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import yaml
 from rackbook import paths
 from rackbook.core.traces import read_trace
 from rackbook.inputs.claims import load_claims
+from rackbook.results import REGISTRY
 
 #: Physics verdicts of the shipped registry on the shipped traces (after issue 20).
 SHIPPED = {
@@ -47,10 +47,8 @@ def _registry(tmp_path: Path, claim_id: str, **fields: object):
 
 
 def _physics(result: str, registry=None) -> dict[str, object]:
-    mod = importlib.import_module("rackbook.results." + result.replace("-", "_"))
-    an = mod.analyse(read_trace(paths.TRACES / result), registry=registry)
-    rs = getattr(an, "claim_readings", None) or an.readings
-    return {r.claim_id: r for r in rs if r.reading == "physics"}
+    an = REGISTRY[result].analyse(read_trace(paths.TRACES / result), registry=registry)
+    return {r.claim_id: r for r in an.readings if r.reading == "physics"}
 
 
 @pytest.mark.parametrize("result", ["rack-scaling", "prefill-gain", "single-user"])
@@ -63,7 +61,7 @@ def test_rack_throughput_above_what_any_cached_share_gives_is_impossible(tmp_pat
     """Counted cache hits cost no GEMM, but each request's new tokens still scan the prefix:
     the most counted tok/s per GPU any share gives is about 3.33e10 (requests of 1,048,576
     tokens, all cached but one new input token and one output token; see
-    rack_scaling.cached_ceiling). 1e11 tok/s per GPU is above it: impossible on every
+    physics.results_bounds.cached_ceiling). 1e11 tok/s per GPU is above it: impossible on every
     per-GPU reading, where the shipped 954,000 reads undetermined (it fits with >= 64.0 % of
     the input tokens cached at ISL 100,000 / OSL 1,000)."""
     r = _physics("rack-scaling", _registry(tmp_path, "rack-scaling.throughput", value=1e11))

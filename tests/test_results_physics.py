@@ -152,9 +152,9 @@ def test_registry_states_only_what_the_write_up_states():
 
 
 def _physics_reading(result: str):
-    import importlib
+    from rackbook.results import REGISTRY
 
-    mod = importlib.import_module("rackbook.results." + result.replace("-", "_"))
+    mod = REGISTRY[result]
     out = mod.outcome(mod.analyse(read_trace(paths.TRACES / result)))
     return out, [r for r in out.readings if r.reading == "physics"]
 
@@ -210,3 +210,15 @@ def test_context_latency_says_what_measured_kernels_add():
     pct = by["context-latency.delta-pct"]
     assert pct["ratio"] == pytest.approx(60 / 7 * 1e-3 / pct["step_lo_s"], rel=1e-9)
     assert "tensor-parallel" in pct["deployment"]
+
+
+def test_compute_ceiling_written_out_in_latex():
+    """GB300 decode: 1 / (2 x 8.493e9 / 15e15 + 2 x 7.507e9 / 5e15) = 241,834 tok/s per GPU,
+    written with the numbers it divides (FP4 experts, FP8 dense); on an H200 (no FP4) the
+    experts run at FP8's 1.979e15."""
+    t = results_bounds.compute_ceiling_latex("deepseek-v4.1-flash", "gb300", "decode")
+    assert r"\dfrac{2 \times 8.49 \times 10^{9}}{15 \times 10^{15}}" in t
+    assert r"\dfrac{2 \times 7.51 \times 10^{9}}{5 \times 10^{15}}" in t
+    assert t.startswith(r"C_\text{decode} = \frac{1}") and "= 241{,}834" in t
+    h = results_bounds.compute_ceiling_latex("deepseek-v4.1-flash", "h200", "prefill")
+    assert r"{1.98 \times 10^{15}}" in h and h.startswith(r"C_\text{prefill}")

@@ -157,13 +157,11 @@ def test_claim_vs_floor():
 
 def test_collective_budget():
     # (1.2107 - 0.3756) ms / 40 layers = 20.88 us; (4.2494 - 0.3918) ms / 40 = 96.44 us
-    assert single_user.collective_budget_us(1000 / 826, STEP_1_MS, 40) == pytest.approx(
-        20.8767, abs=1e-3
-    )
-    assert single_user.collective_budget_us(3510 / 826, STEP_S_MS, 40) == pytest.approx(
-        96.4390, abs=1e-3
-    )
-    assert single_user.collective_budget_us(1.0, 2.0, 40) < 0  # no time left
+    from rackbook.physics.results_bounds import collective_budget_us
+
+    assert collective_budget_us(1 / 826, STEP_1_MS / 1e3, 40) == pytest.approx(20.8767, abs=1e-3)
+    assert collective_budget_us(3.51 / 826, STEP_S_MS / 1e3, 40) == pytest.approx(96.4390, abs=1e-3)
+    assert collective_budget_us(1e-3, 2e-3, 40) < 0  # no time left
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ physics verdict beside a margin that contradicts it cannot be constructed at all
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from dataclasses import asdict
 
@@ -19,7 +18,7 @@ from rackbook.book import chapter, pages, rerun
 from rackbook.core import traces
 from rackbook.inputs.catalogs import list_models, load_hardware
 from rackbook.inputs.claims import load_claims
-from rackbook.results import evidence, headline
+from rackbook.results import REGISTRY, evidence, headline
 from rackbook.results.conclusions import conclusions
 
 _OUTCOMES: dict[str, object] = {}
@@ -27,7 +26,7 @@ _OUTCOMES: dict[str, object] = {}
 
 def _outcome(result: str):  # type: ignore[no-untyped-def]
     if result not in _OUTCOMES:
-        module = importlib.import_module(f"rackbook.results.{result.replace('-', '_')}")
+        module = REGISTRY[result]
         an = module.analyse(traces.read_trace(paths.TRACES / result))
         _OUTCOMES[result] = (an, module.outcome(an))
     return _OUTCOMES[result]
@@ -83,7 +82,7 @@ def test_no_physics_reading_of_any_catalog_gpu_or_model_leaks(per):
         for gpu in load_hardware().gpus:
             for tok_s in (100.0, 1e5, 1e7):
                 c = check.check_claim(model, gpu, 8, tok_s, per=per)
-                texts = [c.reason, *c.notes] + [f"{r.name}: {r.formula}" for r in c.readings]
+                texts = [c.reason, *c.notes] + [f"{r.name}: {r.formula}" for r in c.ceilings]
                 found += [f"{model} {gpu} {tok_s:g}: {x}" for t in texts for x in leaks(t)]
     assert found == []
 

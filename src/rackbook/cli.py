@@ -35,7 +35,7 @@ HANDLERS: dict[str, str] = {
     "list": "rackbook.book.runner:cli_list",
     "book": "rackbook.book.build:cli_book",
     "kv-bytes": "rackbook.physics.roofline:cli_kv_bytes",
-    "check": "rackbook.results.workload:cli_check",
+    "check": "rackbook.results.claim_check:cli_check",
     "eplb": "rackbook.physics.eplb:cli_eplb",
     "record": "rackbook.live:cli_record",
     "calibrate": "rackbook.cli:cli_calibrate",

@@ -11,7 +11,6 @@ import argparse
 import ast
 import contextlib
 import dataclasses
-import importlib
 import json
 import math
 import os
@@ -74,6 +73,13 @@ def declared_parameters(nb: Path) -> dict[str, Any]:
     return papermill.inspect_notebook(str(nb))
 
 
+def notebook_defaults(result: str) -> dict[str, Any]:
+    """The parameters ``result``'s notebook runs with when none is given: its ``parameters``
+    cell's defaults, by name (a default that is not a Python literal reads as None)."""
+    declared = declared_parameters(notebook_path(result))
+    return {n: _default_value(d.get("default")) for n, d in declared.items()}
+
+
 def _default_value(text: Any) -> Any:
     """A parameter's default as papermill reports it (Python literal text); None if unknown."""
     try:
@@ -88,9 +94,10 @@ def _declared_kind(result: str | None, name: str, default: Any) -> tuple[str | N
     declares the parameter (a default of None says nothing), else from the default's type."""
     hint = None
     if result is not None:
-        module = importlib.import_module(f"rackbook.results.{result.replace('-', '_')}")
-        params = getattr(module, "Params", None)
-        if params is not None and name in {f.name for f in dataclasses.fields(params)}:
+        from rackbook.results import REGISTRY  # loads the six results: only when asked
+
+        params = REGISTRY[result].Params
+        if name in {f.name for f in dataclasses.fields(params)}:  # type: ignore[arg-type]
             hint = typing.get_type_hints(params)[name]
     if hint is not None:
         args = set(typing.get_args(hint)) or {hint}

@@ -124,11 +124,32 @@ class PriceSpec(_Strict):
     sources: Urls
 
 
+class TokenPriceSpec(_Strict):
+    """Prices of tokens, in US dollars per million tokens, that a cost calculator charges:
+    uncached (input tokens computed, and output tokens) and cached input tokens; the date they
+    were read (``read``, ISO) and where (``sources``)."""
+
+    id: str = ""
+    name: Text
+    usd_per_m_uncached: PosFloat
+    usd_per_m_cached: Annotated[float, Field(ge=0)]
+    read: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+    notes: str | None = None
+    sources: Urls
+
+    @model_validator(mode="after")
+    def _cached_below_uncached(self) -> TokenPriceSpec:
+        if not self.usd_per_m_cached < self.usd_per_m_uncached:
+            raise ValueError("usd_per_m_cached must be below usd_per_m_uncached")
+        return self
+
+
 class HardwareCatalog(_Strict):
     schema_version: Literal[1]
     gpus: dict[str, GpuSpec]
     systems: dict[str, SystemSpec]
     prices: dict[str, PriceSpec] = {}
+    token_prices: dict[str, TokenPriceSpec] = {}
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,7 +349,7 @@ def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     p = _hardware_path(path)
     shown = loader.display_path(p)
     cat = loader.validate(HardwareCatalog, loader.read_yaml(p), shown)
-    for section in ("gpus", "systems", "prices"):
+    for section in ("gpus", "systems", "prices", "token_prices"):
         for key, entry in getattr(cat, section).items():
             if entry.id and entry.id != key:
                 raise InputError(shown, f"{section}.{key}.id", f"{entry.id!r} differs from key")
@@ -383,6 +404,11 @@ def system(id: str, path: str | Path | None = None) -> SystemSpec:
 def price(id: str, path: str | Path | None = None) -> PriceSpec:
     """The price ``id`` (e.g. ``gb300-tco-hyperscaler``) from the hardware catalog."""
     return _lookup("prices", "price", id, path)
+
+
+def token_price(id: str, path: str | Path | None = None) -> TokenPriceSpec:
+    """The token prices ``id`` (e.g. ``inferencex-tco-calculator``) from the hardware catalog."""
+    return _lookup("token_prices", "token price", id, path)
 
 
 def models_dir() -> Path:

@@ -79,7 +79,7 @@ def physics_verdict(ratio: float, margin: float = MARGIN) -> str:
 
 
 @dataclass(frozen=True)
-class Reading:
+class PerGpuCeiling:
     """One ceiling: tokens/s per GPU, what it is, and the arithmetic; ``phase`` is the phase
     whose tokens it bounds (empty for memory capacity)."""
 
@@ -108,7 +108,7 @@ class Check:
     ceiling_tok_s_per_gpu: float
     limit: str
     batch: int | None
-    readings: list[Reading]
+    ceilings: list[PerGpuCeiling]
     notes: list[str] = field(default_factory=list)
     counted: str = "output"
     fractions: dict[str, float] = field(default_factory=dict)
@@ -188,7 +188,7 @@ def memory_ceiling(
     kv_dtype: str | None = "fp4",
     efficiency: float = 1.0,
     active_scale: float = 1.0,
-) -> Reading:
+) -> PerGpuCeiling:
     """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences decoding
     together on ``gpus`` GPUs, from the fewest bytes a step can read (bytes, bytes/s):
 
@@ -234,7 +234,7 @@ def memory_ceiling(
         f"{plural(whole(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
         f"{plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     )
-    return Reading("memory bandwidth", tps, formula, "decode")
+    return PerGpuCeiling("memory bandwidth", tps, formula, "decode")
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ def prefill_ceiling(
     efficiency: float = 1.0,
     active_scale: float = 1.0,
     chunk: int = PREFILL_CHUNK,
-) -> list[Reading]:
+) -> list[PerGpuCeiling]:
     """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
     encoder layers only: compute (GEMMs + attention and indexer FLOP at the prefix,
     :func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the prefix's KV reads
@@ -335,14 +335,14 @@ def prefill_ceiling(
     comp = roofline.compute_ceiling_tokens_per_s(
         model, gpu, "prefill", efficiency=efficiency, active_scale=active_scale, context=prefix
     )
-    out = [Reading("compute", comp.tokens_per_s, comp.formula, "prefill")]
+    out = [PerGpuCeiling("compute", comp.tokens_per_s, comp.formula, "prefill")]
     if kv_dtype and prefix:
         r = roofline.context_reads(model, prefix, "prefill", kv_dtype)
         bw = gpu.hbm_bandwidth_bytes_per_s * efficiency
         per_token = r.total / chunk
         tps = bw / per_token if per_token else math.inf
         out.append(
-            Reading(
+            PerGpuCeiling(
                 "KV read",
                 tps,
                 f"{r.formula.replace(' per token', '')} read once per chunk of {chunk} new "
@@ -511,7 +511,7 @@ def check_claim(
         ceiling: float,
         limit: str,
         chosen: float | None,
-        readings: list[Reading],
+        ceilings: list[PerGpuCeiling],
         fractions: dict[str, float],
     ) -> Check:
         return Check(
@@ -525,7 +525,7 @@ def check_claim(
             ceiling,
             limit,
             None if chosen is None else whole(chosen),
-            readings,
+            ceilings,
             notes,
             counted,
             fractions,
@@ -535,8 +535,8 @@ def check_claim(
             g.label,
         )
 
-    readings: list[Reading] = []
-    binding: dict[str, Reading] = {}
+    ceilings: list[PerGpuCeiling] = []
+    binding: dict[str, PerGpuCeiling] = {}
     if phase in ("decode", "mixed"):
         comp = roofline.compute_ceiling_tokens_per_s(
             m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=dec_ctx
@@ -550,14 +550,16 @@ def check_claim(
                 f"{comp.tokens_per_s:,.0f} x {tokens_per_step:g} / {verify} = {comp_tps:,.0f} "
                 "tokens/s kept"
             )
-        readings.append(Reading("compute", comp_tps, formula, "decode"))
+        ceilings.append(PerGpuCeiling("compute", comp_tps, formula, "decode"))
     cap = capacity(m, g, gpus, context=max(dec_ctx, longest), kv_dtype=kv_dtype)
-    readings.append(Reading("memory capacity", math.inf if cap.sequences else 0.0, cap.formula))
+    ceilings.append(
+        PerGpuCeiling("memory capacity", math.inf if cap.sequences else 0.0, cap.formula)
+    )
     lacking = cap.what_does_not_fit
     if lacking is not None:
         notes.insert(0, f"{cap.formula} on {g.name}")
         return result(
-            "impossible", math.inf, 0.0, f"memory capacity ({lacking})", batch, readings, {}
+            "impossible", math.inf, 0.0, f"memory capacity ({lacking})", batch, ceilings, {}
         )
     cap_total = cap.sequences * gpus
     if batch is not None and batch > cap_total:
@@ -568,7 +570,7 @@ def check_claim(
             f"{cap.sequences:,} per GPU fit ({cap.formula})",
         )
         return result(
-            "impossible", math.inf, 0.0, "memory capacity (KV cache)", batch, readings, {}
+            "impossible", math.inf, 0.0, "memory capacity (KV cache)", batch, ceilings, {}
         )
     chosen = batch
     fractions: dict[str, float] = {}
@@ -596,22 +598,22 @@ def check_claim(
                     break
                 b *= 2
             chosen, mem = best
-            mem = Reading(
+            mem = PerGpuCeiling(
                 mem.name, mem.tok_s_per_gpu, mem.formula + f" (best batch {chosen:,})", "decode"
             )
             notes.append(
                 f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
                 f"{plural(gpus, 'GPU')}), the claimant's free choice"
             )
-        readings.append(mem)
-        dec = min((r for r in readings if r.phase == "decode"), key=lambda r: r.tok_s_per_gpu)
+        ceilings.append(mem)
+        dec = min((r for r in ceilings if r.phase == "decode"), key=lambda r: r.tok_s_per_gpu)
         binding["decode"] = dec
         fractions["decode"] = out / dec.tok_s_per_gpu
     if phase in ("prefill", "mixed"):
         pre = prefill_ceiling(
             m, g, pre_ctx, kv_dtype=kv_dtype, efficiency=efficiency, active_scale=active_scale
         )
-        readings.extend(pre)
+        ceilings.extend(pre)
         best_pre = min(pre, key=lambda r: r.tok_s_per_gpu)
         binding["prefill"] = best_pre
         fractions["prefill"] = new / best_pre.tok_s_per_gpu
@@ -626,7 +628,7 @@ def check_claim(
     if phase == "prefill" and ratio == 0:
         ceiling = math.inf
     return result(
-        physics_verdict(ratio, margin), ratio, ceiling, limit, chosen, readings, fractions
+        physics_verdict(ratio, margin), ratio, ceiling, limit, chosen, ceilings, fractions
     )
 
 

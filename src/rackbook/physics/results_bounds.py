@@ -10,6 +10,7 @@ names: ``_s`` seconds, ``_us`` microseconds, ``_bytes`` bytes, ``tok_s`` tokens/
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from rackbook.errors import InputError
@@ -232,3 +233,31 @@ def collective_budget_us(claim_step_s: float, floor_step_s: float, moe_layers: i
     if moe_layers < 1:
         raise InputError("-", "moe_layers", f"must be >= 1, got {moe_layers}")
     return 1e6 * (claim_step_s - floor_step_s) / moe_layers
+
+
+# --------------------------------------------------------------------------------------------
+# the compute ceiling, written out
+
+
+def _sci(x: float) -> str:
+    """A LaTeX number in engineering notation: ``8.49 \\times 10^{9}``, ``15 \\times 10^{15}``."""
+    exp = 3 * math.floor(math.log10(abs(x)) / 3)
+    return rf"{x / 10**exp:.3g} \times 10^{{{exp}}}"
+
+
+def compute_ceiling_latex(model: ModelSpec | str, hw: GpuSpec | str, phase: str) -> str:
+    """The compute ceiling per GPU in ``phase`` as LaTeX with its numbers: 1 / (2 x routed
+    params / routed FLOP/s + 2 x dense params / dense FLOP/s) tokens/s
+    (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`, each precision at the one
+    the GPU runs it at). DeepSeek-V4.1-Flash decode on a GB300: ``C_decode = 1 / (2 x 8.49e9 /
+    15e15 + 2 x 7.51e9 / 5e15) = 241,834`` tok/s per GPU."""
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
+    sp = roofline.weight_split(m, phase)
+    f_r = g.flops(g.run_precision(sp.routed_dtype))
+    f_d = g.flops(g.run_precision(sp.dense_dtype))
+    routed = rf"\dfrac{{2 \times {_sci(sp.routed_params)}}}{{{_sci(f_r)}}}"
+    dense = rf"\dfrac{{2 \times {_sci(sp.dense_params)}}}{{{_sci(f_d)}}}"
+    tok_s = roofline.compute_ceiling_tokens_per_s(m, g, phase).tokens_per_s
+    value = f"{tok_s:,.0f}".replace(",", "{,}")
+    ceiling = rf"C_\text{{{phase}}} = \frac{{1}}{{{routed} + {dense}}}"
+    return rf"{ceiling} = {value}\ \text{{tok/s per GPU}}"

@@ -37,6 +37,8 @@ from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "decode-parity"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.decode_parity``).
+FIGURES: tuple[str, ...] = ("fig_decode", "fig_ratio", "fig_prefill")
 #: The claim this chapter tests (data/claims.yaml).
 CLAIM_ID = "decode-parity.gap"
 #: Decode ranks the claim's batch is per: DeepInfer's benchmark settings, decode DEP64 (the
@@ -304,7 +306,7 @@ class Analysis:
         }
 
 
-def decode_bound(params: Params, ranks: int, batch: int) -> check.Reading:
+def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
     """The decode bound per GPU of ``batch`` sequences per rank on ``ranks`` x
     ``params.gpu_id`` (tokens/s per GPU, no context: the most permissive): the lower of the
     compute ceiling (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the
@@ -314,7 +316,7 @@ def decode_bound(params: Params, ranks: int, batch: int) -> check.Reading:
     comp = roofline.compute_ceiling_tokens_per_s(m, g, "decode")
     mem = check.memory_ceiling(m, g, ranks, batch * ranks)
     if comp.tokens_per_s < mem.tok_s_per_gpu:
-        return check.Reading("compute", comp.tokens_per_s, comp.formula, "decode")
+        return check.PerGpuCeiling("compute", comp.tokens_per_s, comp.formula, "decode")
     return mem
 
 

@@ -39,6 +39,8 @@ from rackbook.results import evidence, headline, verdicts
 from rackbook.results.verdicts import RangeVerdict
 
 RESULT = "prefill-gain"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.prefill_gain``).
+FIGURES: tuple[str, ...] = ("fig_distribution", "fig_gain", "fig_ceiling")
 #: The claim this chapter tests (data/claims.yaml): a range in %, behind a cached prefix whose
 #: length is the claim's scope (``scope.context_tokens``).
 CLAIM_ID = "prefill-gain.gain"

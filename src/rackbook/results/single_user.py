@@ -40,6 +40,8 @@ from rackbook.physics.units import plural
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "single-user"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.single_user``).
+FIGURES: tuple[str, ...] = ("fig_gaps", "fig_ceiling", "fig_budget")
 #: The claim this chapter tests (data/claims.yaml): its figure and its GPU count.
 CLAIM_ID = "single-user.throughput"
 #: The rack figure this one must not be set against as "per GPU" (data/claims.yaml).
@@ -272,13 +274,6 @@ def stream_gpus(trace: Trace, default: int) -> int:
     return int(known.max()) if len(known) else default
 
 
-def collective_budget_us(claim_step_ms: float, floor_step_ms: float, moe_layers: int) -> float:
-    """Microseconds per MoE layer left for the expert dispatch and combine across the GPUs
-    when a step takes ``claim_step_ms`` and streaming its bytes takes ``floor_step_ms``
-    (:func:`rackbook.physics.results_bounds.collective_budget_us`; negative: no time left)."""
-    return results_bounds.collective_budget_us(claim_step_ms / 1e3, floor_step_ms / 1e3, moe_layers)
-
-
 def best_reading(floor: pd.DataFrame) -> str:
     """The row of :func:`claim_vs_floor` with the higher bound (it decides the verdict)."""
     return str(floor.set_index("reading")["ceiling_tok_s"].idxmax())
@@ -460,11 +455,11 @@ class Analysis:
             "floor_s_ms": float(f1["floor_step_ms"]),
             "acceptance_url": INFERENCEX_ACCEPTANCE_URL,
             "moe_layers": self.moe_layers,
-            "budget_1_us": collective_budget_us(
-                f0["claim_step_ms"], f0["floor_step_ms"], self.moe_layers
+            "budget_1_us": results_bounds.collective_budget_us(
+                f0["claim_step_ms"] / 1e3, f0["floor_step_ms"] / 1e3, self.moe_layers
             ),
-            "budget_s_us": collective_budget_us(
-                f1["claim_step_ms"], f1["floor_step_ms"], self.moe_layers
+            "budget_s_us": results_bounds.collective_budget_us(
+                f1["claim_step_ms"] / 1e3, f1["floor_step_ms"] / 1e3, self.moe_layers
             ),
             "su_per_gpu": self.per_gpu_single_user,
             "rack_tok_s": self.rack_tok_s,

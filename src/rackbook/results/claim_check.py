@@ -43,8 +43,9 @@ CLOSEST = 3
 
 
 @dataclass(frozen=True)
-class Reading:
-    """One reading: its verdict, a one-line reason, and what else it carries (``extra``)."""
+class CheckVerdict:
+    """One reading of ``rackbook check``: its verdict, a one-line reason, and what else it
+    carries (``extra``)."""
 
     verdict: str
     reason: str
@@ -140,7 +141,7 @@ def basis_text(wb: basis_mod.Basis) -> str:
     return text
 
 
-def published_for_workload(wb: basis_mod.Basis, claimed: float) -> Reading:
+def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``).
 
     Each point's basis is compared with the workload's (:func:`rackbook.core.basis.differences`
@@ -192,7 +193,7 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> Reading:
             }
         )
     if not rows:
-        return Reading(
+        return CheckVerdict(
             "none published",
             "no published per-GPU throughput point",
             {"closest": [], "basis": basis_text(wb)},
@@ -214,19 +215,21 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> Reading:
     like = df[df["like"]]
     extra = {"closest": closest, "basis": basis_text(wb), "decided_on": like["id"].tolist()}
     if like.empty:
-        return Reading(
+        return CheckVerdict(
             "none published",
             f"no verified published measurement of the same basis ({basis_text(wb)}); {near}",
             extra,
         )
     r = evidence.published_reading("workload", claimed, like)
-    return Reading(r.verdict, f"{r.reason}; {near}", extra)
+    return CheckVerdict(r.verdict, f"{r.reason}; {near}", extra)
 
 
-def this_run(trace_dir: str | None, model: str, gpu: str, counted: str, claimed: float) -> Reading:
+def this_run(
+    trace_dir: str | None, model: str, gpu: str, counted: str, claimed: float
+) -> CheckVerdict:
     """The this-run reading of the figure from the trace in ``trace_dir`` (None: untested)."""
     if trace_dir is None:
-        return Reading("untested", "no trace given (--trace DIR)")
+        return CheckVerdict("untested", "no trace given (--trace DIR)")
     check_trace_arg(trace_dir)
     t = read_trace(Path(trace_dir))
     acc = rack_scaling.token_accounting(t)
@@ -234,7 +237,7 @@ def this_run(trace_dir: str | None, model: str, gpu: str, counted: str, claimed:
     column = f"{col}_tok_s_per_gpu"
     per_gpu = acc[column].astype(float) if column in acc else pd.Series(dtype=float)
     if acc.empty or per_gpu.isna().all():
-        return Reading("untested", f"{trace_dir}: no point with a GPU count and {col} tokens")
+        return CheckVerdict("untested", f"{trace_dir}: no point with a GPU count and {col} tokens")
     top = acc.loc[per_gpu.idxmax()]
     key = _key(model).removeprefix("deepseek-")
     testable = verdicts.can_test(t.run, (gpu.upper(),), key)
@@ -251,7 +254,7 @@ def this_run(trace_dir: str | None, model: str, gpu: str, counted: str, claimed:
         run=t.run,
         needs=f"a recording of {model} on {gpu}",
     )
-    return Reading(r.verdict, r.reason)
+    return CheckVerdict(r.verdict, r.reason)
 
 
 def check_trace_arg(trace_dir: str | Path) -> None:
@@ -344,7 +347,9 @@ def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     )
 
 
-def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, Reading]:
+def readings(
+    args: argparse.Namespace,
+) -> tuple[check.Check, CheckVerdict, CheckVerdict, CheckVerdict]:
     """The three readings of ``rackbook check``'s arguments. The physics reading carries the
     attainable estimate (:mod:`rackbook.physics.attainable`) beside the bound; with
     ``--cached-share unknown`` its verdict is the threshold's
@@ -369,7 +374,7 @@ def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, R
     if threshold is not None:
         verdict, reason = threshold.verdict, threshold.formula
     att, att_text = _attainable(args, c, unknown and threshold is not None and bool(share))
-    phys = Reading(
+    phys = CheckVerdict(
         verdict,
         reason,
         {
@@ -398,7 +403,7 @@ def readings(args: argparse.Namespace) -> tuple[check.Check, Reading, Reading, R
                     "tok_s_per_gpu": r.tok_s_per_gpu if math.isfinite(r.tok_s_per_gpu) else None,
                     "formula": r.formula,
                 }
-                for r in c.readings
+                for r in c.ceilings
             ],
             "notes": c.notes,
         },
@@ -468,7 +473,7 @@ def cli_check(args: argparse.Namespace) -> int:
     )
     for a in phys.extra["assumed"]:
         print(f"  assumed: {a}")
-    for r in c.readings:
+    for r in c.ceilings:
         if r.name == "memory capacity":
             shown = "fits" if r.tok_s_per_gpu else "does not fit"
         else:

@@ -1,0 +1,111 @@
+"""Decode latency against context length, and the KV-bandwidth model of its growth.
+
+Definitions (per sweep point with a ``context_tokens`` target; successful requests):
+
+- TPOT (ms) per request = (e2el - ttft) / (output_tokens - 1), requests with more than one
+  output token (vLLM's definition, :func:`rackbook.core.metrics.tpot_s`); ``mean_tpot_ms`` /
+  ``median_tpot_ms`` over the point's requests;
+- ITL (ms): every gap between streamed chunks of the point's requests, pooled; with one token
+  per chunk the ITL is the decode step time (with speculative decoding a chunk may carry
+  several tokens and the ITL is longer than the TPOT);
+- linear fit: least squares TPOT = a + b x context (a in ms, b in ms/token; ``slope_per_1k`` =
+  1000 b in ms per 1,000 tokens);
+- delta between two context lengths lo < hi: delta_ms = L(hi) - L(lo), delta_pct = 100 x
+  delta_ms / L(lo).
+
+Physics (:mod:`rackbook.physics.roofline`): a decode step of DeepSeek-V4.1-Flash does not read
+all of a sequence's stored KV. Its sparse attention scans every index key (about 170 B per
+context token at FP4) and then reads a fixed number of top-k rows, so what grows with context is
+mostly the scan; dense attention over every row would read about 8.5 kB per context token. Both
+ends are shown (:func:`rackbook.physics.roofline.context_growth`), each with its assumption.
+
+The published figures (bytes per token, the delta in ms and in %, their tolerances and the pair
+of context lengths) come from the claims registry (``data/claims.yaml``): :func:`analyse` reads
+them; the functions below take them as arguments.
+
+The package holds, one module each: ``measure`` (latency by context, the fit, the delta,
+memory), ``readings`` (the claims' readings) and ``chapter`` (parameters, analysis, outcome);
+every public name is here too.
+"""
+
+from __future__ import annotations
+
+from rackbook.results.context_latency.chapter import (
+    FIGURES,
+    RESULT,
+    Analysis,
+    Params,
+    analyse,
+    outcome,
+)
+from rackbook.results.context_latency.measure import (
+    DELTA_FORMULA,
+    FIT_FORMULA,
+    SERIES_KEYS,
+    Delta,
+    LinearFit,
+    decode_latency_by_context,
+    delta,
+    fit_linear,
+    main_series,
+    memory_by_context,
+    single_context,
+    t_975,
+)
+from rackbook.results.context_latency.readings import (
+    DEFAULT_WEIGHT_GPUS,
+    DELTA_ID,
+    DELTA_PCT_ID,
+    KV_BYTES_ID,
+    KV_BYTES_KEY,
+    KV_READ_FORMULA,
+    GrowthReading,
+    ImpliedLatency,
+    claimed_span,
+    delta_run_reading,
+    evidence_kind,
+    growth_attainable,
+    growth_physics,
+    implied_latency_physics,
+    kv_bytes_in_run,
+    kv_bytes_physics,
+    kv_bytes_run_reading,
+)
+
+__all__ = [
+    "Analysis",
+    "DEFAULT_WEIGHT_GPUS",
+    "DELTA_FORMULA",
+    "DELTA_ID",
+    "DELTA_PCT_ID",
+    "Delta",
+    "FIGURES",
+    "FIT_FORMULA",
+    "GrowthReading",
+    "ImpliedLatency",
+    "KV_BYTES_ID",
+    "KV_BYTES_KEY",
+    "KV_READ_FORMULA",
+    "LinearFit",
+    "Params",
+    "RESULT",
+    "SERIES_KEYS",
+    "analyse",
+    "claimed_span",
+    "decode_latency_by_context",
+    "delta",
+    "delta_run_reading",
+    "evidence_kind",
+    "fit_linear",
+    "growth_attainable",
+    "growth_physics",
+    "implied_latency_physics",
+    "kv_bytes_in_run",
+    "kv_bytes_physics",
+    "kv_bytes_run_reading",
+    "main_series",
+    "memory_by_context",
+    "outcome",
+    "single_context",
+    "t_975",
+]

@@ -1,0 +1,547 @@
+"""The context-latency chapter: its parameters, the analysis of a trace, what it concludes
+(headlines, readings, flips) and the values its prose quotes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import validity
+from rackbook.core.traces import Trace
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.physics import results_bounds, roofline, units
+from rackbook.results import evidence, headline, verdicts
+from rackbook.results.context_latency.measure import (
+    Delta,
+    LinearFit,
+    decode_latency_by_context,
+    delta,
+    fit_linear,
+    main_series,
+    memory_by_context,
+    single_context,
+)
+from rackbook.results.context_latency.readings import (
+    DEFAULT_WEIGHT_GPUS,
+    DELTA_ID,
+    DELTA_PCT_ID,
+    KV_BYTES_ID,
+    GrowthReading,
+    ImpliedLatency,
+    claimed_span,
+    delta_run_reading,
+    evidence_kind,
+    growth_attainable,
+    growth_physics,
+    implied_latency_physics,
+    kv_bytes_physics,
+    kv_bytes_run_reading,
+)
+
+RESULT = "context-latency"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.context_latency``).
+FIGURES: tuple[str, ...] = (
+    "fig_memory",
+    "fig_capacity",
+    "fig_latency",
+    "fig_growth",
+    "fig_implied",
+)
+
+# --------------------------------------------------------------------------------------------
+# The chapter
+
+
+@dataclass(frozen=True)
+class Params(headline.Params):
+    """The chapter's analysis parameters (the notebook's ``parameters`` cell): the model entry,
+    GPU entry and KV-cache dtype of the arithmetic; the pair of context lengths ``lo`` < ``hi``
+    (tokens; ``None``: the registry's pair); sequences per GPU growing from lo to hi and GPUs
+    sharing one sequence's reads (context growth); GPUs one copy of the routed experts is spread
+    over (weights per GPU: dense weights on every GPU plus that share of the experts), weight
+    bytes per GPU (``None``: derived from the model entry), the share of HBM vLLM may use, and
+    the relative tolerance of KV bytes per token a trace reports (block rounding)."""
+
+    model_id: str = "deepseek-v4.1-flash"
+    gpu_id: str = "gb300"
+    kv_dtype: str = "fp4"
+    lo: int | None = None
+    hi: int | None = None
+    batch: int = 1
+    n_gpus: int = 1
+    weight_gpus: int = DEFAULT_WEIGHT_GPUS
+    weight_bytes_per_gpu: float | None = None
+    memory_fraction: float = 0.9
+    kv_rel_tol: float = 0.02
+
+
+@dataclass
+class Analysis:
+    """Everything the chapter shows: the KV bytes per token at every dtype, memory per sequence
+    and sequences per GPU over a grid of contexts, decode latency against context (the trace's
+    main series, its fit and the delta), the context growth of a decode step at both ends, the
+    latency the claims imply, the three readings of each claim, and the values its prose
+    quotes."""
+
+    trace: Trace
+    params: Params
+    claim_kv: Claim
+    claim_delta: Claim
+    claim_pct: Claim
+    lo: int
+    hi: int
+    model: ModelSpec
+    hw: GpuSpec
+    kv_bytes: dict[str, roofline.KvBytes]
+    weights: roofline.Storage
+    w_per_gpu: float
+    memory: dict[str, pd.DataFrame]
+    table: pd.DataFrame
+    series: pd.DataFrame
+    fit: LinearFit
+    measured: Delta
+    growth: GrowthReading
+    implied: ImpliedLatency
+    tolerance_ms: float
+    readings: list[headline.ClaimReading]
+    hardware: str
+    kind: str
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """Global KV bytes per token at the chapter's dtype."""
+        return self.kv_bytes[self.params.kv_dtype].bytes_per_token
+
+    @property
+    def kv_table(self) -> pd.DataFrame:
+        """One row per dtype: rows per token, KV and indexer row bytes, bytes per token."""
+        return pd.DataFrame(
+            {
+                "kv_dtype": d,
+                "rows_per_token": float(b.rows_per_token),
+                "kv_row_bytes": float(b.kv_row_bytes),
+                "indexer_row_bytes": float(b.indexer_row_bytes),
+                "bytes_per_token": b.bytes_per_token,
+            }
+            for d, b in self.kv_bytes.items()
+        )
+
+    @property
+    def reads_table(self) -> pd.DataFrame:
+        """Context bytes one decode step reads per sequence at lo and hi, at both ends (MB)."""
+        rows = []
+        for c in (self.lo, self.hi):
+            r = roofline.decode_kv_reads(self.model, c, self.params.kv_dtype)
+            rows.append(
+                {
+                    "context_tokens": c,
+                    "stored_mb": roofline.kv_bytes_per_sequence(self.model, c, r.kv_dtype) / 1e6,
+                    "sparse_read_mb": r.sparse_bytes / 1e6,
+                    "dense_read_mb": r.dense_bytes / 1e6,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    @property
+    def at(self) -> pd.DataFrame:
+        """Memory per sequence at the chapter's dtype, indexed by context (tokens)."""
+        return self.memory[self.params.kv_dtype].set_index("context_tokens")
+
+    @property
+    def weights_note(self) -> str:
+        """How the weight bytes per GPU were obtained (derived, with the arithmetic, or given)."""
+        if self.params.weight_bytes_per_gpu is None:
+            return (
+                f"{self.weights.formula}; per GPU: dense + routed / {self.params.weight_gpus} = "
+                f"{self.w_per_gpu / 1e9:.1f} GB"
+            )
+        return f"given: {self.w_per_gpu:.4g} B per GPU"
+
+    @property
+    def latency_table(self) -> pd.DataFrame:
+        """The main series' TPOT and ITL per context length, as the chapter shows it."""
+        cols = ["context_tokens", "requests", "mean_tpot_ms", "median_tpot_ms", "median_itl_ms"]
+        return self.series[cols].round(3)
+
+    @property
+    def pair_note(self) -> str:
+        """Which pair of contexts the measured delta uses, in words."""
+        d = self.measured
+        if d.pair == "requested":
+            return "the requested pair"
+        return (
+            f"the longest pair the trace has ({d.lo:,} and {d.hi:,} tokens), because it "
+            f"does not reach {self.lo:,} and {self.hi:,}"
+        )
+
+    @property
+    def rerun_contexts(self) -> list[int]:
+        """Prompt lengths (tokens) of the live rerun: lo, 2 lo, 4 lo and hi."""
+        return sorted({self.lo, 2 * self.lo, 4 * self.lo, self.hi})
+
+    def values(self) -> dict[str, Any]:
+        """Numbers and words the chapter's prose quotes (glued by name)."""
+        m, kvb, at, d, f = self.model, self.kv_bytes, self.at, self.measured, self.fit
+        b = kvb[self.params.kv_dtype]
+        g, im = self.growth, self.implied
+        reads = self.reads_table.set_index("context_tokens")
+        return {
+            "claim_kv": int(self.claim_kv.value or 0),
+            "claim_delta_ms": float(self.claim_delta.value or 0),
+            "claim_pct": float(self.claim_pct.value or 0),
+            "lo": int(self.lo),
+            "hi": int(self.hi),
+            "window": int(m.architecture.sliding_window or 0),
+            "owning_layers": ", ".join(map(str, m.kv_cache.owning_layers or [])),
+            "consumers": ", ".join(map(str, m.kv_cache.consumers or [])),
+            "n_layers": int(m.architecture.num_layers or 0),
+            "backbone_b": (m.params.backbone or 0) / 1e9,
+            "hardware": self.hardware,
+            "trace_kind": self.trace.kind,
+            "kv_bytes": int(b.bytes_per_token),
+            "kv_dtype": self.params.kv_dtype,
+            "rows_per_token": float(b.rows_per_token),
+            "kv_row": float(b.kv_row_bytes),
+            "idx_row": float(b.indexer_row_bytes),
+            "kv_fp8": int(kvb["fp8"].bytes_per_token),
+            "kv_bf16": int(kvb["bf16"].bytes_per_token),
+            "weights_total_gb": self.weights.total_bytes / 1e9,
+            "weight_gpus": int(self.params.weight_gpus),
+            "w_per_gpu_gb": self.w_per_gpu / 1e9,
+            "weights_routed_gb": self.weights.routed_bytes / 1e9,
+            "weights_dense_gb": self.weights.dense_bytes / 1e9,
+            "moe_layers": int(m.moe.num_moe_layers or 0),
+            "hbm_gb": self.hw.hbm_capacity_bytes / 1e9,
+            "mem_frac": float(self.params.memory_fraction),
+            "seq_lo_mb": float(at.loc[self.lo, "kv_bytes_per_sequence"]) / 1e6,
+            "seq_hi_mb": float(at.loc[self.hi, "kv_bytes_per_sequence"]) / 1e6,
+            "fit_lo": int(at.loc[self.lo, "sequences_per_gpu"]),
+            "fit_hi": int(at.loc[self.hi, "sequences_per_gpu"]),
+            "sparse_lo_mb": float(reads.loc[self.lo, "sparse_read_mb"]),
+            "sparse_hi_mb": float(reads.loc[self.hi, "sparse_read_mb"]),
+            "dense_hi_mb": float(reads.loc[self.hi, "dense_read_mb"]),
+            "n_points": int(len(self.series)),
+            "ctx_min": int(f.context_min),
+            "ctx_max": int(f.context_max),
+            "slope_1k": float(f.slope_per_1k),
+            "slope_ci_lo": float(f.slope_ci_per_1k[0]),
+            "slope_ci_hi": float(f.slope_ci_per_1k[1]),
+            "slope_resolved": "resolved" if f.resolved else "not resolved",
+            "intercept": float(f.intercept_ms),
+            "r2": float(f.r2),
+            "d_lo": int(d.lo),
+            "d_hi": int(d.hi),
+            "d_lo_ms": float(d.lo_ms),
+            "d_hi_ms": float(d.hi_ms),
+            "d_ms": float(d.delta_ms),
+            "d_pct": float(d.delta_pct),
+            "pair_note": self.pair_note,
+            "sparse_us": 1000 * g.growth.sparse_ms,
+            "dense_us": 1000 * g.growth.dense_ms,
+            "sparse_share_pct": 100 * g.share,
+            "dense_share_pct": 100 * g.growth.dense_ms / g.claim_ms,
+            "seq_explain": float(g.sequences_to_explain),
+            "compute_growth_us": 1000 * g.compute_ms,
+            "seq_explain_both": g.claim_ms / (g.growth.sparse_ms + g.compute_ms),
+            "hbm_tbs": self.hw.hbm_bandwidth_bytes_per_s / 1e12,
+            "batch": int(self.params.batch),
+            "kv_gpus": int(self.params.n_gpus),
+            "implied_ms": im.central_ms,
+            "implied_low_ms": im.low_ms,
+            "implied_high_ms": im.high_ms,
+            "step_floor_ms": im.step_floor_ms,
+            "implied_x_floor": im.low_ms / im.step_floor_ms,
+            "scan_b": float(self.reads_lo.scan_bytes_per_token),
+            "dense_b": float(self.reads_lo.dense_bytes_per_token),
+            "topk": int(m.attention.index_topk if m.attention else 0),
+            "slope_sentence": self.slope_sentence,
+            "batch_text": units.plural(self.params.batch, "sequence"),
+            "itl_median_us": 1000 * float(self.series["median_itl_ms"].median()),
+        }
+
+    @property
+    def reads_lo(self) -> roofline.KvReads:
+        """The context reads of one decode step at ``lo`` (per-token rates of both ends)."""
+        return roofline.decode_kv_reads(self.model, self.lo, self.params.kv_dtype)
+
+    @property
+    def slope_sentence(self) -> str:
+        """What the fit's slope says, in one sentence: resolved from zero or not (95 % CI)."""
+        f, d = self.fit, self.measured
+        ci = f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g} ms per 1,000 tokens"
+        if f.resolved:
+            return (
+                f"The 95 % confidence interval of the slope, {ci}, excludes zero: on this trace "
+                f"decode latency grows by about {f.slope_per_1k:.3g} ms per 1,000 tokens."
+            )
+        who = "this trace" if verdicts.gpu_names(self.trace.run) else "the CPU stand-in"
+        if not math.isfinite(f.slope_ci_per_1k[0]):
+            ci = "unknown with two points"
+        return (
+            f"The 95 % confidence interval of the slope ({ci}) includes zero: {who} cannot "
+            f"resolve whether decode latency grows with context at these lengths, so its "
+            f"delta of {d.delta_ms:+.3g} ms is noise, not a finding."
+        )
+
+
+def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+    """The chapter's analysis: KV bytes per token at every dtype against the claimed bytes,
+    memory per sequence over a grid of contexts, the trace's decode latency against context
+    (main series, fit, delta between lo and hi or the longest pair it has), the context growth
+    of a decode step at both ends against the claimed delta, and the latency the two claims
+    imply. The published figures, their tolerances and (unless ``params.lo`` / ``params.hi``
+    are set) the pair of contexts come from the claims registry."""
+    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
+    p = params
+    reg = registry or load_claims()
+    span = claimed_span(reg)
+    lo = int(p.lo) if p.lo is not None else span[0]
+    hi = int(p.hi) if p.hi is not None else span[1]
+    claim_ms, claim_pct = reg.value(DELTA_ID), reg.value(DELTA_PCT_ID)
+    tol_ms, tol_pct = reg.tolerance(DELTA_ID), reg.tolerance(DELTA_PCT_ID)
+    m, hw = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)
+    kvb = {d: roofline.kv_bytes(m, d) for d in catalogs.PRECISIONS}
+    weights = roofline.storage(m)
+    w_per_gpu = float(
+        weights.per_gpu_bytes(p.weight_gpus)
+        if p.weight_bytes_per_gpu is None
+        else p.weight_bytes_per_gpu
+    )
+    max_ctx = int(m.architecture.max_context_tokens or hi)
+    grid = sorted({*np.linspace(max_ctx / 64, max_ctx, 64).astype(int).tolist(), lo, hi})
+    memory = {
+        d: memory_by_context(
+            m, hw, grid, d, weight_bytes_per_gpu=w_per_gpu, memory_fraction=p.memory_fraction
+        )
+        for d in catalogs.PRECISIONS
+    }
+    table = decode_latency_by_context(trace)
+    series = main_series(table)
+    if len(series) >= 2:
+        fit, measured = fit_linear(series), delta(series, lo, hi)
+    else:  # one context length (a reader's partial trace): shown, never fitted
+        fit, measured = single_context(series)
+    growth = growth_physics(
+        roofline.context_growth(m, hw, lo, hi, p.kv_dtype, batch=p.batch, n_gpus=p.n_gpus),
+        claim_ms,
+        1000 * results_bounds.context_compute_growth_s(m, hw, lo, hi, batch=p.batch) / p.n_gpus,
+        growth_attainable(m, hw, p.weight_gpus, lo, hi, claim_ms, p.batch),
+    )
+    implied = implied_latency_physics(
+        claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
+    )
+    ga = growth.reading.attainable or {}
+    if ga.get("step_lo_s"):
+        x = 1e-3 * implied.central_ms / ga["step_lo_s"]
+        text = (
+            f"the two figures imply a step of {implied.central_ms:.3g} ms at {lo:,} tokens, "
+            f"{x:.2g}x the {1e3 * ga['step_lo_s']:.3g} ms measured kernels take for one "
+            f"sequence ({ga['deployment']}; {ga['calibration']})"
+        )
+        implied = dataclasses.replace(
+            implied,
+            reading=dataclasses.replace(
+                implied.reading,
+                attainable={
+                    **ga,
+                    "ratio": x,
+                    "text": text,
+                    "brief": f"the implied step is {x:.2g}x what measured kernels take for one "
+                    "sequence",
+                },
+            ),
+        )
+    hardware = verdicts.hardware(trace.run)
+    testable = verdicts.can_test(trace.run)
+    run_ms = delta_run_reading(
+        measured, testable, trace.run, fit, claim=claim_ms, tolerance=tol_ms, claim_id=DELTA_ID
+    )
+    run_pct = delta_run_reading(
+        measured, testable, trace.run, fit, claim=claim_pct, tolerance=tol_pct,
+        claim_id=DELTA_PCT_ID, percent=True,
+    )  # fmt: skip
+    kv_run = kv_bytes_run_reading(trace.run, testable, reg.value(KV_BYTES_ID), p.kv_rel_tol)
+    readings = [
+        kv_bytes_physics(kvb[p.kv_dtype], reg.value(KV_BYTES_ID)),
+        evidence.reading(KV_BYTES_ID, registry=reg),
+        kv_run,
+        growth.reading,
+        evidence.reading(DELTA_ID, registry=reg),
+        run_ms,
+        implied.reading,
+        evidence.reading(DELTA_PCT_ID, registry=reg),
+        run_pct,
+    ]
+    return Analysis(
+        trace=trace,
+        params=p,
+        claim_kv=reg.get(KV_BYTES_ID),
+        claim_delta=reg.get(DELTA_ID),
+        claim_pct=reg.get(DELTA_PCT_ID),
+        lo=lo,
+        hi=hi,
+        model=m,
+        hw=hw,
+        kv_bytes=kvb,
+        weights=weights,
+        w_per_gpu=w_per_gpu,
+        memory=memory,
+        table=table,
+        series=series,
+        fit=fit,
+        measured=measured,
+        growth=growth,
+        implied=implied,
+        tolerance_ms=tol_ms,
+        readings=readings,
+        hardware=hardware,
+        kind=evidence_kind(trace.kind),
+    )
+
+
+def outcome(a: Analysis) -> headline.Outcome:
+    """The chapter's headlines, readings and what would flip them (the headline JSON)."""
+    p, d, f, g, im = a.params, a.measured, a.fit, a.growth, a.implied
+    tid = [a.trace.trace_id]
+    run = {r.claim_id: r for r in a.readings if r.reading == "this run"}
+    phys = {r.claim_id: r for r in a.readings if r.reading == "physics"}
+    measured: dict[str, Any] = dict(kind=a.kind, hardware=a.hardware, trace_ids=tid)
+    if a.kind == "synthetic":
+        measured.pop("hardware")
+    not_claimed = dict(claim_id=None, kind="modelled", verdict=headline.NOT_COMPARABLE)
+    headlines = [
+        headline.Headline(
+            name="decode_delta",
+            value=verdicts.number(d.delta_ms, 4),
+            unit="ms",
+            definition=f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context "
+            f"({d.pair} pair)",
+            claim_id=DELTA_ID,
+            verdict=run[DELTA_ID].verdict,
+            reason=run[DELTA_ID].reason,
+            **measured,
+        ),
+        headline.Headline(
+            name="decode_delta_pct",
+            value=verdicts.number(d.delta_pct, 3),
+            unit="%",
+            definition=f"decode_delta over median TPOT at {d.lo:,} tokens",
+            claim_id=DELTA_PCT_ID,
+            verdict=run[DELTA_PCT_ID].verdict,
+            reason=run[DELTA_PCT_ID].reason,
+            **measured,
+        ),
+        headline.Headline(
+            name="kv_bytes_per_token",
+            value=int(a.kv_bytes_per_token),
+            unit="B/token",
+            definition=f"global KV bytes per token at {p.kv_dtype}, derived from the row's "
+            "dimensions and storage format",
+            claim_id=KV_BYTES_ID,
+            kind="modelled",
+            verdict=phys[KV_BYTES_ID].verdict,
+            reason=phys[KV_BYTES_ID].reason,
+        ),
+        headline.Headline(
+            name="context_growth_sparse",
+            value=round(1000 * g.growth.sparse_ms, 3),
+            unit="µs",
+            definition="extra context reads per decode step of "
+            f"{units.plural(p.batch, 'sequence')} growing "
+            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x "
+            f"{p.gpu_id.upper()} HBM bandwidth",
+            claim_id=DELTA_ID,
+            kind="modelled",
+            verdict=phys[DELTA_ID].verdict,
+            reason=phys[DELTA_ID].reason,
+        ),
+        headline.Headline(
+            name="context_growth_dense",
+            value=round(1000 * g.growth.dense_ms, 1),
+            unit="µs",
+            definition="the same with every consuming layer reading every row (dense bound)",
+            reason="an upper reading of the reads, not what sparse attention does",
+            **not_claimed,
+        ),
+        headline.Headline(
+            name="implied_latency_at_lo",
+            value=round(im.central_ms, 3),
+            unit="ms",
+            definition=f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens "
+            f"({im.low_ms:.3g} to {im.high_ms:.3g} ms over the rounding)",
+            claim_id=DELTA_PCT_ID,
+            kind="modelled",
+            verdict=phys[DELTA_PCT_ID].verdict,
+            reason=phys[DELTA_PCT_ID].reason,
+        ),
+        headline.Headline(
+            name="decode_slope",
+            value=verdicts.number(f.slope_per_1k, 5),
+            unit="ms per 1k tokens",
+            definition=f"least-squares slope of median TPOT over {f.n} contexts "
+            f"{f.context_min:,}..{f.context_max:,} tokens (95 % CI "
+            f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g})",
+            claim_id=None,
+            verdict=headline.NOT_COMPARABLE,
+            reason="the write-up gives a delta between two lengths, not a slope",
+            **measured,
+        ),
+        headline.Headline(
+            name="sequences_per_gpu_at_hi",
+            value=int(a.at.loc[a.hi, "sequences_per_gpu"]),
+            unit="sequences",
+            definition=f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one "
+            f"{p.gpu_id.upper()} after {a.w_per_gpu / 1e9:.1f} GB of weights, at "
+            f"{p.memory_fraction:g} of HBM",
+            reason="the write-up gives no capacity figure",
+            **not_claimed,
+        ),
+    ]
+    headlines += [
+        headline.Headline(
+            name=f"kv_bytes_per_token_{dt}",
+            value=int(b.bytes_per_token),
+            unit="B/token",
+            definition=f"global KV bytes per token with the same layout stored at {dt}",
+            reason="the claim is for the FP4 cache; other dtypes for scale",
+            **not_claimed,
+        )
+        for dt, b in a.kv_bytes.items()
+        if dt != p.kv_dtype
+    ]
+    per_seq_us = 1000 * g.per_sequence_ms
+    step_limit = im.step_floor_ms  # above 100 % of a floor: impossible, whatever the margin
+    pct_limit = 100 * g.claim_ms / step_limit
+    flips = [
+        f"physics, {a.claim_kv.value_text}: a layout whose rows or formats give another byte "
+        f"count (FP8 rows give {a.kv_bytes['fp8'].bytes_per_token} B/token)",
+        f"physics, {a.claim_delta.value_text}: impossible if the delta were below "
+        f"{per_seq_us * p.batch:.3g} µs ({units.plural(p.batch, 'sequence')} per GPU), "
+        f"or the claim's batch were above {g.sequences_to_explain:.0f} sequences per GPU "
+        "(their scans alone would exceed it)",
+        f"physics, {a.claim_pct.value_text}: impossible if the implied latency at {a.lo:,} "
+        f"tokens were below {step_limit:.3g} ms (the same delta quoted as more than "
+        f"{pct_limit:.3g} %)",
+        f"this run: a trace of DeepSeek-V4.1-Flash on B300/GB300 at {a.lo:,} and {a.hi:,} tokens "
+        f"reads consistent within +/-{a.tolerance_ms:g} ms of the claim, inconsistent outside",
+    ]
+    parameters = {
+        "model_id": p.model_id,
+        "gpu_id": p.gpu_id,
+        "kv_dtype": p.kv_dtype,
+        "lo": a.lo,
+        "hi": a.hi,
+        "batch": p.batch,
+        "n_gpus": p.n_gpus,
+        "weight_gpus": p.weight_gpus,
+        "weight_bytes_per_gpu": a.w_per_gpu,
+        "memory_fraction": p.memory_fraction,
+    }
+    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)

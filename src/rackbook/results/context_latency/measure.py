@@ -1,0 +1,285 @@
+"""What context-latency measures on a trace: decode latency (TPOT, ITL) per context length,
+the least-squares line through it with its interval, the delta between two context lengths,
+and the KV memory per sequence and sequences per GPU at each context length."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import metrics
+from rackbook.core.traces import Trace, point_batch
+from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics import roofline
+
+SERIES_KEYS: tuple[str, ...] = ("engine", "config", "batch")
+FIT_FORMULA = r"\mathrm{TPOT} = a + b \cdot \text{context}"
+DELTA_FORMULA = (
+    r"\Delta = L(c_\mathrm{hi}) - L(c_\mathrm{lo}), \qquad "
+    r"\Delta\% = 100 \times \Delta / L(c_\mathrm{lo})"
+)
+
+
+def decode_latency_by_context(trace: Trace) -> pd.DataFrame:
+    """One row per point with ``context_tokens``: point_id, engine, config, batch (batch size or
+    concurrency), context_tokens, requests (successful), mean/median TPOT (ms) and mean/median
+    ITL (ms); NaN where no request has more than one output token (or no gaps). Sorted by
+    engine, config, batch, context."""
+    req = trace.requests
+    ok = req["success"].to_numpy(dtype=bool)
+    pid = req["point_id"].to_numpy()
+    rr = trace.itl["request_row"].to_numpy()
+    gaps = trace.itl["itl_s"].to_numpy(dtype=np.float64)
+    pts = trace.points.assign(batch=point_batch(trace.points))
+    rows = []
+    for _, p in pts.iterrows():
+        if pd.isna(p["context_tokens"]):
+            continue
+        mask = ok & (pid == p["point_id"])
+        r = req[mask]
+        tpot = metrics.tpot_s(
+            r["ttft_s"].to_numpy(np.float64),
+            r["e2el_s"].to_numpy(np.float64),
+            r["output_tokens"].to_numpy(np.int64),
+        )
+        itl = gaps[mask[rr]] if gaps.size else gaps
+        rows.append(
+            {
+                "point_id": p["point_id"],
+                "engine": p["engine"],
+                "config": p["config"],
+                "batch": p["batch"],
+                "context_tokens": int(p["context_tokens"]),
+                "requests": int(mask.sum()),
+                "mean_tpot_ms": 1000 * float(tpot.mean()) if tpot.size else np.nan,
+                "median_tpot_ms": 1000 * float(np.median(tpot)) if tpot.size else np.nan,
+                "mean_itl_ms": 1000 * float(itl.mean()) if itl.size else np.nan,
+                "median_itl_ms": 1000 * float(np.median(itl)) if itl.size else np.nan,
+            }
+        )
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out["batch"] = out["batch"].astype("Int64")
+    return out.sort_values(
+        ["engine", "config", "batch", "context_tokens"], ignore_index=True, kind="stable"
+    )
+
+
+def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    if metric not in table.columns:
+        raise InputError("-", "metric", f"{metric!r} is not a column of the table")
+    keys = [k for k in SERIES_KEYS if k in table.columns]
+    if keys and len(table[keys].astype("string").drop_duplicates()) > 1:
+        raise InputError(
+            "-",
+            "table",
+            f"holds several series ({', '.join(keys)}); select one before fitting",
+        )
+    t = table[table[metric].notna()]
+    if t["context_tokens"].duplicated().any():
+        raise InputError("-", "table", "two rows share a context length; select one series")
+    return t.sort_values("context_tokens", kind="stable")
+
+
+#: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def t_975(dof: int) -> float:
+    """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (95 % two-sided)."""
+    if dof < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {dof}")
+    return _T975[dof - 1] if dof <= len(_T975) else 1.96
+
+
+@dataclass(frozen=True)
+class LinearFit:
+    """Least-squares line latency_ms = intercept_ms + slope_ms_per_token x context (tokens)."""
+
+    metric: str
+    intercept_ms: float
+    slope_ms_per_token: float
+    r2: float
+    n: int
+    context_min: int
+    context_max: int
+    formula: str
+    slope_ci_per_1k: tuple[float, float] = (float("nan"), float("nan"))
+
+    @property
+    def resolved(self) -> bool:
+        """True when the 95 % confidence interval of the slope is above zero: the trace
+        resolves a growth of latency with context."""
+        return bool(self.slope_ci_per_1k[0] > 0)
+
+    @property
+    def slope_per_1k(self) -> float:
+        """Slope in ms per 1,000 context tokens."""
+        return 1000 * self.slope_ms_per_token
+
+    def predict(self, context_tokens: float) -> float:
+        """Fitted latency (ms) at ``context_tokens``."""
+        return self.intercept_ms + self.slope_ms_per_token * context_tokens
+
+
+def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit:
+    """Least squares ``metric`` (ms) = a + b x context_tokens over one series of
+    :func:`decode_latency_by_context` (one engine/config/batch; at least two context
+    lengths). r2 = 1 - SS_res / SS_tot (1.0 when all latencies are equal and fitted)."""
+    t = _one_series(table, metric)
+    if len(t) < 2:
+        raise InputError("-", "table", f"needs two context lengths to fit, has {len(t)}")
+    x = t["context_tokens"].to_numpy(np.float64)
+    y = t[metric].to_numpy(np.float64)
+    b, a = np.polyfit(x, y, 1)
+    res = y - (a + b * x)
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    r2 = 1 - float((res**2).sum()) / ss_tot if ss_tot > 0 else 1.0
+    ci = (float("nan"), float("nan"))
+    if len(t) > 2:
+        se = math.sqrt(float((res**2).sum()) / (len(t) - 2) / float(((x - x.mean()) ** 2).sum()))
+        half = t_975(len(t) - 2) * se * 1000
+        ci = (1000 * b - half, 1000 * b + half)
+    formula = (
+        f"{metric} = {a:.4g} ms + {b * 1000:.4g} ms per 1k tokens x context "
+        f"(least squares over {len(t)} points, {int(x.min()):,}..{int(x.max()):,} tokens, "
+        f"R^2 = {r2:.3f}; slope 95 % CI {ci[0]:.3g} to {ci[1]:.3g} ms per 1k tokens)"
+    )
+    return LinearFit(
+        metric, float(a), float(b), r2, len(t), int(x.min()), int(x.max()), formula, ci
+    )
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Latency change between context lengths ``lo`` and ``hi`` (tokens): ms and percent.
+
+    ``source``: ``measured`` (table rows) or ``fit``; ``pair``: ``requested`` (lo and hi as
+    asked), ``longest-available`` (the table's shortest and longest contexts instead), or
+    ``extrapolated`` (a fit evaluated outside the contexts it was fitted on).
+    """
+
+    lo: int
+    hi: int
+    lo_ms: float
+    hi_ms: float
+    delta_ms: float
+    delta_pct: float
+    source: str
+    pair: str
+    formula: str
+
+
+def delta(
+    table_or_fit: pd.DataFrame | LinearFit,
+    lo: int,
+    hi: int,
+    metric: str = "median_tpot_ms",
+) -> Delta:
+    """Latency at ``hi`` minus latency at ``lo`` (ms) and in % of the latency at ``lo``.
+
+    From a table (one series of :func:`decode_latency_by_context`): the measured ``metric`` at
+    both lengths when the trace has both, else at the shortest and longest contexts it has
+    (``pair = "longest-available"``). From a :class:`LinearFit`: fitted values at lo and hi.
+    """
+    if not lo < hi:
+        raise InputError("-", "hi", f"must be above lo ({lo}), got {hi}")
+    if isinstance(table_or_fit, LinearFit):
+        f = table_or_fit
+        lo_ms, hi_ms = f.predict(lo), f.predict(hi)
+        inside = f.context_min <= lo and hi <= f.context_max
+        source, pair = "fit", ("requested" if inside else "extrapolated")
+    else:
+        t = _one_series(table_or_fit, metric)
+        if len(t) < 2:
+            raise InputError("-", "table", f"needs two context lengths, has {len(t)}")
+        by = t.set_index("context_tokens")[metric]
+        if lo in by.index and hi in by.index:
+            pair = "requested"
+        else:
+            lo, hi, pair = int(by.index.min()), int(by.index.max()), "longest-available"
+        lo_ms, hi_ms = float(by.loc[lo]), float(by.loc[hi])
+        source = "measured"
+    d = hi_ms - lo_ms
+    pct = 100 * d / lo_ms if lo_ms else np.nan
+    formula = (
+        f"{metric}: {hi_ms:.4g} ms at {hi:,} - {lo_ms:.4g} ms at {lo:,} = {d:+.4g} ms "
+        f"({pct:+.3g} %) [{source}, {pair}]"
+    )
+    return Delta(lo, hi, lo_ms, hi_ms, d, pct, source, pair, formula)
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def memory_by_context(
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
+    contexts: list[int] | tuple[int, ...],
+    kv_dtype: str = "fp4",
+    *,
+    weight_bytes_per_gpu: float,
+    memory_fraction: float = 1.0,
+) -> pd.DataFrame:
+    """Per context length (tokens): global KV bytes per sequence
+    (:func:`rackbook.physics.roofline.kv_bytes_per_sequence`) and sequences whose KV fits on one GPU
+    after ``weight_bytes_per_gpu`` bytes of weights
+    (:func:`rackbook.physics.roofline.sequences_fitting`;
+    the weight bytes depend on the parallel layout and must be given)."""
+    m = catalogs.as_model(model)
+    rows = []
+    for c in contexts:
+        fit = roofline.sequences_fitting(
+            m,
+            hw,
+            c,
+            kv_dtype,
+            weight_bytes_per_gpu=weight_bytes_per_gpu,
+            memory_fraction=memory_fraction,
+        )
+        rows.append(
+            {
+                "context_tokens": int(c),
+                "kv_bytes_per_sequence": fit.bytes_per_sequence,
+                "sequences_per_gpu": fit.sequences,
+                "free_bytes": fit.free_bytes,
+                "formula": fit.formula,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataFrame:
+    """The one series (engine, config, batch) of
+    :func:`rackbook.results.context_latency.decode_latency_by_context`
+    with the most context lengths that have ``metric``; ties go to the first in table order.
+    Rows without ``metric`` are dropped."""
+    if table.empty or metric not in table.columns:
+        raise InputError("-", "table", f"no point with context_tokens and {metric}")
+    t = table[table[metric].notna()]
+    if t.empty:
+        raise InputError("-", metric, "no point has a value (requests of one output token?)")
+    keys = [k for k in SERIES_KEYS if k in t.columns]
+    labels = t[keys].astype("string").fillna("<NA>").agg(" | ".join, axis=1)
+    order = list(dict.fromkeys(labels))
+    best = max(order, key=lambda k: (labels == k).sum())  # max keeps the first of equals
+    return t[labels == best].reset_index(drop=True)
+
+
+def single_context(series: pd.DataFrame, metric: str = "median_tpot_ms") -> tuple[LinearFit, Delta]:
+    """The fit and delta of a series with one context length: nothing to fit (slope and
+    delta unknown, NaN) and the pair marked ``single context``, so every reading of the
+    delta is untested and says why."""
+    c, v = int(series["context_tokens"].iloc[0]), float(series[metric].iloc[0])
+    nan = float("nan")
+    why = f"{metric}: {v:.4g} ms at {c:,} tokens only: one context length, no fit, no delta"
+    fit = LinearFit(metric, v, nan, nan, 1, c, c, why)
+    return fit, Delta(c, c, v, v, nan, nan, "measured", "single context", why)

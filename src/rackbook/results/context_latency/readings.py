@@ -1,0 +1,306 @@
+"""The three readings of context-latency's claims (KV bytes per token, the decode-latency delta
+in ms and in %): physics against the KV-read model (:mod:`rackbook.physics`), what measured
+kernels reach, and this run's where the trace can test them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from rackbook.errors import InputError
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.inputs.claims import Registry
+from rackbook.physics import check, roofline, units
+from rackbook.results import headline, verdicts
+from rackbook.results.context_latency.measure import Delta, LinearFit
+
+#: The claims this chapter tests (data/claims.yaml): bytes per token of the global KV cache,
+#: and the decode-latency delta between two context lengths, in ms and in %.
+KV_BYTES_ID = "context-latency.kv-bytes"
+DELTA_ID = "context-latency.delta"
+DELTA_PCT_ID = "context-latency.delta-pct"
+
+KV_READ_FORMULA = (
+    r"t_\mathrm{KV} \geq \frac{B \times (c_\mathrm{hi} - c_\mathrm{lo}) \times "
+    r"\text{KV bytes/token}}{G \times \text{HBM bytes/s}}"
+)
+
+# ---------------------------------------------------------------------------------------------
+# readings of the claims
+
+#: GPUs one copy of the routed experts is spread over by default (the memory table): a GB300
+#: tray of 4 GPUs, the smallest unit the rack's engines place experts on.
+DEFAULT_WEIGHT_GPUS = 4
+
+
+def evidence_kind(trace_kind: str) -> str:
+    """Headline kind of a number read from a trace: ``recorded`` -> ``measured``; ``published``
+    and ``synthetic`` keep their names."""
+    kinds = {"recorded": "measured", "published": "published", "synthetic": "synthetic"}
+    if trace_kind not in kinds:
+        raise InputError("run.json", "kind", f"{trace_kind!r} is not one of {', '.join(kinds)}")
+    return kinds[trace_kind]
+
+
+def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReading:
+    """The bytes-per-token claim against the layout's arithmetic (dimensions and storage
+    formats of the catalog, :func:`rackbook.physics.roofline.kv_bytes`): ``possible`` when the
+    arithmetic gives the claimed count (to the byte), else ``impossible`` for that layout."""
+    got = kvb.bytes_per_token
+    if got == round(claim):
+        return headline.ClaimReading(
+            KV_BYTES_ID,
+            "physics",
+            "possible",
+            f"{got} B/token derived",
+            f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token: "
+            f"{_frac_text(kvb.rows_per_token)} rows x {_frac_text(kvb.row_bytes)} B",
+        )
+    return headline.ClaimReading(
+        KV_BYTES_ID,
+        "physics",
+        "impossible",
+        f"{got} B/token derived",
+        f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token, not "
+        f"{claim:g}: a different layout or storage format is meant",
+    )
+
+
+def _frac_text(x: Any) -> str:
+    f = float(x)
+    return f"{f:g}"
+
+
+#: Where a recorded trace may carry the KV bytes per token its engine reported at start-up
+#: (vLLM logs the KV cache's memory and its capacity in tokens; their ratio), under
+#: run.json ``metrics``.
+KV_BYTES_KEY = "kv_cache_bytes_per_token"
+
+
+def kv_bytes_in_run(run: dict[str, Any]) -> float | None:
+    """The KV bytes per token a recorded run reports (run.json ``metrics`` or ``parameters``
+    under :data:`KV_BYTES_KEY`), or None."""
+    for where in ("metrics", "parameters"):
+        d = run.get(where)
+        if isinstance(d, dict) and isinstance(d.get(KV_BYTES_KEY), (int, float)):
+            return float(d[KV_BYTES_KEY])
+    return None
+
+
+def kv_bytes_run_reading(
+    run: dict[str, Any], testable: bool, claim: float, rel_tol: float
+) -> headline.ClaimReading:
+    """This run's reading of the bytes per token: ``untested`` unless the trace can test the
+    claim (:func:`rackbook.results.verdicts.can_test`) and reports the KV bytes per token its
+    engine allocated (:func:`kv_bytes_in_run`); then ``consistent`` within ``rel_tol`` (a
+    fraction) of the claim, else ``inconsistent``. A latency trace alone does not measure it."""
+    got = kv_bytes_in_run(run)
+    if testable and got is None:
+        return headline.ClaimReading(
+            KV_BYTES_ID,
+            "this run",
+            "untested",
+            "-",
+            f"the trace does not report the engine's KV bytes per token (run.json metrics."
+            f"{KV_BYTES_KEY}, from vLLM's start-up log of KV memory over KV tokens)",
+        )
+    return verdicts.run_reading(
+        KV_BYTES_ID,
+        got,
+        claim,
+        rel_tol,
+        testable=testable,
+        what=f"{got:,.0f} B/token reported" if got is not None else "a latency trace",
+        run=run,
+        needs="vLLM's KV bytes per token of DeepSeek-V4.1-Flash on B300/GB300",
+    )
+
+
+@dataclass(frozen=True)
+class GrowthReading:
+    """The claimed delta against the extra context reads of a decode step (ms): the sparse
+    floor of ``batch`` sequences, the dense bound, and how many sequences' scans the claim
+    equals; ``reading`` is the physics reading."""
+
+    growth: roofline.ContextGrowth
+    claim_ms: float
+    per_sequence_ms: float
+    sequences_to_explain: float
+    reading: headline.ClaimReading
+    compute_ms: float = 0.0
+
+    @property
+    def share(self) -> float:
+        """Sparse floor over the claimed delta."""
+        return self.growth.sparse_ms / self.claim_ms
+
+
+def growth_attainable(
+    model: ModelSpec, hw: GpuSpec, gpus: int, lo: int, hi: int, claim_ms: float, batch: int = 1
+) -> dict[str, Any]:
+    """What measured kernels add to a decode step of ``batch`` sequences on ``gpus`` GPUs when
+    the context grows from ``lo`` to ``hi`` tokens (:func:`rackbook.physics.attainable.estimate`
+    at both contexts, step time difference; seconds inside, ms and µs in the text); ``ratio``
+    is the claimed delta over it."""
+    from rackbook.physics import attainable
+
+    steps = []
+    for ctx in (lo, hi):
+        a = attainable.estimate(
+            model, hw, gpus, claimed=1.0, phase="decode", batch=batch, context=ctx
+        )
+        steps.append(sum(a.estimates["decode"].parts.values()))
+    added = steps[1] - steps[0]
+    ratio = 1e-3 * claim_ms / added if added > 0 else None
+    text = (
+        f"measured kernels step {units.plural(batch, 'sequence')} on {gpus} {hw.id} in "
+        f"{1e3 * steps[0]:.3g} ms at {lo:,} tokens and add {1e6 * added:,.0f} µs by {hi:,}"
+        + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
+        + f" ({a.deployment}; {a.calibration})"
+    )
+    return {
+        "tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None,
+        "ratio": ratio,
+        "deployment": a.deployment,
+        "calibration": a.calibration,
+        "binding": a.binding,
+        "text": text,
+        "added_s": added,
+        "step_lo_s": steps[0],
+        "brief": f"{ratio:.2g}x what measured kernels add for one sequence" if ratio else "",
+    }
+
+
+def growth_physics(
+    growth: roofline.ContextGrowth,
+    claim_ms: float,
+    compute_ms: float = 0.0,
+    attainable: dict[str, Any] | None = None,
+) -> GrowthReading:
+    """Physics of "+``claim_ms`` from lo to hi tokens": the least extra time is the sparse
+    reading's extra bytes (mostly the index-key scan) over the HBM bandwidth; ``impossible``
+    when that floor exceeds the claim, ``undetermined`` within the modelling margin below it,
+    ``possible`` below. Compute of the indexer and attention add to it, so the floor does not
+    bound the claim from above; the dense bound (every row read) shows the other end."""
+    if not claim_ms > 0:
+        raise InputError("-", "claim_ms", f"must be > 0, got {claim_ms}")
+    floor = growth.sparse_ms
+    per_seq = floor / growth.batch
+    n_seq = claim_ms / per_seq if per_seq > 0 else math.inf
+    ratio = floor / claim_ms
+    v = check.physics_verdict(ratio)
+    span = f"{growth.lo:,} -> {growth.hi:,} tokens"
+    if v == "possible":
+        both = floor + compute_ms
+        reason = (
+            f"sparse reads add at least {1000 * floor:.3g} µs ({100 * ratio:.2g} % of "
+            f"{claim_ms:g} ms, {units.plural(growth.batch, 'sequence')}) and the longer index "
+            "scan's "
+            f"compute at least {1000 * compute_ms:.3g} µs more: {1000 * both:.3g} µs of the "
+            f"{1000 * claim_ms:.0f} µs even with none of it overlapped; reading every row would "
+            f"add {1000 * growth.dense_ms:,.0f} µs. The rest is not this sequence's indexer at "
+            f"peak: about {claim_ms / both:.0f} to {n_seq:.1f} sequences per GPU growing "
+            "together, kernels well below peak, or work the bounds leave out"
+        )
+    else:
+        reason = (
+            f"the extra index-key scan of {units.plural(growth.batch, 'sequence')} over {span} "
+            "alone takes "
+            f"{1000 * floor:,.0f} µs, {ratio:.3g}x the claimed {claim_ms:g} ms"
+        )
+    r = headline.ClaimReading(
+        DELTA_ID, "physics", v, f"floor {100 * ratio:.2g} % of it", reason, attainable=attainable
+    )
+    return GrowthReading(growth, claim_ms, per_seq, n_seq, r, compute_ms)
+
+
+@dataclass(frozen=True)
+class ImpliedLatency:
+    """The decode latency at the shorter context that the two published figures imply together
+    (100 x delta / percent, ms), its range over both figures' rounding, and the least step
+    time the model allows there (ms); ``reading`` is the physics reading of the percent claim."""
+
+    central_ms: float
+    low_ms: float
+    high_ms: float
+    step_floor_ms: float
+    step_formula: str
+    reading: headline.ClaimReading
+
+
+def implied_latency_physics(
+    claim_ms: float,
+    tol_ms: float,
+    claim_pct: float,
+    tol_pct: float,
+    model: ModelSpec,
+    hw: GpuSpec,
+    gpus: int,
+    lo: int,
+    kv_dtype: str,
+) -> ImpliedLatency:
+    """The latency at ``lo`` the percent claim implies, ``100 x claim_ms / claim_pct``, over
+    the rounding of both figures: (ms - tol) / (pct + tol) to (ms + tol) / (pct - tol)
+    (0.55 / 7.5 % = 7.33 ms to 0.65 / 6.5 % = 10.0 ms). Physics: one sequence decoding on
+    ``gpus`` GPUs cannot step faster than streaming its share of the weights and context
+    (:func:`rackbook.physics.check.memory_ceiling`); ``impossible`` when even the longest
+    implied latency is below that floor."""
+    if not (claim_pct > tol_pct >= 0 and claim_ms > tol_ms >= 0):
+        raise InputError("-", "claim", "delta and percent must exceed their tolerances")
+    central = 100 * claim_ms / claim_pct
+    low = 100 * (claim_ms - tol_ms) / (claim_pct + tol_pct)
+    high = 100 * (claim_ms + tol_ms) / (claim_pct - tol_pct)
+    ceil = check.memory_ceiling(model, hw, gpus, 1, context=lo, kv_dtype=kv_dtype)
+    step_ms = 1000 / (ceil.tok_s_per_gpu * gpus)
+    ratio = step_ms / high
+    v = check.physics_verdict(ratio)
+    reason = (
+        f"the two figures imply {low:.3g} to {high:.3g} ms per step at {lo:,} tokens; one "
+        f"sequence on {units.plural(gpus, hw.id.upper())} cannot step faster than {step_ms:.3g} ms"
+    )
+    r = headline.ClaimReading(
+        DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", reason
+    )
+    return ImpliedLatency(central, low, high, step_ms, ceil.formula, r)
+
+
+def delta_run_reading(
+    d: Delta, testable: bool, run: dict[str, Any], fit: LinearFit | None, *, claim: float,
+    tolerance: float, claim_id: str, percent: bool = False,
+) -> headline.ClaimReading:  # fmt: skip
+    """This run's reading of the claimed delta (ms, or % with ``percent``) from a measured
+    :class:`Delta`: ``untested`` unless the trace can test the claim (Blackwell Ultra GPUs,
+    DeepSeek-V4.1-Flash) and holds both claimed lengths; then ``consistent`` when the measured
+    value is within ``tolerance`` (same unit) of the claim, else ``inconsistent``."""
+    value = d.delta_pct if percent else d.delta_ms
+    unit = "%" if percent else "ms"
+    what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
+    if d.pair == "single context":
+        what = f"one context length ({d.lo:,} tokens): no delta; record at least two"
+    if fit is not None and math.isfinite(fit.slope_ci_per_1k[0]) and not fit.resolved:
+        what += ", a slope not resolved from zero"
+    needs = "DeepSeek-V4.1-Flash on B300/GB300 at 128k and 855k tokens of context"
+    if not testable:
+        return headline.untested(claim_id, f"{verdicts.hardware(run)} ({what})", needs)
+    if d.pair != "requested":
+        return headline.ClaimReading(
+            claim_id, "this run", "untested", "-", f"{what} ({d.pair}): lacks the claimed lengths"
+        )
+    ok = abs(value - claim) <= tolerance
+    return headline.ClaimReading(
+        claim_id,
+        "this run",
+        "consistent" if ok else "inconsistent",
+        f"{value - claim:+.3g} {unit}",
+        f"{what}, claim {claim:+g} {unit} (tolerance {tolerance:g})",
+    )
+
+
+def claimed_span(registry: Registry) -> tuple[int, int]:
+    """The pair of context lengths (tokens) of the published delta: the scope
+    ``context_tokens.low`` / ``.high`` of :data:`DELTA_ID`."""
+    span = registry.get(DELTA_ID).scope.context_tokens
+    if span is None:
+        raise InputError(registry.path, f"claims[{DELTA_ID}].scope.context_tokens", "not stated")
+    return span.low, span.high

@@ -1,0 +1,377 @@
+"""The eplb-balance chapter: its parameters, the analysis of a trace, what it concludes
+(headlines, readings, flips) and the values its prose quotes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core.provenance import hardware_label
+from rackbook.core.traces import Trace
+from rackbook.inputs.claims import Registry, load_claims
+from rackbook.results import evidence, headline, verdicts
+from rackbook.results.eplb_balance.measure import (
+    Placements,
+    fit,
+    layer_rank_loads,
+    recovered_shares,
+    score,
+    sweep,
+    trace_loads,
+    uniform_floor,
+)
+from rackbook.results.eplb_balance.readings import (
+    balancedness_physics,
+    kind_of,
+    model_skew,
+    recovered_physics,
+    run_reading,
+)
+from rackbook.results.eplb_balance.synthetic import AFTER, BEFORE, RECOVERED, Shape, model_shape
+
+RESULT = "eplb-balance"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.eplb_balance``).
+FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
+
+# --------------------------------------------------------------------------------------------
+# The chapter
+# --------------------------------------------------------------------------------------------
+
+#: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
+SWEEPS = ("ep_size", "redundant", "skew", "batch_per_rank")
+LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to Aug 2026"
+
+
+@dataclass(frozen=True)
+class Params(headline.Params):
+    """The chapter's analysis parameters (the notebook's ``parameters`` cell): the EP layout
+    (ranks, redundant experts, groups and nodes for hierarchical EPLB), the decode steps EPLB
+    is fitted on, the layer shown rank by rank, and the values of each model sweep."""
+
+    ep_size: int = 64
+    redundant: int = 64
+    groups: int = 1
+    nodes: int = 1
+    fit_windows: int = 8
+    show_layer: int = 0
+    ep_sizes: tuple[int, ...] | list[int] = (8, 16, 24, 32, 48, 64, 72)
+    redundant_values: tuple[int, ...] | list[int] = (0, 64, 128, 192, 256)
+    skews: tuple[float, ...] | list[float] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2)
+    batch_sizes: tuple[int, ...] | list[int] = (8, 16, 32, 64, 128, 256)
+
+
+@dataclass
+class Analysis:
+    """Everything the chapter shows: the trace's loads, balancedness per scored step before and
+    after EPLB, one layer's load per rank, the readings of the recovered share, the model
+    sweeps, the verdicts, and the values its prose quotes. ``before``, ``after`` and
+    ``recovered`` are the claims' figures from the registry."""
+
+    trace: Trace
+    params: Params
+    before: float
+    after: float
+    recovered: float
+    shape: Shape
+    loads: np.ndarray
+    batch_per_rank: int
+    hardware: str
+    kind: str
+    summary: dict[str, float]
+    per_window: pd.DataFrame
+    placements: Placements
+    ranks: pd.DataFrame
+    floor: float
+    shares: pd.DataFrame
+    model_pct: dict[str, float]
+    claim_pct: dict[str, float]
+    floor_needed: float
+    skew: float
+    sweeps: dict[str, pd.DataFrame]
+    readings: list[headline.ClaimReading]
+
+    @property
+    def testable(self) -> bool:
+        """True when the trace can test the claims: a recording on Blackwell GPUs serving
+        DeepSeek-V4.1-Flash (the condition of :func:`run_reading`)."""
+        return self.trace.kind != "synthetic" and verdicts.can_test(
+            self.trace.run, verdicts.BLACKWELL
+        )
+
+    def describe(self) -> str:
+        """What the trace holds, how the synthetic one was made, and what vLLM logged."""
+        tr, (w, lay, e) = self.trace, self.loads.shape
+        lines = [
+            f"trace {tr.trace_id} ({tr.kind}): {w} windows x {lay} layers x {e} experts, "
+            f"{self.loads[0, 0].sum():,.0f} token-expert assignments per layer per window"
+        ]
+        if tr.kind == "synthetic":
+            gen = tr.run.get("generator") or {}
+            cal = gen.get("calibration") or {}
+            lines.append(f"generator: {gen['name']}, seed {gen['seed']}, skew {gen['skew']:.4f}")
+            lines.append(
+                f"calibrated: {cal['quantity']} = {cal['achieved']:.4f} "
+                f"(target {cal['target']:g}, claim {cal['target_claim']}) at EP "
+                f"{cal['ep_size']}, {cal['redundant']} redundant"
+            )
+        if "eplb_log" in tr.extra:
+            log = tr.extra["eplb_log"]
+            lines.append(
+                f"vLLM logged balancedness: {len(log)} lines, mean {log['balancedness'].mean():.4f}"
+            )
+        return "\n".join(lines)
+
+    def values(self) -> dict[str, Any]:
+        """Numbers and words the chapter's prose quotes (glued by name)."""
+        s, loads = self.summary, self.loads
+        by_batch = self.sweeps["batch_per_rank"].set_index("batch_per_rank")
+        return {
+            "claim_before": self.before,
+            "claim_after": self.after,
+            "claim_after_pct": 100 * self.after,
+            "claim_recovered": self.recovered,
+            "trace_kind": self.trace.kind,
+            "n_windows": loads.shape[0],
+            "n_layers": loads.shape[1],
+            "n_experts": loads.shape[2],
+            "top_k": self.shape.top_k,
+            "batch_per_rank": self.batch_per_rank,
+            "tokens_per_step": int(loads[0, 0].sum()),
+            **{f"b_{k}": s[k] for k in ("static", "eplb", "static_legacy", "eplb_legacy")},
+            "floor": self.floor,
+            "ep": self.params.ep_size,
+            "redundant": self.params.redundant,
+            "n_physical": loads.shape[2] + self.params.redundant,
+            "fit_windows": self.params.fit_windows,
+            "n_scored": s["scored"],
+            "pct_gap": self.model_pct["gap closed"],
+            "pct_ratio": self.model_pct["ratio to uniform"],
+            "pct_floor": self.model_pct["ratio to uniform, same sampling"],
+            "claim_gap": self.claim_pct["gap closed"],
+            "claim_ratio": self.claim_pct["ratio to uniform"],
+            "floor_needed": self.floor_needed,
+            "skew": self.skew,
+            "eplb_small_batch": float(by_batch["eplb"].iloc[0]),
+            "eplb_large_batch": float(by_batch["eplb"].iloc[-1]),
+            "small_batch": int(by_batch.index[0]),
+            "large_batch": int(by_batch.index[-1]),
+            **(
+                verdicts := {
+                    f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}": r.verdict
+                    for r in self.readings
+                }
+            ),
+            # one phrase for both figures: "both possible", never "possible and possible"
+            "before_after_physics": (
+                f"both {verdicts.get('before_physics')}"
+                if verdicts.get("before_physics") == verdicts.get("after_physics")
+                else f"{verdicts.get('before_physics')} and {verdicts.get('after_physics')}"
+            ),
+        }
+
+
+def _pct(shares: pd.DataFrame) -> dict[str, float]:
+    return {k: float(v) for k, v in zip(shares["reading"], shares["pct"], strict=True)}
+
+
+def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+    """Score static placement and EPLB (fitted on ``params.fit_windows`` steps) on the trace's
+    expert loads, read the recovered share three ways for the model and for the claims' own
+    figures (from the claims registry), sweep the synthetic model over the layout, skew and
+    batch, and give each claim its verdict."""
+    reg = registry or load_claims()
+    p = params
+    before, after, recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
+    loads = trace_loads(trace)
+    shape = model_shape()
+    gen = trace.run.get("generator") or {}
+    batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
+    summary, per_window = score(loads, p.fit_windows, p.ep_size, p.redundant, p.groups, p.nodes)
+    placements = fit(loads, p.fit_windows, p.ep_size, p.redundant, p.groups, p.nodes)
+    floor = uniform_floor(
+        loads.shape[1],
+        int(loads[0, 0].sum()),
+        p.ep_size,
+        windows=max(loads.shape[0] - p.fit_windows, 1),
+    )
+    ranks = layer_rank_loads(loads, placements, window=p.fit_windows, layer=p.show_layer)
+    model_shares = recovered_shares(summary["static"], summary["eplb"], floor)
+    claim_shares = recovered_shares(before, after, floor)
+    table = model_shares.rename(columns={"pct": "model (%)"})
+    table[f"claim's {before:g} and {after:g} (%)"] = claim_shares["pct"]
+    r = _pct(model_shares)
+    skew = model_skew(trace.run, summary["static"], p.ep_size, p.redundant)
+    base = dict(
+        skew=skew,
+        seed=int(gen.get("seed", 0)),
+        shape=shape,
+        ep_size=p.ep_size,
+        redundant=p.redundant,
+        batch_per_rank=batch_per_rank,
+        windows=p.fit_windows + 4,
+        fit_windows=p.fit_windows,
+        groups=p.groups,
+        nodes=p.nodes,
+    )
+    values = {
+        "ep_size": p.ep_sizes,
+        "redundant": p.redundant_values,
+        "skew": sorted(set(p.skews) | {round(skew, 4)}),
+        "batch_per_rank": p.batch_sizes,
+    }
+    sweeps = {x: sweep(base, x, values[x]) for x in SWEEPS}
+    by_batch = sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    model_note = (
+        f"the routing model gives {by_batch.iloc[0]:.3f} at batch {by_batch.index[0]} per rank "
+        f"and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}"
+    )
+    tol = reg.tolerance
+    run = trace.run
+    cr = [
+        balancedness_physics(
+            BEFORE, before, p.ep_size, "a skewed routing with static placement can score it"
+        ),
+        evidence.reading(BEFORE, registry=reg),
+        run_reading(run, BEFORE, summary["static"], tol(BEFORE), before, ""),
+        balancedness_physics(AFTER, after, p.ep_size, model_note),
+        evidence.reading(AFTER, registry=reg),
+        run_reading(run, AFTER, summary["eplb"], tol(AFTER), after, ""),
+        recovered_physics(before, after, recovered, tol(RECOVERED), p.ep_size),
+        evidence.reading(RECOVERED, registry=reg),
+        run_reading(run, RECOVERED, r["gap closed"], tol(RECOVERED), recovered, " %"),
+    ]
+    return Analysis(
+        trace,
+        p,
+        before,
+        after,
+        recovered,
+        shape,
+        loads,
+        batch_per_rank,
+        hardware_label(trace.run),
+        kind_of(trace.run),
+        summary,
+        per_window,
+        placements,
+        ranks,
+        floor,
+        table,
+        r,
+        _pct(claim_shares),
+        after / (recovered / 100),
+        skew,
+        sweeps,
+        cr,
+    )
+
+
+def outcome(a: Analysis) -> headline.Outcome:
+    """The chapter's headlines, the three readings of each claim and what would flip them."""
+    tid = [a.trace.trace_id]
+    s, kind = a.summary, a.kind
+    common = dict(hardware=a.hardware if kind == "measured" else None, trace_ids=tid)
+    run = {r.claim_id: r for r in a.readings if r.reading == "this run"}
+
+    def claimed(name: str, value: float, unit: str, definition: str, cid: str) -> headline.Headline:
+        r = run[cid]
+        return headline.Headline(
+            name, value, unit, definition, cid, kind, r.verdict, r.reason, **common
+        )
+
+    def legacy(name: str, value: float, definition: str) -> headline.Headline:
+        return headline.Headline(
+            name,
+            value,
+            "1",
+            definition,
+            None,
+            kind,
+            headline.NOT_COMPARABLE,
+            LEGACY_REASON,
+            **common,
+        )
+
+    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    headlines = [
+        claimed(
+            "balancedness_static",
+            round(s["static"], 4),
+            "1",
+            "vLLM balancedness of static placement, mean over scored decode steps",
+            BEFORE,
+        ),
+        claimed(
+            "balancedness_eplb",
+            round(s["eplb"], 4),
+            "1",
+            f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over "
+            "later steps",
+            AFTER,
+        ),
+        claimed(
+            "recovered_gap",
+            round(a.model_pct["gap closed"], 2),
+            "%",
+            "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1",
+            RECOVERED,
+        ),
+        headline.Headline(
+            name="recovered_ratio",
+            value=round(a.model_pct["ratio to uniform"], 2),
+            unit="%",
+            definition="T_eplb / T_uniform, T = balancedness, T_uniform = 1",
+            claim_id=None,
+            kind=kind,
+            verdict=headline.NOT_COMPARABLE,
+            reason="a second reading of the recovered share, shown beside the gap closed",
+            **common,
+        ),
+        headline.Headline(
+            name="uniform_floor_needed",
+            value=round(a.floor_needed, 4),
+            unit="1",
+            definition="per-step balancedness uniform routing must score for the claim's after "
+            "/ that to equal its recovered share",
+            claim_id=RECOVERED,
+            kind="modelled",
+            verdict=next(
+                r.verdict for r in a.readings if r.claim_id == RECOVERED and r.reading == "physics"
+            ),
+            reason="arithmetic on the two published figures",
+        ),
+        legacy(
+            "balancedness_static_legacy",
+            round(s["static_legacy"], 4),
+            "legacy vLLM balancedness (reduced over layers) of static placement",
+        ),
+        legacy(
+            "balancedness_eplb_legacy",
+            round(s["eplb_legacy"], 4),
+            "legacy vLLM balancedness (reduced over layers) after EPLB",
+        ),
+    ]
+    flips = [
+        f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "
+        f"{a.params.ep_size} ranks; the routing model predicts {by_batch.iloc[0]:.3f} at batch "
+        f"{by_batch.index[0]} per rank and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}: the "
+        "claim's batch decides",
+        f"recovered, physics: possible if uniform routing scored {a.floor_needed:.3f} per step "
+        f"at the claim's batch (the model's per-step floor here is {a.floor:.3f})",
+        "all three: balancedness counts tokens; at small decode batches expert time follows "
+        "the weight bytes each rank reads, so balance costs less than these figures suggest",
+    ]
+    p = a.params
+    parameters = {
+        "ep_size": p.ep_size,
+        "redundant": p.redundant,
+        "groups": p.groups,
+        "nodes": p.nodes,
+        "fit_windows": p.fit_windows,
+        "batch_per_rank": a.batch_per_rank,
+        "skew": round(a.skew, 6),
+    }
+    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)

@@ -1,0 +1,258 @@
+"""What eplb-balance measures on a trace: the expert loads, static placement and EPLB fitted on
+the first steps and scored on the later ones, one layer's load per rank, uniform routing's
+per-step floor, the readings of the recovered share, and the routing model's sweeps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import expert_load
+from rackbook.core.traces import Trace
+from rackbook.errors import InputError
+from rackbook.physics import eplb
+from rackbook.results.eplb_balance.synthetic import Shape, redundant_for, tokens_per_step
+
+# --------------------------------------------------------------------------------------------
+# Loads from a trace
+# --------------------------------------------------------------------------------------------
+
+
+def loads_from_table(df: pd.DataFrame, where: str | Path | None = None) -> np.ndarray:
+    """``expert_load`` rows -> ``(windows, layers, experts)`` float64 tokens.
+
+    Every (window, layer, expert) must appear exactly once; indices start at 0.
+    """
+    if df.empty:
+        raise InputError(where, "expert_load", "no rows")
+    key = ["window", "layer", "expert"]
+    for col in key:
+        if (df[col] < 0).any():
+            raise InputError(where, f"expert_load.{col}", "negative index")
+    if df.duplicated(key).any():
+        raise InputError(where, "expert_load", "duplicate (window, layer, expert) rows")
+    shape = tuple(int(df[c].max()) + 1 for c in key)
+    if len(df) != shape[0] * shape[1] * shape[2]:
+        raise InputError(
+            where,
+            "expert_load",
+            f"incomplete grid: {len(df)} rows for {shape[0]} windows x {shape[1]} layers x "
+            f"{shape[2]} experts",
+        )
+    arr = np.zeros(shape, dtype=np.float64)
+    arr[df["window"].to_numpy(), df["layer"].to_numpy(), df["expert"].to_numpy()] = df[
+        "tokens"
+    ].to_numpy(np.float64)
+    for w in range(shape[0]):
+        expert_load.as_loads(arr[w], where, f"expert_load window {w}")
+    return arr
+
+
+def trace_loads(tr: Trace) -> np.ndarray:
+    """The trace's expert loads ``(windows, layers, experts)``; InputError when it has none."""
+    if "expert_load" not in tr.extra:
+        raise InputError(tr.path, "expert_load", "the trace has no expert_load table")
+    return loads_from_table(tr.extra["expert_load"], tr.path)
+
+
+# --------------------------------------------------------------------------------------------
+# Scoring
+# --------------------------------------------------------------------------------------------
+
+
+def _split(loads: np.ndarray, fit_windows: int) -> tuple[np.ndarray, np.ndarray]:
+    arr = np.asarray(loads, dtype=np.float64)
+    if arr.ndim != 3:
+        raise InputError(None, "loads", f"expected (windows, layers, experts), got {arr.shape}")
+    if not 1 <= fit_windows < arr.shape[0]:
+        raise InputError(
+            None,
+            "fit_windows",
+            f"need 1 <= fit_windows < {arr.shape[0]} windows (at least one left to score)",
+        )
+    return arr[:fit_windows].sum(axis=0), arr[fit_windows:]
+
+
+@dataclass
+class Placements:
+    """Static and EPLB placements (``phy2log``) for one layout, fitted on summed loads."""
+
+    static: np.ndarray
+    eplb: np.ndarray
+    ep_size: int
+    redundant: int
+
+
+def fit(
+    loads: np.ndarray,
+    fit_windows: int,
+    ep_size: int,
+    redundant: int,
+    groups: int = 1,
+    nodes: int = 1,
+) -> Placements:
+    """Fit EPLB (DeepSeek's algorithm, :func:`rackbook.physics.eplb.rebalance_experts`) on windows
+    ``[0, fit_windows)`` summed; the static placement is vLLM's initial one."""
+    fit_loads, _ = _split(loads, fit_windows)
+    num_logical = fit_loads.shape[1]
+    num_physical = eplb.check_layout(num_logical, ep_size, redundant, groups, nodes)
+    phy2log, _, _ = eplb.rebalance_experts(fit_loads, num_physical, groups, nodes, ep_size)
+    return Placements(
+        eplb.static_placement(num_logical, ep_size, redundant), phy2log, ep_size, redundant
+    )
+
+
+def score(
+    loads: np.ndarray,
+    fit_windows: int,
+    ep_size: int,
+    redundant: int,
+    groups: int = 1,
+    nodes: int = 1,
+) -> tuple[dict[str, float], pd.DataFrame]:
+    """Fit EPLB on the first ``fit_windows`` windows; score both placements on each later one.
+
+    Returns ``(summary, per_window)``. ``per_window`` has one row per scored window with vLLM's
+    balancedness (``static``, ``eplb``) and the legacy variant (``static_legacy``,
+    ``eplb_legacy``). ``summary`` holds their means over scored windows, and the two
+    "fraction recovered" readings of the means: ``fraction_recovered_gap`` =
+    (T_eplb - T_static) / (1 - T_static) and ``fraction_of_uniform`` = T_eplb / 1.
+    """
+    _, scored = _split(loads, fit_windows)
+    pl = fit(loads, fit_windows, ep_size, redundant, groups, nodes)
+    rows = []
+    for i, window in enumerate(scored):
+        rs = eplb.rank_loads_from_placement(window, pl.static, ep_size)
+        re = eplb.rank_loads_from_placement(window, pl.eplb, ep_size)
+        rows.append(
+            {
+                "window": fit_windows + i,
+                "static": eplb.balancedness(rs),
+                "eplb": eplb.balancedness(re),
+                "static_legacy": eplb.balancedness_legacy(rs),
+                "eplb_legacy": eplb.balancedness_legacy(re),
+            }
+        )
+    per = pd.DataFrame(rows)
+    s = {k: float(per[k].mean()) for k in ("static", "eplb", "static_legacy", "eplb_legacy")}
+    s["fraction_recovered_gap"] = eplb.fraction_recovered_gap(s["static"], s["eplb"])
+    s["fraction_of_uniform"] = eplb.fraction_of_uniform(s["eplb"])
+    s.update(ep_size=ep_size, redundant=redundant, fit_windows=fit_windows, scored=len(per))
+    return s, per
+
+
+def layer_rank_loads(loads: np.ndarray, pl: Placements, window: int, layer: int) -> pd.DataFrame:
+    """Tokens per EP rank in one layer of one window, static vs EPLB (one row per rank)."""
+    arr = np.asarray(loads, dtype=np.float64)
+    one = arr[window, layer][None, :]
+    static = pl.static if pl.static.ndim == 1 else pl.static[layer]
+    moved = pl.eplb if pl.eplb.ndim == 1 else pl.eplb[layer]
+    return pd.DataFrame(
+        {
+            "rank": np.arange(pl.ep_size),
+            "static": eplb.rank_loads_from_placement(one, static, pl.ep_size)[0],
+            "eplb": eplb.rank_loads_from_placement(one, moved, pl.ep_size)[0],
+        }
+    )
+
+
+def uniform_floor(
+    num_layers: int, tokens_per_layer: int, ep_size: int, seed: int = 0, windows: int = 8
+) -> float:
+    """Mean per-step balancedness of perfectly uniform routing (dimensionless, below 1).
+
+    Every token-expert assignment lands on each EP rank with probability ``1 / ep_size``
+    (uniform routing over equally filled ranks); rank loads are drawn multinomially per layer
+    and step from ``numpy.random.default_rng(seed)``. Below 1 only because a finite step is a
+    sample: this is the best per-step balancedness any placement can expect.
+    """
+    rng = np.random.default_rng(seed)
+    p = np.full(ep_size, 1.0 / ep_size)
+    vals = [
+        eplb.balancedness(rng.multinomial(tokens_per_layer, p, size=num_layers))
+        for _ in range(windows)
+    ]
+    return float(np.mean(vals))
+
+
+def recovered_shares(static: float, eplb_value: float, floor: float) -> pd.DataFrame:
+    """Three readings of "share of uniform routing's potential recovered", in percent.
+
+    ``gap``: (T_eplb - T_static) / (T_uniform - T_static) with T_uniform = 1;
+    ``ratio``: T_eplb / T_uniform with T_uniform = 1; ``ratio to floor``: T_eplb / floor, where
+    the floor is what uniform routing itself scores per step (:func:`uniform_floor`).
+    """
+    return pd.DataFrame(
+        [
+            {
+                "reading": "gap closed",
+                "formula": "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1",
+                "pct": 100 * eplb.fraction_recovered_gap(static, eplb_value),
+            },
+            {
+                "reading": "ratio to uniform",
+                "formula": "T_eplb / T_uniform, T_uniform = 1",
+                "pct": 100 * eplb.fraction_of_uniform(eplb_value),
+            },
+            {
+                "reading": "ratio to uniform, same sampling",
+                "formula": "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform "
+                "routing",
+                "pct": 100 * eplb.fraction_of_uniform(eplb_value, floor),
+            },
+        ]
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Model sweeps
+# --------------------------------------------------------------------------------------------
+
+
+def scenario(
+    *,
+    skew: float,
+    seed: int,
+    shape: Shape,
+    ep_size: int,
+    redundant: int,
+    batch_per_rank: int,
+    windows: int,
+    fit_windows: int,
+    groups: int = 1,
+    nodes: int = 1,
+) -> dict[str, float]:
+    """Draw synthetic loads for one layout and score them (see :func:`score`).
+
+    Adds ``uniform_floor`` (same tokens per step, same EP size) and ``skew``.
+    """
+    n = tokens_per_step(batch_per_rank, ep_size, shape.top_k)
+    loads, _ = eplb.synthetic_loads(shape.num_layers, shape.num_experts, n, skew, seed, windows)
+    s, _ = score(loads, fit_windows, ep_size, redundant, groups, nodes)
+    s["uniform_floor"] = uniform_floor(shape.num_layers, n, ep_size, seed, windows - fit_windows)
+    s["skew"] = float(skew)
+    s["batch_per_rank"] = int(batch_per_rank)
+    return s
+
+
+def sweep(base: dict[str, Any], name: str, values: Iterable[Any]) -> pd.DataFrame:
+    """:func:`scenario` for each value of parameter ``name`` (others from ``base``).
+
+    With ``name == "ep_size"`` the redundant count follows :func:`redundant_for` (one extra
+    slot per rank) unless ``base`` has ``redundant_per_rank``.
+    """
+    rows = []
+    for v in values:
+        kw = {k: val for k, val in base.items() if k != "redundant_per_rank"}
+        kw[name] = v
+        if name == "ep_size":
+            kw["redundant"] = redundant_for(
+                int(v), base["shape"].num_experts, base.get("redundant_per_rank", 1)
+            )
+        rows.append(scenario(**kw))
+    return pd.DataFrame(rows)

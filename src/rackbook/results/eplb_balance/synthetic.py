@@ -1,0 +1,237 @@
+"""eplb-balance's SYNTHETIC default trace: the model's MoE shape, the routing model calibrated to
+the claim's "before" figure, the trace written with its provenance, and the command line that
+writes it (``python -m rackbook.results.eplb_balance``, run by env/record/eplb-balance.sh)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import schema
+from rackbook.core.provenance import new_run_info
+from rackbook.core.traces import Trace, write_trace
+from rackbook.errors import InputError
+from rackbook.inputs.claims import Registry, load_claims
+from rackbook.physics import eplb
+
+#: The claims this chapter tests (data/claims.yaml): balancedness before and after EPLB, and
+#: the share of uniform routing's potential it recovers.
+BEFORE = "eplb-balance.before"
+AFTER = "eplb-balance.after"
+RECOVERED = "eplb-balance.recovered"
+#: The command that regenerates the default trace (recorded in run.json).
+RECORD_COMMAND = "bash env/record/eplb-balance.sh"
+#: The claim whose value the synthetic skew is calibrated to.
+CALIBRATION_CLAIM = BEFORE
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Parameters of the synthetic default trace.
+
+    ``ep_size`` EP ranks (64: the decode workers of this project's GB300 layout,
+    ``env/cluster/topology.yaml``, decode DEP64, which follows the DeepInfer benchmark settings
+    the write-up reports; no public source for those settings was located);
+    ``redundant`` redundant physical experts (64: 384 + 64 = 448 = 7 per rank);
+    ``batch_per_rank`` decode sequences per rank per step (tokens); ``windows`` decode steps
+    drawn; ``seed`` of the generator; the layer/expert/top-k shape comes from the model catalog.
+    """
+
+    model: str = "deepseek-v4.1-flash"
+    ep_size: int = 64
+    redundant: int = 64
+    batch_per_rank: int = 64
+    windows: int = 12
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Shape:
+    """MoE shape of a model: layers counted as MoE layers, routed experts, experts per token."""
+
+    num_layers: int
+    num_experts: int
+    top_k: int
+
+
+def model_shape(model: str = "deepseek-v4.1-flash") -> Shape:
+    """The MoE shape from the model catalog (``data/models/MODEL.yaml``).
+
+    The catalog does not state how many of the layers are MoE layers (``moe.num_moe_layers``
+    is null for V4.1-Flash); then every layer (``architecture.num_layers``) is counted.
+    """
+    from rackbook.inputs.catalogs import load_model
+
+    m = load_model(model)
+    layers = m.moe.num_moe_layers or m.architecture.num_layers
+    if not layers or not m.moe.num_routed_experts or not m.moe.experts_per_token:
+        raise InputError(m.file, "moe", "the model catalog lacks layers, experts or top-k")
+    return Shape(int(layers), int(m.moe.num_routed_experts), int(m.moe.experts_per_token))
+
+
+def tokens_per_step(batch_per_rank: int, ep_size: int, top_k: int) -> int:
+    """Token-expert assignments per MoE layer in one decode step: batch x ranks x top-k."""
+    return int(batch_per_rank) * int(ep_size) * int(top_k)
+
+
+def redundant_for(ep_size: int, num_experts: int, extra_per_rank: int = 1) -> int:
+    """Redundant experts giving every rank ``ceil(experts / ep) + extra_per_rank`` slots.
+
+    E.g. 384 experts: EP 64 -> 7 slots per rank -> 64 redundant; EP 72 -> 6 + 1 = 7 slots ->
+    504 - 384 = 120 redundant.
+    """
+    return int(ep_size) * (math.ceil(num_experts / ep_size) + int(extra_per_rank)) - num_experts
+
+
+def calibration_target(registry: Registry | None = None) -> float:
+    """The claim's static balancedness (claim :data:`CALIBRATION_CLAIM`), from the claims
+    registry (``registry``, else ``data/claims.yaml``)."""
+    return float((registry or load_claims()).value(CALIBRATION_CLAIM))
+
+
+def calibrate(
+    spec: Spec = Spec(), target: float | None = None, registry: Registry | None = None
+) -> dict[str, Any]:
+    """Skew of the synthetic model whose static placement has the target balancedness
+    (``target``, else :func:`calibration_target` of ``registry``).
+
+    Measured on one decode step (window 0 of the generated trace), as vLLM logs it, with
+    ``spec.redundant`` slots placed as vLLM places them before any rearrangement.
+    """
+    shape = model_shape(spec.model)
+    tgt = calibration_target(registry) if target is None else float(target)
+    return eplb.calibrate_skew(
+        tgt,
+        spec.ep_size,
+        num_layers=shape.num_layers,
+        num_experts=shape.num_experts,
+        tokens_per_layer=tokens_per_step(spec.batch_per_rank, spec.ep_size, shape.top_k),
+        seed=spec.seed,
+        redundant=spec.redundant,
+        windows=1,
+    )
+
+
+def loads_table(loads: np.ndarray) -> pd.DataFrame:
+    """``(windows, layers, experts)`` tokens as the trace's ``expert_load`` table."""
+    arr = np.asarray(loads)
+    win, lay, exp = np.indices(arr.shape)
+    return pd.DataFrame(
+        {
+            "window": win.ravel().astype(np.int64),
+            "layer": lay.ravel().astype(np.int64),
+            "expert": exp.ravel().astype(np.int64),
+            "tokens": arr.ravel().astype(np.float64),
+        }
+    )
+
+
+def _empty(table: str) -> pd.DataFrame:
+    dtypes = {"string": "string", "int64": "Int64", "float64": "float64", "bool": "bool"}
+    return pd.DataFrame(
+        {c.name: pd.Series([], dtype=dtypes[c.dtype]) for c in schema.TABLES[table]}
+    )
+
+
+def build_default_trace(spec: Spec = Spec()) -> Trace:
+    """The SYNTHETIC default trace: calibrate the skew, draw ``spec.windows`` decode steps.
+
+    Returns a :class:`Trace` of kind ``synthetic`` with empty request tables and an
+    ``expert_load`` table; ``run.json`` names the generator, its seed and the calibration.
+    """
+    shape = model_shape(spec.model)
+    cal = calibrate(spec)
+    n = tokens_per_step(spec.batch_per_rank, spec.ep_size, shape.top_k)
+    loads, meta = eplb.synthetic_loads(
+        shape.num_layers, shape.num_experts, n, cal["skew"], spec.seed, spec.windows
+    )
+    run = new_run_info(
+        kind="synthetic",
+        commands=[RECORD_COMMAND],
+        parameters={
+            **asdict(spec),
+            "num_layers": shape.num_layers,
+            "num_experts": shape.num_experts,
+            "top_k": shape.top_k,
+            "tokens_per_step": n,
+            "window": "one decode forward pass (engine step)",
+        },
+        engine={"name": "none", "version": None},
+        generator={
+            "name": eplb.SYNTHETIC_GENERATOR,
+            "seed": spec.seed,
+            "skew": cal["skew"],
+            "calibrated": True,
+            "calibration": {
+                "quantity": "vLLM balancedness of static placement, one decode step (window 0)",
+                "target": cal["target"],
+                "target_claim": CALIBRATION_CLAIM,
+                "achieved": cal["balancedness_static"],
+                "ep_size": spec.ep_size,
+                "redundant": spec.redundant,
+            },
+            "model": meta["note"],
+        },
+        notes=(
+            "SYNTHETIC routing, not measured: no DeepSeek-V4.1-Flash routing statistics are "
+            "public. Zipf-like popularity per layer over a seeded permutation, multinomial "
+            f"draws per decode step; skew calibrated so that static placement at EP "
+            f"{spec.ep_size} ({spec.redundant} redundant) has balancedness {cal['target']:g} "
+            f"(claim {CALIBRATION_CLAIM}). Balance after EPLB is a prediction of this model."
+        ),
+    )
+    return Trace(
+        run,
+        _empty("requests"),
+        _empty("itl"),
+        _empty("points"),
+        {"expert_load": loads_table(loads)},
+    )
+
+
+def write_default_trace(path: str | Path, spec: Spec = Spec()) -> Path:
+    """Build and write the default trace to folder ``path`` (atomically)."""
+    return write_trace(path, build_default_trace(spec))
+
+
+# --------------------------------------------------------------------------------------------
+# Command line (env/record/eplb-balance.sh)
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rackbook.results.eplb_balance OUT [--seed N] [--ep-size N] ...``: write the
+    trace."""
+    d = Spec()
+    ap = argparse.ArgumentParser(
+        prog="python -m rackbook.results.eplb_balance", description=__doc__
+    )
+    ap.add_argument("out", help="trace folder to write")
+    ap.add_argument("--model", default=d.model)
+    ap.add_argument("--ep-size", type=int, default=d.ep_size)
+    ap.add_argument("--redundant", type=int, default=d.redundant)
+    ap.add_argument("--batch-per-rank", type=int, default=d.batch_per_rank)
+    ap.add_argument("--windows", type=int, default=d.windows)
+    ap.add_argument("--seed", type=int, default=d.seed)
+    a = ap.parse_args(argv)
+    spec = Spec(a.model, a.ep_size, a.redundant, a.batch_per_rank, a.windows, a.seed)
+    try:
+        path = write_default_trace(a.out, spec)
+    except InputError as err:
+        print(f"error: {err}")
+        return 2
+    from rackbook.core.traces import read_run
+
+    gen = read_run(path)["generator"]
+    print(
+        f"wrote {path}: skew {gen['skew']:.6f}, static balancedness "
+        f"{gen['calibration']['achieved']:.4f} (target {gen['calibration']['target']:g})"
+    )
+    return 0

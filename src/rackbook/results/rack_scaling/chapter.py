@@ -1,0 +1,722 @@
+"""The rack-scaling chapter: its parameters, the analysis of a trace (token accounting, scaling,
+the readings of the three published figures, their cost), what it concludes (headlines, readings,
+flips) and the values its prose quotes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.core import validity
+from rackbook.core.provenance import hardware_label
+from rackbook.core.traces import Trace
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec, PriceSpec, SystemSpec
+from rackbook.inputs.claims import Registry, load_claims
+from rackbook.physics import check, results_bounds, units
+from rackbook.results import evidence, headline, verdicts
+from rackbook.results.rack_scaling.cost import (
+    COST_CLAIM,
+    DEFAULT_PRICE,
+    CostReadings,
+    cost_physics,
+    cost_readings,
+    token_prices,
+    token_revenue,
+)
+from rackbook.results.rack_scaling.readings import (
+    ASSUMED_ISL,
+    ASSUMED_OSL,
+    READING_LABELS,
+    SPEEDUP_CLAIM,
+    THROUGHPUT_CLAIM,
+    ceilings,
+    speedup_attainable,
+    speedup_physics,
+    speedup_readings,
+    throughput_attainable,
+    throughput_physics,
+    throughput_readings,
+)
+from rackbook.results.rack_scaling.scaling import NODE_SYSTEMS, scaling_vs_reference
+from rackbook.results.rack_scaling.tokens import token_accounting, with_gpu_counts
+
+RESULT = "rack-scaling"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.rack_scaling``).
+FIGURES: tuple[str, ...] = ("fig_tokens", "fig_scaling", "fig_readings", "fig_nodes", "fig_revenue")
+
+SINGLE_USER_CLAIM = "single-user.throughput"
+DECODE_PARITY_CLAIM = "decode-parity.gap"
+
+# --------------------------------------------------------------------------------------------
+# The chapter
+
+STATED = "per GPU as stated"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table whose cells show ``|`` and ``$`` literally (the book parses displayed
+    Markdown as MyST, where ``$`` opens math)."""
+
+    def cell(x: object) -> str:
+        return str(x).replace("|", "\\|").replace("$", "\\$")
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Params(headline.Params):
+    """The chapter's analysis parameters (the notebook's ``parameters`` cell): GPUs per server
+    where the trace does not record them, the reference configuration and the token kind to
+    scale, the catalog ids of the model, GPU, rack, node sizes and rental price the readings
+    use, the share of the input tokens that were cache hits if known (None: not published),
+    the relative tolerance of measured against published (GB300 traces only), and the workload
+    (input and output tokens per request) the cache-hit reading assumes, since the write-up
+    gives none (``workload_isl``, ``workload_osl``: not notebook parameters, set them here)."""
+
+    gpus_per_replica: int = 1
+    reference_config: str = "1x"
+    metric: str = "total"
+    model_id: str = "deepseek-v4.1-flash"
+    gpu_id: str = "gb300"
+    system_id: str = "gb300-nvl72"
+    node_systems: tuple[str, ...] | list[str] = NODE_SYSTEMS
+    price_id: str = DEFAULT_PRICE
+    cached_share: float | None = None
+    rel_tol: float = 0.10
+    workload_isl: int = ASSUMED_ISL
+    workload_osl: int = ASSUMED_OSL
+
+
+@dataclass
+class Analysis:
+    """Everything the chapter shows: the token accounting of every point, scaling from the
+    reference, the ceilings and the physics of the three published figures, their readings,
+    and the values its prose quotes."""
+
+    trace: Trace
+    params: Params
+    registry: Registry
+    claim_tok_s: float
+    claim_speedup: float
+    claim_usd: float
+    rack: SystemSpec
+    gpu: GpuSpec
+    model: ModelSpec
+    rental: PriceSpec
+    accounting: pd.DataFrame
+    scaling: pd.DataFrame
+    ceilings: pd.DataFrame
+    throughput: pd.DataFrame
+    speedups: pd.DataFrame
+    cost: CostReadings
+    band: check.Band
+    readings: list[headline.ClaimReading]
+    hardware: str
+    testable: bool
+    revenue_run: float
+
+    @property
+    def largest(self) -> pd.Series:
+        """The accounting row of the configuration with the most GPUs."""
+        return self.accounting.loc[self.accounting["num_gpus"].astype(float).idxmax()]
+
+    @property
+    def top(self) -> pd.Series:
+        """The scaling row of the largest configuration (last in GPU order)."""
+        return self.scaling.iloc[-1]
+
+    @property
+    def rack_reading(self) -> str:
+        """Name of the cost reading of the throughput figure as the rack's total."""
+        return f"rack total / {self.rack.gpus}"
+
+    @property
+    def unit(self) -> str:
+        """What the trace's per-unit figures divide by: ``GPU``, or ``replica`` on a machine
+        without GPUs where one server stands for one GPU (``gpus_per_replica`` 1)."""
+        gpus = verdicts.gpu_names(self.trace.run) or self.params.gpus_per_replica > 1
+        return "GPU" if gpus else "replica"
+
+    @property
+    def cached_known(self) -> bool:
+        """True when the largest configuration's cached input tokens are known."""
+        return bool(np.isfinite(self.largest["cached_input_tok_s"]))
+
+    @property
+    def cached_note(self) -> str:
+        """Where the largest configuration's cached count comes from, or why it is unknown."""
+        return self.largest["note"] or "cached count from the requests' cached_prompt_tokens"
+
+    def cap(self, ceiling: str, phase: str) -> float:
+        """A ceiling of :attr:`ceilings` in tokens/s per GPU."""
+        c = self.ceilings
+        return float(c[(c["ceiling"] == ceiling) & (c["phase"] == phase)]["tok_s_per_gpu"].iloc[0])
+
+    # ----------------------------------------------------------------- tables the chapter shows
+
+    def accounting_markdown(self) -> str:
+        """Tokens/s of every point, counted by kind, and per GPU (or replica)."""
+        u = self.unit
+        rows = [
+            [
+                f"{r.config} ({units.plural(int(r.num_gpus), u)})",
+                f"{r.output_tok_s:,.1f}",
+                verdicts.text(r.new_input_tok_s, ",.1f"),
+                verdicts.text(r.cached_input_tok_s, ",.1f"),
+                f"{r.total_tok_s:,.1f}",
+                verdicts.text(r.computed_tok_s, ",.1f"),
+                verdicts.text(r.total_tok_s_per_gpu, ",.1f"),
+            ]
+            for r in self.accounting.itertuples()
+        ]
+        head = ["config", "output", "new input", "cached input", "total", "computed"]
+        return _table([*head, f"total per {u}"], rows) + "\nAll in tokens per second.\n"
+
+    def ceilings_markdown(self) -> str:
+        """The compute ceilings with their numbers (display math) and every ceiling's formula."""
+        maths = [f"$$ {x} $$" for x in self.ceilings["latex"] if x]
+        rows = [
+            [f"{r.ceiling}, {r.phase}", f"{r.tok_s_per_gpu:,.0f}", r.formula]
+            for r in self.ceilings.itertuples()
+        ]
+        return "\n\n".join(maths) + "\n\n" + _table(["ceiling", "tok/s per GPU", "how"], rows)
+
+    def throughput_markdown(self) -> str:
+        """Each reading of the throughput figure against its ceiling (tokens/s per GPU)."""
+        rows = []
+        for r in self.throughput.itertuples():
+            cached = r.reading == "per-gpu-with-cached" and not np.isfinite(r.ratio)
+            rows.append(
+                [
+                    READING_LABELS.get(r.reading, r.reading),
+                    f"{r.tok_s_per_gpu:,.0f}",
+                    f"at most {r.computed_tok_s_per_gpu:,.0f}"
+                    if cached
+                    else f"{r.computed_tok_s_per_gpu:,.0f}",
+                    f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})",
+                    f"fits once at least {r.min_cached_share:.1%} of the input is cached"
+                    if cached
+                    else f"{r.ratio:.3g}x",
+                    f"**{r.verdict}**",
+                ]
+            )
+        head = ["reading", "counted", "computed", "ceiling", "computed / ceiling", "physics"]
+        return (
+            _table(head, rows) + "\nCounted, computed and ceiling in tokens per second per GPU.\n"
+        )
+
+    def speedups_markdown(self) -> str:
+        """What the speedup means for each node size, and the node it implies."""
+        rows = [
+            [
+                r.name,
+                f"{r.gpus_per_node}",
+                f"{r.nodes:g}",
+                f"{r.efficiency:.1%}",
+                f"{r.node_tok_s_per_gpu:,.0f}",
+                f"{r.ratio:.3g}x",
+                f"**{r.verdict}**",
+            ]
+            for r in self.speedups.itertuples()
+        ]
+        head = [
+            "what 'a node' is",
+            "GPUs per node",
+            "nodes in the rack",
+            "scaling efficiency",
+            "node tok/s per GPU",
+            "node / ceiling",
+            "physics",
+        ]
+        return _table(head, rows)
+
+    def cost_markdown(self) -> str:
+        """The dollar figure per million tokens, and the token revenue range, per reading."""
+        cost = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
+        rows = []
+        for r in self.cost.revenue.itertuples():
+            per_m = cost.loc[r.reading]
+            share = r.cached_share_matching
+            rows.append(
+                [
+                    r.reading,
+                    f"{r.tok_s_per_gpu:,.0f}",
+                    f"{r.mtok_per_gpu_hour:,.1f}",
+                    f"${per_m.iloc[0]:,.4f}",
+                    f"${per_m.iloc[1]:,.4f}",
+                    f"${r.revenue_all_cached:,.2f} to ${r.revenue_all_uncached:,.2f}",
+                    f"{share:.1%}" if np.isfinite(share) else "none",
+                ]
+            )
+        head = [
+            "throughput reading",
+            "tok/s per GPU",
+            "M tok per GPU-hour",
+            "USD per M tok, as cost",
+            "USD per M tok, rental",
+            "revenue (USD per GPU-hour)",
+            f"cached share for ${self.claim_usd:g}",
+        ]
+        return _table(head, rows)
+
+    # ----------------------------------------------------------------------------- values
+
+    def values(self) -> dict[str, Any]:
+        """Numbers and words the chapter's prose quotes (glued by name)."""
+        nx, top, reg = self.largest, self.top, self.registry
+        by = self.throughput.set_index("reading")
+        spi = self.speedups.set_index("system")
+        rev = self.cost.revenue.set_index("reading")
+        cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
+        tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
+        cap_d, cap_p = self.cap("compute", "decode"), self.cap("compute", "prefill")
+        mem = self.ceilings[self.ceilings["ceiling"] == "memory bandwidth"].iloc[0]
+        sp = float(top["speedup"])
+        change = (
+            "is unknown"
+            if not np.isfinite(sp)
+            else f"grew to {sp:.2f}x"
+            if sp > 1.005
+            else f"shrank to {sp:.2f}x"
+            if sp < 0.995
+            else f"stayed at {sp:.2f}x"
+        )
+        u = self.unit
+        out = {
+            "claim_tok_s": self.claim_tok_s,
+            "claim_speedup": self.claim_speedup,
+            "claim_usd": self.claim_usd,
+            "rack_gpus": self.rack.gpus,
+            "rack_name": self.rack.name,
+            "gpu_name": self.gpu.name,
+            "tray_gpus": catalogs.system(tray).gpus,
+            "hgx_gpus": catalogs.system(hgx).gpus,
+            "su_claim": reg.value(SINGLE_USER_CLAIM),
+            "su_gpus": reg.get(SINGLE_USER_CLAIM).scope.gpu_count,
+            "dp_claim": reg.value(DECODE_PARITY_CLAIM),
+            "active_decode_b": float(self.model.active_params("decode")) / 1e9,
+            "active_prefill_b": float(self.model.active_params("prefill")) / 1e9,
+            "price_uncached": token_prices().usd_per_m_uncached,
+            "price_cached": token_prices().usd_per_m_cached,
+            "hardware": self.hardware,
+            "trace_kind": self.trace.kind,
+            "unit": u,
+            "nx_config": str(nx["config"]),
+            "nx_units": units.plural(int(nx["num_gpus"]), u),
+            "nx_total": verdicts.text(nx["total_tok_s"], ",.1f"),
+            "nx_total_per_gpu": verdicts.text(nx["total_tok_s_per_gpu"], ",.1f"),
+            "nx_output": verdicts.text(nx["output_tok_s"], ",.1f"),
+            "nx_new_input": verdicts.text(nx["new_input_tok_s"], ",.1f"),
+            "nx_cached_input": verdicts.text(nx["cached_input_tok_s"], ",.1f"),
+            "nx_computed": verdicts.text(nx["computed_tok_s"], ",.1f"),
+            "nx_cached_source": str(nx["cached_source"]),
+            "metric": self.params.metric,
+            "reference_config": self.params.reference_config,
+            "ref_units": units.plural(int(self.scaling.iloc[0]["num_gpus"]), u),
+            "top_units": units.plural(int(top["num_gpus"]), u),
+            "speedup": verdicts.text(sp, ".2f"),
+            "scaling_change": change,
+            "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
+            "cap_decode": cap_d,
+            "cap_prefill": cap_p,
+            "cap_memory": float(mem["tok_s_per_gpu"]),
+            "ratio_decode": by.loc["per-gpu-decode", "ratio"],
+            "ratio_prefill": by.loc["per-gpu-prefill", "ratio"],
+            "rack_per_gpu": by.loc["rack-total", "tok_s_per_gpu"],
+            "rack_ratio": by.loc["rack-total", "ratio"],
+            "rack_ratio_pct": 100 * by.loc["rack-total", "ratio"],
+            "v_decode": by.loc["per-gpu-decode", "verdict"],
+            "v_prefill": by.loc["per-gpu-prefill", "verdict"],
+            "v_cached": by.loc["per-gpu-with-cached", "verdict"],
+            "v_rack": by.loc["rack-total", "verdict"],
+            "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
+            "workload_isl": self.params.workload_isl,
+            "workload_osl": self.params.workload_osl,
+            "node_hgx_ratio": spi.loc[hgx, "ratio"],
+            "node_tray_gpu": str(spi.loc[tray, "gpu"]).upper(),
+            "node_hgx_gpu": str(spi.loc[hgx, "gpu"]).upper(),
+            "stated_tray_per_gpu": spi.loc[tray, "stated_node_tok_s_per_gpu"],
+            "stated_tray_pct": 100 * spi.loc[tray, "stated_min_cached_share"],
+            "stated_hgx_pct": 100 * spi.loc[hgx, "stated_min_cached_share"],
+            "band_low": self.band.low,
+            "band_high": self.band.high,
+            "eff_tray_pct": 100 * spi.loc[tray, "efficiency"],
+            "eff_hgx_pct": 100 * spi.loc[hgx, "efficiency"],
+            "nodes_tray": spi.loc[tray, "nodes"],
+            "nodes_hgx": spi.loc[hgx, "nodes"],
+            "node_tray_per_gpu": spi.loc[tray, "node_tok_s_per_gpu"],
+            "node_hgx_per_gpu": spi.loc[hgx, "node_tok_s_per_gpu"],
+            "node_tray_ratio": spi.loc[tray, "ratio"],
+            "rental_usd": self.rental.usd_per_gpu_hour,
+            "ratio_rental": self.cost.ratio_to_rental,
+            "usd_per_m_stated": cst[(STATED, "claim as cost")],
+            "usd_per_m_rack": cst[(self.rack_reading, "claim as cost")],
+            "rev_share_rack": verdicts.text(
+                100 * rev.loc[self.rack_reading, "cached_share_matching"], ".1f"
+            ),
+            "rev_min_rack": rev.loc[self.rack_reading, "revenue_all_cached"],
+            "rev_max_rack": rev.loc[self.rack_reading, "revenue_all_uncached"],
+            "rev_min_stated": rev.loc[STATED, "revenue_all_cached"],
+            "revenue_run": verdicts.text(self.revenue_run, ",.4f"),
+        }
+        for r in self.readings:
+            out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
+        return out
+
+
+def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+    """Token accounting of every point (GPU counts filled from ``params.gpus_per_replica``),
+    scaling from ``params.reference_config``, the ceilings and the physics of the published
+    throughput, speedup and cost (from the claims registry) on the catalogs' rack, GPU, model
+    and rental price, and the three readings of each claim (a trace tests them only when
+    recorded on GB300 GPUs, at least the rack's count, serving DeepSeek-V4.1-Flash; it tests
+    the cost read as token revenue per GPU-hour at InferenceX's token prices)."""
+    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
+    p = params
+    reg = registry or load_claims()
+    tok_s, speedup, usd = (
+        reg.value(THROUGHPUT_CLAIM),
+        reg.value(SPEEDUP_CLAIM),
+        reg.value(COST_CLAIM),
+    )
+    rack, gpu, rental = (
+        catalogs.system(p.system_id),
+        catalogs.gpu(p.gpu_id),
+        catalogs.price(p.price_id),
+    )
+    model = catalogs.load_model(p.model_id)
+    tr = with_gpu_counts(trace, p.gpus_per_replica)
+    acc = token_accounting(tr)
+    # a reader's partial trace may lack the reference (or hold one configuration): the
+    # smallest configuration stands in, and the speedup's this-run reading says so
+    ref_cfg = p.reference_config
+    if ref_cfg not in set(acc["config"]):
+        ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
+    sc = scaling_vs_reference(acc, ref_cfg, p.metric)
+    caps = ceilings(model, gpu, rack.gpus)
+    work = dict(isl=p.workload_isl, osl=p.workload_osl)
+    thr = throughput_readings(tok_s, rack.gpus, model, gpu, p.cached_share, **work)
+    sp = speedup_readings(speedup, tok_s, rack.gpus, model, gpu, tuple(p.node_systems), **work)
+    cost = cost_readings(
+        usd,
+        {STATED: tok_s, f"rack total / {rack.gpus}": tok_s / rack.gpus},
+        rental_usd_per_gpu_hour=rental.usd_per_gpu_hour,
+        cached_share=p.cached_share,
+    )
+    cost.cost["basis"] = cost.cost["basis"].replace(
+        {"reference (given)": f"{rental.kind} ({p.price_id})"}
+    )
+    band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=tok_s)
+    nx = acc.loc[acc["num_gpus"].astype(float).idxmax()]
+    top = sc.iloc[-1]
+    revenue = token_revenue(nx)
+    testable = verdicts.can_test(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
+    needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
+    unit = "GPU" if verdicts.gpu_names(tr.run) or p.gpus_per_replica > 1 else "replica"
+    n = int(nx["num_gpus"])
+    what_tp = (
+        f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
+        f"{units.plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
+    )
+    what_sp = (
+        f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
+        f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
+    )
+    what_cost = (
+        f"token revenue ${verdicts.text(revenue, ',.4g')} per {unit}-hour at InferenceX's "
+        f"token prices, config {nx['config']}"
+    )
+    run = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
+    readings = [
+        throughput_physics(thr, throughput_attainable(thr, model, gpu, rack.gpus)),
+        evidence.reading(THROUGHPUT_CLAIM, registry=reg),
+        verdicts.run_reading(
+            THROUGHPUT_CLAIM, float(nx["total_tok_s_per_gpu"]), tok_s, what=what_tp, **run
+        ),
+        speedup_physics(sp, speedup_attainable(sp, model)),
+        evidence.reading(SPEEDUP_CLAIM, registry=reg),
+        verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what_sp, **run)
+        if len(sc) > 1 and ref_cfg == p.reference_config
+        else headline.ClaimReading(
+            SPEEDUP_CLAIM,
+            "this run",
+            "untested",
+            "-",
+            "one configuration only: no speedup; record the single-node reference and the rack"
+            if len(sc) < 2
+            else f"no point with config {p.reference_config!r} (the single-node reference): "
+            f"record one; {ref_cfg} stands in for the figures",
+        ),
+        cost_physics(cost, usd),
+        evidence.reading(COST_CLAIM, registry=reg),
+        verdicts.run_reading(COST_CLAIM, revenue, usd, what=what_cost, **run),
+    ]
+    return Analysis(
+        trace=tr,
+        params=p,
+        registry=reg,
+        claim_tok_s=tok_s,
+        claim_speedup=speedup,
+        claim_usd=usd,
+        rack=rack,
+        gpu=gpu,
+        model=model,
+        rental=rental,
+        accounting=acc,
+        scaling=sc,
+        ceilings=caps,
+        throughput=thr,
+        speedups=sp,
+        cost=cost,
+        band=band,
+        readings=readings,
+        hardware=hardware_label(tr.run),
+        testable=testable,
+        revenue_run=revenue,
+    )
+
+
+def _run_reading(a: Analysis, claim: str) -> dict[str, Any]:
+    r = next(r for r in a.readings if r.claim_id == claim and r.reading == "this run")
+    return dict(claim_id=claim, verdict=r.verdict, reason=r.reason)
+
+
+def _measured(a: Analysis) -> list[headline.Headline]:
+    nx, top, p = a.largest, a.top, a.params
+    common = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    tp, sp = _run_reading(a, THROUGHPUT_CLAIM), _run_reading(a, SPEEDUP_CLAIM)
+    other = dict(claim_id=None, verdict=headline.NOT_COMPARABLE)
+    cfg, u = nx["config"], a.unit
+    prices = token_prices()
+    return [
+        headline.Headline(
+            name="measured_total_tok_s_per_gpu",
+            value=verdicts.number(nx["total_tok_s_per_gpu"], 2),
+            unit=f"tok/s/{u}",
+            definition=f"(input + output tokens) / window / {u}s, config {cfg} "
+            f"on {units.plural(int(nx['num_gpus']), u)}",
+            **tp,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_output_tok_s",
+            value=verdicts.number(nx["output_tok_s"], 2),
+            unit="tok/s",
+            definition=f"output tokens / window, config {cfg}",
+            reason="the write-up does not say which tokens it counts",
+            **other,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_new_input_tok_s",
+            value=verdicts.number(nx["new_input_tok_s"], 2),
+            unit="tok/s",
+            definition=f"(input - cached input) tokens / window, config {cfg}; "
+            "null when the cached count is unknown",
+            reason=a.cached_note,
+            **other,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_cached_input_tok_s",
+            value=verdicts.number(nx["cached_input_tok_s"], 2),
+            unit="tok/s",
+            definition=f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
+            reason=a.cached_note,
+            **other,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_speedup",
+            value=verdicts.number(top["speedup"], 3),
+            unit="x",
+            definition=f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}",
+            **sp,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_scaling_efficiency",
+            value=verdicts.number(top["efficiency"], 4),
+            unit="1",
+            definition=f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio",
+            **sp,
+            **common,
+        ),
+        headline.Headline(
+            name="measured_token_revenue",
+            value=verdicts.number(a.revenue_run, 6),
+            unit=f"USD/{u}-hour",
+            definition=f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
+            f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
+            "when the cached count is unknown",
+            **_run_reading(a, COST_CLAIM),
+            **common,
+        ),
+    ]
+
+
+def _modelled(a: Analysis) -> list[headline.Headline]:
+    p = a.params
+    hl = [
+        headline.Headline(
+            name=f"reading_{r.reading}",
+            value=verdicts.number(r.ratio, 4),
+            unit="x ceiling",
+            definition=f"{r.meaning}: claimed / ceiling on {p.gpu_id} ({r.limit})",
+            claim_id=THROUGHPUT_CLAIM,
+            kind="modelled",
+            verdict=r.verdict,
+            reason=r.formula,
+        )
+        for r in a.throughput.itertuples()
+        if r.reading != "per-gpu-with-cached"
+    ]
+    cached = a.throughput.set_index("reading").loc["per-gpu-with-cached"]
+    hl.append(
+        headline.Headline(
+            name="reading_per-gpu-with-cached_min_cached_share",
+            value=verdicts.number(cached["min_cached_share"], 4),
+            unit="1",
+            definition="least share of the input tokens that must be prefix-cache hits for the "
+            f"figure, per GPU on {p.gpu_id}, to fit the whole workload (ISL {p.workload_isl:,} / "
+            f"OSL {p.workload_osl:,}, assumed: new-token prefill behind the cached prefix, "
+            "attention over it, output decode); sufficient, not only necessary",
+            claim_id=THROUGHPUT_CLAIM,
+            kind="modelled",
+            verdict=cached["verdict"],
+            reason=cached["formula"],
+        )
+    )
+    hl += [
+        headline.Headline(
+            name=f"speedup_efficiency_{r.system}",
+            value=verdicts.number(r.efficiency, 4),
+            unit="1",
+            definition=f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} "
+            "per node): per-GPU scaling efficiency",
+            claim_id=SPEEDUP_CLAIM,
+            kind="modelled",
+            verdict=r.stated_verdict,
+            reason=f"per GPU as stated: {r.stated_formula}; as the rack total: {r.formula}",
+        )
+        for r in a.speedups.itertuples()
+    ]
+    share = a.cost.revenue.set_index("reading").loc[a.rack_reading]
+    cost_r = next(r for r in a.readings if r.claim_id == COST_CLAIM and r.reading == "physics")
+    hl += [
+        headline.Headline(
+            name="cost_ratio_to_rental",
+            value=verdicts.number(a.cost.ratio_to_rental, 3),
+            unit="x",
+            definition="$/GPU-hour figure / the catalog's GB300 rental price",
+            claim_id=None,
+            kind="modelled",
+            verdict=headline.NOT_COMPARABLE,
+            reason="$/GPU-hour is not a price per answer; what the dollars are is not stated",
+        ),
+        headline.Headline(
+            name="revenue_cached_share_rack_total",
+            value=verdicts.number(share["cached_share_matching"], 4),
+            unit="1",
+            definition="cached share at which token revenue per GPU-hour ($1/M uncached, $0.10/M "
+            "cached) equals the figure, rack-total reading; null if none",
+            claim_id=COST_CLAIM,
+            kind="modelled",
+            verdict=cost_r.verdict,
+            reason=share["formula"],
+        ),
+    ]
+    return hl
+
+
+def flips(a: Analysis) -> list[str]:
+    """What would turn each reading: the computed thresholds (the verdict rule of
+    :func:`rackbook.physics.results_bounds.verdict_rule`) and the sensitivity band. Dollars
+    are written USD (the flips are shown as Markdown, where ``$`` opens math)."""
+    rule = results_bounds.verdict_rule()
+    lo, hi = rule.possible_below, rule.impossible_above
+    t, s = a.claim_tok_s, a.claim_speedup
+    cap_p = a.cap("compute", "prefill")
+    isl, osl = a.params.workload_isl, a.params.workload_osl
+    by = a.throughput.set_index("reading")
+    need = by.loc["per-gpu-with-cached", "min_cached_share"]
+    bound = results_bounds.cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
+    work = f"ISL {isl:,} / OSL {osl:,}, assumed"
+    tp = f"throughput, physics (per GPU as stated, cache hits counted, {work}): " + (
+        "no cached share fits"
+        if not np.isfinite(need)
+        else f"possible once a published share of the input tokens cached reaches {need:.1%}, "
+        "impossible below it (rackbook check reads the same)"
+    )
+    tp += (
+        f"; as computed tokens possible only up to {lo * cap_p:,.0f} tok/s per GPU (the "
+        f"prefill ceiling); impossible above {bound:,.3g} tok/s per GPU on any workload, which "
+        f"no cached share reaches; decode ratio {a.band.text}"
+    )
+    sd = a.speedups
+    node_caps = sd["ceiling_tok_s_per_gpu"] * sd["gpus_per_node"]
+    sp = (
+        f"speedup, physics (on the throughput's basis, {work}): "
+        + "; ".join(
+            f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes fit once at least "
+            f"{r.stated_min_cached_share:.1%} of their input tokens are cache hits"
+            if np.isfinite(r.stated_min_cached_share)
+            else f"no cached share fits {r.gpus_per_node}-GPU {r.gpu.upper()} nodes"
+            for r in sd.itertuples()
+        )
+        + f". With the throughput as the rack's total: possible while that total stays below "
+        f"{lo * s * node_caps.min():,.0f} tok/s (every node size within its GPU's "
+        f"ceiling), impossible above {hi * s * node_caps.max():,.0f} tok/s (every node size "
+        f"over it); at {t:,.0f} tok/s, possible for any speedup above "
+        f"{t / (lo * node_caps.min()):.3g}x, impossible below {t / (hi * node_caps.max()):.3g}x"
+    )
+    cost = (
+        "cost, physics: nothing turns it; a dollar figure is a price, which no ceiling bounds "
+        "(the published reading sets it against rental, list and ownership prices)"
+    )
+    return [
+        tp,
+        sp,
+        cost,
+        "published, every claim: an independent measurement of DeepSeek-V4.1-Flash on a GB300 "
+        "NVL72 (none located)",
+        f"this run, throughput and speedup: a trace recorded on {a.rack.gpus} GB300 GPUs serving "
+        "DeepSeek-V4.1-Flash, with a one-node reference configuration, within "
+        f"{a.params.rel_tol:.0%} of {t:,.0f} tok/s per GPU and of {s:g}x",
+        f"this run, cost: the same trace's token revenue per GPU-hour at InferenceX's prices "
+        f"(it needs the cached count) within {a.params.rel_tol:.0%} of USD {a.claim_usd:g}",
+    ]
+
+
+def outcome(a: Analysis) -> headline.Outcome:
+    """The chapter's headlines, the three readings of each claim and what would flip them."""
+    p = a.params
+    parameters = {
+        "reference_config": p.reference_config,
+        "metric": p.metric,
+        "gpus_per_replica": p.gpus_per_replica,
+        "model_id": p.model_id,
+        "gpu_id": p.gpu_id,
+        "system_id": p.system_id,
+        "node_systems": list(p.node_systems),
+        "price_id": p.price_id,
+        "cached_share": p.cached_share,
+        "rel_tol": p.rel_tol,
+        "workload_isl": p.workload_isl,
+        "workload_osl": p.workload_osl,
+    }
+    return headline.Outcome(
+        RESULT,
+        _measured(a) + _modelled(a),
+        a.readings,
+        flips(a),
+        [a.trace.trace_id],
+        parameters,
+        a.hardware,
+    )

@@ -1,0 +1,456 @@
+"""The physics readings of rack-scaling's throughput and speedup figures: each reading of
+"tokens/s per GPU" (decode, prefill, cache hits counted, the rack's total) against the catalogs'
+ceilings (:mod:`rackbook.physics`), the ceilings with their arithmetic, what measured kernels
+reach, and the claims' physics verdicts with their reasons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rackbook.errors import InputError
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics import check, results_bounds, roofline
+from rackbook.results import headline, verdicts
+from rackbook.results.rack_scaling.scaling import NODE_SYSTEMS, node_sizes
+
+#: The workload the cache-hit reading assumes, tokens per request (ISL, OSL): an agentic
+#: request with a long context and a short answer. The write-up gives no ISL or OSL, only "long
+#: contexts that keep growing"; every threshold that depends on it says it is assumed.
+ASSUMED_ISL = 100_000
+ASSUMED_OSL = 1_000
+
+#: The claims this chapter tests (data/claims.yaml), and two it quotes to keep them apart.
+THROUGHPUT_CLAIM = "rack-scaling.throughput"
+SPEEDUP_CLAIM = "rack-scaling.speedup"
+
+
+def speedup_readings(
+    speedup: float,
+    claim_tok_s: float,
+    n_gpus: int,
+    model: ModelSpec | str,
+    hw: GpuSpec | str | None = None,
+    systems: tuple[str, ...] = NODE_SYSTEMS,
+    *,
+    isl: float | None = None,
+    osl: float | None = None,
+) -> pd.DataFrame:
+    """What a ``speedup`` over "a single node" on ``n_gpus`` GPUs means for each node size in
+    ``systems``, read as the rack's aggregate (rack throughput / node throughput) and per GPU
+    (scaling efficiency = speedup / nodes; above 1 is super-linear, which wide expert
+    parallelism can give), with the physics of the node it implies on two bases, each against
+    the node's own GPU (a GB300 tray's GB300, an HGX B300's B300; ``hw`` is not used):
+
+    - the rack total (``node_*``, ``ratio``, ``verdict``): the throughput claim ``claim_tok_s``
+      as the rack's total / speedup, per GPU of the node, against that GPU's decode compute
+      ceiling. E.g. 7.9x on 72 GPUs with 954,000 tok/s: 18 trays of 4 -> 43.9 % efficiency;
+      the tray serves 954,000 / 7.9 / 4 = 30,190 tok/s per GPU, 0.125x GB300's 241,834; an
+      HGX B300 15,095, 0.0694x B300's 217,650;
+    - per GPU as stated, cache hits counted (``stated_*``, the basis the throughput's physics
+      reading decides on): the node counts claim x n_gpus / speedup tokens/s, each GPU
+      claim x n_gpus / speedup / GPUs per node, and fits only with at least
+      ``stated_min_cached_share`` of its input tokens cached at the workload ``isl`` / ``osl``
+      (:func:`rackbook.physics.check.cached_share_threshold`): undetermined while the
+      share is unpublished, impossible when no share fits.
+    """
+    if not speedup > 0:
+        raise InputError("-", "speedup", f"must be > 0, got {speedup}")
+    isl = ASSUMED_ISL if isl is None else isl
+    osl = ASSUMED_OSL if osl is None else osl
+    rows = []
+    for sid, per_node in node_sizes(systems).items():
+        node_gpu = catalogs.gpu(catalogs.system(sid).gpu)
+        cap = roofline.compute_ceiling_tokens_per_s(model, node_gpu, "decode").tokens_per_s
+        nodes = n_gpus / per_node
+        eff = speedup / nodes
+        node_per_gpu = claim_tok_s / speedup / per_node
+        ratio = node_per_gpu / cap
+        stated = claim_tok_s * n_gpus / speedup / per_node
+        th = check.cached_share_threshold(
+            model, node_gpu, per_node, stated, per="gpu", counted="total", isl=isl, osl=osl
+        )
+        s_verdict = th.verdict
+        s_text = f"at ISL {isl:,.0f} / OSL {osl:,.0f}, {th.formula}" + (
+            " (the share is not published)" if th.verdict == "undetermined" else ""
+        )
+        rows.append(
+            {
+                "system": sid,
+                "name": catalogs.system(sid).name,
+                "gpu": node_gpu.id,
+                "gpus_per_node": per_node,
+                "nodes": nodes,
+                "speedup": speedup,
+                "efficiency": eff,
+                "node_tok_s_per_gpu": node_per_gpu,
+                "ceiling_tok_s_per_gpu": cap,
+                "ratio": ratio,
+                "verdict": check.physics_verdict(ratio),
+                "formula": f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; {speedup:g} / "
+                f"{nodes:g} = {eff:.1%} per GPU; node as the rack total: {claim_tok_s:,.0f} / "
+                f"{speedup:g} / {per_node} = {node_per_gpu:,.0f} tok/s per GPU = {ratio:.3g}x "
+                f"the {node_gpu.id} decode compute ceiling of {cap:,.0f}",
+                "stated_node_tok_s_per_gpu": stated,
+                "stated_min_cached_share": np.nan if th.share is None else th.share,
+                "stated_verdict": s_verdict,
+                "stated_formula": s_text,
+            }
+        )
+    out = pd.DataFrame(rows)
+    out.attrs["workload"] = (isl, osl)
+    return out
+
+
+# ----------------------------------------------------------------------------- readings
+
+#: Readings of a per-GPU throughput figure whose counted tokens the source does not state.
+READINGS = ("per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached", "rack-total")
+#: Each reading in a few words (tables and figures).
+READING_LABELS = {
+    "per-gpu-decode": "per GPU, decode tokens",
+    "per-gpu-prefill": "per GPU, prefill tokens",
+    "per-gpu-with-cached": "per GPU, cache hits counted",
+    "rack-total": "rack total / GPUs",
+}
+
+
+def check_command(
+    model: ModelSpec, gpu: GpuSpec, gpus: int, tok_s: float, isl: float, osl: float, share: float
+) -> str:
+    """The ``rackbook check`` command that reads the same figure on the same workload."""
+    return (
+        f"rackbook check --model {model.id} --gpu {gpu.id} --gpus {gpus} --tok-s {tok_s:g} "
+        f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}"
+    )
+
+
+def throughput_readings(
+    claim_value: float,
+    n_gpus: int,
+    model: ModelSpec | str,
+    hw: GpuSpec | str,
+    cached_share: float | None = None,
+    *,
+    isl: float | None = None,
+    osl: float | None = None,
+) -> pd.DataFrame:
+    """Readings of "``claim_value`` tokens/s per GPU", each judged by
+    :func:`rackbook.physics.check.check_claim`.
+
+    Rows: ``per-gpu-decode`` (every token a computed decode token, no context), ``per-gpu-
+    prefill`` (every token a new-token prefill token, through the encoder layers),
+    ``per-gpu-with-cached`` (per GPU, input + output counted, cache-hit input tokens included,
+    on the whole workload ``isl`` / ``osl``, default :data:`ASSUMED_ISL` / :data:`ASSUMED_OSL`:
+    the new input tokens' prefill behind the cached prefix, attention over it and the output
+    tokens' decode share the GPUs' time; ``cached_share``, the share of the INPUT tokens that
+    were cache hits, as ``rackbook check --cached-share``; without it the row gives the least
+    share that fits, ``min_cached_share``, sufficient and not only necessary
+    (:func:`rackbook.physics.check.cached_share_threshold`), and is undetermined, or
+    impossible where no share fits or the figure is above what any workload gives,
+    :func:`rackbook.physics.results_bounds.cached_ceiling`), ``rack-total`` (the figure is
+    the rack's total: / n_gpus).
+    Columns: reading, meaning, tok_s_per_gpu, computed_tok_s_per_gpu, phase,
+    ceiling_tok_s_per_gpu, limit, ratio, verdict, min_cached_share, formula, command (the
+    ``rackbook check`` line of the cache-hit row).
+    """
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
+    isl = ASSUMED_ISL if isl is None else isl
+    osl = ASSUMED_OSL if osl is None else osl
+    if not claim_value > 0:
+        raise InputError("-", "claim_value", f"must be > 0, got {claim_value}")
+    if cached_share is not None and not 0 <= cached_share < 1:
+        raise InputError("-", "cached_share", f"must be in [0, 1), got {cached_share}")
+    rows = []
+
+    def add(name: str, meaning: str, counted: float, computed: float, phase: str) -> dict:
+        c = check.check_claim(m, g, n_gpus, computed, phase=phase)
+        text = (
+            f"{computed:,.0f} tok/s per GPU is {c.ratio:.3g}x the {phase} {c.limit} ceiling "
+            f"of {c.ceiling_tok_s_per_gpu:,.0f} on {g.id}"
+        )
+        row = {
+            "reading": name,
+            "meaning": meaning,
+            "tok_s_per_gpu": counted,
+            "computed_tok_s_per_gpu": computed,
+            "phase": phase,
+            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
+            "limit": c.limit,
+            "ratio": c.ratio,
+            "verdict": c.verdict,
+            "min_cached_share": np.nan,
+            "formula": text,
+            "command": "",
+        }
+        rows.append(row)
+        return row
+
+    add("per-gpu-decode", "computed decode tokens per GPU", claim_value, claim_value, "decode")
+    add(
+        "per-gpu-prefill",
+        "computed new-token prefill tokens per GPU",
+        claim_value,
+        claim_value,
+        "prefill",
+    )
+    work = f"ISL {isl:,.0f} / OSL {osl:,.0f}" + (
+        " (assumed: the write-up gives no workload)"
+        if (isl, osl) == (ASSUMED_ISL, ASSUMED_OSL)
+        else ""
+    )
+
+    def cached_row(share: float, meaning: str) -> dict:
+        c = check.check_claim(
+            m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
+        )
+        w = c.workload
+        row = {
+            "reading": "per-gpu-with-cached",
+            "meaning": meaning,
+            "tok_s_per_gpu": claim_value,
+            "computed_tok_s_per_gpu": w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
+            "phase": "prefill + decode",
+            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
+            "limit": c.limit,
+            "ratio": c.ratio,
+            "verdict": c.verdict,
+            "min_cached_share": np.nan,
+            "formula": f"at {work} with {share:.1%} of the input tokens cached: {c.reason}",
+            "command": check_command(m, g, n_gpus, claim_value, isl, osl, share),
+        }
+        rows.append(row)
+        return row | {"reason": c.reason}
+
+    if cached_share is not None:
+        cached_row(cached_share, f"per GPU, {cached_share:.1%} of input tokens cache hits")
+        th_share = np.nan
+    else:
+        th = check.cached_share_threshold(
+            m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
+        )
+        th_share = np.nan if th.share is None else th.share
+        top = results_bounds.cached_ceiling(m, g, n_gpus)
+        bound = top.ceiling_tok_s_per_gpu
+        ctx = top.workload["isl"] + 1
+        how = (
+            f"on any workload no cached share reaches more than {bound:,.3g} tok/s per GPU "
+            f"(requests of {ctx:,.0f} tokens, all cached but one new input token, one output "
+            "token)"
+        )
+        meaning = "per GPU, counting cache-hit input tokens (share not published)"
+        if claim_value > bound:
+            cached_row(1 - 1 / isl, meaning)
+            rows[-1].update(
+                ratio=claim_value / bound,
+                verdict="impossible",
+                ceiling_tok_s_per_gpu=bound,
+                limit="cached prefix",
+                formula=f"{claim_value:,.0f} tok/s per GPU is {claim_value / bound:.3g}x what "
+                f"any cached share allows: {how}",
+            )
+        elif th.share is None:
+            cached_row(1 - 1 / isl, meaning)
+            rows[-1].update(verdict="impossible", formula=f"at {work}: {th.formula}")
+        elif th.share == 0:
+            cached_row(0.0, meaning)
+        else:
+            reason = cached_row(th.share, meaning)["reason"]
+            if th.share > 0:
+                rows[-1].update(
+                    ratio=np.nan,
+                    verdict="undetermined",
+                    formula=f"at {work} it fits once at least {th.share:.1%} of the input "
+                    f"tokens are cache hits (sufficient: every larger share fits too; the share "
+                    f"is not published); there {reason}; {how}",
+                )
+    rows[-1]["min_cached_share"] = th_share
+    per_gpu = claim_value / n_gpus
+    r = add("rack-total", f"total of the {n_gpus}-GPU rack", per_gpu, per_gpu, "decode")
+    r["formula"] = f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s per GPU; " + r["formula"]
+    out = pd.DataFrame(rows)
+    out.attrs["workload"] = (isl, osl)
+    out.attrs["cached_share"] = cached_share
+    return out
+
+
+#: The compute ceiling per GPU (LaTeX): every FLOP/s of the GPU spent on the per-token GEMMs,
+#: routed experts and the rest each at the precision they run at.
+CEILING_FORMULA = (
+    r"C_\text{compute} = \frac{1}{\dfrac{2\,P_\text{routed}}{F_\text{routed}} + "
+    r"\dfrac{2\,P_\text{dense}}{F_\text{dense}}}\ \text{tok/s per GPU}"
+)
+
+
+def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataFrame:
+    """The ceilings the throughput readings are judged against, per GPU of ``n_gpus``: compute
+    in decode and in prefill (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`)
+    and HBM bandwidth in decode at the best batch that fits (no context read: the most
+    permissive case). Columns: ceiling, phase, tok_s_per_gpu, formula (words), latex (the
+    compute ceilings with their numbers, :data:`CEILING_FORMULA`; empty for bandwidth)."""
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
+    rows = []
+    for phase in ("decode", "prefill"):
+        c = check.check_claim(m, g, n_gpus, 1.0, phase=phase)
+        for r in c.ceilings:
+            if r.name == "memory capacity":
+                continue
+            latex = ""
+            if r.name == "compute":  # the same number, written out by the physics
+                latex = results_bounds.compute_ceiling_latex(m, g, phase)
+            rows.append(
+                {
+                    "ceiling": r.name,
+                    "phase": phase,
+                    "tok_s_per_gpu": r.tok_s_per_gpu,
+                    "formula": r.formula,
+                    "latex": latex,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def throughput_attainable(
+    readings: pd.DataFrame, model: ModelSpec, gpu: GpuSpec, n_gpus: int
+) -> dict[str, Any]:
+    """What measured kernels reach for the throughput on the basis its physics reading
+    decides on (per GPU as stated, cache hits counted, at the least cached share the bound
+    allows on the workload, or the given share) and as the rack's total
+    (:func:`rackbook.results.verdicts.attainable`); the stated basis fills the fields, the
+    rack total is under ``rack_total`` and in the text."""
+    by = readings.set_index("reading")
+    isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
+    claim = float(by.loc["per-gpu-decode", "tok_s_per_gpu"])
+    cached = by.loc["per-gpu-with-cached"]
+    share = cached["min_cached_share"]
+    if not np.isfinite(share):
+        share = readings.attrs.get("cached_share")
+    rack = by.loc["rack-total"]
+    c_rack = check.check_claim(model, gpu, n_gpus, float(rack["tok_s_per_gpu"]), phase="decode")
+    a_rack = verdicts.attainable(c_rack, "as the rack's total")
+    if share is None:
+        return {**a_rack, "rack_total": a_rack}
+    c = check.check_claim(
+        model, gpu, n_gpus, claim, counted="total", isl=isl, osl=osl, cached_share=share
+    )
+    a = verdicts.attainable(
+        c,
+        f"per GPU as stated, {share:.1%} of the input cached at ISL {isl:,.0f} / OSL {osl:,.0f}",
+    )
+    return {
+        **a,
+        "text": f"{a['text']}; {a_rack['text']}",
+        "rack_total": a_rack,
+        "brief": f"as stated at {share:.1%} cached, {a['ratio']:.2g}x what measured kernels "
+        f"reach; as the rack's total, {a_rack['ratio']:.2g}x",
+    }
+
+
+def throughput_physics(
+    readings: pd.DataFrame, attainable: dict[str, Any] | None = None
+) -> headline.ClaimReading:
+    """The claim as written ("per GPU"): the most permissive of its per-GPU readings (decode,
+    prefill, counting cache hits); the rack-total reading, which contradicts "per GPU", is
+    given in the reason."""
+    by = readings.set_index("reading")
+    per_gpu = by.loc[["per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached"]]
+    order = {"possible": 0, "undetermined": 1, "impossible": 2}
+    best = min(per_gpu["verdict"], key=order.__getitem__)
+    dec, pre = by.loc["per-gpu-decode"], by.loc["per-gpu-prefill"]
+    isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
+    rack, cached = by.loc["rack-total"], by.loc["per-gpu-with-cached"]
+    reason = (
+        f"as computed tokens per GPU it needs {dec['ratio']:.3g}x the decode ceiling and "
+        f"{pre['ratio']:.3g}x the prefill ceiling; counting cache hits, "
+        + (
+            f"no cached share reaches it ({cached['ratio']:.3g}x the most any share allows)"
+            if cached["limit"] == "cached prefix"
+            else f"at the given share, {cached['formula']}"
+            if np.isfinite(cached["ratio"])
+            else f"it fits only once at least {cached['min_cached_share']:.1%} of the input "
+            f"tokens are prefix-cache hits at ISL {isl:,.0f} / OSL {osl:,.0f} (a workload "
+            "assumed here; the share and the workload are not published)"
+        )
+        + f"; as the rack's total "
+        f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
+    )
+    # the margin of the reading that decided the verdict, never a ratio that contradicts it
+    decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
+    if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
+        margin = (
+            f"per GPU as stated: fits only if >= {cached['min_cached_share']:.1%} of the input "
+            "is cached"
+        )
+    elif np.isfinite(decided["ratio"]):
+        margin = f"per GPU as stated: {decided['ratio']:.3g}x the {decided['phase']} ceiling"
+    else:
+        margin = "per GPU as stated: no cached share fits"
+    return headline.ClaimReading(
+        THROUGHPUT_CLAIM, "physics", best, margin, reason, attainable=attainable
+    )
+
+
+def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, Any]:
+    """What measured kernels reach for the smallest node the speedup implies, its throughput
+    read as the rack's total / speedup (:func:`rackbook.results.verdicts.attainable`)."""
+    r = speedups.loc[speedups["gpus_per_node"].idxmin()]
+    c = check.check_claim(
+        model, str(r["gpu"]), int(r["gpus_per_node"]), float(r["node_tok_s_per_gpu"]),
+        phase="decode",
+    )  # fmt: skip
+    n = int(r["gpus_per_node"])
+    a = verdicts.attainable(c, f"a {n}-GPU node, the rack's total / speedup")
+    return {
+        **a,
+        "brief": f"the implied {n}-GPU node is {a['ratio']:.2g}x what measured kernels reach",
+    }
+
+
+def speedup_physics(
+    speedups: pd.DataFrame, attainable: dict[str, Any] | None = None
+) -> headline.ClaimReading:
+    """The speedup over "a single node", read on the throughput reading's basis (per GPU as
+    stated, cache hits counted: ``stated_verdict`` of :func:`speedup_readings`): the node it
+    implies fits with an unpublished cached share (undetermined), with none (possible) or with
+    no share (impossible), the same verdict for every node size or else undetermined; the
+    rack-total basis, on which every node size is possible, is given in the reason."""
+    vs = set(speedups["stated_verdict"])
+    isl, osl = speedups.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
+    v = vs.pop() if len(vs) == 1 else "undetermined"
+    stated = "; ".join(
+        f"nodes of {r.gpus_per_node} {r.gpu.upper()}: {r.efficiency:.1%} scaling efficiency, "
+        f"the node at {r.stated_node_tok_s_per_gpu:,.0f} counted tok/s per GPU, "
+        + (
+            f"which fits once at least {r.stated_min_cached_share:.1%} of its input tokens are "
+            "cache hits"
+            if np.isfinite(r.stated_min_cached_share)
+            else "which no cached share fits"
+        )
+        for r in speedups.itertuples()
+    )
+    total = "; ".join(
+        f"{r.gpus_per_node}-GPU nodes at {r.node_tok_s_per_gpu:,.0f} tok/s per GPU, "
+        f"{r.ratio:.3g}x the {r.gpu.upper()} decode ceiling ({r.verdict})"
+        for r in speedups.itertuples()
+    )
+    share = speedups["stated_min_cached_share"].max(skipna=False)
+    return headline.ClaimReading(
+        SPEEDUP_CLAIM,
+        "physics",
+        v,
+        "per GPU as stated: "
+        + (
+            "no cached share fits"
+            if not np.isfinite(share)
+            else "fits with nothing cached"
+            if share == 0
+            else f"fits at >= {share:.1%} cached"
+        ),
+        f"on the throughput's basis (per GPU as stated, cache hits counted, ISL {isl:,.0f} "
+        f"/ OSL {osl:,.0f} assumed): {stated}; with the throughput as the rack's total: "
+        f"{total}; super-linear per-GPU scaling would also be possible",
+        attainable=attainable,
+    )
