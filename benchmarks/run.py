@@ -160,13 +160,14 @@ import orjson
 orjson.loads(raw)
 t0 = lap("parse_orjson", t0)
 del raw
+from rackbook.core.importers import vllm_bench
+from rackbook.core import jsonstream
 from rackbook.core import provenance
-from rackbook.core import importers
 from rackbook.core import traces
 t0 = time.perf_counter()
-d = importers.load_json(src)
+d = jsonstream.load(src)
 t0 = lap("load_json", t0)
-tr = importers.vllm_bench_frames(src, data=d)
+tr = vllm_bench.vllm_bench_frames(src, data=d)
 t0 = lap("vllm_bench_frames", t0)
 del d
 tr.run = provenance.new_run_info(kind="synthetic", commands=[], parameters={}, engine={},

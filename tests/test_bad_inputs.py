@@ -26,7 +26,8 @@ from conftest import small_result
 
 from rackbook import paths
 from rackbook.cluster import topology
-from rackbook.core import expert_load, importers, traces
+from rackbook.core import expert_load, traces
+from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, claims, scenarios
 from rackbook.live import prom
@@ -189,7 +190,7 @@ def test_vllm_bench_loader_bad_field(tmp_path, change, field, problem):
     d = small_result()
     change(d)
     src = tmp_path / "result.json"
-    input_error(lambda: importers.vllm_bench_frames(src, data=d), src, field, problem)
+    input_error(lambda: vllm_bench.vllm_bench_frames(src, data=d), src, field, problem)
 
 
 def test_import_bad_label_value(tmp_path, run_cli):
@@ -314,7 +315,7 @@ def trace_dir(tmp_path) -> Path:
     src = tmp_path / "r.json"
     src.write_text(json.dumps(small_result()))
     out = tmp_path / "trace"
-    importers.import_vllm_bench(src, out)
+    vllm_bench.import_vllm_bench(src, out)
     src.unlink()
     return out
 

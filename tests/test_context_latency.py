@@ -13,7 +13,7 @@ import pytest
 from conftest import synthetic_run
 
 from rackbook import paths
-from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.traces import concat, read_trace, validate
 from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims, parse_claims

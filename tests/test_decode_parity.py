@@ -8,7 +8,7 @@ import copy
 import pytest
 from conftest import synthetic_trace
 
-from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.results import decode_parity
 

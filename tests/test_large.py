@@ -10,7 +10,8 @@ import pytest
 from conftest import small_result
 
 from rackbook.core import latency_pool, metrics, summary
-from rackbook.core.importers import load_json, vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
+from rackbook.core.jsonstream import load as load_json
 from rackbook.core.latency_pool import HIST_RATIO
 from rackbook.core.metrics import vllm_metrics
 from rackbook.core.provenance import new_run_info

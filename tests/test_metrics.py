@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.metrics import tpot_s
 from rackbook.core.provenance import new_run_info
 from rackbook.core.summary import summarize

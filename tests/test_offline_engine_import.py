@@ -16,8 +16,9 @@ import pytest
 from conftest import synthetic_trace
 
 from rackbook import paths
-from rackbook.core import offline_engine, traces
-from rackbook.core.importers import vllm_bench_frames
+from rackbook.core import traces
+from rackbook.core.importers import offline_engine
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.errors import InputError
 from rackbook.results import decode_parity
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import importers, latency_pool, orderstats, summary
+from rackbook.core import latency_pool, orderstats, summary
+from rackbook.core.importers import vllm_bench
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import concat
 
@@ -63,7 +64,7 @@ def test_large_windows_give_the_same_percentiles(tmp_path, monkeypatch):
         )
         d.pop("start_times", None)
         parts.append(
-            importers.vllm_bench_frames(tmp_path / f"{b}.json", {"batch_size": str(b)}, data=d)
+            vllm_bench.vllm_bench_frames(tmp_path / f"{b}.json", {"batch_size": str(b)}, data=d)
         )
     run = new_run_info(
         kind="synthetic",

@@ -13,7 +13,7 @@ from conftest import small_result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rackbook.core.importers import import_vllm_bench
+from rackbook.core.importers.vllm_bench import import_vllm_bench
 from rackbook.core.traces import read_trace
 from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims

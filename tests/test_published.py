@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from rackbook import paths
-from rackbook.core import published as pub
-from rackbook.core import traces
+from rackbook.core import jsliteral, traces
+from rackbook.core.importers import inferencex, mlperf, points, sourcefile
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
 from rackbook.inputs import published as figures
@@ -84,7 +84,7 @@ def test_inferencex_rows_become_points(tmp_path, run_cli):
 def test_inferencex_tput_is_the_gpu_weighted_split():
     """On every shipped row with the split, tput_per_gpu is (input x prefill GPUs + output x
     decode GPUs) / all GPUs: in a disaggregated row each part is per GPU of its own pool."""
-    p = pub.inferencex_points(SOURCES / "inferencex-benchmarks.json")
+    p = inferencex.inferencex_points(SOURCES / "inferencex-benchmarks.json")
     split = p[p["input_tok_s_per_gpu"].notna()]
     assert len(split) == 6
     for _, r in split.iterrows():
@@ -101,13 +101,13 @@ def test_inferencex_object_holding_one_list_and_the_gpu_quirk(tmp_path):
     odd = dict(rows[0], num_prefill_gpu=64, num_decode_gpu=64, decode_tp=8)
     f = tmp_path / "api.json"
     f.write_text(json.dumps({"data": [odd, rows[2]]}))
-    p = pub.inferencex_points(f)
+    p = inferencex.inferencex_points(f)
     assert len(p) == 2
     assert pd.isna(p["gpus"][0]) and "prefill 64, decode 64" in p["notes"][0]
     assert p["gpus"][1] == 36
     f.write_text(json.dumps({"a": [], "b": []}))
     with pytest.raises(InputError, match="exactly one list of rows, found 2"):
-        pub.inferencex_points(f)
+        inferencex.inferencex_points(f)
 
 
 def _ix_rows() -> list[dict]:
@@ -232,7 +232,7 @@ def test_mlperf_token_rows_become_points(tmp_path, run_cli):
         "7bf15fd8089655a71fb75c81a744d7ba5a632424",
     )
     # without --model every token-rate row is kept (the gpt-oss row too)
-    all_rows, skipped = pub.mlperf_points(FIX / "mlperf-summary.csv", None, ML_URL)
+    all_rows, skipped = mlperf.mlperf_points(FIX / "mlperf-summary.csv", None, ML_URL)
     assert len(all_rows) == 3 and skipped["models"] == {}
 
 
@@ -269,7 +269,7 @@ def test_mlperf_bad_inputs(tmp_path, run_cli):
     # a non-token row may hold anything in Result: it is skipped, not read
     latency = lines[5].replace('"5.807651162902777"', '"x"')
     src.write_text("\n".join([lines[0], lines[1], latency]))
-    p, skipped = pub.mlperf_points(src, None, ML_URL)
+    p, skipped = mlperf.mlperf_points(src, None, ML_URL)
     assert len(p) == 1 and skipped["units"] == {"Latency (s)": 1}
     code, _, err = run_cli("import", "mlperf", str(FIX / "mlperf-summary.csv"), "-o", str(out))
     assert code == 2 and "--source-url: required" in err
@@ -319,17 +319,17 @@ def test_js_literal_parser():
     ];
     const other = 3;
     """
-    assert pub.parse_js_export(text, "benchmarks") == [
+    assert jsliteral.parse_js_export(text, "benchmarks") == [
         {"a": 1, "b": "two // not a comment", "c": [1.5, -2000.0, True, None]}
     ]
     with pytest.raises(InputError, match=r"line 2: string left open"):
-        pub.parse_js_export('const x = [\n "open\n];', "x")
+        jsliteral.parse_js_export('const x = [\n "open\n];', "x")
     with pytest.raises(InputError, match=r"line 1: expected ',' or '\}' in an object"):
-        pub.parse_js_export("const x = {a: 1 b: 2}", "x")
+        jsliteral.parse_js_export("const x = {a: 1 b: 2}", "x")
     with pytest.raises(InputError, match="duplicate key 'a'"):
-        pub.parse_js_export("const x = {a: 1, a: 2}", "x")
+        jsliteral.parse_js_export("const x = {a: 1, a: 2}", "x")
     with pytest.raises(InputError, match="no `export const x = ...`"):
-        pub.parse_js_export("const y = 1", "x")
+        jsliteral.parse_js_export("const y = 1", "x")
 
 
 def test_cookbook_bad_inputs(tmp_path, run_cli):
@@ -374,9 +374,9 @@ def test_cli_options_must_fit_the_format(tmp_path, run_cli):
 
 
 def _published_trace() -> traces.Trace:
-    p = pub.inferencex_points(FIX / "inferencex-rows.json")
-    src = pub.source_info(FIX / "inferencex-rows.json", IX_URL)
-    return pub.published_trace(p, "inferencex", src, "rackbook import inferencex x -o y")
+    p = inferencex.inferencex_points(FIX / "inferencex-rows.json")
+    src = sourcefile.source_info(FIX / "inferencex-rows.json", IX_URL)
+    return points.published_trace(p, "inferencex", src, "rackbook import inferencex x -o y")
 
 
 def test_published_points_checks(tmp_path):

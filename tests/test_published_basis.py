@@ -1,4 +1,4 @@
-"""Importers read each point's basis from its source (rackbook.core.published): InferenceX
+"""Importers read each point's basis from its source (rackbook.core.importers): InferenceX
 benchmark types (fixed-length and AgentX), speculation from spec_method and the config key,
 per-GPU division per kind; MLPerf's unstated serving; the SGLang cookbook's length
 distribution; and hand-copied PR rows equal to the tables they quote."""
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from rackbook import paths
-from rackbook.core import published as pub
+from rackbook.core.importers import inferencex, sglang_cookbook
 from rackbook.errors import InputError
 from rackbook.inputs import published as figures
 from rackbook.results import evidence as ev
@@ -58,7 +58,7 @@ FIXED = {
 def _import(tmp_path, rows):
     f = tmp_path / "rows.json"
     f.write_text(json.dumps(rows))
-    return pub.inferencex_points(f)
+    return inferencex.inferencex_points(f)
 
 
 def test_agentx_rows_import_with_their_own_basis(tmp_path):
@@ -95,7 +95,7 @@ def test_agentx_output_is_per_all_gpus_fixed_disaggregated_per_decode_gpu(tmp_pa
     ],
 )  # fmt: skip
 def test_speculation_from_spec_method_and_config_key(spec, key, kind, want):
-    assert pub.inferencex_speculation(spec, key, kind) == want
+    assert inferencex.inferencex_speculation(spec, key, kind) == want
 
 
 def test_config_key_disagreeing_with_spec_method_is_bad_input(tmp_path):
@@ -114,15 +114,15 @@ def test_mlperf_serving_is_unknown_not_aggregated():
 
 
 def test_cookbook_lengths_are_caps_drawn_uniformly():
-    df, _ = pub.cookbook_points(
+    df, _ = sglang_cookbook.cookbook_points(
         paths.DATA / "published" / "sources" / "sglang-deepseek-v4-benchmarks.jsx",
         source_url="https://example.org/x",
     )
     assert set(df["workload"]) == {"random lengths"}
     f = paths.DATA / "published" / "sources" / "x.jsx"
     wl = {"dataset": "random", "isl": 8, "osl": 8, "range_ratio": 1.0}
-    assert pub.cookbook_workload(f, "w", wl) == "fixed lengths"
-    assert pub.cookbook_workload(f, "w", {**wl, "range_ratio": 0.5}) == "random lengths"
+    assert sglang_cookbook.cookbook_workload(f, "w", wl) == "fixed lengths"
+    assert sglang_cookbook.cookbook_workload(f, "w", {**wl, "range_ratio": 0.5}) == "random lengths"
 
 
 def _quoted_numbers(quote: str) -> list[float]:

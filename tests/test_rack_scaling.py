@@ -14,7 +14,7 @@ from conftest import synthetic_trace
 
 from rackbook import paths
 from rackbook.core import server_metrics
-from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.traces import read_trace, validate
 from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims, parse_claims

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from conftest import synthetic_trace
 
-from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.errors import InputError
 from rackbook.results import rack_scaling
 

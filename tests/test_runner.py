@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import small_result
 
-from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import concat, write_trace
 from rackbook.results.headline import KINDS, VERDICTS

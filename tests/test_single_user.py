@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from rackbook import paths
-from rackbook.core.importers import vllm_bench_frames
+from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import read_trace, validate
 from rackbook.errors import InputError

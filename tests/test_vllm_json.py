@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import importers, jsonstream, traces, vllm_json
+from rackbook.core import jsonstream, traces, vllm_json
+from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
 
 
@@ -72,18 +73,18 @@ def test_streamed_equals_the_whole_file(tmp_path, indent, separators):
     for k in vllm_json.PER_REQUEST:
         assert got.pop(k).tolist() == [float(v) for v in whole.pop(k)]
     assert got == whole
-    assert importers.load_json(src) == json.loads(src.read_text())
+    assert jsonstream.load(src) == json.loads(src.read_text())
 
 
 def test_the_imported_trace_is_the_same_either_way(tmp_path):
     src = tmp_path / "r.json"
     src.write_text(json.dumps(_result(seed=3)))
-    a = importers.vllm_bench_frames(src)
-    b = importers.vllm_bench_frames(src, data=json.loads(src.read_text()))
+    a = vllm_bench.vllm_bench_frames(src)
+    b = vllm_bench.vllm_bench_frames(src, data=json.loads(src.read_text()))
     for x, y in ((a.requests, b.requests), (a.itl, b.itl), (a.points, b.points)):
         assert x.equals(y)
     out = tmp_path / "t"
-    n, gaps, _ = importers.write_vllm_bench(src, out, None, "recorded")
+    n, gaps, _ = vllm_bench.write_vllm_bench(src, out, None, "recorded")
     t = traces.read_trace(out)
     assert (n, gaps) == (len(t.requests), len(t.itl)) == (len(b.requests), len(b.itl))
 
@@ -160,16 +161,16 @@ def test_unusual_input_reads_as_the_whole_file(tmp_path, edit):
         assert str(got.value) == _whole_error(bad, src)
         return
     try:
-        b = importers.vllm_bench_frames(src, data=whole)
+        b = vllm_bench.vllm_bench_frames(src, data=whole)
     except InputError as exc:
         with pytest.raises(InputError) as got:
-            importers.vllm_bench_frames(src)
+            vllm_bench.vllm_bench_frames(src)
         if "NaN or infinite" in exc.problem and got.value.problem == "not a number":
             assert got.value.field == exc.field  # null: numpy read it as NaN
         else:
             assert str(got.value) == str(exc)
         return
-    a = importers.vllm_bench_frames(src)
+    a = vllm_bench.vllm_bench_frames(src)
     for x, y in ((a.requests, b.requests), (a.itl, b.itl)):
         assert x.equals(y)
 
@@ -193,15 +194,15 @@ def test_errors_name_the_same_entry_either_way(tmp_path):
     src = tmp_path / "r.json"
     src.write_text(json.dumps(d))
     with pytest.raises(InputError) as lean:
-        importers.vllm_bench_frames(src)
+        vllm_bench.vllm_bench_frames(src)
     with pytest.raises(InputError) as whole:
-        importers.vllm_bench_frames(src, data=json.loads(src.read_text()))
+        vllm_bench.vllm_bench_frames(src, data=json.loads(src.read_text()))
     assert str(lean.value) == str(whole.value) and "itls" in str(lean.value)
 
 
 def test_a_file_vllm_wrote_reads_as_the_whole_file():
     """``vllm bench serve --save-detailed`` output (generated texts included), cut small."""
     src = Path(__file__).parent / "fixtures" / "vllm-bench-serve-b32.json"
-    a = importers.vllm_bench_frames(src)
-    b = importers.vllm_bench_frames(src, data=json.loads(src.read_text()))
+    a = vllm_bench.vllm_bench_frames(src)
+    b = vllm_bench.vllm_bench_frames(src, data=json.loads(src.read_text()))
     assert a.requests.equals(b.requests) and a.itl.equals(b.itl) and len(a.itl) > 1000

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rackbook import STOP_SIGNALS, __version__, limits, params, paths
+from rackbook.core import importers
 from rackbook.errors import InputError, Terminated, one_line
 
 Handler = Callable[[argparse.Namespace], int]
@@ -28,7 +29,7 @@ Handler = Callable[[argparse.Namespace], int]
 #: verb -> "module:function"; modules are imported only when their verb runs, so the trace-mode
 #: verbs never import the live harness.
 HANDLERS: dict[str, str] = {
-    "import": "rackbook.core.importers:cli_import",
+    "import": "rackbook.cli:cli_import",
     "summarize": "rackbook.cli:cli_summarize",
     "run": "rackbook.book.runner:cli_run",
     "list": "rackbook.book.runner:cli_list",
@@ -62,51 +63,6 @@ def _flag(verb: str, dest: str) -> Callable[[str], object]:
     return params.flag_type(params.FLAGS[verb][dest])
 
 
-#: ``rackbook import`` formats of an engine's own results (not vLLM's) -> their handler.
-ENGINE_IMPORTS: dict[str, str] = {
-    "offline-engine": "rackbook.core.offline_engine:cli_import",
-}
-
-#: ``rackbook import`` formats of published measurements -> their handler (kind ``published``).
-PUBLISHED_IMPORTS: dict[str, str] = {
-    "inferencex": "rackbook.core.published:cli_import",
-    "mlperf": "rackbook.core.published:cli_import",
-    "sglang-cookbook": "rackbook.core.published:cli_import",
-}
-
-
-def _import_handler(args: argparse.Namespace) -> str:
-    """The handler of ``rackbook import FORMAT``; options that do not fit the format are a
-    one-line usage error (exit 2)."""
-    if args.engine is not None and args.format not in ENGINE_IMPORTS:
-        raise InputError(args.input, "--engine", f"only for offline-engine, not {args.format}")
-    if args.format in ENGINE_IMPORTS:
-        for opt, flag in (
-            ("label", "--label"),
-            ("kind", "--kind"),
-            ("model", "--model"),
-            ("source_url", "--source-url"),
-            ("source_date", "--source-date"),
-        ):
-            if getattr(args, opt):
-                raise InputError(args.input, flag, f"not for {args.format} (the file says it)")
-        return ENGINE_IMPORTS[args.format]
-    if args.format not in PUBLISHED_IMPORTS:
-        for opt in ("model", "source_url", "source_date"):
-            if getattr(args, opt) is not None:
-                flag = "--" + opt.replace("_", "-")
-                raise InputError(args.input, flag, f"only for published formats, not {args.format}")
-        args.kind = args.kind or "recorded"
-        return HANDLERS["import"]
-    if args.label:
-        raise InputError(args.input, "--label", f"only for vllm-bench, not {args.format}")
-    if args.kind not in (None, "published"):
-        raise InputError(args.input, "--kind", f"{args.format} imports are always kind published")
-    if args.model is not None and args.format != "mlperf":
-        raise InputError(args.input, "--model", f"only for mlperf, not {args.format}")
-    return PUBLISHED_IMPORTS[args.format]
-
-
 #: Verbs that read the repository's data, notebooks or book sources (the others work on the
 #: files they are given): from an installed copy without a checkout they stop with one line.
 NEEDS_CHECKOUT = frozenset(
@@ -121,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("import", help="convert a benchmark result into a trace folder")
     s.add_argument(
-        "format", choices=["vllm-bench", *ENGINE_IMPORTS, *PUBLISHED_IMPORTS], help="input format"
+        "format", choices=list(importers.REGISTRY), help="input format (rackbook.core.importers)"
     )
     s.add_argument(
         "input",
@@ -580,6 +536,24 @@ def cli_calibrate(args: argparse.Namespace) -> int:
     return calibrate.cli_calibrate(args, catalog)
 
 
+def _import_options(args: argparse.Namespace) -> importers.Options:
+    return importers.Options(
+        labels=dict(args.label),
+        kind=args.kind,
+        engine=args.engine,
+        model=args.model,
+        source_url=args.source_url,
+        source_date=args.source_date,
+    )
+
+
+def cli_import(args: argparse.Namespace) -> int:
+    """``rackbook import FORMAT FILE -o TRACE [options]``: the format's importer
+    (:data:`rackbook.core.importers.REGISTRY`) writes the trace; one line says what it holds."""
+    t = importers.write(args.format, args.input, args.output, _import_options(args))
+    print(f"wrote {args.output}: {importers.summary(args.format, t)}")
+
+
 def cli_summarize(args: argparse.Namespace) -> int:
     """``rackbook summarize TRACE_DIR [--json]``: the JSON object is the last thing printed.
 
@@ -641,9 +615,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
-        spec = _import_handler(args) if args.verb == "import" else HANDLERS[args.verb]
+        if args.verb == "import":  # options that do not fit the format: one line, no work
+            importers.check_options(args.format, args.input, _import_options(args))
         with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
-            return int(_resolve(spec)(args) or 0)
+            return int(_resolve(HANDLERS[args.verb])(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)

@@ -3,7 +3,7 @@
 Two throughputs, two latencies or two prices may be compared only when their bases agree in
 every part that matters for the comparison, or after a stated, tested conversion. This module
 defines the basis once, for claims (``data/claims.yaml``), published points (the importers in
-:mod:`rackbook.core.published` and ``data/published/figures.yaml``) and readings alike:
+:mod:`rackbook.core.importers` and ``data/published/figures.yaml``) and readings alike:
 
 - ``tokens``: which tokens a rate counts (:data:`TOKENS`);
 - ``per`` and ``gpus``: whether the figure is per GPU, for the whole deployment or for one user,

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rackbook import paths
-from rackbook.core import schema
+from rackbook.core import jsonstream, schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.core.provenance import project_commit
 from rackbook.core.traces import conform, load_run_json
@@ -178,9 +178,7 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")
-    from rackbook.core.importers import load_json
-
-    obj = load_json(path)
+    obj = jsonstream.load(path)
     if not (
         isinstance(obj, dict)
         and isinstance(obj.get("run"), dict)

@@ -16,7 +16,18 @@ The book's reference page on the format is generated from this module.
 
 from __future__ import annotations
 
+import datetime as _dt
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rackbook.core import basis
+from rackbook.errors import InputError
+
+if TYPE_CHECKING:  # the module stays pure definitions: it never imports pandas itself
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 KINDS = ("recorded", "published", "synthetic")
@@ -97,7 +108,7 @@ EXTRA_TABLES: dict[str, tuple[Column, ...]] = {
         Column("max_tokens", "float64", False, "tokens", "max tokens on one EP rank"),
         Column("balancedness", "float64", False, "-", "vLLM's logged balancedness"),
     ),
-    # Published measurements (kind `published` traces only; checks in rackbook.core.published).
+    # Published measurements (kind `published` traces only; checks in check_points below).
     "published_points": (
         Column("point_id", "string", False, "-", "unique id of the published point in the trace"),
         Column("source_row", "int64", False, "-", "row index in the source file (0-based)"),
@@ -237,6 +248,124 @@ RUN_FIELDS: dict[str, tuple[bool, str]] = {
         "version, and the GPUs behind them as declared by RACKBOOK_SERVER_GPUS (not probed)",
     ),
 }
+
+
+# ----------------------------------------------------------------------------- published points
+
+#: An http(s) link, as a published point's ``url`` must be.
+URL = re.compile(r"^https?://\S+$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+#: published_points columns that count or rate something: non-null values must be > 0.
+POSITIVE = (
+    "gpus",
+    "prefill_gpus",
+    "decode_gpus",
+    "isl",
+    "osl",
+    "concurrency",
+    "tok_s_total",
+    "tok_s_per_gpu",
+    "input_tok_s_per_gpu",
+    "output_tok_s_per_gpu",
+    "tok_s_per_user",
+)
+#: published_points latency columns (seconds): non-null values must be >= 0.
+LATENCIES = ("ttft_mean_s", "ttft_median_s", "tpot_mean_s", "tpot_median_s", "e2el_mean_s")
+SERVING = ("aggregated", "disaggregated")
+
+#: Allowed values of the basis columns (rackbook.core.basis; never "unknown" in a point).
+BASIS_COLUMNS: dict[str, tuple[str, ...]] = {
+    "tokens_counted": basis.TOKENS,
+    "gpus_counted": basis.GPUS,
+    "speculation_kind": basis.SPECULATION,
+    "workload": basis.WORKLOADS,
+    "latency_statistic": ("mean", "median", "p90", "p99"),
+}
+
+
+def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
+    """Value checks of a ``published_points`` table (already conformed to the schema).
+
+    Only a trace of kind ``published`` may carry it; point ids are unique; counts and rates are
+    > 0; latencies are >= 0; dates are ``YYYY-MM-DD``; links are http(s); ``serving`` is
+    aggregated or disaggregated; a disaggregated row's prefill + decode GPUs equal its total.
+    """
+    if run.get("kind") != "published":
+        raise InputError(
+            where,
+            "published_points",
+            f"only a trace of kind published may carry published points (kind is "
+            f"{run.get('kind')!r})",
+        )
+    dup = df["point_id"].duplicated()
+    if dup.any():
+        bad = df["point_id"][dup].iloc[0]
+        raise InputError(where, "published_points.point_id", f"duplicate id {bad!r}")
+    for col in POSITIVE:
+        vals = df[col].astype("Float64")
+        bad = vals.notna() & (vals <= 0)
+        if bad.any():
+            i = int(bad.to_numpy(bool).argmax())
+            raise InputError(
+                where, f"published_points.{col}", f"must be > 0 (row {i}: {vals.iloc[i]})"
+            )
+    for col in LATENCIES:
+        vals = df[col]
+        bad = vals.notna() & (vals < 0)
+        if bad.any():
+            i = int(bad.to_numpy(bool).argmax())
+            raise InputError(where, f"published_points.{col}", f"negative value in row {i}")
+    for i, (d, missing) in enumerate(zip(df["date"], df["date"].isna(), strict=True)):
+        if not missing and not is_date(str(d)):
+            raise InputError(where, "published_points.date", f"{d!r} in row {i} is not YYYY-MM-DD")
+    for i, u in enumerate(df["url"]):
+        if not URL.match(str(u)):
+            raise InputError(
+                where, "published_points.url", f"{u!r} in row {i} is not an http(s) link"
+            )
+    for i, (s, missing) in enumerate(zip(df["serving"], df["serving"].isna(), strict=True)):
+        if not missing and s not in SERVING:
+            raise InputError(
+                where,
+                "published_points.serving",
+                f"{s!r} in row {i}: expected {' or '.join(SERVING)}",
+            )
+    for col, allowed in BASIS_COLUMNS.items():
+        for i, (v, missing) in enumerate(zip(df[col], df[col].isna(), strict=True)):
+            if missing:
+                continue
+            if v == basis.UNKNOWN or v not in allowed:
+                raise InputError(
+                    where,
+                    f"published_points.{col}",
+                    f"{v!r} in row {i}: a published point states its basis, one of "
+                    f"{', '.join(a for a in allowed if a != basis.UNKNOWN)}",
+                )
+    dis = df["serving"].eq("disaggregated").fillna(False).to_numpy(bool)
+    parts = df["prefill_gpus"].astype("Float64") + df["decode_gpus"].astype("Float64")
+    total = df["gpus"].astype("Float64")
+    both = parts.notna() & total.notna()
+    bad = dis & both.to_numpy(bool) & (parts != total).fillna(False).to_numpy(bool)
+    if bad.any():
+        i = int(bad.argmax())
+        raise InputError(
+            where,
+            "published_points.gpus",
+            f"row {i}: prefill {df['prefill_gpus'].iloc[i]} + decode {df['decode_gpus'].iloc[i]} "
+            f"GPUs != total {df['gpus'].iloc[i]}",
+        )
+
+
+def is_date(text: str) -> bool:
+    """``text`` is a calendar date written ``YYYY-MM-DD``."""
+    if not _DATE.match(text):
+        return False
+    try:
+        _dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _cell(text: object) -> str:

@@ -293,10 +293,8 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     pts = conform(trace.points, "points", where)
     extra = {k: conform(v, k, where) for k, v in trace.extra.items() if k in schema.EXTRA_TABLES}
     extra.update({k: v for k, v in trace.extra.items() if k not in schema.EXTRA_TABLES})
-    if "published_points" in extra:  # value checks of published rows (that module imports this)
-        from rackbook.core import published
-
-        published.check_points(extra["published_points"], trace.run, where)
+    if "published_points" in extra:  # value checks of published rows
+        schema.check_points(extra["published_points"], trace.run, where)
 
     dup = req["request_id"].duplicated()
     if dup.any():

@@ -75,7 +75,8 @@ class Conversion:
         import numpy as np
         import pandas as pd
 
-        from rackbook.core import importers, traces
+        from rackbook.core import jsonstream, traces
+        from rackbook.core.importers import vllm_bench
 
         labels = {"config": pt.config, **dict(pt.labels)}
         labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
@@ -84,9 +85,9 @@ class Conversion:
             path = raw_file(self.raw / "serve" / name)
             if not path.exists():
                 raise InputError(path, "-", "raw result missing (rerun with --resume)")
-            doc = importers.load_json(path)
+            doc = jsonstream.load(path)
             docs.append(doc)
-            frames.append(importers.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc))
+            frames.append(vllm_bench.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc))
         rec = self.info["points"].get(pt.point_id, {})
         servers = rec.get("servers") or [""] * len(frames)
         if len(frames) == 1 and phase.servers == 1:
@@ -118,12 +119,12 @@ class Conversion:
 
     def _metric_rows(self, pid: str) -> tuple[list[dict[str, Any]], float]:
         """``server_metrics`` rows of a point and its prefix-cache hits (summed deltas)."""
-        from rackbook.core import importers
+        from rackbook.core import jsonstream
 
         mpath = raw_file(self.raw / "metrics" / f"{pid}.json")
         if not mpath.exists():
             return [], 0.0
-        m = importers.load_json(mpath)
+        m = jsonstream.load(mpath)
         entries = m["servers"] if "servers" in m else [m]  # older single-server layout
         rows: list[dict[str, Any]] = []
         hits = 0.0
@@ -137,10 +138,11 @@ class Conversion:
         return rows, hits
 
     def convert(self) -> Path:
-        """Turn every raw result into one trace at ``output`` (rackbook.core.importers)."""
+        """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
         import pandas as pd
 
-        from rackbook.core import importers, provenance, traces
+        from rackbook.core import provenance, traces
+        from rackbook.core.importers import vllm_bench
 
         sc = self.sc
         parts = []
@@ -195,7 +197,7 @@ class Conversion:
                 pid = sc.point_id("offline", b)
                 labels = {"engine": "vllm-offline", "config": sc.served_model_name,
                           "batch_size": str(b)}  # fmt: skip
-                t = importers.vllm_bench_frames(path, labels, point_id=pid)
+                t = vllm_bench.vllm_bench_frames(path, labels, point_id=pid)
                 t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
                 t.points["concurrency"] = pd.array([None], dtype="Int64")
                 parts.append(t)

@@ -13,7 +13,8 @@ What a fixed-batch engine can and cannot say, recorded as such (raw JSON ``note`
 requests of a round share one start time (nobody joins or leaves mid-batch); first-token and
 finish times are per request, to the resolution of one engine step; ``duration`` is the sum of
 the rounds' decode wall times. The raw JSON carries the same per-request keys as
-``vllm bench serve --save-detailed`` so :func:`rackbook.core.importers.vllm_bench_frames` reads it.
+``vllm bench serve --save-detailed`` so
+:func:`rackbook.core.importers.vllm_bench.vllm_bench_frames` reads it.
 
 The engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): no engine-core child
 process can outlive the recorder. Needs .venv-live. The entry script needs a ``__main__``

@@ -661,10 +661,11 @@ class Recorder(Conversion):
 
     def offline_refusal(self, pid: str, b: int) -> str | None:
         """The validity check of a finished offline batch (its raw result)."""
-        from rackbook.core import importers, validity
+        from rackbook.core import validity
+        from rackbook.core.importers import vllm_bench
 
         path = self.raw / "offline" / f"b{b}.json"
-        t = importers.vllm_bench_frames(path, {"engine": "vllm-offline"}, point_id=pid)
+        t = vllm_bench.vllm_bench_frames(path, {"engine": "vllm-offline"}, point_id=pid)
         return validity.refusal(t, pid)
 
     def run(self) -> Path:

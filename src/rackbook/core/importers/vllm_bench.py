@@ -1,13 +1,13 @@
-"""Importers: other tools' benchmark results into traces (:mod:`rackbook.core.schema`).
+"""``vllm bench serve`` results into traces (``rackbook import vllm-bench RESULT.json -o TRACE``).
 
 ``vllm bench serve --save-result --save-detailed`` writes one JSON per run with per-request
 arrays (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times``,
-``errors``; times in seconds) and the run's ``duration``. Each such file becomes one sweep point.
+``errors``; times in seconds) and the run's ``duration``. Each such file becomes one sweep point;
+the live recorder converts its raw results with :func:`vllm_bench_frames` too.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
 from pathlib import Path
@@ -19,27 +19,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rackbook import limits
-from rackbook.core import jsonstream, provenance, traces
+from rackbook.core import importers, provenance, traces
 from rackbook.core.vllm_json import RaggedGaps, load_detailed
 from rackbook.errors import InputError
 
+FORMAT = "vllm-bench"
 #: Per-request arrays a detailed vLLM result must carry.
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")
 #: Scenario keys that map onto typed request/point columns.
 INT_LABELS = ("batch_size", "concurrency", "decode_ranks", "context_tokens", "num_gpus")
 STR_LABELS = ("engine", "config", "point_id")
-
-
-def load_json(path: str | Path) -> Any:
-    """Parse a JSON file in bounded memory (:mod:`rackbook.core.jsonstream`), every failure a
-    one-line :class:`InputError`.
-
-    A path ending in ``.gz`` is read through gzip (a corrupt or truncated one is an
-    :class:`InputError` ``not a valid gzip file``). Syntax errors are named as Python's ``json``
-    names them; pathological shapes (nesting, a huge string or number, too many values) are
-    refused before memory grows.
-    """
-    return jsonstream.load(path)
 
 
 def _load_vllm(path: Path) -> Any:
@@ -281,6 +270,24 @@ def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, A
     )
 
 
+def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
+    """The result file as a one-point trace of kind ``--kind`` (default ``recorded``), its
+    ``run.json`` from the file's own settings and command (``command`` is not recorded: the
+    benchmark's own command is)."""
+    kind = options.kind or "recorded"
+    d = _load_vllm(path)
+    t = vllm_bench_frames(path, dict(options.labels), data=d)
+    t.run = vllm_bench_run_info(path, d, kind)
+    if kind == "synthetic":
+        t.run["generator"] = {"name": "unknown (imported)", "seed": None}
+    return t  # the parsed JSON, most of the memory, is freed here
+
+
+def summary(t: traces.Trace) -> str:
+    """``N requests, G gaps, trace_id ID``."""
+    return f"{len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
+
+
 def import_vllm_bench(
     path: str | Path,
     output: str | Path,
@@ -299,19 +306,6 @@ def write_vllm_bench(
     kind: str = "recorded",
 ) -> tuple[int, int, str]:
     """:func:`import_vllm_bench` without reading the trace back: (requests, gaps, trace id)."""
-    path = Path(path)
-    d = _load_vllm(path)
-    t = vllm_bench_frames(path, labels, data=d)
-    t.run = vllm_bench_run_info(path, d, kind)
-    del d  # the parsed JSON is most of the memory: free it first
-    if kind == "synthetic":
-        t.run["generator"] = {"name": "unknown (imported)", "seed": None}
+    t = read(Path(path), importers.Options(labels=labels or {}, kind=kind), "")
     traces.write_trace(output, t)
     return len(t.requests), len(t.itl), t.trace_id
-
-
-def cli_import(args: argparse.Namespace) -> int:
-    """``rackbook import vllm-bench RESULT.json -o TRACE_DIR [--label KEY=VALUE ...]``."""
-    n, gaps, trace_id = write_vllm_bench(args.input, args.output, dict(args.label), args.kind)
-    print(f"wrote {args.output}: {n} requests, {gaps} gaps, trace_id {trace_id}")
-    return 0

@@ -53,10 +53,8 @@ A file with ``generator`` is synthetic (kind ``synthetic``); otherwise the trace
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import math
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +62,12 @@ import numpy as np
 import pandas as pd
 
 from rackbook import limits
-from rackbook.core import importers, provenance, traces
+from rackbook.core import importers, jsonstream, provenance, traces
 from rackbook.errors import InputError
 
-FORMAT = "rackbook-offline-engine"
+FORMAT = "offline-engine"
+#: The ``format`` field every such file carries.
+FILE_FORMAT = "rackbook-offline-engine"
 #: Versions of the input format this importer reads.
 SCHEMA_VERSIONS = (1,)
 #: Row keys: name -> (required, integer); every value must be a positive number.
@@ -184,8 +184,8 @@ def offline_engine_frames(
     path = Path(path)
     if not isinstance(data, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(data).__name__}")
-    if data.get("format") != FORMAT:
-        raise InputError(path, "format", f"must be {FORMAT!r}, got {data.get('format')!r}")
+    if data.get("format") != FILE_FORMAT:
+        raise InputError(path, "format", f"must be {FILE_FORMAT!r}, got {data.get('format')!r}")
     if data.get("schema_version") not in SCHEMA_VERSIONS:
         raise InputError(
             path,
@@ -283,7 +283,7 @@ def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict
             "name": path.name,
             "bytes": len(raw),
             "sha256": hashlib.sha256(raw).hexdigest(),
-            "format": f"{FORMAT}/{head['schema_version']}",
+            "format": f"{FILE_FORMAT}/{head['schema_version']}",
         },
     )
     run["hardware"] = {
@@ -294,28 +294,25 @@ def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict
     return run
 
 
+def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
+    """The checked file as a trace whose ``run.json`` records ``command`` (``--engine``
+    overrides the file's engine label); nothing is written."""
+    data = jsonstream.load(path)  # checks existence, emptiness, JSON syntax
+    t, head = offline_engine_frames(path, data, options.engine)
+    t.run = run_info(path, path.read_bytes(), head, command)
+    return t
+
+
+def summary(t: traces.Trace) -> str:
+    """``N points, R requests (KIND), trace_id ID``."""
+    return f"{len(t.points)} points, {len(t.requests)} requests ({t.kind}), trace_id {t.trace_id}"
+
+
 def import_offline_engine(
     path: str | Path, output: str | Path, engine: str | None = None, command: str | None = None
 ) -> traces.Trace:
     """Check ``path`` and write its trace folder at ``output`` (atomic; nothing is written when
     the file is refused). ``engine`` overrides the file's engine label; ``command`` is the
     command line recorded in ``run.json`` (default: the equivalent ``rackbook import``)."""
-    path = Path(path)
-    data = importers.load_json(path)  # checks existence, emptiness, JSON syntax
-    t, head = offline_engine_frames(path, data, engine)
-    if command is None:
-        argv = ["rackbook", "import", "offline-engine", str(path), "-o", str(output)]
-        command = shlex.join(argv + (["--engine", engine] if engine else []))
-    t.run = run_info(path, path.read_bytes(), head, command)
-    traces.write_trace(output, t)
+    importers.write(FORMAT, path, output, importers.Options(engine=engine, command=command))
     return traces.read_trace(output)
-
-
-def cli_import(args: argparse.Namespace) -> int:
-    """``rackbook import offline-engine FILE -o TRACE_DIR [--engine NAME]``."""
-    t = import_offline_engine(args.input, args.output, args.engine)
-    print(
-        f"wrote {args.output}: {len(t.points)} points, {len(t.requests)} requests "
-        f"({t.kind}), trace_id {t.trace_id}"
-    )
-    return 0

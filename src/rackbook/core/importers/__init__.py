@@ -1,0 +1,199 @@
+"""Importers: other tools' results and published measurements into traces, one module per format.
+
+Every format ``rackbook import FORMAT FILE -o TRACE`` reads is declared once, in
+:data:`REGISTRY` (its name, what the file is, the trace kind it writes, the options it takes),
+and implemented by one module of this package holding the same small interface
+(:class:`Importer`):
+
+- ``FORMAT``: the format's name on the command line;
+- ``read(path, options, command) -> Trace``: the file checked and turned into a trace in memory,
+  ``run.json`` filled (``command`` is the command line recorded there), nothing written; a bad
+  file is one :class:`~rackbook.errors.InputError`;
+- ``summary(trace) -> str``: what ``rackbook import`` prints after ``wrote OUT:``.
+
+The modules: :mod:`.vllm_bench` (``vllm bench serve`` results), :mod:`.offline_engine` (an
+offline engine's fixed-batch results), :mod:`.inferencex`, :mod:`.mlperf` and
+:mod:`.sglang_cookbook` (published measurements: kind ``published`` traces, sharing
+:mod:`.points`, :mod:`.sourcefile` and :mod:`.fields`). :func:`write` is the one way a file
+becomes a trace folder (``rackbook import`` and ``env/published/derive.sh`` go through it).
+
+This module imports only the standard library, so that the command line can list the formats
+without loading pandas; a format's module is loaded when it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from rackbook.errors import InputError
+
+if TYPE_CHECKING:
+    from rackbook.core import traces
+
+
+@dataclass(frozen=True)
+class Options:
+    """What an import is given beside the file and the output folder (``rackbook import``'s
+    options; each format takes the ones its :class:`Format` lists)."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)  # vllm-bench: scenario keys
+    kind: str | None = None  # vllm-bench: recorded (default), published or synthetic
+    engine: str | None = None  # offline-engine: engine label (default: the file's)
+    model: str | None = None  # mlperf: keep only this Model's rows
+    source_url: str | None = None  # published: the source file's URL
+    source_date: str | None = None  # published: the date it was read, YYYY-MM-DD
+    command: str | None = None  # the command line recorded (default: the rackbook import one)
+
+
+class Importer(Protocol):
+    """The interface of a format module (see the module docstring)."""
+
+    FORMAT: str
+
+    def read(self, path: Path, options: Options, command: str) -> traces.Trace: ...
+
+    def summary(self, trace: traces.Trace) -> str: ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """One format ``rackbook import`` reads."""
+
+    name: str  # on the command line
+    module: str  # its module in this package
+    what: str  # the file it reads (the engine label's ``what`` in a published trace)
+    kind: str | None  # the trace kind it always writes; None: the file or --kind says
+    options: tuple[str, ...]  # the Options fields it takes
+
+    def importer(self) -> Importer:
+        """The format's module (imported now)."""
+        module: Importer = importlib.import_module(f"{__name__}.{self.module}")  # type: ignore[assignment]
+        return module
+
+
+#: Every format, by its name on the command line.
+REGISTRY: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format(
+            "vllm-bench",
+            "vllm_bench",
+            "vllm bench serve --save-result --save-detailed JSON",
+            None,
+            ("labels", "kind"),
+        ),
+        Format(
+            "offline-engine",
+            "offline_engine",
+            "an offline engine's fixed-batch results (rackbook-offline-engine JSON)",
+            None,
+            ("engine",),
+        ),
+        Format(
+            "inferencex",
+            "inferencex",
+            "InferenceX (SemiAnalysis) API rows",
+            "published",
+            ("source_url", "source_date"),
+        ),
+        Format(
+            "mlperf",
+            "mlperf",
+            "MLPerf Inference summary.csv",
+            "published",
+            ("model", "source_url", "source_date"),
+        ),
+        Format(
+            "sglang-cookbook",
+            "sglang_cookbook",
+            "SGLang cookbook deepseek-v4-benchmarks.jsx",
+            "published",
+            ("source_url", "source_date"),
+        ),
+    )
+}
+
+#: Option fields -> their flag on the command line.
+FLAGS = {
+    "labels": "--label",
+    "kind": "--kind",
+    "engine": "--engine",
+    "model": "--model",
+    "source_url": "--source-url",
+    "source_date": "--source-date",
+}
+
+
+def get(fmt: str, path: Path | str = "-") -> Format:
+    """The registered format ``fmt``; an unknown one is an InputError naming ``path``."""
+    if fmt not in REGISTRY:
+        raise InputError(path, "format", f"unknown {fmt!r}; expected one of {', '.join(REGISTRY)}")
+    return REGISTRY[fmt]
+
+
+def _taking(option: str) -> str:
+    return ", ".join(name for name, f in REGISTRY.items() if option in f.options)
+
+
+def check_options(fmt: str, path: Path | str, options: Options) -> None:
+    """Options that do not fit the format: one InputError naming the flag (before any work)."""
+    f = get(fmt, path)
+    if options.engine is not None and "engine" not in f.options:
+        raise InputError(path, "--engine", f"only for {_taking('engine')}, not {fmt}")
+    if "engine" in f.options:  # the offline engine's file states everything else itself
+        for opt in ("labels", "kind", "model", "source_url", "source_date"):
+            if getattr(options, opt):
+                raise InputError(path, FLAGS[opt], f"not for {fmt} (the file says it)")
+        return
+    if f.kind != "published":
+        for opt in ("model", "source_url", "source_date"):
+            if getattr(options, opt) is not None:
+                raise InputError(path, FLAGS[opt], f"only for published formats, not {fmt}")
+        return
+    if options.labels:
+        raise InputError(path, "--label", f"only for {_taking('labels')}, not {fmt}")
+    if options.kind not in (None, "published"):
+        raise InputError(path, "--kind", f"{fmt} imports are always kind published")
+    if options.model is not None and "model" not in f.options:
+        raise InputError(path, "--model", f"only for {_taking('model')}, not {fmt}")
+
+
+def command_line(fmt: str, path: Path | str, output: Path | str, options: Options) -> str:
+    """The ``rackbook import`` command line of an import (recorded in ``run.json``)."""
+    argv = ["rackbook", "import", fmt, str(path), "-o", str(output)]
+    for opt in ("model", "source_url", "source_date", "engine"):
+        value = getattr(options, opt)
+        if value is not None:
+            argv += [FLAGS[opt], value]
+    return shlex.join(argv)
+
+
+def read(fmt: str, path: Path | str, output: Path | str, options: Options) -> traces.Trace:
+    """The file ``path`` of format ``fmt`` as a trace in memory (nothing written); ``output`` is
+    only named in the command line recorded."""
+    path = Path(path)
+    check_options(fmt, path, options)
+    command = options.command or command_line(fmt, path, output, options)
+    return get(fmt, path).importer().read(path, options, command)
+
+
+def write(
+    fmt: str, path: Path | str, output: Path | str, options: Options | None = None
+) -> traces.Trace:
+    """Import the file ``path`` of format ``fmt`` into a trace folder at ``output``, written
+    atomically (nothing is written when the file is refused); the trace as written."""
+    from rackbook.core import traces  # pandas: loaded when an import runs, not to parse flags
+
+    t = read(fmt, path, output, options or Options())
+    traces.write_trace(output, t)
+    return t
+
+
+def summary(fmt: str, trace: traces.Trace) -> str:
+    """What ``rackbook import`` prints after ``wrote OUT:`` for a trace of format ``fmt``."""
+    return get(fmt).importer().summary(trace)

@@ -1,0 +1,246 @@
+"""InferenceX (SemiAnalysis): the row list of the public API ``/api/v1/benchmarks`` as a trace
+of kind ``published`` (``rackbook import inferencex ROWS.json -o TRACE``).
+
+The file is the API's answer as returned or saved: a JSON list, or an object holding exactly one
+list. Each row names its hardware, framework, model, precision, speculative method,
+disaggregation, prefill/decode GPU pools, ISL/OSL, concurrency, date, run link and ``metrics``;
+``metrics.tput_per_gpu`` (total tok/s per GPU, input + output over all the run's GPUs) is
+required, the input/output split is optional. AgentX rows (``benchmark_type``
+``agentic_traces``) replay agent traces: no ISL/OSL, and their throughput counts every turn's
+whole prompt, cached prefix included. Units: tok/s (per GPU where the column says so), latencies
+in seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rackbook.core import importers, jsonstream, schema, traces
+from rackbook.core.importers import fields, points
+from rackbook.errors import InputError
+
+FORMAT = "inferencex"
+
+#: InferenceX's benchmark types (the API's ``benchmark_type``): fixed-length single-turn runs
+#: and AgentX agentic trace replay. Rows without the field (API versions before AgentX) are
+#: single-turn runs of their ``isl``/``osl``.
+INFERENCEX_SINGLE_TURN = "single_turn"
+INFERENCEX_AGENTIC = "agentic_traces"
+INFERENCEX_TYPES = (INFERENCEX_SINGLE_TURN, INFERENCEX_AGENTIC)
+#: Speculative methods InferenceX's AgentX recipes run with a synthetic (golden) acceptance
+#: length for throughput, real verification only for accuracy (PRs 3036, 3240, 3342-3347:
+#: "Throughput uses the golden AL 3.51"): their throughput is of a simulated speculation.
+INFERENCEX_AGENTIC_SIMULATED = ("dspark",)
+#: Speculative methods a config key names (InferenceX keys such as
+#: ``dsv41flash-fp4-gb300-vllm-agentic-dspark`` or ``dsv4-fp4-gb300-dynamo-sglang-mtp``).
+SPEC_IN_CONFIG_KEY = ("dspark", "mtp", "eagle", "ngram", "medusa")
+
+
+def inferencex_speculation(
+    spec_method: str | None, config_key: str | None, benchmark_type: str
+) -> tuple[str, str | None]:
+    """(speculation kind, method) of an InferenceX row from its ``spec_method`` and, where the
+    row carries one, its config key (the method named in the key wins over a missing
+    ``spec_method``; a key that names no method means none). ``ValueError`` when the two
+    disagree. AgentX rows of a method in :data:`INFERENCEX_AGENTIC_SIMULATED` are
+    ``simulated``; other methods are ``real``."""
+    method = None if spec_method in (None, "", "none") else str(spec_method).lower()
+    if config_key:
+        parts = config_key.lower().split("-")
+        named = next((m for m in SPEC_IN_CONFIG_KEY if m in parts), None)
+        if method is not None and named is not None and named != method:
+            raise ValueError(f"config key {config_key!r} names {named}, spec_method {method}")
+        if method is None:
+            method = named
+        elif named is None:
+            raise ValueError(
+                f"config key {config_key!r} names no speculative method, spec_method is {method}"
+            )
+    if method is None:
+        return "none", None
+    if benchmark_type == INFERENCEX_AGENTIC and method in INFERENCEX_AGENTIC_SIMULATED:
+        return "simulated", method
+    return "real", method
+
+
+def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
+    """The API rows of ``path`` as a published trace (rows without a ``run_url`` link to
+    ``--source-url``)."""
+    return points.read_published(
+        FORMAT,
+        path,
+        options,
+        command,
+        lambda: (inferencex_points(path, fallback_url=options.source_url), {}),
+    )
+
+
+summary = points.summary
+
+
+def _inferencex_rows(path: Path, data: Any) -> list[Any]:
+    """The API's row list: the top-level list, or the one list an object holds."""
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        lists = [k for k, v in data.items() if isinstance(v, list)]
+        if len(lists) == 1:
+            return data[lists[0]]
+        raise InputError(
+            path,
+            "(top level)",
+            f"an object must hold exactly one list of rows, found {len(lists)}",
+        )
+    raise InputError(path, "(top level)", f"expected a list of rows, got {type(data).__name__}")
+
+
+def inferencex_points(
+    path: str | Path, data: Any = None, fallback_url: str | None = None
+) -> pd.DataFrame:
+    """InferenceX API rows as a ``published_points`` table (one row per API row).
+
+    ``tok_s_per_gpu`` is ``metrics.tput_per_gpu`` as stored (total tok/s per GPU over all the
+    run's GPUs); ``input_tok_s_per_gpu`` / ``output_tok_s_per_gpu`` are the optional split (in a
+    disaggregated row, per prefill GPU and per decode GPU). ``tok_s_per_user`` is
+    ``metrics.median_intvty`` (interactivity, tok/s per user). Total GPUs: prefill + decode pools
+    of a disaggregated row; the common pool of an aggregated one. An aggregated row whose two
+    pools or tensor-parallel size disagree keeps its recorded counts in ``notes`` and leaves
+    ``gpus`` empty.
+    """
+    path = Path(path)
+    if data is None:
+        data = jsonstream.load(path)
+    rows = _inferencex_rows(path, data)
+    if not rows:
+        raise InputError(path, "rows", "no rows")
+    out = []
+    for i, row in enumerate(rows):
+        f = f"rows[{i}]"
+        if not isinstance(row, dict):
+            raise InputError(path, f, f"must be an object, got {type(row).__name__}")
+        hardware = fields.text(path, f"{f}.hardware", row.get("hardware"))
+        framework = fields.text(path, f"{f}.framework", row.get("framework"))
+        model = fields.text(path, f"{f}.model", row.get("model"))
+        precision = fields.text(path, f"{f}.precision", row.get("precision"))
+        spec = fields.text(path, f"{f}.spec_method", row.get("spec_method"), optional=True)
+        kind = fields.text(path, f"{f}.benchmark_type", row.get("benchmark_type"), optional=True)
+        kind = kind or INFERENCEX_SINGLE_TURN
+        if kind not in INFERENCEX_TYPES:
+            raise InputError(
+                path, f"{f}.benchmark_type", f"{kind!r}: expected {' or '.join(INFERENCEX_TYPES)}"
+            )
+        agentic = kind == INFERENCEX_AGENTIC
+        key = fields.text(path, f"{f}.config_key", row.get("config_key"), optional=True)
+        try:
+            spec_kind, spec = inferencex_speculation(spec, key, kind)
+        except ValueError as exc:
+            raise InputError(path, f"{f}.spec_method", str(exc)) from None
+        # AgentX rows replay traces: no ISL/OSL (null in the API)
+        isl = fields.optional_int(path, f"{f}.isl", row.get("isl"), required=not agentic)
+        osl = fields.optional_int(path, f"{f}.osl", row.get("osl"), required=not agentic)
+        conc = int(fields.number(path, f"{f}.conc", row.get("conc"), integer=True))
+        date = fields.date(path, f"{f}.date", row.get("date"))
+        url = fields.url(path, f"{f}.run_url", row.get("run_url"), optional=True) or fallback_url
+        if url is None:
+            raise InputError(path, f"{f}.run_url", "missing (and no --source-url to fall back on)")
+        disagg = row.get("disagg")
+        if disagg is not None and not isinstance(disagg, bool):
+            raise InputError(path, f"{f}.disagg", f"must be true or false, got {disagg!r}")
+        pools = {}
+        for key in ("num_prefill_gpu", "num_decode_gpu", "decode_tp"):
+            v = row.get(key)
+            pools[key] = (
+                None if v is None else int(fields.number(path, f"{f}.{key}", v, integer=True))
+            )
+        metrics = fields.mapping(path, f"{f}.metrics", row.get("metrics"))
+        m = f"{f}.metrics"
+        per_gpu = fields.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu"))
+        p, d, tp = pools["num_prefill_gpu"], pools["num_decode_gpu"], pools["decode_tp"]
+        notes: list[str] = []
+        gpus = prefill = decode = None
+        if disagg:
+            prefill, decode = p, d
+            gpus = p + d if p is not None and d is not None else None
+        elif p is not None and p == d and (tp is None or tp == p):
+            gpus = p
+        elif p is not None or d is not None:
+            notes.append(
+                f"recorded GPU counts (prefill {p}, decode {d}) disagree with an aggregated run "
+                f"of TP {tp}: total left empty"
+            )
+        if agentic:
+            notes.append(
+                f"AgentX: concurrency {conc} is the number of simulated users (agent sessions); "
+                "sub-agent fan-out may keep more requests than users in flight (InferenceX "
+                "AgentX recipes allow up to twice the concurrency in running requests)"
+            )
+        # interactivity: the median where published, else AgentX's P90 (its default)
+        stat, intvty = "median", "median_intvty"
+        if metrics.get("median_intvty") is None and metrics.get("p90_intvty") is not None:
+            stat, intvty = "p90", "p90_intvty"
+        lat = {
+            "ttft_mean_s": "mean_ttft",
+            "ttft_median_s": "median_ttft",
+            "tpot_mean_s": "mean_tpot",
+            "tpot_median_s": "median_tpot",
+            "e2el_mean_s": "mean_e2el",
+        }
+        out.append(
+            {
+                "point_id": f"{i:04d}-{hardware}-{framework}-{model}-{precision}-"
+                + ("agentic" if agentic else f"{isl}-{osl}")
+                + f"-c{conc}",
+                "source_row": i,
+                "submitter": "SemiAnalysis InferenceX",
+                "system": f"{hardware} {framework}",
+                "category": None,
+                "hardware": hardware,
+                "gpus": gpus,
+                "prefill_gpus": prefill,
+                "decode_gpus": decode,
+                "serving": None if disagg is None else schema.SERVING[int(disagg)],
+                "model": model,
+                "precision": precision,
+                "engine": framework,
+                "engine_version": fields.text(path, f"{f}.image", row.get("image"), optional=True),
+                "speculative": spec,
+                "scenario": None,
+                "isl": isl,
+                "osl": osl,
+                "concurrency": conc,
+                "tok_s_total": None,
+                "tok_s_per_gpu": per_gpu,
+                "per_gpu_basis": (
+                    "as published (metrics.tput_per_gpu: every turn's whole prompt, re-read "
+                    "cached prefix included, plus output, over all the run's GPUs; the "
+                    "input/output split also over all GPUs)"
+                    if agentic
+                    else "as published (metrics.tput_per_gpu: input + output tokens over the "
+                    "prefill and decode GPUs; in a disaggregated row the split is per prefill "
+                    "and per decode GPU)"
+                ),
+                "tokens_counted": "input incl. cached+output" if agentic else "input+output",
+                "gpus_counted": "deployment",
+                "speculation_kind": spec_kind,
+                "workload": "agentic trace" if agentic else "fixed lengths",
+                "latency_statistic": stat,
+                "input_tok_s_per_gpu": fields.optional_number(
+                    path, f"{m}.input_tput_per_gpu", metrics, "input_tput_per_gpu"
+                ),
+                "output_tok_s_per_gpu": fields.optional_number(
+                    path, f"{m}.output_tput_per_gpu", metrics, "output_tput_per_gpu"
+                ),
+                "tok_s_per_user": fields.optional_number(path, f"{m}.{intvty}", metrics, intvty),
+                **{
+                    col: fields.optional_number(path, f"{m}.{key}", metrics, key, positive=False)
+                    for col, key in lat.items()
+                },
+                "date": date,
+                "url": url,
+                "notes": "; ".join(notes) or None,
+            }
+        )
+    return points.frame(out)

@@ -1,0 +1,175 @@
+"""MLPerf Inference ``summary.csv`` as a trace of kind ``published``
+(``rackbook import mlperf summary.csv -o TRACE --source-url URL [--model NAME]``).
+
+One row per (system, model, scenario). Only rows whose ``Units`` is ``Tokens/s`` become points;
+the rest are skipped and counted by unit (and, with ``--model``, rows of other models by model).
+``Result`` is the system's rate of *output* tokens (LoadGen's token count of the responses; the
+prompt is not counted); the per-GPU figure is computed on import as
+``Result / total_accelerators`` (tok/s per GPU). The file is read a line at a time, bounded per
+line and in lines (:func:`rackbook.core.importers.sourcefile.csv_lines`).
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from rackbook.core import importers, schema, traces
+from rackbook.core.importers import points, sourcefile
+from rackbook.errors import InputError
+
+FORMAT = "mlperf"
+
+#: summary.csv columns the importer reads.
+MLPERF_COLUMNS = (
+    "Organization",
+    "Availability",
+    "Division",
+    "SystemName",
+    "Platform",
+    "Model",
+    "Scenario",
+    "Result",
+    "accelerator_model_name",
+    "total_accelerators",
+    "Location",
+    "framework",
+    "version",
+    "Units",
+    "weight_data_types",
+)
+MLPERF_TOKEN_UNIT = "Tokens/s"
+
+
+def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
+    """The token-rate rows of ``path`` as a published trace; the run's parameters record
+    ``--model`` and what was skipped."""
+
+    def rows() -> tuple[pd.DataFrame, dict[str, object]]:
+        pts, skipped = mlperf_points(path, options.model, options.source_url)
+        return pts, {"model": options.model, "skipped": skipped}
+
+    return points.read_published(FORMAT, path, options, command, rows)
+
+
+summary = points.summary
+
+
+def mlperf_points(
+    path: str | Path, model: str | None = None, source_url: str | None = None
+) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
+    """MLPerf ``summary.csv`` token-rate rows as a ``published_points`` table, plus what was
+    skipped: ``{"units": {unit: rows}, "models": {model: rows}}``.
+
+    ``tok_s_total`` is ``Result``, the system's rate of *output* tokens (LoadGen counts the
+    tokens of the responses, not the prompt); ``tok_s_per_gpu`` is computed on import as
+    ``Result / total_accelerators``, output tokens per GPU of the submitted system. Whether a
+    system of many GPUs serves as one deployment or as several replicas is not in the file.
+    With ``model``, token rows of other models are
+    skipped and counted. A row's link is the results folder (``Location``) at the source
+    commit when ``source_url`` is a GitHub blob URL, else ``source_url`` itself.
+    """
+    path = Path(path)
+    reader = csv.DictReader(sourcefile.csv_lines(path))
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise InputError(path, "line 1", f"not valid CSV: {exc}") from None
+    missing = [c for c in MLPERF_COLUMNS if c not in header]
+    if missing:
+        raise InputError(path, missing[0], "missing column in the header")
+    if source_url is None:
+        raise InputError(path, "--source-url", "required: summary.csv rows carry no link")
+    gh = sourcefile.GITHUB_BLOB.match(source_url)
+    skipped: dict[str, collections.Counter[str]] = {
+        "units": collections.Counter(),
+        "models": collections.Counter(),
+    }
+    out = []
+    i = -1
+    try:
+        for i, row in enumerate(reader):
+            line = reader.line_num
+            unit = row.get("Units") or ""
+            if unit != MLPERF_TOKEN_UNIT:
+                skipped["units"][unit or "(empty)"] += 1
+                continue
+            if model is not None and row["Model"] != model:
+                skipped["models"][row["Model"]] += 1
+                continue
+            f = f"rows[{i}]"
+            result = _csv_number(path, f"{f}.Result", row["Result"], line)
+            n = _csv_number(path, f"{f}.total_accelerators", row["total_accelerators"], line)
+            if n % 1 != 0:
+                raise InputError(
+                    path, f"{f}.total_accelerators", f"not an integer ({n!r}) (line {line})"
+                )
+            loc = (row["Location"] or "").removeprefix("./").strip("/")
+            url = (
+                f"https://github.com/{gh['repo']}/tree/{gh['commit']}/{loc}"
+                if gh and loc
+                else source_url
+            )
+            out.append(
+                {
+                    "point_id": f"{row['Organization']}/{row['Platform']}/{row['Model']}/"
+                    f"{row['Scenario']}",
+                    "source_row": i,
+                    "submitter": row["Organization"],
+                    "system": row["SystemName"],
+                    "category": f"{row['Division']}, {row['Availability']}",
+                    "hardware": row["accelerator_model_name"],
+                    "gpus": int(n),
+                    "prefill_gpus": None,
+                    "decode_gpus": None,
+                    "serving": None,
+                    "model": row["Model"],
+                    "precision": row["weight_data_types"] or None,
+                    "engine": row["framework"] or None,
+                    "engine_version": row["version"] or None,
+                    "speculative": None,
+                    "scenario": row["Scenario"],
+                    "isl": None,
+                    "osl": None,
+                    "concurrency": None,
+                    "tok_s_total": result,
+                    "tok_s_per_gpu": result / n,
+                    "per_gpu_basis": "computed on import: Result / total_accelerators",
+                    "tokens_counted": "output",
+                    "gpus_counted": "deployment",
+                    "speculation_kind": "real or none",
+                    "workload": "benchmark dataset",
+                    "latency_statistic": None,
+                    "input_tok_s_per_gpu": None,
+                    "output_tok_s_per_gpu": None,
+                    "tok_s_per_user": None,
+                    **{c: None for c in schema.LATENCIES},
+                    "date": None,
+                    "url": url,
+                    "notes": None,
+                }
+            )
+    except csv.Error as exc:
+        raise InputError(path, f"line {reader.line_num}", f"not valid CSV: {exc}") from None
+    if i < 0:
+        raise InputError(path, "rows", "no rows under the header")
+    if not out:
+        want = f" of model {model!r}" if model else ""
+        raise InputError(path, "rows", f"no {MLPERF_TOKEN_UNIT} rows{want}")
+    return points.frame(out), {k: dict(sorted(v.items())) for k, v in skipped.items()}
+
+
+def _csv_number(path: Path, field: str, text: str | None, line: int) -> float:
+    try:
+        value = float(text or "")
+    except ValueError:
+        raise InputError(
+            path, field, f"not a number ({text!r}) in a {MLPERF_TOKEN_UNIT} row (line {line})"
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(path, field, f"must be a number > 0, got {text!r} (line {line})")
+    return value

@@ -1,0 +1,200 @@
+"""The SGLang cookbook's ``deepseek-v4-benchmarks.jsx`` as a trace of kind ``published``
+(``rackbook import sglang-cookbook FILE -o TRACE --source-url URL``).
+
+The file is a JavaScript module exporting ``benchmarks``, a list of cells (``match``: hardware,
+variant, quant, strategy, nodes) with ``speed`` entries (ISL/OSL, concurrency, TTFT and TPOT in
+ms, total tok/s per GPU), read by :mod:`rackbook.core.jsliteral` (no code runs). Cells without
+``speed`` numbers are stubs, skipped and counted. Milliseconds are stored as seconds; the GPU
+count and speculative method of a cell come from the cookbook's configuration file
+(:data:`COOKBOOK_CONFIG_URL`), not from this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rackbook import limits
+from rackbook.core import importers, jsliteral, traces
+from rackbook.core.importers import fields, points, sourcefile
+from rackbook.errors import InputError
+
+FORMAT = "sglang-cookbook"
+
+#: The SGLang cookbook's configuration file, read 2026-12-03: it declares ``latencyPercentile:
+#: "Mean"`` and each cell's flags (``--tp``, ``--speculative-*``).
+COOKBOOK_CONFIG_URL = (
+    "https://github.com/sgl-project/sglang/blob/01c5c03f29584c6e1105b73de25b7e1799043809/"
+    "docs_new/src/snippets/configs/deepseek-ai/deepseek-v4.jsx"
+)
+#: Speculation of a cookbook cell by strategy, as its flags in deepseek-v4.jsx set it (every
+#: DeepSeek-V4 cell of that file): low-latency EAGLE/MTP 3-1-4, balanced 1-1-2, high-throughput
+#: none. The acceptance is measured by the real draft head (not published in the cells).
+COOKBOOK_SPECULATION: dict[str, tuple[str, str | None]] = {
+    "low-latency": ("real", "EAGLE/MTP 3-1-4 (steps 3, topk 1, draft tokens 4)"),
+    "balanced": ("real", "EAGLE/MTP 1-1-2 (steps 1, topk 1, draft tokens 2)"),
+    "high-throughput": ("none", None),
+}
+#: Every single-node DeepSeek-V4-Flash cell of deepseek-v4.jsx on these GPUs runs ``--tp 4``.
+COOKBOOK_FLASH_SINGLE_GPUS = 4
+COOKBOOK_FLASH_SINGLE_HW = ("b200", "b300", "gb200", "gb300")
+#: SGLang's ``bench_serving`` default ``--random-range-ratio`` (0.0): the random dataset draws
+#: each input and output length uniformly from [max(1, ratio x cap), cap], so the ISL/OSL of a
+#: cell are caps (mean about half of each) unless a cell sets the ratio to 1.
+SGLANG_RANDOM_RANGE_RATIO = 0.0
+
+
+def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
+    """The cells of ``path`` with speed numbers as a published trace (``--source-url``
+    required: the cells carry no link); the run's parameters count the stub cells skipped."""
+
+    def rows() -> tuple[pd.DataFrame, dict[str, object]]:
+        pts, skipped = cookbook_points(path, options.source_url)
+        return pts, {"skipped": skipped}
+
+    return points.read_published(FORMAT, path, options, command, rows)
+
+
+summary = points.summary
+
+
+def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
+    """The workload kind of a cookbook cell as its benchmark command sets it: the ``random``
+    dataset draws lengths uniformly up to the ISL/OSL caps (``random lengths``) unless the cell
+    sets ``range_ratio`` 1 (``fixed lengths``); another dataset is a ``benchmark dataset``."""
+    dataset = wl.get("dataset", "random")
+    if dataset != "random":
+        return "benchmark dataset"
+    ratio = wl.get("range_ratio", wl.get("random_range_ratio", SGLANG_RANDOM_RANGE_RATIO))
+    ratio = fields.number(path, f"{field}.workload.range_ratio", ratio, positive=False)
+    return "fixed lengths" if ratio >= 1 else "random lengths"
+
+
+def cookbook_points(
+    path: str | Path, source_url: str | None = None
+) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The SGLang cookbook's DeepSeek-V4 cells as a ``published_points`` table, plus the count
+    of stub cells (no ``speed`` numbers) skipped: ``{"stub_cells": n}``.
+
+    The file says its ``tokens_per_sec_per_gpu`` is total (input + output) tok/s per GPU: for
+    fp4/fp8 cells derived as measured output/GPU x (isl + osl) / osl, for nvfp4 measured as a
+    total. ``tok_s_per_gpu`` keeps it as published; for fp4/fp8 the measured output per GPU is
+    recovered as ``value x osl / (isl + osl)``. ``tok_s_per_user`` is 1000 / ``tpot_ms``; TTFT
+    and TPOT (ms) are stored in seconds as means: the cookbook's configuration
+    (``deepseek-v4.jsx``, :data:`COOKBOOK_CONFIG_URL`) declares ``latencyPercentile: "Mean"``.
+    The GPU count and speculative method of a cell are in that configuration, not in this
+    file: :data:`COOKBOOK_SPECULATION` (by strategy) and :data:`COOKBOOK_FLASH_SINGLE_GPUS`.
+    """
+    path = Path(path)
+    if source_url is None:
+        raise InputError(path, "--source-url", "required: the cookbook cells carry no link")
+    cells = jsliteral.parse_js_export(
+        sourcefile.read_text(path, limits.JS_MAX_MB), "benchmarks", path
+    )
+    if not isinstance(cells, list):
+        raise InputError(path, "benchmarks", f"must be a list, got {type(cells).__name__}")
+    out = []
+    stubs = 0
+    for i, cell in enumerate(cells):
+        f = f"benchmarks[{i}]"
+        if not isinstance(cell, dict):
+            raise InputError(path, f, "must be an object")
+        match = fields.mapping(path, f"{f}.match", cell.get("match"))
+        keys = {
+            k: fields.text(path, f"{f}.match.{k}", match.get(k)) for k in ("hw", "variant", "quant")
+        }
+        strategy = fields.text(path, f"{f}.match.strategy", match.get("strategy"), optional=True)
+        nodes = fields.text(path, f"{f}.match.nodes", match.get("nodes"), optional=True)
+        speed = cell.get("speed")
+        if speed is None:
+            stubs += 1
+            continue
+        if not isinstance(speed, list):
+            raise InputError(path, f"{f}.speed", "must be a list")
+        version = cell.get("sglang_version")
+        for j, s in enumerate(speed):
+            g = f"{f}.speed[{j}]"
+            if not isinstance(s, dict):
+                raise InputError(path, g, "must be an object")
+            wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
+            isl = int(fields.number(path, f"{g}.workload.isl", wl.get("isl"), integer=True))
+            osl = int(fields.number(path, f"{g}.workload.osl", wl.get("osl"), integer=True))
+            workload = cookbook_workload(path, g, wl)
+            conc = int(
+                fields.number(
+                    path, f"{g}.workload.max_concurrency", wl.get("max_concurrency"), integer=True
+                )
+            )
+            total = fields.number(
+                path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu")
+            )
+            tpot_ms = fields.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
+            ttft_ms = fields.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
+            derived = keys["quant"] in ("fp4", "fp8")
+            spec_kind, spec_method = COOKBOOK_SPECULATION.get(
+                strategy or "", ("real or none", None)
+            )
+            gpus = (
+                COOKBOOK_FLASH_SINGLE_GPUS
+                if keys["variant"] == "flash"
+                and nodes == "single"
+                and keys["hw"] in COOKBOOK_FLASH_SINGLE_HW
+                else None
+            )
+            basis = (
+                "as published: total tok/s/GPU, derived by the cookbook from measured output/GPU "
+                "x (isl+osl)/osl"
+                if derived
+                else "as published: total tok/s/GPU, measured as a total"
+            )
+            out.append(
+                {
+                    "point_id": f"{keys['hw']}/{keys['variant']}/{keys['quant']}/{strategy}"
+                    f"/c{conc}",
+                    "source_row": i,
+                    "submitter": "SGLang cookbook",
+                    "system": f"{keys['hw']} {strategy or '-'} ({nodes or 'nodes not stated'})",
+                    "category": None,
+                    "hardware": keys["hw"],
+                    "gpus": gpus,
+                    "prefill_gpus": None,
+                    "decode_gpus": None,
+                    "serving": None,
+                    "model": f"DeepSeek-V4-{keys['variant'].capitalize()}",
+                    "precision": keys["quant"],
+                    "engine": "sglang",
+                    "engine_version": None if version is None else str(version),
+                    "speculative": spec_method,
+                    "scenario": strategy,
+                    "isl": isl,
+                    "osl": osl,
+                    "concurrency": conc,
+                    "tok_s_total": None,
+                    "tok_s_per_gpu": total,
+                    "per_gpu_basis": basis,
+                    "tokens_counted": "input+output",
+                    "gpus_counted": "deployment",
+                    "speculation_kind": spec_kind,
+                    "workload": workload,
+                    "latency_statistic": "mean",
+                    "input_tok_s_per_gpu": None,
+                    "output_tok_s_per_gpu": total * osl / (isl + osl) if derived else None,
+                    "tok_s_per_user": 1000.0 / tpot_ms,
+                    "ttft_mean_s": ttft_ms / 1000.0,
+                    "ttft_median_s": None,
+                    "tpot_mean_s": tpot_ms / 1000.0,
+                    "tpot_median_s": None,
+                    "e2el_mean_s": None,
+                    "date": None,
+                    "url": source_url,
+                    "notes": f"nodes: {nodes}; GPU count and speculative method from the "
+                    f"cookbook's deepseek-v4.jsx ({COOKBOOK_CONFIG_URL}); latencies are means "
+                    "(latencyPercentile Mean)",
+                }
+            )
+    if not out:
+        raise InputError(path, "benchmarks", "no cell with speed numbers")
+    return points.frame(out), {"stub_cells": stubs}

@@ -1,0 +1,143 @@
+"""A published source file read safely, and its provenance.
+
+Reading: whole as text (:func:`read_text`, bounded in MB), its start checked
+(:func:`check_text`: missing, empty or binary), or line by line as CSV (:func:`csv_lines`,
+bounded per line and in lines). Provenance (:func:`source_info`): name, SHA-256, URL and, from a
+GitHub blob URL, repository, path and commit. Every problem is one
+:class:`~rackbook.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rackbook import limits
+from rackbook.core import schema
+from rackbook.errors import InputError
+
+#: A GitHub blob URL at a commit: its repository, commit and path.
+GITHUB_BLOB = re.compile(
+    r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/(?P<commit>[0-9a-fA-F]{7,40})/(?P<path>.+)$"
+)
+
+
+def read_text(path: Path, cap_mb: float | None = None) -> str:
+    """A source file's text, read whole (at most ``cap_mb`` MB unless ``--max-input-mb`` is
+    given); a missing, empty, binary or unreadable file is an InputError."""
+    limits.input_file(path, cap_mb=cap_mb)
+    data = path.read_bytes()
+    if not data.strip():
+        raise InputError(path, "-", "file is empty")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "-", limits.decode_problem(data, exc)) from None
+
+
+#: Bytes of the start of a file checked for NUL (binary) bytes.
+_HEAD = 1 << 16
+
+
+def check_text(path: Path) -> None:
+    """A source file checked as :func:`read_text` checks it, reading only its start (and, for
+    a file of blanks, its blanks a chunk at a time): missing, empty or binary is an
+    InputError."""
+    limits.input_file(path, streamed=True)
+    with path.open("rb") as fh:
+        head = fh.read(_HEAD)
+        if b"\0" in head:
+            raise InputError(path, "-", "not text (binary file?)")
+        chunk = head
+        while not chunk.strip():
+            if not chunk:
+                raise InputError(path, "-", "file is empty")
+            chunk = fh.read(1 << 20)
+
+
+def _check_utf8(path: Path) -> None:
+    """The whole file is UTF-8, checked a chunk at a time before any line is read (so a bad
+    byte is named first, as when the file was decoded whole)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                start = max(exc.start - len(decoder.getstate()[0]), 0)
+                line = lines + chunk.count(b"\n", 0, start) + 1
+                raise InputError(
+                    path,
+                    "-",
+                    f"not UTF-8 text: byte 0x{chunk[start]:02x} on line {line} "
+                    "(save the file as UTF-8)",
+                ) from None
+            lines += chunk.count(b"\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            problem = "not UTF-8 text: cut inside a character"
+            raise InputError(path, "end of file", problem) from None
+
+
+def csv_lines(path: Path) -> Iterator[str]:
+    """The lines of a CSV file (UTF-8, a byte-order mark dropped), read one at a time: at most
+    :data:`rackbook.limits.CSV_LINE_MB` MB each and ``BOUNDS["csv_lines"]`` in all, a line
+    that is not UTF-8 named. Fields are bounded by the csv module's own field size limit."""
+    check_text(path)
+    _check_utf8(path)
+    longest = int(limits.CSV_LINE_MB * 1e6)
+    bound = limits.BOUNDS["csv_lines"]
+    with path.open("rb") as fh:
+        for n, raw in enumerate(iter(lambda: fh.readline(longest + 1), b""), 1):
+            if len(raw) > longest:
+                raise InputError(
+                    path, f"line {n}", f"longer than {limits.CSV_LINE_MB:g} MB (refused)"
+                )
+            if n > bound:
+                raise InputError(
+                    path, "rows", f"more than {bound:,} lines (rackbook's bound on csv lines)"
+                )
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                start = exc.start + (3 if n == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
+                raise InputError(
+                    path,
+                    "-",
+                    f"not UTF-8 text: byte 0x{raw[start]:02x} on line {n} (save the file as UTF-8)",
+                ) from None
+            yield line
+
+
+def _sha256(path: Path) -> str:
+    """The file's SHA-256, read a chunk at a time."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def source_info(path: Path, url: str | None = None, date: str | None = None) -> dict[str, Any]:
+    """Provenance of a source file: name, sha256, URL, and (from a GitHub blob URL) repository,
+    path and commit; ``date`` when given. A bad URL or date is an InputError naming the option."""
+    if url is not None and not schema.URL.match(url):
+        raise InputError(path, "--source-url", f"{url!r} is not an http(s) link")
+    if date is not None and not schema.is_date(date):
+        raise InputError(path, "--source-date", f"{date!r} is not a date YYYY-MM-DD")
+    info: dict[str, Any] = {
+        "file": path.name,
+        "sha256": _sha256(path),
+        "url": url,
+        "repo": None,
+        "path": None,
+        "commit": None,
+        "date": date,
+    }
+    m = GITHUB_BLOB.match(url or "")
+    if m:
+        info.update(repo=m["repo"], path=m["path"], commit=m["commit"])
+    return info

@@ -1,0 +1,146 @@
+"""A small parser of JavaScript literals: the value a JavaScript module assigns to a name.
+
+It reads objects (bare or quoted keys), arrays, strings, numbers, ``true``/``false``/``null``/
+``undefined``, ``//`` and ``/* */`` comments and trailing commas: enough for a data file written
+as a JavaScript module (the SGLang cookbook's ``deepseek-v4-benchmarks.jsx``), and nothing that
+runs code. Every error is one :class:`~rackbook.errors.InputError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rackbook.errors import InputError
+
+
+class _JsParser:
+    """A minimal parser of JavaScript literals: objects (bare or quoted keys), arrays, strings,
+    numbers, true/false/null, ``//`` and ``/* */`` comments, trailing commas."""
+
+    _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+    _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+
+    def __init__(self, text: str, path: Path) -> None:
+        self.text, self.path, self.pos = text, path, 0
+
+    def fail(self, problem: str) -> InputError:
+        line = self.text.count("\n", 0, self.pos) + 1
+        return InputError(self.path, f"line {line}", problem)
+
+    def skip(self) -> None:
+        t = self.text
+        while self.pos < len(t):
+            c = t[self.pos]
+            if c.isspace():
+                self.pos += 1
+            elif t.startswith("//", self.pos):
+                end = t.find("\n", self.pos)
+                self.pos = len(t) if end < 0 else end + 1
+            elif t.startswith("/*", self.pos):
+                end = t.find("*/", self.pos + 2)
+                if end < 0:
+                    raise self.fail("comment left open to the end of the file")
+                self.pos = end + 2
+            else:
+                return
+
+    def value(self) -> Any:
+        self.skip()
+        if self.pos >= len(self.text):
+            raise self.fail("unexpected end of file")
+        c = self.text[self.pos]
+        if c == "{":
+            return self.obj()
+        if c == "[":
+            return self.arr()
+        if c in "\"'":
+            return self.string()
+        m = self._NUMBER.match(self.text, self.pos)
+        if m:
+            self.pos = m.end()
+            return float(m.group()) if any(x in m.group() for x in ".eE") else int(m.group())
+        m = self._NAME.match(self.text, self.pos)
+        if m and m.group() in ("true", "false", "null", "undefined"):
+            self.pos = m.end()
+            return {"true": True, "false": False}.get(m.group())
+        raise self.fail(f"unexpected {self.text[self.pos : self.pos + 12]!r}")
+
+    def string(self) -> str:
+        quote, self.pos = self.text[self.pos], self.pos + 1
+        out = []
+        while self.pos < len(self.text):
+            c = self.text[self.pos]
+            if c == quote:
+                self.pos += 1
+                return "".join(out)
+            if c == "\n":
+                break
+            if c == "\\" and self.pos + 1 < len(self.text):
+                nxt = self.text[self.pos + 1]
+                out.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
+                self.pos += 2
+                continue
+            out.append(c)
+            self.pos += 1
+        raise self.fail("string left open")
+
+    def expect(self, char: str) -> None:
+        self.skip()
+        if not self.text.startswith(char, self.pos):
+            found = self.text[self.pos : self.pos + 12] or "end of file"
+            raise self.fail(f"expected {char!r}, found {found!r}")
+        self.pos += 1
+
+    def arr(self) -> list[Any]:
+        self.expect("[")
+        out: list[Any] = []
+        while True:
+            self.skip()
+            if self.text.startswith("]", self.pos):
+                self.pos += 1
+                return out
+            out.append(self.value())
+            self.skip()
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+            elif not self.text.startswith("]", self.pos):
+                raise self.fail("expected ',' or ']' in a list")
+
+    def obj(self) -> dict[str, Any]:
+        self.expect("{")
+        out: dict[str, Any] = {}
+        while True:
+            self.skip()
+            if self.text.startswith("}", self.pos):
+                self.pos += 1
+                return out
+            if self.pos < len(self.text) and self.text[self.pos] in "\"'":
+                key = self.string()
+            else:
+                m = self._NAME.match(self.text, self.pos)
+                if not m:
+                    raise self.fail("expected a key")
+                key, self.pos = m.group(), m.end()
+            if key in out:
+                raise self.fail(f"duplicate key {key!r}")
+            self.expect(":")
+            out[key] = self.value()
+            self.skip()
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+            elif not self.text.startswith("}", self.pos):
+                raise self.fail("expected ',' or '}' in an object")
+
+
+def parse_js_export(text: str, name: str, path: str | Path = "<text>") -> Any:
+    """The literal value assigned to ``name`` (``export const NAME = ...``) in JavaScript
+    source ``text``; errors name the line."""
+    path = Path(path)
+    m = re.search(rf"(?:export\s+)?(?:const|let|var)\s+{re.escape(name)}\s*=", text)
+    if not m:
+        raise InputError(path, name, f"no `export const {name} = ...` in the file")
+    p = _JsParser(text, path)
+    p.pos = m.end()
+    return p.value()
