@@ -42,7 +42,7 @@ def test_a_group_without_per_gpu_figures_reads_n_a(tmp_path):
     assert lines[0].startswith(f"{tmp_path}: published trace, 3 published points")
     assert lines[1:] == [
         "  H / E: 2 points, 1,234 to 5,679 tok/s/GPU",
-        "  H / F: 1 points, n/a tok/s/GPU",
+        "  H / F: 1 point, n/a tok/s/GPU",
     ]
 
 

@@ -37,14 +37,18 @@ def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _points(n: int, word: str = "point") -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def format_published_summary(path: Path, doc: dict[str, Any]) -> str:
     """:func:`published_summary`'s ``doc`` as lines for a terminal."""
     lines = [
-        f"{path}: published trace, {doc['points']} published points (no requests: vLLM's "
-        "request metrics do not apply; tokens/s per GPU as published)"
+        f"{path}: published trace, {_points(doc['points'], 'published point')} (no requests: "
+        "vLLM's request metrics do not apply; tokens/s per GPU as published)"
     ]
     for r in doc["groups"]:
         lo, hi = r["tok_s_per_gpu_min"], r["tok_s_per_gpu_max"]
         span = "n/a" if lo is None else f"{lo:,.0f} to {hi:,.0f}"
-        lines.append(f"  {r['hardware']} / {r['engine']}: {r['points']} points, {span} tok/s/GPU")
+        lines.append(f"  {r['hardware']} / {r['engine']}: {_points(r['points'])}, {span} tok/s/GPU")
     return "\n".join(lines)

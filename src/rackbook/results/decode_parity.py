@@ -17,7 +17,7 @@ requests), all per decode rank:
   - 1. Per rank, two deployments with different rank counts compare like for like.
 
 An offline engine's results imported with ``rackbook import offline-engine``
-(:mod:`rackbook.core.offline_engine`) feed the same definitions.
+(:mod:`rackbook.core.importers.offline_engine`) feed the same definitions.
 """
 
 from __future__ import annotations
