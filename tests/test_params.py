@@ -273,6 +273,6 @@ def test_check_records_engine_and_speculation(run_cli) -> None:
     assert f"basis: {basis}" in out
     code, out, err = run_cli(*base, "--speculation", "none")
     basis = json.loads(out.strip().splitlines()[-1])["published"]["basis"]
-    assert "speculation none" in basis and basis.endswith("; unknown")
+    assert "speculation none" in basis and basis.endswith("; engine not stated")
     code, out, err = run_cli(*base)
     assert "speculation unknown" in json.loads(out.strip().splitlines()[-1])["published"]["basis"]

@@ -170,7 +170,7 @@ class Basis:
         if self.statistic not in (NA, "value"):
             parts.append(f"statistic {self.statistic}")
         parts += [self.model, self.hardware if self.hardware != UNKNOWN else "hardware not stated"]
-        parts.append(self.engine)
+        parts.append(self.engine if self.engine != UNKNOWN else "engine not stated")
         return "; ".join(p for p in parts if p and p != NA)
 
 

@@ -410,9 +410,9 @@ def readings(
     )
     model = catalogs.as_model(args.model)
     known = None if share_arg is None or unknown else float(share_arg)
-    wb = workload_basis(
-        model.id,
-        c.gpu,
+    wb = workload_basis(  # named as a reader reads them; compared by basis.model_key/hardware_key
+        model.name,
+        catalogs.as_gpu(c.gpu).label,
         args.gpus,
         c.counted,
         args.isl,
