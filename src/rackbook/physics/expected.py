@@ -1,0 +1,710 @@
+"""What real deployments reach: the expected throughput beside every physics bound.
+
+A bound (:mod:`rackbook.physics.check`) is the least time the work can take; the attainable
+estimate (:mod:`rackbook.physics.attainable`) adds up the calibration's kernel times in one
+stated deployment. Neither is what a well-tuned deployment of today's engines reaches: the
+issue-35 validation found published measurements at a median 0.36x the attainable estimate.
+This module starts from the same step model (calibrated kernel times, scaled to the target
+GPU) and adds what real deployments lose or gain:
+
+- **per-layer latency floor**: every layer of a step costs at least a fixed time (the chain of
+  kernel launches and the collectives' latencies), fitted on published measurements; a
+  measured anchor: DeepSeek-V3.2, TP8 on 8 B300, one user at 125 tok/s = 8.0 ms for 61 layers
+  = 131 us per layer (:data:`ANCHOR_LAYER_S`);
+- **expert-parallel imbalance**: the busiest GPU's routed tokens over the mean, from the
+  project's EPLB model (:mod:`rackbook.physics.eplb`: the synthetic routing calibrated to the
+  claim, rebalanced by DeepSeek's EPLB, measured on a fresh draw) at the step's tokens;
+- **overlap**: dispatch/combine overlap compute when a GPU holds two micro-batches or more
+  (dual-batch overlap), otherwise they add;
+- **the best deployment**: attention tensor-parallel over ``t`` GPUs and data-parallel over
+  ``gpus / t`` groups (``t = 1``: dp-ep, ``t = gpus``: tp-ep, between: hybrid), experts
+  expert-parallel over all the GPUs; the deployment reaching the most is kept;
+- **attention FLOP** (MLA rows, candidate pool, window) at the dense fraction;
+- **monotone expert GEMMs**: a routed expert never takes longer for fewer tokens
+  (:func:`expert_time`: the least time at this many tokens or more);
+- **one index-scan model** for decode and prefill (:func:`scan_time`): the index keys' bytes
+  at the KV dtype (FP4 keys are 68 B, BF16 256 B) read at the calibration's stream fraction,
+  or the scan's FLOP at the dense fraction, whichever is longer; a prefill chunk shares one
+  read;
+- **the network between NVLink domains**: traffic to GPUs outside a domain moves at the NIC's
+  bandwidth (:data:`NIC_BYTES_PER_S`);
+- **verify width** from the stated speculation: plain decode (1 token) when none; a verify
+  step of ``V`` tokens costs what ``V`` tokens cost, never less than one;
+- **queueing**: the decoding batch is the client concurrency capped by the KV capacity and, when
+  given, by the TPOT limit (the largest batch whose step keeps each token within it);
+- **prefill experts at the step's real tokens per expert** (a chunk's tokens over the
+  experts), not at a fixed size.
+
+What is not physics, the per-layer floor and a kernel-efficiency factor, is fitted only on
+published measurements (:mod:`rackbook.results.validation`, ``rackbook validate --fit``) and
+stored with its points and method in ``data/published/expected-fit.yaml``; the interval
+``[low, high]`` is the fit's held-out (leave-one-source-out) residual spread.
+
+Units: seconds, bytes, FLOP, tokens/s per GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rackbook import paths
+from rackbook.core.calibration import Calibration
+from rackbook.errors import InputError
+from rackbook.inputs import catalogs, loader
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics import attainable, eplb, roofline
+from rackbook.physics.units import plural, whole
+
+#: Measured anchor of the per-layer floor: DeepSeek-V3.2 (61 layers), TP8 on 8 B300, one user
+#: at 125 tok/s without speculation: 1 / 125 / 61 = 131 us per layer (vLLM blog, 2026-05-11,
+#: single-user post, vllm-project/vllm-project.github.io ``_posts``).
+ANCHOR_LAYER_S = 1 / 125 / 61
+#: TODO(catalog): NIC bandwidth per GPU between NVLink domains, bytes/s each way, until
+#: ``data/hardware.yaml`` carries a per-system ``nic_bandwidth_bytes_per_s``: one 400 Gb/s
+#: ConnectX-7 per GPU (GB200, B200 systems) = 50e9 B/s; GB300 systems ship ConnectX-8 at
+#: 800 Gb/s = 100e9 B/s (NVIDIA GB300 NVL72 data sheet).
+NIC_BYTES_PER_S: dict[str, float] = {"gb300": 100e9, "b300": 100e9}
+NIC_DEFAULT_BYTES_PER_S = 50e9
+#: Tokens of one prefill chunk per GPU (vLLM's default ``max_num_batched_tokens`` for large
+#: models is 8,192 on these GPUs).
+PREFILL_CHUNK = 8192
+#: Share of HBM the engine uses for weights and KV (vLLM's --gpu-memory-utilization default).
+MEMORY_FRACTION = 0.9
+#: Largest decoding batch per GPU searched.
+MAX_BATCH_PER_GPU = 4096
+#: EPLB model of the expert imbalance: layers drawn, seed, and the skew calibrated on the
+#: claim ``eplb-balance.before`` (``data/traces/eplb-balance/run.json`` generator.skew).
+EPLB_LAYERS = 8
+EPLB_SKEW = 0.5300668803974986
+#: Where the fit lives (``rackbook validate --fit`` writes it).
+FIT_FILE = "published/expected-fit.yaml"
+#: The fit's parameters before any fit (the anchor, kernels as calibrated), and the interval's
+#: log spread when no held-out residuals are stored (x/ 2).
+PRIOR = {
+    "efficiency": 1.0,
+    "layer_s": ANCHOR_LAYER_S,
+    "log_low": -math.log(2),
+    "log_high": math.log(2),
+}
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The fitted, non-physics part of the model: ``efficiency`` multiplies every kernel's
+    calibrated time (>= 1 is slower than calibrated), ``layer_s`` is the per-layer floor
+    (seconds per layer per step); ``log_low``/``log_high`` the held-out log residuals'
+    quantiles that make the interval; ``source`` where it was read from."""
+
+    efficiency: float
+    layer_s: float
+    log_low: float
+    log_high: float
+    source: str = "prior"
+    held_out: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def load_fit(path: str | Path | None = None) -> Fit:
+    """The stored fit (``data/published/expected-fit.yaml``), or :data:`PRIOR` when absent."""
+    p = Path(path) if path is not None else paths.DATA / FIT_FILE
+    if not p.exists():
+        return Fit(**PRIOR)  # type: ignore[arg-type]
+    doc = loader.read_yaml(p)
+    try:
+        f = doc["fit"]
+        return Fit(
+            float(f["efficiency"]),
+            float(f["layer_s"]),
+            float(f["log_low"]),
+            float(f["log_high"]),
+            str(p),
+            {
+                k: {kk: float(vv) for kk, vv in v.items()}
+                for k, v in (doc.get("held_out") or {}).items()
+            },
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(p, "fit", f"not a fit: {exc}") from None
+
+
+def nic_bandwidth(gpu: GpuSpec) -> float:
+    """NIC bytes/s per GPU each way between NVLink domains (catalog field when present)."""
+    v = getattr(gpu, "nic_bandwidth_bytes_per_s", None)
+    return float(v) if v else NIC_BYTES_PER_S.get(gpu.id, NIC_DEFAULT_BYTES_PER_S)
+
+
+def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
+    """``model`` with its routed experts stored at ``dtype`` (fp4 | fp8 | bf16; None: as in the
+    catalog). The expert's bytes follow the dtype (the catalog's byte figure is dropped when the
+    dtype changes)."""
+    if dtype is None or dtype == model.weights.routed_expert_dtype:
+        return model
+    if dtype not in catalogs.PRECISIONS:
+        raise InputError("-", "precision", f"{dtype!r} is not one of fp4, fp8, bf16")
+    w = model.weights.model_copy(update={"routed_expert_dtype": dtype, "routed_expert_bytes": None})
+    return model.model_copy(update={"weights": w})
+
+
+@functools.lru_cache(maxsize=512)
+def imbalance(num_experts: int, ep: int, assignments: int) -> float:
+    """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert
+    assignments a layer over ``ep`` GPUs, from the EPLB model: the synthetic routing at
+    :data:`EPLB_SKEW`, rebalanced by EPLB on one draw (redundant slots to fill the GPUs evenly,
+    at least one per GPU) and measured on another: 1 / balancedness. One GPU: 1."""
+    if ep <= 1 or assignments <= 0:
+        return 1.0
+    ep = min(ep, num_experts)
+    redundant = (-num_experts) % ep or ep
+    n = int(min(assignments, 1 << 20))
+    loads, _ = eplb.synthetic_loads(EPLB_LAYERS, num_experts, n, EPLB_SKEW, 0, windows=2)
+    r = eplb.evaluate(loads[0], ep, redundant, eval_loads=loads[1])
+    return 1.0 / max(float(r["balancedness_eplb"]), 1e-9)
+
+
+def _bucket(x: float) -> int:
+    """``x`` rounded to a power of 2^(1/4), for caching the imbalance."""
+    return int(round(2 ** (round(4 * math.log2(max(x, 1.0))) / 4)))
+
+
+def expert_time(
+    eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
+) -> float:
+    """Seconds one routed expert takes for ``tokens`` tokens, monotone: the least of the
+    calibrated time (:func:`rackbook.physics.attainable.expert_seconds`) at ``tokens`` and at
+    every calibrated size above it (a kernel can always pad to a faster size)."""
+    if tokens <= 0:
+        return 0.0
+    dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
+    cd = (
+        dtype
+        if dtype in eff.experts
+        else ("fp8" if "fp8" in eff.experts else next(iter(eff.experts)))
+    )
+    sizes = eff.experts[cd][0]
+    cands = [tokens] + [float(s) for s in sizes if s > tokens]
+    return min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
+
+
+def _dense(eff: attainable.Efficiencies, gpu: GpuSpec, dtype: str) -> float:
+    """Dense FLOP/s the target reaches at ``dtype``: the calibration's fraction of its peak."""
+    run = gpu.run_precision(dtype)
+    frac = eff.dense.get(run) or eff.dense.get("fp8") or max(eff.dense.values())
+    return frac * float(gpu.flops(run) or 0.0)
+
+
+def scan_time(
+    eff: attainable.Efficiencies, gpu: GpuSpec, key_bytes: float, key_flops: float
+) -> float:
+    """The one index-scan model of both phases: ``key_bytes`` of index keys read at the
+    calibration's stream fraction of HBM bandwidth, or ``key_flops`` of scoring at the dense
+    BF16 fraction, whichever is longer (seconds).
+
+    100,000 tokens of DeepSeek-V4.1-Flash context, one decode token: 2.5 x 100,000 keys x 68 B
+    (FP4) = 17.0 MB / (0.9028 x 8 TB/s) = 2.354 us; at BF16 (256 B a key) 64.0 MB: 8.861 us."""
+    bw = eff.stream * gpu.hbm_bandwidth_bytes_per_s
+    return max(key_bytes / bw, key_flops / _dense(eff, gpu, "bf16"))
+
+
+def expert_part(
+    eff: attainable.Efficiencies,
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    tokens: float,
+    moe_layers: int,
+) -> float:
+    """Seconds the busiest GPU's routed experts take in one step of ``tokens`` tokens (over all
+    the GPUs), experts expert-parallel over ``ep = min(gpus, experts)``: its load is the mean
+    (tokens x top-k / ep) x :func:`imbalance`, spread over the distinct experts it holds that
+    the step touches (uniform routing's distinct / ep, x the imbalance, at most its slots),
+    each at :func:`expert_time` of its share; x MoE layers.
+
+    One token of DeepSeek-V4.1-Flash on 4 GPUs: 6 assignments, mean 1.5 a GPU; the busiest
+    holds 1.5 x imbalance of them, each one expert's 1 token at 4.093 us; x 40 layers."""
+    m = model.moe
+    assert m.num_routed_experts and m.experts_per_token
+    e, k = m.num_routed_experts, m.experts_per_token
+    ep = min(gpus, e)
+    imb = imbalance(e, ep, _bucket(tokens * k))
+    load = tokens * k / ep * imb
+    slots = math.ceil(e / ep) + 1
+    distinct = roofline.distinct_experts(e, k, tokens)
+    n = min(float(slots), max(1.0, distinct / ep * imb), load)
+    return moe_layers * n * expert_time(eff, model, gpu, load / n)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decode step (or one prefill token) in one deployment: seconds per part on the
+    busiest GPU, the kernel sum, the overlap, the floor, the total, the rate per GPU."""
+
+    deployment: str
+    tp: int
+    batch: float
+    parts: dict[str, float]
+    seconds: float
+    tok_s_per_gpu: float
+
+
+def deployment_name(tp: int, gpus: int) -> str:
+    """``dp-ep`` (tp 1), ``tp-ep`` (tp = gpus), else ``hybrid tpN``."""
+    if tp == 1:
+        return "dp-ep"
+    return "tp-ep" if tp == gpus else f"hybrid tp{tp}"
+
+
+def tp_widths(gpus: int, domain: int | None) -> list[int]:
+    """Attention tensor-parallel widths tried: powers of two dividing ``gpus``, within one NVLink
+    domain (and ``gpus`` itself when it fits one)."""
+    dom = domain or gpus
+    out = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
+    if gpus <= dom and gpus not in out:
+        out.append(gpus)
+    return out
+
+
+#: (id(model), context, phase, dtype) -> (model, the four numbers): _context's memo.
+_CONTEXT_MEMO: dict[tuple[int, float, str, str | None], tuple[ModelSpec, tuple[float, ...]]] = {}
+
+
+def _context(
+    model: ModelSpec, context: float, phase: str, kv_dtype: str | None
+) -> tuple[float, float, float, float]:
+    """(scan bytes, other context bytes, scan FLOP, other attention FLOP) per token."""
+    key = (id(model), float(context), phase, kv_dtype)
+    hit = _CONTEXT_MEMO.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]  # type: ignore[return-value]
+    out = _context_reads(model, context, phase, kv_dtype)
+    if len(_CONTEXT_MEMO) > 4096:
+        _CONTEXT_MEMO.clear()
+    _CONTEXT_MEMO[key] = (model, out)
+    return out
+
+
+def _context_reads(
+    model: ModelSpec, context: float, phase: str, kv_dtype: str | None
+) -> tuple[float, float, float, float]:
+    """:func:`_context` uncached."""
+    if not kv_dtype or not context or model.kv_cache.compression_ratios is None:
+        return 0.0, 0.0, 0.0, 0.0
+    cr = roofline.context_reads(model, context, phase, kv_dtype)
+    af = roofline.attention_flops(model, context, phase)
+    return cr.scan, cr.rows + cr.pool + cr.window, af.scan, af.pool + af.rows + af.window
+
+
+def decode_step(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    batch: float,
+    eff: attainable.Efficiencies,
+    fit: Fit,
+    *,
+    tp: int = 1,
+    context: float = 0.0,
+    verify: int = 1,
+    tokens_per_step: float = 1.0,
+    kv_dtype: str | None = "fp4",
+) -> Step:
+    """One decode step of ``batch`` sequences (over all ``gpus``) verifying ``verify`` tokens
+    each, attention tensor-parallel over ``tp`` GPUs (data-parallel over ``gpus / tp`` groups),
+    experts expert-parallel over all. Parts on the busiest GPU (seconds):
+
+    - ``dense``: the dense weights' 1 / tp share read at the stream fraction, or their GEMMs
+      for the group's tokens at the dense fraction, whichever is longer;
+    - ``attention``: MLA rows, pool and window FLOP of the group's tokens / tp;
+    - ``context``: the group's sequences' rows, pool and window bytes (the compressed KV is
+      shared by the heads: every TP rank reads it);
+    - ``index scan``: :func:`scan_time` of the group's sequences' keys (every rank reads them)
+      and the tokens' scoring FLOP / tp;
+    - ``experts``: distinct experts the step touches / gpus x :func:`imbalance`, each at
+      :func:`expert_time` of its tokens;
+    - ``drafter``: ``verify - 1`` draft passes of the drafter's weights (one layer's dense bytes
+      when the catalog names no drafter);
+    - ``network``: dispatch (FP8) + combine (BF16) of the GPU's tokens to experts elsewhere
+      (NVLink inside a domain, NIC beyond), or TP's two all-reduces a layer.
+
+    Kernels (all but the network) x ``fit.efficiency``; the network overlaps them when a GPU
+    holds two micro-batches or more (max), else adds; the floor ``fit.layer_s`` x layers (and
+    one layer per draft pass) adds. Rate: batch x ``tokens_per_step`` / step / gpus."""
+    m, a = model.moe, model.architecture
+    assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
+    bw = gpu.hbm_bandwidth_bytes_per_s
+    stream = eff.stream * bw
+    split = roofline.weight_split(model, "decode")
+    dense_bytes = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
+    groups = gpus // tp
+    seqs = max(1.0, math.ceil(batch / groups))  # sequences of the busiest group
+    toks = seqs * verify
+    parts: dict[str, float] = {}
+    parts["dense"] = max(
+        dense_bytes / tp / stream,
+        2 * split.dense_params / tp * toks / _dense(eff, gpu, split.dense_dtype),
+    )
+    s_bytes, c_bytes, s_flops, a_flops = _context(model, context, "decode", kv_dtype)
+    if a_flops:
+        parts["attention"] = toks * a_flops / tp / _dense(eff, gpu, "bf16")
+    if c_bytes:
+        parts["context"] = seqs * c_bytes / stream
+    if s_bytes:
+        parts["index scan"] = scan_time(eff, gpu, seqs * s_bytes, toks * s_flops / tp)
+    parts["experts"] = expert_part(eff, model, gpu, gpus, batch * verify, split.moe_layers)
+    if verify > 1:  # a verify carries plain decode's tokens and more: never cheaper
+        plain = expert_part(eff, model, gpu, gpus, batch, split.moe_layers)
+        parts["experts"] = max(parts["experts"], plain)
+    drafts = verify - 1
+    if drafts > 0:
+        spec = model.speculative
+        if spec is not None:
+            db = spec.draft_active_params * float(roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+        else:
+            db = dense_bytes / a.num_layers + roofline.expert_bytes(model) * m.experts_per_token
+        parts["drafter"] = drafts * db / tp / stream
+    kernels = sum(parts.values()) * fit.efficiency
+    net = _network(model, gpu, gpus, tp, toks, split.moe_layers)
+    if net:
+        parts["network"] = net
+    overlap = seqs >= 2 and tp < gpus
+    busy = max(kernels, net) if overlap else kernels + net
+    floor = fit.layer_s * (a.num_layers + drafts)
+    parts["latency floor"] = floor
+    step = busy + floor
+    tps = batch * tokens_per_step / gpus / step
+    return Step(deployment_name(tp, gpus), tp, batch, parts, step, tps)
+
+
+def _network(
+    model: ModelSpec, gpu: GpuSpec, gpus: int, tp: int, toks: float, moe_layers: int
+) -> float:
+    """Seconds a step's collectives move data on the busiest GPU: expert dispatch (1 B a value)
+    and combine (2 B) of its tokens to the experts on other GPUs, the share beyond the NVLink
+    domain at the NIC's bandwidth; with tp > 1, two all-reduces a layer of the group's tokens
+    (BF16, ring: 2 (tp - 1) / tp of the data each)."""
+    if gpus <= 1:
+        return 0.0
+    m, a = model.moe, model.architecture
+    assert m.experts_per_token and a.hidden_size and a.num_layers
+    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or nic_bandwidth(gpu)
+    dom = attainable.nvlink_domain(gpu) or gpus
+    inside = min(dom, gpus)
+    out = 0.0
+    vals = toks / tp * m.experts_per_token * a.hidden_size * 3  # bytes: 1 out + 2 back
+    far = (gpus - inside) / gpus
+    near = (inside - 1) / gpus
+    out += moe_layers * vals * (near / link + far / nic_bandwidth(gpu))
+    if tp > 1:
+        out += a.num_layers * 2 * 2 * (tp - 1) / tp * toks * a.hidden_size * 2 / link
+    return out
+
+
+def prefill_token(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    eff: attainable.Efficiencies,
+    fit: Fit,
+    *,
+    prefix: float = 0.0,
+    kv_dtype: str | None = "fp4",
+    chunk: int = PREFILL_CHUNK,
+) -> Step:
+    """Seconds per new prefill token per GPU, each GPU prefilling a chunk of ``chunk`` tokens a
+    step (experts expert-parallel over all the GPUs): dense GEMMs; attention FLOP at
+    ``prefix``; the index scan (:func:`scan_time`: the chunk shares one read of the keys, each
+    token scores them all); experts at the step's real tokens per expert (the GPUs' chunks over
+    the experts, :func:`expert_time`, x :func:`imbalance`); dispatch + combine overlapped with
+    the kernels (a chunk splits into micro-batches); the per-layer floor once per chunk."""
+    m = model.moe
+    assert m.num_routed_experts and m.experts_per_token
+    split = roofline.weight_split(model, "prefill")
+    parts: dict[str, float] = {
+        "dense": 2 * split.dense_params / _dense(eff, gpu, split.dense_dtype)
+    }
+    s_bytes, c_bytes, s_flops, a_flops = _context(model, prefix, "prefill", kv_dtype)
+    if a_flops:
+        parts["attention"] = a_flops / _dense(eff, gpu, "bf16")
+    if s_bytes or s_flops:
+        parts["index scan"] = scan_time(eff, gpu, s_bytes / chunk, s_flops)
+    if c_bytes:
+        parts["context"] = c_bytes / chunk / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
+    parts["experts"] = expert_part(eff, model, gpu, gpus, chunk * gpus, split.moe_layers) / chunk
+    kernels = sum(parts.values()) * fit.efficiency
+    net = _network(model, gpu, gpus, 1, 1.0, split.moe_layers)
+    if net:
+        parts["network"] = net
+    layers = roofline.phase_layers(model, "prefill")
+    parts["latency floor"] = fit.layer_s * layers / chunk
+    sec = max(kernels, net) + parts["latency floor"]
+    return Step(deployment_name(1, gpus), 1, float(chunk), parts, sec, 1 / sec)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a well-tuned deployment reaches for the workload, per GPU, in the figure's counted
+    tokens: ``tok_s_per_gpu`` and its interval ``[low, high]`` (the fit's held-out residual
+    spread), the figure's ``ratio`` to it, the deployment chosen (the best), the terms of its
+    step (seconds; decode per step, prefill per token) and the decoding batch and how it was
+    capped."""
+
+    tok_s_per_gpu: float
+    low: float
+    high: float
+    ratio: float
+    deployment: str
+    terms: dict[str, dict[str, float]]
+    batch: float | None = None
+    batch_text: str = ""
+    notes: tuple[str, ...] = ()
+    fit: str = "prior"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{tok_s_per_gpu, low, high, ratio, deployment, terms, batch, batch_text, notes,
+        fit}`` (non-finite numbers as None)."""
+
+        def num(x: float | None) -> float | None:
+            return x if x is not None and math.isfinite(x) else None
+
+        return {
+            "tok_s_per_gpu": num(self.tok_s_per_gpu),
+            "low": num(self.low),
+            "high": num(self.high),
+            "ratio": num(self.ratio),
+            "deployment": self.deployment,
+            "terms": self.terms,
+            "batch": self.batch,
+            "batch_text": self.batch_text,
+            "notes": list(self.notes),
+            "fit": self.fit,
+        }
+
+    def text(self, validation: str = "") -> str:
+        """One line: what real deployments reach here and the claim's multiple of it."""
+        if not math.isfinite(self.tok_s_per_gpu) or self.tok_s_per_gpu <= 0:
+            why = self.notes[-1] if self.notes else "no expected rate"
+            return f"real deployments: none expected ({why})"
+        line = (
+            f"real deployments reach ~{self.tok_s_per_gpu:,.0f} ({self.low:,.0f}-{self.high:,.0f}) "
+            f"tok/s/GPU here ({self.deployment}); the claim is {self.ratio:.3g}x that"
+        )
+        return line + (f"; validation: {validation}" if validation else "")
+
+
+def capacity(
+    model: ModelSpec, gpu: GpuSpec, gpus: int, tp: int, context: float, kv_dtype: str | None
+) -> float:
+    """Sequences over all ``gpus`` whose KV fits with attention TP ``tp``: each GPU holds the
+    experts' 1 / gpus share and the dense weights' 1 / tp share; each group of ``tp`` GPUs
+    holds its sequences' KV once per rank (MLA's latent is not split by heads). No KV layout or
+    no context: :data:`MAX_BATCH_PER_GPU` per GPU."""
+    st = roofline.storage(model)
+    weights = st.dense_bytes / tp + st.routed_bytes / gpus
+    per_seq = 0.0
+    if kv_dtype and model.kv_cache.compression_ratios is not None:
+        per_seq = float(roofline.kv_bytes_per_sequence(model, math.ceil(context), kv_dtype))
+        per_seq += float(roofline.window_bytes_per_sequence(model))
+    free = gpu.hbm_capacity_bytes * MEMORY_FRACTION - weights
+    if free <= 0:
+        return 0.0
+    if per_seq <= 0:
+        return float(MAX_BATCH_PER_GPU * gpus)
+    return min(float(MAX_BATCH_PER_GPU * gpus), (free // per_seq) * (gpus // tp))
+
+
+def expected(
+    model: ModelSpec | str,
+    gpu: GpuSpec | str,
+    gpus: int,
+    *,
+    claimed: float,
+    counted: str = "output",
+    output_tok_s: float = 0.0,
+    new_input_tok_s: float = 0.0,
+    phase: str = "decode",
+    concurrency: float | None = None,
+    decode_batch: float | None = None,
+    context: float = 0.0,
+    prefix: float = 0.0,
+    tokens_per_step: float = 1.0,
+    verify: int = 1,
+    kv_dtype: str | None = "fp4",
+    precision: str | None = None,
+    tpot_ms: float | None = None,
+    ttft_s: float | None = None,
+    deployment: str | None = None,
+    calibration: Calibration | None = None,
+    fit: Fit | None = None,
+) -> Expected:
+    """The expected reading of a figure of ``claimed`` tokens/s per GPU (``counted`` tokens)
+    whose work per GPU is ``output_tok_s`` decoded and ``new_input_tok_s`` prefilled, as
+    :func:`rackbook.physics.attainable.estimate` splits it: ratio = output / decode rate + new
+    input / prefill rate, expected = claimed / ratio.
+
+    The decoding batch: ``decode_batch`` when the caller derived it (Little's law), else
+    ``concurrency`` (clients waiting on their first token are not decoding: a caller that knows
+    TTFT and TPOT passes ``decode_batch``), else the best that fits; always capped by the KV
+    capacity and by ``tpot_ms`` (each kept token within it). The deployment: the one reaching
+    the most among dp-ep, tp-ep and hybrids (:func:`tp_widths`), unless ``deployment`` names one.
+    ``precision`` sets the routed experts' dtype; ``verify`` is the tokens a step verifies
+    (1: plain decode)."""
+    m = with_expert_dtype(catalogs.as_model(model), precision)
+    g = catalogs.as_gpu(gpu)
+    fit = fit if fit is not None else load_fit()
+    eff = attainable.efficiencies(calibration)
+    verify = max(1, int(verify))
+    tokens_per_step = min(max(1.0, tokens_per_step), float(verify))
+    notes: list[str] = []
+    if m.kv_cache.compression_ratios is None and (context or prefix):
+        notes.append(f"{m.name}'s KV layout is not in the catalog: context reads not counted")
+    dom = attainable.nvlink_domain(g)
+    widths = tp_widths(gpus, dom)
+    if deployment is not None:
+        want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)
+        if want is None or want not in widths:
+            raise InputError("-", "deployment", f"{deployment!r} is not one of dp-ep, tp-ep here")
+        widths = [want]
+    terms: dict[str, dict[str, float]] = {}
+    shares: dict[str, float] = {}
+    best: Step | None = None
+    batch_text = ""
+    if phase in ("decode", "mixed"):
+        kw = dict(
+            context=context, verify=verify, tokens_per_step=tokens_per_step, kv_dtype=kv_dtype
+        )
+        for tp in widths:
+            cap = capacity(m, g, gpus, tp, context, kv_dtype)
+            if cap < 1:
+                continue
+            asked = decode_batch if decode_batch is not None else concurrency
+            if asked is not None:
+                sizes = [min(float(asked), cap)]
+            else:
+                sizes, b = [], 1.0
+                while b < cap:
+                    sizes.append(b)
+                    b *= 2
+                sizes.append(cap)
+            for b in sizes:
+                s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)  # type: ignore[arg-type]
+                if tpot_ms is not None and s.seconds / tokens_per_step * 1e3 > tpot_ms:
+                    b = _tpot_batch(m, g, gpus, b, eff, fit, tp, kw, tpot_ms, tokens_per_step)
+                    if b < 1:
+                        continue
+                    s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)  # type: ignore[arg-type]
+                if best is None or s.tok_s_per_gpu > best.tok_s_per_gpu:
+                    best = s
+                    batch_text = _batch_text(asked, decode_batch, b, cap, tpot_ms)
+        if best is None:
+            notes.append("no deployment holds the weights and one sequence's KV")
+            return Expected(0.0, 0.0, 0.0, math.inf, "none", {}, None, "", tuple(notes), fit.source)
+        terms["decode"] = dict(best.parts) | {"step": best.seconds}
+        if output_tok_s:
+            shares["decode"] = output_tok_s / best.tok_s_per_gpu
+    if phase in ("prefill", "mixed"):
+        p = prefill_token(m, g, gpus, eff, fit, prefix=prefix, kv_dtype=kv_dtype)
+        terms["prefill"] = dict(p.parts) | {"token": p.seconds}
+        if new_input_tok_s:
+            shares["prefill"] = new_input_tok_s / p.tok_s_per_gpu
+        if ttft_s is not None and prefix and prefix * p.seconds > ttft_s * gpus:
+            notes.append(f"the TTFT limit of {ttft_s:g} s binds prefill (not modelled)")
+    ratio = sum(shares.values())
+    exp = claimed / ratio if ratio > 0 else math.inf
+    dep = best.deployment if best is not None else deployment_name(1, gpus)
+    return Expected(
+        exp,
+        exp * math.exp(fit.log_low),
+        exp * math.exp(fit.log_high),
+        ratio if ratio > 0 else 0.0,
+        f"{dep} on {plural(gpus, 'GPU')}",
+        terms,
+        None if best is None else best.batch,
+        batch_text,
+        tuple(notes),
+        fit.source,
+    )
+
+
+def _tpot_batch(
+    m: ModelSpec,
+    g: GpuSpec,
+    gpus: int,
+    b: float,
+    eff: attainable.Efficiencies,
+    fit: Fit,
+    tp: int,
+    kw: dict[str, Any],
+    tpot_ms: float,
+    tps: float,
+) -> float:
+    """The largest batch <= ``b`` whose step keeps each kept token within ``tpot_ms`` (bisection
+    on whole sequences); 0 when even one sequence does not."""
+
+    def ok(x: float) -> bool:
+        return decode_step(m, g, gpus, x, eff, fit, tp=tp, **kw).seconds / tps * 1e3 <= tpot_ms
+
+    if not ok(1.0):
+        return 0.0
+    lo, hi = 1.0, b
+    while hi - lo > max(1.0, lo * 0.02):
+        mid = math.floor((lo + hi) / 2)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def _batch_text(
+    asked: float | None, derived: float | None, b: float, cap: float, tpot: float | None
+) -> str:
+    """How the decoding batch was set, in words."""
+    if derived is not None:
+        src = f"{whole(derived):,} decoding (derived from the clients' concurrency)"
+    elif asked is not None:
+        src = f"concurrency {whole(asked):,}"
+    else:
+        src = "the best batch that fits"
+    text = f"{whole(b):,} sequences decoding ({src}"
+    if b < (derived if derived is not None else asked or math.inf):
+        text += "; capped by " + ("the TPOT limit" if b < cap else "the KV capacity")
+    elif tpot is not None:
+        text += f"; within TPOT {tpot:g} ms"
+    return text + ")"
+
+
+def for_check(c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = None,
+              deployment: str | None = None, calibration: Calibration | None = None,
+              fit: Fit | None = None) -> Expected:  # fmt: skip
+    """:func:`expected` for a :class:`rackbook.physics.check.Check` (model, GPUs, phase and
+    workload; the verify width its speculation states)."""
+    w = c.workload
+    return expected(
+        c.model,
+        c.gpu,
+        c.gpus,
+        claimed=c.claimed_tok_s_per_gpu,
+        counted=c.counted,
+        output_tok_s=w["output_tok_s_per_gpu"],
+        new_input_tok_s=w["new_input_tok_s_per_gpu"],
+        phase=c.phase,
+        concurrency=w["concurrency"],
+        context=w["decode_context"],
+        prefix=w["prefill_prefix"],
+        tokens_per_step=w["tokens_per_step"],
+        verify=w.get("verify_tokens", 1),
+        kv_dtype=w.get("kv_dtype", "fp4"),
+        tpot_ms=tpot_ms,
+        ttft_s=ttft_s,
+        deployment=deployment,
+        calibration=calibration,
+        fit=fit,
+    )
+
+
+def log_ratio_quantiles(
+    logs: np.ndarray, lo: float = 0.15, hi: float = 0.85
+) -> tuple[float, float]:
+    """The ``lo`` and ``hi`` quantiles of log(measured / expected) (the interval's spread)."""
+    return float(np.quantile(logs, lo)), float(np.quantile(logs, hi))

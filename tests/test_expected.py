@@ -1,0 +1,155 @@
+"""The expected throughput (:mod:`rackbook.physics.expected`): each term against a number worked
+by hand, and the issue-35 properties (one user on 72 GB300 vs 4; FP4 vs BF16 index keys at long
+context; a 6-token verify never cheaper than plain decode).
+
+Hand numbers use the shipped H200 calibration: stream 4.3337 / 4.8 TB/s = 0.9028 of HBM; dense
+FP8 0.7330 and BF16 0.7978 of peak; GB300: 8 TB/s, 278 GB usable, 900 GB/s NVLink each way,
+one NVLink domain of 72 GPUs (the NVL72); DeepSeek-V4.1-Flash: 7.5065e9 dense params (FP8, 1 B),
+40 MoE layers, top-6 of 384 experts, hidden 5,120.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rackbook.inputs import catalogs
+from rackbook.physics import attainable, roofline
+from rackbook.physics import expected as E
+
+FLASH = "deepseek-v4.1-flash"
+#: A fit with no floor and calibrated kernels, so terms are the kernel arithmetic alone.
+BARE = E.Fit(efficiency=1.0, layer_s=0.0, log_low=-0.5, log_high=0.5)
+
+
+@pytest.fixture(scope="module")
+def eff() -> attainable.Efficiencies:
+    return attainable.efficiencies()
+
+
+@pytest.fixture(scope="module")
+def gb300() -> catalogs.GpuSpec:
+    return catalogs.as_gpu("gb300")
+
+
+@pytest.fixture(scope="module")
+def flash() -> catalogs.ModelSpec:
+    return catalogs.as_model(FLASH)
+
+
+def test_scan_time_is_bandwidth_bound_at_the_stream_fraction(eff, gb300, flash) -> None:
+    # 100,000 tokens: index keys of sources with ratios 2, 2, 2, 1 -> 2.5 x 100,000 keys;
+    # FP4 key 128 x 0.5 B + 4 scale bytes = 68 B -> 17.0 MB; BF16 128 x 2 B = 256 B -> 64.0 MB
+    assert roofline.context_reads(flash, 100_000, "decode", "fp4").scan == 17_000_000
+    assert roofline.context_reads(flash, 100_000, "decode", "bf16").scan == 64_000_000
+    # 17.0e6 / (0.90282 x 8e12) = 2.3537 us; 64.0e6 / (0.90282 x 8e12) = 8.8611 us
+    assert E.scan_time(eff, gb300, 17e6, 0) == pytest.approx(2.3537e-6, rel=1e-4)
+    assert E.scan_time(eff, gb300, 64e6, 0) == pytest.approx(8.8611e-6, rel=1e-4)
+    # FLOP-bound: 1e12 FLOP / (0.79781 x 2.5e15 BF16) = 501.4 us
+    flops = 1e12 / (eff.dense["bf16"] * gb300.flops("bf16"))
+    assert E.scan_time(eff, gb300, 0, 1e12) == pytest.approx(flops)
+
+
+def test_expert_time_is_monotone_in_tokens(eff, gb300, flash) -> None:
+    # the calibrated curve is not: 6.40 us at 192 tokens, 4.09 us at 512
+    raw = [attainable.expert_seconds(eff, flash, gb300, n) for n in (192, 512)]
+    assert raw[0] > raw[1]
+    sizes = [1, 2, 6, 16, 64, 128, 192, 256, 384, 512, 1024, 2048, 4096, 8192]
+    times = [E.expert_time(eff, flash, gb300, n) for n in sizes]
+    assert all(b >= a for a, b in zip(times, times[1:], strict=False))
+    # at 192 tokens: the 512-token time (4.093 us), the least at or above it
+    assert times[sizes.index(192)] == pytest.approx(raw[1])
+
+
+def test_imbalance_from_the_eplb_model() -> None:
+    assert E.imbalance(384, 1, 1000) == 1.0
+    few = E.imbalance(384, 4, 6)  # 6 assignments over 4 GPUs: mean 1.5, the busiest holds >= 2
+    assert few >= 2 / 1.5
+    many = E.imbalance(384, 72, E._bucket(6 * 4096))
+    assert 1.0 < many < few
+
+
+def test_network_inside_and_beyond_one_nvlink_domain(gb300, flash) -> None:
+    # one token a GPU, dispatch + combine 3 B a value: 6 x 5,120 x 3 = 92,160 B a MoE layer;
+    # 72 GPUs (one domain): 71/72 of it over 900e9 B/s: 40 x 92,160 x 71/72 / 900e9 = 4.0391 us
+    assert E._network(flash, gb300, 72, 1, 1.0, 40) == pytest.approx(4.0391e-6, rel=1e-4)
+    # 144 GPUs: 71/144 over NVLink, 72/144 over the NIC at 100e9 B/s:
+    # 40 x 92,160 x (71/144 / 900e9 + 72/144 / 100e9) = 20.4516 us
+    assert E._network(flash, gb300, 144, 1, 1.0, 40) == pytest.approx(20.4516e-6, rel=1e-4)
+
+
+def test_dense_and_floor_terms(eff, gb300, flash) -> None:
+    fit = E.Fit(1.0, 100e-6, 0.0, 0.0)
+    s = E.decode_step(flash, gb300, 4, 1, eff, fit, tp=1)
+    # one sequence: 7.5065e9 B / (0.90282 x 8e12) = 1.03930 ms (reading beats its GEMMs)
+    assert s.parts["dense"] == pytest.approx(7.5065344e9 / (eff.stream * 8e12), rel=1e-6)
+    assert s.parts["dense"] == pytest.approx(1.0393e-3, rel=1e-4)
+    assert s.parts["latency floor"] == pytest.approx(40 * 100e-6)  # 40 layers x 100 us
+    tp4 = E.decode_step(flash, gb300, 4, 1, eff, fit, tp=4)
+    assert tp4.parts["dense"] == pytest.approx(s.parts["dense"] / 4)
+
+
+def test_capacity_by_hand(gb300, flash) -> None:
+    # (278e9 x 0.9 - 8.4182e9 dense - 288.78e9 routed / 4) / (89.0e6 KV + 2.70336e6 window)
+    # = 169.59e9 / 91.703e6 = 1,849 a GPU, 7,396 on 4
+    assert E.capacity(flash, gb300, 4, 1, 100_000, "fp4") == 7396
+    # tp 4 spreads the dense weights but every rank holds every sequence's KV: one group
+    assert E.capacity(flash, gb300, 4, 4, 100_000, "fp4") == (
+        (278e9 * 0.9 - 8.4182016e9 / 4 - 288.7778304e9 / 4) // (89e6 + 2_703_360)
+    )
+
+
+def one_user(gpus: int) -> float:
+    r = E.expected(FLASH, "gb300", gpus, claimed=1.0, output_tok_s=1.0, concurrency=1)
+    return r.tok_s_per_gpu * gpus  # the one user's tokens/s
+
+
+def test_one_user_on_72_gb300_within_1_5x_of_4() -> None:
+    assert one_user(72) <= 1.5 * one_user(4)
+
+
+def test_fp4_and_bf16_index_keys_differ_at_long_context() -> None:
+    kw = dict(claimed=1000.0, output_tok_s=1000.0, concurrency=256, context=100_000)
+    fp4 = E.expected(FLASH, "gb300", 4, kv_dtype="fp4", **kw)
+    bf16 = E.expected(FLASH, "gb300", 4, kv_dtype="bf16", **kw)
+    # BF16 keys are 256 B against 68 B: the scan takes longer (up to 3.76x where bandwidth binds)
+    scan = bf16.terms["decode"]["index scan"] / fp4.terms["decode"]["index scan"]
+    assert 1.5 < scan <= 256 / 68 + 1e-9
+    assert fp4.tok_s_per_gpu > 1.02 * bf16.tok_s_per_gpu
+
+
+@pytest.mark.parametrize("batch", [1, 4, 64, 1024])
+def test_a_6_token_verify_never_costs_less_than_plain_decode(eff, gb300, flash, batch) -> None:
+    fit = E.load_fit()
+    plain = E.decode_step(flash, gb300, 4, batch, eff, fit, verify=1)
+    six = E.decode_step(flash, gb300, 4, batch, eff, fit, verify=6)
+    assert six.seconds >= plain.seconds
+    assert six.parts["experts"] >= plain.parts["experts"]
+
+
+def test_tpot_limit_caps_the_batch() -> None:
+    free = E.expected(FLASH, "gb300", 4, claimed=1.0, output_tok_s=1.0, concurrency=4096)
+    step = free.terms["decode"]["step"] * 1e3
+    capped = E.expected(
+        FLASH, "gb300", 4, claimed=1.0, output_tok_s=1.0, concurrency=4096, tpot_ms=step / 2
+    )
+    assert capped.batch is not None and free.batch is not None and capped.batch < free.batch
+    assert capped.terms["decode"]["step"] * 1e3 <= step / 2
+    assert "TPOT" in capped.batch_text
+
+
+def test_best_deployment_is_at_least_each_one() -> None:
+    kw = dict(claimed=1.0, output_tok_s=1.0, concurrency=4)
+    best = E.expected(FLASH, "gb300", 4, **kw).tok_s_per_gpu
+    for dep in ("dp-ep", "tp-ep"):
+        assert best >= E.expected(FLASH, "gb300", 4, deployment=dep, **kw).tok_s_per_gpu
+
+
+def test_precision_sets_the_expert_bytes() -> None:
+    v3 = catalogs.as_model("deepseek-v3")
+    fp4 = E.with_expert_dtype(v3, "fp4")
+    # 3 x 7,168 x 2,048 x 0.5 B = 22.02 MB (FP8: 44.04 MB)
+    assert roofline.expert_bytes(fp4) == pytest.approx(3 * 7168 * 2048 * 0.5, rel=0.1)
+    assert roofline.expert_bytes(v3) == 3 * 7168 * 2048
+    assert math.isclose(roofline.expert_bytes(fp4) * 2, roofline.expert_bytes(v3), rel_tol=0.1)
