@@ -153,3 +153,30 @@ def test_precision_sets_the_expert_bytes() -> None:
     assert roofline.expert_bytes(fp4) == pytest.approx(3 * 7168 * 2048 * 0.5, rel=0.1)
     assert roofline.expert_bytes(v3) == 3 * 7168 * 2048
     assert math.isclose(roofline.expert_bytes(fp4) * 2, roofline.expert_bytes(v3), rel_tol=0.1)
+
+
+def test_check_prints_and_returns_the_expected_reading(run_cli) -> None:
+    import json
+
+    code, out, _ = run_cli(
+        "check", "--model", FLASH, "--gpu", "b300", "--gpus", "4", "--tok-s", "826",
+        "--per", "total", "--concurrency", "1", "--tokens-per-step", "3.51", "--tpot-ms", "50",
+        "--json",
+    )  # fmt: skip
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("  expected: "))
+    assert "real deployments reach ~" in line and "the claim is" in line
+    e = json.loads(out.splitlines()[-1])["physics"]["expected"]
+    assert set(e) >= {"tok_s_per_gpu", "low", "high", "ratio", "deployment", "terms"}
+    assert e["low"] < e["tok_s_per_gpu"] < e["high"]
+    # the ratio is the figure per GPU (826 / 4 = 206.5) over the expected rate
+    assert e["ratio"] == pytest.approx(206.5 / e["tok_s_per_gpu"], rel=1e-9)
+    assert e["batch"] == 1
+
+
+def test_check_refuses_a_bad_tpot(run_cli) -> None:
+    code, _, err = run_cli(
+        "check", "--model", FLASH, "--gpu", "b300", "--gpus", "4", "--tok-s", "826",
+        "--tpot-ms", "-1",
+    )  # fmt: skip
+    assert code == 2 and err.startswith("error:") and "--tpot-ms" in err

@@ -41,6 +41,7 @@ HANDLERS: dict[str, str] = {
     "calibrate": "rackbook.cli:cli_calibrate",
     "recipes": "rackbook.cluster.recipes:cli_recipes",
     "catalog": "rackbook.inputs.catalogs:cli_catalog",
+    "validate": "rackbook.results.validation:cli_validate",
 }
 
 
@@ -66,7 +67,18 @@ def _flag(verb: str, dest: str) -> Callable[[str], object]:
 #: Verbs that read the repository's data, notebooks or book sources (the others work on the
 #: files they are given): from an installed copy without a checkout they stop with one line.
 NEEDS_CHECKOUT = frozenset(
-    {"run", "list", "book", "kv-bytes", "check", "recipes", "record", "catalog", "calibrate"}
+    {
+        "run",
+        "list",
+        "book",
+        "kv-bytes",
+        "check",
+        "recipes",
+        "record",
+        "catalog",
+        "calibrate",
+        "validate",
+    }
 )
 
 
@@ -286,7 +298,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="deployment of the attainable estimate: attention data- or tensor-parallel, "
         "experts expert-parallel (default: dp-ep; tp-ep when fewer sequences than GPUs)",
     )
+    s.add_argument(
+        "--tpot-ms",
+        type=_flag("check", "tpot_ms"),
+        default=None,
+        help="TPOT limit the figure met (ms): caps the expected reading's decoding batch",
+    )
+    s.add_argument(
+        "--ttft-s",
+        type=_flag("check", "ttft_s"),
+        default=None,
+        help="TTFT limit the figure met (s): said when prefill cannot meet it",
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object last")
+
+    s = sub.add_parser(
+        "validate", help="the expected throughput against every published measurement"
+    )
+    s.add_argument("--json", action="store_true", help="print one JSON object last")
+    s.add_argument(
+        "--fit",
+        action="store_true",
+        help="refit the non-physics parameters on the published points first and write "
+        "data/published/expected-fit.yaml",
+    )
 
     s = sub.add_parser("eplb", help="balancedness before and after EPLB for expert loads")
     s.add_argument(

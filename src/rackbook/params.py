@@ -523,6 +523,8 @@ FLAGS: dict[str, dict[str, Spec]] = {
         "concurrency": _num(1, BOUNDS["batch"], "sequences", "in flight", nullable=True),
         "batch": _num(1, BOUNDS["batch"], "sequences", "the same as --concurrency", nullable=True),
         "tokens_per_step": _num(1, 64, "tokens", "tokens kept per decode step"),
+        "tpot_ms": _num(1e-3, 1e6, "ms", "TPOT limit of the figure", nullable=True),
+        "ttft_s": _num(1e-6, 1e6, "s", "TTFT limit of the figure", nullable=True),
     },
     "kv-bytes": {"context": _int(1, TOKENS, "tokens", "bytes per sequence", nullable=True)},
     "eplb": {

@@ -128,6 +128,26 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return path
 
 
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """:func:`atomic_write_text` for bytes (a figure's PNG)."""
+    path = check_output_file(path)
+    tmp: str | None = None
+    try:
+        with _signals_held():
+            fd, tmp = _make_temp(path, folder=False)
+        assert fd is not None
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+    return path
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
     """Write ``obj`` as indented JSON (NaN forbidden) atomically."""
     return atomic_write_text(path, json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n")

@@ -107,6 +107,20 @@ class Fit:
     log_high: float
     source: str = "prior"
     held_out: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: the held-out validation summary stored with the fit (``all``, ``primary``: points,
+    #: median_ratio, within_2x, inside)
+    validation: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def validation_text(self) -> str:
+        """The held-out validation in words ("" before any fit)."""
+        s = self.validation.get("all") or {}
+        if not s.get("points"):
+            return ""
+        return (
+            f"median measured/expected {s['median_ratio']:.2f} held out by source, "
+            f"{s['within_2x']:.0%} of {s['points']} published points within 2x"
+        )
 
 
 def load_fit(path: str | Path | None = None) -> Fit:
@@ -122,14 +136,32 @@ def load_fit(path: str | Path | None = None) -> Fit:
             float(f["layer_s"]),
             float(f["log_low"]),
             float(f["log_high"]),
-            str(p),
+            loader.display_path(p),
             {
                 k: {kk: float(vv) for kk, vv in v.items()}
                 for k, v in (doc.get("held_out") or {}).items()
             },
+            dict(doc.get("validation") or {}),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(p, "fit", f"not a fit: {exc}") from None
+
+
+@functools.cache
+def default_efficiencies() -> attainable.Efficiencies:
+    """The shipped calibration's efficiencies, read once."""
+    return attainable.efficiencies()
+
+
+@functools.lru_cache(maxsize=64)
+def _domain_of(gpu_id: str) -> int | None:
+    return attainable.nvlink_domain(catalogs.as_gpu(gpu_id))
+
+
+def domain(gpu: GpuSpec) -> int | None:
+    """GPUs in one NVLink domain of ``gpu`` (:func:`rackbook.physics.attainable.nvlink_domain`,
+    read once per GPU id)."""
+    return _domain_of(gpu.id) if gpu.id else attainable.nvlink_domain(gpu)
 
 
 def nic_bandwidth(gpu: GpuSpec) -> float:
@@ -171,6 +203,10 @@ def _bucket(x: float) -> int:
     return int(round(2 ** (round(4 * math.log2(max(x, 1.0))) / 4)))
 
 
+#: (ids of eff, model, gpu; tokens) -> (model, gpu, eff, seconds): expert_time's memo.
+_EXPERT_MEMO: dict[tuple[int, int, int, float], tuple[Any, Any, Any, float]] = {}
+
+
 def expert_time(
     eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
 ) -> float:
@@ -179,6 +215,10 @@ def expert_time(
     every calibrated size above it (a kernel can always pad to a faster size)."""
     if tokens <= 0:
         return 0.0
+    key = (id(eff), id(model), id(gpu), float(tokens))
+    hit = _EXPERT_MEMO.get(key)
+    if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is eff:
+        return hit[3]
     dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
     cd = (
         dtype
@@ -187,7 +227,11 @@ def expert_time(
     )
     sizes = eff.experts[cd][0]
     cands = [tokens] + [float(s) for s in sizes if s > tokens]
-    return min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
+    t = min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
+    if len(_EXPERT_MEMO) > 65536:
+        _EXPERT_MEMO.clear()
+    _EXPERT_MEMO[key] = (model, gpu, eff, t)
+    return t
 
 
 def _dense(eff: attainable.Efficiencies, gpu: GpuSpec, dtype: str) -> float:
@@ -290,7 +334,15 @@ def _context(
 def _context_reads(
     model: ModelSpec, context: float, phase: str, kv_dtype: str | None
 ) -> tuple[float, float, float, float]:
-    """:func:`_context` uncached."""
+    """:func:`_context` uncached. A model whose catalog KV layout is only relative to another's
+    (``kv_cache.relative_to``: DeepSeek-V4-Flash holds about 4x DeepSeek-V4.1-Flash's KV) reads
+    the other's context bytes and FLOP x the factor (approximate, as the catalog says)."""
+    rel = model.kv_cache.relative_to
+    if model.kv_cache.compression_ratios is None and rel is not None and kv_dtype and context:
+        other = catalogs.as_model(rel.model)
+        dtype = kv_dtype if other.kv_cache.row_formats else None
+        base = _context(other, context, phase, dtype or "fp4")
+        return tuple(x * rel.factor for x in base)  # type: ignore[return-value]
     if not kv_dtype or not context or model.kv_cache.compression_ratios is None:
         return 0.0, 0.0, 0.0, 0.0
     cr = roofline.context_reads(model, context, phase, kv_dtype)
@@ -391,7 +443,7 @@ def _network(
     m, a = model.moe, model.architecture
     assert m.experts_per_token and a.hidden_size and a.num_layers
     link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or nic_bandwidth(gpu)
-    dom = attainable.nvlink_domain(gpu) or gpus
+    dom = domain(gpu) or gpus
     inside = min(dom, gpus)
     out = 0.0
     vals = toks / tp * m.experts_per_token * a.hidden_size * 3  # bytes: 1 out + 2 back
@@ -505,9 +557,13 @@ def capacity(
     st = roofline.storage(model)
     weights = st.dense_bytes / tp + st.routed_bytes / gpus
     per_seq = 0.0
-    if kv_dtype and model.kv_cache.compression_ratios is not None:
-        per_seq = float(roofline.kv_bytes_per_sequence(model, math.ceil(context), kv_dtype))
-        per_seq += float(roofline.window_bytes_per_sequence(model))
+    kv_model, factor = model, 1.0
+    rel = model.kv_cache.relative_to
+    if model.kv_cache.compression_ratios is None and rel is not None:
+        kv_model, factor = catalogs.as_model(rel.model), rel.factor
+    if kv_dtype and kv_model.kv_cache.compression_ratios is not None:
+        per_seq = float(roofline.kv_bytes_per_sequence(kv_model, math.ceil(context), kv_dtype))
+        per_seq = (per_seq + float(roofline.window_bytes_per_sequence(kv_model))) * factor
     free = gpu.hbm_capacity_bytes * MEMORY_FRACTION - weights
     if free <= 0:
         return 0.0
@@ -555,13 +611,17 @@ def expected(
     m = with_expert_dtype(catalogs.as_model(model), precision)
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
-    eff = attainable.efficiencies(calibration)
+    eff = default_efficiencies() if calibration is None else attainable.efficiencies(calibration)
     verify = max(1, int(verify))
     tokens_per_step = min(max(1.0, tokens_per_step), float(verify))
     notes: list[str] = []
     if m.kv_cache.compression_ratios is None and (context or prefix):
-        notes.append(f"{m.name}'s KV layout is not in the catalog: context reads not counted")
-    dom = attainable.nvlink_domain(g)
+        rel = m.kv_cache.relative_to
+        notes.append(
+            f"{m.name}'s KV layout is not in the catalog: context costs "
+            + (f"taken as {rel.factor:g}x {rel.model}'s (approximate)" if rel else "not counted")
+        )
+    dom = domain(g)
     widths = tp_widths(gpus, dom)
     if deployment is not None:
         want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)
@@ -666,7 +726,7 @@ def _batch_text(
         src = f"concurrency {whole(asked):,}"
     else:
         src = "the best batch that fits"
-    text = f"{whole(b):,} sequences decoding ({src}"
+    text = f"{plural(whole(b), 'sequence')} decoding ({src}"
     if b < (derived if derived is not None else asked or math.inf):
         text += "; capped by " + ("the TPOT limit" if b < cap else "the KV capacity")
     elif tpot is not None:

@@ -331,6 +331,36 @@ def _attainable(
     return d, text
 
 
+def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any], str]:
+    """The expected reading of the check (:func:`rackbook.physics.expected.for_check`: what
+    a well-tuned deployment reaches for this workload, its interval and the figure's multiple
+    of it) and its line, with the held-out validation of the stored fit."""
+    from rackbook.core.calibration import read_calibration
+    from rackbook.physics import expected
+
+    if c.limit.startswith("memory capacity"):
+        none = {k: None for k in ("tok_s_per_gpu", "low", "high", "ratio", "deployment")}
+        return none | {"terms": {}}, "none: the figure does not fit"
+    cal = read_calibration(args.calibration) if getattr(args, "calibration", None) else None
+    fit = expected.load_fit()
+    try:
+        e = expected.for_check(
+            c,
+            tpot_ms=getattr(args, "tpot_ms", None),
+            ttft_s=getattr(args, "ttft_s", None),
+            deployment=getattr(args, "deployment", None),
+            calibration=cal,
+            fit=fit,
+        )
+    except InputError as exc:
+        if cal is None or "run.json.spec" not in str(exc):
+            raise
+        none = {k: None for k in ("tok_s_per_gpu", "low", "high", "ratio", "deployment")}
+        return none | {"terms": {}}, f"none: {exc.problem}"
+    d = e.to_dict() | {"validation": fit.validation}
+    return d, e.text(fit.validation_text)
+
+
 def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """check_claim's keyword arguments from ``rackbook check``'s flags (all but the share)."""
     conc = args.concurrency if args.concurrency is not None else args.batch
@@ -374,12 +404,15 @@ def readings(
     if threshold is not None:
         verdict, reason = threshold.verdict, threshold.formula
     att, att_text = _attainable(args, c, unknown and threshold is not None and bool(share))
+    exp, exp_text = _expected(args, c)
     phys = CheckVerdict(
         verdict,
         reason,
         {
             "attainable": att,
             "attainable_text": att_text,
+            "expected": exp,
+            "expected_text": exp_text,
             "threshold": None
             if threshold is None
             else {
@@ -484,6 +517,7 @@ def cli_check(args: argparse.Namespace) -> int:
         print(f"  note: {n}")
     print(f"physics: {phys.verdict} ({phys.reason}; limit: {c.limit})")
     print(f"  attainable: {phys.extra['attainable_text']}")
+    print(f"  expected: {phys.extra['expected_text']}")
     print(f"basis: {pub.extra.get('basis')}")
     print(f"published: {pub.verdict} ({pub.reason})")
     for p in pub.extra.get("closest", []):

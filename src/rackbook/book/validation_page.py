@@ -1,0 +1,146 @@
+"""The generated part of the book page "How well does rackbook predict?" (``book/validation.md``):
+the held-out validation of the expected throughput (:mod:`rackbook.results.validation`) as
+tables (summary; by decoding-batch band, GPU and source; the largest misses and why) and the
+figure of predicted against measured on log axes, all computed when the book is built."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rackbook.book import plotting
+from rackbook.core.fsio import atomic_write_bytes, atomic_write_text
+from rackbook.physics import expected as exp_mod
+from rackbook.results import validation
+
+#: How many of the largest misses the page names.
+OUTLIERS = 6
+
+
+def report() -> dict[str, Any]:
+    """``rackbook validate --json``'s report (held out by source) with the excluded points."""
+    points, excluded = validation.load()
+    rep = validation.report(points, exp_mod.load_fit())
+    rep["excluded"] = [{"id": x.id, "source": x.source, "reason": x.reason} for x in excluded]
+    rep["notes"] = {p.id: p.note for p in points}
+    return rep
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _row(name: str, s: dict[str, Any]) -> str:
+    med = "-" if s["median_ratio"] is None else f"{s['median_ratio']:.2f}"
+    return f"| {name} | {s['points']} | {med} | {_pct(s['within_2x'])} | {_pct(s['inside'])} |"
+
+
+def _group(rep: dict[str, Any], key: str) -> list[str]:
+    rows = []
+    for name in sorted({str(p[key]) for p in rep["points"]}):
+        preds = [p for p in rep["points"] if str(p[key]) == name]
+        r = np.array([p["ratio"] for p in preds])
+        s = {
+            "points": len(r),
+            "median_ratio": float(np.median(r)),
+            "within_2x": float(np.mean((r >= 0.5) & (r <= 2))),
+            "inside": float(np.mean([p["inside"] for p in preds])),
+        }
+        rows.append(_row(name, s))
+    return rows
+
+
+HEAD = ["| points | n | median measured / expected | within 2x | inside [low, high] |",
+        "|---|---|---|---|---|"]  # fmt: skip
+
+
+def page(rep: dict[str, Any]) -> str:
+    """The page's generated tables from ``rep`` (:func:`report`)."""
+    fit = rep["fit"]
+    out = [
+        f"Fit: kernels x {fit['efficiency']:g}, a per-layer floor of "
+        f"{fit['layer_s'] * 1e6:g} µs (`data/published/expected-fit.yaml`); every prediction "
+        "below uses the fit made without its own source.",
+        "",
+        *HEAD,
+        _row("all", rep["all"]),
+        _row("primary sources", rep["primary"]),
+        "",
+        "By decoding batch per GPU:",
+        "",
+        *HEAD,
+        *_group(rep, "band"),
+        "",
+        "By GPU:",
+        "",
+        *HEAD,
+        *_group(rep, "gpu"),
+        "",
+        "By source:",
+        "",
+        *HEAD,
+        *_group(rep, "source"),
+        "",
+        "The largest misses (measured / expected furthest from 1):",
+        "",
+        "| point | source | measured | expected | ratio | decoding batch |",
+        "|---|---|---|---|---|---|",
+    ]
+    worst = sorted(rep["points"], key=lambda p: -abs(math.log(p["ratio"])))[:OUTLIERS]
+    for p in worst:
+        out.append(
+            f"| {p['id']} | {p['source']} | {p['measured']:,.0f} | {p['expected']:,.0f} "
+            f"| {p['ratio']:.2f} | {p['batch_how']} |"
+        )
+    out += ["", "Held but not validated:", ""]
+    out += [f"- {x['source']}: {x['id']}: {x['reason']}" for x in rep["excluded"]]
+    return "\n".join(out) + "\n"
+
+
+def figure(rep: dict[str, Any]) -> bytes:
+    """Predicted against measured (tokens/s per GPU, log axes), y = x and the 2x band, one
+    marker per source, as PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plotting.apply_style()
+    fig, ax = plt.subplots(figsize=(plotting.MAX_WIDTH_IN, 4.6))
+    pts = rep["points"]
+    lo = min(min(p["measured"], p["expected"]) for p in pts) / 2
+    hi = max(max(p["measured"], p["expected"]) for p in pts) * 2
+    xs = np.geomspace(lo, hi, 50)
+    ax.fill_between(xs, xs / 2, xs * 2, color="0.9", label="within 2x")
+    ax.plot(xs, xs, color="0.3", lw=1, label="measured = expected")
+    for i, src in enumerate(sorted({p["source"] for p in pts})):
+        mine = [p for p in pts if p["source"] == src]
+        ax.scatter(
+            [p["expected"] for p in mine],
+            [p["measured"] for p in mine],
+            marker=plotting.MARKERS[i % len(plotting.MARKERS)],
+            color=plotting.PALETTE[i % len(plotting.PALETTE)],
+            label=src,
+            s=28,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    plotting.label(ax, "expected, held out (tok/s per GPU)", "measured (tok/s per GPU)")
+    ax.legend(fontsize=plotting.SMALL_PT, loc="upper left", ncol=2)
+    data = plotting.figure_png(fig)
+    plt.close(fig)
+    return data
+
+
+def generate(folder: Path) -> list[Path]:
+    """Write ``validation.md`` and ``validation.png`` into ``folder``."""
+    rep = report()
+    return [
+        atomic_write_text(folder / "validation.md", page(rep)),
+        atomic_write_bytes(folder / "validation.png", figure(rep)),
+    ]

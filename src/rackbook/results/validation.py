@@ -1,0 +1,508 @@
+"""How well does rackbook predict? The expected throughput
+(:mod:`rackbook.physics.expected`) against every published measurement the project holds.
+
+``data/published/validation.yaml`` maps each published trace row (``data/published/<trace>``)
+and each ``figures.yaml`` figure to the expected throughput's arguments: workload, decoding
+batch and how it was derived (Little's law from concurrency, TTFT and TPOT; the clients; the
+best batch that fits), precision, speculation, GPUs, tokens counted. Measured values are read
+from the trace rows and figures, never typed in the mapping.
+
+What is fitted (the per-layer floor and the kernel-efficiency factor,
+:class:`rackbook.physics.expected.Fit`) is fitted here, on these points only, by a grid search
+minimising the squared log error with each source weighted equally; it is judged by
+leave-one-source-out error: every point's held-out prediction uses the parameters fitted on the
+other sources, and its interval the other sources' residual quantiles
+(:data:`INTERVAL_QUANTILES`). ``rackbook validate --fit`` writes the fit, its points, grid and
+held-out parameters to ``data/published/expected-fit.yaml``.
+
+Units: tokens/s per GPU in the tokens each point counts; ratios measured / expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from rackbook import paths
+from rackbook.core import fsio
+from rackbook.errors import InputError
+from rackbook.inputs import catalogs, loader
+from rackbook.physics import check as check_mod
+from rackbook.physics import expected as exp_mod
+from rackbook.results import published_rows
+
+#: The mapping file and the fit file, under data/.
+MAPPING = "published/validation.yaml"
+#: The fit's grid: kernel-efficiency factors and per-layer floors (seconds) searched.
+EFFICIENCIES: tuple[float, ...] = (0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
+LAYER_S: tuple[float, ...] = (0.0, 10e-6, 20e-6, 35e-6, 50e-6, 75e-6, 100e-6, 131e-6, 175e-6)
+#: Quantiles of log(measured / expected) that make an interval.
+INTERVAL_QUANTILES = (0.1, 0.9)
+#: Decoding batches per GPU grouped in bands for the book's figure.
+BATCH_BANDS: tuple[tuple[float, str], ...] = (
+    (1.0, "<= 1 sequence per GPU"),
+    (16.0, "1-16 per GPU"),
+    (math.inf, "> 16 per GPU"),
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One published measurement mapped to the expected throughput's arguments (units:
+    tokens, tokens/s per GPU, ms)."""
+
+    id: str
+    source: str
+    primary: bool
+    measured: float
+    counted: str
+    phase: str
+    model: str
+    precision: str | None
+    gpu: str
+    gpus: int
+    isl: float | None
+    osl: float | None
+    batch: float | None
+    batch_how: str
+    verify: int = 1
+    tokens_per_step: float = 1.0
+    tpot_ms: float | None = None
+    prefill_gpus: int | None = None
+    decode_gpus: int | None = None
+    context: float | None = None
+    note: str = ""
+    url: str = ""
+
+    @property
+    def band(self) -> str:
+        """The decoding batch per GPU's band (:data:`BATCH_BANDS`; ``free`` when not given)."""
+        if self.batch is None:
+            return "best batch (free)"
+        per = self.batch / (self.decode_gpus or self.gpus)
+        return next(name for top, name in BATCH_BANDS if per <= top)
+
+
+@dataclass(frozen=True)
+class Excluded:
+    """A held measurement the validation does not read, and why."""
+
+    id: str
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One point's expected rate (per GPU, its counted tokens), interval and deployment."""
+
+    point: Point
+    expected: float
+    low: float
+    high: float
+    deployment: str
+    fit: str = "all"
+
+    @property
+    def ratio(self) -> float:
+        """measured / expected."""
+        return self.point.measured / self.expected if self.expected > 0 else math.inf
+
+    @property
+    def inside(self) -> bool:
+        """Whether the measurement lies in [low, high]."""
+        return self.low <= self.point.measured <= self.high
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.point
+        return {
+            "id": p.id,
+            "source": p.source,
+            "primary": p.primary,
+            "model": p.model,
+            "gpu": p.gpu,
+            "gpus": p.gpus,
+            "counted": p.counted,
+            "band": p.band,
+            "batch": p.batch,
+            "batch_how": p.batch_how,
+            "measured": p.measured,
+            "expected": self.expected,
+            "low": self.low,
+            "high": self.high,
+            "ratio": self.ratio,
+            "inside": self.inside,
+            "deployment": self.deployment,
+            "fit": self.fit,
+        }
+
+
+def _row_value(row: Any, *names: str) -> float | None:
+    for n in names:
+        v = published_rows.float_or_none(row.get(n))
+        if v is not None and math.isfinite(v):
+            return v
+    return None
+
+
+def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) -> float:
+    """Sequences decoding among ``concurrency`` clients that each wait ``ttft_s`` for their
+    first token and then decode ``osl - 1`` more at ``tpot_s``: concurrency x decode time /
+    request time (Little's law on the decode stage).
+
+    Concurrency 16, OSL 1,024, TTFT 0.557 s, TPOT 7.02 ms: 16 x 7.181 / (0.557 + 7.181) =
+    14.85 sequences decoding."""
+    dec = max(osl - 1, 0) * tpot_s
+    total = ttft_s + dec
+    return concurrency * dec / total if total > 0 else concurrency
+
+
+def _trace_rows(data: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    from rackbook.core import traces
+
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for name in published_rows.SHIPPED:
+        t = traces.read_trace(data / "published" / name, itl=False)
+        for r in t.extra["published_points"].to_dict("records"):
+            out[(name, str(r["point_id"]))] = r
+    return out
+
+
+def _figures(data: Path) -> dict[str, Any]:
+    reg, figs = published_rows.registries(str(data))
+    return {f.id: f for f in figs.figures}
+
+
+def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
+    """The points of the mapping at ``path`` (default ``data/published/validation.yaml``),
+    their measured values read from the shipped published traces and figures; InputError (file,
+    field, problem) on a point that names no row, an unknown source or a bad field."""
+    file = Path(path) if path is not None else paths.DATA / MAPPING
+    doc = loader.read_yaml(file)
+    if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
+        raise InputError(file, "points", "a list of points is required")
+    sources = doc.get("sources") or {}
+    data = paths.DATA
+    rows = _trace_rows(data)
+    figs = _figures(data)
+    points: list[Point] = []
+    excluded: list[Excluded] = []
+    for i, raw in enumerate(doc["points"]):
+        where = f"points[{i}]"
+        if not isinstance(raw, dict) or "source" not in raw:
+            raise InputError(file, where, "each point is a mapping with a source")
+        src = str(raw["source"])
+        if src not in sources:
+            raise InputError(file, f"{where}.source", f"{src!r} is not under sources")
+        spec = dict(sources[src].get("defaults") or {}) | raw
+        pid = str(raw.get("point_id") or raw.get("figure") or "")
+        if not pid:
+            raise InputError(file, where, "names no point_id or figure")
+        if spec.get("exclude"):
+            excluded.append(Excluded(pid, src, str(spec["exclude"])))
+            continue
+        points.append(
+            _point(file, where, src, bool(sources[src].get("primary")), pid, spec, rows, figs)
+        )
+    return points, excluded
+
+
+def _point(file: Path, where: str, src: str, primary: bool, pid: str, spec: dict[str, Any],
+           rows: dict[tuple[str, str], dict[str, Any]], figs: dict[str, Any]) -> Point:  # fmt: skip
+    """One point of the mapping, its measured value read from its row or figure."""
+    ttft = tpot = conc = None
+    if "figure" in spec:
+        f = figs.get(pid)
+        if f is None:
+            raise InputError(file, f"{where}.figure", f"{pid!r} is not in figures.yaml")
+        measured = float(f.value) / float(spec.get("per_node") or 1)
+        url = str(f.url)
+        conc = f.concurrency
+    else:
+        r = rows.get((src, pid))
+        if r is None:
+            raise InputError(file, f"{where}.point_id", f"{pid!r} is not a row of {src}")
+        col = "output_tok_s_per_gpu" if spec.get("counted") == "output" else "tok_s_per_gpu"
+        measured = _row_value(r, col, "tok_s_per_gpu") or 0.0
+        url = str(r.get("url") or "")
+        ttft = _row_value(r, "ttft_mean_s", "ttft_median_s")
+        tpot = _row_value(r, "tpot_mean_s", "tpot_median_s")
+        conc = _row_value(r, "concurrency")
+        spec.setdefault("gpus", published_rows.int_or_none(r.get("gpus")))
+        spec.setdefault("isl", _row_value(r, "isl"))
+        spec.setdefault("osl", _row_value(r, "osl"))
+    if not measured or measured <= 0:
+        raise InputError(file, where, f"{pid}: no measured per-GPU value")
+    for k in ("model", "gpu", "gpus", "counted", "phase"):
+        if spec.get(k) in (None, ""):
+            raise InputError(file, f"{where}.{k}", "missing")
+    how = str(spec.get("batch", "concurrency" if conc else "free"))
+    osl = spec.get("osl")
+    if how == "little":
+        if not (conc and osl and ttft is not None and tpot is not None):
+            raise InputError(file, f"{where}.batch", "little needs concurrency, OSL, TTFT and TPOT")
+        batch: float | None = littles_law(float(conc), float(osl), ttft, tpot)
+        how_text = (
+            f"Little's law: {conc:,.0f} clients x {osl - 1:,.0f} x {tpot * 1e3:.3g} ms / "
+            f"({ttft:.3g} s + {osl - 1:,.0f} x {tpot * 1e3:.3g} ms) = {batch:,.1f} decoding"
+        )
+    elif how == "concurrency":
+        batch, how_text = float(conc or 1), f"the {conc:,.0f} clients (no latency published)"
+    elif how == "free":
+        batch, how_text = None, "the best batch that fits (an offline or unconstrained run)"
+    else:
+        batch, how_text = float(how), "as published"
+    sp = spec.get("speculation") or "none"
+    verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
+    if spec.get("counted") not in ("output", "total", "input"):
+        raise InputError(file, f"{where}.counted", "is not one of output, total, input")
+    return Point(
+        pid, src, primary, measured, str(spec["counted"]), str(spec["phase"]), str(spec["model"]),
+        spec.get("precision"), str(spec["gpu"]), int(spec["gpus"]), spec.get("isl"), osl, batch,
+        how_text, verify, tps, spec.get("tpot_ms"), spec.get("prefill_gpus"),
+        spec.get("decode_gpus"), spec.get("context"), str(spec.get("note") or ""), url,
+    )  # fmt: skip
+
+
+def _split(p: Point, claimed: float) -> tuple[float, float]:
+    """(output, new input) tokens/s per GPU of ``claimed`` counted tokens/s per GPU."""
+    isl, osl = p.isl or 0.0, p.osl or 0.0
+    if p.counted == "output":
+        out, inp = claimed, (claimed * isl / osl if osl else 0.0)
+    elif p.counted == "input":
+        inp, out = claimed, (claimed * osl / isl if isl else 0.0)
+    else:
+        out, inp = claimed * osl / (isl + osl), claimed * isl / (isl + osl)
+    if p.phase == "decode":
+        inp = 0.0
+    if p.phase == "prefill":
+        out = 0.0
+    return out, inp
+
+
+def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
+    """The expected rate of ``p`` (per GPU, its counted tokens) with ``fit``. A disaggregated
+    deployment (prefill and decode GPUs) runs its pools side by side: the workload's rate is the
+    least each pool sustains, (decode rate x decode GPUs) / output share and (prefill rate x
+    prefill GPUs) / input share, over all the GPUs."""
+    model = catalogs.as_model(p.model)
+    kv = check_mod.narrowest_kv_dtype(model) or ("fp4" if model.kv_cache.relative_to else None)
+    ctx = p.context if p.context is not None else ((p.isl or 0) + (p.osl or 0) / 2)
+    prefix = (p.isl or 0) / 2
+    common = dict(
+        context=ctx, prefix=prefix, tokens_per_step=p.tokens_per_step, verify=p.verify,
+        kv_dtype=kv, precision=p.precision, tpot_ms=p.tpot_ms, fit=fit,
+    )  # fmt: skip
+    if p.prefill_gpus and p.decode_gpus:
+        total = (p.isl or 0) + (p.osl or 0)
+        dec = exp_mod.expected(
+            model, p.gpu, p.decode_gpus, claimed=1.0, output_tok_s=1.0, phase="decode",
+            decode_batch=p.batch, **common,
+        )  # type: ignore[arg-type]  # fmt: skip
+        pre = exp_mod.expected(
+            model, p.gpu, p.prefill_gpus, claimed=1.0, new_input_tok_s=1.0, phase="prefill",
+            counted="input", **common,
+        )  # type: ignore[arg-type]  # fmt: skip
+        rate = min(
+            dec.tok_s_per_gpu * p.decode_gpus * total / (p.osl or 1),
+            pre.tok_s_per_gpu * p.prefill_gpus * total / (p.isl or 1),
+        ) / (p.prefill_gpus + p.decode_gpus)
+        if p.counted == "output":
+            rate *= (p.osl or 0) / total
+        dep = f"{pre.deployment} prefill + {dec.deployment} decode"
+    else:
+        out, inp = _split(p, p.measured)
+        e = exp_mod.expected(
+            model, p.gpu, p.gpus, claimed=p.measured, counted=p.counted, output_tok_s=out,
+            new_input_tok_s=inp, phase=p.phase, decode_batch=p.batch, **common,
+        )  # type: ignore[arg-type]  # fmt: skip
+        rate, dep = e.tok_s_per_gpu, e.deployment
+    return Prediction(
+        p, rate, rate * math.exp(fit.log_low), rate * math.exp(fit.log_high), dep, fit_name
+    )
+
+
+def _weights(points: list[Point]) -> np.ndarray:
+    """Each source weighs the same in a fit: 1 / its points."""
+    counts: dict[str, int] = {}
+    for p in points:
+        counts[p.source] = counts.get(p.source, 0) + 1
+    return np.array([1.0 / counts[p.source] for p in points])
+
+
+def grid_logs(points: list[Point]) -> np.ndarray:
+    """log(measured / expected) of every point (columns) at every grid fit (rows:
+    :data:`EFFICIENCIES` x :data:`LAYER_S`, efficiency outer)."""
+    out = np.empty((len(EFFICIENCIES) * len(LAYER_S), len(points)))
+    k = 0
+    for e in EFFICIENCIES:
+        for lay in LAYER_S:
+            f = exp_mod.Fit(e, lay, 0.0, 0.0)
+            out[k] = [math.log(max(predict(p, f).ratio, 1e-12)) for p in points]
+            k += 1
+    return out
+
+
+def best(logs: np.ndarray, weights: np.ndarray) -> int:
+    """The grid row minimising the weighted squared log error (weight 0: not fitted)."""
+    return int(np.argmin((logs**2 * weights).sum(axis=1)))
+
+
+def grid_fit(i: int, residuals: np.ndarray) -> exp_mod.Fit:
+    """The fit at grid row ``i``; its interval is the quantiles (:data:`INTERVAL_QUANTILES`)
+    of the fitted points' log residuals ``residuals`` at that row."""
+    e, lay = EFFICIENCIES[i // len(LAYER_S)], LAYER_S[i % len(LAYER_S)]
+    lo, hi = np.quantile(residuals, INTERVAL_QUANTILES) if len(residuals) else (0.0, 0.0)
+    return exp_mod.Fit(e, lay, float(lo), float(hi))
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The fit on all points, the fit with each source held out, and the grid's residuals."""
+
+    fit: exp_mod.Fit
+    held_out: dict[str, exp_mod.Fit]
+    points: list[Point]
+    logs: np.ndarray = field(repr=False)
+
+
+def fit_points(points: list[Point], logs: np.ndarray | None = None) -> FitResult:
+    """Fit on ``points`` and on each leave-one-source-out subset (``logs``: :func:`grid_logs`
+    of ``points``, computed when not given)."""
+    logs = grid_logs(points) if logs is None else logs
+    i = best(logs, _weights(points))
+    fit = grid_fit(i, logs[i])
+    held: dict[str, exp_mod.Fit] = {}
+    for src in sorted({p.source for p in points}):
+        keep = np.array([p.source != src for p in points])
+        if not keep.any():
+            held[src] = fit
+            continue
+        w = np.zeros(len(points))
+        w[keep] = _weights([p for p in points if p.source != src])
+        j = best(logs, w)
+        held[src] = grid_fit(j, logs[j][keep])
+    return FitResult(fit, held, points, logs)
+
+
+def held_out_fit(fit: exp_mod.Fit, source: str) -> exp_mod.Fit:
+    """The fit with ``source`` held out (stored in the fit file), else ``fit`` itself."""
+    h = fit.held_out.get(source)
+    if not h:
+        return fit
+    return replace(fit, efficiency=h["efficiency"], layer_s=h["layer_s"],
+                   log_low=h["log_low"], log_high=h["log_high"])  # fmt: skip
+
+
+def predictions(
+    points: list[Point], fit: exp_mod.Fit, *, held_out: bool = True
+) -> list[Prediction]:
+    """Every point's prediction: with its own source held out of the fit (``held_out``), else
+    with the fit on all points."""
+    out = []
+    for p in points:
+        f = held_out_fit(fit, p.source) if held_out else fit
+        name = f"without {p.source}" if held_out and p.source in fit.held_out else "all"
+        out.append(predict(p, f, fit_name=name))
+    return out
+
+
+def summary(preds: list[Prediction]) -> dict[str, Any]:
+    """``{points, median_ratio, within_2x, inside}``: the median measured / expected, the share
+    within a factor 2 either way, the share inside [low, high] (None without points)."""
+    r = np.array([x.ratio for x in preds if math.isfinite(x.ratio)])
+    if not len(r):
+        return {"points": 0, "median_ratio": None, "within_2x": None, "inside": None}
+    return {
+        "points": int(len(r)),
+        "median_ratio": float(np.median(r)),
+        "within_2x": float(np.mean((r >= 0.5) & (r <= 2.0))),
+        "inside": float(np.mean([x.inside for x in preds if math.isfinite(x.ratio)])),
+    }
+
+
+def report(points: list[Point], fit: exp_mod.Fit) -> dict[str, Any]:
+    """Held-out predictions and the summary on all points and on primary sources."""
+    preds = predictions(points, fit, held_out=True)
+    return {
+        "fit": {"efficiency": fit.efficiency, "layer_s": fit.layer_s, "source": fit.source},
+        "held_out": bool(fit.held_out),
+        "all": summary(preds),
+        "primary": summary([x for x in preds if x.point.primary]),
+        "points": [x.to_dict() for x in preds],
+    }
+
+
+def summary_text(s: dict[str, Any]) -> str:
+    """One phrase: median measured / expected, share within 2x, share inside the interval."""
+    if not s.get("points"):
+        return "no points"
+    return (
+        f"median measured/expected {s['median_ratio']:.2f}, {s['within_2x']:.0%} within 2x, "
+        f"{s['inside']:.0%} inside the interval ({s['points']} points, held out by source)"
+    )
+
+
+def fit_document(res: FitResult) -> dict[str, Any]:
+    """The fit file's content: method, grid, fit, held-out fits and the points fitted."""
+
+    def f(x: exp_mod.Fit) -> dict[str, float]:
+        return {"efficiency": x.efficiency, "layer_s": x.layer_s, "log_low": x.log_low,
+                "log_high": x.log_high}  # fmt: skip
+
+    return {
+        "schema_version": 1,
+        "method": (
+            "grid search over efficiency (kernel-time factor) x layer_s (per-layer floor, s) "
+            "minimising the squared log(measured / expected), each source weighted equally; "
+            f"interval: the fitted points' log-residual quantiles {INTERVAL_QUANTILES}; "
+            "held_out: the same fit without each source (leave-one-source-out). "
+            "Regenerate: rackbook validate --fit"
+        ),
+        "grid": {"efficiency": list(EFFICIENCIES), "layer_s": list(LAYER_S)},
+        "fit": f(res.fit),
+        "held_out": {k: f(v) for k, v in res.held_out.items()},
+        "points": [{"id": p.id, "source": p.source, "measured": p.measured} for p in res.points],
+    }
+
+
+def cli_validate(args: argparse.Namespace) -> int:
+    """``rackbook validate [--json] [--fit]``: measured / expected per point (each with its own
+    source held out of the fit) and the summary on all points and on primary sources; ``--fit``
+    refits on the mapping's points first and writes ``data/published/expected-fit.yaml``."""
+    points, excluded = load(getattr(args, "mapping", None))
+    if getattr(args, "fit", False):
+        res = fit_points(points)
+        doc = fit_document(res)
+        fit = replace(res.fit, source="fitted now", held_out=doc["held_out"])
+        rep = report(points, fit)
+        doc["validation"] = {"all": rep["all"], "primary": rep["primary"]}
+        text = yaml.safe_dump(doc, sort_keys=False, width=100)
+        target = paths.DATA / exp_mod.FIT_FILE
+        fsio.atomic_write_text(target, "# written by rackbook validate --fit\n" + text)
+        print(
+            f"wrote {target}: efficiency {res.fit.efficiency:g}, layer {res.fit.layer_s * 1e6:g} us"
+        )
+    else:
+        rep = report(points, exp_mod.load_fit())
+    rep["excluded"] = [{"id": x.id, "source": x.source, "reason": x.reason} for x in excluded]
+    for x in rep["points"]:
+        print(
+            f"  {x['source']}: {x['id']}: measured {x['measured']:,.0f}, expected "
+            f"{x['expected']:,.0f} ({x['low']:,.0f}-{x['high']:,.0f}), ratio {x['ratio']:.2f} "
+            f"[{x['gpu']} x {x['gpus']}, {x['band']}, {x['fit']}]"
+        )
+    for x in excluded:
+        print(f"  not validated: {x.source}: {x.id}: {x.reason}")
+    print(f"all points: {summary_text(rep['all'])}")
+    print(f"primary sources: {summary_text(rep['primary'])}")
+    if args.json:
+        print(json.dumps(rep, allow_nan=False))
+    return 0

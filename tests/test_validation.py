@@ -1,0 +1,104 @@
+"""``rackbook validate`` (:mod:`rackbook.results.validation`): the mapping loads with measured
+values read from the published traces and figures, Little's law by hand, the summary on a tiny
+fixture, and leave-one-source-out that really leaves the source out."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rackbook.errors import InputError
+from rackbook.physics import expected as E
+from rackbook.results import validation as V
+
+
+def point(pid: str, source: str, measured: float = 100.0, **kw) -> V.Point:
+    base = dict(
+        id=pid, source=source, primary=True, measured=measured, counted="output",
+        phase="decode", model="deepseek-v4.1-flash", precision=None, gpu="gb300", gpus=4,
+        isl=None, osl=None, batch=4.0, batch_how="test",
+    )  # fmt: skip
+    return V.Point(**(base | kw))
+
+
+def test_littles_law_by_hand() -> None:
+    # 16 clients, OSL 1,024, TTFT 0.557 s, TPOT 7.02 ms: decode 1,023 x 7.02 ms = 7.1815 s;
+    # 16 x 7.1815 / (0.557 + 7.1815) = 14.848 decoding
+    assert V.littles_law(16, 1024, 0.557, 0.00702) == pytest.approx(14.848, rel=1e-4)
+    assert V.littles_law(16, 1024, 0.0, 0.00702) == 16
+
+
+def test_mapping_loads_measured_values_from_the_published_data() -> None:
+    points, excluded = V.load()
+    by_id = {p.id: p for p in points}
+    # the SGLang cookbook's GB300 low-latency c16 cell: 3,710 total tok/s/GPU, MTP 3-1-4
+    p = by_id["gb300/flash/fp4/low-latency/c16"]
+    assert p.measured == 3710.0 and p.counted == "total" and p.verify == 4
+    # Little's law from the cell's mean TTFT 0.557 s and TPOT 7.02 ms (16 clients, OSL 1,024)
+    assert p.batch == pytest.approx(V.littles_law(16, 1024, 0.557, 0.00702), rel=1e-3)
+    # a per-node figure is divided by 8 GPUs: 22,300 / 8 = 2,787.5
+    assert by_id["lmsys-large-scale-ep.decode-per-node"].measured == 2787.5
+    assert {x.reason for x in excluded} >= {"AMD MI355X is not in the hardware catalog"}
+    assert len(points) >= 45
+
+
+def test_a_point_naming_no_row_is_one_error(tmp_path) -> None:
+    bad = tmp_path / "v.yaml"
+    bad.write_text(
+        "schema_version: 1\nsources:\n  mlperf-v6.1-dsr1: {primary: true, defaults: {}}\n"
+        "points:\n  - {source: mlperf-v6.1-dsr1, point_id: nope, model: deepseek-v3, gpu: gb300,"
+        " gpus: 8, counted: output, phase: decode}\n"
+    )
+    with pytest.raises(InputError, match="nope"):
+        V.load(bad)
+
+
+def test_summary_on_a_tiny_fixture() -> None:
+    # measured / expected = 0.5, 1, 2, 4: median (1 + 2) / 2 = 1.5; within 2x: 0.5, 1, 2 = 3/4;
+    # intervals [0.5 E, 2 E]: 0.5, 1, 2 inside, 4 outside = 3/4
+    preds = [
+        V.Prediction(point(f"p{i}", "s", measured=r * 100), 100.0, 50.0, 200.0, "dp-ep")
+        for i, r in enumerate((0.5, 1.0, 2.0, 4.0))
+    ]
+    s = V.summary(preds)
+    assert s == {"points": 4, "median_ratio": 1.5, "within_2x": 0.75, "inside": 0.75}
+    assert V.summary([])["points"] == 0
+
+
+def test_leave_one_source_out_excludes_the_source() -> None:
+    # grid rows: source "a" (2 points) fits row 2 exactly (log error 1 elsewhere); source "bad"
+    # (1 point) fits row 5 exactly (log error 10 elsewhere). Each source weighs the same:
+    # all points -> row 5 (cost 1 against 100 at row 2); without "bad" -> row 2.
+    pts = [point("a1", "a"), point("a2", "a"), point("b1", "bad")]
+    rows = len(V.EFFICIENCIES) * len(V.LAYER_S)
+    logs = np.empty((rows, 3))
+    logs[:, :2] = 1.0
+    logs[2, :2] = 0.0
+    logs[:, 2] = 10.0
+    logs[5, 2] = 0.0
+    res = V.fit_points(pts, logs)
+
+    def row(f: E.Fit) -> int:
+        return V.EFFICIENCIES.index(f.efficiency) * len(V.LAYER_S) + V.LAYER_S.index(f.layer_s)
+
+    assert row(res.fit) == 5
+    assert row(res.held_out["bad"]) == 2
+    assert row(res.held_out["a"]) == 5
+    # the held-out interval comes from the other source's residuals only (all 0 at row 2)
+    assert res.held_out["bad"].log_low == res.held_out["bad"].log_high == 0.0
+    stored = E.Fit(1.0, 0.0, 0.0, 0.0, held_out=V.fit_document(res)["held_out"])
+    assert V.held_out_fit(stored, "bad").efficiency == V.EFFICIENCIES[2 // len(V.LAYER_S)]
+    assert V.held_out_fit(stored, "bad").layer_s == V.LAYER_S[2 % len(V.LAYER_S)]
+
+
+def test_predictions_use_the_held_out_fit() -> None:
+    p = point("x", "s", measured=1000.0)
+    fast = {"efficiency": 1.0, "layer_s": 0.0, "log_low": 0.0, "log_high": 0.0}
+    slow = E.Fit(4.0, 100e-6, 0.0, 0.0, held_out={"s": fast})
+    held = V.predictions([p], slow, held_out=True)[0]
+    full = V.predictions([p], slow, held_out=False)[0]
+    assert held.fit == "without s" and full.fit == "all"
+    assert held.expected > full.expected  # the held-out fit has faster kernels and no floor
+    assert math.isclose(held.expected, V.predict(p, V.held_out_fit(slow, "s")).expected)
