@@ -102,3 +102,68 @@ def test_predictions_use_the_held_out_fit() -> None:
     assert held.fit == "without s" and full.fit == "all"
     assert held.expected > full.expected  # the held-out fit has faster kernels and no floor
     assert math.isclose(held.expected, V.predict(p, V.held_out_fit(slow, "s")).expected)
+
+
+def tiny_report() -> dict:
+    preds = [
+        V.Prediction(point("a1", "src-a", measured=100.0, gpu="gb300"), 100.0, 50.0, 200.0, "x"),
+        V.Prediction(point("a2", "src-a", measured=400.0, gpu="b300"), 100.0, 50.0, 200.0, "x"),
+        V.Prediction(point("b1", "src-b", measured=50.0, batch=None), 100.0, 60.0, 150.0, "x"),
+    ]
+    return {
+        "fit": {"efficiency": 2.0, "layer_s": 131e-6, "source": "test"},
+        "all": V.summary(preds),
+        "primary": V.summary(preds),
+        "points": [x.to_dict() for x in preds],
+        "excluded": [{"id": "z", "source": "figures", "reason": "not in the catalog"}],
+    }
+
+
+def test_the_book_page_tables_come_from_the_report() -> None:
+    from rackbook.book import validation_page
+
+    text = validation_page.page(tiny_report())
+    # ratios 1, 4, 0.5: median 1; within 2x: 1 and 0.5 = 67 %; inside: a1 only = 33 %
+    assert "| all | 3 | 1.00 | 67% | 33% |" in text
+    assert "| src-a | 2 | 2.50 | 50% | 50% |" in text  # median of 1 and 4
+    assert "| best batch (free) | 1 | 0.50 | 100% | 0% |" in text
+    # the largest miss first: a2 at 4x
+    misses = text.split("The largest misses")[1]
+    assert misses.index("| a2 |") < misses.index("| b1 |")
+    assert "- figures: z: not in the catalog" in text
+
+
+def test_the_book_figure_is_a_png_with_readable_text() -> None:
+    from rackbook.book import plotting, validation_page
+
+    data = validation_page.figure(tiny_report())
+    facts = plotting.png_facts(data)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert facts["min_pt"] >= plotting.SMALL_PT and facts["width"] >= 1000
+
+
+def test_the_stored_fit_matches_the_mapping() -> None:
+    """The fit file was made from the mapping's points (rerun ``rackbook validate --fit`` after
+    editing either), with one held-out fit per source, on the grid."""
+    points, _ = V.load()
+    fit = E.load_fit()
+    assert set(fit.held_out) == {p.source for p in points}
+    doc = __import__("yaml").safe_load((E.paths.DATA / E.FIT_FILE).read_text())
+    assert [(x["id"], x["measured"]) for x in doc["points"]] == [(p.id, p.measured) for p in points]
+    assert fit.efficiency in V.EFFICIENCIES and fit.layer_s in V.LAYER_S
+    assert fit.log_low < 0 < fit.log_high
+
+
+def test_validate_meets_the_issue_targets_held_out(run_cli) -> None:
+    """Issue 35's done-when on the project's own points, every prediction held out by source:
+    median measured / expected in [0.75, 1.33], >= 75 % within 2x, >= 70 % inside [low, high]."""
+    import json
+
+    code, out, _ = run_cli("validate", "--json")
+    assert code == 0
+    rep = json.loads(out.splitlines()[-1])
+    assert rep["held_out"] and all(p["fit"].startswith("without ") for p in rep["points"])
+    s = rep["all"]
+    assert 0.75 <= s["median_ratio"] <= 1.33
+    assert s["within_2x"] >= 0.75 and s["inside"] >= 0.70
+    assert "all points: median measured/expected" in out

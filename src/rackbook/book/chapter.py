@@ -151,8 +151,11 @@ def readings_table(outcome: Any) -> str:
                     else ""
                 )
                 att_line = f'<br><span class="rb-margin">{_html(short)}</span>' if short else ""
-                why = _html(r["reason"]) + (
-                    f"<br>Attainable: {_html(att['text'])}" if att.get("text") else ""
+                exp = att.get("expected") or {}
+                why = (
+                    _html(r["reason"])
+                    + (f"<br>Attainable: {_html(att['text'])}" if att.get("text") else "")
+                    + (f"<br>Expected: {_html(exp['text'])}" if exp.get("text") else "")
                 )
                 parts.append(
                     f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}{att_line}"

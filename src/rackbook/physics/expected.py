@@ -619,7 +619,11 @@ def expected(
         rel = m.kv_cache.relative_to
         notes.append(
             f"{m.name}'s KV layout is not in the catalog: context costs "
-            + (f"taken as {rel.factor:g}x {rel.model}'s (approximate)" if rel else "not counted")
+            + (
+                f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s (approximate)"
+                if rel
+                else "not counted"
+            )
         )
     dom = domain(g)
     widths = tp_widths(gpus, dom)

@@ -131,7 +131,9 @@ class ClaimReading:
     #: published reading: the named bases the physics reading rules out
     ruled_out: tuple[str, ...] = ()
     #: physics reading: what measured kernels reach for the figure's workload
-    #: (:mod:`rackbook.physics.attainable`): tok_s_per_gpu, ratio, deployment, calibration, text
+    #: (:mod:`rackbook.physics.attainable`): tok_s_per_gpu, ratio, deployment, calibration, text;
+    #: and, under ``expected``, what real deployments reach (:mod:`rackbook.physics.expected`):
+    #: tok_s_per_gpu, low, high, ratio, deployment, text
     attainable: dict[str, Any] | None = None
     #: physics reading: the figure derived from primary specifications (value, unit, from:
     #: what it was derived from, exact: whether it gives the claim's figure to the published

@@ -126,8 +126,8 @@ class Prediction:
             "id": p.id,
             "source": p.source,
             "primary": p.primary,
-            "model": p.model,
-            "gpu": p.gpu,
+            "model": catalogs.as_model(p.model).name,
+            "gpu": catalogs.as_gpu(p.gpu).label,
             "gpus": p.gpus,
             "counted": p.counted,
             "band": p.band,
@@ -488,7 +488,8 @@ def cli_validate(args: argparse.Namespace) -> int:
         target = paths.DATA / exp_mod.FIT_FILE
         fsio.atomic_write_text(target, "# written by rackbook validate --fit\n" + text)
         print(
-            f"wrote {target}: efficiency {res.fit.efficiency:g}, layer {res.fit.layer_s * 1e6:g} us"
+            f"wrote {target}: efficiency {res.fit.efficiency:g}, "
+            f"floor {res.fit.layer_s * 1e6:g} µs a layer"
         )
     else:
         rep = report(points, exp_mod.load_fit())

@@ -22,6 +22,7 @@ import pandas as pd
 
 from rackbook.core import provenance
 from rackbook.physics import attainable as _attainable
+from rackbook.physics import expected as _expected
 from rackbook.physics.check import MARGIN, Check, physics_verdict
 from rackbook.results.headline import ClaimReading, untested
 
@@ -163,4 +164,22 @@ def attainable(c: Check, what: str = "") -> dict[str, Any]:
         "calibration": d["calibration"],
         "binding": d["binding"],
         "text": (f"{what}: " if what else "") + a.text,
+        "expected": expected(c, what),
+    }
+
+
+def expected(c: Check, what: str = "") -> dict[str, Any]:
+    """The expected reading of a :class:`rackbook.physics.check.Check`
+    (:func:`rackbook.physics.expected.for_check` with the stored fit): ``tok_s_per_gpu`` (what
+    real deployments reach, tokens/s per GPU), ``low``, ``high``, ``ratio`` (the figure over
+    it), ``deployment`` and ``text`` (one sentence with the held-out validation; ``what``
+    before it). A figure that does not fit has none (None values)."""
+    keys = ("tok_s_per_gpu", "low", "high", "ratio", "deployment")
+    if c.limit.startswith("memory capacity"):
+        return dict.fromkeys(keys) | {"text": ""}
+    fit = _expected.load_fit()
+    e = _expected.for_check(c, fit=fit)
+    d = e.to_dict()
+    return {k: d[k] for k in keys} | {
+        "text": (f"{what}: " if what else "") + e.text(fit.validation_text)
     }
