@@ -180,3 +180,23 @@ def test_check_refuses_a_bad_tpot(run_cli) -> None:
         "--tpot-ms", "-1",
     )  # fmt: skip
     assert code == 2 and err.startswith("error:") and "--tpot-ms" in err
+
+
+def test_littles_law_sets_the_decoding_batch_in_check() -> None:
+    from rackbook.physics import check
+
+    c = check.check_claim(FLASH, "gb300", 4, 1000.0, isl=8192, osl=1024, batch=16)
+    # 16 clients, OSL 1,024, TTFT 2 s, TPOT 50 ms: 16 x 51.15 / 53.15 = 15.398 decoding
+    e = E.for_check(c, tpot_ms=50, ttft_s=2)
+    assert e.batch == pytest.approx(E.littles_law(16, 1024, 2, 0.05))
+    assert e.batch == pytest.approx(15.398, rel=1e-4)
+    assert "derived" in e.batch_text
+    assert E.for_check(c).batch == 16  # without the latencies: the clients
+
+
+def test_an_unreachable_tpot_limit_is_said() -> None:
+    # the fitted floor alone is 40 layers x layer_s: no batch meets a TPOT below it
+    floor_ms = 40 * E.load_fit().layer_s * 1e3
+    e = E.expected(FLASH, "gb300", 4, claimed=1.0, output_tok_s=1.0, tpot_ms=floor_ms / 2)
+    assert e.tok_s_per_gpu == 0 and "TPOT limit" in e.notes[-1]
+    assert "none expected" in e.text()

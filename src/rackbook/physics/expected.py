@@ -664,7 +664,12 @@ def expected(
                     best = s
                     batch_text = _batch_text(asked, decode_batch, b, cap, tpot_ms)
         if best is None:
-            notes.append("no deployment holds the weights and one sequence's KV")
+            fits = any(capacity(m, g, gpus, tp, context, kv_dtype) >= 1 for tp in widths)
+            notes.append(
+                f"no deployment keeps one sequence within the TPOT limit of {tpot_ms:g} ms"
+                if fits and tpot_ms is not None
+                else "no deployment holds the weights and one sequence's KV"
+            )
             return Expected(0.0, 0.0, 0.0, math.inf, "none", {}, None, "", tuple(notes), fit.source)
         terms["decode"] = dict(best.parts) | {"step": best.seconds}
         if output_tok_s:
@@ -674,8 +679,11 @@ def expected(
         terms["prefill"] = dict(p.parts) | {"token": p.seconds}
         if new_input_tok_s:
             shares["prefill"] = new_input_tok_s / p.tok_s_per_gpu
-        if ttft_s is not None and prefix and prefix * p.seconds > ttft_s * gpus:
-            notes.append(f"the TTFT limit of {ttft_s:g} s binds prefill (not modelled)")
+        if ttft_s is not None and prefix and 2 * prefix * p.seconds / gpus > ttft_s:
+            notes.append(
+                f"one request's prefill alone takes longer than the TTFT limit of {ttft_s:g} s "
+                "at this rate (the limit is not otherwise modelled)"
+            )
     ratio = sum(shares.values())
     exp = claimed / ratio if ratio > 0 else math.inf
     dep = best.deployment if best is not None else deployment_name(1, gpus)
@@ -738,12 +746,32 @@ def _batch_text(
     return text + ")"
 
 
+def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) -> float:
+    """Sequences decoding among ``concurrency`` clients that each wait ``ttft_s`` for their
+    first token and then decode ``osl - 1`` more at ``tpot_s``: concurrency x decode time /
+    request time (Little's law on the decode stage; the rest of the clients are queued or in
+    prefill).
+
+    Concurrency 16, OSL 1,024, TTFT 0.557 s, TPOT 7.02 ms: 16 x 7.181 / (0.557 + 7.181) =
+    14.85 sequences decoding."""
+    dec = max(osl - 1, 0) * tpot_s
+    total = ttft_s + dec
+    return concurrency * dec / total if total > 0 else concurrency
+
+
 def for_check(c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = None,
               deployment: str | None = None, calibration: Calibration | None = None,
               fit: Fit | None = None) -> Expected:  # fmt: skip
     """:func:`expected` for a :class:`rackbook.physics.check.Check` (model, GPUs, phase and
-    workload; the verify width its speculation states)."""
+    workload; the verify width its speculation states). With the clients' concurrency, OSL,
+    ``tpot_ms`` and ``ttft_s`` all given, the decoding batch is :func:`littles_law`'s (the
+    clients waiting for a first token are not decoding); otherwise the concurrency, capped by
+    the KV capacity and the TPOT limit."""
     w = c.workload
+    decoding = None
+    conc, osl = w["concurrency"], w.get("osl")
+    if conc and osl and tpot_ms is not None and ttft_s is not None:
+        decoding = max(1.0, littles_law(conc, osl, ttft_s, tpot_ms / 1e3))
     return expected(
         c.model,
         c.gpu,
@@ -754,6 +782,7 @@ def for_check(c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = No
         new_input_tok_s=w["new_input_tok_s_per_gpu"],
         phase=c.phase,
         concurrency=w["concurrency"],
+        decode_batch=decoding,
         context=w["decode_context"],
         prefix=w["prefill_prefix"],
         tokens_per_step=w["tokens_per_step"],

@@ -152,16 +152,8 @@ def _row_value(row: Any, *names: str) -> float | None:
     return None
 
 
-def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) -> float:
-    """Sequences decoding among ``concurrency`` clients that each wait ``ttft_s`` for their
-    first token and then decode ``osl - 1`` more at ``tpot_s``: concurrency x decode time /
-    request time (Little's law on the decode stage).
-
-    Concurrency 16, OSL 1,024, TTFT 0.557 s, TPOT 7.02 ms: 16 x 7.181 / (0.557 + 7.181) =
-    14.85 sequences decoding."""
-    dec = max(osl - 1, 0) * tpot_s
-    total = ttft_s + dec
-    return concurrency * dec / total if total > 0 else concurrency
+#: Little's law on the decode stage (:func:`rackbook.physics.expected.littles_law`).
+littles_law = exp_mod.littles_law
 
 
 def _trace_rows(data: Path) -> dict[tuple[str, str], dict[str, Any]]:
