@@ -51,8 +51,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rackbook import paths
 from rackbook.core.calibration import Calibration
 from rackbook.errors import InputError
@@ -794,10 +792,3 @@ def for_check(c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = No
         calibration=calibration,
         fit=fit,
     )
-
-
-def log_ratio_quantiles(
-    logs: np.ndarray, lo: float = 0.15, hi: float = 0.85
-) -> tuple[float, float]:
-    """The ``lo`` and ``hi`` quantiles of log(measured / expected) (the interval's spread)."""
-    return float(np.quantile(logs, lo)), float(np.quantile(logs, hi))
