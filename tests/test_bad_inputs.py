@@ -726,7 +726,8 @@ MODEL = paths.DATA / "models" / "deepseek-v4.1-flash.yaml"
 
 def test_kv_bytes_unknown_model(tmp_path, run_cli):
     err = cli_error(run_cli, tmp_path, "kv-bytes", "gpt-7")
-    assert "error: data/models: model: unknown model 'gpt-7'; known: deepseek-v3" in err
+    known = "known: deepseek-r1, deepseek-v3"
+    assert f"error: data/models: model: unknown model 'gpt-7'; {known}" in err
 
 
 @pytest.mark.parametrize(

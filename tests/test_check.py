@@ -8,6 +8,7 @@ import json
 import pytest
 
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs
 from rackbook.physics import check
 
 V41 = "deepseek-v4.1-flash"
@@ -229,8 +230,10 @@ def test_sensitivity_band_brackets_the_ratio():
                 "5",
                 "--context",
                 "1000",
+                "--kv-dtype",
+                "fp4",
             ],
-            "KV layout unknown",
+            "kv_cache.row_formats.fp4: row format not known",
         ),
         (
             [
@@ -468,7 +471,9 @@ def test_input_errors_from_the_function():
 
 
 def test_a_model_without_a_kv_layout_is_judged_on_compute_and_weights():
-    c = check.check_claim("deepseek-v4-flash", "gb300", 8, 1000)
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.owning_layers = m.kv_cache.compression_ratios = None
+    c = check.check_claim(m, "gb300", 8, 1000)
     assert c.verdict == "possible" and any("KV layout unknown" in n for n in c.notes)
 
 
