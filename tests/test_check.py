@@ -393,15 +393,17 @@ def test_counted_total_shares_the_gpus_time(tok_s, verdict):
 
 
 def test_capacity_names_what_does_not_fit():
-    """1,000,000-token sequences on 72 GB300: (278 GB x 0.9 - 297.2 GB of weights / 72 =
-    4.128 GB: spread, the least a GPU must hold) / (890 B x 1e6 + 2,703,360 B window) = 275 per
-    GPU fit; 300 per GPU (21,600) do not: the KV cache, not the weights, and never "fits ... =
-    0 sequences"."""
+    """1,000,000-token sequences on 72 GB300: 0.9 x 288 GB (the nameplate: no reported figure)
+    = 259.2 GB, the 297.2 GB of weights / 72 = 4.128 GB a GPU (spread: the least a GPU must
+    hold) all held by the 236 GB of Grace memory a GPU; 259.2 GB / (890 B x 1e6 + 2,703,360 B
+    window) = 290 per GPU fit; 300 per GPU (21,600) do not: the KV cache, not the weights, and
+    never "fits ... = 0 sequences"."""
     c = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=21_600)
     assert (c.verdict, c.limit) == ("impossible", "memory capacity (KV cache)")
     assert c.reason.startswith("the KV cache does not fit: 21,600 sequences")
-    assert "at most 275 per GPU" in c.reason and "= 0 sequences" not in c.reason
-    ok = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=72 * 275)
+    assert "at most 290 per GPU" in c.reason and "= 0 sequences" not in c.reason
+    assert 259.2e9 // (890 * 1_000_000 + 2_703_360) == 290
+    ok = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=72 * 290)
     assert ok.verdict == "possible"
     w = check.check_claim(V41, "h200", 1, 10)
     assert w.limit == "memory capacity (weights)" and "= 0 sequences" not in w.reason

@@ -290,6 +290,8 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
         out.append("no speculative decoding (--tokens-per-step 1)")
     if args.kv_dtype is None and c.workload.get("kv_dtype"):
         out.append(f"KV cache stored in {c.workload['kv_dtype']} (the narrowest; --kv-dtype)")
+    if getattr(args, "precision", None) is None and c.workload.get("weights"):
+        out.append(f"weights at {c.workload['weights']} (--precision)")
     return out
 
 
@@ -344,6 +346,7 @@ def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         counted=args.counted,
         isl=args.isl,
         osl=args.osl,
+        precision=getattr(args, "precision", None),
     )
 
 
