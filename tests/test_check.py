@@ -319,6 +319,8 @@ def test_only_a_point_of_the_same_basis_decides(monkeypatch, value, changes, ver
         "deepseek-v4.1-flash", "gb300", 72, "output", None, None, None, None
     )
     monkeypatch.setattr(evidence, "published_points", lambda: _points_like(wb, value, **changes))
+    # the records rackbook check reads (kept on disk for the shipped data) built afresh
+    monkeypatch.setattr(claim_check, "published_per_gpu_points", claim_check.build_per_gpu_points)
     r = claim_check.published_for_workload(wb, 954_000.0)
     assert r.verdict == verdict, r.reason
     assert r.extra["decided_on"] == ([] if verdict == "none published" else ["hand:1"])

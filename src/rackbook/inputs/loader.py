@@ -14,10 +14,14 @@ A list of entries that carry an ``id`` is shown by that id (``claims[<id>]``), e
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import hashlib
+import json
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -333,3 +337,40 @@ def load(model: type[M], path: str | Path) -> M:
     """Read ``path`` (relative paths from the repository root) and validate it with ``model``."""
     p = paths.resolve(path)
     return validate(model, read_yaml(p), display_path(p))
+
+
+#: Where derived values are kept between processes (:func:`derived`).
+DERIVED = paths.ROOT / ".cache" / "derived"
+
+
+@functools.cache
+def _source_key() -> bytes:
+    """A hash of the package's source (every ``.py`` under ``src/rackbook``): a derived value
+    computed by other code is never read back."""
+    h = hashlib.blake2b(digest_size=20)
+    root = Path(__file__).resolve().parents[1]
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return h.digest()
+
+
+def derived(name: str, files: Sequence[Path], build: Callable[[], Any]) -> Any:
+    """The JSON value ``build()`` derives from ``files``, kept in ``.cache/derived/`` keyed by
+    the bytes (and names) of ``files`` and of the package's source: built once per content,
+    read back in later processes with :mod:`json` alone (no pandas: what keeps
+    ``rackbook check`` fast). A cache that cannot be read or written is rebuilt in memory."""
+    h = hashlib.blake2b(name.encode() + _source_key(), digest_size=20)
+    for f in sorted(files):
+        h.update(str(f).encode() + b"\0")
+        with contextlib.suppress(OSError):
+            h.update(f.read_bytes())
+    path = DERIVED / f"{name}-{h.hexdigest()}.json"
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads(path.read_text())
+    value = build()
+    with contextlib.suppress(OSError, ValueError):  # ValueError: NaN (not JSON)
+        DERIVED.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(value, allow_nan=False))
+        os.replace(tmp, path)
+    return value

@@ -36,17 +36,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rackbook.core.calibration import Calibration, read_calibration
+from rackbook import paths
 from rackbook.errors import InputError
-from rackbook.inputs import catalogs
+from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, roofline
 from rackbook.physics.check import MAX_BATCH
 from rackbook.physics.units import plural, whole
+
+if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
+    from rackbook.core.calibration import Calibration
 
 #: The deployments the estimate knows (module docstring).
 DEPLOYMENTS: tuple[str, ...] = ("dp-ep", "tp-ep")
@@ -110,7 +113,58 @@ def efficiencies(cal: Calibration | None = None) -> Efficiencies:
     Stream: the best ``hbm_read`` bytes / seconds over ``spec.hbm_TBps``; dense GEMMs: the
     best ``dense_gemm`` FLOP / seconds per dtype over ``spec.<dtype>_dense_TFLOPs``. The H200
     reference: 4.334 TB/s / 4.8 = 90 %; BF16 789 / 989 = 80 %, FP8 1,451 / 1,979 = 73 %.
-    A calibration without a data sheet (``--device cpu``) has no fractions: InputError."""
+    A calibration without a data sheet (``--device cpu``) has no fractions: InputError.
+
+    The shipped reference's are kept on disk between processes
+    (:func:`rackbook.inputs.loader.derived`): ``rackbook check`` reads them without pandas."""
+    if cal is None:
+        folder = paths.DATA / "calibration" / "h200-reference"
+        files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+        doc = loader.derived("efficiencies", files, lambda: _to_json(_efficiencies(None)))
+        return _from_json(doc)
+    return _efficiencies(cal)
+
+
+def _to_json(e: Efficiencies) -> dict[str, Any]:
+    """:class:`Efficiencies` as JSON (arrays as lists)."""
+    return {
+        "label": e.label,
+        "gpu": e.gpu,
+        "spec_bw": e.spec_bw,
+        "spec_flops": e.spec_flops,
+        "stream": e.stream,
+        "dense": e.dense,
+        "experts": {k: [a.tolist() for a in v] for k, v in e.experts.items()},
+        "scan": [a.tolist() for a in e.scan],
+        "attention": [a.tolist() for a in e.attention],
+        "shapes": e.shapes,
+    }
+
+
+def _from_json(d: dict[str, Any]) -> Efficiencies:
+    """:func:`_to_json` read back (float64 arrays)."""
+
+    def arrays(xs: list[list[float]]) -> tuple[np.ndarray, ...]:
+        return tuple(np.asarray(x, dtype=np.float64) for x in xs)
+
+    return Efficiencies(
+        d["label"],
+        d["gpu"],
+        d["spec_bw"],
+        d["spec_flops"],
+        d["stream"],
+        d["dense"],
+        {k: arrays(v) for k, v in d["experts"].items()},  # type: ignore[misc]
+        arrays(d["scan"]),  # type: ignore[arg-type]
+        arrays(d["attention"]),  # type: ignore[arg-type]
+        d["shapes"],
+    )
+
+
+def _efficiencies(cal: Calibration | None) -> Efficiencies:
+    """:func:`efficiencies` computed from a calibration (default: read the shipped one)."""
+    from rackbook.core.calibration import read_calibration
+
     cal = cal if cal is not None else read_calibration()
     where = cal.path or "calibration"
     spec = cal.run.get("spec") or {}
