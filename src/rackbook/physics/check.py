@@ -16,9 +16,15 @@ Readings (each a ceiling in tokens/s per GPU, with its formula):
   tokens, so batching gains until compute or the context reads bind;
 - **KV read** (prefill): a chunk of :data:`PREFILL_CHUNK` new tokens reads its prefix's caches
   in the encoder layers once (the index keys and the fewest rows, top-k, shared by the chunk);
-- **memory capacity**: the weights (spread over the GPUs: the least any GPU can hold) and each
-  sequence's KV must fit; what does not fit (the weights, or the KV cache) makes the figure
-  impossible.
+- **memory capacity**: the weights (spread over the GPUs: the least any GPU can hold; offloaded
+  to Grace memory where the GPU has it) and the sequences' KV, held at ISL + OSL / 2 tokens on
+  average, must fit in :data:`MEMORY_FRACTION` of the HBM as the GPU reports it; what does not
+  fit (the weights, or the KV cache) makes the figure impossible.
+
+What the figure does not state is read at the least bytes the model is served with: the
+weights in the catalog's format with the fewest bytes (NVFP4 experts for DeepSeek-R1) unless
+``precision`` states the experts' dtype, the KV cache in its narrowest row format unless
+``kv_dtype`` states it (:func:`rackbook.physics.roofline.served`, :func:`narrowest_kv_dtype`).
 
 Each ceiling is the least time the work can take, so the verdict on claimed / ceiling has no
 margin: ``possible`` at or below 1, ``impossible`` above. How far a figure is from what
