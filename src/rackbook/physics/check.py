@@ -127,9 +127,8 @@ class Check:
     #: label, :attr:`rackbook.inputs.catalogs.GpuSpec.label`); ``model`` and ``gpu`` are ids.
     model_name: str = ""
     gpu_label: str = ""
-    #: The model entry the check read (the file's, with the weights' format it was read at)
-    #: and the GPU's: every later reading of this check (the attainable estimate) reads these,
-    #: never the catalog again by id.
+    #: The model entry (as read, weights' format included) and GPU the check read: later
+    #: readings (the attainable estimate) read these, never the catalog again by id.
     spec: ModelSpec | None = field(default=None, repr=False, compare=False)
     gpu_spec: GpuSpec | None = field(default=None, repr=False, compare=False)
 
@@ -252,12 +251,10 @@ def memory_ceiling(
 
 @dataclass(frozen=True)
 class Capacity:
-    """Sequences per GPU whose caches fit after the weights, and what does not fit (units:
-    bytes per GPU; ``sequences`` 0 when the weights or one sequence's KV cache do not fit).
-
-    ``usable_bytes``: HBM the engine may use (:data:`MEMORY_FRACTION` of the HBM as the GPU
-    reports it); ``host_bytes``: host memory the weights may be offloaded to (Grace);
-    ``offloaded_bytes``: the weights held there, the least HBM they take."""
+    """Sequences per GPU whose caches fit after the weights, and what does not fit (bytes per
+    GPU; ``sequences`` 0 when the weights or one sequence's KV do not fit). ``usable_bytes``:
+    the HBM an engine may use; ``host_bytes``: host (Grace) memory the weights may be offloaded
+    to; ``offloaded_bytes``: the weights held there."""
 
     sequences: int
     weights_bytes: float
@@ -311,9 +308,8 @@ def capacity(
     window = roofline.window_bytes_per_sequence(model)
 
     def kv(tokens: float) -> float:
-        if not kv_dtype:
-            return float(window)
-        return roofline.kv_bytes_per_sequence(model, math.ceil(tokens), kv_dtype) + window
+        ctx = math.ceil(tokens)
+        return window + (roofline.kv_bytes_per_sequence(model, ctx, kv_dtype) if kv_dtype else 0)
 
     per_seq = kv(context)
     one = kv(max(longest or 0.0, context))
@@ -322,20 +318,13 @@ def capacity(
     offloaded = min(weights, host)
     in_hbm = weights - offloaded
     free = usable - in_hbm
-    n = (
-        0
-        if free <= 0 or one > free
-        else (MAX_BATCH if per_seq == 0 else min(MAX_BATCH, int(free // per_seq)))
-    )
-    hbm = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM" + (
-        " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
-    )
+    n = min(MAX_BATCH, int(free // per_seq)) if per_seq else MAX_BATCH
+    n = 0 if free <= 0 or one > free else n
+    hbm = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM"
+    hbm += " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
     spread = "experts" if dense_replicated else "all weights"
-    where = (
-        f", {fmt(offloaded, 'B')} of them offloaded to {fmt(host, 'B')} of host (Grace) memory"
-        if offloaded
-        else ""
-    )
+    where = f", {fmt(offloaded, 'B')} of them offloaded to {fmt(host, 'B')} of host (Grace) memory"
+    where = where if offloaded else ""
     if weights >= usable + host:
         formula = (
             f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
@@ -360,11 +349,10 @@ def capacity(
 def least_share(
     ratio: Callable[[float], float], shares: Sequence[float], tol: float
 ) -> tuple[float | None, list[float]]:
-    """The least share of the input cached from which ``ratio`` (claimed / reference at a
-    cached share) is at most 1, and the ratios at ``shares``: 0 when none of them exceeds 1,
-    None when the last does (no share helps), else the share above the last sample above 1,
-    refined by bisection to ``tol`` (every share from it up reads at most 1 at the samples).
-    One rule for the bound's threshold and the attainable estimate's."""
+    """The least cached share from which ``ratio`` (claimed / reference at a share) is at most
+    1, and the ratios at ``shares``: 0 when none exceeds 1, None when the last does, else the
+    share above the last sample above 1, bisected to ``tol``. One rule for the bound's
+    threshold and the attainable estimate's."""
     r = [ratio(c) for c in shares]
     bad = [i for i, x in enumerate(r) if not x <= 1]
     if not bad:

@@ -240,7 +240,7 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
             "no published per-GPU throughput point",
             {"closest": [], "basis": basis_text(wb)},
         )
-    rows.sort(key=lambda r: (r["distance"], r["unverified"], r["dist"], r["id"]))
+    rows = sorted(rows, key=lambda r: (r["distance"], r["unverified"], r["dist"], r["id"]))
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [{k: r[k] for k in keys} for r in rows[:CLOSEST]]
     best = rows[0]
