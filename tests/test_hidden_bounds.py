@@ -161,3 +161,20 @@ def test_a_model_file_with_a_new_id_gives_every_reading(tmp_path, run_cli):
     assert code == 0, err
     phys = json.loads(out.strip().splitlines()[-1])["physics"]
     assert phys["verdict"] == "possible" and phys["attainable"]["tok_s_per_gpu"] > 0
+
+
+def test_precision_flag_states_the_experts_dtype(run_cli):
+    """``--precision fp8`` reads R1's FP8 weights: one sequence on 8 GB300 reaches at most
+    64 TB/s / 37e9 B / 8 = 216.2 tok/s per GPU (NVFP4: 298.7), so 250 is impossible; not given,
+    the assumed line names the NVFP4 checkpoint."""
+    argv = ["check", "--model", "deepseek-r1", "--gpu", "gb300", "--gpus", "8", "--tok-s", "250",
+            "--concurrency", "1", "--json"]  # fmt: skip
+    code, out, _ = run_cli(*argv, "--precision", "fp8")
+    phys = json.loads(out.strip().splitlines()[-1])["physics"]
+    assert code == 0 and phys["verdict"] == "impossible"
+    assert phys["ceiling_tok_s_per_gpu"] == pytest.approx(64e12 / 37e9 / 8, rel=1e-9)
+    assert not any(a.startswith("weights at") for a in phys["assumed"])
+    code, out, _ = run_cli(*argv)
+    phys = json.loads(out.strip().splitlines()[-1])["physics"]
+    assert code == 0 and phys["verdict"] == "possible"
+    assert any("nvidia/DeepSeek-R1-NVFP4" in a for a in phys["assumed"])
