@@ -144,10 +144,10 @@ def test_one_user_defaults_to_tensor_parallel(eff, v41):
 
 
 def test_kv_capacity_limits_the_batch():
-    # 1,000,000-token sequences on 72 GB300, dp-ep: (278 GB x 0.9 - 12.43 GB weights per GPU)
-    # / 892.7 MB = 266 per GPU; 300 per GPU do not fit this deployment, though the bound (all
-    # weights spread: 275 per GPU) lets 270 per GPU through
-    c = check.check_claim(V41, "gb300", 72, 100, context=1_000_000, batch=72 * 270)
+    # 1,000,000-token sequences on 72 GB300, dp-ep: (0.9 x 288 GB - 12.43 GB weights per GPU,
+    # kept in HBM) / 892.7 MB = 276 per GPU; 280 per GPU do not fit this deployment, though the
+    # bound (all weights spread and held in Grace memory: 290 per GPU) lets them through
+    c = check.check_claim(V41, "gb300", 72, 100, context=1_000_000, batch=72 * 280)
     assert c.verdict == "possible"
     a = at.for_check(c)
     assert a.ratio == float("inf") and a.tok_s_per_gpu == 0
@@ -155,7 +155,7 @@ def test_kv_capacity_limits_the_batch():
     n, _ = at._capacity(  # noqa: SLF001
         catalogs.as_model(V41), catalogs.as_gpu("gb300"), 72, 1_000_000, "fp4", "dp-ep"
     )
-    assert n == 266 * 72
+    assert n == 276 * 72 == (259.2e9 - 12_429_004_800) // 892_703_360 * 72
 
 
 def test_a_cpu_calibration_has_no_fractions(tmp_path):

@@ -726,7 +726,8 @@ MODEL = paths.DATA / "models" / "deepseek-v4.1-flash.yaml"
 
 def test_kv_bytes_unknown_model(tmp_path, run_cli):
     err = cli_error(run_cli, tmp_path, "kv-bytes", "gpt-7")
-    assert "error: data/models: model: unknown model 'gpt-7'; known: deepseek-v3" in err
+    known = "known: deepseek-r1, deepseek-v3"
+    assert f"error: data/models: model: unknown model 'gpt-7'; {known}" in err
 
 
 @pytest.mark.parametrize(
@@ -1040,7 +1041,7 @@ def test_recipes_bad_topology_file(tmp_path, run_cli, content, field, problem):
 def test_recipes_unknown_system(tmp_path, run_cli):
     p = _yaml_variant(TOPOLOGY, tmp_path / "t.yaml", _nested("system.catalog_id", "nope"))
     err = cli_error(run_cli, tmp_path, "recipes", "--topology", str(p), "-o", str(tmp_path / "g"))
-    assert f"error: {p}: system.catalog_id: unknown system; known: gb300-nvl72" in err
+    assert f"error: {p}: system.catalog_id: unknown system; known: gb200-nvl72, gb300-nvl72" in err
 
 
 def test_recipes_output_is_a_file(tmp_path, run_cli):

@@ -110,8 +110,29 @@ def test_every_catalog_entry_cites_public_urls_and_no_internal_sheet():
         assert "claims-context" not in f.read_text() and "reference sheet" not in f.read_text()
 
 
+def test_memory_as_reported_and_grace_and_nic():
+    """H200: 143,771 MiB as nvidia-smi reports (the calibration's run.json) = 150,754,820,096
+    B, not the 141 GB marketing figure; GB300 without a reported figure keeps its 288 GB
+    nameplate; Grace LPDDR5X up to 17 TB per 72-GPU rack = 236 GB a GPU; NICs 800 Gb/s (CX-8)
+    = 100 GB/s per GB300, 400 Gb/s (CX-7) = 50 GB/s per H200."""
+    assert catalogs.gpu("h200").memory_bytes == 143_771 * 2**20 == 150_754_820_096
+    assert "143771 MiB" in (paths.DATA / "calibration/h200-reference/run.json").read_text()
+    assert catalogs.gpu("gb300").memory_bytes == 288e9
+    assert catalogs.gpu("gb200").host_memory_bytes == catalogs.gpu("gb300").host_memory_bytes
+    assert catalogs.gpu("gb300").host_memory_bytes == 236e9 and 17e12 / 72 >= 236e9
+    assert catalogs.gpu("h200").host_memory_bytes is None
+    assert catalogs.nic_bandwidth("gb300") == 800e9 / 8
+    assert catalogs.nic_bandwidth("H200") == 400e9 / 8
+    assert catalogs.nic_bandwidth("b300") == 100e9
+
+
 def test_model_entries():
-    assert catalogs.list_models() == ["deepseek-v3", "deepseek-v4-flash", "deepseek-v4.1-flash"]
+    assert catalogs.list_models() == [
+        "deepseek-r1",
+        "deepseek-v3",
+        "deepseek-v4-flash",
+        "deepseek-v4.1-flash",
+    ]
     m = catalogs.load_model("deepseek-v4.1-flash")
     a = m.architecture
     assert (a.num_layers, a.num_encoder_layers, a.num_decoder_layers) == (40, 20, 20)
@@ -144,8 +165,12 @@ def test_model_entries():
         13e9,
         43,
     )
-    assert v4.architecture.num_attention_heads is None  # unknown stays null
-    assert v4.kv_cache.relative_to is not None and v4.kv_cache.relative_to.factor == 4
+    assert v4.architecture.num_encoder_layers is None  # unknown stays null
+    # config.json: layers 2-42 alternate CSA (ratio 4, indexed) and HCA (ratio 128)
+    assert v4.kv_cache.owning_layers == list(range(2, 43))
+    assert v4.kv_cache.compression_ratios[:3] == [4, 128, 4]
+    assert v4.weights.routed_expert_dtype == "fp4"
+    assert v4.weights.routed_expert_bytes == 3 * 4096 * 2048 // 2 + 3 * 4096 * 2048 // 32
 
     v3 = catalogs.load_model("deepseek-v3")
     assert (v3.params.total, v3.active_params("prefill"), v3.architecture.num_layers) == (
@@ -177,6 +202,19 @@ def test_model_entries():
         (
             lambda d: d["gpus"]["h200"].update(colour="green"),
             "gpus.h200.colour: unknown field",
+        ),
+        (  # GB where bytes are due
+            lambda d: d["gpus"]["h200"].update(hbm_capacity_bytes=141),
+            "gpus.h200.hbm_capacity_bytes: 141 is outside the physical range 1e+09 to 4e+12 "
+            "bytes per GPU",
+        ),
+        (  # Gb/s where bytes/s are due
+            lambda d: d["systems"]["hgx-h200"].update(nic_bandwidth_bytes_per_s_per_gpu=4e14),
+            "systems.hgx-h200.nic_bandwidth_bytes_per_s_per_gpu: 4e+14 is outside the physical",
+        ),
+        (
+            lambda d: d["gpus"]["h200"].pop("hbm_reported_source"),
+            "gpus.h200.hbm_reported_source: hbm_reported_bytes needs a source",
         ),
         (
             lambda d: d["gpus"]["b200"]["dense_flops"].pop("fp4"),
@@ -229,14 +267,14 @@ def test_unknown_ids_list_the_known_ones():
         InputError, match="gpus.a100: unknown GPU; known: b200, b300, gb200, gb300, h100-sxm, h200"
     ):
         catalogs.gpu("a100")
-    with pytest.raises(InputError, match="systems.dgx: unknown system; known: gb300-nvl72"):
+    with pytest.raises(InputError, match="systems.dgx: unknown system; known: gb200-nvl72, gb3"):
         catalogs.system("dgx")
     with pytest.raises(InputError) as info:
-        catalogs.load_model("deepseek-r1")
+        catalogs.load_model("deepseek-r2")
     assert str(info.value).startswith(
-        "data/models: model: unknown model 'deepseek-r1'; "
-        "known: deepseek-v3, deepseek-v4-flash, deepseek-v4.1-flash; to add it, write "
-        "data/models/deepseek-r1.yaml with the fields schema_version, id, name, released,"
+        "data/models: model: unknown model 'deepseek-r2'; "
+        "known: deepseek-r1, deepseek-v3, deepseek-v4-flash, deepseek-v4.1-flash; to add it, "
+        "write data/models/deepseek-r2.yaml with the fields schema_version, id, name, released,"
     )
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs
 from rackbook.physics import check
 
 V41 = "deepseek-v4.1-flash"
@@ -229,8 +230,10 @@ def test_sensitivity_band_brackets_the_ratio():
                 "5",
                 "--context",
                 "1000",
+                "--kv-dtype",
+                "fp4",
             ],
-            "KV layout unknown",
+            "kv_cache.row_formats.fp4: row format not known",
         ),
         (
             [
@@ -316,6 +319,8 @@ def test_only_a_point_of_the_same_basis_decides(monkeypatch, value, changes, ver
         "deepseek-v4.1-flash", "gb300", 72, "output", None, None, None, None
     )
     monkeypatch.setattr(evidence, "published_points", lambda: _points_like(wb, value, **changes))
+    # the records rackbook check reads (kept on disk for the shipped data) built afresh
+    monkeypatch.setattr(claim_check, "published_per_gpu_points", claim_check.build_per_gpu_points)
     r = claim_check.published_for_workload(wb, 954_000.0)
     assert r.verdict == verdict, r.reason
     assert r.extra["decided_on"] == ([] if verdict == "none published" else ["hand:1"])
@@ -390,15 +395,17 @@ def test_counted_total_shares_the_gpus_time(tok_s, verdict):
 
 
 def test_capacity_names_what_does_not_fit():
-    """1,000,000-token sequences on 72 GB300: (278 GB x 0.9 - 297.2 GB of weights / 72 =
-    4.128 GB: spread, the least a GPU must hold) / (890 B x 1e6 + 2,703,360 B window) = 275 per
-    GPU fit; 300 per GPU (21,600) do not: the KV cache, not the weights, and never "fits ... =
-    0 sequences"."""
+    """1,000,000-token sequences on 72 GB300: 0.9 x 288 GB (the nameplate: no reported figure)
+    = 259.2 GB, the 297.2 GB of weights / 72 = 4.128 GB a GPU (spread: the least a GPU must
+    hold) all held by the 236 GB of Grace memory a GPU; 259.2 GB / (890 B x 1e6 + 2,703,360 B
+    window) = 290 per GPU fit; 300 per GPU (21,600) do not: the KV cache, not the weights, and
+    never "fits ... = 0 sequences"."""
     c = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=21_600)
     assert (c.verdict, c.limit) == ("impossible", "memory capacity (KV cache)")
     assert c.reason.startswith("the KV cache does not fit: 21,600 sequences")
-    assert "at most 275 per GPU" in c.reason and "= 0 sequences" not in c.reason
-    ok = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=72 * 275)
+    assert "at most 290 per GPU" in c.reason and "= 0 sequences" not in c.reason
+    assert 259.2e9 // (890 * 1_000_000 + 2_703_360) == 290
+    ok = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=72 * 290)
     assert ok.verdict == "possible"
     w = check.check_claim(V41, "h200", 1, 10)
     assert w.limit == "memory capacity (weights)" and "= 0 sequences" not in w.reason
@@ -468,7 +475,9 @@ def test_input_errors_from_the_function():
 
 
 def test_a_model_without_a_kv_layout_is_judged_on_compute_and_weights():
-    c = check.check_claim("deepseek-v4-flash", "gb300", 8, 1000)
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.owning_layers = m.kv_cache.compression_ratios = None
+    c = check.check_claim(m, "gb300", 8, 1000)
     assert c.verdict == "possible" and any("KV layout unknown" in n for n in c.notes)
 
 

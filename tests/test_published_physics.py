@@ -20,13 +20,13 @@ from rackbook.inputs import catalogs
 from rackbook.physics import check
 from rackbook.results import evidence
 
-#: Published model names -> catalog ids (DeepSeek-R1 is DeepSeek-V3's architecture).
+#: Published model names -> catalog ids.
 MODELS = {
     "deepseek-v4.1-flash": "deepseek-v4.1-flash",
     "deepseek-v4-flash": "deepseek-v4-flash",
     "deepseek-v4-flash-0731": "deepseek-v4-flash",
-    "deepseek-r1": "deepseek-v3",
-    "dsr1": "deepseek-v3",
+    "deepseek-r1": "deepseek-r1",
+    "dsr1": "deepseek-r1",
 }
 
 
@@ -102,7 +102,7 @@ def test_enough_published_measurements_are_read():
     # the test cannot pass vacuously: the shipped data hold dozens of such points
     assert len(CASES) >= 40
     models = {kw["model"] for _, kw in CASES}
-    assert {"deepseek-v4.1-flash", "deepseek-v4-flash", "deepseek-v3"} <= models
+    assert {"deepseek-v4.1-flash", "deepseek-v4-flash", "deepseek-r1"} <= models
 
 
 @pytest.mark.parametrize("point,kw", CASES, ids=[c[0] for c in CASES])

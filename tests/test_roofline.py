@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -52,10 +53,26 @@ def test_kv_rows_come_from_dims_and_formats_not_from_a_typed_total(v41):
     assert "890" not in (paths.DATA / "models" / "deepseek-v4.1-flash.yaml").read_text()
 
 
-def test_kv_layout_unknown_for_v4_flash():
-    v4 = catalogs.load_model("deepseek-v4-flash")
+def test_kv_layout_unknown_names_the_relative_figure():
+    v4 = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    v4.kv_cache.owning_layers = v4.kv_cache.compression_ratios = None
+    v4.kv_cache.relative_to = catalogs.KvRelative(
+        model="deepseek-v4.1-flash", factor=4.0, approximate=True
+    )
     with pytest.raises(InputError, match=r"compression_ratios: KV layout unknown \(the catalog"):
         roofline.kv_bytes(v4)
+
+
+def test_v4_flash_kv_indexes_its_csa_layers_only():
+    """config.json: layers 2-42 alternate ratio 4 (CSA, indexed) and 128 (HCA). Rows/token =
+    21/4 + 20/128 = 5.40625; indexed rows = 21/4 = 5.25. FP8 (vLLM's recipe, FP4 index keys):
+    KV 512 + 512/64 = 520 B, index key 64 + 4 = 68 B: 5.40625 x 520 + 5.25 x 68 = 3,168.25 B;
+    BF16: 5.40625 x 1,024 + 5.25 x 256 = 6,880 B a token."""
+    v4 = catalogs.load_model("deepseek-v4-flash")
+    assert roofline.kv_bytes(v4, "fp8").bytes_per_token_exact == Fraction(12673, 4)
+    assert roofline.kv_bytes(v4, "bf16").bytes_per_token_exact == 6880
+    v3 = catalogs.load_model("deepseek-v3")  # 61 MLA layers x 576 values, one byte each at FP8
+    assert roofline.kv_bytes(v3, "fp8").bytes_per_token_exact == 61 * 576 == 35_136
 
 
 def test_kv_bytes_per_sequence_and_bad_dtype(v41):

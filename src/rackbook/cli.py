@@ -275,6 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--kv-dtype", choices=["fp4", "fp8", "bf16"], default=None, help="KV storage (narrowest)"
     )
     s.add_argument(
+        "--precision",
+        choices=["fp4", "fp8", "bf16"],
+        default=None,
+        help="the routed experts' dtype (default: the format of the model's with the fewest "
+        "bytes, e.g. NVFP4 for DeepSeek-R1)",
+    )
+    s.add_argument(
         "--engine",
         default=None,
         help="serving engine of the figure (vllm, sglang, trt-llm, ...; recorded in the basis)",

@@ -16,11 +16,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
 from rackbook import paths
 from rackbook.errors import InputError
 from rackbook.inputs import loader
+from rackbook.inputs.loader import field_error
 
 Precision = Literal["fp4", "fp8", "bf16"]
 PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
@@ -31,6 +32,40 @@ Urls = Annotated[list[Url], Field(min_length=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
 Text = Annotated[str, Field(min_length=1)]
+
+# Physical ranges a catalog value must fall in (a value outside is a typo or a wrong unit: a
+# figure in GB where bytes are due, Gb/s where bytes/s are): one-line error naming the field.
+
+
+def _in_range(lo: float, hi: float, unit: str) -> AfterValidator:
+    """A check that a value is > 0 and within [``lo``, ``hi``] (in ``unit``)."""
+
+    def check(v: float) -> float:
+        if not v > 0:
+            raise ValueError("must be > 0")
+        if not lo <= v <= hi:
+            raise ValueError(
+                f"{v:,g} is outside the physical range {lo:g} to {hi:g} {unit} (a wrong unit?)"
+            )
+        return v
+
+    return AfterValidator(check)
+
+
+#: Bytes of memory attached to one GPU (HBM, or host memory reachable from it): 1 GB to 4 TB.
+MemBytes = Annotated[int, _in_range(1e9, 4e12, "bytes per GPU")]
+#: HBM bandwidth per GPU, bytes/s: 100 GB/s to 100 TB/s.
+HbmBw = Annotated[float, _in_range(1e11, 1e14, "bytes/s per GPU")]
+#: Dense FLOP/s per GPU: 1 TFLOP/s to 100 PFLOP/s.
+GpuFlops = Annotated[float, _in_range(1e12, 1e17, "FLOP/s per GPU")]
+#: Link bandwidth per GPU (NVLink, NIC), bytes/s: 1 GB/s to 10 TB/s.
+LinkBw = Annotated[float, _in_range(1e9, 1e13, "bytes/s per GPU")]
+#: Parameter counts: 1 million to 100 trillion.
+ParamCount = Annotated[int, _in_range(1e6, 1e14, "parameters")]
+#: Model dimensions (hidden, heads, head dims, ranks, expert intermediate): 1 to 1,048,576.
+Dim = Annotated[int, _in_range(1, 1 << 20, "values")]
+#: Counts of layers (1 to 1,000) and of experts (1 to 65,536).
+Layers = Annotated[int, _in_range(1, 1000, "layers")]
 
 
 _Strict = loader.Strict
@@ -43,23 +78,47 @@ _Strict = loader.Strict
 class DenseFlops(_Strict):
     """Dense (non-sparse) FLOP/s per GPU by precision; ``None`` where the GPU lacks it."""
 
-    fp4: PosFloat | None
-    fp8: PosFloat | None
-    bf16: PosFloat | None
+    fp4: GpuFlops | None
+    fp8: GpuFlops | None
+    bf16: GpuFlops | None
 
 
 class GpuSpec(_Strict):
-    """One GPU. Capacities in bytes, bandwidths in bytes/s (NVLink: bidirectional)."""
+    """One GPU. Capacities in bytes, bandwidths in bytes/s (NVLink: bidirectional).
+
+    ``hbm_reported_bytes``: the HBM the GPU reports (``nvidia-smi`` memory.total, MiB x 2^20),
+    what an engine's memory fraction applies to, once (:func:`memory_bytes`);
+    ``host_memory_bytes``: CPU memory attached to the GPU over a coherent link (Grace LPDDR5X on
+    GB200/GB300: a Grace's memory over the GPUs that share it), where an engine can offload
+    weights (vLLM ``--cpu-offload-gb``)."""
 
     id: str = ""
     name: Text
-    hbm_capacity_bytes: PosInt
-    hbm_capacity_bytes_max: PosInt | None = None
-    hbm_bandwidth_bytes_per_s: PosFloat
+    hbm_capacity_bytes: MemBytes
+    hbm_capacity_bytes_max: MemBytes | None = None
+    hbm_reported_bytes: MemBytes | None = None
+    hbm_reported_source: Url | None = None
+    host_memory_bytes: MemBytes | None = None
+    host_memory_source: Url | None = None
+    hbm_bandwidth_bytes_per_s: HbmBw
     dense_flops: DenseFlops
-    nvlink_bandwidth_bytes_per_s: PosFloat | None
+    nvlink_bandwidth_bytes_per_s: LinkBw | None
     notes: str | None = None
     sources: Urls
+
+    @model_validator(mode="after")
+    def _memory_sourced(self) -> GpuSpec:
+        if self.hbm_reported_bytes is not None and not self.hbm_reported_source:
+            raise field_error("hbm_reported_source", "hbm_reported_bytes needs a source")
+        if self.host_memory_bytes is not None and not self.host_memory_source:
+            raise field_error("host_memory_source", "host_memory_bytes needs a source")
+        return self
+
+    @property
+    def memory_bytes(self) -> int:
+        """HBM bytes an engine's memory fraction applies to: as the GPU reports it, else the
+        nameplate, else the catalog's usable figure (bytes)."""
+        return self.hbm_reported_bytes or self.hbm_capacity_bytes_max or self.hbm_capacity_bytes
 
     @property
     def label(self) -> str:
@@ -93,10 +152,15 @@ class SystemSpec(_Strict):
     gpus_per_tray: PosInt | None
     aggregate_hbm_bandwidth_bytes_per_s: PosFloat | None
     nvlink_bandwidth_bytes_per_s: PosFloat | None
+    #: Scale-out (NIC) bandwidth per GPU, bytes/s each way: the network between NVLink domains.
+    nic_bandwidth_bytes_per_s_per_gpu: LinkBw | None = None
+    nic_source: Url | None = None
     sources: Urls
 
     @model_validator(mode="after")
     def _trays_multiply(self) -> SystemSpec:
+        if self.nic_bandwidth_bytes_per_s_per_gpu is not None and not self.nic_source:
+            raise field_error("nic_source", "nic_bandwidth_bytes_per_s_per_gpu needs a source")
         if self.trays is not None and self.gpus_per_tray is not None:
             if self.trays * self.gpus_per_tray != self.gpus:
                 raise ValueError(
@@ -157,23 +221,23 @@ class HardwareCatalog(_Strict):
 
 
 class Mla(_Strict):
-    kv_lora_rank: PosInt
-    qk_rope_head_dim: PosInt
+    kv_lora_rank: Dim
+    qk_rope_head_dim: Dim
 
 
 class Architecture(_Strict):
     """Shapes. Lengths in tokens."""
 
-    num_layers: PosInt | None
-    num_encoder_layers: PosInt | None
-    num_decoder_layers: PosInt | None
-    hidden_size: PosInt | None
-    num_attention_heads: PosInt | None
-    head_dim: PosInt | None
-    index_head_dim: PosInt | None
-    sliding_window: PosInt | None
-    vocab_size: PosInt | None
-    max_context_tokens: PosInt | None
+    num_layers: Layers | None
+    num_encoder_layers: Layers | None
+    num_decoder_layers: Layers | None
+    hidden_size: Dim | None
+    num_attention_heads: Dim | None
+    head_dim: Dim | None
+    index_head_dim: Dim | None
+    sliding_window: Dim | None
+    vocab_size: Annotated[int, _in_range(1, 1e7, "tokens")] | None
+    max_context_tokens: Annotated[int, _in_range(1, 1 << 27, "tokens")] | None
     mla: Mla | None
 
 
@@ -181,11 +245,11 @@ class Moe(_Strict):
     """Mixture of experts. ``num_moe_layers``: layers with routed experts (cite where the
     figure comes from in ``num_moe_layers_source``)."""
 
-    num_shared_experts: NonNegInt | None
-    num_routed_experts: PosInt | None
-    experts_per_token: PosInt | None
-    moe_intermediate_size: PosInt | None
-    num_moe_layers: PosInt | None
+    num_shared_experts: Annotated[int, Field(ge=0, le=64)] | None
+    num_routed_experts: Annotated[int, _in_range(1, 65536, "experts")] | None
+    experts_per_token: Annotated[int, _in_range(1, 1024, "experts")] | None
+    moe_intermediate_size: Dim | None
+    num_moe_layers: Layers | None
     num_moe_layers_source: Url | None = None
 
     @property
@@ -197,26 +261,37 @@ class Moe(_Strict):
 class Params(_Strict):
     """Parameter counts. ``active`` is used for a phase whose own figure is ``None``."""
 
-    total: PosInt | None
-    backbone: PosInt | None
-    engram: PosInt | None
-    active: PosInt | None
-    active_prefill: PosInt | None
-    active_decode: PosInt | None
+    total: ParamCount | None
+    backbone: ParamCount | None
+    engram: ParamCount | None
+    active: ParamCount | None
+    active_prefill: ParamCount | None
+    active_decode: ParamCount | None
     source: Url | None = None
+
+
+class ServedWeights(_Strict):
+    """Another format the weights are published or served in (a quantized checkpoint): the
+    dtype of the routed experts and of the rest, the checkpoint, and its source."""
+
+    routed_expert_dtype: Precision
+    dense_dtype: Precision
+    checkpoint: Text
+    source: Url
 
 
 class Weights(_Strict):
     """Weight storage: the dtype of the routed experts and of everything else (dense), bytes per
-    routed expert (with its scales), and an optional sourced figure for the bytes a batch-1
-    decode step streams."""
+    routed expert (with its scales), an optional sourced figure for the bytes a batch-1
+    decode step streams, and the other formats the weights are served in (``served``)."""
 
     routed_expert_dtype: Precision | None
-    routed_expert_bytes: PosInt | None
+    routed_expert_bytes: Annotated[int, _in_range(1e3, 1e11, "bytes")] | None
     dense_dtype: Precision | None
     decode_active_weight_bytes: PosInt | None
     decode_active_weight_bytes_source: Url | None
     source: Url | None = None
+    served: list[ServedWeights] = []
 
     @model_validator(mode="after")
     def _sourced(self) -> Weights:
@@ -399,6 +474,19 @@ def gpu(id: str, path: str | Path | None = None) -> GpuSpec:
 def system(id: str, path: str | Path | None = None) -> SystemSpec:
     """The system ``id`` (e.g. ``gb300-nvl72``) from the hardware catalog."""
     return _lookup("systems", "system", id, path)
+
+
+def nic_bandwidth(gpu_id: str, path: str | Path | None = None) -> float | None:
+    """Scale-out (NIC) bandwidth per GPU, bytes/s each way, of the systems built from
+    ``gpu_id`` (the most any lists; None when none says)."""
+    cat = load_hardware(path)
+    key = {k.lower(): k for k in cat.gpus}.get(gpu_id.lower(), gpu_id)
+    found = [
+        s.nic_bandwidth_bytes_per_s_per_gpu
+        for s in cat.systems.values()
+        if s.gpu == key and s.nic_bandwidth_bytes_per_s_per_gpu is not None
+    ]
+    return max(found) if found else None
 
 
 def price(id: str, path: str | Path | None = None) -> PriceSpec:

@@ -14,9 +14,14 @@ A list of entries that carry an ``id`` is shown by that id (``claims[<id>]``), e
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import hashlib
-from collections.abc import Sequence
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -151,6 +156,56 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The same safe loader on libyaml's C parser, about 10x faster: duplicate keys refused,
+    aliases that expand beyond :data:`MAX_ALIAS_NODES` refused (checked on the composed nodes
+    whenever the text could hold an alias, :data:`_ALIAS`). Used only for documents nested at
+    most :data:`_SHALLOW_DEPTH` deep (:func:`_shallow`): deeper ones keep the Python parser,
+    whose recursion limit refuses them cleanly."""
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None and getattr(self, "may_alias", True):
+            seen: set[int] = set()
+            _distinct_nodes(node, seen)
+            extra = _expanded_size(node, {}) - len(seen)
+            if extra > MAX_ALIAS_NODES:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"aliases expand to {extra:,} more nodes, over the limit "
+                    f"{MAX_ALIAS_NODES:,} (an alias bomb?)",
+                    node.start_mark,
+                )
+        return node
+
+
+_FastUniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
+)
+
+#: The deepest nesting (brackets, or indentation / 2) a document may have to take the C parser.
+_SHALLOW_DEPTH = 64
+_INDENT = re.compile(r"^( *)\S", re.MULTILINE)
+_BRACKETS = re.compile(r"[^\[\]{}]+")
+#: What could be an alias: ``*name`` after a space, a bracket, a comma or at the start of a
+#: line (``a * b`` is not).
+_ALIAS = re.compile(r"(?:^|[\s\[\]{},])\*[^\s\[\]{},]", re.MULTILINE)
+
+
+def _shallow(text: str) -> bool:
+    """A document nested at most :data:`_SHALLOW_DEPTH` deep, counting every bracket (quoted or
+    not) and indentation in pairs of spaces: what the C parser reads as the Python one does."""
+    depth = deepest = 0
+    for c in _BRACKETS.sub("", text):
+        depth += 1 if c in "[{" else -1
+        deepest = max(deepest, depth)
+        if deepest > _SHALLOW_DEPTH:
+            return False
+    indent = max((len(m) for m in _INDENT.findall(text)), default=0)
+    return indent // 2 <= _SHALLOW_DEPTH
+
+
 #: Parsed YAML documents by the hash of their bytes: the book's page generator and the
 #: chapters read the same catalogs and claims many times (claims.yaml 20 times in one
 #: ``rackbook book``, 0.7 s of pure-Python parsing). Keyed by content, never stale.
@@ -192,7 +247,14 @@ def _parse_yaml(data: bytes, shown: str) -> Any:
     except UnicodeDecodeError as exc:
         raise InputError(shown, "-", limits.decode_problem(data, exc)) from None
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        if not _shallow(text):
+            return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        fast = _FastUniqueKeyLoader(text)
+        try:
+            fast.may_alias = bool(_ALIAS.search(text))
+            return fast.get_single_data()
+        finally:
+            fast.dispose()
     except RecursionError:
         raise limits.nesting_error(shown) from None
     except ValueError as exc:  # an integer of thousands of digits (Python's conversion limit)
@@ -275,3 +337,40 @@ def load(model: type[M], path: str | Path) -> M:
     """Read ``path`` (relative paths from the repository root) and validate it with ``model``."""
     p = paths.resolve(path)
     return validate(model, read_yaml(p), display_path(p))
+
+
+#: Where derived values are kept between processes (:func:`derived`).
+DERIVED = paths.ROOT / ".cache" / "derived"
+
+
+@functools.cache
+def _source_key() -> bytes:
+    """A hash of the package's source (every ``.py`` under ``src/rackbook``): a derived value
+    computed by other code is never read back."""
+    h = hashlib.blake2b(digest_size=20)
+    root = Path(__file__).resolve().parents[1]
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return h.digest()
+
+
+def derived(name: str, files: Sequence[Path], build: Callable[[], Any]) -> Any:
+    """The JSON value ``build()`` derives from ``files``, kept in ``.cache/derived/`` keyed by
+    the bytes (and names) of ``files`` and of the package's source: built once per content,
+    read back in later processes with :mod:`json` alone (no pandas: what keeps
+    ``rackbook check`` fast). A cache that cannot be read or written is rebuilt in memory."""
+    h = hashlib.blake2b(name.encode() + _source_key(), digest_size=20)
+    for f in sorted(files):
+        h.update(str(f).encode() + b"\0")
+        with contextlib.suppress(OSError):
+            h.update(f.read_bytes())
+    path = DERIVED / f"{name}-{h.hexdigest()}.json"
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads(path.read_text())
+    value = build()
+    with contextlib.suppress(OSError, ValueError):  # ValueError: NaN (not JSON)
+        DERIVED.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(value, allow_nan=False))
+        os.replace(tmp, path)
+    return value

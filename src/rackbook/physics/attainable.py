@@ -36,16 +36,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rackbook.core.calibration import Calibration, read_calibration
+from rackbook import paths
 from rackbook.errors import InputError
-from rackbook.inputs import catalogs
+from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics import roofline
-from rackbook.physics.units import fmt, plural, whole
+from rackbook.physics import check, roofline
+from rackbook.physics.check import MAX_BATCH
+from rackbook.physics.units import plural, whole
+
+if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
+    from rackbook.core.calibration import Calibration
 
 #: The deployments the estimate knows (module docstring).
 DEPLOYMENTS: tuple[str, ...] = ("dp-ep", "tp-ep")
@@ -54,14 +58,10 @@ DEPLOYMENT_TEXT: dict[str, str] = {
     "dp-ep": "attention data-parallel + experts expert-parallel",
     "tp-ep": "attention tensor-parallel + experts expert-parallel",
 }
-#: Share of HBM the engine may use for weights and KV (as :data:`check.MEMORY_FRACTION`).
-MEMORY_FRACTION = 0.9
 #: Bytes a token's hidden state moves per expert it is routed to on another GPU: dispatch at
 #: FP8 (1 B per value) and combine at BF16 (2 B per value), per hidden value.
 DISPATCH_BYTES_PER_VALUE = 1
 COMBINE_BYTES_PER_VALUE = 2
-#: Largest per-GPU batch searched when the figure gives no concurrency.
-MAX_BATCH = 1 << 16
 #: The resource each part of a step is named by when a figure needs faster kernels.
 RESOURCE: dict[str, str] = {
     "dense weights": "stream bandwidth",
@@ -113,7 +113,58 @@ def efficiencies(cal: Calibration | None = None) -> Efficiencies:
     Stream: the best ``hbm_read`` bytes / seconds over ``spec.hbm_TBps``; dense GEMMs: the
     best ``dense_gemm`` FLOP / seconds per dtype over ``spec.<dtype>_dense_TFLOPs``. The H200
     reference: 4.334 TB/s / 4.8 = 90 %; BF16 789 / 989 = 80 %, FP8 1,451 / 1,979 = 73 %.
-    A calibration without a data sheet (``--device cpu``) has no fractions: InputError."""
+    A calibration without a data sheet (``--device cpu``) has no fractions: InputError.
+
+    The shipped reference's are kept on disk between processes
+    (:func:`rackbook.inputs.loader.derived`): ``rackbook check`` reads them without pandas."""
+    if cal is None:
+        folder = paths.DATA / "calibration" / "h200-reference"
+        files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+        doc = loader.derived("efficiencies", files, lambda: _to_json(_efficiencies(None)))
+        return _from_json(doc)
+    return _efficiencies(cal)
+
+
+def _to_json(e: Efficiencies) -> dict[str, Any]:
+    """:class:`Efficiencies` as JSON (arrays as lists)."""
+    return {
+        "label": e.label,
+        "gpu": e.gpu,
+        "spec_bw": e.spec_bw,
+        "spec_flops": e.spec_flops,
+        "stream": e.stream,
+        "dense": e.dense,
+        "experts": {k: [a.tolist() for a in v] for k, v in e.experts.items()},
+        "scan": [a.tolist() for a in e.scan],
+        "attention": [a.tolist() for a in e.attention],
+        "shapes": e.shapes,
+    }
+
+
+def _from_json(d: dict[str, Any]) -> Efficiencies:
+    """:func:`_to_json` read back (float64 arrays)."""
+
+    def arrays(xs: list[list[float]]) -> tuple[np.ndarray, ...]:
+        return tuple(np.asarray(x, dtype=np.float64) for x in xs)
+
+    return Efficiencies(
+        d["label"],
+        d["gpu"],
+        d["spec_bw"],
+        d["spec_flops"],
+        d["stream"],
+        d["dense"],
+        {k: arrays(v) for k, v in d["experts"].items()},  # type: ignore[misc]
+        arrays(d["scan"]),  # type: ignore[arg-type]
+        arrays(d["attention"]),  # type: ignore[arg-type]
+        d["shapes"],
+    )
+
+
+def _efficiencies(cal: Calibration | None) -> Efficiencies:
+    """:func:`efficiencies` computed from a calibration (default: read the shipped one)."""
+    from rackbook.core.calibration import read_calibration
+
     cal = cal if cal is not None else read_calibration()
     where = cal.path or "calibration"
     spec = cal.run.get("spec") or {}
@@ -300,27 +351,22 @@ class Estimate:
 
 def _capacity(model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None,
               deployment: str) -> tuple[float, str]:  # fmt: skip
-    """Sequences over all ``gpus`` whose KV fits in the deployment, and the arithmetic: dp-ep
+    """Sequences over all ``gpus`` whose KV fits in the deployment, and the arithmetic, from the
+    bound's capacity model (:func:`rackbook.physics.check.capacity`, one declaration): dp-ep
     holds the dense weights on every GPU and each sequence's KV on one; tp-ep spreads the
-    weights but every GPU holds every sequence's compressed KV."""
-    st = roofline.storage(model)
-    per_seq = roofline.window_bytes_per_sequence(model)
-    if kv_dtype:
-        per_seq += roofline.kv_bytes_per_sequence(model, math.ceil(context), kv_dtype)
-    usable = gpu.hbm_capacity_bytes * MEMORY_FRACTION
-    if deployment == "dp-ep":
-        weights = st.per_gpu_bytes(gpus)
-        n = max(0.0, (usable - weights) // per_seq) * gpus if per_seq else MAX_BATCH * gpus
-        how = "dense on every GPU, experts spread; each sequence's KV on its GPU"
-    else:
-        weights = st.total_bytes / gpus
-        n = max(0.0, (usable - weights) // per_seq) if per_seq else MAX_BATCH
-        how = "all weights spread; every GPU holds every sequence's compressed KV"
-    n = min(n, MAX_BATCH * gpus)
-    return n, (
-        f"({fmt(gpu.hbm_capacity_bytes, 'B')} x {MEMORY_FRACTION:g} - {fmt(weights, 'B')} "
-        f"weights per GPU) / {fmt(per_seq, 'B')} per sequence ({how}): {n:,.0f} sequences"
+    weights but every GPU holds every sequence's compressed KV. The weights stay in HBM (none
+    offloaded to host memory: a deployment tuned for speed reads them from HBM)."""
+    dp = deployment == "dp-ep"
+    cap = check.capacity(
+        model, gpu, gpus, context=context, kv_dtype=kv_dtype, dense_replicated=dp, offload=False
     )
+    n = float(cap.sequences * gpus if dp else cap.sequences)
+    how = (
+        "dense on every GPU, experts spread; each sequence's KV on its GPU"
+        if dp
+        else "all weights spread; every GPU holds every sequence's compressed KV"
+    )
+    return min(n, MAX_BATCH * gpus), f"{cap.formula} ({how}): {n:,.0f} sequences"
 
 
 def decode_step(
@@ -661,12 +707,12 @@ def estimate(
 def for_check(
     c: Any, *, deployment: str | None = None, calibration: Calibration | None = None
 ) -> Attainable:
-    """:func:`estimate` for a :class:`rackbook.physics.check.Check` (its model, GPUs, phase and
-    workload)."""
+    """:func:`estimate` for a :class:`rackbook.physics.check.Check` (its model entry as the
+    check read it, GPU, GPUs, phase and workload: a model given as a file is read from it)."""
     w = c.workload
     return estimate(
-        c.model,
-        c.gpu,
+        c.spec if c.spec is not None else c.model,
+        c.gpu_spec if c.gpu_spec is not None else c.gpu,
         c.gpus,
         claimed=c.claimed_tok_s_per_gpu,
         counted=c.counted,
@@ -699,8 +745,6 @@ def cached_share_threshold(
     ``cached_share``) is at most what the calibration's kernels reach (ratio <= 1): 0 when it
     is uncached, None when it is not at any share. Sampled and bisected as
     :func:`rackbook.physics.check.cached_share_threshold`."""
-    from rackbook.physics import check
-
     cal = calibration
 
     def ratio(c: float) -> float:
@@ -709,15 +753,5 @@ def cached_share_threshold(
             return math.inf
         return for_check(ck, deployment=deployment, calibration=cal).ratio
 
-    shares = [i / 20 for i in range(20)] + [1 - 1e-6]
-    r = [ratio(c) for c in shares]
-    bad = [i for i, x in enumerate(r) if not x <= 1]
-    if not bad:
-        return 0.0
-    if bad[-1] == len(shares) - 1:
-        return None
-    lo, hi = shares[bad[-1]], shares[bad[-1] + 1]
-    while hi - lo > 1e-3:
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if ratio(mid) <= 1 else (mid, hi)
-    return hi
+    share, _ = check.least_share(ratio, [i / 20 for i in range(20)] + [1 - 1e-6], 1e-3)
+    return share

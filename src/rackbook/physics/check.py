@@ -16,9 +16,15 @@ Readings (each a ceiling in tokens/s per GPU, with its formula):
   tokens, so batching gains until compute or the context reads bind;
 - **KV read** (prefill): a chunk of :data:`PREFILL_CHUNK` new tokens reads its prefix's caches
   in the encoder layers once (the index keys and the fewest rows, top-k, shared by the chunk);
-- **memory capacity**: the weights (spread over the GPUs: the least any GPU can hold) and each
-  sequence's KV must fit; what does not fit (the weights, or the KV cache) makes the figure
-  impossible.
+- **memory capacity**: the weights (spread over the GPUs: the least any GPU can hold; offloaded
+  to Grace memory where the GPU has it) and the sequences' KV, held at ISL + OSL / 2 tokens on
+  average, must fit in :data:`MEMORY_FRACTION` of the HBM as the GPU reports it; what does not
+  fit (the weights, or the KV cache) makes the figure impossible.
+
+What the figure does not state is read at the least bytes the model is served with: the
+weights in the catalog's format with the fewest bytes (NVFP4 experts for DeepSeek-R1) unless
+``precision`` states the experts' dtype, the KV cache in its narrowest row format unless
+``kv_dtype`` states it (:func:`rackbook.physics.roofline.served`, :func:`narrowest_kv_dtype`).
 
 Each ceiling is the least time the work can take, so the verdict on claimed / ceiling has no
 margin: ``possible`` at or below 1, ``impossible`` above. How far a figure is from what
@@ -36,7 +42,8 @@ free choice: the best batch whose KV fits, and the output says so.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from rackbook.errors import InputError
@@ -120,6 +127,10 @@ class Check:
     #: label, :attr:`rackbook.inputs.catalogs.GpuSpec.label`); ``model`` and ``gpu`` are ids.
     model_name: str = ""
     gpu_label: str = ""
+    #: The model entry (as read, weights' format included) and GPU the check read: later
+    #: readings (the attainable estimate) read these, never the catalog again by id.
+    spec: ModelSpec | None = field(default=None, repr=False, compare=False)
+    gpu_spec: GpuSpec | None = field(default=None, repr=False, compare=False)
 
     @property
     def reason(self) -> str:
@@ -151,7 +162,8 @@ class Check:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, spec=None, gpu_spec=None))
+        del d["spec"], d["gpu_spec"]
         d["reason"] = self.reason
         return d
 
@@ -239,8 +251,10 @@ def memory_ceiling(
 
 @dataclass(frozen=True)
 class Capacity:
-    """Sequences per GPU whose caches fit after the weights, and what does not fit (units:
-    bytes per GPU; ``sequences`` 0 when the weights or one sequence's KV cache do not fit)."""
+    """Sequences per GPU whose caches fit after the weights, and what does not fit (bytes per
+    GPU; ``sequences`` 0 when the weights or one sequence's KV do not fit). ``usable_bytes``:
+    the HBM an engine may use; ``host_bytes``: host (Grace) memory the weights may be offloaded
+    to; ``offloaded_bytes``: the weights held there."""
 
     sequences: int
     weights_bytes: float
@@ -248,13 +262,22 @@ class Capacity:
     per_sequence_bytes: float
     context: float
     formula: str
+    host_bytes: float = 0.0
+    offloaded_bytes: float = 0.0
 
     @property
     def what_does_not_fit(self) -> str | None:
         """``weights`` | ``KV cache`` | None (something fits)."""
-        if self.usable_bytes <= self.weights_bytes:
+        if self.usable_bytes + self.host_bytes <= self.weights_bytes:
             return "weights"
         return "KV cache" if self.sequences == 0 else None
+
+
+def usable_bytes(gpu: GpuSpec) -> float:
+    """HBM bytes an engine may use on ``gpu``: :data:`MEMORY_FRACTION` of the HBM as the GPU
+    reports it (:attr:`rackbook.inputs.catalogs.GpuSpec.memory_bytes`), discounted once.
+    H200: 0.9 x 150,754,820,096 B (143,771 MiB) = 135.68 GB."""
+    return gpu.memory_bytes * MEMORY_FRACTION
 
 
 def capacity(
@@ -263,40 +286,85 @@ def capacity(
     gpus: int,
     *,
     context: float = 0,
+    longest: float | None = None,
     kv_dtype: str | None = "fp4",
     dense_replicated: bool = False,
+    offload: bool = True,
 ) -> Capacity:
-    """Sequences of ``context`` tokens per GPU whose KV (and sliding-window cache) fits after
-    the weights, at :data:`MEMORY_FRACTION` of HBM (bytes). The weights are spread over
+    """Sequences per GPU whose KV (and sliding-window cache) fits after the weights, in the
+    HBM an engine may use (:func:`usable_bytes`; bytes). Sequences hold ``context`` tokens on
+    average (ISL + OSL / 2 when they start at ISL and grow to ISL + OSL: the least they hold
+    together); one sequence of ``longest`` tokens must fit alone. The weights are spread over
     ``gpus`` (the least any GPU must hold: a bound); ``dense_replicated`` keeps the dense
-    weights on every GPU (data-parallel attention, the attainable deployment)."""
+    weights on every GPU (data-parallel attention). Where the GPU has host memory over a
+    coherent link (Grace), the weights may be offloaded there (vLLM ``--cpu-offload-gb``):
+    only what exceeds it takes HBM (``offload`` False keeps them all in HBM, as a deployment
+    tuned for speed does).
+
+    DeepSeek-R1 at NVFP4 (344.0 GB) on 2 GB200: 172.0 GB a GPU, of which 236 GB of Grace
+    memory can hold all; the KV has all of 0.9 x 198.67 GB = 178.8 GB."""
     st = roofline.storage(model)
     weights = st.per_gpu_bytes(gpus) if dense_replicated else st.total_bytes / gpus
-    stored = roofline.kv_bytes_per_sequence(model, math.ceil(context), kv_dtype) if kv_dtype else 0
-    per_seq = stored + roofline.window_bytes_per_sequence(model)
-    usable = gpu.hbm_capacity_bytes * MEMORY_FRACTION
-    free = usable - weights
-    n = 0 if free <= 0 else (MAX_BATCH if per_seq == 0 else min(MAX_BATCH, int(free // per_seq)))
-    if free <= 0:
+    window = roofline.window_bytes_per_sequence(model)
+
+    def kv(tokens: float) -> float:
+        ctx = math.ceil(tokens)
+        return window + (roofline.kv_bytes_per_sequence(model, ctx, kv_dtype) if kv_dtype else 0)
+
+    per_seq = kv(context)
+    one = kv(max(longest or 0.0, context))
+    usable = usable_bytes(gpu)
+    host = float(gpu.host_memory_bytes or 0) if offload else 0.0
+    offloaded = min(weights, host)
+    in_hbm = weights - offloaded
+    free = usable - in_hbm
+    n = min(MAX_BATCH, int(free // per_seq)) if per_seq else MAX_BATCH
+    n = 0 if free <= 0 or one > free else n
+    hbm = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM"
+    hbm += " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
+    spread = "experts" if dense_replicated else "all weights"
+    where = f", {fmt(offloaded, 'B')} of them offloaded to {fmt(host, 'B')} of host (Grace) memory"
+    where = where if offloaded else ""
+    if weights >= usable + host:
         formula = (
             f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
-            f"{'experts' if dense_replicated else 'all weights'} spread) > "
-            f"{fmt(usable, 'B')} usable ({MEMORY_FRACTION:g} x "
-            f"{fmt(gpu.hbm_capacity_bytes, 'B')})"
+            f"{spread} spread) > {fmt(usable, 'B')} usable ({hbm})"
+            + (f" + {fmt(host, 'B')} of host (Grace) memory" if host else "")
         )
     elif n == 0:
         formula = (
-            f"the KV cache does not fit: one sequence of {context:,.0f} tokens needs "
-            f"{fmt(per_seq, 'B')}, more than the {fmt(free, 'B')} per GPU left after "
-            f"{fmt(weights, 'B')} of weights"
+            f"the KV cache does not fit: one sequence of {max(longest or 0.0, context):,.0f} "
+            f"tokens needs {fmt(one, 'B')}, more than the {fmt(max(free, 0.0), 'B')} per GPU "
+            f"left after {fmt(in_hbm, 'B')} of weights in HBM{where}"
         )
     else:
         formula = (
-            f"({fmt(gpu.hbm_capacity_bytes, 'B')} x {MEMORY_FRACTION:g} - {fmt(weights, 'B')} "
-            f"weights per GPU) / {fmt(per_seq, 'B')} per sequence of {context:,.0f} tokens = "
+            f"({hbm} - {fmt(in_hbm, 'B')} weights per GPU in HBM{where}) / "
+            f"{fmt(per_seq, 'B')} per sequence of {context:,.0f} tokens on average = "
             f"{n:,} sequences per GPU"
         )
-    return Capacity(n, weights, usable, per_seq, context, formula)
+    return Capacity(n, weights, usable, per_seq, context, formula, host, offloaded)
+
+
+def least_share(
+    ratio: Callable[[float], float], shares: Sequence[float], tol: float
+) -> tuple[float | None, list[float]]:
+    """The least cached share from which ``ratio`` (claimed / reference at a share) is at most
+    1, and the ratios at ``shares``: 0 when none exceeds 1, None when the last does, else the
+    share above the last sample above 1, bisected to ``tol``. One rule for the bound's
+    threshold and the attainable estimate's."""
+    r = [ratio(c) for c in shares]
+    bad = [i for i, x in enumerate(r) if not x <= 1]
+    if not bad:
+        return 0.0, r
+    last = bad[-1]
+    if last == len(shares) - 1:
+        return None, r
+    lo, hi = shares[last], shares[last + 1]
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if ratio(mid) <= 1 else (mid, hi)
+    return hi, r
 
 
 def narrowest_kv_dtype(model: ModelSpec) -> str | None:
@@ -388,6 +456,7 @@ def check_claim(
     isl: float | None = None,
     osl: float | None = None,
     cached_share: float = 0.0,
+    precision: str | None = None,
 ) -> Check:
     """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
     of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s).
@@ -404,8 +473,16 @@ def check_claim(
 
     The claimed work shares the GPUs' time: ratio = new input tokens/s / prefill ceiling +
     output tokens/s / decode ceiling (per GPU); the verdict is :func:`physics_verdict` of it.
+
+    What the figure does not state is read at the least bytes the model can be served with:
+    the weights at the format of the catalog's with the fewest bytes unless ``precision`` (the
+    routed experts' dtype) is given (:func:`rackbook.physics.roofline.served`), the KV cache at
+    the narrowest row format unless ``kv_dtype`` is, the weights offloaded to host memory
+    where the GPU has it (:func:`capacity`).
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
+    sv = roofline.served(m, precision)
+    m = sv.model
     if per not in ("gpu", "total"):
         raise InputError("-", "per", f"{per!r} is not one of gpu, total")
     if not (isinstance(gpus, int) and 1 <= gpus <= MAX_GPUS):
@@ -501,6 +578,7 @@ def check_claim(
         "tokens_per_step": tokens_per_step,
         "verify_tokens": verify,
         "kv_dtype": kv_dtype,
+        "weights": sv.text,
         "output_tok_s_per_gpu": out,
         "new_input_tok_s_per_gpu": new,
     }
@@ -533,6 +611,8 @@ def check_claim(
             {k: r.tok_s_per_gpu for k, r in binding.items()},
             m.name,
             g.label,
+            m,
+            g,
         )
 
     ceilings: list[PerGpuCeiling] = []
@@ -551,7 +631,8 @@ def check_claim(
                 "tokens/s kept"
             )
         ceilings.append(PerGpuCeiling("compute", comp_tps, formula, "decode"))
-    cap = capacity(m, g, gpus, context=max(dec_ctx, longest), kv_dtype=kv_dtype)
+    held = dec_ctx if dec_ctx else longest  # on average; a prefill-only figure: its input
+    cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=kv_dtype)
     ceilings.append(
         PerGpuCeiling("memory capacity", math.inf if cap.sequences else 0.0, cap.formula)
     )
@@ -675,30 +756,21 @@ def cached_share_threshold(
     def ratio(c: float) -> float:
         return check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs).ratio
 
-    r = [ratio(c) for c in _SHARES]
-    bad = [i for i, x in enumerate(r) if not x <= 1]
+    share, r = least_share(ratio, _SHARES, 1e-4)
     what = (
         f"{tok_s:,.6g} tok/s: {r[0]:.3g}x the bound uncached, {r[-1]:.3g}x with all but the "
         "last input token cached"
     )
-    if not bad:
+    if share == 0:
         return Threshold(0.0, r[0], r[-1], "possible", f"{what}: possible at any cached share")
-    last = bad[-1]
-    if last == len(_SHARES) - 1:
+    if share is None:
         return Threshold(None, r[0], r[-1], "impossible", f"{what}: impossible at any cached share")
-    lo, hi = _SHARES[last], _SHARES[last + 1]
-    while hi - lo > 1e-4:
-        mid = (lo + hi) / 2
-        if ratio(mid) <= 1:
-            hi = mid
-        else:
-            lo = mid
     return Threshold(
-        hi,
+        share,
         r[0],
         r[-1],
         "undetermined",
-        f"{what}: possible from {hi:.1%} of the input cached (every share above reads "
+        f"{what}: possible from {share:.1%} of the input cached (every share above reads "
         "possible), impossible below",
     )
 

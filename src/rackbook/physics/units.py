@@ -39,3 +39,8 @@ def plural(n: float, word: str, many: str | None = None) -> str:
     with ``:,g``."""
     text = f"{n:,}" if isinstance(n, numbers.Integral) else f"{n:,g}"
     return f"{text} {word if n == 1 else (many or word + 's')}"
+
+
+def ratio_text(x: float) -> str:
+    """A ratio: ``1.81x``, ``9.14x``, ``1,054x``."""
+    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"

@@ -20,6 +20,7 @@ Units: tokens/s per GPU unless said.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -27,14 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from rackbook import paths
 from rackbook.core import basis as basis_mod
-from rackbook.core.traces import read_run, read_trace, table_rows
 from rackbook.errors import InputError
-from rackbook.inputs import catalogs
+from rackbook.inputs import catalogs, loader
 from rackbook.physics import check
-from rackbook.results import evidence, rack_scaling, verdicts
+from rackbook.physics.units import ratio_text
+
+# pandas, the published points' tables, traces and the book's readings are imported where a
+# reading needs them (a trace, a cache to build, a like-for-like point): ``rackbook check``
+# answers without them (benchmarks/check_speed.py).
 
 #: Relative tolerance of the this-run reading.
 REL_TOL = 0.10
@@ -141,28 +145,66 @@ def basis_text(wb: basis_mod.Basis) -> str:
     return text
 
 
-def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
-    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``).
+#: The fields of a published point :func:`published_for_workload` reads.
+_POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "verified", "role")
 
-    Each point's basis is compared with the workload's (:func:`rackbook.core.basis.differences`
-    over :data:`DECIDING_PARTS` and :data:`NOTED_PARTS`); the closest come first (smallest
-    distance in basis, each difference weighted as the book weighs it,
-    :data:`rackbook.results.evidence.WEIGHTS`; then verified first, then nearest in value; ties
-    by id).
-    The verdict is :func:`rackbook.results.evidence.published_reading` over the verified
-    measurements that differ in no deciding part (``none published`` when there are none);
-    analogues and context rows never decide."""
+
+def build_per_gpu_points() -> dict[str, Any]:
+    """The shipped per-GPU throughput points with a value, not context rows, as JSON records
+    (``points``: the fields of :data:`_POINT_FIELDS` and the basis as a mapping), and the
+    weights of basis parts that rank them (``weights``,
+    :data:`rackbook.results.comparability.WEIGHTS`); built with pandas."""
+    import pandas as pd
+
+    from rackbook.results import evidence
+    from rackbook.results.comparability import WEIGHTS
+
     pts = evidence.published_points()
     pts = pts[
         pts["unit"].map(lambda u: evidence.unit_family(str(u)) == evidence.PER_GPU)
         & pts["value"].notna()
         & (pts["role"] != "context")
     ]
-    rows = []
+    out = []
     for _, p in pts.iterrows():
         b = p["basis"]
         if not isinstance(b, basis_mod.Basis):
             continue
+        rec = {k: p[k] for k in _POINT_FIELDS}
+        rec["value"] = float(rec["value"])
+        rec["verified"] = bool(rec["verified"])
+        rec["gpus"] = None if pd.isna(rec["gpus"]) else int(rec["gpus"])
+        rec["basis"] = dataclasses.asdict(b)
+        out.append(_clean(rec))
+    return {"points": out, "weights": WEIGHTS}
+
+
+def published_per_gpu_points() -> dict[str, Any]:
+    """The records of :func:`build_per_gpu_points`, kept on disk between processes
+    (:func:`rackbook.inputs.loader.derived`, keyed by the published data, the claims and the
+    package's source): ``rackbook check`` reads them with json, never importing pandas."""
+    data = paths.DATA
+    published = sorted(p for p in (data / "published").rglob("*") if p.is_file())
+    files = [data / "claims.yaml", *published]
+    return loader.derived("published-per-gpu", files, build_per_gpu_points)
+
+
+def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
+    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``).
+
+    Each point's basis is compared with the workload's (:func:`rackbook.core.basis.differences`
+    over :data:`DECIDING_PARTS` and :data:`NOTED_PARTS`); the closest come first (smallest
+    distance in basis, each difference weighted as the book weighs it,
+    :data:`rackbook.results.comparability.WEIGHTS`; then verified first, then nearest in
+    value; ties by id).
+    The verdict is :func:`rackbook.results.evidence.published_reading` over the verified
+    measurements that differ in no deciding part (``none published`` when there are none);
+    analogues and context rows never decide."""
+    doc = published_per_gpu_points()
+    weights: dict[str, float] = doc["weights"]
+    rows = []
+    for p in doc["points"]:
+        b = basis_mod.Basis(**p["basis"])
         deciding = basis_mod.differences(wb, b, DECIDING_PARTS)
         noted = basis_mod.differences(wb, b, NOTED_PARTS)
         value = float(p["value"])
@@ -179,14 +221,14 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
                 "unit": p["unit"],
                 "model": p["model"],
                 "hardware": p["hardware"],
-                "gpus": None if pd.isna(p["gpus"]) else int(p["gpus"]),
+                "gpus": p["gpus"],
                 "ratio": claimed / value if value > 0 else None,
                 "url": p["url"],
                 "verified": bool(p["verified"]),
                 "basis": b.short(),
                 "mismatch": "; ".join(why) or "like for like",
                 "like": like,
-                "distance": sum(evidence.WEIGHTS.get(k, 1.0) for k, _ in deciding + noted)
+                "distance": sum(weights.get(k, 1.0) for k, _ in deciding + noted)
                 + (p["role"] != "measurement"),
                 "dist": abs(math.log(claimed / value)) if value > 0 else math.inf,
                 "unverified": not bool(p["verified"]),
@@ -198,29 +240,28 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
             "no published per-GPU throughput point",
             {"closest": [], "basis": basis_text(wb)},
         )
-    df = pd.DataFrame(rows).sort_values(["distance", "unverified", "dist", "id"], kind="stable")
+    rows = sorted(rows, key=lambda r: (r["distance"], r["unverified"], r["dist"], r["id"]))
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
-    closest = [
-        {k: None if k == "gpus" and pd.isna(r[k]) else r[k] for k in keys}
-        for r in df.head(CLOSEST).to_dict("records")
-    ]
-    best = df.iloc[0]
-    ratio = (
-        f"the figure is {evidence.ratio_text(best['ratio'])} it" if best["ratio"] else "no ratio"
-    )
+    closest = [{k: r[k] for k in keys} for r in rows[:CLOSEST]]
+    best = rows[0]
+    ratio = f"the figure is {ratio_text(best['ratio'])} it" if best["ratio"] else "no ratio"
     near = (
         f"closest: {best['value']:,.6g} {best['unit']} ({best['model']}, {best['hardware']}; "
         f"{best['mismatch']}), {ratio}, {best['url']}"
     )
-    like = df[df["like"]]
-    extra = {"closest": closest, "basis": basis_text(wb), "decided_on": like["id"].tolist()}
-    if like.empty:
+    like = [r for r in rows if r["like"]]
+    extra = {"closest": closest, "basis": basis_text(wb), "decided_on": [r["id"] for r in like]}
+    if not like:
         return CheckVerdict(
             "none published",
             f"no verified published measurement of the same basis ({basis_text(wb)}); {near}",
             extra,
         )
-    r = evidence.published_reading("workload", claimed, like)
+    import pandas as pd  # the rare like-for-like case: the book's reading of them
+
+    from rackbook.results import evidence
+
+    r = evidence.published_reading("workload", claimed, pd.DataFrame(like))
     return CheckVerdict(r.verdict, f"{r.reason}; {near}", extra)
 
 
@@ -230,6 +271,11 @@ def this_run(
     """The this-run reading of the figure from the trace in ``trace_dir`` (None: untested)."""
     if trace_dir is None:
         return CheckVerdict("untested", "no trace given (--trace DIR)")
+    import pandas as pd
+
+    from rackbook.core.traces import read_trace
+    from rackbook.results import rack_scaling, verdicts
+
     check_trace_arg(trace_dir)
     t = read_trace(Path(trace_dir))
     acc = rack_scaling.token_accounting(t)
@@ -260,6 +306,8 @@ def this_run(
 def check_trace_arg(trace_dir: str | Path) -> None:
     """``--trace``: a trace folder of requests (not a published trace, not expert loads
     alone); :class:`InputError` otherwise, before any reading is made."""
+    from rackbook.core.traces import read_run, table_rows
+
     run = read_run(Path(trace_dir))
     if run.get("kind") == "published":
         raise InputError(
@@ -290,6 +338,8 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
         out.append("no speculative decoding (--tokens-per-step 1)")
     if args.kv_dtype is None and c.workload.get("kv_dtype"):
         out.append(f"KV cache stored in {c.workload['kv_dtype']} (the narrowest; --kv-dtype)")
+    if getattr(args, "precision", None) is None and c.workload.get("weights"):
+        out.append(f"weights at {c.workload['weights']} (--precision)")
     return out
 
 
@@ -298,10 +348,13 @@ def _attainable(
 ) -> tuple[dict[str, Any], str]:
     """The attainable reading of the check (JSON fields and its line); a calibration without
     a data sheet gives none and says why."""
-    from rackbook.core.calibration import read_calibration
     from rackbook.physics import attainable
 
-    cal = read_calibration(args.calibration) if getattr(args, "calibration", None) else None
+    cal = None
+    if getattr(args, "calibration", None):
+        from rackbook.core.calibration import read_calibration
+
+        cal = read_calibration(args.calibration)
     if c.limit.startswith("memory capacity"):
         return {"tok_s_per_gpu": None, "ratio": None, "deployment": None,
                 "calibration": None}, "none: the figure does not fit"  # fmt: skip
@@ -374,6 +427,7 @@ def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         counted=args.counted,
         isl=args.isl,
         osl=args.osl,
+        precision=getattr(args, "precision", None),
     )
 
 
@@ -522,7 +576,7 @@ def cli_check(args: argparse.Namespace) -> int:
     print(f"published: {pub.verdict} ({pub.reason})")
     for p in pub.extra.get("closest", []):
         gpus = "?" if p["gpus"] is None else int(p["gpus"])
-        ratio = "no ratio" if p["ratio"] is None else evidence.ratio_text(p["ratio"])
+        ratio = "no ratio" if p["ratio"] is None else ratio_text(p["ratio"])
         print(
             f"  {p['value']:,.6g} {p['unit']} ({p['model']}, {p['hardware']}, {gpus} GPUs): "
             f"figure {ratio}; {p['mismatch']}; {p['url']}"

@@ -23,6 +23,7 @@ from rackbook.core import basis as basis_mod
 from rackbook.core import traces
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
+from rackbook.physics.units import ratio_text as ratio_text
 
 #: Shipped published traces (folder under data/published/) -> what they hold.
 SHIPPED: dict[str, str] = {
@@ -112,11 +113,6 @@ def value_text(v: float, unit: str) -> str:
     if unit == "%":
         return f"{v:.3g} %"
     return f"{number_text(v)} {unit}"
-
-
-def ratio_text(x: float) -> str:
-    """A ratio: ``1.81x``, ``9.14x``, ``1,054x``."""
-    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"
 
 
 def text_or_none(v: object) -> str | None:

@@ -78,10 +78,12 @@ from rackbook.physics.roofline.kv import (
     window_bytes_per_sequence,
 )
 from rackbook.physics.roofline.weights import (
+    Served,
     Storage,
     WeightSplit,
     expert_bytes,
     moe_layers,
+    served,
     storage,
     weight_split,
 )
@@ -99,6 +101,7 @@ __all__ = [
     "KvReads",
     "PHASES",
     "ROUTINGS",
+    "Served",
     "Step",
     "Storage",
     "WeightSplit",
@@ -125,6 +128,7 @@ __all__ = [
     "moe_layers",
     "phase_layers",
     "sequences_fitting",
+    "served",
     "storage",
     "weight_split",
     "window_bytes_per_sequence",

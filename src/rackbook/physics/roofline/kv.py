@@ -58,6 +58,16 @@ def kv_rows_per_token(model: ModelSpec) -> Fraction:
     return sum((Fraction(1, r) for r in ratios), Fraction(0))
 
 
+def indexed_rows_per_token(model: ModelSpec) -> Fraction:
+    """Rows per token that carry an index key: those of the index-source layers when the model
+    names them (DeepSeek-V4-Flash: its CSA layers only), else every row."""
+    kc, a = model.kv_cache, model.attention
+    if a is None:
+        return kv_rows_per_token(model)
+    by_layer = dict(zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True))
+    return sum((Fraction(1, by_layer[s]) for s in a.index_sources if s in by_layer), Fraction(0))
+
+
 def kv_row_values(model: ModelSpec) -> tuple[int, int]:
     """Values of one row: (compressed KV, indexer key). The KV row is the head dim (or, with
     MLA, the latent rank plus the RoPE dims); the indexer key is the index head dim (0 if none)."""
@@ -89,9 +99,10 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     kv_vals, idx_vals = kv_row_values(model)
     kv_row = fmts.kv.bytes_for(kv_vals)
     idx_row = fmts.indexer.bytes_for(idx_vals)
-    total = rows * (kv_row + idx_row)
     ratios = model.kv_cache.compression_ratios or []
     layers = model.kv_cache.owning_layers or []
+    idx_rows = indexed_rows_per_token(model)
+    total = rows * kv_row + idx_rows * idx_row
 
     def _row(name: str, values: int, f: catalogs.RowFormat, b: Fraction) -> str:
         scales = (
@@ -110,9 +121,16 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     parts = [_row("KV", kv_vals, fmts.kv, kv_row)]
     if idx_vals:
         parts.append(_row("indexer", idx_vals, fmts.indexer, idx_row))
+    if idx_rows == rows:
+        per_tok = f"{frac_text(rows)} x {frac_text(kv_row + idx_row)}"
+    else:  # index keys on some layers only
+        per_tok = (
+            f"{frac_text(rows)} x {frac_text(kv_row)} + {frac_text(idx_rows)} indexed rows x "
+            f"{frac_text(idx_row)}"
+        )
     formula = (
         f"KV-owning layers: {layers_txt}; rows/token = {rows_txt}; row: {'; '.join(parts)}; "
-        f"bytes/token = {frac_text(rows)} x {frac_text(kv_row + idx_row)} = {frac_text(total)} B"
+        f"bytes/token = {per_tok} = {frac_text(total)} B"
     )
     return KvBytes(model.id, kv_dtype, rows, kv_row, idx_row, total, formula)
 

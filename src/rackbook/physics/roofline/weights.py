@@ -140,3 +140,73 @@ def storage(model: ModelSpec) -> Storage:
         f"{fmt(dense, 'B')}; total {fmt(routed + dense, 'B')}"
     )
     return Storage(routed, dense, formula)
+
+
+@dataclass(frozen=True)
+class Served:
+    """The weights a bound reads ``model`` at: the model with its weights in one format it is
+    published or served in (``model``), the format in words (``text``), and whether it was
+    stated (``stated``) or is the least bytes the catalog lists (``False``)."""
+
+    model: ModelSpec
+    routed_dtype: str
+    dense_dtype: str
+    text: str
+    stated: bool
+
+
+def _formats(model: ModelSpec) -> list[tuple[str, str, str]]:
+    """(routed dtype, dense dtype, checkpoint) of every format the catalog lists: the native
+    weights first, then each ``weights.served`` entry."""
+    w = model.weights
+    dense = w.dense_dtype or "bf16"
+    out = [(w.routed_expert_dtype or dense, dense, "as published")]
+    out += [(s.routed_expert_dtype, s.dense_dtype, s.checkpoint) for s in w.served]
+    return out
+
+
+def _with_format(model: ModelSpec, routed: str, dense: str) -> ModelSpec:
+    """``model`` with its routed experts at ``routed`` and the rest at ``dense``; the catalog's
+    bytes per expert kept only when the experts stay in their native dtype (else params x
+    bytes per param, scales not counted: the fewer bytes)."""
+    w = model.weights
+    if (routed, dense) == (w.routed_expert_dtype, w.dense_dtype):
+        return model
+    native = routed == (w.routed_expert_dtype or w.dense_dtype or "bf16")
+    weights = w.model_copy(
+        update={
+            "routed_expert_dtype": routed,
+            "dense_dtype": dense,
+            "routed_expert_bytes": w.routed_expert_bytes if native else None,
+        }
+    )
+    return model.model_copy(update={"weights": weights})
+
+
+def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
+    """The weights a bound reads: at ``expert_dtype`` when stated (a format of the catalog's
+    with those experts, else the native dense weights beside them), else the format the
+    catalog lists with the fewest stored bytes (routed + dense: :func:`storage`), since a bound
+    must hold for every format the model is served in.
+
+    DeepSeek-R1: native FP8, 58 x 256 experts x 44.04 MB = 653.9 GB routed + 17.1 GB dense;
+    NVFP4 experts (nvidia/DeepSeek-R1-NVFP4) 22.02 MB each: 326.9 + 17.1 = 344.0 GB, the one a
+    bound takes."""
+    formats = _formats(model)
+    if expert_dtype is not None:
+        check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
+        match = [f for f in formats if f[0] == expert_dtype]
+        routed, dense, ckpt = match[0] if match else (expert_dtype, formats[0][1], "as stated")
+        m = _with_format(model, routed, dense)
+        return Served(m, routed, dense, f"{routed} experts, {dense} dense ({ckpt}; stated)", True)
+
+    def stored(f: tuple[str, str, str]) -> float:
+        try:
+            return storage(_with_format(model, f[0], f[1])).total_bytes
+        except InputError:  # sizes unknown: order by bytes per expert parameter
+            return float(DENSE_BYTES_PER_PARAM[f[0]])
+
+    routed, dense, ckpt = min(formats, key=stored)
+    m = _with_format(model, routed, dense)
+    what = "the fewest bytes the catalog lists" if len(formats) > 1 else "the only format listed"
+    return Served(m, routed, dense, f"{routed} experts, {dense} dense ({ckpt}: {what})", False)
