@@ -237,7 +237,11 @@ def this_run(
     column = f"{col}_tok_s_per_gpu"
     per_gpu = acc[column].astype(float) if column in acc else pd.Series(dtype=float)
     if acc.empty or per_gpu.isna().all():
-        return CheckVerdict("untested", f"{trace_dir}: no point with a GPU count and {col} tokens")
+        return CheckVerdict(
+            "untested",
+            f"{trace_dir}: no point with a GPU count and {col} tokens (rackbook import "
+            "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
+        )
     top = acc.loc[per_gpu.idxmax()]
     key = _key(model).removeprefix("deepseek-")
     testable = verdicts.can_test(t.run, (gpu.upper(),), key)
