@@ -166,6 +166,10 @@ def check_parameters(
                 from rackbook.results.readable import check_trace
 
                 check_trace(result, folder, field)
+            if result == "single-user":  # one stream, measurable: before any kernel
+                from rackbook.results.single_user import check_one_stream
+
+                check_one_stream(folder, merged.get("point_id"), field)
             continue
         if result is not None and name in schema.NOTEBOOK.get(result, {}):
             continue  # checked against its declaration above
