@@ -37,6 +37,7 @@ def test_declared_gpus_are_recorded_beside_the_importing_machine(tmp_path, run_c
         "import", "vllm-bench", str(FIXTURE), "-o", str(out), "--gpu", "B300", "--gpus", "4"
     )
     assert code == 0, err
+    assert stdout.strip().endswith(", on 4 x B300 (declared at import)"), stdout
     run = json.loads((out / "run.json").read_text())
     hw = run["hardware"]
     assert hw["declared"]["gpu"] == "b300" and hw["declared"]["count"] == 4

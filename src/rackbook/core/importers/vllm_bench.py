@@ -298,8 +298,12 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
 
 
 def summary(t: traces.Trace) -> str:
-    """``N requests, G gaps, trace_id ID``."""
-    return f"{len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
+    """``N requests, G gaps, trace_id ID``, then ``, on 4 x B300 (declared at import)`` where
+    the user declared the GPUs (``--gpu ID --gpus N``)."""
+    line = f"{len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
+    if isinstance((t.run.get("hardware") or {}).get("declared"), dict):
+        line += f", on {provenance.hardware_label(t.run)}"
+    return line
 
 
 def import_vllm_bench(
