@@ -60,7 +60,7 @@ def test_check_reads_this_run_on_the_declared_hardware(tmp_path, run_cli, fixtur
     assert code == 0, err
     line = stdout.splitlines()[-1]
     assert line.startswith("this run: consistent"), line
-    assert f"{per_gpu:,.1f} tok/s per GPU" in line
+    assert f"{per_gpu:,.1f} tok/s per GPU" in line and "from the figure's " in line
     code, stdout, _ = _check(run_cli, out, per_gpu * 3)
     assert stdout.splitlines()[-1].startswith("this run: inconsistent")
     # another GPU than the one declared: untested, naming the declared hardware

@@ -258,7 +258,8 @@ def this_run(
         run=t.run,
         needs=f"a recording of {model} on {gpu}",
     )
-    return CheckVerdict(r.verdict, r.reason)
+    # the figure checked is the one given (--tok-s), not a published one
+    return CheckVerdict(r.verdict, r.reason.replace("from the published ", "from the figure's "))
 
 
 def check_trace_arg(trace_dir: str | Path) -> None:
