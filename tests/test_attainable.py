@@ -194,7 +194,7 @@ def test_check_json_carries_the_attainable_reading(run_cli, tmp_path):
 
 
 def test_cached_share_unknown_gives_the_threshold(run_cli):
-    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", "954000"]
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", "954000", "--per", "gpu"]
     argv += ["--counted", "total", "--isl", "100000", "--osl", "1000"]
     code, out, _ = run_cli("check", *argv, "--cached-share", "unknown", "--json")
     assert code == 0

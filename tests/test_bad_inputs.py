@@ -1041,7 +1041,11 @@ def test_recipes_bad_topology_file(tmp_path, run_cli, content, field, problem):
 def test_recipes_unknown_system(tmp_path, run_cli):
     p = _yaml_variant(TOPOLOGY, tmp_path / "t.yaml", _nested("system.catalog_id", "nope"))
     err = cli_error(run_cli, tmp_path, "recipes", "--topology", str(p), "-o", str(tmp_path / "g"))
-    assert f"error: {p}: system.catalog_id: unknown system; known: gb200-nvl72, gb300-nvl72" in err
+    assert (
+        f"error: {p}: system.catalog_id: data/hardware.yaml: unknown system; "
+        "known: gb200-nvl72, gb300-nvl72"
+    ) in err
+    assert "or describe the nodes without the catalog: system.gpu" in err
 
 
 def test_recipes_output_is_a_file(tmp_path, run_cli):

@@ -261,3 +261,52 @@ def test_a_folder_of_the_users_is_refused_before_any_work(run_cli, tmp_path) -> 
     code, out, err = run_cli("calibrate", "--device", "cpu", "-o", str(mine))
     assert code == 2 and err.startswith(f"error: {mine}: -o: ") and err.count("\n") == 1, err
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+class _Stream:
+    """A stand-in for stderr: a terminal or not."""
+
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, []
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        self.text.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_the_progress_bar_is_drawn_only_on_a_terminal(tty, monkeypatch) -> None:
+    """A log file or a pipe gets no bar (tqdm's carriage returns); a terminal gets one."""
+    err = _Stream(tty)
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = kernels.progress_bar(3, True)
+    bar.update(1)
+    bar.close()
+    drawn = "".join(err.text)
+    assert (drawn != "") is tty, drawn
+    off = kernels.progress_bar(3, False)  # progress off: nothing even on a terminal
+    off.update(1)
+    off.close()
+    assert "".join(err.text) == drawn
+
+
+def test_a_calibration_without_a_data_sheet_says_why_in_a_whole_sentence(tmp_path) -> None:
+    """Calibrate's line for a device without a data sheet (a CPU) and check's reason are whole
+    sentences saying there is no attainable estimate and why, not a cut "needs a GPU's"."""
+    line = calibrate.NO_ATTAINABLE
+    assert line[0].isupper() and line.endswith(".") and "no attainable estimate" in line
+    assert "data/hardware.yaml" in line and "a CPU" in line
+    cpu = calibration.read_calibration()
+    cpu.run = {**cpu.run, "spec": None}
+    from rackbook.errors import InputError
+    from rackbook.physics import attainable
+
+    with pytest.raises(InputError) as exc:
+        attainable.efficiencies(cpu)
+    assert exc.value.problem.endswith("the share of a GPU's data sheet that its kernels reach")

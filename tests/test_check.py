@@ -259,10 +259,11 @@ def test_cli_errors_are_one_line(run_cli, argv, problem):
 
 def test_cli_json_is_the_last_line(run_cli):
     code, out, _ = run_cli(
-        "check", "--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", "954000", "--json"
-    )
+        "check", "--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", "954000", "--json",
+        "--per", "gpu",
+    )  # fmt: skip
     assert code == 0
-    assert out.splitlines()[0].startswith("954,000 output tok/s per GPU (assumed: --per not given")
+    assert out.splitlines()[0].startswith("954,000 output tok/s per GPU (--per gpu)")
     d = json.loads(out.splitlines()[-1])
     assert set(d) == {"physics", "published", "this_run"}
     assert all({"verdict", "reason"} <= set(v) for v in d.values())
@@ -441,18 +442,29 @@ def test_out_of_range_workloads_are_one_error_line(run_cli, extra, problem):
     assert out == ""
 
 
-def test_the_per_gpu_default_is_said_and_total_divides(run_cli):
-    """One user's 826 tok/s on 4 B300 read per GPU is 4 x 826 of GPU work: the first line
-    says which reading it is; --per total reads 826 / 4 = 206.5 per GPU."""
+def test_without_per_several_gpus_read_as_their_total_and_say_so(run_cli):
+    """ "Our 8 x H200 does 12,000 tok/s" is the eight GPUs' total: without --per a figure over
+    several GPUs reads in total (said as assumed in the first line); --per gpu reads each
+    GPU's; over one GPU the two agree. One user's 826 tok/s on 4 B300: 826 / 4 = 206.5."""
     argv = ["--model", V41, "--gpu", "b300", "--gpus", "4", "--tok-s", "826", "--batch", "1"]
-    _, out, _ = run_cli("check", *argv, "--tokens-per-step", "3.51")
-    assert "(assumed: --per not given" in out.splitlines()[0]
-    _, out, _ = run_cli("check", *argv, "--tokens-per-step", "3.51", "--per", "total")
-    assert (
-        out.splitlines()[0] == "826 output tok/s in total over 4 GPUs (--per total): 206.5 per GPU"
+    _, out, _ = run_cli("check", *argv, "--tokens-per-step", "3.51", "--json")
+    first = out.splitlines()[0]
+    assert first.startswith("826 output tok/s in total over 4 GPUs (assumed: --per not given")
+    assert first.endswith(": 206.5 per GPU")
+    d = json.loads(out.splitlines()[-1])["physics"]
+    assert d["per"] == "total" and d["per_assumed"] is True
+    assert d["claimed_tok_s_per_gpu"] == pytest.approx(206.5)
+    _, same, _ = run_cli("check", *argv, "--tokens-per-step", "3.51", "--per", "total")
+    assert same.splitlines()[0] == (
+        "826 output tok/s in total over 4 GPUs (--per total): 206.5 per GPU"
     )
     # 206.5 / (8,958 / 4 = 2,239.5): 0.0922x the fewest-bytes bound
-    assert "physics: possible (206 output tok/s per GPU is 0.0922x" in out
+    assert "physics: possible (206 output tok/s per GPU is 0.0922x" in same
+    _, each, _ = run_cli("check", *argv, "--tokens-per-step", "3.51", "--per", "gpu")
+    assert each.splitlines()[0] == "826 output tok/s per GPU (--per gpu): 826.0 per GPU"
+    one = ["--model", V41, "--gpu", "b300", "--gpus", "1", "--tok-s", "826", "--batch", "1"]
+    _, out, _ = run_cli("check", *one)
+    assert out.splitlines()[0].startswith("826 output tok/s per GPU (one GPU: per GPU and in")
 
 
 def test_this_run_reads_a_trace(run_cli):

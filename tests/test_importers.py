@@ -92,6 +92,10 @@ DAY = "2026-01-01"
          "sglang-cookbook imports are always kind published"),
         ("inferencex", {"model": "m"}, "--model", "only for mlperf, not inferencex"),
         ("sglang-cookbook", {"model": "m"}, "--model", "only for mlperf, not sglang-cookbook"),
+        ("mlperf", {"hardware": importers.DeclaredGpus("b300", "B300", "B300", 4, "h.yaml")},
+         "--gpu", "only for vllm-bench, not mlperf (each row names its own)"),
+        ("offline-engine", {"hardware": importers.DeclaredGpus("b300", "B", "B", 4, "h.yaml")},
+         "--gpu", "not for offline-engine (the file says it)"),
         ("nope", {}, "format", "unknown 'nope'; expected one of vllm-bench, offline-engine, "
          "inferencex, mlperf, sglang-cookbook"),
     ],
@@ -105,7 +109,8 @@ def test_options_that_do_not_fit_the_format_are_refused(fmt, options, flag, prob
 @pytest.mark.parametrize("fmt", list(importers.REGISTRY))
 def test_every_option_a_format_lists_is_accepted(fmt):
     given = {"labels": {"a": "b"}, "kind": "published", "engine": "e", "model": "m",
-             "source_url": URL, "source_date": "2026-01-01"}  # fmt: skip
+             "source_url": URL, "source_date": "2026-01-01",
+             "hardware": importers.DeclaredGpus("b300", "B300", "B300", 4, "hw.yaml")}  # fmt: skip
     f = importers.REGISTRY[fmt]
     importers.check_options(fmt, "IN", importers.Options(**{o: given[o] for o in f.options}))
 

@@ -32,7 +32,16 @@ def test_own_traces_build_an_own_book(tmp_path, run_cli, executed, monkeypatch):
     other = json.loads((out / "decode-parity.json").read_text())
     assert other["trace_ids"] != ["mine-0001"]  # ran on the shipped trace
     glance = (paths.BUILD / "site" / "book" / "generated" / "at-a-glance.md").read_text()
-    assert "shipped recordings |" in glance.splitlines()[0]
+    assert glance.splitlines()[0].endswith(
+        "| this run, your traces | this run, shipped recordings |"
+    )
+    reused = json.loads((executed / "decode-parity.json").read_text())
+    dp = next(r for r in glance.splitlines() if "</notebooks/decode-parity>" in r)
+    shipped_dp = next(r for r in reused["readings"] if r["reading"] == "this run")["verdict"]
+    assert dp.endswith(f"| - | {shipped_dp} |")  # not the reader's: the shipped column has it
+    su = next(r for r in glance.splitlines() if "</notebooks/single-user>" in r)
+    yours = next(r for r in doc["readings"] if r["reading"] == "this run")["verdict"]
+    assert su.split("|")[-3].strip() == yours
     assert (paths.BUILD / "html" / "notebooks" / "single-user.html").is_file()
 
 

@@ -68,7 +68,7 @@ def test_at_a_glance_gives_each_claim_its_finding_and_certainty(tmp_path):
         "Physically possible: physics reason. Above every published like-for-like point."
     )
     assert cells[2] == "**like-for-like published**: rests on like-for-like published figures"
-    assert cells[3] == "not run"  # the reference column
+    assert cells[3] == "not run" and len(cells) == 4  # the shipped recordings' column
     _, _, flipped = row({"physics": "impossible", "published": "none published", "this run": "x"})
     assert flipped[1] == "Physically impossible: physics reason." and flipped[2].startswith(
         "**physics bounds only**"
@@ -84,6 +84,41 @@ def test_at_a_glance_gives_each_claim_its_finding_and_certainty(tmp_path):
     assert len(lines) == 1 and cells[0].startswith("**0.35**: ")
     assert "**0.94**: " in cells[0] and "**97 %**: " in cells[0]
     assert cells[1].count("Physically possible") == 3 and "**97 %**: Physically" in cells[1]
+
+
+def test_at_a_glance_shows_the_readers_this_run_beside_the_shipped_one(tmp_path):
+    """A book built from one's own traces: the "your traces" column holds the reader's
+    this-run verdicts (``-`` for a chapter that ran on the shipped trace), the shipped column
+    the shipped recordings'."""
+
+    def headline(folder, verdict):
+        folder.mkdir(exist_ok=True)
+        readings = [
+            {"claim_id": c.id, "reading": k, "verdict": verdict if k == "this run" else "possible",
+             "margin": "-", "reason": "r"}
+            for c in load_claims().for_result("single-user")
+            for k in ("physics", "published", "this run")
+        ]  # fmt: skip
+        doc = {"result": "single-user", "headlines": [], "readings": readings}
+        (folder / "single-user.json").write_text(json.dumps(doc))
+
+    yours, shipped = tmp_path / "yours", tmp_path / "shipped"
+    headline(yours, "inconsistent")
+    headline(shipped, "untested")
+
+    def cells(mine):
+        text = pages.at_a_glance(yours, reference=shipped, mine=mine)
+        head = text.splitlines()[0]
+        assert head.endswith("| this run, your traces | this run, shipped recordings |")
+        row = next(r for r in text.splitlines() if "(chapter 6)" in r)
+        return [c.strip() for c in row.strip("|").split("|")][3:], text
+
+    got, text = cells(["single-user"])
+    assert got == ["inconsistent", "untested"]
+    assert "*This run, your traces*" in text
+    assert cells([])[0] == ["-", "untested"]  # ran on the shipped trace
+    plain = pages.at_a_glance(yours, reference=shipped)  # book --out DIR: one column
+    assert plain.splitlines()[0].endswith("| certainty | this run, shipped recordings |")
 
 
 def test_claim_card_states_the_claims_and_as_published_quotes_the_source():

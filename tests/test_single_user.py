@@ -8,6 +8,7 @@ import copy
 import json
 import math
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -236,17 +237,8 @@ def _one_stream(tmp_path, output_tokens: int, gpus=None, hardware=None, testable
             "one stream at 1,000.0 tok/s on 4 accelerators, +21.1% from the published 826 "
             "(tolerance 10%)",
         ),
-        # one output token: no decode time, the speed is unknown
-        (
-            1,
-            4,
-            {},
-            B300,
-            "untested",
-            "one stream at nan tok/s on 4 accelerators: unknown in this trace",
-        ),
     ],
-    ids=["cpu", "b300-wrong-gpu-count", "within-tolerance", "outside-tolerance", "no-decode"],
+    ids=["cpu", "b300-wrong-gpu-count", "within-tolerance", "outside-tolerance"],
 )
 def test_every_run_reading(tmp_path, output_tokens, gpus, params, hardware, verdict, reason):
     t = _one_stream(tmp_path, output_tokens, gpus, hardware)
@@ -406,3 +398,56 @@ def test_values_hold_every_glued_name():
     assert glued and glued <= set(
         single_user.analyse(read_trace(paths.TRACES / "single-user")).values()
     )
+
+
+# --------------------------------------------------------------------------------------------
+# What is not one measurable stream is refused, not read as "one stream at nan tok/s"
+
+V41_FIXTURE = Path(__file__).parent / "fixtures" / "vllm-bench-v41-flash" / "synthetic-c8.json"
+
+
+@pytest.mark.parametrize(
+    ("over", "problem"),
+    [
+        # one output token: no decode time, the speed would be nan
+        ({"output_lens": [1], "itls": [[]]}, "no successful request with a decode step"),
+        ({"errors": ["boom"]}, "no successful request: every request failed"),
+    ],
+    ids=["no-decode", "all-failed"],
+)
+def test_a_stream_without_a_measurable_request_is_an_error(tmp_path, over, problem):
+    t = _one_stream(tmp_path, 901, 4, B300)
+    for key, value in over.items():  # the request table as the importer would have it
+        col = {"output_lens": "output_tokens", "errors": "error"}.get(key)
+        if col:
+            t.requests[col] = value
+    if "errors" in over:
+        t.requests["success"] = False
+    with pytest.raises(InputError) as exc:
+        single_user.analyse(t)
+    assert exc.value.field == "requests" and problem in exc.value.problem
+
+
+def test_several_requests_in_flight_are_not_one_stream(tmp_path):
+    """Two requests overlapping in time (no concurrency recorded): refused, naming how many
+    were in flight; one after the other (within the clock tolerance) is one stream."""
+    t = _trace(tmp_path, start_times=[0.0, 0.05, 100.0])  # the first two overlap
+    t.requests["concurrency"] = pd.array([pd.NA] * 3, dtype="Int64")
+    problem = single_user.stream_problem(t.requests)
+    assert problem is not None and problem.startswith("not one stream: up to 2 requests")
+    lat = t.requests["e2el_s"].tolist()
+    # each starts as the one before ends (half a millisecond early: the clocks' tolerance)
+    t.requests["start_time_s"] = [0.0, lat[0] - 0.0005, lat[0] + lat[1]]
+    assert single_user.stream_problem(t.requests) is None
+
+
+def test_a_concurrency_8_benchmark_is_refused_before_any_work(tmp_path, run_cli):
+    """A vllm bench serve result at max_concurrency 8 (synthetic fixture): `run single-user`
+    refuses it in one line naming the concurrency, before a kernel starts (no output)."""
+    trace = tmp_path / "t"
+    assert run_cli("import", "vllm-bench", str(V41_FIXTURE), "-o", str(trace))[0] == 0
+    out = tmp_path / "out"
+    code, _, err = run_cli("run", "single-user", "-p", "trace", str(trace), "--out", str(out))
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert "not one stream: recorded at concurrency 8" in err and "parameter trace" in err
+    assert not (out / "single-user.json").exists()

@@ -98,8 +98,8 @@ def test_generation_is_deterministic(topo, tmp_path):
     a = recipes.write_recipes(topo, tmp_path / "a")
     b = recipes.write_recipes(again, tmp_path / "b")
     assert [str(p.relative_to(tmp_path / "a")) for p in a] == list(recipes.RECIPE_FILES)
-    for pa, pb in zip(a, b, strict=True):
-        assert pa.read_bytes() == pb.read_bytes()
+    for pa, pb in zip(a, b, strict=True):  # the Slurm script names its own folder
+        assert pa.read_bytes().replace(b"/a/", b"/b/") == pb.read_bytes()
 
 
 def test_committed_recipes_are_current(topo):
@@ -480,3 +480,94 @@ def test_params_files_use_only_declared_names(topo, tmp_path):
     assert (eplb["ep_size"], eplb["redundant"]) == (64, 64)  # decode DEP64, 64 redundant
     ctx = read_params_file(tmp_path / "g" / "params" / "context-latency.yaml")
     assert ctx["context_lengths"] == [128_000, 256_000, 512_000, 855_000]
+
+
+# ---------------------------------------------------------------------------------------------
+# a user's own cluster: recipes where -o says, optional sections, nodes outside the catalog
+
+
+def test_the_slurm_script_names_the_folder_it_was_written_to(topo, tmp_path, run_cli):
+    out = tmp_path / "my recipes"
+    code, _, err = run_cli("recipes", "--topology", str(DEFAULT), "-o", str(out))
+    assert code == 0, err
+    text = (out / "slurm.sbatch").read_text()
+    quoted = f"'{out}/slurm.sbatch'"
+    assert f"# Submit from the repository root: sbatch {quoted}\n" in text
+    assert "env/cluster/generated" not in text
+    default = recipes.render_recipes(topo)["slurm.sbatch"]  # the checkout's folder
+    assert "sbatch env/cluster/generated/slurm.sbatch" in default
+
+
+def _drop(*sections: str):
+    def edit(data: dict) -> None:
+        for section in sections:
+            del data[section]
+
+    return edit
+
+
+def test_a_slurm_only_cluster_needs_no_kubernetes_section(tmp_path):
+    t = topology.load_topology(_variant(tmp_path, _drop("kubernetes")))
+    assert t.kubernetes is None
+    written = recipes.write_recipes(t, tmp_path / "g")
+    names = {str(p.relative_to(tmp_path / "g")) for p in written}
+    assert "slurm.sbatch" in names and "kubernetes.yaml" not in names
+    assert not (tmp_path / "g" / "kubernetes.yaml").exists()
+    k8s_only = topology.load_topology(_variant(tmp_path, _drop("slurm")))
+    names = set(recipes.render_recipes(k8s_only))
+    assert "kubernetes.yaml" in names and "slurm.sbatch" not in names
+
+
+def _two_nodes(data: dict) -> None:
+    """Two 8-GPU B300 nodes, one worker each: a cluster no catalog system describes."""
+    data["system"] = {"gpu": "b300", "nodes": 2, "gpus_per_node": 8}
+    data["workers"]["prefill"]["gpus"] = 8
+    data["workers"]["decode"]["gpus"] = 8
+    data["workers"]["decode"]["num_redundant_experts"] = 0
+    data["bench"].update(num_gpus=16, gpus_per_node=8)
+
+
+def test_a_two_node_cluster_is_described_without_editing_the_catalog(tmp_path, run_cli):
+    t = topology.load_topology(_variant(tmp_path, _two_nodes))
+    assert (t.total_gpus, t.total_nodes, t.system_gpus, t.gpu_id) == (16, 2, 16, "b300")
+    assert t.system_label == "2 nodes of 8 B300"
+    assert "#SBATCH --nodes=2\n" in slurm.slurm_script(t)
+    assert "#SBATCH --gpus-per-node=8\n" in slurm.slurm_script(t)
+    files = notebook_params.params_files(t)
+    assert files["rack-scaling"]["gpus_per_replica"] == 16
+    assert {files[r]["gpu_id"] for r in ("decode-parity", "rack-scaling")} == {"b300"}
+    code, out, err = run_cli(
+        "recipes", "--topology", str(tmp_path / "topology.yaml"), "-o", str(tmp_path / "g")
+    )
+    assert code == 0, err
+    assert "16 of 16 GPUs, 2 nodes" in out
+
+    def too_many(data: dict) -> None:
+        _two_nodes(data)
+        data["system"]["nodes"] = 1
+
+    with pytest.raises(InputError) as exc:
+        topology.load_topology(_variant(tmp_path, too_many))
+    assert exc.value.field == "workers" and "16 GPUs > the 8 GPUs of 1 node of 8 B300" in str(
+        exc.value
+    )
+
+
+@pytest.mark.parametrize(
+    ("system", "field", "problem"),
+    [
+        ({"catalog_id": "gb999", "gpus_per_node": 4}, "system.catalog_id",
+         "data/hardware.yaml: unknown system; known:"),
+        ({"catalog_id": "gb999", "gpus_per_node": 4}, "system.catalog_id",
+         "or describe the nodes without the catalog: system.gpu (a GPU id), system.nodes"),
+        ({"gpu": "b999", "nodes": 2, "gpus_per_node": 8}, "system.gpu",
+         "data/hardware.yaml: unknown GPU"),
+        ({"gpu": "b300", "gpus_per_node": 8}, "system", "or gpu (a GPU id of data/hardware.yaml)"),
+        ({"catalog_id": "gb300-nvl72", "gpu": "b300", "nodes": 2, "gpus_per_node": 4},
+         "system.catalog_id", "not both"),
+    ],
+)  # fmt: skip
+def test_an_unknown_system_names_the_catalog_file(tmp_path, system, field, problem):
+    with pytest.raises(InputError) as exc:
+        topology.load_topology(_variant(tmp_path, _set("system", system)))
+    assert exc.value.field == field and problem in exc.value.problem, str(exc.value)

@@ -213,7 +213,7 @@ ROUTER = {
     ("edit", "field", "problem"),
     [
         (_set("system.catalog_id", "gb300-nvl72"), "system.catalog_id", "must be null with device"),
-        (_set("system.device", "gpu"), "system.catalog_id", "null needs device cpu"),
+        (_set("system.device", "gpu"), "system", "GPU nodes need catalog_id"),
         (_set("system.device", "tpu"), "system.device", ""),
         (_second_worker, "workers", "an aggregated worker (serve) must be the only worker"),
         (_set("router", ROUTER), "router", "must be null with one aggregated worker"),

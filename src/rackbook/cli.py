@@ -123,6 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="vllm-bench: trace kind (default recorded); published imports are always published",
     )
+    s.add_argument(
+        "--gpu",
+        default=None,
+        metavar="ID",
+        help="vllm-bench: the GPU the benchmark ran on, an id in data/hardware.yaml (as check "
+        "--gpu takes; with --gpus), recorded as declared beside the importing machine",
+    )
+    s.add_argument(
+        "--gpus",
+        type=_flag("check", "gpus"),
+        default=None,
+        metavar="N",
+        help="vllm-bench: how many GPUs served the benchmark (with --gpu)",
+    )
 
     s = sub.add_parser("summarize", help="vLLM-defined metrics of a trace")
     s.add_argument("trace", help="trace folder")
@@ -222,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--per",
         choices=["gpu", "total"],
         default=None,
-        help="per GPU or in total over --gpus (not given: per GPU, said in the first line)",
+        help="per GPU or in total over --gpus (not given: in total over several GPUs, as "
+        "'8 x H200 does 12,000 tok/s' reads; per GPU for one; said in the first line)",
     )
     s.add_argument(
         "--counted",
@@ -578,8 +593,25 @@ def cli_calibrate(args: argparse.Namespace) -> int:
     return calibrate.cli_calibrate(args, catalog)
 
 
+def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
+    """``import --gpu ID --gpus N`` looked up in the hardware catalog (an unknown id: one line
+    naming the catalog file to add it to); None when neither is given."""
+    gpu, count = getattr(args, "gpu", None), getattr(args, "gpus", None)
+    if gpu is None and count is None:
+        return None
+    if gpu is None or count is None:
+        given, missing = ("--gpu", "--gpus N") if count is None else ("--gpus", "--gpu ID")
+        raise InputError("-", given, f"needs {missing} too: declare the GPU and how many")
+    from rackbook.inputs import catalogs, loader
+
+    spec = catalogs.gpu(gpu)
+    shown = loader.display_path(paths.DATA / "hardware.yaml")
+    return importers.DeclaredGpus(spec.id, spec.label, spec.name, int(count), str(shown))
+
+
 def _import_options(args: argparse.Namespace) -> importers.Options:
     return importers.Options(
+        hardware=_declared_gpus(args),
         labels=dict(args.label),
         kind=args.kind,
         engine=args.engine,

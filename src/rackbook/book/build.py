@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -159,9 +160,15 @@ def _stage_notebook(src: Path, dst: Path) -> None:
     dst.write_text(json.dumps(nb, indent=1), encoding="utf-8")
 
 
-def stage_book(executed: Path, site: Path, reference: Path | None = None) -> Path:
+def stage_book(
+    executed: Path,
+    site: Path,
+    reference: Path | None = None,
+    mine: Collection[str] | None = None,
+) -> Path:
     """Copy the book's sources and the executed notebooks into ``site``; generate pages
-    (``reference``: the results on the shipped recordings, shown beside a reader's own)."""
+    (``reference``: the results on the shipped recordings, shown beside a reader's own;
+    ``mine``: the results executed on the reader's traces)."""
     from rackbook.book import pages
 
     present = available_results()
@@ -183,7 +190,7 @@ def stage_book(executed: Path, site: Path, reference: Path | None = None) -> Pat
         (staging / "notebooks").mkdir()
         for r in present:
             _stage_notebook(executed / f"{r}.ipynb", staging / "notebooks" / f"{r}.ipynb")
-        pages.generate(staging / "book" / "generated", executed, reference)
+        pages.generate(staging / "book" / "generated", executed, reference, mine)
         # Only files whose bytes changed are rewritten, so Sphinx rebuilds only those pages.
         sync_tree(staging, site)
     finally:
@@ -226,6 +233,7 @@ def build_book(
     force: bool = False,
     html: str | Path | None = None,
     reference: Path | None = None,
+    mine: Collection[str] | None = None,
 ) -> Path:
     """Stage and build the HTML book; returns the path of ``index.html``.
 
@@ -235,7 +243,7 @@ def build_book(
     successful build with the same options, Jupyter Book is not started at all. ``force``
     rebuilds every page. With ``html`` the staging and the build happen in a temporary
     sibling of ``html``, which then replaces ``html`` whole (the checkout's ``_build`` is not
-    touched; a failed build leaves nothing). ``reference``: see :func:`stage_book`."""
+    touched; a failed build leaves nothing). ``reference``, ``mine``: see :func:`stage_book`."""
     from rackbook.book.sitesync import read_stamp, tree_digest, write_stamp
 
     executed = paths.resolve(out) if out else paths.EXECUTED
@@ -246,7 +254,7 @@ def build_book(
         target = check_output_folder(Path(html), "--html")
         with atomic_dir(target, kind="html", field="--html") as tmp:
             work = tmp / ".work"
-            site = stage_book(executed, work / "_build" / "site", reference)
+            site = stage_book(executed, work / "_build" / "site", reference, mine)
             log = work / "book-build.log"
             try:
                 _jupyter_book(site, work, strict, force, log)
@@ -259,7 +267,7 @@ def build_book(
         return target / "index.html"
     if paths.BUILD.name != "_build":
         raise InputError(paths.BUILD, "RACKBOOK_BUILD", "must name a folder called _build")
-    site = stage_book(executed, paths.BUILD / "site", reference)
+    site = stage_book(executed, paths.BUILD / "site", reference, mine)
     index = paths.BUILD / "html" / "index.html"
     stamp = paths.BUILD / ".book-built"
     lock = paths.ROOT / "env" / "requirements-book.lock"
@@ -355,6 +363,7 @@ def cli_book(args: argparse.Namespace) -> int:
     written = {"--html": html, "--out": results if traces_dir else None}
     read = {"--traces": traces_dir, "--reuse": reuse, "--out": None if traces_dir else results}
     fsio.refuse_overlap(written, read)
+    mine: list[str] = []
     with contextlib.ExitStack() as held:  # each output's lock, for the whole build
         for field, folder in written.items():
             if folder is not None:
@@ -372,6 +381,13 @@ def cli_book(args: argparse.Namespace) -> int:
                 fsio.refuse_special(reuse, "--reuse", result_files())
             mine = run_on_traces(traces_dir, results, reuse, force)
             print(f"your traces: {', '.join(mine)}")
-        index = build_book(results, args.strict, force, html=html, reference=reuse)
+        index = build_book(
+            results,
+            args.strict,
+            force,
+            html=html,
+            reference=reuse,
+            mine=mine if traces_dir else None,
+        )
     print(f"book: {index}")
     return 0

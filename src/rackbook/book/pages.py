@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,10 @@ def landing_row(
 
 
 def at_a_glance(
-    executed: Path, registry: Registry | None = None, reference: Path | None = None
+    executed: Path,
+    registry: Registry | None = None,
+    reference: Path | None = None,
+    mine: Collection[str] | None = None,
 ) -> str:
     """The landing page's answers: one row per claim as the write-up makes it (figures derived
     from a claim in its row, ``derived_from`` in the claims registry), with the claim (linked
@@ -159,26 +163,47 @@ def at_a_glance(
     (:func:`rackbook.results.conclusions.finding`) and the graded certainty with its reasons
     (:mod:`rackbook.results.certainty`), read from the headline JSONs in ``executed``. With
     ``reference`` (the shipped recordings' results), a column shows their "this run" verdicts
-    beside the reader's."""
+    beside the reader's; with ``mine`` too (``book --traces``: the results executed on the
+    reader's traces), a column before it gives the reader's "this run" verdicts (``-`` for a
+    result that ran on the shipped trace)."""
     reg = registry or load_claims()
     head = "| claim | decisive finding | certainty |"
     rule = "|---|---|---|"
+    if reference is not None and mine is not None:
+        head, rule = head + " this run, your traces |", rule + "---|"
     if reference is not None:
         head, rule = head + " this run, shipped recordings |", rule + "---|"
     rows = [head, rule]
     for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
         ref = _readings(reference, result) if reference is not None else None
+        yours = _readings(executed, result) if result in (mine or ()) else {}
         found = _row_conclusions(executed, result)
         for parent, derived in reg.rows(result):
             link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
             claim, text, grade = landing_row(parent, derived, found)
             row = f"| {claim} ({link}) | {text} | {grade} |"
+            if reference is not None and mine is not None:
+                row += f" {_run_verdict(yours, parent.id)} |"
             if reference is not None:  # the verdict word only: the row stays one screen line
-                got = ref.get((parent.id, "this run")) if ref is not None else None
-                row += f" {'not run' if ref is None else got['verdict'] if got else '-'} |"
+                row += f" {_run_verdict(ref, parent.id)} |"
             rows.append(row)
-    return "\n".join(rows) + "\n\n" + attainable_note() + "\n"
+    note = attainable_note() + "\n"
+    if reference is not None and mine is not None:
+        note = (
+            "*This run, your traces*: each claim's verdict on the trace you gave (`-`: the "
+            "chapter ran on the shipped trace).\n\n" + note
+        )
+    return "\n".join(rows) + "\n\n" + note
+
+
+def _run_verdict(readings: dict[tuple[str, str], dict] | None, claim_id: str) -> str:
+    """A landing cell: the "this run" verdict of ``claim_id`` in ``readings``; ``not run``
+    without results, ``-`` where they hold no such reading."""
+    if readings is None:
+        return "not run"
+    got = readings.get((claim_id, "this run"))
+    return str(got["verdict"]) if got else "-"
 
 
 def attainable_note() -> str:
@@ -668,10 +693,16 @@ def _rerun_deployment() -> str:
     return rerun.deployment()
 
 
-def generate(folder: Path, executed: Path, reference: Path | None = None) -> list[Path]:
+def generate(
+    folder: Path,
+    executed: Path,
+    reference: Path | None = None,
+    mine: Collection[str] | None = None,
+) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written. ``reference``:
     where the results executed on the shipped recordings are (default the build's
-    ``executed`` folder), shown beside a reader's own results."""
+    ``executed`` folder), shown beside a reader's own results; ``mine``: the results executed
+    on the reader's traces (:func:`at_a_glance`)."""
     folder.mkdir(parents=True, exist_ok=True)
     translation_trace = paths.TRACES / "decode-parity"
     written = [
@@ -695,6 +726,7 @@ def generate(folder: Path, executed: Path, reference: Path | None = None) -> lis
             at_a_glance(
                 executed,
                 reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
+                mine=mine,
             ),
         ),
         atomic_write_text(

@@ -166,6 +166,10 @@ def check_parameters(
                 from rackbook.results.readable import check_trace
 
                 check_trace(result, folder, field)
+            if result == "single-user":  # one stream, measurable: before any kernel
+                from rackbook.results.single_user import check_one_stream
+
+                check_one_stream(folder, merged.get("point_id"), field)
             continue
         if result is not None and name in schema.NOTEBOOK.get(result, {}):
             continue  # checked against its declaration above
@@ -412,18 +416,22 @@ def cli_run(args: argparse.Namespace) -> int:
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
     from rackbook.book import pool
+    from rackbook.book import report as numbers
     from rackbook.results.headline import read_result, summary_line
 
     force = bool(getattr(args, "force", False))
     jobs = getattr(args, "jobs", None) or pool.cores()
+    before = previous_headlines(out or paths.EXECUTED, names)
 
     def report(d: pool.Done) -> None:
         if d.headline is None:
             print(f"{d.result}: failed [{d.seconds:.1f} s]", flush=True)
             return
         how = "cached, unchanged inputs" if d.cached else f"executed in {d.seconds:.1f} s"
-        line = f"{d.result}: {summary_line(read_result(d.headline))} [{how}] -> {d.headline}"
-        print(line, flush=True)
+        doc = read_result(d.headline)
+        line = f"{d.result}: {summary_line(doc)} [{how}] -> {d.headline}"
+        lines = numbers.block(doc, before.get(d.result), compare=True)
+        print("\n".join([line, *lines]), flush=True)
 
     if len(names) == 1:
         prepare_run(names[0], source, params, out)  # every check before the first line
@@ -440,6 +448,20 @@ def cli_run(args: argparse.Namespace) -> int:
             names, source, params, out, execute_result, cached_headline, force, jobs, report
         )
     return 0
+
+
+def previous_headlines(out_dir: Path, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """result -> its headline JSON in ``out_dir`` before a run (what ``rackbook run`` compares
+    the new one with); a result without one, or with one that does not read, is left out."""
+    from rackbook.results.headline import read_result
+
+    found = {}
+    for name in names:
+        f = Path(out_dir) / f"{name}.json"
+        if f.is_file():
+            with contextlib.suppress(InputError, OSError):
+                found[name] = read_result(f)
+    return found
 
 
 def result_files() -> set[str]:
@@ -478,6 +500,7 @@ def results_folder(
 
 def cli_list(args: argparse.Namespace) -> int:
     """``rackbook list``: each result, its claims and the latest readings of each."""
+    from rackbook.book import report as numbers
     from rackbook.inputs.claims import load_claims
     from rackbook.results.headline import read_result, summary_line
 
@@ -501,4 +524,6 @@ def cli_list(args: argparse.Namespace) -> int:
         print(f"{name}: {summary_line(doc) if doc else 'not run'}")
         for c in claims:
             print(f"  - {c['id']}: {c['statement']}")
+        if doc:
+            print("\n".join(numbers.block(doc, compare=False)))
     return 0

@@ -9,7 +9,14 @@ from typing import Any
 import yaml
 
 from rackbook.cluster.commands import header, router_argv, serve_argv, shell_join
-from rackbook.cluster.topology import HF_HOME, Topology, k8s_name, leader_service
+from rackbook.cluster.topology import HF_HOME, Kubernetes, Topology, k8s_name, leader_service
+
+
+def _section(topo: Topology) -> Kubernetes:
+    """The topology's ``kubernetes`` section (the manifest is written only when it exists)."""
+    if topo.kubernetes is None:
+        raise ValueError(f"{topo.file}: no kubernetes section")
+    return topo.kubernetes
 
 
 def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dict[str, Any]:
@@ -59,7 +66,7 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
             {
                 "name": "hf-cache",
-                "persistentVolumeClaim": {"claimName": topo.kubernetes.hf_cache_pvc},
+                "persistentVolumeClaim": {"claimName": _section(topo).hf_cache_pvc},
             },
         ],
     }
@@ -77,7 +84,10 @@ def kubernetes_manifest(topo: Topology) -> str:
 
     Needs the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1), which gives every pod
     ``LWS_LEADER_ADDRESS`` and ``LWS_WORKER_INDEX``; one pod per node (tray), 4 GPUs each.
+    Needs the topology's ``kubernetes`` section.
     """
+    if topo.kubernetes is None:
+        raise ValueError(f"{topo.file}: no kubernetes section")
     ns = topo.kubernetes.namespace
     per_node = topo.system.gpus_per_node
     part = {"app.kubernetes.io/part-of": topo.name}
@@ -146,7 +156,7 @@ def kubernetes_manifest(topo: Topology) -> str:
 
 def _router_docs(topo: Topology, urls: dict[str, str]) -> list[dict[str, Any]]:
     """The router's Deployment and Service (``urls``: worker -> its leader Service's URL)."""
-    assert topo.router is not None and topo.kubernetes.router_service is not None
+    assert topo.router is not None and _section(topo).router_service is not None
     ns = topo.kubernetes.namespace
     part = {"app.kubernetes.io/part-of": topo.name}
     docs: list[dict[str, Any]] = []
@@ -185,7 +195,7 @@ def _router_docs(topo: Topology, urls: dict[str, str]) -> list[dict[str, Any]]:
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {
-                "name": topo.kubernetes.router_service,
+                "name": _section(topo).router_service,
                 "namespace": ns,
                 "labels": rlabels,
             },

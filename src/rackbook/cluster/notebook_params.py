@@ -60,18 +60,14 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     ids: dict[str, Any] = {}
     if topo.model.catalog_id is not None:
         ids["model_id"] = topo.model.catalog_id
-    if topo.system.catalog_id is not None:
-        ids["gpu_id"] = catalogs.system(topo.system.catalog_id).gpu
+    if topo.gpu_id is not None:
+        ids["gpu_id"] = topo.gpu_id
     system_id = {"system_id": topo.system.catalog_id} if topo.system.catalog_id else {}
     # the single-user claim is on its own GPU (4 B300), not the rack's: its floor reads that one
     su_hw = reg.get("single-user.throughput").scope.hardware
     su_ids = {**ids, "gpu_id": catalogs.as_gpu(su_hw).id} if "gpu_id" in ids and su_hw else ids
     # the claim counts the rack's GPUs; CPU nodes have no rack: the deployment's engine ranks
-    rack_gpus = (
-        catalogs.system(topo.system.catalog_id).gpus
-        if topo.system.catalog_id is not None
-        else topo.total_gpus
-    )
+    rack_gpus = topo.system_gpus if topo.system_gpus is not None else topo.total_gpus
     url = topo.bench.endpoint
     lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
     # requests in flight: STREAMS_PER_RANK sequences on every decode rank
@@ -123,9 +119,12 @@ def params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
         "decode-parity": _decode_parity_note(values) if result == "decode-parity" else "",
         "rack-scaling": (
             f"# The deployment serves on {topo.total_gpus} of the rack's "
-            f"{catalogs.system(topo.system.catalog_id).gpus} GPUs; the claim counts the rack's, "
+            f"{topo.system_gpus} GPUs; the claim counts the rack's, "
             "so gpus_per_replica does too.\n"
             if topo.system.catalog_id is not None
+            else f"# The deployment serves on {topo.total_gpus} of the {topo.system_gpus} GPUs "
+            f"of {topo.system_label}; gpus_per_replica counts them all.\n"
+            if topo.gpu
             else f"# CPU nodes, no rack: gpus_per_replica counts the deployment's "
             f"{units(topo, topo.total_gpus)}.\n"
         )

@@ -20,7 +20,7 @@ from rackbook.cluster.notebook_params import notebook_parameters, params_files, 
 from rackbook.cluster.slurm import slurm_script
 from rackbook.cluster.topology import DEFAULT_TOPOLOGY, Topology, load_topology
 from rackbook.core import fsio
-from rackbook.inputs import catalogs, loader
+from rackbook.inputs import loader
 from rackbook.physics.units import plural
 
 #: Where ``rackbook recipes`` writes by default.
@@ -36,17 +36,19 @@ RECIPE_FILES: tuple[str, ...] = (
 )
 
 
-def render_recipes(topo: Topology) -> dict[str, str]:
-    """file name -> text of every generated file (what :func:`write_recipes` writes)."""
+def render_recipes(topo: Topology, where: str = DEFAULT_OUTPUT) -> dict[str, str]:
+    """file name -> text of every generated file (what :func:`write_recipes` writes into the
+    folder ``where``, as the Slurm script names it): the Slurm script only with a ``slurm``
+    section, the Kubernetes manifest only with a ``kubernetes`` one."""
     texts = {
         "serve-commands.sh": serve_commands_sh(topo),
-        "slurm.sbatch": slurm_script(topo),
-        "kubernetes.yaml": kubernetes_manifest(topo),
+        "slurm.sbatch": slurm_script(topo, where) if topo.slurm is not None else None,
+        "kubernetes.yaml": kubernetes_manifest(topo) if topo.kubernetes is not None else None,
         "notebook-parameters.json": json.dumps(notebook_parameters(topo), indent=2) + "\n",
         **{f"params/{r}.yaml": params_yaml(topo, r, v) for r, v in params_files(topo).items()},
     }
     assert tuple(texts) == RECIPE_FILES
-    return texts
+    return {name: text for name, text in texts.items() if text is not None}
 
 
 def is_unmarked_recipes(path: Path) -> bool:
@@ -71,13 +73,14 @@ def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[
     """
     out = fsio.check_output_folder(paths.resolve(out_dir))
     fsio.check_replaceable(out, "recipes", "output", is_unmarked_recipes)
-    texts = render_recipes(topo)
+    texts = render_recipes(topo, loader.display_path(out))
     with fsio.atomic_dir(out, kind="recipes", legacy=is_unmarked_recipes) as tmp:
         tmp.chmod(0o755)
         for name, text in texts.items():
             (tmp / name).parent.mkdir(exist_ok=True)
             (tmp / name).write_text(text, encoding="utf-8")
-        (tmp / "slurm.sbatch").chmod(0o755)
+        if "slurm.sbatch" in texts:
+            (tmp / "slurm.sbatch").chmod(0o755)
         (tmp / "serve-commands.sh").chmod(0o644)
     return [out / name for name in texts]
 
@@ -94,8 +97,8 @@ def cli_recipes(args: argparse.Namespace) -> int:
         print(loader.display_path(p))
     dp = "DEP" if topo.eplb is not None else "DP"
     of = (
-        f"{topo.total_gpus} of {catalogs.system(topo.system.catalog_id).gpus} GPUs"
-        if topo.system.catalog_id is not None
+        f"{topo.total_gpus} of {topo.system_gpus} GPUs"
+        if topo.system_gpus is not None
         else units(topo, topo.total_gpus)
     )
     print(

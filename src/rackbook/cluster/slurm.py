@@ -22,7 +22,7 @@ from rackbook.physics.units import plural
 def record_argv(topo: Topology) -> list[str]:
     """Words of the job's ``rackbook record`` step (``slurm.record``), against ``$ENDPOINT``
     into ``$LOGS/trace`` (the model comes from the endpoint's ``/v1/models``)."""
-    rec = topo.slurm.record
+    rec = topo.slurm.record if topo.slurm is not None else None
     if rec is None:
         raise ValueError(f"{topo.file}: no slurm.record")
     words = ["rackbook", "record", rec.scenario, "--endpoint", Raw('"$ENDPOINT"')]
@@ -32,22 +32,27 @@ def record_argv(topo: Topology) -> list[str]:
     return words
 
 
-def slurm_script(topo: Topology) -> str:
+def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
     """An ``sbatch`` script: one node per tray, one ``srun`` per node rank, router, health wait;
-    with ``slurm.record``, a recorded trace and a clean end (exit 0) once healthy."""
+    with ``slurm.record``, a recorded trace and a clean end (exit 0) once healthy. ``where``:
+    the folder it is written to (relative to the repository root, or absolute), named in its
+    submit line. Needs the topology's ``slurm`` section."""
+    if topo.slurm is None:
+        raise ValueError(f"{topo.file}: no slurm section")
+    slurm_ = topo.slurm  # narrowed: the section exists
     per_node = topo.system.gpus_per_node
     n = topo.total_nodes
     container = (
         f'--container-image="${{RACKBOOK_IMAGE:-{topo.container.image}}}" '
         f'--container-mounts="$HF_CACHE:{HF_HOME}" --no-container-mount-home'
-        if topo.slurm.container
+        if slurm_.container
         else ""
     )
     gpus = f" --gpus-per-node={per_node}" if topo.gpu else ""
     sb = [
         "#!/bin/bash",
         header(topo).rstrip("\n"),
-        "# Submit from the repository root: sbatch env/cluster/generated/slurm.sbatch",
+        f"# Submit from the repository root: sbatch {shell_join([f'{where}/slurm.sbatch'])}",
         f"#SBATCH --job-name={topo.name}",
         f"#SBATCH --nodes={n}",
         "#SBATCH --ntasks-per-node=1",
@@ -56,15 +61,15 @@ def slurm_script(topo: Topology) -> str:
         sb.append(f"#SBATCH --gpus-per-node={per_node}")
     sb += [
         "#SBATCH --exclusive",
-        f"#SBATCH --time={topo.slurm.time}",
+        f"#SBATCH --time={slurm_.time}",
         f"#SBATCH --output={topo.name}-%j.log",
     ]
-    if topo.slurm.partition:
-        sb.append(f"#SBATCH --partition={topo.slurm.partition}")
-    if topo.slurm.account:
-        sb.append(f"#SBATCH --account={topo.slurm.account}")
+    if slurm_.partition:
+        sb.append(f"#SBATCH --partition={slurm_.partition}")
+    if slurm_.account:
+        sb.append(f"#SBATCH --account={slurm_.account}")
     sb += ["set -euo pipefail", ""]
-    if topo.slurm.container:
+    if slurm_.container:
         sb += [
             "# HF_CACHE: the Hugging Face cache (model weights), mounted in the container.",
             'HF_CACHE="${HF_CACHE:-$HOME/.cache/huggingface}"',
@@ -97,7 +102,7 @@ def slurm_script(topo: Topology) -> str:
     sb += [
         "",
         "# node_cmd WORKER NODE_RANK: the exact command of one node (run there, in the container)."
-        if topo.slurm.container
+        if slurm_.container
         else "# node_cmd WORKER NODE_RANK: the exact command of one node (run there).",
         "node_cmd() {",
         "  local ip",
@@ -187,7 +192,7 @@ def slurm_script(topo: Topology) -> str:
         ' "params/RESULT.yaml -p endpoint $ENDPOINT"',
         "",
     ]
-    if topo.slurm.record is not None:
+    if slurm_.record is not None:
         sb += [
             "# Record a trace against the endpoint (slurm.record), then stop the servers (trap).",
             "# The client runs here, on the first node: see the note on CPUs at the top.",

@@ -75,12 +75,16 @@ class ModelRef(_Strict):
 
 class SystemRef(_Strict):
     """``device: gpu`` (default): nodes of the catalog system ``catalog_id``, ``gpus_per_node``
-    GPUs each. ``device: cpu``: nodes without GPUs (vLLM's CPU backend); ``catalog_id`` must be
-    null and ``gpus_per_node`` counts the data-parallel engine ranks of a node; no GPU is
-    requested from Slurm or Kubernetes."""
+    GPUs each; or, for a cluster the catalog does not list (two 8-GPU nodes, say), ``gpu``
+    (a GPU id of data/hardware.yaml), ``nodes`` and ``gpus_per_node``, with ``catalog_id``
+    null: no catalog edit needed. ``device: cpu``: nodes without GPUs (vLLM's CPU backend);
+    ``catalog_id`` and ``gpu`` must be null and ``gpus_per_node`` counts the data-parallel
+    engine ranks of a node; no GPU is requested from Slurm or Kubernetes."""
 
     device: Literal["gpu", "cpu"] = "gpu"
-    catalog_id: Text | None
+    catalog_id: Text | None = None
+    gpu: Text | None = None  # a GPU id of data/hardware.yaml (nodes outside the catalog)
+    nodes: PosInt | None = None  # nodes of the cluster (with gpu)
     gpus_per_node: PosInt
 
 
@@ -175,8 +179,8 @@ class Topology(_Strict):
     workers: Annotated[dict[Name, Worker], Field(min_length=1)]
     router: Router | None = None  # disaggregated only; else clients talk to the leader
     health: Health
-    slurm: Slurm
-    kubernetes: Kubernetes
+    slurm: Slurm | None = None  # null or absent: no Slurm script (a Kubernetes-only cluster)
+    kubernetes: Kubernetes | None = None  # null or absent: no manifest (a Slurm-only cluster)
     bench: Bench
     file: str = Field(default="-", exclude=True)
 
@@ -216,6 +220,39 @@ class Topology(_Strict):
         """The nodes have GPUs (``system.device: gpu``)."""
         return self.system.device == "gpu"
 
+    @property
+    def gpu_id(self) -> str | None:
+        """The catalog id of the nodes' GPU: ``system.gpu``, else the catalog system's GPU;
+        None on CPU nodes."""
+        if not self.gpu:
+            return None
+        if self.system.gpu is not None:
+            return catalogs.gpu(self.system.gpu).id
+        assert self.system.catalog_id is not None  # _check_system
+        return catalogs.system(self.system.catalog_id).gpu
+
+    @property
+    def system_gpus(self) -> int | None:
+        """GPUs of the whole system the workers run on: the catalog system's, else
+        ``system.nodes`` x ``system.gpus_per_node``; None on CPU nodes."""
+        if not self.gpu:
+            return None
+        if self.system.catalog_id is not None:
+            return catalogs.system(self.system.catalog_id).gpus
+        return (self.system.nodes or 0) * self.system.gpus_per_node
+
+    @property
+    def system_label(self) -> str:
+        """The system in words: the catalog system's id, ``2 nodes of 8 B300``, or ``CPU
+        nodes``."""
+        if not self.gpu:
+            return "CPU nodes"
+        if self.system.catalog_id is not None:
+            return self.system.catalog_id
+        gpu = catalogs.gpu(self.gpu_id or "").label
+        nodes = "node" if self.system.nodes == 1 else "nodes"
+        return f"{self.system.nodes} {nodes} of {self.system.gpus_per_node} {gpu}"
+
     def endpoint_worker(self) -> str | None:
         """The worker clients talk to directly (the aggregated one); None behind a router."""
         return None if self.disaggregated else next(iter(self.workers))
@@ -233,18 +270,40 @@ def _version(text: str) -> tuple[int, int, int]:
 def _check_system(topo: Topology) -> int | None:
     """The system's checks; returns the GPUs of the catalog system (None on CPU nodes)."""
     f = topo.file
+    sys_ = topo.system
     if not topo.gpu:
-        if topo.system.catalog_id is not None:
-            raise InputError(
-                f, "system.catalog_id", "must be null with device cpu (the catalog lists GPUs)"
-            )
+        for field in ("catalog_id", "gpu", "nodes"):
+            if getattr(sys_, field) is not None:
+                raise InputError(
+                    f, f"system.{field}", "must be null with device cpu (the catalog lists GPUs)"
+                )
         return None
-    if topo.system.catalog_id is None:
-        raise InputError(f, "system.catalog_id", "null needs device cpu; GPU nodes need a system")
+    if sys_.catalog_id is not None and (sys_.gpu is not None or sys_.nodes is not None):
+        raise InputError(
+            f, "system.catalog_id", "give a catalog system, or gpu and nodes, not both"
+        )
+    if sys_.catalog_id is None:
+        if sys_.gpu is None or sys_.nodes is None:
+            raise InputError(
+                f,
+                "system",
+                "GPU nodes need catalog_id (a system of data/hardware.yaml) or gpu (a GPU id "
+                "of data/hardware.yaml) with nodes and gpus_per_node",
+            )
+        try:
+            catalogs.gpu(sys_.gpu)
+        except InputError as err:
+            raise InputError(f, "system.gpu", f"{err.file}: {err.problem}") from None
+        return topo.system_gpus
     try:
-        system = catalogs.system(topo.system.catalog_id)
+        system = catalogs.system(sys_.catalog_id)
     except InputError as err:
-        raise InputError(f, "system.catalog_id", err.problem) from None
+        raise InputError(
+            f,
+            "system.catalog_id",
+            f"{err.file}: {err.problem}; or describe the nodes without the catalog: system.gpu "
+            "(a GPU id), system.nodes and system.gpus_per_node",
+        ) from None
     if system.gpus_per_tray is not None and topo.system.gpus_per_node != system.gpus_per_tray:
         raise InputError(
             f,
@@ -273,13 +332,16 @@ def _check_layout(topo: Topology) -> None:
                 raise InputError(
                     f, field, "must be null with one aggregated worker (no prefill/decode split)"
                 )
-        if topo.kubernetes.router_service is not None:
+        if topo.kubernetes is not None and topo.kubernetes.router_service is not None:
             raise InputError(f, "kubernetes.router_service", "must be null without a router")
         return
     for role in ("prefill", "decode"):
         if not topo.role_workers(role):
             raise InputError(f, "workers", f"no worker with role {role!r}")
-    for field in ("router", "kv_transfer", "kubernetes.router_service"):
+    needed = ("router", "kv_transfer")
+    if topo.kubernetes is not None:
+        needed += ("kubernetes.router_service",)
+    for field in needed:
         obj: Any = topo
         for key in field.split("."):
             obj = getattr(obj, key)
@@ -321,7 +383,7 @@ def _check(topo: Topology) -> None:
         raise InputError(
             f,
             "workers",
-            f"{used} = {topo.total_gpus} GPUs > the {system_gpus} GPUs of {topo.system.catalog_id}",
+            f"{used} = {topo.total_gpus} GPUs > the {system_gpus} GPUs of {topo.system_label}",
         )
     experts = (
         catalogs.load_model(topo.model.catalog_id).moe.num_routed_experts
@@ -356,14 +418,14 @@ def _check(topo: Topology) -> None:
     direct = topo.endpoint_worker()
     if direct is None:
         assert topo.router is not None  # _check_layout
-        port, host, what = topo.router.port, topo.kubernetes.router_service, "router"
-        where = "kubernetes.router_service"
+        host = topo.kubernetes.router_service if topo.kubernetes is not None else None
+        port, what, where = topo.router.port, "router", "kubernetes.router_service"
     else:
         port, host = topo.workers[direct].port, leader_service(topo, direct)
         what, where = f"{direct} leader", "its Kubernetes Service; no router"
     if url.port != port:
         raise InputError(f, "bench.endpoint", f"port {url.port} is not the {what}'s port {port}")
-    if url.hostname != host:
+    if topo.kubernetes is not None and url.hostname != host:
         raise InputError(
             f,
             "bench.endpoint",

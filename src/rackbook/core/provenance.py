@@ -192,11 +192,51 @@ def new_run_info(
     return scrub(run)
 
 
+#: Who states the GPUs of a trace whose ``hardware.declared`` is set.
+DECLARED_BY = "the user, at import (rackbook import --gpu ID --gpus N); not probed"
+
+
+def declared_hardware(
+    gpu_id: str,
+    label: str,
+    name: str,
+    count: int,
+    catalog: str,
+    importing_machine: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``run.json``'s ``hardware`` of a benchmark whose GPUs the user declared: ``gpus`` (what
+    the readings read: ``count`` GPUs named ``label``, e.g. ``B300``), ``declared`` (the catalog
+    id, its description and file, the count and who declared it) and ``importing_machine``
+    (this machine's inventory, :func:`hardware_inventory`, kept apart: the benchmark ran
+    elsewhere). ``count`` is a number of GPUs."""
+    return {
+        "gpus": [{"name": label, "catalog_id": gpu_id} for _ in range(count)],
+        "hosts": None,
+        "declared": {
+            "gpu": gpu_id,
+            "name": name,
+            "count": count,
+            "catalog": catalog,
+            "by": DECLARED_BY,
+        },
+        "importing_machine": hardware_inventory()
+        if importing_machine is None
+        else importing_machine,
+        "note": "the GPUs the benchmark ran on as the user declared them; the machine that "
+        "imported it is hardware.importing_machine",
+    }
+
+
 def hardware_label(run: dict[str, Any]) -> str:
-    """Short description of where a trace was measured, e.g. ``2-core Intel Xeon CPU, no GPU``."""
+    """Short description of where a trace was measured, e.g. ``2-core Intel Xeon CPU, no GPU``
+    or ``4 x B300 (declared at import)``."""
     hw = run.get("hardware") or {}
     gpus = hw.get("gpus") or []
     hosts = hw.get("hosts") or 1
+    declared = hw.get("declared")
+    if isinstance(declared, dict) and gpus:
+        names = sorted({g.get("name", "GPU") for g in gpus})
+        return f"{len(gpus)} x {', '.join(names)} (declared at import)"
     server = run.get("server")
     if isinstance(server, dict) and not server.get("same_host"):  # remote endpoints' GPUs
         sg = server.get("gpus") or []

@@ -485,6 +485,8 @@ def _measure_and_write(
         atomic_write_json(saved, {"run": run, "kernels": rows})
     print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
     print("\n".join(summary(rows, run["spec"])))
+    if not run["spec"]:
+        print(NO_ATTAINABLE)
     if output is not None and missing:
         print(
             f"calibrate: {missing} missing here: wrote only {saved}; convert it with "
@@ -496,6 +498,15 @@ def _measure_and_write(
     if saved is not None:
         print(saved)
     return 0
+
+
+#: What calibrate says when the device has no data sheet (a CPU, or a GPU not in the catalog).
+NO_ATTAINABLE = (
+    "This calibration gives no attainable estimate: the estimate scales a GPU's data sheet by "
+    "the share of it that the kernels reach, and this device has no data sheet in "
+    "data/hardware.yaml (a CPU never has one), so `rackbook check --calibration` with it "
+    "reports none; calibrate on a GPU of the catalog for one."
+)
 
 
 def _sheet_text(spec: Mapping[str, Any] | None) -> str:

@@ -286,7 +286,7 @@ def measure(
     bench = Bench(torch, device, shapes)
     rows: list[dict[str, Any]] = []
     cache: dict[str, Any] = {}
-    bar = _bar(len(cases), progress)
+    bar = progress_bar(len(cases), progress)
     try:
         if device == "cuda":
             bar.set_description("spin-up")
@@ -314,6 +314,14 @@ def spin_up(torch: Any, seconds: float = SPIN_UP_S) -> None:
         torch.cuda.synchronize()
 
 
+def _is_terminal(stream: Any) -> bool:
+    """True when ``stream`` is a terminal (False for a file, a pipe or a closed stream)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 class _Lines:
     """A progress 'bar' of plain lines, where tqdm is missing."""
 
@@ -332,7 +340,10 @@ class _Lines:
         pass
 
 
-def _bar(total: int, on: bool) -> Any:
+def progress_bar(total: int, on: bool) -> Any:
+    """The progress bar of ``total`` kernels on stderr: drawn only when ``on`` and stderr is a
+    terminal (a log file or a pipe gets no bar's carriage returns)."""
+    on = on and _is_terminal(sys.stderr)
     if importlib.util.find_spec("tqdm") is None:
         return _Lines(total, on)
     from tqdm import tqdm

@@ -172,7 +172,8 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
         raise InputError(
             where,
             "run.json.spec",
-            "no data sheet (a CPU calibration?): the attainable estimate needs a GPU's",
+            "no data sheet (a CPU calibration has none): the attainable estimate needs the "
+            "share of a GPU's data sheet that its kernels reach",
         )
     spec_bw = float(spec["hbm_TBps"]) * 1e12
     flops = {

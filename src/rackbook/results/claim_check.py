@@ -283,7 +283,11 @@ def this_run(
     column = f"{col}_tok_s_per_gpu"
     per_gpu = acc[column].astype(float) if column in acc else pd.Series(dtype=float)
     if acc.empty or per_gpu.isna().all():
-        return CheckVerdict("untested", f"{trace_dir}: no point with a GPU count and {col} tokens")
+        return CheckVerdict(
+            "untested",
+            f"{trace_dir}: no point with a GPU count and {col} tokens (rackbook import "
+            "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
+        )
     top = acc.loc[per_gpu.idxmax()]
     key = _key(model).removeprefix("deepseek-")
     testable = verdicts.can_test(t.run, (gpu.upper(),), key)
@@ -300,7 +304,8 @@ def this_run(
         run=t.run,
         needs=f"a recording of {model} on {gpu}",
     )
-    return CheckVerdict(r.verdict, r.reason)
+    # the figure checked is the one given (--tok-s), not a published one
+    return CheckVerdict(r.verdict, r.reason.replace("from the published ", "from the figure's "))
 
 
 def check_trace_arg(trace_dir: str | Path) -> None:
@@ -414,11 +419,37 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
     return d, e.text(fit.validation_text)
 
 
+def default_per(gpus: int) -> str:
+    """What a figure is per when ``--per`` is not given: ``total`` over ``gpus`` GPUs when
+    there are several (the common phrasing: "our 8 x H200 does 12,000 tok/s" is the eight
+    GPUs' total, not each one's), ``gpu`` for one GPU (the two readings agree). Said in the
+    first line of ``rackbook check``."""
+    return "total" if gpus > 1 else "gpu"
+
+
+def per_of(args: argparse.Namespace) -> str:
+    """``--per`` as given, else :func:`default_per` of ``--gpus``."""
+    return args.per or default_per(int(args.gpus))
+
+
+def per_text(args: argparse.Namespace, gpus: int) -> str:
+    """The first line's words for what the figure is per, the default said as assumed."""
+    if args.per == "gpu" or (args.per is None and gpus == 1):
+        how = "(--per gpu)" if args.per else "(one GPU: per GPU and in total agree)"
+        return f"per GPU {how}"
+    if args.per == "total":
+        return f"in total over {gpus} GPUs (--per total)"
+    return (
+        f'in total over {gpus} GPUs (assumed: --per not given; "{gpus} x GPU does X tok/s" '
+        "reads as their total; --per gpu for a figure each GPU serves)"
+    )
+
+
 def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """check_claim's keyword arguments from ``rackbook check``'s flags (all but the share)."""
     conc = args.concurrency if args.concurrency is not None else args.batch
     return dict(
-        per=args.per or "gpu",
+        per=per_of(args),
         phase=args.phase,
         batch=conc,
         context=args.context,
@@ -475,6 +506,8 @@ def readings(
                 "ratio_cached": threshold.ratio_cached,
             },
             "assumed": assumed(args, c),
+            "per": per_of(args),  # gpu | total: what --tok-s is per
+            "per_assumed": args.per is None,
             "limit": c.limit,
             "ratio": c.ratio if math.isfinite(c.ratio) else None,
             "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu
@@ -529,19 +562,12 @@ def _clean(x: Any) -> Any:
 
 def cli_check(args: argparse.Namespace) -> int:
     """``rackbook check --model M --gpu G --gpus N --tok-s X [workload] [--json]``: the first
-    line says what the figure is per (GPU or total; assumed per GPU, and said, when ``--per``
-    is not given), then each ceiling, the physics verdict, the closest published points and
-    this run; with ``--json`` one object ``{"physics", "published", "this_run"}`` last."""
+    line says what the figure is per (GPU or total; when ``--per`` is not given, in total over
+    several GPUs and per GPU for one, said as assumed: :func:`default_per`), then each
+    ceiling, the physics verdict, the closest published points and this run; with ``--json``
+    one object ``{"physics", "published", "this_run"}`` last."""
     c, phys, pub, run = readings(args)
-    per = (
-        "per GPU (assumed: --per not given; --per total for a figure over all the GPUs)"
-        if args.per is None
-        else (
-            "per GPU (--per gpu)"
-            if args.per == "gpu"
-            else f"in total over {c.gpus} GPUs (--per total)"
-        )
-    )
+    per = per_text(args, c.gpus)
     w = c.workload
     share_arg = getattr(args, "cached_share", None)
     if share_arg == "unknown":

@@ -23,6 +23,7 @@ step >= active weight bytes / (n_gpus x HBM bytes/s) and tokens/s <= acceptance 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -175,6 +176,74 @@ def stream_stats(trace: Trace, point_id: str | None = None) -> StreamStats:
         f"{per_chunk:.3g} tokens per chunk"
     )
     return StreamStats(per, float(overall), pct, per_chunk, acc, src, formula)
+
+
+#: How much two requests may overlap (s) and still count as one after the other: the client's
+#: clock stamps a request's start and its end a little apart from the server's.
+OVERLAP_TOLERANCE_S = 1e-3
+
+
+def stream_problem(requests: pd.DataFrame, point_id: str | None = None) -> str | None:
+    """Why the requests the chapter reads (those of ``point_id``, else all) are not one
+    measurable stream, in words; None when they are. Not one stream: a recorded concurrency
+    above 1, or more than one request in flight at once (from ``start_time_s`` and
+    ``e2el_s``, where the start times are known, within :data:`OVERLAP_TOLERANCE_S`). Not
+    measurable: no successful request, or none with a decode step (``output_tokens`` >= 2
+    and ``e2el_s`` > ``ttft_s``), where one stream's tokens/s would read ``nan``."""
+    req = requests
+    where = ""
+    if point_id is not None:
+        req = req[(req["point_id"] == point_id).to_numpy()]
+        where = f" at point {point_id}"
+    if len(req) == 0:
+        return f"no request{where}"
+    conc = pd.to_numeric(req["concurrency"], errors="coerce") if "concurrency" in req else None
+    if conc is not None and (conc > 1).any():
+        top = req.loc[conc.idxmax()]
+        return (
+            f"not one stream: recorded at concurrency {int(conc.max())} (point "
+            f"{top['point_id']}); the single-user chapter reads one stream (concurrency 1): "
+            "give -p point_id of a concurrency-1 point, or record one stream"
+        )
+    ok = req["success"].to_numpy(dtype=bool)
+    if not ok.any():
+        return f"no successful request{where}: every request failed (see requests.error)"
+    start = req["start_time_s"].to_numpy(np.float64)
+    end = start + req["e2el_s"].to_numpy(np.float64) - OVERLAP_TOLERANCE_S
+    known = np.isfinite(start) & np.isfinite(end)
+    if known.sum() > 1:
+        events = np.concatenate([start[known], end[known]])
+        steps = np.concatenate([np.ones(known.sum()), -np.ones(known.sum())])
+        order = np.lexsort((steps, events))  # at a tie an end comes before a start
+        in_flight = int(np.cumsum(steps[order]).max())
+        if in_flight > 1:
+            return (
+                f"not one stream: up to {in_flight} requests in flight at once{where} "
+                "(start_time_s + e2el_s); the single-user chapter reads one stream "
+                "(one request after another)"
+            )
+    n = req["output_tokens"].to_numpy(np.int64)
+    dec = (req["e2el_s"] - req["ttft_s"]).to_numpy(np.float64)
+    if not (ok & (n >= 2) & (dec > 0)).any():
+        return (
+            f"no successful request with a decode step{where} (output_tokens >= 2 after the "
+            "first token's time): one stream's speed is unknown"
+        )
+    return None
+
+
+def check_one_stream(path: str | Path, point_id: str | None, field: str = "trace") -> None:
+    """Refuse, before any work, a trace folder whose requests are not one measurable stream
+    (:func:`stream_problem`): one :class:`InputError` naming the folder and ``field``."""
+    from rackbook.core.traces import read_table
+
+    cols = ["point_id", "concurrency", "success", "start_time_s", "e2el_s", "ttft_s"]
+    req = read_table(path, "requests", columns=[*cols, "output_tokens"])
+    if point_id is not None and not (req["point_id"] == point_id).any():
+        return  # the point's own check names it
+    problem = stream_problem(req, point_id)
+    if problem:
+        raise InputError(path, field, problem)
 
 
 def batch1_floor(
@@ -488,6 +557,9 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     """One stream's speed and gaps on ``trace``, the claim against the batch-1 floor, the
     per-GPU readings and the verdict; the claim's figure, its GPU count (unless
     ``params.floor_gpus`` is set) and the rack figure come from the claims registry."""
+    problem = stream_problem(trace.requests, params.point_id)  # before flagged rows go
+    if problem:
+        raise InputError(trace.path or "<trace>", "requests", problem)
     trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     reg = registry or load_claims()
     claim = reg.get(CLAIM_ID)

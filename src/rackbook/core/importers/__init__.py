@@ -37,6 +37,19 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class DeclaredGpus:
+    """The GPUs a user declares a benchmark ran on (``rackbook import ... --gpu ID --gpus N``),
+    looked up in the hardware catalog by the command line (this package reads no catalog):
+    recorded in ``run.json`` as declared, beside the importing machine's inventory."""
+
+    id: str  # catalog id, e.g. b300
+    label: str  # as a reader names it, e.g. B300
+    name: str  # the catalog's description
+    count: int  # GPUs that served the benchmark
+    catalog: str  # the catalog file it was looked up in (e.g. data/hardware.yaml)
+
+
+@dataclass(frozen=True)
 class Options:
     """What an import is given beside the file and the output folder (``rackbook import``'s
     options; each format takes the ones its :class:`Format` lists)."""
@@ -48,6 +61,7 @@ class Options:
     source_url: str | None = None  # published: the source file's URL
     source_date: str | None = None  # published: the date it was read, YYYY-MM-DD
     command: str | None = None  # the command line recorded (default: the rackbook import one)
+    hardware: DeclaredGpus | None = None  # vllm-bench: --gpu ID --gpus N, as declared
 
 
 class Importer(Protocol):
@@ -85,7 +99,7 @@ REGISTRY: dict[str, Format] = {
             "vllm_bench",
             "vllm bench serve --save-result --save-detailed JSON",
             None,
-            ("labels", "kind"),
+            ("labels", "kind", "hardware"),
         ),
         Format(
             "offline-engine",
@@ -126,6 +140,7 @@ FLAGS = {
     "model": "--model",
     "source_url": "--source-url",
     "source_date": "--source-date",
+    "hardware": "--gpu",
 }
 
 
@@ -146,7 +161,7 @@ def check_options(fmt: str, path: Path | str, options: Options) -> None:
     if options.engine is not None and "engine" not in f.options:
         raise InputError(path, "--engine", f"only for {_taking('engine')}, not {fmt}")
     if "engine" in f.options:  # the offline engine's file states everything else itself
-        for opt in ("labels", "kind", "model", "source_url", "source_date"):
+        for opt in ("labels", "kind", "model", "source_url", "source_date", "hardware"):
             if getattr(options, opt):
                 raise InputError(path, FLAGS[opt], f"not for {fmt} (the file says it)")
         return
@@ -157,6 +172,10 @@ def check_options(fmt: str, path: Path | str, options: Options) -> None:
         return
     if options.labels:
         raise InputError(path, "--label", f"only for {_taking('labels')}, not {fmt}")
+    if options.hardware is not None:
+        raise InputError(
+            path, "--gpu", f"only for {_taking('hardware')}, not {fmt} (each row names its own)"
+        )
     if options.kind not in (None, "published"):
         raise InputError(path, "--kind", f"{fmt} imports are always kind published")
     if options.model is not None and "model" not in f.options:
@@ -170,6 +189,8 @@ def command_line(fmt: str, path: Path | str, output: Path | str, options: Option
         value = getattr(options, opt)
         if value is not None:
             argv += [FLAGS[opt], value]
+    if options.hardware is not None:
+        argv += ["--gpu", options.hardware.id, "--gpus", str(options.hardware.count)]
     return shlex.join(argv)
 
 

@@ -273,19 +273,37 @@ def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, A
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
     """The result file as a one-point trace of kind ``--kind`` (default ``recorded``), its
     ``run.json`` from the file's own settings and command (``command`` is not recorded: the
-    benchmark's own command is)."""
+    benchmark's own command is). With ``--gpu ID --gpus N`` (``options.hardware``) the GPUs are
+    recorded as declared (:func:`rackbook.core.provenance.declared_hardware`) and the point's
+    ``num_gpus`` is N; otherwise ``hardware`` is the importing machine's, said so."""
     kind = options.kind or "recorded"
+    hw = options.hardware
+    given = options.labels.get("num_gpus")
+    if hw is not None and given is not None and int(given) != hw.count:
+        raise InputError(path, "--gpus", f"{hw.count} differs from --label num_gpus={given}")
     d = _load_vllm(path)
-    t = vllm_bench_frames(path, dict(options.labels), data=d)
+    labels = dict(options.labels)
+    if hw is not None:
+        labels["num_gpus"] = str(hw.count)  # the point's GPU count: per-GPU rates
+    t = vllm_bench_frames(path, labels, data=d)
     t.run = vllm_bench_run_info(path, d, kind)
+    if hw is not None:
+        t.run["hardware"] = provenance.declared_hardware(
+            hw.id, hw.label, hw.name, hw.count, hw.catalog, t.run["hardware"]
+        )
+        t.run.pop("hardware_note", None)
     if kind == "synthetic":
         t.run["generator"] = {"name": "unknown (imported)", "seed": None}
     return t  # the parsed JSON, most of the memory, is freed here
 
 
 def summary(t: traces.Trace) -> str:
-    """``N requests, G gaps, trace_id ID``."""
-    return f"{len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
+    """``N requests, G gaps, trace_id ID``, then ``, on 4 x B300 (declared at import)`` where
+    the user declared the GPUs (``--gpu ID --gpus N``)."""
+    line = f"{len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
+    if isinstance((t.run.get("hardware") or {}).get("declared"), dict):
+        line += f", on {provenance.hardware_label(t.run)}"
+    return line
 
 
 def import_vllm_bench(

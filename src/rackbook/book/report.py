@@ -1,0 +1,111 @@
+"""What ``rackbook run`` and ``rackbook list`` print under each result's verdicts: the numbers
+behind them (each headline value with its unit and verdict, from the headline JSON) and what
+changed since the last run in the same folder (the previous headline JSON against the new one:
+every verdict and every shown value that moved).
+
+Values are shown as the headline JSON holds them, rounded for reading (4 significant digits,
+thousands separated); a value moves when its shown text does, so rounding noise is not a
+change. Units are the headline's own (``1``: a ratio, shown without a unit).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: How a missing value reads.
+NOT_RECORDED = "not recorded"
+
+
+def value_text(value: Any, unit: str | None = None) -> str:
+    """A headline value as printed: ``180.2 tok/s``, ``1,234 ms``, ``not recorded``; a number
+    with 4 significant digits (whole numbers of 1,000 and more in full), ``unit`` after it
+    unless it is ``1`` or empty."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return NOT_RECORDED
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = str(value)
+    elif isinstance(value, int) or (value.is_integer() and abs(value) >= 1000):
+        text = f"{value:,.0f}"
+    else:
+        text = f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return text if unit in (None, "", "1") else f"{text} {unit}"
+
+
+def _headlines(doc: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """name -> headline of a headline JSON (empty without one)."""
+    out: dict[str, dict[str, Any]] = {}
+    for h in (doc or {}).get("headlines") or []:
+        if isinstance(h, dict) and isinstance(h.get("name"), str):
+            out[h["name"]] = h
+    return out
+
+
+def _verdicts(doc: dict[str, Any] | None) -> dict[tuple[str, str], str]:
+    """(claim id, reading) -> verdict of a headline JSON (empty without one)."""
+    return {
+        (str(r["claim_id"]), str(r["reading"])): str(r["verdict"])
+        for r in (doc or {}).get("readings") or []
+        if isinstance(r, dict) and {"claim_id", "reading", "verdict"} <= set(r)
+    }
+
+
+def numbers(doc: dict[str, Any]) -> list[str]:
+    """One line per headline value of ``doc``: ``name = VALUE UNIT (claim: verdict)``, or
+    ``(no claim)`` for a value that speaks to none; the numbers behind the verdicts."""
+    lines = []
+    for name, h in _headlines(doc).items():
+        claim = h.get("claim_id")
+        said = f"{claim}: {h.get('verdict')}" if claim else "no claim"
+        lines.append(f"{name} = {value_text(h.get('value'), h.get('unit'))} ({said})")
+    return lines
+
+
+def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+    """What moved from the headline JSON ``old`` (the last run in the folder; None: there was
+    none) to ``new``: each reading whose verdict changed (``claim reading: a -> b``), each
+    headline whose shown value or verdict changed (``name: a -> b``), each headline added or
+    gone. Empty when nothing moved."""
+    if old is None:
+        return []
+    out = []
+    before, after = _verdicts(old), _verdicts(new)
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key, "absent"), after.get(key, "absent")
+        if a != b:
+            out.append(f"{key[0]} {key[1]}: {a} -> {b}")
+    hb, ha = _headlines(old), _headlines(new)
+    for name in [*ha, *(n for n in hb if n not in ha)]:
+        a, b = hb.get(name), ha.get(name)
+        if a is None or b is None:
+            out.append(f"{name}: {'new' if a is None else 'gone'}")
+            continue
+        va, vb = (
+            value_text(a.get("value"), a.get("unit")),
+            value_text(b.get("value"), b.get("unit")),
+        )
+        if va != vb:
+            out.append(f"{name}: {va} -> {vb}")
+        if a.get("verdict") != b.get("verdict"):
+            out.append(f"{name} verdict: {a.get('verdict')} -> {b.get('verdict')}")
+    return out
+
+
+def change_line(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+    """The one line ``rackbook run`` prints after a result's numbers: ``first run in this
+    folder``, ``unchanged since the last run``, or ``changed since the last run: ...``."""
+    if old is None:
+        return "first run in this folder"
+    moved = changes(old, new)
+    if not moved:
+        return "unchanged since the last run"
+    return "changed since the last run: " + "; ".join(moved)
+
+
+def block(doc: dict[str, Any], old: dict[str, Any] | None = None, *, compare: bool) -> list[str]:
+    """The lines printed under a result's verdict line, indented: its numbers, then (with
+    ``compare``) what changed since ``old``."""
+    lines = [f"  {n}" for n in numbers(doc)]
+    if compare:
+        lines.append(f"  {change_line(old, doc)}")
+    return lines
