@@ -7,7 +7,7 @@ import pytest
 from conftest import small_result
 
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
-from rackbook.core.metrics import tpot_s
+from rackbook.core.metrics import latency_stats, tpot_s, vllm_metrics
 from rackbook.core.provenance import new_run_info
 from rackbook.core.summary import summarize
 from rackbook.core.traces import validate
@@ -92,3 +92,34 @@ def test_summary_is_typed_and_its_json_keeps_vllm_names(tmp_path):
     assert dict(s.metrics.percentiles_ttft_ms)[99.0] == d["p99_ttft_ms"]
     assert [p.point_id for p in s.points] == [p["point_id"] for p in d["points"]]
     assert s.points[0].metrics.mean_tpot_ms == d["points"][0]["mean_tpot_ms"]
+
+
+def test_latency_stats_in_ms_as_vllm_keys_them():
+    """metrics.latency_stats itself (the reference the streamed pool is held to): seconds in,
+    milliseconds out, numpy's linear percentiles, vLLM's key for a fractional percentile."""
+    got = latency_stats("ttft", np.array([4.0, 1.0, 3.0, 2.0]), (25.0, 99.0, 99.9))
+    assert got == pytest.approx(
+        {
+            "mean_ttft_ms": 2500.0,
+            "median_ttft_ms": 2500.0,
+            "std_ttft_ms": 1000.0 * 1.25**0.5,  # population std
+            "p25_ttft_ms": 1750.0,
+            "p99_ttft_ms": 3970.0,  # 1 + 3 x 0.99 s
+            "p99.9_ttft_ms": 3997.0,
+        },
+        rel=1e-12,
+    )
+    assert latency_stats("itl", np.zeros(0), (99.0,)) == {
+        "mean_itl_ms": 0.0,
+        "median_itl_ms": 0.0,
+        "std_itl_ms": 0.0,
+        "p99_itl_ms": 0.0,
+    }
+
+
+def test_vllm_metrics_counts_the_failed_requests(tmp_path):
+    t = _trace(tmp_path, small_result())
+    m = vllm_metrics(t.requests, t.itl["itl_s"].to_numpy(), 2.0, (50.0, 99.9))
+    assert (m.completed, m.failed, m.total_input, m.total_output) == (2, 1, 30, 6)
+    assert dict(m.percentiles_ttft_ms) == pytest.approx({50.0: 150.0, 99.9: 199.9}, rel=1e-12)
+    assert m.to_dict()["p99.9_ttft_ms"] == pytest.approx(199.9, rel=1e-12)
