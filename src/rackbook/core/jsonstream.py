@@ -28,6 +28,7 @@ with Python's ``json``); duplicate keys keep the last value.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import re
 import zlib
@@ -620,7 +621,7 @@ class _Reader:
             return None
         k = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         try:
-            v = np.fromiter(_chain(lists), dtype=np.float64, count=int(k.sum()))
+            v = np.fromiter(itertools.chain.from_iterable(lists), np.float64, int(k.sum()))
         except (TypeError, ValueError):
             return None
         self.pos = cut
@@ -655,12 +656,6 @@ def _estimate(text: bytes) -> int:
     and a reference per element or entry, a container's header per object or list."""
     items = text.count(b",") + text.count(b":") + 1
     return len(text) + 40 * items + _PER_VALUE * (text.count(b"{") + text.count(b"["))
-
-
-def _chain(lists: list[list[Any]]) -> Any:
-    import itertools
-
-    return itertools.chain.from_iterable(lists)
 
 
 def _depth_hint(text: bytes) -> int:
@@ -774,12 +769,11 @@ def _typed_object(
         n += 1
         key = r.key((), c, n)
         kind = top.get(key)
-        v: Any
         try:
             if kind == NUMBERS:
                 bound = r.row_bound(counts, key)
                 exact = counts.same_length in r.lengths
-                v = r.numbers((key,), bound, _what(r, counts), key=key, exact=exact)
+                v: Any = r.numbers((key,), bound, _what(r, counts), key=key, exact=exact)
             elif kind == RAGGED:
                 v = r.ragged((key,), counts, key)
             elif kind == SKIP:
