@@ -7,7 +7,7 @@ import pytest
 from conftest import small_result
 
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
-from rackbook.core.metrics import tpot_s
+from rackbook.core.metrics import latency_stats, tpot_s, vllm_metrics
 from rackbook.core.provenance import new_run_info
 from rackbook.core.summary import summarize
 from rackbook.core.traces import validate
@@ -54,6 +54,11 @@ def test_all_failed_gives_zeros_like_vllm(tmp_path):
     s = summarize(_trace(tmp_path, d)).to_dict()
     assert s["completed"] == 0 and s["failed"] == 3
     assert s["mean_ttft_ms"] == 0.0 and s["output_throughput"] == 0.0
+    from rackbook.core.cross_tool import translate
+
+    v = translate(_trace(tmp_path, d)).set_index(["tool", "name"])["value"]
+    assert v[("guidellm", "time_per_output_token")] == 0.0  # no request: 0, as vLLM's zeros
+    assert np.isnan(v[("InferenceX", "interactivity")])
 
 
 def test_points_are_summarised_separately(tmp_path):
@@ -92,3 +97,74 @@ def test_summary_is_typed_and_its_json_keeps_vllm_names(tmp_path):
     assert dict(s.metrics.percentiles_ttft_ms)[99.0] == d["p99_ttft_ms"]
     assert [p.point_id for p in s.points] == [p["point_id"] for p in d["points"]]
     assert s.points[0].metrics.mean_tpot_ms == d["points"][0]["mean_tpot_ms"]
+
+
+def test_latency_stats_in_ms_as_vllm_keys_them():
+    """metrics.latency_stats itself (the reference the streamed pool is held to): seconds in,
+    milliseconds out, numpy's linear percentiles, vLLM's key for a fractional percentile."""
+    got = latency_stats("ttft", np.array([4.0, 1.0, 3.0, 2.0]), (25.0, 99.0, 99.9))
+    assert got == pytest.approx(
+        {
+            "mean_ttft_ms": 2500.0,
+            "median_ttft_ms": 2500.0,
+            "std_ttft_ms": 1000.0 * 1.25**0.5,  # population std
+            "p25_ttft_ms": 1750.0,
+            "p99_ttft_ms": 3970.0,  # 1 + 3 x 0.99 s
+            "p99.9_ttft_ms": 3997.0,
+        },
+        rel=1e-12,
+    )
+    assert latency_stats("itl", np.zeros(0), (99.0,)) == {
+        "mean_itl_ms": 0.0,
+        "median_itl_ms": 0.0,
+        "std_itl_ms": 0.0,
+        "p99_itl_ms": 0.0,
+    }
+
+
+def test_vllm_metrics_counts_the_failed_requests(tmp_path):
+    t = _trace(tmp_path, small_result())
+    m = vllm_metrics(t.requests, t.itl["itl_s"].to_numpy(), 2.0, (50.0, 99.9))
+    assert (m.completed, m.failed, m.total_input, m.total_output) == (2, 1, 30, 6)
+    assert dict(m.percentiles_ttft_ms) == pytest.approx({50.0: 150.0, 99.9: 199.9}, rel=1e-12)
+    assert m.to_dict()["p99.9_ttft_ms"] == pytest.approx(199.9, rel=1e-12)
+
+
+def test_translation_table_defaults_and_edges(tmp_path):
+    """One GPU by default; the table's columns; guidellm's TPOT over requests with tokens (one
+    token counts: e2el / 1); no TPOT (every success one token long): interactivity NaN, not a
+    division by zero; a TPOT under 1 ms still inverts."""
+    from rackbook.core.cross_tool import translate
+
+    one = small_result(output_lens=[1, 4, 0], itls=[[], [0.1, 0.1, 0.1], []])
+    t = translate(_trace(tmp_path, one))
+    assert list(t.columns) == ["quantity", "tool", "name", "value", "unit", "definition"]
+    v = t.set_index(["tool", "name"])["value"]
+    assert v[("InferenceX", "tput_per_gpu")] == pytest.approx((30 + 5) / 2.0)  # 1 GPU
+    # (0.7 / 1 + 0.6 / 4) / 2 s
+    assert v[("guidellm", "time_per_output_token")] == pytest.approx(425.0)
+    only_one = small_result(output_lens=[1, 1, 0], itls=[[], [], []])
+    v = translate(_trace(tmp_path, only_one)).set_index(["tool", "name"])["value"]
+    assert np.isnan(v[("InferenceX", "interactivity")])
+    assert v[("guidellm", "time_per_output_token")] == pytest.approx(650.0)  # (0.7 + 0.6) / 2
+    fast = small_result(latencies=[0.1015, 0.2005, 0.0], itls=[[0.0005] * 3, [0.0005], []])
+    v = translate(_trace(tmp_path, fast)).set_index(["tool", "name"])["value"]
+    assert v[("InferenceX", "interactivity")] == pytest.approx(2000.0)  # TPOT 0.5 ms
+
+
+def test_translation_reads_only_its_points_gaps(tmp_path):
+    """The pooled gaps of the chosen point's successful requests, not another point's."""
+    from rackbook.core.cross_tool import translate
+    from rackbook.core.traces import concat
+
+    parts = [
+        vllm_bench_frames(tmp_path / f"{b}.json", {"batch_size": str(b)}, data=small_result(**kw))
+        for b, kw in ((1, {}), (2, {"itls": [[0.01, 0.02, 0.03], [0.04], []]}))
+    ]
+    run = new_run_info(kind="recorded", commands=["x"], parameters={}, engine={"name": "t"})
+    t = validate(concat(parts, run))
+    second = str(t.points["point_id"].iloc[1])
+    v = translate(t, point_id=second).set_index(["tool", "name"])["value"]
+    assert v[("AIPerf", "inter_chunk_latency")] == pytest.approx(25.0)  # 10, 20, 30, 40 ms
+    v = translate(t).set_index(["tool", "name"])["value"]  # the first point by default
+    assert v[("AIPerf", "inter_chunk_latency")] == pytest.approx(250.0)

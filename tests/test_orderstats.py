@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import latency_pool, orderstats, summary
+from rackbook.core import latency_pool, metrics, orderstats, summary
 from rackbook.core.importers import vllm_bench
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import concat
@@ -99,3 +99,31 @@ def test_buckets_span_any_range(v):
     assert np.all(np.diff(b.of(np.sort(v))) >= 0)  # buckets order like the values
     mean, std, median, pct = orderstats.stats([v], PCTS)
     assert median == np.median(v) and pct == [float(x) for x in np.percentile(v, PCTS)]
+
+
+@pytest.mark.parametrize("order", ["contiguous", "interleaved"])
+@pytest.mark.parametrize("kind", ["lognormal", "ties", "zeros-and-huge"])
+def test_pool_statistics_are_numpys(monkeypatch, order, kind):
+    """Past the block size (lowered), points in order or interleaved: every median and
+    percentile is numpy's on the point's values, bit for bit; means and stds to rounding."""
+    monkeypatch.setattr(latency_pool, "_STD_BLOCK", 64)
+    rng = np.random.default_rng(7)
+    n = 3000
+    if kind == "lognormal":
+        v = rng.lognormal(np.log(0.02), 0.3, n)
+    elif kind == "ties":
+        v = rng.integers(0, 4, n).astype(float) / 8
+    else:
+        v = np.where(rng.random(n) < 0.5, 0.0, 1e150 * rng.random(n))
+    codes = np.repeat(np.arange(3), n // 3) if order == "contiguous" else np.arange(n) % 3
+    pool = latency_pool.LatencyPool(3, exact=True, capacity=n)
+    for lo in range(0, n, 700):  # in chunks, as a streamed summary adds them
+        pool.add(codes[lo : lo + 700].astype(np.int8), v[lo : lo + 700])
+    total, per = pool.stats("ttft", PCTS, 3)
+    for got, want in zip([total, *per], [v, *(v[codes == i] for i in range(3))], strict=True):
+        ref = metrics.latency_stats("ttft", want.copy(), PCTS)
+        for k, x in ref.items():
+            if k.startswith(("mean_", "std_")):
+                assert got[k] == pytest.approx(x, rel=1e-12), k
+            else:
+                assert got[k] == x, k

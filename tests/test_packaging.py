@@ -19,12 +19,17 @@ import rackbook
 from rackbook import paths
 
 PYPROJECT = tomllib.loads((paths.ROOT / "pyproject.toml").read_text())
-TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis", "ruff", "nbmake")
+TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis", "ruff", "mypy", "pre-commit", "nbmake")
 
 
 def _names(lock: str) -> set[str]:
     lines = (paths.ROOT / "env" / lock).read_text().splitlines()
-    return {re.split(r"[=<>!~ ]", ln)[0].lower() for ln in lines if ln and ln[0] != "#"}
+    # names as PEP 503 compares them: pip freeze writes pre_commit for pre-commit
+    return {
+        re.sub(r"[-_.]+", "-", re.split(r"[=<>!~ ]", ln)[0]).lower()
+        for ln in lines
+        if ln and ln[0] != "#"
+    }
 
 
 def test_version_is_written_once():

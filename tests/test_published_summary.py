@@ -55,3 +55,30 @@ def test_the_cli_prints_the_groups_then_the_json(run_cli):
         doc["groups"]
     )
     assert doc["points"] == len(pd.read_parquet(MLPERF / "published_points.parquet"))
+
+
+def test_groups_are_sorted_keep_a_missing_key_and_say_none_for_no_figure(monkeypatch, tmp_path):
+    """Groups in (hardware, engine) order whatever the points' order; a point without an engine
+    is its own group, "not stated" (counted, not dropped); a group with no per-GPU figure has
+    None, not NaN; the trace id is run.json's."""
+    nan = float("nan")
+    pts = pd.DataFrame(
+        {
+            "hardware": ["h200", "b200", "h200", "b200", "b200"],
+            "engine": ["vllm", "sglang", None, "sglang", "vllm"],
+            "tok_s_per_gpu": [5.0, 2.0, 7.0, 3.0, nan],
+        }
+    )
+    monkeypatch.setattr(traces, "read_table", lambda path, table: pts)
+    doc = published_summary(tmp_path, {"trace_id": "T1"})
+    assert (doc["trace_id"], doc["kind"], doc["points"]) == ("T1", "published", 5)
+    assert doc["groups"] == [
+        {"hardware": "b200", "engine": "sglang", "points": 2, "tok_s_per_gpu_min": 2.0,
+         "tok_s_per_gpu_max": 3.0},
+        {"hardware": "b200", "engine": "vllm", "points": 0, "tok_s_per_gpu_min": None,
+         "tok_s_per_gpu_max": None},
+        {"hardware": "h200", "engine": "vllm", "points": 1, "tok_s_per_gpu_min": 5.0,
+         "tok_s_per_gpu_max": 5.0},
+        {"hardware": "h200", "engine": "not stated", "points": 1, "tok_s_per_gpu_min": 7.0,
+         "tok_s_per_gpu_max": 7.0},
+    ]  # fmt: skip

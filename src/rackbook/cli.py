@@ -655,11 +655,6 @@ def cli_summarize(args: argparse.Namespace) -> int:
                 f"{path / 'expert_load.parquet'} --ep-size N` reads them)",
             )
         raise InputError(path, "requests.parquet", "no requests: an empty trace has no metrics")
-    if traces.table_rows(path, "requests") > summary.FULL_READ_MAX_REQUESTS:
-        from rackbook.core import alloc
-
-        alloc.retain_freed_memory()  # streamed: reuse freed chunk temporaries (alloc doc)
-        alloc.small_pages()  # and no huge pages: their first touch is slow here
     s = summary.summarize_path(args.trace)
     if args.json:
         print(json.dumps(s.to_dict(), allow_nan=False, default=str))

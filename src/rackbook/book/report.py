@@ -76,18 +76,18 @@ def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
             out.append(f"{key[0]} {key[1]}: {a} -> {b}")
     hb, ha = _headlines(old), _headlines(new)
     for name in [*ha, *(n for n in hb if n not in ha)]:
-        a, b = hb.get(name), ha.get(name)
-        if a is None or b is None:
-            out.append(f"{name}: {'new' if a is None else 'gone'}")
+        was, now = hb.get(name), ha.get(name)
+        if was is None or now is None:
+            out.append(f"{name}: {'new' if was is None else 'gone'}")
             continue
         va, vb = (
-            value_text(a.get("value"), a.get("unit")),
-            value_text(b.get("value"), b.get("unit")),
+            value_text(was.get("value"), was.get("unit")),
+            value_text(now.get("value"), now.get("unit")),
         )
         if va != vb:
             out.append(f"{name}: {va} -> {vb}")
-        if a.get("verdict") != b.get("verdict"):
-            out.append(f"{name} verdict: {a.get('verdict')} -> {b.get('verdict')}")
+        if was.get("verdict") != now.get("verdict"):
+            out.append(f"{name} verdict: {was.get('verdict')} -> {now.get('verdict')}")
     return out
 
 

@@ -157,7 +157,7 @@ def kubernetes_manifest(topo: Topology) -> str:
 def _router_docs(topo: Topology, urls: dict[str, str]) -> list[dict[str, Any]]:
     """The router's Deployment and Service (``urls``: worker -> its leader Service's URL)."""
     assert topo.router is not None and _section(topo).router_service is not None
-    ns = topo.kubernetes.namespace
+    ns = _section(topo).namespace
     part = {"app.kubernetes.io/part-of": topo.name}
     docs: list[dict[str, Any]] = []
     rlabels = {**part, "app.kubernetes.io/component": "router"}

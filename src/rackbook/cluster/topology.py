@@ -338,7 +338,7 @@ def _check_layout(topo: Topology) -> None:
     for role in ("prefill", "decode"):
         if not topo.role_workers(role):
             raise InputError(f, "workers", f"no worker with role {role!r}")
-    needed = ("router", "kv_transfer")
+    needed: tuple[str, ...] = ("router", "kv_transfer")
     if topo.kubernetes is not None:
         needed += ("kubernetes.router_service",)
     for field in needed:

@@ -224,7 +224,7 @@ def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
         raise ValueError("acceptance: only with speculation real or simulated")
     if raw["per"] == "GPU" and raw["tokens"] != NA and raw["gpus"] == NA:
         raise ValueError("gpus: a per-GPU token rate must say which GPUs it counts")
-    values = {f: raw.get(f) for f in FIELDS}
+    values: dict[str, Any] = {f: raw.get(f) for f in FIELDS}
     for f in _FLOATS:
         if values[f] is not None:
             values[f] = float(values[f])

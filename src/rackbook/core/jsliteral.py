@@ -69,7 +69,7 @@ class _JsParser:
 
     def string(self) -> str:
         quote, self.pos = self.text[self.pos], self.pos + 1
-        out = []
+        out: list[str] = []
         while self.pos < len(self.text):
             c = self.text[self.pos]
             if c == quote:

@@ -28,13 +28,14 @@ with Python's ``json``); duplicate keys keep the last value.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import re
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 import orjson
@@ -130,6 +131,12 @@ class _Truncated(Exception):
     """The file ended inside a value."""
 
 
+def _match_end(pattern: re.Pattern[bytes], buf: bytes, pos: int) -> int:
+    """Where ``pattern``'s match at ``pos`` ends (the pattern matches the empty string)."""
+    m = pattern.match(buf, pos)
+    return pos if m is None else m.end()
+
+
 def _field(path: tuple[Any, ...]) -> str:
     """``("rows", 3, "hardware")`` -> ``rows[3].hardware``; the top level is ``-``."""
     out = ""
@@ -184,7 +191,7 @@ class _Reader:
     def ws(self) -> int | None:
         """Skip whitespace; the next byte, or None at end of file."""
         while True:
-            self.pos = _WS.match(self.buf, self.pos).end()
+            self.pos = _match_end(_WS, self.buf, self.pos)
             if self.pos < len(self.buf):
                 return self.buf[self.pos]
             if not self.more():
@@ -268,9 +275,9 @@ class _Reader:
         if n > MAX_KEYS:
             raise self.fail(path, f"an object with more than {MAX_KEYS:,} keys (refused)")
         key = self.string(path)
-        c = self.ws()
-        if c != 0x3A:
-            if c is None:
+        after = self.ws()
+        if after != 0x3A:
+            if after is None:
                 raise _Truncated
             raise _Syntax("Expecting ':' delimiter", self.pos)
         self.pos += 1
@@ -283,7 +290,7 @@ class _Reader:
     def string(self, path: tuple[Any, ...]) -> str:
         """The string at ``pos`` (its opening quote)."""
         while True:
-            end = _STR_BODY.match(self.buf, self.pos + 1).end()
+            end = _match_end(_STR_BODY, self.buf, self.pos + 1)
             if end < len(self.buf) and self.buf[end] == 0x22:
                 break
             if end - self.pos > self.max_string:
@@ -461,7 +468,7 @@ class _Reader:
         longer list is read to its end, not kept, and its length named). A non-number is
         ``KEY[i]: not a number`` (``i`` counted from ``flat0``, the values before this list
         in a ragged one)."""
-        c = self.expect_value()
+        c: int | None = self.expect_value()
         if c != 0x5B:
             raise _NotList
         self.pos += 1
@@ -476,7 +483,7 @@ class _Reader:
                 raise _Truncated
             self.want(PIECE + CUT_SEARCH)
             start = self.pos
-            got = None
+            got: Any = None
             lo = min(start + PIECE, len(self.buf))
             end = self.buf.find(b"]", start, lo)
             cut = end if end >= 0 else self.buf.find(b",", lo, lo + CUT_SEARCH)
@@ -520,7 +527,7 @@ class _Reader:
     def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
         """A list of lists of numbers at ``pos``: runs of whole inner lists parsed at once,
         a long inner list in pieces (:meth:`numbers`)."""
-        c = self.expect_value()
+        c: int | None = self.expect_value()
         if c != 0x5B:
             raise _NotList
         self.pos += 1
@@ -614,7 +621,7 @@ class _Reader:
             return None
         k = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         try:
-            v = np.fromiter(_chain(lists), dtype=np.float64, count=int(k.sum()))
+            v = np.fromiter(itertools.chain.from_iterable(lists), np.float64, int(k.sum()))
         except (TypeError, ValueError):
             return None
         self.pos = cut
@@ -651,12 +658,6 @@ def _estimate(text: bytes) -> int:
     return len(text) + 40 * items + _PER_VALUE * (text.count(b"{") + text.count(b"["))
 
 
-def _chain(lists: list[list[Any]]) -> Any:
-    import itertools
-
-    return itertools.chain.from_iterable(lists)
-
-
 def _depth_hint(text: bytes) -> int:
     """An upper bound on the nesting inside ``text`` (brackets counted, strings included)."""
     if len(text) < 2 * MAX_DEPTH:
@@ -681,7 +682,7 @@ def _gzip_limit() -> str:
 
 def _open(path: Path) -> tuple[IO[bytes], int | None]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rb"), limits.streamed_cap(path.stat().st_size)
+        return cast(IO[bytes], gzip.open(path, "rb")), limits.streamed_cap(path.stat().st_size)
     return open(path, "rb"), None
 
 
@@ -772,7 +773,7 @@ def _typed_object(
             if kind == NUMBERS:
                 bound = r.row_bound(counts, key)
                 exact = counts.same_length in r.lengths
-                v = r.numbers((key,), bound, _what(r, counts), key=key, exact=exact)
+                v: Any = r.numbers((key,), bound, _what(r, counts), key=key, exact=exact)
             elif kind == RAGGED:
                 v = r.ragged((key,), counts, key)
             elif kind == SKIP:

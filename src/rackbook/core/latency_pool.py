@@ -282,9 +282,7 @@ class LatencyPool:
                 res = None if whole is None else (got, whole)
         if res is not None:
             got, whole = res
-            per = [
-                _named(name, got[i], percentiles) if got[i] else dict(empty) for i in range(points)
-            ]
+            per = [_named(name, g, percentiles) if g else dict(empty) for g in got[:points]]
             total = _named(name, whole, percentiles)
         else:  # at most _STD_BLOCK values, or a negative one: partition each window in place
             mean, std = _mean_std(v) if v.size and not one else (0.0, 0.0)

@@ -46,22 +46,24 @@ class _Buckets:
     order statistics hold few values)."""
 
     def __init__(self, groups: Sequence[Sequence[np.ndarray]]) -> None:
-        lo, hi, self.negative = None, None, False
+        lo: int | None = None
+        hi: int | None = None
+        self.negative = False
         for g in groups:
             for blk in _blocks(g):
                 if not blk.size:
                     continue
                 bits = blk.view(np.int64)
                 a, b = int(bits.min()), int(bits.max())
-                lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+                lo, hi = (a, b) if lo is None or hi is None else (min(lo, a), max(hi, b))
         if lo is not None and lo < 0:  # a negative value or -0.0: patterns do not order
             self.negative = True
-        lo, hi = (0, 0) if lo is None else (lo, hi)
+        first, last = (0, 0) if lo is None or hi is None else (lo, hi)
         self.shift = 0
-        while (hi >> self.shift) - (lo >> self.shift) >= _BUCKETS:
+        while (last >> self.shift) - (first >> self.shift) >= _BUCKETS:
             self.shift += 1
-        self.base = lo >> self.shift
-        self.size = int((hi >> self.shift) - self.base + 1)
+        self.base = first >> self.shift
+        self.size = int((last >> self.shift) - self.base + 1)
 
     def of(self, blk: np.ndarray) -> np.ndarray:
         """Bucket of each value of ``blk`` (int64)."""
@@ -161,7 +163,7 @@ def _moments(pieces: Sequence[np.ndarray], n: int) -> tuple[np.float64, np.float
     return mean, m2
 
 
-def _lerp(a: np.float64, b: np.float64, t: np.float64) -> np.float64:
+def _lerp(a: float, b: float, t: float) -> float:
     """numpy's ``_lerp`` on scalars: ``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when
     ``t >= 0.5``."""
     diff = b - a
@@ -220,9 +222,9 @@ def grouped_stats(
         per.append((float(mean), float(np.sqrt(m2 / m)), *_form(m, got, plans)))
     w = np.array(sizes, dtype=np.float64)
     mu = np.array(means)
-    mean = float((w * mu).sum() / n)
-    m2 = float(np.sum(m2s) + (w * (mu - mean) ** 2).sum())
-    return per, (mean, math.sqrt(max(m2, 0.0) / n), *_form(n, whole_got, whole_plans))
+    mean_all = float((w * mu).sum() / n)
+    m2_all = float(np.sum(m2s) + (w * (mu - mean_all) ** 2).sum())
+    return per, (mean_all, math.sqrt(max(m2_all, 0.0) / n), *_form(n, whole_got, whole_plans))
 
 
 def stats(pieces: Sequence[np.ndarray], percentiles: Sequence[float]) -> Stats | None:

@@ -24,8 +24,8 @@ def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
     )
     rows = [
         {
-            "hardware": str(g.hardware),
-            "engine": str(g.engine),
+            "hardware": _stated(g.hardware),
+            "engine": _stated(g.engine),
             "points": int(g["count"]),
             "tok_s_per_gpu_min": None if pd.isna(g["min"]) else float(g["min"]),
             "tok_s_per_gpu_max": None if pd.isna(g["max"]) else float(g["max"]),
@@ -35,6 +35,11 @@ def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
     return {"trace_id": run.get("trace_id"), "kind": "published", "points": len(pts)} | {
         "groups": rows
     }
+
+
+def _stated(value: Any) -> str:
+    """A group's hardware or engine as the reader sees it: ``not stated`` where it is missing."""
+    return "not stated" if pd.isna(value) else str(value)
 
 
 def _points(n: int, word: str = "point") -> str:

@@ -279,7 +279,7 @@ def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int
     """Feed ``path``/itl.parquet to ``acc`` chunk by chunk; ``row_code`` is each request row's
     point index, or -1 for a failed request. Checks as :func:`rackbook.core.traces.validate`."""
     n_req = len(row_code)
-    with contextlib.closing(
+    with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
         traces.iter_table(path, "itl", ["request_row", "itl_s"], chunk_rows)
     ) as chunks:  # on error: its thread stops
         for off, c in chunks:
@@ -304,7 +304,7 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
     """
     req = trace.requests
     stream_itl = not trace.itl_loaded and trace.path is not None
-    n_itl = traces.table_rows(trace.path, "itl") if stream_itl else len(trace.itl)
+    n_itl = traces.table_rows(trace.path, "itl") if trace.path and stream_itl else len(trace.itl)
     exact_itl = not stream_itl or n_itl <= EXACT_ITL_MAX
     acc = _Summary(trace.points, percentiles, exact_itl, requests=len(req), gaps=n_itl)
     codes = _point_index(req["point_id"], trace.points)
@@ -319,7 +319,7 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
     )
     row_code = np.where(ok, codes, -1).astype(np.int32)
     acc.requests_done()
-    if stream_itl:
+    if stream_itl and trace.path is not None:
         _stream_itl(acc, Path(trace.path), row_code, CHUNK_ROWS)
     elif not trace.itl.empty:
         code = row_code[trace.itl["request_row"].to_numpy()]
@@ -388,7 +388,7 @@ def summarize_path(
     acc = _Summary(pts, percentiles, n_itl <= EXACT_ITL_MAX, requests=n_req, gaps=n_itl)
     pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
     row_code = np.empty(n_req, np.min_scalar_type(-(len(pts) + 1)))  # point index, -1: failed
-    with contextlib.closing(
+    with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
         traces.iter_table(path, "requests", _REQUEST_COLUMNS, chunk_rows)
     ) as chunks:  # on error: its thread stops
         for off, c in chunks:

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -288,7 +288,7 @@ def _field_path(raw: Any, loc: Sequence[str | int]) -> str:
     return out or "(top level)"
 
 
-def _loc(err: dict[str, Any]) -> tuple[str | int, ...]:
+def _loc(err: Mapping[str, Any]) -> tuple[str | int, ...]:
     loc: tuple[str | int, ...] = tuple(err.get("loc", ()))
     if err.get("type") == FIELD_ERROR:
         extra = str(err["ctx"]["field"]).split(".")
@@ -296,7 +296,7 @@ def _loc(err: dict[str, Any]) -> tuple[str | int, ...]:
     return loc
 
 
-def problem_text(err: dict[str, Any]) -> str:
+def problem_text(err: Mapping[str, Any]) -> str:
     """One pydantic error as the project words it (``must be > 0``, ``unknown field``, ...)."""
     kind, ctx = err.get("type", ""), err.get("ctx") or {}
     if kind == "greater_than":

@@ -103,7 +103,7 @@ class Scenario:
                 raise InputError("-p", name, f"unknown parameter; known: {', '.join(fields)}")
             f = fields[name]
             default = (
-                f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+                f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
             )
             text = str(text)
             if name in cls.STR_LISTS:

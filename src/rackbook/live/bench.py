@@ -186,7 +186,7 @@ class BenchClient:
         # byte for request_timeout_s() seconds ends the request (a failed request, its reason
         # the client's timeout error). The session's timeout is built from the aiohttp module
         # vLLM's serve module imported.
-        aiohttp = getattr(self._serve, "aiohttp", None)
+        aiohttp: Any = getattr(self._serve, "aiohttp", None)
         timeout = getattr(aiohttp, "ClientTimeout", None)
         if timeout is not None:
             aiohttp.ClientTimeout = functools.partial(timeout, sock_read=request_timeout_s())

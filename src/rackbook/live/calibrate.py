@@ -465,6 +465,7 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
         if args.from_json is not None:
             from rackbook.core.calibration import read_saved, write_calibration
 
+            assert output is not None  # --from-json takes -o DIR (checked above)
             print(write_calibration(output, *read_saved(args.from_json)))
             return 0
         return _measure_and_write(args, catalog(), output, saved)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from rackbook.errors import InputError
@@ -59,12 +60,12 @@ def vllm_environ(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def api_key(env: dict[str, str] | None = None) -> str | None:
+def api_key(env: Mapping[str, str] | None = None) -> str | None:
     """The API key from the first set variable of :data:`API_KEY_VARS`, or None."""
-    env = os.environ if env is None else env
+    found: Mapping[str, str] = os.environ if env is None else env
     for name in API_KEY_VARS:
-        if env.get(name):
-            return env[name]
+        if found.get(name):
+            return found[name]
     return None
 
 

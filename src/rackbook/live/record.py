@@ -225,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("error: -: -: terminated by SIGTERM (servers stopped)\n")
         return TERMINATED
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
+    return 0
 
 
 if __name__ == "__main__":

@@ -473,7 +473,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = argv[cut + 1 :]
     with VllmServer(a.model, extra, log_path=a.log) as srv:
         if a.status:
-            a.status.write_text(json.dumps({**srv.info(), "members": group_members(srv.pgid)}))
+            members = [] if srv.pgid is None else group_members(srv.pgid)
+            a.status.write_text(json.dumps({**srv.info(), "members": members}))
         time.sleep(a.hold)
     return 0
 

@@ -160,7 +160,7 @@ def _formats(model: ModelSpec) -> list[tuple[str, str, str]]:
     weights first, then each ``weights.served`` entry."""
     w = model.weights
     dense = w.dense_dtype or "bf16"
-    out = [(w.routed_expert_dtype or dense, dense, "as published")]
+    out: list[tuple[str, str, str]] = [(w.routed_expert_dtype or dense, dense, "as published")]
     out += [(s.routed_expert_dtype, s.dense_dtype, s.checkpoint) for s in w.served]
     return out
 
