@@ -261,3 +261,54 @@ def test_a_folder_of_the_users_is_refused_before_any_work(run_cli, tmp_path) -> 
     code, out, err = run_cli("calibrate", "--device", "cpu", "-o", str(mine))
     assert code == 2 and err.startswith(f"error: {mine}: -o: ") and err.count("\n") == 1, err
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+def test_calibrate_never_replaces_or_deletes_a_file_of_the_users(run_cli, tmp_path) -> None:
+    """`--save-json FILE` over an existing file, and `--from-json cal/rows.json -o cal` (the
+    folder replaced whole would delete its own input), are refused before any timing."""
+    mine = tmp_path / "mine.json"
+    mine.write_text('{"mine": 1}\n')
+    cal = tmp_path / "cal"
+    cal.mkdir()
+    (cal / "rows.json").write_text("{}\n")
+    for argv, problem in (
+        (["--device", "cpu", "-o", str(tmp_path / "c"), "--save-json", str(mine)], "exists"),
+        (
+            [
+                "--device",
+                "cpu",
+                "-o",
+                str(tmp_path / "c"),
+                "--save-json",
+                str(tmp_path / "c" / "s.json"),
+            ],
+            "inside",
+        ),  # fmt: skip
+        (["--from-json", str(cal / "rows.json"), "-o", str(cal)], "inside"),
+    ):
+        code, out, err = run_cli("calibrate", *argv)
+        assert code == 2 and problem in err and err.count("\n") == 1, err
+    assert mine.read_text() == '{"mine": 1}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal", "mine.json"]
+    assert [p.name for p in cal.iterdir()] == ["rows.json"]
+
+
+def test_an_interrupted_calibrate_leaves_no_save_json_file(monkeypatch, tmp_path) -> None:
+    """A signal (here: KeyboardInterrupt) after --save-json's file is written and before the
+    folder is: the file goes too (was: left, while the one line said nothing was left)."""
+    import argparse
+
+    cal = calibration.read_calibration()
+    rows = json.loads(cal.kernels.to_json(orient="records"))
+    monkeypatch.setattr(calibrate, "calibrate", lambda *a, **k: (dict(cal.run), rows))
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(calibrate, "write_folder", interrupted)
+    saved = tmp_path / "s.json"
+    args = argparse.Namespace(device="cpu", quick=True, model=calibrate.DEFAULT_MODEL,
+                              output=tmp_path / "c", save_json=saved)  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        calibrate._measure_and_write(args, None, tmp_path / "c", saved)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []

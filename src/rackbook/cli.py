@@ -599,13 +599,13 @@ def _import_output(args: argparse.Namespace) -> Iterator[None]:
     """``import``'s output folder locked for the whole import (:func:`fsio.output_lock`), once
     it is known to be replaceable: missing, empty, or a trace rackbook wrote and ``--force``;
     never a folder holding anything else, nor one the input lies inside."""
-    from rackbook.core import fsio, traces
+    from rackbook.core import fsio
 
     out = fsio.check_output_folder(Path(args.output), "-o")
     with fsio.output_lock(out, "-o"):
-        fsio.check_replaceable(out, "trace", "-o", traces.is_unmarked_trace)
         if Path(args.input).is_file():  # else the importer says what it is
             fsio.refuse_overlap({"-o": out}, {"input": args.input})
+        fsio.check_replaceable(out, "trace", "-o")
         if not args.force and (fsio.marked_kind(out) or (out / "run.json").is_file()):
             raise InputError(out, "-o", "a trace exists there: add --force to replace it")
         yield

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import queue
 import threading
 from collections.abc import Iterator, Mapping
@@ -345,34 +344,19 @@ def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
     return pa.table(arrays)
 
 
-def is_unmarked_trace(path: Path) -> bool:
-    """True when the folder ``path`` holds a trace as rackbook wrote them before output
-    markers (:data:`rackbook.core.fsio.MARKER`): ``run.json`` and Parquet tables, nothing
-    else, each a regular file. Such a folder may be replaced by a trace."""
-    try:
-        entries = list(os.scandir(path))
-    except OSError:
-        return False
-    names = {e.name for e in entries}
-    return "run.json" in names and all(
-        e.is_file(follow_symlinks=False) and (e.name == "run.json" or e.name.endswith(".parquet"))
-        for e in entries
-    )
-
-
 def write_trace(path: str | Path, trace: Trace, *, overwrite: bool = True) -> Path:
     """Validate and write ``trace`` to folder ``path`` atomically (temporary folder, rename),
     marked as a rackbook trace (:func:`rackbook.core.fsio.atomic_dir`).
 
-    An existing trace folder at ``path`` that rackbook wrote (marked, or
-    :func:`is_unmarked_trace`) is replaced (unless ``overwrite`` is false); a file, or a
+    An existing trace folder at ``path`` that rackbook wrote (marked, every file on its
+    manifest as written) is replaced (unless ``overwrite`` is false); a file, a link, or a
     non-empty folder holding anything else, is refused with :class:`InputError` (field
     ``output``) and left as it was.
     """
     path = check_output_folder(path)
-    fsio.check_replaceable(path, "trace", "output", is_unmarked_trace)
+    fsio.check_replaceable(path, "trace", "output")
     t = validate(trace, where=path)
-    with atomic_dir(path, overwrite=overwrite, kind="trace", legacy=is_unmarked_trace) as tmp:
+    with atomic_dir(path, overwrite=overwrite, kind="trace") as tmp:
         (tmp / "run.json").write_text(
             json.dumps(t.run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
         )

@@ -101,6 +101,12 @@ def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> f
     return time.monotonic() - t0
 
 
+#: The raw folder's entries while a recording writes them (the module docstring's layout):
+#: listed as pending in its manifest until the recording ends.
+RAW_PENDING = ("serve", "offline", "metrics", "failed", "rejected", "record.json", "*.log",
+               "*.log.gz")  # fmt: skip
+
+
 class Recorder(Conversion):
     """Runs one scenario's plan and keeps every raw artifact under ``raw``."""
 
@@ -670,8 +676,11 @@ class Recorder(Conversion):
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
+        # while recording, the manifest names the layout's entries as pending (whatever a
+        # killed recording left there is the recorder's, for --resume); the exact files once done
+        fsio.update_manifest(self.raw, pending=RAW_PENDING)
         if fsio.marked_kind(self.raw) != "raw":
-            fsio.write_marker(self.raw, "raw")
+            fsio.write_marker(self.raw, "raw", pending=RAW_PENDING)
         t0 = time.monotonic()
         ensure_tiny_model(self.sc.model)
         try:
@@ -693,6 +702,7 @@ class Recorder(Conversion):
         self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
         self._save_info()
         scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
+        fsio.write_marker(self.raw, "raw")
         out = self.convert()
         _say(f"trace written: {out} (raw artifacts in {self.raw})")
         return out
