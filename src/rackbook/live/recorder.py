@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import subprocess
 import sys
 import time
@@ -70,6 +71,23 @@ def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
     if attempt < MAX_ATTEMPTS:
         return "rerun"
     return "accept" if accept_invalid else "refuse"
+
+
+#: For tests: ``POINT_ID:FOLDER``. Once the point POINT_ID is kept (and record.json says so),
+#: the recorder writes ``FOLDER/POINT_ID.kept`` and waits until ``FOLDER/go`` exists: a test
+#: acts between two points on an event, not on timing (the resume test kills the server there).
+HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
+
+
+def hold_after(point_id: str) -> None:
+    """Wait as :data:`HOLD_ENV` asks after ``point_id`` was kept (nothing when it is unset or
+    names another point)."""
+    want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
+    if not folder or want != point_id:
+        return
+    (Path(folder) / f"{point_id}.kept").touch()
+    while not (Path(folder) / "go").exists():
+        time.sleep(0.05)
 
 
 def _say(msg: str) -> None:
@@ -144,6 +162,7 @@ class Recorder(Conversion):
             "sessions": [],
             "validity": {},
             "accepted_invalid": [],
+            "points_kept": [],
         }
         old = self.raw / "record.json"
         if resume and old.exists():
@@ -153,7 +172,7 @@ class Recorder(Conversion):
                     old, "parameters", "differ from this run's: resume with the same -p values"
                 )
             keep = ("points", "engines", "phases", "failures", "sessions", "commands")
-            for k in (*keep, "validity", "accepted_invalid"):
+            for k in (*keep, "validity", "accepted_invalid", "points_kept"):
                 if k in prev:
                     self.info[k] = prev[k]
         self.commands: list[str] = list(self.info.get("commands", []))
@@ -528,6 +547,12 @@ class Recorder(Conversion):
         if action == "accept" and point_id not in self.info["accepted_invalid"]:
             self.info["accepted_invalid"].append(point_id)
         if action in ("rerun", "refuse"):  # never kept as done (--resume runs it again)
+            # the attempt's bookkeeping goes with it: a point is listed as recorded only once
+            # kept (a server dying during the second attempt was blamed on a point that read
+            # as finished)
+            self.info["points"].pop(point_id, None)
+            if point_id in self.info["points_kept"]:
+                self.info["points_kept"].remove(point_id)
             for name in names:
                 src = raw_file(self.raw / folder / name)
                 if src.exists():
@@ -547,6 +572,10 @@ class Recorder(Conversion):
             )
         if action == "accept":
             _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
+        if point_id not in self.info["points_kept"]:
+            self.info["points_kept"].append(point_id)
+            self._save_info()
+        hold_after(point_id)
         return True
 
     def _fail(
