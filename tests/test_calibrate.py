@@ -312,3 +312,17 @@ def test_an_interrupted_calibrate_leaves_no_save_json_file(monkeypatch, tmp_path
     with pytest.raises(KeyboardInterrupt):
         calibrate._measure_and_write(args, None, tmp_path / "c", saved)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("key,value", [("hbm_TBps", 1e-300), ("hbm_TBps", 5e6),
+                                       ("bf16_dense_TFLOPs", 1e-3)])  # fmt: skip
+def test_a_data_sheet_out_of_physical_range_is_refused(run_cli, tmp_path, key, value) -> None:
+    """Issue 38: a data sheet of 1e-300 TB/s made the attainable estimate 57,084 (not 2,026)."""
+    cal = calibration.read_calibration()
+    rows = json.loads(cal.kernels.to_json(orient="records"))
+    run = {**cal.run, "spec": {**cal.run["spec"], key: value}}
+    saved = tmp_path / "c.json"
+    saved.write_text(json.dumps({"run": run, "kernels": rows}))
+    code, _, err = run_cli("calibrate", "--from-json", str(saved), "-o", str(tmp_path / "c"))
+    assert code == 2 and f"run.json.spec.{key}: must be a number from" in err, err
+    assert not (tmp_path / "c").exists()

@@ -11,6 +11,7 @@ from rackbook.core.metrics import tpot_s
 from rackbook.core.provenance import new_run_info
 from rackbook.core.summary import summarize
 from rackbook.core.traces import validate
+from rackbook.errors import InputError
 
 
 def _trace(tmp_path, d):
@@ -49,11 +50,12 @@ def test_tpot_skips_single_token_requests():
     assert t.tolist() == pytest.approx([0.2])
 
 
-def test_all_failed_gives_zeros_like_vllm(tmp_path):
-    d = small_result(errors=["a", "b", "c"], completed=0)
-    s = summarize(_trace(tmp_path, d)).to_dict()
-    assert s["completed"] == 0 and s["failed"] == 3
-    assert s["mean_ttft_ms"] == 0.0 and s["output_throughput"] == 0.0
+def test_all_failed_is_refused_in_one_line(tmp_path):
+    """Issue 38: an all-failed trace read as "one stream at nan tok/s", exit 0; vLLM's zeros
+    are not a measurement either. Refused on import and on read."""
+    d = small_result(errors=["a", "b", "c"], completed=0, failed=3)
+    with pytest.raises(InputError, match="requests.success: no request succeeded"):
+        _trace(tmp_path, d)
 
 
 def test_points_are_summarised_separately(tmp_path):

@@ -150,10 +150,14 @@ def check_parameters(
             trace = merged.get("trace")
             if isinstance(trace, str) and trace:
                 check_expert_layout(paths.ROOT / trace, merged, shown)
+        if source == "trace" and isinstance(merged.get("point_id"), str):
+            check_point_id(merged, shown)
     for name, value in params.items():
         field = f"parameter {name}"
         default = _default_value(declared[name].get("default"))
-        if name == "trace" and source == "trace":
+        if name == "trace_b" and value is None:
+            continue
+        if name in ("trace", "trace_b") and source == "trace":
             if not isinstance(value, str) or not value or "\0" in value:
                 raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
             folder = paths.resolve(value)
@@ -189,6 +193,28 @@ def check_parameters(
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                 if numeric and not ok:
                     raise InputError(shown, f"{field}[{i}]", f"expected a finite number, got {v!r}")
+
+
+def check_point_id(params: dict[str, Any], where: str) -> None:
+    """The ``point_id`` parameter names a point of the chapter's trace (given or default),
+    read from its points table before the notebook starts."""
+    from rackbook.core import traces
+
+    trace = params.get("trace")
+    if not isinstance(trace, str) or not trace:
+        return
+    folder = Path(trace) if Path(trace).is_absolute() else paths.ROOT / trace
+    if not (folder / "points.parquet").is_file():
+        return  # the trace's own check names what is missing
+    known = traces.read_table(folder, "points", ["point_id"])["point_id"].astype(str).tolist()
+    if params["point_id"] not in known:
+        shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
+        raise InputError(
+            where,
+            "parameter point_id",
+            f"{params['point_id']!r} is not a point of {display_path(folder)} (its points: "
+            f"{shown})",
+        )
 
 
 def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
@@ -487,6 +513,18 @@ def results_folder(
     )
 
 
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (anywhere in dicts and lists) made None: the
+    JSON rackbook prints is standard JSON (NaN is not), and a value not known is null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
 def cli_list(args: argparse.Namespace) -> int:
     """``rackbook list``: each result, its claims and the latest readings of each."""
     from rackbook.inputs.claims import load_claims
@@ -506,7 +544,8 @@ def cli_list(args: argparse.Namespace) -> int:
             {"result": n, "readings": d["readings"] if d else None, "claims": c}
             for n, d, c in listing
         ]
-        print(json.dumps({"executed": str(out_dir), "results": results}, default=str))
+        doc = finite_json({"executed": str(out_dir), "results": results})
+        print(json.dumps(doc, default=str, allow_nan=False))
         return 0
     for name, doc, claims in listing:
         print(f"{name}: {summary_line(doc) if doc else 'not run'}")
