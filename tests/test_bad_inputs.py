@@ -1336,3 +1336,27 @@ def test_published_imports_refuse_impossible_values(tmp_path, run_cli):
                     "a"), "--source-url", "https://example.org/summary.csv")  # fmt: skip
     assert f"{csv_file}: line " in err and ("CSV" in err or "quote" in err), err
     assert not (tmp_path / "a").exists()
+
+
+def test_too_few_open_files_is_named_before_any_work(tmp_path):
+    """Issue 38: with 24 open files a verb failed after 62 s with an unnamed error. The soft
+    limit is raised where the hard one allows; otherwise one line names the limit."""
+    import resource
+    import subprocess
+    import sys
+
+    rackbook = str(Path(sys.executable).with_name("rackbook"))
+
+    def limited(soft: int, hard: int):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    proc = subprocess.run([rackbook, "list"], cwd=tmp_path, capture_output=True, text=True,
+                          preexec_fn=limited(24, 24))  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "open files: the limit is 24 (ulimit -n)" in proc.stderr
+    if hard == resource.RLIM_INFINITY or hard >= 256:
+        proc = subprocess.run([rackbook, "catalog"], cwd=tmp_path, capture_output=True,
+                              text=True, preexec_fn=limited(24, hard))  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -642,3 +642,20 @@ def test_a_pair_interrupted_on_its_way_in_leaves_no_headline(tmp_path: Path, mon
     assert manifest.problem(tmp_path / "r") is None
     with runner.results_folder(tmp_path / "r", names=["single-user"]):
         pass  # still rackbook's: the next run may write it
+
+
+def test_a_runs_staging_folder_left_by_a_kill_is_removed_by_the_next(tmp_path: Path) -> None:
+    """A run killed outright leaves its staging folder (`.RESULT.ipynb.XXXXXXXX.tmp`) in the
+    results folder; the manifest lists the result's names as being written, so the folder
+    stays rackbook's and the next run of that result removes the leftover."""
+    from rackbook.book import runner
+
+    with runner.results_folder(tmp_path / "r", names=["single-user"]) as out:
+        fsio.update_manifest(out, pending=["single-user.ipynb", "single-user.json"])
+        left = fsio.make_temp_dir(out / "single-user.ipynb")
+        (left / "single-user.ipynb").write_text("half")
+    assert left.is_dir() and manifest.problem(tmp_path / "r") is None
+    with runner.results_folder(tmp_path / "r", names=["decode-parity"]):
+        assert left.is_dir()  # another result's run leaves it: it may be running
+    with runner.results_folder(tmp_path / "r", names=["single-user"]):
+        assert not left.exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import signal
@@ -613,6 +614,7 @@ def _import_output(args: argparse.Namespace) -> Iterator[None]:
 
 def _dispatch(args: argparse.Namespace) -> int:
     try:
+        limits.check_open_files()
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
         if args.verb == "import":  # options that do not fit the format: one line, no work
@@ -632,6 +634,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             return _fail("-: -: out of memory: the input is too large for this machine", 2)
         if isinstance(exc, BrokenPipeError):
             return 2
+        if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+            return _fail("-: open files: too many open files (ulimit -n): raise the limit", 2)
         if isinstance(exc, OSError):
             where = exc.filename if exc.filename is not None else "-"
             return _fail(f"{where}: -: {exc.strerror or exc}", 2)

@@ -338,12 +338,18 @@ def execute_result(
     final = out_dir / f"{result}.ipynb"
     headline = out_dir / f"{result}.json"
     # the notebook and its headline are made in a new private folder (its name noted as
-    # rackbook's temporary), then moved in as a pair: never written through a planted link
+    # rackbook's temporary), then moved in as a pair: never written through a planted link.
+    # Until then the manifest lists the result's names as being written, so that what a kill
+    # leaves (the staging folder) is known as rackbook's and removed by the next run.
+    mine = (final.name, headline.name, cache.stamp_path(out_dir, result).name)
+    fsio.update_manifest(out_dir, pending=mine)
     stage = fsio.make_temp_dir(final)
 
     def _leave_nothing() -> None:
-        """Remove the staging folder and the folders this run created, if still empty."""
+        """Remove the staging folder and the folders this run created, if still empty; the
+        manifest lists the result's files as they are again."""
         shutil.rmtree(stage, ignore_errors=True)
+        fsio.update_manifest(out_dir, record=mine)
         for d in created:  # deepest first
             with contextlib.suppress(OSError):
                 d.rmdir()

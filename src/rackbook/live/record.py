@@ -117,6 +117,7 @@ def record(args: argparse.Namespace) -> Path:
     rec.info["request_timeout_s"] = timeout_s
     # the trace folder locked for the whole recording, and refused before any server starts
     # when it holds what rackbook did not write
+    fsio.check_output_folder(out, "-o")  # no link, nothing read-only: before any server
     with fsio.output_lock(out, "-o"):
         fsio.check_replaceable(out, "trace", "-o")
         fsio.check_replaceable(rec.raw, "raw", "-o")
