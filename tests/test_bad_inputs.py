@@ -1360,3 +1360,17 @@ def test_too_few_open_files_is_named_before_any_work(tmp_path):
                               text=True, preexec_fn=limited(24, hard))  # fmt: skip
         assert proc.returncode == 0, proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [(["import", "vllm-bench", "r.json", "-o", ""], "-o"), (["run", "single-user", "--out", ""],
+      "--out"), (["recipes", "-o", ""], "-o"), (["book", "--html", ""], "--html")],
+)  # fmt: skip
+def test_an_empty_path_is_refused_by_its_flag(tmp_path, run_cli, monkeypatch, argv, flag):
+    """Issue 38: `-o ''` was read as the working folder, or named rackbook's own temporary
+    folder in its message."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(*argv)
+    assert code == 2 and err == f"error: '': {flag}: an empty path: name a file or folder\n"
+    assert list(tmp_path.iterdir()) == []

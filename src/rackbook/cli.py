@@ -612,9 +612,27 @@ def _import_output(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
+#: Options that name a file or folder (argparse dest -> the flag a message names).
+PATH_OPTIONS = {
+    "output": "-o", "out": "--out", "html": "--html", "traces": "--traces", "reuse": "--reuse",
+    "save_json": "--save-json", "from_json": "--from-json", "topology": "--topology",
+    "params_file": "--params-file", "input": "input",
+}  # fmt: skip
+
+
+def _refuse_empty_paths(args: argparse.Namespace) -> None:
+    """An empty path (``-o ''``) is refused by the flag's name: it would read as the working
+    folder (or, deeper down, as a temporary one of rackbook's, which a message then named)."""
+    for dest, flag in PATH_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and not value.strip():
+            raise InputError("''", flag, "an empty path: name a file or folder")
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     try:
         limits.check_open_files()
+        _refuse_empty_paths(args)
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
         if args.verb == "import":  # options that do not fit the format: one line, no work
