@@ -659,3 +659,19 @@ def test_a_runs_staging_folder_left_by_a_kill_is_removed_by_the_next(tmp_path: P
         assert left.is_dir()  # another result's run leaves it: it may be running
     with runner.results_folder(tmp_path / "r", names=["single-user"]):
         assert not left.exists()
+
+
+def test_a_planted_link_in_a_results_folder_is_never_written_through(work: Path) -> None:
+    """Issue 38: `run` wrote the executed notebook through a link planted at
+    `.single-user.tmp.ipynb` (thesis.tex overwritten). The link is not on the folder's
+    manifest: the folder is refused, the file behind the link untouched."""
+    from rackbook.book import runner
+
+    with runner.results_folder(work / "o", names=["single-user"]):
+        pass
+    (work / "thesis.tex").write_text("\\chapter{mine}\n")
+    (work / "o" / ".single-user.tmp.ipynb").symlink_to(work / "thesis.tex")
+    before = tree(work)
+    refused(cli(work, "run", "single-user", "--out", "o"), ".single-user.tmp.ipynb")
+    assert tree(work) == before
+    assert (work / "thesis.tex").read_text() == "\\chapter{mine}\n"
