@@ -531,6 +531,14 @@ def table_rows(path: str | Path, name: str) -> int:
         raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
 
 
+def _column_names(path: Path, name: str) -> list[str]:
+    """The columns of table ``name`` from its Parquet footer."""
+    try:
+        return list(pq.ParquetFile(path / f"{name}.parquet").schema_arrow.names)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(path / f"{name}.parquet", "-", f"unreadable Parquet: {exc}") from None
+
+
 def check_row_counts(path: str | Path) -> tuple[int, int]:
     """(request rows, gap rows) of a trace folder, refused from the Parquet footers before
     any table is loaded: more requests than an import may expand to
@@ -546,7 +554,9 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
             f"{bound:,} (what an import expands to)"
         )  # fmt: skip
     n_itl = table_rows(path, "itl")
-    if n_itl > n_req:  # only then can the gaps outnumber the tokens: read the counts
+    if n_itl > n_req and "output_tokens" in _column_names(path, "requests"):
+        # only then can the gaps outnumber the tokens: read the counts (a missing column is
+        # named by the table's own check)
         col = _read_table(path, "requests", ["output_tokens"])["output_tokens"]
         tokens = float(pd.to_numeric(col, errors="coerce").fillna(0).clip(lower=0).sum())
         if n_itl > tokens:
