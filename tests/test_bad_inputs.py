@@ -1217,3 +1217,165 @@ def test_read_yaml_parses_an_unchanged_file_once_and_sees_a_change(tmp_path, mon
     p.unlink()
     with pytest.raises(InputError, match="file not found"):
         loader.read_yaml(p)
+
+
+#: Issue 38: values each plausible alone that the request rows contradict together.
+CONSISTENCY = [  # (id, change, field, problem)
+    ("gaps-100x", _put("itls", [[10.0, 20.0, 30.0], [0.4], []]), "itl.itl_s (request row 0)",
+     "add up to 60 s"),
+    ("gaps-tenth", _put("itls", [[0.01, 0.02, 0.03], [0.4], []]), "itl.itl_s (request row 0)",
+     "add up to 0.06 s"),
+    ("output-1000-for-3-gaps", _put("output_lens", [1000, 2, 0]),
+     "requests.output_tokens (row 0)", "over 24 times its 4 chunks"),
+    ("output-below-gaps", _put("output_lens", [2, 2, 0]), "requests.output_tokens (row 0)",
+     "fewer than its 4 chunks"),
+    ("start-8-years-later", _put("start_times", [100.0, 100.0 + 8 * 365 * 86400.0, 101.0]),
+     "requests.start_time_s (row 1)", "past its point's duration"),
+    ("all-failed", _put("errors", ["a", "b", "c"]), "requests.success", "no request succeeded"),
+    ("zero-output", _put("output_lens", [0, 0, 0]), "requests.output_tokens",
+     "no successful request generated a token"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "change,field,problem", [r[1:] for r in CONSISTENCY], ids=[r[0] for r in CONSISTENCY]
+)
+def test_import_refuses_rows_that_contradict_one_another(tmp_path, run_cli, change, field, problem):
+    d = small_result()
+    if change is not None:
+        change(d)
+    if d["errors"] == ["a", "b", "c"]:
+        d.update(completed=0, failed=3)
+    if d["output_lens"] == [0, 0, 0]:
+        d.update(itls=[[], [], []], latencies=[0.1, 0.2, 0.0])
+    src = tmp_path / "result.json"
+    src.write_text(json.dumps(d))
+    err = cli_error(
+        run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(tmp_path / "trace")
+    )
+    assert f"{src}: {field}: " in err and problem in err, err
+
+
+def test_the_consistency_rules_read_every_shipped_trace():
+    """The tolerances leave every recording in git readable (they sit at 0 % of the gap sum
+    and at most 16 tokens per chunk)."""
+    from rackbook.core import traces
+
+    folders = [p for p in paths.TRACES.iterdir() if (p / "itl.parquet").is_file()]
+    shipped = [p for p in folders if traces.table_rows(p, "itl")]
+    assert len(shipped) >= 5
+    for folder in shipped:
+        t = traces.read_trace(folder)
+        assert t.requests["success"].any() and len(t.itl), folder
+
+
+@pytest.mark.parametrize("label", ["ttft_s=0", "e2el_s=99", "output_tokens=0", "success=no"])
+def test_a_label_never_replaces_a_measured_field(tmp_path, run_cli, label):
+    """Issue 38: `--label ttft_s=0` silently replaced every request's measured TTFT."""
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small_result()))
+    err = cli_error(
+        run_cli, tmp_path, "import", "vllm-bench", str(src), "-o", str(tmp_path / "t"),
+        "--label", label,
+    )  # fmt: skip
+    assert f"--label {label.split('=')[0]}: is a measured field" in err, err
+
+
+def test_run_refuses_an_unknown_point_or_a_trace_b_that_is_not_one(tmp_path, run_cli):
+    """Issue 38: both were refused from inside the notebook after 11-16 s; now before any
+    kernel starts (nothing is written)."""
+    (tmp_path / "notes").mkdir()
+    err = cli_error(run_cli, tmp_path, "run", "single-user", "-p", "point_id", "nope",
+                    "--out", str(tmp_path / "o"))  # fmt: skip
+    assert "parameter point_id: 'nope' is not a point of data/traces/single-user" in err, err
+    err = cli_error(run_cli, tmp_path, "run", "decode-parity", "-p", "trace_b",
+                    str(paths.TRACES / "single-user"), "--out", str(tmp_path / "o"))  # fmt: skip
+    assert "parameter trace_b: a trace of scenario single-user, not decode-parity" in err, err
+    err = cli_error(run_cli, tmp_path, "run", "decode-parity", "-p", "trace_b",
+                    str(tmp_path / "notes"), "--out", str(tmp_path / "o"))  # fmt: skip
+    assert "missing run.json" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_more_gaps_than_tokens_are_refused_from_the_parquet_footer(tmp_path, run_cli):
+    """An itl.parquet holding more rows than its requests generated tokens (the issue's: 300M
+    rows in 2.7 MB) is refused from its row count, before the table is read."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = tmp_path / "t"
+    shutil.copytree(paths.TRACES / "single-user", t)
+    tokens = int(traces.read_table(t, "requests", ["output_tokens"])["output_tokens"].sum())
+    n = tokens + 1
+    pq.write_table(
+        pa.table({"request_row": pa.array(np.zeros(n, np.int64)),
+                  "itl_s": pa.array(np.full(n, 1e-3))}), t / "itl.parquet"
+    )  # fmt: skip
+    for argv in (["summarize", str(t)], ["run", "single-user", "-p", "trace", str(t),
+                                         "--out", str(tmp_path / "o")]):  # fmt: skip
+        err = cli_error(run_cli, tmp_path, *argv)
+        assert f"{t / 'itl.parquet'}: -: {n:,} gap rows for 32 requests" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_published_imports_refuse_impossible_values(tmp_path, run_cli):
+    """Issue 38: InferenceX tput_per_gpu 1e15, --source-date 9999-12-31 and an MLPerf CSV
+    whose unclosed quote swallowed a row were all accepted."""
+    sources = paths.DATA / "published" / "sources"
+    rows = json.loads((sources / "inferencex-benchmarks.json").read_text())
+    rows[0]["metrics"]["tput_per_gpu"] = 1e15
+    ix = tmp_path / "ix.json"
+    ix.write_text(json.dumps(rows))
+    err = cli_error(run_cli, tmp_path, "import", "inferencex", str(ix), "-o", str(tmp_path / "a"))
+    assert "published_points.tok_s_per_gpu: 1e+15 in row 0 is past 1e+07" in err, err
+    err = cli_error(run_cli, tmp_path, "import", "inferencex", str(sources /
+                    "inferencex-benchmarks.json"), "-o", str(tmp_path / "a"),
+                    "--source-date", "9999-12-31")  # fmt: skip
+    assert "--source-date: 9999-12-31 is in the future" in err, err
+    lines = (sources / "mlperf-v6.1-summary.csv").read_text().splitlines()
+    lines[3] = '"' + lines[3]  # a quote opened and never closed
+    csv_file = tmp_path / "summary.csv"
+    csv_file.write_text("\n".join(lines) + "\n")
+    err = cli_error(run_cli, tmp_path, "import", "mlperf", str(csv_file), "-o", str(tmp_path /
+                    "a"), "--source-url", "https://example.org/summary.csv")  # fmt: skip
+    assert f"{csv_file}: line " in err and ("CSV" in err or "quote" in err), err
+    assert not (tmp_path / "a").exists()
+
+
+def test_too_few_open_files_is_named_before_any_work(tmp_path):
+    """Issue 38: with 24 open files a verb failed after 62 s with an unnamed error. The soft
+    limit is raised where the hard one allows; otherwise one line names the limit."""
+    import resource
+    import subprocess
+    import sys
+
+    rackbook = str(Path(sys.executable).with_name("rackbook"))
+
+    def limited(soft: int, hard: int):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    proc = subprocess.run([rackbook, "list"], cwd=tmp_path, capture_output=True, text=True,
+                          preexec_fn=limited(24, 24))  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "open files: the limit is 24 (ulimit -n)" in proc.stderr
+    if hard == resource.RLIM_INFINITY or hard >= 256:
+        proc = subprocess.run([rackbook, "catalog"], cwd=tmp_path, capture_output=True,
+                              text=True, preexec_fn=limited(24, hard))  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [(["import", "vllm-bench", "r.json", "-o", ""], "-o"), (["run", "single-user", "--out", ""],
+      "--out"), (["recipes", "-o", ""], "-o"), (["book", "--html", ""], "--html")],
+)  # fmt: skip
+def test_an_empty_path_is_refused_by_its_flag(tmp_path, run_cli, monkeypatch, argv, flag):
+    """Issue 38: `-o ''` was read as the working folder, or named rackbook's own temporary
+    folder in its message."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(*argv)
+    assert code == 2 and err == f"error: '': {flag}: an empty path: name a file or folder\n"
+    assert list(tmp_path.iterdir()) == []

@@ -78,7 +78,7 @@ def _run(browser: str, args: list[str], profile: Path) -> subprocess.CompletedPr
         [browser, *FLAGS, f"--user-data-dir={profile}", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
 
 

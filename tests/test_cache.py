@@ -66,7 +66,7 @@ def executions(monkeypatch):
     def fake(inp, out, parameters, *a, **kw):
         calls.append(dict(parameters))
         shutil.copyfile(inp, out)
-        out_dir = Path(parameters["out_dir"])
+        out_dir = Path(kw.get("stage") or parameters["out_dir"])  # the run's staging folder
         name = Path(inp).stem
         doc = {"result": name, "n": len(calls), "t": time.time_ns()}
         (out_dir / f"{name}.json").write_text(json.dumps(doc))

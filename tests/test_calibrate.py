@@ -310,3 +310,68 @@ def test_a_calibration_without_a_data_sheet_says_why_in_a_whole_sentence(tmp_pat
     with pytest.raises(InputError) as exc:
         attainable.efficiencies(cpu)
     assert exc.value.problem.endswith("the share of a GPU's data sheet that its kernels reach")
+
+
+def test_calibrate_never_replaces_or_deletes_a_file_of_the_users(run_cli, tmp_path) -> None:
+    """`--save-json FILE` over an existing file, and `--from-json cal/rows.json -o cal` (the
+    folder replaced whole would delete its own input), are refused before any timing."""
+    mine = tmp_path / "mine.json"
+    mine.write_text('{"mine": 1}\n')
+    cal = tmp_path / "cal"
+    cal.mkdir()
+    (cal / "rows.json").write_text("{}\n")
+    for argv, problem in (
+        (["--device", "cpu", "-o", str(tmp_path / "c"), "--save-json", str(mine)], "exists"),
+        (
+            [
+                "--device",
+                "cpu",
+                "-o",
+                str(tmp_path / "c"),
+                "--save-json",
+                str(tmp_path / "c" / "s.json"),
+            ],
+            "inside",
+        ),  # fmt: skip
+        (["--from-json", str(cal / "rows.json"), "-o", str(cal)], "inside"),
+    ):
+        code, out, err = run_cli("calibrate", *argv)
+        assert code == 2 and problem in err and err.count("\n") == 1, err
+    assert mine.read_text() == '{"mine": 1}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal", "mine.json"]
+    assert [p.name for p in cal.iterdir()] == ["rows.json"]
+
+
+def test_an_interrupted_calibrate_leaves_no_save_json_file(monkeypatch, tmp_path) -> None:
+    """A signal (here: KeyboardInterrupt) after --save-json's file is written and before the
+    folder is: the file goes too (was: left, while the one line said nothing was left)."""
+    import argparse
+
+    cal = calibration.read_calibration()
+    rows = json.loads(cal.kernels.to_json(orient="records"))
+    monkeypatch.setattr(calibrate, "calibrate", lambda *a, **k: (dict(cal.run), rows))
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(calibrate, "write_folder", interrupted)
+    saved = tmp_path / "s.json"
+    args = argparse.Namespace(device="cpu", quick=True, model=calibrate.DEFAULT_MODEL,
+                              output=tmp_path / "c", save_json=saved)  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        calibrate._measure_and_write(args, None, tmp_path / "c", saved)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("key,value", [("hbm_TBps", 1e-300), ("hbm_TBps", 5e6),
+                                       ("bf16_dense_TFLOPs", 1e-3)])  # fmt: skip
+def test_a_data_sheet_out_of_physical_range_is_refused(run_cli, tmp_path, key, value) -> None:
+    """Issue 38: a data sheet of 1e-300 TB/s made the attainable estimate 57,084 (not 2,026)."""
+    cal = calibration.read_calibration()
+    rows = json.loads(cal.kernels.to_json(orient="records"))
+    run = {**cal.run, "spec": {**cal.run["spec"], key: value}}
+    saved = tmp_path / "c.json"
+    saved.write_text(json.dumps({"run": run, "kernels": rows}))
+    code, _, err = run_cli("calibrate", "--from-json", str(saved), "-o", str(tmp_path / "c"))
+    assert code == 2 and f"run.json.spec.{key}: must be a number from" in err, err
+    assert not (tmp_path / "c").exists()

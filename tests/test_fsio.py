@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import tempfile
+from pathlib import Path
 
 import pytest
 
-from rackbook.core.fsio import atomic_dir, atomic_write_text
+from rackbook.core.fsio import MARKER, atomic_dir, atomic_write_text
 
 
 def test_atomic_write_text_permissions_follow_umask(tmp_path):
@@ -53,12 +53,14 @@ def sigterm_raises():
 
 
 def _then_sigterm(real):
-    """``real`` (a tempfile or os function) that sends this process SIGTERM once it is done:
-    the signal lands in the instant between one step of a write and the next."""
+    """``real`` (an os function) that sends this process SIGTERM once it has made a temporary
+    (a path ending in ``.tmp``): the signal lands in the instant between one step of a write
+    and the next."""
 
-    def wrapped(*args, **kwargs):
-        out = real(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGTERM)
+    def wrapped(path, *args, **kwargs):
+        out = real(path, *args, **kwargs)
+        if str(path).endswith(".tmp"):
+            os.kill(os.getpid(), signal.SIGTERM)
         return out
 
     return wrapped
@@ -67,9 +69,9 @@ def _then_sigterm(real):
 def test_a_signal_just_after_the_temporary_folder_is_made_leaves_nothing(
     tmp_path, monkeypatch, sigterm_raises
 ):
-    """A signal delivered as mkdtemp returns (before the cleanup's try) used to leave the empty
-    temporary sibling behind (seen once in CI: test_hostile's import-sigterm)."""
-    monkeypatch.setattr(tempfile, "mkdtemp", _then_sigterm(tempfile.mkdtemp))
+    """A signal delivered as the temporary folder is made (before the cleanup's try) used to
+    leave the empty temporary sibling behind (seen once in CI: test_hostile's import-sigterm)."""
+    monkeypatch.setattr(os, "mkdir", _then_sigterm(os.mkdir))
     with pytest.raises(Stopped), atomic_dir(tmp_path / "t") as d:
         (d / "v").write_text("1")
     assert list(tmp_path.iterdir()) == []
@@ -78,7 +80,7 @@ def test_a_signal_just_after_the_temporary_folder_is_made_leaves_nothing(
 def test_a_signal_just_after_the_temporary_file_is_made_leaves_nothing(
     tmp_path, monkeypatch, sigterm_raises
 ):
-    monkeypatch.setattr(tempfile, "mkstemp", _then_sigterm(tempfile.mkstemp))
+    monkeypatch.setattr(os, "open", _then_sigterm(os.open))
     with pytest.raises(Stopped):
         atomic_write_text(tmp_path / "a.txt", "x")
     assert list(tmp_path.iterdir()) == []
@@ -97,6 +99,8 @@ def test_a_signal_between_the_two_renames_of_a_swap_leaves_the_new_folder_only(
 
     def replace(src, dst):
         real(src, dst)
+        if Path(dst).name == MARKER:  # the new folder's marker, written before the swap
+            return
         calls.append(dst)
         if len(calls) == 1:  # the old folder is aside, the new one not yet in
             os.kill(os.getpid(), signal.SIGTERM)

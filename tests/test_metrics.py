@@ -11,6 +11,7 @@ from rackbook.core.metrics import latency_stats, tpot_s, vllm_metrics
 from rackbook.core.provenance import new_run_info
 from rackbook.core.summary import summarize
 from rackbook.core.traces import validate
+from rackbook.errors import InputError
 
 
 def _trace(tmp_path, d):
@@ -49,16 +50,12 @@ def test_tpot_skips_single_token_requests():
     assert t.tolist() == pytest.approx([0.2])
 
 
-def test_all_failed_gives_zeros_like_vllm(tmp_path):
-    d = small_result(errors=["a", "b", "c"], completed=0)
-    s = summarize(_trace(tmp_path, d)).to_dict()
-    assert s["completed"] == 0 and s["failed"] == 3
-    assert s["mean_ttft_ms"] == 0.0 and s["output_throughput"] == 0.0
-    from rackbook.core.cross_tool import translate
-
-    v = translate(_trace(tmp_path, d)).set_index(["tool", "name"])["value"]
-    assert v[("guidellm", "time_per_output_token")] == 0.0  # no request: 0, as vLLM's zeros
-    assert np.isnan(v[("InferenceX", "interactivity")])
+def test_all_failed_is_refused_in_one_line(tmp_path):
+    """Issue 38: an all-failed trace read as "one stream at nan tok/s", exit 0; vLLM's zeros
+    are not a measurement either. Refused on import and on read."""
+    d = small_result(errors=["a", "b", "c"], completed=0, failed=3)
+    with pytest.raises(InputError, match="requests.success: no request succeeded"):
+        _trace(tmp_path, d)
 
 
 def test_points_are_summarised_separately(tmp_path):
@@ -136,7 +133,7 @@ def test_translation_table_defaults_and_edges(tmp_path):
     division by zero; a TPOT under 1 ms still inverts."""
     from rackbook.core.cross_tool import translate
 
-    one = small_result(output_lens=[1, 4, 0], itls=[[], [0.1, 0.1, 0.1], []])
+    one = small_result(output_lens=[1, 4, 0], itls=[[], [0.1, 0.15, 0.15], []])
     t = translate(_trace(tmp_path, one))
     assert list(t.columns) == ["quantity", "tool", "name", "value", "unit", "definition"]
     v = t.set_index(["tool", "name"])["value"]
@@ -159,7 +156,11 @@ def test_translation_reads_only_its_points_gaps(tmp_path):
 
     parts = [
         vllm_bench_frames(tmp_path / f"{b}.json", {"batch_size": str(b)}, data=small_result(**kw))
-        for b, kw in ((1, {}), (2, {"itls": [[0.01, 0.02, 0.03], [0.04], []]}))
+        for b, kw in (
+            (1, {}),
+            # gaps that add up to each request's e2el - ttft (0.06 s and 0.04 s)
+            (2, {"itls": [[0.01, 0.02, 0.03], [0.04], []], "latencies": [0.16, 0.24, 0.0]}),
+        )
     ]
     run = new_run_info(kind="recorded", commands=["x"], parameters={}, engine={"name": "t"})
     t = validate(concat(parts, run))

@@ -136,7 +136,7 @@ def test_each_xdist_worker_builds_into_its_own_folder(tmp_path):
             env["PYTEST_XDIST_WORKER"] = worker
         proc = subprocess.run(
             [sys.executable, "-c", code],
-            cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=120,
+            cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-2000:]
         seen[worker] = proc.stdout.strip()
@@ -152,7 +152,7 @@ def test_make_runs_the_serverless_tests_on_xdist_workers():
     keeping the tests that share one built book together (loadgroup)."""
     make = subprocess.run(
         ["make", "-n", "test-unit", "check", "TEST_WORKERS=2"],
-        cwd=paths.ROOT, capture_output=True, text=True, timeout=60,
+        cwd=paths.ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     lines = [x for x in make.stdout.splitlines() if "-m pytest" in x and " tests" in x]
     assert len(lines) == 2 and all("-n 2 --dist loadgroup" in x for x in lines), lines

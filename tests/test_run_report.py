@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rackbook.book import report, runner
+from rackbook.core import fsio
 
 CLAIM = "single-user.throughput"
 
@@ -78,9 +79,12 @@ def test_run_prints_the_numbers_and_what_changed_since_the_last_run(tmp_path, ru
     runs = iter([_doc(180.16), _doc(224.8, "consistent"), _doc(224.8, "consistent")])
 
     def fake_execute(result, source, params, out_arg, progress=None, force=False):
-        """Stands in for executing the notebook: writes the next headline JSON."""
+        """Stands in for executing the notebook: writes the next headline JSON and lists it in
+        the folder's manifest, as :func:`runner.execute_result` does."""
         path = Path(out_arg) / f"{result}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(next(runs)))
+        fsio.update_manifest(path.parent, record=[path.name])
         return path, False
 
     monkeypatch.setattr(runner, "execute_result", fake_execute)

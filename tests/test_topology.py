@@ -183,7 +183,9 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
         "SLURM_JOB_ID": "1",
         "LOGS": str(logs),
     }
-    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 1, res.stderr
     assert "endpoint: http://10.0.0.0:8000" in res.stdout
     assert (logs / "endpoint").read_text().strip() == "http://10.0.0.0:8000"

@@ -127,7 +127,9 @@ def test_cpu_sbatch_runs_records_and_stops_its_server(topo, tmp_path):
         "SLURM_JOB_ID": "1",
         "LOGS": str(logs),
     }
-    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 0, res.stderr
     assert "healthy: http://10.0.0.7:8100" in res.stdout
     assert f"trace: {logs}/trace" in res.stdout

@@ -33,7 +33,7 @@ def _result(n: int = 40, seed: int = 0) -> dict:
         output_lens=out.tolist(),
         ttfts=rng.uniform(0.01, 0.2, n).tolist(),
         latencies=rng.uniform(0.3, 1.0, n).tolist(),
-        start_times=np.sort(rng.uniform(0, 5, n)).tolist(),
+        start_times=np.sort(rng.uniform(0, 1.5, n)).tolist(),  # within the 2 s duration
         errors=["" if o > 0 else "boom" for o in out],
         itls=[rng.uniform(1e-6, 0.05, max(int(o) - 1, 0)).tolist() for o in out],
     )
@@ -42,6 +42,8 @@ def _result(n: int = 40, seed: int = 0) -> dict:
     d["errors"][1] = ""
     d["completed"] = sum(1 for e in d["errors"] if e == "")
     d["generated_texts"] = ['say "hi"], [\\n' * (i % 3) for i in range(n)]
+    # each latency is its TTFT plus its gaps, as vLLM's client measures them
+    d["latencies"] = [t + sum(g) for t, g in zip(d["ttfts"], d["itls"], strict=True)]
     return d
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import signal
@@ -668,20 +669,39 @@ def _import_output(args: argparse.Namespace) -> Iterator[None]:
     """``import``'s output folder locked for the whole import (:func:`fsio.output_lock`), once
     it is known to be replaceable: missing, empty, or a trace rackbook wrote and ``--force``;
     never a folder holding anything else, nor one the input lies inside."""
-    from rackbook.core import fsio, traces
+    from rackbook.core import fsio
 
     out = fsio.check_output_folder(Path(args.output), "-o")
     with fsio.output_lock(out, "-o"):
-        fsio.check_replaceable(out, "trace", "-o", traces.is_unmarked_trace)
         if Path(args.input).is_file():  # else the importer says what it is
             fsio.refuse_overlap({"-o": out}, {"input": args.input})
+        fsio.check_replaceable(out, "trace", "-o")
         if not args.force and (fsio.marked_kind(out) or (out / "run.json").is_file()):
             raise InputError(out, "-o", "a trace exists there: add --force to replace it")
         yield
 
 
+#: Options that name a file or folder (argparse dest -> the flag a message names).
+PATH_OPTIONS = {
+    "output": "-o", "out": "--out", "html": "--html", "traces": "--traces", "reuse": "--reuse",
+    "save_json": "--save-json", "from_json": "--from-json", "topology": "--topology",
+    "params_file": "--params-file", "input": "input",
+}  # fmt: skip
+
+
+def _refuse_empty_paths(args: argparse.Namespace) -> None:
+    """An empty path (``-o ''``) is refused by the flag's name: it would read as the working
+    folder (or, deeper down, as a temporary one of rackbook's, which a message then named)."""
+    for dest, flag in PATH_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and not value.strip():
+            raise InputError("''", flag, "an empty path: name a file or folder")
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     try:
+        limits.check_open_files()
+        _refuse_empty_paths(args)
         if args.verb in NEEDS_CHECKOUT:
             paths.require_checkout()
         if args.verb == "import":  # options that do not fit the format: one line, no work
@@ -701,6 +721,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             return _fail("-: -: out of memory: the input is too large for this machine", 2)
         if isinstance(exc, BrokenPipeError):
             return 2
+        if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+            return _fail("-: open files: too many open files (ulimit -n): raise the limit", 2)
         if isinstance(exc, OSError):
             where = exc.filename if exc.filename is not None else "-"
             return _fail(f"{where}: -: {exc.strerror or exc}", 2)

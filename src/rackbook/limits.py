@@ -213,3 +213,31 @@ def bounded(
             f"(rackbook's bound on {name.replace('_', ' ')})",
         )
     return int(value)
+
+
+#: Fewest open files rackbook works with (descriptors: Python's imports, Parquet readers,
+#: the notebook's child and kernel, their pipes and logs). Below it a verb would fail half-way
+#: with an unnamed error (24 was seen to fail after 62 s).
+MIN_OPEN_FILES = 256
+
+
+def check_open_files() -> None:
+    """Raise the soft limit of open files to :data:`MIN_OPEN_FILES` where the hard limit
+    allows; :class:`InputError` (before any work) where it does not."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= MIN_OPEN_FILES:
+        return
+    if hard == resource.RLIM_INFINITY or hard >= MIN_OPEN_FILES:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (MIN_OPEN_FILES, hard))
+            return
+        except (ValueError, OSError):
+            pass
+    raise InputError(
+        "-", "open files", f"the limit is {soft} (ulimit -n): rackbook needs at least "
+        f"{MIN_OPEN_FILES}; raise it (ulimit -n {MIN_OPEN_FILES}) and run again"
+    )  # fmt: skip

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -88,6 +89,31 @@ def _show(value: Any) -> str:
 # ----------------------------------------------------------------------------- the one rule
 
 
+#: The text of a number, as YAML 1.2's core schema writes one (no leading zero: YAML 1.1
+#: read ``010`` as octal 8): an integer; a float (or inf/nan, refused by name below).
+_INT_TEXT = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
+_FLOAT_TEXT = re.compile(
+    r"^[-+]?(?:(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|\.?(?:inf|infinity|nan))$",
+    re.IGNORECASE,
+)
+
+
+def _not_a_number(text: str) -> str:
+    """Why ``text`` is not read as a number, when it is written in a notation other readers
+    take (YAML 1.1, Python); "" otherwise."""
+    bare = text.lstrip("+-")
+    if re.fullmatch(r"0[xX][0-9a-fA-F_]+", bare):
+        return " (hexadecimal is not read as a number: write it in decimal)"
+    if re.fullmatch(r"0[oObB]?[0-9_]+(?:\.[0-9_]*)?", bare) and bare not in ("0",):
+        return " (a leading zero is not read as a number: YAML 1.1 reads 010 as octal 8)"
+    if re.fullmatch(r"[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?", bare):
+        return " (base 60 is not read as a number: YAML 1.1 reads 1:00 as 60)"
+    if re.fullmatch(r"[0-9._eE+-]*_[0-9._eE+-]*", bare) and any(c.isdigit() for c in bare):
+        return " (digit separators are not read as a number: write 1000, not 1_000)"
+    return ""
+
+
 def to_number(value: Any, spec: Spec) -> int | float:
     """``value`` (text from the command line, or a parsed YAML/JSON value) as the number
     ``spec`` declares, within its range; ``ValueError`` with the problem otherwise."""
@@ -102,11 +128,12 @@ def to_number(value: Any, spec: Spec) -> int | float:
                 f"(at most {MAX_NUMBER_CHARS} characters are read as a number)"
             )
         try:
-            if not text.isascii():  # Python reads other scripts' digits; the rule does not
-                raise ValueError(text)
+            if not (_INT_TEXT if integer else _FLOAT_TEXT).match(text):
+                raise ValueError(text)  # also other scripts' digits, which Python reads
             number: int | float = int(text, 10) if integer else float(text)
         except ValueError:
-            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}") from None
+            why = _not_a_number(text)
+            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}") from None
     elif isinstance(value, int):
         number = value
         if value.bit_length() > 128:  # a YAML integer of many digits: never in range
@@ -359,10 +386,14 @@ MAX_PARAMETER_CHARS = 100_000
 
 
 def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs; values are read as YAML scalars (``8`` is an int, ``null``...).
+    """``-p NAME VALUE`` pairs; values are read as YAML 1.2 scalars (``8`` is an int,
+    ``null``...; ``010``, ``1:00``, ``0x8`` and ``1_000`` stay text, which the number rule
+    refuses by name).
     A name that is not an identifier, or a value over :data:`MAX_PARAMETER_CHARS`, is refused;
     text YAML cannot read (or reads into a number Python will not convert) stays text."""
     import yaml
+
+    from rackbook.inputs.loader import parse_yaml12
 
     out: dict[str, Any] = {}
     for name, value in pairs:
@@ -375,7 +406,7 @@ def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]
                 f"{len(value):,} characters: at most {MAX_PARAMETER_CHARS:,}",
             )
         try:
-            out[name] = yaml.safe_load(value) if value != "" else ""
+            out[name] = parse_yaml12(value) if value != "" else ""
         except (yaml.YAMLError, ValueError, RecursionError):
             out[name] = value
     return out
@@ -412,7 +443,8 @@ def _typed(value: Any, spec: Spec) -> None:
     """A notebook parameter's value (parsed YAML) is of its declared type: text is never read
     as a number here (the kernel would get the text, not the number)."""
     if spec.kind in ("int", "number") and isinstance(value, str):
-        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}")
+        why = _not_a_number(value.strip())
+        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
     if spec.kind == "list" and isinstance(value, list) and spec.item is not None:
         for i, v in enumerate(value):
             try:

@@ -201,32 +201,42 @@ def test_sigint_during_recording_leaves_no_vllm_process(tmp_path, tiny_model):
 def test_resume_after_the_server_died_mid_sweep(tmp_path, tiny_model):
     """Kill the server (its whole group) after the first point: the recorder records the
     failed point (server log tail, request counts) and exits 2; --resume completes the trace,
-    finished points are kept (not re-measured) and run.json still holds the failure."""
+    finished points are kept (not re-measured) and run.json still holds the failure.
+
+    Triggered by an event, not timing: the recorder holds after ctx-32 is kept
+    (recorder.HOLD_ENV) until the server is dead, so the next point, ctx-64, is the one that
+    fails however loaded the machine is (CI saw the failure blamed on ctx-32: its first
+    attempt was flagged and re-run while record.json already listed it)."""
+    from rackbook.live.recorder import HOLD_ENV
+
     out = tmp_path / "trace"
     raw = Path(str(out) + ".raw")
-    # --accept-invalid: this checks resume, not measurement validity. A point is 8 requests
-    # of 128 tokens one at a time (about 3.5 s on two cores): the kill, at most 0.3 s after
-    # ctx-32 is written down, lands inside ctx-64.
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    # --accept-invalid: this checks resume, not measurement validity
     args = [str(live_python()), "-m", "rackbook.live.record", "context-latency", "-o", str(out),
             "--no-progress", "-p", "context_lengths", "32,64,96", "-p", "output_len", "128",
             "-p", "num_requests", "8", "-p", "max_model_len", "256",
             "--accept-invalid"]  # fmt: skip
-    rec = subprocess.Popen(args, env=vllm_environ(), stdout=subprocess.DEVNULL,
+    env = {**vllm_environ(), HOLD_ENV: f"ctx-32:{hold}"}
+    rec = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)  # fmt: skip
     pgid = None
     try:
 
-        def first_point_done() -> int | None:
+        def first_point_kept() -> int | None:
             assert rec.poll() is None, rec.stderr.read()[-2000:]
-            with contextlib.suppress(OSError, ValueError, KeyError):
-                info = json.loads((raw / "record.json").read_text())
-                if "ctx-32" in info["points"]:
-                    return info["phases"]["serve"]["servers"][0]["pgid"]
-            return None
+            if not (hold / "ctx-32.kept").exists():
+                return None
+            info = json.loads((raw / "record.json").read_text())
+            assert info["points_kept"] == ["ctx-32"]
+            return info["phases"]["serve"]["servers"][0]["pgid"]
 
-        pgid = wait_for(first_point_done, 300, "the first point")
-        kill_group(pgid)  # the server dies during the second point
-        rc = rec.wait(timeout=300)
+        # the limit only keeps a hung recorder from blocking CI: the event is the file
+        pgid = wait_for(first_point_kept, 1800, "the first point kept")
+        kill_group(pgid)  # the server dies while the recorder holds between the points
+        (hold / "go").touch()
+        rc = rec.wait(timeout=1800)
         err = rec.stderr.read()
         assert rc == 2, err[-2000:]
         line = next(x for x in err.splitlines() if x.startswith("error:"))

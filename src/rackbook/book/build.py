@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Collection
@@ -23,7 +24,6 @@ from rackbook import limits, paths
 from rackbook.book.runner import (
     available_results,
     cli_path,
-    is_unmarked_results,
     result_files,
     run_result,
     write_log,
@@ -213,8 +213,27 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log
         cmd += ["-W", "-n"]
     if force:
         cmd += ["--all"]
-    proc = subprocess.run(cmd, cwd=paths.ROOT, text=True, capture_output=True)
-    text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    from rackbook.book.execute import die_with_parent
+
+    # in a process group of its own that dies with this process (its workers too)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=paths.ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=die_with_parent(signal.SIGKILL),
+    )
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out + err)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(text, encoding="utf-8")
     if proc.returncode != 0:
@@ -328,7 +347,7 @@ def run_on_traces(
                 limits.input_file(done[1], "--reuse", what="headline JSON")
                 read_result(done[1])
     out = check_output_folder(out, "--out")
-    with atomic_dir(out, kind="results", legacy=is_unmarked_results, field="--out") as tmp:
+    with atomic_dir(out, kind="results", field="--out") as tmp:
         for r in available_results():
             done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
             if r not in mine and done and all(f.is_file() for f in done):
@@ -374,7 +393,7 @@ def cli_book(args: argparse.Namespace) -> int:
             fsio.check_replaceable(html, "html", "--html")
         if traces_dir is not None:
             check_output_folder(results, "--out")
-            fsio.check_replaceable(results, "results", "--out", is_unmarked_results)
+            fsio.check_replaceable(results, "results", "--out")
             if reuse is not None and not reuse.is_dir():
                 raise InputError(reuse, "--reuse", "not a folder of executed results")
             if reuse is not None:

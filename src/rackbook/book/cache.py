@@ -32,7 +32,7 @@ from typing import Any
 
 import rackbook
 from rackbook import paths
-from rackbook.core.fsio import atomic_write_text
+from rackbook.core.fsio import atomic_write_text, update_manifest
 
 #: Format of the key; bump it when what the key covers changes.
 KEY_VERSION = 1
@@ -158,3 +158,4 @@ def remember(out_dir: Path, result: str, key: str) -> None:
     nb, headline = outputs(out_dir, result)
     doc = {"key": key, "ipynb": _sha(nb), "json": _sha(headline)}
     atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
+    update_manifest(out_dir, record=[stamp_path(out_dir, result).name])

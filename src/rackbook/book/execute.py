@@ -7,7 +7,9 @@ progress bar, when asked for, still goes to the terminal.
 
 On an interrupt or termination of the parent, the child is stopped (SIGTERM, then SIGKILL) and
 stops its kernel first (the kernel runs in a session of its own, which a signal to the child's
-process group would not reach). A failed cell is raised in the parent as papermill's own
+process group would not reach). A parent killed outright (SIGKILL) takes the child with it:
+the child gets SIGTERM from the kernel (:func:`die_with_parent`) and stops its kernel. A
+failed cell is raised in the parent as papermill's own
 :class:`~papermill.exceptions.PapermillExecutionError`, rebuilt from what the child wrote.
 """
 
@@ -21,12 +23,36 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 #: Seconds the child gets to stop its kernel after SIGTERM before it and its kernel are
 #: killed (a signal's one line comes within 2 s).
 STOP_GRACE_S = 1.0
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` for a child process that must not outlive this one: the kernel sends
+    the child ``sig`` when this process dies, even by SIGKILL (Linux ``prctl``
+    ``PR_SET_PDEATHSIG``, through ctypes), and a child whose parent died before the call
+    exits at once. None where there is no such call (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, int(sig), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call: nothing would signal
+            os._exit(128 + int(sig))
+
+    return preexec
 
 
 def log_folder() -> Path:
@@ -43,8 +69,11 @@ def execute_notebook(
     cwd: Path,
     progress: bool,
     log_name: str,
+    stage: Path | None = None,
 ) -> None:
     """Execute ``nb`` into ``output`` (papermill, kernel ``python3``) in a child process.
+    ``stage``: the folder the kernel writes the headline JSON into
+    (:data:`rackbook.results.headline.STAGE_ENV`), the runner moves it in with the notebook.
 
     Raises ``PapermillExecutionError`` for a failed cell and ``RuntimeError`` (naming the log,
     the only one kept) when the child fails otherwise."""
@@ -63,6 +92,7 @@ def execute_notebook(
                 "cwd": str(cwd),
                 "progress_fd": term,
                 "result": str(result),
+                "stage": None if stage is None else str(stage),
             }
         ),
         encoding="utf-8",
@@ -76,6 +106,7 @@ def execute_notebook(
                 stderr=subprocess.STDOUT,
                 pass_fds=(term,) if term is not None else (),
                 start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),  # it stops its kernel, then exits
             )
             if term is not None:
                 os.close(term)
@@ -152,6 +183,10 @@ def _child_main(spec_path: str) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, _on_signal)
+    if spec.get("stage"):
+        from rackbook.results.headline import STAGE_ENV
+
+        os.environ[STAGE_ENV] = spec["stage"]  # the kernel inherits it
     import papermill
     from papermill.exceptions import PapermillExecutionError
 

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import time
 import typing
@@ -55,7 +56,7 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
     ``-f``). Names are checked against the notebook later, with ``-p`` values."""
     from rackbook.inputs.loader import read_yaml
 
-    raw = read_yaml(path)
+    raw = read_yaml(path, yaml12=True)
     if not isinstance(raw, dict):
         raise InputError(
             path, "-", f"must be a mapping of parameter names, got {type(raw).__name__}"
@@ -149,10 +150,14 @@ def check_parameters(
             trace = merged.get("trace")
             if isinstance(trace, str) and trace:
                 check_expert_layout(paths.ROOT / trace, merged, shown)
+        if source == "trace" and isinstance(merged.get("point_id"), str):
+            check_point_id(merged, shown)
     for name, value in params.items():
         field = f"parameter {name}"
         default = _default_value(declared[name].get("default"))
-        if name == "trace" and source == "trace":
+        if name == "trace_b" and value is None:
+            continue
+        if name in ("trace", "trace_b") and source == "trace":
             if not isinstance(value, str) or not value or "\0" in value:
                 raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
             folder = paths.resolve(value)
@@ -192,6 +197,28 @@ def check_parameters(
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                 if numeric and not ok:
                     raise InputError(shown, f"{field}[{i}]", f"expected a finite number, got {v!r}")
+
+
+def check_point_id(params: dict[str, Any], where: str) -> None:
+    """The ``point_id`` parameter names a point of the chapter's trace (given or default),
+    read from its points table before the notebook starts."""
+    from rackbook.core import traces
+
+    trace = params.get("trace")
+    if not isinstance(trace, str) or not trace:
+        return
+    folder = Path(trace) if Path(trace).is_absolute() else paths.ROOT / trace
+    if not (folder / "points.parquet").is_file():
+        return  # the trace's own check names what is missing
+    known = traces.read_table(folder, "points", ["point_id"])["point_id"].astype(str).tolist()
+    if params["point_id"] not in known:
+        shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
+        raise InputError(
+            where,
+            "parameter point_id",
+            f"{params['point_id']!r} is not a point of {display_path(folder)} (its points: "
+            f"{shown})",
+        )
 
 
 def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
@@ -266,6 +293,8 @@ def prepare_run(
             f"not a parameter of this notebook; known: {', '.join(declared)}",
         )
     check_parameters(nb, params, declared, source, result)
+    read = {f"-p {n}": params[n] for n in PATH_PARAMETERS if isinstance(params.get(n), str)}
+    fsio.refuse_overlap({"--out": out_dir}, {k: v for k, v in read.items() if v})
     params |= {"source": source, "out_dir": str(out_dir)}
     key = None
     if source == "trace":
@@ -310,31 +339,40 @@ def execute_result(
         return out_dir / f"{result}.json", True
     created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
     out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / f"{result}.ipynb"
+    headline = out_dir / f"{result}.json"
+    # the notebook and its headline are made in a new private folder (its name noted as
+    # rackbook's temporary), then moved in as a pair: never written through a planted link.
+    # Until then the manifest lists the result's names as being written, so that what a kill
+    # leaves (the staging folder) is known as rackbook's and removed by the next run.
+    mine = (final.name, headline.name, cache.stamp_path(out_dir, result).name)
+    fsio.update_manifest(out_dir, pending=mine)
+    stage = fsio.make_temp_dir(final)
 
     def _leave_nothing() -> None:
-        """Remove the temporary notebook and the folders this run created, if still empty."""
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        """Remove the staging folder and the folders this run created, if still empty; the
+        manifest lists the result's files as they are again."""
+        shutil.rmtree(stage, ignore_errors=True)
+        fsio.update_manifest(out_dir, record=mine)
         for d in created:  # deepest first
             with contextlib.suppress(OSError):
                 d.rmdir()
 
-    final = out_dir / f"{result}.ipynb"
-    tmp = out_dir / f".{result}.tmp.ipynb"
-    headline = out_dir / f"{result}.json"
-    old_mtime = headline.stat().st_mtime if headline.exists() else None
     cache.forget(out_dir, result)
+    if source == "live":  # the recordings go to out_dir/traces/RESULT as they are made
+        fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
     # The kernel must draw inline: a non-interactive MPLBACKEND (Agg) in the environment
     # would leave every chapter without figures.
     saved_backend = os.environ.pop("MPLBACKEND", None)
     try:
         execute_notebook(
             nb,
-            tmp,
+            stage / final.name,
             params,
             paths.NOTEBOOKS,
             sys.stderr.isatty() if progress is None else progress,
             result,
+            stage=stage,
         )
     except PapermillExecutionError as exc:
         _leave_nothing()
@@ -357,12 +395,32 @@ def execute_result(
     finally:
         if saved_backend is not None:
             os.environ["MPLBACKEND"] = saved_backend
-    os.replace(tmp, final)
-    if not headline.exists() or headline.stat().st_mtime == old_mtime:
-        raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
+    try:
+        if not (stage / headline.name).is_file():
+            raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
+        _move_in_pair(out_dir, stage, (final.name, headline.name))
+    finally:
+        _leave_nothing()
+    if source == "live":
+        fsio.update_manifest(out_dir, record=["traces"])
     if key is not None:
         cache.remember(out_dir, result, key)
     return headline, False
+
+
+def _move_in_pair(out_dir: Path, stage: Path, names: tuple[str, ...]) -> None:
+    """Move ``names`` from ``stage`` into ``out_dir`` as a pair: the manifest first lists them
+    as being written, the old headline (the last of ``names``) goes first, then each new file
+    is renamed in, then the manifest lists them as they are. A kill on the way leaves the old
+    pair, or no headline (the result reads as not run): never a new headline beside an old
+    notebook."""
+    with fsio.signals_held():
+        fsio.update_manifest(out_dir, pending=names)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(out_dir / names[-1])
+        for name in names:
+            os.replace(stage / name, out_dir / name)
+        fsio.update_manifest(out_dir, record=names)
 
 
 def write_log(name: str, text: str) -> Path:
@@ -464,25 +522,10 @@ def previous_headlines(out_dir: Path, names: Sequence[str]) -> dict[str, dict[st
     return found
 
 
-def result_files() -> set[str]:
-    """The names of the files ``rackbook run`` reads and writes in a results folder: each
-    result's notebook, headline JSON, cache stamp and temporary notebook."""
-    return {
-        name
-        for r in paths.RESULTS
-        for name in (f"{r}.ipynb", f"{r}.json", f".{r}.key", f".{r}.tmp.ipynb")
-    }
-
-
-def is_unmarked_results(path: Path) -> bool:
-    """True when the folder ``path`` holds only what ``rackbook run`` wrote before output
-    markers (:data:`rackbook.core.fsio.MARKER`): each result's notebook, headline JSON, cache
-    stamp (``.RESULT.key``) or temporary notebook, and live mode's ``traces`` folder."""
-    mine = {"traces", *result_files()}
-    try:
-        return all(name in mine for name in os.listdir(path))
-    except OSError:
-        return False
+def result_files(results: Sequence[str] = paths.RESULTS) -> set[str]:
+    """The names of the files ``rackbook run`` reads and writes in a results folder: each of
+    ``results``' notebook, headline JSON and cache stamp."""
+    return {name for r in results for name in (f"{r}.ipynb", f"{r}.json", f".{r}.key")}
 
 
 def results_folder(
@@ -490,12 +533,24 @@ def results_folder(
 ) -> contextlib.AbstractContextManager[Path]:
     """The executed-results folder ``path`` claimed for writing: locked (one lock per result of
     ``names``: runs of other results may write the same folder at once), refused when it holds
-    what rackbook did not write, marked (:func:`rackbook.core.fsio.output_folder`)."""
-    from rackbook.core import fsio
-
+    what rackbook did not write, marked (:func:`rackbook.core.fsio.output_folder`); the
+    temporaries a killed run of ``names`` left are removed."""
+    owned = result_files(names) | {f"traces/{r}" for r in names}
     return fsio.output_folder(
-        path, kind="results", field=field, legacy=is_unmarked_results, parts=tuple(names)
+        path, kind="results", field=field, parts=tuple(names), owned=owned if names else None
     )
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (anywhere in dicts and lists) made None: the
+    JSON rackbook prints is standard JSON (NaN is not), and a value not known is null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
 
 
 def cli_list(args: argparse.Namespace) -> int:
@@ -518,7 +573,8 @@ def cli_list(args: argparse.Namespace) -> int:
             {"result": n, "readings": d["readings"] if d else None, "claims": c}
             for n, d, c in listing
         ]
-        print(json.dumps({"executed": str(out_dir), "results": results}, default=str))
+        doc = finite_json({"executed": str(out_dir), "results": results})
+        print(json.dumps(doc, default=str, allow_nan=False))
         return 0
     for name, doc, claims in listing:
         print(f"{name}: {summary_line(doc) if doc else 'not run'}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -51,30 +50,17 @@ def render_recipes(topo: Topology, where: str = DEFAULT_OUTPUT) -> dict[str, str
     return {name: text for name, text in texts.items() if text is not None}
 
 
-def is_unmarked_recipes(path: Path) -> bool:
-    """True when the folder ``path`` holds only generated recipes (:data:`RECIPE_FILES` and
-    the ``params`` folder), as ``rackbook recipes`` wrote them before output markers."""
-    try:
-        top = os.listdir(path)
-        sub = os.listdir(path / "params") if "params" in top else []
-    except OSError:
-        return False
-    return all(n in RECIPE_FILES or n == "params" for n in top) and all(
-        f"params/{n}" in RECIPE_FILES for n in sub
-    )
-
-
 def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[Path]:
     """Write every generated file to ``out_dir`` at once (the folder is replaced atomically).
 
-    A file at ``out_dir``, or a folder holding anything but rackbook's recipes (marked, or
-    :func:`is_unmarked_recipes`), is refused (:class:`InputError`, field ``output``): nothing
-    of the user's is replaced.
+    A file or link at ``out_dir``, or a folder holding anything but the recipes rackbook
+    wrote there (marked, every file on its manifest as written), is refused
+    (:class:`InputError`, field ``output``): nothing of the user's is replaced.
     """
     out = fsio.check_output_folder(paths.resolve(out_dir))
-    fsio.check_replaceable(out, "recipes", "output", is_unmarked_recipes)
+    fsio.check_replaceable(out, "recipes", "output")
     texts = render_recipes(topo, loader.display_path(out))
-    with fsio.atomic_dir(out, kind="recipes", legacy=is_unmarked_recipes) as tmp:
+    with fsio.atomic_dir(out, kind="recipes") as tmp:
         tmp.chmod(0o755)
         for name, text in texts.items():
             (tmp / name).parent.mkdir(exist_ok=True)

@@ -102,6 +102,17 @@ def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
     return out
 
 
+#: The data-sheet figures a calibration may name (key -> (least, most), their units): no
+#: accelerator's HBM reads under 0.1 TB/s or over 1,000 TB/s per chip, nor does dense math
+#: under 1 TFLOP/s or over 1,000,000 (an H200: 4.8 TB/s, 989 BF16 TFLOP/s; a data sheet of
+#: 1e-300 TB/s made the attainable estimate 28x too high).
+SPEC_RANGES: dict[str, tuple[float, float]] = {
+    "hbm_TBps": (0.1, 1_000.0),
+    "bf16_dense_TFLOPs": (1.0, 1e6),
+    "fp8_dense_TFLOPs": (1.0, 1e6),
+}
+
+
 def _check_run(run: Any, where: Path | str) -> None:
     if not isinstance(run, dict):
         raise InputError(where, "run.json", "expected a JSON object")
@@ -118,15 +129,18 @@ def _check_run(run: Any, where: Path | str) -> None:
     if spec is not None:
         if not isinstance(spec, dict):
             raise InputError(where, "run.json.spec", "expected an object or null")
-        for key in ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs"):
+        for key, (least, most) in SPEC_RANGES.items():
             v = spec.get(key)
             if v is not None and not (
                 isinstance(v, int | float)
                 and not isinstance(v, bool)
                 and math.isfinite(v)
-                and v > 0
+                and least <= v <= most
             ):
-                raise InputError(where, f"run.json.spec.{key}", "must be a number > 0 or null")
+                raise InputError(
+                    where, f"run.json.spec.{key}", f"must be a number from {least:g} to "
+                    f"{most:g} or null, got {v!r}"
+                )  # fmt: skip
 
 
 def validate(run: dict[str, Any], kernels: pd.DataFrame, where: Path | str) -> pd.DataFrame:

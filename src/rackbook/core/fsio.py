@@ -1,13 +1,16 @@
 """Atomic file and folder writes: nothing half-written is ever left behind, and nothing that
 rackbook did not write is ever replaced.
 
-Every folder rackbook writes as an output carries :data:`MARKER`, a small text file naming the
-kind of output (``trace``, ``results``, ``html``, ``recipes``, ...). A folder is replaced (or
-written into) only when it is new, empty, marked as the same kind, or recognised by its writer
-as that writer's own from before markers existed (the ``legacy`` test of
-:func:`check_replaceable`); anything else is refused with one line, and nothing is touched.
-Each output folder has an advisory lock (:func:`output_lock`): a second writer of the same
-folder, in another process, is refused with one line instead of replacing the first's work.
+Every folder rackbook writes as an output carries a marker (:data:`MARKER`) naming the kind
+of output (``trace``, ``results``, ``html``, ``recipes``, ...) and the manifest of the files
+rackbook wrote there (:mod:`rackbook.core.manifest`). A folder is replaced (or written into)
+only when it is new, empty, or marked as the same kind with every entry on its manifest as
+rackbook wrote it (:func:`check_replaceable`); anything else is refused with one line, and
+nothing is touched. A symbolic link is never followed where an output goes, nor replaced.
+Each output folder has an advisory lock (:func:`output_lock`), a file beside the folder: a
+second writer of the same folder, in another process, is refused with one line instead of
+replacing the first's work. The temporary siblings a writer makes are noted in that lock
+file first, so that the next writer removes what a killed one left.
 """
 
 from __future__ import annotations
@@ -18,24 +21,29 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rackbook import STOP_SIGNALS
+from rackbook.core import manifest
+from rackbook.core.manifest import MARKER, WRITERS
 from rackbook.errors import InputError
+
+__all__ = ["MARKER", "WRITERS", "InputError"]
 
 #: The signals the CLI turns into exceptions (KeyboardInterrupt, Terminated).
 _STOP_SIGNALS = STOP_SIGNALS
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[None]:
     """SIGINT, SIGTERM, SIGHUP and SIGQUIT noted within the block and acted on when it ends.
 
     A Python signal handler runs between two bytecodes: one that raises (Ctrl-C, the CLI's
@@ -84,56 +92,78 @@ def _check_parents(path: Path, field: str) -> None:
             return
 
 
+def _refuse_link(path: Path, field: str, what: str) -> None:
+    if path.is_symlink():
+        raise InputError(
+            path, field, f"is a symbolic link: rackbook never writes through one nor replaces "
+            f"it (name the {what} it points to, or another)"
+        )  # fmt: skip
+
+
 def check_output_folder(path: str | Path, field: str = "output") -> Path:
     """``path`` as a Path; :class:`InputError` (naming ``field``) when a folder cannot be made
-    there: ``path`` exists and is not a folder, or one of its parents is a file."""
+    there: ``path`` is a symbolic link (never followed nor replaced), exists and is not a
+    folder, or one of its parents is a file."""
     path = Path(path)
-    if path.is_symlink() and not path.exists():
-        raise InputError(path, field, "a broken or looping symbolic link, expected a folder")
+    if not str(path).strip():
+        raise InputError("''", field, "an empty path: name a folder")
+    _refuse_link(path, field, "folder")
     if path.exists() and not path.is_dir():
         raise InputError(path, field, "exists and is a file, expected a folder")
     _check_parents(path, field)
+    return check_writable(path, field)
+
+
+def check_writable(path: str | Path, field: str = "output") -> Path:
+    """``path`` as a Path; :class:`InputError` (naming ``field``), before any work, when the
+    output cannot be written there: the folder it goes into (its nearest existing ancestor)
+    or the existing output itself is not writable (a read-only file system or folder)."""
+    path = Path(path)
+    for d in (path, *path.parents) if path.is_dir() else path.parents:
+        if d.exists():
+            if not os.access(d, os.W_OK | os.X_OK):
+                raise InputError(path, field, f"cannot write here: {d} is read-only")
+            if d != path:
+                break
     return path
 
 
 def check_output_file(path: str | Path, field: str = "output") -> Path:
-    """``path`` as a Path; :class:`InputError` when it is a folder or a parent is a file."""
+    """``path`` as a Path; :class:`InputError` when it is a folder, a symbolic link, or a
+    parent is a file."""
     path = Path(path)
-    if path.is_dir():
+    if not str(path).strip():
+        raise InputError("''", field, "an empty path: name a file")
+    if path.is_dir() and not path.is_symlink():
         raise InputError(path, field, "is a folder, expected a file")
+    _refuse_link(path, field, "file")
     _check_parents(path, field)
     return path
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename.
-
-    A ``path`` that is a folder, or under a file, is an :class:`InputError` (field ``output``).
-    """
-    path = check_output_file(path)
-    tmp: str | None = None
-    try:
-        with _signals_held():  # the temporary exists only once this try can remove it
-            fd, tmp = _make_temp(path, folder=False)
-        assert fd is not None
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files
-        os.replace(tmp, path)
-    except BaseException:
-        if tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        raise
+def check_new_file(path: str | Path, field: str = "output") -> Path:
+    """:func:`check_output_file`, and refused when anything is at ``path`` already: a single
+    file carries no marker, so rackbook cannot tell it from one of the user's."""
+    path = check_output_file(path, field)
+    if path.exists():
+        raise InputError(
+            path, field, "exists: rackbook does not replace a file it cannot tell is its own "
+            "(remove it, or name a new file)"
+        )  # fmt: skip
     return path
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """:func:`atomic_write_text` for bytes (a figure's PNG)."""
-    path = check_output_file(path)
+def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> Path:
+    """Write ``data`` to ``path`` through a temporary file of a unique name in the same
+    folder (made with ``O_EXCL | O_NOFOLLOW``), then rename over ``path``.
+
+    A ``path`` that is a folder, a symbolic link, or under a file, is an :class:`InputError`
+    (naming ``field``).
+    """
+    path = check_output_file(path, field)
     tmp: str | None = None
     try:
-        with _signals_held():
+        with signals_held():  # the temporary exists only once this try can remove it
             fd, tmp = _make_temp(path, folder=False)
         assert fd is not None
         with os.fdopen(fd, "wb") as fh:
@@ -148,9 +178,16 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     return path
 
 
-def atomic_write_json(path: str | Path, obj: Any) -> Path:
+def atomic_write_text(path: str | Path, text: str, field: str = "output") -> Path:
+    """:func:`atomic_write_bytes` of ``text`` in UTF-8."""
+    return atomic_write_bytes(path, text.encode("utf-8"), field)
+
+
+def atomic_write_json(path: str | Path, obj: Any, field: str = "output") -> Path:
     """Write ``obj`` as indented JSON (NaN forbidden) atomically."""
-    return atomic_write_text(path, json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n")
+    return atomic_write_text(
+        path, json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n", field
+    )
 
 
 def _temp_prefix(path: Path) -> str:
@@ -163,82 +200,69 @@ def _temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
+def temp_name(path: Path, suffix: str = ".tmp") -> Path:
+    """A new unique temporary sibling name of ``path`` (``.NAME.XXXXXXXX.tmp``), noted in
+    the lock file of ``path`` when this process holds it (the next writer removes it if it is
+    left behind)."""
+    name = path.parent / f"{_temp_prefix(path)}{secrets.token_hex(4)}{suffix}"
+    _note_temp(path, name)
+    return name
+
+
 def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
-    """A temporary sibling of ``path`` (its parents made); an OS refusal (a read-only or
-    special file system such as /proc, no permission) is an :class:`InputError` naming
-    ``path``."""
+    """A temporary sibling of ``path`` (its parents made; a new name, created exclusively and
+    never through a link); an OS refusal (a read-only or special file system such as /proc,
+    no permission) is an :class:`InputError` naming ``path``."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if folder:
-            return None, tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
-        return fd, tmp
+        for _ in range(100):
+            tmp = temp_name(path)
+            try:
+                if folder:
+                    os.mkdir(tmp, 0o700)
+                    return None, str(tmp)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                return os.open(tmp, flags, 0o600), str(tmp)
+            except FileExistsError:
+                continue
+        raise FileExistsError(errno.EEXIST, "no free temporary name")
     except OSError as exc:
         raise InputError(path, "output", f"cannot write here: {exc.strerror or exc}") from None
 
 
-#: The file that marks a folder as an output rackbook wrote (its first line names the kind).
-MARKER = ".rackbook-output"
-_MARKER_HEAD = "rackbook output:"
-
-#: What writes each kind of output, said in the marker for a person who finds it.
-WRITERS: dict[str, str] = {
-    "trace": "rackbook import or rackbook record",
-    "results": "rackbook run or rackbook book --traces",
-    "html": "rackbook book --html",
-    "recipes": "rackbook recipes",
-    "calibration": "rackbook calibrate",
-    "raw": "rackbook record (its raw artifacts, beside the trace)",
-}
+def make_temp_dir(path: Path) -> Path:
+    """A new temporary folder beside ``path`` (``.NAME.XXXXXXXX.tmp``, mode 0700), made
+    exclusively; the caller removes it."""
+    return Path(_make_temp(path, folder=True)[1])
 
 
-def marker_text(kind: str) -> str:
-    """The marker's text for an output of ``kind`` (the same bytes every time: shipped
-    folders carry it in git)."""
-    return (
-        f"{_MARKER_HEAD} {kind}\n"
-        f"Written by {WRITERS.get(kind, 'rackbook')}. rackbook replaces or writes into an\n"
-        f"existing folder only when it is marked so as the same kind of output.\n"
-    )
+def marker_text(kind: str, entries: manifest.Manifest | None = None) -> str:
+    """The marker's text for an output of ``kind`` with the manifest ``entries`` (none: an
+    empty manifest)."""
+    return manifest.text(kind, entries or {})
 
 
 def marked_kind(folder: str | Path) -> str | None:
     """The kind ``folder``'s marker names; None when it has no marker (or the marker is not a
-    small regular file of rackbook's)."""
-    f = Path(folder) / MARKER
-    try:
-        fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
-            return None
-        head = os.read(fd, 4096).decode("utf-8", errors="replace").split("\n", 1)[0]
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if not head.startswith(_MARKER_HEAD):
-        return None
-    return head[len(_MARKER_HEAD) :].strip() or None
+    regular file of rackbook's)."""
+    found = manifest.read(folder)
+    return None if found is None else found[0]
 
 
-def write_marker(folder: str | Path, kind: str) -> Path:
-    """Mark ``folder`` (which exists) as rackbook's output of ``kind``."""
-    return atomic_write_text(Path(folder) / MARKER, marker_text(kind))
+def write_marker(folder: str | Path, kind: str, pending: tuple[str, ...] = ()) -> Path:
+    """Mark ``folder`` (which exists) as rackbook's output of ``kind``, its manifest listing
+    every entry it holds now (and ``pending`` names rackbook is still writing)."""
+    return atomic_write_text(
+        Path(folder) / MARKER, marker_text(kind, manifest.scan(folder, pending))
+    )
 
 
-def check_replaceable(
-    path: str | Path,
-    kind: str,
-    field: str = "output",
-    legacy: Callable[[Path], bool] | None = None,
-) -> None:
+def check_replaceable(path: str | Path, kind: str, field: str = "output") -> None:
     """Refuse (:class:`InputError` naming ``field``) to replace or write into ``path`` unless
-    it is missing, empty, marked as an output of ``kind``, or ``legacy(path)`` recognises it
-    as what this writer made before markers existed. Nothing is touched."""
+    it is missing, empty, or marked as an output of ``kind`` whose every entry is on its
+    manifest as rackbook wrote it. A symbolic link is refused. Nothing is touched."""
     path = Path(path)
+    _refuse_link(path, field, "folder")
     try:
         entries = sorted(os.listdir(path))
     except FileNotFoundError:
@@ -249,22 +273,107 @@ def check_replaceable(
         raise InputError(path, field, f"cannot read the folder: {exc.strerror or exc}") from None
     if not entries:
         return
-    found = marked_kind(path)
-    if found == kind:
-        return
-    if found is not None:
+    found = manifest.read(path)
+    if found is None:
         raise InputError(
-            path, field, f"holds a rackbook {found} output, not {kind}: refusing to replace it "
-            "(choose another folder)"
+            path,
+            field,
+            f"holds {entries[0]!r} and was not written by rackbook (no {MARKER} file): refusing "
+            "to replace or write into it (move it away or choose another folder)",
+        )
+    if found[0] != kind:
+        raise InputError(
+            path, field, f"holds a rackbook {found[0]} output, not {kind}: refusing to replace "
+            "it (choose another folder)"
         )  # fmt: skip
-    if legacy is not None and legacy(path):
-        return
-    raise InputError(
-        path,
-        field,
-        f"holds {entries[0]!r} and was not written by rackbook (no {MARKER} file): refusing to "
-        "replace or write into it (move it away or choose another folder)",
-    )
+    if found[1] is None:
+        raise InputError(
+            path, field, f"was written by an older rackbook, whose {MARKER} lists no files: "
+            "refusing to replace it (remove it once yourself, or choose another folder)"
+        )  # fmt: skip
+    why = manifest.mismatch(path, found[1])
+    if why is not None:
+        raise InputError(
+            path, field, f"{why}: refusing to replace or write into it (move that away, or "
+            "choose another folder)"
+        )  # fmt: skip
+
+
+def remove_temporaries(folder: str | Path, bases: Iterable[str] | None = None) -> None:
+    """Remove rackbook's temporaries left in ``folder`` by a killed writer (those beside the
+    names ``bases``; all when None). The caller holds the lock of what they belong to."""
+    wanted = None if bases is None else set(bases)
+    for t in manifest.temporaries(folder):
+        m = manifest.TEMP_NAME.match(t.name)
+        if m is None or (wanted is not None and m["base"] not in wanted):
+            continue
+        _remove(t)
+
+
+def _remove(p: Path) -> None:
+    """Remove ``p`` (a file, link or folder tree), never following a link."""
+    with contextlib.suppress(OSError):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink()
+
+
+@contextlib.contextmanager
+def _manifest_held(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``folder``'s manifest for a read-modify-write (blocking: held for
+    a few file operations), in a lock file beside the folder."""
+    lock = lock_path(folder, "manifest")
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            yield  # no lock file can be made: the update goes on unlocked
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except OSError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+def update_manifest(
+    folder: str | Path,
+    *,
+    record: Iterable[str] = (),
+    pending: Iterable[str] = (),
+) -> None:
+    """Change the manifest in ``folder``'s marker: the entries ``record`` (paths relative to
+    the folder) listed as they are now on disk (or dropped when gone), ``pending`` ones marked
+    as being written. Nothing happens when the folder has no manifest (a temporary folder
+    whose marker comes at the end)."""
+    folder = Path(folder)
+    with _manifest_held(folder):
+        found = manifest.read(folder)
+        if found is None or found[1] is None:
+            return
+        kind, entries = found
+        for name in pending:
+            entries[name] = ["p"]
+        for name in record:
+            for key in [k for k in entries if k == name or k.startswith(name + "/")]:
+                del entries[key]
+            target = folder / name
+            if target.is_symlink() or target.exists():
+                manifest.entries(target, name, entries)
+            for up in Path(name).parents:  # the folders above it
+                if str(up) != "." and (folder / up).is_dir():
+                    entries.setdefault(up.as_posix(), ["d"])
+        atomic_write_text(folder / MARKER, marker_text(kind, entries))
 
 
 def _is_inside(inner: Path, outer: Path) -> bool:
@@ -330,35 +439,63 @@ def refuse_special(
             )
 
 
-#: Lock file -> [its descriptor (None: held without a file), depth]: this process's locks
-#: (re-entrant: a verb holds its output's lock and atomic_dir takes it again).
+#: Lock file -> [its descriptor (None: held without a file), depth, shared, folders made for
+#: it]: this process's locks (re-entrant: a verb holds its output's lock and atomic_dir takes
+#: it again).
 _HELD: dict[str, list[Any]] = {}
 _HELD_GUARD = threading.Lock()
+_LOCK_SUFFIX = ".rackbook-lock"
 
 
-def lock_path(path: str | Path) -> Path:
-    """The lock file of the output folder ``path``: in this user's rackbook folder of the
-    temporary folder, named by a hash of the folder's real path (never in the user's
-    folder; removed when released)."""
-    real = os.path.realpath(path)
-    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}" / "locks" / f"{digest}.lock"
+def lock_path(path: str | Path, part: str = "") -> Path:
+    """The lock file of the output folder ``path`` (``part``: of one part of it): a hidden
+    file beside the folder, ``.NAME.rackbook-lock`` (``.NAME.PART.rackbook-lock``), so that
+    every writer of the folder, whatever its temporary folder, finds the same file. Removed
+    when released."""
+    real = Path(os.path.realpath(path))
+    if real.parent == real:  # the root: no folder beside it
+        digest = hashlib.sha256(os.fsencode(str(real))).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f".rackbook-{os.getuid()}-{digest}{_LOCK_SUFFIX}"
+    tail = f".{part}" if part else ""
+    return real.parent / f".{real.name}{tail}{_LOCK_SUFFIX}"
+
+
+def _clean_journal(fd: int, lock: Path) -> None:
+    """Remove the temporaries a killed holder of ``lock`` noted in it (``tmp NAME`` lines,
+    each a temporary sibling name of rackbook's beside the lock), then empty the file."""
+    data = b""
+    with contextlib.suppress(OSError):
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, 1 << 16):
+            data += chunk
+            if len(data) > 1 << 20:
+                break
+    base = lock.name[: -len(_LOCK_SUFFIX)]  # ".NAME" or ".NAME.PART"
+    for line in data.decode("utf-8", errors="surrogateescape").splitlines():
+        if not line.startswith("tmp "):
+            continue
+        name = line[4:]
+        m = manifest.TEMP_NAME.match(name)
+        if m and "/" not in name and (f".{m['base']}" == base or base.startswith(f".{m['base']}.")):
+            _remove(lock.parent / name)
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
 
 
 def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | None:
     """An exclusive (``shared``: a shared) ``flock`` on ``lock`` (its descriptor);
     :class:`InputError` when another process holds it in a conflicting mode; None when no lock
-    file can be made (the write goes on unlocked)."""
+    file can be made (the write goes on unlocked). An exclusive holder first removes what a
+    killed holder's journal names (:func:`_clean_journal`)."""
     for _ in range(50):
         try:
-            lock.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError:
             return None
         try:
             fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as exc:
-            holder = os.read(fd, 64).decode("ascii", errors="replace").strip()
+            holder = os.read(fd, 64).decode("ascii", errors="replace").split("\n")[0].strip()
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 return None
@@ -373,31 +510,68 @@ def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | 
             same = False
         if same:  # not a file its last holder removed after this process opened it
             if not shared:  # shared holders leave the file as it is: several hold it at once
-                os.ftruncate(fd, 0)
+                _clean_journal(fd, lock)
                 os.write(fd, str(os.getpid()).encode())
             return fd
         os.close(fd)
     return None
 
 
+def _note_temp(path: Path, tmp: Path) -> None:
+    """Note the temporary ``tmp`` in the lock file of ``path`` when this process holds it
+    exclusively, before ``tmp`` is made: a killed writer's temporaries are then removed by
+    the next one."""
+    try:
+        key = str(lock_path(path))
+    except OSError:
+        return
+    with _HELD_GUARD:
+        held = _HELD.get(key)
+    if held is None or held[0] is None or held[2]:
+        return
+    with contextlib.suppress(OSError):
+        os.write(held[0], f"\ntmp {tmp.name}".encode("utf-8", errors="surrogateescape"))
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing parents; those made, deepest first ([] when none could
+    be made)."""
+    made = [d for d in (folder, *folder.parents) if not (d.exists() or d.is_symlink())]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return []
+    return made
+
+
 @contextlib.contextmanager
-def output_lock(path: str | Path, field: str = "output", shared: bool = False) -> Iterator[None]:
-    """Hold the advisory lock of the output folder ``path`` for the block: a second writer of
-    the same folder (another rackbook process) gets one :class:`InputError` instead of
-    replacing this one's work. ``shared``: held together with other shared holders (writers
-    of different parts of one folder, each also holding its part's own lock), never with an
-    exclusive one. Re-entrant within a process. The lock file lives in :func:`lock_path`'s
-    folder and is removed by its last holder."""
-    lock = lock_path(path)
+def output_lock(
+    path: str | Path, field: str = "output", shared: bool = False, part: str = ""
+) -> Iterator[None]:
+    """Hold the advisory lock of the output folder ``path`` (``part``: of that part of it)
+    for the block: a second writer of the same folder (another rackbook process) gets one
+    :class:`InputError` instead of replacing this one's work. ``shared``: held together with
+    other shared holders (writers of different parts of one folder, each also holding its
+    part's own lock), never with an exclusive one. Re-entrant within a process. The lock file
+    lies beside the folder (:func:`lock_path`; parents made for it are removed again when
+    empty) and is removed by its last holder."""
+    lock = lock_path(path, part)
     key = str(lock)
     with _HELD_GUARD:
         held = _HELD.get(key)
         if held is not None:
             held[1] += 1
     if held is None:
-        fd = _acquire(lock, Path(path), field, shared)
+        made = _make_parents(lock.parent)
+        try:
+            fd = _acquire(lock, Path(path), field, shared)
+        except BaseException:
+            for d in made:
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+            raise
         with _HELD_GUARD:
-            held = _HELD[key] = [fd, 1]
+            held = _HELD[key] = [fd, 1, shared, made]
     try:
         yield
     finally:
@@ -415,6 +589,10 @@ def output_lock(path: str | Path, field: str = "output", shared: bool = False) -
                     fcntl.flock(held[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
                 os.unlink(lock)
             os.close(held[0])
+        if last:
+            for d in held[3]:  # deepest first; kept when something was written there
+                with contextlib.suppress(OSError):
+                    d.rmdir()
 
 
 def _nonempty(path: Path) -> bool:
@@ -430,40 +608,40 @@ def atomic_dir(
     *,
     overwrite: bool = True,
     kind: str = "output",
-    legacy: Callable[[Path], bool] | None = None,
     field: str = "output",
 ) -> Iterator[Path]:
-    """Yield a temporary sibling folder; on success it is marked (:data:`MARKER`, ``kind``)
-    and replaces ``path``; on error it is removed.
+    """Yield a temporary sibling folder; on success it is marked (:data:`MARKER`, ``kind``,
+    with the manifest of what it holds) and replaces ``path``; on error it is removed.
 
     Readers never see a partly written folder at ``path``. The folder's lock
     (:func:`output_lock`) is held throughout. An existing ``path`` is replaced only when
     :func:`check_replaceable` allows it (checked before the block and again before the swap)
-    and, with ``overwrite=False``, only when it is empty. A ``path`` that exists as a file, or
-    under a file, is an :class:`InputError` (naming ``field``): a file is never replaced. The
-    old folder is moved aside under a unique temporary name of rackbook's own, then removed.
+    and, with ``overwrite=False``, only when it is empty. A ``path`` that exists as a file, a
+    symbolic link, or under a file, is an :class:`InputError` (naming ``field``): a file is
+    never replaced. The old folder is moved aside under a unique temporary name of
+    rackbook's own, then removed.
     """
     path = check_output_folder(path, field)
     with output_lock(path, field):
-        check_replaceable(path, kind, field, legacy)
+        check_replaceable(path, kind, field)
         if not overwrite and _nonempty(path):
             raise InputError(path, field, f"a {kind} exists there: refusing to replace it")
         tmp: Path | None = None
         hold: Path | None = None  # a unique empty folder the old one is moved into
         try:
-            with _signals_held():  # the temporary exists only once this try can remove it
-                tmp = Path(_make_temp(path, folder=True)[1])
-            os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
+            with signals_held():  # the temporary exists only once this try can remove it
+                tmp = make_temp_dir(path)
+            os.chmod(tmp, 0o777 & ~_umask())  # made 0700
             yield tmp
-            (tmp / MARKER).write_text(marker_text(kind), encoding="utf-8")
+            write_marker(tmp, kind)
             if path.exists() or path.is_symlink():
-                check_replaceable(path, kind, field, legacy)  # again: time has passed
+                check_replaceable(path, kind, field)  # again: time has passed
                 if not overwrite and _nonempty(path):
                     raise InputError(path, field, f"a {kind} exists there: refusing to replace it")
-                with _signals_held():
-                    hold = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".old",
-                                                 dir=path.parent))  # fmt: skip
-                with _signals_held():  # never the old folder moved aside and the new one not in
+                with signals_held():
+                    hold = temp_name(path, ".old")
+                    os.mkdir(hold, 0o700)
+                with signals_held():  # never the old folder moved aside and the new one not in
                     os.replace(path, hold / "old")
                     try:
                         os.replace(tmp, path)
@@ -487,26 +665,28 @@ def output_folder(
     *,
     kind: str,
     field: str = "output",
-    legacy: Callable[[Path], bool] | None = None,
     parts: Sequence[str] = (),
+    owned: Iterable[str] | None = None,
 ) -> Iterator[Path]:
     """A folder rackbook writes into file by file (``rackbook run``'s results): its lock held
     for the block, :func:`check_replaceable` before anything, a FIFO, device or socket among
-    its entries refused (:func:`refuse_special`), then made when missing and marked. With
-    ``parts`` (the names of the files' owners: ``run``'s results) the block holds one lock per
-    part and the folder's own lock shared: two writers of different parts share the folder
-    (the suite runs chapters two at a time into one folder), two of the same part do not, nor
-    does a writer of the whole folder. On an error that left the folder's entries as they
-    were, the marker this call wrote is removed again, and the folders this call made if they
-    are empty."""
+    its entries refused (:func:`refuse_special`), then made when missing and marked (the
+    writer records each file in the manifest as it writes it: :func:`update_manifest`), and
+    the temporaries a killed writer left beside the names ``owned`` (all, when None) removed.
+    With ``parts`` (the names of the files' owners: ``run``'s results) the block holds one
+    lock per part and the folder's own lock shared: two writers of different parts share the
+    folder (the suite runs chapters two at a time into one folder), two of the same part do
+    not, nor does a writer of the whole folder. On an error that left the folder's entries as
+    they were, the marker this call wrote is removed again, and the folders this call made if
+    they are empty."""
     path = check_output_folder(path, field)
     with contextlib.ExitStack() as held:
         for part in parts:
-            held.enter_context(output_lock(path / part, field))
+            held.enter_context(output_lock(path, field, part=part))
         held.enter_context(output_lock(path, field, shared=bool(parts)))
         created = [d for d in (path, *path.parents) if not (d.exists() or d.is_symlink())]
         marked = False
-        check_replaceable(path, kind, field, legacy)
+        check_replaceable(path, kind, field)
         refuse_special(path, field)
         before = set() if created else set(os.listdir(path))
         try:
@@ -516,6 +696,7 @@ def output_folder(
         if marked_kind(path) != kind:
             write_marker(path, kind)
             marked = True
+        remove_temporaries(path, None if owned is None else list(owned))
         try:
             yield path
         except BaseException:

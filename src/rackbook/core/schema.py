@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rackbook import limits
 from rackbook.core import basis
 from rackbook.errors import InputError
 
@@ -272,6 +273,28 @@ POSITIVE = (
 )
 #: published_points latency columns (seconds): non-null values must be >= 0.
 LATENCIES = ("ttft_mean_s", "ttft_median_s", "tpot_mean_s", "tpot_median_s", "e2el_mean_s")
+
+#: Tokens per second one GPU can be said to serve (input + output): 10 million, two orders of
+#: magnitude over any published figure (InferenceX's best rows are some 10^4-10^5 total tok/s
+#: per GPU, prefill included). A value past it is a unit or a typo (a 1e15 was accepted).
+MAX_TOK_S_PER_GPU = 1e7
+
+#: The largest value a published_points column may hold (its unit as the column's): counts by
+#: the limits of one deployment, rates by :data:`MAX_TOK_S_PER_GPU`, latencies by a day.
+PHYSICAL_MAX: dict[str, float] = {
+    "gpus": limits.BOUNDS["gpus"],
+    "prefill_gpus": limits.BOUNDS["gpus"],
+    "decode_gpus": limits.BOUNDS["gpus"],
+    "isl": limits.BOUNDS["context"],
+    "osl": limits.BOUNDS["context"],
+    "concurrency": limits.BOUNDS["concurrency"],
+    "tok_s_total": MAX_TOK_S_PER_GPU * limits.BOUNDS["gpus"],
+    "tok_s_per_gpu": MAX_TOK_S_PER_GPU,
+    "input_tok_s_per_gpu": MAX_TOK_S_PER_GPU,
+    "output_tok_s_per_gpu": MAX_TOK_S_PER_GPU,
+    "tok_s_per_user": MAX_TOK_S_PER_GPU,
+    **{c: 86_400.0 for c in LATENCIES},
+}
 SERVING = ("aggregated", "disaggregated")
 
 #: Allowed values of the basis columns (rackbook.core.basis; never "unknown" in a point).
@@ -316,6 +339,15 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
         if bad.any():
             i = int(bad.to_numpy(bool).argmax())
             raise InputError(where, f"published_points.{col}", f"negative value in row {i}")
+    for col, most in PHYSICAL_MAX.items():
+        vals = df[col].astype("Float64")
+        bad = vals.notna() & (vals > most)
+        if bad.any():
+            i = int(bad.to_numpy(bool).argmax())
+            raise InputError(
+                where, f"published_points.{col}", f"{vals.iloc[i]:,.6g} in row {i} is past "
+                f"{most:,.6g}, more than any deployment can be said to reach (a unit or typo?)"
+            )  # fmt: skip
     for i, (d, missing) in enumerate(zip(df["date"], df["date"].isna(), strict=True)):
         if not missing and not is_date(str(d)):
             raise InputError(where, "published_points.date", f"{d!r} in row {i} is not YYYY-MM-DD")

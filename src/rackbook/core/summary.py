@@ -377,8 +377,7 @@ def summarize_path(
     """
     path = Path(path)
     run = traces.read_run(path)
-    n_req = traces.table_rows(path, "requests")
-    n_itl = traces.table_rows(path, "itl")
+    n_req, n_itl = traces.check_row_counts(path)  # before any table is loaded
     if stream is None:
         stream = n_req > FULL_READ_MAX_REQUESTS or n_itl > EXACT_ITL_MAX
     if not stream:

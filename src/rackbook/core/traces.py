@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import queue
 import threading
 from collections.abc import Iterator, Mapping
@@ -175,6 +174,81 @@ def check_latency_unit(e2el_s: np.ndarray, where: Path | str, field: str) -> Non
         )
 
 
+#: A successful request's chunk gaps (``itl_s``) must add up to its decode window
+#: (``e2el_s - ttft_s``, s) within this share of the window plus :data:`GAP_SUM_SLACK_S`:
+#: vLLM's bench client stamps the first chunk (TTFT), each next one (a gap) and ends the
+#: request at the last, so the two agree to rounding (exactly, on every shipped recording);
+#: a sum 100 times, or a tenth of, the window is another request's gaps or another unit.
+GAP_SUM_REL = 0.05
+GAP_SUM_SLACK_S = 0.01
+
+#: Most output tokens one chunk may carry on average over a request: each chunk holds at
+#: least one token (so ``output_tokens >= gaps + 1``), and an engine step streams at most
+#: its speculative tokens plus one (the shipped CPU recordings reach 16 where the client read
+#: two chunks from one buffer). 1,000 tokens over 32 chunks is another request's count.
+MAX_TOKENS_PER_CHUNK = 24
+
+#: A request starts within its point's window (``start_time_s`` from the point's start, s):
+#: at most its ``duration_s`` times this, plus :data:`START_SLACK_S`.
+START_SLACK_REL = 1.01
+START_SLACK_S = 1.0
+
+
+def check_consistency(
+    req: pd.DataFrame, itl: pd.DataFrame | None, pts: pd.DataFrame, where: Path | str
+) -> None:
+    """What the request rows say together (:class:`InputError` for the first row that
+    disagrees): some request succeeded, and with some output; each successful request's
+    gaps add up to its decode window (:data:`GAP_SUM_REL`), its output tokens are at least
+    its gaps plus one and at most :data:`MAX_TOKENS_PER_CHUNK` per chunk; each request
+    starts within its point's duration. ``itl`` None: the gaps were not read."""
+    if not len(req):
+        return
+    ok = req["success"].to_numpy(bool)
+    if not ok.any():
+        raise InputError(where, "requests.success", "no request succeeded: nothing to measure")
+    out = req["output_tokens"].to_numpy(np.float64)
+    if not np.nansum(out[ok]) > 0:
+        raise InputError(where, "requests.output_tokens", "no successful request generated a token")
+    start = req["start_time_s"].to_numpy(np.float64) if "start_time_s" in req else None
+    if start is not None and "duration_s" in pts:
+        dur = req["point_id"].map(pts.set_index("point_id")["duration_s"]).to_numpy(np.float64)
+        late = np.isfinite(start) & (start > dur * START_SLACK_REL + START_SLACK_S)
+        if late.any():
+            i = int(np.argmax(late))
+            raise InputError(
+                where,
+                f"requests.start_time_s (row {i})",
+                f"{start[i]:,.6g} s is past its point's duration ({dur[i]:,.6g} s)",
+            )
+    if itl is None or not len(itl):
+        return
+    rows = itl["request_row"].to_numpy(np.int64)
+    n = np.bincount(rows, minlength=len(req))[: len(req)].astype(np.float64)
+    total = np.bincount(rows, weights=itl["itl_s"].to_numpy(np.float64), minlength=len(req))
+    window = (req["e2el_s"] - req["ttft_s"]).to_numpy(np.float64)
+    has = ok & (n > 0)
+    off = has & (np.abs(total[: len(req)] - window) > GAP_SUM_REL * window + GAP_SUM_SLACK_S)
+    if off.any():
+        i = int(np.argmax(off))
+        raise InputError(
+            where,
+            f"itl.itl_s (request row {i})",
+            f"the request's gaps add up to {total[i]:.6g} s, its e2el_s - ttft_s is "
+            f"{window[i]:.6g} s (more than {GAP_SUM_REL:.0%} + {GAP_SUM_SLACK_S} s apart)",
+        )
+    few = has & (out < n + 1)
+    many = has & (out > MAX_TOKENS_PER_CHUNK * (n + 1))
+    for bad, problem in ((few, "fewer than"), (many, f"over {MAX_TOKENS_PER_CHUNK} times")):
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(
+                where,
+                f"requests.output_tokens (row {i})",
+                f"{out[i]:,.0f} tokens is {problem} its {n[i] + 1:,.0f} chunks (gaps + 1)",
+            )
+
+
 # ----------------------------------------------------------------------------- validation
 
 
@@ -325,6 +399,7 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
         if rows.min() < 0 or rows.max() >= len(req):
             raise InputError(where, "itl.request_row", "refers to a request row that is absent")
         check_values(itl["itl_s"].to_numpy(np.float64), where, "itl_s", RowNames("itl"))
+    check_consistency(req, itl if trace.itl_loaded else None, pts, where)
     return Trace(trace.run, req, itl, pts, extra, trace.path, trace.itl_loaded)
 
 
@@ -345,34 +420,22 @@ def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
     return pa.table(arrays)
 
 
-def is_unmarked_trace(path: Path) -> bool:
-    """True when the folder ``path`` holds a trace as rackbook wrote them before output
-    markers (:data:`rackbook.core.fsio.MARKER`): ``run.json`` and Parquet tables, nothing
-    else, each a regular file. Such a folder may be replaced by a trace."""
-    try:
-        entries = list(os.scandir(path))
-    except OSError:
-        return False
-    names = {e.name for e in entries}
-    return "run.json" in names and all(
-        e.is_file(follow_symlinks=False) and (e.name == "run.json" or e.name.endswith(".parquet"))
-        for e in entries
-    )
-
-
-def write_trace(path: str | Path, trace: Trace, *, overwrite: bool = True) -> Path:
+def write_trace(
+    path: str | Path, trace: Trace, *, overwrite: bool = True, source: str | Path | None = None
+) -> Path:
     """Validate and write ``trace`` to folder ``path`` atomically (temporary folder, rename),
     marked as a rackbook trace (:func:`rackbook.core.fsio.atomic_dir`).
 
-    An existing trace folder at ``path`` that rackbook wrote (marked, or
-    :func:`is_unmarked_trace`) is replaced (unless ``overwrite`` is false); a file, or a
+    An existing trace folder at ``path`` that rackbook wrote (marked, every file on its
+    manifest as written) is replaced (unless ``overwrite`` is false); a file, a link, or a
     non-empty folder holding anything else, is refused with :class:`InputError` (field
-    ``output``) and left as it was.
+    ``output``) and left as it was. ``source``: the file the trace was read from, which
+    the value errors name (default: ``path``).
     """
     path = check_output_folder(path)
-    fsio.check_replaceable(path, "trace", "output", is_unmarked_trace)
-    t = validate(trace, where=path)
-    with atomic_dir(path, overwrite=overwrite, kind="trace", legacy=is_unmarked_trace) as tmp:
+    fsio.check_replaceable(path, "trace", "output")
+    t = validate(trace, where=source or path)
+    with atomic_dir(path, overwrite=overwrite, kind="trace") as tmp:
         (tmp / "run.json").write_text(
             json.dumps(t.run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
         )
@@ -437,6 +500,10 @@ def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
     """Read and validate a trace folder. ``itl=False`` skips the (large) gap table."""
     path = Path(path)
     run = read_run(path)
+    if itl:
+        check_row_counts(path)
+    elif table_rows(path, "requests") > limits.BOUNDS["requests"]:
+        check_row_counts(path)  # its one line
     req = _read_table(path, "requests")
     gaps = (
         _read_table(path, "itl")
@@ -462,6 +529,42 @@ def table_rows(path: str | Path, name: str) -> int:
         return int(pq.ParquetFile(f).metadata.num_rows)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+
+
+def _column_names(path: Path, name: str) -> list[str]:
+    """The columns of table ``name`` from its Parquet footer."""
+    try:
+        return list(pq.ParquetFile(path / f"{name}.parquet").schema_arrow.names)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(path / f"{name}.parquet", "-", f"unreadable Parquet: {exc}") from None
+
+
+def check_row_counts(path: str | Path) -> tuple[int, int]:
+    """(request rows, gap rows) of a trace folder, refused from the Parquet footers before
+    any table is loaded: more requests than an import may expand to
+    (``limits.BOUNDS['requests']``), or more gaps than the requests' output tokens (a
+    request's gaps are at most its tokens minus one). Only the ``output_tokens`` column is
+    read."""
+    path = Path(path)
+    n_req = table_rows(path, "requests")
+    bound = limits.BOUNDS["requests"]
+    if n_req > bound:
+        raise InputError(
+            path / "requests.parquet", "-", f"{n_req:,} request rows: a trace holds at most "
+            f"{bound:,} (what an import expands to)"
+        )  # fmt: skip
+    n_itl = table_rows(path, "itl")
+    if n_itl > n_req and "output_tokens" in _column_names(path, "requests"):
+        # only then can the gaps outnumber the tokens: read the counts (a missing column is
+        # named by the table's own check)
+        col = _read_table(path, "requests", ["output_tokens"])["output_tokens"]
+        tokens = float(pd.to_numeric(col, errors="coerce").fillna(0).clip(lower=0).sum())
+        if n_itl > tokens:
+            raise InputError(
+                path / "itl.parquet", "-", f"{n_itl:,} gap rows for {n_req:,} requests that "
+                f"generated {tokens:,.0f} tokens: a request has at most one gap per token"
+            )  # fmt: skip
+    return n_req, n_itl
 
 
 #: Chunks decoded ahead of the one in use by :func:`iter_table`'s reading thread.

@@ -206,6 +206,47 @@ def _shallow(text: str) -> bool:
     return indent // 2 <= _SHALLOW_DEPTH
 
 
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+
+
+class Yaml12Loader(_UniqueKeyLoader):
+    """:class:`_UniqueKeyLoader` reading numbers and booleans as YAML 1.2's core schema does,
+    for parameters (``-p NAME VALUE`` and parameter files): an integer is decimal digits, a
+    float decimal digits with a point or an exponent (or ``.inf``/``.nan``), a boolean
+    ``true`` or ``false``. YAML 1.1's octal (``010``: 8), base-60 (``1:00``: 60), hex
+    (``0x8``), digit separators (``1_000``) and yes/no/on/off stay text, which the number
+    rule then refuses by name (:func:`rackbook.params.to_number`); a leading zero is not read
+    as a number at all (1.1 and 1.2 disagree on it). The catalogs keep YAML 1.1, whose digit
+    separators they use."""
+
+
+Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT, _BOOL)]
+    for first, resolvers in _UniqueKeyLoader.yaml_implicit_resolvers.items()
+}
+Yaml12Loader.add_implicit_resolver(
+    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+Yaml12Loader.add_implicit_resolver(
+    _INT, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789")
+)
+Yaml12Loader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+.0123456789"),
+)
+
+
+def parse_yaml12(text: str) -> Any:
+    """``text`` parsed with :class:`Yaml12Loader` (YAML errors raised as they come)."""
+    return yaml.load(text, Loader=Yaml12Loader)  # a SafeLoader subclass
+
+
 #: Parsed YAML documents by the hash of their bytes: the book's page generator and the
 #: chapters read the same catalogs and claims many times (claims.yaml 20 times in one
 #: ``rackbook book``, 0.7 s of pure-Python parsing). Keyed by content, never stale.
@@ -213,8 +254,9 @@ _PARSED: dict[bytes, Any] = {}
 _PARSED_MAX = 64
 
 
-def read_yaml(path: str | Path) -> Any:
-    """Parse a YAML file (safe loader, duplicate keys refused); errors name the file.
+def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
+    """Parse a YAML file (safe loader, duplicate keys refused; ``yaml12``: numbers as YAML
+    1.2 reads them, :class:`Yaml12Loader`); errors name the file.
 
     Every call checks and reads the file and returns a new object; the same bytes are parsed
     once per process (:data:`_PARSED`)."""
@@ -228,9 +270,9 @@ def read_yaml(path: str | Path) -> Any:
         data = p.read_bytes()
     except OSError as exc:
         raise InputError(shown, "-", f"cannot read: {exc.strerror or exc}") from None
-    key = hashlib.blake2b(data, digest_size=20).digest()
+    key = hashlib.blake2b(data + (b"\0yaml1.2" if yaml12 else b""), digest_size=20).digest()
     if key not in _PARSED:
-        parsed = _parse_yaml(data, shown)
+        parsed = _parse_yaml(data, shown, Yaml12Loader if yaml12 else _UniqueKeyLoader)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.pop(next(iter(_PARSED)))
         _PARSED[key] = parsed
@@ -240,15 +282,15 @@ def read_yaml(path: str | Path) -> Any:
         raise limits.nesting_error(shown) from None
 
 
-def _parse_yaml(data: bytes, shown: str) -> Any:
+def _parse_yaml(data: bytes, shown: str, loader: type[_UniqueKeyLoader] | None = None) -> Any:
     """:func:`read_yaml`'s parse of a file's bytes (the file named ``shown`` in errors)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(shown, "-", limits.decode_problem(data, exc)) from None
     try:
-        if not _shallow(text):
-            return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        if loader is not None or not _shallow(text):
+            return yaml.load(text, Loader=loader or _UniqueKeyLoader)  # a SafeLoader subclass
         fast = _FastUniqueKeyLoader(text)
         try:
             fast.may_alias = bool(_ALIAS.search(text))

@@ -43,10 +43,12 @@ from rackbook import paths
 from rackbook.core import schema
 from rackbook.core.fsio import (
     atomic_write_json,
-    check_output_file,
+    check_new_file,
     check_output_folder,
     check_replaceable,
+    check_writable,
     output_lock,
+    refuse_overlap,
 )
 from rackbook.core.provenance import hardware_inventory, project_commit, repo_relative
 from rackbook.errors import InputError
@@ -456,7 +458,11 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
     elif output is None and saved is None:
         raise InputError("-", "-o", "give the calibration folder to write (-o DIR)")
     if saved is not None:
-        check_output_file(saved, "--save-json")
+        check_new_file(saved, "--save-json")
+    if output is not None:  # the folder is replaced whole: no input or other output inside it
+        inputs = {"--from-json": args.from_json, "--save-json": saved}
+        refuse_overlap({"-o": output}, {k: v for k, v in inputs.items() if v is not None})
+        check_writable(output, "-o")
     with contextlib.ExitStack() as stack:
         if output is not None:
             check_output_folder(output, "-o")
@@ -482,8 +488,25 @@ def _measure_and_write(
     ours = sys.argv[1:2] == ["calibrate"]  # else called in-process (a test, a notebook)
     command = "rackbook " + shlex.join(sys.argv[1:] if ours else ["calibrate", *_argv(args)])
     run, rows = calibrate(args.device or "cuda", cat, quick=args.quick, command=command)
+    try:
+        return _write_outputs(run, rows, output, saved, missing)
+    except BaseException:  # interrupted or failed: no --save-json file left of this run
+        if saved is not None:
+            with contextlib.suppress(OSError):
+                saved.unlink()
+        raise
+
+
+def _write_outputs(
+    run: dict[str, Any],
+    rows: list[dict[str, Any]],
+    output: Path | None,
+    saved: Path | None,
+    missing: str | None,
+) -> int:
+    """Write ``--save-json``'s file and the folder; print the summary."""
     if saved is not None:
-        atomic_write_json(saved, {"run": run, "kernels": rows})
+        atomic_write_json(saved, {"run": run, "kernels": rows}, "--save-json")
     print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
     print("\n".join(summary(rows, run["spec"])))
     if not run["spec"]:

@@ -117,29 +117,11 @@ def record(args: argparse.Namespace) -> Path:
     rec.info["request_timeout_s"] = timeout_s
     # the trace folder locked for the whole recording, and refused before any server starts
     # when it holds what rackbook did not write
-    from rackbook.core.traces import is_unmarked_trace
-
+    fsio.check_output_folder(out, "-o")  # no link, nothing read-only: before any server
     with fsio.output_lock(out, "-o"):
-        fsio.check_replaceable(out, "trace", "-o", is_unmarked_trace)
-        fsio.check_replaceable(rec.raw, "raw", "-o", is_unmarked_raw)
+        fsio.check_replaceable(out, "trace", "-o")
+        fsio.check_replaceable(rec.raw, "raw", "-o")
         return rec.run()
-
-
-#: The sub-folders of a raw-artifact folder (the module docstring's layout).
-RAW_FOLDERS = frozenset({"serve", "offline", "metrics", "failed", "rejected"})
-
-
-def is_unmarked_raw(path: Path) -> bool:
-    """True when ``path`` is a raw-artifact folder of an older recording: its record.json,
-    and nothing but the layout's folders, logs and record.json (module docstring)."""
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return False
-    return "record.json" in names and all(
-        n in RAW_FOLDERS or n in ("record.json", fsio.MARKER) or n.endswith((".log", ".log.gz"))
-        for n in names
-    )
 
 
 def attach(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import subprocess
 import sys
 import time
@@ -72,6 +73,23 @@ def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
     return "accept" if accept_invalid else "refuse"
 
 
+#: For tests: ``POINT_ID:FOLDER``. Once the point POINT_ID is kept (and record.json says so),
+#: the recorder writes ``FOLDER/POINT_ID.kept`` and waits until ``FOLDER/go`` exists: a test
+#: acts between two points on an event, not on timing (the resume test kills the server there).
+HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
+
+
+def hold_after(point_id: str) -> None:
+    """Wait as :data:`HOLD_ENV` asks after ``point_id`` was kept (nothing when it is unset or
+    names another point)."""
+    want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
+    if not folder or want != point_id:
+        return
+    (Path(folder) / f"{point_id}.kept").touch()
+    while not (Path(folder) / "go").exists():
+        time.sleep(0.05)
+
+
 def _say(msg: str) -> None:
     print(f"[record] {msg}", file=sys.stderr, flush=True)
 
@@ -99,6 +117,12 @@ def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> f
     with urllib.request.urlopen(req, timeout=600) as r:  # noqa: S310 (user's endpoint)
         r.read()
     return time.monotonic() - t0
+
+
+#: The raw folder's entries while a recording writes them (the module docstring's layout):
+#: listed as pending in its manifest until the recording ends.
+RAW_PENDING = ("serve", "offline", "metrics", "failed", "rejected", "record.json", "*.log",
+               "*.log.gz")  # fmt: skip
 
 
 class Recorder(Conversion):
@@ -138,6 +162,7 @@ class Recorder(Conversion):
             "sessions": [],
             "validity": {},
             "accepted_invalid": [],
+            "points_kept": [],
         }
         old = self.raw / "record.json"
         if resume and old.exists():
@@ -147,7 +172,7 @@ class Recorder(Conversion):
                     old, "parameters", "differ from this run's: resume with the same -p values"
                 )
             keep = ("points", "engines", "phases", "failures", "sessions", "commands")
-            for k in (*keep, "validity", "accepted_invalid"):
+            for k in (*keep, "validity", "accepted_invalid", "points_kept"):
                 if k in prev:
                     self.info[k] = prev[k]
         self.commands: list[str] = list(self.info.get("commands", []))
@@ -522,6 +547,12 @@ class Recorder(Conversion):
         if action == "accept" and point_id not in self.info["accepted_invalid"]:
             self.info["accepted_invalid"].append(point_id)
         if action in ("rerun", "refuse"):  # never kept as done (--resume runs it again)
+            # the attempt's bookkeeping goes with it: a point is listed as recorded only once
+            # kept (a server dying during the second attempt was blamed on a point that read
+            # as finished)
+            self.info["points"].pop(point_id, None)
+            if point_id in self.info["points_kept"]:
+                self.info["points_kept"].remove(point_id)
             for name in names:
                 src = raw_file(self.raw / folder / name)
                 if src.exists():
@@ -541,6 +572,10 @@ class Recorder(Conversion):
             )
         if action == "accept":
             _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
+        if point_id not in self.info["points_kept"]:
+            self.info["points_kept"].append(point_id)
+            self._save_info()
+        hold_after(point_id)
         return True
 
     def _fail(
@@ -670,8 +705,11 @@ class Recorder(Conversion):
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
+        # while recording, the manifest names the layout's entries as pending (whatever a
+        # killed recording left there is the recorder's, for --resume); the exact files once done
+        fsio.update_manifest(self.raw, pending=RAW_PENDING)
         if fsio.marked_kind(self.raw) != "raw":
-            fsio.write_marker(self.raw, "raw")
+            fsio.write_marker(self.raw, "raw", pending=RAW_PENDING)
         t0 = time.monotonic()
         ensure_tiny_model(self.sc.model)
         try:
@@ -693,6 +731,7 @@ class Recorder(Conversion):
         self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
         self._save_info()
         scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
+        fsio.write_marker(self.raw, "raw")
         out = self.convert()
         _say(f"trace written: {out} (raw artifacts in {self.raw})")
         return out

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -39,6 +40,10 @@ from rackbook.paths import RESULTS
 #: The headline JSON's layout (2: each claim's ``certainty``; a format-1 file has none and
 #: its readers compute it from the readings).
 FORMAT = 2
+
+#: Set by ``rackbook run`` for the notebook's kernel: the folder the headline JSON is written
+#: into (the run's staging folder), whatever ``out_dir`` the notebook names.
+STAGE_ENV = "RACKBOOK_HEADLINE_STAGE"
 #: How a number was obtained.
 KINDS = ("measured", "modelled", "published", "synthetic")
 #: The three readings of a claim, in the order the book shows them.
@@ -246,8 +251,11 @@ class Outcome:
         }
 
     def write(self, out_dir: str | Path, source: str) -> Path:
-        """``out_dir/RESULT.json`` (atomic); ``source`` is ``trace`` or ``live``."""
-        return atomic_write_json(Path(out_dir) / f"{self.result}.json", self.to_dict(source))
+        """``out_dir/RESULT.json`` (atomic); ``source`` is ``trace`` or ``live``. Under
+        ``rackbook run`` (:data:`STAGE_ENV` set) it goes to the run's staging folder instead,
+        from which the runner moves it in together with the executed notebook."""
+        folder = os.environ.get(STAGE_ENV) or out_dir
+        return atomic_write_json(Path(folder) / f"{self.result}.json", self.to_dict(source))
 
     def markdown(self) -> str:
         """The headline table shown at the end of the chapter."""

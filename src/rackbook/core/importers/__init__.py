@@ -155,9 +155,50 @@ def _taking(option: str) -> str:
     return ", ".join(name for name, f in REGISTRY.items() if option in f.options)
 
 
+#: Labels that name the scenario (``--label KEY=VALUE``); any other column of a trace's
+#: requests or points table is measured, and a label never replaces it.
+SCENARIO_LABELS = frozenset(
+    {"engine", "config", "point_id", "batch_size", "concurrency", "decode_ranks",
+     "context_tokens", "num_gpus"}
+)  # fmt: skip
+
+
+def measured_fields() -> frozenset[str]:
+    """The columns of the requests, gaps and points tables that a label may not replace."""
+    from rackbook.core import schema
+
+    names = {c.name for t in ("requests", "itl", "points") for c in schema.TABLES[t]}
+    return frozenset(names - SCENARIO_LABELS)
+
+
+def check_source_date(path: Path | str, date: str) -> None:
+    """``--source-date``: a date YYYY-MM-DD, not after today (UTC, a day of slack for the
+    time zones): the day a published figure was read cannot be in the future."""
+    import datetime as dt
+
+    from rackbook.core import schema
+
+    if not schema.is_date(date):
+        raise InputError(path, "--source-date", f"{date!r} is not a date YYYY-MM-DD")
+    today = dt.datetime.now(dt.UTC).date()
+    if dt.date.fromisoformat(date) > today + dt.timedelta(days=1):
+        raise InputError(
+            path, "--source-date", f"{date} is in the future (today is {today.isoformat()})"
+        )
+
+
 def check_options(fmt: str, path: Path | str, options: Options) -> None:
-    """Options that do not fit the format: one InputError naming the flag (before any work)."""
+    """Options that do not fit the format: one InputError naming the flag (before any work);
+    a label naming a measured field (``ttft_s``, ``output_tokens``...) is refused."""
     f = get(fmt, path)
+    if options.source_date is not None:
+        check_source_date(path, options.source_date)
+    taken = sorted(set(options.labels) & measured_fields())
+    if taken:
+        raise InputError(
+            path, f"--label {taken[0]}", "is a measured field of the trace, which a label never "
+            "replaces (labels name the scenario: " + ", ".join(sorted(SCENARIO_LABELS)) + ")"
+        )  # fmt: skip
     if options.engine is not None and "engine" not in f.options:
         raise InputError(path, "--engine", f"only for {_taking('engine')}, not {fmt}")
     if "engine" in f.options:  # the offline engine's file states everything else itself
@@ -211,7 +252,7 @@ def write(
     from rackbook.core import traces  # pandas: loaded when an import runs, not to parse flags
 
     t = read(fmt, path, output, options or Options())
-    traces.write_trace(output, t)
+    traces.write_trace(output, t, source=path)
     return t
 
 

@@ -74,7 +74,7 @@ def mlperf_points(
     commit when ``source_url`` is a GitHub blob URL, else ``source_url`` itself.
     """
     path = Path(path)
-    reader = csv.DictReader(sourcefile.csv_lines(path))
+    reader = csv.DictReader(sourcefile.csv_lines(path), strict=True)
     try:
         header = reader.fieldnames or []
     except csv.Error as exc:
@@ -93,6 +93,12 @@ def mlperf_points(
     i = -1
     try:
         for i, row in enumerate(reader):
+            spans = [k for k, v in row.items() if isinstance(v, str) and "\n" in v]
+            if spans:  # a quote left open swallows the rows after it into one field
+                raise InputError(
+                    path, f"line {reader.line_num}", f"field {spans[0]!r} runs over several "
+                    "lines: a quote left open? (summary.csv fields hold no line breaks)"
+                )  # fmt: skip
             line = reader.line_num
             unit = row.get("Units") or ""
             if unit != MLPERF_TOKEN_UNIT:

@@ -226,6 +226,8 @@ def vllm_bench_frames(
         }
     )
     for k, v in labels.items():
+        if k in req.columns:  # a measured field (the CLI refuses it first)
+            raise InputError(path, f"label {k}", "is a measured field: a label never replaces it")
         req[k] = v
     gap = pd.DataFrame({"request_row": request_row, "itl_s": itl_s}, copy=False)
     pts = pd.DataFrame(
@@ -325,5 +327,5 @@ def write_vllm_bench(
 ) -> tuple[int, int, str]:
     """:func:`import_vllm_bench` without reading the trace back: (requests, gaps, trace id)."""
     t = read(Path(path), importers.Options(labels=labels or {}, kind=kind), "")
-    traces.write_trace(output, t)
+    traces.write_trace(output, t, source=path)
     return len(t.requests), len(t.itl), t.trace_id

@@ -1,0 +1,250 @@
+"""The marker of an output folder and its manifest: which entries rackbook wrote there.
+
+Every folder rackbook writes carries :data:`MARKER`, a small text file whose first line names
+the kind of output and whose ``manifest:`` line (one JSON object) lists each entry rackbook
+wrote, by its path relative to the folder (``/`` between parts):
+
+- ``["f", SIZE, SHA256]``: a regular file of SIZE bytes with that SHA-256 digest;
+- ``["d"]``: a folder (its entries are listed under it);
+- ``["o"]``: a nested output folder, checked by its own marker and manifest;
+- ``["l", TARGET]``: a symbolic link rackbook made, pointing to TARGET;
+- ``["p"]``: pending, a name (an ``fnmatch`` pattern) rackbook is writing now: whatever is
+  there, and under it, is rackbook's until the exact entries replace it.
+
+A folder matches its manifest (:func:`problem`) when every entry in it is on the manifest and
+is what the manifest says (same type, size and digest): a copied marker, or a file of the
+user's put in or changed, does not match. A temporary file of rackbook's (``.NAME.XXXXXXXX.tmp``
+or ``.old``, beside an entry NAME of the manifest) matches too, and is named so that the
+writer holding the folder removes it (:func:`temporaries`). Files on the manifest that are
+gone are no problem: nothing of the user's is at stake.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+#: The file that marks a folder as an output rackbook wrote.
+MARKER = ".rackbook-output"
+HEAD = "rackbook output:"
+_MANIFEST = "manifest: "
+#: The largest marker read (bytes): a manifest of a whole HTML book fits many times over.
+MAX_MARKER_BYTES = 64 * 1024 * 1024
+
+#: What writes each kind of output, said in the marker for a person who finds it.
+WRITERS: dict[str, str] = {
+    "trace": "rackbook import or rackbook record",
+    "results": "rackbook run or rackbook book --traces",
+    "html": "rackbook book --html",
+    "recipes": "rackbook recipes",
+    "calibration": "rackbook calibrate",
+    "raw": "rackbook record (its raw artifacts, beside the trace)",
+}
+
+#: A temporary name of rackbook's: ``.NAME.`` then 8 hexadecimal digits, then ``.tmp``/``.old``.
+TEMP_NAME = re.compile(r"^\.(?P<base>.+)\.[0-9a-f]{8}\.(?:tmp|old)$", re.DOTALL)
+
+Manifest = dict[str, list[Any]]
+#: The entry types (``x``: something that is neither file, folder nor link: never matches).
+_TYPES = ("f", "d", "o", "l", "p", "x")
+
+
+def digest(path: Path) -> tuple[int, str] | None:
+    """(size in bytes, SHA-256 hex) of the regular file ``path``, never following a symbolic
+    link; None when it is not a regular file or cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return st.st_size, h.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def text(kind: str, manifest: Manifest) -> str:
+    """The marker's text for an output of ``kind`` holding ``manifest``'s entries (sorted:
+    the same bytes for the same folder, as shipped folders carry it in git)."""
+    listed = json.dumps(dict(sorted(manifest.items())), separators=(",", ":"), ensure_ascii=True)
+    return (
+        f"{HEAD} {kind}\n"
+        f"Written by {WRITERS.get(kind, 'rackbook')}. rackbook replaces or deletes only the\n"
+        "files listed below, as it wrote them; a folder holding anything else is refused.\n"
+        f"{_MANIFEST}{listed}\n"
+    )
+
+
+def read(folder: str | Path) -> tuple[str, Manifest | None] | None:
+    """(kind, manifest) of ``folder``'s marker; the manifest is None for a marker without one
+    (an older rackbook's); None when there is no marker (or it is not a regular file of
+    rackbook's)."""
+    try:
+        fd = os.open(Path(folder) / MARKER, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MARKER_BYTES:
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    lines = b"".join(chunks).decode("utf-8", errors="replace").split("\n")
+    if not lines[0].startswith(HEAD):
+        return None
+    kind = lines[0][len(HEAD) :].strip()
+    if not kind:
+        return None
+    listed = [ln[len(_MANIFEST) :] for ln in lines[1:] if ln.startswith(_MANIFEST)]
+    if len(listed) != 1:
+        return kind, None
+    try:
+        manifest = json.loads(listed[0])
+    except ValueError:
+        return kind, None
+    if not isinstance(manifest, dict) or not all(
+        isinstance(v, list) and v and v[0] in _TYPES for v in manifest.values()
+    ):
+        return kind, None
+    return kind, manifest
+
+
+def scan(folder: str | Path, pending: tuple[str, ...] = ()) -> Manifest:
+    """The manifest of what ``folder`` holds now (its marker left out), plus ``pending``
+    names. A sub-folder carrying a marker that matches its own manifest is one ``o`` entry."""
+    folder = Path(folder)
+    out: Manifest = {p: ["p"] for p in pending}
+    for e in sorted(os.scandir(folder), key=lambda e: e.name):
+        if e.name != MARKER:
+            entries(Path(e.path), e.name, out)
+    return out
+
+
+def entries(path: Path, rel: str, out: Manifest) -> None:
+    """Add the manifest entries of ``path`` (listed as ``rel``) and everything under it."""
+    if path.is_symlink():
+        out[rel] = ["l", os.readlink(path)]
+    elif path.is_dir():
+        nested = read(path)
+        if nested is not None and nested[1] is not None and problem(path) is None:
+            out[rel] = ["o"]
+            return
+        out[rel] = ["d"]
+        for e in sorted(os.scandir(path), key=lambda e: e.name):
+            entries(Path(e.path), f"{rel}/{e.name}", out)
+    else:
+        got = digest(path)
+        out[rel] = ["f", *got] if got is not None else ["x"]
+
+
+def _pending(rel: str, patterns: list[str]) -> bool:
+    parts = rel.split("/")
+    return any(
+        fnmatch.fnmatchcase("/".join(parts[: i + 1]), p)
+        for p in patterns
+        for i in range(len(parts))
+    )
+
+
+def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | None:
+    patterns = [k for k, v in manifest.items() if v[0] == "p"]
+
+    def walk(d: Path, prefix: str) -> str | None:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            return f"{prefix or '.'!r} cannot be read ({exc.strerror or exc})"
+        for e in entries:
+            rel = prefix + e.name
+            if not prefix and e.name == MARKER:
+                continue
+            if _pending(rel, patterns):
+                continue
+            m = TEMP_NAME.match(e.name)
+            if m and (prefix + m["base"] in manifest or _pending(prefix + m["base"], patterns)):
+                if temps is not None:
+                    temps.append(Path(e.path))
+                continue
+            want = manifest.get(rel)
+            if want is None:
+                return f"holds {rel!r}, which rackbook did not write (not in its {MARKER})"
+            changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
+            if e.is_symlink():
+                if want[0] != "l" or [os.readlink(e.path)] != want[1:]:
+                    return changed
+            elif e.is_dir(follow_symlinks=False):
+                if want[0] == "o":
+                    nested = read(e.path)
+                    if nested is None or nested[1] is None or problem(e.path) is not None:
+                        return changed
+                elif want[0] == "d":
+                    found = walk(Path(e.path), rel + "/")
+                    if found is not None:
+                        return found
+                else:
+                    return changed
+            elif want[0] != "f" or list(digest(Path(e.path)) or ()) != want[1:]:
+                return changed
+        return None
+
+    return walk(folder, "")
+
+
+def problem(folder: str | Path) -> str | None:
+    """Why ``folder`` does not match the manifest of its marker (a sentence), or None when it
+    matches. A folder without a marker, or whose marker has no manifest, does not match."""
+    found = read(folder)
+    if found is None:
+        return f"has no {MARKER} file"
+    if found[1] is None:
+        return f"its {MARKER} lists no files (an older rackbook's)"
+    return _check(Path(folder), found[1], None)
+
+
+def temporaries(folder: str | Path) -> list[Path]:
+    """rackbook's temporary files and folders inside ``folder`` (beside entries of its
+    manifest), for the writer that holds the folder to remove."""
+    found = read(folder)
+    temps: list[Path] = []
+    if found is not None and found[1] is not None:
+        _check(Path(folder), found[1], temps)
+    return temps
+
+
+def mismatch(folder: str | Path, manifest: Manifest) -> str | None:
+    """:func:`problem` against ``manifest`` (not the one on disk)."""
+    return _check(Path(folder), manifest, None)
+
+
+def remark(folder: str | Path) -> None:
+    """Rewrite the marker of ``folder`` (already marked) with the manifest of what it holds
+    now: for the folders shipped in git, after they are regenerated or edited by hand."""
+    found = read(folder)
+    if found is None:
+        raise SystemExit(f"error: {folder}: {MARKER}: missing (not a rackbook output)")
+    Path(folder, MARKER).write_text(text(found[0], scan(folder)), encoding="utf-8")
+
+
+if __name__ == "__main__":  # python -m rackbook.core.manifest FOLDER...
+    import sys
+
+    for arg in sys.argv[1:]:
+        remark(arg)
