@@ -53,6 +53,7 @@ from rackbook.results.comparability import (
     mismatch,
     near_reading,
     ruled_out,
+    scale_of,
     score,
 )
 from rackbook.results.comparability import PLAUSIBLE as PLAUSIBLE
@@ -62,6 +63,7 @@ from rackbook.results.published_rows import (
     PER_USER,
     int_or_none,
     load_rows,
+    number_text,
     ratio_text,
     registries,
     text_or_none,
@@ -318,7 +320,8 @@ def _basis_readings(
     evidence; a basis the physics reading rules out says so (:func:`ruled_out`)."""
     out = []
     for plaus, cb in claim_bases(claim):
-        v = value * plaus.scale if value is not None and math.isfinite(value) else float("nan")
+        scale = scale_of(plaus)
+        v = value * scale if value is not None and math.isfinite(value) else float("nan")
         rows = []
         for _, r in points.iterrows():
             b = r["basis"]
@@ -326,10 +329,21 @@ def _basis_readings(
                 continue
             # a point is "of this basis" when it counts the same thing in every part the named
             # basis fills in (the expanded unknowns)
-            if any(getattr(b, part) != want for part, want in plaus.changes if part != "counting"):
+            # (a part the named basis leaves open, None, takes any point)
+            if any(
+                want is not None and getattr(b, part) != want
+                for part, want in plaus.changes
+                if part != "counting"
+            ):
                 continue
+            if plaus.max_gpus is not None and (pd.isna(r["gpus"]) or r["gpus"] > plaus.max_gpus):
+                continue  # a node-scale reading takes node-scale points only
             diffs = differences(cb, b, claim.id)
             decisive = [d for d in diffs if d[0] in DECISIVE[claim.id]]
+            if plaus.cross_check:  # the node's size is not stated: never like for like
+                node = f"GPU count: {int(r['gpus'])} (claim: a node, size not stated)"
+                diffs = [("gpu_count", node), *diffs]
+                decisive = [("gpu_count", node), *decisive]
             rows.append((r, diffs, decisive))
         deciding = [
             r
@@ -340,7 +354,7 @@ def _basis_readings(
         frame = pd.DataFrame(deciding) if deciding else points.iloc[0:0]
         if unverified_like:
             frame = pd.concat([frame, pd.DataFrame(unverified_like)])
-        pr = published_reading(claim.id, v, frame, tolerance * plaus.scale)
+        pr = published_reading(claim.id, v, frame, tolerance * scale)
         unit = _unit_of(claim, plaus)
         closest = _closest(cb, v, unit, rows) if rows else None
         margin = pr.margin
@@ -358,13 +372,23 @@ def _basis_readings(
                 tuple(str(r["id"]) for r in deciding),
                 pr.sources,
                 closest,
-                plaus.conversion,
-                near_reading(plaus.name, v, unit, rows, cb),
+                _conversion(claim, plaus, value, v),
+                near_reading(plaus.name, v, unit, rows, cb, claim.id),
                 ruled_out(claim, plaus, value),
                 modelled,
             )
         )
     return out
+
+
+def _conversion(claim: claims_registry.Claim, plaus: Plausible, value: float, v: float) -> str:
+    """The basis's stated conversion; where another claim's figure divides the value
+    (``divide_by``), with the numbers: ``954,000 / 7.9 = 120,759 tok/s/GPU``."""
+    if plaus.divide_by is None or not math.isfinite(v):
+        return plaus.conversion
+    other = registries(str(paths.DATA))[0].get(plaus.divide_by)
+    unit = _unit_of(claim, plaus)
+    return f"{plaus.conversion}: {number_text(value)} / {other.value:g} = {value_text(v, unit)}"
 
 
 def _modelled(r: pd.Series) -> bool:
@@ -453,26 +477,63 @@ class ClaimEvidence:
     ruled_out: tuple[str, ...] = ()
 
 
-def near_summary(brs: list[BasisReading] | tuple[BasisReading, ...]) -> dict[str, object] | None:
-    """The near evidence of a claim over the named bases physics allows: every near point
-    (ids), the spread of their values (``low``, ``high`` in ``unit``), and the claim's ratio to
-    them over all those bases (``ratio_low``, ``ratio_high``: each basis's figure over its own
-    points, so the figure is never set against points of another basis); ``bases`` names
-    the bases that have near points. None when no allowed basis has one."""
+def _position(n: Near) -> str:
+    """Where the claim's figure sits against one basis's near points: ``inside`` (near points
+    on both sides of it, or at it), ``above`` every one, ``below`` every one, or ``-`` without
+    a ratio."""
+    if n.ratio_low is None or n.ratio_high is None:
+        return "-"
+    if n.ratio_low > 1:
+        return "above"
+    if n.ratio_high < 1:
+        return "below"
+    return "inside"
+
+
+def near_summary(
+    brs: list[BasisReading] | tuple[BasisReading, ...], prefer: str | None = None
+) -> dict[str, object] | None:
+    """The near evidence of a claim over the named bases physics allows, per basis
+    (``per_basis``: one entry per basis with near points, ``{basis, points, low, high, unit,
+    ratio_low, ratio_high, position, unverified}``, each basis's figure over its own points, so
+    no span ever mixes token kinds or bases) and, at the top level, the bracket of one basis
+    only: the plausible one, where the claim's figure sits inside its near points (the first
+    such basis), else ``prefer`` (the basis of the headline's closest point, chosen by distance
+    in basis, never by value), else the first basis with near points. ``bases`` names every
+    basis with near points. None when no allowed basis has one."""
     ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
     if not ns:
         return None
-    ratios = [x for n in ns for x in (n.ratio_low, n.ratio_high) if x is not None]
+    per_basis = [
+        {
+            "basis": n.basis,
+            "points": list(n.points),
+            "low": n.low,
+            "high": n.high,
+            "unit": n.unit,
+            "ratio_low": n.ratio_low,
+            "ratio_high": n.ratio_high,
+            "position": _position(n),
+            "unverified": list(n.unverified),
+        }
+        for n in ns
+    ]
+    inside = [n for n in ns if _position(n) == "inside"]
+    preferred = [n for n in ns if n.basis == prefer]
+    top = (inside or preferred or ns)[0]
     return {
-        "points": list(dict.fromkeys(p for n in ns for p in n.points)),
-        "low": min(n.low for n in ns),
-        "high": max(n.high for n in ns),
-        "unit": ns[0].unit,
-        "ratio_low": min(ratios) if ratios else None,
-        "ratio_high": max(ratios) if ratios else None,
+        "basis": top.basis,
+        "points": list(top.points),
+        "low": top.low,
+        "high": top.high,
+        "unit": top.unit,
+        "ratio_low": top.ratio_low,
+        "ratio_high": top.ratio_high,
+        "position": _position(top),
         "bases": [n.basis for n in ns],
-        "unverified": list(dict.fromkeys(p for n in ns for p in n.unverified)),
-        "verified": any(len(n.points) > len(n.unverified) for n in ns),
+        "per_basis": per_basis,
+        "unverified": list(top.unverified),
+        "verified": len(top.points) > len(top.unverified),
     }
 
 
@@ -499,7 +560,7 @@ def near_text(near: dict[str, object] | None) -> str:
         )
     nb = len(near["bases"])  # type: ignore[arg-type]
     if nb > 1:
-        out += f" over {nb} bases"
+        out += f" {_as(str(near['basis']))} (one of {nb} bases with near points)"
     return out + " (does not decide)"
 
 
@@ -527,6 +588,9 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         key=lambda c: c[:3],
     )
     top = [c[3] for c in cands if c[:2] == cands[0][:2]] if cands else []
+    # among bases equally close, the one the near evidence supports (the claim's figure inside
+    # its near points) is named first: the headline leans to it, never to one it does not favour
+    top.sort(key=lambda br: br.near is None or _position(br.near) != "inside")
     closest = top[0].closest if top else None
     closest_basis = top[0].name if top else None
     if closest is not None:
@@ -549,7 +613,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     decided = [br for br in brs if br.verdict != "none published"]
     if len(brs) == 1 and decided:
         margin = f"{decided[0].margin}; {margin}"
-    near = near_summary(brs)
+    near = near_summary(brs, closest_basis)
     if near:
         margin += f"; {near_text(near)}"
     if out_names:
