@@ -12,7 +12,9 @@ import dataclasses
 import functools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -450,3 +452,95 @@ def near_reading(
         tuple(dict.fromkeys(str(r["url"]) for r, _ in near)),
         tuple(str(r["id"]) for r, _ in near if not bool(r["verified"])),
     )
+
+
+def as_basis(name: str) -> str:
+    """A basis name as prose: ``as the rack's total`` (the name itself when it starts so)."""
+    return name if name.startswith("as ") else f"as {name}"
+
+
+def near_position(n: Near) -> str:
+    """Where the claim's figure sits against one basis's near points: ``inside`` (near points
+    on both sides of it, or at it), ``above`` every one, ``below`` every one, or ``-`` without
+    a ratio."""
+    if n.ratio_low is None or n.ratio_high is None:
+        return "-"
+    if n.ratio_low > 1:
+        return "above"
+    if n.ratio_high < 1:
+        return "below"
+    return "inside"
+
+
+def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
+    """The near evidence of a claim over the named bases physics allows (``brs``: its basis
+    readings, :class:`rackbook.results.evidence.BasisReading`, each with ``near`` and
+    ``ruled_out``), per basis
+    (``per_basis``: one entry per basis with near points, ``{basis, points, low, high, unit,
+    ratio_low, ratio_high, position, unverified}``, each basis's figure over its own points, so
+    no span ever mixes token kinds or bases) and, at the top level, the bracket of one basis
+    only: the plausible one, where the claim's figure sits inside its near points (the first
+    such basis), else ``prefer`` (the basis of the headline's closest point, chosen by distance
+    in basis, never by value), else the first basis with near points. ``bases`` names every
+    basis with near points. None when no allowed basis has one."""
+    ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
+    if not ns:
+        return None
+    per_basis = [
+        {
+            "basis": n.basis,
+            "points": list(n.points),
+            "low": n.low,
+            "high": n.high,
+            "unit": n.unit,
+            "ratio_low": n.ratio_low,
+            "ratio_high": n.ratio_high,
+            "position": near_position(n),
+            "unverified": list(n.unverified),
+        }
+        for n in ns
+    ]
+    inside = [n for n in ns if near_position(n) == "inside"]
+    preferred = [n for n in ns if n.basis == prefer]
+    top = (inside or preferred or ns)[0]
+    return {
+        "basis": top.basis,
+        "points": list(top.points),
+        "low": top.low,
+        "high": top.high,
+        "unit": top.unit,
+        "ratio_low": top.ratio_low,
+        "ratio_high": top.ratio_high,
+        "position": near_position(top),
+        "bases": [n.basis for n in ns],
+        "per_basis": per_basis,
+        "unverified": list(top.unverified),
+        "verified": len(top.points) > len(top.unverified),
+    }
+
+
+def near_text(near: dict[str, object] | None) -> str:
+    """The near reading as one line (the page generators print it): ``near evidence: 4
+    points, 904.8 to 142,565 tok/s/GPU; the claim 0.093x to 14.6x them over 3 bases``; empty
+    without near evidence."""
+    if not near:
+        return ""
+    pts = near["points"]
+    lo, hi, unit = float(near["low"]), float(near["high"]), str(near["unit"])  # type: ignore[arg-type]
+    span = value_text(lo, unit) if lo == hi else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
+    out = f"near evidence: {plural(len(pts), 'point')}, {span}"  # type: ignore[arg-type]
+    unv = near.get("unverified") or []
+    if unv:
+        out += f" ({len(unv)} NOT VERIFIED)"  # type: ignore[arg-type]
+    rl, rh = near.get("ratio_low"), near.get("ratio_high")
+    if isinstance(rl, float) and isinstance(rh, float):
+        them = "it" if len(pts) == 1 else "them"  # type: ignore[arg-type]
+        out += (
+            f"; the claim {ratio_text(rl)} {them}"
+            if rl == rh
+            else f"; the claim {ratio_text(rl)} to {ratio_text(rh)} {them}"
+        )
+    nb = len(near["bases"])  # type: ignore[arg-type]
+    if nb > 1:
+        out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"
+    return out + " (does not decide)"

@@ -47,16 +47,20 @@ from rackbook.results.comparability import (
     WEIGHTS,
     Near,
     Plausible,
+    as_basis,
     claim_bases,
     differences,
     is_analogue,
     mismatch,
+    near_position,
     near_reading,
     ruled_out,
     scale_of,
     score,
 )
 from rackbook.results.comparability import PLAUSIBLE as PLAUSIBLE
+from rackbook.results.comparability import near_summary as near_summary
+from rackbook.results.comparability import near_text as near_text
 from rackbook.results.headline import ClaimReading
 from rackbook.results.published_rows import (
     PER_GPU,
@@ -477,93 +481,6 @@ class ClaimEvidence:
     ruled_out: tuple[str, ...] = ()
 
 
-def _position(n: Near) -> str:
-    """Where the claim's figure sits against one basis's near points: ``inside`` (near points
-    on both sides of it, or at it), ``above`` every one, ``below`` every one, or ``-`` without
-    a ratio."""
-    if n.ratio_low is None or n.ratio_high is None:
-        return "-"
-    if n.ratio_low > 1:
-        return "above"
-    if n.ratio_high < 1:
-        return "below"
-    return "inside"
-
-
-def near_summary(
-    brs: list[BasisReading] | tuple[BasisReading, ...], prefer: str | None = None
-) -> dict[str, object] | None:
-    """The near evidence of a claim over the named bases physics allows, per basis
-    (``per_basis``: one entry per basis with near points, ``{basis, points, low, high, unit,
-    ratio_low, ratio_high, position, unverified}``, each basis's figure over its own points, so
-    no span ever mixes token kinds or bases) and, at the top level, the bracket of one basis
-    only: the plausible one, where the claim's figure sits inside its near points (the first
-    such basis), else ``prefer`` (the basis of the headline's closest point, chosen by distance
-    in basis, never by value), else the first basis with near points. ``bases`` names every
-    basis with near points. None when no allowed basis has one."""
-    ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
-    if not ns:
-        return None
-    per_basis = [
-        {
-            "basis": n.basis,
-            "points": list(n.points),
-            "low": n.low,
-            "high": n.high,
-            "unit": n.unit,
-            "ratio_low": n.ratio_low,
-            "ratio_high": n.ratio_high,
-            "position": _position(n),
-            "unverified": list(n.unverified),
-        }
-        for n in ns
-    ]
-    inside = [n for n in ns if _position(n) == "inside"]
-    preferred = [n for n in ns if n.basis == prefer]
-    top = (inside or preferred or ns)[0]
-    return {
-        "basis": top.basis,
-        "points": list(top.points),
-        "low": top.low,
-        "high": top.high,
-        "unit": top.unit,
-        "ratio_low": top.ratio_low,
-        "ratio_high": top.ratio_high,
-        "position": _position(top),
-        "bases": [n.basis for n in ns],
-        "per_basis": per_basis,
-        "unverified": list(top.unverified),
-        "verified": len(top.points) > len(top.unverified),
-    }
-
-
-def near_text(near: dict[str, object] | None) -> str:
-    """The near reading as one line (the page generators print it): ``near evidence: 4
-    points, 904.8 to 142,565 tok/s/GPU; the claim 0.093x to 14.6x them over 3 bases``; empty
-    without near evidence."""
-    if not near:
-        return ""
-    pts = near["points"]
-    lo, hi, unit = float(near["low"]), float(near["high"]), str(near["unit"])  # type: ignore[arg-type]
-    span = value_text(lo, unit) if lo == hi else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
-    out = f"near evidence: {plural(len(pts), 'point')}, {span}"  # type: ignore[arg-type]
-    unv = near.get("unverified") or []
-    if unv:
-        out += f" ({len(unv)} NOT VERIFIED)"  # type: ignore[arg-type]
-    rl, rh = near.get("ratio_low"), near.get("ratio_high")
-    if isinstance(rl, float) and isinstance(rh, float):
-        them = "it" if len(pts) == 1 else "them"  # type: ignore[arg-type]
-        out += (
-            f"; the claim {ratio_text(rl)} {them}"
-            if rl == rh
-            else f"; the claim {ratio_text(rl)} to {ratio_text(rh)} {them}"
-        )
-    nb = len(near["bases"])  # type: ignore[arg-type]
-    if nb > 1:
-        out += f" {_as(str(near['basis']))} (one of {nb} bases with near points)"
-    return out + " (does not decide)"
-
-
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     """The book's published-evidence reading of a claim of ``data/claims.yaml`` (its figure,
     or ``value`` in the claim's unit), on each of its named bases. The headline's closest point
@@ -590,7 +507,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     top = [c[3] for c in cands if c[:2] == cands[0][:2]] if cands else []
     # among bases equally close, the one the near evidence supports (the claim's figure inside
     # its near points) is named first: the headline leans to it, never to one it does not favour
-    top.sort(key=lambda br: br.near is None or _position(br.near) != "inside")
+    top.sort(key=lambda br: br.near is None or near_position(br.near) != "inside")
     closest = top[0].closest if top else None
     closest_basis = top[0].name if top else None
     if closest is not None:
@@ -650,7 +567,7 @@ def _part_of(text: str) -> str:
 
 def _as(name: str) -> str:
     """A basis name as prose: ``as the rack's total`` (the name itself when it starts so)."""
-    return name if name.startswith("as ") else f"as {name}"
+    return as_basis(name)
 
 
 def _names_text(names: tuple[str, ...]) -> str:
@@ -676,10 +593,11 @@ READING_NOTES: dict[str, str] = {
     "whether its speculation ran for real",
     "decode-parity.gap": "no DeepInfer throughput is published",
     "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
-    "prefix; published caching gains compare with and without a cache",
+    "prefix; vLLM's own table measures the same changes on one cold request (no cached prefix, "
+    "GB200), and published caching gains compare with and without a cache",
     "eplb-balance.recovered": "no published share of the uniform-routing potential recovered",
-    "context-latency.kv-bytes": "the figure comes from the model card and paper; no published "
-    "measurement of the global KV bytes per token",
+    "context-latency.kv-bytes": "the figure comes from the model card, the paper and vLLM's "
+    "2026-10-07 post; no published measurement of the global KV bytes per token",
     "context-latency.delta": "no published decode latency of DeepSeek-V4.1-Flash at 128k and "
     "855k tokens of context",
     "context-latency.delta-pct": "no published decode latency of DeepSeek-V4.1-Flash at 128k "
