@@ -238,6 +238,7 @@ def test_headline_files_carry_sources_basis_and_closest(tmp_path):
         "a list (on-demand) price",
         "a list price per 4-GPU instance-hour",
         "an ownership cost",
+        "a token value at the model vendor's API prices",
     ]
     assert "rental price per GPU-hour" in cost["basis"]
     th = pub["rack-scaling.throughput"]

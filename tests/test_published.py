@@ -622,6 +622,7 @@ def test_claim_reading_reaches_every_verdict_on_real_points():
         "a list (on-demand) price": "none published",
         "a list price per 4-GPU instance-hour": "none published",
         "an ownership cost": "within",
+        "a token value at the model vendor's API prices": "none published",  # a cross-check
     }
     assert evidence.claim_reading("context-latency.delta", 0.6).verdict == "none published"
 
@@ -663,8 +664,8 @@ def test_evidence_tables_of_the_chapters():
         assert t["kind"].iloc[0] == "claim"
     assert with_points >= 5
     rack = evidence.evidence_table("rack-scaling")
-    # one reading row per named basis: 7 for throughput, 2 for the speedup, 4 for the cost
-    assert rack["kind"].eq("reading").sum() == 13
+    # one reading row per named basis: 7 for throughput, 2 for the speedup, 5 for the cost
+    assert rack["kind"].eq("reading").sum() == 14
     # only the InferenceX GB300 prices have the basis of a reading (rental, ownership)
     used = rack[rack["kind"].eq("published") & rack["used"]]
     assert sorted(used["value"]) == [2.652, 3.3, 3.96]
@@ -720,10 +721,48 @@ def test_each_registry_figure_re_reads_from_its_stored_source():
     reg = figures.load_figures()
     for f in reg.figures:
         if f.id.startswith(("vllm-dsv41-post.", "sglang-pr39068.", "vllm-agentx-post.")):
-            shown = f"{f.value:g}".replace("83000", "83K")
-            assert shown in f.quote.replace(",", ""), f.id
+            shown = {f"{f.value:g}", f"{f.value / 1000:g}K"}
+            assert any(x in f.quote.replace(",", "") for x in shown), f.id
     trt = reg.get("trtllm-pr18298.dsv4pro-gb300-agentx")
     ctx, dep = re.search(r"ctx(\d+)_dep(\d+)", trt.quote).groups()
     gen, gdep = re.search(r"gen(\d+)_dep(\d+)", trt.quote).groups()
     assert int(ctx) * int(dep) + int(gen) * int(gdep) == trt.gpus == 24
     assert trt.value == pytest.approx(847671.13 / 24, abs=0.01) and trt.role == "analogue"
+
+
+def test_cost_has_a_token_value_basis_and_names_the_highest_list_price():
+    """954,000 tok/s/GPU at DeepSeek's off-peak V4.1-Flash API prices ($0.003 / $0.15 / $0.60
+    per M: hit / miss / output) and AgentX's mix (444 of 142,444 tokens output; 95 % or 96 %
+    of input cached) is worth $41.86 or $36.83 per GPU-hour: the claim's $38.96 is 0.931x to
+    1.06x (a cross-check, never a verdict). The highest list price ($18, OCI, second-hand) is
+    named; one name per price kind."""
+    out = 444 / (142000 + 444)
+    want = [
+        954000 * 3600 / 1e6 * (out * 0.6 + (1 - out) * (h * 0.003 + (1 - h) * 0.15))
+        for h in (0.95, 0.96)
+    ]
+    assert want[0] == pytest.approx(41.86, abs=0.01) and want[1] == pytest.approx(36.83, abs=0.01)
+    got = published_rows.token_value_per_gpu_hour(954000, out, 0.95, (0.003, 0.15, 0.6))
+    assert got == pytest.approx(want[0])
+    e = evidence.claim_evidence("rack-scaling.cost")
+    tv = next(b for b in e.bases if b.name.startswith("a token value"))
+    assert tv.verdict == "none published" and not tv.decided_on  # a cross-check
+    assert sorted(tv.near.points) == [
+        "token-value:rack-scaling.throughput/hit95",
+        "token-value:rack-scaling.throughput/hit96",
+    ]
+    assert (tv.near.low, tv.near.high) == (pytest.approx(want[1]), pytest.approx(want[0]))
+    assert e.near["basis"] == tv.name  # verified and inside: the plausible bracket
+    assert "highest list price: $18.00/GPU-hour (Oracle Cloud" in e.margin
+    assert "NOT VERIFIED), the claim 2.16x it" in e.margin
+    # the price figures re-read from their quotes
+    reg = figures.load_figures()
+    for fid, v in (
+        ("deepseek-api.v41flash-cache-hit-offpeak", "$0.003"),
+        ("deepseek-api.v41flash-cache-miss-offpeak", "$0.15"),
+        ("deepseek-api.v41flash-output-offpeak", "$0.6"),
+    ):
+        f = reg.get(fid)
+        assert f.price_kind == "list price" and v in f.quote.split("| PEAK")[0], fid
+    kinds = {f.price_kind for f in reg.figures if f.unit == "$/GPU-hour"}
+    assert kinds == {"list price", "ownership-cost model", "modelled rental"}

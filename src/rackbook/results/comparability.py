@@ -191,6 +191,14 @@ PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
             f"price, divided by its {INSTANCE_GPUS} GPUs",
         ),
         Plausible("an ownership cost", (("metric", "ownership cost per GPU-hour"),)),
+        Plausible(
+            "a token value at the model vendor's API prices",
+            (("metric", "token value per GPU-hour"),),
+            conversion="the figure read as what the tokens of the rack claim's throughput, "
+            "per GPU, are worth in an hour at DeepSeek's V4.1-Flash API list prices and "
+            "AgentX's token mix",
+            cross_check=True,
+        ),
     ),
     "single-user.throughput": (
         Plausible("mean TPOT", (("statistic", "mean"),)),
@@ -500,7 +508,11 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
         }
         for n in ns
     ]
-    inside = [n for n in ns if near_position(n) == "inside"]
+    # verified brackets first: a bracket of second-hand points only is shown, never preferred
+    inside = sorted(
+        (n for n in ns if near_position(n) == "inside"),
+        key=lambda n: len(n.points) == len(n.unverified),
+    )
     preferred = [n for n in ns if n.basis == prefer]
     top = (inside or preferred or ns)[0]
     return {

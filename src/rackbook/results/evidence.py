@@ -344,10 +344,13 @@ def _basis_readings(
                 continue  # a node-scale reading takes node-scale points only
             diffs = differences(cb, b, claim.id)
             decisive = [d for d in diffs if d[0] in DECISIVE[claim.id]]
-            if plaus.cross_check:  # the node's size is not stated: never like for like
+            if plaus.cross_check and plaus.max_gpus is not None:  # a node of unstated size
                 node = f"GPU count: {int(r['gpus'])} (claim: a node, size not stated)"
                 diffs = [("gpu_count", node), *diffs]
                 decisive = [("gpu_count", node), *decisive]
+            elif plaus.cross_check:  # derived from another claim: shown, never like for like
+                how = ("counting", "counting: derived from the rack claim at published prices")
+                diffs, decisive = [how, *diffs], [how, *decisive]
             rows.append((r, diffs, decisive))
         deciding = [
             r
@@ -533,6 +536,9 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     near = near_summary(brs, closest_basis)
     if near:
         margin += f"; {near_text(near)}"
+    top_list = highest_list_price(mine, value)
+    if top_list:
+        margin += f"; {top_list}"
     if out_names:
         margin = f"physics rules out {_names_text(out_names)}; {margin}"
     lead = READING_NOTES.get(claim_id, "")
@@ -552,6 +558,30 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         claim_id, verdict, margin, reason, sources, tuple(brs), closest, closest_basis, near,
         out_names,
     )  # fmt: skip
+
+
+def highest_list_price(points: pd.DataFrame, value: float) -> str:
+    """The highest list (on-demand) price per GPU-hour among a claim's points, named with
+    who lists it and the claim's figure over it (``highest list price: $18.00/GPU-hour (Oracle
+    Cloud ..., NOT VERIFIED), the claim 2.16x it``); empty where the claim has none."""
+    if "price_kind" not in points.columns:
+        return ""
+    lp = points[(points["price_kind"] == "list price") & (points["unit"] == "$/GPU-hour")]
+    lp = lp[~lp["id"].str.startswith("token-value:")]
+    if not len(lp):
+        return ""
+    r = lp.loc[lp["value"].astype(float).idxmax()]
+    flag = "" if bool(r["verified"]) else ", NOT VERIFIED"
+    ratio = (
+        f", the claim {ratio_text(value / float(r['value']))} it"
+        if value is not None and math.isfinite(value)
+        else ""
+    )
+    hw = text_or_none(r["hardware"])
+    return (
+        f"highest list price: {value_text(float(r['value']), '$/GPU-hour')} "
+        f"({r['submitter']}{', ' + hw if hw else ''}{flag}){ratio}"
+    )
 
 
 def _score_of(c: Closest) -> float:

@@ -533,6 +533,97 @@ def prefill_rows(data: str) -> list[dict[str, object]]:
     return out
 
 
+#: The figures the token-value basis reads (data/published/figures.yaml ids): DeepSeek's
+#: off-peak API list prices for V4.1-Flash and AgentX's token mix as vLLM's AgentX post states
+#: it; and the claims it joins (the throughput valued, the dollar figure it bears on).
+TOKEN_VALUE = {
+    "hit": "deepseek-api.v41flash-cache-hit-offpeak",
+    "miss": "deepseek-api.v41flash-cache-miss-offpeak",
+    "output": "deepseek-api.v41flash-output-offpeak",
+    "input_tokens": "vllm-agentx-post.median-input",
+    "output_tokens": "vllm-agentx-post.median-output",
+    "hit_shares": ("vllm-agentx-post.prefix-cache-hit", "vllm-agentx-post.theoretical-hit"),
+}
+THROUGHPUT_CLAIM, COST_CLAIM = "rack-scaling.throughput", "rack-scaling.cost"
+
+
+def token_value_per_gpu_hour(
+    tok_s_per_gpu: float,
+    output_share: float,
+    hit_share: float,
+    usd_per_m: tuple[float, float, float],
+) -> float:
+    """What the tokens one GPU serves in an hour are worth at API list prices, in US dollars
+    per GPU-hour: ``tok_s_per_gpu`` x 3600 / 1e6 million tokens, of which ``output_share`` are
+    output and the rest input, ``hit_share`` of the input read from the cache; ``usd_per_m``
+    = (cache hit, cache miss, output) US dollars per million tokens."""
+    hit, miss, out = usd_per_m
+    per_m = output_share * out + (1 - output_share) * (hit_share * hit + (1 - hit_share) * miss)
+    return tok_s_per_gpu * 3600 / 1e6 * per_m
+
+
+def token_value_rows(data: str) -> list[dict[str, object]]:
+    """The token-value basis of the dollar figure: the value per GPU-hour of the rack claim's
+    own throughput read per GPU (954,000 tok/s/GPU, counting the cached prefix) at DeepSeek's
+    off-peak V4.1-Flash API list prices and AgentX's stated mix (median 142K input and 444
+    output tokens per turn; a cache hit rate of 95 % and of 96 %, both stated as lower
+    bounds): one point per hit rate. A cross-check of two claims against published prices
+    (InferenceX's revenue option is the same idea), never a measurement of the cost."""
+    reg, figs = registries(data)
+    g = {k: figs.get(v) for k, v in TOKEN_VALUE.items() if isinstance(v, str)}
+    prices = (g["hit"].value, g["miss"].value, g["output"].value)
+    n_in, n_out = g["input_tokens"].value, g["output_tokens"].value
+    out_share = n_out / (n_in + n_out)
+    tok_s = float(reg.get(THROUGHPUT_CLAIM).value or 0.0)
+    b = basis_mod.make(
+        {
+            "metric": "token value per GPU-hour",
+            "tokens": "input incl. cached+output",
+            "per": "GPU",
+            "gpus": "deployment",
+            "gpu_count": None,
+            "workload": "agentic trace",
+            "speculation": "-",
+            "statistic": "value",
+            "serving": "-",
+            "model": "DeepSeek-V4.1-Flash",
+            "hardware": "-",
+            "engine": "-",
+        }
+    )
+    out = []
+    for hid in TOKEN_VALUE["hit_shares"]:
+        h = figs.get(hid)
+        v = token_value_per_gpu_hour(tok_s, out_share, h.value / 100, prices)
+        out.append(
+            _base(
+                {
+                    "id": f"token-value:{THROUGHPUT_CLAIM}/hit{h.value:g}",
+                    "claim_id": COST_CLAIM,
+                    "role": "measurement",
+                    "value": v,
+                    "unit": "$/GPU-hour",
+                    "as_published": f"{number_text(tok_s)} tok/s/GPU at ${prices[0]:g} / "
+                    f"${prices[1]:g} / ${prices[2]:g} per M (hit / miss / output)",
+                    "verified": all(f.verified for f in (*g.values(), h)),
+                    "submitter": "DeepSeek API list prices x AgentX mix (computed here)",
+                    "model": "DeepSeek-V4.1-Flash",
+                    "url": g["miss"].url,
+                    "date": g["miss"].date,
+                    "quote": g["miss"].quote,
+                    "notes": f"output share {n_out:g} / ({n_in:g} + {n_out:g}); cache hits "
+                    f"{h.value:g} % of input ({h.url}); off-peak prices (peak: twice)",
+                    "source": "figures.yaml",
+                    "basis": b,
+                    "price_kind": "list price",
+                    "conversion": "value = tok/s/GPU x 3600 / 1e6 x (output share x output "
+                    "price + input share x (hit share x hit price + miss share x miss price))",
+                }
+            )
+        )
+    return out
+
+
 def load_rows(data: str) -> pd.DataFrame:
     """Every published point under the data folder ``data`` as one row of
     :data:`POINT_COLUMNS` (``comparable`` and ``used`` left empty: the reading fills them,
@@ -546,6 +637,7 @@ def load_rows(data: str) -> pd.DataFrame:
         rows += converted_rows(r)
     rows += mlperf_ratios(raw)
     rows += prefill_rows(data)
+    rows += token_value_rows(data)
     rows += [_from_figure(f) for f in figs.figures]
     df = pd.DataFrame(rows, columns=POINT_COLUMNS)
     df["result"] = [reg.get(c).result for c in df["claim_id"]]
