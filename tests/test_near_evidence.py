@@ -260,3 +260,22 @@ def test_catalog_prices_say_what_they_are():
     assert set(c.cost["basis"]) == {"claim as cost", "ownership-cost model (gb300-tco-hyperscaler)"}
     r = rack_scaling.cost_physics(c, 38.96)
     assert "$9.74 per GPU-hour" in r.reason and "4-GPU instance-hour" in r.reason
+
+
+def test_superseded_points_are_flagged_by_date_and_the_agentx_c1_point_is_a_session():
+    """InferenceX PR 3176's rows (2026-09-15) predate the gains vLLM's 2026-10-07 post reports
+    (2x at low concurrency, 5.3x at high throughput): flagged where they are shown, by date."""
+    e = ev.claim_evidence("single-user.throughput")
+    c = e.closest
+    assert c is not None and c.id == "figures:inferencex-pr3176.vllm-gb300-c1-tpot"
+    assert c.superseded and c.superseded.startswith("2026-10-07:")
+    assert "superseded 2026-10-07" in c.text()
+    mean = _basis(e, "mean TPOT").near
+    assert mean.superseded == ("figures:inferencex-pr3176.vllm-gb300-c1-tpot",)
+    assert "1 superseded by a later source" in mean.text()
+    assert "one agent session" in e.reason and "not one stream" in e.reason
+    fig = published.load_figures().get("inferencex-pr3176.vllm-gb300-c1-tpot")
+    assert "one AgentX session" in fig.definition
+    rack = ev.claim_evidence("rack-scaling.throughput")
+    node = next(b for b in rack.bases if b.near and b.name == NODE).near
+    assert node.superseded == ("figures:inferencex-pr3176.vllm-gb300-c128-total",)

@@ -28,6 +28,7 @@ from rackbook.results.published_rows import (
     number_text,
     ratio_text,
     registries,
+    text_or_none,
     unit_family,
     value_text,
 )
@@ -389,6 +390,8 @@ class Near:
     #: the near points read only second-hand (NOT VERIFIED): shown, but a near reading resting
     #: on them alone does not raise the strength of evidence
     unverified: tuple[str, ...] = ()
+    #: the near points a later source supersedes (a change reported after their date)
+    superseded: tuple[str, ...] = ()
 
     def text(self) -> str:
         """One line: ``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x
@@ -409,6 +412,8 @@ class Near:
             )
         diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
         flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
+        if self.superseded:
+            flag += f", {len(self.superseded)} superseded by a later source"
         return f"{n}{flag}, {span}{ratio}{diff}"
 
     def as_dict(self) -> dict[str, object]:
@@ -459,6 +464,7 @@ def near_reading(
         tuple(parts),
         tuple(dict.fromkeys(str(r["url"]) for r, _ in near)),
         tuple(str(r["id"]) for r, _ in near if not bool(r["verified"])),
+        tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded"))),
     )
 
 
@@ -505,6 +511,7 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
             "ratio_high": n.ratio_high,
             "position": near_position(n),
             "unverified": list(n.unverified),
+            "superseded": list(n.superseded),
         }
         for n in ns
     ]

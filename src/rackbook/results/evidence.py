@@ -208,6 +208,8 @@ class Closest:
     ratio_high: float | None = None
     #: a cost model's figure (a modelled price), not a measurement nor a listed price
     modelled: bool = False
+    #: a later source reporting a change since this point (date and what), None if none
+    superseded: str | None = None
 
     def value_span(self) -> str:
         """The value, or the spread of the equally close points: ``8.61x to 8.95x (4 points
@@ -241,7 +243,8 @@ class Closest:
         }[self.kind]
         diff = (lead + "differs in " + "; ".join(self.differences)) if self.differences else ""
         diff = diff or "like for like"
-        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({self.url}); {diff}"
+        old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
+        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({self.url}); {diff}{old}"
 
 
 @dataclass(frozen=True)
@@ -430,6 +433,7 @@ def _closest(
         v / hi if fin and hi else None,
         v / lo if fin and lo else None,
         _modelled(r),
+        text_or_none(r.get("superseded")),
     )  # fmt: skip
 
 
@@ -620,7 +624,8 @@ READING_NOTES: dict[str, str] = {
     "1.2x GB200 pricing per its constants file; OCI's list price was read only in a price "
     "compilation)",
     "single-user.throughput": "the write-up names neither the statistic of its speed nor "
-    "whether its speculation ran for real",
+    "whether its speculation ran for real; InferenceX's concurrency-1 AgentX point is one "
+    "agent session (its sub-agents may run at once), not one stream",
     "decode-parity.gap": "no DeepInfer throughput is published",
     "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
     "prefix; vLLM's own table measures the same changes on one cold request (no cached prefix, "

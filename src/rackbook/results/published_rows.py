@@ -95,6 +95,7 @@ POINT_COLUMNS: list[str] = [
     "basis",
     "conversion",
     "price_kind",
+    "superseded",
 ]
 
 
@@ -390,6 +391,7 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "source": "figures.yaml",
             "basis": f.figure_basis,
             "price_kind": f.price_kind,
+            "superseded": f.superseded,
         }
     )
 
