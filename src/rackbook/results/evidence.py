@@ -514,7 +514,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     top = [c[3] for c in cands if c[:2] == cands[0][:2]] if cands else []
     # among bases equally close, the one the near evidence supports (the claim's figure inside
     # its near points) is named first: the headline leans to it, never to one it does not favour
-    top.sort(key=lambda br: br.near is None or near_position(br.near) != "inside")
+    top = sorted(top, key=lambda br: br.near is None or near_position(br.near) != "inside")
     closest = top[0].closest if top else None
     closest_basis = top[0].name if top else None
     if closest is not None:
