@@ -284,7 +284,7 @@ def test_duplicate_id(tmp_path: Path, raw: dict[str, Any]) -> None:
 def test_duplicate_source_id(tmp_path: Path, raw: dict[str, Any]) -> None:
     raw["sources"].append(copy.deepcopy(raw["sources"][1]))
     message = _error(_write(tmp_path, raw))
-    assert message.endswith(": sources[vllm-post].id: duplicate id (entries 1 and 5)")
+    assert message.endswith(": sources[vllm-post].id: duplicate id (entries 1 and 7)")
 
 
 def test_unknown_result(tmp_path: Path, raw: dict[str, Any]) -> None:

@@ -238,22 +238,25 @@ def test_headline_files_carry_sources_basis_and_closest(tmp_path):
         "a list (on-demand) price",
         "a list price per 4-GPU instance-hour",
         "an ownership cost",
+        "a token value at the model vendor's API prices",
     ]
     assert "rental price per GPU-hour" in cost["basis"]
     th = pub["rack-scaling.throughput"]
-    assert len(th["by_basis"]) == 6 and th["closest"]["url"].startswith("https://")
+    assert len(th["by_basis"]) == 7 and th["closest"]["url"].startswith("https://")
     # the headline closest point is on a basis physics allows (counting the cached prefix),
-    # not the per-GPU output basis physics rules out (954,000 / 904.78 = 1,054x)
-    assert th["closest"]["ratio"] == pytest.approx(954000 / 104429.47)
+    # not the per-GPU output basis physics rules out (954,000 / 904.78 = 1,054x): the node's
+    # per-GPU throughput when 7.9x is a per-GPU ratio, 954,000 / 7.9 = 120,759
+    assert th["closest"]["ratio"] == pytest.approx(954000 / 7.9 / 104429.47)
     assert th["ruled_out"] == [
         "per GPU, output tokens",
         "per GPU, input + output, cached prefix not counted",
     ]
     near = th["near"]
-    assert near["low"] == pytest.approx(412.2222, rel=1e-4)
+    assert near["low"] == pytest.approx(104429.47)
     assert near["high"] == pytest.approx(142565.09)
-    assert near["ratio_low"] == pytest.approx(954000 / 72 / 142565.09)
-    assert near["ratio_high"] == pytest.approx(954000 / 72 / 412.2222, rel=1e-4)
+    assert near["ratio_low"] == pytest.approx(954000 / 7.9 / 142565.09)
+    assert near["ratio_high"] == pytest.approx(954000 / 7.9 / 104429.47)
+    assert len(near["per_basis"]) == 4
     for b in th["by_basis"]:
         assert b["closest"]["url"].startswith("https://") and b["closest"]["ratio"] > 0
     an = single_user.analyse(read_trace(paths.TRACES / "single-user"))

@@ -50,13 +50,15 @@ def test_physics_rules_out_computed_per_gpu_bases_and_the_headline_avoids_them()
         "per GPU, output tokens",
         "per GPU, input + output, cached prefix not counted",
     )
-    # main headlined the per-GPU output basis, 1,054x
+    # main headlined the per-GPU output basis, 1,054x; the headline now leans to the basis the
+    # near evidence supports: 7.9x a per-GPU ratio, the node at 954,000 / 7.9 = 120,759
     assert e.closest is not None and e.closest_basis not in e.ruled_out
-    assert e.closest.ratio == pytest.approx(954000 / 104429.47)
+    assert e.closest_basis == NODE
+    assert e.closest.ratio == pytest.approx(954000 / 7.9 / 104429.47)
     assert e.margin.startswith("physics rules out as per GPU, output tokens")
     assert "closest like-for-like (an analogue)" not in e.margin
-    # three allowed bases are equally close: all named, none chosen
-    assert "on 3 bases equally close" in e.margin
+    # four allowed bases are equally close: all named, the supported one first
+    assert "on 4 bases equally close: as the node's throughput per GPU" in e.margin
     for allowed in (
         "as per GPU, input + output counting each turn's re-read cached prefix: 104,429",
         "as a rack total over 72 GPUs, output tokens: 904.8",
@@ -66,28 +68,110 @@ def test_physics_rules_out_computed_per_gpu_bases_and_the_headline_avoids_them()
         assert allowed in e.margin
 
 
+NODE = (
+    "the node's throughput per GPU (the speed-up read as a per-GPU ratio), input + output "
+    "counting each turn's re-read cached prefix"
+)
+
+
 def test_claim_level_near_summary_in_the_headline_json():
+    """The top-level bracket is one basis's only (main mixed output-only, uncached and cached
+    totals: 412-142,565 tok/s/GPU, 0.093-32x); every basis's own bracket is in per_basis."""
     r = ev.reading("rack-scaling.throughput", registry=claims.load_claims())
     near = asdict(r)["near"]
-    assert set(near) >= {"points", "low", "high", "ratio_low", "ratio_high"}
-    assert near["low"] == pytest.approx(412.2222, rel=1e-4)  # SGLang cookbook, output
-    assert near["high"] == 142565.09
-    assert near["ratio_low"] == pytest.approx(954000 / 72 / 142565.09)
-    assert near["ratio_high"] == pytest.approx(954000 / 72 / 412.2222, rel=1e-4)
+    assert set(near) >= {"points", "low", "high", "ratio_low", "ratio_high", "per_basis"}
+    assert near["basis"] == NODE and near["position"] == "inside"
+    assert (near["low"], near["high"]) == (104429.47, 142565.09)
+    assert near["ratio_low"] == pytest.approx(954000 / 7.9 / 142565.09)
+    assert near["ratio_high"] == pytest.approx(954000 / 7.9 / 104429.47)
     assert "per GPU, output tokens" not in near["bases"]  # ruled out by physics
+    per = {b["basis"]: b for b in near["per_basis"]}
+    assert set(per) == set(near["bases"]) and len(per) == 4
+    for b in per.values():  # each bracket holds one token kind: its unit family and basis
+        assert set(b) >= {"basis", "points", "low", "high", "ratio_low", "ratio_high"}
+        assert b["low"] <= b["high"]
+    out = per["a rack total over 72 GPUs, output tokens"]
+    assert out["points"] == ["figures:inferencex-pr3176.vllm-gb300-c128-output"]
+    assert out["ratio_low"] == pytest.approx(954000 / 72 / 904.78)
+    assert (
+        per["per GPU, input + output counting each turn's re-read cached prefix"]["position"]
+        == "above"
+    )
+    assert (
+        per["a rack total over 72 GPUs, input + output counting each turn's re-read cached prefix"][
+            "position"
+        ]
+        == "below"
+    )
+
+
+def test_seven_point_nine_read_as_a_per_gpu_ratio():
+    """954,000 / 7.9 = 120,759 tok/s/GPU for the node, between the measured V4.1-Flash GB300
+    AgentX points (vLLM 104,429 on 4 GPUs, SGLang 142,565 on 2): 0.847x to 1.16x them. The
+    7.9 is read from the claims registry, and the node basis never decides (a cross-check)."""
+    e = ev.claim_evidence("rack-scaling.throughput")
+    node = _basis(e, NODE)
+    assert "954,000 / 7.9 = 120,759 tok/s/GPU" in node.conversion
+    assert node.verdict == "none published" and not node.decided_on
+    assert set(node.near.points) == {
+        "figures:inferencex-pr3176.vllm-gb300-c128-total",
+        "figures:inferencex-pr3344.dsv41flash-gb300-tp2-c64",
+    }
+    assert node.near.ratio_low == pytest.approx(120759.49 / 142565.09, rel=1e-6)
+    assert node.near.ratio_high == pytest.approx(120759.49 / 104429.47, rel=1e-6)
+    # another speed-up moves the node's figure: 954,000 / 9 is 0.744x to 1.02x them
+    assert ev.claim_evidence("rack-scaling.throughput", 954000 * 7.9 / 9).near[
+        "ratio_high"
+    ] == pytest.approx(106000 / 104429.47)
+
+
+def test_near_points_differ_in_one_stated_difference_and_latency_cells_never_bracket_peaks():
+    """is_near: at most one stated difference in the parts that decide (the cookbook's
+    output cells differ in GPU count and workload: no longer near rack throughput); a
+    low-latency cell never brackets a peak-throughput claim."""
+    from rackbook.core import basis as basis_mod
+    from rackbook.results import comparability as cmp
+
+    e = ev.claim_evidence("rack-scaling.throughput")
+    every = {p for b in e.bases if b.near for p in b.near.points}
+    assert not any(p.startswith("sglang-cookbook-v4:") for p in every)
+    claim = claims.load_claims().get("rack-scaling.throughput").figure_basis
+    cb = claim.replace(tokens="output")
+    pt = cb.replace(model="DeepSeek-V4-Flash", gpu_count=4, workload="fixed lengths")
+    diffs = cmp.differences(cb, pt, "rack-scaling.throughput")
+    dec = [d for d in diffs if d[0] in cmp.DECISIVE["rack-scaling.throughput"]]
+    assert cmp.stated_differences(cb, dec) == ["gpu_count", "workload"]
+    assert not cmp.is_near(cb, pt, diffs, dec)
+    one = pt.replace(workload=cb.workload)
+    d1 = cmp.differences(cb, one, "rack-scaling.throughput")
+    assert cmp.is_near(cb, one, d1, [d for d in d1 if d[0] in cmp.DECISIVE[claim_id()]])
+    assert basis_mod.UNKNOWN == claim.speculation  # a simulated acceptance is tolerated
+    assert cmp.latency_tuned({"id": "sglang-cookbook-v4:gb300/flash/fp4/low-latency/c16"})
+    assert cmp.latency_tuned({"id": "x", "concurrency": 18})
+    assert not cmp.latency_tuned({"id": "x", "concurrency": 64})
+
+
+def claim_id() -> str:
+    return "rack-scaling.throughput"
 
 
 def test_single_user_near_points_span_both_statistics():
+    """SGLang PR 39068 (853.49 tok/s, one stream, 4 GB300, simulated acceptance 5.5; read
+    second-hand) is near on the mean basis: the claim is 0.968x it, so the claim sits inside
+    the near points of that basis (277 to 853.5 tok/s per user)."""
     e = ev.claim_evidence("single-user.throughput")
     mean, median = _basis(e, "mean TPOT").near, _basis(e, "median (P50) TPOT").near
     assert mean is not None and median is not None
-    assert mean.high == pytest.approx(1000 / 2.19)
-    assert mean.ratio_low == pytest.approx(826 / (1000 / 2.19))
+    assert "figures:sglang-pr39068.v41flash-gb300-bs1" in mean.points
+    assert mean.unverified == ("figures:sglang-pr39068.v41flash-gb300-bs1",)
+    assert mean.high == 853.49
+    assert mean.ratio_low == pytest.approx(826 / 853.49)
     assert median.points == ("figures:sglang-pr33082.v4flash-gb300-c1-tpot",)
     assert median.ratio_low == pytest.approx(826 / (1000 / 1.31))
-    assert e.near is not None
-    assert e.near["ratio_low"] == pytest.approx(1.082, abs=0.001)
+    assert e.near is not None and e.near["basis"] == "mean TPOT"
+    assert e.near["ratio_low"] == pytest.approx(0.968, abs=0.001)
     assert e.near["ratio_high"] == pytest.approx(2.982, abs=0.001)
+    assert [b["basis"] for b in e.near["per_basis"]] == ["mean TPOT", "median (P50) TPOT"]
 
 
 def test_ties_are_a_spread_never_the_value_nearest_the_claim():
@@ -121,8 +205,9 @@ def test_modelled_prices_never_make_the_certainty_like_for_like():
 
 
 def test_near_evidence_raises_the_certainty_and_is_printed():
-    """Near points raise the certainty to near evidence, unless they read either way on the
-    claim's plausible bases (954,000 tok/s: 0.093x to 32x them), which lowers it again."""
+    """Near points raise the certainty to near evidence; near points on both sides of the
+    claim on one basis corroborate it (rack: the node at 120,759, 0.847x to 1.16x; single
+    user: 0.968x to 2.98x), never lowering it."""
     reg = claims.load_claims()
     grades = {}
     for cid in ("rack-scaling.throughput", "single-user.throughput"):
@@ -130,8 +215,11 @@ def test_near_evidence_raises_the_certainty_and_is_printed():
         grades[cid] = c.grade
         assert c.certainty.reasons[0].endswith("near published points")
         assert c.near.startswith("Near evidence, which does not decide:")
+        assert any(
+            r.startswith("corroborated by: near points on both sides") for r in c.certainty.reasons
+        )
     assert grades == {
-        "rack-scaling.throughput": "physics bounds only",
+        "rack-scaling.throughput": "near evidence or exact derivation",
         "single-user.throughput": "near evidence or exact derivation",
     }
     c = cc.conclude(
@@ -172,3 +260,22 @@ def test_catalog_prices_say_what_they_are():
     assert set(c.cost["basis"]) == {"claim as cost", "ownership-cost model (gb300-tco-hyperscaler)"}
     r = rack_scaling.cost_physics(c, 38.96)
     assert "$9.74 per GPU-hour" in r.reason and "4-GPU instance-hour" in r.reason
+
+
+def test_superseded_points_are_flagged_by_date_and_the_agentx_c1_point_is_a_session():
+    """InferenceX PR 3176's rows (2026-09-15) predate the gains vLLM's 2026-10-07 post reports
+    (2x at low concurrency, 5.3x at high throughput): flagged where they are shown, by date."""
+    e = ev.claim_evidence("single-user.throughput")
+    c = e.closest
+    assert c is not None and c.id == "figures:inferencex-pr3176.vllm-gb300-c1-tpot"
+    assert c.superseded and c.superseded.startswith("2026-10-07:")
+    assert "superseded 2026-10-07" in c.text()
+    mean = _basis(e, "mean TPOT").near
+    assert mean.superseded == ("figures:inferencex-pr3176.vllm-gb300-c1-tpot",)
+    assert "1 superseded by a later source" in mean.text()
+    assert "one agent session" in e.reason and "not one stream" in e.reason
+    fig = published.load_figures().get("inferencex-pr3176.vllm-gb300-c1-tpot")
+    assert "one AgentX session" in fig.definition
+    rack = ev.claim_evidence("rack-scaling.throughput")
+    node = next(b for b in rack.bases if b.near and b.name == NODE).near
+    assert node.superseded == ("figures:inferencex-pr3176.vllm-gb300-c128-total",)

@@ -208,6 +208,10 @@ def test_the_landing_page_says_first_where_the_claims_come_from():
     assert "secondary source, a French article" in note and "attributes them to vLLM" in note
     assert "not located as of 2026-12-04, this build's date" in note
     assert "[890 B/token](https://huggingface.co/papers/2609.19969)" in note  # the one confirmed
+    # vLLM's own posts on the model are cited as related primary texts, never as "none exists"
+    assert "(https://vllm.ai/blog/2026-10-07-deepseek-v41-flash)" in note
+    assert "(https://vllm.ai/blog/2026-09-08-vllm-agentx)" in note
+    assert "carry none of the write-up's" in note and "post was not located" not in note
     intro = (paths.ROOT / "book" / "intro.md").read_text(encoding="utf-8")
     title = next(line for line in intro.splitlines() if line.startswith("# "))
     assert "checked" in title and "reproduc" not in intro.split("```{include}")[0]

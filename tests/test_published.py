@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from rackbook.core.importers import inferencex, mlperf, points, sourcefile
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
 from rackbook.inputs import published as figures
-from rackbook.results import evidence
+from rackbook.results import evidence, published_rows
 
 FIX = Path(__file__).parent / "fixtures" / "published"
 SOURCES = paths.DATA / "published" / "sources"
@@ -563,9 +564,10 @@ def test_claim_readings_on_the_shipped_evidence():
     # the P50 reading's closest is SGLang's real DSpark on V4-Flash-0731 (another model)
     p50 = by["median (P50) TPOT"].closest
     assert p50.id == "figures:sglang-pr33082.v4flash-gb300-c1-tpot" and p50.kind == "analogue"
-    # rack throughput: one reading per token basis, per GPU or as the rack's total
+    # rack throughput: one reading per token basis, per GPU or as the rack's total, and the
+    # node's per-GPU throughput when 7.9x is a per-GPU ratio
     th = {b.name: b for b in got["rack-scaling.throughput"].bases}
-    assert len(th) == 6
+    assert len(th) == 7
     cached = th["per GPU, input + output counting each turn's re-read cached prefix"].closest
     assert cached.id == "figures:inferencex-pr3176.vllm-gb300-c128-total"
     assert cached.ratio == pytest.approx(954000 / 104429.47)
@@ -620,6 +622,7 @@ def test_claim_reading_reaches_every_verdict_on_real_points():
         "a list (on-demand) price": "none published",
         "a list price per 4-GPU instance-hour": "none published",
         "an ownership cost": "within",
+        "a token value at the model vendor's API prices": "none published",  # a cross-check
     }
     assert evidence.claim_reading("context-latency.delta", 0.6).verdict == "none published"
 
@@ -661,8 +664,8 @@ def test_evidence_tables_of_the_chapters():
         assert t["kind"].iloc[0] == "claim"
     assert with_points >= 5
     rack = evidence.evidence_table("rack-scaling")
-    # one reading row per named basis: 6 for throughput, 2 for the speedup, 4 for the cost
-    assert rack["kind"].eq("reading").sum() == 12
+    # one reading row per named basis: 7 for throughput, 2 for the speedup, 5 for the cost
+    assert rack["kind"].eq("reading").sum() == 14
     # only the InferenceX GB300 prices have the basis of a reading (rental, ownership)
     used = rack[rack["kind"].eq("published") & rack["used"]]
     assert sorted(used["value"]) == [2.652, 3.3, 3.96]
@@ -676,3 +679,90 @@ def test_published_sources_are_described():
         text = desc.read_text()
         assert "commit:" in text and "https://github.com/" in text, f.name
     assert shutil.which("bash")
+
+
+def test_prefill_gain_reads_vllms_own_prefill_table():
+    """The stored excerpt of vLLM's prefill-TTFT page, re-read from the source file: TP4 at
+    128K, 2,267 ms replay off and 1,392 ms with replay and decoder CUDA graphs, a +62.9 %
+    gain on the same new tokens; across TP4 and DEP2, 1K to 128K, +43.2 % to +64.8 %. It is
+    the chapter's closest point (near: no cached prefix, the claim's is 128,000 tokens);
+    Mooncake's 3.8x stays an analogue."""
+    cells = published_rows.load_prefill_table()
+    assert len(cells) == 10 and {c.cfg for c in cells} == {"TP4", "DEP2"}
+    tp4 = next(c for c in cells if c.cfg == "TP4" and c.prompt == "128K")
+    assert (tp4.gpus, tp4.off_ms, tp4.graph_ms) == (4, 2267.0, 1392.0)
+    assert tp4.gain_pct == pytest.approx((2267 / 1392 - 1) * 100)
+    text = (SOURCES / "vllm-dsv41-prefill-ttft.js").read_text()
+    assert '{ p: "128K", off: 2267,  eager: 1522,  graph: 1392  }' in text
+    e = evidence.claim_evidence("prefill-gain.gain")
+    assert e.closest is not None and e.closest.id.startswith("vllm-dsv41-prefill-ttft:")
+    assert e.closest.kind == "near" and len(e.closest.tied) == 9
+    assert (e.closest.low, e.closest.high) == (
+        pytest.approx(43.172, abs=1e-3),
+        pytest.approx(64.765, abs=1e-3),
+    )
+    assert "context: 0 (claim: 128000)" in e.closest.differences
+    pts = evidence.published_points("prefill-gain")
+    moon = pts[pts["id"] == "figures:vllm-mooncake.agentic-throughput"].iloc[0]
+    assert moon["role"] == "analogue"
+    assert "vllm-project.github.io/blob/17d8f0c9" in e.closest.url
+
+
+def test_bad_prefill_table_is_one_error_line(tmp_path):
+    bad = tmp_path / "t.js"
+    bad.write_text('const DATA = [{ cfg: "TP4", rows: [{ p: "1K", off: 1, eager: 1, graph: 0 }]}];')
+    with pytest.raises(InputError, match=r"DATA\[0\]\.rows\[0\]\.graph: must be a TTFT"):
+        published_rows.load_prefill_table(bad)
+
+
+def test_each_registry_figure_re_reads_from_its_stored_source():
+    """A figure whose source is stored here is re-read from it: the post's 890 B/token is the
+    quote's number, PR 39068's 853.49 its quote's, PR 18298's per-GPU value its lane's GPUs."""
+    reg = figures.load_figures()
+    for f in reg.figures:
+        if f.id.startswith(("vllm-dsv41-post.", "sglang-pr39068.", "vllm-agentx-post.")):
+            shown = {f"{f.value:g}", f"{f.value / 1000:g}K"}
+            assert any(x in f.quote.replace(",", "") for x in shown), f.id
+    trt = reg.get("trtllm-pr18298.dsv4pro-gb300-agentx")
+    ctx, dep = re.search(r"ctx(\d+)_dep(\d+)", trt.quote).groups()
+    gen, gdep = re.search(r"gen(\d+)_dep(\d+)", trt.quote).groups()
+    assert int(ctx) * int(dep) + int(gen) * int(gdep) == trt.gpus == 24
+    assert trt.value == pytest.approx(847671.13 / 24, abs=0.01) and trt.role == "analogue"
+
+
+def test_cost_has_a_token_value_basis_and_names_the_highest_list_price():
+    """954,000 tok/s/GPU at DeepSeek's off-peak V4.1-Flash API prices ($0.003 / $0.15 / $0.60
+    per M: hit / miss / output) and AgentX's mix (444 of 142,444 tokens output; 95 % or 96 %
+    of input cached) is worth $41.86 or $36.83 per GPU-hour: the claim's $38.96 is 0.931x to
+    1.06x (a cross-check, never a verdict). The highest list price ($18, OCI, second-hand) is
+    named; one name per price kind."""
+    out = 444 / (142000 + 444)
+    want = [
+        954000 * 3600 / 1e6 * (out * 0.6 + (1 - out) * (h * 0.003 + (1 - h) * 0.15))
+        for h in (0.95, 0.96)
+    ]
+    assert want[0] == pytest.approx(41.86, abs=0.01) and want[1] == pytest.approx(36.83, abs=0.01)
+    got = published_rows.token_value_per_gpu_hour(954000, out, 0.95, (0.003, 0.15, 0.6))
+    assert got == pytest.approx(want[0])
+    e = evidence.claim_evidence("rack-scaling.cost")
+    tv = next(b for b in e.bases if b.name.startswith("a token value"))
+    assert tv.verdict == "none published" and not tv.decided_on  # a cross-check
+    assert sorted(tv.near.points) == [
+        "token-value:rack-scaling.throughput/hit95",
+        "token-value:rack-scaling.throughput/hit96",
+    ]
+    assert (tv.near.low, tv.near.high) == (pytest.approx(want[1]), pytest.approx(want[0]))
+    assert e.near["basis"] == tv.name  # verified and inside: the plausible bracket
+    assert "highest list price: $18.00/GPU-hour (Oracle Cloud" in e.margin
+    assert "NOT VERIFIED), the claim 2.16x it" in e.margin
+    # the price figures re-read from their quotes
+    reg = figures.load_figures()
+    for fid, v in (
+        ("deepseek-api.v41flash-cache-hit-offpeak", "$0.003"),
+        ("deepseek-api.v41flash-cache-miss-offpeak", "$0.15"),
+        ("deepseek-api.v41flash-output-offpeak", "$0.6"),
+    ):
+        f = reg.get(fid)
+        assert f.price_kind == "list price" and v in f.quote.split("| PEAK")[0], fid
+    kinds = {f.price_kind for f in reg.figures if f.unit == "$/GPU-hour"}
+    assert kinds == {"list price", "ownership-cost model", "modelled rental"}

@@ -531,7 +531,7 @@ def test_published_readings_on_the_shipped_evidence():
     assert {c: r.verdict for c, r in got.items()} == {
         "throughput": "none published", "speedup": "none published", "cost": "above",
     }  # fmt: skip
-    assert len(got["throughput"].by_basis) == 6 and len(got["speedup"].by_basis) == 2
+    assert len(got["throughput"].by_basis) == 7 and len(got["speedup"].by_basis) == 2
     assert got["cost"].sources and all(u.startswith("https://") for u in got["cost"].sources)
 
 

@@ -87,11 +87,19 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
         f"**Where the claims come from.** All {len(reg.claims)} numbers were read in one "
         f"secondary source, a French article, {article}, that attributes them to vLLM; "
         + (
-            f"vLLM's own post was not located as of {today.isoformat()}, this build's date. "
+            "the text those numbers come from was not located as of "
+            f"{today.isoformat()}, this build's date. "
             if missing
             else f"its primary sources were located as of {today.isoformat()}. "
         )
     )
+    related = [s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")]
+    if missing and related:
+        out += (
+            "vLLM's own posts on the model exist and are cited where they bear ("
+            + ", ".join(f"[{_md(s.title.split(' (')[0])}]({s.url})" for s in related)
+            + "); they carry none of the write-up's throughput, cost or speed figures. "
+        )
     if confirmed:
         out += (
             "Only "

@@ -206,6 +206,8 @@ def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
             raise ValueError(f"{f}: must be a non-empty text")
     for f in _INTS:
         v = raw.get(f)
+        if f == "context" and v == 0 and not isinstance(v, bool):
+            continue  # no cached prefix (a cold prefill): stated, not missing
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
             raise ValueError(f"{f}: must be a whole number > 0, got {v!r}")
     for f in _FLOATS:

@@ -86,6 +86,11 @@ class Figure(loader.Strict):
         "model, hardware, GPU count, engine, ISL/OSL, concurrency and speculative method come "
         "from the fields above; never 'unknown'"
     )
+    superseded: str | None = Field(
+        default=None,
+        description="a later source reporting a change that supersedes this point: its date "
+        "and what it reports (the point is shown, flagged by date)",
+    )
     notes: str | None = None
 
     @model_validator(mode="after")

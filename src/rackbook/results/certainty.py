@@ -17,9 +17,15 @@ Then each named reason moves it one level (never outside 1-4):
 
 - ``lowered by``: a modelled price (every placing rests on a cost model's rates, not a listed
   price nor a measurement); an unknown basis (the figure is placed on only some of its
-  plausible bases, or the near points read either way, the claim below some and above others);
-- ``raised by``: a primary text stating the same figure (an exact derivation whose figure a
-  located primary text also states: the claims registry's ``source.status``).
+  plausible bases, or, judged per basis, the claim lies above every near point of one basis
+  and below every near point of another);
+- ``raised by``: a primary text stating the same figure, where a published reading places it
+  (an exact derivation whose figure a located primary text also states: the claims
+  registry's ``source.status``); without a placing the text ``confirmed by`` it and the grade
+  stays that of the derivation, never "like-for-like published" beside "none published".
+
+Near points on both sides of the claim on one basis ``corroborate`` it: named, never lowering
+(so adding a point near the claim's figure never lowers a grade).
 
 Reasons that explain a level without moving it are named too (``held back by``): why near
 evidence is not like-for-like (analogue hardware, simulated acceptance, another model, GPU
@@ -116,6 +122,39 @@ def _why_not_like_for_like(closest: Any) -> list[str]:
     return [f"held back by: {', '.join(diffs)}"] if diffs else []
 
 
+def _side(lo: object, hi: object) -> str:
+    """Where a claim sits against one basis's near points from its ratios to them: ``inside``
+    (points on both sides of it, or at it), ``above``, ``below``, or ``-`` without ratios."""
+    if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
+        return "-"
+    return "above" if lo > 1 else "below" if hi < 1 else "inside"
+
+
+def _near_bases(near: Mapping[str, Any]) -> tuple[int, str | None]:
+    """How the near evidence moves the grade, judged per basis (``per_basis``; an older
+    reading without it is one basis): near points on both sides of the claim on one basis
+    corroborate it (no move, however many points are added there); the claim above every near
+    point on one basis and below every one on another lowers it one level (an unknown basis);
+    on one side on every basis, no move."""
+    per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
+    sides = [(str(b.get("basis") or "its basis"), b) for b in per]
+    inside = [
+        (n, b) for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "inside"
+    ]
+    if inside:
+        n, b = inside[0]
+        span = f"the claim {_ratio(b['ratio_low'])} to {_ratio(b['ratio_high'])} them"
+        return 0, f"corroborated by: near points on both sides of the claim as {n} ({span})"
+    above = [n for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "above"]
+    below = [n for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "below"]
+    if above and below:
+        return -1, (
+            f"lowered by: an unknown basis (the claim above every near point as {above[0]}, "
+            f"below every one as {below[0]})"
+        )
+    return 0, None
+
+
 def certainty(
     readings: Iterable[Mapping[str, Any]], claim: Claim | None = None, claim_id: str = ""
 ) -> Certainty:
@@ -152,22 +191,25 @@ def certainty(
         level = 2
         reasons.append(f"rests on: {len(near['points'])} near published points")
         reasons += _why_not_like_for_like(pub.get("closest"))
-        lo, hi = near.get("ratio_low"), near.get("ratio_high")
-        if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo < 1 < hi:
-            level -= 1
-            span = f"the claim {_ratio(lo)} to {_ratio(hi)} the near points"
-            reasons.append(f"lowered by: an unknown basis ({span})")
+        change, reason = _near_bases(near)
+        level += change
+        reasons += [reason] if reason else []
     elif derived and derived.get("exact"):
         level = 2
         source = derived.get("from") or "primary specifications"
         reasons.append(f"rests on: exact derivation from {source}")
     else:
         reasons.append("rests on: physics bounds only")
-    raised = bool(derived and derived.get("exact") and claim is not None)
-    raised = raised and claim.source.status != "not-located"  # type: ignore[union-attr]
-    if raised:
+    confirmed = bool(derived and derived.get("exact") and claim is not None)
+    confirmed = confirmed and claim.source.status != "not-located"  # type: ignore[union-attr]
+    if confirmed and placed:
         level += 1
         reasons.append("raised by: a primary text stating the same figure (exact match)")
+    elif confirmed:
+        # a primary text stating a derived figure is not a published measurement: the grade
+        # stays that of the derivation, so it never reads "like-for-like published" beside a
+        # published reading of "none published"
+        reasons.append("confirmed by: a primary text stating the same figure (exact match)")
     elif level < 3 and not placed:
         closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
         if near and near.get("points") and not near.get("verified"):

@@ -12,7 +12,9 @@ import dataclasses
 import functools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -22,7 +24,14 @@ from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
 from rackbook.physics.units import plural
-from rackbook.results.published_rows import number_text, ratio_text, unit_family, value_text
+from rackbook.results.published_rows import (
+    number_text,
+    ratio_text,
+    registries,
+    text_or_none,
+    unit_family,
+    value_text,
+)
 
 #: Parts of the basis in which a published point must agree with the claim's (named) basis to
 #: decide its reading, per claim (a point differing in any of them is shown, never decides).
@@ -77,6 +86,22 @@ class Plausible:
     #: is computed (``decode``, ``prefill``), or None when physics cannot rule the basis out
     #: (counted cache hits cost no GEMM; a ratio or a price has no ceiling)
     phase: str | None = None
+    #: a claim whose figure divides this reading's value (the scale is ``scale`` over that
+    #: figure, read from the claims registry, never typed): the node a ratio claim implies
+    divide_by: str | None = None
+    #: the most GPUs a point of this basis may have (a node-scale reading), None: any
+    max_gpus: int | None = None
+    #: a cross-check: its points are near evidence of the value it implies, never a verdict
+    cross_check: bool = False
+
+
+def scale_of(plaus: Plausible) -> float:
+    """The factor the claim's figure is multiplied by on this basis: ``scale``, divided by the
+    figure of the claim named in ``divide_by`` (from ``data/claims.yaml``) where there is one."""
+    if plaus.divide_by is None:
+        return plaus.scale
+    other = registries(str(paths.DATA))[0].get(plaus.divide_by).value
+    return plaus.scale / float(other) if other else float("nan")
 
 
 _AGENTIC = "each turn's whole prompt counted as input, the re-read cached prefix included"
@@ -96,10 +121,32 @@ _TOKENS = (
 _PHASE = {"output": "decode", "input+output": "prefill", "input incl. cached+output": None}
 
 
+#: The claim whose ratio reads the rack's figure against a node (rack-scaling.speedup, 7.9x).
+SPEEDUP_CLAIM = "rack-scaling.speedup"
+#: The most GPUs of a node (an HGX-class node; a GB300 tray holds 4).
+NODE_GPUS_MAX = 8
+
+
 def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
     per_gpu = tuple(
         Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t]) for n, t in _TOKENS
     )
+    cached = _TOKENS[2][1]
+    # 7.9x read as a per-GPU ratio: the node's per-GPU throughput is the figure over 7.9; the
+    # node's size is not stated (a 4-GPU tray or an 8-GPU node), so no GPU count is named and
+    # the node's throughput is set against measured node-scale points of the same tokens
+    ratio = Plausible(
+        "the node's throughput per GPU (the speed-up read as a per-GPU ratio), input + output "
+        "counting each turn's re-read cached prefix",
+        (("tokens", cached), ("gpu_count", None)),
+        conversion="the figure read per GPU of the rack, and the speed-up as a ratio of per-GPU "
+        "throughputs: the node's throughput per GPU is the figure over the speed-up",
+        phase=None,
+        divide_by=SPEEDUP_CLAIM,
+        max_gpus=NODE_GPUS_MAX,
+        cross_check=True,
+    )
+    per_gpu = (*per_gpu, ratio)
     total = tuple(
         Plausible(
             f"a rack total over {gpus} GPUs, {n}",
@@ -145,6 +192,14 @@ PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
             f"price, divided by its {INSTANCE_GPUS} GPUs",
         ),
         Plausible("an ownership cost", (("metric", "ownership cost per GPU-hour"),)),
+        Plausible(
+            "a token value at the model vendor's API prices",
+            (("metric", "token value per GPU-hour"),),
+            conversion="the figure read as what the tokens of the rack claim's throughput, "
+            "per GPU, are worth in an hour at DeepSeek's V4.1-Flash API list prices and "
+            "AgentX's token mix",
+            cross_check=True,
+        ),
     ),
     "single-user.throughput": (
         Plausible("mean TPOT", (("statistic", "mean"),)),
@@ -238,7 +293,7 @@ def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> s
         sc.model,
         sc.hardware,
         int(sc.gpu_count),
-        value * plaus.scale,
+        value * scale_of(plaus),
         plaus.phase,
         str(paths.DATA),  # the catalogs read depend on the data folder
     )
@@ -253,22 +308,67 @@ def model_family(model: str) -> str:
     return f"deepseek-{m.group(1)}" if m else k
 
 
-def is_near(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
+#: Parts a near point may differ in without the difference counting as its one stated
+#: difference: a sibling model of the claim's family, a GPU of the claim's generation, and a
+#: simulated acceptance where the claim does not say whether its speculation ran (each is
+#: still named beside the point).
+TOLERATED = ("model", "hardware", "speculation")
+
+
+def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str]:
+    """The decisive differences of a point (``decisive``: (part, text) pairs) that count as
+    stated differences for near evidence: every one but the :data:`TOLERATED` parts (the
+    speculation only where the claim's own is unknown)."""
+    out = []
+    for part, _ in decisive:
+        if part in ("model", "hardware"):
+            continue  # family and generation are checked by is_near itself
+        if part == "speculation" and claim_basis.speculation == basis_mod.UNKNOWN:
+            continue
+        out.append(part)
+    return out
+
+
+def is_near(
+    claim_basis: basis_mod.Basis,
+    point: basis_mod.Basis,
+    diffs: list,
+    decisive: list | None = None,
+) -> bool:
     """True when a point is near evidence for a claim's named basis: it measures the same
     quantity (no difference in metric, tokens counted or per), on the claim's model or a
     sibling of its family (:func:`model_family`: DeepSeek-V4-Flash for V4.1-Flash, not
-    V4-Pro), on the claim's GPU or one of the same generation (GB300 and B300); every other
-    difference (GPU count, concurrency, speculation, engine, workload, statistic) is stated
-    beside it. A near point never decides a verdict."""
+    V4-Pro), on the claim's GPU or one of the same generation (GB300 and B300), and differs
+    from the claim's basis in at most one stated difference of the parts that decide
+    (``decisive``, :func:`stated_differences`: a GPU count, a workload, a statistic...), so
+    that what separates it from the claim has one name; every difference is stated beside
+    it. A near point never decides a verdict."""
     parts = {p for p, _ in diffs}
     if parts & {"metric", "tokens", "per"}:
         return False
     if point.model != basis_mod.NA and model_family(point.model) != model_family(claim_basis.model):
         return False
+    if decisive is not None and len(stated_differences(claim_basis, decisive)) > 1:
+        return False
     hw_c, hw_p = claim_basis.hardware, point.hardware
     if hw_c in (basis_mod.NA, basis_mod.UNKNOWN) or hw_p == basis_mod.NA:
         return True
     return basis_mod.hardware_class(hw_p) == basis_mod.hardware_class(hw_c)
+
+
+#: Claims whose figure is a peak throughput: a point tuned for latency (a low-latency recipe,
+#: or a concurrency of at most :data:`LATENCY_CONCURRENCY`) never brackets it, since the
+#: claim states no interactivity that such a point could match.
+PEAK_THROUGHPUT: tuple[str, ...] = ("rack-scaling.throughput",)
+LATENCY_CONCURRENCY = 32
+
+
+def latency_tuned(r: pd.Series) -> bool:
+    """True for a point tuned for latency: its id names a low-latency recipe, or it ran at a
+    concurrency of at most :data:`LATENCY_CONCURRENCY` streams."""
+    conc = r.get("concurrency")
+    low_conc = conc is not None and not pd.isna(conc) and int(conc) <= LATENCY_CONCURRENCY
+    return "low-latency" in str(r.get("id", "")) or low_conc
 
 
 @dataclass(frozen=True)
@@ -290,6 +390,8 @@ class Near:
     #: the near points read only second-hand (NOT VERIFIED): shown, but a near reading resting
     #: on them alone does not raise the strength of evidence
     unverified: tuple[str, ...] = ()
+    #: the near points a later source supersedes (a change reported after their date)
+    superseded: tuple[str, ...] = ()
 
     def text(self) -> str:
         """One line: ``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x
@@ -310,6 +412,8 @@ class Near:
             )
         diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
         flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
+        if self.superseded:
+            flag += f", {len(self.superseded)} superseded by a later source"
         return f"{n}{flag}, {span}{ratio}{diff}"
 
     def as_dict(self) -> dict[str, object]:
@@ -326,17 +430,22 @@ def near_reading(
     unit: str,
     rows: list[tuple[pd.Series, list, list]],
     cb: basis_mod.Basis,
+    claim_id: str = "",
 ) -> Near | None:
     """The near reading of one named basis from its candidate rows (point, differences,
     decisive differences): measurements in the claim's unit family that do not decide (a
-    decisive difference, or read only second-hand) but are near (:func:`is_near`)."""
+    decisive difference, or read only second-hand) but are near (:func:`is_near`: one stated
+    difference at most); for a peak-throughput claim (:data:`PEAK_THROUGHPUT`), never a point
+    tuned for latency (:func:`latency_tuned`)."""
+    peak = claim_id in PEAK_THROUGHPUT
     near = [
         (r, diffs)
         for r, diffs, dec in rows
         if (dec or not bool(r["verified"]))
         and r["role"] == "measurement"
         and unit_family(str(r["unit"])) == unit_family(unit)
-        and is_near(cb, r["basis"], diffs)
+        and is_near(cb, r["basis"], diffs, dec)
+        and not (peak and latency_tuned(r))
     ]
     if not near:
         return None
@@ -355,4 +464,102 @@ def near_reading(
         tuple(parts),
         tuple(dict.fromkeys(str(r["url"]) for r, _ in near)),
         tuple(str(r["id"]) for r, _ in near if not bool(r["verified"])),
+        tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded"))),
     )
+
+
+def as_basis(name: str) -> str:
+    """A basis name as prose: ``as the rack's total`` (the name itself when it starts so)."""
+    return name if name.startswith("as ") else f"as {name}"
+
+
+def near_position(n: Near) -> str:
+    """Where the claim's figure sits against one basis's near points: ``inside`` (near points
+    on both sides of it, or at it), ``above`` every one, ``below`` every one, or ``-`` without
+    a ratio."""
+    if n.ratio_low is None or n.ratio_high is None:
+        return "-"
+    if n.ratio_low > 1:
+        return "above"
+    if n.ratio_high < 1:
+        return "below"
+    return "inside"
+
+
+def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
+    """The near evidence of a claim over the named bases physics allows (``brs``: its basis
+    readings, :class:`rackbook.results.evidence.BasisReading`, each with ``near`` and
+    ``ruled_out``), per basis
+    (``per_basis``: one entry per basis with near points, ``{basis, points, low, high, unit,
+    ratio_low, ratio_high, position, unverified}``, each basis's figure over its own points, so
+    no span ever mixes token kinds or bases) and, at the top level, the bracket of one basis
+    only: the plausible one, where the claim's figure sits inside its near points (the first
+    such basis), else ``prefer`` (the basis of the headline's closest point, chosen by distance
+    in basis, never by value), else the first basis with near points. ``bases`` names every
+    basis with near points. None when no allowed basis has one."""
+    ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
+    if not ns:
+        return None
+    per_basis = [
+        {
+            "basis": n.basis,
+            "points": list(n.points),
+            "low": n.low,
+            "high": n.high,
+            "unit": n.unit,
+            "ratio_low": n.ratio_low,
+            "ratio_high": n.ratio_high,
+            "position": near_position(n),
+            "unverified": list(n.unverified),
+            "superseded": list(n.superseded),
+        }
+        for n in ns
+    ]
+    # verified brackets first: a bracket of second-hand points only is shown, never preferred
+    inside = sorted(
+        (n for n in ns if near_position(n) == "inside"),
+        key=lambda n: len(n.points) == len(n.unverified),
+    )
+    preferred = [n for n in ns if n.basis == prefer]
+    top = (inside or preferred or ns)[0]
+    return {
+        "basis": top.basis,
+        "points": list(top.points),
+        "low": top.low,
+        "high": top.high,
+        "unit": top.unit,
+        "ratio_low": top.ratio_low,
+        "ratio_high": top.ratio_high,
+        "position": near_position(top),
+        "bases": [n.basis for n in ns],
+        "per_basis": per_basis,
+        "unverified": list(top.unverified),
+        "verified": len(top.points) > len(top.unverified),
+    }
+
+
+def near_text(near: dict[str, object] | None) -> str:
+    """The near reading as one line (the page generators print it): ``near evidence: 4
+    points, 904.8 to 142,565 tok/s/GPU; the claim 0.093x to 14.6x them over 3 bases``; empty
+    without near evidence."""
+    if not near:
+        return ""
+    pts = near["points"]
+    lo, hi, unit = float(near["low"]), float(near["high"]), str(near["unit"])  # type: ignore[arg-type]
+    span = value_text(lo, unit) if lo == hi else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
+    out = f"near evidence: {plural(len(pts), 'point')}, {span}"  # type: ignore[arg-type]
+    unv = near.get("unverified") or []
+    if unv:
+        out += f" ({len(unv)} NOT VERIFIED)"  # type: ignore[arg-type]
+    rl, rh = near.get("ratio_low"), near.get("ratio_high")
+    if isinstance(rl, float) and isinstance(rh, float):
+        them = "it" if len(pts) == 1 else "them"  # type: ignore[arg-type]
+        out += (
+            f"; the claim {ratio_text(rl)} {them}"
+            if rl == rh
+            else f"; the claim {ratio_text(rl)} to {ratio_text(rh)} {them}"
+        )
+    nb = len(near["bases"])  # type: ignore[arg-type]
+    if nb > 1:
+        out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"
+    return out + " (does not decide)"

@@ -501,10 +501,11 @@ def _published_finding(r: Mapping[str, Any]) -> str:
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
     closest = c.get("kind") == "near" and bool(_claim_ratio(c))
     if near.get("points") and isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
-        either = lo < 1 < hi  # the basis decides which side of the near points it is
+        either = lo <= 1 <= hi  # near points on both sides of the claim, on one basis
         if either or not closest:
             flag = "" if near.get("verified") else ", NOT VERIFIED"
-            by = ", depending on basis" if either else ""
+            on = near.get("basis")
+            by = f", on both sides of it as {on}" if either and on else ""
             n = len(near["points"])
             return (
                 f"the claim is {_ratio(lo)} to {_ratio(hi)} the {n} near published points{flag}{by}"

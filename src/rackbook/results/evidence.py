@@ -47,21 +47,27 @@ from rackbook.results.comparability import (
     WEIGHTS,
     Near,
     Plausible,
+    as_basis,
     claim_bases,
     differences,
     is_analogue,
     mismatch,
+    near_position,
     near_reading,
     ruled_out,
+    scale_of,
     score,
 )
 from rackbook.results.comparability import PLAUSIBLE as PLAUSIBLE
+from rackbook.results.comparability import near_summary as near_summary
+from rackbook.results.comparability import near_text as near_text
 from rackbook.results.headline import ClaimReading
 from rackbook.results.published_rows import (
     PER_GPU,
     PER_USER,
     int_or_none,
     load_rows,
+    number_text,
     ratio_text,
     registries,
     text_or_none,
@@ -202,6 +208,8 @@ class Closest:
     ratio_high: float | None = None
     #: a cost model's figure (a modelled price), not a measurement nor a listed price
     modelled: bool = False
+    #: a later source reporting a change since this point (date and what), None if none
+    superseded: str | None = None
 
     def value_span(self) -> str:
         """The value, or the spread of the equally close points: ``8.61x to 8.95x (4 points
@@ -235,7 +243,8 @@ class Closest:
         }[self.kind]
         diff = (lead + "differs in " + "; ".join(self.differences)) if self.differences else ""
         diff = diff or "like for like"
-        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({self.url}); {diff}"
+        old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
+        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({self.url}); {diff}{old}"
 
 
 @dataclass(frozen=True)
@@ -318,7 +327,8 @@ def _basis_readings(
     evidence; a basis the physics reading rules out says so (:func:`ruled_out`)."""
     out = []
     for plaus, cb in claim_bases(claim):
-        v = value * plaus.scale if value is not None and math.isfinite(value) else float("nan")
+        scale = scale_of(plaus)
+        v = value * scale if value is not None and math.isfinite(value) else float("nan")
         rows = []
         for _, r in points.iterrows():
             b = r["basis"]
@@ -326,10 +336,24 @@ def _basis_readings(
                 continue
             # a point is "of this basis" when it counts the same thing in every part the named
             # basis fills in (the expanded unknowns)
-            if any(getattr(b, part) != want for part, want in plaus.changes if part != "counting"):
+            # (a part the named basis leaves open, None, takes any point)
+            if any(
+                want is not None and getattr(b, part) != want
+                for part, want in plaus.changes
+                if part != "counting"
+            ):
                 continue
+            if plaus.max_gpus is not None and (pd.isna(r["gpus"]) or r["gpus"] > plaus.max_gpus):
+                continue  # a node-scale reading takes node-scale points only
             diffs = differences(cb, b, claim.id)
             decisive = [d for d in diffs if d[0] in DECISIVE[claim.id]]
+            if plaus.cross_check and plaus.max_gpus is not None:  # a node of unstated size
+                node = f"GPU count: {int(r['gpus'])} (claim: a node, size not stated)"
+                diffs = [("gpu_count", node), *diffs]
+                decisive = [("gpu_count", node), *decisive]
+            elif plaus.cross_check:  # derived from another claim: shown, never like for like
+                how = ("counting", "counting: derived from the rack claim at published prices")
+                diffs, decisive = [how, *diffs], [how, *decisive]
             rows.append((r, diffs, decisive))
         deciding = [
             r
@@ -340,7 +364,7 @@ def _basis_readings(
         frame = pd.DataFrame(deciding) if deciding else points.iloc[0:0]
         if unverified_like:
             frame = pd.concat([frame, pd.DataFrame(unverified_like)])
-        pr = published_reading(claim.id, v, frame, tolerance * plaus.scale)
+        pr = published_reading(claim.id, v, frame, tolerance * scale)
         unit = _unit_of(claim, plaus)
         closest = _closest(cb, v, unit, rows) if rows else None
         margin = pr.margin
@@ -358,13 +382,23 @@ def _basis_readings(
                 tuple(str(r["id"]) for r in deciding),
                 pr.sources,
                 closest,
-                plaus.conversion,
-                near_reading(plaus.name, v, unit, rows, cb),
+                _conversion(claim, plaus, value, v),
+                near_reading(plaus.name, v, unit, rows, cb, claim.id),
                 ruled_out(claim, plaus, value),
                 modelled,
             )
         )
     return out
+
+
+def _conversion(claim: claims_registry.Claim, plaus: Plausible, value: float, v: float) -> str:
+    """The basis's stated conversion; where another claim's figure divides the value
+    (``divide_by``), with the numbers: ``954,000 / 7.9 = 120,759 tok/s/GPU``."""
+    if plaus.divide_by is None or not math.isfinite(v):
+        return plaus.conversion
+    other = registries(str(paths.DATA))[0].get(plaus.divide_by)
+    unit = _unit_of(claim, plaus)
+    return f"{plaus.conversion}: {number_text(value)} / {other.value:g} = {value_text(v, unit)}"
 
 
 def _modelled(r: pd.Series) -> bool:
@@ -399,6 +433,7 @@ def _closest(
         v / hi if fin and hi else None,
         v / lo if fin and lo else None,
         _modelled(r),
+        text_or_none(r.get("superseded")),
     )  # fmt: skip
 
 
@@ -453,56 +488,6 @@ class ClaimEvidence:
     ruled_out: tuple[str, ...] = ()
 
 
-def near_summary(brs: list[BasisReading] | tuple[BasisReading, ...]) -> dict[str, object] | None:
-    """The near evidence of a claim over the named bases physics allows: every near point
-    (ids), the spread of their values (``low``, ``high`` in ``unit``), and the claim's ratio to
-    them over all those bases (``ratio_low``, ``ratio_high``: each basis's figure over its own
-    points, so the figure is never set against points of another basis); ``bases`` names
-    the bases that have near points. None when no allowed basis has one."""
-    ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
-    if not ns:
-        return None
-    ratios = [x for n in ns for x in (n.ratio_low, n.ratio_high) if x is not None]
-    return {
-        "points": list(dict.fromkeys(p for n in ns for p in n.points)),
-        "low": min(n.low for n in ns),
-        "high": max(n.high for n in ns),
-        "unit": ns[0].unit,
-        "ratio_low": min(ratios) if ratios else None,
-        "ratio_high": max(ratios) if ratios else None,
-        "bases": [n.basis for n in ns],
-        "unverified": list(dict.fromkeys(p for n in ns for p in n.unverified)),
-        "verified": any(len(n.points) > len(n.unverified) for n in ns),
-    }
-
-
-def near_text(near: dict[str, object] | None) -> str:
-    """The near reading as one line (the page generators print it): ``near evidence: 4
-    points, 904.8 to 142,565 tok/s/GPU; the claim 0.093x to 14.6x them over 3 bases``; empty
-    without near evidence."""
-    if not near:
-        return ""
-    pts = near["points"]
-    lo, hi, unit = float(near["low"]), float(near["high"]), str(near["unit"])  # type: ignore[arg-type]
-    span = value_text(lo, unit) if lo == hi else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
-    out = f"near evidence: {plural(len(pts), 'point')}, {span}"  # type: ignore[arg-type]
-    unv = near.get("unverified") or []
-    if unv:
-        out += f" ({len(unv)} NOT VERIFIED)"  # type: ignore[arg-type]
-    rl, rh = near.get("ratio_low"), near.get("ratio_high")
-    if isinstance(rl, float) and isinstance(rh, float):
-        them = "it" if len(pts) == 1 else "them"  # type: ignore[arg-type]
-        out += (
-            f"; the claim {ratio_text(rl)} {them}"
-            if rl == rh
-            else f"; the claim {ratio_text(rl)} to {ratio_text(rh)} {them}"
-        )
-    nb = len(near["bases"])  # type: ignore[arg-type]
-    if nb > 1:
-        out += f" over {nb} bases"
-    return out + " (does not decide)"
-
-
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     """The book's published-evidence reading of a claim of ``data/claims.yaml`` (its figure,
     or ``value`` in the claim's unit), on each of its named bases. The headline's closest point
@@ -527,6 +512,9 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         key=lambda c: c[:3],
     )
     top = [c[3] for c in cands if c[:2] == cands[0][:2]] if cands else []
+    # among bases equally close, the one the near evidence supports (the claim's figure inside
+    # its near points) is named first: the headline leans to it, never to one it does not favour
+    top = sorted(top, key=lambda br: br.near is None or near_position(br.near) != "inside")
     closest = top[0].closest if top else None
     closest_basis = top[0].name if top else None
     if closest is not None:
@@ -549,9 +537,12 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     decided = [br for br in brs if br.verdict != "none published"]
     if len(brs) == 1 and decided:
         margin = f"{decided[0].margin}; {margin}"
-    near = near_summary(brs)
+    near = near_summary(brs, closest_basis)
     if near:
         margin += f"; {near_text(near)}"
+    top_list = highest_list_price(mine, value)
+    if top_list:
+        margin += f"; {top_list}"
     if out_names:
         margin = f"physics rules out {_names_text(out_names)}; {margin}"
     lead = READING_NOTES.get(claim_id, "")
@@ -573,6 +564,30 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     )  # fmt: skip
 
 
+def highest_list_price(points: pd.DataFrame, value: float) -> str:
+    """The highest list (on-demand) price per GPU-hour among a claim's points, named with
+    who lists it and the claim's figure over it (``highest list price: $18.00/GPU-hour (Oracle
+    Cloud ..., NOT VERIFIED), the claim 2.16x it``); empty where the claim has none."""
+    if "price_kind" not in points.columns:
+        return ""
+    lp = points[(points["price_kind"] == "list price") & (points["unit"] == "$/GPU-hour")]
+    lp = lp[~lp["id"].str.startswith("token-value:")]
+    if not len(lp):
+        return ""
+    r = lp.loc[lp["value"].astype(float).idxmax()]
+    flag = "" if bool(r["verified"]) else ", NOT VERIFIED"
+    ratio = (
+        f", the claim {ratio_text(value / float(r['value']))} it"
+        if value is not None and math.isfinite(value)
+        else ""
+    )
+    hw = text_or_none(r["hardware"])
+    return (
+        f"highest list price: {value_text(float(r['value']), '$/GPU-hour')} "
+        f"({r['submitter']}{', ' + hw if hw else ''}{flag}){ratio}"
+    )
+
+
 def _score_of(c: Closest) -> float:
     """Distance in basis of a closest point (the weights of the parts it differs in)."""
     return float(sum(WEIGHTS.get(_part_of(t), 1.0) for t in c.differences))
@@ -586,7 +601,7 @@ def _part_of(text: str) -> str:
 
 def _as(name: str) -> str:
     """A basis name as prose: ``as the rack's total`` (the name itself when it starts so)."""
-    return name if name.startswith("as ") else f"as {name}"
+    return as_basis(name)
 
 
 def _names_text(names: tuple[str, ...]) -> str:
@@ -609,13 +624,15 @@ READING_NOTES: dict[str, str] = {
     "1.2x GB200 pricing per its constants file; OCI's list price was read only in a price "
     "compilation)",
     "single-user.throughput": "the write-up names neither the statistic of its speed nor "
-    "whether its speculation ran for real",
+    "whether its speculation ran for real; InferenceX's concurrency-1 AgentX point is one "
+    "agent session (its sub-agents may run at once), not one stream",
     "decode-parity.gap": "no DeepInfer throughput is published",
     "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
-    "prefix; published caching gains compare with and without a cache",
+    "prefix; vLLM's own table measures the same changes on one cold request (no cached prefix, "
+    "GB200), and published caching gains compare with and without a cache",
     "eplb-balance.recovered": "no published share of the uniform-routing potential recovered",
-    "context-latency.kv-bytes": "the figure comes from the model card and paper; no published "
-    "measurement of the global KV bytes per token",
+    "context-latency.kv-bytes": "the figure comes from the model card, the paper and vLLM's "
+    "2026-10-07 post; no published measurement of the global KV bytes per token",
     "context-latency.delta": "no published decode latency of DeepSeek-V4.1-Flash at 128k and "
     "855k tokens of context",
     "context-latency.delta-pct": "no published decode latency of DeepSeek-V4.1-Flash at 128k "

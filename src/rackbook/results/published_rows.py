@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from rackbook import paths
 from rackbook.core import basis as basis_mod
-from rackbook.core import traces
+from rackbook.core import jsliteral, traces
+from rackbook.errors import InputError
 from rackbook.inputs import claims as claims_registry
+from rackbook.inputs import loader
 from rackbook.inputs import published as figures_registry
 from rackbook.physics.units import ratio_text as ratio_text
 
@@ -91,6 +96,7 @@ POINT_COLUMNS: list[str] = [
     "basis",
     "conversion",
     "price_kind",
+    "superseded",
 ]
 
 
@@ -381,8 +387,239 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "source": "figures.yaml",
             "basis": f.figure_basis,
             "price_kind": f.price_kind,
+            "superseded": f.superseded,
         }
     )
+
+
+#: The stored excerpt of vLLM's DeepSeek-V4.1-Flash prefill-TTFT page (its data table,
+#: verbatim) and the file naming its source (URL, commit, dates).
+PREFILL_TABLE = "data/published/sources/vllm-dsv41-prefill-ttft.js"
+PREFILL_SOURCE = "data/published/sources/vllm-dsv41-prefill-ttft-SOURCE.txt"
+
+
+@dataclass(frozen=True)
+class PrefillCell:
+    """One cell of vLLM's prefill-TTFT table: a parallel configuration (``cfg``, e.g. TP4, on
+    ``gpus`` GPUs), a prompt label (``prompt``, e.g. 128K) and the single-request prefill
+    TTFT in ms with SWA bounded replay off, on with an eager decoder, and on with decoder CUDA
+    graphs."""
+
+    cfg: str
+    gpus: int
+    prompt: str
+    off_ms: float
+    eager_ms: float
+    graph_ms: float
+
+    @property
+    def gain_pct(self) -> float:
+        """Throughput gain on the same new tokens of replay with CUDA graphs over replay off,
+        in %: one request's prefill rate is its tokens over its TTFT, so off / graph - 1."""
+        return (self.off_ms / self.graph_ms - 1.0) * 100.0
+
+
+def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
+    """The cells of the stored prefill-TTFT table (default :data:`PREFILL_TABLE`), read with
+    the JavaScript-literal parser; a bad cell is one ``error:`` line naming the file and the
+    cell's field."""
+    p = paths.resolve(path or PREFILL_TABLE)
+    shown = loader.display_path(p)
+    data = jsliteral.parse_js_export(p.read_text(encoding="utf-8"), "DATA", shown)
+    if not isinstance(data, list) or not data:
+        raise InputError(shown, "DATA", "must be a non-empty list of configurations")
+    out = []
+    for i, panel in enumerate(data):
+        cfg = panel.get("cfg") if isinstance(panel, dict) else None
+        m = re.fullmatch(r"[A-Z]+(\d+)", str(cfg))
+        if not m or int(m.group(1)) <= 0:
+            raise InputError(shown, f"DATA[{i}].cfg", f"{cfg!r} names no GPU count (e.g. TP4)")
+        rows = panel.get("rows")
+        if not isinstance(rows, list) or not rows:
+            raise InputError(shown, f"DATA[{i}].rows", "must be a non-empty list")
+        for j, r in enumerate(rows):
+            where = f"DATA[{i}].rows[{j}]"
+            if not isinstance(r, dict) or not isinstance(r.get("p"), str):
+                raise InputError(shown, f"{where}.p", "must be a prompt label such as 128K")
+            vals = []
+            for k in ("off", "eager", "graph"):
+                v = r.get(k)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                    raise InputError(shown, f"{where}.{k}", f"must be a TTFT in ms > 0, got {v!r}")
+                vals.append(float(v))
+            out.append(PrefillCell(str(cfg), int(m.group(1)), r["p"], *vals))
+    return out
+
+
+def source_fields(path: str | Path) -> dict[str, str]:
+    """The ``key: value`` fields of a stored source's SOURCE.txt (continuation lines joined):
+    ``source`` (URL), ``commit``, ``date``, ``read``..."""
+    p = paths.resolve(path)
+    out: dict[str, str] = {}
+    key = ""
+    for line in p.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^([a-z]+):\s*(.*)$", line)
+        if m:
+            key = m.group(1)
+            out[key] = m.group(2).strip()
+        elif key and line.strip():
+            out[key] += " " + line.strip()
+    return out
+
+
+def prefill_rows(data: str) -> list[dict[str, object]]:
+    """vLLM's prefill-TTFT table for DeepSeek-V4.1-Flash (the stored excerpt of its 2026-10-07
+    post's interactive page, :func:`rackbook.inputs.published.load_prefill_table`) as points of
+    prefill-gain.gain, one per configuration and prompt: the throughput gain on the same new
+    tokens of SWA bounded replay with decoder CUDA graphs over replay off, off / graph - 1, in
+    %. One cold request each (prefix caching off: no cached prefix), GB200, median of 3."""
+    root = Path(data) / "published" / "sources"
+    table = root / Path(PREFILL_TABLE).name
+    src = source_fields(root / Path(PREFILL_SOURCE).name)
+    date = src.get("date", "").split(" ")[0] or None
+    out = []
+    for c in load_prefill_table(table):
+        b = basis_mod.make(
+            {
+                "metric": "relative prefill throughput gain",
+                "tokens": "new input",
+                "per": "-",
+                "gpus": "deployment",
+                "gpu_count": c.gpus,
+                "workload": "fixed lengths",
+                "context": 0,
+                "speculation": "-",
+                "statistic": "median",
+                "serving": "aggregated",
+                "model": "DeepSeek-V4.1-Flash",
+                "hardware": "GB200",
+                "engine": "vLLM",
+            }
+        )
+        out.append(
+            _base(
+                {
+                    "id": f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}",
+                    "claim_id": "prefill-gain.gain",
+                    "role": "measurement",
+                    "value": c.gain_pct,
+                    "unit": "%",
+                    "as_published": f"TTFT {number_text(c.off_ms)} ms replay off, "
+                    f"{number_text(c.graph_ms)} ms replay + decoder CUDA graphs",
+                    "verified": True,
+                    "submitter": "vLLM (Inferact and the vLLM team)",
+                    "system": f"{c.cfg}, {c.prompt} prompt",
+                    "hardware": "GB200",
+                    "gpus": c.gpus,
+                    "model": "DeepSeek-V4.1-Flash",
+                    "engine": "vLLM",
+                    "concurrency": 1,
+                    "url": src.get("source"),
+                    "date": date,
+                    "quote": f'{{ p: "{c.prompt}", off: {c.off_ms:g}, eager: '
+                    f"{c.eager_ms:g}, graph: {c.graph_ms:g} }} ({c.cfg})",
+                    "notes": "single request, prefix caching off, median of 3 runs on GB200; "
+                    "replay on with an eager decoder: "
+                    f"{(c.off_ms / c.eager_ms - 1) * 100:+.1f} %",
+                    "source": Path(PREFILL_TABLE).name,
+                    "basis": b,
+                    "conversion": "gain on the same new tokens = TTFT replay off / TTFT replay "
+                    "+ CUDA graphs - 1 (one request: its rate is its tokens over its TTFT)",
+                }
+            )
+        )
+    return out
+
+
+#: The figures the token-value basis reads (data/published/figures.yaml ids): DeepSeek's
+#: off-peak API list prices for V4.1-Flash and AgentX's token mix as vLLM's AgentX post states
+#: it; and the claims it joins (the throughput valued, the dollar figure it bears on).
+TOKEN_VALUE = {
+    "hit": "deepseek-api.v41flash-cache-hit-offpeak",
+    "miss": "deepseek-api.v41flash-cache-miss-offpeak",
+    "output": "deepseek-api.v41flash-output-offpeak",
+    "input_tokens": "vllm-agentx-post.median-input",
+    "output_tokens": "vllm-agentx-post.median-output",
+    "hit_shares": ("vllm-agentx-post.prefix-cache-hit", "vllm-agentx-post.theoretical-hit"),
+}
+THROUGHPUT_CLAIM, COST_CLAIM = "rack-scaling.throughput", "rack-scaling.cost"
+
+
+def token_value_per_gpu_hour(
+    tok_s_per_gpu: float,
+    output_share: float,
+    hit_share: float,
+    usd_per_m: tuple[float, float, float],
+) -> float:
+    """What the tokens one GPU serves in an hour are worth at API list prices, in US dollars
+    per GPU-hour: ``tok_s_per_gpu`` x 3600 / 1e6 million tokens, of which ``output_share`` are
+    output and the rest input, ``hit_share`` of the input read from the cache; ``usd_per_m``
+    = (cache hit, cache miss, output) US dollars per million tokens."""
+    hit, miss, out = usd_per_m
+    per_m = output_share * out + (1 - output_share) * (hit_share * hit + (1 - hit_share) * miss)
+    return tok_s_per_gpu * 3600 / 1e6 * per_m
+
+
+def token_value_rows(data: str) -> list[dict[str, object]]:
+    """The token-value basis of the dollar figure: the value per GPU-hour of the rack claim's
+    own throughput read per GPU (954,000 tok/s/GPU, counting the cached prefix) at DeepSeek's
+    off-peak V4.1-Flash API list prices and AgentX's stated mix (median 142K input and 444
+    output tokens per turn; a cache hit rate of 95 % and of 96 %, both stated as lower
+    bounds): one point per hit rate. A cross-check of two claims against published prices
+    (InferenceX's revenue option is the same idea), never a measurement of the cost."""
+    reg, figs = registries(data)
+    g = {k: figs.get(v) for k, v in TOKEN_VALUE.items() if isinstance(v, str)}
+    prices = (g["hit"].value, g["miss"].value, g["output"].value)
+    n_in, n_out = g["input_tokens"].value, g["output_tokens"].value
+    out_share = n_out / (n_in + n_out)
+    tok_s = float(reg.get(THROUGHPUT_CLAIM).value or 0.0)
+    b = basis_mod.make(
+        {
+            "metric": "token value per GPU-hour",
+            "tokens": "input incl. cached+output",
+            "per": "GPU",
+            "gpus": "deployment",
+            "gpu_count": None,
+            "workload": "agentic trace",
+            "speculation": "-",
+            "statistic": "value",
+            "serving": "-",
+            "model": "DeepSeek-V4.1-Flash",
+            "hardware": "-",
+            "engine": "-",
+        }
+    )
+    out = []
+    for hid in TOKEN_VALUE["hit_shares"]:
+        h = figs.get(hid)
+        v = token_value_per_gpu_hour(tok_s, out_share, h.value / 100, prices)
+        out.append(
+            _base(
+                {
+                    "id": f"token-value:{THROUGHPUT_CLAIM}/hit{h.value:g}",
+                    "claim_id": COST_CLAIM,
+                    "role": "measurement",
+                    "value": v,
+                    "unit": "$/GPU-hour",
+                    "as_published": f"{number_text(tok_s)} tok/s/GPU at ${prices[0]:g} / "
+                    f"${prices[1]:g} / ${prices[2]:g} per M (hit / miss / output)",
+                    "verified": all(f.verified for f in (*g.values(), h)),
+                    "submitter": "DeepSeek API list prices x AgentX mix (computed here)",
+                    "model": "DeepSeek-V4.1-Flash",
+                    "url": g["miss"].url,
+                    "date": g["miss"].date,
+                    "quote": g["miss"].quote,
+                    "notes": f"output share {n_out:g} / ({n_in:g} + {n_out:g}); cache hits "
+                    f"{h.value:g} % of input ({h.url}); off-peak prices (peak: twice)",
+                    "source": "figures.yaml",
+                    "basis": b,
+                    "price_kind": "list price",
+                    "conversion": "value = tok/s/GPU x 3600 / 1e6 x (output share x output "
+                    "price + input share x (hit share x hit price + miss share x miss price))",
+                }
+            )
+        )
+    return out
 
 
 def load_rows(data: str) -> pd.DataFrame:
@@ -397,6 +634,8 @@ def load_rows(data: str) -> pd.DataFrame:
         rows.append(_from_trace_row(r))
         rows += converted_rows(r)
     rows += mlperf_ratios(raw)
+    rows += prefill_rows(data)
+    rows += token_value_rows(data)
     rows += [_from_figure(f) for f in figs.figures]
     df = pd.DataFrame(rows, columns=POINT_COLUMNS)
     df["result"] = [reg.get(c).result for c in df["claim_id"]]

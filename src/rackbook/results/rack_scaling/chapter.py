@@ -259,7 +259,7 @@ class Analysis:
             "tok/s per GPU",
             "M tok per GPU-hour",
             "USD per M tok, as cost",
-            "USD per M tok, rental",
+            "USD per M tok, ownership cost",
             "revenue (USD per GPU-hour)",
             f"cached share for ${self.claim_usd:g}",
         ]
@@ -614,7 +614,8 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
             name="cost_ratio_to_rental",
             value=verdicts.number(a.cost.ratio_to_rental, 3),
             unit="x",
-            definition="$/GPU-hour figure / the catalog's GB300 rental price",
+            definition="$/GPU-hour figure / the catalog's GB300 ownership cost "
+            "(InferenceX's model)",
             claim_id=None,
             kind="modelled",
             verdict=headline.NOT_COMPARABLE,
