@@ -242,19 +242,25 @@ def test_chapter_as_a_reader_meets_it(laid_out, site, result):
 
 
 def test_landing_page_is_one_screen_of_answers(laid_out, site):
-    """At most LANDING_MAX (2,500) px tall, each claim's decisive finding and certainty (its
-    grade and reasons) shown."""
-    from rackbook.results.conclusions import conclusions
+    """At most LANDING_MAX (2,500) px tall; each claim's verdict word, finding and plain
+    certainty grade shown, every table cell at most 60 words, at least two distinct grades."""
+    from rackbook.inputs.claims import load_claims
+    from rackbook.results.conclusions import summarize
 
     facts = laid_out["book/intro.html"]
     assert pageprobe.defects("intro", facts, max_height=pageprobe.LANDING_MAX) == []
     text = pageprobe.plain(facts["text"])
+    grades = set()
     for r in runner.available_results():
-        for c in conclusions(read_result(site["out"] / f"{r}.json")):
-            assert pageprobe.plain(c.finding) in text, c.claim_id
-            assert pageprobe.plain(f"{c.grade}: {c.certainty.note}") in text or (
-                c.grade in text  # a derived figure names only its own grade where it differs
-            ), c.claim_id
+        readings = read_result(site["out"] / f"{r}.json")["readings"]
+        for c in load_claims().for_result(r):
+            s = summarize(c, readings)
+            assert pageprobe.plain(s.finding) in text, c.id
+            assert f"{s.word} " in text and f"{s.grade}: " in text, c.id
+            grades.add(s.grade)
+    assert len(grades) >= 2
+    long = [c for c in facts.get("answer_cells", []) if len(c.split()) > 60]
+    assert facts.get("answer_cells") and long == []
 
 
 def test_landing_page_lists_every_claim(browser, site, tmp_path):

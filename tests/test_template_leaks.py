@@ -19,7 +19,7 @@ from rackbook.core import traces
 from rackbook.inputs.catalogs import list_models, load_hardware
 from rackbook.inputs.claims import load_claims
 from rackbook.results import REGISTRY, evidence, headline
-from rackbook.results.conclusions import conclusions
+from rackbook.results.conclusions import conclusions, summarize
 
 _OUTCOMES: dict[str, object] = {}
 
@@ -48,9 +48,9 @@ def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
         yield f"conclusion {c.claim_id}", f"{c.text} {c.grade}"
         yield f"finding {c.claim_id}", c.finding
         yield f"certainty {c.claim_id}", f"{c.grade}: {c.certainty.note}"
-    found = {c.claim_id: c for c in conclusions(doc)}
-    for parent, derived in load_claims().rows(result):
-        yield f"landing row {parent.id}", " | ".join(pages.landing_row(parent, derived, found))
+    for claim in load_claims().for_result(result):
+        s = summarize(claim, doc["readings"])
+        yield f"landing row {claim.id}", " | ".join(pages.landing_row(claim, s))
     for name, v in an.values().items():
         if isinstance(v, str):
             yield f"{result} value {name}", v
