@@ -230,13 +230,15 @@ def test_every_page_fits_the_screen_and_its_figures_read(laid_out, laid_out_narr
 
 @pytest.mark.parametrize("result", runner.available_results())
 def test_chapter_as_a_reader_meets_it(laid_out, site, result):
-    """At 1,400 px: each claim's decisive finding and certainty within the first screen below
+    """At 1,400 px: each claim's finding and plain certainty grade within the first screen below
     the title, at most CHAPTER_MAX px tall, no object repr or raw DataFrame, alt text that is
     not a file path, captions at body-text contrast, the right-hand contents usable."""
-    from rackbook.results.conclusions import conclusions
+    from rackbook.inputs.claims import load_claims
+    from rackbook.results.conclusions import summarize
 
     doc = read_result(site["out"] / f"{result}.json")
-    sentences = [s for c in conclusions(doc) for s in (c.finding, f"Certainty: {c.grade}")]
+    found = [summarize(c, doc["readings"]) for c in load_claims().for_result(result)]
+    sentences = [x for s in found for x in (s.finding, f"Certainty: {s.grade}")]
     facts = laid_out[f"notebooks/{result}.html"]
     assert pageprobe.defects(result, facts, sentences) == []
 

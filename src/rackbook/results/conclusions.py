@@ -122,7 +122,7 @@ def _attainable(r: Mapping[str, Any]) -> str:
     if a.get("brief"):
         return f"; {a['brief']}{named}"
     if isinstance(ratio, (int, float)) and math.isfinite(ratio):
-        return f"; {ratio:.2g}x what measured kernels reach{named}"
+        return f"; {_ratio(ratio)} what measured kernels reach{named}"
     reach = a.get("tok_s_per_gpu")
     if isinstance(reach, (int, float)) and math.isfinite(reach):
         return f"; measured kernels reach {_num(reach)} tok/s per GPU{named}"
@@ -748,7 +748,7 @@ def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
     mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
     rs = {str(r.get("reading")): r for r in mine}
     if not rs:
-        return Summary(claim.id, "not run", "run the chapter", "-", "")
+        return Summary(claim.id, "not run", "Not read yet: run the chapter.", "not graded", "")
     word = _word(rs)
     c = certainty(mine, claim)
     level = 4 if word == "impossible as stated" else c.level
