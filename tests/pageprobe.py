@@ -70,9 +70,6 @@ function probe(d) {
     background: d.defaultView.getComputedStyle(d.body).backgroundColor,
     dataframes: d.querySelectorAll("table.dataframe").length,
     answer_cells: [...d.querySelectorAll(".rb-answers table td")].map((c) => c.innerText),
-    // the text MathJax drew as math (a "$3.96 ... $2.65" paired as math shows up here)
-    math: [...d.querySelectorAll("mjx-container:not([display]), .math:not(.notranslate)")]
-      .map((m) => (m.getAttribute("aria-label") || m.textContent || "").slice(0, 60)),
     sections: [...d.querySelectorAll("article h2, article h3")].map(
       (h) => [h.textContent.trim().slice(0, 40), Math.round(abs(h))]),
     blocks: [...d.querySelectorAll("article table, article figure, article pre, article details")]

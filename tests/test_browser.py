@@ -243,6 +243,22 @@ def test_chapter_as_a_reader_meets_it(laid_out, site, result):
     assert pageprobe.defects(result, facts, sentences) == []
 
 
+#: Inline math that holds prose: dollar signs MathJax paired ("$3.96/GPU-hour ... $2.65").
+_PROSE_MATH = re.compile(r"\\\((?:(?!\\\)).)*?\b[a-z]{4,} [a-z]{3,}\b(?:(?!\\\)).)*?\\\)")
+
+
+def test_dollars_read_as_dollars_not_math(laid_out, site):
+    """A price such as "$3.96/GPU-hour ... $2.65" reads as text: no page's inline math holds
+    words (MathJax pairs unescaped dollars), and rack-scaling shows its dollar figures."""
+    found = []
+    for page in _all_pages(site["root"]):
+        source = (site["root"] / page).read_text(encoding="utf-8")
+        found += [f"{page}: {m.group(0)[:60]}" for m in _PROSE_MATH.finditer(source)]
+    assert found == []
+    text = pageprobe.plain(laid_out["notebooks/rack-scaling.html"]["text"])
+    assert "$3.96" in text and "$38.96" in text
+
+
 def test_landing_page_is_one_screen_of_answers(laid_out, site):
     """At most LANDING_MAX (2,500) px tall; each claim's verdict word, finding and plain
     certainty grade shown, every table cell at most 60 words, at least two distinct grades."""

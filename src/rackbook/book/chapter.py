@@ -243,7 +243,7 @@ def evidence_markdown(result: str) -> str:
                 + ("" if h["as_published"] == name else f" ({_md_cell(h['as_published'])})")
                 + ": published reading "
                 f"**{h['verdict']}**"
-                + (f" [{h['margin']}]" if h["margin"] not in ("-", "") else "")
+                + (f" [{_md_cell(h['margin'])}]" if h["margin"] not in ("-", "") else "")
             )
             out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
         items = []
