@@ -193,3 +193,18 @@ def test_a_contradictory_physics_pair_cannot_be_made(verdict, margin):
 def test_a_consistent_physics_pair_is_made(verdict, margin):
     r = headline.ClaimReading("rack-scaling.throughput", "physics", verdict, margin, "why")
     assert r.margin == margin
+
+
+def test_one_verdict_rule_everywhere():
+    """The book states one verdict rule: a bound has no margin. No prose page, notebook or
+    figure module speaks of a modelling margin or a band around a ceiling."""
+    import re
+
+    stale = re.compile(r"modelling margin|within \d+ ?% of the ceiling|grey band", re.I)
+    files = [*paths.ROOT.glob("book/*.md"), *paths.ROOT.glob("notebooks/*.ipynb")]
+    files += list((paths.ROOT / "src/rackbook/book").rglob("*.py"))
+    found = [f"{f.name}: {m.group(0)}" for f in files for m in stale.finditer(f.read_text())]
+    assert found == []
+    assert "a bound has no margin" in (paths.ROOT / "book/glossary.md").read_text().replace(
+        "\n  ", " "
+    ).replace("A bound", "a bound")
