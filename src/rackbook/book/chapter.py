@@ -14,6 +14,12 @@ import numpy as np
 from rackbook.physics.units import plural
 
 
+def _plain_text(text: str) -> str:
+    from rackbook.results.conclusions import for_reader
+
+    return for_reader(text)
+
+
 def _plain(value: Any) -> Any:
     """numpy scalars as Python numbers, so that glue's format specs (``:,.0f``) apply."""
     return value.item() if isinstance(value, np.generic) else value
@@ -62,7 +68,9 @@ def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
 
 def folded(title: str, markdown: str) -> str:
     """``markdown`` in a dropdown titled ``title``: detail one click away."""
-    return f"::::{{dropdown}} {title}\n{markdown.strip()}\n::::\n"
+    from rackbook.results.conclusions import for_reader
+
+    return f"::::{{dropdown}} {title}\n{for_reader(markdown.strip())}\n::::\n"
 
 
 def _admonition(kind: str, title: str, body: str, cls: str | None = None) -> str:
@@ -85,7 +93,7 @@ def conclusion_markdown(outcome: Any) -> str:
     page's words), then in small type the claim it answers and the plain certainty grade;
     each reading in words and the certainty's full reasons one click away."""
     from rackbook.inputs.claims import load_claims
-    from rackbook.results.conclusions import PLAIN_GRADES, conclusions, summarize
+    from rackbook.results.conclusions import PLAIN_GRADES, conclusions, for_reader, summarize
 
     doc = _doc(outcome)
     found = conclusions(doc)
@@ -102,9 +110,9 @@ def conclusion_markdown(outcome: Any) -> str:
     body = "\n\n".join(items) or "No claim of this result has been read yet."
     if found:
         words = "\n\n".join(
-            f"**{_md_cell(c.figure)}**: {_md_cell(c.text)} "
+            f"**{_md_cell(c.figure)}**: {_md_cell(for_reader(c.text))} "
             f"*Certainty ({PLAIN_GRADES[c.certainty.level - 1]}): "
-            f"{_md_cell(c.certainty.note)}.*"
+            f"{_md_cell(for_reader(c.certainty.note))}.*"
             for c in found
         )
         body += f"\n\n:::{{dropdown}} Each reading in words, and why this certainty\n{words}\n:::"
@@ -134,7 +142,7 @@ def readings_table(outcome: Any) -> str:
     cell a verdict and the margin that decided it, its reason one click away (``<details>``);
     the questions the three readings answer above it."""
     from rackbook.inputs.claims import load_claims
-    from rackbook.results.conclusions import plain_number
+    from rackbook.results.conclusions import for_reader
     from rackbook.results.headline import READING_TITLES, READINGS
 
     doc = _doc(outcome)
@@ -159,7 +167,7 @@ def readings_table(outcome: Any) -> str:
                 att = r.get("attainable") or {}
                 ratio = att.get("ratio")
                 short = att.get("brief") or (
-                    f"{plain_number(f'{ratio:.4g}x')} what measured kernels reach"
+                    f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
                     if isinstance(ratio, (int, float))
                     else ""
                 )
@@ -181,7 +189,7 @@ def readings_table(outcome: Any) -> str:
         "evidence**: where among independent measurements? **This run**: what does this "
         "chapter's trace say? Open *why* for a reading's reason."
     )
-    return intro + "\n\n" + "".join(rows) + "\n"
+    return intro + "\n\n" + for_reader("".join(rows)) + "\n"
 
 
 def readings_box(outcome: Any) -> str:
@@ -199,6 +207,9 @@ def flips_box(outcome: Any) -> str:
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
     note = f"Physics thresholds here follow the book's one verdict rule: {verdict_rule().text}."
     n = len(outcome.flips)
+    from rackbook.results.conclusions import for_reader
+
+    body = for_reader(body)
     return f":::{{dropdown}} What would flip it ({plural(n, 'threshold')})\n{note}\n\n{body}\n:::\n"
 
 
@@ -288,7 +299,9 @@ def evidence_markdown(result: str) -> str:
                 "::::",
             ]
         out.append("")
-    return "\n".join(out) + "\n"
+    from rackbook.results.conclusions import for_reader
+
+    return for_reader("\n".join(out)) + "\n"
 
 
 def _short(text: object, width: int) -> str:
@@ -368,8 +381,10 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
 def headlines_box(outcome: Any) -> str:
     """The chapter's headline values (what it writes into its headline JSON), folded: a
     dropdown titled with their count."""
+    from rackbook.results.conclusions import for_reader
+
     n = len(outcome.headlines)
-    return (
+    return for_reader(
         f":::{{dropdown}} The {n} headline values this chapter writes "
         f"(`{outcome.result}.json`)\n\n{outcome.markdown()}\n:::\n"
     )
@@ -395,8 +410,8 @@ def validity_warning(trace: Any) -> str:
     return _admonition(
         "warning",
         "",
-        f"Measurement validity: {s.text()} A flagged request is one whose timestamps measure "
-        "the client rather than the engine (tokens delivered in one burst, gaps below the "
-        "clock's resolution or far below the engine's step) or whose token counts disagree "
-        "with the server's; see the methodology's section on measurement validity.",
+        f"Measurement validity: {_plain_text(s.text())} A flagged request is one whose "
+        "timestamps measure the client rather than the engine (tokens delivered in one burst, "
+        "gaps below the clock's resolution or far below the engine's step) or whose token "
+        "counts disagree with the server's; see the methodology's section on measurement validity.",
     )

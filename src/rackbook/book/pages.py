@@ -649,18 +649,33 @@ def bibliography(registry: Registry | None = None) -> str:
     return "\n".join(out)
 
 
+def yaml_literal(default: str) -> str:
+    """A notebook parameter's default (Python source, as papermill reports it) as a reader
+    writes it in a YAML params file: ``None`` as ``null``, ``True`` as ``true``, strings and
+    lists as JSON (valid YAML); anything not a literal as given."""
+    import ast
+    import json
+
+    try:
+        return json.dumps(ast.literal_eval(default))
+    except (ValueError, SyntaxError, TypeError):
+        return default
+
+
 def parameters_page() -> str:
     """The notebooks' parameter vocabulary, read from the notebooks themselves
     (``papermill.inspect_notebook``): one row per name, its meaning (the cell's comment, first
-    chapter that declares it) and the chapters that declare it with their defaults."""
+    chapter that declares it) and the chapters that declare it with their defaults, written as
+    YAML (``null``, not ``None``: a reader copies them into a params file)."""
     import papermill
 
     declared: dict[str, dict[str, str]] = {}
     helps: dict[str, str] = {}
     for r in paths.RESULTS:
         for name, info in papermill.inspect_notebook(str(paths.NOTEBOOKS / f"{r}.ipynb")).items():
-            declared.setdefault(name, {})[r] = str(info.get("default"))
-            helps.setdefault(name, str(info.get("help") or ""))
+            declared.setdefault(name, {})[r] = yaml_literal(str(info.get("default")))
+            help_text = re.sub(r"\bNone\b", "null", str(info.get("help") or ""))
+            helps.setdefault(name, help_text)
     rows = ["| parameter | meaning | declared by (default) |", "|---|---|---|"]
     for name in sorted(declared, key=lambda n: (-len(declared[n]), n)):
         by = "; ".join(f"{r} (`{_cell(d)}`)" for r, d in declared[name].items())

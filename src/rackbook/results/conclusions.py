@@ -606,16 +606,43 @@ def within_words(text: str, limit: int = FINDING_WORDS) -> str:
 
 
 def plain_number(text: str) -> str:
-    """Percentages one way, as the book prints them (``64 %``, ``90.8 %``; ``64.0%`` and
-    ``9%`` become ``64 %`` and ``9 %``), and ratios with 3 significant figures (``0.0929x``
-    becomes ``0.093x``)."""
+    """Numbers as the book prints them: percentages one way (``64.0%`` and ``9%`` become
+    ``64 %`` and ``9 %``), ratios with three figures (``0.0929x`` becomes ``0.093x``), no
+    scientific notation (``2.17367e+06`` becomes ``2,173,670``)."""
     text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{_trim0(m.group(1))} %", text)
 
     def ratio(m: re.Match[str]) -> str:
         v = float(m.group(1).replace(",", ""))
         return _ratio(v)
 
-    return re.sub(r"(?<![\w.,])(\d[\d,]*\.\d+)x\b", ratio, text)
+    text = re.sub(r"(?<![\w.,])(\d[\d,]*\.\d+)x\b", ratio, text)
+    return re.sub(r"\b(\d(?:\.\d+)?)e([+-]\d\d)\b", _unscientific, text)
+
+
+def for_reader(text: str) -> str:
+    """``text`` as a reader meets it: :func:`plain_number` and :func:`reader_names`."""
+    return reader_names(plain_number(text))
+
+
+def reader_names(text: str) -> str:
+    """``text`` with every bare catalog id of a GPU or model ("on 4 gb300", "deepseek-v4.1-flash
+    on 1 x gb300") written as a reader names it ("on 4 GB300", "DeepSeek-V4.1-Flash"); an id
+    inside a longer name, a path or a URL ("gb300-nvl72", "/gb300") stays."""
+    from rackbook.inputs import catalogs
+
+    names = {g: catalogs.as_gpu(g).label for g in catalogs.load_hardware().gpus}
+    names |= {m: catalogs.load_model(m).name for m in catalogs.list_models()}
+    for i in sorted(names, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w/.`-]){re.escape(i)}(?![\w`-])", names[i], text)
+    return text
+
+
+def _unscientific(m: re.Match[str]) -> str:
+    """``2.17367e+06`` as ``2,173,670``; ``4.1e-05`` as ``0.000041``."""
+    v = float(m.group(0))
+    if abs(v) >= 1:
+        return f"{v:,.0f}"
+    return f"{v:.12f}".rstrip("0")
 
 
 def _trim0(num: str) -> str:
@@ -725,7 +752,7 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
         if none and "published" not in text:
             text = text.rstrip(".") + f". {_cap(none)}."
     text = re.sub(r" \((?:attention|experts) [^()]*\)", "", text)  # the landing's note
-    return within_words(plain_number(text))
+    return within_words(for_reader(text))
 
 
 def _why(c: Certainty, word: str) -> str:
