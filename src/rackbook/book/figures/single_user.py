@@ -20,7 +20,7 @@ def _where(a: Analysis) -> str:
 def gaps(a: Analysis) -> Figure:
     """Histogram (log-spaced bins, log x) and CDF of the gaps between streamed chunks (ms),
     with the gap percentiles."""
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 4.6), sharex=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.2), sharex=True, layout="constrained")
     g = a.gaps_ms[a.gaps_ms > 0]
     if g.size:
         lo, hi = g.min(), g.max()
