@@ -696,6 +696,8 @@ def generate(folder: Path, executed: Path, reference: Path | None = None) -> lis
     """Write every generated page into ``folder``; returns the files written. ``reference``:
     where the results executed on the shipped recordings are (default the build's
     ``executed`` folder), shown beside a reader's own results."""
+    from rackbook.book import releases
+
     folder.mkdir(parents=True, exist_ok=True)
     translation_trace = paths.TRACES / "decode-parity"
     written = [
@@ -721,6 +723,8 @@ def generate(folder: Path, executed: Path, reference: Path | None = None) -> lis
                 reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
             ),
         ),
+        atomic_write_text(folder / "changes.md", releases.changes_page(executed)),
+        atomic_write_text(folder / "cite.md", releases.cite_markdown()),
         atomic_write_text(
             folder / "trace-format.md",
             "# The trace format\n\nGenerated from `rackbook.core.schema`.\n\n"
