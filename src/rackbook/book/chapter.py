@@ -67,10 +67,13 @@ def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
 
 
 def folded(title: str, markdown: str) -> str:
-    """``markdown`` in a dropdown titled ``title``: detail one click away."""
+    """``markdown`` in a dropdown titled ``title``: detail one click away (its fence one colon
+    longer than any inside it)."""
     from rackbook.results.conclusions import for_reader
 
-    return f"::::{{dropdown}} {title}\n{for_reader(markdown.strip())}\n::::\n"
+    inner = max((len(m) for m in re.findall(r"^(:{3,})", markdown, re.M)), default=3)
+    fence = ":" * max(4, inner + 1)  # one colon more than any fence inside
+    return f"{fence}{{dropdown}} {title}\n{for_reader(markdown.strip())}\n{fence}\n"
 
 
 def _admonition(kind: str, title: str, body: str, cls: str | None = None) -> str:
@@ -299,9 +302,12 @@ def evidence_markdown(result: str) -> str:
                 "::::",
             ]
         out.append("")
-    from rackbook.results.conclusions import for_reader
-
-    return for_reader("\n".join(out)) + "\n"
+    n = int((table["kind"] == "published").sum())
+    return folded(
+        f"The published points set beside each claim ({plural(n, 'point')}), with how each "
+        "differs from the claim",
+        "\n".join(out),
+    )
 
 
 def _short(text: object, width: int) -> str:
