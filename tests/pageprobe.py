@@ -85,7 +85,9 @@ function probe(d) {
       const s = d.defaultView.getComputedStyle(a);
       return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
     })(),
-    figures: [...d.querySelectorAll("article figure img, article .cell_output img")].map(
+    // figures a reader sees without a click (one in a closed dropdown is laid out on opening)
+    figures: [...d.querySelectorAll("article figure img, article .cell_output img")].filter(
+      (i) => !i.closest("details:not([open])")).map(
       (i) => [i.getAttribute("src"), i.getBoundingClientRect().width, i.naturalWidth]),
     overflowing: wide(d),
     // where the clutter sits: parameter toggles, "As published" boxes, warnings (page y, px)
