@@ -194,13 +194,11 @@ if __name__ == "__main__":
         print(page, json.dumps(f))
 
 
-#: Limits a reader's page must keep at :data:`WIDTH` px (px). A chapter's figures are shown at
-#: the column's full width (each about 250 px taller than at three fifths). Measured in
-#: Chromium after issue 31's conclusion box (finding and certainty, each reading in words one
-#: click away): every chapter at most 11,862 px except rack-scaling at 14,748 px (748 over
-#: 14,000: its near-evidence rows per basis and attainable readings, issues 28 and 30), hence
-#: 15,000 until that chapter is shortened.
-CHAPTER_MAX = 15_000
+#: Limits a reader's page must keep at :data:`WIDTH` px (px). Measured in Chromium after issue
+#: 37 (published points, rerun cards and stand-in figures one click away): decode-parity 7,124,
+#: prefill-gain 7,429, single-user 7,972, eplb-balance 8,969, context-latency 9,084,
+#: rack-scaling 9,709; hence 10,000 until the last two reach issue 37's 9,000.
+CHAPTER_MAX = 10_000
 #: A phone's width (px): no page may scroll sideways there.
 NARROW = 400
 #: Smallest figure text (CSS px): at :data:`WIDTH` (a laptop) and at :data:`NARROW` (a phone,
