@@ -230,31 +230,55 @@ def test_every_page_fits_the_screen_and_its_figures_read(laid_out, laid_out_narr
 
 @pytest.mark.parametrize("result", runner.available_results())
 def test_chapter_as_a_reader_meets_it(laid_out, site, result):
-    """At 1,400 px: each claim's decisive finding and certainty within the first screen below
+    """At 1,400 px: each claim's finding and plain certainty grade within the first screen below
     the title, at most CHAPTER_MAX px tall, no object repr or raw DataFrame, alt text that is
     not a file path, captions at body-text contrast, the right-hand contents usable."""
-    from rackbook.results.conclusions import conclusions
+    from rackbook.inputs.claims import load_claims
+    from rackbook.results.conclusions import summarize
 
     doc = read_result(site["out"] / f"{result}.json")
-    sentences = [s for c in conclusions(doc) for s in (c.finding, f"Certainty: {c.grade}")]
+    found = [summarize(c, doc["readings"]) for c in load_claims().for_result(result)]
+    sentences = [x for s in found for x in (s.finding, f"Certainty: {s.grade}")]
     facts = laid_out[f"notebooks/{result}.html"]
     assert pageprobe.defects(result, facts, sentences) == []
 
 
+#: Inline math that holds prose: dollar signs MathJax paired ("$3.96/GPU-hour ... $2.65").
+_PROSE_MATH = re.compile(r"\\\((?:(?!\\\)).)*?\b[a-z]{4,} [a-z]{3,}\b(?:(?!\\\)).)*?\\\)")
+
+
+def test_dollars_read_as_dollars_not_math(laid_out, site):
+    """A price such as "$3.96/GPU-hour ... $2.65" reads as text: no page's inline math holds
+    words (MathJax pairs unescaped dollars), and rack-scaling shows its dollar figures."""
+    found = []
+    for page in _all_pages(site["root"]):
+        source = (site["root"] / page).read_text(encoding="utf-8")
+        found += [f"{page}: {m.group(0)[:60]}" for m in _PROSE_MATH.finditer(source)]
+    assert found == []
+    text = pageprobe.plain(laid_out["notebooks/rack-scaling.html"]["text"])
+    assert "$3.96" in text and "$38.96" in text
+
+
 def test_landing_page_is_one_screen_of_answers(laid_out, site):
-    """At most LANDING_MAX (2,500) px tall, each claim's decisive finding and certainty (its
-    grade and reasons) shown."""
-    from rackbook.results.conclusions import conclusions
+    """At most LANDING_MAX (2,500) px tall; each claim's verdict word, finding and plain
+    certainty grade shown, every table cell at most 60 words, at least two distinct grades."""
+    from rackbook.inputs.claims import load_claims
+    from rackbook.results.conclusions import summarize
 
     facts = laid_out["book/intro.html"]
     assert pageprobe.defects("intro", facts, max_height=pageprobe.LANDING_MAX) == []
     text = pageprobe.plain(facts["text"])
+    grades = set()
     for r in runner.available_results():
-        for c in conclusions(read_result(site["out"] / f"{r}.json")):
-            assert pageprobe.plain(c.finding) in text, c.claim_id
-            assert pageprobe.plain(f"{c.grade}: {c.certainty.note}") in text or (
-                c.grade in text  # a derived figure names only its own grade where it differs
-            ), c.claim_id
+        readings = read_result(site["out"] / f"{r}.json")["readings"]
+        for c in load_claims().for_result(r):
+            s = summarize(c, readings)
+            assert pageprobe.plain(s.finding) in text, c.id
+            assert f"{s.word} " in text and f"{s.grade}: " in text, c.id
+            grades.add(s.grade)
+    assert len(grades) >= 2
+    long = [c for c in facts.get("answer_cells", []) if len(c.split()) > 60]
+    assert facts.get("answer_cells") and long == []
 
 
 def test_landing_page_lists_every_claim(browser, site, tmp_path):

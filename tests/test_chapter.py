@@ -64,13 +64,13 @@ def test_table_markdown_formats_escapes_and_keeps_only_the_columns_named():
 
 def test_readings_table_one_row_per_claim_one_cell_per_reading():
     html = chapter.readings_table(_outcome())
-    assert html.count("<tr><td><code>decode-parity.gap</code></td>") == 1
+    assert html.count("<tr><td><strong>&lt; 6 %</strong></td>") == 1  # the figure, not an id
     assert html.count("<td data-label=") == 3
     assert [html.index(t) for t in ("Physics", "Published evidence", "This run")] == sorted(
         html.index(t) for t in ("Physics", "Published evidence", "This run")
     )
     assert "<strong>possible</strong>" in html and "0.5x the ceiling" in html
-    assert "0.12x what measured kernels reach" in html  # the attainable ratio, 2 digits
+    assert "0.123x what measured kernels reach" in html  # the attainable ratio, 3 figures
     assert "why</summary>a &lt; b &amp; c<br>Attainable: kernels reach &lt;2x&gt;" in html
     assert "as output tokens per GPU: <strong>within</strong>" in html  # a short basis named
     # the same table from the headline JSON as read (a mapping), and the old name
@@ -130,17 +130,17 @@ def test_validity_warning_only_when_requests_were_left_out():
     assert chapter.validity_warning(SimpleNamespace(screening=clean)) == ""
 
 
-def test_conclusion_markdown_one_item_per_claim():
+def test_conclusion_markdown_states_the_finding_first_the_claim_after():
     md = chapter.conclusion_markdown(_outcome())
     assert md.startswith("::::{admonition} What this chapter concludes\n:class: rb-conclusion\n")
-    assert md.count("*Certainty: ") == 1
-    assert "\nPhysically possible (0.5x the ceiling); 0.12x what measured kernels reach. As " in md
-    assert "output tokens per GPU, within the published like-for-like points." in md
-    words = md.split(":::{dropdown} Each reading in words\n")[1]  # each reading, one click away
+    first = md.splitlines()[2]  # the finding, in bold, with its verdict word
+    assert first.startswith("**< 6 % — consistent. Physically possible (0.5x the ceiling); ")
+    assert "0.123x what measured kernels reach" in first and first.endswith("**<br>")
+    assert "The claim: vLLM's decode throughput" in md and md.count("Certainty: moderate") == 1
+    words = md.split(":::{dropdown} Each reading in words, and why this certainty\n")[1]
     assert "is physically possible: a < b & c;" in words
     empty = chapter.conclusion_markdown({"result": "decode-parity", "readings": []})
-    assert empty.count("*Certainty: ") == 1  # every claim of the result, still
-    assert "has not been read yet: run the chapter" in empty
+    assert "**< 6 % — not run. Not read yet: run the chapter.**" in empty
 
 
 def test_folded_puts_markdown_in_a_dropdown():
@@ -149,7 +149,7 @@ def test_folded_puts_markdown_in_a_dropdown():
 
 def test_evidence_markdown_tables_each_claims_points():
     md = chapter.evidence_markdown("rack-scaling")
-    claims = [line for line in md.splitlines() if line.startswith("**`rack-scaling.")]
+    claims = [line for line in md.splitlines() if line.startswith(("**954,000", "**7.9x", "**\\$"))]
     assert len(claims) >= 2 and all("published reading **" in c for c in claims)
     header = "| source | system | as published | value | basis | used | differs from the claim in |"
     assert md.count(header) >= 1

@@ -163,3 +163,74 @@ def test_every_claim_of_a_result_concludes():
 def test_a_claim_without_readings_says_so():
     c = cc.conclusions({"result": "single-user", "readings": []})[0]
     assert c.text == "826 tok/s has not been read yet: run the chapter."
+
+
+def _split(claim_id=CLAIM):
+    """The throughput's readings as the rack chapter makes them: per GPU ruled out, the rack's
+    total possible, a per-GPU count with cache hits fitting above a cached share."""
+    return [
+        {
+            "claim_id": claim_id,
+            "reading": "physics",
+            "verdict": "undetermined",
+            "margin": "per GPU as stated: fits only if >= 64.0% of the input is cached",
+            "reason": "as computed tokens per GPU it needs 3.94x the decode ceiling and 1.97x the "
+            "prefill ceiling; counting cache hits, it fits only once at least 64.0% of the input "
+            "tokens are prefix-cache hits at ISL 100,000 / OSL 1,000 (a workload assumed here); "
+            "as the rack's total (13,250 per GPU) it is possible",
+        },
+        {
+            "claim_id": claim_id,
+            "reading": "published",
+            "verdict": "none published",
+            "margin": "-",
+            "reason": "none",
+            "by_basis": [
+                {
+                    "name": "per GPU, output tokens",
+                    "verdict": "none published",
+                    "ruled_out": "954,000 computed decode tok/s per GPU is 3.94x the compute "
+                    "ceiling of 241,834 on GB300",
+                },
+                {"name": "a rack total over 72 GPUs", "verdict": "none published"},
+            ],  # fmt: skip
+        },
+    ]
+
+
+def test_summary_states_the_decisive_split_first_with_its_workload(claim):
+    s = cc.summarize(claim, _split())
+    assert s.word == "depends on what is counted"
+    assert s.finding.startswith(
+        "Impossible as computed tokens per GPU (3.94x a GB300's decode ceiling) but possible "
+        "as the rack's total (13,250 per GPU)"
+    )
+    assert ">= 64 % of the input is cached (100k-in/1k-out workload assumed)" in s.finding
+    assert cc.words(s.finding) <= cc.FINDING_WORDS and s.grade == "very low"
+
+
+@pytest.mark.parametrize(
+    ("physics", "published", "run", "word", "grade"),
+    [
+        ("impossible", "none published", "untested", "impossible as stated", "high"),
+        ("possible", "none published", "untested", "plausible", "very low"),
+        ("undetermined", "none published", "untested", "unsettled", "very low"),
+        ("possible", "within", "untested", "consistent", "moderate"),
+        ("possible", "above", "untested", "above published", "moderate"),
+        ("possible", "none published", "consistent", "consistent", "high"),
+        ("possible", "none published", "inconsistent", "inconsistent", "high"),
+    ],
+)
+def test_summary_word_and_grade_follow_the_readings(claim, physics, published, run, word, grade):
+    s = cc.summarize(claim, _readings(physics, published, run))
+    assert (s.word, s.grade) == (word, grade)
+    assert s.word in cc.VERDICT_WORDS and s.grade in cc.PLAIN_GRADES
+
+
+def test_within_words_cuts_at_a_clause_and_plain_number_rounds():
+    text = "one two three; four five six seven; eight nine ten eleven twelve"
+    assert cc.within_words(text, 8) == "one two three; four five six seven."
+    assert cc.within_words("a b c d e f", 3) == "a b c\u2026"
+    assert cc.plain_number("64.0% and 9% and 90.8 %; 0.0929x to 32.1x") == (
+        "64 % and 9 % and 90.8 %; 0.093x to 32.1x"
+    )

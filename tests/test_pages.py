@@ -36,10 +36,10 @@ def test_trace_format_page_is_the_schema():
             assert f"| `{c.name}` | {c.dtype} |" in text
 
 
-def test_at_a_glance_gives_each_claim_its_finding_and_certainty(tmp_path):
-    """One row per claim as the write-up makes it: the claim, the decisive finding generated
-    from its readings and the certainty with its reasons; the shipped-recordings column its
-    "this run" reading (not run when absent); flip a reading and the row changes."""
+def test_at_a_glance_gives_each_claim_a_verdict_finding_and_plain_grade(tmp_path):
+    """One row per claim: the claim, a verdict word, the finding generated from its readings
+    (at most 40 words) and a plain certainty grade; the shipped-recordings column its "this
+    run" reading (not run when absent); flip a reading and the row changes."""
 
     def row(words, result="single-user", tag="(chapter 6)"):
         doc = {
@@ -64,26 +64,26 @@ def test_at_a_glance_gives_each_claim_its_finding_and_certainty(tmp_path):
 
     text, _, cells = row({"physics": "possible", "published": "above", "this run": "untested"})
     assert cells[0].startswith("**826 tok/s**: A specialised decode path")
-    assert cells[1] == (
+    assert cells[1] == "**above published**"
+    assert cells[2] == (
         "Physically possible: physics reason. Above every published like-for-like point."
     )
-    assert cells[2] == "**like-for-like published**: rests on like-for-like published figures"
-    assert cells[3] == "not run" and len(cells) == 4  # the shipped recordings' column
+    assert cells[3] == "**moderate**: like-for-like published figures"
+    assert cells[4] == "not run"  # the reference column
+    assert "*above published*: above every published" in text  # the verdict key
     _, _, flipped = row({"physics": "impossible", "published": "none published", "this run": "x"})
-    assert flipped[1] == "Physically impossible: physics reason." and flipped[2].startswith(
-        "**physics bounds only**"
-    )
+    assert flipped[1] == "**impossible as stated**"
+    assert flipped[2] == "Physically impossible: physics reason. Nothing comparable is published."
+    assert flipped[3] == "**high**: a physics bound decides"
     dp = [r for r in text.splitlines() if "(chapter 1)" in r]
-    assert len(dp) == 1 and "| not run | - |" in dp[0]
-    # derived figures share their parent's row: 0.35, 0.94 and 97 % in one
+    assert len(dp) == 1 and "| not run | - | - | not run |" in dp[0]
+    # every claim its own row: 0.35, 0.94 and 97 % in three
     _, lines, cells = row(
         {"physics": "possible", "published": "none published", "this run": "untested"},
         "eplb-balance",
         "(chapter 4)",
     )
-    assert len(lines) == 1 and cells[0].startswith("**0.35**: ")
-    assert "**0.94**: " in cells[0] and "**97 %**: " in cells[0]
-    assert cells[1].count("Physically possible") == 3 and "**97 %**: Physically" in cells[1]
+    assert len(lines) == 3 and cells[0].startswith("**0.35**: ") and cells[1] == "**plausible**"
 
 
 def test_at_a_glance_shows_the_readers_this_run_beside_the_shipped_one(tmp_path):
@@ -111,7 +111,7 @@ def test_at_a_glance_shows_the_readers_this_run_beside_the_shipped_one(tmp_path)
         head = text.splitlines()[0]
         assert head.endswith("| this run, your traces | this run, shipped recordings |")
         row = next(r for r in text.splitlines() if "(chapter 6)" in r)
-        return [c.strip() for c in row.strip("|").split("|")][3:], text
+        return [c.strip() for c in row.strip("|").split("|")][4:], text
 
     got, text = cells(["single-user"])
     assert got == ["inconsistent", "untested"]

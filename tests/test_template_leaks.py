@@ -19,7 +19,7 @@ from rackbook.core import traces
 from rackbook.inputs.catalogs import list_models, load_hardware
 from rackbook.inputs.claims import load_claims
 from rackbook.results import REGISTRY, evidence, headline
-from rackbook.results.conclusions import conclusions
+from rackbook.results.conclusions import conclusions, summarize
 
 _OUTCOMES: dict[str, object] = {}
 
@@ -48,9 +48,9 @@ def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
         yield f"conclusion {c.claim_id}", f"{c.text} {c.grade}"
         yield f"finding {c.claim_id}", c.finding
         yield f"certainty {c.claim_id}", f"{c.grade}: {c.certainty.note}"
-    found = {c.claim_id: c for c in conclusions(doc)}
-    for parent, derived in load_claims().rows(result):
-        yield f"landing row {parent.id}", " | ".join(pages.landing_row(parent, derived, found))
+    for claim in load_claims().for_result(result):
+        s = summarize(claim, doc["readings"])
+        yield f"landing row {claim.id}", " | ".join(pages.landing_row(claim, s))
     for name, v in an.values().items():
         if isinstance(v, str):
             yield f"{result} value {name}", v
@@ -60,6 +60,46 @@ def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
     yield f"{result} rerun card", rerun.card(result)
     warning = chapter.standin_warning(an.trace.kind, an.hardware, False)
     yield f"{result} warnings", warning + chapter.validity_warning(an.trace)
+
+
+def _presented_texts(result: str) -> Iterator[tuple[str, str]]:
+    """What a reader meets of a chapter, as the presentation layer prints it: landing rows,
+    conclusion box, verdict table, flips, published evidence, headline values, rerun card."""
+    an, out = _outcome(result)
+    doc = {"result": out.result, "readings": [asdict(r) for r in out.readings]}
+    for claim in load_claims().for_result(result):
+        s = summarize(claim, doc["readings"])
+        yield f"landing row {claim.id}", " | ".join(pages.landing_row(claim, s))
+    yield f"{result} conclusion box", chapter.conclusion_markdown(out)
+    yield f"{result} verdict table", chapter.readings_table(out)
+    yield f"{result} flips", chapter.flips_box(out)
+    yield f"{result} evidence", chapter.evidence_markdown(result)
+    yield f"{result} headlines", chapter.headlines_box(out)
+    yield f"{result} rerun card", rerun.card(result)
+    yield f"{result} validity", chapter.validity_warning(an.trace)
+
+
+@pytest.mark.parametrize("result", paths.RESULTS)
+def test_what_a_reader_meets_keeps_the_number_style_and_reader_names(result):
+    """Ratios with three figures, no scientific notation, no cents on thousands of dollars,
+    "64 %" (never "64.0%"), µs, no raw catalog id as a bare word, claims named by figure."""
+    found = []
+    for where, text in _presented_texts(result):
+        found += [f"{where}: {x}" for x in leaks(text, style=True)]
+        found += [f"{where}: bare id: {x}" for x in bare_ids(_prose(text))]
+        found += [f"{where}: claim id: {c.id}" for c in load_claims().claims if c.id in text]
+        if where.startswith("landing row"):  # a summary-of-findings cell a reader can quote
+            found += [f"{where}: {len(c.split())} words" for c in text.split(" | ")
+                      if len(c.split()) > 60]  # fmt: skip
+    assert found == []
+
+
+def _prose(text: str) -> str:
+    """``text`` without code spans, links' targets and URLs (where ids belong)."""
+    import re
+
+    text = re.sub(r"`[^`]*`", " ", text)
+    return re.sub(r"\]\([^)]*\)|<?https?://\S+", " ", text)
 
 
 @pytest.mark.parametrize("result", paths.RESULTS)
@@ -133,6 +173,7 @@ def test_no_generated_page_leaks():
         "rerun deployment": rerun.deployment(),
         "rerun cost": pages.rerun_cost_page(),
         "validation": validation_page.page(validation_page.report()),
+        "parameters (YAML defaults)": pages.parameters_page(),
     }
     found = [f"{page}: {leak}" for page, text in generated.items() for leak in leaks(text)]
     assert found == []
@@ -150,10 +191,17 @@ def test_no_generated_page_leaks():
         ("vLLM (pull request) · not stated x 16 · Kimi K3", "not stated"),
         ("the speedup is {speedup}", "placeholder"),
         ("a value of nan tok/s", "NaN"),
+        ("per GPU, 2.17367e+06 tok/s", "scientific"),
+        ("the claim 0.0929x to 32.1x them", "significant"),
+        ("revenue $343.44 to $3,434.40", "cents"),
+        ("fits once 64.0% of the input is cached", "percentage"),
+        ("the ceiling is 332,736; with reuse it rises to 332,736 (compute)", "itself"),
+        ("another quantity; to be settled in the notebook.", "notebook"),
+        ("the median gap is about 5,935 us: bursts", "microseconds"),
     ],
 )
 def test_each_leak_is_found(text, kind):
-    found = leaks(text)
+    found = leaks(text, style=True)
     assert found and any(kind.lower() in f.lower() for f in found), found
 
 
@@ -194,3 +242,25 @@ def test_a_contradictory_physics_pair_cannot_be_made(verdict, margin):
 def test_a_consistent_physics_pair_is_made(verdict, margin):
     r = headline.ClaimReading("rack-scaling.throughput", "physics", verdict, margin, "why")
     assert r.margin == margin
+
+
+def test_one_verdict_rule_everywhere():
+    """The book states one verdict rule: a bound has no margin. No prose page, notebook or
+    figure module speaks of a modelling margin or a band around a ceiling; nor writes "us"
+    after a glued number, defers to "the notebook" or says re-recorded traces have no burst
+    rows (chapters 1 and 2 count some)."""
+    import re
+
+    stale = re.compile(
+        r"modelling margin|within \d+ ?% of the ceiling|grey band|`\s?us\b|"
+        r"to be settled in the notebook|have no burst rows",
+        re.I,
+    )
+    files = [*paths.ROOT.glob("book/*.md"), *paths.ROOT.glob("notebooks/*.ipynb")]
+    files.append(paths.ROOT / "data/claims.yaml")
+    files += list((paths.ROOT / "src/rackbook/book").rglob("*.py"))
+    found = [f"{f.name}: {m.group(0)}" for f in files for m in stale.finditer(f.read_text())]
+    assert found == []
+    assert "a bound has no margin" in (paths.ROOT / "book/glossary.md").read_text().replace(
+        "\n  ", " "
+    ).replace("A bound", "a bound")

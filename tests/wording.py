@@ -22,6 +22,19 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("'not stated' in arithmetic", re.compile(r"not stated (?:x|\*|/) ?\d")),
     ("'per unknown'", re.compile(r"\bper unknown\b")),
 )
+#: Number style a reader meets in what the book prints (the presentation layer's output, not a
+#: reading's raw reason): checked by ``leaks(text, style=True)``.
+_STYLE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("scientific notation", re.compile(r"\b\d(?:\.\d+)?e[+-]\d\d\b")),
+    ("a ratio past 3 significant figures", re.compile(r"(?<![\d.,])0\.\d{4,}x\b")),
+    ("cents on thousands of dollars", re.compile(r"\$\d{1,3}(?:,\d{3})+\.\d\d\b")),
+    ("a percentage without its space", re.compile(r"(?<![\w.])\d+(?:\.\d+)?%")),
+    (  # "the ceiling is 332,736; ... it rises to 332,736"
+        "a change from a value to itself",
+        re.compile(r"\b([\d,]{4,})\b[^.]{0,200}?\b(?:rises|falls|grows) to \1\b"),
+    ),
+    ("deferred to the notebook", re.compile(r"to be settled in the notebook")),
+)
 _DOUBLED = re.compile(r"\b([A-Za-z][a-z]+)(?: (?:and|or)| ,|,)? \1\b")
 
 
@@ -30,13 +43,13 @@ def _catalog_ids() -> set[str]:
     return set(hw.gpus) | set(hw.systems) | set(hw.prices) | set(list_models())
 
 
-def leaks(text: str, ids: set[str] | None = None) -> list[str]:
+def leaks(text: str, ids: set[str] | None = None, style: bool = False) -> list[str]:
     """Each template leak in ``text`` as ``kind: excerpt`` (empty when none): a Python None or
     NaN, "unknown (unknown)", a doubled word ("possible and possible"), a raw catalog id in
     parentheses ("(b300)"), an unfilled placeholder ("[a rental price]", "{name}"), "us"
     written for µs, "not stated x 16"."""
     out = []
-    for kind, pat in _PATTERNS:
+    for kind, pat in _PATTERNS + (_STYLE if style else ()):
         out += [f"{kind}: {_around(text, m)}" for m in pat.finditer(text)]
     for m in _DOUBLED.finditer(text):
         if m.group(1).lower() not in _REPEATABLE:

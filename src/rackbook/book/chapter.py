@@ -14,6 +14,12 @@ import numpy as np
 from rackbook.physics.units import plural
 
 
+def _plain_text(text: str) -> str:
+    from rackbook.results.conclusions import for_reader
+
+    return for_reader(text)
+
+
 def _plain(value: Any) -> Any:
     """numpy scalars as Python numbers, so that glue's format specs (``:,.0f``) apply."""
     return value.item() if isinstance(value, np.generic) else value
@@ -61,8 +67,13 @@ def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
 
 
 def folded(title: str, markdown: str) -> str:
-    """``markdown`` in a dropdown titled ``title``: detail one click away."""
-    return f"::::{{dropdown}} {title}\n{markdown.strip()}\n::::\n"
+    """``markdown`` in a dropdown titled ``title``: detail one click away (its fence one colon
+    longer than any inside it)."""
+    from rackbook.results.conclusions import for_reader
+
+    inner = max((len(m) for m in re.findall(r"^(:{3,})", markdown, re.M)), default=3)
+    fence = ":" * max(4, inner + 1)  # one colon more than any fence inside
+    return f"{fence}{{dropdown}} {title}\n{for_reader(markdown.strip())}\n{fence}\n"
 
 
 def _admonition(kind: str, title: str, body: str, cls: str | None = None) -> str:
@@ -80,24 +91,34 @@ def _doc(outcome: Any) -> dict[str, Any]:
 
 
 def conclusion_markdown(outcome: Any) -> str:
-    """What the chapter concludes, for the top of the page: per claim, its statement, its
-    decisive finding (:func:`rackbook.results.conclusions.finding`, the landing page's words)
-    and the graded certainty with its reasons (:mod:`rackbook.results.certainty`), in one
-    admonition; each reading in words (the conclusion's sentences) one click away in it."""
-    from rackbook.results.conclusions import conclusions
+    """What the chapter concludes, for the top of the page: per claim, the finding in bold
+    after its verdict word (:func:`rackbook.results.conclusions.summarize`, the landing
+    page's words), then in small type the claim it answers and the plain certainty grade;
+    each reading in words and the certainty's full reasons one click away."""
+    from rackbook.inputs.claims import load_claims
+    from rackbook.results.conclusions import PLAIN_GRADES, conclusions, for_reader, summarize
 
-    found = conclusions(_doc(outcome))
-    items = [
-        f"**{_md_cell(c.statement)}**<br>\n{_md_cell(c.finding)} "
-        f"*Certainty: {c.grade}"
-        + (f" ({_md_cell(c.certainty.note)})" if c.certainty.note else "")
-        + ".*"
-        for c in found
-    ]
+    doc = _doc(outcome)
+    found = conclusions(doc)
+    claims = {c.id: c for c in load_claims().claims}
+    items = []
+    for c in found:
+        s = summarize(claims[c.claim_id], doc["readings"])
+        why = f", {_md_cell(s.why)}" if s.why else ""
+        items.append(
+            f"**{_md_cell(c.figure)} — {_md_cell(s.word)}. {_md_cell(s.finding)}**<br>\n"
+            f'<span class="rb-claim">The claim: {_md_cell(c.statement)} '
+            f"Certainty: {s.grade}{why}.</span>"
+        )
     body = "\n\n".join(items) or "No claim of this result has been read yet."
     if found:
-        words = "\n\n".join(f"**{_md_cell(c.figure)}**: {_md_cell(c.text)}" for c in found)
-        body += f"\n\n:::{{dropdown}} Each reading in words\n{words}\n:::"
+        words = "\n\n".join(
+            f"**{_md_cell(c.figure)}**: {_md_cell(for_reader(c.text))} "
+            f"*Certainty ({PLAIN_GRADES[c.certainty.level - 1]}): "
+            f"{_md_cell(for_reader(c.certainty.note))}.*"
+            for c in found
+        )
+        body += f"\n\n:::{{dropdown}} Each reading in words, and why this certainty\n{words}\n:::"
     return f"::::{{admonition}} What this chapter concludes\n:class: rb-conclusion\n{body}\n::::\n"
 
 
@@ -123,9 +144,12 @@ def readings_table(outcome: Any) -> str:
     """The chapter's verdict: a compact claim-by-reading table (raw HTML inside Markdown), each
     cell a verdict and the margin that decided it, its reason one click away (``<details>``);
     the questions the three readings answer above it."""
+    from rackbook.inputs.claims import load_claims
+    from rackbook.results.conclusions import for_reader
     from rackbook.results.headline import READING_TITLES, READINGS
 
     doc = _doc(outcome)
+    figures = {c.id: c.value_text for c in load_claims().claims}
     by_claim: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in doc["readings"]:
         by_claim.setdefault(r["claim_id"], {}).setdefault(r["reading"], []).append(r)
@@ -146,7 +170,7 @@ def readings_table(outcome: Any) -> str:
                 att = r.get("attainable") or {}
                 ratio = att.get("ratio")
                 short = att.get("brief") or (
-                    f"{ratio:.2g}x what measured kernels reach"
+                    f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
                     if isinstance(ratio, (int, float))
                     else ""
                 )
@@ -163,14 +187,15 @@ def readings_table(outcome: Any) -> str:
                 )
             label = _html(READING_TITLES[k])  # the column's name, shown on narrow screens
             cells.append(f'<td data-label="{label}">{"".join(parts) or "-"}</td>')
-        rows.append(f"<tr><td><code>{_html(claim)}</code></td>{''.join(cells)}</tr>")
+        name = figures.get(claim, claim)  # the claim as a reader names it: its figure
+        rows.append(f"<tr><td><strong>{_html(name)}</strong></td>{''.join(cells)}</tr>")
     rows.append("</tbody></table>")
     intro = (
         "**Physics**: can any engine reach the figure on this hardware? **Published "
         "evidence**: where among independent measurements? **This run**: what does this "
         "chapter's trace say? Open *why* for a reading's reason."
     )
-    return intro + "\n\n" + "".join(rows) + "\n"
+    return intro + "\n\n" + for_reader("".join(rows)) + "\n"
 
 
 def readings_box(outcome: Any) -> str:
@@ -188,6 +213,9 @@ def flips_box(outcome: Any) -> str:
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
     note = f"Physics thresholds here follow the book's one verdict rule: {verdict_rule().text}."
     n = len(outcome.flips)
+    from rackbook.results.conclusions import for_reader
+
+    body = for_reader(body)
     return f":::{{dropdown}} What would flip it ({plural(n, 'threshold')})\n{note}\n\n{body}\n:::\n"
 
 
@@ -213,8 +241,10 @@ def evidence_markdown(result: str) -> str:
     """The chapter's published-measurements table: for each claim of ``result``, its published
     reading, then every published point set beside it (linked to its source), the value in the
     claim's unit, whether the reading used it, and how it differs from the claim."""
+    from rackbook.inputs.claims import load_claims
     from rackbook.results import evidence
 
+    figures = {c.id: c.value_text for c in load_claims().claims}
     table = evidence.evidence_table(result)
     if table.empty:
         return "No published measurement bears on this result.\n"
@@ -226,9 +256,11 @@ def evidence_markdown(result: str) -> str:
         if len(head):
             h = head.iloc[0]
             out.append(
-                f"**`{claim_id}`** ({_md_cell(h['as_published'])}): published reading "
+                f"**{_md_cell(name := figures.get(str(claim_id), claim_id))}**"
+                + ("" if h["as_published"] == name else f" ({_md_cell(h['as_published'])})")
+                + ": published reading "
                 f"**{h['verdict']}**"
-                + (f" [{h['margin']}]" if h["margin"] not in ("-", "") else "")
+                + (f" [{_md_cell(h['margin'])}]" if h["margin"] not in ("-", "") else "")
             )
             out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
         items = []
@@ -273,7 +305,12 @@ def evidence_markdown(result: str) -> str:
                 "::::",
             ]
         out.append("")
-    return "\n".join(out) + "\n"
+    n = int((table["kind"] == "published").sum())
+    return folded(
+        f"The published points set beside each claim ({plural(n, 'point')}), with how each "
+        "differs from the claim",
+        "\n".join(out),
+    )
 
 
 def _short(text: object, width: int) -> str:
@@ -353,8 +390,10 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
 def headlines_box(outcome: Any) -> str:
     """The chapter's headline values (what it writes into its headline JSON), folded: a
     dropdown titled with their count."""
+    from rackbook.results.conclusions import for_reader
+
     n = len(outcome.headlines)
-    return (
+    return for_reader(
         f":::{{dropdown}} The {n} headline values this chapter writes "
         f"(`{outcome.result}.json`)\n\n{outcome.markdown()}\n:::\n"
     )
@@ -380,8 +419,8 @@ def validity_warning(trace: Any) -> str:
     return _admonition(
         "warning",
         "",
-        f"Measurement validity: {s.text()} A flagged request is one whose timestamps measure "
-        "the client rather than the engine (tokens delivered in one burst, gaps below the "
-        "clock's resolution or far below the engine's step) or whose token counts disagree "
-        "with the server's; see the methodology's section on measurement validity.",
+        f"Measurement validity: {_plain_text(s.text())} A flagged request is one whose "
+        "timestamps measure the client rather than the engine (tokens delivered in one burst, "
+        "gaps below the clock's resolution or far below the engine's step) or whose token "
+        "counts disagree with the server's; see the methodology's section on measurement validity.",
     )

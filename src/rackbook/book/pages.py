@@ -122,41 +122,29 @@ def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict]
     return {(r["claim_id"], r["reading"]): r for r in read_result(f)["readings"]}
 
 
-def _row_conclusions(executed: Path | None, result: str) -> dict[str, Any] | None:
-    """claim id -> its :class:`~rackbook.results.conclusions.Conclusion`, from ``executed``'s
+def _row_summaries(executed: Path | None, result: str) -> dict[str, Any] | None:
+    """claim id -> its :class:`~rackbook.results.conclusions.Summary`, from ``executed``'s
     headline JSON of ``result``; None when the result has not run there."""
-    from rackbook.results.conclusions import conclusions
+    from rackbook.results.conclusions import summarize
     from rackbook.results.headline import read_result
 
     f = executed / f"{result}.json" if executed else None
     if f is None or not f.exists():
         return None
-    return {c.claim_id: c for c in conclusions(read_result(f))}
+    readings = read_result(f)["readings"]
+    return {c.id: summarize(c, readings) for c in load_claims().for_result(result)}
 
 
-def landing_row(
-    parent: Claim, derived: list[Claim], found: dict[str, Any] | None
-) -> tuple[str, str, str]:
-    """One landing row's cells for a claim as the write-up makes it (``parent`` with the
-    claims ``derived`` from it, :meth:`rackbook.inputs.claims.Registry.rows`): the claim
-    (each figure in bold with its statement), the decisive finding (the parent's, then each
-    derived figure's after its figure), the certainty (the parent's grade and reasons, then
-    a derived figure's where its grade differs); "not run" without results."""
-    claims = [parent, *derived]
-    claim = " ".join(f"**{_cell(c.value_text)}**: {_cell(c.statement)}" for c in claims)
-    if found is None or parent.id not in found:
-        return claim, "not run", "-"
-    head = found[parent.id]
-    text = [head.finding] + [
-        f"**{d.value_text}**: {found[d.id].finding}" for d in derived if d.id in found
-    ]
-    grade = f"**{head.grade}**: {head.certainty.note}"
-    grade += "".join(
-        f" **{d.value_text}**: {found[d.id].grade}."
-        for d in derived
-        if d.id in found and found[d.id].grade != head.grade
-    )
-    return claim, " ".join(_cell(t) for t in text), _cell(grade)
+def landing_row(claim: Claim, found: Any | None) -> tuple[str, str, str, str]:
+    """One landing row's cells for a claim: the claim (its figure in bold, its statement), the
+    verdict word, the finding (at most 40 words, the decisive point first) and the plain
+    certainty grade with its reason in a few words; "not run" without results. ``found``: the
+    claim's :class:`~rackbook.results.conclusions.Summary`."""
+    claim_cell = f"**{_cell(claim.value_text)}**: {_cell(claim.statement)}"
+    if found is None:
+        return claim_cell, "not run", "-", "-"
+    grade = f"**{found.grade}**" + (f": {_cell(found.why)}" if found.why else "")
+    return claim_cell, f"**{_cell(found.word)}**", _cell(found.finding), grade
 
 
 def at_a_glance(
@@ -165,44 +153,65 @@ def at_a_glance(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> str:
-    """The landing page's answers: one row per claim as the write-up makes it (figures derived
-    from a claim in its row, ``derived_from`` in the claims registry), with the claim (linked
-    to its chapter), the decisive finding generated from its readings
-    (:func:`rackbook.results.conclusions.finding`) and the graded certainty with its reasons
-    (:mod:`rackbook.results.certainty`), read from the headline JSONs in ``executed``. With
+    """The landing page's summary of findings: one row per claim with the claim (linked to its
+    chapter), a verdict word, the finding (at most 40 words) and a plain certainty grade
+    (GRADE's high / moderate / low / very low) with its reason, generated from the headline
+    JSONs in ``executed`` (:func:`rackbook.results.conclusions.summarize`); under the table
+    the verdict words used and every certainty's full reasons, one click away. With
     ``reference`` (the shipped recordings' results), a column shows their "this run" verdicts
     beside the reader's; with ``mine`` too (``book --traces``: the results executed on the
     reader's traces), a column before it gives the reader's "this run" verdicts (``-`` for a
     result that ran on the shipped trace)."""
+    from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number
+    from rackbook.results.headline import read_result
+
     reg = registry or load_claims()
-    head = "| claim | decisive finding | certainty |"
-    rule = "|---|---|---|"
-    if reference is not None and mine is not None:
+    head = "| claim | verdict | finding | certainty |"
+    rule = "|---|---|---|---|"
+    yours_too = reference is not None and mine is not None
+    if yours_too:
         head, rule = head + " this run, your traces |", rule + "---|"
     if reference is not None:
         head, rule = head + " this run, shipped recordings |", rule + "---|"
-    rows = [head, rule]
+    rows, used, reasons = [head, rule], [], []
     for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
         ref = _readings(reference, result) if reference is not None else None
         yours = _readings(executed, result) if result in (mine or ()) else {}
-        found = _row_conclusions(executed, result)
-        for parent, derived in reg.rows(result):
+        found = _row_summaries(executed, result) or {}
+        doc = executed / f"{result}.json"
+        if doc.exists():
+            for c in conclusions(read_result(doc), reg):
+                reasons.append(
+                    f"- **{_md(c.figure)}** ({found[c.claim_id].grade}): "
+                    f"{_md(plain_number(c.certainty.note))}"
+                )
+        for claim in reg.for_result(result):
             link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
-            claim, text, grade = landing_row(parent, derived, found)
-            row = f"| {claim} ({link}) | {text} | {grade} |"
-            if reference is not None and mine is not None:
-                row += f" {_run_verdict(yours, parent.id)} |"
+            cells = landing_row(claim, found.get(claim.id))
+            if claim.id in found and found[claim.id].word not in used:
+                used.append(found[claim.id].word)
+            row = f"| {cells[0]} ({link}) | " + " | ".join(cells[1:]) + " |"
+            if yours_too:
+                row += f" {_run_verdict(yours, claim.id)} |"
             if reference is not None:  # the verdict word only: the row stays one screen line
-                row += f" {_run_verdict(ref, parent.id)} |"
+                row += f" {_run_verdict(ref, claim.id)} |"
             rows.append(row)
-    note = attainable_note() + "\n"
-    if reference is not None and mine is not None:
-        note = (
+    key = "; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS)
+    out = "\n".join(rows) + "\n\n"
+    if key:
+        out += f"**Verdicts.** {key}.\n\n"
+    if yours_too:
+        out += (
             "*This run, your traces*: each claim's verdict on the trace you gave (`-`: the "
-            "chapter ran on the shipped trace).\n\n" + note
+            "chapter ran on the shipped trace).\n\n"
         )
-    return "\n".join(rows) + "\n\n" + note
+    if reasons:
+        out += (
+            ":::{dropdown} Why each certainty (GRADE's four grades: high, moderate, low, very "
+            "low)\n" + "\n".join(reasons) + "\n:::\n\n"
+        )
+    return out + attainable_note() + "\n"
 
 
 def _run_verdict(readings: dict[tuple[str, str], dict] | None, claim_id: str) -> str:
@@ -673,18 +682,33 @@ def bibliography(registry: Registry | None = None) -> str:
     return "\n".join(out)
 
 
+def yaml_literal(default: str) -> str:
+    """A notebook parameter's default (Python source, as papermill reports it) as a reader
+    writes it in a YAML params file: ``None`` as ``null``, ``True`` as ``true``, strings and
+    lists as JSON (valid YAML); anything not a literal as given."""
+    import ast
+    import json
+
+    try:
+        return json.dumps(ast.literal_eval(default))
+    except (ValueError, SyntaxError, TypeError):
+        return default
+
+
 def parameters_page() -> str:
     """The notebooks' parameter vocabulary, read from the notebooks themselves
     (``papermill.inspect_notebook``): one row per name, its meaning (the cell's comment, first
-    chapter that declares it) and the chapters that declare it with their defaults."""
+    chapter that declares it) and the chapters that declare it with their defaults, written as
+    YAML (``null``, not ``None``: a reader copies them into a params file)."""
     import papermill
 
     declared: dict[str, dict[str, str]] = {}
     helps: dict[str, str] = {}
     for r in paths.RESULTS:
         for name, info in papermill.inspect_notebook(str(paths.NOTEBOOKS / f"{r}.ipynb")).items():
-            declared.setdefault(name, {})[r] = str(info.get("default"))
-            helps.setdefault(name, str(info.get("help") or ""))
+            declared.setdefault(name, {})[r] = yaml_literal(str(info.get("default")))
+            help_text = re.sub(r"\bNone\b", "null", str(info.get("help") or ""))
+            helps.setdefault(name, help_text)
     rows = ["| parameter | meaning | declared by (default) |", "|---|---|---|"]
     for name in sorted(declared, key=lambda n: (-len(declared[n]), n)):
         by = "; ".join(f"{r} (`{_cell(d)}`)" for r, d in declared[name].items())
@@ -711,6 +735,8 @@ def generate(
     where the results executed on the shipped recordings are (default the build's
     ``executed`` folder), shown beside a reader's own results; ``mine``: the results executed
     on the reader's traces (:func:`at_a_glance`)."""
+    from rackbook.book import releases
+
     folder.mkdir(parents=True, exist_ok=True)
     translation_trace = paths.TRACES / "decode-parity"
     written = [
@@ -737,6 +763,8 @@ def generate(
                 mine=mine,
             ),
         ),
+        atomic_write_text(folder / "changes.md", releases.changes_page(executed)),
+        atomic_write_text(folder / "cite.md", releases.cite_markdown()),
         atomic_write_text(
             folder / "trace-format.md",
             "# The trace format\n\nGenerated from `rackbook.core.schema`.\n\n"

@@ -122,7 +122,7 @@ def _attainable(r: Mapping[str, Any]) -> str:
     if a.get("brief"):
         return f"; {a['brief']}{named}"
     if isinstance(ratio, (int, float)) and math.isfinite(ratio):
-        return f"; {ratio:.2g}x what measured kernels reach{named}"
+        return f"; {_ratio(ratio)} what measured kernels reach{named}"
     reach = a.get("tok_s_per_gpu")
     if isinstance(reach, (int, float)) and math.isfinite(reach):
         return f"; measured kernels reach {_num(reach)} tok/s per GPU{named}"
@@ -322,8 +322,13 @@ def near_sentence(r: Mapping[str, Any]) -> str:
 
 
 def _ratio(x: float) -> str:
-    """A ratio for a sentence: ``0.0929x``, ``9.14x``, ``1,054x``."""
-    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"
+    """A ratio for a sentence: ``0.093x``, ``0.127x``, ``9.14x``, ``1,054x`` (three
+    significant figures from 1x, three decimals below)."""
+    if abs(x) >= 100:
+        return f"{x:,.0f}x"
+    if 0.001 <= abs(x) < 1:
+        return f"{x:.3f}".rstrip("0").rstrip(".") + "x"
+    return f"{x:.3g}x"
 
 
 def _hardware(claim: Claim) -> str:
@@ -539,3 +544,242 @@ def finding(claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str =
     if run.get("verdict") in TESTED:
         parts.append(_cap(_this_run("it", run, hardware or _hardware(claim))) + ".")
     return " ".join(parts)
+
+
+# --- The quotable summary: one verdict word, one short finding, one plain grade -------------
+
+#: A landing cell's finding holds at most this many words (a summary-of-findings table).
+FINDING_WORDS = 40
+#: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
+PLAIN_GRADES: tuple[str, ...] = ("very low", "low", "moderate", "high")
+#: What each verdict word means, for the landing's key (the words a finding opens with).
+VERDICT_WORDS: dict[str, str] = {
+    "impossible as stated": "a physics bound rules the figure out on every basis it can have",
+    "depends on what is counted": (
+        "impossible on some readings of the figure, possible on others; the write-up does not "
+        "say which"
+    ),
+    "exact": "the figure follows exactly from primary specifications",
+    "consistent": "a run on the claim's hardware, or like-for-like published points, agree",
+    "inconsistent": "a run on the claim's hardware disagrees",
+    "above published": "above every published like-for-like figure (or modelled price)",
+    "below published": "below every published like-for-like figure (or modelled price)",
+    "beyond what deployments reach": "physically possible, but above what measured kernels reach",
+    "plausible": "physically possible; nothing like-for-like measures it",
+    "unsettled": "physics cannot decide it and nothing like-for-like is published",
+}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A claim as a summary-of-findings row states it: the verdict word (a key of
+    :data:`VERDICT_WORDS`), the finding (at most :data:`FINDING_WORDS` words, the decisive
+    point first), the plain certainty grade (one of :data:`PLAIN_GRADES`) and why, in a few
+    words (the full reasons are the certainty's)."""
+
+    claim_id: str
+    word: str
+    finding: str
+    grade: str
+    why: str
+
+
+def words(text: str) -> int:
+    """The number of words in ``text`` (whitespace-separated, Markdown marks included)."""
+    return len(text.split())
+
+
+def within_words(text: str, limit: int = FINDING_WORDS) -> str:
+    """``text`` cut to at most ``limit`` words at its last whole clause (``;`` or sentence)
+    that fits, or at a word with an ellipsis when its first clause is already longer."""
+    if words(text) <= limit:
+        return text
+    parts = re.split(r"(?<=[;.])\s+", text)
+    out = ""
+    for p in parts:
+        cand = f"{out} {p}".strip()
+        if words(cand) > limit:
+            break
+        out = cand
+    if not out:
+        out = " ".join(text.split()[:limit]).rstrip(",;:") + "\u2026"
+    return out.rstrip(";,: ") + ("" if out.endswith(("\u2026", ".")) else ".")
+
+
+def plain_number(text: str) -> str:
+    """Numbers as the book prints them: percentages one way (``64.0%`` and ``9%`` become
+    ``64 %`` and ``9 %``), ratios with three figures (``0.0929x`` becomes ``0.093x``), no
+    scientific notation (``2.17367e+06`` becomes ``2,173,670``)."""
+    text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{_trim0(m.group(1))} %", text)
+
+    def ratio(m: re.Match[str]) -> str:
+        v = float(m.group(1).replace(",", ""))
+        return _ratio(v)
+
+    text = re.sub(r"(?<![\w.,])(\d[\d,]*\.\d+)x\b", ratio, text)
+    return re.sub(r"\b(\d(?:\.\d+)?)e([+-]\d\d)\b", _unscientific, text)
+
+
+def for_reader(text: str) -> str:
+    """``text`` as a reader meets it: :func:`plain_number` and :func:`reader_names`."""
+    return reader_names(plain_number(text))
+
+
+def reader_names(text: str) -> str:
+    """``text`` with every bare catalog id of a GPU or model ("on 4 gb300", "deepseek-v4.1-flash
+    on 1 x gb300") written as a reader names it ("on 4 GB300", "DeepSeek-V4.1-Flash"); an id
+    inside a longer name, a path or a URL ("gb300-nvl72", "/gb300") stays."""
+    from rackbook.inputs import catalogs
+
+    names = {g: catalogs.as_gpu(g).label for g in catalogs.load_hardware().gpus}
+    names |= {m: catalogs.load_model(m).name for m in catalogs.list_models()}
+    for i in sorted(names, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w/.`-]){re.escape(i)}(?![\w`-])", names[i], text)
+    return text
+
+
+def _unscientific(m: re.Match[str]) -> str:
+    """``2.17367e+06`` as ``2,173,670``; ``4.1e-05`` as ``0.000041``."""
+    v = float(m.group(0))
+    if abs(v) >= 1:
+        return f"{v:,.0f}"
+    return f"{v:.12f}".rstrip("0")
+
+
+def _trim0(num: str) -> str:
+    return num[:-2] if num.endswith(".0") else num
+
+
+def _k(num: str) -> str:
+    """``100,000`` as ``100k``, ``1,000`` as ``1k``; other numbers as given."""
+    v = int(num.replace(",", ""))
+    return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else num
+
+
+#: "as computed tokens per GPU it needs 3.94x the decode ceiling"
+_NEEDS = re.compile(r"^as (.+?) it needs ([\d.,]+x) the (\w+ ceiling)")
+#: "at ISL 100,000 / OSL 1,000"
+_WORKLOAD = re.compile(r"ISL ([\d,]+) / OSL ([\d,]+)")
+
+
+def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> str:
+    """The finding of a figure physics rules out on some bases and allows on others: what it
+    cannot be (with the ratio to the ceiling), what it can be, and the cached share a
+    per-GPU count needs (naming the workload that share assumes)."""
+    reason = str(phys.get("reason", ""))
+    clauses = [c.strip() for c in reason.split(";")]
+    parts = []
+    m = _NEEDS.match(clauses[0]) if clauses else None
+    if m:
+        where = f"a {gpu}'s {m.group(3)}" if gpu else f"the {m.group(3)}"
+        parts.append(f"impossible as {m.group(1)} ({m.group(2)} {where})")
+    else:
+        parts.append(_ruled_out(pub))
+    for c in clauses:
+        p = _POSSIBLE_AS.match(c)
+        if p:
+            parts[-1] += f" but possible as {p.group(1)} ({p.group(2)})"
+    basis, _, rest = _informative(phys.get("margin")).partition(": ")
+    wl = _WORKLOAD.search(reason)
+    if rest:
+        tail = f" ({_k(wl.group(1))}-in/{_k(wl.group(2))}-out workload assumed)" if wl else ""
+        parts.append(f"{basis}, it {rest}{tail}")
+    return "; ".join(parts)
+
+
+def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
+    """The verdict word of a claim's readings (:data:`VERDICT_WORDS`), the strongest evidence
+    deciding: a run on the claim's hardware, a bound, published points, an exact derivation."""
+    phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
+    if run.get("verdict") in TESTED:
+        return str(run["verdict"])
+    if phys.get("verdict") == "impossible":
+        return "impossible as stated"
+    if any(isinstance(e, Mapping) and e.get("ruled_out") for e in pub.get("by_basis") or []):
+        return "depends on what is counted"
+    entries = [e for e in pub.get("by_basis") or [] if isinstance(e, Mapping)] or [pub]
+    placed = [str(e.get("verdict")) for e in entries if e.get("verdict") in PLACED]
+    if placed:
+        return "consistent" if placed[0] == "within" else f"{placed[0]} published"
+    derived = phys.get("derived")
+    if isinstance(derived, Mapping) and derived.get("exact"):
+        return "exact"
+    if phys.get("verdict") == "possible":
+        att = phys.get("attainable") if isinstance(phys.get("attainable"), Mapping) else {}
+        ratio = att.get("ratio")
+        reach = "what measured kernels reach" in str(att.get("brief") or "reach")
+        if (
+            isinstance(ratio, (int, float))
+            and ratio > 1
+            and reach
+            and "tok/s" in str(att.get("tok_s_per_gpu", "tok/s"))
+        ):
+            return "beyond what deployments reach"
+        return "plausible"
+    return "unsettled"
+
+
+def _none_published(pub: Mapping[str, Any]) -> str:
+    """ "nothing comparable is published" where the published reading places nothing and names
+    no near point; empty otherwise."""
+    if not pub or pub.get("verdict") != "none published":
+        return ""
+    near = pub.get("near") if isinstance(pub.get("near"), Mapping) else {}
+    return "" if near.get("points") else "nothing comparable is published"
+
+
+def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str) -> str:
+    phys, pub = rs.get("physics", {}), rs.get("published", {})
+    gpu = claim.scope.hardware.split()[0] if claim.scope.hardware else ""
+    if word == "depends on what is counted":
+        text = _cap(_split_basis(phys, pub, gpu)) + "."
+    elif word == "unsettled":
+        reason = _drop_brackets(str(phys.get("reason", "")))
+        clauses = [c.strip() for c in reason.split(";") if c.strip()]
+        head = "; ".join(clauses[:2]) if clauses else ""
+        if not head or words(head) > 28:
+            margin = _informative(phys.get("margin"))
+            basis, _, rest = margin.partition(": ")
+            margin = f"{basis}, it {rest}" if rest else margin
+            head = (clauses[0] if clauses and words(clauses[0]) <= 28 else "") or (
+                f"physics does not settle it: {margin}" if margin else "physics does not settle it"
+            )
+        none = _none_published(pub)
+        pub_text = "" if none else _published_finding(pub)
+        text = _cap(head) + "." + (f" {_cap(none or pub_text)}." if none or pub_text else "")
+    else:
+        text = finding(claim, rs.values())
+        none = _none_published(pub)
+        if none and "published" not in text:
+            text = text.rstrip(".") + f". {_cap(none)}."
+    text = re.sub(r" \((?:attention|experts) [^()]*\)", "", text)  # the landing's note
+    return within_words(for_reader(text))
+
+
+def _why(c: Certainty, word: str) -> str:
+    """The certainty's reason in a few words: the first reason that lowers or holds it back,
+    else what it rests on."""
+    if word == "impossible as stated":
+        return "a physics bound decides"
+    for kind in ("lowered by", "held back by"):
+        for r in c.reasons:
+            if r.startswith(kind):
+                return plain_number(_drop_brackets(r.split(": ", 1)[1]))
+    rest = c.reasons[0].split(": ", 1)[-1] if c.reasons else ""
+    return _drop_brackets(rest)
+
+
+def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
+    """The summary-of-findings row of ``claim`` from its readings: verdict word, finding
+    (<= :data:`FINDING_WORDS` words), plain grade (GRADE's four, from the certainty's level;
+    a figure a bound rules out on every basis is certain: high) and why."""
+    mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
+    rs = {str(r.get("reading")): r for r in mine}
+    if not rs:
+        return Summary(claim.id, "not run", "Not read yet: run the chapter.", "not graded", "")
+    word = _word(rs)
+    c = certainty(mine, claim)
+    level = 4 if word == "impossible as stated" else c.level
+    return Summary(
+        claim.id, word, _plain_finding(claim, rs, word), PLAIN_GRADES[level - 1], _why(c, word)
+    )

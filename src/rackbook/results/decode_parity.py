@@ -189,6 +189,23 @@ def run_reading(
     return headline.ClaimReading(CLAIM_ID, "this run", v, f"{g:+.1f} %", what)
 
 
+def _ceiling_span(lo: Any, hi: Any) -> str:
+    """The decode ceilings per GPU across the claim's batches in words (tok/s per GPU): their
+    span, or one value and why it is the same at every batch (a compute ceiling: every token
+    costs the same FLOPs, however many share a step's weight read)."""
+    a, b = lo["ceiling_tok_s_per_gpu"], hi["ceiling_tok_s_per_gpu"]
+    if round(a) == round(b):
+        return (
+            f"a {lo['limit']} ceiling of {a:,.0f} tok/s per GPU at every batch from "
+            f"{lo['batch']} to {hi['batch']} per rank, since from batch {lo['batch']} compute, "
+            "not the weight read, binds"
+        )
+    return (
+        f"ceilings {a:,.0f} tok/s per GPU at batch {lo['batch']} per rank to {b:,.0f} at "
+        f"{hi['batch']}"
+    )
+
+
 def physics_reading(
     ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, params: Params
 ) -> headline.ClaimReading:
@@ -199,10 +216,7 @@ def physics_reading(
     reason quotes their span); a measured engine is held against the ceiling of its own batch
     per rank on its own decode ranks (one GPU per rank), with ``params``' model and GPU."""
     lo, hi = ceilings.iloc[0], ceilings.iloc[-1]
-    span = (
-        f"ceilings {lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at batch {lo['batch']} per "
-        f"rank to {hi['ceiling_tok_s_per_gpu']:,.0f} at {hi['batch']}"
-    )
+    span = _ceiling_span(lo, hi)
     att = decode_attainable(params, int(lo["batch"]), int(hi["batch"]))
     if not testable or par.empty:
         return headline.ClaimReading(
@@ -488,8 +502,13 @@ def outcome(a: Analysis) -> headline.Outcome:
         f" to {a.claim.scope.batch_sizes.high if a.claim.scope.batch_sizes else 256} turns it "
         f"consistent if every gap is within {a.band_pct:g} %, inconsistent otherwise",
         f"physics: an engine above {hi_x * lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at "
-        f"batch {lo['batch']} per rank (or {hi_x * hi['ceiling_tok_s_per_gpu']:,.0f} at "
-        f"{hi['batch']}) would mean the batch is not per rank on {CLAIM_DECODE_RANKS} ranks",
+        f"batch {lo['batch']} per rank"
+        + (
+            f" (or {hi_x * hi['ceiling_tok_s_per_gpu']:,.0f} at {hi['batch']})"
+            if round(hi["ceiling_tok_s_per_gpu"]) != round(lo["ceiling_tok_s_per_gpu"])
+            else f" or any larger batch (the {lo['limit']} ceiling does not grow with it)"
+        )
+        + f" would mean the batch is not per rank on {CLAIM_DECODE_RANKS} ranks",
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
     p = a.params

@@ -284,10 +284,20 @@ def _fmt_value(v: float | int | str | None) -> str:
     if isinstance(v, float):
         if v.is_integer() and abs(v) >= 1000:
             return f"{v:,.0f}"
-        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+        return f"{v:,.4g}" if abs(v) < 1000 else f"{v:,.0f}"  # never 3.327e+05
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def _figure(claim_id: str) -> str:
+    """A claim as a reader names it, its figure (``954,000 tok/s``), not its registry id."""
+    from rackbook.inputs.claims import load_claims
+
+    try:
+        return load_claims().get(claim_id).value_text
+    except InputError:  # a claim the registry does not hold (a test's): its id
+        return claim_id
 
 
 def _cell(text: object) -> str:
@@ -307,7 +317,7 @@ def headline_markdown(headlines: list[Headline]) -> str:
     for h in headlines:
         unit = "" if h.unit in ("1", "") or h.value is None else f" {h.unit}"
         kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
-        claim = f"`{h.claim_id}`" if h.claim_id else "no claim"
+        claim = f"the claim {_cell(_figure(h.claim_id))}" if h.claim_id else "no claim"
         rows.append(
             f"- `{h.name}` = **{_cell(_fmt_value(h.value) + unit)}** ({_cell(kind)}; {claim}: "
             f"*{h.verdict}*): {_cell(h.reason)}"
@@ -323,7 +333,7 @@ def readings_markdown(readings: list[dict[str, Any]]) -> str:
         by_claim.setdefault(r["claim_id"], {})[r["reading"]] = r
     out = []
     for claim, rs in by_claim.items():
-        out.append(f"**`{claim}`**\n")
+        out.append(f"**{_cell(_figure(claim))}**\n")
         for k in READINGS:
             if k not in rs:
                 continue

@@ -481,6 +481,11 @@ class Analysis:
             "trace_new": self.trace_new,
             "ceiling_reuse": self.read_reuse.tokens_per_s,
             "bound_reuse": self.read_reuse.bound,
+            "reuse_change": (
+                f"it rises to {self.read_reuse.tokens_per_s:,.0f} ({self.read_reuse.bound} bound)"
+                if round(self.read_reuse.tokens_per_s) > round(m.tokens_per_s)
+                else f"it stays there: the {self.read_reuse.bound} bound binds either way"
+            ),
             "removable_pct": 100 * self.removable,
             "need_low_pct": 100 * (1 - 1 / (1 + self.claim_low)),
             "need_high_pct": 100 * (1 - 1 / (1 + self.claim_high)),

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from rackbook.book import plotting
+from rackbook.inputs import catalogs
 from rackbook.results.prefill_gain import Analysis
 
 
@@ -137,7 +138,8 @@ def prefix_read_ceiling(a: Analysis) -> Figure:
         ax,
         "cached prefix (tokens, log scale)",
         "new-token prefill ceiling (tok/s, log scale)",
-        f"Modelled: {p.model_id} on {p.prefill_gpus} x {p.gpu_id}, {p.kv_dtype} KV",
+        f"Modelled: {catalogs.as_model(p.model_id).name} on {p.prefill_gpus} x "
+        f"{catalogs.as_gpu(p.gpu_id).label}, {p.kv_dtype.upper()} KV",
     )
     fig.legend(loc="outside lower center", ncols=1)
     return fig

@@ -30,6 +30,18 @@ def _points(rows):  # type: ignore[no-untyped-def]
     return rows[pub & keep & rows["value"].map(_finite)]
 
 
+def _modelled(pts):  # type: ignore[no-untyped-def]
+    """Which of the points are a cost model's figure (a modelled price in the figures
+    registry, matched by source and value), as a boolean array."""
+    from rackbook.inputs.published import load_figures
+
+    modelled = {(f.url, float(f.value)) for f in load_figures().figures if f.modelled}
+    return np.array(
+        [(str(u), float(v)) in modelled for u, v in zip(pts["url"], pts["value"], strict=True)],
+        dtype=bool,
+    )
+
+
 def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
     """The claim's figure on each plausible basis that rescales it (the rack's total over its
     GPUs), as (legend text, value): one per distinct factor, so that every reading the chapter
@@ -52,8 +64,9 @@ def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
 
 def claim_vs_published(result: str) -> Figure:
     """One panel per claim of ``result`` that has published points in its unit: the points
-    (filled: of the claim's basis, they decide a reading; hollow: another basis, shown;
-    crosses: analogues in the claim's unit, never deciding)
+    (filled: of the claim's basis, they decide a reading; diamonds: modelled prices, a cost
+    model's rate; hollow: another basis, shown; crosses: analogues in the claim's unit, never
+    deciding; each legend entry only where its points are drawn)
     on a log axis where they span more than a decade, and the claim's figure as a line."""
     t = evidence.evidence_table(result)
     claims = []
@@ -73,14 +86,26 @@ def claim_vs_published(result: str) -> Figure:
         claim = float(head["value"]) if _finite(head["value"]) else float("nan")
         used = pts["used"].to_numpy(bool)
         analogue = pts["role"].eq("analogue").to_numpy(bool)
+        modelled = _modelled(pts)
         rng = np.random.default_rng(0)  # fixed jitter: points of equal value stay readable
         y = rng.uniform(-0.25, 0.25, len(vals))
-        ax.scatter(vals[used], y[used], color=plotting.PALETTE[0], label="published, same basis")
+        deciding = used & ~modelled
+        if deciding.any():  # a legend entry only for what is drawn
+            ax.scatter(
+                vals[deciding], y[deciding], color=plotting.PALETTE[0],
+                label="published, same basis",
+            )  # fmt: skip
+        if (used & modelled).any():  # a cost model's rate: shown apart, not a measured point
+            ax.scatter(
+                vals[used & modelled], y[used & modelled], marker="D", facecolors="none",
+                edgecolors=plotting.PALETTE[2], label="modelled price (a cost model's rate)",
+            )  # fmt: skip
         other = ~used & ~analogue
-        ax.scatter(
-            vals[other], y[other], facecolors="none", edgecolors=plotting.PALETTE[0],
-            label="published, another basis",
-        )  # fmt: skip
+        if other.any():
+            ax.scatter(
+                vals[other], y[other], facecolors="none", edgecolors=plotting.PALETTE[0],
+                label="published, another basis",
+            )  # fmt: skip
         if analogue.any():
             ax.scatter(
                 vals[analogue], y[analogue], marker="x", color=plotting.PALETTE[1],

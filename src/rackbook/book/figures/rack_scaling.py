@@ -39,6 +39,16 @@ def _legend_below(ax, ncol: int = 2) -> None:
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol)
 
 
+def _ratio(x: float) -> str:
+    """A ratio with three figures, three decimals below 1 (``0.055x``)."""
+    return f"{x:.3f}".rstrip("0").rstrip(".") + "x" if x < 1 else f"{x:.3g}x"
+
+
+def _usd(v: float) -> str:
+    """Dollars on a figure: cents below 1,000, whole dollars above."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.2f}"
+
+
 def token_kinds(a: Analysis) -> Figure:
     """Throughput per GPU (or replica) of every point, stacked by token kind: output, new
     input, cached input (all input as new when the cached share is unknown)."""
@@ -65,7 +75,8 @@ def token_kinds(a: Analysis) -> Figure:
         f"throughput per {u} (tok/s)",
         f"Which tokens a per-{u} throughput counts{_source(a)}",
     )
-    _legend_below(ax, ncol=1 if not a.cached_known else 3)
+    ax.set_ylim(0, 1.3 * float((out_g + new_g + cac_g).max()))  # room for the legend
+    ax.legend(loc="upper right", ncol=1)  # inside: never over the axis label
     return fig
 
 
@@ -134,16 +145,16 @@ def readings(a: Analysis) -> Figure:
             alpha=0.6 if unknown else 1.0,
         )
         text = (
-            f"fits if >= {r.min_cached_share:.0%} cached:\n{r.verdict}"
+            f"fits if >= {r.min_cached_share:.0%} cached: {r.verdict}"
             if unknown
-            else f"{r.ratio:.3g}x the {r.phase} ceiling:\n{r.verdict}"
+            else f"{_ratio(r.ratio)} the {r.phase} ceiling: {r.verdict}"
         )
-        ax.annotate(
-            text,
-            (r.computed_tok_s_per_gpu, yi),
-            va="center",
-            textcoords="offset points",
-            xytext=(5, 0),
+        ax.annotate(  # above its bar, from the axis' left edge: no empty decades for labels
+            text.replace("%", " %"),
+            (0.01, yi + 0.28),
+            xycoords=("axes fraction", "data"),
+            va="bottom",
+            ha="left",
             fontsize=plotting.SMALL_PT,
             bbox=_BOX,
             zorder=5,
@@ -166,7 +177,8 @@ def readings(a: Analysis) -> Figure:
     ax.set_xscale("log")
     lo = min(rd["computed_tok_s_per_gpu"].min(), a.ceilings["tok_s_per_gpu"].min())
     hi = max(rd["computed_tok_s_per_gpu"].max(), a.ceilings["tok_s_per_gpu"].max())
-    ax.set_xlim(lo / 3, hi * 60)
+    ax.set_xlim(lo / 2, hi * 2)
+    ax.set_ylim(-0.5, len(rd) - 0.1)
     ax.grid(axis="y", visible=False)
     plotting.label(
         ax,
@@ -244,12 +256,13 @@ def revenue(a: Analysis) -> Figure:
             color=plotting.PALETTE[0],
             alpha=0.7,
         )
-        ax.annotate(
-            f"{r.revenue_all_cached:,.2f} (all cached) to {r.revenue_all_uncached:,.2f}",
-            (r.revenue_all_uncached, yi),
-            va="center",
+        ax.annotate(  # above its bar: the axis spans only the data, no empty decades
+            f"USD {_usd(r.revenue_all_cached)} (all cached) to {_usd(r.revenue_all_uncached)}",
+            ((r.revenue_all_cached * r.revenue_all_uncached) ** 0.5, yi),
+            va="bottom",
+            ha="center",
             textcoords="offset points",
-            xytext=(6, 0),
+            xytext=(0, 9),
             fontsize=plotting.SMALL_PT,
             bbox=_BOX,
         )
@@ -270,7 +283,7 @@ def revenue(a: Analysis) -> Figure:
     )
     ax.set_xscale("log")
     lo = min(rv["revenue_all_cached"].min(), a.rental.usd_per_gpu_hour)
-    ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 40)
+    ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 3)
     ax.set_ylim(-0.6, len(rv) - 0.4)
     ax.grid(axis="y", visible=False)
     plotting.label(

@@ -250,7 +250,7 @@ class Analysis:
                     f"{r.mtok_per_gpu_hour:,.1f}",
                     f"${per_m.iloc[0]:,.4f}",
                     f"${per_m.iloc[1]:,.4f}",
-                    f"${r.revenue_all_cached:,.2f} to ${r.revenue_all_uncached:,.2f}",
+                    f"{_usd(r.revenue_all_cached)} to {_usd(r.revenue_all_uncached)}",
                     f"{share:.1%}" if np.isfinite(share) else "none",
                 ]
             )
@@ -721,3 +721,9 @@ def outcome(a: Analysis) -> headline.Outcome:
         parameters,
         a.hardware,
     )
+
+
+def _usd(v: float) -> str:
+    """Dollars for a table: cents below $1,000 (``$343.44``), whole dollars above
+    (``$3,434``)."""
+    return f"${v:,.0f}" if abs(v) >= 1000 else f"${v:,.2f}"
