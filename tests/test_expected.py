@@ -3,9 +3,9 @@ by hand, and the issue-35 properties (one user on 72 GB300 vs 4; FP4 vs BF16 ind
 context; a 6-token verify never cheaper than plain decode).
 
 Hand numbers use the shipped H200 calibration: stream 4.3337 / 4.8 TB/s = 0.9028 of HBM; dense
-FP8 0.7330 and BF16 0.7978 of peak; GB300: 8 TB/s, 278 GB usable, 900 GB/s NVLink each way,
-one NVLink domain of 72 GPUs (the NVL72); DeepSeek-V4.1-Flash: 7.5065e9 dense params (FP8, 1 B),
-40 MoE layers, top-6 of 384 experts, hidden 5,120.
+FP8 0.7330 and BF16 0.7978 of peak; GB300: 8 TB/s, 288 GB HBM (0.9 of it usable), 900 GB/s
+NVLink each way, one NVLink domain of 72 GPUs (the NVL72); DeepSeek-V4.1-Flash: 7.5065e9 dense
+params (FP8, 1 B), 40 MoE layers, top-6 of 384 experts, hidden 5,120.
 """
 
 from __future__ import annotations
@@ -91,12 +91,13 @@ def test_dense_and_floor_terms(eff, gb300, flash) -> None:
 
 
 def test_capacity_by_hand(gb300, flash) -> None:
-    # (278e9 x 0.9 - 8.4182e9 dense - 288.78e9 routed / 4) / (89.0e6 KV + 2.70336e6 window)
-    # = 169.59e9 / 91.703e6 = 1,849 a GPU, 7,396 on 4
-    assert E.capacity(flash, gb300, 4, 1, 100_000, "fp4") == 7396
+    # the bound's usable HBM: 0.9 x 288e9 B (nameplate; no reported figure) = 259.2e9 B;
+    # (259.2e9 - 8.4182e9 dense - 288.78e9 routed / 4) / (89.0e6 KV + 2.70336e6 window)
+    # = 178.59e9 / 91.703e6 = 1,947 a GPU, 7,788 on 4
+    assert E.capacity(flash, gb300, 4, 1, 100_000, "fp4") == 7788
     # tp 4 spreads the dense weights but every rank holds every sequence's KV: one group
     assert E.capacity(flash, gb300, 4, 4, 100_000, "fp4") == (
-        (278e9 * 0.9 - 8.4182016e9 / 4 - 288.7778304e9 / 4) // (89e6 + 2_703_360)
+        (288e9 * 0.9 - 8.4182016e9 / 4 - 288.7778304e9 / 4) // (89e6 + 2_703_360)
     )
 
 
@@ -200,3 +201,43 @@ def test_an_unreachable_tpot_limit_is_said() -> None:
     e = E.expected(FLASH, "gb300", 4, claimed=1.0, output_tok_s=1.0, tpot_ms=floor_ms / 2)
     assert e.tok_s_per_gpu == 0 and "TPOT limit" in e.notes[-1]
     assert "none expected" in e.text()
+
+
+def test_a_model_file_reaches_the_expected_reading(tmp_path) -> None:
+    """A file keeping the catalog id but activating 24e9 parameters in decode (not 16e9): the
+    expected reading reads the check's own model entry, not the catalog's. Dense params = active
+    - 40 MoE layers x 6 experts x 3 x 5,120 x 2,304 = 24e9 - 8,493,465,600 = 15,506,534,400
+    (catalog: 7,506,534,400); at 4 sequences on 4 GB300 (dp-ep) the dense read is bandwidth-bound,
+    so the dense terms are in the ratio 15,506,534,400 / 7,506,534,400 = 2.0657."""
+    import yaml
+
+    from rackbook import paths
+    from rackbook.physics import check
+
+    raw = yaml.safe_load((paths.DATA / "models" / f"{FLASH}.yaml").read_text())
+    raw["params"]["active_decode"] = 24_000_000_000
+    f = tmp_path / "model.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    cat = check.check_claim(FLASH, "gb300", 4, 100, batch=4)
+    own = check.check_claim(str(f), "gb300", 4, 100, batch=4)
+    e_cat = E.for_check(cat, deployment="dp-ep")
+    e_own = E.for_check(own, deployment="dp-ep")
+    dense = e_own.terms["decode"]["dense"] / e_cat.terms["decode"]["dense"]
+    assert dense == pytest.approx(15_506_534_400 / 7_506_534_400, rel=1e-6)
+    assert e_own.tok_s_per_gpu < e_cat.tok_s_per_gpu
+
+
+def test_expected_reads_the_bounds_usable_memory_and_served_format(gb300) -> None:
+    """One capacity model: the HBM is the bound's (0.9 x the HBM as reported); one served
+    format: DeepSeek-R1 with no stated precision is read at NVFP4 experts by both."""
+    from rackbook.physics import check
+
+    r1 = catalogs.as_model("deepseek-r1")
+    c = check.check_claim("deepseek-r1", "gb300", 8, 1000, batch=8)
+    assert c.spec is not None and c.spec.weights.routed_expert_dtype == "fp4"
+    assert E.with_expert_dtype(r1, None).weights.routed_expert_dtype == "fp4"
+    # 8 GB300, dp-ep (tp 1): (0.9 x 288e9 - 17.1 GB dense - 326.9 GB routed / 8) / one sequence
+    st = roofline.storage(c.spec)
+    free = check.usable_bytes(gb300) - st.dense_bytes - st.routed_bytes / 8
+    per_seq = roofline.kv_bytes_per_sequence(c.spec, 4096, "fp8")
+    assert E.capacity(c.spec, gb300, 8, 1, 4096, "fp8") == (free // per_seq) * 8

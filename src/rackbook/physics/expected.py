@@ -13,7 +13,8 @@ GPU) and adds what real deployments lose or gain:
   = 131 us per layer (:data:`ANCHOR_LAYER_S`);
 - **expert-parallel imbalance**: the busiest GPU's routed tokens over the mean, from the
   project's EPLB model (:mod:`rackbook.physics.eplb`: the synthetic routing calibrated to the
-  claim, rebalanced by DeepSeek's EPLB, measured on a fresh draw) at the step's tokens;
+  claim, rebalanced by DeepSeek's EPLB, measured on a fresh draw) at the step's tokens, read
+  from its precomputed table (:mod:`rackbook.physics.imbalance`);
 - **overlap**: dispatch/combine overlap compute when a GPU holds two micro-batches or more
   (dual-batch overlap), otherwise they add;
 - **the best deployment**: attention tensor-parallel over ``t`` GPUs and data-parallel over
@@ -27,7 +28,8 @@ GPU) and adds what real deployments lose or gain:
   or the scan's FLOP at the dense fraction, whichever is longer; a prefill chunk shares one
   read;
 - **the network between NVLink domains**: traffic to GPUs outside a domain moves at the NIC's
-  bandwidth (:data:`NIC_BYTES_PER_S`);
+  bandwidth (the catalog's ``nic_bandwidth_bytes_per_s_per_gpu`` of the systems built from the
+  GPU, :func:`nic_bandwidth`);
 - **verify width** from the stated speculation: plain decode (1 token) when none; a verify
   step of ``V`` tokens costs what ``V`` tokens cost, never less than one;
 - **queueing**: the decoding batch is the client concurrency capped by the KV capacity and, when
@@ -49,37 +51,28 @@ import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rackbook import paths
-from rackbook.core.calibration import Calibration
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics import attainable, eplb, roofline
+from rackbook.physics import attainable, check, roofline
+from rackbook.physics import imbalance as imbalance_table
 from rackbook.physics.units import plural, whole
+
+if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
+    from rackbook.core.calibration import Calibration
 
 #: Measured anchor of the per-layer floor: DeepSeek-V3.2 (61 layers), TP8 on 8 B300, one user
 #: at 125 tok/s without speculation: 1 / 125 / 61 = 131 us per layer (vLLM blog, 2026-05-11,
 #: single-user post, vllm-project/vllm-project.github.io ``_posts``).
 ANCHOR_LAYER_S = 1 / 125 / 61
-#: TODO(catalog): NIC bandwidth per GPU between NVLink domains, bytes/s each way, until
-#: ``data/hardware.yaml`` carries a per-system ``nic_bandwidth_bytes_per_s``: one 400 Gb/s
-#: ConnectX-7 per GPU (GB200, B200 systems) = 50e9 B/s; GB300 systems ship ConnectX-8 at
-#: 800 Gb/s = 100e9 B/s (NVIDIA GB300 NVL72 data sheet).
-NIC_BYTES_PER_S: dict[str, float] = {"gb300": 100e9, "b300": 100e9}
-NIC_DEFAULT_BYTES_PER_S = 50e9
 #: Tokens of one prefill chunk per GPU (vLLM's default ``max_num_batched_tokens`` for large
 #: models is 8,192 on these GPUs).
 PREFILL_CHUNK = 8192
-#: Share of HBM the engine uses for weights and KV (vLLM's --gpu-memory-utilization default).
-MEMORY_FRACTION = 0.9
 #: Largest decoding batch per GPU searched.
 MAX_BATCH_PER_GPU = 4096
-#: EPLB model of the expert imbalance: layers drawn, seed, and the skew calibrated on the
-#: claim ``eplb-balance.before`` (``data/traces/eplb-balance/run.json`` generator.skew).
-EPLB_LAYERS = 8
-EPLB_SKEW = 0.5300668803974986
 #: Where the fit lives (``rackbook validate --fit`` writes it).
 FIT_FILE = "published/expected-fit.yaml"
 #: The fit's parameters before any fit (the anchor, kernels as calibrated), and the interval's
@@ -162,38 +155,41 @@ def domain(gpu: GpuSpec) -> int | None:
     return _domain_of(gpu.id) if gpu.id else attainable.nvlink_domain(gpu)
 
 
+@functools.lru_cache(maxsize=64)
+def _nic_of(gpu_id: str) -> float:
+    v = catalogs.nic_bandwidth(gpu_id) if gpu_id else None
+    if v is None:  # a GPU no catalog system is built from: the least NIC any system lists
+        v = min(
+            s.nic_bandwidth_bytes_per_s_per_gpu
+            for s in catalogs.load_hardware().systems.values()
+            if s.nic_bandwidth_bytes_per_s_per_gpu is not None
+        )
+    return float(v)
+
+
 def nic_bandwidth(gpu: GpuSpec) -> float:
-    """NIC bytes/s per GPU each way between NVLink domains (catalog field when present)."""
-    v = getattr(gpu, "nic_bandwidth_bytes_per_s", None)
-    return float(v) if v else NIC_BYTES_PER_S.get(gpu.id, NIC_DEFAULT_BYTES_PER_S)
+    """NIC bytes/s per GPU each way between NVLink domains: the catalog's
+    ``nic_bandwidth_bytes_per_s_per_gpu`` of the systems built from ``gpu``
+    (:func:`rackbook.inputs.catalogs.nic_bandwidth`; GB300 NVL72: ConnectX-8, 100e9 B/s), else
+    the least any catalog system lists (a GPU no system is built from)."""
+    return _nic_of(gpu.id)
 
 
 def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
-    """``model`` with its routed experts stored at ``dtype`` (fp4 | fp8 | bf16; None: as in the
-    catalog). The expert's bytes follow the dtype (the catalog's byte figure is dropped when the
-    dtype changes)."""
-    if dtype is None or dtype == model.weights.routed_expert_dtype:
-        return model
-    if dtype not in catalogs.PRECISIONS:
-        raise InputError("-", "precision", f"{dtype!r} is not one of fp4, fp8, bf16")
-    w = model.weights.model_copy(update={"routed_expert_dtype": dtype, "routed_expert_bytes": None})
-    return model.model_copy(update={"weights": w})
+    """``model`` served as the bound reads it (:func:`rackbook.physics.roofline.served`): its
+    routed experts at ``dtype`` (fp4 | fp8 | bf16) when stated, in a format the catalog lists
+    with them where it does; else the format the catalog lists with the fewest bytes. One
+    served-format choice for the bound and the expected reading."""
+    return roofline.served(model, dtype).model
 
 
-@functools.lru_cache(maxsize=512)
 def imbalance(num_experts: int, ep: int, assignments: int) -> float:
     """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert
-    assignments a layer over ``ep`` GPUs, from the EPLB model: the synthetic routing at
-    :data:`EPLB_SKEW`, rebalanced by EPLB on one draw (redundant slots to fill the GPUs evenly,
-    at least one per GPU) and measured on another: 1 / balancedness. One GPU: 1."""
-    if ep <= 1 or assignments <= 0:
-        return 1.0
-    ep = min(ep, num_experts)
-    redundant = (-num_experts) % ep or ep
-    n = int(min(assignments, 1 << 20))
-    loads, _ = eplb.synthetic_loads(EPLB_LAYERS, num_experts, n, EPLB_SKEW, 0, windows=2)
-    r = eplb.evaluate(loads[0], ep, redundant, eval_loads=loads[1])
-    return 1.0 / max(float(r["balancedness_eplb"]), 1e-9)
+    assignments a layer over ``ep`` GPUs: the project's EPLB model
+    (:func:`rackbook.physics.imbalance.eplb_imbalance`, DeepSeek's EPLB on the synthetic routing
+    calibrated to ``eplb-balance.before``) as precomputed in ``data/derived/eplb-imbalance.json``
+    (:func:`rackbook.physics.imbalance.imbalance`). One GPU: 1."""
+    return imbalance_table.imbalance(num_experts, ep, assignments)
 
 
 def _bucket(x: float) -> int:
@@ -550,8 +546,10 @@ def capacity(
 ) -> float:
     """Sequences over all ``gpus`` whose KV fits with attention TP ``tp``: each GPU holds the
     experts' 1 / gpus share and the dense weights' 1 / tp share; each group of ``tp`` GPUs
-    holds its sequences' KV once per rank (MLA's latent is not split by heads). No KV layout or
-    no context: :data:`MAX_BATCH_PER_GPU` per GPU."""
+    holds its sequences' KV once per rank (MLA's latent is not split by heads). The HBM is the
+    bound's (:func:`rackbook.physics.check.usable_bytes`: the memory fraction of the HBM as the
+    GPU reports it); the weights stay in HBM (a deployment tuned for speed offloads none). No
+    KV layout or no context: :data:`MAX_BATCH_PER_GPU` per GPU."""
     st = roofline.storage(model)
     weights = st.dense_bytes / tp + st.routed_bytes / gpus
     per_seq = 0.0
@@ -562,7 +560,7 @@ def capacity(
     if kv_dtype and kv_model.kv_cache.compression_ratios is not None:
         per_seq = float(roofline.kv_bytes_per_sequence(kv_model, math.ceil(context), kv_dtype))
         per_seq = (per_seq + float(roofline.window_bytes_per_sequence(kv_model))) * factor
-    free = gpu.hbm_capacity_bytes * MEMORY_FRACTION - weights
+    free = check.usable_bytes(gpu) - weights
     if free <= 0:
         return 0.0
     if per_seq <= 0:
@@ -761,7 +759,9 @@ def for_check(c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = No
               deployment: str | None = None, calibration: Calibration | None = None,
               fit: Fit | None = None) -> Expected:  # fmt: skip
     """:func:`expected` for a :class:`rackbook.physics.check.Check` (model, GPUs, phase and
-    workload; the verify width its speculation states). With the clients' concurrency, OSL,
+    workload; the verify width its speculation states), on the model entry and GPU the check
+    read (``c.spec``, ``c.gpu_spec``: a ``--model FILE`` and the served format it chose reach
+    this reading too). With the clients' concurrency, OSL,
     ``tpot_ms`` and ``ttft_s`` all given, the decoding batch is :func:`littles_law`'s (the
     clients waiting for a first token are not decoding); otherwise the concurrency, capped by
     the KV capacity and the TPOT limit."""
@@ -771,8 +771,8 @@ def for_check(c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = No
     if conc and osl and tpot_ms is not None and ttft_s is not None:
         decoding = max(1.0, littles_law(conc, osl, ttft_s, tpot_ms / 1e3))
     return expected(
-        c.model,
-        c.gpu,
+        c.spec if c.spec is not None else c.model,
+        c.gpu_spec if c.gpu_spec is not None else c.gpu,
         c.gpus,
         claimed=c.claimed_tok_s_per_gpu,
         counted=c.counted,

@@ -393,13 +393,16 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
     """The expected reading of the check (:func:`rackbook.physics.expected.for_check`: what
     a well-tuned deployment reaches for this workload, its interval and the figure's multiple
     of it) and its line, with the held-out validation of the stored fit."""
-    from rackbook.core.calibration import read_calibration
     from rackbook.physics import expected
 
     if c.limit.startswith("memory capacity"):
         none = {k: None for k in ("tok_s_per_gpu", "low", "high", "ratio", "deployment")}
         return none | {"terms": {}}, "none: the figure does not fit"
-    cal = read_calibration(args.calibration) if getattr(args, "calibration", None) else None
+    cal = None
+    if getattr(args, "calibration", None):  # pandas only where a calibration is read
+        from rackbook.core.calibration import read_calibration
+
+        cal = read_calibration(args.calibration)
     fit = expected.load_fit()
     try:
         e = expected.for_check(

@@ -1,0 +1,168 @@
+"""Expert-parallel imbalance: the busiest GPU's routed load over the mean, precomputed.
+
+The expected throughput (:mod:`rackbook.physics.expected`) multiplies the routed experts' load
+by the imbalance the project's EPLB model gives (:func:`eplb_imbalance`: the synthetic routing
+at :data:`SKEW`, rebalanced by DeepSeek's EPLB on one draw, measured on another). Computing it
+takes 10-50 ms a point, and one ``rackbook check`` needs a few dozen points; so the model is
+evaluated once on a grid (:data:`EP_GRID` GPUs x :data:`LOG2_STEP`-spaced assignments, for each
+expert count in :data:`EXPERTS`) and stored in ``data/derived/eplb-imbalance.json`` with its
+generator and inputs. :func:`imbalance` reads the table, interpolating log(imbalance) linearly
+in log(assignments) between grid points; an expert count or EP size not in the table is
+computed live. ``tests/test_imbalance.py`` checks the table against the model off the grid.
+
+Regenerate: ``python -m rackbook.physics.imbalance --write``.
+
+Units: assignments are token-expert assignments a layer (tokens x top-k); imbalance is a ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import functools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from rackbook import paths
+from rackbook.errors import InputError
+
+#: Where the table lives.
+TABLE_FILE = "derived/eplb-imbalance.json"
+#: EPLB model inputs: layers drawn, seed, and the skew calibrated on the claim
+#: ``eplb-balance.before`` (``data/traces/eplb-balance/run.json`` generator.skew).
+LAYERS = 8
+SEED = 0
+SKEW = 0.5300668803974986
+#: Most assignments drawn (larger counts read the last grid point: the imbalance has settled).
+MAX_ASSIGNMENTS = 1 << 20
+#: Expert counts tabled (the catalog's models: 256 for DeepSeek-V3/R1/V4-Flash, 384 for V4.1).
+EXPERTS = (256, 384)
+#: EP sizes tabled (an EP size above the expert count is the expert count).
+#: EP sizes tabled: every one up to an NVL72's 72 GPUs, then the multiples deployments use (an
+#: EP size above the expert count is the expert count). The EPLB model is not smooth in the EP
+#: size (its redundant slots are (-experts) mod ep), so another EP size is computed live.
+EP_GRID = (*range(2, 73), 96, 128, 144, 192, 256, 288, 384)
+#: Assignments tabled: 2^(k x LOG2_STEP) for k = 0 .. log2(MAX_ASSIGNMENTS) / LOG2_STEP (the
+#: expected throughput asks at these: :func:`rackbook.physics.expected._bucket`).
+LOG2_STEP = 0.25
+
+
+def eplb_imbalance(num_experts: int, ep: int, assignments: float) -> float:
+    """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert
+    assignments a layer over ``ep`` GPUs, from the EPLB model (:mod:`rackbook.physics.eplb`):
+    the synthetic routing at :data:`SKEW`, rebalanced by EPLB on one draw (redundant slots to
+    fill the GPUs evenly, at least one per GPU) and measured on another: 1 / balancedness.
+    One GPU or no assignment: 1."""
+    from rackbook.physics import eplb
+
+    if ep <= 1 or assignments <= 0:
+        return 1.0
+    ep = min(ep, num_experts)
+    redundant = (-num_experts) % ep or ep
+    n = max(1, int(round(min(assignments, MAX_ASSIGNMENTS))))
+    loads, _ = eplb.synthetic_loads(LAYERS, num_experts, n, SKEW, SEED, windows=2)
+    r = eplb.evaluate(loads[0], ep, redundant, eval_loads=loads[1])
+    return 1.0 / max(float(r["balancedness_eplb"]), 1e-9)
+
+
+def _log2_grid() -> list[float]:
+    k = round(math.log2(MAX_ASSIGNMENTS) / LOG2_STEP)
+    return [i * LOG2_STEP for i in range(k + 1)]
+
+
+def build(experts: tuple[int, ...] = EXPERTS) -> dict[str, Any]:
+    """The table document: generator, inputs and, per expert count, the EP sizes, the log2
+    assignments and the imbalance at each (rows: EP sizes)."""
+    grid = _log2_grid()
+    tables = {}
+    for e in experts:
+        eps = [p for p in EP_GRID if p <= e]
+        tables[str(e)] = {
+            "ep": eps,
+            "imbalance": [[round(eplb_imbalance(e, p, 2.0**x), 6) for x in grid] for p in eps],
+        }
+    return {
+        "generator": "python -m rackbook.physics.imbalance --write "
+        "(rackbook.physics.imbalance.eplb_imbalance: eplb.synthetic_loads + eplb.evaluate)",
+        "inputs": {
+            "layers": LAYERS,
+            "seed": SEED,
+            "skew": SKEW,
+            "windows": 2,
+            "redundant": "(-experts) mod ep, else ep",
+        },  # fmt: skip
+        "log2_assignments": grid,
+        "experts": tables,
+    }
+
+
+@functools.cache
+def table(path: str | None = None) -> dict[str, Any]:
+    """The stored table (``data/derived/eplb-imbalance.json``), read once; {} when absent."""
+    p = Path(path) if path else paths.DATA / TABLE_FILE
+    if not p.exists():
+        return {}
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+        return {"x": doc["log2_assignments"], "experts": doc["experts"]}
+    except (KeyError, ValueError) as exc:
+        raise InputError(p, "experts", f"not an imbalance table: {exc}") from None
+
+
+def _interp(xs: list[float], x: float) -> tuple[int, float]:
+    """Index i and weight w so that x = xs[i] (1 - w) + xs[i + 1] w, clamped to the ends."""
+    if x <= xs[0]:
+        return 0, 0.0
+    if x >= xs[-1]:
+        return len(xs) - 2, 1.0
+    i = bisect.bisect_right(xs, x) - 1
+    return i, (x - xs[i]) / (xs[i + 1] - xs[i])
+
+
+@functools.lru_cache(maxsize=4096)
+def imbalance(num_experts: int, ep: int, assignments: float) -> float:
+    """:func:`eplb_imbalance` read from the table: log(imbalance) interpolated linearly in
+    log2(assignments) between grid points (computed live for an expert count or EP size the
+    table lacks)."""
+    if ep <= 1 or assignments <= 0:
+        return 1.0
+    ep = min(ep, num_experts)
+    t = table()
+    rows = t.get("experts", {}).get(str(num_experts))
+    if rows is None:
+        return eplb_imbalance(num_experts, ep, assignments)
+    if ep not in rows["ep"]:
+        return eplb_imbalance(num_experts, ep, assignments)
+    vals = rows["imbalance"][rows["ep"].index(ep)]
+    j, v = _interp(t["x"], math.log2(min(assignments, MAX_ASSIGNMENTS)))
+    return math.exp((1 - v) * math.log(vals[j]) + v * math.log(vals[j + 1]))
+
+
+def dump(doc: dict[str, Any]) -> str:
+    """The table as JSON text, one EP size's row a line."""
+    text = json.dumps(doc, separators=(",", ":"))
+    return text.replace("],[", "],\n[") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rackbook.physics.imbalance --write``: recompute and store the table."""
+    from rackbook.core import fsio
+
+    ap = argparse.ArgumentParser(prog="python -m rackbook.physics.imbalance")
+    ap.add_argument("--write", action="store_true", help=f"write data/{TABLE_FILE}")
+    args = ap.parse_args(argv)
+    doc = build()
+    if args.write:
+        out = paths.DATA / TABLE_FILE
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fsio.atomic_write_text(out, dump(doc))
+        print(f"wrote {out}")
+    else:
+        print(json.dumps(doc)[:200])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
