@@ -168,7 +168,7 @@ def test_precision_flag_states_the_experts_dtype(run_cli):
     64 TB/s / 37e9 B / 8 = 216.2 tok/s per GPU (NVFP4: 298.7), so 250 is impossible; not given,
     the assumed line names the NVFP4 checkpoint."""
     argv = ["check", "--model", "deepseek-r1", "--gpu", "gb300", "--gpus", "8", "--tok-s", "250",
-            "--concurrency", "1", "--json"]  # fmt: skip
+            "--per", "gpu", "--concurrency", "1", "--json"]  # fmt: skip
     code, out, _ = run_cli(*argv, "--precision", "fp8")
     phys = json.loads(out.strip().splitlines()[-1])["physics"]
     assert code == 0 and phys["verdict"] == "impossible"

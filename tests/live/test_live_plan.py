@@ -189,7 +189,7 @@ def test_two_shards_merge_on_one_clock(tmp_path):
     raw = tmp_path / "trace.raw"
     (raw / "serve").mkdir(parents=True)
     (raw / "metrics").mkdir()
-    s0 = _result([1000.0, 1000.5], [0.1, 0.2], [0.4, 0.6], [3, 3], [[0.1, 0.2]] * 2, 1.2, 2)
+    s0 = _result([1000.0, 1000.5], [0.1, 0.2], [0.4, 0.5], [3, 3], [[0.1, 0.2]] * 2, 1.2, 2)
     s1 = _result([1000.3], [0.1], [0.5], [3], [[0.2, 0.2]], 2.0, 2)
     (raw / "serve" / "2x.s0.json").write_text(json.dumps(s0))
     (raw / "serve" / "2x.s1.json").write_text(json.dumps(s1))
