@@ -37,9 +37,10 @@ GPU) and adds what real deployments lose or gain:
 - **prefill experts at the step's real tokens per expert** (a chunk's tokens over the
   experts), not at a fixed size.
 
-What is not physics, the per-layer floor and a kernel-efficiency factor, is fitted only on
-published measurements (:mod:`rackbook.results.validation`, ``rackbook validate --fit``) and
-stored with its points and method in ``data/published/expected-fit.yaml``; the interval
+What is not physics: the per-layer floor, anchored on its measurement (above), and a
+kernel-efficiency factor, fitted only on published measurements
+(:mod:`rackbook.results.validation`, ``rackbook validate --fit``); both are stored with the
+points and method in ``data/published/expected-fit.yaml``; the interval
 ``[low, high]`` is the fit's held-out (leave-one-source-out) residual spread.
 
 Units: seconds, bytes, FLOP, tokens/s per GPU.
