@@ -61,9 +61,9 @@ def page(rep: dict[str, Any]) -> str:
     """The page's generated tables from ``rep`` (:func:`report`)."""
     fit = rep["fit"]
     out = [
-        f"Fit: kernels x {fit['efficiency']:g}, a per-layer floor of "
-        f"{fit['layer_s'] * 1e6:g} µs (`data/published/expected-fit.yaml`); every prediction "
-        "below uses the fit made without its own source.",
+        f"Fit: kernels x {fit['efficiency']:g} (fitted), a per-layer floor of "
+        f"{fit['layer_s'] * 1e6:.0f} µs (anchored) (`data/published/expected-fit.yaml`); every "
+        "prediction below uses the fit made without its own source.",
         "",
         *HEAD,
         _row("all", rep["all"]),

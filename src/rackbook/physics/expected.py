@@ -8,9 +8,9 @@ This module starts from the same step model (calibrated kernel times, scaled to 
 GPU) and adds what real deployments lose or gain:
 
 - **per-layer latency floor**: every layer of a step costs at least a fixed time (the chain of
-  kernel launches and the collectives' latencies), fitted on published measurements; a
-  measured anchor: DeepSeek-V3.2, TP8 on 8 B300, one user at 125 tok/s = 8.0 ms for 61 layers
-  = 131 us per layer (:data:`ANCHOR_LAYER_S`);
+  kernel launches and the collectives' latencies), anchored on a measurement, not fitted:
+  DeepSeek-V3.2, TP8 on 8 B300, one user at 125 tok/s = 8.0 ms for 61 layers = 131 us per
+  layer (:data:`ANCHOR_LAYER_S`; that figure is excluded from the validation);
 - **expert-parallel imbalance**: the busiest GPU's routed tokens over the mean, from the
   project's EPLB model (:mod:`rackbook.physics.eplb`: the synthetic routing calibrated to the
   claim, rebalanced by DeepSeek's EPLB, measured on a fresh draw) at the step's tokens, read
@@ -37,9 +37,10 @@ GPU) and adds what real deployments lose or gain:
 - **prefill experts at the step's real tokens per expert** (a chunk's tokens over the
   experts), not at a fixed size.
 
-What is not physics, the per-layer floor and a kernel-efficiency factor, is fitted only on
-published measurements (:mod:`rackbook.results.validation`, ``rackbook validate --fit``) and
-stored with its points and method in ``data/published/expected-fit.yaml``; the interval
+What is not physics: the per-layer floor, anchored on its measurement (above), and a
+kernel-efficiency factor, fitted only on published measurements
+(:mod:`rackbook.results.validation`, ``rackbook validate --fit``); both are stored with the
+points and method in ``data/published/expected-fit.yaml``; the interval
 ``[low, high]`` is the fit's held-out (leave-one-source-out) residual spread.
 
 Units: seconds, bytes, FLOP, tokens/s per GPU.
