@@ -173,7 +173,7 @@ def figure(cells: list[Cell], x_title: str, title: str) -> Any:
         ],  # fmt: skip
         xaxis_title=x_title,
         yaxis={"title": "tokens/s per GPU (log)", "type": "log"},
-        height=460,
+        height=400,
         margin={"t": 110, "l": 70, "r": 20, "b": 60},
         legend={"orientation": "h", "y": -0.2},
         template="simple_white",
