@@ -115,3 +115,12 @@ def test_the_extension_serves_plotly_from_static(tmp_path):
     sphinx_plotly._copy(app, None)
     js = tmp_path / "_static" / "plotly.min.js"
     assert js.stat().st_size == sphinx_plotly.plotly_js().stat().st_size > 1_000_000
+
+
+def test_single_user_opens_at_the_claims_four_gpus():
+    """The page and the print stand-in show 4 GPUs first (the claim's deployment), not the
+    1-GPU setting that does not fit."""
+    html = explorer.single_bundle()["text/html"]
+    assert '"active":6' in html.replace(" ", "")  # 1, 2 GPUs x 3 contexts come before
+    labels = re.findall(r'"label":"([^"]+)"', html.replace(": ", ":"))
+    assert labels[6] == "4 GPUs, no context" and len(labels) == 12

@@ -37,6 +37,8 @@ RACK_SHARES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 0.85, 0.9, 0.95, 0.98)
 SINGLE_GPUS: tuple[int, ...] = (1, 2, 4, 8)
 SINGLE_CONTEXTS: tuple[int, ...] = (0, 131072, 1048576)
 SINGLE_STEPS: tuple[float, ...] = (1.0, 1.5, 2.0, 2.5, 3.0, 3.51, 4.0, 5.0)
+#: The single-user setting shown first: the claim's four GPUs, no context.
+SINGLE_FIRST: dict[str, Any] = {"gpus": 4, "context": 0}
 #: Plotly's verdict colours (colour-blind safe pair, as the book's matplotlib palette).
 COLOURS = {"possible": "#0072B2", "impossible": "#D55E00"}
 
@@ -127,7 +129,7 @@ def _num(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def figure(cells: list[Cell], x_title: str, title: str) -> Any:
+def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
     """A Plotly figure of ``cells``: per setting (dropdown), the claimed rate (points coloured
     by verdict), the ceiling (line) and the expected range (band) against ``x``; log y."""
     import plotly.graph_objects as go
@@ -137,7 +139,7 @@ def figure(cells: list[Cell], x_title: str, title: str) -> Any:
     per_group = 4
     for i, (_, cs) in enumerate(groups.items()):
         xs = [c.x for c in cs]
-        vis = i == 0
+        vis = i == first
         fig.add_trace(go.Scatter(x=xs, y=[_num(c.high) for c in cs], mode="lines",
                                  line={"width": 0}, showlegend=False, hoverinfo="skip",
                                  visible=vis))  # fmt: skip
@@ -169,6 +171,7 @@ def figure(cells: list[Cell], x_title: str, title: str) -> Any:
                 "y": 1.16,
                 "yanchor": "top",
                 "direction": "down",
+                "active": first,
             }
         ],  # fmt: skip
         xaxis_title=x_title,
@@ -181,11 +184,11 @@ def figure(cells: list[Cell], x_title: str, title: str) -> Any:
     return fig
 
 
-def _png(cells: list[Cell], x_title: str, title: str) -> bytes:
+def _png(cells: list[Cell], x_title: str, title: str, first: int = 0) -> bytes:
     """The print stand-in: the first setting's panel drawn by matplotlib (PNG bytes)."""
     import matplotlib.pyplot as plt
 
-    label, cs = next(iter(_groups(cells).items()))
+    label, cs = list(_groups(cells).items())[first]
     fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
     xs = [c.x for c in cs]
     lo = [_num(c.low) or math.nan for c in cs]
@@ -206,13 +209,17 @@ def _png(cells: list[Cell], x_title: str, title: str) -> bytes:
     return buf.getvalue()
 
 
-def bundle(cells: list[Cell], x_title: str, title: str) -> dict[str, Any]:
+def bundle(
+    cells: list[Cell], x_title: str, title: str, first: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A display bundle for a notebook cell: ``text/html`` (the Plotly figure, its script
-    loaded from the book's ``_static``, none from the network) and ``image/png`` for print."""
-    html = figure(cells, x_title, title).to_html(
+    loaded from the book's ``_static``, none from the network) and ``image/png`` for print.
+    ``first``: the setting shown first (default the grid's first)."""
+    i = list(_groups(cells)).index(_label(first)) if first else 0
+    html = figure(cells, x_title, title, i).to_html(
         full_html=False, include_plotlyjs=False, config={"displaylogo": False}
     )
-    png = base64.b64encode(_png(cells, x_title, title)).decode("ascii")
+    png = base64.b64encode(_png(cells, x_title, title, i)).decode("ascii")
     return {"text/html": html, "image/png": png}
 
 
@@ -225,4 +232,4 @@ def rack_bundle() -> dict[str, Any]:
 def single_bundle() -> dict[str, Any]:
     """The single-user explorer's display bundle (:func:`single_grid`)."""
     return bundle(single_grid(), "tokens per step (acceptance length; 1 without speculation)",
-                  "The single-user figure per GPU, by GPUs and context")  # fmt: skip
+                  "The single-user figure per GPU, by GPUs and context", SINGLE_FIRST)  # fmt: skip
