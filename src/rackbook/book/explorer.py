@@ -159,8 +159,8 @@ def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
         ))  # fmt: skip
     buttons = []
     for i, label in enumerate(groups):
-        vis = [j // per_group == i for j in range(per_group * len(groups))]
-        buttons.append({"label": label, "method": "update", "args": [{"visible": vis}]})
+        shown = [j // per_group == i for j in range(per_group * len(groups))]
+        buttons.append({"label": label, "method": "update", "args": [{"visible": shown}]})
     fig.update_layout(
         title={"text": title, "font": {"size": 15}},
         updatemenus=[
