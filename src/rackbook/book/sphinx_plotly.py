@@ -1,0 +1,44 @@
+"""Sphinx extension: serve Plotly's script from the book itself (offline, no CDN).
+
+The explorers (:mod:`rackbook.book.explorer`) emit Plotly figures without their script. This
+extension copies ``plotly.min.js`` from the installed ``plotly`` package (its
+``package_data``) into the HTML build's ``_static`` and adds it to the pages whose body holds
+a Plotly figure, and only those (it weighs about 4.7 MB).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+#: The script's name under ``_static``.
+SCRIPT = "plotly.min.js"
+
+
+def plotly_js() -> Path:
+    """The ``plotly.min.js`` the installed ``plotly`` package ships."""
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data" / SCRIPT
+
+
+def _page(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """Add the script to a page that holds a Plotly figure."""
+    if "plotly-graph-div" in str(context.get("body", "")):
+        app.add_js_file(SCRIPT)
+
+
+def _copy(app: Any, exception: Exception | None) -> None:
+    """Copy the script into the HTML output's ``_static``."""
+    if exception is None and app.builder.format == "html":
+        static = Path(app.outdir) / "_static"
+        static.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(plotly_js(), static / SCRIPT)
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """Register the page and build-finished handlers."""
+    app.connect("html-page-context", _page)
+    app.connect("build-finished", _copy)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
