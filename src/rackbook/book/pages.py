@@ -735,7 +735,7 @@ def generate(
     where the results executed on the shipped recordings are (default the build's
     ``executed`` folder), shown beside a reader's own results; ``mine``: the results executed
     on the reader's traces (:func:`at_a_glance`)."""
-    from rackbook.book import releases
+    from rackbook.book import releases, validation_page
 
     folder.mkdir(parents=True, exist_ok=True)
     translation_trace = paths.TRACES / "decode-parity"
@@ -771,4 +771,5 @@ def generate(
             + schema.markdown_reference(),
         ),
     ]
+    written += validation_page.generate(folder)  # validation.md and its figure
     return written
