@@ -224,23 +224,27 @@ def _run_verdict(readings: dict[tuple[str, str], dict] | None, claim_id: str) ->
 
 
 def attainable_note() -> str:
-    """One line under the landing table: the deployment and calibration every "what measured
-    kernels reach" ratio in it assumes (a row names a deployment only where it differs)."""
-    from rackbook.core.calibration import read_calibration
-    from rackbook.physics.attainable import DEPLOYMENT_TEXT
+    """One line under the landing table: what every "what real deployments are expected to
+    reach" ratio in it is (the expected model, its anchor, fit and held-out validation), with
+    a link to the validation page; the kernel sum stays in the chapters."""
+    from rackbook.physics.expected import load_fit
 
-    cal = read_calibration()
-    hopper = "NVIDIA H" in str(cal.run.get("gpu", ""))
+    s = load_fit().validation.get("all") or {}
+    check = (
+        f"held out by source on {s['points']} published points, median measured/expected "
+        f"{s['median_ratio']:.2f}, {s['within_2x'] * 100:.0f} % within 2x, "
+        f"{s['inside'] * 100:.0f} % inside the interval"
+        if s.get("points")
+        else ""
+    )
     return (
-        f"*What measured kernels reach*: {DEPLOYMENT_TEXT['dp-ep']} (tensor-parallel attention "
-        f"where fewer sequences than GPUs are in flight), with the kernels of {cal.label}"
-        + (
-            "; fractions of the data sheet measured on Hopper applied to Blackwell GPUs are "
-            "an assumption"
-            if hopper
-            else ""
-        )
-        + ". Each chapter gives the whole reading."
+        "*What real deployments are expected to reach*: rackbook's expected throughput for "
+        "the claim's workload and GPUs (measured kernel times, a per-layer latency floor "
+        "anchored on a published single stream, one fitted kernel factor, the best "
+        "deployment); "
+        + (f"{check}; " if check else "")
+        + "see {doc}`How well does rackbook predict? </book/validation>`. "
+        "Each chapter gives the whole reading, with what measured kernels alone reach."
     )
 
 
