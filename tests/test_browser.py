@@ -135,7 +135,7 @@ def test_chapter_renders(browser, site, result, tmp_path):
         assert _plain(for_reader(r["reason"])) in text and r["verdict"] in text, r
     assert "What would flip it" in text
     for f in doc["flips"]:
-        assert _plain(f) in text, f
+        assert _plain(for_reader(f)) in text, f
     # nothing left raw: no unrendered glue role, no MathJax error, no internal sheet cited
     assert "{glue" not in text and "glue:text" not in text
     assert "<mjx-merror" not in dom and "Double subscripts" not in text
