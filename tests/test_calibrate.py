@@ -282,14 +282,18 @@ class _Stream:
 
 @pytest.mark.parametrize("tty", [False, True])
 def test_the_progress_bar_is_drawn_only_on_a_terminal(tty, monkeypatch) -> None:
-    """A log file or a pipe gets no bar (tqdm's carriage returns); a terminal gets one."""
+    """A terminal gets tqdm's bar (carriage returns); a log file or a pipe a plain line per
+    kernel, with no carriage return; progress off: nothing either way."""
     err = _Stream(tty)
     monkeypatch.setattr(sys, "stderr", err)
     bar = kernels.progress_bar(3, True)
+    bar.set_description("hbm_read fp32")
     bar.update(1)
     bar.close()
     drawn = "".join(err.text)
-    assert (drawn != "") is tty, drawn
+    assert ("\r" in drawn) is tty, drawn
+    if not tty:
+        assert drawn == "calibrate: 1/3 hbm_read fp32\n"
     off = kernels.progress_bar(3, False)  # progress off: nothing even on a terminal
     off.update(1)
     off.close()

@@ -341,14 +341,13 @@ class _Lines:
 
 
 def progress_bar(total: int, on: bool) -> Any:
-    """The progress bar of ``total`` kernels on stderr: drawn only when ``on`` and stderr is a
-    terminal (a log file or a pipe gets no bar's carriage returns)."""
-    on = on and _is_terminal(sys.stderr)
-    if importlib.util.find_spec("tqdm") is None:
+    """The progress of ``total`` kernels on stderr, when ``on``: tqdm's bar on a terminal; a
+    plain line per kernel elsewhere (a log file or a pipe gets no carriage returns)."""
+    if not on or not _is_terminal(sys.stderr) or importlib.util.find_spec("tqdm") is None:
         return _Lines(total, on)
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="kernel", disable=not on, file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True)
 
 
 def import_torch() -> Any:
