@@ -11,13 +11,12 @@ One function, :func:`conclude`, turns a claim and its readings into a :class:`Co
   like-for-like published point) is named after the published sentence;
 - the decisive finding (:func:`finding`), the one or two sentences a performance engineer
   would repeat: what physics rules out (naming the bases and the ratio to the ceiling) or
-  derives exactly, what measured kernels reach, where published points place the figure;
+  derives exactly, what real deployments are expected to reach (else what measured kernels
+  reach), where published points place the figure;
 - the graded certainty with its named reasons (:mod:`rackbook.results.certainty`);
-- the near evidence (``near``), one sentence: the spread of the near points and the claim's
-  ratio to them, which never decides a verdict.
+- the near evidence (``near``): the near points' spread and the claim's ratio to them.
 
-Readings are plain dicts; fields this module does not know are ignored, so new fields (a basis,
-a closest point) change the sentence without changing the callers.
+Readings are plain dicts; fields this module does not know are ignored.
 """
 
 from __future__ import annotations
@@ -132,18 +131,11 @@ def _attainable(r: Mapping[str, Any]) -> str:
     return ""
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
-
-
 def _expected(e: Any) -> str:
-    """The expected reading (:mod:`rackbook.physics.expected`: what a well-tuned deployment of
-    today's engines reaches for the workload, validated held out on the published
-    measurements) as a clause ("" without a finite one): the claim's ratio to it and its
-    interval in tok/s per GPU. The realism yardstick the landing and conclusions quote; the
-    kernel sum (what measured kernels reach) stays in the chapter's readings table."""
+    """The expected reading (:mod:`rackbook.physics.expected`) as a ratio-and-interval clause."""
+    keys = ("ratio", "tok_s_per_gpu", "low", "high")
     if not isinstance(e, Mapping) or not all(
-        _finite(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")
+        isinstance(e.get(k), (int, float)) and math.isfinite(e[k]) for k in keys
     ):
         return ""
     return (
