@@ -118,18 +118,24 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         self._aliased = False
         node = super().get_single_node()
         if node is not None and self._aliased:
-            seen: set[int] = set()
-            _distinct_nodes(node, seen)
-            extra = _expanded_size(node, {}) - len(seen)
-            if extra > MAX_ALIAS_NODES:
-                raise yaml.composer.ComposerError(
-                    None,
-                    None,
-                    f"aliases expand to {extra:,} more nodes, over the limit "
-                    f"{MAX_ALIAS_NODES:,} (an alias bomb?)",
-                    node.start_mark,
-                )
+            _refuse_alias_bomb(node)
         return node
+
+
+def _refuse_alias_bomb(node: Any) -> None:
+    """A composed document whose aliases expand to more than :data:`MAX_ALIAS_NODES` nodes
+    beyond its distinct ones is a ``ComposerError`` (both loaders' check)."""
+    seen: set[int] = set()
+    _distinct_nodes(node, seen)
+    extra = _expanded_size(node, {}) - len(seen)
+    if extra > MAX_ALIAS_NODES:
+        raise yaml.composer.ComposerError(
+            None,
+            None,
+            f"aliases expand to {extra:,} more nodes, over the limit "
+            f"{MAX_ALIAS_NODES:,} (an alias bomb?)",
+            node.start_mark,
+        )
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -166,17 +172,7 @@ class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # ty
     def get_single_node(self) -> Any:
         node = super().get_single_node()
         if node is not None and getattr(self, "may_alias", True):
-            seen: set[int] = set()
-            _distinct_nodes(node, seen)
-            extra = _expanded_size(node, {}) - len(seen)
-            if extra > MAX_ALIAS_NODES:
-                raise yaml.composer.ComposerError(
-                    None,
-                    None,
-                    f"aliases expand to {extra:,} more nodes, over the limit "
-                    f"{MAX_ALIAS_NODES:,} (an alias bomb?)",
-                    node.start_mark,
-                )
+            _refuse_alias_bomb(node)
         return node
 
 
