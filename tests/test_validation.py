@@ -36,8 +36,12 @@ def test_mapping_loads_measured_values_from_the_published_data() -> None:
     # the SGLang cookbook's GB300 low-latency c16 cell: 3,710 total tok/s/GPU, MTP 3-1-4
     p = by_id["gb300/flash/fp4/low-latency/c16"]
     assert p.measured == 3710.0 and p.counted == "total" and p.verify == 4
-    # Little's law from the cell's mean TTFT 0.557 s and TPOT 7.02 ms (16 clients, OSL 1,024)
-    assert p.batch == pytest.approx(V.littles_law(16, 1024, 0.557, 0.00702), rel=1e-3)
+    # the random dataset's mean lengths, not the caps 8,192 / 1,024 (range ratio 0)
+    assert (p.isl, p.osl) == (4096.5, 512.5)
+    # Little's law from the cell's mean TTFT 0.557 s and TPOT 7.02 ms (16 clients, mean OSL
+    # 512.5): 16 x 511.5 x 7.02 ms / (0.557 s + 3.591 s) = 13.85 decoding
+    assert p.batch == pytest.approx(13.85, abs=0.01)
+    assert p.batch == pytest.approx(V.littles_law(16, 512.5, 0.557, 0.00702), rel=1e-9)
     # a per-node figure is divided by 8 GPUs: 22,300 / 8 = 2,787.5
     assert by_id["lmsys-large-scale-ep.decode-per-node"].measured == 2787.5
     assert {x.reason for x in excluded} >= {"AMD MI355X is not in the hardware catalog"}
