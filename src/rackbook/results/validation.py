@@ -14,9 +14,12 @@ on the point it was set from). What is fitted (the kernel-efficiency factor,
 :class:`rackbook.physics.expected.Fit`) is fitted here, on these points only, by a grid search
 minimising the squared log error with each source weighted equally; it is judged by
 leave-one-source-out error: every point's held-out prediction uses the parameters fitted on the
-other sources, and its interval the other sources' residual quantiles
-(:data:`INTERVAL_QUANTILES`). ``rackbook validate --fit`` writes the fit, its points, grid and
-held-out parameters to ``data/published/expected-fit.yaml``.
+other sources. The interval is the spread of held-out errors, never of fitted ones: the stored
+fit's is the quantiles (:data:`INTERVAL_QUANTILES`, each source weighing the same) of every
+point's held-out log(measured / expected); a held-out fold's is the same quantiles over the
+other sources' points, each predicted by a fit without its own source and without the fold's
+(nested: the fold's source never shapes its own interval). ``rackbook validate --fit`` writes
+the fit, its points, grid and held-out parameters to ``data/published/expected-fit.yaml``.
 
 Units: tokens/s per GPU in the tokens each point counts; ratios measured / expected.
 """
@@ -353,12 +356,31 @@ def best(logs: np.ndarray, weights: np.ndarray) -> int:
     return int(np.argmin((logs**2 * weights).sum(axis=1)))
 
 
-def grid_fit(i: int, residuals: np.ndarray) -> exp_mod.Fit:
-    """The fit at grid row ``i``; its interval is the quantiles (:data:`INTERVAL_QUANTILES`)
-    of the fitted points' log residuals ``residuals`` at that row."""
+def weighted_quantiles(
+    values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]
+) -> tuple[float, ...]:
+    """Quantiles ``qs`` of ``values`` each weighing ``weights`` (linear between the weighted
+    midpoints; equal weights give :func:`numpy.quantile`'s ``hazen`` rule); zeros without
+    values.
+
+    Values 0, 1, 2, 3 weighing 1 each: midpoints at 0.125, 0.375, 0.625, 0.875, so the 0.5
+    quantile is 1.5 and the 0.1 quantile the least value, 0."""
+    if not len(values):
+        return tuple(0.0 for _ in qs)
+    order = np.argsort(values)
+    v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
+    mid = (np.cumsum(w) - 0.5 * w) / w.sum()
+    return tuple(float(np.interp(q, mid, v)) for q in qs)
+
+
+def grid_fit(i: int, residuals: np.ndarray, weights: np.ndarray | None = None) -> exp_mod.Fit:
+    """The fit at grid row ``i``; its interval is the weighted quantiles
+    (:data:`INTERVAL_QUANTILES`) of the log residuals ``residuals`` (held-out ones: see
+    :func:`fit_points`), each weighing ``weights`` (default: the same)."""
     e, lay = EFFICIENCIES[i // len(LAYER_S)], LAYER_S[i % len(LAYER_S)]
-    lo, hi = np.quantile(residuals, INTERVAL_QUANTILES) if len(residuals) else (0.0, 0.0)
-    return exp_mod.Fit(e, lay, float(lo), float(hi))
+    w = np.ones(len(residuals)) if weights is None else weights
+    lo, hi = weighted_quantiles(residuals, w, INTERVAL_QUANTILES)
+    return exp_mod.Fit(e, lay, lo, hi)
 
 
 @dataclass(frozen=True)
@@ -371,22 +393,54 @@ class FitResult:
     logs: np.ndarray = field(repr=False)
 
 
+def _row_without(points: list[Point], logs: np.ndarray, out: set[str]) -> int | None:
+    """The grid row fitted on ``points`` minus the sources ``out`` (None: no point left)."""
+    keep = [p.source not in out for p in points]
+    if not any(keep):
+        return None
+    w = np.zeros(len(points))
+    w[np.array(keep)] = _weights([p for p, k in zip(points, keep, strict=True) if k])
+    return best(logs, w)
+
+
+def held_out_logs(
+    points: list[Point], logs: np.ndarray, without: frozenset[str] = frozenset()
+) -> tuple[np.ndarray, np.ndarray]:
+    """(log residual, weight) of every point whose source is not in ``without``, each predicted
+    by the fit on the other sources (and not ``without`` either): the held-out errors an
+    interval is read from; weights 1 / the source's points (each source weighs the same)."""
+    sources = sorted({p.source for p in points} - without)
+    res, wts = [], []
+    for src in sources:
+        j = _row_without(points, logs, set(without) | {src})
+        idx = [k for k, p in enumerate(points) if p.source == src]
+        if j is None:
+            continue
+        res.extend(logs[j][idx])
+        wts.extend([1.0 / len(idx)] * len(idx))
+    return np.array(res), np.array(wts)
+
+
 def fit_points(points: list[Point], logs: np.ndarray | None = None) -> FitResult:
     """Fit on ``points`` and on each leave-one-source-out subset (``logs``: :func:`grid_logs`
-    of ``points``, computed when not given)."""
+    of ``points``, computed when not given). Intervals from held-out errors only
+    (:func:`held_out_logs`): the fit's from every point held out by source; a fold's from the
+    other sources' points, each held out with the fold's source too (a fold whose other sources
+    leave nothing to hold out reads its own fitted residuals)."""
     logs = grid_logs(points) if logs is None else logs
     i = best(logs, _weights(points))
-    fit = grid_fit(i, logs[i])
+    fit = grid_fit(i, *held_out_logs(points, logs))
     held: dict[str, exp_mod.Fit] = {}
     for src in sorted({p.source for p in points}):
-        keep = np.array([p.source != src for p in points])
-        if not keep.any():
+        j = _row_without(points, logs, {src})
+        if j is None:
             held[src] = fit
             continue
-        w = np.zeros(len(points))
-        w[keep] = _weights([p for p in points if p.source != src])
-        j = best(logs, w)
-        held[src] = grid_fit(j, logs[j][keep])
+        r, w = held_out_logs(points, logs, frozenset({src}))
+        if not len(r):  # one other source only: its fitted residuals
+            keep = np.array([p.source != src for p in points])
+            r, w = logs[j][keep], np.ones(int(keep.sum()))
+        held[src] = grid_fit(j, r, w)
     return FitResult(fit, held, points, logs)
 
 
@@ -463,7 +517,10 @@ def fit_document(res: FitResult) -> dict[str, Any]:
             "post on 8 B300 (2026-05-11), 1 / 125 tok/s / 61 layers, its figure excluded from "
             "the points; grid search over efficiency (kernel-time factor) minimising the "
             "squared log(measured / expected), each source weighted equally; "
-            f"interval: the fitted points' log-residual quantiles {INTERVAL_QUANTILES}; "
+            f"interval: the quantiles {INTERVAL_QUANTILES} of held-out log(measured / "
+            "expected), each source weighing the same: for fit, every point predicted by the fit "
+            "without its source; for each held_out fold, the other sources' points, each "
+            "predicted without its source and the fold's (never the fitted residuals); "
             "held_out: the same fit without each source (leave-one-source-out). "
             "Regenerate: rackbook validate --fit"
         ),
