@@ -70,12 +70,39 @@ def test_readings_table_one_row_per_claim_one_cell_per_reading():
         html.index(t) for t in ("Physics", "Published evidence", "This run")
     )
     assert "<strong>possible</strong>" in html and "0.5x the ceiling" in html
-    assert "0.123x what measured kernels reach" in html  # the attainable ratio, 3 figures
-    assert "why</summary>a &lt; b &amp; c<br>Attainable: kernels reach &lt;2x&gt;" in html
+    assert "kernel sum: 0.123x what measured kernels reach" in html  # 3 figures
+    why = "why</summary>a &lt; b &amp; c<br>Attainable (kernel sum): kernels reach &lt;2x&gt;"
+    assert why in html
     assert "as output tokens per GPU: <strong>within</strong>" in html  # a short basis named
     # the same table from the headline JSON as read (a mapping), and the old name
     doc = {"result": "decode-parity", "readings": [asdict(r) for r in _outcome().readings]}
     assert chapter.readings_table(doc) == html == chapter.readings_box(_outcome())
+
+
+def test_readings_cell_leads_with_the_bound_then_the_expected_range():
+    """A cell: the bound's verdict, then the claim against what real deployments reach (with
+    the fit's held-out error), then the kernel sum; the reason's lines in the same order."""
+    from rackbook.physics.expected import load_fit
+    from rackbook.results.conclusions import for_reader
+
+    exp = {"tok_s_per_gpu": 1000.0, "low": 490.0, "high": 1830.0, "ratio": 2.5,
+           "deployment": "dp-ep", "text": "real deployments reach ~1,000"}  # fmt: skip
+    out = Outcome("decode-parity", [], [
+        _reading("physics", "possible", margin="0.5x the bound",
+                 attainable={"ratio": 0.9, "text": "kernels", "expected": exp}),
+        _reading("published", "within"), _reading("this run", "untested"),
+    ])  # fmt: skip
+    html = chapter.readings_table(out)
+    cell = html.split('<td data-label="Physics">')[1]
+    bound, above, kernels = (
+        cell.index("<strong>possible</strong>"),
+        cell.index("claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2.5x)"),
+        cell.index("kernel sum: 0.9x what measured kernels reach"),
+    )
+    assert bound < above < kernels
+    error = for_reader(load_fit().validation_text)  # the book's spacing: "78 %"
+    assert f"model error: {error}" in cell and "inside the interval" in cell
+    assert cell.index("Expected: real deployments") < cell.index("Attainable (kernel sum)")
 
 
 def test_a_long_basis_is_left_to_the_reason():

@@ -241,3 +241,17 @@ def test_expected_reads_the_bounds_usable_memory_and_served_format(gb300) -> Non
     free = check.usable_bytes(gb300) - st.dense_bytes - st.routed_bytes / 8
     per_seq = roofline.kv_bytes_per_sequence(c.spec, 4096, "fp8")
     assert E.capacity(c.spec, gb300, 8, 1, 4096, "fp8") == (free // per_seq) * 8
+
+
+def test_placement_and_brief_read_the_claim_against_the_interval() -> None:
+    # expected 1,000 tok/s/GPU in [490, 1,830]: a claim of 2,000 is above, 400 below, 1,000
+    # within; the brief names the place, the range and the multiple
+    d = {"tok_s_per_gpu": 1000.0, "low": 490.0, "high": 1830.0}
+    assert E.placement(d | {"ratio": 2.0}) == "above"
+    assert E.placement(d | {"ratio": 0.4}) == "below"
+    assert E.placement(d | {"ratio": 1.0}) == "within"
+    assert E.placement({"tok_s_per_gpu": None, "ratio": None}) == ""
+    assert E.brief(d | {"ratio": 2.0}, "v") == (
+        "claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x); model error: v"
+    )
+    assert E.brief({}) == ""

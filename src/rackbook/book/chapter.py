@@ -142,13 +142,20 @@ SHORT_BASIS = 60
 
 def readings_table(outcome: Any) -> str:
     """The chapter's verdict: a compact claim-by-reading table (raw HTML inside Markdown), each
-    cell a verdict and the margin that decided it, its reason one click away (``<details>``);
-    the questions the three readings answer above it."""
+    cell a verdict and the margin that decided it (the bound: possible / impossible), then, where
+    the reading has one, the claim against what real deployments reach
+    (:func:`rackbook.physics.expected.brief`: below / within / above the expected range, with
+    the model's held-out validation error), then the kernel sum (what measured kernels reach,
+    the intermediate the expected reading starts from), its reason one click away
+    (``<details>``); the questions the three readings answer above it."""
     from rackbook.inputs.claims import load_claims
+    from rackbook.physics.expected import brief as expected_brief
+    from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import for_reader
     from rackbook.results.headline import READING_TITLES, READINGS
 
     doc = _doc(outcome)
+    validation = load_fit().validation_text
     figures = {c.id: c.value_text for c in load_claims().claims}
     by_claim: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in doc["readings"]:
@@ -168,21 +175,35 @@ def readings_table(outcome: Any) -> str:
                     "" if margin == "-" else f'<br><span class="rb-margin">{_html(margin)}</span>'
                 )
                 att = r.get("attainable") or {}
+                exp = att.get("expected") or {}
+                # the bound's verdict first, then the realism yardstick (what real deployments
+                # reach, with the model's held-out error), then the kernel sum, an intermediate
+                exp_short = expected_brief(exp, validation)
+                exp_line = (
+                    f'<br><span class="rb-margin">{_html(exp_short)}</span>' if exp_short else ""
+                )
                 ratio = att.get("ratio")
                 short = att.get("brief") or (
                     f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
                     if isinstance(ratio, (int, float))
                     else ""
                 )
-                att_line = f'<br><span class="rb-margin">{_html(short)}</span>' if short else ""
-                exp = att.get("expected") or {}
+                att_line = (
+                    f'<br><span class="rb-margin">kernel sum: {_html(short)}</span>'
+                    if short
+                    else ""
+                )
                 why = (
                     _html(r["reason"])
-                    + (f"<br>Attainable: {_html(att['text'])}" if att.get("text") else "")
                     + (f"<br>Expected: {_html(exp['text'])}" if exp.get("text") else "")
+                    + (
+                        f"<br>Attainable (kernel sum): {_html(att['text'])}"
+                        if att.get("text")
+                        else ""
+                    )
                 )
                 parts.append(
-                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}{att_line}"
+                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}{exp_line}{att_line}"
                     f"<details><summary>why</summary>{why}</details>"
                 )
             label = _html(READING_TITLES[k])  # the column's name, shown on narrow screens

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,9 +110,11 @@ class Fit:
         s = self.validation.get("all") or {}
         if not s.get("points"):
             return ""
+        inside = s.get("inside")
         return (
             f"median measured/expected {s['median_ratio']:.2f} held out by source, "
             f"{s['within_2x']:.0%} of {s['points']} published points within 2x"
+            + (f", {inside:.0%} inside the interval" if inside is not None else "")
         )
 
 
@@ -540,6 +543,36 @@ class Expected:
             f"tok/s/GPU here ({self.deployment}); the claim is {self.ratio:.3g}x that"
         )
         return line + (f"; validation: {validation}" if validation else "")
+
+
+def placement(d: Mapping[str, Any]) -> str:
+    """Where a claim sits against an expected reading as stored (:meth:`Expected.to_dict`):
+    ``below`` / ``within`` / ``above`` what real deployments reach (its ``ratio``, claim over
+    expected, against the interval ``low`` / ``high`` over ``tok_s_per_gpu``), "" without one.
+
+    Expected 1,000 (490-1,830) tok/s per GPU, claim 2,000 (ratio 2): above."""
+    exp, low, high, ratio = (d.get(k) for k in ("tok_s_per_gpu", "low", "high", "ratio"))
+    if not all(isinstance(x, (int, float)) for x in (exp, low, high, ratio)) or not exp or exp <= 0:
+        return ""
+    claim = ratio * exp
+    return "below" if claim < low else "above" if claim > high else "within"
+
+
+def brief(d: Mapping[str, Any], validation: str = "") -> str:
+    """The expected reading in one short line for a readings table: the claim's place
+    (:func:`placement`) against what real deployments reach, the range (tokens/s per GPU) and
+    the claim's multiple, then the model's held-out error ``validation`` (:attr:`Fit.
+    validation_text`); "" without an expected rate.
+
+    ``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``."""
+    where = placement(d)
+    if not where:
+        return ""
+    line = (
+        f"claim {where} what real deployments reach (~{d['tok_s_per_gpu']:,.0f}, "
+        f"{d['low']:,.0f}-{d['high']:,.0f} tok/s/GPU: {d['ratio']:.3g}x)"
+    )
+    return line + (f"; model error: {validation}" if validation else "")
 
 
 def capacity(
