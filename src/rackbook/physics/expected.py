@@ -644,24 +644,8 @@ def expected(
     eff = default_efficiencies() if calibration is None else attainable.efficiencies(calibration)
     verify = max(1, int(verify))
     tokens_per_step = min(max(1.0, tokens_per_step), float(verify))
-    notes: list[str] = []
-    if m.kv_cache.compression_ratios is None and (context or prefix):
-        rel = m.kv_cache.relative_to
-        notes.append(
-            f"{m.name}'s KV layout is not in the catalog: context costs "
-            + (
-                f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s (approximate)"
-                if rel
-                else "not counted"
-            )
-        )
-    dom = domain(g)
-    widths = tp_widths(gpus, dom)
-    if deployment is not None:
-        want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)
-        if want is None or want not in widths:
-            raise InputError("-", "deployment", f"{deployment!r} is not one of dp-ep, tp-ep here")
-        widths = [want]
+    notes = [n for n in (_kv_note(m, context or prefix),) if n]
+    widths = _widths(g, gpus, deployment)
     terms: dict[str, dict[str, float]] = {}
     shares: dict[str, float] = {}
     best: Step | None = None
@@ -670,29 +654,10 @@ def expected(
         kw = dict(
             context=context, verify=verify, tokens_per_step=tokens_per_step, kv_dtype=kv_dtype
         )
-        for tp in widths:
-            cap = capacity(m, g, gpus, tp, context, kv_dtype)
-            if cap < 1:
-                continue
-            asked = decode_batch if decode_batch is not None else concurrency
-            if asked is not None:
-                sizes = [min(float(asked), cap)]
-            else:
-                sizes, b = [], 1.0
-                while b < cap:
-                    sizes.append(b)
-                    b *= 2
-                sizes.append(cap)
-            for b in sizes:
-                s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)  # type: ignore[arg-type]
-                if tpot_ms is not None and s.seconds / tokens_per_step * 1e3 > tpot_ms:
-                    b = _tpot_batch(m, g, gpus, b, eff, fit, tp, kw, tpot_ms, tokens_per_step)
-                    if b < 1:
-                        continue
-                    s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)  # type: ignore[arg-type]
-                if best is None or s.tok_s_per_gpu > best.tok_s_per_gpu:
-                    best = s
-                    batch_text = _batch_text(asked, decode_batch, b, cap, tpot_ms)
+        asked = decode_batch if decode_batch is not None else concurrency
+        best, batch_text = _best_decode(
+            m, g, gpus, eff, fit, widths, kw, asked, decode_batch, tpot_ms
+        )
         if best is None:
             fits = any(capacity(m, g, gpus, tp, context, kv_dtype) >= 1 for tp in widths)
             notes.append(
@@ -729,6 +694,75 @@ def expected(
         tuple(notes),
         fit.source,
     )
+
+
+def _kv_note(m: ModelSpec, context: float) -> str:
+    """The note on a model whose catalog holds no KV layout of its own when context is read
+    ("" otherwise): its context costs taken from the model it is relative to, or not counted."""
+    if m.kv_cache.compression_ratios is not None or not context:
+        return ""
+    rel = m.kv_cache.relative_to
+    return f"{m.name}'s KV layout is not in the catalog: context costs " + (
+        f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s (approximate)"
+        if rel
+        else "not counted"
+    )
+
+
+def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
+    """Attention TP widths tried (:func:`tp_widths`), or the one ``deployment`` names (dp-ep:
+    1, tp-ep: all the GPUs; InputError when that width is not possible here)."""
+    widths = tp_widths(gpus, domain(g))
+    if deployment is None:
+        return widths
+    want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)
+    if want is None or want not in widths:
+        raise InputError("-", "deployment", f"{deployment!r} is not one of dp-ep, tp-ep here")
+    return [want]
+
+
+def _best_decode(
+    m: ModelSpec,
+    g: GpuSpec,
+    gpus: int,
+    eff: attainable.Efficiencies,
+    fit: Fit,
+    widths: list[int],
+    kw: dict[str, Any],
+    asked: float | None,
+    derived: float | None,
+    tpot_ms: float | None,
+) -> tuple[Step | None, str]:
+    """The decode step reaching the most tokens/s per GPU over the TP ``widths`` and batches
+    (``asked`` capped by the KV capacity, else powers of 2 up to it; each cut to the TPOT limit
+    when over it), and how its batch was set (:func:`_batch_text`; ``derived``: the caller's
+    Little's-law batch). None when no width holds one sequence within the limits."""
+    tps = kw["tokens_per_step"]
+    best: Step | None = None
+    text = ""
+    for tp in widths:
+        cap = capacity(m, g, gpus, tp, kw["context"], kw["kv_dtype"])
+        if cap < 1:
+            continue
+        if asked is not None:
+            sizes = [min(float(asked), cap)]
+        else:
+            sizes, b = [], 1.0
+            while b < cap:
+                sizes.append(b)
+                b *= 2
+            sizes.append(cap)
+        for b in sizes:
+            s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+            if tpot_ms is not None and s.seconds / tps * 1e3 > tpot_ms:
+                b = _tpot_batch(m, g, gpus, b, eff, fit, tp, kw, tpot_ms, tps)
+                if b < 1:
+                    continue
+                s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+            if best is None or s.tok_s_per_gpu > best.tok_s_per_gpu:
+                best = s
+                text = _batch_text(asked, derived, b, cap, tpot_ms)
+    return best, text
 
 
 def _tpot_batch(

@@ -599,8 +599,9 @@ def cli_check(args: argparse.Namespace) -> int:
     for n in c.notes:
         print(f"  note: {n}")
     print(f"physics: {phys.verdict} ({phys.reason}; limit: {c.limit})")
-    print(f"  attainable: {phys.extra['attainable_text']}")
+    # the bound above; then the realism yardstick; the kernel sum after it, an intermediate
     print(f"  expected: {phys.extra['expected_text']}")
+    print(f"  attainable: {phys.extra['attainable_text']}")
     print(f"basis: {pub.extra.get('basis')}")
     print(f"published: {pub.verdict} ({pub.reason})")
     for p in pub.extra.get("closest", []):
