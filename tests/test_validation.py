@@ -159,6 +159,14 @@ def test_the_book_page_tables_come_from_the_report() -> None:
     from rackbook.book import validation_page
 
     text = validation_page.page(tiny_report())
+    assert "(anchored) (`data/published/expected-fit.yaml`); every prediction" in text
+    rep = tiny_report()
+    rep["fit"] |= {"log_low": math.log(0.5), "log_high": math.log(1.8)}
+    # the interval as multiples of the expected rate, read from held-out errors
+    assert (
+        "; the interval x0.50 to x1.80 the expected rate (the 10th-90th percentiles of "
+        "held-out errors); every prediction" in validation_page.page(rep)
+    )
     # ratios 1, 4, 0.5: median 1; within 2x: 1 and 0.5 = 67 %; inside: a1 only = 33 %
     assert "| all | 3 | 1.00 | 67% | 33% |" in text
     assert "| src-a | 2 | 2.50 | 50% | 50% |" in text  # median of 1 and 4

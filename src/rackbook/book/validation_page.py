@@ -60,10 +60,16 @@ HEAD = ["| points | n | median measured / expected | within 2x | inside [low, hi
 def page(rep: dict[str, Any]) -> str:
     """The page's generated tables from ``rep`` (:func:`report`)."""
     fit = rep["fit"]
+    band = (
+        f"; the interval x{math.exp(fit['log_low']):.2f} to x{math.exp(fit['log_high']):.2f} "
+        "the expected rate (the 10th-90th percentiles of held-out errors)"
+        if "log_low" in fit and "log_high" in fit
+        else ""
+    )
     out = [
         f"Fit: kernels x {fit['efficiency']:g} (fitted), a per-layer floor of "
-        f"{fit['layer_s'] * 1e6:.0f} µs (anchored) (`data/published/expected-fit.yaml`); every "
-        "prediction below uses the fit made without its own source.",
+        f"{fit['layer_s'] * 1e6:.0f} µs (anchored) (`data/published/expected-fit.yaml`){band}; "
+        "every prediction below uses the fit made without its own source.",
         "",
         *HEAD,
         _row("all", rep["all"]),

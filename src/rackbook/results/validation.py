@@ -484,7 +484,13 @@ def report(points: list[Point], fit: exp_mod.Fit) -> dict[str, Any]:
     """Held-out predictions and the summary on all points and on primary sources."""
     preds = predictions(points, fit, held_out=True)
     return {
-        "fit": {"efficiency": fit.efficiency, "layer_s": fit.layer_s, "source": fit.source},
+        "fit": {
+            "efficiency": fit.efficiency,
+            "layer_s": fit.layer_s,
+            "source": fit.source,
+            "log_low": fit.log_low,
+            "log_high": fit.log_high,
+        },
         "held_out": bool(fit.held_out),
         "all": summary(preds),
         "primary": summary([x for x in preds if x.point.primary]),
