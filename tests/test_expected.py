@@ -244,14 +244,16 @@ def test_expected_reads_the_bounds_usable_memory_and_served_format(gb300) -> Non
 
 
 def test_placement_and_brief_read_the_claim_against_the_interval() -> None:
+    from rackbook.results.verdicts import brief, placement
+
     # expected 1,000 tok/s/GPU in [490, 1,830]: a claim of 2,000 is above, 400 below, 1,000
     # within; the brief names the place, the range and the multiple
     d = {"tok_s_per_gpu": 1000.0, "low": 490.0, "high": 1830.0}
-    assert E.placement(d | {"ratio": 2.0}) == "above"
-    assert E.placement(d | {"ratio": 0.4}) == "below"
-    assert E.placement(d | {"ratio": 1.0}) == "within"
-    assert E.placement({"tok_s_per_gpu": None, "ratio": None}) == ""
-    assert E.brief(d | {"ratio": 2.0}, "v") == (
+    assert placement(d | {"ratio": 2.0}) == "above"
+    assert placement(d | {"ratio": 0.4}) == "below"
+    assert placement(d | {"ratio": 1.0}) == "within"
+    assert placement({"tok_s_per_gpu": None, "ratio": None}) == ""
+    assert brief(d | {"ratio": 2.0}, "v") == (
         "claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x); model error: v"
     )
-    assert E.brief({}) == ""
+    assert brief({}) == ""

@@ -144,15 +144,15 @@ def readings_table(outcome: Any) -> str:
     """The chapter's verdict: a compact claim-by-reading table (raw HTML inside Markdown), each
     cell a verdict and the margin that decided it (the bound: possible / impossible), then, where
     the reading has one, the claim against what real deployments reach
-    (:func:`rackbook.physics.expected.brief`: below / within / above the expected range, with
+    (:func:`rackbook.results.verdicts.brief`: below / within / above the expected range, with
     the model's held-out validation error), then the kernel sum (what measured kernels reach,
     the intermediate the expected reading starts from), its reason one click away
     (``<details>``); the questions the three readings answer above it."""
     from rackbook.inputs.claims import load_claims
-    from rackbook.physics.expected import brief as expected_brief
     from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import for_reader
     from rackbook.results.headline import READING_TITLES, READINGS
+    from rackbook.results.verdicts import brief as expected_brief
 
     doc = _doc(outcome)
     validation = load_fit().validation_text

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -348,20 +347,10 @@ def _context_reads(
     return cr.scan, cr.rows + cr.pool + cr.window, af.scan, af.pool + af.rows + af.window
 
 
-def decode_step(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    gpus: int,
-    batch: float,
-    eff: attainable.Efficiencies,
-    fit: Fit,
-    *,
-    tp: int = 1,
-    context: float = 0.0,
-    verify: int = 1,
-    tokens_per_step: float = 1.0,
-    kv_dtype: str | None = "fp4",
-) -> Step:
+def decode_step(model: ModelSpec, gpu: GpuSpec, gpus: int, batch: float,
+                eff: attainable.Efficiencies, fit: Fit, *, tp: int = 1, context: float = 0.0,
+                verify: int = 1, tokens_per_step: float = 1.0,
+                kv_dtype: str | None = "fp4") -> Step:  # fmt: skip
     """One decode step of ``batch`` sequences (over all ``gpus``) verifying ``verify`` tokens
     each, attention tensor-parallel over ``tp`` GPUs (data-parallel over ``gpus / tp`` groups),
     experts expert-parallel over all. Parts on the busiest GPU (seconds):
@@ -453,17 +442,9 @@ def _network(
     return out
 
 
-def prefill_token(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    gpus: int,
-    eff: attainable.Efficiencies,
-    fit: Fit,
-    *,
-    prefix: float = 0.0,
-    kv_dtype: str | None = "fp4",
-    chunk: int = PREFILL_CHUNK,
-) -> Step:
+def prefill_token(model: ModelSpec, gpu: GpuSpec, gpus: int, eff: attainable.Efficiencies,
+                  fit: Fit, *, prefix: float = 0.0, kv_dtype: str | None = "fp4",
+                  chunk: int = PREFILL_CHUNK) -> Step:  # fmt: skip
     """Seconds per new prefill token per GPU, each GPU prefilling a chunk of ``chunk`` tokens a
     step (experts expert-parallel over all the GPUs): dense GEMMs; attention FLOP at
     ``prefix``; the index scan (:func:`scan_time`: the chunk shares one read of the keys, each
@@ -543,36 +524,6 @@ class Expected:
             f"tok/s/GPU here ({self.deployment}); the claim is {self.ratio:.3g}x that"
         )
         return line + (f"; validation: {validation}" if validation else "")
-
-
-def placement(d: Mapping[str, Any]) -> str:
-    """Where a claim sits against an expected reading as stored (:meth:`Expected.to_dict`):
-    ``below`` / ``within`` / ``above`` what real deployments reach (its ``ratio``, claim over
-    expected, against the interval ``low`` / ``high`` over ``tok_s_per_gpu``), "" without one.
-
-    Expected 1,000 (490-1,830) tok/s per GPU, claim 2,000 (ratio 2): above."""
-    exp, low, high, ratio = (d.get(k) for k in ("tok_s_per_gpu", "low", "high", "ratio"))
-    if not all(isinstance(x, (int, float)) for x in (exp, low, high, ratio)) or not exp or exp <= 0:
-        return ""
-    claim = ratio * exp
-    return "below" if claim < low else "above" if claim > high else "within"
-
-
-def brief(d: Mapping[str, Any], validation: str = "") -> str:
-    """The expected reading in one short line for a readings table: the claim's place
-    (:func:`placement`) against what real deployments reach, the range (tokens/s per GPU) and
-    the claim's multiple, then the model's held-out error ``validation`` (:attr:`Fit.
-    validation_text`); "" without an expected rate.
-
-    ``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``."""
-    where = placement(d)
-    if not where:
-        return ""
-    line = (
-        f"claim {where} what real deployments reach (~{d['tok_s_per_gpu']:,.0f}, "
-        f"{d['low']:,.0f}-{d['high']:,.0f} tok/s/GPU: {d['ratio']:.3g}x)"
-    )
-    return line + (f"; model error: {validation}" if validation else "")
 
 
 def capacity(
@@ -721,18 +672,10 @@ def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
     return [want]
 
 
-def _best_decode(
-    m: ModelSpec,
-    g: GpuSpec,
-    gpus: int,
-    eff: attainable.Efficiencies,
-    fit: Fit,
-    widths: list[int],
-    kw: dict[str, Any],
-    asked: float | None,
-    derived: float | None,
-    tpot_ms: float | None,
-) -> tuple[Step | None, str]:
+def _best_decode(m: ModelSpec, g: GpuSpec, gpus: int, eff: attainable.Efficiencies, fit: Fit,
+                 widths: list[int], kw: dict[str, Any], asked: float | None,
+                 derived: float | None, tpot_ms: float | None,
+                 ) -> tuple[Step | None, str]:  # fmt: skip
     """The decode step reaching the most tokens/s per GPU over the TP ``widths`` and batches
     (``asked`` capped by the KV capacity, else powers of 2 up to it; each cut to the TPOT limit
     when over it), and how its batch was set (:func:`_batch_text`; ``derived``: the caller's
@@ -765,18 +708,9 @@ def _best_decode(
     return best, text
 
 
-def _tpot_batch(
-    m: ModelSpec,
-    g: GpuSpec,
-    gpus: int,
-    b: float,
-    eff: attainable.Efficiencies,
-    fit: Fit,
-    tp: int,
-    kw: dict[str, Any],
-    tpot_ms: float,
-    tps: float,
-) -> float:
+def _tpot_batch(m: ModelSpec, g: GpuSpec, gpus: int, b: float, eff: attainable.Efficiencies,
+                fit: Fit, tp: int, kw: dict[str, Any], tpot_ms: float,
+                tps: float) -> float:  # fmt: skip
     """The largest batch <= ``b`` whose step keeps each kept token within ``tpot_ms`` (bisection
     on whole sequences); 0 when even one sequence does not."""
 

@@ -367,7 +367,7 @@ def weighted_quantiles(
     quantile is 1.5 and the 0.1 quantile the least value, 0."""
     if not len(values):
         return tuple(0.0 for _ in qs)
-    order = np.argsort(values)
+    order = np.argsort(values, kind="stable")
     v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
     mid = (np.cumsum(w) - 0.5 * w) / w.sum()
     return tuple(float(np.interp(q, mid, v)) for q in qs)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,3 +184,33 @@ def expected(c: Check, what: str = "") -> dict[str, Any]:
     return {k: d[k] for k in keys} | {
         "text": (f"{what}: " if what else "") + e.text(fit.validation_text)
     }
+
+
+def placement(d: Mapping[str, Any]) -> str:
+    """Where a claim sits against an expected reading as stored (:func:`expected`): ``below`` /
+    ``within`` / ``above`` what real deployments reach (its ``ratio``, claim over expected,
+    against the interval ``low`` / ``high`` over ``tok_s_per_gpu``), "" without one.
+
+    Expected 1,000 (490-1,830) tok/s per GPU, claim 2,000 (ratio 2): above."""
+    exp, low, high, ratio = (d.get(k) for k in ("tok_s_per_gpu", "low", "high", "ratio"))
+    if not all(isinstance(x, (int, float)) for x in (exp, low, high, ratio)) or not exp or exp <= 0:
+        return ""
+    claim = ratio * exp
+    return "below" if claim < low else "above" if claim > high else "within"
+
+
+def brief(d: Mapping[str, Any], validation: str = "") -> str:
+    """The expected reading in one short line for a readings table: the claim's place
+    (:func:`placement`) against what real deployments reach, the range (tokens/s per GPU) and
+    the claim's multiple, then the model's held-out error ``validation``
+    (:attr:`rackbook.physics.expected.Fit.validation_text`); "" without an expected rate.
+
+    ``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``."""
+    where = placement(d)
+    if not where:
+        return ""
+    line = (
+        f"claim {where} what real deployments reach (~{d['tok_s_per_gpu']:,.0f}, "
+        f"{d['low']:,.0f}-{d['high']:,.0f} tok/s/GPU: {d['ratio']:.3g}x)"
+    )
+    return line + (f"; model error: {validation}" if validation else "")
