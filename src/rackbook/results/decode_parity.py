@@ -236,9 +236,10 @@ def physics_reading(
         CLAIM_ID,
         "physics",
         v,
-        f"{worst:.3g}x the ceiling",
+        headline.ceiling_margin(worst),
         f"the faster engine reaches {worst:.3g}x its decode bound ({span})",
         attainable=att,
+        ratio=worst,
     )
 
 

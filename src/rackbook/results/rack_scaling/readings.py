@@ -379,17 +379,20 @@ def throughput_physics(
     )
     # the margin of the reading that decided the verdict, never a ratio that contradicts it
     decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
+    ratio = None
     if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
         margin = (
             f"per GPU as stated: fits only if >= {cached['min_cached_share']:.1%} of the input "
             "is cached"
         )
     elif np.isfinite(decided["ratio"]):
-        margin = f"per GPU as stated: {decided['ratio']:.3g}x the {decided['phase']} ceiling"
+        ratio = float(decided["ratio"])
+        ceiling = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
+        margin = f"per GPU as stated: {ceiling}"
     else:
         margin = "per GPU as stated: no cached share fits"
     return headline.ClaimReading(
-        THROUGHPUT_CLAIM, "physics", best, margin, reason, attainable=attainable
+        THROUGHPUT_CLAIM, "physics", best, margin, reason, attainable=attainable, ratio=ratio
     )
 
 
