@@ -47,6 +47,7 @@ from rackbook.results.comparability import (
     WEIGHTS,
     Near,
     Plausible,
+    RuledOut,
     as_basis,
     claim_bases,
     differences,
@@ -264,10 +265,15 @@ class BasisReading:
     #: the near evidence of this basis (:class:`Near`), None when no point is near
     near: Near | None = None
     #: why the physics reading rules this basis out (None: physics allows it or cannot tell)
-    ruled_out: str | None = None
+    ruled_by: RuledOut | None = None
     #: True when every point the verdict rests on is a modelled figure (a cost model's price):
     #: the reading is shown, but it is not a published like-for-like measurement
     modelled: bool = False
+
+    @property
+    def ruled_out(self) -> str | None:
+        """Why the physics reading rules this basis out, in words (None: it does not)."""
+        return self.ruled_by.text() if self.ruled_by else None
 
     def text(self) -> str:
         """One line: name, verdict, margin and the closest point."""
@@ -284,6 +290,7 @@ class BasisReading:
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON."""
         d = dataclasses.asdict(self)
+        d["ruled_out"] = self.ruled_out
         d["decided_on"] = list(self.decided_on)
         d["sources"] = list(self.sources)
         if self.closest is not None:

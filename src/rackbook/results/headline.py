@@ -146,6 +146,12 @@ class ClaimReading:
     #: physics reading: the figure over the ceiling its margin names (1 = at the ceiling;
     #: :func:`ceiling_margin` writes that margin), None where the margin names no ceiling
     ratio: float | None = None
+    #: physics reading: the figure read on each basis its reason names (name, verdict, and
+    #: either ``ratio`` to a ``ceiling`` it names or ``tok_s_per_gpu``, tokens/s per GPU)
+    on_bases: tuple[dict[str, Any], ...] = ()
+    #: physics reading: the workload a cached share is read at (``isl``, ``osl``: tokens per
+    #: request), None where the reading assumes none
+    workload: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:

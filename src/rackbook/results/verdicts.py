@@ -121,9 +121,9 @@ def physics_reading(
     of :func:`rackbook.physics.check.physics_verdict` on their ratio)."""
     ratio = claimed / ceiling if ceiling > 0 else math.inf
     v = physics_verdict(ratio, margin)
-    margin = ceiling_margin(ratio)
+    shown = ceiling_margin(ratio)
     finite = ratio if math.isfinite(ratio) else None
-    return ClaimReading(claim_id, "physics", v, margin, f"{what}: {margin}", ratio=finite)
+    return ClaimReading(claim_id, "physics", v, shown, f"{what}: {shown}", ratio=finite)
 
 
 def number(x: Any, digits: int = 4) -> float | int | None:

@@ -362,8 +362,12 @@ def throughput_physics(
     dec, pre = by.loc["per-gpu-decode"], by.loc["per-gpu-prefill"]
     isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     rack, cached = by.loc["rack-total"], by.loc["per-gpu-with-cached"]
+    computed: dict[str, Any] = {"name": "computed tokens per GPU", "verdict": str(dec["verdict"])}
+    computed |= {"ratio": float(dec["ratio"]), "ceiling": "decode ceiling"}
+    total: dict[str, Any] = {"name": "the rack's total", "verdict": str(rack["verdict"])}
+    total["tok_s_per_gpu"] = float(rack["tok_s_per_gpu"])
     reason = (
-        f"as computed tokens per GPU it needs {dec['ratio']:.3g}x the decode ceiling and "
+        f"as {computed['name']} it needs {computed['ratio']:.3g}x the {computed['ceiling']} and "
         f"{pre['ratio']:.3g}x the prefill ceiling; counting cache hits, "
         + (
             f"no cached share reaches it ({cached['ratio']:.3g}x the most any share allows)"
@@ -374,8 +378,11 @@ def throughput_physics(
             f"tokens are prefix-cache hits at ISL {isl:,.0f} / OSL {osl:,.0f} (a workload "
             "assumed here; the share and the workload are not published)"
         )
-        + f"; as the rack's total "
-        f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
+        + f"; as {total['name']} ({total['tok_s_per_gpu']:,.0f} per GPU) it is {total['verdict']}"
+    )
+    # the workload a cached share is read at (none where no share on any workload reaches it)
+    workload = (
+        None if cached["limit"] == "cached prefix" else {"isl": float(isl), "osl": float(osl)}
     )
     # the margin of the reading that decided the verdict, never a ratio that contradicts it
     decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
@@ -392,7 +399,15 @@ def throughput_physics(
     else:
         margin = "per GPU as stated: no cached share fits"
     return headline.ClaimReading(
-        THROUGHPUT_CLAIM, "physics", best, margin, reason, attainable=attainable, ratio=ratio
+        THROUGHPUT_CLAIM,
+        "physics",
+        best,
+        margin,
+        reason,
+        attainable=attainable,
+        ratio=ratio,
+        on_bases=(computed, total),
+        workload=workload,
     )
 
 
