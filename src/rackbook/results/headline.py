@@ -189,6 +189,38 @@ def contradiction(verdict: str, ratio: float | None) -> str | None:
     return None
 
 
+def spoken(
+    r: ClaimReading,
+    name: str,
+    value: float | int | str | None,
+    unit: str,
+    definition: str,
+    kind: str = "modelled",
+    **where: Any,
+) -> Headline:
+    """A headline value that speaks to the claim of reading ``r``, with its verdict and reason
+    (``where``: the hardware and trace ids of a measured value)."""
+    return Headline(name, value, unit, definition, r.claim_id, kind, r.verdict, r.reason, **where)
+
+
+def unclaimed(
+    name: str,
+    value: float | int | str | None,
+    unit: str,
+    definition: str,
+    reason: str,
+    kind: str = "modelled",
+    **where: Any,
+) -> Headline:
+    """A headline value no claim speaks to: its verdict is :data:`NOT_COMPARABLE`."""
+    return Headline(name, value, unit, definition, None, kind, NOT_COMPARABLE, reason, **where)
+
+
+def by_claim(readings: list[ClaimReading], reading: str) -> dict[str, ClaimReading]:
+    """Each claim's ``reading`` (physics, published or this run) among ``readings``."""
+    return {r.claim_id: r for r in readings if r.reading == reading}
+
+
 def untested(claim_id: str, hardware: str, needs: str) -> ClaimReading:
     """The "this run" reading of a trace that cannot test the claim: it names the hardware the
     trace ran on and what the claim needs."""
