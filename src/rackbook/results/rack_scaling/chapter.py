@@ -271,9 +271,6 @@ class Analysis:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         nx, top, reg = self.largest, self.top, self.registry
         by = self.throughput.set_index("reading")
-        spi = self.speedups.set_index("system")
-        rev = self.cost.revenue.set_index("reading")
-        cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
         tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
         cap_d, cap_p = self.cap("compute", "decode"), self.cap("compute", "prefill")
         mem = self.ceilings[self.ceilings["ceiling"] == "memory bandwidth"].iloc[0]
@@ -338,6 +335,20 @@ class Analysis:
             "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
             "workload_isl": self.params.workload_isl,
             "workload_osl": self.params.workload_osl,
+        }
+        out |= self._node_and_cost_values()
+        for r in self.readings:
+            out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
+        return out
+
+    def _node_and_cost_values(self) -> dict[str, Any]:
+        """The values of :meth:`values` on each node size (tok/s per GPU, %, ratios) and on
+        the dollar figure (USD per GPU-hour, per million tokens, revenue)."""
+        spi = self.speedups.set_index("system")
+        rev = self.cost.revenue.set_index("reading")
+        cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
+        tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
+        return {
             "node_hgx_ratio": spi.loc[hgx, "ratio"],
             "node_tray_gpu": str(spi.loc[tray, "gpu"]).upper(),
             "node_hgx_gpu": str(spi.loc[hgx, "gpu"]).upper(),
@@ -365,9 +376,26 @@ class Analysis:
             "rev_min_stated": rev.loc[STATED, "revenue_all_cached"],
             "revenue_run": verdicts.text(self.revenue_run, ",.4f"),
         }
-        for r in self.readings:
-            out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
-        return out
+
+
+def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) -> tuple[str, ...]:
+    """What a run measured, as its this-run readings quote it: the largest configuration's
+    throughput (tok/s per ``unit``), the top speedup and efficiency, the token revenue (USD
+    per ``unit``-hour)."""
+    n = int(nx["num_gpus"])
+    throughput = (
+        f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
+        f"{units.plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
+    )
+    speedup = (
+        f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
+        f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
+    )
+    cost = (
+        f"token revenue ${verdicts.text(revenue, ',.4g')} per {unit}-hour at InferenceX's "
+        f"token prices, config {nx['config']}"
+    )
+    return throughput, speedup, cost
 
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
@@ -419,19 +447,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     testable = verdicts.can_test(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
     needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
     unit = "GPU" if verdicts.gpu_names(tr.run) or p.gpus_per_replica > 1 else "replica"
-    n = int(nx["num_gpus"])
-    what_tp = (
-        f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
-        f"{units.plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
-    )
-    what_sp = (
-        f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
-        f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
-    )
-    what_cost = (
-        f"token revenue ${verdicts.text(revenue, ',.4g')} per {unit}-hour at InferenceX's "
-        f"token prices, config {nx['config']}"
-    )
+    what_tp, what_sp, what_cost = _measured_texts(nx, top, revenue, unit)
     run = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
     readings = [
         throughput_physics(thr, throughput_attainable(thr, model, gpu, rack.gpus)),
