@@ -498,81 +498,74 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     )
 
 
-def _run_reading(a: Analysis, claim: str) -> dict[str, Any]:
-    r = next(r for r in a.readings if r.claim_id == claim and r.reading == "this run")
-    return dict(claim_id=claim, verdict=r.verdict, reason=r.reason)
-
-
 def _measured(a: Analysis) -> list[headline.Headline]:
+    """The measured headline values of the largest configuration: throughput (tok/s per GPU
+    or replica, and its parts), speedup, scaling efficiency, token revenue (USD per hour)."""
     nx, top, p = a.largest, a.top, a.params
-    common = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
-    tp, sp = _run_reading(a, THROUGHPUT_CLAIM), _run_reading(a, SPEEDUP_CLAIM)
-    other = dict(claim_id=None, verdict=headline.NOT_COMPARABLE)
+    where: dict[str, Any] = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    run = headline.by_claim(a.readings, "this run")
     cfg, u = nx["config"], a.unit
     prices = token_prices()
     return [
-        headline.Headline(
-            name="measured_total_tok_s_per_gpu",
-            value=verdicts.number(nx["total_tok_s_per_gpu"], 2),
-            unit=f"tok/s/{u}",
-            definition=f"(input + output tokens) / window / {u}s, config {cfg} "
+        headline.spoken(
+            run[THROUGHPUT_CLAIM],
+            "measured_total_tok_s_per_gpu",
+            verdicts.number(nx["total_tok_s_per_gpu"], 2),
+            f"tok/s/{u}",
+            f"(input + output tokens) / window / {u}s, config {cfg} "
             f"on {units.plural(int(nx['num_gpus']), u)}",
-            **tp,
-            **common,
+            **where,
         ),
-        headline.Headline(
-            name="measured_output_tok_s",
-            value=verdicts.number(nx["output_tok_s"], 2),
-            unit="tok/s",
-            definition=f"output tokens / window, config {cfg}",
-            reason="the write-up does not say which tokens it counts",
-            **other,
-            **common,
+        headline.unclaimed(
+            "measured_output_tok_s",
+            verdicts.number(nx["output_tok_s"], 2),
+            "tok/s",
+            f"output tokens / window, config {cfg}",
+            "the write-up does not say which tokens it counts",
+            **where,
         ),
-        headline.Headline(
-            name="measured_new_input_tok_s",
-            value=verdicts.number(nx["new_input_tok_s"], 2),
-            unit="tok/s",
-            definition=f"(input - cached input) tokens / window, config {cfg}; "
+        headline.unclaimed(
+            "measured_new_input_tok_s",
+            verdicts.number(nx["new_input_tok_s"], 2),
+            "tok/s",
+            f"(input - cached input) tokens / window, config {cfg}; "
             "null when the cached count is unknown",
-            reason=a.cached_note,
-            **other,
-            **common,
+            a.cached_note,
+            **where,
         ),
-        headline.Headline(
-            name="measured_cached_input_tok_s",
-            value=verdicts.number(nx["cached_input_tok_s"], 2),
-            unit="tok/s",
-            definition=f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
-            reason=a.cached_note,
-            **other,
-            **common,
+        headline.unclaimed(
+            "measured_cached_input_tok_s",
+            verdicts.number(nx["cached_input_tok_s"], 2),
+            "tok/s",
+            f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
+            a.cached_note,
+            **where,
         ),
-        headline.Headline(
-            name="measured_speedup",
-            value=verdicts.number(top["speedup"], 3),
-            unit="x",
-            definition=f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}",
-            **sp,
-            **common,
+        headline.spoken(
+            run[SPEEDUP_CLAIM],
+            "measured_speedup",
+            verdicts.number(top["speedup"], 3),
+            "x",
+            f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}",
+            **where,
         ),
-        headline.Headline(
-            name="measured_scaling_efficiency",
-            value=verdicts.number(top["efficiency"], 4),
-            unit="1",
-            definition=f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio",
-            **sp,
-            **common,
+        headline.spoken(
+            run[SPEEDUP_CLAIM],
+            "measured_scaling_efficiency",
+            verdicts.number(top["efficiency"], 4),
+            "1",
+            f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio",
+            **where,
         ),
-        headline.Headline(
-            name="measured_token_revenue",
-            value=verdicts.number(a.revenue_run, 6),
-            unit=f"USD/{u}-hour",
-            definition=f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
+        headline.spoken(
+            run[COST_CLAIM],
+            "measured_token_revenue",
+            verdicts.number(a.revenue_run, 6),
+            f"USD/{u}-hour",
+            f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
             f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
             "when the cached count is unknown",
-            **_run_reading(a, COST_CLAIM),
-            **common,
+            **where,
         ),
     ]
 
@@ -624,18 +617,14 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
         for r in a.speedups.itertuples()
     ]
     share = a.cost.revenue.set_index("reading").loc[a.rack_reading]
-    cost_r = next(r for r in a.readings if r.claim_id == COST_CLAIM and r.reading == "physics")
+    cost_r = headline.by_claim(a.readings, "physics")[COST_CLAIM]
     hl += [
-        headline.Headline(
-            name="cost_ratio_to_rental",
-            value=verdicts.number(a.cost.ratio_to_rental, 3),
-            unit="x",
-            definition="$/GPU-hour figure / the catalog's GB300 ownership cost "
-            "(InferenceX's model)",
-            claim_id=None,
-            kind="modelled",
-            verdict=headline.NOT_COMPARABLE,
-            reason="$/GPU-hour is not a price per answer; what the dollars are is not stated",
+        headline.unclaimed(
+            "cost_ratio_to_rental",
+            verdicts.number(a.cost.ratio_to_rental, 3),
+            "x",
+            "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)",
+            "$/GPU-hour is not a price per answer; what the dollars are is not stated",
         ),
         headline.Headline(
             name="revenue_cached_share_rack_total",

@@ -205,19 +205,34 @@ def _bound_row(
         f"{tok_s:,.0f} tok/s per GPU is {c.ratio:.3g}x the {phase} {c.limit} ceiling "
         f"of {c.ceiling_tok_s_per_gpu:,.0f} on {g.id}"
     )
+    return _row(name, meaning, tok_s, tok_s, phase, c, text)
+
+
+def _row(
+    name: str,
+    meaning: str,
+    counted: float,
+    computed: float,
+    phase: str,
+    c: check.Check,
+    formula: str,
+    command: str = "",
+) -> dict[str, Any]:
+    """A row of :func:`throughput_readings`: ``counted`` and ``computed`` tokens/s per GPU,
+    the check ``c`` of them against a ceiling, its formula and ``rackbook check`` line."""
     return {
         "reading": name,
         "meaning": meaning,
-        "tok_s_per_gpu": tok_s,
-        "computed_tok_s_per_gpu": tok_s,
+        "tok_s_per_gpu": counted,
+        "computed_tok_s_per_gpu": computed,
         "phase": phase,
         "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
         "limit": c.limit,
         "ratio": c.ratio,
         "verdict": c.verdict,
         "min_cached_share": np.nan,
-        "formula": text,
-        "command": "",
+        "formula": formula,
+        "command": command,
     }
 
 
@@ -245,21 +260,16 @@ def _cached_row(
         m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
     )
     w = c.workload
-    row = {
-        "reading": "per-gpu-with-cached",
-        "meaning": meaning,
-        "tok_s_per_gpu": claim_value,
-        "computed_tok_s_per_gpu": w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
-        "phase": "prefill + decode",
-        "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
-        "limit": c.limit,
-        "ratio": c.ratio,
-        "verdict": c.verdict,
-        "min_cached_share": np.nan,
-        "formula": f"at {_workload_text(isl, osl)} with {share:.1%} of the input tokens cached: "
-        f"{c.reason}",
-        "command": check_command(m, g, n_gpus, claim_value, isl, osl, share),
-    }
+    row = _row(
+        "per-gpu-with-cached",
+        meaning,
+        claim_value,
+        w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
+        "prefill + decode",
+        c,
+        f"at {_workload_text(isl, osl)} with {share:.1%} of the input tokens cached: {c.reason}",
+        check_command(m, g, n_gpus, claim_value, isl, osl, share),
+    )
     return row, c.reason
 
 
