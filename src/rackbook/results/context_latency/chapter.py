@@ -165,12 +165,6 @@ class Analysis:
         return f"given: {self.w_per_gpu:.4g} B per GPU"
 
     @property
-    def latency_table(self) -> pd.DataFrame:
-        """The main series' TPOT and ITL per context length, as the chapter shows it."""
-        cols = ["context_tokens", "requests", "mean_tpot_ms", "median_tpot_ms", "median_itl_ms"]
-        return self.series[cols].round(3)
-
-    @property
     def pair_note(self) -> str:
         """Which pair of contexts the measured delta uses, in words."""
         d = self.measured
