@@ -212,6 +212,11 @@ class Closest:
     #: a later source reporting a change since this point (date and what), None if none
     superseded: str | None = None
 
+    def as_dict(self) -> dict[str, object]:
+        """For the headline JSON: the fields, with lists for tuples."""
+        lists = {"differences": list(self.differences), "tied": list(self.tied)}
+        return dataclasses.asdict(self) | lists
+
     def value_span(self) -> str:
         """The value, or the spread of the equally close points: ``8.61x to 8.95x (4 points
         equally close)``."""
@@ -293,19 +298,13 @@ class BasisReading:
         d["ruled_out"] = self.ruled_out
         d["decided_on"] = list(self.decided_on)
         d["sources"] = list(self.sources)
-        if self.closest is not None:
-            d["closest"] = dataclasses.asdict(self.closest) | {
-                "differences": list(self.closest.differences),
-                "tied": list(self.closest.tied),
-            }
+        d["closest"] = self.closest.as_dict() if self.closest is not None else None
         d["near"] = self.near.as_dict() if self.near is not None else None
         return d
 
 
 def _claim_value(claim: claims_registry.Claim) -> float:
-    if claim.value is not None:
-        return claim.value
-    return float("nan")
+    return claim.value if claim.value is not None else float("nan")
 
 
 def _who(r: pd.Series) -> str:
@@ -662,16 +661,9 @@ def reading(
     basis (or named bases) it decided on, the closest like-for-like point and each named
     basis's reading, for the headline file."""
     if value is None and registry is not None:
-        c = registry.get(claim_id)
-        value = c.value if c.value is not None else None
+        value = registry.get(claim_id).value
     e = claim_evidence(claim_id, value)
-    closest = None
-    if e.closest is not None:
-        closest = dataclasses.asdict(e.closest) | {
-            "differences": list(e.closest.differences),
-            "tied": list(e.closest.tied),
-            "basis": e.closest_basis,
-        }
+    closest = e.closest.as_dict() | {"basis": e.closest_basis} if e.closest else None
     return ClaimReading(
         claim_id,
         "published",
