@@ -178,6 +178,16 @@ def _split(claim_id=CLAIM):
             "prefill ceiling; counting cache hits, it fits only once at least 64.0% of the input "
             "tokens are prefix-cache hits at ISL 100,000 / OSL 1,000 (a workload assumed here); "
             "as the rack's total (13,250 per GPU) it is possible",
+            "on_bases": [
+                {
+                    "name": "computed tokens per GPU",
+                    "verdict": "impossible",
+                    "ratio": 3.94,
+                    "ceiling": "decode ceiling",
+                },
+                {"name": "the rack's total", "verdict": "possible", "tok_s_per_gpu": 13250.0},
+            ],
+            "workload": {"isl": 100000.0, "osl": 1000.0},
         },
         {
             "claim_id": claim_id,
@@ -191,6 +201,7 @@ def _split(claim_id=CLAIM):
                     "verdict": "none published",
                     "ruled_out": "954,000 computed decode tok/s per GPU is 3.94x the compute "
                     "ceiling of 241,834 on GB300",
+                    "ruled_by": {"ratio": 3.94, "limit": "compute", "gpu": "GB300"},
                 },
                 {"name": "a rack total over 72 GPUs", "verdict": "none published"},
             ],  # fmt: skip
@@ -207,6 +218,49 @@ def test_summary_states_the_decisive_split_first_with_its_workload(claim):
     )
     assert ">= 64 % of the input is cached (100k-in/1k-out workload assumed)" in s.finding
     assert cc.words(s.finding) <= cc.FINDING_WORDS and s.grade == "very low"
+
+
+def _nonsense(readings):
+    """``readings`` with every sentence rackbook wrote (reasons, margins, ruled-out texts,
+    at any depth) replaced by nonsense: only the data fields are left to read."""
+    if isinstance(readings, list):
+        return [_nonsense(r) for r in readings]
+    if not isinstance(readings, dict):
+        return readings
+    words = ("reason", "margin", "ruled_out")
+    return {k: "zzz; qq (x: y)" if k in words else _nonsense(v) for k, v in readings.items()}
+
+
+def test_the_split_finding_reads_the_data_not_the_sentences(claim):
+    """Rewording a reading's sentences cannot change its verdict word, grade or the numbers
+    of its finding: they are read from the reading's fields (``on_bases``, ``workload``,
+    ``ruled_by``), never parsed back out of its prose."""
+    plain, garbled = cc.summarize(claim, _split()), cc.summarize(claim, _nonsense(_split()))
+    assert (garbled.word, garbled.grade) == (plain.word, plain.grade)
+    assert garbled.finding.startswith(
+        "Impossible as computed tokens per GPU (3.94x a GB300's decode ceiling) but possible "
+        "as the rack's total (13,250 per GPU)"
+    )
+    finding = cc.finding(claim, _nonsense(_split()))
+    ruled = "Impossible as \u201cper GPU, output tokens\u201d (3.94x a GB300's compute ceiling);"
+    assert finding.startswith(ruled)
+    assert finding.endswith("; possible as the rack's total (13,250 per GPU).")
+
+
+def test_no_shipped_verdict_or_grade_depends_on_the_wording(shipped_chapter):
+    """Every shipped claim keeps its verdict word, grade and certainty level when every
+    sentence of its readings is replaced by nonsense."""
+    from rackbook import paths
+
+    reg = load_claims()
+    for result in paths.RESULTS:
+        doc = shipped_chapter(result)[1].to_dict("trace")
+        for c in reg.for_result(result):
+            plain = cc.summarize(c, doc["readings"])
+            garbled = cc.summarize(c, _nonsense(doc["readings"]))
+            assert (garbled.word, garbled.grade) == (plain.word, plain.grade), c.id
+            level = cc.certainty(_nonsense(doc["readings"]), c).level
+            assert level == cc.certainty(doc["readings"], c).level, c.id
 
 
 @pytest.mark.parametrize(

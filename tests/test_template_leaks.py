@@ -218,30 +218,32 @@ def test_clean_text_passes(text):
 
 
 @pytest.mark.parametrize(
-    ("verdict", "margin"),
-    [
-        ("undetermined", "3.94x the decode ceiling"),
-        ("possible", "1.41x the ceiling"),
-        ("impossible", "0.125x its ceiling"),
-    ],
+    ("verdict", "ratio"), [("undetermined", 3.94), ("possible", 1.41), ("impossible", 0.125)]
 )
-def test_a_contradictory_physics_pair_cannot_be_made(verdict, margin):
-    with pytest.raises(ValueError, match="beside"):
-        headline.ClaimReading("rack-scaling.throughput", "physics", verdict, margin, "why")
+def test_a_contradictory_physics_pair_cannot_be_made(verdict, ratio):
+    margin = headline.ceiling_margin(ratio, "the decode ceiling")
+    with pytest.raises(ValueError, match="beside '.*': a ratio (above|below) the ceiling"):
+        headline.ClaimReading(
+            "rack-scaling.throughput", "physics", verdict, margin, "why", ratio=ratio
+        )
 
 
 @pytest.mark.parametrize(
-    ("verdict", "margin"),
+    ("verdict", "ratio", "margin"),
     [
-        ("impossible", "3.94x the decode ceiling"),
-        ("possible", "4.14e-05x the decode ceiling"),
-        ("possible", "1x the ceiling"),  # at the bound: possible (no margin)
-        ("undetermined", "fits only if >= 49% of tokens are cache hits"),
+        ("impossible", 3.94, "3.94x the decode ceiling"),
+        ("possible", 4.14e-05, "4.14e-05x the decode ceiling"),
+        ("possible", 1.0, "1x the decode ceiling"),  # at the bound: possible (no margin)
+        ("undetermined", None, "fits only if >= 49% of tokens are cache hits"),
     ],
 )
-def test_a_consistent_physics_pair_is_made(verdict, margin):
-    r = headline.ClaimReading("rack-scaling.throughput", "physics", verdict, margin, "why")
-    assert r.margin == margin
+def test_a_consistent_physics_pair_is_made(verdict, ratio, margin):
+    if ratio is not None:
+        assert headline.ceiling_margin(ratio, "the decode ceiling") == margin
+    r = headline.ClaimReading(
+        "rack-scaling.throughput", "physics", verdict, margin, "why", ratio=ratio
+    )
+    assert (r.margin, r.ratio) == (margin, ratio)
 
 
 def test_one_verdict_rule_everywhere():

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.physics.units import ratio_text
 
 #: The grades, lowest first (level 1 to 4).
 GRADES: tuple[str, ...] = (
@@ -101,10 +102,6 @@ def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [e for e in entries if not e.get("ruled_out")] or ([] if entries else [r])
 
 
-def _ratio(x: float) -> str:
-    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"
-
-
 def _difference(d: str) -> str:
     """A near point's difference (``hardware: GB300 (claim: B300)``) as a reason's words."""
     part, _, rest = d.partition(":")
@@ -143,7 +140,7 @@ def _near_bases(near: Mapping[str, Any]) -> tuple[int, str | None]:
     ]
     if inside:
         n, b = inside[0]
-        span = f"the claim {_ratio(b['ratio_low'])} to {_ratio(b['ratio_high'])} them"
+        span = f"the claim {ratio_text(b['ratio_low'])} to {ratio_text(b['ratio_high'])} them"
         return 0, f"corroborated by: near points on both sides of the claim as {n} ({span})"
     above = [n for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "above"]
     below = [n for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "below"]

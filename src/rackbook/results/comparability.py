@@ -260,10 +260,33 @@ def score(diffs: list[tuple[str, str]]) -> float:
     return float(sum(WEIGHTS.get(p, 1.0) for p, _ in diffs))
 
 
+@dataclass(frozen=True)
+class RuledOut:
+    """Why physics rules a named basis out: its figure read on the basis (computed tokens/s
+    per GPU of ``phase``), over the ceiling (``ratio``, dimensionless) of ``limit`` (a
+    ceiling of ``ceiling_tok_s_per_gpu`` tokens/s per GPU on ``gpu``, as a reader names it)."""
+
+    tok_s_per_gpu: float
+    phase: str
+    ratio: float
+    limit: str
+    ceiling_tok_s_per_gpu: float
+    gpu: str
+
+    def text(self) -> str:
+        """ "954,000 computed decode tok/s per GPU is 3.94x the compute ceiling of 241,834 on
+        GB300"."""
+        return (
+            f"{number_text(self.tok_s_per_gpu)} computed {self.phase} tok/s per GPU is "
+            f"{self.ratio:.3g}x the {self.limit} ceiling of "
+            f"{number_text(self.ceiling_tok_s_per_gpu)} on {self.gpu}"
+        )
+
+
 @functools.lru_cache(maxsize=64)
 def _physics_rules_out(
     model: str, hardware: str, gpus: int, per_gpu: float, phase: str, data: str = ""
-) -> str | None:
+) -> RuledOut | None:
     """Why physics rules out ``per_gpu`` computed tokens/s per GPU of ``phase`` on ``gpus`` x
     ``hardware`` (:func:`rackbook.physics.check.check_claim`, verdict ``impossible``), or None
     when it does not (or the catalogs do not know the model or GPU)."""
@@ -274,13 +297,10 @@ def _physics_rules_out(
     c = physics_check.check_claim(mid, gid, gpus, per_gpu, phase=phase)
     if c.verdict != "impossible":
         return None
-    return (
-        f"{number_text(per_gpu)} computed {phase} tok/s per GPU is {c.ratio:.3g}x the {c.limit} "
-        f"ceiling of {number_text(c.ceiling_tok_s_per_gpu)} on {gid.upper()}"
-    )
+    return RuledOut(per_gpu, phase, c.ratio, c.limit, c.ceiling_tok_s_per_gpu, gid.upper())
 
 
-def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> str | None:
+def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> RuledOut | None:
     """Why the physics reading rules this named basis of the claim out (its figure read on the
     basis, every counted token computed, above a ceiling of the claim's model and GPU by more
     than the modelling margin), or None when physics allows it or cannot tell."""

@@ -400,10 +400,6 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
 
 #: A reason's clauses go into a finding up to this many characters (whole clauses only).
 FINDING_CLAUSE = 160
-#: "954,000 computed decode tok/s per GPU is 3.94x the compute ceiling of 241,834 on GB300"
-_RULED = re.compile(r"is ([\d.,]+x) the ([\w -]*?ceiling)(?: of [\d,.]+)?(?: on (.+))?$")
-#: "as the rack's total (13,250 per GPU) it is possible"
-_POSSIBLE_AS = re.compile(r"^as ([^;()]+?) \(([^()]+)\) it is possible$")
 
 
 def _ruled_out(pub: Mapping[str, Any]) -> str:
@@ -414,14 +410,14 @@ def _ruled_out(pub: Mapping[str, Any]) -> str:
     for e in pub.get("by_basis") or []:
         if not isinstance(e, Mapping) or not e.get("ruled_out"):
             continue
-        m = _RULED.search(str(e["ruled_out"]))
+        by = e.get("ruled_by")
         name = f"\u201c{e.get('name') or '?'}\u201d"
-        if not m:
+        if not isinstance(by, Mapping):
             out.append(f"as {name}")
             continue
-        ratio, ceiling, gpu = m.group(1), m.group(2), (m.group(3) or "").strip()
+        gpu, ceiling = str(by.get("gpu") or ""), f"{by['limit']} ceiling"
         where = f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
-        out.append(f"as {name} ({ratio}" + ("" if where == last else f" {where}") + ")")
+        out.append(f"as {name} ({by['ratio']:.3g}x" + ("" if where == last else f" {where}") + ")")
         last = where
     return "impossible " + " or ".join(out) if out else ""
 
@@ -452,10 +448,7 @@ def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
         parts = [ruled]
         if verdict == "undetermined" and margin:
             parts.append(margin)
-        for clause in str(r.get("reason", "")).split(";"):
-            m = _POSSIBLE_AS.match(clause.strip())
-            if m:
-                parts.append(f"possible as {m.group(1)} ({m.group(2)})")
+        parts += [f"possible as {b}" for b in _possible_as(r)]
         return "; ".join(parts) + att
     derived = _derived_text(r)
     if derived:
@@ -665,39 +658,44 @@ def _trim0(num: str) -> str:
     return num[:-2] if num.endswith(".0") else num
 
 
-def _k(num: str) -> str:
-    """``100,000`` as ``100k``, ``1,000`` as ``1k``; other numbers as given."""
-    v = int(num.replace(",", ""))
-    return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else num
+def _k(num: float) -> str:
+    """``100000`` tokens as ``100k``, ``1000`` as ``1k``; other numbers as ``1,234``."""
+    v = round(num)
+    return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else f"{v:,}"
 
 
-#: "as computed tokens per GPU it needs 3.94x the decode ceiling"
-_NEEDS = re.compile(r"^as (.+?) it needs ([\d.,]+x) the (\w+ ceiling)")
-#: "at ISL 100,000 / OSL 1,000"
-_WORKLOAD = re.compile(r"ISL ([\d,]+) / OSL ([\d,]+)")
+def _on_bases(phys: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The physics reading's figure on each basis it names (its ``on_bases``)."""
+    return [b for b in phys.get("on_bases") or [] if isinstance(b, Mapping)]
+
+
+def _possible_as(phys: Mapping[str, Any]) -> list[str]:
+    """The bases on which the physics reading finds the figure possible, each with its
+    figure per GPU: "the rack's total (13,250 per GPU)"."""
+    return [
+        f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)"
+        for b in _on_bases(phys)
+        if b.get("verdict") == "possible" and isinstance(b.get("tok_s_per_gpu"), (int, float))
+    ]
 
 
 def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> str:
     """The finding of a figure physics rules out on some bases and allows on others: what it
     cannot be (with the ratio to the ceiling), what it can be, and the cached share a
     per-GPU count needs (naming the workload that share assumes)."""
-    reason = str(phys.get("reason", ""))
-    clauses = [c.strip() for c in reason.split(";")]
     parts = []
-    m = _NEEDS.match(clauses[0]) if clauses else None
-    if m:
-        where = f"a {gpu}'s {m.group(3)}" if gpu else f"the {m.group(3)}"
-        parts.append(f"impossible as {m.group(1)} ({m.group(2)} {where})")
+    needs = next((b for b in _on_bases(phys) if b.get("ceiling")), None)
+    if needs:
+        where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
+        parts.append(f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})")
     else:
         parts.append(_ruled_out(pub))
-    for c in clauses:
-        p = _POSSIBLE_AS.match(c)
-        if p:
-            parts[-1] += f" but possible as {p.group(1)} ({p.group(2)})"
+    for p in _possible_as(phys):
+        parts[-1] += f" but possible as {p}"
     basis, _, rest = _informative(phys.get("margin")).partition(": ")
-    wl = _WORKLOAD.search(reason)
+    wl = phys.get("workload") if isinstance(phys.get("workload"), Mapping) else None
     if rest:
-        tail = f" ({_k(wl.group(1))}-in/{_k(wl.group(2))}-out workload assumed)" if wl else ""
+        tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
         parts.append(f"{basis}, it {rest}{tail}")
     return "; ".join(parts)
 

@@ -236,9 +236,10 @@ def physics_reading(
         CLAIM_ID,
         "physics",
         v,
-        f"{worst:.3g}x the ceiling",
+        headline.ceiling_margin(worst),
         f"the faster engine reaches {worst:.3g}x its decode bound ({span})",
         attainable=att,
+        ratio=worst,
     )
 
 
@@ -441,59 +442,49 @@ def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, readings and what would flip them (the headline JSON)."""
     tid = [a.trace.trace_id, *([a.trace_b.trace_id] if a.trace_b is not None else [])]
     run = next(r for r in a.readings if r.reading == "this run")
-    common = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
+    measured: dict[str, Any] = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
     headlines = []
     if a.worst:
         headlines += [
-            headline.Headline(
-                name="max_decode_gap",
-                value=round(a.worst[1], 2),
-                unit="%",
-                definition="largest |A/B - 1| of decode throughput over the batch sizes, signed",
-                claim_id=CLAIM_ID,
-                verdict=run.verdict,
-                reason=run.reason,
-                **common,
+            headline.spoken(
+                run,
+                "max_decode_gap",
+                round(a.worst[1], 2),
+                "%",
+                "largest |A/B - 1| of decode throughput over the batch sizes, signed",
+                **measured,
             ),
-            headline.Headline(
-                name="batch_sizes_within_band",
-                value=a.inside,
-                unit="batch sizes",
-                definition=f"batch sizes whose decode gap is within +/-{a.band_pct:g} %, "
-                f"of {len(a.decode)}",
-                claim_id=CLAIM_ID,
-                verdict=run.verdict,
-                reason=run.reason,
-                **common,
+            headline.spoken(
+                run,
+                "batch_sizes_within_band",
+                a.inside,
+                "batch sizes",
+                f"batch sizes whose decode gap is within +/-{a.band_pct:g} %, of {len(a.decode)}",
+                **measured,
             ),
         ]
     if a.prefill_worst:
         headlines.append(
-            headline.Headline(
-                name="max_prefill_gap",
-                value=round(a.prefill_worst[1], 2),
-                unit="%",
-                definition="largest |A/B - 1| of prefill throughput over the batch sizes, signed",
-                claim_id=None,
-                verdict=headline.NOT_COMPARABLE,
-                reason="the write-up gives no number for prefill, only that it follows a curve",
-                **common,
+            headline.unclaimed(
+                "max_prefill_gap",
+                round(a.prefill_worst[1], 2),
+                "%",
+                "largest |A/B - 1| of prefill throughput over the batch sizes, signed",
+                "the write-up gives no number for prefill, only that it follows a curve",
+                **measured,
             )
         )
-    for r in a.ceilings.itertuples():
-        headlines.append(
-            headline.Headline(
-                name=f"ceiling_batch_{r.batch}",
-                value=round(r.ceiling_tok_s_per_gpu),
-                unit="tok/s/GPU",
-                definition=f"decode bound per GPU ({r.limit}) at batch "
-                f"{r.batch} per rank on {CLAIM_DECODE_RANKS} x {a.params.gpu_id}",
-                claim_id=None,
-                kind="modelled",
-                verdict=headline.NOT_COMPARABLE,
-                reason="bounds each engine, not their ratio",
-            )
+    headlines += [
+        headline.unclaimed(
+            f"ceiling_batch_{r.batch}",
+            round(r.ceiling_tok_s_per_gpu),
+            "tok/s/GPU",
+            f"decode bound per GPU ({r.limit}) at batch {r.batch} per rank on "
+            f"{CLAIM_DECODE_RANKS} x {a.params.gpu_id}",
+            "bounds each engine, not their ratio",
         )
+        for r in a.ceilings.itertuples()
+    ]
     lo, hi = a.ceilings.iloc[0], a.ceilings.iloc[-1]
     hi_x = results_bounds.verdict_rule().impossible_above  # above the bound: impossible
     flips = [

@@ -47,6 +47,7 @@ from rackbook.results.comparability import (
     WEIGHTS,
     Near,
     Plausible,
+    RuledOut,
     as_basis,
     claim_bases,
     differences,
@@ -211,6 +212,11 @@ class Closest:
     #: a later source reporting a change since this point (date and what), None if none
     superseded: str | None = None
 
+    def as_dict(self) -> dict[str, object]:
+        """For the headline JSON: the fields, with lists for tuples."""
+        lists = {"differences": list(self.differences), "tied": list(self.tied)}
+        return dataclasses.asdict(self) | lists
+
     def value_span(self) -> str:
         """The value, or the spread of the equally close points: ``8.61x to 8.95x (4 points
         equally close)``."""
@@ -264,10 +270,15 @@ class BasisReading:
     #: the near evidence of this basis (:class:`Near`), None when no point is near
     near: Near | None = None
     #: why the physics reading rules this basis out (None: physics allows it or cannot tell)
-    ruled_out: str | None = None
+    ruled_by: RuledOut | None = None
     #: True when every point the verdict rests on is a modelled figure (a cost model's price):
     #: the reading is shown, but it is not a published like-for-like measurement
     modelled: bool = False
+
+    @property
+    def ruled_out(self) -> str | None:
+        """Why the physics reading rules this basis out, in words (None: it does not)."""
+        return self.ruled_by.text() if self.ruled_by else None
 
     def text(self) -> str:
         """One line: name, verdict, margin and the closest point."""
@@ -284,21 +295,16 @@ class BasisReading:
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON."""
         d = dataclasses.asdict(self)
+        d["ruled_out"] = self.ruled_out
         d["decided_on"] = list(self.decided_on)
         d["sources"] = list(self.sources)
-        if self.closest is not None:
-            d["closest"] = dataclasses.asdict(self.closest) | {
-                "differences": list(self.closest.differences),
-                "tied": list(self.closest.tied),
-            }
+        d["closest"] = self.closest.as_dict() if self.closest is not None else None
         d["near"] = self.near.as_dict() if self.near is not None else None
         return d
 
 
 def _claim_value(claim: claims_registry.Claim) -> float:
-    if claim.value is not None:
-        return claim.value
-    return float("nan")
+    return claim.value if claim.value is not None else float("nan")
 
 
 def _who(r: pd.Series) -> str:
@@ -655,16 +661,9 @@ def reading(
     basis (or named bases) it decided on, the closest like-for-like point and each named
     basis's reading, for the headline file."""
     if value is None and registry is not None:
-        c = registry.get(claim_id)
-        value = c.value if c.value is not None else None
+        value = registry.get(claim_id).value
     e = claim_evidence(claim_id, value)
-    closest = None
-    if e.closest is not None:
-        closest = dataclasses.asdict(e.closest) | {
-            "differences": list(e.closest.differences),
-            "tied": list(e.closest.tied),
-            "basis": e.closest_basis,
-        }
+    closest = e.closest.as_dict() | {"basis": e.closest_basis} if e.closest else None
     return ClaimReading(
         claim_id,
         "published",

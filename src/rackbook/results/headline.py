@@ -25,7 +25,6 @@ import dataclasses
 import datetime as _dt
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -144,6 +143,15 @@ class ClaimReading:
     #: what it was derived from, exact: whether it gives the claim's figure to the published
     #: digit), None where the reading is a bound, not a derivation
     derived: dict[str, Any] | None = None
+    #: physics reading: the figure over the ceiling its margin names (1 = at the ceiling;
+    #: :func:`ceiling_margin` writes that margin), None where the margin names no ceiling
+    ratio: float | None = None
+    #: physics reading: the figure read on each basis its reason names (name, verdict, and
+    #: either ``ratio`` to a ``ceiling`` it names or ``tok_s_per_gpu``, tokens/s per GPU)
+    on_bases: tuple[dict[str, Any], ...] = ()
+    #: physics reading: the workload a cached share is read at (``isl``, ``osl``: tokens per
+    #: request), None where the reading assumes none
+    workload: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:
@@ -155,32 +163,62 @@ class ClaimReading:
             )
         _one_line(self.reason, f"{self.claim_id} {self.reading}: reason")
         _one_line(self.margin, f"{self.claim_id} {self.reading}: margin")
-        if self.reading == "physics" and (why := contradiction(self.verdict, self.margin)):
+        if self.reading == "physics" and (why := contradiction(self.verdict, self.ratio)):
             raise ValueError(f"{self.claim_id}: physics {self.verdict!r} beside {why}")
 
 
-_CEILING_RATIO = re.compile(
-    r"(?<![\w.-])(\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)x (?:the|its)\b[^;]*\bceiling"
-)
+def ceiling_margin(ratio: float, ceiling: str = "the ceiling") -> str:
+    """A physics margin naming the figure's ratio (figure / ceiling, dimensionless) to a
+    ``ceiling``: ``3.94x the decode ceiling``; the reading carries the ratio beside it."""
+    return f"{ratio:.3g}x {ceiling}"
 
 
-def contradiction(verdict: str, margin: str) -> str | None:
-    """What makes a physics verdict and the margin shown beside it contradict each other, or
-    None: "possible" or "undetermined" beside a ratio more than the modelling margin
-    (:data:`rackbook.physics.check.MARGIN`) above a
-    ceiling ("undetermined / 3.94x the decode ceiling"), or "impossible" beside one more than
-    the margin below it."""
+def contradiction(verdict: str, ratio: float | None) -> str | None:
+    """What makes a physics verdict and its ratio to the ceiling (figure / ceiling) contradict
+    each other, or None: "possible" or "undetermined" beside a ratio more than the modelling
+    margin (:data:`rackbook.physics.check.MARGIN`) above the ceiling ("undetermined" at 3.94x
+    the decode ceiling), or "impossible" beside one more than the margin below it."""
     from rackbook.physics.check import MARGIN
 
-    m = _CEILING_RATIO.search(margin or "")
-    if not m:
+    if ratio is None:
         return None
-    ratio = float(m.group(1).replace(",", ""))
     if verdict in ("possible", "undetermined") and ratio > 1 + MARGIN:
-        return f"{margin!r}: a ratio above the ceiling"
+        return f"{ceiling_margin(ratio)!r}: a ratio above the ceiling"
     if verdict == "impossible" and ratio < 1 - MARGIN:
-        return f"{margin!r}: a ratio below the ceiling"
+        return f"{ceiling_margin(ratio)!r}: a ratio below the ceiling"
     return None
+
+
+def spoken(
+    r: ClaimReading,
+    name: str,
+    value: float | int | str | None,
+    unit: str,
+    definition: str,
+    kind: str = "modelled",
+    **where: Any,
+) -> Headline:
+    """A headline value that speaks to the claim of reading ``r``, with its verdict and reason
+    (``where``: the hardware and trace ids of a measured value)."""
+    return Headline(name, value, unit, definition, r.claim_id, kind, r.verdict, r.reason, **where)
+
+
+def unclaimed(
+    name: str,
+    value: float | int | str | None,
+    unit: str,
+    definition: str,
+    reason: str,
+    kind: str = "modelled",
+    **where: Any,
+) -> Headline:
+    """A headline value no claim speaks to: its verdict is :data:`NOT_COMPARABLE`."""
+    return Headline(name, value, unit, definition, None, kind, NOT_COMPARABLE, reason, **where)
+
+
+def by_claim(readings: list[ClaimReading], reading: str) -> dict[str, ClaimReading]:
+    """Each claim's ``reading`` (physics, published or this run) among ``readings``."""
+    return {r.claim_id: r for r in readings if r.reading == reading}
 
 
 def untested(claim_id: str, hardware: str, needs: str) -> ClaimReading:

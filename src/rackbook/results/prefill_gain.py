@@ -87,7 +87,8 @@ def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.Data
         if prefix_tokens is not None:
             if prefix_tokens < 0:
                 raise InputError("-", "prefix_tokens", f"must be >= 0, got {prefix_tokens}")
-            fill, how = prefix_tokens, "argument"
+            fill: int | None = prefix_tokens
+            how = "argument"
         else:
             fill, how = _prefix_from_run(trace)
         if fill is None:
@@ -508,6 +509,26 @@ class Analysis:
         return out
 
 
+def _measured_gain(
+    table: pd.DataFrame, p: Params, low: float, high: float
+) -> tuple[Gain | None, RangeVerdict | None, str]:
+    """The gain of configuration B over A (:func:`gain`) and its verdict against the published
+    range [``low``, ``high``] (fractions), or (None, None, what is missing) when the trace has
+    no usable request of a configuration."""
+    configs = set(table.loc[table["new_tok_s"].notna(), "config"])
+    lacking = [c for c in (p.config_a, p.config_b) if c not in configs]
+    if lacking:
+        missing = (
+            f"no usable request of configuration {' or '.join(lacking)}: record both "
+            "configurations behind the same cached prefix"
+        )
+        return None, None, missing
+    g = gain(
+        table, p.config_a, p.config_b, stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed
+    )
+    return g, verdict_range(g, low, high), ""
+
+
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
     """New-token throughput per request and per configuration, the gain of B over A with its
     bootstrap interval against the published range, the prefix-read roofline behind the
@@ -524,26 +545,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     p = params
     table = new_token_prefill(trace, p.assume_prefix_tokens)
     summ = summary(table)
-    configs = set(table.loc[table["new_tok_s"].notna(), "config"])
-    lacking = [c for c in (p.config_a, p.config_b) if c not in configs]
-    g = rv = None
-    missing = ""
-    if lacking:
-        missing = (
-            f"no usable request of configuration {' or '.join(lacking)}: record both "
-            "configurations behind the same cached prefix"
-        )
-    else:
-        g = gain(
-            table,
-            p.config_a,
-            p.config_b,
-            stat=p.stat,
-            n_boot=p.n_boot,
-            level=p.level,
-            seed=p.seed,
-        )
-        rv = verdict_range(g, low, high)
+    g, rv, missing = _measured_gain(table, p, low, high)
     trace_prefix = int(round(table["cached_tokens"].mean())) if len(table) else 0
     trace_new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
     model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
@@ -619,103 +621,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the claim's three readings and what would flip them."""
-    p, g, num = a.params, a.gain, verdicts.number
-    tid = [a.trace.trace_id]
-    run = next(r for r in a.readings if r.reading == "this run")
-    phys = next(r for r in a.readings if r.reading == "physics")
-    measured = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
-    on_claim = dict(claim_id=CLAIM_ID, verdict=run.verdict, reason=run.reason, **measured)
-    no_claim = dict(claim_id=None, verdict=headline.NOT_COMPARABLE, **measured)
-    absolute = "the write-up gives no absolute throughput"
-    headlines = []
-    if g is not None:
-        headlines += [
-            headline.Headline(
-                name="gain",
-                value=num(100 * g.gain, 2),
-                unit="%",
-                definition=f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1;"
-                " new tokens = prompt - cached, over TTFT",
-                **on_claim,
-            ),
-            headline.Headline(
-                name="gain_interval_low",
-                value=num(100 * g.low, 2),
-                unit="%",
-                definition=f"lower end of the {g.level:.0%} bootstrap interval of the gain "
-                f"({g.n_boot} resamples, seed {g.seed})",
-                **on_claim,
-            ),
-            headline.Headline(
-                name="gain_interval_high",
-                value=num(100 * g.high, 2),
-                unit="%",
-                definition=f"upper end of the {g.level:.0%} bootstrap interval of the gain",
-                **on_claim,
-            ),
-        ]
-    for cfg in (p.config_a, p.config_b):
-        v = a.stat_tok_s(cfg)
-        if np.isfinite(v):
-            headlines.append(
-                headline.Headline(
-                    name=f"new_token_tok_s_{cfg.lower()}",
-                    value=num(v, 2),
-                    unit="tok/s",
-                    definition=f"{p.stat} new-token prefill throughput per request, config {cfg}",
-                    reason=absolute,
-                    **no_claim,
-                )
-            )
-    headlines += [
-        headline.Headline(
-            name="mean_cached_tokens",
-            value=num(a.table["cached_tokens"].mean(), 1),
-            unit="tokens",
-            definition="mean cached prompt tokens per request (the prefix P)",
-            reason=f"the claim's prefix is {a.claim_prefix:,} tokens",
-            **no_claim,
-        ),
-        headline.Headline(
-            name="removable_share",
-            value=num(100 * a.removable, 1),
-            unit="%",
-            definition="share of a new token's time at the bounds that the decoder replay "
-            "layers remove (at equal kernel efficiency before and after: an assumption)",
-            claim_id=CLAIM_ID,
-            kind="modelled",
-            verdict=phys.verdict,
-            reason=phys.reason,
-        ),
-        headline.Headline(
-            name="prefix_read_ceiling_no_reuse",
-            value=num(a.read_no_reuse.tokens_per_s, 1),
-            unit="tok/s",
-            definition=f"new-token prefill ceiling behind {a.claim_prefix:,} cached "
-            f"tokens, {p.prefill_gpus} x {p.gpu_id}, {p.kv_dtype} KV, sparse reads, no reuse",
-            claim_id=None,
-            kind="modelled",
-            verdict=headline.NOT_COMPARABLE,
-            reason="a ceiling on throughput, not a gain",
-        ),
-    ]
-    bound = prefix_read_model(
-        p.model_id, p.gpu_id, a.claim_prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus,
-        reuse_tokens=check.PREFILL_CHUNK,
-    ).tokens_per_s  # fmt: skip
-    rule = results_bounds.verdict_rule()
-    flips = [
-        f"physics: undetermined while the baseline's new-token throughput is unpublished; a "
-        f"published baseline above {rule.impossible_above * bound / (1 + a.claim_high):,.0f} "
-        f"new tok/s on {p.prefill_gpus} x {p.gpu_id} makes +{a.claim_high:.0%} impossible "
-        f"(above the {bound:,.0f} new-token bound behind {a.claim_prefix:,} cached tokens), "
-        f"one at or below it possible; at equal kernel efficiency (an assumption) the decoder "
-        f"replay layers' {100 * a.removable:.1f} % allow up to "
-        f"+{100 * (1 / (1 - a.removable) - 1):.0f} %",
-        f"this run: a trace on Blackwell GPUs serving DeepSeek-V4.1-Flash, both configurations "
-        f"behind {a.claim_prefix:,} cached tokens; inconsistent if the whole interval of the gain "
-        f"lies outside +{a.claim_low:.0%} to +{a.claim_high:.0%}",
-    ]
+    p = a.params
     parameters = {
         "config_a": p.config_a,
         "config_b": p.config_b,
@@ -731,4 +637,112 @@ def outcome(a: Analysis) -> headline.Outcome:
         "rel_tol": p.rel_tol,
         "baseline_tok_s": p.baseline_tok_s,
     }
-    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
+    tid = [a.trace.trace_id]
+    return headline.Outcome(
+        RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware
+    )
+
+
+def _headlines(a: Analysis) -> list[headline.Headline]:
+    """The headline values: the measured gain (%) and its interval, each configuration's
+    new-token throughput (tok/s), the cached prefix (tokens), the removable share (%) and the
+    prefix-read ceiling (tok/s)."""
+    p, g, num = a.params, a.gain, verdicts.number
+    run = next(r for r in a.readings if r.reading == "this run")
+    phys = next(r for r in a.readings if r.reading == "physics")
+    measured: dict[str, Any] = dict(
+        kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id]
+    )
+    absolute = "the write-up gives no absolute throughput"
+    headlines = []
+    if g is not None:
+        headlines += [
+            headline.spoken(
+                run,
+                "gain",
+                num(100 * g.gain, 2),
+                "%",
+                f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1;"
+                " new tokens = prompt - cached, over TTFT",
+                **measured,
+            ),
+            headline.spoken(
+                run,
+                "gain_interval_low",
+                num(100 * g.low, 2),
+                "%",
+                f"lower end of the {g.level:.0%} bootstrap interval of the gain "
+                f"({g.n_boot} resamples, seed {g.seed})",
+                **measured,
+            ),
+            headline.spoken(
+                run,
+                "gain_interval_high",
+                num(100 * g.high, 2),
+                "%",
+                f"upper end of the {g.level:.0%} bootstrap interval of the gain",
+                **measured,
+            ),
+        ]
+    for cfg in (p.config_a, p.config_b):
+        v = a.stat_tok_s(cfg)
+        if np.isfinite(v):
+            headlines.append(
+                headline.unclaimed(
+                    f"new_token_tok_s_{cfg.lower()}",
+                    num(v, 2),
+                    "tok/s",
+                    f"{p.stat} new-token prefill throughput per request, config {cfg}",
+                    absolute,
+                    **measured,
+                )
+            )
+    return headlines + [
+        headline.unclaimed(
+            "mean_cached_tokens",
+            num(a.table["cached_tokens"].mean(), 1),
+            "tokens",
+            "mean cached prompt tokens per request (the prefix P)",
+            f"the claim's prefix is {a.claim_prefix:,} tokens",
+            **measured,
+        ),
+        headline.spoken(
+            phys,
+            "removable_share",
+            num(100 * a.removable, 1),
+            "%",
+            "share of a new token's time at the bounds that the decoder replay "
+            "layers remove (at equal kernel efficiency before and after: an assumption)",
+        ),
+        headline.unclaimed(
+            "prefix_read_ceiling_no_reuse",
+            num(a.read_no_reuse.tokens_per_s, 1),
+            "tok/s",
+            f"new-token prefill ceiling behind {a.claim_prefix:,} cached "
+            f"tokens, {p.prefill_gpus} x {p.gpu_id}, {p.kv_dtype} KV, sparse reads, no reuse",
+            "a ceiling on throughput, not a gain",
+        ),
+    ]
+
+
+def _flips(a: Analysis) -> list[str]:
+    """What would flip each verdict: the published baseline (new tok/s) above which the gain
+    is impossible, and the interval a run must leave."""
+    p = a.params
+    bound = prefix_read_model(
+        p.model_id, p.gpu_id, a.claim_prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus,
+        reuse_tokens=check.PREFILL_CHUNK,
+    ).tokens_per_s  # fmt: skip
+    rule = results_bounds.verdict_rule()
+    return [
+        f"physics: undetermined while the baseline's new-token throughput is unpublished; a "
+        f"published baseline above {rule.impossible_above * bound / (1 + a.claim_high):,.0f} "
+        f"new tok/s on {p.prefill_gpus} x {p.gpu_id} makes +{a.claim_high:.0%} impossible "
+        f"(above the {bound:,.0f} new-token bound behind {a.claim_prefix:,} cached tokens), "
+        f"one at or below it possible; at equal kernel efficiency (an assumption) the decoder "
+        f"replay layers' {100 * a.removable:.1f} % allow up to "
+        f"+{100 * (1 / (1 - a.removable) - 1):.0f} %",
+        f"this run: a trace on Blackwell GPUs serving DeepSeek-V4.1-Flash, both configurations "
+        f"behind {a.claim_prefix:,} cached tokens; inconsistent if the whole interval of the gain "
+        f"lies outside +{a.claim_low:.0%} to +{a.claim_high:.0%}",
+    ]

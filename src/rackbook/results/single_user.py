@@ -566,6 +566,8 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     claim_tok_s = reg.value(CLAIM_ID)
     p = params
     floor_gpus = p.floor_gpus if p.floor_gpus is not None else claim.scope.gpu_count
+    if floor_gpus is None:
+        raise InputError("claims", f"claims[{CLAIM_ID}].scope.gpu_count", "required")
     if p.acceptance_length is not None:
         acc, acc_from = float(p.acceptance_length), "parameter"
     else:
@@ -623,50 +625,48 @@ def outcome(a: Analysis) -> headline.Outcome:
     tid = [a.trace.trace_id]
     st = a.stats
     run = next(r for r in a.readings if r.reading == "this run")
-    common = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
-    unrelated = dict(claim_id=None, verdict="not comparable", **common)
+    measured: dict[str, Any] = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
+    no_gap = "the write-up gives no gap figure"
     headlines = [
-        headline.Headline(
-            name="stream_tok_s",
-            value=verdicts.number(st.tokens_per_s, 2),
-            unit="tok/s",
-            definition="sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests",
-            claim_id=CLAIM_ID,
-            verdict=run.verdict,
-            reason=run.reason,
-            **common,
+        headline.spoken(
+            run,
+            "stream_tok_s",
+            verdicts.number(st.tokens_per_s, 2),
+            "tok/s",
+            "sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests",
+            **measured,
         ),
-        headline.Headline(
-            name="gap_p50_ms",
-            value=verdicts.number(st.gaps_ms[50.0], 3),
-            unit="ms",
-            definition="median gap between streamed chunks; null without gaps",
-            reason="the write-up gives no gap figure",
-            **unrelated,
+        headline.unclaimed(
+            "gap_p50_ms",
+            verdicts.number(st.gaps_ms[50.0], 3),
+            "ms",
+            "median gap between streamed chunks; null without gaps",
+            no_gap,
+            **measured,
         ),
-        headline.Headline(
-            name="gap_p99_ms",
-            value=verdicts.number(st.gaps_ms[99.0], 3),
-            unit="ms",
-            definition="99th percentile gap between streamed chunks; null without gaps",
-            reason="the write-up gives no gap figure",
-            **unrelated,
+        headline.unclaimed(
+            "gap_p99_ms",
+            verdicts.number(st.gaps_ms[99.0], 3),
+            "ms",
+            "99th percentile gap between streamed chunks; null without gaps",
+            no_gap,
+            **measured,
         ),
-        headline.Headline(
-            name="tokens_per_chunk",
-            value=verdicts.number(st.tokens_per_chunk, 3),
-            unit="tokens",
-            definition="sum(output tokens - 1) / number of gaps",
-            reason="above 1 when chunks carry several tokens",
-            **unrelated,
+        headline.unclaimed(
+            "tokens_per_chunk",
+            verdicts.number(st.tokens_per_chunk, 3),
+            "tokens",
+            "sum(output tokens - 1) / number of gaps",
+            "above 1 when chunks carry several tokens",
+            **measured,
         ),
-        headline.Headline(
-            name="acceptance_length",
-            value=verdicts.number(st.acceptance_length, 3),
-            unit="tokens/step",
-            definition="speculative-decoding acceptance length; null when the trace has none",
-            reason=st.acceptance_source,
-            **unrelated,
+        headline.unclaimed(
+            "acceptance_length",
+            verdicts.number(st.acceptance_length, 3),
+            "tokens/step",
+            "speculative-decoding acceptance length; null when the trace has none",
+            st.acceptance_source,
+            **measured,
         ),
     ]
     p = a.params

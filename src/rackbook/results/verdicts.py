@@ -25,7 +25,7 @@ from rackbook.core import provenance
 from rackbook.physics import attainable as _attainable
 from rackbook.physics import expected as _expected
 from rackbook.physics.check import MARGIN, Check, physics_verdict
-from rackbook.results.headline import ClaimReading, untested
+from rackbook.results.headline import ClaimReading, ceiling_margin, untested
 
 #: GPU name fragments (upper case) of the claims' hardware.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
@@ -122,9 +122,9 @@ def physics_reading(
     of :func:`rackbook.physics.check.physics_verdict` on their ratio)."""
     ratio = claimed / ceiling if ceiling > 0 else math.inf
     v = physics_verdict(ratio, margin)
-    return ClaimReading(
-        claim_id, "physics", v, f"{ratio:.3g}x the ceiling", f"{what}: {ratio:.3g}x the ceiling"
-    )
+    shown = ceiling_margin(ratio)
+    finite = ratio if math.isfinite(ratio) else None
+    return ClaimReading(claim_id, "physics", v, shown, f"{what}: {shown}", ratio=finite)
 
 
 def number(x: Any, digits: int = 4) -> float | int | None:

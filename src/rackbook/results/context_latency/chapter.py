@@ -165,12 +165,6 @@ class Analysis:
         return f"given: {self.w_per_gpu:.4g} B per GPU"
 
     @property
-    def latency_table(self) -> pd.DataFrame:
-        """The main series' TPOT and ITL per context length, as the chapter shows it."""
-        cols = ["context_tokens", "requests", "mean_tpot_ms", "median_tpot_ms", "median_itl_ms"]
-        return self.series[cols].round(3)
-
-    @property
     def pair_note(self) -> str:
         """Which pair of contexts the measured delta uses, in words."""
         d = self.measured
@@ -291,6 +285,24 @@ class Analysis:
         )
 
 
+def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) -> ImpliedLatency:
+    """``implied`` (:func:`implied_latency_physics`) with its reading's attainable estimate:
+    the implied step (ms) at ``lo`` tokens over the step measured kernels take for one sequence
+    (``ga``: the growth reading's estimate, ``step_lo_s`` in seconds); as it is without one."""
+    if not ga.get("step_lo_s"):
+        return implied
+    x = 1e-3 * implied.central_ms / ga["step_lo_s"]
+    text = (
+        f"the two figures imply a step of {implied.central_ms:.3g} ms at {lo:,} tokens, "
+        f"{x:.2g}x the {1e3 * ga['step_lo_s']:.3g} ms measured kernels take for one "
+        f"sequence ({ga['deployment']}; {ga['calibration']})"
+    )
+    brief = f"the implied step is {x:.2g}x what measured kernels take for one sequence"
+    attainable = {**ga, "ratio": x, "text": text, "brief": brief}
+    reading = dataclasses.replace(implied.reading, attainable=attainable)
+    return dataclasses.replace(implied, reading=reading)
+
+
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
     """The chapter's analysis: KV bytes per token at every dtype against the claimed bytes,
     memory per sequence over a grid of contexts, the trace's decode latency against context
@@ -337,27 +349,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     implied = implied_latency_physics(
         claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
     )
-    ga = growth.reading.attainable or {}
-    if ga.get("step_lo_s"):
-        x = 1e-3 * implied.central_ms / ga["step_lo_s"]
-        text = (
-            f"the two figures imply a step of {implied.central_ms:.3g} ms at {lo:,} tokens, "
-            f"{x:.2g}x the {1e3 * ga['step_lo_s']:.3g} ms measured kernels take for one "
-            f"sequence ({ga['deployment']}; {ga['calibration']})"
-        )
-        implied = dataclasses.replace(
-            implied,
-            reading=dataclasses.replace(
-                implied.reading,
-                attainable={
-                    **ga,
-                    "ratio": x,
-                    "text": text,
-                    "brief": f"the implied step is {x:.2g}x what measured kernels take for one "
-                    "sequence",
-                },
-            ),
-        )
+    implied = _implied_attainable(implied, growth.reading.attainable or {}, lo)
     hardware = verdicts.hardware(trace.run)
     testable = verdicts.can_test(trace.run)
     run_ms = delta_run_reading(
@@ -408,130 +400,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, readings and what would flip them (the headline JSON)."""
-    p, d, f, g, im = a.params, a.measured, a.fit, a.growth, a.implied
-    tid = [a.trace.trace_id]
-    run = {r.claim_id: r for r in a.readings if r.reading == "this run"}
-    phys = {r.claim_id: r for r in a.readings if r.reading == "physics"}
-    measured: dict[str, Any] = dict(kind=a.kind, hardware=a.hardware, trace_ids=tid)
-    if a.kind == "synthetic":
-        measured.pop("hardware")
-    not_claimed = dict(claim_id=None, kind="modelled", verdict=headline.NOT_COMPARABLE)
-    headlines = [
-        headline.Headline(
-            name="decode_delta",
-            value=verdicts.number(d.delta_ms, 4),
-            unit="ms",
-            definition=f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context "
-            f"({d.pair} pair)",
-            claim_id=DELTA_ID,
-            verdict=run[DELTA_ID].verdict,
-            reason=run[DELTA_ID].reason,
-            **measured,
-        ),
-        headline.Headline(
-            name="decode_delta_pct",
-            value=verdicts.number(d.delta_pct, 3),
-            unit="%",
-            definition=f"decode_delta over median TPOT at {d.lo:,} tokens",
-            claim_id=DELTA_PCT_ID,
-            verdict=run[DELTA_PCT_ID].verdict,
-            reason=run[DELTA_PCT_ID].reason,
-            **measured,
-        ),
-        headline.Headline(
-            name="kv_bytes_per_token",
-            value=int(a.kv_bytes_per_token),
-            unit="B/token",
-            definition=f"global KV bytes per token at {p.kv_dtype}, derived from the row's "
-            "dimensions and storage format",
-            claim_id=KV_BYTES_ID,
-            kind="modelled",
-            verdict=phys[KV_BYTES_ID].verdict,
-            reason=phys[KV_BYTES_ID].reason,
-        ),
-        headline.Headline(
-            name="context_growth_sparse",
-            value=round(1000 * g.growth.sparse_ms, 3),
-            unit="µs",
-            definition="extra context reads per decode step of "
-            f"{units.plural(p.batch, 'sequence')} growing "
-            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x "
-            f"{p.gpu_id.upper()} HBM bandwidth",
-            claim_id=DELTA_ID,
-            kind="modelled",
-            verdict=phys[DELTA_ID].verdict,
-            reason=phys[DELTA_ID].reason,
-        ),
-        headline.Headline(
-            name="context_growth_dense",
-            value=round(1000 * g.growth.dense_ms, 1),
-            unit="µs",
-            definition="the same with every consuming layer reading every row (dense bound)",
-            reason="an upper reading of the reads, not what sparse attention does",
-            **not_claimed,
-        ),
-        headline.Headline(
-            name="implied_latency_at_lo",
-            value=round(im.central_ms, 3),
-            unit="ms",
-            definition=f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens "
-            f"({im.low_ms:.3g} to {im.high_ms:.3g} ms over the rounding)",
-            claim_id=DELTA_PCT_ID,
-            kind="modelled",
-            verdict=phys[DELTA_PCT_ID].verdict,
-            reason=phys[DELTA_PCT_ID].reason,
-        ),
-        headline.Headline(
-            name="decode_slope",
-            value=verdicts.number(f.slope_per_1k, 5),
-            unit="ms per 1k tokens",
-            definition=f"least-squares slope of median TPOT over {f.n} contexts "
-            f"{f.context_min:,}..{f.context_max:,} tokens (95 % CI "
-            f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g})",
-            claim_id=None,
-            verdict=headline.NOT_COMPARABLE,
-            reason="the write-up gives a delta between two lengths, not a slope",
-            **measured,
-        ),
-        headline.Headline(
-            name="sequences_per_gpu_at_hi",
-            value=int(a.at.loc[a.hi, "sequences_per_gpu"]),
-            unit="sequences",
-            definition=f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one "
-            f"{p.gpu_id.upper()} after {a.w_per_gpu / 1e9:.1f} GB of weights, at "
-            f"{p.memory_fraction:g} of HBM",
-            reason="the write-up gives no capacity figure",
-            **not_claimed,
-        ),
-    ]
-    headlines += [
-        headline.Headline(
-            name=f"kv_bytes_per_token_{dt}",
-            value=int(b.bytes_per_token),
-            unit="B/token",
-            definition=f"global KV bytes per token with the same layout stored at {dt}",
-            reason="the claim is for the FP4 cache; other dtypes for scale",
-            **not_claimed,
-        )
-        for dt, b in a.kv_bytes.items()
-        if dt != p.kv_dtype
-    ]
-    per_seq_us = 1000 * g.per_sequence_ms
-    step_limit = im.step_floor_ms  # above 100 % of a floor: impossible, whatever the margin
-    pct_limit = 100 * g.claim_ms / step_limit
-    flips = [
-        f"physics, {a.claim_kv.value_text}: a layout whose rows or formats give another byte "
-        f"count (FP8 rows give {a.kv_bytes['fp8'].bytes_per_token} B/token)",
-        f"physics, {a.claim_delta.value_text}: impossible if the delta were below "
-        f"{per_seq_us * p.batch:.3g} µs ({units.plural(p.batch, 'sequence')} per GPU), "
-        f"or the claim's batch were above {g.sequences_to_explain:.0f} sequences per GPU "
-        "(their scans alone would exceed it)",
-        f"physics, {a.claim_pct.value_text}: impossible if the implied latency at {a.lo:,} "
-        f"tokens were below {step_limit:.3g} ms (the same delta quoted as more than "
-        f"{pct_limit:.3g} %)",
-        f"this run: a trace of DeepSeek-V4.1-Flash on B300/GB300 at {a.lo:,} and {a.hi:,} tokens "
-        f"reads consistent within +/-{a.tolerance_ms:g} ms of the claim, inconsistent outside",
-    ]
+    p = a.params
     parameters = {
         "model_id": p.model_id,
         "gpu_id": p.gpu_id,
@@ -544,4 +413,120 @@ def outcome(a: Analysis) -> headline.Outcome:
         "weight_bytes_per_gpu": a.w_per_gpu,
         "memory_fraction": p.memory_fraction,
     }
-    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
+    tid = [a.trace.trace_id]
+    return headline.Outcome(
+        RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware
+    )
+
+
+def _headlines(a: Analysis) -> list[headline.Headline]:
+    """The headline values: the measured delta (ms, %), the derived KV bytes per token, the
+    modelled context growth (µs), the implied latency (ms), the slope and the capacity."""
+    p, d, f, g, im = a.params, a.measured, a.fit, a.growth, a.implied
+    run = headline.by_claim(a.readings, "this run")
+    phys = headline.by_claim(a.readings, "physics")
+    measured: dict[str, Any] = dict(kind=a.kind, hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    if a.kind == "synthetic":
+        measured.pop("hardware")
+    spoken, unclaimed = headline.spoken, headline.unclaimed
+    headlines = [
+        spoken(
+            run[DELTA_ID],
+            "decode_delta",
+            verdicts.number(d.delta_ms, 4),
+            "ms",
+            f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)",
+            **measured,
+        ),
+        spoken(
+            run[DELTA_PCT_ID],
+            "decode_delta_pct",
+            verdicts.number(d.delta_pct, 3),
+            "%",
+            f"decode_delta over median TPOT at {d.lo:,} tokens",
+            **measured,
+        ),
+        spoken(
+            phys[KV_BYTES_ID],
+            "kv_bytes_per_token",
+            int(a.kv_bytes_per_token),
+            "B/token",
+            f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "
+            "storage format",
+        ),
+        spoken(
+            phys[DELTA_ID],
+            "context_growth_sparse",
+            round(1000 * g.growth.sparse_ms, 3),
+            "µs",
+            f"extra context reads per decode step of {units.plural(p.batch, 'sequence')} growing "
+            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x "
+            f"{p.gpu_id.upper()} HBM bandwidth",
+        ),
+        unclaimed(
+            "context_growth_dense",
+            round(1000 * g.growth.dense_ms, 1),
+            "µs",
+            "the same with every consuming layer reading every row (dense bound)",
+            "an upper reading of the reads, not what sparse attention does",
+        ),
+        spoken(
+            phys[DELTA_PCT_ID],
+            "implied_latency_at_lo",
+            round(im.central_ms, 3),
+            "ms",
+            f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens "
+            f"({im.low_ms:.3g} to {im.high_ms:.3g} ms over the rounding)",
+        ),
+        unclaimed(
+            "decode_slope",
+            verdicts.number(f.slope_per_1k, 5),
+            "ms per 1k tokens",
+            f"least-squares slope of median TPOT over {f.n} contexts "
+            f"{f.context_min:,}..{f.context_max:,} tokens (95 % CI "
+            f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g})",
+            "the write-up gives a delta between two lengths, not a slope",
+            **measured,
+        ),
+        unclaimed(
+            "sequences_per_gpu_at_hi",
+            int(a.at.loc[a.hi, "sequences_per_gpu"]),
+            "sequences",
+            f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one "
+            f"{p.gpu_id.upper()} after {a.w_per_gpu / 1e9:.1f} GB of weights, at "
+            f"{p.memory_fraction:g} of HBM",
+            "the write-up gives no capacity figure",
+        ),
+    ]
+    return headlines + [
+        unclaimed(
+            f"kv_bytes_per_token_{dt}",
+            int(b.bytes_per_token),
+            "B/token",
+            f"global KV bytes per token with the same layout stored at {dt}",
+            "the claim is for the FP4 cache; other dtypes for scale",
+        )
+        for dt, b in a.kv_bytes.items()
+        if dt != p.kv_dtype
+    ]
+
+
+def _flips(a: Analysis) -> list[str]:
+    """What would flip each verdict: the thresholds (µs, ms, %) physics and a run decide at."""
+    p, g, im = a.params, a.growth, a.implied
+    per_seq_us = 1000 * g.per_sequence_ms
+    step_limit = im.step_floor_ms  # above 100 % of a floor: impossible, whatever the margin
+    pct_limit = 100 * g.claim_ms / step_limit
+    return [
+        f"physics, {a.claim_kv.value_text}: a layout whose rows or formats give another byte "
+        f"count (FP8 rows give {a.kv_bytes['fp8'].bytes_per_token} B/token)",
+        f"physics, {a.claim_delta.value_text}: impossible if the delta were below "
+        f"{per_seq_us * p.batch:.3g} µs ({units.plural(p.batch, 'sequence')} per GPU), "
+        f"or the claim's batch were above {g.sequences_to_explain:.0f} sequences per GPU "
+        "(their scans alone would exceed it)",
+        f"physics, {a.claim_pct.value_text}: impossible if the implied latency at {a.lo:,} "
+        f"tokens were below {step_limit:.3g} ms (the same delta quoted as more than "
+        f"{pct_limit:.3g} %)",
+        f"this run: a trace of DeepSeek-V4.1-Flash on B300/GB300 at {a.lo:,} and {a.hi:,} tokens "
+        f"reads consistent within +/-{a.tolerance_ms:g} ms of the claim, inconsistent outside",
+    ]

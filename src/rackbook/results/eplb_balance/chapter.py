@@ -272,98 +272,6 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the three readings of each claim and what would flip them."""
     tid = [a.trace.trace_id]
-    s, kind = a.summary, a.kind
-    common = dict(hardware=a.hardware if kind == "measured" else None, trace_ids=tid)
-    run = {r.claim_id: r for r in a.readings if r.reading == "this run"}
-
-    def claimed(name: str, value: float, unit: str, definition: str, cid: str) -> headline.Headline:
-        r = run[cid]
-        return headline.Headline(
-            name, value, unit, definition, cid, kind, r.verdict, r.reason, **common
-        )
-
-    def legacy(name: str, value: float, definition: str) -> headline.Headline:
-        return headline.Headline(
-            name,
-            value,
-            "1",
-            definition,
-            None,
-            kind,
-            headline.NOT_COMPARABLE,
-            LEGACY_REASON,
-            **common,
-        )
-
-    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
-    headlines = [
-        claimed(
-            "balancedness_static",
-            round(s["static"], 4),
-            "1",
-            "vLLM balancedness of static placement, mean over scored decode steps",
-            BEFORE,
-        ),
-        claimed(
-            "balancedness_eplb",
-            round(s["eplb"], 4),
-            "1",
-            f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over "
-            "later steps",
-            AFTER,
-        ),
-        claimed(
-            "recovered_gap",
-            round(a.model_pct["gap closed"], 2),
-            "%",
-            "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1",
-            RECOVERED,
-        ),
-        headline.Headline(
-            name="recovered_ratio",
-            value=round(a.model_pct["ratio to uniform"], 2),
-            unit="%",
-            definition="T_eplb / T_uniform, T = balancedness, T_uniform = 1",
-            claim_id=None,
-            kind=kind,
-            verdict=headline.NOT_COMPARABLE,
-            reason="a second reading of the recovered share, shown beside the gap closed",
-            **common,
-        ),
-        headline.Headline(
-            name="uniform_floor_needed",
-            value=round(a.floor_needed, 4),
-            unit="1",
-            definition="per-step balancedness uniform routing must score for the claim's after "
-            "/ that to equal its recovered share",
-            claim_id=RECOVERED,
-            kind="modelled",
-            verdict=next(
-                r.verdict for r in a.readings if r.claim_id == RECOVERED and r.reading == "physics"
-            ),
-            reason="arithmetic on the two published figures",
-        ),
-        legacy(
-            "balancedness_static_legacy",
-            round(s["static_legacy"], 4),
-            "legacy vLLM balancedness (reduced over layers) of static placement",
-        ),
-        legacy(
-            "balancedness_eplb_legacy",
-            round(s["eplb_legacy"], 4),
-            "legacy vLLM balancedness (reduced over layers) after EPLB",
-        ),
-    ]
-    flips = [
-        f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "
-        f"{a.params.ep_size} ranks; the routing model predicts {by_batch.iloc[0]:.3f} at batch "
-        f"{by_batch.index[0]} per rank and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}: the "
-        "claim's batch decides",
-        f"recovered, physics: possible if uniform routing scored {a.floor_needed:.3f} per step "
-        f"at the claim's batch (the model's per-step floor here is {a.floor:.3f})",
-        "all three: balancedness counts tokens; at small decode batches expert time follows "
-        "the weight bytes each rank reads, so balance costs less than these figures suggest",
-    ]
     p = a.params
     parameters = {
         "ep_size": p.ep_size,
@@ -374,4 +282,96 @@ def outcome(a: Analysis) -> headline.Outcome:
         "batch_per_rank": a.batch_per_rank,
         "skew": round(a.skew, 6),
     }
-    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
+    return headline.Outcome(
+        RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware
+    )
+
+
+def _headlines(a: Analysis) -> list[headline.Headline]:
+    """The headline values: balancedness before and after EPLB (1 = perfectly balanced), the
+    recovered share two ways (%), the per-step floor uniform routing must score, and the
+    legacy metric's two values."""
+    s, kind = a.summary, a.kind
+    where: dict[str, Any] = dict(
+        kind=kind, hardware=a.hardware if kind == "measured" else None, trace_ids=[a.trace.trace_id]
+    )
+    run = headline.by_claim(a.readings, "this run")
+    legacy = "legacy vLLM balancedness (reduced over layers)"
+    return [
+        headline.spoken(
+            run[BEFORE],
+            "balancedness_static",
+            round(s["static"], 4),
+            "1",
+            "vLLM balancedness of static placement, mean over scored decode steps",
+            **where,
+        ),
+        headline.spoken(
+            run[AFTER],
+            "balancedness_eplb",
+            round(s["eplb"], 4),
+            "1",
+            f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over "
+            "later steps",
+            **where,
+        ),
+        headline.spoken(
+            run[RECOVERED],
+            "recovered_gap",
+            round(a.model_pct["gap closed"], 2),
+            "%",
+            "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1",
+            **where,
+        ),
+        headline.unclaimed(
+            "recovered_ratio",
+            round(a.model_pct["ratio to uniform"], 2),
+            "%",
+            "T_eplb / T_uniform, T = balancedness, T_uniform = 1",
+            "a second reading of the recovered share, shown beside the gap closed",
+            **where,
+        ),
+        headline.Headline(
+            name="uniform_floor_needed",
+            value=round(a.floor_needed, 4),
+            unit="1",
+            definition="per-step balancedness uniform routing must score for the claim's after "
+            "/ that to equal its recovered share",
+            claim_id=RECOVERED,
+            kind="modelled",
+            verdict=headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
+            reason="arithmetic on the two published figures",
+        ),
+        headline.unclaimed(
+            "balancedness_static_legacy",
+            round(s["static_legacy"], 4),
+            "1",
+            f"{legacy} of static placement",
+            LEGACY_REASON,
+            **where,
+        ),
+        headline.unclaimed(
+            "balancedness_eplb_legacy",
+            round(s["eplb_legacy"], 4),
+            "1",
+            f"{legacy} after EPLB",
+            LEGACY_REASON,
+            **where,
+        ),
+    ]
+
+
+def _flips(a: Analysis) -> list[str]:
+    """What would flip each verdict: the balancedness the routing model predicts at the
+    batch ends and the per-step floor uniform routing must score."""
+    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    return [
+        f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "
+        f"{a.params.ep_size} ranks; the routing model predicts {by_batch.iloc[0]:.3f} at batch "
+        f"{by_batch.index[0]} per rank and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}: the "
+        "claim's batch decides",
+        f"recovered, physics: possible if uniform routing scored {a.floor_needed:.3f} per step "
+        f"at the claim's batch (the model's per-step floor here is {a.floor:.3f})",
+        "all three: balancedness counts tokens; at small decode batches expert time follows "
+        "the weight bytes each rank reads, so balance costs less than these figures suggest",
+    ]

@@ -271,9 +271,6 @@ class Analysis:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         nx, top, reg = self.largest, self.top, self.registry
         by = self.throughput.set_index("reading")
-        spi = self.speedups.set_index("system")
-        rev = self.cost.revenue.set_index("reading")
-        cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
         tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
         cap_d, cap_p = self.cap("compute", "decode"), self.cap("compute", "prefill")
         mem = self.ceilings[self.ceilings["ceiling"] == "memory bandwidth"].iloc[0]
@@ -338,6 +335,20 @@ class Analysis:
             "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
             "workload_isl": self.params.workload_isl,
             "workload_osl": self.params.workload_osl,
+        }
+        out |= self._node_and_cost_values()
+        for r in self.readings:
+            out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
+        return out
+
+    def _node_and_cost_values(self) -> dict[str, Any]:
+        """The values of :meth:`values` on each node size (tok/s per GPU, %, ratios) and on
+        the dollar figure (USD per GPU-hour, per million tokens, revenue)."""
+        spi = self.speedups.set_index("system")
+        rev = self.cost.revenue.set_index("reading")
+        cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
+        tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
+        return {
             "node_hgx_ratio": spi.loc[hgx, "ratio"],
             "node_tray_gpu": str(spi.loc[tray, "gpu"]).upper(),
             "node_hgx_gpu": str(spi.loc[hgx, "gpu"]).upper(),
@@ -365,9 +376,26 @@ class Analysis:
             "rev_min_stated": rev.loc[STATED, "revenue_all_cached"],
             "revenue_run": verdicts.text(self.revenue_run, ",.4f"),
         }
-        for r in self.readings:
-            out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
-        return out
+
+
+def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) -> tuple[str, ...]:
+    """What a run measured, as its this-run readings quote it: the largest configuration's
+    throughput (tok/s per ``unit``), the top speedup and efficiency, the token revenue (USD
+    per ``unit``-hour)."""
+    n = int(nx["num_gpus"])
+    throughput = (
+        f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
+        f"{units.plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
+    )
+    speedup = (
+        f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
+        f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
+    )
+    cost = (
+        f"token revenue ${verdicts.text(revenue, ',.4g')} per {unit}-hour at InferenceX's "
+        f"token prices, config {nx['config']}"
+    )
+    return throughput, speedup, cost
 
 
 def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
@@ -419,19 +447,7 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     testable = verdicts.can_test(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
     needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
     unit = "GPU" if verdicts.gpu_names(tr.run) or p.gpus_per_replica > 1 else "replica"
-    n = int(nx["num_gpus"])
-    what_tp = (
-        f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
-        f"{units.plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
-    )
-    what_sp = (
-        f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
-        f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
-    )
-    what_cost = (
-        f"token revenue ${verdicts.text(revenue, ',.4g')} per {unit}-hour at InferenceX's "
-        f"token prices, config {nx['config']}"
-    )
+    what_tp, what_sp, what_cost = _measured_texts(nx, top, revenue, unit)
     run = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
     readings = [
         throughput_physics(thr, throughput_attainable(thr, model, gpu, rack.gpus)),
@@ -482,81 +498,74 @@ def analyse(trace: Trace, params: Params = Params(), registry: Registry | None =
     )
 
 
-def _run_reading(a: Analysis, claim: str) -> dict[str, Any]:
-    r = next(r for r in a.readings if r.claim_id == claim and r.reading == "this run")
-    return dict(claim_id=claim, verdict=r.verdict, reason=r.reason)
-
-
 def _measured(a: Analysis) -> list[headline.Headline]:
+    """The measured headline values of the largest configuration: throughput (tok/s per GPU
+    or replica, and its parts), speedup, scaling efficiency, token revenue (USD per hour)."""
     nx, top, p = a.largest, a.top, a.params
-    common = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
-    tp, sp = _run_reading(a, THROUGHPUT_CLAIM), _run_reading(a, SPEEDUP_CLAIM)
-    other = dict(claim_id=None, verdict=headline.NOT_COMPARABLE)
+    where: dict[str, Any] = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    run = headline.by_claim(a.readings, "this run")
     cfg, u = nx["config"], a.unit
     prices = token_prices()
     return [
-        headline.Headline(
-            name="measured_total_tok_s_per_gpu",
-            value=verdicts.number(nx["total_tok_s_per_gpu"], 2),
-            unit=f"tok/s/{u}",
-            definition=f"(input + output tokens) / window / {u}s, config {cfg} "
+        headline.spoken(
+            run[THROUGHPUT_CLAIM],
+            "measured_total_tok_s_per_gpu",
+            verdicts.number(nx["total_tok_s_per_gpu"], 2),
+            f"tok/s/{u}",
+            f"(input + output tokens) / window / {u}s, config {cfg} "
             f"on {units.plural(int(nx['num_gpus']), u)}",
-            **tp,
-            **common,
+            **where,
         ),
-        headline.Headline(
-            name="measured_output_tok_s",
-            value=verdicts.number(nx["output_tok_s"], 2),
-            unit="tok/s",
-            definition=f"output tokens / window, config {cfg}",
-            reason="the write-up does not say which tokens it counts",
-            **other,
-            **common,
+        headline.unclaimed(
+            "measured_output_tok_s",
+            verdicts.number(nx["output_tok_s"], 2),
+            "tok/s",
+            f"output tokens / window, config {cfg}",
+            "the write-up does not say which tokens it counts",
+            **where,
         ),
-        headline.Headline(
-            name="measured_new_input_tok_s",
-            value=verdicts.number(nx["new_input_tok_s"], 2),
-            unit="tok/s",
-            definition=f"(input - cached input) tokens / window, config {cfg}; "
+        headline.unclaimed(
+            "measured_new_input_tok_s",
+            verdicts.number(nx["new_input_tok_s"], 2),
+            "tok/s",
+            f"(input - cached input) tokens / window, config {cfg}; "
             "null when the cached count is unknown",
-            reason=a.cached_note,
-            **other,
-            **common,
+            a.cached_note,
+            **where,
         ),
-        headline.Headline(
-            name="measured_cached_input_tok_s",
-            value=verdicts.number(nx["cached_input_tok_s"], 2),
-            unit="tok/s",
-            definition=f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
-            reason=a.cached_note,
-            **other,
-            **common,
+        headline.unclaimed(
+            "measured_cached_input_tok_s",
+            verdicts.number(nx["cached_input_tok_s"], 2),
+            "tok/s",
+            f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
+            a.cached_note,
+            **where,
         ),
-        headline.Headline(
-            name="measured_speedup",
-            value=verdicts.number(top["speedup"], 3),
-            unit="x",
-            definition=f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}",
-            **sp,
-            **common,
+        headline.spoken(
+            run[SPEEDUP_CLAIM],
+            "measured_speedup",
+            verdicts.number(top["speedup"], 3),
+            "x",
+            f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}",
+            **where,
         ),
-        headline.Headline(
-            name="measured_scaling_efficiency",
-            value=verdicts.number(top["efficiency"], 4),
-            unit="1",
-            definition=f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio",
-            **sp,
-            **common,
+        headline.spoken(
+            run[SPEEDUP_CLAIM],
+            "measured_scaling_efficiency",
+            verdicts.number(top["efficiency"], 4),
+            "1",
+            f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio",
+            **where,
         ),
-        headline.Headline(
-            name="measured_token_revenue",
-            value=verdicts.number(a.revenue_run, 6),
-            unit=f"USD/{u}-hour",
-            definition=f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
+        headline.spoken(
+            run[COST_CLAIM],
+            "measured_token_revenue",
+            verdicts.number(a.revenue_run, 6),
+            f"USD/{u}-hour",
+            f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
             f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
             "when the cached count is unknown",
-            **_run_reading(a, COST_CLAIM),
-            **common,
+            **where,
         ),
     ]
 
@@ -608,18 +617,14 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
         for r in a.speedups.itertuples()
     ]
     share = a.cost.revenue.set_index("reading").loc[a.rack_reading]
-    cost_r = next(r for r in a.readings if r.claim_id == COST_CLAIM and r.reading == "physics")
+    cost_r = headline.by_claim(a.readings, "physics")[COST_CLAIM]
     hl += [
-        headline.Headline(
-            name="cost_ratio_to_rental",
-            value=verdicts.number(a.cost.ratio_to_rental, 3),
-            unit="x",
-            definition="$/GPU-hour figure / the catalog's GB300 ownership cost "
-            "(InferenceX's model)",
-            claim_id=None,
-            kind="modelled",
-            verdict=headline.NOT_COMPARABLE,
-            reason="$/GPU-hour is not a price per answer; what the dollars are is not stated",
+        headline.unclaimed(
+            "cost_ratio_to_rental",
+            verdicts.number(a.cost.ratio_to_rental, 3),
+            "x",
+            "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)",
+            "$/GPU-hour is not a price per answer; what the dollars are is not stated",
         ),
         headline.Headline(
             name="revenue_cached_share_rack_total",

@@ -6,6 +6,7 @@ reading (a price is not a physics quantity)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -128,34 +129,10 @@ def cost_readings(
                     f"= ${per_m:.4g}/M tokens",
                 }
             )
-        rev_u, rev_c = mtok_h * usd_per_m_uncached, mtok_h * usd_per_m_cached
-        share = (usd_per_m_uncached - price_per_gpu_hour / mtok_h) / (
-            usd_per_m_uncached - usd_per_m_cached
-        )
-        share = share if 0 <= share <= 1 else np.nan
-        at_share = (
-            np.nan
-            if cached_share is None
-            else mtok_h
-            * (usd_per_m_uncached * (1 - cached_share) + usd_per_m_cached * cached_share)
-        )
         revenue.append(
-            {
-                "reading": name,
-                "tok_s_per_gpu": tps,
-                "mtok_per_gpu_hour": mtok_h,
-                "revenue_all_uncached": rev_u,
-                "revenue_all_cached": rev_c,
-                "cached_share_matching": share,
-                "revenue_at_share": at_share,
-                "formula": f"{mtok_h:,.4g} M tok/h x ${usd_per_m_uncached:g}/M = ${rev_u:,.4g}"
-                f" (all uncached) .. x ${usd_per_m_cached:g}/M = ${rev_c:,.4g} (all cached); "
-                + (
-                    f"${price_per_gpu_hour:g} needs {share:.1%} cached"
-                    if np.isfinite(share)
-                    else f"${price_per_gpu_hour:g} is outside that range"
-                ),
-            }
+            _revenue_row(
+                name, tps, price_per_gpu_hour, usd_per_m_uncached, usd_per_m_cached, cached_share
+            )
         )
     ratio = price_per_gpu_hour / rental_usd_per_gpu_hour
     formula = (
@@ -163,6 +140,46 @@ def cost_readings(
         f"token prices: {source}"
     )
     return CostReadings(pd.DataFrame(cost), pd.DataFrame(revenue), ratio, formula)
+
+
+def _revenue_row(
+    name: str,
+    tps: float,
+    price_per_gpu_hour: float,
+    usd_per_m_uncached: float,
+    usd_per_m_cached: float,
+    cached_share: float | None,
+) -> dict[str, Any]:
+    """The revenue row of reading ``name`` at ``tps`` tokens/s per GPU: USD per GPU-hour all
+    uncached and all cached at the token prices (USD per million tokens), the cached share
+    that earns ``price_per_gpu_hour`` (NaN outside [0, 1]) and the revenue at a known share."""
+    mtok_h = tps * 3600 / 1e6
+    rev_u, rev_c = mtok_h * usd_per_m_uncached, mtok_h * usd_per_m_cached
+    share = (usd_per_m_uncached - price_per_gpu_hour / mtok_h) / (
+        usd_per_m_uncached - usd_per_m_cached
+    )
+    share = share if 0 <= share <= 1 else np.nan
+    at_share = (
+        np.nan
+        if cached_share is None
+        else mtok_h * (usd_per_m_uncached * (1 - cached_share) + usd_per_m_cached * cached_share)
+    )
+    return {
+        "reading": name,
+        "tok_s_per_gpu": tps,
+        "mtok_per_gpu_hour": mtok_h,
+        "revenue_all_uncached": rev_u,
+        "revenue_all_cached": rev_c,
+        "cached_share_matching": share,
+        "revenue_at_share": at_share,
+        "formula": f"{mtok_h:,.4g} M tok/h x ${usd_per_m_uncached:g}/M = ${rev_u:,.4g}"
+        f" (all uncached) .. x ${usd_per_m_cached:g}/M = ${rev_c:,.4g} (all cached); "
+        + (
+            f"${price_per_gpu_hour:g} needs {share:.1%} cached"
+            if np.isfinite(share)
+            else f"${price_per_gpu_hour:g} is outside that range"
+        ),
+    }
 
 
 def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.ClaimReading:

@@ -164,117 +164,166 @@ def throughput_readings(
         raise InputError("-", "claim_value", f"must be > 0, got {claim_value}")
     if cached_share is not None and not 0 <= cached_share < 1:
         raise InputError("-", "cached_share", f"must be in [0, 1), got {cached_share}")
-    rows = []
-
-    def add(name: str, meaning: str, counted: float, computed: float, phase: str) -> dict:
-        c = check.check_claim(m, g, n_gpus, computed, phase=phase)
-        text = (
-            f"{computed:,.0f} tok/s per GPU is {c.ratio:.3g}x the {phase} {c.limit} ceiling "
-            f"of {c.ceiling_tok_s_per_gpu:,.0f} on {g.id}"
-        )
-        row = {
-            "reading": name,
-            "meaning": meaning,
-            "tok_s_per_gpu": counted,
-            "computed_tok_s_per_gpu": computed,
-            "phase": phase,
-            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
-            "limit": c.limit,
-            "ratio": c.ratio,
-            "verdict": c.verdict,
-            "min_cached_share": np.nan,
-            "formula": text,
-            "command": "",
-        }
-        rows.append(row)
-        return row
-
-    add("per-gpu-decode", "computed decode tokens per GPU", claim_value, claim_value, "decode")
-    add(
-        "per-gpu-prefill",
-        "computed new-token prefill tokens per GPU",
-        claim_value,
-        claim_value,
-        "prefill",
-    )
-    work = f"ISL {isl:,.0f} / OSL {osl:,.0f}" + (
-        " (assumed: the write-up gives no workload)"
-        if (isl, osl) == (ASSUMED_ISL, ASSUMED_OSL)
-        else ""
-    )
-
-    def cached_row(share: float, meaning: str) -> dict:
-        c = check.check_claim(
-            m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
-        )
-        w = c.workload
-        row = {
-            "reading": "per-gpu-with-cached",
-            "meaning": meaning,
-            "tok_s_per_gpu": claim_value,
-            "computed_tok_s_per_gpu": w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
-            "phase": "prefill + decode",
-            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
-            "limit": c.limit,
-            "ratio": c.ratio,
-            "verdict": c.verdict,
-            "min_cached_share": np.nan,
-            "formula": f"at {work} with {share:.1%} of the input tokens cached: {c.reason}",
-            "command": check_command(m, g, n_gpus, claim_value, isl, osl, share),
-        }
-        rows.append(row)
-        return row | {"reason": c.reason}
-
-    if cached_share is not None:
-        cached_row(cached_share, f"per GPU, {cached_share:.1%} of input tokens cache hits")
-        th_share = np.nan
-    else:
-        th = check.cached_share_threshold(
-            m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
-        )
-        th_share = np.nan if th.share is None else th.share
-        top = results_bounds.cached_ceiling(m, g, n_gpus)
-        bound = top.ceiling_tok_s_per_gpu
-        ctx = top.workload["isl"] + 1
-        how = (
-            f"on any workload no cached share reaches more than {bound:,.3g} tok/s per GPU "
-            f"(requests of {ctx:,.0f} tokens, all cached but one new input token, one output "
-            "token)"
-        )
-        meaning = "per GPU, counting cache-hit input tokens (share not published)"
-        if claim_value > bound:
-            cached_row(1 - 1 / isl, meaning)
-            rows[-1].update(
-                ratio=claim_value / bound,
-                verdict="impossible",
-                ceiling_tok_s_per_gpu=bound,
-                limit="cached prefix",
-                formula=f"{claim_value:,.0f} tok/s per GPU is {claim_value / bound:.3g}x what "
-                f"any cached share allows: {how}",
-            )
-        elif th.share is None:
-            cached_row(1 - 1 / isl, meaning)
-            rows[-1].update(verdict="impossible", formula=f"at {work}: {th.formula}")
-        elif th.share == 0:
-            cached_row(0.0, meaning)
-        else:
-            reason = cached_row(th.share, meaning)["reason"]
-            if th.share > 0:
-                rows[-1].update(
-                    ratio=np.nan,
-                    verdict="undetermined",
-                    formula=f"at {work} it fits once at least {th.share:.1%} of the input "
-                    f"tokens are cache hits (sufficient: every larger share fits too; the share "
-                    f"is not published); there {reason}; {how}",
-                )
-    rows[-1]["min_cached_share"] = th_share
     per_gpu = claim_value / n_gpus
-    r = add("rack-total", f"total of the {n_gpus}-GPU rack", per_gpu, per_gpu, "decode")
-    r["formula"] = f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s per GPU; " + r["formula"]
+    rack = _bound_row(m, g, n_gpus, "rack-total", f"total of the {n_gpus}-GPU rack", per_gpu)
+    rack["formula"] = (
+        f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s per GPU; " + (rack["formula"])
+    )
+    rows = [
+        _bound_row(m, g, n_gpus, "per-gpu-decode", "computed decode tokens per GPU", claim_value),
+        _bound_row(
+            m,
+            g,
+            n_gpus,
+            "per-gpu-prefill",
+            "computed new-token prefill tokens per GPU",
+            claim_value,
+            "prefill",
+        ),
+        _cached_reading(m, g, n_gpus, claim_value, isl, osl, cached_share),
+        rack,
+    ]
     out = pd.DataFrame(rows)
     out.attrs["workload"] = (isl, osl)
     out.attrs["cached_share"] = cached_share
     return out
+
+
+def _bound_row(
+    m: ModelSpec,
+    g: GpuSpec,
+    n_gpus: int,
+    name: str,
+    meaning: str,
+    tok_s: float,
+    phase: str = "decode",
+) -> dict[str, Any]:
+    """A row of :func:`throughput_readings` that reads ``tok_s`` (tokens/s per GPU) as
+    computed tokens of ``phase`` against that phase's ceiling."""
+    c = check.check_claim(m, g, n_gpus, tok_s, phase=phase)
+    text = (
+        f"{tok_s:,.0f} tok/s per GPU is {c.ratio:.3g}x the {phase} {c.limit} ceiling "
+        f"of {c.ceiling_tok_s_per_gpu:,.0f} on {g.id}"
+    )
+    return _row(name, meaning, tok_s, tok_s, phase, c, text)
+
+
+def _row(
+    name: str,
+    meaning: str,
+    counted: float,
+    computed: float,
+    phase: str,
+    c: check.Check,
+    formula: str,
+    command: str = "",
+) -> dict[str, Any]:
+    """A row of :func:`throughput_readings`: ``counted`` and ``computed`` tokens/s per GPU,
+    the check ``c`` of them against a ceiling, its formula and ``rackbook check`` line."""
+    return {
+        "reading": name,
+        "meaning": meaning,
+        "tok_s_per_gpu": counted,
+        "computed_tok_s_per_gpu": computed,
+        "phase": phase,
+        "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
+        "limit": c.limit,
+        "ratio": c.ratio,
+        "verdict": c.verdict,
+        "min_cached_share": np.nan,
+        "formula": formula,
+        "command": command,
+    }
+
+
+def _workload_text(isl: float, osl: float) -> str:
+    """The workload as rows and reasons name it: "ISL 100,000 / OSL 1,000 (assumed: ...)"."""
+    assumed = (isl, osl) == (ASSUMED_ISL, ASSUMED_OSL)
+    return f"ISL {isl:,.0f} / OSL {osl:,.0f}" + (
+        " (assumed: the write-up gives no workload)" if assumed else ""
+    )
+
+
+def _cached_row(
+    m: ModelSpec,
+    g: GpuSpec,
+    n_gpus: int,
+    claim_value: float,
+    isl: float,
+    osl: float,
+    share: float,
+    meaning: str,
+) -> tuple[dict[str, Any], str]:
+    """The ``per-gpu-with-cached`` row at a cached ``share`` of the input tokens (0-1), and
+    the check's reason."""
+    c = check.check_claim(
+        m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
+    )
+    w = c.workload
+    row = _row(
+        "per-gpu-with-cached",
+        meaning,
+        claim_value,
+        w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
+        "prefill + decode",
+        c,
+        f"at {_workload_text(isl, osl)} with {share:.1%} of the input tokens cached: {c.reason}",
+        check_command(m, g, n_gpus, claim_value, isl, osl, share),
+    )
+    return row, c.reason
+
+
+def _cached_reading(
+    m: ModelSpec,
+    g: GpuSpec,
+    n_gpus: int,
+    claim_value: float,
+    isl: float,
+    osl: float,
+    cached_share: float | None,
+) -> dict[str, Any]:
+    """The ``per-gpu-with-cached`` row: at the given cached share, else at the least share
+    that fits (``min_cached_share``: undetermined), impossible where no share fits or the
+    figure is above what any workload's cached share gives."""
+    if cached_share is not None:
+        meaning = f"per GPU, {cached_share:.1%} of input tokens cache hits"
+        return _cached_row(m, g, n_gpus, claim_value, isl, osl, cached_share, meaning)[0]
+    work = _workload_text(isl, osl)
+    th = check.cached_share_threshold(
+        m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
+    )
+    top = results_bounds.cached_ceiling(m, g, n_gpus)
+    bound = top.ceiling_tok_s_per_gpu
+    ctx = top.workload["isl"] + 1
+    how = (
+        f"on any workload no cached share reaches more than {bound:,.3g} tok/s per GPU "
+        f"(requests of {ctx:,.0f} tokens, all cached but one new input token, one output "
+        "token)"
+    )
+    meaning = "per GPU, counting cache-hit input tokens (share not published)"
+    share = 1 - 1 / isl if claim_value > bound or th.share is None else th.share
+    row, reason = _cached_row(m, g, n_gpus, claim_value, isl, osl, share, meaning)
+    row["min_cached_share"] = np.nan if th.share is None else th.share
+    if claim_value > bound:
+        row.update(
+            ratio=claim_value / bound,
+            verdict="impossible",
+            ceiling_tok_s_per_gpu=bound,
+            limit="cached prefix",
+            formula=f"{claim_value:,.0f} tok/s per GPU is {claim_value / bound:.3g}x what "
+            f"any cached share allows: {how}",
+        )
+    elif th.share is None:
+        row.update(verdict="impossible", formula=f"at {work}: {th.formula}")
+    elif th.share > 0:
+        row.update(
+            ratio=np.nan,
+            verdict="undetermined",
+            formula=f"at {work} it fits once at least {th.share:.1%} of the input "
+            f"tokens are cache hits (sufficient: every larger share fits too; the share "
+            f"is not published); there {reason}; {how}",
+        )
+    return row
 
 
 #: The compute ceiling per GPU (LaTeX): every FLOP/s of the GPU spent on the per-token GEMMs,
@@ -362,8 +411,12 @@ def throughput_physics(
     dec, pre = by.loc["per-gpu-decode"], by.loc["per-gpu-prefill"]
     isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     rack, cached = by.loc["rack-total"], by.loc["per-gpu-with-cached"]
+    computed: dict[str, Any] = {"name": "computed tokens per GPU", "verdict": str(dec["verdict"])}
+    computed |= {"ratio": float(dec["ratio"]), "ceiling": "decode ceiling"}
+    total: dict[str, Any] = {"name": "the rack's total", "verdict": str(rack["verdict"])}
+    total["tok_s_per_gpu"] = float(rack["tok_s_per_gpu"])
     reason = (
-        f"as computed tokens per GPU it needs {dec['ratio']:.3g}x the decode ceiling and "
+        f"as {computed['name']} it needs {computed['ratio']:.3g}x the {computed['ceiling']} and "
         f"{pre['ratio']:.3g}x the prefill ceiling; counting cache hits, "
         + (
             f"no cached share reaches it ({cached['ratio']:.3g}x the most any share allows)"
@@ -374,22 +427,36 @@ def throughput_physics(
             f"tokens are prefix-cache hits at ISL {isl:,.0f} / OSL {osl:,.0f} (a workload "
             "assumed here; the share and the workload are not published)"
         )
-        + f"; as the rack's total "
-        f"({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}"
+        + f"; as {total['name']} ({total['tok_s_per_gpu']:,.0f} per GPU) it is {total['verdict']}"
+    )
+    # the workload a cached share is read at (none where no share on any workload reaches it)
+    workload = (
+        None if cached["limit"] == "cached prefix" else {"isl": float(isl), "osl": float(osl)}
     )
     # the margin of the reading that decided the verdict, never a ratio that contradicts it
     decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
+    ratio = None
     if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
         margin = (
             f"per GPU as stated: fits only if >= {cached['min_cached_share']:.1%} of the input "
             "is cached"
         )
     elif np.isfinite(decided["ratio"]):
-        margin = f"per GPU as stated: {decided['ratio']:.3g}x the {decided['phase']} ceiling"
+        ratio = float(decided["ratio"])
+        ceiling = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
+        margin = f"per GPU as stated: {ceiling}"
     else:
         margin = "per GPU as stated: no cached share fits"
     return headline.ClaimReading(
-        THROUGHPUT_CLAIM, "physics", best, margin, reason, attainable=attainable
+        THROUGHPUT_CLAIM,
+        "physics",
+        best,
+        margin,
+        reason,
+        attainable=attainable,
+        ratio=ratio,
+        on_bases=(computed, total),
+        workload=workload,
     )
 
 
