@@ -97,6 +97,31 @@ class PerGpuCeiling:
 
 
 @dataclass(frozen=True)
+class Workload:
+    """What one figure's GPUs do, as :func:`check_claim` reads it: the rates per GPU split into
+    output (decode) and new input (prefill) tokens/s, the tokens each decoding sequence holds
+    (``decode_context``) and a new input token's prefix (``prefill_prefix``), the concurrency
+    (sequences over all the GPUs; None: the best batch that fits), the tokens a decode step
+    keeps (``tokens_per_step``) and verifies (``verify_tokens``), the KV-cache dtype and the
+    weights' format in words (:func:`rackbook.physics.roofline.served`). Units: tokens,
+    tokens/s per GPU, share in [0, 1). The later readings (attainable, expected) take it as is."""
+
+    counted: str
+    isl: float | None
+    osl: float | None
+    decode_context: float
+    prefill_prefix: float
+    cached_share: float
+    concurrency: float | None
+    tokens_per_step: float
+    verify_tokens: int
+    kv_dtype: str | None
+    weights: str
+    output_tok_s_per_gpu: float
+    new_input_tok_s_per_gpu: float
+
+
+@dataclass(frozen=True)
 class Check:
     """The physics of one claimed rate (tokens/s per GPU) on one workload.
 
@@ -116,10 +141,10 @@ class Check:
     limit: str
     batch: int | None
     ceilings: list[PerGpuCeiling]
+    work: Workload
     notes: list[str] = field(default_factory=list)
     counted: str = "output"
     fractions: dict[str, float] = field(default_factory=dict)
-    workload: dict[str, Any] = field(default_factory=dict)
     #: phase -> the binding ceiling's own rate (output tok/s per GPU for decode, new input
     #: tok/s per GPU for prefill); ``ceiling_tok_s_per_gpu`` is in the figure's counted tokens.
     bounds: dict[str, float] = field(default_factory=dict)
@@ -131,6 +156,12 @@ class Check:
     #: readings (the attainable estimate) read these, never the catalog again by id.
     spec: ModelSpec | None = field(default=None, repr=False, compare=False)
     gpu_spec: GpuSpec | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        """:attr:`work` as a dict (its field names as keys): for JSON and for the readers that
+        index it by name."""
+        return asdict(self.work)
 
     @property
     def reason(self) -> str:
@@ -164,6 +195,7 @@ class Check:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(replace(self, spec=None, gpu_spec=None))
         del d["spec"], d["gpu_spec"]
+        d["workload"] = d.pop("work")
         d["reason"] = self.reason
         return d
 
@@ -422,80 +454,11 @@ def prefill_ceiling(
     return out
 
 
-def _finite(
-    value: float | None, field_name: str, *, low: float = 0.0, strict: bool = False
-) -> None:
-    if value is None:
-        return
-    ok = isinstance(value, (int, float)) and math.isfinite(value)
-    ok = ok and (value > low if strict else value >= low)
-    if not ok:
-        raise InputError(
-            "-",
-            field_name,
-            f"must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}",
-        )
-
-
-def check_claim(
-    model: ModelSpec | str,
-    gpu: GpuSpec | str,
-    gpus: int,
-    tok_s: float,
-    *,
-    per: str = "gpu",
-    phase: str | None = None,
-    batch: float | None = None,
-    context: float | None = None,
-    tokens_per_step: float = 1.0,
-    kv_dtype: str | None = None,
-    margin: float = MARGIN,
-    active_scale: float = 1.0,
-    efficiency: float = 1.0,
-    counted: str | None = None,
-    isl: float | None = None,
-    osl: float | None = None,
-    cached_share: float = 0.0,
-    precision: str | None = None,
-) -> Check:
-    """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
-    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s).
-
-    ``counted``: ``output`` (output tokens), ``total`` (input + output; needs ``isl`` and
-    ``osl``) or ``input`` (input tokens, cached ones included); default ``input`` in the
-    prefill phase, else ``output``. ``cached_share``: share of the input tokens served from the
-    prefix cache (no prefill work). ``batch``: sequences in flight over all ``gpus`` (the
-    concurrency; default the best batch whose KV fits). ``context``: tokens each decoding
-    sequence holds (default ``isl`` + ``osl`` / 2, else 0). ``phase``: ``decode`` (these GPUs
-    only decode), ``prefill`` (they only prefill) or ``mixed`` (both; the default when ``isl``
-    and ``osl`` are given). A new input token's prefix is the cached share of ``isl`` plus half
-    the rest (``context`` without ``isl``).
-
-    The claimed work shares the GPUs' time: ratio = new input tokens/s / prefill ceiling +
-    output tokens/s / decode ceiling (per GPU); the verdict is :func:`physics_verdict` of it.
-
-    What the figure does not state is read at the least bytes the model can be served with:
-    the weights at the format of the catalog's with the fewest bytes unless ``precision`` (the
-    routed experts' dtype) is given (:func:`rackbook.physics.roofline.served`), the KV cache at
-    the narrowest row format unless ``kv_dtype`` is, the weights offloaded to host memory
-    where the GPU has it (:func:`capacity`).
-    """
-    m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
-    sv = roofline.served(m, precision)
-    m = sv.model
-    if per not in ("gpu", "total"):
-        raise InputError("-", "per", f"{per!r} is not one of gpu, total")
-    if not (isinstance(gpus, int) and 1 <= gpus <= MAX_GPUS):
-        raise InputError("-", "gpus", f"must be a whole number from 1 to {MAX_GPUS}, got {gpus!r}")
-    if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
-        raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
-    _finite(isl, "isl", strict=True)
-    _finite(osl, "osl", strict=True)
-    _finite(context, "context")
-    _finite(batch, "batch", strict=True)
-    _finite(cached_share, "cached_share")
-    if not 0 <= cached_share < 1:
-        raise InputError("-", "cached_share", f"must be in [0, 1), got {cached_share}")
+def _phase_and_counted(
+    phase: str | None, counted: str | None, isl: float | None, osl: float | None, gpus: int
+) -> tuple[str, str]:
+    """The phase and the tokens counted, defaults filled (module docstring), or InputError for
+    a pair no workload has."""
     if counted is None:
         counted = "input" if phase == "prefill" else "output"
     if counted not in COUNTED:
@@ -508,15 +471,21 @@ def check_claim(
         raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
     if (phase, counted) in (("prefill", "output"), ("decode", "input")):
         raise InputError("-", "counted", f"a {phase} figure does not count {counted} tokens")
-    limit_ctx = m.architecture.max_context_tokens
-    longest = (isl or 0) + (osl or 0)
-    longest = max(longest, context or 0)
-    if limit_ctx is not None and longest > limit_ctx:
-        raise InputError(
-            "-",
-            "context",
-            f"{longest:,.0f} tokens is out of range: {m.name} holds at most {limit_ctx:,}",
-        )
+    return phase, counted
+
+
+def _longest(
+    m: ModelSpec, gpus: int, isl: float | None, osl: float | None, context: float | None,
+    batch: float | None, phase: str, counted: str,
+) -> float:  # fmt: skip
+    """Tokens of the longest sequence (ISL + OSL, or ``context``), after the rules that turn on
+    the model and the GPUs: the model's context limit, a whole batch of at most
+    :data:`MAX_BATCH` per GPU, no input credited to decode-only GPUs."""
+    most = m.architecture.max_context_tokens
+    longest = max((isl or 0) + (osl or 0), context or 0)
+    if most is not None and longest > most:
+        problem = f"{longest:,.0f} tokens is out of range: {m.name} holds at most {most:,}"
+        raise InputError("-", "context", problem)
     if batch is not None and not (float(batch).is_integer() and batch >= 1):
         raise InputError(
             "-", "concurrency", f"must be a whole number of sequences >= 1, got {batch:g}"
@@ -536,180 +505,269 @@ def check_claim(
             f"{batch:,.0f} sequences is out of range: at most {MAX_BATCH:,} per GPU "
             f"({MAX_BATCH * gpus:,} on {plural(gpus, 'GPU')})",
         )
-    claimed = tok_s / gpus if per == "total" else tok_s
-    kv_dtype = kv_dtype or narrowest_kv_dtype(m)
-    notes: list[str] = []
-    if kv_dtype is None:
-        if context or isl:
-            raise InputError(m.file, "kv_cache", "KV layout unknown: cannot judge a context")
-        notes.append("KV layout unknown: context reads and KV memory are not counted")
-    verify = _spec_tokens(m, tokens_per_step)
+    return longest
 
-    # the workload's rates per GPU
+
+def workload(
+    claimed: float, phase: str, counted: str, *, isl: float | None, osl: float | None,
+    context: float | None, cached_share: float, batch: float | None, tokens_per_step: float,
+    verify: int, kv_dtype: str | None, weights: str,
+) -> Workload:  # fmt: skip
+    """The :class:`Workload` of ``claimed`` ``counted`` tokens/s per GPU: input and output split
+    by ISL : OSL, the cached share of the input taking no prefill, a decoding sequence holding
+    ``context`` (default ISL + OSL / 2) and a new input token's prefix the cached share of ISL
+    plus half the rest (``context`` without ISL); decode-only GPUs prefill nothing and
+    prefill-only ones decode nothing."""
     if counted == "output":
-        out = claimed
-        inp = claimed * isl / osl if isl and osl else 0.0
+        out, inp = claimed, claimed * isl / osl if isl and osl else 0.0
     elif counted == "input":
-        inp = claimed
-        out = claimed * osl / isl if isl and osl else 0.0
+        inp, out = claimed, claimed * osl / isl if isl and osl else 0.0
     else:
         assert isl and osl
         out, inp = claimed * osl / (isl + osl), claimed * isl / (isl + osl)
-    new = inp * (1 - cached_share)
     dec_ctx = context if context is not None else ((isl or 0) + (osl or 0) / 2 if isl else 0.0)
-    if isl:
-        pre_ctx = isl * cached_share + isl * (1 - cached_share) / 2
-    else:
-        pre_ctx = context or 0.0
-    if phase == "decode":  # output counted: the input is prefilled elsewhere, not counted
-        new = 0.0
-    if phase == "prefill":
-        out = 0.0
-    if phase in ("decode", "mixed") and not context and not isl and kv_dtype:
-        notes.append("no context given: decode reads no context (the most permissive case)")
-    workload = {
-        "counted": counted,
-        "isl": isl,
-        "osl": osl,
-        "decode_context": dec_ctx,
-        "prefill_prefix": pre_ctx,
-        "cached_share": cached_share,
-        "concurrency": batch,
-        "tokens_per_step": tokens_per_step,
-        "verify_tokens": verify,
-        "kv_dtype": kv_dtype,
-        "weights": sv.text,
-        "output_tok_s_per_gpu": out,
-        "new_input_tok_s_per_gpu": new,
-    }
-
-    def result(
-        verdict: str,
-        ratio: float,
-        ceiling: float,
-        limit: str,
-        chosen: float | None,
-        ceilings: list[PerGpuCeiling],
-        fractions: dict[str, float],
-    ) -> Check:
-        return Check(
-            m.id,
-            g.id,
-            gpus,
-            phase,
-            claimed,
-            verdict,
-            ratio,
-            ceiling,
-            limit,
-            None if chosen is None else whole(chosen),
-            ceilings,
-            notes,
-            counted,
-            fractions,
-            workload,
-            {k: r.tok_s_per_gpu for k, r in binding.items()},
-            m.name,
-            g.label,
-            m,
-            g,
-        )
-
-    ceilings: list[PerGpuCeiling] = []
-    binding: dict[str, PerGpuCeiling] = {}
-    if phase in ("decode", "mixed"):
-        comp = roofline.compute_ceiling_tokens_per_s(
-            m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=dec_ctx
-        )
-        notes.extend(comp.notes)
-        comp_tps = comp.tokens_per_s * tokens_per_step / verify  # a verify step keeps S of V
-        formula = comp.formula
-        if verify > 1:
-            formula += (
-                f"; a step verifies {verify} tokens and keeps {tokens_per_step:g}: "
-                f"{comp.tokens_per_s:,.0f} x {tokens_per_step:g} / {verify} = {comp_tps:,.0f} "
-                "tokens/s kept"
-            )
-        ceilings.append(PerGpuCeiling("compute", comp_tps, formula, "decode"))
-    held = dec_ctx if dec_ctx else longest  # on average; a prefill-only figure: its input
-    cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=kv_dtype)
-    ceilings.append(
-        PerGpuCeiling("memory capacity", math.inf if cap.sequences else 0.0, cap.formula)
+    pre_ctx = isl * cached_share + isl * (1 - cached_share) / 2 if isl else context or 0.0
+    return Workload(
+        counted=counted,
+        isl=isl,
+        osl=osl,
+        decode_context=dec_ctx,
+        prefill_prefix=pre_ctx,
+        cached_share=cached_share,
+        concurrency=batch,
+        tokens_per_step=tokens_per_step,
+        verify_tokens=verify,
+        kv_dtype=kv_dtype,
+        weights=weights,
+        output_tok_s_per_gpu=0.0 if phase == "prefill" else out,
+        new_input_tok_s_per_gpu=0.0 if phase == "decode" else inp * (1 - cached_share),
     )
+
+
+def _decode_compute(
+    m: ModelSpec, g: GpuSpec, w: Workload, *, efficiency: float, active_scale: float
+) -> tuple[PerGpuCeiling, list[str]]:
+    """The decode compute ceiling in kept tokens (a verify step keeps ``tokens_per_step`` of
+    ``verify_tokens``), and the roofline's notes."""
+    comp = roofline.compute_ceiling_tokens_per_s(
+        m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=w.decode_context
+    )
+    keep, verify = w.tokens_per_step, w.verify_tokens
+    tps = comp.tokens_per_s * keep / verify
+    formula = comp.formula
+    if verify > 1:
+        formula += (
+            f"; a step verifies {verify} tokens and keeps {keep:g}: "
+            f"{comp.tokens_per_s:,.0f} x {keep:g} / {verify} = {tps:,.0f} tokens/s kept"
+        )
+    return PerGpuCeiling("compute", tps, formula, "decode"), list(comp.notes)
+
+
+def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -> str | None:
+    """Why the weights or ``batch`` sequences' KV do not fit (the first note and the limit's
+    part), or None when they fit."""
     lacking = cap.what_does_not_fit
     if lacking is not None:
-        notes.insert(0, f"{cap.formula} on {g.name}")
-        return result(
-            "impossible", math.inf, 0.0, f"memory capacity ({lacking})", batch, ceilings, {}
-        )
-    cap_total = cap.sequences * gpus
-    if batch is not None and batch > cap_total:
-        notes.insert(
-            0,
+        return f"{cap.formula} on {gpu.name}"
+    if batch is not None and batch > cap.sequences * gpus:
+        return (
             f"the KV cache does not fit: {batch:,.0f} sequences of {cap.context:,.0f} tokens need "
             f"{fmt(batch / gpus * cap.per_sequence_bytes, 'B')} per GPU; at most "
-            f"{cap.sequences:,} per GPU fit ({cap.formula})",
+            f"{cap.sequences:,} per GPU fit ({cap.formula})"
         )
-        return result(
-            "impossible", math.inf, 0.0, "memory capacity (KV cache)", batch, ceilings, {}
-        )
-    chosen = batch
-    fractions: dict[str, float] = {}
-    if phase in ("decode", "mixed"):
-        kw = dict(
-            context=dec_ctx,
-            tokens_per_step=tokens_per_step,
-            kv_dtype=kv_dtype,
-            efficiency=efficiency,
-            active_scale=active_scale,
-        )
-        if batch is not None:
-            mem = memory_ceiling(m, g, gpus, batch, **kw)
-        else:  # the best batch that fits: the claimant's free choice
-            best = None
-            b = 1
-            while True:
-                bb = min(b, cap_total)
-                r = memory_ceiling(m, g, gpus, bb, **kw)
-                if best is None or min(r.tok_s_per_gpu, comp_tps) > min(
-                    best[1].tok_s_per_gpu, comp_tps
-                ):
-                    best = (bb, r)
-                if b >= cap_total or r.tok_s_per_gpu >= comp_tps:
-                    break
-                b *= 2
-            chosen, mem = best
-            mem = PerGpuCeiling(
-                mem.name, mem.tok_s_per_gpu, mem.formula + f" (best batch {chosen:,})", "decode"
-            )
-            notes.append(
-                f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
-                f"{plural(gpus, 'GPU')}), the claimant's free choice"
-            )
-        ceilings.append(mem)
-        dec = min((r for r in ceilings if r.phase == "decode"), key=lambda r: r.tok_s_per_gpu)
-        binding["decode"] = dec
-        fractions["decode"] = out / dec.tok_s_per_gpu
-    if phase in ("prefill", "mixed"):
-        pre = prefill_ceiling(
-            m, g, pre_ctx, kv_dtype=kv_dtype, efficiency=efficiency, active_scale=active_scale
-        )
-        ceilings.extend(pre)
-        best_pre = min(pre, key=lambda r: r.tok_s_per_gpu)
-        binding["prefill"] = best_pre
-        fractions["prefill"] = new / best_pre.tok_s_per_gpu
+    return None
+
+
+def _bandwidth(
+    m: ModelSpec, g: GpuSpec, gpus: int, w: Workload, comp_tps: float, most: int, notes: list[str],
+    **kw: Any,
+) -> tuple[PerGpuCeiling, float]:  # fmt: skip
+    """The decode memory-bandwidth ceiling at the workload's concurrency, or at the best batch
+    up to ``most`` sequences (powers of two: the claimant's free choice, said in ``notes``);
+    and the batch read. ``kw``: :func:`memory_ceiling`'s efficiency and active_scale."""
+    kw |= dict(context=w.decode_context, tokens_per_step=w.tokens_per_step, kv_dtype=w.kv_dtype)
+    if w.concurrency is not None:
+        return memory_ceiling(m, g, gpus, w.concurrency, **kw), w.concurrency
+    best: tuple[int, PerGpuCeiling] | None = None
+    b = 1
+    while True:
+        bb = min(b, most)
+        r = memory_ceiling(m, g, gpus, bb, **kw)
+        if best is None or min(r.tok_s_per_gpu, comp_tps) > min(best[1].tok_s_per_gpu, comp_tps):
+            best = (bb, r)
+        if b >= most or r.tok_s_per_gpu >= comp_tps:
+            break
+        b *= 2
+    chosen, mem = best
+    notes.append(
+        f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
+        f"{plural(gpus, 'GPU')}), the claimant's free choice"
+    )
+    formula = mem.formula + f" (best batch {chosen:,})"
+    return PerGpuCeiling(mem.name, mem.tok_s_per_gpu, formula, "decode"), chosen
+
+
+def _verdict(
+    claimed: float, phase: str, binding: dict[str, PerGpuCeiling], fractions: dict[str, float]
+) -> dict[str, Any]:
+    """The verdict, ratio, counted ceiling and limit of the phases' shares of the time."""
     ratio = sum(fractions.values())
     if len(fractions) == 1:
-        ph = next(iter(fractions))
-        limit = binding[ph].name
+        limit = binding[next(iter(fractions))].name
     else:
         ph = max(fractions, key=lambda k: fractions[k])
         limit = f"{ph} {binding[ph].name}"
     ceiling = claimed / ratio if ratio > 0 else math.inf
     if phase == "prefill" and ratio == 0:
         ceiling = math.inf
-    return result(
-        physics_verdict(ratio, margin), ratio, ceiling, limit, chosen, ceilings, fractions
+    verdict = physics_verdict(ratio)
+    return dict(verdict=verdict, ratio=ratio, ceiling_tok_s_per_gpu=ceiling, limit=limit)
+
+
+def check_claim(
+    model: ModelSpec | str,
+    gpu: GpuSpec | str,
+    gpus: int,
+    tok_s: float,
+    *,
+    per: str = "gpu",
+    phase: str | None = None,
+    batch: float | None = None,
+    context: float | None = None,
+    tokens_per_step: float = 1.0,
+    kv_dtype: str | None = None,
+    active_scale: float = 1.0,
+    efficiency: float = 1.0,
+    counted: str | None = None,
+    isl: float | None = None,
+    osl: float | None = None,
+    cached_share: float = 0.0,
+    precision: str | None = None,
+) -> Check:
+    """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
+    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s; the steps:
+    :func:`workload`, :func:`capacity`, the ceilings, :func:`physics_verdict` of the ratio).
+
+    ``counted``: ``output``, ``total`` (input + output; needs ``isl`` and ``osl``) or ``input``
+    (cached tokens included; the default in the prefill phase). ``batch``: sequences in flight
+    over all ``gpus`` (default the best batch whose KV fits). ``phase``: ``decode``,
+    ``prefill`` or ``mixed`` (the default with ``isl`` and ``osl``). What the figure does not
+    state is read at the least bytes (module docstring): ``precision`` (the routed experts'
+    dtype) and ``kv_dtype`` state them. Ranges are checked where values enter (the CLI's
+    flags, :data:`rackbook.params.FLAGS`, notebook parameters); here only a rate that is not a
+    positive number (one computed from a trace) and the rules that turn on the model."""
+    if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
+        raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
+    g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
+    m = sv.model
+    phase, counted = _phase_and_counted(phase, counted, isl, osl, gpus)
+    longest = _longest(m, gpus, isl, osl, context, batch, phase, counted)
+    kv_dtype, notes = _kv_layout(m, kv_dtype, phase, context, isl)
+    claimed = tok_s / gpus if per == "total" else tok_s
+    w = workload(
+        claimed,
+        phase,
+        counted,
+        isl=isl,
+        osl=osl,
+        context=context,
+        cached_share=cached_share,
+        batch=batch,
+        tokens_per_step=tokens_per_step,
+        verify=_spec_tokens(m, tokens_per_step),
+        kv_dtype=kv_dtype,
+        weights=sv.text,
+    )
+    scale = dict(efficiency=efficiency, active_scale=active_scale)
+    return _judge(m, g, gpus, phase, claimed, w, longest, notes, **scale)
+
+
+def _kv_layout(
+    m: ModelSpec, kv_dtype: str | None, phase: str, context: float | None, isl: float | None
+) -> tuple[str | None, list[str]]:
+    """The KV dtype read (``kv_dtype``, else the narrowest the model has) and the notes on what
+    the context leaves out; InputError for a context on a model whose KV layout is unknown."""
+    kv_dtype = kv_dtype or narrowest_kv_dtype(m)
+    notes: list[str] = []
+    if kv_dtype is None:
+        if context or isl:
+            raise InputError(m.file, "kv_cache", "KV layout unknown: cannot judge a context")
+        notes.append("KV layout unknown: context reads and KV memory are not counted")
+    if phase in ("decode", "mixed") and not context and not isl and kv_dtype:
+        notes.append("no context given: decode reads no context (the most permissive case)")
+    return kv_dtype, notes
+
+
+def _judge(
+    m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
+    longest: float, notes: list[str], **scale: float,
+) -> Check:  # fmt: skip
+    """The :class:`Check` of ``claimed`` tokens/s per GPU on the workload ``w``, built by name:
+    what was judged, and the ceilings' reading (:func:`_ceilings`; ``scale``: its efficiency
+    and active_scale)."""
+    return Check(
+        model=m.id,
+        gpu=g.id,
+        gpus=gpus,
+        phase=phase,
+        claimed_tok_s_per_gpu=claimed,
+        counted=w.counted,
+        work=w,
+        notes=notes,
+        model_name=m.name,
+        gpu_label=g.label,
+        spec=m,
+        gpu_spec=g,
+        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, **scale),
+    )
+
+
+def _ceilings(
+    m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
+    longest: float, notes: list[str], **scale: float,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`check_claim`'s ceilings of the workload ``w`` and the verdict on ``claimed``
+    tokens/s per GPU: the :class:`Check` fields they give, by name (``notes`` extended;
+    ``scale``: efficiency and active_scale of every ceiling)."""
+    ceilings: list[PerGpuCeiling] = []
+    comp = None
+    if phase in ("decode", "mixed"):
+        comp, comp_notes = _decode_compute(m, g, w, **scale)
+        notes.extend(comp_notes)
+        ceilings.append(comp)
+    held = w.decode_context or longest  # on average; a prefill-only figure: its input
+    cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=w.kv_dtype)
+    room = math.inf if cap.sequences else 0.0
+    ceilings.append(PerGpuCeiling("memory capacity", room, cap.formula))
+    why = _does_not_fit(cap, w.concurrency, gpus, g)
+    if why is not None:
+        notes.insert(0, why)
+        return dict(
+            verdict="impossible",
+            ratio=math.inf,
+            ceiling_tok_s_per_gpu=0.0,
+            limit=f"memory capacity ({cap.what_does_not_fit or 'KV cache'})",
+            batch=None if w.concurrency is None else whole(w.concurrency),
+            ceilings=ceilings,
+        )
+    chosen, binding, fractions = w.concurrency, {}, {}
+    if comp is not None:
+        most = cap.sequences * gpus
+        mem, chosen = _bandwidth(m, g, gpus, w, comp.tok_s_per_gpu, most, notes, **scale)
+        ceilings.append(mem)
+        binding["decode"] = min((comp, mem), key=lambda r: r.tok_s_per_gpu)
+        fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
+    if phase in ("prefill", "mixed"):
+        pre = prefill_ceiling(m, g, w.prefill_prefix, kv_dtype=w.kv_dtype, **scale)
+        ceilings.extend(pre)
+        binding["prefill"] = min(pre, key=lambda r: r.tok_s_per_gpu)
+        fractions["prefill"] = w.new_input_tok_s_per_gpu / binding["prefill"].tok_s_per_gpu
+    return dict(
+        _verdict(claimed, phase, binding, fractions),
+        batch=None if chosen is None else whole(chosen),
+        ceilings=ceilings,
+        fractions=fractions,
+        bounds={k: r.tok_s_per_gpu for k, r in binding.items()},
     )
 
 
