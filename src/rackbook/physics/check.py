@@ -106,19 +106,19 @@ class Workload:
     weights' format in words (:func:`rackbook.physics.roofline.served`). Units: tokens,
     tokens/s per GPU, share in [0, 1). The later readings (attainable, expected) take it as is."""
 
-    counted: str
-    isl: float | None
-    osl: float | None
-    decode_context: float
-    prefill_prefix: float
-    cached_share: float
-    concurrency: float | None
-    tokens_per_step: float
-    verify_tokens: int
-    kv_dtype: str | None
-    weights: str
-    output_tok_s_per_gpu: float
-    new_input_tok_s_per_gpu: float
+    counted: str = "output"
+    isl: float | None = None
+    osl: float | None = None
+    decode_context: float = 0.0
+    prefill_prefix: float = 0.0
+    cached_share: float = 0.0
+    concurrency: float | None = None
+    tokens_per_step: float = 1.0
+    verify_tokens: int = 1
+    kv_dtype: str | None = "fp4"
+    weights: str = ""
+    output_tok_s_per_gpu: float = 0.0
+    new_input_tok_s_per_gpu: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -253,16 +253,12 @@ def memory_ceiling(
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "decode")
-    dense = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
-    dense *= active_scale
+    dense = split.dense_bytes * active_scale
     per_layer = roofline.fewest_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
     experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale
     kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
     kv = batch * kv_seq
-    spec = model.speculative
-    draft = 0.0
-    if verify > 1 and spec is not None:
-        draft = spec.draft_active_params * float(roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+    draft = roofline.draft_bytes(model) if verify > 1 else 0.0
     bw = gpus * gpu.hbm_bandwidth_bytes_per_s * efficiency
     total = dense + experts + kv + draft
     step = total / bw
