@@ -495,13 +495,13 @@ def prefill_token(
     *,
     prefix: float = 0,
     kv_dtype: str | None = "fp4",
-    chunk: int = check.PREFILL_CHUNK,
 ) -> Estimate:
     """Seconds per new prefill token per GPU, through the encoder layers, with large batches
     of new tokens: dense GEMMs at the dense fraction; expert GEMMs at the calibration's fraction
     of peak at its largest tokens per expert; attention and indexer FLOP at ``prefix`` at the
     dense fraction (no prefill attention kernel is calibrated); the prefix's reads once per
-    ``chunk`` at the stream fraction; EP dispatch + combine over NVLink."""
+    chunk (:data:`rackbook.physics.check.PREFILL_CHUNK`) at the stream fraction; EP dispatch
+    + combine over NVLink."""
     m = model.moe
     assert m.experts_per_token
     split = roofline.weight_split(model, "prefill")
@@ -517,7 +517,7 @@ def prefill_token(
         parts["attention FLOP"] = af.total / (frac * peak)
         if kv_dtype:
             cr = roofline.context_reads(model, prefix, "prefill", kv_dtype)
-            parts["context reads"] = cr.total / chunk / (eff.stream * bw)
+            parts["context reads"] = cr.total / check.PREFILL_CHUNK / (eff.stream * bw)
     link = _link(gpu, gpus)
     if link:
         parts["NVLink"] = split.moe_layers * _dispatch_bytes(model, gpus) / link

@@ -415,14 +415,13 @@ def prefill_ceiling(
     kv_dtype: str | None = "fp4",
     efficiency: float = 1.0,
     active_scale: float = 1.0,
-    chunk: int = PREFILL_CHUNK,
 ) -> list[PerGpuCeiling]:
     """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
     encoder layers only: compute (GEMMs + attention and indexer FLOP at the prefix,
     :func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the prefix's KV reads
     of those layers (:func:`rackbook.physics.roofline.context_reads`), read once per chunk of
-    ``chunk`` new tokens (the index keys scanned once for the chunk's queries, the fewest rows
-    top-k, shared).
+    :data:`PREFILL_CHUNK` new tokens (the index keys scanned once for the chunk's queries, the
+    fewest rows top-k, shared).
 
     DeepSeek-V4.1-Flash on a GB300 behind 855,000 tokens: KV read 1.5 x 68 B x 855,000 +
     18 x 512 x 288 B = 89.9 MB per chunk / 256 = 351 kB per new token, 22.8M tokens/s; compute
@@ -435,13 +434,13 @@ def prefill_ceiling(
     if kv_dtype and prefix:
         r = roofline.context_reads(model, prefix, "prefill", kv_dtype)
         bw = gpu.hbm_bandwidth_bytes_per_s * efficiency
-        per_token = r.total / chunk
+        per_token = r.total / PREFILL_CHUNK
         tps = bw / per_token if per_token else math.inf
         out.append(
             PerGpuCeiling(
                 "KV read",
                 tps,
-                f"{r.formula.replace(' per token', '')} read once per chunk of {chunk} new "
+                f"{r.formula.replace(' per token', '')} read once per chunk of {PREFILL_CHUNK} new "
                 f"tokens = {fmt(per_token, 'B')} per new token; {fmt(bw, 'B/s')} / "
                 f"{fmt(per_token, 'B')} = {tps:,.0f} new tokens/s",
                 "prefill",
