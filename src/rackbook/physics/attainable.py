@@ -34,8 +34,9 @@ Units: seconds, bytes, tokens/s per GPU.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -127,38 +128,19 @@ def efficiencies(cal: Calibration | None = None) -> Efficiencies:
 
 def _to_json(e: Efficiencies) -> dict[str, Any]:
     """:class:`Efficiencies` as JSON (arrays as lists)."""
-    return {
-        "label": e.label,
-        "gpu": e.gpu,
-        "spec_bw": e.spec_bw,
-        "spec_flops": e.spec_flops,
-        "stream": e.stream,
-        "dense": e.dense,
-        "experts": {k: [a.tolist() for a in v] for k, v in e.experts.items()},
-        "scan": [a.tolist() for a in e.scan],
-        "attention": [a.tolist() for a in e.attention],
-        "shapes": e.shapes,
-    }
+    d = {f.name: getattr(e, f.name) for f in fields(e)}
+    return json.loads(json.dumps(d, default=lambda a: a.tolist()))
 
 
 def _from_json(d: dict[str, Any]) -> Efficiencies:
     """:func:`_to_json` read back (float64 arrays)."""
 
-    def arrays(xs: list[list[float]]) -> tuple[np.ndarray, ...]:
+    def arrays(xs: list[list[float]]) -> Any:
         return tuple(np.asarray(x, dtype=np.float64) for x in xs)
 
-    return Efficiencies(
-        d["label"],
-        d["gpu"],
-        d["spec_bw"],
-        d["spec_flops"],
-        d["stream"],
-        d["dense"],
-        {k: arrays(v) for k, v in d["experts"].items()},  # type: ignore[misc]
-        arrays(d["scan"]),  # type: ignore[arg-type]
-        arrays(d["attention"]),  # type: ignore[arg-type]
-        d["shapes"],
-    )
+    experts = {k: arrays(v) for k, v in d["experts"].items()}
+    curves = {"scan": arrays(d["scan"]), "attention": arrays(d["attention"])}
+    return Efficiencies(**d | curves | {"experts": experts})
 
 
 def _efficiencies(cal: Calibration | None) -> Efficiencies:
