@@ -217,12 +217,6 @@ def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
     return float(np.interp(x, xs, ys))
 
 
-def _interp_flat(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
-    """``ys`` at ``x``: linear between the sizes measured, flat outside them (a latency that
-    does not vanish at small sizes)."""
-    return float(np.interp(x, xs, ys))
-
-
 def scaled(seconds: float, nbytes: tuple[float, float], flops: tuple[float, float],
            bw: tuple[float, float], peak: tuple[float, float]) -> float:  # fmt: skip
     """A kernel timed at ``seconds`` on the calibration GPU, on the target: it keeps the
@@ -386,7 +380,8 @@ def _context_parts(
     reads = (cr.rows + cr.pool + cr.window) * sequences / (eff.stream * bw)
     layers = model.architecture.num_layers
     assert layers
-    att = layers * (_interp_flat(context, *eff.attention) * ratio_bw)
+    lat = float(np.interp(context, *eff.attention))  # a latency: flat outside the sizes timed
+    att = layers * (lat * ratio_bw)
     parts = {"index scan": scan} if scan else {}
     if att or reads:
         parts["attention" if att >= reads else "context reads"] = max(att, reads)
