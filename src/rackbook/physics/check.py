@@ -64,8 +64,7 @@ VERDICTS = ("possible", "impossible", "undetermined")
 MEMORY_FRACTION = 0.9
 #: Largest batch per GPU searched when the batch is free, and the most one may name.
 MAX_BATCH = 1 << 16
-#: The most GPUs a claim may name, and the most tokens a speculative step may keep.
-MAX_GPUS = 1 << 20
+#: The most tokens a speculative step may keep.
 MAX_TOKENS_PER_STEP = 64
 #: What a figure counts: output tokens, input + output, or input tokens (prefill).
 COUNTED = ("output", "total", "input")
