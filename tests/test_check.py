@@ -494,6 +494,21 @@ def test_a_rate_computed_from_a_trace_that_is_not_positive_is_refused(rate):
         check.check_claim(V41, "gb300", 8, rate)
 
 
+def test_the_rules_that_turn_on_the_model_and_the_gpus_hold_exactly_at_their_limits():
+    top = catalogs.load_model(V41).architecture.max_context_tokens  # 1,048,576
+    at_top = check.check_claim(V41, "gb300", 8, 1, phase="decode", context=top)
+    assert at_top.work.decode_context == top
+    with pytest.raises(InputError, match="1,048,577 tokens is out of range"):
+        check.check_claim(V41, "gb300", 8, 1, phase="decode", context=top + 1)
+    with pytest.raises(InputError, match="out of range: .* holds at most 1,048,576"):
+        check.check_claim(V41, "gb300", 8, 1, isl=top, osl=1)
+    # a batch of 65,536 per GPU may be named (then judged); one more is refused
+    most = check.MAX_BATCH * 2
+    assert check.check_claim(V41, "gb300", 2, 1, batch=most).batch == most
+    with pytest.raises(InputError, match="131,073 sequences is out of range"):
+        check.check_claim(V41, "gb300", 2, 1, batch=most + 1)
+
+
 def test_the_workload_is_one_value_the_check_carries_and_shows_as_a_dict():
     c = check.check_claim(V41, "gb300", 72, 954_000, counted="total", isl=1e5, osl=1e3, batch=720)
     w = c.work
