@@ -220,3 +220,19 @@ def test_deployment_flag_is_stated(run_cli):
     )
     # tensor-parallel attention reads a quarter of the dense weights per GPU: more than dp-ep
     assert a["tok_s_per_gpu"] > 481.1
+
+
+def test_the_efficiencies_kept_on_disk_read_back_exactly():
+    # what `rackbook check` reads without pandas is the calibration's own numbers, arrays too
+    import numpy as np
+
+    e = at._efficiencies(None)  # noqa: SLF001
+    doc = at._to_json(e)  # noqa: SLF001
+    assert json.loads(json.dumps(doc)) == doc and doc["stream"] == pytest.approx(0.9, abs=0.01)
+    back = at._from_json(doc)  # noqa: SLF001
+    assert (back.label, back.dense, back.spec_flops, back.shapes) == (
+        e.label, e.dense, e.spec_flops, e.shapes
+    )  # fmt: skip
+    pairs = [*zip(e.scan + e.attention, back.scan + back.attention, strict=True)]
+    pairs += [p for k in e.experts for p in zip(e.experts[k], back.experts[k], strict=True)]
+    assert all(b.dtype == np.float64 and np.array_equal(a, b) for a, b in pairs)

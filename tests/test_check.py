@@ -3,6 +3,7 @@ it can return, and its one-line errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -484,6 +485,39 @@ def test_input_errors_from_the_function():
         check.check_claim(V41, "gb300", 1, 5, phase="train")
     with pytest.raises(InputError, match="tokens_per_step"):
         check.check_claim(V41, "gb300", 1, 5, tokens_per_step=0.5)
+
+
+@pytest.mark.parametrize("rate", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_rate_computed_from_a_trace_that_is_not_positive_is_refused(rate):
+    # the one guard left inside check_claim: chapters pass rates they computed, not flags
+    with pytest.raises(InputError, match="tok_s: must be a positive number"):
+        check.check_claim(V41, "gb300", 8, rate)
+
+
+def test_the_rules_that_turn_on_the_model_and_the_gpus_hold_exactly_at_their_limits():
+    top = catalogs.load_model(V41).architecture.max_context_tokens  # 1,048,576
+    at_top = check.check_claim(V41, "gb300", 8, 1, phase="decode", context=top)
+    assert at_top.work.decode_context == top
+    with pytest.raises(InputError, match="1,048,577 tokens is out of range"):
+        check.check_claim(V41, "gb300", 8, 1, phase="decode", context=top + 1)
+    with pytest.raises(InputError, match="out of range: .* holds at most 1,048,576"):
+        check.check_claim(V41, "gb300", 8, 1, isl=top, osl=1)
+    # a batch of 65,536 per GPU may be named (then judged); one more is refused
+    most = check.MAX_BATCH * 2
+    assert check.check_claim(V41, "gb300", 2, 1, batch=most).batch == most
+    with pytest.raises(InputError, match="131,073 sequences is out of range"):
+        check.check_claim(V41, "gb300", 2, 1, batch=most + 1)
+
+
+def test_the_workload_is_one_value_the_check_carries_and_shows_as_a_dict():
+    c = check.check_claim(V41, "gb300", 72, 954_000, counted="total", isl=1e5, osl=1e3, batch=720)
+    w = c.work
+    # 954,000 total = 944,554.5 input + 9,445.5 output; none cached; ISL + OSL / 2 held
+    assert w.output_tok_s_per_gpu == pytest.approx(954_000 * 1e3 / 101e3)
+    assert w.new_input_tok_s_per_gpu == pytest.approx(954_000 * 1e5 / 101e3)
+    assert (w.decode_context, w.prefill_prefix, w.concurrency) == (100_500, 50_000, 720)
+    assert c.workload == dataclasses.asdict(w) and c.workload["isl"] == 1e5
+    assert c.to_dict()["workload"] == c.workload and "work" not in c.to_dict()
 
 
 def test_a_model_without_a_kv_layout_is_judged_on_compute_and_weights():

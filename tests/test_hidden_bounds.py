@@ -139,15 +139,8 @@ def test_a_model_file_keeping_a_catalog_id_is_read_from_the_file(tmp_path):
     assert cat.bounds["decode"] > own.bounds["decode"]
     a_cat, a_own = attainable.for_check(cat), attainable.for_check(own)
     assert a_own.tok_s_per_gpu < a_cat.tok_s_per_gpu
-    direct = attainable.estimate(
-        catalogs.load_model(f),
-        "gb300",
-        4,
-        claimed=100,
-        output_tok_s=100,
-        batch=4,
-        kv_dtype=own.workload["kv_dtype"],
-    )
+    work = check.Workload(concurrency=4, output_tok_s_per_gpu=100, kv_dtype=own.work.kv_dtype)
+    direct = attainable.estimate(catalogs.load_model(f), "gb300", 4, work, claimed=100)
     assert a_own.tok_s_per_gpu == pytest.approx(direct.tok_s_per_gpu, rel=1e-12)
 
 

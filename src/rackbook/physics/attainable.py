@@ -34,8 +34,9 @@ Units: seconds, bytes, tokens/s per GPU.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,7 +46,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, roofline
-from rackbook.physics.check import MAX_BATCH
+from rackbook.physics.check import MAX_BATCH, Check, Workload
 from rackbook.physics.units import plural, whole
 
 if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
@@ -127,38 +128,19 @@ def efficiencies(cal: Calibration | None = None) -> Efficiencies:
 
 def _to_json(e: Efficiencies) -> dict[str, Any]:
     """:class:`Efficiencies` as JSON (arrays as lists)."""
-    return {
-        "label": e.label,
-        "gpu": e.gpu,
-        "spec_bw": e.spec_bw,
-        "spec_flops": e.spec_flops,
-        "stream": e.stream,
-        "dense": e.dense,
-        "experts": {k: [a.tolist() for a in v] for k, v in e.experts.items()},
-        "scan": [a.tolist() for a in e.scan],
-        "attention": [a.tolist() for a in e.attention],
-        "shapes": e.shapes,
-    }
+    d = {f.name: getattr(e, f.name) for f in fields(e)}
+    return json.loads(json.dumps(d, default=lambda a: a.tolist()))
 
 
 def _from_json(d: dict[str, Any]) -> Efficiencies:
     """:func:`_to_json` read back (float64 arrays)."""
 
-    def arrays(xs: list[list[float]]) -> tuple[np.ndarray, ...]:
+    def arrays(xs: list[list[float]]) -> Any:
         return tuple(np.asarray(x, dtype=np.float64) for x in xs)
 
-    return Efficiencies(
-        d["label"],
-        d["gpu"],
-        d["spec_bw"],
-        d["spec_flops"],
-        d["stream"],
-        d["dense"],
-        {k: arrays(v) for k, v in d["experts"].items()},  # type: ignore[misc]
-        arrays(d["scan"]),  # type: ignore[arg-type]
-        arrays(d["attention"]),  # type: ignore[arg-type]
-        d["shapes"],
-    )
+    experts = {k: arrays(v) for k, v in d["experts"].items()}
+    curves = {"scan": arrays(d["scan"]), "attention": arrays(d["attention"])}
+    return Efficiencies(**d | curves | {"experts": experts})
 
 
 def _efficiencies(cal: Calibration | None) -> Efficiencies:
@@ -232,12 +214,6 @@ def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
             return float(ys[-1] * x / xs[-1])
         slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
         return float(ys[-1] + max(slope, 0.0) * (x - xs[-1]))
-    return float(np.interp(x, xs, ys))
-
-
-def _interp_flat(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
-    """``ys`` at ``x``: linear between the sizes measured, flat outside them (a latency that
-    does not vanish at small sizes)."""
     return float(np.interp(x, xs, ys))
 
 
@@ -370,6 +346,62 @@ def _capacity(model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtyp
     return min(n, MAX_BATCH * gpus), f"{cap.formula} ({how}): {n:,.0f} sequences"
 
 
+def _dense_part(
+    model: ModelSpec, gpu: GpuSpec, eff: Efficiencies, shards: int, tokens: float
+) -> dict[str, float]:
+    """Seconds of the dense weights in a decode step on one GPU holding 1 / ``shards`` of them
+    for ``tokens`` tokens: read at the stream fraction or their GEMMs at the dense fraction,
+    whichever is longer (named by it)."""
+    split = roofline.weight_split(model, "decode")
+    frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
+    t_read = split.dense_bytes / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
+    t_gemm = 2 * (split.dense_params / shards) * tokens / (frac * peak)
+    return {"dense weights" if t_read >= t_gemm else "dense GEMMs": max(t_read, t_gemm)}
+
+
+def _context_parts(
+    model: ModelSpec, gpu: GpuSpec, eff: Efficiencies, context: float, kv_dtype: str | None,
+    sequences: float, heads_split: int,
+) -> dict[str, float]:  # fmt: skip
+    """Seconds of one GPU's context work in a decode step for ``sequences`` sequences of
+    ``context`` tokens: the index scans (:func:`scan_seconds`, scaled by bandwidth; the index
+    heads split over ``heads_split`` GPUs), and attention in every layer (the calibration's
+    single-token time as a latency, or the rows read at the stream fraction, whichever is
+    longer). Nothing without a context or a KV layout."""
+    if not (kv_dtype and context):
+        return {}
+    bw, kc, att_cfg = gpu.hbm_bandwidth_bytes_per_s, model.kv_cache, model.attention
+    ratio_bw = eff.spec_bw / bw
+    srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
+    keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
+    scan = sum(scan_seconds(eff, k, sequences) for k in keys) * ratio_bw
+    scan /= heads_split
+    cr = roofline.context_reads(model, context, "decode", kv_dtype)
+    reads = (cr.rows + cr.pool + cr.window) * sequences / (eff.stream * bw)
+    layers = model.architecture.num_layers
+    assert layers
+    lat = float(np.interp(context, *eff.attention))  # a latency: flat outside the sizes timed
+    att = layers * (lat * ratio_bw)
+    parts = {"index scan": scan} if scan else {}
+    if att or reads:
+        parts["attention" if att >= reads else "context reads"] = max(att, reads)
+    return parts
+
+
+def _dispatch_bytes(model: ModelSpec, gpus: int) -> float:
+    """Bytes one token's hidden state moves over NVLink per MoE layer to the experts on other
+    GPUs (expert-parallel over ``gpus``, spread evenly): dispatch + combine."""
+    k, h = model.moe.experts_per_token, model.architecture.hidden_size
+    assert k and h
+    per_tok = k * (gpus - 1) / gpus * h
+    return per_tok * (DISPATCH_BYTES_PER_VALUE + COMBINE_BYTES_PER_VALUE)
+
+
+def _link(gpu: GpuSpec, gpus: int) -> float:
+    """NVLink bytes/s each way between ``gpus`` GPUs (0: one GPU, or no NVLink)."""
+    return (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 if gpus > 1 else 0.0
+
+
 def decode_step(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -387,76 +419,38 @@ def decode_step(
     calibration's kernels: the seconds of each part on the busiest GPU, added, and the output
     tokens/s per GPU (``batch`` x ``tokens_per_step`` / step / ``gpus``).
 
-    Parts (per GPU): dense weights read at the stream fraction (all of them in dp-ep on each
-    GPU with sequences, 1/gpus in tp-ep) or their GEMMs at the dense fraction, whichever is
-    longer; the routed experts the step's tokens touch (uniform routing, spread evenly: distinct
-    / gpus experts, each at its tokens per expert, :func:`expert_seconds`); the index scans of
-    the GPU's sequences (:func:`scan_seconds`, scaled by bandwidth; split by heads over the
-    GPUs in tp-ep); attention in every layer (the
-    calibration's single-token time as a latency, or the rows read at the stream fraction for
-    the whole batch, whichever is longer); the drafter's weights; NVLink: dispatch + combine of
-    each token to the experts on other GPUs (dp-ep) or two all-reduces a layer (tp-ep)."""
+    Parts (per GPU): the dense weights (:func:`_dense_part`: all of them in dp-ep on each GPU
+    with sequences, 1/gpus in tp-ep); the routed experts the step's tokens touch (uniform
+    routing, spread evenly: distinct / gpus experts, each at its tokens per expert,
+    :func:`expert_seconds`); the context (:func:`_context_parts`; the scan split by heads in
+    tp-ep); the drafter's weights; NVLink: dispatch + combine of each token to the experts on
+    other GPUs (dp-ep) or two all-reduces a layer (tp-ep)."""
     if deployment not in DEPLOYMENTS:
         choices = ", ".join(DEPLOYMENTS)
         raise InputError("-", "deployment", f"{deployment!r} is not one of {choices}")
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
-    bw = gpu.hbm_bandwidth_bytes_per_s
-    ratio_bw = eff.spec_bw / bw
-    split = roofline.weight_split(model, "decode")
-    dense_bytes = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
-    frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
+    tp = deployment == "tp-ep"
+    shards = gpus if tp else 1  # the GPUs one sequence's dense weights and index heads span
     tokens = batch * verify  # over all the GPUs
-    if deployment == "dp-ep":
-        active = min(batch, gpus)
-        local = batch / active  # sequences on a GPU with sequences
-        d_bytes = dense_bytes
-        d_tokens = local * verify
-        ctx_share = local
-    else:
-        local = batch
-        d_bytes = dense_bytes / gpus
-        d_tokens = tokens
-        ctx_share = batch / gpus
-    parts: dict[str, float] = {}
-    t_read = d_bytes / (eff.stream * bw)
-    d_params = split.dense_params / (gpus if deployment == "tp-ep" else 1)
-    t_gemm = 2 * d_params * d_tokens / (frac * peak)
-    parts["dense weights" if t_read >= t_gemm else "dense GEMMs"] = max(t_read, t_gemm)
+    local = batch if tp else batch / min(batch, gpus)  # sequences a GPU with sequences serves
+    parts = _dense_part(model, gpu, eff, shards, tokens if tp else local * verify)
+    split = roofline.weight_split(model, "decode")
     distinct = roofline.distinct_experts(m.num_routed_experts, m.experts_per_token, tokens)
     per_expert = tokens * m.experts_per_token / distinct if distinct else 0.0
     mine = distinct / min(gpus, m.num_routed_experts) if distinct else 0.0
     parts["experts"] = split.moe_layers * mine * expert_seconds(eff, model, gpu, per_expert)
-    scan = att = reads = 0.0
-    if kv_dtype and context:
-        kc, att_cfg = model.kv_cache, model.attention
-        srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
-        keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
-        scan = sum(scan_seconds(eff, k, ctx_share) for k in keys) * ratio_bw
-        if deployment == "tp-ep":
-            scan /= gpus  # the index heads split over the GPUs
-        cr = roofline.context_reads(model, context, "decode", kv_dtype)
-        reads = (cr.rows + cr.pool + cr.window) * ctx_share / (eff.stream * bw)
-        lat = _interp_flat(context, *eff.attention) * ratio_bw
-        att = a.num_layers * lat
-    if scan:
-        parts["index scan"] = scan
-    if att or reads:
-        parts["attention" if att >= reads else "context reads"] = max(att, reads)
-    spec = model.speculative
-    if verify > 1 and spec is not None:
-        draft = spec.draft_active_params * float(roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
-        parts["drafter"] = draft / (gpus if deployment == "tp-ep" else 1) / (eff.stream * bw)
-    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2  # each way
-    if gpus > 1 and link:
-        h = a.hidden_size
-        if deployment == "dp-ep":
-            per_tok = m.experts_per_token * (gpus - 1) / gpus * h
-            per_tok *= DISPATCH_BYTES_PER_VALUE + COMBINE_BYTES_PER_VALUE
-            comm = split.moe_layers * local * verify * per_tok / link
-        else:
-            comm = a.num_layers * 2 * 2 * (gpus - 1) / gpus * tokens * h * 2 / link
-        parts["NVLink"] = comm
+    mine_seqs = batch / gpus if tp else local  # the sequences whose context a GPU reads
+    parts |= _context_parts(model, gpu, eff, context, kv_dtype, mine_seqs, shards)
+    if verify > 1 and model.speculative is not None:
+        draft = roofline.draft_bytes(model)
+        parts["drafter"] = draft / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
+    link = _link(gpu, gpus)
+    if link and not tp:  # dispatch + combine of each token to the experts on other GPUs
+        parts["NVLink"] = split.moe_layers * local * verify * _dispatch_bytes(model, gpus) / link
+    elif link:  # two all-reduces of the hidden states (BF16) a layer
+        allreduce = a.num_layers * 2 * 2 * (gpus - 1) / gpus * tokens * a.hidden_size * 2
+        parts["NVLink"] = allreduce / link
     step = sum(parts.values())
     tps = batch * tokens_per_step / gpus / step if step else math.inf
     shown = " + ".join(f"{k} {v * 1e6:,.4g} us" for k, v in parts.items())
@@ -478,15 +472,15 @@ def prefill_token(
     *,
     prefix: float = 0,
     kv_dtype: str | None = "fp4",
-    chunk: int = 256,
 ) -> Estimate:
     """Seconds per new prefill token per GPU, through the encoder layers, with large batches
     of new tokens: dense GEMMs at the dense fraction; expert GEMMs at the calibration's fraction
     of peak at its largest tokens per expert; attention and indexer FLOP at ``prefix`` at the
     dense fraction (no prefill attention kernel is calibrated); the prefix's reads once per
-    ``chunk`` at the stream fraction; EP dispatch + combine over NVLink."""
-    m, a = model.moe, model.architecture
-    assert m.experts_per_token and a.hidden_size
+    chunk (:data:`rackbook.physics.check.PREFILL_CHUNK`) at the stream fraction; EP dispatch
+    + combine over NVLink."""
+    m = model.moe
+    assert m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     bw = gpu.hbm_bandwidth_bytes_per_s
     frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
@@ -500,12 +494,10 @@ def prefill_token(
         parts["attention FLOP"] = af.total / (frac * peak)
         if kv_dtype:
             cr = roofline.context_reads(model, prefix, "prefill", kv_dtype)
-            parts["context reads"] = cr.total / chunk / (eff.stream * bw)
-    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2
-    if gpus > 1 and link:
-        per_tok = m.experts_per_token * (gpus - 1) / gpus * a.hidden_size
-        per_tok *= DISPATCH_BYTES_PER_VALUE + COMBINE_BYTES_PER_VALUE
-        parts["NVLink"] = split.moe_layers * per_tok / link
+            parts["context reads"] = cr.total / check.PREFILL_CHUNK / (eff.stream * bw)
+    link = _link(gpu, gpus)
+    if link:
+        parts["NVLink"] = split.moe_layers * _dispatch_bytes(model, gpus) / link
     sec = sum(parts.values())
     tps = 1 / sec
     shown = " + ".join(f"{k} {v * 1e6:,.4g} us" for k, v in parts.items())
@@ -613,34 +605,56 @@ def choose_deployment(gpus: int, batch: float | None, deployment: str | None) ->
     return "dp-ep", "assumed: the default for this model on a rack"
 
 
+def _decode_estimate(
+    model: ModelSpec, gpu: GpuSpec, gpus: int, eff: Efficiencies, w: Workload, deployment: str,
+    notes: list[str],
+) -> Estimate:  # fmt: skip
+    """The decode estimate of the workload ``w`` in ``deployment``: at its concurrency, or at the
+    batch that reaches the most within the deployment's KV capacity (``gpus`` sequences,
+    doubling, and the capacity); a batch that does not fit reads 0 tok/s, said in ``notes``."""
+    cap, cap_text = _capacity(model, gpu, gpus, w.decode_context, w.kv_dtype, deployment)
+    batch = w.concurrency
+    if cap < 1 or (batch is not None and batch > cap):
+        notes.append(f"the batch does not fit in this deployment: {cap_text}")
+        return Estimate("decode", 0.0, {}, batch, cap_text)
+    kw: dict[str, Any] = dict(
+        context=w.decode_context,
+        tokens_per_step=w.tokens_per_step,
+        verify=w.verify_tokens,
+        kv_dtype=w.kv_dtype,
+        deployment=deployment,
+    )
+    if batch is not None:
+        return decode_step(model, gpu, gpus, batch, eff, **kw)
+    sizes, b = [], float(gpus)
+    while b < cap:
+        sizes.append(b)
+        b *= 2
+    steps = [decode_step(model, gpu, gpus, b, eff, **kw) for b in [*sizes, float(cap)]]
+    best = max(steps, key=lambda e: e.tok_s_per_gpu)
+    return replace(best, formula=best.formula + f" (the best batch within {cap_text})")
+
+
 def estimate(
     model: ModelSpec | str,
     gpu: GpuSpec | str,
     gpus: int,
+    work: Workload,
     *,
     claimed: float,
-    counted: str = "output",
-    output_tok_s: float = 0.0,
-    new_input_tok_s: float = 0.0,
     phase: str = "decode",
-    batch: float | None = None,
-    context: float = 0.0,
-    prefix: float = 0.0,
-    tokens_per_step: float = 1.0,
-    verify: int = 1,
-    kv_dtype: str | None = "fp4",
     deployment: str | None = None,
     calibration: Calibration | None = None,
 ) -> Attainable:
-    """The attainable reading of a figure of ``claimed`` tokens/s per GPU (``counted`` tokens)
-    whose work per GPU is ``output_tok_s`` decoded and ``new_input_tok_s`` prefilled (as
-    :func:`rackbook.physics.check.check_claim` splits it). The phases share the GPUs' time as
-    in the bound: ratio = output / decode estimate + new input / prefill estimate, and the
-    attainable rate is ``claimed`` / ratio. Without ``batch`` the decode batch is the one that
-    reaches the most within the deployment's KV capacity (powers of two and the capacity)."""
+    """The attainable reading of a figure of ``claimed`` tokens/s per GPU (``work.counted``
+    tokens) whose work per GPU is ``work``'s output tokens decoded and new input tokens
+    prefilled (the :class:`rackbook.physics.check.Workload` of a check). The phases share the
+    GPUs' time as in the bound: ratio = output / decode estimate + new input / prefill
+    estimate, and the attainable rate is ``claimed`` / ratio. Without a concurrency the decode
+    batch is the one that reaches the most within the deployment's KV capacity."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
     eff = efficiencies(calibration)
-    dep, why = choose_deployment(gpus, batch, deployment)
+    dep, why = choose_deployment(gpus, work.concurrency, deployment)
     notes: list[str] = []
     dom = nvlink_domain(g)
     if dom is not None and gpus > dom:
@@ -651,81 +665,43 @@ def estimate(
     estimates: dict[str, Estimate] = {}
     shares: dict[str, float] = {}
     if phase in ("decode", "mixed"):
-        cap, cap_text = _capacity(m, g, gpus, context, kv_dtype, dep)
-        kw: dict[str, Any] = dict(
-            context=context, tokens_per_step=tokens_per_step, verify=verify,
-            kv_dtype=kv_dtype, deployment=dep,
-        )  # fmt: skip
-        if cap < 1 or (batch is not None and batch > cap):
-            notes.append(f"the batch does not fit in this deployment: {cap_text}")
-            est = Estimate("decode", 0.0, {}, batch, cap_text)
-        elif batch is not None:
-            est = decode_step(m, g, gpus, batch, eff, **kw)
-        else:
-            best: Estimate | None = None
-            b = float(gpus)
-            sizes = []
-            while b < cap:
-                sizes.append(b)
-                b *= 2
-            sizes.append(float(cap))
-            for b in sizes:
-                e = decode_step(m, g, gpus, b, eff, **kw)
-                if best is None or e.tok_s_per_gpu > best.tok_s_per_gpu:
-                    best = e
-            assert best is not None
-            est = Estimate(
-                "decode",
-                best.tok_s_per_gpu,
-                best.parts,
-                best.batch,
-                best.formula + f" (the best batch within {cap_text})",
-            )
-        estimates["decode"] = est
-        if output_tok_s:
-            shares["decode"] = output_tok_s / est.tok_s_per_gpu if est.tok_s_per_gpu else math.inf
+        est = estimates["decode"] = _decode_estimate(m, g, gpus, eff, work, dep, notes)
+        out = work.output_tok_s_per_gpu
+        if out:
+            shares["decode"] = out / est.tok_s_per_gpu if est.tok_s_per_gpu else math.inf
     if phase in ("prefill", "mixed"):
-        est = prefill_token(m, g, gpus, eff, prefix=prefix, kv_dtype=kv_dtype)
-        estimates["prefill"] = est
-        if new_input_tok_s:
-            shares["prefill"] = new_input_tok_s / est.tok_s_per_gpu
+        kv = work.kv_dtype
+        est = estimates["prefill"] = prefill_token(
+            m, g, gpus, eff, prefix=work.prefill_prefix, kv_dtype=kv
+        )
+        if work.new_input_tok_s_per_gpu:
+            shares["prefill"] = work.new_input_tok_s_per_gpu / est.tok_s_per_gpu
     ratio = sum(shares.values())
-    att = claimed / ratio if ratio > 0 else math.inf
-    deployment_text = f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')} ({why})"
     return Attainable(
-        att,
-        ratio if ratio > 0 else 0.0,
-        deployment_text,
-        calibration_text(eff, g),
-        claimed,
-        counted,
-        estimates,
-        tuple(notes),
-        shares,
+        tok_s_per_gpu=claimed / ratio if ratio > 0 else math.inf,
+        ratio=ratio if ratio > 0 else 0.0,
+        deployment=f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')} ({why})",
+        calibration=calibration_text(eff, g),
+        claimed_tok_s_per_gpu=claimed,
+        counted=work.counted,
+        estimates=estimates,
+        notes=tuple(notes),
+        shares=shares,
     )
 
 
 def for_check(
-    c: Any, *, deployment: str | None = None, calibration: Calibration | None = None
+    c: Check, *, deployment: str | None = None, calibration: Calibration | None = None
 ) -> Attainable:
-    """:func:`estimate` for a :class:`rackbook.physics.check.Check` (its model entry as the
-    check read it, GPU, GPUs, phase and workload: a model given as a file is read from it)."""
-    w = c.workload
+    """:func:`estimate` for a :class:`rackbook.physics.check.Check`: its model entry as the
+    check read it (a model given as a file is read from it), GPU, GPUs, phase and workload."""
     return estimate(
         c.spec if c.spec is not None else c.model,
         c.gpu_spec if c.gpu_spec is not None else c.gpu,
         c.gpus,
+        c.work,
         claimed=c.claimed_tok_s_per_gpu,
-        counted=c.counted,
-        output_tok_s=w["output_tok_s_per_gpu"],
-        new_input_tok_s=w["new_input_tok_s_per_gpu"],
         phase=c.phase,
-        batch=w["concurrency"],
-        context=w["decode_context"],
-        prefix=w["prefill_prefix"],
-        tokens_per_step=w["tokens_per_step"],
-        verify=w.get("verify_tokens", 1),
-        kv_dtype=w.get("kv_dtype", "fp4"),
         deployment=deployment,
         calibration=calibration,
     )

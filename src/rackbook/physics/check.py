@@ -51,6 +51,14 @@ from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
 from rackbook.physics.units import fmt, plural, whole
+from rackbook.physics.workload import (
+    MAX_BATCH,
+    Workload,
+    longest_sequence,
+    phase_and_counted,
+    verify_tokens,
+    workload,
+)
 
 #: No modelling margin: every ceiling is a bound (the least time), so a figure at or below it
 #: is possible and above it impossible. Kept (0) for callers that still pass a margin.
@@ -62,15 +70,6 @@ PREFILL_CHUNK = 256
 VERDICTS = ("possible", "impossible", "undetermined")
 #: Share of HBM the engine may use for weights and KV (vLLM's --gpu-memory-utilization default).
 MEMORY_FRACTION = 0.9
-#: Largest batch per GPU searched when the batch is free, and the most one may name.
-MAX_BATCH = 1 << 16
-#: The most GPUs a claim may name, and the most tokens a speculative step may keep.
-MAX_GPUS = 1 << 20
-MAX_TOKENS_PER_STEP = 64
-#: What a figure counts: output tokens, input + output, or input tokens (prefill).
-COUNTED = ("output", "total", "input")
-#: The phases a figure's GPUs run: decode only, prefill only, or both sharing the time.
-CHECK_PHASES = ("decode", "prefill", "mixed")
 
 
 def physics_verdict(ratio: float, margin: float = MARGIN) -> str:
@@ -116,10 +115,10 @@ class Check:
     limit: str
     batch: int | None
     ceilings: list[PerGpuCeiling]
+    work: Workload
     notes: list[str] = field(default_factory=list)
     counted: str = "output"
     fractions: dict[str, float] = field(default_factory=dict)
-    workload: dict[str, Any] = field(default_factory=dict)
     #: phase -> the binding ceiling's own rate (output tok/s per GPU for decode, new input
     #: tok/s per GPU for prefill); ``ceiling_tok_s_per_gpu`` is in the figure's counted tokens.
     bounds: dict[str, float] = field(default_factory=dict)
@@ -131,6 +130,12 @@ class Check:
     #: readings (the attainable estimate) read these, never the catalog again by id.
     spec: ModelSpec | None = field(default=None, repr=False, compare=False)
     gpu_spec: GpuSpec | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        """:attr:`work` as a dict (its field names as keys): for JSON and for the readers that
+        index it by name."""
+        return asdict(self.work)
 
     @property
     def reason(self) -> str:
@@ -164,29 +169,9 @@ class Check:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(replace(self, spec=None, gpu_spec=None))
         del d["spec"], d["gpu_spec"]
+        d["workload"] = d.pop("work")
         d["reason"] = self.reason
         return d
-
-
-def _spec_tokens(model: ModelSpec, tokens_per_step: float) -> int:
-    """Tokens a verify step carries for ``tokens_per_step`` kept tokens (1 without speculation)."""
-    if not (math.isfinite(tokens_per_step) and 1 <= tokens_per_step <= MAX_TOKENS_PER_STEP):
-        raise InputError(
-            "-",
-            "tokens_per_step",
-            f"must be a number from 1 to {MAX_TOKENS_PER_STEP}, got {tokens_per_step}",
-        )
-    if tokens_per_step == 1:
-        return 1
-    spec = model.speculative
-    if spec is not None and tokens_per_step > spec.draft_tokens + 1:
-        raise InputError(
-            "-",
-            "tokens_per_step",
-            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
-            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
-        )
-    return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
 
 
 def memory_ceiling(
@@ -217,20 +202,16 @@ def memory_ceiling(
 
     DeepSeek-V4.1-Flash, 4 sequences on 4 GB300, no context: 7.507 GB + 40 x 6 x 18.8 MB =
     12.02 GB / 32 TB/s = 375.6 us; 4 tokens / 375.6 us / 4 GPUs = 2,662 tok/s per GPU."""
-    verify = _spec_tokens(model, tokens_per_step)
+    verify = verify_tokens(model, tokens_per_step)
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "decode")
-    dense = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
-    dense *= active_scale
+    dense = split.dense_bytes * active_scale
     per_layer = roofline.fewest_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
     experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale
     kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
     kv = batch * kv_seq
-    spec = model.speculative
-    draft = 0.0
-    if verify > 1 and spec is not None:
-        draft = spec.draft_active_params * float(roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+    draft = roofline.draft_bytes(model) if verify > 1 else 0.0
     bw = gpus * gpu.hbm_bandwidth_bytes_per_s * efficiency
     total = dense + experts + kv + draft
     step = total / bw
@@ -387,14 +368,13 @@ def prefill_ceiling(
     kv_dtype: str | None = "fp4",
     efficiency: float = 1.0,
     active_scale: float = 1.0,
-    chunk: int = PREFILL_CHUNK,
 ) -> list[PerGpuCeiling]:
     """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
     encoder layers only: compute (GEMMs + attention and indexer FLOP at the prefix,
     :func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the prefix's KV reads
     of those layers (:func:`rackbook.physics.roofline.context_reads`), read once per chunk of
-    ``chunk`` new tokens (the index keys scanned once for the chunk's queries, the fewest rows
-    top-k, shared).
+    :data:`PREFILL_CHUNK` new tokens (the index keys scanned once for the chunk's queries, the
+    fewest rows top-k, shared).
 
     DeepSeek-V4.1-Flash on a GB300 behind 855,000 tokens: KV read 1.5 x 68 B x 855,000 +
     18 x 512 x 288 B = 89.9 MB per chunk / 256 = 351 kB per new token, 22.8M tokens/s; compute
@@ -407,13 +387,13 @@ def prefill_ceiling(
     if kv_dtype and prefix:
         r = roofline.context_reads(model, prefix, "prefill", kv_dtype)
         bw = gpu.hbm_bandwidth_bytes_per_s * efficiency
-        per_token = r.total / chunk
+        per_token = r.total / PREFILL_CHUNK
         tps = bw / per_token if per_token else math.inf
         out.append(
             PerGpuCeiling(
                 "KV read",
                 tps,
-                f"{r.formula.replace(' per token', '')} read once per chunk of {chunk} new "
+                f"{r.formula.replace(' per token', '')} read once per chunk of {PREFILL_CHUNK} new "
                 f"tokens = {fmt(per_token, 'B')} per new token; {fmt(bw, 'B/s')} / "
                 f"{fmt(per_token, 'B')} = {tps:,.0f} new tokens/s",
                 "prefill",
@@ -422,19 +402,84 @@ def prefill_ceiling(
     return out
 
 
-def _finite(
-    value: float | None, field_name: str, *, low: float = 0.0, strict: bool = False
-) -> None:
-    if value is None:
-        return
-    ok = isinstance(value, (int, float)) and math.isfinite(value)
-    ok = ok and (value > low if strict else value >= low)
-    if not ok:
-        raise InputError(
-            "-",
-            field_name,
-            f"must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}",
+def _decode_compute(
+    m: ModelSpec, g: GpuSpec, w: Workload, *, efficiency: float, active_scale: float
+) -> tuple[PerGpuCeiling, list[str]]:
+    """The decode compute ceiling in kept tokens (a verify step keeps ``tokens_per_step`` of
+    ``verify_tokens``), and the roofline's notes."""
+    comp = roofline.compute_ceiling_tokens_per_s(
+        m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=w.decode_context
+    )
+    keep, verify = w.tokens_per_step, w.verify_tokens
+    tps = comp.tokens_per_s * keep / verify
+    formula = comp.formula
+    if verify > 1:
+        formula += (
+            f"; a step verifies {verify} tokens and keeps {keep:g}: "
+            f"{comp.tokens_per_s:,.0f} x {keep:g} / {verify} = {tps:,.0f} tokens/s kept"
         )
+    return PerGpuCeiling("compute", tps, formula, "decode"), list(comp.notes)
+
+
+def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -> str | None:
+    """Why the weights or ``batch`` sequences' KV do not fit (the first note and the limit's
+    part), or None when they fit."""
+    lacking = cap.what_does_not_fit
+    if lacking is not None:
+        return f"{cap.formula} on {gpu.name}"
+    if batch is not None and batch > cap.sequences * gpus:
+        return (
+            f"the KV cache does not fit: {batch:,.0f} sequences of {cap.context:,.0f} tokens need "
+            f"{fmt(batch / gpus * cap.per_sequence_bytes, 'B')} per GPU; at most "
+            f"{cap.sequences:,} per GPU fit ({cap.formula})"
+        )
+    return None
+
+
+def _bandwidth(
+    m: ModelSpec, g: GpuSpec, gpus: int, w: Workload, comp_tps: float, most: int, notes: list[str],
+    **kw: Any,
+) -> tuple[PerGpuCeiling, float]:  # fmt: skip
+    """The decode memory-bandwidth ceiling at the workload's concurrency, or at the best batch
+    up to ``most`` sequences (powers of two: the claimant's free choice, said in ``notes``);
+    and the batch read. ``kw``: :func:`memory_ceiling`'s efficiency and active_scale."""
+    kw |= dict(context=w.decode_context, tokens_per_step=w.tokens_per_step, kv_dtype=w.kv_dtype)
+    if w.concurrency is not None:
+        return memory_ceiling(m, g, gpus, w.concurrency, **kw), w.concurrency
+    best: tuple[int, PerGpuCeiling] | None = None
+    b = 1
+    while True:
+        bb = min(b, most)
+        r = memory_ceiling(m, g, gpus, bb, **kw)
+        if best is None or min(r.tok_s_per_gpu, comp_tps) > min(best[1].tok_s_per_gpu, comp_tps):
+            best = (bb, r)
+        if b >= most or r.tok_s_per_gpu >= comp_tps:
+            break
+        b *= 2
+    chosen, mem = best
+    notes.append(
+        f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
+        f"{plural(gpus, 'GPU')}), the claimant's free choice"
+    )
+    formula = mem.formula + f" (best batch {chosen:,})"
+    return PerGpuCeiling(mem.name, mem.tok_s_per_gpu, formula, "decode"), chosen
+
+
+def _verdict(
+    claimed: float, phase: str, binding: dict[str, PerGpuCeiling], fractions: dict[str, float]
+) -> dict[str, Any]:
+    """The verdict, ratio, counted ceiling and limit of the phases' shares of the time."""
+    ratio = sum(fractions.values())
+    if len(fractions) == 1:
+        limit = binding[next(iter(fractions))].name
+    else:
+        ph = max(fractions, key=lambda k: fractions[k])
+        limit = f"{ph} {binding[ph].name}"
+    ceiling = claimed / ratio if ratio > 0 else math.inf
+    if phase == "prefill" and ratio == 0:
+        ceiling = math.inf
+    verdict = physics_verdict(ratio)
+    return dict(verdict=verdict, ratio=ratio, ceiling_tok_s_per_gpu=ceiling, limit=limit)
 
 
 def check_claim(
@@ -449,7 +494,6 @@ def check_claim(
     context: float | None = None,
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = None,
-    margin: float = MARGIN,
     active_scale: float = 1.0,
     efficiency: float = 1.0,
     counted: str | None = None,
@@ -459,257 +503,129 @@ def check_claim(
     precision: str | None = None,
 ) -> Check:
     """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
-    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s).
+    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s; the steps:
+    :func:`workload`, :func:`capacity`, the ceilings, :func:`physics_verdict` of the ratio).
 
-    ``counted``: ``output`` (output tokens), ``total`` (input + output; needs ``isl`` and
-    ``osl``) or ``input`` (input tokens, cached ones included); default ``input`` in the
-    prefill phase, else ``output``. ``cached_share``: share of the input tokens served from the
-    prefix cache (no prefill work). ``batch``: sequences in flight over all ``gpus`` (the
-    concurrency; default the best batch whose KV fits). ``context``: tokens each decoding
-    sequence holds (default ``isl`` + ``osl`` / 2, else 0). ``phase``: ``decode`` (these GPUs
-    only decode), ``prefill`` (they only prefill) or ``mixed`` (both; the default when ``isl``
-    and ``osl`` are given). A new input token's prefix is the cached share of ``isl`` plus half
-    the rest (``context`` without ``isl``).
-
-    The claimed work shares the GPUs' time: ratio = new input tokens/s / prefill ceiling +
-    output tokens/s / decode ceiling (per GPU); the verdict is :func:`physics_verdict` of it.
-
-    What the figure does not state is read at the least bytes the model can be served with:
-    the weights at the format of the catalog's with the fewest bytes unless ``precision`` (the
-    routed experts' dtype) is given (:func:`rackbook.physics.roofline.served`), the KV cache at
-    the narrowest row format unless ``kv_dtype`` is, the weights offloaded to host memory
-    where the GPU has it (:func:`capacity`).
-    """
-    m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
-    sv = roofline.served(m, precision)
-    m = sv.model
-    if per not in ("gpu", "total"):
-        raise InputError("-", "per", f"{per!r} is not one of gpu, total")
-    if not (isinstance(gpus, int) and 1 <= gpus <= MAX_GPUS):
-        raise InputError("-", "gpus", f"must be a whole number from 1 to {MAX_GPUS}, got {gpus!r}")
+    ``counted``: ``output``, ``total`` (input + output; needs ``isl`` and ``osl``) or ``input``
+    (cached tokens included; the default in the prefill phase). ``batch``: sequences in flight
+    over all ``gpus`` (default the best batch whose KV fits). ``phase``: ``decode``,
+    ``prefill`` or ``mixed`` (the default with ``isl`` and ``osl``). What the figure does not
+    state is read at the least bytes (module docstring): ``precision`` (the routed experts'
+    dtype) and ``kv_dtype`` state them. Ranges are checked where values enter (the CLI's
+    flags, :data:`rackbook.params.FLAGS`, notebook parameters); here only a rate that is not a
+    positive number (one computed from a trace) and the rules that turn on the model."""
     if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
-    _finite(isl, "isl", strict=True)
-    _finite(osl, "osl", strict=True)
-    _finite(context, "context")
-    _finite(batch, "batch", strict=True)
-    _finite(cached_share, "cached_share")
-    if not 0 <= cached_share < 1:
-        raise InputError("-", "cached_share", f"must be in [0, 1), got {cached_share}")
-    if counted is None:
-        counted = "input" if phase == "prefill" else "output"
-    if counted not in COUNTED:
-        raise InputError("-", "counted", f"{counted!r} is not one of {', '.join(COUNTED)}")
-    if phase is None:
-        phase = "mixed" if isl and osl else ("prefill" if counted == "input" else "decode")
-    if phase not in CHECK_PHASES:
-        raise InputError("-", "phase", f"{phase!r} is not one of {', '.join(CHECK_PHASES)}")
-    if counted == "total" and not (isl and osl):
-        raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
-    if (phase, counted) in (("prefill", "output"), ("decode", "input")):
-        raise InputError("-", "counted", f"a {phase} figure does not count {counted} tokens")
-    limit_ctx = m.architecture.max_context_tokens
-    longest = (isl or 0) + (osl or 0)
-    longest = max(longest, context or 0)
-    if limit_ctx is not None and longest > limit_ctx:
-        raise InputError(
-            "-",
-            "context",
-            f"{longest:,.0f} tokens is out of range: {m.name} holds at most {limit_ctx:,}",
-        )
-    if batch is not None and not (float(batch).is_integer() and batch >= 1):
-        raise InputError(
-            "-", "concurrency", f"must be a whole number of sequences >= 1, got {batch:g}"
-        )
-    if phase == "decode" and counted == "total":
-        raise InputError(
-            "-",
-            "phase",
-            f"a decode-only figure counting input + output tokens per GPU credits the prefill of "
-            f"its input to GPUs not among the {gpus:,}: give --phase mixed (these GPUs prefill "
-            "too) or --counted output",
-        )
-    if batch is not None and batch > MAX_BATCH * gpus:
-        raise InputError(
-            "-",
-            "batch",
-            f"{batch:,.0f} sequences is out of range: at most {MAX_BATCH:,} per GPU "
-            f"({MAX_BATCH * gpus:,} on {plural(gpus, 'GPU')})",
-        )
+    g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
+    m = sv.model
+    phase, counted = phase_and_counted(phase, counted, isl, osl, gpus)
+    longest = longest_sequence(m, gpus, isl, osl, context, batch, phase, counted)
+    kv_dtype, notes = _kv_layout(m, kv_dtype, phase, context, isl)
     claimed = tok_s / gpus if per == "total" else tok_s
+    w = workload(
+        claimed,
+        phase,
+        counted,
+        isl=isl,
+        osl=osl,
+        context=context,
+        cached_share=cached_share,
+        batch=batch,
+        tokens_per_step=tokens_per_step,
+        verify=verify_tokens(m, tokens_per_step),
+        kv_dtype=kv_dtype,
+        weights=sv.text,
+    )
+    scale = dict(efficiency=efficiency, active_scale=active_scale)
+    return _judge(m, g, gpus, phase, claimed, w, longest, notes, **scale)
+
+
+def _kv_layout(
+    m: ModelSpec, kv_dtype: str | None, phase: str, context: float | None, isl: float | None
+) -> tuple[str | None, list[str]]:
+    """The KV dtype read (``kv_dtype``, else the narrowest the model has) and the notes on what
+    the context leaves out; InputError for a context on a model whose KV layout is unknown."""
     kv_dtype = kv_dtype or narrowest_kv_dtype(m)
     notes: list[str] = []
     if kv_dtype is None:
         if context or isl:
             raise InputError(m.file, "kv_cache", "KV layout unknown: cannot judge a context")
         notes.append("KV layout unknown: context reads and KV memory are not counted")
-    verify = _spec_tokens(m, tokens_per_step)
-
-    # the workload's rates per GPU
-    if counted == "output":
-        out = claimed
-        inp = claimed * isl / osl if isl and osl else 0.0
-    elif counted == "input":
-        inp = claimed
-        out = claimed * osl / isl if isl and osl else 0.0
-    else:
-        assert isl and osl
-        out, inp = claimed * osl / (isl + osl), claimed * isl / (isl + osl)
-    new = inp * (1 - cached_share)
-    dec_ctx = context if context is not None else ((isl or 0) + (osl or 0) / 2 if isl else 0.0)
-    if isl:
-        pre_ctx = isl * cached_share + isl * (1 - cached_share) / 2
-    else:
-        pre_ctx = context or 0.0
-    if phase == "decode":  # output counted: the input is prefilled elsewhere, not counted
-        new = 0.0
-    if phase == "prefill":
-        out = 0.0
     if phase in ("decode", "mixed") and not context and not isl and kv_dtype:
         notes.append("no context given: decode reads no context (the most permissive case)")
-    workload = {
-        "counted": counted,
-        "isl": isl,
-        "osl": osl,
-        "decode_context": dec_ctx,
-        "prefill_prefix": pre_ctx,
-        "cached_share": cached_share,
-        "concurrency": batch,
-        "tokens_per_step": tokens_per_step,
-        "verify_tokens": verify,
-        "kv_dtype": kv_dtype,
-        "weights": sv.text,
-        "output_tok_s_per_gpu": out,
-        "new_input_tok_s_per_gpu": new,
-    }
+    return kv_dtype, notes
 
-    def result(
-        verdict: str,
-        ratio: float,
-        ceiling: float,
-        limit: str,
-        chosen: float | None,
-        ceilings: list[PerGpuCeiling],
-        fractions: dict[str, float],
-    ) -> Check:
-        return Check(
-            m.id,
-            g.id,
-            gpus,
-            phase,
-            claimed,
-            verdict,
-            ratio,
-            ceiling,
-            limit,
-            None if chosen is None else whole(chosen),
-            ceilings,
-            notes,
-            counted,
-            fractions,
-            workload,
-            {k: r.tok_s_per_gpu for k, r in binding.items()},
-            m.name,
-            g.label,
-            m,
-            g,
-        )
 
-    ceilings: list[PerGpuCeiling] = []
-    binding: dict[str, PerGpuCeiling] = {}
-    if phase in ("decode", "mixed"):
-        comp = roofline.compute_ceiling_tokens_per_s(
-            m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=dec_ctx
-        )
-        notes.extend(comp.notes)
-        comp_tps = comp.tokens_per_s * tokens_per_step / verify  # a verify step keeps S of V
-        formula = comp.formula
-        if verify > 1:
-            formula += (
-                f"; a step verifies {verify} tokens and keeps {tokens_per_step:g}: "
-                f"{comp.tokens_per_s:,.0f} x {tokens_per_step:g} / {verify} = {comp_tps:,.0f} "
-                "tokens/s kept"
-            )
-        ceilings.append(PerGpuCeiling("compute", comp_tps, formula, "decode"))
-    held = dec_ctx if dec_ctx else longest  # on average; a prefill-only figure: its input
-    cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=kv_dtype)
-    ceilings.append(
-        PerGpuCeiling("memory capacity", math.inf if cap.sequences else 0.0, cap.formula)
+def _judge(
+    m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
+    longest: float, notes: list[str], **scale: float,
+) -> Check:  # fmt: skip
+    """The :class:`Check` of ``claimed`` tokens/s per GPU on the workload ``w``, built by name:
+    what was judged, and the ceilings' reading (:func:`_ceilings`; ``scale``: its efficiency
+    and active_scale)."""
+    return Check(
+        model=m.id,
+        gpu=g.id,
+        gpus=gpus,
+        phase=phase,
+        claimed_tok_s_per_gpu=claimed,
+        counted=w.counted,
+        work=w,
+        notes=notes,
+        model_name=m.name,
+        gpu_label=g.label,
+        spec=m,
+        gpu_spec=g,
+        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, **scale),
     )
-    lacking = cap.what_does_not_fit
-    if lacking is not None:
-        notes.insert(0, f"{cap.formula} on {g.name}")
-        return result(
-            "impossible", math.inf, 0.0, f"memory capacity ({lacking})", batch, ceilings, {}
-        )
-    cap_total = cap.sequences * gpus
-    if batch is not None and batch > cap_total:
-        notes.insert(
-            0,
-            f"the KV cache does not fit: {batch:,.0f} sequences of {cap.context:,.0f} tokens need "
-            f"{fmt(batch / gpus * cap.per_sequence_bytes, 'B')} per GPU; at most "
-            f"{cap.sequences:,} per GPU fit ({cap.formula})",
-        )
-        return result(
-            "impossible", math.inf, 0.0, "memory capacity (KV cache)", batch, ceilings, {}
-        )
-    chosen = batch
-    fractions: dict[str, float] = {}
+
+
+def _ceilings(
+    m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
+    longest: float, notes: list[str], **scale: float,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`check_claim`'s ceilings of the workload ``w`` and the verdict on ``claimed``
+    tokens/s per GPU: the :class:`Check` fields they give, by name (``notes`` extended;
+    ``scale``: efficiency and active_scale of every ceiling)."""
+    ceilings: list[PerGpuCeiling] = []
+    comp = None
     if phase in ("decode", "mixed"):
-        kw = dict(
-            context=dec_ctx,
-            tokens_per_step=tokens_per_step,
-            kv_dtype=kv_dtype,
-            efficiency=efficiency,
-            active_scale=active_scale,
+        comp, comp_notes = _decode_compute(m, g, w, **scale)
+        notes.extend(comp_notes)
+        ceilings.append(comp)
+    held = w.decode_context or longest  # on average; a prefill-only figure: its input
+    cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=w.kv_dtype)
+    room = math.inf if cap.sequences else 0.0
+    ceilings.append(PerGpuCeiling("memory capacity", room, cap.formula))
+    why = _does_not_fit(cap, w.concurrency, gpus, g)
+    if why is not None:
+        notes.insert(0, why)
+        return dict(
+            verdict="impossible",
+            ratio=math.inf,
+            ceiling_tok_s_per_gpu=0.0,
+            limit=f"memory capacity ({cap.what_does_not_fit or 'KV cache'})",
+            batch=None if w.concurrency is None else whole(w.concurrency),
+            ceilings=ceilings,
         )
-        if batch is not None:
-            mem = memory_ceiling(m, g, gpus, batch, **kw)
-        else:  # the best batch that fits: the claimant's free choice
-            best = None
-            b = 1
-            while True:
-                bb = min(b, cap_total)
-                r = memory_ceiling(m, g, gpus, bb, **kw)
-                if best is None or min(r.tok_s_per_gpu, comp_tps) > min(
-                    best[1].tok_s_per_gpu, comp_tps
-                ):
-                    best = (bb, r)
-                if b >= cap_total or r.tok_s_per_gpu >= comp_tps:
-                    break
-                b *= 2
-            chosen, mem = best
-            mem = PerGpuCeiling(
-                mem.name, mem.tok_s_per_gpu, mem.formula + f" (best batch {chosen:,})", "decode"
-            )
-            notes.append(
-                f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
-                f"{plural(gpus, 'GPU')}), the claimant's free choice"
-            )
+    chosen, binding, fractions = w.concurrency, {}, {}
+    if comp is not None:
+        most = cap.sequences * gpus
+        mem, chosen = _bandwidth(m, g, gpus, w, comp.tok_s_per_gpu, most, notes, **scale)
         ceilings.append(mem)
-        dec = min((r for r in ceilings if r.phase == "decode"), key=lambda r: r.tok_s_per_gpu)
-        binding["decode"] = dec
-        fractions["decode"] = out / dec.tok_s_per_gpu
+        binding["decode"] = min((comp, mem), key=lambda r: r.tok_s_per_gpu)
+        fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
     if phase in ("prefill", "mixed"):
-        pre = prefill_ceiling(
-            m, g, pre_ctx, kv_dtype=kv_dtype, efficiency=efficiency, active_scale=active_scale
-        )
+        pre = prefill_ceiling(m, g, w.prefill_prefix, kv_dtype=w.kv_dtype, **scale)
         ceilings.extend(pre)
-        best_pre = min(pre, key=lambda r: r.tok_s_per_gpu)
-        binding["prefill"] = best_pre
-        fractions["prefill"] = new / best_pre.tok_s_per_gpu
-    ratio = sum(fractions.values())
-    if len(fractions) == 1:
-        ph = next(iter(fractions))
-        limit = binding[ph].name
-    else:
-        ph = max(fractions, key=lambda k: fractions[k])
-        limit = f"{ph} {binding[ph].name}"
-    ceiling = claimed / ratio if ratio > 0 else math.inf
-    if phase == "prefill" and ratio == 0:
-        ceiling = math.inf
-    return result(
-        physics_verdict(ratio, margin), ratio, ceiling, limit, chosen, ceilings, fractions
+        binding["prefill"] = min(pre, key=lambda r: r.tok_s_per_gpu)
+        fractions["prefill"] = w.new_input_tok_s_per_gpu / binding["prefill"].tok_s_per_gpu
+    return dict(
+        _verdict(claimed, phase, binding, fractions),
+        batch=None if chosen is None else whole(chosen),
+        ceilings=ceilings,
+        fractions=fractions,
+        bounds={k: r.tok_s_per_gpu for k, r in binding.items()},
     )
 
 

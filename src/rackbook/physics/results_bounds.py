@@ -255,6 +255,7 @@ def compute_ceiling_latex(model: ModelSpec | str, hw: GpuSpec | str, phase: str)
     sp = roofline.weight_split(m, phase)
     f_r = g.flops(g.run_precision(sp.routed_dtype))
     f_d = g.flops(g.run_precision(sp.dense_dtype))
+    assert f_r and f_d, f"{g.id} has no FLOP/s at {sp.routed_dtype} or {sp.dense_dtype}"
     routed = rf"\dfrac{{2 \times {_sci(sp.routed_params)}}}{{{_sci(f_r)}}}"
     dense = rf"\dfrac{{2 \times {_sci(sp.dense_params)}}}{{{_sci(f_d)}}}"
     tok_s = roofline.compute_ceiling_tokens_per_s(m, g, phase).tokens_per_s

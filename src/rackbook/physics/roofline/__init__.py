@@ -25,7 +25,8 @@ One module per idea: :mod:`~rackbook.physics.roofline.kv` (KV-cache bytes, what 
 :mod:`~rackbook.physics.roofline.compute` (the FLOP ceiling),
 :mod:`~rackbook.physics.roofline.decode` (batch-1 and speculative decoding), and
 :mod:`~rackbook.physics.roofline.common` (phases, bytes per parameter, argument checks). Every
-public name is read from the package (``roofline.kv_bytes``).
+public name is read from the package (``roofline.kv_bytes``): the names imported below are the
+package's interface.
 """
 
 from __future__ import annotations
@@ -81,55 +82,10 @@ from rackbook.physics.roofline.weights import (
     Served,
     Storage,
     WeightSplit,
+    draft_bytes,
     expert_bytes,
     moe_layers,
     served,
     storage,
     weight_split,
 )
-
-__all__ = [
-    "ActiveWeights",
-    "AttentionFlops",
-    "Batch1Decode",
-    "Ceiling",
-    "ContextGrowth",
-    "ContextReads",
-    "DENSE_BYTES_PER_PARAM",
-    "Fit",
-    "KvBytes",
-    "KvReads",
-    "PHASES",
-    "ROUTINGS",
-    "Served",
-    "Step",
-    "Storage",
-    "WeightSplit",
-    "active_weight_bytes_per_token",
-    "attention_flops",
-    "bandwidth_floor_step_s",
-    "batch1_decode_ceiling_tokens_per_s",
-    "cli_kv_bytes",
-    "compute_ceiling_tokens_per_s",
-    "context_growth",
-    "context_reads",
-    "decode_kv_reads",
-    "distinct_experts",
-    "expert_bytes",
-    "experts_touched",
-    "fewest_experts",
-    "flops_per_token",
-    "kv_bytes",
-    "kv_bytes_per_sequence",
-    "kv_bytes_per_token",
-    "kv_read_time_s",
-    "kv_row_values",
-    "kv_rows_per_token",
-    "moe_layers",
-    "phase_layers",
-    "sequences_fitting",
-    "served",
-    "storage",
-    "weight_split",
-    "window_bytes_per_sequence",
-]

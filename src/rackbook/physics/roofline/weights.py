@@ -33,6 +33,11 @@ class WeightSplit:
     def active_params(self) -> int:
         return self.routed_params + self.dense_params
 
+    @property
+    def dense_bytes(self) -> float:
+        """Bytes of the dense active weights at their dtype (bytes per token's pass)."""
+        return self.dense_params * float(DENSE_BYTES_PER_PARAM[self.dense_dtype])
+
 
 def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
     """Layers whose routed experts a token of ``phase`` passes through: every MoE layer in
@@ -78,6 +83,15 @@ def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
         f"{eng(routed)} = {eng(dense)} ({dense_dtype})"
     )
     return WeightSplit(phase, routed, dense, routed_dtype, dense_dtype, layers, formula)
+
+
+def draft_bytes(model: ModelSpec) -> float:
+    """Bytes of the drafter's active weights a speculative step reads once (0 without a
+    drafter in the catalog)."""
+    spec = model.speculative
+    if spec is None:
+        return 0.0
+    return spec.draft_active_params * float(DENSE_BYTES_PER_PARAM[spec.draft_dtype])
 
 
 def expert_bytes(model: ModelSpec) -> float:

@@ -152,12 +152,12 @@ def growth_attainable(
     at both contexts, step time difference; seconds inside, ms and µs in the text); ``ratio``
     is the claimed delta over it."""
     from rackbook.physics import attainable
+    from rackbook.physics.check import Workload
 
     steps = []
     for ctx in (lo, hi):
-        a = attainable.estimate(
-            model, hw, gpus, claimed=1.0, phase="decode", batch=batch, context=ctx
-        )
+        work = Workload(concurrency=batch, decode_context=ctx)
+        a = attainable.estimate(model, hw, gpus, work, claimed=1.0, phase="decode")
         steps.append(sum(a.estimates["decode"].parts.values()))
     added = steps[1] - steps[0]
     ratio = 1e-3 * claim_ms / added if added > 0 else None
