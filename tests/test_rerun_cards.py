@@ -141,7 +141,10 @@ def test_one_node_cards_measure_the_reference_worker():
     for r in ("context-latency", "single-user"):
         h = rerun.holding(r, TOPO)
         assert (h.gpus, h.serving, h.prefill) == (4, 4, 4)
-        assert "-p endpoint $(cat logs/JOBID/reference-endpoint)" in rerun.card(r)
+        md = rerun.card(r)
+        assert "-p endpoint $(cat logs/JOBID/reference-endpoint)" in md
+        assert 'export RACKBOOK_SERVER_GPUS="4 x NVIDIA GB300"' in md  # the tray, not the rack
+        assert "1 deployment, 4 GPUs held, 15 min to start it;" in md
 
 
 def test_single_stream_sweep_is_bound_by_one_users_speed():

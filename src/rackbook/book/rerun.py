@@ -559,7 +559,8 @@ def _time_text(h: Hold, sw: Sweep) -> str:
     return (
         f"about {sw.wall_min:,.0f} min and {sw.gpu_hours:,.1f} GPU-hours "
         f"({plural(h.deployments, 'deployment')}, {plural(h.gpus, 'GPU')} held, "
-        f"{START_MINUTES:.0f} min to start each; {_minutes(sw.prefill_s)} prefilling "
+        f"{START_MINUTES:.0f} min to start {'each' if h.deployments > 1 else 'it'}; "
+        f"{_minutes(sw.prefill_s)} prefilling "
         f"{sw.prefill_tokens:,} prompt tokens at {rate.tok_s_per_gpu:,.0f} tok/s per GPU, one "
         f"request on {rate.cfg}, <{rate.url}>; {_minutes(sw.decode_s)} decoding at "
         f"{batched:,.0f} output tok/s per GPU batched and {one:,.0f} tok/s for one stream, "
@@ -571,6 +572,7 @@ def _command(result: str, topo: Any, h: Hold) -> str:
     """The card's shell lines: declare the GPUs, generate the recipes, (rack-scaling: record
     the reference and the rack), run the chapter."""
     from rackbook.cluster import notebook_params
+    from rackbook.inputs import catalogs
 
     ref = topo.reference_worker()
     on_ref = result in ("context-latency", "single-user") and ref
@@ -578,6 +580,9 @@ def _command(result: str, topo: Any, h: Hold) -> str:
     if result == "single-user" and not ref:
         gpus_behind = f'"{h.serving} x NVIDIA B300"'
         head = "# the GPUs behind the endpoint, which the client cannot see:\n"
+    elif on_ref:
+        gpus_behind = f'"{h.serving} x NVIDIA {catalogs.gpu(topo.gpu_id or "").label}"'
+        head = "# the reference tray's GPUs, which the client cannot see:\n"
     else:
         gpus_behind = "logs/JOBID/gpus.csv"
         head = (
