@@ -89,6 +89,9 @@ function probe(d) {
     figures: [...d.querySelectorAll("article figure img, article .cell_output img")].filter(
       (i) => !i.closest("details:not([open])")).map(
       (i) => [i.getAttribute("src"), i.getBoundingClientRect().width, i.naturalWidth]),
+    // every static figure and the link a tap follows (null: not inside a link)
+    figure_links: [...d.querySelectorAll("article figure img, article .cell_output img")].map(
+      (i) => [i.getAttribute("src"), i.closest("a") ? i.closest("a").getAttribute("href") : null]),
     overflowing: wide(d),
     // where the clutter sits: parameter toggles, "As published" boxes, warnings (page y, px)
     clutter: [...d.querySelectorAll("article summary, article .admonition.warning")].filter(
@@ -318,4 +321,22 @@ def layout_defects(
         need = FIGURE_TEXT_MIN.get(width, FIGURE_TEXT_MIN[WIDTH])
         if px < need:
             out.append(f"{page} at {width} px: figure {src} text {px:.1f} px, under {need:g}")
+    return out
+
+
+def enlarge_defects(page: str, facts: dict, root: Path) -> list[str]:
+    """Figures of ``page`` a reader cannot tap to enlarge (empty when none): each figure image
+    must sit inside a link whose target, resolved against the page, is a file of the build
+    (``root``) and is the image's own file (the full-size PNG or SVG the page scales down)."""
+    out = []
+    base = (root / page).parent
+    for src, href in facts.get("figure_links", []):
+        if not href:
+            out.append(f"{page}: figure {src} is not inside a link to its full-size image")
+            continue
+        target = (base / href.split("#")[0].split("?")[0]).resolve()
+        if not target.is_file() or root.resolve() not in target.parents:
+            out.append(f"{page}: figure {src} links to {href}, not a file of the build")
+        elif target != (base / src).resolve():
+            out.append(f"{page}: figure {src} links to {href}, not its own image")
     return out

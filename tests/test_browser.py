@@ -229,6 +229,33 @@ def test_every_page_fits_the_screen_and_its_figures_read(laid_out, laid_out_narr
     assert len(facts) >= 15 and found == []
 
 
+def test_every_figure_taps_open_at_full_size(laid_out_narrow, site):
+    """At 400 px every static figure sits inside a link to its own full-size image in the
+    build, and the link a tap follows on a chapter's figure is served: the same PNG, wider in
+    pixels than the phone shows it."""
+    import urllib.parse
+    import urllib.request
+
+    from rackbook.book.plotting import png_facts
+
+    found, links = [], []
+    for page, f in laid_out_narrow.items():
+        found += pageprobe.enlarge_defects(page, f, site["root"])
+        links += [(page, src, href) for src, href in f.get("figure_links", []) if href]
+    assert found == [] and any(p.startswith("notebooks/") for p, _, _ in links)
+    shown_at = {(p, s): w for p, f in laid_out_narrow.items() for s, w, _n in f["figures"]}
+    page, src, href = next(
+        x for x in links if x[0].startswith("notebooks/") and (x[0], x[1]) in shown_at
+    )
+    url = urllib.parse.urljoin(f"{site['url']}/{page}", href)
+    with urllib.request.urlopen(url, timeout=30) as r:  # noqa: S310 (the local test server)
+        body = r.read()
+    assert body == ((site["root"] / page).parent / src).resolve().read_bytes()
+    assert (
+        png_facts(body)["width"] > shown_at[(page, src)]
+    )  # the full-size file, larger than shown at 400 px
+
+
 @pytest.mark.parametrize("result", runner.available_results())
 def test_chapter_as_a_reader_meets_it(laid_out, site, result):
     """At 1,400 px: each claim's finding and plain certainty grade within the first screen below

@@ -4,7 +4,7 @@ facts are what :func:`pageprobe.probe` reports for a page)."""
 from __future__ import annotations
 
 import pytest
-from pageprobe import CHAPTER_MAX, PROVENANCE, contrast, defects, layout_defects
+from pageprobe import CHAPTER_MAX, PROVENANCE, contrast, defects, enlarge_defects, layout_defects
 
 SENTENCES = ["954,000 tok/s is physically impossible.", "It is within published results."]
 
@@ -109,3 +109,23 @@ def test_a_page_that_fits_has_no_layout_defect():
 def test_each_layout_defect_is_reported(change, width, png, words):
     found = layout_defects("p", {**_layout(), **change}, width, png)
     assert any(words in f for f in found), found
+
+
+def test_a_figure_without_a_link_to_its_file_is_reported(tmp_path):
+    """enlarge_defects: a figure must sit in a link to its own image file in the build."""
+    (tmp_path / "_images").mkdir()
+    (tmp_path / "_images" / "a.png").write_bytes(b"png")
+    (tmp_path / "_images" / "b.png").write_bytes(b"png")
+    page = "notebooks/x.html"
+    src = "../_images/a.png"
+    ok = {"figure_links": [[src, "../_images/a.png"]]}
+    assert enlarge_defects(page, ok, tmp_path) == []
+    cases = {
+        None: "is not inside a link",
+        "../_images/gone.png": "not a file of the build",
+        "../../outside.png": "not a file of the build",
+        "../_images/b.png": "not its own image",
+    }
+    for href, words in cases.items():
+        (got,) = enlarge_defects(page, {"figure_links": [[src, href]]}, tmp_path)
+        assert words in got and src in got

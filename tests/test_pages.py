@@ -133,22 +133,19 @@ def test_claim_card_states_the_claims_and_as_published_quotes_the_source():
 
 def test_rerun_cost_from_the_cluster_sweeps():
     """Each row is the rerun card's sweep of the generated params file (not the CPU trace)."""
-    from rackbook import paths
     from rackbook.book import rerun
-    from rackbook.cluster import notebook_params, topology
 
     text = pages.rerun_cost_page()
-    topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-    params = notebook_params.params_files(topo)["single-user"]
-    sw = rerun.sweep("single-user", params, gpus=4)  # the claim's 4 B300 GPUs
+    rows = {r: (h, sw) for r, h, sw in rerun.cost_rows()}
+    h, sw = rows["single-user"]
     row = next(r for r in text.splitlines() if r.startswith("| single-user"))
     assert row == (
-        f"| single-user | 1 | {params['num_requests']} | {sw.prompt_tokens + sw.output_tokens:,} "
-        f"| 1 x 4 | {sw.wall_min:.0f} min | {sw.gpu_hours:.1f} |"
+        f"| single-user | 1 | 32 | {sw.prefill_tokens:,} | {sw.output_tokens:,} "
+        f"| 4 (1) | {sw.wall_min:.0f} min | {sw.gpu_hours:.1f} |"
     )
     pg = next(r for r in text.splitlines() if r.startswith("| prefill-gain"))
-    assert f"| 2 x {topo.total_gpus} |" in pg  # baseline and changed deployments
-    assert "not a claim's own figure" in text
+    assert "| 136 (2) |" in pg  # baseline and changed deployments of 68 GPUs
+    assert "no claim's own figure" in text and "**all chapters**" in text
 
 
 def test_no_internal_sheet_is_cited_anywhere():

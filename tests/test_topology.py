@@ -1,7 +1,8 @@
 """rackbook.cluster.topology: the one topology file and the recipes generated from it.
 
 Expected numbers are worked out by hand from env/cluster/topology.yaml: prefill DEP4 on 1 node,
-decode DEP64 on 64 / 4 = 16 nodes, 17 nodes and 68 of the rack's 72 GPUs in all.
+decode DEP64 on 64 / 4 = 16 nodes, 68 GPUs behind the router; the one-node reference DEP4 on the
+18th node: 18 nodes and the rack's 72 GPUs in all.
 """
 
 from __future__ import annotations
@@ -55,9 +56,11 @@ def test_default_topology_numbers(topo):
     assert {n: (w.role, w.gpus, topo.nodes(n)) for n, w in topo.workers.items()} == {
         "prefill": ("prefill", 4, 1),
         "decode": ("decode", 64, 16),
+        "reference": ("reference", 4, 1),
     }
-    assert (topo.total_gpus, topo.total_nodes) == (68, 17)
+    assert (topo.total_gpus, topo.total_nodes, topo.routed_gpus) == (72, 18, 68)
     assert topo.node_offset("prefill") == 0 and topo.node_offset("decode") == 1
+    assert topo.node_offset("reference") == 17 and topo.reference_worker() == "reference"
 
 
 def test_serve_commands_per_node_rank(topo):
@@ -117,13 +120,26 @@ def test_committed_recipes_are_current(topo):
         )
 
 
-def test_slurm_script_requests_17_nodes_of_4(topo):
+def test_reference_worker_is_outside_the_router_and_the_kv_connector(topo):
+    """The one-node reference serves the whole model on its tray: no KV connector, no router
+    entry, reached at its own leader."""
+    (cmd,) = commands.serve_commands(topo)["reference"]
+    words = shlex.split(cmd)
+    assert "--kv-transfer-config" not in words and _opt(words, "--data-parallel-size") == "4"
+    assert "--kv-transfer-config" in shlex.split(commands.serve_commands(topo)["prefill"][0])
+    urls = {n: f"http://{n}:{w.port}" for n, w in topo.workers.items()}
+    assert "http://reference:8300" not in commands.router_argv(topo, urls)
+    assert notebook_params.reference_endpoint(topo) == "http://dsv41-flash-reference-api:8300"
+
+
+def test_slurm_script_requests_18_nodes_of_4(topo):
     s = slurm.slurm_script(topo)
-    assert re.findall(r"^#SBATCH --nodes=(\d+)$", s, re.M) == ["17"]
+    assert re.findall(r"^#SBATCH --nodes=(\d+)$", s, re.M) == ["18"]
     assert re.findall(r"^#SBATCH --gpus-per-node=(\d+)$", s, re.M) == ["4"]
     assert 'scontrol show hostnames "$SLURM_JOB_NODELIST"' in s
     assert 'PREFILL_NODES=("${NODES[@]:0:1}")' in s
     assert 'DECODE_NODES=("${NODES[@]:1:16}")' in s
+    assert 'REFERENCE_NODES=("${NODES[@]:17:1}")' in s
     # every serve command appears verbatim, once, in the script
     for cmds in commands.serve_commands(topo).values():
         for cmd in cmds:
@@ -147,14 +163,14 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
     """
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    _shim(bin_, "scontrol", 'for i in $(seq 0 16); do echo "gb$i"; done\n')
+    _shim(bin_, "scontrol", 'for i in $(seq 0 17); do echo "gb$i"; done\n')
     _shim(bin_, "getent", 'echo "10.0.0.${2#gb} STREAM $2"\n')
     # curl: "healthy" once every node's stand-in vllm has written its argv (synchronisation only)
     _shim(
         bin_,
         "curl",
         'for _ in $(seq 600); do n=0; for f in "$LOGS"/*-*.log; do [[ -s $f ]] && n=$((n + 1)); '
-        "done; (( n >= 17 )) && exit 0; sleep 0.05; done; exit 1\n",
+        "done; (( n >= 18 )) && exit 0; sleep 0.05; done; exit 1\n",
     )
     _shim(bin_, "hostname", 'echo "10.9.9.9"\n')
     # srun: drop options (all --x or --x=y), keep the node name, exec the command
@@ -179,7 +195,7 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
     env = {
         "PATH": f"{bin_}:{os.environ['PATH']}",
         "HOME": str(tmp_path),
-        "SLURM_JOB_NODELIST": "gb[0-16]",
+        "SLURM_JOB_NODELIST": "gb[0-17]",
         "SLURM_JOB_ID": "1",
         "LOGS": str(logs),
     }
@@ -189,6 +205,8 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
     assert res.returncode == 1, res.stderr
     assert "endpoint: http://10.0.0.0:8000" in res.stdout
     assert (logs / "endpoint").read_text().strip() == "http://10.0.0.0:8000"
+    # the reference worker is reached directly, at its leader (node 17)
+    assert (logs / "reference-endpoint").read_text().strip() == "http://10.0.0.17:8300"
     # the GPU inventory the client declares with RACKBOOK_SERVER_GPUS
     assert (logs / "gpus.csv").read_text() == "NVIDIA GB300, 284208 MiB, 580.82\n"
     for name, cmds in commands.serve_commands(topo).items():
@@ -210,7 +228,7 @@ def test_kubernetes_manifest_structure_and_gpus(topo):
         assert {"apiVersion", "kind", "metadata", "spec"} <= set(d)
         assert d["metadata"]["name"] and d["metadata"]["namespace"] == "rackbook"
     kinds = [d["kind"] for d in docs]
-    assert kinds.count("LeaderWorkerSet") == 2 and kinds.count("Deployment") == 1
+    assert kinds.count("LeaderWorkerSet") == 3 and kinds.count("Deployment") == 1
     total = 0
     cmds = commands.serve_commands(topo)
     for d in docs:
@@ -218,7 +236,7 @@ def test_kubernetes_manifest_structure_and_gpus(topo):
             continue
         name = d["metadata"]["labels"]["app.kubernetes.io/component"]
         t = d["spec"]["leaderWorkerTemplate"]
-        assert t["size"] == {"prefill": 1, "decode": 16}[name]
+        assert t["size"] == {"prefill": 1, "decode": 16, "reference": 1}[name]
         pods = [t["workerTemplate"]] + ([t["leaderTemplate"]] if "leaderTemplate" in t else [])
         for pod in pods:
             (c,) = pod["spec"]["containers"]
@@ -234,7 +252,7 @@ def test_kubernetes_manifest_structure_and_gpus(topo):
             for rank in range(1, t["size"]):
                 got = work.replace('"$((LWS_WORKER_INDEX * 4))"', str(4 * rank))
                 assert got == "exec " + cmds[name][rank].replace(var, '"$LWS_LEADER_ADDRESS"')
-    assert total == 68
+    assert total == 72
     router_svc = [
         d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "dsv41-router"
     ]
@@ -256,10 +274,11 @@ def test_notebook_parameters_match_the_recipes(topo):
     s = slurm.slurm_script(topo)
     nodes = int(re.search(r"^#SBATCH --nodes=(\d+)$", s, re.M).group(1))
     per_node = int(re.search(r"^#SBATCH --gpus-per-node=(\d+)$", s, re.M).group(1))
-    assert nodes * per_node == nb["num_gpus"] and per_node == nb["gpus_per_node"]
+    assert nodes * per_node == nb["num_gpus"] + 4 and per_node == nb["gpus_per_node"]
     dp = [
         int(_opt(shlex.split(c[0]), "--data-parallel-size"))
-        for c in commands.serve_commands(topo).values()
+        for name, c in commands.serve_commands(topo).items()
+        if name != "reference"  # one tray outside the router
     ]
     assert sum(dp) == nb["num_gpus"] == nb["prefill_gpus"] + nb["decode_gpus"]
     assert json.loads((GENERATED / "notebook-parameters.json").read_text()) == nb
@@ -292,9 +311,10 @@ def _set(path: str, value: Any):
         (
             _set("workers.decode.gpus", 72),
             "workers",
-            "prefill 4 + decode 72 = 76 GPUs > the 72 GPUs of gb300-nvl72",
+            "prefill 4 + decode 72 + reference 4 = 80 GPUs > the 72 GPUs of gb300-nvl72",
         ),
         (_set("workers.decode.gpus", 62), "workers.decode.gpus", "not a whole number of 4-GPU"),
+        (_set("workers.reference.gpus", 8), "workers.reference.gpus", "one node (4 GPUs), got 8"),
         (_set("model.catalog_id", "deepseek-v9"), "model.catalog_id", "unknown model"),
         (_set("system.catalog_id", "gb999"), "system.catalog_id", "unknown system"),
         (_set("workers.decode.colour", "red"), "workers.decode.colour", "unknown field"),
@@ -324,6 +344,7 @@ def test_bad_topology_names_file_and_field(tmp_path, edit, field, problem):
 def test_a_full_rack_is_allowed(tmp_path):
     # 4 + 68 = 72 GPUs = the whole rack; (384 + 24) / 68 = 6 experts per rank
     def edit(data: dict) -> None:
+        del data["workers"]["reference"]
         data["workers"]["decode"]["gpus"] = 68
         data["workers"]["decode"]["num_redundant_experts"] = 24
         data["bench"]["num_gpus"] = 72
@@ -348,7 +369,7 @@ def test_cli_writes_recipes(run_cli, tmp_path):
     assert code == 0, err
     got = sorted(str(p.relative_to(tmp_path / "g")) for p in (tmp_path / "g").rglob("*.*"))
     assert got == sorted([*recipes.RECIPE_FILES, ".rackbook-output"])  # recipes and the marker
-    assert "68 of 72 GPUs, 17 nodes" in out
+    assert "72 of 72 GPUs, 18 nodes" in out
 
 
 def test_cli_bad_topology_exit_2_one_line(run_cli, tmp_path):
@@ -476,7 +497,8 @@ def test_params_files_use_only_declared_names(topo, tmp_path):
     for f in files:
         declared = papermill.inspect_notebook(str(paths.NOTEBOOKS / f"{f.stem}.ipynb"))
         values = read_params_file(f)
-        assert values["source"] == "live"
+        # rack-scaling reads the trace its card records against two deployments
+        assert values["source"] == ("trace" if f.stem == "rack-scaling" else "live")
         assert set(values) <= set(declared), (f.stem, set(values) - set(declared))
     eplb = read_params_file(tmp_path / "g" / "params" / "eplb-balance.yaml")
     assert (eplb["ep_size"], eplb["redundant"]) == (64, 64)  # decode DEP64, 64 redundant
@@ -526,6 +548,7 @@ def _two_nodes(data: dict) -> None:
     data["workers"]["prefill"]["gpus"] = 8
     data["workers"]["decode"]["gpus"] = 8
     data["workers"]["decode"]["num_redundant_experts"] = 0
+    del data["workers"]["reference"]
     data["bench"].update(num_gpus=16, gpus_per_node=8)
 
 

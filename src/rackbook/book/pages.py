@@ -416,36 +416,12 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
 
 
 def rerun_cost_page() -> str:
-    """How long and how many GPU-hours each result's cluster command would take: the sweep its
-    generated params file plans (:func:`rackbook.book.rerun.sweep`, the rerun cards' model),
-    never the shipped CPU sweeps and never a claim's own throughput."""
+    """How long and how many GPU-hours each result's cluster command would take, and the
+    total: the sweeps the rerun cards plan (:func:`rackbook.book.rerun.cost_table`), never the
+    shipped CPU sweeps and never a claim's own throughput."""
     from rackbook.book import rerun
-    from rackbook.cluster import notebook_params, topology
 
-    topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-    params = notebook_params.params_files(topo)
-    batched, one, source = rerun.assumptions()
-    rows = [
-        "| result | points | requests | tokens (prompt + output) | deployments x GPUs "
-        "| estimated wall | estimated GPU-hours |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in paths.RESULTS:
-        gpus, deployments = rerun.deployment_gpus(r, topo)
-        sw = rerun.sweep(r, {**params[r], **dict(rerun.EXTRA_ARGS.get(r, ()))}, gpus, deployments)
-        rows.append(
-            f"| {r} | {sw.points} | {sw.requests:,} | {sw.prompt_tokens + sw.output_tokens:,} "
-            f"| {deployments} x {gpus} | {sw.wall_min:.0f} min | {sw.gpu_hours:.1f} |"
-        )
-    return (
-        "Estimated for each chapter's cluster command (its params file from "
-        "`env/cluster/topology.yaml`, the sweep the live scenario plans for it), assuming "
-        f"{rerun.START_MINUTES:.0f} minutes to start a deployment and, while measuring, "
-        f"{batched:,.0f} tok/s per GPU batched or {one:,.0f} tok/s for one stream (vLLM "
-        f"serving DeepSeek-V4.1-Flash on GB300, published: <{source}>; not a claim's own "
-        "figure). Prompt tokens count any shared prefix in full. These are modelled figures "
-        "for planning, not measurements.\n\n" + "\n".join(rows) + "\n"
-    )
+    return rerun.cost_table()
 
 
 #: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments). The

@@ -7,9 +7,16 @@ command's parameters from the params file ``rackbook recipes`` writes; the sweep
 requests, tokens) from the live scenario's plan (:mod:`rackbook.inputs.scenarios`, pure standard
 library: planning needs no vLLM); the weights' size from the roofline's storage model; the
 time from two published vLLM DeepSeek-V4.1-Flash figures on GB300 (batched OUTPUT tokens per
-GPU, and one stream's speed), never a claim's own number. The batched rate counts output tokens
-only: a total that counts re-read cached prefix (InferenceX's agentic 104,429 tok/s/GPU, about
-115 times its output) would budget a sweep's time about 115 times too short.
+GPU, and one stream's speed) plus the prompts' prefill at vLLM's published single-request
+prefill rate of the same model, never a claim's own number. The batched rate counts output
+tokens only: a total that counts re-read cached prefix (InferenceX's agentic 104,429 tok/s/GPU,
+about 115 times its output) would budget a sweep's time about 115 times too short.
+
+Each card tests what its chapter's verdict assumes: rack-scaling records the one-node
+reference (config ``1x``, the topology's reference worker) and the rack in one trace, at the
+workload the chapter's cache-hit reading assumes with a cached prefix at a published agentic
+hit rate (:func:`record_parameters`); context-latency and single-user measure the one-tray
+reference, the deployment their models assume; prefill-gain names its baseline.
 """
 
 from __future__ import annotations
@@ -49,43 +56,98 @@ NEEDS: dict[str, str] = {
         "benchmark output, imported with `rackbook import offline-engine` and given as "
         "`trace_b`; without it the reading stays untested and says so."
     ),
-    "rack-scaling": (
-        "The params file measures the claim's deployment, counted over the rack's GPUs; the "
-        "speedup reading also needs the one-node reference (config `1x`) in the same trace, "
-        "which this recipe does not deploy: that reading stays untested until it is recorded."
-    ),
-    "prefill-gain": (
-        "`endpoint_a` is a second deployment of the same model and GPUs on a vLLM without the "
-        "three prefill changes (the release before them); `endpoint_b` is this recipe's."
-    ),
     "eplb-balance": (
         "Balancedness is read from the servers' EPLB log lines (`log_balancedness` in the "
         "recipe's `--eplb-config`): `server_log` is the decode leader's log, which the Slurm "
         "script writes under `logs/JOBID/`."
     ),
-    "context-latency": (
-        "The endpoint must accept the longest context: vLLM's `--max-model-len` at least the "
-        "largest context length plus the output tokens."
-    ),
-    "single-user": (
-        "The claim is one user on 4 B300 GPUs: point `endpoint` at a 4-GPU deployment (one "
-        "node), not at the rack's router, or the reading compares different hardware."
-    ),
 }
+
+
+def needs(result: str, topo: Any) -> str:
+    """What the params file alone cannot give ``result``'s "this run" reading, and what the
+    card's recipe still cannot test (one sentence each; numbers read from the topology, the
+    chapters' parameters, the claims and the published figures)."""
+    from rackbook.cluster import notebook_params
+    from rackbook.inputs import catalogs
+    from rackbook.inputs.published import load_figures
+
+    ref = topo.reference_worker()
+    if result == "rack-scaling" and ref:
+        plan = record_parameters(topo)
+        hit = next(f for f in load_figures().figures if f.id == HIT_RATE_FIGURE)
+        return (
+            f"The trace holds config `1x` (the reference, {plan['reference_gpus']} GPUs) and "
+            f"config `rack` (counted as the rack's {plan['deployment_gpus']} GPUs, as the claim "
+            f"counts them, serving on {topo.routed_gpus}) at the workload the chapter's "
+            f"cache-hit reading assumes, {plan['input_len']:,} tokens in and "
+            f"{plan['output_len']:,} out, {plan['prefix_len']:,} of them a shared cached prefix "
+            f"({hit.value:g} %, AgentX's published hit rate, <{hit.url}>). Whether the "
+            "write-up's node is a 4-GPU tray or an 8-GPU HGX node stays untested: the recipe's "
+            "node is a tray."
+        )
+    if result == "prefill-gain":
+        rejected = [r.url for r in load_figures().rejected if r.claim == "prefill-gain.gain"]
+        prs = ", ".join(f"<{u}>" for u in rejected)
+        return (
+            f"`endpoint_a` is the baseline: a second deployment of this recipe (same model, "
+            f"same {plural(topo.routed_gpus, 'GPU')}, same serve flags, `rackbook recipes` on a "
+            f"copy of `env/cluster/topology.yaml` with only `vllm.tag` and `vllm.version` "
+            f"changed) from the image of the last vLLM release before the three prefill "
+            f"changes; `endpoint_b` is this recipe's ({topo.vllm.image}:{topo.vllm.tag}). No "
+            f"stored source names that release (read for it: {prs}), so the operator picks "
+            "it; both must hold the claim's "
+            f"{notebook_params.params_files(topo)['prefill-gain']['prefix_tokens']:,}-token "
+            "prefix."
+        )
+    if result == "context-latency" and ref:
+        model = catalogs.as_model(topo.model.catalog_id)
+        p = notebook_params.params_files(topo)["context-latency"]
+        return (
+            f"The endpoint is the one-node reference ({ref}: DEP{topo.workers[ref].gpus}, one "
+            f"copy of the weights over {p['weight_gpus']} GPUs, data-parallel attention so "
+            f"{plural(p['n_gpus'], 'GPU')} reads a sequence's KV), the deployment the "
+            "chapter's model assumes; vLLM's default `--max-model-len`, the model's "
+            f"{model.architecture.max_context_tokens:,} tokens, holds the longest context "
+            f"({max(p['context_lengths']):,}) plus {p['output_len']} output tokens."
+        )
+    if result == "single-user" and ref:
+        n = topo.workers[ref].gpus
+        return (
+            f"The claim is one user on 4 B300 GPUs; the endpoint is the one-node reference "
+            f"({ref}, {n} GB300 on one tray, DEP{n}), not the rack's router. Whether the "
+            "claim's specialised decode path ran with tensor parallelism (vLLM's low-latency "
+            "layout) rather than DEP stays untested: change the reference's flags to test it."
+        )
+    if result == "single-user":
+        return (
+            "The claim is one user on 4 B300 GPUs: point `endpoint` at a 4-GPU deployment (one "
+            "node), not at the rack's router, or the reading compares different hardware."
+        )
+    return NEEDS.get(result, "")
 
 
 @dataclass(frozen=True)
 class Sweep:
     """What one command records: points, requests and tokens (prompt tokens include any
-    shared prefix, counted in full: an upper bound on the work), and the modelled time."""
+    shared prefix, counted in full: an upper bound on the work; prefilled tokens count a
+    shared prefix once per shard, the warm-up that caches it), and the modelled time."""
 
     points: int
     requests: int
     prompt_tokens: int
     output_tokens: int
-    run_s: float  # modelled seconds of measuring (s)
+    decode_s: float  # modelled seconds of decoding (s)
     deployments: int  # deployments brought up for it
     gpus: int  # GPUs held while it runs
+    prefill_tokens: int = 0  # prompt tokens the servers compute (not prefix-cache hits)
+    prefill_s: float = 0.0  # modelled seconds of prefill (s), added to decoding (no overlap)
+
+    @property
+    def run_s(self) -> float:
+        """Modelled seconds of measuring: prefill plus decode (an upper bound: a server
+        overlaps them)."""
+        return self.decode_s + self.prefill_s
 
     @property
     def wall_min(self) -> float:
@@ -121,6 +183,53 @@ def assumptions() -> tuple[float, float, str]:
     batched, url = best("rack-scaling", "rack-scaling.throughput", "output tok/s/GPU")
     one, _ = best("single-user", "single-user.throughput", "tok/s per user")
     return batched, one, url
+
+
+@dataclass(frozen=True)
+class PrefillRate:
+    """A published prefill rate (prompt tokens/s per GPU): one request's prompt of ``tokens``
+    over its TTFT on ``gpus`` GPUs in configuration ``cfg`` (vLLM's DeepSeek-V4.1-Flash
+    prefill-TTFT table, SWA bounded replay with decoder CUDA graphs), its page and date."""
+
+    tok_s_per_gpu: float
+    cfg: str
+    gpus: int
+    tokens: int
+    ttft_ms: float
+    url: str
+    date: str
+
+
+def prefill_rate() -> PrefillRate:
+    """The fastest per-GPU prefill of the longest prompt in vLLM's stored prefill-TTFT table
+    (:data:`rackbook.results.published_rows.PREFILL_TABLE`): ``K`` read as 1,000 tokens (the
+    page does not say 1,000 or 1,024; the fewer tokens give the slower rate). One request's
+    rate: batched prefill is faster, so the budget it gives is an upper bound."""
+    from rackbook.results import published_rows
+
+    cells = published_rows.load_prefill_table()
+
+    def tokens(label: str) -> int:
+        m = re.fullmatch(r"(\d+)K", label)
+        if not m:
+            raise ValueError(f"{published_rows.PREFILL_TABLE}: prompt label {label!r}")
+        return int(m.group(1)) * 1000
+
+    longest = max(tokens(c.prompt) for c in cells)
+    best = max(
+        (c for c in cells if tokens(c.prompt) == longest),
+        key=lambda c: longest / (c.graph_ms / 1000) / c.gpus,
+    )
+    src = published_rows.source_fields(published_rows.PREFILL_SOURCE)
+    return PrefillRate(
+        longest / (best.graph_ms / 1000) / best.gpus,
+        best.cfg,
+        best.gpus,
+        longest,
+        best.graph_ms,
+        src["page"].split()[0],
+        src["date"].split()[0],
+    )
 
 
 def _wrap_json(flag: str, width: int) -> str:
@@ -159,11 +268,24 @@ def _text(v: Any) -> str:
     return ",".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
-def sweep(result: str, params: dict[str, Any], gpus: int, deployments: int = 1) -> Sweep:
+def sweep(
+    result: str,
+    params: dict[str, Any],
+    gpus: int,
+    deployments: int = 1,
+    *,
+    prefill_gpus: int | None = None,
+    per_config: dict[str, tuple[int, int]] | None = None,
+    held: int | None = None,
+) -> Sweep:
     """The sweep the live scenario plans for ``params`` against endpoints serving the model
-    of the topology (its catalog context limit), and its modelled time on ``gpus`` GPUs:
-    per point, the longer of output tokens / (batched output tok/s per GPU x GPUs) and
-    requests x output tokens / (concurrency x one user's tok/s) (seconds)."""
+    of the topology (its catalog context limit), and its modelled time on ``gpus`` GPUs
+    (``prefill_gpus`` of them prefilling, default all; ``per_config``: config -> (GPUs,
+    prefill GPUs) where a point runs on another deployment; ``held``: GPUs held, default
+    ``gpus`` x ``deployments``): per point, decode takes the longer of output tokens /
+    (batched output tok/s per GPU x GPUs) and requests x output tokens / (concurrency x one
+    user's tok/s), and prefill its computed prompt tokens / (:func:`prefill_rate` x prefill
+    GPUs), added (seconds)."""
     from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
@@ -178,25 +300,170 @@ def sweep(result: str, params: dict[str, Any], gpus: int, deployments: int = 1) 
         max_model_len=model.architecture.max_context_tokens,
     )
     batched, one, _ = assumptions()
+    rate = prefill_rate().tok_s_per_gpu
     pts = [p for ph in sc.phases() for p in ph.points]
-    n_req = prompt = out = 0
-    run_s = 0.0
+    n_req = prompt = out = computed = 0
+    decode_s = prefill_s = 0.0
     for p in pts:
+        g, pg = (per_config or {}).get(p.config, (gpus, prefill_gpus or gpus))
         n = p.num_prompts * p.shards
         pin, pout = n * (p.input_len + p.prefix_len), n * p.output_len
-        n_req, prompt, out = n_req + n, prompt + pin, out + pout
+        new = n * p.input_len + p.shards * p.prefix_len  # the prefix once per shard (warm-up)
+        n_req, prompt, out, computed = n_req + n, prompt + pin, out + pout, computed + new
         streams = (p.concurrency or n) * p.shards
-        run_s += max(pout / (batched * gpus), n * p.output_len / (streams * one))
-    return Sweep(len(pts), n_req, prompt, out, run_s, deployments, gpus * deployments)
+        decode_s += max(pout / (batched * g), n * p.output_len / (streams * one))
+        prefill_s += new / (rate * pg)
+    return Sweep(
+        len(pts),
+        n_req,
+        prompt,
+        out,
+        decode_s,
+        deployments,
+        held if held is not None else gpus * deployments,
+        computed,
+        prefill_s,
+    )
+
+
+@dataclass(frozen=True)
+class Hold:
+    """What a card's command holds: ``deployments`` brought up, ``gpus`` GPUs held in all,
+    ``serving`` GPUs of the deployment it measures and ``prefill`` of them prefilling, and
+    ``per_config``: config -> (GPUs, prefill GPUs) for a point on another deployment."""
+
+    gpus: int
+    deployments: int
+    serving: int
+    prefill: int
+    per_config: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+
+
+def _prefill_gpus(topo: Any) -> int:
+    return sum(topo.workers[n].gpus for n in topo.role_workers("prefill")) or topo.routed_gpus
+
+
+def holding(result: str, topo: Any) -> Hold:
+    """The deployments a result's command holds on ``topo``: the routed deployment (prefill-
+    gain: it and its baseline), the one-node reference worker (context-latency, single-user;
+    without one, single-user the claim's GPU count), or both (rack-scaling: config ``1x`` on
+    the reference, ``rack`` on the router)."""
+    from rackbook.inputs.claims import load_claims
+
+    routed, prefill = topo.routed_gpus, _prefill_gpus(topo)
+    ref = topo.reference_worker()
+    one = topo.workers[ref].gpus if ref else None
+    if result == "rack-scaling" and one:
+        per = {"1x": (one, one), "rack": (routed, prefill)}
+        return Hold(routed + one, 2, routed, prefill, per)
+    if result in ("context-latency", "single-user") and one:
+        return Hold(one, 1, one, one)
+    if result == "single-user":
+        n = load_claims().get("single-user.throughput").scope.gpu_count or 4
+        return Hold(n, 1, n, n)
+    deployments = 2 if result == "prefill-gain" else 1
+    return Hold(routed * deployments, deployments, routed, prefill)
 
 
 def deployment_gpus(result: str, topo: Any) -> tuple[int, int]:
     """(GPUs per deployment, deployments) a result's command holds."""
-    from rackbook.inputs.claims import load_claims
+    h = holding(result, topo)
+    return h.gpus // h.deployments, h.deployments
 
-    if result == "single-user":
-        return load_claims().get("single-user.throughput").scope.gpu_count or 4, 1
-    return topo.total_gpus, 2 if result == "prefill-gain" else 1
+
+def record_parameters(topo: Any) -> dict[str, Any]:
+    """rack-scaling's recording plan (``rackbook record rack-scaling -p NAME VALUE``) when the
+    topology has a reference worker, else ``{}``: the workload the chapter's cache-hit reading
+    assumes (its ``Params`` ISL and OSL, tokens), a shared prefix at AgentX's published
+    prefix-cache hit rate (:data:`HIT_RATE_FIGURE`, %) of it, the reference's GPUs and the
+    rack's as the claim counts them, and 64 requests in flight per decode rank on each."""
+    from rackbook.cluster import notebook_params
+    from rackbook.inputs.published import load_figures
+    from rackbook.results.rack_scaling.chapter import Params
+
+    ref = topo.reference_worker()
+    if ref is None:
+        return {}
+    hit = next(f for f in load_figures().figures if f.id == HIT_RATE_FIGURE)
+    p = Params()
+    per_rank = notebook_params.STREAMS_PER_RANK
+    decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
+    return {
+        "input_len": p.workload_isl,
+        "prefix_len": round(p.workload_isl * hit.value / 100),
+        "output_len": p.workload_osl,
+        "concurrency": per_rank * decode,
+        "reference_gpus": topo.workers[ref].gpus,
+        "deployment_gpus": topo.system_gpus,
+        "reference_concurrency": per_rank * topo.workers[ref].gpus,
+    }
+
+
+#: The published figure the rack-scaling card's cached share comes from (data/published).
+HIT_RATE_FIGURE = "vllm-agentx-post.prefix-cache-hit"
+
+
+def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
+    """(result, what it holds, its sweep) for every chapter's card, in book order."""
+    from rackbook.cluster import notebook_params
+
+    topo = topo or _topology()
+    params = notebook_params.params_files(topo)
+    out = []
+    for r in paths.RESULTS:
+        h = holding(r, topo)
+        full = {**params[r], **dict(EXTRA_ARGS.get(r, ())), **_plan(r, topo)}
+        sw = sweep(
+            r,
+            full,
+            h.serving,
+            h.deployments,
+            prefill_gpus=h.prefill,
+            per_config=h.per_config,
+            held=h.gpus,
+        )
+        out.append((r, h, sw))
+    return out
+
+
+def _plan(result: str, topo: Any) -> dict[str, Any]:
+    """What a card's recording adds to its params file (rack-scaling's record plan)."""
+    return record_parameters(topo) if result == "rack-scaling" else {}
+
+
+def cost_table() -> str:
+    """The rerun page's table: per chapter its sweep, deployments, modelled wall time and
+    GPU-hours, and their total (MyST Markdown), from :func:`cost_rows`."""
+    batched, one, source = assumptions()
+    rate = prefill_rate()
+    rows = [
+        "| chapter | points | requests | prompt tokens prefilled | output tokens "
+        "| GPUs held (deployments) | estimated wall | estimated GPU-hours |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    total_h = total_min = 0.0
+    for r, h, sw in cost_rows():
+        total_h += sw.gpu_hours
+        total_min += sw.wall_min
+        rows.append(
+            f"| {r} | {sw.points} | {sw.requests:,} | {sw.prefill_tokens:,} "
+            f"| {sw.output_tokens:,} | {h.gpus} ({h.deployments}) | {sw.wall_min:,.0f} min "
+            f"| {sw.gpu_hours:,.1f} |"
+        )
+    rows.append(f"| **all chapters** | | | | | | **{total_min:,.0f} min** | **{total_h:,.1f}** |")
+    return (
+        "Estimated for each chapter's cluster command (its params file from "
+        "`env/cluster/topology.yaml`, the sweep the live scenario plans for it), assuming "
+        f"{START_MINUTES:.0f} minutes to start each deployment; while measuring, decode at "
+        f"{batched:,.0f} output tok/s per GPU batched or {one:,.0f} tok/s for one stream (vLLM "
+        f"serving DeepSeek-V4.1-Flash on GB300, published: <{source}>) plus prefill at "
+        f"{rate.tok_s_per_gpu:,.0f} prompt tok/s per GPU of the prefilling GPUs (one "
+        f"{rate.tokens:,}-token request in {rate.ttft_ms:,.0f} ms on {rate.cfg}, vLLM's "
+        f"DeepSeek-V4.1-Flash prefill on GB200 of {rate.date}: <{rate.url}>); no claim's own "
+        "figure. Prefill and decode are added, not overlapped, and a cached prefix is "
+        "prefilled once: upper bounds for planning, not measurements. A chapter holds the GPUs "
+        "of the deployments it measures for its whole wall time.\n\n" + "\n".join(rows) + "\n"
+    )
 
 
 def _minutes(seconds: float) -> str:
@@ -204,12 +471,14 @@ def _minutes(seconds: float) -> str:
     return "under 1 min" if seconds < 30 else f"{seconds / 60:,.0f} min"
 
 
-def gpus_text(topo: Any) -> str:
-    """The recipe's GPU count with how its workers split it: ``68 GPUs (4 prefill + 64
-    decode)``, so that the number never appears unexplained."""
-    parts = " + ".join(f"{w.gpus} {name}" for name, w in topo.workers.items())
-    total = plural(topo.total_gpus, "GPU")
-    return f"{total} ({parts})" if len(topo.workers) > 1 else total
+def gpus_text(topo: Any, routed: bool = False) -> str:
+    """The recipe's GPU count with how its workers split it: ``72 GPUs (4 prefill + 64
+    decode + 4 reference)``, so that the number never appears unexplained; ``routed``: only
+    the workers behind the router (``68 GPUs (4 prefill + 64 decode)``)."""
+    workers = {n: w for n, w in topo.workers.items() if not (routed and w.role == "reference")}
+    parts = " + ".join(f"{w.gpus} {name}" for name, w in workers.items())
+    total = plural(sum(w.gpus for w in workers.values()), "GPU")
+    return f"{total} ({parts})" if len(workers) > 1 else total
 
 
 def _topology() -> Any:
@@ -261,54 +530,124 @@ def deployment() -> str:
     )
 
 
+def _deployment_text(result: str, topo: Any, h: Hold) -> str:
+    """The Deployment row of a card: which of the recipe's deployments the command measures."""
+    ref = topo.reference_worker()
+    n_ref = topo.workers[ref].gpus if ref else 0
+    one = f"the one-node reference worker `{ref}` ({plural(n_ref, 'GPU')} on one tray)"
+    routed = f"{topo.model.hf_id} behind the router on {gpus_text(topo, routed=True)}"
+    if result == "rack-scaling" and ref:
+        what = f"{routed} as config `rack`, and {one} as config `1x`"
+    elif result in ("context-latency", "single-user") and ref:
+        what = f"{topo.model.hf_id} on {one}, not the rack's router"
+    elif result == "single-user":
+        what = (
+            f"{topo.model.hf_id} on one node of {plural(h.serving, 'GPU')} (the claim is one "
+            f"user on {h.serving}; not the rack's {gpus_text(topo)})"
+        )
+    else:
+        what = routed
+    return (
+        f"{what}, vLLM {topo.vllm.version}: flags, image and weights on {{ref}}`rerun-deployment`"
+    )
+
+
+def _time_text(h: Hold, sw: Sweep) -> str:
+    """The Expected time row: wall, GPU-hours and the published rates behind them."""
+    batched, one, url = assumptions()
+    rate = prefill_rate()
+    return (
+        f"about {sw.wall_min:,.0f} min and {sw.gpu_hours:,.1f} GPU-hours "
+        f"({plural(h.deployments, 'deployment')}, {plural(h.gpus, 'GPU')} held, "
+        f"{START_MINUTES:.0f} min to start {'each' if h.deployments > 1 else 'it'}; "
+        f"{_minutes(sw.prefill_s)} prefilling "
+        f"{sw.prefill_tokens:,} prompt tokens at {rate.tok_s_per_gpu:,.0f} tok/s per GPU, one "
+        f"request on {rate.cfg}, <{rate.url}>; {_minutes(sw.decode_s)} decoding at "
+        f"{batched:,.0f} output tok/s per GPU batched and {one:,.0f} tok/s for one stream, "
+        f"<{url}>: vLLM's published DeepSeek-V4.1-Flash figures, not the claim's)"
+    )
+
+
+def _command(result: str, topo: Any, h: Hold) -> str:
+    """The card's shell lines: declare the GPUs, generate the recipes, (rack-scaling: record
+    the reference and the rack), run the chapter."""
+    from rackbook.cluster import notebook_params
+    from rackbook.inputs import catalogs
+
+    ref = topo.reference_worker()
+    on_ref = result in ("context-latency", "single-user") and ref
+    extra = EXTRA_ARGS.get(result, ())
+    if result == "single-user" and not ref:
+        gpus_behind = f'"{h.serving} x NVIDIA B300"'
+        head = "# the GPUs behind the endpoint, which the client cannot see:\n"
+    elif on_ref:
+        gpus_behind = f'"{h.serving} x NVIDIA {catalogs.gpu(topo.gpu_id or "").label}"'
+        head = "# the reference tray's GPUs, which the client cannot see:\n"
+    else:
+        gpus_behind = "logs/JOBID/gpus.csv"
+        head = (
+            "# the GPUs behind the endpoint, which the client cannot see (the job\n"
+            "# writes nvidia-smi's list of every node there):\n"
+        )
+    lines = head + f"export RACKBOOK_SERVER_GPUS={gpus_behind}\n"
+    lines += f"# after editing env/cluster/topology.yaml:\nrackbook recipes -o {GENERATED}\n"
+    plan = _plan(result, topo)
+    if plan:
+        flags = " ".join(f"-p {k} {v}" for k, v in plan.items())
+        lines += (
+            "# config 1x on the reference, then config rack behind the router:\n"
+            + wrap(
+                f"rackbook record rack-scaling -o {notebook_params.RACK_TRACE} "
+                "--endpoint $(cat logs/JOBID/reference-endpoint) "
+                "--endpoint $(cat logs/JOBID/endpoint)",
+                CODE_WIDTH,
+            )
+            + " \\\n"
+            + _wrap_flags(flags, CODE_WIDTH)
+            + "\n"
+        )
+    run = wrap(f"rackbook run {result} --params-file {GENERATED}/params/{result}.yaml", CODE_WIDTH)
+    more = [f"-p {k} {v}" for k, v in extra]
+    if on_ref:
+        more.append("-p endpoint $(cat logs/JOBID/reference-endpoint)")
+    return lines + run + "".join(f" \\\n  {m}" for m in more)
+
+
+def _wrap_flags(flags: str, width: int) -> str:
+    """``-p NAME VALUE`` pairs over indented lines of at most ``width`` characters."""
+    pairs = re.findall(r"-p \S+ \S+", flags)
+    lines, line = [], " "
+    for pair in pairs:
+        if len(line) + len(pair) + 3 > width:
+            lines.append(line + " \\")
+            line = " "
+        line += " " + pair
+    return "\n".join([*lines, line])
+
+
 def card(result: str) -> str:
     """The rerun card of ``result`` as MyST Markdown (an admonition): what the claim needs, the
-    sweep and its time budget, the command and its parameters; the deployment they run
-    against (:func:`deployment`) is on the rerun page, linked."""
+    deployment it measures, the sweep and its time budget, the command and its parameters; the
+    deployment's flags (:func:`deployment`) are on the rerun page, linked."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs.claims import load_claims
 
     topo = _topology()
+    row = next(x for x in cost_rows(topo) if x[0] == result)
+    h, sw = row[1], row[2]
     params = notebook_params.params_files(topo)[result]
-    extra = EXTRA_ARGS.get(result, ())
-    full = {**params, **dict(extra)}
-    gpus, deployments = deployment_gpus(result, topo)
-    sw = sweep(result, full, gpus, deployments)
-    batched, one, url = assumptions()
     claims = [c for c in load_claims().claims if c.result == result]
     scopes = sorted({c.scope.summary() for c in claims})
     rows = [
         ("The claim", "; ".join(scopes)),
-        (
-            "Deployment",
-            (
-                f"{topo.model.hf_id} on one node of {plural(gpus, 'GPU')} (the claim is one "
-                f"user on {gpus}; not the rack's {gpus_text(topo)}), vLLM {topo.vllm.version}: "
-                if result == "single-user"
-                else f"{topo.model.hf_id} on {gpus_text(topo)}, vLLM {topo.vllm.version}: "
-            )
-            + "flags, image and weights on {ref}`rerun-deployment`",
-        ),
+        ("Deployment", _deployment_text(result, topo, h)),
         (
             "Sweep",
             f"{plural(sw.points, 'point')}, {plural(sw.requests, 'request')}, "
             f"{sw.prompt_tokens:,} prompt + {sw.output_tokens:,} output tokens",
         ),
-        (
-            "Expected time",
-            f"about {sw.wall_min:,.0f} min and {sw.gpu_hours:,.1f} GPU-hours "
-            f"({plural(deployments, 'deployment')} of {plural(gpus, 'GPU')}, "
-            f"{START_MINUTES:.0f} min to start one, {_minutes(sw.run_s)} measuring at "
-            f"{batched:,.0f} output tok/s per GPU batched and {one:,.0f} tok/s for one stream, "
-            f"vLLM's published DeepSeek-V4.1-Flash figures on GB300 counting output tokens, "
-            f"<{url}>, not the claim's)",
-        ),
-        (
-            'Flips "this run" when',
-            "the trace is recorded against an endpoint serving DeepSeek-V4.1-Flash (its "
-            "`/v1/models` says so) on B300/GB300 GPUs declared in `RACKBOOK_SERVER_GPUS`. "
-            + NEEDS.get(result, ""),
-        ),
+        ("Expected time", _time_text(h, sw)),
+        ('Flips "this run" when', _flips(result, topo)),
         (
             "Files it leaves",
             f"`_build/executed/traces/{result}/` (the trace), "
@@ -321,26 +660,11 @@ def card(result: str) -> str:
         f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows if k not in folded
     )
     more = "\n".join(f"- **{k}**: {v}" for k, v in rows if k in folded)
-    # what the endpoint's operator declares: the claim's 4 B300 for one user, else the recipe's
-    gpus_behind = f'"{gpus} x NVIDIA B300"' if result == "single-user" else "logs/JOBID/gpus.csv"
-    flags = " ".join(f"-p {k} {v}" for k, v in extra)
-    cmd = (
-        (
-            "# the GPUs behind the endpoint, which the client cannot see (the job\n"
-            "# writes nvidia-smi's list of every node there):\n"
-            if result != "single-user"
-            else "# the GPUs behind the endpoint, which the client cannot see:\n"
-        )
-        + f"export RACKBOOK_SERVER_GPUS={gpus_behind}\n"
-        + f"# after editing env/cluster/topology.yaml:\nrackbook recipes -o {GENERATED}\n"
-        + wrap(f"rackbook run {result} --params-file {GENERATED}/params/{result}.yaml", CODE_WIDTH)
-        + (f" \\\n  {flags}" if flags else "")
-    )
     body = (
         f"{table}\n\n"
         "With the deployment running, from a host of its own (never a serving node's busy "
         "CPUs):\n\n"
-        f"```bash\n{cmd}\n```\n\n"
+        f"```bash\n{_command(result, topo, h)}\n```\n\n"
         f"::::{{dropdown}} Its parameters (`{GENERATED}/params/{result}.yaml`)\n\n"
         "```yaml\n"
         + yaml.safe_dump(params, sort_keys=False, default_flow_style=False, width=CODE_WIDTH)
@@ -348,3 +672,12 @@ def card(result: str) -> str:
         f"::::{{dropdown}} What turns the reading, and the files the run leaves\n{more}\n::::"
     )
     return f":::::{{admonition}} Rerun card\n:class: seealso\n\n{body}\n:::::\n"
+
+
+def _flips(result: str, topo: Any) -> str:
+    """When the card's trace turns the "this run" reading, with what the card assumes."""
+    base = (
+        "the trace is recorded against an endpoint serving DeepSeek-V4.1-Flash (its "
+        "`/v1/models` says so) on B300/GB300 GPUs declared in `RACKBOOK_SERVER_GPUS`. "
+    )
+    return base + needs(result, topo)

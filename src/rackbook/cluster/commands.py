@@ -83,7 +83,7 @@ def serve_argv(
                 }
             ),
         ]
-    if topo.kv_transfer is not None:
+    if topo.kv_transfer is not None and w.role != "reference":
         kv = topo.kv_transfer
         words += ["--kv-transfer-config", _json({"kv_connector": kv.connector, "kv_role": kv.role})]
     return [*words, *w.extra_args]

@@ -26,7 +26,7 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "VLLM_HOST_IP", "value": "$(POD_IP)"},
     ]
-    if topo.kv_transfer is not None:
+    if topo.kv_transfer is not None and w.role != "reference":
         port = str(topo.kv_transfer.side_channel_port)
         env += [
             {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "$(POD_IP)"},

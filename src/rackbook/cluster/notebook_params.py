@@ -10,8 +10,21 @@ from typing import Any
 import yaml
 
 from rackbook.cluster.commands import header, units
-from rackbook.cluster.topology import Topology
+from rackbook.cluster.topology import Topology, leader_service
 from rackbook.inputs import catalogs
+
+#: Where the rack-scaling card records its trace (``rackbook record ... -o``), which its params
+#: file reads (relative to the repository root).
+RACK_TRACE = "_build/executed/traces/rack-scaling"
+
+
+def reference_endpoint(topo: Topology) -> str | None:
+    """The one-node reference worker's leader URL (its Kubernetes Service; the Slurm job
+    writes the address it got to ``logs/JOBID/reference-endpoint``); None without one."""
+    ref = topo.reference_worker()
+    if ref is None:
+        return None
+    return f"http://{leader_service(topo, ref)}:{topo.workers[ref].port}"
 
 
 def notebook_parameters(topo: Topology) -> dict[str, Any]:
@@ -47,7 +60,10 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     ranks and redundant experts, the claims' context lengths and cached prefix, and
     decode-parity's batches per decode rank (powers of 2 over the claim's range) with the
     decode pool as its ``decode_ranks`` (claims registry). Live lengths are the claims' where
-    the claim states them."""
+    the claim states them. With a one-node reference worker, context-latency and single-user
+    measure it (one tray: the deployment their models assume) and rack-scaling reads the trace
+    its card records against the reference and the router (``rackbook record``: its plan needs
+    two deployments, which the notebook's live path cannot drive)."""
     from rackbook.inputs.claims import load_claims
 
     reg = load_claims()
@@ -69,6 +85,8 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     # the claim counts the rack's GPUs; CPU nodes have no rack: the deployment's engine ranks
     rack_gpus = topo.system_gpus if topo.system_gpus is not None else topo.total_gpus
     url = topo.bench.endpoint
+    ref = reference_endpoint(topo)
+    ref_gpus = topo.workers[topo.reference_worker() or ""].gpus if ref else None
     lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
     # requests in flight: STREAMS_PER_RANK sequences on every decode rank
     streams = STREAMS_PER_RANK * sum(w.gpus for w in decode)
@@ -83,9 +101,13 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
                           "batch_sizes": batches,
                           "decode_ranks": sum(w.gpus for w in decode),
                           "input_len": 1024, "output_len": 1024, **ids},
-        "rack-scaling": {"source": "live", "endpoints": [url], "replicas": [1],
-                         "gpus_per_replica": rack_gpus, "concurrency": streams, **ids,
-                         **system_id},
+        "rack-scaling": (
+            {"source": "trace", "trace": RACK_TRACE, "reference_config": "1x", **ids,
+             **system_id}
+            if ref else
+            {"source": "live", "endpoints": [url], "replicas": [1],
+             "gpus_per_replica": rack_gpus, "concurrency": streams, **ids, **system_id}
+        ),
         "prefill-gain": {"source": "live", "endpoint_b": url,
                          "prefix_tokens": prefix.high if prefix else 128_000,
                          "new_tokens": 1024, **ids, "prefill_gpus": prefill_gpus},
@@ -93,9 +115,10 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
                          "ep_size": sum(w.gpus for w in decode),
                          "redundant": sum(w.num_redundant_experts for w in decode),
                          "concurrency": streams},
-        "context-latency": {"source": "live", "endpoint": url, "context_lengths": lengths,
-                            "output_len": 64, **ids},
-        "single-user": {"source": "live", "endpoint": url, "num_requests": 32, **su_ids},
+        "context-latency": {"source": "live", "endpoint": ref or url,
+                            "context_lengths": lengths, "output_len": 64, **ids,
+                            **({"n_gpus": 1, "weight_gpus": ref_gpus} if ref_gpus else {})},
+        "single-user": {"source": "live", "endpoint": ref or url, "num_requests": 32, **su_ids},
     }  # fmt: skip
 
 
@@ -112,12 +135,41 @@ def _decode_parity_note(values: dict[str, Any]) -> str:
     )
 
 
+def _reference_note(topo: Topology) -> str:
+    """Where the reference worker's URL comes from, for the params files that use it."""
+    ref = topo.reference_worker()
+    return (
+        f"# endpoint: the one-node reference worker ({ref}, DEP{topo.workers[ref or ''].gpus} on "
+        "one tray), outside the router.\n# On Slurm pass the address the job wrote: "
+        "-p endpoint $(cat logs/JOBID/reference-endpoint)\n"
+        if ref
+        else ""
+    )
+
+
 def params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
+    ref = topo.reference_worker()
+    rack_note = (
+        f"# Reads the trace the rerun card records with `rackbook record rack-scaling -o "
+        f"{RACK_TRACE}`:\n# config 1x on the reference worker ({ref}), config rack behind the "
+        f"router, counted as the rack's {topo.system_gpus} GPUs.\n"
+        if ref and values.get("source") == "trace"
+        else ""
+    )
     notes = {
-        "prefill-gain": "# endpoint_a: a server WITHOUT the prefill changes (None starts one "
-        "locally); endpoint_b: the deployment below.\n",
+        "prefill-gain": "# endpoint_a: the baseline, a second deployment of this recipe from the "
+        "image of the vLLM release\n# before the three prefill changes (the rerun card says "
+        "which); pass it with -p endpoint_a URL.\n# endpoint_b: the deployment below.\n",
+        "context-latency": _reference_note(topo)
+        + (
+            "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
+            if "weight_gpus" in values
+            else ""
+        ),
+        "single-user": _reference_note(topo),
         "decode-parity": _decode_parity_note(values) if result == "decode-parity" else "",
-        "rack-scaling": (
+        "rack-scaling": rack_note
+        or (
             f"# The deployment serves on {topo.total_gpus} of the rack's "
             f"{topo.system_gpus} GPUs; the claim counts the rack's, "
             "so gpus_per_replica does too.\n"

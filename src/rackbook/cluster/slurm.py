@@ -32,6 +32,19 @@ def record_argv(topo: Topology) -> list[str]:
     return words
 
 
+def _reference_lines(topo: Topology) -> list[str]:
+    """Where the job writes the one-node reference worker's URL (none without one)."""
+    ref = topo.reference_worker()
+    if ref is None:
+        return []
+    return [
+        "",
+        f"# The one-node reference ({ref}) is outside the router: clients reach its leader.",
+        f'echo "http://${{{leader_var(ref)}}}:{topo.workers[ref].port}"'
+        ' > "$LOGS/reference-endpoint"',
+    ]
+
+
 def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
     """An ``sbatch`` script: one node per tray, one ``srun`` per node rank, router, health wait;
     with ``slurm.record``, a recorded trace and a clean end (exit 0) once healthy. ``where``:
@@ -185,6 +198,7 @@ def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
             '  || echo "warning: nvidia-smi failed: declare RACKBOOK_SERVER_GPUS yourself" >&2',
             'export RACKBOOK_SERVER_GPUS="$LOGS/gpus.csv"',
         ]
+    sb += _reference_lines(topo)
     sb += [
         'echo "$ENDPOINT" > "$LOGS/endpoint"',
         'echo "endpoint: $ENDPOINT (also in $LOGS/endpoint)"',

@@ -111,9 +111,13 @@ class Eplb(_Strict):
 
 
 class Worker(_Strict):
-    """One vLLM deployment spanning ``gpus / gpus_per_node`` nodes, DEP (TP 1, DP = EP = gpus)."""
+    """One vLLM deployment spanning ``gpus / gpus_per_node`` nodes, DEP (TP 1, DP = EP = gpus).
 
-    role: Literal["prefill", "decode", "aggregated"]
+    Role ``reference``: a one-node deployment beside a prefill/decode pair, outside the router
+    and without the KV connector, that clients reach directly: the one-node reference of the
+    rack-scaling speedup, and the one-tray deployment the context-latency model assumes."""
+
+    role: Literal["prefill", "decode", "aggregated", "reference"]
     gpus: PosInt
     port: Port
     rpc_port: Port
@@ -253,6 +257,16 @@ class Topology(_Strict):
         nodes = "node" if self.system.nodes == 1 else "nodes"
         return f"{self.system.nodes} {nodes} of {self.system.gpus_per_node} {gpu}"
 
+    def reference_worker(self) -> str | None:
+        """The one-node reference worker clients reach directly; None without one."""
+        refs = self.role_workers("reference")
+        return refs[0] if refs else None
+
+    @property
+    def routed_gpus(self) -> int:
+        """GPUs behind the endpoint (:attr:`Bench.endpoint`): all workers but the reference."""
+        return sum(w.gpus for w in self.workers.values() if w.role != "reference")
+
     def endpoint_worker(self) -> str | None:
         """The worker clients talk to directly (the aggregated one); None behind a router."""
         return None if self.disaggregated else next(iter(self.workers))
@@ -338,6 +352,9 @@ def _check_layout(topo: Topology) -> None:
     for role in ("prefill", "decode"):
         if not topo.role_workers(role):
             raise InputError(f, "workers", f"no worker with role {role!r}")
+    refs = topo.role_workers("reference")
+    if len(refs) > 1:
+        raise InputError(f, "workers", f"one reference worker at most; got {', '.join(refs)}")
     needed: tuple[str, ...] = ("router", "kv_transfer")
     if topo.kubernetes is not None:
         needed += ("kubernetes.router_service",)
@@ -347,6 +364,25 @@ def _check_layout(topo: Topology) -> None:
             obj = getattr(obj, key)
         if obj is None:
             raise InputError(f, field, "needed by prefill/decode workers (disaggregated)")
+
+
+def _check_worker_nodes(topo: Topology) -> None:
+    """Each worker a whole number of nodes; a reference worker exactly one."""
+    f = topo.file
+    per_node = topo.system.gpus_per_node
+    for name, w in topo.workers.items():
+        if w.gpus % per_node:
+            raise InputError(
+                f,
+                f"workers.{name}.gpus",
+                f"{w.gpus} GPUs is not a whole number of {per_node}-GPU nodes",
+            )
+        if w.role == "reference" and w.gpus != per_node:
+            raise InputError(
+                f,
+                f"workers.{name}.gpus",
+                f"a reference worker is one node ({per_node} GPUs), got {w.gpus}",
+            )
 
 
 def _check(topo: Topology) -> None:
@@ -370,14 +406,7 @@ def _check(topo: Topology) -> None:
         raise InputError(f, "vllm.tag", f"{topo.vllm.tag!r} is not 'v{topo.vllm.version}'")
 
     system_gpus = _check_system(topo)
-    per_node = topo.system.gpus_per_node
-    for name, w in topo.workers.items():
-        if w.gpus % per_node:
-            raise InputError(
-                f,
-                f"workers.{name}.gpus",
-                f"{w.gpus} GPUs is not a whole number of {per_node}-GPU nodes",
-            )
+    _check_worker_nodes(topo)
     if system_gpus is not None and topo.total_gpus > system_gpus:
         used = " + ".join(f"{n} {w.gpus}" for n, w in topo.workers.items())
         raise InputError(
@@ -404,15 +433,18 @@ def _check(topo: Topology) -> None:
             )
     _check_layout(topo)
 
-    if topo.bench.num_gpus != topo.total_gpus:
+    if topo.bench.num_gpus != topo.routed_gpus:
+        behind = " behind the endpoint" if topo.reference_worker() else ""
         raise InputError(
             f,
             "bench.num_gpus",
-            f"{topo.bench.num_gpus} differs from the workers' {topo.total_gpus} GPUs",
+            f"{topo.bench.num_gpus} differs from the workers' {topo.routed_gpus} GPUs{behind}",
         )
-    if topo.bench.gpus_per_node != per_node:
+    if topo.bench.gpus_per_node != topo.system.gpus_per_node:
         raise InputError(
-            f, "bench.gpus_per_node", f"{topo.bench.gpus_per_node} differs from {per_node}"
+            f,
+            "bench.gpus_per_node",
+            f"{topo.bench.gpus_per_node} differs from {topo.system.gpus_per_node}",
         )
     url = urlsplit(topo.bench.endpoint)
     direct = topo.endpoint_worker()

@@ -396,6 +396,14 @@ class RackScaling(Scenario):
     Point k uses seeds ``seed + 16 k`` (+ shard): each point's prompts and shared prefix are
     its own, so no point finds an earlier point's prompts in a replica's prefix cache and the
     prefix-cache counters count the same thing (the warmed prefix) at every point.
+
+    Against two different deployments (``reference_gpus`` > 0): the first endpoint is a
+    one-node reference deployment and the second the whole deployment, each its own phase of
+    one server, ``replicas`` unused: point ``1x`` (config ``1x``, the chapter's reference) at
+    ``reference_concurrency`` (0: ``concurrency``) on the reference, then point ``rack`` at
+    ``concurrency`` on the deployment; each point records its GPU count (``num_gpus``:
+    ``reference_gpus``, ``deployment_gpus``), so speedup and scaling efficiency read from one
+    trace. Prompts and seeds as above (point k: ``seed + 16 k``).
     """
 
     replicas: tuple[int, ...] = (1, 2)
@@ -406,17 +414,50 @@ class RackScaling(Scenario):
     concurrency: int = 8
     max_model_len: int = 1024
     max_num_seqs: int = 16
+    reference_gpus: int = 0  # GPUs of the one-node reference deployment; 0: replicas of one
+    deployment_gpus: int = 0  # GPUs the whole deployment counts (with reference_gpus)
+    reference_concurrency: int = 0  # requests in flight on the reference; 0: concurrency
 
     name: ClassVar[str] = "rack-scaling"
 
     def check(self) -> None:
+        if (self.reference_gpus > 0) != (self.deployment_gpus > 0):
+            raise InputError(
+                "-p", "reference_gpus", "give reference_gpus and deployment_gpus together"
+            )
+        if self.reference_gpus and self.deployment_gpus <= self.reference_gpus:
+            raise InputError(
+                "-p",
+                "deployment_gpus",
+                f"{self.deployment_gpus} must exceed reference_gpus {self.reference_gpus}",
+            )
         if self.prefix_len >= self.input_len:
             raise InputError("-p", "prefix_len", "must be smaller than input_len")
         self._need_len(self.input_len + self.output_len, "input_len + output_len")
-        if self.concurrency > self.max_num_seqs:
+        if max(self.concurrency, self.reference_concurrency) > self.max_num_seqs:
             raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
 
+    def _point(self, k: int, config: str, concurrency: int, gpus: int) -> PlanPoint:
+        """Point ``k`` of config ``config`` on ``gpus`` GPUs (its seeds: ``seed + 16 k``)."""
+        return PlanPoint(
+            config,
+            config,
+            self.input_len - self.prefix_len,
+            self.output_len,
+            self.num_prompts or 4 * concurrency,
+            concurrency,
+            self.seed + 16 * k,
+            prefix_len=self.prefix_len,
+            labels=(("engine", "vllm-serve"), ("num_gpus", str(gpus))),
+        )
+
     def phases(self) -> list[Phase]:
+        if self.reference_gpus:
+            ref_c = self.reference_concurrency or self.concurrency
+            ref = self._point(0, "1x", ref_c, self.reference_gpus)
+            rack = self._point(1, "rack", self.concurrency, self.deployment_gpus)
+            args = tuple(self.serve_args())
+            return [Phase("reference", args, 1, (ref,)), Phase("deployment", args, 1, (rack,))]
         pts = tuple(
             PlanPoint(
                 f"{r}x",

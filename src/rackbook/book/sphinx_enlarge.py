@@ -1,0 +1,62 @@
+"""Sphinx extension: every static figure links to its full-size image (tap to enlarge).
+
+On a phone a figure drawn for the 1,400 px column shrinks to a few pixels of text. Each image
+of a page's body that is not already a link becomes one, to the image file the HTML build
+copies into ``_images/`` (the same file, at its full resolution: the browser opens it alone and
+the reader zooms), so it works offline and with scripts off. The link carries the class
+:data:`CLASS` (the stylesheet gives it a zoom-in cursor); the image and its layout are not
+changed. Sphinx links only images given a width, height or scale (``html_scaled_image_link``);
+the chapters' figures have none.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from docutils import nodes
+
+#: Class of the links this extension adds (``book/_static/rackbook.css``).
+CLASS = "rb-enlarge"
+
+
+def _source(node: nodes.image) -> str:
+    """The image's path as the environment knows it (its ``*`` candidate, else its URI)."""
+    candidates = node.get("candidates") or {}
+    return str(candidates.get("*", node["uri"]))
+
+
+def link_images(app: Any, doctree: nodes.document, docname: str) -> int:
+    """Wrap each image of ``doctree`` that is not inside a link in a link to the copy of its
+    file under the build's ``_images/`` (a URL relative to page ``docname``); returns how
+    many it wrapped. Images the environment does not hold (remote URLs, data URIs) and
+    images whose class is ``no-scaled-link`` are left as they are."""
+    from sphinx.util.osutil import relative_uri
+
+    if getattr(app.builder, "format", "") != "html":
+        return 0
+    images = app.env.images
+    imgpath = relative_uri(app.builder.get_target_uri(docname), "_images")
+    wrapped = 0
+    for node in list(doctree.findall(nodes.image)):
+        if isinstance(node.parent, nodes.reference) or "no-scaled-link" in node["classes"]:
+            continue
+        src = _source(node)
+        if src not in images:
+            continue
+        ref = nodes.reference("", "", internal=True, classes=[CLASS])
+        ref["refuri"] = posixpath.join(imgpath, images[src][1])
+        ref["reftitle"] = "Open the full-size image"
+        node.replace_self(ref)
+        ref.append(node)
+        wrapped += 1
+    return wrapped
+
+
+def _resolved(app: Any, doctree: nodes.document, docname: str) -> None:
+    link_images(app, doctree, docname)
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("doctree-resolved", _resolved)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
