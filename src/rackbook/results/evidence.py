@@ -3,9 +3,9 @@
 Two kinds of published points meet here, both of kind ``published``:
 
 - rows of the shipped published traces (``data/published/<trace>/``, imported from saved source
-  files by ``env/published/derive.sh``: InferenceX API rows, MLPerf v6.1 ``summary.csv``, the
-  SGLang DeepSeek-V4 cookbook cells), and figures derived from them in code (MLPerf rack/node
-  ratios);
+  files by ``env/published/derive.sh``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4
+  cookbook cells; no InferenceX API rows, whose only stored copy is a UI test fixture), and
+  figures derived from them in code (MLPerf rack/node ratios);
 - figures that exist only in posts, PRs and price lists (``data/published/figures.yaml``,
   :mod:`rackbook.inputs.published`).
 

@@ -1,7 +1,8 @@
 """The published points as rows, before any reading: the rows of the shipped published traces
-(``data/published/<trace>/``: InferenceX API rows, MLPerf v6.1 ``summary.csv``, the SGLang
-DeepSeek-V4 cookbook cells), the figures converted from them (per user, per GPU) and derived in
-code (MLPerf rack/node ratios), and the figures that exist only in posts, PRs and price lists
+(``data/published/<trace>/``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4 cookbook
+cells; no InferenceX API rows: the only copy found was a UI test fixture, not a publication),
+the figures converted from them (per user, per GPU) and derived in code (MLPerf rack/node
+ratios), and the figures that exist only in posts, PRs and price lists
 (``data/published/figures.yaml``, :mod:`rackbook.inputs.published`); each in the unit of the
 claim it bears on, with its basis (:class:`rackbook.core.basis.Basis`). Which of them are
 comparable and what they say: :mod:`rackbook.results.comparability` and
@@ -32,7 +33,6 @@ from rackbook.physics.units import ratio_text as ratio_text
 
 #: Shipped published traces (folder under data/published/) -> what they hold.
 SHIPPED: dict[str, str] = {
-    "inferencex-dsr1": "InferenceX API rows (DeepSeek-R1)",
     "mlperf-v6.1-dsr1": "MLPerf Inference v6.1 DeepSeek-R1 token-rate rows",
     "sglang-cookbook-v4": "SGLang cookbook DeepSeek-V4 cells",
 }
