@@ -588,9 +588,11 @@ def test_claim_readings_on_the_shipped_evidence():
     assert "the claim 1.81x it" in su.margin
     by = {b.name: b for b in su.bases}
     assert set(by) == {"mean TPOT", "median (P50) TPOT"}
-    # the P50 reading's closest is SGLang's real DSpark on V4-Flash-0731 (another model)
+    # the P50 reading's closest is SGLang PR 39068 on V4.1-Flash (one stream, 4 GB300, a
+    # median; near: GB300, SGLang, simulated acceptance), ahead of PR 33082's V4-Flash-0731
     p50 = by["median (P50) TPOT"].closest
-    assert p50.id == "figures:sglang-pr33082.v4flash-gb300-c1-tpot" and p50.kind == "analogue"
+    assert p50.id == "figures:sglang-pr39068.v41flash-gb300-bs1" and p50.kind == "near"
+    assert p50.ratio == pytest.approx(826 / 853.49) and p50.verified
     # rack throughput: one reading per token basis, per GPU or as the rack's total, and the
     # node's per-GPU throughput when 7.9x is a per-GPU ratio
     th = {b.name: b for b in got["rack-scaling.throughput"].bases}
