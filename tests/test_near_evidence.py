@@ -284,3 +284,19 @@ def test_superseded_points_are_flagged_by_date_and_the_agentx_c1_point_is_a_sess
     rack = ev.claim_evidence("rack-scaling.throughput")
     node = next(b for b in rack.bases if b.near and b.name == NODE).near
     assert node.superseded == ("figures:inferencex-pr3176.vllm-gb300-c128-total",)
+
+
+def test_a_reading_states_the_setup_its_source_states():
+    """Issue 36's done-when: a chapter's published reading states the figure, units, GPUs,
+    concurrency, lengths, speculation and date its source states (SGLang PR 39068: one
+    stream on 4 GB300, 4,096 in / 1,024 out, simulated acceptance 5.5, 2026-09-11), and no
+    part the source leaves out (InferenceX's AgentX replay states no lengths)."""
+    e = ev.claim_evidence("single-user.throughput")
+    text = _basis(e, "median (P50) TPOT").closest.text()
+    for part in ("853.5 tok/s per user", "GB300 x 4", "concurrency 1", "4,096 in / 1,024 out",
+                 "speculation DSpark (simulated acceptance target 5.5)", "2026-09-11",
+                 "https://github.com/sgl-project/sglang/pull/39068"):  # fmt: skip
+        assert part in text, part
+    agentx = _basis(e, "mean TPOT").closest
+    assert agentx.setup.startswith("concurrency 1, speculation DSpark")
+    assert " in / " not in agentx.setup and agentx.setup.endswith("2026-09-15")

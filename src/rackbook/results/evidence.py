@@ -70,6 +70,7 @@ from rackbook.results.published_rows import (
     number_text,
     ratio_text,
     registries,
+    setup_text,
     text_or_none,
     unit_family,
     value_text,
@@ -183,8 +184,8 @@ def published_reading(
 @dataclass(frozen=True)
 class Closest:
     """The published point closest in basis to a claim's (named) basis: its id, who published
-    it, value and unit, the claim's figure over it (``ratio``; None when the units differ),
-    its URL, and the parts its basis differs in (empty: like for like)."""
+    it, value and unit, the claim's figure over it (``ratio``; None when the units differ), its
+    URL, the parts its basis differs in (empty: like for like) and its stated ``setup``."""
 
     id: str
     who: str
@@ -198,9 +199,8 @@ class Closest:
     #: another part that decides, so it does not) or ``analogue`` (another quantity, model or
     #: GPU class: shown, never decides)
     kind: str
-    #: the other points exactly as close in basis (same distance, same verification): their
-    #: values span ``low`` to ``high``, and the claim is ``ratio_low`` to ``ratio_high`` them.
-    #: A tie is shown as a spread, never resolved toward the claim's figure.
+    #: the other points exactly as close in basis (distance, verification): values ``low`` to
+    #: ``high``, the claim ``ratio_low`` to ``ratio_high`` them; a spread, never resolved to one.
     tied: tuple[str, ...] = ()
     low: float | None = None
     high: float | None = None
@@ -210,10 +210,10 @@ class Closest:
     modelled: bool = False
     #: a later source reporting a change since this point (date and what), None if none
     superseded: str | None = None
+    setup: str = ""  # concurrency, lengths, speculation and date as stated (setup_text)
 
     def value_span(self) -> str:
-        """The value, or the spread of the equally close points: ``8.61x to 8.95x (4 points
-        equally close)``."""
+        """The value, or the equally close points' spread: ``8.61x to 8.95x (4 points)``."""
         if not self.tied or self.low is None or self.high is None or self.low == self.high:
             return value_text(self.value, self.unit)
         n = len(self.tied) + 1
@@ -244,7 +244,8 @@ class Closest:
         diff = (lead + "differs in " + "; ".join(self.differences)) if self.differences else ""
         diff = diff or "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
-        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({self.url}); {diff}{old}"
+        at = f"{self.setup}; {self.url}" if self.setup else self.url
+        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({at}); {diff}{old}"
 
 
 @dataclass(frozen=True)
@@ -434,6 +435,7 @@ def _closest(
         v / lo if fin and lo else None,
         _modelled(r),
         text_or_none(r.get("superseded")),
+        setup_text(r),
     )  # fmt: skip
 
 

@@ -157,6 +157,19 @@ def int_or_none(v: object) -> int | None:
     return None if v is None or pd.isna(v) else int(v)  # type: ignore[call-overload]
 
 
+def setup_text(r: pd.Series) -> str:
+    """A published point's setup as its source states it: concurrency, lengths, speculation
+    and date (``concurrency 1, 4,096 in / 1,024 out, DSpark (simulated acceptance target
+    5.5), 2026-09-11``); a part the source does not state is left out."""
+    conc, isl, osl = (int_or_none(r.get(k)) for k in ("concurrency", "isl", "osl"))
+    parts = [f"concurrency {conc:,}" if conc is not None else ""]
+    parts.append(f"{isl:,} in / {osl:,} out" if isl and osl else "")
+    spec = text_or_none(r.get("speculative"))
+    parts.append("" if spec in (None, "not stated") else f"speculation {spec}")
+    parts.append(text_or_none(r.get("date")) or "")
+    return ", ".join(p for p in parts if p)
+
+
 def float_or_none(v: object) -> float | None:
     return None if v is None or pd.isna(v) else float(v)  # type: ignore[arg-type]
 
