@@ -435,7 +435,7 @@ def _closest(
         v / lo if fin and lo else None,
         _modelled(r),
         text_or_none(r.get("superseded")),
-        setup_text(r),
+        setup_text(r) if len({setup_text(x) for x in group}) == 1 else "",  # tied: if shared
     )  # fmt: skip
 
 
