@@ -244,7 +244,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     inside that basis's near points: "the evidence supports <basis>, 954,000 / 7.9 = 120,759
     tok/s/GPU: 0.847x to 1.16x the 2 near points" (the points' span where the conversion
     computes no value), then the highest list price the reading names; empty otherwise."""
-    near = pub.get("near") if isinstance(pub.get("near"), Mapping) else {}
+    near: Mapping[str, Any] = pub["near"] if isinstance(pub.get("near"), Mapping) else {}
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         return ""
