@@ -1323,15 +1323,15 @@ def test_published_imports_refuse_impossible_values(tmp_path, run_cli):
     """Issue 38: InferenceX tput_per_gpu 1e15, --source-date 9999-12-31 and an MLPerf CSV
     whose unclosed quote swallowed a row were all accepted."""
     sources = paths.DATA / "published" / "sources"
-    rows = json.loads((sources / "inferencex-benchmarks.json").read_text())
+    fixture = Path(__file__).parent / "fixtures" / "published" / "inferencex-benchmarks.json"
+    rows = json.loads(fixture.read_text())
     rows[0]["metrics"]["tput_per_gpu"] = 1e15
     ix = tmp_path / "ix.json"
     ix.write_text(json.dumps(rows))
     err = cli_error(run_cli, tmp_path, "import", "inferencex", str(ix), "-o", str(tmp_path / "a"))
     assert "published_points.tok_s_per_gpu: 1e+15 in row 0 is past 1e+07" in err, err
-    err = cli_error(run_cli, tmp_path, "import", "inferencex", str(sources /
-                    "inferencex-benchmarks.json"), "-o", str(tmp_path / "a"),
-                    "--source-date", "9999-12-31")  # fmt: skip
+    err = cli_error(run_cli, tmp_path, "import", "inferencex", str(fixture), "-o",
+                    str(tmp_path / "a"), "--source-date", "9999-12-31")  # fmt: skip
     assert "--source-date: 9999-12-31 is in the future" in err, err
     lines = (sources / "mlperf-v6.1-summary.csv").read_text().splitlines()
     lines[3] = '"' + lines[3]  # a quote opened and never closed

@@ -137,8 +137,6 @@ def test_every_published_point_has_a_complete_basis():
     # the sources' own definitions
     ml = by_id["mlperf-v6.1-dsr1:NVIDIA/GB300-NVL72_GB300-288GB_aarch64x72_TRT/deepseek-r1/Offline"]
     assert (ml.tokens, ml.gpus) == ("output", "deployment")  # MLPerf Result: output tokens
-    ix = by_id["inferencex-dsr1:0005-gb300-dynamo-sglang-dsr1-fp8-8192-1024-c4"]
-    assert (ix.tokens, ix.gpus, ix.serving) == ("input+output", "deployment", "disaggregated")
     sg = by_id["sglang-cookbook-v4:b300/flash/fp4/low-latency/c1"]
     assert (sg.statistic, sg.speculation, sg.gpu_count) == ("mean", "real", 4)
     ag = by_id["figures:inferencex-pr3176.vllm-gb300-c128-total"]

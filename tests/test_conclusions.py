@@ -263,6 +263,79 @@ def test_no_shipped_verdict_or_grade_depends_on_the_wording(shipped_chapter):
             assert level == cc.certainty(doc["readings"], c).level, c.id
 
 
+NODE = (
+    "the node's throughput per GPU (the speed-up read as a per-GPU ratio), input + output "
+    "counting each turn's re-read cached prefix"
+)
+
+
+def _supported_split(lo=0.847, hi=1.16):
+    """The split readings with near points on the per-GPU-ratio basis (as the rack chapter
+    makes them): the figure re-read as 954,000 / 7.9, the claim ``lo``-``hi`` x them."""
+    rs = _split()
+    pub = rs[1]
+    pub["by_basis"].append(
+        {"name": NODE, "verdict": "none published", "conversion": "the node's throughput per "
+         "GPU is the figure over the speed-up: 954,000 / 7.9 = 120,759 tok/s/GPU"}
+    )  # fmt: skip
+    pub["near"] = {"basis": NODE, "points": ["a", "b"], "low": 104429.47, "high": 142565.09,
+                   "unit": "tok/s/GPU", "ratio_low": lo, "ratio_high": hi}  # fmt: skip
+    return rs
+
+
+def test_summary_names_the_basis_the_near_evidence_supports(claim):
+    """Issue 36: where the claim's figure re-read on one named basis lies inside that basis's
+    near points, the landing's finding says so second, with the re-read value (7.9x as a
+    per-GPU ratio: 120,759 tok/s/GPU) and the ratios; not where the near points sit on one
+    side of it, nor on a basis that re-reads nothing."""
+    s = cc.summarize(claim, _supported_split())
+    assert s.word == "depends on what is counted"
+    assert s.finding == (
+        "Impossible as computed tokens per GPU (3.94x a GB300's decode ceiling); the evidence "
+        "supports the node's throughput per GPU (the speed-up read as a per-GPU ratio), "
+        "954,000 / 7.9 = 120,759 tok/s/GPU: 0.847x to 1.16x the 2 near points."
+    )
+    assert cc.words(s.finding) <= cc.FINDING_WORDS
+    one_side = cc.summarize(claim, _supported_split(1.1, 1.3)).finding
+    assert "supports" not in one_side and "possible as the rack's total" in one_side
+    rs = _supported_split()
+    rs[1]["by_basis"][-1]["conversion"] = ""
+    assert "supports" not in cc.summarize(claim, rs).finding
+
+
+def test_a_price_finding_names_the_token_value_and_the_highest_list_price():
+    """$38.96 read as a token value at the API prices ($36.83-41.86, the claim 0.931x-1.06x)
+    and the highest list price ($18.00, the claim 2.16x it) in the landing's finding, within
+    its 40 words."""
+    cost = load_claims().get("rack-scaling.cost")
+    tv = "a token value at the model vendor's API prices"
+    rs = [
+        {"claim_id": cost.id, "reading": "physics", "verdict": "undetermined", "margin": "-",
+         "reason": "a price: physics does not bound it"},
+        {"claim_id": cost.id, "reading": "published", "verdict": "above",
+         "margin": "near evidence: ...; highest list price: $18.00/GPU-hour (Oracle Cloud, "
+         "GB300, NOT VERIFIED), the claim 2.16x it", "reason": "-",
+         "by_basis": [
+             {"name": "a rental price", "verdict": "above", "modelled": True,
+              "margin": "9.84x the highest published ($3.96/GPU-hour) (modelled prices, not "
+              "measurements)"},
+             {"name": tv, "verdict": "none published", "conversion": "the figure read as what "
+              "the tokens of the rack claim's throughput, per GPU, are worth in an hour"},
+         ],
+         "near": {"basis": tv, "points": ["h95", "h96"], "low": 36.825, "high": 41.858,
+                  "unit": "$/GPU-hour", "ratio_low": 0.931, "ratio_high": 1.058}},
+    ]  # fmt: skip
+    s = cc.summarize(cost, rs)
+    assert s.word == "above published"
+    assert (
+        "the evidence supports a token value at the model vendor's API prices: 0.931x to "
+        "1.06x the 2 near points ($36.83 to $41.86/GPU-hour); 2.16x the highest list price "
+        "($18.00/GPU-hour)." in s.finding
+    )
+    assert s.finding.startswith("As \u201ca rental price\u201d, above every modelled price;")
+    assert cc.words(s.finding) <= cc.FINDING_WORDS
+
+
 @pytest.mark.parametrize(
     ("physics", "published", "run", "word", "grade"),
     [

@@ -700,9 +700,9 @@ CASES: list[Case] = [
             "single-user",
             "-p",
             "trace",
-            str(SHIPPED.parent / "published" / "inferencex-dsr1"),
+            str(SHIPPED.parent / "published" / "mlperf-v6.1-dsr1"),
         ],
-        "inferencex-dsr1",
+        "mlperf-v6.1-dsr1",
         "published",
     ),
     C(
@@ -976,7 +976,7 @@ CASES: list[Case] = [
             "--tok-s",
             "1",
             "--trace",
-            str(SHIPPED.parent / "published" / "inferencex-dsr1"),
+            str(SHIPPED.parent / "published" / "mlperf-v6.1-dsr1"),
         ],
         "--trace",
         "published trace",
@@ -1079,7 +1079,6 @@ def test_hostile_input(case: Case, tmp_path: Path) -> None:
 
 #: The project's own files and names, through every verb: each works (exit 0) under the limits.
 OWN = [
-    ["summarize", str(SHIPPED.parent / "published" / "inferencex-dsr1")],
     ["summarize", str(SHIPPED.parent / "published" / "mlperf-v6.1-dsr1"), "--json"],
     ["summarize", str(SHIPPED.parent / "published" / "sglang-cookbook-v4")],
     ["summarize", str(SHIPPED / "single-user")],

@@ -157,20 +157,25 @@ def claim_id() -> str:
 
 def test_single_user_near_points_span_both_statistics():
     """SGLang PR 39068 (853.49 tok/s, one stream, 4 GB300, simulated acceptance 5.5; read
-    second-hand) is near on the mean basis: the claim is 0.968x it, so the claim sits inside
-    the near points of that basis (277 to 853.5 tok/s per user)."""
+    first-hand: a median over requests) is near on the median basis beside PR 33082's P50
+    point (763.4): the claim (826) sits inside them, 0.968x to 1.08x, and that basis is the
+    top-level bracket; the mean basis (277 to 456.6) is below the claim."""
     e = ev.claim_evidence("single-user.throughput")
     mean, median = _basis(e, "mean TPOT").near, _basis(e, "median (P50) TPOT").near
     assert mean is not None and median is not None
-    assert "figures:sglang-pr39068.v41flash-gb300-bs1" in mean.points
-    assert mean.unverified == ("figures:sglang-pr39068.v41flash-gb300-bs1",)
-    assert mean.high == 853.49
-    assert mean.ratio_low == pytest.approx(826 / 853.49)
-    assert median.points == ("figures:sglang-pr33082.v4flash-gb300-c1-tpot",)
-    assert median.ratio_low == pytest.approx(826 / (1000 / 1.31))
-    assert e.near is not None and e.near["basis"] == "mean TPOT"
+    assert "figures:sglang-pr39068.v41flash-gb300-bs1" not in mean.points
+    assert median.points == (
+        "figures:sglang-pr33082.v4flash-gb300-c1-tpot",
+        "figures:sglang-pr39068.v41flash-gb300-bs1",
+    )
+    assert median.unverified == () and median.high == 853.49
+    assert median.ratio_low == pytest.approx(826 / 853.49)
+    assert median.ratio_high == pytest.approx(826 / (1000 / 1.31))
+    assert mean.ratio_low == pytest.approx(1.809, abs=0.001)
+    assert e.near is not None and e.near["basis"] == "median (P50) TPOT"
+    assert e.near["position"] == "inside" and not e.near["unverified"]
     assert e.near["ratio_low"] == pytest.approx(0.968, abs=0.001)
-    assert e.near["ratio_high"] == pytest.approx(2.982, abs=0.001)
+    assert e.near["ratio_high"] == pytest.approx(1.082, abs=0.001)
     assert [b["basis"] for b in e.near["per_basis"]] == ["mean TPOT", "median (P50) TPOT"]
 
 
@@ -279,3 +284,19 @@ def test_superseded_points_are_flagged_by_date_and_the_agentx_c1_point_is_a_sess
     rack = ev.claim_evidence("rack-scaling.throughput")
     node = next(b for b in rack.bases if b.near and b.name == NODE).near
     assert node.superseded == ("figures:inferencex-pr3176.vllm-gb300-c128-total",)
+
+
+def test_a_reading_states_the_setup_its_source_states():
+    """Issue 36's done-when: a chapter's published reading states the figure, units, GPUs,
+    concurrency, lengths, speculation and date its source states (SGLang PR 39068: one
+    stream on 4 GB300, 4,096 in / 1,024 out, simulated acceptance 5.5, 2026-09-11), and no
+    part the source leaves out (InferenceX's AgentX replay states no lengths)."""
+    e = ev.claim_evidence("single-user.throughput")
+    text = _basis(e, "median (P50) TPOT").closest.text()
+    for part in ("853.5 tok/s per user", "GB300 x 4", "concurrency 1", "4,096 in / 1,024 out",
+                 "speculation DSpark (simulated acceptance target 5.5)", "2026-09-11",
+                 "https://github.com/sgl-project/sglang/pull/39068"):  # fmt: skip
+        assert part in text, part
+    agentx = _basis(e, "mean TPOT").closest
+    assert agentx.setup.startswith("concurrency 1, speculation DSpark")
+    assert " in / " not in agentx.setup and agentx.setup.endswith("2026-09-15")

@@ -450,7 +450,7 @@ def test_shipped_output_folders_carry_the_marker() -> None:
     """The traces and recipes in git are rackbook's own: replaceable by their writers."""
     shipped = [p for p in paths.TRACES.iterdir() if (p / "run.json").is_file()]
     shipped += [p for p in (paths.DATA / "published").iterdir() if (p / "run.json").is_file()]
-    assert len(shipped) >= 9
+    assert len(shipped) >= 8  # 6 chapter traces, 2 published (no InferenceX: a UI fixture)
     for folder in shipped:
         assert fsio.marked_kind(folder) == "trace", folder
     assert fsio.marked_kind(paths.ROOT / "env" / "cluster" / "generated") == "recipes"

@@ -83,9 +83,9 @@ def test_inferencex_rows_become_points(tmp_path, run_cli):
 
 
 def test_inferencex_tput_is_the_gpu_weighted_split():
-    """On every shipped row with the split, tput_per_gpu is (input x prefill GPUs + output x
+    """On every fixture row with the split, tput_per_gpu is (input x prefill GPUs + output x
     decode GPUs) / all GPUs: in a disaggregated row each part is per GPU of its own pool."""
-    p = inferencex.inferencex_points(SOURCES / "inferencex-benchmarks.json")
+    p = inferencex.inferencex_points(FIX / "inferencex-benchmarks.json")
     split = p[p["input_tok_s_per_gpu"].notna()]
     assert len(split) == 6
     for _, r in split.iterrows():
@@ -440,6 +440,33 @@ def test_shipped_traces_rebuild_from_the_saved_sources(tmp_path):
     assert size < 400_000  # small: only the rows the chapters use
 
 
+#: Path parts that mark a test input or mock, never a publication.
+FIXTURE_PARTS = ("fixture", "__fixtures__", "cypress", "mock")
+
+
+def test_no_published_row_rests_on_a_test_fixture():
+    """Every shipped published trace, every saved source slice and every source the validation
+    mapping names is read from a publication: none is a UI test fixture (the InferenceX rows
+    were, until 2026-12-06: InferenceX-app's Cypress fixture). The fixture stays an importer
+    test input, and figures.yaml's rejected list says why it is not evidence."""
+    shipped = sorted(p.parent.name for p in (paths.DATA / "published").glob("*/run.json"))
+    assert shipped == sorted(evidence.SHIPPED) and "inferencex-dsr1" not in shipped
+    for name in shipped:
+        src = traces.read_trace(paths.DATA / "published" / name).run["source"]
+        where = f"{src['url']} {src.get('path') or ''}".lower()
+        assert not any(part in where for part in FIXTURE_PARTS), (name, where)
+    for f in (paths.DATA / "published" / "sources").glob("*-SOURCE.txt"):
+        head = f.read_text().split("what:")[0].lower()  # file, source, repo, path, commit
+        assert not any(part in head for part in FIXTURE_PARTS), f.name
+    mapped = loader.read_yaml(paths.DATA / "published" / "validation.yaml")["sources"]
+    assert "inferencex-dsr1" not in mapped
+    assert set(mapped) - {"figures"} <= set(shipped) | {
+        f.id.split(".")[0] for f in figures.load_figures().figures
+    }
+    rejected = [r for r in figures.load_figures().rejected if "cypress/fixtures" in r.url]
+    assert len(rejected) == 1 and "not a publication" in rejected[0].why
+
+
 # ----------------------------------------------------------------------------- registry
 
 
@@ -561,9 +588,11 @@ def test_claim_readings_on_the_shipped_evidence():
     assert "the claim 1.81x it" in su.margin
     by = {b.name: b for b in su.bases}
     assert set(by) == {"mean TPOT", "median (P50) TPOT"}
-    # the P50 reading's closest is SGLang's real DSpark on V4-Flash-0731 (another model)
+    # the P50 reading's closest is SGLang PR 39068 on V4.1-Flash (one stream, 4 GB300, a
+    # median; near: GB300, SGLang, simulated acceptance), ahead of PR 33082's V4-Flash-0731
     p50 = by["median (P50) TPOT"].closest
-    assert p50.id == "figures:sglang-pr33082.v4flash-gb300-c1-tpot" and p50.kind == "analogue"
+    assert p50.id == "figures:sglang-pr39068.v41flash-gb300-bs1" and p50.kind == "near"
+    assert p50.ratio == pytest.approx(826 / 853.49) and p50.verified
     # rack throughput: one reading per token basis, per GPU or as the rack's total, and the
     # node's per-GPU throughput when 7.9x is a per-GPU ratio
     th = {b.name: b for b in got["rack-scaling.throughput"].bases}

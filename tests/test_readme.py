@@ -30,7 +30,7 @@ SOURCES = "data/published/sources"
 #: placeholder -> what it stands for here (relative to the clone, or a value)
 PLACEHOLDERS = {
     "RESULT.json": str(FIXTURES / "vllm-bench-serve-b32.json"),
-    "ROWS.json": f"{SOURCES}/inferencex-benchmarks.json",
+    "ROWS.json": str(FIXTURES / "published" / "inferencex-benchmarks.json"),
     "summary.csv": f"{SOURCES}/mlperf-v6.1-summary.csv",
     "deepseek-v4-benchmarks.jsx": f"{SOURCES}/sglang-deepseek-v4-benchmarks.jsx",
     "URL": "https://example.org/source",

@@ -283,7 +283,7 @@ def _vllm(draw) -> bytes:
 
 @st.composite
 def _inferencex(draw) -> bytes:
-    row = json.loads(Path("data/published/sources/inferencex-benchmarks.json").read_text())[0]
+    row = json.loads(Path("tests/fixtures/published/inferencex-benchmarks.json").read_text())[0]
     rows = [dict(row) for _ in range(draw(st.integers(0, 3)))]
     for r in rows:
         for key in draw(st.lists(st.sampled_from(sorted(r)), max_size=2)):

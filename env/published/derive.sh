@@ -12,8 +12,8 @@ if [[ -n "${PYTHON:-}" ]]; then RB=("$PYTHON" -m rackbook.cli)
 elif [[ -x .venv/bin/rackbook ]]; then RB=(.venv/bin/rackbook)
 else RB=(python3 -m rackbook.cli); fi
 
-"${RB[@]}" import inferencex "$SRC/inferencex-benchmarks.json" -o "$OUT/inferencex-dsr1" --force \
-  --source-url https://github.com/SemiAnalysisAI/InferenceX-app/blob/3a600f1d9ce155536d52e2f58f744f27a301aac9/packages/app/cypress/fixtures/api/benchmarks.json
+# No InferenceX trace: the only stored copy of its API rows is the dashboard's Cypress UI test
+# fixture (tests/fixtures/published/inferencex-benchmarks.json), which is not a publication.
 
 "${RB[@]}" import mlperf "$SRC/mlperf-v6.1-summary.csv" -o "$OUT/mlperf-v6.1-dsr1" --force \
   --model deepseek-r1 \

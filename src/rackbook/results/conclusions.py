@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results.certainty import PLACED, TESTED, Certainty, certainty
+from rackbook.results.certainty import PLACED, TESTED, Certainty, certainty, supported_finding
 
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
@@ -766,7 +766,7 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
         if none and "published" not in text:
             text = text.rstrip(".") + f". {_cap(none)}."
     text = re.sub(r" \((?:attention|experts) [^()]*\)", "", text)  # the landing's note
-    return within_words(for_reader(text))
+    return within_words(for_reader(supported_finding(text, pub, _drop_brackets, FINDING_WORDS)))
 
 
 def _why(c: Certainty, word: str) -> str:

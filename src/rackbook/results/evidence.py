@@ -3,9 +3,9 @@
 Two kinds of published points meet here, both of kind ``published``:
 
 - rows of the shipped published traces (``data/published/<trace>/``, imported from saved source
-  files by ``env/published/derive.sh``: InferenceX API rows, MLPerf v6.1 ``summary.csv``, the
-  SGLang DeepSeek-V4 cookbook cells), and figures derived from them in code (MLPerf rack/node
-  ratios);
+  files by ``env/published/derive.sh``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4
+  cookbook cells; no InferenceX API rows, whose only stored copy is a UI test fixture), and
+  figures derived from them in code (MLPerf rack/node ratios);
 - figures that exist only in posts, PRs and price lists (``data/published/figures.yaml``,
   :mod:`rackbook.inputs.published`).
 
@@ -71,6 +71,7 @@ from rackbook.results.published_rows import (
     number_text,
     ratio_text,
     registries,
+    setup_text,
     text_or_none,
     unit_family,
     value_text,
@@ -184,8 +185,8 @@ def published_reading(
 @dataclass(frozen=True)
 class Closest:
     """The published point closest in basis to a claim's (named) basis: its id, who published
-    it, value and unit, the claim's figure over it (``ratio``; None when the units differ),
-    its URL, and the parts its basis differs in (empty: like for like)."""
+    it, value and unit, the claim's figure over it (``ratio``; None when the units differ), its
+    URL, the parts its basis differs in (empty: like for like) and its stated ``setup``."""
 
     id: str
     who: str
@@ -199,9 +200,8 @@ class Closest:
     #: another part that decides, so it does not) or ``analogue`` (another quantity, model or
     #: GPU class: shown, never decides)
     kind: str
-    #: the other points exactly as close in basis (same distance, same verification): their
-    #: values span ``low`` to ``high``, and the claim is ``ratio_low`` to ``ratio_high`` them.
-    #: A tie is shown as a spread, never resolved toward the claim's figure.
+    #: the other points exactly as close in basis (distance, verification): values ``low`` to
+    #: ``high``, the claim ``ratio_low`` to ``ratio_high`` them; a spread, never resolved to one.
     tied: tuple[str, ...] = ()
     low: float | None = None
     high: float | None = None
@@ -211,6 +211,7 @@ class Closest:
     modelled: bool = False
     #: a later source reporting a change since this point (date and what), None if none
     superseded: str | None = None
+    setup: str = ""  # concurrency, lengths, speculation and date as stated (setup_text)
 
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON: the fields, with lists for tuples."""
@@ -218,8 +219,7 @@ class Closest:
         return dataclasses.asdict(self) | lists
 
     def value_span(self) -> str:
-        """The value, or the spread of the equally close points: ``8.61x to 8.95x (4 points
-        equally close)``."""
+        """The value, or the equally close points' spread: ``8.61x to 8.95x (4 points)``."""
         if not self.tied or self.low is None or self.high is None or self.low == self.high:
             return value_text(self.value, self.unit)
         n = len(self.tied) + 1
@@ -250,7 +250,8 @@ class Closest:
         diff = (lead + "differs in " + "; ".join(self.differences)) if self.differences else ""
         diff = diff or "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
-        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({self.url}); {diff}{old}"
+        at = f"{self.setup}; {self.url}" if self.setup else self.url
+        return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({at}); {diff}{old}"
 
 
 @dataclass(frozen=True)
@@ -440,6 +441,7 @@ def _closest(
         v / lo if fin and lo else None,
         _modelled(r),
         text_or_none(r.get("superseded")),
+        setup_text(r) if len({setup_text(x) for x in group}) == 1 else "",  # tied: if shared
     )  # fmt: skip
 
 

@@ -1,7 +1,8 @@
 """The published points as rows, before any reading: the rows of the shipped published traces
-(``data/published/<trace>/``: InferenceX API rows, MLPerf v6.1 ``summary.csv``, the SGLang
-DeepSeek-V4 cookbook cells), the figures converted from them (per user, per GPU) and derived in
-code (MLPerf rack/node ratios), and the figures that exist only in posts, PRs and price lists
+(``data/published/<trace>/``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4 cookbook
+cells; no InferenceX API rows: the only copy found was a UI test fixture, not a publication),
+the figures converted from them (per user, per GPU) and derived in code (MLPerf rack/node
+ratios), and the figures that exist only in posts, PRs and price lists
 (``data/published/figures.yaml``, :mod:`rackbook.inputs.published`); each in the unit of the
 claim it bears on, with its basis (:class:`rackbook.core.basis.Basis`). Which of them are
 comparable and what they say: :mod:`rackbook.results.comparability` and
@@ -32,7 +33,6 @@ from rackbook.physics.units import ratio_text as ratio_text
 
 #: Shipped published traces (folder under data/published/) -> what they hold.
 SHIPPED: dict[str, str] = {
-    "inferencex-dsr1": "InferenceX API rows (DeepSeek-R1)",
     "mlperf-v6.1-dsr1": "MLPerf Inference v6.1 DeepSeek-R1 token-rate rows",
     "sglang-cookbook-v4": "SGLang cookbook DeepSeek-V4 cells",
 }
@@ -155,6 +155,19 @@ def _base(row: dict[str, object]) -> dict[str, object]:
 
 def int_or_none(v: object) -> int | None:
     return None if v is None or pd.isna(v) else int(v)  # type: ignore[call-overload]
+
+
+def setup_text(r: pd.Series) -> str:
+    """A published point's setup as its source states it: concurrency, lengths, speculation
+    and date (``concurrency 1, 4,096 in / 1,024 out, DSpark (simulated acceptance target
+    5.5), 2026-09-11``); a part the source does not state is left out."""
+    conc, isl, osl = (int_or_none(r.get(k)) for k in ("concurrency", "isl", "osl"))
+    parts = [f"concurrency {conc:,}" if conc is not None else ""]
+    parts.append(f"{isl:,} in / {osl:,} out" if isl and osl else "")
+    spec = text_or_none(r.get("speculative"))
+    parts.append("" if spec in (None, "not stated") else f"speculation {spec}")
+    parts.append(text_or_none(r.get("date")) or "")
+    return ", ".join(p for p in parts if p)
 
 
 def float_or_none(v: object) -> float | None:
