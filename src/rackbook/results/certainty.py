@@ -255,7 +255,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
         f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}" for v in (near["low"], near["high"])
     )
     span = f"${low} to ${high}{unit[1:]}" if unit.startswith("$") else f"{low} to {high} {unit}"
-    ratios = f"{_ratio(lo)} to {_ratio(hi)} the {len(pts)} near points"
+    ratios = f"{ratio_text(lo)} to {ratio_text(hi)} the {len(pts)} near points"
     out = f"the evidence supports {name}" + (
         f", {step}: {ratios}" if "=" in step else f": {ratios} ({span})"
     )
