@@ -18,12 +18,11 @@ import re
 import shutil
 import sys
 import time
-import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rackbook import limits, paths
+from rackbook import paths
 from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
 from rackbook.errors import InputError
@@ -89,114 +88,54 @@ def _default_value(text: Any) -> Any:
         return None
 
 
-def _declared_kind(result: str | None, name: str, default: Any) -> tuple[str | None, bool]:
-    """What a parameter must hold: ``number``, ``int``, ``list`` or None (anything), and
-    whether None is allowed. From the result's ``Params`` annotations where the analysis
-    declares the parameter (a default of None says nothing), else from the default's type."""
-    hint = None
-    if result is not None:
-        from rackbook.results import REGISTRY  # loads the six results: only when asked
-
-        params = REGISTRY[result].Params
-        if name in {f.name for f in dataclasses.fields(params)}:  # type: ignore[arg-type]
-            hint = typing.get_type_hints(params)[name]
-    if hint is not None:
-        args = set(typing.get_args(hint)) or {hint}
-        nullable = type(None) in args
-        args.discard(type(None))
-        origins = {typing.get_origin(a) or a for a in args}
-        if origins <= {int}:
-            return "int", nullable
-        if origins <= {int, float}:
-            return "number", nullable
-        if origins & {list, tuple}:
-            return "list", nullable
-        return None, True
-    if isinstance(default, bool):
-        return None, True
-    if isinstance(default, int):
-        return "int", False
-    if isinstance(default, float):
-        return "number", False
-    if isinstance(default, list):
-        return "list", False
-    return None, True
-
-
 def check_parameters(
-    nb: Path,
-    params: dict[str, Any],
-    declared: dict[str, Any],
-    source: str = "trace",
-    result: str | None = None,
+    nb: Path, params: dict[str, Any], declared: dict[str, Any], source: str, result: str
 ) -> None:
     """Refuse, before any kernel starts, a value outside its declaration in the params schema
-    (:data:`rackbook.params.NOTEBOOK`: type, range, choices, catalog id; then the rules
-    between parameters, defaults included, and what the trace holds); parameters the schema
-    does not declare: a number must be a finite number (an integer where one is declared), a
-    list a list (types from the result's ``Params`` annotations, else from the notebook's
-    defaults); in trace mode ``trace`` must name an existing trace folder."""
+    (:data:`rackbook.params.NOTEBOOK`, which declares every parameter of every notebook: type,
+    range, choices, catalog id; then the rules between parameters, defaults included, and what
+    the trace holds); in trace mode ``trace`` (and ``trace_b`` when given) must name an
+    existing trace folder that the result can read."""
+    from rackbook import params as schema
+
     shown = display_path(nb)
-    if result is not None:
-        from rackbook import params as schema
-
-        for name, value in params.items():
-            if name != "trace":
-                schema.check_parameter(result, name, value, shown)
-        defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
-        merged = defaults | params
-        schema.check_together(result, merged, shown)
-        if result == "eplb-balance" and source == "trace":
-            trace = merged.get("trace")
-            if isinstance(trace, str) and trace:
-                check_expert_layout(paths.ROOT / trace, merged, shown)
-        if source == "trace" and isinstance(merged.get("point_id"), str):
-            check_point_id(merged, shown)
     for name, value in params.items():
-        field = f"parameter {name}"
-        default = _default_value(declared[name].get("default"))
-        if name == "trace_b" and value is None:
-            continue
-        if name in ("trace", "trace_b") and source == "trace":
-            if not isinstance(value, str) or not value or "\0" in value:
-                raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
-            folder = paths.resolve(value)
-            if not folder.exists():
-                raise InputError(folder, field, "trace folder does not exist")
-            if not folder.is_dir():
-                raise InputError(
-                    folder, field, "not a folder (a trace is a folder with run.json and tables)"
-                )
-            if result is not None:
-                from rackbook.results.readable import check_trace
+        if name != "trace":
+            schema.check_parameter(result, name, value, shown)
+    defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
+    merged = defaults | params
+    schema.check_together(result, merged, shown)
+    if source != "trace":
+        return
+    trace = merged.get("trace")
+    if result == "eplb-balance" and isinstance(trace, str) and trace:
+        check_expert_layout(paths.ROOT / trace, merged, shown)
+    if isinstance(merged.get("point_id"), str):
+        check_point_id(merged, shown)
+    for name, value in params.items():
+        if name in ("trace", "trace_b") and not (name == "trace_b" and value is None):
+            _check_trace(result, value, f"parameter {name}", shown, merged)
 
-                check_trace(result, folder, field)
-            if result == "single-user":  # one stream, measurable: before any kernel
-                from rackbook.results.single_user import check_one_stream
 
-                check_one_stream(folder, merged.get("point_id"), field)
-            continue
-        if result is not None and name in schema.NOTEBOOK.get(result, {}):
-            continue  # checked against its declaration above
-        limits.check_parameter(name, value, shown)
-        kind, nullable = _declared_kind(result, name, default)
-        if value is None and nullable:
-            continue
-        if kind in ("number", "int"):
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise InputError(shown, field, f"expected a number, got {value!r}")
-            if not math.isfinite(value):
-                raise InputError(shown, field, f"must be finite, got {value!r}")
-            if kind == "int" and not isinstance(value, int):
-                raise InputError(shown, field, f"expected an integer, got {value!r}")
-        elif kind == "list" and not isinstance(value, list):
-            raise InputError(shown, field, f"expected a list, got {value!r}")
-        elif kind == "list" and isinstance(default, list) and default:
-            numeric = all(isinstance(d, (int, float)) and not isinstance(d, bool) for d in default)
-            for i, v in enumerate(value):
-                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                if numeric and not ok:
-                    raise InputError(shown, f"{field}[{i}]", f"expected a finite number, got {v!r}")
+def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[str, Any]) -> None:
+    """A ``trace``/``trace_b`` value in trace mode: an existing folder the result can read
+    (single-user: one measurable stream)."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
+    folder = paths.resolve(value)
+    if not folder.exists():
+        raise InputError(folder, field, "trace folder does not exist")
+    if not folder.is_dir():
+        raise InputError(
+            folder, field, "not a folder (a trace is a folder with run.json and tables)"
+        )
+    from rackbook.results.readable import check_trace
+
+    check_trace(result, folder, field)
+    if result == "single-user":  # one stream, measurable: before any kernel
+        from rackbook.results.single_user import check_one_stream
+
+        check_one_stream(folder, merged.get("point_id"), field)
 
 
 def check_point_id(params: dict[str, Any], where: str) -> None:
