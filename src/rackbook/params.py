@@ -355,6 +355,27 @@ NOTEBOOK: dict[str, dict[str, Spec]] = {
 }
 
 
+def cell_defaults(result: str) -> dict[str, Any]:
+    """The defaults of ``result``'s notebook ``parameters`` cell by name (a default that is not
+    a Python literal reads as None): the one declaration of each parameter's name and default,
+    read without papermill (the results' ``Params`` take their defaults from it at import)."""
+    import ast
+    import json
+
+    from rackbook import paths
+
+    nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    out: dict[str, Any] = {}
+    for node in ast.parse("".join(cell["source"])).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                out[node.targets[0].id] = None
+    return out
+
+
 def check_parameter(result: str, name: str, value: Any, where: str, *, lookup: bool = True) -> Any:
     """A notebook parameter's value checked against :data:`NOTEBOOK` (``InputError``, field
     ``parameter NAME``, on a bad one); ``lookup=False`` skips the catalog lookups."""
