@@ -48,6 +48,17 @@ def test_schema_declares_every_notebook_parameter(result: str) -> None:
 
 
 @pytest.mark.parametrize("result", RESULTS)
+def test_cell_defaults_read_what_papermill_reads(result: str) -> None:
+    """The runner and the results' ``Params`` read names and defaults with
+    :func:`params.cell_defaults` (no papermill import): papermill's reading, in cell order."""
+    declared = _declared(result)
+    want = {n: ast.literal_eval(str(d["default"])) for n, d in declared.items()}
+    got = params.cell_defaults(result)
+    assert list(got) == list(want) and got == want
+    assert got["trace"] == f"data/traces/{result}"
+
+
+@pytest.mark.parametrize("result", RESULTS)
 def test_each_parameter_is_declared_once_with_its_meaning(result: str) -> None:
     """The parameters cell is the one place a parameter is named, given its default and its
     meaning: each name is assigned once there, with a comment (papermill's help), and has

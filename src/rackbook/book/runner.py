@@ -8,7 +8,6 @@ from the executed copies (``rackbook book``) is :mod:`rackbook.book.build`'s.
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import dataclasses
 import json
@@ -66,43 +65,21 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
     return raw
 
 
-def declared_parameters(nb: Path) -> dict[str, Any]:
-    """Names and default text of the notebook's ``parameters`` cell."""
-    import papermill
-
-    return papermill.inspect_notebook(str(nb))
-
-
-def notebook_defaults(result: str) -> dict[str, Any]:
-    """The parameters ``result``'s notebook runs with when none is given: its ``parameters``
-    cell's defaults, by name (a default that is not a Python literal reads as None)."""
-    declared = declared_parameters(notebook_path(result))
-    return {n: _default_value(d.get("default")) for n, d in declared.items()}
-
-
-def _default_value(text: Any) -> Any:
-    """A parameter's default as papermill reports it (Python literal text); None if unknown."""
-    try:
-        return ast.literal_eval(str(text))
-    except (ValueError, SyntaxError):
-        return None
-
-
 def check_parameters(
-    nb: Path, params: dict[str, Any], declared: dict[str, Any], source: str, result: str
+    nb: Path, params: dict[str, Any], defaults: dict[str, Any], source: str, result: str
 ) -> None:
     """Refuse, before any kernel starts, a value outside its declaration in the params schema
     (:data:`rackbook.params.NOTEBOOK`, which declares every parameter of every notebook: type,
     range, choices, catalog id; then the rules between parameters, defaults included, and what
     the trace holds); in trace mode ``trace`` (and ``trace_b`` when given) must name an
-    existing trace folder that the result can read."""
+    existing trace folder that the result can read. ``defaults``: the notebook's
+    (:func:`rackbook.params.cell_defaults`)."""
     from rackbook import params as schema
 
     shown = display_path(nb)
     for name, value in params.items():
         if name != "trace":
             schema.check_parameter(result, name, value, shown)
-    defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
     merged = defaults | params
     schema.check_together(result, merged, shown)
     if source != "trace":
@@ -217,27 +194,27 @@ def prepare_run(
     out: str | Path | None = None,
 ) -> Prepared:
     """Check a chapter's parameters (one-line errors) and compute its cache key."""
+    from rackbook import params as schema
     from rackbook.book import cache
 
     nb = notebook_path(result)
     out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
     fsio.refuse_special(out_dir, "--out", result_files())
     params = dict(parameters or {})
-    declared = declared_parameters(nb)
-    unknown = sorted(set(params) - set(declared))
+    defaults = schema.cell_defaults(result)
+    unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise InputError(
             display_path(nb),
             f"parameter {unknown[0]}",
-            f"not a parameter of this notebook; known: {', '.join(declared)}",
+            f"not a parameter of this notebook; known: {', '.join(defaults)}",
         )
-    check_parameters(nb, params, declared, source, result)
+    check_parameters(nb, params, defaults, source, result)
     read = {f"-p {n}": params[n] for n in PATH_PARAMETERS if isinstance(params.get(n), str)}
     fsio.refuse_overlap({"--out": out_dir}, {k: v for k, v in read.items() if v})
     params |= {"source": source, "out_dir": str(out_dir)}
     key = None
     if source == "trace":
-        defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
         key = cache.chapter_key(nb, defaults | params)
     return Prepared(nb, out_dir, params, key)
 
