@@ -15,8 +15,6 @@ import importlib
 import os
 import signal
 import sys
-import tempfile
-import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,7 +23,7 @@ from typing import Any
 
 from rackbook import STOP_SIGNALS, __version__, limits, params, paths
 from rackbook.core import importers
-from rackbook.errors import InputError, Terminated, one_line
+from rackbook.errors import InputError, Terminated, one_line, write_log
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -469,11 +467,7 @@ def _on_signal(signum: int, _frame: object) -> None:
 
 def log_traceback(exc: BaseException) -> str:
     """Write ``exc``'s traceback to a log file in the temporary folder; its path."""
-    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    log = folder / f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-    return str(log)
+    return str(write_log("error", "".join(traceback.format_exception(exc))))
 
 
 def _fail(message: str, code: int) -> int:

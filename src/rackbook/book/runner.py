@@ -13,7 +13,6 @@ import dataclasses
 import json
 import math
 import os
-import re
 import shutil
 import sys
 import time
@@ -24,7 +23,7 @@ from typing import Any
 from rackbook import paths
 from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
-from rackbook.errors import InputError
+from rackbook.errors import InputError, write_log
 from rackbook.inputs.loader import display_path
 
 
@@ -337,18 +336,6 @@ def _move_in_pair(out_dir: Path, stage: Path, names: tuple[str, ...]) -> None:
         for name in names:
             os.replace(stage / name, out_dir / name)
         fsio.update_manifest(out_dir, record=names)
-
-
-def write_log(name: str, text: str) -> Path:
-    """Write a traceback (ANSI colours removed) to a log file in the temporary folder, never
-    into the output; its path (named by the error line)."""
-    import tempfile
-
-    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    log = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    log.write_text(re.sub(r"\x1b\[[0-9;]*m", "", text), encoding="utf-8")
-    return log
 
 
 #: Notebook parameters that name files or folders: relative values given on the command line
