@@ -27,24 +27,6 @@ from rackbook.errors import InputError, Terminated, one_line, write_log
 
 Handler = Callable[[argparse.Namespace], int]
 
-#: verb -> "module:function"; modules are imported only when their verb runs, so the trace-mode
-#: verbs never import the live harness.
-HANDLERS: dict[str, str] = {
-    "import": "rackbook.cli:cli_import",
-    "summarize": "rackbook.cli:cli_summarize",
-    "run": "rackbook.book.runner:cli_run",
-    "list": "rackbook.book.runner:cli_list",
-    "book": "rackbook.book.build:cli_book",
-    "kv-bytes": "rackbook.physics.roofline:cli_kv_bytes",
-    "check": "rackbook.results.claim_check:cli_check",
-    "eplb": "rackbook.physics.eplb:cli_eplb",
-    "record": "rackbook.live:cli_record",
-    "calibrate": "rackbook.cli:cli_calibrate",
-    "recipes": "rackbook.cluster.recipes:cli_recipes",
-    "catalog": "rackbook.inputs.catalogs:cli_catalog",
-    "validate": "rackbook.results.validation:cli_validate",
-}
-
 
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors follow the project's one-line ``error:`` rule (exit 2)."""
@@ -58,24 +40,6 @@ class _Parser(argparse.ArgumentParser):
             line = f"{self.prog}: arguments: {message}"
         sys.stderr.write(f"error: {one_line(line)}\n")
         raise SystemExit(2)
-
-
-#: Verbs that read the repository's data, notebooks or book sources (the others work on the
-#: files they are given): from an installed copy without a checkout they stop with one line.
-NEEDS_CHECKOUT = frozenset(
-    {
-        "run",
-        "list",
-        "book",
-        "kv-bytes",
-        "check",
-        "recipes",
-        "record",
-        "catalog",
-        "calibrate",
-        "validate",
-    }
-)
 
 
 def _model_arg(text: str) -> str:
@@ -118,10 +82,16 @@ def switch(flags: str, help: str) -> Arg:
 
 @dataclass(frozen=True)
 class Verb:
-    """One verb: its one-line ``help``, its arguments in order, a longer ``description``."""
+    """One verb: its one-line ``help``, its arguments in order, its ``handler``
+    (``"module:function"``, imported only when the verb runs: the trace-mode verbs never
+    import the live harness), whether it reads the repository's data, notebooks or book
+    sources (``checkout``: from an installed copy without a checkout it stops with one line;
+    the others work on the files they are given), and a longer ``description``."""
 
     help: str
     args: tuple[Arg, ...]
+    handler: str
+    checkout: bool = True
     description: str | None = None
 
 
@@ -195,8 +165,15 @@ VERBS: dict[str, Verb] = {
                 metavar="N",
             ),
         ),
+        handler="rackbook.cli:cli_import",
+        checkout=False,
     ),
-    "summarize": Verb("vLLM-defined metrics of a trace", (arg("trace", "trace folder"), JSON_LAST)),
+    "summarize": Verb(
+        "vLLM-defined metrics of a trace",
+        (arg("trace", "trace folder"), JSON_LAST),
+        handler="rackbook.cli:cli_summarize",
+        checkout=False,
+    ),
     "run": Verb(
         "execute a result's notebook with papermill",
         (
@@ -215,9 +192,18 @@ VERBS: dict[str, Verb] = {
             arg("--out", "output folder (default _build/executed)"),
             *SPEED,
         ),
+        handler="rackbook.book.runner:cli_run",
     ),
-    "list": Verb("results, their claims and the latest verdicts", (EXECUTED, JSON_INSTEAD)),
-    "catalog": Verb("the models and GPUs that check and kv-bytes know", (JSON_INSTEAD,)),
+    "list": Verb(
+        "results, their claims and the latest verdicts",
+        (EXECUTED, JSON_INSTEAD),
+        handler="rackbook.book.runner:cli_list",
+    ),
+    "catalog": Verb(
+        "the models and GPUs that check and kv-bytes know",
+        (JSON_INSTEAD,),
+        handler="rackbook.inputs.catalogs:cli_catalog",
+    ),
     "book": Verb(
         "build the HTML book from executed notebooks",
         (
@@ -239,6 +225,7 @@ VERBS: dict[str, Verb] = {
             switch("--strict", "warnings are errors (-W -n)"),
             *SPEED,
         ),
+        handler="rackbook.book.build:cli_book",
     ),
     "kv-bytes": Verb(
         "global KV-cache bytes per token of a model",
@@ -253,6 +240,7 @@ VERBS: dict[str, Verb] = {
             JSON_LAST,
             arg("--context", "also print bytes per sequence"),
         ),
+        handler="rackbook.physics.roofline:cli_kv_bytes",
     ),
     "check": Verb(
         "the three readings of a throughput figure for a workload",
@@ -333,6 +321,7 @@ VERBS: dict[str, Verb] = {
             arg("--ttft-s", "TTFT limit the figure met (s): said when prefill cannot meet it"),
             JSON_LAST,
         ),
+        handler="rackbook.results.claim_check:cli_check",
     ),
     "validate": Verb(
         "the expected throughput against every published measurement",
@@ -344,6 +333,7 @@ VERBS: dict[str, Verb] = {
                 "write data/published/expected-fit.yaml",
             ),
         ),
+        handler="rackbook.results.validation:cli_validate",
     ),
     "eplb": Verb(
         "balancedness before and after EPLB for expert loads",
@@ -359,6 +349,8 @@ VERBS: dict[str, Verb] = {
             arg("--nodes", "nodes", default=1),
             JSON_LAST,
         ),
+        handler="rackbook.physics.eplb:cli_eplb",
+        checkout=False,
     ),
     "record": Verb(
         "record a scenario from real vLLM servers (live mode)",
@@ -392,6 +384,7 @@ VERBS: dict[str, Verb] = {
         description="Record one scenario's trace from real vLLM servers (needs the live env: "
         "make live-setup). Each scenario's parameters (-p NAME VALUE) and their defaults are "
         "listed in rackbook.inputs.scenarios and the book's rerun cards.",
+        handler="rackbook.live:cli_record",
     ),
     "calibrate": Verb(
         "time the model's kernels with torch on this device (a calibration folder)",
@@ -410,6 +403,7 @@ VERBS: dict[str, Verb] = {
         description="Time HBM read/copy, dense GEMMs, the catalog model's expert GEMMs, the "
         "index scan and sparse attention with torch (the live env: .venv-live/bin/rackbook "
         "calibrate) and write a calibration folder (rackbook check --calibration DIR).",
+        handler="rackbook.cli:cli_calibrate",
     ),
     "recipes": Verb(
         "generate cluster recipes from the topology file",
@@ -421,6 +415,7 @@ VERBS: dict[str, Verb] = {
                 "default: the checkout's env/cluster/generated)",
             ),
         ),
+        handler="rackbook.cluster.recipes:cli_recipes",
     ),
 }
 #: ``--max-input-mb``, an option of every verb.
@@ -658,12 +653,13 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         limits.check_open_files()
         _refuse_empty_paths(args)
-        if args.verb in NEEDS_CHECKOUT:
+        verb = VERBS[args.verb]
+        if verb.checkout:
             paths.require_checkout()
         if args.verb == "import":  # options that do not fit the format: one line, no work
             importers.check_options(args.format, args.input, _import_options(args))
         with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
-            return int(_resolve(HANDLERS[args.verb])(args) or 0)
+            return int(_resolve(verb.handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)
