@@ -109,7 +109,7 @@ SPEED = (
     ),
     arg("-j --jobs", "chapters executed at once (default: cores)"),
 )
-PARAMETERS = dict(nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+PARAMETERS: dict[str, Any] = dict(nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
 MODEL_HELP = (
     "model id in data/models/ (any case), its Hugging Face name org/NAME, or a model YAML "
     "file (relative to the working directory)"
@@ -438,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=verb.help, description=verb.description)
         for a in (*verb.args, MAX_INPUT):
             spec = params.FLAGS.get(a.number or name, {}).get(a.dest)
-            typed = {"type": params.flag_type(spec)} if spec is not None else {}
+            typed: dict[str, Any] = {"type": params.flag_type(spec)} if spec else {}
             s.add_argument(*a.flags, **a.kw, **typed)
     return p
 
@@ -473,7 +473,7 @@ def _fail(message: str, code: int) -> int:
 
 
 #: How each stop signal ends the line.
-SIGNAL_WORDS = {
+SIGNAL_WORDS: dict[int, str] = {
     signal.SIGINT: "interrupted",
     signal.SIGTERM: "terminated",
     signal.SIGHUP: "hung up",
@@ -578,6 +578,7 @@ def cli_import(args: argparse.Namespace) -> int:
     (:data:`rackbook.core.importers.REGISTRY`) writes the trace; one line says what it holds."""
     t = importers.write(args.format, args.input, args.output, _import_options(args))
     print(f"wrote {args.output}: {importers.summary(args.format, t)}")
+    return 0
 
 
 def cli_summarize(args: argparse.Namespace) -> int:
@@ -679,7 +680,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             where = exc.filename if exc.filename is not None else "-"
             return _fail(f"{where}: -: {exc.strerror or exc}", 2)
         if isinstance(exc, UnicodeError):  # a file or folder name that is not UTF-8
-            return _fail(f"-: -: a name or text that is not valid UTF-8 ({exc.reason})", 2)
+            return _fail(
+                f"-: -: a name or text that is not valid UTF-8 ({getattr(exc, 'reason', exc)})", 2
+            )
         if isinstance(exc, ValueError) and "null byte" in str(exc):  # a path holding NUL
             return _fail(f"-: -: a path holding a NUL byte ({exc})", 2)
         if isinstance(exc, RuntimeError) and "Symlink loop" in str(exc):  # pathlib.resolve
