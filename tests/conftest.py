@@ -85,12 +85,12 @@ def chapter_on_shipped_trace(result: str) -> tuple[Any, Any]:
     """(analysis, outcome) of ``result`` on its shipped trace with its notebook's default
     parameters, what the chapter computes (once per process: kept)."""
     from rackbook import paths
-    from rackbook.book.runner import notebook_defaults
     from rackbook.core.traces import read_trace
+    from rackbook.params import cell_defaults
     from rackbook.results import REGISTRY
 
     if result not in _SHIPPED:
-        plugin, defaults = REGISTRY[result], notebook_defaults(result)
+        plugin, defaults = REGISTRY[result], cell_defaults(result)
         trace = read_trace(paths.resolve(defaults["trace"]))
         an = plugin.analyse(trace, plugin.Params.from_mapping(defaults))
         _SHIPPED[result] = an, plugin.outcome(an)

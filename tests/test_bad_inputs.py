@@ -1379,3 +1379,24 @@ def test_an_empty_path_is_refused_by_its_flag(tmp_path, run_cli, monkeypatch, ar
     code, _, err = run_cli(*argv)
     assert code == 2 and err == f"error: '': {flag}: an empty path: name a file or folder\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_internal_error_is_one_line_naming_its_traceback_log(run_cli, monkeypatch, tmp_path):
+    """A bug (any exception that is not bad input) exits 1 with one line; the traceback goes
+    to the log file the line names, in the temporary folder, never into an output."""
+    import tempfile
+
+    from rackbook import cli
+
+    def boom(args):
+        raise RuntimeError("boom \x1b[31mred")
+
+    monkeypatch.setattr(cli, "_resolve", lambda spec: boom)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code, _, err = run_cli("catalog")
+    assert code == 1 and err.count("\n") == 1, err
+    assert "internal error RuntimeError: boom" in err and "(a bug; traceback in " in err
+    log = Path(err.rsplit("traceback in ", 1)[1].rstrip(")\n"))
+    assert log.parent.parent == tmp_path and log.name.startswith("error-")
+    text = log.read_text(encoding="utf-8")
+    assert "Traceback" in text and "boom red" in text  # ANSI colours removed

@@ -47,6 +47,32 @@ def test_schema_declares_every_notebook_parameter(result: str) -> None:
         params.check_parameter(result, name, default, f"{result}.ipynb")
 
 
+@pytest.mark.parametrize("result", RESULTS)
+def test_cell_defaults_read_what_papermill_reads(result: str) -> None:
+    """The runner and the results' ``Params`` read names and defaults with
+    :func:`params.cell_defaults` (no papermill import): papermill's reading, in cell order."""
+    declared = _declared(result)
+    want = {n: ast.literal_eval(str(d["default"])) for n, d in declared.items()}
+    got = params.cell_defaults(result)
+    assert list(got) == list(want) and got == want
+    assert got["trace"] == f"data/traces/{result}"
+
+
+@pytest.mark.parametrize("result", RESULTS)
+def test_each_parameter_is_declared_once_with_its_meaning(result: str) -> None:
+    """The parameters cell is the one place a parameter is named, given its default and its
+    meaning: each name is assigned once there, with a comment (papermill's help), and has
+    exactly one schema entry for what the cell cannot say."""
+    nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    tree = ast.parse("".join(cell["source"]))
+    assigned = [t.id for node in tree.body for t in node.targets]  # type: ignore[attr-defined]
+    assert len(assigned) == len(set(assigned)), assigned
+    assert set(assigned) == set(params.NOTEBOOK[result])
+    for name, d in _declared(result).items():
+        assert d["help"].strip(), f"{result}: parameter {name} has no comment in its cell"
+
+
 def test_schema_drives_every_numeric_flag() -> None:
     """Each declared flag is a flag of its verb, read by the schema's rule (a value outside
     the range is a usage error), and no numeric flag is read by a bare int/float."""

@@ -222,3 +222,25 @@ def test_list_json_never_prints_nan(tmp_path, run_cli, monkeypatch) -> None:
     got = json.loads(printed, parse_constant=lambda c: pytest.fail(f"{c} printed"))
     (su,) = [r for r in got["results"] if r["result"] == "single-user"]
     assert su["readings"] == [{"value": None, "verdict": "untested"}]
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "problem"),
+    [
+        ({"ep_size": 5}, "parameter ep_size", "448 physical experts do not divide evenly over 5"),
+        ({"groups": 5}, "parameter groups", "5 groups do not divide 384 experts"),
+    ],
+)
+def test_an_ep_layout_the_trace_cannot_hold_is_refused_before_the_kernel(
+    tmp_path, given, field, problem
+):
+    """eplb-balance's layout is checked against the experts its trace holds (384, with the
+    notebook's 64 redundant), naming the parameter; nothing is written."""
+    from rackbook.book import runner
+    from rackbook.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        runner.prepare_run("eplb-balance", parameters=given, out=tmp_path / "o")
+    assert exc.value.file == "notebooks/eplb-balance.ipynb" and exc.value.field == field
+    assert problem in exc.value.problem
+    assert not (tmp_path / "o").exists()

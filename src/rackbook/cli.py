@@ -15,35 +15,17 @@ import importlib
 import os
 import signal
 import sys
-import tempfile
-import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rackbook import STOP_SIGNALS, __version__, limits, params, paths
 from rackbook.core import importers
-from rackbook.errors import InputError, Terminated, one_line
+from rackbook.errors import InputError, Terminated, one_line, write_log
 
 Handler = Callable[[argparse.Namespace], int]
-
-#: verb -> "module:function"; modules are imported only when their verb runs, so the trace-mode
-#: verbs never import the live harness.
-HANDLERS: dict[str, str] = {
-    "import": "rackbook.cli:cli_import",
-    "summarize": "rackbook.cli:cli_summarize",
-    "run": "rackbook.book.runner:cli_run",
-    "list": "rackbook.book.runner:cli_list",
-    "book": "rackbook.book.build:cli_book",
-    "kv-bytes": "rackbook.physics.roofline:cli_kv_bytes",
-    "check": "rackbook.results.claim_check:cli_check",
-    "eplb": "rackbook.physics.eplb:cli_eplb",
-    "record": "rackbook.live:cli_record",
-    "calibrate": "rackbook.cli:cli_calibrate",
-    "recipes": "rackbook.cluster.recipes:cli_recipes",
-    "catalog": "rackbook.inputs.catalogs:cli_catalog",
-    "validate": "rackbook.results.validation:cli_validate",
-}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,416 +42,405 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _flag(verb: str, dest: str) -> Callable[[str], object]:
-    """The argparse ``type`` of a numeric flag, from its declaration in the params schema."""
-    return params.flag_type(params.FLAGS[verb][dest])
+def _model_arg(text: str) -> str:
+    """A ``--model`` value: a catalog id or Hugging Face name as given; a path to a model file
+    made absolute against the working directory (the one rule for paths on the command line)."""
+    from rackbook.inputs import catalogs
+
+    if catalogs.catalog_model_id(text) is not None or not catalogs.looks_like_path(text):
+        return text
+    return os.path.abspath(text)
 
 
-#: Verbs that read the repository's data, notebooks or book sources (the others work on the
-#: files they are given): from an installed copy without a checkout they stop with one line.
-NEEDS_CHECKOUT = frozenset(
-    {
-        "run",
-        "list",
-        "book",
-        "kv-bytes",
-        "check",
-        "recipes",
-        "record",
-        "catalog",
-        "calibrate",
-        "validate",
-    }
+@dataclass(frozen=True)
+class Arg:
+    """One ``add_argument`` call: its flags (or positional name) and keywords. A flag declared
+    in :data:`rackbook.params.FLAGS` under its verb (or under ``number``, a verb whose flag it
+    repeats) is read by that declaration (its ``type``)."""
+
+    flags: tuple[str, ...]
+    kw: dict[str, Any]
+    number: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The argparse ``dest`` (``--tok-s`` -> ``tok_s``), as argparse derives it."""
+        long = next((f for f in self.flags if f.startswith("--")), self.flags[0])
+        return long.lstrip("-").replace("-", "_")
+
+
+def arg(flags: str, help: str, number: str | None = None, **kw: Any) -> Arg:
+    """An :class:`Arg`: ``flags`` separated by spaces, ``help``, other keywords as
+    ``add_argument`` takes them."""
+    return Arg(tuple(flags.split()), {**kw, "help": help}, number)
+
+
+def switch(flags: str, help: str) -> Arg:
+    """An on/off flag (``store_true``)."""
+    return arg(flags, help, action="store_true")
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One verb: its one-line ``help``, its arguments in order, its ``handler``
+    (``"module:function"``, imported only when the verb runs: the trace-mode verbs never
+    import the live harness), whether it reads the repository's data, notebooks or book
+    sources (``checkout``: from an installed copy without a checkout it stops with one line;
+    the others work on the files they are given), and a longer ``description``."""
+
+    help: str
+    args: tuple[Arg, ...]
+    handler: str
+    checkout: bool = True
+    description: str | None = None
+
+
+# ----------------------------------------------------------------------------- shared groups
+
+JSON_LAST = switch("--json", "print one JSON object last")
+JSON_INSTEAD = switch("--json", "print one JSON object instead")
+EXECUTED = arg("--out", "where executed results live")
+KV_DTYPES = list(params.KV_DTYPES)
+#: ``--force`` and ``--jobs`` of the verbs that execute chapters (``run``, ``book``).
+SPEED = (
+    switch(
+        "--force",
+        "execute every chapter even when its inputs are unchanged (and rebuild all pages)",
+    ),
+    arg("-j --jobs", "chapters executed at once (default: cores)"),
+)
+PARAMETERS: dict[str, Any] = dict(nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+MODEL_HELP = (
+    "model id in data/models/ (any case), its Hugging Face name org/NAME, or a model YAML "
+    "file (relative to the working directory)"
+)
+
+#: verb -> its declaration, in the order ``rackbook --help`` lists them.
+VERBS: dict[str, Verb] = {
+    "import": Verb(
+        "convert a benchmark result into a trace folder",
+        (
+            arg(
+                "format", "input format (rackbook.core.importers)", choices=list(importers.REGISTRY)
+            ),
+            arg(
+                "input",
+                "vllm bench serve --save-result --save-detailed JSON; an offline "
+                "engine's results (rackbook-offline-engine JSON, book/rerun.md); or a "
+                "published source: InferenceX API rows (JSON), MLPerf summary.csv, "
+                "SGLang deepseek-v4-benchmarks.jsx",
+            ),
+            arg("-o --output", "trace folder to write", required=True),
+            switch(
+                "--force", "replace an existing trace folder at --output (only one rackbook wrote)"
+            ),
+            arg("--model", "mlperf: keep only this Model's rows"),
+            arg("--engine", "offline-engine: engine label (default: the file's)"),
+            arg("--source-url", "published: the source file's URL"),
+            arg("--source-date", "published: date, YYYY-MM-DD"),
+            arg(
+                "--label",
+                "scenario key stored on every request row (repeatable)",
+                action="append",
+                type=params.label,
+                default=[],
+                metavar="KEY=VALUE",
+            ),
+            arg(
+                "--kind",
+                "vllm-bench: trace kind (default recorded); published imports are always published",
+                choices=["recorded", "published", "synthetic"],
+            ),
+            arg(
+                "--gpu",
+                "vllm-bench: the GPU the benchmark ran on, an id in data/hardware.yaml "
+                "(as check --gpu takes; with --gpus), recorded as declared beside the "
+                "importing machine",
+                metavar="ID",
+            ),
+            arg(
+                "--gpus",
+                "vllm-bench: how many GPUs served the benchmark (with --gpu)",
+                number="check",
+                metavar="N",
+            ),
+        ),
+        handler="rackbook.cli:cli_import",
+        checkout=False,
+    ),
+    "summarize": Verb(
+        "vLLM-defined metrics of a trace",
+        (arg("trace", "trace folder"), JSON_LAST),
+        handler="rackbook.cli:cli_summarize",
+        checkout=False,
+    ),
+    "run": Verb(
+        "execute a result's notebook with papermill",
+        (
+            arg("result", "result name, or 'all'"),
+            arg(
+                "--source",
+                "trace (default) or live; a params file's `source` applies when not given",
+                choices=["trace", "live"],
+            ),
+            arg(
+                "--params-file",
+                "YAML mapping of notebook parameters (as `rackbook recipes` writes); -p overrides",
+                metavar="FILE",
+            ),
+            arg("-p --parameter", "notebook parameter (repeatable)", **PARAMETERS),
+            arg("--out", "output folder (default _build/executed)"),
+            *SPEED,
+        ),
+        handler="rackbook.book.runner:cli_run",
+    ),
+    "list": Verb(
+        "results, their claims and the latest verdicts",
+        (EXECUTED, JSON_INSTEAD),
+        handler="rackbook.book.runner:cli_list",
+    ),
+    "catalog": Verb(
+        "the models and GPUs that check and kv-bytes know",
+        (JSON_INSTEAD,),
+        handler="rackbook.inputs.catalogs:cli_catalog",
+    ),
+    "book": Verb(
+        "build the HTML book from executed notebooks",
+        (
+            EXECUTED,
+            arg("--traces", "a folder of your own traces: execute every result on them first"),
+            arg(
+                "--reuse",
+                "with --traces: a folder of results already executed on the shipped "
+                "traces (such as _build/executed after make book), copied instead of "
+                "executed again",
+            ),
+            arg(
+                "--html",
+                "where the HTML book goes (a new folder, or one rackbook wrote: "
+                "replaced whole; default _build/html of the checkout, which is then not "
+                "touched)",
+                metavar="DIR",
+            ),
+            switch("--strict", "warnings are errors (-W -n)"),
+            *SPEED,
+        ),
+        handler="rackbook.book.build:cli_book",
+    ),
+    "kv-bytes": Verb(
+        "global KV-cache bytes per token of a model",
+        (
+            arg("model", MODEL_HELP, type=_model_arg),
+            arg(
+                "--kv-dtype",
+                "KV-cache storage dtype (default fp4)",
+                choices=KV_DTYPES,
+                default="fp4",
+            ),
+            JSON_LAST,
+            arg("--context", "also print bytes per sequence"),
+        ),
+        handler="rackbook.physics.roofline:cli_kv_bytes",
+    ),
+    "check": Verb(
+        "the three readings of a throughput figure for a workload",
+        (
+            arg("--model", MODEL_HELP, required=True, type=_model_arg),
+            arg("--gpu", "GPU id in data/hardware.yaml", required=True),
+            arg("--gpus", "GPUs serving the claim", required=True),
+            arg("--tok-s", "claimed tokens per second", required=True),
+            arg(
+                "--per",
+                "per GPU or in total over --gpus (not given: in total over several "
+                "GPUs, as '8 x H200 does 12,000 tok/s' reads; per GPU for one; said in "
+                "the first line)",
+                choices=["gpu", "total"],
+            ),
+            arg(
+                "--counted",
+                "tokens the figure counts: output, or input + output (needs --isl and --osl)",
+                choices=["output", "total"],
+            ),
+            arg("--isl", "input tokens per request"),
+            arg("--osl", "output tokens per request"),
+            arg("--context", "tokens each decoding sequence holds (default ISL + OSL / 2, else 0)"),
+            arg(
+                "--cached-share",
+                "share of the input tokens served from the prefix cache (0 to 1), or "
+                "'unknown' for the least share at which the figure is possible (not "
+                "given: 0, said as assumed)",
+            ),
+            arg(
+                "--concurrency",
+                "sequences in flight over all the GPUs of the claim (default: the best that fits)",
+            ),
+            arg("--batch", "the same as --concurrency"),
+            arg(
+                "--tokens-per-step",
+                "tokens kept per decode step (speculative decoding's acceptance length)",
+                default=1.0,
+            ),
+            arg(
+                "--phase",
+                "what the GPUs run (default: mixed with --isl and --osl, else decode)",
+                choices=["decode", "prefill", "mixed"],
+            ),
+            arg("--trace", "a trace folder for the this-run reading"),
+            arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
+            arg(
+                "--precision",
+                "the routed experts' dtype (default: the format of the model's with the "
+                "fewest bytes, e.g. NVFP4 for DeepSeek-R1)",
+                choices=KV_DTYPES,
+            ),
+            arg(
+                "--engine",
+                "serving engine of the figure (vllm, sglang, trt-llm, ...; recorded in the basis)",
+            ),
+            arg(
+                "--speculation",
+                "speculative decoding of the figure: none, or the method (mtp, eagle, "
+                "ngram, ...); recorded in the basis",
+                metavar="METHOD",
+            ),
+            arg(
+                "--calibration",
+                "calibration folder for the attainable estimate (default: the shipped H200 one)",
+            ),
+            arg(
+                "--deployment",
+                "deployment of the attainable estimate: attention data- or "
+                "tensor-parallel, experts expert-parallel (default: dp-ep; tp-ep when "
+                "fewer sequences than GPUs)",
+                choices=["dp-ep", "tp-ep"],
+            ),
+            arg(
+                "--tpot-ms",
+                "TPOT limit the figure met (ms): caps the expected reading's decoding batch",
+            ),
+            arg("--ttft-s", "TTFT limit the figure met (s): said when prefill cannot meet it"),
+            JSON_LAST,
+        ),
+        handler="rackbook.results.claim_check:cli_check",
+    ),
+    "validate": Verb(
+        "the expected throughput against every published measurement",
+        (
+            JSON_LAST,
+            switch(
+                "--fit",
+                "refit the non-physics parameters on the published points first and "
+                "write data/published/expected-fit.yaml",
+            ),
+        ),
+        handler="rackbook.results.validation:cli_validate",
+    ),
+    "eplb": Verb(
+        "balancedness before and after EPLB for expert loads",
+        (
+            arg(
+                "loads",
+                'JSON {"loads": [[tokens per logical expert] per layer]} or Parquet '
+                "with columns layer, expert, tokens",
+            ),
+            arg("--ep-size", "expert-parallel ranks (GPUs)", required=True),
+            arg("--redundant", "redundant expert replicas", default=0),
+            arg("--groups", "expert groups", default=1),
+            arg("--nodes", "nodes", default=1),
+            JSON_LAST,
+        ),
+        handler="rackbook.physics.eplb:cli_eplb",
+        checkout=False,
+    ),
+    "record": Verb(
+        "record a scenario from real vLLM servers (live mode)",
+        (
+            arg("scenario", f"one of: {', '.join(paths.RESULTS)}", metavar="SCENARIO"),
+            arg(
+                "--endpoint",
+                "URL of a running vLLM server (repeatable; rack-scaling takes one per "
+                "replica); none: servers are started locally",
+                action="append",
+                default=[],
+            ),
+            arg("--serve", "arguments for `vllm serve` to start one"),
+            arg("-o --output", "trace folder (default: the checkout's data/traces/live/SCENARIO)"),
+            arg(
+                "-p --parameter",
+                "scenario parameter (repeatable; lists comma-separated), e.g. -p "
+                "batch_sizes 8,16 -p output_len 64",
+                **PARAMETERS,
+            ),
+            switch(
+                "--resume",
+                "keep the points already finished in --output (same -p values) and "
+                "record only the missing or failed ones",
+            ),
+            switch(
+                "--accept-invalid",
+                "keep points whose requests fail the validity checks (run.json says so)",
+            ),
+        ),
+        description="Record one scenario's trace from real vLLM servers (needs the live env: "
+        "make live-setup). Each scenario's parameters (-p NAME VALUE) and their defaults are "
+        "listed in rackbook.inputs.scenarios and the book's rerun cards.",
+        handler="rackbook.live:cli_record",
+    ),
+    "calibrate": Verb(
+        "time the model's kernels with torch on this device (a calibration folder)",
+        (
+            arg("--device", "default cuda", choices=["cuda", "cpu"]),
+            arg("-o --output", "calibration folder to write"),
+            arg(
+                "--model",
+                "catalog model whose shapes are timed (default deepseek-v4.1-flash)",
+                default="deepseek-v4.1-flash",
+            ),
+            switch("--quick", "fewer sizes (a smoke run)"),
+            arg("--save-json", "also write the rows as JSON", metavar="FILE"),
+            arg("--from-json", "write -o DIR from a --save-json file", metavar="FILE"),
+        ),
+        description="Time HBM read/copy, dense GEMMs, the catalog model's expert GEMMs, the "
+        "index scan and sparse attention with torch (the live env: .venv-live/bin/rackbook "
+        "calibrate) and write a calibration folder (rackbook check --calibration DIR).",
+        handler="rackbook.cli:cli_calibrate",
+    ),
+    "recipes": Verb(
+        "generate cluster recipes from the topology file",
+        (
+            arg("--topology", "topology YAML (default: the checkout's env/cluster/topology.yaml)"),
+            arg(
+                "-o --output",
+                "folder of recipes (a new one, or one rackbook wrote: replaced whole; "
+                "default: the checkout's env/cluster/generated)",
+            ),
+        ),
+        handler="rackbook.cluster.recipes:cli_recipes",
+    ),
+}
+#: ``--max-input-mb``, an option of every verb.
+MAX_INPUT = arg(
+    "--max-input-mb",
+    f"largest input file read (default {limits.DEFAULT_MAX_INPUT_MB:g} MB)",
+    type=params.flag_type(params.MAX_INPUT_MB),
+    default=limits.DEFAULT_MAX_INPUT_MB,
+    metavar="MB",
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every verb, from :data:`VERBS` (numeric flags typed by their
+    declarations in :data:`rackbook.params.FLAGS`)."""
     p = _Parser(prog="rackbook", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
-
-    s = sub.add_parser("import", help="convert a benchmark result into a trace folder")
-    s.add_argument(
-        "format", choices=list(importers.REGISTRY), help="input format (rackbook.core.importers)"
-    )
-    s.add_argument(
-        "input",
-        help="vllm bench serve --save-result --save-detailed JSON; an offline engine's results "
-        "(rackbook-offline-engine JSON, book/rerun.md); or a published source: "
-        "InferenceX API rows (JSON), MLPerf summary.csv, SGLang deepseek-v4-benchmarks.jsx",
-    )
-    s.add_argument("-o", "--output", required=True, help="trace folder to write")
-    s.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing trace folder at --output (only one rackbook wrote)",
-    )
-    s.add_argument("--model", default=None, help="mlperf: keep only this Model's rows")
-    s.add_argument(
-        "--engine", default=None, help="offline-engine: engine label (default: the file's)"
-    )
-    s.add_argument("--source-url", default=None, help="published: the source file's URL")
-    s.add_argument("--source-date", default=None, help="published: date, YYYY-MM-DD")
-    s.add_argument(
-        "--label",
-        action="append",
-        type=params.label,
-        default=[],
-        metavar="KEY=VALUE",
-        help="scenario key stored on every request row (repeatable)",
-    )
-    s.add_argument(
-        "--kind",
-        choices=["recorded", "published", "synthetic"],
-        default=None,
-        help="vllm-bench: trace kind (default recorded); published imports are always published",
-    )
-    s.add_argument(
-        "--gpu",
-        default=None,
-        metavar="ID",
-        help="vllm-bench: the GPU the benchmark ran on, an id in data/hardware.yaml (as check "
-        "--gpu takes; with --gpus), recorded as declared beside the importing machine",
-    )
-    s.add_argument(
-        "--gpus",
-        type=_flag("check", "gpus"),
-        default=None,
-        metavar="N",
-        help="vllm-bench: how many GPUs served the benchmark (with --gpu)",
-    )
-
-    s = sub.add_parser("summarize", help="vLLM-defined metrics of a trace")
-    s.add_argument("trace", help="trace folder")
-    s.add_argument("--json", action="store_true", help="print one JSON object last")
-
-    s = sub.add_parser("run", help="execute a result's notebook with papermill")
-    s.add_argument("result", help="result name, or 'all'")
-    s.add_argument(
-        "--source",
-        choices=["trace", "live"],
-        default=None,
-        help="trace (default) or live; a params file's `source` applies when not given",
-    )
-    s.add_argument(
-        "--params-file",
-        default=None,
-        metavar="FILE",
-        help="YAML mapping of notebook parameters (as `rackbook recipes` writes); -p overrides",
-    )
-    s.add_argument(
-        "-p",
-        "--parameter",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("NAME", "VALUE"),
-        help="notebook parameter (repeatable)",
-    )
-    s.add_argument("--out", default=None, help="output folder (default _build/executed)")
-    _speed_options(s)
-
-    s = sub.add_parser("list", help="results, their claims and the latest verdicts")
-    s.add_argument("--out", default=None, help="where executed results live")
-    s.add_argument("--json", action="store_true", help="print one JSON object instead")
-
-    s = sub.add_parser("catalog", help="the models and GPUs that check and kv-bytes know")
-    s.add_argument("--json", action="store_true", help="print one JSON object instead")
-
-    s = sub.add_parser("book", help="build the HTML book from executed notebooks")
-    s.add_argument("--out", default=None, help="where executed results live")
-    s.add_argument(
-        "--traces",
-        default=None,
-        help="a folder of your own traces: execute every result on them first",
-    )
-    s.add_argument(
-        "--reuse",
-        default=None,
-        help="with --traces: a folder of results already executed on the shipped traces "
-        "(such as _build/executed after make book), copied instead of executed again",
-    )
-    s.add_argument(
-        "--html",
-        default=None,
-        metavar="DIR",
-        help="where the HTML book goes (a new folder, or one rackbook wrote: replaced whole; "
-        "default _build/html of the checkout, which is then not touched)",
-    )
-    s.add_argument("--strict", action="store_true", help="warnings are errors (-W -n)")
-    _speed_options(s)
-
-    s = sub.add_parser("kv-bytes", help="global KV-cache bytes per token of a model")
-    s.add_argument(
-        "model",
-        type=_model_arg,
-        help=MODEL_HELP,
-    )
-    s.add_argument(
-        "--kv-dtype",
-        choices=["fp4", "fp8", "bf16"],
-        default="fp4",
-        help="KV-cache storage dtype (default fp4)",
-    )
-    s.add_argument("--json", action="store_true", help="print one JSON object last")
-    s.add_argument(
-        "--context",
-        type=_flag("kv-bytes", "context"),
-        default=None,
-        help="also print bytes per sequence",
-    )
-
-    s = sub.add_parser("check", help="the three readings of a throughput figure for a workload")
-    s.add_argument(
-        "--model",
-        required=True,
-        type=_model_arg,
-        help=MODEL_HELP,
-    )
-    s.add_argument("--gpu", required=True, help="GPU id in data/hardware.yaml")
-    s.add_argument(
-        "--gpus", type=_flag("check", "gpus"), required=True, help="GPUs serving the claim"
-    )
-    s.add_argument(
-        "--tok-s", type=_flag("check", "tok_s"), required=True, help="claimed tokens per second"
-    )
-    s.add_argument(
-        "--per",
-        choices=["gpu", "total"],
-        default=None,
-        help="per GPU or in total over --gpus (not given: in total over several GPUs, as "
-        "'8 x H200 does 12,000 tok/s' reads; per GPU for one; said in the first line)",
-    )
-    s.add_argument(
-        "--counted",
-        choices=["output", "total"],
-        default=None,
-        help="tokens the figure counts: output, or input + output (needs --isl and --osl)",
-    )
-    s.add_argument(
-        "--isl", type=_flag("check", "isl"), default=None, help="input tokens per request"
-    )
-    s.add_argument(
-        "--osl", type=_flag("check", "osl"), default=None, help="output tokens per request"
-    )
-    s.add_argument(
-        "--context",
-        type=_flag("check", "context"),
-        default=None,
-        help="tokens each decoding sequence holds (default ISL + OSL / 2, else 0)",
-    )
-    s.add_argument(
-        "--cached-share",
-        type=_flag("check", "cached_share"),
-        default=None,
-        help="share of the input tokens served from the prefix cache (0 to 1), or 'unknown' "
-        "for the least share at which the figure is possible (not given: 0, said as assumed)",
-    )
-    s.add_argument(
-        "--concurrency",
-        type=_flag("check", "concurrency"),
-        default=None,
-        help="sequences in flight over all the GPUs of the claim (default: the best that fits)",
-    )
-    s.add_argument(
-        "--batch", type=_flag("check", "batch"), default=None, help="the same as --concurrency"
-    )
-    s.add_argument(
-        "--tokens-per-step",
-        type=_flag("check", "tokens_per_step"),
-        default=1.0,
-        help="tokens kept per decode step (speculative decoding's acceptance length)",
-    )
-    s.add_argument(
-        "--phase",
-        choices=["decode", "prefill", "mixed"],
-        default=None,
-        help="what the GPUs run (default: mixed with --isl and --osl, else decode)",
-    )
-    s.add_argument("--trace", default=None, help="a trace folder for the this-run reading")
-    s.add_argument(
-        "--kv-dtype", choices=["fp4", "fp8", "bf16"], default=None, help="KV storage (narrowest)"
-    )
-    s.add_argument(
-        "--precision",
-        choices=["fp4", "fp8", "bf16"],
-        default=None,
-        help="the routed experts' dtype (default: the format of the model's with the fewest "
-        "bytes, e.g. NVFP4 for DeepSeek-R1)",
-    )
-    s.add_argument(
-        "--engine",
-        default=None,
-        help="serving engine of the figure (vllm, sglang, trt-llm, ...; recorded in the basis)",
-    )
-    s.add_argument(
-        "--speculation",
-        default=None,
-        metavar="METHOD",
-        help="speculative decoding of the figure: none, or the method (mtp, eagle, ngram, ...); "
-        "recorded in the basis",
-    )
-    s.add_argument(
-        "--calibration",
-        default=None,
-        help="calibration folder for the attainable estimate (default: the shipped H200 one)",
-    )
-    s.add_argument(
-        "--deployment",
-        choices=["dp-ep", "tp-ep"],
-        default=None,
-        help="deployment of the attainable estimate: attention data- or tensor-parallel, "
-        "experts expert-parallel (default: dp-ep; tp-ep when fewer sequences than GPUs)",
-    )
-    s.add_argument(
-        "--tpot-ms",
-        type=_flag("check", "tpot_ms"),
-        default=None,
-        help="TPOT limit the figure met (ms): caps the expected reading's decoding batch",
-    )
-    s.add_argument(
-        "--ttft-s",
-        type=_flag("check", "ttft_s"),
-        default=None,
-        help="TTFT limit the figure met (s): said when prefill cannot meet it",
-    )
-    s.add_argument("--json", action="store_true", help="print one JSON object last")
-
-    s = sub.add_parser(
-        "validate", help="the expected throughput against every published measurement"
-    )
-    s.add_argument("--json", action="store_true", help="print one JSON object last")
-    s.add_argument(
-        "--fit",
-        action="store_true",
-        help="refit the non-physics parameters on the published points first and write "
-        "data/published/expected-fit.yaml",
-    )
-
-    s = sub.add_parser("eplb", help="balancedness before and after EPLB for expert loads")
-    s.add_argument(
-        "loads",
-        help='JSON {"loads": [[tokens per logical expert] per layer]} '
-        "or Parquet with columns layer, expert, tokens",
-    )
-    s.add_argument(
-        "--ep-size",
-        type=_flag("eplb", "ep_size"),
-        required=True,
-        help="expert-parallel ranks (GPUs)",
-    )
-    s.add_argument(
-        "--redundant",
-        type=_flag("eplb", "redundant"),
-        default=0,
-        help="redundant expert replicas",
-    )
-    s.add_argument("--groups", type=_flag("eplb", "groups"), default=1, help="expert groups")
-    s.add_argument("--nodes", type=_flag("eplb", "nodes"), default=1, help="nodes")
-    s.add_argument("--json", action="store_true", help="print one JSON object last")
-
-    s = sub.add_parser(
-        "record",
-        help="record a scenario from real vLLM servers (live mode)",
-        description="Record one scenario's trace from real vLLM servers (needs the live env: "
-        "make live-setup). Each scenario's parameters (-p NAME VALUE) and their defaults are "
-        "listed in rackbook.inputs.scenarios and the book's rerun cards.",
-    )
-    s.add_argument(
-        "scenario",
-        metavar="SCENARIO",
-        help=f"one of: {', '.join(paths.RESULTS)}",
-    )
-    s.add_argument(
-        "--endpoint",
-        action="append",
-        default=[],
-        help="URL of a running vLLM server (repeatable; rack-scaling takes one per replica); "
-        "none: servers are started locally",
-    )
-    s.add_argument("--serve", default=None, help="arguments for `vllm serve` to start one")
-    s.add_argument(
-        "-o",
-        "--output",
-        required=False,
-        default=None,
-        help="trace folder (default: the checkout's data/traces/live/SCENARIO)",
-    )
-    s.add_argument(
-        "-p",
-        "--parameter",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("NAME", "VALUE"),
-        help="scenario parameter (repeatable; lists comma-separated), e.g. -p batch_sizes 8,16 "
-        "-p output_len 64",
-    )
-    s.add_argument(
-        "--resume",
-        action="store_true",
-        help="keep the points already finished in --output (same -p values) and record only "
-        "the missing or failed ones",
-    )
-    s.add_argument(
-        "--accept-invalid",
-        action="store_true",
-        help="keep points whose requests fail the validity checks (run.json says so)",
-    )
-
-    s = sub.add_parser(
-        "calibrate",
-        help="time the model's kernels with torch on this device (a calibration folder)",
-        description="Time HBM read/copy, dense GEMMs, the catalog model's expert GEMMs, the "
-        "index scan and sparse attention with torch (the live env: .venv-live/bin/rackbook "
-        "calibrate) and write a calibration folder (rackbook check --calibration DIR).",
-    )
-    s.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default cuda")
-    s.add_argument("-o", "--output", default=None, help="calibration folder to write")
-    s.add_argument("--model", default="deepseek-v4.1-flash", help="catalog model whose shapes "
-                   "are timed (default deepseek-v4.1-flash)")  # fmt: skip
-    s.add_argument("--quick", action="store_true", help="fewer sizes (a smoke run)")
-    s.add_argument("--save-json", metavar="FILE", help="also write the rows as JSON")
-    s.add_argument("--from-json", metavar="FILE", help="write -o DIR from a --save-json file")
-
-    s = sub.add_parser("recipes", help="generate cluster recipes from the topology file")
-    s.add_argument(
-        "--topology",
-        default=None,
-        help="topology YAML (default: the checkout's env/cluster/topology.yaml)",
-    )
-    s.add_argument(
-        "-o",
-        "--output",
-        default=None,
-        help="folder of recipes (a new one, or one rackbook wrote: replaced whole; default: the "
-        "checkout's env/cluster/generated)",
-    )
-    for verb in sub.choices.values():
-        verb.add_argument(
-            "--max-input-mb",
-            type=params.flag_type(params.MAX_INPUT_MB),
-            default=limits.DEFAULT_MAX_INPUT_MB,
-            metavar="MB",
-            help=f"largest input file read (default {limits.DEFAULT_MAX_INPUT_MB:g} MB)",
-        )
+    for name, verb in VERBS.items():
+        s = sub.add_parser(name, help=verb.help, description=verb.description)
+        for a in (*verb.args, MAX_INPUT):
+            spec = params.FLAGS.get(a.number or name, {}).get(a.dest)
+            typed: dict[str, Any] = {"type": params.flag_type(spec)} if spec else {}
+            s.add_argument(*a.flags, **a.kw, **typed)
     return p
-
-
-def _speed_options(s: argparse.ArgumentParser) -> None:
-    """``--force`` and ``--jobs`` of the verbs that execute chapters (``run``, ``book``)."""
-    s.add_argument(
-        "--force",
-        action="store_true",
-        help="execute every chapter even when its inputs are unchanged (and rebuild all pages)",
-    )
-    s.add_argument(
-        "-j",
-        "--jobs",
-        type=params.flag_type(params.FLAGS["run"]["jobs"]),
-        default=None,
-        help="chapters executed at once (default: cores)",
-    )
 
 
 def _resolve(spec: str) -> Handler:
@@ -491,11 +462,7 @@ def _on_signal(signum: int, _frame: object) -> None:
 
 def log_traceback(exc: BaseException) -> str:
     """Write ``exc``'s traceback to a log file in the temporary folder; its path."""
-    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    log = folder / f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-    return str(log)
+    return str(write_log("error", "".join(traceback.format_exception(exc))))
 
 
 def _fail(message: str, code: int) -> int:
@@ -506,7 +473,7 @@ def _fail(message: str, code: int) -> int:
 
 
 #: How each stop signal ends the line.
-SIGNAL_WORDS = {
+SIGNAL_WORDS: dict[int, str] = {
     signal.SIGINT: "interrupted",
     signal.SIGTERM: "terminated",
     signal.SIGHUP: "hung up",
@@ -560,22 +527,6 @@ def parse(
     return args
 
 
-MODEL_HELP = (
-    "model id in data/models/ (any case), its Hugging Face name org/NAME, or a model YAML "
-    "file (relative to the working directory)"
-)
-
-
-def _model_arg(text: str) -> str:
-    """A ``--model`` value: a catalog id or Hugging Face name as given; a path to a model file
-    made absolute against the working directory (the one rule for paths on the command line)."""
-    from rackbook.inputs import catalogs
-
-    if catalogs.catalog_model_id(text) is not None or not catalogs.looks_like_path(text):
-        return text
-    return os.path.abspath(text)
-
-
 def cli_calibrate(args: argparse.Namespace) -> int:
     """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels; the model's
     shapes and the data sheets come from :mod:`rackbook.inputs.catalogs` (the live harness
@@ -627,6 +578,7 @@ def cli_import(args: argparse.Namespace) -> int:
     (:data:`rackbook.core.importers.REGISTRY`) writes the trace; one line says what it holds."""
     t = importers.write(args.format, args.input, args.output, _import_options(args))
     print(f"wrote {args.output}: {importers.summary(args.format, t)}")
+    return 0
 
 
 def cli_summarize(args: argparse.Namespace) -> int:
@@ -702,12 +654,13 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         limits.check_open_files()
         _refuse_empty_paths(args)
-        if args.verb in NEEDS_CHECKOUT:
+        verb = VERBS[args.verb]
+        if verb.checkout:
             paths.require_checkout()
         if args.verb == "import":  # options that do not fit the format: one line, no work
             importers.check_options(args.format, args.input, _import_options(args))
         with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
-            return int(_resolve(HANDLERS[args.verb])(args) or 0)
+            return int(_resolve(verb.handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)
@@ -727,7 +680,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             where = exc.filename if exc.filename is not None else "-"
             return _fail(f"{where}: -: {exc.strerror or exc}", 2)
         if isinstance(exc, UnicodeError):  # a file or folder name that is not UTF-8
-            return _fail(f"-: -: a name or text that is not valid UTF-8 ({exc.reason})", 2)
+            return _fail(
+                f"-: -: a name or text that is not valid UTF-8 ({getattr(exc, 'reason', exc)})", 2
+            )
         if isinstance(exc, ValueError) and "null byte" in str(exc):  # a path holding NUL
             return _fail(f"-: -: a path holding a NUL byte ({exc})", 2)
         if isinstance(exc, RuntimeError) and "Symlink loop" in str(exc):  # pathlib.resolve

@@ -3,6 +3,10 @@ and the exception a termination signal raises (exit code 143)."""
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
+import time
 from pathlib import Path
 
 
@@ -32,3 +36,13 @@ class Terminated(BaseException):
     def __init__(self, signum: int = 15) -> None:
         self.signum = signum
         super().__init__(signum)
+
+
+def write_log(name: str, text: str) -> Path:
+    """Write a traceback (ANSI colours removed) to ``NAME-TIME-PID.log`` in the temporary
+    folder's ``rackbook-UID``, never into an output; its path (named by the error line)."""
+    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    log = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    log.write_text(re.sub(r"\x1b\[[0-9;]*m", "", text), encoding="utf-8")
+    return log

@@ -18,7 +18,6 @@ allow fits in memory.
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 import sys
@@ -53,37 +52,6 @@ BOUNDS: dict[str, int] = {
 }
 
 
-#: Notebook parameters (``rackbook run -p``, params files) -> the bound of each value.
-PARAMETER_BOUNDS: dict[str, str] = {
-    "batch": "batch",
-    "batch_sizes": "batch_size",
-    "concurrency": "concurrency",
-    "context_lengths": "context",
-    "context_tokens": "context",
-    "decode_ranks": "decode_ranks",
-    "ep_size": "ep_size",
-    "ep_sizes": "ep_size",
-    "fit_windows": "layers",
-    "gpus": "gpus",
-    "gpus_per_replica": "gpus",
-    "groups": "groups",
-    "hi": "context",
-    "input_len": "context",
-    "lo": "context",
-    "n_gpus": "gpus",
-    "new_tokens": "context",
-    "nodes": "nodes",
-    "num_requests": "requests",
-    "output_len": "context",
-    "prefill_gpus": "gpus",
-    "prefix_len": "context",
-    "prefix_tokens": "context",
-    "redundant": "redundant",
-    "redundant_values": "redundant",
-    "replicas": "gpus",
-    "show_layer": "layers",
-    "weight_gpus": "gpus",
-}
 #: Entries a list parameter may hold.
 MAX_LIST_ENTRIES = 1_000
 #: YAML files (parameters, catalogs, topology) are small and the parser is slow: at most this
@@ -95,23 +63,6 @@ JS_MAX_MB = 16.0
 #: Longest line of a CSV file read line by line (MB); one field is bounded by the csv module's
 #: field size limit (128 KiB).
 CSV_LINE_MB = 1.0
-
-
-def check_parameter(name: str, value: object, where: str | Path) -> None:
-    """A notebook parameter's value within its bound (:data:`PARAMETER_BOUNDS`; lists at most
-    :data:`MAX_LIST_ENTRIES` entries, each within the bound); else :class:`InputError`."""
-    field = f"parameter {name}"
-    values = value if isinstance(value, list) else [value]
-    if len(values) > MAX_LIST_ENTRIES:
-        raise InputError(
-            where, field, f"{len(values):,} entries: must be at most {MAX_LIST_ENTRIES:,}"
-        )
-    bound = PARAMETER_BOUNDS.get(name)
-    if bound is None:
-        return
-    for v in values:
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            bounded(v, bound, where, field)
 
 
 def max_input_mb() -> float:

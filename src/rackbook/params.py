@@ -1,5 +1,6 @@
 """The params schema: every numeric command-line flag and every notebook parameter, with its
-type, range or choices, unit and meaning, and the one rule that reads a value against it.
+type, range or choices and unit, and the one rule that reads a value against it (a notebook
+parameter's name, default and meaning are its ``parameters`` cell's, never repeated here).
 
 Both ``rackbook run -p NAME VALUE`` / ``--params-file`` (:data:`NOTEBOOK`, checked by
 :func:`check_parameter` and :func:`check_together` before any kernel starts) and the CLI flags
@@ -49,7 +50,6 @@ class Spec:
     lo: float | None = None
     hi: float | None = None
     unit: str = ""
-    doc: str = ""
     choices: tuple[str, ...] = ()
     nullable: bool = False
     lo_open: bool = False
@@ -216,149 +216,164 @@ CATALOG: dict[str, Callable[[str], None]] = {
 # ----------------------------------------------------------------------------- declarations
 
 
-def _int(lo: float, bound: str | float, unit: str = "", doc: str = "", **kw: Any) -> Spec:
+def _int(lo: float, bound: str | float, unit: str = "", **kw: Any) -> Spec:
     hi = BOUNDS[bound] if isinstance(bound, str) else bound
-    return Spec("int", lo, hi, unit, doc, **kw)
+    return Spec("int", lo, hi, unit, **kw)
 
 
-def _num(lo: float, hi: float, unit: str = "", doc: str = "", **kw: Any) -> Spec:
-    return Spec("number", lo, hi, unit, doc, **kw)
+def _num(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
+    return Spec("number", lo, hi, unit, **kw)
 
 
-def _list(item: Spec, doc: str = "", min_items: int = 1) -> Spec:
-    return Spec("list", doc=doc, item=item, min_items=min_items)
+def _list(item: Spec, min_items: int = 1) -> Spec:
+    return Spec("list", item=item, min_items=min_items)
 
 
-def _choice(*choices: str, doc: str = "") -> Spec:
-    return Spec("choice", choices=choices, doc=doc)
+def _choice(*choices: str) -> Spec:
+    return Spec("choice", choices=choices)
 
 
 KV_DTYPES = ("fp4", "fp8", "bf16")
 TOKENS = BOUNDS["context"]
 
 _COMMON: dict[str, Spec] = {
-    "source": _choice("trace", "live", doc="read a recorded trace, or record one live"),
-    "trace": Spec("path", doc="trace folder"),
-    "out_dir": Spec("path", nullable=True, doc="where the headline JSON goes"),
-    "model_id": Spec("model", doc="model catalog id (data/models)"),
-    "gpu_id": Spec("gpu", doc="GPU catalog id (data/hardware.yaml)"),
+    "source": _choice("trace", "live"),
+    "trace": Spec("path"),
+    "out_dir": Spec("path", nullable=True),
+    "model_id": Spec("model"),
+    "gpu_id": Spec("gpu"),
 }
 _LIVE_ONE: dict[str, Spec] = {
-    "endpoint": Spec("url", nullable=True, doc="live: URL of a running vLLM server"),
-    "serve_args": Spec("text", nullable=True, doc="live: arguments for `vllm serve`"),
+    "endpoint": Spec("url", nullable=True),
+    "serve_args": Spec("text", nullable=True),
 }
-_REL_TOL = _num(0, 1, "fraction", "relative tolerance")
+_REL_TOL = _num(0, 1, "fraction")
+_LENGTH = _int(1, TOKENS, "tokens")
+_GPUS = _int(1, "gpus", "GPUs")
 
-#: result -> notebook parameter -> its declaration (every parameter of every notebook:
-#: ``tests/test_params.py`` checks the names against the notebooks and their defaults).
+#: result -> notebook parameter -> what its ``parameters`` cell cannot say: kind, range, unit,
+#: choices. The cell is the one source of each parameter's name, default and meaning (its
+#: comment, which papermill's ``inspect_notebook`` reads as help); ``tests/test_params.py``
+#: checks that every parameter of every notebook has exactly one entry here and every entry a
+#: parameter, and that every default passes its entry.
 NOTEBOOK: dict[str, dict[str, Spec]] = {
     "decode-parity": {
         **_COMMON,
         **_LIVE_ONE,
-        "trace_b": Spec("path", nullable=True, doc="engine B's own trace"),
-        "engine_a": Spec("text", doc="engine label of A"),
-        "engine_b": Spec("text", doc="engine label of B"),
-        "batch_sizes": _list(_int(1, "batch_size", "requests per decode rank"), "batches"),
-        "decode_ranks": _int(1, "decode_ranks", "ranks", "decode ranks of A's deployment"),
-        "input_len": _int(1, TOKENS, "tokens", "live: prompt tokens per request"),
-        "output_len": _int(1, TOKENS, "tokens", "live: output tokens per request"),
-        "band_pct": _num(0, 1000, "%", "the claim's band", nullable=True, lo_open=True),
+        "trace_b": Spec("path", nullable=True),
+        "engine_a": Spec("text"),
+        "engine_b": Spec("text"),
+        "batch_sizes": _list(_int(1, "batch_size", "requests per decode rank")),
+        "decode_ranks": _int(1, "decode_ranks", "ranks"),
+        "input_len": _LENGTH,
+        "output_len": _LENGTH,
+        "band_pct": _num(0, 1000, "%", nullable=True, lo_open=True),
     },
     "rack-scaling": {
         **_COMMON,
-        "endpoints": _list(Spec("url"), "live: URLs of running servers", min_items=0),
+        "endpoints": _list(Spec("url"), min_items=0),
         "serve_args": _LIVE_ONE["serve_args"],
-        "replicas": _list(_int(1, "gpus", "replicas"), "live: replica counts to record"),
-        "input_len": _int(1, TOKENS, "tokens", "live: prompt tokens per request"),
-        "prefix_len": _int(0, TOKENS, "tokens", "live: prompt tokens shared between requests"),
-        "output_len": _int(1, TOKENS, "tokens", "live: output tokens per request"),
-        "concurrency": _int(1, "concurrency", "requests", "live: requests in flight per replica"),
-        "gpus_per_replica": _int(1, "gpus", "GPUs", "GPUs one server uses"),
-        "reference_config": Spec("text", doc="config label of the single-node reference"),
-        "metric": _choice(
-            "total", "output", "input", "new_input", "cached_input", "computed", doc="tokens"
-        ),
-        "system_id": Spec("system", doc="system catalog id of the rack"),
-        "node_systems": _list(Spec("system"), "what a single node may mean"),
-        "price_id": Spec("price", doc="catalog rental price"),
-        "cached_share": _num(0, 1, "fraction", "share of cache hits", nullable=True),
+        "replicas": _list(_int(1, "gpus", "replicas")),
+        "input_len": _LENGTH,
+        "prefix_len": _int(0, TOKENS, "tokens"),
+        "output_len": _LENGTH,
+        "concurrency": _int(1, "concurrency", "requests"),
+        "gpus_per_replica": _GPUS,
+        "reference_config": Spec("text"),
+        "metric": _choice("total", "output", "input", "new_input", "cached_input", "computed"),
+        "system_id": Spec("system"),
+        "node_systems": _list(Spec("system")),
+        "price_id": Spec("price"),
+        "cached_share": _num(0, 1, "fraction", nullable=True),
         "rel_tol": _REL_TOL,
     },
     "prefill-gain": {
         **_COMMON,
-        "endpoint_a": Spec("url", nullable=True, doc="live: server of configuration A"),
-        "endpoint_b": Spec("url", nullable=True, doc="live: server of configuration B"),
-        "serve_args_a": Spec("text", nullable=True, doc="live: serve arguments of A"),
-        "serve_args_b": Spec("text", nullable=True, doc="live: serve arguments of B"),
-        "prefix_tokens": _int(0, TOKENS, "tokens", "live: cached shared prefix per request"),
-        "new_tokens": _int(1, TOKENS, "tokens", "live: new prompt tokens per request"),
-        "num_requests": _int(1, "requests", "requests", "live: requests per configuration"),
-        "assume_prefix_tokens": _int(0, TOKENS, "tokens", "assumed prefix", nullable=True),
-        "config_a": Spec("text", doc="config label of the reference"),
-        "config_b": Spec("text", doc="config label of the changed server"),
-        "stat": _choice("median", "mean", "pooled", doc="statistic of per-request throughput"),
-        "kv_dtype": _choice(*KV_DTYPES, doc="KV-cache storage dtype"),
-        "baseline_tok_s": _num(
-            0,
-            1e12,
-            "tokens/s",
-            "the baseline's published new-token throughput per GPU",
-            nullable=True,
-            lo_open=True,
-        ),
-        "prefill_gpus": _int(1, "gpus", "GPUs", "GPUs sharing one request's prefill"),
+        "endpoint_a": Spec("url", nullable=True),
+        "endpoint_b": Spec("url", nullable=True),
+        "serve_args_a": Spec("text", nullable=True),
+        "serve_args_b": Spec("text", nullable=True),
+        "prefix_tokens": _int(0, TOKENS, "tokens"),
+        "new_tokens": _LENGTH,
+        "num_requests": _int(1, "requests", "requests"),
+        "assume_prefix_tokens": _int(0, TOKENS, "tokens", nullable=True),
+        "config_a": Spec("text"),
+        "config_b": Spec("text"),
+        "stat": _choice("median", "mean", "pooled"),
+        "kv_dtype": _choice(*KV_DTYPES),
+        "baseline_tok_s": _num(0, 1e12, "tokens/s", nullable=True, lo_open=True),
+        "prefill_gpus": _GPUS,
         "rel_tol": _REL_TOL,
     },
     "eplb-balance": {
         **{k: v for k, v in _COMMON.items() if k not in ("model_id", "gpu_id")},
         **_LIVE_ONE,
-        "server_log": Spec("path", nullable=True, doc="live: the server's log file"),
-        "expert_load": Spec("path", nullable=True, doc="live: expert-load dump"),
-        "ep_size": _int(1, "ep_size", "ranks", "expert-parallel ranks"),
-        "redundant": _int(0, "redundant", "experts", "redundant physical experts"),
-        "concurrency": _int(1, "concurrency", "requests", "live: requests in flight"),
-        "groups": _int(1, "groups", "groups", "expert groups"),
-        "nodes": _int(1, "nodes", "nodes", "nodes for hierarchical EPLB"),
-        "fit_windows": _int(1, "layers", "windows", "windows EPLB is fitted on"),
-        "show_layer": _int(0, BOUNDS["layers"] - 1, "layer", "MoE layer shown rank by rank"),
-        "ep_sizes": _list(_int(1, "ep_size", "ranks"), "model sweep: EP sizes"),
-        "redundant_values": _list(_int(0, "redundant", "experts"), "model sweep: redundant"),
-        "skews": _list(_num(0, 10, "Zipf exponent"), "model sweep: Zipf skew"),
-        "batch_sizes": _list(_int(1, "batch_size", "sequences"), "model sweep: batch per rank"),
+        "server_log": Spec("path", nullable=True),
+        "expert_load": Spec("path", nullable=True),
+        "ep_size": _int(1, "ep_size", "ranks"),
+        "redundant": _int(0, "redundant", "experts"),
+        "concurrency": _int(1, "concurrency", "requests"),
+        "groups": _int(1, "groups", "groups"),
+        "nodes": _int(1, "nodes", "nodes"),
+        "fit_windows": _int(1, "layers", "windows"),
+        "show_layer": _int(0, BOUNDS["layers"] - 1, "layer"),
+        "ep_sizes": _list(_int(1, "ep_size", "ranks")),
+        "redundant_values": _list(_int(0, "redundant", "experts")),
+        "skews": _list(_num(0, 10, "Zipf exponent")),
+        "batch_sizes": _list(_int(1, "batch_size", "sequences")),
     },
     "context-latency": {
         **_COMMON,
         **_LIVE_ONE,
-        "context_lengths": _list(_int(1, TOKENS, "tokens"), "live: prompt lengths to sweep"),
-        "output_len": _int(1, TOKENS, "tokens", "live: output tokens per request"),
-        "kv_dtype": _choice(*KV_DTYPES, doc="KV-cache storage dtype of the claim"),
-        "lo": _int(1, TOKENS, "tokens", "shorter context of the pair", nullable=True),
-        "hi": _int(1, TOKENS, "tokens", "longer context of the pair", nullable=True),
-        "batch": _int(1, "batch", "sequences per GPU", "sequences growing from lo to hi"),
-        "n_gpus": _int(1, "gpus", "GPUs", "GPUs sharing one sequence's reads"),
-        "weight_gpus": _int(1, "gpus", "GPUs", "GPUs one copy of the weights is spread over"),
-        "weight_bytes_per_gpu": _num(
-            0, 1e15, "bytes", "weights per GPU", nullable=True, lo_open=True
-        ),
-        "memory_fraction": _num(0, 1, "fraction", "share of HBM vLLM may use", lo_open=True),
+        "context_lengths": _list(_LENGTH),
+        "output_len": _LENGTH,
+        "kv_dtype": _choice(*KV_DTYPES),
+        "lo": _int(1, TOKENS, "tokens", nullable=True),
+        "hi": _int(1, TOKENS, "tokens", nullable=True),
+        "batch": _int(1, "batch", "sequences per GPU"),
+        "n_gpus": _GPUS,
+        "weight_gpus": _GPUS,
+        "weight_bytes_per_gpu": _num(0, 1e15, "bytes", nullable=True, lo_open=True),
+        "memory_fraction": _num(0, 1, "fraction", lo_open=True),
         "kv_rel_tol": _REL_TOL,
     },
     "single-user": {
         **_COMMON,
         **_LIVE_ONE,
-        "input_len": _int(1, TOKENS, "tokens", "live: prompt tokens per request"),
-        "output_len": _int(1, TOKENS, "tokens", "live: output tokens per request"),
-        "num_requests": _int(1, "requests", "requests", "live: requests, one at a time"),
-        "point_id": Spec("text", nullable=True, doc="the trace point to read"),
-        "gpus": _int(1, "gpus", "GPUs", "accelerators behind the stream"),
-        "floor_gpus": _int(1, "gpus", "GPUs", "GPUs sharing the stream", nullable=True),
-        "acceptance_length": _num(1, 64, "tokens per step", "speculation", nullable=True),
-        "context_tokens": _int(0, TOKENS, "tokens", "context read each step"),
-        "kv_dtype": _choice(*KV_DTYPES, doc="KV-cache dtype for context_tokens"),
-        "rack_system_id": Spec("system", doc="rack never compared per GPU"),
+        "input_len": _LENGTH,
+        "output_len": _LENGTH,
+        "num_requests": _int(1, "requests", "requests"),
+        "point_id": Spec("text", nullable=True),
+        "gpus": _GPUS,
+        "floor_gpus": _int(1, "gpus", "GPUs", nullable=True),
+        "acceptance_length": _num(1, 64, "tokens per step", nullable=True),
+        "context_tokens": _int(0, TOKENS, "tokens"),
+        "kv_dtype": _choice(*KV_DTYPES),
+        "rack_system_id": Spec("system"),
         "rel_tol": _REL_TOL,
     },
 }
+
+
+def cell_defaults(result: str) -> dict[str, Any]:
+    """The defaults of ``result``'s notebook ``parameters`` cell by name (a default that is not
+    a Python literal reads as None): the one declaration of each parameter's name and default,
+    read without papermill (the results' ``Params`` take their defaults from it at import)."""
+    import ast
+    import json
+
+    from rackbook import paths
+
+    nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    out: dict[str, Any] = {}
+    for node in ast.parse("".join(cell["source"])).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                out[node.targets[0].id] = None
+    return out
 
 
 def check_parameter(result: str, name: str, value: Any, where: str, *, lookup: bool = True) -> Any:
@@ -539,44 +554,37 @@ def _nodes_fit(nodes: int, ep_size: int, ep_name: str) -> tuple[bool, str, str]:
 #: verb is :data:`MAX_INPUT_MB`).
 FLAGS: dict[str, dict[str, Spec]] = {
     "check": {
-        "gpus": _int(1, 1_048_576, "GPUs", "GPUs serving the claim"),
-        "tok_s": _num(1e-6, 1e12, "tokens/s", "claimed tokens per second"),
-        "isl": _num(1, TOKENS, "tokens", "input tokens per request", nullable=True),
-        "osl": _num(1, TOKENS, "tokens", "output tokens per request", nullable=True),
-        "context": _num(0, TOKENS, "tokens", "tokens each sequence holds", nullable=True),
-        "cached_share": _num(
-            0,
-            1,
-            "fraction",
-            "share of input tokens cached, or unknown",
-            hi_open=True,
-            choices=("unknown",),
-        ),
-        "concurrency": _num(1, BOUNDS["batch"], "sequences", "in flight", nullable=True),
-        "batch": _num(1, BOUNDS["batch"], "sequences", "the same as --concurrency", nullable=True),
-        "tokens_per_step": _num(1, 64, "tokens", "tokens kept per decode step"),
-        "tpot_ms": _num(1e-3, 1e6, "ms", "TPOT limit of the figure", nullable=True),
-        "ttft_s": _num(1e-6, 1e6, "s", "TTFT limit of the figure", nullable=True),
+        "gpus": _int(1, 1_048_576, "GPUs"),
+        "tok_s": _num(1e-6, 1e12, "tokens/s"),
+        "isl": _num(1, TOKENS, "tokens", nullable=True),
+        "osl": _num(1, TOKENS, "tokens", nullable=True),
+        "context": _num(0, TOKENS, "tokens", nullable=True),
+        "cached_share": _num(0, 1, "fraction", hi_open=True, choices=("unknown",)),
+        "concurrency": _num(1, BOUNDS["batch"], "sequences", nullable=True),
+        "batch": _num(1, BOUNDS["batch"], "sequences", nullable=True),
+        "tokens_per_step": _num(1, 64, "tokens"),
+        "tpot_ms": _num(1e-3, 1e6, "ms", nullable=True),
+        "ttft_s": _num(1e-6, 1e6, "s", nullable=True),
     },
-    "kv-bytes": {"context": _int(1, TOKENS, "tokens", "bytes per sequence", nullable=True)},
+    "kv-bytes": {"context": _int(1, TOKENS, "tokens", nullable=True)},
     "eplb": {
-        "ep_size": _int(1, "ep_size", "ranks", "expert-parallel ranks"),
-        "redundant": _int(0, "redundant", "experts", "redundant expert replicas"),
-        "groups": _int(1, "groups", "groups", "expert groups"),
-        "nodes": _int(1, "nodes", "nodes", "nodes"),
+        "ep_size": _int(1, "ep_size", "ranks"),
+        "redundant": _int(0, "redundant", "experts"),
+        "groups": _int(1, "groups", "groups"),
+        "nodes": _int(1, "nodes", "nodes"),
     },
-    "run": {"jobs": _int(1, 1024, "chapters", "chapters executed at once", nullable=True)},
-    "book": {"jobs": _int(1, 1024, "chapters", "chapters executed at once", nullable=True)},
+    "run": {"jobs": _int(1, 1024, "chapters", nullable=True)},
+    "book": {"jobs": _int(1, 1024, "chapters", nullable=True)},
 }
 #: ``--max-input-mb`` (every verb): MB, 10**6 bytes; at most a petabyte.
-MAX_INPUT_MB = _num(0, 1e9, "MB", "largest input file read", lo_open=True)
+MAX_INPUT_MB = _num(0, 1e9, "MB", lo_open=True)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
 LABELS: dict[str, Spec] = {
     "batch_size": _int(1, "batch_size", "requests per decode rank"),
     "concurrency": _int(1, "concurrency", "requests"),
     "decode_ranks": _int(1, "decode_ranks", "ranks"),
     "context_tokens": _int(0, TOKENS, "tokens"),
-    "num_gpus": _int(1, "gpus", "GPUs"),
+    "num_gpus": _GPUS,
 }
 
 

@@ -26,12 +26,11 @@ from rackbook.book.runner import (
     cli_path,
     result_files,
     run_result,
-    write_log,
 )
 from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
 from rackbook.core.provenance import REPO, repo_relative
-from rackbook.errors import InputError
+from rackbook.errors import InputError, write_log
 from rackbook.inputs.loader import display_path
 
 _REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")

@@ -8,25 +8,22 @@ from the executed copies (``rackbook book``) is :mod:`rackbook.book.build`'s.
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import dataclasses
 import json
 import math
 import os
-import re
 import shutil
 import sys
 import time
-import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rackbook import limits, paths
+from rackbook import paths
 from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
-from rackbook.errors import InputError
+from rackbook.errors import InputError, write_log
 from rackbook.inputs.loader import display_path
 
 
@@ -67,136 +64,54 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
     return raw
 
 
-def declared_parameters(nb: Path) -> dict[str, Any]:
-    """Names and default text of the notebook's ``parameters`` cell."""
-    import papermill
-
-    return papermill.inspect_notebook(str(nb))
-
-
-def notebook_defaults(result: str) -> dict[str, Any]:
-    """The parameters ``result``'s notebook runs with when none is given: its ``parameters``
-    cell's defaults, by name (a default that is not a Python literal reads as None)."""
-    declared = declared_parameters(notebook_path(result))
-    return {n: _default_value(d.get("default")) for n, d in declared.items()}
-
-
-def _default_value(text: Any) -> Any:
-    """A parameter's default as papermill reports it (Python literal text); None if unknown."""
-    try:
-        return ast.literal_eval(str(text))
-    except (ValueError, SyntaxError):
-        return None
-
-
-def _declared_kind(result: str | None, name: str, default: Any) -> tuple[str | None, bool]:
-    """What a parameter must hold: ``number``, ``int``, ``list`` or None (anything), and
-    whether None is allowed. From the result's ``Params`` annotations where the analysis
-    declares the parameter (a default of None says nothing), else from the default's type."""
-    hint = None
-    if result is not None:
-        from rackbook.results import REGISTRY  # loads the six results: only when asked
-
-        params = REGISTRY[result].Params
-        if name in {f.name for f in dataclasses.fields(params)}:  # type: ignore[arg-type]
-            hint = typing.get_type_hints(params)[name]
-    if hint is not None:
-        args = set(typing.get_args(hint)) or {hint}
-        nullable = type(None) in args
-        args.discard(type(None))
-        origins = {typing.get_origin(a) or a for a in args}
-        if origins <= {int}:
-            return "int", nullable
-        if origins <= {int, float}:
-            return "number", nullable
-        if origins & {list, tuple}:
-            return "list", nullable
-        return None, True
-    if isinstance(default, bool):
-        return None, True
-    if isinstance(default, int):
-        return "int", False
-    if isinstance(default, float):
-        return "number", False
-    if isinstance(default, list):
-        return "list", False
-    return None, True
-
-
 def check_parameters(
-    nb: Path,
-    params: dict[str, Any],
-    declared: dict[str, Any],
-    source: str = "trace",
-    result: str | None = None,
+    nb: Path, params: dict[str, Any], defaults: dict[str, Any], source: str, result: str
 ) -> None:
     """Refuse, before any kernel starts, a value outside its declaration in the params schema
-    (:data:`rackbook.params.NOTEBOOK`: type, range, choices, catalog id; then the rules
-    between parameters, defaults included, and what the trace holds); parameters the schema
-    does not declare: a number must be a finite number (an integer where one is declared), a
-    list a list (types from the result's ``Params`` annotations, else from the notebook's
-    defaults); in trace mode ``trace`` must name an existing trace folder."""
+    (:data:`rackbook.params.NOTEBOOK`, which declares every parameter of every notebook: type,
+    range, choices, catalog id; then the rules between parameters, defaults included, and what
+    the trace holds); in trace mode ``trace`` (and ``trace_b`` when given) must name an
+    existing trace folder that the result can read. ``defaults``: the notebook's
+    (:func:`rackbook.params.cell_defaults`)."""
+    from rackbook import params as schema
+
     shown = display_path(nb)
-    if result is not None:
-        from rackbook import params as schema
-
-        for name, value in params.items():
-            if name != "trace":
-                schema.check_parameter(result, name, value, shown)
-        defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
-        merged = defaults | params
-        schema.check_together(result, merged, shown)
-        if result == "eplb-balance" and source == "trace":
-            trace = merged.get("trace")
-            if isinstance(trace, str) and trace:
-                check_expert_layout(paths.ROOT / trace, merged, shown)
-        if source == "trace" and isinstance(merged.get("point_id"), str):
-            check_point_id(merged, shown)
     for name, value in params.items():
-        field = f"parameter {name}"
-        default = _default_value(declared[name].get("default"))
-        if name == "trace_b" and value is None:
-            continue
-        if name in ("trace", "trace_b") and source == "trace":
-            if not isinstance(value, str) or not value or "\0" in value:
-                raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
-            folder = paths.resolve(value)
-            if not folder.exists():
-                raise InputError(folder, field, "trace folder does not exist")
-            if not folder.is_dir():
-                raise InputError(
-                    folder, field, "not a folder (a trace is a folder with run.json and tables)"
-                )
-            if result is not None:
-                from rackbook.results.readable import check_trace
+        if name != "trace":
+            schema.check_parameter(result, name, value, shown)
+    merged = defaults | params
+    schema.check_together(result, merged, shown)
+    if source != "trace":
+        return
+    trace = merged.get("trace")
+    if result == "eplb-balance" and isinstance(trace, str) and trace:
+        check_expert_layout(paths.ROOT / trace, merged, shown)
+    if isinstance(merged.get("point_id"), str):
+        check_point_id(merged, shown)
+    for name, value in params.items():
+        if name in ("trace", "trace_b") and not (name == "trace_b" and value is None):
+            _check_trace(result, value, f"parameter {name}", shown, merged)
 
-                check_trace(result, folder, field)
-            if result == "single-user":  # one stream, measurable: before any kernel
-                from rackbook.results.single_user import check_one_stream
 
-                check_one_stream(folder, merged.get("point_id"), field)
-            continue
-        if result is not None and name in schema.NOTEBOOK.get(result, {}):
-            continue  # checked against its declaration above
-        limits.check_parameter(name, value, shown)
-        kind, nullable = _declared_kind(result, name, default)
-        if value is None and nullable:
-            continue
-        if kind in ("number", "int"):
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise InputError(shown, field, f"expected a number, got {value!r}")
-            if not math.isfinite(value):
-                raise InputError(shown, field, f"must be finite, got {value!r}")
-            if kind == "int" and not isinstance(value, int):
-                raise InputError(shown, field, f"expected an integer, got {value!r}")
-        elif kind == "list" and not isinstance(value, list):
-            raise InputError(shown, field, f"expected a list, got {value!r}")
-        elif kind == "list" and isinstance(default, list) and default:
-            numeric = all(isinstance(d, (int, float)) and not isinstance(d, bool) for d in default)
-            for i, v in enumerate(value):
-                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                if numeric and not ok:
-                    raise InputError(shown, f"{field}[{i}]", f"expected a finite number, got {v!r}")
+def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[str, Any]) -> None:
+    """A ``trace``/``trace_b`` value in trace mode: an existing folder the result can read
+    (single-user: one measurable stream)."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
+    folder = paths.resolve(value)
+    if not folder.exists():
+        raise InputError(folder, field, "trace folder does not exist")
+    if not folder.is_dir():
+        raise InputError(
+            folder, field, "not a folder (a trace is a folder with run.json and tables)"
+        )
+    from rackbook.results.readable import check_trace
+
+    check_trace(result, folder, field)
+    if result == "single-user":  # one stream, measurable: before any kernel
+        from rackbook.results.single_user import check_one_stream
+
+        check_one_stream(folder, merged.get("point_id"), field)
 
 
 def check_point_id(params: dict[str, Any], where: str) -> None:
@@ -234,9 +149,10 @@ def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None
     schema.check_extent(top, params, where)
     experts = top["expert"] + 1
     layout = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
-    if all(isinstance(v, int) for v in layout):
+    ints = [v for v in layout if isinstance(v, int)]
+    if len(ints) == len(layout):
         try:
-            eplb.check_layout(experts, *layout)
+            eplb.check_layout(experts, ints[0], ints[1], ints[2], ints[3])
         except InputError as exc:
             raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
@@ -278,27 +194,27 @@ def prepare_run(
     out: str | Path | None = None,
 ) -> Prepared:
     """Check a chapter's parameters (one-line errors) and compute its cache key."""
+    from rackbook import params as schema
     from rackbook.book import cache
 
     nb = notebook_path(result)
     out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
     fsio.refuse_special(out_dir, "--out", result_files())
     params = dict(parameters or {})
-    declared = declared_parameters(nb)
-    unknown = sorted(set(params) - set(declared))
+    defaults = schema.cell_defaults(result)
+    unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise InputError(
             display_path(nb),
             f"parameter {unknown[0]}",
-            f"not a parameter of this notebook; known: {', '.join(declared)}",
+            f"not a parameter of this notebook; known: {', '.join(defaults)}",
         )
-    check_parameters(nb, params, declared, source, result)
+    check_parameters(nb, params, defaults, source, result)
     read = {f"-p {n}": params[n] for n in PATH_PARAMETERS if isinstance(params.get(n), str)}
     fsio.refuse_overlap({"--out": out_dir}, {k: v for k, v in read.items() if v})
     params |= {"source": source, "out_dir": str(out_dir)}
     key = None
     if source == "trace":
-        defaults = {n: _default_value(d.get("default")) for n, d in declared.items()}
         key = cache.chapter_key(nb, defaults | params)
     return Prepared(nb, out_dir, params, key)
 
@@ -421,18 +337,6 @@ def _move_in_pair(out_dir: Path, stage: Path, names: tuple[str, ...]) -> None:
         for name in names:
             os.replace(stage / name, out_dir / name)
         fsio.update_manifest(out_dir, record=names)
-
-
-def write_log(name: str, text: str) -> Path:
-    """Write a traceback (ANSI colours removed) to a log file in the temporary folder, never
-    into the output; its path (named by the error line)."""
-    import tempfile
-
-    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    log = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    log.write_text(re.sub(r"\x1b\[[0-9;]*m", "", text), encoding="utf-8")
-    return log
 
 
 #: Notebook parameters that name files or folders: relative values given on the command line

@@ -248,7 +248,7 @@ def physics_reading(
 
 
 @dataclass(frozen=True)
-class Params(headline.Params):
+class Params(headline.Params, result="decode-parity"):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): engine labels of
     A (the online server) and B (the offline engine in DeepInfer's role), the batch sizes per
     decode rank (requests) to compare, the decode ranks of the deployment a live run records
@@ -257,13 +257,13 @@ class Params(headline.Params):
     and for the physics: the model and GPU catalog ids. The ceilings are drawn for the claim's
     :data:`CLAIM_DECODE_RANKS` ranks."""
 
-    engine_a: str = "vllm-serve"
-    engine_b: str = "vllm-offline"
-    batch_sizes: tuple[int, ...] | list[int] = (8, 16, 32, 64, 128, 256)
-    decode_ranks: int = 1
-    band_pct: float | None = None
-    model_id: str = "deepseek-v4.1-flash"
-    gpu_id: str = "gb300"
+    engine_a: str
+    engine_b: str
+    batch_sizes: tuple[int, ...] | list[int]
+    decode_ranks: int
+    band_pct: float | None
+    model_id: str
+    gpu_id: str
 
 
 @dataclass

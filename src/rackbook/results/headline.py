@@ -306,7 +306,24 @@ class Outcome:
 
 class Params:
     """Mixin of a result's parameter dataclass: build it from any mapping of names (such as a
-    notebook's namespace after its ``parameters`` cell), taking only the fields it declares."""
+    notebook's namespace after its ``parameters`` cell), taking only the fields it declares.
+
+    ``class Params(headline.Params, result="NAME")``: a field the result's notebook
+    ``parameters`` cell assigns takes the cell's default (a list as a tuple), so the cell is
+    the one declaration of it (:func:`rackbook.params.cell_defaults`); declared before
+    ``@dataclass`` reads the class."""
+
+    def __init_subclass__(cls, result: str | None = None, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if result is None:
+            return
+        from rackbook.params import cell_defaults
+
+        defaults = cell_defaults(result)
+        for name in cls.__dict__.get("__annotations__", {}):
+            if name in defaults and name not in cls.__dict__:
+                value = defaults[name]
+                setattr(cls, name, tuple(value) if isinstance(value, list) else value)
 
     @classmethod
     def from_mapping(cls, names: Mapping[str, Any]) -> Any:

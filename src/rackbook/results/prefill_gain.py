@@ -375,7 +375,7 @@ def run_reading(
 
 
 @dataclass(frozen=True)
-class Params(headline.Params):
+class Params(headline.Params, result="prefill-gain"):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): the cached prefix
     assumed for requests lacking ``cached_prompt_tokens`` (``None``: run.json), the config labels
     of A (reference) and B (changed), the statistic of per-request throughput, the bootstrap
@@ -385,19 +385,19 @@ class Params(headline.Params):
     published, and physics cannot bound the gain). ``n_boot``, ``level`` and ``seed`` are not
     notebook parameters: set them here."""
 
-    assume_prefix_tokens: int | None = None
-    config_a: str = "A"
-    config_b: str = "B"
-    stat: str = "median"
+    assume_prefix_tokens: int | None
+    config_a: str
+    config_b: str
+    stat: str
     n_boot: int = 2000
     level: float = 0.90
     seed: int = 0
-    model_id: str = "deepseek-v4.1-flash"
-    gpu_id: str = "gb300"
-    kv_dtype: str = "fp4"
-    prefill_gpus: int = 1
-    rel_tol: float = 0.10
-    baseline_tok_s: float | None = None
+    model_id: str
+    gpu_id: str
+    kv_dtype: str
+    prefill_gpus: int
+    rel_tol: float
+    baseline_tok_s: float | None
 
 
 @dataclass

@@ -427,7 +427,7 @@ def run_reading(
 
 
 @dataclass(frozen=True)
-class Params(headline.Params):
+class Params(headline.Params, result="single-user"):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): the trace point
     to read (None: every point), the accelerators behind the stream where the trace does not
     say, the model and GPU catalog ids of the floor, the GPUs sharing the claim's stream
@@ -436,16 +436,16 @@ class Params(headline.Params):
     dtype, the rack whose per-GPU throughput this must not be compared with, and the relative
     tolerance of measured against published (B300 traces only)."""
 
-    point_id: str | None = None
-    gpus: int = 1
-    model_id: str = "deepseek-v4.1-flash"
-    gpu_id: str = "b300"
-    floor_gpus: int | None = None
-    acceptance_length: float | None = None
-    context_tokens: int = 0
-    kv_dtype: str = "fp4"
-    rack_system_id: str = "gb300-nvl72"
-    rel_tol: float = 0.10
+    point_id: str | None
+    gpus: int
+    model_id: str
+    gpu_id: str
+    floor_gpus: int | None
+    acceptance_length: float | None
+    context_tokens: int
+    kv_dtype: str
+    rack_system_id: str
+    rel_tol: float
 
 
 @dataclass

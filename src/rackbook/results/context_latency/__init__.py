@@ -53,7 +53,6 @@ from rackbook.results.context_latency.measure import (
     t_975,
 )
 from rackbook.results.context_latency.readings import (
-    DEFAULT_WEIGHT_GPUS,
     DELTA_ID,
     DELTA_PCT_ID,
     KV_BYTES_ID,
@@ -74,7 +73,6 @@ from rackbook.results.context_latency.readings import (
 
 __all__ = [
     "Analysis",
-    "DEFAULT_WEIGHT_GPUS",
     "DELTA_FORMULA",
     "DELTA_ID",
     "DELTA_PCT_ID",

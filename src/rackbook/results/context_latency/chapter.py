@@ -29,7 +29,6 @@ from rackbook.results.context_latency.measure import (
     single_context,
 )
 from rackbook.results.context_latency.readings import (
-    DEFAULT_WEIGHT_GPUS,
     DELTA_ID,
     DELTA_PCT_ID,
     KV_BYTES_ID,
@@ -60,7 +59,7 @@ FIGURES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class Params(headline.Params):
+class Params(headline.Params, result="context-latency"):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): the model entry,
     GPU entry and KV-cache dtype of the arithmetic; the pair of context lengths ``lo`` < ``hi``
     (tokens; ``None``: the registry's pair); sequences per GPU growing from lo to hi and GPUs
@@ -69,17 +68,17 @@ class Params(headline.Params):
     bytes per GPU (``None``: derived from the model entry), the share of HBM vLLM may use, and
     the relative tolerance of KV bytes per token a trace reports (block rounding)."""
 
-    model_id: str = "deepseek-v4.1-flash"
-    gpu_id: str = "gb300"
-    kv_dtype: str = "fp4"
-    lo: int | None = None
-    hi: int | None = None
-    batch: int = 1
-    n_gpus: int = 1
-    weight_gpus: int = DEFAULT_WEIGHT_GPUS
-    weight_bytes_per_gpu: float | None = None
-    memory_fraction: float = 0.9
-    kv_rel_tol: float = 0.02
+    model_id: str
+    gpu_id: str
+    kv_dtype: str
+    lo: int | None
+    hi: int | None
+    batch: int
+    n_gpus: int
+    weight_gpus: int
+    weight_bytes_per_gpu: float | None
+    memory_fraction: float
+    kv_rel_tol: float
 
 
 @dataclass

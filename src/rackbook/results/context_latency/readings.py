@@ -29,10 +29,6 @@ KV_READ_FORMULA = (
 # ---------------------------------------------------------------------------------------------
 # readings of the claims
 
-#: GPUs one copy of the routed experts is spread over by default (the memory table): a GB300
-#: tray of 4 GPUs, the smallest unit the rack's engines place experts on.
-DEFAULT_WEIGHT_GPUS = 4
-
 
 def evidence_kind(trace_kind: str) -> str:
     """Headline kind of a number read from a trace: ``recorded`` -> ``measured``; ``published``

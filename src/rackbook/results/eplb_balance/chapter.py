@@ -46,21 +46,21 @@ LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to
 
 
 @dataclass(frozen=True)
-class Params(headline.Params):
+class Params(headline.Params, result="eplb-balance"):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): the EP layout
     (ranks, redundant experts, groups and nodes for hierarchical EPLB), the decode steps EPLB
     is fitted on, the layer shown rank by rank, and the values of each model sweep."""
 
-    ep_size: int = 64
-    redundant: int = 64
-    groups: int = 1
-    nodes: int = 1
-    fit_windows: int = 8
-    show_layer: int = 0
-    ep_sizes: tuple[int, ...] | list[int] = (8, 16, 24, 32, 48, 64, 72)
-    redundant_values: tuple[int, ...] | list[int] = (0, 64, 128, 192, 256)
-    skews: tuple[float, ...] | list[float] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2)
-    batch_sizes: tuple[int, ...] | list[int] = (8, 16, 32, 64, 128, 256)
+    ep_size: int
+    redundant: int
+    groups: int
+    nodes: int
+    fit_windows: int
+    show_layer: int
+    ep_sizes: tuple[int, ...] | list[int]
+    redundant_values: tuple[int, ...] | list[int]
+    skews: tuple[float, ...] | list[float]
+    batch_sizes: tuple[int, ...] | list[int]
 
 
 @dataclass

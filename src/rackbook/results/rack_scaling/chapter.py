@@ -20,7 +20,6 @@ from rackbook.physics import check, results_bounds, units
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.rack_scaling.cost import (
     COST_CLAIM,
-    DEFAULT_PRICE,
     CostReadings,
     cost_physics,
     cost_readings,
@@ -41,7 +40,7 @@ from rackbook.results.rack_scaling.readings import (
     throughput_physics,
     throughput_readings,
 )
-from rackbook.results.rack_scaling.scaling import NODE_SYSTEMS, scaling_vs_reference
+from rackbook.results.rack_scaling.scaling import scaling_vs_reference
 from rackbook.results.rack_scaling.tokens import token_accounting, with_gpu_counts
 
 RESULT = "rack-scaling"
@@ -70,7 +69,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 @dataclass(frozen=True)
-class Params(headline.Params):
+class Params(headline.Params, result="rack-scaling"):
     """The chapter's analysis parameters (the notebook's ``parameters`` cell): GPUs per server
     where the trace does not record them, the reference configuration and the token kind to
     scale, the catalog ids of the model, GPU, rack, node sizes and rental price the readings
@@ -79,16 +78,16 @@ class Params(headline.Params):
     (input and output tokens per request) the cache-hit reading assumes, since the write-up
     gives none (``workload_isl``, ``workload_osl``: not notebook parameters, set them here)."""
 
-    gpus_per_replica: int = 1
-    reference_config: str = "1x"
-    metric: str = "total"
-    model_id: str = "deepseek-v4.1-flash"
-    gpu_id: str = "gb300"
-    system_id: str = "gb300-nvl72"
-    node_systems: tuple[str, ...] | list[str] = NODE_SYSTEMS
-    price_id: str = DEFAULT_PRICE
-    cached_share: float | None = None
-    rel_tol: float = 0.10
+    gpus_per_replica: int
+    reference_config: str
+    metric: str
+    model_id: str
+    gpu_id: str
+    system_id: str
+    node_systems: tuple[str, ...] | list[str]
+    price_id: str
+    cached_share: float | None
+    rel_tol: float
     workload_isl: int = ASSUMED_ISL
     workload_osl: int = ASSUMED_OSL
 
