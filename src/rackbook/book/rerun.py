@@ -385,7 +385,7 @@ def record_parameters(topo: Any) -> dict[str, Any]:
     if ref is None:
         return {}
     hit = next(f for f in load_figures().figures if f.id == HIT_RATE_FIGURE)
-    p = Params()
+    p = Params()  # type: ignore[call-arg]  # defaults: the notebook cell's
     per_rank = notebook_params.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
     return {

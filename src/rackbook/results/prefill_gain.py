@@ -389,15 +389,15 @@ class Params(headline.Params, result="prefill-gain"):
     config_a: str
     config_b: str
     stat: str
-    n_boot: int = 2000
-    level: float = 0.90
-    seed: int = 0
     model_id: str
     gpu_id: str
     kv_dtype: str
     prefill_gpus: int
     rel_tol: float
     baseline_tok_s: float | None
+    n_boot: int = 2000
+    level: float = 0.90
+    seed: int = 0
 
 
 @dataclass
@@ -529,7 +529,11 @@ def _measured_gain(
     return g, verdict_range(g, low, high), ""
 
 
-def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+def analyse(
+    trace: Trace,
+    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    registry: Registry | None = None,
+) -> Analysis:
     """New-token throughput per request and per configuration, the gain of B over A with its
     bootstrap interval against the published range, the prefix-read roofline behind the
     claim's cached prefix, and the claim's three readings (range and prefix from the claims

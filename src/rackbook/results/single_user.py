@@ -553,7 +553,11 @@ def selected_gaps_ms(trace: Trace, point_id: str | None = None) -> np.ndarray:
     return 1000 * trace.itl["itl_s"].to_numpy()[sel]
 
 
-def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+def analyse(
+    trace: Trace,
+    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    registry: Registry | None = None,
+) -> Analysis:
     """One stream's speed and gaps on ``trace``, the claim against the batch-1 floor, the
     per-GPU readings and the verdict; the claim's figure, its GPU count (unless
     ``params.floor_gpus`` is set) and the rack figure come from the claims registry."""

@@ -302,7 +302,11 @@ def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) ->
     return dataclasses.replace(implied, reading=reading)
 
 
-def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+def analyse(
+    trace: Trace,
+    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    registry: Registry | None = None,
+) -> Analysis:
     """The chapter's analysis: KV bytes per token at every dtype against the claimed bytes,
     memory per sequence over a grid of contexts, the trace's decode latency against context
     (main series, fit, delta between lo and hi or the longest pair it has), the context growth

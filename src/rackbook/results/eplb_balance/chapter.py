@@ -177,7 +177,11 @@ def _pct(shares: pd.DataFrame) -> dict[str, float]:
     return {k: float(v) for k, v in zip(shares["reading"], shares["pct"], strict=True)}
 
 
-def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+def analyse(
+    trace: Trace,
+    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    registry: Registry | None = None,
+) -> Analysis:
     """Score static placement and EPLB (fitted on ``params.fit_windows`` steps) on the trace's
     expert loads, read the recovered share three ways for the model and for the claims' own
     figures (from the claims registry), sweep the synthetic model over the layout, skew and

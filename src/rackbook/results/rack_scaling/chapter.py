@@ -397,7 +397,11 @@ def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) ->
     return throughput, speedup, cost
 
 
-def analyse(trace: Trace, params: Params = Params(), registry: Registry | None = None) -> Analysis:
+def analyse(
+    trace: Trace,
+    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    registry: Registry | None = None,
+) -> Analysis:
     """Token accounting of every point (GPU counts filled from ``params.gpus_per_replica``),
     scaling from ``params.reference_config``, the ceilings and the physics of the published
     throughput, speedup and cost (from the claims registry) on the catalogs' rack, GPU, model
