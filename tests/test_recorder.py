@@ -88,3 +88,96 @@ def test_the_recorder_holds_after_the_named_point_until_told(tmp_path, monkeypat
     (hold / "go").touch()
     worker.join()
     assert done.is_set()
+
+
+class _FakeClient:
+    """vLLM's bench client without vLLM: each run writes an empty result and says 3 requests
+    of 10 tokens completed in 2 s."""
+
+    calls: list[tuple[str, str]] = []
+
+    def __init__(self, log) -> None:
+        pass
+
+    def preload(self) -> float:
+        return 0.5
+
+    def presample(self, argv) -> float:
+        self.calls.append(("presample", argv[argv.index("--result-filename") + 1]))
+        return 0.25
+
+    def forget_samples(self) -> None:
+        pass
+
+    def run(self, argv) -> dict:
+        folder = Path(argv[argv.index("--result-dir") + 1])
+        name = argv[argv.index("--result-filename") + 1]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("{}")
+        self.calls.append(("run", name))
+        return {"duration": 2.0, "completed": 3, "failed": 0, "output_throughput": 15.0,
+                "total_output_tokens": 30}  # fmt: skip
+
+
+class _FakeServer:
+    """A vllm serve process that is never started."""
+
+    def __init__(self, model, args, log_path, cpus, front_cpus) -> None:
+        self.base_url, self.command, self.proc, self.pgid = (
+            "http://127.0.0.1:9",
+            "serve",
+            None,
+            None,
+        )
+        self.stopped = False
+
+    def start(self) -> None:
+        _FakeClient.calls.append(("start", self.base_url))
+
+    def wait_healthy(self) -> None:
+        pass
+
+    def info(self) -> dict:
+        return {"url": self.base_url}
+
+    def stop(self) -> bool:
+        _FakeClient.calls.append(("stop", self.base_url))
+        return False
+
+
+def test_the_phase_loop_starts_warms_measures_and_stops(tmp_path, monkeypatch) -> None:
+    """Recorder.run_phase with a fake client and server (no vLLM): the server starts, the
+    point's prompts are drawn while it starts, one warm-up run, the point's run, the server
+    stops; the point's record carries the client's numbers and the servers' token counter."""
+    from rackbook.inputs.scenarios import SingleUser
+    from rackbook.live import bench, prom
+
+    _FakeClient.calls = []
+    monkeypatch.setattr(bench, "BenchClient", _FakeClient)
+    monkeypatch.setattr(recorder, "VllmServer", _FakeServer)
+    monkeypatch.setattr(recorder, "group_members", lambda pgid: [])
+    monkeypatch.setattr(recorder, "on_cpu", lambda: False)
+    counter = iter([0.0, 40.0])  # vllm:generation_tokens_total before and after the point
+    sample = lambda u, key: [prom.Sample("vllm:generation_tokens_total", "{}", next(counter))]  # noqa: E731
+    monkeypatch.setattr(prom, "scrape", sample)
+    monkeypatch.setattr(recorder.Recorder, "point_refusal", lambda self, phase, pt: None)
+    rec = recorder.Recorder(SingleUser(num_requests=3), tmp_path / "t", progress=False)
+    rec.raw.mkdir(parents=True)
+    rec.run_phase(rec.phases[0])
+    assert _FakeClient.calls == [
+        ("start", "http://127.0.0.1:9"),
+        ("presample", "single-user.json"),
+        ("run", "warmup.json"),
+        ("run", "single-user.json"),
+        ("stop", "http://127.0.0.1:9"),
+    ]
+    info = saved(rec)
+    point = info["points"]["single-user"]
+    assert point["duration_s"] == [2.0] and (point["completed"], point["failed"]) == (3, 0)
+    assert point["client_output_tokens"] == 30 and point["server_generation_tokens"] == 40.0
+    assert point["client_minus_server_tokens"] == -10.0
+    phase = info["phases"][rec.phases[0].label]
+    assert (phase["import_s"], phase["presample_s"]) == (0.5, 0.25)
+    assert phase["servers"][0]["started_by_recorder"] is True
+    assert phase["servers"][0]["sigkill_needed"] is False
+    assert info["points_kept"] == ["single-user"]

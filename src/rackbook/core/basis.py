@@ -180,10 +180,8 @@ _FLOATS = ("cached_share", "acceptance")
 _TEXTS = ("metric", "model", "hardware", "engine")
 
 
-def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
-    """A validated :class:`Basis` from a mapping of its parts. ``ValueError("field: problem")``
-    on an unknown part, a value outside its set, a bad number, or ``unknown`` in one of
-    :data:`REQUIRED_FOR_POINTS` when ``claim`` is false (a published point must state it)."""
+def _check_parts(raw: Mapping[str, Any], claim: bool) -> None:
+    """:func:`make`'s checks of which parts are given, the choices and the texts."""
     extra = sorted(set(raw) - set(FIELDS))
     if extra:
         raise ValueError(f"{extra[0]}: unknown basis part (known: {', '.join(FIELDS)})")
@@ -204,6 +202,11 @@ def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
     for f in _TEXTS:
         if not isinstance(raw[f], str) or not raw[f].strip():
             raise ValueError(f"{f}: must be a non-empty text")
+
+
+def _check_numbers(raw: Mapping[str, Any]) -> None:
+    """:func:`make`'s checks of the numeric parts (whole numbers > 0, finite numbers, a share
+    in 0-1, acceptance >= 1 tokens per step) and of what a per-GPU rate must say."""
     for f in _INTS:
         v = raw.get(f)
         if f == "context" and v == 0 and not isinstance(v, bool):
@@ -226,6 +229,14 @@ def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
         raise ValueError("acceptance: only with speculation real or simulated")
     if raw["per"] == "GPU" and raw["tokens"] != NA and raw["gpus"] == NA:
         raise ValueError("gpus: a per-GPU token rate must say which GPUs it counts")
+
+
+def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
+    """A validated :class:`Basis` from a mapping of its parts. ``ValueError("field: problem")``
+    on an unknown part, a value outside its set, a bad number, or ``unknown`` in one of
+    :data:`REQUIRED_FOR_POINTS` when ``claim`` is false (a published point must state it)."""
+    _check_parts(raw, claim)
+    _check_numbers(raw)
     values: dict[str, Any] = {f: raw.get(f) for f in FIELDS}
     for f in _FLOATS:
         if values[f] is not None:

@@ -9,7 +9,7 @@ Units: every load is a count of routed token-expert assignments (tokens), as vLL
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,37 @@ _Source = str | Path | None
 MAX_TOKENS = 1e15
 
 
+def _checked_rows(rows: Any, source: _Source, field: str) -> np.ndarray:
+    """Nested lists of per-layer token counts (one flat list: one layer) as a float64 array,
+    refusing a non-list, ragged rows and non-numbers (booleans included)."""
+    if not isinstance(rows, (list, tuple)) or len(rows) == 0:
+        raise InputError(source, field, "expected a non-empty list of per-layer lists")
+    if all(not isinstance(r, (list, tuple)) for r in rows):
+        rows = [rows]
+    width = None
+    for i, row in enumerate(rows):
+        if not isinstance(row, (list, tuple)):
+            raise InputError(source, f"{field}[{i}]", "expected a list of token counts")
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise InputError(
+                source, f"{field}[{i}]", f"ragged rows: {len(row)} experts, row 0 has {width}"
+            )
+        for j, v in enumerate(row):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(source, f"{field}[{i}][{j}]", f"non-numeric value {v!r}")
+    return np.asarray(rows, dtype=np.float64)
+
+
+#: The value checks of :func:`as_loads`, in order: what fails, and the problem it names.
+_LOAD_CHECKS: tuple[tuple[Callable[[np.ndarray], np.ndarray], Callable[[float], str]], ...] = (
+    (lambda a: ~np.isfinite(a), lambda v: f"not finite ({v})"),
+    (lambda a: a < 0, lambda v: f"negative token count {v:g}"),
+    (lambda a: a > MAX_TOKENS, lambda v: f"implausibly large token count {v:g}"),
+)
+
+
 def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.ndarray:
     """Return ``loads`` as a float64 array ``(layers, experts)`` of finite, non-negative tokens.
 
@@ -40,42 +71,17 @@ def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.nda
         ):
             raise InputError(source, field, f"non-numeric entries (dtype {arr.dtype})")
     else:
-        rows = loads
-        if not isinstance(rows, (list, tuple)) or len(rows) == 0:
-            raise InputError(source, field, "expected a non-empty list of per-layer lists")
-        if all(not isinstance(r, (list, tuple)) for r in rows):
-            rows = [rows]
-        width = None
-        for i, row in enumerate(rows):
-            if not isinstance(row, (list, tuple)):
-                raise InputError(source, f"{field}[{i}]", "expected a list of token counts")
-            if width is None:
-                width = len(row)
-            elif len(row) != width:
-                raise InputError(
-                    source, f"{field}[{i}]", f"ragged rows: {len(row)} experts, row 0 has {width}"
-                )
-            for j, v in enumerate(row):
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise InputError(source, f"{field}[{i}][{j}]", f"non-numeric value {v!r}")
-        arr = np.asarray(rows, dtype=np.float64)
+        arr = _checked_rows(loads, source, field)
     arr = np.asarray(arr, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise InputError(source, field, f"expected shape (layers, experts), got {arr.shape}")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i, j = (int(x) for x in np.argwhere(bad)[0])
-        raise InputError(source, f"{field}[{i}][{j}]", f"not finite ({arr[i, j]})")
-    if (arr < 0).any():
-        i, j = (int(x) for x in np.argwhere(arr < 0)[0])
-        raise InputError(source, f"{field}[{i}][{j}]", f"negative token count {arr[i, j]:g}")
-    if (arr > MAX_TOKENS).any():
-        i, j = (int(x) for x in np.argwhere(arr > MAX_TOKENS)[0])
-        raise InputError(
-            source, f"{field}[{i}][{j}]", f"implausibly large token count {arr[i, j]:g}"
-        )
+    for fails, problem in _LOAD_CHECKS:
+        bad = fails(arr)
+        if bad.any():
+            i, j = (int(x) for x in np.argwhere(bad)[0])
+            raise InputError(source, f"{field}[{i}][{j}]", problem(arr[i, j]))
     return arr
 
 

@@ -69,12 +69,12 @@ def signals_held() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
-        for sig in dict.fromkeys(noted):  # each once, in the order they came
-            handler = old[sig]
+        for signum in dict.fromkeys(noted):  # each once, in the order they came
+            handler = old[signal.Signals(signum)]
             if callable(handler):
-                handler(sig, None)
+                handler(signum, None)
             elif handler == signal.SIG_DFL:
-                os.kill(os.getpid(), sig)
+                os.kill(os.getpid(), signum)
 
 
 def _umask() -> int:
@@ -361,7 +361,7 @@ def update_manifest(
         found = manifest.read(folder)
         if found is None or found[1] is None:
             return
-        kind, entries = found
+        kind, entries = found[0], found[1]
         for name in pending:
             entries[name] = ["p"]
         for name in record:

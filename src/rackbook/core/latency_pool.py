@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rackbook.core import orderstats
-from rackbook.core.metrics import latency_stats, pword
+from rackbook.core.metrics import latency_stats, named_stats
 
 #: ITL histogram: bin 0 is [0, HIST_LO_S) seconds, then bins growing by HIST_RATIO, the last
 #: one open above HIST_HI_S seconds.
@@ -47,16 +47,10 @@ def _stats_owned(name: str, v: np.ndarray, percentiles: tuple[float, ...]) -> di
         kth |= {min(max(h, 0), n - 1), min(max(h + 1, 0), n - 1)}
     v.partition(sorted(kth))
     # np.median is the mean of the middle one or two order statistics
-    out = {
-        f"mean_{name}_ms": float(mean * 1000),
-        f"median_{name}_ms": float(np.mean(v[(n - 1) // 2 : n // 2 + 1]) * 1000),
-        f"std_{name}_ms": float(std * 1000),
-    }
-    if percentiles:  # numpy re-partitions the partitioned array: cheap
-        pv = np.percentile(v, list(percentiles), overwrite_input=True)
-        for p, x in zip(percentiles, pv, strict=True):
-            out[f"p{pword(p)}_{name}_ms"] = float(x * 1000)
-    return out
+    median = np.mean(v[(n - 1) // 2 : n // 2 + 1])
+    # numpy re-partitions the partitioned array: cheap
+    pv = np.percentile(v, list(percentiles), overwrite_input=True) if percentiles else []
+    return named_stats(name, (mean, std, median, pv), percentiles)
 
 
 def _mean_std(v: np.ndarray, block: int = _STD_BLOCK) -> tuple[np.float64, np.float64]:
@@ -110,14 +104,8 @@ def _hist_stats(
         a, b = order_stat(k), order_stat(min(k + 1, n - 1))
         return a + (b - a) * (h - k)
 
-    out = {
-        f"mean_{name}_ms": mean * 1000,
-        f"median_{name}_ms": pct(50.0) * 1000,
-        f"std_{name}_ms": math.sqrt(max(m2, 0.0) / n) * 1000,
-    }
-    for p in percentiles:
-        out[f"p{pword(p)}_{name}_ms"] = pct(p) * 1000
-    return out
+    std = math.sqrt(max(m2, 0.0) / n)
+    return named_stats(name, (mean, std, pct(50.0), [pct(p) for p in percentiles]), percentiles)
 
 
 class LatencyPool:
@@ -282,8 +270,8 @@ class LatencyPool:
                 res = None if whole is None else (got, whole)
         if res is not None:
             got, whole = res
-            per = [_named(name, g, percentiles) if g else dict(empty) for g in got[:points]]
-            total = _named(name, whole, percentiles)
+            per = [named_stats(name, g, percentiles) if g else dict(empty) for g in got[:points]]
+            total = named_stats(name, whole, percentiles)
         else:  # at most _STD_BLOCK values, or a negative one: partition each window in place
             mean, std = _mean_std(v) if v.size and not one else (0.0, 0.0)
             per = [_stats_owned(name, self._window(i), percentiles) for i in range(points)]
@@ -296,20 +284,6 @@ class LatencyPool:
                     total[f"std_{name}_ms"] = float(std * 1000)
         self.values, self.codes, self.size = np.empty(0), None, 0
         return total, per
-
-
-def _named(name: str, res: orderstats.Stats, percentiles: tuple[float, ...]) -> dict[str, float]:
-    """:func:`~rackbook.core.metrics.latency_stats`'s keys for ``(mean, std, median,
-    percentiles)`` in seconds."""
-    mean, std, median, pct = res
-    out = {
-        f"mean_{name}_ms": float(mean * 1000),
-        f"median_{name}_ms": float(median * 1000),
-        f"std_{name}_ms": float(std * 1000),
-    }
-    for p, x in zip(percentiles, pct, strict=True):
-        out[f"p{pword(p)}_{name}_ms"] = float(x * 1000)
-    return out
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,26 @@ def _pending(rel: str, patterns: list[str]) -> bool:
     )
 
 
+def _differs(
+    e: os.DirEntry[str], rel: str, want: list[Any], walk: Callable[[Path, str], str | None]
+) -> str | None:
+    """Why entry ``e`` (at ``rel``) is not what its manifest entry ``want`` says rackbook wrote
+    there, or None when it is; a listed folder is walked, a nested output checked on its own
+    marker."""
+    changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
+    if e.is_symlink():
+        return changed if want[0] != "l" or [os.readlink(e.path)] != want[1:] else None
+    if e.is_dir(follow_symlinks=False):
+        if want[0] == "o":
+            nested = read(e.path)
+            ok = nested is not None and nested[1] is not None and problem(e.path) is None
+            return None if ok else changed
+        return walk(Path(e.path), rel + "/") if want[0] == "d" else changed
+    if want[0] != "f" or list(digest(Path(e.path)) or ()) != want[1:]:
+        return changed
+    return None
+
+
 def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | None:
     patterns = [k for k, v in manifest.items() if v[0] == "p"]
 
@@ -186,23 +207,9 @@ def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | 
             want = manifest.get(rel)
             if want is None:
                 return f"holds {rel!r}, which rackbook did not write (not in its {MARKER})"
-            changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
-            if e.is_symlink():
-                if want[0] != "l" or [os.readlink(e.path)] != want[1:]:
-                    return changed
-            elif e.is_dir(follow_symlinks=False):
-                if want[0] == "o":
-                    nested = read(e.path)
-                    if nested is None or nested[1] is None or problem(e.path) is not None:
-                        return changed
-                elif want[0] == "d":
-                    found = walk(Path(e.path), rel + "/")
-                    if found is not None:
-                        return found
-                else:
-                    return changed
-            elif want[0] != "f" or list(digest(Path(e.path)) or ()) != want[1:]:
-                return changed
+            found = _differs(e, rel, want, walk)
+            if found is not None:
+                return found
         return None
 
     return walk(folder, "")

@@ -21,6 +21,7 @@ histogram statistics it accumulates) and :mod:`rackbook.core.cross_tool` (other 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,13 +91,24 @@ def latency_stats(
     """Mean, median, std and ``percentiles`` of ``values_s`` (seconds) in ms, under vLLM's keys
     (``mean_ttft_ms``, ``p99_ttft_ms``, ...); an empty set gives 0, as in vLLM."""
     v = values_s if values_s.size else np.zeros(1)
+    pct = [np.percentile(v, p) for p in percentiles]
+    return named_stats(name, (np.mean(v), np.std(v), np.median(v), pct), percentiles)
+
+
+def named_stats(
+    name: str, stats_s: tuple[Any, Any, Any, Sequence[Any]], percentiles: Sequence[float]
+) -> dict[str, float]:
+    """``(mean, std, median, [one value per percentile])`` in seconds as vLLM's keys in ms
+    (``mean_NAME_ms``, ``median_NAME_ms``, ``std_NAME_ms``, ``pNN_NAME_ms``): the one place
+    every path (:func:`latency_stats`, :mod:`rackbook.core.latency_pool`) names them."""
+    mean, std, median, pct = stats_s
     out = {
-        f"mean_{name}_ms": float(np.mean(v) * 1000),
-        f"median_{name}_ms": float(np.median(v) * 1000),
-        f"std_{name}_ms": float(np.std(v) * 1000),
+        f"mean_{name}_ms": float(mean * 1000),
+        f"median_{name}_ms": float(median * 1000),
+        f"std_{name}_ms": float(std * 1000),
     }
-    for p in percentiles:
-        out[f"p{pword(p)}_{name}_ms"] = float(np.percentile(v, p) * 1000)
+    for p, x in zip(percentiles, pct, strict=True):
+        out[f"p{pword(p)}_{name}_ms"] = float(x * 1000)
     return out
 
 

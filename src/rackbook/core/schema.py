@@ -307,24 +307,9 @@ BASIS_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
-    """Value checks of a ``published_points`` table (already conformed to the schema).
-
-    Only a trace of kind ``published`` may carry it; point ids are unique; counts and rates are
-    > 0; latencies are >= 0; dates are ``YYYY-MM-DD``; links are http(s); ``serving`` is
-    aggregated or disaggregated; a disaggregated row's prefill + decode GPUs equal its total.
-    """
-    if run.get("kind") != "published":
-        raise InputError(
-            where,
-            "published_points",
-            f"only a trace of kind published may carry published points (kind is "
-            f"{run.get('kind')!r})",
-        )
-    dup = df["point_id"].duplicated()
-    if dup.any():
-        bad = df["point_id"][dup].iloc[0]
-        raise InputError(where, "published_points.point_id", f"duplicate id {bad!r}")
+def _check_point_numbers(df: pd.DataFrame, where: Path | str) -> None:
+    """``published_points``' counts and rates > 0, latencies >= 0 (s), none past
+    :data:`PHYSICAL_MAX`."""
     for col in POSITIVE:
         vals = df[col].astype("Float64")
         bad = vals.notna() & (vals <= 0)
@@ -348,6 +333,11 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
                 where, f"published_points.{col}", f"{vals.iloc[i]:,.6g} in row {i} is past "
                 f"{most:,.6g}, more than any deployment can be said to reach (a unit or typo?)"
             )  # fmt: skip
+
+
+def _check_point_texts(df: pd.DataFrame, where: Path | str) -> None:
+    """``published_points``' dates (``YYYY-MM-DD``), links (http(s)), ``serving`` and basis
+    columns (stated, one of :data:`BASIS_COLUMNS`')."""
     for i, (d, missing) in enumerate(zip(df["date"], df["date"].isna(), strict=True)):
         if not missing and not is_date(str(d)):
             raise InputError(where, "published_points.date", f"{d!r} in row {i} is not YYYY-MM-DD")
@@ -374,6 +364,28 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
                     f"{v!r} in row {i}: a published point states its basis, one of "
                     f"{', '.join(a for a in allowed if a != basis.UNKNOWN)}",
                 )
+
+
+def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
+    """Value checks of a ``published_points`` table (already conformed to the schema).
+
+    Only a trace of kind ``published`` may carry it; point ids are unique; counts and rates are
+    > 0; latencies are >= 0; dates are ``YYYY-MM-DD``; links are http(s); ``serving`` is
+    aggregated or disaggregated; a disaggregated row's prefill + decode GPUs equal its total.
+    """
+    if run.get("kind") != "published":
+        raise InputError(
+            where,
+            "published_points",
+            f"only a trace of kind published may carry published points (kind is "
+            f"{run.get('kind')!r})",
+        )
+    dup = df["point_id"].duplicated()
+    if dup.any():
+        bad = df["point_id"][dup].iloc[0]
+        raise InputError(where, "published_points.point_id", f"duplicate id {bad!r}")
+    _check_point_numbers(df, where)
+    _check_point_texts(df, where)
     dis = df["serving"].eq("disaggregated").fillna(False).to_numpy(bool)
     parts = df["prefill_gpus"].astype("Float64") + df["decode_gpus"].astype("Float64")
     total = df["gpus"].astype("Float64")

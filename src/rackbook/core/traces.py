@@ -6,7 +6,7 @@ import dataclasses
 import json
 import queue
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -571,7 +571,7 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
 READ_AHEAD = 1
 
 
-def _read_ahead(batches: Iterator[Any], depth: int = READ_AHEAD) -> Iterator[Any]:
+def _read_ahead(batches: Iterator[Any], depth: int = READ_AHEAD) -> Generator[Any, None, None]:
     """``batches`` (pyarrow's Parquet reader) advanced in a thread, ``depth`` items ahead of
     the caller: decoding (which releases the GIL) runs on one core while the caller computes
     on the other. Items come in order; an exception in the thread is raised at its place in
@@ -611,6 +611,36 @@ def _read_ahead(batches: Iterator[Any], depth: int = READ_AHEAD) -> Iterator[Any
         stop.set()
 
 
+def _chunk_column(col: Any, spec: Any, path: Path, fname: str, offset: int) -> Any:
+    """One column of a streamed chunk (:func:`iter_table`), checked as :func:`conform` checks
+    it (missing value, type, non-finite float; rows counted from ``offset``): a numpy array,
+    or ``(int32 codes, dictionary values)`` for a string column."""
+    if col.null_count and not spec.nullable:
+        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError(path, fname, f"missing value in row {offset + row}")
+    dtype = spec.dtype
+    try:
+        if dtype == "string":
+            if not pa.types.is_dictionary(col.type):
+                col = col.cast(pa.string()).dictionary_encode()
+            return (
+                col.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
+                col.dictionary.cast(pa.string()).to_pylist(),
+            )
+        if col.type != _ARROW[dtype]:
+            col = col.cast(_ARROW[dtype])
+    except (pa.ArrowException, ValueError, TypeError) as exc:
+        raise InputError(path, fname, f"expected {dtype}: {exc}") from None
+    arr = col.to_numpy(zero_copy_only=False)
+    # NaN makes min and max NaN: two reductions instead of a mask when all is well
+    if dtype == "float64" and not spec.nullable and arr.size:
+        if not (np.isfinite(arr.min()) and np.isfinite(arr.max())):
+            bad = ~np.isfinite(arr)
+            if bad.any():
+                raise InputError(path, fname, f"{NON_FINITE} in row {offset + int(bad.argmax())}")
+    return arr
+
+
 def iter_table(
     path: str | Path, name: str, columns: list[str], chunk_rows: int = 1 << 20
 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
@@ -644,36 +674,7 @@ def iter_table(
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=columns):
             out: dict[str, Any] = {}
             for c in columns:
-                col, fname = batch.column(c), f"{name}.{c}"
-                if col.null_count and not known[c].nullable:
-                    row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-                    raise InputError(path, fname, f"missing value in row {offset + row}")
-                dtype = known[c].dtype
-                try:
-                    if dtype == "string":
-                        if not pa.types.is_dictionary(col.type):
-                            col = col.cast(pa.string()).dictionary_encode()
-                        out[c] = (
-                            col.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
-                            col.dictionary.cast(pa.string()).to_pylist(),
-                        )
-                        continue
-                    if col.type != _ARROW[dtype]:
-                        col = col.cast(_ARROW[dtype])
-                except (pa.ArrowException, ValueError, TypeError) as exc:
-                    raise InputError(path, fname, f"expected {dtype}: {exc}") from None
-                arr = col.to_numpy(zero_copy_only=False)
-                if dtype == "float64" and not known[c].nullable and arr.size:
-                    # NaN makes min and max NaN: two reductions instead of a mask when all is well
-                    if np.isfinite(arr.min()) and np.isfinite(arr.max()):
-                        out[c] = arr
-                        continue
-                    bad = ~np.isfinite(arr)
-                    if bad.any():
-                        raise InputError(
-                            path, fname, f"{NON_FINITE} in row {offset + int(bad.argmax())}"
-                        )
-                out[c] = arr
+                out[c] = _chunk_column(batch.column(c), known[c], path, f"{name}.{c}", offset)
             yield offset, out
             offset += batch.num_rows
 

@@ -157,6 +157,70 @@ def token_mismatch(
     return False, ""
 
 
+def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per request row: the median inter-token gap (s; NaN without gaps) and the gap count."""
+    gaps = _gaps(trace)
+    med = np.full(n, np.nan)
+    ngap = np.zeros(n, np.int64)
+    if len(gaps):
+        g = gaps.groupby("request_row")["itl_s"]
+        m, c = g.median(), g.size()
+        med[m.index.to_numpy()] = m.to_numpy(dtype=np.float64)
+        ngap[c.index.to_numpy()] = c.to_numpy()
+    return med, ngap
+
+
+def _per_point(
+    trace: traces.Trace, pid: np.ndarray, ok: np.ndarray, burst: np.ndarray, tpot: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per request row, from its point: the reference engine step (s: the server's per-token
+    time, else the median TPOT of the successful non-burst requests), whether the point's
+    tokens mismatch the server's counters (successful rows only) and why."""
+    req = trace.requests
+    sm = trace.extra.get("server_metrics")
+    n = len(req)
+    ref = np.full(n, np.nan)
+    mismatch = np.zeros(n, bool)
+    why_mismatch = [""] * n
+    for p in pd.unique(pid):
+        rows = np.flatnonzero(pid == p)
+        step = engine_step_s(sm, p)
+        if not np.isfinite(step):
+            cand = rows[ok[rows] & ~burst[rows] & np.isfinite(tpot[rows])]
+            if not cand.size:
+                cand = rows[ok[rows] & np.isfinite(tpot[rows])]
+            step = float(np.median(tpot[cand])) if cand.size else np.nan
+        ref[rows] = step
+        bad, why = token_mismatch(sm, p, req.iloc[rows])
+        if bad:
+            mismatch[rows] = ok[rows]
+            for r in rows:
+                why_mismatch[r] = why
+    return ref, mismatch, why_mismatch
+
+
+def _reason(c: dict[str, Any], i: int, why_mismatch: str) -> str:
+    """Why request row ``i`` of the check columns ``c`` is not valid ("" when it is)."""
+    if not c["success"][i]:
+        return "failed request"
+    parts = []
+    if c["burst"][i]:
+        parts.append(
+            f"burst: decode window {c['decode_share'][i]:.1%} of e2el for "
+            f"{c['output_tokens'][i]} tokens (< {BURST_DECODE_SHARE:.0%})"
+        )
+    if c["tiny_gaps"][i]:
+        med, ref = c["median_gap_s"][i], c["reference_step_s"][i]
+        parts.append(
+            f"tiny gaps: median {med * 1e3:.4g} ms vs engine step {ref * 1e3:.4g} ms"
+            if not c["below_clock"][i]
+            else f"tiny gaps: median {med * 1e6:.3g} µs below the clock's resolution"
+        )
+    if c["token_mismatch"][i]:
+        parts.append(f"token mismatch: {why_mismatch}")
+    return "; ".join(parts)
+
+
 def check_requests(trace: traces.Trace) -> pd.DataFrame:
     """One row per request row of ``trace`` (same index): ``point_id``, ``request`` (row
     number), ``success``, ``decode_share`` ((e2el - ttft) / e2el), ``median_gap_s``,
@@ -172,81 +236,31 @@ def check_requests(trace: traces.Trace) -> pd.DataFrame:
     pid = req["point_id"].astype(str).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(e2el > 0, (e2el - ttft) / e2el, np.nan)
-    burst = ok & (out_tok > BURST_MIN_TOKENS) & (share < BURST_DECODE_SHARE)
-
-    gaps = _gaps(trace)
-    med = np.full(n, np.nan)
-    ngap = np.zeros(n, np.int64)
-    if len(gaps):
-        g = gaps.groupby("request_row")["itl_s"]
-        m, c = g.median(), g.size()
-        idx = m.index.to_numpy()
-        med[idx] = m.to_numpy(dtype=np.float64)
-        ngap[c.index.to_numpy()] = c.to_numpy()
-
-    sm = trace.extra.get("server_metrics")
-    ref = np.full(n, np.nan)
-    mismatch = np.zeros(n, bool)
-    why_mismatch = [""] * n
-    with np.errstate(divide="ignore", invalid="ignore"):
         tpot = np.where(out_tok > 1, (e2el - ttft) / (out_tok - 1), np.nan)
-    for p in pd.unique(pid):
-        rows = np.flatnonzero(pid == p)
-        step = engine_step_s(sm, p)
-        if not np.isfinite(step):
-            cand = rows[ok[rows] & ~burst[rows] & np.isfinite(tpot[rows])]
-            if not cand.size:
-                cand = rows[ok[rows] & np.isfinite(tpot[rows])]
-            step = float(np.median(tpot[cand])) if cand.size else np.nan
-        ref[rows] = step
-        bad, why = token_mismatch(sm, p, req.iloc[rows])
-        if bad:
-            mismatch[rows] = ok[rows]
-            for r in rows:
-                why_mismatch[r] = why
-    has_gaps = ngap >= MIN_GAPS
+    burst = ok & (out_tok > BURST_MIN_TOKENS) & (share < BURST_DECODE_SHARE)
+    med, ngap = _median_gaps(trace, n)
+    ref, mismatch, why_mismatch = _per_point(trace, pid, ok, burst, tpot)
     with np.errstate(invalid="ignore"):
         below_clock = med < CLOCK_RESOLUTION_S
         below_step = np.isfinite(ref) & (med < MIN_GAP_SHARE * ref)
-    tiny = ok & has_gaps & (below_clock | below_step)
+    tiny = ok & (ngap >= MIN_GAPS) & (below_clock | below_step)
     flagged = burst | tiny | mismatch
-    reasons = []
-    for i in range(n):
-        if not ok[i]:
-            reasons.append("failed request")
-            continue
-        parts = []
-        if burst[i]:
-            parts.append(
-                f"burst: decode window {share[i]:.1%} of e2el for {out_tok[i]} tokens "
-                f"(< {BURST_DECODE_SHARE:.0%})"
-            )
-        if tiny[i]:
-            parts.append(
-                f"tiny gaps: median {med[i] * 1e3:.4g} ms vs engine step {ref[i] * 1e3:.4g} ms"
-                if not below_clock[i]
-                else f"tiny gaps: median {med[i] * 1e6:.3g} µs below the clock's resolution"
-            )
-        if mismatch[i]:
-            parts.append(f"token mismatch: {why_mismatch[i]}")
-        reasons.append("; ".join(parts))
-    return pd.DataFrame(
-        {
-            "point_id": pid,
-            "request": np.arange(n),
-            "success": ok,
-            "decode_share": share,
-            "median_gap_s": med,
-            "reference_step_s": ref,
-            "burst": burst,
-            "tiny_gaps": tiny,
-            "token_mismatch": mismatch,
-            "flagged": flagged,
-            "valid": ok & ~flagged,
-            "reason": reasons,
-        },
-        index=req.index,
-    )
+    c = {
+        "point_id": pid,
+        "request": np.arange(n),
+        "success": ok,
+        "decode_share": share,
+        "median_gap_s": med,
+        "reference_step_s": ref,
+        "burst": burst,
+        "tiny_gaps": tiny,
+        "token_mismatch": mismatch,
+        "flagged": flagged,
+        "valid": ok & ~flagged,
+    }
+    notes = {**c, "output_tokens": out_tok, "below_clock": below_clock}
+    reasons = [_reason(notes, i, why_mismatch[i]) for i in range(n)]
+    return pd.DataFrame({**c, "reason": reasons}, index=req.index)
 
 
 def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> pd.DataFrame:

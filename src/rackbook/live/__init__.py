@@ -75,6 +75,69 @@ def _error(line: str) -> InputError:
     return InputError("rackbook.live.record", "-", text or "recorder failed")
 
 
+class _Pumps:
+    """Threads that copy a child's stderr to this process's stderr as it comes, keeping its
+    last ``error:`` line and its last other line, and collect its stdout lines."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.last_error: list[str] = []
+        self.last_line: list[str] = []  # the last line it printed (a crash's exception, say)
+        self.stdout_lines: list[str] = []
+        self.threads = [
+            threading.Thread(target=f, daemon=True) for f in (self._pump_err, self._pump_out)
+        ]
+        for t in self.threads:
+            t.start()
+
+    def _pump_err(self) -> None:
+        assert self.proc.stderr is not None
+        stderr = self.proc.stderr
+        buf = b""
+        while True:
+            chunk = stderr.read1(4096) if hasattr(stderr, "read1") else b""
+            if not chunk:
+                break
+            sys.stderr.write(chunk.decode("utf-8", "replace"))
+            sys.stderr.flush()
+            buf = (buf + chunk)[-65536:]
+            for line in buf.decode("utf-8", "replace").replace("\r", "\n").splitlines():
+                if line.startswith("error:"):
+                    self.last_error[:] = [line]
+                elif line.strip():
+                    self.last_line[:] = [line.strip()]
+
+    def _pump_out(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.stdout_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def join(self) -> None:
+        """Wait (5 s at most each) for both threads to drain the pipes."""
+        for t in self.threads:
+            t.join(timeout=5)
+
+    def wait(self) -> int:
+        """The child's exit code. A KeyboardInterrupt here is forwarded to the child as SIGINT
+        and re-raised once the child has stopped (its servers with it)."""
+        proc = self.proc
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
+            while True:
+                try:
+                    proc.wait()
+                    break
+                except KeyboardInterrupt:
+                    continue  # keep waiting: returning now could orphan its servers
+            self.join()
+            raise
+        self.join()
+        return rc
+
+
 def record_trace(
     scenario: str,
     *,
@@ -114,57 +177,14 @@ def record_trace(
         stdin=subprocess.DEVNULL,
         env=vllm_environ(),
     )
-    last_error: list[str] = []
-    last_line: list[str] = []  # the last line it printed (a crash's exception, say)
-    stdout_lines: list[str] = []
-
-    def pump_err() -> None:
-        assert proc.stderr is not None
-        buf = b""
-        while True:
-            chunk = proc.stderr.read1(4096) if hasattr(proc.stderr, "read1") else b""
-            if not chunk:
-                break
-            sys.stderr.write(chunk.decode("utf-8", "replace"))
-            sys.stderr.flush()
-            buf = (buf + chunk)[-65536:]
-            for line in buf.decode("utf-8", "replace").replace("\r", "\n").splitlines():
-                if line.startswith("error:"):
-                    last_error[:] = [line]
-                elif line.strip():
-                    last_line[:] = [line.strip()]
-
-    def pump_out() -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            stdout_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
-
-    threads = [threading.Thread(target=f, daemon=True) for f in (pump_err, pump_out)]
-    for t in threads:
-        t.start()
-    try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
-        while True:
-            try:
-                proc.wait()
-                break
-            except KeyboardInterrupt:
-                continue  # keep waiting: returning now could orphan its servers
-        for t in threads:
-            t.join(timeout=5)
-        raise
-    for t in threads:
-        t.join(timeout=5)
+    pumps = _Pumps(proc)
+    rc = pumps.wait()
     if rc != 0:
-        if last_error:
-            raise _error(last_error[0])
-        said = f": {last_line[0][:300]}" if last_line else ""
+        if pumps.last_error:
+            raise _error(pumps.last_error[0])
+        said = f": {pumps.last_line[0][:300]}" if pumps.last_line else ""
         raise InputError("rackbook.live.record", "-", f"recorder exited with code {rc}{said}")
-    path = Path(stdout_lines[-1]) if stdout_lines else resolve(output)
-    return path
+    return Path(pumps.stdout_lines[-1]) if pumps.stdout_lines else resolve(output)
 
 
 def record_argv(args: argparse.Namespace) -> list[str]:

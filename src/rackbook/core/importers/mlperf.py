@@ -15,10 +15,11 @@ import collections
 import csv
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from rackbook.core import importers, schema, traces
+from rackbook.core import importers, traces
 from rackbook.core.importers import points, sourcefile
 from rackbook.errors import InputError
 
@@ -59,6 +60,56 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
 summary = points.summary
 
 
+def _reader(path: Path, source_url: str | None) -> csv.DictReader[str]:
+    """A CSV reader over ``path`` whose header has every :data:`MLPERF_COLUMNS`; refuses a
+    missing ``source_url`` after the header."""
+    reader = csv.DictReader(sourcefile.csv_lines(path), strict=True)
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise InputError(path, "line 1", f"not valid CSV: {exc}") from None
+    missing = [c for c in MLPERF_COLUMNS if c not in header]
+    if missing:
+        raise InputError(path, missing[0], "missing column in the header")
+    if source_url is None:
+        raise InputError(path, "--source-url", "required: summary.csv rows carry no link")
+    return reader
+
+
+def _row(path: Path, f: str, row: dict[str, str], line: int, source_url: str) -> dict[str, Any]:
+    """A token-rate row (field ``f``, CSV line ``line``) as a ``published_points`` row
+    (columns it leaves out are null; rates in tok/s)."""
+    result = _csv_number(path, f"{f}.Result", row["Result"], line)
+    n = _csv_number(path, f"{f}.total_accelerators", row["total_accelerators"], line)
+    if n % 1 != 0:
+        raise InputError(path, f"{f}.total_accelerators", f"not an integer ({n!r}) (line {line})")
+    loc = (row["Location"] or "").removeprefix("./").strip("/")
+    gh = sourcefile.GITHUB_BLOB.match(source_url)
+    return {
+        "point_id": f"{row['Organization']}/{row['Platform']}/{row['Model']}/{row['Scenario']}",
+        "submitter": row["Organization"],
+        "system": row["SystemName"],
+        "category": f"{row['Division']}, {row['Availability']}",
+        "hardware": row["accelerator_model_name"],
+        "gpus": int(n),
+        "model": row["Model"],
+        "precision": row["weight_data_types"] or None,
+        "engine": row["framework"] or None,
+        "engine_version": row["version"] or None,
+        "scenario": row["Scenario"],
+        "tok_s_total": result,
+        "tok_s_per_gpu": result / n,
+        "per_gpu_basis": "computed on import: Result / total_accelerators",
+        "tokens_counted": "output",
+        "gpus_counted": "deployment",
+        "speculation_kind": "real or none",
+        "workload": "benchmark dataset",
+        "url": f"https://github.com/{gh['repo']}/tree/{gh['commit']}/{loc}"
+        if gh and loc
+        else source_url,
+    }
+
+
 def mlperf_points(
     path: str | Path, model: str | None = None, source_url: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
@@ -74,17 +125,8 @@ def mlperf_points(
     commit when ``source_url`` is a GitHub blob URL, else ``source_url`` itself.
     """
     path = Path(path)
-    reader = csv.DictReader(sourcefile.csv_lines(path), strict=True)
-    try:
-        header = reader.fieldnames or []
-    except csv.Error as exc:
-        raise InputError(path, "line 1", f"not valid CSV: {exc}") from None
-    missing = [c for c in MLPERF_COLUMNS if c not in header]
-    if missing:
-        raise InputError(path, missing[0], "missing column in the header")
-    if source_url is None:
-        raise InputError(path, "--source-url", "required: summary.csv rows carry no link")
-    gh = sourcefile.GITHUB_BLOB.match(source_url)
+    reader = _reader(path, source_url)
+    assert source_url is not None  # _reader refused it
     skipped: dict[str, collections.Counter[str]] = {
         "units": collections.Counter(),
         "models": collections.Counter(),
@@ -99,66 +141,14 @@ def mlperf_points(
                     path, f"line {reader.line_num}", f"field {spans[0]!r} runs over several "
                     "lines: a quote left open? (summary.csv fields hold no line breaks)"
                 )  # fmt: skip
-            line = reader.line_num
             unit = row.get("Units") or ""
             if unit != MLPERF_TOKEN_UNIT:
                 skipped["units"][unit or "(empty)"] += 1
-                continue
-            if model is not None and row["Model"] != model:
+            elif model is not None and row["Model"] != model:
                 skipped["models"][row["Model"]] += 1
-                continue
-            f = f"rows[{i}]"
-            result = _csv_number(path, f"{f}.Result", row["Result"], line)
-            n = _csv_number(path, f"{f}.total_accelerators", row["total_accelerators"], line)
-            if n % 1 != 0:
-                raise InputError(
-                    path, f"{f}.total_accelerators", f"not an integer ({n!r}) (line {line})"
-                )
-            loc = (row["Location"] or "").removeprefix("./").strip("/")
-            url = (
-                f"https://github.com/{gh['repo']}/tree/{gh['commit']}/{loc}"
-                if gh and loc
-                else source_url
-            )
-            out.append(
-                {
-                    "point_id": f"{row['Organization']}/{row['Platform']}/{row['Model']}/"
-                    f"{row['Scenario']}",
-                    "source_row": i,
-                    "submitter": row["Organization"],
-                    "system": row["SystemName"],
-                    "category": f"{row['Division']}, {row['Availability']}",
-                    "hardware": row["accelerator_model_name"],
-                    "gpus": int(n),
-                    "prefill_gpus": None,
-                    "decode_gpus": None,
-                    "serving": None,
-                    "model": row["Model"],
-                    "precision": row["weight_data_types"] or None,
-                    "engine": row["framework"] or None,
-                    "engine_version": row["version"] or None,
-                    "speculative": None,
-                    "scenario": row["Scenario"],
-                    "isl": None,
-                    "osl": None,
-                    "concurrency": None,
-                    "tok_s_total": result,
-                    "tok_s_per_gpu": result / n,
-                    "per_gpu_basis": "computed on import: Result / total_accelerators",
-                    "tokens_counted": "output",
-                    "gpus_counted": "deployment",
-                    "speculation_kind": "real or none",
-                    "workload": "benchmark dataset",
-                    "latency_statistic": None,
-                    "input_tok_s_per_gpu": None,
-                    "output_tok_s_per_gpu": None,
-                    "tok_s_per_user": None,
-                    **{c: None for c in schema.LATENCIES},
-                    "date": None,
-                    "url": url,
-                    "notes": None,
-                }
-            )
+            else:
+                point = _row(path, f"rows[{i}]", row, reader.line_num, source_url)
+                out.append({**point, "source_row": i})
     except csv.Error as exc:
         raise InputError(path, f"line {reader.line_num}", f"not valid CSV: {exc}") from None
     if i < 0:

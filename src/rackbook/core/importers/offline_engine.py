@@ -152,12 +152,12 @@ def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
         if "total_s" in row and row["total_s"] < before + row["decode_s"] - 1e-9:
             what = "prefill_s + decode_s" if "prefill_s" in row else "decode_s"
             raise InputError(path, f"{at}.total_s", f"smaller than {what}")
-        key = (row["batch_size"], row["decode_ranks"])
-        if key in seen:
+        pair = (row["batch_size"], row["decode_ranks"])
+        if pair in seen:
             raise InputError(
-                path, at, f"a second row for batch_size {key[0]:g} on {key[1]:g} decode ranks"
+                path, at, f"a second row for batch_size {pair[0]:g} on {pair[1]:g} decode ranks"
             )
-        seen.add(key)
+        seen.add(pair)
         out.append(row)
     total = sum(r["batch_size"] * r["decode_ranks"] for r in out)
     limits.bounded(total, "requests", path, "rows (batch_size x decode_ranks, summed)")
@@ -173,15 +173,9 @@ def _hardware(path: Path, hw: Any) -> tuple[str, int]:
     return str(gpu), int(count)
 
 
-def offline_engine_frames(
-    path: str | Path, data: Any, engine: str | None = None
-) -> tuple[traces.Trace, dict[str, Any]]:
-    """The checked file as an (un-validated) trace without ``run``, and its header fields.
-
-    Each row becomes one point ``<engine>-b<batch_size>[-r<decode_ranks>]`` (the ``-r`` part
-    only when several rows share a batch size); see the module docstring for the mapping.
-    """
-    path = Path(path)
+def _header(path: Path, data: Any) -> dict[str, Any]:
+    """The file's header fields (engine, versions, model, provenance texts, GPU id and count,
+    generator), checked: format, schema version and no unknown key."""
     if not isinstance(data, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(data).__name__}")
     if data.get("format") != FILE_FORMAT:
@@ -208,7 +202,52 @@ def offline_engine_frames(
     if gen is not None and (not isinstance(gen, dict) or "name" not in gen or "seed" not in gen):
         raise InputError(path, "generator", "must be an object with name and seed")
     head["generator"] = gen
+    return head
+
+
+def _row_requests(pid: str, label: str, config: str, r: dict[str, Any]) -> pd.DataFrame:
+    """The batch_size x decode_ranks identical requests of row ``r`` (point ``pid``): all
+    start at 0, TTFT the prefill time, e2el prefill + decode (s)."""
+    b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
+    n = b * ranks
+    ttft = _ttft(r)
+    return pd.DataFrame(
+        {
+            "request_id": [f"{pid}/{i}" for i in range(n)],
+            "point_id": pid,
+            "engine": label,
+            "config": config,
+            "batch_size": pd.array([b] * n, dtype="Int64"),
+            "concurrency": pd.array([None] * n, dtype="Int64"),
+            "decode_ranks": pd.array([ranks] * n, dtype="Int64"),
+            "start_time_s": np.zeros(n),
+            "ttft_s": np.full(n, ttft),
+            "e2el_s": np.full(n, ttft + r["decode_s"]),
+            "prompt_tokens": np.full(n, int(r["input_tokens"]), dtype=np.int64),
+            "output_tokens": np.full(n, int(r["output_tokens"]), dtype=np.int64),
+            "success": np.ones(n, dtype=bool),
+            "error": "",
+        }
+    )
+
+
+def _ttft(r: dict[str, Any]) -> Any:
+    """A row's time to first token (s): ``prefill_s``, else ``total_s - decode_s``, else 0."""
+    return r.get("prefill_s", r["total_s"] - r["decode_s"] if "total_s" in r else 0.0)
+
+
+def offline_engine_frames(
+    path: str | Path, data: Any, engine: str | None = None
+) -> tuple[traces.Trace, dict[str, Any]]:
+    """The checked file as an (un-validated) trace without ``run``, and its header fields.
+
+    Each row becomes one point ``<engine>-b<batch_size>[-r<decode_ranks>]`` (the ``-r`` part
+    only when several rows share a batch size); see the module docstring for the mapping.
+    """
+    path = Path(path)
+    head = _header(path, data)
     label = _text(path, "--engine", engine) if engine is not None else head["engine"]
+    assert label is not None  # required: _text refused None
     rows = parse_rows(path, data.get("rows"))
     head["batch_sizes"] = [int(r["batch_size"]) for r in rows]
     head["decode_ranks"] = [int(r["decode_ranks"]) for r in rows]
@@ -217,28 +256,7 @@ def offline_engine_frames(
     for r in rows:
         b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
         pid = f"{label}-b{b}" + (f"-r{ranks}" if batches.count(r["batch_size"]) > 1 else "")
-        n = b * ranks
-        ttft = r.get("prefill_s", r["total_s"] - r["decode_s"] if "total_s" in r else 0.0)
-        reqs.append(
-            pd.DataFrame(
-                {
-                    "request_id": [f"{pid}/{i}" for i in range(n)],
-                    "point_id": pid,
-                    "engine": label,
-                    "config": head["model"],
-                    "batch_size": pd.array([b] * n, dtype="Int64"),
-                    "concurrency": pd.array([None] * n, dtype="Int64"),
-                    "decode_ranks": pd.array([ranks] * n, dtype="Int64"),
-                    "start_time_s": np.zeros(n),
-                    "ttft_s": np.full(n, ttft),
-                    "e2el_s": np.full(n, ttft + r["decode_s"]),
-                    "prompt_tokens": np.full(n, int(r["input_tokens"]), dtype=np.int64),
-                    "output_tokens": np.full(n, int(r["output_tokens"]), dtype=np.int64),
-                    "success": np.ones(n, dtype=bool),
-                    "error": "",
-                }
-            )
-        )
+        reqs.append(_row_requests(pid, label, head["model"], r))
         pts.append(
             {
                 "point_id": pid,
@@ -248,7 +266,7 @@ def offline_engine_frames(
                 "concurrency": None,
                 "decode_ranks": ranks,
                 "window_start_s": 0.0,
-                "duration_s": r.get("total_s", ttft + r["decode_s"]),
+                "duration_s": r.get("total_s", _ttft(r) + r["decode_s"]),
                 "num_gpus": head["gpu_count"],
                 "source": path.name,
             }

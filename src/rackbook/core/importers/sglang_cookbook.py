@@ -73,6 +73,81 @@ def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
     return "fixed lengths" if ratio >= 1 else "random lengths"
 
 
+def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
+    """A cell's ``match``: ``hw``, ``variant``, ``quant`` (required), ``strategy`` and
+    ``nodes`` (None when absent)."""
+    if not isinstance(cell, dict):
+        raise InputError(path, f, "must be an object")
+    match = fields.mapping(path, f"{f}.match", cell.get("match"))
+    keys: dict[str, str | None] = {
+        k: fields.text(path, f"{f}.match.{k}", match.get(k)) for k in ("hw", "variant", "quant")
+    }
+    for k in ("strategy", "nodes"):
+        keys[k] = fields.text(path, f"{f}.match.{k}", match.get(k), optional=True)
+    return keys
+
+
+def _speed_row(
+    path: Path, g: str, s: Any, keys: dict[str, Any], version: Any, source_url: str
+) -> dict[str, Any]:
+    """One ``speed`` entry ``s`` (field ``g``) of a cell matched by ``keys`` as a
+    ``published_points`` row (columns it leaves out are null; times in s)."""
+    if not isinstance(s, dict):
+        raise InputError(path, g, "must be an object")
+    wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
+    isl = int(fields.number(path, f"{g}.workload.isl", wl.get("isl"), integer=True))
+    osl = int(fields.number(path, f"{g}.workload.osl", wl.get("osl"), integer=True))
+    workload = cookbook_workload(path, g, wl)
+    conc = int(
+        fields.number(
+            path, f"{g}.workload.max_concurrency", wl.get("max_concurrency"), integer=True
+        )
+    )
+    total = fields.number(path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu"))
+    tpot_ms = fields.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
+    ttft_ms = fields.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
+    hw, variant, quant, strategy, nodes = (
+        keys[k] for k in ("hw", "variant", "quant", "strategy", "nodes")
+    )
+    derived = quant in ("fp4", "fp8")
+    spec_kind, spec_method = COOKBOOK_SPECULATION.get(strategy or "", ("real or none", None))
+    single = variant == "flash" and nodes == "single" and hw in COOKBOOK_FLASH_SINGLE_HW
+    return {
+        "point_id": f"{hw}/{variant}/{quant}/{strategy}/c{conc}",
+        "submitter": "SGLang cookbook",
+        "system": f"{hw} {strategy or '-'} ({nodes or 'nodes not stated'})",
+        "hardware": hw,
+        "gpus": COOKBOOK_FLASH_SINGLE_GPUS if single else None,
+        "model": f"DeepSeek-V4-{variant.capitalize()}",
+        "precision": quant,
+        "engine": "sglang",
+        "engine_version": None if version is None else str(version),
+        "speculative": spec_method,
+        "scenario": strategy,
+        "isl": isl,
+        "osl": osl,
+        "concurrency": conc,
+        "tok_s_per_gpu": total,
+        "per_gpu_basis": "as published: total tok/s/GPU, derived by the cookbook from measured "
+        "output/GPU x (isl+osl)/osl"
+        if derived
+        else "as published: total tok/s/GPU, measured as a total",
+        "tokens_counted": "input+output",
+        "gpus_counted": "deployment",
+        "speculation_kind": spec_kind,
+        "workload": workload,
+        "latency_statistic": "mean",
+        "output_tok_s_per_gpu": total * osl / (isl + osl) if derived else None,
+        "tok_s_per_user": 1000.0 / tpot_ms,
+        "ttft_mean_s": ttft_ms / 1000.0,
+        "tpot_mean_s": tpot_ms / 1000.0,
+        "url": source_url,
+        "notes": f"nodes: {nodes}; GPU count and speculative method from the "
+        f"cookbook's deepseek-v4.jsx ({COOKBOOK_CONFIG_URL}); latencies are means "
+        "(latencyPercentile Mean)",
+    }
+
+
 def cookbook_points(
     path: str | Path, source_url: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -100,101 +175,18 @@ def cookbook_points(
     stubs = 0
     for i, cell in enumerate(cells):
         f = f"benchmarks[{i}]"
-        if not isinstance(cell, dict):
-            raise InputError(path, f, "must be an object")
-        match = fields.mapping(path, f"{f}.match", cell.get("match"))
-        keys = {
-            k: fields.text(path, f"{f}.match.{k}", match.get(k)) for k in ("hw", "variant", "quant")
-        }
-        strategy = fields.text(path, f"{f}.match.strategy", match.get("strategy"), optional=True)
-        nodes = fields.text(path, f"{f}.match.nodes", match.get("nodes"), optional=True)
+        keys = _cell_match(path, f, cell)
         speed = cell.get("speed")
         if speed is None:
             stubs += 1
             continue
         if not isinstance(speed, list):
             raise InputError(path, f"{f}.speed", "must be a list")
-        version = cell.get("sglang_version")
         for j, s in enumerate(speed):
-            g = f"{f}.speed[{j}]"
-            if not isinstance(s, dict):
-                raise InputError(path, g, "must be an object")
-            wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
-            isl = int(fields.number(path, f"{g}.workload.isl", wl.get("isl"), integer=True))
-            osl = int(fields.number(path, f"{g}.workload.osl", wl.get("osl"), integer=True))
-            workload = cookbook_workload(path, g, wl)
-            conc = int(
-                fields.number(
-                    path, f"{g}.workload.max_concurrency", wl.get("max_concurrency"), integer=True
-                )
+            row = _speed_row(
+                path, f"{f}.speed[{j}]", s, keys, cell.get("sglang_version"), source_url
             )
-            total = fields.number(
-                path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu")
-            )
-            tpot_ms = fields.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
-            ttft_ms = fields.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
-            derived = keys["quant"] in ("fp4", "fp8")
-            spec_kind, spec_method = COOKBOOK_SPECULATION.get(
-                strategy or "", ("real or none", None)
-            )
-            gpus = (
-                COOKBOOK_FLASH_SINGLE_GPUS
-                if keys["variant"] == "flash"
-                and nodes == "single"
-                and keys["hw"] in COOKBOOK_FLASH_SINGLE_HW
-                else None
-            )
-            basis = (
-                "as published: total tok/s/GPU, derived by the cookbook from measured output/GPU "
-                "x (isl+osl)/osl"
-                if derived
-                else "as published: total tok/s/GPU, measured as a total"
-            )
-            out.append(
-                {
-                    "point_id": f"{keys['hw']}/{keys['variant']}/{keys['quant']}/{strategy}"
-                    f"/c{conc}",
-                    "source_row": i,
-                    "submitter": "SGLang cookbook",
-                    "system": f"{keys['hw']} {strategy or '-'} ({nodes or 'nodes not stated'})",
-                    "category": None,
-                    "hardware": keys["hw"],
-                    "gpus": gpus,
-                    "prefill_gpus": None,
-                    "decode_gpus": None,
-                    "serving": None,
-                    "model": f"DeepSeek-V4-{keys['variant'].capitalize()}",
-                    "precision": keys["quant"],
-                    "engine": "sglang",
-                    "engine_version": None if version is None else str(version),
-                    "speculative": spec_method,
-                    "scenario": strategy,
-                    "isl": isl,
-                    "osl": osl,
-                    "concurrency": conc,
-                    "tok_s_total": None,
-                    "tok_s_per_gpu": total,
-                    "per_gpu_basis": basis,
-                    "tokens_counted": "input+output",
-                    "gpus_counted": "deployment",
-                    "speculation_kind": spec_kind,
-                    "workload": workload,
-                    "latency_statistic": "mean",
-                    "input_tok_s_per_gpu": None,
-                    "output_tok_s_per_gpu": total * osl / (isl + osl) if derived else None,
-                    "tok_s_per_user": 1000.0 / tpot_ms,
-                    "ttft_mean_s": ttft_ms / 1000.0,
-                    "ttft_median_s": None,
-                    "tpot_mean_s": tpot_ms / 1000.0,
-                    "tpot_median_s": None,
-                    "e2el_mean_s": None,
-                    "date": None,
-                    "url": source_url,
-                    "notes": f"nodes: {nodes}; GPU count and speculative method from the "
-                    f"cookbook's deepseek-v4.jsx ({COOKBOOK_CONFIG_URL}); latencies are means "
-                    "(latencyPercentile Mean)",
-                }
-            )
+            out.append({**row, "source_row": i})
     if not out:
         raise InputError(path, "benchmarks", "no cell with speed numbers")
     return points.frame(out), {"stub_cells": stubs}

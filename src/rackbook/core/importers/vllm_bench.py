@@ -115,21 +115,9 @@ def _int_column(value: int | None, n: int) -> pd.arrays.IntegerArray:
     )
 
 
-def vllm_bench_frames(
-    path: str | Path,
-    labels: dict[str, str] | None = None,
-    point_id: str | None = None,
-    data: dict[str, Any] | None = None,
-) -> traces.Trace:
-    """One vLLM detailed result JSON as an (un-validated) :class:`~rackbook.core.traces.Trace`
-    with a single point; ``run`` is left empty for the caller to fill.
-
-    ``labels`` are scenario keys (``engine``, ``config``, ``batch_size`` (per decode rank),
-    ``concurrency``, ``decode_ranks``, ``context_tokens``, ``num_gpus``, or any other name, kept
-    as a string column).
-    """
-    path = Path(path)
-    d = _load_vllm(path) if data is None else data
+def _duration(path: Path, d: Any) -> float:
+    """The result's ``duration`` (s, > 0) after checking the top level and that every
+    per-request array is there."""
     if not isinstance(d, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(d).__name__}")
     missing = [k for k in DETAILED_KEYS if k not in d]
@@ -143,6 +131,13 @@ def vllm_bench_frames(
         raise InputError(path, "duration", "must be a finite number of seconds")
     if dur <= 0:
         raise InputError(path, "duration", f"must be > 0 seconds, got {dur}")
+    return float(dur)
+
+
+def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
+    """The per-request arrays, checked, as trace request columns (``start_time_s`` not yet
+    shifted to the first request; NaN without ``start_times``), with ``success``, ``error``
+    and the raw ``itls``."""
     if not isinstance(d["input_lens"], (list, np.ndarray)):
         raise InputError(path, "input_lens", "must be a list")
     n = len(d["input_lens"])
@@ -167,26 +162,20 @@ def vllm_bench_frames(
     success = np.array([e == "" for e in errs], dtype=bool)
     # vLLM marks success separately from the error text; a successful request has a TTFT.
     success &= (lat > 0) | (out > 0)
-    if (
-        "completed" in d
-        and isinstance(d["completed"], int)
-        and int(success.sum()) != d["completed"]
-    ):
+    completed = d.get("completed")
+    if isinstance(completed, int) and int(success.sum()) != completed:
         raise InputError(
-            path,
-            "completed",
-            f"says {d['completed']} but {int(success.sum())} requests have no error",
+            path, "completed", f"says {completed} but {int(success.sum())} requests have no error"
         )
     cols = {"ttft_s": ttft, "e2el_s": lat, "prompt_tokens": inp, "output_tokens": out}
     traces.check_latency_unit(lat[success], path, "latencies")
     traces.check_request_rows(cols, success, path, VLLM_KEYS)
+    return {**cols, "start_time_s": start, "success": success, "error": errs, "itls": itls}
 
-    request_row, itl_s = _flat_itls(path, itls)
 
-    labels = dict(labels or {})
-    stem = Path(path.stem).stem if path.suffix == ".gz" else path.stem  # r.json.gz -> r
-    pid = point_id or labels.pop("point_id", None) or stem
-    labels.pop("point_id", None)
+def _int_labels(path: Path, d: dict[str, Any], labels: dict[str, str]) -> dict[str, int | None]:
+    """The integer scenario keys (:data:`INT_LABELS`), popped from ``labels``; concurrency
+    from the result's ``max_concurrency`` unless a label gives it."""
     ints: dict[str, int | None] = {k: None for k in INT_LABELS}
     mc = d.get("max_concurrency")
     if mc is not None:
@@ -202,27 +191,53 @@ def vllm_bench_frames(
                 raise InputError(path, f"label {k}", "must be an integer") from None
     if ints["decode_ranks"] is not None and ints["decode_ranks"] < 1:
         raise InputError(path, "label decode_ranks", "must be a positive integer")
+    return ints
+
+
+def vllm_bench_frames(
+    path: str | Path,
+    labels: dict[str, str] | None = None,
+    point_id: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> traces.Trace:
+    """One vLLM detailed result JSON as an (un-validated) :class:`~rackbook.core.traces.Trace`
+    with a single point; ``run`` is left empty for the caller to fill.
+
+    ``labels`` are scenario keys (``engine``, ``config``, ``batch_size`` (per decode rank),
+    ``concurrency``, ``decode_ranks``, ``context_tokens``, ``num_gpus``, or any other name, kept
+    as a string column).
+    """
+    path = Path(path)
+    d = _load_vllm(path) if data is None else data
+    dur = _duration(path, d)
+    c = _request_columns(path, d)
+    request_row, itl_s = _flat_itls(path, c["itls"])
+    labels = dict(labels or {})
+    stem = Path(path.stem).stem if path.suffix == ".gz" else path.stem  # r.json.gz -> r
+    pid = point_id or labels.pop("point_id", None) or stem
+    labels.pop("point_id", None)
+    ints = _int_labels(path, d, labels)
     engine = labels.pop("engine", str(d.get("backend") or "vllm"))
     config = labels.pop("config", "default")
+    n = len(c["success"])
+    start = c["start_time_s"]
     t0 = float(np.nanmin(start)) if np.isfinite(start).any() else 0.0
+    req_ints = ("batch_size", "concurrency", "decode_ranks", "context_tokens")
     req = pd.DataFrame(
         {
             "request_id": _request_ids(pid, n),
             "point_id": pid,
             "engine": engine,
             "config": config,
-            "batch_size": _int_column(ints["batch_size"], n),
-            "concurrency": _int_column(ints["concurrency"], n),
-            "decode_ranks": _int_column(ints["decode_ranks"], n),
-            "context_tokens": _int_column(ints["context_tokens"], n),
+            **{k: _int_column(ints[k], n) for k in req_ints},
             "start_time_s": start - t0,
-            "ttft_s": ttft,
-            "e2el_s": lat,
-            "prompt_tokens": inp.astype(np.int64),
+            "ttft_s": c["ttft_s"],
+            "e2el_s": c["e2el_s"],
+            "prompt_tokens": c["prompt_tokens"].astype(np.int64),
             "cached_prompt_tokens": _int_column(None, n),
-            "output_tokens": out.astype(np.int64),
-            "success": success,
-            "error": errs,
+            "output_tokens": c["output_tokens"].astype(np.int64),
+            "success": c["success"],
+            "error": c["error"],
         }
     )
     for k, v in labels.items():
@@ -235,12 +250,9 @@ def vllm_bench_frames(
             "point_id": [pid],
             "engine": [engine],
             "config": [config],
-            "batch_size": pd.array([ints["batch_size"]], dtype="Int64"),
-            "concurrency": pd.array([ints["concurrency"]], dtype="Int64"),
-            "decode_ranks": pd.array([ints["decode_ranks"]], dtype="Int64"),
-            "context_tokens": pd.array([ints["context_tokens"]], dtype="Int64"),
+            **{k: pd.array([ints[k]], dtype="Int64") for k in req_ints},
             "window_start_s": [0.0],
-            "duration_s": [float(dur)],
+            "duration_s": [dur],
             "num_gpus": pd.array([ints["num_gpus"]], dtype="Int64"),
             "source": [path.name],
         }
