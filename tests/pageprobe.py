@@ -197,11 +197,10 @@ if __name__ == "__main__":
         print(page, json.dumps(f))
 
 
-#: Limits a reader's page must keep at :data:`WIDTH` px (px). Measured in Chromium after issue
-#: 37 (published points, rerun cards and stand-in figures one click away): decode-parity 7,124,
-#: prefill-gain 7,429, single-user 7,972, eplb-balance 8,969, context-latency 9,084,
-#: rack-scaling 9,709; hence 10,000 until the last two reach issue 37's 9,000.
-CHAPTER_MAX = 10_000
+#: Limits a reader's page must keep at :data:`WIDTH` px (px): issue 37's 9,000. Measured in
+#: Chromium on 2026-12-06: decode-parity 7,076, prefill-gain 7,535, context-latency 8,348,
+#: single-user 8,541, eplb-balance 8,757, rack-scaling 8,897.
+CHAPTER_MAX = 9_000
 #: A phone's width (px): no page may scroll sideways there.
 NARROW = 400
 #: Smallest figure text (CSS px): at :data:`WIDTH` (a laptop) and at :data:`NARROW` (a phone,
