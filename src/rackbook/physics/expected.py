@@ -378,7 +378,7 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, gpus: int, batch: float,
     bw = gpu.hbm_bandwidth_bytes_per_s
     stream = eff.stream * bw
     split = roofline.weight_split(model, "decode")
-    dense_bytes = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
+    dense_bytes = split.dense_bytes
     groups = gpus // tp
     seqs = max(1.0, math.ceil(batch / groups))  # sequences of the busiest group
     toks = seqs * verify
@@ -400,9 +400,8 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, gpus: int, batch: float,
         parts["experts"] = max(parts["experts"], plain)
     drafts = verify - 1
     if drafts > 0:
-        spec = model.speculative
-        if spec is not None:
-            db = spec.draft_active_params * float(roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+        if model.speculative is not None:
+            db = roofline.draft_bytes(model)
         else:
             db = dense_bytes / a.num_layers + roofline.expert_bytes(model) * m.experts_per_token
         parts["drafter"] = drafts * db / tp / stream
