@@ -209,6 +209,8 @@ def test_an_unreachable_tpot_limit_is_said() -> None:
     e = E.expected(FLASH, "gb300", 4, decoding(), claimed=1.0, tpot_ms=floor_ms / 2)
     assert e.tok_s_per_gpu == 0 and "TPOT limit" in e.notes[-1]
     assert "none expected" in e.text()
+    d = e.to_dict()  # JSON-ready: the infinite ratio as None, the notes a list
+    assert d["ratio"] is None and d["tok_s_per_gpu"] == 0 and d["notes"] == list(e.notes)
 
 
 def test_a_model_file_reaches_the_expected_reading(tmp_path) -> None:

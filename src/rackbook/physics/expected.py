@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -187,13 +187,11 @@ def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
     return roofline.served(model, dtype).model
 
 
-def imbalance(num_experts: int, ep: int, assignments: int) -> float:
-    """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert
-    assignments a layer over ``ep`` GPUs: the project's EPLB model
-    (:func:`rackbook.physics.imbalance.eplb_imbalance`, DeepSeek's EPLB on the synthetic routing
-    calibrated to ``eplb-balance.before``) as precomputed in ``data/derived/eplb-imbalance.json``
-    (:func:`rackbook.physics.imbalance.imbalance`). One GPU: 1."""
-    return imbalance_table.imbalance(num_experts, ep, assignments)
+#: Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert assignments
+#: a layer over ``ep`` GPUs (one GPU: 1): the project's EPLB model (DeepSeek's EPLB on the
+#: synthetic routing calibrated to ``eplb-balance.before``) as precomputed in
+#: ``data/derived/eplb-imbalance.json`` (:func:`rackbook.physics.imbalance.imbalance`).
+imbalance = imbalance_table.imbalance
 
 
 def _bucket(x: float) -> int:
@@ -495,24 +493,11 @@ class Expected:
     fit: str = "prior"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{tok_s_per_gpu, low, high, ratio, deployment, terms, batch, batch_text, notes,
-        fit}`` (non-finite numbers as None)."""
-
-        def num(x: float | None) -> float | None:
-            return x if x is not None and math.isfinite(x) else None
-
-        return {
-            "tok_s_per_gpu": num(self.tok_s_per_gpu),
-            "low": num(self.low),
-            "high": num(self.high),
-            "ratio": num(self.ratio),
-            "deployment": self.deployment,
-            "terms": self.terms,
-            "batch": self.batch,
-            "batch_text": self.batch_text,
-            "notes": list(self.notes),
-            "fit": self.fit,
-        }
+        """The fields by name (non-finite rates and ratio as None, notes as a list)."""
+        d = asdict(self) | {"notes": list(self.notes)}
+        for k in ("tok_s_per_gpu", "low", "high", "ratio"):
+            d[k] = d[k] if math.isfinite(d[k]) else None
+        return d
 
     def text(self, validation: str = "") -> str:
         """One line: what real deployments reach here and the claim's multiple of it."""
