@@ -261,7 +261,7 @@ def _point(file: Path, where: str, src: str, primary: bool, pid: str, spec: dict
         batch, how_text = None, "the best batch that fits (an offline or unconstrained run)"
     else:
         batch, how_text = float(how), "as published"
-    sp = spec.get("speculation") or "none"
+    sp: Any = spec.get("speculation") or "none"  # "none" or {verify, tokens_per_step}
     verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
