@@ -11,16 +11,23 @@ params (FP8, 1 B), 40 MoE layers, top-6 of 384 experts, hidden 5,120.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from rackbook.inputs import catalogs
 from rackbook.physics import attainable, roofline
 from rackbook.physics import expected as E
+from rackbook.physics.workload import Workload
 
 FLASH = "deepseek-v4.1-flash"
 #: A fit with no floor and calibrated kernels, so terms are the kernel arithmetic alone.
 BARE = E.Fit(efficiency=1.0, layer_s=0.0, log_low=-0.5, log_high=0.5)
+
+
+def decoding(**kw: object) -> Workload:
+    """A decode workload of 1 output token/s per GPU (so the expected rate is 1 / ratio)."""
+    return Workload(output_tok_s_per_gpu=1.0, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +109,7 @@ def test_capacity_by_hand(gb300, flash) -> None:
 
 
 def one_user(gpus: int) -> float:
-    r = E.expected(FLASH, "gb300", gpus, claimed=1.0, output_tok_s=1.0, concurrency=1)
+    r = E.expected(FLASH, "gb300", gpus, decoding(concurrency=1), claimed=1.0)
     return r.tok_s_per_gpu * gpus  # the one user's tokens/s
 
 
@@ -111,9 +118,10 @@ def test_one_user_on_72_gb300_within_1_5x_of_4() -> None:
 
 
 def test_fp4_and_bf16_index_keys_differ_at_long_context() -> None:
-    kw = dict(claimed=1000.0, output_tok_s=1000.0, concurrency=256, context=100_000)
-    fp4 = E.expected(FLASH, "gb300", 4, kv_dtype="fp4", **kw)
-    bf16 = E.expected(FLASH, "gb300", 4, kv_dtype="bf16", **kw)
+    w = Workload(output_tok_s_per_gpu=1000.0, concurrency=256, decode_context=100_000)
+    fp4 = E.expected(FLASH, "gb300", 4, w, claimed=1000.0)
+    bf16 = E.expected(FLASH, "gb300", 4, replace(w, kv_dtype="bf16"), claimed=1000.0)
+    assert w.kv_dtype == "fp4"
     # BF16 keys are 256 B against 68 B: the scan takes longer (up to 3.76x where bandwidth binds)
     scan = bf16.terms["decode"]["index scan"] / fp4.terms["decode"]["index scan"]
     assert 1.5 < scan <= 256 / 68 + 1e-9
@@ -130,10 +138,10 @@ def test_a_6_token_verify_never_costs_less_than_plain_decode(eff, gb300, flash, 
 
 
 def test_tpot_limit_caps_the_batch() -> None:
-    free = E.expected(FLASH, "gb300", 4, claimed=1.0, output_tok_s=1.0, concurrency=4096)
+    free = E.expected(FLASH, "gb300", 4, decoding(concurrency=4096), claimed=1.0)
     step = free.terms["decode"]["step"] * 1e3
     capped = E.expected(
-        FLASH, "gb300", 4, claimed=1.0, output_tok_s=1.0, concurrency=4096, tpot_ms=step / 2
+        FLASH, "gb300", 4, decoding(concurrency=4096), claimed=1.0, tpot_ms=step / 2
     )
     assert capped.batch is not None and free.batch is not None and capped.batch < free.batch
     assert capped.terms["decode"]["step"] * 1e3 <= step / 2
@@ -141,10 +149,10 @@ def test_tpot_limit_caps_the_batch() -> None:
 
 
 def test_best_deployment_is_at_least_each_one() -> None:
-    kw = dict(claimed=1.0, output_tok_s=1.0, concurrency=4)
-    best = E.expected(FLASH, "gb300", 4, **kw).tok_s_per_gpu
+    w = decoding(concurrency=4)
+    best = E.expected(FLASH, "gb300", 4, w, claimed=1.0).tok_s_per_gpu
     for dep in ("dp-ep", "tp-ep"):
-        assert best >= E.expected(FLASH, "gb300", 4, deployment=dep, **kw).tok_s_per_gpu
+        assert best >= E.expected(FLASH, "gb300", 4, w, claimed=1.0, deployment=dep).tok_s_per_gpu
 
 
 def test_precision_sets_the_expert_bytes() -> None:
@@ -198,9 +206,11 @@ def test_littles_law_sets_the_decoding_batch_in_check() -> None:
 def test_an_unreachable_tpot_limit_is_said() -> None:
     # the fitted floor alone is 40 layers x layer_s: no batch meets a TPOT below it
     floor_ms = 40 * E.load_fit().layer_s * 1e3
-    e = E.expected(FLASH, "gb300", 4, claimed=1.0, output_tok_s=1.0, tpot_ms=floor_ms / 2)
+    e = E.expected(FLASH, "gb300", 4, decoding(), claimed=1.0, tpot_ms=floor_ms / 2)
     assert e.tok_s_per_gpu == 0 and "TPOT limit" in e.notes[-1]
     assert "none expected" in e.text()
+    d = e.to_dict()  # JSON-ready: the infinite ratio as None, the notes a list
+    assert d["ratio"] is None and d["tok_s_per_gpu"] == 0 and d["notes"] == list(e.notes)
 
 
 def test_a_model_file_reaches_the_expected_reading(tmp_path) -> None:

@@ -6,6 +6,8 @@ data/hardware.yaml and data/models/deepseek-v4.1-flash.yaml."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from rackbook import paths
@@ -22,13 +24,33 @@ MODEL = "deepseek-v4.1-flash"
 
 def test_the_verdict_rule_is_read_from_physics():
     """check.physics_verdict (issue 28: every bound is a bound, no margin): impossible above
-    1.0x, possible at or below; a margin a caller passes still shows in the rule's words."""
+    1.0x, possible at or below; the rule's words say the same."""
     rule = results_bounds.verdict_rule()
-    assert (rule.possible_below, rule.impossible_above) == (1.0, 1.0)
+    assert rule.impossible_above == 1.0
     assert check.physics_verdict(1.001) == "impossible"  # where the old box said "1.15x"
-    assert "possible* at or below it" in rule.text
-    old = results_bounds.verdict_rule(0.15)
-    assert old.possible_below == pytest.approx(0.85) and "below 0.85x" in old.text
+    assert check.physics_verdict(0.85) == "possible"  # where the old margin said undetermined
+    assert "possible* at or below it" in rule.text and "margin" not in rule.text
+
+
+def test_a_bound_has_no_margin_at_its_boundary():
+    """A figure exactly at the ceiling is possible; one a hair (one ulp) above it impossible,
+    in check.physics_verdict, in a reading made from a claim and a ceiling, and in what the
+    headline refuses as a contradiction."""
+    from rackbook.results import headline, verdicts
+
+    hair = math.nextafter(1.0, math.inf)
+    assert check.physics_verdict(1.0) == "possible"
+    assert check.physics_verdict(hair) == "impossible"
+    assert check.physics_verdict(math.nan) == "impossible"
+    ceiling = 7_000.0  # tok/s per GPU
+    at = verdicts.physics_reading("c", ceiling, ceiling, "w")
+    assert (at.verdict, at.ratio) == ("possible", 1.0)
+    above = verdicts.physics_reading("c", math.nextafter(ceiling, math.inf), ceiling, "w")
+    assert above.verdict == "impossible" and above.ratio is not None and above.ratio > 1
+    assert headline.contradiction("possible", 1.0) is None
+    assert headline.contradiction("possible", hair) is not None
+    assert headline.contradiction("impossible", hair) is None
+    assert headline.contradiction("impossible", math.nextafter(1.0, 0.0)) is not None
 
 
 def test_the_flips_box_states_the_rule_check_uses():

@@ -228,7 +228,7 @@ def flips_box(outcome: Any) -> str:
     """What would turn each verdict the other way: computed thresholds, one bullet each, folded
     in a dropdown, under the physics verdict rule
     (:func:`rackbook.physics.results_bounds.verdict_rule`: impossible above 1x a bound,
-    possible below 1 - MARGIN)."""
+    possible at or below it)."""
     from rackbook.physics.results_bounds import verdict_rule
 
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"

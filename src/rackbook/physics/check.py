@@ -60,9 +60,6 @@ from rackbook.physics.workload import (
     workload,
 )
 
-#: No modelling margin: every ceiling is a bound (the least time), so a figure at or below it
-#: is possible and above it impossible. Kept (0) for callers that still pass a margin.
-MARGIN = 0.0
 #: New tokens of one prefill chunk that share one read of their prefix's caches (vLLM's
 #: chunked prefill schedules at least this many; a bound with larger chunks would be higher).
 PREFILL_CHUNK = 256
@@ -72,16 +69,13 @@ VERDICTS = ("possible", "impossible", "undetermined")
 MEMORY_FRACTION = 0.9
 
 
-def physics_verdict(ratio: float, margin: float = MARGIN) -> str:
-    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio`` (``undetermined`` only
-    within a ``margin`` a caller still passes: 1 - margin <= ratio <= 1).
+def physics_verdict(ratio: float) -> str:
+    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio``.
 
     Every ceiling is the least time the work can take, so a figure above 100 % of it is
-    ``impossible`` and one at or below it ``possible``: no modelling margin (the realism of a
+    ``impossible`` and one at or below it ``possible``: a bound has no margin (the realism of a
     possible figure is the attainable reading, :mod:`rackbook.physics.attainable`)."""
-    if not math.isfinite(ratio) or ratio > 1:
-        return "impossible"
-    return "undetermined" if margin > 0 and ratio >= 1 - margin else "possible"
+    return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
 
 
 @dataclass(frozen=True)

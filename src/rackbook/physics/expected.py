@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,7 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import attainable, check, roofline
 from rackbook.physics import imbalance as imbalance_table
 from rackbook.physics.units import plural, whole
+from rackbook.physics.workload import Workload
 
 if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
     from rackbook.core.calibration import Calibration
@@ -186,13 +187,11 @@ def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
     return roofline.served(model, dtype).model
 
 
-def imbalance(num_experts: int, ep: int, assignments: int) -> float:
-    """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert
-    assignments a layer over ``ep`` GPUs: the project's EPLB model
-    (:func:`rackbook.physics.imbalance.eplb_imbalance`, DeepSeek's EPLB on the synthetic routing
-    calibrated to ``eplb-balance.before``) as precomputed in ``data/derived/eplb-imbalance.json``
-    (:func:`rackbook.physics.imbalance.imbalance`). One GPU: 1."""
-    return imbalance_table.imbalance(num_experts, ep, assignments)
+#: Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert assignments
+#: a layer over ``ep`` GPUs (one GPU: 1): the project's EPLB model (DeepSeek's EPLB on the
+#: synthetic routing calibrated to ``eplb-balance.before``) as precomputed in
+#: ``data/derived/eplb-imbalance.json`` (:func:`rackbook.physics.imbalance.imbalance`).
+imbalance = imbalance_table.imbalance
 
 
 def _bucket(x: float) -> int:
@@ -377,7 +376,7 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, gpus: int, batch: float,
     bw = gpu.hbm_bandwidth_bytes_per_s
     stream = eff.stream * bw
     split = roofline.weight_split(model, "decode")
-    dense_bytes = split.dense_params * float(roofline.DENSE_BYTES_PER_PARAM[split.dense_dtype])
+    dense_bytes = split.dense_bytes
     groups = gpus // tp
     seqs = max(1.0, math.ceil(batch / groups))  # sequences of the busiest group
     toks = seqs * verify
@@ -399,9 +398,8 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, gpus: int, batch: float,
         parts["experts"] = max(parts["experts"], plain)
     drafts = verify - 1
     if drafts > 0:
-        spec = model.speculative
-        if spec is not None:
-            db = spec.draft_active_params * float(roofline.DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+        if model.speculative is not None:
+            db = roofline.draft_bytes(model)
         else:
             db = dense_bytes / a.num_layers + roofline.expert_bytes(model) * m.experts_per_token
         parts["drafter"] = drafts * db / tp / stream
@@ -495,24 +493,11 @@ class Expected:
     fit: str = "prior"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{tok_s_per_gpu, low, high, ratio, deployment, terms, batch, batch_text, notes,
-        fit}`` (non-finite numbers as None)."""
-
-        def num(x: float | None) -> float | None:
-            return x if x is not None and math.isfinite(x) else None
-
-        return {
-            "tok_s_per_gpu": num(self.tok_s_per_gpu),
-            "low": num(self.low),
-            "high": num(self.high),
-            "ratio": num(self.ratio),
-            "deployment": self.deployment,
-            "terms": self.terms,
-            "batch": self.batch,
-            "batch_text": self.batch_text,
-            "notes": list(self.notes),
-            "fit": self.fit,
-        }
+        """The fields by name (non-finite rates and ratio as None, notes as a list)."""
+        d = asdict(self) | {"notes": list(self.notes)}
+        for k in ("tok_s_per_gpu", "low", "high", "ratio"):
+            d[k] = d[k] if math.isfinite(d[k]) else None
+        return d
 
     def text(self, validation: str = "") -> str:
         """One line: what real deployments reach here and the claim's multiple of it."""
@@ -534,7 +519,14 @@ def capacity(
     holds its sequences' KV once per rank (MLA's latent is not split by heads). The HBM is the
     bound's (:func:`rackbook.physics.check.usable_bytes`: the memory fraction of the HBM as the
     GPU reports it); the weights stay in HBM (a deployment tuned for speed offloads none). No
-    KV layout or no context: :data:`MAX_BATCH_PER_GPU` per GPU."""
+    KV layout or no context: :data:`MAX_BATCH_PER_GPU` per GPU.
+
+    Not the bound's :func:`rackbook.physics.check.capacity`, on purpose: a bound takes the
+    least any GPU must hold (all the weights spread over the GPUs, Grace offload allowed, up to
+    :data:`rackbook.physics.workload.MAX_BATCH` = 65,536 sequences a GPU) so that its ceiling
+    is never too low; this reading is one tuned deployment (dense weights per TP group, all in
+    HBM, KV once per TP rank, at most 4,096 a GPU). One model for both would move the expected
+    numbers."""
     st = roofline.storage(model)
     weights = st.dense_bytes / tp + st.routed_bytes / gpus
     per_seq = 0.0
@@ -557,19 +549,11 @@ def expected(
     model: ModelSpec | str,
     gpu: GpuSpec | str,
     gpus: int,
+    work: Workload,
     *,
     claimed: float,
-    counted: str = "output",
-    output_tok_s: float = 0.0,
-    new_input_tok_s: float = 0.0,
     phase: str = "decode",
-    concurrency: float | None = None,
     decode_batch: float | None = None,
-    context: float = 0.0,
-    prefix: float = 0.0,
-    tokens_per_step: float = 1.0,
-    verify: int = 1,
-    kv_dtype: str | None = "fp4",
     precision: str | None = None,
     tpot_ms: float | None = None,
     ttft_s: float | None = None,
@@ -577,24 +561,30 @@ def expected(
     calibration: Calibration | None = None,
     fit: Fit | None = None,
 ) -> Expected:
-    """The expected reading of a figure of ``claimed`` tokens/s per GPU (``counted`` tokens)
-    whose work per GPU is ``output_tok_s`` decoded and ``new_input_tok_s`` prefilled, as
+    """The expected reading of a figure of ``claimed`` tokens/s per GPU (``work.counted``
+    tokens) whose work per GPU is ``work``'s output tokens decoded and new input tokens
+    prefilled (the :class:`rackbook.physics.workload.Workload` of a check), as
     :func:`rackbook.physics.attainable.estimate` splits it: ratio = output / decode rate + new
     input / prefill rate, expected = claimed / ratio.
 
     The decoding batch: ``decode_batch`` when the caller derived it (Little's law), else
-    ``concurrency`` (clients waiting on their first token are not decoding: a caller that knows
-    TTFT and TPOT passes ``decode_batch``), else the best that fits; always capped by the KV
-    capacity and by ``tpot_ms`` (each kept token within it). The deployment: the one reaching
+    ``work.concurrency`` (clients waiting on their first token are not decoding: a caller that
+    knows TTFT and TPOT passes ``decode_batch``), else the best that fits; always capped by the
+    KV capacity and by ``tpot_ms`` (each kept token within it). The deployment: the one reaching
     the most among dp-ep, tp-ep and hybrids (:func:`tp_widths`), unless ``deployment`` names one.
-    ``precision`` sets the routed experts' dtype; ``verify`` is the tokens a step verifies
-    (1: plain decode)."""
+    ``precision`` sets the routed experts' dtype; ``work.verify_tokens`` is the tokens a step
+    verifies (1: plain decode)."""
     m = with_expert_dtype(catalogs.as_model(model), precision)
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
     eff = default_efficiencies() if calibration is None else attainable.efficiencies(calibration)
-    verify = max(1, int(verify))
-    tokens_per_step = min(max(1.0, tokens_per_step), float(verify))
+    verify = max(1, int(work.verify_tokens))
+    work = replace(
+        work,
+        verify_tokens=verify,
+        tokens_per_step=min(max(1.0, work.tokens_per_step), float(verify)),
+    )
+    context, prefix, kv_dtype = work.decode_context, work.prefill_prefix, work.kv_dtype
     notes = [n for n in (_kv_note(m, context or prefix),) if n]
     widths = _widths(g, gpus, deployment)
     terms: dict[str, dict[str, float]] = {}
@@ -602,12 +592,9 @@ def expected(
     best: Step | None = None
     batch_text = ""
     if phase in ("decode", "mixed"):
-        kw = dict(
-            context=context, verify=verify, tokens_per_step=tokens_per_step, kv_dtype=kv_dtype
-        )
-        asked = decode_batch if decode_batch is not None else concurrency
+        asked = decode_batch if decode_batch is not None else work.concurrency
         best, batch_text = _best_decode(
-            m, g, gpus, eff, fit, widths, kw, asked, decode_batch, tpot_ms
+            m, g, gpus, eff, fit, widths, work, asked, decode_batch, tpot_ms
         )
         if best is None:
             fits = any(capacity(m, g, gpus, tp, context, kv_dtype) >= 1 for tp in widths)
@@ -618,13 +605,13 @@ def expected(
             )
             return Expected(0.0, 0.0, 0.0, math.inf, "none", {}, None, "", tuple(notes), fit.source)
         terms["decode"] = dict(best.parts) | {"step": best.seconds}
-        if output_tok_s:
-            shares["decode"] = output_tok_s / best.tok_s_per_gpu
+        if work.output_tok_s_per_gpu:
+            shares["decode"] = work.output_tok_s_per_gpu / best.tok_s_per_gpu
     if phase in ("prefill", "mixed"):
         p = prefill_token(m, g, gpus, eff, fit, prefix=prefix, kv_dtype=kv_dtype)
         terms["prefill"] = dict(p.parts) | {"token": p.seconds}
-        if new_input_tok_s:
-            shares["prefill"] = new_input_tok_s / p.tok_s_per_gpu
+        if work.new_input_tok_s_per_gpu:
+            shares["prefill"] = work.new_input_tok_s_per_gpu / p.tok_s_per_gpu
         if ttft_s is not None and prefix and 2 * prefix * p.seconds / gpus > ttft_s:
             notes.append(
                 f"one request's prefill alone takes longer than the TTFT limit of {ttft_s:g} s "
@@ -673,18 +660,25 @@ def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
 
 
 def _best_decode(m: ModelSpec, g: GpuSpec, gpus: int, eff: attainable.Efficiencies, fit: Fit,
-                 widths: list[int], kw: dict[str, Any], asked: float | None,
+                 widths: list[int], work: Workload, asked: float | None,
                  derived: float | None, tpot_ms: float | None,
                  ) -> tuple[Step | None, str]:  # fmt: skip
     """The decode step reaching the most tokens/s per GPU over the TP ``widths`` and batches
     (``asked`` capped by the KV capacity, else powers of 2 up to it; each cut to the TPOT limit
     when over it), and how its batch was set (:func:`_batch_text`; ``derived``: the caller's
-    Little's-law batch). None when no width holds one sequence within the limits."""
-    tps = kw["tokens_per_step"]
+    Little's-law batch); the steps read ``work``'s context, verify width, kept tokens and KV
+    dtype. None when no width holds one sequence within the limits."""
+    tps = work.tokens_per_step
+    kw: dict[str, Any] = dict(
+        context=work.decode_context,
+        verify=work.verify_tokens,
+        tokens_per_step=tps,
+        kv_dtype=work.kv_dtype,
+    )
     best: Step | None = None
     text = ""
     for tp in widths:
-        cap = capacity(m, g, gpus, tp, kw["context"], kw["kv_dtype"])
+        cap = capacity(m, g, gpus, tp, work.decode_context, work.kv_dtype)
         if cap < 1:
             continue
         if asked is not None:
@@ -761,33 +755,24 @@ def for_check(c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = No
               deployment: str | None = None, calibration: Calibration | None = None,
               fit: Fit | None = None) -> Expected:  # fmt: skip
     """:func:`expected` for a :class:`rackbook.physics.check.Check` (model, GPUs, phase and
-    workload; the verify width its speculation states), on the model entry and GPU the check
-    read (``c.spec``, ``c.gpu_spec``: a ``--model FILE`` and the served format it chose reach
-    this reading too). With the clients' concurrency, OSL,
-    ``tpot_ms`` and ``ttft_s`` all given, the decoding batch is :func:`littles_law`'s (the
-    clients waiting for a first token are not decoding); otherwise the concurrency, capped by
-    the KV capacity and the TPOT limit."""
-    w = c.workload
+    workload ``c.work``; the verify width its speculation states), on the model entry and GPU
+    the check read (``c.spec``, ``c.gpu_spec``: a ``--model FILE`` and the served format it
+    chose reach this reading too). With the clients' concurrency, OSL, ``tpot_ms`` and
+    ``ttft_s`` all given, the decoding batch is :func:`littles_law`'s (the clients waiting for a
+    first token are not decoding); otherwise the concurrency, capped by the KV capacity and the
+    TPOT limit."""
+    w: Workload = c.work
     decoding = None
-    conc, osl = w["concurrency"], w.get("osl")
-    if conc and osl and tpot_ms is not None and ttft_s is not None:
-        decoding = max(1.0, littles_law(conc, osl, ttft_s, tpot_ms / 1e3))
+    if w.concurrency and w.osl and tpot_ms is not None and ttft_s is not None:
+        decoding = max(1.0, littles_law(w.concurrency, w.osl, ttft_s, tpot_ms / 1e3))
     return expected(
         c.spec if c.spec is not None else c.model,
         c.gpu_spec if c.gpu_spec is not None else c.gpu,
         c.gpus,
+        w,
         claimed=c.claimed_tok_s_per_gpu,
-        counted=c.counted,
-        output_tok_s=w["output_tok_s_per_gpu"],
-        new_input_tok_s=w["new_input_tok_s_per_gpu"],
         phase=c.phase,
-        concurrency=w["concurrency"],
         decode_batch=decoding,
-        context=w["decode_context"],
-        prefix=w["prefill_prefix"],
-        tokens_per_step=w["tokens_per_step"],
-        verify=w.get("verify_tokens", 1),
-        kv_dtype=w.get("kv_dtype", "fp4"),
         tpot_ms=tpot_ms,
         ttft_s=ttft_s,
         deployment=deployment,

@@ -25,40 +25,30 @@ from rackbook.physics.units import fmt
 
 @dataclass(frozen=True)
 class VerdictRule:
-    """Where :func:`rackbook.physics.check.physics_verdict` turns, as ratios claimed / bound:
-    ``possible`` at or below ``possible_below`` (1 without a margin), ``impossible`` above
-    ``impossible_above`` (1), ``undetermined`` between (empty without a margin) and wherever the
-    workload leaves out a part the verdict turns on."""
+    """Where :func:`rackbook.physics.check.physics_verdict` turns, as the ratio claimed / bound:
+    ``possible`` at or below ``impossible_above`` (1), ``impossible`` above it (a bound has no
+    margin); ``undetermined`` only where the workload leaves out a part the verdict turns on."""
 
-    possible_below: float
     impossible_above: float
 
     @property
     def text(self) -> str:
         """The rule in one sentence."""
-        if self.possible_below >= self.impossible_above:
-            return (
-                f"a figure is *impossible* above {self.impossible_above:g}x a bound (the least "
-                "time the work can take) and *possible* at or below it; *undetermined* only where "
-                "the workload leaves out a part the verdict turns on, such as an unpublished "
-                "cached share"
-            )
         return (
-            f"a figure is *impossible* above {self.impossible_above:g}x a bound (above 100 % of "
-            f"a peak, whatever the margin), *possible* below {self.possible_below:.2f}x it, and "
-            f"*undetermined* between (the {1 - self.possible_below:.0%} modelling margin)"
+            f"a figure is *impossible* above {self.impossible_above:g}x a bound (the least "
+            "time the work can take) and *possible* at or below it; *undetermined* only where "
+            "the workload leaves out a part the verdict turns on, such as an unpublished "
+            "cached share"
         )
 
 
-def verdict_rule(margin: float = check.MARGIN) -> VerdictRule:
-    """The thresholds of :func:`rackbook.physics.check.physics_verdict` (1 - ``margin`` and 1),
-    checked against the function itself so that no chapter can state another rule."""
-    lo, hi = 1 - margin, 1.0
-    eps = 1e-9
-    assert check.physics_verdict(lo - eps, margin) == "possible"
-    assert check.physics_verdict(hi, margin) == ("undetermined" if margin > 0 else "possible")
-    assert check.physics_verdict(hi + eps, margin) == "impossible"
-    return VerdictRule(lo, hi)
+def verdict_rule() -> VerdictRule:
+    """The threshold of :func:`rackbook.physics.check.physics_verdict` (1), checked against the
+    function itself so that no chapter can state another rule."""
+    bound = 1.0
+    assert check.physics_verdict(bound) == "possible"
+    assert check.physics_verdict(math.nextafter(bound, math.inf)) == "impossible"
+    return VerdictRule(bound)
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 Every claim of a result gets three readings, kept apart, each in its own words:
 
 - **physics** (modelled from the catalogs): ``possible`` | ``impossible`` | ``undetermined``
-  (within the modelling uncertainty of a ceiling, or a figure that fits any value);
+  (a workload that leaves out a part the verdict turns on, or a figure that fits any value);
 - **published** (independent measurements of the same basis: tokens counted, GPUs counted,
   workload, speculation, statistic, model, hardware): ``within`` | ``above`` | ``below`` their
   range, ``none published`` (no point of the claim's basis; the closest is named), or
@@ -175,16 +175,14 @@ def ceiling_margin(ratio: float, ceiling: str = "the ceiling") -> str:
 
 def contradiction(verdict: str, ratio: float | None) -> str | None:
     """What makes a physics verdict and its ratio to the ceiling (figure / ceiling) contradict
-    each other, or None: "possible" or "undetermined" beside a ratio more than the modelling
-    margin (:data:`rackbook.physics.check.MARGIN`) above the ceiling ("undetermined" at 3.94x
-    the decode ceiling), or "impossible" beside one more than the margin below it."""
-    from rackbook.physics.check import MARGIN
-
+    each other, or None: "possible" or "undetermined" beside a ratio above the ceiling
+    ("undetermined" at 3.94x the decode ceiling), or "impossible" beside one below it (a bound
+    has no margin: :func:`rackbook.physics.check.physics_verdict`)."""
     if ratio is None:
         return None
-    if verdict in ("possible", "undetermined") and ratio > 1 + MARGIN:
+    if verdict in ("possible", "undetermined") and ratio > 1:
         return f"{ceiling_margin(ratio)!r}: a ratio above the ceiling"
-    if verdict == "impossible" and ratio < 1 - MARGIN:
+    if verdict == "impossible" and ratio < 1:
         return f"{ceiling_margin(ratio)!r}: a ratio below the ceiling"
     return None
 

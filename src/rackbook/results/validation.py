@@ -42,6 +42,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.physics import check as check_mod
 from rackbook.physics import expected as exp_mod
+from rackbook.physics.workload import Workload
 from rackbook.results import published_rows
 
 #: The mapping file and the fit file, under data/.
@@ -260,7 +261,7 @@ def _point(file: Path, where: str, src: str, primary: bool, pid: str, spec: dict
         batch, how_text = None, "the best batch that fits (an offline or unconstrained run)"
     else:
         batch, how_text = float(how), "as published"
-    sp = spec.get("speculation") or "none"
+    sp: Any = spec.get("speculation") or "none"  # "none" or {verify, tokens_per_step}
     verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
@@ -297,20 +298,22 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
     kv = check_mod.narrowest_kv_dtype(model) or ("fp4" if model.kv_cache.relative_to else None)
     ctx = p.context if p.context is not None else ((p.isl or 0) + (p.osl or 0) / 2)
     prefix = (p.isl or 0) / 2
-    common = dict(
-        context=ctx, prefix=prefix, tokens_per_step=p.tokens_per_step, verify=p.verify,
-        kv_dtype=kv, precision=p.precision, tpot_ms=p.tpot_ms, fit=fit,
+    work = Workload(
+        counted=p.counted, decode_context=ctx, prefill_prefix=prefix,
+        tokens_per_step=p.tokens_per_step, verify_tokens=p.verify, kv_dtype=kv,
     )  # fmt: skip
+    common: dict[str, Any] = dict(precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
     if p.prefill_gpus and p.decode_gpus:
         total = (p.isl or 0) + (p.osl or 0)
         dec = exp_mod.expected(
-            model, p.gpu, p.decode_gpus, claimed=1.0, output_tok_s=1.0, phase="decode",
-            decode_batch=p.batch, **common,
-        )  # type: ignore[arg-type]  # fmt: skip
+            model, p.gpu, p.decode_gpus, replace(work, output_tok_s_per_gpu=1.0), claimed=1.0,
+            phase="decode", decode_batch=p.batch, **common,
+        )  # fmt: skip
         pre = exp_mod.expected(
-            model, p.gpu, p.prefill_gpus, claimed=1.0, new_input_tok_s=1.0, phase="prefill",
-            counted="input", **common,
-        )  # type: ignore[arg-type]  # fmt: skip
+            model, p.gpu, p.prefill_gpus,
+            replace(work, counted="input", new_input_tok_s_per_gpu=1.0), claimed=1.0,
+            phase="prefill", **common,
+        )  # fmt: skip
         rate = min(
             dec.tok_s_per_gpu * p.decode_gpus * total / (p.osl or 1),
             pre.tok_s_per_gpu * p.prefill_gpus * total / (p.isl or 1),
@@ -321,9 +324,10 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
     else:
         out, inp = _split(p, p.measured)
         e = exp_mod.expected(
-            model, p.gpu, p.gpus, claimed=p.measured, counted=p.counted, output_tok_s=out,
-            new_input_tok_s=inp, phase=p.phase, decode_batch=p.batch, **common,
-        )  # type: ignore[arg-type]  # fmt: skip
+            model, p.gpu, p.gpus,
+            replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp),
+            claimed=p.measured, phase=p.phase, decode_batch=p.batch, **common,
+        )  # fmt: skip
         rate, dep = e.tok_s_per_gpu, e.deployment
     return Prediction(
         p, rate, rate * math.exp(fit.log_low), rate * math.exp(fit.log_high), dep, fit_name

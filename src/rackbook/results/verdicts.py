@@ -24,7 +24,7 @@ import pandas as pd
 from rackbook.core import provenance
 from rackbook.physics import attainable as _attainable
 from rackbook.physics import expected as _expected
-from rackbook.physics.check import MARGIN, Check, physics_verdict
+from rackbook.physics.check import Check, physics_verdict
 from rackbook.results.headline import ClaimReading, ceiling_margin, untested
 
 #: GPU name fragments (upper case) of the claims' hardware.
@@ -115,13 +115,11 @@ class RangeVerdict:
     text: str
 
 
-def physics_reading(
-    claim_id: str, claimed: float, ceiling: float, what: str, margin: float = MARGIN
-) -> ClaimReading:
+def physics_reading(claim_id: str, claimed: float, ceiling: float, what: str) -> ClaimReading:
     """The physics reading of ``claimed`` against a ``ceiling`` in the same unit (the verdict
     of :func:`rackbook.physics.check.physics_verdict` on their ratio)."""
     ratio = claimed / ceiling if ceiling > 0 else math.inf
-    v = physics_verdict(ratio, margin)
+    v = physics_verdict(ratio)
     shown = ceiling_margin(ratio)
     finite = ratio if math.isfinite(ratio) else None
     return ClaimReading(claim_id, "physics", v, shown, f"{what}: {shown}", ratio=finite)

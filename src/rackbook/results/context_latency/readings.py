@@ -184,9 +184,9 @@ def growth_physics(
 ) -> GrowthReading:
     """Physics of "+``claim_ms`` from lo to hi tokens": the least extra time is the sparse
     reading's extra bytes (mostly the index-key scan) over the HBM bandwidth; ``impossible``
-    when that floor exceeds the claim, ``undetermined`` within the modelling margin below it,
-    ``possible`` below. Compute of the indexer and attention add to it, so the floor does not
-    bound the claim from above; the dense bound (every row read) shows the other end."""
+    when that floor exceeds the claim, ``possible`` at or below it (a bound has no margin).
+    Compute of the indexer and attention add to it, so the floor does not bound the claim from
+    above; the dense bound (every row read) shows the other end."""
     if not claim_ms > 0:
         raise InputError("-", "claim_ms", f"must be > 0, got {claim_ms}")
     floor = growth.sparse_ms

@@ -649,7 +649,7 @@ def flips(a: Analysis) -> list[str]:
     :func:`rackbook.physics.results_bounds.verdict_rule`) and the sensitivity band. Dollars
     are written USD (the flips are shown as Markdown, where ``$`` opens math)."""
     rule = results_bounds.verdict_rule()
-    lo, hi = rule.possible_below, rule.impossible_above
+    hi = rule.impossible_above
     t, s = a.claim_tok_s, a.claim_speedup
     cap_p = a.cap("compute", "prefill")
     isl, osl = a.params.workload_isl, a.params.workload_osl
@@ -664,7 +664,7 @@ def flips(a: Analysis) -> list[str]:
         "impossible below it (rackbook check reads the same)"
     )
     tp += (
-        f"; as computed tokens possible only up to {lo * cap_p:,.0f} tok/s per GPU (the "
+        f"; as computed tokens possible only up to {hi * cap_p:,.0f} tok/s per GPU (the "
         f"prefill ceiling); impossible above {bound:,.3g} tok/s per GPU on any workload, which "
         f"no cached share reaches; decode ratio {a.band.text}"
     )
@@ -680,10 +680,10 @@ def flips(a: Analysis) -> list[str]:
             for r in sd.itertuples()
         )
         + f". With the throughput as the rack's total: possible while that total stays below "
-        f"{lo * s * node_caps.min():,.0f} tok/s (every node size within its GPU's "
+        f"{hi * s * node_caps.min():,.0f} tok/s (every node size within its GPU's "
         f"ceiling), impossible above {hi * s * node_caps.max():,.0f} tok/s (every node size "
         f"over it); at {t:,.0f} tok/s, possible for any speedup above "
-        f"{t / (lo * node_caps.min()):.3g}x, impossible below {t / (hi * node_caps.max()):.3g}x"
+        f"{t / (hi * node_caps.min()):.3g}x, impossible below {t / (hi * node_caps.max()):.3g}x"
     )
     cost = (
         "cost, physics: nothing turns it; a dollar figure is a price, which no ceiling bounds "
