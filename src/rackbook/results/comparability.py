@@ -229,16 +229,16 @@ def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: lis
     """True when a point measures another quantity, another model, or on another GPU
     generation than the claim (:func:`rackbook.core.basis.hardware_class`): shown, never
     decides."""
-    if any(p in ANALOGUE_PARTS for p, _ in diffs):
+    if any(d.part in ANALOGUE_PARTS for d in diffs):
         return True
-    return any(p == "hardware" for p, _ in diffs) and basis_mod.hardware_class(
+    return any(d.part == "hardware" for d in diffs) and basis_mod.hardware_class(
         point.hardware
     ) != basis_mod.hardware_class(claim_basis.hardware)
 
 
 def differences(
     claim_basis: basis_mod.Basis, point: basis_mod.Basis, claim_id: str
-) -> list[tuple[str, str]]:
+) -> list[basis_mod.Difference]:
     parts = PARTS.get(claim_id) or tuple(dict.fromkeys((*DECISIVE[claim_id], *WEIGHTS)))
     return basis_mod.differences(claim_basis, point, parts)
 
@@ -253,11 +253,12 @@ def mismatch(row: pd.Series | dict[str, object], claim: claims_registry.Claim) -
     diffs = differences(claim.figure_basis, b, claim.id)
     if not diffs:
         return "same basis as the claim"
-    return "differs from the claim in: " + "; ".join(t for _, t in diffs)
+    return "differs from the claim in: " + "; ".join(d.text for d in diffs)
 
 
-def score(diffs: list[tuple[str, str]]) -> float:
-    return float(sum(WEIGHTS.get(p, 1.0) for p, _ in diffs))
+def score(diffs: Sequence[basis_mod.Difference]) -> float:
+    """Distance in basis: the :data:`WEIGHTS` of the parts ``diffs`` differ in (1 by default)."""
+    return float(sum(WEIGHTS.get(d.part, 1.0) for d in diffs))
 
 
 @dataclass(frozen=True)
@@ -336,11 +337,12 @@ TOLERATED = ("model", "hardware", "speculation")
 
 
 def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str]:
-    """The decisive differences of a point (``decisive``: (part, text) pairs) that count as
-    stated differences for near evidence: every one but the :data:`TOLERATED` parts (the
-    speculation only where the claim's own is unknown)."""
+    """The parts of a point's decisive differences (``decisive``,
+    :class:`rackbook.core.basis.Difference` each) that count as stated differences for near
+    evidence: every one but the :data:`TOLERATED` parts (the speculation only where the
+    claim's own is unknown)."""
     out = []
-    for part, _ in decisive:
+    for part in (d.part for d in decisive):
         if part in ("model", "hardware"):
             continue  # family and generation are checked by is_near itself
         if part == "speculation" and claim_basis.speculation == basis_mod.UNKNOWN:
@@ -363,7 +365,7 @@ def is_near(
     (``decisive``, :func:`stated_differences`: a GPU count, a workload, a statistic...), so
     that what separates it from the claim has one name; every difference is stated beside
     it. A near point never decides a verdict."""
-    parts = {p for p, _ in diffs}
+    parts = {d.part for d in diffs}
     if parts & {"metric", "tokens", "per"}:
         return False
     if point.model != basis_mod.NA and model_family(point.model) != model_family(claim_basis.model):
@@ -472,7 +474,7 @@ def near_reading(
     vals = [float(r["value"]) for r, _ in near]
     lo, hi = min(vals), max(vals)
     ok = math.isfinite(value) and lo > 0
-    parts = list(dict.fromkeys(basis_mod.NAMES.get(p, p) for _, d in near for p, _ in d))
+    parts = list(dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds))
     return Near(
         name,
         tuple(str(r["id"]) for r, _ in near),
