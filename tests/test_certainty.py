@@ -283,3 +283,34 @@ def test_the_finding_follows_each_reading():
     assert cc.finding(claim, _rs(physics={"derived": derived, "reason": "x: 2 x 413"})) == (
         "Exactly what the data sheet give (826 tok/s: 2 x 413)."
     )
+
+
+def _garbled_differences(doc):
+    """``doc`` with every closest point's difference sentences, at any depth, replaced by
+    nonsense (their fields, ``differing``, kept)."""
+    if isinstance(doc, (list, tuple)):
+        return [_garbled_differences(x) for x in doc]
+    if not isinstance(doc, dict):
+        return doc
+    out = {k: _garbled_differences(v) for k, v in doc.items()}
+    if "differences" in out and "differing" in out:
+        out["differences"] = ["zzz: qq (claim: x)" for _ in out["differences"]]
+    return out
+
+
+def test_no_shipped_certainty_depends_on_the_differences_sentences(shipped_chapter):
+    """Issue 39: every shipped claim keeps its grade, level and reasons when the sentences
+    of its closest points' differences are replaced by nonsense; some of them name those
+    differences, so the fields are what is read."""
+    named = 0
+    for result in paths.RESULTS:
+        readings = shipped_chapter(result)[1].to_dict("trace")["readings"]
+        garbled = _garbled_differences(readings)
+        assert garbled != readings
+        for plain, new in zip(
+            ct.certainties(result, readings), ct.certainties(result, garbled), strict=True
+        ):
+            assert (new.grade, new.level, new.reasons) == (plain.grade, plain.level, plain.reasons)
+            held = ("held back by: analogue hardware", "held back by: another")
+            named += any(r.startswith(held) for r in plain.reasons)
+    assert named >= 3
