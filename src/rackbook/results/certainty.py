@@ -263,7 +263,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     conv = str(entry.get("conversion") or "")
     if not conv or not lo <= 1 <= hi:
         return ""
-    name = re.split(r",\s(?![^()]*\))", str(near["basis"]))[0]  # to its first top-level comma
+    name = str(near.get("head") or near["basis"])  # the basis as a finding names it
     step, unit = conv.rsplit(": ", 1)[-1], str(near.get("unit") or "")
     low, high = (
         f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}" for v in (near["low"], near["high"])

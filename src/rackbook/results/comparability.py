@@ -93,6 +93,9 @@ class Plausible:
     max_gpus: int | None = None
     #: a cross-check: its points are near evidence of the value it implies, never a verdict
     cross_check: bool = False
+    #: the name's first part, as a finding names the basis (``per GPU`` of ``per GPU, output
+    #: tokens``); empty: the whole name
+    head: str = ""
 
 
 def scale_of(plaus: Plausible) -> float:
@@ -129,15 +132,16 @@ NODE_GPUS_MAX = 8
 
 def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
     per_gpu = tuple(
-        Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t]) for n, t in _TOKENS
+        Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t], head="per GPU")
+        for n, t in _TOKENS
     )
-    cached = _TOKENS[2][1]
+    cached_name, cached = _TOKENS[2]
+    node = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
     # 7.9x read as a per-GPU ratio: the node's per-GPU throughput is the figure over 7.9; the
     # node's size is not stated (a 4-GPU tray or an 8-GPU node), so no GPU count is named and
     # the node's throughput is set against measured node-scale points of the same tokens
     ratio = Plausible(
-        "the node's throughput per GPU (the speed-up read as a per-GPU ratio), input + output "
-        "counting each turn's re-read cached prefix",
+        f"{node}, {cached_name}",
         (("tokens", cached), ("gpu_count", None)),
         conversion="the figure read per GPU of the rack, and the speed-up as a ratio of per-GPU "
         "throughputs: the node's throughput per GPU is the figure over the speed-up",
@@ -145,6 +149,7 @@ def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
         divide_by=SPEEDUP_CLAIM,
         max_gpus=NODE_GPUS_MAX,
         cross_check=True,
+        head=node,
     )
     per_gpu = (*per_gpu, ratio)
     total = tuple(
@@ -154,6 +159,7 @@ def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
             1 / gpus,
             f"the figure read as the rack's total, divided by its {gpus} GPUs",
             _PHASE[t],
+            head=f"a rack total over {gpus} GPUs",
         )
         for n, t in _TOKENS
     )
@@ -414,6 +420,8 @@ class Near:
     unverified: tuple[str, ...] = ()
     #: the near points a later source supersedes (a change reported after their date)
     superseded: tuple[str, ...] = ()
+    #: the basis as a finding names it (:attr:`Plausible.head`, else the basis's name)
+    head: str = ""
 
     def text(self) -> str:
         """One line: ``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x
@@ -447,14 +455,14 @@ class Near:
 
 
 def near_reading(
-    name: str,
+    plaus: Plausible,
     value: float,
     unit: str,
     rows: list[tuple[pd.Series, list, list]],
     cb: basis_mod.Basis,
     claim_id: str = "",
 ) -> Near | None:
-    """The near reading of one named basis from its candidate rows (point, differences,
+    """The near reading of one named basis (``plaus``) from its candidate rows (point, differences,
     decisive differences): measurements in the claim's unit family that do not decide (a
     decisive difference, or read only second-hand) but are near (:func:`is_near`: one stated
     difference at most); for a peak-throughput claim (:data:`PEAK_THROUGHPUT`), never a point
@@ -476,7 +484,7 @@ def near_reading(
     ok = math.isfinite(value) and lo > 0
     parts = list(dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds))
     return Near(
-        name,
+        plaus.name,
         tuple(str(r["id"]) for r, _ in near),
         lo,
         hi,
@@ -487,6 +495,7 @@ def near_reading(
         tuple(dict.fromkeys(str(r["url"]) for r, _ in near)),
         tuple(str(r["id"]) for r, _ in near if not bool(r["verified"])),
         tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded"))),
+        plaus.head or plaus.name,
     )
 
 
@@ -517,8 +526,9 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
     no span ever mixes token kinds or bases) and, at the top level, the bracket of one basis
     only: the plausible one, where the claim's figure sits inside its near points (the first
     such basis), else ``prefer`` (the basis of the headline's closest point, chosen by distance
-    in basis, never by value), else the first basis with near points. ``bases`` names every
-    basis with near points. None when no allowed basis has one."""
+    in basis, never by value), else the first basis with near points (``head``: that basis as
+    a finding names it, :attr:`Plausible.head`). ``bases`` names every basis with near
+    points. None when no allowed basis has one."""
     ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
     if not ns:
         return None
@@ -546,6 +556,7 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
     top = (inside or preferred or ns)[0]
     return {
         "basis": top.basis,
+        "head": top.head,
         "points": list(top.points),
         "low": top.low,
         "high": top.high,

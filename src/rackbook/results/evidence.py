@@ -393,7 +393,7 @@ def _basis_readings(
                 pr.sources,
                 closest,
                 _conversion(claim, plaus, value, v),
-                near_reading(plaus.name, v, unit, rows, cb, claim.id),
+                near_reading(plaus, v, unit, rows, cb, claim.id),
                 ruled_out(claim, plaus, value),
                 modelled,
             )
