@@ -142,16 +142,17 @@ def _near_bases(near: Mapping[str, Any]) -> tuple[int, tuple[str, str] | None]:
     point on one basis and below every one on another lowers it one level (an unknown basis);
     on one side on every basis, no move."""
     per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
-    sides = [(str(b.get("basis") or "its basis"), b) for b in per]
-    inside = [
-        (n, b) for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "inside"
+    sides = [
+        (str(b.get("basis") or "its basis"), b, _side(b.get("ratio_low"), b.get("ratio_high")))
+        for b in per
     ]
+    inside = [(n, b) for n, b, side in sides if side == "inside"]
     if inside:
         n, b = inside[0]
         span = f"the claim {ratio_text(b['ratio_low'])} to {ratio_text(b['ratio_high'])} them"
         return 0, ("corroborated by", f"near points on both sides of the claim as {n} ({span})")
-    above = [n for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "above"]
-    below = [n for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "below"]
+    above = [n for n, _, side in sides if side == "above"]
+    below = [n for n, _, side in sides if side == "below"]
     if above and below:
         return -1, (
             "lowered by",

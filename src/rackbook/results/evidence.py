@@ -289,7 +289,7 @@ class BasisReading:
         """One line: name, verdict, margin and the closest point."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        name = _as(self.name)
+        name = as_basis(self.name)
         out = f"{name}: {self.verdict}{margin}; {close}"
         if self.near is not None:
             out += f"; near evidence: {self.near.text()}"
@@ -537,7 +537,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
             kind = "closest published figure (a modelled price, not a measurement)"
         if len(top) > 1:
             each = "; ".join(
-                f"{_as(br.name)}: {br.closest.value_span()}{br.closest.ratio_span()}"  # type: ignore[union-attr]
+                f"{as_basis(br.name)}: {br.closest.value_span()}{br.closest.ratio_span()}"  # type: ignore[union-attr]
                 for br in top
             )
             margin = f"{kind}, on {len(top)} bases equally close: {each}"
@@ -604,14 +604,9 @@ def _score_of(c: Closest) -> float:
     return score(c.differences)
 
 
-def _as(name: str) -> str:
-    """A basis name as prose: ``as the rack's total`` (the name itself when it starts so)."""
-    return as_basis(name)
-
-
 def _names_text(names: tuple[str, ...]) -> str:
     """Basis names as ``as a`` or ``as a and as b`` or ``as a, as b and as c``."""
-    shown = [_as(n) for n in names]
+    shown = [as_basis(n) for n in names]
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
@@ -670,7 +665,7 @@ def reading(
         e.margin,
         e.reason,
         sources=e.sources,
-        basis=" | ".join(f"{_as(b.name)}: {b.basis}" for b in e.bases),
+        basis=" | ".join(f"{as_basis(b.name)}: {b.basis}" for b in e.bases),
         closest=closest,
         by_basis=tuple(b.as_dict() for b in e.bases),
         near=e.near,
