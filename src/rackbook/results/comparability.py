@@ -449,7 +449,7 @@ class Near:
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON."""
         d = dataclasses.asdict(self)
-        for k in ("points", "differences", "urls", "unverified"):
+        for k in ("points", "differences", "urls", "unverified", "superseded"):
             d[k] = list(d[k])
         return d
 
@@ -521,8 +521,8 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
     """The near evidence of a claim over the named bases physics allows (``brs``: its basis
     readings, :class:`rackbook.results.evidence.BasisReading`, each with ``near`` and
     ``ruled_out``), per basis
-    (``per_basis``: one entry per basis with near points, ``{basis, points, low, high, unit,
-    ratio_low, ratio_high, position, unverified}``, each basis's figure over its own points, so
+    (``per_basis``: one entry per basis with near points, :func:`_bracket`, each basis's
+    figure over its own points, so
     no span ever mixes token kinds or bases) and, at the top level, the bracket of one basis
     only: the plausible one, where the claim's figure sits inside its near points (the first
     such basis), else ``prefer`` (the basis of the headline's closest point, chosen by distance
@@ -532,21 +532,6 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
     ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
     if not ns:
         return None
-    per_basis = [
-        {
-            "basis": n.basis,
-            "points": list(n.points),
-            "low": n.low,
-            "high": n.high,
-            "unit": n.unit,
-            "ratio_low": n.ratio_low,
-            "ratio_high": n.ratio_high,
-            "position": near_position(n),
-            "unverified": list(n.unverified),
-            "superseded": list(n.superseded),
-        }
-        for n in ns
-    ]
     # verified brackets first: a bracket of second-hand points only is shown, never preferred
     inside = sorted(
         (n for n in ns if near_position(n) == "inside"),
@@ -554,21 +539,18 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
     )
     preferred = [n for n in ns if n.basis == prefer]
     top = (inside or preferred or ns)[0]
-    return {
-        "basis": top.basis,
-        "head": top.head,
-        "points": list(top.points),
-        "low": top.low,
-        "high": top.high,
-        "unit": top.unit,
-        "ratio_low": top.ratio_low,
-        "ratio_high": top.ratio_high,
-        "position": near_position(top),
+    return _bracket(top) | {
         "bases": [n.basis for n in ns],
-        "per_basis": per_basis,
-        "unverified": list(top.unverified),
+        "per_basis": [_bracket(n) for n in ns],
         "verified": len(top.points) > len(top.unverified),
     }
+
+
+def _bracket(n: Near) -> dict[str, object]:
+    """One basis's near points for the headline JSON: ``{basis, head, points, low, high, unit,
+    ratio_low, ratio_high, position, unverified, superseded}`` (values in ``unit``)."""
+    d = {k: v for k, v in n.as_dict().items() if k not in ("differences", "urls")}
+    return d | {"position": near_position(n)}
 
 
 def near_text(near: dict[str, object] | None) -> str:
