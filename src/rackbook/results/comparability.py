@@ -245,6 +245,7 @@ def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: lis
 def differences(
     claim_basis: basis_mod.Basis, point: basis_mod.Basis, claim_id: str
 ) -> list[basis_mod.Difference]:
+    """How ``point`` differs from ``claim_basis`` in the parts read for ``claim_id``."""
     parts = PARTS.get(claim_id) or tuple(dict.fromkeys((*DECISIVE[claim_id], *WEIGHTS)))
     return basis_mod.differences(claim_basis, point, parts)
 
