@@ -58,11 +58,15 @@ def test_differences_name_each_part():
     got = basis.differences(claim, point, parts)
     # tokens unknown in the claim: not a difference (the readings expand it); model, count and
     # a simulated acceptance are
-    assert [p for p, _ in got] == ["model", "gpu_count", "speculation"]
-    assert "speculation: simulated (claim: unknown)" in got[2][1]
-    assert basis.differences(claim, basis.make(POINT | {"speculation": "real"}), parts)[-1][0] == (
-        "gpu_count"
-    )
+    assert [d.part for d in got] == ["model", "gpu_count", "speculation"]
+    assert (got[2].point, got[2].claim) == ("simulated", "unknown")
+    assert got[2].text == str(got[2]) == "speculation: simulated (claim: unknown)"
+    assert got[1].text == f"GPU count: {POINT['gpu_count']} (claim: 72)"
+    assert basis.differences(claim, basis.make(POINT | {"speculation": "real"}), parts)[
+        -1
+    ].part == ("gpu_count")
+    # a difference without a value of the claim's says only the point's
+    assert basis.Difference("counting", "derived").text == "counting: derived"
     # GB300 and B300 are different hardware; V4-Flash-0731 is not V4.1-Flash
     assert basis.hardware_key("NVIDIA GB300") == "gb300" != basis.hardware_key("B300")
     assert basis.model_key("DeepSeek-V4-Flash-0731") == "deepseek-v4-flash-0731"

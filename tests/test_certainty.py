@@ -32,7 +32,11 @@ def _rs(physics=None, published=None, run=None):
 
 
 NEAR = {"points": ["a", "b"], "verified": True, "ratio_low": 1.1, "ratio_high": 3.0}
-CLOSEST = {"kind": "near", "differences": ["hardware: GB300 (claim: B300)"]}
+CLOSEST = {
+    "kind": "near",
+    "differences": ["hardware: GB300 (claim: B300)"],
+    "differing": [{"part": "hardware", "point": "GB300", "claim": "B300"}],
+}
 
 
 def _grade(readings, claim=None):
@@ -73,10 +77,32 @@ def test_near_points_give_the_second_level_and_name_why_not_higher():
     c = _grade(_rs(published={"near": NEAR, "closest": CLOSEST}))
     assert c.level == 2
     assert c.reasons[1] == "held back by: analogue hardware (GB300, the claim B300)"
-    sim = {**CLOSEST, "differences": ["speculation: simulated (claim: unknown)"]}
+    sim = {**CLOSEST, "differing": [{"part": "speculation", "point": "simulated", "claim": "-"}]}
     assert _grade(_rs(published={"near": NEAR, "closest": sim})).reasons[1] == (
         "held back by: simulated acceptance"
     )
+    count = {"part": "gpu_count", "point": 4, "claim": "a node, size not stated"}
+    how = {"part": "counting", "point": "derived from the rack claim", "claim": None}
+    other = {**CLOSEST, "differing": [count, how, {"part": "tokens", "point": "a", "claim": "b"}]}
+    assert _grade(_rs(published={"near": NEAR, "closest": other})).reasons[1] == (
+        "held back by: another GPU count (4, the claim a node, size not stated), other "
+        "counting, another tokens counted (a, the claim b)"
+    )
+
+
+def test_the_differences_are_read_from_their_fields_not_their_sentences():
+    """Issue 39: a near point's differences are read from their fields (part, the point's
+    value, the claim's), never parsed back out of the sentence rackbook wrote: the sentence
+    replaced by nonsense leaves the grade, level and every reason as they were."""
+    plain = _grade(_rs(published={"near": NEAR, "closest": CLOSEST}))
+    garbled = {**CLOSEST, "differences": ["zzz (claim: qq)", "speculation: simulated"]}
+    c = _grade(_rs(published={"near": NEAR, "closest": garbled}))
+    assert (c.grade, c.level, c.reasons, c.note) == (plain.grade, 2, plain.reasons, plain.note)
+    assert c.note == (
+        "rests on 2 near published points; held back by analogue hardware (GB300, the claim B300)"
+    )
+    # and a reason's words that hold a colon keep it: the label alone becomes a phrase
+    assert ct.Certainty("x", 1, (("held back by", "a: b"),)).note == "held back by a: b"
 
 
 def test_near_points_read_second_hand_do_not_count():
@@ -257,3 +283,34 @@ def test_the_finding_follows_each_reading():
     assert cc.finding(claim, _rs(physics={"derived": derived, "reason": "x: 2 x 413"})) == (
         "Exactly what the data sheet give (826 tok/s: 2 x 413)."
     )
+
+
+def _garbled_differences(doc):
+    """``doc`` with every closest point's difference sentences, at any depth, replaced by
+    nonsense (their fields, ``differing``, kept)."""
+    if isinstance(doc, (list, tuple)):
+        return [_garbled_differences(x) for x in doc]
+    if not isinstance(doc, dict):
+        return doc
+    out = {k: _garbled_differences(v) for k, v in doc.items()}
+    if "differences" in out and "differing" in out:
+        out["differences"] = ["zzz: qq (claim: x)" for _ in out["differences"]]
+    return out
+
+
+def test_no_shipped_certainty_depends_on_the_differences_sentences(shipped_chapter):
+    """Issue 39: every shipped claim keeps its grade, level and reasons when the sentences
+    of its closest points' differences are replaced by nonsense; some of them name those
+    differences, so the fields are what is read."""
+    named = 0
+    for result in paths.RESULTS:
+        readings = shipped_chapter(result)[1].to_dict("trace")["readings"]
+        garbled = _garbled_differences(readings)
+        assert garbled != readings
+        for plain, new in zip(
+            ct.certainties(result, readings), ct.certainties(result, garbled), strict=True
+        ):
+            assert (new.grade, new.level, new.reasons) == (plain.grade, plain.level, plain.reasons)
+            held = ("held back by: analogue hardware", "held back by: another")
+            named += any(r.startswith(held) for r in plain.reasons)
+    assert named >= 3

@@ -263,10 +263,8 @@ def test_no_shipped_verdict_or_grade_depends_on_the_wording(shipped_chapter):
             assert level == cc.certainty(doc["readings"], c).level, c.id
 
 
-NODE = (
-    "the node's throughput per GPU (the speed-up read as a per-GPU ratio), input + output "
-    "counting each turn's re-read cached prefix"
-)
+HEAD = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
+NODE = f"{HEAD}, input + output counting each turn's re-read cached prefix"
 
 
 def _supported_split(lo=0.847, hi=1.16):
@@ -278,8 +276,9 @@ def _supported_split(lo=0.847, hi=1.16):
         {"name": NODE, "verdict": "none published", "conversion": "the node's throughput per "
          "GPU is the figure over the speed-up: 954,000 / 7.9 = 120,759 tok/s/GPU"}
     )  # fmt: skip
-    pub["near"] = {"basis": NODE, "points": ["a", "b"], "low": 104429.47, "high": 142565.09,
-                   "unit": "tok/s/GPU", "ratio_low": lo, "ratio_high": hi}  # fmt: skip
+    pub["near"] = {"basis": NODE, "head": HEAD, "points": ["a", "b"], "low": 104429.47,
+                   "high": 142565.09, "unit": "tok/s/GPU", "ratio_low": lo,
+                   "ratio_high": hi}  # fmt: skip
     return rs
 
 
@@ -296,6 +295,10 @@ def test_summary_names_the_basis_the_near_evidence_supports(claim):
         "954,000 / 7.9 = 120,759 tok/s/GPU: 0.847x to 1.16x the 2 near points."
     )
     assert cc.words(s.finding) <= cc.FINDING_WORDS
+    # the basis is named by its ``head`` field, never cut out of its name's sentence
+    renamed = _supported_split()
+    renamed[1]["near"]["head"] = "zzz, qq"
+    assert "; the evidence supports zzz, qq, 954,000 / 7.9" in cc.summarize(claim, renamed).finding
     one_side = cc.summarize(claim, _supported_split(1.1, 1.3)).finding
     assert "supports" not in one_side and "possible as the rack's total" in one_side
     rs = _supported_split()

@@ -139,12 +139,12 @@ def test_near_points_differ_in_one_stated_difference_and_latency_cells_never_bra
     cb = claim.replace(tokens="output")
     pt = cb.replace(model="DeepSeek-V4-Flash", gpu_count=4, workload="fixed lengths")
     diffs = cmp.differences(cb, pt, "rack-scaling.throughput")
-    dec = [d for d in diffs if d[0] in cmp.DECISIVE["rack-scaling.throughput"]]
+    dec = [d for d in diffs if d.part in cmp.DECISIVE["rack-scaling.throughput"]]
     assert cmp.stated_differences(cb, dec) == ["gpu_count", "workload"]
     assert not cmp.is_near(cb, pt, diffs, dec)
     one = pt.replace(workload=cb.workload)
     d1 = cmp.differences(cb, one, "rack-scaling.throughput")
-    assert cmp.is_near(cb, one, d1, [d for d in d1 if d[0] in cmp.DECISIVE[claim_id()]])
+    assert cmp.is_near(cb, one, d1, [d for d in d1 if d.part in cmp.DECISIVE[claim_id()]])
     assert basis_mod.UNKNOWN == claim.speculation  # a simulated acceptance is tolerated
     assert cmp.latency_tuned({"id": "sglang-cookbook-v4:gb300/flash/fp4/low-latency/c16"})
     assert cmp.latency_tuned({"id": "x", "concurrency": 18})

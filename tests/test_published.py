@@ -730,7 +730,7 @@ def test_prefill_gain_reads_vllms_own_prefill_table():
         pytest.approx(43.172, abs=1e-3),
         pytest.approx(64.765, abs=1e-3),
     )
-    assert "context: 0 (claim: 128000)" in e.closest.differences
+    assert "context: 0 (claim: 128000)" in [d.text for d in e.closest.differences]
     pts = evidence.published_points("prefill-gain")
     moon = pts[pts["id"] == "figures:vllm-mooncake.agentic-throughput"].iloc[0]
     assert moon["role"] == "analogue"

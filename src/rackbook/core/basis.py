@@ -316,9 +316,29 @@ def _same(part: str, a: Basis, b: Basis) -> bool:
     return bool(va == vb)
 
 
-def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class Difference:
+    """One part in which a point's basis differs from a claim's: the part (a :class:`Basis`
+    field, or ``counting``), the point's value as shown (``not stated`` for none) and the
+    claim's (None where the difference names no value of the claim's)."""
+
+    part: str
+    point: object
+    claim: object = None
+
+    @property
+    def text(self) -> str:
+        """The sentence: ``hardware: GB300 (claim: B300)``."""
+        tail = "" if self.claim is None else f" (claim: {self.claim})"
+        return f"{NAMES.get(self.part, self.part)}: {self.point}{tail}"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[Difference]:
     """The parts (of ``parts``, in that order) in which ``point`` differs from ``claim``, each
-    as (part, ``"name: point value (claim: claim value)"``). A part the claim leaves
+    a :class:`Difference` (``hardware: GB300 (claim: B300)`` as text). A part the claim leaves
     ``unknown`` (or leaves empty) is never a difference here: the readings expand it into named
     plausible bases first (:mod:`rackbook.results.evidence`); nor is a part that does not apply
     to the point (``-``). Speculation differs when either side is
@@ -335,5 +355,5 @@ def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[tupl
         elif cv == UNKNOWN or _same(part, claim, point):
             continue
         shown = "not stated" if pv is None or pv == UNKNOWN else pv  # never "None"
-        out.append((part, f"{NAMES.get(part, part)}: {shown} (claim: {cv})"))
+        out.append(Difference(part, shown, cv))
     return out

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rackbook.core.basis import NAMES
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics.units import ratio_text
 
@@ -52,11 +53,12 @@ GRADES: tuple[str, ...] = (
 #: This-run verdicts of a trace on the claim's hardware; published verdicts that place a figure.
 TESTED: tuple[str, ...] = ("consistent", "inconsistent")
 PLACED: tuple[str, ...] = ("within", "above", "below")
-#: How a difference of a near point from the claim's basis is named (its part -> words).
+#: How a difference of a near point from the claim's basis is named (its part -> words; else
+#: "another" and the part's name, :data:`rackbook.core.basis.NAMES`).
 DIFFERENCE_WORDS: dict[str, str] = {
     "hardware": "analogue hardware",
     "model": "another model",
-    "GPU count": "another GPU count",
+    "gpu_count": "another GPU count",
     "engine": "another engine",
     "workload": "another workload",
     "metric": "another metric",
@@ -72,18 +74,24 @@ class Certainty:
 
     claim_id: str
     level: int
-    reasons: tuple[str, ...]
+    #: each reason as (label, words): ``("held back by", "analogues only")``
+    why: tuple[tuple[str, str], ...]
 
     @property
     def grade(self) -> str:
         return GRADES[self.level - 1]
 
     @property
+    def reasons(self) -> tuple[str, ...]:
+        """Each reason as one phrase, its label first: "held back by: analogues only"."""
+        return tuple(f"{label}: {words}" for label, words in self.why)
+
+    @property
     def note(self) -> str:
         """The reasons as one footnote, each label a phrase: "rests on 6 near published points;
         held back by analogue hardware (GB300, the claim B300), simulated acceptance"."""
-        shown = [r for r in self.reasons if r != f"rests on: {self.grade}"] or list(self.reasons)
-        return "; ".join(re.sub(r"^([a-z ]+): ", r"\1 ", r) for r in shown)
+        shown = [r for r in self.why if r != ("rests on", self.grade)] or list(self.why)
+        return "; ".join(f"{label} {words}" for label, words in shown)
 
     def to_dict(self) -> dict[str, Any]:
         """The headline JSON's entry: ``{claim_id, grade, level, reasons}``."""
@@ -102,21 +110,21 @@ def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [e for e in entries if not e.get("ruled_out")] or ([] if entries else [r])
 
 
-def _difference(d: str) -> str:
-    """A near point's difference (``hardware: GB300 (claim: B300)``) as a reason's words."""
-    part, _, rest = d.partition(":")
-    if part.strip() == "speculation" and "simulated" in rest:
+def _difference(d: Mapping[str, Any]) -> str:
+    """A near point's difference (a headline JSON's ``differing`` entry: ``part``, the point's
+    value, the claim's) as a reason's words: ``analogue hardware (GB300, the claim B300)``."""
+    part, point, claim = str(d.get("part")), d.get("point"), d.get("claim")
+    if part == "speculation" and "simulated" in (point, claim):
         return "simulated acceptance"
-    words = DIFFERENCE_WORDS.get(part.strip(), f"another {part.strip()}")
-    m = re.match(r"\s*(.+?) \(claim: (.+)\)$", rest)
-    return f"{words} ({m.group(1)}, the claim {m.group(2)})" if m else words
+    words = DIFFERENCE_WORDS.get(part, f"another {NAMES.get(part, part)}")
+    return words if claim is None else f"{words} ({point}, the claim {claim})"
 
 
-def _why_not_like_for_like(closest: Any) -> list[str]:
+def _why_not_like_for_like(closest: Any) -> list[tuple[str, str]]:
     if not isinstance(closest, Mapping):
         return []
-    diffs = [_difference(str(d)) for d in closest.get("differences") or []]
-    return [f"held back by: {', '.join(diffs)}"] if diffs else []
+    diffs = [_difference(d) for d in closest.get("differing") or [] if isinstance(d, Mapping)]
+    return [("held back by", ", ".join(diffs))] if diffs else []
 
 
 def _side(lo: object, hi: object) -> str:
@@ -127,27 +135,29 @@ def _side(lo: object, hi: object) -> str:
     return "above" if lo > 1 else "below" if hi < 1 else "inside"
 
 
-def _near_bases(near: Mapping[str, Any]) -> tuple[int, str | None]:
+def _near_bases(near: Mapping[str, Any]) -> tuple[int, tuple[str, str] | None]:
     """How the near evidence moves the grade, judged per basis (``per_basis``; an older
     reading without it is one basis): near points on both sides of the claim on one basis
     corroborate it (no move, however many points are added there); the claim above every near
     point on one basis and below every one on another lowers it one level (an unknown basis);
     on one side on every basis, no move."""
     per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
-    sides = [(str(b.get("basis") or "its basis"), b) for b in per]
-    inside = [
-        (n, b) for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "inside"
+    sides = [
+        (str(b.get("basis") or "its basis"), b, _side(b.get("ratio_low"), b.get("ratio_high")))
+        for b in per
     ]
+    inside = [(n, b) for n, b, side in sides if side == "inside"]
     if inside:
         n, b = inside[0]
         span = f"the claim {ratio_text(b['ratio_low'])} to {ratio_text(b['ratio_high'])} them"
-        return 0, f"corroborated by: near points on both sides of the claim as {n} ({span})"
-    above = [n for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "above"]
-    below = [n for n, b in sides if _side(b.get("ratio_low"), b.get("ratio_high")) == "below"]
+        return 0, ("corroborated by", f"near points on both sides of the claim as {n} ({span})")
+    above = [n for n, _, side in sides if side == "above"]
+    below = [n for n, _, side in sides if side == "below"]
     if above and below:
         return -1, (
-            f"lowered by: an unknown basis (the claim above every near point as {above[0]}, "
-            f"below every one as {below[0]})"
+            "lowered by",
+            f"an unknown basis (the claim above every near point as {above[0]}, "
+            f"below every one as {below[0]})",
         )
     return 0, None
 
@@ -161,11 +171,11 @@ def certainty(
     rs = {str(r.get("reading")): r for r in readings}
     cid = claim.id if claim is not None else claim_id
     run, pub, phys = rs.get("this run", {}), rs.get("published", {}), rs.get("physics", {})
-    reasons: list[str] = []
+    reasons: list[tuple[str, str]] = []
     if run.get("verdict") in TESTED:
         margin = str(run.get("margin") or "-")
         tail = "" if margin == "-" else f" ({margin})"
-        reasons.append(f"rests on: a run on the claim's hardware{tail}")
+        reasons.append(("rests on", f"a run on the claim's hardware{tail}"))
         return Certainty(cid, 4, tuple(reasons))
     entries = _entries(pub) if pub else []
     placed = [e for e in entries if e.get("verdict") in PLACED]
@@ -174,19 +184,24 @@ def certainty(
     level = 1
     if placed:
         level = 3
-        reasons.append("rests on: like-for-like published figures")
+        reasons.append(("rests on", "like-for-like published figures"))
         if all(e.get("modelled") for e in placed):
             level -= 1
-            reasons.append("lowered by: modelled price (a cost model's rates, not a listed price)")
+            reasons.append(
+                ("lowered by", "modelled price (a cost model's rates, not a listed price)")
+            )
         if len(placed) < len(entries):
             level -= 1
             reasons.append(
-                f"lowered by: an unknown basis (placed on {len(placed)} of its "
-                f"{len(entries)} plausible bases)"
+                (
+                    "lowered by",
+                    f"an unknown basis (placed on {len(placed)} of its "
+                    f"{len(entries)} plausible bases)",
+                )
             )
     elif near and near.get("points") and near.get("verified"):
         level = 2
-        reasons.append(f"rests on: {len(near['points'])} near published points")
+        reasons.append(("rests on", f"{len(near['points'])} near published points"))
         reasons += _why_not_like_for_like(pub.get("closest"))
         change, reason = _near_bases(near)
         level += change
@@ -194,29 +209,29 @@ def certainty(
     elif derived and derived.get("exact"):
         level = 2
         source = derived.get("from") or "primary specifications"
-        reasons.append(f"rests on: exact derivation from {source}")
+        reasons.append(("rests on", f"exact derivation from {source}"))
     else:
-        reasons.append("rests on: physics bounds only")
+        reasons.append(("rests on", "physics bounds only"))
     confirmed = bool(derived and derived.get("exact") and claim is not None)
     confirmed = confirmed and claim.source.status != "not-located"  # type: ignore[union-attr]
     if confirmed and placed:
         level += 1
-        reasons.append("raised by: a primary text stating the same figure (exact match)")
+        reasons.append(("raised by", "a primary text stating the same figure (exact match)"))
     elif confirmed:
         # a primary text stating a derived figure is not a published measurement: the grade
         # stays that of the derivation, so it never reads "like-for-like published" beside a
         # published reading of "none published"
-        reasons.append("confirmed by: a primary text stating the same figure (exact match)")
+        reasons.append(("confirmed by", "a primary text stating the same figure (exact match)"))
     elif level < 3 and not placed:
         closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
         if near and near.get("points") and not near.get("verified"):
-            reasons.append("held back by: near points read only second-hand (NOT VERIFIED)")
+            reasons.append(("held back by", "near points read only second-hand (NOT VERIFIED)"))
         elif closest and closest.get("kind") == "analogue" and not (near and near.get("points")):
-            reasons.append("held back by: analogues only")
+            reasons.append(("held back by", "analogues only"))
         elif not closest and not near:
-            reasons.append("held back by: no comparable published point")
+            reasons.append(("held back by", "no comparable published point"))
     if run.get("verdict") == "untested" and "synthetic" in str(run.get("reason", "")):
-        reasons.append("held back by: a synthetic input")
+        reasons.append(("held back by", "a synthetic input"))
     return Certainty(cid, max(1, min(4, level)), tuple(reasons))
 
 
@@ -249,7 +264,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     conv = str(entry.get("conversion") or "")
     if not conv or not lo <= 1 <= hi:
         return ""
-    name = re.split(r",\s(?![^()]*\))", str(near["basis"]))[0]  # to its first top-level comma
+    name = str(near.get("head") or near["basis"])  # the basis as a finding names it
     step, unit = conv.rsplit(": ", 1)[-1], str(near.get("unit") or "")
     low, high = (
         f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}" for v in (near["low"], near["high"])

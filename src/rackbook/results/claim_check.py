@@ -209,7 +209,7 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
         noted = basis_mod.differences(wb, b, NOTED_PARTS)
         value = float(p["value"])
         like = not deciding and p["role"] == "measurement" and bool(p["verified"])
-        why = [t for _, t in deciding + noted]
+        why = [d.text for d in deciding + noted]
         if p["role"] == "analogue":
             why.insert(0, "an analogue")
         elif not bool(p["verified"]):
@@ -228,7 +228,7 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
                 "basis": b.short(),
                 "mismatch": "; ".join(why) or "like for like",
                 "like": like,
-                "distance": sum(weights.get(k, 1.0) for k, _ in deciding + noted)
+                "distance": sum(weights.get(d.part, 1.0) for d in deciding + noted)
                 + (p["role"] != "measurement"),
                 "dist": abs(math.log(claimed / value)) if value > 0 else math.inf,
                 "unverified": not bool(p["verified"]),

@@ -93,6 +93,9 @@ class Plausible:
     max_gpus: int | None = None
     #: a cross-check: its points are near evidence of the value it implies, never a verdict
     cross_check: bool = False
+    #: the name's first part, as a finding names the basis (``per GPU`` of ``per GPU, output
+    #: tokens``); empty: the whole name
+    head: str = ""
 
 
 def scale_of(plaus: Plausible) -> float:
@@ -129,15 +132,16 @@ NODE_GPUS_MAX = 8
 
 def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
     per_gpu = tuple(
-        Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t]) for n, t in _TOKENS
+        Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t], head="per GPU")
+        for n, t in _TOKENS
     )
-    cached = _TOKENS[2][1]
+    cached_name, cached = _TOKENS[2]
+    node = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
     # 7.9x read as a per-GPU ratio: the node's per-GPU throughput is the figure over 7.9; the
     # node's size is not stated (a 4-GPU tray or an 8-GPU node), so no GPU count is named and
     # the node's throughput is set against measured node-scale points of the same tokens
     ratio = Plausible(
-        "the node's throughput per GPU (the speed-up read as a per-GPU ratio), input + output "
-        "counting each turn's re-read cached prefix",
+        f"{node}, {cached_name}",
         (("tokens", cached), ("gpu_count", None)),
         conversion="the figure read per GPU of the rack, and the speed-up as a ratio of per-GPU "
         "throughputs: the node's throughput per GPU is the figure over the speed-up",
@@ -145,6 +149,7 @@ def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
         divide_by=SPEEDUP_CLAIM,
         max_gpus=NODE_GPUS_MAX,
         cross_check=True,
+        head=node,
     )
     per_gpu = (*per_gpu, ratio)
     total = tuple(
@@ -154,6 +159,7 @@ def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
             1 / gpus,
             f"the figure read as the rack's total, divided by its {gpus} GPUs",
             _PHASE[t],
+            head=f"a rack total over {gpus} GPUs",
         )
         for n, t in _TOKENS
     )
@@ -229,16 +235,17 @@ def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: lis
     """True when a point measures another quantity, another model, or on another GPU
     generation than the claim (:func:`rackbook.core.basis.hardware_class`): shown, never
     decides."""
-    if any(p in ANALOGUE_PARTS for p, _ in diffs):
+    if any(d.part in ANALOGUE_PARTS for d in diffs):
         return True
-    return any(p == "hardware" for p, _ in diffs) and basis_mod.hardware_class(
+    return any(d.part == "hardware" for d in diffs) and basis_mod.hardware_class(
         point.hardware
     ) != basis_mod.hardware_class(claim_basis.hardware)
 
 
 def differences(
     claim_basis: basis_mod.Basis, point: basis_mod.Basis, claim_id: str
-) -> list[tuple[str, str]]:
+) -> list[basis_mod.Difference]:
+    """How ``point`` differs from ``claim_basis`` in the parts read for ``claim_id``."""
     parts = PARTS.get(claim_id) or tuple(dict.fromkeys((*DECISIVE[claim_id], *WEIGHTS)))
     return basis_mod.differences(claim_basis, point, parts)
 
@@ -253,11 +260,12 @@ def mismatch(row: pd.Series | dict[str, object], claim: claims_registry.Claim) -
     diffs = differences(claim.figure_basis, b, claim.id)
     if not diffs:
         return "same basis as the claim"
-    return "differs from the claim in: " + "; ".join(t for _, t in diffs)
+    return "differs from the claim in: " + "; ".join(d.text for d in diffs)
 
 
-def score(diffs: list[tuple[str, str]]) -> float:
-    return float(sum(WEIGHTS.get(p, 1.0) for p, _ in diffs))
+def score(diffs: Sequence[basis_mod.Difference]) -> float:
+    """Distance in basis: the :data:`WEIGHTS` of the parts ``diffs`` differ in (1 by default)."""
+    return float(sum(WEIGHTS.get(d.part, 1.0) for d in diffs))
 
 
 @dataclass(frozen=True)
@@ -336,11 +344,12 @@ TOLERATED = ("model", "hardware", "speculation")
 
 
 def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str]:
-    """The decisive differences of a point (``decisive``: (part, text) pairs) that count as
-    stated differences for near evidence: every one but the :data:`TOLERATED` parts (the
-    speculation only where the claim's own is unknown)."""
+    """The parts of a point's decisive differences (``decisive``,
+    :class:`rackbook.core.basis.Difference` each) that count as stated differences for near
+    evidence: every one but the :data:`TOLERATED` parts (the speculation only where the
+    claim's own is unknown)."""
     out = []
-    for part, _ in decisive:
+    for part in (d.part for d in decisive):
         if part in ("model", "hardware"):
             continue  # family and generation are checked by is_near itself
         if part == "speculation" and claim_basis.speculation == basis_mod.UNKNOWN:
@@ -363,7 +372,7 @@ def is_near(
     (``decisive``, :func:`stated_differences`: a GPU count, a workload, a statistic...), so
     that what separates it from the claim has one name; every difference is stated beside
     it. A near point never decides a verdict."""
-    parts = {p for p, _ in diffs}
+    parts = {d.part for d in diffs}
     if parts & {"metric", "tokens", "per"}:
         return False
     if point.model != basis_mod.NA and model_family(point.model) != model_family(claim_basis.model):
@@ -412,6 +421,8 @@ class Near:
     unverified: tuple[str, ...] = ()
     #: the near points a later source supersedes (a change reported after their date)
     superseded: tuple[str, ...] = ()
+    #: the basis as a finding names it (:attr:`Plausible.head`, else the basis's name)
+    head: str = ""
 
     def text(self) -> str:
         """One line: ``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x
@@ -439,20 +450,20 @@ class Near:
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON."""
         d = dataclasses.asdict(self)
-        for k in ("points", "differences", "urls", "unverified"):
+        for k in ("points", "differences", "urls", "unverified", "superseded"):
             d[k] = list(d[k])
         return d
 
 
 def near_reading(
-    name: str,
+    plaus: Plausible,
     value: float,
     unit: str,
     rows: list[tuple[pd.Series, list, list]],
     cb: basis_mod.Basis,
     claim_id: str = "",
 ) -> Near | None:
-    """The near reading of one named basis from its candidate rows (point, differences,
+    """The near reading of one named basis (``plaus``) from its candidate rows (point, differences,
     decisive differences): measurements in the claim's unit family that do not decide (a
     decisive difference, or read only second-hand) but are near (:func:`is_near`: one stated
     difference at most); for a peak-throughput claim (:data:`PEAK_THROUGHPUT`), never a point
@@ -472,9 +483,9 @@ def near_reading(
     vals = [float(r["value"]) for r, _ in near]
     lo, hi = min(vals), max(vals)
     ok = math.isfinite(value) and lo > 0
-    parts = list(dict.fromkeys(basis_mod.NAMES.get(p, p) for _, d in near for p, _ in d))
+    parts = list(dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds))
     return Near(
-        name,
+        plaus.name,
         tuple(str(r["id"]) for r, _ in near),
         lo,
         hi,
@@ -485,6 +496,7 @@ def near_reading(
         tuple(dict.fromkeys(str(r["url"]) for r, _ in near)),
         tuple(str(r["id"]) for r, _ in near if not bool(r["verified"])),
         tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded"))),
+        plaus.head or plaus.name,
     )
 
 
@@ -510,31 +522,17 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
     """The near evidence of a claim over the named bases physics allows (``brs``: its basis
     readings, :class:`rackbook.results.evidence.BasisReading`, each with ``near`` and
     ``ruled_out``), per basis
-    (``per_basis``: one entry per basis with near points, ``{basis, points, low, high, unit,
-    ratio_low, ratio_high, position, unverified}``, each basis's figure over its own points, so
+    (``per_basis``: one entry per basis with near points, :func:`_bracket`, each basis's
+    figure over its own points, so
     no span ever mixes token kinds or bases) and, at the top level, the bracket of one basis
     only: the plausible one, where the claim's figure sits inside its near points (the first
     such basis), else ``prefer`` (the basis of the headline's closest point, chosen by distance
-    in basis, never by value), else the first basis with near points. ``bases`` names every
-    basis with near points. None when no allowed basis has one."""
+    in basis, never by value), else the first basis with near points (``head``: that basis as
+    a finding names it, :attr:`Plausible.head`). ``bases`` names every basis with near
+    points. None when no allowed basis has one."""
     ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
     if not ns:
         return None
-    per_basis = [
-        {
-            "basis": n.basis,
-            "points": list(n.points),
-            "low": n.low,
-            "high": n.high,
-            "unit": n.unit,
-            "ratio_low": n.ratio_low,
-            "ratio_high": n.ratio_high,
-            "position": near_position(n),
-            "unverified": list(n.unverified),
-            "superseded": list(n.superseded),
-        }
-        for n in ns
-    ]
     # verified brackets first: a bracket of second-hand points only is shown, never preferred
     inside = sorted(
         (n for n in ns if near_position(n) == "inside"),
@@ -542,20 +540,18 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
     )
     preferred = [n for n in ns if n.basis == prefer]
     top = (inside or preferred or ns)[0]
-    return {
-        "basis": top.basis,
-        "points": list(top.points),
-        "low": top.low,
-        "high": top.high,
-        "unit": top.unit,
-        "ratio_low": top.ratio_low,
-        "ratio_high": top.ratio_high,
-        "position": near_position(top),
+    return _bracket(top) | {
         "bases": [n.basis for n in ns],
-        "per_basis": per_basis,
-        "unverified": list(top.unverified),
+        "per_basis": [_bracket(n) for n in ns],
         "verified": len(top.points) > len(top.unverified),
     }
+
+
+def _bracket(n: Near) -> dict[str, object]:
+    """One basis's near points for the headline JSON: ``{basis, head, points, low, high, unit,
+    ratio_low, ratio_high, position, unverified, superseded}`` (values in ``unit``)."""
+    d = {k: v for k, v in n.as_dict().items() if k not in ("differences", "urls")}
+    return d | {"position": near_position(n)}
 
 
 def near_text(near: dict[str, object] | None) -> str:

@@ -775,11 +775,10 @@ def _why(c: Certainty, word: str) -> str:
     if word == "impossible as stated":
         return "a physics bound decides"
     for kind in ("lowered by", "held back by"):
-        for r in c.reasons:
-            if r.startswith(kind):
-                return plain_number(_drop_brackets(r.split(": ", 1)[1]))
-    rest = c.reasons[0].split(": ", 1)[-1] if c.reasons else ""
-    return _drop_brackets(rest)
+        for label, why in c.why:
+            if label == kind:
+                return plain_number(_drop_brackets(why))
+    return _drop_brackets(c.why[0][1] if c.why else "")
 
 
 def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:

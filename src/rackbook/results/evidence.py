@@ -39,12 +39,12 @@ import pandas as pd
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
+from rackbook.core.basis import Difference
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
 from rackbook.physics.units import plural
 from rackbook.results.comparability import (
     DECISIVE,
-    WEIGHTS,
     Near,
     Plausible,
     RuledOut,
@@ -194,7 +194,7 @@ class Closest:
     unit: str
     ratio: float | None
     url: str
-    differences: tuple[str, ...]
+    differences: tuple[basis_mod.Difference, ...]
     verified: bool
     #: ``like for like`` (decides), ``near`` (same quantity, model and GPU; differs in
     #: another part that decides, so it does not) or ``analogue`` (another quantity, model or
@@ -215,7 +215,11 @@ class Closest:
 
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON: the fields, with lists for tuples."""
-        lists = {"differences": list(self.differences), "tied": list(self.tied)}
+        lists = {
+            "differences": [d.text for d in self.differences],
+            "differing": [dataclasses.asdict(d) for d in self.differences],
+            "tied": list(self.tied),
+        }
         return dataclasses.asdict(self) | lists
 
     def value_span(self) -> str:
@@ -247,8 +251,8 @@ class Closest:
             "near": "does not decide: ",
             "analogue": "an analogue, never decides: ",
         }[self.kind]
-        diff = (lead + "differs in " + "; ".join(self.differences)) if self.differences else ""
-        diff = diff or "like for like"
+        diffs = "; ".join(d.text for d in self.differences)
+        diff = f"{lead}differs in {diffs}" if diffs else "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
         at = f"{self.setup}; {self.url}" if self.setup else self.url
         return f"{self.who}: {self.value_span()}{flag}{self.ratio_span()} ({at}); {diff}{old}"
@@ -285,7 +289,7 @@ class BasisReading:
         """One line: name, verdict, margin and the closest point."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        name = _as(self.name)
+        name = as_basis(self.name)
         out = f"{name}: {self.verdict}{margin}; {close}"
         if self.near is not None:
             out += f"; near evidence: {self.near.text()}"
@@ -353,13 +357,12 @@ def _basis_readings(
             if plaus.max_gpus is not None and (pd.isna(r["gpus"]) or r["gpus"] > plaus.max_gpus):
                 continue  # a node-scale reading takes node-scale points only
             diffs = differences(cb, b, claim.id)
-            decisive = [d for d in diffs if d[0] in DECISIVE[claim.id]]
+            decisive = [d for d in diffs if d.part in DECISIVE[claim.id]]
             if plaus.cross_check and plaus.max_gpus is not None:  # a node of unstated size
-                node = f"GPU count: {int(r['gpus'])} (claim: a node, size not stated)"
-                diffs = [("gpu_count", node), *diffs]
-                decisive = [("gpu_count", node), *decisive]
+                node = Difference("gpu_count", int(r["gpus"]), "a node, size not stated")
+                diffs, decisive = [node, *diffs], [node, *decisive]
             elif plaus.cross_check:  # derived from another claim: shown, never like for like
-                how = ("counting", "counting: derived from the rack claim at published prices")
+                how = Difference("counting", "derived from the rack claim at published prices")
                 diffs, decisive = [how, *diffs], [how, *decisive]
             rows.append((r, diffs, decisive))
         deciding = [
@@ -390,7 +393,7 @@ def _basis_readings(
                 pr.sources,
                 closest,
                 _conversion(claim, plaus, value, v),
-                near_reading(plaus.name, v, unit, rows, cb, claim.id),
+                near_reading(plaus, v, unit, rows, cb, claim.id),
                 ruled_out(claim, plaus, value),
                 modelled,
             )
@@ -432,7 +435,7 @@ def _closest(
     hi = max(vals) if vals else None
     return Closest(
         str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]),
-        tuple(t for _, t in diffs), bool(r["verified"]),
+        tuple(diffs), bool(r["verified"]),
         "analogue" if r["role"] == "analogue" or is_analogue(cb, r["basis"], dec)
         else "near" if dec or not bool(r["verified"]) else "like for like",
         tuple(str(x[0]["id"]) for x in tied),
@@ -445,7 +448,7 @@ def _closest(
     )  # fmt: skip
 
 
-def _closeness(row: tuple[pd.Series, list[tuple[str, str]], object]) -> tuple[float, bool, str]:
+def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, bool, str]:
     """Sort key of a candidate for the closest point: its distance in basis (:func:`score`),
     then verified first, then id. Never the value: a tie in basis is a spread, not a choice
     of the point nearest the claim."""
@@ -534,7 +537,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
             kind = "closest published figure (a modelled price, not a measurement)"
         if len(top) > 1:
             each = "; ".join(
-                f"{_as(br.name)}: {br.closest.value_span()}{br.closest.ratio_span()}"  # type: ignore[union-attr]
+                f"{as_basis(br.name)}: {br.closest.value_span()}{br.closest.ratio_span()}"  # type: ignore[union-attr]
                 for br in top
             )
             margin = f"{kind}, on {len(top)} bases equally close: {each}"
@@ -598,23 +601,12 @@ def highest_list_price(points: pd.DataFrame, value: float) -> str:
 
 def _score_of(c: Closest) -> float:
     """Distance in basis of a closest point (the weights of the parts it differs in)."""
-    return float(sum(WEIGHTS.get(_part_of(t), 1.0) for t in c.differences))
-
-
-def _part_of(text: str) -> str:
-    """The basis part a difference text names (``GPU count: 4 (claim: 72)`` -> ``gpu_count``)."""
-    name = text.split(":", 1)[0]
-    return next((k for k, v in basis_mod.NAMES.items() if v == name), name)
-
-
-def _as(name: str) -> str:
-    """A basis name as prose: ``as the rack's total`` (the name itself when it starts so)."""
-    return as_basis(name)
+    return score(c.differences)
 
 
 def _names_text(names: tuple[str, ...]) -> str:
     """Basis names as ``as a`` or ``as a and as b`` or ``as a, as b and as c``."""
-    shown = [_as(n) for n in names]
+    shown = [as_basis(n) for n in names]
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
@@ -673,7 +665,7 @@ def reading(
         e.margin,
         e.reason,
         sources=e.sources,
-        basis=" | ".join(f"{_as(b.name)}: {b.basis}" for b in e.bases),
+        basis=" | ".join(f"{as_basis(b.name)}: {b.basis}" for b in e.bases),
         closest=closest,
         by_basis=tuple(b.as_dict() for b in e.bases),
         near=e.near,
