@@ -314,3 +314,13 @@ def test_no_shipped_certainty_depends_on_the_differences_sentences(shipped_chapt
             held = ("held back by: analogue hardware", "held back by: another")
             named += any(r.startswith(held) for r in plain.reasons)
     assert named >= 3
+
+
+def test_a_difference_prints_whole_numbers_with_separators() -> None:
+    """Issue 37's number style: prefill-gain's closest point (cold prefill) against the
+    claim's 128,000 cached tokens reads "(0, the claim 128,000)", never "128000"."""
+    d = {"part": "context", "point": "0", "claim": "128000"}
+    assert ct._difference(d).endswith("(0, the claim 128,000)")
+    assert ct._difference({"part": "stat", "point": "median", "claim": "rate"}).endswith(
+        "(median, the claim rate)"
+    )

@@ -117,7 +117,14 @@ def _difference(d: Mapping[str, Any]) -> str:
     if part == "speculation" and "simulated" in (point, claim):
         return "simulated acceptance"
     words = DIFFERENCE_WORDS.get(part, f"another {NAMES.get(part, part)}")
-    return words if claim is None else f"{words} ({point}, the claim {claim})"
+    return words if claim is None else f"{words} ({_value(point)}, the claim {_value(claim)})"
+
+
+def _value(v: object) -> str:
+    """A difference's value as a reader reads it: a whole number with thousands separators
+    (``128,000``, not ``128000``), anything else as written."""
+    text = str(v)
+    return f"{int(text):,}" if text.isdigit() else text
 
 
 def _why_not_like_for_like(closest: Any) -> list[tuple[str, str]]:
