@@ -116,131 +116,147 @@ def inferencex_points(
     rows = _inferencex_rows(path, data)
     if not rows:
         raise InputError(path, "rows", "no rows")
-    out = []
-    for i, row in enumerate(rows):
-        f = f"rows[{i}]"
-        if not isinstance(row, dict):
-            raise InputError(path, f, f"must be an object, got {type(row).__name__}")
-        hardware = fields.text(path, f"{f}.hardware", row.get("hardware"))
-        framework = fields.text(path, f"{f}.framework", row.get("framework"))
-        model = fields.text(path, f"{f}.model", row.get("model"))
-        precision = fields.text(path, f"{f}.precision", row.get("precision"))
-        spec = fields.text(path, f"{f}.spec_method", row.get("spec_method"), optional=True)
-        kind = fields.text(path, f"{f}.benchmark_type", row.get("benchmark_type"), optional=True)
-        kind = kind or INFERENCEX_SINGLE_TURN
-        if kind not in INFERENCEX_TYPES:
-            raise InputError(
-                path, f"{f}.benchmark_type", f"{kind!r}: expected {' or '.join(INFERENCEX_TYPES)}"
-            )
-        agentic = kind == INFERENCEX_AGENTIC
-        key = fields.text(path, f"{f}.config_key", row.get("config_key"), optional=True)
-        try:
-            spec_kind, spec = inferencex_speculation(spec, key, kind)
-        except ValueError as exc:
-            raise InputError(path, f"{f}.spec_method", str(exc)) from None
-        # AgentX rows replay traces: no ISL/OSL (null in the API)
-        isl = fields.optional_int(path, f"{f}.isl", row.get("isl"), required=not agentic)
-        osl = fields.optional_int(path, f"{f}.osl", row.get("osl"), required=not agentic)
-        conc = int(fields.number(path, f"{f}.conc", row.get("conc"), integer=True))
-        date = fields.date(path, f"{f}.date", row.get("date"))
-        url = fields.url(path, f"{f}.run_url", row.get("run_url"), optional=True) or fallback_url
-        if url is None:
-            raise InputError(path, f"{f}.run_url", "missing (and no --source-url to fall back on)")
-        disagg = row.get("disagg")
-        if disagg is not None and not isinstance(disagg, bool):
-            raise InputError(path, f"{f}.disagg", f"must be true or false, got {disagg!r}")
-        pools = {}
-        for key in ("num_prefill_gpu", "num_decode_gpu", "decode_tp"):
-            v = row.get(key)
-            pools[key] = (
-                None if v is None else int(fields.number(path, f"{f}.{key}", v, integer=True))
-            )
-        metrics = fields.mapping(path, f"{f}.metrics", row.get("metrics"))
-        m = f"{f}.metrics"
-        per_gpu = fields.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu"))
-        p, d, tp = pools["num_prefill_gpu"], pools["num_decode_gpu"], pools["decode_tp"]
-        notes: list[str] = []
-        gpus = prefill = decode = None
-        if disagg:
-            prefill, decode = p, d
-            gpus = p + d if p is not None and d is not None else None
-        elif p is not None and p == d and (tp is None or tp == p):
-            gpus = p
-        elif p is not None or d is not None:
-            notes.append(
-                f"recorded GPU counts (prefill {p}, decode {d}) disagree with an aggregated run "
-                f"of TP {tp}: total left empty"
-            )
-        if agentic:
-            notes.append(
-                f"AgentX: concurrency {conc} is the number of simulated users (agent sessions); "
-                "sub-agent fan-out may keep more requests than users in flight (InferenceX "
-                "AgentX recipes allow up to twice the concurrency in running requests)"
-            )
-        # interactivity: the median where published, else AgentX's P90 (its default)
-        stat, intvty = "median", "median_intvty"
-        if metrics.get("median_intvty") is None and metrics.get("p90_intvty") is not None:
-            stat, intvty = "p90", "p90_intvty"
-        lat = {
-            "ttft_mean_s": "mean_ttft",
-            "ttft_median_s": "median_ttft",
-            "tpot_mean_s": "mean_tpot",
-            "tpot_median_s": "median_tpot",
-            "e2el_mean_s": "mean_e2el",
-        }
-        out.append(
-            {
-                "point_id": f"{i:04d}-{hardware}-{framework}-{model}-{precision}-"
-                + ("agentic" if agentic else f"{isl}-{osl}")
-                + f"-c{conc}",
-                "source_row": i,
-                "submitter": "SemiAnalysis InferenceX",
-                "system": f"{hardware} {framework}",
-                "category": None,
-                "hardware": hardware,
-                "gpus": gpus,
-                "prefill_gpus": prefill,
-                "decode_gpus": decode,
-                "serving": None if disagg is None else schema.SERVING[int(disagg)],
-                "model": model,
-                "precision": precision,
-                "engine": framework,
-                "engine_version": fields.text(path, f"{f}.image", row.get("image"), optional=True),
-                "speculative": spec,
-                "scenario": None,
-                "isl": isl,
-                "osl": osl,
-                "concurrency": conc,
-                "tok_s_total": None,
-                "tok_s_per_gpu": per_gpu,
-                "per_gpu_basis": (
-                    "as published (metrics.tput_per_gpu: every turn's whole prompt, re-read "
-                    "cached prefix included, plus output, over all the run's GPUs; the "
-                    "input/output split also over all GPUs)"
-                    if agentic
-                    else "as published (metrics.tput_per_gpu: input + output tokens over the "
-                    "prefill and decode GPUs; in a disaggregated row the split is per prefill "
-                    "and per decode GPU)"
-                ),
-                "tokens_counted": "input incl. cached+output" if agentic else "input+output",
-                "gpus_counted": "deployment",
-                "speculation_kind": spec_kind,
-                "workload": "agentic trace" if agentic else "fixed lengths",
-                "latency_statistic": stat,
-                "input_tok_s_per_gpu": fields.optional_number(
-                    path, f"{m}.input_tput_per_gpu", metrics, "input_tput_per_gpu"
-                ),
-                "output_tok_s_per_gpu": fields.optional_number(
-                    path, f"{m}.output_tput_per_gpu", metrics, "output_tput_per_gpu"
-                ),
-                "tok_s_per_user": fields.optional_number(path, f"{m}.{intvty}", metrics, intvty),
-                **{
-                    col: fields.optional_number(path, f"{m}.{key}", metrics, key, positive=False)
-                    for col, key in lat.items()
-                },
-                "date": date,
-                "url": url,
-                "notes": "; ".join(notes) or None,
-            }
+    return points.frame([_point(path, i, row, fallback_url) for i, row in enumerate(rows)])
+
+
+#: The latency columns of a point and the API's metric each is read from (seconds).
+_LATENCY = {
+    "ttft_mean_s": "mean_ttft",
+    "ttft_median_s": "median_ttft",
+    "tpot_mean_s": "mean_tpot",
+    "tpot_median_s": "median_tpot",
+    "e2el_mean_s": "mean_e2el",
+}
+
+
+def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, Any]:
+    """API row ``i`` as one ``published_points`` row (every field checked, named on error)."""
+    f = f"rows[{i}]"
+    if not isinstance(row, dict):
+        raise InputError(path, f, f"must be an object, got {type(row).__name__}")
+    hardware = fields.text(path, f"{f}.hardware", row.get("hardware"))
+    framework = fields.text(path, f"{f}.framework", row.get("framework"))
+    model = fields.text(path, f"{f}.model", row.get("model"))
+    precision = fields.text(path, f"{f}.precision", row.get("precision"))
+    spec = fields.text(path, f"{f}.spec_method", row.get("spec_method"), optional=True)
+    kind = fields.text(path, f"{f}.benchmark_type", row.get("benchmark_type"), optional=True)
+    kind = kind or INFERENCEX_SINGLE_TURN
+    if kind not in INFERENCEX_TYPES:
+        raise InputError(
+            path, f"{f}.benchmark_type", f"{kind!r}: expected {' or '.join(INFERENCEX_TYPES)}"
         )
-    return points.frame(out)
+    agentic = kind == INFERENCEX_AGENTIC
+    key = fields.text(path, f"{f}.config_key", row.get("config_key"), optional=True)
+    try:
+        spec_kind, spec = inferencex_speculation(spec, key, kind)
+    except ValueError as exc:
+        raise InputError(path, f"{f}.spec_method", str(exc)) from None
+    # AgentX rows replay traces: no ISL/OSL (null in the API)
+    isl = fields.optional_int(path, f"{f}.isl", row.get("isl"), required=not agentic)
+    osl = fields.optional_int(path, f"{f}.osl", row.get("osl"), required=not agentic)
+    conc = int(fields.number(path, f"{f}.conc", row.get("conc"), integer=True))
+    date = fields.date(path, f"{f}.date", row.get("date"))
+    url = fields.url(path, f"{f}.run_url", row.get("run_url"), optional=True) or fallback_url
+    if url is None:
+        raise InputError(path, f"{f}.run_url", "missing (and no --source-url to fall back on)")
+    disagg = row.get("disagg")
+    if disagg is not None and not isinstance(disagg, bool):
+        raise InputError(path, f"{f}.disagg", f"must be true or false, got {disagg!r}")
+    gpus, prefill, decode, notes = _gpu_counts(path, f, row, bool(disagg))
+    if agentic:
+        notes.append(
+            f"AgentX: concurrency {conc} is the number of simulated users (agent sessions); "
+            "sub-agent fan-out may keep more requests than users in flight (InferenceX "
+            "AgentX recipes allow up to twice the concurrency in running requests)"
+        )
+    return {
+        "point_id": f"{i:04d}-{hardware}-{framework}-{model}-{precision}-"
+        + ("agentic" if agentic else f"{isl}-{osl}")
+        + f"-c{conc}",
+        "source_row": i,
+        "submitter": "SemiAnalysis InferenceX",
+        "system": f"{hardware} {framework}",
+        "category": None,
+        "hardware": hardware,
+        "gpus": gpus,
+        "prefill_gpus": prefill,
+        "decode_gpus": decode,
+        "serving": None if disagg is None else schema.SERVING[int(disagg)],
+        "model": model,
+        "precision": precision,
+        "engine": framework,
+        "engine_version": fields.text(path, f"{f}.image", row.get("image"), optional=True),
+        "speculative": spec,
+        "scenario": None,
+        "isl": isl,
+        "osl": osl,
+        "concurrency": conc,
+        "tok_s_total": None,
+        "per_gpu_basis": (
+            "as published (metrics.tput_per_gpu: every turn's whole prompt, re-read "
+            "cached prefix included, plus output, over all the run's GPUs; the "
+            "input/output split also over all GPUs)"
+            if agentic
+            else "as published (metrics.tput_per_gpu: input + output tokens over the "
+            "prefill and decode GPUs; in a disaggregated row the split is per prefill "
+            "and per decode GPU)"
+        ),
+        "tokens_counted": "input incl. cached+output" if agentic else "input+output",
+        "gpus_counted": "deployment",
+        "speculation_kind": spec_kind,
+        "workload": "agentic trace" if agentic else "fixed lengths",
+        **_metric_columns(path, f, row),
+        "date": date,
+        "url": url,
+        "notes": "; ".join(notes) or None,
+    }
+
+
+def _gpu_counts(
+    path: Path, f: str, row: dict[str, Any], disagg: bool
+) -> tuple[int | None, int | None, int | None, list[str]]:
+    """(total GPUs, prefill GPUs, decode GPUs, notes) of row ``f``: a disaggregated row's
+    two pools side by side; an aggregated row's common pool, left empty (and said in a note)
+    when its pools or tensor-parallel size disagree."""
+    pools = {}
+    for key in ("num_prefill_gpu", "num_decode_gpu", "decode_tp"):
+        v = row.get(key)
+        pools[key] = None if v is None else int(fields.number(path, f"{f}.{key}", v, integer=True))
+    p, d, tp = pools["num_prefill_gpu"], pools["num_decode_gpu"], pools["decode_tp"]
+    if disagg:
+        return (p + d if p is not None and d is not None else None), p, d, []
+    if p is not None and p == d and (tp is None or tp == p):
+        return p, None, None, []
+    if p is not None or d is not None:
+        note = (
+            f"recorded GPU counts (prefill {p}, decode {d}) disagree with an aggregated run "
+            f"of TP {tp}: total left empty"
+        )
+        return None, None, None, [note]
+    return None, None, None, []
+
+
+def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
+    """Row ``f``'s ``metrics``: throughput per GPU (tok/s, and its input/output split), tok/s
+    per user (the median interactivity where published, else AgentX's P90, its default) and
+    the latencies (s)."""
+    metrics = fields.mapping(path, f"{f}.metrics", row.get("metrics"))
+    m = f"{f}.metrics"
+    stat, intvty = "median", "median_intvty"
+    if metrics.get("median_intvty") is None and metrics.get("p90_intvty") is not None:
+        stat, intvty = "p90", "p90_intvty"
+    return {
+        "tok_s_per_gpu": fields.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu")),
+        "latency_statistic": stat,
+        "input_tok_s_per_gpu": fields.optional_number(
+            path, f"{m}.input_tput_per_gpu", metrics, "input_tput_per_gpu"
+        ),
+        "output_tok_s_per_gpu": fields.optional_number(
+            path, f"{m}.output_tput_per_gpu", metrics, "output_tput_per_gpu"
+        ),
+        "tok_s_per_user": fields.optional_number(path, f"{m}.{intvty}", metrics, intvty),
+        **{
+            col: fields.optional_number(path, f"{m}.{key}", metrics, key, positive=False)
+            for col, key in _LATENCY.items()
+        },
+    }

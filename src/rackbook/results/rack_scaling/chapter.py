@@ -460,18 +460,7 @@ def analyse(
         ),
         speedup_physics(sp, speedup_attainable(sp, model)),
         evidence.reading(SPEEDUP_CLAIM, registry=reg),
-        verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what_sp, **run)
-        if len(sc) > 1 and ref_cfg == p.reference_config
-        else headline.ClaimReading(
-            SPEEDUP_CLAIM,
-            "this run",
-            "untested",
-            "-",
-            "one configuration only: no speedup; record the single-node reference and the rack"
-            if len(sc) < 2
-            else f"no point with config {p.reference_config!r} (the single-node reference): "
-            f"record one; {ref_cfg} stands in for the figures",
-        ),
+        _speedup_run(sc, top, speedup, ref_cfg, p.reference_config, what_sp, run),
         cost_physics(cost, usd),
         evidence.reading(COST_CLAIM, registry=reg),
         verdicts.run_reading(COST_CLAIM, revenue, usd, what=what_cost, **run),
@@ -499,6 +488,29 @@ def analyse(
         testable=testable,
         revenue_run=revenue,
     )
+
+
+def _speedup_run(
+    sc: pd.DataFrame,
+    top: pd.Series,
+    speedup: float,
+    ref_cfg: str,
+    reference: str,
+    what: str,
+    run: dict[str, Any],
+) -> headline.ClaimReading:
+    """The speedup's "this run" reading: the largest configuration's speedup over the
+    single-node reference, untested (and why) when the trace holds one configuration or
+    lacks the reference (``ref_cfg``, the smallest configuration, then stands in)."""
+    if len(sc) > 1 and ref_cfg == reference:
+        return verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what, **run)
+    why = (
+        "one configuration only: no speedup; record the single-node reference and the rack"
+        if len(sc) < 2
+        else f"no point with config {reference!r} (the single-node reference): "
+        f"record one; {ref_cfg} stands in for the figures"
+    )
+    return headline.ClaimReading(SPEEDUP_CLAIM, "this run", "untested", "-", why)
 
 
 def _measured(a: Analysis) -> list[headline.Headline]:
