@@ -403,8 +403,9 @@ for line in json.load(sys.stdin):
         "data_parallel_rpc_port", "enable_expert_parallel", "enable_eplb",
         "tensor_parallel_size")} | {
         "eplb": dict(a.eplb_config) if isinstance(a.eplb_config, dict) else vars(a.eplb_config),
-        "kv": {"connector": a.kv_transfer_config.kv_connector,
-               "role": a.kv_transfer_config.kv_role},
+        "kv": None if a.kv_transfer_config is None else {
+            "connector": a.kv_transfer_config.kv_connector,
+            "role": a.kv_transfer_config.kv_role},
     })
 json.dump(out, sys.stdout, default=str)
 """
@@ -427,7 +428,7 @@ def test_commands_parse_with_vllm_serve(topo):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     parsed = json.loads(res.stdout.strip().splitlines()[-1])
-    prefill0, decode0, decode1 = parsed
+    prefill0, decode0, decode1, reference0 = parsed  # the reference: one node, one command
     assert prefill0["model_tag"] == HF_ID and prefill0["data_parallel_size"] == 4
     assert prefill0["port"] == 8100 and prefill0["api_server_count"] == 4
     assert decode0["data_parallel_size"] == 64 and decode0["data_parallel_size_local"] == 4
@@ -435,10 +436,15 @@ def test_commands_parse_with_vllm_serve(topo):
     assert decode1["data_parallel_start_rank"] == 4
     assert decode1["data_parallel_address"] == "10.0.0.1"
     assert decode1["data_parallel_rpc_port"] == 13345
+    # the one-node reference sits outside the router: the whole model on one tray, no KV
+    # connector (nothing moves KV to or from it)
+    assert reference0["data_parallel_size"] == 4 and reference0["headless"] is False
+    assert reference0["kv"] is None
     for p in parsed:
         assert p["enable_expert_parallel"] and p["enable_eplb"]
         assert p["tensor_parallel_size"] == 1
-        assert p["kv"] == {"connector": "NixlConnector", "role": "kv_both"}
+        if p is not reference0:
+            assert p["kv"] == {"connector": "NixlConnector", "role": "kv_both"}
         assert p["eplb"]["window_size"] == 1000 and p["eplb"]["log_balancedness"] is True
     assert decode0["eplb"]["num_redundant_experts"] == 64
     assert prefill0["eplb"]["num_redundant_experts"] == 32
