@@ -229,20 +229,15 @@ def attainable_note() -> str:
     error in its title), with a link to the validation page; the kernel sum stays in the
     chapters."""
     from rackbook.physics.expected import load_fit
+    from rackbook.results.conclusions import plain_number
 
-    s = load_fit().validation.get("all") or {}
-    error = (
-        f" (held out: median measured/expected {s['median_ratio']:.2f}, "
-        f"{s['within_2x'] * 100:.0f} % within 2x, {s['inside'] * 100:.0f} % inside its range)"
-        if s.get("points")
-        else ""
-    )
-    how = f"Held out by source on {s['points']} published points. " if s.get("points") else ""
+    held_out = load_fit().validation_text
+    error = f" ({plain_number(held_out)})" if held_out else ""
     return (
         f':::{{dropdown}} What "expected to reach" means{error}\n'
         "rackbook's expected throughput for the claim's workload and GPUs: measured kernel "
         "times, a per-layer latency floor anchored on a published single stream, one fitted "
-        f"kernel factor, the best deployment. {how}"
+        "kernel factor, the best deployment. "
         "See {doc}`How well does rackbook predict? </book/validation>`. "
         "Each chapter gives the whole reading, with what measured kernels alone reach.\n:::\n"
     )
