@@ -75,7 +75,7 @@ def needs(result: str, topo: Any) -> str:
     ref = topo.reference_worker()
     if result == "rack-scaling" and ref:
         plan = record_parameters(topo)
-        hit = next(f for f in load_figures().figures if f.id == HIT_RATE_FIGURE)
+        hit = load_figures().get(HIT_RATE_FIGURE)
         return (
             f"The trace holds config `1x` (the reference, {plan['reference_gpus']} GPUs) and "
             f"config `rack` (counted as the rack's {plan['deployment_gpus']} GPUs, as the claim "
@@ -384,7 +384,7 @@ def record_parameters(topo: Any) -> dict[str, Any]:
     ref = topo.reference_worker()
     if ref is None:
         return {}
-    hit = next(f for f in load_figures().figures if f.id == HIT_RATE_FIGURE)
+    hit = load_figures().get(HIT_RATE_FIGURE)
     p = Params()  # type: ignore[call-arg]  # defaults: the notebook cell's
     per_rank = notebook_params.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
