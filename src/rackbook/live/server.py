@@ -1,19 +1,14 @@
 """Start and stop a real ``vllm serve`` so that nothing outlives the recording.
 
-``vllm serve`` runs as three processes (API server, engine core, worker with the KV cache),
-each holding gigabytes. Killing only the process we started leaves the other two running, so
-the server is started as the leader of a new session (its own process group) and always
-stopped by signalling the whole group: SIGTERM, then SIGKILL after a grace period. That stop
-runs on every way out of the recording: normal exit and errors (context manager), SIGINT and
-SIGTERM (signal handlers installed by :func:`install_signal_handlers`) and interpreter exit
-(``atexit``). As a last resort, the API server gets SIGTERM when its parent dies (Linux
-``PR_SET_PDEATHSIG``), which covers a recorder killed with SIGKILL.
+``vllm serve`` runs as three processes (API server, engine core, worker), each holding
+gigabytes, so the server leads a new session (its own process group) and is stopped by
+signalling the whole group (SIGTERM, then SIGKILL after a grace period) on every way out:
+normal exit and errors (context manager), SIGINT and SIGTERM (:func:`install_signal_handlers`),
+interpreter exit (``atexit``) and, for a recorder killed with SIGKILL, the API server's
+``PR_SET_PDEATHSIG``.
 
-CPU placement (:mod:`rackbook.live.cpus`): with ``cpus`` the whole group starts on those cores
-(engine core, worker and vLLM's OpenMP binding stay there); with ``front_cpus`` the API server
-process moves to those once ``/health`` answers, away from the engine's busy-polling.
-
-Pure standard library: usable from either venv; the ``vllm`` executable comes from .venv-live.
+CPU placement (:mod:`rackbook.live.cpus`): ``cpus`` pins the whole group at start; ``front_cpus``
+takes the API server process once ``/health`` answers. Pure standard library.
 """
 
 from __future__ import annotations
@@ -319,14 +314,6 @@ class VllmServer:
                 next_note += 10.0
             time.sleep(poll_s)
 
-    def check_alive(self) -> None:
-        """Raise :class:`ServerError` if the server process has exited."""
-        if self.proc is not None and self.proc.poll() is not None:
-            raise ServerError(
-                f"vllm serve died (exit code {self.proc.returncode}); "
-                f"last lines of {self.log_path}:\n{self.tail()}"
-            )
-
     def stop(self) -> list[int]:
         """Stop the whole process group: SIGTERM, wait ``grace_s``, SIGKILL. Idempotent.
 
@@ -416,20 +403,11 @@ def act_on_signal(force: bool = False) -> None:
     """If a signal was received: stop every server, then raise KeyboardInterrupt (SIGINT) or
     SystemExit(128 + signal). Inside a deferred block only when ``force`` (the wait loop, a
     safe point: no import is half done there)."""
-    if not RECEIVED or (_DEFERRED and not force):
-        return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    stop_all()
-    if RECEIVED[0] == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise SystemExit(128 + RECEIVED[0])
+    if RECEIVED and (force or not _DEFERRED):
+        _stop_and_raise(RECEIVED[0])
 
 
-def _on_signal(signum: int, _frame: object) -> None:
-    RECEIVED.append(signum)
-    if _DEFERRED:  # start-up: acted on by the wait loop (deferred_signals)
-        return
+def _stop_and_raise(signum: int) -> None:
     # Shutting down: a second Ctrl-C (a terminal's, plus the one a wrapper forwards) must not
     # interrupt the stop below half-way (that would skip the SIGKILL escalation).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -438,6 +416,12 @@ def _on_signal(signum: int, _frame: object) -> None:
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    RECEIVED.append(signum)
+    if not _DEFERRED:  # start-up: acted on by the wait loop (deferred_signals)
+        _stop_and_raise(signum)
 
 
 def install_signal_handlers() -> None:
