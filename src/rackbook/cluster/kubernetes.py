@@ -9,17 +9,36 @@ from typing import Any
 import yaml
 
 from rackbook.cluster.commands import header, router_argv, serve_argv, shell_join
-from rackbook.cluster.topology import HF_HOME, Kubernetes, Topology, k8s_name, leader_service
+from rackbook.cluster.topology import HF_HOME, Topology, k8s_name, leader_service
 
 
-def _section(topo: Topology) -> Kubernetes:
-    """The topology's ``kubernetes`` section (the manifest is written only when it exists)."""
-    if topo.kubernetes is None:
-        raise ValueError(f"{topo.file}: no kubernetes section")
-    return topo.kubernetes
+def _container(name: str, topo: Topology, command: str) -> dict[str, Any]:
+    """A container running ``command`` in the topology's image."""
+    args = {"command": ["/bin/bash", "-c"], "args": [f"exec {command}"]}
+    return {"name": name, "image": topo.container.image, **args}
+
+
+def _ready(topo: Topology, port: int) -> dict[str, Any]:
+    """HTTP served on ``port``: its ``/health`` the readiness probe."""
+    probe = {"httpGet": {"path": "/health", "port": port}, "periodSeconds": topo.health.interval_s}
+    return {"ports": [{"name": "http", "containerPort": port}], "readinessProbe": probe}
+
+
+def _service(name: str, ns: str, labels: dict, selector: dict, port: int) -> dict[str, Any]:
+    """A Service ``name`` on ``port`` in front of the pods ``selector`` picks."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "http", "port": port, "targetPort": port}],
+        },
+    }
 
 
 def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dict[str, Any]:
+    assert topo.kubernetes is not None
     w = topo.workers[worker]
     gpus = topo.system.gpus_per_node
     env: list[dict[str, Any]] = [
@@ -33,13 +52,8 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
             {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": port},
         ]
     env.append({"name": "HF_HOME", "value": HF_HOME})
-    container: dict[str, Any] = {
-        "name": "vllm",
-        "image": topo.container.image,
-        "command": ["/bin/bash", "-c"],
-        "args": [f"exec {command}"],
-        "env": env,
-    }
+    container = _container("vllm", topo, command)
+    container["env"] = env
     if topo.gpu:
         container["resources"] = {
             "requests": {"nvidia.com/gpu": gpus},
@@ -50,24 +64,16 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
         {"name": "hf-cache", "mountPath": HF_HOME},
     ]
     if leader:
-        container["ports"] = [{"name": "http", "containerPort": w.port}]
-        container["startupProbe"] = {
-            "httpGet": {"path": "/health", "port": w.port},
-            "periodSeconds": topo.health.interval_s,
-            "failureThreshold": -(-topo.health.timeout_s // topo.health.interval_s),
-        }
-        container["readinessProbe"] = {
-            "httpGet": {"path": "/health", "port": w.port},
-            "periodSeconds": topo.health.interval_s,
-        }
+        ready = _ready(topo, w.port)
+        tries = -(-topo.health.timeout_s // topo.health.interval_s)
+        startup = {**ready["readinessProbe"], "failureThreshold": tries}
+        container |= {"ports": ready["ports"], "startupProbe": startup, **ready}
+    pvc = {"claimName": topo.kubernetes.hf_cache_pvc}
     return {
         "containers": [container],
         "volumes": [
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-            {
-                "name": "hf-cache",
-                "persistentVolumeClaim": {"claimName": _section(topo).hf_cache_pvc},
-            },
+            {"name": "hf-cache", "persistentVolumeClaim": pvc},
         ],
     }
 
@@ -77,6 +83,42 @@ class _NoAliasDumper(yaml.SafeDumper):
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
+    """Worker ``name``'s LeaderWorkerSet and the Service on its leader."""
+    lws = k8s_name(topo, name)
+    labels = {"app.kubernetes.io/part-of": topo.name, "app.kubernetes.io/component": name}
+    leader_cmd = shell_join(serve_argv(topo, name, 0, leader='"$POD_IP"'))
+    leader_pod = {"metadata": {"labels": labels}}
+    leader_pod["spec"] = _pod_spec(topo, name, leader_cmd, leader=True)
+    template: dict[str, Any] = {"size": topo.nodes(name)}
+    template["restartPolicy"] = "RecreateGroupOnPodRestart"
+    if topo.nodes(name) > 1:
+        rank = f'"$((LWS_WORKER_INDEX * {topo.system.gpus_per_node}))"'
+        argv = serve_argv(topo, name, 1, leader='"$LWS_LEADER_ADDRESS"', start_rank=rank)
+        template["leaderTemplate"] = leader_pod
+        template["workerTemplate"] = {
+            "metadata": {"labels": labels},
+            "spec": _pod_spec(topo, name, shell_join(argv), leader=False),
+        }
+    else:
+        template["workerTemplate"] = leader_pod
+    spec = {"replicas": 1, "startupPolicy": "LeaderCreated", "leaderWorkerTemplate": template}
+    selector = {
+        "leaderworkerset.sigs.k8s.io/name": lws,
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+    }
+    port = topo.workers[name].port
+    return [
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": lws, "namespace": ns, "labels": labels},
+            "spec": spec,
+        },
+        _service(leader_service(topo, name), ns, labels, selector, port),
+    ]
 
 
 def kubernetes_manifest(topo: Topology) -> str:
@@ -89,122 +131,20 @@ def kubernetes_manifest(topo: Topology) -> str:
     if topo.kubernetes is None:
         raise ValueError(f"{topo.file}: no kubernetes section")
     ns = topo.kubernetes.namespace
-    per_node = topo.system.gpus_per_node
-    part = {"app.kubernetes.io/part-of": topo.name}
-    docs: list[dict[str, Any]] = []
-    urls: dict[str, str] = {}
-    for name, w in topo.workers.items():
-        lws = k8s_name(topo, name)
-        labels = {**part, "app.kubernetes.io/component": name}
-        leader_cmd = shell_join(serve_argv(topo, name, 0, leader='"$POD_IP"'))
-        leader_pod = {"metadata": {"labels": labels}}
-        leader_pod["spec"] = _pod_spec(topo, name, leader_cmd, leader=True)
-        template: dict[str, Any] = {"size": topo.nodes(name)}
-        template["restartPolicy"] = "RecreateGroupOnPodRestart"
-        if topo.nodes(name) > 1:
-            worker_cmd = shell_join(
-                serve_argv(
-                    topo,
-                    name,
-                    1,
-                    leader='"$LWS_LEADER_ADDRESS"',
-                    start_rank=f'"$((LWS_WORKER_INDEX * {per_node}))"',
-                )
-            )
-            template["leaderTemplate"] = leader_pod
-            template["workerTemplate"] = {
-                "metadata": {"labels": labels},
-                "spec": _pod_spec(topo, name, worker_cmd, leader=False),
-            }
-        else:
-            template["workerTemplate"] = leader_pod
-        docs.append(
-            {
-                "apiVersion": "leaderworkerset.x-k8s.io/v1",
-                "kind": "LeaderWorkerSet",
-                "metadata": {"name": lws, "namespace": ns, "labels": labels},
-                "spec": {
-                    "replicas": 1,
-                    "startupPolicy": "LeaderCreated",
-                    "leaderWorkerTemplate": template,
-                },
-            }
-        )
-        svc = leader_service(topo, name)
-        urls[name] = f"http://{svc}:{w.port}"
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {"name": svc, "namespace": ns, "labels": labels},
-                "spec": {
-                    "selector": {
-                        "leaderworkerset.sigs.k8s.io/name": lws,
-                        "leaderworkerset.sigs.k8s.io/worker-index": "0",
-                    },
-                    "ports": [{"name": "http", "port": w.port, "targetPort": w.port}],
-                },
-            }
-        )
+    docs = [d for name in topo.workers for d in _worker_docs(topo, name, ns)]
     if topo.router is not None:
-        docs += _router_docs(topo, urls)
+        assert topo.kubernetes.router_service is not None
+        urls = {n: f"http://{leader_service(topo, n)}:{w.port}" for n, w in topo.workers.items()}
+        labels = {"app.kubernetes.io/part-of": topo.name, "app.kubernetes.io/component": "router"}
+        router = _container("router", topo, shell_join(router_argv(topo, urls)))
+        router |= _ready(topo, topo.router.port)
+        pod = {"metadata": {"labels": labels}, "spec": {"containers": [router]}}
+        spec = {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}
+        meta = {"name": f"{topo.name}-router", "namespace": ns, "labels": labels}
+        docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
+        svc = topo.kubernetes.router_service
+        docs.append(_service(svc, ns, labels, labels, topo.router.port))
     body = yaml.dump_all(
         docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
     )
     return header(topo) + body
-
-
-def _router_docs(topo: Topology, urls: dict[str, str]) -> list[dict[str, Any]]:
-    """The router's Deployment and Service (``urls``: worker -> its leader Service's URL)."""
-    assert topo.router is not None and _section(topo).router_service is not None
-    ns = _section(topo).namespace
-    part = {"app.kubernetes.io/part-of": topo.name}
-    docs: list[dict[str, Any]] = []
-    rlabels = {**part, "app.kubernetes.io/component": "router"}
-    docs.append(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": f"{topo.name}-router", "namespace": ns, "labels": rlabels},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": rlabels},
-                "template": {
-                    "metadata": {"labels": rlabels},
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "router",
-                                "image": topo.container.image,
-                                "command": ["/bin/bash", "-c"],
-                                "args": [f"exec {shell_join(router_argv(topo, urls))}"],
-                                "ports": [{"name": "http", "containerPort": topo.router.port}],
-                                "readinessProbe": {
-                                    "httpGet": {"path": "/health", "port": topo.router.port},
-                                    "periodSeconds": topo.health.interval_s,
-                                },
-                            }
-                        ]
-                    },
-                },
-            },
-        }
-    )
-    docs.append(
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {
-                "name": _section(topo).router_service,
-                "namespace": ns,
-                "labels": rlabels,
-            },
-            "spec": {
-                "selector": rlabels,
-                "ports": [
-                    {"name": "http", "port": topo.router.port, "targetPort": topo.router.port}
-                ],
-            },
-        }
-    )
-    return docs
