@@ -26,9 +26,14 @@ def _json(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
+def shell_var(name: str) -> str:
+    """The shell variable stem of worker ``name`` (upper case, ``_`` for anything else)."""
+    return re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
 def leader_var(worker: str) -> str:
     """Shell variable holding the worker leader's IP address in the generated scripts."""
-    return re.sub(r"[^A-Z0-9]", "_", worker.upper()) + "_LEADER_IP"
+    return shell_var(worker) + "_LEADER_IP"
 
 
 def serve_argv(

@@ -5,8 +5,6 @@ health wait; with ``slurm.record``, the job records a trace once healthy, then e
 
 from __future__ import annotations
 
-import re
-
 from rackbook.cluster.commands import (
     Raw,
     header,
@@ -14,6 +12,7 @@ from rackbook.cluster.commands import (
     router_argv,
     serve_commands,
     shell_join,
+    shell_var,
 )
 from rackbook.cluster.topology import HF_HOME, Slurm, Topology
 from rackbook.physics.units import plural
@@ -30,11 +29,6 @@ def record_argv(topo: Topology) -> list[str]:
     for name, value in rec.parameters.items():
         words += ["-p", name, str(value)]
     return words
-
-
-def _var(name: str) -> str:
-    """The shell variable stem of worker ``name`` (upper case, ``_`` for anything else)."""
-    return re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
 def _sbatch_lines(topo: Topology, slurm_: Slurm, where: str) -> list[str]:
@@ -93,7 +87,7 @@ def _environment_lines(topo: Topology, slurm_: Slurm) -> list[str]:
         "ip_of() { getent ahostsv4 \"$1\" | awk 'NR == 1 { print $1; exit }'; }",
     ]
     for name in topo.workers:
-        var = _var(name)
+        var = shell_var(name)
         sb.append(f'{var}_NODES=("${{NODES[@]:{topo.node_offset(name)}:{topo.nodes(name)}}}")')
         sb.append(f'{leader_var(name)}="$(ip_of "${{{var}_NODES[0]}}")"')
         sb.append(f"export {leader_var(name)}")
@@ -134,7 +128,7 @@ def _launch_lines(topo: Topology, slurm_: Slurm) -> list[str]:
     ]
     for name in topo.workers:
         sb.append(
-            f'for r in $(seq 0 {topo.nodes(name) - 1}); do launch {name} "$r" "${{{_var(name)}_NODES[$r]}}"; done'  # noqa: E501
+            f'for r in $(seq 0 {topo.nodes(name) - 1}); do launch {name} "$r" "${{{shell_var(name)}_NODES[$r]}}"; done'  # noqa: E501
         )
     return sb
 
@@ -178,7 +172,7 @@ def _endpoint_lines(topo: Topology) -> list[str]:
     return [
         "",
         "# The router runs on the first node, next to the first worker's leader.",
-        f'ROUTER_NODE="${{{_var(next(iter(topo.workers)))}_NODES[0]}}"',
+        f'ROUTER_NODE="${{{shell_var(next(iter(topo.workers)))}_NODES[0]}}"',
         'srun --overlap --nodes=1 --ntasks=1 --nodelist="$ROUTER_NODE" "${CONTAINER[@]}" \\',
         f'  {router} > "$LOGS/router.log" 2>&1 &',
         "PIDS+=($!)",

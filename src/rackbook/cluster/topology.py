@@ -1,35 +1,21 @@
 """The cluster topology (``env/cluster/topology.yaml``): its schema, loaded and checked.
 
-One file says how DeepSeek-V4.1-Flash is served on a GB300 NVL72: which vLLM, which workers
-(prefill DEP4, decode DEP64), how KV moves between them (NixlConnector), which router stands in
-front, and what the live notebooks read. From it, deterministically, one module per generator:
-
-- :mod:`rackbook.cluster.commands`: the exact ``vllm serve`` line of every node rank of every
-  worker (``serve_commands``), the router's, and ``serve-commands.sh``;
-- :mod:`rackbook.cluster.slurm`: an ``sbatch`` script (one node per tray, one ``srun`` per node
-  rank, the leaders' addresses from ``scontrol show hostnames``, router start, health wait);
-- :mod:`rackbook.cluster.kubernetes`: one LeaderWorkerSet per worker, a Service per worker
-  leader, the router Deployment and its Service;
-- :mod:`rackbook.cluster.notebook_params`: the live parameters of the notebooks (endpoint, GPU
-  counts, model) and one params file per result.
-
-:mod:`rackbook.cluster.recipes` writes them all to ``env/cluster/generated/`` at once
-(``rackbook recipes``).
-
-The same generators take CPU nodes (``system.device: cpu``: no GPU requested anywhere), one
-aggregated worker that clients reach directly (no router or KV connector), and ``slurm.record``
-(the job records a trace once healthy, then ends): env/cluster/ci/topology-cpu.yaml, which
-``make test-cluster`` submits to a one-node Slurm cluster (env/cluster/ci/slurm-test.sh).
+One file says how DeepSeek-V4.1-Flash is served on a GB300 NVL72 (vLLM, prefill and decode
+workers, the KV connector, the router, what the live notebooks read); the generators
+(:mod:`~rackbook.cluster.commands`, :mod:`~rackbook.cluster.slurm`,
+:mod:`~rackbook.cluster.kubernetes`, :mod:`~rackbook.cluster.notebook_params`) derive every
+recipe from it, and ``rackbook recipes`` (:mod:`~rackbook.cluster.recipes`) writes them. The
+same generators take CPU nodes (``system.device: cpu``), one aggregated worker without router
+or KV connector, and ``slurm.record`` (env/cluster/ci/topology-cpu.yaml, ``make test-cluster``).
 
 Units: GPUs are counts, ports TCP ports, times seconds. Every flag used exists in the ``vllm
-serve`` parser of vLLM 0.32.0 (checked by tests/test_topology.py against ``.venv-live``). This
-package never imports vllm.
+serve`` parser of vLLM 0.32.0 (tests/test_topology.py). This package never imports vllm.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
@@ -355,14 +341,11 @@ def _check_layout(topo: Topology) -> None:
     refs = topo.role_workers("reference")
     if len(refs) > 1:
         raise InputError(f, "workers", f"one reference worker at most; got {', '.join(refs)}")
-    needed: tuple[str, ...] = ("router", "kv_transfer")
+    needed: dict[str, object] = {"router": topo.router, "kv_transfer": topo.kv_transfer}
     if topo.kubernetes is not None:
-        needed += ("kubernetes.router_service",)
-    for field in needed:
-        obj: Any = topo
-        for key in field.split("."):
-            obj = getattr(obj, key)
-        if obj is None:
+        needed["kubernetes.router_service"] = topo.kubernetes.router_service
+    for field, value in needed.items():
+        if value is None:
             raise InputError(f, field, "needed by prefill/decode workers (disaggregated)")
 
 
