@@ -1,23 +1,12 @@
 """``rackbook calibrate``: torch microbenchmarks of the kernels a decode step runs, on this device.
 
-Families (:data:`rackbook.core.calibration.FAMILIES`): HBM read and copy, dense GEMMs at peak
-shapes (BF16; FP8 E4M3 through ``torch._scaled_mm`` where the device has it), one routed
-expert's two GEMMs at the catalog model's shapes across tokens per expert, the index scan over
-context lengths and top-k sparse attention over pool sizes. On CUDA the method is the reference
-H200 measurement's (``data/calibration/h200-kernels.reference.json``, :data:`METHOD`), so that
-the two compare figure by figure; on CPU the same families run at sizes that take seconds
-(FP32 where the CPU has no BF16 arithmetic), timed by the wall clock.
-
-The kernels and their timing are :mod:`rackbook.live.kernels`; this module holds the verb:
-the catalogs' shapes and data sheets, the summary, the run's provenance and the folder.
-Importing either imports no torch (:func:`calibrate` does), so the pure parts (the plan of
-kernels, rows, matching a GPU to the hardware catalog, the summary) run in the book env. The
-model's shapes and the data sheets come from the catalogs through the CLI (:class:`Catalog`:
-the live harness imports no catalog code); where pydantic is missing (a bare CUDA image),
-:func:`catalog_from_yaml` reads the same catalog files without validation. The folder is
-written by :func:`rackbook.core.calibration.write_calibration` (atomic: an interrupted run
-leaves nothing); where pandas or pyarrow are missing, ``--save-json`` keeps the rows and
-``rackbook calibrate --from-json FILE -o DIR`` writes the folder elsewhere.
+The kernels, their plan and timing are :mod:`rackbook.live.kernels`; this module holds the
+verb: the catalogs' shapes and data sheets (:class:`Catalog`, read by the CLI, or with PyYAML
+where pydantic is missing), the summary, the run's provenance (:data:`METHOD`: the reference
+H200 measurement's, so that the two compare figure by figure; on CPU the same families at
+sizes that take seconds) and the folder, written atomically by
+:func:`rackbook.core.calibration.write_calibration` (``--save-json`` and ``--from-json`` where
+pandas or pyarrow are missing). Importing it imports no torch (:func:`calibrate` does).
 """
 
 from __future__ import annotations
@@ -131,14 +120,14 @@ def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | N
     }
 
 
-def _shapes(model: str, hidden: Any, inter: Any, heads: Any, head: Any, index: Any) -> dict:
-    got = {
-        "hidden_size": hidden,
-        "moe_intermediate_size": inter,
-        "num_attention_heads": heads,
-        "head_dim": head,
-        "index_head_dim": index,
-    }
+#: The model shapes a calibration times (catalog ``architecture`` fields; the second ``moe``'s).
+SHAPES = ("hidden_size", "moe_intermediate_size", "num_attention_heads", "head_dim",
+          "index_head_dim")  # fmt: skip
+
+
+def _shapes(model: str, *values: Any) -> dict:
+    """:data:`SHAPES` -> ``values``, each a positive int, and the top-k."""
+    got = dict(zip(SHAPES, values, strict=True))
     for k, v in got.items():
         if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
             raise InputError(model, k, f"the model catalog gives {v!r}: calibrate needs it > 0")
@@ -172,15 +161,8 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
                          f"{', '.join(sorted(files))}")  # fmt: skip
     m = yaml.safe_load(files[key].read_text(encoding="utf-8"))
     hw = yaml.safe_load((data / "hardware.yaml").read_text(encoding="utf-8"))
-    a, moe = m["architecture"], m["moe"]
-    shapes = _shapes(
-        str(files[key]),
-        a.get("hidden_size"),
-        moe.get("moe_intermediate_size"),
-        a.get("num_attention_heads"),
-        a.get("head_dim"),
-        a.get("index_head_dim"),
-    )
+    part = {k: m["architecture"] for k in SHAPES} | {"moe_intermediate_size": m["moe"]}
+    shapes = _shapes(str(files[key]), *(part[k].get(k) for k in SHAPES))
     sheets = {
         gid: _sheet(
             g["name"],
@@ -226,12 +208,8 @@ def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
     if gid is None:
         return None
     sheet = catalog.gpus[gid]
-    return {
-        "hbm_TBps": sheet["hbm_TBps"],
-        "bf16_dense_TFLOPs": sheet["bf16_dense_TFLOPs"],
-        "fp8_dense_TFLOPs": sheet["fp8_dense_TFLOPs"],
-        "catalog": gid,
-    }
+    keys = ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")
+    return {**{k: sheet[k] for k in keys}, "catalog": gid}
 
 
 # ----------------------------------------------------------------------------- the summary

@@ -94,6 +94,22 @@ def _say(msg: str) -> None:
     print(f"[record] {msg}", file=sys.stderr, flush=True)
 
 
+def _now() -> str:
+    """Now, UTC, to the second (ISO 8601)."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _dead(servers: list[VllmServer]) -> list[VllmServer]:
+    """The servers whose process has exited."""
+    return [s for s in servers if s.proc is not None and s.proc.poll() is not None]
+
+
+def _move(src: Path, dst: Path) -> None:
+    """Move ``src`` to ``dst``, making ``dst``'s folder."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    src.replace(dst)
+
+
 def ensure_tiny_model(model: str) -> None:
     """Write the tiny model folder if ``model`` is the default one and it is missing."""
     if Path(model).resolve() == TINY_MODEL.resolve() and not (TINY_MODEL / "config.json").exists():
@@ -184,7 +200,7 @@ class Recorder(Conversion):
         self.info["cpu_layout"] = self.cpu_layout.describe()
         self.info["sessions"].append(
             {
-                "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                "started": _now(),
                 "resume": resume,
                 "accept_invalid": accept_invalid,
                 "cpu_layout": self.cpu_layout.label(),
@@ -229,16 +245,11 @@ class Recorder(Conversion):
         return f"vllm-serve.{phase.label}.{k}.log"
 
     def _phase_endpoints(self, phase: Phase) -> list[str]:
-        if not self.endpoints:
-            return []
-        start = 0
-        for p in self.phases:
-            if p is phase:
-                return self.endpoints[start : start + p.servers]
-            start += p.servers
-        return []
+        """The ``--endpoint`` URLs of ``phase`` (they come in phase order); none when none."""
+        start = sum(p.servers for p in self.phases[: self.phases.index(phase)])
+        return self.endpoints[start : start + phase.servers]
 
-    def _bench_point(self, pt: PlanPoint, url: str, k: int, name: str) -> tuple[list[str], Any]:
+    def _bench_argv(self, pt: PlanPoint, url: str, k: int, name: str) -> list[str]:
         from rackbook.live.bench import BenchPoint
 
         sc = self.sc
@@ -250,19 +261,11 @@ class Recorder(Conversion):
             *((("shard", str(k)),) if pt.shards > 1 else ()),
         )
         bp = BenchPoint(
-            pt.point_id,
-            url,
-            sc.model,
-            sc.served_model_name,
-            pt.input_len,
-            pt.output_len,
-            pt.num_prompts,
-            pt.concurrency,
-            seed=pt.seed + k,
-            metadata=meta,
+            pt.point_id, url, sc.model, sc.served_model_name, pt.input_len, pt.output_len,
+            pt.num_prompts, pt.concurrency, seed=pt.seed + k, metadata=meta,
             prefix_len=pt.prefix_len,
-        )
-        return bp.argv(self.raw / "serve", name), bp
+        )  # fmt: skip
+        return bp.argv(self.raw / "serve", name)
 
     # ------------------------------------------------------------------ one phase
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
@@ -428,7 +431,7 @@ class Recorder(Conversion):
         for pt in todo:
             names = pt.raw_names()
             for k, u in enumerate(urls[: pt.shards]):
-                total += client.presample(self._bench_point(pt, u, k, names[k])[0])
+                total += client.presample(self._bench_argv(pt, u, k, names[k]))
         return total
 
     def run_point(
@@ -444,7 +447,7 @@ class Recorder(Conversion):
         """One measured window; returns its length (seconds, longest shard)."""
         names = pt.raw_names()
         use = urls[: pt.shards]
-        argvs = [self._bench_point(pt, u, k, names[k])[0] for k, u in enumerate(use)]
+        argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
         before, warm_s = self._before_point(pt, use, argvs, servers, client)
         t0 = time.monotonic()
         error = None
@@ -458,7 +461,7 @@ class Recorder(Conversion):
         except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
             summaries, error = [], f"{type(exc).__name__}: {exc}"
         wall = time.monotonic() - t0
-        dead = [s for s in servers[: pt.shards] if s.proc is not None and s.proc.poll() is not None]
+        dead = _dead(servers[: pt.shards])
         after: list[Any] = []
         if not dead:
             try:
@@ -535,11 +538,7 @@ class Recorder(Conversion):
         except OSError as exc:  # the server went away between points: a failed point, not a crash
             dead: list[VllmServer] = []
             for _ in range(20):  # a dying server may take a moment to be reaped
-                dead = [
-                    s
-                    for s in servers[: pt.shards]
-                    if s.proc is not None and s.proc.poll() is not None
-                ]
+                dead = _dead(servers[: pt.shards])
                 if dead:
                     break
                 time.sleep(0.25)
@@ -584,9 +583,7 @@ class Recorder(Conversion):
             for name in names:
                 src = raw_file(self.raw / folder / name)
                 if src.exists():
-                    dst = self.raw / "rejected" / f"{Path(name).stem}.{attempt}{src.suffix}"
-                    dst.parent.mkdir(parents=True, exist_ok=True)
-                    src.replace(dst)
+                    _move(src, self.raw / "rejected" / f"{Path(name).stem}.{attempt}{src.suffix}")
         self._save_info()
         if action == "rerun":
             _say(f"{point_id}: {reason}; running the point once more")
@@ -623,8 +620,7 @@ class Recorder(Conversion):
             src = self.raw / "serve" / name
             if src.exists():
                 dst = self.raw / "failed" / f"{Path(name).stem}.{n}.json"
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                src.replace(dst)
+                _move(src, dst)
                 moved.append(f"failed/{dst.name}")
         reason = (
             f"server died (exit code {dead[0].proc.returncode})"
@@ -635,7 +631,7 @@ class Recorder(Conversion):
         self.info["failures"].append(
             {
                 "point_id": pt.point_id,
-                "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                "time": _now(),
                 "reason": self.redact(reason),
                 "requests_completed": completed,
                 "requests_failed": failed,
