@@ -50,6 +50,10 @@ class ServerError(RuntimeError):
     """The server failed to start or died; the message ends with its log's last lines."""
 
 
+def _note(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -128,11 +132,7 @@ class VllmServer:
         log_path: str | Path,
         port: int | None = None,
         host: str = "127.0.0.1",
-        startup_timeout_s: float = STARTUP_TIMEOUT_S,
         grace_s: float = GRACE_S,
-        vllm_exe: str | Path | None = None,
-        env: dict[str, str] | None = None,
-        progress: Callable[[str], None] | None = None,
         cpus: frozenset[int] | None = None,
         front_cpus: frozenset[int] | None = None,
     ) -> None:
@@ -146,15 +146,13 @@ class VllmServer:
         self.host = host
         self.port = port or free_port(host)
         self.log_path = Path(log_path)
-        self.startup_timeout_s = startup_timeout_s
         self.grace_s = grace_s
-        self.vllm_exe = str(vllm_exe or LIVE_VENV / "bin" / "vllm")
-        self.env = vllm_environ(env)
+        self.vllm_exe = str(LIVE_VENV / "bin" / "vllm")
+        self.env = vllm_environ()
         self.key = api_key(self.env)
         if self.key:
             self.env["VLLM_API_KEY"] = self.key
         self.redact = Redactor([self.key])
-        self.progress = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.cpus = frozenset(cpus) if cpus else None
         self.front_cpus = frozenset(front_cpus) if front_cpus else None
         self.affinity: dict[str, str | None] = {}
@@ -253,7 +251,7 @@ class VllmServer:
         self._pump = threading.Thread(target=self._pump_log, name="vllm-log", daemon=True)
         self._pump.start()
         where = f", cpus {format_cpu_list(self.cpus)}" if self.cpus else ""
-        self.progress(f"started: {self.command} (pgid {self.pgid}{where}, log {self.log_path})")
+        _note(f"started: {self.command} (pgid {self.pgid}{where}, log {self.log_path})")
         return self
 
     def _pump_log(self) -> None:
@@ -271,14 +269,15 @@ class VllmServer:
             self._pump.join(timeout=0.5)
         return "\n".join(list(self._tail)[-n:])
 
-    def wait_healthy(self, timeout_s: float | None = None, poll_s: float = 0.5) -> float:
+    def wait_healthy(self) -> float:
         """Block until ``GET /health`` answers 200; return seconds since start.
 
         Prints a progress line every 10 s. Raises :class:`ServerError` (with the log's last
-        lines) if the server exits or ``timeout_s`` passes; the group is stopped first.
+        lines) if the server exits or :data:`STARTUP_TIMEOUT_S` passes; the group is stopped
+        first.
         """
         assert self.proc is not None and self.started_at is not None, "start() first"
-        timeout_s = self.startup_timeout_s if timeout_s is None else timeout_s
+        timeout_s = STARTUP_TIMEOUT_S
         deadline = self.started_at + timeout_s
         next_note = self.started_at + 10.0
         while True:
@@ -297,7 +296,7 @@ class VllmServer:
                     self.healthy_at = time.monotonic()
                     if self.cpus or self.front_cpus:
                         self._place_api_server()
-                    self.progress(f"server up after {self.startup_s:.1f} s at {self.base_url}")
+                    _note(f"server up after {self.startup_s:.1f} s at {self.base_url}")
                     return float(self.startup_s or 0.0)
             now = time.monotonic()
             if now > deadline:
@@ -307,12 +306,12 @@ class VllmServer:
                     f"last lines of {self.log_path}:\n{self.tail()}"
                 )
             if now >= next_note:
-                self.progress(
+                _note(
                     f"waiting for {self.base_url}/health: {now - self.started_at:.0f} s "
                     f"(timeout {timeout_s:.0f} s)"
                 )
                 next_note += 10.0
-            time.sleep(poll_s)
+            time.sleep(0.5)
 
     def stop(self) -> list[int]:
         """Stop the whole process group: SIGTERM, wait ``grace_s``, SIGKILL. Idempotent.
@@ -359,9 +358,6 @@ class VllmServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    def __hash__(self) -> int:
-        return id(self)
 
 
 def stop_all() -> None:
