@@ -75,67 +75,47 @@ def _error(line: str) -> InputError:
     return InputError("rackbook.live.record", "-", text or "recorder failed")
 
 
-class _Pumps:
-    """Threads that copy a child's stderr to this process's stderr as it comes, keeping its
-    last ``error:`` line and its last other line, and collect its stdout lines."""
+def _run(cmd: list[str]) -> tuple[int, list[str], str]:
+    """Run the recorder ``cmd``, copying its stderr to this process's stderr as it comes:
+    (exit code, its stdout lines, the last 64 KiB of its stderr). A KeyboardInterrupt here is
+    forwarded to the child as SIGINT and re-raised once the child has stopped (its servers
+    with it)."""
+    pipe = subprocess.PIPE
+    env = vllm_environ()
+    proc = subprocess.Popen(cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    stdout, stderr = proc.stdout, proc.stderr
+    lines: list[str] = []
+    tail = [b""]
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self.last_error: list[str] = []
-        self.last_line: list[str] = []  # the last line it printed (a crash's exception, say)
-        self.stdout_lines: list[str] = []
-        self.threads = [
-            threading.Thread(target=f, daemon=True) for f in (self._pump_err, self._pump_out)
-        ]
-        for t in self.threads:
-            t.start()
-
-    def _pump_err(self) -> None:
-        assert self.proc.stderr is not None
-        stderr = self.proc.stderr
-        buf = b""
-        while True:
-            chunk = stderr.read1(4096) if hasattr(stderr, "read1") else b""
-            if not chunk:
-                break
+    def pump_err() -> None:
+        while chunk := os.read(stderr.fileno(), 4096):
             sys.stderr.write(chunk.decode("utf-8", "replace"))
             sys.stderr.flush()
-            buf = (buf + chunk)[-65536:]
-            for line in buf.decode("utf-8", "replace").replace("\r", "\n").splitlines():
-                if line.startswith("error:"):
-                    self.last_error[:] = [line]
-                elif line.strip():
-                    self.last_line[:] = [line.strip()]
+            tail[0] = (tail[0] + chunk)[-65536:]
 
-    def _pump_out(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            self.stdout_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+    def pump_out() -> None:
+        lines.extend(raw.decode("utf-8", "replace").rstrip("\n") for raw in stdout)
 
-    def join(self) -> None:
-        """Wait (5 s at most each) for both threads to drain the pipes."""
-        for t in self.threads:
+    threads = [threading.Thread(target=f, daemon=True) for f in (pump_err, pump_out)]
+    for t in threads:
+        t.start()
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
+        while True:
+            try:
+                proc.wait()
+                break
+            except KeyboardInterrupt:
+                continue  # keep waiting: returning now could orphan its servers
+        raise
+    finally:
+        for t in threads:
             t.join(timeout=5)
-
-    def wait(self) -> int:
-        """The child's exit code. A KeyboardInterrupt here is forwarded to the child as SIGINT
-        and re-raised once the child has stopped (its servers with it)."""
-        proc = self.proc
-        try:
-            rc = proc.wait()
-        except KeyboardInterrupt:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
-            while True:
-                try:
-                    proc.wait()
-                    break
-                except KeyboardInterrupt:
-                    continue  # keep waiting: returning now could orphan its servers
-            self.join()
-            raise
-        self.join()
-        return rc
+    return rc, lines, tail[0].decode("utf-8", "replace")
 
 
 def record_trace(
@@ -169,22 +149,15 @@ def record_trace(
         parameters=parameters,
         resume=resume,
     )
-    cmd = [str(live_python()), "-m", "rackbook.live.record", *argv]
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=vllm_environ(),
-    )
-    pumps = _Pumps(proc)
-    rc = pumps.wait()
+    rc, lines, err = _run([str(live_python()), "-m", "rackbook.live.record", *argv])
     if rc != 0:
-        if pumps.last_error:
-            raise _error(pumps.last_error[0])
-        said = f": {pumps.last_line[0][:300]}" if pumps.last_line else ""
-        raise InputError("rackbook.live.record", "-", f"recorder exited with code {rc}{said}")
-    return Path(pumps.stdout_lines[-1]) if pumps.stdout_lines else resolve(output)
+        said = [x for x in err.replace("\r", "\n").splitlines() if x.strip()]
+        errors = [x for x in said if x.startswith("error:")]
+        if errors:
+            raise _error(errors[-1])
+        last = f": {said[-1].strip()[:300]}" if said else ""
+        raise InputError("rackbook.live.record", "-", f"recorder exited with code {rc}{last}")
+    return Path(lines[-1]) if lines else resolve(output)
 
 
 def record_argv(args: argparse.Namespace) -> list[str]:
