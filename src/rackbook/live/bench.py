@@ -1,14 +1,10 @@
 """Drive ``vllm bench serve`` in-process, once per sweep point, from one long-lived process.
 
-``vllm bench serve`` takes about 9 s to import on these CPUs; a sweep of short points would
-spend most of its wall time importing. :class:`BenchClient` imports
-``vllm.benchmarks.serve`` once (call :meth:`BenchClient.preload` while the server starts),
-then for each point parses the *same* command-line flags with vLLM's own parser
-(``add_cli_args``) and calls vLLM's own ``main``: the result JSON is the one
-``vllm bench serve FLAGS`` writes (same keys; checked by tests/live). The equivalent command
-line of each point is kept (:func:`command_line`) for run.json.
-
-Needs .venv-live (imports vllm on first use).
+Importing vLLM's client takes about 9 s on these CPUs, so :class:`BenchClient` imports
+``vllm.benchmarks.serve`` once (:meth:`BenchClient.preload`, while the server starts), then
+per point parses the same flags with vLLM's own parser and calls vLLM's own ``main``: the
+result JSON is the one ``vllm bench serve FLAGS`` writes (checked by tests/live), and
+:func:`command_line` is that command, for run.json. Needs .venv-live.
 """
 
 from __future__ import annotations

@@ -1,24 +1,20 @@
 """What a running OpenAI-compatible vLLM endpoint serves: ``GET /v1/models``.
 
-A recording against an endpoint (``rackbook record --endpoint URL``, a notebook's ``endpoint``
-parameter) must send the model name the server serves, count tokens with that model's
-tokenizer, and size its prompts to the server's context limit, not to the tiny CPU model's
-defaults. vLLM's ``/v1/models`` says all three: each entry's ``id`` (the served model name),
-``root`` (the model it loaded: a Hugging Face id or a path on the server) and
-``max_model_len`` (tokens). A router in front of vLLM (vllm-router) forwards the call.
-
-Pure standard library.
+A recording against an endpoint sends the served model name (``id``), counts tokens with the
+model's tokenizer (``root``: a Hugging Face id or a path on the server) and sizes its prompts
+to the context limit (``max_model_len``, tokens). vllm-router forwards the call. Pure standard
+library.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from rackbook.errors import InputError
+from rackbook.live.envfile import urlopen
 
 
 @dataclass(frozen=True)
@@ -64,11 +60,8 @@ def parse_models(url: str, text: str) -> ServedModel:
 def served_model(url: str, key: str | None = None, timeout_s: float = 30.0) -> ServedModel:
     """Ask ``url`` (no trailing slash) what it serves; one-line :class:`InputError` when it
     cannot answer within ``timeout_s`` seconds."""
-    req = urllib.request.Request(f"{url}/v1/models")
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+        with urlopen(f"{url}/v1/models", key, timeout_s) as resp:
             text = resp.read().decode("utf-8", errors="replace")
     except urllib.error.HTTPError as exc:
         raise InputError("--endpoint", url, f"GET /v1/models answered HTTP {exc.code}") from None
@@ -118,11 +111,8 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
 
 def server_version(url: str, key: str | None = None, timeout_s: float = 10.0) -> str | None:
     """The vLLM version an endpoint reports (``GET /version``), or None if it does not say."""
-    req = urllib.request.Request(f"{url}/version")
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+        with urlopen(f"{url}/version", key, timeout_s) as resp:
             doc = json.loads(resp.read().decode("utf-8", errors="replace"))
     except (urllib.error.URLError, OSError, ValueError):
         return None

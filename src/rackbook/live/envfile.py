@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from rackbook.errors import InputError
 from rackbook.paths import ROOT
@@ -67,6 +69,17 @@ def api_key(env: Mapping[str, str] | None = None) -> str | None:
         if found.get(name):
             return found[name]
     return None
+
+
+def urlopen(url: str, key: str | None, timeout: float, body: bytes | None = None) -> Any:
+    """``urllib.request.urlopen`` of ``url`` (seconds ``timeout``) with the API key ``key``, if
+    any, as a bearer token; ``body``: a JSON POST."""
+    req = urllib.request.Request(url, data=body)
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    return urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 (the user's endpoint)
 
 
 class Redactor:

@@ -1,11 +1,7 @@
 """The kernels a decode step runs, as ``rackbook calibrate`` times them: the plan (one
-:class:`Case` per kernel shape: HBM read and copy, dense GEMMs, one routed expert's GEMMs across
-tokens per expert, the index scan over context lengths, top-k sparse attention over pool sizes)
-and its timing with torch (:func:`measure`: CUDA events and graphs on a GPU, the wall clock on
-a CPU; the method is :data:`rackbook.live.calibrate.METHOD`).
-
-Importing this module imports no torch: :func:`import_torch` does, inside :func:`measure`'s
-callers, so the plan and the rows run in the book env.
+:class:`Case` per kernel shape) and its timing with torch (:func:`measure`: CUDA events and
+graphs on a GPU, the wall clock on a CPU; the method is :data:`rackbook.live.calibrate.METHOD`).
+Importing it imports no torch (:func:`import_torch` does).
 """
 
 from __future__ import annotations

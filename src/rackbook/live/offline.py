@@ -1,24 +1,13 @@
 """A fixed-batch offline engine (``vllm.LLM``): the stand-in for DeepInfer's fixed-batch runs.
 
-One engine is built once and reused for every batch size. For a batch size ``B``, after a
-warm-up, each of ``repeats`` rounds:
-
-* prefill: ``generate`` with ``max_tokens=1`` on ``B`` fresh random prompts of ``input_len``
-  tokens: wall seconds to the whole batch's first token (kept as ``prefill_walls_s``);
-* decode: exactly ``B`` fresh prompts added at once, ``max_tokens=output_len``, ``ignore_eos``,
-  and the engine stepped until all finish: the loop ``LLM.generate`` runs, with each token's
-  arrival time taken when ``step()`` returns it.
-
-What a fixed-batch engine can and cannot say, recorded as such (raw JSON ``note``): all ``B``
-requests of a round share one start time (nobody joins or leaves mid-batch); first-token and
-finish times are per request, to the resolution of one engine step; ``duration`` is the sum of
-the rounds' decode wall times. The raw JSON carries the same per-request keys as
-``vllm bench serve --save-detailed`` so
-:func:`rackbook.core.importers.vllm_bench.vllm_bench_frames` reads it.
-
-The engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): no engine-core child
-process can outlive the recorder. Needs .venv-live. The entry script needs a ``__main__``
-guard (vLLM may spawn processes).
+One engine, built once, times every batch size ``B``: after a warm-up, each round runs a
+prefill call (``max_tokens=1`` on ``B`` fresh prompts: ``prefill_walls_s``) and a decode call
+(``B`` fresh prompts added at once, ``ignore_eos``, the engine stepped until all finish, each
+token's time taken when ``step()`` returns it). What that can say is :data:`NOTE`; the raw
+JSON carries ``vllm bench serve --save-detailed``'s per-request keys, so
+:func:`rackbook.core.importers.vllm_bench.vllm_bench_frames` reads it. The engine runs in this
+process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: no child can outlive the recorder). Needs
+.venv-live and a ``__main__`` guard in the entry script.
 """
 
 from __future__ import annotations

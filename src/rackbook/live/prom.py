@@ -1,11 +1,8 @@
 """Scrape a vLLM server's Prometheus ``/metrics`` around each sweep point.
 
-The samples become the trace table ``server_metrics`` (:mod:`rackbook.core.schema`): one row per
-(point, phase ``before``/``after``, metric, labels). Counters' differences across a point are
-what the server itself counted in the window: prompt and generation tokens, prefix-cache
-queries and hits, successful requests by finish reason, preemptions.
-
-Pure standard library (the table is built as plain rows; pandas is imported by the caller).
+The samples become the trace table ``server_metrics`` (:mod:`rackbook.core.schema`), one row per
+(point, ``before``/``after``, metric, labels); a counter's difference is what the server counted
+in the window. Pure standard library.
 """
 
 from __future__ import annotations
@@ -13,8 +10,9 @@ from __future__ import annotations
 import http.client
 import math
 import re
-import urllib.request
 from dataclasses import dataclass
+
+from rackbook.live.envfile import urlopen
 
 #: Metric families kept (prefix match on the sample name, after ``vllm:``). Histograms'
 #: ``_sum``/``_count`` are kept; their buckets are not.
@@ -82,11 +80,8 @@ def parse(text: str, keep: tuple[str, ...] | None = KEEP) -> list[Sample]:
 def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> list[Sample]:
     """GET ``base_url/metrics`` and parse it (kept families only). A broken answer (cut short,
     not HTTP) raises :class:`ConnectionError`, as an unreachable server raises an OSError."""
-    req = urllib.request.Request(f"{base_url}/metrics")
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as r:  # noqa: S310 (loopback only)
+        with urlopen(f"{base_url}/metrics", key, timeout_s) as r:
             return parse(r.read().decode("utf-8", "replace"))
     except http.client.HTTPException as exc:
         raise ConnectionError(f"broken /metrics answer ({type(exc).__name__})") from None

@@ -12,8 +12,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -31,7 +29,7 @@ from rackbook.inputs.scenarios import (
 from rackbook.live import cpus, prom
 from rackbook.live import server as server_mod
 from rackbook.live.conversion import Conversion, on_cpu, raw_file
-from rackbook.live.envfile import Redactor, api_key
+from rackbook.live.envfile import Redactor, api_key, urlopen
 from rackbook.live.server import ServerError, VllmServer, group_members
 from rackbook.paths import ROOT, TINY_MODEL
 
@@ -124,13 +122,8 @@ def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> f
     """Send one completion whose prompt is the token ids ``ids`` (max_tokens 1), so that the
     server's prefix cache holds them; seconds taken."""
     body = json.dumps({"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0}).encode()
-    req = urllib.request.Request(
-        f"{base_url}/v1/completions", data=body, headers={"Content-Type": "application/json"}
-    )
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
     t0 = time.monotonic()
-    with urllib.request.urlopen(req, timeout=600) as r:  # noqa: S310 (user's endpoint)
+    with urlopen(f"{base_url}/v1/completions", key, 600, body) as r:
         r.read()
     return time.monotonic() - t0
 

@@ -27,13 +27,12 @@ import sys
 import threading
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from rackbook.live.cpus import format_cpu_list, process_affinity, set_process_affinity
-from rackbook.live.envfile import LIVE_VENV, Redactor, api_key, vllm_environ
+from rackbook.live.envfile import LIVE_VENV, Redactor, api_key, urlopen, vllm_environ
 
 #: Seconds to wait for ``/health`` before giving up (eager start here: about 25 to 40 s).
 STARTUP_TIMEOUT_S = 300.0
@@ -101,11 +100,8 @@ def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None] | No
 
 
 def _http_get(url: str, timeout: float, key: str | None = None) -> tuple[int, bytes]:
-    req = urllib.request.Request(url)
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 (loopback only)
+        with urlopen(url, key, timeout) as r:
             return int(r.status), r.read()
     except urllib.error.HTTPError as exc:
         return int(exc.code), b""
