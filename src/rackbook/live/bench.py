@@ -234,6 +234,12 @@ def load_tokenizer(args: Any) -> Any:
         ) from None
 
 
+def summary(result: dict[str, Any]) -> dict[str, Any]:
+    """What the recorder keeps of vLLM's result dict (seconds, requests, tokens/s, tokens)."""
+    keep = ("duration", "completed", "failed", "output_throughput", "total_output_tokens")
+    return {k: result.get(k) for k in keep}
+
+
 def _shard_main(conn: Any, log_path: str) -> None:
     """A bench shard process: import the client once, then run one point per message."""
     import signal
@@ -249,8 +255,7 @@ def _shard_main(conn: Any, log_path: str) -> None:
             t0 = time.perf_counter()
             res = client.run(argv)
             t1 = time.perf_counter()
-            keep = ("duration", "completed", "failed", "output_throughput", "total_output_tokens")
-            conn.send(("ok", {**{k: res.get(k) for k in keep}, "t0": t0, "t1": t1}))
+            conn.send(("ok", {**summary(res), "t0": t0, "t1": t1}))
         except BaseException as exc:  # reported to the recorder, which decides
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
 

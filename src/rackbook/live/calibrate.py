@@ -416,12 +416,6 @@ def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) 
     return write_calibration(output, run, pd.DataFrame(rows, columns=cols))
 
 
-def folder_writable() -> str | None:
-    """None if pandas and pyarrow (the folder's writer) import here, else what is missing."""
-    missing = [m for m in ("pandas", "pyarrow") if importlib.util.find_spec(m) is None]
-    return ", ".join(missing) or None
-
-
 def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
     """``rackbook calibrate [--device cuda|cpu] [--quick] -o DIR [--save-json FILE]``, or
     ``rackbook calibrate --from-json FILE -o DIR``. ``catalog``: reads the catalogs (the CLI's,
@@ -458,7 +452,9 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
 def _measure_and_write(
     args: argparse.Namespace, cat: Catalog, output: Path | None, saved: Path | None
 ) -> int:
-    missing = folder_writable() if output is not None else None
+    # what the folder's writer needs and is missing here (None: nothing, or no folder)
+    lack = [m for m in ("pandas", "pyarrow") if importlib.util.find_spec(m) is None]
+    missing = (", ".join(lack) or None) if output is not None else None
     if missing and saved is None:
         raise InputError("-", "-o", f"{missing} not installed here, so the folder cannot be "
                          "written: add --save-json FILE and convert it with rackbook calibrate "

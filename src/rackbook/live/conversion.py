@@ -57,6 +57,14 @@ def raw_file(path: Path) -> Path:
     return gz if not path.exists() and gz.exists() else path
 
 
+def _raw_result(path: Path) -> Path:
+    """:func:`raw_file` of a point's raw result, which must exist."""
+    path = raw_file(path)
+    if not path.exists():
+        raise InputError(path, "-", "raw result missing (rerun with --resume)")
+    return path
+
+
 def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
     """run.json's ``validity``: per point, its request counts (successful, failed, valid,
     flagged), the failed and flagged shares (0-1) and the reason
@@ -106,9 +114,7 @@ class Conversion:
         labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
         frames, docs = [], []
         for name in pt.raw_names():
-            path = raw_file(self.raw / "serve" / name)
-            if not path.exists():
-                raise InputError(path, "-", "raw result missing (rerun with --resume)")
+            path = _raw_result(self.raw / "serve" / name)
             doc = jsonstream.load(path)
             docs.append(doc)
             frames.append(vllm_bench.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc))
@@ -223,9 +229,7 @@ class Conversion:
             return []
         parts = []
         for b in sc.batch_sizes:
-            path = raw_file(self.raw / "offline" / f"b{b}.json")
-            if not path.exists():
-                raise InputError(path, "-", "raw result missing (rerun with --resume)")
+            path = _raw_result(self.raw / "offline" / f"b{b}.json")
             pid = sc.point_id("offline", b)
             labels = {"engine": "vllm-offline", "config": sc.served_model_name,
                       "batch_size": str(b)}  # fmt: skip

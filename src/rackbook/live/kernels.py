@@ -310,14 +310,6 @@ def spin_up(torch: Any, seconds: float = SPIN_UP_S) -> None:
         torch.cuda.synchronize()
 
 
-def _is_terminal(stream: Any) -> bool:
-    """True when ``stream`` is a terminal (False for a file, a pipe or a closed stream)."""
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
 class _Lines:
     """A progress 'bar' of plain lines, where tqdm is missing."""
 
@@ -339,7 +331,11 @@ class _Lines:
 def progress_bar(total: int, on: bool) -> Any:
     """The progress of ``total`` kernels on stderr, when ``on``: tqdm's bar on a terminal; a
     plain line per kernel elsewhere (a log file or a pipe gets no carriage returns)."""
-    if not on or not _is_terminal(sys.stderr) or importlib.util.find_spec("tqdm") is None:
+    try:  # a file, a pipe or a closed stream is no terminal
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    if not on or not terminal or importlib.util.find_spec("tqdm") is None:
         return _Lines(total, on)
     from tqdm import tqdm
 

@@ -438,6 +438,8 @@ class Recorder(Conversion):
         command_line: Any,
     ) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
+        from rackbook.live.bench import summary
+
         names = pt.raw_names()
         use = urls[: pt.shards]
         argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
@@ -446,9 +448,7 @@ class Recorder(Conversion):
         error = None
         try:
             if pool is None:
-                res = client.run(argvs[0])
-                keep = ("duration", "completed", "failed", "output_throughput")
-                summaries = [{k: res.get(k) for k in (*keep, "total_output_tokens")}]
+                summaries = [summary(client.run(argvs[0]))]
             else:
                 summaries = pool.run(argvs)
         except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
