@@ -134,6 +134,11 @@ RAW_PENDING = ("serve", "offline", "metrics", "failed", "rejected", "record.json
                "*.log.gz")  # fmt: skip
 
 
+#: record.json's entries a recording fills in (and a resumed one takes over), in order.
+RECORD_KEYS = ("points", "engines", "phases", "failures", "sessions", "validity",
+               "accepted_invalid", "points_kept")  # fmt: skip
+
+
 class Recorder(Conversion):
     """Runs one scenario's plan and keeps every raw artifact under ``raw``."""
 
@@ -161,18 +166,9 @@ class Recorder(Conversion):
         #: what the endpoints serve (record.attach), written to run.json ``server``
         self.server: dict[str, Any] | None = None
         self.phases = sc.phases()
-        self.info: dict[str, Any] = {
-            "scenario": sc.name,
-            "parameters": sc.parameters(),
-            "points": {},
-            "engines": {},
-            "phases": {},
-            "failures": [],
-            "sessions": [],
-            "validity": {},
-            "accepted_invalid": [],
-            "points_kept": [],
-        }
+        lists = ("failures", "sessions", "accepted_invalid", "points_kept")
+        self.info: dict[str, Any] = {"scenario": sc.name, "parameters": sc.parameters()}
+        self.info |= {k: [] if k in lists else {} for k in RECORD_KEYS}
         old = self.raw / "record.json"
         if resume and old.exists():
             prev = json.loads(old.read_text(encoding="utf-8"))
@@ -180,8 +176,7 @@ class Recorder(Conversion):
                 raise InputError(
                     old, "parameters", "differ from this run's: resume with the same -p values"
                 )
-            keep = ("points", "engines", "phases", "failures", "sessions", "commands")
-            for k in (*keep, "validity", "accepted_invalid", "points_kept"):
+            for k in (*RECORD_KEYS, "commands"):  # what the earlier sessions recorded
                 if k in prev:
                     self.info[k] = prev[k]
         self.commands: list[str] = list(self.info.get("commands", []))
