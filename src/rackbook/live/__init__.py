@@ -126,15 +126,10 @@ def record_trace(
 ) -> Path:
     """Record ``scenario`` into the trace folder ``output`` with real vLLM; return its path.
 
-    Callable from any venv: runs ``python -m rackbook.live.record`` in .venv-live (environment
-    from env/live/vllm.env), streams its progress to this process's stderr, and raises
-    :class:`InputError` with the recorder's one-line error when it fails. ``endpoints``: URLs
-    of running servers (none: the recorder starts its own on 127.0.0.1); ``serve``: extra
+    Callable from any venv: runs the recorder in .venv-live (:func:`_run`, which forwards a
+    notebook's interrupt); its one-line error becomes an :class:`InputError`. ``endpoints``:
+    URLs of running servers (none: the recorder starts its own on 127.0.0.1); ``serve``: extra
     ``vllm serve`` flags; ``parameters``: scenario parameters (scalars or lists).
-
-    Ctrl-C: the child runs in this session, so a terminal's Ctrl-C reaches it directly; a
-    KeyboardInterrupt raised here (a notebook's interrupt) is forwarded as SIGINT, and this
-    waits until the child has stopped its servers before re-raising.
     """
     if not live_venv_ready():
         raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")

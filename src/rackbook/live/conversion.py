@@ -368,14 +368,10 @@ class Conversion:
             if dump.suffix == ".parquet" and "window" in pd.read_parquet(dump).columns:
                 el = pd.read_parquet(dump)[["window", "layer", "expert", "tokens"]]
             else:
-                arr = expert_load.read_loads(dump)
-                el = pd.DataFrame(
-                    [
-                        {"window": 0, "layer": li, "expert": ei, "tokens": float(v)}
-                        for li, row in enumerate(arr)
-                        for ei, v in enumerate(row)
-                    ]
-                )
+                arr = np.asarray(expert_load.read_loads(dump), dtype=float)
+                layer, expert = np.indices(arr.shape)
+                flat = {"layer": layer.ravel(), "expert": expert.ravel(), "tokens": arr.ravel()}
+                el = pd.DataFrame({"window": 0, **flat})
             tables["expert_load"] = el
             src_run = dump.parent / "run.json"
             src = json.loads(src_run.read_text()) if src_run.exists() else {}

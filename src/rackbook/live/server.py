@@ -108,17 +108,10 @@ def _http_get(url: str, timeout: float, key: str | None = None) -> tuple[int, by
 
 
 class VllmServer:
-    """One ``vllm serve MODEL`` process group on 127.0.0.1.
-
-    Use as a context manager (start, wait for ``/health``, always stop)::
-
-        with VllmServer(model, ["--max-num-seqs", "256"], log_path=p) as srv:
-            ... srv.base_url ...
-
-    ``serve_args`` are extra ``vllm serve`` flags (never ``--host``/``--port``: those are ours).
-    The API key, if any, is passed through the environment (``VLLM_API_KEY``), never on the
-    command line, and redacted from the log and from :attr:`command`.
-    """
+    """One ``vllm serve MODEL`` process group on 127.0.0.1; as a context manager: started,
+    healthy, always stopped. ``serve_args``: extra flags (never ``--host``/``--port``: ours).
+    The API key, if any, goes through ``VLLM_API_KEY``, never the command line, and is redacted
+    from the log and from :attr:`command`."""
 
     def __init__(
         self,
