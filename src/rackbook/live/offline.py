@@ -162,20 +162,17 @@ class OfflineEngine:
              random_prompts(batch, input_len, base + 2 * k + 2))
             for k in range(repeats)
         ]  # fmt: skip
-        in_lens, out_lens, ttfts, lats, starts = [], [], [], [], []
-        prefill_walls, decode_walls = [], []
-        itls: list[list[float]] = []
+        prefill_walls, rounds = [], []
         for pre_prompts, dec_prompts in prompts:
-            _, prefill_s, _ = self._generate(pre_prompts, 1)
-            r = self._timed_batch(dec_prompts, output_len)
-            prefill_walls.append(prefill_s)
-            decode_walls.append(r["seconds"])
-            out_lens += r["output_lens"]
-            in_lens += r["prompt_lens"]
-            ttfts += r["ttfts"]
-            lats += r["latencies"]
-            itls += r["itls"]
-            starts += [r["start"]] * batch
+            prefill_walls.append(self._generate(pre_prompts, 1)[1])
+            rounds.append(self._timed_batch(dec_prompts, output_len))
+
+        def joined(key: str) -> list[Any]:
+            """Key ``key`` of every round's requests, round after round."""
+            return [x for r in rounds for x in r[key]]
+
+        in_lens, out_lens = joined("prompt_lens"), joined("output_lens")
+        decode_walls = [r["seconds"] for r in rounds]
         n = batch * repeats
         duration = float(sum(decode_walls))
         return {
@@ -199,10 +196,10 @@ class OfflineEngine:
             "output_throughput": float(sum(out_lens)) / duration,
             "input_lens": in_lens,
             "output_lens": out_lens,
-            "ttfts": ttfts,
-            "latencies": lats,
-            "start_times": starts,
-            "itls": itls,
+            "ttfts": joined("ttfts"),
+            "latencies": joined("latencies"),
+            "start_times": [r["start"] for r in rounds for _ in range(batch)],
+            "itls": joined("itls"),
             "errors": [""] * n,
             "measured_s": float(sum(prefill_walls) + duration),
         }
