@@ -258,10 +258,6 @@ class Topology(_Strict):
         return None if self.disaggregated else next(iter(self.workers))
 
 
-# --------------------------------------------------------------------------------------------
-# loading
-
-
 def _version(text: str) -> tuple[int, int, int]:
     major, minor, patch = (int(x) for x in text.split("."))
     return major, minor, patch

@@ -93,9 +93,6 @@ CPU_METHOD: dict[str, str] = {
 }
 
 
-# ----------------------------------------------------------------------------- the catalogs
-
-
 @dataclass(frozen=True)
 class Catalog:
     """What a calibration needs from the catalogs: the model's shapes and the data sheets.
@@ -212,9 +209,6 @@ def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
     return {**{k: sheet[k] for k in keys}, "catalog": gid}
 
 
-# ----------------------------------------------------------------------------- the summary
-
-
 TBPS, TFLOPS = "TB/s", "TFLOP/s"
 
 
@@ -290,9 +284,6 @@ def _tf(tflop_per_s: float) -> str:
 
 def _line(name: str, size: str, what: str) -> str:
     return f"  {name:<22} {size:>14}  {what}"
-
-
-# ----------------------------------------------------------------------------- provenance
 
 
 SMI_FIELDS = "name,driver_version,clocks.sm,clocks.mem,power.limit,memory.total"
@@ -401,9 +392,6 @@ def calibrate(
     run = run_info(device=device, gpu=gpu, hardware=hardware, versions=versions, spec=spec,
                    shapes=catalog.shapes, command=command, notes=" ".join(notes))  # fmt: skip
     return run, rows
-
-
-# ----------------------------------------------------------------------------- the verb
 
 
 def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) -> Path:

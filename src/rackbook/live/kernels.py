@@ -30,9 +30,6 @@ EXPERTS_CYCLED = {"cuda": 96, "cpu": 2}
 SPIN_UP_S = 1.0
 
 
-# ----------------------------------------------------------------------------- the plan
-
-
 @dataclass(frozen=True)
 class Case:
     """One timed kernel shape: a calibration row once timed."""

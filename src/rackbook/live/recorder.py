@@ -195,7 +195,6 @@ class Recorder(Conversion):
             }
         )
 
-    # ------------------------------------------------------------------ helpers
     def _check_endpoints(self) -> None:
         need = sum(p.servers for p in self.phases)
         if self.endpoints and len(self.endpoints) != need:
@@ -255,7 +254,6 @@ class Recorder(Conversion):
         )  # fmt: skip
         return bp.argv(self.raw / "serve", name)
 
-    # ------------------------------------------------------------------ one phase
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
         """Engine cores of replica ``k`` of ``n``: a share of the engine cores when there are
         at least two per replica (one for the worker, one for the engine core), else all."""
@@ -636,7 +634,6 @@ class Recorder(Conversion):
             "failed; server log tail in record.json failures); rerun with --resume",
         )
 
-    # ------------------------------------------------------------------ decode-parity engine B
     def run_offline(self) -> None:
         """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
         from rackbook.live.offline import OfflineConfig, OfflineEngine
