@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from rackbook import paths
-from rackbook.cluster.commands import serve_commands_sh, units
+from rackbook.cluster.commands import serve_commands_sh, units, workers_text
 from rackbook.cluster.kubernetes import kubernetes_manifest
 from rackbook.cluster.notebook_params import notebook_parameters, params_files, params_yaml
 from rackbook.cluster.slurm import slurm_script
@@ -81,18 +80,13 @@ def cli_recipes(args: argparse.Namespace) -> int:
     written = write_recipes(topo, out)
     for p in written:
         print(loader.display_path(p))
-    dp = "DEP" if topo.eplb is not None else "DP"
     of = (
         f"{topo.total_gpus} of {topo.system_gpus} GPUs"
         if topo.system_gpus is not None
         else units(topo, topo.total_gpus)
     )
     print(
-        f"{topo.model.hf_id}: "
-        + ", ".join(
-            f"{n} {dp}{w.gpus} on {plural(topo.nodes(n), 'node')}" for n, w in topo.workers.items()
-        )
-        + f"; {of}, {plural(topo.total_nodes, 'node')}; endpoint {topo.bench.endpoint}",
-        file=sys.stdout,
+        f"{topo.model.hf_id}: {workers_text(topo, roles=False)}; {of}, "
+        f"{plural(topo.total_nodes, 'node')}; endpoint {topo.bench.endpoint}"
     )
     return 0

@@ -210,10 +210,9 @@ class Conversion:
                 "client_minus_server": None if gen is None else client_out - gen,
                 "server_prefix_cache_hits": hits,
             }
-            extra_run = t.run
+            if t.run:  # merged shards: their clock offsets go to the point's record
+                rec["shard_offsets_s"] = t.run.get("shard_offsets_s")
             t.run = {}
-            if extra_run:
-                rec["shard_offsets_s"] = extra_run.get("shard_offsets_s")
             parts.append(t)
         self.info["client_server_discrepancy"] = discrepancy
         return parts, metric_rows
