@@ -48,10 +48,8 @@ def _sbatch_lines(topo: Topology, slurm_: Slurm, where: str) -> list[str]:
         f"#SBATCH --time={slurm_.time}",
         f"#SBATCH --output={topo.name}-%j.log",
     ]
-    if slurm_.partition:
-        sb.append(f"#SBATCH --partition={slurm_.partition}")
-    if slurm_.account:
-        sb.append(f"#SBATCH --account={slurm_.account}")
+    optional = (("partition", slurm_.partition), ("account", slurm_.account))
+    sb += [f"#SBATCH --{flag}={value}" for flag, value in optional if value]
     return sb + ["set -euo pipefail", ""]
 
 
