@@ -68,7 +68,9 @@ if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
 
 #: Measured anchor of the per-layer floor: DeepSeek-V3.2 (61 layers), TP8 on 8 B300, one user
 #: at 125 tok/s without speculation: 1 / 125 / 61 = 131 us per layer (vLLM blog, 2026-05-11,
-#: single-user post, vllm-project/vllm-project.github.io ``_posts``).
+#: single-user post, vllm-project/vllm-project.github.io ``_posts``). The whole step, kernels
+#: included: the floor net of the anchor's modelled kernels (70 us at factor 2) was tried and
+#: predicted worse held out (book/validation.md, "Reading the misses").
 ANCHOR_LAYER_S = 1 / 125 / 61
 #: Tokens of one prefill chunk per GPU (vLLM's default ``max_num_batched_tokens`` for large
 #: models is 8,192 on these GPUs).
