@@ -259,3 +259,19 @@ def test_the_floor_is_anchored_on_a_figure_the_validation_does_not_read() -> Non
     points, excluded = V.load()
     assert anchor.id in {x.id for x in excluded}
     assert anchor.id not in {p.id for p in points}
+
+
+def test_one_wording_of_the_held_out_summary() -> None:
+    """The CLI, the book page and the fit's stored summary (landing note, chapters) word a
+    held-out summary one way: median 0.98, 0.822 within 2x, 0.689 inside over 45 points."""
+    s = {"points": 45, "median_ratio": 0.98, "within_2x": 0.822, "inside": 0.689}
+    text = (
+        "median measured/expected 0.98 held out by source, 82% of 45 published points within "
+        "2x, 69% inside the interval"
+    )
+    assert E.held_out_text(s) == text
+    assert E.Fit(1.0, 0.0, 0.0, 0.0, validation={"all": s}).validation_text == text
+    assert E.held_out_text({"points": 0}) == "" and not hasattr(V, "summary_text")
+    from rackbook.book import validation_page
+
+    assert f"All points: {text}." in validation_page.page(tiny_report() | {"all": s})

@@ -108,16 +108,26 @@ class Fit:
 
     @property
     def validation_text(self) -> str:
-        """The held-out validation in words ("" before any fit)."""
-        s = self.validation.get("all") or {}
-        if not s.get("points"):
-            return ""
-        inside = s.get("inside")
-        return (
-            f"median measured/expected {s['median_ratio']:.2f} held out by source, "
-            f"{s['within_2x']:.0%} of {s['points']} published points within 2x"
-            + (f", {inside:.0%} inside the interval" if inside is not None else "")
-        )
+        """The stored held-out validation on all points in words (:func:`held_out_text`; ""
+        before any fit)."""
+        return held_out_text(self.validation.get("all") or {})
+
+
+def held_out_text(s: dict[str, Any]) -> str:
+    """The one wording of a held-out validation summary ``s`` (``points``, ``median_ratio``,
+    ``within_2x``, ``inside``: :func:`rackbook.results.validation.summary`), for the CLI, the
+    landing note, the chapters and the book page; "" without points.
+
+    45 points, median 0.98, 0.822 within 2x, 0.689 inside: "median measured/expected 0.98
+    held out by source, 82% of 45 published points within 2x, 69% inside the interval"."""
+    if not s.get("points"):
+        return ""
+    inside = s.get("inside")
+    return (
+        f"median measured/expected {s['median_ratio']:.2f} held out by source, "
+        f"{s['within_2x']:.0%} of {s['points']} published points within 2x"
+        + (f", {inside:.0%} inside the interval" if inside is not None else "")
+    )
 
 
 def load_fit(path: str | Path | None = None) -> Fit:

@@ -502,16 +502,6 @@ def report(points: list[Point], fit: exp_mod.Fit) -> dict[str, Any]:
     }
 
 
-def summary_text(s: dict[str, Any]) -> str:
-    """One phrase: median measured / expected, share within 2x, share inside the interval."""
-    if not s.get("points"):
-        return "no points"
-    return (
-        f"median measured/expected {s['median_ratio']:.2f}, {s['within_2x']:.0%} within 2x, "
-        f"{s['inside']:.0%} inside the interval ({s['points']} points, held out by source)"
-    )
-
-
 def fit_document(res: FitResult) -> dict[str, Any]:
     """The fit file's content: method, grid (the floor's one anchored value), fit, held-out
     fits and the points fitted."""
@@ -570,8 +560,8 @@ def cli_validate(args: argparse.Namespace) -> int:
         )
     for x in excluded:
         print(f"  not validated: {x.source}: {x.id}: {x.reason}")
-    print(f"all points: {summary_text(rep['all'])}")
-    print(f"primary sources: {summary_text(rep['primary'])}")
+    for key, name in (("all", "all points"), ("primary", "primary sources")):
+        print(f"{name}: {exp_mod.held_out_text(rep[key]) or 'no points'}")
     if args.json:
         print(json.dumps(rep, allow_nan=False))
     return 0
