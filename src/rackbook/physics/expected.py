@@ -177,10 +177,8 @@ def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
     return roofline.served(model, dtype).model
 
 
-#: Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert assignments
-#: a layer over ``ep`` GPUs (one GPU: 1): the project's EPLB model (DeepSeek's EPLB on the
-#: synthetic routing calibrated to ``eplb-balance.before``) as precomputed in
-#: ``data/derived/eplb-imbalance.json`` (:func:`rackbook.physics.imbalance.imbalance`).
+#: Busiest GPU's routed load over the mean for (experts, ep, assignments a layer), from the
+#: project's EPLB model's table (:func:`rackbook.physics.imbalance.imbalance`).
 imbalance = imbalance_table.imbalance
 
 

@@ -125,27 +125,13 @@ class Prediction:
         return self.low <= self.point.measured <= self.high
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's row: the point's fields (model and GPU by name), then the prediction."""
         p = self.point
-        return {
-            "id": p.id,
-            "source": p.source,
-            "primary": p.primary,
-            "model": catalogs.as_model(p.model).name,
-            "gpu": catalogs.as_gpu(p.gpu).label,
-            "gpus": p.gpus,
-            "counted": p.counted,
-            "band": p.band,
-            "batch": p.batch,
-            "batch_how": p.batch_how,
-            "measured": p.measured,
-            "expected": self.expected,
-            "low": self.low,
-            "high": self.high,
-            "ratio": self.ratio,
-            "inside": self.inside,
-            "deployment": self.deployment,
-            "fit": self.fit,
-        }
+        row = {k: getattr(p, k) for k in ("id", "source", "primary")}
+        row |= {"model": catalogs.as_model(p.model).name, "gpu": catalogs.as_gpu(p.gpu).label}
+        row |= {k: getattr(p, k) for k in ("gpus", "counted", "band", "batch", "batch_how")}
+        own = ("expected", "low", "high", "ratio", "inside", "deployment", "fit")
+        return row | {"measured": p.measured} | {k: getattr(self, k) for k in own}
 
 
 def _row_value(row: Any, *names: str) -> float | None:
