@@ -1400,3 +1400,21 @@ def test_an_internal_error_is_one_line_naming_its_traceback_log(run_cli, monkeyp
     assert log.parent.parent == tmp_path and log.name.startswith("error-")
     text = log.read_text(encoding="utf-8")
     assert "Traceback" in text and "boom red" in text  # ANSI colours removed
+
+
+def test_read_yaml_takes_the_c_parser_for_a_shallow_file(tmp_path, monkeypatch):
+    """A shallow document (every shipped catalog) is parsed by libyaml's loader, which still
+    refuses a duplicate key; the pure-Python loader is left for deep documents (issue 35
+    item 7: ``check`` parsed hardware.yaml, a model and the fit in Python, ~0.1 s CPU)."""
+    from rackbook.inputs import loader
+
+    made = []
+    real = loader._FastUniqueKeyLoader
+    monkeypatch.setattr(loader, "_FastUniqueKeyLoader", lambda t: made.append(1) or real(t))
+    p = tmp_path / "s.yaml"
+    p.write_text("gpus:\n  a: {hbm: 1}\n")
+    assert loader.read_yaml(p) == {"gpus": {"a": {"hbm": 1}}} and made == [1]
+    p.write_text("a: 1\na: 2\n")
+    with pytest.raises(InputError, match="duplicate key 'a'"):
+        loader.read_yaml(p)
+    assert made == [1, 1]

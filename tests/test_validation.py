@@ -200,8 +200,10 @@ def test_the_stored_fit_matches_the_mapping() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="held out: 69 % inside the interval (31 of 45), target 70 %: SGLang PR 39068's single "
-    "stream (1.84x expected) and the cookbook's high-concurrency GB300 cells (0.20-0.41x) miss",
+    reason="held out: 69 % inside the interval (31 of 45), target 70 %: the cookbook's 64-4,096 "
+    "client cells (0.23-0.50x: their prefill, read from their own TTFT, is 13-37x slower than "
+    "modelled), MLPerf Interactive (0.47-0.52x) and SGLang PR 39068's one stream (1.84x) miss; "
+    "no principled change closes it (book/validation.md, Reading the misses)",
 )
 def test_validate_meets_the_issue_targets_held_out(run_cli) -> None:
     """Issue 35's done-when on the project's own points, every prediction held out by source:
@@ -259,3 +261,19 @@ def test_the_floor_is_anchored_on_a_figure_the_validation_does_not_read() -> Non
     points, excluded = V.load()
     assert anchor.id in {x.id for x in excluded}
     assert anchor.id not in {p.id for p in points}
+
+
+def test_one_wording_of_the_held_out_summary() -> None:
+    """The CLI, the book page and the fit's stored summary (landing note, chapters) word a
+    held-out summary one way: median 0.98, 0.822 within 2x, 0.689 inside over 45 points."""
+    s = {"points": 45, "median_ratio": 0.98, "within_2x": 0.822, "inside": 0.689}
+    text = (
+        "median measured/expected 0.98 held out by source, 82% of 45 published points within "
+        "2x, 69% inside the interval"
+    )
+    assert E.held_out_text(s) == text
+    assert E.Fit(1.0, 0.0, 0.0, 0.0, validation={"all": s}).validation_text == text
+    assert E.held_out_text({"points": 0}) == "" and not hasattr(V, "summary_text")
+    from rackbook.book import validation_page
+
+    assert f"All points: {text}." in validation_page.page(tiny_report() | {"all": s})

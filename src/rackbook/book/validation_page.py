@@ -71,6 +71,8 @@ def page(rep: dict[str, Any]) -> str:
         f"{fit['layer_s'] * 1e6:.0f} µs (anchored) (`data/published/expected-fit.yaml`){band}; "
         "every prediction below uses the fit made without its own source.",
         "",
+        f"All points: {exp_mod.held_out_text(rep['all']) or 'no points'}.",
+        "",
         *HEAD,
         _row("all", rep["all"]),
         _row("primary sources", rep["primary"]),

@@ -268,7 +268,7 @@ def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
         raise InputError(shown, "-", f"cannot read: {exc.strerror or exc}") from None
     key = hashlib.blake2b(data + (b"\0yaml1.2" if yaml12 else b""), digest_size=20).digest()
     if key not in _PARSED:
-        parsed = _parse_yaml(data, shown, Yaml12Loader if yaml12 else _UniqueKeyLoader)
+        parsed = _parse_yaml(data, shown, Yaml12Loader if yaml12 else None)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.pop(next(iter(_PARSED)))
         _PARSED[key] = parsed

@@ -7,35 +7,18 @@ issue-35 validation found published measurements at a median 0.36x the attainabl
 This module starts from the same step model (calibrated kernel times, scaled to the target
 GPU) and adds what real deployments lose or gain:
 
-- **per-layer latency floor**: every layer of a step costs at least a fixed time (the chain of
-  kernel launches and the collectives' latencies), anchored on a measurement, not fitted:
-  DeepSeek-V3.2, TP8 on 8 B300, one user at 125 tok/s = 8.0 ms for 61 layers = 131 us per
-  layer (:data:`ANCHOR_LAYER_S`; that figure is excluded from the validation);
-- **expert-parallel imbalance**: the busiest GPU's routed tokens over the mean, from the
-  project's EPLB model (:mod:`rackbook.physics.eplb`: the synthetic routing calibrated to the
-  claim, rebalanced by DeepSeek's EPLB, measured on a fresh draw) at the step's tokens, read
-  from its precomputed table (:mod:`rackbook.physics.imbalance`);
-- **overlap**: dispatch/combine overlap compute when a GPU holds two micro-batches or more
-  (dual-batch overlap), otherwise they add;
-- **the best deployment**: attention tensor-parallel over ``t`` GPUs and data-parallel over
-  ``gpus / t`` groups (``t = 1``: dp-ep, ``t = gpus``: tp-ep, between: hybrid), experts
-  expert-parallel over all the GPUs; the deployment reaching the most is kept;
+- **per-layer latency floor**, anchored on a measured single stream (:data:`ANCHOR_LAYER_S`;
+  that figure is excluded from the validation);
+- **expert-parallel imbalance** from the project's EPLB model (:mod:`rackbook.physics.imbalance`);
+- **overlap** of dispatch/combine with compute when a GPU holds two micro-batches or more;
+- **the best deployment**: dp-ep, tp-ep or a hybrid (:func:`tp_widths`), the one reaching most;
 - **attention FLOP** (MLA rows, candidate pool, window) at the dense fraction;
-- **monotone expert GEMMs**: a routed expert never takes longer for fewer tokens
-  (:func:`expert_time`: the least time at this many tokens or more);
-- **one index-scan model** for decode and prefill (:func:`scan_time`): the index keys' bytes
-  at the KV dtype (FP4 keys are 68 B, BF16 256 B) read at the calibration's stream fraction,
-  or the scan's FLOP at the dense fraction, whichever is longer; a prefill chunk shares one
-  read;
-- **the network between NVLink domains**: traffic to GPUs outside a domain moves at the NIC's
-  bandwidth (the catalog's ``nic_bandwidth_bytes_per_s_per_gpu`` of the systems built from the
-  GPU, :func:`nic_bandwidth`);
-- **verify width** from the stated speculation: plain decode (1 token) when none; a verify
-  step of ``V`` tokens costs what ``V`` tokens cost, never less than one;
-- **queueing**: the decoding batch is the client concurrency capped by the KV capacity and, when
-  given, by the TPOT limit (the largest batch whose step keeps each token within it);
-- **prefill experts at the step's real tokens per expert** (a chunk's tokens over the
-  experts), not at a fixed size.
+- **monotone expert GEMMs** (:func:`expert_time`) at the step's real tokens, prefill included;
+- **one index-scan model** for decode and prefill (:func:`scan_time`);
+- **the network between NVLink domains** at the NIC's bandwidth (:func:`nic_bandwidth`);
+- **verify width** from the stated speculation, never cheaper than plain decode;
+- **queueing**: the decoding batch capped by the KV capacity and the TPOT limit
+  (:func:`expected`).
 
 What is not physics: the per-layer floor, anchored on its measurement (above), and a
 kernel-efficiency factor, fitted only on published measurements
@@ -68,7 +51,9 @@ if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
 
 #: Measured anchor of the per-layer floor: DeepSeek-V3.2 (61 layers), TP8 on 8 B300, one user
 #: at 125 tok/s without speculation: 1 / 125 / 61 = 131 us per layer (vLLM blog, 2026-05-11,
-#: single-user post, vllm-project/vllm-project.github.io ``_posts``).
+#: single-user post, vllm-project/vllm-project.github.io ``_posts``). The whole step, kernels
+#: included: the floor net of the anchor's modelled kernels (70 us at factor 2) was tried and
+#: predicted worse held out (book/validation.md, "Reading the misses").
 ANCHOR_LAYER_S = 1 / 125 / 61
 #: Tokens of one prefill chunk per GPU (vLLM's default ``max_num_batched_tokens`` for large
 #: models is 8,192 on these GPUs).
@@ -77,14 +62,8 @@ PREFILL_CHUNK = 8192
 MAX_BATCH_PER_GPU = 4096
 #: Where the fit lives (``rackbook validate --fit`` writes it).
 FIT_FILE = "published/expected-fit.yaml"
-#: The fit's parameters before any fit (the anchor, kernels as calibrated), and the interval's
-#: log spread when no held-out residuals are stored (x/ 2).
-PRIOR = {
-    "efficiency": 1.0,
-    "layer_s": ANCHOR_LAYER_S,
-    "log_low": -math.log(2),
-    "log_high": math.log(2),
-}
+#: A fit's parameters, as the fit file stores them.
+PARAMS = ("efficiency", "layer_s", "log_low", "log_high")
 
 
 @dataclass(frozen=True)
@@ -104,39 +83,50 @@ class Fit:
     #: median_ratio, within_2x, inside)
     validation: dict[str, Any] = field(default_factory=dict)
 
+    def params(self) -> dict[str, float]:
+        """The :data:`PARAMS` by name."""
+        return {k: getattr(self, k) for k in PARAMS}
+
     @property
     def validation_text(self) -> str:
-        """The held-out validation in words ("" before any fit)."""
-        s = self.validation.get("all") or {}
-        if not s.get("points"):
-            return ""
-        inside = s.get("inside")
-        return (
-            f"median measured/expected {s['median_ratio']:.2f} held out by source, "
-            f"{s['within_2x']:.0%} of {s['points']} published points within 2x"
-            + (f", {inside:.0%} inside the interval" if inside is not None else "")
-        )
+        """The stored held-out validation on all points in words (:func:`held_out_text`; ""
+        before any fit)."""
+        return held_out_text(self.validation.get("all") or {})
+
+
+def held_out_text(s: dict[str, Any]) -> str:
+    """The one wording of a held-out validation summary ``s`` (``points``, ``median_ratio``,
+    ``within_2x``, ``inside``: :func:`rackbook.results.validation.summary`), for the CLI, the
+    landing note, the chapters and the book page; "" without points.
+
+    45 points, median 0.98, 0.822 within 2x, 0.689 inside: "median measured/expected 0.98
+    held out by source, 82% of 45 published points within 2x, 69% inside the interval"."""
+    if not s.get("points"):
+        return ""
+    inside = s.get("inside")
+    return (
+        f"median measured/expected {s['median_ratio']:.2f} held out by source, "
+        f"{s['within_2x']:.0%} of {s['points']} published points within 2x"
+        + (f", {inside:.0%} inside the interval" if inside is not None else "")
+    )
 
 
 def load_fit(path: str | Path | None = None) -> Fit:
-    """The stored fit (``data/published/expected-fit.yaml``), or :data:`PRIOR` when absent."""
+    """The stored fit (``data/published/expected-fit.yaml``); when absent the prior: kernels as
+    calibrated, the anchor's floor, an interval of x/ 2."""
     p = Path(path) if path is not None else paths.DATA / FIT_FILE
     if not p.exists():
-        return Fit(**PRIOR)  # type: ignore[arg-type]
+        return Fit(1.0, ANCHOR_LAYER_S, -math.log(2), math.log(2))
     doc = loader.read_yaml(p)
     try:
-        f = doc["fit"]
         return Fit(
-            float(f["efficiency"]),
-            float(f["layer_s"]),
-            float(f["log_low"]),
-            float(f["log_high"]),
-            loader.display_path(p),
-            {
-                k: {kk: float(vv) for kk, vv in v.items()}
+            **{k: float(doc["fit"][k]) for k in PARAMS},
+            source=loader.display_path(p),
+            held_out={
+                k: {kk: float(v[kk]) for kk in PARAMS}
                 for k, v in (doc.get("held_out") or {}).items()
             },
-            dict(doc.get("validation") or {}),
+            validation=dict(doc.get("validation") or {}),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(p, "fit", f"not a fit: {exc}") from None
@@ -187,10 +177,8 @@ def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
     return roofline.served(model, dtype).model
 
 
-#: Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert assignments
-#: a layer over ``ep`` GPUs (one GPU: 1): the project's EPLB model (DeepSeek's EPLB on the
-#: synthetic routing calibrated to ``eplb-balance.before``) as precomputed in
-#: ``data/derived/eplb-imbalance.json`` (:func:`rackbook.physics.imbalance.imbalance`).
+#: Busiest GPU's routed load over the mean for (experts, ep, assignments a layer), from the
+#: project's EPLB model's table (:func:`rackbook.physics.imbalance.imbalance`).
 imbalance = imbalance_table.imbalance
 
 

@@ -39,7 +39,6 @@ SKEW = 0.5300668803974986
 MAX_ASSIGNMENTS = 1 << 20
 #: Expert counts tabled (the catalog's models: 256 for DeepSeek-V3/R1/V4-Flash, 384 for V4.1).
 EXPERTS = (256, 384)
-#: EP sizes tabled (an EP size above the expert count is the expert count).
 #: EP sizes tabled: every one up to an NVL72's 72 GPUs, then the multiples deployments use (an
 #: EP size above the expert count is the expert count). The EPLB model is not smooth in the EP
 #: size (its redundant slots are (-experts) mod ep), so another EP size is computed live.
@@ -131,9 +130,7 @@ def imbalance(num_experts: int, ep: int, assignments: float) -> float:
     ep = min(ep, num_experts)
     t = table()
     rows = t.get("experts", {}).get(str(num_experts))
-    if rows is None:
-        return eplb_imbalance(num_experts, ep, assignments)
-    if ep not in rows["ep"]:
+    if rows is None or ep not in rows["ep"]:
         return eplb_imbalance(num_experts, ep, assignments)
     vals = rows["imbalance"][rows["ep"].index(ep)]
     j, v = _interp(t["x"], math.log2(min(assignments, MAX_ASSIGNMENTS)))

@@ -7,19 +7,12 @@ batch and how it was derived (Little's law from concurrency, TTFT and TPOT; the 
 best batch that fits), precision, speculation, GPUs, tokens counted. Measured values are read
 from the trace rows and figures, never typed in the mapping.
 
-The per-layer floor is anchored, not fitted: it is a measured quantity
-(:data:`rackbook.physics.expected.ANCHOR_LAYER_S`, 131 us a layer from the vLLM single-user post
-on 8 B300), and the anchor's own figure is excluded from the mapping (a model is never judged
-on the point it was set from). What is fitted (the kernel-efficiency factor,
-:class:`rackbook.physics.expected.Fit`) is fitted here, on these points only, by a grid search
-minimising the squared log error with each source weighted equally; it is judged by
-leave-one-source-out error: every point's held-out prediction uses the parameters fitted on the
-other sources. The interval is the spread of held-out errors, never of fitted ones: the stored
-fit's is the quantiles (:data:`INTERVAL_QUANTILES`, each source weighing the same) of every
-point's held-out log(measured / expected); a held-out fold's is the same quantiles over the
-other sources' points, each predicted by a fit without its own source and without the fold's
-(nested: the fold's source never shapes its own interval). ``rackbook validate --fit`` writes
-the fit, its points, grid and held-out parameters to ``data/published/expected-fit.yaml``.
+The per-layer floor is anchored on a measurement the mapping excludes
+(:data:`rackbook.physics.expected.ANCHOR_LAYER_S`); the kernel-efficiency factor is fitted here,
+on these points only (:func:`fit_points`: each source weighing the same), and judged by
+leave-one-source-out error; the interval is the spread of held-out errors, never of fitted
+ones (:func:`held_out_logs`). ``rackbook validate --fit`` writes the fit, its points, grid and
+held-out parameters to ``data/published/expected-fit.yaml`` (:func:`fit_document`).
 
 Units: tokens/s per GPU in the tokens each point counts; ratios measured / expected.
 """
@@ -29,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -131,27 +125,13 @@ class Prediction:
         return self.low <= self.point.measured <= self.high
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's row: the point's fields (model and GPU by name), then the prediction."""
         p = self.point
-        return {
-            "id": p.id,
-            "source": p.source,
-            "primary": p.primary,
-            "model": catalogs.as_model(p.model).name,
-            "gpu": catalogs.as_gpu(p.gpu).label,
-            "gpus": p.gpus,
-            "counted": p.counted,
-            "band": p.band,
-            "batch": p.batch,
-            "batch_how": p.batch_how,
-            "measured": p.measured,
-            "expected": self.expected,
-            "low": self.low,
-            "high": self.high,
-            "ratio": self.ratio,
-            "inside": self.inside,
-            "deployment": self.deployment,
-            "fit": self.fit,
-        }
+        row = {k: getattr(p, k) for k in ("id", "source", "primary")}
+        row |= {"model": catalogs.as_model(p.model).name, "gpu": catalogs.as_gpu(p.gpu).label}
+        row |= {k: getattr(p, k) for k in ("gpus", "counted", "band", "batch", "batch_how")}
+        own = ("expected", "low", "high", "ratio", "inside", "deployment", "fit")
+        return row | {"measured": p.measured} | {k: getattr(self, k) for k in own}
 
 
 def _row_value(row: Any, *names: str) -> float | None:
@@ -336,9 +316,7 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
 
 def _weights(points: list[Point]) -> np.ndarray:
     """Each source weighs the same in a fit: 1 / its points."""
-    counts: dict[str, int] = {}
-    for p in points:
-        counts[p.source] = counts.get(p.source, 0) + 1
+    counts = Counter(p.source for p in points)
     return np.array([1.0 / counts[p.source] for p in points])
 
 
@@ -488,13 +466,7 @@ def report(points: list[Point], fit: exp_mod.Fit) -> dict[str, Any]:
     """Held-out predictions and the summary on all points and on primary sources."""
     preds = predictions(points, fit, held_out=True)
     return {
-        "fit": {
-            "efficiency": fit.efficiency,
-            "layer_s": fit.layer_s,
-            "source": fit.source,
-            "log_low": fit.log_low,
-            "log_high": fit.log_high,
-        },
+        "fit": fit.params() | {"source": fit.source},
         "held_out": bool(fit.held_out),
         "all": summary(preds),
         "primary": summary([x for x in preds if x.point.primary]),
@@ -502,23 +474,9 @@ def report(points: list[Point], fit: exp_mod.Fit) -> dict[str, Any]:
     }
 
 
-def summary_text(s: dict[str, Any]) -> str:
-    """One phrase: median measured / expected, share within 2x, share inside the interval."""
-    if not s.get("points"):
-        return "no points"
-    return (
-        f"median measured/expected {s['median_ratio']:.2f}, {s['within_2x']:.0%} within 2x, "
-        f"{s['inside']:.0%} inside the interval ({s['points']} points, held out by source)"
-    )
-
-
 def fit_document(res: FitResult) -> dict[str, Any]:
     """The fit file's content: method, grid (the floor's one anchored value), fit, held-out
     fits and the points fitted."""
-
-    def f(x: exp_mod.Fit) -> dict[str, float]:
-        return {"efficiency": x.efficiency, "layer_s": x.layer_s, "log_low": x.log_low,
-                "log_high": x.log_high}  # fmt: skip
 
     return {
         "schema_version": 1,
@@ -535,8 +493,8 @@ def fit_document(res: FitResult) -> dict[str, Any]:
             "Regenerate: rackbook validate --fit"
         ),
         "grid": {"efficiency": list(EFFICIENCIES), "layer_s": list(LAYER_S)},
-        "fit": f(res.fit),
-        "held_out": {k: f(v) for k, v in res.held_out.items()},
+        "fit": res.fit.params(),
+        "held_out": {k: v.params() for k, v in res.held_out.items()},
         "points": [{"id": p.id, "source": p.source, "measured": p.measured} for p in res.points],
     }
 
@@ -570,8 +528,8 @@ def cli_validate(args: argparse.Namespace) -> int:
         )
     for x in excluded:
         print(f"  not validated: {x.source}: {x.id}: {x.reason}")
-    print(f"all points: {summary_text(rep['all'])}")
-    print(f"primary sources: {summary_text(rep['primary'])}")
+    for key, name in (("all", "all points"), ("primary", "primary sources")):
+        print(f"{name}: {exp_mod.held_out_text(rep[key]) or 'no points'}")
     if args.json:
         print(json.dumps(rep, allow_nan=False))
     return 0
