@@ -274,7 +274,8 @@ def _supported_split(lo=0.847, hi=1.16):
     pub = rs[1]
     pub["by_basis"].append(
         {"name": NODE, "verdict": "none published", "conversion": "the node's throughput per "
-         "GPU is the figure over the speed-up: 954,000 / 7.9 = 120,759 tok/s/GPU"}
+         "GPU is the figure over the speed-up: 954,000 / 7.9 = 120,759 tok/s/GPU",
+         "step": "954,000 / 7.9 = 120,759 tok/s/GPU"}
     )  # fmt: skip
     pub["near"] = {"basis": NODE, "head": HEAD, "points": ["a", "b"], "low": 104429.47,
                    "high": 142565.09, "unit": "tok/s/GPU", "ratio_low": lo,
@@ -316,8 +317,9 @@ def test_a_price_finding_names_the_token_value_and_the_highest_list_price():
         {"claim_id": cost.id, "reading": "physics", "verdict": "undetermined", "margin": "-",
          "reason": "a price: physics does not bound it"},
         {"claim_id": cost.id, "reading": "published", "verdict": "above",
-         "margin": "near evidence: ...; highest list price: $18.00/GPU-hour (Oracle Cloud, "
-         "GB300, NOT VERIFIED), the claim 2.16x it", "reason": "-",
+         "margin": "-", "reason": "-",
+         "list_price": {"value": 18.0, "who": "Oracle Cloud, GB300", "verified": False,
+                        "ratio": 2.1644},
          "by_basis": [
              {"name": "a rental price", "verdict": "above", "modelled": True,
               "margin": "9.84x the highest published ($3.96/GPU-hour) (modelled prices, not "

@@ -784,6 +784,8 @@ def test_cost_has_a_token_value_basis_and_names_the_highest_list_price():
     assert e.near["basis"] == tv.name  # verified and inside: the plausible bracket
     assert "highest list price: $18.00/GPU-hour (Oracle Cloud" in e.margin
     assert "NOT VERIFIED), the claim 2.16x it" in e.margin
+    assert e.list_price is not None and e.list_price["value"] == 18.0
+    assert e.list_price["ratio"] == pytest.approx(38.96 / 18) and not e.list_price["verified"]
     # the price figures re-read from their quotes
     reg = figures.load_figures()
     for fid, v in (

@@ -1,22 +1,9 @@
-"""What the book concludes about each claim, in one plain paragraph a performance engineer would
-repeat, and how strong the evidence behind it is: generated from the claim's readings (the
-``readings`` of a headline JSON, :mod:`rackbook.results.headline`), never typed.
-
-One function, :func:`conclude`, turns a claim and its readings into a :class:`Conclusion`:
-
-- one sentence per reading kind, in the book's order (physics, published evidence, this run),
-  each built from the reading's verdict and either its margin or the first clauses of its reason
-  (parentheticals dropped); a reading kind given once per basis (readings carrying a ``basis``
-  field) gives one "As <basis>, ..." sentence per basis; a ``closest`` field (the closest
-  like-for-like published point) is named after the published sentence;
-- the decisive finding (:func:`finding`), the one or two sentences a performance engineer
-  would repeat: what physics rules out (naming the bases and the ratio to the ceiling) or
-  derives exactly, what real deployments are expected to reach (else what measured kernels
-  reach), where published points place the figure;
-- the graded certainty with its named reasons (:mod:`rackbook.results.certainty`);
-- the near evidence (``near``): the near points' spread and the claim's ratio to them.
-
-Readings are plain dicts; fields this module does not know are ignored.
+"""What the book concludes about each claim, generated from its readings (a headline JSON's
+``readings``, :mod:`rackbook.results.headline`), never typed: :func:`conclude` gives the
+paragraph (one sentence per reading, physics, published, this run; one per basis where a
+reading has ``by_basis``), the decisive :func:`finding`, the graded certainty
+(:mod:`rackbook.results.certainty`) and the near evidence; :func:`summarize` the landing's
+row. Readings are plain dicts; unknown fields are ignored.
 """
 
 from __future__ import annotations
@@ -106,12 +93,12 @@ def _cap(text: str) -> str:
 DEFAULT_DEPLOYMENT = "attention data-parallel"
 
 
-def _attainable(r: Mapping[str, Any]) -> str:
+def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     """The physics reading's attainable estimate as a clause ("" without one): the ratio to
     what measured kernels reach (the reading's own short form where it has one), naming a
     deployment other than the default. The deployment and calibration are named once under
     the landing table (:func:`rackbook.book.pages.attainable_note`) and in full in the
-    chapter's readings table."""
+    chapter's readings table; ``named`` False leaves the deployment out (the landing's)."""
     a = r.get("attainable")
     if not isinstance(a, Mapping):
         return ""
@@ -119,7 +106,8 @@ def _attainable(r: Mapping[str, Any]) -> str:
     if expected:
         return expected
     dep = str(a.get("deployment") or "").split(" (")[0]
-    named = "" if not dep or dep.startswith(DEFAULT_DEPLOYMENT) else f" ({dep})"
+    default = not named or not dep or dep.startswith(DEFAULT_DEPLOYMENT)
+    named = "" if default else f" ({dep})"
     ratio = a.get("ratio")
     if a.get("brief"):
         return f"; {a['brief']}{named}"
@@ -162,27 +150,15 @@ def _num(v: float) -> str:
 
 
 def _closest(c: Any) -> str:
-    """A closest published point as text: who, value and unit, and the claim's ratio to it
-    (a dict as the published reading gives it), or the text itself."""
+    """A closest published point as text: who, value (or the tied points' spread) and unit,
+    and the claim's ratio to it (a dict as the published reading gives it), or the text."""
     if not isinstance(c, Mapping):
         return _drop_brackets(str(c))
-    value, unit, ratio = c.get("value"), str(c.get("unit") or ""), c.get("ratio")
     text = re.sub(r"(\s·\s-)+$", "", str(c.get("who") or "a published point"))
-    sep = "" if unit in ("1", "", "x") else " "
-    lo, hi = c.get("low"), c.get("high")
-    tied = c.get("tied") and isinstance(lo, (int, float)) and isinstance(hi, (int, float))
-    if tied and lo != hi:
-        n = len(c["tied"]) + 1
-        text += f": {_num(lo)} to {_num(hi)}{sep}{'' if unit == '1' else unit} ({n} points)"
-        rl, rh = c.get("ratio_low"), c.get("ratio_high")
-        if isinstance(rl, (int, float)) and isinstance(rh, (int, float)):
-            text += f", the claim {_ratio(rl)} to {_ratio(rh)} them"
-        return text
-    if isinstance(value, (int, float)):
-        text += f": {_num(value)}{sep}{'' if unit == '1' else unit}"
-    if isinstance(ratio, (int, float)):
-        text += f", the claim {_ratio(ratio)} it"
-    return text
+    value, ratio, tied = _value(c), _claim_ratio(c), _spread(c, "low", "high")
+    if value:
+        text += f": {value}" + (f" ({len(c['tied']) + 1} points)" if tied else "")
+    return text + (f", the claim {ratio} {'them' if tied else 'it'}" if ratio else "")
 
 
 def _published(figure: str, r: Mapping[str, Any]) -> str:
@@ -439,28 +415,27 @@ def _derived_text(r: Mapping[str, Any]) -> str:
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
     """The physics reading as the finding states it: the bases it rules out and the ratio to
     the ceiling, an exact derivation, else the verdict with its margin or first clauses; then
-    what measured kernels reach."""
+    without what measured kernels reach (:func:`_attainable`)."""
     verdict = str(r.get("verdict", ""))
     margin = _informative(r.get("margin"))
-    att = _attainable(r)
     ruled = _ruled_out(pub)
     if ruled:
         parts = [ruled]
         if verdict == "undetermined" and margin:
             parts.append(margin)
         parts += [f"possible as {b}" for b in _possible_as(r)]
-        return "; ".join(parts) + att
+        return "; ".join(parts)
     derived = _derived_text(r)
     if derived:
-        return derived + att
+        return derived
     if verdict == "undetermined":
         why = _clauses(str(r.get("reason", "")), limit=FINDING_CLAUSE)
         if len(why) > FINDING_CLAUSE and margin:
             why = margin
-        return "physics does not settle it" + (f": {why}" if why else "") + att
+        return "physics does not settle it" + (f": {why}" if why else "")
     short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
     why = "" if short else _clauses(str(r.get("reason", "")), limit=FINDING_CLAUSE, many=False)
-    return f"physically {verdict}{short}" + (f": {why}" if why else "") + att
+    return f"physically {verdict}{short}" + (f": {why}" if why else "")
 
 
 def _who(c: Mapping[str, Any]) -> str:
@@ -472,20 +447,32 @@ def _who(c: Mapping[str, Any]) -> str:
     return f"{org} ({', '.join(rest)})" if rest else org
 
 
+def _spread(c: Mapping[str, Any], low: str, high: str) -> bool:
+    """Whether a point's tied points give a spread of ``low`` to ``high`` (two numbers)."""
+    lo, hi = c.get(low), c.get(high)
+    return (
+        bool(c.get("tied"))
+        and isinstance(lo, (int, float))
+        and isinstance(hi, (int, float))
+        and lo != hi
+    )
+
+
 def _value(c: Mapping[str, Any]) -> str:
+    """A point's value (or its tied points' spread) with its unit."""
     unit = str(c.get("unit") or "")
-    sep = "" if unit in ("1", "", "x") else " "
-    lo, hi, v = c.get("low"), c.get("high"), c.get("value")
-    shown = "" if unit == "1" else unit
-    if c.get("tied") and isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo != hi:
-        return f"{_num(lo)} to {_num(hi)}{sep}{shown}"
-    return f"{_num(v)}{sep}{shown}" if isinstance(v, (int, float)) else ""
+    shown = ("" if unit in ("1", "", "x") else " ") + ("" if unit == "1" else unit)
+    if _spread(c, "low", "high"):
+        return f"{_num(c['low'])} to {_num(c['high'])}{shown}"
+    v = c.get("value")
+    return f"{_num(v)}{shown}" if isinstance(v, (int, float)) else ""
 
 
 def _claim_ratio(c: Mapping[str, Any]) -> str:
-    rl, rh, r = c.get("ratio_low"), c.get("ratio_high"), c.get("ratio")
-    if c.get("tied") and isinstance(rl, (int, float)) and isinstance(rh, (int, float)) and rl != rh:
-        return f"{_ratio(rl)} to {_ratio(rh)}"
+    """The claim's ratio to a point (or to its tied points, as a spread)."""
+    if _spread(c, "ratio_low", "ratio_high"):
+        return f"{_ratio(c['ratio_low'])} to {_ratio(c['ratio_high'])}"
+    r = c.get("ratio")
     return _ratio(r) if isinstance(r, (int, float)) else ""
 
 
@@ -530,18 +517,22 @@ def _published_finding(r: Mapping[str, Any]) -> str:
     return ""  # analogues never decide: the certainty's reasons name them
 
 
-def finding(claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "") -> str:
+def finding(
+    claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "", named: bool = True
+) -> str:
     """The decisive finding about ``claim`` in one or two sentences, generated from its
     readings: what physics rules out or derives (with the ratio to the ceiling and to what
     measured kernels reach), then what published points say, then a run on the claim's
-    hardware where there is one. Where a chapter is decisive on any basis, this says so."""
+    hardware where there is one. Where a chapter is decisive on any basis, this says so;
+    ``named`` False leaves the attainable estimate's deployment out (:func:`_attainable`)."""
     rs = {str(r.get("reading")): r for r in readings if r.get("claim_id", claim.id) == claim.id}
     if not rs:
         return f"{claim.value_text} has not been read yet: run the chapter"
     pub = rs.get("published", {})
     parts = []
     if "physics" in rs:
-        parts.append(_cap(_physics_finding(rs["physics"], pub)) + ".")
+        phys = rs["physics"]
+        parts.append(_cap(_physics_finding(phys, pub) + _attainable(phys, named)) + ".")
     published = _published_finding(pub) if pub else ""
     placed = any(e.get("verdict") in PLACED for e in [pub, *(pub.get("by_basis") or [])])
     if placed and rs.get("physics", {}).get("verdict") == "undetermined" and parts:
@@ -679,25 +670,24 @@ def _possible_as(phys: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> str:
-    """The finding of a figure physics rules out on some bases and allows on others: what it
-    cannot be (with the ratio to the ceiling), what it can be, and the cached share a
-    per-GPU count needs (naming the workload that share assumes)."""
-    parts = []
+def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> tuple[str, str]:
+    """The finding of a figure physics rules out on some bases and allows on others, as its
+    head (what it cannot be, with the ratio to the ceiling) and its whole text: the head, what
+    it can be, and the cached share a per-GPU count needs (naming the workload that share
+    assumes)."""
     needs = next((b for b in _on_bases(phys) if b.get("ceiling")), None)
     if needs:
         where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
-        parts.append(f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})")
+        head = f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})"
     else:
-        parts.append(_ruled_out(pub))
-    for p in _possible_as(phys):
-        parts[-1] += f" but possible as {p}"
+        head = _ruled_out(pub)
+    parts = [head + "".join(f" but possible as {p}" for p in _possible_as(phys))]
     basis, _, rest = _informative(phys.get("margin")).partition(": ")
     wl = phys.get("workload") if isinstance(phys.get("workload"), Mapping) else None
     if rest:
         tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
         parts.append(f"{basis}, it {rest}{tail}")
-    return "; ".join(parts)
+    return head, "; ".join(parts)
 
 
 def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
@@ -744,8 +734,11 @@ def _none_published(pub: Mapping[str, Any]) -> str:
 def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str) -> str:
     phys, pub = rs.get("physics", {}), rs.get("published", {})
     gpu = claim.scope.hardware.split()[0] if claim.scope.hardware else ""
+    none = _none_published(pub)
+    pub_text = _published_finding(pub) if pub else ""
     if word == "depends on what is counted":
-        text = _cap(_split_basis(phys, pub, gpu)) + "."
+        head, text = _split_basis(phys, pub, gpu)
+        text = _cap(text) + "."
     elif word == "unsettled":
         reason = _drop_brackets(str(phys.get("reason", "")))
         clauses = [c.strip() for c in reason.split(";") if c.strip()]
@@ -757,16 +750,22 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
             head = (clauses[0] if clauses and words(clauses[0]) <= 28 else "") or (
                 f"physics does not settle it: {margin}" if margin else "physics does not settle it"
             )
-        none = _none_published(pub)
-        pub_text = "" if none else _published_finding(pub)
-        text = _cap(head) + "." + (f" {_cap(none or pub_text)}." if none or pub_text else "")
+        more = none or pub_text
+        text = _cap(head) + "." + (f" {_cap(more)}." if more else "")
     else:
-        text = finding(claim, rs.values())
-        none = _none_published(pub)
-        if none and "published" not in text:
+        text = finding(claim, rs.values(), named=False)
+        if none and not pub_text:
             text = text.rstrip(".") + f". {_cap(none)}."
-    text = re.sub(r" \((?:attention|experts) [^()]*\)", "", text)  # the landing's note
-    return within_words(for_reader(supported_finding(text, pub, _drop_brackets, FINDING_WORDS)))
+        run = rs.get("this run", {})
+        head = (
+            _this_run("it", run, _hardware(claim))
+            if word in TESTED
+            else pub_text
+            if word in ("consistent", "above published", "below published")
+            else _physics_finding(phys, pub)
+        )
+    supported = supported_finding(head, pub, _drop_brackets, FINDING_WORDS)
+    return within_words(for_reader(supported or text))
 
 
 def _why(c: Certainty, word: str) -> str:

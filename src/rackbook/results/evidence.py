@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -279,6 +280,8 @@ class BasisReading:
     #: True when every point the verdict rests on is a modelled figure (a cost model's price):
     #: the reading is shown, but it is not a published like-for-like measurement
     modelled: bool = False
+    #: the conversion's arithmetic where another claim's figure divides the value (:func:`_step`)
+    step: str = ""
 
     @property
     def ruled_out(self) -> str | None:
@@ -383,6 +386,7 @@ def _basis_readings(
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
         if modelled and margin != "-":
             margin += " (modelled prices, not measurements)"
+        step = _step(claim, plaus, value, v)
         out.append(
             BasisReading(
                 plaus.name,
@@ -392,23 +396,24 @@ def _basis_readings(
                 tuple(str(r["id"]) for r in deciding),
                 pr.sources,
                 closest,
-                _conversion(claim, plaus, value, v),
+                f"{plaus.conversion}: {step}" if step else plaus.conversion,
                 near_reading(plaus, v, unit, rows, cb, claim.id),
                 ruled_out(claim, plaus, value),
                 modelled,
+                step,
             )
         )
     return out
 
 
-def _conversion(claim: claims_registry.Claim, plaus: Plausible, value: float, v: float) -> str:
-    """The basis's stated conversion; where another claim's figure divides the value
-    (``divide_by``), with the numbers: ``954,000 / 7.9 = 120,759 tok/s/GPU``."""
+def _step(claim: claims_registry.Claim, plaus: Plausible, value: float, v: float) -> str:
+    """Where another claim's figure divides the value (``divide_by``), the arithmetic:
+    ``954,000 / 7.9 = 120,759 tok/s/GPU``; empty otherwise."""
     if plaus.divide_by is None or not math.isfinite(v):
-        return plaus.conversion
+        return ""
     other = registries(str(paths.DATA))[0].get(plaus.divide_by)
     unit = _unit_of(claim, plaus)
-    return f"{plaus.conversion}: {number_text(value)} / {other.value:g} = {value_text(v, unit)}"
+    return f"{number_text(value)} / {other.value:g} = {value_text(v, unit)}"
 
 
 def _modelled(r: pd.Series) -> bool:
@@ -497,6 +502,8 @@ class ClaimEvidence:
     closest_basis: str | None
     near: dict[str, object] | None = None
     ruled_out: tuple[str, ...] = ()
+    #: the highest list price among the claim's points (:func:`highest_list_price`)
+    list_price: dict[str, object] | None = None
 
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
@@ -553,7 +560,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         margin += f"; {near_text(near)}"
     top_list = highest_list_price(mine, value)
     if top_list:
-        margin += f"; {top_list}"
+        margin += f"; {list_price_text(top_list)}"
     if out_names:
         margin = f"physics rules out {_names_text(out_names)}; {margin}"
     lead = READING_NOTES.get(claim_id, "")
@@ -571,32 +578,40 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     sources = tuple(dict.fromkeys(u for br in brs for u in br.sources))
     return ClaimEvidence(
         claim_id, verdict, margin, reason, sources, tuple(brs), closest, closest_basis, near,
-        out_names,
+        out_names, top_list,
     )  # fmt: skip
 
 
-def highest_list_price(points: pd.DataFrame, value: float) -> str:
-    """The highest list (on-demand) price per GPU-hour among a claim's points, named with
-    who lists it and the claim's figure over it (``highest list price: $18.00/GPU-hour (Oracle
-    Cloud ..., NOT VERIFIED), the claim 2.16x it``); empty where the claim has none."""
+def highest_list_price(points: pd.DataFrame, value: float) -> dict[str, object] | None:
+    """The highest list (on-demand) price per GPU-hour among a claim's points: ``value``
+    ($/GPU-hour), ``who`` lists it (submitter, hardware), ``verified``, and ``ratio``, the
+    claim's figure over it (None for an unknown figure); None where the claim has none."""
     if "price_kind" not in points.columns:
-        return ""
+        return None
     lp = points[(points["price_kind"] == "list price") & (points["unit"] == "$/GPU-hour")]
     lp = lp[~lp["id"].str.startswith("token-value:")]
     if not len(lp):
-        return ""
+        return None
     r = lp.loc[lp["value"].astype(float).idxmax()]
-    flag = "" if bool(r["verified"]) else ", NOT VERIFIED"
-    ratio = (
-        f", the claim {ratio_text(value / float(r['value']))} it"
-        if value is not None and math.isfinite(value)
-        else ""
-    )
     hw = text_or_none(r["hardware"])
-    return (
-        f"highest list price: {value_text(float(r['value']), '$/GPU-hour')} "
-        f"({r['submitter']}{', ' + hw if hw else ''}{flag}){ratio}"
-    )
+    price = float(r["value"])
+    known = value is not None and math.isfinite(value)
+    return {
+        "value": price,
+        "who": f"{r['submitter']}{', ' + hw if hw else ''}",
+        "verified": bool(r["verified"]),
+        "ratio": value / price if known else None,
+    }
+
+
+def list_price_text(lp: Mapping[str, object]) -> str:
+    """:func:`highest_list_price` in words: ``highest list price: $18.00/GPU-hour (Oracle
+    Cloud ..., NOT VERIFIED), the claim 2.16x it``."""
+    flag = "" if lp["verified"] else ", NOT VERIFIED"
+    ratio = lp["ratio"]
+    tail = f", the claim {ratio_text(ratio)} it" if isinstance(ratio, float) else ""
+    price = value_text(float(lp["value"]), "$/GPU-hour")  # type: ignore[arg-type]
+    return f"highest list price: {price} ({lp['who']}{flag}){tail}"
 
 
 def _score_of(c: Closest) -> float:
@@ -670,6 +685,7 @@ def reading(
         by_basis=tuple(b.as_dict() for b in e.bases),
         near=e.near,
         ruled_out=e.ruled_out,
+        list_price=e.list_price,
     )
 
 

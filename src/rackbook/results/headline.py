@@ -134,6 +134,9 @@ class ClaimReading:
     near: dict[str, Any] | None = None
     #: published reading: the named bases the physics reading rules out
     ruled_out: tuple[str, ...] = ()
+    #: published reading: the highest list price among the claim's points (value in
+    #: $/GPU-hour, who, verified, ratio: the claim's figure over it), None without one
+    list_price: dict[str, Any] | None = None
     #: physics reading: what measured kernels reach for the figure's workload
     #: (:mod:`rackbook.physics.attainable`): tok_s_per_gpu, ratio, deployment, calibration, text;
     #: and, under ``expected``, what real deployments reach (:mod:`rackbook.physics.expected`):
