@@ -104,7 +104,7 @@ def test_readings_given_per_basis_name_each_basis(claim):
     verdict naming its bases; bases without a published point in one sentence naming the
     closest point; the certainty follows the bases that place the figure."""
     rs = _readings()
-    closest = {"who": "InferenceX · GB300 x 4 · -", "value": 104429.5, "unit": "tok/s/GPU",
+    closest = {"source": ["InferenceX", "GB300 x 4", "-"], "value": 104429.5, "unit": "tok/s/GPU",
                "ratio": 9.135}  # fmt: skip
     entries = [
         {"name": "per GPU, output tokens", "verdict": "none published", "margin": "-"},

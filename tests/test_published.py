@@ -640,8 +640,8 @@ def test_claim_readings_on_the_shipped_evidence():
 
 
 def test_claim_reading_reaches_every_verdict_on_real_points():
-    assert evidence.claim_reading("rack-scaling.cost", 2.0).verdict == "below"
-    assert evidence.claim_reading("rack-scaling.cost", 50.0).verdict == "above"
+    assert evidence.claim_evidence("rack-scaling.cost", 2.0).verdict == "below"
+    assert evidence.claim_evidence("rack-scaling.cost", 50.0).verdict == "above"
     # $3.00: within the ownership costs ($2.65-$3.30), below the rental price ($3.96): the
     # bases disagree, and the reading says so rather than pooling the prices in one range
     e = evidence.claim_evidence("rack-scaling.cost", 3.0)
@@ -653,7 +653,7 @@ def test_claim_reading_reaches_every_verdict_on_real_points():
         "an ownership cost": "within",
         "a token value at the model vendor's API prices": "none published",  # a cross-check
     }
-    assert evidence.claim_reading("context-latency.delta", 0.6).verdict == "none published"
+    assert evidence.claim_evidence("context-latency.delta", 0.6).verdict == "none published"
 
 
 def test_published_points_table():

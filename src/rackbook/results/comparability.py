@@ -107,9 +107,6 @@ def scale_of(plaus: Plausible) -> float:
     return plaus.scale / float(other) if other else float("nan")
 
 
-_AGENTIC = "each turn's whole prompt counted as input, the re-read cached prefix included"
-
-
 _TOKENS = (
     ("output tokens", "output"),
     ("input + output, cached prefix not counted", "input+output"),

@@ -154,7 +154,7 @@ def _closest(c: Any) -> str:
     and the claim's ratio to it (a dict as the published reading gives it), or the text."""
     if not isinstance(c, Mapping):
         return _drop_brackets(str(c))
-    text = re.sub(r"(\s·\s-)+$", "", str(c.get("who") or "a published point"))
+    text = " · ".join(_source(c))
     value, ratio, tied = _value(c), _claim_ratio(c), _spread(c, "low", "high")
     if value:
         text += f": {value}" + (f" ({len(c['tied']) + 1} points)" if tied else "")
@@ -438,12 +438,18 @@ def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
     return f"physically {verdict}{short}" + (f": {why}" if why else "")
 
 
+def _source(c: Mapping[str, Any]) -> list[str]:
+    """Who published a point, its parts (``source``: submitter, hardware, model, engine)."""
+    parts = [str(p) for p in c.get("source") or [c.get("who") or "a published point"]]
+    return [p for p in parts if p not in ("-", "")] or ["a published point"]
+
+
 def _who(c: Mapping[str, Any]) -> str:
     """A published point's source in short: "SemiAnalysis InferenceX (GB300 x 4,
-    DeepSeek-V4.1-Flash, vLLM)"."""
-    parts = [p.strip() for p in str(c.get("who") or "a published point").split(" · ")]
-    org = re.sub(r"\s*\([^()]*\)$", "", parts[0])
-    rest = [p for p in dict.fromkeys(parts[1:]) if p not in ("-", "", org)]
+    DeepSeek-V4.1-Flash, vLLM)" (the submitter's own aside dropped)."""
+    org, *rest = _source(c)
+    org = re.sub(r"\s*\([^()]*\)$", "", org)
+    rest = [p for p in dict.fromkeys(rest) if p != org]
     return f"{org} ({', '.join(rest)})" if rest else org
 
 

@@ -1,30 +1,18 @@
-"""Published evidence: each claim set beside independent measurements of comparable systems.
+"""Published evidence: each claim beside independent measurements of comparable systems.
 
-Two kinds of published points meet here, both of kind ``published``:
+The points (kind ``published``) are rows of the shipped published traces
+(``data/published/<trace>/``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4 cookbook),
+figures derived from them in code, and figures only posts, PRs and price lists give
+(``data/published/figures.yaml``). :func:`published_points` gives them one row each, in the
+unit of the claim they bear on (``comparable`` names every mismatch with the claim);
+:func:`published_reading` places a value ``within`` their range (widened by a tolerance),
+``above``, ``below`` it or ``none published``; :func:`claim_evidence` reads a claim on each of
+its named bases, the points that may decide being those whose basis agrees in every part of
+:data:`DECISIVE`. Second-hand figures (``verified`` false) are shown, never decide alone.
 
-- rows of the shipped published traces (``data/published/<trace>/``, imported from saved source
-  files by ``env/published/derive.sh``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4
-  cookbook cells; no InferenceX API rows, whose only stored copy is a UI test fixture), and
-  figures derived from them in code (MLPerf rack/node ratios);
-- figures that exist only in posts, PRs and price lists (``data/published/figures.yaml``,
-  :mod:`rackbook.inputs.published`).
-
-:func:`published_points` gives them one row each, in the unit of the claim they bear on, with
-``comparable`` naming every mismatch with the claim (model, hardware, GPU count, engine).
-:func:`published_reading` is the "published evidence" reading of a value against points:
-``within`` the published range (widened by a tolerance), ``above`` or ``below`` it, or ``none
-published``. :func:`claim_reading` chooses, per claim, which points are comparable (the parts
-of the basis a point must share with the claim's to decide, and why, are :data:`DECISIVE`; the
-plausible bases of a claim whose basis is unknown, :data:`PLAUSIBLE`) and reads the claim's
-figure from the claims registry. Second-hand figures (``verified`` false) are shown but never
-decide a verdict alone.
-
-Units: the claim's own (``tok/s``, ``x``, ``$/GPU-hour``, ``1``, ...); per-GPU throughput in
-``tok/s/GPU``; per-user decode speed in ``tok/s per user`` (1000 / TPOT in ms).
-
-Three modules hold it: :mod:`rackbook.results.published_rows` (the points as rows, loaded),
-:mod:`rackbook.results.comparability` (the rules: which points may decide a claim's reading)
-and this one (the reading); the public names of the first two are importable from here too.
+Units: the claim's own; per-GPU throughput in ``tok/s/GPU``; per-user decode speed in ``tok/s
+per user`` (1000 / TPOT in ms). The rows are :mod:`rackbook.results.published_rows`'s, the
+rules :mod:`rackbook.results.comparability`'s; their public names import from here too.
 """
 
 from __future__ import annotations
@@ -186,11 +174,12 @@ def published_reading(
 @dataclass(frozen=True)
 class Closest:
     """The published point closest in basis to a claim's (named) basis: its id, who published
-    it, value and unit, the claim's figure over it (``ratio``; None when the units differ), its
-    URL, the parts its basis differs in (empty: like for like) and its stated ``setup``."""
+    it (``source``: submitter, hardware x GPUs, model, engine), value and unit, the claim's
+    figure over it (``ratio``; None when the units differ), its URL, the parts its basis
+    differs in (empty: like for like) and its stated ``setup``."""
 
     id: str
-    who: str
+    source: tuple[str, ...]
     value: float
     unit: str
     ratio: float | None
@@ -220,8 +209,15 @@ class Closest:
             "differences": [d.text for d in self.differences],
             "differing": [dataclasses.asdict(d) for d in self.differences],
             "tied": list(self.tied),
+            "source": list(self.source),
+            "who": self.who,
         }
         return dataclasses.asdict(self) | lists
+
+    @property
+    def who(self) -> str:
+        """``vLLM · GB300 x 4 · DeepSeek-V4.1-Flash · vLLM``."""
+        return " · ".join(self.source)
 
     def value_span(self) -> str:
         """The value, or the equally close points' spread: ``8.61x to 8.95x (4 points)``."""
@@ -315,7 +311,8 @@ def _claim_value(claim: claims_registry.Claim) -> float:
     return claim.value if claim.value is not None else float("nan")
 
 
-def _who(r: pd.Series) -> str:
+def _who(r: pd.Series) -> tuple[str, ...]:
+    """Who published a point: submitter, hardware x GPUs (or GPUs), model, engine."""
     parts = [str(r["submitter"])]
     hw = text_or_none(r["hardware"])
     hw = None if hw in ("not stated", basis_mod.UNKNOWN) else hw  # never "not stated x 16"
@@ -328,7 +325,7 @@ def _who(r: pd.Series) -> str:
         parts.append(str(r["model"]))
     if text_or_none(r["engine"]):
         parts.append(str(r["engine"]).split(",")[0])
-    return " · ".join(parts)
+    return tuple(parts)
 
 
 def _basis_readings(
@@ -653,13 +650,6 @@ READING_NOTES: dict[str, str] = {
     "context-latency.delta-pct": "no published decode latency of DeepSeek-V4.1-Flash at 128k "
     "and 855k tokens of context",
 }
-
-
-def claim_reading(claim_id: str, value: float | None = None) -> PublishedReading:
-    """The published-evidence reading of a claim (:func:`claim_evidence`) as one verdict,
-    margin, reason and the URLs of the points it decided on."""
-    e = claim_evidence(claim_id, value)
-    return PublishedReading(claim_id, e.verdict, e.margin, e.reason, e.sources)
 
 
 def reading(
