@@ -680,27 +680,10 @@ def reading(
 
 
 #: Columns of :func:`evidence_table`.
-TABLE_COLUMNS = [
-    "claim_id",
-    "kind",
-    "who",
-    "hardware",
-    "gpus",
-    "model",
-    "engine",
-    "value",
-    "unit",
-    "as_published",
-    "used",
-    "role",
-    "verified",
-    "comparable",
-    "basis",
-    "verdict",
-    "margin",
-    "url",
-    "date",
-]
+TABLE_COLUMNS = (
+    "claim_id kind who hardware gpus model engine value unit as_published used role verified "
+    "comparable basis verdict margin url date"
+).split()
 
 
 def evidence_table(result: str) -> pd.DataFrame:
@@ -709,89 +692,44 @@ def evidence_table(result: str) -> pd.DataFrame:
     kind ``reading`` per named basis (its verdict, margin, the closest point of that basis in
     ``comparable`` with its URL), then its published points (kind ``published``; ``used``
     marks those that decided a basis reading, ``comparable`` names how their basis differs).
-    Columns: :data:`TABLE_COLUMNS`."""
+    Columns: :data:`TABLE_COLUMNS` (None where a kind has no value)."""
     reg, _ = registries(str(paths.DATA))
     pts = published_points(result)
     rows = []
     for c in reg.for_result(result):
         e = claim_evidence(c.id)
         rows.append(
-            {
-                "claim_id": c.id,
-                "kind": "claim",
-                "who": "claim (data/claims.yaml)",
-                "hardware": c.scope.hardware,
-                "gpus": c.scope.gpu_count,
-                "model": c.scope.model,
-                "engine": "vLLM",
-                "value": c.value,
-                "unit": c.unit,
-                "as_published": c.value_text,
-                "used": False,
-                "role": "claim",
-                "verified": False,
-                "comparable": e.reason,
-                "basis": c.figure_basis.short(),
-                "verdict": e.verdict,
-                "margin": e.margin,
-                "url": e.closest.url if e.closest else c.source.primary,
-                "date": None,
-            }
-        )
+            {"claim_id": c.id, "kind": "claim", "who": "claim (data/claims.yaml)",
+             "hardware": c.scope.hardware, "gpus": c.scope.gpu_count, "model": c.scope.model,
+             "engine": "vLLM", "value": c.value, "unit": c.unit, "as_published": c.value_text,
+             "used": False, "role": "claim", "verified": False, "comparable": e.reason,
+             "basis": c.figure_basis.short(), "verdict": e.verdict, "margin": e.margin,
+             "url": e.closest.url if e.closest else c.source.primary}
+        )  # fmt: skip
         for br in e.bases:
+            close = br.closest.text() if br.closest else "no published point"
+            near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
+            margin = br.margin
+            if br.ruled_out:
+                shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
+                margin = f"ruled out by physics: {br.ruled_out}{shown}"
             rows.append(
-                {
-                    "claim_id": c.id,
-                    "kind": "reading",
-                    "who": br.name,
-                    "hardware": None,
-                    "gpus": None,
-                    "model": None,
-                    "engine": None,
-                    "value": None,
-                    "unit": None,
-                    "as_published": br.conversion or None,
-                    "used": bool(br.decided_on),
-                    "role": "reading",
-                    "verified": True,
-                    "comparable": (br.closest.text() if br.closest else "no published point")
-                    + (f"; near evidence (does not decide): {br.near.text()}" if br.near else ""),
-                    "basis": br.basis,
-                    "verdict": br.verdict,
-                    "margin": (
-                        f"ruled out by physics: {br.ruled_out}"
-                        + (f"; {br.margin}" if br.margin not in ("", "-") else "")
-                        if br.ruled_out
-                        else br.margin
-                    ),
-                    "url": br.closest.url if br.closest else None,
-                    "date": None,
-                }
-            )
+                {"claim_id": c.id, "kind": "reading", "who": br.name,
+                 "as_published": br.conversion or None, "used": bool(br.decided_on),
+                 "role": "reading", "verified": True, "comparable": close + near,
+                 "basis": br.basis, "verdict": br.verdict, "margin": margin,
+                 "url": br.closest.url if br.closest else None}
+            )  # fmt: skip
         for p in pts[pts["claim_id"] == c.id].itertuples():
+            system = f" · {p.system}" if text_or_none(p.system) else ""
+            basis = p.basis.short() if isinstance(p.basis, basis_mod.Basis) else None
             rows.append(
-                {
-                    "claim_id": c.id,
-                    "kind": "published",
-                    "who": f"{p.submitter}" + (f" · {p.system}" if text_or_none(p.system) else ""),
-                    "hardware": p.hardware,
-                    "gpus": p.gpus,
-                    "model": p.model,
-                    "engine": p.engine,
-                    "value": p.value,
-                    "unit": p.unit,
-                    "as_published": p.as_published,
-                    "used": bool(p.used),
-                    "role": p.role,
-                    "verified": bool(p.verified),
-                    "comparable": p.comparable,
-                    "basis": p.basis.short() if isinstance(p.basis, basis_mod.Basis) else None,
-                    "verdict": None,
-                    "margin": None,
-                    "url": p.url,
-                    "date": p.date,
-                }
-            )
-    df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+                {"claim_id": c.id, "kind": "published", "who": f"{p.submitter}{system}",
+                 "hardware": p.hardware, "gpus": p.gpus, "model": p.model, "engine": p.engine,
+                 "value": p.value, "unit": p.unit, "as_published": p.as_published,
+                 "used": bool(p.used), "role": p.role, "verified": bool(p.verified),
+                 "comparable": p.comparable, "basis": basis, "url": p.url, "date": p.date}
+            )  # fmt: skip
+    df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
     df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")
     return df
