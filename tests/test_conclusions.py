@@ -61,7 +61,7 @@ def test_sentence_states_each_reading(claim):
     [
         ({"physics": "possible"}, "is physically possible"),
         ({"physics": "undetermined"}, "Physics does not settle 954,000 tok/s"),
-        ({"published": "within"}, "sits within published like-for-like measurements"),
+        ({"published": "within"}, "sits within the published like-for-like measurements"),
         ({"published": "above"}, "above every published like-for-like measurement"),
         ({"run": "consistent"}, "measured on a GB300 NVL72 here, it holds (+2.0%)"),
         ({"run": "inconsistent"}, "it does not hold"),
@@ -93,7 +93,7 @@ def test_one_sentence_per_basis_and_unknown_fields_ignored(claim):
     assert c.sentences[1] == (
         "As decode tokens per GPU, it is physically impossible: 3.94x the decode compute ceiling."
     )
-    assert c.sentences[2] == "It sits within published like-for-like measurements: 1.2x."
+    assert c.sentences[2] == "It sits within the published like-for-like measurements: 1.2x."
     rs[1] = {**rs[1], "margin": "-"}  # without a margin, the closest point says where it sits
     c = cc.conclude(claim, rs)
     assert "closest like-for-like point: SGLang on GB300" in c.sentences[2]
@@ -123,7 +123,7 @@ def test_readings_given_per_basis_name_each_basis(claim):
         "No like-for-like measurement is published as \u201cper GPU, output tokens\u201d."
     )
     assert c.sentences[2] == (
-        "As \u201ca rack total over 72 GPUs\u201d, it sits within published like-for-like "
+        "As \u201ca rack total over 72 GPUs\u201d, it sits within the published like-for-like "
         "measurements: 0.93x the highest."
     )
     assert c.grade == "near evidence or exact derivation"  # placed on 1 of 2: one level lower

@@ -236,6 +236,11 @@ def certainties(
     return out
 
 
+def number(v: float) -> str:
+    """A number for a sentence: thousands separators, four significant digits below 1,000."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+
+
 def supported_basis(pub: Mapping[str, Any]) -> str:
     """The basis a published reading's near evidence supports, as a finding states it: where
     the claim's figure, re-read on one of its named bases (that basis's ``conversion``), lies
@@ -252,9 +257,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
         return ""
     name = str(near.get("head") or near["basis"])  # the basis as a finding names it
     step, unit = str(entry.get("step") or ""), str(near.get("unit") or "")
-    low, high = (
-        f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}" for v in (near["low"], near["high"])
-    )
+    low, high = number(near["low"]), number(near["high"])
     span = f"${low} to ${high}{unit[1:]}" if unit.startswith("$") else f"{low} to {high} {unit}"
     ratios = f"{ratio_text(lo)} to {ratio_text(hi)} the {len(pts)} near points"
     out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")

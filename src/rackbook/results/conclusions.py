@@ -16,6 +16,7 @@ from typing import Any
 
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.results.certainty import PLACED, TESTED, Certainty, certainty, supported_finding
+from rackbook.results.certainty import number as _num
 
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
@@ -26,6 +27,8 @@ MAX_CLAUSE = 280
 SHORT_BASIS = 60
 #: Parenthesised asides of at most this many characters stay in a sentence.
 SHORT_ASIDE = 30
+#: Where published points place a figure, by verdict; ``{}``: what it is placed against.
+PLACES = {"within": "within the {}s", "above": "above every {}", "below": "below every {}"}
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,6 @@ def _physics(figure: str, r: Mapping[str, Any]) -> str:
     return f"the physics reading of {figure} is {verdict}" + (f": {why}" if why else "") + att
 
 
-def _num(v: float) -> str:
-    """A number for a sentence: thousands separators, four significant digits below 1,000."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
-
-
 def _closest(c: Any) -> str:
     """A closest published point as text: who, value (or the tied points' spread) and unit,
     and the claim's ratio to it (a dict as the published reading gives it), or the text."""
@@ -169,12 +167,11 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
         return "no like-for-like measurement is published" + (
             " (only analogues, which do not decide)" if analogues else ""
         )
-    words = {
-        "within": f"{figure} sits within published like-for-like measurements",
-        "above": f"{figure} is above every published like-for-like measurement",
-        "below": f"{figure} is below every published like-for-like measurement",
-    }
-    head = words.get(verdict, f"the published reading of {figure} is {verdict}")
+    place = PLACES.get(verdict, "").format("published like-for-like measurement")
+    verb = "sits" if verdict == "within" else "is"
+    head = (
+        f"{figure} {verb} {place}" if place else f"the published reading of {figure} is {verdict}"
+    )
     text = head + (f": {margin}" if margin else "")
     closest = r.get("closest")
     if closest and not margin:
@@ -228,11 +225,7 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
             margin = _informative(es[0].get("margin"))
             out.append(
                 f"As {names}, {figure} is "
-                + {
-                    "within": "within the modelled prices",
-                    "above": "above every modelled price",
-                    "below": "below every modelled price",
-                }.get(verdict, verdict)
+                + PLACES.get(verdict, verdict).format("modelled price")
                 + " (a cost model's rate, not a listed price nor a measurement)"
                 + (f": {margin}" if margin else "")
                 + "."
@@ -492,8 +485,6 @@ def _published_finding(r: Mapping[str, Any]) -> str:
     if placed:
         e = placed[0]
         kind = "modelled price" if e.get("modelled") else "published like-for-like point"
-        where = {"within": f"within the {kind}s", "above": f"above every {kind}"}
-        where["below"] = f"below every {kind}"
         names = [str(x.get("name")) for x in placed if x.get("name") and x is not r]
         own = str(r.get("basis") or "")
         short = len(own) <= SHORT_BASIS and not any(ch in own for ch in ";|")
@@ -501,7 +492,7 @@ def _published_finding(r: Mapping[str, Any]) -> str:
         basis = basis or (f"as {_drop_brackets(own)}, " if own and short else "")
         margin = _drop_brackets(_informative(e.get("margin")).split(" (modelled")[0])
         tail = f" ({margin})" if margin else ""
-        return f"{basis}{where[str(e['verdict'])]}{tail}"
+        return f"{basis}{PLACES[str(e['verdict'])].format(kind)}{tail}"
     c = r.get("closest") if isinstance(r.get("closest"), Mapping) else {}
     near = r.get("near") if isinstance(r.get("near"), Mapping) else {}
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
