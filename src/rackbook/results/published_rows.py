@@ -39,8 +39,6 @@ SHIPPED: dict[str, str] = {
 
 
 PER_GPU = "tok/s/GPU"
-
-
 PER_USER = "tok/s per user"
 
 
@@ -61,43 +59,12 @@ def unit_family(unit: str) -> str:
 
 
 #: Columns of :func:`published_points`, in order.
-POINT_COLUMNS: list[str] = [
-    "id",
-    "claim_id",
-    "result",
-    "kind",
-    "role",
-    "used",
-    "value",
-    "unit",
-    "as_published",
-    "verified",
-    "submitter",
-    "system",
-    "hardware",
-    "gpus",
-    "model",
-    "precision",
-    "engine",
-    "engine_version",
-    "scenario",
-    "isl",
-    "osl",
-    "concurrency",
-    "speculative",
-    "tok_s_per_gpu",
-    "tok_s_per_user",
-    "url",
-    "date",
-    "quote",
-    "notes",
-    "source",
-    "comparable",
-    "basis",
-    "conversion",
-    "price_kind",
-    "superseded",
-]
+POINT_COLUMNS: list[str] = (
+    "id claim_id result kind role used value unit as_published verified submitter system "
+    "hardware gpus model precision engine engine_version scenario isl osl concurrency "
+    "speculative tok_s_per_gpu tok_s_per_user url date quote notes source comparable basis "
+    "conversion price_kind superseded"
+).split()
 
 
 def number_text(v: float) -> str:
@@ -174,6 +141,12 @@ def float_or_none(v: object) -> float | None:
     return None if v is None or pd.isna(v) else float(v)  # type: ignore[arg-type]
 
 
+#: Columns a point takes as its source states them.
+_AS_STATED = (
+    "submitter system hardware model precision engine engine_version speculative url date"
+).split()
+
+
 def _from_trace_row(r: pd.Series) -> dict[str, object]:
     """One published trace row as a point of the claim it bears on.
 
@@ -201,23 +174,12 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
             "unit": unit,
             "as_published": shown,
             "verified": True,
-            "submitter": r["submitter"],
-            "system": r["system"],
-            "hardware": r["hardware"],
-            "gpus": int_or_none(r["gpus"]),
-            "model": r["model"],
-            "precision": r["precision"],
-            "engine": r["engine"],
-            "engine_version": r["engine_version"],
+            **{k: r[k] for k in _AS_STATED},
+            **{k: int_or_none(r[k]) for k in ("gpus", "isl", "osl")},
             "scenario": r["scenario"],
-            "isl": int_or_none(r["isl"]),
-            "osl": int_or_none(r["osl"]),
             "concurrency": conc,
-            "speculative": r["speculative"],
             "tok_s_per_gpu": float(r["tok_s_per_gpu"]),
             "tok_s_per_user": float_or_none(r["tok_s_per_user"]),
-            "url": r["url"],
-            "date": r["date"],
             "notes": r["notes"],
             "source": r["source"],
             "basis": b,
@@ -337,17 +299,13 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
                     "as_published": f"{number_text(float(r['tok_s_total']))} / "
                     f"{number_text(float(n['tok_s_total']))} tok/s",
                     "verified": True,
+                    **{k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")},
                     "submitter": sub,
                     "system": f"{r['system']} vs {n['system']}",
                     "hardware": hw,
                     "gpus": RACK_GPUS,
                     "model": model,
-                    "precision": r["precision"],
-                    "engine": r["engine"],
-                    "engine_version": r["engine_version"],
                     "scenario": scen,
-                    "url": r["url"],
-                    "date": r["date"],
                     "notes": f"ratio of two published rows computed here: {RACK_GPUS} GPUs over "
                     f"{NODE_GPUS} ({NODE_GPUS} GPUs = two 4-GPU GB300 trays); linear would be "
                     f"{RACK_GPUS / NODE_GPUS:g}x. MLPerf does not say whether the "
@@ -379,24 +337,10 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "unit": unit,
             "as_published": value_text(f.value, f.unit),
             "verified": f.verified,
-            "submitter": f.submitter,
-            "system": None,
-            "hardware": f.hardware,
-            "gpus": f.gpus,
-            "model": f.model,
-            "precision": f.precision,
-            "engine": f.engine,
-            "engine_version": f.engine_version,
-            "isl": f.isl,
-            "osl": f.osl,
-            "concurrency": f.concurrency,
-            "speculative": f.speculative,
+            **{k: getattr(f, k) for k in _AS_STATED if k != "system"},
+            **{k: getattr(f, k) for k in ("gpus", "isl", "osl", "concurrency", "quote", "notes")},
             "tok_s_per_gpu": value if unit_family(unit) == PER_GPU else None,
             "tok_s_per_user": f.tok_s_per_user,
-            "url": f.url,
-            "date": f.date,
-            "quote": f.quote,
-            "notes": f.notes,
             "source": "figures.yaml",
             "basis": f.figure_basis,
             "price_kind": f.price_kind,
