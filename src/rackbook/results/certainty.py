@@ -32,6 +32,8 @@ GRADES: tuple[str, ...] = (
 #: This-run verdicts of a trace on the claim's hardware; published verdicts that place a figure.
 TESTED: tuple[str, ...] = ("consistent", "inconsistent")
 PLACED: tuple[str, ...] = ("within", "above", "below")
+#: What a published margin resting on cost models' prices ends with (evidence writes it).
+MODELLED_NOTE = " (modelled prices, not measurements)"
 #: How a difference of a near point from the claim's basis is named (its part -> words; else
 #: "another" and the part's name, :data:`rackbook.core.basis.NAMES`).
 DIFFERENCE_WORDS: dict[str, str] = {

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results.certainty import PLACED, TESTED, Certainty, certainty, supported_finding
+from rackbook.results.certainty import (
+    MODELLED_NOTE,
+    PLACED,
+    TESTED,
+    Certainty,
+    certainty,
+    supported_finding,
+)
 from rackbook.results.certainty import number as _num
 
 #: The readings in the order a conclusion states them.
@@ -490,7 +497,7 @@ def _published_finding(r: Mapping[str, Any]) -> str:
         short = len(own) <= SHORT_BASIS and not any(ch in own for ch in ";|")
         basis = f"as {_names(names)}, " if names and len(entries) > 1 else ""
         basis = basis or (f"as {_drop_brackets(own)}, " if own and short else "")
-        margin = _drop_brackets(_informative(e.get("margin")).split(" (modelled")[0])
+        margin = _drop_brackets(_informative(e.get("margin")).removesuffix(MODELLED_NOTE))
         tail = f" ({margin})" if margin else ""
         return f"{basis}{PLACES[str(e['verdict'])].format(kind)}{tail}"
     c = r.get("closest") if isinstance(r.get("closest"), Mapping) else {}

@@ -32,6 +32,7 @@ from rackbook.core.basis import Difference
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
 from rackbook.physics.units import plural
+from rackbook.results.certainty import MODELLED_NOTE
 from rackbook.results.comparability import (
     DECISIVE,
     Near,
@@ -288,13 +289,11 @@ class BasisReading:
         """One line: name, verdict, margin and the closest point."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        name = as_basis(self.name)
-        out = f"{name}: {self.verdict}{margin}; {close}"
-        if self.near is not None:
-            out += f"; near evidence: {self.near.text()}"
+        out = as_basis(self.name) + ": "
         if self.ruled_out:
-            out = f"{name}: ruled out by physics ({self.ruled_out}); " + out.split(": ", 1)[1]
-        return out
+            out += f"ruled out by physics ({self.ruled_out}); "
+        out += f"{self.verdict}{margin}; {close}"
+        return out + (f"; near evidence: {self.near.text()}" if self.near is not None else "")
 
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON."""
@@ -382,7 +381,7 @@ def _basis_readings(
             margin = "-"
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
         if modelled and margin != "-":
-            margin += " (modelled prices, not measurements)"
+            margin += MODELLED_NOTE
         step = _step(claim, plaus, value, v)
         out.append(
             BasisReading(

@@ -1,22 +1,12 @@
 """Headline results: what each chapter concludes, and the JSON its last cell writes
-(``DIR/RESULT.json``).
-
-Every claim of a result gets three readings, kept apart, each in its own words:
-
-- **physics** (modelled from the catalogs): ``possible`` | ``impossible`` | ``undetermined``
-  (a workload that leaves out a part the verdict turns on, or a figure that fits any value);
-- **published** (independent measurements of the same basis: tokens counted, GPUs counted,
-  workload, speculation, statistic, model, hardware): ``within`` | ``above`` | ``below`` their
-  range, ``none published`` (no point of the claim's basis; the closest is named), or
-  ``depends on basis`` (the claim's basis is unknown in a part that matters and its named
-  plausible bases read differently);
-- **this run** (the trace the chapter executed): ``consistent`` | ``inconsistent`` when the trace
-  is on the claim's hardware and model, otherwise ``untested`` (naming the hardware it ran on).
-
-A headline value carries its value and unit, its definition, the claim it speaks to, its kind
-(how the number was obtained: ``measured``, ``modelled``, ``published``, ``synthetic``), and a
-verdict in the words of the reading its kind belongs to, or ``not comparable`` for a figure the
-claim does not speak to.
+(``DIR/RESULT.json``). Every claim gets three readings, kept apart, each in its own words
+(:data:`VOCABULARY`): **physics** (modelled from the catalogs; ``undetermined`` where the
+workload leaves out a part the verdict turns on), **published** (independent measurements of
+the same basis; ``depends on basis`` where the claim's basis is unknown in a part that
+matters and its plausible bases read differently) and **this run** (the chapter's trace;
+``untested`` off the claim's hardware and model). A headline value carries its value, unit,
+definition, claim, kind (how it was obtained, :data:`KINDS`) and a verdict in its reading's
+words, or ``not comparable`` for a figure the claim does not speak to.
 """
 
 from __future__ import annotations
