@@ -286,21 +286,12 @@ def near_sentence(r: Mapping[str, Any]) -> str:
     if not isinstance(n, Mapping) or not n.get("points"):
         return ""
     pts = list(n["points"])
-    unit = str(n.get("unit") or "")
-    lo, hi = n.get("low"), n.get("high")
-    sep = "" if unit in ("1", "", "x") else " "
-    span = (
-        f"{_num(lo)}{sep}{unit}" if lo == hi else f"{_num(lo)} to {_num(hi)}{sep}{unit}"  # type: ignore[arg-type]
-    )
+    span = _span(n["low"], n["high"], str(n.get("unit") or ""))
     rl, rh = n.get("ratio_low"), n.get("ratio_high")
     them = "it" if len(pts) == 1 else "them"
     ratio = ""
     if isinstance(rl, (int, float)) and isinstance(rh, (int, float)):
-        ratio = (
-            f"the claim is {_ratio(rl)} {them}"
-            if rl == rh
-            else f"the claim is {_ratio(rl)} to {_ratio(rh)} {them}"
-        )
+        ratio = f"the claim is {_ratios(rl, rh)} {them}"
     unv = len(n.get("unverified") or [])
     flag = f", {unv} NOT VERIFIED" if unv else ""
     nb = len(n.get("bases") or [])
@@ -464,20 +455,30 @@ def _spread(c: Mapping[str, Any], low: str, high: str) -> bool:
     )
 
 
+def _span(lo: float, hi: float, unit: str) -> str:
+    """``lo`` to ``hi`` (one number where they agree) in ``unit`` (a ratio ``x`` unspaced, a
+    dimensionless ``1`` unwritten)."""
+    shown = ("" if unit in ("1", "", "x") else " ") + ("" if unit == "1" else unit)
+    return (_num(lo) if lo == hi else f"{_num(lo)} to {_num(hi)}") + shown
+
+
+def _ratios(lo: float, hi: float) -> str:
+    """The claim's ratio to points, ``lo`` to ``hi`` (one where they agree)."""
+    return _ratio(lo) if lo == hi else f"{_ratio(lo)} to {_ratio(hi)}"
+
+
 def _value(c: Mapping[str, Any]) -> str:
     """A point's value (or its tied points' spread) with its unit."""
-    unit = str(c.get("unit") or "")
-    shown = ("" if unit in ("1", "", "x") else " ") + ("" if unit == "1" else unit)
+    unit, v = str(c.get("unit") or ""), c.get("value")
     if _spread(c, "low", "high"):
-        return f"{_num(c['low'])} to {_num(c['high'])}{shown}"
-    v = c.get("value")
-    return f"{_num(v)}{shown}" if isinstance(v, (int, float)) else ""
+        return _span(c["low"], c["high"], unit)
+    return _span(v, v, unit) if isinstance(v, (int, float)) else ""
 
 
 def _claim_ratio(c: Mapping[str, Any]) -> str:
     """The claim's ratio to a point (or to its tied points, as a spread)."""
     if _spread(c, "ratio_low", "ratio_high"):
-        return f"{_ratio(c['ratio_low'])} to {_ratio(c['ratio_high'])}"
+        return _ratios(c["ratio_low"], c["ratio_high"])
     r = c.get("ratio")
     return _ratio(r) if isinstance(r, (int, float)) else ""
 
@@ -511,9 +512,7 @@ def _published_finding(r: Mapping[str, Any]) -> str:
             on = near.get("basis")
             by = f", on both sides of it as {on}" if either and on else ""
             n = len(near["points"])
-            return (
-                f"the claim is {_ratio(lo)} to {_ratio(hi)} the {n} near published points{flag}{by}"
-            )
+            return f"the claim is {_ratios(lo, hi)} the {n} near published points{flag}{by}"
     if closest:
         out = f"the claim is {_claim_ratio(c)} the closest near published point, {_who(c)}: "
         out += _value(c)
