@@ -25,12 +25,12 @@ from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
 from rackbook.physics.units import plural
 from rackbook.results.published_rows import (
+    claim_over,
     number_text,
-    ratio_text,
     registries,
+    span_text,
     text_or_none,
     unit_family,
-    value_text,
 )
 
 #: Parts of the basis in which a published point must agree with the claim's (named) basis to
@@ -425,19 +425,11 @@ class Near:
         """One line: ``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x
         them (they differ in: GPU count; engine)``."""
         n = plural(len(self.points), "near point")
-        span = (
-            value_text(self.low, self.unit)
-            if self.low == self.high
-            else f"{value_text(self.low, self.unit)} to {value_text(self.high, self.unit)}"
-        )
+        span = span_text(self.low, self.high, self.unit)
+        lo, hi = self.ratio_low, self.ratio_high
         ratio = ""
-        if self.ratio_low is not None and self.ratio_high is not None:
-            ratio = (
-                f"; the claim {ratio_text(self.ratio_low)} it"
-                if len(self.points) == 1 or self.ratio_low == self.ratio_high
-                else f"; the claim {ratio_text(self.ratio_low)} to {ratio_text(self.ratio_high)} "
-                "them"
-            )
+        if lo is not None and hi is not None:
+            ratio = "; " + claim_over(lo, hi, "it" if len(self.points) == 1 or lo == hi else "them")
         diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
         flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
         if self.superseded:
@@ -558,20 +550,14 @@ def near_text(near: dict[str, object] | None) -> str:
     if not near:
         return ""
     pts = near["points"]
-    lo, hi, unit = float(near["low"]), float(near["high"]), str(near["unit"])  # type: ignore[arg-type]
-    span = value_text(lo, unit) if lo == hi else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
+    span = span_text(float(near["low"]), float(near["high"]), str(near["unit"]))  # type: ignore[arg-type]
     out = f"near evidence: {plural(len(pts), 'point')}, {span}"  # type: ignore[arg-type]
     unv = near.get("unverified") or []
     if unv:
         out += f" ({len(unv)} NOT VERIFIED)"  # type: ignore[arg-type]
     rl, rh = near.get("ratio_low"), near.get("ratio_high")
     if isinstance(rl, float) and isinstance(rh, float):
-        them = "it" if len(pts) == 1 else "them"  # type: ignore[arg-type]
-        out += (
-            f"; the claim {ratio_text(rl)} {them}"
-            if rl == rh
-            else f"; the claim {ratio_text(rl)} to {ratio_text(rh)} {them}"
-        )
+        out += "; " + claim_over(rl, rh, "it" if len(pts) == 1 else "them")  # type: ignore[arg-type]
     nb = len(near["bases"])  # type: ignore[arg-type]
     if nb > 1:
         out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"

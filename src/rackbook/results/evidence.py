@@ -56,12 +56,14 @@ from rackbook.results.headline import ClaimReading
 from rackbook.results.published_rows import (
     PER_GPU,
     PER_USER,
+    claim_over,
     int_or_none,
     load_rows,
     number_text,
     ratio_text,
     registries,
     setup_text,
+    span_text,
     text_or_none,
     unit_family,
     value_text,
@@ -165,7 +167,7 @@ def published_reading(
             if hi > lo
             else f"at the published {value_text(hi, unit)}"
         )
-    span = value_text(lo, unit) if hi == lo else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
+    span = span_text(lo, hi, unit)
     n = plural(len(vals), "published point")
     reason = f"{value_text(value, unit)} against {n}, {span}{skipped}"
     urls = tuple(dict.fromkeys(points["url"])) if "url" in points.columns else ()
@@ -224,11 +226,8 @@ class Closest:
         """The value, or the equally close points' spread: ``8.61x to 8.95x (4 points)``."""
         if not self.tied or self.low is None or self.high is None or self.low == self.high:
             return value_text(self.value, self.unit)
-        n = len(self.tied) + 1
-        return (
-            f"{value_text(self.low, self.unit)} to {value_text(self.high, self.unit)} "
-            f"({n} points equally close)"
-        )
+        span = span_text(self.low, self.high, self.unit)
+        return f"{span} ({len(self.tied) + 1} points equally close)"
 
     def ratio_span(self) -> str:
         """``, the claim 0.883x to 0.917x them`` (or ``it`` for one point); empty without a
@@ -237,8 +236,8 @@ class Closest:
             return ""
         lo, hi = self.ratio_low, self.ratio_high
         if self.tied and lo is not None and hi is not None and lo != hi:
-            return f", the claim {ratio_text(lo)} to {ratio_text(hi)} them"
-        return f", the claim {ratio_text(self.ratio)} it"
+            return ", " + claim_over(lo, hi)
+        return ", " + claim_over(self.ratio, self.ratio, "it")
 
     def text(self) -> str:
         """One line: ``vLLM · GB300 x 4: 456.6 tok/s per user, the claim 1.81x it (URL); differs

@@ -88,6 +88,18 @@ def value_text(v: float, unit: str) -> str:
     return f"{number_text(v)} {unit}"
 
 
+def span_text(lo: float, hi: float, unit: str) -> str:
+    """``lo`` to ``hi`` in ``unit`` (:func:`value_text`; one value where they agree)."""
+    one = value_text(lo, unit)
+    return one if lo == hi else f"{one} to {value_text(hi, unit)}"
+
+
+def claim_over(lo: float, hi: float, them: str = "them") -> str:
+    """``the claim 0.883x to 0.917x them`` (one ratio where they agree)."""
+    ratio = ratio_text(lo) if lo == hi else f"{ratio_text(lo)} to {ratio_text(hi)}"
+    return f"the claim {ratio} {them}"
+
+
 def text_or_none(v: object) -> str | None:
     """``v`` as text, or None when missing (None, NA, NaN)."""
     if v is None or (not isinstance(v, str) and pd.isna(v)):  # type: ignore[arg-type]
