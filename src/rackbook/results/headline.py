@@ -290,10 +290,6 @@ class Outcome:
         """The headline table shown at the end of the chapter."""
         return headline_markdown(self.headlines)
 
-    def readings_markdown(self) -> str:
-        """One row per claim: its physics, published and this-run verdicts with reasons."""
-        return readings_markdown([asdict(r) for r in self.readings])
-
 
 class Params:
     """Mixin of a result's parameter dataclass: build it from any mapping of names (such as a
@@ -328,8 +324,6 @@ def _fmt_value(v: float | int | str | None) -> str:
     if isinstance(v, bool):
         return str(v)
     if isinstance(v, float):
-        if v.is_integer() and abs(v) >= 1000:
-            return f"{v:,.0f}"
         return f"{v:,.4g}" if abs(v) < 1000 else f"{v:,.0f}"  # never 3.327e+05
     if isinstance(v, int):
         return f"{v:,}"
@@ -369,25 +363,6 @@ def headline_markdown(headlines: list[Headline]) -> str:
             f"*{h.verdict}*): {_cell(h.reason)}"
         )
     return "\n".join(rows) + "\n"
-
-
-def readings_markdown(readings: list[dict[str, Any]]) -> str:
-    """Each claim's readings from readings as dicts (:class:`ClaimReading` fields): the claim,
-    then one item per reading, its verdict and reason (and the margin that decided it)."""
-    by_claim: dict[str, dict[str, dict[str, Any]]] = {}
-    for r in readings:
-        by_claim.setdefault(r["claim_id"], {})[r["reading"]] = r
-    out = []
-    for claim, rs in by_claim.items():
-        out.append(f"**{_cell(_figure(claim))}**\n")
-        for k in READINGS:
-            if k not in rs:
-                continue
-            r = rs[k]
-            margin = f" [{r['margin']}]" if r.get("margin") not in (None, "", "-") else ""
-            out.append(f"- {READING_TITLES[k]}: **{r['verdict']}**: {_cell(r['reason'])}{margin}")
-        out.append("")
-    return "\n".join(out)
 
 
 def read_result(path: str | Path) -> dict[str, Any]:
