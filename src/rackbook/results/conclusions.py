@@ -149,9 +149,7 @@ def _physics(figure: str, r: Mapping[str, Any]) -> str:
         why = _clauses(str(r.get("reason", "")))
         return f"physics does not settle {figure}" + (f": {why}" if why else "") + att
     why = _clauses(str(r.get("reason", "")), many=False) or _informative(r.get("margin"))
-    if verdict in ("possible", "impossible"):
-        return f"{figure} is physically {verdict}" + (f": {why}" if why else "") + att
-    return f"the physics reading of {figure} is {verdict}" + (f": {why}" if why else "") + att
+    return f"{figure} is physically {verdict}" + (f": {why}" if why else "") + att
 
 
 def _closest(c: Any) -> str:
@@ -255,11 +253,9 @@ def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
         return f"measured on {hardware} here, {figure} holds{tail}"
     if verdict == "inconsistent":
         return f"measured on {hardware} here, {figure} does not hold{tail}"
-    if verdict == "untested":
-        if "synthetic" in reason:
-            return "not measured here: this chapter's input is synthetic"
-        return f"not tested on {hardware} here"
-    return f"this run reads {verdict}{tail}"
+    if "synthetic" in reason:  # untested
+        return "not measured here: this chapter's input is synthetic"
+    return f"not tested on {hardware} here"
 
 
 def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
