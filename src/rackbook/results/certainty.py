@@ -115,7 +115,7 @@ def _why_not_like_for_like(closest: Any) -> list[tuple[str, str]]:
     return [("held back by", ", ".join(diffs))] if diffs else []
 
 
-def _side(lo: object, hi: object) -> str:
+def side(lo: object, hi: object) -> str:
     """Where a claim sits against one basis's near points from its ratios to them: ``inside``
     (points on both sides of it, or at it), ``above``, ``below``, or ``-`` without ratios."""
     if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
@@ -131,7 +131,7 @@ def _near_bases(near: Mapping[str, Any]) -> tuple[int, tuple[str, str] | None]:
     on one side on every basis, no move."""
     per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
     sides = [
-        (str(b.get("basis") or "its basis"), b, _side(b.get("ratio_low"), b.get("ratio_high")))
+        (str(b.get("basis") or "its basis"), b, side(b.get("ratio_low"), b.get("ratio_high")))
         for b in per
     ]
     inside = [(n, b) for n, b, side in sides if side == "inside"]

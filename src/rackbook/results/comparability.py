@@ -24,6 +24,7 @@ from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
 from rackbook.physics.units import plural
+from rackbook.results.certainty import side
 from rackbook.results.published_rows import (
     claim_over,
     number_text,
@@ -497,14 +498,8 @@ def as_basis(name: str) -> str:
 def near_position(n: Near) -> str:
     """Where the claim's figure sits against one basis's near points: ``inside`` (near points
     on both sides of it, or at it), ``above`` every one, ``below`` every one, or ``-`` without
-    a ratio."""
-    if n.ratio_low is None or n.ratio_high is None:
-        return "-"
-    if n.ratio_low > 1:
-        return "above"
-    if n.ratio_high < 1:
-        return "below"
-    return "inside"
+    a ratio (:func:`rackbook.results.certainty.side`)."""
+    return side(n.ratio_low, n.ratio_high)
 
 
 def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
