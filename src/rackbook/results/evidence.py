@@ -518,7 +518,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     out_names = tuple(br.name for br in brs if br.ruled_out)
     cands = sorted(
         (
-            (_score_of(br.closest), not br.closest.verified, i, br)
+            (score(br.closest.differences), not br.closest.verified, i, br)
             for i, br in enumerate(allowed)
             if br.closest is not None
         ),
@@ -607,11 +607,6 @@ def list_price_text(lp: Mapping[str, object]) -> str:
     tail = f", the claim {ratio_text(ratio)} it" if isinstance(ratio, float) else ""
     price = value_text(float(lp["value"]), "$/GPU-hour")  # type: ignore[arg-type]
     return f"highest list price: {price} ({lp['who']}{flag}){tail}"
-
-
-def _score_of(c: Closest) -> float:
-    """Distance in basis of a closest point (the weights of the parts it differs in)."""
-    return score(c.differences)
 
 
 def _names_text(names: tuple[str, ...]) -> str:

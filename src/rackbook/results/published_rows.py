@@ -126,10 +126,7 @@ def registries(root: str) -> tuple[claims_registry.Registry, figures_registry.Fi
 
 
 def _base(row: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {c: None for c in POINT_COLUMNS}
-    out.update(row)
-    out["kind"] = "published"
-    return out
+    return dict.fromkeys(POINT_COLUMNS) | row | {"kind": "published"}
 
 
 def int_or_none(v: object) -> int | None:
