@@ -366,3 +366,13 @@ def test_within_words_cuts_at_a_clause_and_plain_number_rounds():
     assert cc.plain_number("64.0% and 9% and 90.8 %; 0.0929x to 32.1x") == (
         "64 % and 9 % and 90.8 %; 0.093x to 32.1x"
     )
+
+
+def test_only_analogues_are_named_from_the_closest_points_kind(claim):
+    """A published reading with no like-for-like point says "only analogues" where its
+    closest point is an analogue (its ``kind``), whatever its reason says."""
+    rs = _readings()
+    rs[1] = {**rs[1], "reason": "-", "closest": {"kind": "analogue", "who": "x", "value": 1.0}}
+    assert "(only analogues, which do not decide)" in cc.conclude(claim, rs).sentences[1]
+    rs[1] = {**rs[1], "reason": "analogues", "closest": {**rs[1]["closest"], "kind": "near"}}
+    assert "analogues" not in cc.conclude(claim, rs).sentences[1]

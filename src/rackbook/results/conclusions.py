@@ -168,9 +168,10 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
     verdict = str(r.get("verdict", ""))
     margin = _informative(r.get("margin"))
     if verdict == "none published":
-        analogues = "analogues" in str(r.get("reason", ""))
+        c = r.get("closest")
+        analogue = isinstance(c, Mapping) and c.get("kind") == "analogue"
         return "no like-for-like measurement is published" + (
-            " (only analogues, which do not decide)" if analogues else ""
+            " (only analogues, which do not decide)" if analogue else ""
         )
     place = PLACES.get(verdict, "").format("published like-for-like measurement")
     verb = "sits" if verdict == "within" else "is"
