@@ -346,14 +346,10 @@ def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str
     :class:`rackbook.core.basis.Difference` each) that count as stated differences for near
     evidence: every one but the :data:`TOLERATED` parts (the speculation only where the
     claim's own is unknown)."""
-    out = []
-    for part in (d.part for d in decisive):
-        if part in ("model", "hardware"):
-            continue  # family and generation are checked by is_near itself
-        if part == "speculation" and claim_basis.speculation == basis_mod.UNKNOWN:
-            continue
-        out.append(part)
-    return out
+    skip = {"model", "hardware"}  # family and generation are checked by is_near itself
+    if claim_basis.speculation == basis_mod.UNKNOWN:
+        skip.add("speculation")
+    return [d.part for d in decisive if d.part not in skip]
 
 
 def is_near(
