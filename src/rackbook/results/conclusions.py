@@ -204,7 +204,7 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
     out = []
     gone = [e for e in entries if e.get("ruled_out")]
     if kind == "published" and gone and len(gone) < len(entries):
-        names = _names([str(e.get("name") or "?") for e in gone]).replace("] or [", "] and [")
+        names = _names([str(e.get("name") or "?") for e in gone])
         out.append(f"Physics rules out {names}; the published reading is of the other bases.")
         entries = [e for e in entries if not e.get("ruled_out")]
     groups: dict[str, list[Mapping[str, Any]]] = {}
@@ -238,8 +238,7 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
             )
             figure = "it"
             continue
-        sub = {"verdict": verdict, "margin": es[0].get("margin"), "reason": es[0].get("reason")}
-        sub.update({"closest": es[0].get("closest")} if es[0].get("closest") else {})
+        sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
         out.append(f"As {names}, {_body(kind, figure, sub, hardware)}.")
         figure = "it"
     return out
