@@ -1,15 +1,9 @@
-"""The published points as rows, before any reading: the rows of the shipped published traces
-(``data/published/<trace>/``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4 cookbook
-cells; no InferenceX API rows: the only copy found was a UI test fixture, not a publication),
-the figures converted from them (per user, per GPU) and derived in code (MLPerf rack/node
-ratios), and the figures that exist only in posts, PRs and price lists
-(``data/published/figures.yaml``, :mod:`rackbook.inputs.published`); each in the unit of the
-claim it bears on, with its basis (:class:`rackbook.core.basis.Basis`). Which of them are
-comparable and what they say: :mod:`rackbook.results.comparability` and
-:mod:`rackbook.results.evidence`.
-
-Units: the claim's own (``tok/s``, ``x``, ``$/GPU-hour``, ``1``, ...); per-GPU throughput in
-``tok/s/GPU``; per-user decode speed in ``tok/s per user`` (1000 / TPOT in ms).
+"""The published points as rows, before any reading, each in the unit of the claim it bears
+on with its basis (:class:`rackbook.core.basis.Basis`): the shipped published traces' rows
+(``data/published/<trace>/``; no InferenceX API rows: the only copy found was a UI test
+fixture), figures converted from them (per user, per GPU) or derived in code (MLPerf
+rack/node ratios, the prefill-TTFT table, the token value), and ``figures.yaml``'s.
+Units: the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms.
 """
 
 from __future__ import annotations
