@@ -503,10 +503,8 @@ def readings(
             "per": per_of(args),  # gpu | total: what --tok-s is per
             "per_assumed": args.per is None,
             "limit": c.limit,
-            "ratio": c.ratio if math.isfinite(c.ratio) else None,
-            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu
-            if math.isfinite(c.ceiling_tok_s_per_gpu)
-            else None,
+            "ratio": c.ratio,  # non-finite numbers print as null (_clean)
+            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
             "fractions": c.fractions,
             "claimed_tok_s_per_gpu": c.claimed_tok_s_per_gpu,
             "workload": c.workload,
@@ -514,7 +512,7 @@ def readings(
                 {
                     "name": r.name,
                     "phase": r.phase,
-                    "tok_s_per_gpu": r.tok_s_per_gpu if math.isfinite(r.tok_s_per_gpu) else None,
+                    "tok_s_per_gpu": r.tok_s_per_gpu,
                     "formula": r.formula,
                 }
                 for r in c.ceilings

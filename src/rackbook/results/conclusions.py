@@ -89,6 +89,12 @@ def _clauses(reason: str, limit: int = MAX_CLAUSE, many: bool = True) -> str:
     return "; ".join(out).rstrip(".:, ")
 
 
+def _field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``r[key]`` where it is a mapping, else an empty one."""
+    v = r.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
 def _informative(margin: Any) -> str:
     text = str(margin or "").strip()
     return "" if text in ("", "-") else text
@@ -109,23 +115,23 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     deployment other than the default. The deployment and calibration are named once under
     the landing table (:func:`rackbook.book.pages.attainable_note`) and in full in the
     chapter's readings table; ``named`` False leaves the deployment out (the landing's)."""
-    a = r.get("attainable")
-    if not isinstance(a, Mapping):
+    a = _field(r, "attainable")
+    if not a:
         return ""
     expected = _expected(a.get("expected"))
     if expected:
         return expected
     dep = str(a.get("deployment") or "").split(" (")[0]
     default = not named or not dep or dep.startswith(DEFAULT_DEPLOYMENT)
-    named = "" if default else f" ({dep})"
+    shown = "" if default else f" ({dep})"
     ratio = a.get("ratio")
     if a.get("brief"):
-        return f"; {a['brief']}{named}"
+        return f"; {a['brief']}{shown}"
     if isinstance(ratio, (int, float)) and math.isfinite(ratio):
-        return f"; {_ratio(ratio)} what measured kernels reach{named}"
+        return f"; {_ratio(ratio)} what measured kernels reach{shown}"
     reach = a.get("tok_s_per_gpu")
     if isinstance(reach, (int, float)) and math.isfinite(reach):
-        return f"; measured kernels reach {_num(reach)} tok/s per GPU{named}"
+        return f"; measured kernels reach {_num(reach)} tok/s per GPU{shown}"
     return ""
 
 
@@ -278,8 +284,8 @@ def _sentence(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> st
 
 def near_sentence(r: Mapping[str, Any]) -> str:
     """The near evidence of a published reading (its ``near``) as one sentence, or empty."""
-    n = r.get("near")
-    if not isinstance(n, Mapping) or not n.get("points"):
+    n = _field(r, "near")
+    if not n.get("points"):
         return ""
     pts = list(n["points"])
     span = _span(n["low"], n["high"], str(n.get("unit") or ""))
@@ -497,8 +503,8 @@ def _published_finding(r: Mapping[str, Any]) -> str:
         margin = _drop_brackets(_informative(e.get("margin")).removesuffix(MODELLED_NOTE))
         tail = f" ({margin})" if margin else ""
         return f"{basis}{PLACES[str(e['verdict'])].format(kind)}{tail}"
-    c = r.get("closest") if isinstance(r.get("closest"), Mapping) else {}
-    near = r.get("near") if isinstance(r.get("near"), Mapping) else {}
+    c = _field(r, "closest")
+    near = _field(r, "near")
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
     closest = c.get("kind") == "near" and bool(_claim_ratio(c))
     if near.get("points") and isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
@@ -608,7 +614,7 @@ def plain_number(text: str) -> str:
     """Numbers as the book prints them: percentages one way (``64.0%`` and ``9%`` become
     ``64 %`` and ``9 %``), ratios with three figures (``0.0929x`` becomes ``0.093x``), no
     scientific notation (``2.17367e+06`` becomes ``2,173,670``)."""
-    text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{_trim0(m.group(1))} %", text)
+    text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{m.group(1).removesuffix('.0')} %", text)
 
     def ratio(m: re.Match[str]) -> str:
         v = float(m.group(1).replace(",", ""))
@@ -642,10 +648,6 @@ def _unscientific(m: re.Match[str]) -> str:
     if abs(v) >= 1:
         return f"{v:,.0f}"
     return f"{v:.12f}".rstrip("0")
-
-
-def _trim0(num: str) -> str:
-    return num[:-2] if num.endswith(".0") else num
 
 
 def _k(num: float) -> str:
@@ -682,7 +684,7 @@ def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> t
         head = _ruled_out(pub)
     parts = [head + "".join(f" but possible as {p}" for p in _possible_as(phys))]
     basis, _, rest = _informative(phys.get("margin")).partition(": ")
-    wl = phys.get("workload") if isinstance(phys.get("workload"), Mapping) else None
+    wl = _field(phys, "workload")
     if rest:
         tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
         parts.append(f"{basis}, it {rest}{tail}")
@@ -703,11 +705,10 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
     placed = [str(e.get("verdict")) for e in entries if e.get("verdict") in PLACED]
     if placed:
         return "consistent" if placed[0] == "within" else f"{placed[0]} published"
-    derived = phys.get("derived")
-    if isinstance(derived, Mapping) and derived.get("exact"):
+    if _field(phys, "derived").get("exact"):
         return "exact"
     if phys.get("verdict") == "possible":
-        att = phys.get("attainable") if isinstance(phys.get("attainable"), Mapping) else {}
+        att = _field(phys, "attainable")
         ratio = att.get("ratio")
         reach = "what measured kernels reach" in str(att.get("brief") or "reach")
         if (
@@ -726,7 +727,7 @@ def _none_published(pub: Mapping[str, Any]) -> str:
     no near point; empty otherwise."""
     if not pub or pub.get("verdict") != "none published":
         return ""
-    near = pub.get("near") if isinstance(pub.get("near"), Mapping) else {}
+    near = _field(pub, "near")
     return "" if near.get("points") else "nothing comparable is published"
 
 
