@@ -61,7 +61,7 @@ def test_sentence_states_each_reading(claim):
     [
         ({"physics": "possible"}, "is physically possible"),
         ({"physics": "undetermined"}, "Physics does not settle 954,000 tok/s"),
-        ({"published": "within"}, "sits within published like-for-like measurements"),
+        ({"published": "within"}, "sits within the published like-for-like measurements"),
         ({"published": "above"}, "above every published like-for-like measurement"),
         ({"run": "consistent"}, "measured on a GB300 NVL72 here, it holds (+2.0%)"),
         ({"run": "inconsistent"}, "it does not hold"),
@@ -93,7 +93,7 @@ def test_one_sentence_per_basis_and_unknown_fields_ignored(claim):
     assert c.sentences[1] == (
         "As decode tokens per GPU, it is physically impossible: 3.94x the decode compute ceiling."
     )
-    assert c.sentences[2] == "It sits within published like-for-like measurements: 1.2x."
+    assert c.sentences[2] == "It sits within the published like-for-like measurements: 1.2x."
     rs[1] = {**rs[1], "margin": "-"}  # without a margin, the closest point says where it sits
     c = cc.conclude(claim, rs)
     assert "closest like-for-like point: SGLang on GB300" in c.sentences[2]
@@ -104,7 +104,7 @@ def test_readings_given_per_basis_name_each_basis(claim):
     verdict naming its bases; bases without a published point in one sentence naming the
     closest point; the certainty follows the bases that place the figure."""
     rs = _readings()
-    closest = {"who": "InferenceX · GB300 x 4 · -", "value": 104429.5, "unit": "tok/s/GPU",
+    closest = {"source": ["InferenceX", "GB300 x 4", "-"], "value": 104429.5, "unit": "tok/s/GPU",
                "ratio": 9.135}  # fmt: skip
     entries = [
         {"name": "per GPU, output tokens", "verdict": "none published", "margin": "-"},
@@ -123,7 +123,7 @@ def test_readings_given_per_basis_name_each_basis(claim):
         "No like-for-like measurement is published as \u201cper GPU, output tokens\u201d."
     )
     assert c.sentences[2] == (
-        "As \u201ca rack total over 72 GPUs\u201d, it sits within published like-for-like "
+        "As \u201ca rack total over 72 GPUs\u201d, it sits within the published like-for-like "
         "measurements: 0.93x the highest."
     )
     assert c.grade == "near evidence or exact derivation"  # placed on 1 of 2: one level lower
@@ -274,7 +274,8 @@ def _supported_split(lo=0.847, hi=1.16):
     pub = rs[1]
     pub["by_basis"].append(
         {"name": NODE, "verdict": "none published", "conversion": "the node's throughput per "
-         "GPU is the figure over the speed-up: 954,000 / 7.9 = 120,759 tok/s/GPU"}
+         "GPU is the figure over the speed-up: 954,000 / 7.9 = 120,759 tok/s/GPU",
+         "step": "954,000 / 7.9 = 120,759 tok/s/GPU"}
     )  # fmt: skip
     pub["near"] = {"basis": NODE, "head": HEAD, "points": ["a", "b"], "low": 104429.47,
                    "high": 142565.09, "unit": "tok/s/GPU", "ratio_low": lo,
@@ -316,8 +317,9 @@ def test_a_price_finding_names_the_token_value_and_the_highest_list_price():
         {"claim_id": cost.id, "reading": "physics", "verdict": "undetermined", "margin": "-",
          "reason": "a price: physics does not bound it"},
         {"claim_id": cost.id, "reading": "published", "verdict": "above",
-         "margin": "near evidence: ...; highest list price: $18.00/GPU-hour (Oracle Cloud, "
-         "GB300, NOT VERIFIED), the claim 2.16x it", "reason": "-",
+         "margin": "-", "reason": "-",
+         "list_price": {"value": 18.0, "who": "Oracle Cloud, GB300", "verified": False,
+                        "ratio": 2.1644},
          "by_basis": [
              {"name": "a rental price", "verdict": "above", "modelled": True,
               "margin": "9.84x the highest published ($3.96/GPU-hour) (modelled prices, not "
@@ -364,3 +366,13 @@ def test_within_words_cuts_at_a_clause_and_plain_number_rounds():
     assert cc.plain_number("64.0% and 9% and 90.8 %; 0.0929x to 32.1x") == (
         "64 % and 9 % and 90.8 %; 0.093x to 32.1x"
     )
+
+
+def test_only_analogues_are_named_from_the_closest_points_kind(claim):
+    """A published reading with no like-for-like point says "only analogues" where its
+    closest point is an analogue (its ``kind``), whatever its reason says."""
+    rs = _readings()
+    rs[1] = {**rs[1], "reason": "-", "closest": {"kind": "analogue", "who": "x", "value": 1.0}}
+    assert "(only analogues, which do not decide)" in cc.conclude(claim, rs).sentences[1]
+    rs[1] = {**rs[1], "reason": "analogues", "closest": {**rs[1]["closest"], "kind": "near"}}
+    assert "analogues" not in cc.conclude(claim, rs).sentences[1]

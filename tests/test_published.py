@@ -640,8 +640,8 @@ def test_claim_readings_on_the_shipped_evidence():
 
 
 def test_claim_reading_reaches_every_verdict_on_real_points():
-    assert evidence.claim_reading("rack-scaling.cost", 2.0).verdict == "below"
-    assert evidence.claim_reading("rack-scaling.cost", 50.0).verdict == "above"
+    assert evidence.claim_evidence("rack-scaling.cost", 2.0).verdict == "below"
+    assert evidence.claim_evidence("rack-scaling.cost", 50.0).verdict == "above"
     # $3.00: within the ownership costs ($2.65-$3.30), below the rental price ($3.96): the
     # bases disagree, and the reading says so rather than pooling the prices in one range
     e = evidence.claim_evidence("rack-scaling.cost", 3.0)
@@ -653,7 +653,7 @@ def test_claim_reading_reaches_every_verdict_on_real_points():
         "an ownership cost": "within",
         "a token value at the model vendor's API prices": "none published",  # a cross-check
     }
-    assert evidence.claim_reading("context-latency.delta", 0.6).verdict == "none published"
+    assert evidence.claim_evidence("context-latency.delta", 0.6).verdict == "none published"
 
 
 def test_published_points_table():
@@ -784,6 +784,8 @@ def test_cost_has_a_token_value_basis_and_names_the_highest_list_price():
     assert e.near["basis"] == tv.name  # verified and inside: the plausible bracket
     assert "highest list price: $18.00/GPU-hour (Oracle Cloud" in e.margin
     assert "NOT VERIFIED), the claim 2.16x it" in e.margin
+    assert e.list_price is not None and e.list_price["value"] == 18.0
+    assert e.list_price["ratio"] == pytest.approx(38.96 / 18) and not e.list_price["verified"]
     # the price figures re-read from their quotes
     reg = figures.load_figures()
     for fid, v in (

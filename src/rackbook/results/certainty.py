@@ -1,40 +1,19 @@
-"""How certain the book is about each claim, graded in the manner of a GRADE / Cochrane
-summary-of-findings table: four levels, each grade with the named reasons that set, lower or
-raise it, computed from the claim's readings (a headline JSON's ``readings``) and the claims
-registry, never typed.
-
-The level starts from the strongest kind of evidence the readings hold:
-
-4. ``measured on the claim's hardware``: a this-run verdict other than untested;
-3. ``like-for-like published``: a published verdict that places the figure (within, above,
-   below) on a plausible basis physics allows;
-2. ``near evidence or exact derivation``: verified published points of the same quantity on a
-   sibling model or GPU (``near``), or a physics reading that derives the figure from primary
-   specifications and gets it to the published digit (``derived.exact``);
-1. ``physics bounds only``.
-
-Then each named reason moves it one level (never outside 1-4):
-
-- ``lowered by``: a modelled price (every placing rests on a cost model's rates, not a listed
-  price nor a measurement); an unknown basis (the figure is placed on only some of its
-  plausible bases, or, judged per basis, the claim lies above every near point of one basis
-  and below every near point of another);
-- ``raised by``: a primary text stating the same figure, where a published reading places it
-  (an exact derivation whose figure a located primary text also states: the claims
-  registry's ``source.status``); without a placing the text ``confirmed by`` it and the grade
-  stays that of the derivation, never "like-for-like published" beside "none published".
-
-Near points on both sides of the claim on one basis ``corroborate`` it: named, never lowering
-(so adding a point near the claim's figure never lowers a grade).
-
-Reasons that explain a level without moving it are named too (``held back by``): why near
-evidence is not like-for-like (analogue hardware, simulated acceptance, another model, GPU
-count ...), analogues only, points read only second-hand (NOT VERIFIED), a synthetic input.
+"""How certain the book is about each claim, graded as a GRADE / Cochrane summary-of-findings
+table does, from the claim's readings and the claims registry, never typed. The level starts
+from the strongest evidence: 4 a this-run verdict other than untested; 3 a published verdict
+placing the figure (within, above, below) on a basis physics allows; 2 verified near points
+(same quantity, sibling model or GPU) or an exact derivation from primary specifications
+(``derived.exact``); 1 physics bounds only. Each named reason then moves it one level, within
+1-4: ``lowered by`` a modelled price (every placing a cost model's rate) or an unknown basis
+(placed on only some plausible bases, or the claim above every near point of one basis and
+below every one of another); ``raised by`` a primary text stating the same figure where a
+published reading places it (else ``confirmed by``, no move). Near points on both sides of the
+claim on one basis ``corroborate`` it (never lowering); ``held back by`` names what explains a
+level without moving it (analogue hardware, analogues only, NOT VERIFIED, synthetic input).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +32,8 @@ GRADES: tuple[str, ...] = (
 #: This-run verdicts of a trace on the claim's hardware; published verdicts that place a figure.
 TESTED: tuple[str, ...] = ("consistent", "inconsistent")
 PLACED: tuple[str, ...] = ("within", "above", "below")
+#: What a published margin resting on cost models' prices ends with (evidence writes it).
+MODELLED_NOTE = " (modelled prices, not measurements)"
 #: How a difference of a near point from the claim's basis is named (its part -> words; else
 #: "another" and the part's name, :data:`rackbook.core.basis.NAMES`).
 DIFFERENCE_WORDS: dict[str, str] = {
@@ -134,7 +115,7 @@ def _why_not_like_for_like(closest: Any) -> list[tuple[str, str]]:
     return [("held back by", ", ".join(diffs))] if diffs else []
 
 
-def _side(lo: object, hi: object) -> str:
+def side(lo: object, hi: object) -> str:
     """Where a claim sits against one basis's near points from its ratios to them: ``inside``
     (points on both sides of it, or at it), ``above``, ``below``, or ``-`` without ratios."""
     if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
@@ -150,7 +131,7 @@ def _near_bases(near: Mapping[str, Any]) -> tuple[int, tuple[str, str] | None]:
     on one side on every basis, no move."""
     per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
     sides = [
-        (str(b.get("basis") or "its basis"), b, _side(b.get("ratio_low"), b.get("ratio_high")))
+        (str(b.get("basis") or "its basis"), b, side(b.get("ratio_low"), b.get("ratio_high")))
         for b in per
     ]
     inside = [(n, b) for n, b, side in sides if side == "inside"]
@@ -257,47 +238,48 @@ def certainties(
     return out
 
 
+def number(v: float) -> str:
+    """A number for a sentence: thousands separators, four significant digits below 1,000."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+
+
 def supported_basis(pub: Mapping[str, Any]) -> str:
     """The basis a published reading's near evidence supports, as a finding states it: where
     the claim's figure, re-read on one of its named bases (that basis's ``conversion``), lies
     inside that basis's near points: "the evidence supports <basis>, 954,000 / 7.9 = 120,759
     tok/s/GPU: 0.847x to 1.16x the 2 near points" (the points' span where the conversion
-    computes no value), then the highest list price the reading names; empty otherwise."""
+    computes no value: no ``step``), then the highest list price (``list_price``); empty
+    otherwise."""
     near: Mapping[str, Any] = pub["near"] if isinstance(pub.get("near"), Mapping) else {}
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         return ""
     entry = next((e for e in _entries(pub) if e.get("name") == near.get("basis")), {})
-    conv = str(entry.get("conversion") or "")
-    if not conv or not lo <= 1 <= hi:
+    if not entry.get("conversion") or not lo <= 1 <= hi:
         return ""
     name = str(near.get("head") or near["basis"])  # the basis as a finding names it
-    step, unit = conv.rsplit(": ", 1)[-1], str(near.get("unit") or "")
-    low, high = (
-        f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}" for v in (near["low"], near["high"])
-    )
+    step, unit = str(entry.get("step") or ""), str(near.get("unit") or "")
+    low, high = number(near["low"]), number(near["high"])
     span = f"${low} to ${high}{unit[1:]}" if unit.startswith("$") else f"{low} to {high} {unit}"
     ratios = f"{ratio_text(lo)} to {ratio_text(hi)} the {len(pts)} near points"
-    out = f"the evidence supports {name}" + (
-        f", {step}: {ratios}" if "=" in step else f": {ratios} ({span})"
-    )
-    price = re.search(
-        r"highest list price: (\S+) \([^;]*?, the claim ([\d.,]+x) it", str(pub.get("margin", ""))
-    )
-    return out + (f"; {price.group(2)} the highest list price ({price.group(1)})" if price else "")
+    out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")
+    out += "" if step else f" ({span})"
+    lp = pub.get("list_price")
+    if not isinstance(lp, Mapping) or not isinstance(lp.get("ratio"), (int, float)):
+        return out
+    price = f"${lp['value']:,.2f}/GPU-hour"
+    return out + f"; {ratio_text(lp['ratio'])} the highest list price ({price})"
 
 
 def supported_finding(
-    text: str, pub: Mapping[str, Any], shorten: Callable[[str], str], limit: int
+    head: str, pub: Mapping[str, Any], shorten: Callable[[str], str], limit: int
 ) -> str:
-    """A landing finding ``text`` with the basis the near evidence supports
-    (:func:`supported_basis`) second, after its first clause (what decides the verdict word;
-    a "but possible as" another basis dropped: the evidence does not favour it); that clause
-    ``shorten``-ed when the whole would pass ``limit`` words. ``text`` unchanged without one."""
+    """A landing finding from its ``head`` (the clause that decides the verdict word) and the
+    basis the near evidence supports (:func:`supported_basis`) second; ``head``
+    ``shorten``-ed when the whole would pass ``limit`` words. Empty without a supported basis."""
     sup = supported_basis(pub) if pub else ""
     if not sup:
-        return text
-    head = re.split(r"(?<=[;.])\s+", text)[0].rstrip(";.").split(" but possible as ")[0]
+        return ""
     if len(f"{head} {sup}".split()) > limit:
         head = shorten(head)
     return f"{head[:1].upper()}{head[1:]}; {sup}."

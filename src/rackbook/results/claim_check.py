@@ -1,20 +1,11 @@
-"""``rackbook check``: the three readings of a throughput figure for a workload.
-
-- **physics**: :func:`rackbook.physics.check.check_claim` on the workload (possible /
-  impossible against the bounds, with the binding limit; undetermined when it turns on an
-  unknown cached share, :func:`rackbook.physics.check.cached_share_threshold`), and beside it
-  the attainable estimate (:func:`rackbook.physics.attainable.for_check`: the figure's ratio
-  to what the calibration's kernels reach in a stated deployment);
-- **published**: the shipped published points (:func:`rackbook.results.evidence.published_points`)
-  whose basis (:mod:`rackbook.core.basis`) is nearest the workload's (:func:`workload_basis`),
-  named with their ratio and URL; the verdict is
-  :func:`rackbook.results.evidence.published_reading` over the verified measurements of the same
-  basis only (``none published`` when there are none; analogues never decide);
-- **this run**: a trace (``--trace DIR``) recorded on the claim's GPU serving its model, its
-  largest point's per-GPU rate of the counted tokens within :data:`REL_TOL` of the figure
-  (``consistent``), else ``inconsistent``; ``untested`` otherwise.
-
-Units: tokens/s per GPU unless said.
+"""``rackbook check``: the three readings of a throughput figure for a workload (tokens/s per
+GPU unless said): **physics**, :func:`rackbook.physics.check.check_claim` (undetermined where
+it turns on an unknown cached share) beside the attainable and expected estimates;
+**published**, the shipped points whose basis is nearest the workload's
+(:func:`workload_basis`), the verdict :func:`rackbook.results.evidence.published_reading` over
+verified measurements of the same basis only (analogues never decide); **this run**, a trace
+(``--trace DIR``) on the claim's GPU and model, ``consistent`` within :data:`REL_TOL` of the
+figure at its largest point's per-GPU rate, else ``inconsistent``; ``untested`` otherwise.
 """
 
 from __future__ import annotations
@@ -512,10 +503,8 @@ def readings(
             "per": per_of(args),  # gpu | total: what --tok-s is per
             "per_assumed": args.per is None,
             "limit": c.limit,
-            "ratio": c.ratio if math.isfinite(c.ratio) else None,
-            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu
-            if math.isfinite(c.ceiling_tok_s_per_gpu)
-            else None,
+            "ratio": c.ratio,  # non-finite numbers print as null (_clean)
+            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
             "fractions": c.fractions,
             "claimed_tok_s_per_gpu": c.claimed_tok_s_per_gpu,
             "workload": c.workload,
@@ -523,7 +512,7 @@ def readings(
                 {
                     "name": r.name,
                     "phase": r.phase,
-                    "tok_s_per_gpu": r.tok_s_per_gpu if math.isfinite(r.tok_s_per_gpu) else None,
+                    "tok_s_per_gpu": r.tok_s_per_gpu,
                     "formula": r.formula,
                 }
                 for r in c.ceilings

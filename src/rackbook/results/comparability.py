@@ -24,13 +24,14 @@ from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
 from rackbook.physics.units import plural
+from rackbook.results.certainty import side
 from rackbook.results.published_rows import (
+    claim_over,
     number_text,
-    ratio_text,
     registries,
+    span_text,
     text_or_none,
     unit_family,
-    value_text,
 )
 
 #: Parts of the basis in which a published point must agree with the claim's (named) basis to
@@ -105,9 +106,6 @@ def scale_of(plaus: Plausible) -> float:
         return plaus.scale
     other = registries(str(paths.DATA))[0].get(plaus.divide_by).value
     return plaus.scale / float(other) if other else float("nan")
-
-
-_AGENTIC = "each turn's whole prompt counted as input, the re-read cached prefix included"
 
 
 _TOKENS = (
@@ -348,14 +346,10 @@ def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str
     :class:`rackbook.core.basis.Difference` each) that count as stated differences for near
     evidence: every one but the :data:`TOLERATED` parts (the speculation only where the
     claim's own is unknown)."""
-    out = []
-    for part in (d.part for d in decisive):
-        if part in ("model", "hardware"):
-            continue  # family and generation are checked by is_near itself
-        if part == "speculation" and claim_basis.speculation == basis_mod.UNKNOWN:
-            continue
-        out.append(part)
-    return out
+    skip = {"model", "hardware"}  # family and generation are checked by is_near itself
+    if claim_basis.speculation == basis_mod.UNKNOWN:
+        skip.add("speculation")
+    return [d.part for d in decisive if d.part not in skip]
 
 
 def is_near(
@@ -428,19 +422,11 @@ class Near:
         """One line: ``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x
         them (they differ in: GPU count; engine)``."""
         n = plural(len(self.points), "near point")
-        span = (
-            value_text(self.low, self.unit)
-            if self.low == self.high
-            else f"{value_text(self.low, self.unit)} to {value_text(self.high, self.unit)}"
-        )
+        span = span_text(self.low, self.high, self.unit)
+        lo, hi = self.ratio_low, self.ratio_high
         ratio = ""
-        if self.ratio_low is not None and self.ratio_high is not None:
-            ratio = (
-                f"; the claim {ratio_text(self.ratio_low)} it"
-                if len(self.points) == 1 or self.ratio_low == self.ratio_high
-                else f"; the claim {ratio_text(self.ratio_low)} to {ratio_text(self.ratio_high)} "
-                "them"
-            )
+        if lo is not None and hi is not None:
+            ratio = "; " + claim_over(lo, hi, "it" if len(self.points) == 1 or lo == hi else "them")
         diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
         flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
         if self.superseded:
@@ -508,14 +494,8 @@ def as_basis(name: str) -> str:
 def near_position(n: Near) -> str:
     """Where the claim's figure sits against one basis's near points: ``inside`` (near points
     on both sides of it, or at it), ``above`` every one, ``below`` every one, or ``-`` without
-    a ratio."""
-    if n.ratio_low is None or n.ratio_high is None:
-        return "-"
-    if n.ratio_low > 1:
-        return "above"
-    if n.ratio_high < 1:
-        return "below"
-    return "inside"
+    a ratio (:func:`rackbook.results.certainty.side`)."""
+    return side(n.ratio_low, n.ratio_high)
 
 
 def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
@@ -561,20 +541,14 @@ def near_text(near: dict[str, object] | None) -> str:
     if not near:
         return ""
     pts = near["points"]
-    lo, hi, unit = float(near["low"]), float(near["high"]), str(near["unit"])  # type: ignore[arg-type]
-    span = value_text(lo, unit) if lo == hi else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
+    span = span_text(float(near["low"]), float(near["high"]), str(near["unit"]))  # type: ignore[arg-type]
     out = f"near evidence: {plural(len(pts), 'point')}, {span}"  # type: ignore[arg-type]
     unv = near.get("unverified") or []
     if unv:
         out += f" ({len(unv)} NOT VERIFIED)"  # type: ignore[arg-type]
     rl, rh = near.get("ratio_low"), near.get("ratio_high")
     if isinstance(rl, float) and isinstance(rh, float):
-        them = "it" if len(pts) == 1 else "them"  # type: ignore[arg-type]
-        out += (
-            f"; the claim {ratio_text(rl)} {them}"
-            if rl == rh
-            else f"; the claim {ratio_text(rl)} to {ratio_text(rh)} {them}"
-        )
+        out += "; " + claim_over(rl, rh, "it" if len(pts) == 1 else "them")  # type: ignore[arg-type]
     nb = len(near["bases"])  # type: ignore[arg-type]
     if nb > 1:
         out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"

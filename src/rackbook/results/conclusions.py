@@ -1,22 +1,9 @@
-"""What the book concludes about each claim, in one plain paragraph a performance engineer would
-repeat, and how strong the evidence behind it is: generated from the claim's readings (the
-``readings`` of a headline JSON, :mod:`rackbook.results.headline`), never typed.
-
-One function, :func:`conclude`, turns a claim and its readings into a :class:`Conclusion`:
-
-- one sentence per reading kind, in the book's order (physics, published evidence, this run),
-  each built from the reading's verdict and either its margin or the first clauses of its reason
-  (parentheticals dropped); a reading kind given once per basis (readings carrying a ``basis``
-  field) gives one "As <basis>, ..." sentence per basis; a ``closest`` field (the closest
-  like-for-like published point) is named after the published sentence;
-- the decisive finding (:func:`finding`), the one or two sentences a performance engineer
-  would repeat: what physics rules out (naming the bases and the ratio to the ceiling) or
-  derives exactly, what real deployments are expected to reach (else what measured kernels
-  reach), where published points place the figure;
-- the graded certainty with its named reasons (:mod:`rackbook.results.certainty`);
-- the near evidence (``near``): the near points' spread and the claim's ratio to them.
-
-Readings are plain dicts; fields this module does not know are ignored.
+"""What the book concludes about each claim, generated from its readings (a headline JSON's
+``readings``, :mod:`rackbook.results.headline`), never typed: :func:`conclude` gives the
+paragraph (one sentence per reading, physics, published, this run; one per basis where a
+reading has ``by_basis``), the decisive :func:`finding`, the graded certainty
+(:mod:`rackbook.results.certainty`) and the near evidence; :func:`summarize` the landing's
+row. Readings are plain dicts; unknown fields are ignored.
 """
 
 from __future__ import annotations
@@ -28,7 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results.certainty import PLACED, TESTED, Certainty, certainty, supported_finding
+from rackbook.results.certainty import (
+    MODELLED_NOTE,
+    PLACED,
+    TESTED,
+    Certainty,
+    certainty,
+    supported_finding,
+)
+from rackbook.results.certainty import number as _num
 
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
@@ -39,6 +34,8 @@ MAX_CLAUSE = 280
 SHORT_BASIS = 60
 #: Parenthesised asides of at most this many characters stay in a sentence.
 SHORT_ASIDE = 30
+#: Where published points place a figure, by verdict; ``{}``: what it is placed against.
+PLACES = {"within": "within the {}s", "above": "above every {}", "below": "below every {}"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +89,12 @@ def _clauses(reason: str, limit: int = MAX_CLAUSE, many: bool = True) -> str:
     return "; ".join(out).rstrip(".:, ")
 
 
+def _field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``r[key]`` where it is a mapping, else an empty one."""
+    v = r.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
 def _informative(margin: Any) -> str:
     text = str(margin or "").strip()
     return "" if text in ("", "-") else text
@@ -106,28 +109,29 @@ def _cap(text: str) -> str:
 DEFAULT_DEPLOYMENT = "attention data-parallel"
 
 
-def _attainable(r: Mapping[str, Any]) -> str:
+def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     """The physics reading's attainable estimate as a clause ("" without one): the ratio to
     what measured kernels reach (the reading's own short form where it has one), naming a
     deployment other than the default. The deployment and calibration are named once under
     the landing table (:func:`rackbook.book.pages.attainable_note`) and in full in the
-    chapter's readings table."""
-    a = r.get("attainable")
-    if not isinstance(a, Mapping):
+    chapter's readings table; ``named`` False leaves the deployment out (the landing's)."""
+    a = _field(r, "attainable")
+    if not a:
         return ""
     expected = _expected(a.get("expected"))
     if expected:
         return expected
     dep = str(a.get("deployment") or "").split(" (")[0]
-    named = "" if not dep or dep.startswith(DEFAULT_DEPLOYMENT) else f" ({dep})"
+    default = not named or not dep or dep.startswith(DEFAULT_DEPLOYMENT)
+    shown = "" if default else f" ({dep})"
     ratio = a.get("ratio")
     if a.get("brief"):
-        return f"; {a['brief']}{named}"
+        return f"; {a['brief']}{shown}"
     if isinstance(ratio, (int, float)) and math.isfinite(ratio):
-        return f"; {_ratio(ratio)} what measured kernels reach{named}"
+        return f"; {_ratio(ratio)} what measured kernels reach{shown}"
     reach = a.get("tok_s_per_gpu")
     if isinstance(reach, (int, float)) and math.isfinite(reach):
-        return f"; measured kernels reach {_num(reach)} tok/s per GPU{named}"
+        return f"; measured kernels reach {_num(reach)} tok/s per GPU{shown}"
     return ""
 
 
@@ -151,54 +155,35 @@ def _physics(figure: str, r: Mapping[str, Any]) -> str:
         why = _clauses(str(r.get("reason", "")))
         return f"physics does not settle {figure}" + (f": {why}" if why else "") + att
     why = _clauses(str(r.get("reason", "")), many=False) or _informative(r.get("margin"))
-    if verdict in ("possible", "impossible"):
-        return f"{figure} is physically {verdict}" + (f": {why}" if why else "") + att
-    return f"the physics reading of {figure} is {verdict}" + (f": {why}" if why else "") + att
-
-
-def _num(v: float) -> str:
-    """A number for a sentence: thousands separators, four significant digits below 1,000."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+    return f"{figure} is physically {verdict}" + (f": {why}" if why else "") + att
 
 
 def _closest(c: Any) -> str:
-    """A closest published point as text: who, value and unit, and the claim's ratio to it
-    (a dict as the published reading gives it), or the text itself."""
+    """A closest published point as text: who, value (or the tied points' spread) and unit,
+    and the claim's ratio to it (a dict as the published reading gives it), or the text."""
     if not isinstance(c, Mapping):
         return _drop_brackets(str(c))
-    value, unit, ratio = c.get("value"), str(c.get("unit") or ""), c.get("ratio")
-    text = re.sub(r"(\s·\s-)+$", "", str(c.get("who") or "a published point"))
-    sep = "" if unit in ("1", "", "x") else " "
-    lo, hi = c.get("low"), c.get("high")
-    tied = c.get("tied") and isinstance(lo, (int, float)) and isinstance(hi, (int, float))
-    if tied and lo != hi:
-        n = len(c["tied"]) + 1
-        text += f": {_num(lo)} to {_num(hi)}{sep}{'' if unit == '1' else unit} ({n} points)"
-        rl, rh = c.get("ratio_low"), c.get("ratio_high")
-        if isinstance(rl, (int, float)) and isinstance(rh, (int, float)):
-            text += f", the claim {_ratio(rl)} to {_ratio(rh)} them"
-        return text
-    if isinstance(value, (int, float)):
-        text += f": {_num(value)}{sep}{'' if unit == '1' else unit}"
-    if isinstance(ratio, (int, float)):
-        text += f", the claim {_ratio(ratio)} it"
-    return text
+    text = " · ".join(_source(c))
+    value, ratio, tied = _value(c), _claim_ratio(c), _spread(c, "low", "high")
+    if value:
+        text += f": {value}" + (f" ({len(c['tied']) + 1} points)" if tied else "")
+    return text + (f", the claim {ratio} {'them' if tied else 'it'}" if ratio else "")
 
 
 def _published(figure: str, r: Mapping[str, Any]) -> str:
     verdict = str(r.get("verdict", ""))
     margin = _informative(r.get("margin"))
     if verdict == "none published":
-        analogues = "analogues" in str(r.get("reason", ""))
+        c = r.get("closest")
+        analogue = isinstance(c, Mapping) and c.get("kind") == "analogue"
         return "no like-for-like measurement is published" + (
-            " (only analogues, which do not decide)" if analogues else ""
+            " (only analogues, which do not decide)" if analogue else ""
         )
-    words = {
-        "within": f"{figure} sits within published like-for-like measurements",
-        "above": f"{figure} is above every published like-for-like measurement",
-        "below": f"{figure} is below every published like-for-like measurement",
-    }
-    head = words.get(verdict, f"the published reading of {figure} is {verdict}")
+    place = PLACES.get(verdict, "").format("published like-for-like measurement")
+    verb = "sits" if verdict == "within" else "is"
+    head = (
+        f"{figure} {verb} {place}" if place else f"the published reading of {figure} is {verdict}"
+    )
     text = head + (f": {margin}" if margin else "")
     closest = r.get("closest")
     if closest and not margin:
@@ -225,7 +210,7 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
     out = []
     gone = [e for e in entries if e.get("ruled_out")]
     if kind == "published" and gone and len(gone) < len(entries):
-        names = _names([str(e.get("name") or "?") for e in gone]).replace("] or [", "] and [")
+        names = _names([str(e.get("name") or "?") for e in gone])
         out.append(f"Physics rules out {names}; the published reading is of the other bases.")
         entries = [e for e in entries if not e.get("ruled_out")]
     groups: dict[str, list[Mapping[str, Any]]] = {}
@@ -252,19 +237,14 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
             margin = _informative(es[0].get("margin"))
             out.append(
                 f"As {names}, {figure} is "
-                + {
-                    "within": "within the modelled prices",
-                    "above": "above every modelled price",
-                    "below": "below every modelled price",
-                }.get(verdict, verdict)
+                + PLACES.get(verdict, verdict).format("modelled price")
                 + " (a cost model's rate, not a listed price nor a measurement)"
                 + (f": {margin}" if margin else "")
                 + "."
             )
             figure = "it"
             continue
-        sub = {"verdict": verdict, "margin": es[0].get("margin"), "reason": es[0].get("reason")}
-        sub.update({"closest": es[0].get("closest")} if es[0].get("closest") else {})
+        sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
         out.append(f"As {names}, {_body(kind, figure, sub, hardware)}.")
         figure = "it"
     return out
@@ -279,11 +259,9 @@ def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
         return f"measured on {hardware} here, {figure} holds{tail}"
     if verdict == "inconsistent":
         return f"measured on {hardware} here, {figure} does not hold{tail}"
-    if verdict == "untested":
-        if "synthetic" in reason:
-            return "not measured here: this chapter's input is synthetic"
-        return f"not tested on {hardware} here"
-    return f"this run reads {verdict}{tail}"
+    if "synthetic" in reason:  # untested
+        return "not measured here: this chapter's input is synthetic"
+    return f"not tested on {hardware} here"
 
 
 def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
@@ -306,25 +284,16 @@ def _sentence(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> st
 
 def near_sentence(r: Mapping[str, Any]) -> str:
     """The near evidence of a published reading (its ``near``) as one sentence, or empty."""
-    n = r.get("near")
-    if not isinstance(n, Mapping) or not n.get("points"):
+    n = _field(r, "near")
+    if not n.get("points"):
         return ""
     pts = list(n["points"])
-    unit = str(n.get("unit") or "")
-    lo, hi = n.get("low"), n.get("high")
-    sep = "" if unit in ("1", "", "x") else " "
-    span = (
-        f"{_num(lo)}{sep}{unit}" if lo == hi else f"{_num(lo)} to {_num(hi)}{sep}{unit}"  # type: ignore[arg-type]
-    )
+    span = _span(n["low"], n["high"], str(n.get("unit") or ""))
     rl, rh = n.get("ratio_low"), n.get("ratio_high")
     them = "it" if len(pts) == 1 else "them"
     ratio = ""
     if isinstance(rl, (int, float)) and isinstance(rh, (int, float)):
-        ratio = (
-            f"the claim is {_ratio(rl)} {them}"
-            if rl == rh
-            else f"the claim is {_ratio(rl)} to {_ratio(rh)} {them}"
-        )
+        ratio = f"the claim is {_ratios(rl, rh)} {them}"
     unv = len(n.get("unverified") or [])
     flag = f", {unv} NOT VERIFIED" if unv else ""
     nb = len(n.get("bases") or [])
@@ -439,53 +408,80 @@ def _derived_text(r: Mapping[str, Any]) -> str:
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
     """The physics reading as the finding states it: the bases it rules out and the ratio to
     the ceiling, an exact derivation, else the verdict with its margin or first clauses; then
-    what measured kernels reach."""
+    without what measured kernels reach (:func:`_attainable`)."""
     verdict = str(r.get("verdict", ""))
     margin = _informative(r.get("margin"))
-    att = _attainable(r)
     ruled = _ruled_out(pub)
     if ruled:
         parts = [ruled]
         if verdict == "undetermined" and margin:
             parts.append(margin)
         parts += [f"possible as {b}" for b in _possible_as(r)]
-        return "; ".join(parts) + att
+        return "; ".join(parts)
     derived = _derived_text(r)
     if derived:
-        return derived + att
+        return derived
     if verdict == "undetermined":
         why = _clauses(str(r.get("reason", "")), limit=FINDING_CLAUSE)
         if len(why) > FINDING_CLAUSE and margin:
             why = margin
-        return "physics does not settle it" + (f": {why}" if why else "") + att
+        return "physics does not settle it" + (f": {why}" if why else "")
     short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
     why = "" if short else _clauses(str(r.get("reason", "")), limit=FINDING_CLAUSE, many=False)
-    return f"physically {verdict}{short}" + (f": {why}" if why else "") + att
+    return f"physically {verdict}{short}" + (f": {why}" if why else "")
+
+
+def _source(c: Mapping[str, Any]) -> list[str]:
+    """Who published a point, its parts (``source``: submitter, hardware, model, engine)."""
+    parts = [str(p) for p in c.get("source") or [c.get("who") or "a published point"]]
+    return [p for p in parts if p not in ("-", "")] or ["a published point"]
 
 
 def _who(c: Mapping[str, Any]) -> str:
     """A published point's source in short: "SemiAnalysis InferenceX (GB300 x 4,
-    DeepSeek-V4.1-Flash, vLLM)"."""
-    parts = [p.strip() for p in str(c.get("who") or "a published point").split(" · ")]
-    org = re.sub(r"\s*\([^()]*\)$", "", parts[0])
-    rest = [p for p in dict.fromkeys(parts[1:]) if p not in ("-", "", org)]
+    DeepSeek-V4.1-Flash, vLLM)" (the submitter's own aside dropped)."""
+    org, *rest = _source(c)
+    org = re.sub(r"\s*\([^()]*\)$", "", org)
+    rest = [p for p in dict.fromkeys(rest) if p != org]
     return f"{org} ({', '.join(rest)})" if rest else org
 
 
+def _spread(c: Mapping[str, Any], low: str, high: str) -> bool:
+    """Whether a point's tied points give a spread of ``low`` to ``high`` (two numbers)."""
+    lo, hi = c.get(low), c.get(high)
+    return (
+        bool(c.get("tied"))
+        and isinstance(lo, (int, float))
+        and isinstance(hi, (int, float))
+        and lo != hi
+    )
+
+
+def _span(lo: float, hi: float, unit: str) -> str:
+    """``lo`` to ``hi`` (one number where they agree) in ``unit`` (a ratio ``x`` unspaced, a
+    dimensionless ``1`` unwritten)."""
+    shown = ("" if unit in ("1", "", "x") else " ") + ("" if unit == "1" else unit)
+    return (_num(lo) if lo == hi else f"{_num(lo)} to {_num(hi)}") + shown
+
+
+def _ratios(lo: float, hi: float) -> str:
+    """The claim's ratio to points, ``lo`` to ``hi`` (one where they agree)."""
+    return _ratio(lo) if lo == hi else f"{_ratio(lo)} to {_ratio(hi)}"
+
+
 def _value(c: Mapping[str, Any]) -> str:
-    unit = str(c.get("unit") or "")
-    sep = "" if unit in ("1", "", "x") else " "
-    lo, hi, v = c.get("low"), c.get("high"), c.get("value")
-    shown = "" if unit == "1" else unit
-    if c.get("tied") and isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo != hi:
-        return f"{_num(lo)} to {_num(hi)}{sep}{shown}"
-    return f"{_num(v)}{sep}{shown}" if isinstance(v, (int, float)) else ""
+    """A point's value (or its tied points' spread) with its unit."""
+    unit, v = str(c.get("unit") or ""), c.get("value")
+    if _spread(c, "low", "high"):
+        return _span(c["low"], c["high"], unit)
+    return _span(v, v, unit) if isinstance(v, (int, float)) else ""
 
 
 def _claim_ratio(c: Mapping[str, Any]) -> str:
-    rl, rh, r = c.get("ratio_low"), c.get("ratio_high"), c.get("ratio")
-    if c.get("tied") and isinstance(rl, (int, float)) and isinstance(rh, (int, float)) and rl != rh:
-        return f"{_ratio(rl)} to {_ratio(rh)}"
+    """The claim's ratio to a point (or to its tied points, as a spread)."""
+    if _spread(c, "ratio_low", "ratio_high"):
+        return _ratios(c["ratio_low"], c["ratio_high"])
+    r = c.get("ratio")
     return _ratio(r) if isinstance(r, (int, float)) else ""
 
 
@@ -499,18 +495,16 @@ def _published_finding(r: Mapping[str, Any]) -> str:
     if placed:
         e = placed[0]
         kind = "modelled price" if e.get("modelled") else "published like-for-like point"
-        where = {"within": f"within the {kind}s", "above": f"above every {kind}"}
-        where["below"] = f"below every {kind}"
         names = [str(x.get("name")) for x in placed if x.get("name") and x is not r]
         own = str(r.get("basis") or "")
         short = len(own) <= SHORT_BASIS and not any(ch in own for ch in ";|")
         basis = f"as {_names(names)}, " if names and len(entries) > 1 else ""
         basis = basis or (f"as {_drop_brackets(own)}, " if own and short else "")
-        margin = _drop_brackets(_informative(e.get("margin")).split(" (modelled")[0])
+        margin = _drop_brackets(_informative(e.get("margin")).removesuffix(MODELLED_NOTE))
         tail = f" ({margin})" if margin else ""
-        return f"{basis}{where[str(e['verdict'])]}{tail}"
-    c = r.get("closest") if isinstance(r.get("closest"), Mapping) else {}
-    near = r.get("near") if isinstance(r.get("near"), Mapping) else {}
+        return f"{basis}{PLACES[str(e['verdict'])].format(kind)}{tail}"
+    c = _field(r, "closest")
+    near = _field(r, "near")
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
     closest = c.get("kind") == "near" and bool(_claim_ratio(c))
     if near.get("points") and isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
@@ -520,9 +514,7 @@ def _published_finding(r: Mapping[str, Any]) -> str:
             on = near.get("basis")
             by = f", on both sides of it as {on}" if either and on else ""
             n = len(near["points"])
-            return (
-                f"the claim is {_ratio(lo)} to {_ratio(hi)} the {n} near published points{flag}{by}"
-            )
+            return f"the claim is {_ratios(lo, hi)} the {n} near published points{flag}{by}"
     if closest:
         out = f"the claim is {_claim_ratio(c)} the closest near published point, {_who(c)}: "
         out += _value(c)
@@ -530,18 +522,22 @@ def _published_finding(r: Mapping[str, Any]) -> str:
     return ""  # analogues never decide: the certainty's reasons name them
 
 
-def finding(claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "") -> str:
+def finding(
+    claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "", named: bool = True
+) -> str:
     """The decisive finding about ``claim`` in one or two sentences, generated from its
     readings: what physics rules out or derives (with the ratio to the ceiling and to what
     measured kernels reach), then what published points say, then a run on the claim's
-    hardware where there is one. Where a chapter is decisive on any basis, this says so."""
+    hardware where there is one. Where a chapter is decisive on any basis, this says so;
+    ``named`` False leaves the attainable estimate's deployment out (:func:`_attainable`)."""
     rs = {str(r.get("reading")): r for r in readings if r.get("claim_id", claim.id) == claim.id}
     if not rs:
         return f"{claim.value_text} has not been read yet: run the chapter"
     pub = rs.get("published", {})
     parts = []
     if "physics" in rs:
-        parts.append(_cap(_physics_finding(rs["physics"], pub)) + ".")
+        phys = rs["physics"]
+        parts.append(_cap(_physics_finding(phys, pub) + _attainable(phys, named)) + ".")
     published = _published_finding(pub) if pub else ""
     placed = any(e.get("verdict") in PLACED for e in [pub, *(pub.get("by_basis") or [])])
     if placed and rs.get("physics", {}).get("verdict") == "undetermined" and parts:
@@ -618,7 +614,7 @@ def plain_number(text: str) -> str:
     """Numbers as the book prints them: percentages one way (``64.0%`` and ``9%`` become
     ``64 %`` and ``9 %``), ratios with three figures (``0.0929x`` becomes ``0.093x``), no
     scientific notation (``2.17367e+06`` becomes ``2,173,670``)."""
-    text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{_trim0(m.group(1))} %", text)
+    text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{m.group(1).removesuffix('.0')} %", text)
 
     def ratio(m: re.Match[str]) -> str:
         v = float(m.group(1).replace(",", ""))
@@ -654,10 +650,6 @@ def _unscientific(m: re.Match[str]) -> str:
     return f"{v:.12f}".rstrip("0")
 
 
-def _trim0(num: str) -> str:
-    return num[:-2] if num.endswith(".0") else num
-
-
 def _k(num: float) -> str:
     """``100000`` tokens as ``100k``, ``1000`` as ``1k``; other numbers as ``1,234``."""
     v = round(num)
@@ -679,25 +671,24 @@ def _possible_as(phys: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> str:
-    """The finding of a figure physics rules out on some bases and allows on others: what it
-    cannot be (with the ratio to the ceiling), what it can be, and the cached share a
-    per-GPU count needs (naming the workload that share assumes)."""
-    parts = []
+def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> tuple[str, str]:
+    """The finding of a figure physics rules out on some bases and allows on others, as its
+    head (what it cannot be, with the ratio to the ceiling) and its whole text: the head, what
+    it can be, and the cached share a per-GPU count needs (naming the workload that share
+    assumes)."""
     needs = next((b for b in _on_bases(phys) if b.get("ceiling")), None)
     if needs:
         where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
-        parts.append(f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})")
+        head = f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})"
     else:
-        parts.append(_ruled_out(pub))
-    for p in _possible_as(phys):
-        parts[-1] += f" but possible as {p}"
+        head = _ruled_out(pub)
+    parts = [head + "".join(f" but possible as {p}" for p in _possible_as(phys))]
     basis, _, rest = _informative(phys.get("margin")).partition(": ")
-    wl = phys.get("workload") if isinstance(phys.get("workload"), Mapping) else None
+    wl = _field(phys, "workload")
     if rest:
         tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
         parts.append(f"{basis}, it {rest}{tail}")
-    return "; ".join(parts)
+    return head, "; ".join(parts)
 
 
 def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
@@ -714,11 +705,10 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
     placed = [str(e.get("verdict")) for e in entries if e.get("verdict") in PLACED]
     if placed:
         return "consistent" if placed[0] == "within" else f"{placed[0]} published"
-    derived = phys.get("derived")
-    if isinstance(derived, Mapping) and derived.get("exact"):
+    if _field(phys, "derived").get("exact"):
         return "exact"
     if phys.get("verdict") == "possible":
-        att = phys.get("attainable") if isinstance(phys.get("attainable"), Mapping) else {}
+        att = _field(phys, "attainable")
         ratio = att.get("ratio")
         reach = "what measured kernels reach" in str(att.get("brief") or "reach")
         if (
@@ -737,15 +727,18 @@ def _none_published(pub: Mapping[str, Any]) -> str:
     no near point; empty otherwise."""
     if not pub or pub.get("verdict") != "none published":
         return ""
-    near = pub.get("near") if isinstance(pub.get("near"), Mapping) else {}
+    near = _field(pub, "near")
     return "" if near.get("points") else "nothing comparable is published"
 
 
 def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str) -> str:
     phys, pub = rs.get("physics", {}), rs.get("published", {})
     gpu = claim.scope.hardware.split()[0] if claim.scope.hardware else ""
+    none = _none_published(pub)
+    pub_text = _published_finding(pub) if pub else ""
     if word == "depends on what is counted":
-        text = _cap(_split_basis(phys, pub, gpu)) + "."
+        head, text = _split_basis(phys, pub, gpu)
+        text = _cap(text) + "."
     elif word == "unsettled":
         reason = _drop_brackets(str(phys.get("reason", "")))
         clauses = [c.strip() for c in reason.split(";") if c.strip()]
@@ -757,16 +750,22 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
             head = (clauses[0] if clauses and words(clauses[0]) <= 28 else "") or (
                 f"physics does not settle it: {margin}" if margin else "physics does not settle it"
             )
-        none = _none_published(pub)
-        pub_text = "" if none else _published_finding(pub)
-        text = _cap(head) + "." + (f" {_cap(none or pub_text)}." if none or pub_text else "")
+        more = none or pub_text
+        text = _cap(head) + "." + (f" {_cap(more)}." if more else "")
     else:
-        text = finding(claim, rs.values())
-        none = _none_published(pub)
-        if none and "published" not in text:
+        text = finding(claim, rs.values(), named=False)
+        if none and not pub_text:
             text = text.rstrip(".") + f". {_cap(none)}."
-    text = re.sub(r" \((?:attention|experts) [^()]*\)", "", text)  # the landing's note
-    return within_words(for_reader(supported_finding(text, pub, _drop_brackets, FINDING_WORDS)))
+        run = rs.get("this run", {})
+        head = (
+            _this_run("it", run, _hardware(claim))
+            if word in TESTED
+            else pub_text
+            if word in ("consistent", "above published", "below published")
+            else _physics_finding(phys, pub)
+        )
+    supported = supported_finding(head, pub, _drop_brackets, FINDING_WORDS)
+    return within_words(for_reader(supported or text))
 
 
 def _why(c: Certainty, word: str) -> str:

@@ -1,30 +1,18 @@
-"""Published evidence: each claim set beside independent measurements of comparable systems.
+"""Published evidence: each claim beside independent measurements of comparable systems.
 
-Two kinds of published points meet here, both of kind ``published``:
+The points (kind ``published``) are rows of the shipped published traces
+(``data/published/<trace>/``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4 cookbook),
+figures derived from them in code, and figures only posts, PRs and price lists give
+(``data/published/figures.yaml``). :func:`published_points` gives them one row each, in the
+unit of the claim they bear on (``comparable`` names every mismatch with the claim);
+:func:`published_reading` places a value ``within`` their range (widened by a tolerance),
+``above``, ``below`` it or ``none published``; :func:`claim_evidence` reads a claim on each of
+its named bases, the points that may decide being those whose basis agrees in every part of
+:data:`DECISIVE`. Second-hand figures (``verified`` false) are shown, never decide alone.
 
-- rows of the shipped published traces (``data/published/<trace>/``, imported from saved source
-  files by ``env/published/derive.sh``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4
-  cookbook cells; no InferenceX API rows, whose only stored copy is a UI test fixture), and
-  figures derived from them in code (MLPerf rack/node ratios);
-- figures that exist only in posts, PRs and price lists (``data/published/figures.yaml``,
-  :mod:`rackbook.inputs.published`).
-
-:func:`published_points` gives them one row each, in the unit of the claim they bear on, with
-``comparable`` naming every mismatch with the claim (model, hardware, GPU count, engine).
-:func:`published_reading` is the "published evidence" reading of a value against points:
-``within`` the published range (widened by a tolerance), ``above`` or ``below`` it, or ``none
-published``. :func:`claim_reading` chooses, per claim, which points are comparable (the parts
-of the basis a point must share with the claim's to decide, and why, are :data:`DECISIVE`; the
-plausible bases of a claim whose basis is unknown, :data:`PLAUSIBLE`) and reads the claim's
-figure from the claims registry. Second-hand figures (``verified`` false) are shown but never
-decide a verdict alone.
-
-Units: the claim's own (``tok/s``, ``x``, ``$/GPU-hour``, ``1``, ...); per-GPU throughput in
-``tok/s/GPU``; per-user decode speed in ``tok/s per user`` (1000 / TPOT in ms).
-
-Three modules hold it: :mod:`rackbook.results.published_rows` (the points as rows, loaded),
-:mod:`rackbook.results.comparability` (the rules: which points may decide a claim's reading)
-and this one (the reading); the public names of the first two are importable from here too.
+Units: the claim's own; per-GPU throughput in ``tok/s/GPU``; per-user decode speed in ``tok/s
+per user`` (1000 / TPOT in ms). The rows are :mod:`rackbook.results.published_rows`'s, the
+rules :mod:`rackbook.results.comparability`'s; their public names import from here too.
 """
 
 from __future__ import annotations
@@ -32,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +32,7 @@ from rackbook.core.basis import Difference
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
 from rackbook.physics.units import plural
+from rackbook.results.certainty import MODELLED_NOTE
 from rackbook.results.comparability import (
     DECISIVE,
     Near,
@@ -66,12 +56,14 @@ from rackbook.results.headline import ClaimReading
 from rackbook.results.published_rows import (
     PER_GPU,
     PER_USER,
+    claim_over,
     int_or_none,
     load_rows,
     number_text,
     ratio_text,
     registries,
     setup_text,
+    span_text,
     text_or_none,
     unit_family,
     value_text,
@@ -175,7 +167,7 @@ def published_reading(
             if hi > lo
             else f"at the published {value_text(hi, unit)}"
         )
-    span = value_text(lo, unit) if hi == lo else f"{value_text(lo, unit)} to {value_text(hi, unit)}"
+    span = span_text(lo, hi, unit)
     n = plural(len(vals), "published point")
     reason = f"{value_text(value, unit)} against {n}, {span}{skipped}"
     urls = tuple(dict.fromkeys(points["url"])) if "url" in points.columns else ()
@@ -185,11 +177,12 @@ def published_reading(
 @dataclass(frozen=True)
 class Closest:
     """The published point closest in basis to a claim's (named) basis: its id, who published
-    it, value and unit, the claim's figure over it (``ratio``; None when the units differ), its
-    URL, the parts its basis differs in (empty: like for like) and its stated ``setup``."""
+    it (``source``: submitter, hardware x GPUs, model, engine), value and unit, the claim's
+    figure over it (``ratio``; None when the units differ), its URL, the parts its basis
+    differs in (empty: like for like) and its stated ``setup``."""
 
     id: str
-    who: str
+    source: tuple[str, ...]
     value: float
     unit: str
     ratio: float | None
@@ -219,18 +212,22 @@ class Closest:
             "differences": [d.text for d in self.differences],
             "differing": [dataclasses.asdict(d) for d in self.differences],
             "tied": list(self.tied),
+            "source": list(self.source),
+            "who": self.who,
         }
         return dataclasses.asdict(self) | lists
+
+    @property
+    def who(self) -> str:
+        """``vLLM · GB300 x 4 · DeepSeek-V4.1-Flash · vLLM``."""
+        return " · ".join(self.source)
 
     def value_span(self) -> str:
         """The value, or the equally close points' spread: ``8.61x to 8.95x (4 points)``."""
         if not self.tied or self.low is None or self.high is None or self.low == self.high:
             return value_text(self.value, self.unit)
-        n = len(self.tied) + 1
-        return (
-            f"{value_text(self.low, self.unit)} to {value_text(self.high, self.unit)} "
-            f"({n} points equally close)"
-        )
+        span = span_text(self.low, self.high, self.unit)
+        return f"{span} ({len(self.tied) + 1} points equally close)"
 
     def ratio_span(self) -> str:
         """``, the claim 0.883x to 0.917x them`` (or ``it`` for one point); empty without a
@@ -239,8 +236,8 @@ class Closest:
             return ""
         lo, hi = self.ratio_low, self.ratio_high
         if self.tied and lo is not None and hi is not None and lo != hi:
-            return f", the claim {ratio_text(lo)} to {ratio_text(hi)} them"
-        return f", the claim {ratio_text(self.ratio)} it"
+            return ", " + claim_over(lo, hi)
+        return ", " + claim_over(self.ratio, self.ratio, "it")
 
     def text(self) -> str:
         """One line: ``vLLM · GB300 x 4: 456.6 tok/s per user, the claim 1.81x it (URL); differs
@@ -279,6 +276,8 @@ class BasisReading:
     #: True when every point the verdict rests on is a modelled figure (a cost model's price):
     #: the reading is shown, but it is not a published like-for-like measurement
     modelled: bool = False
+    #: the conversion's arithmetic where another claim's figure divides the value (:func:`_step`)
+    step: str = ""
 
     @property
     def ruled_out(self) -> str | None:
@@ -289,13 +288,11 @@ class BasisReading:
         """One line: name, verdict, margin and the closest point."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        name = as_basis(self.name)
-        out = f"{name}: {self.verdict}{margin}; {close}"
-        if self.near is not None:
-            out += f"; near evidence: {self.near.text()}"
+        out = as_basis(self.name) + ": "
         if self.ruled_out:
-            out = f"{name}: ruled out by physics ({self.ruled_out}); " + out.split(": ", 1)[1]
-        return out
+            out += f"ruled out by physics ({self.ruled_out}); "
+        out += f"{self.verdict}{margin}; {close}"
+        return out + (f"; near evidence: {self.near.text()}" if self.near is not None else "")
 
     def as_dict(self) -> dict[str, object]:
         """For the headline JSON."""
@@ -312,7 +309,8 @@ def _claim_value(claim: claims_registry.Claim) -> float:
     return claim.value if claim.value is not None else float("nan")
 
 
-def _who(r: pd.Series) -> str:
+def _who(r: pd.Series) -> tuple[str, ...]:
+    """Who published a point: submitter, hardware x GPUs (or GPUs), model, engine."""
     parts = [str(r["submitter"])]
     hw = text_or_none(r["hardware"])
     hw = None if hw in ("not stated", basis_mod.UNKNOWN) else hw  # never "not stated x 16"
@@ -325,7 +323,7 @@ def _who(r: pd.Series) -> str:
         parts.append(str(r["model"]))
     if text_or_none(r["engine"]):
         parts.append(str(r["engine"]).split(",")[0])
-    return " · ".join(parts)
+    return tuple(parts)
 
 
 def _basis_readings(
@@ -382,7 +380,8 @@ def _basis_readings(
             margin = "-"
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
         if modelled and margin != "-":
-            margin += " (modelled prices, not measurements)"
+            margin += MODELLED_NOTE
+        step = _step(claim, plaus, value, v)
         out.append(
             BasisReading(
                 plaus.name,
@@ -392,23 +391,24 @@ def _basis_readings(
                 tuple(str(r["id"]) for r in deciding),
                 pr.sources,
                 closest,
-                _conversion(claim, plaus, value, v),
+                f"{plaus.conversion}: {step}" if step else plaus.conversion,
                 near_reading(plaus, v, unit, rows, cb, claim.id),
                 ruled_out(claim, plaus, value),
                 modelled,
+                step,
             )
         )
     return out
 
 
-def _conversion(claim: claims_registry.Claim, plaus: Plausible, value: float, v: float) -> str:
-    """The basis's stated conversion; where another claim's figure divides the value
-    (``divide_by``), with the numbers: ``954,000 / 7.9 = 120,759 tok/s/GPU``."""
+def _step(claim: claims_registry.Claim, plaus: Plausible, value: float, v: float) -> str:
+    """Where another claim's figure divides the value (``divide_by``), the arithmetic:
+    ``954,000 / 7.9 = 120,759 tok/s/GPU``; empty otherwise."""
     if plaus.divide_by is None or not math.isfinite(v):
-        return plaus.conversion
+        return ""
     other = registries(str(paths.DATA))[0].get(plaus.divide_by)
     unit = _unit_of(claim, plaus)
-    return f"{plaus.conversion}: {number_text(value)} / {other.value:g} = {value_text(v, unit)}"
+    return f"{number_text(value)} / {other.value:g} = {value_text(v, unit)}"
 
 
 def _modelled(r: pd.Series) -> bool:
@@ -497,6 +497,8 @@ class ClaimEvidence:
     closest_basis: str | None
     near: dict[str, object] | None = None
     ruled_out: tuple[str, ...] = ()
+    #: the highest list price among the claim's points (:func:`highest_list_price`)
+    list_price: dict[str, object] | None = None
 
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
@@ -516,7 +518,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     out_names = tuple(br.name for br in brs if br.ruled_out)
     cands = sorted(
         (
-            (_score_of(br.closest), not br.closest.verified, i, br)
+            (score(br.closest.differences), not br.closest.verified, i, br)
             for i, br in enumerate(allowed)
             if br.closest is not None
         ),
@@ -553,7 +555,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         margin += f"; {near_text(near)}"
     top_list = highest_list_price(mine, value)
     if top_list:
-        margin += f"; {top_list}"
+        margin += f"; {list_price_text(top_list)}"
     if out_names:
         margin = f"physics rules out {_names_text(out_names)}; {margin}"
     lead = READING_NOTES.get(claim_id, "")
@@ -571,37 +573,40 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     sources = tuple(dict.fromkeys(u for br in brs for u in br.sources))
     return ClaimEvidence(
         claim_id, verdict, margin, reason, sources, tuple(brs), closest, closest_basis, near,
-        out_names,
+        out_names, top_list,
     )  # fmt: skip
 
 
-def highest_list_price(points: pd.DataFrame, value: float) -> str:
-    """The highest list (on-demand) price per GPU-hour among a claim's points, named with
-    who lists it and the claim's figure over it (``highest list price: $18.00/GPU-hour (Oracle
-    Cloud ..., NOT VERIFIED), the claim 2.16x it``); empty where the claim has none."""
+def highest_list_price(points: pd.DataFrame, value: float) -> dict[str, object] | None:
+    """The highest list (on-demand) price per GPU-hour among a claim's points: ``value``
+    ($/GPU-hour), ``who`` lists it (submitter, hardware), ``verified``, and ``ratio``, the
+    claim's figure over it (None for an unknown figure); None where the claim has none."""
     if "price_kind" not in points.columns:
-        return ""
+        return None
     lp = points[(points["price_kind"] == "list price") & (points["unit"] == "$/GPU-hour")]
     lp = lp[~lp["id"].str.startswith("token-value:")]
     if not len(lp):
-        return ""
+        return None
     r = lp.loc[lp["value"].astype(float).idxmax()]
-    flag = "" if bool(r["verified"]) else ", NOT VERIFIED"
-    ratio = (
-        f", the claim {ratio_text(value / float(r['value']))} it"
-        if value is not None and math.isfinite(value)
-        else ""
-    )
     hw = text_or_none(r["hardware"])
-    return (
-        f"highest list price: {value_text(float(r['value']), '$/GPU-hour')} "
-        f"({r['submitter']}{', ' + hw if hw else ''}{flag}){ratio}"
-    )
+    price = float(r["value"])
+    known = value is not None and math.isfinite(value)
+    return {
+        "value": price,
+        "who": f"{r['submitter']}{', ' + hw if hw else ''}",
+        "verified": bool(r["verified"]),
+        "ratio": value / price if known else None,
+    }
 
 
-def _score_of(c: Closest) -> float:
-    """Distance in basis of a closest point (the weights of the parts it differs in)."""
-    return score(c.differences)
+def list_price_text(lp: Mapping[str, object]) -> str:
+    """:func:`highest_list_price` in words: ``highest list price: $18.00/GPU-hour (Oracle
+    Cloud ..., NOT VERIFIED), the claim 2.16x it``."""
+    flag = "" if lp["verified"] else ", NOT VERIFIED"
+    ratio = lp["ratio"]
+    tail = f", the claim {ratio_text(ratio)} it" if isinstance(ratio, float) else ""
+    price = value_text(float(lp["value"]), "$/GPU-hour")  # type: ignore[arg-type]
+    return f"highest list price: {price} ({lp['who']}{flag}){tail}"
 
 
 def _names_text(names: tuple[str, ...]) -> str:
@@ -640,13 +645,6 @@ READING_NOTES: dict[str, str] = {
 }
 
 
-def claim_reading(claim_id: str, value: float | None = None) -> PublishedReading:
-    """The published-evidence reading of a claim (:func:`claim_evidence`) as one verdict,
-    margin, reason and the URLs of the points it decided on."""
-    e = claim_evidence(claim_id, value)
-    return PublishedReading(claim_id, e.verdict, e.margin, e.reason, e.sources)
-
-
 def reading(
     claim_id: str, value: float | None = None, registry: claims_registry.Registry | None = None
 ) -> ClaimReading:
@@ -670,31 +668,15 @@ def reading(
         by_basis=tuple(b.as_dict() for b in e.bases),
         near=e.near,
         ruled_out=e.ruled_out,
+        list_price=e.list_price,
     )
 
 
 #: Columns of :func:`evidence_table`.
-TABLE_COLUMNS = [
-    "claim_id",
-    "kind",
-    "who",
-    "hardware",
-    "gpus",
-    "model",
-    "engine",
-    "value",
-    "unit",
-    "as_published",
-    "used",
-    "role",
-    "verified",
-    "comparable",
-    "basis",
-    "verdict",
-    "margin",
-    "url",
-    "date",
-]
+TABLE_COLUMNS = (
+    "claim_id kind who hardware gpus model engine value unit as_published used role verified "
+    "comparable basis verdict margin url date"
+).split()
 
 
 def evidence_table(result: str) -> pd.DataFrame:
@@ -703,89 +685,44 @@ def evidence_table(result: str) -> pd.DataFrame:
     kind ``reading`` per named basis (its verdict, margin, the closest point of that basis in
     ``comparable`` with its URL), then its published points (kind ``published``; ``used``
     marks those that decided a basis reading, ``comparable`` names how their basis differs).
-    Columns: :data:`TABLE_COLUMNS`."""
+    Columns: :data:`TABLE_COLUMNS` (None where a kind has no value)."""
     reg, _ = registries(str(paths.DATA))
     pts = published_points(result)
     rows = []
     for c in reg.for_result(result):
         e = claim_evidence(c.id)
         rows.append(
-            {
-                "claim_id": c.id,
-                "kind": "claim",
-                "who": "claim (data/claims.yaml)",
-                "hardware": c.scope.hardware,
-                "gpus": c.scope.gpu_count,
-                "model": c.scope.model,
-                "engine": "vLLM",
-                "value": c.value,
-                "unit": c.unit,
-                "as_published": c.value_text,
-                "used": False,
-                "role": "claim",
-                "verified": False,
-                "comparable": e.reason,
-                "basis": c.figure_basis.short(),
-                "verdict": e.verdict,
-                "margin": e.margin,
-                "url": e.closest.url if e.closest else c.source.primary,
-                "date": None,
-            }
-        )
+            {"claim_id": c.id, "kind": "claim", "who": "claim (data/claims.yaml)",
+             "hardware": c.scope.hardware, "gpus": c.scope.gpu_count, "model": c.scope.model,
+             "engine": "vLLM", "value": c.value, "unit": c.unit, "as_published": c.value_text,
+             "used": False, "role": "claim", "verified": False, "comparable": e.reason,
+             "basis": c.figure_basis.short(), "verdict": e.verdict, "margin": e.margin,
+             "url": e.closest.url if e.closest else c.source.primary}
+        )  # fmt: skip
         for br in e.bases:
+            close = br.closest.text() if br.closest else "no published point"
+            near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
+            margin = br.margin
+            if br.ruled_out:
+                shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
+                margin = f"ruled out by physics: {br.ruled_out}{shown}"
             rows.append(
-                {
-                    "claim_id": c.id,
-                    "kind": "reading",
-                    "who": br.name,
-                    "hardware": None,
-                    "gpus": None,
-                    "model": None,
-                    "engine": None,
-                    "value": None,
-                    "unit": None,
-                    "as_published": br.conversion or None,
-                    "used": bool(br.decided_on),
-                    "role": "reading",
-                    "verified": True,
-                    "comparable": (br.closest.text() if br.closest else "no published point")
-                    + (f"; near evidence (does not decide): {br.near.text()}" if br.near else ""),
-                    "basis": br.basis,
-                    "verdict": br.verdict,
-                    "margin": (
-                        f"ruled out by physics: {br.ruled_out}"
-                        + (f"; {br.margin}" if br.margin not in ("", "-") else "")
-                        if br.ruled_out
-                        else br.margin
-                    ),
-                    "url": br.closest.url if br.closest else None,
-                    "date": None,
-                }
-            )
+                {"claim_id": c.id, "kind": "reading", "who": br.name,
+                 "as_published": br.conversion or None, "used": bool(br.decided_on),
+                 "role": "reading", "verified": True, "comparable": close + near,
+                 "basis": br.basis, "verdict": br.verdict, "margin": margin,
+                 "url": br.closest.url if br.closest else None}
+            )  # fmt: skip
         for p in pts[pts["claim_id"] == c.id].itertuples():
+            system = f" · {p.system}" if text_or_none(p.system) else ""
+            basis = p.basis.short() if isinstance(p.basis, basis_mod.Basis) else None
             rows.append(
-                {
-                    "claim_id": c.id,
-                    "kind": "published",
-                    "who": f"{p.submitter}" + (f" · {p.system}" if text_or_none(p.system) else ""),
-                    "hardware": p.hardware,
-                    "gpus": p.gpus,
-                    "model": p.model,
-                    "engine": p.engine,
-                    "value": p.value,
-                    "unit": p.unit,
-                    "as_published": p.as_published,
-                    "used": bool(p.used),
-                    "role": p.role,
-                    "verified": bool(p.verified),
-                    "comparable": p.comparable,
-                    "basis": p.basis.short() if isinstance(p.basis, basis_mod.Basis) else None,
-                    "verdict": None,
-                    "margin": None,
-                    "url": p.url,
-                    "date": p.date,
-                }
-            )
-    df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+                {"claim_id": c.id, "kind": "published", "who": f"{p.submitter}{system}",
+                 "hardware": p.hardware, "gpus": p.gpus, "model": p.model, "engine": p.engine,
+                 "value": p.value, "unit": p.unit, "as_published": p.as_published,
+                 "used": bool(p.used), "role": p.role, "verified": bool(p.verified),
+                 "comparable": p.comparable, "basis": basis, "url": p.url, "date": p.date}
+            )  # fmt: skip
+    df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
     df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")
     return df

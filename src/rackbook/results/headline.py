@@ -1,22 +1,12 @@
 """Headline results: what each chapter concludes, and the JSON its last cell writes
-(``DIR/RESULT.json``).
-
-Every claim of a result gets three readings, kept apart, each in its own words:
-
-- **physics** (modelled from the catalogs): ``possible`` | ``impossible`` | ``undetermined``
-  (a workload that leaves out a part the verdict turns on, or a figure that fits any value);
-- **published** (independent measurements of the same basis: tokens counted, GPUs counted,
-  workload, speculation, statistic, model, hardware): ``within`` | ``above`` | ``below`` their
-  range, ``none published`` (no point of the claim's basis; the closest is named), or
-  ``depends on basis`` (the claim's basis is unknown in a part that matters and its named
-  plausible bases read differently);
-- **this run** (the trace the chapter executed): ``consistent`` | ``inconsistent`` when the trace
-  is on the claim's hardware and model, otherwise ``untested`` (naming the hardware it ran on).
-
-A headline value carries its value and unit, its definition, the claim it speaks to, its kind
-(how the number was obtained: ``measured``, ``modelled``, ``published``, ``synthetic``), and a
-verdict in the words of the reading its kind belongs to, or ``not comparable`` for a figure the
-claim does not speak to.
+(``DIR/RESULT.json``). Every claim gets three readings, kept apart, each in its own words
+(:data:`VOCABULARY`): **physics** (modelled from the catalogs; ``undetermined`` where the
+workload leaves out a part the verdict turns on), **published** (independent measurements of
+the same basis; ``depends on basis`` where the claim's basis is unknown in a part that
+matters and its plausible bases read differently) and **this run** (the chapter's trace;
+``untested`` off the claim's hardware and model). A headline value carries its value, unit,
+definition, claim, kind (how it was obtained, :data:`KINDS`) and a verdict in its reading's
+words, or ``not comparable`` for a figure the claim does not speak to.
 """
 
 from __future__ import annotations
@@ -134,6 +124,9 @@ class ClaimReading:
     near: dict[str, Any] | None = None
     #: published reading: the named bases the physics reading rules out
     ruled_out: tuple[str, ...] = ()
+    #: published reading: the highest list price among the claim's points (value in
+    #: $/GPU-hour, who, verified, ratio: the claim's figure over it), None without one
+    list_price: dict[str, Any] | None = None
     #: physics reading: what measured kernels reach for the figure's workload
     #: (:mod:`rackbook.physics.attainable`): tok_s_per_gpu, ratio, deployment, calibration, text;
     #: and, under ``expected``, what real deployments reach (:mod:`rackbook.physics.expected`):
@@ -297,10 +290,6 @@ class Outcome:
         """The headline table shown at the end of the chapter."""
         return headline_markdown(self.headlines)
 
-    def readings_markdown(self) -> str:
-        """One row per claim: its physics, published and this-run verdicts with reasons."""
-        return readings_markdown([asdict(r) for r in self.readings])
-
 
 class Params:
     """Mixin of a result's parameter dataclass: build it from any mapping of names (such as a
@@ -335,8 +324,6 @@ def _fmt_value(v: float | int | str | None) -> str:
     if isinstance(v, bool):
         return str(v)
     if isinstance(v, float):
-        if v.is_integer() and abs(v) >= 1000:
-            return f"{v:,.0f}"
         return f"{v:,.4g}" if abs(v) < 1000 else f"{v:,.0f}"  # never 3.327e+05
     if isinstance(v, int):
         return f"{v:,}"
@@ -376,25 +363,6 @@ def headline_markdown(headlines: list[Headline]) -> str:
             f"*{h.verdict}*): {_cell(h.reason)}"
         )
     return "\n".join(rows) + "\n"
-
-
-def readings_markdown(readings: list[dict[str, Any]]) -> str:
-    """Each claim's readings from readings as dicts (:class:`ClaimReading` fields): the claim,
-    then one item per reading, its verdict and reason (and the margin that decided it)."""
-    by_claim: dict[str, dict[str, dict[str, Any]]] = {}
-    for r in readings:
-        by_claim.setdefault(r["claim_id"], {})[r["reading"]] = r
-    out = []
-    for claim, rs in by_claim.items():
-        out.append(f"**{_cell(_figure(claim))}**\n")
-        for k in READINGS:
-            if k not in rs:
-                continue
-            r = rs[k]
-            margin = f" [{r['margin']}]" if r.get("margin") not in (None, "", "-") else ""
-            out.append(f"- {READING_TITLES[k]}: **{r['verdict']}**: {_cell(r['reason'])}{margin}")
-        out.append("")
-    return "\n".join(out)
 
 
 def read_result(path: str | Path) -> dict[str, Any]:

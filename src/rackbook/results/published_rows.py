@@ -1,15 +1,9 @@
-"""The published points as rows, before any reading: the rows of the shipped published traces
-(``data/published/<trace>/``: MLPerf v6.1 ``summary.csv``, the SGLang DeepSeek-V4 cookbook
-cells; no InferenceX API rows: the only copy found was a UI test fixture, not a publication),
-the figures converted from them (per user, per GPU) and derived in code (MLPerf rack/node
-ratios), and the figures that exist only in posts, PRs and price lists
-(``data/published/figures.yaml``, :mod:`rackbook.inputs.published`); each in the unit of the
-claim it bears on, with its basis (:class:`rackbook.core.basis.Basis`). Which of them are
-comparable and what they say: :mod:`rackbook.results.comparability` and
-:mod:`rackbook.results.evidence`.
-
-Units: the claim's own (``tok/s``, ``x``, ``$/GPU-hour``, ``1``, ...); per-GPU throughput in
-``tok/s/GPU``; per-user decode speed in ``tok/s per user`` (1000 / TPOT in ms).
+"""The published points as rows, before any reading, each in the unit of the claim it bears
+on with its basis (:class:`rackbook.core.basis.Basis`): the shipped published traces' rows
+(``data/published/<trace>/``; no InferenceX API rows: the only copy found was a UI test
+fixture), figures converted from them (per user, per GPU) or derived in code (MLPerf
+rack/node ratios, the prefill-TTFT table, the token value), and ``figures.yaml``'s.
+Units: the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms.
 """
 
 from __future__ import annotations
@@ -39,8 +33,6 @@ SHIPPED: dict[str, str] = {
 
 
 PER_GPU = "tok/s/GPU"
-
-
 PER_USER = "tok/s per user"
 
 
@@ -61,43 +53,12 @@ def unit_family(unit: str) -> str:
 
 
 #: Columns of :func:`published_points`, in order.
-POINT_COLUMNS: list[str] = [
-    "id",
-    "claim_id",
-    "result",
-    "kind",
-    "role",
-    "used",
-    "value",
-    "unit",
-    "as_published",
-    "verified",
-    "submitter",
-    "system",
-    "hardware",
-    "gpus",
-    "model",
-    "precision",
-    "engine",
-    "engine_version",
-    "scenario",
-    "isl",
-    "osl",
-    "concurrency",
-    "speculative",
-    "tok_s_per_gpu",
-    "tok_s_per_user",
-    "url",
-    "date",
-    "quote",
-    "notes",
-    "source",
-    "comparable",
-    "basis",
-    "conversion",
-    "price_kind",
-    "superseded",
-]
+POINT_COLUMNS: list[str] = (
+    "id claim_id result kind role used value unit as_published verified submitter system "
+    "hardware gpus model precision engine engine_version scenario isl osl concurrency "
+    "speculative tok_s_per_gpu tok_s_per_user url date quote notes source comparable basis "
+    "conversion price_kind superseded"
+).split()
 
 
 def number_text(v: float) -> str:
@@ -119,6 +80,18 @@ def value_text(v: float, unit: str) -> str:
     if unit == "%":
         return f"{v:.3g} %"
     return f"{number_text(v)} {unit}"
+
+
+def span_text(lo: float, hi: float, unit: str) -> str:
+    """``lo`` to ``hi`` in ``unit`` (:func:`value_text`; one value where they agree)."""
+    one = value_text(lo, unit)
+    return one if lo == hi else f"{one} to {value_text(hi, unit)}"
+
+
+def claim_over(lo: float, hi: float, them: str = "them") -> str:
+    """``the claim 0.883x to 0.917x them`` (one ratio where they agree)."""
+    ratio = ratio_text(lo) if lo == hi else f"{ratio_text(lo)} to {ratio_text(hi)}"
+    return f"the claim {ratio} {them}"
 
 
 def text_or_none(v: object) -> str | None:
@@ -147,10 +120,7 @@ def registries(root: str) -> tuple[claims_registry.Registry, figures_registry.Fi
 
 
 def _base(row: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {c: None for c in POINT_COLUMNS}
-    out.update(row)
-    out["kind"] = "published"
-    return out
+    return dict.fromkeys(POINT_COLUMNS) | row | {"kind": "published"}
 
 
 def int_or_none(v: object) -> int | None:
@@ -172,6 +142,12 @@ def setup_text(r: pd.Series) -> str:
 
 def float_or_none(v: object) -> float | None:
     return None if v is None or pd.isna(v) else float(v)  # type: ignore[arg-type]
+
+
+#: Columns a point takes as its source states them.
+_AS_STATED = (
+    "submitter system hardware model precision engine engine_version speculative url date"
+).split()
 
 
 def _from_trace_row(r: pd.Series) -> dict[str, object]:
@@ -201,23 +177,12 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
             "unit": unit,
             "as_published": shown,
             "verified": True,
-            "submitter": r["submitter"],
-            "system": r["system"],
-            "hardware": r["hardware"],
-            "gpus": int_or_none(r["gpus"]),
-            "model": r["model"],
-            "precision": r["precision"],
-            "engine": r["engine"],
-            "engine_version": r["engine_version"],
+            **{k: r[k] for k in _AS_STATED},
+            **{k: int_or_none(r[k]) for k in ("gpus", "isl", "osl")},
             "scenario": r["scenario"],
-            "isl": int_or_none(r["isl"]),
-            "osl": int_or_none(r["osl"]),
             "concurrency": conc,
-            "speculative": r["speculative"],
             "tok_s_per_gpu": float(r["tok_s_per_gpu"]),
             "tok_s_per_user": float_or_none(r["tok_s_per_user"]),
-            "url": r["url"],
-            "date": r["date"],
             "notes": r["notes"],
             "source": r["source"],
             "basis": b,
@@ -337,17 +302,13 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
                     "as_published": f"{number_text(float(r['tok_s_total']))} / "
                     f"{number_text(float(n['tok_s_total']))} tok/s",
                     "verified": True,
+                    **{k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")},
                     "submitter": sub,
                     "system": f"{r['system']} vs {n['system']}",
                     "hardware": hw,
                     "gpus": RACK_GPUS,
                     "model": model,
-                    "precision": r["precision"],
-                    "engine": r["engine"],
-                    "engine_version": r["engine_version"],
                     "scenario": scen,
-                    "url": r["url"],
-                    "date": r["date"],
                     "notes": f"ratio of two published rows computed here: {RACK_GPUS} GPUs over "
                     f"{NODE_GPUS} ({NODE_GPUS} GPUs = two 4-GPU GB300 trays); linear would be "
                     f"{RACK_GPUS / NODE_GPUS:g}x. MLPerf does not say whether the "
@@ -379,24 +340,10 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
             "unit": unit,
             "as_published": value_text(f.value, f.unit),
             "verified": f.verified,
-            "submitter": f.submitter,
-            "system": None,
-            "hardware": f.hardware,
-            "gpus": f.gpus,
-            "model": f.model,
-            "precision": f.precision,
-            "engine": f.engine,
-            "engine_version": f.engine_version,
-            "isl": f.isl,
-            "osl": f.osl,
-            "concurrency": f.concurrency,
-            "speculative": f.speculative,
+            **{k: getattr(f, k) for k in _AS_STATED if k != "system"},
+            **{k: getattr(f, k) for k in ("gpus", "isl", "osl", "concurrency", "quote", "notes")},
             "tok_s_per_gpu": value if unit_family(unit) == PER_GPU else None,
             "tok_s_per_user": f.tok_s_per_user,
-            "url": f.url,
-            "date": f.date,
-            "quote": f.quote,
-            "notes": f.notes,
             "source": "figures.yaml",
             "basis": f.figure_basis,
             "price_kind": f.price_kind,
