@@ -34,7 +34,6 @@ from __future__ import annotations
 from rackbook.physics.roofline.bandwidth import (
     Step,
     bandwidth_floor_step_s,
-    kv_read_time_s,
 )
 from rackbook.physics.roofline.common import (
     DENSE_BYTES_PER_PARAM,
@@ -43,7 +42,6 @@ from rackbook.physics.roofline.common import (
 from rackbook.physics.roofline.compute import (
     Ceiling,
     compute_ceiling_tokens_per_s,
-    flops_per_token,
 )
 from rackbook.physics.roofline.context import (
     AttentionFlops,
@@ -57,13 +55,9 @@ from rackbook.physics.roofline.context import (
     phase_layers,
 )
 from rackbook.physics.roofline.decode import (
-    ROUTINGS,
-    ActiveWeights,
     Batch1Decode,
-    active_weight_bytes_per_token,
     batch1_decode_ceiling_tokens_per_s,
     distinct_experts,
-    experts_touched,
     fewest_experts,
 )
 from rackbook.physics.roofline.kv import (

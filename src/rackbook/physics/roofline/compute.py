@@ -10,23 +10,11 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics.roofline.common import (
-    PHASES,
-    check_choice,
     check_positive,
 )
 from rackbook.physics.roofline.context import attention_flops
 from rackbook.physics.roofline.weights import weight_split
 from rackbook.physics.units import eng, fmt, plural
-
-
-def flops_per_token(model: ModelSpec, phase: str) -> int:
-    """FLOP per token in ``phase`` (prefill|decode): 2 x active parameters (one multiply-add per
-    active weight; attention FLOP, which grow with context, are not included)."""
-    check_choice(phase, PHASES, "phase")
-    active = model.active_params(phase)
-    if active is None:
-        raise InputError(model.file, f"params.active_{phase}", "active parameters not known")
-    return 2 * active
 
 
 @dataclass(frozen=True)
