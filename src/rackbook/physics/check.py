@@ -1,42 +1,22 @@
-"""Is a serving claim physically possible? The ceilings a model and a GPU put on tokens per second
-per GPU, and a verdict on a claimed figure.
+"""Is a serving claim physically possible? The ceilings a model and GPU put on tokens/s per
+GPU, and a verdict on a claimed figure. Each ceiling is the least time the work can take:
 
-Readings (each a ceiling in tokens/s per GPU, with its formula):
-
-- **compute**: every GPU's dense FLOP/s at the precision each part of the model runs at, for
-  the GEMMs and the attention and indexer FLOP at the workload's context
-  (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); with speculation, a step
-  verifies more tokens than it keeps; prefill passes the encoder layers only;
-- **memory bandwidth** (decode): the fewest bytes a step can read, over all the GPUs'
-  bandwidth: the dense weights once in all (however the GPUs share them), the fewest distinct
-  routed experts the step's tokens can touch (top-k per MoE layer, all tokens agreeing: not a
-  routing anyone expects, the least there is), each sequence's own context reads (index scan,
-  top-k rows, candidate pool, sliding window: :func:`rackbook.physics.roofline.context_reads`)
-  and the drafter's weights once; at ``batch`` sequences it yields batch x tokens-per-step
-  tokens, so batching gains until compute or the context reads bind;
+- **compute**: dense FLOP/s at each part's precision, GEMMs plus attention and indexer FLOP at
+  the context (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); a speculative
+  step verifies more tokens than it keeps; prefill passes the encoder layers only;
+- **memory bandwidth** (decode, :func:`memory_ceiling`): the fewest bytes a step can read;
 - **KV read** (prefill): a chunk of :data:`PREFILL_CHUNK` new tokens reads its prefix's caches
-  in the encoder layers once (the index keys and the fewest rows, top-k, shared by the chunk);
-- **memory capacity**: the weights (spread over the GPUs: the least any GPU can hold; offloaded
-  to Grace memory where the GPU has it) and the sequences' KV, held at ISL + OSL / 2 tokens on
-  average, must fit in :data:`MEMORY_FRACTION` of the HBM as the GPU reports it; what does not
-  fit (the weights, or the KV cache) makes the figure impossible.
+  once;
+- **memory capacity** (:func:`capacity`): weights and KV must fit in :data:`MEMORY_FRACTION`
+  of the HBM (weights offloaded to Grace memory where the GPU has it).
 
-What the figure does not state is read at the least bytes the model is served with: the
-weights in the catalog's format with the fewest bytes (NVFP4 experts for DeepSeek-R1) unless
-``precision`` states the experts' dtype, the KV cache in its narrowest row format unless
-``kv_dtype`` states it (:func:`rackbook.physics.roofline.served`, :func:`narrowest_kv_dtype`).
-
-Each ceiling is the least time the work can take, so the verdict on claimed / ceiling has no
-margin: ``possible`` at or below 1, ``impossible`` above. How far a figure is from what
-real kernels reach is another reading: :mod:`rackbook.physics.attainable`. ``undetermined`` is
-kept for what a bound cannot decide: a figure whose workload leaves out a part the verdict
-turns on (an unknown cached share: :func:`cached_share_threshold`), or a quantity no ceiling
-bounds.
-
-A workload's prefill and decode share the GPUs' time: ratio = new input tokens/s / prefill
-ceiling + output tokens/s / decode ceiling. Without a concurrency the batch is the claimant's
-free choice: the best batch whose KV fits, and the output says so.
-
+What a figure does not state is read at the least bytes: the catalog's smallest weight format
+unless ``precision`` states the experts' dtype, the narrowest KV format unless ``kv_dtype``
+does. Prefill and decode share the GPUs' time: ratio = new input tok/s / prefill ceiling +
+output tok/s / decode ceiling; ``possible`` at or below 1, ``impossible`` above (no margin;
+realism is :mod:`rackbook.physics.attainable`'s). ``undetermined`` is for what a bound cannot
+decide (an unknown cached share: :func:`cached_share_threshold`). Without a concurrency the
+batch is the claimant's free choice: the best batch whose KV fits, said in the output.
 """
 
 from __future__ import annotations
@@ -70,11 +50,8 @@ MEMORY_FRACTION = 0.9
 
 
 def physics_verdict(ratio: float) -> str:
-    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio``.
-
-    Every ceiling is the least time the work can take, so a figure above 100 % of it is
-    ``impossible`` and one at or below it ``possible``: a bound has no margin (the realism of a
-    possible figure is the attainable reading, :mod:`rackbook.physics.attainable`)."""
+    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio`` (no margin: 1 is
+    possible, anything above or not finite impossible)."""
     return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
 
 
@@ -180,19 +157,11 @@ def memory_ceiling(
     efficiency: float = 1.0,
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
-    """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences decoding
-    together on ``gpus`` GPUs, from the fewest bytes a step can read (bytes, bytes/s):
-
-    - the dense weights once in all: however the GPUs share them (tensor-parallel or each its
-      own slice), no weight need be read twice in one step;
-    - the fewest distinct routed experts the step's tokens can touch: top-k per MoE layer (every
-      token picking the same k; :func:`rackbook.physics.roofline.fewest_experts`);
-    - each sequence's own context reads at ``context`` tokens
-      (:func:`rackbook.physics.roofline.context_reads`), read once per step whatever the
-      tokens verified;
-    - the drafter's weights once per step when speculating;
-
-    all over ``gpus`` x the HBM bandwidth. A step yields ``batch`` x ``tokens_per_step`` tokens.
+    """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences on ``gpus``
+    GPUs, from the fewest bytes a step can read: the dense weights once in all, top-k routed
+    experts per MoE layer (every token picking the same), each sequence's context reads at
+    ``context`` tokens (:func:`rackbook.physics.roofline.context_reads`) and the drafter once,
+    over ``gpus`` x HBM bytes/s; a step yields ``batch`` x ``tokens_per_step`` tokens.
 
     DeepSeek-V4.1-Flash, 4 sequences on 4 GB300, no context: 7.507 GB + 40 x 6 x 18.8 MB =
     12.02 GB / 32 TB/s = 375.6 us; 4 tokens / 375.6 us / 4 GPUs = 2,662 tok/s per GPU."""
@@ -266,15 +235,12 @@ def capacity(
     dense_replicated: bool = False,
     offload: bool = True,
 ) -> Capacity:
-    """Sequences per GPU whose KV (and sliding-window cache) fits after the weights, in the
-    HBM an engine may use (:func:`usable_bytes`; bytes). Sequences hold ``context`` tokens on
-    average (ISL + OSL / 2 when they start at ISL and grow to ISL + OSL: the least they hold
-    together); one sequence of ``longest`` tokens must fit alone. The weights are spread over
-    ``gpus`` (the least any GPU must hold: a bound); ``dense_replicated`` keeps the dense
-    weights on every GPU (data-parallel attention). Where the GPU has host memory over a
-    coherent link (Grace), the weights may be offloaded there (vLLM ``--cpu-offload-gb``):
-    only what exceeds it takes HBM (``offload`` False keeps them all in HBM, as a deployment
-    tuned for speed does).
+    """Sequences per GPU whose KV (and sliding-window cache) fits after the weights in
+    :func:`usable_bytes` (bytes). Sequences hold ``context`` tokens on average (ISL + OSL / 2);
+    one of ``longest`` tokens must fit alone. Weights are spread over ``gpus`` (the least a GPU
+    holds); ``dense_replicated`` keeps the dense weights on every GPU (data-parallel
+    attention); with ``offload`` they may go to the GPU's host (Grace) memory first (vLLM
+    ``--cpu-offload-gb``).
 
     DeepSeek-R1 at NVFP4 (344.0 GB) on 2 GB200: 172.0 GB a GPU, of which 236 GB of Grace
     memory can hold all; the KV has all of 0.9 x 198.67 GB = 178.8 GB."""
@@ -459,23 +425,6 @@ def _bandwidth(
     return PerGpuCeiling(mem.name, mem.tok_s_per_gpu, formula, "decode"), chosen
 
 
-def _verdict(
-    claimed: float, phase: str, binding: dict[str, PerGpuCeiling], fractions: dict[str, float]
-) -> dict[str, Any]:
-    """The verdict, ratio, counted ceiling and limit of the phases' shares of the time."""
-    ratio = sum(fractions.values())
-    if len(fractions) == 1:
-        limit = binding[next(iter(fractions))].name
-    else:
-        ph = max(fractions, key=lambda k: fractions[k])
-        limit = f"{ph} {binding[ph].name}"
-    ceiling = claimed / ratio if ratio > 0 else math.inf
-    if phase == "prefill" and ratio == 0:
-        ceiling = math.inf
-    verdict = physics_verdict(ratio)
-    return dict(verdict=verdict, ratio=ratio, ceiling_tok_s_per_gpu=ceiling, limit=limit)
-
-
 def check_claim(
     model: ModelSpec | str,
     gpu: GpuSpec | str,
@@ -531,7 +480,21 @@ def check_claim(
         weights=sv.text,
     )
     scale = dict(efficiency=efficiency, active_scale=active_scale)
-    return _judge(m, g, gpus, phase, claimed, w, longest, notes, **scale)
+    return Check(
+        model=m.id,
+        gpu=g.id,
+        gpus=gpus,
+        phase=phase,
+        claimed_tok_s_per_gpu=claimed,
+        counted=w.counted,
+        work=w,
+        notes=notes,
+        model_name=m.name,
+        gpu_label=g.label,
+        spec=m,
+        gpu_spec=g,
+        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, **scale),
+    )
 
 
 def _kv_layout(
@@ -550,37 +513,14 @@ def _kv_layout(
     return kv_dtype, notes
 
 
-def _judge(
-    m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
-    longest: float, notes: list[str], **scale: float,
-) -> Check:  # fmt: skip
-    """The :class:`Check` of ``claimed`` tokens/s per GPU on the workload ``w``, built by name:
-    what was judged, and the ceilings' reading (:func:`_ceilings`; ``scale``: its efficiency
-    and active_scale)."""
-    return Check(
-        model=m.id,
-        gpu=g.id,
-        gpus=gpus,
-        phase=phase,
-        claimed_tok_s_per_gpu=claimed,
-        counted=w.counted,
-        work=w,
-        notes=notes,
-        model_name=m.name,
-        gpu_label=g.label,
-        spec=m,
-        gpu_spec=g,
-        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, **scale),
-    )
-
-
 def _ceilings(
     m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
     longest: float, notes: list[str], **scale: float,
 ) -> dict[str, Any]:  # fmt: skip
-    """:func:`check_claim`'s ceilings of the workload ``w`` and the verdict on ``claimed``
-    tokens/s per GPU: the :class:`Check` fields they give, by name (``notes`` extended;
-    ``scale``: efficiency and active_scale of every ceiling)."""
+    """The ceilings of the workload ``w`` and the verdict on ``claimed`` tokens/s per GPU: the
+    :class:`Check` fields they give, by name (``notes`` extended; ``scale``: efficiency and
+    active_scale of every ceiling). The limit is the binding ceiling of the phase taking the
+    most time."""
     ceilings: list[PerGpuCeiling] = []
     comp = None
     if phase in ("decode", "mixed"):
@@ -614,8 +554,13 @@ def _ceilings(
         ceilings.extend(pre)
         binding["prefill"] = min(pre, key=lambda r: r.tok_s_per_gpu)
         fractions["prefill"] = w.new_input_tok_s_per_gpu / binding["prefill"].tok_s_per_gpu
+    ratio = sum(fractions.values())
+    ph = max(fractions, key=lambda k: fractions[k])
     return dict(
-        _verdict(claimed, phase, binding, fractions),
+        verdict=physics_verdict(ratio),
+        ratio=ratio,
+        ceiling_tok_s_per_gpu=claimed / ratio if ratio > 0 else math.inf,
+        limit=binding[ph].name if len(fractions) == 1 else f"{ph} {binding[ph].name}",
         batch=None if chosen is None else whole(chosen),
         ceilings=ceilings,
         fractions=fractions,
@@ -672,17 +617,16 @@ def cached_share_threshold(
         "last input token cached"
     )
     if share == 0:
-        return Threshold(0.0, r[0], r[-1], "possible", f"{what}: possible at any cached share")
-    if share is None:
-        return Threshold(None, r[0], r[-1], "impossible", f"{what}: impossible at any cached share")
-    return Threshold(
-        share,
-        r[0],
-        r[-1],
-        "undetermined",
-        f"{what}: possible from {share:.1%} of the input cached (every share above reads "
-        "possible), impossible below",
-    )
+        verdict, text = "possible", f"{what}: possible at any cached share"
+    elif share is None:
+        verdict, text = "impossible", f"{what}: impossible at any cached share"
+    else:
+        verdict = "undetermined"
+        text = (
+            f"{what}: possible from {share:.1%} of the input cached (every share above reads "
+            "possible), impossible below"
+        )
+    return Threshold(share, r[0], r[-1], verdict, text)
 
 
 @dataclass(frozen=True)
