@@ -1,35 +1,22 @@
 """What measured kernels reach: the attainable estimate beside every physics bound.
 
-A bound (:mod:`rackbook.physics.check`) is the least time the work can take; it says whether a
-figure is possible, not whether it is realistic. This module estimates the time the same work
-takes with a stated deployment and kernels as fast as a calibration measured them
-(:mod:`rackbook.core.calibration`), so every reading can say both: the verdict against the bound
-and the figure's ratio to this estimate.
+A bound (:mod:`rackbook.physics.check`) says whether a figure is possible; this estimates the
+time the same work takes in a stated deployment with kernels as fast as a calibration measured
+them (:mod:`rackbook.core.calibration`), so a reading can give the figure's ratio to both.
 
-**Kernel efficiencies** (:func:`efficiencies`) are fractions of the calibration GPU's data sheet
-(``run.json`` ``spec``): stream bandwidth (the best ``hbm_read``), dense GEMMs (the best
-``dense_gemm`` per dtype), and, kept as timed, the routed-expert GEMMs across tokens per expert,
-the index scan across keys and the sparse attention of one decode token. On another GPU a
-kernel keeps the fraction of its roofline (the larger of bytes / bandwidth and FLOP / peak)
-it reached on the calibration GPU at that size (:func:`scaled`). The scan and attention are
-scaled by bandwidth. Fractions measured on a Hopper GPU and applied to a Blackwell one are
-labelled as such: an assumption.
+**Kernel efficiencies** (:func:`efficiencies`): stream bandwidth and dense GEMMs as fractions of
+the calibration GPU's data sheet; routed-expert GEMMs, index scan and sparse attention as timed
+curves. On another GPU a kernel keeps the fraction of its roofline it reached at that size
+(:func:`scaled`); Hopper fractions applied to a Blackwell GPU are labelled an assumption.
 
-**Deployments** (:data:`DEPLOYMENTS`):
+**Deployments** (:data:`DEPLOYMENTS`): ``dp-ep`` (the default on an NVL72: attention
+data-parallel, dense weights on every GPU, experts expert-parallel with balanced routing,
+dispatch and combine over NVLink) and ``tp-ep`` (attention and dense weights tensor-parallel,
+every GPU holding every sequence's compressed KV, two all-reduces a layer).
 
-- ``dp-ep`` (the default for DeepSeek-V4.1-Flash on an NVL72): attention data-parallel (each
-  GPU its own sequences, the dense weights on every GPU and read by each every step), experts
-  expert-parallel (spread evenly, the routing balanced: uniform routing's distinct experts,
-  shared evenly), dispatch and combine over NVLink;
-- ``tp-ep``: attention and dense weights tensor-parallel over all the GPUs (each reads its
-  slice; every GPU sees every sequence, holds every sequence's compressed KV, splits the index
-  scan by heads), experts expert-parallel, two all-reduces a layer over NVLink.
-
-The parts of a step add up (no overlap of communication with compute, no launch overhead
-beyond what the calibration's CUDA graphs timed); the batch, when the figure does not give its
-concurrency, is the one that reaches the most within the KV capacity of the deployment.
-Communication is bandwidth only, at the data sheet's NVLink (no calibration measures it).
-Units: seconds, bytes, tokens/s per GPU.
+A step's parts add up (no overlap, no launch overhead beyond the calibration's CUDA graphs);
+NVLink at the data sheet's bandwidth. Without a concurrency the batch is the one that reaches
+the most within the deployment's KV capacity. Units: seconds, bytes, tokens/s per GPU.
 """
 
 from __future__ import annotations
@@ -46,7 +33,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, roofline
-from rackbook.physics.check import MAX_BATCH, Check, Workload
+from rackbook.physics.check import Check, Workload
 from rackbook.physics.units import plural, whole
 
 if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
@@ -343,7 +330,7 @@ def _capacity(model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtyp
         if dp
         else "all weights spread; every GPU holds every sequence's compressed KV"
     )
-    return min(n, MAX_BATCH * gpus), f"{cap.formula} ({how}): {n:,.0f} sequences"
+    return n, f"{cap.formula} ({how}): {n:,.0f} sequences"
 
 
 def _dense_part(
@@ -425,9 +412,7 @@ def decode_step(
     :func:`expert_seconds`); the context (:func:`_context_parts`; the scan split by heads in
     tp-ep); the drafter's weights; NVLink: dispatch + combine of each token to the experts on
     other GPUs (dp-ep) or two all-reduces a layer (tp-ep)."""
-    if deployment not in DEPLOYMENTS:
-        choices = ", ".join(DEPLOYMENTS)
-        raise InputError("-", "deployment", f"{deployment!r} is not one of {choices}")
+    choose_deployment(gpus, batch, deployment)  # InputError for an unknown one
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     tp = deployment == "tp-ep"
