@@ -154,7 +154,6 @@ def memory_ceiling(
     context: float = 0,
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = "fp4",
-    efficiency: float = 1.0,
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
     """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences on ``gpus``
@@ -175,7 +174,7 @@ def memory_ceiling(
     kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
     kv = batch * kv_seq
     draft = roofline.draft_bytes(model) if verify > 1 else 0.0
-    bw = gpus * gpu.hbm_bandwidth_bytes_per_s * efficiency
+    bw = gpus * gpu.hbm_bandwidth_bytes_per_s
     total = dense + experts + kv + draft
     step = total / bw
     tps = batch * tokens_per_step / gpus / step
@@ -186,7 +185,7 @@ def memory_ceiling(
         f"{plural(whole(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
         + f" = {fmt(total, 'B')}) / ({plural(gpus, 'GPU')} x "
-        f"{fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')}) = {step * 1e6:,.4g} µs; "
+        f"{fmt(gpu.hbm_bandwidth_bytes_per_s, 'B/s')}) = {step * 1e6:,.4g} µs; "
         f"{plural(whole(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
         f"{plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     )
@@ -324,9 +323,7 @@ def prefill_ceiling(
     model: ModelSpec,
     gpu: GpuSpec,
     prefix: float,
-    *,
     kv_dtype: str | None = "fp4",
-    efficiency: float = 1.0,
     active_scale: float = 1.0,
 ) -> list[PerGpuCeiling]:
     """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
@@ -341,12 +338,12 @@ def prefill_ceiling(
     2.068 us + 1.5 x 855,000 x 16,384 FLOP (scan) + 1.21 GFLOP (rows) + 0.34 GFLOP (window) at
     5 PFLOP/s = 6.587 us: 151,800 new tokens/s."""
     comp = roofline.compute_ceiling_tokens_per_s(
-        model, gpu, "prefill", efficiency=efficiency, active_scale=active_scale, context=prefix
+        model, gpu, "prefill", active_scale=active_scale, context=prefix
     )
     out = [PerGpuCeiling("compute", comp.tokens_per_s, comp.formula, "prefill")]
     if kv_dtype and prefix:
         r = roofline.context_reads(model, prefix, "prefill", kv_dtype)
-        bw = gpu.hbm_bandwidth_bytes_per_s * efficiency
+        bw = gpu.hbm_bandwidth_bytes_per_s
         per_token = r.total / PREFILL_CHUNK
         tps = bw / per_token if per_token else math.inf
         out.append(
@@ -363,12 +360,12 @@ def prefill_ceiling(
 
 
 def _decode_compute(
-    m: ModelSpec, g: GpuSpec, w: Workload, *, efficiency: float, active_scale: float
+    m: ModelSpec, g: GpuSpec, w: Workload, active_scale: float
 ) -> tuple[PerGpuCeiling, list[str]]:
     """The decode compute ceiling in kept tokens (a verify step keeps ``tokens_per_step`` of
     ``verify_tokens``), and the roofline's notes."""
     comp = roofline.compute_ceiling_tokens_per_s(
-        m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=w.decode_context
+        m, g, "decode", active_scale=active_scale, context=w.decode_context
     )
     keep, verify = w.tokens_per_step, w.verify_tokens
     tps = comp.tokens_per_s * keep / verify
@@ -398,12 +395,17 @@ def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -
 
 def _bandwidth(
     m: ModelSpec, g: GpuSpec, gpus: int, w: Workload, comp_tps: float, most: int, notes: list[str],
-    **kw: Any,
+    active_scale: float,
 ) -> tuple[PerGpuCeiling, float]:  # fmt: skip
     """The decode memory-bandwidth ceiling at the workload's concurrency, or at the best batch
     up to ``most`` sequences (powers of two: the claimant's free choice, said in ``notes``);
-    and the batch read. ``kw``: :func:`memory_ceiling`'s efficiency and active_scale."""
-    kw |= dict(context=w.decode_context, tokens_per_step=w.tokens_per_step, kv_dtype=w.kv_dtype)
+    and the batch read."""
+    kw: dict[str, Any] = dict(
+        context=w.decode_context,
+        tokens_per_step=w.tokens_per_step,
+        kv_dtype=w.kv_dtype,
+        active_scale=active_scale,
+    )
     if w.concurrency is not None:
         return memory_ceiling(m, g, gpus, w.concurrency, **kw), w.concurrency
     best: tuple[int, PerGpuCeiling] | None = None
@@ -438,7 +440,6 @@ def check_claim(
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = None,
     active_scale: float = 1.0,
-    efficiency: float = 1.0,
     counted: str | None = None,
     isl: float | None = None,
     osl: float | None = None,
@@ -479,7 +480,6 @@ def check_claim(
         kv_dtype=kv_dtype,
         weights=sv.text,
     )
-    scale = dict(efficiency=efficiency, active_scale=active_scale)
     return Check(
         model=m.id,
         gpu=g.id,
@@ -493,7 +493,7 @@ def check_claim(
         gpu_label=g.label,
         spec=m,
         gpu_spec=g,
-        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, **scale),
+        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, active_scale),
     )
 
 
@@ -515,16 +515,15 @@ def _kv_layout(
 
 def _ceilings(
     m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
-    longest: float, notes: list[str], **scale: float,
+    longest: float, notes: list[str], active_scale: float,
 ) -> dict[str, Any]:  # fmt: skip
     """The ceilings of the workload ``w`` and the verdict on ``claimed`` tokens/s per GPU: the
-    :class:`Check` fields they give, by name (``notes`` extended; ``scale``: efficiency and
-    active_scale of every ceiling). The limit is the binding ceiling of the phase taking the
-    most time."""
+    :class:`Check` fields they give, by name (``notes`` extended). The limit is the binding
+    ceiling of the phase taking the most time."""
     ceilings: list[PerGpuCeiling] = []
     comp = None
     if phase in ("decode", "mixed"):
-        comp, comp_notes = _decode_compute(m, g, w, **scale)
+        comp, comp_notes = _decode_compute(m, g, w, active_scale)
         notes.extend(comp_notes)
         ceilings.append(comp)
     held = w.decode_context or longest  # on average; a prefill-only figure: its input
@@ -545,12 +544,12 @@ def _ceilings(
     chosen, binding, fractions = w.concurrency, {}, {}
     if comp is not None:
         most = cap.sequences * gpus
-        mem, chosen = _bandwidth(m, g, gpus, w, comp.tok_s_per_gpu, most, notes, **scale)
+        mem, chosen = _bandwidth(m, g, gpus, w, comp.tok_s_per_gpu, most, notes, active_scale)
         ceilings.append(mem)
         binding["decode"] = min((comp, mem), key=lambda r: r.tok_s_per_gpu)
         fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
     if phase in ("prefill", "mixed"):
-        pre = prefill_ceiling(m, g, w.prefill_prefix, kv_dtype=w.kv_dtype, **scale)
+        pre = prefill_ceiling(m, g, w.prefill_prefix, w.kv_dtype, active_scale)
         ceilings.extend(pre)
         binding["prefill"] = min(pre, key=lambda r: r.tok_s_per_gpu)
         fractions["prefill"] = w.new_input_tok_s_per_gpu / binding["prefill"].tok_s_per_gpu
