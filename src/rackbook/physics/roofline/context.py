@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics.roofline.bandwidth import bandwidth_floor_step_s
 from rackbook.physics.roofline.common import (
     PHASES,
+    bandwidth_floor_step_s,
     check_choice,
     check_positive,
     need,

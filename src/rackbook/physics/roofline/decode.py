@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics.roofline.bandwidth import bandwidth_floor_step_s
 from rackbook.physics.roofline.common import (
+    bandwidth_floor_step_s,
     check_choice,
     need,
 )
