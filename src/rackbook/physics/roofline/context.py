@@ -164,30 +164,18 @@ def _pool_layers(model: ModelSpec, phase: str) -> int:
     return att.reindex_layers if last < phase_layers(model, phase) else 0
 
 
-def _row_flops(model: ModelSpec) -> int:
-    """FLOP one query token spends on one KV row in one layer, over every attention head:
-    2 x heads x (QK dims + V dims); a shared KV row of head_dim values serves as both K and V
-    (4 x heads x head_dim), an MLA row as latent + RoPE for QK and latent for V."""
+def _row_and_key_flops(model: ModelSpec) -> tuple[int, int]:
+    """FLOP one query token spends, over every attention head, on one KV row in one layer:
+    2 x heads x (QK dims + V dims), a shared row of head_dim values serving as K and V, an MLA
+    row as latent + RoPE for QK and latent for V; and scoring one index key: 2 x heads x
+    index_head_dim (the attention heads stand for the index heads, which the catalog does not
+    count). DeepSeek-V4.1-Flash: 2 x 64 x (512 + 512) = 131,072 and 2 x 64 x 128 = 16,384."""
     a = model.architecture
     need(model, architecture__num_attention_heads=a.num_attention_heads)
     assert a.num_attention_heads is not None
-    if a.mla is not None:
-        qk, v = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim, a.mla.kv_lora_rank
-    else:
-        need(model, architecture__head_dim=a.head_dim)
-        assert a.head_dim is not None
-        qk = v = a.head_dim
-    return 2 * a.num_attention_heads * (qk + v)
-
-
-def _key_flops(model: ModelSpec) -> int:
-    """FLOP one query token spends scoring one index key: 2 x index heads x index_head_dim.
-    The catalog has no separate count of index heads: the attention heads stand for them
-    (DeepSeek-V4.1-Flash: 2 x 64 x 128 = 16,384)."""
-    a = model.architecture
-    need(model, architecture__num_attention_heads=a.num_attention_heads)
-    assert a.num_attention_heads is not None
-    return 2 * a.num_attention_heads * (a.index_head_dim or 0)
+    qk = kv_row_values(model)[0]
+    v = a.mla.kv_lora_rank if a.mla is not None else qk
+    return 2 * a.num_attention_heads * (qk + v), 2 * a.num_attention_heads * (a.index_head_dim or 0)
 
 
 @dataclass(frozen=True)
@@ -225,7 +213,7 @@ def attention_flops(
     m = catalogs.as_model(model)
     check_positive(context, "context", allow_zero=True)
     n = phase_layers(m, phase)
-    row, key = _row_flops(m), _key_flops(m)
+    row, key = _row_and_key_flops(m)
     scan_k, pool_k, rows_k, _ = _rows(m, context, phase)
     scan, pool, rows = scan_k * key, pool_k * key, rows_k * row
     win = n * min(m.architecture.sliding_window or 0, context) * row
