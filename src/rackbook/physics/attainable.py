@@ -89,11 +89,6 @@ class Efficiencies:
         """Whether the calibration GPU is a Hopper part (H100, H200)."""
         return any(k in self.gpu.upper() for k in ("H100", "H200", "H800", "H20", "GH200"))
 
-    def text(self) -> str:
-        """One line: the fractions measured."""
-        d = ", ".join(f"{k.upper()} {v:.0%}" for k, v in sorted(self.dense.items()))
-        return f"{self.label}: stream {self.stream:.0%} of HBM, dense GEMMs {d} of peak"
-
 
 def efficiencies(cal: Calibration | None = None) -> Efficiencies:
     """The fractions and curves of ``cal`` (default: the shipped H200 reference).
@@ -151,11 +146,14 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
         if spec.get(f"{d}_dense_TFLOPs")
     }
 
-    def need(fam: str, dtype: str | None = None) -> Any:
-        rows = cal.family(fam, dtype)
+    def need(fam: str) -> Any:
+        rows = cal.family(fam)
         if rows.empty:
-            raise InputError(where, "kernels", f"no {fam} rows" + (f" ({dtype})" if dtype else ""))
+            raise InputError(where, "kernels", f"no {fam} rows")
         return rows
+
+    def curve(rows: Any, *cols: str) -> Any:
+        return tuple(rows[c].to_numpy(np.float64) for c in cols)
 
     hbm = need("hbm_read")
     stream = float((hbm["bytes"] / hbm["seconds"]).max()) / spec_bw
@@ -168,13 +166,9 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
     for d in ("fp8", "bf16"):
         e = cal.family("expert_gemm", d)
         if not e.empty:
-            experts[d] = tuple(
-                e[c].to_numpy(np.float64) for c in ("size", "seconds", "bytes", "flops")
-            )
+            experts[d] = curve(e, "size", "seconds", "bytes", "flops")
     if not experts:
         raise InputError(where, "kernels", "no expert_gemm rows")
-    sc = need("indexer_scan")
-    at = need("sparse_attention")
     return Efficiencies(
         cal.label,
         str(cal.run["gpu"]),
@@ -182,9 +176,9 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
         flops,
         stream,
         dense,
-        experts,  # type: ignore[arg-type]
-        (sc["size"].to_numpy(np.float64), sc["seconds"].to_numpy(np.float64)),
-        (at["size"].to_numpy(np.float64), at["seconds"].to_numpy(np.float64)),
+        experts,
+        curve(need("indexer_scan"), "size", "seconds"),
+        curve(need("sparse_attention"), "size", "seconds"),
         dict(cal.run.get("shapes") or {}),
     )
 
