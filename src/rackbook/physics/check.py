@@ -447,17 +447,15 @@ def check_claim(
     precision: str | None = None,
 ) -> Check:
     """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
-    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s; the steps:
-    :func:`workload`, :func:`capacity`, the ceilings, :func:`physics_verdict` of the ratio).
+    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s).
 
     ``counted``: ``output``, ``total`` (input + output; needs ``isl`` and ``osl``) or ``input``
-    (cached tokens included; the default in the prefill phase). ``batch``: sequences in flight
-    over all ``gpus`` (default the best batch whose KV fits). ``phase``: ``decode``,
-    ``prefill`` or ``mixed`` (the default with ``isl`` and ``osl``). What the figure does not
-    state is read at the least bytes (module docstring): ``precision`` (the routed experts'
-    dtype) and ``kv_dtype`` state them. Ranges are checked where values enter (the CLI's
-    flags, :data:`rackbook.params.FLAGS`, notebook parameters); here only a rate that is not a
-    positive number (one computed from a trace) and the rules that turn on the model."""
+    (the default in prefill). ``batch``: sequences in flight over all ``gpus`` (default: the
+    best whose KV fits). ``phase``: ``decode``, ``prefill`` or ``mixed`` (the default with
+    ``isl`` and ``osl``). ``precision`` and ``kv_dtype`` state what the module reads at the
+    least bytes. Ranges are checked where values enter (:data:`rackbook.params.FLAGS`,
+    notebook parameters); here only a rate that is not a positive number and the rules that
+    turn on the model."""
     if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
     g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)

@@ -1,24 +1,16 @@
-"""Expert-parallel load balancing (EPLB): balancedness, placements and DeepSeek's EPLB algorithm.
+"""Expert-parallel load balancing (EPLB): balancedness, placements and DeepSeek's EPLB algorithm,
+in numpy (no torch, no vLLM).
 
-Everything here is numpy (plus pandas for the log parser); no torch, no vLLM.
+Loads count routed token-expert assignments (tokens), as vLLM's ``expert_load_pass`` does.
+Shapes follow vLLM's ``vllm/distributed/eplb``: logical loads ``(layers, num_logical)``;
+``phy2log`` ``(layers, num_physical)`` (1-D: the same for every layer), the logical expert in
+each physical slot, slot ``p`` on EP rank ``p // (num_physical / ep_size)``; rank loads
+``(layers, ep_size)``.
 
-Units: every load is a count of *routed token-expert assignments* (tokens), as vLLM's
-``expert_load_pass`` counts them: a token that picks ``k`` experts adds 1 to each of them.
-
-Shapes follow vLLM's ``vllm/distributed/eplb``:
-
-- logical loads ``(layers, num_logical_experts)``: tokens routed to each logical expert;
-- ``phy2log`` ``(layers, num_physical_experts)`` (or 1-D, the same for every layer): the logical
-  expert held by each physical slot; physical slot ``p`` lives on EP rank
-  ``p // (num_physical_experts / ep_size)``;
-- rank loads ``(layers, ep_size)``: tokens processed by each EP rank's physical experts.
-
-Step-time model (used for the "relative throughput" numbers): within one MoE layer every EP rank
-waits for the slowest one, so a layer's MoE time is proportional to its maximum rank load and
-layers run one after another. Throughput relative to perfectly uniform routing (where every rank
-gets the mean) is then ``sum(mean over ranks) / sum(max over ranks)`` over layers, which is
-exactly vLLM's :func:`balancedness`. Uniform routing has relative throughput 1. This counts MoE
-compute only: it is routing balance, not end-to-end model throughput.
+Step-time model: within a MoE layer every rank waits for the slowest and layers run in turn, so
+MoE throughput relative to uniform routing is ``sum(mean over ranks) / sum(max over ranks)``
+over layers: vLLM's :func:`balancedness` (1 for uniform routing). Routing balance only, not
+end-to-end throughput.
 """
 
 from __future__ import annotations

@@ -66,18 +66,11 @@ def batch1_decode_ceiling_tokens_per_s(
     routing: str = "fewest",
 ) -> Batch1Decode:
     """Batch-1 decode ceiling in tokens/s over ``n_gpus`` GPUs' HBM bandwidth, from the fewest
-    bytes a step can read (``routing="uniform"``: the expectation under uniform routing, not a
-    bound).
-
-    Without speculation (``acceptance_length`` 1) a step streams the weights one token uses.
-    With it, a step verifies ``verify_tokens`` tokens (default: the model's draft tokens + 1),
-    touching the distinct experts all of them pick (at the fewest, top-k per layer: the
-    verified tokens may all pick the same), the drafter streams its active weights
-    once per drafted block, and the step yields ``acceptance_length`` tokens on average. The
-    context's KV adds its sparse reads (:func:`decode_kv_reads`). Communication between the
-    GPUs is not counted: at batch 1 a dispatch/combine pair per MoE layer adds latency that no
-    bandwidth figure shows. The context's reads include the sliding window
-    (:func:`context_reads`).
+    bytes a step can read (``routing="uniform"``: uniform routing's expectation, not a bound).
+    A step verifies ``verify_tokens`` tokens (default: 1 without speculation, else the model's
+    draft tokens + 1), reads the dense weights, the experts they touch, the drafter once and
+    the context's reads with the window (:func:`context_reads`), and yields
+    ``acceptance_length`` tokens. Communication between the GPUs is not counted.
 
     DeepSeek-V4.1-Flash on 4 B300 (32 TB/s), acceptance 3.51, a 6-token verify: (7.507 GB dense
     + 40 x 6 x 18.8 MB experts + 0.52 GB drafter = 12.54 GB) / 32 TB/s = 391.8 us; 3.51 /
