@@ -313,10 +313,7 @@ def narrowest_kv_dtype(model: ModelSpec) -> str | None:
     table = model.kv_cache.row_formats
     if model.kv_cache.compression_ratios is None or table is None:
         return None
-    for d in catalogs.PRECISIONS:
-        if getattr(table, d) is not None:
-            return d
-    return None
+    return next((d for d in catalogs.PRECISIONS if getattr(table, d) is not None), None)
 
 
 def prefill_ceiling(
@@ -409,22 +406,19 @@ def _bandwidth(
     if w.concurrency is not None:
         return memory_ceiling(m, g, gpus, w.concurrency, **kw), w.concurrency
     best: tuple[int, PerGpuCeiling] | None = None
-    b = 1
-    while True:
-        bb = min(b, most)
-        r = memory_ceiling(m, g, gpus, bb, **kw)
+    for b in (min(1 << i, most) for i in range((most - 1).bit_length() + 1)):
+        r = memory_ceiling(m, g, gpus, b, **kw)
         if best is None or min(r.tok_s_per_gpu, comp_tps) > min(best[1].tok_s_per_gpu, comp_tps):
-            best = (bb, r)
-        if b >= most or r.tok_s_per_gpu >= comp_tps:
+            best = (b, r)
+        if r.tok_s_per_gpu >= comp_tps:
             break
-        b *= 2
+    assert best is not None
     chosen, mem = best
     notes.append(
         f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
         f"{plural(gpus, 'GPU')}), the claimant's free choice"
     )
-    formula = mem.formula + f" (best batch {chosen:,})"
-    return PerGpuCeiling(mem.name, mem.tok_s_per_gpu, formula, "decode"), chosen
+    return replace(mem, formula=mem.formula + f" (best batch {chosen:,})"), chosen
 
 
 def check_claim(
