@@ -299,12 +299,6 @@ class Estimate:
     parts: dict[str, float]
     batch: float | None
     formula: str
-    notes: tuple[str, ...] = ()
-
-    @property
-    def binding(self) -> str:
-        """The part that takes the most time."""
-        return max(self.parts, key=lambda k: self.parts[k]) if self.parts else ""
 
 
 def _capacity(model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None,

@@ -28,10 +28,6 @@ class Ceiling:
     def __float__(self) -> float:
         return self.tokens_per_s
 
-    @property
-    def per_gpu(self) -> float:
-        return self.tokens_per_s / self.n_gpus
-
 
 def compute_ceiling_tokens_per_s(
     model: ModelSpec | str,
