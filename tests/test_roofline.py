@@ -83,7 +83,8 @@ def test_kv_bytes_per_sequence_and_bad_dtype(v41):
 
 
 def test_stored_kv_read_time_128k_to_855k(v41):
-    r = roofline.kv_read_time_s(727_000, v41, "gb300")
+    stored = roofline.kv_bytes_per_sequence(v41, 727_000)
+    r = roofline.bandwidth_floor_step_s(stored, "gb300")
     # 727,000 x 890 B = 647.03 MB at 8 TB/s = 80.88 us: the STORED bytes, not what a step reads
     assert r.bytes == 647_030_000
     assert r.seconds == pytest.approx(80.87875e-6, rel=1e-12)
@@ -98,8 +99,8 @@ def test_sequences_fitting(v41):
 
 
 def test_flops_per_token(v41):
-    assert roofline.flops_per_token(v41, "decode") == 32e9
-    assert roofline.flops_per_token(v41, "prefill") == 16e9
+    assert roofline.compute_ceiling_tokens_per_s(v41, "gb300").flops_per_token == 32e9
+    assert roofline.compute_ceiling_tokens_per_s(v41, "gb300", "prefill").flops_per_token == 16e9
 
 
 def test_weight_split_by_phase(v41):
@@ -134,8 +135,8 @@ def test_mixed_precision_compute_ceilings(v41):
     # no FP4 on Hopper: all 16e9 params at FP8 1.979 PF -> 61,844 tok/s, and it says so
     assert round(h200.tokens_per_s) == round(1.979e15 / 32e9)
     assert any("no fp4 tensor cores" in n for n in h200.notes)
-    half = roofline.compute_ceiling_tokens_per_s(v41, "gb300", efficiency=0.5, active_scale=1.2)
-    assert half.tokens_per_s == pytest.approx(dec.tokens_per_s * 0.5 / 1.2)
+    more = roofline.compute_ceiling_tokens_per_s(v41, "gb300", active_scale=1.2)
+    assert more.tokens_per_s == pytest.approx(dec.tokens_per_s / 1.2)
 
 
 def test_bandwidth_floor():
@@ -168,13 +169,15 @@ def test_distinct_experts_of_a_verify_step():
 
 
 def test_active_weights_per_step(v41):
-    one = roofline.active_weight_bytes_per_token(v41)
+    one = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300")
     # dense 7,506,534,400 params x 1 B (FP8) + 40 x 6 x 18,800,640 B of FP4 experts
-    assert one.dense_bytes == 7_506_534_400
-    assert one.routed_bytes == pytest.approx(40 * 6 * 18_800_640)
-    assert one.bytes == pytest.approx(12_018_688_000, rel=1e-12)
-    six = roofline.active_weight_bytes_per_token(v41, 6)
-    assert six.routed_bytes == pytest.approx(40 * 34.62270569 * 18_800_640, rel=1e-9)
+    assert one.weight_bytes == pytest.approx(7_506_534_400 + 40 * 6 * 18_800_640, rel=1e-12)
+    assert one.weight_bytes == pytest.approx(12_018_688_000, rel=1e-12)
+    six = roofline.batch1_decode_ceiling_tokens_per_s(
+        v41, "b300", acceptance_length=6, verify_tokens=6, routing="uniform"
+    )
+    routed = 40 * 34.62270569 * 18_800_640
+    assert six.weight_bytes == pytest.approx(7_506_534_400 + routed, rel=1e-9)
 
 
 def test_routed_expert_size_consistent_with_shapes(v41):
@@ -279,7 +282,6 @@ def test_the_issues_context_numbers_by_hand(v41):
         40 * 128 * 4 * 64 * 512,
     )
     assert d128.total == pytest.approx(9_537_847_296)
-    assert roofline.flops_per_token(v41, "decode") == 32e9
     p128 = attention_flops(v41, 128_000, "prefill")  # 3 index sources, 18 + 20 layers
     assert (p128.scan, p128.pool) == (2 * 64 * 128 * 1.5 * 128_000, 0)
     assert p128.total == 4_689_231_872

@@ -1,35 +1,22 @@
 """What measured kernels reach: the attainable estimate beside every physics bound.
 
-A bound (:mod:`rackbook.physics.check`) is the least time the work can take; it says whether a
-figure is possible, not whether it is realistic. This module estimates the time the same work
-takes with a stated deployment and kernels as fast as a calibration measured them
-(:mod:`rackbook.core.calibration`), so every reading can say both: the verdict against the bound
-and the figure's ratio to this estimate.
+A bound (:mod:`rackbook.physics.check`) says whether a figure is possible; this estimates the
+time the same work takes in a stated deployment with kernels as fast as a calibration measured
+them (:mod:`rackbook.core.calibration`), so a reading can give the figure's ratio to both.
 
-**Kernel efficiencies** (:func:`efficiencies`) are fractions of the calibration GPU's data sheet
-(``run.json`` ``spec``): stream bandwidth (the best ``hbm_read``), dense GEMMs (the best
-``dense_gemm`` per dtype), and, kept as timed, the routed-expert GEMMs across tokens per expert,
-the index scan across keys and the sparse attention of one decode token. On another GPU a
-kernel keeps the fraction of its roofline (the larger of bytes / bandwidth and FLOP / peak)
-it reached on the calibration GPU at that size (:func:`scaled`). The scan and attention are
-scaled by bandwidth. Fractions measured on a Hopper GPU and applied to a Blackwell one are
-labelled as such: an assumption.
+**Kernel efficiencies** (:func:`efficiencies`): stream bandwidth and dense GEMMs as fractions of
+the calibration GPU's data sheet; routed-expert GEMMs, index scan and sparse attention as timed
+curves. On another GPU a kernel keeps the fraction of its roofline it reached at that size
+(:func:`scaled`); Hopper fractions applied to a Blackwell GPU are labelled an assumption.
 
-**Deployments** (:data:`DEPLOYMENTS`):
+**Deployments** (:data:`DEPLOYMENTS`): ``dp-ep`` (the default on an NVL72: attention
+data-parallel, dense weights on every GPU, experts expert-parallel with balanced routing,
+dispatch and combine over NVLink) and ``tp-ep`` (attention and dense weights tensor-parallel,
+every GPU holding every sequence's compressed KV, two all-reduces a layer).
 
-- ``dp-ep`` (the default for DeepSeek-V4.1-Flash on an NVL72): attention data-parallel (each
-  GPU its own sequences, the dense weights on every GPU and read by each every step), experts
-  expert-parallel (spread evenly, the routing balanced: uniform routing's distinct experts,
-  shared evenly), dispatch and combine over NVLink;
-- ``tp-ep``: attention and dense weights tensor-parallel over all the GPUs (each reads its
-  slice; every GPU sees every sequence, holds every sequence's compressed KV, splits the index
-  scan by heads), experts expert-parallel, two all-reduces a layer over NVLink.
-
-The parts of a step add up (no overlap of communication with compute, no launch overhead
-beyond what the calibration's CUDA graphs timed); the batch, when the figure does not give its
-concurrency, is the one that reaches the most within the KV capacity of the deployment.
-Communication is bandwidth only, at the data sheet's NVLink (no calibration measures it).
-Units: seconds, bytes, tokens/s per GPU.
+A step's parts add up (no overlap, no launch overhead beyond the calibration's CUDA graphs);
+NVLink at the data sheet's bandwidth. Without a concurrency the batch is the one that reaches
+the most within the deployment's KV capacity. Units: seconds, bytes, tokens/s per GPU.
 """
 
 from __future__ import annotations
@@ -46,7 +33,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, roofline
-from rackbook.physics.check import MAX_BATCH, Check, Workload
+from rackbook.physics.check import Check, Workload
 from rackbook.physics.units import plural, whole
 
 if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
@@ -101,11 +88,6 @@ class Efficiencies:
     def hopper(self) -> bool:
         """Whether the calibration GPU is a Hopper part (H100, H200)."""
         return any(k in self.gpu.upper() for k in ("H100", "H200", "H800", "H20", "GH200"))
-
-    def text(self) -> str:
-        """One line: the fractions measured."""
-        d = ", ".join(f"{k.upper()} {v:.0%}" for k, v in sorted(self.dense.items()))
-        return f"{self.label}: stream {self.stream:.0%} of HBM, dense GEMMs {d} of peak"
 
 
 def efficiencies(cal: Calibration | None = None) -> Efficiencies:
@@ -164,11 +146,14 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
         if spec.get(f"{d}_dense_TFLOPs")
     }
 
-    def need(fam: str, dtype: str | None = None) -> Any:
-        rows = cal.family(fam, dtype)
+    def need(fam: str) -> Any:
+        rows = cal.family(fam)
         if rows.empty:
-            raise InputError(where, "kernels", f"no {fam} rows" + (f" ({dtype})" if dtype else ""))
+            raise InputError(where, "kernels", f"no {fam} rows")
         return rows
+
+    def curve(rows: Any, *cols: str) -> Any:
+        return tuple(rows[c].to_numpy(np.float64) for c in cols)
 
     hbm = need("hbm_read")
     stream = float((hbm["bytes"] / hbm["seconds"]).max()) / spec_bw
@@ -181,13 +166,9 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
     for d in ("fp8", "bf16"):
         e = cal.family("expert_gemm", d)
         if not e.empty:
-            experts[d] = tuple(
-                e[c].to_numpy(np.float64) for c in ("size", "seconds", "bytes", "flops")
-            )
+            experts[d] = curve(e, "size", "seconds", "bytes", "flops")
     if not experts:
         raise InputError(where, "kernels", "no expert_gemm rows")
-    sc = need("indexer_scan")
-    at = need("sparse_attention")
     return Efficiencies(
         cal.label,
         str(cal.run["gpu"]),
@@ -195,9 +176,9 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
         flops,
         stream,
         dense,
-        experts,  # type: ignore[arg-type]
-        (sc["size"].to_numpy(np.float64), sc["seconds"].to_numpy(np.float64)),
-        (at["size"].to_numpy(np.float64), at["seconds"].to_numpy(np.float64)),
+        experts,
+        curve(need("indexer_scan"), "size", "seconds"),
+        curve(need("sparse_attention"), "size", "seconds"),
         dict(cal.run.get("shapes") or {}),
     )
 
@@ -318,12 +299,6 @@ class Estimate:
     parts: dict[str, float]
     batch: float | None
     formula: str
-    notes: tuple[str, ...] = ()
-
-    @property
-    def binding(self) -> str:
-        """The part that takes the most time."""
-        return max(self.parts, key=lambda k: self.parts[k]) if self.parts else ""
 
 
 def _capacity(model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None,
@@ -343,7 +318,7 @@ def _capacity(model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtyp
         if dp
         else "all weights spread; every GPU holds every sequence's compressed KV"
     )
-    return min(n, MAX_BATCH * gpus), f"{cap.formula} ({how}): {n:,.0f} sequences"
+    return n, f"{cap.formula} ({how}): {n:,.0f} sequences"
 
 
 def _dense_part(
@@ -425,9 +400,7 @@ def decode_step(
     :func:`expert_seconds`); the context (:func:`_context_parts`; the scan split by heads in
     tp-ep); the drafter's weights; NVLink: dispatch + combine of each token to the experts on
     other GPUs (dp-ep) or two all-reduces a layer (tp-ep)."""
-    if deployment not in DEPLOYMENTS:
-        choices = ", ".join(DEPLOYMENTS)
-        raise InputError("-", "deployment", f"{deployment!r} is not one of {choices}")
+    choose_deployment(gpus, batch, deployment)  # InputError for an unknown one
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     tp = deployment == "tp-ep"

@@ -1,42 +1,22 @@
-"""Is a serving claim physically possible? The ceilings a model and a GPU put on tokens per second
-per GPU, and a verdict on a claimed figure.
+"""Is a serving claim physically possible? The ceilings a model and GPU put on tokens/s per
+GPU, and a verdict on a claimed figure. Each ceiling is the least time the work can take:
 
-Readings (each a ceiling in tokens/s per GPU, with its formula):
-
-- **compute**: every GPU's dense FLOP/s at the precision each part of the model runs at, for
-  the GEMMs and the attention and indexer FLOP at the workload's context
-  (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); with speculation, a step
-  verifies more tokens than it keeps; prefill passes the encoder layers only;
-- **memory bandwidth** (decode): the fewest bytes a step can read, over all the GPUs'
-  bandwidth: the dense weights once in all (however the GPUs share them), the fewest distinct
-  routed experts the step's tokens can touch (top-k per MoE layer, all tokens agreeing: not a
-  routing anyone expects, the least there is), each sequence's own context reads (index scan,
-  top-k rows, candidate pool, sliding window: :func:`rackbook.physics.roofline.context_reads`)
-  and the drafter's weights once; at ``batch`` sequences it yields batch x tokens-per-step
-  tokens, so batching gains until compute or the context reads bind;
+- **compute**: dense FLOP/s at each part's precision, GEMMs plus attention and indexer FLOP at
+  the context (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); a speculative
+  step verifies more tokens than it keeps; prefill passes the encoder layers only;
+- **memory bandwidth** (decode, :func:`memory_ceiling`): the fewest bytes a step can read;
 - **KV read** (prefill): a chunk of :data:`PREFILL_CHUNK` new tokens reads its prefix's caches
-  in the encoder layers once (the index keys and the fewest rows, top-k, shared by the chunk);
-- **memory capacity**: the weights (spread over the GPUs: the least any GPU can hold; offloaded
-  to Grace memory where the GPU has it) and the sequences' KV, held at ISL + OSL / 2 tokens on
-  average, must fit in :data:`MEMORY_FRACTION` of the HBM as the GPU reports it; what does not
-  fit (the weights, or the KV cache) makes the figure impossible.
+  once;
+- **memory capacity** (:func:`capacity`): weights and KV must fit in :data:`MEMORY_FRACTION`
+  of the HBM (weights offloaded to Grace memory where the GPU has it).
 
-What the figure does not state is read at the least bytes the model is served with: the
-weights in the catalog's format with the fewest bytes (NVFP4 experts for DeepSeek-R1) unless
-``precision`` states the experts' dtype, the KV cache in its narrowest row format unless
-``kv_dtype`` states it (:func:`rackbook.physics.roofline.served`, :func:`narrowest_kv_dtype`).
-
-Each ceiling is the least time the work can take, so the verdict on claimed / ceiling has no
-margin: ``possible`` at or below 1, ``impossible`` above. How far a figure is from what
-real kernels reach is another reading: :mod:`rackbook.physics.attainable`. ``undetermined`` is
-kept for what a bound cannot decide: a figure whose workload leaves out a part the verdict
-turns on (an unknown cached share: :func:`cached_share_threshold`), or a quantity no ceiling
-bounds.
-
-A workload's prefill and decode share the GPUs' time: ratio = new input tokens/s / prefill
-ceiling + output tokens/s / decode ceiling. Without a concurrency the batch is the claimant's
-free choice: the best batch whose KV fits, and the output says so.
-
+What a figure does not state is read at the least bytes: the catalog's smallest weight format
+unless ``precision`` states the experts' dtype, the narrowest KV format unless ``kv_dtype``
+does. Prefill and decode share the GPUs' time: ratio = new input tok/s / prefill ceiling +
+output tok/s / decode ceiling; ``possible`` at or below 1, ``impossible`` above (no margin;
+realism is :mod:`rackbook.physics.attainable`'s). ``undetermined`` is for what a bound cannot
+decide (an unknown cached share: :func:`cached_share_threshold`). Without a concurrency the
+batch is the claimant's free choice: the best batch whose KV fits, said in the output.
 """
 
 from __future__ import annotations
@@ -70,11 +50,8 @@ MEMORY_FRACTION = 0.9
 
 
 def physics_verdict(ratio: float) -> str:
-    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio``.
-
-    Every ceiling is the least time the work can take, so a figure above 100 % of it is
-    ``impossible`` and one at or below it ``possible``: a bound has no margin (the realism of a
-    possible figure is the attainable reading, :mod:`rackbook.physics.attainable`)."""
+    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio`` (no margin: 1 is
+    possible, anything above or not finite impossible)."""
     return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
 
 
@@ -177,22 +154,13 @@ def memory_ceiling(
     context: float = 0,
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = "fp4",
-    efficiency: float = 1.0,
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
-    """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences decoding
-    together on ``gpus`` GPUs, from the fewest bytes a step can read (bytes, bytes/s):
-
-    - the dense weights once in all: however the GPUs share them (tensor-parallel or each its
-      own slice), no weight need be read twice in one step;
-    - the fewest distinct routed experts the step's tokens can touch: top-k per MoE layer (every
-      token picking the same k; :func:`rackbook.physics.roofline.fewest_experts`);
-    - each sequence's own context reads at ``context`` tokens
-      (:func:`rackbook.physics.roofline.context_reads`), read once per step whatever the
-      tokens verified;
-    - the drafter's weights once per step when speculating;
-
-    all over ``gpus`` x the HBM bandwidth. A step yields ``batch`` x ``tokens_per_step`` tokens.
+    """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences on ``gpus``
+    GPUs, from the fewest bytes a step can read: the dense weights once in all, top-k routed
+    experts per MoE layer (every token picking the same), each sequence's context reads at
+    ``context`` tokens (:func:`rackbook.physics.roofline.context_reads`) and the drafter once,
+    over ``gpus`` x HBM bytes/s; a step yields ``batch`` x ``tokens_per_step`` tokens.
 
     DeepSeek-V4.1-Flash, 4 sequences on 4 GB300, no context: 7.507 GB + 40 x 6 x 18.8 MB =
     12.02 GB / 32 TB/s = 375.6 us; 4 tokens / 375.6 us / 4 GPUs = 2,662 tok/s per GPU."""
@@ -206,7 +174,7 @@ def memory_ceiling(
     kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
     kv = batch * kv_seq
     draft = roofline.draft_bytes(model) if verify > 1 else 0.0
-    bw = gpus * gpu.hbm_bandwidth_bytes_per_s * efficiency
+    bw = gpus * gpu.hbm_bandwidth_bytes_per_s
     total = dense + experts + kv + draft
     step = total / bw
     tps = batch * tokens_per_step / gpus / step
@@ -217,7 +185,7 @@ def memory_ceiling(
         f"{plural(whole(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
         + (f" + {fmt(draft, 'B')} drafter" if draft else "")
         + f" = {fmt(total, 'B')}) / ({plural(gpus, 'GPU')} x "
-        f"{fmt(gpu.hbm_bandwidth_bytes_per_s * efficiency, 'B/s')}) = {step * 1e6:,.4g} µs; "
+        f"{fmt(gpu.hbm_bandwidth_bytes_per_s, 'B/s')}) = {step * 1e6:,.4g} µs; "
         f"{plural(whole(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
         f"{plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     )
@@ -266,15 +234,12 @@ def capacity(
     dense_replicated: bool = False,
     offload: bool = True,
 ) -> Capacity:
-    """Sequences per GPU whose KV (and sliding-window cache) fits after the weights, in the
-    HBM an engine may use (:func:`usable_bytes`; bytes). Sequences hold ``context`` tokens on
-    average (ISL + OSL / 2 when they start at ISL and grow to ISL + OSL: the least they hold
-    together); one sequence of ``longest`` tokens must fit alone. The weights are spread over
-    ``gpus`` (the least any GPU must hold: a bound); ``dense_replicated`` keeps the dense
-    weights on every GPU (data-parallel attention). Where the GPU has host memory over a
-    coherent link (Grace), the weights may be offloaded there (vLLM ``--cpu-offload-gb``):
-    only what exceeds it takes HBM (``offload`` False keeps them all in HBM, as a deployment
-    tuned for speed does).
+    """Sequences per GPU whose KV (and sliding-window cache) fits after the weights in
+    :func:`usable_bytes` (bytes). Sequences hold ``context`` tokens on average (ISL + OSL / 2);
+    one of ``longest`` tokens must fit alone. Weights are spread over ``gpus`` (the least a GPU
+    holds); ``dense_replicated`` keeps the dense weights on every GPU (data-parallel
+    attention); with ``offload`` they may go to the GPU's host (Grace) memory first (vLLM
+    ``--cpu-offload-gb``).
 
     DeepSeek-R1 at NVFP4 (344.0 GB) on 2 GB200: 172.0 GB a GPU, of which 236 GB of Grace
     memory can hold all; the KV has all of 0.9 x 198.67 GB = 178.8 GB."""
@@ -348,19 +313,14 @@ def narrowest_kv_dtype(model: ModelSpec) -> str | None:
     table = model.kv_cache.row_formats
     if model.kv_cache.compression_ratios is None or table is None:
         return None
-    for d in catalogs.PRECISIONS:
-        if getattr(table, d) is not None:
-            return d
-    return None
+    return next((d for d in catalogs.PRECISIONS if getattr(table, d) is not None), None)
 
 
 def prefill_ceiling(
     model: ModelSpec,
     gpu: GpuSpec,
     prefix: float,
-    *,
     kv_dtype: str | None = "fp4",
-    efficiency: float = 1.0,
     active_scale: float = 1.0,
 ) -> list[PerGpuCeiling]:
     """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
@@ -375,12 +335,12 @@ def prefill_ceiling(
     2.068 us + 1.5 x 855,000 x 16,384 FLOP (scan) + 1.21 GFLOP (rows) + 0.34 GFLOP (window) at
     5 PFLOP/s = 6.587 us: 151,800 new tokens/s."""
     comp = roofline.compute_ceiling_tokens_per_s(
-        model, gpu, "prefill", efficiency=efficiency, active_scale=active_scale, context=prefix
+        model, gpu, "prefill", active_scale=active_scale, context=prefix
     )
     out = [PerGpuCeiling("compute", comp.tokens_per_s, comp.formula, "prefill")]
     if kv_dtype and prefix:
         r = roofline.context_reads(model, prefix, "prefill", kv_dtype)
-        bw = gpu.hbm_bandwidth_bytes_per_s * efficiency
+        bw = gpu.hbm_bandwidth_bytes_per_s
         per_token = r.total / PREFILL_CHUNK
         tps = bw / per_token if per_token else math.inf
         out.append(
@@ -397,12 +357,12 @@ def prefill_ceiling(
 
 
 def _decode_compute(
-    m: ModelSpec, g: GpuSpec, w: Workload, *, efficiency: float, active_scale: float
+    m: ModelSpec, g: GpuSpec, w: Workload, active_scale: float
 ) -> tuple[PerGpuCeiling, list[str]]:
     """The decode compute ceiling in kept tokens (a verify step keeps ``tokens_per_step`` of
     ``verify_tokens``), and the roofline's notes."""
     comp = roofline.compute_ceiling_tokens_per_s(
-        m, g, "decode", efficiency=efficiency, active_scale=active_scale, context=w.decode_context
+        m, g, "decode", active_scale=active_scale, context=w.decode_context
     )
     keep, verify = w.tokens_per_step, w.verify_tokens
     tps = comp.tokens_per_s * keep / verify
@@ -432,48 +392,33 @@ def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -
 
 def _bandwidth(
     m: ModelSpec, g: GpuSpec, gpus: int, w: Workload, comp_tps: float, most: int, notes: list[str],
-    **kw: Any,
+    active_scale: float,
 ) -> tuple[PerGpuCeiling, float]:  # fmt: skip
     """The decode memory-bandwidth ceiling at the workload's concurrency, or at the best batch
     up to ``most`` sequences (powers of two: the claimant's free choice, said in ``notes``);
-    and the batch read. ``kw``: :func:`memory_ceiling`'s efficiency and active_scale."""
-    kw |= dict(context=w.decode_context, tokens_per_step=w.tokens_per_step, kv_dtype=w.kv_dtype)
+    and the batch read."""
+    kw: dict[str, Any] = dict(
+        context=w.decode_context,
+        tokens_per_step=w.tokens_per_step,
+        kv_dtype=w.kv_dtype,
+        active_scale=active_scale,
+    )
     if w.concurrency is not None:
         return memory_ceiling(m, g, gpus, w.concurrency, **kw), w.concurrency
     best: tuple[int, PerGpuCeiling] | None = None
-    b = 1
-    while True:
-        bb = min(b, most)
-        r = memory_ceiling(m, g, gpus, bb, **kw)
+    for b in (min(1 << i, most) for i in range((most - 1).bit_length() + 1)):
+        r = memory_ceiling(m, g, gpus, b, **kw)
         if best is None or min(r.tok_s_per_gpu, comp_tps) > min(best[1].tok_s_per_gpu, comp_tps):
-            best = (bb, r)
-        if b >= most or r.tok_s_per_gpu >= comp_tps:
+            best = (b, r)
+        if r.tok_s_per_gpu >= comp_tps:
             break
-        b *= 2
+    assert best is not None
     chosen, mem = best
     notes.append(
         f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
         f"{plural(gpus, 'GPU')}), the claimant's free choice"
     )
-    formula = mem.formula + f" (best batch {chosen:,})"
-    return PerGpuCeiling(mem.name, mem.tok_s_per_gpu, formula, "decode"), chosen
-
-
-def _verdict(
-    claimed: float, phase: str, binding: dict[str, PerGpuCeiling], fractions: dict[str, float]
-) -> dict[str, Any]:
-    """The verdict, ratio, counted ceiling and limit of the phases' shares of the time."""
-    ratio = sum(fractions.values())
-    if len(fractions) == 1:
-        limit = binding[next(iter(fractions))].name
-    else:
-        ph = max(fractions, key=lambda k: fractions[k])
-        limit = f"{ph} {binding[ph].name}"
-    ceiling = claimed / ratio if ratio > 0 else math.inf
-    if phase == "prefill" and ratio == 0:
-        ceiling = math.inf
-    verdict = physics_verdict(ratio)
-    return dict(verdict=verdict, ratio=ratio, ceiling_tok_s_per_gpu=ceiling, limit=limit)
+    return replace(mem, formula=mem.formula + f" (best batch {chosen:,})"), chosen
 
 
 def check_claim(
@@ -489,7 +434,6 @@ def check_claim(
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = None,
     active_scale: float = 1.0,
-    efficiency: float = 1.0,
     counted: str | None = None,
     isl: float | None = None,
     osl: float | None = None,
@@ -497,17 +441,15 @@ def check_claim(
     precision: str | None = None,
 ) -> Check:
     """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
-    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s; the steps:
-    :func:`workload`, :func:`capacity`, the ceilings, :func:`physics_verdict` of the ratio).
+    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s).
 
     ``counted``: ``output``, ``total`` (input + output; needs ``isl`` and ``osl``) or ``input``
-    (cached tokens included; the default in the prefill phase). ``batch``: sequences in flight
-    over all ``gpus`` (default the best batch whose KV fits). ``phase``: ``decode``,
-    ``prefill`` or ``mixed`` (the default with ``isl`` and ``osl``). What the figure does not
-    state is read at the least bytes (module docstring): ``precision`` (the routed experts'
-    dtype) and ``kv_dtype`` state them. Ranges are checked where values enter (the CLI's
-    flags, :data:`rackbook.params.FLAGS`, notebook parameters); here only a rate that is not a
-    positive number (one computed from a trace) and the rules that turn on the model."""
+    (the default in prefill). ``batch``: sequences in flight over all ``gpus`` (default: the
+    best whose KV fits). ``phase``: ``decode``, ``prefill`` or ``mixed`` (the default with
+    ``isl`` and ``osl``). ``precision`` and ``kv_dtype`` state what the module reads at the
+    least bytes. Ranges are checked where values enter (:data:`rackbook.params.FLAGS`,
+    notebook parameters); here only a rate that is not a positive number and the rules that
+    turn on the model."""
     if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
     g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
@@ -530,8 +472,21 @@ def check_claim(
         kv_dtype=kv_dtype,
         weights=sv.text,
     )
-    scale = dict(efficiency=efficiency, active_scale=active_scale)
-    return _judge(m, g, gpus, phase, claimed, w, longest, notes, **scale)
+    return Check(
+        model=m.id,
+        gpu=g.id,
+        gpus=gpus,
+        phase=phase,
+        claimed_tok_s_per_gpu=claimed,
+        counted=w.counted,
+        work=w,
+        notes=notes,
+        model_name=m.name,
+        gpu_label=g.label,
+        spec=m,
+        gpu_spec=g,
+        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, active_scale),
+    )
 
 
 def _kv_layout(
@@ -550,41 +505,17 @@ def _kv_layout(
     return kv_dtype, notes
 
 
-def _judge(
-    m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
-    longest: float, notes: list[str], **scale: float,
-) -> Check:  # fmt: skip
-    """The :class:`Check` of ``claimed`` tokens/s per GPU on the workload ``w``, built by name:
-    what was judged, and the ceilings' reading (:func:`_ceilings`; ``scale``: its efficiency
-    and active_scale)."""
-    return Check(
-        model=m.id,
-        gpu=g.id,
-        gpus=gpus,
-        phase=phase,
-        claimed_tok_s_per_gpu=claimed,
-        counted=w.counted,
-        work=w,
-        notes=notes,
-        model_name=m.name,
-        gpu_label=g.label,
-        spec=m,
-        gpu_spec=g,
-        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, **scale),
-    )
-
-
 def _ceilings(
     m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
-    longest: float, notes: list[str], **scale: float,
+    longest: float, notes: list[str], active_scale: float,
 ) -> dict[str, Any]:  # fmt: skip
-    """:func:`check_claim`'s ceilings of the workload ``w`` and the verdict on ``claimed``
-    tokens/s per GPU: the :class:`Check` fields they give, by name (``notes`` extended;
-    ``scale``: efficiency and active_scale of every ceiling)."""
+    """The ceilings of the workload ``w`` and the verdict on ``claimed`` tokens/s per GPU: the
+    :class:`Check` fields they give, by name (``notes`` extended). The limit is the binding
+    ceiling of the phase taking the most time."""
     ceilings: list[PerGpuCeiling] = []
     comp = None
     if phase in ("decode", "mixed"):
-        comp, comp_notes = _decode_compute(m, g, w, **scale)
+        comp, comp_notes = _decode_compute(m, g, w, active_scale)
         notes.extend(comp_notes)
         ceilings.append(comp)
     held = w.decode_context or longest  # on average; a prefill-only figure: its input
@@ -605,17 +536,22 @@ def _ceilings(
     chosen, binding, fractions = w.concurrency, {}, {}
     if comp is not None:
         most = cap.sequences * gpus
-        mem, chosen = _bandwidth(m, g, gpus, w, comp.tok_s_per_gpu, most, notes, **scale)
+        mem, chosen = _bandwidth(m, g, gpus, w, comp.tok_s_per_gpu, most, notes, active_scale)
         ceilings.append(mem)
         binding["decode"] = min((comp, mem), key=lambda r: r.tok_s_per_gpu)
         fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
     if phase in ("prefill", "mixed"):
-        pre = prefill_ceiling(m, g, w.prefill_prefix, kv_dtype=w.kv_dtype, **scale)
+        pre = prefill_ceiling(m, g, w.prefill_prefix, w.kv_dtype, active_scale)
         ceilings.extend(pre)
         binding["prefill"] = min(pre, key=lambda r: r.tok_s_per_gpu)
         fractions["prefill"] = w.new_input_tok_s_per_gpu / binding["prefill"].tok_s_per_gpu
+    ratio = sum(fractions.values())
+    ph = max(fractions, key=lambda k: fractions[k])
     return dict(
-        _verdict(claimed, phase, binding, fractions),
+        verdict=physics_verdict(ratio),
+        ratio=ratio,
+        ceiling_tok_s_per_gpu=claimed / ratio if ratio > 0 else math.inf,
+        limit=binding[ph].name if len(fractions) == 1 else f"{ph} {binding[ph].name}",
         batch=None if chosen is None else whole(chosen),
         ceilings=ceilings,
         fractions=fractions,
@@ -672,17 +608,16 @@ def cached_share_threshold(
         "last input token cached"
     )
     if share == 0:
-        return Threshold(0.0, r[0], r[-1], "possible", f"{what}: possible at any cached share")
-    if share is None:
-        return Threshold(None, r[0], r[-1], "impossible", f"{what}: impossible at any cached share")
-    return Threshold(
-        share,
-        r[0],
-        r[-1],
-        "undetermined",
-        f"{what}: possible from {share:.1%} of the input cached (every share above reads "
-        "possible), impossible below",
-    )
+        verdict, text = "possible", f"{what}: possible at any cached share"
+    elif share is None:
+        verdict, text = "impossible", f"{what}: impossible at any cached share"
+    else:
+        verdict = "undetermined"
+        text = (
+            f"{what}: possible from {share:.1%} of the input cached (every share above reads "
+            "possible), impossible below"
+        )
+    return Threshold(share, r[0], r[-1], verdict, text)
 
 
 @dataclass(frozen=True)

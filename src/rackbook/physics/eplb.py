@@ -1,24 +1,16 @@
-"""Expert-parallel load balancing (EPLB): balancedness, placements and DeepSeek's EPLB algorithm.
+"""Expert-parallel load balancing (EPLB): balancedness, placements and DeepSeek's EPLB algorithm,
+in numpy (no torch, no vLLM).
 
-Everything here is numpy (plus pandas for the log parser); no torch, no vLLM.
+Loads count routed token-expert assignments (tokens), as vLLM's ``expert_load_pass`` does.
+Shapes follow vLLM's ``vllm/distributed/eplb``: logical loads ``(layers, num_logical)``;
+``phy2log`` ``(layers, num_physical)`` (1-D: the same for every layer), the logical expert in
+each physical slot, slot ``p`` on EP rank ``p // (num_physical / ep_size)``; rank loads
+``(layers, ep_size)``.
 
-Units: every load is a count of *routed token-expert assignments* (tokens), as vLLM's
-``expert_load_pass`` counts them: a token that picks ``k`` experts adds 1 to each of them.
-
-Shapes follow vLLM's ``vllm/distributed/eplb``:
-
-- logical loads ``(layers, num_logical_experts)``: tokens routed to each logical expert;
-- ``phy2log`` ``(layers, num_physical_experts)`` (or 1-D, the same for every layer): the logical
-  expert held by each physical slot; physical slot ``p`` lives on EP rank
-  ``p // (num_physical_experts / ep_size)``;
-- rank loads ``(layers, ep_size)``: tokens processed by each EP rank's physical experts.
-
-Step-time model (used for the "relative throughput" numbers): within one MoE layer every EP rank
-waits for the slowest one, so a layer's MoE time is proportional to its maximum rank load and
-layers run one after another. Throughput relative to perfectly uniform routing (where every rank
-gets the mean) is then ``sum(mean over ranks) / sum(max over ranks)`` over layers, which is
-exactly vLLM's :func:`balancedness`. Uniform routing has relative throughput 1. This counts MoE
-compute only: it is routing balance, not end-to-end model throughput.
+Step-time model: within a MoE layer every rank waits for the slowest and layers run in turn, so
+MoE throughput relative to uniform routing is ``sum(mean over ranks) / sum(max over ranks)``
+over layers: vLLM's :func:`balancedness` (1 for uniform routing). Routing balance only, not
+end-to-end throughput.
 """
 
 from __future__ import annotations
@@ -38,10 +30,6 @@ from rackbook.errors import InputError
 SYNTHETIC_GENERATOR = "rackbook.eplb.synthetic_loads (zipf-permuted-multinomial v1)"
 
 _Source = str | Path | None
-
-# --------------------------------------------------------------------------------------------
-# Input checks
-# --------------------------------------------------------------------------------------------
 
 
 def check_layout(
@@ -78,18 +66,15 @@ def check_layout(
     return num_physical
 
 
-# --------------------------------------------------------------------------------------------
-# Balancedness
-# --------------------------------------------------------------------------------------------
-
-
-def _rank_matrix(rank_loads: Any) -> np.ndarray:
+def _mean_over_max(rank_loads: Any, axis: int) -> float:
+    """sum(mean along ``axis``) / sum(max along ``axis``) of ``(layers, ranks)`` loads (1-D: one
+    layer); 0.0 when every load is zero."""
     arr = np.asarray(rank_loads, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr[None, :]
+    arr = arr[None, :] if arr.ndim == 1 else arr
     if arr.ndim != 2 or arr.size == 0:
         raise InputError(None, "rank_loads", f"expected shape (layers, ranks), got {arr.shape}")
-    return arr
+    mx = float(arr.max(axis=axis).sum())
+    return float(arr.mean(axis=axis).sum()) / mx if mx > 0 else 0.0
 
 
 def balancedness(rank_loads: Any) -> float:
@@ -100,10 +85,7 @@ def balancedness(rank_loads: Any) -> float:
     ``sum(means) / sum(maxes)`` (vLLM ``eplb_state._compute_eplb_load_stats``, fixed by PR
     #51813). Returns 0.0 when every load is zero, as vLLM does.
     """
-    arr = _rank_matrix(rank_loads)
-    avg = float(arr.mean(axis=1).sum())
-    mx = float(arr.max(axis=1).sum())
-    return avg / mx if mx > 0 else 0.0
+    return _mean_over_max(rank_loads, axis=1)
 
 
 def balancedness_legacy(rank_loads: Any) -> float:
@@ -114,15 +96,7 @@ def balancedness_legacy(rank_loads: Any) -> float:
     is across layers, not how even the ranks are within a layer (vLLM issues #36304, #39178,
     #51784; fixed by PR #51813). Kept only to read old logs. Returns 0.0 when all loads are zero.
     """
-    arr = _rank_matrix(rank_loads)
-    avg = float(arr.mean(axis=0).sum())
-    mx = float(arr.max(axis=0).sum())
-    return avg / mx if mx > 0 else 0.0
-
-
-# --------------------------------------------------------------------------------------------
-# Placements
-# --------------------------------------------------------------------------------------------
+    return _mean_over_max(rank_loads, axis=0)
 
 
 def static_placement(num_experts: int, ep_size: int, redundant: int = 0) -> np.ndarray:
@@ -141,9 +115,7 @@ def static_placement(num_experts: int, ep_size: int, redundant: int = 0) -> np.n
 
 def replica_counts(phy2log: Any, num_logical: int) -> np.ndarray:
     """Replicas per logical expert, ``(layers, num_logical)`` int64 (vLLM's ``logcnt``)."""
-    p2l = np.asarray(phy2log, dtype=np.int64)
-    if p2l.ndim == 1:
-        p2l = p2l[None, :]
+    p2l = np.atleast_2d(np.asarray(phy2log, dtype=np.int64))
     cnt = np.zeros((p2l.shape[0], num_logical), dtype=np.int64)
     rows = np.repeat(np.arange(p2l.shape[0]), p2l.shape[1])
     np.add.at(cnt, (rows, p2l.ravel()), 1)
@@ -156,9 +128,7 @@ def logical_to_physical(phy2log: Any, num_logical: int) -> tuple[np.ndarray, np.
     ``log2phy`` is ``(layers, num_logical, max_replicas)``: the physical slots of each logical
     expert in ascending order, padded with -1. ``logcnt`` is :func:`replica_counts`.
     """
-    p2l = np.asarray(phy2log, dtype=np.int64)
-    if p2l.ndim == 1:
-        p2l = p2l[None, :]
+    p2l = np.atleast_2d(np.asarray(phy2log, dtype=np.int64))
     logcnt = replica_counts(p2l, num_logical)
     width = max(int(logcnt.max()), 1)
     log2phy = np.full((p2l.shape[0], num_logical, width), -1, dtype=np.int64)
@@ -200,21 +170,13 @@ def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) ->
     return share.reshape(num_layers, ep_size, num_physical // ep_size).sum(axis=2)
 
 
-# --------------------------------------------------------------------------------------------
-# DeepSeek's EPLB algorithm, as vLLM's DefaultEplbPolicy runs it
-# --------------------------------------------------------------------------------------------
-# A numpy port of vllm/distributed/eplb/policy/default.py (vLLM 0.32/0.33, Apache-2.0), itself
-# adapted from github.com/deepseek-ai/EPLB: the same steps in the same order (items by descending
-# weight, the first lightest pack by np.argmin, the first hottest expert by np.argmax, float32
-# weights), with one deliberate difference in how ties are broken.
-#
-# Ties. vLLM orders items with ``np.argsort(-weight)``, numpy's default (unstable) sort, whose
-# order among equal weights is unspecified: it depends on which SIMD sort numpy dispatches on the
-# CPU (AVX-512, AVX2 or the scalar introsort), so vLLM's own placement for the same loads can
-# differ from one machine to another. Here equal weights are ordered by ascending item id
-# (``kind="stable"`` on the negated weights): one of the orders vLLM may produce, the same on
-# every CPU. Without ties (distinct weights) the two agree exactly. np.argmin / np.argmax return
-# the first of equal values by numpy's contract, so the pack and replica picks need no change.
+# DeepSeek's EPLB as vLLM runs it: a numpy port of vllm/distributed/eplb/policy/default.py
+# (vLLM 0.32/0.33, Apache-2.0; from github.com/deepseek-ai/EPLB), the same steps in the same
+# order (first lightest pack by np.argmin, first hottest expert by np.argmax, float32 weights).
+# One difference: vLLM orders items by np.argsort(-weight), an unstable sort whose order among
+# equal weights depends on the CPU's SIMD sort; here equal weights go by ascending item id
+# (kind="stable"), one of the orders vLLM may produce, the same on every CPU. Without ties the
+# two agree exactly.
 
 
 def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -341,17 +303,11 @@ def rebalance_experts(
     logcnt (layers, num_logical))`` like DeepSeek's reference ``rebalance_experts``.
     """
     w = as_loads(weight, field="weight").astype(np.float32)
-    if eplb_branch(num_groups, num_nodes) == "hierarchical":
-        phy2log = rebalance_experts_hierarchical(w, num_replicas, num_groups, num_nodes, num_ranks)
-    else:
-        phy2log = rebalance_experts_hierarchical(w, num_replicas, 1, 1, num_ranks)
+    if eplb_branch(num_groups, num_nodes) == "global":
+        num_groups = num_nodes = 1
+    phy2log = rebalance_experts_hierarchical(w, num_replicas, num_groups, num_nodes, num_ranks)
     log2phy, logcnt = logical_to_physical(phy2log, w.shape[1])
     return phy2log, log2phy, logcnt
-
-
-# --------------------------------------------------------------------------------------------
-# Step-time model
-# --------------------------------------------------------------------------------------------
 
 
 def fraction_recovered_gap(t_static: float, t_eplb: float, t_uniform: float = 1.0) -> float:
@@ -367,11 +323,6 @@ def fraction_recovered_gap(t_static: float, t_eplb: float, t_uniform: float = 1.
 def fraction_of_uniform(t_eplb: float, t_uniform: float = 1.0) -> float:
     """EPLB throughput as a share of uniform routing's: ``T_eplb / T_uniform``."""
     return t_eplb / t_uniform if t_uniform != 0 else math.nan
-
-
-# --------------------------------------------------------------------------------------------
-# Synthetic routing model
-# --------------------------------------------------------------------------------------------
 
 
 def synthetic_popularity(
@@ -504,11 +455,6 @@ def calibrate_skew(
     }
 
 
-# --------------------------------------------------------------------------------------------
-# Evaluation
-# --------------------------------------------------------------------------------------------
-
-
 def evaluate(
     loads: Any,
     ep_size: int,
@@ -566,11 +512,6 @@ def evaluate(
     }
 
 
-# --------------------------------------------------------------------------------------------
-# Input files and CLI
-# --------------------------------------------------------------------------------------------
-
-
 def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4f}"
 
@@ -583,14 +524,7 @@ def cli_eplb(args: argparse.Namespace) -> int:
     """
     path = Path(args.loads)
     loads = read_loads(path)
-    res = evaluate(
-        loads,
-        args.ep_size,
-        args.redundant,
-        getattr(args, "groups", 1),
-        getattr(args, "nodes", 1),
-        source=path,
-    )
+    res = evaluate(loads, args.ep_size, args.redundant, args.groups, args.nodes, source=path)
     print(
         f"{path}: {res['num_layers']} layers x {res['num_logical_experts']} experts, "
         f"EP {res['ep_size']}, {res['num_physical_experts']} physical experts "
@@ -609,6 +543,6 @@ def cli_eplb(args: argparse.Namespace) -> int:
         f"{_fmt(res['fraction_of_uniform'])} of uniform, "
         f"{_fmt(res['fraction_recovered_gap'])} of the static-to-uniform gap recovered"
     )
-    if getattr(args, "json", False):
+    if args.json:
         print(json.dumps({**res, "source": str(path)}, allow_nan=False))
     return 0

@@ -110,18 +110,12 @@ def prefix_read_model(
     reuse_tokens: int = 1,
 ) -> PrefixRead:
     """Prefilling new tokens after a cached prefix of ``prefix_tokens`` tokens, through the
-    encoder layers only (the layers a new prefill token passes).
-
-    Each new token reads the prefix's caches in those layers
-    (:func:`rackbook.physics.roofline.context_reads`, phase prefill), at the sparse end
-    (index-key scan and top-k rows) and at the dense end (every row); ``reuse_tokens`` new
-    tokens of a chunk share one read (1 = none, the most traffic; the bound of
-    :func:`rackbook.physics.check.check_claim` shares it over
-    :data:`rackbook.physics.check.PREFILL_CHUNK`). Read time =
-    :func:`rackbook.physics.roofline.bandwidth_floor_step_s` of the bytes over ``n_gpus``;
-    compute time = the prefill GEMMs plus the attention and indexer FLOP at the prefix
-    (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); ceiling = 1 / max(read,
-    compute) with the sparse read (the dense ceiling is given beside it).
+    encoder layers: each new token reads the prefix's caches there
+    (:func:`rackbook.physics.roofline.context_reads`, prefill) at the sparse end and the dense
+    end, ``reuse_tokens`` new tokens sharing one read (the bound shares it over
+    :data:`rackbook.physics.check.PREFILL_CHUNK`), over ``n_gpus`` GPUs' bandwidth; compute =
+    the prefill GEMMs plus attention and indexer FLOP at the prefix; ceiling = 1 / max(sparse
+    read, compute) (the dense one beside it).
     DeepSeek-V4.1-Flash behind 128,000 tokens, one GB300: 15.71 MB (1.96 us) against 3.005 us
     of compute: 332,700 new tokens/s.
     """

@@ -1,12 +1,16 @@
 """What every roofline module shares: the phases, the bytes per parameter of each weight
-precision, and the checks of arguments and catalog fields (one :class:`InputError` each)."""
+precision, the checks of arguments and catalog fields (one :class:`InputError` each), and the
+bandwidth floor (the least time to read bytes from HBM over some GPUs)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 from rackbook.errors import InputError
-from rackbook.inputs.catalogs import ModelSpec
+from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
+from rackbook.physics.units import fmt
 
 #: The phases a token passes: its prompt's prefill, then decode.
 PHASES: tuple[str, ...] = ("prefill", "decode")
@@ -41,3 +45,31 @@ def need(model: ModelSpec, **fields: object) -> None:
     for name, value in fields.items():
         if value is None:
             raise InputError(model.file, name.replace("__", "."), "unknown in the model catalog")
+
+
+@dataclass(frozen=True)
+class Step:
+    """Time to stream ``bytes`` once from HBM at the aggregate bandwidth of the GPUs."""
+
+    seconds: float
+    bytes: float
+    bytes_per_s: float
+    formula: str
+
+    def __float__(self) -> float:
+        return self.seconds
+
+
+def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) -> Step:
+    """Lower bound on a step's time: ``nbytes`` / (n_gpus x HBM bytes/s), in seconds
+    (assumes the bytes are spread evenly over the GPUs)."""
+    g = catalogs.as_gpu(hw)
+    check_positive(nbytes, "bytes", allow_zero=True)
+    check_positive(n_gpus, "n_gpus")
+    bw = n_gpus * g.hbm_bandwidth_bytes_per_s
+    s = nbytes / bw
+    formula = (
+        f"{fmt(nbytes, 'B')} / ({n_gpus} x {fmt(g.hbm_bandwidth_bytes_per_s, 'B/s')}) "
+        f"= {s * 1e6:,.4g} µs"
+    )
+    return Step(s, nbytes, bw, formula)

@@ -6,27 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics.roofline.common import (
-    PHASES,
-    check_choice,
-    check_positive,
-)
 from rackbook.physics.roofline.context import attention_flops
 from rackbook.physics.roofline.weights import weight_split
 from rackbook.physics.units import eng, fmt, plural
-
-
-def flops_per_token(model: ModelSpec, phase: str) -> int:
-    """FLOP per token in ``phase`` (prefill|decode): 2 x active parameters (one multiply-add per
-    active weight; attention FLOP, which grow with context, are not included)."""
-    check_choice(phase, PHASES, "phase")
-    active = model.active_params(phase)
-    if active is None:
-        raise InputError(model.file, f"params.active_{phase}", "active parameters not known")
-    return 2 * active
 
 
 @dataclass(frozen=True)
@@ -44,10 +28,6 @@ class Ceiling:
     def __float__(self) -> float:
         return self.tokens_per_s
 
-    @property
-    def per_gpu(self) -> float:
-        return self.tokens_per_s / self.n_gpus
-
 
 def compute_ceiling_tokens_per_s(
     model: ModelSpec | str,
@@ -55,26 +35,21 @@ def compute_ceiling_tokens_per_s(
     phase: str = "decode",
     n_gpus: int = 1,
     *,
-    efficiency: float = 1.0,
     active_scale: float = 1.0,
     context: float = 0,
 ) -> Ceiling:
     """Tokens/s ceiling of ``n_gpus`` GPUs: per token, 2 x routed params at the experts'
     precision plus 2 x dense params at the dense precision, each over the GPU's dense FLOP/s
-    at that precision (times ``efficiency``, 1 = peak); ``active_scale`` scales the active
-    parameters (a sensitivity band). A precision the GPU lacks runs at the next one it has.
-    With ``context`` (tokens a token sees; in prefill, its prefix) the attention and indexer
-    FLOP of :func:`attention_flops` are added, at the dense weights' precision.
+    at that precision (one the GPU lacks runs at the next it has); ``active_scale`` scales the
+    active parameters (a sensitivity band). With ``context`` (tokens a token sees; in prefill,
+    its prefix) the attention and indexer FLOP of :func:`attention_flops` are added, at the
+    dense weights' precision.
 
     DeepSeek-V4.1-Flash decode on a GB300 GPU: 2 x 8.493e9 / 15e15 + 2 x 7.507e9 / 5e15 =
     4.135 µs per token: 241,840 tokens/s; at 128,000 tokens of context + 9.54e9 / 5e15 =
     1.91 µs: 6.04 µs, 165,500 tokens/s.
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
-    check_positive(n_gpus, "n_gpus")
-    if not 0 < efficiency <= 1:
-        raise InputError("-", "efficiency", f"must be in (0, 1], got {efficiency}")
-    check_positive(active_scale, "active_scale")
     split = weight_split(m, phase)
     notes = []
     parts, seconds = [], 0.0
@@ -87,11 +62,9 @@ def compute_ceiling_tokens_per_s(
             notes.append(f"{g.label} has no {dtype} tensor cores: the {label} weights run at {run}")
         peak = g.flops(run)
         assert peak is not None
-        t = 2 * params * active_scale / (peak * efficiency)
+        t = 2 * params * active_scale / peak
         seconds += t
-        parts.append(
-            f"2 x {eng(params * active_scale)} / {fmt(peak * efficiency, 'FLOP/s')} ({run})"
-        )
+        parts.append(f"2 x {eng(params * active_scale)} / {fmt(peak, 'FLOP/s')} ({run})")
     attn = 0.0
     if context:
         af = attention_flops(m, context, phase)
@@ -99,10 +72,9 @@ def compute_ceiling_tokens_per_s(
         peak = g.flops(run)
         assert peak is not None
         attn = af.total
-        seconds += attn / (peak * efficiency)
+        seconds += attn / peak
         parts.append(
-            f"{eng(attn)} attention at {context:,.0f} tokens / "
-            f"{fmt(peak * efficiency, 'FLOP/s')} ({run})"
+            f"{eng(attn)} attention at {context:,.0f} tokens / {fmt(peak, 'FLOP/s')} ({run})"
         )
     tps = n_gpus / seconds
     formula = (

@@ -5,17 +5,15 @@ length to another, and the attention and indexer FLOP and reads of one token in 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics.roofline.bandwidth import bandwidth_floor_step_s
 from rackbook.physics.roofline.common import (
     PHASES,
+    bandwidth_floor_step_s,
     check_choice,
     check_positive,
-    frac_text,
     need,
 )
 from rackbook.physics.roofline.kv import (
@@ -27,13 +25,11 @@ from rackbook.physics.units import eng, fmt, plural
 
 @dataclass(frozen=True)
 class KvReads:
-    """Bytes one decode step reads from one sequence's global KV at ``context`` tokens.
-
-    ``sparse_bytes``: the model's sparse attention: every index key of each index source
-    (``scan_bytes_per_token`` x context) plus the top-k rows each consuming layer reads and the
-    reindex layers' candidate pool (fixed once the context exceeds them). ``dense_bytes``: every
-    consuming layer reads every row of its source (``dense_bytes_per_token`` x context).
-    """
+    """Bytes one decode step reads from one sequence's global KV at ``context`` tokens, the
+    sliding window left out. ``sparse_bytes``: the model's sparse attention (every index key:
+    ``scan_bytes_per_token`` x context, plus ``fixed_sparse_bytes``: the top-k rows and the
+    candidate pool, fixed once the context exceeds them). ``dense_bytes``: every consuming
+    layer reads every row of its source (``dense_bytes_per_token`` x context)."""
 
     context: int
     kv_dtype: str
@@ -46,52 +42,18 @@ class KvReads:
 
 
 def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
-    """Context bytes one decode step reads for one sequence, at both ends (class docstring).
+    """Context bytes one decode step reads for one sequence, at both ends (class docstring):
+    :func:`context_reads` without the window, and its per-token rates.
 
     DeepSeek-V4.1-Flash, FP4: scan = (1/2 + 1/2 + 1/2 + 1/1) x 68 B = 170 B per context token;
-    dense = (6 + 6 + 6) x 1/2 x 288 + 20 x 1 x 288 = 8,352 B per context token; top-k rows:
-    38 consuming layers x 512 x 288 B; candidate pool: 4 x 16,384 x 68 B.
+    dense = (6 + 6 + 6) x 1/2 x 288 + 20 x 1 x 288 + 170 = 8,522 B per context token; top-k
+    rows: 38 consuming layers x 512 x 288 B; candidate pool: 4 x 16,384 x 68 B.
     """
     m = catalogs.as_model(model)
-    check_positive(context, "context", allow_zero=True)
-    kvb = kv_bytes(m, kv_dtype)
-    kc = m.kv_cache
-    layers, ratios = kc.owning_layers or [], kc.compression_ratios or []
-    consumers = kc.consumers or [1] * len(layers)
-    att = m.attention
-    dense_per_tok = (
-        sum(Fraction(c, r) for c, r in zip(consumers, ratios, strict=True)) * kvb.kv_row_bytes
-    )
-    if att is None:  # dense attention: every layer reads every row (no indexer)
-        scan = Fraction(0)
-        fixed = 0.0
-        sparse = float(dense_per_tok * context)
-        how = "dense attention: every consuming layer reads every row"
-    else:
-        by_layer = dict(zip(layers, ratios, strict=True))
-        scan = (
-            sum((Fraction(1, by_layer[s]) for s in att.index_sources if s in by_layer), Fraction(0))
-            * kvb.indexer_row_bytes
-        )
-        rows_read = sum(
-            c * min(att.index_topk, context / r) for c, r in zip(consumers, ratios, strict=True)
-        )
-        pool = att.reindex_layers * min(att.candidate_rows, context) * float(kvb.indexer_row_bytes)
-        fixed = rows_read * float(kvb.kv_row_bytes) + pool
-        sparse = float(scan * context) + fixed
-        how = (
-            f"sparse: scan {frac_text(scan)} B x {context:,} + top-{att.index_topk} rows of "
-            f"{sum(consumers)} consuming layers x {frac_text(kvb.kv_row_bytes)} B + "
-            f"{att.reindex_layers} x {att.candidate_rows:,} pool rows x "
-            f"{frac_text(kvb.indexer_row_bytes)} B = {fmt(sparse, 'B')}"
-        )
-    dense = float(dense_per_tok * context + scan * context)
-    formula = (
-        f"{how}; dense bound: {frac_text(dense_per_tok)} B (every row, every consuming layer) + "
-        f"{frac_text(scan)} B (index keys) per token x {context:,} = {fmt(dense, 'B')}"
-    )
+    r, one = context_reads(m, context, "decode", kv_dtype), context_reads(m, 1, "decode", kv_dtype)
+    fixed = r.rows + r.pool
     return KvReads(
-        context, kv_dtype, sparse, dense, float(scan), float(dense_per_tok + scan), fixed, formula
+        context, kv_dtype, r.scan + fixed, r.dense, one.scan, one.dense, fixed, r.formula
     )
 
 
@@ -177,6 +139,21 @@ def _sources(model: ModelSpec, phase: str) -> list[tuple[int, int, int]]:
     ]
 
 
+def _rows(model: ModelSpec, context: float, phase: str) -> tuple[float, float, float, float]:
+    """Rows one token of ``phase`` touches at ``context`` tokens, summed over the phase's
+    layers: (index keys scanned, candidate-pool keys, KV rows attended, every KV row of every
+    consuming layer: the dense end). Dense attention attends every row and scans nothing."""
+    srcs = _sources(model, phase)
+    every = sum(c * context / r for _, r, c in srcs)
+    att = model.attention
+    if att is None:
+        return 0.0, 0.0, every, every
+    scan = sum(context / r for lay, r, _ in srcs if lay in att.index_sources)
+    rows = sum(c * min(att.index_topk, context / r) for _, r, c in srcs)
+    pool = _pool_layers(model, phase) * min(att.candidate_rows, context)
+    return scan, pool, rows, every
+
+
 def _pool_layers(model: ModelSpec, phase: str) -> int:
     """Reindex layers the phase reaches: they rescore a pool the last index source publishes
     and sit among its consumers, so a phase that stops before that source has none."""
@@ -187,30 +164,18 @@ def _pool_layers(model: ModelSpec, phase: str) -> int:
     return att.reindex_layers if last < phase_layers(model, phase) else 0
 
 
-def _row_flops(model: ModelSpec) -> int:
-    """FLOP one query token spends on one KV row in one layer, over every attention head:
-    2 x heads x (QK dims + V dims); a shared KV row of head_dim values serves as both K and V
-    (4 x heads x head_dim), an MLA row as latent + RoPE for QK and latent for V."""
+def _row_and_key_flops(model: ModelSpec) -> tuple[int, int]:
+    """FLOP one query token spends, over every attention head, on one KV row in one layer:
+    2 x heads x (QK dims + V dims), a shared row of head_dim values serving as K and V, an MLA
+    row as latent + RoPE for QK and latent for V; and scoring one index key: 2 x heads x
+    index_head_dim (the attention heads stand for the index heads, which the catalog does not
+    count). DeepSeek-V4.1-Flash: 2 x 64 x (512 + 512) = 131,072 and 2 x 64 x 128 = 16,384."""
     a = model.architecture
     need(model, architecture__num_attention_heads=a.num_attention_heads)
     assert a.num_attention_heads is not None
-    if a.mla is not None:
-        qk, v = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim, a.mla.kv_lora_rank
-    else:
-        need(model, architecture__head_dim=a.head_dim)
-        assert a.head_dim is not None
-        qk = v = a.head_dim
-    return 2 * a.num_attention_heads * (qk + v)
-
-
-def _key_flops(model: ModelSpec) -> int:
-    """FLOP one query token spends scoring one index key: 2 x index heads x index_head_dim.
-    The catalog has no separate count of index heads: the attention heads stand for them
-    (DeepSeek-V4.1-Flash: 2 x 64 x 128 = 16,384)."""
-    a = model.architecture
-    need(model, architecture__num_attention_heads=a.num_attention_heads)
-    assert a.num_attention_heads is not None
-    return 2 * a.num_attention_heads * (a.index_head_dim or 0)
+    qk = kv_row_values(model)[0]
+    v = a.mla.kv_lora_rank if a.mla is not None else qk
+    return 2 * a.num_attention_heads * (qk + v), 2 * a.num_attention_heads * (a.index_head_dim or 0)
 
 
 @dataclass(frozen=True)
@@ -247,19 +212,11 @@ def attention_flops(
     """
     m = catalogs.as_model(model)
     check_positive(context, "context", allow_zero=True)
-    a, att = m.architecture, m.attention
-    srcs = _sources(m, phase)
     n = phase_layers(m, phase)
-    row, key = _row_flops(m), _key_flops(m)
-    if att is None:  # dense attention: every consuming layer attends every row
-        scan = pool = 0.0
-        rows = sum(c * context / r for _, r, c in srcs) * row
-    else:
-        scan_rows = sum(context / r for lay, r, _ in srcs if lay in att.index_sources)
-        scan = scan_rows * key
-        pool = _pool_layers(m, phase) * min(att.candidate_rows, context) * key
-        rows = sum(c * min(att.index_topk, context / r) for _, r, c in srcs) * row
-    win = n * min(a.sliding_window or 0, context) * row
+    row, key = _row_and_key_flops(m)
+    scan_k, pool_k, rows_k, _ = _rows(m, context, phase)
+    scan, pool, rows = scan_k * key, pool_k * key, rows_k * row
+    win = n * min(m.architecture.sliding_window or 0, context) * row
     formula = (
         f"{phase}, {n} layers, {context:,.0f} tokens of context: index scan {eng(scan)} + "
         f"candidate pool {eng(pool)} + attended rows {eng(rows)} ({row:,} FLOP per row) + "
@@ -308,22 +265,10 @@ def context_reads(
     m = catalogs.as_model(model)
     check_positive(context, "context", allow_zero=True)
     kvb = kv_bytes(m, kv_dtype)
-    att = m.attention
-    srcs = _sources(m, phase)
-    if att is None:
-        scan = pool = 0.0
-        rows = float(sum(c * context / r for _, r, c in srcs) * kvb.kv_row_bytes)
-    else:
-        scan = float(sum(context / r for lay, r, _ in srcs if lay in att.index_sources)) * float(
-            kvb.indexer_row_bytes
-        )
-        rows = sum(c * min(att.index_topk, context / r) for _, r, c in srcs) * float(
-            kvb.kv_row_bytes
-        )
-        pool = (
-            _pool_layers(m, phase) * min(att.candidate_rows, context) * float(kvb.indexer_row_bytes)
-        )
-    dense = float(sum(c * context / r for _, r, c in srcs) * kvb.kv_row_bytes) + scan
+    kv_row, key_row = float(kvb.kv_row_bytes), float(kvb.indexer_row_bytes)
+    scan_k, pool_k, rows_k, every = _rows(m, context, phase)
+    scan, pool, rows = float(scan_k) * key_row, pool_k * key_row, rows_k * kv_row
+    dense = every * kv_row + scan
     window = 0.0
     a, table = m.architecture, m.kv_cache.row_formats
     if phase == "decode" and a.sliding_window and table is not None and table.fp8 is not None:

@@ -10,17 +10,14 @@ from dataclasses import dataclass
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics.roofline.bandwidth import bandwidth_floor_step_s
 from rackbook.physics.roofline.common import (
-    DENSE_BYTES_PER_PARAM,
+    bandwidth_floor_step_s,
     check_choice,
-    check_positive,
-    frac_text,
     need,
 )
 from rackbook.physics.roofline.context import context_reads
-from rackbook.physics.roofline.weights import expert_bytes, weight_split
-from rackbook.physics.units import eng, fmt, plural
+from rackbook.physics.roofline.weights import draft_bytes, expert_bytes, weight_split
+from rackbook.physics.units import fmt, plural
 
 
 def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
@@ -37,67 +34,6 @@ def fewest_experts(num_experts: int, top_k: int, tokens: float) -> float:
     0 without tokens. The bound's count; :func:`distinct_experts` is uniform routing's
     expectation. 1, 6 or 7,200 tokens, top-6 of 384: 6."""
     return float(min(top_k, num_experts)) if tokens > 0 else 0.0
-
-
-#: How a step's tokens are routed to experts: the fewest distinct experts (a bound) or
-#: uniformly at random (the expectation, :func:`distinct_experts`).
-ROUTINGS: tuple[str, ...] = ("fewest", "uniform")
-
-
-def experts_touched(num_experts: int, top_k: int, tokens: float, routing: str = "fewest") -> float:
-    """Distinct experts per MoE layer ``tokens`` tokens touch under ``routing``
-    (:data:`ROUTINGS`)."""
-    check_choice(routing, ROUTINGS, "routing")
-    if routing == "fewest":
-        return fewest_experts(num_experts, top_k, tokens)
-    return distinct_experts(num_experts, top_k, tokens)
-
-
-@dataclass(frozen=True)
-class ActiveWeights:
-    """Weight bytes one decode step streams from HBM for ``tokens`` tokens of one sequence:
-    the dense weights once, plus the distinct routed experts those tokens touch."""
-
-    bytes: float
-    routed_bytes: float
-    dense_bytes: float
-    experts_per_layer: float
-    tokens: int
-    formula: str
-
-    def __float__(self) -> float:
-        return self.bytes
-
-
-def active_weight_bytes_per_token(
-    model: ModelSpec | str, tokens: int = 1, routing: str = "uniform"
-) -> ActiveWeights:
-    """Bytes a decode step of ``tokens`` tokens (1, or the width of a speculative verify)
-    streams: dense params x bytes/param + MoE layers x distinct experts x bytes per expert,
-    the distinct experts under ``routing`` (:func:`experts_touched`).
-
-    DeepSeek-V4.1-Flash, one token: 7.507e9 x 1 B + 40 x 6 x 18.80 MB = 12.02 GB; a six-token
-    verify touches 34.6 experts per layer under uniform routing: 7.507 + 40 x 34.6 x 18.80 MB =
-    33.54 GB, and at the fewest 6: 12.02 GB again.
-    """
-    m = catalogs.as_model(model)
-    check_positive(tokens, "tokens")
-    split = weight_split(m, "decode")
-    mo = m.moe
-    need(m, moe__num_routed_experts=mo.num_routed_experts)
-    assert mo.num_routed_experts and mo.experts_per_token
-    per_layer = experts_touched(mo.num_routed_experts, mo.experts_per_token, tokens, routing)
-    routed = split.moe_layers * per_layer * expert_bytes(m)
-    dense = float(split.dense_params * DENSE_BYTES_PER_PARAM[split.dense_dtype])
-    formula = (
-        f"dense {eng(split.dense_params)} params x "
-        f"{frac_text(DENSE_BYTES_PER_PARAM[split.dense_dtype])} B ({split.dense_dtype}) = "
-        f"{fmt(dense, 'B')}; routed {split.moe_layers} layers x {per_layer:.3g} experts "
-        f"({plural(tokens, 'token')}, top-{mo.experts_per_token} of {mo.num_routed_experts}, "
-        f"{routing} routing) x "
-        f"{fmt(expert_bytes(m), 'B')} = {fmt(routed, 'B')}; total {fmt(dense + routed, 'B')}"
-    )
-    return ActiveWeights(dense + routed, routed, dense, per_layer, tokens, formula)
 
 
 @dataclass(frozen=True)
@@ -130,18 +66,11 @@ def batch1_decode_ceiling_tokens_per_s(
     routing: str = "fewest",
 ) -> Batch1Decode:
     """Batch-1 decode ceiling in tokens/s over ``n_gpus`` GPUs' HBM bandwidth, from the fewest
-    bytes a step can read (``routing="uniform"``: the expectation under uniform routing, not a
-    bound).
-
-    Without speculation (``acceptance_length`` 1) a step streams the weights one token uses.
-    With it, a step verifies ``verify_tokens`` tokens (default: the model's draft tokens + 1),
-    touching the distinct experts all of them pick (at the fewest, top-k per layer: the
-    verified tokens may all pick the same), the drafter streams its active weights
-    once per drafted block, and the step yields ``acceptance_length`` tokens on average. The
-    context's KV adds its sparse reads (:func:`decode_kv_reads`). Communication between the
-    GPUs is not counted: at batch 1 a dispatch/combine pair per MoE layer adds latency that no
-    bandwidth figure shows. The context's reads include the sliding window
-    (:func:`context_reads`).
+    bytes a step can read (``routing="uniform"``: uniform routing's expectation, not a bound).
+    A step verifies ``verify_tokens`` tokens (default: 1 without speculation, else the model's
+    draft tokens + 1), reads the dense weights, the experts they touch, the drafter once and
+    the context's reads with the window (:func:`context_reads`), and yields
+    ``acceptance_length`` tokens. Communication between the GPUs is not counted.
 
     DeepSeek-V4.1-Flash on 4 B300 (32 TB/s), acceptance 3.51, a 6-token verify: (7.507 GB dense
     + 40 x 6 x 18.8 MB experts + 0.52 GB drafter = 12.54 GB) / 32 TB/s = 391.8 us; 3.51 /
@@ -160,20 +89,24 @@ def batch1_decode_ceiling_tokens_per_s(
             verify_tokens = math.ceil(acceptance_length)
     if verify_tokens < acceptance_length:
         raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
-    weights = active_weight_bytes_per_token(m, verify_tokens, routing)
+    split, mo = weight_split(m, "decode"), m.moe
+    need(m, moe__num_routed_experts=mo.num_routed_experts)
+    assert mo.num_routed_experts and mo.experts_per_token
+    check_choice(routing, ("fewest", "uniform"), "routing")
+    touched = fewest_experts if routing == "fewest" else distinct_experts
+    per_layer = touched(mo.num_routed_experts, mo.experts_per_token, verify_tokens)
+    weights = split.dense_bytes + split.moe_layers * per_layer * expert_bytes(m)
     kv = context_reads(m, context_tokens, "decode", kv_dtype).total if context_tokens else 0.0
-    draft = 0.0
-    if verify_tokens > 1 and spec is not None:
-        draft = float(spec.draft_active_params * DENSE_BYTES_PER_PARAM[spec.draft_dtype])
-    step = bandwidth_floor_step_s(weights.bytes + kv + draft, hw, n_gpus)
+    draft = draft_bytes(m) if verify_tokens > 1 else 0.0
+    step = bandwidth_floor_step_s(weights + kv + draft, hw, n_gpus)
     tps = acceptance_length / step.seconds
     formula = (
-        f"step >= ({fmt(weights.bytes, 'B')} weights for {plural(verify_tokens, 'token')} "
+        f"step >= ({fmt(weights, 'B')} weights for {plural(verify_tokens, 'token')} "
         f"({routing} routing) + "
         f"{fmt(kv, 'B')} KV + {fmt(draft, 'B')} drafter) / ({n_gpus} x "
         f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e3:.4g} ms; "
         f"{acceptance_length:g} tokens/step / {step.seconds * 1e3:.4g} ms = {tps:,.0f} tokens/s"
     )
     return Batch1Decode(
-        tps, step.seconds, weights.bytes, kv, draft, acceptance_length, verify_tokens, formula
+        tps, step.seconds, weights, kv, draft, acceptance_length, verify_tokens, formula
     )

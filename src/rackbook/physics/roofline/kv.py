@@ -211,9 +211,7 @@ def cli_kv_bytes(args: argparse.Namespace) -> int:
     line is ``{"bytes_per_token": N}``, plus ``"bytes_per_sequence"`` with ``--context``).
     """
     model = catalogs.load_model(args.model)
-    context = getattr(args, "context", None)
-    if context is not None and context <= 0:
-        raise InputError("-", "--context", f"must be > 0, got {context}")
+    context = args.context  # checked where flags enter (rackbook.params.FLAGS)
     b = kv_bytes(model, args.kv_dtype)
     out: dict[str, int] = {"bytes_per_token": b.bytes_per_token}
     print(f"{model.name} ({model.file}): global KV cache per token, {args.kv_dtype}")
