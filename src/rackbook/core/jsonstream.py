@@ -323,7 +323,7 @@ class _Reader:
         """A number or literal at ``pos``."""
         self.want(MAX_NUMBER_CHARS + 1)
         m = _NUMBER.match(self.buf, self.pos)
-        if m and m.end() > m.start():
+        if m:  # at least one digit: never the "-" of -Infinity
             tok = m.group()
             if len(tok) > MAX_NUMBER_CHARS:
                 raise self.fail(
@@ -331,15 +331,11 @@ class _Reader:
                     f"a number of more than {MAX_NUMBER_CHARS} characters at line {self.line()} "
                     "(refused)",
                 )
-            nxt = self.buf[m.end() : m.end() + 1]
-            if nxt == b"I" and tok == b"-":  # -Infinity
-                pass
-            else:
-                self.pos = m.end()
-                try:
-                    return orjson.loads(tok)
-                except orjson.JSONDecodeError:  # 1e999: Python's json gives inf
-                    return float(tok)
+            self.pos = m.end()
+            try:
+                return orjson.loads(tok)
+            except orjson.JSONDecodeError:  # 1e999: Python's json gives inf
+                return float(tok)
         m = _NAME.match(self.buf, self.pos)
         if m and m.group() in _LITERALS:
             self.pos = m.end()
