@@ -26,7 +26,7 @@ from rackbook import paths
 from rackbook.core import jsonstream, schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.core.provenance import project_commit
-from rackbook.core.traces import conform, load_run_json
+from rackbook.core.traces import conform, load_run_json, read_table
 from rackbook.errors import InputError
 
 #: The kernel families a calibration may hold, and the unit of each family's ``size``.
@@ -176,14 +176,8 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
         raise InputError(f, "-", "missing run.json (not a calibration folder)")
     run = load_run_json(f)
     _check_run(run, f)
-    t = path / "kernels.parquet"
-    if not t.is_file():
-        raise InputError(t, "-", "missing table kernels.parquet")
-    try:
-        kernels = pq.read_table(t).to_pandas()
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise InputError(t, "-", f"unreadable Parquet: {exc}") from None
-    return Calibration(run, _conform(kernels, t), path)
+    kernels = read_table(path, "kernels")  # a missing or unreadable file named
+    return Calibration(run, _conform(kernels, path / "kernels.parquet"), path)
 
 
 def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:

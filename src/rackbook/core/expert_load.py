@@ -232,13 +232,6 @@ def read_loads(path: str | Path) -> np.ndarray:
     if not isinstance(obj, dict) or "loads" not in obj:
         raise InputError(p, "loads", 'missing; expected {"loads": [[...], ...]}')
     loads = obj["loads"]
-    if isinstance(loads, jsonstream.Ragged):  # read straight into arrays
+    if isinstance(loads, jsonstream.Ragged):  # a list: read straight into arrays
         return as_loads(_rectangle(loads, p), p)
-    if isinstance(loads, list) and loads and not isinstance(loads[0], list):
-        raise InputError(p, "loads", "expected a list of per-layer lists")
-    if isinstance(loads, list):
-        limits.bounded(len(loads), "layers", p, "loads")
-        for i, layer in enumerate(loads):
-            if isinstance(layer, list):
-                limits.bounded(len(layer), "experts", p, f"loads[{i}]")
-    return as_loads(loads, p)
+    return as_loads(loads, p)  # not a list: named there

@@ -1,16 +1,13 @@
-"""Atomic file and folder writes: nothing half-written is ever left behind, and nothing that
-rackbook did not write is ever replaced.
+"""Atomic file and folder writes: nothing half-written is left behind, and nothing rackbook
+did not write is replaced.
 
-Every folder rackbook writes as an output carries a marker (:data:`MARKER`) naming the kind
-of output (``trace``, ``results``, ``html``, ``recipes``, ...) and the manifest of the files
-rackbook wrote there (:mod:`rackbook.core.manifest`). A folder is replaced (or written into)
-only when it is new, empty, or marked as the same kind with every entry on its manifest as
-rackbook wrote it (:func:`check_replaceable`); anything else is refused with one line, and
-nothing is touched. A symbolic link is never followed where an output goes, nor replaced.
-Each output folder has an advisory lock (:func:`output_lock`), a file beside the folder: a
-second writer of the same folder, in another process, is refused with one line instead of
-replacing the first's work. The temporary siblings a writer makes are noted in that lock
-file first, so that the next writer removes what a killed one left.
+An output folder carries a marker (:data:`MARKER`: its kind and the manifest of the files
+rackbook wrote, :mod:`rackbook.core.manifest`); it is replaced or written into only when new,
+empty, or marked as the same kind with every manifest entry as written
+(:func:`check_replaceable`). A symbolic link is never followed nor replaced where an output
+goes. Each output folder has an advisory lock file beside it (:func:`output_lock`): a second
+writer in another process is refused with one line; a writer's temporary siblings are noted in
+that file first, so the next writer removes what a killed one left.
 """
 
 from __future__ import annotations
@@ -33,37 +30,27 @@ from typing import Any
 
 from rackbook import STOP_SIGNALS
 from rackbook.core import manifest
-from rackbook.core.manifest import MARKER, WRITERS
+from rackbook.core.manifest import MARKER
 from rackbook.errors import InputError
 
-__all__ = ["MARKER", "WRITERS", "InputError"]
-
-#: The signals the CLI turns into exceptions (KeyboardInterrupt, Terminated).
-_STOP_SIGNALS = STOP_SIGNALS
+__all__ = ["MARKER", "InputError"]
 
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """SIGINT, SIGTERM, SIGHUP and SIGQUIT noted within the block and acted on when it ends.
-
-    A Python signal handler runs between two bytecodes: one that raises (Ctrl-C, the CLI's
-    SIGTERM handler) between a temporary's creation and the ``try`` that removes it, or
-    between the two renames that swap a folder in, would leave it behind. Within the block the
-    handlers only note the signal; at its end the original handlers are back and called for
-    what was noted, where the cleanup is in place. (The block is a few system calls.) Python
-    runs handlers in the main thread only: elsewhere nothing is changed. A mask of the
-    thread's signals would not do: the kernel hands a process's signal to any thread that
-    does not mask it (pyarrow's, execnet's), and Python then runs the handler in the main
-    thread all the same. A handler installed outside Python (``getsignal`` gives None) could
-    not be put back, so then nothing is changed either.
-    """
-    outside = any(signal.getsignal(sig) is None for sig in _STOP_SIGNALS)
+    """SIGINT, SIGTERM, SIGHUP and SIGQUIT noted within the block (a few system calls) and
+    acted on when it ends, once the cleanup is in place: a handler that raised between a
+    temporary's creation and the ``try`` that removes it, or between the two renames that swap
+    a folder in, would leave it behind. (Not a signal mask: the kernel hands a process's signal
+    to any unmasked thread, pyarrow's included.) Outside the main thread, or with a handler
+    installed outside Python (``getsignal`` gives None), nothing is changed."""
+    outside = any(signal.getsignal(sig) is None for sig in STOP_SIGNALS)
     if outside or threading.current_thread() is not threading.main_thread():
         yield
         return
     noted: list[int] = []
     old = {sig: signal.signal(sig, lambda signum, _frame: noted.append(signum))
-           for sig in _STOP_SIGNALS}  # fmt: skip
+           for sig in STOP_SIGNALS}  # fmt: skip
     try:
         yield
     finally:
@@ -236,12 +223,6 @@ def make_temp_dir(path: Path) -> Path:
     return Path(_make_temp(path, folder=True)[1])
 
 
-def marker_text(kind: str, entries: manifest.Manifest | None = None) -> str:
-    """The marker's text for an output of ``kind`` with the manifest ``entries`` (none: an
-    empty manifest)."""
-    return manifest.text(kind, entries or {})
-
-
 def marked_kind(folder: str | Path) -> str | None:
     """The kind ``folder``'s marker names; None when it has no marker (or the marker is not a
     regular file of rackbook's)."""
@@ -253,7 +234,7 @@ def write_marker(folder: str | Path, kind: str, pending: tuple[str, ...] = ()) -
     """Mark ``folder`` (which exists) as rackbook's output of ``kind``, its manifest listing
     every entry it holds now (and ``pending`` names rackbook is still writing)."""
     return atomic_write_text(
-        Path(folder) / MARKER, marker_text(kind, manifest.scan(folder, pending))
+        Path(folder) / MARKER, manifest.text(kind, manifest.scan(folder, pending))
     )
 
 
@@ -373,7 +354,7 @@ def update_manifest(
             for up in Path(name).parents:  # the folders above it
                 if str(up) != "." and (folder / up).is_dir():
                     entries.setdefault(up.as_posix(), ["d"])
-        atomic_write_text(folder / MARKER, marker_text(kind, entries))
+        atomic_write_text(folder / MARKER, manifest.text(kind, entries))
 
 
 def _is_inside(inner: Path, outer: Path) -> bool:
@@ -404,20 +385,13 @@ def refuse_overlap(
                 )
 
 
-def special_kind(path: str | Path) -> str | None:
-    """``"a FIFO"``, ``"a device"`` or ``"a socket"`` when ``path`` (followed) is one; else
-    None (a regular file, a folder, missing or unreadable)."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return None
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return None
+#: What a special file (followed) is, by its mode test.
+_SPECIAL = {
+    stat.S_ISFIFO: "a FIFO",
+    stat.S_ISCHR: "a device",
+    stat.S_ISBLK: "a device",
+    stat.S_ISSOCK: "a socket",
+}
 
 
 def refuse_special(
@@ -432,11 +406,15 @@ def refuse_special(
         return
     wanted = set(present) if names is None else set(names)
     for name in sorted(n for n in present if n in wanted):
-        what = special_kind(Path(folder) / name)
-        if what is not None:
-            raise InputError(
-                Path(folder) / name, field, f"is {what}, where a result file goes: remove it"
-            )
+        try:
+            mode = os.stat(Path(folder) / name).st_mode
+        except (OSError, ValueError):
+            continue
+        for test, what in _SPECIAL.items():
+            if test(mode):
+                raise InputError(
+                    Path(folder) / name, field, f"is {what}, where a result file goes: remove it"
+                )
 
 
 #: Lock file -> [its descriptor (None: held without a file), depth, shared, folders made for
@@ -548,13 +526,11 @@ def _make_parents(folder: Path) -> list[Path]:
 def output_lock(
     path: str | Path, field: str = "output", shared: bool = False, part: str = ""
 ) -> Iterator[None]:
-    """Hold the advisory lock of the output folder ``path`` (``part``: of that part of it)
-    for the block: a second writer of the same folder (another rackbook process) gets one
-    :class:`InputError` instead of replacing this one's work. ``shared``: held together with
-    other shared holders (writers of different parts of one folder, each also holding its
-    part's own lock), never with an exclusive one. Re-entrant within a process. The lock file
-    lies beside the folder (:func:`lock_path`; parents made for it are removed again when
-    empty) and is removed by its last holder."""
+    """Hold the advisory lock of the output folder ``path`` (``part``: of that part) for the
+    block: another process writing it gets one :class:`InputError`. ``shared``: held with other
+    shared holders, never with an exclusive one. Re-entrant within a process. The lock file
+    (:func:`lock_path`; parents made for it removed again when empty) is removed by its last
+    holder."""
     lock = lock_path(path, part)
     key = str(lock)
     with _HELD_GUARD:
@@ -610,17 +586,12 @@ def atomic_dir(
     kind: str = "output",
     field: str = "output",
 ) -> Iterator[Path]:
-    """Yield a temporary sibling folder; on success it is marked (:data:`MARKER`, ``kind``,
-    with the manifest of what it holds) and replaces ``path``; on error it is removed.
-
-    Readers never see a partly written folder at ``path``. The folder's lock
-    (:func:`output_lock`) is held throughout. An existing ``path`` is replaced only when
-    :func:`check_replaceable` allows it (checked before the block and again before the swap)
-    and, with ``overwrite=False``, only when it is empty. A ``path`` that exists as a file, a
-    symbolic link, or under a file, is an :class:`InputError` (naming ``field``): a file is
-    never replaced. The old folder is moved aside under a unique temporary name of
-    rackbook's own, then removed.
-    """
+    """Yield a temporary sibling folder, holding ``path``'s lock; on success it is marked
+    (``kind`` and its manifest) and replaces ``path`` (the old folder moved aside under a
+    temporary name, then removed); on error it is removed. An existing ``path`` is replaced
+    only when :func:`check_replaceable` allows it (before the block and again before the swap)
+    and, with ``overwrite=False``, only when empty; a file, a link, or a path under a file is
+    an :class:`InputError` naming ``field``."""
     path = check_output_folder(path, field)
     with output_lock(path, field):
         check_replaceable(path, kind, field)
@@ -668,17 +639,13 @@ def output_folder(
     parts: Sequence[str] = (),
     owned: Iterable[str] | None = None,
 ) -> Iterator[Path]:
-    """A folder rackbook writes into file by file (``rackbook run``'s results): its lock held
-    for the block, :func:`check_replaceable` before anything, a FIFO, device or socket among
-    its entries refused (:func:`refuse_special`), then made when missing and marked (the
-    writer records each file in the manifest as it writes it: :func:`update_manifest`), and
-    the temporaries a killed writer left beside the names ``owned`` (all, when None) removed.
-    With ``parts`` (the names of the files' owners: ``run``'s results) the block holds one
-    lock per part and the folder's own lock shared: two writers of different parts share the
-    folder (the suite runs chapters two at a time into one folder), two of the same part do
-    not, nor does a writer of the whole folder. On an error that left the folder's entries as
-    they were, the marker this call wrote is removed again, and the folders this call made if
-    they are empty."""
+    """A folder rackbook writes into file by file (``rackbook run``'s results; each file
+    recorded with :func:`update_manifest`): its lock held, :func:`check_replaceable` and
+    :func:`refuse_special` first, then made and marked, and a killed writer's temporaries
+    beside ``owned`` (all, when None) removed. With ``parts`` (the files' owners) it holds one
+    lock per part and the folder's lock shared: writers of different parts share the folder,
+    two of one part do not. An error that left the entries as they were removes the marker
+    and the empty folders this call made."""
     path = check_output_folder(path, field)
     with contextlib.ExitStack() as held:
         for part in parts:

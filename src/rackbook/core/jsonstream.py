@@ -1,28 +1,17 @@
 """A JSON reader whose memory is bounded by how it reads, not by the file's size.
 
-The file is read through a sliding buffer (:data:`CHUNK` bytes at a time; plain or gzip).
-Runs of list elements are cut at a comma after about :data:`PIECE` bytes and each run is parsed
-by orjson at C speed (a cut that falls inside a string or a nested value makes that run fail to
-parse, and those elements are then read one by one), so no parse ever holds more than one piece
-of text, and a long parse returns to Python between pieces: SIGINT and SIGTERM (which the CLI
-turns into exceptions) stop it within milliseconds.
-
-What a caller keeps is bounded too:
-
-- plain values (objects, strings, numbers) are charged an estimate of their Python size, and a
-  file whose values pass :data:`VALUE_BUDGET_MB` is refused, naming the value where it passed
-  (a list of millions of empty objects is a few MB of text and GBs of Python objects);
-- lists the caller names as numbers (:data:`NUMBERS`) or lists of numbers (:data:`RAGGED`)
-  go straight into float64 arrays, a piece at a time, within counts the caller gives;
-- values the caller does not need (:data:`SKIP`) are checked and dropped.
-
-Only what is pathological is refused, each with one :class:`~rackbook.errors.InputError`
-naming file, field and problem: nesting deeper than :data:`MAX_DEPTH`, one string longer than
-:data:`MAX_STRING_MB`, a number literal longer than :data:`MAX_NUMBER_CHARS` characters, an
-object with more than :data:`MAX_KEYS` keys, counts past the caller's bounds. Syntax errors are
-named as Python's ``json`` names them (``line N: not valid JSON: Expecting ...``; ``end of file:
-truncated JSON``). NaN and Infinity are read as Python's ``json`` reads them (vLLM writes them
-with Python's ``json``); duplicate keys keep the last value.
+The file (plain or gzip) is read through a sliding buffer of :data:`CHUNK` bytes. Runs of list
+elements are cut at a comma after about :data:`PIECE` bytes and parsed by orjson at once (a run
+that does not parse, cut inside a value, is read element by element), so a parse holds at most
+one piece and SIGINT/SIGTERM stop a long read between pieces. Plain values are charged an
+estimate of their Python size against :data:`VALUE_BUDGET_MB`; keys a caller names
+:data:`NUMBERS` or :data:`RAGGED` go straight into float64 arrays within the caller's
+:class:`Counts`; :data:`SKIP` keys are checked and dropped. Refused, each as one
+:class:`~rackbook.errors.InputError` naming file, field and problem: nesting past
+:data:`MAX_DEPTH`, a string past :data:`MAX_STRING_MB`, a number literal past
+:data:`MAX_NUMBER_CHARS` characters, an object past :data:`MAX_KEYS` keys, counts past the
+bounds. Syntax errors are worded as Python's ``json`` words them; NaN and Infinity read as it
+reads them; a duplicate key keeps the last value.
 """
 
 from __future__ import annotations
@@ -174,10 +163,16 @@ class _Reader:
         self.buf = self.buf[self.pos :] + data
         self.pos = 0
         if self.cap is not None and self.offset + len(self.buf) > self.cap:
+            limit = (
+                "the input size limit"
+                if limits.max_input_mb() != limits.DEFAULT_MAX_INPUT_MB
+                else f"the limit for a gzip file: {limits.GZIP_RATIO} times its size, "
+                f"at least {limits.GZIP_FLOOR_MB:g} MB"
+            )
             raise InputError(
                 self.path,
                 "-",
-                f"decompresses to over {self.cap / 1e6:g} MB ({_gzip_limit()}; raise it "
+                f"decompresses to over {self.cap / 1e6:g} MB ({limit}; raise it "
                 "with --max-input-mb)",
             )
         return True
@@ -291,20 +286,17 @@ class _Reader:
         """The string at ``pos`` (its opening quote)."""
         while True:
             end = _match_end(_STR_BODY, self.buf, self.pos + 1)
-            if end < len(self.buf) and self.buf[end] == 0x22:
-                break
-            if end - self.pos > self.max_string:
+            closed = end < len(self.buf) and self.buf[end] == 0x22
+            if end - self.pos + closed > self.max_string:
                 raise self.fail(
                     path,
                     f"a string longer than {MAX_STRING_MB:g} MB at line {self.line()} (refused)",
                 )
+            if closed:
+                break
             if not self.more():
                 raise _Truncated
         raw = self.buf[self.pos : end + 1]
-        if len(raw) > self.max_string:
-            raise self.fail(
-                path, f"a string longer than {MAX_STRING_MB:g} MB at line {self.line()} (refused)"
-            )
         try:
             s = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -331,7 +323,7 @@ class _Reader:
         """A number or literal at ``pos``."""
         self.want(MAX_NUMBER_CHARS + 1)
         m = _NUMBER.match(self.buf, self.pos)
-        if m and m.end() > m.start():
+        if m:  # at least one digit: never the "-" of -Infinity
             tok = m.group()
             if len(tok) > MAX_NUMBER_CHARS:
                 raise self.fail(
@@ -339,15 +331,11 @@ class _Reader:
                     f"a number of more than {MAX_NUMBER_CHARS} characters at line {self.line()} "
                     "(refused)",
                 )
-            nxt = self.buf[m.end() : m.end() + 1]
-            if nxt == b"I" and tok == b"-":  # -Infinity
-                pass
-            else:
-                self.pos = m.end()
-                try:
-                    return orjson.loads(tok)
-                except orjson.JSONDecodeError:  # 1e999: Python's json gives inf
-                    return float(tok)
+            self.pos = m.end()
+            try:
+                return orjson.loads(tok)
+            except orjson.JSONDecodeError:  # 1e999: Python's json gives inf
+                return float(tok)
         m = _NAME.match(self.buf, self.pos)
         if m and m.group() in _LITERALS:
             self.pos = m.end()
@@ -455,6 +443,18 @@ class _Reader:
 
     # ------------------------------------------------------------------ typed lists
 
+    def typed_start(self) -> int | None:
+        """Past a typed list's ``[``: its first byte (None at end of file), or :data:`_CLOSED`
+        for an empty list (consumed); :class:`_NotList` for another value."""
+        if self.expect_value() != 0x5B:
+            raise _NotList
+        self.pos += 1
+        c = self.ws()
+        if c == 0x5D:
+            self.pos += 1
+            return _CLOSED
+        return c
+
     def numbers(
         self,
         path: tuple[Any, ...],
@@ -468,16 +468,11 @@ class _Reader:
         longer list is read to its end, not kept, and its length named). A non-number is
         ``KEY[i]: not a number`` (``i`` counted from ``flat0``, the values before this list
         in a ragged one)."""
-        c: int | None = self.expect_value()
-        if c != 0x5B:
-            raise _NotList
-        self.pos += 1
+        c = self.typed_start()
+        if c == _CLOSED:
+            return np.zeros(0)
         parts: list[np.ndarray] = []
         n = 0
-        c = self.ws()
-        if c == 0x5D:
-            self.pos += 1
-            return np.zeros(0)
         while True:
             if c is None:
                 raise _Truncated
@@ -527,18 +522,13 @@ class _Reader:
     def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
         """A list of lists of numbers at ``pos``: runs of whole inner lists parsed at once,
         a long inner list in pieces (:meth:`numbers`)."""
-        c: int | None = self.expect_value()
-        if c != 0x5B:
-            raise _NotList
-        self.pos += 1
+        c = self.typed_start()
+        if c == _CLOSED:
+            return Ragged(np.zeros(0, dtype=np.int64), np.zeros(0))
         lens: list[np.ndarray] = []
         out: np.ndarray | None = None  # the values, written in place (no copy at the end)
         rows = total = 0
         rows_bound = self.row_bound(counts, key)
-        c = self.ws()
-        if c == 0x5D:
-            self.pos += 1
-            return Ragged(np.zeros(0, dtype=np.int64), np.zeros(0))
         while True:
             if c is None:
                 raise _Truncated
@@ -588,13 +578,10 @@ class _Reader:
             del v
             c = self.step(0x5D)
             if c == _CLOSED:
-                break
+                # a view: the pages past ``total`` were never written, so never resident
+                return Ragged(np.concatenate(lens), out[:total])
             if c == 0x5D:
                 raise _Syntax("Expecting value", self.pos)
-        if not lens or out is None:
-            return Ragged(np.zeros(0, dtype=np.int64), np.zeros(0))
-        # a view: the pages past ``total`` were never written, so never resident
-        return Ragged(np.concatenate(lens), out[:total])
 
     def ragged_run(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Whole inner lists from ``pos`` (a ``[``) up to about :data:`PIECE` bytes, when they
@@ -660,30 +647,12 @@ def _estimate(text: bytes) -> int:
 
 def _depth_hint(text: bytes) -> int:
     """An upper bound on the nesting inside ``text`` (brackets counted, strings included)."""
-    if len(text) < 2 * MAX_DEPTH:
-        return text.count(b"[") + text.count(b"{")
-    return 0 if (text.count(b"[") + text.count(b"{")) < MAX_DEPTH else _max_depth(text)
-
-
-def _max_depth(text: bytes) -> int:
+    n = text.count(b"[") + text.count(b"{")
+    if n < MAX_DEPTH:
+        return n
     a = np.frombuffer(text, dtype=np.uint8)
     step = (a == 0x5B).astype(np.int32) + (a == 0x7B) - (a == 0x5D) - (a == 0x7D)
     return int(np.cumsum(step).max(initial=0))
-
-
-def _gzip_limit() -> str:
-    if limits.max_input_mb() != limits.DEFAULT_MAX_INPUT_MB:
-        return "the input size limit"
-    return (
-        f"the limit for a gzip file: {limits.GZIP_RATIO} times its size, "
-        f"at least {limits.GZIP_FLOOR_MB:g} MB"
-    )
-
-
-def _open(path: Path) -> tuple[IO[bytes], int | None]:
-    if path.suffix == ".gz":
-        return cast(IO[bytes], gzip.open(path, "rb")), limits.streamed_cap(path.stat().st_size)
-    return open(path, "rb"), None
 
 
 def load(
@@ -700,8 +669,10 @@ def load(
     Every problem is one :class:`InputError`.
     """
     path = limits.input_file(path, what="JSON file", streamed=True)
+    gz = path.suffix == ".gz"
     try:
-        fh, cap = _open(path)
+        fh = cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")
+        cap = limits.streamed_cap(path.stat().st_size) if gz else None
     except OSError as exc:
         raise InputError(path, "-", f"cannot read: {exc.strerror or exc}") from None
     with fh:
@@ -709,7 +680,7 @@ def load(
         try:
             return _document(r, top or {}, counts, on_key)
         except (OSError, EOFError, zlib.error) as exc:
-            if path.suffix == ".gz":
+            if gz:
                 raise InputError(path, "-", "not a valid gzip file") from None
             raise InputError(path, "-", f"cannot read: {exc}") from None
         except _Truncated:
@@ -771,9 +742,10 @@ def _typed_object(
         kind = top.get(key)
         try:
             if kind == NUMBERS:
-                bound = r.row_bound(counts, key)
                 exact = counts.same_length in r.lengths
-                v: Any = r.numbers((key,), bound, _what(r, counts), key=key, exact=exact)
+                what = counts.per if exact else f"rackbook's bound on {counts.name}"
+                bound = r.row_bound(counts, key)
+                v: Any = r.numbers((key,), bound, what, key=key, exact=exact)
             elif kind == RAGGED:
                 v = r.ragged((key,), counts, key)
             elif kind == SKIP:
@@ -792,9 +764,3 @@ def _typed_object(
         c = r.step(0x7D)
         if c == _CLOSED:
             return out
-
-
-def _what(r: _Reader, counts: Counts) -> str:
-    if counts.same_length is not None and counts.same_length in r.lengths:
-        return counts.per
-    return f"rackbook's bound on {counts.name}"

@@ -5,6 +5,7 @@ the repository so that no machine's absolute path is recorded.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import getpass
 import os
@@ -99,21 +100,17 @@ def project_commit() -> str:
 def hardware_inventory() -> dict[str, Any]:
     """CPU model, logical cores, memory (bytes), host name and GPUs (``nvidia-smi``, if any)."""
     cpu = platform.processor() or ""
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    except OSError:
-        pass
     mem = None
-    try:
+    with contextlib.suppress(ValueError, OSError, AttributeError):
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        pass
     gpus: list[dict[str, str]] = []
     if shutil.which("nvidia-smi"):
-        try:
+        with contextlib.suppress(OSError, subprocess.SubprocessError, ValueError):
             out = subprocess.run(
                 [
                     "nvidia-smi",
@@ -127,8 +124,6 @@ def hardware_inventory() -> dict[str, Any]:
             for line in out.strip().splitlines():
                 name, memory, driver = (x.strip() for x in line.split(","))
                 gpus.append({"name": name, "memory": memory, "driver": driver})
-        except (OSError, subprocess.SubprocessError, ValueError):
-            pass
     return {
         "cpu_model": cpu,
         "cpu_cores": os.cpu_count(),

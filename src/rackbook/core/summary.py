@@ -1,54 +1,27 @@
 """A trace's serving metrics: vLLM's figures (:mod:`rackbook.core.metrics`) over the whole
 trace and per point, from a trace in memory or a trace folder streamed when large.
 
-Validity (:mod:`rackbook.core.validity`): the figures above are vLLM's, over *all* successful
-requests, so that they agree with vLLM's own result JSON. Beside them a summary gives
-``valid_requests`` (successful requests that pass the validity checks: no burst delivery, no
-chunk gaps far below the engine's step, client and server token counts agree) and
-``flagged_share`` (flagged / successful), per point and overall; a streamed summary (below)
-does not check them and gives None.
+The figures are vLLM's, over *all* successful requests (they agree with vLLM's result JSON);
+beside them ``valid_requests`` and ``flagged_share`` (flagged / successful) per point and
+overall (:mod:`rackbook.core.validity`; None when streamed). Measurements: benchmarks/README.md.
 
-Size and method (measurements in ``benchmarks/README.md``):
-
-- :func:`summarize` takes a trace in memory, :func:`summarize_path` a trace folder. A folder of
-  at most :data:`FULL_READ_MAX_REQUESTS` requests and :data:`EXACT_ITL_MAX` gaps is read whole
-  and fully validated (``summarize(read_trace(path))``). A larger one is streamed,
-  :data:`CHUNK_ROWS` rows at a time, reading only the columns the metrics need (``point_id``
-  dictionary-encoded; never ``request_id`` or ``error``); each chunk gets the checks
-  :func:`rackbook.core.traces.validate` makes on those columns, with the same messages (missing or
-  non-finite values, negative values, TTFT above E2EL, unknown point ids, gaps of absent
-  requests, the milliseconds guard). Not checked when streaming: unique ``request_id``,
-  ``cached_prompt_tokens``, and the optional extra tables.
+- A folder of at most :data:`FULL_READ_MAX_REQUESTS` requests and :data:`EXACT_ITL_MAX` gaps is
+  read whole and validated; a larger one is streamed :data:`CHUNK_ROWS` rows at a time (only
+  the metrics' columns, each chunk checked as :func:`rackbook.core.traces.validate` checks
+  them, same messages; not checked: unique ``request_id``, ``cached_prompt_tokens``, extra
+  tables).
 - Counts, token sums and throughputs are exact. TTFT, TPOT and E2EL keep one float64 per
-  successful request (8 bytes: 80 MB per metric for 10M requests), so their median and
-  percentiles are always exact (the numbers ``np.median``/``np.percentile`` give): from one
-  in-place partition when a trace holds at most 1Mi values of the metric, else from one
-  counting and one gathering pass over the values where they lie, for every point and the
-  whole trace at once (:mod:`rackbook.core.orderstats`: no joined copy). The values are
-  written, in row order, into one array allocated up front from the Parquet footers' row
-  counts (a third per metric; each point one segment of it while the points come one after
-  another, else a small point index per value); their statistics are taken as soon as the
-  requests end. Mean and std equal ``np.mean``/``np.std`` bit for bit up to 1Mi values;
-  beyond, they are summed per 1Mi block (no temporary the size of the data) and the whole
-  trace's are merged from the points' moments, so they may differ in the last bits (~1e-15
-  relative). Memory therefore grows with the number of requests (25 bytes each).
-- ITL is exact (all pooled gaps as float64) while the ITL table has at most
-  :data:`EXACT_ITL_MAX` rows (320 MB): the gaps reuse the requests' array (grown when there
-  are more than three gaps per request), so up to there memory grows with the gaps too.
-  Parquet is decoded (and its columns checked) in a reading thread one chunk ahead of the
-  accumulation, on the second core. Beyond that, keeping every gap would make memory grow with
-  the trace (10M requests with 128 gaps each are 1.28 billion gaps, 10 GB), so the gaps are
-  streamed per chunk: count, mean and std are exact up to floating-point rounding (per-chunk
-  moments merged as Chan, Golub and LeVeque's pairwise update), and median and percentiles
-  come from a per-point histogram (:mod:`rackbook.core.latency_pool`) whose bins grow by the
-  ratio :data:`HIST_RATIO` (1.001) from
-  :data:`HIST_LO_S` (1 us) to :data:`HIST_HI_S` (1e5 s), each order statistic taken as its
-  bin's geometric centre and clamped to the observed min and max. Error bound: a reported ITL
-  percentile is within 0.05 % (sqrt(1.001) - 1) of the exact one when the gaps it lies
-  between are 1 us or more and at most 1e5 s, and within 0.5 us below 1 us (above 1e5 s the
-  estimate is the observed maximum) - ten times inside the 0.5 % agreement with vLLM that the
-  book asks for. The histogram costs 8 bytes x :data:`HIST_BINS` (25,344) bins per point;
-  the gaps' memory is one chunk plus that, whatever the trace length.
+  successful request in one array allocated from the Parquet footers (25 bytes a request in
+  all): medians and percentiles are exact (``np.percentile``'s numbers: one partition up to
+  1Mi values, else :mod:`rackbook.core.orderstats`); mean and std equal numpy's up to 1Mi
+  values, beyond that merged per 1Mi block (~1e-15 relative).
+- ITL is exact while the table has at most :data:`EXACT_ITL_MAX` rows (the gaps reuse the
+  requests' array). Beyond, per chunk: count, mean and std merged exactly (Chan, Golub and
+  LeVeque), median and percentiles from a per-point histogram
+  (:mod:`rackbook.core.latency_pool`: bins growing by 1.001 from 1 us to
+  1e5 s, 8 bytes x 25,344 bins a point): within 0.05 % of the exact value between 1 us and
+  1e5 s, 0.5 us below (ten times inside the book's 0.5 % agreement with vLLM).
+  Parquet is decoded one chunk ahead in a reading thread.
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ import dataclasses
 import json
 import queue
 import threading
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,10 @@ from rackbook.core import fsio, schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
 
+_T = TypeVar("_T")
+_EMPTY_GAPS = pd.DataFrame(
+    {"request_row": pd.Series([], dtype="int64"), "itl_s": pd.Series([], dtype="float64")}
+)
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
 
 
@@ -407,17 +411,8 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
 
 
 def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
-    known = {c.name: c for c in schema.TABLES.get(table, ())}
-    fields = []
-    for name in df.columns:
-        c = known.get(name)
-        typ = _ARROW[c.dtype] if c else None
-        fields.append(pa.field(name, typ) if typ is not None else None)
-    arrays = {}
-    for name, f in zip(df.columns, fields, strict=True):
-        s = df[name]
-        arrays[name] = pa.array(s, type=f.type if f is not None else None, from_pandas=True)
-    return pa.table(arrays)
+    known = {c.name: _ARROW[c.dtype] for c in schema.TABLES.get(table, ())}
+    return pa.table({n: pa.array(df[n], type=known.get(n), from_pandas=True) for n in df.columns})
 
 
 def write_trace(
@@ -481,19 +476,21 @@ def read_run(path: str | Path) -> dict[str, Any]:
     return run
 
 
-def _read_table(path: Path, name: str, columns: list[str] | None = None) -> pd.DataFrame:
-    f = path / f"{name}.parquet"
+def _parquet(path: str | Path, name: str, read: Callable[[Path], _T]) -> _T:
+    """``read`` of table ``name``'s Parquet file in a trace folder; a missing or unreadable
+    file is one :class:`InputError` naming it."""
+    f = Path(path) / f"{name}.parquet"
     if not f.is_file():
         raise InputError(f, "-", f"missing table {name}.parquet")
     try:
-        return pq.read_table(f, columns=columns).to_pandas()
+        return read(f)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
 
 
 def read_table(path: str | Path, name: str, columns: list[str] | None = None) -> pd.DataFrame:
     """One table of a trace folder as read (not conformed); errors name the file."""
-    return _read_table(Path(path), name, columns)
+    return _parquet(path, name, lambda f: pq.read_table(f, columns=columns).to_pandas())
 
 
 def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
@@ -504,39 +501,19 @@ def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
         check_row_counts(path)
     elif table_rows(path, "requests") > limits.BOUNDS["requests"]:
         check_row_counts(path)  # its one line
-    req = _read_table(path, "requests")
-    gaps = (
-        _read_table(path, "itl")
-        if itl
-        else pd.DataFrame(
-            {"request_row": pd.Series([], dtype="int64"), "itl_s": pd.Series([], dtype="float64")}
-        )
-    )
-    pts = _read_table(path, "points")
+    req = read_table(path, "requests")
+    gaps = read_table(path, "itl") if itl else _EMPTY_GAPS.copy()
+    pts = read_table(path, "points")
     extra = {}
     for f in sorted(path.glob("*.parquet")):
         if f.stem not in ("requests", "itl", "points"):
-            extra[f.stem] = _read_table(path, f.stem)
+            extra[f.stem] = read_table(path, f.stem)
     return validate(Trace(run, req, gaps, pts, extra, path, itl), where=path)
 
 
 def table_rows(path: str | Path, name: str) -> int:
     """Rows of table ``name`` of a trace folder, from the Parquet footer (no data is read)."""
-    f = Path(path) / f"{name}.parquet"
-    if not f.is_file():
-        raise InputError(f, "-", f"missing table {name}.parquet")
-    try:
-        return int(pq.ParquetFile(f).metadata.num_rows)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
-
-
-def _column_names(path: Path, name: str) -> list[str]:
-    """The columns of table ``name`` from its Parquet footer."""
-    try:
-        return list(pq.ParquetFile(path / f"{name}.parquet").schema_arrow.names)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise InputError(path / f"{name}.parquet", "-", f"unreadable Parquet: {exc}") from None
+    return _parquet(path, name, lambda f: int(pq.ParquetFile(f).metadata.num_rows))
 
 
 def check_row_counts(path: str | Path) -> tuple[int, int]:
@@ -554,10 +531,11 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
             f"{bound:,} (what an import expands to)"
         )  # fmt: skip
     n_itl = table_rows(path, "itl")
-    if n_itl > n_req and "output_tokens" in _column_names(path, "requests"):
+    names = _parquet(path, "requests", lambda f: pq.ParquetFile(f).schema_arrow.names)
+    if n_itl > n_req and "output_tokens" in names:
         # only then can the gaps outnumber the tokens: read the counts (a missing column is
         # named by the table's own check)
-        col = _read_table(path, "requests", ["output_tokens"])["output_tokens"]
+        col = read_table(path, "requests", ["output_tokens"])["output_tokens"]
         tokens = float(pd.to_numeric(col, errors="coerce").fillna(0).clip(lower=0).sum())
         if n_itl > tokens:
             raise InputError(
@@ -653,18 +631,14 @@ def iter_table(
     """
     path = Path(path)
     f = path / f"{name}.parquet"
-    if not f.is_file():
-        raise InputError(f, "-", f"missing table {name}.parquet")
     known = {c.name: c for c in schema.TABLES[name]}
     strings = [c for c in columns if known[c].dtype == "string"]
-    try:
-        # pre_buffer (pyarrow's default) would read ahead every row group: memory = the file
-        pf = pq.ParquetFile(f, read_dictionary=strings, pre_buffer=False)
-        have = set(pf.schema_arrow.names)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
+    # pre_buffer (pyarrow's default) would read ahead every row group: memory = the file
+    pf = _parquet(
+        path, name, lambda f: pq.ParquetFile(f, read_dictionary=strings, pre_buffer=False)
+    )
     for c in columns:
-        if c not in have:
+        if c not in pf.schema_arrow.names:
             raise InputError(path, f"{name}.{c}", "missing column")
 
     def chunks() -> Iterator[tuple[int, dict[str, Any]]]:

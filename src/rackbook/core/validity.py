@@ -1,31 +1,18 @@
 """Which request rows of a trace measure the engine, and which measure something else.
 
-A streamed request's timestamps are taken by the benchmark client when chunks *reach* it. If
-the client (or the API server in front of the engine) cannot run while the engine produces
-tokens - on the project's 2-core machines the CPU engine's busy-polling threads starved them -
-the tokens queue up and arrive in one burst at the end: the time to first token is then nearly
-the whole request, the gaps between chunks are microseconds, and the row says when the client
-woke up, not how fast the engine decoded. Such rows must not be fitted, plotted or averaged
-as engine figures. This module flags them, one request at a time, with three checks:
-
-(a) **burst delivery** (:data:`BURST_MIN_TOKENS`, :data:`BURST_DECODE_SHARE`);
-(b) **tiny gaps**: chunk gaps below the clock's resolution, or far below the engine's own
-    per-token time on the same point (:data:`CLOCK_RESOLUTION_S`, :data:`MIN_GAP_SHARE`);
-(c) **token mismatch**: the client's token counts disagree with the servers' Prometheus
-    counters over the same point (:data:`TOKEN_MISMATCH_REL`).
-
-Only successful requests are checked; a failed request is never valid (vLLM already counts it
-as failed) and is not counted as flagged. ``flagged_share`` is flagged / successful requests.
-
-* :func:`check_requests` - one row per request with the outcome of every check;
-* :func:`point_validity` - per point: requests, valid, flagged, flagged_share, enough, reason;
-* :func:`valid_requests` - the trace's request rows that are valid (original index kept, so
-  ``itl.request_row`` still finds them);
-* :func:`refusal` - the recorder's decision for one point (more than :data:`MAX_FLAGGED_SHARE`
-  flagged).
-
-:func:`rackbook.core.summary.summarize` keeps vLLM's figures on all rows (so they agree with
-vLLM's own result JSON) and adds ``valid_requests`` and ``flagged_share``.
+A client (or API server) starved of CPU while the engine decodes gets the tokens in one burst
+at the end (the project's 2-core machines did this): TTFT is nearly the whole request, the gaps
+are microseconds, and the row times the client, not the engine. Such rows are flagged, one
+request at a time, by three checks: (a) **burst delivery** (:data:`BURST_MIN_TOKENS`,
+:data:`BURST_DECODE_SHARE`); (b) **tiny gaps**, below the clock's resolution or far below the
+engine's own per-token time on the point (:data:`CLOCK_RESOLUTION_S`, :data:`MIN_GAP_SHARE`);
+(c) **token mismatch** between the client's counts and the servers' Prometheus counters over
+the point (:data:`TOKEN_MISMATCH_REL`). Only successful requests are checked (a failed one is
+never valid nor flagged); ``flagged_share`` is flagged / successful. :func:`check_requests`
+gives every check per request, :func:`point_validity` the counts per point,
+:func:`valid_requests` the valid rows (index kept, for ``itl.request_row``), :func:`refusal`
+the recorder's decision for a point (over :data:`MAX_FLAGGED_SHARE` flagged).
+:func:`rackbook.core.summary.summarize` keeps vLLM's figures on all rows and adds these.
 """
 
 from __future__ import annotations

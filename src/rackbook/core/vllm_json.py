@@ -1,17 +1,10 @@
-"""vLLM's detailed result JSON read in bounded memory: per-request lists straight into arrays.
-
-A detailed result of 100k requests x 128 tokens holds 12.7M inter-token gaps, most of the
-file's bytes. The file is read by :mod:`rackbook.core.jsonstream` a piece at a time: the
-per-request lists (:data:`PER_REQUEST`) become float64 arrays and ``itls`` a
-:class:`RaggedGaps` (lengths and values), each piece parsed by orjson and copied into arrays
-before the next is read; ``generated_texts`` (the outputs' text, not used) is checked and
-dropped; the rest is kept as parsed. So memory is the arrays (8 bytes a number, 16 a gap with
-its request row) plus a fixed budget, whatever the file's size.
-
-Counts are bounded as they are read, before memory grows: once ``input_lens`` is read (vLLM
-writes it first), no per-request list may be longer; before it, none past
-``BOUNDS["requests"]``; the gaps of one request at most ``BOUNDS["context"]``, of all at most
-``BOUNDS["gaps"]`` (:mod:`rackbook.limits`).
+"""vLLM's detailed result JSON read in bounded memory (:mod:`rackbook.core.jsonstream`): the
+per-request lists (:data:`PER_REQUEST`) straight into float64 arrays, ``itls`` (most of the
+file: 12.7M gaps for 100k requests x 128 tokens) into a :class:`RaggedGaps`, a piece at a time;
+``generated_texts`` checked and dropped; the rest kept as parsed. Counts are bounded as read:
+once ``input_lens`` is read (vLLM writes it first) no per-request list may be longer, before it
+none past ``BOUNDS["requests"]``; gaps at most ``BOUNDS["context"]`` per request and
+``BOUNDS["gaps"]`` in all (:mod:`rackbook.limits`).
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Importers: other tools' results and published measurements into traces, one module per format.
 
-Every format ``rackbook import FORMAT FILE -o TRACE`` reads is declared once, in
-:data:`REGISTRY` (its name, what the file is, the trace kind it writes, the options it takes),
-and implemented by one module of this package holding the same small interface
-(:class:`Importer`):
-
-- ``FORMAT``: the format's name on the command line;
-- ``read(path, options, command) -> Trace``: the file checked and turned into a trace in memory,
-  ``run.json`` filled (``command`` is the command line recorded there), nothing written; a bad
-  file is one :class:`~rackbook.errors.InputError`;
-- ``summary(trace) -> str``: what ``rackbook import`` prints after ``wrote OUT:``.
-
-The modules: :mod:`.vllm_bench` (``vllm bench serve`` results), :mod:`.offline_engine` (an
-offline engine's fixed-batch results), :mod:`.inferencex`, :mod:`.mlperf` and
-:mod:`.sglang_cookbook` (published measurements: kind ``published`` traces, sharing
-:mod:`.points`, :mod:`.sourcefile` and :mod:`.fields`). :func:`write` is the one way a file
-becomes a trace folder (``rackbook import`` and ``env/published/derive.sh`` go through it).
-
-This module imports only the standard library, so that the command line can list the formats
-without loading pandas; a format's module is loaded when it runs.
+Every format ``rackbook import FORMAT FILE -o TRACE`` reads is declared once in :data:`REGISTRY`
+and implemented by one module of this package with the :class:`Importer` interface:
+:mod:`.vllm_bench`, :mod:`.offline_engine`, and the published formats :mod:`.inferencex`,
+:mod:`.mlperf` and :mod:`.sglang_cookbook` (sharing :mod:`.points`, :mod:`.sourcefile` and
+:mod:`.fields`). :func:`write` is the one way a file becomes a trace folder. This module imports
+only the standard library (the command line lists the formats without loading pandas).
 """
 
 from __future__ import annotations
@@ -65,7 +52,9 @@ class Options:
 
 
 class Importer(Protocol):
-    """The interface of a format module (see the module docstring)."""
+    """A format module: ``read`` checks the file and returns the trace in memory (``run.json``
+    filled, ``command`` recorded there; a bad file is one InputError); ``summary`` is what
+    ``rackbook import`` prints after ``wrote OUT:``."""
 
     FORMAT: str
 

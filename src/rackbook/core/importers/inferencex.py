@@ -100,16 +100,8 @@ def _inferencex_rows(path: Path, data: Any) -> list[Any]:
 def inferencex_points(
     path: str | Path, data: Any = None, fallback_url: str | None = None
 ) -> pd.DataFrame:
-    """InferenceX API rows as a ``published_points`` table (one row per API row).
-
-    ``tok_s_per_gpu`` is ``metrics.tput_per_gpu`` as stored (total tok/s per GPU over all the
-    run's GPUs); ``input_tok_s_per_gpu`` / ``output_tok_s_per_gpu`` are the optional split (in a
-    disaggregated row, per prefill GPU and per decode GPU). ``tok_s_per_user`` is
-    ``metrics.median_intvty`` (interactivity, tok/s per user). Total GPUs: prefill + decode pools
-    of a disaggregated row; the common pool of an aggregated one. An aggregated row whose two
-    pools or tensor-parallel size disagree keeps its recorded counts in ``notes`` and leaves
-    ``gpus`` empty.
-    """
+    """InferenceX API rows as a ``published_points`` table (one row per API row; the columns:
+    :func:`_point`, :func:`_gpu_counts`, :func:`_metric_columns`)."""
     path = Path(path)
     if data is None:
         data = jsonstream.load(path)

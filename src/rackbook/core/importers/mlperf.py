@@ -113,17 +113,11 @@ def _row(path: Path, f: str, row: dict[str, str], line: int, source_url: str) ->
 def mlperf_points(
     path: str | Path, model: str | None = None, source_url: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
-    """MLPerf ``summary.csv`` token-rate rows as a ``published_points`` table, plus what was
-    skipped: ``{"units": {unit: rows}, "models": {model: rows}}``.
-
-    ``tok_s_total`` is ``Result``, the system's rate of *output* tokens (LoadGen counts the
-    tokens of the responses, not the prompt); ``tok_s_per_gpu`` is computed on import as
-    ``Result / total_accelerators``, output tokens per GPU of the submitted system. Whether a
-    system of many GPUs serves as one deployment or as several replicas is not in the file.
-    With ``model``, token rows of other models are
-    skipped and counted. A row's link is the results folder (``Location``) at the source
-    commit when ``source_url`` is a GitHub blob URL, else ``source_url`` itself.
-    """
+    """MLPerf ``summary.csv`` token-rate rows as a ``published_points`` table (see the module
+    docstring), plus what was skipped: ``{"units": {unit: rows}, "models": {model: rows}}``.
+    Whether a system of many GPUs serves as one deployment or as several replicas is not in
+    the file. A row's link is its results folder (``Location``) at the source commit when
+    ``source_url`` is a GitHub blob URL, else ``source_url`` itself."""
     path = Path(path)
     reader = _reader(path, source_url)
     assert source_url is not None  # _reader refused it

@@ -154,14 +154,10 @@ def cookbook_points(
     """The SGLang cookbook's DeepSeek-V4 cells as a ``published_points`` table, plus the count
     of stub cells (no ``speed`` numbers) skipped: ``{"stub_cells": n}``.
 
-    The file says its ``tokens_per_sec_per_gpu`` is total (input + output) tok/s per GPU: for
-    fp4/fp8 cells derived as measured output/GPU x (isl + osl) / osl, for nvfp4 measured as a
-    total. ``tok_s_per_gpu`` keeps it as published; for fp4/fp8 the measured output per GPU is
-    recovered as ``value x osl / (isl + osl)``. ``tok_s_per_user`` is 1000 / ``tpot_ms``; TTFT
-    and TPOT (ms) are stored in seconds as means: the cookbook's configuration
-    (``deepseek-v4.jsx``, :data:`COOKBOOK_CONFIG_URL`) declares ``latencyPercentile: "Mean"``.
-    The GPU count and speculative method of a cell are in that configuration, not in this
-    file: :data:`COOKBOOK_SPECULATION` (by strategy) and :data:`COOKBOOK_FLASH_SINGLE_GPUS`.
+    ``tokens_per_sec_per_gpu`` is total (input + output) tok/s per GPU, kept as published: for
+    fp4/fp8 cells the cookbook derived it as measured output/GPU x (isl + osl) / osl, so the
+    measured output per GPU is recovered as ``value x osl / (isl + osl)``; nvfp4 cells measured
+    it as a total. ``tok_s_per_user`` is 1000 / ``tpot_ms``.
     """
     path = Path(path)
     if source_url is None:

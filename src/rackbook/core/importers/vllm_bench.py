@@ -28,26 +28,15 @@ FORMAT = "vllm-bench"
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")
 #: Scenario keys that map onto typed request/point columns.
 INT_LABELS = ("batch_size", "concurrency", "decode_ranks", "context_tokens", "num_gpus")
-STR_LABELS = ("engine", "config", "point_id")
-
-
-def _load_vllm(path: Path) -> Any:
-    """A vLLM result, its per-request lists read straight into arrays
-    (:func:`rackbook.core.vllm_json.load_detailed`)."""
-    return load_detailed(path)
 
 
 def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> np.ndarray:
-    if isinstance(values, np.ndarray):  # read straight into an array (rackbook.core.vllm_json)
-        if len(values) != n:
-            raise InputError(
-                path, key, f"has {len(values)} entries, expected {n} (one per request)"
-            )
-        return _checked(path, key, values, integer=integer)
-    if not isinstance(values, list):
+    if not isinstance(values, (list, np.ndarray)):
         raise InputError(path, key, f"must be a list, got {type(values).__name__}")
     if len(values) != n:
         raise InputError(path, key, f"has {len(values)} entries, expected {n} (one per request)")
+    if isinstance(values, np.ndarray):  # read straight into an array (rackbook.core.vllm_json)
+        return _checked(path, key, values, integer=integer)
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -208,7 +197,7 @@ def vllm_bench_frames(
     as a string column).
     """
     path = Path(path)
-    d = _load_vllm(path) if data is None else data
+    d = load_detailed(path) if data is None else data
     dur = _duration(path, d)
     c = _request_columns(path, d)
     request_row, itl_s = _flat_itls(path, c["itls"])
@@ -262,18 +251,8 @@ def vllm_bench_frames(
 
 def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, Any]:
     """Provenance for an imported vLLM result (the benchmark's own settings kept verbatim)."""
-    keep = (
-        "date",
-        "backend",
-        "endpoint_type",
-        "model_id",
-        "tokenizer_id",
-        "num_prompts",
-        "request_rate",
-        "burstiness",
-        "max_concurrency",
-    )
-    settings = {k: d.get(k) for k in keep if k in d}
+    keep = "date backend endpoint_type model_id tokenizer_id num_prompts request_rate burstiness"
+    settings = {k: d.get(k) for k in (*keep.split(), "max_concurrency") if k in d}
     return provenance.new_run_info(
         kind=kind,
         commands=[str(d.get("command") or f"vllm bench serve (result file {path.name})")],
@@ -295,7 +274,7 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
     given = options.labels.get("num_gpus")
     if hw is not None and given is not None and int(given) != hw.count:
         raise InputError(path, "--gpus", f"{hw.count} differs from --label num_gpus={given}")
-    d = _load_vllm(path)
+    d = load_detailed(path)
     labels = dict(options.labels)
     if hw is not None:
         labels["num_gpus"] = str(hw.count)  # the point's GPU count: per-GPU rates
