@@ -1,21 +1,13 @@
-"""The params schema: every numeric command-line flag and every notebook parameter, with its
-type, range or choices and unit, and the one rule that reads a value against it (a notebook
-parameter's name, default and meaning are its ``parameters`` cell's, never repeated here).
+"""The params schema: every numeric command-line flag (:data:`FLAGS`) and every notebook
+parameter (:data:`NOTEBOOK`) with its type, range or choices and unit, and the one rule that
+reads a value against it (:func:`check_value`), so a bad value is one line (exit 2) before any
+work. A notebook parameter's name, default and meaning are its ``parameters`` cell's.
 
-Both ``rackbook run -p NAME VALUE`` / ``--params-file`` (:data:`NOTEBOOK`, checked by
-:func:`check_parameter` and :func:`check_together` before any kernel starts) and the CLI flags
-(:data:`FLAGS`, each flag's argparse ``type`` is :func:`flag_type`; :func:`check_args` for the
-rules between flags) are read through it, so a bad value is one line (exit 2) before any work.
-
-Numbers are read once, by :func:`to_number`: text is bounded in length before conversion (an
-integer of thousands of digits is refused, not converted); ``nan``, ``inf`` and subnormal
-floats (denormals: no rate or count is that small) are refused; integers must be written as
-integers; then the value must lie in its range. The ranges are far above any real deployment
-and low enough that the work they allow fits in memory (:data:`rackbook.limits.BOUNDS`).
-
-This module imports only the standard library and :mod:`rackbook.errors`/:mod:`rackbook.limits`
-(the CLI builds its parser from it before any heavy import); catalog ids are looked up in
-:mod:`rackbook.inputs.catalogs` only when a value is checked.
+Numbers are read once, by :func:`to_number`: text is bounded in length before conversion;
+``nan``, ``inf`` and subnormal floats are refused; integers must be written as integers; then
+the value must lie in its range (:data:`rackbook.limits.BOUNDS`: far above any real deployment,
+low enough that the work fits in memory). Imports only the standard library and
+:mod:`rackbook.errors`/:mod:`rackbook.limits` (the CLI builds its parser from it).
 """
 
 from __future__ import annotations
@@ -166,20 +158,30 @@ def check_value(value: Any, spec: Spec) -> Any:
     if spec.kind in ("int", "number"):
         return to_number(value, spec)
     if spec.kind == "list":
-        if not isinstance(value, list):
-            raise ValueError(f"expected a list, got {_show(value)}")
-        if len(value) > MAX_LIST_ENTRIES:
-            raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
-        if len(value) < spec.min_items:
-            raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
-        assert spec.item is not None
-        out = []
-        for i, v in enumerate(value):
-            try:
-                out.append(check_value(v, spec.item))
-            except ValueError as exc:
-                raise ValueError(f"[{i}]: {exc}") from None
-        return out
+        return _check_list(value, spec)
+    return _check_text(value, spec)
+
+
+def _check_list(value: Any, spec: Spec) -> list[Any]:
+    """A list's length against its bounds, then each entry against ``spec.item``."""
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list, got {_show(value)}")
+    if len(value) > MAX_LIST_ENTRIES:
+        raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
+    if len(value) < spec.min_items:
+        raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
+    assert spec.item is not None
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(check_value(v, spec.item))
+        except ValueError as exc:
+            raise ValueError(f"[{i}]: {exc}") from None
+    return out
+
+
+def _check_text(value: Any, spec: Spec) -> str:
+    """Text: bounded in length, then as its kind says (a choice, a URL, a catalog id)."""
     if not isinstance(value, str):
         raise ValueError(f"expected text, got {_show(value)}")
     if len(value) > MAX_TEXT_CHARS:
@@ -191,26 +193,15 @@ def check_value(value: Any, spec: Spec) -> Any:
     if spec.kind == "url" and not value.startswith(("http://", "https://")):
         raise ValueError(f"expected an http:// or https:// URL, got {_show(value)}")
     if spec.kind in CATALOG:
-        CATALOG[spec.kind](value)
+        from rackbook.inputs import catalogs
+
+        (catalogs.load_model if spec.kind == "model" else getattr(catalogs, spec.kind))(value)
     return value
 
 
-def _catalog(section: str) -> Callable[[str], None]:
-    def look(value: str) -> None:
-        from rackbook.inputs import catalogs
-
-        if section == "model":
-            catalogs.load_model(value)
-        else:
-            getattr(catalogs, section)(value)
-
-    return look
-
-
-#: Kinds whose values are catalog ids, and their lookup (an unknown id is an InputError).
-CATALOG: dict[str, Callable[[str], None]] = {
-    k: _catalog(k) for k in ("model", "gpu", "system", "price")
-}
+#: Kinds whose values are catalog ids, looked up in :mod:`rackbook.inputs.catalogs` (an
+#: unknown id is an InputError).
+CATALOG = ("model", "gpu", "system", "price")
 
 
 # ----------------------------------------------------------------------------- declarations
@@ -471,27 +462,24 @@ def _typed(value: Any, spec: Spec) -> None:
 def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
     """The rules between one notebook's parameters (``params``: defaults and given values
     merged); :class:`InputError` naming the parameter given last in each rule."""
-
-    def need(ok: bool, name: str, problem: str) -> None:
-        if not ok:
-            raise InputError(where, f"parameter {name}", problem)
-
     p = params
 
     def ints(*names: str) -> bool:
         return all(isinstance(p.get(n), int) and not isinstance(p.get(n), bool) for n in names)
 
     if result == "context-latency" and ints("lo", "hi") and p["lo"] >= p["hi"]:
-        need(False, "hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}")
+        raise InputError(
+            where, "parameter hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}"
+        )
     if result == "rack-scaling" and ints("prefix_len", "input_len"):
         if p["prefix_len"] > p["input_len"]:
-            need(
-                False,
-                "prefix_len",
+            raise InputError(
+                where,
+                "parameter prefix_len",
                 f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}",
             )
     if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
-        need(*_nodes_fit(p["nodes"], p["ep_size"], "ep_size"))
+        _check_nodes(p["nodes"], p["ep_size"], "ep_size", where, "parameter nodes")
 
 
 def expert_extent(trace: Path) -> dict[str, int] | None:
@@ -538,14 +526,15 @@ def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> No
         )
 
 
-def _nodes_fit(nodes: int, ep_size: int, ep_name: str) -> tuple[bool, str, str]:
-    ok = nodes <= ep_size and ep_size % nodes == 0
-    return (
-        ok,
-        "nodes",
-        f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): each node holds a whole "
-        "number of ranks, so nodes must divide it",
-    )
+def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str) -> None:
+    """Each node holds a whole number of ranks: ``nodes`` divides ``ep_size``."""
+    if nodes > ep_size or ep_size % nodes:
+        raise InputError(
+            where,
+            field,
+            f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): each node holds a "
+            "whole number of ranks, so nodes must divide it",
+        )
 
 
 # ----------------------------------------------------------------------------- CLI flags
@@ -621,8 +610,6 @@ def label(text: str) -> tuple[str, str]:
 def check_args(args: argparse.Namespace) -> None:
     """The rules between one verb's flags (each flag alone was read by :func:`flag_type`)."""
     if args.verb == "eplb":
-        ok, _name, problem = _nodes_fit(args.nodes, args.ep_size, "--ep-size")
-        if not ok:
-            raise InputError("-", "--nodes", problem)
+        _check_nodes(args.nodes, args.ep_size, "--ep-size", "-", "--nodes")
     if args.verb == "check" and args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")

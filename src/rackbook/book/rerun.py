@@ -379,13 +379,14 @@ def record_parameters(topo: Any) -> dict[str, Any]:
     rack's as the claim counts them, and 64 requests in flight per decode rank on each."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs.published import load_figures
+    from rackbook.results.headline import defaults
     from rackbook.results.rack_scaling.chapter import Params
 
     ref = topo.reference_worker()
     if ref is None:
         return {}
     hit = load_figures().get(HIT_RATE_FIGURE)
-    p = Params()  # type: ignore[call-arg]  # defaults: the notebook cell's
+    p = defaults(Params)
     per_rank = notebook_params.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
     return {

@@ -398,7 +398,7 @@ def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> st
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
     trace_b: Trace | None = None,
 ) -> Analysis:

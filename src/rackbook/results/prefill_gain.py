@@ -531,7 +531,7 @@ def _measured_gain(
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
     """New-token throughput per request and per configuration, the gain of B over A with its

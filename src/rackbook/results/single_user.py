@@ -555,7 +555,7 @@ def selected_gaps_ms(trace: Trace, point_id: str | None = None) -> np.ndarray:
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
     """One stream's speed and gaps on ``trace``, the claim against the batch-1 floor, the
