@@ -101,11 +101,7 @@ class Scenario:
         for name, text in params.items():
             if name not in fields:
                 raise InputError("-p", name, f"unknown parameter; known: {', '.join(fields)}")
-            f = fields[name]
-            default = (
-                f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
-            )
-            text = str(text)
+            default, text = fields[name].default, str(text)
             if name in cls.STR_LISTS:
                 vals = tuple(x.strip() for x in text.split(",") if x.strip())
                 allowed = cls.STR_LISTS[name]
@@ -141,7 +137,7 @@ class Scenario:
             k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
         }
 
-    def base_serve_args(self) -> list[str]:
+    def serve_args(self) -> list[str]:
         """``vllm serve`` flags every server of the scenario gets (after the model)."""
         # fmt: off
         return [
@@ -154,9 +150,6 @@ class Scenario:
             "--served-model-name", self.served_model_name,
         ]
         # fmt: on
-
-    def serve_args(self) -> list[str]:
-        return self.base_serve_args()
 
     def phases(self) -> list[Phase]:
         raise NotImplementedError
@@ -383,27 +376,17 @@ class PrefillGain(Scenario):
 
 @dataclass(frozen=True)
 class RackScaling(Scenario):
-    """Scaling out: config ``"{R}x"`` runs R replicas (separate ``vllm serve`` processes on
-    separate ports), each driven by its own bench client shard (a separate process), all at
-    once; the shards are merged into one point on a common clock.
+    """Scaling out: config ``"{R}x"`` runs R replicas (``vllm serve`` processes), each driven by
+    its own bench client shard, all at once; the shards merge into one point on a common clock.
+    Every shard sends ``num_prompts`` requests (0: four per stream) at ``concurrency``; the
+    first ``prefix_len`` of each prompt's ``input_len`` tokens are shared (warmed on each
+    replica first). Servers start once for the largest R. Point k uses seeds ``seed + 16 k``
+    (+ shard), so no point finds an earlier point's prompts in a prefix cache.
 
-    Every shard sends ``num_prompts`` requests (0: four per concurrent stream) at
-    ``concurrency``; each prompt is
-    ``input_len`` tokens of which the first ``prefix_len`` are shared (warmed on each replica
-    first), so cached input tokens appear in the prefix-cache counters. Servers are started
-    once for the largest R; config ``"1x"`` uses the first.
-
-    Point k uses seeds ``seed + 16 k`` (+ shard): each point's prompts and shared prefix are
-    its own, so no point finds an earlier point's prompts in a replica's prefix cache and the
-    prefix-cache counters count the same thing (the warmed prefix) at every point.
-
-    Against two different deployments (``reference_gpus`` > 0): the first endpoint is a
-    one-node reference deployment and the second the whole deployment, each its own phase of
-    one server, ``replicas`` unused: point ``1x`` (config ``1x``, the chapter's reference) at
-    ``reference_concurrency`` (0: ``concurrency``) on the reference, then point ``rack`` at
-    ``concurrency`` on the deployment; each point records its GPU count (``num_gpus``:
-    ``reference_gpus``, ``deployment_gpus``), so speedup and scaling efficiency read from one
-    trace. Prompts and seeds as above (point k: ``seed + 16 k``).
+    With ``reference_gpus`` > 0 (``replicas`` unused) the first endpoint is a one-node
+    reference and the second the whole deployment, one phase each: point ``1x`` at
+    ``reference_concurrency`` (0: ``concurrency``), then point ``rack`` at ``concurrency``,
+    each labelled with its GPU count (``num_gpus``), so one trace gives the speedup.
     """
 
     replicas: tuple[int, ...] = (1, 2)
@@ -437,8 +420,10 @@ class RackScaling(Scenario):
         if max(self.concurrency, self.reference_concurrency) > self.max_num_seqs:
             raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
 
-    def _point(self, k: int, config: str, concurrency: int, gpus: int) -> PlanPoint:
-        """Point ``k`` of config ``config`` on ``gpus`` GPUs (its seeds: ``seed + 16 k``)."""
+    def _point(self, k: int, config: str, concurrency: int, gpus: int = 0) -> PlanPoint:
+        """Point ``k`` of config ``config`` (its seeds: ``seed + 16 k``): on ``gpus`` GPUs, or
+        (0) on ``R`` replicas of config ``"{R}x"``, one shard each."""
+        gpu_label = (("num_gpus", str(gpus)),) if gpus else ()
         return PlanPoint(
             config,
             config,
@@ -448,7 +433,8 @@ class RackScaling(Scenario):
             concurrency,
             self.seed + 16 * k,
             prefix_len=self.prefix_len,
-            labels=(("engine", "vllm-serve"), ("num_gpus", str(gpus))),
+            shards=1 if gpus else int(config.removesuffix("x")),
+            labels=(("engine", "vllm-serve"), *gpu_label),
         )
 
     def phases(self) -> list[Phase]:
@@ -459,18 +445,7 @@ class RackScaling(Scenario):
             args = tuple(self.serve_args())
             return [Phase("reference", args, 1, (ref,)), Phase("deployment", args, 1, (rack,))]
         pts = tuple(
-            PlanPoint(
-                f"{r}x",
-                f"{r}x",
-                self.input_len - self.prefix_len,
-                self.output_len,
-                self.num_prompts or 4 * self.concurrency,
-                self.concurrency,
-                self.seed + 16 * k,
-                prefix_len=self.prefix_len,
-                shards=r,
-                labels=(("engine", "vllm-serve"),),
-            )
+            self._point(k, f"{r}x", self.concurrency)
             for k, r in enumerate(sorted(set(self.replicas)))
         )
         return [Phase("replicas", tuple(self.serve_args()), max(self.replicas), pts)]
