@@ -1,20 +1,17 @@
-"""The six results of the book, by name, in the book's order (``rackbook.results.REGISTRY``):
-each a module that keeps the contract of :mod:`rackbook.results.contract`."""
+"""The results of the book by name, in the book's order (``rackbook.results.REGISTRY``): each
+the module or package ``rackbook.results.NAME`` (``-`` as ``_``) of a name in
+:data:`rackbook.paths.RESULTS`, keeping the contract of :mod:`rackbook.results.contract`."""
 
 from __future__ import annotations
 
-from rackbook.results import (
-    context_latency,
-    decode_parity,
-    eplb_balance,
-    prefill_gain,
-    rack_scaling,
-    single_user,
-)
+import importlib
+from typing import cast
+
+from rackbook.paths import RESULTS
 from rackbook.results.contract import Result
 
-#: name -> result module, in the book's order (:data:`rackbook.paths.RESULTS`).
+#: name -> result module, in the book's order.
 REGISTRY: dict[str, Result] = {
-    m.RESULT: m  # type: ignore[misc]
-    for m in (decode_parity, rack_scaling, prefill_gain, eplb_balance, context_latency, single_user)
+    name: cast(Result, importlib.import_module(f"rackbook.results.{name.replace('-', '_')}"))
+    for name in RESULTS
 }
