@@ -252,11 +252,6 @@ class Moe(_Strict):
     num_moe_layers: Layers | None
     num_moe_layers_source: Url | None = None
 
-    @property
-    def expert_params(self) -> int | None:
-        """Parameters of one routed expert (SwiGLU: gate, up and down projections)."""
-        return None if self.moe_intermediate_size is None else 3 * self.moe_intermediate_size
-
 
 class Params(_Strict):
     """Parameter counts. ``active`` is used for a phase whose own figure is ``None``."""
@@ -440,11 +435,14 @@ def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     return cat
 
 
+def _folded(entries: dict[str, Any], key: str) -> str:
+    """The catalog key ``key`` stands for: ids are case-insensitive (H200 is h200)."""
+    return {k.lower(): k for k in entries}.get(key.lower(), key)
+
+
 def _lookup(section: str, what: str, key: str, path: str | Path | None) -> Any:
-    cat = load_hardware(path)
-    entries = getattr(cat, section)
-    folded = {k.lower(): k for k in entries}
-    key = folded.get(key.lower(), key)  # ids are case-insensitive: H200 is h200
+    entries = getattr(load_hardware(path), section)
+    key = _folded(entries, key)
     if key not in entries:
         shown = loader.display_path(_hardware_path(path))
         fields = ", ".join(_required(SECTIONS[section]))
@@ -458,7 +456,12 @@ def _lookup(section: str, what: str, key: str, path: str | Path | None) -> Any:
 
 
 #: Hardware catalog sections -> the type of their entries.
-SECTIONS: dict[str, type[_Strict]] = {"gpus": GpuSpec, "systems": SystemSpec, "prices": PriceSpec}
+SECTIONS: dict[str, type[_Strict]] = {
+    "gpus": GpuSpec,
+    "systems": SystemSpec,
+    "prices": PriceSpec,
+    "token_prices": TokenPriceSpec,
+}
 
 
 def _required(model: type[_Strict]) -> list[str]:
@@ -480,7 +483,7 @@ def nic_bandwidth(gpu_id: str, path: str | Path | None = None) -> float | None:
     """Scale-out (NIC) bandwidth per GPU, bytes/s each way, of the systems built from
     ``gpu_id`` (the most any lists; None when none says)."""
     cat = load_hardware(path)
-    key = {k.lower(): k for k in cat.gpus}.get(gpu_id.lower(), gpu_id)
+    key = _folded(cat.gpus, gpu_id)
     found = [
         s.nic_bandwidth_bytes_per_s_per_gpu
         for s in cat.systems.values()
@@ -499,13 +502,9 @@ def token_price(id: str, path: str | Path | None = None) -> TokenPriceSpec:
     return _lookup("token_prices", "token price", id, path)
 
 
-def models_dir() -> Path:
-    return paths.DATA / "models"
-
-
 def list_models(directory: str | Path | None = None) -> list[str]:
     """Model ids in the catalog folder (file stems of ``data/models/*.yaml``), sorted."""
-    d = models_dir() if directory is None else paths.resolve(directory)
+    d = paths.DATA / "models" if directory is None else paths.resolve(directory)
     return sorted(p.stem for p in d.glob("*.yaml"))
 
 
@@ -554,7 +553,7 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
         return _model_file(paths.resolve(text))
     known = list_models()
     if text not in known:
-        shown = loader.display_path(models_dir())
+        shown = loader.display_path(paths.DATA / "models")
         what = " (a Hugging Face id)" if is_hf_id(text) else ""
         slug = text.rsplit("/", 1)[-1].lower()
         new = f"{shown}/{slug}.yaml" if re.fullmatch(r"[\w.-]{1,96}", slug) else f"{shown}/ID.yaml"
@@ -565,7 +564,7 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
             f"write {new} with the fields {', '.join(_required(ModelSpec))} (copy a known "
             "model's file and change what differs)",
         )
-    spec = _model_file(models_dir() / f"{text}.yaml")
+    spec = _model_file(paths.DATA / "models" / f"{text}.yaml")
     if spec.id != text:
         raise InputError(spec.file, "id", f"{spec.id!r} differs from the file name {text!r}")
     return spec
