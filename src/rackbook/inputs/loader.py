@@ -1,15 +1,8 @@
-"""One loader for every declarative YAML input (claims registry, catalogs, topology).
-
-A file is read with YAML's safe loader, a mapping with the same key twice is refused (it would
-silently overwrite), and the data is validated by a strict pydantic model. Every problem becomes
-one :class:`~rackbook.errors.InputError` in one style: the file (relative to the repository when
-inside it), the field path, the problem::
-
-    data/claims.yaml: claims[rack-scaling.cost].unit: field required
-    data/hardware.yaml: gpus.b300.hbm_bandwidth_bytes_per_s: must be > 0
-    env/cluster/topology.yaml: line 4, column 5: YAML syntax error: duplicate key 'id'
-
-A list of entries that carry an ``id`` is shown by that id (``claims[<id>]``), else by index.
+"""One loader for every declarative YAML input (claims registry, catalogs, topology): YAML's safe
+loader with duplicate keys and alias bombs refused, then a strict pydantic model. Every problem
+is one :class:`~rackbook.errors.InputError`: the file (relative to the repository when inside
+it), the field path (an entry with an ``id`` shown by it, ``claims[<id>]``, else by index), the
+problem, e.g. ``data/claims.yaml: claims[rack-scaling.cost].unit: field required``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Scenario plans: what each live scenario records, with its parameters (``-p NAME VALUE``)
-and defaults.
-
-A scenario is a *plan*: one or more server phases (a server configuration, possibly several
-replicas), each with bench points (``vllm bench serve`` runs). The recorder
-(:mod:`rackbook.live.recorder`) runs the plan; the scenario only says what to run. Defaults fit
-the tiny CPU model (.cache/tiny-moe) on 2 cores; every length is in tokens.
-
-Pure standard library: parameters are parsed and checked without vLLM, so the book's rerun
-cards (:mod:`rackbook.book.rerun`) read the plans without importing the live harness.
+"""Scenario plans: what each live scenario records (server phases, each with bench points), with
+its parameters (``-p NAME VALUE``) and defaults (fit for the tiny CPU model, .cache/tiny-moe, on
+2 cores; lengths in tokens). :mod:`rackbook.live.recorder` runs a plan. Standard library only:
+the rerun cards (:mod:`rackbook.book.rerun`) read the plans without the live harness.
 """
 
 from __future__ import annotations
