@@ -54,9 +54,8 @@ def _model_arg(text: str) -> str:
 
 @dataclass(frozen=True)
 class Arg:
-    """One ``add_argument`` call: its flags (or positional name) and keywords. A flag declared
-    in :data:`rackbook.params.FLAGS` under its verb (or under ``number``, a verb whose flag it
-    repeats) is read by that declaration (its ``type``)."""
+    """One ``add_argument`` call: its flags (or positional name) and keywords; typed by its
+    declaration in :data:`rackbook.params.FLAGS` under its verb (or ``number``, another verb)."""
 
     flags: tuple[str, ...]
     kw: dict[str, Any]
@@ -82,11 +81,9 @@ def switch(flags: str, help: str) -> Arg:
 
 @dataclass(frozen=True)
 class Verb:
-    """One verb: its one-line ``help``, its arguments in order, its ``handler``
-    (``"module:function"``, imported only when the verb runs: the trace-mode verbs never
-    import the live harness), whether it reads the repository's data, notebooks or book
-    sources (``checkout``: from an installed copy without a checkout it stops with one line;
-    the others work on the files they are given), and a longer ``description``."""
+    """One verb: its ``help`` line, its arguments, its ``handler`` (``"module:function"``,
+    imported only when it runs: trace-mode verbs never import the live harness), whether it
+    needs the repository's checkout (``checkout``), and a longer ``description``."""
 
     help: str
     args: tuple[Arg, ...]
@@ -460,11 +457,6 @@ def _on_signal(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
 
 
-def log_traceback(exc: BaseException) -> str:
-    """Write ``exc``'s traceback to a log file in the temporary folder; its path."""
-    return str(write_log("error", "".join(traceback.format_exception(exc))))
-
-
 def _fail(message: str, code: int) -> int:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"error: {one_line(message)}\n")
@@ -515,10 +507,9 @@ def parse(
     argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
 ) -> argparse.Namespace:
     """The command line read and every value checked before any work (the validation entry
-    point): flags by their declarations in :mod:`rackbook.params` (a usage error: one line,
-    ``SystemExit(2)``), then text arguments, the rules between flags and ``run``'s ``-p``
-    values (:class:`InputError`). Imports nothing heavy. ``parser``: one :func:`build_parser`
-    made, to read many command lines."""
+    point; nothing heavy imported): flags by :mod:`rackbook.params` (a usage error:
+    ``SystemExit(2)``), then the rules between flags and ``run``'s ``-p`` values
+    (:class:`InputError`). ``parser``: one :func:`build_parser` made, for many lines."""
     args = (parser or build_parser()).parse_args(argv)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
@@ -528,9 +519,8 @@ def parse(
 
 
 def cli_calibrate(args: argparse.Namespace) -> int:
-    """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels; the model's
-    shapes and the data sheets come from :mod:`rackbook.inputs.catalogs` (the live harness
-    imports no catalog), read without validation where pydantic is missing (a CUDA image)."""
+    """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels of the catalog's
+    model and GPUs (read without validation where pydantic is missing: a CUDA image)."""
     from rackbook.live import calibrate
 
     def catalog() -> calibrate.Catalog:
@@ -582,11 +572,8 @@ def cli_import(args: argparse.Namespace) -> int:
 
 
 def cli_summarize(args: argparse.Namespace) -> int:
-    """``rackbook summarize TRACE_DIR [--json]``: the JSON object is the last thing printed.
-
-    A published trace (no requests: one row per published point) is summarised by its points
-    (:mod:`rackbook.core.published_summary`); any other trace without requests is an error, not
-    a table of zeros; the rest by :mod:`rackbook.core.summary` (streamed when large)."""
+    """``rackbook summarize TRACE_DIR [--json]`` (the JSON object printed last): a published
+    trace by its points, any other trace without requests an error (not a table of zeros)."""
     import json
 
     from rackbook.core import published_summary, summary, traces
@@ -618,9 +605,8 @@ def cli_summarize(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _import_output(args: argparse.Namespace) -> Iterator[None]:
-    """``import``'s output folder locked for the whole import (:func:`fsio.output_lock`), once
-    it is known to be replaceable: missing, empty, or a trace rackbook wrote and ``--force``;
-    never a folder holding anything else, nor one the input lies inside."""
+    """``import``'s output folder, locked for the whole import once known replaceable: missing,
+    empty, or a trace rackbook wrote and ``--force``; never one the input lies inside."""
     from rackbook.core import fsio
 
     out = fsio.check_output_folder(Path(args.output), "-o")
@@ -687,7 +673,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return _fail(f"-: -: a path holding a NUL byte ({exc})", 2)
         if isinstance(exc, RuntimeError) and "Symlink loop" in str(exc):  # pathlib.resolve
             return _fail(f"-: -: {exc}: a symbolic link that points at itself", 2)
-        log = log_traceback(exc)
+        log = write_log("error", "".join(traceback.format_exception(exc)))
         return _fail(
             f"-: -: internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})", 1
         )
