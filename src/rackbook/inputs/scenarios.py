@@ -160,22 +160,16 @@ class Scenario:
 
 @dataclass(frozen=True)
 class DecodeParity(Scenario):
-    """Decode parity: the same model, batch by batch, on two engines at equal batch per rank.
+    """Decode parity: the same model, batch by batch, on two engines at equal batch per rank
+    (``batch_sizes`` per decode rank; ``decode_ranks``: engine A's DEP size, 1 locally).
 
-    ``batch_sizes`` are per decode rank; ``decode_ranks`` is the number of decode ranks of the
-    deployment engine A serves from (DEP size; 1 for the local stand-in's single server).
+    * ``serve`` (the vLLM of the claim): one ``vllm serve`` for the sweep (or ``--endpoint``);
+      per batch B, ``vllm bench serve`` at concurrency ``B * decode_ranks`` with
+      ``prompts_per_batch`` times as many prompts, request rate inf, ignore-eos;
+    * ``offline`` (the fixed-batch stand-in for DeepInfer): one ``vllm.LLM`` rank, exactly B
+      prompts per ``generate``, ``prompts_per_batch`` rounds, whatever ``decode_ranks`` is.
 
-    * engine ``vllm-serve`` (online, the vLLM of the claim): one ``vllm serve`` kept up for the
-      sweep (or the deployment at ``--endpoint``); for each batch size B per rank, ``vllm bench
-      serve`` with ``--max-concurrency B * decode_ranks``, ``num_prompts = prompts_per_batch *
-      B * decode_ranks``, request rate inf, ignore-eos; the point records its concurrency and
-      ``decode_ranks`` (per-rank batch = concurrency / decode ranks);
-    * engine ``vllm-offline`` (the fixed-batch stand-in for DeepInfer): one ``vllm.LLM`` (one
-      rank) with exactly B prompts per ``generate``, ``prompts_per_batch`` rounds: a fixed
-      batch B on its rank, whatever ``decode_ranks`` is.
-
-    Lengths in tokens. ``--max-num-seqs`` is per server (per rank): it must hold the largest
-    batch per rank.
+    ``--max-num-seqs`` is per server (rank): it must hold the largest batch per rank.
     """
 
     batch_sizes: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
@@ -306,17 +300,11 @@ class SingleUser(Scenario):
 
 @dataclass(frozen=True)
 class PrefillGain(Scenario):
-    """Prefill with a cached prefix on two server configurations, A and B.
-
-    Each configuration's server gets the shared prefix of ``prefix_tokens`` once (a warm-up
-    request), then ``num_requests`` requests, one at a time, each the same prefix followed
-    by ``new_tokens`` fresh tokens (``--random-prefix-len P --random-input-len N``) and
-    ``output_len`` output tokens. TTFT gives the new-token prefill rate.
-
-    The claim's three changes are GPU features (not available on CPU); the CPU stand-in is a
-    real, documented prefill knob: the chunked-prefill token budget per engine step,
-    ``--max-num-batched-tokens``, small in A (the new tokens take several steps) and large in
-    B (one step). ``serve_args_a``/``serve_args_b`` replace those flags.
+    """Prefill with a cached prefix on two server configurations, A and B: the shared prefix of
+    ``prefix_tokens`` once (a warm-up), then ``num_requests`` requests one at a time, each the
+    prefix plus ``new_tokens`` fresh tokens and ``output_len`` output; TTFT gives the new-token
+    prefill rate. The claim's changes are GPU features; the CPU stand-in is the chunked-prefill
+    budget ``--max-num-batched-tokens``, small in A, large in B (``serve_args_a``/``_b``).
     """
 
     prefix_tokens: int = 2048
@@ -450,17 +438,12 @@ class RackScaling(Scenario):
 
 @dataclass(frozen=True)
 class EplbBalance(Scenario):
-    """Expert load balance from a server running EPLB.
-
-    vLLM on CPU refuses ``--enable-eplb``, so on this machine the scenario attaches to a
-    running server (``--endpoint URL``) whose log file is ``server_log``: it runs
-    ``num_prompts`` requests (0: four per concurrent stream) of ``input_len``/``output_len``
-    tokens at ``concurrency``, then
-    parses the log's ``EPLB step:`` lines (vLLM's balancedness per EPLB window) into the
-    ``eplb_log`` table. ``expert_load``, if given, is an expert-load dump (JSON
-    ``{"loads": [[...]]}``, or Parquet with ``layer, expert, tokens`` and optionally
-    ``window``) copied into the ``expert_load`` table. ``ep_size``/``redundant`` describe the
-    served layout (kept in run.json for the notebook).
+    """Expert load balance from a server running EPLB (vLLM on CPU refuses ``--enable-eplb``:
+    here it attaches to ``--endpoint URL`` whose log is ``server_log``): ``num_prompts``
+    requests (0: four per stream) at ``concurrency``, then the log's ``EPLB step:`` lines into
+    the ``eplb_log`` table; ``expert_load``, if given, a dump (JSON ``{"loads": [[...]]}`` or
+    Parquet ``layer, expert, tokens[, window]``) into ``expert_load``. ``ep_size`` and
+    ``redundant`` describe the served layout (kept in run.json).
     """
 
     ep_size: int = 64
