@@ -228,14 +228,8 @@ class Registry(_Model):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Registry:
-        for section in ("sources", "claims"):
-            seen: dict[str, int] = {}
-            for i, entry in enumerate(getattr(self, section)):
-                if entry.id in seen:
-                    raise loader.field_error(
-                        f"{section}.{i}.id", f"duplicate id (entries {seen[entry.id]} and {i})"
-                    )
-                seen[entry.id] = i
+        loader.check_unique_ids(self.sources, "sources")
+        loader.check_unique_ids(self.claims, "claims")
         known = {s.id for s in self.sources}
         for i, c in enumerate(self.claims):
             refs = [("seen_in", c.source.seen_in)] + [

@@ -43,6 +43,17 @@ def field_error(field: str, problem: str) -> PydanticCustomError:
     return PydanticCustomError(FIELD_ERROR, "{problem}", {"problem": problem, "field": field})
 
 
+def check_unique_ids(entries: Sequence[Any], section: str) -> None:
+    """A pydantic field error at the first entry of ``section`` whose ``id`` repeats one."""
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        if entry.id in seen:
+            raise field_error(
+                f"{section}.{i}.id", f"duplicate id (entries {seen[entry.id]} and {i})"
+            )
+        seen[entry.id] = i
+
+
 def check_basis_block(entry: Any, taken: Sequence[str], where: str) -> None:
     """Validate an entry's ``basis`` block: no part that comes from ``where`` (a field of the
     entry named ``taken``), and a full basis (the entry's ``figure_basis``) that builds;
