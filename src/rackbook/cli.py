@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,6 @@ from typing import Any
 from rackbook import STOP_SIGNALS, __version__, limits, params, paths
 from rackbook.core import importers
 from rackbook.errors import InputError, Terminated, one_line, write_log
-
-Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -440,11 +438,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _resolve(spec: str) -> Handler:
-    module, func = spec.split(":")
-    return getattr(importlib.import_module(module), func)
-
-
 #: Signal that ended the run (set by the handlers, read when the exception surfaces: a signal
 #: that interrupted library code may surface as another exception).
 _signalled: list[int] = []
@@ -536,8 +529,7 @@ def cli_calibrate(args: argparse.Namespace) -> int:
 
 
 def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
-    """``import --gpu ID --gpus N`` looked up in the hardware catalog (an unknown id: one line
-    naming the catalog file to add it to); None when neither is given."""
+    """``import --gpu ID --gpus N`` looked up in the hardware catalog; None when neither given."""
     gpu, count = getattr(args, "gpu", None), getattr(args, "gpus", None)
     if gpu is None and count is None:
         return None
@@ -628,8 +620,7 @@ PATH_OPTIONS = {
 
 
 def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    """An empty path (``-o ''``) is refused by the flag's name: it would read as the working
-    folder (or, deeper down, as a temporary one of rackbook's, which a message then named)."""
+    """An empty path (``-o ''``) refused by the flag's name: it would read as the working folder."""
     for dest, flag in PATH_OPTIONS.items():
         value = getattr(args, dest, None)
         if isinstance(value, str) and not value.strip():
@@ -646,7 +637,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.verb == "import":  # options that do not fit the format: one line, no work
             importers.check_options(args.format, args.input, _import_options(args))
         with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
-            return int(_resolve(verb.handler)(args) or 0)
+            module, func = verb.handler.split(":")
+            return int(getattr(importlib.import_module(module), func)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)

@@ -77,9 +77,8 @@ def input_file(
     cap_mb: float | None = None,
     streamed: bool = False,
 ) -> Path:
-    """``path`` as a Path after checking it is a readable regular file within the size limit
-    (``streamed``: a file read in bounded memory, :data:`STREAMED_MAX_MB` by default); else one
-    :class:`InputError` (missing, a folder, not a regular file, too large)."""
+    """``path`` once known a regular file within the size limit (``streamed``: read in bounded
+    memory, :data:`STREAMED_MAX_MB`); else one :class:`InputError`."""
     p = Path(path)
     try:
         st = os.stat(p)

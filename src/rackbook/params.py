@@ -241,6 +241,7 @@ _LIVE_ONE: dict[str, Spec] = {
 _REL_TOL = _num(0, 1, "fraction")
 _LENGTH = _int(1, TOKENS, "tokens")
 _GPUS = _int(1, "gpus", "GPUs")
+_BATCH = _int(1, "batch_size", "requests per decode rank")
 
 #: result -> notebook parameter -> what its ``parameters`` cell cannot say: kind, range, unit,
 #: choices. The cell is the one source of each parameter's name, default and meaning (its
@@ -254,7 +255,7 @@ NOTEBOOK: dict[str, dict[str, Spec]] = {
         "trace_b": Spec("path", nullable=True),
         "engine_a": Spec("text"),
         "engine_b": Spec("text"),
-        "batch_sizes": _list(_int(1, "batch_size", "requests per decode rank")),
+        "batch_sizes": _list(_BATCH),
         "decode_ranks": _int(1, "decode_ranks", "ranks"),
         "input_len": _LENGTH,
         "output_len": _LENGTH,
@@ -392,11 +393,9 @@ MAX_PARAMETER_CHARS = 100_000
 
 
 def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs; values are read as YAML 1.2 scalars (``8`` is an int,
-    ``null``...; ``010``, ``1:00``, ``0x8`` and ``1_000`` stay text, which the number rule
-    refuses by name).
-    A name that is not an identifier, or a value over :data:`MAX_PARAMETER_CHARS`, is refused;
-    text YAML cannot read (or reads into a number Python will not convert) stays text."""
+    """``-p NAME VALUE`` pairs, values read as YAML 1.2 scalars (:func:`loader.parse_yaml12`;
+    text YAML cannot read stays text). A name that is not an identifier, or a value over
+    :data:`MAX_PARAMETER_CHARS`, is refused."""
     import yaml
 
     from rackbook.inputs.loader import parse_yaml12
@@ -483,9 +482,8 @@ def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
 
 
 def expert_extent(trace: Path) -> dict[str, int] | None:
-    """The largest ``window``, ``layer`` and ``expert`` of a trace's expert-load table, from
-    the row groups' statistics where every group has them, else by reading those columns;
-    None when the table is not there or cannot be read (its reader names the problem)."""
+    """The largest ``window``, ``layer`` and ``expert`` of a trace's expert-load table (from the
+    row groups' statistics where all have them); None when it cannot be read (its reader says)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -556,12 +554,7 @@ FLAGS: dict[str, dict[str, Spec]] = {
         "ttft_s": _num(1e-6, 1e6, "s", nullable=True),
     },
     "kv-bytes": {"context": _int(1, TOKENS, "tokens", nullable=True)},
-    "eplb": {
-        "ep_size": _int(1, "ep_size", "ranks"),
-        "redundant": _int(0, "redundant", "experts"),
-        "groups": _int(1, "groups", "groups"),
-        "nodes": _int(1, "nodes", "nodes"),
-    },
+    "eplb": {k: NOTEBOOK["eplb-balance"][k] for k in ("ep_size", "redundant", "groups", "nodes")},
     "run": {"jobs": _int(1, 1024, "chapters", nullable=True)},
     "book": {"jobs": _int(1, 1024, "chapters", nullable=True)},
 }
@@ -569,10 +562,10 @@ FLAGS: dict[str, dict[str, Spec]] = {
 MAX_INPUT_MB = _num(0, 1e9, "MB", lo_open=True)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
 LABELS: dict[str, Spec] = {
-    "batch_size": _int(1, "batch_size", "requests per decode rank"),
-    "concurrency": _int(1, "concurrency", "requests"),
-    "decode_ranks": _int(1, "decode_ranks", "ranks"),
-    "context_tokens": _int(0, TOKENS, "tokens"),
+    "batch_size": _BATCH,
+    "concurrency": NOTEBOOK["rack-scaling"]["concurrency"],
+    "decode_ranks": NOTEBOOK["decode-parity"]["decode_ranks"],
+    "context_tokens": NOTEBOOK["single-user"]["context_tokens"],
     "num_gpus": _GPUS,
 }
 

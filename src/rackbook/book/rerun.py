@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ import yaml
 
 from rackbook import paths
 from rackbook.physics.units import plural
+from rackbook.results.registry import ChapterTable
 
 #: Minutes from submitting the deployment to a healthy endpoint (loading ~300 GB of weights on
 #: 17 nodes), an assumption stated on the card.
@@ -44,24 +46,10 @@ CODE_WIDTH = 76
 GENERATED = "env/cluster/generated"
 
 #: What a card adds to the params file on the command line, and why (per result).
-EXTRA_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "prefill-gain": (("endpoint_a", "http://BASELINE:8000"),),
-    "eplb-balance": (("server_log", "logs/JOBID/decode-0.log"),),  # the sbatch's decode leader log
-}
+EXTRA_ARGS: Mapping[str, tuple[tuple[str, str], ...]] = ChapterTable("RERUN_ARGS")
 
 #: What the params file alone cannot give a result's "this run" reading (one sentence each).
-NEEDS: dict[str, str] = {
-    "decode-parity": (
-        "Engine B must be an offline engine at the same per-rank batches: DeepInfer's own "
-        "benchmark output, imported with `rackbook import offline-engine` and given as "
-        "`trace_b`; without it the reading stays untested and says so."
-    ),
-    "eplb-balance": (
-        "Balancedness is read from the servers' EPLB log lines (`log_balancedness` in the "
-        "recipe's `--eplb-config`): `server_log` is the decode leader's log, which the Slurm "
-        "script writes under `logs/JOBID/`."
-    ),
-}
+NEEDS: Mapping[str, str] = ChapterTable("RERUN_NEEDS")
 
 
 def needs(result: str, topo: Any) -> str:

@@ -198,9 +198,8 @@ class Claim(_Model):
 
     @property
     def figure_basis(self) -> basis_mod.Basis:
-        """The claim's full basis (:class:`rackbook.core.basis.Basis`): the registry's
-        ``basis`` block, with model, hardware and GPU count from ``scope`` (``unknown`` where
-        scope says nothing) and the engine vLLM."""
+        """The claim's full basis: its ``basis`` block, model, hardware and GPU count from
+        ``scope`` (``unknown`` where it says nothing), engine vLLM."""
         s = self.scope
         return basis_mod.make(
             {
@@ -278,8 +277,7 @@ class Registry(_Model):
         return [c for c in self.claims if c.result == name]
 
     def rows(self, name: str) -> list[tuple[Claim, list[Claim]]]:
-        """The claims of one result as the write-up makes them: each claim stated on its own,
-        with the claims derived from it (``derived_from``), in file order."""
+        """The claims of one result stated on their own, each with those derived from it."""
         own = self.for_result(name)
         return [(c, [d for d in own if d.derived_from == c.id]) for c in own if not c.derived_from]
 

@@ -159,14 +159,10 @@ _BOOL = "tag:yaml.org,2002:bool"
 
 
 class Yaml12Loader(_UniqueKeyLoader):
-    """:class:`_UniqueKeyLoader` reading numbers and booleans as YAML 1.2's core schema does,
-    for parameters (``-p NAME VALUE`` and parameter files): an integer is decimal digits, a
-    float decimal digits with a point or an exponent (or ``.inf``/``.nan``), a boolean
-    ``true`` or ``false``. YAML 1.1's octal (``010``: 8), base-60 (``1:00``: 60), hex
-    (``0x8``), digit separators (``1_000``) and yes/no/on/off stay text, which the number
-    rule then refuses by name (:func:`rackbook.params.to_number`); a leading zero is not read
-    as a number at all (1.1 and 1.2 disagree on it). The catalogs keep YAML 1.1, whose digit
-    separators they use."""
+    """:class:`_UniqueKeyLoader` reading numbers and booleans as YAML 1.2's core schema does, for
+    parameters (``-p NAME VALUE``, parameter files): YAML 1.1's octal ``010``, base-60 ``1:00``,
+    hex, ``1_000``, yes/no/on/off and leading zeros stay text, which
+    :func:`rackbook.params.to_number` refuses by name. The catalogs keep YAML 1.1 (``1_000``)."""
 
 
 Yaml12Loader.yaml_implicit_resolvers = {
@@ -202,11 +198,9 @@ _PARSED_MAX = 64
 
 
 def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
-    """Parse a YAML file (safe loader, duplicate keys refused; ``yaml12``: numbers as YAML
-    1.2 reads them, :class:`Yaml12Loader`); errors name the file.
-
-    Every call checks and reads the file and returns a new object; the same bytes are parsed
-    once per process (:data:`_PARSED`)."""
+    """Parse a YAML file (safe loader, duplicate keys refused; ``yaml12``:
+    :class:`Yaml12Loader`); errors name the file. Each call returns a new object; the same bytes
+    are parsed once per process (:data:`_PARSED`)."""
     p = Path(path)
     shown = display_path(p)
     try:
@@ -289,9 +283,7 @@ def problem_text(err: Mapping[str, Any]) -> str:
         return "field required"
     if kind == "extra_forbidden":
         return "unknown field"
-    msg = str(err.get("msg", "invalid"))
-    for prefix in ("Value error, ", "value error, "):
-        msg = msg.removeprefix(prefix)
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("value error, ")
     msg = msg[:1].lower() + msg[1:]
     if kind not in (FIELD_ERROR, "value_error") and "input" in err:
         shown = repr(err["input"])
@@ -337,10 +329,9 @@ def _source_key() -> bytes:
 
 
 def derived(name: str, files: Sequence[Path], build: Callable[[], Any]) -> Any:
-    """The JSON value ``build()`` derives from ``files``, kept in ``.cache/derived/`` keyed by
-    the bytes (and names) of ``files`` and of the package's source: built once per content,
-    read back in later processes with :mod:`json` alone (no pandas: what keeps
-    ``rackbook check`` fast). A cache that cannot be read or written is rebuilt in memory."""
+    """The JSON value ``build()`` derives from ``files``, kept in ``.cache/derived/`` keyed by the
+    names and bytes of ``files`` and of the package's source; read back with :mod:`json` alone
+    (no pandas: ``rackbook check`` stays fast); built in memory when the cache fails."""
     h = hashlib.blake2b(name.encode() + _source_key(), digest_size=20)
     for f in sorted(files):
         h.update(str(f).encode() + b"\0")

@@ -30,12 +30,9 @@ def _ints(name: str, text: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class PlanPoint:
-    """One measured window: ``shards`` bench clients (one per replica) run at once.
-
-    ``input_len`` is the random part of each prompt; ``prefix_len`` tokens shared by every
-    prompt of a shard come before it (``--random-prefix-len``) and are sent once before the
-    window so that the window's requests find them in the prefix cache.
-    """
+    """One measured window: ``shards`` bench clients (one per replica) at once. ``input_len``:
+    each prompt's random tokens, after ``prefix_len`` shared ones (``--random-prefix-len``) sent
+    once before the window, so its requests find them in the prefix cache."""
 
     point_id: str
     config: str
@@ -87,9 +84,8 @@ class Scenario:
 
     @classmethod
     def from_params(cls, params: dict[str, str], check: bool = True) -> Scenario:
-        """Defaults overridden by ``-p NAME VALUE`` pairs (strings); unknown names are errors.
-        ``check=False`` leaves :meth:`check` to the caller (who first learns an endpoint's
-        model and context limit)."""
+        """Defaults overridden by ``-p NAME VALUE`` pairs (strings; an unknown name is an error);
+        ``check=False`` leaves :meth:`check` to the caller (:func:`fit_endpoint`)."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         kw: dict[str, Any] = {}
         for name, text in params.items():
@@ -135,13 +131,9 @@ class Scenario:
         """``vllm serve`` flags every server of the scenario gets (after the model)."""
         # fmt: off
         return [
-            "--load-format", "dummy",
-            "--dtype", self.dtype,
-            "--max-model-len", str(self.max_model_len),
-            "--max-num-seqs", str(self.max_num_seqs),
-            "--enforce-eager",
-            "--seed", str(self.seed),
-            "--served-model-name", self.served_model_name,
+            "--load-format", "dummy", "--dtype", self.dtype, "--max-model-len",
+            str(self.max_model_len), "--max-num-seqs", str(self.max_num_seqs), "--enforce-eager",
+            "--seed", str(self.seed), "--served-model-name", self.served_model_name,
         ]
         # fmt: on
 
@@ -195,10 +187,6 @@ class DecodeParity(Scenario):
     def point_id(self, engine: str, batch: int) -> str:
         return f"{engine}-b{batch}"
 
-    def concurrency(self, batch: int) -> int:
-        """Client concurrency of the online sweep at ``batch`` requests per decode rank."""
-        return batch * self.decode_ranks
-
     def phases(self) -> list[Phase]:
         if "serve" not in self.engines:
             return []
@@ -209,8 +197,8 @@ class DecodeParity(Scenario):
                 self.served_model_name,
                 self.input_len,
                 self.output_len,
-                self.prompts_per_batch * self.concurrency(b),
-                self.concurrency(b),
+                self.prompts_per_batch * b * r,
+                b * r,  # client concurrency: b requests on each decode rank
                 self.seed,
                 labels=(("engine", "vllm-serve"), ("batch_size", str(b)), ("decode_ranks", str(r))),
                 raw_name=f"b{b}.json",
@@ -225,11 +213,9 @@ class DecodeParity(Scenario):
 
 @dataclass(frozen=True)
 class ContextLatency(Scenario):
-    """Decode latency vs context: one server; per context length L one point of
-    ``num_requests`` requests with L-token prompts and ``output_len`` output tokens at
-    ``concurrency`` (1: one stream); ``requests.context_tokens`` = L. Point k uses seed
-    ``seed + k``: with one seed, vLLM's random prompts of different lengths start with the
-    same tokens, and longer contexts would find the shorter ones in the prefix cache."""
+    """Decode latency vs context: per context length L one point of ``num_requests`` L-token
+    prompts and ``output_len`` output tokens at ``concurrency``. Point k uses seed ``seed + k``
+    (one seed's prompts share their start: longer contexts would hit the prefix cache)."""
 
     context_lengths: tuple[int, ...] = (128, 256, 512, 1024, 2048, 3584)
     output_len: int = 128
@@ -485,12 +471,11 @@ def fit_endpoint(
     max_model_len: int | None,
     same_host: bool = False,
 ) -> Scenario:
-    """``sc`` fitted to a running endpoint serving ``served_model_name`` (tokenizer ``model``)
-    with context limit ``max_model_len`` (tokens; None: unknown), then checked. Parameters the
-    user gave (``given``) are kept. The server's ``max_num_seqs`` is the endpoint's own, not a
-    flag this client passes: it is raised to the plan's largest concurrency. Against a remote
-    endpoint (not ``same_host``) decode-parity's offline engine, which would load the model
-    here, is left out unless ``-p engines`` asks for it: engine B comes from its own run."""
+    """``sc`` fitted to a running endpoint serving ``served_model_name`` (tokenizer ``model``,
+    context limit ``max_model_len`` tokens or None), then checked; what the user gave
+    (``given``) is kept. ``max_num_seqs`` (the endpoint's own) rises to the plan's largest
+    concurrency. Against a remote endpoint decode-parity's offline engine is left out unless
+    ``-p engines`` asks for it (it would load the model here)."""
     fill: dict[str, Any] = {}
     if "model" not in given:
         fill["model"] = model
