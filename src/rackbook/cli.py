@@ -1,9 +1,7 @@
 """The ``rackbook`` command line. Each verb's work lives in the module named after what it holds;
-this module only parses arguments, dispatches, and turns every way out into one ``error:`` line.
-
-Exit codes: 0 done; 2 bad input (including an input past a limit, an unwritable output and an
-input nested too deeply); 1 an internal error (a bug: the traceback goes to a log file whose
-path the line names); 130 interrupted (Ctrl-C, SIGINT); 143 terminated (SIGTERM).
+this module parses arguments, dispatches, and turns every way out into one ``error:`` line.
+Exit codes: 0 done; 2 bad input (a limit passed, an unwritable output, nesting too deep); 1 a
+bug (its traceback in the log file the line names); 130 interrupted (SIGINT); 143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -423,9 +421,14 @@ MAX_INPUT = arg(
 )
 
 
+def _resolve(spec: str) -> Any:
+    """The handler ``"module:function"`` names, imported now (a seam the tests replace)."""
+    module, func = spec.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every verb, from :data:`VERBS` (numeric flags typed by their
-    declarations in :data:`rackbook.params.FLAGS`)."""
+    """The parser of every verb, from :data:`VERBS` (numeric flags typed by params.FLAGS)."""
     p = _Parser(prog="rackbook", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
@@ -438,8 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: Signal that ended the run (set by the handlers, read when the exception surfaces: a signal
-#: that interrupted library code may surface as another exception).
+#: Signal that ended the run (one that interrupted library code may surface as another error).
 _signalled: list[int] = []
 
 
@@ -556,8 +558,7 @@ def _import_options(args: argparse.Namespace) -> importers.Options:
 
 
 def cli_import(args: argparse.Namespace) -> int:
-    """``rackbook import FORMAT FILE -o TRACE [options]``: the format's importer
-    (:data:`rackbook.core.importers.REGISTRY`) writes the trace; one line says what it holds."""
+    """``rackbook import FORMAT FILE -o TRACE``: the format's importer writes it; one line says."""
     t = importers.write(args.format, args.input, args.output, _import_options(args))
     print(f"wrote {args.output}: {importers.summary(args.format, t)}")
     return 0
@@ -637,8 +638,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.verb == "import":  # options that do not fit the format: one line, no work
             importers.check_options(args.format, args.input, _import_options(args))
         with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
-            module, func = verb.handler.split(":")
-            return int(getattr(importlib.import_module(module), func)(args) or 0)
+            return int(_resolve(verb.handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)
