@@ -1,9 +1,7 @@
 """The ``rackbook`` command line. Each verb's work lives in the module named after what it holds;
-this module only parses arguments, dispatches, and turns every way out into one ``error:`` line.
-
-Exit codes: 0 done; 2 bad input (including an input past a limit, an unwritable output and an
-input nested too deeply); 1 an internal error (a bug: the traceback goes to a log file whose
-path the line names); 130 interrupted (Ctrl-C, SIGINT); 143 terminated (SIGTERM).
+this module parses arguments, dispatches, and turns every way out into one ``error:`` line.
+Exit codes: 0 done; 2 bad input (a limit passed, an unwritable output, nesting too deep); 1 a
+bug (its traceback in the log file the line names); 130 interrupted (SIGINT); 143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +22,6 @@ from typing import Any
 from rackbook import STOP_SIGNALS, __version__, limits, params, paths
 from rackbook.core import importers
 from rackbook.errors import InputError, Terminated, one_line, write_log
-
-Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,9 +50,8 @@ def _model_arg(text: str) -> str:
 
 @dataclass(frozen=True)
 class Arg:
-    """One ``add_argument`` call: its flags (or positional name) and keywords. A flag declared
-    in :data:`rackbook.params.FLAGS` under its verb (or under ``number``, a verb whose flag it
-    repeats) is read by that declaration (its ``type``)."""
+    """One ``add_argument`` call: its flags (or positional name) and keywords; typed by its
+    declaration in :data:`rackbook.params.FLAGS` under its verb (or ``number``, another verb)."""
 
     flags: tuple[str, ...]
     kw: dict[str, Any]
@@ -82,11 +77,9 @@ def switch(flags: str, help: str) -> Arg:
 
 @dataclass(frozen=True)
 class Verb:
-    """One verb: its one-line ``help``, its arguments in order, its ``handler``
-    (``"module:function"``, imported only when the verb runs: the trace-mode verbs never
-    import the live harness), whether it reads the repository's data, notebooks or book
-    sources (``checkout``: from an installed copy without a checkout it stops with one line;
-    the others work on the files they are given), and a longer ``description``."""
+    """One verb: its ``help`` line, its arguments, its ``handler`` (``"module:function"``,
+    imported only when it runs: trace-mode verbs never import the live harness), whether it
+    needs the repository's checkout (``checkout``), and a longer ``description``."""
 
     help: str
     args: tuple[Arg, ...]
@@ -428,9 +421,14 @@ MAX_INPUT = arg(
 )
 
 
+def _resolve(spec: str) -> Any:
+    """The handler ``"module:function"`` names, imported now (a seam the tests replace)."""
+    module, func = spec.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every verb, from :data:`VERBS` (numeric flags typed by their
-    declarations in :data:`rackbook.params.FLAGS`)."""
+    """The parser of every verb, from :data:`VERBS` (numeric flags typed by params.FLAGS)."""
     p = _Parser(prog="rackbook", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
@@ -443,13 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _resolve(spec: str) -> Handler:
-    module, func = spec.split(":")
-    return getattr(importlib.import_module(module), func)
-
-
-#: Signal that ended the run (set by the handlers, read when the exception surfaces: a signal
-#: that interrupted library code may surface as another exception).
+#: Signal that ended the run (one that interrupted library code may surface as another error).
 _signalled: list[int] = []
 
 
@@ -458,11 +450,6 @@ def _on_signal(signum: int, _frame: object) -> None:
         return
     _signalled.append(signum)
     raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
-
-
-def log_traceback(exc: BaseException) -> str:
-    """Write ``exc``'s traceback to a log file in the temporary folder; its path."""
-    return str(write_log("error", "".join(traceback.format_exception(exc))))
 
 
 def _fail(message: str, code: int) -> int:
@@ -515,10 +502,9 @@ def parse(
     argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
 ) -> argparse.Namespace:
     """The command line read and every value checked before any work (the validation entry
-    point): flags by their declarations in :mod:`rackbook.params` (a usage error: one line,
-    ``SystemExit(2)``), then text arguments, the rules between flags and ``run``'s ``-p``
-    values (:class:`InputError`). Imports nothing heavy. ``parser``: one :func:`build_parser`
-    made, to read many command lines."""
+    point; nothing heavy imported): flags by :mod:`rackbook.params` (a usage error:
+    ``SystemExit(2)``), then the rules between flags and ``run``'s ``-p`` values
+    (:class:`InputError`). ``parser``: one :func:`build_parser` made, for many lines."""
     args = (parser or build_parser()).parse_args(argv)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
@@ -528,9 +514,8 @@ def parse(
 
 
 def cli_calibrate(args: argparse.Namespace) -> int:
-    """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels; the model's
-    shapes and the data sheets come from :mod:`rackbook.inputs.catalogs` (the live harness
-    imports no catalog), read without validation where pydantic is missing (a CUDA image)."""
+    """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels of the catalog's
+    model and GPUs (read without validation where pydantic is missing: a CUDA image)."""
     from rackbook.live import calibrate
 
     def catalog() -> calibrate.Catalog:
@@ -546,8 +531,7 @@ def cli_calibrate(args: argparse.Namespace) -> int:
 
 
 def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
-    """``import --gpu ID --gpus N`` looked up in the hardware catalog (an unknown id: one line
-    naming the catalog file to add it to); None when neither is given."""
+    """``import --gpu ID --gpus N`` looked up in the hardware catalog; None when neither given."""
     gpu, count = getattr(args, "gpu", None), getattr(args, "gpus", None)
     if gpu is None and count is None:
         return None
@@ -574,19 +558,15 @@ def _import_options(args: argparse.Namespace) -> importers.Options:
 
 
 def cli_import(args: argparse.Namespace) -> int:
-    """``rackbook import FORMAT FILE -o TRACE [options]``: the format's importer
-    (:data:`rackbook.core.importers.REGISTRY`) writes the trace; one line says what it holds."""
+    """``rackbook import FORMAT FILE -o TRACE``: the format's importer writes it; one line says."""
     t = importers.write(args.format, args.input, args.output, _import_options(args))
     print(f"wrote {args.output}: {importers.summary(args.format, t)}")
     return 0
 
 
 def cli_summarize(args: argparse.Namespace) -> int:
-    """``rackbook summarize TRACE_DIR [--json]``: the JSON object is the last thing printed.
-
-    A published trace (no requests: one row per published point) is summarised by its points
-    (:mod:`rackbook.core.published_summary`); any other trace without requests is an error, not
-    a table of zeros; the rest by :mod:`rackbook.core.summary` (streamed when large)."""
+    """``rackbook summarize TRACE_DIR [--json]`` (the JSON object printed last): a published
+    trace by its points, any other trace without requests an error (not a table of zeros)."""
     import json
 
     from rackbook.core import published_summary, summary, traces
@@ -618,9 +598,8 @@ def cli_summarize(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _import_output(args: argparse.Namespace) -> Iterator[None]:
-    """``import``'s output folder locked for the whole import (:func:`fsio.output_lock`), once
-    it is known to be replaceable: missing, empty, or a trace rackbook wrote and ``--force``;
-    never a folder holding anything else, nor one the input lies inside."""
+    """``import``'s output folder, locked for the whole import once known replaceable: missing,
+    empty, or a trace rackbook wrote and ``--force``; never one the input lies inside."""
     from rackbook.core import fsio
 
     out = fsio.check_output_folder(Path(args.output), "-o")
@@ -642,8 +621,7 @@ PATH_OPTIONS = {
 
 
 def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    """An empty path (``-o ''``) is refused by the flag's name: it would read as the working
-    folder (or, deeper down, as a temporary one of rackbook's, which a message then named)."""
+    """An empty path (``-o ''``) refused by the flag's name: it would read as the working folder."""
     for dest, flag in PATH_OPTIONS.items():
         value = getattr(args, dest, None)
         if isinstance(value, str) and not value.strip():
@@ -687,7 +665,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return _fail(f"-: -: a path holding a NUL byte ({exc})", 2)
         if isinstance(exc, RuntimeError) and "Symlink loop" in str(exc):  # pathlib.resolve
             return _fail(f"-: -: {exc}: a symbolic link that points at itself", 2)
-        log = log_traceback(exc)
+        log = write_log("error", "".join(traceback.format_exception(exc)))
         return _fail(
             f"-: -: internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})", 1
         )

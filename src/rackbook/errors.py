@@ -29,9 +29,8 @@ class InputError(Exception):
 
 
 class Terminated(BaseException):
-    """Raised by the CLI's SIGTERM, SIGHUP and SIGQUIT handler (like KeyboardInterrupt for
-    SIGINT): unwinds every ``finally`` and ``except BaseException`` cleanup, then the CLI exits
-    128 + the signal's number (143 for SIGTERM)."""
+    """Raised by the CLI's SIGTERM, SIGHUP and SIGQUIT handler (as KeyboardInterrupt for SIGINT):
+    every cleanup unwinds, then the CLI exits 128 + the signal's number (143 for SIGTERM)."""
 
     def __init__(self, signum: int = 15) -> None:
         self.signum = signum

@@ -1,19 +1,11 @@
 """Limits checked before any work: what an input file may be, how large, and the bounds of counts.
 
-Every reader of a user's file asks :func:`input_file` first: the path must be a regular file
-(not a folder, FIFO, device such as ``/dev/zero``, or socket) no larger than the input size limit.
-A file read whole is at most :data:`DEFAULT_MAX_INPUT_MB` MB (YAML :data:`YAML_MAX_MB`). A file
-read in bounded memory (JSON by :mod:`rackbook.core.jsonstream`, CSV line by line) is limited by
-its shapes, not its size: its size limit, :data:`STREAMED_MAX_MB`, is only a backstop on time
-(and on what a gzip file inflates to), above any file ``vllm bench serve`` can write on a machine
-of 24 GiB (it holds every number as a Python object, about 1.7x the number's text). Every verb's
-``--max-input-mb`` sets one limit for every kind. Parquet tables of a trace folder are exempt:
-they are read in chunks when large (:mod:`rackbook.core.summary`).
-
-Counts (GPUs, batch sizes, context lengths, expert replicas, requests) are bounded by
-:data:`BOUNDS`; a value past its bound is refused with the bound named, before anything is
-allocated. The bounds are far above any real deployment and low enough that the work they
-allow fits in memory.
+:func:`input_file` comes first in every reader of a user's file: a regular file (not a folder,
+FIFO, device or socket) within the size limit, one per kind of file (MB, 10**6 bytes): read
+whole, :data:`DEFAULT_MAX_INPUT_MB` (YAML :data:`YAML_MAX_MB`); read in bounded memory (JSON,
+CSV), :data:`STREAMED_MAX_MB`, only a backstop on time and on what gzip inflates to. Every verb's
+``--max-input-mb`` sets one limit for every kind; a trace's Parquet tables are exempt. Counts are
+bounded by :data:`BOUNDS`: far above any real deployment, low enough that the work fits in memory.
 """
 
 from __future__ import annotations
@@ -85,9 +77,8 @@ def input_file(
     cap_mb: float | None = None,
     streamed: bool = False,
 ) -> Path:
-    """``path`` as a Path after checking it is a readable regular file within the size limit
-    (``streamed``: a file read in bounded memory, :data:`STREAMED_MAX_MB` by default); else one
-    :class:`InputError` (missing, a folder, not a regular file, too large)."""
+    """``path`` once known a regular file within the size limit (``streamed``: read in bounded
+    memory, :data:`STREAMED_MAX_MB`); else one :class:`InputError`."""
     p = Path(path)
     try:
         st = os.stat(p)

@@ -1,21 +1,13 @@
-"""The params schema: every numeric command-line flag and every notebook parameter, with its
-type, range or choices and unit, and the one rule that reads a value against it (a notebook
-parameter's name, default and meaning are its ``parameters`` cell's, never repeated here).
+"""The params schema: every numeric command-line flag (:data:`FLAGS`) and every notebook
+parameter (:data:`NOTEBOOK`) with its type, range or choices and unit, and the one rule that
+reads a value against it (:func:`check_value`), so a bad value is one line (exit 2) before any
+work. A notebook parameter's name, default and meaning are its ``parameters`` cell's.
 
-Both ``rackbook run -p NAME VALUE`` / ``--params-file`` (:data:`NOTEBOOK`, checked by
-:func:`check_parameter` and :func:`check_together` before any kernel starts) and the CLI flags
-(:data:`FLAGS`, each flag's argparse ``type`` is :func:`flag_type`; :func:`check_args` for the
-rules between flags) are read through it, so a bad value is one line (exit 2) before any work.
-
-Numbers are read once, by :func:`to_number`: text is bounded in length before conversion (an
-integer of thousands of digits is refused, not converted); ``nan``, ``inf`` and subnormal
-floats (denormals: no rate or count is that small) are refused; integers must be written as
-integers; then the value must lie in its range. The ranges are far above any real deployment
-and low enough that the work they allow fits in memory (:data:`rackbook.limits.BOUNDS`).
-
-This module imports only the standard library and :mod:`rackbook.errors`/:mod:`rackbook.limits`
-(the CLI builds its parser from it before any heavy import); catalog ids are looked up in
-:mod:`rackbook.inputs.catalogs` only when a value is checked.
+Numbers are read once, by :func:`to_number`: text is bounded in length before conversion;
+``nan``, ``inf`` and subnormal floats are refused; integers must be written as integers; then
+the value must lie in its range (:data:`rackbook.limits.BOUNDS`: far above any real deployment,
+low enough that the work fits in memory). Imports only the standard library and
+:mod:`rackbook.errors`/:mod:`rackbook.limits` (the CLI builds its parser from it).
 """
 
 from __future__ import annotations
@@ -166,20 +158,30 @@ def check_value(value: Any, spec: Spec) -> Any:
     if spec.kind in ("int", "number"):
         return to_number(value, spec)
     if spec.kind == "list":
-        if not isinstance(value, list):
-            raise ValueError(f"expected a list, got {_show(value)}")
-        if len(value) > MAX_LIST_ENTRIES:
-            raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
-        if len(value) < spec.min_items:
-            raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
-        assert spec.item is not None
-        out = []
-        for i, v in enumerate(value):
-            try:
-                out.append(check_value(v, spec.item))
-            except ValueError as exc:
-                raise ValueError(f"[{i}]: {exc}") from None
-        return out
+        return _check_list(value, spec)
+    return _check_text(value, spec)
+
+
+def _check_list(value: Any, spec: Spec) -> list[Any]:
+    """A list's length against its bounds, then each entry against ``spec.item``."""
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list, got {_show(value)}")
+    if len(value) > MAX_LIST_ENTRIES:
+        raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
+    if len(value) < spec.min_items:
+        raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
+    assert spec.item is not None
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(check_value(v, spec.item))
+        except ValueError as exc:
+            raise ValueError(f"[{i}]: {exc}") from None
+    return out
+
+
+def _check_text(value: Any, spec: Spec) -> str:
+    """Text: bounded in length, then as its kind says (a choice, a URL, a catalog id)."""
     if not isinstance(value, str):
         raise ValueError(f"expected text, got {_show(value)}")
     if len(value) > MAX_TEXT_CHARS:
@@ -191,26 +193,15 @@ def check_value(value: Any, spec: Spec) -> Any:
     if spec.kind == "url" and not value.startswith(("http://", "https://")):
         raise ValueError(f"expected an http:// or https:// URL, got {_show(value)}")
     if spec.kind in CATALOG:
-        CATALOG[spec.kind](value)
+        from rackbook.inputs import catalogs
+
+        (catalogs.load_model if spec.kind == "model" else getattr(catalogs, spec.kind))(value)
     return value
 
 
-def _catalog(section: str) -> Callable[[str], None]:
-    def look(value: str) -> None:
-        from rackbook.inputs import catalogs
-
-        if section == "model":
-            catalogs.load_model(value)
-        else:
-            getattr(catalogs, section)(value)
-
-    return look
-
-
-#: Kinds whose values are catalog ids, and their lookup (an unknown id is an InputError).
-CATALOG: dict[str, Callable[[str], None]] = {
-    k: _catalog(k) for k in ("model", "gpu", "system", "price")
-}
+#: Kinds whose values are catalog ids, looked up in :mod:`rackbook.inputs.catalogs` (an
+#: unknown id is an InputError).
+CATALOG = ("model", "gpu", "system", "price")
 
 
 # ----------------------------------------------------------------------------- declarations
@@ -250,6 +241,7 @@ _LIVE_ONE: dict[str, Spec] = {
 _REL_TOL = _num(0, 1, "fraction")
 _LENGTH = _int(1, TOKENS, "tokens")
 _GPUS = _int(1, "gpus", "GPUs")
+_BATCH = _int(1, "batch_size", "requests per decode rank")
 
 #: result -> notebook parameter -> what its ``parameters`` cell cannot say: kind, range, unit,
 #: choices. The cell is the one source of each parameter's name, default and meaning (its
@@ -263,7 +255,7 @@ NOTEBOOK: dict[str, dict[str, Spec]] = {
         "trace_b": Spec("path", nullable=True),
         "engine_a": Spec("text"),
         "engine_b": Spec("text"),
-        "batch_sizes": _list(_int(1, "batch_size", "requests per decode rank")),
+        "batch_sizes": _list(_BATCH),
         "decode_ranks": _int(1, "decode_ranks", "ranks"),
         "input_len": _LENGTH,
         "output_len": _LENGTH,
@@ -401,11 +393,9 @@ MAX_PARAMETER_CHARS = 100_000
 
 
 def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs; values are read as YAML 1.2 scalars (``8`` is an int,
-    ``null``...; ``010``, ``1:00``, ``0x8`` and ``1_000`` stay text, which the number rule
-    refuses by name).
-    A name that is not an identifier, or a value over :data:`MAX_PARAMETER_CHARS`, is refused;
-    text YAML cannot read (or reads into a number Python will not convert) stays text."""
+    """``-p NAME VALUE`` pairs, values read as YAML 1.2 scalars (:func:`loader.parse_yaml12`;
+    text YAML cannot read stays text). A name that is not an identifier, or a value over
+    :data:`MAX_PARAMETER_CHARS`, is refused."""
     import yaml
 
     from rackbook.inputs.loader import parse_yaml12
@@ -471,33 +461,29 @@ def _typed(value: Any, spec: Spec) -> None:
 def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
     """The rules between one notebook's parameters (``params``: defaults and given values
     merged); :class:`InputError` naming the parameter given last in each rule."""
-
-    def need(ok: bool, name: str, problem: str) -> None:
-        if not ok:
-            raise InputError(where, f"parameter {name}", problem)
-
     p = params
 
     def ints(*names: str) -> bool:
         return all(isinstance(p.get(n), int) and not isinstance(p.get(n), bool) for n in names)
 
     if result == "context-latency" and ints("lo", "hi") and p["lo"] >= p["hi"]:
-        need(False, "hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}")
+        raise InputError(
+            where, "parameter hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}"
+        )
     if result == "rack-scaling" and ints("prefix_len", "input_len"):
         if p["prefix_len"] > p["input_len"]:
-            need(
-                False,
-                "prefix_len",
+            raise InputError(
+                where,
+                "parameter prefix_len",
                 f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}",
             )
     if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
-        need(*_nodes_fit(p["nodes"], p["ep_size"], "ep_size"))
+        _check_nodes(p["nodes"], p["ep_size"], "ep_size", where, "parameter nodes")
 
 
 def expert_extent(trace: Path) -> dict[str, int] | None:
-    """The largest ``window``, ``layer`` and ``expert`` of a trace's expert-load table, from
-    the row groups' statistics where every group has them, else by reading those columns;
-    None when the table is not there or cannot be read (its reader names the problem)."""
+    """The largest ``window``, ``layer`` and ``expert`` of a trace's expert-load table (from the
+    row groups' statistics where all have them); None when it cannot be read (its reader says)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -538,14 +524,15 @@ def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> No
         )
 
 
-def _nodes_fit(nodes: int, ep_size: int, ep_name: str) -> tuple[bool, str, str]:
-    ok = nodes <= ep_size and ep_size % nodes == 0
-    return (
-        ok,
-        "nodes",
-        f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): each node holds a whole "
-        "number of ranks, so nodes must divide it",
-    )
+def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str) -> None:
+    """Each node holds a whole number of ranks: ``nodes`` divides ``ep_size``."""
+    if nodes > ep_size or ep_size % nodes:
+        raise InputError(
+            where,
+            field,
+            f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): each node holds a "
+            "whole number of ranks, so nodes must divide it",
+        )
 
 
 # ----------------------------------------------------------------------------- CLI flags
@@ -567,12 +554,7 @@ FLAGS: dict[str, dict[str, Spec]] = {
         "ttft_s": _num(1e-6, 1e6, "s", nullable=True),
     },
     "kv-bytes": {"context": _int(1, TOKENS, "tokens", nullable=True)},
-    "eplb": {
-        "ep_size": _int(1, "ep_size", "ranks"),
-        "redundant": _int(0, "redundant", "experts"),
-        "groups": _int(1, "groups", "groups"),
-        "nodes": _int(1, "nodes", "nodes"),
-    },
+    "eplb": {k: NOTEBOOK["eplb-balance"][k] for k in ("ep_size", "redundant", "groups", "nodes")},
     "run": {"jobs": _int(1, 1024, "chapters", nullable=True)},
     "book": {"jobs": _int(1, 1024, "chapters", nullable=True)},
 }
@@ -580,10 +562,10 @@ FLAGS: dict[str, dict[str, Spec]] = {
 MAX_INPUT_MB = _num(0, 1e9, "MB", lo_open=True)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
 LABELS: dict[str, Spec] = {
-    "batch_size": _int(1, "batch_size", "requests per decode rank"),
-    "concurrency": _int(1, "concurrency", "requests"),
-    "decode_ranks": _int(1, "decode_ranks", "ranks"),
-    "context_tokens": _int(0, TOKENS, "tokens"),
+    "batch_size": _BATCH,
+    "concurrency": NOTEBOOK["rack-scaling"]["concurrency"],
+    "decode_ranks": NOTEBOOK["decode-parity"]["decode_ranks"],
+    "context_tokens": NOTEBOOK["single-user"]["context_tokens"],
     "num_gpus": _GPUS,
 }
 
@@ -621,8 +603,6 @@ def label(text: str) -> tuple[str, str]:
 def check_args(args: argparse.Namespace) -> None:
     """The rules between one verb's flags (each flag alone was read by :func:`flag_type`)."""
     if args.verb == "eplb":
-        ok, _name, problem = _nodes_fit(args.nodes, args.ep_size, "--ep-size")
-        if not ok:
-            raise InputError("-", "--nodes", problem)
+        _check_nodes(args.nodes, args.ep_size, "--ep-size", "-", "--nodes")
     if args.verb == "check" and args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")

@@ -1,9 +1,6 @@
-"""Where the project's files live. Relative paths are resolved against the repository root.
-
-Two environment variables move things: ``RACKBOOK_ROOT`` the repository (a checkout or a
-worktree), ``RACKBOOK_BUILD`` the build folder (default ``_build`` in the repository; the test
-suite points it at a folder of its own so that it never writes into a reader's ``_build``).
-"""
+"""Where the project's files live, relative paths resolved against the repository root:
+``RACKBOOK_ROOT`` moves the repository (a checkout or worktree), ``RACKBOOK_BUILD`` the build
+folder (default ``_build``; the test suite points it at its own)."""
 
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ import yaml
 
 from rackbook import paths
 from rackbook.physics.units import plural
+from rackbook.results.registry import ChapterTable
 
 #: Minutes from submitting the deployment to a healthy endpoint (loading ~300 GB of weights on
 #: 17 nodes), an assumption stated on the card.
@@ -44,24 +46,10 @@ CODE_WIDTH = 76
 GENERATED = "env/cluster/generated"
 
 #: What a card adds to the params file on the command line, and why (per result).
-EXTRA_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "prefill-gain": (("endpoint_a", "http://BASELINE:8000"),),
-    "eplb-balance": (("server_log", "logs/JOBID/decode-0.log"),),  # the sbatch's decode leader log
-}
+EXTRA_ARGS: Mapping[str, tuple[tuple[str, str], ...]] = ChapterTable("RERUN_ARGS")
 
 #: What the params file alone cannot give a result's "this run" reading (one sentence each).
-NEEDS: dict[str, str] = {
-    "decode-parity": (
-        "Engine B must be an offline engine at the same per-rank batches: DeepInfer's own "
-        "benchmark output, imported with `rackbook import offline-engine` and given as "
-        "`trace_b`; without it the reading stays untested and says so."
-    ),
-    "eplb-balance": (
-        "Balancedness is read from the servers' EPLB log lines (`log_balancedness` in the "
-        "recipe's `--eplb-config`): `server_log` is the decode leader's log, which the Slurm "
-        "script writes under `logs/JOBID/`."
-    ),
-}
+NEEDS: Mapping[str, str] = ChapterTable("RERUN_NEEDS")
 
 
 def needs(result: str, topo: Any) -> str:
@@ -379,13 +367,14 @@ def record_parameters(topo: Any) -> dict[str, Any]:
     rack's as the claim counts them, and 64 requests in flight per decode rank on each."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs.published import load_figures
+    from rackbook.results.headline import defaults
     from rackbook.results.rack_scaling.chapter import Params
 
     ref = topo.reference_worker()
     if ref is None:
         return {}
     hit = load_figures().get(HIT_RATE_FIGURE)
-    p = Params()  # type: ignore[call-arg]  # defaults: the notebook cell's
+    p = defaults(Params)
     per_rank = notebook_params.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
     return {

@@ -33,12 +33,10 @@ NonNegInt = Annotated[int, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
 Text = Annotated[str, Field(min_length=1)]
 
-# Physical ranges a catalog value must fall in (a value outside is a typo or a wrong unit: a
-# figure in GB where bytes are due, Gb/s where bytes/s are): one-line error naming the field.
-
 
 def _in_range(lo: float, hi: float, unit: str) -> AfterValidator:
-    """A check that a value is > 0 and within [``lo``, ``hi``] (in ``unit``)."""
+    """A check that a value is > 0 and within the physical range [``lo``, ``hi``] (in ``unit``):
+    outside is a typo or a wrong unit (GB where bytes are due, Gb/s where bytes/s are)."""
 
     def check(v: float) -> float:
         if not v > 0:
@@ -52,19 +50,14 @@ def _in_range(lo: float, hi: float, unit: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-#: Bytes of memory attached to one GPU (HBM, or host memory reachable from it): 1 GB to 4 TB.
+#: Memory per GPU (HBM, or host memory reachable from it); bandwidths per GPU; dimensions
+#: (hidden, heads, head dims, ranks, expert intermediate); counts of layers.
 MemBytes = Annotated[int, _in_range(1e9, 4e12, "bytes per GPU")]
-#: HBM bandwidth per GPU, bytes/s: 100 GB/s to 100 TB/s.
 HbmBw = Annotated[float, _in_range(1e11, 1e14, "bytes/s per GPU")]
-#: Dense FLOP/s per GPU: 1 TFLOP/s to 100 PFLOP/s.
 GpuFlops = Annotated[float, _in_range(1e12, 1e17, "FLOP/s per GPU")]
-#: Link bandwidth per GPU (NVLink, NIC), bytes/s: 1 GB/s to 10 TB/s.
 LinkBw = Annotated[float, _in_range(1e9, 1e13, "bytes/s per GPU")]
-#: Parameter counts: 1 million to 100 trillion.
 ParamCount = Annotated[int, _in_range(1e6, 1e14, "parameters")]
-#: Model dimensions (hidden, heads, head dims, ranks, expert intermediate): 1 to 1,048,576.
 Dim = Annotated[int, _in_range(1, 1 << 20, "values")]
-#: Counts of layers (1 to 1,000) and of experts (1 to 65,536).
 Layers = Annotated[int, _in_range(1, 1000, "layers")]
 
 
@@ -85,12 +78,9 @@ class DenseFlops(_Strict):
 
 class GpuSpec(_Strict):
     """One GPU. Capacities in bytes, bandwidths in bytes/s (NVLink: bidirectional).
-
-    ``hbm_reported_bytes``: the HBM the GPU reports (``nvidia-smi`` memory.total, MiB x 2^20),
-    what an engine's memory fraction applies to, once (:func:`memory_bytes`);
-    ``host_memory_bytes``: CPU memory attached to the GPU over a coherent link (Grace LPDDR5X on
-    GB200/GB300: a Grace's memory over the GPUs that share it), where an engine can offload
-    weights (vLLM ``--cpu-offload-gb``)."""
+    ``hbm_reported_bytes``: ``nvidia-smi`` memory.total (MiB x 2^20), what an engine's memory
+    fraction applies to; ``host_memory_bytes``: CPU memory over a coherent link (Grace LPDDR5X
+    shared by its GPUs), where an engine can offload weights (vLLM ``--cpu-offload-gb``)."""
 
     id: str = ""
     name: Text
@@ -189,9 +179,8 @@ class PriceSpec(_Strict):
 
 
 class TokenPriceSpec(_Strict):
-    """Prices of tokens, in US dollars per million tokens, that a cost calculator charges:
-    uncached (input tokens computed, and output tokens) and cached input tokens; the date they
-    were read (``read``, ISO) and where (``sources``)."""
+    """A cost calculator's token prices, US dollars per million tokens: uncached (computed input
+    and output) and cached input; read on ``read`` (ISO date) from ``sources``."""
 
     id: str = ""
     name: Text
@@ -252,11 +241,6 @@ class Moe(_Strict):
     num_moe_layers: Layers | None
     num_moe_layers_source: Url | None = None
 
-    @property
-    def expert_params(self) -> int | None:
-        """Parameters of one routed expert (SwiGLU: gate, up and down projections)."""
-        return None if self.moe_intermediate_size is None else 3 * self.moe_intermediate_size
-
 
 class Params(_Strict):
     """Parameter counts. ``active`` is used for a phase whose own figure is ``None``."""
@@ -281,9 +265,8 @@ class ServedWeights(_Strict):
 
 
 class Weights(_Strict):
-    """Weight storage: the dtype of the routed experts and of everything else (dense), bytes per
-    routed expert (with its scales), an optional sourced figure for the bytes a batch-1
-    decode step streams, and the other formats the weights are served in (``served``)."""
+    """Weight storage: routed experts' and dense dtypes, bytes per routed expert (scales
+    included), the bytes a batch-1 decode step streams (sourced), other served formats."""
 
     routed_expert_dtype: Precision | None
     routed_expert_bytes: Annotated[int, _in_range(1e3, 1e11, "bytes")] | None
@@ -339,9 +322,8 @@ class KvRelative(_Strict):
 
 
 class KvCache(_Strict):
-    """Global KV layout: the layers that own it, their compression ratios (a source of ratio r
-    adds 1/r row per token), how many layers read each source's rows, and the row formats per
-    storage dtype (the row's sizes come from the architecture's head dims)."""
+    """Global KV layout: owning layers, their compression ratios (ratio r: 1/r row per token),
+    how many layers read each source's rows, row formats per storage dtype."""
 
     owning_layers: list[NonNegInt] | None
     compression_ratios: list[PosInt] | None
@@ -363,9 +345,8 @@ class KvCache(_Strict):
 
 
 class Attention(_Strict):
-    """Sparse attention: the index-source layers scan every index key of their KV source and
-    keep ``index_topk`` rows; ``reindex_layers`` layers rescore ``candidate_rows`` rows; every
-    other layer reuses a published choice."""
+    """Sparse attention: index-source layers scan every index key and keep ``index_topk`` rows;
+    ``reindex_layers`` rescore ``candidate_rows`` rows; the rest reuse a published choice."""
 
     index_sources: list[NonNegInt]
     index_topk: PosInt
@@ -375,8 +356,7 @@ class Attention(_Strict):
 
 
 class Speculative(_Strict):
-    """The model's own speculative decoder: draft tokens per round and the drafter's active
-    parameters per drafted block (stored at ``draft_dtype``)."""
+    """The model's own speculative decoder: draft tokens per round, active parameters per block."""
 
     name: Text
     draft_tokens: PosInt
@@ -440,11 +420,14 @@ def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     return cat
 
 
+def _folded(entries: dict[str, Any], key: str) -> str:
+    """The catalog key ``key`` stands for: ids are case-insensitive (H200 is h200)."""
+    return {k.lower(): k for k in entries}.get(key.lower(), key)
+
+
 def _lookup(section: str, what: str, key: str, path: str | Path | None) -> Any:
-    cat = load_hardware(path)
-    entries = getattr(cat, section)
-    folded = {k.lower(): k for k in entries}
-    key = folded.get(key.lower(), key)  # ids are case-insensitive: H200 is h200
+    entries = getattr(load_hardware(path), section)
+    key = _folded(entries, key)
     if key not in entries:
         shown = loader.display_path(_hardware_path(path))
         fields = ", ".join(_required(SECTIONS[section]))
@@ -458,7 +441,12 @@ def _lookup(section: str, what: str, key: str, path: str | Path | None) -> Any:
 
 
 #: Hardware catalog sections -> the type of their entries.
-SECTIONS: dict[str, type[_Strict]] = {"gpus": GpuSpec, "systems": SystemSpec, "prices": PriceSpec}
+SECTIONS: dict[str, type[_Strict]] = {
+    "gpus": GpuSpec,
+    "systems": SystemSpec,
+    "prices": PriceSpec,
+    "token_prices": TokenPriceSpec,
+}
 
 
 def _required(model: type[_Strict]) -> list[str]:
@@ -480,7 +468,7 @@ def nic_bandwidth(gpu_id: str, path: str | Path | None = None) -> float | None:
     """Scale-out (NIC) bandwidth per GPU, bytes/s each way, of the systems built from
     ``gpu_id`` (the most any lists; None when none says)."""
     cat = load_hardware(path)
-    key = {k.lower(): k for k in cat.gpus}.get(gpu_id.lower(), gpu_id)
+    key = _folded(cat.gpus, gpu_id)
     found = [
         s.nic_bandwidth_bytes_per_s_per_gpu
         for s in cat.systems.values()
@@ -499,20 +487,15 @@ def token_price(id: str, path: str | Path | None = None) -> TokenPriceSpec:
     return _lookup("token_prices", "token price", id, path)
 
 
-def models_dir() -> Path:
-    return paths.DATA / "models"
-
-
 def list_models(directory: str | Path | None = None) -> list[str]:
     """Model ids in the catalog folder (file stems of ``data/models/*.yaml``), sorted."""
-    d = models_dir() if directory is None else paths.resolve(directory)
+    d = paths.DATA / "models" if directory is None else paths.resolve(directory)
     return sorted(p.stem for p in d.glob("*.yaml"))
 
 
 def catalog_model_id(name: str) -> str | None:
-    """The catalog id a model name stands for, case-insensitive: the id itself
-    (``DeepSeek-V4.1-Flash``) or a Hugging Face name ``org/NAME`` whose NAME is an id
-    (``deepseek-ai/DeepSeek-V4.1-Flash``); None for anything else (a path to a YAML file)."""
+    """The catalog id a model name stands for, case-insensitive: the id itself or a Hugging Face
+    name ``org/ID`` (``deepseek-ai/DeepSeek-V4.1-Flash``); None for anything else (a path)."""
     known = {m.lower(): m for m in list_models()}
     key = name.lower()
     if key.count("/") == 1 and not key.endswith((".yaml", ".yml")):
@@ -527,8 +510,7 @@ HF_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 
 
 def is_hf_id(text: str) -> bool:
-    """``text`` has the shape of a Hugging Face id (``Qwen/Qwen3-235B-A22B``) and names no
-    file (relative to the working directory): a model name, not a path."""
+    """``text`` is shaped like a Hugging Face id (``Qwen/Qwen3-235B-A22B``) and names no file."""
     if not HF_ID.fullmatch(text) or text.lower().endswith((".yaml", ".yml")):
         return False
     try:
@@ -545,8 +527,7 @@ def looks_like_path(text: str) -> bool:
 
 
 def load_model(id_or_path: str | Path) -> ModelSpec:
-    """Load a model entry by catalog id (``deepseek-v4.1-flash``, any case), by Hugging Face
-    name (``deepseek-ai/DeepSeek-V4.1-Flash``) or by path to a YAML file."""
+    """A model entry by catalog id (any case), Hugging Face name or path to a YAML file."""
     text = str(id_or_path)
     if not isinstance(id_or_path, Path):
         text = catalog_model_id(text) or text
@@ -554,7 +535,7 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
         return _model_file(paths.resolve(text))
     known = list_models()
     if text not in known:
-        shown = loader.display_path(models_dir())
+        shown = loader.display_path(paths.DATA / "models")
         what = " (a Hugging Face id)" if is_hf_id(text) else ""
         slug = text.rsplit("/", 1)[-1].lower()
         new = f"{shown}/{slug}.yaml" if re.fullmatch(r"[\w.-]{1,96}", slug) else f"{shown}/ID.yaml"
@@ -565,7 +546,7 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
             f"write {new} with the fields {', '.join(_required(ModelSpec))} (copy a known "
             "model's file and change what differs)",
         )
-    spec = _model_file(models_dir() / f"{text}.yaml")
+    spec = _model_file(paths.DATA / "models" / f"{text}.yaml")
     if spec.id != text:
         raise InputError(spec.file, "id", f"{spec.id!r} differs from the file name {text!r}")
     return spec
@@ -589,8 +570,7 @@ def as_gpu(hw: GpuSpec | str) -> GpuSpec:
 
 
 def cli_catalog(args: Any) -> int:
-    """``rackbook catalog [--json]``: the models and GPUs ``check`` and ``kv-bytes`` know (ids
-    are case-insensitive; a model also answers to its Hugging Face name ``org/NAME``)."""
+    """``rackbook catalog [--json]``: the models, GPUs and systems that check and kv-bytes know."""
     import json
 
     models = [load_model(m) for m in list_models()]

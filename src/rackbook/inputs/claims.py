@@ -1,12 +1,7 @@
-"""The claims registry: every published number of the six results, with scope and source.
-
-The registry lives in ``data/claims.yaml`` (see the comment block at its top for conventions).
-:func:`load_claims` reads and validates it; any problem raises one :class:`InputError` naming the
-file, the entry (``claims[<id>]``, or ``claims[<index>]`` when the entry has no usable id) and the
-field path, e.g. ``data/claims.yaml: claims[rack-scaling.cost].unit: field required``.
-
-Units are those of each claim's ``unit`` field (``%``, ``tok/s``, ``ms``, ``B/token``, ``x``,
-``$/GPU-hour``, ``1`` for dimensionless); token counts are tokens, GPU counts are GPUs.
+"""The claims registry, ``data/claims.yaml``: every published number of the book's results, with
+scope and source, validated on load (:func:`load_claims`; a problem is one :class:`InputError`
+naming the file, the entry ``claims[<id>]`` and the field). Units are each claim's ``unit``
+(``%``, ``tok/s``, ``ms``, ``B/token``, ``x``, ``$/GPU-hour``, ``1`` dimensionless).
 """
 
 from __future__ import annotations
@@ -85,20 +80,16 @@ class Scope(_Model):
 
     def summary(self) -> str:
         """One line such as ``DeepSeek-V4.1-Flash · GB300 NVL72 · 72 GPUs``."""
-        parts: list[str] = []
-        if self.model:
-            parts.append(self.model)
-        if self.hardware:
-            parts.append(self.hardware)
-        if self.gpu_count is not None:
-            parts.append(f"{self.gpu_count} GPU" + ("s" if self.gpu_count != 1 else ""))
-        if self.batch_sizes is not None:
-            parts.append(f"batch {_span_text(self.batch_sizes)}")
-        if self.context_tokens is not None:
-            parts.append(f"context {_span_text(self.context_tokens, ' -> ')} tokens")
-        if self.precision:
-            parts.append(self.precision)
-        return " · ".join(parts) if parts else "not stated"
+        n, batch, ctx = self.gpu_count, self.batch_sizes, self.context_tokens
+        parts: list[str | None] = [
+            self.model,
+            self.hardware,
+            None if n is None else f"{n} GPU" + ("s" if n != 1 else ""),
+            None if batch is None else f"batch {_span_text(batch)}",
+            None if ctx is None else f"context {_span_text(ctx, ' -> ')} tokens",
+            self.precision,
+        ]
+        return " · ".join(p for p in parts if p) or "not stated"
 
 
 class Metric(_Model):
@@ -207,9 +198,8 @@ class Claim(_Model):
 
     @property
     def figure_basis(self) -> basis_mod.Basis:
-        """The claim's full basis (:class:`rackbook.core.basis.Basis`): the registry's
-        ``basis`` block, with model, hardware and GPU count from ``scope`` (``unknown`` where
-        scope says nothing) and the engine vLLM."""
+        """The claim's full basis: its ``basis`` block, model, hardware and GPU count from
+        ``scope`` (``unknown`` where it says nothing), engine vLLM."""
         s = self.scope
         return basis_mod.make(
             {
@@ -237,21 +227,10 @@ class Registry(_Model):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Registry:
-        seen: dict[str, int] = {}
-        for i, s in enumerate(self.sources):
-            if s.id in seen:
-                raise loader.field_error(
-                    f"sources.{i}.id", f"duplicate id (entries {seen[s.id]} and {i})"
-                )
-            seen[s.id] = i
-        known = set(seen)
-        ids: dict[str, int] = {}
+        loader.check_unique_ids(self.sources, "sources")
+        loader.check_unique_ids(self.claims, "claims")
+        known = {s.id for s in self.sources}
         for i, c in enumerate(self.claims):
-            if c.id in ids:
-                raise loader.field_error(
-                    f"claims.{i}.id", f"duplicate id (entries {ids[c.id]} and {i})"
-                )
-            ids[c.id] = i
             refs = [("seen_in", c.source.seen_in)] + [
                 (f"refs.{j}", r) for j, r in enumerate(c.source.refs)
             ]
@@ -298,16 +277,14 @@ class Registry(_Model):
         return [c for c in self.claims if c.result == name]
 
     def rows(self, name: str) -> list[tuple[Claim, list[Claim]]]:
-        """The claims of one result as the write-up makes them: each claim stated on its own,
-        with the claims derived from it (``derived_from``), in file order."""
+        """The claims of one result stated on their own, each with those derived from it."""
         own = self.for_result(name)
         return [(c, [d for d in own if d.derived_from == c.id]) for c in own if not c.derived_from]
 
     def get(self, claim_id: str) -> Claim:
         """The claim with this id."""
-        for c in self.claims:
-            if c.id == claim_id:
-                return c
+        if (c := next((c for c in self.claims if c.id == claim_id), None)) is not None:
+            return c
         raise InputError(self._path, "claims", f"no claim with id {claim_id!r}")
 
     def value(self, claim_id: str) -> float:
@@ -331,9 +308,8 @@ class Registry(_Model):
 
     def source(self, source_id: str) -> Source:
         """The source with this id."""
-        for s in self.sources:
-            if s.id == source_id:
-                return s
+        if (s := next((s for s in self.sources if s.id == source_id), None)) is not None:
+            return s
         raise InputError(self._path, "sources", f"no source with id {source_id!r}")
 
 

@@ -1,15 +1,8 @@
-"""One loader for every declarative YAML input (claims registry, catalogs, topology).
-
-A file is read with YAML's safe loader, a mapping with the same key twice is refused (it would
-silently overwrite), and the data is validated by a strict pydantic model. Every problem becomes
-one :class:`~rackbook.errors.InputError` in one style: the file (relative to the repository when
-inside it), the field path, the problem::
-
-    data/claims.yaml: claims[rack-scaling.cost].unit: field required
-    data/hardware.yaml: gpus.b300.hbm_bandwidth_bytes_per_s: must be > 0
-    env/cluster/topology.yaml: line 4, column 5: YAML syntax error: duplicate key 'id'
-
-A list of entries that carry an ``id`` is shown by that id (``claims[<id>]``), else by index.
+"""One loader for every declarative YAML input (claims registry, catalogs, topology): YAML's safe
+loader with duplicate keys and alias bombs refused, then a strict pydantic model. Every problem
+is one :class:`~rackbook.errors.InputError`: the file (relative to the repository when inside
+it), the field path (an entry with an ``id`` shown by it, ``claims[<id>]``, else by index), the
+problem, e.g. ``data/claims.yaml: claims[rack-scaling.cost].unit: field required``.
 """
 
 from __future__ import annotations
@@ -48,6 +41,17 @@ def field_error(field: str, problem: str) -> PydanticCustomError:
     """A validation error raised inside a model validator that names the field (a dotted path
     relative to the model) it is about."""
     return PydanticCustomError(FIELD_ERROR, "{problem}", {"problem": problem, "field": field})
+
+
+def check_unique_ids(entries: Sequence[Any], section: str) -> None:
+    """A pydantic field error at the first entry of ``section`` whose ``id`` repeats one."""
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        if entry.id in seen:
+            raise field_error(
+                f"{section}.{i}.id", f"duplicate id (entries {seen[entry.id]} and {i})"
+            )
+        seen[entry.id] = i
 
 
 def check_basis_block(entry: Any, taken: Sequence[str], where: str) -> None:
@@ -92,19 +96,6 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     return memo[key]
 
 
-def _distinct_nodes(node: yaml.Node, seen: set[int]) -> None:
-    if id(node) in seen:
-        return
-    seen.add(id(node))
-    children: list[yaml.Node] = []
-    if isinstance(node, yaml.SequenceNode):
-        children = list(node.value)
-    elif isinstance(node, yaml.MappingNode):
-        children = [n for kv in node.value for n in kv]
-    for n in children:
-        _distinct_nodes(n, seen)
-
-
 class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that rejects a mapping with the same key twice, and aliases that expand to
     more than :data:`MAX_ALIAS_NODES` nodes beyond the document's own."""
@@ -124,10 +115,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 def _refuse_alias_bomb(node: Any) -> None:
     """A composed document whose aliases expand to more than :data:`MAX_ALIAS_NODES` nodes
-    beyond its distinct ones is a ``ComposerError`` (both loaders' check)."""
-    seen: set[int] = set()
-    _distinct_nodes(node, seen)
-    extra = _expanded_size(node, {}) - len(seen)
+    beyond its distinct ones (the memo's entries) is a ``ComposerError``."""
+    memo: dict[int, int] = {}
+    expanded = _expanded_size(node, memo)
+    extra = expanded - len(memo)
     if extra > MAX_ALIAS_NODES:
         raise yaml.composer.ComposerError(
             None,
@@ -162,60 +153,16 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The same safe loader on libyaml's C parser, about 10x faster: duplicate keys refused,
-    aliases that expand beyond :data:`MAX_ALIAS_NODES` refused (checked on the composed nodes
-    whenever the text could hold an alias, :data:`_ALIAS`). Used only for documents nested at
-    most :data:`_SHALLOW_DEPTH` deep (:func:`_shallow`): deeper ones keep the Python parser,
-    whose recursion limit refuses them cleanly."""
-
-    def get_single_node(self) -> Any:
-        node = super().get_single_node()
-        if node is not None and getattr(self, "may_alias", True):
-            _refuse_alias_bomb(node)
-        return node
-
-
-_FastUniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
-)
-
-#: The deepest nesting (brackets, or indentation / 2) a document may have to take the C parser.
-_SHALLOW_DEPTH = 64
-_INDENT = re.compile(r"^( *)\S", re.MULTILINE)
-_BRACKETS = re.compile(r"[^\[\]{}]+")
-#: What could be an alias: ``*name`` after a space, a bracket, a comma or at the start of a
-#: line (``a * b`` is not).
-_ALIAS = re.compile(r"(?:^|[\s\[\]{},])\*[^\s\[\]{},]", re.MULTILINE)
-
-
-def _shallow(text: str) -> bool:
-    """A document nested at most :data:`_SHALLOW_DEPTH` deep, counting every bracket (quoted or
-    not) and indentation in pairs of spaces: what the C parser reads as the Python one does."""
-    depth = deepest = 0
-    for c in _BRACKETS.sub("", text):
-        depth += 1 if c in "[{" else -1
-        deepest = max(deepest, depth)
-        if deepest > _SHALLOW_DEPTH:
-            return False
-    indent = max((len(m) for m in _INDENT.findall(text)), default=0)
-    return indent // 2 <= _SHALLOW_DEPTH
-
-
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _BOOL = "tag:yaml.org,2002:bool"
 
 
 class Yaml12Loader(_UniqueKeyLoader):
-    """:class:`_UniqueKeyLoader` reading numbers and booleans as YAML 1.2's core schema does,
-    for parameters (``-p NAME VALUE`` and parameter files): an integer is decimal digits, a
-    float decimal digits with a point or an exponent (or ``.inf``/``.nan``), a boolean
-    ``true`` or ``false``. YAML 1.1's octal (``010``: 8), base-60 (``1:00``: 60), hex
-    (``0x8``), digit separators (``1_000``) and yes/no/on/off stay text, which the number
-    rule then refuses by name (:func:`rackbook.params.to_number`); a leading zero is not read
-    as a number at all (1.1 and 1.2 disagree on it). The catalogs keep YAML 1.1, whose digit
-    separators they use."""
+    """:class:`_UniqueKeyLoader` reading numbers and booleans as YAML 1.2's core schema does, for
+    parameters (``-p NAME VALUE``, parameter files): YAML 1.1's octal ``010``, base-60 ``1:00``,
+    hex, ``1_000``, yes/no/on/off and leading zeros stay text, which
+    :func:`rackbook.params.to_number` refuses by name. The catalogs keep YAML 1.1 (``1_000``)."""
 
 
 Yaml12Loader.yaml_implicit_resolvers = {
@@ -251,11 +198,9 @@ _PARSED_MAX = 64
 
 
 def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
-    """Parse a YAML file (safe loader, duplicate keys refused; ``yaml12``: numbers as YAML
-    1.2 reads them, :class:`Yaml12Loader`); errors name the file.
-
-    Every call checks and reads the file and returns a new object; the same bytes are parsed
-    once per process (:data:`_PARSED`)."""
+    """Parse a YAML file (safe loader, duplicate keys refused; ``yaml12``:
+    :class:`Yaml12Loader`); errors name the file. Each call returns a new object; the same bytes
+    are parsed once per process (:data:`_PARSED`)."""
     p = Path(path)
     shown = display_path(p)
     try:
@@ -278,21 +223,14 @@ def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
         raise limits.nesting_error(shown) from None
 
 
-def _parse_yaml(data: bytes, shown: str, loader: type[_UniqueKeyLoader] | None = None) -> Any:
+def _parse_yaml(data: bytes, shown: str, loader: type[_UniqueKeyLoader]) -> Any:
     """:func:`read_yaml`'s parse of a file's bytes (the file named ``shown`` in errors)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(shown, "-", limits.decode_problem(data, exc)) from None
     try:
-        if loader is not None or not _shallow(text):
-            return yaml.load(text, Loader=loader or _UniqueKeyLoader)  # a SafeLoader subclass
-        fast = _FastUniqueKeyLoader(text)
-        try:
-            fast.may_alias = bool(_ALIAS.search(text))
-            return fast.get_single_data()
-        finally:
-            fast.dispose()
+        return yaml.load(text, Loader=loader)  # a SafeLoader subclass
     except RecursionError:
         raise limits.nesting_error(shown) from None
     except ValueError as exc:  # an integer of thousands of digits (Python's conversion limit)
@@ -345,9 +283,7 @@ def problem_text(err: Mapping[str, Any]) -> str:
         return "field required"
     if kind == "extra_forbidden":
         return "unknown field"
-    msg = str(err.get("msg", "invalid"))
-    for prefix in ("Value error, ", "value error, "):
-        msg = msg.removeprefix(prefix)
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("value error, ")
     msg = msg[:1].lower() + msg[1:]
     if kind not in (FIELD_ERROR, "value_error") and "input" in err:
         shown = repr(err["input"])
@@ -393,10 +329,9 @@ def _source_key() -> bytes:
 
 
 def derived(name: str, files: Sequence[Path], build: Callable[[], Any]) -> Any:
-    """The JSON value ``build()`` derives from ``files``, kept in ``.cache/derived/`` keyed by
-    the bytes (and names) of ``files`` and of the package's source: built once per content,
-    read back in later processes with :mod:`json` alone (no pandas: what keeps
-    ``rackbook check`` fast). A cache that cannot be read or written is rebuilt in memory."""
+    """The JSON value ``build()`` derives from ``files``, kept in ``.cache/derived/`` keyed by the
+    names and bytes of ``files`` and of the package's source; read back with :mod:`json` alone
+    (no pandas: ``rackbook check`` stays fast); built in memory when the cache fails."""
     h = hashlib.blake2b(name.encode() + _source_key(), digest_size=20)
     for f in sorted(files):
         h.update(str(f).encode() + b"\0")

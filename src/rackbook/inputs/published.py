@@ -1,39 +1,29 @@
-"""The registry of published figures that exist only in posts, PRs and price lists.
-
-``data/published/figures.yaml`` holds one entry per figure: its value and unit, what it
-measures, the conditions it was measured under (model, precision, hardware, GPUs, engine and
-version, ISL/OSL, concurrency, speculative method), where it was published (URL, date, a short
-quote) and whether this project read it in the source itself (``verified``). Figures read only
-second-hand are ``verified: false``; the book never lets them alone decide a verdict.
-
-Each entry names the claim it bears on (``claim``, an id of ``data/claims.yaml``) and its
-``role`` there: ``measurement`` (a measured figure of the same quantity), ``analogue`` (the
-closest published comparison of another kind, named as such) or ``context`` (background, e.g.
-a definition's worked example). Loaded with the project's strict YAML loader
-(:mod:`rackbook.inputs.loader`): unknown fields, duplicate keys and bad values are one
-``error:`` line naming the entry (``figures[<id>].field``).
+"""The registry of published figures that exist only in posts, PRs and price lists,
+``data/published/figures.yaml``: per figure its value and unit, what it measures and under which
+conditions, where it was published (URL, date, quote), whether this project read it first-hand
+(``verified``: second-hand figures never decide a verdict alone), the claim it bears on and its
+``role`` there (``measurement``, ``analogue`` or ``context``). Loaded with the strict loader
+(:mod:`rackbook.inputs.loader`): a problem is one line naming ``figures[<id>].field``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
+from rackbook.inputs.catalogs import PriceKind
 
 Role = Literal["measurement", "analogue", "context"]
-#: What a price is: a list (on-demand) price or a rental contract a provider publishes, or a
-#: figure of a cost model (an ownership-cost model's hourly rate, or a modelled rental rate).
-#: A modelled price is shown and read, but never makes a reading "published like-for-like".
-PriceKind = Literal["list price", "rental contract", "ownership-cost model", "modelled rental"]
-#: Price kinds that come from a model, not from a provider's price list.
+#: Price kinds (:data:`~rackbook.inputs.catalogs.PriceKind`) that come from a cost model, not a
+#: provider's price list: shown and read, never "published like-for-like".
 MODELLED_PRICES: tuple[str, ...] = ("ownership-cost model", "modelled rental")
 #: Basis parts a figure takes from its own fields.
 FROM_FIELDS = (
@@ -43,6 +33,19 @@ FROM_FIELDS = (
 
 #: Where the registry lives.
 REGISTRY = "data/published/figures.yaml"
+
+
+def _iso_date(v: str) -> str:
+    """``v`` when it is a date written YYYY-MM-DD."""
+    try:
+        if len(v) == 10 and _dt.date.fromisoformat(v):
+            return v
+    except ValueError:
+        pass
+    raise ValueError(f"{v!r} is not a date YYYY-MM-DD")
+
+
+IsoDate = Annotated[str, AfterValidator(_iso_date)]
 
 
 class Figure(loader.Strict):
@@ -70,8 +73,8 @@ class Figure(loader.Strict):
     submitter: str = Field(min_length=1, description="who published it")
     url: str = Field(pattern=r"^https?://\S+$")
     commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,40}$")
-    date: str | None = Field(default=None, description="publication date, YYYY-MM-DD")
-    read: str = Field(description="date this project read the source, YYYY-MM-DD")
+    date: IsoDate | None = Field(default=None, description="publication date, YYYY-MM-DD")
+    read: IsoDate = Field(description="date this project read the source, YYYY-MM-DD")
     quote: str = Field(min_length=1, max_length=240, description="short excerpt with the figure")
     verified: bool
     secondary: bool = Field(
@@ -126,18 +129,6 @@ class Figure(loader.Strict):
             }
         )
 
-    @field_validator("date", "read")
-    @classmethod
-    def _iso_date(cls, v: str | None) -> str | None:
-        if v is not None:
-            try:
-                _dt.date.fromisoformat(v)
-            except ValueError:
-                raise ValueError(f"{v!r} is not a date YYYY-MM-DD") from None
-            if len(v) != 10:
-                raise ValueError(f"{v!r} is not a date YYYY-MM-DD")
-        return v
-
 
 class Rejected(loader.Strict):
     """A source looked at for a claim and not added as a figure, with why (read first-hand
@@ -146,18 +137,9 @@ class Rejected(loader.Strict):
     source: str = Field(min_length=1, description="what was looked at")
     claim: str = Field(description="id of the claim in data/claims.yaml it was looked at for")
     url: str = Field(pattern=r"^https?://\S+$")
-    read: str = Field(description="date this project read it, YYYY-MM-DD")
+    read: IsoDate = Field(description="date this project read it, YYYY-MM-DD")
     found: str = Field(min_length=1, description="what the source holds, in short")
     why: str = Field(min_length=1, description="why it is not a figure of the book")
-
-    @field_validator("read")
-    @classmethod
-    def _iso_date(cls, v: str) -> str:
-        try:
-            _dt.date.fromisoformat(v)
-        except ValueError:
-            raise ValueError(f"{v!r} is not a date YYYY-MM-DD") from None
-        return v
 
 
 class FigureRegistry(loader.Strict):
@@ -169,21 +151,12 @@ class FigureRegistry(loader.Strict):
 
     @model_validator(mode="after")
     def _unique(self) -> FigureRegistry:
-        seen: dict[str, int] = {}
-        for i, f in enumerate(self.figures):
-            if f.id in seen:
-                raise loader.field_error(
-                    f"figures.{i}.id", f"duplicate id (entries {seen[f.id]} and {i})"
-                )
-            seen[f.id] = i
+        loader.check_unique_ids(self.figures, "figures")
         return self
 
     def get(self, figure_id: str) -> Figure:
         """The figure with this id (KeyError when absent)."""
-        for f in self.figures:
-            if f.id == figure_id:
-                return f
-        raise KeyError(figure_id)
+        return {f.id: f for f in self.figures}[figure_id]
 
     def table(self) -> pd.DataFrame:
         """One row per figure, the entries' fields as columns."""

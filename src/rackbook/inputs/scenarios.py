@@ -1,13 +1,7 @@
-"""Scenario plans: what each live scenario records, with its parameters (``-p NAME VALUE``)
-and defaults.
-
-A scenario is a *plan*: one or more server phases (a server configuration, possibly several
-replicas), each with bench points (``vllm bench serve`` runs). The recorder
-(:mod:`rackbook.live.recorder`) runs the plan; the scenario only says what to run. Defaults fit
-the tiny CPU model (.cache/tiny-moe) on 2 cores; every length is in tokens.
-
-Pure standard library: parameters are parsed and checked without vLLM, so the book's rerun
-cards (:mod:`rackbook.book.rerun`) read the plans without importing the live harness.
+"""Scenario plans: what each live scenario records (server phases, each with bench points), with
+its parameters (``-p NAME VALUE``) and defaults (fit for the tiny CPU model, .cache/tiny-moe, on
+2 cores; lengths in tokens). :mod:`rackbook.live.recorder` runs a plan. Standard library only:
+the rerun cards (:mod:`rackbook.book.rerun`) read the plans without the live harness.
 """
 
 from __future__ import annotations
@@ -36,12 +30,9 @@ def _ints(name: str, text: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class PlanPoint:
-    """One measured window: ``shards`` bench clients (one per replica) run at once.
-
-    ``input_len`` is the random part of each prompt; ``prefix_len`` tokens shared by every
-    prompt of a shard come before it (``--random-prefix-len``) and are sent once before the
-    window so that the window's requests find them in the prefix cache.
-    """
+    """One measured window: ``shards`` bench clients (one per replica) at once. ``input_len``:
+    each prompt's random tokens, after ``prefix_len`` shared ones (``--random-prefix-len``) sent
+    once before the window, so its requests find them in the prefix cache."""
 
     point_id: str
     config: str
@@ -93,19 +84,14 @@ class Scenario:
 
     @classmethod
     def from_params(cls, params: dict[str, str], check: bool = True) -> Scenario:
-        """Defaults overridden by ``-p NAME VALUE`` pairs (strings); unknown names are errors.
-        ``check=False`` leaves :meth:`check` to the caller (who first learns an endpoint's
-        model and context limit)."""
+        """Defaults overridden by ``-p NAME VALUE`` pairs (strings; an unknown name is an error);
+        ``check=False`` leaves :meth:`check` to the caller (:func:`fit_endpoint`)."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         kw: dict[str, Any] = {}
         for name, text in params.items():
             if name not in fields:
                 raise InputError("-p", name, f"unknown parameter; known: {', '.join(fields)}")
-            f = fields[name]
-            default = (
-                f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
-            )
-            text = str(text)
+            default, text = fields[name].default, str(text)
             if name in cls.STR_LISTS:
                 vals = tuple(x.strip() for x in text.split(",") if x.strip())
                 allowed = cls.STR_LISTS[name]
@@ -141,22 +127,15 @@ class Scenario:
             k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
         }
 
-    def base_serve_args(self) -> list[str]:
+    def serve_args(self) -> list[str]:
         """``vllm serve`` flags every server of the scenario gets (after the model)."""
         # fmt: off
         return [
-            "--load-format", "dummy",
-            "--dtype", self.dtype,
-            "--max-model-len", str(self.max_model_len),
-            "--max-num-seqs", str(self.max_num_seqs),
-            "--enforce-eager",
-            "--seed", str(self.seed),
-            "--served-model-name", self.served_model_name,
+            "--load-format", "dummy", "--dtype", self.dtype, "--max-model-len",
+            str(self.max_model_len), "--max-num-seqs", str(self.max_num_seqs), "--enforce-eager",
+            "--seed", str(self.seed), "--served-model-name", self.served_model_name,
         ]
         # fmt: on
-
-    def serve_args(self) -> list[str]:
-        return self.base_serve_args()
 
     def phases(self) -> list[Phase]:
         raise NotImplementedError
@@ -173,22 +152,16 @@ class Scenario:
 
 @dataclass(frozen=True)
 class DecodeParity(Scenario):
-    """Decode parity: the same model, batch by batch, on two engines at equal batch per rank.
+    """Decode parity: the same model, batch by batch, on two engines at equal batch per rank
+    (``batch_sizes`` per decode rank; ``decode_ranks``: engine A's DEP size, 1 locally).
 
-    ``batch_sizes`` are per decode rank; ``decode_ranks`` is the number of decode ranks of the
-    deployment engine A serves from (DEP size; 1 for the local stand-in's single server).
+    * ``serve`` (the vLLM of the claim): one ``vllm serve`` for the sweep (or ``--endpoint``);
+      per batch B, ``vllm bench serve`` at concurrency ``B * decode_ranks`` with
+      ``prompts_per_batch`` times as many prompts, request rate inf, ignore-eos;
+    * ``offline`` (the fixed-batch stand-in for DeepInfer): one ``vllm.LLM`` rank, exactly B
+      prompts per ``generate``, ``prompts_per_batch`` rounds, whatever ``decode_ranks`` is.
 
-    * engine ``vllm-serve`` (online, the vLLM of the claim): one ``vllm serve`` kept up for the
-      sweep (or the deployment at ``--endpoint``); for each batch size B per rank, ``vllm bench
-      serve`` with ``--max-concurrency B * decode_ranks``, ``num_prompts = prompts_per_batch *
-      B * decode_ranks``, request rate inf, ignore-eos; the point records its concurrency and
-      ``decode_ranks`` (per-rank batch = concurrency / decode ranks);
-    * engine ``vllm-offline`` (the fixed-batch stand-in for DeepInfer): one ``vllm.LLM`` (one
-      rank) with exactly B prompts per ``generate``, ``prompts_per_batch`` rounds: a fixed
-      batch B on its rank, whatever ``decode_ranks`` is.
-
-    Lengths in tokens. ``--max-num-seqs`` is per server (per rank): it must hold the largest
-    batch per rank.
+    ``--max-num-seqs`` is per server (rank): it must hold the largest batch per rank.
     """
 
     batch_sizes: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
@@ -214,10 +187,6 @@ class DecodeParity(Scenario):
     def point_id(self, engine: str, batch: int) -> str:
         return f"{engine}-b{batch}"
 
-    def concurrency(self, batch: int) -> int:
-        """Client concurrency of the online sweep at ``batch`` requests per decode rank."""
-        return batch * self.decode_ranks
-
     def phases(self) -> list[Phase]:
         if "serve" not in self.engines:
             return []
@@ -228,8 +197,8 @@ class DecodeParity(Scenario):
                 self.served_model_name,
                 self.input_len,
                 self.output_len,
-                self.prompts_per_batch * self.concurrency(b),
-                self.concurrency(b),
+                self.prompts_per_batch * b * r,
+                b * r,  # client concurrency: b requests on each decode rank
                 self.seed,
                 labels=(("engine", "vllm-serve"), ("batch_size", str(b)), ("decode_ranks", str(r))),
                 raw_name=f"b{b}.json",
@@ -244,11 +213,9 @@ class DecodeParity(Scenario):
 
 @dataclass(frozen=True)
 class ContextLatency(Scenario):
-    """Decode latency vs context: one server; per context length L one point of
-    ``num_requests`` requests with L-token prompts and ``output_len`` output tokens at
-    ``concurrency`` (1: one stream); ``requests.context_tokens`` = L. Point k uses seed
-    ``seed + k``: with one seed, vLLM's random prompts of different lengths start with the
-    same tokens, and longer contexts would find the shorter ones in the prefix cache."""
+    """Decode latency vs context: per context length L one point of ``num_requests`` L-token
+    prompts and ``output_len`` output tokens at ``concurrency``. Point k uses seed ``seed + k``
+    (one seed's prompts share their start: longer contexts would hit the prefix cache)."""
 
     context_lengths: tuple[int, ...] = (128, 256, 512, 1024, 2048, 3584)
     output_len: int = 128
@@ -319,17 +286,11 @@ class SingleUser(Scenario):
 
 @dataclass(frozen=True)
 class PrefillGain(Scenario):
-    """Prefill with a cached prefix on two server configurations, A and B.
-
-    Each configuration's server gets the shared prefix of ``prefix_tokens`` once (a warm-up
-    request), then ``num_requests`` requests, one at a time, each the same prefix followed
-    by ``new_tokens`` fresh tokens (``--random-prefix-len P --random-input-len N``) and
-    ``output_len`` output tokens. TTFT gives the new-token prefill rate.
-
-    The claim's three changes are GPU features (not available on CPU); the CPU stand-in is a
-    real, documented prefill knob: the chunked-prefill token budget per engine step,
-    ``--max-num-batched-tokens``, small in A (the new tokens take several steps) and large in
-    B (one step). ``serve_args_a``/``serve_args_b`` replace those flags.
+    """Prefill with a cached prefix on two server configurations, A and B: the shared prefix of
+    ``prefix_tokens`` once (a warm-up), then ``num_requests`` requests one at a time, each the
+    prefix plus ``new_tokens`` fresh tokens and ``output_len`` output; TTFT gives the new-token
+    prefill rate. The claim's changes are GPU features; the CPU stand-in is the chunked-prefill
+    budget ``--max-num-batched-tokens``, small in A, large in B (``serve_args_a``/``_b``).
     """
 
     prefix_tokens: int = 2048
@@ -383,27 +344,17 @@ class PrefillGain(Scenario):
 
 @dataclass(frozen=True)
 class RackScaling(Scenario):
-    """Scaling out: config ``"{R}x"`` runs R replicas (separate ``vllm serve`` processes on
-    separate ports), each driven by its own bench client shard (a separate process), all at
-    once; the shards are merged into one point on a common clock.
+    """Scaling out: config ``"{R}x"`` runs R replicas (``vllm serve`` processes), each driven by
+    its own bench client shard, all at once; the shards merge into one point on a common clock.
+    Every shard sends ``num_prompts`` requests (0: four per stream) at ``concurrency``; the
+    first ``prefix_len`` of each prompt's ``input_len`` tokens are shared (warmed on each
+    replica first). Servers start once for the largest R. Point k uses seeds ``seed + 16 k``
+    (+ shard), so no point finds an earlier point's prompts in a prefix cache.
 
-    Every shard sends ``num_prompts`` requests (0: four per concurrent stream) at
-    ``concurrency``; each prompt is
-    ``input_len`` tokens of which the first ``prefix_len`` are shared (warmed on each replica
-    first), so cached input tokens appear in the prefix-cache counters. Servers are started
-    once for the largest R; config ``"1x"`` uses the first.
-
-    Point k uses seeds ``seed + 16 k`` (+ shard): each point's prompts and shared prefix are
-    its own, so no point finds an earlier point's prompts in a replica's prefix cache and the
-    prefix-cache counters count the same thing (the warmed prefix) at every point.
-
-    Against two different deployments (``reference_gpus`` > 0): the first endpoint is a
-    one-node reference deployment and the second the whole deployment, each its own phase of
-    one server, ``replicas`` unused: point ``1x`` (config ``1x``, the chapter's reference) at
-    ``reference_concurrency`` (0: ``concurrency``) on the reference, then point ``rack`` at
-    ``concurrency`` on the deployment; each point records its GPU count (``num_gpus``:
-    ``reference_gpus``, ``deployment_gpus``), so speedup and scaling efficiency read from one
-    trace. Prompts and seeds as above (point k: ``seed + 16 k``).
+    With ``reference_gpus`` > 0 (``replicas`` unused) the first endpoint is a one-node
+    reference and the second the whole deployment, one phase each: point ``1x`` at
+    ``reference_concurrency`` (0: ``concurrency``), then point ``rack`` at ``concurrency``,
+    each labelled with its GPU count (``num_gpus``), so one trace gives the speedup.
     """
 
     replicas: tuple[int, ...] = (1, 2)
@@ -437,8 +388,10 @@ class RackScaling(Scenario):
         if max(self.concurrency, self.reference_concurrency) > self.max_num_seqs:
             raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
 
-    def _point(self, k: int, config: str, concurrency: int, gpus: int) -> PlanPoint:
-        """Point ``k`` of config ``config`` on ``gpus`` GPUs (its seeds: ``seed + 16 k``)."""
+    def _point(self, k: int, config: str, concurrency: int, gpus: int = 0) -> PlanPoint:
+        """Point ``k`` of config ``config`` (its seeds: ``seed + 16 k``): on ``gpus`` GPUs, or
+        (0) on ``R`` replicas of config ``"{R}x"``, one shard each."""
+        gpu_label = (("num_gpus", str(gpus)),) if gpus else ()
         return PlanPoint(
             config,
             config,
@@ -448,7 +401,8 @@ class RackScaling(Scenario):
             concurrency,
             self.seed + 16 * k,
             prefix_len=self.prefix_len,
-            labels=(("engine", "vllm-serve"), ("num_gpus", str(gpus))),
+            shards=1 if gpus else int(config.removesuffix("x")),
+            labels=(("engine", "vllm-serve"), *gpu_label),
         )
 
     def phases(self) -> list[Phase]:
@@ -459,18 +413,7 @@ class RackScaling(Scenario):
             args = tuple(self.serve_args())
             return [Phase("reference", args, 1, (ref,)), Phase("deployment", args, 1, (rack,))]
         pts = tuple(
-            PlanPoint(
-                f"{r}x",
-                f"{r}x",
-                self.input_len - self.prefix_len,
-                self.output_len,
-                self.num_prompts or 4 * self.concurrency,
-                self.concurrency,
-                self.seed + 16 * k,
-                prefix_len=self.prefix_len,
-                shards=r,
-                labels=(("engine", "vllm-serve"),),
-            )
+            self._point(k, f"{r}x", self.concurrency)
             for k, r in enumerate(sorted(set(self.replicas)))
         )
         return [Phase("replicas", tuple(self.serve_args()), max(self.replicas), pts)]
@@ -481,17 +424,12 @@ class RackScaling(Scenario):
 
 @dataclass(frozen=True)
 class EplbBalance(Scenario):
-    """Expert load balance from a server running EPLB.
-
-    vLLM on CPU refuses ``--enable-eplb``, so on this machine the scenario attaches to a
-    running server (``--endpoint URL``) whose log file is ``server_log``: it runs
-    ``num_prompts`` requests (0: four per concurrent stream) of ``input_len``/``output_len``
-    tokens at ``concurrency``, then
-    parses the log's ``EPLB step:`` lines (vLLM's balancedness per EPLB window) into the
-    ``eplb_log`` table. ``expert_load``, if given, is an expert-load dump (JSON
-    ``{"loads": [[...]]}``, or Parquet with ``layer, expert, tokens`` and optionally
-    ``window``) copied into the ``expert_load`` table. ``ep_size``/``redundant`` describe the
-    served layout (kept in run.json for the notebook).
+    """Expert load balance from a server running EPLB (vLLM on CPU refuses ``--enable-eplb``:
+    here it attaches to ``--endpoint URL`` whose log is ``server_log``): ``num_prompts``
+    requests (0: four per stream) at ``concurrency``, then the log's ``EPLB step:`` lines into
+    the ``eplb_log`` table; ``expert_load``, if given, a dump (JSON ``{"loads": [[...]]}`` or
+    Parquet ``layer, expert, tokens[, window]``) into ``expert_load``. ``ep_size`` and
+    ``redundant`` describe the served layout (kept in run.json).
     """
 
     ep_size: int = 64
@@ -533,12 +471,11 @@ def fit_endpoint(
     max_model_len: int | None,
     same_host: bool = False,
 ) -> Scenario:
-    """``sc`` fitted to a running endpoint serving ``served_model_name`` (tokenizer ``model``)
-    with context limit ``max_model_len`` (tokens; None: unknown), then checked. Parameters the
-    user gave (``given``) are kept. The server's ``max_num_seqs`` is the endpoint's own, not a
-    flag this client passes: it is raised to the plan's largest concurrency. Against a remote
-    endpoint (not ``same_host``) decode-parity's offline engine, which would load the model
-    here, is left out unless ``-p engines`` asks for it: engine B comes from its own run."""
+    """``sc`` fitted to a running endpoint serving ``served_model_name`` (tokenizer ``model``,
+    context limit ``max_model_len`` tokens or None), then checked; what the user gave
+    (``given``) is kept. ``max_num_seqs`` (the endpoint's own) rises to the plan's largest
+    concurrency. Against a remote endpoint decode-parity's offline engine is left out unless
+    ``-p engines`` asks for it (it would load the model here)."""
     fill: dict[str, Any] = {}
     if "model" not in given:
         fill["model"] = model

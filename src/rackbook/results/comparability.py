@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from rackbook.results.published_rows import (
     text_or_none,
     unit_family,
 )
+from rackbook.results.registry import ChapterTable
 
 #: Parts of the basis in which a published point must agree with the claim's (named) basis to
 #: decide its reading, per claim (a point differing in any of them is shown, never decides).
@@ -41,26 +42,7 @@ from rackbook.results.published_rows import (
 #: ratio on the model, GPU, workload and the node it divides by; a price on its kind and GPU;
 #: one user's speed on the model, GPU, GPU count, the statistic and real speculation; a
 #: balance index on its exact definition and the model's routing.
-DECISIVE: dict[str, tuple[str, ...]] = {
-    "decode-parity.gap": ("metric", "model"),
-    "rack-scaling.throughput": (
-        "metric", "tokens", "per", "gpus", "model", "hardware", "gpu_count", "workload",
-        "speculation",
-    ),
-    "rack-scaling.speedup": ("metric", "counting", "model", "hardware", "workload", "speculation"),
-    "rack-scaling.cost": ("metric", "hardware"),
-    "prefill-gain.gain": ("metric", "model", "context"),
-    "eplb-balance.before": ("metric", "model"),
-    "eplb-balance.after": ("metric", "model"),
-    "eplb-balance.recovered": ("metric", "model"),
-    "context-latency.kv-bytes": ("metric", "model"),
-    "context-latency.delta": ("metric", "model"),
-    "context-latency.delta-pct": ("metric", "model"),
-    "single-user.throughput": (
-        "metric", "per", "model", "hardware", "gpu_count", "concurrency", "speculation",
-        "statistic",
-    ),
-}  # fmt: skip
+DECISIVE: Mapping[str, tuple[str, ...]] = ChapterTable("DECISIVE")
 
 
 #: Every part a closeness score looks at, and its weight (a point's distance from the claim's

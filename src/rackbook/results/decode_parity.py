@@ -398,7 +398,7 @@ def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> st
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
     trace_b: Trace | None = None,
 ) -> Analysis:
@@ -513,3 +513,13 @@ def outcome(a: Analysis) -> headline.Outcome:
         "decode_ranks": p.decode_ranks,
     }
     return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
+
+
+# This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
+DECISIVE: dict[str, tuple[str, ...]] = {"decode-parity.gap": ("metric", "model")}
+READING_NOTES = {"decode-parity.gap": "no DeepInfer throughput is published"}
+RERUN_NEEDS = {
+    "decode-parity": "Engine B must be an offline engine at the same per-rank batches: DeepInfer's "
+    "own benchmark output, imported with `rackbook import offline-engine` and given as `trace_b`; "
+    "without it the reading stays untested and says so."
+}

@@ -70,6 +70,7 @@ from rackbook.results.published_rows import (
 )
 from rackbook.results.published_rows import POINT_COLUMNS as POINT_COLUMNS
 from rackbook.results.published_rows import SHIPPED as SHIPPED
+from rackbook.results.registry import ChapterTable
 
 #: The verdict words of the "published evidence" reading.
 VERDICTS: tuple[str, ...] = ("within", "above", "below", "none published", "depends on basis")
@@ -617,32 +618,7 @@ def _names_text(names: tuple[str, ...]) -> str:
 
 #: What the reader must know before a claim's published reading: why it has no published
 #: measurement of its own basis, or which part of its basis the write-up leaves open.
-READING_NOTES: dict[str, str] = {
-    "rack-scaling.throughput": "the write-up describes an agentic workload with long, growing "
-    "contexts and says neither which tokens it counts (cached prefix or not) nor whether "
-    "'per GPU' divides the rack's total",
-    "rack-scaling.speedup": "the write-up does not say what a node is; MLPerf's 72-GPU results "
-    "may be independent replicas (its summary does not say how the GPUs serve), so its "
-    "72-over-8 ratios may count replicas rather than one deployment's scaling",
-    "rack-scaling.cost": "the write-up does not say what the dollars are; each price is read "
-    "with its own source (InferenceX's GB300 rental and ownership prices are placeholders, "
-    "1.2x GB200 pricing per its constants file; OCI's list price was read only in a price "
-    "compilation)",
-    "single-user.throughput": "the write-up names neither the statistic of its speed nor "
-    "whether its speculation ran for real; InferenceX's concurrency-1 AgentX point is one "
-    "agent session (its sub-agents may run at once), not one stream",
-    "decode-parity.gap": "no DeepInfer throughput is published",
-    "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
-    "prefix; vLLM's own table measures the same changes on one cold request (no cached prefix, "
-    "GB200), and published caching gains compare with and without a cache",
-    "eplb-balance.recovered": "no published share of the uniform-routing potential recovered",
-    "context-latency.kv-bytes": "the figure comes from the model card, the paper and vLLM's "
-    "2026-10-07 post; no published measurement of the global KV bytes per token",
-    "context-latency.delta": "no published decode latency of DeepSeek-V4.1-Flash at 128k and "
-    "855k tokens of context",
-    "context-latency.delta-pct": "no published decode latency of DeepSeek-V4.1-Flash at 128k "
-    "and 855k tokens of context",
-}
+READING_NOTES: Mapping[str, str] = ChapterTable("READING_NOTES")
 
 
 def reading(

@@ -531,7 +531,7 @@ def _measured_gain(
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
     """New-token throughput per request and per configuration, the gain of B over A with its
@@ -750,3 +750,13 @@ def _flips(a: Analysis) -> list[str]:
         f"behind {a.claim_prefix:,} cached tokens; inconsistent if the whole interval of the gain "
         f"lies outside +{a.claim_low:.0%} to +{a.claim_high:.0%}",
     ]
+
+
+# This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
+DECISIVE: dict[str, tuple[str, ...]] = {"prefill-gain.gain": ("metric", "model", "context")}
+READING_NOTES = {
+    "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
+    "prefix; vLLM's own table measures the same changes on one cold request (no cached prefix, "
+    "GB200), and published caching gains compare with and without a cache",
+}
+RERUN_ARGS = {"prefill-gain": (("endpoint_a", "http://BASELINE:8000"),)}

@@ -555,7 +555,7 @@ def selected_gaps_ms(trace: Trace, point_id: str | None = None) -> np.ndarray:
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
     """One stream's speed and gaps on ``trace``, the claim against the batch-1 floor, the
@@ -713,3 +713,17 @@ def outcome(a: Analysis) -> headline.Outcome:
         "kv_dtype": p.kv_dtype,
     }
     return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
+
+
+# This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
+DECISIVE: dict[str, tuple[str, ...]] = {
+    "single-user.throughput": (
+        "metric", "per", "model", "hardware", "gpu_count", "concurrency", "speculation",
+        "statistic",
+    ),
+}  # fmt: skip
+READING_NOTES = {
+    "single-user.throughput": "the write-up names neither the statistic of its speed nor "
+    "whether its speculation ran for real; InferenceX's concurrency-1 AgentX point is one "
+    "agent session (its sub-agents may run at once), not one stream",
+}

@@ -107,3 +107,19 @@ __all__ = [
     "single_context",
     "t_975",
 ]
+
+
+# This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
+DECISIVE: dict[str, tuple[str, ...]] = {
+    "context-latency.kv-bytes": ("metric", "model"),
+    "context-latency.delta": ("metric", "model"),
+    "context-latency.delta-pct": ("metric", "model"),
+}
+READING_NOTES = {
+    "context-latency.kv-bytes": "the figure comes from the model card, the paper and vLLM's "
+    "2026-10-07 post; no published measurement of the global KV bytes per token",
+    "context-latency.delta": "no published decode latency of DeepSeek-V4.1-Flash at 128k and "
+    "855k tokens of context",
+    "context-latency.delta-pct": "no published decode latency of DeepSeek-V4.1-Flash at 128k "
+    "and 855k tokens of context",
+}

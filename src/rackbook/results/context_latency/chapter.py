@@ -304,7 +304,7 @@ def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) ->
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
     """The chapter's analysis: KV bytes per token at every dtype against the claimed bytes,

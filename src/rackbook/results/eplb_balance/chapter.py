@@ -179,7 +179,7 @@ def _pct(shares: pd.DataFrame) -> dict[str, float]:
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
     """Score static placement and EPLB (fitted on ``params.fit_windows`` steps) on the trace's

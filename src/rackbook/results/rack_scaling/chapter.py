@@ -399,7 +399,7 @@ def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) ->
 
 def analyse(
     trace: Trace,
-    params: Params = Params(),  # type: ignore[call-arg]  # defaults: the notebook cell's
+    params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
     """Token accounting of every point (GPU counts filled from ``params.gpus_per_replica``),
