@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import validity
+from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -353,7 +354,7 @@ def analyse(
         claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
     )
     implied = _implied_attainable(implied, growth.reading.attainable or {}, lo)
-    hardware = verdicts.hardware(trace.run)
+    hardware = hardware_label(trace.run)
     testable = verdicts.can_test(trace.run)
     run_ms = delta_run_reading(
         measured, testable, trace.run, fit, claim=claim_ms, tolerance=tol_ms, claim_id=DELTA_ID

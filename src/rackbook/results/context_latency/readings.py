@@ -286,7 +286,7 @@ def delta_run_reading(
         what += ", a slope not resolved from zero"
     needs = "DeepSeek-V4.1-Flash on B300/GB300 at 128k and 855k tokens of context"
     if not testable:
-        return headline.untested(claim_id, f"{verdicts.hardware(run)} ({what})", needs)
+        return verdicts.untested(claim_id, run, what, needs)
     if d.pair != "requested":
         return headline.ClaimReading(
             claim_id, "this run", "untested", "-", f"{what} ({d.pair}): lacks the claimed lengths"

@@ -112,11 +112,8 @@ def run_reading(
         )
         return headline.ClaimReading(claim_id, "this run", "untested", "-", why)
     if not verdicts.can_test(run, verdicts.BLACKWELL):
-        return headline.untested(
-            claim_id,
-            f"{verdicts.hardware(run)} ({value:.3g}{u})",
-            "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash",
-        )
+        needs = "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash"
+        return verdicts.untested(claim_id, run, f"{value:.3g}{u}", needs)
     ok = abs(value - claimed) <= tolerance
     return headline.ClaimReading(
         claim_id,
