@@ -40,40 +40,30 @@ def evidence_kind(trace_kind: str) -> str:
 
 
 def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReading:
-    """The bytes-per-token claim against the layout's arithmetic (dimensions and storage
-    formats of the catalog, :func:`rackbook.physics.roofline.kv_bytes`): ``possible`` when the
-    arithmetic gives the claimed count (to the byte), else ``impossible`` for that layout."""
+    """The bytes-per-token claim against the catalog layout's arithmetic
+    (:func:`rackbook.physics.roofline.kv_bytes`): ``possible`` when it gives the claimed count
+    to the byte, else ``impossible`` for that layout."""
     got = kvb.bytes_per_token
+    exact = got == round(claim)
     derived = {
         "value": got,
         "unit": "B/token",
         "from": f"the model card's dimensions and {kvb.kv_dtype.upper()} formats",
-        "exact": got == round(claim),
+        "exact": exact,
     }
-    if got == round(claim):
-        return headline.ClaimReading(
-            KV_BYTES_ID,
-            "physics",
-            "possible",
-            f"{got} B/token derived",
-            f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token: "
-            f"{_frac_text(kvb.rows_per_token)} rows x {_frac_text(kvb.row_bytes)} B",
-            derived=derived,
-        )
+    how = (
+        f": {float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B"
+        if exact
+        else f", not {claim:g}: a different layout or storage format is meant"
+    )
     return headline.ClaimReading(
         KV_BYTES_ID,
         "physics",
-        "impossible",
+        "possible" if exact else "impossible",
         f"{got} B/token derived",
-        f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token, not "
-        f"{claim:g}: a different layout or storage format is meant",
+        f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token{how}",
         derived=derived,
     )
-
-
-def _frac_text(x: Any) -> str:
-    f = float(x)
-    return f"{f:g}"
 
 
 #: Where a recorded trace may carry the KV bytes per token its engine reported at start-up
@@ -96,9 +86,8 @@ def kv_bytes_run_reading(
     run: dict[str, Any], testable: bool, claim: float, rel_tol: float
 ) -> headline.ClaimReading:
     """This run's reading of the bytes per token: ``untested`` unless the trace can test the
-    claim (:func:`rackbook.results.verdicts.can_test`) and reports the KV bytes per token its
-    engine allocated (:func:`kv_bytes_in_run`); then ``consistent`` within ``rel_tol`` (a
-    fraction) of the claim, else ``inconsistent``. A latency trace alone does not measure it."""
+    claim and reports its engine's (:func:`kv_bytes_in_run`); then within ``rel_tol``
+    (a fraction) or not."""
     got = kv_bytes_in_run(run)
     if testable and got is None:
         return headline.ClaimReading(
