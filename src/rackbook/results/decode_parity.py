@@ -224,10 +224,6 @@ def physics_reading(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-
-
 @dataclass(frozen=True)
 class Params(headline.Params, result="decode-parity"):
     """The notebook's ``parameters``: engine labels of A (online) and B (offline, DeepInfer's

@@ -250,9 +250,6 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
     return RangeVerdict(v, inside, overlaps, text)
 
 
-# ----------------------------------------------------------------------------- roofline
-
-
 def gain_attainable(
     model: ModelSpec | str,
     gpu: GpuSpec | str,
@@ -326,9 +323,6 @@ def gain_physics(
         attainable=attainable,
     )
 
-
-# --------------------------------------------------------------------------------------------
-# The chapter
 
 #: Cached prefixes (tokens) of the roofline curve: 40 points from 1,000 to 2^20, log-spaced.
 CURVE_PREFIXES: tuple[int, ...] = tuple(

@@ -1,16 +1,4 @@
-"""What a chapter can read: a trace is checked before any notebook runs on it.
-
-Every chapter reads a trace folder of the current schema version (:func:`rackbook.core.traces.
-read_run` checks it). On top of that:
-
-- a trace of kind ``published`` holds published points, not requests: no chapter measures it
-  (``rackbook summarize`` reads it);
-- a trace's scenario (``run.json`` ``record.scenario``; a trace with an ``expert_load`` table is
-  an eplb-balance trace) must be the chapter's own; an imported trace without one is read as
-  the chapter's;
-- a trace without request rows is refused by every chapter that measures requests (all but
-  eplb-balance, which reads expert loads): an empty trace is an error, not zeros.
-"""
+"""What a chapter can read: a trace folder checked before any notebook runs on it."""
 
 from __future__ import annotations
 
@@ -36,9 +24,9 @@ def trace_scenario(run: dict[str, Any], tables: set[str]) -> str | None:
 
 
 def check_trace(result: str, path: str | Path, field: str = "trace") -> dict[str, Any]:
-    """Refuse, naming what is wrong, a trace folder chapter ``result`` cannot read; its run.json.
-
-    Raises :class:`InputError` (file: the folder, field: ``field``)."""
+    """The run.json of a trace folder chapter ``result`` can read, else an :class:`InputError`
+    naming ``field``: a published trace, another scenario's (an imported trace without one is
+    the chapter's), or one without requests (all chapters but eplb-balance) is refused."""
     path = Path(path)
     run = traces.read_run(path)
     tables = {f.stem for f in path.glob("*.parquet")}

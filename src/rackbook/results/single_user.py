@@ -372,10 +372,6 @@ def run_reading(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-
-
 @dataclass(frozen=True)
 class Params(headline.Params, result="single-user"):
     """The notebook's ``parameters``: the point (None: all), accelerators where the trace does

@@ -55,9 +55,6 @@ FIGURES: tuple[str, ...] = (
     "fig_implied",
 )
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="context-latency"):

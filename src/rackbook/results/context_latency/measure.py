@@ -217,9 +217,6 @@ def delta(
     return Delta(lo, hi, lo_ms, hi_ms, d, pct, source, pair, formula)
 
 
-# ----------------------------------------------------------------------------- memory
-
-
 def memory_by_context(
     model: ModelSpec | str,
     hw: GpuSpec | str,

@@ -26,9 +26,6 @@ KV_READ_FORMULA = (
     r"\text{KV bytes/token}}{G \times \text{HBM bytes/s}}"
 )
 
-# ---------------------------------------------------------------------------------------------
-# readings of the claims
-
 
 def evidence_kind(trace_kind: str) -> str:
     """Headline kind of a number read from a trace: ``recorded`` -> ``measured``; ``published``

@@ -36,10 +36,6 @@ RESULT = "eplb-balance"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.eplb_balance``).
 FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-# --------------------------------------------------------------------------------------------
-
 #: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
 SWEEPS = ("ep_size", "redundant", "skew", "batch_per_rank")
 LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to Aug 2026"

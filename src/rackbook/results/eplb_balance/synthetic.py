@@ -62,11 +62,7 @@ class Shape:
 
 
 def model_shape(model: str = "deepseek-v4.1-flash") -> Shape:
-    """The MoE shape from the model catalog (``data/models/MODEL.yaml``).
-
-    The catalog does not state how many of the layers are MoE layers (``moe.num_moe_layers``
-    is null for V4.1-Flash); then every layer (``architecture.num_layers``) is counted.
-    """
+    """The MoE shape from the model catalog; every layer where ``moe.num_moe_layers`` is null."""
     from rackbook.inputs.catalogs import load_model
 
     m = load_model(model)
@@ -141,11 +137,8 @@ def _empty(table: str) -> pd.DataFrame:
 
 
 def build_default_trace(spec: Spec = Spec()) -> Trace:
-    """The SYNTHETIC default trace: calibrate the skew, draw ``spec.windows`` decode steps.
-
-    Returns a :class:`Trace` of kind ``synthetic`` with empty request tables and an
-    ``expert_load`` table; ``run.json`` names the generator, its seed and the calibration.
-    """
+    """The SYNTHETIC default trace (kind ``synthetic``, an ``expert_load`` table, no requests):
+    the skew calibrated, ``spec.windows`` decode steps drawn, run.json naming both."""
     shape = model_shape(spec.model)
     cal = calibrate(spec)
     n = tokens_per_step(spec.batch_per_rank, spec.ep_size, shape.top_k)
@@ -199,11 +192,6 @@ def build_default_trace(spec: Spec = Spec()) -> Trace:
 def write_default_trace(path: str | Path, spec: Spec = Spec()) -> Path:
     """Build and write the default trace to folder ``path`` (atomically)."""
     return write_trace(path, build_default_trace(spec))
-
-
-# --------------------------------------------------------------------------------------------
-# Command line (env/record/eplb-balance.sh)
-# --------------------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,9 +50,6 @@ FIGURES: tuple[str, ...] = ("fig_tokens", "fig_scaling", "fig_readings", "fig_no
 SINGLE_USER_CLAIM = "single-user.throughput"
 DECODE_PARITY_CLAIM = "decode-parity.gap"
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-
 STATED = "per GPU as stated"
 
 
@@ -149,8 +146,6 @@ class Analysis:
         """A ceiling of :attr:`ceilings` in tokens/s per GPU."""
         c = self.ceilings
         return float(c[(c["ceiling"] == ceiling) & (c["phase"] == phase)]["tok_s_per_gpu"].iloc[0])
-
-    # ----------------------------------------------------------------- tables the chapter shows
 
     def accounting_markdown(self) -> str:
         """Tokens/s of every point, counted by kind, and per GPU (or replica)."""
@@ -256,8 +251,6 @@ class Analysis:
             f"cached share for ${self.claim_usd:g}",
         ]
         return _table(head, rows)
-
-    # ----------------------------------------------------------------------------- values
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""

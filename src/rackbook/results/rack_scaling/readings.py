@@ -97,8 +97,6 @@ def speedup_readings(
     return out
 
 
-# ----------------------------------------------------------------------------- readings
-
 #: Readings of a per-GPU throughput figure whose counted tokens the source does not state.
 READINGS = ("per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached", "rack-total")
 #: Each reading in a few words (tables and figures).

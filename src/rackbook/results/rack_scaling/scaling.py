@@ -16,8 +16,6 @@ from rackbook.results.rack_scaling.tokens import METRICS
 #: Node sizes to read "a single node" as: catalog system ids (GB300 tray = 4 GPUs, HGX B300 = 8).
 NODE_SYSTEMS: tuple[str, ...] = ("gb300-tray", "hgx-b300")
 
-# ----------------------------------------------------------------------------- scaling
-
 
 @dataclass(frozen=True)
 class Scaling:
