@@ -282,7 +282,6 @@ class Analysis:
             "inside": self.inside,
             "n_batches": len(self.decode),
             "prefill_gap_pct": pre[1] if pre else float("nan"),
-            "claim_band_pct": self.claim.value,
             "claim_batch_low": span.low if span else None,
             "claim_batch_high": span.high if span else None,
             "ceiling_ranks": CLAIM_DECODE_RANKS,

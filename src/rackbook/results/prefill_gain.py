@@ -440,14 +440,10 @@ class Analysis:
             "level_pct": 100 * (g.level if g else p.level),
             "range_verdict": self.range_verdict.verdict if self.range_verdict else "untested",
             "sparse_mb_per_new_token": m.sparse_bytes_per_new_token / 1e6,
-            "dense_mb_per_new_token": m.dense_bytes_per_new_token / 1e6,
             "sparse_read_us": 1e6 * m.sparse_read_s,
-            "dense_read_us": 1e6 * m.dense_read_s,
             "compute_us": 1e6 * m.compute_s_per_new_token,
             "ceiling_no_reuse": m.tokens_per_s,
-            "dense_ceiling_no_reuse": m.dense_tokens_per_s,
             "trace_new": self.trace_new,
-            "ceiling_reuse": self.read_reuse.tokens_per_s,
             "bound_reuse": self.read_reuse.bound,
             "reuse_change": (
                 f"it rises to {self.read_reuse.tokens_per_s:,.0f} ({self.read_reuse.bound} bound)"

@@ -449,11 +449,8 @@ class Analysis:
             "floor_ms": f0["floor_step_ms"],
             "ceiling_1": f0["ceiling_tok_s"],
             "share_1_pct": 100 * f0["claim_share_of_ceiling"],
-            "headroom_1": f0["step_headroom"],
             "ceiling_s": f1["ceiling_tok_s"],
             "share_s_pct": 100 * f1["claim_share_of_ceiling"],
-            "claim_step_s": f1["claim_step_ms"],
-            "headroom_s": f1["step_headroom"],
             "verify_tokens": int(f1["verify_tokens"]),
             "weights_1_gb": float(f0["weight_gb"]),
             "weights_s_gb": float(f1["weight_gb"]),
@@ -462,7 +459,6 @@ class Analysis:
             "acceptance_from": self.acceptance_from,
             "draft_mb": float(f1["draft_mb"]),
             "floor_s_ms": float(f1["floor_step_ms"]),
-            "acceptance_url": INFERENCEX_ACCEPTANCE_URL,
             "moe_layers": self.moe_layers,
             "budget_1_us": results_bounds.collective_budget_us(
                 f0["claim_step_ms"] / 1e3, f0["floor_step_ms"] / 1e3, self.moe_layers
@@ -474,7 +470,6 @@ class Analysis:
             "rack_tok_s": self.rack_tok_s,
             "rack_gpus": self.rack_gpus,
             "rack_per_gpu": self.per_gpu_rack,
-            "n_valid": len(st.per_request),
         }
 
     @property

@@ -158,7 +158,7 @@ class Analysis:
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
-        m, kvb, at, d, f = self.model, self.kv_bytes, self.at, self.measured, self.fit
+        m, kvb, at, f = self.model, self.kv_bytes, self.at, self.fit
         b = kvb[self.params.kv_dtype]
         g, im = self.growth, self.implied
         reads = self.reads_table.set_index("context_tokens")
@@ -201,17 +201,8 @@ class Analysis:
             "ctx_min": int(f.context_min),
             "ctx_max": int(f.context_max),
             "slope_1k": float(f.slope_per_1k),
-            "slope_ci_lo": float(f.slope_ci_per_1k[0]),
-            "slope_ci_hi": float(f.slope_ci_per_1k[1]),
             "slope_resolved": "resolved" if f.resolved else "not resolved",
-            "intercept": float(f.intercept_ms),
             "r2": float(f.r2),
-            "d_lo": int(d.lo),
-            "d_hi": int(d.hi),
-            "d_lo_ms": float(d.lo_ms),
-            "d_hi_ms": float(d.hi_ms),
-            "d_ms": float(d.delta_ms),
-            "d_pct": float(d.delta_pct),
             "pair_note": self.pair_note,
             "sparse_us": 1000 * g.growth.sparse_ms,
             "dense_us": 1000 * g.growth.dense_ms,
@@ -222,7 +213,6 @@ class Analysis:
             "seq_explain_both": g.claim_ms / (g.growth.sparse_ms + g.compute_ms),
             "hbm_tbs": self.hw.hbm_bandwidth_bytes_per_s / 1e12,
             "batch": int(self.params.batch),
-            "kv_gpus": int(self.params.n_gpus),
             "implied_ms": im.central_ms,
             "implied_low_ms": im.low_ms,
             "implied_high_ms": im.high_ms,

@@ -257,8 +257,7 @@ class Analysis:
         nx, top, reg = self.largest, self.top, self.registry
         by = self.throughput.set_index("reading")
         tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
-        cap_d, cap_p = self.cap("compute", "decode"), self.cap("compute", "prefill")
-        mem = self.ceilings[self.ceilings["ceiling"] == "memory bandwidth"].iloc[0]
+        cap_d = self.cap("compute", "decode")
         sp = float(top["speedup"])
         change = (
             "is unknown"
@@ -275,7 +274,6 @@ class Analysis:
             "claim_speedup": self.claim_speedup,
             "claim_usd": self.claim_usd,
             "rack_gpus": self.rack.gpus,
-            "rack_name": self.rack.name,
             "gpu_name": self.gpu.name,
             "tray_gpus": catalogs.system(tray).gpus,
             "hgx_gpus": catalogs.system(hgx).gpus,
@@ -306,12 +304,9 @@ class Analysis:
             "scaling_change": change,
             "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
             "cap_decode": cap_d,
-            "cap_prefill": cap_p,
-            "cap_memory": float(mem["tok_s_per_gpu"]),
             "ratio_decode": by.loc["per-gpu-decode", "ratio"],
             "ratio_prefill": by.loc["per-gpu-prefill", "ratio"],
             "rack_per_gpu": by.loc["rack-total", "tok_s_per_gpu"],
-            "rack_ratio": by.loc["rack-total", "ratio"],
             "rack_ratio_pct": 100 * by.loc["rack-total", "ratio"],
             "v_decode": by.loc["per-gpu-decode", "verdict"],
             "v_prefill": by.loc["per-gpu-prefill", "verdict"],
