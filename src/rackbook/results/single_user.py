@@ -300,11 +300,6 @@ def stream_gpus(trace: Trace, default: int) -> int:
     return int(known.max()) if len(known) else default
 
 
-def best_reading(floor: pd.DataFrame) -> str:
-    """The row of :func:`claim_vs_floor` with the higher bound (it decides the verdict)."""
-    return str(floor.set_index("reading")["ceiling_tok_s"].idxmax())
-
-
 def stream_attainable(
     claim_tok_s: float, model: str, gpu: str, gpus: int, acceptance: float
 ) -> dict[str, Any]:
@@ -401,7 +396,6 @@ class Analysis:
     floor_gpus: int
     acceptance: float  # tokens per step with speculation, in the floor
     acceptance_from: str  # where that acceptance length came from
-    stream_gpus: int
     hardware: str
     stats: StreamStats
     gaps_ms: np.ndarray  # pooled gaps between streamed chunks of the selected requests (ms)
@@ -522,7 +516,7 @@ def analyse(
                 p.model_id,
                 p.gpu_id,
                 floor_gpus,
-                float(floor.set_index("reading").loc[best_reading(floor), "acceptance_length"]),
+                float(floor.loc[floor["ceiling_tok_s"].idxmax(), "acceptance_length"]),
             ),
         ),
         evidence.reading(CLAIM_ID, registry=reg),
@@ -536,7 +530,6 @@ def analyse(
         floor_gpus,
         acc,
         acc_from,
-        n_gpus,
         hardware_label(trace.run),
         st,
         st.gaps,

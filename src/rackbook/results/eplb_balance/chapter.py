@@ -14,7 +14,6 @@ from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.eplb_balance.measure import (
-    Placements,
     fit,
     layer_rank_loads,
     recovered_shares,
@@ -77,7 +76,6 @@ class Analysis:
     kind: str
     summary: dict[str, float]
     per_window: pd.DataFrame
-    placements: Placements
     ranks: pd.DataFrame
     floor: float
     shares: pd.DataFrame
@@ -252,7 +250,6 @@ def analyse(
         kind_of(trace.run),
         summary,
         per_window,
-        placements,
         ranks,
         floor,
         table,
