@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -197,19 +197,14 @@ def write_default_trace(path: str | Path, spec: Spec = Spec()) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m rackbook.results.eplb_balance OUT [--seed N] [--ep-size N] ...``: write the
     trace."""
-    d = Spec()
     ap = argparse.ArgumentParser(
         prog="python -m rackbook.results.eplb_balance", description=__doc__
     )
     ap.add_argument("out", help="trace folder to write")
-    ap.add_argument("--model", default=d.model)
-    ap.add_argument("--ep-size", type=int, default=d.ep_size)
-    ap.add_argument("--redundant", type=int, default=d.redundant)
-    ap.add_argument("--batch-per-rank", type=int, default=d.batch_per_rank)
-    ap.add_argument("--windows", type=int, default=d.windows)
-    ap.add_argument("--seed", type=int, default=d.seed)
+    for f in fields(Spec):  # --model, --ep-size, ... with Spec's defaults
+        ap.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     a = ap.parse_args(argv)
-    spec = Spec(a.model, a.ep_size, a.redundant, a.batch_per_rank, a.windows, a.seed)
+    spec = Spec(**{f.name: getattr(a, f.name) for f in fields(Spec)})
     try:
         path = write_default_trace(a.out, spec)
     except InputError as err:
