@@ -129,10 +129,8 @@ class GrowthReading:
 def growth_attainable(
     model: ModelSpec, hw: GpuSpec, gpus: int, lo: int, hi: int, claim_ms: float, batch: int = 1
 ) -> dict[str, Any]:
-    """What measured kernels add to a decode step of ``batch`` sequences on ``gpus`` GPUs when
-    the context grows from ``lo`` to ``hi`` tokens (:func:`rackbook.physics.attainable.estimate`
-    at both contexts, step time difference; seconds inside, ms and µs in the text); ``ratio``
-    is the claimed delta over it."""
+    """What measured kernels add to a decode step of ``batch`` sequences on ``gpus`` GPUs from
+    ``lo`` to ``hi`` tokens (seconds); ``ratio`` is the claimed delta over it."""
     from rackbook.physics import attainable
     from rackbook.physics.check import Workload
 
@@ -168,11 +166,9 @@ def growth_physics(
     compute_ms: float = 0.0,
     attainable: dict[str, Any] | None = None,
 ) -> GrowthReading:
-    """Physics of "+``claim_ms`` from lo to hi tokens": the least extra time is the sparse
-    reading's extra bytes (mostly the index-key scan) over the HBM bandwidth; ``impossible``
-    when that floor exceeds the claim, ``possible`` at or below it (a bound has no margin).
-    Compute of the indexer and attention add to it, so the floor does not bound the claim from
-    above; the dense bound (every row read) shows the other end."""
+    """Physics of "+``claim_ms`` from lo to hi tokens": the sparse reads' extra bytes over HBM
+    bandwidth are a floor, ``impossible`` above the claim, else ``possible``; the dense bound
+    and the indexer's compute are in the reason."""
     if not claim_ms > 0:
         raise InputError("-", "claim_ms", f"must be > 0, got {claim_ms}")
     floor = growth.sparse_ms
@@ -259,10 +255,8 @@ def delta_run_reading(
     d: Delta, testable: bool, run: dict[str, Any], fit: LinearFit | None, *, claim: float,
     tolerance: float, claim_id: str, percent: bool = False,
 ) -> headline.ClaimReading:  # fmt: skip
-    """This run's reading of the claimed delta (ms, or % with ``percent``) from a measured
-    :class:`Delta`: ``untested`` unless the trace can test the claim (Blackwell Ultra GPUs,
-    DeepSeek-V4.1-Flash) and holds both claimed lengths; then ``consistent`` when the measured
-    value is within ``tolerance`` (same unit) of the claim, else ``inconsistent``."""
+    """This run's reading of the claimed delta (ms, or % with ``percent``): ``untested`` unless
+    testable with both claimed lengths; then within ``tolerance`` (same unit) or not."""
     value = d.delta_pct if percent else d.delta_ms
     unit = "%" if percent else "ms"
     what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"

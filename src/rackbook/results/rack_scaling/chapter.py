@@ -326,23 +326,20 @@ class Analysis:
         spi = self.speedups.set_index("system")
         rev = self.cost.revenue.set_index("reading")
         cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
-        tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
-        return {
-            "node_hgx_ratio": spi.loc[hgx, "ratio"],
-            "node_tray_gpu": str(spi.loc[tray, "gpu"]).upper(),
-            "node_hgx_gpu": str(spi.loc[hgx, "gpu"]).upper(),
-            "stated_tray_per_gpu": spi.loc[tray, "stated_node_tok_s_per_gpu"],
-            "stated_tray_pct": 100 * spi.loc[tray, "stated_min_cached_share"],
-            "stated_hgx_pct": 100 * spi.loc[hgx, "stated_min_cached_share"],
+        out: dict[str, Any] = {}
+        for n, s in (("tray", self.params.node_systems[0]), ("hgx", self.params.node_systems[-1])):
+            out |= {
+                f"node_{n}_ratio": spi.loc[s, "ratio"],
+                f"node_{n}_gpu": str(spi.loc[s, "gpu"]).upper(),
+                f"stated_{n}_per_gpu": spi.loc[s, "stated_node_tok_s_per_gpu"],
+                f"stated_{n}_pct": 100 * spi.loc[s, "stated_min_cached_share"],
+                f"eff_{n}_pct": 100 * spi.loc[s, "efficiency"],
+                f"nodes_{n}": spi.loc[s, "nodes"],
+                f"node_{n}_per_gpu": spi.loc[s, "node_tok_s_per_gpu"],
+            }
+        return out | {
             "band_low": self.band.low,
             "band_high": self.band.high,
-            "eff_tray_pct": 100 * spi.loc[tray, "efficiency"],
-            "eff_hgx_pct": 100 * spi.loc[hgx, "efficiency"],
-            "nodes_tray": spi.loc[tray, "nodes"],
-            "nodes_hgx": spi.loc[hgx, "nodes"],
-            "node_tray_per_gpu": spi.loc[tray, "node_tok_s_per_gpu"],
-            "node_hgx_per_gpu": spi.loc[hgx, "node_tok_s_per_gpu"],
-            "node_tray_ratio": spi.loc[tray, "ratio"],
             "rental_usd": self.rental.usd_per_gpu_hour,
             "ratio_rental": self.cost.ratio_to_rental,
             "usd_per_m_stated": cst[(STATED, "claim as cost")],
