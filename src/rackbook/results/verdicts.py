@@ -96,11 +96,8 @@ def run_reading(
 
 @dataclass(frozen=True)
 class RangeVerdict:
-    """A measured gain against a published range [low, high] (fractions).
-
-    ``verdict``: ``inside`` (the point estimate is in the range), ``consistent`` (it is not,
-    but the interval overlaps the range), ``below`` / ``above`` (the whole interval is).
-    """
+    """A measured gain against a published range (fractions): ``inside`` (the point estimate),
+    ``consistent`` (the interval overlaps), ``below`` / ``above`` (the whole interval)."""
 
     verdict: str
     inside: bool

@@ -226,12 +226,9 @@ def implied_latency_physics(
     lo: int,
     kv_dtype: str,
 ) -> ImpliedLatency:
-    """The latency at ``lo`` the percent claim implies, ``100 x claim_ms / claim_pct``, over
-    the rounding of both figures: (ms - tol) / (pct + tol) to (ms + tol) / (pct - tol)
-    (0.55 / 7.5 % = 7.33 ms to 0.65 / 6.5 % = 10.0 ms). Physics: one sequence decoding on
-    ``gpus`` GPUs cannot step faster than streaming its share of the weights and context
-    (:func:`rackbook.physics.check.memory_ceiling`); ``impossible`` when even the longest
-    implied latency is below that floor."""
+    """The latency at ``lo`` the percent claim implies, 100 x claim_ms / claim_pct, over the
+    rounding of both (0.55 / 7.5 % = 7.33 ms to 0.65 / 6.5 % = 10.0 ms): ``impossible`` when
+    even the longest is below one sequence's memory floor on ``gpus`` GPUs."""
     if not (claim_pct > tol_pct >= 0 and claim_ms > tol_ms >= 0):
         raise InputError("-", "claim", "delta and percent must exceed their tolerances")
     central = 100 * claim_ms / claim_pct
