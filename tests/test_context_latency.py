@@ -383,7 +383,6 @@ def test_the_shipped_trace():
     assert (values["claim_kv"], values["claim_delta_ms"], values["claim_pct"]) == (890, 0.6, 7)
     assert values["slope_resolved"] == "not resolved"
     assert "the CPU stand-in cannot resolve" in values["slope_sentence"]
-    assert an.rerun_contexts == [LO, 2 * LO, 4 * LO, HI]
     this_run = {r.claim_id: r.verdict for r in out.readings if r.reading == "this run"}
     assert this_run == {
         "context-latency.kv-bytes": "untested",
@@ -394,7 +393,7 @@ def test_the_shipped_trace():
 
 def test_weight_bytes_per_gpu_can_be_given():
     an = context_latency.analyse(_shipped(), Params(weight_bytes_per_gpu=100e9))
-    assert an.w_per_gpu == 100e9 and an.weights_note.startswith("given")
+    assert an.w_per_gpu == 100e9
     assert an.at.loc[HI, "sequences_per_gpu"] == 197  # (250.2e9 - 100e9) / 760.95e6 = 197.4
 
 
@@ -430,7 +429,6 @@ def test_the_context_pair_comes_from_the_registry():
     assert "growing 64,000 -> 512,000 tokens" in by["context_growth_sparse"].definition
     texts = _texts(out)
     assert "128,000" not in texts and "855,000" not in texts
-    assert an.rerun_contexts == [64_000, 128_000, 256_000, 512_000]
 
 
 def test_values_hold_every_glued_name():

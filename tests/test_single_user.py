@@ -19,6 +19,7 @@ from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import read_trace, validate
 from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims, parse_claims
+from rackbook.physics.roofline import batch1_decode_ceiling_tokens_per_s
 from rackbook.results import single_user
 
 
@@ -128,10 +129,10 @@ UNIFORM_S = 3297.352
 
 
 def test_batch1_floor():
-    f = single_user.batch1_floor(*FLOOR_ON)
+    f = batch1_decode_ceiling_tokens_per_s(*FLOOR_ON)
     assert f.weight_bytes == 12_018_688_000 and f.step_s == pytest.approx(STEP_1_MS / 1e3)
     assert f.tokens_per_s == pytest.approx(CEIL_1, rel=1e-6)
-    spec = single_user.batch1_floor(*FLOOR_ON, acceptance_length=3.51)
+    spec = batch1_decode_ceiling_tokens_per_s(*FLOOR_ON, acceptance_length=3.51)
     assert spec.verify_tokens == 6 and spec.draft_bytes == 520e6
     assert spec.step_s == pytest.approx(STEP_S_MS / 1e3, rel=1e-5)
     assert spec.tokens_per_s == pytest.approx(CEIL_S, rel=1e-6)

@@ -50,9 +50,8 @@ PREFILL_FORMULA = r"\text{prefill tok/s} = B \cdot \frac{\overline{p}}{\overline
 
 
 def throughput_table(trace: Trace) -> pd.DataFrame:
-    """One row per point: engine, batch per decode rank, decode ranks, requests, decode and
-    prefill throughput per rank (tok/s), decode throughput of all ranks (tok/s), mean TPOT (ms)
-    and mean TTFT (ms). Points without a batch per rank are left out."""
+    """One row per point with a batch per rank: engine, batch, decode ranks, requests, decode
+    and prefill tok/s per rank, decode tok/s of all ranks, mean TPOT and TTFT (ms)."""
     req = trace.requests[trace.requests["success"]]
     pts = trace.points.assign(
         batch=point_rank_batch(trace.points), ranks=point_decode_ranks(trace.points)
@@ -98,13 +97,9 @@ def parity(
     metric: str = "decode_tok_s",
     batches: list[int] | None = None,
 ) -> pd.DataFrame:
-    """Per batch size (per decode rank): throughput of A and B, their decode ranks
-    (``ranks_a``, ``ranks_b``), ratio A/B and gap (ratio - 1, in %).
-
-    Only batch sizes both engines measured with a finite value are kept (optionally restricted
-    to ``batches``); an engine measured at one batch on several rank counts is taken at its
-    largest (the deployment nearest the claim's).
-    """
+    """Per batch size both engines measured (of ``batches``, if given): throughput of A and B,
+    their decode ranks (``ranks_a``, ``ranks_b``; the largest where several), ratio A/B and
+    gap (ratio - 1, in %)."""
 
     def side(engine: str) -> pd.DataFrame:
         if metric not in table.columns:
@@ -142,15 +137,8 @@ def largest_gap(par: pd.DataFrame) -> tuple[int, float]:
 
 
 def can_test(run: dict[str, Any], engine_b: str) -> bool:
-    """True when a trace can test the claim itself: recorded on Blackwell GPUs serving
-    DeepSeek-V4.1-Flash, with engine B DeepInfer. Otherwise its engines are stand-ins."""
+    """A recorded trace on Blackwell GPUs serving the claim's model, engine B DeepInfer."""
     return engine_b.lower().startswith("deepinfer") and verdicts.can_test(run, verdicts.BLACKWELL)
-
-
-def uncovered(par: pd.DataFrame, batches: list[int] | None) -> list[int]:
-    """The claim's batch sizes (``batches``) that both engines did not measure."""
-    measured = set(par["batch"].tolist()) if len(par) else set()
-    return sorted(int(b) for b in (batches or []) if b not in measured)
 
 
 def run_reading(
@@ -161,11 +149,9 @@ def run_reading(
     missing: str,
     batches: list[int] | None = None,
 ) -> headline.ClaimReading:
-    """This run's reading of "within ``band_pct`` % at every batch size": ``consistent`` when
-    every batch of the claim (``batches``) was measured by both engines and is inside the
-    band, ``inconsistent`` when a measured one is outside; ``untested`` when the trace cannot
-    test the claim, lacks one engine (``missing`` says what) or, all measured batches inside,
-    lacks some of the claim's batch sizes (named: a partial trace does not cover the range)."""
+    """This run's reading of "within ``band_pct`` % at every batch size": ``inconsistent`` when
+    a measured batch is outside the band, ``consistent`` when every one of ``batches`` was
+    measured and is inside; else ``untested`` (saying what is ``missing`` or not covered)."""
     needs = "vLLM against DeepInfer's offline benchmark on Blackwell GPUs, DeepSeek-V4.1-Flash"
     if par.empty:
         return headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
@@ -173,8 +159,8 @@ def run_reading(
     inside = int((par["gap_pct"].abs() <= band_pct).sum())
     what = f"largest gap {g:+.1f} % at batch {b}; {inside}/{len(par)} batch sizes within the band"
     if not testable:
-        return headline.untested(CLAIM_ID, f"{verdicts.hardware(run)} ({what})", needs)
-    gaps = uncovered(par, batches)
+        return verdicts.untested(CLAIM_ID, run, what, needs)
+    gaps = sorted(int(x) for x in (batches or []) if x not in set(par["batch"].tolist()))
     if gaps and inside == len(par):
         lacking = ", ".join(map(str, gaps))
         return headline.ClaimReading(
@@ -190,9 +176,7 @@ def run_reading(
 
 
 def _ceiling_span(lo: Any, hi: Any) -> str:
-    """The decode ceilings per GPU across the claim's batches in words (tok/s per GPU): their
-    span, or one value and why it is the same at every batch (a compute ceiling: every token
-    costs the same FLOPs, however many share a step's weight read)."""
+    """The decode ceilings per GPU (tok/s) across the claim's batches in words."""
     a, b = lo["ceiling_tok_s_per_gpu"], hi["ceiling_tok_s_per_gpu"]
     if round(a) == round(b):
         return (
@@ -209,12 +193,9 @@ def _ceiling_span(lo: Any, hi: Any) -> str:
 def physics_reading(
     ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, params: Params
 ) -> headline.ClaimReading:
-    """Physics bounds each engine's decode rate per GPU (the memory-bandwidth ceiling at each
-    per-rank batch), not the ratio of two engines: ``undetermined`` unless a trace that can
-    test the claim puts an engine above its ceiling (``impossible``: the batch is not what the
-    claim says), or both under it (``possible``). ``ceilings`` are the claim's deployment (the
-    reason quotes their span); a measured engine is held against the ceiling of its own batch
-    per rank on its own decode ranks (one GPU per rank), with ``params``' model and GPU."""
+    """Physics bounds each engine's decode rate per GPU, not their ratio: ``undetermined``
+    unless a trace that can test the claim holds each engine against the bound of its own
+    batch per rank on its own decode ranks (``impossible`` above it, ``possible`` under)."""
     lo, hi = ceilings.iloc[0], ceilings.iloc[-1]
     span = _ceiling_span(lo, hi)
     att = decode_attainable(params, int(lo["batch"]), int(hi["batch"]))
@@ -243,19 +224,11 @@ def physics_reading(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-
-
 @dataclass(frozen=True)
 class Params(headline.Params, result="decode-parity"):
-    """The chapter's analysis parameters (the notebook's ``parameters`` cell): engine labels of
-    A (the online server) and B (the offline engine in DeepInfer's role), the batch sizes per
-    decode rank (requests) to compare, the decode ranks of the deployment a live run records
-    (its client concurrency is batch x ``decode_ranks``; 1: the local stand-in's single rank;
-    a trace's points carry their own), the claim's band in % (``None``: the registry's figure),
-    and for the physics: the model and GPU catalog ids. The ceilings are drawn for the claim's
-    :data:`CLAIM_DECODE_RANKS` ranks."""
+    """The notebook's ``parameters``: engine labels of A (online) and B (offline, DeepInfer's
+    role), batch sizes per decode rank, the decode ranks a live run records (its concurrency is
+    batch x ranks), the band in % (``None``: the registry's), the model and GPU catalog ids."""
 
     engine_a: str
     engine_b: str
@@ -268,8 +241,7 @@ class Params(headline.Params, result="decode-parity"):
 
 @dataclass
 class Analysis:
-    """Everything the chapter shows: the throughput table, decode and prefill parity per batch
-    size, the largest gaps, the ceilings, the three readings and the values its prose quotes."""
+    """What the chapter shows: throughput, decode and prefill parity, ceilings, readings."""
 
     trace: Trace
     params: Params
@@ -310,7 +282,6 @@ class Analysis:
             "inside": self.inside,
             "n_batches": len(self.decode),
             "prefill_gap_pct": pre[1] if pre else float("nan"),
-            "claim_band_pct": self.claim.value,
             "claim_batch_low": span.low if span else None,
             "claim_batch_high": span.high if span else None,
             "ceiling_ranks": CLAIM_DECODE_RANKS,
@@ -322,11 +293,8 @@ class Analysis:
 
 
 def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
-    """The decode bound per GPU of ``batch`` sequences per rank on ``ranks`` x
-    ``params.gpu_id`` (tokens/s per GPU, no context: the most permissive): the lower of the
-    compute ceiling (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the
-    bandwidth of the fewest bytes a step reads (:func:`rackbook.physics.check.memory_ceiling`).
-    Whether the weights fit is not asked: a rank count is the engine's, not the claim's."""
+    """The decode bound (tokens/s per GPU, no context) of ``batch`` sequences per rank on
+    ``ranks`` GPUs: the lower of the compute ceiling and the fewest bytes a step reads."""
     m, g = catalogs.as_model(params.model_id), catalogs.as_gpu(params.gpu_id)
     comp = roofline.compute_ceiling_tokens_per_s(m, g, "decode")
     mem = check.memory_ceiling(m, g, ranks, batch * ranks)
@@ -335,13 +303,10 @@ def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
     return mem
 
 
-def decode_attainable(
-    params: Params, low: int, high: int, ranks: int = CLAIM_DECODE_RANKS
-) -> dict[str, Any]:
-    """What measured kernels reach per GPU at ``low`` and ``high`` sequences per rank on
-    ``ranks`` decode ranks (:func:`rackbook.results.verdicts.attainable`, no context): a rate
-    each engine can be set against; the claim is a ratio of two engines, so ``ratio`` is None."""
-    out = []
+def decode_attainable(params: Params, low: int, high: int) -> dict[str, Any]:
+    """What measured kernels reach per GPU at ``low`` and ``high`` sequences per rank on the
+    claim's ranks; ``ratio`` None (the claim is a ratio of two engines)."""
+    ranks, out = CLAIM_DECODE_RANKS, []
     for b in (low, high):
         c = check.check_claim(params.model_id, params.gpu_id, ranks, 1.0, batch=b * ranks)
         out.append(verdicts.attainable(c))
@@ -357,29 +322,21 @@ def decode_attainable(
 
 
 def ceilings(params: Params, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
-    """Per batch size (per decode rank): the decode bound per GPU of the claim's model on
-    ``ranks`` x ``params.gpu_id`` (:func:`decode_bound`; tokens/s per GPU; default: the
-    claim's DEP64), and what binds (``limit``). DEP64 at batch 8: 512 sequences read 7.507 GB
-    of dense weights + 40 x 6 x 18.8 MB of experts = 12.02 GB over 64 x 8 TB/s = 23.5 us,
-    512 tokens / 64 GPUs / 23.5 us = 340,803 tok/s per GPU, above the 241,834 compute
-    ceiling, which binds."""
-    rows = []
-    for b in sorted(params.batch_sizes):
-        r = decode_bound(params, ranks, b)
-        rows.append(
-            {
-                "batch": b,
-                "ceiling_tok_s_per_gpu": r.tok_s_per_gpu,
-                "limit": r.name,
-                "formula": r.formula,
-            }
-        )
-    return pd.DataFrame(rows)
+    """Per batch size per rank: the :func:`decode_bound` (tokens/s per GPU) on ``ranks`` GPUs
+    and what binds (``limit``). DEP64 at batch 8: 12.02 GB over 64 x 8 TB/s = 23.5 us,
+    512 tokens / 64 GPUs / 23.5 us = 340,803 tok/s per GPU, above the 241,834 compute bound."""
+    bounds = {b: decode_bound(params, ranks, b) for b in sorted(params.batch_sizes)}
+    return pd.DataFrame(
+        [
+            {"batch": b, "ceiling_tok_s_per_gpu": r.tok_s_per_gpu, "limit": r.name}
+            | {"formula": r.formula}
+            for b, r in bounds.items()
+        ]
+    )
 
 
 def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> str:
-    """What keeps the "this run" reading from a verdict when the trace holds it (else ``""``):
-    an engine without points, or no batch per rank that both engines measured."""
+    """What keeps the "this run" reading from a verdict (else ``""``)."""
     out = []
     if params.engine_a not in engines:
         out.append(
@@ -402,12 +359,9 @@ def analyse(
     registry: Registry | None = None,
     trace_b: Trace | None = None,
 ) -> Analysis:
-    """Throughput per batch size of both engines, their decode and prefill parity over
-    ``params.batch_sizes``, the ceilings, and the claim's three readings (the band from the
-    claims registry unless ``params.band_pct`` is set). Engine B's points come from
-    ``trace_b`` when given (an imported offline engine; its engine-B points replace any in
-    ``trace``), else from ``trace``. A trace with one engine only (a reader's own vLLM run,
-    say) builds the chapter with the readings it cannot make left untested."""
+    """The chapter's analysis of ``trace``; engine B's points from ``trace_b`` when given (an
+    imported offline engine, replacing any in ``trace``). A trace with one engine leaves the
+    readings it cannot make untested."""
     trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     reg = registry or load_claims()
     band = params.band_pct if params.band_pct is not None else reg.value(CLAIM_ID)
@@ -502,16 +456,8 @@ def outcome(a: Analysis) -> headline.Outcome:
         + f" would mean the batch is not per rank on {CLAIM_DECODE_RANKS} ranks",
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
-    p = a.params
-    parameters = {
-        "engine_a": p.engine_a,
-        "engine_b": p.engine_b,
-        "batch_sizes": list(p.batch_sizes),
-        "band_pct": a.band_pct,
-        "model_id": p.model_id,
-        "gpu_id": p.gpu_id,
-        "decode_ranks": p.decode_ranks,
-    }
+    names = "engine_a engine_b batch_sizes band_pct model_id gpu_id decode_ranks"
+    parameters = verdicts.parameters(a.params, names, band_pct=a.band_pct)
     return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
 
 

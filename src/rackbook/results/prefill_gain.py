@@ -73,13 +73,9 @@ def _prefix_from_run(trace: Trace) -> tuple[int | None, str]:
 
 def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.DataFrame:
     """Per successful request: point_id, engine, config, prompt_tokens, cached_tokens,
-    cached_source (``row`` | ``argument`` | ``run.json parameters.<key>``), new_tokens,
-    ttft_s (s) and new_tok_s (tokens/s) = new_tokens / ttft_s; NaN where new_tokens <= 0 or
-    ttft_s == 0.
-
-    Raises :class:`InputError` when a row lacks ``cached_prompt_tokens`` and no prefix length is
-    known (``prefix_tokens`` argument or run.json parameters).
-    """
+    cached_source (``row`` | ``argument`` | ``run.json parameters.<key>``), new_tokens, ttft_s
+    (s), new_tok_s (tokens/s; NaN where new_tokens <= 0 or ttft_s == 0). :class:`InputError`
+    when a row lacks ``cached_prompt_tokens`` and no prefix length is known."""
     req = trace.requests[trace.requests["success"]].reset_index(drop=True)
     cached = req["cached_prompt_tokens"]
     source = pd.Series("row", index=req.index, dtype="string")
@@ -121,9 +117,8 @@ def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.Data
 
 
 def summary(table: pd.DataFrame, by: str = "config") -> pd.DataFrame:
-    """Per value of ``by`` (default ``config``): requests used, excluded (n <= 0 or TTFT 0),
-    mean / median / p10 / p90 of per-request new-token tok/s, spread = p90 - p10, pooled tok/s
-    = sum(new_tokens) / sum(ttft_s), mean new and cached tokens."""
+    """Per value of ``by``: requests used and excluded, mean / median / p10 / p90 / spread of
+    per-request new-token tok/s, pooled tok/s, mean new and cached tokens."""
     rows = []
     for key, g in table.groupby(by, sort=True):
         ok = g[g["new_tok_s"].notna()]
@@ -194,11 +189,9 @@ def gain(
     level: float = 0.90,
     seed: int = 0,
 ) -> Gain:
-    """Gain of ``b`` over ``a`` (rows of :func:`new_token_prefill` with ``by`` == a or b):
-    stat(B) / stat(A) - 1, stat one of ``mean`` / ``median`` of per-request new-token tok/s or
-    ``pooled`` = sum(new) / sum(TTFT). Spread: ``n_boot`` bootstrap resamples (numpy
-    ``default_rng(seed)``), each drawing A's and B's requests with replacement; ``low``/``high``
-    are the (1 - level) / 2 and (1 + level) / 2 percentiles of the resampled gains."""
+    """Gain of ``b`` over ``a`` (rows of :func:`new_token_prefill`), stat one of :data:`STATS`,
+    with the ``level`` percentile interval of ``n_boot`` bootstrap resamples (numpy
+    ``default_rng(seed)``; A's and B's requests drawn with replacement)."""
     if stat not in STATS:
         raise InputError("-", "stat", f"{stat!r} is not one of {', '.join(STATS)}")
     if not 0 < level < 1:
@@ -257,9 +250,6 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
     return RangeVerdict(v, inside, overlaps, text)
 
 
-# ----------------------------------------------------------------------------- roofline
-
-
 def gain_attainable(
     model: ModelSpec | str,
     gpu: GpuSpec | str,
@@ -268,10 +258,8 @@ def gain_attainable(
     high: float,
     baseline_tok_s: float | None = None,
 ) -> dict[str, Any]:
-    """What measured kernels reach for new-token prefill behind ``prefix`` cached tokens on
-    ``gpus`` x ``gpu`` (:func:`rackbook.results.verdicts.attainable`); with a published
-    baseline (new tokens/s on those GPUs) the ratio is baseline x (1 + ``high``) over it,
-    without one there is no figure to set against it (``ratio`` None)."""
+    """What measured kernels reach for new-token prefill behind ``prefix`` cached tokens; the
+    ratio of baseline x (1 + ``high``) to it, None without a baseline (new tokens/s)."""
     claimed = baseline_tok_s * (1 + high) / gpus if baseline_tok_s else 1.0
     c = check.check_claim(model, gpu, gpus, claimed, phase="prefill", context=prefix)
     a = verdicts.attainable(c)
@@ -297,17 +285,12 @@ def gain_physics(
     bound_how: str = "",
     attainable: dict[str, Any] | None = None,
 ) -> headline.ClaimReading:
-    """What physics can say about a gain of ``low`` .. ``high`` (fractions) on new tokens.
-
-    A bound caps a throughput, not a ratio of two: without the baseline's absolute new-token
-    throughput (``baseline_tok_s``, tokens/s per GPU; the write-up gives none) a slow enough
-    baseline makes any gain reachable, so the reading is ``undetermined``, and its reason says
-    what holds under an assumption: at equal kernel efficiency before and after, a gain g
-    removes 1 - 1/(1 + g) of a new token's time, and running the decoder layers on the last
-    window only removes at most ``removable`` of it (a gain above 1 / (1 - removable) - 1
-    needs faster kernels, not less work). With a baseline the gained throughput
-    baseline x (1 + high) is set against ``bound_tok_s``, the new-token bound behind the
-    claim's prefix: :func:`rackbook.physics.check.physics_verdict` of their ratio."""
+    """What physics can say about a gain of ``low`` .. ``high`` (fractions) on new tokens: a
+    bound caps a throughput, not a ratio, so without the baseline's new-token throughput
+    (``baseline_tok_s``, tokens/s per GPU) the reading is ``undetermined``; with one,
+    baseline x (1 + high) is set against ``bound_tok_s``. The reason adds what holds at equal
+    kernel efficiency: a gain g removes 1 - 1/(1 + g) of a new token's time, the decoder
+    replay layers at most ``removable``."""
     need_lo, need_hi = 1 - 1 / (1 + low), 1 - 1 / (1 + high)
     cap = 1 / (1 - removable) - 1 if removable < 1 else float("inf")
     assumed = (
@@ -341,9 +324,6 @@ def gain_physics(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-
 #: Cached prefixes (tokens) of the roofline curve: 40 points from 1,000 to 2^20, log-spaced.
 CURVE_PREFIXES: tuple[int, ...] = tuple(
     int(p) for p in np.unique(np.geomspace(1_000, 1_048_576, 40).astype(int))
@@ -351,8 +331,8 @@ CURVE_PREFIXES: tuple[int, ...] = tuple(
 
 
 def can_test(run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol: float) -> bool:
-    """True when the trace can test the claim: recorded on Blackwell GPUs serving
-    DeepSeek-V4.1-Flash, its mean cached prefix within ``rel_tol`` (a fraction) of the claim's."""
+    """A recorded trace on Blackwell GPUs serving the claim's model, its mean cached prefix
+    within ``rel_tol`` (a fraction) of the claim's."""
     return verdicts.can_test(run, verdicts.BLACKWELL) and (
         abs(trace_prefix / claim_prefix - 1) <= rel_tol
     )
@@ -361,29 +341,21 @@ def can_test(run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol:
 def run_reading(
     rv: RangeVerdict, testable: bool, run: dict[str, Any], claim_prefix: int
 ) -> headline.ClaimReading:
-    """This run's reading of a measured gain against the published range: ``consistent`` when
-    its point estimate is inside or its interval overlaps, ``inconsistent`` when the whole
-    interval is below or above; ``untested`` when the trace cannot test the claim."""
+    """This run's reading of a :class:`RangeVerdict`: ``consistent`` when inside or
+    overlapping, else ``inconsistent``; ``untested`` when the trace cannot test the claim."""
     if not testable:
-        return headline.untested(
-            CLAIM_ID,
-            f"{verdicts.hardware(run)} ({rv.text})",
-            f"Blackwell GPUs serving DeepSeek-V4.1-Flash behind {claim_prefix:,} cached tokens",
-        )
+        needs = f"Blackwell GPUs serving DeepSeek-V4.1-Flash behind {claim_prefix:,} cached tokens"
+        return verdicts.untested(CLAIM_ID, run, rv.text, needs)
     v = "consistent" if rv.verdict in ("inside", "consistent") else "inconsistent"
     return headline.ClaimReading(CLAIM_ID, "this run", v, rv.verdict, rv.text)
 
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="prefill-gain"):
-    """The chapter's analysis parameters (the notebook's ``parameters`` cell): the cached prefix
-    assumed for requests lacking ``cached_prompt_tokens`` (``None``: run.json), the config labels
-    of A (reference) and B (changed), the statistic of per-request throughput, the bootstrap
-    (resamples, interval level, seed), the roofline's model, GPU, KV dtype and GPUs per
-    prefill, and how close (fraction) the trace's cached prefix must be to the claim's to
-    test it, and the baseline's new-token throughput on those GPUs (tokens/s; ``None``: not
-    published, and physics cannot bound the gain). ``n_boot``, ``level`` and ``seed`` are not
-    notebook parameters: set them here."""
+    """The notebook's ``parameters``: the prefix assumed where rows lack cached counts
+    (``None``: run.json), configs A and B, the statistic, the roofline's model, GPU, KV dtype
+    and GPUs, how close (fraction) the trace's prefix must be to the claim's, the baseline's
+    new tokens/s (``None``: unpublished). The bootstrap fields are not notebook parameters."""
 
     assume_prefix_tokens: int | None
     config_a: str
@@ -402,10 +374,7 @@ class Params(headline.Params, result="prefill-gain"):
 
 @dataclass
 class Analysis:
-    """Everything the chapter shows: the per-request table and its summary per configuration,
-    the gain of B over A with its bootstrap interval against the published range, the prefix-read
-    roofline behind the claim's cached prefix (and its curve over prefix lengths), the claim's
-    three readings, and the values its prose quotes."""
+    """What the chapter shows: per-request table, summary, gain, prefix-read roofline, readings."""
 
     trace: Trace
     params: Params
@@ -429,14 +398,12 @@ class Analysis:
     testable: bool = False
 
     def batched_tokens(self, which: str) -> int | str:
-        """The ``--max-num-batched-tokens`` of configuration ``which`` (``a`` or ``b``) in its
-        recorded ``vllm serve`` arguments, else ``vLLM's default``."""
+        """``--max-num-batched-tokens`` in :meth:`serve_args`, else ``vLLM's default``."""
         m = re.search(r"--max-num-batched-tokens[= ](\d+)", self.serve_args(which))
         return int(m.group(1)) if m else "vLLM's default"
 
     def serve_args(self, which: str) -> str:
-        """The recorded ``vllm serve`` arguments of configuration ``which`` (``a`` or ``b``):
-        run.json ``parameters.serve_args_<which>``, else ``not recorded``."""
+        """run.json ``parameters.serve_args_<which>`` (``a`` or ``b``), else ``not recorded``."""
         v = (self.trace.run.get("parameters") or {}).get(f"serve_args_{which}")
         return str(v) if v else "not recorded"
 
@@ -473,14 +440,10 @@ class Analysis:
             "level_pct": 100 * (g.level if g else p.level),
             "range_verdict": self.range_verdict.verdict if self.range_verdict else "untested",
             "sparse_mb_per_new_token": m.sparse_bytes_per_new_token / 1e6,
-            "dense_mb_per_new_token": m.dense_bytes_per_new_token / 1e6,
             "sparse_read_us": 1e6 * m.sparse_read_s,
-            "dense_read_us": 1e6 * m.dense_read_s,
             "compute_us": 1e6 * m.compute_s_per_new_token,
             "ceiling_no_reuse": m.tokens_per_s,
-            "dense_ceiling_no_reuse": m.dense_tokens_per_s,
             "trace_new": self.trace_new,
-            "ceiling_reuse": self.read_reuse.tokens_per_s,
             "bound_reuse": self.read_reuse.bound,
             "reuse_change": (
                 f"it rises to {self.read_reuse.tokens_per_s:,.0f} ({self.read_reuse.bound} bound)"
@@ -512,9 +475,8 @@ class Analysis:
 def _measured_gain(
     table: pd.DataFrame, p: Params, low: float, high: float
 ) -> tuple[Gain | None, RangeVerdict | None, str]:
-    """The gain of configuration B over A (:func:`gain`) and its verdict against the published
-    range [``low``, ``high``] (fractions), or (None, None, what is missing) when the trace has
-    no usable request of a configuration."""
+    """The gain of B over A and its verdict against [``low``, ``high``] (fractions), or (None,
+    None, what is missing) without usable requests of a configuration."""
     configs = set(table.loc[table["new_tok_s"].notna(), "config"])
     lacking = [c for c in (p.config_a, p.config_b) if c not in configs]
     if lacking:
@@ -534,10 +496,7 @@ def analyse(
     params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
-    """New-token throughput per request and per configuration, the gain of B over A with its
-    bootstrap interval against the published range, the prefix-read roofline behind the
-    claim's cached prefix, and the claim's three readings (range and prefix from the claims
-    registry). A trace with one configuration only builds the chapter with the gain untested."""
+    """The chapter's analysis of ``trace``; one configuration only leaves the gain untested."""
     trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     reg = registry or load_claims()
     claim = reg.get(CLAIM_ID)
@@ -625,22 +584,11 @@ def analyse(
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the claim's three readings and what would flip them."""
-    p = a.params
-    parameters = {
-        "config_a": p.config_a,
-        "config_b": p.config_b,
-        "stat": p.stat,
-        "n_boot": p.n_boot,
-        "level": p.level,
-        "seed": p.seed,
-        "assume_prefix_tokens": p.assume_prefix_tokens,
-        "model_id": p.model_id,
-        "gpu_id": p.gpu_id,
-        "kv_dtype": p.kv_dtype,
-        "prefill_gpus": p.prefill_gpus,
-        "rel_tol": p.rel_tol,
-        "baseline_tok_s": p.baseline_tok_s,
-    }
+    parameters = verdicts.parameters(
+        a.params,
+        "config_a config_b stat n_boot level seed assume_prefix_tokens model_id gpu_id kv_dtype "
+        "prefill_gpus rel_tol baseline_tok_s",
+    )
     tid = [a.trace.trace_id]
     return headline.Outcome(
         RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware
@@ -648,9 +596,8 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """The headline values: the measured gain (%) and its interval, each configuration's
-    new-token throughput (tok/s), the cached prefix (tokens), the removable share (%) and the
-    prefix-read ceiling (tok/s)."""
+    """The headline values: gain and interval (%), new-token tok/s per configuration, cached
+    prefix (tokens), removable share (%), prefix-read ceiling (tok/s)."""
     p, g, num = a.params, a.gain, verdicts.number
     run = next(r for r in a.readings if r.reading == "this run")
     phys = next(r for r in a.readings if r.reading == "physics")
@@ -660,33 +607,17 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     absolute = "the write-up gives no absolute throughput"
     headlines = []
     if g is not None:
+        gains = {
+            "gain": (g.gain, f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1;"
+            " new tokens = prompt - cached, over TTFT"),
+            "gain_interval_low": (g.low, f"lower end of the {g.level:.0%} bootstrap interval of "
+            f"the gain ({g.n_boot} resamples, seed {g.seed})"),
+            "gain_interval_high": (g.high, f"upper end of the {g.level:.0%} bootstrap interval of "
+            "the gain"),
+        }  # fmt: skip
         headlines += [
-            headline.spoken(
-                run,
-                "gain",
-                num(100 * g.gain, 2),
-                "%",
-                f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1;"
-                " new tokens = prompt - cached, over TTFT",
-                **measured,
-            ),
-            headline.spoken(
-                run,
-                "gain_interval_low",
-                num(100 * g.low, 2),
-                "%",
-                f"lower end of the {g.level:.0%} bootstrap interval of the gain "
-                f"({g.n_boot} resamples, seed {g.seed})",
-                **measured,
-            ),
-            headline.spoken(
-                run,
-                "gain_interval_high",
-                num(100 * g.high, 2),
-                "%",
-                f"upper end of the {g.level:.0%} bootstrap interval of the gain",
-                **measured,
-            ),
+            headline.spoken(run, name, num(100 * x, 2), "%", what, **measured)
+            for name, (x, what) in gains.items()
         ]
     for cfg in (p.config_a, p.config_b):
         v = a.stat_tok_s(cfg)
@@ -730,8 +661,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
 
 
 def _flips(a: Analysis) -> list[str]:
-    """What would flip each verdict: the published baseline (new tok/s) above which the gain
-    is impossible, and the interval a run must leave."""
+    """What would flip each verdict."""
     p = a.params
     bound = prefix_read_model(
         p.model_id, p.gpu_id, a.claim_prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus,

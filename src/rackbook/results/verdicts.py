@@ -1,14 +1,9 @@
-"""The shared parts of every chapter's readings (:mod:`rackbook.results.headline`): whether a
-trace can test a claim, the "this run" and physics readings of a figure, the published range
-reading, and headline values that stay honest when a quantity is unknown.
+"""The shared parts of every chapter's readings (:mod:`rackbook.results.headline`).
 
-- A trace tests a claim only when it was recorded (not synthetic or published) on the claim's
-  GPUs (``run.json`` ``hardware.gpus[].name``, or ``server.gpus`` declared for remote
-  endpoints) serving the claim's model; otherwise its reading is ``untested``, naming the
-  hardware it ran on. A CPU run is never called a reproduction, and CPU servers are replicas,
-  not GPUs.
-- A physics reading compares a claimed rate with a ceiling (:mod:`rackbook.physics.check`),
-  and says how far it is from what measured kernels reach (:func:`attainable`).
+A trace tests a claim only when recorded (not synthetic or published) on the claim's GPUs
+(``run.json`` ``hardware.gpus[].name``, or ``server.gpus`` declared for remote endpoints) serving
+the claim's model; otherwise its reading is ``untested``, naming the hardware it ran on (CPU
+servers are replicas, not GPUs).
 """
 
 from __future__ import annotations
@@ -25,7 +20,8 @@ from rackbook.core import provenance
 from rackbook.physics import attainable as _attainable
 from rackbook.physics import expected as _expected
 from rackbook.physics.check import Check, physics_verdict
-from rackbook.results.headline import ClaimReading, ceiling_margin, untested
+from rackbook.results.headline import ClaimReading, ceiling_margin
+from rackbook.results.headline import untested as _untested
 
 #: GPU name fragments (upper case) of the claims' hardware.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
@@ -35,9 +31,8 @@ MODEL_KEY = "v4.1-flash"
 
 
 def gpu_names(run: dict[str, Any]) -> list[str]:
-    """Names of the GPUs that served a run: those declared for its endpoints (run.json
-    ``server.gpus``) when it was recorded against running servers, else the recording
-    machine's inventory (empty on a CPU-only machine)."""
+    """Names of the GPUs that served a run: ``server.gpus`` declared for remote endpoints, else
+    the recording machine's inventory (empty on a CPU-only machine)."""
     server = run.get("server")
     if isinstance(server, dict) and not server.get("same_host"):
         return [str(g.get("name", "")) for g in server.get("gpus") or []]
@@ -49,24 +44,25 @@ def on_gpus(run: dict[str, Any], names: tuple[str, ...] = BLACKWELL_ULTRA) -> bo
     return any(n.upper() in g.upper() for g in gpu_names(run) for n in names)
 
 
-def serves_claim_model(run: dict[str, Any], key: str = MODEL_KEY) -> bool:
-    """True when the run's parameters or engine name the claims' model (``v4.1-flash``)."""
-    names = json.dumps([run.get("parameters"), run.get("engine")], default=str).lower()
-    return key in names
-
-
 def can_test(
     run: dict[str, Any], gpus: tuple[str, ...] = BLACKWELL_ULTRA, model_key: str = MODEL_KEY
 ) -> bool:
-    """A recorded trace on the claim's GPUs serving the claim's model."""
-    return (
-        run.get("kind") == "recorded" and on_gpus(run, gpus) and serves_claim_model(run, model_key)
-    )
+    """A recorded trace on the claim's GPUs whose parameters or engine name the model."""
+    names = json.dumps([run.get("parameters"), run.get("engine")], default=str).lower()
+    return run.get("kind") == "recorded" and on_gpus(run, gpus) and model_key in names
 
 
-def hardware(run: dict[str, Any]) -> str:
-    """Where a trace ran, in the words the readings use (CPU servers are replicas)."""
-    return provenance.hardware_label(run)
+def untested(claim_id: str, run: dict[str, Any], what: str, needs: str) -> ClaimReading:
+    """The "this run" reading of a trace that cannot test the claim: where it ran, ``what``
+    it measured, what the claim ``needs``."""
+    return _untested(claim_id, f"{provenance.hardware_label(run)} ({what})", needs)
+
+
+def parameters(p: Any, names: str, **resolved: Any) -> dict[str, Any]:
+    """The headline JSON's ``parameters``: the fields ``names`` (space-separated, in order) of
+    ``p``, a tuple as a list, a value the analysis ``resolved`` in place of the field's."""
+    out = {k: resolved[k] if k in resolved else getattr(p, k) for k in names.split()}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
 
 def run_reading(
@@ -80,14 +76,11 @@ def run_reading(
     run: dict[str, Any],
     needs: str,
 ) -> ClaimReading:
-    """The "this run" reading of a measured value against a published one (same unit).
-
-    ``untested`` unless the trace can test the claim (``testable``); then ``consistent`` when
-    |measured / published - 1| <= ``rel_tol`` (a fraction), else ``inconsistent``; a value the
-    trace does not hold stays ``untested``. ``what`` describes the measured value.
-    """
+    """The "this run" reading of a measured value against a published one (same unit):
+    ``consistent`` when |measured / published - 1| <= ``rel_tol`` (a fraction), else
+    ``inconsistent``; ``untested`` when not ``testable`` or the value is unknown."""
     if not testable:
-        return untested(claim_id, f"{hardware(run)} ({what})", needs)
+        return untested(claim_id, run, what, needs)
     if measured is None or not math.isfinite(measured):
         return ClaimReading(claim_id, "this run", "untested", "-", f"{what}: unknown in this trace")
     dev = measured / published - 1
@@ -103,11 +96,8 @@ def run_reading(
 
 @dataclass(frozen=True)
 class RangeVerdict:
-    """A measured gain against a published range [low, high] (fractions).
-
-    ``verdict``: ``inside`` (the point estimate is in the range), ``consistent`` (it is not,
-    but the interval overlaps the range), ``below`` / ``above`` (the whole interval is).
-    """
+    """A measured gain against a published range (fractions): ``inside`` (the point estimate),
+    ``consistent`` (the interval overlaps), ``below`` / ``above`` (the whole interval)."""
 
     verdict: str
     inside: bool
@@ -116,8 +106,7 @@ class RangeVerdict:
 
 
 def physics_reading(claim_id: str, claimed: float, ceiling: float, what: str) -> ClaimReading:
-    """The physics reading of ``claimed`` against a ``ceiling`` in the same unit (the verdict
-    of :func:`rackbook.physics.check.physics_verdict` on their ratio)."""
+    """The physics reading of ``claimed`` against a ``ceiling`` in the same unit."""
     ratio = claimed / ceiling if ceiling > 0 else math.inf
     v = physics_verdict(ratio)
     shown = ceiling_margin(ratio)
@@ -126,8 +115,7 @@ def physics_reading(claim_id: str, claimed: float, ceiling: float, what: str) ->
 
 
 def number(x: Any, digits: int = 4) -> float | int | None:
-    """A headline value: ``x`` rounded to ``digits`` decimals, ints kept, None when unknown
-    (None, NA, NaN, infinite)."""
+    """A headline value: ``x`` rounded to ``digits`` decimals, ints kept, None when unknown."""
     if x is None or x is pd.NA:
         return None
     if isinstance(x, bool):
@@ -148,31 +136,22 @@ def text(x: Any, spec: str = ",.0f", unknown: str = "unknown") -> str:
 
 
 def attainable(c: Check, what: str = "") -> dict[str, Any]:
-    """The attainable reading of a :class:`rackbook.physics.check.Check`
-    (:func:`rackbook.physics.attainable.for_check`, the default deployment and the shipped
-    calibration) for a :class:`rackbook.results.headline.ClaimReading`: ``tok_s_per_gpu``
-    (what measured kernels reach, tokens/s per GPU), ``ratio`` (the figure over it),
-    ``deployment``, ``calibration``, ``binding`` and ``text`` (one line, ``what`` before it:
-    the basis it is read on)."""
+    """What measured kernels reach for a check (:func:`rackbook.physics.attainable.for_check`):
+    ``tok_s_per_gpu`` (tokens/s per GPU), ``ratio`` (the figure over it), ``deployment``,
+    ``calibration``, ``binding``, ``text`` (``what`` before it) and ``expected``."""
     a = _attainable.for_check(c)
     d = a.to_dict()
-    return {
-        "tok_s_per_gpu": d["tok_s_per_gpu"],
-        "ratio": d["ratio"],
-        "deployment": d["deployment"],
-        "calibration": d["calibration"],
-        "binding": d["binding"],
+    keys = ("tok_s_per_gpu", "ratio", "deployment", "calibration", "binding")
+    return {k: d[k] for k in keys} | {
         "text": (f"{what}: " if what else "") + a.text,
         "expected": expected(c, what),
     }
 
 
 def expected(c: Check, what: str = "") -> dict[str, Any]:
-    """The expected reading of a :class:`rackbook.physics.check.Check`
-    (:func:`rackbook.physics.expected.for_check` with the stored fit): ``tok_s_per_gpu`` (what
-    real deployments reach, tokens/s per GPU), ``low``, ``high``, ``ratio`` (the figure over
-    it), ``deployment`` and ``text`` (one sentence with the held-out validation; ``what``
-    before it). A figure that does not fit has none (None values)."""
+    """What real deployments reach for a check (:func:`rackbook.physics.expected.for_check`,
+    stored fit): ``tok_s_per_gpu``, ``low``, ``high`` (tokens/s per GPU), ``ratio`` (the figure
+    over it), ``deployment``, ``text``; None values for a figure that does not fit."""
     keys = ("tok_s_per_gpu", "low", "high", "ratio", "deployment")
     if c.limit.startswith("memory capacity"):
         return dict.fromkeys(keys) | {"text": ""}
@@ -185,11 +164,8 @@ def expected(c: Check, what: str = "") -> dict[str, Any]:
 
 
 def placement(d: Mapping[str, Any]) -> str:
-    """Where a claim sits against an expected reading as stored (:func:`expected`): ``below`` /
-    ``within`` / ``above`` what real deployments reach (its ``ratio``, claim over expected,
-    against the interval ``low`` / ``high`` over ``tok_s_per_gpu``), "" without one.
-
-    Expected 1,000 (490-1,830) tok/s per GPU, claim 2,000 (ratio 2): above."""
+    """Where a claim (``ratio`` x ``tok_s_per_gpu``) sits against an :func:`expected` reading's
+    ``low`` .. ``high``: ``below`` / ``within`` / ``above``, "" without one."""
     exp, low, high, ratio = (d.get(k) for k in ("tok_s_per_gpu", "low", "high", "ratio"))
     if not all(isinstance(x, (int, float)) for x in (exp, low, high, ratio)) or not exp or exp <= 0:
         return ""
@@ -198,12 +174,9 @@ def placement(d: Mapping[str, Any]) -> str:
 
 
 def brief(d: Mapping[str, Any], validation: str = "") -> str:
-    """The expected reading in one short line for a readings table: the claim's place
-    (:func:`placement`) against what real deployments reach, the range (tokens/s per GPU) and
-    the claim's multiple, then the model's held-out error ``validation``
-    (:attr:`rackbook.physics.expected.Fit.validation_text`); "" without an expected rate.
-
-    ``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``."""
+    """The expected reading in one line for a readings table, then the model's held-out error
+    ``validation``: ``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU:
+    2x)``; "" without an expected rate."""
     where = placement(d)
     if not where:
         return ""

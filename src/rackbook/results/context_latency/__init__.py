@@ -19,13 +19,7 @@ context token at FP4) and then reads a fixed number of top-k rows, so what grows
 mostly the scan; dense attention over every row would read about 8.5 kB per context token. Both
 ends are shown (:func:`rackbook.physics.roofline.context_growth`), each with its assumption.
 
-The published figures (bytes per token, the delta in ms and in %, their tolerances and the pair
-of context lengths) come from the claims registry (``data/claims.yaml``): :func:`analyse` reads
-them; the functions below take them as arguments.
-
-The package holds, one module each: ``measure`` (latency by context, the fit, the delta,
-memory), ``readings`` (the claims' readings) and ``chapter`` (parameters, analysis, outcome);
-every public name is here too.
+Modules: ``measure`` (latency, fit, delta, memory), ``readings``, ``chapter``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import validity
+from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -54,19 +55,13 @@ FIGURES: tuple[str, ...] = (
     "fig_implied",
 )
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="context-latency"):
-    """The chapter's analysis parameters (the notebook's ``parameters`` cell): the model entry,
-    GPU entry and KV-cache dtype of the arithmetic; the pair of context lengths ``lo`` < ``hi``
-    (tokens; ``None``: the registry's pair); sequences per GPU growing from lo to hi and GPUs
-    sharing one sequence's reads (context growth); GPUs one copy of the routed experts is spread
-    over (weights per GPU: dense weights on every GPU plus that share of the experts), weight
-    bytes per GPU (``None``: derived from the model entry), the share of HBM vLLM may use, and
-    the relative tolerance of KV bytes per token a trace reports (block rounding)."""
+    """The notebook's ``parameters``: model, GPU, KV dtype; contexts ``lo`` < ``hi`` (tokens;
+    ``None``: the registry's); sequences per GPU and GPUs sharing a sequence's reads; GPUs the
+    routed experts spread over, weight bytes per GPU (``None``: derived), the HBM share vLLM
+    may use, the relative tolerance of a trace's KV bytes per token."""
 
     model_id: str
     gpu_id: str
@@ -83,11 +78,8 @@ class Params(headline.Params, result="context-latency"):
 
 @dataclass
 class Analysis:
-    """Everything the chapter shows: the KV bytes per token at every dtype, memory per sequence
-    and sequences per GPU over a grid of contexts, decode latency against context (the trace's
-    main series, its fit and the delta), the context growth of a decode step at both ends, the
-    latency the claims imply, the three readings of each claim, and the values its prose
-    quotes."""
+    """What the chapter shows: KV bytes, memory per sequence, latency against context (series,
+    fit, delta), context growth, implied latency, readings."""
 
     trace: Trace
     params: Params
@@ -154,16 +146,6 @@ class Analysis:
         return self.memory[self.params.kv_dtype].set_index("context_tokens")
 
     @property
-    def weights_note(self) -> str:
-        """How the weight bytes per GPU were obtained (derived, with the arithmetic, or given)."""
-        if self.params.weight_bytes_per_gpu is None:
-            return (
-                f"{self.weights.formula}; per GPU: dense + routed / {self.params.weight_gpus} = "
-                f"{self.w_per_gpu / 1e9:.1f} GB"
-            )
-        return f"given: {self.w_per_gpu:.4g} B per GPU"
-
-    @property
     def pair_note(self) -> str:
         """Which pair of contexts the measured delta uses, in words."""
         d = self.measured
@@ -174,14 +156,9 @@ class Analysis:
             f"does not reach {self.lo:,} and {self.hi:,}"
         )
 
-    @property
-    def rerun_contexts(self) -> list[int]:
-        """Prompt lengths (tokens) of the live rerun: lo, 2 lo, 4 lo and hi."""
-        return sorted({self.lo, 2 * self.lo, 4 * self.lo, self.hi})
-
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
-        m, kvb, at, d, f = self.model, self.kv_bytes, self.at, self.measured, self.fit
+        m, kvb, at, f = self.model, self.kv_bytes, self.at, self.fit
         b = kvb[self.params.kv_dtype]
         g, im = self.growth, self.implied
         reads = self.reads_table.set_index("context_tokens")
@@ -224,17 +201,8 @@ class Analysis:
             "ctx_min": int(f.context_min),
             "ctx_max": int(f.context_max),
             "slope_1k": float(f.slope_per_1k),
-            "slope_ci_lo": float(f.slope_ci_per_1k[0]),
-            "slope_ci_hi": float(f.slope_ci_per_1k[1]),
             "slope_resolved": "resolved" if f.resolved else "not resolved",
-            "intercept": float(f.intercept_ms),
             "r2": float(f.r2),
-            "d_lo": int(d.lo),
-            "d_hi": int(d.hi),
-            "d_lo_ms": float(d.lo_ms),
-            "d_hi_ms": float(d.hi_ms),
-            "d_ms": float(d.delta_ms),
-            "d_pct": float(d.delta_pct),
             "pair_note": self.pair_note,
             "sparse_us": 1000 * g.growth.sparse_ms,
             "dense_us": 1000 * g.growth.dense_ms,
@@ -245,7 +213,6 @@ class Analysis:
             "seq_explain_both": g.claim_ms / (g.growth.sparse_ms + g.compute_ms),
             "hbm_tbs": self.hw.hbm_bandwidth_bytes_per_s / 1e12,
             "batch": int(self.params.batch),
-            "kv_gpus": int(self.params.n_gpus),
             "implied_ms": im.central_ms,
             "implied_low_ms": im.low_ms,
             "implied_high_ms": im.high_ms,
@@ -285,9 +252,8 @@ class Analysis:
 
 
 def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) -> ImpliedLatency:
-    """``implied`` (:func:`implied_latency_physics`) with its reading's attainable estimate:
-    the implied step (ms) at ``lo`` tokens over the step measured kernels take for one sequence
-    (``ga``: the growth reading's estimate, ``step_lo_s`` in seconds); as it is without one."""
+    """``implied`` with its reading's attainable estimate: the implied step at ``lo`` over the
+    step measured kernels take for one sequence (``ga["step_lo_s"]``, s); as it is without."""
     if not ga.get("step_lo_s"):
         return implied
     x = 1e-3 * implied.central_ms / ga["step_lo_s"]
@@ -307,12 +273,8 @@ def analyse(
     params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
-    """The chapter's analysis: KV bytes per token at every dtype against the claimed bytes,
-    memory per sequence over a grid of contexts, the trace's decode latency against context
-    (main series, fit, delta between lo and hi or the longest pair it has), the context growth
-    of a decode step at both ends against the claimed delta, and the latency the two claims
-    imply. The published figures, their tolerances and (unless ``params.lo`` / ``params.hi``
-    are set) the pair of contexts come from the claims registry."""
+    """The chapter's analysis of ``trace``; figures, tolerances and (unless ``params.lo`` /
+    ``params.hi``) contexts from the claims registry."""
     trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     p = params
     reg = registry or load_claims()
@@ -353,7 +315,7 @@ def analyse(
         claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
     )
     implied = _implied_attainable(implied, growth.reading.attainable or {}, lo)
-    hardware = verdicts.hardware(trace.run)
+    hardware = hardware_label(trace.run)
     testable = verdicts.can_test(trace.run)
     run_ms = delta_run_reading(
         measured, testable, trace.run, fit, claim=claim_ms, tolerance=tol_ms, claim_id=DELTA_ID
@@ -403,19 +365,14 @@ def analyse(
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, readings and what would flip them (the headline JSON)."""
-    p = a.params
-    parameters = {
-        "model_id": p.model_id,
-        "gpu_id": p.gpu_id,
-        "kv_dtype": p.kv_dtype,
-        "lo": a.lo,
-        "hi": a.hi,
-        "batch": p.batch,
-        "n_gpus": p.n_gpus,
-        "weight_gpus": p.weight_gpus,
-        "weight_bytes_per_gpu": a.w_per_gpu,
-        "memory_fraction": p.memory_fraction,
-    }
+    parameters = verdicts.parameters(
+        a.params,
+        "model_id gpu_id kv_dtype lo hi batch n_gpus weight_gpus weight_bytes_per_gpu "
+        "memory_fraction",
+        lo=a.lo,
+        hi=a.hi,
+        weight_bytes_per_gpu=a.w_per_gpu,
+    )
     tid = [a.trace.trace_id]
     return headline.Outcome(
         RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware

@@ -26,10 +26,8 @@ DELTA_FORMULA = (
 
 
 def decode_latency_by_context(trace: Trace) -> pd.DataFrame:
-    """One row per point with ``context_tokens``: point_id, engine, config, batch (batch size or
-    concurrency), context_tokens, requests (successful), mean/median TPOT (ms) and mean/median
-    ITL (ms); NaN where no request has more than one output token (or no gaps). Sorted by
-    engine, config, batch, context."""
+    """Per point with ``context_tokens``, sorted: point_id, engine, config, batch,
+    context_tokens, requests (successful), mean/median TPOT and ITL (ms; NaN without any)."""
     req = trace.requests
     ok = req["success"].to_numpy(dtype=bool)
     pid = req["point_id"].to_numpy()
@@ -131,9 +129,8 @@ class LinearFit:
 
 
 def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit:
-    """Least squares ``metric`` (ms) = a + b x context_tokens over one series of
-    :func:`decode_latency_by_context` (one engine/config/batch; at least two context
-    lengths). r2 = 1 - SS_res / SS_tot (1.0 when all latencies are equal and fitted)."""
+    """Least squares ``metric`` (ms) = a + b x context_tokens over one series of at least two
+    context lengths, with R^2 (1.0 when all latencies are equal) and the slope's 95 % CI."""
     t = _one_series(table, metric)
     if len(t) < 2:
         raise InputError("-", "table", f"needs two context lengths to fit, has {len(t)}")
@@ -160,12 +157,10 @@ def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit
 
 @dataclass(frozen=True)
 class Delta:
-    """Latency change between context lengths ``lo`` and ``hi`` (tokens): ms and percent.
-
-    ``source``: ``measured`` (table rows) or ``fit``; ``pair``: ``requested`` (lo and hi as
-    asked), ``longest-available`` (the table's shortest and longest contexts instead), or
-    ``extrapolated`` (a fit evaluated outside the contexts it was fitted on).
-    """
+    """Latency change between context lengths ``lo`` and ``hi`` (tokens): ms and percent;
+    ``source`` ``measured`` or ``fit``; ``pair`` ``requested``, ``longest-available`` (the
+    table's extremes instead), ``extrapolated`` (a fit outside its contexts) or
+    ``single context``."""
 
     lo: int
     hi: int
@@ -184,12 +179,8 @@ def delta(
     hi: int,
     metric: str = "median_tpot_ms",
 ) -> Delta:
-    """Latency at ``hi`` minus latency at ``lo`` (ms) and in % of the latency at ``lo``.
-
-    From a table (one series of :func:`decode_latency_by_context`): the measured ``metric`` at
-    both lengths when the trace has both, else at the shortest and longest contexts it has
-    (``pair = "longest-available"``). From a :class:`LinearFit`: fitted values at lo and hi.
-    """
+    """Latency at ``hi`` minus at ``lo`` (ms, and % of ``lo``'s): measured on one series of
+    :func:`decode_latency_by_context` (its extremes when it lacks lo or hi), or fitted."""
     if not lo < hi:
         raise InputError("-", "hi", f"must be above lo ({lo}), got {hi}")
     if isinstance(table_or_fit, LinearFit):
@@ -217,9 +208,6 @@ def delta(
     return Delta(lo, hi, lo_ms, hi_ms, d, pct, source, pair, formula)
 
 
-# ----------------------------------------------------------------------------- memory
-
-
 def memory_by_context(
     model: ModelSpec | str,
     hw: GpuSpec | str,
@@ -229,11 +217,8 @@ def memory_by_context(
     weight_bytes_per_gpu: float,
     memory_fraction: float = 1.0,
 ) -> pd.DataFrame:
-    """Per context length (tokens): global KV bytes per sequence
-    (:func:`rackbook.physics.roofline.kv_bytes_per_sequence`) and sequences whose KV fits on one GPU
-    after ``weight_bytes_per_gpu`` bytes of weights
-    (:func:`rackbook.physics.roofline.sequences_fitting`;
-    the weight bytes depend on the parallel layout and must be given)."""
+    """Per context length (tokens): KV bytes per sequence and sequences fitting on one GPU
+    after ``weight_bytes_per_gpu`` bytes of weights (:func:`roofline.sequences_fitting`)."""
     m = catalogs.as_model(model)
     rows = []
     for c in contexts:
@@ -258,10 +243,8 @@ def memory_by_context(
 
 
 def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataFrame:
-    """The one series (engine, config, batch) of
-    :func:`rackbook.results.context_latency.decode_latency_by_context`
-    with the most context lengths that have ``metric``; ties go to the first in table order.
-    Rows without ``metric`` are dropped."""
+    """The series (engine, config, batch) with the most context lengths that have ``metric``
+    (the first of equals), rows without it dropped."""
     if table.empty or metric not in table.columns:
         raise InputError("-", "table", f"no point with context_tokens and {metric}")
     t = table[table[metric].notna()]
@@ -275,9 +258,7 @@ def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataF
 
 
 def single_context(series: pd.DataFrame, metric: str = "median_tpot_ms") -> tuple[LinearFit, Delta]:
-    """The fit and delta of a series with one context length: nothing to fit (slope and
-    delta unknown, NaN) and the pair marked ``single context``, so every reading of the
-    delta is untested and says why."""
+    """The fit and delta of a one-context series: NaN slope and delta, pair ``single context``."""
     c, v = int(series["context_tokens"].iloc[0]), float(series[metric].iloc[0])
     nan = float("nan")
     why = f"{metric}: {v:.4g} ms at {c:,} tokens only: one context length, no fit, no delta"

@@ -26,9 +26,6 @@ KV_READ_FORMULA = (
     r"\text{KV bytes/token}}{G \times \text{HBM bytes/s}}"
 )
 
-# ---------------------------------------------------------------------------------------------
-# readings of the claims
-
 
 def evidence_kind(trace_kind: str) -> str:
     """Headline kind of a number read from a trace: ``recorded`` -> ``measured``; ``published``
@@ -40,40 +37,30 @@ def evidence_kind(trace_kind: str) -> str:
 
 
 def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReading:
-    """The bytes-per-token claim against the layout's arithmetic (dimensions and storage
-    formats of the catalog, :func:`rackbook.physics.roofline.kv_bytes`): ``possible`` when the
-    arithmetic gives the claimed count (to the byte), else ``impossible`` for that layout."""
+    """The bytes-per-token claim against the catalog layout's arithmetic
+    (:func:`rackbook.physics.roofline.kv_bytes`): ``possible`` when it gives the claimed count
+    to the byte, else ``impossible`` for that layout."""
     got = kvb.bytes_per_token
+    exact = got == round(claim)
     derived = {
         "value": got,
         "unit": "B/token",
         "from": f"the model card's dimensions and {kvb.kv_dtype.upper()} formats",
-        "exact": got == round(claim),
+        "exact": exact,
     }
-    if got == round(claim):
-        return headline.ClaimReading(
-            KV_BYTES_ID,
-            "physics",
-            "possible",
-            f"{got} B/token derived",
-            f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token: "
-            f"{_frac_text(kvb.rows_per_token)} rows x {_frac_text(kvb.row_bytes)} B",
-            derived=derived,
-        )
+    how = (
+        f": {float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B"
+        if exact
+        else f", not {claim:g}: a different layout or storage format is meant"
+    )
     return headline.ClaimReading(
         KV_BYTES_ID,
         "physics",
-        "impossible",
+        "possible" if exact else "impossible",
         f"{got} B/token derived",
-        f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token, not "
-        f"{claim:g}: a different layout or storage format is meant",
+        f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token{how}",
         derived=derived,
     )
-
-
-def _frac_text(x: Any) -> str:
-    f = float(x)
-    return f"{f:g}"
 
 
 #: Where a recorded trace may carry the KV bytes per token its engine reported at start-up
@@ -96,9 +83,8 @@ def kv_bytes_run_reading(
     run: dict[str, Any], testable: bool, claim: float, rel_tol: float
 ) -> headline.ClaimReading:
     """This run's reading of the bytes per token: ``untested`` unless the trace can test the
-    claim (:func:`rackbook.results.verdicts.can_test`) and reports the KV bytes per token its
-    engine allocated (:func:`kv_bytes_in_run`); then ``consistent`` within ``rel_tol`` (a
-    fraction) of the claim, else ``inconsistent``. A latency trace alone does not measure it."""
+    claim and reports its engine's (:func:`kv_bytes_in_run`); then within ``rel_tol``
+    (a fraction) or not."""
     got = kv_bytes_in_run(run)
     if testable and got is None:
         return headline.ClaimReading(
@@ -143,10 +129,8 @@ class GrowthReading:
 def growth_attainable(
     model: ModelSpec, hw: GpuSpec, gpus: int, lo: int, hi: int, claim_ms: float, batch: int = 1
 ) -> dict[str, Any]:
-    """What measured kernels add to a decode step of ``batch`` sequences on ``gpus`` GPUs when
-    the context grows from ``lo`` to ``hi`` tokens (:func:`rackbook.physics.attainable.estimate`
-    at both contexts, step time difference; seconds inside, ms and µs in the text); ``ratio``
-    is the claimed delta over it."""
+    """What measured kernels add to a decode step of ``batch`` sequences on ``gpus`` GPUs from
+    ``lo`` to ``hi`` tokens (seconds); ``ratio`` is the claimed delta over it."""
     from rackbook.physics import attainable
     from rackbook.physics.check import Workload
 
@@ -182,11 +166,9 @@ def growth_physics(
     compute_ms: float = 0.0,
     attainable: dict[str, Any] | None = None,
 ) -> GrowthReading:
-    """Physics of "+``claim_ms`` from lo to hi tokens": the least extra time is the sparse
-    reading's extra bytes (mostly the index-key scan) over the HBM bandwidth; ``impossible``
-    when that floor exceeds the claim, ``possible`` at or below it (a bound has no margin).
-    Compute of the indexer and attention add to it, so the floor does not bound the claim from
-    above; the dense bound (every row read) shows the other end."""
+    """Physics of "+``claim_ms`` from lo to hi tokens": the sparse reads' extra bytes over HBM
+    bandwidth are a floor, ``impossible`` above the claim, else ``possible``; the dense bound
+    and the indexer's compute are in the reason."""
     if not claim_ms > 0:
         raise InputError("-", "claim_ms", f"must be > 0, got {claim_ms}")
     floor = growth.sparse_ms
@@ -244,12 +226,9 @@ def implied_latency_physics(
     lo: int,
     kv_dtype: str,
 ) -> ImpliedLatency:
-    """The latency at ``lo`` the percent claim implies, ``100 x claim_ms / claim_pct``, over
-    the rounding of both figures: (ms - tol) / (pct + tol) to (ms + tol) / (pct - tol)
-    (0.55 / 7.5 % = 7.33 ms to 0.65 / 6.5 % = 10.0 ms). Physics: one sequence decoding on
-    ``gpus`` GPUs cannot step faster than streaming its share of the weights and context
-    (:func:`rackbook.physics.check.memory_ceiling`); ``impossible`` when even the longest
-    implied latency is below that floor."""
+    """The latency at ``lo`` the percent claim implies, 100 x claim_ms / claim_pct, over the
+    rounding of both (0.55 / 7.5 % = 7.33 ms to 0.65 / 6.5 % = 10.0 ms): ``impossible`` when
+    even the longest is below one sequence's memory floor on ``gpus`` GPUs."""
     if not (claim_pct > tol_pct >= 0 and claim_ms > tol_ms >= 0):
         raise InputError("-", "claim", "delta and percent must exceed their tolerances")
     central = 100 * claim_ms / claim_pct
@@ -273,10 +252,8 @@ def delta_run_reading(
     d: Delta, testable: bool, run: dict[str, Any], fit: LinearFit | None, *, claim: float,
     tolerance: float, claim_id: str, percent: bool = False,
 ) -> headline.ClaimReading:  # fmt: skip
-    """This run's reading of the claimed delta (ms, or % with ``percent``) from a measured
-    :class:`Delta`: ``untested`` unless the trace can test the claim (Blackwell Ultra GPUs,
-    DeepSeek-V4.1-Flash) and holds both claimed lengths; then ``consistent`` when the measured
-    value is within ``tolerance`` (same unit) of the claim, else ``inconsistent``."""
+    """This run's reading of the claimed delta (ms, or % with ``percent``): ``untested`` unless
+    testable with both claimed lengths; then within ``tolerance`` (same unit) or not."""
     value = d.delta_pct if percent else d.delta_ms
     unit = "%" if percent else "ms"
     what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
@@ -286,7 +263,7 @@ def delta_run_reading(
         what += ", a slope not resolved from zero"
     needs = "DeepSeek-V4.1-Flash on B300/GB300 at 128k and 855k tokens of context"
     if not testable:
-        return headline.untested(claim_id, f"{verdicts.hardware(run)} ({what})", needs)
+        return verdicts.untested(claim_id, run, what, needs)
     if d.pair != "requested":
         return headline.ClaimReading(
             claim_id, "this run", "untested", "-", f"{what} ({d.pair}): lacks the claimed lengths"

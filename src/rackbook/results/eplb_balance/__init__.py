@@ -19,9 +19,8 @@ Units: loads are token-expert assignments ("tokens", as vLLM counts them); balan
 throughput relative to uniform routing are dimensionless; fractions are dimensionless (0..1)
 unless a name ends in ``_pct``.
 
-The package holds, one module each: ``synthetic`` (the default trace and its command line),
-``measure`` (loads, scoring, sweeps), ``readings`` (the claims' readings) and ``chapter``
-(parameters, analysis, outcome); every public name is here too.
+Modules: ``synthetic`` (the default trace, its command line), ``measure``, ``readings``,
+``chapter``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.eplb_balance.measure import (
-    Placements,
     fit,
     layer_rank_loads,
     recovered_shares,
@@ -35,10 +34,6 @@ from rackbook.results.eplb_balance.synthetic import AFTER, BEFORE, RECOVERED, Sh
 RESULT = "eplb-balance"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.eplb_balance``).
 FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
-
-# --------------------------------------------------------------------------------------------
-# The chapter
-# --------------------------------------------------------------------------------------------
 
 #: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
 SWEEPS = ("ep_size", "redundant", "skew", "batch_per_rank")
@@ -65,10 +60,9 @@ class Params(headline.Params, result="eplb-balance"):
 
 @dataclass
 class Analysis:
-    """Everything the chapter shows: the trace's loads, balancedness per scored step before and
-    after EPLB, one layer's load per rank, the readings of the recovered share, the model
-    sweeps, the verdicts, and the values its prose quotes. ``before``, ``after`` and
-    ``recovered`` are the claims' figures from the registry."""
+    """What the chapter shows: loads, balancedness before and after EPLB per scored step, one
+    layer's load per rank, recovered shares, sweeps, readings; ``before``, ``after`` and
+    ``recovered`` are the claims' figures."""
 
     trace: Trace
     params: Params
@@ -82,7 +76,6 @@ class Analysis:
     kind: str
     summary: dict[str, float]
     per_window: pd.DataFrame
-    placements: Placements
     ranks: pd.DataFrame
     floor: float
     shares: pd.DataFrame
@@ -95,8 +88,7 @@ class Analysis:
 
     @property
     def testable(self) -> bool:
-        """True when the trace can test the claims: a recording on Blackwell GPUs serving
-        DeepSeek-V4.1-Flash (the condition of :func:`run_reading`)."""
+        """The condition of :func:`run_reading`: a recording on Blackwell GPUs, the model."""
         return self.trace.kind != "synthetic" and verdicts.can_test(
             self.trace.run, verdicts.BLACKWELL
         )
@@ -183,9 +175,7 @@ def analyse(
     registry: Registry | None = None,
 ) -> Analysis:
     """Score static placement and EPLB (fitted on ``params.fit_windows`` steps) on the trace's
-    expert loads, read the recovered share three ways for the model and for the claims' own
-    figures (from the claims registry), sweep the synthetic model over the layout, skew and
-    batch, and give each claim its verdict."""
+    expert loads, read the recovered share for the model and the claims, sweep the model."""
     reg = registry or load_claims()
     p = params
     before, after, recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
@@ -260,7 +250,6 @@ def analyse(
         kind_of(trace.run),
         summary,
         per_window,
-        placements,
         ranks,
         floor,
         table,
@@ -277,15 +266,12 @@ def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the three readings of each claim and what would flip them."""
     tid = [a.trace.trace_id]
     p = a.params
-    parameters = {
-        "ep_size": p.ep_size,
-        "redundant": p.redundant,
-        "groups": p.groups,
-        "nodes": p.nodes,
-        "fit_windows": p.fit_windows,
-        "batch_per_rank": a.batch_per_rank,
-        "skew": round(a.skew, 6),
-    }
+    parameters = verdicts.parameters(
+        p,
+        "ep_size redundant groups nodes fit_windows batch_per_rank skew",
+        batch_per_rank=a.batch_per_rank,
+        skew=round(a.skew, 6),
+    )
     return headline.Outcome(
         RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware
     )

@@ -18,16 +18,10 @@ from rackbook.errors import InputError
 from rackbook.physics import eplb
 from rackbook.results.eplb_balance.synthetic import Shape, redundant_for, tokens_per_step
 
-# --------------------------------------------------------------------------------------------
-# Loads from a trace
-# --------------------------------------------------------------------------------------------
-
 
 def loads_from_table(df: pd.DataFrame, where: str | Path | None = None) -> np.ndarray:
-    """``expert_load`` rows -> ``(windows, layers, experts)`` float64 tokens.
-
-    Every (window, layer, expert) must appear exactly once; indices start at 0.
-    """
+    """``expert_load`` rows (each (window, layer, expert) once, from 0) -> ``(windows, layers,
+    experts)`` float64 tokens."""
     if df.empty:
         raise InputError(where, "expert_load", "no rows")
     key = ["window", "layer", "expert"]
@@ -58,11 +52,6 @@ def trace_loads(tr: Trace) -> np.ndarray:
     if "expert_load" not in tr.extra:
         raise InputError(tr.path, "expert_load", "the trace has no expert_load table")
     return loads_from_table(tr.extra["expert_load"], tr.path)
-
-
-# --------------------------------------------------------------------------------------------
-# Scoring
-# --------------------------------------------------------------------------------------------
 
 
 def _split(loads: np.ndarray, fit_windows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -115,14 +104,9 @@ def score(
     groups: int = 1,
     nodes: int = 1,
 ) -> tuple[dict[str, float], pd.DataFrame]:
-    """Fit EPLB on the first ``fit_windows`` windows; score both placements on each later one.
-
-    Returns ``(summary, per_window)``. ``per_window`` has one row per scored window with vLLM's
-    balancedness (``static``, ``eplb``) and the legacy variant (``static_legacy``,
-    ``eplb_legacy``). ``summary`` holds their means over scored windows, and the two
-    "fraction recovered" readings of the means: ``fraction_recovered_gap`` =
-    (T_eplb - T_static) / (1 - T_static) and ``fraction_of_uniform`` = T_eplb / 1.
-    """
+    """Fit EPLB on the first ``fit_windows`` windows; score both placements on each later one:
+    ``(summary, per_window)``, per window vLLM's balancedness (``static``, ``eplb``) and the
+    legacy one (``*_legacy``), summary their means and two recovered fractions of them."""
     _, scored = _split(loads, fit_windows)
     pl = fit(loads, fit_windows, ep_size, redundant, groups, nodes)
     rows = []
@@ -164,13 +148,8 @@ def layer_rank_loads(loads: np.ndarray, pl: Placements, window: int, layer: int)
 def uniform_floor(
     num_layers: int, tokens_per_layer: int, ep_size: int, seed: int = 0, windows: int = 8
 ) -> float:
-    """Mean per-step balancedness of perfectly uniform routing (dimensionless, below 1).
-
-    Every token-expert assignment lands on each EP rank with probability ``1 / ep_size``
-    (uniform routing over equally filled ranks); rank loads are drawn multinomially per layer
-    and step from ``numpy.random.default_rng(seed)``. Below 1 only because a finite step is a
-    sample: this is the best per-step balancedness any placement can expect.
-    """
+    """Mean per-step balancedness of uniform routing (below 1 only because a step is a finite
+    sample): rank loads drawn multinomially, ``numpy.random.default_rng(seed)``."""
     rng = np.random.default_rng(seed)
     p = np.full(ep_size, 1.0 / ep_size)
     vals = [
@@ -181,12 +160,7 @@ def uniform_floor(
 
 
 def recovered_shares(static: float, eplb_value: float, floor: float) -> pd.DataFrame:
-    """Three readings of "share of uniform routing's potential recovered", in percent.
-
-    ``gap``: (T_eplb - T_static) / (T_uniform - T_static) with T_uniform = 1;
-    ``ratio``: T_eplb / T_uniform with T_uniform = 1; ``ratio to floor``: T_eplb / floor, where
-    the floor is what uniform routing itself scores per step (:func:`uniform_floor`).
-    """
+    """Three readings of "share of uniform routing's potential recovered" (percent)."""
     return pd.DataFrame(
         [
             {
@@ -209,11 +183,6 @@ def recovered_shares(static: float, eplb_value: float, floor: float) -> pd.DataF
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Model sweeps
-# --------------------------------------------------------------------------------------------
-
-
 def scenario(
     *,
     skew: float,
@@ -227,10 +196,7 @@ def scenario(
     groups: int = 1,
     nodes: int = 1,
 ) -> dict[str, float]:
-    """Draw synthetic loads for one layout and score them (see :func:`score`).
-
-    Adds ``uniform_floor`` (same tokens per step, same EP size) and ``skew``.
-    """
+    """:func:`score` of synthetic loads for one layout, with ``uniform_floor`` and ``skew``."""
     n = tokens_per_step(batch_per_rank, ep_size, shape.top_k)
     loads, _ = eplb.synthetic_loads(shape.num_layers, shape.num_experts, n, skew, seed, windows)
     s, _ = score(loads, fit_windows, ep_size, redundant, groups, nodes)
@@ -241,18 +207,12 @@ def scenario(
 
 
 def sweep(base: dict[str, Any], name: str, values: Iterable[Any]) -> pd.DataFrame:
-    """:func:`scenario` for each value of parameter ``name`` (others from ``base``).
-
-    With ``name == "ep_size"`` the redundant count follows :func:`redundant_for` (one extra
-    slot per rank) unless ``base`` has ``redundant_per_rank``.
-    """
+    """:func:`scenario` for each value of parameter ``name`` (others from ``base``); over
+    ``ep_size`` the redundant count follows :func:`redundant_for` (one extra slot per rank)."""
     rows = []
     for v in values:
-        kw = {k: val for k, val in base.items() if k != "redundant_per_rank"}
-        kw[name] = v
+        kw = {**base, name: v}
         if name == "ep_size":
-            kw["redundant"] = redundant_for(
-                int(v), base["shape"].num_experts, base.get("redundant_per_rank", 1)
-            )
+            kw["redundant"] = redundant_for(int(v), base["shape"].num_experts)
         rows.append(scenario(**kw))
     return pd.DataFrame(rows)

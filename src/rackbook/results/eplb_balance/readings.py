@@ -10,17 +10,10 @@ from rackbook.physics import eplb
 from rackbook.results import headline, verdicts
 from rackbook.results.eplb_balance.synthetic import RECOVERED, Spec, calibrate
 
-# --------------------------------------------------------------------------------------------
-# Verdicts
-# --------------------------------------------------------------------------------------------
-
 
 def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int) -> float:
-    """Skew for the model sweeps: the synthetic trace's own, else one calibrated to ``static``.
-
-    For a recorded trace the synthetic model is calibrated to the trace's measured static
-    balancedness at ``ep_size`` and ``redundant`` (default batch per rank and seed).
-    """
+    """Skew for the model sweeps: the synthetic trace's own, else one calibrated to the
+    measured ``static`` balancedness at ``ep_size`` and ``redundant``."""
     gen = run.get("generator") or {}
     if run.get("kind") == "synthetic" and "skew" in gen:
         return float(gen["skew"])
@@ -35,13 +28,9 @@ def kind_of(run: dict[str, Any]) -> str:
 def balancedness_physics(
     claim_id: str, claimed: float, ep_size: int, note: str
 ) -> headline.ClaimReading:
-    """vLLM's balancedness (sum of per-layer mean rank load / sum of max) lies between
-    1 / n (every token on one of n EP ranks) and 1 (every rank equal): ``possible`` inside,
-    ``impossible`` outside. The write-up does not state n: ``ep_size`` is the chapter's
-    assumption (the parameter, 64 by default: this project's decode DEP64), and the reason
-    gives the fewest ranks whose floor the figure clears, ceil(1 / claimed),
-    so the reading holds for any EP size from there. ``note`` adds what the routing model says
-    about the figure."""
+    """vLLM's balancedness lies between 1 / n (every token on one of n EP ranks) and 1:
+    ``possible`` inside, ``impossible`` outside, n = ``ep_size`` (assumed; the reason gives
+    the fewest ranks the figure clears); ``note`` adds what the routing model says."""
     lo = 1 / ep_size
     ok = lo <= claimed <= 1
     fewest = math.ceil(1 / claimed) if claimed > 0 else None
@@ -66,11 +55,10 @@ def balancedness_physics(
 def recovered_physics(
     before: float, after: float, recovered_pct: float, tol_pct: float, ep_size: int
 ) -> headline.ClaimReading:
-    """Does "recovers ``recovered_pct`` % of uniform routing's potential" follow from the before
-    and after figures? ``possible`` when the gap closed, (after - before) / (1 - before), or the
-    ratio to uniform, after / 1, gives it within ``tol_pct``; ``undetermined`` when only the
-    reading with a free reference (after / the per-step balancedness of uniform routing) can,
-    with a reference in [after, 1]; ``impossible`` otherwise."""
+    """Does "recovers ``recovered_pct`` % of uniform routing's potential" follow from before
+    and after? ``possible`` when the gap closed or the ratio to uniform gives it within
+    ``tol_pct``; ``undetermined`` when only a free reference in [after, 1] can; else
+    ``impossible``."""
     gap = 100 * eplb.fraction_recovered_gap(before, after)
     ratio = 100 * eplb.fraction_of_uniform(after)
     needed = after / (recovered_pct / 100)
@@ -112,11 +100,8 @@ def run_reading(
         )
         return headline.ClaimReading(claim_id, "this run", "untested", "-", why)
     if not verdicts.can_test(run, verdicts.BLACKWELL):
-        return headline.untested(
-            claim_id,
-            f"{verdicts.hardware(run)} ({value:.3g}{u})",
-            "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash",
-        )
+        needs = "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash"
+        return verdicts.untested(claim_id, run, f"{value:.3g}{u}", needs)
     ok = abs(value - claimed) <= tolerance
     return headline.ClaimReading(
         claim_id,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,7 @@ class Shape:
 
 
 def model_shape(model: str = "deepseek-v4.1-flash") -> Shape:
-    """The MoE shape from the model catalog (``data/models/MODEL.yaml``).
-
-    The catalog does not state how many of the layers are MoE layers (``moe.num_moe_layers``
-    is null for V4.1-Flash); then every layer (``architecture.num_layers``) is counted.
-    """
+    """The MoE shape from the model catalog; every layer where ``moe.num_moe_layers`` is null."""
     from rackbook.inputs.catalogs import load_model
 
     m = load_model(model)
@@ -141,11 +137,8 @@ def _empty(table: str) -> pd.DataFrame:
 
 
 def build_default_trace(spec: Spec = Spec()) -> Trace:
-    """The SYNTHETIC default trace: calibrate the skew, draw ``spec.windows`` decode steps.
-
-    Returns a :class:`Trace` of kind ``synthetic`` with empty request tables and an
-    ``expert_load`` table; ``run.json`` names the generator, its seed and the calibration.
-    """
+    """The SYNTHETIC default trace (kind ``synthetic``, an ``expert_load`` table, no requests):
+    the skew calibrated, ``spec.windows`` decode steps drawn, run.json naming both."""
     shape = model_shape(spec.model)
     cal = calibrate(spec)
     n = tokens_per_step(spec.batch_per_rank, spec.ep_size, shape.top_k)
@@ -201,27 +194,17 @@ def write_default_trace(path: str | Path, spec: Spec = Spec()) -> Path:
     return write_trace(path, build_default_trace(spec))
 
 
-# --------------------------------------------------------------------------------------------
-# Command line (env/record/eplb-balance.sh)
-# --------------------------------------------------------------------------------------------
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m rackbook.results.eplb_balance OUT [--seed N] [--ep-size N] ...``: write the
     trace."""
-    d = Spec()
     ap = argparse.ArgumentParser(
         prog="python -m rackbook.results.eplb_balance", description=__doc__
     )
     ap.add_argument("out", help="trace folder to write")
-    ap.add_argument("--model", default=d.model)
-    ap.add_argument("--ep-size", type=int, default=d.ep_size)
-    ap.add_argument("--redundant", type=int, default=d.redundant)
-    ap.add_argument("--batch-per-rank", type=int, default=d.batch_per_rank)
-    ap.add_argument("--windows", type=int, default=d.windows)
-    ap.add_argument("--seed", type=int, default=d.seed)
+    for f in fields(Spec):  # --model, --ep-size, ... with Spec's defaults
+        ap.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     a = ap.parse_args(argv)
-    spec = Spec(a.model, a.ep_size, a.redundant, a.batch_per_rank, a.windows, a.seed)
+    spec = Spec(**{f.name: getattr(a, f.name) for f in fields(Spec)})
     try:
         path = write_default_trace(a.out, spec)
     except InputError as err:

@@ -16,17 +16,8 @@ Definitions (per sweep point, successful requests, window length ``duration_s`` 
 - per GPU: each rate / num_gpus (``points.num_gpus``, else the ``gpus`` argument), as
   InferenceX's ``tput_per_gpu`` = total_token_throughput / GPUs.
 
-Scaling: speedup = T_n / T_1; nodes = n_gpus / gpus_per_node; scaling efficiency = speedup /
-nodes = (T_n / n_gpus) / (T_1 / gpus_per_node), the per-GPU ratio.
-
-A dollar figure per GPU-hour is not a price per answer: an answer's price depends on how many
-GPU-seconds it takes (its tokens, context, and the batch it shares), which a per-GPU-hour figure
-does not say.
-
-The package holds, one module each: ``tokens`` (the accounting), ``scaling`` (speedup and
-efficiency, measured and claimed), ``readings`` (the physics readings of the throughput and
-speedup figures), ``cost`` (the dollar figure as cost and as token revenue) and ``chapter``
-(parameters, analysis, outcome); every public name is here too.
+Scaling: speedup = T_n / T_1; scaling efficiency = speedup / (n_gpus / gpus_per_node), the
+per-GPU ratio. Modules: ``tokens``, ``scaling``, ``readings`` (physics), ``cost``, ``chapter``.
 """
 
 from __future__ import annotations

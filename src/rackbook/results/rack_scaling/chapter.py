@@ -50,15 +50,11 @@ FIGURES: tuple[str, ...] = ("fig_tokens", "fig_scaling", "fig_readings", "fig_no
 SINGLE_USER_CLAIM = "single-user.throughput"
 DECODE_PARITY_CLAIM = "decode-parity.gap"
 
-# --------------------------------------------------------------------------------------------
-# The chapter
-
 STATED = "per GPU as stated"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table whose cells show ``|`` and ``$`` literally (the book parses displayed
-    Markdown as MyST, where ``$`` opens math)."""
+    """A Markdown table whose cells show ``|`` and ``$`` literally (``$`` opens MyST math)."""
 
     def cell(x: object) -> str:
         return str(x).replace("|", "\\|").replace("$", "\\$")
@@ -70,13 +66,10 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="rack-scaling"):
-    """The chapter's analysis parameters (the notebook's ``parameters`` cell): GPUs per server
-    where the trace does not record them, the reference configuration and the token kind to
-    scale, the catalog ids of the model, GPU, rack, node sizes and rental price the readings
-    use, the share of the input tokens that were cache hits if known (None: not published),
-    the relative tolerance of measured against published (GB300 traces only), and the workload
-    (input and output tokens per request) the cache-hit reading assumes, since the write-up
-    gives none (``workload_isl``, ``workload_osl``: not notebook parameters, set them here)."""
+    """The notebook's ``parameters``: GPUs per server where the trace does not say, the
+    reference configuration and token kind to scale, the catalog ids (model, GPU, rack, node
+    sizes, price), the cached share of input tokens (None: unpublished), the relative
+    tolerance, and the assumed workload (tokens per request; not notebook parameters)."""
 
     gpus_per_replica: int
     reference_config: str
@@ -94,9 +87,7 @@ class Params(headline.Params, result="rack-scaling"):
 
 @dataclass
 class Analysis:
-    """Everything the chapter shows: the token accounting of every point, scaling from the
-    reference, the ceilings and the physics of the three published figures, their readings,
-    and the values its prose quotes."""
+    """What the chapter shows: token accounting, scaling, ceilings, physics and readings."""
 
     trace: Trace
     params: Params
@@ -137,10 +128,9 @@ class Analysis:
 
     @property
     def unit(self) -> str:
-        """What the trace's per-unit figures divide by: ``GPU``, or ``replica`` on a machine
-        without GPUs where one server stands for one GPU (``gpus_per_replica`` 1)."""
-        gpus = verdicts.gpu_names(self.trace.run) or self.params.gpus_per_replica > 1
-        return "GPU" if gpus else "replica"
+        """What the trace's per-unit figures divide by: ``GPU``, or ``replica`` where one CPU
+        server stands for one GPU."""
+        return _unit(self.trace.run, self.params.gpus_per_replica)
 
     @property
     def cached_known(self) -> bool:
@@ -156,8 +146,6 @@ class Analysis:
         """A ceiling of :attr:`ceilings` in tokens/s per GPU."""
         c = self.ceilings
         return float(c[(c["ceiling"] == ceiling) & (c["phase"] == phase)]["tok_s_per_gpu"].iloc[0])
-
-    # ----------------------------------------------------------------- tables the chapter shows
 
     def accounting_markdown(self) -> str:
         """Tokens/s of every point, counted by kind, and per GPU (or replica)."""
@@ -264,15 +252,12 @@ class Analysis:
         ]
         return _table(head, rows)
 
-    # ----------------------------------------------------------------------------- values
-
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         nx, top, reg = self.largest, self.top, self.registry
         by = self.throughput.set_index("reading")
         tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
-        cap_d, cap_p = self.cap("compute", "decode"), self.cap("compute", "prefill")
-        mem = self.ceilings[self.ceilings["ceiling"] == "memory bandwidth"].iloc[0]
+        cap_d = self.cap("compute", "decode")
         sp = float(top["speedup"])
         change = (
             "is unknown"
@@ -289,7 +274,6 @@ class Analysis:
             "claim_speedup": self.claim_speedup,
             "claim_usd": self.claim_usd,
             "rack_gpus": self.rack.gpus,
-            "rack_name": self.rack.name,
             "gpu_name": self.gpu.name,
             "tray_gpus": catalogs.system(tray).gpus,
             "hgx_gpus": catalogs.system(hgx).gpus,
@@ -320,12 +304,9 @@ class Analysis:
             "scaling_change": change,
             "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
             "cap_decode": cap_d,
-            "cap_prefill": cap_p,
-            "cap_memory": float(mem["tok_s_per_gpu"]),
             "ratio_decode": by.loc["per-gpu-decode", "ratio"],
             "ratio_prefill": by.loc["per-gpu-prefill", "ratio"],
             "rack_per_gpu": by.loc["rack-total", "tok_s_per_gpu"],
-            "rack_ratio": by.loc["rack-total", "ratio"],
             "rack_ratio_pct": 100 * by.loc["rack-total", "ratio"],
             "v_decode": by.loc["per-gpu-decode", "verdict"],
             "v_prefill": by.loc["per-gpu-prefill", "verdict"],
@@ -341,28 +322,24 @@ class Analysis:
         return out
 
     def _node_and_cost_values(self) -> dict[str, Any]:
-        """The values of :meth:`values` on each node size (tok/s per GPU, %, ratios) and on
-        the dollar figure (USD per GPU-hour, per million tokens, revenue)."""
+        """The values of :meth:`values` on each node size and on the dollar figure."""
         spi = self.speedups.set_index("system")
         rev = self.cost.revenue.set_index("reading")
         cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
-        tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
-        return {
-            "node_hgx_ratio": spi.loc[hgx, "ratio"],
-            "node_tray_gpu": str(spi.loc[tray, "gpu"]).upper(),
-            "node_hgx_gpu": str(spi.loc[hgx, "gpu"]).upper(),
-            "stated_tray_per_gpu": spi.loc[tray, "stated_node_tok_s_per_gpu"],
-            "stated_tray_pct": 100 * spi.loc[tray, "stated_min_cached_share"],
-            "stated_hgx_pct": 100 * spi.loc[hgx, "stated_min_cached_share"],
+        out: dict[str, Any] = {}
+        for n, s in (("tray", self.params.node_systems[0]), ("hgx", self.params.node_systems[-1])):
+            out |= {
+                f"node_{n}_ratio": spi.loc[s, "ratio"],
+                f"node_{n}_gpu": str(spi.loc[s, "gpu"]).upper(),
+                f"stated_{n}_per_gpu": spi.loc[s, "stated_node_tok_s_per_gpu"],
+                f"stated_{n}_pct": 100 * spi.loc[s, "stated_min_cached_share"],
+                f"eff_{n}_pct": 100 * spi.loc[s, "efficiency"],
+                f"nodes_{n}": spi.loc[s, "nodes"],
+                f"node_{n}_per_gpu": spi.loc[s, "node_tok_s_per_gpu"],
+            }
+        return out | {
             "band_low": self.band.low,
             "band_high": self.band.high,
-            "eff_tray_pct": 100 * spi.loc[tray, "efficiency"],
-            "eff_hgx_pct": 100 * spi.loc[hgx, "efficiency"],
-            "nodes_tray": spi.loc[tray, "nodes"],
-            "nodes_hgx": spi.loc[hgx, "nodes"],
-            "node_tray_per_gpu": spi.loc[tray, "node_tok_s_per_gpu"],
-            "node_hgx_per_gpu": spi.loc[hgx, "node_tok_s_per_gpu"],
-            "node_tray_ratio": spi.loc[tray, "ratio"],
             "rental_usd": self.rental.usd_per_gpu_hour,
             "ratio_rental": self.cost.ratio_to_rental,
             "usd_per_m_stated": cst[(STATED, "claim as cost")],
@@ -377,10 +354,12 @@ class Analysis:
         }
 
 
+def _unit(run: dict[str, Any], gpus_per_replica: int) -> str:
+    return "GPU" if verdicts.gpu_names(run) or gpus_per_replica > 1 else "replica"
+
+
 def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) -> tuple[str, ...]:
-    """What a run measured, as its this-run readings quote it: the largest configuration's
-    throughput (tok/s per ``unit``), the top speedup and efficiency, the token revenue (USD
-    per ``unit``-hour)."""
+    """What a run measured, as its this-run readings quote it (throughput, speedup, revenue)."""
     n = int(nx["num_gpus"])
     throughput = (
         f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
@@ -402,25 +381,14 @@ def analyse(
     params: Params = headline.defaults(Params),
     registry: Registry | None = None,
 ) -> Analysis:
-    """Token accounting of every point (GPU counts filled from ``params.gpus_per_replica``),
-    scaling from ``params.reference_config``, the ceilings and the physics of the published
-    throughput, speedup and cost (from the claims registry) on the catalogs' rack, GPU, model
-    and rental price, and the three readings of each claim (a trace tests them only when
-    recorded on GB300 GPUs, at least the rack's count, serving DeepSeek-V4.1-Flash; it tests
-    the cost read as token revenue per GPU-hour at InferenceX's token prices)."""
+    """The chapter's analysis of ``trace``: testable on at least the rack's count of GB300 GPUs
+    serving the claim's model; the cost read as token revenue at InferenceX's prices."""
     trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
     p = params
     reg = registry or load_claims()
-    tok_s, speedup, usd = (
-        reg.value(THROUGHPUT_CLAIM),
-        reg.value(SPEEDUP_CLAIM),
-        reg.value(COST_CLAIM),
-    )
-    rack, gpu, rental = (
-        catalogs.system(p.system_id),
-        catalogs.gpu(p.gpu_id),
-        catalogs.price(p.price_id),
-    )
+    tok_s, speedup, usd = (reg.value(c) for c in (THROUGHPUT_CLAIM, SPEEDUP_CLAIM, COST_CLAIM))
+    rack, gpu = catalogs.system(p.system_id), catalogs.gpu(p.gpu_id)
+    rental = catalogs.price(p.price_id)
     model = catalogs.load_model(p.model_id)
     tr = with_gpu_counts(trace, p.gpus_per_replica)
     acc = token_accounting(tr)
@@ -449,8 +417,9 @@ def analyse(
     revenue = token_revenue(nx)
     testable = verdicts.can_test(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
     needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
-    unit = "GPU" if verdicts.gpu_names(tr.run) or p.gpus_per_replica > 1 else "replica"
-    what_tp, what_sp, what_cost = _measured_texts(nx, top, revenue, unit)
+    what_tp, what_sp, what_cost = _measured_texts(
+        nx, top, revenue, _unit(tr.run, p.gpus_per_replica)
+    )
     run = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
     readings = [
         throughput_physics(thr, throughput_attainable(thr, model, gpu, rack.gpus)),
@@ -499,9 +468,8 @@ def _speedup_run(
     what: str,
     run: dict[str, Any],
 ) -> headline.ClaimReading:
-    """The speedup's "this run" reading: the largest configuration's speedup over the
-    single-node reference, untested (and why) when the trace holds one configuration or
-    lacks the reference (``ref_cfg``, the smallest configuration, then stands in)."""
+    """The speedup's "this run" reading; untested with one configuration or without the
+    reference (``ref_cfg``, the smallest configuration, then stands in)."""
     if len(sc) > 1 and ref_cfg == reference:
         return verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what, **run)
     why = (
@@ -514,8 +482,7 @@ def _speedup_run(
 
 
 def _measured(a: Analysis) -> list[headline.Headline]:
-    """The measured headline values of the largest configuration: throughput (tok/s per GPU
-    or replica, and its parts), speedup, scaling efficiency, token revenue (USD per hour)."""
+    """The measured headline values of the largest configuration."""
     nx, top, p = a.largest, a.top, a.params
     where: dict[str, Any] = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
     run = headline.by_claim(a.readings, "this run")
@@ -539,22 +506,21 @@ def _measured(a: Analysis) -> list[headline.Headline]:
             "the write-up does not say which tokens it counts",
             **where,
         ),
-        headline.unclaimed(
-            "measured_new_input_tok_s",
-            verdicts.number(nx["new_input_tok_s"], 2),
-            "tok/s",
-            f"(input - cached input) tokens / window, config {cfg}; "
-            "null when the cached count is unknown",
-            a.cached_note,
-            **where,
-        ),
-        headline.unclaimed(
-            "measured_cached_input_tok_s",
-            verdicts.number(nx["cached_input_tok_s"], 2),
-            "tok/s",
-            f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
-            a.cached_note,
-            **where,
+        *(
+            headline.unclaimed(
+                f"measured_{k}", verdicts.number(nx[k], 2), "tok/s", what, a.cached_note, **where
+            )
+            for k, what in (
+                (
+                    "new_input_tok_s",
+                    f"(input - cached input) tokens / window, config {cfg}; "
+                    "null when the cached count is unknown",
+                ),
+                (
+                    "cached_input_tok_s",
+                    f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
+                ),
+            )
         ),
         headline.spoken(
             run[SPEEDUP_CLAIM],
@@ -657,9 +623,7 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
 
 
 def flips(a: Analysis) -> list[str]:
-    """What would turn each reading: the computed thresholds (the verdict rule of
-    :func:`rackbook.physics.results_bounds.verdict_rule`) and the sensitivity band. Dollars
-    are written USD (the flips are shown as Markdown, where ``$`` opens math)."""
+    """What would turn each reading (dollars as USD: ``$`` opens math in Markdown)."""
     rule = results_bounds.verdict_rule()
     hi = rule.impossible_above
     t, s = a.claim_tok_s, a.claim_speedup
@@ -717,21 +681,11 @@ def flips(a: Analysis) -> list[str]:
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the three readings of each claim and what would flip them."""
-    p = a.params
-    parameters = {
-        "reference_config": p.reference_config,
-        "metric": p.metric,
-        "gpus_per_replica": p.gpus_per_replica,
-        "model_id": p.model_id,
-        "gpu_id": p.gpu_id,
-        "system_id": p.system_id,
-        "node_systems": list(p.node_systems),
-        "price_id": p.price_id,
-        "cached_share": p.cached_share,
-        "rel_tol": p.rel_tol,
-        "workload_isl": p.workload_isl,
-        "workload_osl": p.workload_osl,
-    }
+    parameters = verdicts.parameters(
+        a.params,
+        "reference_config metric gpus_per_replica model_id gpu_id system_id node_systems "
+        "price_id cached_share rel_tol workload_isl workload_osl",
+    )
     return headline.Outcome(
         RESULT,
         _measured(a) + _modelled(a),

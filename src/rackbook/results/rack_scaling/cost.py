@@ -45,14 +45,8 @@ INSTANCE_GPUS = 4
 
 @dataclass(frozen=True)
 class CostReadings:
-    """Dollar readings of a per-GPU-hour figure.
-
-    ``cost``: one row per (throughput reading, price basis): tokens/s per GPU, million tokens
-    per GPU-hour, USD per GPU-hour, USD per million tokens = USD per GPU-hour / (tokens/s x
-    3600 / 1e6). ``revenue``: per throughput reading, token revenue per GPU-hour at the
-    InferenceX prices if every token were uncached / cached, and the cached share that makes
-    the revenue equal the figure (NaN if none in [0, 1]). ``ratio_to_rental`` = figure / rental.
-    """
+    """Dollar readings of a per-GPU-hour figure: ``cost`` per (throughput reading, price
+    basis), ``revenue`` per throughput reading, ``ratio_to_rental`` = figure / rental."""
 
     cost: pd.DataFrame
     revenue: pd.DataFrame
@@ -68,22 +62,11 @@ def cost_readings(
     usd_per_m_cached: float | None = None,
     cached_share: float | None = None,
 ) -> CostReadings:
-    """Read ``price_per_gpu_hour`` (US dollars per GPU-hour) as a cost and as token revenue.
-
-    ``tokens_per_s_per_gpu``: reading name -> tokens/s per GPU (the chapter passes the claim as
-    stated and its rack-total reading, figure / GPUs of the rack). ``rental_usd_per_gpu_hour``:
-    the reference price; default the catalog's ``gb300-tco-hyperscaler`` (about $2.65, the
-    hourly rate of InferenceX's ownership-cost model, labelled with its kind). Token prices in
-    US dollars per million tokens, default the catalog's :data:`TOKEN_PRICES` (InferenceX's
-    $1/M uncached input and output, $0.10/M cached input: :func:`token_prices`).
-
-    - cost reading: USD per million tokens = price / (tokens/s x 3600 / 1e6);
-    - revenue reading: USD per GPU-hour = tokens/s x 3600 / 1e6 x (p_u x (1 - s) + p_c x s) for
-      cached share s; solved for s: s = (p_u - price / Mtok per hour) / (p_u - p_c). With a
-      known ``cached_share`` the revenue at that share is ``revenue_at_share`` (else NaN).
-
-    $/GPU-hour is not a price per answer: an answer costs its GPU-seconds (set by its tokens,
-    context and batch) times the price per GPU-second, which this figure alone does not give.
+    """Read ``price_per_gpu_hour`` (USD per GPU-hour) at each of ``tokens_per_s_per_gpu``
+    (reading -> tokens/s per GPU) as a cost, USD per million tokens = price / (tokens/s x 3600
+    / 1e6), against the reference rental (default :data:`DEFAULT_PRICE`), and as token revenue
+    at prices p_u, p_c (USD per million tokens, default :data:`TOKEN_PRICES`): revenue = Mtok
+    per hour x (p_u (1 - s) + p_c s) at cached share s, solved for the s that earns the price.
     """
     prices = token_prices()
     source = prices_source(prices)
@@ -150,9 +133,7 @@ def _revenue_row(
     usd_per_m_cached: float,
     cached_share: float | None,
 ) -> dict[str, Any]:
-    """The revenue row of reading ``name`` at ``tps`` tokens/s per GPU: USD per GPU-hour all
-    uncached and all cached at the token prices (USD per million tokens), the cached share
-    that earns ``price_per_gpu_hour`` (NaN outside [0, 1]) and the revenue at a known share."""
+    """The revenue row of reading ``name`` at ``tps`` tokens/s per GPU (USD per GPU-hour)."""
     mtok_h = tps * 3600 / 1e6
     rev_u, rev_c = mtok_h * usd_per_m_uncached, mtok_h * usd_per_m_cached
     share = (usd_per_m_uncached - price_per_gpu_hour / mtok_h) / (
@@ -183,11 +164,7 @@ def _revenue_row(
 
 
 def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.ClaimReading:
-    """A price is never a physics reading: no ceiling bounds what a GPU-hour costs or earns
-    (token prices are a business's choice, not a property of the hardware), so the physics
-    verdict is ``undetermined`` for any dollar figure, with the reason saying why. The cost
-    and token-revenue tables stay beside it as arithmetic; the published reading judges the
-    figure against rental, list and ownership prices."""
+    """The physics reading of a price: ``undetermined`` (no ceiling bounds a price)."""
     ratio = cost.ratio_to_rental
     inst = price_per_gpu_hour / INSTANCE_GPUS
     return headline.ClaimReading(
@@ -208,18 +185,15 @@ REVENUE_FORMULA = (
     r"\text{revenue} = \frac{\text{tok/s per GPU} \times 3600}{10^6}\,"
     r"\bigl(p_u\,(1 - s) + p_c\,s\bigr)\ \text{USD per GPU-hour}"
 )
-#: The cost reading of the throughput figure as stated (per GPU).
 
 
 def token_revenue(
     row: pd.Series,
     prices: catalogs.TokenPriceSpec | None = None,
 ) -> float:
-    """Token revenue per GPU-hour (US dollars) of a
-    :func:`rackbook.results.rack_scaling.tokens.token_accounting` row at the token prices
-    (default :func:`token_prices`): (computed tok/s per GPU x p_u + cached input tok/s per GPU x
-    p_c) x 3600 / 1e6. NaN when the cached count (hence the computed one) is unknown."""
-    prices = prices or token_prices()
-    usd_per_m_uncached, usd_per_m_cached = prices.usd_per_m_uncached, prices.usd_per_m_cached
+    """Token revenue (USD per GPU-hour) of a :func:`token_accounting` row: (computed tok/s per
+    GPU x p_u + cached input tok/s per GPU x p_c) x 3600 / 1e6; NaN with the cached count
+    unknown."""
+    p = prices or token_prices()
     uncached, cached = row["computed_tok_s_per_gpu"], row["cached_input_tok_s_per_gpu"]
-    return float((uncached * usd_per_m_uncached + cached * usd_per_m_cached) * 3600 / 1e6)
+    return float((uncached * p.usd_per_m_uncached + cached * p.usd_per_m_cached) * 3600 / 1e6)

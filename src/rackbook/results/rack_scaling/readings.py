@@ -40,22 +40,14 @@ def speedup_readings(
     osl: float | None = None,
 ) -> pd.DataFrame:
     """What a ``speedup`` over "a single node" on ``n_gpus`` GPUs means for each node size in
-    ``systems``, read as the rack's aggregate (rack throughput / node throughput) and per GPU
-    (scaling efficiency = speedup / nodes; above 1 is super-linear, which wide expert
-    parallelism can give), with the physics of the node it implies on two bases, each against
-    the node's own GPU (a GB300 tray's GB300, an HGX B300's B300; ``hw`` is not used):
+    ``systems`` (against the node's own GPU; ``hw`` is not used): scaling efficiency =
+    speedup / nodes, and the node it implies on two bases:
 
-    - the rack total (``node_*``, ``ratio``, ``verdict``): the throughput claim ``claim_tok_s``
-      as the rack's total / speedup, per GPU of the node, against that GPU's decode compute
-      ceiling. E.g. 7.9x on 72 GPUs with 954,000 tok/s: 18 trays of 4 -> 43.9 % efficiency;
-      the tray serves 954,000 / 7.9 / 4 = 30,190 tok/s per GPU, 0.125x GB300's 241,834; an
-      HGX B300 15,095, 0.0694x B300's 217,650;
-    - per GPU as stated, cache hits counted (``stated_*``, the basis the throughput's physics
-      reading decides on): the node counts claim x n_gpus / speedup tokens/s, each GPU
-      claim x n_gpus / speedup / GPUs per node, and fits only with at least
-      ``stated_min_cached_share`` of its input tokens cached at the workload ``isl`` / ``osl``
-      (:func:`rackbook.physics.check.cached_share_threshold`): undetermined while the
-      share is unpublished, impossible when no share fits.
+    - the rack total (``node_*``, ``ratio``, ``verdict``): ``claim_tok_s`` / speedup per GPU
+      of the node against its decode compute ceiling (7.9x with 954,000 tok/s on 18 trays of
+      4: 30,190 tok/s per GPU, 0.125x GB300's 241,834);
+    - per GPU as stated (``stated_*``): claim x n_gpus / speedup / GPUs per node, fitting only
+      with ``stated_min_cached_share`` of its input cached at ``isl`` / ``osl``.
     """
     if not speedup > 0:
         raise InputError("-", "speedup", f"must be > 0, got {speedup}")
@@ -105,8 +97,6 @@ def speedup_readings(
     return out
 
 
-# ----------------------------------------------------------------------------- readings
-
 #: Readings of a per-GPU throughput figure whose counted tokens the source does not state.
 READINGS = ("per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached", "rack-total")
 #: Each reading in a few words (tables and figures).
@@ -138,24 +128,13 @@ def throughput_readings(
     isl: float | None = None,
     osl: float | None = None,
 ) -> pd.DataFrame:
-    """Readings of "``claim_value`` tokens/s per GPU", each judged by
-    :func:`rackbook.physics.check.check_claim`.
-
-    Rows: ``per-gpu-decode`` (every token a computed decode token, no context), ``per-gpu-
-    prefill`` (every token a new-token prefill token, through the encoder layers),
-    ``per-gpu-with-cached`` (per GPU, input + output counted, cache-hit input tokens included,
-    on the whole workload ``isl`` / ``osl``, default :data:`ASSUMED_ISL` / :data:`ASSUMED_OSL`:
-    the new input tokens' prefill behind the cached prefix, attention over it and the output
-    tokens' decode share the GPUs' time; ``cached_share``, the share of the INPUT tokens that
-    were cache hits, as ``rackbook check --cached-share``; without it the row gives the least
-    share that fits, ``min_cached_share``, sufficient and not only necessary
-    (:func:`rackbook.physics.check.cached_share_threshold`), and is undetermined, or
-    impossible where no share fits or the figure is above what any workload gives,
-    :func:`rackbook.physics.results_bounds.cached_ceiling`), ``rack-total`` (the figure is
-    the rack's total: / n_gpus).
-    Columns: reading, meaning, tok_s_per_gpu, computed_tok_s_per_gpu, phase,
-    ceiling_tok_s_per_gpu, limit, ratio, verdict, min_cached_share, formula, command (the
-    ``rackbook check`` line of the cache-hit row).
+    """Readings of "``claim_value`` tokens/s per GPU" (:data:`READINGS`), each judged by
+    :func:`rackbook.physics.check.check_claim`: computed decode tokens; computed prefill
+    tokens; input + output with cache hits counted on the workload ``isl`` / ``osl`` at
+    ``cached_share`` of the input, else at the least share that fits (``min_cached_share``,
+    undetermined; impossible where none fits); the rack's total / ``n_gpus``. Columns: reading,
+    meaning, tok_s_per_gpu, computed_tok_s_per_gpu, phase, ceiling_tok_s_per_gpu, limit,
+    ratio, verdict, min_cached_share, formula, command (``rackbook check``, cached row).
     """
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     isl = ASSUMED_ISL if isl is None else isl
@@ -179,7 +158,7 @@ def throughput_readings(
             "computed new-token prefill tokens per GPU",
             claim_value,
             "prefill",
-        ),
+        ),  # fmt: skip
         _cached_reading(m, g, n_gpus, claim_value, isl, osl, cached_share),
         rack,
     ]
@@ -198,8 +177,7 @@ def _bound_row(
     tok_s: float,
     phase: str = "decode",
 ) -> dict[str, Any]:
-    """A row of :func:`throughput_readings` that reads ``tok_s`` (tokens/s per GPU) as
-    computed tokens of ``phase`` against that phase's ceiling."""
+    """A row reading ``tok_s`` (tokens/s per GPU) as computed tokens of ``phase``."""
     c = check.check_claim(m, g, n_gpus, tok_s, phase=phase)
     text = (
         f"{tok_s:,.0f} tok/s per GPU is {c.ratio:.3g}x the {phase} {c.limit} ceiling "
@@ -218,8 +196,7 @@ def _row(
     formula: str,
     command: str = "",
 ) -> dict[str, Any]:
-    """A row of :func:`throughput_readings`: ``counted`` and ``computed`` tokens/s per GPU,
-    the check ``c`` of them against a ceiling, its formula and ``rackbook check`` line."""
+    """A row of :func:`throughput_readings` (tokens/s per GPU)."""
     return {
         "reading": name,
         "meaning": meaning,
@@ -254,8 +231,7 @@ def _cached_row(
     share: float,
     meaning: str,
 ) -> tuple[dict[str, Any], str]:
-    """The ``per-gpu-with-cached`` row at a cached ``share`` of the input tokens (0-1), and
-    the check's reason."""
+    """The ``per-gpu-with-cached`` row at a cached ``share`` (0-1) and the check's reason."""
     c = check.check_claim(
         m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
     )
@@ -282,9 +258,7 @@ def _cached_reading(
     osl: float,
     cached_share: float | None,
 ) -> dict[str, Any]:
-    """The ``per-gpu-with-cached`` row: at the given cached share, else at the least share
-    that fits (``min_cached_share``: undetermined), impossible where no share fits or the
-    figure is above what any workload's cached share gives."""
+    """The ``per-gpu-with-cached`` row (see :func:`throughput_readings`)."""
     if cached_share is not None:
         meaning = f"per GPU, {cached_share:.1%} of input tokens cache hits"
         return _cached_row(m, g, n_gpus, claim_value, isl, osl, cached_share, meaning)[0]
@@ -335,11 +309,9 @@ CEILING_FORMULA = (
 
 
 def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataFrame:
-    """The ceilings the throughput readings are judged against, per GPU of ``n_gpus``: compute
-    in decode and in prefill (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`)
-    and HBM bandwidth in decode at the best batch that fits (no context read: the most
-    permissive case). Columns: ceiling, phase, tok_s_per_gpu, formula (words), latex (the
-    compute ceilings with their numbers, :data:`CEILING_FORMULA`; empty for bandwidth)."""
+    """The ceilings per GPU of ``n_gpus`` the throughput is judged against: compute and HBM
+    bandwidth (no context read) in decode and prefill. Columns: ceiling, phase, tok_s_per_gpu,
+    formula, latex (compute only, :data:`CEILING_FORMULA` with its numbers)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     rows = []
     for phase in ("decode", "prefill"):
@@ -365,11 +337,8 @@ def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataF
 def throughput_attainable(
     readings: pd.DataFrame, model: ModelSpec, gpu: GpuSpec, n_gpus: int
 ) -> dict[str, Any]:
-    """What measured kernels reach for the throughput on the basis its physics reading
-    decides on (per GPU as stated, cache hits counted, at the least cached share the bound
-    allows on the workload, or the given share) and as the rack's total
-    (:func:`rackbook.results.verdicts.attainable`); the stated basis fills the fields, the
-    rack total is under ``rack_total`` and in the text."""
+    """What measured kernels reach for the throughput as stated (at the least or given cached
+    share) and, under ``rack_total``, as the rack's total."""
     by = readings.set_index("reading")
     isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     claim = float(by.loc["per-gpu-decode", "tok_s_per_gpu"])
@@ -401,9 +370,8 @@ def throughput_attainable(
 def throughput_physics(
     readings: pd.DataFrame, attainable: dict[str, Any] | None = None
 ) -> headline.ClaimReading:
-    """The claim as written ("per GPU"): the most permissive of its per-GPU readings (decode,
-    prefill, counting cache hits); the rack-total reading, which contradicts "per GPU", is
-    given in the reason."""
+    """The claim as written ("per GPU"): the most permissive of its per-GPU readings; the
+    rack-total reading in the reason."""
     by = readings.set_index("reading")
     per_gpu = by.loc[["per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached"]]
     order = {"possible": 0, "undetermined": 1, "impossible": 2}
@@ -461,8 +429,7 @@ def throughput_physics(
 
 
 def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, Any]:
-    """What measured kernels reach for the smallest node the speedup implies, its throughput
-    read as the rack's total / speedup (:func:`rackbook.results.verdicts.attainable`)."""
+    """What measured kernels reach for the smallest node the speedup implies (rack total)."""
     r = speedups.loc[speedups["gpus_per_node"].idxmin()]
     c = check.check_claim(
         model, str(r["gpu"]), int(r["gpus_per_node"]), float(r["node_tok_s_per_gpu"]),
@@ -479,11 +446,8 @@ def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, An
 def speedup_physics(
     speedups: pd.DataFrame, attainable: dict[str, Any] | None = None
 ) -> headline.ClaimReading:
-    """The speedup over "a single node", read on the throughput reading's basis (per GPU as
-    stated, cache hits counted: ``stated_verdict`` of :func:`speedup_readings`): the node it
-    implies fits with an unpublished cached share (undetermined), with none (possible) or with
-    no share (impossible), the same verdict for every node size or else undetermined; the
-    rack-total basis, on which every node size is possible, is given in the reason."""
+    """The speedup read per GPU as stated (``stated_verdict`` of :func:`speedup_readings`): one
+    verdict for every node size, else undetermined; the rack-total basis in the reason."""
     vs = set(speedups["stated_verdict"])
     isl, osl = speedups.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     v = vs.pop() if len(vs) == 1 else "undetermined"

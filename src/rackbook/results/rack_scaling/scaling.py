@@ -16,8 +16,6 @@ from rackbook.results.rack_scaling.tokens import METRICS
 #: Node sizes to read "a single node" as: catalog system ids (GB300 tray = 4 GPUs, HGX B300 = 8).
 NODE_SYSTEMS: tuple[str, ...] = ("gb300-tray", "hgx-b300")
 
-# ----------------------------------------------------------------------------- scaling
-
 
 @dataclass(frozen=True)
 class Scaling:
@@ -32,15 +30,10 @@ class Scaling:
 
 
 def scaling_efficiency(total_n: float, total_1: float, n_gpus: int, gpus_per_node: int) -> Scaling:
-    """Speedup T_n / T_1 and scaling efficiency = speedup / (n_gpus / gpus_per_node), which is
-    the per-GPU ratio (T_n / n_gpus) / (T_1 / gpus_per_node). Throughputs in tokens/s (any
-    consistent unit); 1.0 is linear scaling."""
-    for name, v in (
-        ("total_n", total_n),
-        ("total_1", total_1),
-        ("n_gpus", n_gpus),
-        ("gpus_per_node", gpus_per_node),
-    ):
+    """Speedup T_n / T_1 and scaling efficiency = speedup / (n_gpus / gpus_per_node), the
+    per-GPU ratio (1.0: linear). Throughputs in tokens/s (any consistent unit)."""
+    given = dict(total_n=total_n, total_1=total_1, n_gpus=n_gpus, gpus_per_node=gpus_per_node)
+    for name, v in given.items():
         if not v > 0:
             raise InputError("-", name, f"must be > 0, got {v}")
     speedup = total_n / total_1
@@ -58,36 +51,14 @@ def node_sizes(systems: tuple[str, ...] = NODE_SYSTEMS) -> dict[str, int]:
     return {s: catalogs.system(s).gpus for s in systems}
 
 
-# ---------------------------------------------------------------------------------------------
-# scaling from a reference configuration
-#
-# Scaling of measured throughput from a reference configuration (one replica, "a node") to the
-# other configurations of a trace.
-#
-# Definitions (tokens/s from :func:`rackbook.results.rack_scaling.token_accounting`; GPU counts per
-# point):
-#
-# - GPUs of a point = ``points.num_gpus`` when recorded, else replicas x ``gpus_per_replica``
-#   (replicas: ``points.replicas``, else the servers seen in ``server_metrics`` for the point,
-#   else 1). On a CPU, where ``num_gpus`` is null, ``gpus_per_replica`` stands for the
-#   accelerators one server would use;
-# - per configuration, the point with the highest ``<metric>_tok_s`` (its peak) represents it;
-# - speedup = T / T_ref; GPU ratio = n / n_ref; scaling efficiency = speedup / GPU ratio =
-#   (T / n) / (T_ref / n_ref), the per-GPU ratio (1.0 = linear scaling);
-# - linear line: T_ref x n / n_ref, the throughput of perfect scaling at n GPUs.
-
-
 def scaling_vs_reference(
     accounting: pd.DataFrame, reference_config: str = "1x", metric: str = "total"
 ) -> pd.DataFrame:
-    """Per configuration of ``accounting`` (:func:`rackbook.results.rack_scaling.token_accounting`
-    rows):
-    config, point_id, num_gpus, replicas, tok_s (``<metric>_tok_s`` of the configuration's peak
-    point), tok_s_per_gpu, gpu_ratio, linear_tok_s, speedup, efficiency, formula. The reference
-    row comes first (speedup and efficiency 1); the others follow in GPU order. Throughputs in
-    tokens/s. An unknown throughput (NaN, e.g. cached tokens unknown) gives NaN ratios and a
-    formula that says so.
-    """
+    """Scaling from ``reference_config`` per configuration of ``accounting``
+    (:func:`rackbook.results.rack_scaling.token_accounting` rows, GPU counts filled), read at
+    its peak ``<metric>_tok_s`` point: config, point_id, num_gpus, replicas, tok_s,
+    tok_s_per_gpu, gpu_ratio, linear_tok_s (T_ref x n / n_ref), speedup, efficiency, formula;
+    tokens/s. The reference first, then GPU order; an unknown throughput gives NaN ratios."""
     if metric not in METRICS:
         raise InputError("-", "metric", f"{metric!r} is not one of {', '.join(METRICS)}")
     col = f"{metric}_tok_s"

@@ -23,19 +23,11 @@ _RATES = ("output", "new_input", "cached_input", "input", "total", "computed")
 
 
 def token_accounting(trace: Trace, gpus: int | None = None) -> pd.DataFrame:
-    """Per point: tokens/s counted as output, new (uncached) input, cached input, and totals,
-    overall and per GPU.
-
-    Columns: point_id, engine, config, num_gpus (``points.num_gpus``, else ``gpus``),
-    replicas (``points.replicas`` if the trace has it, else the number of servers in
-    ``server_metrics`` for the point, else NA), duration_s, requests (successful), token counts
-    ``output_tokens``, ``input_tokens``, ``cached_input_tokens``, ``new_input_tokens``, rates
-    ``<kind>_tok_s`` and ``<kind>_tok_s_per_gpu`` for kind in output, new_input, cached_input,
-    input, total (input + output), computed (new input + output), all tokens/s; ``cached_source``
-    (``requests`` | ``server_metrics`` | ``unknown``) and ``note`` (why it is unknown, or the
-    counters used). Cached tokens unknown -> NaN in the cached, new input and computed columns.
-    ``DataFrame.attrs["formula"]`` holds the definitions.
-    """
+    """Per point: point_id, engine, config, num_gpus (``points.num_gpus``, else ``gpus``),
+    replicas (``points.replicas``, else servers in ``server_metrics``, else NA), duration_s,
+    requests, token counts, rates ``<kind>_tok_s`` and ``<kind>_tok_s_per_gpu`` (tokens/s) for
+    each kind of ``_RATES``, ``cached_source`` (``requests`` | ``server_metrics`` | ``unknown``)
+    and ``note``. Cached tokens unknown: NaN in the cached, new input and computed columns."""
     if gpus is not None and gpus <= 0:
         raise InputError("-", "gpus", f"must be > 0, got {gpus}")
     req = trace.requests[trace.requests["success"]]
@@ -108,12 +100,9 @@ METRICS: tuple[str, ...] = ("total", "output", "input", "new_input", "cached_inp
 
 
 def with_gpu_counts(trace: Trace, gpus_per_replica: int = 1) -> Trace:
-    """A copy of ``trace`` whose null ``points.num_gpus`` are replicas x ``gpus_per_replica``.
-
-    Adds the points columns ``replicas`` (filled as described in the module docstring) and
-    ``gpus_source`` (``points.num_gpus`` or ``replicas x gpus_per_replica``). Other tables are
-    shared with ``trace``, not copied.
-    """
+    """A copy of ``trace`` whose null ``points.num_gpus`` are replicas (``points.replicas``,
+    else servers in ``server_metrics``, else 1) x ``gpus_per_replica``, with ``replicas`` and
+    ``gpus_source`` columns added; other tables shared, not copied."""
     if gpus_per_replica < 1:
         raise InputError("-", "gpus_per_replica", f"must be >= 1, got {gpus_per_replica}")
     pts = trace.points.copy()
