@@ -10,7 +10,9 @@ stops its kernel first (the kernel runs in a session of its own, which a signal 
 process group would not reach). A parent killed outright (SIGKILL) takes the child with it:
 the child gets SIGTERM from the kernel (:func:`die_with_parent`) and stops its kernel. A
 failed cell is raised in the parent as papermill's own
-:class:`~papermill.exceptions.PapermillExecutionError`, rebuilt from what the child wrote.
+:class:`~papermill.exceptions.PapermillExecutionError`, rebuilt from what the child wrote; a
+cell that raised rackbook's :class:`~rackbook.errors.InputError` as that error, rebuilt from the
+file, field and problem the kernel wrote as JSON (:func:`report_input_errors`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,25 @@ from typing import Any
 #: Seconds the child gets to stop its kernel after SIGTERM before it and its kernel are
 #: killed (a signal's one line comes within 2 s).
 STOP_GRACE_S = 1.0
+
+#: The environment variable naming the file a kernel writes an uncaught InputError's fields to.
+ERROR_ENV = "RACKBOOK_KERNEL_ERROR"
+
+
+def report_input_errors() -> None:
+    """In the kernel, at its start: a cell's uncaught :class:`~rackbook.errors.InputError`
+    writes its ``file``, ``field`` and ``problem`` as JSON to the file :data:`ERROR_ENV`
+    names, then shows its traceback as any error does."""
+    from IPython import get_ipython
+
+    from rackbook.errors import InputError
+
+    def handler(shell: Any, etype: type, value: InputError, tb: Any, tb_offset: Any = None) -> Any:
+        fields = {"file": value.file, "field": value.field, "problem": value.problem}
+        Path(os.environ[ERROR_ENV]).write_text(json.dumps(fields), encoding="utf-8")
+        return shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+
+    get_ipython().set_custom_exc((InputError,), handler)
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
@@ -75,13 +96,15 @@ def execute_notebook(
     ``stage``: the folder the kernel writes the headline JSON into
     (:data:`rackbook.results.headline.STAGE_ENV`), the runner moves it in with the notebook.
 
-    Raises ``PapermillExecutionError`` for a failed cell and ``RuntimeError`` (naming the log,
-    the only one kept) when the child fails otherwise."""
+    Raises ``InputError`` for a cell that raised one, ``PapermillExecutionError`` for another
+    failed cell and ``RuntimeError`` (naming the log, the only one kept) when the child fails
+    otherwise."""
     folder = log_folder()
     stamp = f"{log_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     log = folder / f"{stamp}.log"
     spec = folder / f"{stamp}.spec.json"
     result = folder / f"{stamp}.result.json"
+    kernel_error = folder / f"{stamp}.error.json"
     term = os.dup(2) if progress else None  # the progress bar's way to the terminal
     spec.write_text(
         json.dumps(
@@ -93,6 +116,7 @@ def execute_notebook(
                 "progress_fd": term,
                 "result": str(result),
                 "stage": None if stage is None else str(stage),
+                "error": str(kernel_error),
             }
         ),
         encoding="utf-8",
@@ -119,6 +143,10 @@ def execute_notebook(
                 raise
         if result.is_file() or code == 0:
             log.unlink()  # nothing to read in it: a failed cell is raised with its traceback
+        if result.is_file() and kernel_error.is_file():
+            from rackbook.errors import InputError
+
+            raise InputError(**json.loads(kernel_error.read_text(encoding="utf-8")))
         if result.is_file():
             failed = json.loads(result.read_text(encoding="utf-8"))
             from papermill.exceptions import PapermillExecutionError
@@ -136,7 +164,7 @@ def execute_notebook(
     finally:
         if term is not None:
             os.close(term)
-        for f in (spec, result):
+        for f in (spec, result, kernel_error):
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
 
@@ -169,6 +197,9 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+_REPORT = "from rackbook.book.execute import report_input_errors; report_input_errors()"
+
+
 def _child_main(spec_path: str) -> int:
     """The child: execute the notebook the spec names; on a failed cell write its details to
     the spec's result file; on SIGTERM, SIGINT, SIGHUP or SIGQUIT kill the kernel and exit
@@ -187,6 +218,7 @@ def _child_main(spec_path: str) -> int:
         from rackbook.results.headline import STAGE_ENV
 
         os.environ[STAGE_ENV] = spec["stage"]  # the kernel inherits it
+    os.environ[ERROR_ENV] = spec["error"]
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -202,6 +234,7 @@ def _child_main(spec_path: str) -> int:
             progress_bar=progress,
             cwd=spec["cwd"],
             log_output=False,
+            extra_arguments=[f"--IPKernelApp.exec_lines={_REPORT}"],
         )
     except PapermillExecutionError as exc:
         Path(spec["result"]).write_text(

@@ -293,9 +293,6 @@ def execute_result(
     except PapermillExecutionError as exc:
         _leave_nothing()
         evalue = " ".join(str(exc.evalue).split())
-        if exc.ename == "InputError" and evalue.count(": ") >= 2:
-            file, field, problem = evalue.split(": ", 2)
-            raise InputError(file, field, problem) from None
         log = write_log(result, "\n".join(exc.traceback))
         raise InputError(
             display_path(nb),
