@@ -8,6 +8,7 @@ from typing import Any
 
 import matplotlib as mpl
 import numpy as np
+from cycler import cycler
 
 #: Okabe & Ito (2008) colour-blind-safe palette.
 PALETTE: tuple[str, ...] = (
@@ -52,7 +53,7 @@ def apply_style() -> None:
             "grid.alpha": 0.3,
             "axes.spines.top": False,
             "axes.spines.right": False,
-            "axes.prop_cycle": mpl.cycler(color=PALETTE),
+            "axes.prop_cycle": cycler(color=PALETTE),
             "legend.frameon": False,
             "font.size": TEXT_PT,
             "axes.titlesize": TEXT_PT,

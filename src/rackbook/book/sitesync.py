@@ -46,8 +46,8 @@ def sync_tree(src: Path, dst: Path) -> list[str]:
     for rel in sorted(old - new):
         (dst / rel).unlink()
         changed.append(rel)
-    for d, _dirs, _files in sorted(os.walk(dst), key=lambda t: -len(t[0])):
-        p = Path(d)
+    for folder, _dirs, _files in sorted(os.walk(dst), key=lambda t: -len(t[0])):
+        p = Path(folder)
         if p != dst and not any(p.iterdir()):
             p.rmdir()
     return sorted(changed)

@@ -84,7 +84,7 @@ def decode_latency(a: Analysis) -> Figure:
     lo, hi = f.slope_ci_per_1k
     ax.plot(
         xs,
-        f.predict(xs),
+        f.intercept_ms + f.slope_ms_per_token * xs,
         "-",
         color=plotting.PALETTE[3],
         label=f"fit: {f.slope_per_1k:.2f} ms per 1k tokens "

@@ -7,6 +7,7 @@ the data."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -65,7 +66,7 @@ def _panel(a: Analysis, x: str) -> tuple[str, str, float]:
     }[x]
 
 
-def _draw_sweep(ax, a: Analysis, x: str) -> None:  # type: ignore[no-untyped-def]
+def _draw_sweep(ax: Any, a: Analysis, x: str) -> None:
     """One sweep on ``ax``: static and EPLB balancedness against ``x``, uniform routing's
     per-step floor, the claim's two figures and the chapter's own value of ``x``."""
     xlabel, title, mark = _panel(a, x)
