@@ -111,28 +111,13 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
     return out
 
 
-def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict] | None:
-    """(claim id, reading) -> reading, from one folder's headline JSON of ``result``; None
-    when the result has not run there."""
+def _readings(executed: Path | None, result: str) -> list[dict[str, Any]] | None:
+    """The readings of ``executed``'s headline JSON of ``result``; None when it has not run
+    there."""
     from rackbook.results.headline import read_result
 
     f = executed / f"{result}.json" if executed else None
-    if f is None or not f.exists():
-        return None
-    return {(r["claim_id"], r["reading"]): r for r in read_result(f)["readings"]}
-
-
-def _row_summaries(executed: Path | None, result: str) -> dict[str, Any] | None:
-    """claim id -> its :class:`~rackbook.results.conclusions.Summary`, from ``executed``'s
-    headline JSON of ``result``; None when the result has not run there."""
-    from rackbook.results.conclusions import summarize
-    from rackbook.results.headline import read_result
-
-    f = executed / f"{result}.json" if executed else None
-    if f is None or not f.exists():
-        return None
-    readings = read_result(f)["readings"]
-    return {c.id: summarize(c, readings) for c in load_claims().for_result(result)}
+    return read_result(f)["readings"] if f is not None and f.exists() else None
 
 
 def landing_row(claim: Claim, found: Any | None) -> tuple[str, str, str, str]:
@@ -162,8 +147,7 @@ def at_a_glance(
     beside the reader's; with ``mine`` too (``book --traces``: the results executed on the
     reader's traces), a column before it gives the reader's "this run" verdicts (``-`` for a
     result that ran on the shipped trace)."""
-    from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number
-    from rackbook.results.headline import read_result
+    from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number, summarize
 
     reg = registry or load_claims()
     head = "| claim | verdict | finding | certainty |"
@@ -176,12 +160,13 @@ def at_a_glance(
     rows, used, reasons = [head, rule], [], []
     for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
-        ref = _readings(reference, result) if reference is not None else None
-        yours = _readings(executed, result) if result in (mine or ()) else {}
-        found = _row_summaries(executed, result) or {}
-        doc = executed / f"{result}.json"
-        if doc.exists():
-            for c in conclusions(read_result(doc), reg):
+        ref = _readings(reference, result)
+        yours = _readings(executed, result) if result in (mine or ()) else []
+        readings = _readings(executed, result)
+        found = {}
+        if readings is not None:
+            found = {c.id: summarize(c, readings) for c in load_claims().for_result(result)}
+            for c in conclusions({"result": result, "readings": readings}, reg):
                 reasons.append(
                     f"- **{_md(c.figure)}** ({found[c.claim_id].grade}): "
                     f"{_md(plain_number(c.certainty.note))}"
@@ -214,13 +199,13 @@ def at_a_glance(
     return out + attainable_note() + "\n"
 
 
-def _run_verdict(readings: dict[tuple[str, str], dict] | None, claim_id: str) -> str:
+def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
     """A landing cell: the "this run" verdict of ``claim_id`` in ``readings``; ``not run``
     without results, ``-`` where they hold no such reading."""
     if readings is None:
         return "not run"
-    got = readings.get((claim_id, "this run"))
-    return str(got["verdict"]) if got else "-"
+    got = [r for r in readings if (r["claim_id"], r["reading"]) == (claim_id, "this run")]
+    return str(got[-1]["verdict"]) if got else "-"
 
 
 def attainable_note() -> str:
@@ -408,15 +393,6 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
         f"Computed by `rackbook.core.cross_tool.translate` from {src}, over {plural(gpus, 'GPU')}."
     )
     return head + "\n\n" + "\n".join(out) + "\n"
-
-
-def rerun_cost_page() -> str:
-    """How long and how many GPU-hours each result's cluster command would take, and the
-    total: the sweeps the rerun cards plan (:func:`rackbook.book.rerun.cost_table`), never the
-    shipped CPU sweeps and never a claim's own throughput."""
-    from rackbook.book import rerun
-
-    return rerun.cost_table()
 
 
 #: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments). The
@@ -694,12 +670,6 @@ def parameters_page() -> str:
     return "\n".join(rows) + "\n"
 
 
-def _rerun_deployment() -> str:
-    from rackbook.book import rerun
-
-    return rerun.deployment()
-
-
 def generate(
     folder: Path,
     executed: Path,
@@ -710,41 +680,37 @@ def generate(
     where the results executed on the shipped recordings are (default the build's
     ``executed`` folder), shown beside a reader's own results; ``mine``: the results executed
     on the reader's traces (:func:`at_a_glance`)."""
-    from rackbook.book import releases, validation_page
+    from rackbook.book import releases, rerun, validation_page
 
     folder.mkdir(parents=True, exist_ok=True)
     translation_trace = paths.TRACES / "decode-parity"
-    written = [
-        atomic_write_text(folder / "hardware.md", hardware_page()),
-        atomic_write_text(folder / "models.md", models_page()),
-        atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
-        atomic_write_text(folder / "rerun-deployment.md", _rerun_deployment()),
-        atomic_write_text(folder / "claims.md", claims_page()),
-        atomic_write_text(folder / "source-note.md", source_note()),
-        atomic_write_text(folder / "check-examples.md", check_page()),
-        atomic_write_text(folder / "parameters.md", parameters_page()),
-        atomic_write_text(folder / "references.bib", bibliography()),
-        atomic_write_text(
-            folder / "metric-translation.md",
+    pages = {
+        "hardware.md": hardware_page,
+        "models.md": models_page,
+        "rerun-cost.md": rerun.cost_table,
+        "rerun-deployment.md": rerun.deployment,
+        "claims.md": claims_page,
+        "source-note.md": source_note,
+        "check-examples.md": check_page,
+        "parameters.md": parameters_page,
+        "references.bib": bibliography,
+        "metric-translation.md": lambda: (
             translation_page(translation_trace)
             if (translation_trace / "run.json").exists()
-            else "No recorded trace is available to compute this table.\n",
+            else "No recorded trace is available to compute this table.\n"
         ),
-        atomic_write_text(
-            folder / "at-a-glance.md",
-            at_a_glance(
-                executed,
-                reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
-                mine=mine,
-            ),
+        "at-a-glance.md": lambda: at_a_glance(
+            executed,
+            reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
+            mine=mine,
         ),
-        atomic_write_text(folder / "changes.md", releases.changes_page(executed)),
-        atomic_write_text(folder / "cite.md", releases.cite_markdown()),
-        atomic_write_text(
-            folder / "trace-format.md",
-            "# The trace format\n\nGenerated from `rackbook.core.schema`.\n\n"
-            + schema.markdown_reference(),
+        "changes.md": lambda: releases.changes_page(executed),
+        "cite.md": releases.cite_markdown,
+        "trace-format.md": lambda: (
+            "# The trace format\n\nGenerated from "
+            "`rackbook.core.schema`.\n\n" + schema.markdown_reference()
         ),
-    ]
+    }
+    written = [atomic_write_text(folder / name, make()) for name, make in pages.items()]
     written += validation_page.generate(folder)  # validation.md and its figure
     return written
