@@ -14,12 +14,6 @@ import numpy as np
 from rackbook.physics.units import plural
 
 
-def _plain_text(text: str) -> str:
-    from rackbook.results.conclusions import for_reader
-
-    return for_reader(text)
-
-
 def _plain(value: Any) -> Any:
     """numpy scalars as Python numbers, so that glue's format specs (``:,.0f``) apply."""
     return value.item() if isinstance(value, np.generic) else value
@@ -183,14 +177,14 @@ def readings_table(outcome: Any) -> str:
                     f'<br><span class="rb-margin">{_html(exp_short)}</span>' if exp_short else ""
                 )
                 ratio = att.get("ratio")
-                short = att.get("brief") or (
+                kernels = att.get("brief") or (
                     f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
                     if isinstance(ratio, (int, float))
                     else ""
                 )
                 att_line = (
-                    f'<br><span class="rb-margin">kernel sum: {_html(short)}</span>'
-                    if short
+                    f'<br><span class="rb-margin">kernel sum: {_html(kernels)}</span>'
+                    if kernels
                     else ""
                 )
                 why = (
@@ -219,9 +213,8 @@ def readings_table(outcome: Any) -> str:
     return intro + "\n\n" + for_reader("".join(rows)) + "\n"
 
 
-def readings_box(outcome: Any) -> str:
-    """The chapter's verdict section: :func:`readings_table` (kept under its old name)."""
-    return readings_table(outcome)
+#: The chapter's verdict section (the notebooks' name for :func:`readings_table`).
+readings_box = readings_table
 
 
 def flips_box(outcome: Any) -> str:
@@ -230,12 +223,11 @@ def flips_box(outcome: Any) -> str:
     (:func:`rackbook.physics.results_bounds.verdict_rule`: impossible above 1x a bound,
     possible at or below it)."""
     from rackbook.physics.results_bounds import verdict_rule
+    from rackbook.results.conclusions import for_reader
 
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
     note = f"Physics thresholds here follow the book's one verdict rule: {verdict_rule().text}."
     n = len(outcome.flips)
-    from rackbook.results.conclusions import for_reader
-
     body = for_reader(body)
     return f":::{{dropdown}} What would flip it ({plural(n, 'threshold')})\n{note}\n\n{body}\n:::\n"
 
@@ -390,9 +382,8 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         parts += [_short(r[k], 32) for k in ("model", "engine") if _known(r[k])]
         system = _md_cell(", ".join(p for p in parts if p) or "not stated")
         value = r.get("value")
-        finite = isinstance(value, (int, float)) and math.isfinite(value)
         shown = "-"
-        if finite:
+        if isinstance(value, (int, float)) and math.isfinite(value):
             shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
             shown += "" if str(r["unit"]) in ("1", "") else f" {r['unit']}"  # no unit "1"
         used = "yes" if r["used"] else "no"
@@ -434,13 +425,15 @@ def _md_cell(text: object) -> str:
 def validity_warning(trace: Any) -> str:
     """A warning admonition with the counts when the analysis left flagged requests out
     (:func:`rackbook.core.validity.valid_trace`); empty when none was flagged."""
+    from rackbook.results.conclusions import for_reader
+
     s = getattr(trace, "screening", None)
     if s is None or not s.flagged:
         return ""
     return _admonition(
         "warning",
         "",
-        f"Measurement validity: {_plain_text(s.text())} A flagged request is one whose "
+        f"Measurement validity: {for_reader(s.text())} A flagged request is one whose "
         "timestamps measure the client rather than the engine (tokens delivered in one burst, "
         "gaps below the clock's resolution or far below the engine's step) or whose token "
         "counts disagree with the server's; see the methodology's section on measurement validity.",
