@@ -130,6 +130,13 @@ def label(ax: Any, x: str, y: str, title: str | None = None) -> Any:
     return ax
 
 
+def note(ax: Any, text: str, xy: Any, offset: tuple[float, float], **kw: Any) -> Any:
+    """``text`` at ``offset`` points from ``xy`` (data coordinates unless ``xycoords`` says
+    otherwise), at the book's smallest text size unless ``fontsize`` is given."""
+    kw.setdefault("fontsize", SMALL_PT)
+    return ax.annotate(text, xy, textcoords="offset points", xytext=offset, **kw)
+
+
 def stand_in(ax: Any, text: str) -> None:
     """Mark a panel drawn from stand-in data (a CPU recording, a synthetic input) inside the
     image itself, so that a figure copied out of the book still says what it is: ``text`` in a

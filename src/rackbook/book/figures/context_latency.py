@@ -32,12 +32,8 @@ def kv_per_sequence(a: Analysis) -> Figure:
         ax.axvline(c / 1e3, color="0.5", lw=0.8)
         y = a.at.loc[c, "kv_bytes_per_sequence"] / 1e9
         ax.plot([c / 1e3], [y], "o", color=plotting.PALETTE[0])
-        ax.annotate(
-            f"{c / 1e3:,.0f}k: {y * 1e3:,.0f} MB",
-            (c / 1e3, y),
-            textcoords="offset points",
-            xytext=(6, 6),
-        )
+        note = f"{c / 1e3:,.0f}k: {y * 1e3:,.0f} MB"
+        plotting.note(ax, note, (c / 1e3, y), (6, 6), fontsize=plotting.TEXT_PT)
     plotting.label(
         ax,
         "context (thousand tokens)",
@@ -58,9 +54,8 @@ def sequences_per_gpu(a: Analysis) -> Figure:
     for c in (a.lo, a.hi):
         ax.axvline(c / 1e3, color="0.5", lw=0.8)
         n = a.at.loc[c, "sequences_per_gpu"]
-        ax.annotate(
-            f"{n:,} at {c / 1e3:,.0f}k", (c / 1e3, n), textcoords="offset points", xytext=(6, 6)
-        )
+        note = f"{n:,} at {c / 1e3:,.0f}k"
+        plotting.note(ax, note, (c / 1e3, n), (6, 6), fontsize=plotting.TEXT_PT)
     ax.set_yscale("log")
     plotting.label(
         ax,
@@ -144,13 +139,8 @@ def context_growth(a: Analysis) -> Figure:
         label=f"sparse floor: scan + top-k ({1000 * per_sparse:.3g} µs per sequence)",
     )
     ax.axvline(g.sequences_to_explain, color="0.5", lw=0.8)
-    ax.annotate(
-        f"{g.sequences_to_explain:.0f} sequences\nreach the claim",
-        (g.sequences_to_explain, per_sparse),
-        textcoords="offset points",
-        xytext=(6, 0),
-        fontsize=plotting.SMALL_PT,
-    )
+    reach = f"{g.sequences_to_explain:.0f} sequences\nreach the claim"
+    plotting.note(ax, reach, (g.sequences_to_explain, per_sparse), (6, 0))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))

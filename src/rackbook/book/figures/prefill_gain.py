@@ -77,14 +77,9 @@ def gain_interval(a: Analysis) -> Figure:
             label=f"{p.stat} gain of {p.config_b} over {p.config_a}, with its {g.level:.0%} "
             "bootstrap interval",
         )
-        ax.annotate(  # the numbers themselves, so the single interval needs no reading off
-            f"{100 * g.gain:+.1f} % ({100 * g.low:+.1f} to {100 * g.high:+.1f} %)",
-            (100 * g.gain, 0),
-            textcoords="offset points",
-            xytext=(0, 12),
-            ha="center",
-            fontsize=plotting.SMALL_PT,
-        )
+        # the numbers themselves, so the single interval needs no reading off
+        text = f"{100 * g.gain:+.1f} % ({100 * g.low:+.1f} to {100 * g.high:+.1f} %)"
+        plotting.note(ax, text, (100 * g.gain, 0), (0, 12), ha="center")
         lo, hi = 100 * min(g.low, 0), 100 * max(g.high, 0)
         if a.testable:
             ax.axvspan(

@@ -35,10 +35,6 @@ def _source(a: Analysis) -> str:
 _BOX = {"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
 
 
-def _legend_below(ax, ncol: int = 2) -> None:
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol)
-
-
 def _ratio(x: float) -> str:
     """A ratio with three figures, three decimals below 1 (``0.055x``)."""
     return f"{x:.3f}".rstrip("0").rstrip(".") + "x" if x < 1 else f"{x:.3g}x"
@@ -103,14 +99,13 @@ def scaling(a: Analysis) -> Figure:
             if r.config == a.params.reference_config
             else f"{r.config}: {r.speedup:.2f}x, efficiency {r.efficiency:.0%}"
         )
-        ax.annotate(  # clear of the others' labels and of the line
+        plotting.note(  # clear of the others' labels and of the line
+            ax,
             text,
             (r.num_gpus, r.tok_s),
-            textcoords="offset points",
-            xytext=(8, 14) if last else (0, -20),  # the last above its point: no overlap
+            (8, 14) if last else (0, -20),  # the last above its point: no overlap
             ha="right" if last else "center",
             va="bottom" if last else "top",
-            fontsize=plotting.SMALL_PT,
             bbox=_BOX,
         )
     ax.set_xlim(0, gmax + 0.5)
@@ -186,7 +181,7 @@ def readings(a: Analysis) -> Figure:
         "reading ('per GPU' as)",
         f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}",
     )
-    _legend_below(ax, ncol=1)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
     return fig
 
 
@@ -200,8 +195,8 @@ def node_efficiency(a: Analysis) -> Figure:
     left.bar(x, 100 * sp["efficiency"], width=0.5, color=plotting.PALETTE[0])
     left.axhline(100, color="0.4", lw=0.8, ls="--", label="linear scaling (100 %)")
     for i, e in enumerate(sp["efficiency"]):
-        left.annotate(
-            f"{e:.1%}", (i, 100 * e), ha="center", textcoords="offset points", xytext=(0, 4)
+        plotting.note(
+            left, f"{e:.1%}", (i, 100 * e), (0, 4), ha="center", fontsize=plotting.TEXT_PT
         )
     left.set_xticks(x, names)
     left.set_ylim(0, 125)
@@ -219,14 +214,8 @@ def node_efficiency(a: Analysis) -> Figure:
         cap, color=plotting.PALETTE[0], ls="--", label=f"decode compute ceiling: {cap:,.0f}"
     )
     for i, r in enumerate(sp.itertuples()):
-        right.annotate(
-            f"{r.ratio:.3g}x: {r.verdict}",
-            (i, r.node_tok_s_per_gpu),
-            ha="center",
-            textcoords="offset points",
-            xytext=(0, 4),
-            fontsize=plotting.SMALL_PT,
-        )
+        text = f"{r.ratio:.3g}x: {r.verdict}"
+        plotting.note(right, text, (i, r.node_tok_s_per_gpu), (0, 4), ha="center")
     right.set_xticks(x, names)
     right.set_ylim(0, cap * 1.25)
     right.yaxis.set_major_formatter(_THOUSANDS)
@@ -256,14 +245,13 @@ def revenue(a: Analysis) -> Figure:
             color=plotting.PALETTE[0],
             alpha=0.7,
         )
-        ax.annotate(  # above its bar: the axis spans only the data, no empty decades
+        plotting.note(  # above its bar: the axis spans only the data, no empty decades
+            ax,
             f"USD {_usd(r.revenue_all_cached)} (all cached) to {_usd(r.revenue_all_uncached)}",
             ((r.revenue_all_cached * r.revenue_all_uncached) ** 0.5, yi),
+            (0, 9),
             va="bottom",
             ha="center",
-            textcoords="offset points",
-            xytext=(0, 9),
-            fontsize=plotting.SMALL_PT,
             bbox=_BOX,
         )
     ax.axvline(
@@ -292,7 +280,7 @@ def revenue(a: Analysis) -> Figure:
         "reading (tok/s per GPU)",
         "The dollar figure as token revenue, by throughput reading",
     )
-    _legend_below(ax, ncol=1)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
     return fig
 
 

@@ -54,13 +54,9 @@ def claim_vs_floor(a: Analysis) -> Figure:
     share = 100 * fl["claim_share_of_ceiling"]
     bars = ax.bar(x, share, width=0.5, color=[plotting.PALETTE[2], plotting.PALETTE[0]])
     for b, r in zip(bars, fl.itertuples(), strict=True):
-        ax.annotate(
-            f"{100 * r.claim_share_of_ceiling:.0f} % of {r.ceiling_tok_s:,.0f} tok/s",
-            (b.get_x() + b.get_width() / 2, b.get_height()),
-            textcoords="offset points",
-            xytext=(0, 4),
-            ha="center",
-            fontsize=plotting.SMALL_PT,
+        text = f"{100 * r.claim_share_of_ceiling:.0f} % of {r.ceiling_tok_s:,.0f} tok/s"
+        plotting.note(
+            ax, text, (b.get_x() + b.get_width() / 2, b.get_height()), (0, 4), ha="center"
         )
     ticks = [
         f"{r.reading}\n({r.acceptance_length:g} token{'' if r.acceptance_length == 1 else 's'} "
@@ -97,14 +93,7 @@ def step_budget(a: Analysis) -> Figure:
     )
     for i, r in enumerate(fl.itertuples()):
         us = 1000 * (r.claim_step_ms - r.floor_step_ms) / a.moe_layers
-        ax.annotate(
-            f"{us:.3g} µs per MoE layer",
-            (r.claim_step_ms, i),
-            textcoords="offset points",
-            xytext=(4, 0),
-            va="center",
-            fontsize=plotting.SMALL_PT,
-        )
+        plotting.note(ax, f"{us:.3g} µs per MoE layer", (r.claim_step_ms, i), (4, 0), va="center")
     ax.set_yticks(y, [f"{r.reading} ({r.acceptance_length:g})" for r in fl.itertuples()])
     ax.set_xlim(0, 1.6 * fl["claim_step_ms"].max())
     plotting.label(
