@@ -1,18 +1,10 @@
-"""Execute one notebook with papermill in a child process whose output goes to a log file.
-
-The child's stderr (papermill's and the kernel's messages, a traceback) goes to a log file in the
-temporary folder, never to the reader's terminal, so that every way out of ``rackbook run`` is
-one ``error:`` line (which names the log when there is something to read in it). The cell
-progress bar, when asked for, still goes to the terminal.
-
-On an interrupt or termination of the parent, the child is stopped (SIGTERM, then SIGKILL) and
-stops its kernel first (the kernel runs in a session of its own, which a signal to the child's
-process group would not reach). A parent killed outright (SIGKILL) takes the child with it:
-the child gets SIGTERM from the kernel (:func:`die_with_parent`) and stops its kernel. A
-failed cell is raised in the parent as papermill's own
-:class:`~papermill.exceptions.PapermillExecutionError`, rebuilt from what the child wrote; a
-cell that raised rackbook's :class:`~rackbook.errors.InputError` as that error, rebuilt from the
-file, field and problem the kernel wrote as JSON (:func:`report_input_errors`).
+"""Execute one notebook with papermill in a child process whose output goes to a log file
+(never the terminal, but for the progress bar): every way out of ``rackbook run`` is one
+``error:`` line. A signalled parent stops the child, which stops its kernel (a session of its
+own) first; a parent killed outright takes the child with it (:func:`die_with_parent`). A
+failed cell is raised in the parent as papermill's ``PapermillExecutionError``, or, when it
+raised an :class:`~rackbook.errors.InputError`, as that error rebuilt from the fields the
+kernel wrote as JSON (:func:`report_input_errors`).
 """
 
 from __future__ import annotations
@@ -76,13 +68,6 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     return preexec
 
 
-def log_folder() -> Path:
-    """The folder of rackbook's log files (private to the user, in the temporary folder)."""
-    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder
-
-
 def execute_notebook(
     nb: Path,
     output: Path,
@@ -99,28 +84,18 @@ def execute_notebook(
     Raises ``InputError`` for a cell that raised one, ``PapermillExecutionError`` for another
     failed cell and ``RuntimeError`` (naming the log, the only one kept) when the child fails
     otherwise."""
-    folder = log_folder()
+    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"  # as errors.write_log's
+    folder.mkdir(mode=0o700, exist_ok=True)
     stamp = f"{log_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     log = folder / f"{stamp}.log"
     spec = folder / f"{stamp}.spec.json"
     result = folder / f"{stamp}.result.json"
     kernel_error = folder / f"{stamp}.error.json"
     term = os.dup(2) if progress else None  # the progress bar's way to the terminal
-    spec.write_text(
-        json.dumps(
-            {
-                "nb": str(nb),
-                "output": str(output),
-                "parameters": parameters,
-                "cwd": str(cwd),
-                "progress_fd": term,
-                "result": str(result),
-                "stage": None if stage is None else str(stage),
-                "error": str(kernel_error),
-            }
-        ),
-        encoding="utf-8",
-    )
+    paths = {"nb": nb, "output": output, "cwd": cwd, "result": result, "error": kernel_error}
+    job = {k: str(v) for k, v in paths.items()} | {"parameters": parameters, "progress_fd": term}
+    job["stage"] = None if stage is None else str(stage)
+    spec.write_text(json.dumps(job), encoding="utf-8")
     try:
         with open(log, "wb") as err:
             proc = subprocess.Popen(
@@ -151,14 +126,7 @@ def execute_notebook(
             failed = json.loads(result.read_text(encoding="utf-8"))
             from papermill.exceptions import PapermillExecutionError
 
-            raise PapermillExecutionError(
-                failed["cell_index"],
-                failed["exec_count"],
-                failed["source"],
-                failed["ename"],
-                failed["evalue"],
-                failed["traceback"],
-            )
+            raise PapermillExecutionError(**failed)
         if code != 0:
             raise RuntimeError(f"notebook execution failed (exit code {code}); log: {log}")
     finally:
@@ -237,19 +205,9 @@ def _child_main(spec_path: str) -> int:
             extra_arguments=[f"--IPKernelApp.exec_lines={_REPORT}"],
         )
     except PapermillExecutionError as exc:
-        Path(spec["result"]).write_text(
-            json.dumps(
-                {
-                    "cell_index": exc.cell_index,
-                    "exec_count": exc.exec_count,
-                    "source": exc.source,
-                    "ename": exc.ename,
-                    "evalue": exc.evalue,
-                    "traceback": list(exc.traceback),
-                }
-            ),
-            encoding="utf-8",
-        )
+        keys = ("cell_index", "exec_count", "source", "ename", "evalue", "traceback")
+        failed = {k: getattr(exc, k) for k in keys}
+        Path(spec["result"]).write_text(json.dumps(failed), encoding="utf-8")
         return 1
     return 0
 

@@ -1,15 +1,8 @@
-"""Execute several chapters at once: one papermill run per chapter in a process pool sized to
-the cores, each chapter's line printed in the book's order (the same output whatever finishes
-first).
-
-What executes a chapter and what the cache holds come in as functions
-(:func:`rackbook.book.runner.execute_result` and :func:`rackbook.book.runner.cached_headline`
-when ``rackbook run``/``book`` call :func:`run_chapters`), so this module imports no other
-part of the book.
-
-Chapters are independent: each reads its own trace and the shared read-only inputs and writes
-only ``DIR/RESULT.*``. A chapter that fails does not stop the others; the first failure in
-the book's order is raised, as one :class:`~rackbook.errors.InputError`, once all have ended.
+"""Execute several chapters at once in a process pool sized to the cores, reported in the
+book's order whatever finishes first. The executor and the cache lookup come in as functions
+(:mod:`rackbook.book.runner`'s), so this module imports no other part of the book. A failed
+chapter does not stop the others; the first failure in the book's order is raised once all
+have ended.
 """
 
 from __future__ import annotations
