@@ -135,13 +135,9 @@ SHORT_BASIS = 60
 
 
 def readings_table(outcome: Any) -> str:
-    """The chapter's verdict: a compact claim-by-reading table (raw HTML inside Markdown), each
-    cell a verdict and the margin that decided it (the bound: possible / impossible), then, where
-    the reading has one, the claim against what real deployments reach
-    (:func:`rackbook.results.verdicts.brief`: below / within / above the expected range, with
-    the model's held-out validation error), then the kernel sum (what measured kernels reach,
-    the intermediate the expected reading starts from), its reason one click away
-    (``<details>``); the questions the three readings answer above it."""
+    """The chapter's verdict: a claim-by-reading HTML table, each cell the verdict, its margin,
+    the claim against what real deployments reach (:func:`rackbook.results.verdicts.brief`)
+    and the kernel sum, its reason one click away; the three readings' questions above it."""
     from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import for_reader
@@ -165,27 +161,22 @@ def readings_table(outcome: Any) -> str:
                 short = name and len(name) <= SHORT_BASIS and not any(c in name for c in ";|")
                 basis = f"as {_html(name)}: " if short else ""
                 margin = str(r.get("margin") or "-")
-                margin = (
-                    "" if margin == "-" else f'<br><span class="rb-margin">{_html(margin)}</span>'
-                )
                 att = r.get("attainable") or {}
                 exp = att.get("expected") or {}
-                # the bound's verdict first, then the realism yardstick (what real deployments
-                # reach, with the model's held-out error), then the kernel sum, an intermediate
-                exp_short = expected_brief(exp, validation)
-                exp_line = (
-                    f'<br><span class="rb-margin">{_html(exp_short)}</span>' if exp_short else ""
-                )
                 ratio = att.get("ratio")
                 kernels = att.get("brief") or (
                     f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
                     if isinstance(ratio, (int, float))
                     else ""
                 )
-                att_line = (
-                    f'<br><span class="rb-margin">kernel sum: {_html(kernels)}</span>'
-                    if kernels
-                    else ""
+                # the bound's verdict, what real deployments reach, then the kernel sum
+                lines = [
+                    "" if margin == "-" else margin,
+                    expected_brief(exp, validation),
+                    kernels and f"kernel sum: {kernels}",
+                ]
+                small = "".join(
+                    f'<br><span class="rb-margin">{_html(x)}</span>' for x in lines if x
                 )
                 why = (
                     _html(r["reason"])
@@ -197,7 +188,7 @@ def readings_table(outcome: Any) -> str:
                     )
                 )
                 parts.append(
-                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}{exp_line}{att_line}"
+                    f"{basis}<strong>{_html(r['verdict'])}</strong>{small}"
                     f"<details><summary>why</summary>{why}</details>"
                 )
             label = _html(READING_TITLES[k])  # the column's name, shown on narrow screens
