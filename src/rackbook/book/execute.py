@@ -46,10 +46,8 @@ def report_input_errors() -> None:
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
-    """A ``preexec_fn`` for a child process that must not outlive this one: the kernel sends
-    the child ``sig`` when this process dies, even by SIGKILL (Linux ``prctl``
-    ``PR_SET_PDEATHSIG``, through ctypes), and a child whose parent died before the call
-    exits at once. None where there is no such call (not Linux)."""
+    """A ``preexec_fn`` (None off Linux) after which the child gets ``sig`` when this process
+    dies, even by SIGKILL (``prctl(PR_SET_PDEATHSIG)``)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -77,13 +75,10 @@ def execute_notebook(
     log_name: str,
     stage: Path | None = None,
 ) -> None:
-    """Execute ``nb`` into ``output`` (papermill, kernel ``python3``) in a child process.
-    ``stage``: the folder the kernel writes the headline JSON into
-    (:data:`rackbook.results.headline.STAGE_ENV`), the runner moves it in with the notebook.
-
-    Raises ``InputError`` for a cell that raised one, ``PapermillExecutionError`` for another
-    failed cell and ``RuntimeError`` (naming the log, the only one kept) when the child fails
-    otherwise."""
+    """Execute ``nb`` into ``output`` (kernel ``python3``) in a child process, the kernel's
+    headline JSON going to ``stage`` (:data:`rackbook.results.headline.STAGE_ENV`). Raises
+    ``InputError`` for a cell that raised one, ``PapermillExecutionError`` for another failed
+    cell, ``RuntimeError`` naming the log when the child fails otherwise."""
     folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"  # as errors.write_log's
     folder.mkdir(mode=0o700, exist_ok=True)
     stamp = f"{log_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"

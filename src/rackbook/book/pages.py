@@ -72,10 +72,9 @@ def as_published(result: str, registry: Registry | None = None) -> str:
 
 
 def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
-    """The landing page's opening: where the claims come from (the secondary article all
-    numbers were read in, which attributes them to vLLM; the primary post not located as of
-    ``today``, the build date in UTC; the numbers a primary text confirms), then what the book
-    does with them; generated from the claims registry's sources."""
+    """The landing page's opening, from the claims registry's sources: the secondary article
+    the numbers were read in, whether their primary text was located as of ``today`` (the
+    build's UTC date), and the numbers a primary text confirms."""
     reg = registry or load_claims()
     today = today or datetime.datetime.now(datetime.UTC).date()
     seen = sorted({c.source.seen_in for c in reg.claims})
@@ -121,10 +120,8 @@ def _readings(executed: Path | None, result: str) -> list[dict[str, Any]] | None
 
 
 def landing_row(claim: Claim, found: Any | None) -> tuple[str, str, str, str]:
-    """One landing row's cells for a claim: the claim (its figure in bold, its statement), the
-    verdict word, the finding (at most 40 words, the decisive point first) and the plain
-    certainty grade with its reason in a few words; "not run" without results. ``found``: the
-    claim's :class:`~rackbook.results.conclusions.Summary`."""
+    """One landing row's cells: the claim, the verdict word, the finding and the certainty
+    grade with its reason, from ``found`` (the claim's ``conclusions.Summary``; None: not run)."""
     claim_cell = f"**{_cell(claim.value_text)}**: {_cell(claim.statement)}"
     if found is None:
         return claim_cell, "not run", "-", "-"
@@ -138,15 +135,11 @@ def at_a_glance(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> str:
-    """The landing page's summary of findings: one row per claim with the claim (linked to its
-    chapter), a verdict word, the finding (at most 40 words) and a plain certainty grade
-    (GRADE's high / moderate / low / very low) with its reason, generated from the headline
-    JSONs in ``executed`` (:func:`rackbook.results.conclusions.summarize`); under the table
-    the verdict words used and every certainty's full reasons, one click away. With
-    ``reference`` (the shipped recordings' results), a column shows their "this run" verdicts
-    beside the reader's; with ``mine`` too (``book --traces``: the results executed on the
-    reader's traces), a column before it gives the reader's "this run" verdicts (``-`` for a
-    result that ran on the shipped trace)."""
+    """The landing page's summary of findings from the headline JSONs in ``executed``: per
+    claim (linked to its chapter) :func:`landing_row`'s cells, then the verdict words used and
+    every certainty's reasons. With ``reference`` (the shipped recordings' results) a column of
+    their "this run" verdicts; with ``mine`` too (the results ``book --traces`` executed on the
+    reader's traces) a column of the reader's before it."""
     from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number, summarize
 
     reg = registry or load_claims()
@@ -209,10 +202,8 @@ def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
 
 
 def attainable_note() -> str:
-    """A dropdown under the landing table: what every "what real deployments are expected to
-    reach" ratio in it is (the expected model, its anchor, fit and held-out validation, the
-    error in its title), with a link to the validation page; the kernel sum stays in the
-    chapters."""
+    """A dropdown under the landing table: what "expected to reach" means, the held-out error
+    in its title, linked to the validation page."""
     from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import plain_number
 
@@ -552,10 +543,8 @@ def _words(slug: str) -> str:
 
 
 def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, str]]) -> dict:
-    """Title, organisation and date of a cited address: the claims registry's title where it
-    has one, the published-figures registry's publisher and date, else read from the address
-    (a GitHub repository's owner, a pull request's number, a date in the path); ``n.d.`` when
-    no date is known. ``secondary`` is true for an aggregator or mirror."""
+    """Title, organisation, date (``n.d.`` when unknown) and ``secondary`` (an aggregator) of a
+    cited address: from the registries where they have them, else read from the address."""
     host = _host(url)
     path = [p for p in re.sub(r"^https?://[^/]+/?", "", url).split("/") if p]
     org, title = "", titles.get(url, "")
@@ -588,10 +577,9 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
 
 
 def bibliography(registry: Registry | None = None) -> str:
-    """BibTeX entries (``@misc``) for every URL the data files cite, each with its title,
-    organisation and date (:func:`source_meta`); an aggregator's entry is marked secondary and
-    names the primary source it reports, which gets an entry of its own. A note names the
-    data files that cite each address. The book's reference page lists them all."""
+    """A BibTeX ``@misc`` entry per URL the data files cite (:func:`source_meta`; a note names
+    the citing files); an aggregator's entry is marked secondary and its primary source gets
+    an entry of its own."""
     from rackbook.inputs.published import load_figures
 
     reg = registry or load_claims()
@@ -647,10 +635,9 @@ def yaml_literal(default: str) -> str:
 
 
 def parameters_page() -> str:
-    """The notebooks' parameter vocabulary, read from the notebooks themselves
-    (``papermill.inspect_notebook``): one row per name, its meaning (the cell's comment, first
-    chapter that declares it) and the chapters that declare it with their defaults, written as
-    YAML (``null``, not ``None``: a reader copies them into a params file)."""
+    """The notebooks' parameters (``papermill.inspect_notebook``): per name its meaning (the
+    first declaring cell's comment) and the chapters declaring it with their defaults as YAML
+    (a reader copies them into a params file)."""
     import papermill
 
     declared: dict[str, dict[str, str]] = {}
@@ -676,10 +663,8 @@ def generate(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> list[Path]:
-    """Write every generated page into ``folder``; returns the files written. ``reference``:
-    where the results executed on the shipped recordings are (default the build's
-    ``executed`` folder), shown beside a reader's own results; ``mine``: the results executed
-    on the reader's traces (:func:`at_a_glance`)."""
+    """Write every generated page into ``folder``; returns the files written. ``reference``
+    (default the build's ``executed``) and ``mine``: :func:`at_a_glance`'s."""
     from rackbook.book import releases, rerun, validation_page
 
     folder.mkdir(parents=True, exist_ok=True)

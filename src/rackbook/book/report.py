@@ -1,11 +1,7 @@
-"""What ``rackbook run`` and ``rackbook list`` print under each result's verdicts: the numbers
-behind them (each headline value with its unit and verdict, from the headline JSON) and what
-changed since the last run in the same folder (the previous headline JSON against the new one:
-every verdict and every shown value that moved).
-
-Values are shown as the headline JSON holds them, rounded for reading (4 significant digits,
-thousands separated); a value moves when its shown text does, so rounding noise is not a
-change. Units are the headline's own (``1``: a ratio, shown without a unit).
+"""What ``rackbook run`` and ``list`` print under each result's verdicts: each headline value
+with its unit and verdict, and what moved since the last run in the same folder. Values are
+rounded for reading (4 significant digits, thousands separated): a value moves when its shown
+text does. Units are the headline's own (``1``: a ratio, shown without a unit).
 """
 
 from __future__ import annotations

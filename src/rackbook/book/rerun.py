@@ -1,22 +1,10 @@
-"""Each chapter's rerun card: what a cluster run needs, the command whose trace can turn the
-"this run" reading into consistent or inconsistent, what it costs and the files it leaves.
-
-Everything on a card is read, not typed: the deployment (vLLM version, image, exact serve
-flags, GPUs) from ``env/cluster/topology.yaml`` through :mod:`rackbook.cluster.topology`; the
-command's parameters from the params file ``rackbook recipes`` writes; the sweep (points,
-requests, tokens) from the live scenario's plan (:mod:`rackbook.inputs.scenarios`, pure standard
-library: planning needs no vLLM); the weights' size from the roofline's storage model; the
-time from two published vLLM DeepSeek-V4.1-Flash figures on GB300 (batched OUTPUT tokens per
-GPU, and one stream's speed) plus the prompts' prefill at vLLM's published single-request
-prefill rate of the same model, never a claim's own number. The batched rate counts output
-tokens only: a total that counts re-read cached prefix (InferenceX's agentic 104,429 tok/s/GPU,
-about 115 times its output) would budget a sweep's time about 115 times too short.
-
-Each card tests what its chapter's verdict assumes: rack-scaling records the one-node
-reference (config ``1x``, the topology's reference worker) and the rack in one trace, at the
-workload the chapter's cache-hit reading assumes with a cached prefix at a published agentic
-hit rate (:func:`record_parameters`); context-latency and single-user measure the one-tray
-reference, the deployment their models assume; prefill-gain names its baseline.
+"""Each chapter's rerun card: the cluster command whose trace can turn the "this run"
+reading into consistent or inconsistent, its deployment, cost and files. Everything is read:
+the deployment from ``env/cluster/topology.yaml``, the parameters from the params files
+``rackbook recipes`` writes, the sweep from the live scenario's plan, the time from published
+vLLM DeepSeek-V4.1-Flash rates on GB300 (batched OUTPUT tokens per GPU, one stream's speed,
+single-request prefill), never a claim's own number. (A total counting re-read cached prefix,
+InferenceX's agentic 104,429 tok/s/GPU, would budget a sweep about 115 times too short.)
 """
 
 from __future__ import annotations
@@ -278,14 +266,11 @@ def sweep(
     per_config: dict[str, tuple[int, int]] | None = None,
     held: int | None = None,
 ) -> Sweep:
-    """The sweep the live scenario plans for ``params`` against endpoints serving the model
-    of the topology (its catalog context limit), and its modelled time on ``gpus`` GPUs
-    (``prefill_gpus`` of them prefilling, default all; ``per_config``: config -> (GPUs,
-    prefill GPUs) where a point runs on another deployment; ``held``: GPUs held, default
-    ``gpus`` x ``deployments``): per point, decode takes the longer of output tokens /
-    (batched output tok/s per GPU x GPUs) and requests x output tokens / (concurrency x one
-    user's tok/s), and prefill its computed prompt tokens / (:func:`prefill_rate` x prefill
-    GPUs), added (seconds)."""
+    """The sweep the live scenario plans for ``params`` and its modelled time on ``gpus`` GPUs
+    (``prefill_gpus`` prefilling; ``per_config``: config -> (GPUs, prefill GPUs) for a point
+    on another deployment; ``held``: GPUs held): per point, decode (s) the longer of output
+    tokens / (batched tok/s per GPU x GPUs) and of the streams at one user's speed, plus
+    prefill (s) of the computed prompt tokens at :func:`prefill_rate` x prefill GPUs."""
     from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
@@ -372,11 +357,9 @@ def deployment_gpus(result: str, topo: Any) -> tuple[int, int]:
 
 
 def record_parameters(topo: Any) -> dict[str, Any]:
-    """rack-scaling's recording plan (``rackbook record rack-scaling -p NAME VALUE``) when the
-    topology has a reference worker, else ``{}``: the workload the chapter's cache-hit reading
-    assumes (its ``Params`` ISL and OSL, tokens), a shared prefix at AgentX's published
-    prefix-cache hit rate (:data:`HIT_RATE_FIGURE`, %) of it, the reference's GPUs and the
-    rack's as the claim counts them, and 64 requests in flight per decode rank on each."""
+    """rack-scaling's recording plan (``rackbook record -p``), ``{}`` without a reference
+    worker: its ``Params`` ISL and OSL (tokens), a prefix at :data:`HIT_RATE_FIGURE` (%), the
+    reference's and the rack's GPUs, and the requests in flight per decode rank."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs.published import load_figures
     from rackbook.results.rack_scaling.chapter import Params

@@ -1,10 +1,6 @@
-"""Keep the staged book sources stable between builds, so that Sphinx rebuilds only what changed.
-
-Sphinx decides which pages to read again from the source files' modification times: rewriting
-every staged file (as removing and copying the staging folder did) made it rebuild the whole
-book each time. :func:`sync_tree` rewrites only the files whose bytes differ, and removes those
-no longer staged; :func:`tree_digest` names a staged tree's content so that a build with nothing
-changed can be skipped altogether.
+"""Keep the staged book sources stable between builds, so that Sphinx (which goes by
+modification times) rebuilds only what changed: :func:`sync_tree` rewrites only files whose
+bytes differ; :func:`tree_digest` names a staged tree so an unchanged build can be skipped.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The generated part of the book page "How well does rackbook predict?" (``book/validation.md``):
-the held-out validation of the expected throughput (:mod:`rackbook.results.validation`) as
-tables (summary; by decoding-batch band, GPU and source; the largest misses and why) and the
-figure of predicted against measured on log axes, all computed when the book is built."""
+"""The generated part of the page "How well does rackbook predict?": the held-out validation
+(:mod:`rackbook.results.validation`) as tables and a predicted-against-measured figure."""
 
 from __future__ import annotations
 

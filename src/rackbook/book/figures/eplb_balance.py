@@ -1,8 +1,6 @@
-"""Figures of the eplb-balance chapter (data: :class:`rackbook.results.eplb_balance.Analysis`).
-
-Every figure draws the trace or the synthetic routing model, and says which in its title; the
-claim's figures appear only as labelled reference lines. Legends sit below the axes, outside
-the data."""
+"""Figures of the eplb-balance chapter (data: :class:`rackbook.results.eplb_balance.Analysis`):
+the trace or the synthetic routing model, named in the title; the claim's figures only as
+reference lines; legends below the axes."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Figures of the prefill-gain chapter (data: :class:`rackbook.results.prefill_gain.Analysis`).
-
-A trace that cannot test the claim (a CPU stand-in, a short prefix, other GPUs) measures a
-different change from the claim's: its gain is drawn alone, never on an axis that also holds
-the published range."""
+A trace that cannot test the claim measures another change: its gain is never drawn on an axis
+that holds the published range."""
 
 from __future__ import annotations
 

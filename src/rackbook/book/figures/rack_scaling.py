@@ -1,9 +1,6 @@
 """Figures of the rack-scaling chapter (data: :class:`rackbook.results.rack_scaling.Analysis`).
-
-The trace's figures (token kinds, scaling) carry the hardware they ran on in their titles; the
-claim's figures (readings, node sizes, dollars) hold only the published figures and the
-catalogs' ceilings, never a stand-in's numbers. No text uses ``$``, which matplotlib reads as
-math: dollars are written USD.
+The trace's figures name its hardware in their titles; the claim's figures hold only published
+figures and catalog ceilings. Dollars are written USD (matplotlib reads ``$`` as math).
 """
 
 from __future__ import annotations
