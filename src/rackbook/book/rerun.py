@@ -256,21 +256,11 @@ def _text(v: Any) -> str:
     return ",".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
-def sweep(
-    result: str,
-    params: dict[str, Any],
-    gpus: int,
-    deployments: int = 1,
-    *,
-    prefill_gpus: int | None = None,
-    per_config: dict[str, tuple[int, int]] | None = None,
-    held: int | None = None,
-) -> Sweep:
-    """The sweep the live scenario plans for ``params`` and its modelled time on ``gpus`` GPUs
-    (``prefill_gpus`` prefilling; ``per_config``: config -> (GPUs, prefill GPUs) for a point
-    on another deployment; ``held``: GPUs held): per point, decode (s) the longer of output
-    tokens / (batched tok/s per GPU x GPUs) and of the streams at one user's speed, plus
-    prefill (s) of the computed prompt tokens at :func:`prefill_rate` x prefill GPUs."""
+def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
+    """The sweep the live scenario plans for ``params`` and its modelled time on what ``h``
+    holds: per point, decode (s) the longer of output tokens / (batched tok/s per GPU x GPUs)
+    and of the streams at one user's speed, plus prefill (s) of the computed prompt tokens at
+    :func:`prefill_rate` x prefill GPUs."""
     from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
@@ -290,7 +280,7 @@ def sweep(
     n_req = prompt = out = computed = 0
     decode_s = prefill_s = 0.0
     for p in pts:
-        g, pg = (per_config or {}).get(p.config, (gpus, prefill_gpus or gpus))
+        g, pg = h.per_config.get(p.config, (h.serving, h.prefill or h.serving))
         n = p.num_prompts * p.shards
         pin, pout = n * (p.input_len + p.prefix_len), n * p.output_len
         new = n * p.input_len + p.shards * p.prefix_len  # the prefix once per shard (warm-up)
@@ -298,17 +288,7 @@ def sweep(
         streams = (p.concurrency or n) * p.shards
         decode_s += max(pout / (batched * g), n * p.output_len / (streams * one))
         prefill_s += new / (rate * pg)
-    return Sweep(
-        len(pts),
-        n_req,
-        prompt,
-        out,
-        decode_s,
-        deployments,
-        held if held is not None else gpus * deployments,
-        computed,
-        prefill_s,
-    )
+    return Sweep(len(pts), n_req, prompt, out, decode_s, h.deployments, h.gpus, computed, prefill_s)
 
 
 @dataclass(frozen=True)
@@ -396,16 +376,7 @@ def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
     for r in paths.RESULTS:
         h = holding(r, topo)
         full = {**params[r], **dict(EXTRA_ARGS.get(r, ())), **_plan(r, topo)}
-        sw = sweep(
-            r,
-            full,
-            h.serving,
-            h.deployments,
-            prefill_gpus=h.prefill,
-            per_config=h.per_config,
-            held=h.gpus,
-        )
-        out.append((r, h, sw))
+        out.append((r, h, sweep(r, full, h)))
     return out
 
 
