@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -330,29 +331,19 @@ def _short(text: object, width: int) -> str:
 def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The used points holding the lowest and the highest value (the range the published
     reading compares with), in their table order; all of them when none has a finite value."""
-    import math
-
-    finite = [
-        r["value"]
-        for r in used
-        if isinstance(r.get("value"), (int, float)) and math.isfinite(r["value"])
-    ]
+    finite = [r["value"] for r in used if _finite(r.get("value"))]
     if not finite:
         return used
-    lo, hi = min(finite), max(finite)
-    ends, seen = [], set()
+    ends: dict[float, dict[str, Any]] = {}
     for r in used:
-        if r.get("value") in (lo, hi) and r["value"] not in seen:
-            ends.append(r)
-            seen.add(r["value"])
-    return ends
+        if r.get("value") in (min(finite), max(finite)):
+            ends.setdefault(r["value"], r)
+    return list(ends.values())
 
 
 def _points_table(records: list[dict[str, Any]]) -> list[str]:
     """Published points as Markdown table lines: source (linked), system, as published, value
     in the claim's unit, used, and how each differs from the claim."""
-    import math
-
     out = [
         "| source | system | as published | value | basis | used | differs from the claim in |",
         "|---|---|---|---|---|---|---|",
@@ -362,11 +353,7 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         who = _md_cell(_short(r["who"], 48))
         src = f"[{who}]({url})" if isinstance(url, str) and url else who
         gpus = r.get("gpus")
-        n = (
-            ""
-            if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
-            else f" x {int(gpus)}"
-        )
+        n = "" if gpus is None or gpus != gpus else f" x {int(gpus)}"  # None or NaN: none
         parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
         if not _known(r["hardware"]) and parts[0]:  # never "not stated x 16"
             parts = [f"{parts[0]} GPUs"]
@@ -374,14 +361,13 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         system = _md_cell(", ".join(p for p in parts if p) or "not stated")
         value = r.get("value")
         shown = "-"
-        if isinstance(value, (int, float)) and math.isfinite(value):
+        if _finite(value):
             shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
             shown += "" if str(r["unit"]) in ("1", "") else f" {r['unit']}"  # no unit "1"
         used = "yes" if r["used"] else "no"
         if not r.get("verified", True):
             used += " (not verified)"
-        diff = str(r.get("comparable") or "")
-        diff = diff.removeprefix("differs from the claim in: ")
+        diff = str(r.get("comparable") or "").removeprefix("differs from the claim in: ")
         out.append(
             f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} "
             f"| {_md_cell(r.get('basis') or '-')} | {used} "
@@ -400,6 +386,10 @@ def headlines_box(outcome: Any) -> str:
         f":::{{dropdown}} The {n} headline values this chapter writes "
         f"(`{outcome.result}.json`)\n\n{outcome.markdown()}\n:::\n"
     )
+
+
+def _finite(x: Any) -> TypeGuard[float]:
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def _known(x: object) -> bool:
