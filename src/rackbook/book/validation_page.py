@@ -72,21 +72,10 @@ def page(rep: dict[str, Any]) -> str:
         *HEAD,
         _row("all", rep["all"]),
         _row("primary sources", rep["primary"]),
-        "",
-        "By decoding batch per GPU:",
-        "",
-        *HEAD,
-        *_group(rep, "band"),
-        "",
-        "By GPU:",
-        "",
-        *HEAD,
-        *_group(rep, "gpu"),
-        "",
-        "By source:",
-        "",
-        *HEAD,
-        *_group(rep, "source"),
+    ]
+    for title, key in (("decoding batch per GPU", "band"), ("GPU", "gpu"), ("source", "source")):
+        out += ["", f"By {title}:", "", *HEAD, *_group(rep, key)]
+    out += [
         "",
         "The largest misses (measured / expected furthest from 1):",
         "",
@@ -94,11 +83,11 @@ def page(rep: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     worst = sorted(rep["points"], key=lambda p: -abs(math.log(p["ratio"])))[:OUTLIERS]
-    for p in worst:
-        out.append(
-            f"| {p['id']} | {p['source']} | {p['measured']:,.0f} | {p['expected']:,.0f} "
-            f"| {p['ratio']:.2f} | {p['batch_how']} |"
-        )
+    out += [
+        f"| {p['id']} | {p['source']} | {p['measured']:,.0f} | {p['expected']:,.0f} "
+        f"| {p['ratio']:.2f} | {p['batch_how']} |"
+        for p in worst
+    ]
     out += ["", "Held but not validated:", ""]
     out += [f"- {x['source']}: {x['id']}: {x['reason']}" for x in rep["excluded"]]
     return "\n".join(out) + "\n"
