@@ -242,7 +242,8 @@ def build_book(
     is built in the build folder (``_build`` or ``RACKBOOK_BUILD``), Jupyter Book not started
     when no staged file changed since the last build with the same options (``force``:
     rebuild every page); with ``html`` in a temporary sibling that replaces ``html`` whole."""
-    from rackbook.book.sitesync import read_stamp, tree_digest, write_stamp
+    from rackbook.book.sitesync import read_stamp, tree_digest
+    from rackbook.core.fsio import atomic_write_text
 
     executed = paths.resolve(out) if out else paths.EXECUTED
     fsio.refuse_special(executed, "--out", result_files())
@@ -275,7 +276,7 @@ def build_book(
         return index
     stamp.unlink(missing_ok=True)
     _jupyter_book(site, paths.BUILD.parent, strict, force, paths.BUILD / "book-build.log")
-    write_stamp(stamp, digest)
+    atomic_write_text(stamp, digest + "\n")
     return index
 
 

@@ -11,8 +11,6 @@ import os
 import shutil
 from pathlib import Path
 
-from rackbook.core.fsio import atomic_write_text
-
 
 def _relative_files(root: Path) -> set[str]:
     out = set()
@@ -50,12 +48,12 @@ def sync_tree(src: Path, dst: Path) -> list[str]:
 
 
 def tree_digest(root: Path, extra: str = "") -> str:
-    """SHA-256 (hex) over ``root``'s relative file names and bytes, and ``extra``."""
+    """SHA-256 (hex) over ``root``'s relative names and bytes
+    (:func:`rackbook.book.cache.hash_tree`), and ``extra``."""
+    from rackbook.book.cache import hash_tree
+
     h = hashlib.sha256(extra.encode())
-    for rel in sorted(_relative_files(root)):
-        data = (root / rel).read_bytes()
-        h.update(f"\0{rel}\0{len(data)}\0".encode())
-        h.update(data)
+    hash_tree(h, root, "tree")
     return h.hexdigest()
 
 
@@ -65,8 +63,3 @@ def read_stamp(path: Path) -> str | None:
         return path.read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
-
-
-def write_stamp(path: Path, digest: str) -> None:
-    """Record ``digest`` at ``path`` (atomically)."""
-    atomic_write_text(path, digest + "\n")
