@@ -58,10 +58,9 @@ def numbers(doc: dict[str, Any]) -> list[str]:
 
 
 def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
-    """What moved from the headline JSON ``old`` (the last run in the folder; None: there was
-    none) to ``new``: each reading whose verdict changed (``claim reading: a -> b``), each
-    headline whose shown value or verdict changed (``name: a -> b``), each headline added or
-    gone. Empty when nothing moved."""
+    """What moved from the headline JSON ``old`` (None: no last run) to ``new``: each reading's
+    verdict (``claim reading: a -> b``), each headline's shown value or verdict (``name: a ->
+    b``), each headline added or gone."""
     if old is None:
         return []
     out = []
@@ -76,10 +75,7 @@ def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
         if was is None or now is None:
             out.append(f"{name}: {'new' if was is None else 'gone'}")
             continue
-        va, vb = (
-            value_text(was.get("value"), was.get("unit")),
-            value_text(now.get("value"), now.get("unit")),
-        )
+        va, vb = (value_text(h.get("value"), h.get("unit")) for h in (was, now))
         if va != vb:
             out.append(f"{name}: {va} -> {vb}")
         if was.get("verdict") != now.get("verdict"):
