@@ -81,13 +81,8 @@ def scaling(a: Analysis) -> Figure:
     gmax = int(sc["num_gpus"].max())
     ref = sc.iloc[0]
     line = np.array([0, gmax + 0.5])
-    ax.plot(
-        line,
-        ref["tok_s"] * line / ref["num_gpus"],
-        ls="--",
-        color="0.5",
-        label=f"linear scaling from {a.params.reference_config}",
-    )
+    linear = f"linear scaling from {a.params.reference_config}"
+    ax.plot(line, ref["tok_s"] * line / ref["num_gpus"], ls="--", color="0.5", label=linear)
     ax.plot(sc["num_gpus"], sc["tok_s"], marker="o", ls="none", ms=8, label=f"measured ({metric})")
     for r in sc.itertuples():
         last = r.num_gpus == gmax and r.num_gpus != ref["num_gpus"]
@@ -158,13 +153,8 @@ def readings(a: Analysis) -> Figure:
     }
     for c in a.ceilings.itertuples():
         colour, ls = styles[(c.ceiling, c.phase)]
-        ax.axvline(
-            c.tok_s_per_gpu,
-            color=colour,
-            ls=ls,
-            lw=1.2,
-            label=f"{c.ceiling} ceiling, {c.phase}: {c.tok_s_per_gpu:,.0f} tok/s per GPU",
-        )
+        label = f"{c.ceiling} ceiling, {c.phase}: {c.tok_s_per_gpu:,.0f} tok/s per GPU"
+        ax.axvline(c.tok_s_per_gpu, color=colour, ls=ls, lw=1.2, label=label)
     ax.set_yticks(y, [READING_LABELS.get(r, r) for r in rd["reading"]])
     ax.set_xscale("log")
     lo = min(rd["computed_tok_s_per_gpu"].min(), a.ceilings["tok_s_per_gpu"].min())
@@ -207,9 +197,8 @@ def node_efficiency(a: Analysis) -> Figure:
     colours = [VERDICT_COLOURS[v] for v in sp["verdict"]]
     right.bar(x, sp["node_tok_s_per_gpu"], width=0.5, color=colours)
     cap = float(sp["ceiling_tok_s_per_gpu"].iloc[0])
-    right.axhline(
-        cap, color=plotting.PALETTE[0], ls="--", label=f"decode compute ceiling: {cap:,.0f}"
-    )
+    ceiling = f"decode compute ceiling: {cap:,.0f}"
+    right.axhline(cap, color=plotting.PALETTE[0], ls="--", label=ceiling)
     for i, r in enumerate(sp.itertuples()):
         text = f"{r.ratio:.3g}x: {r.verdict}"
         plotting.note(right, text, (i, r.node_tok_s_per_gpu), (0, 4), ha="center")
@@ -234,14 +223,8 @@ def revenue(a: Analysis) -> Figure:
     fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     y = np.arange(len(rv))[::-1]
     for yi, r in zip(y, rv.itertuples(), strict=True):
-        ax.plot(
-            [r.revenue_all_cached, r.revenue_all_uncached],
-            [yi, yi],
-            lw=10,
-            solid_capstyle="butt",
-            color=plotting.PALETTE[0],
-            alpha=0.7,
-        )
+        span = [r.revenue_all_cached, r.revenue_all_uncached]
+        ax.plot(span, [yi, yi], lw=10, solid_capstyle="butt", color=plotting.PALETTE[0], alpha=0.7)
         plotting.note(  # above its bar: the axis spans only the data, no empty decades
             ax,
             f"USD {_usd(r.revenue_all_cached)} (all cached) to {_usd(r.revenue_all_uncached)}",
@@ -251,18 +234,10 @@ def revenue(a: Analysis) -> Figure:
             ha="center",
             bbox=_BOX,
         )
-    ax.axvline(
-        a.claim_usd,
-        color=plotting.PALETTE[3],
-        lw=1.5,
-        label=f"the figure: {a.claim_usd:g} USD per GPU-hour",
-    )
-    ax.axvline(
-        a.rental.usd_per_gpu_hour,
-        color="0.4",
-        ls="--",
-        label=f"catalog GB300 price: {a.rental.usd_per_gpu_hour:g} USD per GPU-hour",
-    )
+    figure = f"the figure: {a.claim_usd:g} USD per GPU-hour"
+    ax.axvline(a.claim_usd, color=plotting.PALETTE[3], lw=1.5, label=figure)
+    rent = a.rental.usd_per_gpu_hour
+    ax.axvline(rent, color="0.4", ls="--", label=f"catalog GB300 price: {rent:g} USD per GPU-hour")
     ax.set_yticks(
         y, [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
     )

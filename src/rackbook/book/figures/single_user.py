@@ -84,13 +84,8 @@ def step_budget(a: Analysis) -> Figure:
     y = np.arange(len(fl))
     ax.barh(y, fl["floor_step_ms"], color=plotting.PALETTE[2], label="streaming the bytes (floor)")
     left = fl["claim_step_ms"] - fl["floor_step_ms"]
-    ax.barh(
-        y,
-        left,
-        left=fl["floor_step_ms"],
-        color=plotting.PALETTE[1],
-        label="left for collectives, compute, launches",
-    )
+    rest = "left for collectives, compute, launches"
+    ax.barh(y, left, left=fl["floor_step_ms"], color=plotting.PALETTE[1], label=rest)
     for i, r in enumerate(fl.itertuples()):
         us = 1000 * (r.claim_step_ms - r.floor_step_ms) / a.moe_layers
         plotting.note(ax, f"{us:.3g} µs per MoE layer", (r.claim_step_ms, i), (4, 0), va="center")
