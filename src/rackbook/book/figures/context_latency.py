@@ -34,12 +34,8 @@ def kv_per_sequence(a: Analysis) -> Figure:
         ax.plot([c / 1e3], [y], "o", color=plotting.PALETTE[0])
         note = f"{c / 1e3:,.0f}k: {y * 1e3:,.0f} MB"
         plotting.note(ax, note, (c / 1e3, y), (6, 6), fontsize=plotting.TEXT_PT)
-    plotting.label(
-        ax,
-        "context (thousand tokens)",
-        "global KV per sequence (GB)",
-        "Global KV cache of one sequence against context length",
-    )
+    heading = "Global KV cache of one sequence against context length"
+    plotting.label(ax, "context (thousand tokens)", "global KV per sequence (GB)", heading)
     ax.legend(loc="upper left")
     return fig
 
@@ -57,12 +53,8 @@ def sequences_per_gpu(a: Analysis) -> Figure:
         note = f"{n:,} at {c / 1e3:,.0f}k"
         plotting.note(ax, note, (c / 1e3, n), (6, 6), fontsize=plotting.TEXT_PT)
     ax.set_yscale("log")
-    plotting.label(
-        ax,
-        "context (thousand tokens)",
-        "KV fits per GPU (sequences, log)",
-        f"Sequences per GPU ({a.hw.id.upper()}) after the weights",
-    )
+    heading = f"Sequences per GPU ({a.hw.id.upper()}) after the weights"
+    plotting.label(ax, "context (thousand tokens)", "KV fits per GPU (sequences, log)", heading)
     ax.legend(loc="upper right")
     return fig
 

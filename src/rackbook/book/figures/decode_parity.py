@@ -42,12 +42,8 @@ def decode_throughput(a: Analysis) -> Figure:
         t = a.table[a.table["engine"] == eng]
         ax.plot(t["batch"], t["decode_tok_s"], marker=plotting.MARKERS[i], label=f"{label} ({eng})")
     _batch_axis(ax, a.table["batch"])
-    plotting.label(
-        ax,
-        "batch size B (requests, log scale)",
-        "decode throughput (tok/s)",
-        "Decode throughput against batch size",
-    )
+    heading = "Decode throughput against batch size"
+    plotting.label(ax, "batch size B (requests, log scale)", "decode throughput (tok/s)", heading)
     _mark(ax, a)
     ax.legend(loc="best")
     return fig

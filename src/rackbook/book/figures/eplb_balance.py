@@ -26,13 +26,11 @@ def rank_loads(a: Analysis) -> Figure:
     ax.bar(r["rank"] - 0.2, r["static"], width=0.4, label="static placement")
     ax.bar(r["rank"] + 0.2, r["eplb"], width=0.4, label="after EPLB")
     ax.axhline(r["static"].mean(), color="0.3", lw=1, ls="--", label="mean (uniform routing)")
-    plotting.label(
-        ax,
-        "EP rank (index)",
-        "token-expert assignments on the rank (tokens)",
+    heading = (
         f"Layer {a.params.show_layer}, decode step {a.params.fit_windows}: load per rank "
-        f"({_source(a)})",
+        f"({_source(a)})"
     )
+    plotting.label(ax, "EP rank (index)", "token-expert assignments on the rank (tokens)", heading)
     fig.legend(loc="outside lower center", ncols=1)
     return fig
 

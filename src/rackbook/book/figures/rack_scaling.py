@@ -62,12 +62,8 @@ def token_kinds(a: Analysis) -> Figure:
         [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
     )
     ax.yaxis.set_major_formatter(_THOUSANDS)
-    plotting.label(
-        ax,
-        f"configuration (label, {u}s)",
-        f"throughput per {u} (tok/s)",
-        f"Which tokens a per-{u} throughput counts{_source(a)}",
-    )
+    heading = f"Which tokens a per-{u} throughput counts{_source(a)}"
+    plotting.label(ax, f"configuration (label, {u}s)", f"throughput per {u} (tok/s)", heading)
     ax.set_ylim(0, 1.3 * float((out_g + new_g + cac_g).max()))  # room for the legend
     ax.legend(loc="upper right", ncol=1)  # inside: never over the axis label
     return fig
@@ -104,12 +100,8 @@ def scaling(a: Analysis) -> Figure:
     ax.set_ylim(0, None)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(_THOUSANDS)
-    plotting.label(
-        ax,
-        f"{u}s serving (count)",
-        f"{metric} throughput (tok/s)",
-        f"Throughput against {u}s, with the linear-scaling line{_source(a)}",
-    )
+    heading = f"Throughput against {u}s, with the linear-scaling line{_source(a)}"
+    plotting.label(ax, f"{u}s serving (count)", f"{metric} throughput (tok/s)", heading)
     ax.legend(loc="upper left")
     return fig
 
@@ -162,12 +154,8 @@ def readings(a: Analysis) -> Figure:
     ax.set_xlim(lo / 2, hi * 2)
     ax.set_ylim(-0.5, len(rd) - 0.1)
     ax.grid(axis="y", visible=False)
-    plotting.label(
-        ax,
-        "computed tokens per GPU (tok/s, log)",
-        "reading ('per GPU' as)",
-        f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}",
-    )
+    heading = f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}"
+    plotting.label(ax, "computed tokens per GPU (tok/s, log)", "reading ('per GPU' as)", heading)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
     return fig
 
@@ -187,12 +175,8 @@ def node_efficiency(a: Analysis) -> Figure:
         )
     left.set_xticks(x, names)
     left.set_ylim(0, 125)
-    plotting.label(
-        left,
-        "what 'a node' is (GPUs)",
-        "scaling efficiency (%)",
-        f"{a.claim_speedup:g}x on {a.rack.gpus} GPUs",
-    )
+    heading = f"{a.claim_speedup:g}x on {a.rack.gpus} GPUs"
+    plotting.label(left, "what 'a node' is (GPUs)", "scaling efficiency (%)", heading)
     left.legend(loc="upper left")
     colours = [VERDICT_COLOURS[v] for v in sp["verdict"]]
     right.bar(x, sp["node_tok_s_per_gpu"], width=0.5, color=colours)
@@ -205,12 +189,8 @@ def node_efficiency(a: Analysis) -> Figure:
     right.set_xticks(x, names)
     right.set_ylim(0, cap * 1.25)
     right.yaxis.set_major_formatter(_THOUSANDS)
-    plotting.label(
-        right,
-        "what 'a node' is (GPUs)",
-        "node throughput per GPU (tok/s)",
-        "The node it implies (rack total / speedup)",
-    )
+    heading = "The node it implies (rack total / speedup)"
+    plotting.label(right, "what 'a node' is (GPUs)", "node throughput per GPU (tok/s)", heading)
     right.legend(loc="upper right", fontsize=plotting.SMALL_PT)
     fig.tight_layout()
     return fig
@@ -246,12 +226,8 @@ def revenue(a: Analysis) -> Figure:
     ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 3)
     ax.set_ylim(-0.6, len(rv) - 0.4)
     ax.grid(axis="y", visible=False)
-    plotting.label(
-        ax,
-        "token revenue per GPU-hour (USD, log)",
-        "reading (tok/s per GPU)",
-        "The dollar figure as token revenue, by throughput reading",
-    )
+    heading = "The dollar figure as token revenue, by throughput reading"
+    plotting.label(ax, "token revenue per GPU-hour (USD, log)", "reading (tok/s per GPU)", heading)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
     return fig
 

@@ -65,13 +65,11 @@ def claim_vs_floor(a: Analysis) -> Figure:
     ]
     ax.set_xticks(x, ticks)
     ax.set_ylim(0, max(130, 1.2 * share.max()))
-    plotting.label(
-        ax,
-        "decode mode (acceptance length)",
-        "claim / bandwidth ceiling (%)",
+    heading = (
         f"{a.claim_tok_s:g} tok/s against the batch-1 ceiling on {a.floor_gpus} x "
-        f"{a.params.gpu_id.upper()} (modelled)",
+        f"{a.params.gpu_id.upper()} (modelled)"
     )
+    plotting.label(ax, "decode mode (acceptance length)", "claim / bandwidth ceiling (%)", heading)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     return fig
 
