@@ -155,19 +155,10 @@ def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
     for i, label in enumerate(groups):
         shown = [j // per_group == i for j in range(per_group * len(groups))]
         buttons.append({"label": label, "method": "update", "args": [{"visible": shown}]})
+    menu = {"x": 0, "xanchor": "left", "y": 1.16, "yanchor": "top", "direction": "down"}
     fig.update_layout(
         title={"text": title, "font": {"size": 15}},
-        updatemenus=[
-            {
-                "buttons": buttons,
-                "x": 0,
-                "xanchor": "left",
-                "y": 1.16,
-                "yanchor": "top",
-                "direction": "down",
-                "active": first,
-            }
-        ],  # fmt: skip
+        updatemenus=[{"buttons": buttons, **menu, "active": first}],
         xaxis_title=x_title,
         yaxis={"title": "tokens/s per GPU (log)", "type": "log"},
         height=400,

@@ -141,15 +141,6 @@ def stand_in(ax: Any, text: str) -> None:
     """Mark a panel drawn from stand-in data (a CPU recording, a synthetic input) inside the
     image itself, so that a figure copied out of the book still says what it is: ``text`` in a
     grey box in the panel's top-left corner, at the book's smallest text size."""
-    ax.text(
-        0.01,
-        0.98,
-        text,
-        transform=ax.transAxes,
-        ha="left",
-        va="top",
-        fontsize=SMALL_PT,
-        color="0.25",
-        bbox={"boxstyle": "square,pad=0.25", "fc": "0.93", "ec": "0.6", "lw": 0.6},
-        zorder=10,
-    )
+    box = {"boxstyle": "square,pad=0.25", "fc": "0.93", "ec": "0.6", "lw": 0.6}
+    where = {"transform": ax.transAxes, "ha": "left", "va": "top", "zorder": 10}
+    ax.text(0.01, 0.98, text, fontsize=SMALL_PT, color="0.25", bbox=box, **where)
