@@ -204,20 +204,11 @@ def prefill_rate() -> PrefillRate:
         return int(m.group(1)) * 1000
 
     longest = max(tokens(c.prompt) for c in cells)
-    best = max(
-        (c for c in cells if tokens(c.prompt) == longest),
-        key=lambda c: longest / (c.graph_ms / 1000) / c.gpus,
-    )
+    rate = {c: longest / (c.graph_ms / 1000) / c.gpus for c in cells if tokens(c.prompt) == longest}
+    best = max(rate, key=rate.__getitem__)
     src = published_rows.source_fields(published_rows.PREFILL_SOURCE)
-    return PrefillRate(
-        longest / (best.graph_ms / 1000) / best.gpus,
-        best.cfg,
-        best.gpus,
-        longest,
-        best.graph_ms,
-        src["page"].split()[0],
-        src["date"].split()[0],
-    )
+    page, date = src["page"].split()[0], src["date"].split()[0]
+    return PrefillRate(rate[best], best.cfg, best.gpus, longest, best.graph_ms, page, date)
 
 
 def _wrap_json(flag: str, width: int) -> str:
@@ -267,13 +258,9 @@ def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
     fields = {f.name for f in dataclasses.fields(SCENARIOS[result])}
     text = {k: _text(v) for k, v in params.items() if k in fields}
     model = catalogs.as_model(params.get("model_id", "deepseek-v4.1-flash"))
-    sc = fit_endpoint(
-        scenario(result, text, check=False),
-        text,
-        model=model.id,
-        served_model_name=model.id,
-        max_model_len=model.architecture.max_context_tokens,
-    )
+    sc = scenario(result, text, check=False)
+    limit = model.architecture.max_context_tokens
+    sc = fit_endpoint(sc, text, model=model.id, served_model_name=model.id, max_model_len=limit)
     batched, one, _ = assumptions()
     rate = prefill_rate().tok_s_per_gpu
     pts = [p for ph in sc.phases() for p in ph.points]
