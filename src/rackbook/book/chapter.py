@@ -71,10 +71,8 @@ def folded(title: str, markdown: str) -> str:
     return f"{fence}{{dropdown}} {title}\n{for_reader(markdown.strip())}\n{fence}\n"
 
 
-def _admonition(kind: str, title: str, body: str, cls: str | None = None) -> str:
-    head = f":::{{{kind}}} {title}".rstrip() if kind == "admonition" else f":::{{{kind}}}"
-    opts = f"\n:class: {cls}" if cls else ""
-    return f"{head}{opts}\n{body.strip()}\n:::\n"
+def _warning(body: str) -> str:
+    return f":::{{warning}}\n{body.strip()}\n:::\n"
 
 
 def _doc(outcome: Any) -> dict[str, Any]:
@@ -233,9 +231,7 @@ def standin_warning(kind: str, hardware: str, testable: bool) -> str:
         "synthetic": "a synthetic input (generated, with its generator and seed in run.json)",
         "published": "numbers transcribed from a publication",
     }.get(kind, f"a recording on {hardware}")
-    return _admonition(
-        "warning",
-        "",
+    return _warning(
         f"The trace behind this chapter's measured numbers is {what}, not the claim's "
         "hardware and model. It shows the method end to end; its numbers are not evidence "
         "for or against the claim, and its reading is **untested**.",
@@ -260,13 +256,10 @@ def evidence_markdown(result: str) -> str:
         pts = rows[rows["kind"] == "published"].sort_values("used", ascending=False, kind="stable")
         if len(head):
             h = head.iloc[0]
-            out.append(
-                f"**{_md_cell(name := figures.get(str(claim_id), claim_id))}**"
-                + ("" if h["as_published"] == name else f" ({_md_cell(h['as_published'])})")
-                + ": published reading "
-                f"**{h['verdict']}**"
-                + (f" [{_md_cell(h['margin'])}]" if h["margin"] not in ("-", "") else "")
-            )
+            name = figures.get(str(claim_id), claim_id)
+            also = "" if h["as_published"] == name else f" ({_md_cell(h['as_published'])})"
+            margin = f" [{_md_cell(h['margin'])}]" if h["margin"] not in ("-", "") else ""
+            out.append(f"**{_md_cell(name)}**{also}: published reading **{h['verdict']}**{margin}")
             out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
         items = []
         for r in bases.to_dict("records"):
@@ -411,9 +404,7 @@ def validity_warning(trace: Any) -> str:
     s = getattr(trace, "screening", None)
     if s is None or not s.flagged:
         return ""
-    return _admonition(
-        "warning",
-        "",
+    return _warning(
         f"Measurement validity: {for_reader(s.text())} A flagged request is one whose "
         "timestamps measure the client rather than the engine (tokens delivered in one burst, "
         "gaps below the clock's resolution or far below the engine's step) or whose token "
