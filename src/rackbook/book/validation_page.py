@@ -111,14 +111,10 @@ def figure(rep: dict[str, Any]) -> bytes:
     ax.plot(xs, xs, color="0.3", lw=1, label="measured = expected")
     for i, src in enumerate(sorted({p["source"] for p in pts})):
         mine = [p for p in pts if p["source"] == src]
-        ax.scatter(
-            [p["expected"] for p in mine],
-            [p["measured"] for p in mine],
-            marker=plotting.MARKERS[i % len(plotting.MARKERS)],
-            color=plotting.PALETTE[i % len(plotting.PALETTE)],
-            label=src,
-            s=28,
-        )
+        marker = plotting.MARKERS[i % len(plotting.MARKERS)]
+        colour = plotting.PALETTE[i % len(plotting.PALETTE)]
+        xy = [p["expected"] for p in mine], [p["measured"] for p in mine]
+        ax.scatter(*xy, marker=marker, color=colour, label=src, s=28)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
