@@ -369,13 +369,6 @@ def cli_book(args: argparse.Namespace) -> int:
                 fsio.refuse_special(reuse, "--reuse", result_files())
             mine = run_on_traces(traces_dir, results, reuse, force)
             print(f"your traces: {', '.join(mine)}")
-        index = build_book(
-            results,
-            args.strict,
-            force,
-            html=html,
-            reference=reuse,
-            mine=mine if traces_dir else None,
-        )
+        index = build_book(results, args.strict, force, html, reuse, mine if traces_dir else None)
     print(f"book: {index}")
     return 0

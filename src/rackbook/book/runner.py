@@ -261,14 +261,9 @@ def execute_result(
     # The kernel must draw inline: MPLBACKEND=Agg would leave every chapter without figures.
     saved_backend = os.environ.pop("MPLBACKEND", None)
     try:
+        shown = sys.stderr.isatty() if progress is None else progress
         execute_notebook(
-            nb,
-            stage / final.name,
-            params,
-            paths.NOTEBOOKS,
-            sys.stderr.isatty() if progress is None else progress,
-            result,
-            stage=stage,
+            nb, stage / final.name, params, paths.NOTEBOOKS, shown, result, stage=stage
         )
     except PapermillExecutionError as exc:
         _leave_nothing()
