@@ -327,9 +327,10 @@ def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
     finite = [r["value"] for r in used if _finite(r.get("value"))]
     if not finite:
         return used
+    lo, hi = min(finite), max(finite)
     ends: dict[float, dict[str, Any]] = {}
     for r in used:
-        if r.get("value") in (min(finite), max(finite)):
+        if r.get("value") in (lo, hi):
             ends.setdefault(r["value"], r)
     return list(ends.values())
 
@@ -346,7 +347,7 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         who = _md_cell(_short(r["who"], 48))
         src = f"[{who}]({url})" if isinstance(url, str) and url else who
         gpus = r.get("gpus")
-        n = "" if gpus is None or gpus != gpus else f" x {int(gpus)}"  # None or NaN: none
+        n = "" if gpus is None or gpus != gpus else f" x {int(gpus)}"  # None or NaN: no count
         parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
         if not _known(r["hardware"]) and parts[0]:  # never "not stated x 16"
             parts = [f"{parts[0]} GPUs"]
