@@ -135,7 +135,7 @@ def test_rerun_cost_from_the_cluster_sweeps():
     """Each row is the rerun card's sweep of the generated params file (not the CPU trace)."""
     from rackbook.book import rerun
 
-    text = pages.rerun_cost_page()
+    text = rerun.cost_table()
     rows = {r: (h, sw) for r, h, sw in rerun.cost_rows()}
     h, sw = rows["single-user"]
     row = next(r for r in text.splitlines() if r.startswith("| single-user"))

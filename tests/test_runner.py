@@ -244,3 +244,29 @@ def test_an_ep_layout_the_trace_cannot_hold_is_refused_before_the_kernel(
     assert exc.value.file == "notebooks/eplb-balance.ipynb" and exc.value.field == field
     assert problem in exc.value.problem
     assert not (tmp_path / "o").exists()
+
+
+def test_an_input_error_in_a_cell_is_rebuilt_from_its_fields(tmp_path):
+    """An InputError a cell raises reaches the runner as the same error, rebuilt from the file,
+    field and problem the kernel wrote (a file name holding ": " included), not from its text;
+    another error stays papermill's."""
+    import nbformat
+    from papermill.exceptions import PapermillExecutionError
+
+    from rackbook.book.execute import execute_notebook
+    from rackbook.errors import InputError
+
+    def notebook(code: str):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+        nb.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+        src = tmp_path / "nb.ipynb"
+        nbformat.write(nb, src)
+        return src
+
+    raising = "from rackbook.errors import InputError\nraise InputError('a: b.json', 'x', 'bad: 1')"
+    with pytest.raises(InputError) as exc:
+        execute_notebook(notebook(raising), tmp_path / "out.ipynb", {}, tmp_path, False, "t")
+    assert (exc.value.file, exc.value.field, exc.value.problem) == ("a: b.json", "x", "bad: 1")
+    with pytest.raises(PapermillExecutionError) as other:
+        execute_notebook(notebook("1 / 0"), tmp_path / "out.ipynb", {}, tmp_path, False, "t")
+    assert other.value.ename == "ZeroDivisionError"

@@ -171,7 +171,7 @@ def test_no_generated_page_leaks():
         "check examples": pages.check_page(),
         "source note": pages.source_note(),
         "rerun deployment": rerun.deployment(),
-        "rerun cost": pages.rerun_cost_page(),
+        "rerun cost": rerun.cost_table(),
         "validation": validation_page.page(validation_page.report()),
         "parameters (YAML defaults)": pages.parameters_page(),
     }

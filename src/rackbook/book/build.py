@@ -1,8 +1,6 @@
-"""Build the HTML book from executed notebooks: the book's sources staged under ``_build/site``
-with the executed copies (parameter cells moved after the provenance section, empty displays
-dropped, figures given alt text) and Jupyter Book run on them without executing anything again
-(HTML in ``_build/html``); ``rackbook book``, which may first execute every result on a user's
-traces (:func:`run_on_traces`). Executing a chapter is :mod:`rackbook.book.runner`'s.
+"""Build the HTML book from executed notebooks (``rackbook book``): the book's sources and
+the executed copies staged under ``_build/site``, Jupyter Book run on them without executing
+again; it may first execute every result on a user's traces (:func:`run_on_traces`).
 """
 
 from __future__ import annotations
@@ -108,10 +106,8 @@ PROVENANCE_HEADING = "## Where the numbers come from"
 
 
 def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The cells in reading order for the book: the parameter cells (the chapter's defaults and
-    the ones papermill injected) moved from the top to the end of the provenance section
-    (after the cell that follows :data:`PROVENANCE_HEADING`), so that the conclusion and the
-    definitions come first; unchanged when the chapter has no such section."""
+    """The cells with the parameter cells (defaults and injected) moved after the cell that
+    follows :data:`PROVENANCE_HEADING`; unchanged when there is no such section."""
 
     def is_param(c: dict[str, Any]) -> bool:
         tags = c.get("metadata", {}).get("tags", [])
@@ -132,11 +128,9 @@ def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def _stage_notebook(src: Path, dst: Path) -> None:
-    """Copy an executed notebook for the book: the cell papermill injected is collapsed and
-    both parameter cells say what they hold (:data:`PARAMETER_PROMPTS`); it shows paths
-    relative to the repository (no machine's absolute paths in the book); every
-    figure gets alt text from its caption (:func:`add_alt_text`); the parameter cells move
-    to the provenance section (:func:`params_after_provenance`)."""
+    """Copy an executed notebook for the book: empty displays dropped, figures given alt text,
+    the parameter cells labelled (:data:`PARAMETER_PROMPTS`), the injected one collapsed with
+    repository-relative paths, and both moved (:func:`params_after_provenance`)."""
     nb = json.loads(src.read_text(encoding="utf-8"))
     glued = _glued_text(nb)
     for cell in nb.get("cells", []):
@@ -200,18 +194,9 @@ def stage_book(
 def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log: Path) -> None:
     """Run Jupyter Book on ``site`` (HTML into ``build_parent/_build/html``); its output goes to
     ``log``; a failed build is one :class:`InputError` naming the log."""
-    cmd = [
-        str(Path(sys.executable).with_name("jupyter-book")),
-        "build",
-        str(site),
-        "--path-output",
-        str(build_parent),
-        "--keep-going",
-    ]
-    if strict:
-        cmd += ["-W", "-n"]
-    if force:
-        cmd += ["--all"]
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site)]
+    cmd += ["--path-output", str(build_parent), "--keep-going"]
+    cmd += ["-W", "-n"] * strict + ["--all"] * force
     from rackbook.book.execute import die_with_parent
 
     # in a process group of its own that dies with this process (its workers too)
@@ -253,16 +238,12 @@ def build_book(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> Path:
-    """Stage and build the HTML book; returns the path of ``index.html``.
-
-    Without ``html`` the book is built under the build folder (``_build``, or
-    ``RACKBOOK_BUILD``: Jupyter Book writes into a folder named ``_build``): Sphinx rebuilds
-    only the pages whose staged source changed; when no staged file changed since the last
-    successful build with the same options, Jupyter Book is not started at all. ``force``
-    rebuilds every page. With ``html`` the staging and the build happen in a temporary
-    sibling of ``html``, which then replaces ``html`` whole (the checkout's ``_build`` is not
-    touched; a failed build leaves nothing). ``reference``, ``mine``: see :func:`stage_book`."""
-    from rackbook.book.sitesync import read_stamp, tree_digest, write_stamp
+    """Stage and build the HTML book; returns the path of ``index.html``. Without ``html`` it
+    is built in the build folder (``_build`` or ``RACKBOOK_BUILD``), Jupyter Book not started
+    when no staged file changed since the last build with the same options (``force``:
+    rebuild every page); with ``html`` in a temporary sibling that replaces ``html`` whole."""
+    from rackbook.book.sitesync import read_stamp, tree_digest
+    from rackbook.core.fsio import atomic_write_text
 
     executed = paths.resolve(out) if out else paths.EXECUTED
     fsio.refuse_special(executed, "--out", result_files())
@@ -295,14 +276,12 @@ def build_book(
         return index
     stamp.unlink(missing_ok=True)
     _jupyter_book(site, paths.BUILD.parent, strict, force, paths.BUILD / "book-build.log")
-    write_stamp(stamp, digest)
+    atomic_write_text(stamp, digest + "\n")
     return index
 
 
 def check_user_traces(base: Path) -> list[str]:
-    """The results that have a trace in the folder ``base`` (``base/RESULT``), each checked
-    whole (run.json, every table, what its chapter can read) before anything runs or is
-    copied; the first problem is one :class:`InputError`."""
+    """The results with a trace ``base/RESULT``, each checked whole before anything runs."""
     from rackbook.core import traces
     from rackbook.results.readable import check_trace
 
@@ -325,32 +304,27 @@ def check_user_traces(base: Path) -> list[str]:
 def run_on_traces(
     traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
 ) -> list[str]:
-    """Execute every result on a user's traces: ``traces_dir/RESULT`` where it exists. The
-    other results run on the shipped traces, or are copied from ``shipped`` (a folder of
-    results already executed on them) when it holds them. Every trace is checked first; the
-    results are written into a temporary sibling of ``out`` that replaces it at the end
-    (nothing half-written on an error or a signal). Returns the results that used the
-    user's traces."""
+    """Execute every result on a user's traces, ``traces_dir/RESULT`` where it exists, the
+    others on the shipped traces or copied from ``shipped`` (results already executed on
+    them); every trace and copied headline is checked first, and ``out`` is replaced whole at
+    the end. Returns the results that used the user's traces."""
     from rackbook.core.fsio import atomic_dir
+    from rackbook.results.headline import read_result
 
     base = Path(traces_dir)
     mine = check_user_traces(base)
-    if shipped is not None and not shipped.is_dir():
-        raise InputError(shipped, "--reuse", "not a folder of executed results")
-    if shipped is not None:  # every result to be copied is read first, before any runs
-        from rackbook.results.headline import read_result
-
-        for r in available_results():
-            done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")]
-            if r not in mine and all(f.is_file() for f in done):
-                limits.input_file(done[1], "--reuse", what="headline JSON")
-                read_result(done[1])
+    copied = {}
+    for r in available_results():
+        done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
+        if r not in mine and done and all(f.is_file() for f in done):
+            limits.input_file(done[1], "--reuse", what="headline JSON")
+            read_result(done[1])
+            copied[r] = done
     out = check_output_folder(out, "--out")
     with atomic_dir(out, kind="results", field="--out") as tmp:
         for r in available_results():
-            done = [shipped / f"{r}.{ext}" for ext in ("ipynb", "json")] if shipped else []
-            if r not in mine and done and all(f.is_file() for f in done):
-                for f in done:
+            if r in copied:
+                for f in copied[r]:
                     shutil.copy2(f, tmp / f.name)
                 print(f"{r}: executed on the shipped trace already ({shipped})", flush=True)
                 continue
@@ -361,13 +335,9 @@ def run_on_traces(
 
 
 def cli_book(args: argparse.Namespace) -> int:
-    """``rackbook book [--out DIR] [--traces DIR [--reuse DIR]] [--html DIR] [--strict]``: HTML
-    from executed notebooks (relative paths from the working directory).
-
-    With ``--traces`` every result is first executed on the user's traces (into ``--out``,
-    default ``_build/yours``), and the landing page shows those numbers beside the claims.
-    With ``--html`` the book goes there, and the checkout's ``_build`` is left alone.
-    ``--force`` executes every chapter again and rebuilds every page."""
+    """``rackbook book [--out DIR] [--traces DIR [--reuse DIR]] [--html DIR] [--strict]
+    [--force]``: HTML from executed notebooks; with ``--traces`` every result is first executed
+    on the user's traces (into ``--out``, default ``_build/yours``)."""
     force = bool(getattr(args, "force", False))
     out = cli_path(args.out)
     html = cli_path(getattr(args, "html", None))
@@ -399,13 +369,6 @@ def cli_book(args: argparse.Namespace) -> int:
                 fsio.refuse_special(reuse, "--reuse", result_files())
             mine = run_on_traces(traces_dir, results, reuse, force)
             print(f"your traces: {', '.join(mine)}")
-        index = build_book(
-            results,
-            args.strict,
-            force,
-            html=html,
-            reference=reuse,
-            mine=mine if traces_dir else None,
-        )
+        index = build_book(results, args.strict, force, html, reuse, mine if traces_dir else None)
     print(f"book: {index}")
     return 0

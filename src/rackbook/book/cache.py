@@ -1,23 +1,11 @@
-"""The cache of executed notebooks: execute a chapter again only when something that decides
-its output changed.
+"""The cache of executed notebooks: a chapter runs again only when an input changed.
 
-A chapter's **key** is a SHA-256 over everything its executed notebook and headline JSON
-depend on, in trace mode:
-
-- the source notebook's bytes;
-- its parameters as papermill injects them (the notebook's defaults with ``-p`` values over
-  them, ``source`` and ``out_dir`` included);
-- the content of every file or folder a parameter names (the chapter's trace, ``trace_b``...):
-  relative names and bytes of each file, so a changed trace changes the key;
-- the shared inputs: ``data/claims.yaml``, ``data/hardware.yaml``, ``data/models/`` and
-  ``data/published/`` (the registries, catalogs and published data);
-- the package's source (every file under the installed ``rackbook`` package, ``__pycache__``
-  left out) and the environment (Python's version, the book env's lock file).
-
-Next to ``DIR/RESULT.ipynb`` and ``DIR/RESULT.json`` the runner keeps ``DIR/.RESULT.key``
-(JSON: the key and the SHA-256 of both outputs). A chapter is served from the cache only when
-the key matches and both outputs are still the bytes it recorded; anything else, a missing or
-unreadable stamp included, executes it. Live runs are never cached (their input is a server).
+A chapter's key (SHA-256) covers the notebook's bytes, its parameters as papermill injects
+them, the names and bytes of every file under a path a parameter names (its trace...), the
+shared data (claims, hardware, models, published) and the book env's lock file, the package's
+source and Python's version. ``DIR/.RESULT.key`` holds the key and the SHA-256 of
+``RESULT.ipynb`` and ``RESULT.json``: the cache serves a chapter only when all three match.
+Live runs are never cached (their input is a server).
 """
 
 from __future__ import annotations

@@ -4,20 +4,15 @@
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
 from rackbook.physics.units import plural
-
-
-def _plain_text(text: str) -> str:
-    from rackbook.results.conclusions import for_reader
-
-    return for_reader(text)
 
 
 def _plain(value: Any) -> Any:
@@ -76,10 +71,8 @@ def folded(title: str, markdown: str) -> str:
     return f"{fence}{{dropdown}} {title}\n{for_reader(markdown.strip())}\n{fence}\n"
 
 
-def _admonition(kind: str, title: str, body: str, cls: str | None = None) -> str:
-    head = f":::{{{kind}}} {title}".rstrip() if kind == "admonition" else f":::{{{kind}}}"
-    opts = f"\n:class: {cls}" if cls else ""
-    return f"{head}{opts}\n{body.strip()}\n:::\n"
+def _warning(body: str) -> str:
+    return f":::{{warning}}\n{body.strip()}\n:::\n"
 
 
 def _doc(outcome: Any) -> dict[str, Any]:
@@ -141,13 +134,9 @@ SHORT_BASIS = 60
 
 
 def readings_table(outcome: Any) -> str:
-    """The chapter's verdict: a compact claim-by-reading table (raw HTML inside Markdown), each
-    cell a verdict and the margin that decided it (the bound: possible / impossible), then, where
-    the reading has one, the claim against what real deployments reach
-    (:func:`rackbook.results.verdicts.brief`: below / within / above the expected range, with
-    the model's held-out validation error), then the kernel sum (what measured kernels reach,
-    the intermediate the expected reading starts from), its reason one click away
-    (``<details>``); the questions the three readings answer above it."""
+    """The chapter's verdict: a claim-by-reading HTML table, each cell the verdict, its margin,
+    the claim against what real deployments reach (:func:`rackbook.results.verdicts.brief`)
+    and the kernel sum, its reason one click away; the three readings' questions above it."""
     from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import for_reader
@@ -171,27 +160,22 @@ def readings_table(outcome: Any) -> str:
                 short = name and len(name) <= SHORT_BASIS and not any(c in name for c in ";|")
                 basis = f"as {_html(name)}: " if short else ""
                 margin = str(r.get("margin") or "-")
-                margin = (
-                    "" if margin == "-" else f'<br><span class="rb-margin">{_html(margin)}</span>'
-                )
                 att = r.get("attainable") or {}
                 exp = att.get("expected") or {}
-                # the bound's verdict first, then the realism yardstick (what real deployments
-                # reach, with the model's held-out error), then the kernel sum, an intermediate
-                exp_short = expected_brief(exp, validation)
-                exp_line = (
-                    f'<br><span class="rb-margin">{_html(exp_short)}</span>' if exp_short else ""
-                )
                 ratio = att.get("ratio")
-                short = att.get("brief") or (
+                kernels = att.get("brief") or (
                     f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
                     if isinstance(ratio, (int, float))
                     else ""
                 )
-                att_line = (
-                    f'<br><span class="rb-margin">kernel sum: {_html(short)}</span>'
-                    if short
-                    else ""
+                # the bound's verdict, what real deployments reach, then the kernel sum
+                lines = [
+                    "" if margin == "-" else margin,
+                    expected_brief(exp, validation),
+                    kernels and f"kernel sum: {kernels}",
+                ]
+                small = "".join(
+                    f'<br><span class="rb-margin">{_html(x)}</span>' for x in lines if x
                 )
                 why = (
                     _html(r["reason"])
@@ -203,7 +187,7 @@ def readings_table(outcome: Any) -> str:
                     )
                 )
                 parts.append(
-                    f"{basis}<strong>{_html(r['verdict'])}</strong>{margin}{exp_line}{att_line}"
+                    f"{basis}<strong>{_html(r['verdict'])}</strong>{small}"
                     f"<details><summary>why</summary>{why}</details>"
                 )
             label = _html(READING_TITLES[k])  # the column's name, shown on narrow screens
@@ -219,9 +203,8 @@ def readings_table(outcome: Any) -> str:
     return intro + "\n\n" + for_reader("".join(rows)) + "\n"
 
 
-def readings_box(outcome: Any) -> str:
-    """The chapter's verdict section: :func:`readings_table` (kept under its old name)."""
-    return readings_table(outcome)
+#: The chapter's verdict section (the notebooks' name for :func:`readings_table`).
+readings_box = readings_table
 
 
 def flips_box(outcome: Any) -> str:
@@ -230,12 +213,11 @@ def flips_box(outcome: Any) -> str:
     (:func:`rackbook.physics.results_bounds.verdict_rule`: impossible above 1x a bound,
     possible at or below it)."""
     from rackbook.physics.results_bounds import verdict_rule
+    from rackbook.results.conclusions import for_reader
 
     body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
     note = f"Physics thresholds here follow the book's one verdict rule: {verdict_rule().text}."
     n = len(outcome.flips)
-    from rackbook.results.conclusions import for_reader
-
     body = for_reader(body)
     return f":::{{dropdown}} What would flip it ({plural(n, 'threshold')})\n{note}\n\n{body}\n:::\n"
 
@@ -249,9 +231,7 @@ def standin_warning(kind: str, hardware: str, testable: bool) -> str:
         "synthetic": "a synthetic input (generated, with its generator and seed in run.json)",
         "published": "numbers transcribed from a publication",
     }.get(kind, f"a recording on {hardware}")
-    return _admonition(
-        "warning",
-        "",
+    return _warning(
         f"The trace behind this chapter's measured numbers is {what}, not the claim's "
         "hardware and model. It shows the method end to end; its numbers are not evidence "
         "for or against the claim, and its reading is **untested**.",
@@ -276,13 +256,10 @@ def evidence_markdown(result: str) -> str:
         pts = rows[rows["kind"] == "published"].sort_values("used", ascending=False, kind="stable")
         if len(head):
             h = head.iloc[0]
-            out.append(
-                f"**{_md_cell(name := figures.get(str(claim_id), claim_id))}**"
-                + ("" if h["as_published"] == name else f" ({_md_cell(h['as_published'])})")
-                + ": published reading "
-                f"**{h['verdict']}**"
-                + (f" [{_md_cell(h['margin'])}]" if h["margin"] not in ("-", "") else "")
-            )
+            name = figures.get(str(claim_id), claim_id)
+            also = "" if h["as_published"] == name else f" ({_md_cell(h['as_published'])})"
+            margin = f" [{_md_cell(h['margin'])}]" if h["margin"] not in ("-", "") else ""
+            out.append(f"**{_md_cell(name)}**{also}: published reading **{h['verdict']}**{margin}")
             out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
         items = []
         for r in bases.to_dict("records"):
@@ -347,29 +324,20 @@ def _short(text: object, width: int) -> str:
 def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The used points holding the lowest and the highest value (the range the published
     reading compares with), in their table order; all of them when none has a finite value."""
-    import math
-
-    finite = [
-        r["value"]
-        for r in used
-        if isinstance(r.get("value"), (int, float)) and math.isfinite(r["value"])
-    ]
+    finite = [r["value"] for r in used if _finite(r.get("value"))]
     if not finite:
         return used
     lo, hi = min(finite), max(finite)
-    ends, seen = [], set()
+    ends: dict[float, dict[str, Any]] = {}
     for r in used:
-        if r.get("value") in (lo, hi) and r["value"] not in seen:
-            ends.append(r)
-            seen.add(r["value"])
-    return ends
+        if r.get("value") in (lo, hi):
+            ends.setdefault(r["value"], r)
+    return list(ends.values())
 
 
 def _points_table(records: list[dict[str, Any]]) -> list[str]:
     """Published points as Markdown table lines: source (linked), system, as published, value
     in the claim's unit, used, and how each differs from the claim."""
-    import math
-
     out = [
         "| source | system | as published | value | basis | used | differs from the claim in |",
         "|---|---|---|---|---|---|---|",
@@ -379,27 +347,21 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         who = _md_cell(_short(r["who"], 48))
         src = f"[{who}]({url})" if isinstance(url, str) and url else who
         gpus = r.get("gpus")
-        n = (
-            ""
-            if gpus is None or (isinstance(gpus, float) and math.isnan(gpus))
-            else f" x {int(gpus)}"
-        )
+        n = "" if gpus is None or gpus != gpus else f" x {int(gpus)}"  # None or NaN: no count
         parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
         if not _known(r["hardware"]) and parts[0]:  # never "not stated x 16"
             parts = [f"{parts[0]} GPUs"]
         parts += [_short(r[k], 32) for k in ("model", "engine") if _known(r[k])]
         system = _md_cell(", ".join(p for p in parts if p) or "not stated")
         value = r.get("value")
-        finite = isinstance(value, (int, float)) and math.isfinite(value)
         shown = "-"
-        if finite:
+        if _finite(value):
             shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
             shown += "" if str(r["unit"]) in ("1", "") else f" {r['unit']}"  # no unit "1"
         used = "yes" if r["used"] else "no"
         if not r.get("verified", True):
             used += " (not verified)"
-        diff = str(r.get("comparable") or "")
-        diff = diff.removeprefix("differs from the claim in: ")
+        diff = str(r.get("comparable") or "").removeprefix("differs from the claim in: ")
         out.append(
             f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} "
             f"| {_md_cell(r.get('basis') or '-')} | {used} "
@@ -420,6 +382,10 @@ def headlines_box(outcome: Any) -> str:
     )
 
 
+def _finite(x: Any) -> TypeGuard[float]:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
 def _known(x: object) -> bool:
     """A table field that holds something (not None, NaN, empty, "unknown" or "not stated")."""
     if x is None or (isinstance(x, float) and x != x):
@@ -434,13 +400,13 @@ def _md_cell(text: object) -> str:
 def validity_warning(trace: Any) -> str:
     """A warning admonition with the counts when the analysis left flagged requests out
     (:func:`rackbook.core.validity.valid_trace`); empty when none was flagged."""
+    from rackbook.results.conclusions import for_reader
+
     s = getattr(trace, "screening", None)
     if s is None or not s.flagged:
         return ""
-    return _admonition(
-        "warning",
-        "",
-        f"Measurement validity: {_plain_text(s.text())} A flagged request is one whose "
+    return _warning(
+        f"Measurement validity: {for_reader(s.text())} A flagged request is one whose "
         "timestamps measure the client rather than the engine (tokens delivered in one burst, "
         "gaps below the clock's resolution or far below the engine's step) or whose token "
         "counts disagree with the server's; see the methodology's section on measurement validity.",

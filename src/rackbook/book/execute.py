@@ -1,16 +1,10 @@
-"""Execute one notebook with papermill in a child process whose output goes to a log file.
-
-The child's stderr (papermill's and the kernel's messages, a traceback) goes to a log file in the
-temporary folder, never to the reader's terminal, so that every way out of ``rackbook run`` is
-one ``error:`` line (which names the log when there is something to read in it). The cell
-progress bar, when asked for, still goes to the terminal.
-
-On an interrupt or termination of the parent, the child is stopped (SIGTERM, then SIGKILL) and
-stops its kernel first (the kernel runs in a session of its own, which a signal to the child's
-process group would not reach). A parent killed outright (SIGKILL) takes the child with it:
-the child gets SIGTERM from the kernel (:func:`die_with_parent`) and stops its kernel. A
-failed cell is raised in the parent as papermill's own
-:class:`~papermill.exceptions.PapermillExecutionError`, rebuilt from what the child wrote.
+"""Execute one notebook with papermill in a child process whose output goes to a log file
+(never the terminal, but for the progress bar): every way out of ``rackbook run`` is one
+``error:`` line. A signalled parent stops the child, which stops its kernel (a session of its
+own) first; a parent killed outright takes the child with it (:func:`die_with_parent`). A
+failed cell is raised in the parent as papermill's ``PapermillExecutionError``, or, when it
+raised an :class:`~rackbook.errors.InputError`, as that error rebuilt from the fields the
+kernel wrote as JSON (:func:`report_input_errors`).
 """
 
 from __future__ import annotations
@@ -31,12 +25,29 @@ from typing import Any
 #: killed (a signal's one line comes within 2 s).
 STOP_GRACE_S = 1.0
 
+#: The environment variable naming the file a kernel writes an uncaught InputError's fields to.
+ERROR_ENV = "RACKBOOK_KERNEL_ERROR"
+
+
+def report_input_errors() -> None:
+    """In the kernel, at its start: a cell's uncaught :class:`~rackbook.errors.InputError`
+    writes its ``file``, ``field`` and ``problem`` as JSON to the file :data:`ERROR_ENV`
+    names, then shows its traceback as any error does."""
+    from IPython import get_ipython
+
+    from rackbook.errors import InputError
+
+    def handler(shell: Any, etype: type, value: InputError, tb: Any, tb_offset: Any = None) -> Any:
+        fields = {"file": value.file, "field": value.field, "problem": value.problem}
+        Path(os.environ[ERROR_ENV]).write_text(json.dumps(fields), encoding="utf-8")
+        return shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+
+    get_ipython().set_custom_exc((InputError,), handler)
+
 
 def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
-    """A ``preexec_fn`` for a child process that must not outlive this one: the kernel sends
-    the child ``sig`` when this process dies, even by SIGKILL (Linux ``prctl``
-    ``PR_SET_PDEATHSIG``, through ctypes), and a child whose parent died before the call
-    exits at once. None where there is no such call (not Linux)."""
+    """A ``preexec_fn`` (None off Linux) after which the child gets ``sig`` when this process
+    dies, even by SIGKILL (``prctl(PR_SET_PDEATHSIG)``)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -55,13 +66,6 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     return preexec
 
 
-def log_folder() -> Path:
-    """The folder of rackbook's log files (private to the user, in the temporary folder)."""
-    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder
-
-
 def execute_notebook(
     nb: Path,
     output: Path,
@@ -71,32 +75,22 @@ def execute_notebook(
     log_name: str,
     stage: Path | None = None,
 ) -> None:
-    """Execute ``nb`` into ``output`` (papermill, kernel ``python3``) in a child process.
-    ``stage``: the folder the kernel writes the headline JSON into
-    (:data:`rackbook.results.headline.STAGE_ENV`), the runner moves it in with the notebook.
-
-    Raises ``PapermillExecutionError`` for a failed cell and ``RuntimeError`` (naming the log,
-    the only one kept) when the child fails otherwise."""
-    folder = log_folder()
+    """Execute ``nb`` into ``output`` (kernel ``python3``) in a child process, the kernel's
+    headline JSON going to ``stage`` (:data:`rackbook.results.headline.STAGE_ENV`). Raises
+    ``InputError`` for a cell that raised one, ``PapermillExecutionError`` for another failed
+    cell, ``RuntimeError`` naming the log when the child fails otherwise."""
+    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"  # as errors.write_log's
+    folder.mkdir(mode=0o700, exist_ok=True)
     stamp = f"{log_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     log = folder / f"{stamp}.log"
     spec = folder / f"{stamp}.spec.json"
     result = folder / f"{stamp}.result.json"
+    kernel_error = folder / f"{stamp}.error.json"
     term = os.dup(2) if progress else None  # the progress bar's way to the terminal
-    spec.write_text(
-        json.dumps(
-            {
-                "nb": str(nb),
-                "output": str(output),
-                "parameters": parameters,
-                "cwd": str(cwd),
-                "progress_fd": term,
-                "result": str(result),
-                "stage": None if stage is None else str(stage),
-            }
-        ),
-        encoding="utf-8",
-    )
+    paths = {"nb": nb, "output": output, "cwd": cwd, "result": result, "error": kernel_error}
+    job = {k: str(v) for k, v in paths.items()} | {"parameters": parameters, "progress_fd": term}
+    job["stage"] = None if stage is None else str(stage)
+    spec.write_text(json.dumps(job), encoding="utf-8")
     try:
         with open(log, "wb") as err:
             proc = subprocess.Popen(
@@ -119,24 +113,21 @@ def execute_notebook(
                 raise
         if result.is_file() or code == 0:
             log.unlink()  # nothing to read in it: a failed cell is raised with its traceback
+        if result.is_file() and kernel_error.is_file():
+            from rackbook.errors import InputError
+
+            raise InputError(**json.loads(kernel_error.read_text(encoding="utf-8")))
         if result.is_file():
             failed = json.loads(result.read_text(encoding="utf-8"))
             from papermill.exceptions import PapermillExecutionError
 
-            raise PapermillExecutionError(
-                failed["cell_index"],
-                failed["exec_count"],
-                failed["source"],
-                failed["ename"],
-                failed["evalue"],
-                failed["traceback"],
-            )
+            raise PapermillExecutionError(**failed)
         if code != 0:
             raise RuntimeError(f"notebook execution failed (exit code {code}); log: {log}")
     finally:
         if term is not None:
             os.close(term)
-        for f in (spec, result):
+        for f in (spec, result, kernel_error):
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
 
@@ -169,6 +160,9 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+_REPORT = "from rackbook.book.execute import report_input_errors; report_input_errors()"
+
+
 def _child_main(spec_path: str) -> int:
     """The child: execute the notebook the spec names; on a failed cell write its details to
     the spec's result file; on SIGTERM, SIGINT, SIGHUP or SIGQUIT kill the kernel and exit
@@ -187,6 +181,7 @@ def _child_main(spec_path: str) -> int:
         from rackbook.results.headline import STAGE_ENV
 
         os.environ[STAGE_ENV] = spec["stage"]  # the kernel inherits it
+    os.environ[ERROR_ENV] = spec["error"]
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -202,21 +197,12 @@ def _child_main(spec_path: str) -> int:
             progress_bar=progress,
             cwd=spec["cwd"],
             log_output=False,
+            extra_arguments=[f"--IPKernelApp.exec_lines={_REPORT}"],
         )
     except PapermillExecutionError as exc:
-        Path(spec["result"]).write_text(
-            json.dumps(
-                {
-                    "cell_index": exc.cell_index,
-                    "exec_count": exc.exec_count,
-                    "source": exc.source,
-                    "ename": exc.ename,
-                    "evalue": exc.evalue,
-                    "traceback": list(exc.traceback),
-                }
-            ),
-            encoding="utf-8",
-        )
+        keys = ("cell_index", "exec_count", "source", "ename", "evalue", "traceback")
+        failed = {k: getattr(exc, k) for k in keys}
+        Path(spec["result"]).write_text(json.dumps(failed), encoding="utf-8")
         return 1
     return 0
 

@@ -1,15 +1,9 @@
-"""Interactive explorers of the rack-scaling and single-user chapters.
-
-Each explorer is a grid that rackbook computes at build time: for every setting a reader can
-move (what the write-up leaves out), the physics verdict and ceiling of
-:func:`rackbook.physics.check.check_claim` and the expected range of
-:func:`rackbook.physics.expected.for_check`, the same calls ``rackbook check`` makes
-(:mod:`rackbook.results.claim_check`). The browser only switches between precomputed traces
-(Plotly dropdown menus); no physics runs in JavaScript. The page loads ``plotly.min.js`` from
-the book's own ``_static`` (:mod:`rackbook.book.sphinx_plotly`), so it reads offline; a PNG of
-the default setting stands in for print.
-
-Units: tokens/s per GPU of the counted tokens unless said.
+"""Interactive explorers of the rack-scaling and single-user chapters: for every setting a
+reader can move, the physics verdict and ceiling (:func:`rackbook.physics.check.check_claim`)
+and the expected range (:func:`rackbook.physics.expected.for_check`), computed at build time;
+the browser only switches between precomputed Plotly traces, its script from the book's
+``_static``; a PNG of the default setting stands in for print. Units: tokens/s per GPU of the
+counted tokens unless said.
 """
 
 from __future__ import annotations
@@ -161,19 +155,10 @@ def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
     for i, label in enumerate(groups):
         shown = [j // per_group == i for j in range(per_group * len(groups))]
         buttons.append({"label": label, "method": "update", "args": [{"visible": shown}]})
+    menu = {"x": 0, "xanchor": "left", "y": 1.16, "yanchor": "top", "direction": "down"}
     fig.update_layout(
         title={"text": title, "font": {"size": 15}},
-        updatemenus=[
-            {
-                "buttons": buttons,
-                "x": 0,
-                "xanchor": "left",
-                "y": 1.16,
-                "yanchor": "top",
-                "direction": "down",
-                "active": first,
-            }
-        ],  # fmt: skip
+        updatemenus=[{"buttons": buttons, **menu, "active": first}],
         xaxis_title=x_title,
         yaxis={"title": "tokens/s per GPU (log)", "type": "log"},
         height=400,

@@ -72,10 +72,9 @@ def as_published(result: str, registry: Registry | None = None) -> str:
 
 
 def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
-    """The landing page's opening: where the claims come from (the secondary article all
-    numbers were read in, which attributes them to vLLM; the primary post not located as of
-    ``today``, the build date in UTC; the numbers a primary text confirms), then what the book
-    does with them; generated from the claims registry's sources."""
+    """The landing page's opening, from the claims registry's sources: the secondary article
+    the numbers were read in, whether their primary text was located as of ``today`` (the
+    build's UTC date), and the numbers a primary text confirms."""
     reg = registry or load_claims()
     today = today or datetime.datetime.now(datetime.UTC).date()
     seen = sorted({c.source.seen_in for c in reg.claims})
@@ -111,35 +110,18 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
     return out
 
 
-def _readings(executed: Path | None, result: str) -> dict[tuple[str, str], dict] | None:
-    """(claim id, reading) -> reading, from one folder's headline JSON of ``result``; None
-    when the result has not run there."""
+def _readings(executed: Path | None, result: str) -> list[dict[str, Any]] | None:
+    """The readings of ``executed``'s headline JSON of ``result``; None when it has not run
+    there."""
     from rackbook.results.headline import read_result
 
     f = executed / f"{result}.json" if executed else None
-    if f is None or not f.exists():
-        return None
-    return {(r["claim_id"], r["reading"]): r for r in read_result(f)["readings"]}
-
-
-def _row_summaries(executed: Path | None, result: str) -> dict[str, Any] | None:
-    """claim id -> its :class:`~rackbook.results.conclusions.Summary`, from ``executed``'s
-    headline JSON of ``result``; None when the result has not run there."""
-    from rackbook.results.conclusions import summarize
-    from rackbook.results.headline import read_result
-
-    f = executed / f"{result}.json" if executed else None
-    if f is None or not f.exists():
-        return None
-    readings = read_result(f)["readings"]
-    return {c.id: summarize(c, readings) for c in load_claims().for_result(result)}
+    return read_result(f)["readings"] if f is not None and f.exists() else None
 
 
 def landing_row(claim: Claim, found: Any | None) -> tuple[str, str, str, str]:
-    """One landing row's cells for a claim: the claim (its figure in bold, its statement), the
-    verdict word, the finding (at most 40 words, the decisive point first) and the plain
-    certainty grade with its reason in a few words; "not run" without results. ``found``: the
-    claim's :class:`~rackbook.results.conclusions.Summary`."""
+    """One landing row's cells: the claim, the verdict word, the finding and the certainty
+    grade with its reason, from ``found`` (the claim's ``conclusions.Summary``; None: not run)."""
     claim_cell = f"**{_cell(claim.value_text)}**: {_cell(claim.statement)}"
     if found is None:
         return claim_cell, "not run", "-", "-"
@@ -153,17 +135,12 @@ def at_a_glance(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> str:
-    """The landing page's summary of findings: one row per claim with the claim (linked to its
-    chapter), a verdict word, the finding (at most 40 words) and a plain certainty grade
-    (GRADE's high / moderate / low / very low) with its reason, generated from the headline
-    JSONs in ``executed`` (:func:`rackbook.results.conclusions.summarize`); under the table
-    the verdict words used and every certainty's full reasons, one click away. With
-    ``reference`` (the shipped recordings' results), a column shows their "this run" verdicts
-    beside the reader's; with ``mine`` too (``book --traces``: the results executed on the
-    reader's traces), a column before it gives the reader's "this run" verdicts (``-`` for a
-    result that ran on the shipped trace)."""
-    from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number
-    from rackbook.results.headline import read_result
+    """The landing page's summary of findings from the headline JSONs in ``executed``: per
+    claim (linked to its chapter) :func:`landing_row`'s cells, then the verdict words used and
+    every certainty's reasons. With ``reference`` (the shipped recordings' results) a column of
+    their "this run" verdicts; with ``mine`` too (the results ``book --traces`` executed on the
+    reader's traces) a column of the reader's before it."""
+    from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number, summarize
 
     reg = registry or load_claims()
     head = "| claim | verdict | finding | certainty |"
@@ -176,12 +153,13 @@ def at_a_glance(
     rows, used, reasons = [head, rule], [], []
     for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
-        ref = _readings(reference, result) if reference is not None else None
-        yours = _readings(executed, result) if result in (mine or ()) else {}
-        found = _row_summaries(executed, result) or {}
-        doc = executed / f"{result}.json"
-        if doc.exists():
-            for c in conclusions(read_result(doc), reg):
+        ref = _readings(reference, result)
+        yours = _readings(executed, result) if result in (mine or ()) else []
+        readings = _readings(executed, result)
+        found = {}
+        if readings is not None:
+            found = {c.id: summarize(c, readings) for c in load_claims().for_result(result)}
+            for c in conclusions({"result": result, "readings": readings}, reg):
                 reasons.append(
                     f"- **{_md(c.figure)}** ({found[c.claim_id].grade}): "
                     f"{_md(plain_number(c.certainty.note))}"
@@ -214,20 +192,18 @@ def at_a_glance(
     return out + attainable_note() + "\n"
 
 
-def _run_verdict(readings: dict[tuple[str, str], dict] | None, claim_id: str) -> str:
+def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
     """A landing cell: the "this run" verdict of ``claim_id`` in ``readings``; ``not run``
     without results, ``-`` where they hold no such reading."""
     if readings is None:
         return "not run"
-    got = readings.get((claim_id, "this run"))
-    return str(got["verdict"]) if got else "-"
+    got = [r for r in readings if (r["claim_id"], r["reading"]) == (claim_id, "this run")]
+    return str(got[-1]["verdict"]) if got else "-"
 
 
 def attainable_note() -> str:
-    """A dropdown under the landing table: what every "what real deployments are expected to
-    reach" ratio in it is (the expected model, its anchor, fit and held-out validation, the
-    error in its title), with a link to the validation page; the kernel sum stays in the
-    chapters."""
+    """A dropdown under the landing table: what "expected to reach" means, the held-out error
+    in its title, linked to the validation page."""
     from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import plain_number
 
@@ -410,15 +386,6 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     return head + "\n\n" + "\n".join(out) + "\n"
 
 
-def rerun_cost_page() -> str:
-    """How long and how many GPU-hours each result's cluster command would take, and the
-    total: the sweeps the rerun cards plan (:func:`rackbook.book.rerun.cost_table`), never the
-    shipped CPU sweeps and never a claim's own throughput."""
-    from rackbook.book import rerun
-
-    return rerun.cost_table()
-
-
 #: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments). The
 #: figures of the six results come from the claims registry; the two H200 figures are inputs
 #: chosen to land on either side of the ceiling, not claims.
@@ -576,10 +543,8 @@ def _words(slug: str) -> str:
 
 
 def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, str]]) -> dict:
-    """Title, organisation and date of a cited address: the claims registry's title where it
-    has one, the published-figures registry's publisher and date, else read from the address
-    (a GitHub repository's owner, a pull request's number, a date in the path); ``n.d.`` when
-    no date is known. ``secondary`` is true for an aggregator or mirror."""
+    """Title, organisation, date (``n.d.`` when unknown) and ``secondary`` (an aggregator) of a
+    cited address: from the registries where they have them, else read from the address."""
     host = _host(url)
     path = [p for p in re.sub(r"^https?://[^/]+/?", "", url).split("/") if p]
     org, title = "", titles.get(url, "")
@@ -612,10 +577,9 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
 
 
 def bibliography(registry: Registry | None = None) -> str:
-    """BibTeX entries (``@misc``) for every URL the data files cite, each with its title,
-    organisation and date (:func:`source_meta`); an aggregator's entry is marked secondary and
-    names the primary source it reports, which gets an entry of its own. A note names the
-    data files that cite each address. The book's reference page lists them all."""
+    """A BibTeX ``@misc`` entry per URL the data files cite (:func:`source_meta`; a note names
+    the citing files); an aggregator's entry is marked secondary and its primary source gets
+    an entry of its own."""
     from rackbook.inputs.published import load_figures
 
     reg = registry or load_claims()
@@ -671,10 +635,9 @@ def yaml_literal(default: str) -> str:
 
 
 def parameters_page() -> str:
-    """The notebooks' parameter vocabulary, read from the notebooks themselves
-    (``papermill.inspect_notebook``): one row per name, its meaning (the cell's comment, first
-    chapter that declares it) and the chapters that declare it with their defaults, written as
-    YAML (``null``, not ``None``: a reader copies them into a params file)."""
+    """The notebooks' parameters (``papermill.inspect_notebook``): per name its meaning (the
+    first declaring cell's comment) and the chapters declaring it with their defaults as YAML
+    (a reader copies them into a params file)."""
     import papermill
 
     declared: dict[str, dict[str, str]] = {}
@@ -694,57 +657,45 @@ def parameters_page() -> str:
     return "\n".join(rows) + "\n"
 
 
-def _rerun_deployment() -> str:
-    from rackbook.book import rerun
-
-    return rerun.deployment()
-
-
 def generate(
     folder: Path,
     executed: Path,
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> list[Path]:
-    """Write every generated page into ``folder``; returns the files written. ``reference``:
-    where the results executed on the shipped recordings are (default the build's
-    ``executed`` folder), shown beside a reader's own results; ``mine``: the results executed
-    on the reader's traces (:func:`at_a_glance`)."""
-    from rackbook.book import releases, validation_page
+    """Write every generated page into ``folder``; returns the files written. ``reference``
+    (default the build's ``executed``) and ``mine``: :func:`at_a_glance`'s."""
+    from rackbook.book import releases, rerun, validation_page
 
     folder.mkdir(parents=True, exist_ok=True)
     translation_trace = paths.TRACES / "decode-parity"
-    written = [
-        atomic_write_text(folder / "hardware.md", hardware_page()),
-        atomic_write_text(folder / "models.md", models_page()),
-        atomic_write_text(folder / "rerun-cost.md", rerun_cost_page()),
-        atomic_write_text(folder / "rerun-deployment.md", _rerun_deployment()),
-        atomic_write_text(folder / "claims.md", claims_page()),
-        atomic_write_text(folder / "source-note.md", source_note()),
-        atomic_write_text(folder / "check-examples.md", check_page()),
-        atomic_write_text(folder / "parameters.md", parameters_page()),
-        atomic_write_text(folder / "references.bib", bibliography()),
-        atomic_write_text(
-            folder / "metric-translation.md",
+    pages = {
+        "hardware.md": hardware_page,
+        "models.md": models_page,
+        "rerun-cost.md": rerun.cost_table,
+        "rerun-deployment.md": rerun.deployment,
+        "claims.md": claims_page,
+        "source-note.md": source_note,
+        "check-examples.md": check_page,
+        "parameters.md": parameters_page,
+        "references.bib": bibliography,
+        "metric-translation.md": lambda: (
             translation_page(translation_trace)
             if (translation_trace / "run.json").exists()
-            else "No recorded trace is available to compute this table.\n",
+            else "No recorded trace is available to compute this table.\n"
         ),
-        atomic_write_text(
-            folder / "at-a-glance.md",
-            at_a_glance(
-                executed,
-                reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
-                mine=mine,
-            ),
+        "at-a-glance.md": lambda: at_a_glance(
+            executed,
+            reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
+            mine=mine,
         ),
-        atomic_write_text(folder / "changes.md", releases.changes_page(executed)),
-        atomic_write_text(folder / "cite.md", releases.cite_markdown()),
-        atomic_write_text(
-            folder / "trace-format.md",
-            "# The trace format\n\nGenerated from `rackbook.core.schema`.\n\n"
-            + schema.markdown_reference(),
+        "changes.md": lambda: releases.changes_page(executed),
+        "cite.md": releases.cite_markdown,
+        "trace-format.md": lambda: (
+            "# The trace format\n\nGenerated from "
+            "`rackbook.core.schema`.\n\n" + schema.markdown_reference()
         ),
-    ]
+    }
+    written = [atomic_write_text(folder / name, make()) for name, make in pages.items()]
     written += validation_page.generate(folder)  # validation.md and its figure
     return written

@@ -8,6 +8,7 @@ from typing import Any
 
 import matplotlib as mpl
 import numpy as np
+from cycler import cycler
 
 #: Okabe & Ito (2008) colour-blind-safe palette.
 PALETTE: tuple[str, ...] = (
@@ -52,7 +53,7 @@ def apply_style() -> None:
             "grid.alpha": 0.3,
             "axes.spines.top": False,
             "axes.spines.right": False,
-            "axes.prop_cycle": mpl.cycler(color=PALETTE),
+            "axes.prop_cycle": cycler(color=PALETTE),
             "legend.frameon": False,
             "font.size": TEXT_PT,
             "axes.titlesize": TEXT_PT,
@@ -129,19 +130,17 @@ def label(ax: Any, x: str, y: str, title: str | None = None) -> Any:
     return ax
 
 
+def note(ax: Any, text: str, xy: Any, offset: tuple[float, float], **kw: Any) -> Any:
+    """``text`` at ``offset`` points from ``xy`` (data coordinates unless ``xycoords`` says
+    otherwise), at the book's smallest text size unless ``fontsize`` is given."""
+    kw.setdefault("fontsize", SMALL_PT)
+    return ax.annotate(text, xy, textcoords="offset points", xytext=offset, **kw)
+
+
 def stand_in(ax: Any, text: str) -> None:
     """Mark a panel drawn from stand-in data (a CPU recording, a synthetic input) inside the
     image itself, so that a figure copied out of the book still says what it is: ``text`` in a
     grey box in the panel's top-left corner, at the book's smallest text size."""
-    ax.text(
-        0.01,
-        0.98,
-        text,
-        transform=ax.transAxes,
-        ha="left",
-        va="top",
-        fontsize=SMALL_PT,
-        color="0.25",
-        bbox={"boxstyle": "square,pad=0.25", "fc": "0.93", "ec": "0.6", "lw": 0.6},
-        zorder=10,
-    )
+    box = {"boxstyle": "square,pad=0.25", "fc": "0.93", "ec": "0.6", "lw": 0.6}
+    where = {"transform": ax.transAxes, "ha": "left", "va": "top", "zorder": 10}
+    ax.text(0.01, 0.98, text, fontsize=SMALL_PT, color="0.25", bbox=box, **where)

@@ -1,15 +1,8 @@
-"""Execute several chapters at once: one papermill run per chapter in a process pool sized to
-the cores, each chapter's line printed in the book's order (the same output whatever finishes
-first).
-
-What executes a chapter and what the cache holds come in as functions
-(:func:`rackbook.book.runner.execute_result` and :func:`rackbook.book.runner.cached_headline`
-when ``rackbook run``/``book`` call :func:`run_chapters`), so this module imports no other
-part of the book.
-
-Chapters are independent: each reads its own trace and the shared read-only inputs and writes
-only ``DIR/RESULT.*``. A chapter that fails does not stop the others; the first failure in
-the book's order is raised, as one :class:`~rackbook.errors.InputError`, once all have ended.
+"""Execute several chapters at once in a process pool sized to the cores, reported in the
+book's order whatever finishes first. The executor and the cache lookup come in as functions
+(:mod:`rackbook.book.runner`'s), so this module imports no other part of the book. A failed
+chapter does not stop the others; the first failure in the book's order is raised once all
+have ended.
 """
 
 from __future__ import annotations
@@ -37,12 +30,10 @@ Cached = Callable[[str, str, dict[str, Any], str | Path | None], Path | None]
 #: Seconds the workers get to stop their chapters (kernels stopped, temporaries removed)
 #: after the command is signalled, before they are killed.
 WORKER_GRACE_S = 1.5
-#: A worker's state: ``idle`` (a signal ends it), ``busy`` executing a chapter (a signal
-#: unwinds it) or ``stopping`` (unwinding: later signals, such as the pool's own SIGTERM to
-#: every worker once one has exited, are ignored; the parent kills a worker that lingers).
+#: A worker's state: ``idle`` (a signal ends it), ``busy`` (a signal unwinds its chapter) or
+#: ``stopping`` (later signals ignored; the parent kills a worker that lingers).
 _state: list[str] = ["idle"]
-#: A worker's executor of chapters (set by :func:`_worker_init`; a forked worker gets it
-#: without pickling, a spawned one by reference).
+#: A worker's executor of chapters (set by :func:`_worker_init`).
 _executor: list[Execute] = []
 
 
@@ -67,8 +58,7 @@ def cores() -> int:
 
 
 def _worker_signal(signum: int, _frame: object) -> None:
-    """A worker's stop signal: while it executes a chapter, unwind it (its kernel stopped, its
-    temporary notebook removed: :func:`rackbook.book.runner.execute_result`), else exit."""
+    """A worker's stop signal: unwind the chapter it executes, else exit."""
     if _state[0] == "idle":
         os._exit(128 + signum)
     if _state[0] == "busy":
@@ -98,8 +88,8 @@ def _one(
     out: str | Path | None,
     force: bool,
 ) -> Done:
-    """Run one chapter with ``execute``; errors come back as values, not exceptions. A stop
-    signal ends the worker once the chapter is unwound (nothing more is written)."""
+    """Run one chapter with ``execute``, its error as a value; a stop signal ends the worker
+    once the chapter is unwound."""
     t0 = time.perf_counter()
     _state[0] = "busy"
     try:
@@ -116,8 +106,7 @@ def _one(
 
 
 def _stop_workers(ex: ProcessPoolExecutor) -> None:
-    """SIGTERM every worker of ``ex`` (each stops its chapter's kernel and removes its
-    temporaries), wait up to :data:`WORKER_GRACE_S`, SIGKILL those left."""
+    """SIGTERM every worker of ``ex``, wait up to :data:`WORKER_GRACE_S`, SIGKILL those left."""
     procs = list((getattr(ex, "_processes", None) or {}).values())  # no public way to them
     for p in procs:
         with contextlib.suppress(ProcessLookupError, AttributeError):
@@ -143,12 +132,10 @@ def run_chapters(
     jobs: int | None = None,
     report: Callable[[Done], None] | None = None,
 ) -> list[Done]:
-    """Execute ``names`` with ``execute``, at most ``jobs`` (default: the cores) at a time, each
-    first looked up with ``cached`` unless ``force``; ``report`` is called for each chapter in
-    the order of ``names``, as soon as it and those before it are done. Raises the first
-    failure (in that order) after every chapter has ended."""
-    # Chapters the cache holds are answered here, without a worker (a worker forked from
-    # this process also finds papermill and the package already imported).
+    """Execute ``names`` with ``execute``, ``jobs`` (default: the cores) at a time, each first
+    looked up with ``cached`` unless ``force``; ``report`` each in the order of ``names`` as soon
+    as it and those before are done. Raises the first failure once every chapter has ended."""
+    # Chapters the cache holds are answered here, without a worker.
     ready: dict[str, Done] = {}
     if not force:
         for name in names:
@@ -182,10 +169,8 @@ def run_chapters(
             for name in names:
                 emit(ready[name] if name in ready else futures[name].result())
         except BaseException:
-            # A signal (or a failure): no chapter is started or reported after it, and the
-            # running ones are stopped now, not waited for.
-            # (Futures are not cancelled first: the broken pool fails them, and fails a
-            # cancelled one with a traceback of its own.)
+            # A signal or failure: nothing starts or is reported after it; the running
+            # chapters are stopped, not waited for (the broken pool fails their futures).
             _stop_workers(ex)
             ex.shutdown(wait=False)
             raise

@@ -1,9 +1,6 @@
-"""How to cite the book, and what changed in its conclusions from release to release: the
-citation (``CITATION.cff`` and the landing page's BibTeX, from :data:`rackbook.__version__`),
-each release's conclusions as a snapshot generated from the headline JSONs
-(``data/releases/VERSION.json``: per claim its verdict word, plain grade and three readings'
-verdicts, with the release's date), and the dated page that compares each release with the one
-before and this build with the latest release. Nothing here is typed by hand.
+"""How to cite the book (``CITATION.cff``, the landing page's BibTeX) and what changed in its
+conclusions between releases: each release's verdict word, grade and readings per claim in
+``data/releases/VERSION.json``, compared with the one before and with this build.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""What ``rackbook run`` and ``rackbook list`` print under each result's verdicts: the numbers
-behind them (each headline value with its unit and verdict, from the headline JSON) and what
-changed since the last run in the same folder (the previous headline JSON against the new one:
-every verdict and every shown value that moved).
-
-Values are shown as the headline JSON holds them, rounded for reading (4 significant digits,
-thousands separated); a value moves when its shown text does, so rounding noise is not a
-change. Units are the headline's own (``1``: a ratio, shown without a unit).
+"""What ``rackbook run`` and ``list`` print under each result's verdicts: each headline value
+with its unit and verdict, and what moved since the last run in the same folder. Values are
+rounded for reading (4 significant digits, thousands separated): a value moves when its shown
+text does. Units are the headline's own (``1``: a ratio, shown without a unit).
 """
 
 from __future__ import annotations
@@ -62,10 +58,9 @@ def numbers(doc: dict[str, Any]) -> list[str]:
 
 
 def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
-    """What moved from the headline JSON ``old`` (the last run in the folder; None: there was
-    none) to ``new``: each reading whose verdict changed (``claim reading: a -> b``), each
-    headline whose shown value or verdict changed (``name: a -> b``), each headline added or
-    gone. Empty when nothing moved."""
+    """What moved from the headline JSON ``old`` (None: no last run) to ``new``: each reading's
+    verdict (``claim reading: a -> b``), each headline's shown value or verdict (``name: a ->
+    b``), each headline added or gone."""
     if old is None:
         return []
     out = []
@@ -80,10 +75,7 @@ def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
         if was is None or now is None:
             out.append(f"{name}: {'new' if was is None else 'gone'}")
             continue
-        va, vb = (
-            value_text(was.get("value"), was.get("unit")),
-            value_text(now.get("value"), now.get("unit")),
-        )
+        va, vb = (value_text(h.get("value"), h.get("unit")) for h in (was, now))
         if va != vb:
             out.append(f"{name}: {va} -> {vb}")
         if was.get("verdict") != now.get("verdict"):

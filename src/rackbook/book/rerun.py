@@ -1,22 +1,10 @@
-"""Each chapter's rerun card: what a cluster run needs, the command whose trace can turn the
-"this run" reading into consistent or inconsistent, what it costs and the files it leaves.
-
-Everything on a card is read, not typed: the deployment (vLLM version, image, exact serve
-flags, GPUs) from ``env/cluster/topology.yaml`` through :mod:`rackbook.cluster.topology`; the
-command's parameters from the params file ``rackbook recipes`` writes; the sweep (points,
-requests, tokens) from the live scenario's plan (:mod:`rackbook.inputs.scenarios`, pure standard
-library: planning needs no vLLM); the weights' size from the roofline's storage model; the
-time from two published vLLM DeepSeek-V4.1-Flash figures on GB300 (batched OUTPUT tokens per
-GPU, and one stream's speed) plus the prompts' prefill at vLLM's published single-request
-prefill rate of the same model, never a claim's own number. The batched rate counts output
-tokens only: a total that counts re-read cached prefix (InferenceX's agentic 104,429 tok/s/GPU,
-about 115 times its output) would budget a sweep's time about 115 times too short.
-
-Each card tests what its chapter's verdict assumes: rack-scaling records the one-node
-reference (config ``1x``, the topology's reference worker) and the rack in one trace, at the
-workload the chapter's cache-hit reading assumes with a cached prefix at a published agentic
-hit rate (:func:`record_parameters`); context-latency and single-user measure the one-tray
-reference, the deployment their models assume; prefill-gain names its baseline.
+"""Each chapter's rerun card: the cluster command whose trace can turn the "this run"
+reading into consistent or inconsistent, its deployment, cost and files. Everything is read:
+the deployment from ``env/cluster/topology.yaml``, the parameters from the params files
+``rackbook recipes`` writes, the sweep from the live scenario's plan, the time from published
+vLLM DeepSeek-V4.1-Flash rates on GB300 (batched OUTPUT tokens per GPU, one stream's speed,
+single-request prefill), never a claim's own number. (A total counting re-read cached prefix,
+InferenceX's agentic 104,429 tok/s/GPU, would budget a sweep about 115 times too short.)
 """
 
 from __future__ import annotations
@@ -204,20 +192,11 @@ def prefill_rate() -> PrefillRate:
         return int(m.group(1)) * 1000
 
     longest = max(tokens(c.prompt) for c in cells)
-    best = max(
-        (c for c in cells if tokens(c.prompt) == longest),
-        key=lambda c: longest / (c.graph_ms / 1000) / c.gpus,
-    )
+    rate = {c: longest / (c.graph_ms / 1000) / c.gpus for c in cells if tokens(c.prompt) == longest}
+    best = max(rate, key=rate.__getitem__)
     src = published_rows.source_fields(published_rows.PREFILL_SOURCE)
-    return PrefillRate(
-        longest / (best.graph_ms / 1000) / best.gpus,
-        best.cfg,
-        best.gpus,
-        longest,
-        best.graph_ms,
-        src["page"].split()[0],
-        src["date"].split()[0],
-    )
+    page, date = src["page"].split()[0], src["date"].split()[0]
+    return PrefillRate(rate[best], best.cfg, best.gpus, longest, best.graph_ms, page, date)
 
 
 def _wrap_json(flag: str, width: int) -> str:
@@ -256,44 +235,27 @@ def _text(v: Any) -> str:
     return ",".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
-def sweep(
-    result: str,
-    params: dict[str, Any],
-    gpus: int,
-    deployments: int = 1,
-    *,
-    prefill_gpus: int | None = None,
-    per_config: dict[str, tuple[int, int]] | None = None,
-    held: int | None = None,
-) -> Sweep:
-    """The sweep the live scenario plans for ``params`` against endpoints serving the model
-    of the topology (its catalog context limit), and its modelled time on ``gpus`` GPUs
-    (``prefill_gpus`` of them prefilling, default all; ``per_config``: config -> (GPUs,
-    prefill GPUs) where a point runs on another deployment; ``held``: GPUs held, default
-    ``gpus`` x ``deployments``): per point, decode takes the longer of output tokens /
-    (batched output tok/s per GPU x GPUs) and requests x output tokens / (concurrency x one
-    user's tok/s), and prefill its computed prompt tokens / (:func:`prefill_rate` x prefill
-    GPUs), added (seconds)."""
+def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
+    """The sweep the live scenario plans for ``params`` and its modelled time on what ``h``
+    holds: per point, decode (s) the longer of output tokens / (batched tok/s per GPU x GPUs)
+    and of the streams at one user's speed, plus prefill (s) of the computed prompt tokens at
+    :func:`prefill_rate` x prefill GPUs."""
     from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
     fields = {f.name for f in dataclasses.fields(SCENARIOS[result])}
     text = {k: _text(v) for k, v in params.items() if k in fields}
     model = catalogs.as_model(params.get("model_id", "deepseek-v4.1-flash"))
-    sc = fit_endpoint(
-        scenario(result, text, check=False),
-        text,
-        model=model.id,
-        served_model_name=model.id,
-        max_model_len=model.architecture.max_context_tokens,
-    )
+    sc = scenario(result, text, check=False)
+    limit = model.architecture.max_context_tokens
+    sc = fit_endpoint(sc, text, model=model.id, served_model_name=model.id, max_model_len=limit)
     batched, one, _ = assumptions()
     rate = prefill_rate().tok_s_per_gpu
     pts = [p for ph in sc.phases() for p in ph.points]
     n_req = prompt = out = computed = 0
     decode_s = prefill_s = 0.0
     for p in pts:
-        g, pg = (per_config or {}).get(p.config, (gpus, prefill_gpus or gpus))
+        g, pg = h.per_config.get(p.config, (h.serving, h.prefill or h.serving))
         n = p.num_prompts * p.shards
         pin, pout = n * (p.input_len + p.prefix_len), n * p.output_len
         new = n * p.input_len + p.shards * p.prefix_len  # the prefix once per shard (warm-up)
@@ -301,17 +263,7 @@ def sweep(
         streams = (p.concurrency or n) * p.shards
         decode_s += max(pout / (batched * g), n * p.output_len / (streams * one))
         prefill_s += new / (rate * pg)
-    return Sweep(
-        len(pts),
-        n_req,
-        prompt,
-        out,
-        decode_s,
-        deployments,
-        held if held is not None else gpus * deployments,
-        computed,
-        prefill_s,
-    )
+    return Sweep(len(pts), n_req, prompt, out, decode_s, h.deployments, h.gpus, computed, prefill_s)
 
 
 @dataclass(frozen=True)
@@ -360,11 +312,9 @@ def deployment_gpus(result: str, topo: Any) -> tuple[int, int]:
 
 
 def record_parameters(topo: Any) -> dict[str, Any]:
-    """rack-scaling's recording plan (``rackbook record rack-scaling -p NAME VALUE``) when the
-    topology has a reference worker, else ``{}``: the workload the chapter's cache-hit reading
-    assumes (its ``Params`` ISL and OSL, tokens), a shared prefix at AgentX's published
-    prefix-cache hit rate (:data:`HIT_RATE_FIGURE`, %) of it, the reference's GPUs and the
-    rack's as the claim counts them, and 64 requests in flight per decode rank on each."""
+    """rack-scaling's recording plan (``rackbook record -p``), ``{}`` without a reference
+    worker: its ``Params`` ISL and OSL (tokens), a prefix at :data:`HIT_RATE_FIGURE` (%), the
+    reference's and the rack's GPUs, and the requests in flight per decode rank."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs.published import load_figures
     from rackbook.results.headline import defaults
@@ -402,16 +352,7 @@ def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
     for r in paths.RESULTS:
         h = holding(r, topo)
         full = {**params[r], **dict(EXTRA_ARGS.get(r, ())), **_plan(r, topo)}
-        sw = sweep(
-            r,
-            full,
-            h.serving,
-            h.deployments,
-            prefill_gpus=h.prefill,
-            per_config=h.per_config,
-            held=h.gpus,
-        )
-        out.append((r, h, sw))
+        out.append((r, h, sweep(r, full, h)))
     return out
 
 

@@ -41,16 +41,8 @@ def notebook_path(result: str) -> Path:
     return paths.NOTEBOOKS / f"{result}.ipynb"
 
 
-def parse_parameters(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs, read by :func:`rackbook.params.read_pairs`."""
-    from rackbook import params as schema
-
-    return schema.read_pairs(pairs)
-
-
 def read_params_file(path: str | Path) -> dict[str, Any]:
-    """A parameters file: a YAML mapping of notebook parameter names to values (papermill's
-    ``-f``). Names are checked against the notebook later, with ``-p`` values."""
+    """A parameters file: a YAML mapping of notebook parameter names to values."""
     from rackbook.inputs.loader import read_yaml
 
     raw = read_yaml(path, yaml12=True)
@@ -67,12 +59,10 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
 def check_parameters(
     nb: Path, params: dict[str, Any], defaults: dict[str, Any], source: str, result: str
 ) -> None:
-    """Refuse, before any kernel starts, a value outside its declaration in the params schema
-    (:data:`rackbook.params.NOTEBOOK`, which declares every parameter of every notebook: type,
-    range, choices, catalog id; then the rules between parameters, defaults included, and what
-    the trace holds); in trace mode ``trace`` (and ``trace_b`` when given) must name an
-    existing trace folder that the result can read. ``defaults``: the notebook's
-    (:func:`rackbook.params.cell_defaults`)."""
+    """Refuse, before any kernel starts, a value outside its declaration
+    (:data:`rackbook.params.NOTEBOOK`), the rules between parameters (``defaults``: the
+    notebook's) or what the trace holds; in trace mode ``trace`` (and ``trace_b`` when given)
+    must name a trace folder the result can read."""
     from rackbook import params as schema
 
     shown = display_path(nb)
@@ -115,14 +105,13 @@ def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[s
 
 
 def check_point_id(params: dict[str, Any], where: str) -> None:
-    """The ``point_id`` parameter names a point of the chapter's trace (given or default),
-    read from its points table before the notebook starts."""
+    """The ``point_id`` parameter names a point of the chapter's trace (its points table)."""
     from rackbook.core import traces
 
     trace = params.get("trace")
     if not isinstance(trace, str) or not trace:
         return
-    folder = Path(trace) if Path(trace).is_absolute() else paths.ROOT / trace
+    folder = paths.resolve(trace)
     if not (folder / "points.parquet").is_file():
         return  # the trace's own check names what is missing
     known = traces.read_table(folder, "points", ["point_id"])["point_id"].astype(str).tolist()
@@ -137,9 +126,8 @@ def check_point_id(params: dict[str, Any], where: str) -> None:
 
 
 def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
-    """eplb-balance's parameters against what its trace holds, before the notebook starts: the
-    layer shown exists, at least one window is left to score after ``fit_windows``, and the EP
-    layout (ranks, redundant experts, groups, nodes) fits the trace's experts."""
+    """eplb-balance's parameters against its trace, before the notebook starts: the layer
+    shown, the windows left after ``fit_windows`` and the EP layout fit the trace's experts."""
     from rackbook import params as schema
     from rackbook.physics import eplb
 
@@ -165,14 +153,10 @@ def run_result(
     progress: bool | None = None,
     force: bool = False,
 ) -> Path:
-    """Execute one result's notebook; return the path of its headline JSON.
-
-    Parameters that the notebook does not declare are refused (one-line error). The executed
-    notebook is written to a temporary name and renamed only on success. The cell progress
-    bar is shown when stderr is a terminal (``progress=None``). In trace mode a chapter whose
-    inputs are unchanged since its outputs were made is not executed again
-    (:mod:`rackbook.book.cache`) unless ``force``.
-    """
+    """Execute one result's notebook; return the path of its headline JSON. Undeclared
+    parameters are refused; the outputs move in only on success; the progress bar shows when
+    stderr is a terminal (``progress=None``); in trace mode a chapter whose inputs are
+    unchanged is not executed again (:mod:`rackbook.book.cache`) unless ``force``."""
     return execute_result(result, source, parameters, out, progress, force)[0]
 
 
@@ -257,17 +241,14 @@ def execute_result(
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / f"{result}.ipynb"
     headline = out_dir / f"{result}.json"
-    # the notebook and its headline are made in a new private folder (its name noted as
-    # rackbook's temporary), then moved in as a pair: never written through a planted link.
-    # Until then the manifest lists the result's names as being written, so that what a kill
-    # leaves (the staging folder) is known as rackbook's and removed by the next run.
+    # made in a private staging folder, then moved in as a pair; until then the manifest lists
+    # them as being written, so that the next run removes what a kill leaves.
     mine = (final.name, headline.name, cache.stamp_path(out_dir, result).name)
     fsio.update_manifest(out_dir, pending=mine)
     stage = fsio.make_temp_dir(final)
 
     def _leave_nothing() -> None:
-        """Remove the staging folder and the folders this run created, if still empty; the
-        manifest lists the result's files as they are again."""
+        """Remove the staging folder and the folders this run created, if still empty."""
         shutil.rmtree(stage, ignore_errors=True)
         fsio.update_manifest(out_dir, record=mine)
         for d in created:  # deepest first
@@ -277,25 +258,16 @@ def execute_result(
     cache.forget(out_dir, result)
     if source == "live":  # the recordings go to out_dir/traces/RESULT as they are made
         fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
-    # The kernel must draw inline: a non-interactive MPLBACKEND (Agg) in the environment
-    # would leave every chapter without figures.
+    # The kernel must draw inline: MPLBACKEND=Agg would leave every chapter without figures.
     saved_backend = os.environ.pop("MPLBACKEND", None)
     try:
+        shown = sys.stderr.isatty() if progress is None else progress
         execute_notebook(
-            nb,
-            stage / final.name,
-            params,
-            paths.NOTEBOOKS,
-            sys.stderr.isatty() if progress is None else progress,
-            result,
-            stage=stage,
+            nb, stage / final.name, params, paths.NOTEBOOKS, shown, result, stage=stage
         )
     except PapermillExecutionError as exc:
         _leave_nothing()
         evalue = " ".join(str(exc.evalue).split())
-        if exc.ename == "InputError" and evalue.count(": ") >= 2:
-            file, field, problem = evalue.split(": ", 2)
-            raise InputError(file, field, problem) from None
         log = write_log(result, "\n".join(exc.traceback))
         raise InputError(
             display_path(nb),
@@ -325,11 +297,9 @@ def execute_result(
 
 
 def _move_in_pair(out_dir: Path, stage: Path, names: tuple[str, ...]) -> None:
-    """Move ``names`` from ``stage`` into ``out_dir`` as a pair: the manifest first lists them
-    as being written, the old headline (the last of ``names``) goes first, then each new file
-    is renamed in, then the manifest lists them as they are. A kill on the way leaves the old
-    pair, or no headline (the result reads as not run): never a new headline beside an old
-    notebook."""
+    """Move ``names`` from ``stage`` into ``out_dir`` as a pair, the old headline (the last of
+    ``names``) removed first: a kill on the way leaves the old pair or no headline, never a new
+    headline beside an old notebook."""
     with fsio.signals_held():
         fsio.update_manifest(out_dir, pending=names)
         with contextlib.suppress(FileNotFoundError):
@@ -345,8 +315,7 @@ PATH_PARAMETERS = ("trace", "trace_b", "server_log", "expert_load")
 
 
 def cwd_paths(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with the relative paths of :data:`PATH_PARAMETERS` made absolute against the
-    working directory (the one rule for paths on the command line)."""
+    """``params`` with :data:`PATH_PARAMETERS` made absolute against the working directory."""
     out = dict(params)
     for name in PATH_PARAMETERS:
         value = out.get(name)
@@ -369,8 +338,9 @@ def cli_run(args: argparse.Namespace) -> int:
     params.pop("source", None)
     if source not in ("trace", "live"):
         raise InputError(args.params_file, "source", f"{source!r} is not one of trace, live")
-    params |= parse_parameters(args.parameter)
-    params = cwd_paths(params)
+    from rackbook.params import read_pairs
+
+    params = cwd_paths(params | read_pairs(args.parameter))
     out = cli_path(args.out)
     names = available_results() if args.result == "all" else [args.result]
     for name in names:
@@ -382,7 +352,6 @@ def cli_run(args: argparse.Namespace) -> int:
     from rackbook.results.headline import read_result, summary_line
 
     force = bool(getattr(args, "force", False))
-    jobs = getattr(args, "jobs", None) or pool.cores()
     before = previous_headlines(out or paths.EXECUTED, names)
 
     def report(d: pool.Done) -> None:
@@ -404,7 +373,7 @@ def cli_run(args: argparse.Namespace) -> int:
             path, cached = execute_result(names[0], source, params, out, force=force)
             report(pool.Done(names[0], path, cached, time.perf_counter() - t0))
             return 0
-        jobs = min(jobs, len(names))
+        jobs = min(getattr(args, "jobs", None) or pool.cores(), len(names))
         print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
         pool.run_chapters(
             names, source, params, out, execute_result, cached_headline, force, jobs, report
@@ -413,8 +382,7 @@ def cli_run(args: argparse.Namespace) -> int:
 
 
 def previous_headlines(out_dir: Path, names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """result -> its headline JSON in ``out_dir`` before a run (what ``rackbook run`` compares
-    the new one with); a result without one, or with one that does not read, is left out."""
+    """result -> its readable headline JSON in ``out_dir`` before a run (to compare with)."""
     from rackbook.results.headline import read_result
 
     found = {}
@@ -427,18 +395,15 @@ def previous_headlines(out_dir: Path, names: Sequence[str]) -> dict[str, dict[st
 
 
 def result_files(results: Sequence[str] = paths.RESULTS) -> set[str]:
-    """The names of the files ``rackbook run`` reads and writes in a results folder: each of
-    ``results``' notebook, headline JSON and cache stamp."""
+    """Each of ``results``' notebook, headline JSON and cache stamp file name."""
     return {name for r in results for name in (f"{r}.ipynb", f"{r}.json", f".{r}.key")}
 
 
 def results_folder(
     path: str | Path, field: str = "--out", names: Sequence[str] = ()
 ) -> contextlib.AbstractContextManager[Path]:
-    """The executed-results folder ``path`` claimed for writing: locked (one lock per result of
-    ``names``: runs of other results may write the same folder at once), refused when it holds
-    what rackbook did not write, marked (:func:`rackbook.core.fsio.output_folder`); the
-    temporaries a killed run of ``names`` left are removed."""
+    """The executed-results folder ``path`` claimed for writing
+    (:func:`rackbook.core.fsio.output_folder`), one lock per result of ``names``."""
     owned = result_files(names) | {f"traces/{r}" for r in names}
     return fsio.output_folder(
         path, kind="results", field=field, parts=tuple(names), owned=owned if names else None
@@ -446,8 +411,7 @@ def results_folder(
 
 
 def finite_json(obj: Any) -> Any:
-    """``obj`` with every NaN or infinite float (anywhere in dicts and lists) made None: the
-    JSON rackbook prints is standard JSON (NaN is not), and a value not known is null."""
+    """``obj`` with every NaN or infinite float (in dicts and lists) made None: standard JSON."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):

@@ -1,10 +1,6 @@
-"""Keep the staged book sources stable between builds, so that Sphinx rebuilds only what changed.
-
-Sphinx decides which pages to read again from the source files' modification times: rewriting
-every staged file (as removing and copying the staging folder did) made it rebuild the whole
-book each time. :func:`sync_tree` rewrites only the files whose bytes differ, and removes those
-no longer staged; :func:`tree_digest` names a staged tree's content so that a build with nothing
-changed can be skipped altogether.
+"""Keep the staged book sources stable between builds, so that Sphinx (which goes by
+modification times) rebuilds only what changed: :func:`sync_tree` rewrites only files whose
+bytes differ; :func:`tree_digest` names a staged tree so an unchanged build can be skipped.
 """
 
 from __future__ import annotations
@@ -14,8 +10,6 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
-
-from rackbook.core.fsio import atomic_write_text
 
 
 def _relative_files(root: Path) -> set[str]:
@@ -46,20 +40,20 @@ def sync_tree(src: Path, dst: Path) -> list[str]:
     for rel in sorted(old - new):
         (dst / rel).unlink()
         changed.append(rel)
-    for d, _dirs, _files in sorted(os.walk(dst), key=lambda t: -len(t[0])):
-        p = Path(d)
+    for folder, _dirs, _files in sorted(os.walk(dst), key=lambda t: -len(t[0])):
+        p = Path(folder)
         if p != dst and not any(p.iterdir()):
             p.rmdir()
     return sorted(changed)
 
 
 def tree_digest(root: Path, extra: str = "") -> str:
-    """SHA-256 (hex) over ``root``'s relative file names and bytes, and ``extra``."""
+    """SHA-256 (hex) over ``root``'s relative names and bytes
+    (:func:`rackbook.book.cache.hash_tree`), and ``extra``."""
+    from rackbook.book.cache import hash_tree
+
     h = hashlib.sha256(extra.encode())
-    for rel in sorted(_relative_files(root)):
-        data = (root / rel).read_bytes()
-        h.update(f"\0{rel}\0{len(data)}\0".encode())
-        h.update(data)
+    hash_tree(h, root, "tree")
     return h.hexdigest()
 
 
@@ -69,8 +63,3 @@ def read_stamp(path: Path) -> str | None:
         return path.read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
-
-
-def write_stamp(path: Path, digest: str) -> None:
-    """Record ``digest`` at ``path`` (atomically)."""
-    atomic_write_text(path, digest + "\n")

@@ -1,12 +1,7 @@
-"""Sphinx extension: every static figure links to its full-size image (tap to enlarge).
-
-On a phone a figure drawn for the 1,400 px column shrinks to a few pixels of text. Each image
-of a page's body that is not already a link becomes one, to the image file the HTML build
-copies into ``_images/`` (the same file, at its full resolution: the browser opens it alone and
-the reader zooms), so it works offline and with scripts off. The link carries the class
-:data:`CLASS` (the stylesheet gives it a zoom-in cursor); the image and its layout are not
-changed. Sphinx links only images given a width, height or scale (``html_scaled_image_link``);
-the chapters' figures have none.
+"""Sphinx extension: every static figure of a page's body links to its full-size image
+under ``_images/`` (tap to enlarge on a phone; offline, no script). The link carries the class
+:data:`CLASS` (a zoom-in cursor); the image is unchanged. Sphinx's own
+``html_scaled_image_link`` covers only images given a size, which the chapters' are not.
 """
 
 from __future__ import annotations

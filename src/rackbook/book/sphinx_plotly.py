@@ -1,9 +1,6 @@
-"""Sphinx extension: serve Plotly's script from the book itself (offline, no CDN).
-
-The explorers (:mod:`rackbook.book.explorer`) emit Plotly figures without their script. This
-extension copies ``plotly.min.js`` from the installed ``plotly`` package (its
-``package_data``) into the HTML build's ``_static`` and adds it to the pages whose body holds
-a Plotly figure, and only those (it weighs about 4.7 MB).
+"""Sphinx extension: copy ``plotly.min.js`` (about 4.7 MB) from the installed ``plotly``
+into the build's ``_static`` and add it only to the pages holding a Plotly figure (the
+explorers, :mod:`rackbook.book.explorer`): offline, no CDN.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The generated part of the book page "How well does rackbook predict?" (``book/validation.md``):
-the held-out validation of the expected throughput (:mod:`rackbook.results.validation`) as
-tables (summary; by decoding-batch band, GPU and source; the largest misses and why) and the
-figure of predicted against measured on log axes, all computed when the book is built."""
+"""The generated part of the page "How well does rackbook predict?": the held-out validation
+(:mod:`rackbook.results.validation`) as tables and a predicted-against-measured figure."""
 
 from __future__ import annotations
 
@@ -76,21 +74,10 @@ def page(rep: dict[str, Any]) -> str:
         *HEAD,
         _row("all", rep["all"]),
         _row("primary sources", rep["primary"]),
-        "",
-        "By decoding batch per GPU:",
-        "",
-        *HEAD,
-        *_group(rep, "band"),
-        "",
-        "By GPU:",
-        "",
-        *HEAD,
-        *_group(rep, "gpu"),
-        "",
-        "By source:",
-        "",
-        *HEAD,
-        *_group(rep, "source"),
+    ]
+    for title, key in (("decoding batch per GPU", "band"), ("GPU", "gpu"), ("source", "source")):
+        out += ["", f"By {title}:", "", *HEAD, *_group(rep, key)]
+    out += [
         "",
         "The largest misses (measured / expected furthest from 1):",
         "",
@@ -98,11 +85,11 @@ def page(rep: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     worst = sorted(rep["points"], key=lambda p: -abs(math.log(p["ratio"])))[:OUTLIERS]
-    for p in worst:
-        out.append(
-            f"| {p['id']} | {p['source']} | {p['measured']:,.0f} | {p['expected']:,.0f} "
-            f"| {p['ratio']:.2f} | {p['batch_how']} |"
-        )
+    out += [
+        f"| {p['id']} | {p['source']} | {p['measured']:,.0f} | {p['expected']:,.0f} "
+        f"| {p['ratio']:.2f} | {p['batch_how']} |"
+        for p in worst
+    ]
     out += ["", "Held but not validated:", ""]
     out += [f"- {x['source']}: {x['id']}: {x['reason']}" for x in rep["excluded"]]
     return "\n".join(out) + "\n"
@@ -126,14 +113,10 @@ def figure(rep: dict[str, Any]) -> bytes:
     ax.plot(xs, xs, color="0.3", lw=1, label="measured = expected")
     for i, src in enumerate(sorted({p["source"] for p in pts})):
         mine = [p for p in pts if p["source"] == src]
-        ax.scatter(
-            [p["expected"] for p in mine],
-            [p["measured"] for p in mine],
-            marker=plotting.MARKERS[i % len(plotting.MARKERS)],
-            color=plotting.PALETTE[i % len(plotting.PALETTE)],
-            label=src,
-            s=28,
-        )
+        marker = plotting.MARKERS[i % len(plotting.MARKERS)]
+        colour = plotting.PALETTE[i % len(plotting.PALETTE)]
+        xy = [p["expected"] for p in mine], [p["measured"] for p in mine]
+        ax.scatter(*xy, marker=marker, color=colour, label=src, s=28)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)

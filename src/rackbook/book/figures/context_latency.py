@@ -32,18 +32,10 @@ def kv_per_sequence(a: Analysis) -> Figure:
         ax.axvline(c / 1e3, color="0.5", lw=0.8)
         y = a.at.loc[c, "kv_bytes_per_sequence"] / 1e9
         ax.plot([c / 1e3], [y], "o", color=plotting.PALETTE[0])
-        ax.annotate(
-            f"{c / 1e3:,.0f}k: {y * 1e3:,.0f} MB",
-            (c / 1e3, y),
-            textcoords="offset points",
-            xytext=(6, 6),
-        )
-    plotting.label(
-        ax,
-        "context (thousand tokens)",
-        "global KV per sequence (GB)",
-        "Global KV cache of one sequence against context length",
-    )
+        note = f"{c / 1e3:,.0f}k: {y * 1e3:,.0f} MB"
+        plotting.note(ax, note, (c / 1e3, y), (6, 6), fontsize=plotting.TEXT_PT)
+    heading = "Global KV cache of one sequence against context length"
+    plotting.label(ax, "context (thousand tokens)", "global KV per sequence (GB)", heading)
     ax.legend(loc="upper left")
     return fig
 
@@ -58,16 +50,11 @@ def sequences_per_gpu(a: Analysis) -> Figure:
     for c in (a.lo, a.hi):
         ax.axvline(c / 1e3, color="0.5", lw=0.8)
         n = a.at.loc[c, "sequences_per_gpu"]
-        ax.annotate(
-            f"{n:,} at {c / 1e3:,.0f}k", (c / 1e3, n), textcoords="offset points", xytext=(6, 6)
-        )
+        note = f"{n:,} at {c / 1e3:,.0f}k"
+        plotting.note(ax, note, (c / 1e3, n), (6, 6), fontsize=plotting.TEXT_PT)
     ax.set_yscale("log")
-    plotting.label(
-        ax,
-        "context (thousand tokens)",
-        "KV fits per GPU (sequences, log)",
-        f"Sequences per GPU ({a.hw.id.upper()}) after the weights",
-    )
+    heading = f"Sequences per GPU ({a.hw.id.upper()}) after the weights"
+    plotting.label(ax, "context (thousand tokens)", "KV fits per GPU (sequences, log)", heading)
     ax.legend(loc="upper right")
     return fig
 
@@ -82,32 +69,17 @@ def decode_latency(a: Analysis) -> Figure:
     ax.plot(x, s["mean_tpot_ms"], "s", mfc="none", label="mean TPOT per point")
     xs = np.linspace(x.min(), x.max(), 50)
     lo, hi = f.slope_ci_per_1k
+    fit = f"fit: {f.slope_per_1k:.2f} ms per 1k tokens (95 % CI {lo:.2f} to {hi:.2f})"
+    ys = f.intercept_ms + f.slope_ms_per_token * xs
+    ax.plot(xs, ys, "-", color=plotting.PALETTE[3], label=f"{fit}, R² = {f.r2:.2f}")
+    pair = f"pair for the delta: {d.delta_ms:+.2f} ms"
     ax.plot(
-        xs,
-        f.predict(xs),
-        "-",
-        color=plotting.PALETTE[3],
-        label=f"fit: {f.slope_per_1k:.2f} ms per 1k tokens "
-        f"(95 % CI {lo:.2f} to {hi:.2f}), R² = {f.r2:.2f}",
-    )
-    ax.plot(
-        [d.lo, d.hi],
-        [d.lo_ms, d.hi_ms],
-        "D",
-        color=plotting.PALETTE[2],
-        ms=9,
-        mfc="none",
-        label=f"pair for the delta: {d.delta_ms:+.2f} ms",
+        [d.lo, d.hi], [d.lo_ms, d.hi_ms], "D", ms=9, mfc="none", label=pair, c=plotting.PALETTE[2]
     )
     ax.set_ylim(bottom=0)
-    plotting.label(
-        ax,
-        "context (tokens)",
-        "decode latency (ms per token)",
-        f"Decode latency against context\n(CPU stand-in: {a.hardware})"
-        if not verdicts.gpu_names(a.trace.run)
-        else f"Decode latency against context\n({a.hardware})",
-    )
+    where = a.hardware if verdicts.gpu_names(a.trace.run) else f"CPU stand-in: {a.hardware}"
+    title = f"Decode latency against context\n({where})"
+    plotting.label(ax, "context (tokens)", "decode latency (ms per token)", title)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
     return fig
 
@@ -122,35 +94,15 @@ def context_growth(a: Analysis) -> Figure:
     per_dense = g.growth.dense_ms / g.growth.batch
     claim, tol = g.claim_ms, a.tolerance_ms
     fig, ax = plt.subplots()
-    ax.axhspan(
-        claim - tol,
-        claim + tol,
-        color=plotting.PALETTE[1],
-        alpha=0.3,
-        label=f"claim: +{claim:g} ms (+/-{tol:g} ms)",
-    )
-    ax.plot(
-        n,
-        n * per_dense,
-        "--",
-        color=plotting.PALETTE[3],
-        label=f"dense bound: every row ({1000 * per_dense:,.0f} µs per sequence)",
-    )
-    ax.plot(
-        n,
-        n * per_sparse,
-        "-",
-        color=plotting.PALETTE[0],
-        label=f"sparse floor: scan + top-k ({1000 * per_sparse:.3g} µs per sequence)",
-    )
+    band = f"claim: +{claim:g} ms (+/-{tol:g} ms)"
+    ax.axhspan(claim - tol, claim + tol, color=plotting.PALETTE[1], alpha=0.3, label=band)
+    dense = f"dense bound: every row ({1000 * per_dense:,.0f} µs per sequence)"
+    ax.plot(n, n * per_dense, "--", color=plotting.PALETTE[3], label=dense)
+    sparse = f"sparse floor: scan + top-k ({1000 * per_sparse:.3g} µs per sequence)"
+    ax.plot(n, n * per_sparse, "-", color=plotting.PALETTE[0], label=sparse)
     ax.axvline(g.sequences_to_explain, color="0.5", lw=0.8)
-    ax.annotate(
-        f"{g.sequences_to_explain:.0f} sequences\nreach the claim",
-        (g.sequences_to_explain, per_sparse),
-        textcoords="offset points",
-        xytext=(6, 0),
-        fontsize=plotting.SMALL_PT,
-    )
+    reach = f"{g.sequences_to_explain:.0f} sequences\nreach the claim"
+    plotting.note(ax, reach, (g.sequences_to_explain, per_sparse), (6, 0))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
@@ -172,26 +124,12 @@ def implied_latency(a: Analysis) -> Figure:
     range over both figures' rounding), against the least step time of one sequence."""
     im = a.implied
     fig, ax = plt.subplots(figsize=(6.4, 2.4))
-    ax.axvspan(
-        im.low_ms,
-        im.high_ms,
-        color=plotting.PALETTE[1],
-        alpha=0.3,
-        label=f"implied by the claims: {im.low_ms:.2f} to {im.high_ms:.1f} ms",
-    )
-    ax.plot(
-        [im.central_ms],
-        [0.5],
-        "o",
-        color=plotting.PALETTE[1],
-        label=f"100 x {a.growth.claim_ms:g} ms / {a.claim_pct.value:g} % = {im.central_ms:.2f} ms",
-    )
-    ax.axvline(
-        im.step_floor_ms,
-        color=plotting.PALETTE[0],
-        lw=2,
-        label=f"step floor: {im.step_floor_ms:.3f} ms (1 sequence, {a.params.weight_gpus} GPUs)",
-    )
+    band = f"implied by the claims: {im.low_ms:.2f} to {im.high_ms:.1f} ms"
+    ax.axvspan(im.low_ms, im.high_ms, color=plotting.PALETTE[1], alpha=0.3, label=band)
+    central = f"100 x {a.growth.claim_ms:g} ms / {a.claim_pct.value:g} % = {im.central_ms:.2f} ms"
+    ax.plot([im.central_ms], [0.5], "o", color=plotting.PALETTE[1], label=central)
+    floor = f"step floor: {im.step_floor_ms:.3f} ms (1 sequence, {a.params.weight_gpus} GPUs)"
+    ax.axvline(im.step_floor_ms, color=plotting.PALETTE[0], lw=2, label=floor)
     ax.set_xscale("log")
     ax.set_xlim(im.step_floor_ms / 2, im.high_ms * 2)
     ax.set_yticks([])

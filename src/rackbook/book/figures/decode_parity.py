@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
@@ -10,7 +12,7 @@ from rackbook.book import plotting
 from rackbook.results.decode_parity import Analysis
 
 
-def _batch_axis(ax, batches) -> None:  # type: ignore[no-untyped-def]
+def _batch_axis(ax: Any, batches: Any) -> None:
     """A log2 batch axis ticked at the batch sizes themselves, written 8, 16, ... 256 (not
     2^3 ... 2^8)."""
     ticks = sorted({int(b) for b in batches})
@@ -22,7 +24,7 @@ def _batch_axis(ax, batches) -> None:  # type: ignore[no-untyped-def]
     ax.xaxis.set_major_formatter(fmt)
 
 
-def _mark(ax, a: Analysis) -> None:  # type: ignore[no-untyped-def]
+def _mark(ax: Any, a: Analysis) -> None:
     """The in-image stand-in label when the trace cannot test the claim (its "this run"
     reading is untested): a figure copied out of the book still says what it is."""
     if any(r.reading == "this run" and r.verdict == "untested" for r in a.readings):
@@ -40,12 +42,8 @@ def decode_throughput(a: Analysis) -> Figure:
         t = a.table[a.table["engine"] == eng]
         ax.plot(t["batch"], t["decode_tok_s"], marker=plotting.MARKERS[i], label=f"{label} ({eng})")
     _batch_axis(ax, a.table["batch"])
-    plotting.label(
-        ax,
-        "batch size B (requests, log scale)",
-        "decode throughput (tok/s)",
-        "Decode throughput against batch size",
-    )
+    heading = "Decode throughput against batch size"
+    plotting.label(ax, "batch size B (requests, log scale)", "decode throughput (tok/s)", heading)
     _mark(ax, a)
     ax.legend(loc="best")
     return fig

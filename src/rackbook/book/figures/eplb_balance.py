@@ -1,12 +1,11 @@
-"""Figures of the eplb-balance chapter (data: :class:`rackbook.results.eplb_balance.Analysis`).
-
-Every figure draws the trace or the synthetic routing model, and says which in its title; the
-claim's figures appear only as labelled reference lines. Legends sit below the axes, outside
-the data."""
+"""Figures of the eplb-balance chapter (data: :class:`rackbook.results.eplb_balance.Analysis`):
+the trace or the synthetic routing model, named in the title; the claim's figures only as
+reference lines; legends below the axes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -27,13 +26,11 @@ def rank_loads(a: Analysis) -> Figure:
     ax.bar(r["rank"] - 0.2, r["static"], width=0.4, label="static placement")
     ax.bar(r["rank"] + 0.2, r["eplb"], width=0.4, label="after EPLB")
     ax.axhline(r["static"].mean(), color="0.3", lw=1, ls="--", label="mean (uniform routing)")
-    plotting.label(
-        ax,
-        "EP rank (index)",
-        "token-expert assignments on the rank (tokens)",
+    heading = (
         f"Layer {a.params.show_layer}, decode step {a.params.fit_windows}: load per rank "
-        f"({_source(a)})",
+        f"({_source(a)})"
     )
+    plotting.label(ax, "EP rank (index)", "token-expert assignments on the rank (tokens)", heading)
     fig.legend(loc="outside lower center", ncols=1)
     return fig
 
@@ -65,7 +62,7 @@ def _panel(a: Analysis, x: str) -> tuple[str, str, float]:
     }[x]
 
 
-def _draw_sweep(ax, a: Analysis, x: str) -> None:  # type: ignore[no-untyped-def]
+def _draw_sweep(ax: Any, a: Analysis, x: str) -> None:
     """One sweep on ``ax``: static and EPLB balancedness against ``x``, uniform routing's
     per-step floor, the claim's two figures and the chapter's own value of ``x``."""
     xlabel, title, mark = _panel(a, x)

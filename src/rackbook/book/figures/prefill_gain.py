@@ -1,8 +1,6 @@
 """Figures of the prefill-gain chapter (data: :class:`rackbook.results.prefill_gain.Analysis`).
-
-A trace that cannot test the claim (a CPU stand-in, a short prefix, other GPUs) measures a
-different change from the claim's: its gain is drawn alone, never on an axis that also holds
-the published range."""
+A trace that cannot test the claim measures another change: its gain is never drawn on an axis
+that holds the published range."""
 
 from __future__ import annotations
 
@@ -32,20 +30,11 @@ def throughput_distribution(a: Analysis) -> Figure:
         )
         if not v.size:
             continue
-        ax.step(
-            v,
-            np.arange(1, v.size + 1) / v.size,
-            where="post",
-            color=plotting.PALETTE[i],
-            label=f"config {cfg}: {a.serve_args(cfg.lower())} ({v.size} requests)",
-        )
-        ax.axvline(
-            a.stat_tok_s(cfg),
-            color=plotting.PALETTE[i],
-            ls=":",
-            lw=1,
-            label=f"{a.params.stat} of {cfg}",
-        )
+        label = f"config {cfg}: {a.serve_args(cfg.lower())} ({v.size} requests)"
+        share = np.arange(1, v.size + 1) / v.size
+        ax.step(v, share, where="post", color=plotting.PALETTE[i], label=label)
+        stat = f"{a.params.stat} of {cfg}"
+        ax.axvline(a.stat_tok_s(cfg), color=plotting.PALETTE[i], ls=":", lw=1, label=stat)
     ax.set_ylim(0, 1.02)
     plotting.label(
         ax,
@@ -77,23 +66,13 @@ def gain_interval(a: Analysis) -> Figure:
             label=f"{p.stat} gain of {p.config_b} over {p.config_a}, with its {g.level:.0%} "
             "bootstrap interval",
         )
-        ax.annotate(  # the numbers themselves, so the single interval needs no reading off
-            f"{100 * g.gain:+.1f} % ({100 * g.low:+.1f} to {100 * g.high:+.1f} %)",
-            (100 * g.gain, 0),
-            textcoords="offset points",
-            xytext=(0, 12),
-            ha="center",
-            fontsize=plotting.SMALL_PT,
-        )
+        # the numbers themselves, so the single interval needs no reading off
+        text = f"{100 * g.gain:+.1f} % ({100 * g.low:+.1f} to {100 * g.high:+.1f} %)"
+        plotting.note(ax, text, (100 * g.gain, 0), (0, 12), ha="center")
         lo, hi = 100 * min(g.low, 0), 100 * max(g.high, 0)
         if a.testable:
-            ax.axvspan(
-                100 * a.claim_low,
-                100 * a.claim_high,
-                color=plotting.PALETTE[2],
-                alpha=0.2,
-                label="published range",
-            )
+            span = (100 * a.claim_low, 100 * a.claim_high)
+            ax.axvspan(*span, color=plotting.PALETTE[2], alpha=0.2, label="published range")
             lo, hi = min(lo, 100 * a.claim_low), max(hi, 100 * a.claim_high)
         pad = 0.15 * (hi - lo or 10)
         ax.set_xlim(lo - pad, hi + pad)
@@ -119,12 +98,8 @@ def prefix_read_ceiling(a: Analysis) -> Figure:
     p = a.params
     fig, ax = plt.subplots(layout="constrained")
     for i, (r, c) in enumerate(a.curve.groupby("reuse")):
-        ax.plot(
-            c["prefix"],
-            c["tok_s"],
-            color=plotting.PALETTE[i],
-            label=f"{r:,} new {'token' if r == 1 else 'tokens'} per read of the prefix",
-        )
+        label = f"{r:,} new {'token' if r == 1 else 'tokens'} per read of the prefix"
+        ax.plot(c["prefix"], c["tok_s"], color=plotting.PALETTE[i], label=label)
     ax.axvline(
         a.claim_prefix, color="0.4", ls="--", lw=0.8, label=f"claim: {a.claim_prefix:,} cached"
     )

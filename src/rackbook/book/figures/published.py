@@ -5,6 +5,7 @@ figure beside the independent measurements set against it (data:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,7 +20,7 @@ def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(float(x))
 
 
-def _points(rows):  # type: ignore[no-untyped-def]
+def _points(rows: Any) -> Any:
     """Published measurements of the claim's quantity, and analogues in the claim's own unit
     (drawn apart: they never decide); context rows and analogues in other units are not drawn
     on the claim's axis."""
@@ -30,7 +31,7 @@ def _points(rows):  # type: ignore[no-untyped-def]
     return rows[pub & keep & rows["value"].map(_finite)]
 
 
-def _modelled(pts):  # type: ignore[no-untyped-def]
+def _modelled(pts: Any) -> Any:
     """Which of the points are a cost model's figure (a modelled price in the figures
     registry, matched by source and value), as a boolean array."""
     from rackbook.inputs.published import load_figures
@@ -140,7 +141,7 @@ def claim_vs_published(result: str) -> Figure:
         ax.set_xlabel(f"{unit} (line: the claim's {shown})")
         ax.grid(axis="y", visible=False)
     axes[0, 0].set_title("The claim beside published measurements (published figures only)")
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
     for ax in axes[:, 0]:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(lab, h)

@@ -1,9 +1,6 @@
 """Figures of the rack-scaling chapter (data: :class:`rackbook.results.rack_scaling.Analysis`).
-
-The trace's figures (token kinds, scaling) carry the hardware they ran on in their titles; the
-claim's figures (readings, node sizes, dollars) hold only the published figures and the
-catalogs' ceilings, never a stand-in's numbers. No text uses ``$``, which matplotlib reads as
-math: dollars are written USD.
+The trace's figures name its hardware in their titles; the claim's figures hold only published
+figures and catalog ceilings. Dollars are written USD (matplotlib reads ``$`` as math).
 """
 
 from __future__ import annotations
@@ -33,10 +30,6 @@ def _source(a: Analysis) -> str:
 
 #: A white box behind a label, so that gridlines and ceiling lines do not run through it.
 _BOX = {"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
-
-
-def _legend_below(ax, ncol: int = 2) -> None:
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol)
 
 
 def _ratio(x: float) -> str:
@@ -69,12 +62,8 @@ def token_kinds(a: Analysis) -> Figure:
         [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
     )
     ax.yaxis.set_major_formatter(_THOUSANDS)
-    plotting.label(
-        ax,
-        f"configuration (label, {u}s)",
-        f"throughput per {u} (tok/s)",
-        f"Which tokens a per-{u} throughput counts{_source(a)}",
-    )
+    heading = f"Which tokens a per-{u} throughput counts{_source(a)}"
+    plotting.label(ax, f"configuration (label, {u}s)", f"throughput per {u} (tok/s)", heading)
     ax.set_ylim(0, 1.3 * float((out_g + new_g + cac_g).max()))  # room for the legend
     ax.legend(loc="upper right", ncol=1)  # inside: never over the axis label
     return fig
@@ -88,13 +77,8 @@ def scaling(a: Analysis) -> Figure:
     gmax = int(sc["num_gpus"].max())
     ref = sc.iloc[0]
     line = np.array([0, gmax + 0.5])
-    ax.plot(
-        line,
-        ref["tok_s"] * line / ref["num_gpus"],
-        ls="--",
-        color="0.5",
-        label=f"linear scaling from {a.params.reference_config}",
-    )
+    linear = f"linear scaling from {a.params.reference_config}"
+    ax.plot(line, ref["tok_s"] * line / ref["num_gpus"], ls="--", color="0.5", label=linear)
     ax.plot(sc["num_gpus"], sc["tok_s"], marker="o", ls="none", ms=8, label=f"measured ({metric})")
     for r in sc.itertuples():
         last = r.num_gpus == gmax and r.num_gpus != ref["num_gpus"]
@@ -103,26 +87,21 @@ def scaling(a: Analysis) -> Figure:
             if r.config == a.params.reference_config
             else f"{r.config}: {r.speedup:.2f}x, efficiency {r.efficiency:.0%}"
         )
-        ax.annotate(  # clear of the others' labels and of the line
+        plotting.note(  # clear of the others' labels and of the line
+            ax,
             text,
             (r.num_gpus, r.tok_s),
-            textcoords="offset points",
-            xytext=(8, 14) if last else (0, -20),  # the last above its point: no overlap
+            (8, 14) if last else (0, -20),  # the last above its point: no overlap
             ha="right" if last else "center",
             va="bottom" if last else "top",
-            fontsize=plotting.SMALL_PT,
             bbox=_BOX,
         )
     ax.set_xlim(0, gmax + 0.5)
     ax.set_ylim(0, None)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(_THOUSANDS)
-    plotting.label(
-        ax,
-        f"{u}s serving (count)",
-        f"{metric} throughput (tok/s)",
-        f"Throughput against {u}s, with the linear-scaling line{_source(a)}",
-    )
+    heading = f"Throughput against {u}s, with the linear-scaling line{_source(a)}"
+    plotting.label(ax, f"{u}s serving (count)", f"{metric} throughput (tok/s)", heading)
     ax.legend(loc="upper left")
     return fig
 
@@ -166,13 +145,8 @@ def readings(a: Analysis) -> Figure:
     }
     for c in a.ceilings.itertuples():
         colour, ls = styles[(c.ceiling, c.phase)]
-        ax.axvline(
-            c.tok_s_per_gpu,
-            color=colour,
-            ls=ls,
-            lw=1.2,
-            label=f"{c.ceiling} ceiling, {c.phase}: {c.tok_s_per_gpu:,.0f} tok/s per GPU",
-        )
+        label = f"{c.ceiling} ceiling, {c.phase}: {c.tok_s_per_gpu:,.0f} tok/s per GPU"
+        ax.axvline(c.tok_s_per_gpu, color=colour, ls=ls, lw=1.2, label=label)
     ax.set_yticks(y, [READING_LABELS.get(r, r) for r in rd["reading"]])
     ax.set_xscale("log")
     lo = min(rd["computed_tok_s_per_gpu"].min(), a.ceilings["tok_s_per_gpu"].min())
@@ -180,13 +154,9 @@ def readings(a: Analysis) -> Figure:
     ax.set_xlim(lo / 2, hi * 2)
     ax.set_ylim(-0.5, len(rd) - 0.1)
     ax.grid(axis="y", visible=False)
-    plotting.label(
-        ax,
-        "computed tokens per GPU (tok/s, log)",
-        "reading ('per GPU' as)",
-        f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}",
-    )
-    _legend_below(ax, ncol=1)
+    heading = f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}"
+    plotting.label(ax, "computed tokens per GPU (tok/s, log)", "reading ('per GPU' as)", heading)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
     return fig
 
 
@@ -200,42 +170,27 @@ def node_efficiency(a: Analysis) -> Figure:
     left.bar(x, 100 * sp["efficiency"], width=0.5, color=plotting.PALETTE[0])
     left.axhline(100, color="0.4", lw=0.8, ls="--", label="linear scaling (100 %)")
     for i, e in enumerate(sp["efficiency"]):
-        left.annotate(
-            f"{e:.1%}", (i, 100 * e), ha="center", textcoords="offset points", xytext=(0, 4)
+        plotting.note(
+            left, f"{e:.1%}", (i, 100 * e), (0, 4), ha="center", fontsize=plotting.TEXT_PT
         )
     left.set_xticks(x, names)
     left.set_ylim(0, 125)
-    plotting.label(
-        left,
-        "what 'a node' is (GPUs)",
-        "scaling efficiency (%)",
-        f"{a.claim_speedup:g}x on {a.rack.gpus} GPUs",
-    )
+    heading = f"{a.claim_speedup:g}x on {a.rack.gpus} GPUs"
+    plotting.label(left, "what 'a node' is (GPUs)", "scaling efficiency (%)", heading)
     left.legend(loc="upper left")
     colours = [VERDICT_COLOURS[v] for v in sp["verdict"]]
     right.bar(x, sp["node_tok_s_per_gpu"], width=0.5, color=colours)
     cap = float(sp["ceiling_tok_s_per_gpu"].iloc[0])
-    right.axhline(
-        cap, color=plotting.PALETTE[0], ls="--", label=f"decode compute ceiling: {cap:,.0f}"
-    )
+    ceiling = f"decode compute ceiling: {cap:,.0f}"
+    right.axhline(cap, color=plotting.PALETTE[0], ls="--", label=ceiling)
     for i, r in enumerate(sp.itertuples()):
-        right.annotate(
-            f"{r.ratio:.3g}x: {r.verdict}",
-            (i, r.node_tok_s_per_gpu),
-            ha="center",
-            textcoords="offset points",
-            xytext=(0, 4),
-            fontsize=plotting.SMALL_PT,
-        )
+        text = f"{r.ratio:.3g}x: {r.verdict}"
+        plotting.note(right, text, (i, r.node_tok_s_per_gpu), (0, 4), ha="center")
     right.set_xticks(x, names)
     right.set_ylim(0, cap * 1.25)
     right.yaxis.set_major_formatter(_THOUSANDS)
-    plotting.label(
-        right,
-        "what 'a node' is (GPUs)",
-        "node throughput per GPU (tok/s)",
-        "The node it implies (rack total / speedup)",
-    )
+    heading = "The node it implies (rack total / speedup)"
+    plotting.label(right, "what 'a node' is (GPUs)", "node throughput per GPU (tok/s)", heading)
     right.legend(loc="upper right", fontsize=plotting.SMALL_PT)
     fig.tight_layout()
     return fig
@@ -248,36 +203,21 @@ def revenue(a: Analysis) -> Figure:
     fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     y = np.arange(len(rv))[::-1]
     for yi, r in zip(y, rv.itertuples(), strict=True):
-        ax.plot(
-            [r.revenue_all_cached, r.revenue_all_uncached],
-            [yi, yi],
-            lw=10,
-            solid_capstyle="butt",
-            color=plotting.PALETTE[0],
-            alpha=0.7,
-        )
-        ax.annotate(  # above its bar: the axis spans only the data, no empty decades
+        span = [r.revenue_all_cached, r.revenue_all_uncached]
+        ax.plot(span, [yi, yi], lw=10, solid_capstyle="butt", color=plotting.PALETTE[0], alpha=0.7)
+        plotting.note(  # above its bar: the axis spans only the data, no empty decades
+            ax,
             f"USD {_usd(r.revenue_all_cached)} (all cached) to {_usd(r.revenue_all_uncached)}",
             ((r.revenue_all_cached * r.revenue_all_uncached) ** 0.5, yi),
+            (0, 9),
             va="bottom",
             ha="center",
-            textcoords="offset points",
-            xytext=(0, 9),
-            fontsize=plotting.SMALL_PT,
             bbox=_BOX,
         )
-    ax.axvline(
-        a.claim_usd,
-        color=plotting.PALETTE[3],
-        lw=1.5,
-        label=f"the figure: {a.claim_usd:g} USD per GPU-hour",
-    )
-    ax.axvline(
-        a.rental.usd_per_gpu_hour,
-        color="0.4",
-        ls="--",
-        label=f"catalog GB300 price: {a.rental.usd_per_gpu_hour:g} USD per GPU-hour",
-    )
+    figure = f"the figure: {a.claim_usd:g} USD per GPU-hour"
+    ax.axvline(a.claim_usd, color=plotting.PALETTE[3], lw=1.5, label=figure)
+    rent = a.rental.usd_per_gpu_hour
+    ax.axvline(rent, color="0.4", ls="--", label=f"catalog GB300 price: {rent:g} USD per GPU-hour")
     ax.set_yticks(
         y, [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
     )
@@ -286,13 +226,9 @@ def revenue(a: Analysis) -> Figure:
     ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 3)
     ax.set_ylim(-0.6, len(rv) - 0.4)
     ax.grid(axis="y", visible=False)
-    plotting.label(
-        ax,
-        "token revenue per GPU-hour (USD, log)",
-        "reading (tok/s per GPU)",
-        "The dollar figure as token revenue, by throughput reading",
-    )
-    _legend_below(ax, ncol=1)
+    heading = "The dollar figure as token revenue, by throughput reading"
+    plotting.label(ax, "token revenue per GPU-hour (USD, log)", "reading (tok/s per GPU)", heading)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
     return fig
 
 

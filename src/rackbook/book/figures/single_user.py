@@ -54,13 +54,9 @@ def claim_vs_floor(a: Analysis) -> Figure:
     share = 100 * fl["claim_share_of_ceiling"]
     bars = ax.bar(x, share, width=0.5, color=[plotting.PALETTE[2], plotting.PALETTE[0]])
     for b, r in zip(bars, fl.itertuples(), strict=True):
-        ax.annotate(
-            f"{100 * r.claim_share_of_ceiling:.0f} % of {r.ceiling_tok_s:,.0f} tok/s",
-            (b.get_x() + b.get_width() / 2, b.get_height()),
-            textcoords="offset points",
-            xytext=(0, 4),
-            ha="center",
-            fontsize=plotting.SMALL_PT,
+        text = f"{100 * r.claim_share_of_ceiling:.0f} % of {r.ceiling_tok_s:,.0f} tok/s"
+        plotting.note(
+            ax, text, (b.get_x() + b.get_width() / 2, b.get_height()), (0, 4), ha="center"
         )
     ticks = [
         f"{r.reading}\n({r.acceptance_length:g} token{'' if r.acceptance_length == 1 else 's'} "
@@ -69,13 +65,11 @@ def claim_vs_floor(a: Analysis) -> Figure:
     ]
     ax.set_xticks(x, ticks)
     ax.set_ylim(0, max(130, 1.2 * share.max()))
-    plotting.label(
-        ax,
-        "decode mode (acceptance length)",
-        "claim / bandwidth ceiling (%)",
+    heading = (
         f"{a.claim_tok_s:g} tok/s against the batch-1 ceiling on {a.floor_gpus} x "
-        f"{a.params.gpu_id.upper()} (modelled)",
+        f"{a.params.gpu_id.upper()} (modelled)"
     )
+    plotting.label(ax, "decode mode (acceptance length)", "claim / bandwidth ceiling (%)", heading)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     return fig
 
@@ -88,23 +82,11 @@ def step_budget(a: Analysis) -> Figure:
     y = np.arange(len(fl))
     ax.barh(y, fl["floor_step_ms"], color=plotting.PALETTE[2], label="streaming the bytes (floor)")
     left = fl["claim_step_ms"] - fl["floor_step_ms"]
-    ax.barh(
-        y,
-        left,
-        left=fl["floor_step_ms"],
-        color=plotting.PALETTE[1],
-        label="left for collectives, compute, launches",
-    )
+    rest = "left for collectives, compute, launches"
+    ax.barh(y, left, left=fl["floor_step_ms"], color=plotting.PALETTE[1], label=rest)
     for i, r in enumerate(fl.itertuples()):
         us = 1000 * (r.claim_step_ms - r.floor_step_ms) / a.moe_layers
-        ax.annotate(
-            f"{us:.3g} µs per MoE layer",
-            (r.claim_step_ms, i),
-            textcoords="offset points",
-            xytext=(4, 0),
-            va="center",
-            fontsize=plotting.SMALL_PT,
-        )
+        plotting.note(ax, f"{us:.3g} µs per MoE layer", (r.claim_step_ms, i), (4, 0), va="center")
     ax.set_yticks(y, [f"{r.reading} ({r.acceptance_length:g})" for r in fl.itertuples()])
     ax.set_xlim(0, 1.6 * fl["claim_step_ms"].max())
     plotting.label(
