@@ -269,6 +269,8 @@ class Analysis:
             else f"stayed at {sp:.2f}x"
         )
         u = self.unit
+        active = {ph: self.model.active_params(ph) for ph in ("decode", "prefill")}
+        assert None not in active.values(), "the catalog model states its active parameters"
         out = {
             "claim_tok_s": self.claim_tok_s,
             "claim_speedup": self.claim_speedup,
@@ -280,8 +282,8 @@ class Analysis:
             "su_claim": reg.value(SINGLE_USER_CLAIM),
             "su_gpus": reg.get(SINGLE_USER_CLAIM).scope.gpu_count,
             "dp_claim": reg.value(DECODE_PARITY_CLAIM),
-            "active_decode_b": float(self.model.active_params("decode")) / 1e9,
-            "active_prefill_b": float(self.model.active_params("prefill")) / 1e9,
+            "active_decode_b": float(active["decode"] or 0) / 1e9,
+            "active_prefill_b": float(active["prefill"] or 0) / 1e9,
             "price_uncached": token_prices().usd_per_m_uncached,
             "price_cached": token_prices().usd_per_m_cached,
             "hardware": self.hardware,
@@ -420,7 +422,7 @@ def analyse(
     what_tp, what_sp, what_cost = _measured_texts(
         nx, top, revenue, _unit(tr.run, p.gpus_per_replica)
     )
-    run = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
+    run: dict[str, Any] = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
     readings = [
         throughput_physics(thr, throughput_attainable(thr, model, gpu, rack.gpus)),
         evidence.reading(THROUGHPUT_CLAIM, registry=reg),
