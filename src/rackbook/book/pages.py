@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -232,48 +232,49 @@ def _num(x: float | None, scale: float = 1.0, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
+    """A Markdown table's lines: ``head`` (``"a | b"``), its rule, then one line per row of
+    cells (written as given: callers escape with :func:`_cell`)."""
+    n = head.count("|") + 1
+    lines = [f"| {head} |", "|" + "---|" * n]
+    return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+
+
 def hardware_page() -> str:
     """The hardware catalog as tables (``data/hardware.yaml``)."""
     from rackbook.inputs.catalogs import load_hardware
 
     cat = load_hardware()
-    out = [
-        "# Hardware catalog",
-        "",
-        "Generated from `data/hardware.yaml`. Decimal units (1 TB/s = 10^12 bytes/s).",
-        "",
-        "| GPU | HBM | HBM bandwidth | dense FP4 | dense FP8 | dense BF16 | NVLink | source |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for gid, g in cat.gpus.items():
-        f = g.dense_flops
-        out.append(
-            f"| {gid}: {_cell(g.name)} | {_num(g.hbm_capacity_bytes, 1e9, 'GB')} "
-            f"| {_num(g.hbm_bandwidth_bytes_per_s, 1e12, 'TB/s')} "
-            f"| {_num(f.fp4, 1e15, 'PFLOP/s')} | {_num(f.fp8, 1e15, 'PFLOP/s')} "
-            f"| {_num(f.bf16, 1e15, 'PFLOP/s')} "
-            f"| {_num(g.nvlink_bandwidth_bytes_per_s, 1e12, 'TB/s')} | {_links(g.sources)} |"
-        )
-    out += [""] + [f"- {gid}: {_md(g.notes)}" for gid, g in cat.gpus.items() if g.notes]
-    out += [
-        "",
-        "| system | GPU | GPUs | trays x GPUs | aggregate HBM bandwidth | source |",
-        "|---|---|---|---|---|---|",
-    ]
-    for sid, sy in cat.systems.items():
-        trays = f"{sy.trays} x {sy.gpus_per_tray}" if sy.trays else "-"
-        out.append(
-            f"| {sid}: {_cell(sy.name)} | {sy.gpu} | {sy.gpus} | {trays} "
-            f"| {_num(sy.aggregate_hbm_bandwidth_bytes_per_s, 1e12, 'TB/s')} "
-            f"| {_links(sy.sources)} |"
-        )
-    out += ["", "| price | GPU | $/GPU-hour | source |", "|---|---|---|---|"]
-    for pid, pr in cat.prices.items():
-        approx = "about " if pr.approximate else ""
-        out.append(
-            f"| {pid}: {_cell(pr.name)} | {pr.gpu} | {approx}{pr.usd_per_gpu_hour:.3f} "
-            f"| {_links(pr.sources)} |"
-        )
+    out = ["# Hardware catalog\n\nGenerated from `data/hardware.yaml`; 1 TB/s = 10^12 bytes/s.\n"]
+    head = "GPU | HBM | HBM bandwidth | dense FP4 | dense FP8 | dense BF16 | NVLink | source"
+    out += table(
+        head,
+        (
+            [f"{gid}: {_cell(g.name)}", _num(g.hbm_capacity_bytes, 1e9, "GB")]
+            + [_num(g.hbm_bandwidth_bytes_per_s, 1e12, "TB/s")]
+            + [_num(getattr(g.dense_flops, d), 1e15, "PFLOP/s") for d in ("fp4", "fp8", "bf16")]
+            + [_num(g.nvlink_bandwidth_bytes_per_s, 1e12, "TB/s"), _links(g.sources)]
+            for gid, g in cat.gpus.items()
+        ),
+    )
+    out += [""] + [f"- {gid}: {_md(g.notes)}" for gid, g in cat.gpus.items() if g.notes] + [""]
+    out += table(
+        "system | GPU | GPUs | trays x GPUs | aggregate HBM bandwidth | source",
+        (
+            [f"{sid}: {_cell(sy.name)}", sy.gpu, sy.gpus]
+            + [f"{sy.trays} x {sy.gpus_per_tray}" if sy.trays else "-"]
+            + [_num(sy.aggregate_hbm_bandwidth_bytes_per_s, 1e12, "TB/s"), _links(sy.sources)]
+            for sid, sy in cat.systems.items()
+        ),
+    )
+    out += [""] + table(
+        "price | GPU | $/GPU-hour | source",
+        (
+            [f"{pid}: {_cell(pr.name)}", pr.gpu]
+            + [f"{'about ' if pr.approximate else ''}{pr.usd_per_gpu_hour:.3f}", _links(pr.sources)]
+            for pid, pr in cat.prices.items()
+        ),
+    )
     return "\n".join(out) + "\n"
 
 
@@ -283,13 +284,7 @@ def models_page() -> str:
     from rackbook.inputs.catalogs import list_models, load_model
     from rackbook.physics import roofline
 
-    out = [
-        "# Model catalog",
-        "",
-        "Generated from `data/models/`. KV bytes per token are",
-        "computed from each model's attention layout by `rackbook kv-bytes`.",
-        "",
-    ]
+    out = ["# Model catalog\n\nGenerated from `data/models/`; KV bytes by `rackbook kv-bytes`.\n"]
     for mid in list_models():
         m = load_model(mid)
         a, moe, p = m.architecture, m.moe, m.params
@@ -326,8 +321,8 @@ def models_page() -> str:
             ("global KV bytes per token", ", ".join(kv)),
             ("max context", _num(a.max_context_tokens, 1, "tokens")),
         ]
-        out += [f"## {_cell(m.name)}", "", "| figure | value |", "|---|---|"]
-        out += [f"| {k} | {_cell('-' if v is None else v)} |" for k, v in rows]
+        out += [f"## {_cell(m.name)}", ""]
+        out += table("figure | value", ((k, _cell("-" if v is None else v)) for k, v in rows))
         out += ["", "Sources: " + _links([str(x) for x in m.sources]), ""]
     return "\n".join(out) + "\n"
 
@@ -335,12 +330,7 @@ def models_page() -> str:
 def claims_page(registry: Registry | None = None) -> str:
     """Every claim of the registry and every source with its status."""
     reg = registry or load_claims()
-    out = [
-        "# Claims registry and sources",
-        "",
-        "Generated from `data/claims.yaml`: the published numbers this book checks.",
-        "",
-    ]
+    out = ["# Claims registry and sources\n\nGenerated from `data/claims.yaml`.\n"]
     for c in reg.claims:
         out += [
             f"## `{c.id}`: {c.value_text}",
@@ -356,10 +346,13 @@ def claims_page(registry: Registry | None = None) -> str:
             out.append(f"- Tokens counted: {_md(c.metric.tokens_counted)}")
         out += [f"- Caution: {_md(x)}" for x in c.cautions]
         out += [f"- Source status: {_STATUS[c.source.status]}", ""]
-    out += ["## Sources", "", "| id | title | status | link |", "|---|---|---|---|"]
-    for s_ in reg.sources:
-        link = f"<{s_.url}>" if s_.url else "-"
-        out.append(f"| {s_.id} | {_cell(s_.title)} | {_STATUS[s_.status]} | {link} |")
+    out += ["## Sources", ""] + table(
+        "id | title | status | link",
+        (
+            (s.id, _cell(s.title), _STATUS[s.status], f"<{s.url}>" if s.url else "-")
+            for s in reg.sources
+        ),
+    )
     return "\n".join(out) + "\n"
 
 
@@ -370,15 +363,13 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     t = traces.read_trace(trace_dir)
     pid = str(t.points["point_id"].iloc[0])
     df = cross_tool.translate(t, gpus=gpus, point_id=pid)
-    out = [
-        "| quantity | tool | name | value | unit | definition |",
-        "|---|---|---|---|---|---|",
-    ]
-    out += [
-        f"| {r.quantity} | {r.tool} | `{r.name}` | {r.value:,.2f} | {r.unit} "
-        f"| {_cell(r.definition)} |"
-        for r in df.itertuples()
-    ]
+    out = table(
+        "quantity | tool | name | value | unit | definition",
+        (
+            (r.quantity, r.tool, f"`{r.name}`", f"{r.value:,.2f}", r.unit, _cell(r.definition))
+            for r in df.itertuples()
+        ),
+    )
     src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {provenance.hardware_label(t.run)})"
     head = (
         f"Computed by `rackbook.core.cross_tool.translate` from {src}, over {plural(gpus, 'GPU')}."
@@ -416,11 +407,7 @@ def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = N
     from rackbook.physics import attainable, check
 
     reg = registry or load_claims()
-    rows = [
-        "| figure | command | verdict | claimed / ceiling | binding ceiling "
-        "| claimed / attainable |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = []
     for label, kw in CHECK_EXAMPLES:
         kw = dict(kw)
         claim_id = label.split(",")[0]
@@ -435,12 +422,11 @@ def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = N
             else f"{a.ratio:.2g} ({a.tok_s_per_gpu:,.0f} tok/s per GPU, "
             f"{a.deployment.split(' on ')[0]})"
         )
-        rows.append(
-            f"| {_cell(label)} | `rackbook check {' '.join(flags)}` | **{c.verdict}** "
-            f"| {c.ratio:.3g} | {c.limit}: {c.ceiling_tok_s_per_gpu:,.0f} tok/s per GPU "
-            f"| {reach} |"
-        )
-    return "\n".join(rows) + "\n"
+        ceiling = f"{c.limit}: {c.ceiling_tok_s_per_gpu:,.0f} tok/s per GPU"
+        cmd = f"`rackbook check {' '.join(flags)}`"
+        rows.append((_cell(label), cmd, f"**{c.verdict}**", f"{c.ratio:.3g}", ceiling, reach))
+    head = "figure | command | verdict | claimed / ceiling | binding ceiling | claimed / attainable"
+    return "\n".join(table(head, rows)) + "\n"
 
 
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
@@ -647,14 +633,14 @@ def parameters_page() -> str:
             declared.setdefault(name, {})[r] = yaml_literal(str(info.get("default")))
             help_text = re.sub(r"\bNone\b", "null", str(info.get("help") or ""))
             helps.setdefault(name, help_text)
-    rows = ["| parameter | meaning | declared by (default) |", "|---|---|---|"]
+    rows = []
     for name in sorted(declared, key=lambda n: (-len(declared[n]), n)):
         by = "; ".join(f"{r} (`{_cell(d)}`)" for r, d in declared[name].items())
         if len(declared[name]) == len(paths.RESULTS):
             ds = set(declared[name].values())
             by = "every chapter" + (f" (`{_cell(ds.pop())}`)" if len(ds) == 1 else f": {by}")
-        rows.append(f"| `{name}` | {_cell(helps[name])} | {by} |")
-    return "\n".join(rows) + "\n"
+        rows.append((f"`{name}`", _cell(helps[name]), by))
+    return "\n".join(table("parameter | meaning | declared by (default)", rows)) + "\n"
 
 
 def generate(
