@@ -1,11 +1,7 @@
-"""Each chapter's rerun card: the cluster command whose trace can turn the "this run"
-reading into consistent or inconsistent, its deployment, cost and files. Everything is read:
-the deployment from ``env/cluster/topology.yaml``, the parameters from the params files
-``rackbook recipes`` writes, the sweep from the live scenario's plan, the time from published
-vLLM DeepSeek-V4.1-Flash rates on GB300 (batched OUTPUT tokens per GPU, one stream's speed,
-single-request prefill), never a claim's own number. (A total counting re-read cached prefix,
-InferenceX's agentic 104,429 tok/s/GPU, would budget a sweep about 115 times too short.)
-"""
+"""Each chapter's rerun card: the cluster command whose trace can settle the "this run"
+reading, its deployment, cost and files, all read from ``env/cluster/topology.yaml``, the
+generated params files, the live scenario's plan and published vLLM rates on GB300 (batched
+OUTPUT tok/s per GPU, not InferenceX's total with re-read prefix), never a claim's number."""
 
 from __future__ import annotations
 
@@ -22,12 +18,10 @@ from rackbook import paths
 from rackbook.physics.units import plural
 from rackbook.results.registry import ChapterTable
 
-#: Minutes from submitting the deployment to a healthy endpoint (loading ~300 GB of weights on
-#: 17 nodes), an assumption stated on the card.
+#: Minutes from submitting a deployment to a healthy endpoint (an assumption the card states).
 START_MINUTES = 15.0
 
-#: Characters a code line of the card may hold (the admonition's column is narrower than a
-#: page's).
+#: Characters a code line of the card may hold.
 CODE_WIDTH = 76
 
 #: Where the generated recipes live (``rackbook recipes -o env/cluster/generated``).
@@ -41,64 +35,51 @@ NEEDS: Mapping[str, str] = ChapterTable("RERUN_NEEDS")
 
 
 def needs(result: str, topo: Any) -> str:
-    """What the params file alone cannot give ``result``'s "this run" reading, and what the
-    card's recipe still cannot test (one sentence each; numbers read from the topology, the
-    chapters' parameters, the claims and the published figures)."""
+    """What the params file alone cannot give ``result``'s "this run" reading and what the
+    recipe cannot test, read from the topology, parameters, claims and published figures."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs import catalogs
     from rackbook.inputs.published import load_figures
 
     ref = topo.reference_worker()
+    params = notebook_params.params_files(topo)
     if result == "rack-scaling" and ref:
         plan = record_parameters(topo)
         hit = load_figures().get(HIT_RATE_FIGURE)
         return (
             f"The trace holds config `1x` (the reference, {plan['reference_gpus']} GPUs) and "
-            f"config `rack` (counted as the rack's {plan['deployment_gpus']} GPUs, as the claim "
-            f"counts them, serving on {topo.routed_gpus}) at the workload the chapter's "
-            f"cache-hit reading assumes, {plan['input_len']:,} tokens in and "
-            f"{plan['output_len']:,} out, {plan['prefix_len']:,} of them a shared cached prefix "
-            f"({hit.value:g} %, AgentX's published hit rate, <{hit.url}>). Whether the "
-            "write-up's node is a 4-GPU tray or an 8-GPU HGX node stays untested: the recipe's "
-            "node is a tray."
+            f"`rack` (counted as {plan['deployment_gpus']} GPUs, as the claim does, serving on "
+            f"{topo.routed_gpus}) at {plan['input_len']:,} tokens in and {plan['output_len']:,} "
+            f"out, {plan['prefix_len']:,} of them a cached shared prefix ({hit.value:g} %, "
+            f"AgentX's published hit rate, <{hit.url}>). Untested: whether the write-up's node "
+            "is a 4-GPU tray (the recipe's) or an 8-GPU HGX node."
         )
     if result == "prefill-gain":
         rejected = [r.url for r in load_figures().rejected if r.claim == "prefill-gain.gain"]
-        prs = ", ".join(f"<{u}>" for u in rejected)
         return (
-            f"`endpoint_a` is the baseline: a second deployment of this recipe (same model, "
-            f"same {plural(topo.routed_gpus, 'GPU')}, same serve flags, `rackbook recipes` on a "
-            f"copy of `env/cluster/topology.yaml` with only `vllm.tag` and `vllm.version` "
-            f"changed) from the image of the last vLLM release before the three prefill "
-            f"changes; `endpoint_b` is this recipe's ({topo.vllm.image}:{topo.vllm.tag}). No "
-            f"stored source names that release (read for it: {prs}), so the operator picks "
-            "it; both must hold the claim's "
-            f"{notebook_params.params_files(topo)['prefill-gain']['prefix_tokens']:,}-token "
-            "prefix."
+            f"`endpoint_b` is this recipe ({topo.vllm.image}:{topo.vllm.tag}); `endpoint_a`, "
+            f"the baseline, a copy of it (same model, same {plural(topo.routed_gpus, 'GPU')}, "
+            "same serve flags; only `vllm.tag` and `vllm.version` changed in the topology) on "
+            "the last vLLM release before the three prefill changes. No stored source names "
+            f"that release (read: {', '.join(f'<{u}>' for u in rejected)}), so the operator "
+            f"picks it; both hold the {params['prefill-gain']['prefix_tokens']:,}-token prefix."
         )
     if result == "context-latency" and ref:
         model = catalogs.as_model(topo.model.catalog_id)
-        p = notebook_params.params_files(topo)["context-latency"]
+        p = params["context-latency"]
         return (
             f"The endpoint is the one-node reference ({ref}: DEP{topo.workers[ref].gpus}, one "
-            f"copy of the weights over {p['weight_gpus']} GPUs, data-parallel attention so "
-            f"{plural(p['n_gpus'], 'GPU')} reads a sequence's KV), the deployment the "
-            "chapter's model assumes; vLLM's default `--max-model-len`, the model's "
-            f"{model.architecture.max_context_tokens:,} tokens, holds the longest context "
-            f"({max(p['context_lengths']):,}) plus {p['output_len']} output tokens."
-        )
-    if result == "single-user" and ref:
-        n = topo.workers[ref].gpus
-        return (
-            f"The claim is one user on 4 B300 GPUs; the endpoint is the one-node reference "
-            f"({ref}, {n} GB300 on one tray, DEP{n}), not the rack's router. Whether the "
-            "claim's specialised decode path ran with tensor parallelism (vLLM's low-latency "
-            "layout) rather than DEP stays untested: change the reference's flags to test it."
+            f"copy of the weights over {p['weight_gpus']} GPUs, {plural(p['n_gpus'], 'GPU')} "
+            "reading a sequence's KV), as the chapter's model assumes; the default "
+            f"`--max-model-len`, {model.architecture.max_context_tokens:,} tokens, holds the "
+            f"longest context ({max(p['context_lengths']):,}) plus {p['output_len']} out."
         )
     if result == "single-user":
+        where = f"the one-node reference ({ref}, DEP{topo.workers[ref].gpus})" if ref else ""
         return (
-            "The claim is one user on 4 B300 GPUs: point `endpoint` at a 4-GPU deployment (one "
-            "node), not at the rack's router, or the reading compares different hardware."
+            "The claim is one user on 4 B300 GPUs: the endpoint is "
+            + (where or "a 4-GPU deployment (one node)")
+            + ", not the rack's router. Untested: a tensor-parallel decode path instead of DEP."
         )
     return NEEDS.get(result, "")
 
@@ -305,12 +286,6 @@ def holding(result: str, topo: Any) -> Hold:
     return Hold(routed * deployments, deployments, routed, prefill)
 
 
-def deployment_gpus(result: str, topo: Any) -> tuple[int, int]:
-    """(GPUs per deployment, deployments) a result's command holds."""
-    h = holding(result, topo)
-    return h.gpus // h.deployments, h.deployments
-
-
 def record_parameters(topo: Any) -> dict[str, Any]:
     """rack-scaling's recording plan (``rackbook record -p``), ``{}`` without a reference
     worker: its ``Params`` ISL and OSL (tokens), a prefix at :data:`HIT_RATE_FIGURE` (%), the
@@ -397,7 +372,6 @@ def cost_table() -> str:
 
 
 def _minutes(seconds: float) -> str:
-    """A duration in whole minutes, ``under 1 min`` rather than ``0 min``."""
     return "under 1 min" if seconds < 30 else f"{seconds / 60:,.0f} min"
 
 
@@ -506,21 +480,13 @@ def _command(result: str, topo: Any, h: Hold) -> str:
 
     ref = topo.reference_worker()
     on_ref = result in ("context-latency", "single-user") and ref
-    extra = EXTRA_ARGS.get(result, ())
+    gpus_behind = "logs/JOBID/gpus.csv"  # the job writes every node's nvidia-smi list there
     if result == "single-user" and not ref:
         gpus_behind = f'"{h.serving} x NVIDIA B300"'
-        head = "# the GPUs behind the endpoint, which the client cannot see:\n"
     elif on_ref:
         gpus_behind = f'"{h.serving} x NVIDIA {catalogs.gpu(topo.gpu_id or "").label}"'
-        head = "# the reference tray's GPUs, which the client cannot see:\n"
-    else:
-        gpus_behind = "logs/JOBID/gpus.csv"
-        head = (
-            "# the GPUs behind the endpoint, which the client cannot see (the job\n"
-            "# writes nvidia-smi's list of every node there):\n"
-        )
-    lines = head + f"export RACKBOOK_SERVER_GPUS={gpus_behind}\n"
-    lines += f"# after editing env/cluster/topology.yaml:\nrackbook recipes -o {GENERATED}\n"
+    lines = "# the GPUs behind the endpoint, which the client cannot see:\n"
+    lines += f"export RACKBOOK_SERVER_GPUS={gpus_behind}\nrackbook recipes -o {GENERATED}\n"
     plan = _plan(result, topo)
     if plan:
         flags = " ".join(f"-p {k} {v}" for k, v in plan.items())
@@ -537,7 +503,7 @@ def _command(result: str, topo: Any, h: Hold) -> str:
             + "\n"
         )
     run = wrap(f"rackbook run {result} --params-file {GENERATED}/params/{result}.yaml", CODE_WIDTH)
-    more = [f"-p {k} {v}" for k, v in extra]
+    more = [f"-p {k} {v}" for k, v in EXTRA_ARGS.get(result, ())]
     if on_ref:
         more.append("-p endpoint $(cat logs/JOBID/reference-endpoint)")
     return lines + run + "".join(f" \\\n  {m}" for m in more)
