@@ -1,7 +1,5 @@
-"""Markdown generated for the book from data: claim cards, the claims-at-a-glance table,
-reference pages. Nothing here is typed by hand: every number comes from the claims registry,
-the catalogs or an executed result's headline JSON.
-"""
+"""Markdown generated for the book from data (claim cards, landing table, reference pages):
+every number from the claims registry, the catalogs or a headline JSON."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ _STATUS = {
 
 
 def _md(text: object) -> str:
-    """Text safe inside MyST: a ``$`` is a dollar, not the start of math; a bare URL becomes a
-    link a reader can follow."""
+    """Text safe inside MyST: ``$`` escaped, bare URLs linked."""
     text = str(text).replace("$", "\\$")
     return re.sub(r"(?<![<(])(https?://[^\s)>\]]+[^\s)>\].,;:])", r"<\1>", text)
 
@@ -38,8 +35,7 @@ def _cell(text: object) -> str:
 
 
 def claim_card(result: str, registry: Registry | None = None) -> str:
-    """Markdown card of a result's published claims: each claim's figure and statement (the
-    quote, scope and source are :func:`as_published`'s, after the evidence)."""
+    """Markdown card of a result's claims: each claim's figure and statement."""
     reg = registry or load_claims()
     return (
         "\n\n".join(
@@ -50,9 +46,7 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
 
 
 def as_published(result: str, registry: Registry | None = None) -> str:
-    """For each claim of ``result``, one dropdown: the write-up's own words, the scope it
-    gives, what the figure measures and the source's status (where the claims come from:
-    a secondary article, its primary source not located)."""
+    """Per claim of ``result``, a dropdown: its original words, scope, metric and source."""
     reg = registry or load_claims()
     out = []
     for c in reg.for_result(result):
@@ -72,9 +66,8 @@ def as_published(result: str, registry: Registry | None = None) -> str:
 
 
 def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
-    """The landing page's opening, from the claims registry's sources: the secondary article
-    the numbers were read in, whether their primary text was located as of ``today`` (the
-    build's UTC date), and the numbers a primary text confirms."""
+    """The landing page's opening: where the claims were read and which a primary text
+    confirms, as of ``today`` (UTC date)."""
     reg = registry or load_claims()
     today = today or datetime.datetime.now(datetime.UTC).date()
     seen = sorted({c.source.seen_in for c in reg.claims})
@@ -111,8 +104,7 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
 
 
 def _readings(executed: Path | None, result: str) -> list[dict[str, Any]] | None:
-    """The readings of ``executed``'s headline JSON of ``result``; None when it has not run
-    there."""
+    """The readings of ``executed``'s headline JSON of ``result``; None when not run."""
     from rackbook.results.headline import read_result
 
     f = executed / f"{result}.json" if executed else None
@@ -120,8 +112,7 @@ def _readings(executed: Path | None, result: str) -> list[dict[str, Any]] | None
 
 
 def landing_row(claim: Claim, found: Any | None) -> tuple[str, str, str, str]:
-    """One landing row's cells: the claim, the verdict word, the finding and the certainty
-    grade with its reason, from ``found`` (the claim's ``conclusions.Summary``; None: not run)."""
+    """One landing row's cells (claim, verdict, finding, certainty) from ``found``."""
     claim_cell = f"**{_cell(claim.value_text)}**: {_cell(claim.statement)}"
     if found is None:
         return claim_cell, "not run", "-", "-"
@@ -135,11 +126,8 @@ def at_a_glance(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> str:
-    """The landing page's summary of findings from the headline JSONs in ``executed``: per
-    claim (linked to its chapter) :func:`landing_row`'s cells, then the verdict words used and
-    every certainty's reasons. With ``reference`` (the shipped recordings' results) a column of
-    their "this run" verdicts; with ``mine`` too (the results ``book --traces`` executed on the
-    reader's traces) a column of the reader's before it."""
+    """The landing page's table of findings from the headline JSONs in ``executed``;
+    ``reference`` and ``mine`` add the shipped and the reader's "this run" columns."""
     from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number, summarize
 
     reg = registry or load_claims()
@@ -193,8 +181,7 @@ def at_a_glance(
 
 
 def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
-    """A landing cell: the "this run" verdict of ``claim_id`` in ``readings``; ``not run``
-    without results, ``-`` where they hold no such reading."""
+    """The "this run" verdict of ``claim_id`` in ``readings`` (``not run``, ``-``)."""
     if readings is None:
         return "not run"
     got = [r for r in readings if (r["claim_id"], r["reading"]) == (claim_id, "this run")]
@@ -202,8 +189,7 @@ def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
 
 
 def attainable_note() -> str:
-    """A dropdown under the landing table: what "expected to reach" means, the held-out error
-    in its title, linked to the validation page."""
+    """A dropdown under the landing table: what "expected to reach" means."""
     from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import plain_number
 
@@ -233,8 +219,7 @@ def _num(x: float | None, scale: float = 1.0, unit: str = "") -> str:
 
 
 def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
-    """A Markdown table's lines: ``head`` (``"a | b"``), its rule, then one line per row of
-    cells (written as given: callers escape with :func:`_cell`)."""
+    """A Markdown table's lines from ``head`` (``"a | b"``) and escaped cells."""
     n = head.count("|") + 1
     lines = [f"| {head} |", "|" + "---|" * n]
     return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
@@ -401,9 +386,7 @@ CHECK_EXAMPLES: tuple[tuple[str, dict], ...] = (
 
 
 def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = None) -> str:
-    """The worked examples of ``rackbook check`` as a table: each figure's command, verdict,
-    ratio to the binding ceiling and what binds, and its ratio to what the shipped
-    calibration's kernels reach (computed here, never typed)."""
+    """The worked ``rackbook check`` examples as a table (computed, never typed)."""
     from rackbook.physics import attainable, check
 
     reg = registry or load_claims()
@@ -433,9 +416,7 @@ _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 
 
 def data_urls() -> dict[str, list[str]]:
-    """Every URL the book cites (claims registry, hardware and model catalogs, published
-    registry, chapters' and pages' prose) -> the files citing it. Placeholders such as
-    ``http://HOST:8000`` are not sources and are left out."""
+    """Every URL the book cites -> the files citing it (placeholders left out)."""
     found: dict[str, list[str]] = {}
     files = [paths.ROOT / "data" / "claims.yaml", paths.ROOT / "data" / "hardware.yaml"]
     files += sorted((paths.ROOT / "data" / "models").glob("*.yaml"))
@@ -454,9 +435,7 @@ def data_urls() -> dict[str, list[str]]:
 
 
 def bib_key(url: str) -> str:
-    """A stable BibTeX key for a URL: its host and path, lower case, runs of other characters
-    as ``-`` (``https://www.nvidia.com/en-us/data-center/hgx/`` -> ``nvidia-com-en-us-data-
-    center-hgx``)."""
+    """A stable BibTeX key for a URL: host and path, lower case, other runs as ``-``."""
     bare = re.sub(r"^https?://(www\.)?", "", url.lower())
     return re.sub(r"[^a-z0-9]+", "-", bare).strip("-")[:80].strip("-")
 
@@ -468,10 +447,8 @@ def _bib_escape(text: str) -> str:
 #: News aggregators and mirrors the data files cite, which are secondary sources.
 AGGREGATORS: tuple[str, ...] = ("24-ai.news", "vuink.com", "aiposthub.cc")
 
-#: For each aggregator address the data files cite: the primary source it reports (address,
-#: title, organisation, date), located with the project's search tools on 2026-12-03 (the
-#: primary pages themselves were not opened here, so the figures read from the aggregators
-#: stay NOT VERIFIED).
+#: Aggregator address -> the primary it reports (address, title, organisation, date), located
+#: 2026-12-03 with search tools, not opened: the aggregators' figures stay NOT VERIFIED.
 PRIMARY_OF: dict[str, tuple[str, str, str, str]] = {
     "https://aiposthub.cc/5152": (
         "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
@@ -529,8 +506,7 @@ def _words(slug: str) -> str:
 
 
 def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, str]]) -> dict:
-    """Title, organisation, date (``n.d.`` when unknown) and ``secondary`` (an aggregator) of a
-    cited address: from the registries where they have them, else read from the address."""
+    """Title, organisation, date (``n.d.``) and ``secondary`` of a cited address."""
     host = _host(url)
     path = [p for p in re.sub(r"^https?://[^/]+/?", "", url).split("/") if p]
     org, title = "", titles.get(url, "")
@@ -563,9 +539,7 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
 
 
 def bibliography(registry: Registry | None = None) -> str:
-    """A BibTeX ``@misc`` entry per URL the data files cite (:func:`source_meta`; a note names
-    the citing files); an aggregator's entry is marked secondary and its primary source gets
-    an entry of its own."""
+    """A BibTeX ``@misc`` per cited URL; an aggregator's primary gets its own entry."""
     from rackbook.inputs.published import load_figures
 
     reg = registry or load_claims()
@@ -608,9 +582,7 @@ def bibliography(registry: Registry | None = None) -> str:
 
 
 def yaml_literal(default: str) -> str:
-    """A notebook parameter's default (Python source, as papermill reports it) as a reader
-    writes it in a YAML params file: ``None`` as ``null``, ``True`` as ``true``, strings and
-    lists as JSON (valid YAML); anything not a literal as given."""
+    """A parameter's default (Python source) as YAML (``None`` -> ``null``)."""
     import ast
     import json
 
@@ -621,9 +593,7 @@ def yaml_literal(default: str) -> str:
 
 
 def parameters_page() -> str:
-    """The notebooks' parameters (``papermill.inspect_notebook``): per name its meaning (the
-    first declaring cell's comment) and the chapters declaring it with their defaults as YAML
-    (a reader copies them into a params file)."""
+    """The notebooks' parameters: meaning, and the chapters declaring each (defaults)."""
     import papermill
 
     declared: dict[str, dict[str, str]] = {}
@@ -649,8 +619,7 @@ def generate(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> list[Path]:
-    """Write every generated page into ``folder``; returns the files written. ``reference``
-    (default the build's ``executed``) and ``mine``: :func:`at_a_glance`'s."""
+    """Write every generated page into ``folder``; returns the files written."""
     from rackbook.book import releases, rerun, validation_page
 
     folder.mkdir(parents=True, exist_ok=True)

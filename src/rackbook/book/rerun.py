@@ -35,8 +35,7 @@ NEEDS: Mapping[str, str] = ChapterTable("RERUN_NEEDS")
 
 
 def needs(result: str, topo: Any) -> str:
-    """What the params file alone cannot give ``result``'s "this run" reading and what the
-    recipe cannot test, read from the topology, parameters, claims and published figures."""
+    """What the params file alone cannot give ``result``'s "this run" reading (read, not typed)."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs import catalogs
     from rackbook.inputs.published import load_figures
@@ -86,9 +85,8 @@ def needs(result: str, topo: Any) -> str:
 
 @dataclass(frozen=True)
 class Sweep:
-    """What one command records: points, requests and tokens (prompt tokens include any
-    shared prefix, counted in full: an upper bound on the work; prefilled tokens count a
-    shared prefix once per shard, the warm-up that caches it), and the modelled time."""
+    """What one command records (prompt tokens count a shared prefix in full; prefilled
+    tokens once per shard) and its modelled time."""
 
     points: int
     requests: int
@@ -102,8 +100,7 @@ class Sweep:
 
     @property
     def run_s(self) -> float:
-        """Modelled seconds of measuring: prefill plus decode (an upper bound: a server
-        overlaps them)."""
+        """Modelled seconds of measuring (s): prefill plus decode, an upper bound."""
         return self.decode_s + self.prefill_s
 
     @property
@@ -118,10 +115,8 @@ class Sweep:
 
 
 def assumptions() -> tuple[float, float, str]:
-    """(output tok/s per GPU batched, tok/s for one user, source URL): published vLLM
-    DeepSeek-V4.1-Flash figures on GB300 from the published evidence, the batched one counting
-    output tokens only (unit ``output tok/s/GPU``; its workload's prefill shared the GPUs, so
-    the rate already pays for the prompts)."""
+    """(batched output tok/s per GPU, one user's tok/s, source URL): published vLLM
+    DeepSeek-V4.1-Flash figures on GB300."""
     from rackbook.results import evidence
 
     def best(result: str, claim: str, unit: str) -> tuple[float, str]:
@@ -144,9 +139,7 @@ def assumptions() -> tuple[float, float, str]:
 
 @dataclass(frozen=True)
 class PrefillRate:
-    """A published prefill rate (prompt tokens/s per GPU): one request's prompt of ``tokens``
-    over its TTFT on ``gpus`` GPUs in configuration ``cfg`` (vLLM's DeepSeek-V4.1-Flash
-    prefill-TTFT table, SWA bounded replay with decoder CUDA graphs), its page and date."""
+    """A published one-request prefill rate (prompt tok/s per GPU) and where it was read."""
 
     tok_s_per_gpu: float
     cfg: str
@@ -158,10 +151,8 @@ class PrefillRate:
 
 
 def prefill_rate() -> PrefillRate:
-    """The fastest per-GPU prefill of the longest prompt in vLLM's stored prefill-TTFT table
-    (:data:`rackbook.results.published_rows.PREFILL_TABLE`): ``K`` read as 1,000 tokens (the
-    page does not say 1,000 or 1,024; the fewer tokens give the slower rate). One request's
-    rate: batched prefill is faster, so the budget it gives is an upper bound."""
+    """The fastest per-GPU prefill of the longest prompt in vLLM's prefill-TTFT table
+    (``K`` read as 1,000 tokens: the slower rate; one request's rate: an upper bound on time)."""
     from rackbook.results import published_rows
 
     cells = published_rows.load_prefill_table()
@@ -181,8 +172,7 @@ def prefill_rate() -> PrefillRate:
 
 
 def _wrap_json(flag: str, width: int) -> str:
-    """``flag '{json}'`` with the JSON over several lines inside its quotes (a newline between
-    JSON tokens is still JSON, and still one shell word)."""
+    """``flag '{json}'`` with the JSON over several lines inside its quotes."""
     m = re.fullmatch(r"(\S+) '(\{.*\})'", flag)
     if not m:
         return flag
@@ -199,8 +189,7 @@ def _wrap_json(flag: str, width: int) -> str:
 
 
 def wrap(cmd: str, width: int = 88) -> str:
-    """A long shell command over lines of at most ``width`` characters: breaks go before
-    `` --flag`` words, with backslash continuations, and inside long JSON arguments."""
+    """A shell command over lines of at most ``width`` characters, broken before `` --flag``."""
     words = cmd.split(" --")
     lines, line = [], words[0]
     for w in words[1:]:
@@ -217,10 +206,8 @@ def _text(v: Any) -> str:
 
 
 def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
-    """The sweep the live scenario plans for ``params`` and its modelled time on what ``h``
-    holds: per point, decode (s) the longer of output tokens / (batched tok/s per GPU x GPUs)
-    and of the streams at one user's speed, plus prefill (s) of the computed prompt tokens at
-    :func:`prefill_rate` x prefill GPUs."""
+    """The live scenario's sweep for ``params`` and its modelled time (s) on what ``h`` holds:
+    decode at the batched or one-stream rate, whichever is slower, plus prefill."""
     from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
@@ -249,9 +236,8 @@ def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
 
 @dataclass(frozen=True)
 class Hold:
-    """What a card's command holds: ``deployments`` brought up, ``gpus`` GPUs held in all,
-    ``serving`` GPUs of the deployment it measures and ``prefill`` of them prefilling, and
-    ``per_config``: config -> (GPUs, prefill GPUs) for a point on another deployment."""
+    """What a command holds: deployments, GPUs in all, serving and prefill GPUs of the one it
+    measures, and ``per_config``: config -> (GPUs, prefill GPUs)."""
 
     gpus: int
     deployments: int
@@ -265,10 +251,7 @@ def _prefill_gpus(topo: Any) -> int:
 
 
 def holding(result: str, topo: Any) -> Hold:
-    """The deployments a result's command holds on ``topo``: the routed deployment (prefill-
-    gain: it and its baseline), the one-node reference worker (context-latency, single-user;
-    without one, single-user the claim's GPU count), or both (rack-scaling: config ``1x`` on
-    the reference, ``rack`` on the router)."""
+    """The deployments a result's command holds on ``topo``."""
     from rackbook.inputs.claims import load_claims
 
     routed, prefill = topo.routed_gpus, _prefill_gpus(topo)
@@ -287,9 +270,8 @@ def holding(result: str, topo: Any) -> Hold:
 
 
 def record_parameters(topo: Any) -> dict[str, Any]:
-    """rack-scaling's recording plan (``rackbook record -p``), ``{}`` without a reference
-    worker: its ``Params`` ISL and OSL (tokens), a prefix at :data:`HIT_RATE_FIGURE` (%), the
-    reference's and the rack's GPUs, and the requests in flight per decode rank."""
+    """rack-scaling's ``rackbook record -p`` plan (tokens, GPUs, streams); ``{}``
+    without a reference worker."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs.published import load_figures
     from rackbook.results.headline import defaults
@@ -337,8 +319,7 @@ def _plan(result: str, topo: Any) -> dict[str, Any]:
 
 
 def cost_table() -> str:
-    """The rerun page's table: per chapter its sweep, deployments, modelled wall time and
-    GPU-hours, and their total (MyST Markdown), from :func:`cost_rows`."""
+    """The rerun page's cost table (MyST Markdown) from :func:`cost_rows`, with its total."""
     batched, one, source = assumptions()
     rate = prefill_rate()
     rows = [
@@ -357,17 +338,15 @@ def cost_table() -> str:
         )
     rows.append(f"| **all chapters** | | | | | | **{total_min:,.0f} min** | **{total_h:,.1f}** |")
     return (
-        "Estimated for each chapter's cluster command (its params file from "
-        "`env/cluster/topology.yaml`, the sweep the live scenario plans for it), assuming "
-        f"{START_MINUTES:.0f} minutes to start each deployment; while measuring, decode at "
-        f"{batched:,.0f} output tok/s per GPU batched or {one:,.0f} tok/s for one stream (vLLM "
-        f"serving DeepSeek-V4.1-Flash on GB300, published: <{source}>) plus prefill at "
-        f"{rate.tok_s_per_gpu:,.0f} prompt tok/s per GPU of the prefilling GPUs (one "
-        f"{rate.tokens:,}-token request in {rate.ttft_ms:,.0f} ms on {rate.cfg}, vLLM's "
-        f"DeepSeek-V4.1-Flash prefill on GB200 of {rate.date}: <{rate.url}>); no claim's own "
-        "figure. Prefill and decode are added, not overlapped, and a cached prefix is "
-        "prefilled once: upper bounds for planning, not measurements. A chapter holds the GPUs "
-        "of the deployments it measures for its whole wall time.\n\n" + "\n".join(rows) + "\n"
+        "Estimated per chapter from its params file and the live scenario's sweep: "
+        f"{START_MINUTES:.0f} min to start each deployment, decode at {batched:,.0f} output "
+        f"tok/s per GPU batched or {one:,.0f} tok/s for one stream (vLLM DeepSeek-V4.1-Flash on "
+        f"GB300, <{source}>), prefill at {rate.tok_s_per_gpu:,.0f} prompt tok/s per GPU (one "
+        f"{rate.tokens:,}-token request in {rate.ttft_ms:,.0f} ms on {rate.cfg}, GB200, "
+        f"{rate.date}: <{rate.url}>); no claim's own figure. Prefill and decode are added and a "
+        "cached prefix prefilled once: upper bounds; GPUs are held for the whole wall time.\n\n"
+        + "\n".join(rows)
+        + "\n"
     )
 
 
@@ -376,9 +355,7 @@ def _minutes(seconds: float) -> str:
 
 
 def gpus_text(topo: Any, routed: bool = False) -> str:
-    """The recipe's GPU count with how its workers split it: ``72 GPUs (4 prefill + 64
-    decode + 4 reference)``, so that the number never appears unexplained; ``routed``: only
-    the workers behind the router (``68 GPUs (4 prefill + 64 decode)``)."""
+    """The recipe's GPU count with its workers' split (``routed``: behind the router only)."""
     workers = {n: w for n, w in topo.workers.items() if not (routed and w.role == "reference")}
     parts = " + ".join(f"{w.gpus} {name}" for name, w in workers.items())
     total = plural(sum(w.gpus for w in workers.values()), "GPU")
@@ -392,9 +369,7 @@ def _topology() -> Any:
 
 
 def deployment() -> str:
-    """The cluster deployment every rerun card uses, once, for the rerun page: the recipe, the
-    vLLM version and image, the weights and how they spread over the GPUs, and each worker's
-    leader ``vllm serve`` command (MyST Markdown)."""
+    """The cluster deployment every rerun card uses (MyST Markdown), with its leaders' commands."""
     from rackbook.cluster import commands
     from rackbook.inputs import catalogs
     from rackbook.physics import roofline
@@ -473,8 +448,7 @@ def _time_text(h: Hold, sw: Sweep) -> str:
 
 
 def _command(result: str, topo: Any, h: Hold) -> str:
-    """The card's shell lines: declare the GPUs, generate the recipes, (rack-scaling: record
-    the reference and the rack), run the chapter."""
+    """The card's shell lines: declare the GPUs, generate the recipes, (record), run."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs import catalogs
 
@@ -522,9 +496,7 @@ def _wrap_flags(flags: str, width: int) -> str:
 
 
 def card(result: str) -> str:
-    """The rerun card of ``result`` as MyST Markdown (an admonition): what the claim needs, the
-    deployment it measures, the sweep and its time budget, the command and its parameters; the
-    deployment's flags (:func:`deployment`) are on the rerun page, linked."""
+    """The rerun card of ``result`` as a MyST admonition."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs.claims import load_claims
 
