@@ -35,8 +35,7 @@ _REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
 
 
 def _empty_display(output: dict[str, Any]) -> bool:
-    """An output that shows nothing but an object's repr: a ``display(Markdown(""))`` (empty
-    Markdown, whose plain-text fallback is ``<IPython.core.display.Markdown object>``)."""
+    """An output showing nothing but an object's repr (e.g. empty Markdown)."""
     if output.get("output_type") not in ("display_data", "execute_result"):
         return False
     data = output.get("data", {})
@@ -64,8 +63,8 @@ _FIGURE = re.compile(r"(```\{glue:figure\}[^\n]*\n)((?::[a-z]+:[^\n]*\n)*)(.*?)`
 
 
 def _plain_caption(caption: str, glued: dict[str, str]) -> str:
-    """A caption as plain text for alt text: glued values filled in (their format spec
-    dropped), roles and Markdown marks removed, its first two sentences."""
+    """A caption as plain alt text: glue values filled, roles and marks removed, two
+    sentences."""
 
     def role(m: re.Match[str]) -> str:
         kind, body = m.group(1), m.group(2)
@@ -80,8 +79,7 @@ def _plain_caption(caption: str, glued: dict[str, str]) -> str:
 
 
 def add_alt_text(source: str, glued: dict[str, str]) -> str:
-    """Every ``{glue:figure}`` directive of a Markdown cell without an ``:alt:`` gets one: what
-    its caption says the figure shows, as plain text (never the image's file path)."""
+    """Give every ``{glue:figure}`` without ``:alt:`` one from its caption."""
 
     def fix(m: re.Match[str]) -> str:
         head, opts, caption = m.group(1), m.group(2), m.group(3)
@@ -106,8 +104,8 @@ PROVENANCE_HEADING = "## Where the numbers come from"
 
 
 def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The cells with the parameter cells (defaults and injected) moved after the cell that
-    follows :data:`PROVENANCE_HEADING`; unchanged when there is no such section."""
+    """The cells with the parameter cells moved after the cell that follows
+    :data:`PROVENANCE_HEADING` (unchanged without one)."""
 
     def is_param(c: dict[str, Any]) -> bool:
         tags = c.get("metadata", {}).get("tags", [])
@@ -128,9 +126,8 @@ def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def _stage_notebook(src: Path, dst: Path) -> None:
-    """Copy an executed notebook for the book: empty displays dropped, figures given alt text,
-    the parameter cells labelled (:data:`PARAMETER_PROMPTS`), the injected one collapsed with
-    repository-relative paths, and both moved (:func:`params_after_provenance`)."""
+    """Copy an executed notebook for the book: empty displays dropped, alt text added,
+    parameter cells labelled, collapsed and moved."""
     nb = json.loads(src.read_text(encoding="utf-8"))
     glued = _glued_text(nb)
     for cell in nb.get("cells", []):
@@ -159,9 +156,7 @@ def stage_book(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> Path:
-    """Copy the book's sources and the executed notebooks into ``site``; generate pages
-    (``reference``: the results on the shipped recordings, shown beside a reader's own;
-    ``mine``: the results executed on the reader's traces)."""
+    """Copy the book's sources and executed notebooks into ``site`` and generate pages."""
     from rackbook.book import pages
 
     present = available_results()
@@ -192,8 +187,7 @@ def stage_book(
 
 
 def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log: Path) -> None:
-    """Run Jupyter Book on ``site`` (HTML into ``build_parent/_build/html``); its output goes to
-    ``log``; a failed build is one :class:`InputError` naming the log."""
+    """Run Jupyter Book on ``site`` (output to ``log``); a failure is one InputError."""
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site)]
     cmd += ["--path-output", str(build_parent), "--keep-going"]
     cmd += ["-W", "-n"] * strict + ["--all"] * force
@@ -238,10 +232,8 @@ def build_book(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> Path:
-    """Stage and build the HTML book; returns the path of ``index.html``. Without ``html`` it
-    is built in the build folder (``_build`` or ``RACKBOOK_BUILD``), Jupyter Book not started
-    when no staged file changed since the last build with the same options (``force``:
-    rebuild every page); with ``html`` in a temporary sibling that replaces ``html`` whole."""
+    """Stage and build the HTML book (skipped when nothing staged changed, unless
+    ``force``); returns the path of ``index.html``; ``html``: built aside, then swapped in whole."""
     from rackbook.book.sitesync import read_stamp, tree_digest
     from rackbook.core.fsio import atomic_write_text
 
@@ -304,10 +296,9 @@ def check_user_traces(base: Path) -> list[str]:
 def run_on_traces(
     traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
 ) -> list[str]:
-    """Execute every result on a user's traces, ``traces_dir/RESULT`` where it exists, the
-    others on the shipped traces or copied from ``shipped`` (results already executed on
-    them); every trace and copied headline is checked first, and ``out`` is replaced whole at
-    the end. Returns the results that used the user's traces."""
+    """Execute every result on ``traces_dir/RESULT`` where it exists, the others on
+    the shipped traces or copied from ``shipped``; ``out`` replaced whole. Returns the results
+    that used the user's traces."""
     from rackbook.core.fsio import atomic_dir
     from rackbook.results.headline import read_result
 
@@ -335,9 +326,8 @@ def run_on_traces(
 
 
 def cli_book(args: argparse.Namespace) -> int:
-    """``rackbook book [--out DIR] [--traces DIR [--reuse DIR]] [--html DIR] [--strict]
-    [--force]``: HTML from executed notebooks; with ``--traces`` every result is first executed
-    on the user's traces (into ``--out``, default ``_build/yours``)."""
+    """``rackbook book``: HTML from executed notebooks, with ``--traces`` first executed on
+    the user's traces."""
     force = bool(getattr(args, "force", False))
     out = cli_path(args.out)
     html = cli_path(getattr(args, "html", None))

@@ -59,9 +59,7 @@ def _entries(root: Path) -> Iterable[Path]:
 
 
 def hash_tree(h: Any, root: Path, label: str) -> None:
-    """Feed ``root``'s content into the hash ``h``: each folder's and file's path relative to
-    ``root`` and each file's bytes (a missing path hashes as missing, so creating it changes
-    the key)."""
+    """Feed ``root``'s relative paths and file bytes into ``h`` (missing hashes as missing)."""
     h.update(f"\0tree\0{label}\0".encode())
     if not root.exists():
         h.update(b"\0missing\0")

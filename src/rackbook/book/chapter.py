@@ -29,9 +29,8 @@ def glue_values(values: Mapping[str, Any]) -> None:
 
 
 def glue_figure(name: str, fig: Any) -> None:
-    """Glue a figure under ``name`` without displaying it: the chapter places it with a
-    ``{glue:figure}`` directive that gives it a caption and a label to ``{numref}``. The PNG
-    is :func:`rackbook.book.plotting.figure_png`'s (the book's dpi, its smallest font noted)."""
+    """Glue a figure's PNG (:func:`~rackbook.book.plotting.figure_png`) under ``name``,
+    undisplayed, for a ``{glue:figure}`` directive."""
     import matplotlib.pyplot as plt
     from IPython.display import Image
     from myst_nb import glue
@@ -43,9 +42,8 @@ def glue_figure(name: str, fig: Any) -> None:
 
 
 def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
-    """A DataFrame as a styled Markdown table for print: only ``columns`` (name -> (header
-    with its unit, format spec such as ``,.0f``; ``""`` for text)), thousands separators,
-    never its index or snake_case names."""
+    """A DataFrame as a Markdown table: ``columns`` name -> (header with unit, format
+    spec, ``""`` for text); no index."""
     head = "| " + " | ".join(h for h, _ in columns.values()) + " |"
     rule = "|" + "|".join("---:" if f else "---" for _, f in columns.values()) + "|"
     rows = []
@@ -62,8 +60,7 @@ def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
 
 
 def folded(title: str, markdown: str) -> str:
-    """``markdown`` in a dropdown titled ``title``: detail one click away (its fence one colon
-    longer than any inside it)."""
+    """``markdown`` in a dropdown titled ``title`` (its fence longer than any inside)."""
     from rackbook.results.conclusions import for_reader
 
     inner = max((len(m) for m in re.findall(r"^(:{3,})", markdown, re.M)), default=3)
@@ -76,18 +73,15 @@ def _warning(body: str) -> str:
 
 
 def _doc(outcome: Any) -> dict[str, Any]:
-    """A headline document (``result``, ``readings`` as dicts) from an :class:`Outcome` or a
-    headline JSON already read."""
+    """A headline document (``result``, ``readings``) from an Outcome or a read JSON."""
     if isinstance(outcome, Mapping):
         return dict(outcome)
     return {"result": outcome.result, "readings": [asdict(r) for r in outcome.readings]}
 
 
 def conclusion_markdown(outcome: Any) -> str:
-    """What the chapter concludes, for the top of the page: per claim, the finding in bold
-    after its verdict word (:func:`rackbook.results.conclusions.summarize`, the landing
-    page's words), then in small type the claim it answers and the plain certainty grade;
-    each reading in words and the certainty's full reasons one click away."""
+    """The chapter's conclusion box: per claim its verdict word, finding and
+    certainty; each reading in words one click away."""
     from rackbook.inputs.claims import load_claims
     from rackbook.results.conclusions import PLAIN_GRADES, conclusions, for_reader, summarize
 
@@ -116,8 +110,7 @@ def conclusion_markdown(outcome: Any) -> str:
 
 
 def glue_conclusion(outcome: Any) -> None:
-    """Glue :func:`conclusion_markdown` as ``conclusion`` (Markdown), for the chapter's title
-    cell to place with a ``{glue:md}`` directive (format ``myst``)."""
+    """Glue :func:`conclusion_markdown` as ``conclusion`` (Markdown) for ``{glue:md}``."""
     from IPython.display import Markdown
     from myst_nb import glue
 
@@ -134,9 +127,8 @@ SHORT_BASIS = 60
 
 
 def readings_table(outcome: Any) -> str:
-    """The chapter's verdict: a claim-by-reading HTML table, each cell the verdict, its margin,
-    the claim against what real deployments reach (:func:`rackbook.results.verdicts.brief`)
-    and the kernel sum, its reason one click away; the three readings' questions above it."""
+    """The claim-by-reading HTML verdict table (verdict, margin, expected, kernel sum;
+    reason one click away), with the readings' questions above it."""
     from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import for_reader
@@ -208,10 +200,8 @@ readings_box = readings_table
 
 
 def flips_box(outcome: Any) -> str:
-    """What would turn each verdict the other way: computed thresholds, one bullet each, folded
-    in a dropdown, under the physics verdict rule
-    (:func:`rackbook.physics.results_bounds.verdict_rule`: impossible above 1x a bound,
-    possible at or below it)."""
+    """A dropdown of what would flip each verdict (computed thresholds) under the verdict
+    rule."""
     from rackbook.physics.results_bounds import verdict_rule
     from rackbook.results.conclusions import for_reader
 
@@ -223,8 +213,7 @@ def flips_box(outcome: Any) -> str:
 
 
 def standin_warning(kind: str, hardware: str, testable: bool) -> str:
-    """A warning admonition when the chapter's trace cannot test its claims (a CPU stand-in,
-    other GPUs, a synthetic input); empty when it can."""
+    """A warning when the chapter's trace cannot test its claims; empty when it can."""
     if testable:
         return ""
     what = {
@@ -239,9 +228,8 @@ def standin_warning(kind: str, hardware: str, testable: bool) -> str:
 
 
 def evidence_markdown(result: str) -> str:
-    """The chapter's published-measurements table: for each claim of ``result``, its published
-    reading, then every published point set beside it (linked to its source), the value in the
-    claim's unit, whether the reading used it, and how it differs from the claim."""
+    """The chapter's published points per claim: the published reading, the points
+    beside it (linked), used or not, and how each differs from the claim."""
     from rackbook.inputs.claims import load_claims
     from rackbook.results import evidence
 
@@ -312,8 +300,7 @@ def evidence_markdown(result: str) -> str:
 
 
 def _short(text: object, width: int) -> str:
-    """``text`` cut at a word boundary to at most ``width`` characters, an ellipsis marking the
-    cut (the full text is at the linked source)."""
+    """``text`` cut at a word boundary to at most ``width`` characters, with an ellipsis."""
     text = " ".join(str(text).split())
     if len(text) <= width:
         return text
@@ -322,8 +309,7 @@ def _short(text: object, width: int) -> str:
 
 
 def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The used points holding the lowest and the highest value (the range the published
-    reading compares with), in their table order; all of them when none has a finite value."""
+    """The used points holding the lowest and highest value (all when none is finite)."""
     finite = [r["value"] for r in used if _finite(r.get("value"))]
     if not finite:
         return used
@@ -336,8 +322,7 @@ def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _points_table(records: list[dict[str, Any]]) -> list[str]:
-    """Published points as Markdown table lines: source (linked), system, as published, value
-    in the claim's unit, used, and how each differs from the claim."""
+    """Published points as Markdown table lines."""
     out = [
         "| source | system | as published | value | basis | used | differs from the claim in |",
         "|---|---|---|---|---|---|---|",
@@ -371,8 +356,7 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
 
 
 def headlines_box(outcome: Any) -> str:
-    """The chapter's headline values (what it writes into its headline JSON), folded: a
-    dropdown titled with their count."""
+    """The chapter's headline values, folded in a dropdown titled with their count."""
     from rackbook.results.conclusions import for_reader
 
     n = len(outcome.headlines)
@@ -398,8 +382,7 @@ def _md_cell(text: object) -> str:
 
 
 def validity_warning(trace: Any) -> str:
-    """A warning admonition with the counts when the analysis left flagged requests out
-    (:func:`rackbook.core.validity.valid_trace`); empty when none was flagged."""
+    """A warning with the counts when flagged requests were left out; else empty."""
     from rackbook.results.conclusions import for_reader
 
     s = getattr(trace, "screening", None)

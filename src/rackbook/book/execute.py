@@ -30,9 +30,8 @@ ERROR_ENV = "RACKBOOK_KERNEL_ERROR"
 
 
 def report_input_errors() -> None:
-    """In the kernel, at its start: a cell's uncaught :class:`~rackbook.errors.InputError`
-    writes its ``file``, ``field`` and ``problem`` as JSON to the file :data:`ERROR_ENV`
-    names, then shows its traceback as any error does."""
+    """In the kernel: a cell's uncaught InputError is also written as JSON to the
+    file :data:`ERROR_ENV` names."""
     from IPython import get_ipython
 
     from rackbook.errors import InputError
@@ -75,10 +74,8 @@ def execute_notebook(
     log_name: str,
     stage: Path | None = None,
 ) -> None:
-    """Execute ``nb`` into ``output`` (kernel ``python3``) in a child process, the kernel's
-    headline JSON going to ``stage`` (:data:`rackbook.results.headline.STAGE_ENV`). Raises
-    ``InputError`` for a cell that raised one, ``PapermillExecutionError`` for another failed
-    cell, ``RuntimeError`` naming the log when the child fails otherwise."""
+    """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``);
+    raises InputError, PapermillExecutionError or RuntimeError naming the log."""
     folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"  # as errors.write_log's
     folder.mkdir(mode=0o700, exist_ok=True)
     stamp = f"{log_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
@@ -164,9 +161,8 @@ _REPORT = "from rackbook.book.execute import report_input_errors; report_input_e
 
 
 def _child_main(spec_path: str) -> int:
-    """The child: execute the notebook the spec names; on a failed cell write its details to
-    the spec's result file; on SIGTERM, SIGINT, SIGHUP or SIGQUIT kill the kernel and exit
-    128 + the signal's number."""
+    """The child: execute the spec's notebook; on a fatal signal kill the kernel, exit
+    128 + signal."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
 
     def _on_signal(signum: int, _frame: object) -> None:

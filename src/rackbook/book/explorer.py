@@ -39,9 +39,8 @@ COLOURS = {"possible": "#0072B2", "impossible": "#D55E00"}
 
 @dataclass(frozen=True)
 class Cell:
-    """One setting of an explorer and its readings (tokens/s per GPU of the counted tokens):
-    the claimed rate, the physics ceiling and verdict, the expected rate and its interval
-    (``None`` where the figure does not fit in memory)."""
+    """One explorer setting's readings (tok/s per GPU of the counted tokens); ``None`` where
+    the figure does not fit in memory."""
 
     setting: dict[str, Any]
     x: float
@@ -65,9 +64,8 @@ def _cell(c: check.Check, setting: dict[str, Any], x: float, fit: Any) -> Cell:
 
 
 def rack_grid() -> list[Cell]:
-    """The rack explorer's grid: the rack claim on 72 GB300 at every tokens counted
-    (``output``; ``total`` = input incl. cached + output at the chapter's assumed workload),
-    per (``gpu`` or the rack's ``total``) and cached share of the input (``x``)."""
+    """The rack explorer's grid: the rack claim on 72 GB300 per tokens counted, per and
+    cached share of the input (``x``)."""
     from rackbook.results.rack_scaling import ASSUMED_ISL, ASSUMED_OSL
 
     tok_s = load_claims().value(RACK_CLAIM_ID)
@@ -85,9 +83,8 @@ def rack_grid() -> list[Cell]:
 
 
 def single_grid() -> list[Cell]:
-    """The single-user explorer's grid: the single-user claim as one stream (batch 1, the
-    figure the stream's total) at every GPU count, context (tokens each step reads) and
-    tokens per step (``x``: the acceptance length with speculation, 1 without)."""
+    """The single-user explorer's grid: one stream per GPU count, context and tokens per
+    step (``x``)."""
     tok_s = load_claims().value(SINGLE_CLAIM_ID)
     fit = expected.load_fit()
     cells = []
@@ -197,9 +194,8 @@ def _png(cells: list[Cell], x_title: str, title: str, first: int = 0) -> bytes:
 def bundle(
     cells: list[Cell], x_title: str, title: str, first: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A display bundle for a notebook cell: ``text/html`` (the Plotly figure, its script
-    loaded from the book's ``_static``, none from the network) and ``image/png`` for print.
-    ``first``: the setting shown first (default the grid's first)."""
+    """A display bundle: ``text/html`` (Plotly, script from ``_static``) and ``image/png``;
+    ``first``: the setting shown first."""
     i = list(_groups(cells)).index(_label(first)) if first else 0
     html = figure(cells, x_title, title, i).to_html(
         full_html=False, include_plotlyjs=False, config={"displaylogo": False}

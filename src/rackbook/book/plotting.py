@@ -40,9 +40,7 @@ META_DPI = "rackbook:dpi"
 
 
 def apply_style() -> None:
-    """Set the book's display defaults (call once at the top of a notebook): matplotlib's
-    style, and numpy scalars shown as plain numbers (``1.5``, not ``np.float64(1.5)``), which
-    is what myst-nb's ``glue`` needs to format them in prose."""
+    """Set the book's matplotlib style and plain numpy scalar printing (for ``glue``)."""
     np.set_printoptions(legacy="1.25")
     mpl.rcParams.update(
         {
@@ -81,9 +79,7 @@ def smallest_font_pt(fig: Any) -> float:
 
 
 def figure_png(fig: Any, dpi: int = RENDER_DPI) -> bytes:
-    """The figure as the PNG the book shows (tight bounding box, ``dpi`` pixels per inch),
-    carrying its smallest font size (pt) and its dpi as PNG text (:data:`META_MIN_PT`,
-    :data:`META_DPI`), so that a browser test can compute the text's rendered pixels."""
+    """The figure as the book's PNG at ``dpi``, its smallest font (pt) and dpi in PNG text."""
     meta = {META_MIN_PT: f"{smallest_font_pt(fig):g}", META_DPI: str(dpi)}
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
@@ -138,9 +134,7 @@ def note(ax: Any, text: str, xy: Any, offset: tuple[float, float], **kw: Any) ->
 
 
 def stand_in(ax: Any, text: str) -> None:
-    """Mark a panel drawn from stand-in data (a CPU recording, a synthetic input) inside the
-    image itself, so that a figure copied out of the book still says what it is: ``text`` in a
-    grey box in the panel's top-left corner, at the book's smallest text size."""
+    """Mark a panel drawn from stand-in data with ``text`` in a grey box, top left."""
     box = {"boxstyle": "square,pad=0.25", "fc": "0.93", "ec": "0.6", "lw": 0.6}
     where = {"transform": ax.transAxes, "ha": "left", "va": "top", "zorder": 10}
     ax.text(0.01, 0.98, text, fontsize=SMALL_PT, color="0.25", bbox=box, **where)

@@ -132,9 +132,8 @@ def run_chapters(
     jobs: int | None = None,
     report: Callable[[Done], None] | None = None,
 ) -> list[Done]:
-    """Execute ``names`` with ``execute``, ``jobs`` (default: the cores) at a time, each first
-    looked up with ``cached`` unless ``force``; ``report`` each in the order of ``names`` as soon
-    as it and those before are done. Raises the first failure once every chapter has ended."""
+    """Execute ``names``, ``jobs`` at a time (cache first unless ``force``), ``report``
+    each in order; raises the first failure once all have ended."""
     # Chapters the cache holds are answered here, without a worker.
     ready: dict[str, Done] = {}
     if not force:

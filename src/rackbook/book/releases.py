@@ -20,9 +20,7 @@ AUTHORS = "the rackbook authors"
 
 
 def snapshot(executed: Path, version: str = __version__, date: str | None = None) -> dict:
-    """The conclusions of one build (headline JSONs in ``executed``) as a release keeps them:
-    ``{version, date, claims: {claim_id: {figure, word, grade, physics, published, this
-    run}}}``; a claim whose result has not run is left out."""
+    """The conclusions of one build as a release keeps them (claims not run left out)."""
     from rackbook.results.conclusions import summarize
     from rackbook.results.headline import read_result
 
@@ -63,9 +61,7 @@ def _changes(old: dict, new: dict) -> list[str]:
 
 
 def changes_page(executed: Path, folder: Path = RELEASES) -> str:
-    """The dated "what changed in the conclusions" page: this build against the latest
-    release, then each release against the one before (newest first), the first release's
-    conclusions listed in full."""
+    """The dated "what changed in the conclusions" page, newest release first."""
     rel = releases(folder)
     now = snapshot(executed, version="this build")
     out = ["# What changed in the conclusions", ""]

@@ -14,9 +14,7 @@ NOT_RECORDED = "not recorded"
 
 
 def value_text(value: Any, unit: str | None = None) -> str:
-    """A headline value as printed: ``180.2 tok/s``, ``1,234 ms``, ``not recorded``; a number
-    with 4 significant digits (whole numbers of 1,000 and more in full), ``unit`` after it
-    unless it is ``1`` or empty."""
+    """A headline value as printed (``180.2 tok/s``, ``1,234 ms``, ``not recorded``)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return NOT_RECORDED
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -58,9 +56,7 @@ def numbers(doc: dict[str, Any]) -> list[str]:
 
 
 def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
-    """What moved from the headline JSON ``old`` (None: no last run) to ``new``: each reading's
-    verdict (``claim reading: a -> b``), each headline's shown value or verdict (``name: a ->
-    b``), each headline added or gone."""
+    """What moved from headline JSON ``old`` (None: no last run) to ``new``."""
     if old is None:
         return []
     out = []

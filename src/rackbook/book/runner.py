@@ -59,10 +59,8 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
 def check_parameters(
     nb: Path, params: dict[str, Any], defaults: dict[str, Any], source: str, result: str
 ) -> None:
-    """Refuse, before any kernel starts, a value outside its declaration
-    (:data:`rackbook.params.NOTEBOOK`), the rules between parameters (``defaults``: the
-    notebook's) or what the trace holds; in trace mode ``trace`` (and ``trace_b`` when given)
-    must name a trace folder the result can read."""
+    """Refuse, before any kernel starts, a value outside its declaration, the rules
+    between parameters or (trace mode) a trace the result cannot read."""
     from rackbook import params as schema
 
     shown = display_path(nb)
@@ -84,8 +82,7 @@ def check_parameters(
 
 
 def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[str, Any]) -> None:
-    """A ``trace``/``trace_b`` value in trace mode: an existing folder the result can read
-    (single-user: one measurable stream)."""
+    """A ``trace``/``trace_b`` value in trace mode: an existing folder the result can read."""
     if not isinstance(value, str) or not value or "\0" in value:
         raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
     folder = paths.resolve(value)
@@ -126,8 +123,7 @@ def check_point_id(params: dict[str, Any], where: str) -> None:
 
 
 def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
-    """eplb-balance's parameters against its trace, before the notebook starts: the layer
-    shown, the windows left after ``fit_windows`` and the EP layout fit the trace's experts."""
+    """eplb-balance's layer, windows and EP layout against its trace's experts."""
     from rackbook import params as schema
     from rackbook.physics import eplb
 
@@ -153,17 +149,14 @@ def run_result(
     progress: bool | None = None,
     force: bool = False,
 ) -> Path:
-    """Execute one result's notebook; return the path of its headline JSON. Undeclared
-    parameters are refused; the outputs move in only on success; the progress bar shows when
-    stderr is a terminal (``progress=None``); in trace mode a chapter whose inputs are
-    unchanged is not executed again (:mod:`rackbook.book.cache`) unless ``force``."""
+    """Execute one result's notebook (cached in trace mode unless ``force``); returns the
+    path of its headline JSON."""
     return execute_result(result, source, parameters, out, progress, force)[0]
 
 
 @dataclasses.dataclass(frozen=True)
 class Prepared:
-    """A chapter ready to execute: its notebook, output folder, every parameter papermill
-    injects, and its cache key (None in live mode: never cached)."""
+    """A checked chapter: notebook, output folder, injected parameters, cache key (live: None)."""
 
     notebook: Path
     out_dir: Path
@@ -226,8 +219,7 @@ def execute_result(
     progress: bool | None = None,
     force: bool = False,
 ) -> tuple[Path, bool]:
-    """:func:`run_result`, also saying whether the outputs came from the cache (True) or
-    from executing the notebook (False)."""
+    """:func:`run_result`, also saying whether the outputs came from the cache."""
     from papermill.exceptions import PapermillExecutionError
 
     from rackbook.book import cache
@@ -297,9 +289,8 @@ def execute_result(
 
 
 def _move_in_pair(out_dir: Path, stage: Path, names: tuple[str, ...]) -> None:
-    """Move ``names`` from ``stage`` into ``out_dir`` as a pair, the old headline (the last of
-    ``names``) removed first: a kill on the way leaves the old pair or no headline, never a new
-    headline beside an old notebook."""
+    """Move ``names`` from ``stage`` into ``out_dir``, the old headline (last name) removed
+    first: a kill never leaves a new headline beside an old notebook."""
     with fsio.signals_held():
         fsio.update_manifest(out_dir, pending=names)
         with contextlib.suppress(FileNotFoundError):
@@ -330,9 +321,8 @@ def cli_path(value: str | Path | None) -> Path | None:
 
 
 def cli_run(args: argparse.Namespace) -> int:
-    """``rackbook run RESULT|all [--source trace|live] [--params-file FILE] [-p NAME VALUE ...]
-    [--out DIR]``: a params file's values first, ``-p`` over them; the source is ``--source``,
-    else the file's ``source``, else ``trace``."""
+    """``rackbook run RESULT|all``: params file first, ``-p`` over it; source from
+    ``--source``, the file's ``source``, else ``trace``."""
     params = read_params_file(args.params_file) if getattr(args, "params_file", None) else {}
     source = args.source or params.pop("source", None) or "trace"
     params.pop("source", None)
@@ -402,8 +392,7 @@ def result_files(results: Sequence[str] = paths.RESULTS) -> set[str]:
 def results_folder(
     path: str | Path, field: str = "--out", names: Sequence[str] = ()
 ) -> contextlib.AbstractContextManager[Path]:
-    """The executed-results folder ``path`` claimed for writing
-    (:func:`rackbook.core.fsio.output_folder`), one lock per result of ``names``."""
+    """``path`` claimed for writing executed results, one lock per result of ``names``."""
     owned = result_files(names) | {f"traces/{r}" for r in names}
     return fsio.output_folder(
         path, kind="results", field=field, parts=tuple(names), owned=owned if names else None

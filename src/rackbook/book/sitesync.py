@@ -21,9 +21,8 @@ def _relative_files(root: Path) -> set[str]:
 
 
 def sync_tree(src: Path, dst: Path) -> list[str]:
-    """Make ``dst`` hold exactly ``src``'s files: copy new and changed ones (same bytes: left
-    alone, modification time kept), delete the others, then empty folders. Returns the relative
-    paths copied or deleted, sorted."""
+    """Make ``dst`` hold exactly ``src``'s files (unchanged bytes left alone); returns the
+    relative paths copied or deleted, sorted."""
     dst.mkdir(parents=True, exist_ok=True)
     new = _relative_files(src)
     old = _relative_files(dst)

@@ -22,10 +22,8 @@ def _source(node: nodes.image) -> str:
 
 
 def link_images(app: Any, doctree: nodes.document, docname: str) -> int:
-    """Wrap each image of ``doctree`` that is not inside a link in a link to the copy of its
-    file under the build's ``_images/`` (a URL relative to page ``docname``); returns how
-    many it wrapped. Images the environment does not hold (remote URLs, data URIs) and
-    images whose class is ``no-scaled-link`` are left as they are."""
+    """Wrap each unlinked image in a link to its ``_images/`` copy (not remote, data or
+    ``no-scaled-link`` ones); returns how many."""
     from sphinx.util.osutil import relative_uri
 
     if getattr(app.builder, "format", "") != "html":
