@@ -131,14 +131,11 @@ def at_a_glance(
     from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number, summarize
 
     reg = registry or load_claims()
-    head = "| claim | verdict | finding | certainty |"
-    rule = "|---|---|---|---|"
     yours_too = reference is not None and mine is not None
-    if yours_too:
-        head, rule = head + " this run, your traces |", rule + "---|"
-    if reference is not None:
-        head, rule = head + " this run, shipped recordings |", rule + "---|"
-    rows, used, reasons = [head, rule], [], []
+    head = "claim | verdict | finding | certainty"
+    head += " | this run, your traces" * yours_too
+    head += " | this run, shipped recordings" * (reference is not None)
+    rows, used, reasons = [], [], []
     for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
         ref = _readings(reference, result)
@@ -146,37 +143,26 @@ def at_a_glance(
         readings = _readings(executed, result)
         found = {}
         if readings is not None:
-            found = {c.id: summarize(c, readings) for c in load_claims().for_result(result)}
+            found = {c.id: summarize(c, readings) for c in reg.for_result(result)}
             for c in conclusions({"result": result, "readings": readings}, reg):
-                reasons.append(
-                    f"- **{_md(c.figure)}** ({found[c.claim_id].grade}): "
-                    f"{_md(plain_number(c.certainty.note))}"
-                )
+                note = plain_number(c.certainty.note)
+                reasons.append(f"- **{_md(c.figure)}** ({found[c.claim_id].grade}): {_md(note)}")
         for claim in reg.for_result(result):
             link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
-            cells = landing_row(claim, found.get(claim.id))
+            cells = list(landing_row(claim, found.get(claim.id)))
+            cells[0] += f" ({link})"
             if claim.id in found and found[claim.id].word not in used:
                 used.append(found[claim.id].word)
-            row = f"| {cells[0]} ({link}) | " + " | ".join(cells[1:]) + " |"
-            if yours_too:
-                row += f" {_run_verdict(yours, claim.id)} |"
-            if reference is not None:  # the verdict word only: the row stays one screen line
-                row += f" {_run_verdict(ref, claim.id)} |"
-            rows.append(row)
+            cells += [_run_verdict(yours, claim.id)] * yours_too
+            cells += [_run_verdict(ref, claim.id)] * (reference is not None)  # the word only
+            rows.append(cells)
     key = "; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS)
-    out = "\n".join(rows) + "\n\n"
-    if key:
-        out += f"**Verdicts.** {key}.\n\n"
+    out = "\n".join(table(head, rows)) + "\n\n" + (f"**Verdicts.** {key}.\n\n" if key else "")
     if yours_too:
-        out += (
-            "*This run, your traces*: each claim's verdict on the trace you gave (`-`: the "
-            "chapter ran on the shipped trace).\n\n"
-        )
+        out += "*This run, your traces*: the verdict on your trace (`-`: the shipped trace).\n\n"
     if reasons:
-        out += (
-            ":::{dropdown} Why each certainty (GRADE's four grades: high, moderate, low, very "
-            "low)\n" + "\n".join(reasons) + "\n:::\n\n"
-        )
+        out += ":::{dropdown} Why each certainty (GRADE: high, moderate, low, very low)\n"
+        out += "\n".join(reasons) + "\n:::\n\n"
     return out + attainable_note() + "\n"
 
 
