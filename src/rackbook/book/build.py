@@ -1,7 +1,6 @@
-"""Build the HTML book from executed notebooks (``rackbook book``): the book's sources and
-the executed copies staged under ``_build/site``, Jupyter Book run on them without executing
-again; it may first execute every result on a user's traces (:func:`run_on_traces`).
-"""
+"""Build the HTML book (``rackbook book``): sources and executed notebooks staged under
+``_build/site``, Jupyter Book run on them; optionally every result first run on a user's
+traces (:func:`run_on_traces`)."""
 
 from __future__ import annotations
 

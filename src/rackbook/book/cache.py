@@ -1,12 +1,6 @@
-"""The cache of executed notebooks: a chapter runs again only when an input changed.
-
-A chapter's key (SHA-256) covers the notebook's bytes, its parameters as papermill injects
-them, the names and bytes of every file under a path a parameter names (its trace...), the
-shared data (claims, hardware, models, published) and the book env's lock file, the package's
-source and Python's version. ``DIR/.RESULT.key`` holds the key and the SHA-256 of
-``RESULT.ipynb`` and ``RESULT.json``: the cache serves a chapter only when all three match.
-Live runs are never cached (their input is a server).
-"""
+"""The cache of executed notebooks (trace mode only): ``DIR/.RESULT.key`` holds a SHA-256 of
+the notebook, its parameters, the files they name, the shared data, the env lock, the source
+and Python, and the hashes of ``RESULT.ipynb`` and ``RESULT.json``; all three must match."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Execute one notebook with papermill in a child process whose output goes to a log file
-(never the terminal, but for the progress bar): every way out of ``rackbook run`` is one
-``error:`` line. A signalled parent stops the child, which stops its kernel (a session of its
-own) first; a parent killed outright takes the child with it (:func:`die_with_parent`). A
-failed cell is raised in the parent as papermill's ``PapermillExecutionError``, or, when it
-raised an :class:`~rackbook.errors.InputError`, as that error rebuilt from the fields the
-kernel wrote as JSON (:func:`report_input_errors`).
-"""
+"""Execute one notebook with papermill in a child process logging to a file (every way out
+is one ``error:`` line); a signal stops child and kernel; a cell's InputError is rebuilt in
+the parent from the JSON the kernel wrote (:func:`report_input_errors`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Interactive explorers of the rack-scaling and single-user chapters: for every setting a
-reader can move, the physics verdict and ceiling (:func:`rackbook.physics.check.check_claim`)
-and the expected range (:func:`rackbook.physics.expected.for_check`), computed at build time;
-the browser only switches between precomputed Plotly traces, its script from the book's
-``_static``; a PNG of the default setting stands in for print. Units: tokens/s per GPU of the
-counted tokens unless said.
-"""
+"""Interactive explorers (rack-scaling, single-user): per setting the physics verdict,
+ceiling and expected range, precomputed as Plotly traces, with a PNG for print. Units:
+tokens/s per GPU of the counted tokens."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Execute several chapters at once in a process pool sized to the cores, reported in the
-book's order whatever finishes first. The executor and the cache lookup come in as functions
-(:mod:`rackbook.book.runner`'s), so this module imports no other part of the book. A failed
-chapter does not stop the others; the first failure in the book's order is raised once all
-have ended.
-"""
+"""Execute chapters in a process pool sized to the cores, reported in the book's order; a
+failure stops no other chapter and the first is raised once all have ended."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""How to cite the book (``CITATION.cff``, the landing page's BibTeX) and what changed in its
-conclusions between releases: each release's verdict word, grade and readings per claim in
-``data/releases/VERSION.json``, compared with the one before and with this build.
-"""
+"""How to cite the book and what changed in its conclusions between releases
+(``data/releases/VERSION.json``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What ``rackbook run`` and ``list`` print under each result's verdicts: each headline value
-with its unit and verdict, and what moved since the last run in the same folder. Values are
-rounded for reading (4 significant digits, thousands separated): a value moves when its shown
-text does. Units are the headline's own (``1``: a ratio, shown without a unit).
-"""
+"""What ``rackbook run`` and ``list`` print under each result: headline values with unit
+and verdict (4 significant digits), and what moved since the last run."""
 
 from __future__ import annotations
 

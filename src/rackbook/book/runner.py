@@ -1,9 +1,5 @@
-"""Execute result notebooks with papermill.
-
-``rackbook run RESULT`` executes ``notebooks/RESULT.ipynb`` into ``DIR/RESULT.ipynb`` (default
-``_build/executed``); the notebook's last cell writes ``DIR/RESULT.json``. Building the HTML book
-from the executed copies (``rackbook book``) is :mod:`rackbook.book.build`'s.
-"""
+"""Execute result notebooks with papermill: ``rackbook run RESULT`` writes ``DIR/RESULT.ipynb``
+and ``DIR/RESULT.json`` (default ``_build/executed``)."""
 
 from __future__ import annotations
 

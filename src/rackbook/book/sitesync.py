@@ -1,7 +1,5 @@
-"""Keep the staged book sources stable between builds, so that Sphinx (which goes by
-modification times) rebuilds only what changed: :func:`sync_tree` rewrites only files whose
-bytes differ; :func:`tree_digest` names a staged tree so an unchanged build can be skipped.
-"""
+"""Stable staged sources between builds: :func:`sync_tree` rewrites only changed files;
+:func:`tree_digest` names a staged tree so an unchanged build is skipped."""
 
 from __future__ import annotations
 

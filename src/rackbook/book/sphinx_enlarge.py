@@ -1,8 +1,5 @@
-"""Sphinx extension: every static figure of a page's body links to its full-size image
-under ``_images/`` (tap to enlarge on a phone; offline, no script). The link carries the class
-:data:`CLASS` (a zoom-in cursor); the image is unchanged. Sphinx's own
-``html_scaled_image_link`` covers only images given a size, which the chapters' are not.
-"""
+"""Sphinx extension: each static figure links to its full-size ``_images/`` copy (class
+:data:`CLASS`), which Sphinx's ``html_scaled_image_link`` does only for sized images."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Sphinx extension: copy ``plotly.min.js`` (about 4.7 MB) from the installed ``plotly``
-into the build's ``_static`` and add it only to the pages holding a Plotly figure (the
-explorers, :mod:`rackbook.book.explorer`): offline, no CDN.
-"""
+"""Sphinx extension: ``plotly.min.js`` from the installed ``plotly`` into ``_static``, added
+only to pages holding a Plotly figure (offline, no CDN)."""
 
 from __future__ import annotations
 

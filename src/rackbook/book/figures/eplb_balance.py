@@ -1,6 +1,4 @@
-"""Figures of the eplb-balance chapter (data: :class:`rackbook.results.eplb_balance.Analysis`):
-the trace or the synthetic routing model, named in the title; the claim's figures only as
-reference lines; legends below the axes."""
+"""Figures of the eplb-balance chapter: the data's source in the title, claims as lines."""
 
 from __future__ import annotations
 

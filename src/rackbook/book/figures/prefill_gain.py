@@ -1,5 +1,4 @@
-"""Figures of the prefill-gain chapter (data: :class:`rackbook.results.prefill_gain.Analysis`).
-A trace that cannot test the claim measures another change: its gain is never drawn on an axis
+"""Figures of the prefill-gain chapter: an untestable trace's gain never drawn on the axis
 that holds the published range."""
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""The published-evidence figure every chapter with published points can show: each claim's
-figure beside the independent measurements set against it (data:
-:func:`rackbook.results.evidence.evidence_table`)."""
+"""The published-evidence figure: each claim beside the measurements set against it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Figures of the rack-scaling chapter (data: :class:`rackbook.results.rack_scaling.Analysis`).
-The trace's figures name its hardware in their titles; the claim's figures hold only published
-figures and catalog ceilings. Dollars are written USD (matplotlib reads ``$`` as math).
-"""
+"""Figures of the rack-scaling chapter; trace figures name their hardware. USD, not ``$``."""
 
 from __future__ import annotations
 
