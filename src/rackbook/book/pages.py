@@ -265,35 +265,29 @@ def models_page() -> str:
                 kv.append(f"{dt} {roofline.kv_bytes_per_token(m, dt):,} B")
             except InputError:
                 kv.append(f"{dt} -")
-        rows = [
-            ("layers", a.num_layers),
-            ("hidden size", a.hidden_size),
-            (
-                "attention heads x head dim",
-                f"{a.num_attention_heads} x {a.head_dim}"
-                if a.num_attention_heads and a.head_dim
-                else a.num_attention_heads,
-            ),
-            ("routed experts (top-k)", f"{moe.num_routed_experts} ({moe.experts_per_token})"),
-            ("shared experts", moe.num_shared_experts),
-            ("MoE intermediate size", moe.moe_intermediate_size),
-            ("parameters, total", _num(p.total, 1e9, "B")),
-            (
-                "parameters, backbone + Engram memory",
-                f"{_num(p.backbone, 1e9, 'B')} + {_num(p.engram, 1e9, 'B')}"
-                if p.backbone
-                else None,
-            ),
-            (
-                "active per token, prefill / decode",
-                f"{_num(p.active_prefill or p.active, 1e9, 'B')} / "
-                f"{_num(p.active_decode or p.active, 1e9, 'B')}",
-            ),
-            ("global KV bytes per token", ", ".join(kv)),
-            ("max context", _num(a.max_context_tokens, 1, "tokens")),
-        ]
+        heads = a.num_attention_heads
+        gb = {k: _num(getattr(p, k), 1e9, "B") for k in ("total", "backbone", "engram")}
+        engram = f"{gb['backbone']} + {gb['engram']}" if p.backbone else None
+        active = [_num(x or p.active, 1e9, "B") for x in (p.active_prefill, p.active_decode)]
+        rows = {
+            "layers": a.num_layers,
+            "hidden size": a.hidden_size,
+            "attention heads x head dim": f"{heads} x {a.head_dim}"
+            if heads and a.head_dim
+            else heads,
+            "routed experts (top-k)": f"{moe.num_routed_experts} ({moe.experts_per_token})",
+            "shared experts": moe.num_shared_experts,
+            "MoE intermediate size": moe.moe_intermediate_size,
+            "parameters, total": gb["total"],
+            "parameters, backbone + Engram memory": engram,
+            "active per token, prefill / decode": " / ".join(active),
+            "global KV bytes per token": ", ".join(kv),
+            "max context": _num(a.max_context_tokens, 1, "tokens"),
+        }
         out += [f"## {_cell(m.name)}", ""]
-        out += table("figure | value", ((k, _cell("-" if v is None else v)) for k, v in rows))
+        out += table(
+            "figure | value", ((k, _cell("-" if v is None else v)) for k, v in rows.items())
+        )
         out += ["", "Sources: " + _links([str(x) for x in m.sources]), ""]
     return "\n".join(out) + "\n"
 
@@ -552,18 +546,15 @@ def bibliography(registry: Registry | None = None) -> str:
             if url in PRIMARY_OF:
                 notes.append(f"primary: {PRIMARY_OF[url][2]}, {PRIMARY_OF[url][1]}")
         notes.append(f"cited in {', '.join(files)}" if files else "primary of a cited report")
-        year = meta["date"][:4] if meta["date"] != "n.d." else "n.d."
-        out += [
-            f"@misc{{{key},",
-            f"  title = {{{{{_bib_escape(meta['title'])}}}}},",  # case kept as written
-            f"  author = {{{{{_bib_escape(meta['org'])}}}}},",
-            f"  year = {{{year}}},",
-            f"  date = {{{meta['date']}}},",
-            f"  url = {{{url}}},",
-            f"  note = {{{_bib_escape('; '.join(notes))}}},",
-            "}",
-            "",
-        ]
+        fields = {
+            "title": "{" + _bib_escape(meta["title"]) + "}",  # case kept as written
+            "author": "{" + _bib_escape(meta["org"]) + "}",
+            "year": meta["date"][:4] if meta["date"] != "n.d." else "n.d.",
+            "date": meta["date"],
+            "url": url,
+            "note": _bib_escape("; ".join(notes)),
+        }
+        out += [f"@misc{{{key},", *(f"  {k} = {{{v}}}," for k, v in fields.items()), "}", ""]
     return "\n".join(out)
 
 

@@ -399,9 +399,7 @@ def deployment() -> str:
             "each expert-parallel worker holds one copy, spread over its GPUs",
         ),
     ]
-    table = "| What | Every card's deployment |\n|---|---|\n" + "\n".join(
-        f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows
-    )
+    table = _two_columns("Every card's deployment", rows)
     return (
         f"{table}\n\nThe deployment's leaders run (every node's line is in "
         f"`{GENERATED}/serve-commands.sh`; `sbatch {GENERATED}/slurm.sbatch` starts them "
@@ -524,9 +522,7 @@ def card(result: str) -> str:
         ),
     ]
     folded = ('Flips "this run" when', "Files it leaves")
-    table = "| What | For this chapter |\n|---|---|\n" + "\n".join(
-        f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows if k not in folded
-    )
+    table = _two_columns("For this chapter", [r for r in rows if r[0] not in folded])
     more = "\n".join(f"- **{k}**: {v}" for k, v in rows if k in folded)
     body = (
         f"{table}\n\n"
@@ -540,6 +536,13 @@ def card(result: str) -> str:
         f"::::{{dropdown}} What turns the reading, and the files the run leaves\n{more}\n::::"
     )
     return f":::::{{admonition}} Rerun card\n:class: seealso\n\n{body}\n:::::\n"
+
+
+def _two_columns(title: str, rows: list[tuple[str, str]]) -> str:
+    """A ``What | title`` Markdown table of ``rows``, ``|`` escaped in the values."""
+    from rackbook.book.pages import table
+
+    return "\n".join(table(f"What | {title}", ((k, v.replace("|", "\\|")) for k, v in rows)))
 
 
 def _flips(result: str, topo: Any) -> str:
