@@ -126,66 +126,57 @@ def _html(text: object) -> str:
 SHORT_BASIS = 60
 
 
+def _reading_html(r: dict[str, Any], validation: str | None) -> str:
+    """One reading in a verdict cell: basis (short names only), verdict, margin, expected and
+    kernel-sum briefs, its reason one click away."""
+    from rackbook.results.conclusions import for_reader
+    from rackbook.results.verdicts import brief as expected_brief
+
+    name = str(r.get("basis") or "")
+    short = name and len(name) <= SHORT_BASIS and not any(c in name for c in ";|")
+    att = r.get("attainable") or {}
+    exp, ratio = att.get("expected") or {}, att.get("ratio")
+    kernels = att.get("brief") or ""
+    if not kernels and isinstance(ratio, (int, float)):
+        kernels = f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
+    margin = str(r.get("margin") or "-")
+    lines = ["" if margin == "-" else margin, expected_brief(exp, validation)]
+    lines.append(kernels and f"kernel sum: {kernels}")
+    small = "".join(f'<br><span class="rb-margin">{_html(x)}</span>' for x in lines if x)
+    why = _html(r["reason"])
+    why += f"<br>Expected: {_html(exp['text'])}" if exp.get("text") else ""
+    why += f"<br>Attainable (kernel sum): {_html(att['text'])}" if att.get("text") else ""
+    return (
+        (f"as {_html(name)}: " if short else "")
+        + f"<strong>{_html(r['verdict'])}</strong>{small}"
+        + f"<details><summary>why</summary>{why}</details>"
+    )
+
+
 def readings_table(outcome: Any) -> str:
-    """The claim-by-reading HTML verdict table (verdict, margin, expected, kernel sum;
-    reason one click away), with the readings' questions above it."""
+    """The claim-by-reading HTML verdict table (:func:`_reading_html` per reading), with the
+    readings' questions above it."""
     from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
     from rackbook.results.conclusions import for_reader
     from rackbook.results.headline import READING_TITLES, READINGS
-    from rackbook.results.verdicts import brief as expected_brief
 
-    doc = _doc(outcome)
     validation = load_fit().validation_text
     figures = {c.id: c.value_text for c in load_claims().claims}
     by_claim: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for r in doc["readings"]:
+    for r in _doc(outcome)["readings"]:
         by_claim.setdefault(r["claim_id"], {}).setdefault(r["reading"], []).append(r)
     head = "".join(f"<th>{READING_TITLES[k]}</th>" for k in READINGS)
     rows = [f'<table class="rb-readings"><thead><tr><th>claim</th>{head}</tr></thead><tbody>']
     for claim, kinds in by_claim.items():
-        cells = []
-        for k in READINGS:
-            parts = []
-            for r in kinds.get(k, []):
-                name = str(r.get("basis") or "")
-                short = name and len(name) <= SHORT_BASIS and not any(c in name for c in ";|")
-                basis = f"as {_html(name)}: " if short else ""
-                margin = str(r.get("margin") or "-")
-                att = r.get("attainable") or {}
-                exp = att.get("expected") or {}
-                ratio = att.get("ratio")
-                kernels = att.get("brief") or (
-                    f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
-                    if isinstance(ratio, (int, float))
-                    else ""
-                )
-                # the bound's verdict, what real deployments reach, then the kernel sum
-                lines = [
-                    "" if margin == "-" else margin,
-                    expected_brief(exp, validation),
-                    kernels and f"kernel sum: {kernels}",
-                ]
-                small = "".join(
-                    f'<br><span class="rb-margin">{_html(x)}</span>' for x in lines if x
-                )
-                why = (
-                    _html(r["reason"])
-                    + (f"<br>Expected: {_html(exp['text'])}" if exp.get("text") else "")
-                    + (
-                        f"<br>Attainable (kernel sum): {_html(att['text'])}"
-                        if att.get("text")
-                        else ""
-                    )
-                )
-                parts.append(
-                    f"{basis}<strong>{_html(r['verdict'])}</strong>{small}"
-                    f"<details><summary>why</summary>{why}</details>"
-                )
-            label = _html(READING_TITLES[k])  # the column's name, shown on narrow screens
-            cells.append(f'<td data-label="{label}">{"".join(parts) or "-"}</td>')
+        cells = "".join(
+            f'<td data-label="{_html(READING_TITLES[k])}">'  # shown on narrow screens
+            + ("".join(_reading_html(r, validation) for r in kinds.get(k, [])) or "-")
+            + "</td>"
+            for k in READINGS
+        )
         name = figures.get(claim, claim)  # the claim as a reader names it: its figure
-        rows.append(f"<tr><td><strong>{_html(name)}</strong></td>{''.join(cells)}</tr>")
+        rows.append(f"<tr><td><strong>{_html(name)}</strong></td>{cells}</tr>")
     rows.append("</tbody></table>")
     intro = (
         "**Physics**: can any engine reach the figure on this hardware? **Published "
