@@ -126,7 +126,7 @@ def _html(text: object) -> str:
 SHORT_BASIS = 60
 
 
-def _reading_html(r: dict[str, Any], validation: str | None) -> str:
+def _reading_html(r: dict[str, Any], validation: str) -> str:
     """One reading in a verdict cell: basis (short names only), verdict, margin, expected and
     kernel-sum briefs, its reason one click away."""
     from rackbook.results.conclusions import for_reader
