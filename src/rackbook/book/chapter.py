@@ -314,10 +314,9 @@ def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _points_table(records: list[dict[str, Any]]) -> list[str]:
     """Published points as Markdown table lines."""
-    out = [
-        "| source | system | as published | value | basis | used | differs from the claim in |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    from rackbook.book.pages import table
+
+    rows = []
     for r in records:
         url = r.get("url")
         who = _md_cell(_short(r["who"], 48))
@@ -338,12 +337,10 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         if not r.get("verified", True):
             used += " (not verified)"
         diff = str(r.get("comparable") or "").removeprefix("differs from the claim in: ")
-        out.append(
-            f"| {src} | {system} | {_md_cell(r['as_published'])} | {_md_cell(shown)} "
-            f"| {_md_cell(r.get('basis') or '-')} | {used} "
-            f"| {_md_cell(diff) or 'nothing named'} |"
-        )
-    return out
+        cells = [r["as_published"], shown, r.get("basis") or "-"]
+        rows.append([src, system, *map(_md_cell, cells), used, _md_cell(diff) or "nothing named"])
+    head = "source | system | as published | value | basis | used | differs from the claim in"
+    return table(head, rows)
 
 
 def headlines_box(outcome: Any) -> str:
