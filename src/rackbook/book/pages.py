@@ -69,38 +69,32 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
     """The landing page's opening: where the claims were read and which a primary text
     confirms, as of ``today`` (UTC date)."""
     reg = registry or load_claims()
-    today = today or datetime.datetime.now(datetime.UTC).date()
-    seen = sorted({c.source.seen_in for c in reg.claims})
-    article = "; ".join(f"*{_md(reg.source(s).title)}*" for s in seen)
-    missing = [s for s in reg.sources if s.status == "not-located"]
+    day = (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
+    article = "; ".join(
+        f"*{_md(reg.source(s).title)}*" for s in sorted({c.source.seen_in for c in reg.claims})
+    )
+    missing = any(s.status == "not-located" for s in reg.sources)
     confirmed = [c for c in reg.claims if c.source.status in ("located", "partly-located")]
-    results = len({c.result for c in reg.claims})
+    related = [s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")]
     out = (
         f"**Where the claims come from.** All {len(reg.claims)} numbers were read in one "
         f"secondary source, a French article, {article}, that attributes them to vLLM; "
-        + (
-            "the text those numbers come from was not located as of "
-            f"{today.isoformat()}, this build's date. "
-            if missing
-            else f"its primary sources were located as of {today.isoformat()}. "
-        )
-    )
-    related = [s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")]
+        + (f"the text those numbers come from was not located as of {day}, this build's date. "
+           if missing else f"its primary sources were located as of {day}. ")
+    )  # fmt: skip
     if missing and related:
-        out += (
-            "vLLM's own posts on the model exist and are cited where they bear ("
-            + ", ".join(f"[{_md(s.title.split(' (')[0])}]({s.url})" for s in related)
-            + "); they carry none of the write-up's throughput, cost or speed figures. "
-        )
+        links = ", ".join(f"[{_md(s.title.split(' (')[0])}]({s.url})" for s in related)
+        out += f"vLLM's own posts on the model ({links}) carry none of the write-up's "
+        out += "throughput, cost or speed figures. "
     if confirmed:
+        links = ", ".join(f"[{_md(c.value_text)}]({c.source.primary})" for c in confirmed)
         out += (
-            "Only "
-            + ", ".join(f"[{_md(c.value_text)}]({c.source.primary})" for c in confirmed)
-            + (" is" if len(confirmed) == 1 else " are")
-            + " confirmed by a primary text. "
+            f"Only {links} {'is' if len(confirmed) == 1 else 'are'} confirmed by a primary text. "
         )
-    out += f"Each of the {results} results is checked in one chapter:\n"
-    return out
+    return (
+        out
+        + f"Each of the {len({c.result for c in reg.claims})} results is checked in one chapter:\n"
+    )
 
 
 def _readings(executed: Path | None, result: str) -> list[dict[str, Any]] | None:
