@@ -92,8 +92,8 @@ def add_alt_text(source: str, glued: dict[str, str]) -> str:
 
 #: What the collapsed parameter cells say instead of myst-nb's "Show code cell source".
 PARAMETER_PROMPTS = {
-    "parameters": "Show the chapter's parameters (the defaults a rerun can change)",
     "injected-parameters": "Show the parameters this build passed",
+    "parameters": "Show the chapter's parameters (the defaults a rerun can change)",
 }
 
 
@@ -135,12 +135,10 @@ def _stage_notebook(src: Path, dst: Path) -> None:
         if cell.get("cell_type") == "markdown" and "{glue:figure}" in "".join(cell["source"]):
             cell["source"] = add_alt_text("".join(cell["source"]), glued).splitlines(True)
         tags = cell.get("metadata", {}).get("tags", [])
-        if "parameters" in tags or "injected-parameters" in tags:
-            prompt = PARAMETER_PROMPTS[
-                "injected-parameters" if "injected-parameters" in tags else "parameters"
-            ]
-            cell["metadata"].setdefault("mystnb", {})["code_prompt_show"] = prompt
-        if "injected-parameters" in tags:
+        kind = next((t for t in PARAMETER_PROMPTS if t in tags), None)  # injected first
+        if kind is not None:
+            cell["metadata"].setdefault("mystnb", {})["code_prompt_show"] = PARAMETER_PROMPTS[kind]
+        if kind == "injected-parameters":
             cell["metadata"]["tags"] = [*tags, "hide-input"]
             cell["source"] = [
                 repo_relative(line).replace(REPO + "/", "") for line in cell.get("source", [])

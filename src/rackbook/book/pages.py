@@ -486,12 +486,9 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
     org, title = "", titles.get(url, "")
     if host in ("github.com", "raw.githubusercontent.com") and len(path) >= 2:
         org, repo = path[0], f"{path[0]}/{path[1]}"
-        if len(path) >= 4 and path[2] == "pull":
-            title = title or f"{repo} pull request #{path[3]}"
-        elif len(path) > 2:
-            title = title or f"{repo}: {path[-1]}"
-        else:
-            title = title or repo
+        named = f"{repo}: {path[-1]}" if len(path) > 2 else repo
+        pull = len(path) >= 4 and path[2] == "pull"
+        title = title or (f"{repo} pull request #{path[3]}" if pull else named)
     elif host == "huggingface.co" and path:
         org = "Hugging Face" if path[0] == "papers" else path[0]
         title = title or (" ".join(path[:2]) if path[0] == "papers" else "/".join(path[:2]))
@@ -500,7 +497,7 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
         org = next((o for h, o in _HOSTS.items() if host == h or host.endswith("." + h)), host)
         title = title or (_words(path[-1]) if path else host)
     who, date = figures.get(url, ("", ""))
-    org = who or org
+    org = who or org  # a figure's submitter names the organisation
     if not date:
         m = re.search(r"(20\d\d)[-/](\d\d)[-/](\d\d)", url)
         date = "-".join(m.groups()) if m else ""
