@@ -375,7 +375,9 @@ def parse(
     params.check_args(args)
     if args.verb == "run" and args.parameter:
         where = f"notebooks/{args.result}.ipynb"
-        params.check_given(args.result, params.read_pairs(args.parameter), where)
+        given = params.read_pairs(args.parameter)
+        params.check_given(args.result, given, where)
+        params.check_trace_extent(args.result, given, where)
     return args
 
 

@@ -417,31 +417,41 @@ def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]
     return out
 
 
-def check_given(result: str, values: Mapping[str, Any], where: str) -> None:
-    """The ``-p`` values of ``rackbook run RESULT`` against :data:`NOTEBOOK` alone (no
-    notebook, catalog or trace read: the CLI's first check, before any heavy import): names,
-    types, ranges, choices, and the rules between the values given."""
+def check_given(
+    result: str,
+    values: Mapping[str, Any],
+    where: str,
+    defaults: Mapping[str, Any] | None = None,
+    *,
+    lookup: bool = False,
+) -> None:
+    """The one check of ``result``'s notebook parameters given (``-p``, a params file) against
+    :data:`NOTEBOOK`: names, types, ranges, choices (catalog ids looked up with ``lookup``),
+    then the rules between them (``defaults`` merged under). Reads no notebook or trace."""
     declared = NOTEBOOK.get(result)
-    if declared is None:
+    if declared is None:  # "all" or an unknown result: its own check says
         return
     for name, value in values.items():
         if name not in declared:
-            raise InputError(
-                where,
-                f"parameter {name}",
-                f"not a parameter of this notebook; known: {', '.join(declared)}",
-            )
+            known = ", ".join(declared)
+            problem = f"not a parameter of this notebook; known: {known}"
+            raise InputError(where, f"parameter {name}", problem)
         if name != "trace":
-            check_parameter(result, name, value, where, lookup=False)
-    check_together(result, values, where)
-    if result == "eplb-balance" and {"show_layer", "fit_windows"} & set(values):
-        from rackbook import paths
+            check_parameter(result, name, value, where, lookup=lookup)
+    check_together(result, {**(defaults or {}), **values}, where)
 
-        trace = values.get("trace")
-        folder = paths.TRACES / result if trace is None else Path(str(trace))
-        top = expert_extent(folder) if "\0" not in str(folder) else None
-        if top is not None:
-            check_extent(top, values, where)
+
+def check_trace_extent(result: str, values: Mapping[str, Any], where: str) -> None:
+    """eplb-balance's ``show_layer``/``fit_windows`` given against the trace's extent."""
+    if result != "eplb-balance" or not {"show_layer", "fit_windows"} & set(values):
+        return
+    from rackbook import paths
+
+    trace = values.get("trace")
+    folder = paths.TRACES / result if trace is None else Path(str(trace))
+    top = expert_extent(folder) if "\0" not in str(folder) else None
+    if top is not None:
+        check_extent(top, values, where)
 
 
 def _typed(value: Any, spec: Spec) -> None:
