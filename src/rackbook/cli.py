@@ -39,8 +39,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _model_arg(text: str) -> str:
-    """A ``--model`` value: a catalog id or Hugging Face name as given; a path to a model file
-    made absolute against the working directory (the one rule for paths on the command line)."""
+    """A ``--model`` value: an id or Hugging Face name as given, a file path made absolute."""
     from rackbook.inputs import catalogs
 
     if catalogs.catalog_model_id(text) is not None or not catalogs.looks_like_path(text):
@@ -50,8 +49,8 @@ def _model_arg(text: str) -> str:
 
 @dataclass(frozen=True)
 class Arg:
-    """One ``add_argument`` call: its flags (or positional name) and keywords; typed by its
-    declaration in :data:`rackbook.params.FLAGS` under its verb (or ``number``, another verb)."""
+    """One ``add_argument`` call, typed by :data:`rackbook.params.FLAGS` under its verb (or
+    ``number``'s)."""
 
     flags: tuple[str, ...]
     kw: dict[str, Any]
@@ -65,8 +64,7 @@ class Arg:
 
 
 def arg(flags: str, help: str, number: str | None = None, **kw: Any) -> Arg:
-    """An :class:`Arg`: ``flags`` separated by spaces, ``help``, other keywords as
-    ``add_argument`` takes them."""
+    """An :class:`Arg`: space-separated ``flags``, ``help``, ``add_argument`` keywords."""
     return Arg(tuple(flags.split()), {**kw, "help": help}, number)
 
 
@@ -77,9 +75,8 @@ def switch(flags: str, help: str) -> Arg:
 
 @dataclass(frozen=True)
 class Verb:
-    """One verb: its ``help`` line, its arguments, its ``handler`` (``"module:function"``,
-    imported only when it runs: trace-mode verbs never import the live harness), whether it
-    needs the repository's checkout (``checkout``), and a longer ``description``."""
+    """One verb: help line, arguments, ``handler`` (``"module:function"``, imported only when
+    it runs), whether it needs the checkout, a longer ``description``."""
 
     help: str
     args: tuple[Arg, ...]
@@ -367,10 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parse(
     argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
 ) -> argparse.Namespace:
-    """The command line read and every value checked before any work (the validation entry
-    point; nothing heavy imported): flags by :mod:`rackbook.params` (a usage error:
-    ``SystemExit(2)``), then the rules between flags and ``run``'s ``-p`` values
-    (:class:`InputError`). ``parser``: one :func:`build_parser` made, for many lines."""
+    """The command line read and every value checked before any work, nothing heavy imported
+    (usage error: ``SystemExit(2)``; rules between values: InputError)."""
     args = (parser or build_parser()).parse_args(argv)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
@@ -382,8 +377,7 @@ def parse(
 
 
 def cli_calibrate(args: argparse.Namespace) -> int:
-    """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels of the catalog's
-    model and GPUs (read without validation where pydantic is missing: a CUDA image)."""
+    """``rackbook calibrate`` (:mod:`rackbook.live.calibrate`; raw catalog without pydantic)."""
     from rackbook.live import calibrate
 
     def catalog() -> calibrate.Catalog:
@@ -433,8 +427,8 @@ def cli_import(args: argparse.Namespace) -> int:
 
 
 def cli_summarize(args: argparse.Namespace) -> int:
-    """``rackbook summarize TRACE_DIR [--json]`` (the JSON object printed last): a published
-    trace by its points, any other trace without requests an error (not a table of zeros)."""
+    """``rackbook summarize TRACE_DIR [--json]``; a trace without requests is an error unless
+    published (summarized by its points)."""
     import json
 
     from rackbook.core import published_summary, summary, traces
@@ -466,8 +460,8 @@ def cli_summarize(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _import_output(args: argparse.Namespace) -> Iterator[None]:
-    """``import``'s output folder, locked for the whole import once known replaceable: missing,
-    empty, or a trace rackbook wrote and ``--force``; never one the input lies inside."""
+    """``import``'s output folder, locked once replaceable (missing, empty, or a rackbook trace
+    with ``--force``; never holding the input)."""
     from rackbook.core import fsio
 
     out = fsio.check_output_folder(Path(args.output), "-o")
@@ -489,7 +483,7 @@ PATH_OPTIONS = {
 
 
 def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    """An empty path (``-o ''``) refused by the flag's name: it would read as the working folder."""
+    """An empty path (``-o ''``) refused by its flag's name."""
     for dest, flag in PATH_OPTIONS.items():
         value = getattr(args, dest, None)
         if isinstance(value, str) and not value.strip():
