@@ -39,8 +39,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _model_arg(text: str) -> str:
-    """A ``--model`` value: a catalog id or Hugging Face name as given; a path to a model file
-    made absolute against the working directory (the one rule for paths on the command line)."""
+    """A ``--model`` value: an id or Hugging Face name as given, a file path made absolute."""
     from rackbook.inputs import catalogs
 
     if catalogs.catalog_model_id(text) is not None or not catalogs.looks_like_path(text):
@@ -50,8 +49,8 @@ def _model_arg(text: str) -> str:
 
 @dataclass(frozen=True)
 class Arg:
-    """One ``add_argument`` call: its flags (or positional name) and keywords; typed by its
-    declaration in :data:`rackbook.params.FLAGS` under its verb (or ``number``, another verb)."""
+    """One ``add_argument`` call, typed by :data:`rackbook.params.FLAGS` under its verb (or
+    ``number``'s)."""
 
     flags: tuple[str, ...]
     kw: dict[str, Any]
@@ -65,8 +64,7 @@ class Arg:
 
 
 def arg(flags: str, help: str, number: str | None = None, **kw: Any) -> Arg:
-    """An :class:`Arg`: ``flags`` separated by spaces, ``help``, other keywords as
-    ``add_argument`` takes them."""
+    """An :class:`Arg`: space-separated ``flags``, ``help``, ``add_argument`` keywords."""
     return Arg(tuple(flags.split()), {**kw, "help": help}, number)
 
 
@@ -77,9 +75,8 @@ def switch(flags: str, help: str) -> Arg:
 
 @dataclass(frozen=True)
 class Verb:
-    """One verb: its ``help`` line, its arguments, its ``handler`` (``"module:function"``,
-    imported only when it runs: trace-mode verbs never import the live harness), whether it
-    needs the repository's checkout (``checkout``), and a longer ``description``."""
+    """One verb: help line, arguments, ``handler`` (``"module:function"``, imported only when
+    it runs), whether it needs the checkout, a longer ``description``."""
 
     help: str
     args: tuple[Arg, ...]
@@ -94,6 +91,7 @@ JSON_LAST = switch("--json", "print one JSON object last")
 JSON_INSTEAD = switch("--json", "print one JSON object instead")
 EXECUTED = arg("--out", "where executed results live")
 KV_DTYPES = list(params.KV_DTYPES)
+PHASES = ["decode", "prefill", "mixed"]
 #: ``--force`` and ``--jobs`` of the verbs that execute chapters (``run``, ``book``).
 SPEED = (
     switch(
@@ -113,50 +111,29 @@ VERBS: dict[str, Verb] = {
     "import": Verb(
         "convert a benchmark result into a trace folder",
         (
-            arg(
-                "format", "input format (rackbook.core.importers)", choices=list(importers.REGISTRY)
-            ),
+            arg("format", "input format", choices=list(importers.REGISTRY)),
             arg(
                 "input",
-                "vllm bench serve --save-result --save-detailed JSON; an offline "
-                "engine's results (rackbook-offline-engine JSON, book/rerun.md); or a "
-                "published source: InferenceX API rows (JSON), MLPerf summary.csv, "
-                "SGLang deepseek-v4-benchmarks.jsx",
+                "vllm bench serve JSON (--save-result --save-detailed), offline-engine JSON, "
+                "InferenceX rows (JSON), MLPerf summary.csv or SGLang's benchmarks .jsx",
             ),
             arg("-o --output", "trace folder to write", required=True),
-            switch(
-                "--force", "replace an existing trace folder at --output (only one rackbook wrote)"
-            ),
+            switch("--force", "replace a trace rackbook wrote at --output"),
             arg("--model", "mlperf: keep only this Model's rows"),
             arg("--engine", "offline-engine: engine label (default: the file's)"),
             arg("--source-url", "published: the source file's URL"),
             arg("--source-date", "published: date, YYYY-MM-DD"),
             arg(
                 "--label",
-                "scenario key stored on every request row (repeatable)",
+                "scenario key on every request row (repeatable)",
                 action="append",
                 type=params.label,
                 default=[],
                 metavar="KEY=VALUE",
             ),
-            arg(
-                "--kind",
-                "vllm-bench: trace kind (default recorded); published imports are always published",
-                choices=["recorded", "published", "synthetic"],
-            ),
-            arg(
-                "--gpu",
-                "vllm-bench: the GPU the benchmark ran on, an id in data/hardware.yaml "
-                "(as check --gpu takes; with --gpus), recorded as declared beside the "
-                "importing machine",
-                metavar="ID",
-            ),
-            arg(
-                "--gpus",
-                "vllm-bench: how many GPUs served the benchmark (with --gpu)",
-                number="check",
-                metavar="N",
-            ),
+            arg("--kind", "vllm-bench: trace kind", choices=["recorded", "published", "synthetic"]),
+            arg("--gpu", "vllm-bench: GPU id in data/hardware.yaml (with --gpus)", metavar="ID"),
+            arg("--gpus", "vllm-bench: GPUs that served it", number="check", metavar="N"),
         ),
         handler="rackbook.cli:cli_import",
         checkout=False,
@@ -171,16 +148,8 @@ VERBS: dict[str, Verb] = {
         "execute a result's notebook with papermill",
         (
             arg("result", "result name, or 'all'"),
-            arg(
-                "--source",
-                "trace (default) or live; a params file's `source` applies when not given",
-                choices=["trace", "live"],
-            ),
-            arg(
-                "--params-file",
-                "YAML mapping of notebook parameters (as `rackbook recipes` writes); -p overrides",
-                metavar="FILE",
-            ),
+            arg("--source", "trace (default) or live", choices=["trace", "live"]),
+            arg("--params-file", "YAML mapping of notebook parameters", metavar="FILE"),
             arg("-p --parameter", "notebook parameter (repeatable)", **PARAMETERS),
             arg("--out", "output folder (default _build/executed)"),
             *SPEED,
@@ -202,19 +171,8 @@ VERBS: dict[str, Verb] = {
         (
             EXECUTED,
             arg("--traces", "a folder of your own traces: execute every result on them first"),
-            arg(
-                "--reuse",
-                "with --traces: a folder of results already executed on the shipped "
-                "traces (such as _build/executed after make book), copied instead of "
-                "executed again",
-            ),
-            arg(
-                "--html",
-                "where the HTML book goes (a new folder, or one rackbook wrote: "
-                "replaced whole; default _build/html of the checkout, which is then not "
-                "touched)",
-                metavar="DIR",
-            ),
+            arg("--reuse", "with --traces: results already executed on the shipped traces"),
+            arg("--html", "HTML folder (default _build/html)", metavar="DIR"),
             switch("--strict", "warnings are errors (-W -n)"),
             *SPEED,
         ),
@@ -224,12 +182,7 @@ VERBS: dict[str, Verb] = {
         "global KV-cache bytes per token of a model",
         (
             arg("model", MODEL_HELP, type=_model_arg),
-            arg(
-                "--kv-dtype",
-                "KV-cache storage dtype (default fp4)",
-                choices=KV_DTYPES,
-                default="fp4",
-            ),
+            arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
             JSON_LAST,
             arg("--context", "also print bytes per sequence"),
         ),
@@ -243,99 +196,39 @@ VERBS: dict[str, Verb] = {
             arg("--gpus", "GPUs serving the claim", required=True),
             arg("--tok-s", "claimed tokens per second", required=True),
             arg(
-                "--per",
-                "per GPU or in total over --gpus (not given: in total over several "
-                "GPUs, as '8 x H200 does 12,000 tok/s' reads; per GPU for one; said in "
-                "the first line)",
-                choices=["gpu", "total"],
+                "--per", "per GPU or total (default total; one GPU: gpu)", choices=["gpu", "total"]
             ),
-            arg(
-                "--counted",
-                "tokens the figure counts: output, or input + output (needs --isl and --osl)",
-                choices=["output", "total"],
-            ),
+            arg("--counted", "input + output needs --isl, --osl", choices=["output", "total"]),
             arg("--isl", "input tokens per request"),
             arg("--osl", "output tokens per request"),
             arg("--context", "tokens each decoding sequence holds (default ISL + OSL / 2, else 0)"),
-            arg(
-                "--cached-share",
-                "share of the input tokens served from the prefix cache (0 to 1), or "
-                "'unknown' for the least share at which the figure is possible (not "
-                "given: 0, said as assumed)",
-            ),
-            arg(
-                "--concurrency",
-                "sequences in flight over all the GPUs of the claim (default: the best that fits)",
-            ),
+            arg("--cached-share", "input share from the prefix cache (0-1, or unknown)"),
+            arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)"),
             arg("--batch", "the same as --concurrency"),
-            arg(
-                "--tokens-per-step",
-                "tokens kept per decode step (speculative decoding's acceptance length)",
-                default=1.0,
-            ),
-            arg(
-                "--phase",
-                "what the GPUs run (default: mixed with --isl and --osl, else decode)",
-                choices=["decode", "prefill", "mixed"],
-            ),
+            arg("--tokens-per-step", "tokens per decode step (acceptance length)", default=1.0),
+            arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
             arg("--trace", "a trace folder for the this-run reading"),
             arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
-            arg(
-                "--precision",
-                "the routed experts' dtype (default: the format of the model's with the "
-                "fewest bytes, e.g. NVFP4 for DeepSeek-R1)",
-                choices=KV_DTYPES,
-            ),
-            arg(
-                "--engine",
-                "serving engine of the figure (vllm, sglang, trt-llm, ...; recorded in the basis)",
-            ),
-            arg(
-                "--speculation",
-                "speculative decoding of the figure: none, or the method (mtp, eagle, "
-                "ngram, ...); recorded in the basis",
-                metavar="METHOD",
-            ),
-            arg(
-                "--calibration",
-                "calibration folder for the attainable estimate (default: the shipped H200 one)",
-            ),
-            arg(
-                "--deployment",
-                "deployment of the attainable estimate: attention data- or "
-                "tensor-parallel, experts expert-parallel (default: dp-ep; tp-ep when "
-                "fewer sequences than GPUs)",
-                choices=["dp-ep", "tp-ep"],
-            ),
-            arg(
-                "--tpot-ms",
-                "TPOT limit the figure met (ms): caps the expected reading's decoding batch",
-            ),
-            arg("--ttft-s", "TTFT limit the figure met (s): said when prefill cannot meet it"),
+            arg("--precision", "routed experts' dtype (default: smallest)", choices=KV_DTYPES),
+            arg("--engine", "serving engine of the figure (recorded in the basis)"),
+            arg("--speculation", "speculative decoding: none or the method", metavar="METHOD"),
+            arg("--calibration", "calibration folder (default: the shipped H200 one)"),
+            arg("--deployment", "attention dp or tp, experts ep", choices=["dp-ep", "tp-ep"]),
+            arg("--tpot-ms", "TPOT limit the figure met (ms)"),
+            arg("--ttft-s", "TTFT limit the figure met (s)"),
             JSON_LAST,
         ),
         handler="rackbook.results.claim_check:cli_check",
     ),
     "validate": Verb(
         "the expected throughput against every published measurement",
-        (
-            JSON_LAST,
-            switch(
-                "--fit",
-                "refit the non-physics parameters on the published points first and "
-                "write data/published/expected-fit.yaml",
-            ),
-        ),
+        (JSON_LAST, switch("--fit", "refit on the published points (expected-fit.yaml) first")),
         handler="rackbook.results.validation:cli_validate",
     ),
     "eplb": Verb(
         "balancedness before and after EPLB for expert loads",
         (
-            arg(
-                "loads",
-                'JSON {"loads": [[tokens per logical expert] per layer]} or Parquet '
-                "with columns layer, expert, tokens",
-            ),
+            arg("loads", 'JSON {"loads": [[tokens per expert] per layer]} or Parquet'),
             arg("--ep-size", "expert-parallel ranks (GPUs)", required=True),
             arg("--redundant", "redundant expert replicas", default=0),
             arg("--groups", "expert groups", default=1),
@@ -349,34 +242,15 @@ VERBS: dict[str, Verb] = {
         "record a scenario from real vLLM servers (live mode)",
         (
             arg("scenario", f"one of: {', '.join(paths.RESULTS)}", metavar="SCENARIO"),
-            arg(
-                "--endpoint",
-                "URL of a running vLLM server (repeatable; rack-scaling takes one per "
-                "replica); none: servers are started locally",
-                action="append",
-                default=[],
-            ),
+            arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
             arg("--serve", "arguments for `vllm serve` to start one"),
-            arg("-o --output", "trace folder (default: the checkout's data/traces/live/SCENARIO)"),
-            arg(
-                "-p --parameter",
-                "scenario parameter (repeatable; lists comma-separated), e.g. -p "
-                "batch_sizes 8,16 -p output_len 64",
-                **PARAMETERS,
-            ),
-            switch(
-                "--resume",
-                "keep the points already finished in --output (same -p values) and "
-                "record only the missing or failed ones",
-            ),
-            switch(
-                "--accept-invalid",
-                "keep points whose requests fail the validity checks (run.json says so)",
-            ),
+            arg("-o --output", "trace folder (default data/traces/live/SCENARIO)"),
+            arg("-p --parameter", "scenario parameter (repeatable; lists: a,b)", **PARAMETERS),
+            switch("--resume", "keep the points finished in --output; record the rest"),
+            switch("--accept-invalid", "keep points whose requests fail the validity checks"),
         ),
-        description="Record one scenario's trace from real vLLM servers (needs the live env: "
-        "make live-setup). Each scenario's parameters (-p NAME VALUE) and their defaults are "
-        "listed in rackbook.inputs.scenarios and the book's rerun cards.",
+        description="Record one scenario's trace from real vLLM servers (make live-setup). "
+        "Parameters and defaults: rackbook.inputs.scenarios and the rerun cards.",
         handler="rackbook.live:cli_record",
     ),
     "calibrate": Verb(
@@ -384,29 +258,18 @@ VERBS: dict[str, Verb] = {
         (
             arg("--device", "default cuda", choices=["cuda", "cpu"]),
             arg("-o --output", "calibration folder to write"),
-            arg(
-                "--model",
-                "catalog model whose shapes are timed (default deepseek-v4.1-flash)",
-                default="deepseek-v4.1-flash",
-            ),
+            arg("--model", "catalog model timed", default="deepseek-v4.1-flash"),
             switch("--quick", "fewer sizes (a smoke run)"),
             arg("--save-json", "also write the rows as JSON", metavar="FILE"),
             arg("--from-json", "write -o DIR from a --save-json file", metavar="FILE"),
         ),
-        description="Time HBM read/copy, dense GEMMs, the catalog model's expert GEMMs, the "
-        "index scan and sparse attention with torch (the live env: .venv-live/bin/rackbook "
-        "calibrate) and write a calibration folder (rackbook check --calibration DIR).",
         handler="rackbook.cli:cli_calibrate",
     ),
     "recipes": Verb(
         "generate cluster recipes from the topology file",
         (
-            arg("--topology", "topology YAML (default: the checkout's env/cluster/topology.yaml)"),
-            arg(
-                "-o --output",
-                "folder of recipes (a new one, or one rackbook wrote: replaced whole; "
-                "default: the checkout's env/cluster/generated)",
-            ),
+            arg("--topology", "topology YAML (default env/cluster/topology.yaml)"),
+            arg("-o --output", "recipes folder (default env/cluster/generated)"),
         ),
         handler="rackbook.cluster.recipes:cli_recipes",
     ),
@@ -501,21 +364,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parse(
     argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
 ) -> argparse.Namespace:
-    """The command line read and every value checked before any work (the validation entry
-    point; nothing heavy imported): flags by :mod:`rackbook.params` (a usage error:
-    ``SystemExit(2)``), then the rules between flags and ``run``'s ``-p`` values
-    (:class:`InputError`). ``parser``: one :func:`build_parser` made, for many lines."""
+    """The command line read and every value checked before any work, nothing heavy imported
+    (usage error: ``SystemExit(2)``; rules between values: InputError)."""
     args = (parser or build_parser()).parse_args(argv)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
         where = f"notebooks/{args.result}.ipynb"
-        params.check_given(args.result, params.read_pairs(args.parameter), where)
+        given = params.read_pairs(args.parameter)
+        params.check_given(args.result, given, where)
+        params.check_trace_extent(args.result, given, where)
     return args
 
 
 def cli_calibrate(args: argparse.Namespace) -> int:
-    """``rackbook calibrate``: :mod:`rackbook.live.calibrate` times the kernels of the catalog's
-    model and GPUs (read without validation where pydantic is missing: a CUDA image)."""
+    """``rackbook calibrate`` (:mod:`rackbook.live.calibrate`; raw catalog without pydantic)."""
     from rackbook.live import calibrate
 
     def catalog() -> calibrate.Catalog:
@@ -565,8 +427,8 @@ def cli_import(args: argparse.Namespace) -> int:
 
 
 def cli_summarize(args: argparse.Namespace) -> int:
-    """``rackbook summarize TRACE_DIR [--json]`` (the JSON object printed last): a published
-    trace by its points, any other trace without requests an error (not a table of zeros)."""
+    """``rackbook summarize TRACE_DIR [--json]``; a trace without requests is an error unless
+    published (summarized by its points)."""
     import json
 
     from rackbook.core import published_summary, summary, traces
@@ -598,8 +460,8 @@ def cli_summarize(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _import_output(args: argparse.Namespace) -> Iterator[None]:
-    """``import``'s output folder, locked for the whole import once known replaceable: missing,
-    empty, or a trace rackbook wrote and ``--force``; never one the input lies inside."""
+    """``import``'s output folder, locked once replaceable (missing, empty, or a rackbook trace
+    with ``--force``; never holding the input)."""
     from rackbook.core import fsio
 
     out = fsio.check_output_folder(Path(args.output), "-o")
@@ -621,7 +483,7 @@ PATH_OPTIONS = {
 
 
 def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    """An empty path (``-o ''``) refused by the flag's name: it would read as the working folder."""
+    """An empty path (``-o ''``) refused by its flag's name."""
     for dest, flag in PATH_OPTIONS.items():
         value = getattr(args, dest, None)
         if isinstance(value, str) and not value.strip():

@@ -1,12 +1,6 @@
-"""Limits checked before any work: what an input file may be, how large, and the bounds of counts.
-
-:func:`input_file` comes first in every reader of a user's file: a regular file (not a folder,
-FIFO, device or socket) within the size limit, one per kind of file (MB, 10**6 bytes): read
-whole, :data:`DEFAULT_MAX_INPUT_MB` (YAML :data:`YAML_MAX_MB`); read in bounded memory (JSON,
-CSV), :data:`STREAMED_MAX_MB`, only a backstop on time and on what gzip inflates to. Every verb's
-``--max-input-mb`` sets one limit for every kind; a trace's Parquet tables are exempt. Counts are
-bounded by :data:`BOUNDS`: far above any real deployment, low enough that the work fits in memory.
-"""
+"""Limits checked before any work: input files (:func:`input_file`: a regular file within its
+kind's size limit, MB = 10**6 bytes; ``--max-input-mb`` sets one limit for all; Parquet exempt)
+and counts (:data:`BOUNDS`: far above any deployment, low enough to fit in memory)."""
 
 from __future__ import annotations
 
@@ -17,9 +11,8 @@ from pathlib import Path
 
 from rackbook.errors import InputError
 
-#: Default largest input file (MB, 10**6 bytes) read into memory whole.
+#: Default largest input file read whole / read in bounded memory or gzip-inflated (MB).
 DEFAULT_MAX_INPUT_MB = 256.0
-#: Default largest input file read in bounded memory (MB), or what a gzip one inflates to.
 STREAMED_MAX_MB = 16_000.0
 _max_input_mb = DEFAULT_MAX_INPUT_MB
 
@@ -43,17 +36,12 @@ BOUNDS: dict[str, int] = {
     "csv_lines": 100_000,  # lines of one published CSV (MLPerf's summary.csv: about 5,000)
 }
 
-
 #: Entries a list parameter may hold.
 MAX_LIST_ENTRIES = 1_000
-#: YAML files (parameters, catalogs, topology) are small and the parser is slow: at most this
-#: many MB unless ``--max-input-mb`` is raised above its default.
+#: Caps (MB) unless ``--max-input-mb`` is given: YAML (slow parser), JavaScript sources (SGLang
+#: cookbook, ~0.1 MB), one CSV line.
 YAML_MAX_MB = 4.0
-#: JavaScript sources (the SGLang cookbook's cells, about 0.1 MB) are parsed whole, in Python:
-#: at most this many MB unless ``--max-input-mb`` is given.
 JS_MAX_MB = 16.0
-#: Longest line of a CSV file read line by line (MB); one field is bounded by the csv module's
-#: field size limit (128 KiB).
 CSV_LINE_MB = 1.0
 
 
@@ -77,8 +65,7 @@ def input_file(
     cap_mb: float | None = None,
     streamed: bool = False,
 ) -> Path:
-    """``path`` once known a regular file within the size limit (``streamed``: read in bounded
-    memory, :data:`STREAMED_MAX_MB`); else one :class:`InputError`."""
+    """``path`` once known a regular file within the size limit; else one InputError."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -110,9 +97,8 @@ def input_file(
     return p
 
 
-#: A gzip file may inflate to this many times its size (at least :data:`GZIP_FLOOR_MB`) unless
-#: ``--max-input-mb`` is given: JSON of numbers compresses 2-10 times; a file of one byte
-#: repeated (a gzip bomb) about 1,000 times.
+#: A gzip file may inflate to this many times its size, at least GZIP_FLOOR_MB (JSON: 2-10x;
+#: a gzip bomb ~1,000x), unless ``--max-input-mb`` is given.
 GZIP_RATIO = 200
 GZIP_FLOOR_MB = 64.0
 
@@ -129,7 +115,7 @@ def decode_problem(data: bytes, exc: UnicodeDecodeError) -> str:
     if b"\0" in data[:65536]:
         return "not text (binary file?)"
     start = exc.start
-    try:  # the offset in ``data`` itself (a decoder may have skipped a byte-order mark)
+    try:  # the offset in ``data`` itself (past any byte-order mark)
         data.decode("utf-8")
     except UnicodeDecodeError as plain:
         start = plain.start
@@ -157,15 +143,12 @@ def bounded(
     return int(value)
 
 
-#: Fewest open files rackbook works with (descriptors: Python's imports, Parquet readers,
-#: the notebook's child and kernel, their pipes and logs). Below it a verb would fail half-way
-#: with an unnamed error (24 was seen to fail after 62 s).
+#: Fewest open files rackbook works with (imports, Parquet, kernel pipes): 24 failed half-way.
 MIN_OPEN_FILES = 256
 
 
 def check_open_files() -> None:
-    """Raise the soft limit of open files to :data:`MIN_OPEN_FILES` where the hard limit
-    allows; :class:`InputError` (before any work) where it does not."""
+    """Raise the soft open-files limit to MIN_OPEN_FILES if allowed; else InputError."""
     try:
         import resource
     except ImportError:  # not POSIX

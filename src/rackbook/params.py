@@ -1,13 +1,7 @@
-"""The params schema: every numeric command-line flag (:data:`FLAGS`) and every notebook
-parameter (:data:`NOTEBOOK`) with its type, range or choices and unit, and the one rule that
-reads a value against it (:func:`check_value`), so a bad value is one line (exit 2) before any
-work. A notebook parameter's name, default and meaning are its ``parameters`` cell's.
-
-Numbers are read once, by :func:`to_number`: text is bounded in length before conversion;
-``nan``, ``inf`` and subnormal floats are refused; integers must be written as integers; then
-the value must lie in its range (:data:`rackbook.limits.BOUNDS`: far above any real deployment,
-low enough that the work fits in memory). Imports only the standard library and
-:mod:`rackbook.errors`/:mod:`rackbook.limits` (the CLI builds its parser from it).
+"""The params schema: every numeric CLI flag (:data:`FLAGS`) and notebook parameter
+(:data:`NOTEBOOK`) with its type, range or choices and unit, and the one rule reading a value
+against it (:func:`check_value`, numbers by :func:`to_number`). A notebook parameter's name,
+default and meaning are its ``parameters`` cell's. Standard library only (the CLI imports it).
 """
 
 from __future__ import annotations
@@ -32,11 +26,9 @@ MAX_TEXT_CHARS = 10_000
 
 @dataclass(frozen=True)
 class Spec:
-    """One value's declaration. ``kind``: ``int``, ``number``, ``choice``, ``text``, ``path``,
-    ``url``, ``list`` (entries of ``item``) or a catalog id (``model``, ``gpu``, ``system``,
-    ``price``); ``lo``/``hi`` the inclusive range of a number (``lo_open``: ``lo`` itself
-    excluded; ``hi_open`` likewise); ``nullable``: None (YAML ``null``) allowed;
-    ``min_items`` the fewest entries a list may hold."""
+    """One value's declaration: ``kind`` (int, number, choice, text, path, url, list of
+    ``item``, or a catalog id: :data:`CATALOG`), inclusive range ``lo``..``hi`` (``*_open``:
+    that end excluded), ``nullable`` (None allowed), ``min_items`` of a list."""
 
     kind: str
     lo: float | None = None
@@ -81,8 +73,7 @@ def _show(value: Any) -> str:
 # ----------------------------------------------------------------------------- the one rule
 
 
-#: The text of a number, as YAML 1.2's core schema writes one (no leading zero: YAML 1.1
-#: read ``010`` as octal 8): an integer; a float (or inf/nan, refused by name below).
+#: A number's text as YAML 1.2's core schema writes one (no leading zero).
 _INT_TEXT = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
 _FLOAT_TEXT = re.compile(
     r"^[-+]?(?:(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
@@ -92,8 +83,7 @@ _FLOAT_TEXT = re.compile(
 
 
 def _not_a_number(text: str) -> str:
-    """Why ``text`` is not read as a number, when it is written in a notation other readers
-    take (YAML 1.1, Python); "" otherwise."""
+    """Why ``text`` in another reader's notation (YAML 1.1, Python) is no number; else ""."""
     bare = text.lstrip("+-")
     if re.fullmatch(r"0[xX][0-9a-fA-F_]+", bare):
         return " (hexadecimal is not read as a number: write it in decimal)"
@@ -107,8 +97,8 @@ def _not_a_number(text: str) -> str:
 
 
 def to_number(value: Any, spec: Spec) -> int | float:
-    """``value`` (text from the command line, or a parsed YAML/JSON value) as the number
-    ``spec`` declares, within its range; ``ValueError`` with the problem otherwise."""
+    """``value`` (command-line text or parsed YAML/JSON) as ``spec``'s number, in range;
+    else ``ValueError`` naming the problem (nan, inf, subnormals and overlong text refused)."""
     integer = spec.kind == "int"
     if isinstance(value, bool):
         raise ValueError(f"expected {spec.range_text()}, got {value!r}")
@@ -148,9 +138,7 @@ def to_number(value: Any, spec: Spec) -> int | float:
 
 
 def check_value(value: Any, spec: Spec) -> Any:
-    """``value`` checked against ``spec`` (numbers as :func:`to_number` reads them; lists entry
-    by entry; catalog ids looked up); ``ValueError`` naming the problem, the entry's index
-    first (``[2]: ...``) for a list."""
+    """``value`` checked against ``spec``; ``ValueError`` (a list entry's prefixed ``[i]: ``)."""
     if value is None:
         if spec.nullable:
             return None
@@ -163,7 +151,6 @@ def check_value(value: Any, spec: Spec) -> Any:
 
 
 def _check_list(value: Any, spec: Spec) -> list[Any]:
-    """A list's length against its bounds, then each entry against ``spec.item``."""
     if not isinstance(value, list):
         raise ValueError(f"expected a list, got {_show(value)}")
     if len(value) > MAX_LIST_ENTRIES:
@@ -181,7 +168,6 @@ def _check_list(value: Any, spec: Spec) -> list[Any]:
 
 
 def _check_text(value: Any, spec: Spec) -> str:
-    """Text: bounded in length, then as its kind says (a choice, a URL, a catalog id)."""
     if not isinstance(value, str):
         raise ValueError(f"expected text, got {_show(value)}")
     if len(value) > MAX_TEXT_CHARS:
@@ -199,8 +185,7 @@ def _check_text(value: Any, spec: Spec) -> str:
     return value
 
 
-#: Kinds whose values are catalog ids, looked up in :mod:`rackbook.inputs.catalogs` (an
-#: unknown id is an InputError).
+#: Kinds whose values are catalog ids (:mod:`rackbook.inputs.catalogs`).
 CATALOG = ("model", "gpu", "system", "price")
 
 
@@ -243,11 +228,8 @@ _LENGTH = _int(1, TOKENS, "tokens")
 _GPUS = _int(1, "gpus", "GPUs")
 _BATCH = _int(1, "batch_size", "requests per decode rank")
 
-#: result -> notebook parameter -> what its ``parameters`` cell cannot say: kind, range, unit,
-#: choices. The cell is the one source of each parameter's name, default and meaning (its
-#: comment, which papermill's ``inspect_notebook`` reads as help); ``tests/test_params.py``
-#: checks that every parameter of every notebook has exactly one entry here and every entry a
-#: parameter, and that every default passes its entry.
+#: result -> notebook parameter -> what its ``parameters`` cell cannot say (kind, range, unit);
+#: the cell declares name, default and meaning. tests/test_params.py keeps the two in step.
 NOTEBOOK: dict[str, dict[str, Spec]] = {
     "decode-parity": {
         **_COMMON,
@@ -348,9 +330,8 @@ NOTEBOOK: dict[str, dict[str, Spec]] = {
 
 
 def cell_defaults(result: str) -> dict[str, Any]:
-    """The defaults of ``result``'s notebook ``parameters`` cell by name (a default that is not
-    a Python literal reads as None): the one declaration of each parameter's name and default,
-    read without papermill (the results' ``Params`` take their defaults from it at import)."""
+    """``result``'s ``parameters`` cell defaults by name (not a literal: None), read without
+    papermill; the results' ``Params`` take their defaults from it."""
     import ast
     import json
 
@@ -369,8 +350,8 @@ def cell_defaults(result: str) -> dict[str, Any]:
 
 
 def check_parameter(result: str, name: str, value: Any, where: str, *, lookup: bool = True) -> Any:
-    """A notebook parameter's value checked against :data:`NOTEBOOK` (``InputError``, field
-    ``parameter NAME``, on a bad one); ``lookup=False`` skips the catalog lookups."""
+    """A notebook parameter's value against :data:`NOTEBOOK` (InputError ``parameter NAME``);
+    ``lookup=False`` skips catalog lookups."""
     spec = NOTEBOOK.get(result, {}).get(name)
     if spec is None:
         return value
@@ -393,9 +374,8 @@ MAX_PARAMETER_CHARS = 100_000
 
 
 def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs, values read as YAML 1.2 scalars (:func:`loader.parse_yaml12`;
-    text YAML cannot read stays text). A name that is not an identifier, or a value over
-    :data:`MAX_PARAMETER_CHARS`, is refused."""
+    """``-p NAME VALUE`` pairs, values read as YAML 1.2 (else kept as text); bad names and
+    values over :data:`MAX_PARAMETER_CHARS` refused."""
     import yaml
 
     from rackbook.inputs.loader import parse_yaml12
@@ -417,36 +397,46 @@ def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]
     return out
 
 
-def check_given(result: str, values: Mapping[str, Any], where: str) -> None:
-    """The ``-p`` values of ``rackbook run RESULT`` against :data:`NOTEBOOK` alone (no
-    notebook, catalog or trace read: the CLI's first check, before any heavy import): names,
-    types, ranges, choices, and the rules between the values given."""
+def check_given(
+    result: str,
+    values: Mapping[str, Any],
+    where: str,
+    defaults: Mapping[str, Any] | None = None,
+    *,
+    lookup: bool = False,
+) -> None:
+    """The one check of ``result``'s notebook parameters given (``-p``, a params file) against
+    :data:`NOTEBOOK`: names, types, ranges, choices (catalog ids looked up with ``lookup``),
+    then the rules between them (``defaults`` merged under). Reads no notebook or trace."""
     declared = NOTEBOOK.get(result)
-    if declared is None:
+    if declared is None:  # "all" or an unknown result: its own check says
         return
     for name, value in values.items():
         if name not in declared:
-            raise InputError(
-                where,
-                f"parameter {name}",
-                f"not a parameter of this notebook; known: {', '.join(declared)}",
-            )
+            known = ", ".join(declared)
+            problem = f"not a parameter of this notebook; known: {known}"
+            raise InputError(where, f"parameter {name}", problem)
         if name != "trace":
-            check_parameter(result, name, value, where, lookup=False)
-    check_together(result, values, where)
-    if result == "eplb-balance" and {"show_layer", "fit_windows"} & set(values):
-        from rackbook import paths
+            check_parameter(result, name, value, where, lookup=lookup)
+    check_together(result, {**(defaults or {}), **values}, where)
 
-        trace = values.get("trace")
-        folder = paths.TRACES / result if trace is None else Path(str(trace))
-        top = expert_extent(folder) if "\0" not in str(folder) else None
-        if top is not None:
-            check_extent(top, values, where)
+
+def check_trace_extent(result: str, values: Mapping[str, Any], where: str) -> None:
+    """eplb-balance's ``show_layer``/``fit_windows`` given against the trace's extent."""
+    if result != "eplb-balance" or not {"show_layer", "fit_windows"} & set(values):
+        return
+    from rackbook import paths
+
+    trace = values.get("trace")
+    folder = paths.TRACES / result if trace is None else Path(str(trace))
+    top = expert_extent(folder) if "\0" not in str(folder) else None
+    if top is not None:
+        check_extent(top, values, where)
 
 
 def _typed(value: Any, spec: Spec) -> None:
-    """A notebook parameter's value (parsed YAML) is of its declared type: text is never read
-    as a number here (the kernel would get the text, not the number)."""
+    """A parsed value is of its declared type: text is never a number here (the kernel would
+    get the text)."""
     if spec.kind in ("int", "number") and isinstance(value, str):
         why = _not_a_number(value.strip())
         raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
@@ -459,8 +449,7 @@ def _typed(value: Any, spec: Spec) -> None:
 
 
 def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
-    """The rules between one notebook's parameters (``params``: defaults and given values
-    merged); :class:`InputError` naming the parameter given last in each rule."""
+    """The rules between one notebook's parameters (defaults and given merged)."""
     p = params
 
     def ints(*names: str) -> bool:
@@ -482,8 +471,8 @@ def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
 
 
 def expert_extent(trace: Path) -> dict[str, int] | None:
-    """The largest ``window``, ``layer`` and ``expert`` of a trace's expert-load table (from the
-    row groups' statistics where all have them); None when it cannot be read (its reader says)."""
+    """Largest ``window``, ``layer``, ``expert`` of a trace's expert loads (row-group
+    statistics where present); None when unreadable (its reader says)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -507,8 +496,7 @@ def expert_extent(trace: Path) -> dict[str, int] | None:
 
 
 def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> None:
-    """eplb-balance's ``show_layer`` and ``fit_windows`` against the trace's layers and
-    windows (:func:`expert_extent`): the layer exists, a window is left to score."""
+    """``show_layer`` exists and ``fit_windows`` leaves a window to score in ``top``."""
     layers, windows = top["layer"] + 1, top["window"] + 1
     show, fit = p.get("show_layer"), p.get("fit_windows")
     if isinstance(show, int) and not 0 <= show < layers:
@@ -537,8 +525,7 @@ def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str)
 
 # ----------------------------------------------------------------------------- CLI flags
 
-#: verb -> argparse dest -> declaration of its numeric flags (``--max-input-mb`` of every
-#: verb is :data:`MAX_INPUT_MB`).
+#: verb -> argparse dest -> its numeric flag's declaration.
 FLAGS: dict[str, dict[str, Spec]] = {
     "check": {
         "gpus": _int(1, 1_048_576, "GPUs"),
@@ -571,8 +558,7 @@ LABELS: dict[str, Spec] = {
 
 
 def flag_type(spec: Spec) -> Callable[[str], Any]:
-    """argparse ``type`` of a flag declared by ``spec``: :func:`to_number` (one rule), the
-    problem said in the usage error's one line."""
+    """argparse ``type`` of a flag declared by ``spec`` (:func:`to_number`)."""
 
     def parse(text: str) -> Any:
         if spec.kind in ("int", "number") and text.strip().lower() in spec.choices:
@@ -587,8 +573,7 @@ def flag_type(spec: Spec) -> Callable[[str], Any]:
 
 
 def label(text: str) -> tuple[str, str]:
-    """argparse ``type`` of ``--label KEY=VALUE``; the integer keys (:data:`LABELS`) read by
-    the one rule (the value kept as its text)."""
+    """argparse ``type`` of ``--label KEY=VALUE`` (:data:`LABELS` keys read as integers)."""
     if "=" not in text or text.startswith("="):
         raise argparse.ArgumentTypeError(f"label {text[:60]!r} is not KEY=VALUE")
     key, value = text.split("=", 1)
@@ -601,7 +586,7 @@ def label(text: str) -> tuple[str, str]:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """The rules between one verb's flags (each flag alone was read by :func:`flag_type`)."""
+    """The rules between one verb's flags."""
     if args.verb == "eplb":
         _check_nodes(args.nodes, args.ep_size, "--ep-size", "-", "--nodes")
     if args.verb == "check" and args.batch is not None and args.concurrency is not None:

@@ -55,16 +55,14 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
 def check_parameters(
     nb: Path, params: dict[str, Any], defaults: dict[str, Any], source: str, result: str
 ) -> None:
-    """Refuse, before any kernel starts, a value outside its declaration, the rules
-    between parameters or (trace mode) a trace the result cannot read."""
+    """Refuse, before any kernel starts, a parameter the notebook does not declare or a value
+    outside its declaration (:func:`rackbook.params.check_given`); in trace mode also what the
+    trace holds: ``trace`` (and ``trace_b`` when given) name a folder the result can read."""
     from rackbook import params as schema
 
     shown = display_path(nb)
-    for name, value in params.items():
-        if name != "trace":
-            schema.check_parameter(result, name, value, shown)
+    schema.check_given(result, params, shown, defaults, lookup=True)
     merged = defaults | params
-    schema.check_together(result, merged, shown)
     if source != "trace":
         return
     trace = merged.get("trace")
@@ -175,13 +173,6 @@ def prepare_run(
     fsio.refuse_special(out_dir, "--out", result_files())
     params = dict(parameters or {})
     defaults = schema.cell_defaults(result)
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
-        raise InputError(
-            display_path(nb),
-            f"parameter {unknown[0]}",
-            f"not a parameter of this notebook; known: {', '.join(defaults)}",
-        )
     check_parameters(nb, params, defaults, source, result)
     read = {f"-p {n}": params[n] for n in PATH_PARAMETERS if isinstance(params.get(n), str)}
     fsio.refuse_overlap({"--out": out_dir}, {k: v for k, v in read.items() if v})

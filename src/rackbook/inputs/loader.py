@@ -1,8 +1,6 @@
-"""One loader for every declarative YAML input (claims registry, catalogs, topology): YAML's safe
-loader with duplicate keys and alias bombs refused, then a strict pydantic model. Every problem
-is one :class:`~rackbook.errors.InputError`: the file (relative to the repository when inside
-it), the field path (an entry with an ``id`` shown by it, ``claims[<id>]``, else by index), the
-problem, e.g. ``data/claims.yaml: claims[rack-scaling.cost].unit: field required``.
+"""One loader for every declarative YAML input: the safe loader (duplicate keys and alias bombs
+refused), then a strict pydantic model; every problem one InputError naming file, field path
+(``claims[<id>].unit``) and problem.
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ class Strict(BaseModel):
 
 
 def field_error(field: str, problem: str) -> PydanticCustomError:
-    """A validation error raised inside a model validator that names the field (a dotted path
-    relative to the model) it is about."""
+    """A model validator's error naming its field (dotted path relative to the model)."""
     return PydanticCustomError(FIELD_ERROR, "{problem}", {"problem": problem, "field": field})
 
 
@@ -55,9 +52,8 @@ def check_unique_ids(entries: Sequence[Any], section: str) -> None:
 
 
 def check_basis_block(entry: Any, taken: Sequence[str], where: str) -> None:
-    """Validate an entry's ``basis`` block: no part that comes from ``where`` (a field of the
-    entry named ``taken``), and a full basis (the entry's ``figure_basis``) that builds;
-    pydantic field errors ``basis.PART`` otherwise."""
+    """An entry's ``basis`` block sets no part ``taken`` from ``where`` and builds; else a
+    field error ``basis.PART``."""
     clash = sorted(set(entry.basis) & set(taken))
     if clash:
         raise field_error(f"basis.{clash[0]}", f"comes from {where}; not allowed here")
@@ -77,8 +73,7 @@ def display_path(path: str | Path) -> str:
         return str(p)
 
 
-#: Nodes that aliases may add to a YAML document when expanded (a "billion laughs" file
-#: expands exponentially: refused before anything is built from it).
+#: Nodes aliases may add to a YAML document when expanded (refuses "billion laughs")
 MAX_ALIAS_NODES = 10_000
 
 
@@ -97,8 +92,7 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a mapping with the same key twice, and aliases that expand to
-    more than :data:`MAX_ALIAS_NODES` nodes beyond the document's own."""
+    """SafeLoader refusing duplicate keys and alias bombs (:data:`MAX_ALIAS_NODES`)."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -114,8 +108,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _refuse_alias_bomb(node: Any) -> None:
-    """A composed document whose aliases expand to more than :data:`MAX_ALIAS_NODES` nodes
-    beyond its distinct ones (the memo's entries) is a ``ComposerError``."""
+    """``ComposerError`` when aliases add over :data:`MAX_ALIAS_NODES` nodes."""
     memo: dict[int, int] = {}
     expanded = _expanded_size(node, memo)
     extra = expanded - len(memo)
@@ -154,11 +147,9 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The same safe loader on libyaml's C parser, about 10x faster: duplicate keys refused,
-    aliases that expand beyond :data:`MAX_ALIAS_NODES` refused (checked on the composed nodes
-    whenever the text could hold an alias, :data:`_ALIAS`). Used only for documents nested at
-    most :data:`_SHALLOW_DEPTH` deep (:func:`_shallow`): deeper ones keep the Python parser,
-    whose recursion limit refuses them cleanly."""
+    """The same checks on libyaml's C parser (about 10x faster), for documents at most
+    :data:`_SHALLOW_DEPTH` deep; deeper ones keep the Python parser, whose recursion limit
+    refuses them cleanly. Alias bombs checked when the text may hold an alias."""
 
     def get_single_node(self) -> Any:
         node = super().get_single_node()
@@ -175,14 +166,12 @@ _FastUniqueKeyLoader.add_constructor(
 _SHALLOW_DEPTH = 64
 _INDENT = re.compile(r"^( *)\S", re.MULTILINE)
 _BRACKETS = re.compile(r"[^\[\]{}]+")
-#: What could be an alias: ``*name`` after a space, a bracket, a comma or at the start of a
-#: line (``a * b`` is not).
+#: What could be an alias: ``*name`` after a space, bracket, comma or line start.
 _ALIAS = re.compile(r"(?:^|[\s\[\]{},])\*[^\s\[\]{},]", re.MULTILINE)
 
 
 def _shallow(text: str) -> bool:
-    """A document nested at most :data:`_SHALLOW_DEPTH` deep, counting every bracket (quoted or
-    not) and indentation in pairs of spaces: what the C parser reads as the Python one does."""
+    """Nested at most :data:`_SHALLOW_DEPTH` deep (brackets, quoted or not; indent / 2)."""
     depth = deepest = 0
     for c in _BRACKETS.sub("", text):
         depth += 1 if c in "[{" else -1
@@ -199,10 +188,8 @@ _BOOL = "tag:yaml.org,2002:bool"
 
 
 class Yaml12Loader(_UniqueKeyLoader):
-    """:class:`_UniqueKeyLoader` reading numbers and booleans as YAML 1.2's core schema does, for
-    parameters (``-p NAME VALUE``, parameter files): YAML 1.1's octal ``010``, base-60 ``1:00``,
-    hex, ``1_000``, yes/no/on/off and leading zeros stay text, which
-    :func:`rackbook.params.to_number` refuses by name. The catalogs keep YAML 1.1 (``1_000``)."""
+    """Numbers and booleans as YAML 1.2's core schema reads them, for parameters: YAML 1.1's
+    ``010``, ``1:00``, hex, ``1_000``, yes/no stay text (refused by name). Catalogs keep 1.1."""
 
 
 Yaml12Loader.yaml_implicit_resolvers = {
@@ -230,17 +217,14 @@ def parse_yaml12(text: str) -> Any:
     return yaml.load(text, Loader=Yaml12Loader)  # a SafeLoader subclass
 
 
-#: Parsed YAML documents by the hash of their bytes: the book's page generator and the
-#: chapters read the same catalogs and claims many times (claims.yaml 20 times in one
-#: ``rackbook book``, 0.7 s of pure-Python parsing). Keyed by content, never stale.
+#: Parsed YAML documents by the hash of their bytes (claims.yaml is read 20 times a book).
 _PARSED: dict[bytes, Any] = {}
 _PARSED_MAX = 64
 
 
 def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
-    """Parse a YAML file (safe loader, duplicate keys refused; ``yaml12``:
-    :class:`Yaml12Loader`); errors name the file. Each call returns a new object; the same bytes
-    are parsed once per process (:data:`_PARSED`)."""
+    """A YAML file parsed (``yaml12``: :class:`Yaml12Loader`), a new copy each call; the same
+    bytes parsed once per process. Errors name the file."""
     p = Path(path)
     shown = display_path(p)
     try:
@@ -264,7 +248,6 @@ def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
 
 
 def _parse_yaml(data: bytes, shown: str, loader: type[_UniqueKeyLoader] | None = None) -> Any:
-    """:func:`read_yaml`'s parse of a file's bytes (the file named ``shown`` in errors)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -339,8 +322,7 @@ def problem_text(err: Mapping[str, Any]) -> str:
 
 
 def validate(model: type[M], raw: Any, file: str | Path) -> M:
-    """Validate parsed data with ``model``; the first problem becomes one InputError naming
-    ``file`` (as given), the field path and the problem (``(+N more)`` when there are more)."""
+    """``raw`` validated with ``model``; the first problem one InputError (``(+N more)``)."""
     file = str(file)
     if not isinstance(raw, dict):
         kind = "empty file" if raw is None else type(raw).__name__
@@ -366,8 +348,7 @@ DERIVED = paths.ROOT / ".cache" / "derived"
 
 @functools.cache
 def _source_key() -> bytes:
-    """A hash of the package's source (every ``.py`` under ``src/rackbook``): a derived value
-    computed by other code is never read back."""
+    """A hash of the package's ``.py`` sources (values derived by other code are not read)."""
     h = hashlib.blake2b(digest_size=20)
     root = Path(__file__).resolve().parents[1]
     for f in sorted(root.rglob("*.py")):
@@ -376,9 +357,8 @@ def _source_key() -> bytes:
 
 
 def derived(name: str, files: Sequence[Path], build: Callable[[], Any]) -> Any:
-    """The JSON value ``build()`` derives from ``files``, kept in ``.cache/derived/`` keyed by the
-    names and bytes of ``files`` and of the package's source; read back with :mod:`json` alone
-    (no pandas: ``rackbook check`` stays fast); built in memory when the cache fails."""
+    """``build()``'s JSON value, cached in ``.cache/derived/`` keyed by ``files`` and the
+    package source; read back with json alone (``check`` stays fast)."""
     h = hashlib.blake2b(name.encode() + _source_key(), digest_size=20)
     for f in sorted(files):
         h.update(str(f).encode() + b"\0")
