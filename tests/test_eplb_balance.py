@@ -475,8 +475,3 @@ def test_figures_draw_from_the_analysis(hand_gpu) -> None:
             assert ax.get_ylabel() == "balancedness (0 to 1)"
             assert "synthetic routing model" in fig.get_suptitle()
         matplotlib.pyplot.close(fig)
-    fig = figures.balance_against(hand_gpu, "skew")
-    assert "synthetic routing model" in fig.axes[0].get_title()
-    matplotlib.pyplot.close(fig)
-    with pytest.raises(ValueError, match="no sweep 'seed'"):
-        figures.balance_against(hand_gpu, "seed")
