@@ -22,6 +22,7 @@ ends are shown (:func:`rackbook.physics.roofline.context_growth`), each with its
 Modules: ``measure`` (latency, fit, delta, memory), ``readings``, ``chapter``.
 """
 
+# ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
 
 from rackbook.results.context_latency.chapter import (
@@ -32,76 +33,7 @@ from rackbook.results.context_latency.chapter import (
     analyse,
     outcome,
 )
-from rackbook.results.context_latency.measure import (
-    DELTA_FORMULA,
-    FIT_FORMULA,
-    SERIES_KEYS,
-    Delta,
-    LinearFit,
-    decode_latency_by_context,
-    delta,
-    fit_linear,
-    main_series,
-    memory_by_context,
-    single_context,
-    t_975,
-)
-from rackbook.results.context_latency.readings import (
-    DELTA_ID,
-    DELTA_PCT_ID,
-    KV_BYTES_ID,
-    KV_BYTES_KEY,
-    KV_READ_FORMULA,
-    GrowthReading,
-    ImpliedLatency,
-    claimed_span,
-    delta_run_reading,
-    evidence_kind,
-    growth_attainable,
-    growth_physics,
-    implied_latency_physics,
-    kv_bytes_in_run,
-    kv_bytes_physics,
-    kv_bytes_run_reading,
-)
-
-__all__ = [
-    "Analysis",
-    "DELTA_FORMULA",
-    "DELTA_ID",
-    "DELTA_PCT_ID",
-    "Delta",
-    "FIGURES",
-    "FIT_FORMULA",
-    "GrowthReading",
-    "ImpliedLatency",
-    "KV_BYTES_ID",
-    "KV_BYTES_KEY",
-    "KV_READ_FORMULA",
-    "LinearFit",
-    "Params",
-    "RESULT",
-    "SERIES_KEYS",
-    "analyse",
-    "claimed_span",
-    "decode_latency_by_context",
-    "delta",
-    "delta_run_reading",
-    "evidence_kind",
-    "fit_linear",
-    "growth_attainable",
-    "growth_physics",
-    "implied_latency_physics",
-    "kv_bytes_in_run",
-    "kv_bytes_physics",
-    "kv_bytes_run_reading",
-    "main_series",
-    "memory_by_context",
-    "outcome",
-    "single_context",
-    "t_975",
-]
-
+from rackbook.results.context_latency.measure import DELTA_FORMULA, FIT_FORMULA
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {

@@ -23,11 +23,11 @@ Modules: ``synthetic`` (the default trace, its command line), ``measure``, ``rea
 ``chapter``.
 """
 
+# ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
 
 from rackbook.results.eplb_balance.chapter import (
     FIGURES,
-    LEGACY_REASON,
     RESULT,
     SWEEPS,
     Analysis,
@@ -35,86 +35,6 @@ from rackbook.results.eplb_balance.chapter import (
     analyse,
     outcome,
 )
-from rackbook.results.eplb_balance.measure import (
-    Placements,
-    fit,
-    layer_rank_loads,
-    loads_from_table,
-    recovered_shares,
-    scenario,
-    score,
-    sweep,
-    trace_loads,
-    uniform_floor,
-)
-from rackbook.results.eplb_balance.readings import (
-    balancedness_physics,
-    kind_of,
-    model_skew,
-    recovered_physics,
-    run_reading,
-)
-from rackbook.results.eplb_balance.synthetic import (
-    AFTER,
-    BEFORE,
-    CALIBRATION_CLAIM,
-    RECORD_COMMAND,
-    RECOVERED,
-    Shape,
-    Spec,
-    build_default_trace,
-    calibrate,
-    calibration_target,
-    loads_table,
-    main,
-    model_shape,
-    redundant_for,
-    tokens_per_step,
-    write_default_trace,
-)
-
-__all__ = [
-    "AFTER",
-    "Analysis",
-    "BEFORE",
-    "CALIBRATION_CLAIM",
-    "FIGURES",
-    "LEGACY_REASON",
-    "Params",
-    "Placements",
-    "RECORD_COMMAND",
-    "RECOVERED",
-    "RESULT",
-    "SWEEPS",
-    "Shape",
-    "Spec",
-    "analyse",
-    "balancedness_physics",
-    "build_default_trace",
-    "calibrate",
-    "calibration_target",
-    "fit",
-    "kind_of",
-    "layer_rank_loads",
-    "loads_from_table",
-    "loads_table",
-    "main",
-    "model_shape",
-    "model_skew",
-    "outcome",
-    "recovered_physics",
-    "recovered_shares",
-    "redundant_for",
-    "run_reading",
-    "scenario",
-    "score",
-    "sweep",
-    "tokens_per_step",
-    "trace_loads",
-    "uniform_floor",
-    "write_default_trace",
-]
-
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {

@@ -20,114 +20,26 @@ Scaling: speedup = T_n / T_1; scaling efficiency = speedup / (n_gpus / gpus_per_
 per-GPU ratio. Modules: ``tokens``, ``scaling``, ``readings`` (physics), ``cost``, ``chapter``.
 """
 
+# ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
 
 from rackbook.results.rack_scaling.chapter import (
-    DECODE_PARITY_CLAIM,
     FIGURES,
     RESULT,
-    SINGLE_USER_CLAIM,
-    STATED,
     Analysis,
     Params,
     analyse,
-    flips,
     outcome,
 )
-from rackbook.results.rack_scaling.cost import (
-    COST_CLAIM,
-    DEFAULT_PRICE,
-    INSTANCE_GPUS,
-    REVENUE_FORMULA,
-    TOKEN_PRICES,
-    CostReadings,
-    cost_physics,
-    cost_readings,
-    prices_source,
-    token_prices,
-    token_revenue,
-)
+from rackbook.results.rack_scaling.cost import REVENUE_FORMULA
 from rackbook.results.rack_scaling.readings import (
     ASSUMED_ISL,
     ASSUMED_OSL,
     CEILING_FORMULA,
     READING_LABELS,
-    READINGS,
-    SPEEDUP_CLAIM,
-    THROUGHPUT_CLAIM,
-    ceilings,
-    check_command,
-    speedup_attainable,
-    speedup_physics,
-    speedup_readings,
-    throughput_attainable,
-    throughput_physics,
-    throughput_readings,
 )
-from rackbook.results.rack_scaling.scaling import (
-    NODE_SYSTEMS,
-    SPEEDUP_FORMULA,
-    Scaling,
-    node_sizes,
-    scaling_efficiency,
-    scaling_vs_reference,
-)
-from rackbook.results.rack_scaling.tokens import (
-    METRICS,
-    TOKENS_FORMULA,
-    token_accounting,
-    with_gpu_counts,
-)
-
-__all__ = [
-    "ASSUMED_ISL",
-    "ASSUMED_OSL",
-    "Analysis",
-    "CEILING_FORMULA",
-    "COST_CLAIM",
-    "CostReadings",
-    "DECODE_PARITY_CLAIM",
-    "DEFAULT_PRICE",
-    "FIGURES",
-    "INSTANCE_GPUS",
-    "METRICS",
-    "NODE_SYSTEMS",
-    "Params",
-    "READINGS",
-    "READING_LABELS",
-    "RESULT",
-    "REVENUE_FORMULA",
-    "SINGLE_USER_CLAIM",
-    "SPEEDUP_CLAIM",
-    "SPEEDUP_FORMULA",
-    "STATED",
-    "Scaling",
-    "THROUGHPUT_CLAIM",
-    "TOKENS_FORMULA",
-    "TOKEN_PRICES",
-    "analyse",
-    "ceilings",
-    "check_command",
-    "cost_physics",
-    "cost_readings",
-    "flips",
-    "node_sizes",
-    "outcome",
-    "prices_source",
-    "scaling_efficiency",
-    "scaling_vs_reference",
-    "speedup_attainable",
-    "speedup_physics",
-    "speedup_readings",
-    "throughput_attainable",
-    "throughput_physics",
-    "throughput_readings",
-    "token_accounting",
-    "token_prices",
-    "token_revenue",
-    "with_gpu_counts",
-]
-
+from rackbook.results.rack_scaling.scaling import SPEEDUP_FORMULA
+from rackbook.results.rack_scaling.tokens import TOKENS_FORMULA, token_accounting
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {
