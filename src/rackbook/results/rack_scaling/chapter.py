@@ -287,7 +287,6 @@ class Analysis:
             "price_uncached": token_prices().usd_per_m_uncached,
             "price_cached": token_prices().usd_per_m_cached,
             "hardware": self.hardware,
-            "trace_kind": self.trace.kind,
             "unit": u,
             "nx_config": str(nx["config"]),
             "nx_units": units.plural(int(nx["num_gpus"]), u),
@@ -318,10 +317,7 @@ class Analysis:
             "workload_isl": self.params.workload_isl,
             "workload_osl": self.params.workload_osl,
         }
-        out |= self._node_and_cost_values()
-        for r in self.readings:
-            out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
-        return out
+        return out | self._node_and_cost_values()
 
     def _node_and_cost_values(self) -> dict[str, Any]:
         """The values of :meth:`values` on each node size and on the dollar figure."""
