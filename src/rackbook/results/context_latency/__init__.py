@@ -1,25 +1,15 @@
 """Decode latency against context length, and the KV-bandwidth model of its growth.
 
-Definitions (per sweep point with a ``context_tokens`` target; successful requests):
+Per point with a ``context_tokens`` target (successful requests): TPOT (ms) = (e2el - ttft) /
+(output_tokens - 1) (:func:`rackbook.core.metrics.tpot_s`), mean and median; ITL (ms) = pooled
+gaps between chunks (the step time at one token per chunk); least-squares TPOT = a + b x context
+(``slope_per_1k`` = 1000 b, ms per 1,000 tokens); delta between lo < hi: delta_ms = L(hi) -
+L(lo), delta_pct = 100 x delta_ms / L(lo).
 
-- TPOT (ms) per request = (e2el - ttft) / (output_tokens - 1), requests with more than one
-  output token (vLLM's definition, :func:`rackbook.core.metrics.tpot_s`); ``mean_tpot_ms`` /
-  ``median_tpot_ms`` over the point's requests;
-- ITL (ms): every gap between streamed chunks of the point's requests, pooled; with one token
-  per chunk the ITL is the decode step time (with speculative decoding a chunk may carry
-  several tokens and the ITL is longer than the TPOT);
-- linear fit: least squares TPOT = a + b x context (a in ms, b in ms/token; ``slope_per_1k`` =
-  1000 b in ms per 1,000 tokens);
-- delta between two context lengths lo < hi: delta_ms = L(hi) - L(lo), delta_pct = 100 x
-  delta_ms / L(lo).
-
-Physics (:mod:`rackbook.physics.roofline`): a decode step of DeepSeek-V4.1-Flash does not read
-all of a sequence's stored KV. Its sparse attention scans every index key (about 170 B per
-context token at FP4) and then reads a fixed number of top-k rows, so what grows with context is
-mostly the scan; dense attention over every row would read about 8.5 kB per context token. Both
-ends are shown (:func:`rackbook.physics.roofline.context_growth`), each with its assumption.
-
-Modules: ``measure`` (latency, fit, delta, memory), ``readings``, ``chapter``.
+Physics (:func:`rackbook.physics.roofline.context_growth`): sparse attention scans every index
+key (about 170 B per context token at FP4) and reads a fixed top-k of rows; dense attention
+would read about 8.5 kB per token. Both ends are shown. Modules: ``measure``, ``readings``,
+``chapter``.
 """
 
 # ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)

@@ -1,23 +1,14 @@
 """Rack scaling: which tokens a throughput counts, per-GPU figures, scaling efficiency, and the
-readings of the published figures (data/claims.yaml: ``rack-scaling.throughput`` tokens/s "per
-GPU", ``rack-scaling.speedup`` over a single node, ``rack-scaling.cost`` dollars per GPU-hour).
+readings of the published figures (``rack-scaling.throughput``, ``.speedup``, ``.cost``).
 
-Definitions (per sweep point, successful requests, window length ``duration_s`` in seconds):
-
-- output tokens: sum(output_tokens); input tokens: sum(prompt_tokens);
-- cached input tokens: prompt tokens served from the prefix cache (``cached_prompt_tokens`` when
-  every request row has it; else ``input x hits / queries`` from the Prometheus counters in the
-  ``server_metrics`` table, deltas after - before the point; else unknown, NaN);
-- new input tokens = input - cached input (tokens the server had to prefill);
-- each count / duration_s is a rate in tokens/s: ``output_tok_s``, ``new_input_tok_s``,
-  ``cached_input_tok_s``, ``input_tok_s``; ``total_tok_s`` = input + output (vLLM's
-  ``total_token_throughput``, cached tokens included); ``computed_tok_s`` = new input + output
-  (tokens the GPUs computed);
-- per GPU: each rate / num_gpus (``points.num_gpus``, else the ``gpus`` argument), as
-  InferenceX's ``tput_per_gpu`` = total_token_throughput / GPUs.
-
-Scaling: speedup = T_n / T_1; scaling efficiency = speedup / (n_gpus / gpus_per_node), the
-per-GPU ratio. Modules: ``tokens``, ``scaling``, ``readings`` (physics), ``cost``, ``chapter``.
+Per sweep point (successful requests, ``duration_s`` s): output and input tokens; cached input
+= ``cached_prompt_tokens`` where every row has it, else input x hits / queries from the
+``server_metrics`` prefix-cache counters, else NaN; new input = input - cached. Rates in tok/s:
+``output_tok_s``, ``new_input_tok_s``, ``cached_input_tok_s``, ``input_tok_s``,
+``total_tok_s`` (input + output, vLLM's ``total_token_throughput``), ``computed_tok_s`` (new
+input + output); per GPU = rate / num_gpus (InferenceX's ``tput_per_gpu``). Speedup = T_n /
+T_1; scaling efficiency = speedup / (n_gpus / gpus_per_node). Modules: ``tokens``,
+``scaling``, ``readings``, ``cost``, ``chapter``.
 """
 
 # ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
