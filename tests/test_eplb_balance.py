@@ -38,35 +38,35 @@ def test_default_trace_is_synthetic_with_generator_seed_and_calibration(default_
     assert (gen["calibration"]["ep_size"], gen["calibration"]["redundant"]) == (64, 64)
     assert "SYNTHETIC" in run["notes"]
     # 12 decode steps x 40 layers x 384 experts (shape from the model catalog)
-    loads = eplb_balance.trace_loads(default_trace)
+    loads = eplb_balance.measure.trace_loads(default_trace)
     assert loads.shape == (12, 40, 384)
     # each layer of each step counts batch 64 x EP 64 x top-6 = 24,576 assignments
     assert (loads.sum(axis=2) == 64 * 64 * 6).all()
 
 
 def test_regenerating_with_the_same_seed_gives_identical_loads(default_trace) -> None:
-    again = eplb_balance.build_default_trace(eplb_balance.Spec())
+    again = eplb_balance.synthetic.build_default_trace(eplb_balance.synthetic.Spec())
     np.testing.assert_array_equal(
-        eplb_balance.loads_from_table(again.extra["expert_load"]),
-        eplb_balance.trace_loads(default_trace),
+        eplb_balance.measure.loads_from_table(again.extra["expert_load"]),
+        eplb_balance.measure.trace_loads(default_trace),
     )
     assert again.run["generator"]["skew"] == default_trace.run["generator"]["skew"]
-    other = eplb_balance.build_default_trace(eplb_balance.Spec(seed=1))
+    other = eplb_balance.synthetic.build_default_trace(eplb_balance.synthetic.Spec(seed=1))
     assert not np.array_equal(
-        eplb_balance.loads_from_table(other.extra["expert_load"]),
-        eplb_balance.trace_loads(default_trace),
+        eplb_balance.measure.loads_from_table(other.extra["expert_load"]),
+        eplb_balance.measure.trace_loads(default_trace),
     )
 
 
 def test_calibration_target_holds_within_001(default_trace) -> None:
-    loads = eplb_balance.trace_loads(default_trace)
+    loads = eplb_balance.measure.trace_loads(default_trace)
     # the step it was calibrated on
     static = eplb.static_placement(384, 64, 64)
     b0 = eplb.balancedness(eplb.rank_loads_from_placement(loads[0], static, 64))
     assert b0 == pytest.approx(0.35, abs=0.01)
     assert default_trace.run["generator"]["calibration"]["achieved"] == pytest.approx(b0, abs=1e-12)
     # and the later steps it was not calibrated on
-    summary, per = eplb_balance.score(loads, 8, 64, 64)
+    summary, per = eplb_balance.measure.score(loads, 8, 64, 64)
     assert summary["static"] == pytest.approx(0.35, abs=0.01)
     assert list(per["window"]) == [8, 9, 10, 11]
 
@@ -76,7 +76,7 @@ def test_score_hand_example() -> None:
     # [4, 3, 2, 1] -> EPLB packs {0, 3} and {1, 2}: 5 and 5. Static: {0, 1} = 7 and {2, 3} = 3.
     # Scored step 1 = same loads: static mean 5 / max 7; EPLB 5 / 5 = 1.
     loads = np.array([[[4, 3, 2, 1]], [[4, 3, 2, 1]]], dtype=float)
-    s, per = eplb_balance.score(loads, 1, 2, 0)
+    s, per = eplb_balance.measure.score(loads, 1, 2, 0)
     assert s["static"] == pytest.approx(5 / 7)
     assert s["eplb"] == pytest.approx(1.0)
     # gap closed: (1 - 5/7) / (1 - 5/7) = 1; ratio to uniform = 1
@@ -84,11 +84,11 @@ def test_score_hand_example() -> None:
     assert s["fraction_of_uniform"] == pytest.approx(1.0)
     assert len(per) == 1
     with pytest.raises(InputError, match="fit_windows"):
-        eplb_balance.score(loads, 2, 2, 0)
+        eplb_balance.measure.score(loads, 2, 2, 0)
 
 
 def test_recovered_shares_of_the_claims_own_figures() -> None:
-    r = eplb_balance.recovered_shares(0.35, 0.94, 0.969)
+    r = eplb_balance.measure.recovered_shares(0.35, 0.94, 0.969)
     pct = dict(zip(r["reading"], r["pct"], strict=True))
     assert pct["gap closed"] == pytest.approx(100 * 0.59 / 0.65)  # 90.77 %
     assert pct["ratio to uniform"] == pytest.approx(94.0)
@@ -96,32 +96,36 @@ def test_recovered_shares_of_the_claims_own_figures() -> None:
 
 
 def test_uniform_floor_is_below_one_and_rises_with_tokens() -> None:
-    small = eplb_balance.uniform_floor(40, 64 * 8 * 6, 64)
-    large = eplb_balance.uniform_floor(40, 64 * 256 * 6, 64)
+    small = eplb_balance.measure.uniform_floor(40, 64 * 8 * 6, 64)
+    large = eplb_balance.measure.uniform_floor(40, 64 * 256 * 6, 64)
     assert 0 < small < large < 1
     # one rank only: max = mean
-    assert eplb_balance.uniform_floor(4, 100, 1) == 1.0
+    assert eplb_balance.measure.uniform_floor(4, 100, 1) == 1.0
 
 
 def test_redundant_for_and_tokens_per_step() -> None:
-    assert eplb_balance.redundant_for(64, 384) == 64  # 7 slots x 64 = 448
-    assert eplb_balance.redundant_for(72, 384) == 120  # (6 + 1) x 72 = 504
-    assert eplb_balance.redundant_for(8, 384, 0) == 0
-    assert eplb_balance.tokens_per_step(64, 64, 6) == 24_576
+    assert eplb_balance.synthetic.redundant_for(64, 384) == 64  # 7 slots x 64 = 448
+    assert eplb_balance.synthetic.redundant_for(72, 384) == 120  # (6 + 1) x 72 = 504
+    assert eplb_balance.synthetic.redundant_for(8, 384, 0) == 0
+    assert eplb_balance.synthetic.tokens_per_step(64, 64, 6) == 24_576
 
 
 def test_loads_from_table_rejects_incomplete_grid() -> None:
-    df = eplb_balance.loads_table(np.ones((2, 2, 3)))
+    df = eplb_balance.synthetic.loads_table(np.ones((2, 2, 3)))
     with pytest.raises(InputError, match="incomplete grid"):
-        eplb_balance.loads_from_table(df.iloc[:-1])
+        eplb_balance.measure.loads_from_table(df.iloc[:-1])
     with pytest.raises(InputError, match="duplicate"):
-        eplb_balance.loads_from_table(pd.concat([df, df.iloc[:1]]))
+        eplb_balance.measure.loads_from_table(pd.concat([df, df.iloc[:1]]))
 
 
 # --------------------------------------------------------------------------------------------
 # The chapter: analyse, outcome, every reading by hand, the claims from the registry
 
-CLAIMS = (eplb_balance.BEFORE, eplb_balance.AFTER, eplb_balance.RECOVERED)
+CLAIMS = (
+    eplb_balance.synthetic.BEFORE,
+    eplb_balance.synthetic.AFTER,
+    eplb_balance.synthetic.RECOVERED,
+)
 #: Small model sweeps, so that a test analysis takes about a second.
 SMALL = {"ep_sizes": [64], "redundant_values": [64], "skews": [0.5], "batch_sizes": [8, 64]}
 MODEL = "deepseek-ai/DeepSeek-V4.1-Flash"
@@ -145,7 +149,7 @@ def _hand_trace(gpus: tuple[str, ...] = ("NVIDIA B300",)) -> Trace:
     Gap closed (1 - 5/7) / (1 - 5/7) = 100 %; ratio to uniform 1 / 1 = 100 %. With one layer
     the legacy balancedness (over layers) is 1 for both placements.
     """
-    table = eplb_balance.loads_table(np.array([[[4, 3, 2, 1]]] * 3, dtype=float))
+    table = eplb_balance.synthetic.loads_table(np.array([[[4, 3, 2, 1]]] * 3, dtype=float))
     run = {
         "trace_id": "hand",
         "kind": "recorded",
@@ -178,7 +182,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
     [
         (
             {"kind": "synthetic", "generator": CAL},
-            eplb_balance.BEFORE,
+            eplb_balance.synthetic.BEFORE,
             0.3506,
             0.35,
             "",
@@ -188,7 +192,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (
             {"kind": "synthetic", "generator": CAL},
-            eplb_balance.AFTER,
+            eplb_balance.synthetic.AFTER,
             0.89594,
             0.94,
             "",
@@ -198,7 +202,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (
             {"kind": "recorded", "hardware": {"gpus": [], "cpu_model": "Xeon", "cpu_cores": 2}},
-            eplb_balance.RECOVERED,
+            eplb_balance.synthetic.RECOVERED,
             91.234,
             97,
             " %",
@@ -209,7 +213,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (  # GPUs, but another model: not a test of the claim
             {"kind": "recorded", "hardware": GPUS, "parameters": {"model": "Qwen3-30B-A3B"}},
-            eplb_balance.AFTER,
+            eplb_balance.synthetic.AFTER,
             0.94,
             0.94,
             "",
@@ -220,7 +224,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (  # |0.943 - 0.94| = 0.003 <= 0.005
             {"kind": "recorded", "hardware": GPUS, "parameters": {"model": MODEL}},
-            eplb_balance.AFTER,
+            eplb_balance.synthetic.AFTER,
             0.943,
             0.94,
             "",
@@ -230,7 +234,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (  # |0.90 - 0.94| = 0.04 > 0.005
             {"kind": "recorded", "hardware": GPUS, "parameters": {"model": MODEL}},
-            eplb_balance.AFTER,
+            eplb_balance.synthetic.AFTER,
             0.90,
             0.94,
             "",
@@ -243,7 +247,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
 )
 def test_every_run_reading_by_hand(run, claim, value, claimed, unit, verdict, margin, reason):
     tol = 0.5 if unit else 0.005
-    r = eplb_balance.run_reading(run, claim, value, tol, claimed, unit)
+    r = eplb_balance.readings.run_reading(run, claim, value, tol, claimed, unit)
     assert (r.reading, r.verdict, r.margin, r.reason) == ("this run", verdict, margin, reason)
 
 
@@ -257,7 +261,9 @@ def test_every_run_reading_by_hand(run, claim, value, claimed, unit, verdict, ma
 )
 def test_every_balancedness_physics_reading(claimed, ep, verdict, margin):
     """Balancedness = sum(mean) / sum(max) lies in [1/R, 1] for R ranks."""
-    r = eplb_balance.balancedness_physics(eplb_balance.AFTER, claimed, ep, "note")
+    r = eplb_balance.readings.balancedness_physics(
+        eplb_balance.synthetic.AFTER, claimed, ep, "note"
+    )
     assert (r.verdict, r.margin) == (verdict, margin)
     assert r.reason.startswith(f"balancedness must lie between 1/{ep} = {1 / ep:.3g} and 1 (")
     # the write-up states no EP size: the reason says which is assumed, and the fewest ranks
@@ -282,7 +288,7 @@ def test_every_balancedness_physics_reading(claimed, ep, verdict, margin):
 )
 def test_every_recovered_physics_reading(recovered, verdict, why):
     """The recovered share from the claim's 0.35 and 0.94, tolerance 0.5 percentage points."""
-    r = eplb_balance.recovered_physics(0.35, 0.94, recovered, 0.5, 64)
+    r = eplb_balance.readings.recovered_physics(0.35, 0.94, recovered, 0.5, 64)
     assert r.verdict == verdict and why in r.reason
     assert r.margin == "gap 90.8 %, ratio 94.0 %"
 
@@ -326,9 +332,9 @@ def test_hand_trace_analysis_by_hand(hand_gpu) -> None:
             # 5/7 = 0.7143 is within 0.005 of 0.71; 1 of 1; 100 % of 100 %; gap (1 - 0.71) /
             # (1 - 0.71) = 100 %: one fixed reading gives the recovered share
             {
-                eplb_balance.BEFORE: {"value": 0.71},
-                eplb_balance.AFTER: {"value": 1.0},
-                eplb_balance.RECOVERED: {"value": 100},
+                eplb_balance.synthetic.BEFORE: {"value": 0.71},
+                eplb_balance.synthetic.AFTER: {"value": 1.0},
+                eplb_balance.synthetic.RECOVERED: {"value": 100},
             },
             ("consistent",) * 3,
             ("possible",) * 3,
@@ -361,8 +367,8 @@ def test_the_shipped_trace_headlines(shipped) -> None:
     out = eplb_balance.outcome(shipped)
     assert out.result == "eplb-balance" and not shipped.testable
     assert {r.verdict for r in out.readings if r.reading == "this run"} == {"untested"}
-    assert out.reading(eplb_balance.BEFORE, "this run").reason.endswith("0.35: an input")
-    assert out.reading(eplb_balance.RECOVERED, "physics").verdict == "undetermined"
+    assert out.reading(eplb_balance.synthetic.BEFORE, "this run").reason.endswith("0.35: an input")
+    assert out.reading(eplb_balance.synthetic.RECOVERED, "physics").verdict == "undetermined"
     got = {h.name: (h.value, h.unit, h.verdict, h.kind, h.hardware) for h in out.headlines}
     assert got == {
         "balancedness_static": (0.3506, "1", "untested", "synthetic", None),
@@ -389,13 +395,13 @@ def test_the_after_figure_comes_from_the_registry() -> None:
     synthetic trace the readings quote the new figure, and 0.94 is gone from every headline.
     (The synthetic skew is calibrated to .before, left unchanged.)"""
     tr = traces.read_trace(DEFAULT)
-    reg = _registry(**{eplb_balance.AFTER: {"value": 0.90}})
+    reg = _registry(**{eplb_balance.synthetic.AFTER: {"value": 0.90}})
     an = eplb_balance.analyse(tr, eplb_balance.Params(**SMALL), registry=reg)
     assert an.after == 0.90 and an.values()["claim_after"] == 0.90
     assert an.floor_needed == pytest.approx(0.90 / 0.97)
     assert an.claim_pct["gap closed"] == pytest.approx(100 * 0.55 / 0.65)
     out = eplb_balance.outcome(an)
-    phys = out.reading(eplb_balance.AFTER, "physics")
+    phys = out.reading(eplb_balance.synthetic.AFTER, "physics")
     assert phys.margin == "0.9 in [1/64, 1]"
     h = {x.name: x for x in out.headlines}
     assert h["balancedness_eplb"].value == 0.8953  # the model's number does not move
@@ -409,11 +415,16 @@ def test_the_recovered_share_comes_from_the_registry() -> None:
     now gives it, and the physics reading turns from undetermined to possible."""
     tr = traces.read_trace(DEFAULT)
     reg = _registry(
-        **{eplb_balance.RECOVERED: {"value": 90, "tolerance": {"absolute": 2.0, "basis": "edited"}}}
+        **{
+            eplb_balance.synthetic.RECOVERED: {
+                "value": 90,
+                "tolerance": {"absolute": 2.0, "basis": "edited"},
+            }
+        }
     )
     an = eplb_balance.analyse(tr, eplb_balance.Params(**SMALL), registry=reg)
     out = eplb_balance.outcome(an)
-    assert out.reading(eplb_balance.RECOVERED, "physics").verdict == "possible"
+    assert out.reading(eplb_balance.synthetic.RECOVERED, "physics").verdict == "possible"
     assert an.values()["claim_recovered"] == 90
     text = " ".join(x.definition + " " + x.reason for x in out.headlines)
     text += " ".join(r.reason for r in out.readings)
@@ -421,12 +432,14 @@ def test_the_recovered_share_comes_from_the_registry() -> None:
 
 
 def test_the_calibration_target_comes_from_the_registry() -> None:
-    assert eplb_balance.calibration_target() == load_claims().value(eplb_balance.BEFORE)
-    reg = _registry(**{eplb_balance.BEFORE: {"value": 0.5}})
-    assert eplb_balance.calibration_target(reg) == 0.5
+    assert eplb_balance.synthetic.calibration_target() == load_claims().value(
+        eplb_balance.synthetic.BEFORE
+    )
+    reg = _registry(**{eplb_balance.synthetic.BEFORE: {"value": 0.5}})
+    assert eplb_balance.synthetic.calibration_target(reg) == 0.5
     # a small synthetic model, calibrated to the edited figure
-    cal = eplb_balance.calibrate(
-        eplb_balance.Spec(ep_size=8, redundant=0, batch_per_rank=8), registry=reg
+    cal = eplb_balance.synthetic.calibrate(
+        eplb_balance.synthetic.Spec(ep_size=8, redundant=0, batch_per_rank=8), registry=reg
     )
     assert cal["target"] == 0.5 and cal["balancedness_static"] == pytest.approx(0.5, abs=1e-3)
 
@@ -475,8 +488,3 @@ def test_figures_draw_from_the_analysis(hand_gpu) -> None:
             assert ax.get_ylabel() == "balancedness (0 to 1)"
             assert "synthetic routing model" in fig.get_suptitle()
         matplotlib.pyplot.close(fig)
-    fig = figures.balance_against(hand_gpu, "skew")
-    assert "synthetic routing model" in fig.axes[0].get_title()
-    matplotlib.pyplot.close(fig)
-    with pytest.raises(ValueError, match="no sweep 'seed'"):
-        figures.balance_against(hand_gpu, "seed")

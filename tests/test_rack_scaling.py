@@ -56,7 +56,7 @@ def test_accounting_from_request_rows(tmp_path):
         [("p", {"num_gpus": "4"}, _result([100, 200], [10, 20], [0.1, 0.2], [1.0, 2.0]))],
     )
     t.requests["cached_prompt_tokens"] = pd.array([60, 100], dtype="Int64")
-    row = rack_scaling.token_accounting(t).iloc[0]
+    row = rack_scaling.tokens.token_accounting(t).iloc[0]
     # 2 s window: output 30 -> 15 tok/s; input 300 -> 150; cached 160 -> 80; new 140 -> 70
     assert row["cached_source"] == "requests"
     assert row["output_tok_s"] == pytest.approx(15.0)
@@ -96,7 +96,7 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
         "vllm:prefix_cache_hits": 120.0,
         "vllm:prefix_cache_queries": 300.0,
     }
-    row = rack_scaling.token_accounting(t, gpus=8).iloc[0]
+    row = rack_scaling.tokens.token_accounting(t, gpus=8).iloc[0]
     # hit rate 120 / 300 = 0.4; cached = 0.4 x 300 input tokens = 120 -> 60 tok/s, / 8 GPUs
     assert row["cached_source"] == "server_metrics"
     assert row["cached_input_tokens"] == pytest.approx(120.0)
@@ -109,13 +109,13 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
 
 def test_accounting_unknown_cached_is_nan_and_said(tmp_path):
     t = _trace(tmp_path, [("p", {}, _result([100], [10], [0.1], [1.0]))])
-    row = rack_scaling.token_accounting(t).iloc[0]
+    row = rack_scaling.tokens.token_accounting(t).iloc[0]
     assert row["cached_source"] == "unknown" and "unknown" in row["note"]
     assert math.isnan(row["cached_input_tok_s"]) and math.isnan(row["computed_tok_s"])
     assert row["total_tok_s"] == pytest.approx(55.0)  # (100 + 10) / 2 s still known
     assert math.isnan(row["total_tok_s_per_gpu"])  # no GPU count anywhere
     with pytest.raises(InputError, match="gpus"):
-        rack_scaling.token_accounting(t, gpus=0)
+        rack_scaling.tokens.token_accounting(t, gpus=0)
 
 
 def test_counter_that_went_down_is_unknown(tmp_path):
@@ -128,17 +128,17 @@ def test_counter_that_went_down_is_unknown(tmp_path):
         ]
     )
     t = _trace(tmp_path, [("p", {}, _result([100], [10], [0.1], [1.0]))], sm)
-    row = rack_scaling.token_accounting(t).iloc[0]
+    row = rack_scaling.tokens.token_accounting(t).iloc[0]
     assert row["cached_source"] == "unknown" and "went down" in row["note"]
 
 
 def test_scaling_efficiency_is_the_per_gpu_ratio():
-    s = rack_scaling.scaling_efficiency(1000.0, 100.0, 32, 4)
+    s = rack_scaling.scaling.scaling_efficiency(1000.0, 100.0, 32, 4)
     assert s.speedup == pytest.approx(10.0) and s.nodes == pytest.approx(8.0)
     assert s.efficiency == pytest.approx(1.25)
     assert s.per_gpu_n / s.per_gpu_1 == pytest.approx(s.efficiency)  # 31.25 / 25
     with pytest.raises(InputError, match="total_1"):
-        rack_scaling.scaling_efficiency(1.0, 0.0, 8, 4)
+        rack_scaling.scaling.scaling_efficiency(1.0, 0.0, 8, 4)
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ CAP_PREFILL = 1 / (2 * 4_246_732_800 / 15e15 + 2 * 3_753_267_200 / 5e15)
 
 
 def test_ceilings_by_hand_with_their_formulas():
-    c = rack_scaling.ceilings("deepseek-v4.1-flash", "gb300", 72)
+    c = rack_scaling.readings.ceilings("deepseek-v4.1-flash", "gb300", 72)
     by = c.set_index(["ceiling", "phase"])
     assert by.loc[("compute", "decode"), "tok_s_per_gpu"] == pytest.approx(CAP_DECODE)
     assert CAP_DECODE == pytest.approx(241_834, abs=1)
@@ -174,7 +174,7 @@ def test_ceilings_by_hand_with_their_formulas():
 
 
 def test_speedup_readings_tray_and_hgx():
-    r = rack_scaling.speedup_readings(7.9, 954_000, 72, "deepseek-v4.1-flash", "gb300")
+    r = rack_scaling.readings.speedup_readings(7.9, 954_000, 72, "deepseek-v4.1-flash", "gb300")
     r = r.set_index("system")
     assert r.loc["gb300-tray", "gpus_per_node"] == 4 and r.loc["gb300-tray", "nodes"] == 18
     assert r.loc["gb300-tray", "efficiency"] == pytest.approx(7.9 / 18)
@@ -198,11 +198,11 @@ def test_speedup_readings_tray_and_hgx():
     assert r.loc["gb300-tray", "stated_min_cached_share"] == pytest.approx(0.857, abs=1e-3)
     assert set(r["stated_verdict"]) == {"undetermined"}
     with pytest.raises(InputError, match="speedup"):
-        rack_scaling.speedup_readings(0, 954_000, 72, "deepseek-v4.1-flash", "gb300")
+        rack_scaling.readings.speedup_readings(0, 954_000, 72, "deepseek-v4.1-flash", "gb300")
 
 
 def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
-    r = rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300")
+    r = rack_scaling.readings.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300")
     r = r.set_index("reading")
     dec = r.loc["per-gpu-decode"]  # 954,000 / 241,834 = 3.94x
     assert dec["ceiling_tok_s_per_gpu"] == pytest.approx(CAP_DECODE)
@@ -228,7 +228,7 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     assert "64.0%" in cached["formula"] and "ISL 100,000 / OSL 1,000 (assumed" in cached["formula"]
     assert cached["command"].endswith("--isl 100000 --osl 1000 --cached-share 0.640")
     with pytest.raises(InputError, match="cached_share"):
-        rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", 1.0)
+        rack_scaling.readings.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", 1.0)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +246,9 @@ def test_throughput_reading_with_a_cached_share(share, verdict):
     computed = new input + output = 954,000 x (100 (1 - s) + 1) / 101 per GPU."""
     from rackbook.physics import check
 
-    r = rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", share)
+    r = rack_scaling.readings.throughput_readings(
+        954_000, 72, "deepseek-v4.1-flash", "gb300", share
+    )
     c = r.set_index("reading").loc["per-gpu-with-cached"]
     assert c["computed_tok_s_per_gpu"] == pytest.approx(954_000 * (100 * (1 - share) + 1) / 101)
     cli = check.check_claim(
@@ -261,7 +263,7 @@ TOKENS = {"per GPU as stated": 954_000, "rack total / 72": 954_000 / 72}
 
 
 def test_cost_readings():
-    c = rack_scaling.cost_readings(38.96, TOKENS)
+    c = rack_scaling.cost.cost_readings(38.96, TOKENS)
     cost = c.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
     # 13,250 tok/s x 3600 = 47.7 M tokens per GPU-hour; the catalog's rental is $2.652
     assert cost[("rack total / 72", "claim as cost")] == pytest.approx(38.96 / 47.7)
@@ -280,12 +282,14 @@ def test_cost_readings():
     assert rev["revenue_at_share"].isna().all()  # no cached share given
     assert c.ratio_to_rental == pytest.approx(38.96 / 2.652)
     # with a share: 47.7 x (1 x 0.8 + 0.1 x 0.2) = 39.114
-    at = rack_scaling.cost_readings(38.96, TOKENS, cached_share=0.2).revenue.set_index("reading")
+    at = rack_scaling.cost.cost_readings(38.96, TOKENS, cached_share=0.2).revenue.set_index(
+        "reading"
+    )
     assert at.loc["rack total / 72", "revenue_at_share"] == pytest.approx(47.7 * 0.82)
     with pytest.raises(InputError, match="usd_per_m_cached"):
-        rack_scaling.cost_readings(38.96, TOKENS, usd_per_m_uncached=0.1, usd_per_m_cached=1.0)
+        rack_scaling.cost.cost_readings(38.96, TOKENS, usd_per_m_uncached=0.1, usd_per_m_cached=1.0)
     with pytest.raises(InputError, match="cached_share"):
-        rack_scaling.cost_readings(38.96, TOKENS, cached_share=1.5)
+        rack_scaling.cost.cost_readings(38.96, TOKENS, cached_share=1.5)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,23 +1,15 @@
 """Decode and prefill throughput per batch size, and the parity of two engines.
 
-The claim's batch is per decode rank: DeepInfer's benchmark decodes a fixed batch ``B`` on each
-of 64 ranks (DEP64). A point records its batch per rank (``batch_size``; for an online server,
-its client concurrency divided by its ``decode_ranks``) and its decode ranks ``R`` (empty: 1;
-see :func:`rackbook.core.traces.point_rank_batch`). Definitions (per point, successful
-requests), all per decode rank:
+Per point (successful requests), per decode rank: batch B per rank (``batch_size``; an online
+server's concurrency / ``decode_ranks``) and ranks R (empty: 1;
+:func:`rackbook.core.traces.point_rank_batch`); the claim's batch is per rank of DeepInfer's 64.
 
-- decode throughput (tok/s per rank) = B x sum(output_tokens - 1) / sum(e2el - ttft): the rate
-  at which B sequences on one rank produce tokens after their first one, i.e. B /
-  token-weighted TPOT; the deployment decodes R times as much (``decode_tok_s_total``).
-  Prefill (the first token) is excluded.
-- prefill throughput (tok/s per rank) = B x mean(prompt_tokens) / mean(ttft): prompt tokens
-  processed per second while B requests per rank start together (for an online server, TTFT
-  also holds queueing).
-- parity ratio = throughput(A) / throughput(B engine) at the same batch per rank; gap = ratio
-  - 1. Per rank, two deployments with different rank counts compare like for like.
+- decode tok/s per rank = B x sum(output_tokens - 1) / sum(e2el - ttft) (first token excluded;
+  the deployment decodes R times as much, ``decode_tok_s_total``);
+- prefill tok/s per rank = B x mean(prompt_tokens) / mean(ttft) (online: TTFT holds queueing);
+- parity ratio = throughput(A) / throughput(B) at the same batch per rank; gap = ratio - 1.
 
-An offline engine's results imported with ``rackbook import offline-engine``
-(:mod:`rackbook.core.importers.offline_engine`) feed the same definitions.
+``rackbook import offline-engine`` results feed the same definitions.
 """
 
 from __future__ import annotations

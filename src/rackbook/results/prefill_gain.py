@@ -1,20 +1,12 @@
 """New-token prefill throughput with a cached prefix, the gain of one configuration over
 another, and a roofline model of reading the cached prefix's KV.
 
-Definitions (successful requests):
-
-- cached tokens c = ``cached_prompt_tokens`` of the row; where the row lacks it, the scenario's
-  prefix length (the ``prefix_tokens`` argument, else the first of :data:`PREFIX_PARAM_KEYS`
-  found in ``run.json`` ``parameters``);
-- new tokens n = prompt_tokens - c (tokens the server had to prefill; a request with n <= 0 is
-  excluded: vLLM always computes at least the last prompt token);
-- new-token prefill throughput of a request = n / TTFT (tokens/s). TTFT is measured by the
-  client: it includes queueing, scheduling, tokenisation, the network, and the first token's
-  sampling, so this is a lower bound on the server's prefill rate;
-- per configuration: mean, median, p10 and p90 of the per-request throughputs, and the pooled
-  rate sum(n) / sum(TTFT) (token-weighted);
-- gain of B over A = stat(B) / stat(A) - 1, with a seeded bootstrap spread: requests of A and
-  of B are resampled with replacement (independently) and the gain recomputed.
+Per successful request: cached tokens c = ``cached_prompt_tokens``, else the scenario's prefix
+length (``prefix_tokens``, else :data:`PREFIX_PARAM_KEYS` in run.json); new tokens n =
+prompt_tokens - c (n <= 0 excluded); new-token prefill tok/s = n / TTFT, a lower bound (the
+client's TTFT holds queueing, tokenisation, network). Per configuration: mean, median, p10, p90
+and pooled sum(n) / sum(TTFT). Gain of B over A = stat(B) / stat(A) - 1, with a seeded
+bootstrap spread (A's and B's requests resampled independently).
 """
 
 from __future__ import annotations
@@ -428,7 +420,6 @@ class Analysis:
             "claim_high_pct": self.claim.values.high if self.claim.values else None,
             "claim_prefix": self.claim_prefix,
             "hardware": self.hardware,
-            "trace_kind": self.trace.kind,
             "mean_new_tokens": float(self.table["new_tokens"].mean()),
             "mean_cached_tokens": float(self.table["cached_tokens"].mean()),
             "a_tok_s": self.stat_tok_s(p.config_a),
@@ -454,8 +445,6 @@ class Analysis:
             "need_low_pct": 100 * (1 - 1 / (1 + self.claim_low)),
             "need_high_pct": 100 * (1 - 1 / (1 + self.claim_high)),
             "missing": self.missing,
-            "config_a": p.config_a,
-            "config_b": p.config_b,
             "serve_args_a": self.serve_args("a"),
             "serve_args_b": self.serve_args("b"),
             "batched_tokens_a": self.batched_tokens("a"),

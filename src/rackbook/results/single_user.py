@@ -1,22 +1,14 @@
 """Single-user decode speed: one stream's tokens per second, its token gaps, and the batch-1
 bandwidth floor it is measured against.
 
-Definitions (successful requests):
+Per successful request: decode time = e2el - ttft (s), decode tokens = output_tokens - 1;
+stream tok/s = sum(output_tokens - 1) / sum(e2el - ttft) (token-weighted); gap p50/p90/p99 of
+the pooled ITL gaps (ms, linear percentiles); tokens per chunk = decode tokens / gaps (above 1
+with speculation or a stream interval); acceptance length = 1 + accepted / drafts (vLLM's
+``spec_decode_acceptance_length``, from run.json or the ``server_metrics`` counters; else None).
 
-- decode time of a request = e2el - ttft (s); its decode tokens = output_tokens - 1 (the first
-  token belongs to prefill);
-- stream tok/s per request = (output_tokens - 1) / (e2el - ttft) = 1000 / TPOT_ms; overall =
-  sum(output_tokens - 1) / sum(e2el - ttft) (token-weighted);
-- gap percentiles: p50/p90/p99 (``np.percentile``, linear) of the pooled ITL gaps, in ms;
-- tokens per chunk = sum(output_tokens - 1) / number of gaps, over requests that have gaps:
-  above 1 when chunks carry several tokens (speculative decoding, or a stream interval);
-- acceptance length (tokens per verification step, speculative decoding): vLLM's
-  ``spec_decode_acceptance_length`` = 1 + accepted / drafts, from run.json or from the
-  ``vllm:spec_decode_num_accepted_tokens`` / ``vllm:spec_decode_num_drafts`` counters in the
-  ``server_metrics`` table; None when neither is present.
-
-Floor: one batch-1 decode step streams the active weights from HBM at least once, so
-step >= active weight bytes / (n_gpus x HBM bytes/s) and tokens/s <= acceptance length / step
+Floor: a batch-1 step reads the active weights once, step >= weight bytes / (n_gpus x HBM
+bytes/s), tok/s <= acceptance length / step
 (:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`).
 """
 
@@ -427,7 +419,6 @@ class Analysis:
             "floor_gpus": self.floor_gpus,
             "acc_floor": self.acceptance,
             "hardware": self.hardware,
-            "trace_kind": self.trace.kind,
             "tok_s": st.tokens_per_s,
             "ms_per_token": 1000 / st.tokens_per_s,
             "p50": verdicts.text(st.gaps_ms[50.0], ".3g"),
@@ -450,7 +441,6 @@ class Analysis:
             "weights_s_gb": float(f1["weight_gb"]),
             "uniform_s_gb": float(f1["uniform_weight_gb"]),
             "uniform_s_tok_s": float(f1["uniform_tok_s"]),
-            "acceptance_from": self.acceptance_from,
             "draft_mb": float(f1["draft_mb"]),
             "floor_s_ms": float(f1["floor_step_ms"]),
             "moe_layers": self.moe_layers,

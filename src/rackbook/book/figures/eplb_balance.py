@@ -79,18 +79,6 @@ def _draw_sweep(ax: Any, a: Analysis, x: str) -> None:
     plotting.label(ax, xlabel, "balancedness (0 to 1)", f"{title} (synthetic routing model)")
 
 
-def balance_against(a: Analysis, x: str) -> Figure:
-    """Modelled balancedness, static and after EPLB, against sweep parameter ``x`` (one of
-    :data:`rackbook.results.eplb_balance.SWEEPS`), with uniform routing's per-step floor, the
-    claim's before and after figures, and the chapter's own value of ``x``."""
-    if x not in SWEEPS:
-        raise ValueError(f"no sweep {x!r}; expected one of {', '.join(SWEEPS)}")
-    fig, ax = plt.subplots(layout="constrained")
-    _draw_sweep(ax, a, x)
-    fig.legend(loc="outside lower center", ncols=1)
-    return fig
-
-
 #: Short panel titles of the combined sweep figure.
 _SHORT = {
     "ep_size": "against EP size",

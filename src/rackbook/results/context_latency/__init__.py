@@ -1,27 +1,18 @@
 """Decode latency against context length, and the KV-bandwidth model of its growth.
 
-Definitions (per sweep point with a ``context_tokens`` target; successful requests):
+Per point with a ``context_tokens`` target (successful requests): TPOT (ms) = (e2el - ttft) /
+(output_tokens - 1) (:func:`rackbook.core.metrics.tpot_s`), mean and median; ITL (ms) = pooled
+gaps between chunks (the step time at one token per chunk); least-squares TPOT = a + b x context
+(``slope_per_1k`` = 1000 b, ms per 1,000 tokens); delta between lo < hi: delta_ms = L(hi) -
+L(lo), delta_pct = 100 x delta_ms / L(lo).
 
-- TPOT (ms) per request = (e2el - ttft) / (output_tokens - 1), requests with more than one
-  output token (vLLM's definition, :func:`rackbook.core.metrics.tpot_s`); ``mean_tpot_ms`` /
-  ``median_tpot_ms`` over the point's requests;
-- ITL (ms): every gap between streamed chunks of the point's requests, pooled; with one token
-  per chunk the ITL is the decode step time (with speculative decoding a chunk may carry
-  several tokens and the ITL is longer than the TPOT);
-- linear fit: least squares TPOT = a + b x context (a in ms, b in ms/token; ``slope_per_1k`` =
-  1000 b in ms per 1,000 tokens);
-- delta between two context lengths lo < hi: delta_ms = L(hi) - L(lo), delta_pct = 100 x
-  delta_ms / L(lo).
-
-Physics (:mod:`rackbook.physics.roofline`): a decode step of DeepSeek-V4.1-Flash does not read
-all of a sequence's stored KV. Its sparse attention scans every index key (about 170 B per
-context token at FP4) and then reads a fixed number of top-k rows, so what grows with context is
-mostly the scan; dense attention over every row would read about 8.5 kB per context token. Both
-ends are shown (:func:`rackbook.physics.roofline.context_growth`), each with its assumption.
-
-Modules: ``measure`` (latency, fit, delta, memory), ``readings``, ``chapter``.
+Physics (:func:`rackbook.physics.roofline.context_growth`): sparse attention scans every index
+key (about 170 B per context token at FP4) and reads a fixed top-k of rows; dense attention
+would read about 8.5 kB per token. Both ends are shown. Modules: ``measure``, ``readings``,
+``chapter``.
 """
 
+# ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
 
 from rackbook.results.context_latency.chapter import (
@@ -32,76 +23,7 @@ from rackbook.results.context_latency.chapter import (
     analyse,
     outcome,
 )
-from rackbook.results.context_latency.measure import (
-    DELTA_FORMULA,
-    FIT_FORMULA,
-    SERIES_KEYS,
-    Delta,
-    LinearFit,
-    decode_latency_by_context,
-    delta,
-    fit_linear,
-    main_series,
-    memory_by_context,
-    single_context,
-    t_975,
-)
-from rackbook.results.context_latency.readings import (
-    DELTA_ID,
-    DELTA_PCT_ID,
-    KV_BYTES_ID,
-    KV_BYTES_KEY,
-    KV_READ_FORMULA,
-    GrowthReading,
-    ImpliedLatency,
-    claimed_span,
-    delta_run_reading,
-    evidence_kind,
-    growth_attainable,
-    growth_physics,
-    implied_latency_physics,
-    kv_bytes_in_run,
-    kv_bytes_physics,
-    kv_bytes_run_reading,
-)
-
-__all__ = [
-    "Analysis",
-    "DELTA_FORMULA",
-    "DELTA_ID",
-    "DELTA_PCT_ID",
-    "Delta",
-    "FIGURES",
-    "FIT_FORMULA",
-    "GrowthReading",
-    "ImpliedLatency",
-    "KV_BYTES_ID",
-    "KV_BYTES_KEY",
-    "KV_READ_FORMULA",
-    "LinearFit",
-    "Params",
-    "RESULT",
-    "SERIES_KEYS",
-    "analyse",
-    "claimed_span",
-    "decode_latency_by_context",
-    "delta",
-    "delta_run_reading",
-    "evidence_kind",
-    "fit_linear",
-    "growth_attainable",
-    "growth_physics",
-    "implied_latency_physics",
-    "kv_bytes_in_run",
-    "kv_bytes_physics",
-    "kv_bytes_run_reading",
-    "main_series",
-    "memory_by_context",
-    "outcome",
-    "single_context",
-    "t_975",
-]
-
+from rackbook.results.context_latency.measure import DELTA_FORMULA, FIT_FORMULA
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {

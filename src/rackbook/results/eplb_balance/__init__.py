@@ -1,33 +1,21 @@
 """Data for the eplb-balance result: the SYNTHETIC default trace, loads from traces, scoring.
 
-No DeepSeek-V4.1-Flash routing statistics are public, so the default input is a documented
-synthetic routing model (:func:`rackbook.physics.eplb.synthetic_loads`: Zipf-like expert popularity
-per layer over a seeded permutation, multinomial draws). Its one free parameter, the skew, is
-calibrated so that *static* placement at the chosen EP size has balancedness equal to the
-claim's "before" figure (read from the claims registry). Everything EPLB then does to that load
-is a prediction of the model, not a measurement.
-
-Granularity. One trace *window* is the expert load of one decode forward pass (engine step):
-``batch_per_rank x ep_size`` tokens, each routed to ``top_k`` experts, so every MoE layer
-counts ``batch_per_rank x ep_size x top_k`` token-expert assignments. vLLM logs balancedness
-per forward pass in the same way (``EplbState.step``, from ``expert_load_pass``), and fits EPLB
-on the sum over a sliding window of steps (``window_size``, 1000 by default). Here EPLB is fitted
-on the sum of the first ``fit_windows`` steps and scored on each later step, so the score is out
-of sample.
-
-Units: loads are token-expert assignments ("tokens", as vLLM counts them); balancedness and
-throughput relative to uniform routing are dimensionless; fractions are dimensionless (0..1)
-unless a name ends in ``_pct``.
-
-Modules: ``synthetic`` (the default trace, its command line), ``measure``, ``readings``,
-``chapter``.
+No DeepSeek-V4.1-Flash routing statistics are public: the default input is a seeded synthetic
+routing model (:func:`rackbook.physics.eplb.synthetic_loads`, Zipf-like popularity per layer)
+whose skew is calibrated so that static placement matches the claim's "before" balancedness;
+what EPLB then does is the model's prediction, not a measurement. One trace window is one
+decode step's expert load (``batch_per_rank x ep_size x top_k`` assignments per MoE layer, as
+vLLM's ``EplbState.step`` counts); EPLB is fitted on the first ``fit_windows`` steps and scored
+out of sample on the rest. Loads are token-expert assignments; balancedness and ratios are
+dimensionless; fractions are 0..1 unless a name ends in ``_pct``. Modules: ``synthetic``,
+``measure``, ``readings``, ``chapter``.
 """
 
+# ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
 
 from rackbook.results.eplb_balance.chapter import (
     FIGURES,
-    LEGACY_REASON,
     RESULT,
     SWEEPS,
     Analysis,
@@ -35,86 +23,6 @@ from rackbook.results.eplb_balance.chapter import (
     analyse,
     outcome,
 )
-from rackbook.results.eplb_balance.measure import (
-    Placements,
-    fit,
-    layer_rank_loads,
-    loads_from_table,
-    recovered_shares,
-    scenario,
-    score,
-    sweep,
-    trace_loads,
-    uniform_floor,
-)
-from rackbook.results.eplb_balance.readings import (
-    balancedness_physics,
-    kind_of,
-    model_skew,
-    recovered_physics,
-    run_reading,
-)
-from rackbook.results.eplb_balance.synthetic import (
-    AFTER,
-    BEFORE,
-    CALIBRATION_CLAIM,
-    RECORD_COMMAND,
-    RECOVERED,
-    Shape,
-    Spec,
-    build_default_trace,
-    calibrate,
-    calibration_target,
-    loads_table,
-    main,
-    model_shape,
-    redundant_for,
-    tokens_per_step,
-    write_default_trace,
-)
-
-__all__ = [
-    "AFTER",
-    "Analysis",
-    "BEFORE",
-    "CALIBRATION_CLAIM",
-    "FIGURES",
-    "LEGACY_REASON",
-    "Params",
-    "Placements",
-    "RECORD_COMMAND",
-    "RECOVERED",
-    "RESULT",
-    "SWEEPS",
-    "Shape",
-    "Spec",
-    "analyse",
-    "balancedness_physics",
-    "build_default_trace",
-    "calibrate",
-    "calibration_target",
-    "fit",
-    "kind_of",
-    "layer_rank_loads",
-    "loads_from_table",
-    "loads_table",
-    "main",
-    "model_shape",
-    "model_skew",
-    "outcome",
-    "recovered_physics",
-    "recovered_shares",
-    "redundant_for",
-    "run_reading",
-    "scenario",
-    "score",
-    "sweep",
-    "tokens_per_step",
-    "trace_loads",
-    "uniform_floor",
-    "write_default_trace",
-]
-
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import schema
+from rackbook.core.importers.points import empty_table
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import Trace, write_trace
 from rackbook.errors import InputError
@@ -129,13 +129,6 @@ def loads_table(loads: np.ndarray) -> pd.DataFrame:
     )
 
 
-def _empty(table: str) -> pd.DataFrame:
-    dtypes = {"string": "string", "int64": "Int64", "float64": "float64", "bool": "bool"}
-    return pd.DataFrame(
-        {c.name: pd.Series([], dtype=dtypes[c.dtype]) for c in schema.TABLES[table]}
-    )
-
-
 def build_default_trace(spec: Spec = Spec()) -> Trace:
     """The SYNTHETIC default trace (kind ``synthetic``, an ``expert_load`` table, no requests):
     the skew calibrated, ``spec.windows`` decode steps drawn, run.json naming both."""
@@ -182,9 +175,9 @@ def build_default_trace(spec: Spec = Spec()) -> Trace:
     )
     return Trace(
         run,
-        _empty("requests"),
-        _empty("itl"),
-        _empty("points"),
+        empty_table("requests"),
+        empty_table("itl"),
+        empty_table("points"),
         {"expert_load": loads_table(loads)},
     )
 

@@ -1,133 +1,36 @@
 """Rack scaling: which tokens a throughput counts, per-GPU figures, scaling efficiency, and the
-readings of the published figures (data/claims.yaml: ``rack-scaling.throughput`` tokens/s "per
-GPU", ``rack-scaling.speedup`` over a single node, ``rack-scaling.cost`` dollars per GPU-hour).
+readings of the published figures (``rack-scaling.throughput``, ``.speedup``, ``.cost``).
 
-Definitions (per sweep point, successful requests, window length ``duration_s`` in seconds):
-
-- output tokens: sum(output_tokens); input tokens: sum(prompt_tokens);
-- cached input tokens: prompt tokens served from the prefix cache (``cached_prompt_tokens`` when
-  every request row has it; else ``input x hits / queries`` from the Prometheus counters in the
-  ``server_metrics`` table, deltas after - before the point; else unknown, NaN);
-- new input tokens = input - cached input (tokens the server had to prefill);
-- each count / duration_s is a rate in tokens/s: ``output_tok_s``, ``new_input_tok_s``,
-  ``cached_input_tok_s``, ``input_tok_s``; ``total_tok_s`` = input + output (vLLM's
-  ``total_token_throughput``, cached tokens included); ``computed_tok_s`` = new input + output
-  (tokens the GPUs computed);
-- per GPU: each rate / num_gpus (``points.num_gpus``, else the ``gpus`` argument), as
-  InferenceX's ``tput_per_gpu`` = total_token_throughput / GPUs.
-
-Scaling: speedup = T_n / T_1; scaling efficiency = speedup / (n_gpus / gpus_per_node), the
-per-GPU ratio. Modules: ``tokens``, ``scaling``, ``readings`` (physics), ``cost``, ``chapter``.
+Per sweep point (successful requests, ``duration_s`` s): output and input tokens; cached input
+= ``cached_prompt_tokens`` where every row has it, else input x hits / queries from the
+``server_metrics`` prefix-cache counters, else NaN; new input = input - cached. Rates in tok/s:
+``output_tok_s``, ``new_input_tok_s``, ``cached_input_tok_s``, ``input_tok_s``,
+``total_tok_s`` (input + output, vLLM's ``total_token_throughput``), ``computed_tok_s`` (new
+input + output); per GPU = rate / num_gpus (InferenceX's ``tput_per_gpu``). Speedup = T_n /
+T_1; scaling efficiency = speedup / (n_gpus / gpus_per_node). Modules: ``tokens``,
+``scaling``, ``readings``, ``cost``, ``chapter``.
 """
 
+# ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
 
 from rackbook.results.rack_scaling.chapter import (
-    DECODE_PARITY_CLAIM,
     FIGURES,
     RESULT,
-    SINGLE_USER_CLAIM,
-    STATED,
     Analysis,
     Params,
     analyse,
-    flips,
     outcome,
 )
-from rackbook.results.rack_scaling.cost import (
-    COST_CLAIM,
-    DEFAULT_PRICE,
-    INSTANCE_GPUS,
-    REVENUE_FORMULA,
-    TOKEN_PRICES,
-    CostReadings,
-    cost_physics,
-    cost_readings,
-    prices_source,
-    token_prices,
-    token_revenue,
-)
+from rackbook.results.rack_scaling.cost import REVENUE_FORMULA
 from rackbook.results.rack_scaling.readings import (
     ASSUMED_ISL,
     ASSUMED_OSL,
     CEILING_FORMULA,
     READING_LABELS,
-    READINGS,
-    SPEEDUP_CLAIM,
-    THROUGHPUT_CLAIM,
-    ceilings,
-    check_command,
-    speedup_attainable,
-    speedup_physics,
-    speedup_readings,
-    throughput_attainable,
-    throughput_physics,
-    throughput_readings,
 )
-from rackbook.results.rack_scaling.scaling import (
-    NODE_SYSTEMS,
-    SPEEDUP_FORMULA,
-    Scaling,
-    node_sizes,
-    scaling_efficiency,
-    scaling_vs_reference,
-)
-from rackbook.results.rack_scaling.tokens import (
-    METRICS,
-    TOKENS_FORMULA,
-    token_accounting,
-    with_gpu_counts,
-)
-
-__all__ = [
-    "ASSUMED_ISL",
-    "ASSUMED_OSL",
-    "Analysis",
-    "CEILING_FORMULA",
-    "COST_CLAIM",
-    "CostReadings",
-    "DECODE_PARITY_CLAIM",
-    "DEFAULT_PRICE",
-    "FIGURES",
-    "INSTANCE_GPUS",
-    "METRICS",
-    "NODE_SYSTEMS",
-    "Params",
-    "READINGS",
-    "READING_LABELS",
-    "RESULT",
-    "REVENUE_FORMULA",
-    "SINGLE_USER_CLAIM",
-    "SPEEDUP_CLAIM",
-    "SPEEDUP_FORMULA",
-    "STATED",
-    "Scaling",
-    "THROUGHPUT_CLAIM",
-    "TOKENS_FORMULA",
-    "TOKEN_PRICES",
-    "analyse",
-    "ceilings",
-    "check_command",
-    "cost_physics",
-    "cost_readings",
-    "flips",
-    "node_sizes",
-    "outcome",
-    "prices_source",
-    "scaling_efficiency",
-    "scaling_vs_reference",
-    "speedup_attainable",
-    "speedup_physics",
-    "speedup_readings",
-    "throughput_attainable",
-    "throughput_physics",
-    "throughput_readings",
-    "token_accounting",
-    "token_prices",
-    "token_revenue",
-    "with_gpu_counts",
-]
-
+from rackbook.results.rack_scaling.scaling import SPEEDUP_FORMULA
+from rackbook.results.rack_scaling.tokens import TOKENS_FORMULA, token_accounting
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {

@@ -213,14 +213,9 @@ class Analysis:
             for r in self.speedups.itertuples()
         ]
         head = [
-            "what 'a node' is",
-            "GPUs per node",
-            "nodes in the rack",
-            "scaling efficiency",
-            "node tok/s per GPU",
-            "node / ceiling",
-            "physics",
-        ]
+            "what 'a node' is", "GPUs per node", "nodes in the rack", "scaling efficiency",
+            "node tok/s per GPU", "node / ceiling", "physics",
+        ]  # fmt: skip
         return _table(head, rows)
 
     def cost_markdown(self) -> str:
@@ -242,14 +237,10 @@ class Analysis:
                 ]
             )
         head = [
-            "throughput reading",
-            "tok/s per GPU",
-            "M tok per GPU-hour",
-            "USD per M tok, as cost",
-            "USD per M tok, ownership cost",
-            "revenue (USD per GPU-hour)",
+            "throughput reading", "tok/s per GPU", "M tok per GPU-hour", "USD per M tok, as cost",
+            "USD per M tok, ownership cost", "revenue (USD per GPU-hour)",
             f"cached share for ${self.claim_usd:g}",
-        ]
+        ]  # fmt: skip
         return _table(head, rows)
 
     def values(self) -> dict[str, Any]:
@@ -287,7 +278,6 @@ class Analysis:
             "price_uncached": token_prices().usd_per_m_uncached,
             "price_cached": token_prices().usd_per_m_cached,
             "hardware": self.hardware,
-            "trace_kind": self.trace.kind,
             "unit": u,
             "nx_config": str(nx["config"]),
             "nx_units": units.plural(int(nx["num_gpus"]), u),
@@ -318,10 +308,7 @@ class Analysis:
             "workload_isl": self.params.workload_isl,
             "workload_osl": self.params.workload_osl,
         }
-        out |= self._node_and_cost_values()
-        for r in self.readings:
-            out[f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}"] = r.verdict
-        return out
+        return out | self._node_and_cost_values()
 
     def _node_and_cost_values(self) -> dict[str, Any]:
         """The values of :meth:`values` on each node size and on the dollar figure."""
@@ -626,58 +613,47 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
 
 def flips(a: Analysis) -> list[str]:
     """What would turn each reading (dollars as USD: ``$`` opens math in Markdown)."""
-    rule = results_bounds.verdict_rule()
-    hi = rule.impossible_above
-    t, s = a.claim_tok_s, a.claim_speedup
-    cap_p = a.cap("compute", "prefill")
-    isl, osl = a.params.workload_isl, a.params.workload_osl
-    by = a.throughput.set_index("reading")
-    need = by.loc["per-gpu-with-cached", "min_cached_share"]
+    hi = results_bounds.verdict_rule().impossible_above
+    t, s, tol = a.claim_tok_s, a.claim_speedup, a.params.rel_tol
+    work = f"ISL {a.params.workload_isl:,} / OSL {a.params.workload_osl:,}, assumed"
+    need = a.throughput.set_index("reading").loc["per-gpu-with-cached", "min_cached_share"]
     bound = results_bounds.cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
-    work = f"ISL {isl:,} / OSL {osl:,}, assumed"
     tp = f"throughput, physics (per GPU as stated, cache hits counted, {work}): " + (
-        "no cached share fits"
-        if not np.isfinite(need)
-        else f"possible once a published share of the input tokens cached reaches {need:.1%}, "
-        "impossible below it (rackbook check reads the same)"
+        f"possible once a published cached share reaches {need:.1%}, impossible below"
+        if np.isfinite(need)
+        else "no cached share fits"
     )
     tp += (
-        f"; as computed tokens possible only up to {hi * cap_p:,.0f} tok/s per GPU (the "
-        f"prefill ceiling); impossible above {bound:,.3g} tok/s per GPU on any workload, which "
-        f"no cached share reaches; decode ratio {a.band.text}"
+        f"; as computed tokens possible up to {hi * a.cap('compute', 'prefill'):,.0f} tok/s per "
+        f"GPU (prefill ceiling), impossible above {bound:,.3g} tok/s per GPU on any workload; "
+        f"decode ratio {a.band.text}"
     )
     sd = a.speedups
-    node_caps = sd["ceiling_tok_s_per_gpu"] * sd["gpus_per_node"]
-    sp = (
-        f"speedup, physics (on the throughput's basis, {work}): "
-        + "; ".join(
-            f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes fit once at least "
-            f"{r.stated_min_cached_share:.1%} of their input tokens are cache hits"
-            if np.isfinite(r.stated_min_cached_share)
-            else f"no cached share fits {r.gpus_per_node}-GPU {r.gpu.upper()} nodes"
-            for r in sd.itertuples()
-        )
-        + f". With the throughput as the rack's total: possible while that total stays below "
-        f"{hi * s * node_caps.min():,.0f} tok/s (every node size within its GPU's "
-        f"ceiling), impossible above {hi * s * node_caps.max():,.0f} tok/s (every node size "
-        f"over it); at {t:,.0f} tok/s, possible for any speedup above "
-        f"{t / (hi * node_caps.min()):.3g}x, impossible below {t / (hi * node_caps.max()):.3g}x"
+    caps = hi * sd["ceiling_tok_s_per_gpu"] * sd["gpus_per_node"]
+    nodes = "; ".join(
+        f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes fit from {r.stated_min_cached_share:.1%} "
+        "cache hits"
+        if np.isfinite(r.stated_min_cached_share)
+        else f"no cached share fits {r.gpus_per_node}-GPU {r.gpu.upper()} nodes"
+        for r in sd.itertuples()
     )
-    cost = (
-        "cost, physics: nothing turns it; a dollar figure is a price, which no ceiling bounds "
-        "(the published reading sets it against rental, list and ownership prices)"
+    sp = (
+        f"speedup, physics (throughput's basis, {work}): {nodes}. As the rack's total: possible "
+        f"below {s * caps.min():,.0f} tok/s (every node within its ceiling), impossible above "
+        f"{s * caps.max():,.0f} tok/s; at {t:,.0f} tok/s, possible above {t / caps.min():.3g}x, "
+        f"impossible below {t / caps.max():.3g}x"
     )
     return [
         tp,
         sp,
-        cost,
+        "cost, physics: nothing turns it; no ceiling bounds a price",
         "published, every claim: an independent measurement of DeepSeek-V4.1-Flash on a GB300 "
         "NVL72 (none located)",
-        f"this run, throughput and speedup: a trace recorded on {a.rack.gpus} GB300 GPUs serving "
-        "DeepSeek-V4.1-Flash, with a one-node reference configuration, within "
-        f"{a.params.rel_tol:.0%} of {t:,.0f} tok/s per GPU and of {s:g}x",
-        f"this run, cost: the same trace's token revenue per GPU-hour at InferenceX's prices "
-        f"(it needs the cached count) within {a.params.rel_tol:.0%} of USD {a.claim_usd:g}",
+        f"this run, throughput and speedup: a trace on {a.rack.gpus} GB300 GPUs serving "
+        f"DeepSeek-V4.1-Flash, with a one-node reference, within {tol:.0%} of {t:,.0f} tok/s per "
+        f"GPU and of {s:g}x",
+        f"this run, cost: its token revenue per GPU-hour at InferenceX's prices (needs the cached "
+        f"count) within {tol:.0%} of USD {a.claim_usd:g}",
     ]
 
 
