@@ -218,7 +218,7 @@ def certainty(
             reasons.append(("held back by", "analogues only"))
         elif not closest and not near:
             reasons.append(("held back by", "no comparable published point"))
-    if run.get("verdict") == "untested" and "synthetic" in str(run.get("reason", "")):
+    if run.get("verdict") == "untested" and run.get("synthetic"):
         reasons.append(("held back by", "a synthetic input"))
     return Certainty(cid, max(1, min(4, level)), tuple(reasons))
 

@@ -253,13 +253,12 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
 def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
     verdict = str(r.get("verdict", ""))
     margin = _informative(r.get("margin"))
-    reason = str(r.get("reason", ""))
     tail = f" ({margin})" if margin else ""
     if verdict == "consistent":
         return f"measured on {hardware} here, {figure} holds{tail}"
     if verdict == "inconsistent":
         return f"measured on {hardware} here, {figure} does not hold{tail}"
-    if "synthetic" in reason:  # untested
+    if r.get("synthetic"):  # untested
         return "not measured here: this chapter's input is synthetic"
     return f"not tested on {hardware} here"
 
@@ -398,8 +397,7 @@ def _derived_text(r: Mapping[str, Any]) -> str:
     if not isinstance(d, Mapping) or not isinstance(d.get("value"), (int, float)):
         return ""
     value = f"{_num(d['value'])} {d.get('unit') or ''}".strip()
-    detail = str(r.get("reason", "")).rsplit(": ", 1)
-    how = f": {_drop_brackets(detail[1])}" if len(detail) == 2 else ""
+    how = f": {d['how']}" if d.get("how") else ""
     if d.get("exact"):
         return f"exactly what {d.get('from') or 'the specifications'} give ({value}{how})"
     return f"{d.get('from') or 'the specifications'} give {value}, not the claim's figure"
@@ -683,11 +681,11 @@ def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> t
     else:
         head = _ruled_out(pub)
     parts = [head + "".join(f" but possible as {p}" for p in _possible_as(phys))]
-    basis, _, rest = _informative(phys.get("margin")).partition(": ")
+    cond = _field(phys, "condition")
     wl = _field(phys, "workload")
-    if rest:
+    if cond:
         tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
-        parts.append(f"{basis}, it {rest}{tail}")
+        parts.append(f"{cond['basis']}, it {cond['condition']}{tail}")
     return head, "; ".join(parts)
 
 
@@ -710,14 +708,10 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
     if phys.get("verdict") == "possible":
         att = _field(phys, "attainable")
         ratio = att.get("ratio")
-        reach = "what measured kernels reach" in str(att.get("brief") or "reach")
-        if (
-            isinstance(ratio, (int, float))
-            and ratio > 1
-            and reach
-            and "tok/s" in str(att.get("tok_s_per_gpu", "tok/s"))
-        ):
-            return "beyond what deployments reach"
+        # a reach flag from the chapter (rack_scaling); an estimate with a rate never counts
+        if isinstance(ratio, (int, float)) and ratio > 1 and att.get("reach"):
+            if "tok_s_per_gpu" not in att:
+                return "beyond what deployments reach"
         return "plausible"
     return "unsettled"
 
@@ -744,9 +738,9 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
         clauses = [c.strip() for c in reason.split(";") if c.strip()]
         head = "; ".join(clauses[:2]) if clauses else ""
         if not head or words(head) > 28:
+            cond = _field(phys, "condition")
             margin = _informative(phys.get("margin"))
-            basis, _, rest = margin.partition(": ")
-            margin = f"{basis}, it {rest}" if rest else margin
+            margin = f"{cond['basis']}, it {cond['condition']}" if cond else margin
             head = (clauses[0] if clauses and words(clauses[0]) <= 28 else "") or (
                 f"physics does not settle it: {margin}" if margin else "physics does not settle it"
             )

@@ -145,6 +145,11 @@ class ClaimReading:
     #: physics reading: the workload a cached share is read at (``isl``, ``osl``: tokens per
     #: request), None where the reading assumes none
     workload: dict[str, float] | None = None
+    #: physics reading: the margin split into the basis it reads and what holds on it
+    #: (``basis``, ``condition``), None where the margin names no basis
+    condition: dict[str, str] | None = None
+    #: this run: untested because the chapter's input is synthetic
+    synthetic: bool = False
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:

@@ -47,9 +47,10 @@ def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReadi
         "unit": "B/token",
         "from": f"the model card's dimensions and {kvb.kv_dtype.upper()} formats",
         "exact": exact,
+        "how": f"{float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B",
     }
     how = (
-        f": {float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B"
+        f": {derived['how']}"
         if exact
         else f", not {claim:g}: a different layout or storage format is meant"
     )

@@ -362,6 +362,7 @@ def throughput_attainable(
         **a,
         "text": f"{a['text']}; {a_rack['text']}",
         "rack_total": a_rack,
+        "reach": True,
         "brief": f"as stated at {share:.1%} cached, {a['ratio']:.2g}x what measured kernels "
         f"reach; as the rack's total, {a_rack['ratio']:.2g}x",
     }
@@ -405,16 +406,14 @@ def throughput_physics(
     decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
     ratio = None
     if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
-        margin = (
-            f"per GPU as stated: fits only if >= {cached['min_cached_share']:.1%} of the input "
-            "is cached"
-        )
+        holds = f"fits only if >= {cached['min_cached_share']:.1%} of the input is cached"
     elif np.isfinite(decided["ratio"]):
         ratio = float(decided["ratio"])
-        ceiling = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
-        margin = f"per GPU as stated: {ceiling}"
+        holds = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
     else:
-        margin = "per GPU as stated: no cached share fits"
+        holds = "no cached share fits"
+    condition = {"basis": "per GPU as stated", "condition": holds}
+    margin = f"{condition['basis']}: {holds}"
     return headline.ClaimReading(
         THROUGHPUT_CLAIM,
         "physics",
@@ -425,6 +424,7 @@ def throughput_physics(
         ratio=ratio,
         on_bases=(computed, total),
         workload=workload,
+        condition=condition,
     )
 
 
@@ -439,6 +439,7 @@ def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, An
     a = verdicts.attainable(c, f"a {n}-GPU node, the rack's total / speedup")
     return {
         **a,
+        "reach": True,
         "brief": f"the implied {n}-GPU node is {a['ratio']:.2g}x what measured kernels reach",
     }
 
