@@ -181,16 +181,8 @@ def published_per_gpu_points() -> dict[str, Any]:
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
-    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``).
-
-    Each point's basis is compared with the workload's (:func:`rackbook.core.basis.differences`
-    over :data:`DECIDING_PARTS` and :data:`NOTED_PARTS`); the closest come first (smallest
-    distance in basis, each difference weighted as the book weighs it,
-    :data:`rackbook.results.comparability.WEIGHTS`; then verified first, then nearest in
-    value; ties by id).
-    The verdict is :func:`rackbook.results.evidence.published_reading` over the verified
-    measurements that differ in no deciding part (``none published`` when there are none);
-    analogues and context rows never decide."""
+    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``), closest
+    basis first; the verdict is over verified points differing in no deciding part."""
     doc = published_per_gpu_points()
     weights: dict[str, float] = doc["weights"]
     rows = []
@@ -459,11 +451,7 @@ def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def readings(
     args: argparse.Namespace,
 ) -> tuple[check.Check, CheckVerdict, CheckVerdict, CheckVerdict]:
-    """The three readings of ``rackbook check``'s arguments. The physics reading carries the
-    attainable estimate (:mod:`rackbook.physics.attainable`) beside the bound; with
-    ``--cached-share unknown`` its verdict is the threshold's
-    (:func:`rackbook.physics.check.cached_share_threshold`) and the readings shown are those
-    at the threshold (uncached when the figure is possible or impossible at any share)."""
+    """The three readings of ``rackbook check``'s arguments."""
     if args.trace is not None:
         check_trace_arg(args.trace)
     if args.batch is not None and args.concurrency is not None:
