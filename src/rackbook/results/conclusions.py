@@ -529,7 +529,6 @@ VERDICT_WORDS: dict[str, str] = {
     "inconsistent": "a run on the claim's hardware disagrees",
     "above published": "above every published like-for-like figure (or modelled price)",
     "below published": "below every published like-for-like figure (or modelled price)",
-    "beyond what deployments reach": "physically possible, but above what measured kernels reach",
     "plausible": "physically possible; nothing like-for-like measures it",
     "unsettled": "physics cannot decide it and nothing like-for-like is published",
 }
@@ -657,12 +656,6 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
     if _field(phys, "derived").get("exact"):
         return "exact"
     if phys.get("verdict") == "possible":
-        att = _field(phys, "attainable")
-        ratio = att.get("ratio")
-        # a reach flag from the chapter (rack_scaling); an estimate with a rate never counts
-        if isinstance(ratio, (int, float)) and ratio > 1 and att.get("reach"):
-            if "tok_s_per_gpu" not in att:
-                return "beyond what deployments reach"
         return "plausible"
     return "unsettled"
 

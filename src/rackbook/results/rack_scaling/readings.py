@@ -362,7 +362,6 @@ def throughput_attainable(
         **a,
         "text": f"{a['text']}; {a_rack['text']}",
         "rack_total": a_rack,
-        "reach": True,
         "brief": f"as stated at {share:.1%} cached, {a['ratio']:.2g}x what measured kernels "
         f"reach; as the rack's total, {a_rack['ratio']:.2g}x",
     }
@@ -439,7 +438,6 @@ def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, An
     a = verdicts.attainable(c, f"a {n}-GPU node, the rack's total / speedup")
     return {
         **a,
-        "reach": True,
         "brief": f"the implied {n}-GPU node is {a['ratio']:.2g}x what measured kernels reach",
     }
 
