@@ -108,7 +108,7 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     expected = _expected(a.get("expected"))
     if expected:
         return expected
-    dep = str(a.get("deployment") or "").split(" (")[0]
+    dep = str(a.get("deployment_name") or "")
     default = not named or not dep or dep.startswith(DEFAULT_DEPLOYMENT)
     shown = "" if default else f" ({dep})"
     ratio = a.get("ratio")

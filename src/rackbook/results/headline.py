@@ -297,13 +297,9 @@ class Outcome:
 
 
 class Params:
-    """Mixin of a result's parameter dataclass: build it from any mapping of names (such as a
-    notebook's namespace after its ``parameters`` cell), taking only the fields it declares.
-
-    ``class Params(headline.Params, result="NAME")``: a field the result's notebook
-    ``parameters`` cell assigns takes the cell's default (a list as a tuple), so the cell is
-    the one declaration of it (:func:`rackbook.params.cell_defaults`); declared before
-    ``@dataclass`` reads the class."""
+    """Mixin of a result's parameter dataclass, ``class Params(headline.Params, result="NAME")``
+    before ``@dataclass``: built from any mapping, taking only its fields; a field the notebook's
+    ``parameters`` cell assigns defaults to the cell's (:func:`rackbook.params.cell_defaults`)."""
 
     def __init_subclass__(cls, result: str | None = None, **kw: Any) -> None:
         super().__init_subclass__(**kw)

@@ -152,6 +152,7 @@ def growth_attainable(
         "tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None,
         "ratio": ratio,
         "deployment": a.deployment,
+        "deployment_name": a.deployment_name,
         "calibration": a.calibration,
         "binding": a.binding,
         "text": text,
