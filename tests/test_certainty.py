@@ -180,7 +180,7 @@ def test_exact_derivation_gives_the_second_level_and_a_primary_text_confirms_it(
 
 
 def test_only_analogues_and_a_synthetic_input_are_named():
-    c = _grade(_rs(published={"closest": {"kind": "analogue"}}, run={"reason": "synthetic x"}))
+    c = _grade(_rs(published={"closest": {"kind": "analogue"}}, run={"synthetic": True}))
     assert c.reasons[1:] == (
         "held back by: analogues only",
         "held back by: a synthetic input",
@@ -280,7 +280,8 @@ def test_the_finding_follows_each_reading():
     run = cc.finding(claim, _rs(run={"verdict": "consistent", "margin": "+1.0%"}))
     assert run.endswith("Measured on B300 GPUs here, it holds (+1.0%).")
     derived = {"value": 826, "unit": "tok/s", "from": "the data sheet", "exact": True}
-    assert cc.finding(claim, _rs(physics={"derived": derived, "reason": "x: 2 x 413"})) == (
+    derived["how"] = "2 x 413"
+    assert cc.finding(claim, _rs(physics={"derived": derived})) == (
         "Exactly what the data sheet give (826 tok/s: 2 x 413)."
     )
 

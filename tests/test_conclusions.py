@@ -151,6 +151,7 @@ def test_every_claim_of_a_result_concludes():
                     "verdict": verdict,
                     "margin": "-",
                     "reason": "the synthetic routing model gives it",
+                    "synthetic": r == "this run",
                 }
             )
     out = cc.conclusions(doc, reg)
@@ -174,6 +175,10 @@ def _split(claim_id=CLAIM):
             "reading": "physics",
             "verdict": "undetermined",
             "margin": "per GPU as stated: fits only if >= 64.0% of the input is cached",
+            "condition": {
+                "basis": "per GPU as stated",
+                "condition": "fits only if >= 64.0% of the input is cached",
+            },
             "reason": "as computed tokens per GPU it needs 3.94x the decode ceiling and 1.97x the "
             "prefill ceiling; counting cache hits, it fits only once at least 64.0% of the input "
             "tokens are prefix-cache hits at ISL 100,000 / OSL 1,000 (a workload assumed here); "

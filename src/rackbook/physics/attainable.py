@@ -497,6 +497,7 @@ class Attainable:
     notes: tuple[str, ...] = ()
     #: phase -> the share of the GPUs' time its work takes at the estimate
     shares: dict[str, float] = field(default_factory=dict)
+    deployment_name: str = ""  # without why it was chosen
 
     @property
     def binding(self) -> str:
@@ -536,6 +537,7 @@ class Attainable:
             "tok_s_per_gpu": self.tok_s_per_gpu if math.isfinite(self.tok_s_per_gpu) else None,
             "ratio": self.ratio if math.isfinite(self.ratio) else None,
             "deployment": self.deployment,
+            "deployment_name": self.deployment_name,
             "calibration": self.calibration,
             "text": self.text,
             "binding": self.binding,
@@ -654,6 +656,7 @@ def estimate(
         tok_s_per_gpu=claimed / ratio if ratio > 0 else math.inf,
         ratio=ratio if ratio > 0 else 0.0,
         deployment=f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')} ({why})",
+        deployment_name=f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')}",
         calibration=calibration_text(eff, g),
         claimed_tok_s_per_gpu=claimed,
         counted=work.counted,

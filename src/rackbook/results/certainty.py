@@ -218,7 +218,7 @@ def certainty(
             reasons.append(("held back by", "analogues only"))
         elif not closest and not near:
             reasons.append(("held back by", "no comparable published point"))
-    if run.get("verdict") == "untested" and "synthetic" in str(run.get("reason", "")):
+    if run.get("verdict") == "untested" and run.get("synthetic"):
         reasons.append(("held back by", "a synthetic input"))
     return Certainty(cid, max(1, min(4, level)), tuple(reasons))
 
@@ -244,12 +244,9 @@ def number(v: float) -> str:
 
 
 def supported_basis(pub: Mapping[str, Any]) -> str:
-    """The basis a published reading's near evidence supports, as a finding states it: where
-    the claim's figure, re-read on one of its named bases (that basis's ``conversion``), lies
-    inside that basis's near points: "the evidence supports <basis>, 954,000 / 7.9 = 120,759
-    tok/s/GPU: 0.847x to 1.16x the 2 near points" (the points' span where the conversion
-    computes no value: no ``step``), then the highest list price (``list_price``); empty
-    otherwise."""
+    """ "the evidence supports <basis>, 954,000 / 7.9 = 120,759 tok/s/GPU: 0.847x to 1.16x the
+    2 near points" where the figure converted to a basis lies inside its near points, then the
+    highest list price; empty otherwise."""
     near: Mapping[str, Any] = pub["near"] if isinstance(pub.get("near"), Mapping) else {}
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
@@ -274,9 +271,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
 def supported_finding(
     head: str, pub: Mapping[str, Any], shorten: Callable[[str], str], limit: int
 ) -> str:
-    """A landing finding from its ``head`` (the clause that decides the verdict word) and the
-    basis the near evidence supports (:func:`supported_basis`) second; ``head``
-    ``shorten``-ed when the whole would pass ``limit`` words. Empty without a supported basis."""
+    """``head``; :func:`supported_basis` (``head`` shortened past ``limit`` words), or empty."""
     sup = supported_basis(pub) if pub else ""
     if not sup:
         return ""

@@ -181,16 +181,8 @@ def published_per_gpu_points() -> dict[str, Any]:
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
-    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``).
-
-    Each point's basis is compared with the workload's (:func:`rackbook.core.basis.differences`
-    over :data:`DECIDING_PARTS` and :data:`NOTED_PARTS`); the closest come first (smallest
-    distance in basis, each difference weighted as the book weighs it,
-    :data:`rackbook.results.comparability.WEIGHTS`; then verified first, then nearest in
-    value; ties by id).
-    The verdict is :func:`rackbook.results.evidence.published_reading` over the verified
-    measurements that differ in no deciding part (``none published`` when there are none);
-    analogues and context rows never decide."""
+    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``), closest
+    basis first; the verdict is over verified points differing in no deciding part."""
     doc = published_per_gpu_points()
     weights: dict[str, float] = doc["weights"]
     rows = []
@@ -339,6 +331,15 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
     return out
 
 
+def _calibration(args: argparse.Namespace) -> Any:
+    """The ``--calibration`` file read (pandas only then), None without one."""
+    if not getattr(args, "calibration", None):
+        return None
+    from rackbook.core.calibration import read_calibration
+
+    return read_calibration(args.calibration)
+
+
 def _attainable(
     args: argparse.Namespace, c: check.Check, share_unknown: bool
 ) -> tuple[dict[str, Any], str]:
@@ -346,21 +347,16 @@ def _attainable(
     a data sheet gives none and says why."""
     from rackbook.physics import attainable
 
-    cal = None
-    if getattr(args, "calibration", None):
-        from rackbook.core.calibration import read_calibration
-
-        cal = read_calibration(args.calibration)
+    cal = _calibration(args)
+    none = dict.fromkeys(("tok_s_per_gpu", "ratio", "deployment", "calibration"))
     if c.limit.startswith("memory capacity"):
-        return {"tok_s_per_gpu": None, "ratio": None, "deployment": None,
-                "calibration": None}, "none: the figure does not fit"  # fmt: skip
+        return none, "none: the figure does not fit"
     try:
         a = attainable.for_check(c, deployment=getattr(args, "deployment", None), calibration=cal)
     except InputError as exc:
-        if cal is None or "run.json.spec" not in str(exc):
+        if cal is None or exc.field != "run.json.spec":
             raise
-        return {"tok_s_per_gpu": None, "ratio": None, "deployment": None,
-                "calibration": cal.label}, f"none: {exc.problem}"  # fmt: skip
+        return none | {"calibration": cal.label}, f"none: {exc.problem}"
     d = a.to_dict()
     text = a.text
     if share_unknown:
@@ -386,14 +382,10 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
     of it) and its line, with the held-out validation of the stored fit."""
     from rackbook.physics import expected
 
+    none = dict.fromkeys(("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}
     if c.limit.startswith("memory capacity"):
-        none = {k: None for k in ("tok_s_per_gpu", "low", "high", "ratio", "deployment")}
-        return none | {"terms": {}}, "none: the figure does not fit"
-    cal = None
-    if getattr(args, "calibration", None):  # pandas only where a calibration is read
-        from rackbook.core.calibration import read_calibration
-
-        cal = read_calibration(args.calibration)
+        return none, "none: the figure does not fit"
+    cal = _calibration(args)
     fit = expected.load_fit()
     try:
         e = expected.for_check(
@@ -405,10 +397,9 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
             fit=fit,
         )
     except InputError as exc:
-        if cal is None or "run.json.spec" not in str(exc):
+        if cal is None or exc.field != "run.json.spec":
             raise
-        none = {k: None for k in ("tok_s_per_gpu", "low", "high", "ratio", "deployment")}
-        return none | {"terms": {}}, f"none: {exc.problem}"
+        return none, f"none: {exc.problem}"
     d = e.to_dict() | {"validation": fit.validation}
     return d, e.text(fit.validation_text)
 
@@ -459,11 +450,7 @@ def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def readings(
     args: argparse.Namespace,
 ) -> tuple[check.Check, CheckVerdict, CheckVerdict, CheckVerdict]:
-    """The three readings of ``rackbook check``'s arguments. The physics reading carries the
-    attainable estimate (:mod:`rackbook.physics.attainable`) beside the bound; with
-    ``--cached-share unknown`` its verdict is the threshold's
-    (:func:`rackbook.physics.check.cached_share_threshold`) and the readings shown are those
-    at the threshold (uncached when the figure is possible or impossible at any share)."""
+    """The three readings of ``rackbook check``'s arguments."""
     if args.trace is not None:
         check_trace_arg(args.trace)
     if args.batch is not None and args.concurrency is not None:

@@ -481,17 +481,10 @@ def near_position(n: Near) -> str:
 
 
 def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
-    """The near evidence of a claim over the named bases physics allows (``brs``: its basis
-    readings, :class:`rackbook.results.evidence.BasisReading`, each with ``near`` and
-    ``ruled_out``), per basis
-    (``per_basis``: one entry per basis with near points, :func:`_bracket`, each basis's
-    figure over its own points, so
-    no span ever mixes token kinds or bases) and, at the top level, the bracket of one basis
-    only: the plausible one, where the claim's figure sits inside its near points (the first
-    such basis), else ``prefer`` (the basis of the headline's closest point, chosen by distance
-    in basis, never by value), else the first basis with near points (``head``: that basis as
-    a finding names it, :attr:`Plausible.head`). ``bases`` names every basis with near
-    points. None when no allowed basis has one."""
+    """The near evidence over the bases physics allows (``brs``: basis readings): ``per_basis``
+    (:func:`_bracket` of each basis with near points, never mixing bases); at the top level the
+    bracket of the first basis whose points hold the figure, else ``prefer``, else the first
+    with points (``head``: its name in a finding); ``bases``: all with points; None without."""
     ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
     if not ns:
         return None

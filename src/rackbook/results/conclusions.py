@@ -1,10 +1,6 @@
-"""What the book concludes about each claim, generated from its readings (a headline JSON's
-``readings``, :mod:`rackbook.results.headline`), never typed: :func:`conclude` gives the
-paragraph (one sentence per reading, physics, published, this run; one per basis where a
-reading has ``by_basis``), the decisive :func:`finding`, the graded certainty
-(:mod:`rackbook.results.certainty`) and the near evidence; :func:`summarize` the landing's
-row. Readings are plain dicts; unknown fields are ignored.
-"""
+"""What the book concludes about each claim, generated from its readings (headline JSON dicts;
+unknown fields ignored): :func:`conclude` the paragraph, :func:`finding` the decisive point,
+:func:`summarize` the landing's row."""
 
 from __future__ import annotations
 
@@ -40,8 +36,7 @@ PLACES = {"within": "within the {}s", "above": "above every {}", "below": "below
 
 @dataclass(frozen=True)
 class Conclusion:
-    """A claim's conclusion: the claim (figure and statement), the sentences, the decisive
-    finding and the graded certainty."""
+    """A claim's conclusion: figure, statement, sentences, certainty and finding."""
 
     claim_id: str
     result: str
@@ -49,15 +44,12 @@ class Conclusion:
     statement: str
     sentences: tuple[str, ...]
     certainty: Certainty
-    #: the near evidence in one sentence (empty without near points): a value the page
-    #: generators can print beside the conclusion
-    near: str = ""
     #: the decisive finding (:func:`finding`)
     finding: str = ""
 
     @property
     def grade(self) -> str:
-        """The certainty's grade (one of :data:`rackbook.results.certainty.GRADES`)."""
+        """One of :data:`rackbook.results.certainty.GRADES`."""
         return self.certainty.grade
 
     @property
@@ -67,8 +59,7 @@ class Conclusion:
 
 
 def _drop_brackets(text: str, keep: int = SHORT_ASIDE) -> str:
-    """``text`` without its bracketed asides, nor its parenthesised ones longer than ``keep``
-    characters (a short one such as ``(13,250 per GPU)`` stays)."""
+    """``text`` without bracketed asides nor parenthesised ones over ``keep`` characters."""
     text = re.sub(r"\s*\[[^\[\]]*\]", "", text)
     aside = r"\s*\(((?:[^()]|\([^()]*\))*)\)"  # one level of nesting
     text = re.sub(aside, lambda m: m.group(0) if len(m.group(1)) <= keep else "", text)
@@ -76,8 +67,7 @@ def _drop_brackets(text: str, keep: int = SHORT_ASIDE) -> str:
 
 
 def _clauses(reason: str, limit: int = MAX_CLAUSE, many: bool = True) -> str:
-    """The leading ``;``-separated clauses of a reason, asides dropped, within ``limit``
-    characters (always at least the first clause); only the first unless ``many``."""
+    """A reason's leading ``;`` clauses within ``limit`` characters (the first unless ``many``)."""
     parts = [p.strip() for p in _drop_brackets(reason).split(";") if p.strip()]
     if not parts:
         return ""
@@ -110,18 +100,15 @@ DEFAULT_DEPLOYMENT = "attention data-parallel"
 
 
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
-    """The physics reading's attainable estimate as a clause ("" without one): the ratio to
-    what measured kernels reach (the reading's own short form where it has one), naming a
-    deployment other than the default. The deployment and calibration are named once under
-    the landing table (:func:`rackbook.book.pages.attainable_note`) and in full in the
-    chapter's readings table; ``named`` False leaves the deployment out (the landing's)."""
+    """The attainable (or expected) estimate as a clause, "" without one; a deployment other
+    than the default is named unless ``named`` is False."""
     a = _field(r, "attainable")
     if not a:
         return ""
     expected = _expected(a.get("expected"))
     if expected:
         return expected
-    dep = str(a.get("deployment") or "").split(" (")[0]
+    dep = str(a.get("deployment_name") or "")
     default = not named or not dep or dep.startswith(DEFAULT_DEPLOYMENT)
     shown = "" if default else f" ({dep})"
     ratio = a.get("ratio")
@@ -136,7 +123,7 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
 
 
 def _expected(e: Any) -> str:
-    """The expected reading (:mod:`rackbook.physics.expected`) as a ratio-and-interval clause."""
+    """The expected reading as a ratio-and-interval clause (tok/s per GPU)."""
     keys = ("ratio", "tok_s_per_gpu", "low", "high")
     if not isinstance(e, Mapping) or not all(
         isinstance(e.get(k), (int, float)) and math.isfinite(e[k]) for k in keys
@@ -159,8 +146,7 @@ def _physics(figure: str, r: Mapping[str, Any]) -> str:
 
 
 def _closest(c: Any) -> str:
-    """A closest published point as text: who, value (or the tied points' spread) and unit,
-    and the claim's ratio to it (a dict as the published reading gives it), or the text."""
+    """A closest published point: who, value (or tied spread) with unit, the claim's ratio."""
     if not isinstance(c, Mapping):
         return _drop_brackets(str(c))
     text = " · ".join(_source(c))
@@ -192,9 +178,7 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
 
 
 def _names(names: list[str]) -> str:
-    """Basis names as one phrase, each in quotation marks (never in brackets, which read as an
-    unfilled template): ``“a”``, ``“a” or “b”``, ``“a”, “b” or “c”``, or the first two and how
-    many more."""
+    """Quoted basis names: ``“a”, “b” or “c”``; past three, the first two and a count."""
     shown = [f"\u201c{n}\u201d" for n in names]
     if len(shown) > 3:
         return f"{shown[0]}, {shown[1]} or {len(shown) - 2} other bases"
@@ -202,10 +186,7 @@ def _names(names: list[str]) -> str:
 
 
 def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
-    """A reading given once per plausible basis (its ``by_basis`` entries, each with a
-    ``name``, ``verdict``, ``margin`` and maybe a ``closest`` point): one sentence per verdict,
-    naming the bases that reach it; every basis without a published point in one sentence that
-    names the closest point, which does not decide."""
+    """A reading with ``by_basis`` as one sentence per verdict, naming the bases that reach it."""
     entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
     out = []
     gone = [e for e in entries if e.get("ruled_out")]
@@ -253,13 +234,12 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
 def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
     verdict = str(r.get("verdict", ""))
     margin = _informative(r.get("margin"))
-    reason = str(r.get("reason", ""))
     tail = f" ({margin})" if margin else ""
     if verdict == "consistent":
         return f"measured on {hardware} here, {figure} holds{tail}"
     if verdict == "inconsistent":
         return f"measured on {hardware} here, {figure} does not hold{tail}"
-    if "synthetic" in reason:  # untested
+    if r.get("synthetic"):  # untested
         return "not measured here: this chapter's input is synthetic"
     return f"not tested on {hardware} here"
 
@@ -283,7 +263,7 @@ def _sentence(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> st
 
 
 def near_sentence(r: Mapping[str, Any]) -> str:
-    """The near evidence of a published reading (its ``near``) as one sentence, or empty."""
+    """A published reading's ``near`` evidence as one sentence, or empty."""
     n = _field(r, "near")
     if not n.get("points"):
         return ""
@@ -306,8 +286,7 @@ def near_sentence(r: Mapping[str, Any]) -> str:
 
 
 def _ratio(x: float) -> str:
-    """A ratio for a sentence: ``0.093x``, ``0.127x``, ``9.14x``, ``1,054x`` (three
-    significant figures from 1x, three decimals below)."""
+    """``0.093x``, ``9.14x``, ``1,054x``: three figures from 1x, three decimals below."""
     if abs(x) >= 100:
         return f"{x:,.0f}x"
     if 0.001 <= abs(x) < 1:
@@ -324,15 +303,12 @@ def _hardware(claim: Claim) -> str:
 
 
 def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
-    """The conclusion about ``claim`` from its readings (dicts with at least ``reading``,
-    ``verdict``; ``margin``, ``reason``, ``basis``, ``closest`` are used when present; other
-    readings' claims and unknown fields are ignored)."""
+    """The conclusion about ``claim`` from its readings (other claims' are ignored)."""
     mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
     figure = claim.value_text
     hardware = _hardware(claim)
     sentences: list[str] = []
     kinds = [*ORDER, *sorted({str(r.get("reading")) for r in mine} - set(ORDER))]
-    near = ""
     for kind in kinds:
         for r in (r for r in mine if r.get("reading") == kind):
             if r.get("by_basis"):
@@ -340,8 +316,7 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
             else:
                 sentences.append(_sentence(kind, "it" if sentences else figure, r, hardware))
             if kind == "published" and near_sentence(r):
-                near = near_sentence(r)
-                sentences.append(near)
+                sentences.append(near_sentence(r))
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
     return Conclusion(
@@ -351,14 +326,12 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
         claim.statement,
         tuple(sentences),
         certainty(mine, claim),
-        near,
         finding(claim, mine, hardware),
     )
 
 
 def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> list[Conclusion]:
-    """One conclusion per claim of a headline JSON's result (registry order), from its
-    ``readings``; the result is ``doc["result"]`` or, without it, that of the first reading."""
+    """One conclusion per claim of a headline JSON's result, in registry order."""
     reg = registry or load_claims()
     readings = [r for r in doc.get("readings", []) if isinstance(r, Mapping)]
     result = doc.get("result") or (readings[0]["claim_id"].split(".")[0] if readings else None)
@@ -372,9 +345,7 @@ FINDING_CLAUSE = 160
 
 
 def _ruled_out(pub: Mapping[str, Any]) -> str:
-    """The bases of the published reading that physics rules out, with the ratio to the
-    ceiling each exceeds: "impossible as “a” (3.94x a GB300's compute ceiling) or as “b”
-    (1.97x)"; empty without one."""
+    """ "impossible as “a” (3.94x a GB300's compute ceiling) or as “b” (1.97x)", or empty."""
     out, last = [], None
     for e in pub.get("by_basis") or []:
         if not isinstance(e, Mapping) or not e.get("ruled_out"):
@@ -392,23 +363,19 @@ def _ruled_out(pub: Mapping[str, Any]) -> str:
 
 
 def _derived_text(r: Mapping[str, Any]) -> str:
-    """An exact derivation as words: "exactly what the model card's dimensions and FP4 formats
-    give (890 B/token: 2.5 rows x 356 B)"; empty when the reading derives nothing."""
+    """A derivation as words ("exactly what ... give (890 B/token: 2.5 rows x 356 B)"), or empty."""
     d = r.get("derived")
     if not isinstance(d, Mapping) or not isinstance(d.get("value"), (int, float)):
         return ""
     value = f"{_num(d['value'])} {d.get('unit') or ''}".strip()
-    detail = str(r.get("reason", "")).rsplit(": ", 1)
-    how = f": {_drop_brackets(detail[1])}" if len(detail) == 2 else ""
+    how = f": {d['how']}" if d.get("how") else ""
     if d.get("exact"):
         return f"exactly what {d.get('from') or 'the specifications'} give ({value}{how})"
     return f"{d.get('from') or 'the specifications'} give {value}, not the claim's figure"
 
 
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
-    """The physics reading as the finding states it: the bases it rules out and the ratio to
-    the ceiling, an exact derivation, else the verdict with its margin or first clauses; then
-    without what measured kernels reach (:func:`_attainable`)."""
+    """The physics reading in a finding: ruled-out bases, a derivation, or verdict and margin."""
     verdict = str(r.get("verdict", ""))
     margin = _informative(r.get("margin"))
     ruled = _ruled_out(pub)
@@ -432,14 +399,13 @@ def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
 
 
 def _source(c: Mapping[str, Any]) -> list[str]:
-    """Who published a point, its parts (``source``: submitter, hardware, model, engine)."""
+    """A point's ``source`` parts (submitter, hardware, model, engine)."""
     parts = [str(p) for p in c.get("source") or [c.get("who") or "a published point"]]
     return [p for p in parts if p not in ("-", "")] or ["a published point"]
 
 
 def _who(c: Mapping[str, Any]) -> str:
-    """A published point's source in short: "SemiAnalysis InferenceX (GB300 x 4,
-    DeepSeek-V4.1-Flash, vLLM)" (the submitter's own aside dropped)."""
+    """A point's source in short: "SemiAnalysis InferenceX (GB300 x 4, vLLM)"."""
     org, *rest = _source(c)
     org = re.sub(r"\s*\([^()]*\)$", "", org)
     rest = [p for p in dict.fromkeys(rest) if p != org]
@@ -458,8 +424,7 @@ def _spread(c: Mapping[str, Any], low: str, high: str) -> bool:
 
 
 def _span(lo: float, hi: float, unit: str) -> str:
-    """``lo`` to ``hi`` (one number where they agree) in ``unit`` (a ratio ``x`` unspaced, a
-    dimensionless ``1`` unwritten)."""
+    """``lo`` to ``hi`` (one number where equal) in ``unit``."""
     shown = ("" if unit in ("1", "", "x") else " ") + ("" if unit == "1" else unit)
     return (_num(lo) if lo == hi else f"{_num(lo)} to {_num(hi)}") + shown
 
@@ -486,9 +451,8 @@ def _claim_ratio(c: Mapping[str, Any]) -> str:
 
 
 def _published_finding(r: Mapping[str, Any]) -> str:
-    """The published reading as the finding states it: where like-for-like points place the
-    figure, else its ratio to the closest near point (and the near points' spread where the
-    basis decides it); empty with only analogues, which never decide."""
+    """The published reading in a finding: the placing, else the ratio to near points; empty
+    with only analogues."""
     entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)] or [r]
     entries = [e for e in entries if not e.get("ruled_out")]
     placed = [e for e in entries if e.get("verdict") in PLACED]
@@ -525,11 +489,8 @@ def _published_finding(r: Mapping[str, Any]) -> str:
 def finding(
     claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "", named: bool = True
 ) -> str:
-    """The decisive finding about ``claim`` in one or two sentences, generated from its
-    readings: what physics rules out or derives (with the ratio to the ceiling and to what
-    measured kernels reach), then what published points say, then a run on the claim's
-    hardware where there is one. Where a chapter is decisive on any basis, this says so;
-    ``named`` False leaves the attainable estimate's deployment out (:func:`_attainable`)."""
+    """The decisive finding about ``claim``: physics, then published points, then a run on the
+    claim's hardware; ``named`` False leaves the deployment out."""
     rs = {str(r.get("reading")): r for r in readings if r.get("claim_id", claim.id) == claim.id}
     if not rs:
         return f"{claim.value_text} has not been read yet: run the chapter"
@@ -568,7 +529,6 @@ VERDICT_WORDS: dict[str, str] = {
     "inconsistent": "a run on the claim's hardware disagrees",
     "above published": "above every published like-for-like figure (or modelled price)",
     "below published": "below every published like-for-like figure (or modelled price)",
-    "beyond what deployments reach": "physically possible, but above what measured kernels reach",
     "plausible": "physically possible; nothing like-for-like measures it",
     "unsettled": "physics cannot decide it and nothing like-for-like is published",
 }
@@ -576,10 +536,8 @@ VERDICT_WORDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Summary:
-    """A claim as a summary-of-findings row states it: the verdict word (a key of
-    :data:`VERDICT_WORDS`), the finding (at most :data:`FINDING_WORDS` words, the decisive
-    point first), the plain certainty grade (one of :data:`PLAIN_GRADES`) and why, in a few
-    words (the full reasons are the certainty's)."""
+    """A summary-of-findings row: verdict word, finding (<= :data:`FINDING_WORDS` words), plain
+    grade and why."""
 
     claim_id: str
     word: str
@@ -594,8 +552,7 @@ def words(text: str) -> int:
 
 
 def within_words(text: str, limit: int = FINDING_WORDS) -> str:
-    """``text`` cut to at most ``limit`` words at its last whole clause (``;`` or sentence)
-    that fits, or at a word with an ellipsis when its first clause is already longer."""
+    """``text`` cut to ``limit`` words at a whole clause, else at a word with an ellipsis."""
     if words(text) <= limit:
         return text
     parts = re.split(r"(?<=[;.])\s+", text)
@@ -611,9 +568,7 @@ def within_words(text: str, limit: int = FINDING_WORDS) -> str:
 
 
 def plain_number(text: str) -> str:
-    """Numbers as the book prints them: percentages one way (``64.0%`` and ``9%`` become
-    ``64 %`` and ``9 %``), ratios with three figures (``0.0929x`` becomes ``0.093x``), no
-    scientific notation (``2.17367e+06`` becomes ``2,173,670``)."""
+    """``64.0%`` as ``64 %``, ``0.0929x`` as ``0.093x``, ``2.17367e+06`` as ``2,173,670``."""
     text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{m.group(1).removesuffix('.0')} %", text)
 
     def ratio(m: re.Match[str]) -> str:
@@ -630,9 +585,7 @@ def for_reader(text: str) -> str:
 
 
 def reader_names(text: str) -> str:
-    """``text`` with every bare catalog id of a GPU or model ("on 4 gb300", "deepseek-v4.1-flash
-    on 1 x gb300") written as a reader names it ("on 4 GB300", "DeepSeek-V4.1-Flash"); an id
-    inside a longer name, a path or a URL ("gb300-nvl72", "/gb300") stays."""
+    """Bare catalog ids ("gb300") as names ("GB300"); ids in names, paths or URLs stay."""
     from rackbook.inputs import catalogs
 
     names = {g: catalogs.as_gpu(g).label for g in catalogs.load_hardware().gpus}
@@ -662,8 +615,7 @@ def _on_bases(phys: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _possible_as(phys: Mapping[str, Any]) -> list[str]:
-    """The bases on which the physics reading finds the figure possible, each with its
-    figure per GPU: "the rack's total (13,250 per GPU)"."""
+    """The bases physics allows, with the figure per GPU: "the rack's total (13,250 per GPU)"."""
     return [
         f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)"
         for b in _on_bases(phys)
@@ -672,10 +624,7 @@ def _possible_as(phys: Mapping[str, Any]) -> list[str]:
 
 
 def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> tuple[str, str]:
-    """The finding of a figure physics rules out on some bases and allows on others, as its
-    head (what it cannot be, with the ratio to the ceiling) and its whole text: the head, what
-    it can be, and the cached share a per-GPU count needs (naming the workload that share
-    assumes)."""
+    """A figure ruled out on some bases, allowed on others: (head, whole text)."""
     needs = next((b for b in _on_bases(phys) if b.get("ceiling")), None)
     if needs:
         where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
@@ -683,17 +632,16 @@ def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> t
     else:
         head = _ruled_out(pub)
     parts = [head + "".join(f" but possible as {p}" for p in _possible_as(phys))]
-    basis, _, rest = _informative(phys.get("margin")).partition(": ")
+    cond = _field(phys, "condition")
     wl = _field(phys, "workload")
-    if rest:
+    if cond:
         tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
-        parts.append(f"{basis}, it {rest}{tail}")
+        parts.append(f"{cond['basis']}, it {cond['condition']}{tail}")
     return head, "; ".join(parts)
 
 
 def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
-    """The verdict word of a claim's readings (:data:`VERDICT_WORDS`), the strongest evidence
-    deciding: a run on the claim's hardware, a bound, published points, an exact derivation."""
+    """The verdict word (:data:`VERDICT_WORDS`), the strongest evidence deciding."""
     phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
     if run.get("verdict") in TESTED:
         return str(run["verdict"])
@@ -708,23 +656,12 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
     if _field(phys, "derived").get("exact"):
         return "exact"
     if phys.get("verdict") == "possible":
-        att = _field(phys, "attainable")
-        ratio = att.get("ratio")
-        reach = "what measured kernels reach" in str(att.get("brief") or "reach")
-        if (
-            isinstance(ratio, (int, float))
-            and ratio > 1
-            and reach
-            and "tok/s" in str(att.get("tok_s_per_gpu", "tok/s"))
-        ):
-            return "beyond what deployments reach"
         return "plausible"
     return "unsettled"
 
 
 def _none_published(pub: Mapping[str, Any]) -> str:
-    """ "nothing comparable is published" where the published reading places nothing and names
-    no near point; empty otherwise."""
+    """ "nothing comparable is published" without a placing or near point; else empty."""
     if not pub or pub.get("verdict") != "none published":
         return ""
     near = _field(pub, "near")
@@ -744,9 +681,9 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
         clauses = [c.strip() for c in reason.split(";") if c.strip()]
         head = "; ".join(clauses[:2]) if clauses else ""
         if not head or words(head) > 28:
+            cond = _field(phys, "condition")
             margin = _informative(phys.get("margin"))
-            basis, _, rest = margin.partition(": ")
-            margin = f"{basis}, it {rest}" if rest else margin
+            margin = f"{cond['basis']}, it {cond['condition']}" if cond else margin
             head = (clauses[0] if clauses and words(clauses[0]) <= 28 else "") or (
                 f"physics does not settle it: {margin}" if margin else "physics does not settle it"
             )
@@ -769,8 +706,7 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
 
 
 def _why(c: Certainty, word: str) -> str:
-    """The certainty's reason in a few words: the first reason that lowers or holds it back,
-    else what it rests on."""
+    """The first reason that lowers or holds back the certainty, else what it rests on."""
     if word == "impossible as stated":
         return "a physics bound decides"
     for kind in ("lowered by", "held back by"):
@@ -781,9 +717,7 @@ def _why(c: Certainty, word: str) -> str:
 
 
 def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
-    """The summary-of-findings row of ``claim`` from its readings: verdict word, finding
-    (<= :data:`FINDING_WORDS` words), plain grade (GRADE's four, from the certainty's level;
-    a figure a bound rules out on every basis is certain: high) and why."""
+    """The summary-of-findings row of ``claim``; a bound on every basis grades high."""
     mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
     rs = {str(r.get("reading")): r for r in mine}
     if not rs:

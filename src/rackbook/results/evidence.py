@@ -132,8 +132,7 @@ def published_reading(
 ) -> PublishedReading:
     """``value`` against the published ``points`` (column ``value``, same unit; optional
     ``verified``, ``url``, ``unit``): ``within`` [min - tolerance, max + tolerance], ``above`` or
-    ``below`` it; ``none published`` when no point is left. Points with ``verified`` false
-    (second-hand) are left out of the range and named in the reason."""
+    ``below`` it; ``none published`` when no point is left."""
     if "verified" in points.columns:
         second_hand = points[~points["verified"].astype(bool)]
         points = points[points["verified"].astype(bool)]
@@ -450,9 +449,8 @@ def _closest(
 
 
 def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, bool, str]:
-    """Sort key of a candidate for the closest point: its distance in basis (:func:`score`),
-    then verified first, then id. Never the value: a tie in basis is a spread, not a choice
-    of the point nearest the claim."""
+    """Sort key of a candidate for the closest point: its distance in basis (:func:`score`), then
+    verified first, then id."""
     r, diffs, _ = row
     return (score(diffs), not bool(r["verified"]), str(r["id"]))
 
@@ -472,9 +470,8 @@ DEPENDS = "depends on basis"
 
 
 def combine(readings: list[BasisReading]) -> str:
-    """One verdict over the named bases: ``none published`` when none decides; the verdict
-    when every basis with a published point of its own gives the same; else
-    :data:`DEPENDS`. Never a range over mixed bases: each basis is read on its own points."""
+    """One verdict over the named bases: ``none published`` when none decides; the verdict when
+    every basis with a published point of its own gives the same; else :data:`DEPENDS`."""
     decided = list(dict.fromkeys(r.verdict for r in readings if r.verdict != "none published"))
     if not decided:
         return "none published"
@@ -503,10 +500,8 @@ class ClaimEvidence:
 
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
-    """The book's published-evidence reading of a claim of ``data/claims.yaml`` (its figure,
-    or ``value`` in the claim's unit), on each of its named bases. The headline's closest point
-    is chosen among the bases physics allows (all of them when it rules out every one), by
-    distance in basis; bases exactly as close are all named."""
+    """The book's published-evidence reading of a claim of ``data/claims.yaml`` (its figure, or
+    ``value`` in the claim's unit), on each of its named bases."""
     reg, _ = registries(str(paths.DATA))
     claim = reg.get(claim_id)
     if value is None:

@@ -145,6 +145,11 @@ class ClaimReading:
     #: physics reading: the workload a cached share is read at (``isl``, ``osl``: tokens per
     #: request), None where the reading assumes none
     workload: dict[str, float] | None = None
+    #: physics reading: the margin split into the basis it reads and what holds on it
+    #: (``basis``, ``condition``), None where the margin names no basis
+    condition: dict[str, str] | None = None
+    #: this run: untested because the chapter's input is synthetic
+    synthetic: bool = False
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:
@@ -292,13 +297,9 @@ class Outcome:
 
 
 class Params:
-    """Mixin of a result's parameter dataclass: build it from any mapping of names (such as a
-    notebook's namespace after its ``parameters`` cell), taking only the fields it declares.
-
-    ``class Params(headline.Params, result="NAME")``: a field the result's notebook
-    ``parameters`` cell assigns takes the cell's default (a list as a tuple), so the cell is
-    the one declaration of it (:func:`rackbook.params.cell_defaults`); declared before
-    ``@dataclass`` reads the class."""
+    """Mixin of a result's parameter dataclass, ``class Params(headline.Params, result="NAME")``
+    before ``@dataclass``: built from any mapping, taking only its fields; a field the notebook's
+    ``parameters`` cell assigns defaults to the cell's (:func:`rackbook.params.cell_defaults`)."""
 
     def __init_subclass__(cls, result: str | None = None, **kw: Any) -> None:
         super().__init_subclass__(**kw)

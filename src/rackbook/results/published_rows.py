@@ -151,11 +151,7 @@ _AS_STATED = (
 
 
 def _from_trace_row(r: pd.Series) -> dict[str, object]:
-    """One published trace row as a point of the claim it bears on.
-
-    SGLang cookbook cells at concurrency 1 bear on single-user (value: one user's decode speed,
-    1000 / TPOT); every other trace row bears on rack-scaling.throughput (value: tok/s/GPU).
-    """
+    """One published trace row as a point of the claim it bears on."""
     conc = int_or_none(r["concurrency"])
     single = r["source"] == "sglang-cookbook-v4" and conc == 1
     b = trace_row_basis(r, per_user=single)
@@ -221,16 +217,8 @@ def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
 
 
 def converted_rows(r: pd.Series) -> list[dict[str, object]]:
-    """A published trace row read on another token basis by a stated, tested rule, as extra
-    points of rack-scaling.throughput (id suffix ``#output``):
-
-    - an SGLang cookbook total derived from output (fp4/fp8 cells): output per GPU = total x
-      osl / (isl + osl), the cookbook's own derivation undone (exact);
-    - an InferenceX row with its output split: output per GPU of the deployment =
-      ``output_tput_per_gpu`` (per decode GPU in a fixed-length disaggregated row) x decode
-      GPUs / all GPUs; an AgentX row's split is already over all GPUs, taken as published.
-
-    Rows of one user (the cookbook at concurrency 1) and rows without a split give none."""
+    """A trace row re-read as output tokens per GPU (id suffix ``#output``): a cookbook total
+    x osl / (isl + osl); an InferenceX output split x decode GPUs / all GPUs; none otherwise."""
     if r["source"] == "sglang-cookbook-v4" and int_or_none(r["concurrency"]) == 1:
         return []
     out_gpu = float_or_none(r["output_tok_s_per_gpu"])

@@ -141,7 +141,7 @@ def attainable(c: Check, what: str = "") -> dict[str, Any]:
     ``calibration``, ``binding``, ``text`` (``what`` before it) and ``expected``."""
     a = _attainable.for_check(c)
     d = a.to_dict()
-    keys = ("tok_s_per_gpu", "ratio", "deployment", "calibration", "binding")
+    keys = ("tok_s_per_gpu", "ratio", "deployment", "deployment_name", "calibration", "binding")
     return {k: d[k] for k in keys} | {
         "text": (f"{what}: " if what else "") + a.text,
         "expected": expected(c, what),

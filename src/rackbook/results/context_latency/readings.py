@@ -47,9 +47,10 @@ def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReadi
         "unit": "B/token",
         "from": f"the model card's dimensions and {kvb.kv_dtype.upper()} formats",
         "exact": exact,
+        "how": f"{float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B",
     }
     how = (
-        f": {float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B"
+        f": {derived['how']}"
         if exact
         else f", not {claim:g}: a different layout or storage format is meant"
     )
@@ -151,6 +152,7 @@ def growth_attainable(
         "tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None,
         "ratio": ratio,
         "deployment": a.deployment,
+        "deployment_name": a.deployment_name,
         "calibration": a.calibration,
         "binding": a.binding,
         "text": text,

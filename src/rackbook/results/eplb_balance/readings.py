@@ -98,7 +98,7 @@ def run_reading(
             if cal.get("target_claim") == claim_id
             else f"a synthetic routing model predicts {value:.3g}{u}, no measured EPLB run"
         )
-        return headline.ClaimReading(claim_id, "this run", "untested", "-", why)
+        return headline.ClaimReading(claim_id, "this run", "untested", "-", why, synthetic=True)
     if not verdicts.can_test(run, verdicts.BLACKWELL):
         needs = "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash"
         return verdicts.untested(claim_id, run, f"{value:.3g}{u}", needs)

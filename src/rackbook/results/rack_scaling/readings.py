@@ -405,16 +405,14 @@ def throughput_physics(
     decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
     ratio = None
     if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
-        margin = (
-            f"per GPU as stated: fits only if >= {cached['min_cached_share']:.1%} of the input "
-            "is cached"
-        )
+        holds = f"fits only if >= {cached['min_cached_share']:.1%} of the input is cached"
     elif np.isfinite(decided["ratio"]):
         ratio = float(decided["ratio"])
-        ceiling = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
-        margin = f"per GPU as stated: {ceiling}"
+        holds = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
     else:
-        margin = "per GPU as stated: no cached share fits"
+        holds = "no cached share fits"
+    condition = {"basis": "per GPU as stated", "condition": holds}
+    margin = f"{condition['basis']}: {holds}"
     return headline.ClaimReading(
         THROUGHPUT_CLAIM,
         "physics",
@@ -425,6 +423,7 @@ def throughput_physics(
         ratio=ratio,
         on_bases=(computed, total),
         workload=workload,
+        condition=condition,
     )
 
 
