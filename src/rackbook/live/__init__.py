@@ -42,25 +42,27 @@ def _value(v: Any) -> str:
 def recorder_argv(
     scenario: str,
     *,
-    output: str | Path,
+    output: str | Path | None,
     endpoints: Iterable[str] = (),
     serve: str | Iterable[str] | None = None,
-    parameters: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     resume: bool = False,
+    accept_invalid: bool = False,
 ) -> list[str]:
-    """``python -m rackbook.live.record`` arguments; parameters whose value is None are left
-    out (the scenario's default applies); list values become comma-separated text."""
-    argv = [scenario, "-o", str(resolve(output))]
+    """``python -m rackbook.live.record`` arguments (``output`` as given; None: left out).
+    Parameters whose value is None are left out; list values become comma-separated text."""
+    argv = [scenario]
     for url in endpoints or ():
         argv += ["--endpoint", str(url)]
-    if serve is not None:
+    if serve:
         argv += ["--serve", serve if isinstance(serve, str) else shlex.join(map(str, serve))]
-    for name, value in (parameters or {}).items():
+    if output is not None:
+        argv += ["-o", str(output)]
+    pairs = parameters.items() if isinstance(parameters, Mapping) else parameters or ()
+    for name, value in pairs:
         if value is not None:
             argv += ["-p", str(name), _value(value)]
-    if resume:
-        argv.append("--resume")
-    return argv
+    return argv + ["--resume"] * resume + ["--accept-invalid"] * accept_invalid
 
 
 def _error(line: str) -> InputError:
@@ -133,14 +135,8 @@ def record_trace(
     """
     if not live_venv_ready():
         raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")
-    argv = recorder_argv(
-        scenario,
-        output=output,
-        endpoints=endpoints,
-        serve=serve,
-        parameters=parameters,
-        resume=resume,
-    )
+    argv = recorder_argv(scenario, output=resolve(output), endpoints=endpoints, serve=serve,
+                         parameters=parameters, resume=resume)  # fmt: skip
     rc, lines, err = _run([str(live_python()), "-m", "rackbook.live.record", *argv])
     if rc != 0:
         said = [x for x in err.replace("\r", "\n").splitlines() if x.strip()]
@@ -153,21 +149,11 @@ def record_trace(
 
 
 def record_argv(args: argparse.Namespace) -> list[str]:
-    """``python -m rackbook.live.record`` arguments equivalent to the CLI's ``args``."""
-    argv = [args.scenario]
-    for url in args.endpoint or []:
-        argv += ["--endpoint", url]
-    if args.serve:
-        argv += ["--serve", args.serve]
-    if args.output:  # relative to the working directory, as every path on the command line
-        argv += ["-o", str(Path(args.output).absolute())]
-    for name, value in args.parameter or []:
-        argv += ["-p", name, value]
-    if args.resume:
-        argv.append("--resume")
-    if getattr(args, "accept_invalid", False):
-        argv.append("--accept-invalid")
-    return argv
+    """:func:`recorder_argv` for the CLI's ``args`` (``-o`` from the working directory)."""
+    out = Path(args.output).absolute() if args.output else None
+    return recorder_argv(args.scenario, output=out, endpoints=args.endpoint, serve=args.serve,
+                         parameters=args.parameter, resume=args.resume,
+                         accept_invalid=getattr(args, "accept_invalid", False))  # fmt: skip
 
 
 def cli_record(args: argparse.Namespace) -> int:
