@@ -1,15 +1,8 @@
 """The cluster topology (``env/cluster/topology.yaml``): its schema, loaded and checked.
 
-One file says how DeepSeek-V4.1-Flash is served on a GB300 NVL72 (vLLM, prefill and decode
-workers, the KV connector, the router, what the live notebooks read); the generators
-(:mod:`~rackbook.cluster.commands`, :mod:`~rackbook.cluster.slurm`,
-:mod:`~rackbook.cluster.kubernetes`, :mod:`~rackbook.cluster.notebook_params`) derive every
-recipe from it, and ``rackbook recipes`` (:mod:`~rackbook.cluster.recipes`) writes them. The
-same generators take CPU nodes (``system.device: cpu``), one aggregated worker without router
-or KV connector, and ``slurm.record`` (env/cluster/ci/topology-cpu.yaml, ``make test-cluster``).
-
-Units: GPUs are counts, ports TCP ports, times seconds. Every flag used exists in the ``vllm
-serve`` parser of vLLM 0.32.0 (tests/test_topology.py). This package never imports vllm.
+How DeepSeek-V4.1-Flash is served (vLLM workers, KV connector, router); the cluster
+generators derive every recipe from it. Also CPU nodes (``system.device: cpu``) with one
+aggregated worker. Units: GPUs counts, ports TCP ports, times seconds. Never imports vllm.
 """
 
 from __future__ import annotations
@@ -51,26 +44,20 @@ _Strict = loader.Strict
 
 
 class ModelRef(_Strict):
-    """``hf_id``: what ``vllm serve`` loads (a Hugging Face id, or a folder relative to the
-    directory the job starts in); ``catalog_id``: its data/models/ entry, or null for a model
-    outside the catalog (a test model: no expert-count check, no model id in the params)."""
+    """``hf_id``: what ``vllm serve`` loads; ``catalog_id``: its data/models/ entry or null."""
 
     hf_id: Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$")]
     catalog_id: Text | None
 
 
 class SystemRef(_Strict):
-    """``device: gpu`` (default): nodes of the catalog system ``catalog_id``, ``gpus_per_node``
-    GPUs each; or, for a cluster the catalog does not list (two 8-GPU nodes, say), ``gpu``
-    (a GPU id of data/hardware.yaml), ``nodes`` and ``gpus_per_node``, with ``catalog_id``
-    null: no catalog edit needed. ``device: cpu``: nodes without GPUs (vLLM's CPU backend);
-    ``catalog_id`` and ``gpu`` must be null and ``gpus_per_node`` counts the data-parallel
-    engine ranks of a node; no GPU is requested from Slurm or Kubernetes."""
+    """GPU nodes of catalog system ``catalog_id``, or ``gpu`` x ``nodes`` outside the catalog;
+    ``device: cpu``: no GPUs (``gpus_per_node`` counts a node's data-parallel ranks)."""
 
     device: Literal["gpu", "cpu"] = "gpu"
     catalog_id: Text | None = None
-    gpu: Text | None = None  # a GPU id of data/hardware.yaml (nodes outside the catalog)
-    nodes: PosInt | None = None  # nodes of the cluster (with gpu)
+    gpu: Text | None = None
+    nodes: PosInt | None = None
     gpus_per_node: PosInt
 
 
@@ -97,11 +84,8 @@ class Eplb(_Strict):
 
 
 class Worker(_Strict):
-    """One vLLM deployment spanning ``gpus / gpus_per_node`` nodes, DEP (TP 1, DP = EP = gpus).
-
-    Role ``reference``: a one-node deployment beside a prefill/decode pair, outside the router
-    and without the KV connector, that clients reach directly: the one-node reference of the
-    rack-scaling speedup, and the one-tray deployment the context-latency model assumes."""
+    """One vLLM deployment, DEP (TP 1, DP = EP = gpus). Role ``reference``: one node outside
+    the router, reached directly (rack-scaling's one-node reference)."""
 
     role: Literal["prefill", "decode", "aggregated", "reference"]
     gpus: PosInt
@@ -126,10 +110,7 @@ class Health(_Strict):
 
 
 class Record(_Strict):
-    """A trace the job records against its endpoint once healthy (``rackbook record``), after
-    which it stops its servers and ends (exit 0). ``parameters``: the scenario's ``-p NAME
-    VALUE`` pairs (lists as comma-separated text); the recorder reads the served model, its
-    name and context limit from the endpoint's ``/v1/models``."""
+    """A trace the job records once healthy, then ends; ``parameters``: ``-p NAME VALUE``."""
 
     scenario: Literal[paths.RESULTS]  # type: ignore[valid-type]
     parameters: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], str | int | float] = {}
@@ -175,21 +156,18 @@ class Topology(_Strict):
     file: str = Field(default="-", exclude=True)
 
     def nodes(self, worker: str) -> int:
-        """Nodes (trays) the worker spans."""
         return self.workers[worker].gpus // self.system.gpus_per_node
 
     @property
     def total_gpus(self) -> int:
-        """GPUs of all workers together."""
         return sum(w.gpus for w in self.workers.values())
 
     @property
     def total_nodes(self) -> int:
-        """Nodes of all workers together (what the Slurm job allocates)."""
         return sum(self.nodes(w) for w in self.workers)
 
     def node_offset(self, worker: str) -> int:
-        """Index of the worker's first node in the job's node list (workers in file order)."""
+        """Index of the worker's first node in the job's node list."""
         offset = 0
         for name in self.workers:
             if name == worker:
@@ -207,13 +185,11 @@ class Topology(_Strict):
 
     @property
     def gpu(self) -> bool:
-        """The nodes have GPUs (``system.device: gpu``)."""
         return self.system.device == "gpu"
 
     @property
     def gpu_id(self) -> str | None:
-        """The catalog id of the nodes' GPU: ``system.gpu``, else the catalog system's GPU;
-        None on CPU nodes."""
+        """The catalog id of the nodes' GPU; None on CPU nodes."""
         if not self.gpu:
             return None
         if self.system.gpu is not None:
@@ -223,8 +199,7 @@ class Topology(_Strict):
 
     @property
     def system_gpus(self) -> int | None:
-        """GPUs of the whole system the workers run on: the catalog system's, else
-        ``system.nodes`` x ``system.gpus_per_node``; None on CPU nodes."""
+        """GPUs of the whole system; None on CPU nodes."""
         if not self.gpu:
             return None
         if self.system.catalog_id is not None:
@@ -233,8 +208,7 @@ class Topology(_Strict):
 
     @property
     def system_label(self) -> str:
-        """The system in words: the catalog system's id, ``2 nodes of 8 B300``, or ``CPU
-        nodes``."""
+        """The catalog system's id, ``2 nodes of 8 B300``, or ``CPU nodes``."""
         if not self.gpu:
             return "CPU nodes"
         if self.system.catalog_id is not None:
@@ -311,8 +285,7 @@ def _check_system(topo: Topology) -> int | None:
 
 
 def _check_layout(topo: Topology) -> None:
-    """Disaggregated (prefill + decode workers, a router, a KV connector) or one aggregated
-    worker that clients talk to directly (no router, no KV connector)."""
+    """Disaggregated (prefill + decode, router, KV connector) or one aggregated worker."""
     f = topo.file
     aggregated = topo.role_workers("aggregated")
     if aggregated:
