@@ -1,9 +1,4 @@
-"""The conversion of a recording's raw artifacts into a trace (:class:`Conversion`, which the
-recorder is): every point's ``vllm bench serve`` results (shards merged on one clock), the
-servers' ``/metrics`` samples, the offline engine's batches and the expert loads a server
-logged, read from ``OUT.raw/`` (layout: :mod:`rackbook.live.record`) and written as one trace
-with its run.json (software versions, hardware, duty cycles, what the endpoints served).
-"""
+"""A recording's raw artifacts (``OUT.raw/``) into one trace with its run.json."""
 
 from __future__ import annotations
 
@@ -66,9 +61,7 @@ def _raw_result(path: Path) -> Path:
 
 
 def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
-    """run.json's ``validity``: per point, its request counts (successful, failed, valid,
-    flagged), the failed and flagged shares (0-1) and the reason
-    (:func:`rackbook.core.validity.point_validity`)."""
+    """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
     from rackbook.core import validity
 
     out = {}
@@ -77,8 +70,6 @@ def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
         out[str(r["point_id"])] = {
             "requests": n,
             "successful": ok,
-            # failed requests (HTTP errors, broken or stalled streams): the point's metrics
-            # are computed from the others, and this says how many there were
             "failed": n - ok,
             "failed_share": (n - ok) / n if n else 0.0,
             "valid": int(r["valid"]),
@@ -90,8 +81,7 @@ def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
 
 
 class Conversion:
-    """The conversion methods of :class:`rackbook.live.recorder.Recorder`: they read what the
-    recording kept (``raw``, ``info``: record.json) and write the trace at ``output``."""
+    """The recorder's conversion: ``raw`` and ``info`` (record.json) into the trace ``output``."""
 
     sc: Scenario
     raw: Path
@@ -178,10 +168,7 @@ class Conversion:
                 t = self._point_frames(phase, pt)
                 rows, hits = self._metric_rows(pt.point_id)
                 frames.append((pt, t, rows, hits, int(t.requests["success"].sum())))
-        # One way of counting cached prompt tokens for every point of the trace: per request
-        # (cached_prompt_tokens = the warmed prefix) only when the counters confirm, at every
-        # prefix point, that each request found exactly the prefix cached; otherwise no point
-        # gets the column and readers use the counters' hit rate at every point.
+        # cached tokens per request only when every prefix point's counters confirm it
         prefixed = [(pt, hits, n_ok) for pt, _, _, hits, n_ok in frames if pt.prefix_len]
         per_request = bool(prefixed) and all(
             n_ok and hits == n_ok * pt.prefix_len for pt, hits, n_ok in prefixed
@@ -239,8 +226,7 @@ class Conversion:
         return parts
 
     def _duty_cycle(self) -> float | None:
-        """Measurement windows over wall time after the servers came up (both in s), over
-        every phase and the offline engine; None without wall time."""
+        """Measured windows over wall time after start-up (s/s), all engines; None if no wall."""
         win = wall = 0.0
         for e in [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]:
             win += e.get("windows_s", 0.0)
