@@ -109,12 +109,8 @@ class Catalog:
 
 
 def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | None) -> dict:
-    return {
-        "name": name,
-        "hbm_TBps": hbm_bytes_per_s / 1e12,
-        "bf16_dense_TFLOPs": None if bf16 is None else bf16 / 1e12,
-        "fp8_dense_TFLOPs": None if fp8 is None else fp8 / 1e12,
-    }
+    tera = {"hbm_TBps": hbm_bytes_per_s, "bf16_dense_TFLOPs": bf16, "fp8_dense_TFLOPs": fp8}
+    return {"name": name} | {k: None if v is None else float(v) / 1e12 for k, v in tera.items()}
 
 
 #: The model shapes a calibration times (catalog ``architecture`` fields; the second ``moe``'s).
@@ -144,10 +140,17 @@ def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Cata
     return Catalog(model.id, shapes, sheets, source)
 
 
+class _Yaml(dict):
+    """A YAML mapping read by attribute, as the catalogs' objects are (missing: None)."""
+
+    __getattr__ = dict.get
+
+
 def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
-    """The same :class:`Catalog` read straight from ``data/models/MODEL.yaml`` and
-    ``data/hardware.yaml`` with PyYAML, without the catalogs' validation: for a device image
-    that has torch and PyYAML but not pydantic. ``model``: a catalog id, any case."""
+    """:func:`catalog_from_specs` on ``data/models/MODEL.yaml`` and ``data/hardware.yaml`` read
+    with PyYAML, unvalidated (a device image without pydantic). ``model``: any case."""
+    import json
+
     import yaml
 
     data = paths.DATA if data is None else data
@@ -156,21 +159,15 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
     if key not in files:
         raise InputError(data / "models", "model", f"unknown model {model!r}; known: "
                          f"{', '.join(sorted(files))}")  # fmt: skip
-    m = yaml.safe_load(files[key].read_text(encoding="utf-8"))
-    hw = yaml.safe_load((data / "hardware.yaml").read_text(encoding="utf-8"))
-    part = {k: m["architecture"] for k in SHAPES} | {"moe_intermediate_size": m["moe"]}
-    shapes = _shapes(str(files[key]), *(part[k].get(k) for k in SHAPES))
-    sheets = {
-        gid: _sheet(
-            g["name"],
-            float(g["hbm_bandwidth_bytes_per_s"]),
-            g["dense_flops"].get("bf16"),
-            g["dense_flops"].get("fp8"),
-        )
-        for gid, g in hw["gpus"].items()
-    }
-    return Catalog(m["id"], shapes, sheets, "data/models and data/hardware.yaml read with PyYAML "
-                   "(pydantic missing: not validated)")  # fmt: skip
+
+    def read(path: Path) -> Any:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return json.loads(json.dumps(doc, default=str), object_hook=_Yaml)
+
+    m = read(files[key]) | {"file": str(files[key])}
+    return catalog_from_specs(_Yaml(m), read(data / "hardware.yaml").gpus, "data/models and "
+                              "data/hardware.yaml read with PyYAML (pydantic missing: not "
+                              "validated)")  # fmt: skip
 
 
 #: Words in a device name that make it another product than the catalog's part of the same
