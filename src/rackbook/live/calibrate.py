@@ -1,12 +1,6 @@
-"""``rackbook calibrate``: torch microbenchmarks of the kernels a decode step runs, on this device.
-
-The kernels, their plan and timing are :mod:`rackbook.live.kernels`; this module holds the
-verb: the catalogs' shapes and data sheets (:class:`Catalog`, read by the CLI, or with PyYAML
-where pydantic is missing), the summary, the run's provenance (:data:`METHOD`: the reference
-H200 measurement's, so that the two compare figure by figure; on CPU the same families at
-sizes that take seconds) and the folder, written atomically by
-:func:`rackbook.core.calibration.write_calibration` (``--save-json`` and ``--from-json`` where
-pandas or pyarrow are missing). Importing it imports no torch (:func:`calibrate` does).
+"""``rackbook calibrate``: torch microbenchmarks of a decode step's kernels on this device
+(:mod:`rackbook.live.kernels`), with the reference H200 measurement's :data:`METHOD`, a summary
+and the calibration folder. Importing it imports no torch.
 """
 
 from __future__ import annotations
@@ -95,12 +89,8 @@ CPU_METHOD: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Catalog:
-    """What a calibration needs from the catalogs: the model's shapes and the data sheets.
-
-    ``gpus``: catalog id -> ``{"name", "hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs"}``
-    (TB/s and dense TFLOP/s per GPU; None where the catalog has none). ``source``: how it was
-    read (validated by ``rackbook.inputs.catalogs``, or the YAML files read as they are).
-    """
+    """The model's shapes and ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s
+    per GPU; None where unknown); ``source``: how the catalogs were read."""
 
     model: str
     shapes: dict[str, int]
@@ -128,8 +118,7 @@ def _shapes(model: str, *values: Any) -> dict:
 
 
 def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Catalog:
-    """A :class:`Catalog` from a loaded ``ModelSpec`` and the hardware catalog's ``gpus``
-    (``rackbook.inputs.catalogs`` objects; read by attribute, so nothing of inputs is imported)."""
+    """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute)."""
     a = model.architecture
     shapes = _shapes(model.file, a.hidden_size, model.moe.moe_intermediate_size,
                      a.num_attention_heads, a.head_dim, a.index_head_dim)  # fmt: skip
@@ -170,19 +159,13 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
                               "validated)")  # fmt: skip
 
 
-#: Words in a device name that make it another product than the catalog's part of the same
-#: chip (an H100 PCIe or an H200 NVL has other clocks, power and data sheet than the SXM).
+#: Device-name words of another product than the catalog's part (PCIe, NVL: other data sheet).
 VARIANTS = ("PCIE", "NVL")
 
 
 def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The hardware catalog's id for the GPU the driver calls ``device_name``, or None.
-
-    The chip's word in the name (``H200`` in ``NVIDIA H200``, ``GB300`` in ``NVIDIA GB300``)
-    must be the first word of a catalog id (``h200``, ``h100-sxm``, ``gb300``); a PCIe or NVL
-    variant matches nothing (the catalog holds the SXM and rack parts only). ``NVIDIA H100
-    80GB HBM3`` is the SXM part: ``h100-sxm``.
-    """
+    """The catalog id whose first word is the chip in ``device_name`` (``NVIDIA H200``:
+    ``h200``); None for a PCIe/NVL variant or an unknown chip."""
     words = re.split(r"[\s_\-/]+", device_name.upper())
     if any(w in VARIANTS for w in words):
         return None
@@ -196,8 +179,7 @@ def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | 
 
 
 def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
-    """run.json ``spec``: the matched GPU's data sheet (TB/s, dense TFLOP/s) and its catalog
-    id, or None (a CPU, or a GPU the catalog does not hold)."""
+    """run.json ``spec``: the matched GPU's data sheet and catalog id, or None."""
     gid = match_gpu(device_name, catalog.gpus)
     if gid is None:
         return None
@@ -218,11 +200,8 @@ def _known(v: Any) -> bool:
 
 
 def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -> list[str]:
-    """Per family (and dtype) the attained rate and its share of the data sheet ``spec``
-    (run.json's: TB/s, dense TFLOP/s; None for a CPU or an unknown GPU). HBM: the best
-    TB/s; dense GEMMs: the best TFLOP/s; expert GEMMs: the weights' TB/s at the fewest tokens
-    and the best TFLOP/s; index scan: the keys' TB/s at the longest context; attention:
-    microseconds per call."""
+    """Per family and dtype, the attained rate (TB/s, TFLOP/s or time per call) and its share
+    of the data sheet ``spec`` (None: no shares)."""
     spec = spec or {}
     hbm = spec.get("hbm_TBps")
     peak = {"bf16": spec.get("bf16_dense_TFLOPs"), "fp8": spec.get("fp8_dense_TFLOPs")}
@@ -287,8 +266,7 @@ SMI_FIELDS = "name,driver_version,clocks.sm,clocks.mem,power.limit,memory.total"
 
 
 def nvidia_smi(index: int = 0) -> str | None:
-    """``nvidia-smi``'s line for GPU ``index``: name, driver, SM and memory clocks, power
-    limit, memory (the reference's format); None without nvidia-smi."""
+    """``nvidia-smi``'s :data:`SMI_FIELDS` line for GPU ``index``; None without it."""
     if not shutil.which("nvidia-smi"):
         return None
     try:
@@ -343,8 +321,7 @@ def cpu_hardware() -> tuple[str, str]:
 def calibrate(
     device: str, catalog: Catalog, *, quick: bool, command: str, progress: bool = True
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Measure every family on ``device``; (run.json, rows). Raises :class:`InputError` when
-    torch is missing or the device is not there."""
+    """Measure every family on ``device``: (run.json, rows); InputError without torch/device."""
     torch = import_torch()
     notes = []
     if device == "cuda":
@@ -402,11 +379,8 @@ def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) 
 
 
 def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
-    """``rackbook calibrate [--device cuda|cpu] [--quick] -o DIR [--save-json FILE]``, or
-    ``rackbook calibrate --from-json FILE -o DIR``. ``catalog``: reads the catalogs (the CLI's,
-    so that this module imports none); called only when measuring. The folder ``-o`` is
-    checked and locked before any kernel runs: missing, empty or a calibration rackbook wrote
-    (never a folder of the user's), and no second rackbook writes it meanwhile."""
+    """``rackbook calibrate [--device D] [--quick] -o DIR [--save-json FILE]`` or ``--from-json
+    FILE -o DIR``; ``-o`` checked and locked before any kernel runs."""
     output = None if args.output is None else Path(args.output).absolute()
     saved = None if args.save_json is None else Path(args.save_json).absolute()
     if args.from_json is not None:
@@ -437,7 +411,6 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
 def _measure_and_write(
     args: argparse.Namespace, cat: Catalog, output: Path | None, saved: Path | None
 ) -> int:
-    # what the folder's writer needs and is missing here (None: nothing, or no folder)
     lack = [m for m in ("pandas", "pyarrow") if importlib.util.find_spec(m) is None]
     missing = (", ".join(lack) or None) if output is not None else None
     if missing and saved is None:
@@ -485,10 +458,8 @@ def _write_outputs(
 
 #: What calibrate says when the device has no data sheet (a CPU, or a GPU not in the catalog).
 NO_ATTAINABLE = (
-    "This calibration gives no attainable estimate: the estimate scales a GPU's data sheet by "
-    "the share of it that the kernels reach, and this device has no data sheet in "
-    "data/hardware.yaml (a CPU never has one), so `rackbook check --calibration` with it "
-    "reports none; calibrate on a GPU of the catalog for one."
+    "This gives no attainable estimate: the device (a CPU, or a GPU not in the catalog) has no "
+    "data sheet in data/hardware.yaml to scale, so `rackbook check --calibration` reports none."
 )
 
 
