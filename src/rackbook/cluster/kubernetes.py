@@ -1,6 +1,4 @@
-"""The Kubernetes recipe generated from a topology: one LeaderWorkerSet per worker, a Service
-per worker leader, the router Deployment and its Service (:func:`kubernetes_manifest`).
-"""
+"""The Kubernetes recipe generated from a topology (:func:`kubernetes_manifest`)."""
 
 from __future__ import annotations
 
@@ -55,10 +53,8 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
     container = _container("vllm", topo, command)
     container["env"] = env
     if topo.gpu:
-        container["resources"] = {
-            "requests": {"nvidia.com/gpu": gpus},
-            "limits": {"nvidia.com/gpu": gpus},
-        }
+        n = {"nvidia.com/gpu": gpus}
+        container["resources"] = {"requests": n, "limits": dict(n)}
     container["volumeMounts"] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "hf-cache", "mountPath": HF_HOME},
@@ -122,12 +118,8 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
 
 
 def kubernetes_manifest(topo: Topology) -> str:
-    """YAML documents: per worker a LeaderWorkerSet and a Service on its leader; the router.
-
-    Needs the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1), which gives every pod
-    ``LWS_LEADER_ADDRESS`` and ``LWS_WORKER_INDEX``; one pod per node (tray), 4 GPUs each.
-    Needs the topology's ``kubernetes`` section.
-    """
+    """YAML: per worker a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, one pod per node) and
+    a Service on its leader; the router Deployment and Service."""
     if topo.kubernetes is None:
         raise ValueError(f"{topo.file}: no kubernetes section")
     ns = topo.kubernetes.namespace
