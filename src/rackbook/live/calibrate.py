@@ -279,36 +279,6 @@ def nvidia_smi(index: int = 0) -> str | None:
     return out.strip().splitlines()[0] if out.strip() else None
 
 
-def run_info(
-    *,
-    device: str,
-    gpu: str,
-    hardware: str,
-    versions: dict[str, Any],
-    spec: dict[str, Any] | None,
-    shapes: Mapping[str, int],
-    command: str,
-    notes: str,
-) -> dict[str, Any]:
-    """A calibration's run.json (kind ``recorded``)."""
-    return {
-        "schema_version": schema.SCHEMA_VERSION,
-        "content": "calibration",
-        "kind": "recorded",
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "project_commit": project_commit(),
-        "device": device,
-        "gpu": gpu,
-        "hardware": hardware,
-        "versions": versions,
-        "spec": spec,
-        "shapes": dict(shapes),
-        "method": dict(METHOD if device == "cuda" else CPU_METHOD),
-        "commands": [repo_relative(command)],
-        "notes": notes,
-    }
-
-
 def cpu_hardware() -> tuple[str, str]:
     """(CPU model, ``MODEL, N cores, M GiB memory``) for a CPU calibration."""
     inv = hardware_inventory()
@@ -356,15 +326,17 @@ def calibrate(
     notes.append(f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
                  f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
                  f"{' (--quick: fewer sizes)' if quick else ''}.")  # fmt: skip
-    versions = {
-        "torch": torch.__version__,
-        "cuda": cuda,
-        "driver": driver,
-        "python": sys.version.split()[0],
-        "threads": torch.get_num_threads() if device == "cpu" else None,
-    }
-    run = run_info(device=device, gpu=gpu, hardware=hardware, versions=versions, spec=spec,
-                   shapes=catalog.shapes, command=command, notes=" ".join(notes))  # fmt: skip
+    threads = torch.get_num_threads() if device == "cpu" else None
+    versions = {"torch": torch.__version__, "cuda": cuda, "driver": driver,
+                "python": sys.version.split()[0], "threads": threads}  # fmt: skip
+    run = {  # the calibration's run.json (kind recorded)
+        "schema_version": schema.SCHEMA_VERSION, "content": "calibration", "kind": "recorded",
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "project_commit": project_commit(), "device": device, "gpu": gpu, "hardware": hardware,
+        "versions": versions, "spec": spec, "shapes": dict(catalog.shapes),
+        "method": dict(METHOD if device == "cuda" else CPU_METHOD),
+        "commands": [repo_relative(command)], "notes": " ".join(notes),
+    }  # fmt: skip
     return run, rows
 
 
