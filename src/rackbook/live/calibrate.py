@@ -199,45 +199,49 @@ def _known(v: Any) -> bool:
     return v is not None and isinstance(v, int | float) and math.isfinite(v) and v > 0
 
 
+def tb(r: Mapping[str, Any]) -> float:
+    """A row's bytes per second, in TB/s."""
+    return float(r["bytes"] / r["seconds"] / 1e12)
+
+
+def tf(r: Mapping[str, Any]) -> float:
+    """A row's FLOPs per second, in TFLOP/s."""
+    return float(r["flops"] / r["seconds"] / 1e12)
+
+
 def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -> list[str]:
     """Per family and dtype, the attained rate (TB/s, TFLOP/s or time per call) and its share
     of the data sheet ``spec`` (None: no shares)."""
     spec = spec or {}
     hbm = spec.get("hbm_TBps")
-    peak = {"bf16": spec.get("bf16_dense_TFLOPs"), "fp8": spec.get("fp8_dense_TFLOPs")}
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["family"], r["dtype"]), []).append(r)
     out = []
     for (fam, dtype), rs in groups.items():
         rs = sorted(rs, key=lambda r: r["size"])
-        name = f"{fam} {dtype}".strip()
+        name, peak = f"{fam} {dtype}".strip(), spec.get(f"{dtype}_dense_TFLOPs")
         if fam in ("hbm_read", "hbm_copy"):
-            r = max(rs, key=lambda r: r["bytes"] / r["seconds"])
-            tb = r["bytes"] / r["seconds"] / 1e12
-            out.append(_line(name, bytes_text(r["size"]), f"{_tb(tb)}, {_share(tb, hbm, TBPS)}"))
+            r = max(rs, key=tb)
+            what = f"{_tb(tb(r))}, {_share(tb(r), hbm, TBPS)}"
+            out.append(_line(name, bytes_text(r["size"]), what))
         elif fam == "dense_gemm":
-            r = max(rs, key=lambda r: r["flops"] / r["seconds"])
-            tf = r["flops"] / r["seconds"] / 1e12
-            what = f"{_tf(tf)}, {_share(tf, peak.get(dtype), TFLOPS)}"
+            r = max(rs, key=tf)
+            what = f"{_tf(tf(r))}, {_share(tf(r), peak, TFLOPS)}"
             out.append(_line(name, f"{r['size']}^3", what))
         elif fam == "expert_gemm":
-            lo, hi = rs[0], max(rs, key=lambda r: r["flops"] / r["seconds"])
-            tb = lo["bytes"] / lo["seconds"] / 1e12
-            what = f"{_us(lo['seconds'])}, {_tb(tb)} of weights, {_share(tb, hbm, TBPS)}"
+            lo, hi = rs[0], max(rs, key=tf)
+            what = f"{_us(lo['seconds'])}, {_tb(tb(lo))} of weights, {_share(tb(lo), hbm, TBPS)}"
             out.append(_line(name, f"{lo['size']:,} tok", what))
             if hi is not lo:
-                tf = hi["flops"] / hi["seconds"] / 1e12
-                what = f"{_us(hi['seconds'])}, {_tf(tf)}, {_share(tf, peak.get(dtype), TFLOPS)}"
+                what = f"{_us(hi['seconds'])}, {_tf(tf(hi))}, {_share(tf(hi), peak, TFLOPS)}"
                 out.append(_line(name, f"{hi['size']:,} tok", what))
         elif fam == "indexer_scan":
             r = rs[-1]
-            tb = r["bytes"] / r["seconds"] / 1e12
-            what = f"{_us(r['seconds'])}, {_tb(tb)} of keys, {_share(tb, hbm, TBPS)}"
+            what = f"{_us(r['seconds'])}, {_tb(tb(r))} of keys, {_share(tb(r), hbm, TBPS)}"
             out.append(_line(name, f"{r['size']:,} keys", what))
         else:
-            for r in rs:
-                out.append(_line(name, f"{r['size']:,} rows", _us(r["seconds"])))
+            out += [_line(name, f"{r['size']:,} rows", _us(r["seconds"])) for r in rs]
     return out
 
 
@@ -447,13 +451,9 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
 
 def _argv(args: argparse.Namespace) -> list[str]:
     """The calibrate arguments as a command line (when not called from ``sys.argv``)."""
-    out = ["--device", args.device or "cuda"]
-    if args.quick:
-        out.append("--quick")
+    out = ["--device", args.device or "cuda"] + ["--quick"] * bool(args.quick)
     if args.model != DEFAULT_MODEL:
         out += ["--model", args.model]
-    if args.output is not None:
-        out += ["-o", os.fspath(args.output)]
-    if args.save_json is not None:
-        out += ["--save-json", os.fspath(args.save_json)]
+    for flag, value in (("-o", args.output), ("--save-json", args.save_json)):
+        out += [] if value is None else [flag, os.fspath(value)]
     return out
