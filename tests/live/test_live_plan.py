@@ -269,8 +269,8 @@ def test_recorder_argv_lists_none_and_bools(tmp_path):
         resume=True,
     )
     assert argv == [
-        "rack-scaling", "-o", str(tmp_path / "o"), "--endpoint", "http://h:1",
-        "--serve", "--max-num-batched-tokens 512",
+        "rack-scaling", "--endpoint", "http://h:1", "--serve", "--max-num-batched-tokens 512",
+        "-o", str(tmp_path / "o"),
         "-p", "replicas", "1,2", "-p", "prefix_len", "384", "-p", "warmup", "false", "--resume",
     ]  # fmt: skip
 

@@ -1,6 +1,5 @@
-"""The command lines generated from a topology (:mod:`rackbook.cluster.topology`): the exact
-``vllm serve`` line of every node rank of every worker (:func:`serve_commands`), the router's,
-the readable ``serve-commands.sh``, and the header every generated file starts with.
+"""Command lines from a topology: every node rank's ``vllm serve``, the router's,
+``serve-commands.sh`` and the generated files' header.
 """
 
 from __future__ import annotations
@@ -44,12 +43,9 @@ def serve_argv(
     leader: str | None = None,
     start_rank: str | int | None = None,
 ) -> list[str]:
-    """Words of the ``vllm serve`` command of ``worker``'s node ``node_rank``.
-
-    ``leader`` is the leader's address as a shell word (default ``$<WORKER>_LEADER_IP``);
-    ``start_rank`` the first data-parallel rank of the node (default ``node_rank x
-    gpus_per_node``; may be a shell expression). Node rank 0 serves the API; others are headless.
-    """
+    """Words of ``worker``'s node ``node_rank``'s ``vllm serve`` (rank 0 serves the API, others
+    headless); ``leader``, ``start_rank``: shell words (defaults: ``$<WORKER>_LEADER_IP``,
+    ``node_rank x gpus_per_node``)."""
     w = topo.workers[worker]
     per_node = topo.system.gpus_per_node
     if not 0 <= node_rank < topo.nodes(worker):
@@ -63,31 +59,18 @@ def serve_argv(
         rank = start_rank if start_rank is not None else node_rank * per_node
         words += ["--headless", "--data-parallel-start-rank", Raw(str(rank))]
     words += [
-        "--tensor-parallel-size",
-        "1",
-        "--data-parallel-size",
-        str(w.gpus),
-        "--data-parallel-size-local",
-        str(per_node),
-        "--data-parallel-address",
-        address,
-        "--data-parallel-rpc-port",
-        str(w.rpc_port),
-    ]
+        "--tensor-parallel-size", "1",
+        "--data-parallel-size", str(w.gpus),
+        "--data-parallel-size-local", str(per_node),
+        "--data-parallel-address", address,
+        "--data-parallel-rpc-port", str(w.rpc_port),
+    ]  # fmt: skip
     if topo.eplb is not None:
-        words += [
-            "--enable-expert-parallel",
-            "--enable-eplb",
-            "--eplb-config",
-            _json(
-                {
-                    "window_size": topo.eplb.window_size,
-                    "step_interval": topo.eplb.step_interval,
-                    "num_redundant_experts": w.num_redundant_experts,
-                    "log_balancedness": topo.eplb.log_balancedness,
-                }
-            ),
-        ]
+        e = topo.eplb
+        cfg = {"window_size": e.window_size, "step_interval": e.step_interval,
+               "num_redundant_experts": w.num_redundant_experts,
+               "log_balancedness": e.log_balancedness}  # fmt: skip
+        words += ["--enable-expert-parallel", "--enable-eplb", "--eplb-config", _json(cfg)]
     if topo.kv_transfer is not None and w.role != "reference":
         kv = topo.kv_transfer
         words += ["--kv-transfer-config", _json({"kv_connector": kv.connector, "kv_role": kv.role})]
@@ -95,10 +78,7 @@ def serve_argv(
 
 
 def serve_commands(topo: Topology) -> dict[str, list[str]]:
-    """worker -> the ``vllm serve`` command line of each node rank (index = node rank).
-
-    Leader addresses are the shell variables named by :func:`leader_var`.
-    """
+    """worker -> the ``vllm serve`` command line of each node rank (index = node rank)."""
     return {
         name: [shell_join(serve_argv(topo, name, r)) for r in range(topo.nodes(name))]
         for name in topo.workers
@@ -126,8 +106,7 @@ def units(topo: Topology, n: int) -> str:
 
 
 def workers_text(topo: Topology, roles: bool = True) -> str:
-    """The workers in words: ``decode DEP64 on 16 nodes``, with each role that is not the
-    worker's name when ``roles``."""
+    """The workers in words: ``decode DEP64 on 16 nodes`` (roles named when ``roles``)."""
     dp = "DEP" if topo.eplb is not None else "DP"
     return ", ".join(
         f"{n}{'' if n == w.role or not roles else f' ({w.role})'} {dp}{w.gpus} on "

@@ -1,6 +1,4 @@
-"""The Kubernetes recipe generated from a topology: one LeaderWorkerSet per worker, a Service
-per worker leader, the router Deployment and its Service (:func:`kubernetes_manifest`).
-"""
+"""The Kubernetes recipe generated from a topology (:func:`kubernetes_manifest`)."""
 
 from __future__ import annotations
 
@@ -26,15 +24,10 @@ def _ready(topo: Topology, port: int) -> dict[str, Any]:
 
 def _service(name: str, ns: str, labels: dict, selector: dict, port: int) -> dict[str, Any]:
     """A Service ``name`` on ``port`` in front of the pods ``selector`` picks."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "selector": selector,
-            "ports": [{"name": "http", "port": port, "targetPort": port}],
-        },
-    }
+    ports = [{"name": "http", "port": port, "targetPort": port}]
+    meta = {"name": name, "namespace": ns, "labels": labels}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+            "spec": {"selector": selector, "ports": ports}}  # fmt: skip
 
 
 def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dict[str, Any]:
@@ -55,14 +48,10 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
     container = _container("vllm", topo, command)
     container["env"] = env
     if topo.gpu:
-        container["resources"] = {
-            "requests": {"nvidia.com/gpu": gpus},
-            "limits": {"nvidia.com/gpu": gpus},
-        }
-    container["volumeMounts"] = [
-        {"name": "dshm", "mountPath": "/dev/shm"},
-        {"name": "hf-cache", "mountPath": HF_HOME},
-    ]
+        n = {"nvidia.com/gpu": gpus}
+        container["resources"] = {"requests": n, "limits": dict(n)}
+    mounts = {"dshm": "/dev/shm", "hf-cache": HF_HOME}
+    container["volumeMounts"] = [{"name": k, "mountPath": v} for k, v in mounts.items()]
     if leader:
         ready = _ready(topo, w.port)
         tries = -(-topo.health.timeout_s // topo.health.interval_s)
@@ -105,29 +94,18 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
     else:
         template["workerTemplate"] = leader_pod
     spec = {"replicas": 1, "startupPolicy": "LeaderCreated", "leaderWorkerTemplate": template}
-    selector = {
-        "leaderworkerset.sigs.k8s.io/name": lws,
-        "leaderworkerset.sigs.k8s.io/worker-index": "0",
-    }
-    port = topo.workers[name].port
-    return [
-        {
-            "apiVersion": "leaderworkerset.x-k8s.io/v1",
-            "kind": "LeaderWorkerSet",
-            "metadata": {"name": lws, "namespace": ns, "labels": labels},
-            "spec": spec,
-        },
-        _service(leader_service(topo, name), ns, labels, selector, port),
-    ]
+    key = "leaderworkerset.sigs.k8s.io"
+    selector = {f"{key}/name": lws, f"{key}/worker-index": "0"}
+    meta = {"name": lws, "namespace": ns, "labels": labels}
+    lws_doc = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+               "metadata": meta, "spec": spec}  # fmt: skip
+    return [lws_doc, _service(leader_service(topo, name), ns, labels, selector,
+                              topo.workers[name].port)]  # fmt: skip
 
 
 def kubernetes_manifest(topo: Topology) -> str:
-    """YAML documents: per worker a LeaderWorkerSet and a Service on its leader; the router.
-
-    Needs the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1), which gives every pod
-    ``LWS_LEADER_ADDRESS`` and ``LWS_WORKER_INDEX``; one pod per node (tray), 4 GPUs each.
-    Needs the topology's ``kubernetes`` section.
-    """
+    """YAML: per worker a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, one pod per node) and
+    a Service on its leader; the router Deployment and Service."""
     if topo.kubernetes is None:
         raise ValueError(f"{topo.file}: no kubernetes section")
     ns = topo.kubernetes.namespace
@@ -144,7 +122,5 @@ def kubernetes_manifest(topo: Topology) -> str:
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
         svc = topo.kubernetes.router_service
         docs.append(_service(svc, ns, labels, labels, topo.router.port))
-    body = yaml.dump_all(
-        docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
-    )
-    return header(topo) + body
+    return header(topo) + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False,
+                                        default_flow_style=False, width=1000)  # fmt: skip

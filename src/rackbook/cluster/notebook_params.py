@@ -1,6 +1,5 @@
-"""The live parameters of the notebooks generated from a topology: the endpoint, GPU counts and
-model (:func:`notebook_parameters`, ``notebook-parameters.json``) and one params file per
-result (:func:`params_files`, ``params/<result>.yaml``).
+"""The notebooks' live parameters from a topology: ``notebook-parameters.json`` and
+``params/<result>.yaml``.
 """
 
 from __future__ import annotations
@@ -13,14 +12,12 @@ from rackbook.cluster.commands import header, units
 from rackbook.cluster.topology import Topology, leader_service
 from rackbook.inputs import catalogs
 
-#: Where the rack-scaling card records its trace (``rackbook record ... -o``), which its params
-#: file reads (relative to the repository root).
+#: Where the rack-scaling card records its trace, which its params file reads.
 RACK_TRACE = "_build/executed/traces/rack-scaling"
 
 
 def reference_endpoint(topo: Topology) -> str | None:
-    """The one-node reference worker's leader URL (its Kubernetes Service; the Slurm job
-    writes the address it got to ``logs/JOBID/reference-endpoint``); None without one."""
+    """The one-node reference worker's leader URL (its Service); None without one."""
     ref = topo.reference_worker()
     if ref is None:
         return None
@@ -28,42 +25,23 @@ def reference_endpoint(topo: Topology) -> str | None:
 
 
 def notebook_parameters(topo: Topology) -> dict[str, Any]:
-    """The live parameters the notebooks read (papermill ``-p NAME VALUE``).
-
-    ``endpoint``: the router URL; ``num_gpus``: GPUs serving (all workers); ``gpus_per_node``:
-    GPUs of one node (tray); ``model``: the served model (Hugging Face id); ``catalog_model``:
-    its id in data/models/; ``prefill_gpus`` / ``decode_gpus``: GPUs per role.
-    """
-    out = {
-        "endpoint": topo.bench.endpoint,
-        "num_gpus": topo.bench.num_gpus,
-        "gpus_per_node": topo.bench.gpus_per_node,
-        "model": topo.model.hf_id,
-        "catalog_model": topo.model.catalog_id,
-        "prefill_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("prefill")),
-        "decode_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("decode")),
-    }
-    if not topo.disaggregated:
-        del out["prefill_gpus"], out["decode_gpus"]
+    """The live parameters the notebooks read: endpoint, GPU counts, model ids."""
+    b = topo.bench
+    out = {"endpoint": b.endpoint, "num_gpus": b.num_gpus, "gpus_per_node": b.gpus_per_node,
+           "model": topo.model.hf_id, "catalog_model": topo.model.catalog_id}  # fmt: skip
+    for role in ("prefill", "decode") if topo.disaggregated else ():
+        out[f"{role}_gpus"] = sum(topo.workers[n].gpus for n in topo.role_workers(role))
     return out
 
 
-#: Client concurrency per decode rank of the generated rack-scaling and EPLB runs: 64
-#: sequences, inside the 8-256 batch range of the decode-parity claim (a choice, stated).
+#: Client concurrency per decode rank of rack-scaling and EPLB runs (a choice, within 8-256).
 STREAMS_PER_RANK = 64
 
 
 def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
-    """Per result, the live parameters of its notebook for this topology, under the names the
-    notebook declares (``rackbook run RESULT --params-file params/RESULT.yaml``): the router
-    as the endpoint, the catalog ids of the model, GPU and system, the GPUs per role, EPLB's
-    ranks and redundant experts, the claims' context lengths and cached prefix, and
-    decode-parity's batches per decode rank (powers of 2 over the claim's range) with the
-    decode pool as its ``decode_ranks`` (claims registry). Live lengths are the claims' where
-    the claim states them. With a one-node reference worker, context-latency and single-user
-    measure it (one tray: the deployment their models assume) and rack-scaling reads the trace
-    its card records against the reference and the router (``rackbook record``: its plan needs
-    two deployments, which the notebook's live path cannot drive)."""
+    """Per result, its notebook's live parameters for this topology (lengths and batches from
+    the claims); with a reference worker, context-latency and single-user measure it and
+    rack-scaling reads the trace its card records."""
     from rackbook.inputs.claims import load_claims
 
     reg = load_claims()

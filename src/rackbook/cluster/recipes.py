@@ -1,9 +1,4 @@
-"""Every recipe generated from a topology, written at once: ``rackbook recipes`` renders the
-serve commands (:mod:`~rackbook.cluster.commands`), the Slurm script
-(:mod:`~rackbook.cluster.slurm`), the Kubernetes manifest (:mod:`~rackbook.cluster.kubernetes`)
-and the notebooks' parameters (:mod:`~rackbook.cluster.notebook_params`) into
-``env/cluster/generated/`` (the folder replaced atomically).
-"""
+"""``rackbook recipes``: every recipe generated from a topology, written at once."""
 
 from __future__ import annotations
 
@@ -35,9 +30,7 @@ RECIPE_FILES: tuple[str, ...] = (
 
 
 def render_recipes(topo: Topology, where: str = DEFAULT_OUTPUT) -> dict[str, str]:
-    """file name -> text of every generated file (what :func:`write_recipes` writes into the
-    folder ``where``, as the Slurm script names it): the Slurm script only with a ``slurm``
-    section, the Kubernetes manifest only with a ``kubernetes`` one."""
+    """file name -> text of every generated file (``where``: the folder, as Slurm names it)."""
     texts = {
         "serve-commands.sh": serve_commands_sh(topo),
         "slurm.sbatch": slurm_script(topo, where) if topo.slurm is not None else None,
@@ -50,12 +43,8 @@ def render_recipes(topo: Topology, where: str = DEFAULT_OUTPUT) -> dict[str, str
 
 
 def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[Path]:
-    """Write every generated file to ``out_dir`` at once (the folder is replaced atomically).
-
-    A file or link at ``out_dir``, or a folder holding anything but the recipes rackbook
-    wrote there (marked, every file on its manifest as written), is refused
-    (:class:`InputError`, field ``output``): nothing of the user's is replaced.
-    """
+    """Write every generated file to ``out_dir``, replaced atomically; a folder holding
+    anything rackbook did not write is refused (:class:`InputError`, field ``output``)."""
     out = fsio.check_output_folder(paths.resolve(out_dir))
     fsio.check_replaceable(out, "recipes", "output")
     texts = render_recipes(topo, loader.display_path(out))
@@ -71,8 +60,7 @@ def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[
 
 
 def cli_recipes(args: argparse.Namespace) -> int:
-    """``rackbook recipes [--topology FILE] [-o DIR]``: regenerate the cluster recipes (relative
-    paths from the working directory; the defaults are the checkout's)."""
+    """``rackbook recipes [--topology FILE] [-o DIR]``: regenerate the cluster recipes."""
     topo_path = Path(args.topology).absolute() if args.topology else DEFAULT_TOPOLOGY
     out = Path(args.output).absolute() if args.output else DEFAULT_OUTPUT
     fsio.refuse_overlap({"-o": out}, {"--topology": topo_path})  # never replace the input
@@ -80,13 +68,9 @@ def cli_recipes(args: argparse.Namespace) -> int:
     written = write_recipes(topo, out)
     for p in written:
         print(loader.display_path(p))
-    of = (
-        f"{topo.total_gpus} of {topo.system_gpus} GPUs"
-        if topo.system_gpus is not None
-        else units(topo, topo.total_gpus)
-    )
-    print(
-        f"{topo.model.hf_id}: {workers_text(topo, roles=False)}; {of}, "
-        f"{plural(topo.total_nodes, 'node')}; endpoint {topo.bench.endpoint}"
-    )
+    of = units(topo, topo.total_gpus)
+    if topo.system_gpus is not None:
+        of = f"{topo.total_gpus} of {topo.system_gpus} GPUs"
+    print(f"{topo.model.hf_id}: {workers_text(topo, roles=False)}; {of}, "
+          f"{plural(topo.total_nodes, 'node')}; endpoint {topo.bench.endpoint}")  # fmt: skip
     return 0

@@ -1,7 +1,4 @@
-"""The Slurm recipe generated from a topology: an ``sbatch`` script (one node per tray, one
-``srun`` per node rank, the leaders' addresses from ``scontrol show hostnames``, router start,
-health wait; with ``slurm.record``, the job records a trace once healthy, then ends).
-"""
+"""The Slurm recipe generated from a topology: an ``sbatch`` script (:func:`slurm_script`)."""
 
 from __future__ import annotations
 
@@ -19,8 +16,7 @@ from rackbook.physics.units import plural
 
 
 def record_argv(topo: Topology) -> list[str]:
-    """Words of the job's ``rackbook record`` step (``slurm.record``), against ``$ENDPOINT``
-    into ``$LOGS/trace`` (the model comes from the endpoint's ``/v1/models``)."""
+    """Words of the job's ``rackbook record`` step: ``$ENDPOINT`` into ``$LOGS/trace``."""
     rec = topo.slurm.record if topo.slurm is not None else None
     if rec is None:
         raise ValueError(f"{topo.file}: no slurm.record")
@@ -43,19 +39,15 @@ def _sbatch_lines(topo: Topology, slurm_: Slurm, where: str) -> list[str]:
     ]
     if topo.gpu:
         sb.append(f"#SBATCH --gpus-per-node={topo.system.gpus_per_node}")
-    sb += [
-        "#SBATCH --exclusive",
-        f"#SBATCH --time={slurm_.time}",
-        f"#SBATCH --output={topo.name}-%j.log",
-    ]
+    sb += ["#SBATCH --exclusive", f"#SBATCH --time={slurm_.time}",
+           f"#SBATCH --output={topo.name}-%j.log"]  # fmt: skip
     optional = (("partition", slurm_.partition), ("account", slurm_.account))
     sb += [f"#SBATCH --{flag}={value}" for flag, value in optional if value]
     return sb + ["set -euo pipefail", ""]
 
 
 def _environment_lines(topo: Topology, slurm_: Slurm) -> list[str]:
-    """The Hugging Face cache, the log folder, the container flags, the nodes in allocation
-    order and each worker's node slice and leader address."""
+    """HF cache, logs, container flags, nodes, and each worker's nodes and leader address."""
     if slurm_.container:
         sb = [
             "# HF_CACHE: the Hugging Face cache (model weights), mounted in the container.",
@@ -155,8 +147,7 @@ def _health_lines(topo: Topology) -> list[str]:
 
 
 def _endpoint_lines(topo: Topology) -> list[str]:
-    """``ENDPOINT``: the router (started on the first node, waited for) or, without one, the
-    one worker's leader."""
+    """``ENDPOINT``: the router (started on the first node) or the one worker's leader."""
     direct = topo.endpoint_worker()
     if direct is not None:
         return [
@@ -210,8 +201,7 @@ def _reference_lines(topo: Topology) -> list[str]:
 
 
 def _end_lines(topo: Topology, slurm_: Slurm) -> list[str]:
-    """The endpoint announced, then either a recorded trace and exit 0 (``slurm.record``) or
-    serving until the time limit."""
+    """The endpoint announced, then a recorded trace (``slurm.record``) or serving on."""
     sb = [
         'echo "$ENDPOINT" > "$LOGS/endpoint"',
         'echo "endpoint: $ENDPOINT (also in $LOGS/endpoint)"',
@@ -236,13 +226,11 @@ def _end_lines(topo: Topology, slurm_: Slurm) -> list[str]:
 
 
 def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
-    """An ``sbatch`` script: one node per tray, one ``srun`` per node rank, router, health wait;
-    with ``slurm.record``, a recorded trace and a clean end (exit 0) once healthy. ``where``:
-    the folder it is written to (relative to the repository root, or absolute), named in its
-    submit line. Needs the topology's ``slurm`` section."""
+    """An ``sbatch`` script: one ``srun`` per node rank, router, health wait, optionally a
+    recorded trace; ``where``: its folder, named in its submit line."""
     if topo.slurm is None:
         raise ValueError(f"{topo.file}: no slurm section")
-    slurm_ = topo.slurm  # narrowed: the section exists
+    slurm_ = topo.slurm
     sb = _sbatch_lines(topo, slurm_, where) + _environment_lines(topo, slurm_)
     sb += _launch_lines(topo, slurm_) + _health_lines(topo)
     sb += _endpoint_lines(topo) + _gpu_lines(topo) + _reference_lines(topo)

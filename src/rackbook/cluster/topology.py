@@ -1,15 +1,8 @@
 """The cluster topology (``env/cluster/topology.yaml``): its schema, loaded and checked.
 
-One file says how DeepSeek-V4.1-Flash is served on a GB300 NVL72 (vLLM, prefill and decode
-workers, the KV connector, the router, what the live notebooks read); the generators
-(:mod:`~rackbook.cluster.commands`, :mod:`~rackbook.cluster.slurm`,
-:mod:`~rackbook.cluster.kubernetes`, :mod:`~rackbook.cluster.notebook_params`) derive every
-recipe from it, and ``rackbook recipes`` (:mod:`~rackbook.cluster.recipes`) writes them. The
-same generators take CPU nodes (``system.device: cpu``), one aggregated worker without router
-or KV connector, and ``slurm.record`` (env/cluster/ci/topology-cpu.yaml, ``make test-cluster``).
-
-Units: GPUs are counts, ports TCP ports, times seconds. Every flag used exists in the ``vllm
-serve`` parser of vLLM 0.32.0 (tests/test_topology.py). This package never imports vllm.
+How DeepSeek-V4.1-Flash is served (vLLM workers, KV connector, router); the cluster
+generators derive every recipe from it. Also CPU nodes (``system.device: cpu``) with one
+aggregated worker. Units: GPUs counts, ports TCP ports, times seconds. Never imports vllm.
 """
 
 from __future__ import annotations
@@ -37,40 +30,28 @@ NonNegInt = Annotated[int, Field(ge=0)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
 Text = Annotated[str, Field(min_length=1)]
-Policy = Literal[
-    "random",
-    "round_robin",
-    "cache_aware",
-    "cache_aware_no_queue",
-    "power_of_two",
-    "consistent_hash",
-]
+Policy = Literal["random", "round_robin", "cache_aware", "cache_aware_no_queue", "power_of_two",
+                 "consistent_hash"]  # fmt: skip
 
 
 _Strict = loader.Strict
 
 
 class ModelRef(_Strict):
-    """``hf_id``: what ``vllm serve`` loads (a Hugging Face id, or a folder relative to the
-    directory the job starts in); ``catalog_id``: its data/models/ entry, or null for a model
-    outside the catalog (a test model: no expert-count check, no model id in the params)."""
+    """``hf_id``: what ``vllm serve`` loads; ``catalog_id``: its data/models/ entry or null."""
 
     hf_id: Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$")]
     catalog_id: Text | None
 
 
 class SystemRef(_Strict):
-    """``device: gpu`` (default): nodes of the catalog system ``catalog_id``, ``gpus_per_node``
-    GPUs each; or, for a cluster the catalog does not list (two 8-GPU nodes, say), ``gpu``
-    (a GPU id of data/hardware.yaml), ``nodes`` and ``gpus_per_node``, with ``catalog_id``
-    null: no catalog edit needed. ``device: cpu``: nodes without GPUs (vLLM's CPU backend);
-    ``catalog_id`` and ``gpu`` must be null and ``gpus_per_node`` counts the data-parallel
-    engine ranks of a node; no GPU is requested from Slurm or Kubernetes."""
+    """GPU nodes of catalog system ``catalog_id``, or ``gpu`` x ``nodes`` outside the catalog;
+    ``device: cpu``: no GPUs (``gpus_per_node`` counts a node's data-parallel ranks)."""
 
     device: Literal["gpu", "cpu"] = "gpu"
     catalog_id: Text | None = None
-    gpu: Text | None = None  # a GPU id of data/hardware.yaml (nodes outside the catalog)
-    nodes: PosInt | None = None  # nodes of the cluster (with gpu)
+    gpu: Text | None = None
+    nodes: PosInt | None = None
     gpus_per_node: PosInt
 
 
@@ -97,11 +78,8 @@ class Eplb(_Strict):
 
 
 class Worker(_Strict):
-    """One vLLM deployment spanning ``gpus / gpus_per_node`` nodes, DEP (TP 1, DP = EP = gpus).
-
-    Role ``reference``: a one-node deployment beside a prefill/decode pair, outside the router
-    and without the KV connector, that clients reach directly: the one-node reference of the
-    rack-scaling speedup, and the one-tray deployment the context-latency model assumes."""
+    """One vLLM deployment, DEP (TP 1, DP = EP = gpus). Role ``reference``: one node outside
+    the router, reached directly (rack-scaling's one-node reference)."""
 
     role: Literal["prefill", "decode", "aggregated", "reference"]
     gpus: PosInt
@@ -126,10 +104,7 @@ class Health(_Strict):
 
 
 class Record(_Strict):
-    """A trace the job records against its endpoint once healthy (``rackbook record``), after
-    which it stops its servers and ends (exit 0). ``parameters``: the scenario's ``-p NAME
-    VALUE`` pairs (lists as comma-separated text); the recorder reads the served model, its
-    name and context limit from the endpoint's ``/v1/models``."""
+    """A trace the job records once healthy, then ends; ``parameters``: ``-p NAME VALUE``."""
 
     scenario: Literal[paths.RESULTS]  # type: ignore[valid-type]
     parameters: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], str | int | float] = {}
@@ -175,21 +150,18 @@ class Topology(_Strict):
     file: str = Field(default="-", exclude=True)
 
     def nodes(self, worker: str) -> int:
-        """Nodes (trays) the worker spans."""
         return self.workers[worker].gpus // self.system.gpus_per_node
 
     @property
     def total_gpus(self) -> int:
-        """GPUs of all workers together."""
         return sum(w.gpus for w in self.workers.values())
 
     @property
     def total_nodes(self) -> int:
-        """Nodes of all workers together (what the Slurm job allocates)."""
         return sum(self.nodes(w) for w in self.workers)
 
     def node_offset(self, worker: str) -> int:
-        """Index of the worker's first node in the job's node list (workers in file order)."""
+        """Index of the worker's first node in the job's node list."""
         offset = 0
         for name in self.workers:
             if name == worker:
@@ -207,13 +179,11 @@ class Topology(_Strict):
 
     @property
     def gpu(self) -> bool:
-        """The nodes have GPUs (``system.device: gpu``)."""
         return self.system.device == "gpu"
 
     @property
     def gpu_id(self) -> str | None:
-        """The catalog id of the nodes' GPU: ``system.gpu``, else the catalog system's GPU;
-        None on CPU nodes."""
+        """The catalog id of the nodes' GPU; None on CPU nodes."""
         if not self.gpu:
             return None
         if self.system.gpu is not None:
@@ -223,8 +193,7 @@ class Topology(_Strict):
 
     @property
     def system_gpus(self) -> int | None:
-        """GPUs of the whole system the workers run on: the catalog system's, else
-        ``system.nodes`` x ``system.gpus_per_node``; None on CPU nodes."""
+        """GPUs of the whole system; None on CPU nodes."""
         if not self.gpu:
             return None
         if self.system.catalog_id is not None:
@@ -233,8 +202,7 @@ class Topology(_Strict):
 
     @property
     def system_label(self) -> str:
-        """The system in words: the catalog system's id, ``2 nodes of 8 B300``, or ``CPU
-        nodes``."""
+        """The catalog system's id, ``2 nodes of 8 B300``, or ``CPU nodes``."""
         if not self.gpu:
             return "CPU nodes"
         if self.system.catalog_id is not None:
@@ -265,27 +233,20 @@ def _version(text: str) -> tuple[int, int, int]:
 
 def _check_system(topo: Topology) -> int | None:
     """The system's checks; returns the GPUs of the catalog system (None on CPU nodes)."""
-    f = topo.file
-    sys_ = topo.system
+    f, sys_ = topo.file, topo.system
     if not topo.gpu:
         for field in ("catalog_id", "gpu", "nodes"):
             if getattr(sys_, field) is not None:
-                raise InputError(
-                    f, f"system.{field}", "must be null with device cpu (the catalog lists GPUs)"
-                )
+                raise InputError(f, f"system.{field}", "must be null with device cpu (the "
+                                 "catalog lists GPUs)")  # fmt: skip
         return None
     if sys_.catalog_id is not None and (sys_.gpu is not None or sys_.nodes is not None):
-        raise InputError(
-            f, "system.catalog_id", "give a catalog system, or gpu and nodes, not both"
-        )
+        raise InputError(f, "system.catalog_id", "a catalog system, or gpu and nodes, not both")
     if sys_.catalog_id is None:
         if sys_.gpu is None or sys_.nodes is None:
-            raise InputError(
-                f,
-                "system",
-                "GPU nodes need catalog_id (a system of data/hardware.yaml) or gpu (a GPU id "
-                "of data/hardware.yaml) with nodes and gpus_per_node",
-            )
+            raise InputError(f, "system", "GPU nodes need catalog_id (a system of data/"
+                             "hardware.yaml) or gpu (a GPU id of data/hardware.yaml) with nodes "
+                             "and gpus_per_node")  # fmt: skip
         try:
             catalogs.gpu(sys_.gpu)
         except InputError as err:
@@ -294,42 +255,31 @@ def _check_system(topo: Topology) -> int | None:
     try:
         system = catalogs.system(sys_.catalog_id)
     except InputError as err:
-        raise InputError(
-            f,
-            "system.catalog_id",
-            f"{err.file}: {err.problem}; or describe the nodes without the catalog: system.gpu "
-            "(a GPU id), system.nodes and system.gpus_per_node",
-        ) from None
-    if system.gpus_per_tray is not None and topo.system.gpus_per_node != system.gpus_per_tray:
-        raise InputError(
-            f,
-            "system.gpus_per_node",
-            f"{topo.system.gpus_per_node} differs from {system.id}'s gpus_per_tray "
-            f"{system.gpus_per_tray}",
-        )
+        raise InputError(f, "system.catalog_id", f"{err.file}: {err.problem}; or describe the "
+                         "nodes without the catalog: system.gpu (a GPU id), system.nodes and "
+                         "system.gpus_per_node") from None  # fmt: skip
+    per_tray, per_node = system.gpus_per_tray, topo.system.gpus_per_node
+    if per_tray is not None and per_node != per_tray:
+        raise InputError(f, "system.gpus_per_node", f"{per_node} differs from {system.id}'s "
+                         f"gpus_per_tray {per_tray}")  # fmt: skip
     return system.gpus
 
 
 def _check_layout(topo: Topology) -> None:
-    """Disaggregated (prefill + decode workers, a router, a KV connector) or one aggregated
-    worker that clients talk to directly (no router, no KV connector)."""
+    """Disaggregated (prefill + decode, router, KV connector) or one aggregated worker."""
     f = topo.file
     aggregated = topo.role_workers("aggregated")
+    needed: dict[str, object] = {"router": topo.router, "kv_transfer": topo.kv_transfer}
+    if topo.kubernetes is not None:
+        needed["kubernetes.router_service"] = topo.kubernetes.router_service
     if aggregated:
         if len(topo.workers) > 1:
-            raise InputError(
-                f,
-                "workers",
-                f"an aggregated worker ({aggregated[0]}) must be the only worker; "
-                f"got {', '.join(topo.workers)}",
-            )
-        for field in ("router", "kv_transfer"):
-            if getattr(topo, field) is not None:
-                raise InputError(
-                    f, field, "must be null with one aggregated worker (no prefill/decode split)"
-                )
-        if topo.kubernetes is not None and topo.kubernetes.router_service is not None:
-            raise InputError(f, "kubernetes.router_service", "must be null without a router")
+            raise InputError(f, "workers", f"an aggregated worker ({aggregated[0]}) must be the "
+                             f"only worker; got {', '.join(topo.workers)}")  # fmt: skip
+        for field, value in needed.items():
+            if value is not None:
+                raise InputError(f, field, "must be null with one aggregated worker (without a "
+                                 "router)")  # fmt: skip
         return
     for role in ("prefill", "decode"):
         if not topo.role_workers(role):
@@ -337,9 +287,6 @@ def _check_layout(topo: Topology) -> None:
     refs = topo.role_workers("reference")
     if len(refs) > 1:
         raise InputError(f, "workers", f"one reference worker at most; got {', '.join(refs)}")
-    needed: dict[str, object] = {"router": topo.router, "kv_transfer": topo.kv_transfer}
-    if topo.kubernetes is not None:
-        needed["kubernetes.router_service"] = topo.kubernetes.router_service
     for field, value in needed.items():
         if value is None:
             raise InputError(f, field, "needed by prefill/decode workers (disaggregated)")
@@ -347,101 +294,78 @@ def _check_layout(topo: Topology) -> None:
 
 def _check_worker_nodes(topo: Topology) -> None:
     """Each worker a whole number of nodes; a reference worker exactly one."""
-    f = topo.file
-    per_node = topo.system.gpus_per_node
+    f, per_node = topo.file, topo.system.gpus_per_node
     for name, w in topo.workers.items():
         if w.gpus % per_node:
-            raise InputError(
-                f,
-                f"workers.{name}.gpus",
-                f"{w.gpus} GPUs is not a whole number of {per_node}-GPU nodes",
-            )
+            raise InputError(f, f"workers.{name}.gpus", f"{w.gpus} GPUs is not a whole number "
+                             f"of {per_node}-GPU nodes")  # fmt: skip
         if w.role == "reference" and w.gpus != per_node:
-            raise InputError(
-                f,
-                f"workers.{name}.gpus",
-                f"a reference worker is one node ({per_node} GPUs), got {w.gpus}",
-            )
+            raise InputError(f, f"workers.{name}.gpus", f"a reference worker is one node "
+                             f"({per_node} GPUs), got {w.gpus}")  # fmt: skip
 
 
-def _check(topo: Topology) -> None:
-    """Cross-field and catalog checks pydantic cannot do alone; InputError names the field."""
-    f = topo.file
-    known = catalogs.list_models()
-    if topo.model.catalog_id is not None and topo.model.catalog_id not in known:
-        raise InputError(
-            f,
-            "model.catalog_id",
-            f"unknown model {topo.model.catalog_id!r}; known: {', '.join(known) or '(none)'}",
-        )
-    if _version(topo.vllm.version) < MIN_VLLM_VERSION:
-        need = ".".join(map(str, MIN_VLLM_VERSION))
-        raise InputError(
-            f,
-            "vllm.version",
-            f"{topo.vllm.version} < {need}: DeepSeek-V4.1 needs vLLM >= {need} (PR #56228)",
-        )
-    if topo.vllm.tag != f"v{topo.vllm.version}":
-        raise InputError(f, "vllm.tag", f"{topo.vllm.tag!r} is not 'v{topo.vllm.version}'")
-
-    system_gpus = _check_system(topo)
-    _check_worker_nodes(topo)
-    if system_gpus is not None and topo.total_gpus > system_gpus:
-        used = " + ".join(f"{n} {w.gpus}" for n, w in topo.workers.items())
-        raise InputError(
-            f,
-            "workers",
-            f"{used} = {topo.total_gpus} GPUs > the {system_gpus} GPUs of {topo.system_label}",
-        )
-    experts = (
-        catalogs.load_model(topo.model.catalog_id).moe.num_routed_experts
-        if topo.model.catalog_id is not None
-        else None
-    )
+def _check_experts(topo: Topology) -> None:
+    """Redundant experts need EPLB; routed + redundant divide over each worker's ranks."""
+    cat = topo.model.catalog_id
+    routed = None if cat is None else catalogs.load_model(cat).moe.num_routed_experts
     for name, w in topo.workers.items():
-        if topo.eplb is None and w.num_redundant_experts:
-            raise InputError(
-                f, f"workers.{name}.num_redundant_experts", "redundant experts need an eplb section"
-            )
-        if experts is not None and (experts + w.num_redundant_experts) % w.gpus:
-            raise InputError(
-                f,
-                f"workers.{name}.num_redundant_experts",
-                f"({experts} routed + {w.num_redundant_experts} redundant) experts do not "
-                f"divide evenly over {w.gpus} expert-parallel ranks (vLLM's EPLB needs it)",
-            )
-    _check_layout(topo)
+        field, redundant = f"workers.{name}.num_redundant_experts", w.num_redundant_experts
+        if topo.eplb is None and redundant:
+            raise InputError(topo.file, field, "redundant experts need an eplb section")
+        if routed is not None and (routed + redundant) % w.gpus:
+            raise InputError(topo.file, field, f"({routed} routed + {redundant} redundant) "
+                             f"experts do not divide evenly over {w.gpus} expert-parallel "
+                             "ranks")  # fmt: skip
 
-    if topo.bench.num_gpus != topo.routed_gpus:
+
+def _check_bench(topo: Topology) -> None:
+    """The bench section against the workers and the endpoint they expose."""
+    f, b = topo.file, topo.bench
+    if b.num_gpus != topo.routed_gpus:
         behind = " behind the endpoint" if topo.reference_worker() else ""
-        raise InputError(
-            f,
-            "bench.num_gpus",
-            f"{topo.bench.num_gpus} differs from the workers' {topo.routed_gpus} GPUs{behind}",
-        )
-    if topo.bench.gpus_per_node != topo.system.gpus_per_node:
-        raise InputError(
-            f,
-            "bench.gpus_per_node",
-            f"{topo.bench.gpus_per_node} differs from {topo.system.gpus_per_node}",
-        )
-    url = urlsplit(topo.bench.endpoint)
+        raise InputError(f, "bench.num_gpus", f"{b.num_gpus} differs from the workers' "
+                         f"{topo.routed_gpus} GPUs{behind}")  # fmt: skip
+    if b.gpus_per_node != topo.system.gpus_per_node:
+        raise InputError(f, "bench.gpus_per_node", f"{b.gpus_per_node} differs from "
+                         f"{topo.system.gpus_per_node}")  # fmt: skip
+    url = urlsplit(b.endpoint)
     direct = topo.endpoint_worker()
     if direct is None:
         assert topo.router is not None  # _check_layout
         host = topo.kubernetes.router_service if topo.kubernetes is not None else None
-        port, what, where = topo.router.port, "router", "kubernetes.router_service"
+        port, what = topo.router.port, "router"
     else:
         port, host = topo.workers[direct].port, leader_service(topo, direct)
-        what, where = f"{direct} leader", "its Kubernetes Service; no router"
+        what = f"{direct} leader"
     if url.port != port:
         raise InputError(f, "bench.endpoint", f"port {url.port} is not the {what}'s port {port}")
     if topo.kubernetes is not None and url.hostname != host:
-        raise InputError(
-            f,
-            "bench.endpoint",
-            f"host {url.hostname!r} is not the {what} service {host!r} ({where})",
-        )
+        raise InputError(f, "bench.endpoint",
+                         f"host {url.hostname!r} is not the {what} service {host!r}")  # fmt: skip
+
+
+def _check(topo: Topology) -> None:
+    """Cross-field and catalog checks pydantic cannot do alone; InputError names the field."""
+    f, v = topo.file, topo.vllm
+    known = catalogs.list_models()
+    if topo.model.catalog_id is not None and topo.model.catalog_id not in known:
+        raise InputError(f, "model.catalog_id", f"unknown model {topo.model.catalog_id!r}; "
+                         f"known: {', '.join(known) or '(none)'}")  # fmt: skip
+    if _version(v.version) < MIN_VLLM_VERSION:
+        need = ".".join(map(str, MIN_VLLM_VERSION))
+        raise InputError(f, "vllm.version", f"{v.version} < {need}: DeepSeek-V4.1 needs vLLM "
+                         f">= {need} (PR #56228)")  # fmt: skip
+    if v.tag != f"v{v.version}":
+        raise InputError(f, "vllm.tag", f"{v.tag!r} is not 'v{v.version}'")
+    system_gpus = _check_system(topo)
+    _check_worker_nodes(topo)
+    if system_gpus is not None and topo.total_gpus > system_gpus:
+        used = " + ".join(f"{n} {w.gpus}" for n, w in topo.workers.items())
+        raise InputError(f, "workers", f"{used} = {topo.total_gpus} GPUs > the {system_gpus} "
+                         f"GPUs of {topo.system_label}")  # fmt: skip
+    _check_experts(topo)
+    _check_layout(topo)
+    _check_bench(topo)
 
 
 def k8s_name(topo: Topology, worker: str) -> str:

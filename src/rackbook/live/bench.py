@@ -1,10 +1,6 @@
-"""Drive ``vllm bench serve`` in-process, once per sweep point, from one long-lived process.
-
-Importing vLLM's client takes about 9 s on these CPUs, so :class:`BenchClient` imports
-``vllm.benchmarks.serve`` once (:meth:`BenchClient.preload`, while the server starts), then
-per point parses the same flags with vLLM's own parser and calls vLLM's own ``main``: the
-result JSON is the one ``vllm bench serve FLAGS`` writes (checked by tests/live), and
-:func:`command_line` is that command, for run.json. Needs .venv-live.
+"""Drive ``vllm bench serve`` in-process: its client imported once (about 9 s), then vLLM's
+own parser and ``main`` per point, so the result JSON is the one ``vllm bench serve FLAGS``
+writes (:func:`command_line`). Needs .venv-live.
 """
 
 from __future__ import annotations
@@ -82,10 +78,8 @@ class BenchPoint:
         return a + list(self.extra_args)
 
 
-#: Environment variable: seconds a request may go without receiving a byte before the client
-#: gives it up as failed (default :data:`REQUEST_TIMEOUT_S`).
+#: Seconds a request may go without a byte before it fails (default :data:`REQUEST_TIMEOUT_S`).
 REQUEST_TIMEOUT_ENV = "RACKBOOK_REQUEST_TIMEOUT_S"
-#: Default of :data:`REQUEST_TIMEOUT_ENV`: long enough for a prefill of a very long prompt.
 REQUEST_TIMEOUT_S = 600.0
 
 
@@ -109,12 +103,7 @@ def command_line(argv: Sequence[str]) -> str:
 
 
 class BenchClient:
-    """vLLM's benchmark client, imported once and run in-process per point.
-
-    The client's own printout (its argument dump and result table) goes to ``log_path``, not
-    to the console, so a progress bar stays readable. The API key, if any, reaches the client
-    through ``OPENAI_API_KEY`` in the environment (vLLM's client reads it), never its flags.
-    """
+    """vLLM's benchmark client, imported once, run per point; its printout to ``log_path``."""
 
     def __init__(self, log_path: str | Path | None = None) -> None:
         self.log_path = Path(log_path) if log_path else None
@@ -122,7 +111,6 @@ class BenchClient:
         self._parser: Any = None
         self.import_s: float | None = None
         self.redact = Redactor([api_key()])
-        #: vLLM's samples per point (flags as a tuple): :meth:`presample`
         self._samples: dict[tuple[str, ...], Any] = {}
 
     def preload(self) -> float:
@@ -139,20 +127,14 @@ class BenchClient:
         return float(self.import_s or 0.0)
 
     def _sample(self, argv: Sequence[str]) -> Any:
-        """vLLM's own dataset sampling for the point with flags ``argv`` (``get_samples`` with
-        the tokenizer ``vllm bench serve`` loads): the requests its ``main`` would draw."""
+        """The requests vLLM's ``main`` would draw for flags ``argv`` (its ``get_samples``)."""
         args = self._parser.parse_args(list(argv))
         tok = load_tokenizer(args)
         with contextlib.redirect_stdout(io.StringIO()):
             return self._serve.get_samples(args, tok)
 
     def presample(self, argv: Sequence[str]) -> float:
-        """Draw the point's prompts now (while its server starts), so that :meth:`run` does
-        not draw them between the server being up and the measured window; seconds taken.
-
-        The samples are the ones ``vllm bench serve`` draws itself: the same function on the
-        same flags (vLLM's random dataset seeds its own generator from ``--seed``).
-        """
+        """Draw the point's prompts now (as vLLM would), for :meth:`run`; seconds taken."""
         self.preload()
         key = tuple(argv)
         t0 = time.monotonic()
@@ -165,12 +147,7 @@ class BenchClient:
         self._samples.clear()
 
     def run(self, argv: Sequence[str]) -> dict[str, Any]:
-        """Run one point with ``vllm bench serve`` flags ``argv``; return vLLM's result dict.
-
-        The detailed JSON is written by vLLM itself (``--save-result --save-detailed``).
-        Prompts drawn by :meth:`presample` for the same flags are handed to vLLM's ``main`` in
-        place of drawing them again.
-        """
+        """Run one point with flags ``argv`` (presampled prompts reused); vLLM's result dict."""
         self.preload()
         args = self._parser.parse_args(list(argv))
         buf = io.StringIO()
@@ -178,10 +155,7 @@ class BenchClient:
         draw = self._serve.get_samples
         if cached is not None:
             self._serve.get_samples = lambda *_a, **_k: list(cached)
-        # vLLM's client allows a request 6 hours; a stalled stream must fail, not hang: no
-        # byte for request_timeout_s() seconds ends the request (a failed request, its reason
-        # the client's timeout error). The session's timeout is built from the aiohttp module
-        # vLLM's serve module imported.
+        # vLLM allows a request 6 hours: a stalled stream fails after request_timeout_s()
         aiohttp: Any = getattr(self._serve, "aiohttp", None)
         timeout = getattr(aiohttp, "ClientTimeout", None)
         if timeout is not None:
@@ -201,8 +175,7 @@ class BenchClient:
         return result
 
     def prompt_token_ids(self, argv: Sequence[str]) -> list[list[int]]:
-        """Token ids of the prompts the point with flags ``argv`` will send (vLLM's own
-        dataset sampling, same seed), tokenized as the server tokenizes a completion prompt."""
+        """Token ids of the prompts the point with flags ``argv`` will send."""
         self.preload()
         args = self._parser.parse_args(list(argv))
         tok = load_tokenizer(args)
@@ -211,27 +184,18 @@ class BenchClient:
 
 
 def load_tokenizer(args: Any) -> Any:
-    """The tokenizer ``vllm bench serve`` loads for its parsed flags ``args`` (``--tokenizer``,
-    else ``--model``). One that cannot be loaded (a folder that is not here, a Hub id while
-    offline) is an :class:`InputError` naming ``-p model``, not a traceback: attached to an
-    endpoint, the model comes from its ``/v1/models`` (a path on the server) unless given."""
+    """The tokenizer ``vllm bench serve`` loads for ``args``; :class:`InputError` if none."""
     from vllm.tokenizers import get_tokenizer
 
     name = args.tokenizer or args.model
     try:
-        return get_tokenizer(
-            name,
-            tokenizer_mode=args.tokenizer_mode,
-            trust_remote_code=args.trust_remote_code,
-        )
+        mode, trust = args.tokenizer_mode, args.trust_remote_code
+        return get_tokenizer(name, tokenizer_mode=mode, trust_remote_code=trust)
     except (OSError, ValueError) as exc:
         why = " ".join(str(exc).split())[:200]
-        raise InputError(
-            "-p model",
-            name,
-            f"cannot load its tokenizer ({type(exc).__name__}: {why}); give a folder on this "
-            "machine or a Hub id with -p model",
-        ) from None
+        raise InputError("-p model", name, f"cannot load its tokenizer ({type(exc).__name__}: "
+                         f"{why}); give a folder on this machine or a Hub id with -p "
+                         "model") from None  # fmt: skip
 
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:
@@ -261,12 +225,8 @@ def _shard_main(conn: Any, log_path: str) -> None:
 
 
 class ShardPool:
-    """``n`` bench client processes (one per replica), each importing vLLM's client once.
-
-    :meth:`run` sends one argv to each shard at the same moment and waits for all: the
-    shards' request times are ``time.perf_counter`` values (CLOCK_MONOTONIC on Linux), one
-    clock for every process of this machine, so the shards merge on a common clock.
-    """
+    """``n`` bench client processes (one per replica), run at once; their request times share
+    one clock (``time.perf_counter``, CLOCK_MONOTONIC)."""
 
     def __init__(self, n: int, log_dir: str | Path) -> None:
         import multiprocessing as mp
@@ -276,12 +236,9 @@ class ShardPool:
         self.procs = []
         for k in range(n):
             parent, child = ctx.Pipe()
-            p = ctx.Process(
-                target=_shard_main,
-                args=(child, str(Path(log_dir) / f"bench.s{k}.log")),
-                name=f"bench-shard-{k}",
-                daemon=True,
-            )
+            log = str(Path(log_dir) / f"bench.s{k}.log")
+            p = ctx.Process(target=_shard_main, args=(child, log), name=f"bench-shard-{k}",
+                            daemon=True)  # fmt: skip
             p.start()
             self.conns.append(parent)
             self.procs.append(p)

@@ -1,12 +1,6 @@
-"""``rackbook calibrate``: torch microbenchmarks of the kernels a decode step runs, on this device.
-
-The kernels, their plan and timing are :mod:`rackbook.live.kernels`; this module holds the
-verb: the catalogs' shapes and data sheets (:class:`Catalog`, read by the CLI, or with PyYAML
-where pydantic is missing), the summary, the run's provenance (:data:`METHOD`: the reference
-H200 measurement's, so that the two compare figure by figure; on CPU the same families at
-sizes that take seconds) and the folder, written atomically by
-:func:`rackbook.core.calibration.write_calibration` (``--save-json`` and ``--from-json`` where
-pandas or pyarrow are missing). Importing it imports no torch (:func:`calibrate` does).
+"""``rackbook calibrate``: torch microbenchmarks of a decode step's kernels on this device
+(:mod:`rackbook.live.kernels`), with the reference H200 measurement's :data:`METHOD`, a summary
+and the calibration folder. Importing it imports no torch.
 """
 
 from __future__ import annotations
@@ -95,12 +89,8 @@ CPU_METHOD: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Catalog:
-    """What a calibration needs from the catalogs: the model's shapes and the data sheets.
-
-    ``gpus``: catalog id -> ``{"name", "hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs"}``
-    (TB/s and dense TFLOP/s per GPU; None where the catalog has none). ``source``: how it was
-    read (validated by ``rackbook.inputs.catalogs``, or the YAML files read as they are).
-    """
+    """The model's shapes and ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s
+    per GPU; None where unknown); ``source``: how the catalogs were read."""
 
     model: str
     shapes: dict[str, int]
@@ -109,12 +99,8 @@ class Catalog:
 
 
 def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | None) -> dict:
-    return {
-        "name": name,
-        "hbm_TBps": hbm_bytes_per_s / 1e12,
-        "bf16_dense_TFLOPs": None if bf16 is None else bf16 / 1e12,
-        "fp8_dense_TFLOPs": None if fp8 is None else fp8 / 1e12,
-    }
+    tera = {"hbm_TBps": hbm_bytes_per_s, "bf16_dense_TFLOPs": bf16, "fp8_dense_TFLOPs": fp8}
+    return {"name": name} | {k: None if v is None else float(v) / 1e12 for k, v in tera.items()}
 
 
 #: The model shapes a calibration times (catalog ``architecture`` fields; the second ``moe``'s).
@@ -132,8 +118,7 @@ def _shapes(model: str, *values: Any) -> dict:
 
 
 def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Catalog:
-    """A :class:`Catalog` from a loaded ``ModelSpec`` and the hardware catalog's ``gpus``
-    (``rackbook.inputs.catalogs`` objects; read by attribute, so nothing of inputs is imported)."""
+    """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute)."""
     a = model.architecture
     shapes = _shapes(model.file, a.hidden_size, model.moe.moe_intermediate_size,
                      a.num_attention_heads, a.head_dim, a.index_head_dim)  # fmt: skip
@@ -144,10 +129,17 @@ def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Cata
     return Catalog(model.id, shapes, sheets, source)
 
 
+class _Yaml(dict):
+    """A YAML mapping read by attribute, as the catalogs' objects are (missing: None)."""
+
+    __getattr__ = dict.get
+
+
 def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
-    """The same :class:`Catalog` read straight from ``data/models/MODEL.yaml`` and
-    ``data/hardware.yaml`` with PyYAML, without the catalogs' validation: for a device image
-    that has torch and PyYAML but not pydantic. ``model``: a catalog id, any case."""
+    """:func:`catalog_from_specs` on ``data/models/MODEL.yaml`` and ``data/hardware.yaml`` read
+    with PyYAML, unvalidated (a device image without pydantic). ``model``: any case."""
+    import json
+
     import yaml
 
     data = paths.DATA if data is None else data
@@ -156,36 +148,24 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
     if key not in files:
         raise InputError(data / "models", "model", f"unknown model {model!r}; known: "
                          f"{', '.join(sorted(files))}")  # fmt: skip
-    m = yaml.safe_load(files[key].read_text(encoding="utf-8"))
-    hw = yaml.safe_load((data / "hardware.yaml").read_text(encoding="utf-8"))
-    part = {k: m["architecture"] for k in SHAPES} | {"moe_intermediate_size": m["moe"]}
-    shapes = _shapes(str(files[key]), *(part[k].get(k) for k in SHAPES))
-    sheets = {
-        gid: _sheet(
-            g["name"],
-            float(g["hbm_bandwidth_bytes_per_s"]),
-            g["dense_flops"].get("bf16"),
-            g["dense_flops"].get("fp8"),
-        )
-        for gid, g in hw["gpus"].items()
-    }
-    return Catalog(m["id"], shapes, sheets, "data/models and data/hardware.yaml read with PyYAML "
-                   "(pydantic missing: not validated)")  # fmt: skip
+
+    def read(path: Path) -> Any:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return json.loads(json.dumps(doc, default=str), object_hook=_Yaml)
+
+    m = read(files[key]) | {"file": str(files[key])}
+    return catalog_from_specs(_Yaml(m), read(data / "hardware.yaml").gpus, "data/models and "
+                              "data/hardware.yaml read with PyYAML (pydantic missing: not "
+                              "validated)")  # fmt: skip
 
 
-#: Words in a device name that make it another product than the catalog's part of the same
-#: chip (an H100 PCIe or an H200 NVL has other clocks, power and data sheet than the SXM).
+#: Device-name words of another product than the catalog's part (PCIe, NVL: other data sheet).
 VARIANTS = ("PCIE", "NVL")
 
 
 def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The hardware catalog's id for the GPU the driver calls ``device_name``, or None.
-
-    The chip's word in the name (``H200`` in ``NVIDIA H200``, ``GB300`` in ``NVIDIA GB300``)
-    must be the first word of a catalog id (``h200``, ``h100-sxm``, ``gb300``); a PCIe or NVL
-    variant matches nothing (the catalog holds the SXM and rack parts only). ``NVIDIA H100
-    80GB HBM3`` is the SXM part: ``h100-sxm``.
-    """
+    """The catalog id whose first word is the chip in ``device_name`` (``NVIDIA H200``:
+    ``h200``); None for a PCIe/NVL variant or an unknown chip."""
     words = re.split(r"[\s_\-/]+", device_name.upper())
     if any(w in VARIANTS for w in words):
         return None
@@ -199,8 +179,7 @@ def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | 
 
 
 def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
-    """run.json ``spec``: the matched GPU's data sheet (TB/s, dense TFLOP/s) and its catalog
-    id, or None (a CPU, or a GPU the catalog does not hold)."""
+    """run.json ``spec``: the matched GPU's data sheet and catalog id, or None."""
     gid = match_gpu(device_name, catalog.gpus)
     if gid is None:
         return None
@@ -220,48 +199,49 @@ def _known(v: Any) -> bool:
     return v is not None and isinstance(v, int | float) and math.isfinite(v) and v > 0
 
 
+def tb(r: Mapping[str, Any]) -> float:
+    """A row's bytes per second, in TB/s."""
+    return float(r["bytes"] / r["seconds"] / 1e12)
+
+
+def tf(r: Mapping[str, Any]) -> float:
+    """A row's FLOPs per second, in TFLOP/s."""
+    return float(r["flops"] / r["seconds"] / 1e12)
+
+
 def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -> list[str]:
-    """Per family (and dtype) the attained rate and its share of the data sheet ``spec``
-    (run.json's: TB/s, dense TFLOP/s; None for a CPU or an unknown GPU). HBM: the best
-    TB/s; dense GEMMs: the best TFLOP/s; expert GEMMs: the weights' TB/s at the fewest tokens
-    and the best TFLOP/s; index scan: the keys' TB/s at the longest context; attention:
-    microseconds per call."""
+    """Per family and dtype, the attained rate (TB/s, TFLOP/s or time per call) and its share
+    of the data sheet ``spec`` (None: no shares)."""
     spec = spec or {}
     hbm = spec.get("hbm_TBps")
-    peak = {"bf16": spec.get("bf16_dense_TFLOPs"), "fp8": spec.get("fp8_dense_TFLOPs")}
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["family"], r["dtype"]), []).append(r)
     out = []
     for (fam, dtype), rs in groups.items():
         rs = sorted(rs, key=lambda r: r["size"])
-        name = f"{fam} {dtype}".strip()
+        name, peak = f"{fam} {dtype}".strip(), spec.get(f"{dtype}_dense_TFLOPs")
         if fam in ("hbm_read", "hbm_copy"):
-            r = max(rs, key=lambda r: r["bytes"] / r["seconds"])
-            tb = r["bytes"] / r["seconds"] / 1e12
-            out.append(_line(name, bytes_text(r["size"]), f"{_tb(tb)}, {_share(tb, hbm, TBPS)}"))
+            r = max(rs, key=tb)
+            what = f"{_tb(tb(r))}, {_share(tb(r), hbm, TBPS)}"
+            out.append(_line(name, bytes_text(r["size"]), what))
         elif fam == "dense_gemm":
-            r = max(rs, key=lambda r: r["flops"] / r["seconds"])
-            tf = r["flops"] / r["seconds"] / 1e12
-            what = f"{_tf(tf)}, {_share(tf, peak.get(dtype), TFLOPS)}"
+            r = max(rs, key=tf)
+            what = f"{_tf(tf(r))}, {_share(tf(r), peak, TFLOPS)}"
             out.append(_line(name, f"{r['size']}^3", what))
         elif fam == "expert_gemm":
-            lo, hi = rs[0], max(rs, key=lambda r: r["flops"] / r["seconds"])
-            tb = lo["bytes"] / lo["seconds"] / 1e12
-            what = f"{_us(lo['seconds'])}, {_tb(tb)} of weights, {_share(tb, hbm, TBPS)}"
+            lo, hi = rs[0], max(rs, key=tf)
+            what = f"{_us(lo['seconds'])}, {_tb(tb(lo))} of weights, {_share(tb(lo), hbm, TBPS)}"
             out.append(_line(name, f"{lo['size']:,} tok", what))
             if hi is not lo:
-                tf = hi["flops"] / hi["seconds"] / 1e12
-                what = f"{_us(hi['seconds'])}, {_tf(tf)}, {_share(tf, peak.get(dtype), TFLOPS)}"
+                what = f"{_us(hi['seconds'])}, {_tf(tf(hi))}, {_share(tf(hi), peak, TFLOPS)}"
                 out.append(_line(name, f"{hi['size']:,} tok", what))
         elif fam == "indexer_scan":
             r = rs[-1]
-            tb = r["bytes"] / r["seconds"] / 1e12
-            what = f"{_us(r['seconds'])}, {_tb(tb)} of keys, {_share(tb, hbm, TBPS)}"
+            what = f"{_us(r['seconds'])}, {_tb(tb(r))} of keys, {_share(tb(r), hbm, TBPS)}"
             out.append(_line(name, f"{r['size']:,} keys", what))
         else:
-            for r in rs:
-                out.append(_line(name, f"{r['size']:,} rows", _us(r["seconds"])))
+            out += [_line(name, f"{r['size']:,} rows", _us(r["seconds"])) for r in rs]
     return out
 
 
@@ -290,8 +270,7 @@ SMI_FIELDS = "name,driver_version,clocks.sm,clocks.mem,power.limit,memory.total"
 
 
 def nvidia_smi(index: int = 0) -> str | None:
-    """``nvidia-smi``'s line for GPU ``index``: name, driver, SM and memory clocks, power
-    limit, memory (the reference's format); None without nvidia-smi."""
+    """``nvidia-smi``'s :data:`SMI_FIELDS` line for GPU ``index``; None without it."""
     if not shutil.which("nvidia-smi"):
         return None
     try:
@@ -302,36 +281,6 @@ def nvidia_smi(index: int = 0) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.strip().splitlines()[0] if out.strip() else None
-
-
-def run_info(
-    *,
-    device: str,
-    gpu: str,
-    hardware: str,
-    versions: dict[str, Any],
-    spec: dict[str, Any] | None,
-    shapes: Mapping[str, int],
-    command: str,
-    notes: str,
-) -> dict[str, Any]:
-    """A calibration's run.json (kind ``recorded``)."""
-    return {
-        "schema_version": schema.SCHEMA_VERSION,
-        "content": "calibration",
-        "kind": "recorded",
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "project_commit": project_commit(),
-        "device": device,
-        "gpu": gpu,
-        "hardware": hardware,
-        "versions": versions,
-        "spec": spec,
-        "shapes": dict(shapes),
-        "method": dict(METHOD if device == "cuda" else CPU_METHOD),
-        "commands": [repo_relative(command)],
-        "notes": notes,
-    }
 
 
 def cpu_hardware() -> tuple[str, str]:
@@ -346,8 +295,7 @@ def cpu_hardware() -> tuple[str, str]:
 def calibrate(
     device: str, catalog: Catalog, *, quick: bool, command: str, progress: bool = True
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Measure every family on ``device``; (run.json, rows). Raises :class:`InputError` when
-    torch is missing or the device is not there."""
+    """Measure every family on ``device``: (run.json, rows); InputError without torch/device."""
     torch = import_torch()
     notes = []
     if device == "cuda":
@@ -382,15 +330,17 @@ def calibrate(
     notes.append(f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
                  f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
                  f"{' (--quick: fewer sizes)' if quick else ''}.")  # fmt: skip
-    versions = {
-        "torch": torch.__version__,
-        "cuda": cuda,
-        "driver": driver,
-        "python": sys.version.split()[0],
-        "threads": torch.get_num_threads() if device == "cpu" else None,
-    }
-    run = run_info(device=device, gpu=gpu, hardware=hardware, versions=versions, spec=spec,
-                   shapes=catalog.shapes, command=command, notes=" ".join(notes))  # fmt: skip
+    threads = torch.get_num_threads() if device == "cpu" else None
+    versions = {"torch": torch.__version__, "cuda": cuda, "driver": driver,
+                "python": sys.version.split()[0], "threads": threads}  # fmt: skip
+    run = {  # the calibration's run.json (kind recorded)
+        "schema_version": schema.SCHEMA_VERSION, "content": "calibration", "kind": "recorded",
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "project_commit": project_commit(), "device": device, "gpu": gpu, "hardware": hardware,
+        "versions": versions, "spec": spec, "shapes": dict(catalog.shapes),
+        "method": dict(METHOD if device == "cuda" else CPU_METHOD),
+        "commands": [repo_relative(command)], "notes": " ".join(notes),
+    }  # fmt: skip
     return run, rows
 
 
@@ -405,11 +355,8 @@ def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) 
 
 
 def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
-    """``rackbook calibrate [--device cuda|cpu] [--quick] -o DIR [--save-json FILE]``, or
-    ``rackbook calibrate --from-json FILE -o DIR``. ``catalog``: reads the catalogs (the CLI's,
-    so that this module imports none); called only when measuring. The folder ``-o`` is
-    checked and locked before any kernel runs: missing, empty or a calibration rackbook wrote
-    (never a folder of the user's), and no second rackbook writes it meanwhile."""
+    """``rackbook calibrate [--device D] [--quick] -o DIR [--save-json FILE]`` or ``--from-json
+    FILE -o DIR``; ``-o`` checked and locked before any kernel runs."""
     output = None if args.output is None else Path(args.output).absolute()
     saved = None if args.save_json is None else Path(args.save_json).absolute()
     if args.from_json is not None:
@@ -440,7 +387,6 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
 def _measure_and_write(
     args: argparse.Namespace, cat: Catalog, output: Path | None, saved: Path | None
 ) -> int:
-    # what the folder's writer needs and is missing here (None: nothing, or no folder)
     lack = [m for m in ("pandas", "pyarrow") if importlib.util.find_spec(m) is None]
     missing = (", ".join(lack) or None) if output is not None else None
     if missing and saved is None:
@@ -488,10 +434,8 @@ def _write_outputs(
 
 #: What calibrate says when the device has no data sheet (a CPU, or a GPU not in the catalog).
 NO_ATTAINABLE = (
-    "This calibration gives no attainable estimate: the estimate scales a GPU's data sheet by "
-    "the share of it that the kernels reach, and this device has no data sheet in "
-    "data/hardware.yaml (a CPU never has one), so `rackbook check --calibration` with it "
-    "reports none; calibrate on a GPU of the catalog for one."
+    "This gives no attainable estimate: the device (a CPU, or a GPU not in the catalog) has no "
+    "data sheet in data/hardware.yaml to scale, so `rackbook check --calibration` reports none."
 )
 
 
@@ -507,13 +451,9 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
 
 def _argv(args: argparse.Namespace) -> list[str]:
     """The calibrate arguments as a command line (when not called from ``sys.argv``)."""
-    out = ["--device", args.device or "cuda"]
-    if args.quick:
-        out.append("--quick")
+    out = ["--device", args.device or "cuda"] + ["--quick"] * bool(args.quick)
     if args.model != DEFAULT_MODEL:
         out += ["--model", args.model]
-    if args.output is not None:
-        out += ["-o", os.fspath(args.output)]
-    if args.save_json is not None:
-        out += ["--save-json", os.fspath(args.save_json)]
+    for flag, value in (("-o", args.output), ("--save-json", args.save_json)):
+        out += [] if value is None else [flag, os.fspath(value)]
     return out

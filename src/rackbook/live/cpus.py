@@ -1,19 +1,9 @@
-"""Which CPU cores the vLLM engine gets and which the API server and the bench client get.
+"""The CPU cores of the vLLM engine, and of the API server and bench client (``front``).
 
-Why: on vLLM's CPU backend the engine core and the worker busy-poll each other
-(``sched_yield()`` in ``shm_broadcast.SpinCondition``), each keeping a core 100 % busy, while
-the API server and the bench client float. A task sharing a core with them can wait hundreds
-of milliseconds (a 1 ms sleep overslept by 1-2 s on the project's 2-core machines), and the
-client then receives a stream's tokens in one burst: the trace would time the client's
-wake-ups, not the engine's tokens.
-
-``RACKBOOK_LIVE_CPUS`` (default ``auto``): every ``vllm serve`` starts on the ``engine`` cores
-(vLLM's OpenMP binding picks from those) and its API server moves to the ``front`` cores once
-``/health`` answers; the recorder (bench client, shards) runs on ``front`` during a phase.
-``auto`` pins only on a CPU build with at least 2 usable cores (the last ``max(1, n // 4)``
-are ``front``); ``off`` pins nothing; ``ENGINE/FRONT`` (``0/1``, ``0-11/12-15``) gives both.
-``--endpoint`` servers are never touched, and the client is then not pinned either. Pure
-standard library.
+On vLLM's CPU backend the engine core and worker busy-poll, starving whatever shares their
+cores: streamed tokens would reach the client in bursts. ``RACKBOOK_LIVE_CPUS``: ``auto``
+(default; on a CPU build with >= 2 cores, the last ``max(1, n // 4)`` are front), ``off``, or
+``ENGINE/FRONT`` cpu lists (``0-11/12-15``). ``--endpoint`` servers are never pinned.
 """
 
 from __future__ import annotations
@@ -78,14 +68,10 @@ class CpuLayout:
 
     def describe(self) -> dict[str, Any]:
         """What run.json keeps (record.cpu_layout)."""
-        return {
-            "setting": f"{ENV}={self.setting}",
-            "mode": self.mode,
-            "pinned": self.active,
-            "engine_cpus": format_cpu_list(self.engine) if self.engine else None,
-            "api_server_and_client_cpus": format_cpu_list(self.front) if self.front else None,
-            "reason": self.reason,
-        }
+        engine, front = (format_cpu_list(c) if c else None for c in (self.engine, self.front))
+        return {"setting": f"{ENV}={self.setting}", "mode": self.mode, "pinned": self.active,
+                "engine_cpus": engine, "api_server_and_client_cpus": front,
+                "reason": self.reason}  # fmt: skip
 
     def label(self) -> str:
         """One line for a point's record."""
@@ -104,11 +90,8 @@ def resolve(
     available: frozenset[int] | None = None,
     attached: bool = False,
 ) -> CpuLayout:
-    """The layout for a recording (``setting`` defaults to ``$RACKBOOK_LIVE_CPUS`` or auto).
-
-    ``on_cpu``: the vLLM in use is a CPU build; ``attached``: the servers are ``--endpoint``
-    URLs (not started by the recorder). Raises :class:`InputError` on a bad setting.
-    """
+    """The layout (``setting``: ``$RACKBOOK_LIVE_CPUS`` or auto); ``attached``: --endpoint
+    servers. Raises :class:`InputError` on a bad setting."""
     raw = setting if setting is not None else os.environ.get(ENV, "auto")
     text = raw.strip().lower() or "auto"
     avail = available if available is not None else usable_cpus()
@@ -184,8 +167,7 @@ def process_affinity(pid: int) -> str | None:
 
 @contextlib.contextmanager
 def pinned_self(cpus: frozenset[int] | None) -> Iterator[None]:
-    """Run the block with every thread of this process on ``cpus`` (None: unchanged); the
-    previous affinity is restored afterwards (threads started inside keep ``cpus``)."""
+    """The block with this process on ``cpus`` (None: unchanged), restored afterwards."""
     if cpus is None or not hasattr(os, "sched_setaffinity"):
         yield
         return

@@ -1,9 +1,5 @@
-"""What a running OpenAI-compatible vLLM endpoint serves: ``GET /v1/models``.
-
-A recording against an endpoint sends the served model name (``id``), counts tokens with the
-model's tokenizer (``root``: a Hugging Face id or a path on the server) and sizes its prompts
-to the context limit (``max_model_len``, tokens). vllm-router forwards the call. Pure standard
-library.
+"""What a running OpenAI-compatible vLLM endpoint serves (``GET /v1/models``), and the GPUs
+declared behind it.
 """
 
 from __future__ import annotations
@@ -26,8 +22,7 @@ class ServedModel:
     max_model_len: int | None
 
     def tokenizer(self) -> str:
-        """What the benchmark client loads its tokenizer from: ``root`` when it is a Hugging
-        Face id (``org/name``) or a folder this machine has, else the served name ``id``."""
+        """The client's tokenizer: ``root`` if a Hub id or a local folder, else ``id``."""
         r = self.root
         if r and (Path(r).is_dir() or (not r.startswith(("/", ".")) and r.count("/") == 1)):
             return r
@@ -50,16 +45,14 @@ def parse_models(url: str, text: str) -> ServedModel:
         raise InputError("--endpoint", where, "data[0].id: missing")
     mlen = first.get("max_model_len")
     if mlen is not None and (not isinstance(mlen, int) or isinstance(mlen, bool) or mlen <= 0):
-        raise InputError(
-            "--endpoint", where, f"data[0].max_model_len: not a positive integer ({mlen!r})"
-        )
+        raise InputError("--endpoint", where, f"data[0].max_model_len: not a positive integer "
+                         f"({mlen!r})")  # fmt: skip
     root = first.get("root")
     return ServedModel(mid, root if isinstance(root, str) and root else mid, mlen)
 
 
 def served_model(url: str, key: str | None = None, timeout_s: float = 30.0) -> ServedModel:
-    """Ask ``url`` (no trailing slash) what it serves; one-line :class:`InputError` when it
-    cannot answer within ``timeout_s`` seconds."""
+    """What ``url`` serves; :class:`InputError` when it cannot answer in ``timeout_s`` s."""
     try:
         with urlopen(f"{url}/v1/models", key, timeout_s) as resp:
             text = resp.read().decode("utf-8", errors="replace")
@@ -71,18 +64,13 @@ def served_model(url: str, key: str | None = None, timeout_s: float = 30.0) -> S
     return parse_models(url, text)
 
 
-#: Environment variable naming the GPUs behind an endpoint: ``"68 x NVIDIA GB300"`` or the
-#: path of a file of ``nvidia-smi --query-gpu=name,memory.total,driver_version
-#: --format=csv,noheader`` lines (one per GPU, from every serving node).
+#: The GPUs behind an endpoint: ``"68 x NVIDIA GB300"`` or a file of nvidia-smi CSV lines
+#: (name, memory.total, driver_version; one per GPU).
 SERVER_GPUS_ENV = "RACKBOOK_SERVER_GPUS"
 
 
 def declared_gpus(value: str | None) -> list[dict[str, str]]:
-    """The GPUs declared by :data:`SERVER_GPUS_ENV` (``[]`` when unset).
-
-    The benchmark client runs on its own host and cannot probe the servers' GPUs, so the
-    operator declares them; run.json says they were declared, not probed.
-    """
+    """The GPUs declared by :data:`SERVER_GPUS_ENV` (``[]`` when unset)."""
     if not value or not value.strip():
         return []
     text = value.strip()
@@ -94,18 +82,16 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
                 continue
             parts = [p.strip() for p in line.split(",")]
             if not parts[0]:
-                raise InputError(
-                    path, f"line {n}", "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
-                )
+                raise InputError(path, f"line {n}", "no GPU name (nvidia-smi CSV: name, memory, "
+                                 "driver)")  # fmt: skip
             gpus.append(dict(zip(("name", "memory", "driver"), parts, strict=False)))
         if not gpus:
             raise InputError(path, SERVER_GPUS_ENV, "lists no GPU")
         return gpus
     count, sep, name = text.partition(" x ")
     if not sep or not count.strip().isdigit() or int(count) <= 0 or not name.strip():
-        raise InputError(
-            SERVER_GPUS_ENV, text, "expected 'COUNT x NAME' (e.g. '68 x NVIDIA GB300') or a file"
-        )
+        raise InputError(SERVER_GPUS_ENV, text, "expected 'COUNT x NAME' (68 x NVIDIA GB300) "
+                         "or a file")  # fmt: skip
     return [{"name": name.strip()} for _ in range(int(count))]
 
 

@@ -1,7 +1,4 @@
-"""The live environment: where .venv-live is, the variables of env/live/vllm.env, the API key.
-
-Pure standard library: importable from the trace-mode venv (the CLI dispatches from there).
-"""
+"""The live environment: .venv-live, env/live/vllm.env's variables, the API key (stdlib only)."""
 
 from __future__ import annotations
 
@@ -72,8 +69,7 @@ def api_key(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def urlopen(url: str, key: str | None, timeout: float, body: bytes | None = None) -> Any:
-    """``urllib.request.urlopen`` of ``url`` (seconds ``timeout``) with the API key ``key``, if
-    any, as a bearer token; ``body``: a JSON POST."""
+    """``urlopen`` of ``url`` (``timeout`` s), ``key`` as bearer token; ``body``: JSON POST."""
     req = urllib.request.Request(url, data=body)
     if body is not None:
         req.add_header("Content-Type", "application/json")

@@ -1,7 +1,5 @@
-"""The kernels a decode step runs, as ``rackbook calibrate`` times them: the plan (one
-:class:`Case` per kernel shape) and its timing with torch (:func:`measure`: CUDA events and
-graphs on a GPU, the wall clock on a CPU; the method is :data:`rackbook.live.calibrate.METHOD`).
-Importing it imports no torch (:func:`import_torch` does).
+"""The kernels ``rackbook calibrate`` times: the plan (:class:`Case` per shape) and its timing
+(:func:`measure`; method: :data:`rackbook.live.calibrate.METHOD`). Imports no torch.
 """
 
 from __future__ import annotations
@@ -16,15 +14,13 @@ from typing import Any
 
 from rackbook.errors import InputError
 
-#: Rows the index scan keeps and the sparse attention gathers: the reference measurement's
-#: top-2,048 (the catalog's ``attention.index_topk`` is the model's own; physics scales).
+#: Rows the index scan keeps and sparse attention gathers (the reference's top-2,048).
 TOPK = 2048
 #: Warm-up calls before timing, batches timed (the best one counts), least time per batch.
 WARMUPS = 5
 BATCHES = 3
 TARGET_BATCH_S = {"cuda": 0.025, "cpu": 0.02}
-#: Distinct experts cycled in one CUDA graph, so that weights stream from HBM (H200 L2: 60 MB;
-#: 96 x 35 MB at FP8), as the reference did; on CPU two (141 MB each at FP32 > any cache).
+#: Distinct experts cycled per call, so that weights stream from memory, not cache.
 EXPERTS_CYCLED = {"cuda": 96, "cpu": 2}
 #: Seconds of GEMMs before the first CUDA timing (clocks up from idle).
 SPIN_UP_S = 1.0
@@ -51,10 +47,8 @@ DENSE_N = (8192, 16384)
 
 
 def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = False) -> list[Case]:
-    """The kernels to time, in order. CUDA: the reference's sizes (8 GiB; n 8192 and 16384;
-    1..4,096 tokens per expert; 131k..876k keys; pools of 131k and 876k rows), ``quick``
-    fewer of them. CPU: sizes that take seconds on two cores, FP32 where CUDA times BF16
-    (plus BF16 dense GEMMs, and FP8 ones where ``fp8``)."""
+    """The kernels to time, in order: CUDA the reference's sizes (``quick`` fewer); CPU sizes
+    that take seconds, FP32 where CUDA times BF16."""
     h, i = shapes["hidden_size"], shapes["moe_intermediate_size"]
     heads, hd, ihd = shapes["num_attention_heads"], shapes["head_dim"], shapes["index_head_dim"]
     cases: list[Case] = []
@@ -102,24 +96,17 @@ def bytes_text(n: float) -> str:
 
 
 def row(case: Case, seconds: float) -> dict[str, Any]:
-    """The kernels.parquet row of ``case`` timed at ``seconds`` per call (JSON-ready: None
-    where bytes or FLOPs are not counted)."""
+    """The kernels.parquet row of ``case`` timed at ``seconds`` per call."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"{case.family} {case.dtype} {case.size}: time {seconds!r} s")
-    return {
-        "family": case.family,
-        "dtype": case.dtype,
-        "size": int(case.size),
-        "seconds": float(seconds),
-        "bytes": None if case.bytes is None else float(case.bytes),
-        "flops": None if case.flops is None else float(case.flops),
-    }
+    counts = {"bytes": case.bytes, "flops": case.flops}
+    return {"family": case.family, "dtype": case.dtype, "size": int(case.size),
+            "seconds": float(seconds)} | {k: None if v is None else float(v)
+                                          for k, v in counts.items()}  # fmt: skip
 
 
 class Timer:
-    """Seconds per call of ``fn``: :data:`WARMUPS` warm-ups, one call timed to choose N (a
-    batch of at least the target time), then :data:`BATCHES` batches of N; the best counts.
-    CUDA: events on the current stream; CPU: ``time.perf_counter``."""
+    """Seconds per call of ``fn``: warm-ups, then the best of :data:`BATCHES` batches of N."""
 
     def __init__(self, torch: Any, device: str) -> None:
         self.torch, self.device = torch, device
@@ -252,8 +239,7 @@ class Bench:
         raise ValueError(f"unknown family {fam!r}")
 
     def expert(self, case: Case) -> float:
-        """One routed expert's gate+up [H -> 2I] and down [I -> H] GEMMs, over
-        :data:`EXPERTS_CYCLED` distinct experts in one graph; seconds per expert."""
+        """An expert's gate+up and down GEMMs over :data:`EXPERTS_CYCLED`; s per expert."""
         h, i = self.shapes["hidden_size"], self.shapes["moe_intermediate_size"]
         dtype, m = case.dtype, case.size
         rows = max(m, 16) if dtype == "fp8" else m  # _scaled_mm wants dimensions of 16s
@@ -297,8 +283,7 @@ def measure(
 
 
 def spin_up(torch: Any, seconds: float = SPIN_UP_S) -> None:
-    """BF16 8192^3 GEMMs for ``seconds``, so that the first kernels timed find the GPU at its
-    working clocks (an idle H200 sits at 345 MHz), not ramping up."""
+    """BF16 8192^3 GEMMs for ``seconds``, so that the GPU's clocks are up before timing."""
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds:
@@ -326,8 +311,7 @@ class _Lines:
 
 
 def progress_bar(total: int, on: bool) -> Any:
-    """The progress of ``total`` kernels on stderr, when ``on``: tqdm's bar on a terminal; a
-    plain line per kernel elsewhere (a log file or a pipe gets no carriage returns)."""
+    """Progress on stderr when ``on``: tqdm on a terminal, else a line per kernel."""
     try:  # a file, a pipe or a closed stream is no terminal
         terminal = sys.stderr.isatty()
     except (AttributeError, ValueError, OSError):
@@ -345,9 +329,7 @@ def import_torch() -> Any:
         raise InputError(
             sys.executable,
             "torch",
-            "not installed in this Python (the book env has none): run calibrate from the "
-            "live env, e.g. .venv-live/bin/rackbook calibrate --device cpu -o DIR (make "
-            "live-setup makes it), or from any Python with torch",
+            "not installed here: run .venv-live/bin/rackbook calibrate (make live-setup)",
         )
     import torch
 

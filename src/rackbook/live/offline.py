@@ -1,13 +1,6 @@
-"""A fixed-batch offline engine (``vllm.LLM``): the stand-in for DeepInfer's fixed-batch runs.
-
-One engine, built once, times every batch size ``B``: after a warm-up, each round runs a
-prefill call (``max_tokens=1`` on ``B`` fresh prompts: ``prefill_walls_s``) and a decode call
-(``B`` fresh prompts added at once, ``ignore_eos``, the engine stepped until all finish, each
-token's time taken when ``step()`` returns it). What that can say is :data:`NOTE`; the raw
-JSON carries ``vllm bench serve --save-detailed``'s per-request keys, so
-:func:`rackbook.core.importers.vllm_bench.vllm_bench_frames` reads it. The engine runs in this
-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: no child can outlive the recorder). Needs
-.venv-live and a ``__main__`` guard in the entry script.
+"""A fixed-batch offline engine (``vllm.LLM``, in this process): the stand-in for DeepInfer's
+fixed-batch runs (method: :data:`NOTE`). Its raw JSON has ``vllm bench serve --save-detailed``'s
+per-request keys. Needs .venv-live and a ``__main__`` guard in the entry script.
 """
 
 from __future__ import annotations
@@ -19,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-#: Token ids drawn for random prompts: [LOW_ID, HIGH_ID), above the tiny model's special tokens
-#: and below 10000 (as ``vllm bench latency`` does).
+#: Token ids of random prompts: [LOW_ID, HIGH_ID), above the tiny model's special tokens.
 LOW_ID, HIGH_ID = 2, 10_000
 
 NOTE = (
@@ -90,12 +82,8 @@ class OfflineEngine:
         return t_start, time.perf_counter() - t0, outs
 
     def _timed_batch(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
-        """The loop of ``LLM.generate`` (add all requests, ``step()`` until done), timestamped.
-
-        Every token's arrival time is when ``step()`` returned it to this process. Returns
-        wall start (epoch s), total seconds, and per request: prompt length, output length,
-        first-token seconds, finish seconds and gaps between token arrivals (seconds).
-        """
+        """``LLM.generate``'s loop, each token timed when ``step()`` returns it: wall start
+        (epoch s), total s, and per request lengths, first-token, finish and gap seconds."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -125,32 +113,17 @@ class OfflineEngine:
         if missing:
             raise RuntimeError(f"offline engine: {len(missing)} requests did not finish")
         return {
-            "start": t_start,
-            "seconds": total,
-            "prompt_lens": [len(p) for p in prompts],
+            "start": t_start, "seconds": total, "prompt_lens": [len(p) for p in prompts],
             "output_lens": [len(arrivals[i]) for i in ids],
             "ttfts": [arrivals[i][0] if arrivals[i] else done[i] for i in ids],
             "latencies": [done[i] for i in ids],
             "itls": [[float(x) for x in np.diff(arrivals[i])] for i in ids],
-        }
+        }  # fmt: skip
 
-    def run_batch(
-        self,
-        batch: int,
-        input_len: int,
-        output_len: int,
-        repeats: int = 1,
-        seed: int = 0,
-        warmup: bool = True,
-    ) -> dict[str, Any]:
-        """Time ``repeats`` rounds of (prefill call, decode call) on batches of ``batch``.
-
-        Returns the raw result document (seconds, tokens): ``batch * repeats`` request rows;
-        rows of round ``k`` share its decode call's start and wall time. ``duration`` is the
-        sum of the decode calls' wall times. Every call gets fresh prompts (seeded from
-        ``seed``, ``batch``, the round and the call) so the prefix cache never serves a timed
-        prompt; all prompts are drawn before the first timed call.
-        """
+    def run_batch(self, batch: int, input_len: int, output_len: int, repeats: int = 1,
+                  seed: int = 0, warmup: bool = True) -> dict[str, Any]:  # fmt: skip
+        """The raw result (seconds, tokens) of ``repeats`` rounds of (prefill call, decode
+        call) on ``batch`` fresh seeded prompts each; ``duration``: the decode calls' sum."""
         base = seed * 1_000_000 + batch * 1000
         warm_s = 0.0
         if warmup:
@@ -168,7 +141,6 @@ class OfflineEngine:
             rounds.append(self._timed_batch(dec_prompts, output_len))
 
         def joined(key: str) -> list[Any]:
-            """Key ``key`` of every round's requests, round after round."""
             return [x for r in rounds for x in r[key]]
 
         in_lens, out_lens = joined("prompt_lens"), joined("output_lens")
@@ -176,30 +148,16 @@ class OfflineEngine:
         n = batch * repeats
         duration = float(sum(decode_walls))
         return {
-            "format": "rackbook-offline-fixed-batch/3",
-            "note": NOTE,
-            "backend": "vllm-offline",
-            "engine_args": self.cfg.llm_kwargs(),
-            "batch_size": batch,
-            "repeats": repeats,
-            "input_len": input_len,
-            "output_len": output_len,
-            "seed": seed,
-            "warmup_s": warm_s,
-            "prefill_walls_s": prefill_walls,
-            "decode_walls_s": decode_walls,
-            "duration": duration,
-            "completed": n,
-            "failed": 0,
-            "total_input_tokens": int(sum(in_lens)),
-            "total_output_tokens": int(sum(out_lens)),
+            "format": "rackbook-offline-fixed-batch/3", "note": NOTE, "backend": "vllm-offline",
+            "engine_args": self.cfg.llm_kwargs(), "batch_size": batch, "repeats": repeats,
+            "input_len": input_len, "output_len": output_len, "seed": seed, "warmup_s": warm_s,
+            "prefill_walls_s": prefill_walls, "decode_walls_s": decode_walls,
+            "duration": duration, "completed": n, "failed": 0,
+            "total_input_tokens": int(sum(in_lens)), "total_output_tokens": int(sum(out_lens)),
             "output_throughput": float(sum(out_lens)) / duration,
-            "input_lens": in_lens,
-            "output_lens": out_lens,
-            "ttfts": joined("ttfts"),
+            "input_lens": in_lens, "output_lens": out_lens, "ttfts": joined("ttfts"),
             "latencies": joined("latencies"),
             "start_times": [r["start"] for r in rounds for _ in range(batch)],
-            "itls": joined("itls"),
-            "errors": [""] * n,
+            "itls": joined("itls"), "errors": [""] * n,
             "measured_s": float(sum(prefill_walls) + duration),
-        }
+        }  # fmt: skip

@@ -1,8 +1,5 @@
-"""Scrape a vLLM server's Prometheus ``/metrics`` around each sweep point.
-
-The samples become the trace table ``server_metrics`` (:mod:`rackbook.core.schema`), one row per
-(point, ``before``/``after``, metric, labels); a counter's difference is what the server counted
-in the window. Pure standard library.
+"""Scrape a vLLM server's Prometheus ``/metrics`` around each sweep point (the trace table
+``server_metrics``: one row per point, before/after, metric and labels).
 """
 
 from __future__ import annotations
@@ -14,25 +11,14 @@ from dataclasses import dataclass
 
 from rackbook.live.envfile import urlopen
 
-#: Metric families kept (prefix match on the sample name, after ``vllm:``). Histograms'
-#: ``_sum``/``_count`` are kept; their buckets are not.
+#: Metric families kept (prefix match after ``vllm:``; histogram buckets dropped).
 KEEP = (
-    "prompt_tokens",
-    "generation_tokens",
-    "prefix_cache_queries",
-    "prefix_cache_hits",
-    "request_success",
-    "num_preemptions",
-    "num_requests_running",
-    "num_requests_waiting",
-    "kv_cache_usage_perc",
-    "time_to_first_token_seconds",
-    "e2e_request_latency_seconds",
-    "inter_token_latency_seconds",
-    "request_prefill_time_seconds",
-    "request_decode_time_seconds",
-    "iteration_tokens_total",
-)
+    "prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits",
+    "request_success", "num_preemptions", "num_requests_running", "num_requests_waiting",
+    "kv_cache_usage_perc", "time_to_first_token_seconds", "e2e_request_latency_seconds",
+    "inter_token_latency_seconds", "request_prefill_time_seconds",
+    "request_decode_time_seconds", "iteration_tokens_total",
+)  # fmt: skip
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
 
@@ -47,12 +33,8 @@ class Sample:
 
 
 def parse(text: str, keep: tuple[str, ...] | None = KEEP) -> list[Sample]:
-    """Samples of Prometheus text exposition ``text`` whose name is ``vllm:<kept family>...``.
-
-    ``keep=None`` keeps every sample. ``*_created`` and ``*_bucket`` samples are dropped.
-    Malformed input is skipped, never an error (a scrape is evidence, not the measurement):
-    lines that are not ``name{labels} value [timestamp]``, values that are not numbers, NaN.
-    """
+    """Samples ``vllm:<kept family>`` of Prometheus text ``text`` (``keep=None``: all), no
+    ``_created``/``_bucket``; malformed lines and NaN skipped, never an error."""
     out = []
     for line in text.splitlines():
         if not line or line.startswith("#"):
@@ -78,8 +60,7 @@ def parse(text: str, keep: tuple[str, ...] | None = KEEP) -> list[Sample]:
 
 
 def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> list[Sample]:
-    """GET ``base_url/metrics`` and parse it (kept families only). A broken answer (cut short,
-    not HTTP) raises :class:`ConnectionError`, as an unreachable server raises an OSError."""
+    """GET ``base_url/metrics``, parsed; a broken answer raises :class:`ConnectionError`."""
     try:
         with urlopen(f"{base_url}/metrics", key, timeout_s) as r:
             return parse(r.read().decode("utf-8", "replace"))
@@ -89,17 +70,8 @@ def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> li
 
 def rows(samples: list[Sample], point_id: str, server: str, phase: str) -> list[dict]:
     """``server_metrics`` rows for one scrape."""
-    return [
-        {
-            "point_id": point_id,
-            "server": server,
-            "phase": phase,
-            "metric": s.metric,
-            "labels": s.labels,
-            "value": s.value,
-        }
-        for s in samples
-    ]
+    at = {"point_id": point_id, "server": server, "phase": phase}
+    return [{**at, "metric": s.metric, "labels": s.labels, "value": s.value} for s in samples]
 
 
 def delta(before: list[Sample], after: list[Sample], metric: str) -> float:

@@ -1,39 +1,13 @@
-"""Record a live scenario into a trace: servers, load, metrics, raw artifacts, conversion.
+"""Record a live scenario into a trace (needs .venv-live).
 
-    .venv-live/bin/python -m rackbook.live.record decode-parity -o data/traces/decode-parity
-    rackbook record prefill-gain -o DIR -p prefix_tokens 1024 -p num_requests 8
-    rackbook record rack-scaling -o DIR --endpoint http://HOST1:8000 --endpoint http://HOST2:8000
+    rackbook record prefill-gain -o DIR -p prefix_tokens 1024 --endpoint http://HOST:8000
 
-A scenario (rackbook.inputs.scenarios) is a plan of server phases x bench points. Per phase the
-recorder starts its servers (``vllm serve`` on 127.0.0.1, one per replica) or uses the given
-``--endpoint`` URLs (in phase order: prefill-gain's A then B; rack-scaling's replicas), keeps
-them up for all the phase's points, and runs each point with vLLM's own bench client
-(in-process; one client process per shard where a point drives several replicas at once).
-
-Layout written (``OUT`` is the trace folder)::
-
-    OUT/               the trace (rackbook.core.schema), written atomically at the end
-    OUT.raw/           artifacts, kept as they were produced:
-      serve/*.json       vllm bench serve --save-result --save-detailed, one per point (shard)
-      offline/*.json     fixed-batch offline results (decode-parity), one per point
-      metrics/*.json     /metrics samples of every server before and after each point
-      failed/*.json      raw results of failed points (the failure is in record.json)
-      vllm-serve*.log    the servers' logs;  bench*.log: the bench clients' printout
-      record.json        what happened: commands, timings, duty cycles (copied to run.json)
-
-Each point is checked as it finishes (:mod:`rackbook.core.validity`: burst delivery, chunk
-gaps far below the engine's step, client/server token counts). When more than
-``MAX_FLAGGED_SHARE`` (2 %) of its requests are flagged the point is run once more (the
-refused attempt's raw results move to ``rejected/``); if the second attempt is flagged too
-the recording stops (exit 2) with the point and the reason, kept in record.json
-``validity``. ``--accept-invalid`` keeps such a point instead, and run.json then lists it in
-``accepted_invalid``.
-
-``--resume`` keeps finished points and runs the missing ones; a failed point (its server
-died, or every request failed) is recorded in record.json ``failures`` with the server's last
-log lines and its request counts, then the recording stops (exit 2); rerunning with
-``--resume`` completes the trace, and run.json keeps the failure. Needs .venv-live; the
-module has the ``__main__`` guard vLLM's spawned processes need.
+Per phase: start ``vllm serve`` on 127.0.0.1 (or use --endpoint URLs, in phase order), run
+each point with vLLM's bench client, keep raw artifacts in ``OUT.raw/`` (serve/, offline/,
+metrics/, failed/, rejected/, logs, record.json), write the trace ``OUT`` at the end.
+A point with over 2 % of requests flagged by the validity checks runs once more, then stops
+the recording (exit 2) unless --accept-invalid. A failed point stops it (exit 2, recorded in
+record.json ``failures``); --resume keeps finished points and runs the rest.
 """
 
 from __future__ import annotations
@@ -63,29 +37,21 @@ from rackbook.live.recorder import Recorder
 from rackbook.live.server import stop_all
 from rackbook.paths import resolve
 
-#: ``=1`` acts as --accept-invalid (for harness checks on small sweeps of a shared machine, such
-#: as env/record/ci-suite.sh, whose notebook path cannot pass the flag).
+#: ``=1`` acts as --accept-invalid (for harness checks whose notebook path cannot pass the flag).
 ACCEPT_INVALID_ENV = "RACKBOOK_ACCEPT_INVALID"
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m rackbook.live.record", description=__doc__)
     p.add_argument("scenario")
-    p.add_argument(
-        "--endpoint", action="append", default=[], help="running server URL (repeatable)"
-    )
+    p.add_argument("--endpoint", action="append", default=[], help="server URL (repeatable)")
     p.add_argument("--serve", default=None, help="extra `vllm serve` flags (one string)")
     p.add_argument("-o", "--output", default=None, help="trace folder")
-    p.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
-    )
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                   metavar=("NAME", "VALUE"))  # fmt: skip
     p.add_argument("--resume", action="store_true")
-    p.add_argument(
-        "--accept-invalid",
-        action="store_true",
-        help="keep points whose requests fail the validity checks (run.json accepted_invalid); "
-        f"also set by {ACCEPT_INVALID_ENV}=1",
-    )
+    p.add_argument("--accept-invalid", action="store_true", help="keep points that fail the "
+                   f"validity checks (also {ACCEPT_INVALID_ENV}=1)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -103,21 +69,13 @@ def record(args: argparse.Namespace) -> Path:
         sc, server = attach(sc, [u.rstrip("/") for u in args.endpoint], params)
     out = resolve(args.output or f"data/traces/live/{sc.name}")
     serve_extra = shlex.split(args.serve) if args.serve else []
-    rec = Recorder(
-        sc,
-        out,
-        endpoints=list(args.endpoint),
-        serve_extra=serve_extra,
-        resume=args.resume,
-        progress=not getattr(args, "no_progress", False),
-        accept_invalid=getattr(args, "accept_invalid", False)
-        or os.environ.get(ACCEPT_INVALID_ENV) == "1",
-    )
+    accept = getattr(args, "accept_invalid", False) or os.environ.get(ACCEPT_INVALID_ENV) == "1"
+    rec = Recorder(sc, out, endpoints=list(args.endpoint), serve_extra=serve_extra,
+                   resume=args.resume, progress=not getattr(args, "no_progress", False),
+                   accept_invalid=accept)  # fmt: skip
     rec.server = server
     rec.info["request_timeout_s"] = timeout_s
-    # the trace folder locked for the whole recording, and refused before any server starts
-    # when it holds what rackbook did not write
-    fsio.check_output_folder(out, "-o")  # no link, nothing read-only: before any server
+    fsio.check_output_folder(out, "-o")  # refused before any server starts, locked throughout
     with fsio.output_lock(out, "-o"):
         fsio.check_replaceable(out, "trace", "-o")
         fsio.check_replaceable(rec.raw, "raw", "-o")
@@ -127,13 +85,9 @@ def record(args: argparse.Namespace) -> Path:
 def attach(
     sc: Scenario, urls: list[str], params: dict[str, str]
 ) -> tuple[Scenario, dict[str, Any]]:
-    """The scenario fitted to running endpoints, and what run.json records about them.
-
-    The model the client names and tokenizes with, and the context limit its prompts must fit,
-    come from the endpoints' ``/v1/models`` unless ``-p model``/``served_model_name``/
-    ``max_model_len`` set them. Every endpoint must serve the same model. The GPUs behind the
-    endpoints cannot be probed from the client: :data:`endpoint.SERVER_GPUS_ENV` declares them.
-    """
+    """The scenario fitted to running endpoints (model and context limit from ``/v1/models``
+    unless ``-p`` sets them; all must serve one model), and run.json's ``server`` about them
+    (GPUs declared by :data:`endpoint.SERVER_GPUS_ENV`)."""
     key = api_key()
     models = {u: endpoint.served_model(u, key) for u in dict.fromkeys(urls)}
     ids = sorted({m.id for m in models.values()})
@@ -143,26 +97,17 @@ def attach(
     lens = [x.max_model_len for x in models.values()]
     loopback = ("127.0.0.1", "localhost", "::1")
     same_host = all(urllib.parse.urlsplit(u).hostname in loopback for u in models)
-    sc = fit_endpoint(
-        sc,
-        params,
-        model=m.tokenizer(),
-        served_model_name=m.id,
-        max_model_len=min(lens) if all(lens) else None,  # type: ignore[type-var]
-        same_host=same_host,
-    )
+    max_len = min(lens) if all(lens) else None  # type: ignore[type-var]
+    sc = fit_endpoint(sc, params, model=m.tokenizer(), served_model_name=m.id,
+                      max_model_len=max_len, same_host=same_host)  # fmt: skip
     declared = os.environ.get(endpoint.SERVER_GPUS_ENV)
     server = {
-        # a loopback endpoint runs on this machine: its inventory (run.json hardware) holds
-        "same_host": same_host,
-        "endpoints": list(models),
-        "served_model_name": m.id,
-        "model": m.root,
-        "max_model_len": m.max_model_len,
+        "same_host": same_host, "endpoints": list(models), "served_model_name": m.id,
+        "model": m.root, "max_model_len": m.max_model_len,
         "vllm_version": endpoint.server_version(urls[0], key),
         "gpus": endpoint.declared_gpus(declared),
         "gpus_declared_by": endpoint.SERVER_GPUS_ENV if declared else None,
-    }
+    }  # fmt: skip
     return sc, server
 
 
@@ -183,9 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
     args = build_parser().parse_args(argv)
-    # SIGTERM (a scheduler's kill, `kill PID`) ends the run as Ctrl-C does: servers stopped,
-    # one error line, no trace. Once a server starts, its own handler (live.server) takes over
-    # and raises SystemExit(143) after stopping every server.
+    # SIGTERM ends the run as Ctrl-C does (servers stopped, one error line, no trace); once a
+    # server starts, live.server's handler takes over
     signal.signal(signal.SIGTERM, _terminated)
     try:
         out = record(args)
@@ -196,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
         return 130
     except BaseException:
-        # SIGINT/SIGTERM: its own exception, or another one when it interrupted library code
-        # (an import half done): either way servers stopped and one error line
+        # a signal may surface as another exception (an import half done): same handling
         if not server_mod.RECEIVED:
             raise
         stop_all()

@@ -1,7 +1,5 @@
-"""The recorder: runs one scenario's plan (servers, load, metrics) and keeps every raw
-artifact; converting them into a trace is :class:`rackbook.live.conversion.Conversion`'s, which
-the recorder is. The command line, the layout it writes and what it does with flagged or failed
-points: :mod:`rackbook.live.record`.
+"""The recorder: runs one scenario's plan and keeps every raw artifact (command line and
+layout: :mod:`rackbook.live.record`; the trace: :class:`~rackbook.live.conversion.Conversion`).
 """
 
 from __future__ import annotations
@@ -43,9 +41,8 @@ CPU_EPLB = (
 
 
 def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
-    """Timing of one engine's sweep, ending now: measured windows (s), wall time after the
-    engine was up (s), their ratio (the duty cycle) and the whole wall time (s); times are
-    ``time.monotonic()`` readings."""
+    """One engine's sweep ending now (``time.monotonic()`` readings): windows, wall after up,
+    their ratio (duty cycle) and whole wall time, in s."""
     t_end = time.monotonic()
     return {
         "windows_s": windows_s,
@@ -60,10 +57,8 @@ MAX_ATTEMPTS = 2
 
 
 def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
-    """What the recorder does with a point after attempt number ``attempt`` (1-based), given
-    the validity check's ``reason`` (None: the point passed): ``"keep"``, ``"rerun"`` (once,
-    up to :data:`MAX_ATTEMPTS`), ``"accept"`` (flagged, kept because of --accept-invalid) or
-    ``"refuse"`` (stop the recording)."""
+    """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): ``"keep"``,
+    ``"rerun"``, ``"accept"`` (flagged, --accept-invalid) or ``"refuse"``."""
     if reason is None:
         return "keep"
     if attempt < MAX_ATTEMPTS:
@@ -71,15 +66,13 @@ def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
     return "accept" if accept_invalid else "refuse"
 
 
-#: For tests: ``POINT_ID:FOLDER``. Once the point POINT_ID is kept (and record.json says so),
-#: the recorder writes ``FOLDER/POINT_ID.kept`` and waits until ``FOLDER/go`` exists: a test
-#: acts between two points on an event, not on timing (the resume test kills the server there).
+#: For tests: ``POINT_ID:FOLDER``: once POINT_ID is kept, write ``FOLDER/POINT_ID.kept`` and
+#: wait for ``FOLDER/go`` (a test acts between two points on an event, not on timing).
 HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
 
 
 def hold_after(point_id: str) -> None:
-    """Wait as :data:`HOLD_ENV` asks after ``point_id`` was kept (nothing when it is unset or
-    names another point)."""
+    """Wait as :data:`HOLD_ENV` asks after ``point_id`` was kept."""
     want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
     if not folder or want != point_id:
         return
@@ -119,8 +112,7 @@ def ensure_tiny_model(model: str) -> None:
 
 
 def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> float:
-    """Send one completion whose prompt is the token ids ``ids`` (max_tokens 1), so that the
-    server's prefix cache holds them; seconds taken."""
+    """One completion of prompt ``ids`` (max_tokens 1) into the prefix cache; seconds taken."""
     body = json.dumps({"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0}).encode()
     t0 = time.monotonic()
     with urlopen(f"{base_url}/v1/completions", key, 600, body) as r:
@@ -128,8 +120,7 @@ def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> f
     return time.monotonic() - t0
 
 
-#: The raw folder's entries while a recording writes them (the module docstring's layout):
-#: listed as pending in its manifest until the recording ends.
+#: The raw folder's entries, pending in its manifest until the recording ends.
 RAW_PENDING = ("serve", "offline", "metrics", "failed", "rejected", "record.json", "*.log",
                "*.log.gz")  # fmt: skip
 
@@ -163,7 +154,6 @@ class Recorder(Conversion):
         self.progress = progress
         self.key = api_key()
         self.redact = Redactor([self.key])
-        #: what the endpoints serve (record.attach), written to run.json ``server``
         self.server: dict[str, Any] | None = None
         self.phases = sc.phases()
         lists = ("failures", "sessions", "accepted_invalid", "points_kept")
@@ -181,19 +171,10 @@ class Recorder(Conversion):
                     self.info[k] = prev[k]
         self.commands: list[str] = list(self.info.get("commands", []))
         self._check_endpoints()
-        # Where the engine and the front end (API server + this client) run: see
-        # rackbook.live.cpus (on a CPU build the engine's busy-polling starves whatever shares
-        # its cores, and streamed tokens then reach the client in one burst).
         self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
         self.info["cpu_layout"] = self.cpu_layout.describe()
-        self.info["sessions"].append(
-            {
-                "started": _now(),
-                "resume": resume,
-                "accept_invalid": accept_invalid,
-                "cpu_layout": self.cpu_layout.label(),
-            }
-        )
+        session = {"started": _now(), "resume": resume, "accept_invalid": accept_invalid}
+        self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
 
     def _check_endpoints(self) -> None:
         need = sum(p.servers for p in self.phases)
@@ -208,14 +189,9 @@ class Recorder(Conversion):
     def _bar(self, desc: str, total: int) -> Any:
         from tqdm import tqdm
 
-        return tqdm(
-            total=total,
-            desc=desc,
-            unit="point",
-            disable=not self.progress,
-            file=sys.stderr,
-            dynamic_ncols=True,
-        )
+        off = not self.progress
+        return tqdm(total=total, desc=desc, unit="point", disable=off, file=sys.stderr,
+                    dynamic_ncols=True)  # fmt: skip
 
     def _save_info(self) -> None:
         self.info["commands"] = self.commands
@@ -232,7 +208,7 @@ class Recorder(Conversion):
         return f"vllm-serve.{phase.label}.{k}.log"
 
     def _phase_endpoints(self, phase: Phase) -> list[str]:
-        """The ``--endpoint`` URLs of ``phase`` (they come in phase order); none when none."""
+        """The ``--endpoint`` URLs of ``phase`` (in phase order)."""
         start = sum(p.servers for p in self.phases[: self.phases.index(phase)])
         return self.endpoints[start : start + phase.servers]
 
@@ -240,13 +216,9 @@ class Recorder(Conversion):
         from rackbook.live.bench import BenchPoint
 
         sc = self.sc
-        meta = (
-            ("point_id", pt.point_id),
-            ("scenario", sc.name),
-            ("config", pt.config),
-            *pt.labels,
-            *((("shard", str(k)),) if pt.shards > 1 else ()),
-        )
+        shard = (("shard", str(k)),) if pt.shards > 1 else ()
+        meta = (("point_id", pt.point_id), ("scenario", sc.name), ("config", pt.config),
+                *pt.labels, *shard)  # fmt: skip
         bp = BenchPoint(
             pt.point_id, url, sc.model, sc.served_model_name, pt.input_len, pt.output_len,
             pt.num_prompts, pt.concurrency, seed=pt.seed + k, metadata=meta,
@@ -255,8 +227,7 @@ class Recorder(Conversion):
         return bp.argv(self.raw / "serve", name)
 
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
-        """Engine cores of replica ``k`` of ``n``: a share of the engine cores when there are
-        at least two per replica (one for the worker, one for the engine core), else all."""
+        """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
         eng = self.cpu_layout.engine
         if eng is None:
             return None
@@ -267,11 +238,7 @@ class Recorder(Conversion):
         return eng
 
     def run_phase(self, phase: Phase) -> None:
-        """All points of one server configuration against its servers (kept up throughout).
-
-        With an active CPU layout this process (the bench client, and the shard processes it
-        starts) runs on the front cores for the phase; its affinity is restored afterwards.
-        """
+        """All points of one server configuration (this process on the front cores)."""
         front = self.cpu_layout.front if self.cpu_layout.active else None
         with cpus.pinned_self(front):
             self._run_phase(phase)
@@ -347,11 +314,8 @@ class Recorder(Conversion):
         client: Any,
         presample: bool,
     ) -> list[str]:
-        """Start the phase's servers (appended to ``servers`` at once, so that the caller stops
-        them on any way out), preload the client (and draw the prompts when ``presample``)
-        while they start, wait until healthy; their URLs."""
-        # a signal during start-up is acted on by the wait loop, never raised inside
-        # the client's import that overlaps it (server_mod.deferred_signals)
+        """Start the phase's servers (into ``servers`` at once, for the caller to stop), preload
+        the client meanwhile, wait until healthy; their URLs."""
         with server_mod.deferred_signals():
             for k in range(phase.servers):
                 srv = VllmServer(
@@ -370,21 +334,17 @@ class Recorder(Conversion):
             for srv in servers:
                 srv.wait_healthy()
         eng["servers"] = [
-            {
-                **srv.info(),
-                "started_by_recorder": True,
-                "processes_at_start": len(group_members(srv.pgid or 0)),
-            }
+            srv.info() | {"started_by_recorder": True,
+                          "processes_at_start": len(group_members(srv.pgid or 0))}
             for srv in servers
-        ]
+        ]  # fmt: skip
         self._save_info()  # the servers' pgids are on disk while they run
         return [srv.base_url for srv in servers]
 
     def _warmup(
         self, phase: Phase, todo: list[PlanPoint], urls: list[str], client: Any, pool: Any
     ) -> None:
-        """One short unmeasured run per server before the phase's first point (decode-parity:
-        the smallest batch at the scenario's lengths; else a few short requests)."""
+        """One short unmeasured run per server before the phase's first point."""
         from rackbook.live.bench import BenchPoint
 
         sc = self.sc
@@ -410,9 +370,7 @@ class Recorder(Conversion):
                 client.run(a)
 
     def _presample(self, todo: list[PlanPoint], urls: list[str], client: Any) -> float:
-        """Draw every point's prompts before the servers are up (vLLM's own sampling, the
-        same prompts its client would draw at the start of each point), so that the sweep's
-        wall time after start-up is spent serving; seconds taken."""
+        """Draw every point's prompts before the servers are up; seconds taken."""
         total = 0.0
         for pt in todo:
             names = pt.raw_names()
@@ -473,32 +431,18 @@ class Recorder(Conversion):
         durations = [float(s["duration"]) for s in summaries]
         window = max(durations)
         commands = [command_line(a) for a in argvs]
-        self.info["points"][pt.point_id] = {
-            "phase": phase.label,
-            "config": pt.config,
-            "raw": [f"serve/{n}" for n in names],
-            "servers": use,
-            "commands": commands,
-            "duration_s": durations,
-            "client_wall_s": wall,
-            "prefix_warm_s": warm_s,
-            "completed": completed,
-            "failed": failed,
-            "output_throughput": sum(float(s["output_throughput"]) for s in summaries),
-            "client_output_tokens": client_out,
-            "server_generation_tokens": gen,
-            "client_minus_server_tokens": client_out - gen,
+        rate = sum(float(s["output_throughput"]) for s in summaries)
+        rec = self.info["points"][pt.point_id] = {
+            "phase": phase.label, "config": pt.config, "raw": [f"serve/{n}" for n in names],
+            "servers": use, "commands": commands, "duration_s": durations,
+            "client_wall_s": wall, "prefix_warm_s": warm_s, "completed": completed,
+            "failed": failed, "output_throughput": rate, "client_output_tokens": client_out,
+            "server_generation_tokens": gen, "client_minus_server_tokens": client_out - gen,
             "cpu_layout": self.cpu_layout.label(),
-        }
-        if isinstance(self.sc, DecodeParity):  # the colleague's keys, kept for older readers
-            self.info["points"][pt.point_id].update(
-                {
-                    "engine": "vllm-serve",
-                    # per decode rank, as the point's label says (concurrency / decode ranks)
-                    "batch_size": int(dict(pt.labels).get("batch_size", pt.concurrency or 0)),
-                    "command": commands[0],
-                }
-            )
+        }  # fmt: skip
+        if isinstance(self.sc, DecodeParity):  # older readers' keys; batch per decode rank
+            batch = int(dict(pt.labels).get("batch_size", pt.concurrency or 0))
+            rec |= {"engine": "vllm-serve", "batch_size": batch, "command": commands[0]}
         self.commands += commands
         self._save_info()
         return window
@@ -511,12 +455,11 @@ class Recorder(Conversion):
         servers: list[VllmServer],
         client: Any,
     ) -> tuple[list[Any], float]:
-        """The shared prefix warmed into each replica's cache, then each server's ``/metrics``
-        before the window: (samples per server, seconds spent warming). A server that went
-        away is a failed point (:meth:`_fail`), not a crash."""
+        """Warm the shared prefix, then ``/metrics`` per server: (samples, warming s); a server
+        gone is a failed point (:meth:`_fail`)."""
         warm_s = 0.0
         try:
-            if pt.prefix_len:  # the shared prefix into each replica's cache, before the window
+            if pt.prefix_len:
                 for u, a in zip(use, argvs, strict=True):
                     ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
                     warm_s += warm_prefix(u, self.sc.served_model_name, ids, self.key)
@@ -548,9 +491,8 @@ class Recorder(Conversion):
     def judge(
         self, point_id: str, attempt: int, reason: str | None, names: list[str], folder: str
     ) -> bool:
-        """Record attempt ``attempt`` of a point and act on :func:`decide`: True when the point
-        is kept, False when it must run again (its raw results moved to ``rejected/``);
-        raises :class:`InputError` (one line: the point and the reason) when refused."""
+        """Record attempt ``attempt`` and act on :func:`decide`: True kept, False run again (raw
+        to ``rejected/``); :class:`InputError` when refused."""
         action = decide(reason, attempt, self.accept_invalid)
         v = self.info["validity"].setdefault(point_id, {"attempts": []})
         if attempt == 1:
@@ -560,9 +502,7 @@ class Recorder(Conversion):
         if action == "accept" and point_id not in self.info["accepted_invalid"]:
             self.info["accepted_invalid"].append(point_id)
         if action in ("rerun", "refuse"):  # never kept as done (--resume runs it again)
-            # the attempt's bookkeeping goes with it: a point is listed as recorded only once
-            # kept (a server dying during the second attempt was blamed on a point that read
-            # as finished)
+            # its bookkeeping goes too: a point reads as recorded only once kept
             self.info["points"].pop(point_id, None)
             if point_id in self.info["points_kept"]:
                 self.info["points_kept"].remove(point_id)
@@ -614,18 +554,12 @@ class Recorder(Conversion):
             else (error or "every request failed")
         )
         tails = {srv.base_url: srv.tail(FAIL_TAIL).splitlines() for srv in (dead or servers)}
-        self.info["failures"].append(
-            {
-                "point_id": pt.point_id,
-                "time": _now(),
-                "reason": self.redact(reason),
-                "requests_completed": completed,
-                "requests_failed": failed,
-                "requests_planned": pt.num_prompts * pt.shards,
-                "raw": moved,
-                "server_log_tail": tails,
-            }
-        )
+        self.info["failures"].append({
+            "point_id": pt.point_id, "time": _now(), "reason": self.redact(reason),
+            "requests_completed": completed, "requests_failed": failed,
+            "requests_planned": pt.num_prompts * pt.shards, "raw": moved,
+            "server_log_tail": tails,
+        })  # fmt: skip
         self._save_info()
         raise InputError(
             self.raw / "record.json",
@@ -645,19 +579,12 @@ class Recorder(Conversion):
             for b in sc.batch_sizes
             if not (self.resume and raw_file(self.raw / "offline" / f"b{b}.json").exists())
         ]
-        cfg = OfflineConfig(
-            model=sc.model,
-            dtype=sc.dtype,
-            max_model_len=sc.max_model_len,
-            max_num_seqs=sc.max_num_seqs,
-            seed=sc.seed,
-            served_model_name=sc.served_model_name,
-        )
+        cfg = OfflineConfig(model=sc.model, dtype=sc.dtype, max_model_len=sc.max_model_len,
+                            max_num_seqs=sc.max_num_seqs, seed=sc.seed,
+                            served_model_name=sc.served_model_name)  # fmt: skip
         eng: dict[str, Any] = {
             "command": cfg.equivalent_command(),
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
-            # not pinned: its token times are taken by the engine's own loop in this process
-            # (no API server or client to starve); vLLM binds the worker as usual
             "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(cpus.usable_cpus())})",
         }
         self.info["engines"]["vllm-offline"] = eng
@@ -683,18 +610,15 @@ class Recorder(Conversion):
                 reason = self.offline_refusal(pid, b)
                 if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
                     break
+            call = (f"{cfg.equivalent_command()} .generate(B={b} prompts x {sc.input_len} "
+                    f"tokens, max_tokens=1 then {sc.output_len}) x {sc.prompts_per_batch} "
+                    "rounds")  # fmt: skip
             self.info["points"][pid] = {
-                "engine": "vllm-offline",
-                "batch_size": b,
-                "raw": f"offline/b{b}.json",
-                "command": f"{cfg.equivalent_command()} .generate(B={b} prompts x "
-                f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
-                f" x {sc.prompts_per_batch} rounds",
-                "duration_s": doc["duration"],
-                "prefill_walls_s": doc["prefill_walls_s"],
-                "warmup_s": doc["warmup_s"],
+                "engine": "vllm-offline", "batch_size": b, "raw": f"offline/b{b}.json",
+                "command": call, "duration_s": doc["duration"],
+                "prefill_walls_s": doc["prefill_walls_s"], "warmup_s": doc["warmup_s"],
                 "output_throughput": doc["output_throughput"],
-            }
+            }  # fmt: skip
             self._save_info()
             bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
             bar.update(1)
@@ -714,8 +638,6 @@ class Recorder(Conversion):
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
-        # while recording, the manifest names the layout's entries as pending (whatever a
-        # killed recording left there is the recorder's, for --resume); the exact files once done
         fsio.update_manifest(self.raw, pending=RAW_PENDING)
         if fsio.marked_kind(self.raw) != "raw":
             fsio.write_marker(self.raw, "raw", pending=RAW_PENDING)
@@ -732,8 +654,7 @@ class Recorder(Conversion):
             )
             raise InputError(self.raw / "record.json", "server", self.redact(msg)) from None
         finally:
-            # the raw artifacts a failed run leaves (and --resume keeps) are scrubbed too, so
-            # that a kept point's files are the same bytes before and after a resume
+            # scrubbed on failure too: a kept point's bytes are the same after a resume
             scrub_files(self.raw)
         if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
             self.run_offline()

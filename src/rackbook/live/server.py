@@ -1,14 +1,9 @@
 """Start and stop a real ``vllm serve`` so that nothing outlives the recording.
 
-``vllm serve`` runs as three processes (API server, engine core, worker), each holding
-gigabytes, so the server leads a new session (its own process group) and is stopped by
-signalling the whole group (SIGTERM, then SIGKILL after a grace period) on every way out:
-normal exit and errors (context manager), SIGINT and SIGTERM (:func:`install_signal_handlers`),
-interpreter exit (``atexit``) and, for a recorder killed with SIGKILL, the API server's
-``PR_SET_PDEATHSIG``.
-
-CPU placement (:mod:`rackbook.live.cpus`): ``cpus`` pins the whole group at start; ``front_cpus``
-takes the API server process once ``/health`` answers. Pure standard library.
+The server leads its own process group, stopped whole (SIGTERM, then SIGKILL after a grace
+period) on every way out: context manager, SIGINT/SIGTERM handlers, ``atexit``, and
+``PR_SET_PDEATHSIG`` for a recorder killed with SIGKILL. ``cpus`` pins the group at start;
+``front_cpus`` takes the API server once ``/health`` answers (:mod:`rackbook.live.cpus`).
 """
 
 from __future__ import annotations
@@ -70,7 +65,6 @@ def group_members(pgid: int) -> list[int]:
             stat = (d / "stat").read_text()
         except OSError:
             continue
-        # Fields after the command name (which may contain spaces or parentheses).
         rest = stat[stat.rfind(")") + 2 :].split()
         state, pgrp = rest[0], int(rest[2])
         if pgrp == pgid and state not in ("Z", "X"):
@@ -79,8 +73,7 @@ def group_members(pgid: int) -> list[int]:
 
 
 def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None] | None:
-    """A preexec function asking Linux to SIGTERM the child when its parent dies and, with
-    ``cpus``, pinning the child to those cores (its descendants inherit the affinity)."""
+    """A preexec function: SIGTERM the child when its parent dies; pin it to ``cpus``."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         prctl = libc.prctl
@@ -108,10 +101,8 @@ def _http_get(url: str, timeout: float, key: str | None = None) -> tuple[int, by
 
 
 class VllmServer:
-    """One ``vllm serve MODEL`` process group on 127.0.0.1; as a context manager: started,
-    healthy, always stopped. ``serve_args``: extra flags (never ``--host``/``--port``: ours).
-    The API key, if any, goes through ``VLLM_API_KEY``, never the command line, and is redacted
-    from the log and from :attr:`command`."""
+    """One ``vllm serve MODEL`` process group on loopback; as a context manager: started,
+    healthy, always stopped. The API key goes through ``VLLM_API_KEY`` only, redacted."""
 
     def __init__(
         self,
@@ -153,23 +144,14 @@ class VllmServer:
         self._pump: threading.Thread | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
 
-    # ------------------------------------------------------------------ description
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
     @property
     def argv(self) -> list[str]:
-        return [
-            self.vllm_exe,
-            "serve",
-            self.model,
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            *self.serve_args,
-        ]
+        return [self.vllm_exe, "serve", self.model, "--host", self.host,
+                "--port", str(self.port), *self.serve_args]  # fmt: skip
 
     @property
     def command(self) -> str:
@@ -185,13 +167,8 @@ class VllmServer:
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server."""
-        out: dict[str, Any] = {
-            "command": self.command,
-            "url": self.base_url,
-            "pgid": self.pgid,
-            "startup_s": self.startup_s,
-            "log": self.log_path.name,
-        }
+        out: dict[str, Any] = {"command": self.command, "url": self.base_url, "pgid": self.pgid,
+                               "startup_s": self.startup_s, "log": self.log_path.name}  # fmt: skip
         if self.cpus or self.front_cpus:
             out["cpus"] = {
                 "started_on": format_cpu_list(self.cpus) if self.cpus else None,
@@ -203,9 +180,7 @@ class VllmServer:
         return out
 
     def _place_api_server(self) -> None:
-        """Move the API server (the group leader, every thread) to ``front_cpus`` and note
-        where each process of the group runs. Its children (engine core, worker) were
-        spawned before /health answered and keep the engine cores."""
+        """Move the API server (group leader) to ``front_cpus``; note each process's cores."""
         if self.pgid is None:
             return
         if self.front_cpus:
@@ -217,7 +192,6 @@ class VllmServer:
                 continue
             self.affinity[f"{comm}:{pid}"] = process_affinity(pid)
 
-    # ------------------------------------------------------------------ lifecycle
     def start(self) -> VllmServer:
         """Launch the process group (returns at once; see :meth:`wait_healthy`)."""
         if self.proc is not None:
@@ -227,14 +201,10 @@ class VllmServer:
         with _LOCK:
             self.started_at = time.monotonic()
             self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                start_new_session=True,
+                self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
                 preexec_fn=_pdeathsig_fn(self.cpus),  # noqa: PLW1509
-            )
+            )  # fmt: skip
             self.pgid = self.proc.pid  # session leader: pgid == pid
             _LIVE.add(self)
         self._pump = threading.Thread(target=self._pump_log, name="vllm-log", daemon=True)
@@ -259,12 +229,8 @@ class VllmServer:
         return "\n".join(list(self._tail)[-n:])
 
     def wait_healthy(self) -> float:
-        """Block until ``GET /health`` answers 200; return seconds since start.
-
-        Prints a progress line every 10 s. Raises :class:`ServerError` (with the log's last
-        lines) if the server exits or :data:`STARTUP_TIMEOUT_S` passes; the group is stopped
-        first.
-        """
+        """Block until ``GET /health`` answers 200; seconds since start. Stops the group and
+        raises :class:`ServerError` if it exits or :data:`STARTUP_TIMEOUT_S` passes."""
         assert self.proc is not None and self.started_at is not None, "start() first"
         timeout_s = STARTUP_TIMEOUT_S
         deadline = self.started_at + timeout_s
@@ -303,10 +269,7 @@ class VllmServer:
             time.sleep(0.5)
 
     def stop(self) -> list[int]:
-        """Stop the whole process group: SIGTERM, wait ``grace_s``, SIGKILL. Idempotent.
-
-        Returns the pids that needed SIGKILL (empty when SIGTERM sufficed).
-        """
+        """Stop the group: SIGTERM, wait ``grace_s``, SIGKILL; the pids SIGKILL took."""
         with _LOCK:
             if self.proc is None or self.stopped:
                 return []
@@ -359,8 +322,7 @@ def stop_all() -> None:
 _HANDLERS_INSTALLED = False
 
 
-#: Signals received by this process's handlers, in order (the recorder's last-resort check: a
-#: signal that interrupted library code, such as an import, may surface as another error).
+#: Signals received by this process's handlers, in order.
 RECEIVED: list[int] = []
 
 
@@ -370,11 +332,8 @@ _DEFERRED = 0
 
 @contextlib.contextmanager
 def deferred_signals() -> Iterator[None]:
-    """Within the block (the servers' start-up), SIGINT/SIGTERM are only recorded in
-    :data:`RECEIVED`; :meth:`VllmServer.wait_healthy`'s loop, and the block's end, act on them
-    (:func:`act_on_signal`). Raised from the handler, the exception could land inside an
-    import of vLLM's client running meanwhile (a C extension half initialised) and abort the
-    interpreter instead of stopping the servers."""
+    """Within the block SIGINT/SIGTERM are only recorded; the wait loop and the block's end
+    act on them (raised in a half-done import, they could abort the interpreter)."""
     global _DEFERRED
     _DEFERRED += 1
     try:
@@ -385,16 +344,14 @@ def deferred_signals() -> Iterator[None]:
 
 
 def act_on_signal(force: bool = False) -> None:
-    """If a signal was received: stop every server, then raise KeyboardInterrupt (SIGINT) or
-    SystemExit(128 + signal). Inside a deferred block only when ``force`` (the wait loop, a
-    safe point: no import is half done there)."""
+    """After a signal: stop every server, raise KeyboardInterrupt (SIGINT) or SystemExit(128 +
+    signal); inside a deferred block only when ``force``."""
     if RECEIVED and (force or not _DEFERRED):
         _stop_and_raise(RECEIVED[0])
 
 
 def _stop_and_raise(signum: int) -> None:
-    # Shutting down: a second Ctrl-C (a terminal's, plus the one a wrapper forwards) must not
-    # interrupt the stop below half-way (that would skip the SIGKILL escalation).
+    # a second Ctrl-C must not cut the stop short (it would skip the SIGKILL escalation)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stop_all()
@@ -410,10 +367,7 @@ def _on_signal(signum: int, _frame: object) -> None:
 
 
 def install_signal_handlers() -> None:
-    """Stop all servers on SIGINT/SIGTERM (then raise KeyboardInterrupt/SystemExit) and at exit.
-
-    Only from the main thread; idempotent.
-    """
+    """Stop all servers on SIGINT/SIGTERM and at exit (main thread only; idempotent)."""
     global _HANDLERS_INSTALLED
     if _HANDLERS_INSTALLED or threading.current_thread() is not threading.main_thread():
         return
@@ -424,11 +378,8 @@ def install_signal_handlers() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rackbook.live.server MODEL [--hold S] [--status FILE] -- SERVE_ARGS...``
-
-    Start a server, write ``{"pgid", "url", "startup_s"}`` to FILE once healthy, hold it for
-    S seconds (until a signal), stop it. Used by tests and for trying flags by hand.
-    """
+    """``python -m rackbook.live.server MODEL [--hold S] [--status FILE] -- SERVE_ARGS...``:
+    start a server, write its info to FILE once healthy, hold it S seconds, stop it."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m rackbook.live.server")
