@@ -39,8 +39,11 @@ def _sbatch_lines(topo: Topology, slurm_: Slurm, where: str) -> list[str]:
     ]
     if topo.gpu:
         sb.append(f"#SBATCH --gpus-per-node={topo.system.gpus_per_node}")
-    sb += ["#SBATCH --exclusive", f"#SBATCH --time={slurm_.time}",
-           f"#SBATCH --output={topo.name}-%j.log"]  # fmt: skip
+    sb += [
+        "#SBATCH --exclusive",
+        f"#SBATCH --time={slurm_.time}",
+        f"#SBATCH --output={topo.name}-%j.log",
+    ]
     optional = (("partition", slurm_.partition), ("account", slurm_.account))
     sb += [f"#SBATCH --{flag}={value}" for flag, value in optional if value]
     return sb + ["set -euo pipefail", ""]
