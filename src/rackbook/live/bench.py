@@ -236,9 +236,12 @@ class ShardPool:
         self.procs = []
         for k in range(n):
             parent, child = ctx.Pipe()
-            log = str(Path(log_dir) / f"bench.s{k}.log")
-            p = ctx.Process(target=_shard_main, args=(child, log), name=f"bench-shard-{k}",
-                            daemon=True)  # fmt: skip
+            p = ctx.Process(
+                target=_shard_main,
+                args=(child, str(Path(log_dir) / f"bench.s{k}.log")),
+                name=f"bench-shard-{k}",
+                daemon=True,
+            )
             p.start()
             self.conns.append(parent)
             self.procs.append(p)

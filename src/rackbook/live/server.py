@@ -201,10 +201,14 @@ class VllmServer:
         with _LOCK:
             self.started_at = time.monotonic()
             self.proc = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
                 preexec_fn=_pdeathsig_fn(self.cpus),  # noqa: PLW1509
-            )  # fmt: skip
+            )
             self.pgid = self.proc.pid  # session leader: pgid == pid
             _LIVE.add(self)
         self._pump = threading.Thread(target=self._pump_log, name="vllm-log", daemon=True)
