@@ -30,8 +30,14 @@ NonNegInt = Annotated[int, Field(ge=0)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
 Text = Annotated[str, Field(min_length=1)]
-Policy = Literal["random", "round_robin", "cache_aware", "cache_aware_no_queue", "power_of_two",
-                 "consistent_hash"]  # fmt: skip
+Policy = Literal[
+    "random",
+    "round_robin",
+    "cache_aware",
+    "cache_aware_no_queue",
+    "power_of_two",
+    "consistent_hash",
+]
 
 
 _Strict = loader.Strict
