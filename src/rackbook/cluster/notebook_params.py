@@ -26,11 +26,17 @@ def reference_endpoint(topo: Topology) -> str | None:
 
 def notebook_parameters(topo: Topology) -> dict[str, Any]:
     """The live parameters the notebooks read: endpoint, GPU counts, model ids."""
-    b = topo.bench
-    out = {"endpoint": b.endpoint, "num_gpus": b.num_gpus, "gpus_per_node": b.gpus_per_node,
-           "model": topo.model.hf_id, "catalog_model": topo.model.catalog_id}  # fmt: skip
-    for role in ("prefill", "decode") if topo.disaggregated else ():
-        out[f"{role}_gpus"] = sum(topo.workers[n].gpus for n in topo.role_workers(role))
+    out = {
+        "endpoint": topo.bench.endpoint,
+        "num_gpus": topo.bench.num_gpus,
+        "gpus_per_node": topo.bench.gpus_per_node,
+        "model": topo.model.hf_id,
+        "catalog_model": topo.model.catalog_id,
+        "prefill_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("prefill")),
+        "decode_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("decode")),
+    }
+    if not topo.disaggregated:
+        del out["prefill_gpus"], out["decode_gpus"]
     return out
 
 
