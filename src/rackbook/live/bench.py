@@ -193,9 +193,12 @@ def load_tokenizer(args: Any) -> Any:
         return get_tokenizer(name, tokenizer_mode=mode, trust_remote_code=trust)
     except (OSError, ValueError) as exc:
         why = " ".join(str(exc).split())[:200]
-        raise InputError("-p model", name, f"cannot load its tokenizer ({type(exc).__name__}: "
-                         f"{why}); give a folder on this machine or a Hub id with -p "
-                         "model") from None  # fmt: skip
+        raise InputError(
+            "-p model",
+            name,
+            f"cannot load its tokenizer ({type(exc).__name__}: {why}); give a folder on this "
+            "machine or a Hub id with -p model",
+        ) from None
 
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:

@@ -45,8 +45,9 @@ def parse_models(url: str, text: str) -> ServedModel:
         raise InputError("--endpoint", where, "data[0].id: missing")
     mlen = first.get("max_model_len")
     if mlen is not None and (not isinstance(mlen, int) or isinstance(mlen, bool) or mlen <= 0):
-        raise InputError("--endpoint", where, f"data[0].max_model_len: not a positive integer "
-                         f"({mlen!r})")  # fmt: skip
+        raise InputError(
+            "--endpoint", where, f"data[0].max_model_len: not a positive integer ({mlen!r})"
+        )
     root = first.get("root")
     return ServedModel(mid, root if isinstance(root, str) and root else mid, mlen)
 
@@ -82,16 +83,18 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
                 continue
             parts = [p.strip() for p in line.split(",")]
             if not parts[0]:
-                raise InputError(path, f"line {n}", "no GPU name (nvidia-smi CSV: name, memory, "
-                                 "driver)")  # fmt: skip
+                raise InputError(
+                    path, f"line {n}", "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
+                )
             gpus.append(dict(zip(("name", "memory", "driver"), parts, strict=False)))
         if not gpus:
             raise InputError(path, SERVER_GPUS_ENV, "lists no GPU")
         return gpus
     count, sep, name = text.partition(" x ")
     if not sep or not count.strip().isdigit() or int(count) <= 0 or not name.strip():
-        raise InputError(SERVER_GPUS_ENV, text, "expected 'COUNT x NAME' (68 x NVIDIA GB300) "
-                         "or a file")  # fmt: skip
+        raise InputError(
+            SERVER_GPUS_ENV, text, "expected 'COUNT x NAME' (e.g. '68 x NVIDIA GB300') or a file"
+        )
     return [{"name": name.strip()} for _ in range(int(count))]
 
 
