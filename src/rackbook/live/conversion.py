@@ -145,9 +145,11 @@ class Conversion:
         rows: list[dict[str, Any]] = []
         hits = 0.0
         for e in entries:
-            b, a = ([prom.Sample(**s) for s in e[when]] for when in ("before", "after"))
-            rows += prom.rows(b, pid, e["server"], "before")
-            rows += prom.rows(a, pid, e["server"], "after")
+            b = [prom.Sample(**s) for s in e["before"]]
+            a = [prom.Sample(**s) for s in e["after"]]
+            rows += prom.rows(b, pid, e["server"], "before") + prom.rows(
+                a, pid, e["server"], "after"
+            )
             hits += prom.delta(b, a, "vllm:prefix_cache_hits_total")
         return rows, hits
 
@@ -277,16 +279,24 @@ class Conversion:
         extra_tables: dict[str, Any] = {}
         if isinstance(sc, EplbBalance):
             kind, generator, notes_extra, extra_tables = self._eplb_tables()
-        clock = ("start_time_s: seconds since the first request of the same point (all shards "
-                 "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)")  # fmt: skip
         run = provenance.new_run_info(
-            kind=kind, commands=[self.redact(c) for c in self.commands],
-            parameters=sc.parameters(), engine=self._engine(), generator=generator,
-            versions=versions(), clock=clock, duty_cycle=self._duty_cycle(),
-            notes=self._notes(notes_extra), record=self.info, raw_dir=str(self.raw.name),
+            kind=kind,
+            commands=[self.redact(c) for c in self.commands],
+            parameters=sc.parameters(),
+            engine=self._engine(),
+            generator=generator,
+            versions=versions(),
+            clock=(
+                "start_time_s: seconds since the first request of the same point (all shards "
+                "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)"
+            ),
+            duty_cycle=self._duty_cycle(),
+            notes=self._notes(notes_extra),
+            record=self.info,
+            raw_dir=str(self.raw.name),
             **({"server": self.server} if self.server else {}),
             accepted_invalid=list(self.info.get("accepted_invalid", [])),
-        )  # fmt: skip
+        )
         trace = traces.concat(parts, run)
         if "replicas" in trace.points.columns:
             trace.points["replicas"] = trace.points["replicas"].astype("Int64")
@@ -316,8 +326,13 @@ class Conversion:
             log.read_text(encoding="utf-8", errors="replace").splitlines(), source=log
         )
         cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
-        empty = {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
-        tables["eplb_log"] = df[cols].copy() if len(df) else pd.DataFrame(empty)
+        tables["eplb_log"] = (
+            df[cols].copy()
+            if len(df)
+            else pd.DataFrame(
+                {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
+            )
+        )
         self.info["eplb_log"] = {"server_log": str(log), "lines": len(df)}
         if not len(df):
             notes += (
