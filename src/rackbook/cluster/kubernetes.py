@@ -24,10 +24,15 @@ def _ready(topo: Topology, port: int) -> dict[str, Any]:
 
 def _service(name: str, ns: str, labels: dict, selector: dict, port: int) -> dict[str, Any]:
     """A Service ``name`` on ``port`` in front of the pods ``selector`` picks."""
-    ports = [{"name": "http", "port": port, "targetPort": port}]
-    meta = {"name": name, "namespace": ns, "labels": labels}
-    return {"apiVersion": "v1", "kind": "Service", "metadata": meta,
-            "spec": {"selector": selector, "ports": ports}}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "http", "port": port, "targetPort": port}],
+        },
+    }
 
 
 def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dict[str, Any]:
@@ -50,8 +55,10 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
     if topo.gpu:
         n = {"nvidia.com/gpu": gpus}
         container["resources"] = {"requests": n, "limits": dict(n)}
-    mounts = {"dshm": "/dev/shm", "hf-cache": HF_HOME}
-    container["volumeMounts"] = [{"name": k, "mountPath": v} for k, v in mounts.items()]
+    container["volumeMounts"] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "hf-cache", "mountPath": HF_HOME},
+    ]
     if leader:
         ready = _ready(topo, w.port)
         tries = -(-topo.health.timeout_s // topo.health.interval_s)
@@ -94,13 +101,20 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
     else:
         template["workerTemplate"] = leader_pod
     spec = {"replicas": 1, "startupPolicy": "LeaderCreated", "leaderWorkerTemplate": template}
-    key = "leaderworkerset.sigs.k8s.io"
-    selector = {f"{key}/name": lws, f"{key}/worker-index": "0"}
-    meta = {"name": lws, "namespace": ns, "labels": labels}
-    lws_doc = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-               "metadata": meta, "spec": spec}  # fmt: skip
-    return [lws_doc, _service(leader_service(topo, name), ns, labels, selector,
-                              topo.workers[name].port)]  # fmt: skip
+    selector = {
+        "leaderworkerset.sigs.k8s.io/name": lws,
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+    }
+    port = topo.workers[name].port
+    return [
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": lws, "namespace": ns, "labels": labels},
+            "spec": spec,
+        },
+        _service(leader_service(topo, name), ns, labels, selector, port),
+    ]
 
 
 def kubernetes_manifest(topo: Topology) -> str:
@@ -122,5 +136,7 @@ def kubernetes_manifest(topo: Topology) -> str:
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
         svc = topo.kubernetes.router_service
         docs.append(_service(svc, ns, labels, labels, topo.router.port))
-    return header(topo) + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False,
-                                        default_flow_style=False, width=1000)  # fmt: skip
+    body = yaml.dump_all(
+        docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
+    )
+    return header(topo) + body

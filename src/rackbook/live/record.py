@@ -44,14 +44,21 @@ ACCEPT_INVALID_ENV = "RACKBOOK_ACCEPT_INVALID"
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m rackbook.live.record", description=__doc__)
     p.add_argument("scenario")
-    p.add_argument("--endpoint", action="append", default=[], help="server URL (repeatable)")
+    p.add_argument(
+        "--endpoint", action="append", default=[], help="running server URL (repeatable)"
+    )
     p.add_argument("--serve", default=None, help="extra `vllm serve` flags (one string)")
     p.add_argument("-o", "--output", default=None, help="trace folder")
-    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
-                   metavar=("NAME", "VALUE"))  # fmt: skip
+    p.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
+    )
     p.add_argument("--resume", action="store_true")
-    p.add_argument("--accept-invalid", action="store_true", help="keep points that fail the "
-                   f"validity checks (also {ACCEPT_INVALID_ENV}=1)")  # fmt: skip
+    p.add_argument(
+        "--accept-invalid",
+        action="store_true",
+        help="keep points whose requests fail the validity checks (run.json accepted_invalid); "
+        f"also set by {ACCEPT_INVALID_ENV}=1",
+    )
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -69,10 +76,16 @@ def record(args: argparse.Namespace) -> Path:
         sc, server = attach(sc, [u.rstrip("/") for u in args.endpoint], params)
     out = resolve(args.output or f"data/traces/live/{sc.name}")
     serve_extra = shlex.split(args.serve) if args.serve else []
-    accept = getattr(args, "accept_invalid", False) or os.environ.get(ACCEPT_INVALID_ENV) == "1"
-    rec = Recorder(sc, out, endpoints=list(args.endpoint), serve_extra=serve_extra,
-                   resume=args.resume, progress=not getattr(args, "no_progress", False),
-                   accept_invalid=accept)  # fmt: skip
+    rec = Recorder(
+        sc,
+        out,
+        endpoints=list(args.endpoint),
+        serve_extra=serve_extra,
+        resume=args.resume,
+        progress=not getattr(args, "no_progress", False),
+        accept_invalid=getattr(args, "accept_invalid", False)
+        or os.environ.get(ACCEPT_INVALID_ENV) == "1",
+    )
     rec.server = server
     rec.info["request_timeout_s"] = timeout_s
     fsio.check_output_folder(out, "-o")  # refused before any server starts, locked throughout
@@ -97,17 +110,25 @@ def attach(
     lens = [x.max_model_len for x in models.values()]
     loopback = ("127.0.0.1", "localhost", "::1")
     same_host = all(urllib.parse.urlsplit(u).hostname in loopback for u in models)
-    max_len = min(lens) if all(lens) else None  # type: ignore[type-var]
-    sc = fit_endpoint(sc, params, model=m.tokenizer(), served_model_name=m.id,
-                      max_model_len=max_len, same_host=same_host)  # fmt: skip
+    sc = fit_endpoint(
+        sc,
+        params,
+        model=m.tokenizer(),
+        served_model_name=m.id,
+        max_model_len=min(lens) if all(lens) else None,  # type: ignore[type-var]
+        same_host=same_host,
+    )
     declared = os.environ.get(endpoint.SERVER_GPUS_ENV)
     server = {
-        "same_host": same_host, "endpoints": list(models), "served_model_name": m.id,
-        "model": m.root, "max_model_len": m.max_model_len,
+        "same_host": same_host,
+        "endpoints": list(models),
+        "served_model_name": m.id,
+        "model": m.root,
+        "max_model_len": m.max_model_len,
         "vllm_version": endpoint.server_version(urls[0], key),
         "gpus": endpoint.declared_gpus(declared),
         "gpus_declared_by": endpoint.SERVER_GPUS_ENV if declared else None,
-    }  # fmt: skip
+    }
     return sc, server
 
 
