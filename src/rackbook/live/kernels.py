@@ -99,10 +99,14 @@ def row(case: Case, seconds: float) -> dict[str, Any]:
     """The kernels.parquet row of ``case`` timed at ``seconds`` per call."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"{case.family} {case.dtype} {case.size}: time {seconds!r} s")
-    counts = {"bytes": case.bytes, "flops": case.flops}
-    return {"family": case.family, "dtype": case.dtype, "size": int(case.size),
-            "seconds": float(seconds)} | {k: None if v is None else float(v)
-                                          for k, v in counts.items()}  # fmt: skip
+    return {
+        "family": case.family,
+        "dtype": case.dtype,
+        "size": int(case.size),
+        "seconds": float(seconds),
+        "bytes": None if case.bytes is None else float(case.bytes),
+        "flops": None if case.flops is None else float(case.flops),
+    }
 
 
 class Timer:

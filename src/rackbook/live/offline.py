@@ -113,15 +113,24 @@ class OfflineEngine:
         if missing:
             raise RuntimeError(f"offline engine: {len(missing)} requests did not finish")
         return {
-            "start": t_start, "seconds": total, "prompt_lens": [len(p) for p in prompts],
+            "start": t_start,
+            "seconds": total,
+            "prompt_lens": [len(p) for p in prompts],
             "output_lens": [len(arrivals[i]) for i in ids],
             "ttfts": [arrivals[i][0] if arrivals[i] else done[i] for i in ids],
             "latencies": [done[i] for i in ids],
             "itls": [[float(x) for x in np.diff(arrivals[i])] for i in ids],
-        }  # fmt: skip
+        }
 
-    def run_batch(self, batch: int, input_len: int, output_len: int, repeats: int = 1,
-                  seed: int = 0, warmup: bool = True) -> dict[str, Any]:  # fmt: skip
+    def run_batch(
+        self,
+        batch: int,
+        input_len: int,
+        output_len: int,
+        repeats: int = 1,
+        seed: int = 0,
+        warmup: bool = True,
+    ) -> dict[str, Any]:
         """The raw result (seconds, tokens) of ``repeats`` rounds of (prefill call, decode
         call) on ``batch`` fresh seeded prompts each; ``duration``: the decode calls' sum."""
         base = seed * 1_000_000 + batch * 1000
@@ -148,16 +157,30 @@ class OfflineEngine:
         n = batch * repeats
         duration = float(sum(decode_walls))
         return {
-            "format": "rackbook-offline-fixed-batch/3", "note": NOTE, "backend": "vllm-offline",
-            "engine_args": self.cfg.llm_kwargs(), "batch_size": batch, "repeats": repeats,
-            "input_len": input_len, "output_len": output_len, "seed": seed, "warmup_s": warm_s,
-            "prefill_walls_s": prefill_walls, "decode_walls_s": decode_walls,
-            "duration": duration, "completed": n, "failed": 0,
-            "total_input_tokens": int(sum(in_lens)), "total_output_tokens": int(sum(out_lens)),
+            "format": "rackbook-offline-fixed-batch/3",
+            "note": NOTE,
+            "backend": "vllm-offline",
+            "engine_args": self.cfg.llm_kwargs(),
+            "batch_size": batch,
+            "repeats": repeats,
+            "input_len": input_len,
+            "output_len": output_len,
+            "seed": seed,
+            "warmup_s": warm_s,
+            "prefill_walls_s": prefill_walls,
+            "decode_walls_s": decode_walls,
+            "duration": duration,
+            "completed": n,
+            "failed": 0,
+            "total_input_tokens": int(sum(in_lens)),
+            "total_output_tokens": int(sum(out_lens)),
             "output_throughput": float(sum(out_lens)) / duration,
-            "input_lens": in_lens, "output_lens": out_lens, "ttfts": joined("ttfts"),
+            "input_lens": in_lens,
+            "output_lens": out_lens,
+            "ttfts": joined("ttfts"),
             "latencies": joined("latencies"),
             "start_times": [r["start"] for r in rounds for _ in range(batch)],
-            "itls": joined("itls"), "errors": [""] * n,
+            "itls": joined("itls"),
+            "errors": [""] * n,
             "measured_s": float(sum(prefill_walls) + duration),
-        }  # fmt: skip
+        }

@@ -167,8 +167,13 @@ class VllmServer:
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server."""
-        out: dict[str, Any] = {"command": self.command, "url": self.base_url, "pgid": self.pgid,
-                               "startup_s": self.startup_s, "log": self.log_path.name}  # fmt: skip
+        out: dict[str, Any] = {
+            "command": self.command,
+            "url": self.base_url,
+            "pgid": self.pgid,
+            "startup_s": self.startup_s,
+            "log": self.log_path.name,
+        }
         if self.cpus or self.front_cpus:
             out["cpus"] = {
                 "started_on": format_cpu_list(self.cpus) if self.cpus else None,
