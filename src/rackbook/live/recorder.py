@@ -173,8 +173,14 @@ class Recorder(Conversion):
         self._check_endpoints()
         self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
         self.info["cpu_layout"] = self.cpu_layout.describe()
-        session = {"started": _now(), "resume": resume, "accept_invalid": accept_invalid}
-        self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
+        self.info["sessions"].append(
+            {
+                "started": _now(),
+                "resume": resume,
+                "accept_invalid": accept_invalid,
+                "cpu_layout": self.cpu_layout.label(),
+            }
+        )
 
     def _check_endpoints(self) -> None:
         need = sum(p.servers for p in self.phases)
@@ -216,9 +222,13 @@ class Recorder(Conversion):
         from rackbook.live.bench import BenchPoint
 
         sc = self.sc
-        shard = (("shard", str(k)),) if pt.shards > 1 else ()
-        meta = (("point_id", pt.point_id), ("scenario", sc.name), ("config", pt.config),
-                *pt.labels, *shard)  # fmt: skip
+        meta = (
+            ("point_id", pt.point_id),
+            ("scenario", sc.name),
+            ("config", pt.config),
+            *pt.labels,
+            *((("shard", str(k)),) if pt.shards > 1 else ()),
+        )
         bp = BenchPoint(
             pt.point_id, url, sc.model, sc.served_model_name, pt.input_len, pt.output_len,
             pt.num_prompts, pt.concurrency, seed=pt.seed + k, metadata=meta,
@@ -334,10 +344,13 @@ class Recorder(Conversion):
             for srv in servers:
                 srv.wait_healthy()
         eng["servers"] = [
-            srv.info() | {"started_by_recorder": True,
-                          "processes_at_start": len(group_members(srv.pgid or 0))}
+            {
+                **srv.info(),
+                "started_by_recorder": True,
+                "processes_at_start": len(group_members(srv.pgid or 0)),
+            }
             for srv in servers
-        ]  # fmt: skip
+        ]
         self._save_info()  # the servers' pgids are on disk while they run
         return [srv.base_url for srv in servers]
 
@@ -431,18 +444,32 @@ class Recorder(Conversion):
         durations = [float(s["duration"]) for s in summaries]
         window = max(durations)
         commands = [command_line(a) for a in argvs]
-        rate = sum(float(s["output_throughput"]) for s in summaries)
-        rec = self.info["points"][pt.point_id] = {
-            "phase": phase.label, "config": pt.config, "raw": [f"serve/{n}" for n in names],
-            "servers": use, "commands": commands, "duration_s": durations,
-            "client_wall_s": wall, "prefix_warm_s": warm_s, "completed": completed,
-            "failed": failed, "output_throughput": rate, "client_output_tokens": client_out,
-            "server_generation_tokens": gen, "client_minus_server_tokens": client_out - gen,
+        self.info["points"][pt.point_id] = {
+            "phase": phase.label,
+            "config": pt.config,
+            "raw": [f"serve/{n}" for n in names],
+            "servers": use,
+            "commands": commands,
+            "duration_s": durations,
+            "client_wall_s": wall,
+            "prefix_warm_s": warm_s,
+            "completed": completed,
+            "failed": failed,
+            "output_throughput": sum(float(s["output_throughput"]) for s in summaries),
+            "client_output_tokens": client_out,
+            "server_generation_tokens": gen,
+            "client_minus_server_tokens": client_out - gen,
             "cpu_layout": self.cpu_layout.label(),
-        }  # fmt: skip
-        if isinstance(self.sc, DecodeParity):  # older readers' keys; batch per decode rank
-            batch = int(dict(pt.labels).get("batch_size", pt.concurrency or 0))
-            rec |= {"engine": "vllm-serve", "batch_size": batch, "command": commands[0]}
+        }
+        if isinstance(self.sc, DecodeParity):  # the colleague's keys, kept for older readers
+            self.info["points"][pt.point_id].update(
+                {
+                    "engine": "vllm-serve",
+                    # per decode rank, as the point's label says (concurrency / decode ranks)
+                    "batch_size": int(dict(pt.labels).get("batch_size", pt.concurrency or 0)),
+                    "command": commands[0],
+                }
+            )
         self.commands += commands
         self._save_info()
         return window
@@ -554,12 +581,18 @@ class Recorder(Conversion):
             else (error or "every request failed")
         )
         tails = {srv.base_url: srv.tail(FAIL_TAIL).splitlines() for srv in (dead or servers)}
-        self.info["failures"].append({
-            "point_id": pt.point_id, "time": _now(), "reason": self.redact(reason),
-            "requests_completed": completed, "requests_failed": failed,
-            "requests_planned": pt.num_prompts * pt.shards, "raw": moved,
-            "server_log_tail": tails,
-        })  # fmt: skip
+        self.info["failures"].append(
+            {
+                "point_id": pt.point_id,
+                "time": _now(),
+                "reason": self.redact(reason),
+                "requests_completed": completed,
+                "requests_failed": failed,
+                "requests_planned": pt.num_prompts * pt.shards,
+                "raw": moved,
+                "server_log_tail": tails,
+            }
+        )
         self._save_info()
         raise InputError(
             self.raw / "record.json",
@@ -579,9 +612,14 @@ class Recorder(Conversion):
             for b in sc.batch_sizes
             if not (self.resume and raw_file(self.raw / "offline" / f"b{b}.json").exists())
         ]
-        cfg = OfflineConfig(model=sc.model, dtype=sc.dtype, max_model_len=sc.max_model_len,
-                            max_num_seqs=sc.max_num_seqs, seed=sc.seed,
-                            served_model_name=sc.served_model_name)  # fmt: skip
+        cfg = OfflineConfig(
+            model=sc.model,
+            dtype=sc.dtype,
+            max_model_len=sc.max_model_len,
+            max_num_seqs=sc.max_num_seqs,
+            seed=sc.seed,
+            served_model_name=sc.served_model_name,
+        )
         eng: dict[str, Any] = {
             "command": cfg.equivalent_command(),
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
@@ -610,15 +648,18 @@ class Recorder(Conversion):
                 reason = self.offline_refusal(pid, b)
                 if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
                     break
-            call = (f"{cfg.equivalent_command()} .generate(B={b} prompts x {sc.input_len} "
-                    f"tokens, max_tokens=1 then {sc.output_len}) x {sc.prompts_per_batch} "
-                    "rounds")  # fmt: skip
             self.info["points"][pid] = {
-                "engine": "vllm-offline", "batch_size": b, "raw": f"offline/b{b}.json",
-                "command": call, "duration_s": doc["duration"],
-                "prefill_walls_s": doc["prefill_walls_s"], "warmup_s": doc["warmup_s"],
+                "engine": "vllm-offline",
+                "batch_size": b,
+                "raw": f"offline/b{b}.json",
+                "command": f"{cfg.equivalent_command()} .generate(B={b} prompts x "
+                f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
+                f" x {sc.prompts_per_batch} rounds",
+                "duration_s": doc["duration"],
+                "prefill_walls_s": doc["prefill_walls_s"],
+                "warmup_s": doc["warmup_s"],
                 "output_throughput": doc["output_throughput"],
-            }  # fmt: skip
+            }
             self._save_info()
             bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
             bar.update(1)
