@@ -59,17 +59,25 @@ def serve_argv(
         rank = start_rank if start_rank is not None else node_rank * per_node
         words += ["--headless", "--data-parallel-start-rank", Raw(str(rank))]
     words += [
-        "--tensor-parallel-size", "1",
-        "--data-parallel-size", str(w.gpus),
-        "--data-parallel-size-local", str(per_node),
-        "--data-parallel-address", address,
-        "--data-parallel-rpc-port", str(w.rpc_port),
-    ]  # fmt: skip
+        "--tensor-parallel-size",
+        "1",
+        "--data-parallel-size",
+        str(w.gpus),
+        "--data-parallel-size-local",
+        str(per_node),
+        "--data-parallel-address",
+        address,
+        "--data-parallel-rpc-port",
+        str(w.rpc_port),
+    ]
     if topo.eplb is not None:
         e = topo.eplb
-        cfg = {"window_size": e.window_size, "step_interval": e.step_interval,
-               "num_redundant_experts": w.num_redundant_experts,
-               "log_balancedness": e.log_balancedness}  # fmt: skip
+        cfg = {
+            "window_size": e.window_size,
+            "step_interval": e.step_interval,
+            "num_redundant_experts": w.num_redundant_experts,
+            "log_balancedness": e.log_balancedness,
+        }
         words += ["--enable-expert-parallel", "--enable-eplb", "--eplb-config", _json(cfg)]
     if topo.kv_transfer is not None and w.role != "reference":
         kv = topo.kv_transfer

@@ -243,16 +243,21 @@ def _check_system(topo: Topology) -> int | None:
     if not topo.gpu:
         for field in ("catalog_id", "gpu", "nodes"):
             if getattr(sys_, field) is not None:
-                raise InputError(f, f"system.{field}", "must be null with device cpu (the "
-                                 "catalog lists GPUs)")  # fmt: skip
+                raise InputError(
+                    f, f"system.{field}", "must be null with device cpu (the catalog lists GPUs)"
+                )
         return None
     if sys_.catalog_id is not None and (sys_.gpu is not None or sys_.nodes is not None):
         raise InputError(f, "system.catalog_id", "a catalog system, or gpu and nodes, not both")
     if sys_.catalog_id is None:
         if sys_.gpu is None or sys_.nodes is None:
-            raise InputError(f, "system", "GPU nodes need catalog_id (a system of data/"
-                             "hardware.yaml) or gpu (a GPU id of data/hardware.yaml) with nodes "
-                             "and gpus_per_node")  # fmt: skip
+            raise InputError(
+                f,
+                "system",
+                "GPU nodes need catalog_id (a system of data/"
+                "hardware.yaml) or gpu (a GPU id of data/hardware.yaml) with nodes "
+                "and gpus_per_node",
+            )
         try:
             catalogs.gpu(sys_.gpu)
         except InputError as err:
@@ -261,13 +266,20 @@ def _check_system(topo: Topology) -> int | None:
     try:
         system = catalogs.system(sys_.catalog_id)
     except InputError as err:
-        raise InputError(f, "system.catalog_id", f"{err.file}: {err.problem}; or describe the "
-                         "nodes without the catalog: system.gpu (a GPU id), system.nodes and "
-                         "system.gpus_per_node") from None  # fmt: skip
+        raise InputError(
+            f,
+            "system.catalog_id",
+            f"{err.file}: {err.problem}; or describe the "
+            "nodes without the catalog: system.gpu (a GPU id), system.nodes and "
+            "system.gpus_per_node",
+        ) from None
     per_tray, per_node = system.gpus_per_tray, topo.system.gpus_per_node
     if per_tray is not None and per_node != per_tray:
-        raise InputError(f, "system.gpus_per_node", f"{per_node} differs from {system.id}'s "
-                         f"gpus_per_tray {per_tray}")  # fmt: skip
+        raise InputError(
+            f,
+            "system.gpus_per_node",
+            f"{per_node} differs from {system.id}'s gpus_per_tray {per_tray}",
+        )
     return system.gpus
 
 
@@ -280,12 +292,17 @@ def _check_layout(topo: Topology) -> None:
         needed["kubernetes.router_service"] = topo.kubernetes.router_service
     if aggregated:
         if len(topo.workers) > 1:
-            raise InputError(f, "workers", f"an aggregated worker ({aggregated[0]}) must be the "
-                             f"only worker; got {', '.join(topo.workers)}")  # fmt: skip
+            raise InputError(
+                f,
+                "workers",
+                f"an aggregated worker ({aggregated[0]}) must be the "
+                f"only worker; got {', '.join(topo.workers)}",
+            )
         for field, value in needed.items():
             if value is not None:
-                raise InputError(f, field, "must be null with one aggregated worker (without a "
-                                 "router)")  # fmt: skip
+                raise InputError(
+                    f, field, "must be null with one aggregated worker (without a router)"
+                )
         return
     for role in ("prefill", "decode"):
         if not topo.role_workers(role):
@@ -303,11 +320,17 @@ def _check_worker_nodes(topo: Topology) -> None:
     f, per_node = topo.file, topo.system.gpus_per_node
     for name, w in topo.workers.items():
         if w.gpus % per_node:
-            raise InputError(f, f"workers.{name}.gpus", f"{w.gpus} GPUs is not a whole number "
-                             f"of {per_node}-GPU nodes")  # fmt: skip
+            raise InputError(
+                f,
+                f"workers.{name}.gpus",
+                f"{w.gpus} GPUs is not a whole number of {per_node}-GPU nodes",
+            )
         if w.role == "reference" and w.gpus != per_node:
-            raise InputError(f, f"workers.{name}.gpus", f"a reference worker is one node "
-                             f"({per_node} GPUs), got {w.gpus}")  # fmt: skip
+            raise InputError(
+                f,
+                f"workers.{name}.gpus",
+                f"a reference worker is one node ({per_node} GPUs), got {w.gpus}",
+            )
 
 
 def _check_experts(topo: Topology) -> None:
@@ -319,9 +342,13 @@ def _check_experts(topo: Topology) -> None:
         if topo.eplb is None and redundant:
             raise InputError(topo.file, field, "redundant experts need an eplb section")
         if routed is not None and (routed + redundant) % w.gpus:
-            raise InputError(topo.file, field, f"({routed} routed + {redundant} redundant) "
-                             f"experts do not divide evenly over {w.gpus} expert-parallel "
-                             "ranks")  # fmt: skip
+            raise InputError(
+                topo.file,
+                field,
+                f"({routed} routed + {redundant} redundant) "
+                f"experts do not divide evenly over {w.gpus} expert-parallel "
+                "ranks",
+            )
 
 
 def _check_bench(topo: Topology) -> None:
@@ -329,11 +356,15 @@ def _check_bench(topo: Topology) -> None:
     f, b = topo.file, topo.bench
     if b.num_gpus != topo.routed_gpus:
         behind = " behind the endpoint" if topo.reference_worker() else ""
-        raise InputError(f, "bench.num_gpus", f"{b.num_gpus} differs from the workers' "
-                         f"{topo.routed_gpus} GPUs{behind}")  # fmt: skip
+        raise InputError(
+            f,
+            "bench.num_gpus",
+            f"{b.num_gpus} differs from the workers' {topo.routed_gpus} GPUs{behind}",
+        )
     if b.gpus_per_node != topo.system.gpus_per_node:
-        raise InputError(f, "bench.gpus_per_node", f"{b.gpus_per_node} differs from "
-                         f"{topo.system.gpus_per_node}")  # fmt: skip
+        raise InputError(
+            f, "bench.gpus_per_node", f"{b.gpus_per_node} differs from {topo.system.gpus_per_node}"
+        )
     url = urlsplit(b.endpoint)
     direct = topo.endpoint_worker()
     if direct is None:
@@ -346,8 +377,9 @@ def _check_bench(topo: Topology) -> None:
     if url.port != port:
         raise InputError(f, "bench.endpoint", f"port {url.port} is not the {what}'s port {port}")
     if topo.kubernetes is not None and url.hostname != host:
-        raise InputError(f, "bench.endpoint",
-                         f"host {url.hostname!r} is not the {what} service {host!r}")  # fmt: skip
+        raise InputError(
+            f, "bench.endpoint", f"host {url.hostname!r} is not the {what} service {host!r}"
+        )
 
 
 def _check(topo: Topology) -> None:
@@ -355,20 +387,29 @@ def _check(topo: Topology) -> None:
     f, v = topo.file, topo.vllm
     known = catalogs.list_models()
     if topo.model.catalog_id is not None and topo.model.catalog_id not in known:
-        raise InputError(f, "model.catalog_id", f"unknown model {topo.model.catalog_id!r}; "
-                         f"known: {', '.join(known) or '(none)'}")  # fmt: skip
+        raise InputError(
+            f,
+            "model.catalog_id",
+            f"unknown model {topo.model.catalog_id!r}; known: {', '.join(known) or '(none)'}",
+        )
     if _version(v.version) < MIN_VLLM_VERSION:
         need = ".".join(map(str, MIN_VLLM_VERSION))
-        raise InputError(f, "vllm.version", f"{v.version} < {need}: DeepSeek-V4.1 needs vLLM "
-                         f">= {need} (PR #56228)")  # fmt: skip
+        raise InputError(
+            f,
+            "vllm.version",
+            f"{v.version} < {need}: DeepSeek-V4.1 needs vLLM >= {need} (PR #56228)",
+        )
     if v.tag != f"v{v.version}":
         raise InputError(f, "vllm.tag", f"{v.tag!r} is not 'v{v.version}'")
     system_gpus = _check_system(topo)
     _check_worker_nodes(topo)
     if system_gpus is not None and topo.total_gpus > system_gpus:
         used = " + ".join(f"{n} {w.gpus}" for n, w in topo.workers.items())
-        raise InputError(f, "workers", f"{used} = {topo.total_gpus} GPUs > the {system_gpus} "
-                         f"GPUs of {topo.system_label}")  # fmt: skip
+        raise InputError(
+            f,
+            "workers",
+            f"{used} = {topo.total_gpus} GPUs > the {system_gpus} GPUs of {topo.system_label}",
+        )
     _check_experts(topo)
     _check_layout(topo)
     _check_bench(topo)

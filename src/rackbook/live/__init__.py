@@ -122,8 +122,14 @@ def record_trace(
     one-line error becomes an :class:`InputError`; no ``endpoints``: servers on 127.0.0.1."""
     if not live_venv_ready():
         raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")
-    argv = recorder_argv(scenario, output=resolve(output), endpoints=endpoints, serve=serve,
-                         parameters=parameters, resume=resume)  # fmt: skip
+    argv = recorder_argv(
+        scenario,
+        output=resolve(output),
+        endpoints=endpoints,
+        serve=serve,
+        parameters=parameters,
+        resume=resume,
+    )
     rc, lines, err = _run([str(live_python()), "-m", "rackbook.live.record", *argv])
     if rc != 0:
         said = [x for x in err.replace("\r", "\n").splitlines() if x.strip()]
@@ -138,9 +144,15 @@ def record_trace(
 def record_argv(args: argparse.Namespace) -> list[str]:
     """:func:`recorder_argv` for the CLI's ``args`` (``-o`` from the working directory)."""
     out = Path(args.output).absolute() if args.output else None
-    return recorder_argv(args.scenario, output=out, endpoints=args.endpoint, serve=args.serve,
-                         parameters=args.parameter, resume=args.resume,
-                         accept_invalid=getattr(args, "accept_invalid", False))  # fmt: skip
+    return recorder_argv(
+        args.scenario,
+        output=out,
+        endpoints=args.endpoint,
+        serve=args.serve,
+        parameters=args.parameter,
+        resume=args.resume,
+        accept_invalid=getattr(args, "accept_invalid", False),
+    )
 
 
 def cli_record(args: argparse.Namespace) -> int:

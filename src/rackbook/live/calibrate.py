@@ -154,9 +154,11 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
         return json.loads(json.dumps(doc, default=str), object_hook=_Yaml)
 
     m = read(files[key]) | {"file": str(files[key])}
-    return catalog_from_specs(_Yaml(m), read(data / "hardware.yaml").gpus, "data/models and "
-                              "data/hardware.yaml read with PyYAML (pydantic missing: not "
-                              "validated)")  # fmt: skip
+    return catalog_from_specs(
+        _Yaml(m),
+        read(data / "hardware.yaml").gpus,
+        "data/models and data/hardware.yaml read with PyYAML (pydantic missing: not validated)",
+    )
 
 
 #: Device-name words of another product than the catalog's part (PCIe, NVL: other data sheet).
@@ -331,16 +333,29 @@ def calibrate(
                  f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
                  f"{' (--quick: fewer sizes)' if quick else ''}.")  # fmt: skip
     threads = torch.get_num_threads() if device == "cpu" else None
-    versions = {"torch": torch.__version__, "cuda": cuda, "driver": driver,
-                "python": sys.version.split()[0], "threads": threads}  # fmt: skip
+    versions = {
+        "torch": torch.__version__,
+        "cuda": cuda,
+        "driver": driver,
+        "python": sys.version.split()[0],
+        "threads": threads,
+    }
     run = {  # the calibration's run.json (kind recorded)
-        "schema_version": schema.SCHEMA_VERSION, "content": "calibration", "kind": "recorded",
+        "schema_version": schema.SCHEMA_VERSION,
+        "content": "calibration",
+        "kind": "recorded",
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "project_commit": project_commit(), "device": device, "gpu": gpu, "hardware": hardware,
-        "versions": versions, "spec": spec, "shapes": dict(catalog.shapes),
+        "project_commit": project_commit(),
+        "device": device,
+        "gpu": gpu,
+        "hardware": hardware,
+        "versions": versions,
+        "spec": spec,
+        "shapes": dict(catalog.shapes),
         "method": dict(METHOD if device == "cuda" else CPU_METHOD),
-        "commands": [repo_relative(command)], "notes": " ".join(notes),
-    }  # fmt: skip
+        "commands": [repo_relative(command)],
+        "notes": " ".join(notes),
+    }
     return run, rows
 
 

@@ -196,8 +196,9 @@ class Recorder(Conversion):
         from tqdm import tqdm
 
         off = not self.progress
-        return tqdm(total=total, desc=desc, unit="point", disable=off, file=sys.stderr,
-                    dynamic_ncols=True)  # fmt: skip
+        return tqdm(
+            total=total, desc=desc, unit="point", disable=off, file=sys.stderr, dynamic_ncols=True
+        )
 
     def _save_info(self) -> None:
         self.info["commands"] = self.commands

@@ -150,8 +150,16 @@ class VllmServer:
 
     @property
     def argv(self) -> list[str]:
-        return [self.vllm_exe, "serve", self.model, "--host", self.host,
-                "--port", str(self.port), *self.serve_args]  # fmt: skip
+        return [
+            self.vllm_exe,
+            "serve",
+            self.model,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            *self.serve_args,
+        ]
 
     @property
     def command(self) -> str:
