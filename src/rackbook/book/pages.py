@@ -79,9 +79,12 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
     out = (
         f"**Where the claims come from.** All {len(reg.claims)} numbers were read in one "
         f"secondary source, a French article, {article}, that attributes them to vLLM; "
-        + (f"the text those numbers come from was not located as of {day}, this build's date. "
-           if missing else f"its primary sources were located as of {day}. ")
-    )  # fmt: skip
+        + (
+            f"the text those numbers come from was not located as of {day}, this build's date. "
+            if missing
+            else f"its primary sources were located as of {day}. "
+        )
+    )
     if missing and related:
         links = ", ".join(f"[{_md(s.title.split(' (')[0])}]({s.url})" for s in related)
         out += f"vLLM's own posts on the model ({links}) carry none of the write-up's "

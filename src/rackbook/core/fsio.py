@@ -49,8 +49,9 @@ def signals_held() -> Iterator[None]:
         yield
         return
     noted: list[int] = []
-    old = {sig: signal.signal(sig, lambda signum, _frame: noted.append(signum))
-           for sig in STOP_SIGNALS}  # fmt: skip
+    old = {
+        sig: signal.signal(sig, lambda signum, _frame: noted.append(signum)) for sig in STOP_SIGNALS
+    }
     try:
         yield
     finally:

@@ -104,8 +104,13 @@ def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | N
 
 
 #: The model shapes a calibration times (catalog ``architecture`` fields; the second ``moe``'s).
-SHAPES = ("hidden_size", "moe_intermediate_size", "num_attention_heads", "head_dim",
-          "index_head_dim")  # fmt: skip
+SHAPES = (
+    "hidden_size",
+    "moe_intermediate_size",
+    "num_attention_heads",
+    "head_dim",
+    "index_head_dim",
+)
 
 
 def _shapes(model: str, *values: Any) -> dict:

@@ -126,8 +126,16 @@ RAW_PENDING = ("serve", "offline", "metrics", "failed", "rejected", "record.json
 
 
 #: record.json's entries a recording fills in (and a resumed one takes over), in order.
-RECORD_KEYS = ("points", "engines", "phases", "failures", "sessions", "validity",
-               "accepted_invalid", "points_kept")  # fmt: skip
+RECORD_KEYS = (
+    "points",
+    "engines",
+    "phases",
+    "failures",
+    "sessions",
+    "validity",
+    "accepted_invalid",
+    "points_kept",
+)
 
 
 class Recorder(Conversion):
@@ -231,10 +239,18 @@ class Recorder(Conversion):
             *((("shard", str(k)),) if pt.shards > 1 else ()),
         )
         bp = BenchPoint(
-            pt.point_id, url, sc.model, sc.served_model_name, pt.input_len, pt.output_len,
-            pt.num_prompts, pt.concurrency, seed=pt.seed + k, metadata=meta,
+            pt.point_id,
+            url,
+            sc.model,
+            sc.served_model_name,
+            pt.input_len,
+            pt.output_len,
+            pt.num_prompts,
+            pt.concurrency,
+            seed=pt.seed + k,
+            metadata=meta,
             prefix_len=pt.prefix_len,
-        )  # fmt: skip
+        )
         return bp.argv(self.raw / "serve", name)
 
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:

@@ -663,13 +663,27 @@ def evidence_table(result: str) -> pd.DataFrame:
     for c in reg.for_result(result):
         e = claim_evidence(c.id)
         rows.append(
-            {"claim_id": c.id, "kind": "claim", "who": "claim (data/claims.yaml)",
-             "hardware": c.scope.hardware, "gpus": c.scope.gpu_count, "model": c.scope.model,
-             "engine": "vLLM", "value": c.value, "unit": c.unit, "as_published": c.value_text,
-             "used": False, "role": "claim", "verified": False, "comparable": e.reason,
-             "basis": c.figure_basis.short(), "verdict": e.verdict, "margin": e.margin,
-             "url": e.closest.url if e.closest else c.source.primary}
-        )  # fmt: skip
+            {
+                "claim_id": c.id,
+                "kind": "claim",
+                "who": "claim (data/claims.yaml)",
+                "hardware": c.scope.hardware,
+                "gpus": c.scope.gpu_count,
+                "model": c.scope.model,
+                "engine": "vLLM",
+                "value": c.value,
+                "unit": c.unit,
+                "as_published": c.value_text,
+                "used": False,
+                "role": "claim",
+                "verified": False,
+                "comparable": e.reason,
+                "basis": c.figure_basis.short(),
+                "verdict": e.verdict,
+                "margin": e.margin,
+                "url": e.closest.url if e.closest else c.source.primary,
+            }
+        )
         for br in e.bases:
             close = br.closest.text() if br.closest else "no published point"
             near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
@@ -678,22 +692,45 @@ def evidence_table(result: str) -> pd.DataFrame:
                 shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
                 margin = f"ruled out by physics: {br.ruled_out}{shown}"
             rows.append(
-                {"claim_id": c.id, "kind": "reading", "who": br.name,
-                 "as_published": br.conversion or None, "used": bool(br.decided_on),
-                 "role": "reading", "verified": True, "comparable": close + near,
-                 "basis": br.basis, "verdict": br.verdict, "margin": margin,
-                 "url": br.closest.url if br.closest else None}
-            )  # fmt: skip
+                {
+                    "claim_id": c.id,
+                    "kind": "reading",
+                    "who": br.name,
+                    "as_published": br.conversion or None,
+                    "used": bool(br.decided_on),
+                    "role": "reading",
+                    "verified": True,
+                    "comparable": close + near,
+                    "basis": br.basis,
+                    "verdict": br.verdict,
+                    "margin": margin,
+                    "url": br.closest.url if br.closest else None,
+                }
+            )
         for p in pts[pts["claim_id"] == c.id].itertuples():
             system = f" · {p.system}" if text_or_none(p.system) else ""
             basis = p.basis.short() if isinstance(p.basis, basis_mod.Basis) else None
             rows.append(
-                {"claim_id": c.id, "kind": "published", "who": f"{p.submitter}{system}",
-                 "hardware": p.hardware, "gpus": p.gpus, "model": p.model, "engine": p.engine,
-                 "value": p.value, "unit": p.unit, "as_published": p.as_published,
-                 "used": bool(p.used), "role": p.role, "verified": bool(p.verified),
-                 "comparable": p.comparable, "basis": basis, "url": p.url, "date": p.date}
-            )  # fmt: skip
+                {
+                    "claim_id": c.id,
+                    "kind": "published",
+                    "who": f"{p.submitter}{system}",
+                    "hardware": p.hardware,
+                    "gpus": p.gpus,
+                    "model": p.model,
+                    "engine": p.engine,
+                    "value": p.value,
+                    "unit": p.unit,
+                    "as_published": p.as_published,
+                    "used": bool(p.used),
+                    "role": p.role,
+                    "verified": bool(p.verified),
+                    "comparable": p.comparable,
+                    "basis": basis,
+                    "url": p.url,
+                    "date": p.date,
+                }
+            )
     df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
     df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")
     return df

@@ -597,13 +597,21 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     headlines = []
     if g is not None:
         gains = {
-            "gain": (g.gain, f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1;"
-            " new tokens = prompt - cached, over TTFT"),
-            "gain_interval_low": (g.low, f"lower end of the {g.level:.0%} bootstrap interval of "
-            f"the gain ({g.n_boot} resamples, seed {g.seed})"),
-            "gain_interval_high": (g.high, f"upper end of the {g.level:.0%} bootstrap interval of "
-            "the gain"),
-        }  # fmt: skip
+            "gain": (
+                g.gain,
+                f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1;"
+                " new tokens = prompt - cached, over TTFT",
+            ),
+            "gain_interval_low": (
+                g.low,
+                f"lower end of the {g.level:.0%} bootstrap interval of "
+                f"the gain ({g.n_boot} resamples, seed {g.seed})",
+            ),
+            "gain_interval_high": (
+                g.high,
+                f"upper end of the {g.level:.0%} bootstrap interval of the gain",
+            ),
+        }
         headlines += [
             headline.spoken(run, name, num(100 * x, 2), "%", what, **measured)
             for name, (x, what) in gains.items()

@@ -255,9 +255,13 @@ def claim_vs_floor(
         raise InputError("-", "claim_tokens_per_s", f"must be > 0, got {claim_tokens_per_s}")
     claim_ms = 1000 / claim_tokens_per_s
     floor = functools.partial(
-        roofline.batch1_decode_ceiling_tokens_per_s, catalogs.as_model(model), hw, n_gpus,
-        context_tokens=context_tokens, kv_dtype=kv_dtype,
-    )  # fmt: skip
+        roofline.batch1_decode_ceiling_tokens_per_s,
+        catalogs.as_model(model),
+        hw,
+        n_gpus,
+        context_tokens=context_tokens,
+        kv_dtype=kv_dtype,
+    )
     rows = []
     for name, acc in (("no speculation", 1.0), ("speculation", float(acceptance_length))):
         f, u = floor(acc), floor(acc, routing="uniform")
@@ -614,10 +618,16 @@ def outcome(a: Analysis) -> headline.Outcome:
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {
     "single-user.throughput": (
-        "metric", "per", "model", "hardware", "gpu_count", "concurrency", "speculation",
+        "metric",
+        "per",
+        "model",
+        "hardware",
+        "gpu_count",
+        "concurrency",
+        "speculation",
         "statistic",
     ),
-}  # fmt: skip
+}
 READING_NOTES = {
     "single-user.throughput": "the write-up names neither the statistic of its speed nor "
     "whether its speculation ran for real; InferenceX's concurrency-1 AgentX point is one "

@@ -35,12 +35,19 @@ from rackbook.results.rack_scaling.tokens import TOKENS_FORMULA, token_accountin
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {
     "rack-scaling.throughput": (
-        "metric", "tokens", "per", "gpus", "model", "hardware", "gpu_count", "workload",
+        "metric",
+        "tokens",
+        "per",
+        "gpus",
+        "model",
+        "hardware",
+        "gpu_count",
+        "workload",
         "speculation",
     ),
     "rack-scaling.speedup": ("metric", "counting", "model", "hardware", "workload", "speculation"),
     "rack-scaling.cost": ("metric", "hardware"),
-}  # fmt: skip
+}
 READING_NOTES = {
     "rack-scaling.throughput": "the write-up describes an agentic workload with long, growing "
     "contexts and says neither which tokens it counts (cached prefix or not) nor whether "

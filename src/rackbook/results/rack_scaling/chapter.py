@@ -213,9 +213,14 @@ class Analysis:
             for r in self.speedups.itertuples()
         ]
         head = [
-            "what 'a node' is", "GPUs per node", "nodes in the rack", "scaling efficiency",
-            "node tok/s per GPU", "node / ceiling", "physics",
-        ]  # fmt: skip
+            "what 'a node' is",
+            "GPUs per node",
+            "nodes in the rack",
+            "scaling efficiency",
+            "node tok/s per GPU",
+            "node / ceiling",
+            "physics",
+        ]
         return _table(head, rows)
 
     def cost_markdown(self) -> str:
@@ -237,10 +242,14 @@ class Analysis:
                 ]
             )
         head = [
-            "throughput reading", "tok/s per GPU", "M tok per GPU-hour", "USD per M tok, as cost",
-            "USD per M tok, ownership cost", "revenue (USD per GPU-hour)",
+            "throughput reading",
+            "tok/s per GPU",
+            "M tok per GPU-hour",
+            "USD per M tok, as cost",
+            "USD per M tok, ownership cost",
+            "revenue (USD per GPU-hour)",
             f"cached share for ${self.claim_usd:g}",
-        ]  # fmt: skip
+        ]
         return _table(head, rows)
 
     def values(self) -> dict[str, Any]:

@@ -158,7 +158,7 @@ def throughput_readings(
             "computed new-token prefill tokens per GPU",
             claim_value,
             "prefill",
-        ),  # fmt: skip
+        ),
         _cached_reading(m, g, n_gpus, claim_value, isl, osl, cached_share),
         rack,
     ]
