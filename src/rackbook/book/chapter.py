@@ -12,6 +12,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from rackbook.book.report import table
 from rackbook.physics.units import plural
 
 
@@ -314,7 +315,6 @@ def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _points_table(records: list[dict[str, Any]]) -> list[str]:
     """Published points as Markdown table lines."""
-    from rackbook.book.pages import table
 
     rows = []
     for r in records:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from rackbook import paths
+from rackbook.book.report import table
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_write_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
@@ -199,13 +200,6 @@ def _num(x: float | None, scale: float = 1.0, unit: str = "") -> str:
     v = x / scale
     text = f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
     return f"{text} {unit}".strip()
-
-
-def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
-    """A Markdown table's lines from ``head`` (``"a | b"``) and escaped cells."""
-    n = head.count("|") + 1
-    lines = [f"| {head} |", "|" + "---|" * n]
-    return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
 
 
 def hardware_page() -> str:

@@ -4,6 +4,7 @@ and verdict (4 significant digits), and what moved since the last run."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 #: How a missing value reads.
@@ -94,3 +95,10 @@ def block(doc: dict[str, Any], old: dict[str, Any] | None = None, *, compare: bo
     if compare:
         lines.append(f"  {change_line(old, doc)}")
     return lines
+
+
+def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
+    """A Markdown table's lines from ``head`` (``"a | b"``) and escaped cells."""
+    n = head.count("|") + 1
+    lines = [f"| {head} |", "|" + "---|" * n]
+    return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from rackbook import paths
+from rackbook.book.report import table
 from rackbook.physics.units import plural
 from rackbook.results.registry import ChapterTable
 
@@ -540,7 +541,6 @@ def card(result: str) -> str:
 
 def _two_columns(title: str, rows: list[tuple[str, str]]) -> str:
     """A ``What | title`` Markdown table of ``rows``, ``|`` escaped in the values."""
-    from rackbook.book.pages import table
 
     return "\n".join(table(f"What | {title}", ((k, v.replace("|", "\\|")) for k, v in rows)))
 
