@@ -323,18 +323,6 @@ def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
     )
 
 
-def _check_points(path: Path, pts: pd.DataFrame) -> None:
-    if pts["point_id"].duplicated().any():
-        raise InputError(path, "points.point_id", "duplicate point id")
-    if (pts["duration_s"] <= 0).any():
-        raise InputError(
-            path,
-            "points.duration_s",
-            f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
-        )
-    traces.check_point_counts(pts, path)
-
-
 def summarize_path(
     path: str | Path,
     percentiles: tuple[float, ...] = PERCENTILES,
@@ -356,7 +344,7 @@ def summarize_path(
     if not stream:
         return summarize(traces.read_trace(path), percentiles)
     pts = traces.conform(traces.read_table(path, "points"), "points", path)
-    _check_points(path, pts)
+    traces.check_points(pts, path)
     acc = _Summary(pts, percentiles, n_itl <= EXACT_ITL_MAX, requests=n_req, gaps=n_itl)
     pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
     row_code = np.empty(n_req, np.min_scalar_type(-(len(pts) + 1)))  # point index, -1: failed

@@ -150,9 +150,14 @@ POINT_COUNTS: dict[str, tuple[int, str]] = {
 }
 
 
-def check_point_counts(pts: pd.DataFrame, where: Path | str) -> None:
-    """A point's counts (GPUs, batch, concurrency, ranks, context), where given, are whole
-    numbers within their range: a chapter divides by them."""
+def check_points(pts: pd.DataFrame, where: Path | str) -> None:
+    """A conformed points table: unique ids, ``duration_s`` > 0, and counts (GPUs, batch,
+    concurrency, ranks, context), where given, whole numbers within their range."""
+    if pts["point_id"].duplicated().any():
+        raise InputError(where, "points.point_id", "duplicate point id")
+    if (pts["duration_s"] <= 0).any():
+        row = int((pts["duration_s"] <= 0).argmax())
+        raise InputError(where, "points.duration_s", f"must be > 0 (row {row})")
     for column, (low, bound) in POINT_COUNTS.items():
         if column not in pts:
             continue
@@ -374,13 +379,12 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     if "published_points" in extra:  # value checks of published rows
         schema.check_points(extra["published_points"], trace.run, where)
 
+    check_points(pts, where)
     dup = req["request_id"].duplicated()
     if dup.any():
         raise InputError(
             where, "requests.request_id", f"duplicate id {req['request_id'][dup].iloc[0]!r}"
         )
-    if pts["point_id"].duplicated().any():
-        raise InputError(where, "points.point_id", "duplicate point id")
     unknown = set(req["point_id"].unique()) - set(pts["point_id"].unique())
     if unknown:
         raise InputError(
@@ -391,13 +395,6 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     cached = req["cached_prompt_tokens"].dropna().to_numpy(np.float64)
     check_values(cached, where, "cached_prompt_tokens", tokens=True)
     check_latency_unit(req["e2el_s"].to_numpy(np.float64)[ok], where, "requests.e2el_s")
-    if (pts["duration_s"] <= 0).any():
-        raise InputError(
-            where,
-            "points.duration_s",
-            f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
-        )
-    check_point_counts(pts, where)
     if len(itl):
         rows = itl["request_row"].to_numpy()
         if rows.min() < 0 or rows.max() >= len(req):
