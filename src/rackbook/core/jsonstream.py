@@ -1,17 +1,12 @@
 """A JSON reader whose memory is bounded by how it reads, not by the file's size.
 
-The file (plain or gzip) is read through a sliding buffer of :data:`CHUNK` bytes. Runs of list
-elements are cut at a comma after about :data:`PIECE` bytes and parsed by orjson at once (a run
-that does not parse, cut inside a value, is read element by element), so a parse holds at most
-one piece and SIGINT/SIGTERM stop a long read between pieces. Plain values are charged an
-estimate of their Python size against :data:`VALUE_BUDGET_MB`; keys a caller names
-:data:`NUMBERS` or :data:`RAGGED` go straight into float64 arrays within the caller's
-:class:`Counts`; :data:`SKIP` keys are checked and dropped. Refused, each as one
-:class:`~rackbook.errors.InputError` naming file, field and problem: nesting past
-:data:`MAX_DEPTH`, a string past :data:`MAX_STRING_MB`, a number literal past
-:data:`MAX_NUMBER_CHARS` characters, an object past :data:`MAX_KEYS` keys, counts past the
-bounds. Syntax errors are worded as Python's ``json`` words them; NaN and Infinity read as it
-reads them; a duplicate key keeps the last value.
+The file (plain or gzip) is read through a :data:`CHUNK` buffer; runs of list elements are cut after
+about :data:`PIECE` bytes and parsed by orjson at once (else element by element). Plain values are
+charged against :data:`VALUE_BUDGET_MB`; :data:`NUMBERS` and :data:`RAGGED` keys go into float64
+arrays bounded by :class:`Counts`; :data:`SKIP` keys are checked and dropped. Nesting past
+:data:`MAX_DEPTH`, strings past :data:`MAX_STRING_MB`, numbers past :data:`MAX_NUMBER_CHARS`
+characters and objects past :data:`MAX_KEYS` keys are refused, each one InputError; syntax errors
+are worded as Python's ``json`` words them.
 """
 
 from __future__ import annotations
@@ -93,10 +88,8 @@ class Ragged:
 
 @dataclass(frozen=True)
 class Counts:
-    """Bounds on the typed lists of one file: entries of a :data:`NUMBERS` list, inner lists
-    of a :data:`RAGGED` one, numbers of one inner list, and numbers of a ragged list in all.
-    ``same_length`` names a key whose length, once read, bounds the other lists' (the
-    per-request arrays of a vLLM result)."""
+    """Bounds on a file's typed lists; ``same_length`` names a key whose length, once read, bounds
+    the others'."""
 
     entries: int
     inner: int
@@ -232,9 +225,8 @@ class _Reader:
         return v
 
     def step(self, close: int) -> int:
-        """After an element: past its comma, the next byte; :data:`_CLOSED` when ``close``
-        ended the container (consumed). A trailing comma is named where the next element is
-        read."""
+        """After an element: the next byte past its comma, or :data:`_CLOSED` when ``close`` ended
+        the container."""
         c = self.ws()
         if c == 0x2C:
             self.pos += 1
@@ -393,10 +385,8 @@ class _Reader:
                 return out if keep else None
 
     def run(self, first: int, depth: int) -> tuple[list[Any], bytes] | None:
-        """Elements from ``pos`` up to a cut after about :data:`PIECE` bytes (or the list's
-        end), parsed at once by orjson (``pos`` moved to the cut); None where no cut parses
-        (the caller reads the next element alone). Only lists of the first two levels are read
-        so (the long ones of every file rackbook reads), and failed tries are bounded by the
+        """Elements from ``pos`` to a cut after about :data:`PIECE` bytes, parsed at once by orjson;
+        None where no cut parses. Only lists of the first two levels; failed tries bounded by the
         bytes parsed."""
         if depth > 2 or self.wasted > (16 << 20) + 2 * self.parsed:
             return None
@@ -464,10 +454,9 @@ class _Reader:
         key: str = "",
         exact: bool = False,
     ) -> np.ndarray:
-        """A list of numbers at ``pos`` as float64, at most ``bound`` entries (``exact``: a
-        longer list is read to its end, not kept, and its length named). A non-number is
-        ``KEY[i]: not a number`` (``i`` counted from ``flat0``, the values before this list
-        in a ragged one)."""
+        """A list of numbers at ``pos`` as float64, at most ``bound`` entries (``exact``: a longer
+        one read through and its length named); a non-number is ``KEY[i]: not a number`` (``i`` from
+        ``flat0``)."""
         c = self.typed_start()
         if c == _CLOSED:
             return np.zeros(0)
@@ -661,13 +650,9 @@ def load(
     counts: Counts | None = None,
     on_key: Callable[[str, Any], None] | None = None,
 ) -> Any:
-    """Parse the JSON file at ``path`` (checked by :func:`rackbook.limits.input_file` first).
-
-    ``top`` gives keys of a top-level object a kind: :data:`NUMBERS` (a float64 array),
-    :data:`RAGGED` (:class:`Ragged`) or :data:`SKIP` (checked, dropped); ``counts`` bounds
-    them. A typed key whose value is not a list is kept as a plain value for the caller to name.
-    Every problem is one :class:`InputError`.
-    """
+    """The JSON file at ``path``; ``top`` types top-level keys (:data:`NUMBERS`, :data:`RAGGED`,
+    :data:`SKIP`) within ``counts`` (a non-list value kept as parsed). Every problem is one
+    InputError."""
     path = limits.input_file(path, what="JSON file", streamed=True)
     gz = path.suffix == ".gz"
     try:

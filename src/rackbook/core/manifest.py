@@ -1,22 +1,11 @@
-"""The marker of an output folder and its manifest: which entries rackbook wrote there.
+"""The marker of an output folder (:data:`MARKER`) and its manifest of the entries rackbook wrote.
 
-Every folder rackbook writes carries :data:`MARKER`, a small text file whose first line names
-the kind of output and whose ``manifest:`` line (one JSON object) lists each entry rackbook
-wrote, by its path relative to the folder (``/`` between parts):
-
-- ``["f", SIZE, SHA256]``: a regular file of SIZE bytes with that SHA-256 digest;
-- ``["d"]``: a folder (its entries are listed under it);
-- ``["o"]``: a nested output folder, checked by its own marker and manifest;
-- ``["l", TARGET]``: a symbolic link rackbook made, pointing to TARGET;
-- ``["p"]``: pending, a name (an ``fnmatch`` pattern) rackbook is writing now: whatever is
-  there, and under it, is rackbook's until the exact entries replace it.
-
-A folder matches its manifest (:func:`problem`) when every entry in it is on the manifest and
-is what the manifest says (same type, size and digest): a copied marker, or a file of the
-user's put in or changed, does not match. A temporary file of rackbook's (``.NAME.XXXXXXXX.tmp``
-or ``.old``, beside an entry NAME of the manifest) matches too, and is named so that the
-writer holding the folder removes it (:func:`temporaries`). Files on the manifest that are
-gone are no problem: nothing of the user's is at stake.
+The marker's first line names the kind; its ``manifest:`` line (JSON) maps each path relative to the
+folder to ``["f", SIZE, SHA256]`` (file), ``["d"]`` (folder), ``["o"]`` (nested output, checked by
+its own marker), ``["l", TARGET]`` (link) or ``["p"]`` (pending: an fnmatch pattern being written).
+A folder matches (:func:`problem`) when every entry is on the manifest as written; rackbook's
+temporaries (``.NAME.XXXXXXXX.tmp``/``.old``) match and are named for removal (:func:`temporaries`);
+entries gone are no problem.
 """
 
 from __future__ import annotations
@@ -90,9 +79,8 @@ def text(kind: str, manifest: Manifest) -> str:
 
 
 def read(folder: str | Path) -> tuple[str, Manifest | None] | None:
-    """(kind, manifest) of ``folder``'s marker; the manifest is None for a marker without one
-    (an older rackbook's); None when there is no marker (or it is not a regular file of
-    rackbook's)."""
+    """(kind, manifest) of ``folder``'s marker (manifest None for an older marker); None without a
+    regular marker file."""
     try:
         fd = os.open(Path(folder) / MARKER, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
@@ -168,9 +156,8 @@ def _pending(rel: str, patterns: list[str]) -> bool:
 def _differs(
     e: os.DirEntry[str], rel: str, want: list[Any], walk: Callable[[Path, str], str | None]
 ) -> str | None:
-    """Why entry ``e`` (at ``rel``) is not what its manifest entry ``want`` says rackbook wrote
-    there, or None when it is; a listed folder is walked, a nested output checked on its own
-    marker."""
+    """Why entry ``e`` (at ``rel``) is not what ``want`` says, or None; folders walked, nested
+    outputs checked on their own marker."""
     changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
     if e.is_symlink():
         return changed if want[0] != "l" or [os.readlink(e.path)] != want[1:] else None

@@ -1,18 +1,12 @@
-"""Which request rows of a trace measure the engine, and which measure something else.
+"""Which successful request rows measure the engine, and which measure a starved client.
 
-A client (or API server) starved of CPU while the engine decodes gets the tokens in one burst
-at the end (the project's 2-core machines did this): TTFT is nearly the whole request, the gaps
-are microseconds, and the row times the client, not the engine. Such rows are flagged, one
-request at a time, by three checks: (a) **burst delivery** (:data:`BURST_MIN_TOKENS`,
-:data:`BURST_DECODE_SHARE`); (b) **tiny gaps**, below the clock's resolution or far below the
-engine's own per-token time on the point (:data:`CLOCK_RESOLUTION_S`, :data:`MIN_GAP_SHARE`);
-(c) **token mismatch** between the client's counts and the servers' Prometheus counters over
-the point (:data:`TOKEN_MISMATCH_REL`). Only successful requests are checked (a failed one is
-never valid nor flagged); ``flagged_share`` is flagged / successful. :func:`check_requests`
-gives every check per request, :func:`point_validity` the counts per point,
-:func:`valid_requests` the valid rows (index kept, for ``itl.request_row``), :func:`refusal`
-the recorder's decision for a point (over :data:`MAX_FLAGGED_SHARE` flagged).
-:func:`rackbook.core.summary.summarize` keeps vLLM's figures on all rows and adds these.
+A client starved of CPU gets the tokens in one burst at the end: TTFT is nearly the whole request
+and the row times the client. Rows are flagged by three checks: (a) burst delivery
+(:data:`BURST_MIN_TOKENS`, :data:`BURST_DECODE_SHARE`); (b) tiny gaps, below the clock's resolution
+or far below the engine's per-token time (:data:`CLOCK_RESOLUTION_S`, :data:`MIN_GAP_SHARE`); (c) a
+token mismatch with the servers' counters (:data:`TOKEN_MISMATCH_REL`). Failed requests are never
+valid nor flagged; ``flagged_share`` is flagged / successful. A point over :data:`MAX_FLAGGED_SHARE`
+flagged is refused by the recorder (:func:`refusal`).
 """
 
 from __future__ import annotations
@@ -160,9 +154,9 @@ def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _per_point(
     trace: traces.Trace, pid: np.ndarray, ok: np.ndarray, burst: np.ndarray, tpot: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Per request row, from its point: the reference engine step (s: the server's per-token
-    time, else the median TPOT of the successful non-burst requests), whether the point's
-    tokens mismatch the server's counters (successful rows only) and why."""
+    """Per request row, from its point: the reference engine step (s: the server's per-token time,
+    else the median TPOT of successful non-burst requests) and whether, and why, the point's tokens
+    mismatch the counters."""
     req = trace.requests
     sm = trace.extra.get("server_metrics")
     n = len(req)
@@ -209,11 +203,9 @@ def _reason(c: dict[str, Any], i: int, why_mismatch: str) -> str:
 
 
 def check_requests(trace: traces.Trace) -> pd.DataFrame:
-    """One row per request row of ``trace`` (same index): ``point_id``, ``request`` (row
-    number), ``success``, ``decode_share`` ((e2el - ttft) / e2el), ``median_gap_s``,
-    ``reference_step_s`` (the point's engine per-token time), the checks ``burst``,
-    ``tiny_gaps``, ``token_mismatch``, ``flagged`` (any check), ``valid`` (successful and not
-    flagged) and ``reason`` (empty when valid)."""
+    """Per request row (same index): ``point_id``, ``request``, ``success``, ``decode_share``,
+    ``median_gap_s``, ``reference_step_s``, the checks ``burst``, ``tiny_gaps``, ``token_mismatch``,
+    ``flagged``, ``valid`` and ``reason``."""
     req = trace.requests
     n = len(req)
     ok = req["success"].to_numpy(dtype=bool)
@@ -251,11 +243,9 @@ def check_requests(trace: traces.Trace) -> pd.DataFrame:
 
 
 def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per point (in ``points`` order): ``requests``, ``successful``, ``valid``, ``flagged``,
-    ``burst``, ``tiny_gaps``, ``token_mismatch`` (counts), ``flagged_share`` (flagged /
-    successful; 0 without successful requests), ``enough`` (at least
-    :data:`MIN_VALID_PER_POINT` valid), ``acceptable`` (flagged_share at most
-    :data:`MAX_FLAGGED_SHARE`) and ``reason`` (empty when enough and acceptable)."""
+    """Per point: counts (``requests``, ``successful``, ``valid``, ``flagged`` and per check),
+    ``flagged_share``, ``enough`` (>= :data:`MIN_VALID_PER_POINT` valid), ``acceptable`` (<=
+    :data:`MAX_FLAGGED_SHARE`) and ``reason``."""
     c = check_requests(trace) if checks is None else checks
     rows = []
     for p in trace.points["point_id"].astype(str):
@@ -314,10 +304,8 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
 
 @dataclass(frozen=True)
 class Screening:
-    """What :func:`valid_trace` left out of a trace: successful requests checked, flagged (and
-    by which check), the points dropped because flagging left them fewer than
-    :data:`MIN_VALID_PER_POINT` valid requests, and the flagged requests kept because their
-    point was accepted when it was recorded (``run.json``'s ``accepted_invalid``)."""
+    """What :func:`valid_trace` left out: requests checked and flagged (by check), points dropped
+    below :data:`MIN_VALID_PER_POINT`, flagged requests kept as ``accepted_invalid``."""
 
     successful: int
     flagged: int
@@ -359,12 +347,9 @@ class Screening:
 
 
 def valid_trace(trace: traces.Trace) -> tuple[traces.Trace, Screening]:
-    """The trace without its flagged requests (their gaps too; failed requests stay, for the
-    error counts) and without the points flagging left with fewer than
-    :data:`MIN_VALID_PER_POINT` valid requests; and what was left out. Points the recording
-    accepted although flagged (``run.json``'s ``accepted_invalid``, ``record
-    --accept-invalid``) keep their flagged requests, and the screening says so. Request rows
-    are renumbered and ``itl.request_row`` follows them."""
+    """The trace without flagged requests (failed ones stay) and without points left under
+    :data:`MIN_VALID_PER_POINT` valid, rows renumbered; points ``run.json`` lists as
+    ``accepted_invalid`` keep theirs. Also what was left out."""
     c = check_requests(trace)
     pv = point_validity(trace, c)
     accepted = {str(p) for p in (trace.run.get("accepted_invalid") or [])}
