@@ -1,10 +1,7 @@
-"""A small parser of JavaScript literals: the value a JavaScript module assigns to a name.
-
-It reads objects (bare or quoted keys), arrays, strings, numbers, ``true``/``false``/``null``/
-``undefined``, ``//`` and ``/* */`` comments and trailing commas: enough for a data file written
-as a JavaScript module (the SGLang cookbook's ``deepseek-v4-benchmarks.jsx``), and nothing that
-runs code. Every error is one :class:`~rackbook.errors.InputError` naming the file and line.
-"""
+"""A parser of the JavaScript literal a module assigns to a name (objects, arrays, strings, numbers,
+``true``/``false``/``null``/``undefined``, comments, trailing commas): enough for the SGLang
+cookbook's data file, and nothing that runs code. Every error is one InputError naming file and
+line."""
 
 from __future__ import annotations
 

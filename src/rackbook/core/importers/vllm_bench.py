@@ -1,10 +1,6 @@
-"""``vllm bench serve`` results into traces (``rackbook import vllm-bench RESULT.json -o TRACE``).
-
-``vllm bench serve --save-result --save-detailed`` writes one JSON per run with per-request
-arrays (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times``,
-``errors``; times in seconds) and the run's ``duration``. Each such file becomes one sweep point;
-the live recorder converts its raw results with :func:`vllm_bench_frames` too.
-"""
+"""``vllm bench serve --save-result --save-detailed`` JSON (per-request arrays, times in s) into a
+one-point trace: ``rackbook import vllm-bench RESULT.json -o TRACE``; the live recorder converts
+with :func:`vllm_bench_frames` too."""
 
 from __future__ import annotations
 
@@ -189,13 +185,9 @@ def vllm_bench_frames(
     point_id: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> traces.Trace:
-    """One vLLM detailed result JSON as an (un-validated) :class:`~rackbook.core.traces.Trace`
-    with a single point; ``run`` is left empty for the caller to fill.
-
-    ``labels`` are scenario keys (``engine``, ``config``, ``batch_size`` (per decode rank),
-    ``concurrency``, ``decode_ranks``, ``context_tokens``, ``num_gpus``, or any other name, kept
-    as a string column).
-    """
+    """One detailed result as an unvalidated one-point trace (``run`` empty). ``labels``: scenario
+    keys (``engine``, ``config``, ``batch_size`` per rank, ``concurrency``, ``decode_ranks``,
+    ``context_tokens``, ``num_gpus``; others kept as strings)."""
     path = Path(path)
     d = load_detailed(path) if data is None else data
     dur = _duration(path, d)
