@@ -100,8 +100,7 @@ NAMES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Basis:
-    """The basis of one figure (see the module docstring; ``None`` where it does not apply or
-    the source gives no number, ``unknown`` where a claim's write-up is silent)."""
+    """The basis of one figure (None: not applicable; ``unknown``: a claim is silent)."""
 
     metric: str
     tokens: str
@@ -192,8 +191,7 @@ def _check_parts(raw: Mapping[str, Any], claim: bool) -> None:
 
 
 def _check_numbers(raw: Mapping[str, Any]) -> None:
-    """:func:`make`'s checks of the numeric parts (whole numbers > 0, finite numbers, a share
-    in 0-1, acceptance >= 1 tokens per step) and of what a per-GPU rate must say."""
+    """:func:`make`'s numeric checks and what a per-GPU rate must say."""
     for f in _INTS:
         v = raw.get(f)
         if f == "context" and v == 0 and not isinstance(v, bool):
@@ -303,8 +301,7 @@ def _same(part: str, a: Basis, b: Basis) -> bool:
 
 @dataclass(frozen=True)
 class Difference:
-    """One part where a point's basis differs from a claim's: the part, the point's value as shown
-    (``not stated``) and the claim's (or None)."""
+    """One part where a point's basis differs from a claim's (values as shown)."""
 
     part: str
     point: object

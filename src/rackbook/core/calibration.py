@@ -175,8 +175,7 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
 
 
 def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
-    """(run, kernels) of a ``rackbook calibrate --save-json`` file (``{"run": {...},
-    "kernels": [rows]}``: the rows kept where pandas or pyarrow were missing), validated."""
+    """Validated (run, kernels) of a ``rackbook calibrate --save-json`` file."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")

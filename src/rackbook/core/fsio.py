@@ -82,8 +82,7 @@ def _refuse_link(path: Path, field: str, what: str) -> None:
 
 
 def check_output_folder(path: str | Path, field: str = "output") -> Path:
-    """``path`` as a Path; InputError naming ``field`` when it is a link, a file, or under a
-    file."""
+    """``path``; InputError naming ``field`` when a link, a file, or under a file."""
     path = Path(path)
     if not str(path).strip():
         raise InputError("''", field, "an empty path: name a folder")
@@ -95,8 +94,7 @@ def check_output_folder(path: str | Path, field: str = "output") -> Path:
 
 
 def check_writable(path: str | Path, field: str = "output") -> Path:
-    """``path`` as a Path; InputError naming ``field`` when its nearest existing folder (or the
-    output itself) is read-only."""
+    """``path``; InputError naming ``field`` when where it goes is read-only."""
     path = Path(path)
     for d in (path, *path.parents) if path.is_dir() else path.parents:
         if d.exists():
@@ -120,8 +118,7 @@ def check_output_file(path: str | Path, field: str = "output") -> Path:
 
 
 def check_new_file(path: str | Path, field: str = "output") -> Path:
-    """:func:`check_output_file`, also refused when something exists there (a file carries no
-    marker)."""
+    """:func:`check_output_file`, refused too when anything exists there."""
     path = check_output_file(path, field)
     if path.exists():
         raise InputError(
@@ -181,8 +178,7 @@ def temp_name(path: Path, suffix: str = ".tmp") -> Path:
 
 
 def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
-    """A temporary sibling of ``path`` made exclusively (parents made); an OS refusal is an
-    InputError."""
+    """A temporary sibling of ``path`` made exclusively; OS refusal is an InputError."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(100):
@@ -212,8 +208,7 @@ def marked_kind(folder: str | Path) -> str | None:
 
 
 def write_marker(folder: str | Path, kind: str, pending: tuple[str, ...] = ()) -> Path:
-    """Mark ``folder`` as rackbook's ``kind`` output, its manifest listing what it holds (and
-    ``pending``)."""
+    """Mark ``folder`` as a ``kind`` output listing what it holds (and ``pending``)."""
     return atomic_write_text(
         Path(folder) / MARKER, manifest.text(kind, manifest.scan(folder, pending))
     )
@@ -341,8 +336,7 @@ def _is_inside(inner: Path, outer: Path) -> bool:
 def refuse_overlap(
     outputs: Mapping[str, str | Path | None], inputs: Mapping[str, str | Path | None]
 ) -> None:
-    """One InputError when two ``outputs`` (flag -> folder), or an output and one of ``inputs``, are
-    the same or nested; None values skipped."""
+    """InputError when two ``outputs``, or an output and an input, are the same or nested."""
     outs = [(f, Path(p)) for f, p in outputs.items() if p is not None]
     ins = [(f, Path(p)) for f, p in inputs.items() if p is not None]
     for i, (fa, a) in enumerate(outs):

@@ -13,8 +13,7 @@ from rackbook.errors import InputError
 
 
 class _JsParser:
-    """A minimal parser of JavaScript literals: objects (bare or quoted keys), arrays, strings,
-    numbers, true/false/null, ``//`` and ``/* */`` comments, trailing commas."""
+    """A minimal parser of JavaScript literals (see the module docstring)."""
 
     _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
     _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
@@ -132,8 +131,7 @@ class _JsParser:
 
 
 def parse_js_export(text: str, name: str, path: str | Path = "<text>") -> Any:
-    """The literal value assigned to ``name`` (``export const NAME = ...``) in JavaScript
-    source ``text``; errors name the line."""
+    """The literal assigned to ``name`` in JavaScript ``text``; errors name the line."""
     path = Path(path)
     m = re.search(rf"(?:export\s+)?(?:const|let|var)\s+{re.escape(name)}\s*=", text)
     if not m:

@@ -76,8 +76,7 @@ _PER_VALUE = 64
 
 @dataclass(frozen=True)
 class Ragged:
-    """A list of lists of numbers read into arrays: lengths (one per inner list) and all
-    values in order."""
+    """A list of lists of numbers: lengths (one per inner list) and all values in order."""
 
     lens: np.ndarray  # int64
     values: np.ndarray  # float64
@@ -88,8 +87,7 @@ class Ragged:
 
 @dataclass(frozen=True)
 class Counts:
-    """Bounds on a file's typed lists; ``same_length`` names a key whose length, once read, bounds
-    the others'."""
+    """Bounds on typed lists; ``same_length``: a key whose length bounds the others'."""
 
     entries: int
     inner: int
@@ -225,8 +223,7 @@ class _Reader:
         return v
 
     def step(self, close: int) -> int:
-        """After an element: the next byte past its comma, or :data:`_CLOSED` when ``close`` ended
-        the container."""
+        """Past an element's comma: the next byte, or :data:`_CLOSED` when ``close`` ended it."""
         c = self.ws()
         if c == 0x2C:
             self.pos += 1
@@ -241,8 +238,7 @@ class _Reader:
         return c
 
     def opening(self, path: tuple[Any, ...], depth: int, close: int, keep: bool) -> int:
-        """Past a container's opening bracket: its first byte, or :data:`_CLOSED` for an empty
-        one (consumed)."""
+        """Past an opening bracket: the first byte, or :data:`_CLOSED` when empty."""
         self.nest(path, depth)
         self.pos += 1
         c = self.ws()
@@ -509,8 +505,7 @@ class _Reader:
                 return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
-        """A list of lists of numbers at ``pos``: runs of whole inner lists parsed at once,
-        a long inner list in pieces (:meth:`numbers`)."""
+        """A list of lists of numbers at ``pos``: whole runs at once, long lists in pieces."""
         c = self.typed_start()
         if c == _CLOSED:
             return Ragged(np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -573,8 +568,7 @@ class _Reader:
                 raise _Syntax("Expecting value", self.pos)
 
     def ragged_run(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Whole inner lists from ``pos`` (a ``[``) up to about :data:`PIECE` bytes, when they
-        are all lists of numbers; else None."""
+        """Whole inner lists up to about :data:`PIECE` bytes, if all numbers; else None."""
         self.want(PIECE + CUT_SEARCH)
         start = self.pos
         lo = min(start + PIECE, len(self.buf))
@@ -614,8 +608,7 @@ _NUMERIC = b"0123456789+-.eE,[] \t\n\r"
 
 
 def _numeric(text: bytes) -> bool:
-    """Whether ``text`` holds nothing but numbers, commas and brackets (no strings, literals
-    or objects: orjson's parse of it is then a list of numbers or of lists of numbers)."""
+    """Whether ``text`` holds only numbers, commas and brackets."""
     return not text.translate(None, _NUMERIC)
 
 
@@ -628,8 +621,7 @@ class _NotList(Exception):
 
 
 def _estimate(text: bytes) -> int:
-    """Estimated bytes of the Python values of ``text`` (a run of elements): its text, a value
-    and a reference per element or entry, a container's header per object or list."""
+    """Estimated Python bytes of the values of ``text`` (a run of elements)."""
     items = text.count(b",") + text.count(b":") + 1
     return len(text) + 40 * items + _PER_VALUE * (text.count(b"{") + text.count(b"["))
 

@@ -219,8 +219,7 @@ class LatencyPool:
         return self._exact_stats(name, percentiles, points)
 
     def _window(self, i: int) -> np.ndarray:
-        """Point ``i``'s values in row order: a view while the points came in order, else a
-        copy."""
+        """Point ``i``'s values in row order (a view while points came in order)."""
         v = self.values[: self.size]
         if self.codes is None:
             end = int(self.counts[: i + 1].sum())

@@ -46,8 +46,7 @@ _TYPES = ("f", "d", "o", "l", "p", "x")
 
 
 def digest(path: Path) -> tuple[int, str] | None:
-    """(size in bytes, SHA-256 hex) of the regular file ``path``, never following a symbolic
-    link; None when it is not a regular file or cannot be read."""
+    """(bytes, SHA-256) of the regular file ``path`` (no link followed), else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -67,8 +66,7 @@ def digest(path: Path) -> tuple[int, str] | None:
 
 
 def text(kind: str, manifest: Manifest) -> str:
-    """The marker's text for an output of ``kind`` holding ``manifest``'s entries (sorted:
-    the same bytes for the same folder, as shipped folders carry it in git)."""
+    """The marker's text for ``kind`` and ``manifest`` (sorted: stable bytes in git)."""
     listed = json.dumps(dict(sorted(manifest.items())), separators=(",", ":"), ensure_ascii=True)
     return (
         f"{HEAD} {kind}\n"
@@ -79,8 +77,7 @@ def text(kind: str, manifest: Manifest) -> str:
 
 
 def read(folder: str | Path) -> tuple[str, Manifest | None] | None:
-    """(kind, manifest) of ``folder``'s marker (manifest None for an older marker); None without a
-    regular marker file."""
+    """(kind, manifest or None if older) of ``folder``'s marker; None without one."""
     try:
         fd = os.open(Path(folder) / MARKER, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
@@ -214,8 +211,7 @@ def problem(folder: str | Path) -> str | None:
 
 
 def temporaries(folder: str | Path) -> list[Path]:
-    """rackbook's temporary files and folders inside ``folder`` (beside entries of its
-    manifest), for the writer that holds the folder to remove."""
+    """rackbook's temporaries in ``folder`` (beside manifest entries), to remove."""
     found = read(folder)
     temps: list[Path] = []
     if found is not None and found[1] is not None:
@@ -229,8 +225,7 @@ def mismatch(folder: str | Path, manifest: Manifest) -> str | None:
 
 
 def remark(folder: str | Path) -> None:
-    """Rewrite the marker of ``folder`` (already marked) with the manifest of what it holds
-    now: for the folders shipped in git, after they are regenerated or edited by hand."""
+    """Rewrite ``folder``'s marker with what it holds now (shipped folders edited in git)."""
     found = read(folder)
     if found is None:
         raise SystemExit(f"error: {folder}: {MARKER}: missing (not a rackbook output)")

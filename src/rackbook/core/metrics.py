@@ -77,8 +77,7 @@ class BenchmarkMetrics:
 def latency_stats(
     name: str, values_s: np.ndarray, percentiles: tuple[float, ...]
 ) -> dict[str, float]:
-    """Mean, median, std and ``percentiles`` of ``values_s`` (seconds) in ms, under vLLM's keys
-    (``mean_ttft_ms``, ``p99_ttft_ms``, ...); an empty set gives 0, as in vLLM."""
+    """Mean, median, std, ``percentiles`` of ``values_s`` (s) in ms, vLLM's keys; empty: 0."""
     v = values_s if values_s.size else np.zeros(1)
     pct = [np.percentile(v, p) for p in percentiles]
     return named_stats(name, (np.mean(v), np.std(v), np.median(v), pct), percentiles)
@@ -147,8 +146,7 @@ def vllm_metrics(
     duration_s: float,
     percentiles: tuple[float, ...] = PERCENTILES,
 ) -> BenchmarkMetrics:
-    """vLLM's metrics for one window: ``requests`` rows, pooled gaps ``itl_s`` of its successful
-    requests (seconds) and the window length ``duration_s`` (seconds)."""
+    """vLLM's metrics of one window: ``requests``, gaps ``itl_s`` (s), ``duration_s`` (s)."""
     ok = requests["success"].to_numpy(dtype=bool)
     ttft = requests["ttft_s"].to_numpy(dtype=np.float64)[ok]
     e2el = requests["e2el_s"].to_numpy(dtype=np.float64)[ok]

@@ -148,8 +148,7 @@ def _moments(pieces: Sequence[np.ndarray], n: int) -> tuple[np.float64, np.float
 
 
 def _lerp(a: float, b: float, t: float) -> float:
-    """numpy's ``_lerp`` on scalars: ``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when
-    ``t >= 0.5``."""
+    """numpy's ``_lerp`` on scalars."""
     diff = b - a
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
@@ -210,8 +209,7 @@ def grouped_stats(
 
 
 def stats(pieces: Sequence[np.ndarray], percentiles: Sequence[float]) -> Stats | None:
-    """(mean, std, median, [percentile for each of ``percentiles``]) of the pieces together
-    (at least one value), or None as :func:`order_stats`."""
+    """(mean, std, median, percentiles) of the pieces together, or None as :func:`order_stats`."""
     n = sum(p.size for p in pieces)
     if n == 0:
         raise ValueError("no values")

@@ -35,8 +35,7 @@ def repo_relative(text: str, root: Path = ROOT) -> str:
 
 
 def expand_repo(text: str, root: Path = ROOT) -> str:
-    """The inverse of :func:`repo_relative` for ``$REPO``: a recorded command made runnable
-    in the checkout at ``root`` (the shell equivalent is ``export REPO=$(pwd)``)."""
+    """The inverse of :func:`repo_relative` for ``$REPO``, with the checkout at ``root``."""
     return text.replace(REPO, str(root))
 
 
@@ -216,8 +215,7 @@ def declared_hardware(
 
 
 def hardware_label(run: dict[str, Any]) -> str:
-    """Short description of where a trace was measured, e.g. ``2-core Intel Xeon CPU, no GPU``
-    or ``4 x B300 (declared at import)``."""
+    """Where a trace was measured, e.g. ``4 x B300 (declared at import)``."""
     hw = run.get("hardware") or {}
     gpus = hw.get("gpus") or []
     hosts = hw.get("hosts") or 1

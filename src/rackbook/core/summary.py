@@ -67,8 +67,7 @@ class PointMetrics:
 
 @dataclass(frozen=True)
 class TraceSummary:
-    """A trace's metrics: the windows taken as one (duration summed) and one :class:`PointMetrics`
-    per point."""
+    """A trace's metrics: windows as one (durations summed) and per point."""
 
     trace_id: str
     kind: str
@@ -125,8 +124,7 @@ class _Summary:
         self.done: dict[str, tuple[dict[str, float], list[dict[str, float]]]] = {}
 
     def requests_done(self) -> None:
-        """Every request row has come: the statistics of TTFT, TPOT and E2EL now, and their
-        array becomes the gaps' room."""
+        """All request rows in: TTFT, TPOT, E2EL statistics now; their room goes to gaps."""
         for m in ("ttft", "tpot", "e2el"):
             self.done[m] = self.pools[m].stats(m, self.percentiles, self.np)
         if self.pools["itl"].exact and not self.pools["itl"].size:
@@ -276,8 +274,7 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
 
 
 def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
-    """``summary`` with the valid-request counts and flagged shares of ``trace``
-    (:func:`rackbook.core.validity.point_validity`); vLLM's figures are left as they are."""
+    """``summary`` with ``trace``'s valid counts and flagged shares (vLLM's figures kept)."""
     from rackbook.core import validity
 
     pv = validity.point_validity(trace).set_index("point_id")

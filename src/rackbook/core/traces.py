@@ -171,8 +171,7 @@ def check_points(pts: pd.DataFrame, where: Path | str) -> None:
 
 
 def check_latency_unit(e2el_s: np.ndarray, where: Path | str, field: str) -> None:
-    """Refuse successful requests' e2el (s) whose median is over a day (milliseconds given as
-    seconds)."""
+    """Refuse e2el (s) whose median is over a day (milliseconds given as seconds)."""
     if e2el_s.size and float(np.median(e2el_s)) > IMPLAUSIBLE_LATENCY_S:
         raise InputError(
             where, field, "median latency over a day: values look like milliseconds, not seconds"
@@ -629,8 +628,7 @@ def iter_table(
 
 
 def keep_rows(trace: Trace, keep: np.ndarray, points: pd.Series | None = None) -> Trace:
-    """The trace with only the request rows where ``keep``, their gaps renumbered, and (``points``
-    mask) only those points."""
+    """The trace with only the rows where ``keep`` (gaps renumbered) and ``points``."""
     itl = trace.itl
     if len(itl):
         new_pos = np.cumsum(keep) - 1
@@ -681,8 +679,7 @@ def point_decode_ranks(points: pd.DataFrame) -> pd.Series:
 
 
 def point_rank_batch(points: pd.DataFrame) -> pd.Series:
-    """Batch per decode rank: ``batch_size`` where set, else ``concurrency / ranks`` when whole,
-    else missing."""
+    """Batch per decode rank: ``batch_size``, else whole ``concurrency / ranks``."""
     ranks = point_decode_ranks(points)
     conc = points["concurrency"].astype("Int64")
     per_rank = (conc // ranks).where(conc % ranks == 0)

@@ -260,8 +260,7 @@ def valid_requests(trace: traces.Trace) -> pd.DataFrame:
 
 
 def refusal(trace: traces.Trace, point_id: str) -> str | None:
-    """Why the recorder must refuse ``point_id`` of ``trace`` (more than
-    :data:`MAX_FLAGGED_SHARE` of its successful requests flagged), or None when it passes."""
+    """Why the recorder refuses ``point_id`` (over :data:`MAX_FLAGGED_SHARE` flagged), or None."""
     c = check_requests(trace)
     row = _point_row(point_id, c[c["point_id"] == point_id])
     if row["acceptable"]:

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DeclaredGpus:
-    """GPUs declared with ``--gpu ID --gpus N`` (looked up in the catalog by the CLI), recorded in
-    ``run.json`` as declared."""
+    """GPUs declared with ``--gpu ID --gpus N``, recorded in ``run.json`` as declared."""
 
     id: str  # catalog id, e.g. b300
     label: str  # as a reader names it, e.g. B300
@@ -34,8 +33,7 @@ class DeclaredGpus:
 
 @dataclass(frozen=True)
 class Options:
-    """What an import takes beside file and output (each format takes those its :class:`Format`
-    lists)."""
+    """What an import takes beside file and output (per :class:`Format`'s ``options``)."""
 
     labels: Mapping[str, str] = field(default_factory=dict)  # vllm-bench: scenario keys
     kind: str | None = None  # vllm-bench: recorded (default), published or synthetic
@@ -219,8 +217,7 @@ def command_line(fmt: str, path: Path | str, output: Path | str, options: Option
 
 
 def read(fmt: str, path: Path | str, output: Path | str, options: Options) -> traces.Trace:
-    """The file ``path`` of format ``fmt`` as a trace in memory; ``output`` only goes into the
-    recorded command."""
+    """The file of format ``fmt`` as a trace in memory (``output`` only named)."""
     path = Path(path)
     check_options(fmt, path, options)
     command = options.command or command_line(fmt, path, output, options)

@@ -21,8 +21,7 @@ GITHUB_BLOB = re.compile(
 
 
 def read_text(path: Path, cap_mb: float | None = None) -> str:
-    """The file's text read whole (at most ``cap_mb`` MB); missing, empty, binary or not UTF-8 is an
-    InputError."""
+    """The file's text (at most ``cap_mb`` MB); missing, empty, binary, not UTF-8: InputError."""
     limits.input_file(path, cap_mb=cap_mb)
     data = path.read_bytes()
     if not data.strip():
@@ -38,8 +37,7 @@ _HEAD = 1 << 16
 
 
 def check_text(path: Path) -> None:
-    """Missing, empty or binary is an InputError, reading only the start (blanks a chunk at a
-    time)."""
+    """InputError when missing, empty or binary, reading only the start."""
     limits.input_file(path, streamed=True)
     with path.open("rb") as fh:
         head = fh.read(_HEAD)

@@ -55,8 +55,7 @@ VLLM_KEYS = traces.RowNames(
 
 
 def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndarray:
-    """A flat array of the JSON list ``key``: integers where ``integer``, then the trace's own
-    value checks (:func:`rackbook.core.traces.check_values`) named by the JSON key."""
+    """The flat array of list ``key`` (whole where ``integer``), value-checked by JSON key."""
     if arr.ndim != 1:
         raise InputError(path, key, "must be a flat list of numbers")
     if integer and np.isfinite(arr).all() and (arr % 1 != 0).any():
@@ -66,8 +65,7 @@ def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndar
 
 
 def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np.ndarray]:
-    """Ragged ``itls`` (one list of seconds per request) as (request row, gap) arrays, without a
-    Python-level loop over the gaps. Errors as :func:`_num_array` on the flattened list."""
+    """Ragged ``itls`` as (request row, gap s) arrays, errors as :func:`_num_array`."""
     if isinstance(itls, RaggedGaps):  # read straight into arrays (rackbook.core.vllm_json)
         rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
         return rows, _checked(path, "itls", itls.values, integer=False)
@@ -101,8 +99,7 @@ def _int_column(value: int | None, n: int) -> pd.arrays.IntegerArray:
 
 
 def _duration(path: Path, d: Any) -> float:
-    """The result's ``duration`` (s, > 0) after checking the top level and that every
-    per-request array is there."""
+    """The result's ``duration`` (s, > 0), top level and per-request arrays checked."""
     if not isinstance(d, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(d).__name__}")
     missing = [k for k in DETAILED_KEYS if k not in d]
@@ -283,8 +280,7 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
 
 
 def summary(t: traces.Trace) -> str:
-    """``N requests, G gaps, trace_id ID``, then ``, on 4 x B300 (declared at import)`` where
-    the user declared the GPUs (``--gpu ID --gpus N``)."""
+    """``N requests, G gaps, trace_id ID`` (and the GPUs when declared at import)."""
     line = f"{len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
     if isinstance((t.run.get("hardware") or {}).get("declared"), dict):
         line += f", on {provenance.hardware_label(t.run)}"
