@@ -189,25 +189,19 @@ class _Summary:
             m: self.done[m] if m in self.done else self.pools[m].stats(m, self.percentiles, n)
             for m in LATENCY_METRICS
         }
+        counts = (self.completed, self.failed, self.tokens_in, self.tokens_out)
+
+        def window(
+            duration: float, sel: Any, by_metric: dict[str, dict[str, float]]
+        ) -> BenchmarkMetrics:
+            n = [int(c[sel].sum()) for c in counts]
+            return window_metrics(duration, n[0], n[1], n[2], n[3], by_metric)
+
         durations = self.points["duration_s"].to_numpy(dtype=np.float64)
-        total = window_metrics(
-            float(durations.sum()),
-            int(self.completed.sum()),
-            int(self.failed.sum()),
-            int(self.tokens_in.sum()),
-            int(self.tokens_out.sum()),
-            {m: s[0] for m, s in stats.items()},
-        )
+        total = window(float(durations.sum()), slice(0, None), {m: s[0] for m, s in stats.items()})
         points = []
         for i, (_, p) in enumerate(self.points.iterrows()):
-            m = window_metrics(
-                float(p["duration_s"]),
-                int(self.completed[i]),
-                int(self.failed[i]),
-                int(self.tokens_in[i]),
-                int(self.tokens_out[i]),
-                {k: s[1][i] for k, s in stats.items()},
-            )
+            m = window(float(p["duration_s"]), i, {k: s[1][i] for k, s in stats.items()})
             keys = {k: (None if pd.isna(p[k]) else p[k]) for k in SCENARIO_KEYS if k in p}
             keys = {k: (int(v) if isinstance(v, (np.integer,)) else v) for k, v in keys.items()}
             points.append(PointMetrics(str(p["point_id"]), keys, m))
