@@ -50,6 +50,11 @@ def check_text(path: Path) -> None:
             chunk = fh.read(1 << 20)
 
 
+def _not_utf8(path: Path, byte: int, line: int) -> InputError:
+    problem = f"not UTF-8 text: byte 0x{byte:02x} on line {line} (save the file as UTF-8)"
+    return InputError(path, "-", problem)
+
+
 def _check_utf8(path: Path) -> None:
     """The whole file is UTF-8 (checked a chunk at a time, before any line is read)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -61,12 +66,7 @@ def _check_utf8(path: Path) -> None:
             except UnicodeDecodeError as exc:
                 start = max(exc.start - len(decoder.getstate()[0]), 0)
                 line = lines + chunk.count(b"\n", 0, start) + 1
-                raise InputError(
-                    path,
-                    "-",
-                    f"not UTF-8 text: byte 0x{chunk[start]:02x} on line {line} "
-                    "(save the file as UTF-8)",
-                ) from None
+                raise _not_utf8(path, chunk[start], line) from None
             lines += chunk.count(b"\n")
         try:
             decoder.decode(b"", final=True)
@@ -96,11 +96,7 @@ def csv_lines(path: Path) -> Iterator[str]:
                 line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 start = exc.start + (3 if n == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
-                raise InputError(
-                    path,
-                    "-",
-                    f"not UTF-8 text: byte 0x{raw[start]:02x} on line {n} (save the file as UTF-8)",
-                ) from None
+                raise _not_utf8(path, raw[start], n) from None
             yield line
 
 
