@@ -73,46 +73,25 @@ class Format:
 
 
 #: Every format, by its name on the command line.
+_PUBLISHED = ("source_url", "source_date")
+# fmt: off
 REGISTRY: dict[str, Format] = {
     f.name: f
     for f in (
-        Format(
-            "vllm-bench",
-            "vllm_bench",
-            "vllm bench serve --save-result --save-detailed JSON",
-            None,
-            ("labels", "kind", "hardware"),
-        ),
-        Format(
-            "offline-engine",
-            "offline_engine",
-            "an offline engine's fixed-batch results (rackbook-offline-engine JSON)",
-            None,
-            ("engine",),
-        ),
-        Format(
-            "inferencex",
-            "inferencex",
-            "InferenceX (SemiAnalysis) API rows",
-            "published",
-            ("source_url", "source_date"),
-        ),
-        Format(
-            "mlperf",
-            "mlperf",
-            "MLPerf Inference summary.csv",
-            "published",
-            ("model", "source_url", "source_date"),
-        ),
-        Format(
-            "sglang-cookbook",
-            "sglang_cookbook",
-            "SGLang cookbook deepseek-v4-benchmarks.jsx",
-            "published",
-            ("source_url", "source_date"),
-        ),
+        Format("vllm-bench", "vllm_bench", "vllm bench serve --save-result --save-detailed JSON",
+               None, ("labels", "kind", "hardware")),
+        Format("offline-engine", "offline_engine",
+               "an offline engine's fixed-batch results (rackbook-offline-engine JSON)",
+               None, ("engine",)),
+        Format("inferencex", "inferencex", "InferenceX (SemiAnalysis) API rows",
+               "published", _PUBLISHED),
+        Format("mlperf", "mlperf", "MLPerf Inference summary.csv",
+               "published", ("model", *_PUBLISHED)),
+        Format("sglang-cookbook", "sglang_cookbook", "SGLang cookbook deepseek-v4-benchmarks.jsx",
+               "published", _PUBLISHED),
     )
 }
+# fmt: on
 
 #: Option fields -> their flag on the command line.
 FLAGS = {
