@@ -117,12 +117,10 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
     f = f"rows[{i}]"
     if not isinstance(row, dict):
         raise InputError(path, f, f"must be an object, got {type(row).__name__}")
-    hardware = fields.text(path, f"{f}.hardware", row.get("hardware"))
-    framework = fields.text(path, f"{f}.framework", row.get("framework"))
-    model = fields.text(path, f"{f}.model", row.get("model"))
-    precision = fields.text(path, f"{f}.precision", row.get("precision"))
-    spec = fields.text(path, f"{f}.spec_method", row.get("spec_method"), optional=True)
-    kind = fields.text(path, f"{f}.benchmark_type", row.get("benchmark_type"), optional=True)
+    named = ("hardware", "framework", "model", "precision", "spec_method", "benchmark_type")
+    hardware, framework, model, precision, spec, kind = (
+        fields.text(path, f"{f}.{k}", row.get(k), optional=k in named[4:]) for k in named
+    )
     kind = kind or INFERENCEX_SINGLE_TURN
     if kind not in INFERENCEX_TYPES:
         raise InputError(
