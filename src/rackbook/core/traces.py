@@ -475,10 +475,8 @@ def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
     req = read_table(path, "requests")
     gaps = read_table(path, "itl") if itl else _EMPTY_GAPS.copy()
     pts = read_table(path, "points")
-    extra = {}
-    for f in sorted(path.glob("*.parquet")):
-        if f.stem not in ("requests", "itl", "points"):
-            extra[f.stem] = read_table(path, f.stem)
+    names = sorted(f.stem for f in path.glob("*.parquet"))
+    extra = {n: read_table(path, n) for n in names if n not in ("requests", "itl", "points")}
     return validate(Trace(run, req, gaps, pts, extra, path, itl), where=path)
 
 

@@ -117,9 +117,8 @@ def _duration(path: Path, d: Any) -> float:
 
 
 def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
-    """The per-request arrays, checked, as trace request columns (``start_time_s`` not yet
-    shifted to the first request; NaN without ``start_times``), with ``success``, ``error``
-    and the raw ``itls``."""
+    """The checked per-request arrays as request columns (``start_time_s`` unshifted, NaN when
+    absent), with ``success``, ``error`` and raw ``itls``."""
     if not isinstance(d["input_lens"], (list, np.ndarray)):
         raise InputError(path, "input_lens", "must be a list")
     n = len(d["input_lens"])
@@ -253,11 +252,9 @@ def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, A
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The result file as a one-point trace of kind ``--kind`` (default ``recorded``), its
-    ``run.json`` from the file's own settings and command (``command`` is not recorded: the
-    benchmark's own command is). With ``--gpu ID --gpus N`` (``options.hardware``) the GPUs are
-    recorded as declared (:func:`rackbook.core.provenance.declared_hardware`) and the point's
-    ``num_gpus`` is N; otherwise ``hardware`` is the importing machine's, said so."""
+    """The result as a one-point trace of kind ``--kind`` (default ``recorded``), ``run.json`` from
+    the file's settings and own command; with ``--gpu ID --gpus N`` the GPUs are recorded as
+    declared and ``num_gpus`` is N, else the importing machine's."""
     kind = options.kind or "recorded"
     hw = options.hardware
     given = options.labels.get("num_gpus")
