@@ -170,27 +170,19 @@ CALIBRATION_DOC = (
 )
 
 #: Kernel table of a calibration folder (:data:`CALIBRATION_DOC`), read by physics.attainable.
+# fmt: off
 CALIBRATION_KERNELS: tuple[Column, ...] = (
-    Column(
-        "family",
-        "string",
-        False,
-        "-",
-        "hbm_read | hbm_copy | dense_gemm | expert_gemm | indexer_scan | sparse_attention",
-    ),
+    Column("family", "string", False, "-",
+           "hbm_read | hbm_copy | dense_gemm | expert_gemm | indexer_scan | sparse_attention"),
     Column("dtype", "string", False, "-", "bf16 | fp8 | fp32; empty where no dtype applies"),
-    Column(
-        "size",
-        "int64",
-        False,
-        "-",
-        "the swept size: bytes (hbm), n of n x n x n (dense), tokens routed to the expert "
-        "(expert), keys scanned (indexer), rows in the pool (attention)",
-    ),
+    Column("size", "int64", False, "-",
+           "the swept size: bytes (hbm), n of n x n x n (dense), tokens routed to the expert "
+           "(expert), keys scanned (indexer), rows in the pool (attention)"),
     Column("seconds", "float64", False, "s", "time of one call (best batch / calls)"),
     Column("bytes", "float64", True, "B", "bytes the call must move at least (null: not counted)"),
     Column("flops", "float64", True, "FLOP", "floating-point operations of the call (null: none)"),
 )
+# fmt: on
 
 #: run.json fields of a calibration folder: name -> (required, meaning)
 CALIBRATION_RUN_FIELDS: dict[str, tuple[bool, str]] = {
