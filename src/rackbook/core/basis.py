@@ -79,22 +79,12 @@ REQUIRED_FOR_POINTS: tuple[str, ...] = ("tokens", "gpus", "speculation")
 #: Parts a published point may leave ``unknown`` where its source says nothing (MLPerf's
 #: summary.csv does not say whether a system serves aggregated or disaggregated).
 UNKNOWN_IN_POINTS: tuple[str, ...] = ("serving",)
-#: Human names of the parts, for reasons and tables.
+#: Human names of the parts whose name is not the part itself (``NAMES.get(part, part)``).
 NAMES: dict[str, str] = {
-    "metric": "metric",
     "tokens": "tokens counted",
-    "per": "per",
     "gpus": "GPUs counted",
     "gpu_count": "GPU count",
-    "workload": "workload",
     "cached_share": "cached share",
-    "speculation": "speculation",
-    "statistic": "statistic",
-    "serving": "serving",
-    "model": "model",
-    "hardware": "hardware",
-    "engine": "engine",
-    "concurrency": "concurrency",
 }
 
 
