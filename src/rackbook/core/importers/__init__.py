@@ -95,14 +95,9 @@ REGISTRY: dict[str, Format] = {
 
 #: Option fields -> their flag on the command line.
 FLAGS = {
-    "labels": "--label",
-    "kind": "--kind",
-    "engine": "--engine",
-    "model": "--model",
-    "source_url": "--source-url",
-    "source_date": "--source-date",
-    "hardware": "--gpu",
+    o: "--" + o.replace("_", "-") for o in ("kind", "engine", "model", "source_url", "source_date")
 }
+FLAGS |= {"labels": "--label", "hardware": "--gpu"}
 
 
 def get(fmt: str, path: Path | str = "-") -> Format:
