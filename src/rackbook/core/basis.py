@@ -1,26 +1,13 @@
-"""The basis of a figure: what exactly a number counts, over what, under which conditions.
+"""The basis of a figure: what a number counts, over what, under which conditions, defined once for
+claims, published points and readings. Two figures compare only when their bases agree in every part
+that matters, or after a stated conversion.
 
-Two throughputs, two latencies or two prices may be compared only when their bases agree in
-every part that matters for the comparison, or after a stated, tested conversion. This module
-defines the basis once, for claims (``data/claims.yaml``), published points (the importers in
-:mod:`rackbook.core.importers` and ``data/published/figures.yaml``) and readings alike:
-
-- ``tokens``: which tokens a rate counts (:data:`TOKENS`);
-- ``per`` and ``gpus``: whether the figure is per GPU, for the whole deployment or for one user,
-  and which GPUs are counted (:data:`PER`, :data:`GPUS`), with ``gpu_count`` GPUs;
-- the workload: ``workload`` kind (:data:`WORKLOADS`), ISL/OSL, context and concurrency (tokens,
-  requests), ``cached_share`` (share of input tokens served from the prefix cache, 0-1) and, for
-  agentic traces, ``counting`` (how turns and re-read prefixes are counted);
-- speculation: ``speculation`` (:data:`SPECULATION`), ``spec_method`` and measured or simulated
-  ``acceptance`` (tokens per step);
-- ``serving`` (:data:`SERVING`) and ``statistic`` (:data:`STATISTICS`);
-- ``metric`` (what the number is, e.g. ``per-layer balancedness``, ``rental price``), ``model``,
-  ``hardware``, ``engine`` and their versions.
-
-``unknown`` is allowed only in a claim, where the write-up is silent (:func:`make` with
-``claim=True``); a published point must state every part of a closed set, its token kind,
-GPU counting and speculation first of all.
-``-`` marks a part that does not apply (a price counts no tokens).
+Parts: ``tokens`` (:data:`TOKENS`); ``per`` and ``gpus`` (:data:`PER`, :data:`GPUS`) with
+``gpu_count``; the workload (:data:`WORKLOADS`, ISL/OSL, context, concurrency, ``cached_share`` 0-1,
+``counting``); speculation (:data:`SPECULATION`, ``spec_method``, ``acceptance`` in tokens per
+step); ``serving`` (:data:`SERVING`), ``statistic`` (:data:`STATISTICS`); ``metric``, ``model``,
+``hardware``, ``engine`` and versions. ``unknown`` is allowed only in a claim (:func:`make` with
+``claim=True``); ``-`` marks a part that does not apply.
 """
 
 from __future__ import annotations
@@ -92,29 +79,18 @@ REQUIRED_FOR_POINTS: tuple[str, ...] = ("tokens", "gpus", "speculation")
 #: Parts a published point may leave ``unknown`` where its source says nothing (MLPerf's
 #: summary.csv does not say whether a system serves aggregated or disaggregated).
 UNKNOWN_IN_POINTS: tuple[str, ...] = ("serving",)
-#: Human names of the parts, for reasons and tables.
+#: Human names of the parts whose name is not the part itself (``NAMES.get(part, part)``).
 NAMES: dict[str, str] = {
-    "metric": "metric",
     "tokens": "tokens counted",
-    "per": "per",
     "gpus": "GPUs counted",
     "gpu_count": "GPU count",
-    "workload": "workload",
     "cached_share": "cached share",
-    "speculation": "speculation",
-    "statistic": "statistic",
-    "serving": "serving",
-    "model": "model",
-    "hardware": "hardware",
-    "engine": "engine",
-    "concurrency": "concurrency",
 }
 
 
 @dataclass(frozen=True)
 class Basis:
-    """The basis of one figure (see the module docstring; ``None`` where it does not apply or
-    the source gives no number, ``unknown`` where a claim's write-up is silent)."""
+    """The basis of one figure (None: not applicable; ``unknown``: a claim is silent)."""
 
     metric: str
     tokens: str
@@ -205,8 +181,7 @@ def _check_parts(raw: Mapping[str, Any], claim: bool) -> None:
 
 
 def _check_numbers(raw: Mapping[str, Any]) -> None:
-    """:func:`make`'s checks of the numeric parts (whole numbers > 0, finite numbers, a share
-    in 0-1, acceptance >= 1 tokens per step) and of what a per-GPU rate must say."""
+    """:func:`make`'s numeric checks and what a per-GPU rate must say."""
     for f in _INTS:
         v = raw.get(f)
         if f == "context" and v == 0 and not isinstance(v, bool):
@@ -232,9 +207,9 @@ def _check_numbers(raw: Mapping[str, Any]) -> None:
 
 
 def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
-    """A validated :class:`Basis` from a mapping of its parts. ``ValueError("field: problem")``
-    on an unknown part, a value outside its set, a bad number, or ``unknown`` in one of
-    :data:`REQUIRED_FOR_POINTS` when ``claim`` is false (a published point must state it)."""
+    """A validated :class:`Basis` from a mapping; ``ValueError("field: problem")`` on an unknown
+    part, a value outside its set, a bad number, or ``unknown`` in :data:`REQUIRED_FOR_POINTS` when
+    not ``claim``."""
     _check_parts(raw, claim)
     _check_numbers(raw)
     values: dict[str, Any] = {f: raw.get(f) for f in FIELDS}
@@ -248,9 +223,8 @@ def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
 
 
 def model_key(model: str) -> str:
-    """A model name reduced to family and version: ``deepseek-v4.1-flash``,
-    ``deepseek-v4-flash-0731``, ``deepseek-v4-flash`` (the preview), ``deepseek-v4-pro``,
-    ``deepseek-r1``, ``kimi-k3``; other names lower-cased."""
+    """A model name reduced to family and version (``deepseek-v4.1-flash``,
+    ``deepseek-v4-flash-0731``, ``deepseek-v4-pro``...); others lower-cased."""
     m = model.lower().replace(" ", "").replace("_", "-")
     if "v4.1-flash" in m or "v4.1flash" in m:
         return "deepseek-v4.1-flash"
@@ -266,9 +240,8 @@ def model_key(model: str) -> str:
 
 
 def hardware_key(hardware: str) -> str:
-    """A hardware name reduced to its GPU: ``gb300``, ``b300``, ``gb200``, ``b200``,
-    ``mi355x``, ``h100``, ``h200``, ``h800``; others lower-cased. A GB300 and a B300 differ
-    (Grace-coupled, NVLink domain)."""
+    """A hardware name reduced to its GPU (``gb300``, ``b300``, ``h200``...; GB300 and B300 differ);
+    others lower-cased."""
     h = hardware.lower().replace(" ", "").replace("-", "")
     for key in ("gb300", "gb200", "b300", "b200", "mi355x", "mi300x", "h100", "h200", "h800"):
         if key in h:
@@ -318,9 +291,7 @@ def _same(part: str, a: Basis, b: Basis) -> bool:
 
 @dataclass(frozen=True)
 class Difference:
-    """One part in which a point's basis differs from a claim's: the part (a :class:`Basis`
-    field, or ``counting``), the point's value as shown (``not stated`` for none) and the
-    claim's (None where the difference names no value of the claim's)."""
+    """One part where a point's basis differs from a claim's (values as shown)."""
 
     part: str
     point: object
@@ -337,12 +308,9 @@ class Difference:
 
 
 def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[Difference]:
-    """The parts (of ``parts``, in that order) in which ``point`` differs from ``claim``, each
-    a :class:`Difference` (``hardware: GB300 (claim: B300)`` as text). A part the claim leaves
-    ``unknown`` (or leaves empty) is never a difference here: the readings expand it into named
-    plausible bases first (:mod:`rackbook.results.evidence`); nor is a part that does not apply
-    to the point (``-``). Speculation differs when either side is
-    ``simulated`` and the other is not: a simulated acceptance is a model, not a measurement."""
+    """The parts (of ``parts``, in order) where ``point`` differs from ``claim``. A part the claim
+    leaves ``unknown`` or empty, or that does not apply to the point (``-``), never differs;
+    speculation differs when exactly one side is ``simulated``."""
     out = []
     for part in parts:
         cv, pv = getattr(claim, part), getattr(point, part)

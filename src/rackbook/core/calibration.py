@@ -1,12 +1,7 @@
-"""Calibration folders: kernels timed on a real device, the input of the attainable estimate.
-
-A calibration is a folder (format in :mod:`rackbook.core.schema`: ``CALIBRATION_RUN_FIELDS``
-and ``CALIBRATION_KERNELS``) holding ``run.json`` and ``kernels.parquet``. ``rackbook
-calibrate`` writes one (kind ``recorded``) with torch on the user's device; the project ships
-one converted from a reference measurement on an H200 (kind ``published``), made by
-:func:`from_reference`. This module reads, validates and writes them; it knows nothing of torch
-(the timing lives in :mod:`rackbook.live`) nor of what the numbers imply (that is physics).
-"""
+"""Calibration folders: kernels timed on a device (``run.json`` and ``kernels.parquet``, format in
+:mod:`rackbook.core.schema`), the attainable estimate's input. ``rackbook calibrate`` writes kind
+``recorded``; the shipped H200 one is kind ``published`` (:func:`from_reference`). Read, validated
+and written here; no torch, no physics."""
 
 from __future__ import annotations
 
@@ -69,9 +64,8 @@ class Calibration:
 
 
 def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
-    """``df`` with the kernel table's columns only, in exact dtypes (:func:`traces.conform`),
-    values checked: known families and dtypes, sizes and times > 0, bytes and FLOPs >= 0, no
-    shape twice."""
+    """``df`` with only the kernel table's columns in exact dtypes, checked: known families and
+    dtypes, sizes and times > 0, bytes and FLOPs >= 0, no shape twice."""
     cols = schema.CALIBRATION_KERNELS
     out = conform(df, "kernels", where, cols)[[c.name for c in cols]]
     bad_family = ~out["family"].isin(list(FAMILIES))
@@ -181,8 +175,7 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
 
 
 def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
-    """(run, kernels) of a ``rackbook calibrate --save-json`` file (``{"run": {...},
-    "kernels": [rows]}``: the rows kept where pandas or pyarrow were missing), validated."""
+    """Validated (run, kernels) of a ``rackbook calibrate --save-json`` file."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")
@@ -212,11 +205,8 @@ def _row(family: str, dtype: str, size: int, seconds: float, nbytes: float | Non
 
 
 def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd.DataFrame]:
-    """A calibration (run, kernels) from the reference H200 measurement's JSON layout.
-
-    Seconds are recovered from the published rates (bytes / TB/s, FLOPs / TFLOP/s) or times
-    (us); bytes and FLOPs follow the reference's own method text (kept in ``run.method``).
-    """
+    """A calibration (run, kernels) from the reference H200 JSON: seconds from the published rates
+    (bytes / TB/s, FLOPs / TFLOP/s) or times (us); the method text kept in ``run.method``."""
     rows: list[dict[str, Any]] = []
     bw = ref["bandwidth"]
     n = float(bw["bytes"])
@@ -301,13 +291,9 @@ def _figure(family: str, nbytes: float, flops: float, seconds: float) -> tuple[f
 def compare(
     measured: pd.DataFrame, reference: pd.DataFrame, tolerance: float = TOLERANCE
 ) -> pd.DataFrame:
-    """Figure by figure, each ``reference`` row (family, dtype, size) beside ``measured``'s.
-
-    Columns: family, dtype, size, unit, reference and measured (the figure in its unit:
-    TB/s, TFLOP/s or us per call), ratio (reference seconds / measured seconds: the measured
-    speed over the reference's, same work; NaN where not measured) and flagged (the ratio is
-    off 1 by more than ``tolerance``, or the figure was not measured).
-    """
+    """Each ``reference`` row (family, dtype, size) beside ``measured``'s: unit, both figures (TB/s,
+    TFLOP/s or us), ratio (reference s / measured s; NaN where not measured) and flagged (off 1 by
+    over ``tolerance``, or not measured)."""
     key = ["family", "dtype", "size"]
     got = measured.set_index(key)["seconds"]
     rows = []

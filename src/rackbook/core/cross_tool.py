@@ -12,65 +12,28 @@ from rackbook.core.metrics import vllm_metrics
 #: The same trace under other tools' names and definitions (each tool's own documentation:
 #: vLLM's benchmarks/serve.py, AIPerf, guidellm, InferenceX): (quantity, tool, the tool's name,
 #: unit, definition).
+# fmt: off
 CROSS_TOOL: tuple[tuple[str, str, str, str, str], ...] = (
-    (
-        "time per output token",
-        "vLLM",
-        "mean_tpot_ms",
-        "ms",
-        "mean over requests of (e2el - ttft) / (output tokens - 1)",
-    ),
-    (
-        "time per output token",
-        "AIPerf",
-        "inter_token_latency",
-        "ms",
-        "same as vLLM's TPOT: (e2el - ttft) / (output tokens - 1) per request",
-    ),
-    ("time per output token", "guidellm", "inter_token_latency", "ms", "same as vLLM's TPOT"),
-    (
-        "time per output token",
-        "guidellm",
-        "time_per_output_token",
-        "ms",
-        "includes the first token: e2el / output tokens per request",
-    ),
-    (
-        "gap between chunks",
-        "vLLM",
-        "mean_itl_ms",
-        "ms",
-        "every gap between streamed chunks, pooled over requests",
-    ),
-    (
-        "gap between chunks",
-        "AIPerf",
-        "inter_chunk_latency",
-        "ms",
-        "gaps between streamed chunks (vLLM's ITL)",
-    ),
-    (
-        "throughput per GPU",
-        "InferenceX",
-        "tput_per_gpu",
-        "tok/s/GPU",
-        "total_token_throughput (input + output) / GPUs",
-    ),
-    (
-        "throughput per GPU",
-        "vLLM",
-        "output_throughput / GPUs",
-        "tok/s/GPU",
-        "output tokens only / duration / GPUs",
-    ),
-    (
-        "interactivity",
-        "InferenceX",
-        "interactivity",
-        "tok/s/user",
-        "1000 / TPOT_ms: tokens per second one user sees",
-    ),
+    ("time per output token", "vLLM", "mean_tpot_ms", "ms",
+     "mean over requests of (e2el - ttft) / (output tokens - 1)"),
+    ("time per output token", "AIPerf", "inter_token_latency", "ms",
+     "same as vLLM's TPOT: (e2el - ttft) / (output tokens - 1) per request"),
+    ("time per output token", "guidellm", "inter_token_latency", "ms",
+     "same as vLLM's TPOT"),
+    ("time per output token", "guidellm", "time_per_output_token", "ms",
+     "includes the first token: e2el / output tokens per request"),
+    ("gap between chunks", "vLLM", "mean_itl_ms", "ms",
+     "every gap between streamed chunks, pooled over requests"),
+    ("gap between chunks", "AIPerf", "inter_chunk_latency", "ms",
+     "gaps between streamed chunks (vLLM's ITL)"),
+    ("throughput per GPU", "InferenceX", "tput_per_gpu", "tok/s/GPU",
+     "total_token_throughput (input + output) / GPUs"),
+    ("throughput per GPU", "vLLM", "output_throughput / GPUs", "tok/s/GPU",
+     "output tokens only / duration / GPUs"),
+    ("interactivity", "InferenceX", "interactivity", "tok/s/user",
+     "1000 / TPOT_ms: tokens per second one user sees"),
 )
+# fmt: on
 
 
 def _pooled_itl(trace: traces.Trace, rows_mask: np.ndarray) -> np.ndarray:

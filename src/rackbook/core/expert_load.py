@@ -1,10 +1,6 @@
-"""Expert-load data: routed-token counts per (layer, expert), read from files, trace tables
-and vLLM's ``EPLB step:`` log lines, checked on the way in.
-
-Units: every load is a count of routed token-expert assignments (tokens), as vLLM's
-``expert_load_pass`` counts them. Shapes: ``(layers, experts)`` for one window,
-``(windows, layers, experts)`` for a trace's ``expert_load`` table.
-"""
+"""Expert-load data (routed token-expert assignments, as vLLM's ``expert_load_pass`` counts them)
+per (layer, expert), from files, trace tables and ``EPLB step:`` log lines, checked on the way in.
+Shapes: ``(layers, experts)``, or ``(windows, layers, experts)`` for a trace's table."""
 
 from __future__ import annotations
 
@@ -59,11 +55,8 @@ _LOAD_CHECKS: tuple[tuple[Callable[[np.ndarray], np.ndarray], Callable[[float], 
 
 
 def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.ndarray:
-    """Return ``loads`` as a float64 array ``(layers, experts)`` of finite, non-negative tokens.
-
-    A 1-D input is one layer. Raises :class:`InputError` naming ``source`` and ``field`` for
-    ragged rows, non-numeric entries (booleans included), NaN/inf, negative counts, or no data.
-    """
+    """``loads`` as a float64 ``(layers, experts)`` array of finite, non-negative tokens (1-D: one
+    layer); InputError naming ``source`` and ``field`` otherwise."""
     if isinstance(loads, np.ndarray):
         arr = loads
         if arr.dtype == bool or not (
@@ -98,18 +91,10 @@ _REQUIRED = ("avg_tokens", "max_tokens", "balancedness")
 
 
 def parse_eplb_log_lines(lines: Iterable[str], source: _Source = None) -> Any:
-    """Parse vLLM ``EPLB step: ...`` log lines into a pandas DataFrame.
-
-    Lines without ``EPLB step:`` are skipped. Each EPLB line gives ``step`` (int),
-    ``avg_tokens``, ``max_tokens``, ``balancedness`` (floats), every other ``key=value`` pair
-    (as float when numeric), ``model`` when the line names one, ``steps_until_rearrangement``
-    when present, and ``line`` (1-based). Format (vLLM ``eplb_state.py``)::
-
-        EPLB step: %d for model %s: avg_tokens=%.2f, max_tokens=%d, balancedness=%.4f,
-        steps until the next rearrangement: %d
-
-    A malformed EPLB line raises :class:`InputError` naming ``line N``.
-    """
+    """vLLM ``EPLB step: %d for model %s: avg_tokens=..., max_tokens=..., balancedness=..., steps
+    until the next rearrangement: %d`` lines (``eplb_state.py``) as a DataFrame: ``step``, the
+    ``key=value`` pairs, ``model``, ``steps_until_rearrangement``, ``line`` (1-based). Other lines
+    are skipped; a malformed EPLB line is an InputError naming ``line N``."""
     rows: list[dict[str, Any]] = []
     for n, raw in enumerate(lines, start=1):
         text = raw.rstrip("\r\n")
@@ -217,12 +202,8 @@ def _rectangle(loads: jsonstream.Ragged, path: Path) -> np.ndarray | list[Any]:
 
 
 def read_loads(path: str | Path) -> np.ndarray:
-    """Read expert loads ``(layers, experts)`` tokens from a file.
-
-    JSON ``{"loads": [[tokens per logical expert, ...] per layer]}``, or a Parquet table with
-    columns ``layer``, ``expert``, ``tokens`` (one row per pair; with a ``window`` column, a trace's
-    ``expert_load`` table, the loads are summed over its windows). Bad input -> InputError.
-    """
+    """Expert loads ``(layers, experts)`` (tokens) from JSON ``{"loads": [[...], ...]}`` or Parquet
+    ``layer, expert, tokens`` (summed over ``window`` when present). Bad input is an InputError."""
     p = limits.input_file(path, what="JSON or Parquet file", missing="file not found")
     with p.open("rb") as fh:
         magic = fh.read(4)

@@ -1,13 +1,11 @@
-"""Atomic file and folder writes: nothing half-written is left behind, and nothing rackbook
-did not write is replaced.
+"""Atomic file and folder writes: nothing half-written is left, nothing rackbook did not write is
+replaced.
 
-An output folder carries a marker (:data:`MARKER`: its kind and the manifest of the files
-rackbook wrote, :mod:`rackbook.core.manifest`); it is replaced or written into only when new,
-empty, or marked as the same kind with every manifest entry as written
-(:func:`check_replaceable`). A symbolic link is never followed nor replaced where an output
-goes. Each output folder has an advisory lock file beside it (:func:`output_lock`): a second
-writer in another process is refused with one line; a writer's temporary siblings are noted in
-that file first, so the next writer removes what a killed one left.
+An output folder carries a marker (:data:`MARKER`, kind and manifest: :mod:`rackbook.core.manifest`)
+and is replaced only when new, empty or marked as the same kind with every entry as written
+(:func:`check_replaceable`). Links are never followed nor replaced. A lock file beside each output
+folder (:func:`output_lock`) refuses a second writer and journals temporaries, so the next writer
+removes what a killed one left.
 """
 
 from __future__ import annotations
@@ -38,12 +36,8 @@ __all__ = ["MARKER", "InputError"]
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """SIGINT, SIGTERM, SIGHUP and SIGQUIT noted within the block (a few system calls) and
-    acted on when it ends, once the cleanup is in place: a handler that raised between a
-    temporary's creation and the ``try`` that removes it, or between the two renames that swap
-    a folder in, would leave it behind. (Not a signal mask: the kernel hands a process's signal
-    to any unmasked thread, pyarrow's included.) Outside the main thread, or with a handler
-    installed outside Python (``getsignal`` gives None), nothing is changed."""
+    """Stop signals noted within the block and acted on when it ends, once cleanup is in place (not
+    a signal mask). Outside the main thread, or with a non-Python handler, nothing changes."""
     outside = any(signal.getsignal(sig) is None for sig in STOP_SIGNALS)
     if outside or threading.current_thread() is not threading.main_thread():
         yield
@@ -89,9 +83,7 @@ def _refuse_link(path: Path, field: str, what: str) -> None:
 
 
 def check_output_folder(path: str | Path, field: str = "output") -> Path:
-    """``path`` as a Path; :class:`InputError` (naming ``field``) when a folder cannot be made
-    there: ``path`` is a symbolic link (never followed nor replaced), exists and is not a
-    folder, or one of its parents is a file."""
+    """``path``; InputError naming ``field`` when a link, a file, or under a file."""
     path = Path(path)
     if not str(path).strip():
         raise InputError("''", field, "an empty path: name a folder")
@@ -103,9 +95,7 @@ def check_output_folder(path: str | Path, field: str = "output") -> Path:
 
 
 def check_writable(path: str | Path, field: str = "output") -> Path:
-    """``path`` as a Path; :class:`InputError` (naming ``field``), before any work, when the
-    output cannot be written there: the folder it goes into (its nearest existing ancestor)
-    or the existing output itself is not writable (a read-only file system or folder)."""
+    """``path``; InputError naming ``field`` when where it goes is read-only."""
     path = Path(path)
     for d in (path, *path.parents) if path.is_dir() else path.parents:
         if d.exists():
@@ -117,8 +107,7 @@ def check_writable(path: str | Path, field: str = "output") -> Path:
 
 
 def check_output_file(path: str | Path, field: str = "output") -> Path:
-    """``path`` as a Path; :class:`InputError` when it is a folder, a symbolic link, or a
-    parent is a file."""
+    """``path`` as a Path; InputError when it is a folder, a link, or under a file."""
     path = Path(path)
     if not str(path).strip():
         raise InputError("''", field, "an empty path: name a file")
@@ -130,8 +119,7 @@ def check_output_file(path: str | Path, field: str = "output") -> Path:
 
 
 def check_new_file(path: str | Path, field: str = "output") -> Path:
-    """:func:`check_output_file`, and refused when anything is at ``path`` already: a single
-    file carries no marker, so rackbook cannot tell it from one of the user's."""
+    """:func:`check_output_file`, refused too when anything exists there."""
     path = check_output_file(path, field)
     if path.exists():
         raise InputError(
@@ -142,12 +130,8 @@ def check_new_file(path: str | Path, field: str = "output") -> Path:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> Path:
-    """Write ``data`` to ``path`` through a temporary file of a unique name in the same
-    folder (made with ``O_EXCL | O_NOFOLLOW``), then rename over ``path``.
-
-    A ``path`` that is a folder, a symbolic link, or under a file, is an :class:`InputError`
-    (naming ``field``).
-    """
+    """Write ``data`` to ``path`` through an exclusive temporary sibling, then rename; a bad
+    ``path`` is an InputError naming ``field``."""
     path = check_output_file(path, field)
     tmp: str | None = None
     try:
@@ -172,15 +156,14 @@ def atomic_write_text(path: str | Path, text: str, field: str = "output") -> Pat
 
 
 def atomic_write_json(path: str | Path, obj: Any, field: str = "output") -> Path:
-    """Write ``obj`` as indented JSON (NaN forbidden) atomically."""
+    """Write ``obj`` as indented JSON (NaN refused) atomically."""
     return atomic_write_text(
         path, json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n", field
     )
 
 
 def _temp_prefix(path: Path) -> str:
-    """``.NAME.``, the start of a temporary sibling's name; ``.output.`` when NAME is not
-    valid UTF-8 (libraries such as pyarrow cannot write under such a name)."""
+    """``.NAME.`` (``.output.`` when NAME is not UTF-8)."""
     try:
         path.name.encode("utf-8")
     except UnicodeEncodeError:
@@ -189,18 +172,14 @@ def _temp_prefix(path: Path) -> str:
 
 
 def temp_name(path: Path, suffix: str = ".tmp") -> Path:
-    """A new unique temporary sibling name of ``path`` (``.NAME.XXXXXXXX.tmp``), noted in
-    the lock file of ``path`` when this process holds it (the next writer removes it if it is
-    left behind)."""
+    """A new temporary sibling name of ``path``, journaled in its lock file when held."""
     name = path.parent / f"{_temp_prefix(path)}{secrets.token_hex(4)}{suffix}"
     _note_temp(path, name)
     return name
 
 
 def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
-    """A temporary sibling of ``path`` (its parents made; a new name, created exclusively and
-    never through a link); an OS refusal (a read-only or special file system such as /proc,
-    no permission) is an :class:`InputError` naming ``path``."""
+    """A temporary sibling of ``path`` made exclusively; OS refusal is an InputError."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(100):
@@ -219,30 +198,26 @@ def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
 
 
 def make_temp_dir(path: Path) -> Path:
-    """A new temporary folder beside ``path`` (``.NAME.XXXXXXXX.tmp``, mode 0700), made
-    exclusively; the caller removes it."""
+    """A new temporary folder (mode 0700) beside ``path``; the caller removes it."""
     return Path(_make_temp(path, folder=True)[1])
 
 
 def marked_kind(folder: str | Path) -> str | None:
-    """The kind ``folder``'s marker names; None when it has no marker (or the marker is not a
-    regular file of rackbook's)."""
+    """The kind ``folder``'s marker names, or None."""
     found = manifest.read(folder)
     return None if found is None else found[0]
 
 
 def write_marker(folder: str | Path, kind: str, pending: tuple[str, ...] = ()) -> Path:
-    """Mark ``folder`` (which exists) as rackbook's output of ``kind``, its manifest listing
-    every entry it holds now (and ``pending`` names rackbook is still writing)."""
+    """Mark ``folder`` as a ``kind`` output listing what it holds (and ``pending``)."""
     return atomic_write_text(
         Path(folder) / MARKER, manifest.text(kind, manifest.scan(folder, pending))
     )
 
 
 def check_replaceable(path: str | Path, kind: str, field: str = "output") -> None:
-    """Refuse (:class:`InputError` naming ``field``) to replace or write into ``path`` unless
-    it is missing, empty, or marked as an output of ``kind`` whose every entry is on its
-    manifest as rackbook wrote it. A symbolic link is refused. Nothing is touched."""
+    """InputError naming ``field`` unless ``path`` is missing, empty, or marked as ``kind`` with
+    every entry as written (links refused; nothing touched)."""
     path = Path(path)
     _refuse_link(path, field, "folder")
     try:
@@ -282,8 +257,7 @@ def check_replaceable(path: str | Path, kind: str, field: str = "output") -> Non
 
 
 def remove_temporaries(folder: str | Path, bases: Iterable[str] | None = None) -> None:
-    """Remove rackbook's temporaries left in ``folder`` by a killed writer (those beside the
-    names ``bases``; all when None). The caller holds the lock of what they belong to."""
+    """Remove temporaries a killed writer left in ``folder`` (beside ``bases``; all when None)."""
     wanted = None if bases is None else set(bases)
     for t in manifest.temporaries(folder):
         m = manifest.TEMP_NAME.match(t.name)
@@ -303,8 +277,7 @@ def _remove(p: Path) -> None:
 
 @contextlib.contextmanager
 def _manifest_held(folder: Path) -> Iterator[None]:
-    """An exclusive lock on ``folder``'s manifest for a read-modify-write (blocking: held for
-    a few file operations), in a lock file beside the folder."""
+    """An exclusive lock on ``folder``'s manifest for a read-modify-write."""
     lock = lock_path(folder, "manifest")
     while True:
         try:
@@ -334,10 +307,8 @@ def update_manifest(
     record: Iterable[str] = (),
     pending: Iterable[str] = (),
 ) -> None:
-    """Change the manifest in ``folder``'s marker: the entries ``record`` (paths relative to
-    the folder) listed as they are now on disk (or dropped when gone), ``pending`` ones marked
-    as being written. Nothing happens when the folder has no manifest (a temporary folder
-    whose marker comes at the end)."""
+    """Relist ``record`` entries (relative paths) in ``folder``'s manifest as they are now, mark
+    ``pending`` ones as being written; no-op without a manifest."""
     folder = Path(folder)
     with _manifest_held(folder):
         found = manifest.read(folder)
@@ -366,10 +337,7 @@ def _is_inside(inner: Path, outer: Path) -> bool:
 def refuse_overlap(
     outputs: Mapping[str, str | Path | None], inputs: Mapping[str, str | Path | None]
 ) -> None:
-    """Refuse (one :class:`InputError`, before any work) two of ``outputs`` (flag -> folder)
-    naming the same folder or one inside the other, and an output and one of ``inputs`` (flag
-    -> file or folder) the same or one inside the other: replacing the output would delete
-    the input, or writing it would change what is being read. ``None`` values are skipped."""
+    """InputError when two ``outputs``, or an output and an input, are the same or nested."""
     outs = [(f, Path(p)) for f, p in outputs.items() if p is not None]
     ins = [(f, Path(p)) for f, p in inputs.items() if p is not None]
     for i, (fa, a) in enumerate(outs):
@@ -398,9 +366,7 @@ _SPECIAL = {
 def refuse_special(
     folder: str | Path, field: str = "output", names: Iterable[str] | None = None
 ) -> None:
-    """Refuse (:class:`InputError`) a FIFO, device or socket among ``folder``'s entries (or
-    only those of ``names``): where rackbook reads or writes a result file, opening one would
-    block or misbehave."""
+    """InputError for a FIFO, device or socket among ``folder``'s entries (or ``names``)."""
     try:
         present = os.listdir(folder)
     except OSError:
@@ -427,10 +393,7 @@ _LOCK_SUFFIX = ".rackbook-lock"
 
 
 def lock_path(path: str | Path, part: str = "") -> Path:
-    """The lock file of the output folder ``path`` (``part``: of one part of it): a hidden
-    file beside the folder, ``.NAME.rackbook-lock`` (``.NAME.PART.rackbook-lock``), so that
-    every writer of the folder, whatever its temporary folder, finds the same file. Removed
-    when released."""
+    """The lock file ``.NAME[.PART].rackbook-lock`` beside output folder ``path``."""
     real = Path(os.path.realpath(path))
     if real.parent == real:  # the root: no folder beside it
         digest = hashlib.sha256(os.fsencode(str(real))).hexdigest()[:16]
@@ -440,8 +403,7 @@ def lock_path(path: str | Path, part: str = "") -> Path:
 
 
 def _clean_journal(fd: int, lock: Path) -> None:
-    """Remove the temporaries a killed holder of ``lock`` noted in it (``tmp NAME`` lines,
-    each a temporary sibling name of rackbook's beside the lock), then empty the file."""
+    """Remove the temporaries a killed holder journaled in ``lock``, then empty it."""
     data = b""
     with contextlib.suppress(OSError):
         os.lseek(fd, 0, os.SEEK_SET)
@@ -462,10 +424,9 @@ def _clean_journal(fd: int, lock: Path) -> None:
 
 
 def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | None:
-    """An exclusive (``shared``: a shared) ``flock`` on ``lock`` (its descriptor);
-    :class:`InputError` when another process holds it in a conflicting mode; None when no lock
-    file can be made (the write goes on unlocked). An exclusive holder first removes what a
-    killed holder's journal names (:func:`_clean_journal`)."""
+    """A non-blocking exclusive (or ``shared``) flock on ``lock``: its descriptor; InputError when
+    another process holds it; None when no lock file can be made. An exclusive holder first cleans
+    the journal."""
     for _ in range(50):
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -497,9 +458,7 @@ def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | 
 
 
 def _note_temp(path: Path, tmp: Path) -> None:
-    """Note the temporary ``tmp`` in the lock file of ``path`` when this process holds it
-    exclusively, before ``tmp`` is made: a killed writer's temporaries are then removed by
-    the next one."""
+    """Journal ``tmp`` in ``path``'s lock file when this process holds it exclusively."""
     try:
         key = str(lock_path(path))
     except OSError:
@@ -513,8 +472,7 @@ def _note_temp(path: Path, tmp: Path) -> None:
 
 
 def _make_parents(folder: Path) -> list[Path]:
-    """Make ``folder`` and its missing parents; those made, deepest first ([] when none could
-    be made)."""
+    """Make ``folder`` and its parents; those made, deepest first."""
     made = [d for d in (folder, *folder.parents) if not (d.exists() or d.is_symlink())]
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -527,11 +485,9 @@ def _make_parents(folder: Path) -> list[Path]:
 def output_lock(
     path: str | Path, field: str = "output", shared: bool = False, part: str = ""
 ) -> Iterator[None]:
-    """Hold the advisory lock of the output folder ``path`` (``part``: of that part) for the
-    block: another process writing it gets one :class:`InputError`. ``shared``: held with other
-    shared holders, never with an exclusive one. Re-entrant within a process. The lock file
-    (:func:`lock_path`; parents made for it removed again when empty) is removed by its last
-    holder."""
+    """Hold ``path``'s advisory lock (``part``: of that part; ``shared``: with other shared holders)
+    for the block; re-entrant; another process gets one InputError. The last holder removes the lock
+    file."""
     lock = lock_path(path, part)
     key = str(lock)
     with _HELD_GUARD:
@@ -587,12 +543,10 @@ def atomic_dir(
     kind: str = "output",
     field: str = "output",
 ) -> Iterator[Path]:
-    """Yield a temporary sibling folder, holding ``path``'s lock; on success it is marked
-    (``kind`` and its manifest) and replaces ``path`` (the old folder moved aside under a
-    temporary name, then removed); on error it is removed. An existing ``path`` is replaced
-    only when :func:`check_replaceable` allows it (before the block and again before the swap)
-    and, with ``overwrite=False``, only when empty; a file, a link, or a path under a file is
-    an :class:`InputError` naming ``field``."""
+    """Yield a temporary sibling folder under ``path``'s lock; on success it is marked and swapped
+    in (old one moved aside, removed), on error removed. ``path`` is replaced only as
+    :func:`check_replaceable` allows (checked before and at the swap), and with ``overwrite=False``
+    only when empty."""
     path = check_output_folder(path, field)
     with output_lock(path, field):
         check_replaceable(path, kind, field)
@@ -640,13 +594,9 @@ def output_folder(
     parts: Sequence[str] = (),
     owned: Iterable[str] | None = None,
 ) -> Iterator[Path]:
-    """A folder rackbook writes into file by file (``rackbook run``'s results; each file
-    recorded with :func:`update_manifest`): its lock held, :func:`check_replaceable` and
-    :func:`refuse_special` first, then made and marked, and a killed writer's temporaries
-    beside ``owned`` (all, when None) removed. With ``parts`` (the files' owners) it holds one
-    lock per part and the folder's lock shared: writers of different parts share the folder,
-    two of one part do not. An error that left the entries as they were removes the marker
-    and the empty folders this call made."""
+    """A folder written file by file (``rackbook run``): locked, checked, made and marked, stale
+    temporaries beside ``owned`` removed. ``parts``: one lock per part, the folder's lock shared. An
+    error that left the entries unchanged removes the marker and the folders made."""
     path = check_output_folder(path, field)
     with contextlib.ExitStack() as held:
         for part in parts:

@@ -1,10 +1,7 @@
-"""A small parser of JavaScript literals: the value a JavaScript module assigns to a name.
-
-It reads objects (bare or quoted keys), arrays, strings, numbers, ``true``/``false``/``null``/
-``undefined``, ``//`` and ``/* */`` comments and trailing commas: enough for a data file written
-as a JavaScript module (the SGLang cookbook's ``deepseek-v4-benchmarks.jsx``), and nothing that
-runs code. Every error is one :class:`~rackbook.errors.InputError` naming the file and line.
-"""
+"""A parser of the JavaScript literal a module assigns to a name (objects, arrays, strings, numbers,
+``true``/``false``/``null``/``undefined``, comments, trailing commas): enough for the SGLang
+cookbook's data file, and nothing that runs code. Every error is one InputError naming file and
+line."""
 
 from __future__ import annotations
 
@@ -16,8 +13,7 @@ from rackbook.errors import InputError
 
 
 class _JsParser:
-    """A minimal parser of JavaScript literals: objects (bare or quoted keys), arrays, strings,
-    numbers, true/false/null, ``//`` and ``/* */`` comments, trailing commas."""
+    """A minimal parser of JavaScript literals (see the module docstring)."""
 
     _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
     _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
@@ -135,8 +131,7 @@ class _JsParser:
 
 
 def parse_js_export(text: str, name: str, path: str | Path = "<text>") -> Any:
-    """The literal value assigned to ``name`` (``export const NAME = ...``) in JavaScript
-    source ``text``; errors name the line."""
+    """The literal assigned to ``name`` in JavaScript ``text``; errors name the line."""
     path = Path(path)
     m = re.search(rf"(?:export\s+)?(?:const|let|var)\s+{re.escape(name)}\s*=", text)
     if not m:

@@ -1,17 +1,12 @@
 """A JSON reader whose memory is bounded by how it reads, not by the file's size.
 
-The file (plain or gzip) is read through a sliding buffer of :data:`CHUNK` bytes. Runs of list
-elements are cut at a comma after about :data:`PIECE` bytes and parsed by orjson at once (a run
-that does not parse, cut inside a value, is read element by element), so a parse holds at most
-one piece and SIGINT/SIGTERM stop a long read between pieces. Plain values are charged an
-estimate of their Python size against :data:`VALUE_BUDGET_MB`; keys a caller names
-:data:`NUMBERS` or :data:`RAGGED` go straight into float64 arrays within the caller's
-:class:`Counts`; :data:`SKIP` keys are checked and dropped. Refused, each as one
-:class:`~rackbook.errors.InputError` naming file, field and problem: nesting past
-:data:`MAX_DEPTH`, a string past :data:`MAX_STRING_MB`, a number literal past
-:data:`MAX_NUMBER_CHARS` characters, an object past :data:`MAX_KEYS` keys, counts past the
-bounds. Syntax errors are worded as Python's ``json`` words them; NaN and Infinity read as it
-reads them; a duplicate key keeps the last value.
+The file (plain or gzip) is read through a :data:`CHUNK` buffer; runs of list elements are cut after
+about :data:`PIECE` bytes and parsed by orjson at once (else element by element). Plain values are
+charged against :data:`VALUE_BUDGET_MB`; :data:`NUMBERS` and :data:`RAGGED` keys go into float64
+arrays bounded by :class:`Counts`; :data:`SKIP` keys are checked and dropped. Nesting past
+:data:`MAX_DEPTH`, strings past :data:`MAX_STRING_MB`, numbers past :data:`MAX_NUMBER_CHARS`
+characters and objects past :data:`MAX_KEYS` keys are refused, each one InputError; syntax errors
+are worded as Python's ``json`` words them.
 """
 
 from __future__ import annotations
@@ -81,8 +76,7 @@ _PER_VALUE = 64
 
 @dataclass(frozen=True)
 class Ragged:
-    """A list of lists of numbers read into arrays: lengths (one per inner list) and all
-    values in order."""
+    """A list of lists of numbers: lengths (one per inner list) and all values in order."""
 
     lens: np.ndarray  # int64
     values: np.ndarray  # float64
@@ -93,10 +87,7 @@ class Ragged:
 
 @dataclass(frozen=True)
 class Counts:
-    """Bounds on the typed lists of one file: entries of a :data:`NUMBERS` list, inner lists
-    of a :data:`RAGGED` one, numbers of one inner list, and numbers of a ragged list in all.
-    ``same_length`` names a key whose length, once read, bounds the other lists' (the
-    per-request arrays of a vLLM result)."""
+    """Bounds on typed lists; ``same_length``: a key whose length bounds the others'."""
 
     entries: int
     inner: int
@@ -232,9 +223,7 @@ class _Reader:
         return v
 
     def step(self, close: int) -> int:
-        """After an element: past its comma, the next byte; :data:`_CLOSED` when ``close``
-        ended the container (consumed). A trailing comma is named where the next element is
-        read."""
+        """Past an element's comma: the next byte, or :data:`_CLOSED` when ``close`` ended it."""
         c = self.ws()
         if c == 0x2C:
             self.pos += 1
@@ -249,8 +238,7 @@ class _Reader:
         return c
 
     def opening(self, path: tuple[Any, ...], depth: int, close: int, keep: bool) -> int:
-        """Past a container's opening bracket: its first byte, or :data:`_CLOSED` for an empty
-        one (consumed)."""
+        """Past an opening bracket: the first byte, or :data:`_CLOSED` when empty."""
         self.nest(path, depth)
         self.pos += 1
         c = self.ws()
@@ -393,10 +381,8 @@ class _Reader:
                 return out if keep else None
 
     def run(self, first: int, depth: int) -> tuple[list[Any], bytes] | None:
-        """Elements from ``pos`` up to a cut after about :data:`PIECE` bytes (or the list's
-        end), parsed at once by orjson (``pos`` moved to the cut); None where no cut parses
-        (the caller reads the next element alone). Only lists of the first two levels are read
-        so (the long ones of every file rackbook reads), and failed tries are bounded by the
+        """Elements from ``pos`` to a cut after about :data:`PIECE` bytes, parsed at once by orjson;
+        None where no cut parses. Only lists of the first two levels; failed tries bounded by the
         bytes parsed."""
         if depth > 2 or self.wasted > (16 << 20) + 2 * self.parsed:
             return None
@@ -464,10 +450,9 @@ class _Reader:
         key: str = "",
         exact: bool = False,
     ) -> np.ndarray:
-        """A list of numbers at ``pos`` as float64, at most ``bound`` entries (``exact``: a
-        longer list is read to its end, not kept, and its length named). A non-number is
-        ``KEY[i]: not a number`` (``i`` counted from ``flat0``, the values before this list
-        in a ragged one)."""
+        """A list of numbers at ``pos`` as float64, at most ``bound`` entries (``exact``: a longer
+        one read through and its length named); a non-number is ``KEY[i]: not a number`` (``i`` from
+        ``flat0``)."""
         c = self.typed_start()
         if c == _CLOSED:
             return np.zeros(0)
@@ -520,8 +505,7 @@ class _Reader:
                 return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
-        """A list of lists of numbers at ``pos``: runs of whole inner lists parsed at once,
-        a long inner list in pieces (:meth:`numbers`)."""
+        """A list of lists of numbers at ``pos``: whole runs at once, long lists in pieces."""
         c = self.typed_start()
         if c == _CLOSED:
             return Ragged(np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -584,8 +568,7 @@ class _Reader:
                 raise _Syntax("Expecting value", self.pos)
 
     def ragged_run(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Whole inner lists from ``pos`` (a ``[``) up to about :data:`PIECE` bytes, when they
-        are all lists of numbers; else None."""
+        """Whole inner lists up to about :data:`PIECE` bytes, if all numbers; else None."""
         self.want(PIECE + CUT_SEARCH)
         start = self.pos
         lo = min(start + PIECE, len(self.buf))
@@ -625,8 +608,7 @@ _NUMERIC = b"0123456789+-.eE,[] \t\n\r"
 
 
 def _numeric(text: bytes) -> bool:
-    """Whether ``text`` holds nothing but numbers, commas and brackets (no strings, literals
-    or objects: orjson's parse of it is then a list of numbers or of lists of numbers)."""
+    """Whether ``text`` holds only numbers, commas and brackets."""
     return not text.translate(None, _NUMERIC)
 
 
@@ -639,8 +621,7 @@ class _NotList(Exception):
 
 
 def _estimate(text: bytes) -> int:
-    """Estimated bytes of the Python values of ``text`` (a run of elements): its text, a value
-    and a reference per element or entry, a container's header per object or list."""
+    """Estimated Python bytes of the values of ``text`` (a run of elements)."""
     items = text.count(b",") + text.count(b":") + 1
     return len(text) + 40 * items + _PER_VALUE * (text.count(b"{") + text.count(b"["))
 
@@ -661,13 +642,9 @@ def load(
     counts: Counts | None = None,
     on_key: Callable[[str, Any], None] | None = None,
 ) -> Any:
-    """Parse the JSON file at ``path`` (checked by :func:`rackbook.limits.input_file` first).
-
-    ``top`` gives keys of a top-level object a kind: :data:`NUMBERS` (a float64 array),
-    :data:`RAGGED` (:class:`Ragged`) or :data:`SKIP` (checked, dropped); ``counts`` bounds
-    them. A typed key whose value is not a list is kept as a plain value for the caller to name.
-    Every problem is one :class:`InputError`.
-    """
+    """The JSON file at ``path``; ``top`` types top-level keys (:data:`NUMBERS`, :data:`RAGGED`,
+    :data:`SKIP`) within ``counts`` (a non-list value kept as parsed). Every problem is one
+    InputError."""
     path = limits.input_file(path, what="JSON file", streamed=True)
     gz = path.suffix == ".gz"
     try:

@@ -1,15 +1,11 @@
-"""The values of one latency metric over a trace, and their statistics: exact when they are
-kept (one array in row order, order statistics from one in-place partition or
-:mod:`rackbook.core.orderstats`), else streamed moments and a log histogram per point.
+"""One latency metric's values over a trace and their statistics: exact when kept (one array, order
+statistics by one partition or :mod:`rackbook.core.orderstats`), else streamed moments and a log
+histogram per point.
 
-Histogram: bin 0 is [0, :data:`HIST_LO_S`) seconds, then bins growing by :data:`HIST_RATIO`
-(1.001) up to :data:`HIST_HI_S` (1e5 s), the last one open above; each order statistic is taken
-as its bin's geometric centre and clamped to the observed min and max, so a reported percentile
-is within 0.05 % (sqrt(1.001) - 1) of the exact one for values between 1 us and 1e5 s, and
-within 0.5 us below 1 us. Count, mean and std are exact up to floating-point rounding (per-chunk
-moments merged as Chan, Golub and LeVeque's pairwise update). The histogram costs 8 bytes x
-:data:`HIST_BINS` (25,344) bins per point. Where this is used and why:
-:mod:`rackbook.core.summary`.
+Histogram: bin 0 is [0, :data:`HIST_LO_S`) s, then bins growing by :data:`HIST_RATIO` (1.001) to
+:data:`HIST_HI_S` (1e5 s); an order statistic is its bin's geometric centre clamped to the observed
+min and max: within 0.05 % from 1 us to 1e5 s, 0.5 us below. Count, mean and std are exact to
+rounding (Chan, Golub and LeVeque merges). 8 bytes x :data:`HIST_BINS` (25,344) per point.
 """
 
 from __future__ import annotations
@@ -34,9 +30,7 @@ _STD_BLOCK = 1 << 20
 
 
 def _stats_owned(name: str, v: np.ndarray, percentiles: tuple[float, ...]) -> dict[str, float]:
-    """:func:`~rackbook.core.metrics.latency_stats` on an array this module owns: the same
-    numbers (bit for bit), computed with one in-place partition instead of two copies and two
-    partitions."""
+    """:func:`~rackbook.core.metrics.latency_stats` (bit for bit) with one in-place partition."""
     n = v.size
     if not n:
         return latency_stats(name, v, percentiles)
@@ -54,9 +48,8 @@ def _stats_owned(name: str, v: np.ndarray, percentiles: tuple[float, ...]) -> di
 
 
 def _mean_std(v: np.ndarray, block: int = _STD_BLOCK) -> tuple[np.float64, np.float64]:
-    """``np.mean(v)`` and ``np.std(v)`` without a temporary the size of ``v``: the squared
-    deviations are summed block by block. Bit-identical to numpy up to ``block`` values; beyond,
-    the block sums are added in another order (relative difference ~1e-15)."""
+    """``np.mean`` and ``np.std`` summed block by block (bit-identical up to ``block`` values,
+    ~1e-15 beyond)."""
     n = v.size
     mean = np.add.reduce(v) / n  # what np.mean computes
     if n <= block:
@@ -109,15 +102,9 @@ def _hist_stats(
 
 
 class LatencyPool:
-    """One latency metric's values (seconds) over a trace, each tagged with its point's index.
-
-    Exact: the values are kept in one array in row order (``capacity`` values allocated up
-    front, grown by doubling when more come), with their point indices: none are stored while
-    the points come one after another (the usual trace: each point's values are then one
-    segment of the array); from the first chunk that breaks that order, one small integer per
-    value. Otherwise per point count, mean, M2 (sum of squared deviations), min, max and a log
-    histogram are kept, merged chunk by chunk.
-    """
+    """One latency metric's values (s), each tagged with its point's index: kept exact in row order
+    (point indices stored only once points interleave), or per point count, mean, M2, min, max and
+    histogram."""
 
     def __init__(
         self, npoints: int, exact: bool = True, capacity: int = 0, room: np.ndarray | None = None
@@ -232,8 +219,7 @@ class LatencyPool:
         return self._exact_stats(name, percentiles, points)
 
     def _window(self, i: int) -> np.ndarray:
-        """Point ``i``'s values in row order: a view while the points came in order, else a
-        copy."""
+        """Point ``i``'s values in row order (a view while points came in order)."""
         v = self.values[: self.size]
         if self.codes is None:
             end = int(self.counts[: i + 1].sum())
@@ -243,13 +229,9 @@ class LatencyPool:
     def _exact_stats(
         self, name: str, percentiles: tuple[float, ...], points: int
     ) -> tuple[dict[str, float], list[dict[str, float]]]:
-        """:meth:`stats` of the exact values. Up to :data:`_STD_BLOCK` values, one in-place
-        partition per window (numpy's numbers bit for bit); beyond, each window's order
-        statistics come from one counting and one gathering pass over it
-        (:mod:`rackbook.core.orderstats`: the numbers numpy gives), for every point and the
-        whole trace in the same two passes while the points came in order. Each point's mean
-        and std are taken over its values in row order; the whole trace's over all values in
-        row order up to :data:`_STD_BLOCK` values, else merged from the points' moments."""
+        """:meth:`stats` of the exact values: numpy's numbers (one partition up to
+        :data:`_STD_BLOCK` values, else :mod:`rackbook.core.orderstats`); means and std in row
+        order, the whole's merged from the points' beyond :data:`_STD_BLOCK`."""
         v = self.values[: self.size]
         used = [i for i, c in enumerate(self.counts) if c]
         empty = latency_stats(name, np.zeros(0), percentiles)
@@ -311,9 +293,8 @@ def _code_type(codes: np.ndarray, npoints: int) -> np.dtype:
 
 
 def sum_by(g: Groups, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Integer sums of ``values`` per point (``codes``, grouped as ``g``): exact int64 sums
-    of each run when the codes are in order, else float64 bincount (exact below 2**53 per
-    chunk)."""
+    """Integer sums of ``values`` per point (``codes``, groups ``g``): int64 runs when in order,
+    else float64 bincount (exact below 2**53)."""
     out = np.zeros(g.counts.size, np.int64)
     if g.ordered and g.starts is not None:
         runs = np.flatnonzero(g.counts)

@@ -1,22 +1,11 @@
-"""The marker of an output folder and its manifest: which entries rackbook wrote there.
+"""The marker of an output folder (:data:`MARKER`) and its manifest of the entries rackbook wrote.
 
-Every folder rackbook writes carries :data:`MARKER`, a small text file whose first line names
-the kind of output and whose ``manifest:`` line (one JSON object) lists each entry rackbook
-wrote, by its path relative to the folder (``/`` between parts):
-
-- ``["f", SIZE, SHA256]``: a regular file of SIZE bytes with that SHA-256 digest;
-- ``["d"]``: a folder (its entries are listed under it);
-- ``["o"]``: a nested output folder, checked by its own marker and manifest;
-- ``["l", TARGET]``: a symbolic link rackbook made, pointing to TARGET;
-- ``["p"]``: pending, a name (an ``fnmatch`` pattern) rackbook is writing now: whatever is
-  there, and under it, is rackbook's until the exact entries replace it.
-
-A folder matches its manifest (:func:`problem`) when every entry in it is on the manifest and
-is what the manifest says (same type, size and digest): a copied marker, or a file of the
-user's put in or changed, does not match. A temporary file of rackbook's (``.NAME.XXXXXXXX.tmp``
-or ``.old``, beside an entry NAME of the manifest) matches too, and is named so that the
-writer holding the folder removes it (:func:`temporaries`). Files on the manifest that are
-gone are no problem: nothing of the user's is at stake.
+The marker's first line names the kind; its ``manifest:`` line (JSON) maps each path relative to the
+folder to ``["f", SIZE, SHA256]`` (file), ``["d"]`` (folder), ``["o"]`` (nested output, checked by
+its own marker), ``["l", TARGET]`` (link) or ``["p"]`` (pending: an fnmatch pattern being written).
+A folder matches (:func:`problem`) when every entry is on the manifest as written; rackbook's
+temporaries (``.NAME.XXXXXXXX.tmp``/``.old``) match and are named for removal (:func:`temporaries`);
+entries gone are no problem.
 """
 
 from __future__ import annotations
@@ -57,8 +46,7 @@ _TYPES = ("f", "d", "o", "l", "p", "x")
 
 
 def digest(path: Path) -> tuple[int, str] | None:
-    """(size in bytes, SHA-256 hex) of the regular file ``path``, never following a symbolic
-    link; None when it is not a regular file or cannot be read."""
+    """(bytes, SHA-256) of the regular file ``path`` (no link followed), else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -78,8 +66,7 @@ def digest(path: Path) -> tuple[int, str] | None:
 
 
 def text(kind: str, manifest: Manifest) -> str:
-    """The marker's text for an output of ``kind`` holding ``manifest``'s entries (sorted:
-    the same bytes for the same folder, as shipped folders carry it in git)."""
+    """The marker's text for ``kind`` and ``manifest`` (sorted: stable bytes in git)."""
     listed = json.dumps(dict(sorted(manifest.items())), separators=(",", ":"), ensure_ascii=True)
     return (
         f"{HEAD} {kind}\n"
@@ -90,9 +77,7 @@ def text(kind: str, manifest: Manifest) -> str:
 
 
 def read(folder: str | Path) -> tuple[str, Manifest | None] | None:
-    """(kind, manifest) of ``folder``'s marker; the manifest is None for a marker without one
-    (an older rackbook's); None when there is no marker (or it is not a regular file of
-    rackbook's)."""
+    """(kind, manifest or None if older) of ``folder``'s marker; None without one."""
     try:
         fd = os.open(Path(folder) / MARKER, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
@@ -168,9 +153,8 @@ def _pending(rel: str, patterns: list[str]) -> bool:
 def _differs(
     e: os.DirEntry[str], rel: str, want: list[Any], walk: Callable[[Path, str], str | None]
 ) -> str | None:
-    """Why entry ``e`` (at ``rel``) is not what its manifest entry ``want`` says rackbook wrote
-    there, or None when it is; a listed folder is walked, a nested output checked on its own
-    marker."""
+    """Why entry ``e`` (at ``rel``) is not what ``want`` says, or None; folders walked, nested
+    outputs checked on their own marker."""
     changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
     if e.is_symlink():
         return changed if want[0] != "l" or [os.readlink(e.path)] != want[1:] else None
@@ -227,8 +211,7 @@ def problem(folder: str | Path) -> str | None:
 
 
 def temporaries(folder: str | Path) -> list[Path]:
-    """rackbook's temporary files and folders inside ``folder`` (beside entries of its
-    manifest), for the writer that holds the folder to remove."""
+    """rackbook's temporaries in ``folder`` (beside manifest entries), to remove."""
     found = read(folder)
     temps: list[Path] = []
     if found is not None and found[1] is not None:
@@ -242,8 +225,7 @@ def mismatch(folder: str | Path, manifest: Manifest) -> str | None:
 
 
 def remark(folder: str | Path) -> None:
-    """Rewrite the marker of ``folder`` (already marked) with the manifest of what it holds
-    now: for the folders shipped in git, after they are regenerated or edited by hand."""
+    """Rewrite ``folder``'s marker with what it holds now (shipped folders edited in git)."""
     found = read(folder)
     if found is None:
         raise SystemExit(f"error: {folder}: {MARKER}: missing (not a rackbook output)")

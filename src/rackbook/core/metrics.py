@@ -1,22 +1,13 @@
-"""Serving metrics computed from trace rows, defined as ``vllm bench serve`` defines them.
+"""Serving metrics from trace rows, as ``vllm bench serve`` defines them
+(``vllm/benchmarks/serve.py``, ``calculate_metrics``), over the successful requests of a window of
+``duration`` seconds:
 
-Definitions (vLLM ``vllm/benchmarks/serve.py``, ``calculate_metrics``), over *successful*
-requests of a measured window of length ``duration`` (seconds):
-
-- ``completed`` / ``failed``: requests without / with an error.
-- ``total_input_tokens``: sum of prompt tokens; ``total_output_tokens``: sum of output tokens.
-- ``request_throughput`` = completed / duration (req/s);
-  ``output_throughput`` = total_output_tokens / duration (tok/s);
-  ``total_token_throughput`` = (total_input_tokens + total_output_tokens) / duration (tok/s).
-- ``ttft_ms``: time to first token. ``e2el_ms``: end-to-end latency.
-- ``tpot_ms``: per request (e2el - ttft) / (output_tokens - 1), requests with > 1 output token.
-- ``itl_ms``: every gap between consecutive streamed chunks, pooled over requests.
-- ``mean_``/``median_``/``std_`` (population, ``np.std``)/``pNN_`` (``np.percentile``, linear)
-  of each, in milliseconds; an empty set gives 0, as in vLLM.
-
-Everything else about a trace's metrics lives beside this module: :mod:`rackbook.core.summary`
-(a whole trace, streamed when large), :mod:`rackbook.core.latency_pool` (the exact and
-histogram statistics it accumulates) and :mod:`rackbook.core.cross_tool` (other tools' names).
+- ``completed`` / ``failed``; ``total_input_tokens``, ``total_output_tokens``;
+- ``request_throughput`` (req/s), ``output_throughput``, ``total_token_throughput`` (tok/s);
+- ``ttft_ms``, ``e2el_ms``; ``tpot_ms`` = (e2el - ttft) / (output_tokens - 1) for requests with
+  > 1 token; ``itl_ms``: every chunk gap, pooled;
+- ``mean_``/``median_``/``std_`` (population)/``pNN_`` (``np.percentile``, linear) of each, in
+  ms; an empty set gives 0, as in vLLM.
 """
 
 from __future__ import annotations
@@ -34,11 +25,9 @@ LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 
 @dataclass(frozen=True)
 class BenchmarkMetrics:
-    """vLLM's metrics of one measured window, named as vLLM's own ``BenchmarkMetrics``
-    (``vllm/benchmarks/serve.py``): counts (requests, tokens), throughputs (per second of
-    ``duration``, seconds) and, per latency metric, mean / median / std / percentiles in ms.
-    :meth:`to_dict` gives the keys of vLLM's saved result JSON (``total_input_tokens``,
-    ``p99_ttft_ms``, ...)."""
+    """vLLM's metrics of one window (its ``BenchmarkMetrics``): counts, throughputs (per s of
+    ``duration``) and per latency mean / median / std / percentiles (ms); :meth:`to_dict` gives its
+    result JSON's keys."""
 
     duration: float
     completed: int
@@ -88,8 +77,7 @@ class BenchmarkMetrics:
 def latency_stats(
     name: str, values_s: np.ndarray, percentiles: tuple[float, ...]
 ) -> dict[str, float]:
-    """Mean, median, std and ``percentiles`` of ``values_s`` (seconds) in ms, under vLLM's keys
-    (``mean_ttft_ms``, ``p99_ttft_ms``, ...); an empty set gives 0, as in vLLM."""
+    """Mean, median, std, ``percentiles`` of ``values_s`` (s) in ms, vLLM's keys; empty: 0."""
     v = values_s if values_s.size else np.zeros(1)
     pct = [np.percentile(v, p) for p in percentiles]
     return named_stats(name, (np.mean(v), np.std(v), np.median(v), pct), percentiles)
@@ -98,9 +86,8 @@ def latency_stats(
 def named_stats(
     name: str, stats_s: tuple[Any, Any, Any, Sequence[Any]], percentiles: Sequence[float]
 ) -> dict[str, float]:
-    """``(mean, std, median, [one value per percentile])`` in seconds as vLLM's keys in ms
-    (``mean_NAME_ms``, ``median_NAME_ms``, ``std_NAME_ms``, ``pNN_NAME_ms``): the one place
-    every path (:func:`latency_stats`, :mod:`rackbook.core.latency_pool`) names them."""
+    """(mean, std, median, percentiles) in s as vLLM's keys in ms (``mean_NAME_ms``...), the one
+    place they are named."""
     mean, std, median, pct = stats_s
     out = {
         f"mean_{name}_ms": float(mean * 1000),
@@ -159,8 +146,7 @@ def vllm_metrics(
     duration_s: float,
     percentiles: tuple[float, ...] = PERCENTILES,
 ) -> BenchmarkMetrics:
-    """vLLM's metrics for one window: ``requests`` rows, pooled gaps ``itl_s`` of its successful
-    requests (seconds) and the window length ``duration_s`` (seconds)."""
+    """vLLM's metrics of one window: ``requests``, gaps ``itl_s`` (s), ``duration_s`` (s)."""
     ok = requests["success"].to_numpy(dtype=bool)
     ttft = requests["ttft_s"].to_numpy(dtype=np.float64)[ok]
     e2el = requests["e2el_s"].to_numpy(dtype=np.float64)[ok]

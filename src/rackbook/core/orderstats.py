@@ -1,23 +1,10 @@
-"""Exact mean, std, median and percentiles of a large set of non-negative values held in
-pieces (a list of float64 arrays), in two vectorised passes and without joining the pieces.
+"""Exact mean, std, median and percentiles of non-negative values held in pieces, without joining
+them: one pass counts values per bucket of their IEEE bit pattern's top bits (which order like the
+values), a second gathers only the buckets holding wanted order statistics and partitions them.
 
-``np.percentile`` partitions one contiguous copy of the data around every order statistic it
-needs. Here instead:
-
-1. one pass counts the values per bucket of their top 16 bits (sign, exponent and 4 mantissa
-   bits of the IEEE double: for non-negative doubles the bit pattern, read as an integer,
-   orders like the value), 1Mi values at a time;
-2. the cumulative counts name, for each wanted order statistic, its bucket and its rank
-   inside it; a second pass gathers only the values of those buckets (typically a few
-   percent of the data), and one partition of each gathered set gives the exact values.
-
-Median and percentiles are then formed exactly as numpy forms them (``np.median``: the mean
-of the middle one or two values; ``np.percentile``'s default linear method, its ``_lerp``
-included), so they are the numbers numpy gives, bit for bit (``tests/test_orderstats.py``).
-Mean and std are summed piece by piece and block by block (no temporary the size of the
-data), so they may differ from ``np.mean``/``np.std`` of one contiguous array in the last bits
-(~1e-15 relative). Values must be finite; a negative value (or -0.0) returns None, for the
-caller to use its contiguous path.
+Median and percentiles are numpy's numbers bit for bit (``np.median``, ``np.percentile`` linear);
+mean and std are summed block by block (~1e-15 relative). A negative value (or -0.0) returns None,
+for the caller's contiguous path.
 """
 
 from __future__ import annotations
@@ -40,10 +27,8 @@ def _blocks(pieces: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
 
 
 class _Buckets:
-    """Buckets of the values' IEEE bit patterns: ``(pattern >> shift) - base``, the finest
-    shift that spans the values' range in at most :data:`_BUCKETS` buckets (for values over a
-    few orders of magnitude, thousands of buckets per octave: the buckets that hold the wanted
-    order statistics hold few values)."""
+    """Buckets ``(pattern >> shift) - base`` of the values' bit patterns, the finest shift spanning
+    their range in at most :data:`_BUCKETS` buckets."""
 
     def __init__(self, groups: Sequence[Sequence[np.ndarray]]) -> None:
         lo: int | None = None
@@ -109,9 +94,8 @@ def grouped_order_stats(
     ks: Sequence[Sequence[int]],
     whole_ks: Sequence[int] = (),
 ) -> tuple[list[dict[int, float]], dict[int, float]] | None:
-    """:func:`order_stats` of each group (``ks[i]`` for group ``i``) and of all groups taken
-    together (``whole_ks``), in one counting pass and one gathering pass over the data: the
-    whole's counts are the sum of the groups'. None as :func:`order_stats`."""
+    """:func:`order_stats` of each group and of all together (``whole_ks``) in one counting and one
+    gathering pass. None as :func:`order_stats`."""
     buckets = _Buckets(groups)
     if buckets.negative:
         return None
@@ -164,8 +148,7 @@ def _moments(pieces: Sequence[np.ndarray], n: int) -> tuple[np.float64, np.float
 
 
 def _lerp(a: float, b: float, t: float) -> float:
-    """numpy's ``_lerp`` on scalars: ``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when
-    ``t >= 0.5``."""
+    """numpy's ``_lerp`` on scalars."""
     diff = b - a
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
@@ -194,10 +177,8 @@ Stats = tuple[float, float, float, list[float]]
 def grouped_stats(
     groups: Sequence[Sequence[np.ndarray]], percentiles: Sequence[float]
 ) -> tuple[list[Stats | None], Stats] | None:
-    """(mean, std, median, percentiles) of each group (None for an empty one) and of all
-    groups together (at least one value in all), from :func:`grouped_order_stats`; the
-    whole's mean and std merge the groups' moments (Chan et al.). None as
-    :func:`order_stats`."""
+    """(mean, std, median, percentiles) of each group (None when empty) and of all groups (moments
+    merged, Chan et al.). None as :func:`order_stats`."""
     sizes = [sum(p.size for p in g) for g in groups]
     n = sum(sizes)
     if n == 0:
@@ -228,8 +209,7 @@ def grouped_stats(
 
 
 def stats(pieces: Sequence[np.ndarray], percentiles: Sequence[float]) -> Stats | None:
-    """(mean, std, median, [percentile for each of ``percentiles``]) of the pieces together
-    (at least one value), or None as :func:`order_stats`."""
+    """(mean, std, median, percentiles) of the pieces together, or None as :func:`order_stats`."""
     n = sum(p.size for p in pieces)
     if n == 0:
         raise ValueError("no values")

@@ -1,7 +1,5 @@
-"""Provenance of a trace (``run.json``): the project's commit, this machine's hardware, the
-environment variables that change behaviour (secrets redacted), and paths written relative to
-the repository so that no machine's absolute path is recorded.
-"""
+"""Provenance of a trace (``run.json``): commit, hardware, behaviour-changing environment (secrets
+redacted), paths relative to the repository."""
 
 from __future__ import annotations
 
@@ -27,9 +25,7 @@ REPO = "$REPO"
 
 
 def repo_relative(text: str, root: Path = ROOT) -> str:
-    """``text`` with every absolute path under the repository root written as ``$REPO/...``
-    and the home folder as ``~`` (commands and paths in provenance; no machine's absolute path
-    is recorded)."""
+    """``text`` with paths under the repository as ``$REPO/...`` and the home folder as ``~``."""
     for base in dict.fromkeys((str(root), str(root.resolve()))):
         text = text.replace(base + "/", REPO + "/").replace(base, REPO)
     home = os.path.expanduser("~")
@@ -39,8 +35,7 @@ def repo_relative(text: str, root: Path = ROOT) -> str:
 
 
 def expand_repo(text: str, root: Path = ROOT) -> str:
-    """The inverse of :func:`repo_relative` for ``$REPO``: a recorded command made runnable
-    in the checkout at ``root`` (the shell equivalent is ``export REPO=$(pwd)``)."""
+    """The inverse of :func:`repo_relative` for ``$REPO``, with the checkout at ``root``."""
     return text.replace(REPO, str(root))
 
 
@@ -74,9 +69,8 @@ def scrub_files(folder: Path, root: Path = ROOT) -> list[Path]:
 
 
 def project_commit() -> str:
-    """This project's git commit (with ``+dirty`` when tracked files have changes), or
-    ``unknown``. Changes under ``data/traces/`` do not count: a recording rewrites the shipped
-    trace it makes, which must not mark its own provenance dirty."""
+    """The project's git commit (``+dirty`` when tracked files changed, ``data/traces/`` aside), or
+    ``unknown``."""
     try:
         sha = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
@@ -199,11 +193,9 @@ def declared_hardware(
     catalog: str,
     importing_machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``run.json``'s ``hardware`` of a benchmark whose GPUs the user declared: ``gpus`` (what
-    the readings read: ``count`` GPUs named ``label``, e.g. ``B300``), ``declared`` (the catalog
-    id, its description and file, the count and who declared it) and ``importing_machine``
-    (this machine's inventory, :func:`hardware_inventory`, kept apart: the benchmark ran
-    elsewhere). ``count`` is a number of GPUs."""
+    """``run.json``'s ``hardware`` for declared GPUs: ``gpus`` (``count`` named ``label``),
+    ``declared`` (catalog id, description, file, count, who) and ``importing_machine`` (this
+    machine, kept apart)."""
     return {
         "gpus": [{"name": label, "catalog_id": gpu_id} for _ in range(count)],
         "hosts": None,
@@ -223,8 +215,7 @@ def declared_hardware(
 
 
 def hardware_label(run: dict[str, Any]) -> str:
-    """Short description of where a trace was measured, e.g. ``2-core Intel Xeon CPU, no GPU``
-    or ``4 x B300 (declared at import)``."""
+    """Where a trace was measured, e.g. ``4 x B300 (declared at import)``."""
     hw = run.get("hardware") or {}
     gpus = hw.get("gpus") or []
     hosts = hw.get("hosts") or 1

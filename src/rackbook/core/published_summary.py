@@ -13,9 +13,8 @@ from rackbook.core import traces
 
 
 def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
-    """``rackbook summarize --json`` of the published trace at ``path`` (``run``: its run.json):
-    trace id, kind, the number of points and one group per (hardware, engine) with its count and
-    the least and most tokens/s per GPU (None where none is published)."""
+    """``rackbook summarize --json`` of a published trace: id, kind, point count and per (hardware,
+    engine) the count and least/most tok/s per GPU (None where unpublished)."""
     pts = traces.read_table(path, "published_points")
     groups = (
         pts.groupby(["hardware", "engine"], sort=True, dropna=False)["tok_s_per_gpu"]

@@ -169,32 +169,20 @@ CALIBRATION_DOC = (
     "`flops / seconds`; its share of the data sheet divides by `spec`."
 )
 
-#: A calibration is a folder of its own (not a serving trace): ``run.json`` (see
-#: CALIBRATION_RUN_FIELDS) and ``kernels.parquet``, one row per timed kernel call shape. It is
-#: written by ``rackbook calibrate`` (kind ``recorded``) or converted from a measurement someone
-#: else published (kind ``published``: the shipped H200 reference), and read by
-#: ``rackbook.physics.attainable``, which derives the attainable fractions of the data sheet.
+#: Kernel table of a calibration folder (:data:`CALIBRATION_DOC`), read by physics.attainable.
+# fmt: off
 CALIBRATION_KERNELS: tuple[Column, ...] = (
-    Column(
-        "family",
-        "string",
-        False,
-        "-",
-        "hbm_read | hbm_copy | dense_gemm | expert_gemm | indexer_scan | sparse_attention",
-    ),
+    Column("family", "string", False, "-",
+           "hbm_read | hbm_copy | dense_gemm | expert_gemm | indexer_scan | sparse_attention"),
     Column("dtype", "string", False, "-", "bf16 | fp8 | fp32; empty where no dtype applies"),
-    Column(
-        "size",
-        "int64",
-        False,
-        "-",
-        "the swept size: bytes (hbm), n of n x n x n (dense), tokens routed to the expert "
-        "(expert), keys scanned (indexer), rows in the pool (attention)",
-    ),
+    Column("size", "int64", False, "-",
+           "the swept size: bytes (hbm), n of n x n x n (dense), tokens routed to the expert "
+           "(expert), keys scanned (indexer), rows in the pool (attention)"),
     Column("seconds", "float64", False, "s", "time of one call (best batch / calls)"),
     Column("bytes", "float64", True, "B", "bytes the call must move at least (null: not counted)"),
     Column("flops", "float64", True, "FLOP", "floating-point operations of the call (null: none)"),
 )
+# fmt: on
 
 #: run.json fields of a calibration folder: name -> (required, meaning)
 CALIBRATION_RUN_FIELDS: dict[str, tuple[bool, str]] = {
@@ -274,9 +262,8 @@ POSITIVE = (
 #: published_points latency columns (seconds): non-null values must be >= 0.
 LATENCIES = ("ttft_mean_s", "ttft_median_s", "tpot_mean_s", "tpot_median_s", "e2el_mean_s")
 
-#: Tokens per second one GPU can be said to serve (input + output): 10 million, two orders of
-#: magnitude over any published figure (InferenceX's best rows are some 10^4-10^5 total tok/s
-#: per GPU, prefill included). A value past it is a unit or a typo (a 1e15 was accepted).
+#: Most tok/s one GPU can be said to serve: 100x InferenceX's best rows (10^4-10^5); past it
+#: is a unit or a typo.
 MAX_TOK_S_PER_GPU = 1e7
 
 #: The largest value a published_points column may hold (its unit as the column's): counts by
@@ -367,12 +354,9 @@ def _check_point_texts(df: pd.DataFrame, where: Path | str) -> None:
 
 
 def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
-    """Value checks of a ``published_points`` table (already conformed to the schema).
-
-    Only a trace of kind ``published`` may carry it; point ids are unique; counts and rates are
-    > 0; latencies are >= 0; dates are ``YYYY-MM-DD``; links are http(s); ``serving`` is
-    aggregated or disaggregated; a disaggregated row's prefill + decode GPUs equal its total.
-    """
+    """Value checks of a conformed ``published_points`` table: only in a ``published`` trace; unique
+    ids; counts and rates > 0, latencies >= 0 (each at most :data:`PHYSICAL_MAX`); dates, links,
+    ``serving`` valid; a disaggregated row's pools add up to its total."""
     if run.get("kind") != "published":
         raise InputError(
             where,
@@ -417,34 +401,28 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|")
 
 
-def markdown_reference() -> str:
-    """The trace format as Markdown tables (for the book's reference page)."""
-    out = [__doc__.strip().split("\n\n")[0], ""]
-    out.append("## run.json\n\n| field | required | meaning |\n|---|---|---|")
-    out += [f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |" for k, (r, d) in RUN_FIELDS.items()]
-    for table, cols in TABLES.items():
-        opt = " (optional)" if table in EXTRA_TABLES else ""
-        out += ["", f"## {table}.parquet{opt}", "", "| column | type | null | unit | meaning |"]
-        out.append("|---|---|---|---|---|")
-        out += [
-            f"| `{c.name}` | {c.dtype} | {'yes' if c.nullable else 'no'} | {_cell(c.unit)} "
-            f"| {_cell(c.doc)} |"
-            for c in cols
-        ]
-    out += ["", "## Calibration folders", "", CALIBRATION_DOC, "", "### run.json (calibration)",
-            "", "| field | required | meaning |", "|---|---|---|"]  # fmt: skip
-    out += [f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |"
-            for k, (r, d) in CALIBRATION_RUN_FIELDS.items()]  # fmt: skip
-    out += [
-        "",
-        "### kernels.parquet",
-        "",
-        "| column | type | null | unit | meaning |",
-        "|---|---|---|---|---|",
+def _fields_md(fields: Mapping[str, tuple[bool, str]]) -> list[str]:
+    out = ["| field | required | meaning |", "|---|---|---|"]
+    return out + [
+        f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |" for k, (r, d) in fields.items()
     ]
-    out += [
+
+
+def _columns_md(cols: tuple[Column, ...]) -> list[str]:
+    out = ["| column | type | null | unit | meaning |", "|---|---|---|---|---|"]
+    return out + [
         f"| `{c.name}` | {c.dtype} | {'yes' if c.nullable else 'no'} | {_cell(c.unit)} "
         f"| {_cell(c.doc)} |"
-        for c in CALIBRATION_KERNELS
+        for c in cols
     ]
-    return "\n".join(out) + "\n"
+
+
+def markdown_reference() -> str:
+    """The trace format as Markdown tables (for the book's reference page)."""
+    out = [__doc__.strip().split("\n\n")[0], "", "## run.json", "", *_fields_md(RUN_FIELDS)]
+    for table, cols in TABLES.items():
+        opt = " (optional)" if table in EXTRA_TABLES else ""
+        out += ["", f"## {table}.parquet{opt}", "", *_columns_md(cols)]
+    out += ["", "## Calibration folders", "", CALIBRATION_DOC, "", "### run.json (calibration)", ""]
+    out += [*_fields_md(CALIBRATION_RUN_FIELDS), "", "### kernels.parquet", ""]
+    return "\n".join(out + _columns_md(CALIBRATION_KERNELS)) + "\n"

@@ -1,10 +1,5 @@
-"""Server-side counters of a trace: the ``server_metrics`` table (Prometheus samples scraped
-before and after each sweep point, see :mod:`rackbook.core.schema`) turned into per-point
-increases.
-
-Units are each counter's own (tokens for the prefix-cache counters, drafts and tokens for the
-speculative-decoding counters).
-"""
+"""Per-point increases of the ``server_metrics`` table (Prometheus samples before and after each
+point), in each counter's own units."""
 
 from __future__ import annotations
 
@@ -27,12 +22,8 @@ def _base_name(metric: str) -> str:
 
 
 def counter_deltas(server_metrics: pd.DataFrame, point_id: str) -> dict[str, float]:
-    """Counter increase over one point: after - before, summed over label sets and servers.
-
-    Metric names are returned without a ``_total`` suffix (``vllm:prefix_cache_hits_total`` and
-    ``vllm:prefix_cache_hits`` are the same counter). A metric missing from one phase of a server
-    is left out; a counter that went down (server restart) gives NaN. Units are the counter's.
-    """
+    """After - before per counter over one point, summed over label sets and servers; names without
+    ``_total``; a metric missing from one phase is left out, a counter that went down gives NaN."""
     sm = server_metrics[server_metrics["point_id"] == point_id]
     if sm.empty:
         return {}

@@ -1,27 +1,13 @@
-"""A trace's serving metrics: vLLM's figures (:mod:`rackbook.core.metrics`) over the whole
-trace and per point, from a trace in memory or a trace folder streamed when large.
+"""A trace's serving metrics, vLLM's figures (:mod:`rackbook.core.metrics`) over all successful
+requests, whole and per point, with ``valid_requests`` and ``flagged_share`` beside them
+(:mod:`rackbook.core.validity`; None when streamed).
 
-The figures are vLLM's, over *all* successful requests (they agree with vLLM's result JSON);
-beside them ``valid_requests`` and ``flagged_share`` (flagged / successful) per point and
-overall (:mod:`rackbook.core.validity`; None when streamed). Measurements: benchmarks/README.md.
-
-- A folder of at most :data:`FULL_READ_MAX_REQUESTS` requests and :data:`EXACT_ITL_MAX` gaps is
-  read whole and validated; a larger one is streamed :data:`CHUNK_ROWS` rows at a time (only
-  the metrics' columns, each chunk checked as :func:`rackbook.core.traces.validate` checks
-  them, same messages; not checked: unique ``request_id``, ``cached_prompt_tokens``, extra
-  tables).
-- Counts, token sums and throughputs are exact. TTFT, TPOT and E2EL keep one float64 per
-  successful request in one array allocated from the Parquet footers (25 bytes a request in
-  all): medians and percentiles are exact (``np.percentile``'s numbers: one partition up to
-  1Mi values, else :mod:`rackbook.core.orderstats`); mean and std equal numpy's up to 1Mi
-  values, beyond that merged per 1Mi block (~1e-15 relative).
-- ITL is exact while the table has at most :data:`EXACT_ITL_MAX` rows (the gaps reuse the
-  requests' array). Beyond, per chunk: count, mean and std merged exactly (Chan, Golub and
-  LeVeque), median and percentiles from a per-point histogram
-  (:mod:`rackbook.core.latency_pool`: bins growing by 1.001 from 1 us to
-  1e5 s, 8 bytes x 25,344 bins a point): within 0.05 % of the exact value between 1 us and
-  1e5 s, 0.5 us below (ten times inside the book's 0.5 % agreement with vLLM).
-  Parquet is decoded one chunk ahead in a reading thread.
+A folder of at most :data:`FULL_READ_MAX_REQUESTS` requests and :data:`EXACT_ITL_MAX` gaps is read
+whole and validated; a larger one is streamed :data:`CHUNK_ROWS` rows at a time, each chunk checked
+as :func:`rackbook.core.traces.validate` checks it (not: unique ``request_id``,
+``cached_prompt_tokens``, extra tables). Counts, sums, throughputs and TTFT/TPOT/E2EL statistics are
+exact; ITL beyond :data:`EXACT_ITL_MAX` gaps comes from a histogram within 0.05 %
+(:mod:`rackbook.core.latency_pool`). Measurements: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -59,8 +45,7 @@ _REQUEST_COLUMNS = ["point_id", "success", "ttft_s", "e2el_s", "prompt_tokens", 
 
 @dataclass(frozen=True)
 class PointMetrics:
-    """One sweep point: its id, its scenario keys (engine, config, batch size, ...) and its
-    window's :class:`BenchmarkMetrics`."""
+    """One sweep point: id, scenario keys and its window's :class:`BenchmarkMetrics`."""
 
     point_id: str
     scenario: dict[str, Any]
@@ -82,8 +67,7 @@ class PointMetrics:
 
 @dataclass(frozen=True)
 class TraceSummary:
-    """A trace's metrics: the measured windows taken as one (``metrics``; its duration is the
-    sum of the points' durations) and one :class:`PointMetrics` per point."""
+    """A trace's metrics: windows as one (durations summed) and per point."""
 
     trace_id: str
     kind: str
@@ -95,8 +79,8 @@ class TraceSummary:
     flagged_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``rackbook summarize --json``: vLLM's keys at the top level, plus ``valid_requests``
-        and ``flagged_share`` (:mod:`rackbook.core.validity`) and ``points``."""
+        """``rackbook summarize --json``: vLLM's keys, ``valid_requests``, ``flagged_share``,
+        ``points``."""
         return {
             "trace_id": self.trace_id,
             "kind": self.kind,
@@ -108,11 +92,8 @@ class TraceSummary:
 
 
 class _Summary:
-    """Accumulates a trace's metrics over chunks of request and gap rows.
-
-    Point index ``i`` is row ``i`` of the points table; index ``len(points)`` collects requests
-    whose point is not in the table (they count in the whole-trace figures only).
-    """
+    """Accumulates a trace's metrics over chunks; point index ``len(points)`` collects requests of
+    unknown points (whole-trace figures only)."""
 
     def __init__(
         self,
@@ -122,10 +103,8 @@ class _Summary:
         requests: int = 0,
         gaps: int = 0,
     ) -> None:
-        """``requests`` and ``gaps``: how many rows will come. One array is allocated up front
-        for the values: first TTFT, E2EL and TPOT (a third each), then, once
-        :meth:`requests_done` has their statistics, the gaps (new memory is the slow part of a
-        large summary: the kernel maps and zeroes it page by page)."""
+        """``requests``, ``gaps``: rows to come. One array holds TTFT, E2EL and TPOT, then the gaps
+        (allocated once: new memory is the slow part)."""
         self.points, self.percentiles = points, percentiles
         self.np = len(points)
         P = self.np + 1
@@ -145,8 +124,7 @@ class _Summary:
         self.done: dict[str, tuple[dict[str, float], list[dict[str, float]]]] = {}
 
     def requests_done(self) -> None:
-        """Every request row has come: the statistics of TTFT, TPOT and E2EL now, and their
-        array becomes the gaps' room."""
+        """All request rows in: TTFT, TPOT, E2EL statistics now; their room goes to gaps."""
         for m in ("ttft", "tpot", "e2el"):
             self.done[m] = self.pools[m].stats(m, self.percentiles, self.np)
         if self.pools["itl"].exact and not self.pools["itl"].size:
@@ -162,9 +140,7 @@ class _Summary:
         in_tok: np.ndarray,
         out_tok: np.ndarray,
     ) -> None:
-        """One chunk of request rows; ``codes`` are point indices (int). The values are
-        written straight into the pools' arrays (no temporaries the size of the chunk but the
-        TPOT denominators)."""
+        """One chunk of request rows (``codes``: point indices), written straight into the pools."""
         P = self.np + 1
         every = bool(ok.all())  # the usual case: no selection
         oc = codes if every else codes[ok]
@@ -213,25 +189,19 @@ class _Summary:
             m: self.done[m] if m in self.done else self.pools[m].stats(m, self.percentiles, n)
             for m in LATENCY_METRICS
         }
+        counts = (self.completed, self.failed, self.tokens_in, self.tokens_out)
+
+        def window(
+            duration: float, sel: Any, by_metric: dict[str, dict[str, float]]
+        ) -> BenchmarkMetrics:
+            n = [int(c[sel].sum()) for c in counts]
+            return window_metrics(duration, n[0], n[1], n[2], n[3], by_metric)
+
         durations = self.points["duration_s"].to_numpy(dtype=np.float64)
-        total = window_metrics(
-            float(durations.sum()),
-            int(self.completed.sum()),
-            int(self.failed.sum()),
-            int(self.tokens_in.sum()),
-            int(self.tokens_out.sum()),
-            {m: s[0] for m, s in stats.items()},
-        )
+        total = window(float(durations.sum()), slice(0, None), {m: s[0] for m, s in stats.items()})
         points = []
         for i, (_, p) in enumerate(self.points.iterrows()):
-            m = window_metrics(
-                float(p["duration_s"]),
-                int(self.completed[i]),
-                int(self.failed[i]),
-                int(self.tokens_in[i]),
-                int(self.tokens_out[i]),
-                {k: s[1][i] for k, s in stats.items()},
-            )
+            m = window(float(p["duration_s"]), i, {k: s[1][i] for k, s in stats.items()})
             keys = {k: (None if pd.isna(p[k]) else p[k]) for k in SCENARIO_KEYS if k in p}
             keys = {k: (int(v) if isinstance(v, (np.integer,)) else v) for k, v in keys.items()}
             points.append(PointMetrics(str(p["point_id"]), keys, m))
@@ -269,12 +239,8 @@ def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int
 
 
 def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
-    """Metrics of a whole trace plus one entry per point.
-
-    The top level treats the measured windows as one: its ``duration`` is the sum of the points'
-    durations. For a single-point trace it equals what ``vllm bench serve`` reports. A trace read
-    with ``read_trace(path, itl=False)`` has its gaps streamed from ``path``/itl.parquet.
-    """
+    """Metrics of a whole trace (windows as one, durations summed: vLLM's figures for one point) and
+    per point; gaps of a trace read with ``itl=False`` are streamed from ``path``."""
     req = trace.requests
     stream_itl = not trace.itl_loaded and trace.path is not None
     n_itl = traces.table_rows(trace.path, "itl") if trace.path and stream_itl else len(trace.itl)
@@ -302,8 +268,7 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
 
 
 def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
-    """``summary`` with the valid-request counts and flagged shares of ``trace``
-    (:func:`rackbook.core.validity.point_validity`); vLLM's figures are left as they are."""
+    """``summary`` with ``trace``'s valid counts and flagged shares (vLLM's figures kept)."""
     from rackbook.core import validity
 
     pv = validity.point_validity(trace).set_index("point_id")
@@ -323,18 +288,6 @@ def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
     )
 
 
-def _check_points(path: Path, pts: pd.DataFrame) -> None:
-    if pts["point_id"].duplicated().any():
-        raise InputError(path, "points.point_id", "duplicate point id")
-    if (pts["duration_s"] <= 0).any():
-        raise InputError(
-            path,
-            "points.duration_s",
-            f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
-        )
-    traces.check_point_counts(pts, path)
-
-
 def summarize_path(
     path: str | Path,
     percentiles: tuple[float, ...] = PERCENTILES,
@@ -342,12 +295,9 @@ def summarize_path(
     stream: bool | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ) -> TraceSummary:
-    """:func:`summarize` of the trace folder ``path``, streamed when large (module docstring).
-
-    ``stream`` forces (True) or forbids (False) streaming; by default a folder streams when it
-    has more than :data:`FULL_READ_MAX_REQUESTS` requests or :data:`EXACT_ITL_MAX` gaps.
-    Streaming holds one chunk of ``chunk_rows`` rows of the tables at a time.
-    """
+    """:func:`summarize` of the trace folder ``path``; ``stream`` forces or forbids streaming
+    (default: over :data:`FULL_READ_MAX_REQUESTS` requests or :data:`EXACT_ITL_MAX` gaps),
+    ``chunk_rows`` rows at a time."""
     path = Path(path)
     run = traces.read_run(path)
     n_req, n_itl = traces.check_row_counts(path)  # before any table is loaded
@@ -356,7 +306,7 @@ def summarize_path(
     if not stream:
         return summarize(traces.read_trace(path), percentiles)
     pts = traces.conform(traces.read_table(path, "points"), "points", path)
-    _check_points(path, pts)
+    traces.check_points(pts, path)
     acc = _Summary(pts, percentiles, n_itl <= EXACT_ITL_MAX, requests=n_req, gaps=n_itl)
     pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
     row_code = np.empty(n_req, np.min_scalar_type(-(len(pts) + 1)))  # point index, -1: failed

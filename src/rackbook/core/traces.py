@@ -54,9 +54,7 @@ class Trace:
 
 
 # ----------------------------------------------------------------------------- request rows
-# One set of value checks for request rows and gaps, used by every reader and writer: the
-# trace validator, the streaming summary and the importers (which name a bad value by their
-# source's own keys instead of the trace's columns).
+# One set of value checks for every reader and writer (validator, streamed summary, importers).
 
 #: A successful request slower than this (seconds) is taken as a unit error (ms given as s).
 IMPLAUSIBLE_LATENCY_S = 86_400.0
@@ -74,9 +72,8 @@ NON_FINITE = "non-finite value (NaN or infinite)"
 
 @dataclass(frozen=True)
 class RowNames:
-    """How a bad value is named. By default as a trace column, ``requests.ttft_s`` with
-    ``... in row 3``; with ``keys`` (column -> source key) by the source's key and index,
-    ``ttfts[3]``."""
+    """How a bad value is named: ``requests.ttft_s`` ``in row 3``, or with ``keys`` (column ->
+    source key) ``ttfts[3]``."""
 
     table: str = "requests"
     keys: Mapping[str, str] | None = None
@@ -101,8 +98,8 @@ def check_values(
     offset: int = 0,
     tokens: bool = False,
 ) -> None:
-    """Finite, non-negative values (and, for token counts, not implausibly large); the first
-    bad one raises :class:`InputError` named by ``names`` at row ``offset + i``."""
+    """Finite, non-negative values (token counts at most :data:`MAX_TOKENS`); the first bad one is
+    an InputError at row ``offset + i``."""
     if values.dtype.kind in "iuf" and values.size:  # all good: two reductions, no temporaries
         lo, hi = values.min(), values.max()  # NaN in either fails every comparison below
         if lo >= 0 and (hi <= MAX_TOKENS if tokens else hi < np.inf):
@@ -128,9 +125,8 @@ def check_request_rows(
     *,
     offset: int = 0,
 ) -> None:
-    """The value checks of request rows: each column of :data:`REQUEST_VALUES` present in
-    ``cols`` (:func:`check_values`), and no successful request whose time to first token
-    exceeds its end-to-end latency (1 ns of rounding allowed)."""
+    """:func:`check_values` of each :data:`REQUEST_VALUES` column in ``cols``, and no successful
+    request with TTFT over its end-to-end latency (1 ns slack)."""
     for column, tokens in REQUEST_VALUES.items():
         if column in cols:
             check_values(cols[column], where, column, names, offset=offset, tokens=tokens)
@@ -150,9 +146,14 @@ POINT_COUNTS: dict[str, tuple[int, str]] = {
 }
 
 
-def check_point_counts(pts: pd.DataFrame, where: Path | str) -> None:
-    """A point's counts (GPUs, batch, concurrency, ranks, context), where given, are whole
-    numbers within their range: a chapter divides by them."""
+def check_points(pts: pd.DataFrame, where: Path | str) -> None:
+    """A conformed points table: unique ids, ``duration_s`` > 0, and counts (GPUs, batch,
+    concurrency, ranks, context), where given, whole numbers within their range."""
+    if pts["point_id"].duplicated().any():
+        raise InputError(where, "points.point_id", "duplicate point id")
+    if (pts["duration_s"] <= 0).any():
+        row = int((pts["duration_s"] <= 0).argmax())
+        raise InputError(where, "points.duration_s", f"must be > 0 (row {row})")
     for column, (low, bound) in POINT_COUNTS.items():
         if column not in pts:
             continue
@@ -170,30 +171,23 @@ def check_point_counts(pts: pd.DataFrame, where: Path | str) -> None:
 
 
 def check_latency_unit(e2el_s: np.ndarray, where: Path | str, field: str) -> None:
-    """Successful requests' end-to-end latencies (s) whose median is over a day were written in
-    milliseconds: refuse them."""
+    """Refuse e2el (s) whose median is over a day (milliseconds given as seconds)."""
     if e2el_s.size and float(np.median(e2el_s)) > IMPLAUSIBLE_LATENCY_S:
         raise InputError(
             where, field, "median latency over a day: values look like milliseconds, not seconds"
         )
 
 
-#: A successful request's chunk gaps (``itl_s``) must add up to its decode window
-#: (``e2el_s - ttft_s``, s) within this share of the window plus :data:`GAP_SUM_SLACK_S`:
-#: vLLM's bench client stamps the first chunk (TTFT), each next one (a gap) and ends the
-#: request at the last, so the two agree to rounding (exactly, on every shipped recording);
-#: a sum 100 times, or a tenth of, the window is another request's gaps or another unit.
+#: A successful request's gaps (s) add up to its ``e2el_s - ttft_s`` within this share plus
+#: :data:`GAP_SUM_SLACK_S` (vLLM's client stamps each chunk: they agree to rounding).
 GAP_SUM_REL = 0.05
 GAP_SUM_SLACK_S = 0.01
 
-#: Most output tokens one chunk may carry on average over a request: each chunk holds at
-#: least one token (so ``output_tokens >= gaps + 1``), and an engine step streams at most
-#: its speculative tokens plus one (the shipped CPU recordings reach 16 where the client read
-#: two chunks from one buffer). 1,000 tokens over 32 chunks is another request's count.
+#: Most output tokens per chunk on average over a request (a step streams at most its
+#: speculative tokens plus one; shipped CPU recordings reach 16 with merged reads).
 MAX_TOKENS_PER_CHUNK = 24
 
-#: A request starts within its point's window (``start_time_s`` from the point's start, s):
-#: at most its ``duration_s`` times this, plus :data:`START_SLACK_S`.
+#: A request starts (s) within its point's ``duration_s`` times this plus :data:`START_SLACK_S`.
 START_SLACK_REL = 1.01
 START_SLACK_S = 1.0
 
@@ -201,11 +195,10 @@ START_SLACK_S = 1.0
 def check_consistency(
     req: pd.DataFrame, itl: pd.DataFrame | None, pts: pd.DataFrame, where: Path | str
 ) -> None:
-    """What the request rows say together (:class:`InputError` for the first row that
-    disagrees): some request succeeded, and with some output; each successful request's
-    gaps add up to its decode window (:data:`GAP_SUM_REL`), its output tokens are at least
-    its gaps plus one and at most :data:`MAX_TOKENS_PER_CHUNK` per chunk; each request
-    starts within its point's duration. ``itl`` None: the gaps were not read."""
+    """The request rows agree with each other (InputError for the first that does not): some success
+    with output; each successful request's gaps add up to its decode window and its output is from
+    gaps + 1 to :data:`MAX_TOKENS_PER_CHUNK` per chunk; each starts within its point's duration.
+    ``itl`` None: gaps not read."""
     if not len(req):
         return
     ok = req["success"].to_numpy(bool)
@@ -288,9 +281,8 @@ def _check_run(run: Any, where: Path | str) -> None:
 
 
 def _check_inventory(value: Any, where: Path | str, field: str) -> None:
-    """``hardware`` / ``server`` of run.json, where present: an object whose ``gpus`` is a list
-    of objects (each GPU's ``name`` text) and whose counts are whole numbers >= 0 (the
-    chapters read them before anything else)."""
+    """``hardware`` / ``server`` of run.json, where present: ``gpus`` a list of objects with a text
+    name, counts whole numbers >= 0."""
     if value is None:
         return
     if not isinstance(value, dict):
@@ -314,15 +306,10 @@ def conform(
     where: Path | str,
     columns: tuple[schema.Column, ...] | None = None,
 ) -> pd.DataFrame:
-    """Check ``df`` has the table's columns with usable types; return it with exact dtypes.
-
-    ``columns`` are the table's columns (default ``schema.TABLES[table]``; a calibration's
-    kernel table passes ``schema.CALIBRATION_KERNELS``), ``table`` names it in errors
-    (``table.column``). A nullable column may be absent (it is added, all null); a value that
-    does not convert to the column's type, a missing value in a non-nullable column and a
-    non-finite float are refused. Extra columns are kept (scenario labels). Raises
-    :class:`InputError` naming the column.
-    """
+    """``df`` with the table's columns (``columns``, default ``schema.TABLES[table]``) in exact
+    dtypes; an absent nullable column is added as null. A value that does not convert, a missing
+    required value or a non-finite float is an InputError naming ``table.column``. Extra columns are
+    kept."""
     cols = schema.TABLES[table] if columns is None else columns
     out = df.copy(deep=False)  # columns replaced below, never changed in place: no data copy
     for c in cols:
@@ -374,13 +361,12 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     if "published_points" in extra:  # value checks of published rows
         schema.check_points(extra["published_points"], trace.run, where)
 
+    check_points(pts, where)
     dup = req["request_id"].duplicated()
     if dup.any():
         raise InputError(
             where, "requests.request_id", f"duplicate id {req['request_id'][dup].iloc[0]!r}"
         )
-    if pts["point_id"].duplicated().any():
-        raise InputError(where, "points.point_id", "duplicate point id")
     unknown = set(req["point_id"].unique()) - set(pts["point_id"].unique())
     if unknown:
         raise InputError(
@@ -391,13 +377,6 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     cached = req["cached_prompt_tokens"].dropna().to_numpy(np.float64)
     check_values(cached, where, "cached_prompt_tokens", tokens=True)
     check_latency_unit(req["e2el_s"].to_numpy(np.float64)[ok], where, "requests.e2el_s")
-    if (pts["duration_s"] <= 0).any():
-        raise InputError(
-            where,
-            "points.duration_s",
-            f"must be > 0 (row {int((pts['duration_s'] <= 0).argmax())})",
-        )
-    check_point_counts(pts, where)
     if len(itl):
         rows = itl["request_row"].to_numpy()
         if rows.min() < 0 or rows.max() >= len(req):
@@ -418,15 +397,9 @@ def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
 def write_trace(
     path: str | Path, trace: Trace, *, overwrite: bool = True, source: str | Path | None = None
 ) -> Path:
-    """Validate and write ``trace`` to folder ``path`` atomically (temporary folder, rename),
-    marked as a rackbook trace (:func:`rackbook.core.fsio.atomic_dir`).
-
-    An existing trace folder at ``path`` that rackbook wrote (marked, every file on its
-    manifest as written) is replaced (unless ``overwrite`` is false); a file, a link, or a
-    non-empty folder holding anything else, is refused with :class:`InputError` (field
-    ``output``) and left as it was. ``source``: the file the trace was read from, which
-    the value errors name (default: ``path``).
-    """
+    """Validate and write ``trace`` to folder ``path`` atomically, marked as a trace
+    (:func:`rackbook.core.fsio.atomic_dir`: only a marked trace folder is replaced). Value errors
+    name ``source`` (default ``path``)."""
     path = check_output_folder(path)
     fsio.check_replaceable(path, "trace", "output")
     t = validate(trace, where=source or path)
@@ -442,8 +415,7 @@ def write_trace(
 
 
 def load_run_json(f: Path) -> Any:
-    """The JSON of a ``run.json`` file (a trace's or a calibration's), not yet checked; every
-    way it cannot be read is one :class:`InputError` naming the file."""
+    """The JSON of a ``run.json`` file, unchecked; any read failure is one InputError."""
     limits.input_file(f, what="run.json file")
     try:
         return json.loads(f.read_text(encoding="utf-8"))
@@ -477,8 +449,7 @@ def read_run(path: str | Path) -> dict[str, Any]:
 
 
 def _parquet(path: str | Path, name: str, read: Callable[[Path], _T]) -> _T:
-    """``read`` of table ``name``'s Parquet file in a trace folder; a missing or unreadable
-    file is one :class:`InputError` naming it."""
+    """``read`` of table ``name``'s Parquet file; missing or unreadable is one InputError."""
     f = Path(path) / f"{name}.parquet"
     if not f.is_file():
         raise InputError(f, "-", f"missing table {name}.parquet")
@@ -504,10 +475,8 @@ def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
     req = read_table(path, "requests")
     gaps = read_table(path, "itl") if itl else _EMPTY_GAPS.copy()
     pts = read_table(path, "points")
-    extra = {}
-    for f in sorted(path.glob("*.parquet")):
-        if f.stem not in ("requests", "itl", "points"):
-            extra[f.stem] = read_table(path, f.stem)
+    names = sorted(f.stem for f in path.glob("*.parquet"))
+    extra = {n: read_table(path, n) for n in names if n not in ("requests", "itl", "points")}
     return validate(Trace(run, req, gaps, pts, extra, path, itl), where=path)
 
 
@@ -517,11 +486,8 @@ def table_rows(path: str | Path, name: str) -> int:
 
 
 def check_row_counts(path: str | Path) -> tuple[int, int]:
-    """(request rows, gap rows) of a trace folder, refused from the Parquet footers before
-    any table is loaded: more requests than an import may expand to
-    (``limits.BOUNDS['requests']``), or more gaps than the requests' output tokens (a
-    request's gaps are at most its tokens minus one). Only the ``output_tokens`` column is
-    read."""
+    """(request rows, gap rows) from the Parquet footers, refused before loading: more requests than
+    ``limits.BOUNDS['requests']``, or more gaps than output tokens."""
     path = Path(path)
     n_req = table_rows(path, "requests")
     bound = limits.BOUNDS["requests"]
@@ -550,10 +516,8 @@ READ_AHEAD = 1
 
 
 def _read_ahead(batches: Iterator[Any], depth: int = READ_AHEAD) -> Generator[Any, None, None]:
-    """``batches`` (pyarrow's Parquet reader) advanced in a thread, ``depth`` items ahead of
-    the caller: decoding (which releases the GIL) runs on one core while the caller computes
-    on the other. Items come in order; an exception in the thread is raised at its place in
-    the sequence; the thread stops when the caller does."""
+    """``batches`` advanced in a thread ``depth`` items ahead (decoding overlaps the caller's work);
+    order kept, the thread's exception raised in place, stopped when the caller stops."""
     q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(depth, 1))
     stop = threading.Event()
 
@@ -590,9 +554,8 @@ def _read_ahead(batches: Iterator[Any], depth: int = READ_AHEAD) -> Generator[An
 
 
 def _chunk_column(col: Any, spec: Any, path: Path, fname: str, offset: int) -> Any:
-    """One column of a streamed chunk (:func:`iter_table`), checked as :func:`conform` checks
-    it (missing value, type, non-finite float; rows counted from ``offset``): a numpy array,
-    or ``(int32 codes, dictionary values)`` for a string column."""
+    """One column of a streamed chunk checked as :func:`conform` checks it (rows from ``offset``): a
+    numpy array, or ``(int32 codes, values)`` for strings."""
     if col.null_count and not spec.nullable:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(path, fname, f"missing value in row {offset + row}")
@@ -622,13 +585,9 @@ def _chunk_column(col: Any, spec: Any, path: Path, fname: str, offset: int) -> A
 def iter_table(
     path: str | Path, name: str, columns: list[str], chunk_rows: int = 1 << 20
 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-    """Stream columns of table ``name`` of a trace folder, ``chunk_rows`` rows at a time.
-
-    Yields ``(first row number, {column: numpy array})``; memory holds one chunk. String columns
-    come as ``(codes, values)``: int32 codes into that chunk's dictionary ``values`` (a list).
-    Each chunk is checked as :func:`conform` checks those columns (missing column or value,
-    type, non-finite float), with the same messages and the row number in the whole table.
-    """
+    """Stream ``columns`` of table ``name``, ``chunk_rows`` rows at a time: ``(first row, {column:
+    array})``, strings as ``(codes, values)``; each chunk checked as :func:`conform` checks it, rows
+    numbered in the whole table."""
     path = Path(path)
     f = path / f"{name}.parquet"
     known = {c.name: c for c in schema.TABLES[name]}
@@ -667,9 +626,7 @@ def iter_table(
 
 
 def keep_rows(trace: Trace, keep: np.ndarray, points: pd.Series | None = None) -> Trace:
-    """The trace with only the request rows where ``keep`` (a boolean array over request rows)
-    is true, their gaps with ``itl.request_row`` renumbered to follow them, and, when
-    ``points`` (a boolean mask over ``trace.points``) is given, only those points."""
+    """The trace with only the rows where ``keep`` (gaps renumbered) and ``points``."""
     itl = trace.itl
     if len(itl):
         new_pos = np.cumsum(keep) - 1
@@ -713,17 +670,14 @@ def point_batch(points: pd.DataFrame) -> pd.Series:
 
 
 def point_decode_ranks(points: pd.DataFrame) -> pd.Series:
-    """Decode ranks of each point: ``decode_ranks`` where set, else 1 (a trace written before the
-    column existed, or one engine instance)."""
+    """Decode ranks of each point: ``decode_ranks``, else 1."""
     if "decode_ranks" not in points.columns:
         return pd.Series(1, index=points.index, dtype="Int64")
     return points["decode_ranks"].fillna(1).astype("Int64")
 
 
 def point_rank_batch(points: pd.DataFrame) -> pd.Series:
-    """Batch per decode rank of each point (requests): the fixed ``batch_size`` where set (it is
-    per rank), else the client ``concurrency`` divided by the point's decode ranks; missing when
-    neither is set or the concurrency is not a whole multiple of the ranks."""
+    """Batch per decode rank: ``batch_size``, else whole ``concurrency / ranks``."""
     ranks = point_decode_ranks(points)
     conc = points["concurrency"].astype("Int64")
     per_rank = (conc // ranks).where(conc % ranks == 0)

@@ -1,18 +1,12 @@
-"""Which request rows of a trace measure the engine, and which measure something else.
+"""Which successful request rows measure the engine, and which measure a starved client.
 
-A client (or API server) starved of CPU while the engine decodes gets the tokens in one burst
-at the end (the project's 2-core machines did this): TTFT is nearly the whole request, the gaps
-are microseconds, and the row times the client, not the engine. Such rows are flagged, one
-request at a time, by three checks: (a) **burst delivery** (:data:`BURST_MIN_TOKENS`,
-:data:`BURST_DECODE_SHARE`); (b) **tiny gaps**, below the clock's resolution or far below the
-engine's own per-token time on the point (:data:`CLOCK_RESOLUTION_S`, :data:`MIN_GAP_SHARE`);
-(c) **token mismatch** between the client's counts and the servers' Prometheus counters over
-the point (:data:`TOKEN_MISMATCH_REL`). Only successful requests are checked (a failed one is
-never valid nor flagged); ``flagged_share`` is flagged / successful. :func:`check_requests`
-gives every check per request, :func:`point_validity` the counts per point,
-:func:`valid_requests` the valid rows (index kept, for ``itl.request_row``), :func:`refusal`
-the recorder's decision for a point (over :data:`MAX_FLAGGED_SHARE` flagged).
-:func:`rackbook.core.summary.summarize` keeps vLLM's figures on all rows and adds these.
+A client starved of CPU gets the tokens in one burst at the end: TTFT is nearly the whole request
+and the row times the client. Rows are flagged by three checks: (a) burst delivery
+(:data:`BURST_MIN_TOKENS`, :data:`BURST_DECODE_SHARE`); (b) tiny gaps, below the clock's resolution
+or far below the engine's per-token time (:data:`CLOCK_RESOLUTION_S`, :data:`MIN_GAP_SHARE`); (c) a
+token mismatch with the servers' counters (:data:`TOKEN_MISMATCH_REL`). Failed requests are never
+valid nor flagged; ``flagged_share`` is flagged / successful. A point over :data:`MAX_FLAGGED_SHARE`
+flagged is refused by the recorder (:func:`refusal`).
 """
 
 from __future__ import annotations
@@ -26,73 +20,45 @@ import pandas as pd
 
 from rackbook.core import server_metrics, traces
 
-#: (a) A request is checked for burst delivery only when it generated more than this many
-#: tokens: with a handful of tokens the decode window is legitimately short next to prefill
-#: (prefill-gain asks for 4 output tokens), so a small decode share means nothing there.
+#: (a) Burst delivery is checked only past this many output tokens (prefill-gain asks for 4).
 BURST_MIN_TOKENS = 8
 
-#: (a) Burst delivery: more than :data:`BURST_MIN_TOKENS` tokens generated, but the decode
-#: window (e2el - ttft) is under this share of the end-to-end latency. On the shipped CPU
-#: recordings an honest stream spends 40-99 % of its life decoding (128-token prompts, 32-512
-#: output tokens; long-context prefill of 3,584 tokens still leaves decode over 40 %), while a
-#: burst delivers hundreds of tokens within 0.1-1 % of the request (single-user: TTFT 1.625 s
-#: of 1.628 s for 512 tokens). 10 % sits an order of magnitude from both. A real engine can
-#: spend over 90 % of a request in prefill and queueing only when it generates very few tokens
-#: per prompt token, which the token floor and (b) cover.
+#: (a) Burst: decode window (e2el - ttft) under this share of e2el. Shipped CPU recordings: an
+#: honest stream decodes 40-99 % of its life, a burst 0.1-1 % (TTFT 1.625 s of 1.628 s).
 BURST_DECODE_SHARE = 0.10
 
-#: (b) Gaps below this (seconds) cannot be an engine step: vLLM's bench client stamps chunks
-#: with ``time.perf_counter`` (nanosecond ticks on Linux), but reading, parsing and stamping a
-#: chunk in its asyncio loop alone takes microseconds, so consecutive stamps under 1 us are two
-#: chunks read from one buffer, not two steps. No engine, CPU or GPU, steps in under 1 us.
+#: (b) Gaps below this (s) are two chunks read from one buffer: no engine steps in under 1 us.
 CLOCK_RESOLUTION_S = 1e-6
 
-#: (b) A request whose median chunk gap is under this share of the engine's per-token time on
-#: the same point got its tokens in bunches: one real gap, then several chunks already waiting.
-#: The engine's time is the servers' own mean inter-token latency over the point
-#: (``vllm:inter_token_latency_seconds`` sum / count, measured in the engine's process from
-#: engine timestamps: :data:`ENGINE_STEP_COUNTERS`), else the median TPOT of the point's
-#: requests not flagged by (a), else of all its requests. An honest stream's median gap is
-#: within a factor of two of that (batching and scheduling jitter); the shipped bursts sat at
-#: 1/1000 of it (0.003 ms against 3.0 ms). One tenth leaves an order of magnitude either side.
+#: (b) Tiny gaps: median gap under this share of the engine's per-token time on the point
+#: (:data:`ENGINE_STEP_COUNTERS`, else the median TPOT of non-burst requests). Honest streams
+#: sit within 2x of it, the shipped bursts at 1/1000 (0.003 ms against 3.0 ms).
 MIN_GAP_SHARE = 0.10
 
-#: (b) A request needs at least this many gaps for its median gap to say anything.
+#: (b) Fewest gaps for a request's median gap to say anything.
 MIN_GAPS = 2
 
-#: (b) Server histograms (sum, count; seconds) giving the engine's per-token time, tried in
-#: order; a ``_total``-less name is how :func:`server_metrics.counter_deltas` returns them.
+#: (b) Server histograms (sum, count; s) of the engine's per-token time, tried in order.
 ENGINE_STEP_COUNTERS: tuple[tuple[str, str], ...] = (
     ("vllm:inter_token_latency_seconds_sum", "vllm:inter_token_latency_seconds_count"),
     ("vllm:time_per_output_token_seconds_sum", "vllm:time_per_output_token_seconds_count"),
 )
 
-#: (c) Token counters compared with the client's sums over a point's successful requests:
-#: (server counter, request column). vLLM's ``vllm:generation_tokens_total`` and
-#: ``vllm:prompt_tokens_total`` count every token the engine generated / was prompted with.
+#: (c) (server counter, request column) compared over a point's successful requests.
 TOKEN_COUNTERS: tuple[tuple[str, str], ...] = (
     ("vllm:generation_tokens", "output_tokens"),
     ("vllm:prompt_tokens", "prompt_tokens"),
 )
 
-#: (c) Largest tolerated relative difference between client and server token counts over a
-#: point. Both are exact integers and agree exactly on every shipped recording; a difference
-#: means the window served traffic the client did not send (the counters cannot be attributed
-#: to its requests) or the client lost chunks. The 0.5 % slack admits a stray token or two,
-#: never a lost stream (one request of 100 is 1 %). A point with failed requests is only
-#: flagged when the client counted *more* than the servers (the servers count the failed
-#: requests' tokens, the client does not). Every successful request of a flagged point is
-#: flagged: the mismatch cannot be pinned on one of them.
+#: (c) Largest relative client/server token difference over a point (exact on every shipped
+#: recording; 0.5 % admits a stray token, never a lost stream). With failed requests only a
+#: client count over the servers' flags; a flagged point flags all its successful requests.
 TOKEN_MISMATCH_REL = 0.005
 
-#: Fewest valid requests a point needs to be reported as a measurement (a median of one or
-#: two values is a sample, not a statistic); a point with fewer is reported as "too few valid
-#: requests", never fitted.
+#: Fewest valid requests for a point to be a measurement (else "too few valid requests").
 MIN_VALID_PER_POINT = 3
 
-#: Largest share of a point's successful requests that may be flagged before the point is
-#: refused by the recorder (one request in 50). Above it the harness, not the engine, set the
-#: numbers: re-run the point or find the cause.
+#: Largest flagged share of a point's successful requests before the recorder refuses it.
 MAX_FLAGGED_SHARE = 0.02
 
 CHECKS = ("burst", "tiny_gaps", "token_mismatch")
@@ -160,9 +126,9 @@ def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _per_point(
     trace: traces.Trace, pid: np.ndarray, ok: np.ndarray, burst: np.ndarray, tpot: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Per request row, from its point: the reference engine step (s: the server's per-token
-    time, else the median TPOT of the successful non-burst requests), whether the point's
-    tokens mismatch the server's counters (successful rows only) and why."""
+    """Per request row, from its point: the reference engine step (s: the server's per-token time,
+    else the median TPOT of successful non-burst requests) and whether, and why, the point's tokens
+    mismatch the counters."""
     req = trace.requests
     sm = trace.extra.get("server_metrics")
     n = len(req)
@@ -209,11 +175,9 @@ def _reason(c: dict[str, Any], i: int, why_mismatch: str) -> str:
 
 
 def check_requests(trace: traces.Trace) -> pd.DataFrame:
-    """One row per request row of ``trace`` (same index): ``point_id``, ``request`` (row
-    number), ``success``, ``decode_share`` ((e2el - ttft) / e2el), ``median_gap_s``,
-    ``reference_step_s`` (the point's engine per-token time), the checks ``burst``,
-    ``tiny_gaps``, ``token_mismatch``, ``flagged`` (any check), ``valid`` (successful and not
-    flagged) and ``reason`` (empty when valid)."""
+    """Per request row (same index): ``point_id``, ``request``, ``success``, ``decode_share``,
+    ``median_gap_s``, ``reference_step_s``, the checks ``burst``, ``tiny_gaps``, ``token_mismatch``,
+    ``flagged``, ``valid`` and ``reason``."""
     req = trace.requests
     n = len(req)
     ok = req["success"].to_numpy(dtype=bool)
@@ -251,11 +215,9 @@ def check_requests(trace: traces.Trace) -> pd.DataFrame:
 
 
 def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per point (in ``points`` order): ``requests``, ``successful``, ``valid``, ``flagged``,
-    ``burst``, ``tiny_gaps``, ``token_mismatch`` (counts), ``flagged_share`` (flagged /
-    successful; 0 without successful requests), ``enough`` (at least
-    :data:`MIN_VALID_PER_POINT` valid), ``acceptable`` (flagged_share at most
-    :data:`MAX_FLAGGED_SHARE`) and ``reason`` (empty when enough and acceptable)."""
+    """Per point: counts (``requests``, ``successful``, ``valid``, ``flagged`` and per check),
+    ``flagged_share``, ``enough`` (>= :data:`MIN_VALID_PER_POINT` valid), ``acceptable`` (<=
+    :data:`MAX_FLAGGED_SHARE`) and ``reason``."""
     c = check_requests(trace) if checks is None else checks
     rows = []
     for p in trace.points["point_id"].astype(str):
@@ -298,8 +260,7 @@ def valid_requests(trace: traces.Trace) -> pd.DataFrame:
 
 
 def refusal(trace: traces.Trace, point_id: str) -> str | None:
-    """Why the recorder must refuse ``point_id`` of ``trace`` (more than
-    :data:`MAX_FLAGGED_SHARE` of its successful requests flagged), or None when it passes."""
+    """Why the recorder refuses ``point_id`` (over :data:`MAX_FLAGGED_SHARE` flagged), or None."""
     c = check_requests(trace)
     row = _point_row(point_id, c[c["point_id"] == point_id])
     if row["acceptable"]:
@@ -314,10 +275,8 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
 
 @dataclass(frozen=True)
 class Screening:
-    """What :func:`valid_trace` left out of a trace: successful requests checked, flagged (and
-    by which check), the points dropped because flagging left them fewer than
-    :data:`MIN_VALID_PER_POINT` valid requests, and the flagged requests kept because their
-    point was accepted when it was recorded (``run.json``'s ``accepted_invalid``)."""
+    """What :func:`valid_trace` left out: requests checked and flagged (by check), points dropped
+    below :data:`MIN_VALID_PER_POINT`, flagged requests kept as ``accepted_invalid``."""
 
     successful: int
     flagged: int
@@ -359,12 +318,9 @@ class Screening:
 
 
 def valid_trace(trace: traces.Trace) -> tuple[traces.Trace, Screening]:
-    """The trace without its flagged requests (their gaps too; failed requests stay, for the
-    error counts) and without the points flagging left with fewer than
-    :data:`MIN_VALID_PER_POINT` valid requests; and what was left out. Points the recording
-    accepted although flagged (``run.json``'s ``accepted_invalid``, ``record
-    --accept-invalid``) keep their flagged requests, and the screening says so. Request rows
-    are renumbered and ``itl.request_row`` follows them."""
+    """The trace without flagged requests (failed ones stay) and without points left under
+    :data:`MIN_VALID_PER_POINT` valid, rows renumbered; points ``run.json`` lists as
+    ``accepted_invalid`` keep theirs. Also what was left out."""
     c = check_requests(trace)
     pv = point_validity(trace, c)
     accepted = {str(p) for p in (trace.run.get("accepted_invalid") or [])}

@@ -1,11 +1,7 @@
-"""vLLM's detailed result JSON read in bounded memory (:mod:`rackbook.core.jsonstream`): the
-per-request lists (:data:`PER_REQUEST`) straight into float64 arrays, ``itls`` (most of the
-file: 12.7M gaps for 100k requests x 128 tokens) into a :class:`RaggedGaps`, a piece at a time;
-``generated_texts`` checked and dropped; the rest kept as parsed. Counts are bounded as read:
-once ``input_lens`` is read (vLLM writes it first) no per-request list may be longer, before it
-none past ``BOUNDS["requests"]``; gaps at most ``BOUNDS["context"]`` per request and
-``BOUNDS["gaps"]`` in all (:mod:`rackbook.limits`).
-"""
+"""vLLM's detailed result JSON in bounded memory (:mod:`rackbook.core.jsonstream`):
+:data:`PER_REQUEST` lists as float64 arrays, ``itls`` as :class:`RaggedGaps`, ``generated_texts``
+dropped. No list may be longer than ``input_lens`` (before it, ``BOUNDS["requests"]``); gaps at most
+``BOUNDS["context"]`` per request and ``BOUNDS["gaps"]`` in all."""
 
 from __future__ import annotations
 
@@ -40,8 +36,6 @@ def counts() -> jsonstream.Counts:
 
 
 def load_detailed(path: str | Path) -> dict[str, Any] | Any:
-    """The parsed result: :data:`PER_REQUEST` lists as float64 arrays, ``itls`` as
-    :class:`RaggedGaps`, ``generated_texts`` dropped (a key whose value is not a list is kept
-    as parsed, for the importer to name). Any other top level is returned as parsed. Every
-    problem of the file is one :class:`~rackbook.errors.InputError`."""
+    """The parsed result (typed lists as above; a non-list value kept as parsed for the importer to
+    name). Every problem is one InputError."""
     return jsonstream.load(path, KINDS, counts())

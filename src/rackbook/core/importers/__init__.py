@@ -1,11 +1,8 @@
-"""Importers: other tools' results and published measurements into traces, one module per format.
+"""Importers: other tools' results and published measurements into traces.
 
-Every format ``rackbook import FORMAT FILE -o TRACE`` reads is declared once in :data:`REGISTRY`
-and implemented by one module of this package with the :class:`Importer` interface:
-:mod:`.vllm_bench`, :mod:`.offline_engine`, and the published formats :mod:`.inferencex`,
-:mod:`.mlperf` and :mod:`.sglang_cookbook` (sharing :mod:`.points`, :mod:`.sourcefile` and
-:mod:`.fields`). :func:`write` is the one way a file becomes a trace folder. This module imports
-only the standard library (the command line lists the formats without loading pandas).
+:data:`REGISTRY` declares every format of ``rackbook import FORMAT FILE -o TRACE``; each module
+implements :class:`Importer`. :func:`write` is the one way a file becomes a trace folder. Standard
+library only (the CLI lists formats without pandas).
 """
 
 from __future__ import annotations
@@ -25,9 +22,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DeclaredGpus:
-    """The GPUs a user declares a benchmark ran on (``rackbook import ... --gpu ID --gpus N``),
-    looked up in the hardware catalog by the command line (this package reads no catalog):
-    recorded in ``run.json`` as declared, beside the importing machine's inventory."""
+    """GPUs declared with ``--gpu ID --gpus N``, recorded in ``run.json`` as declared."""
 
     id: str  # catalog id, e.g. b300
     label: str  # as a reader names it, e.g. B300
@@ -38,8 +33,7 @@ class DeclaredGpus:
 
 @dataclass(frozen=True)
 class Options:
-    """What an import is given beside the file and the output folder (``rackbook import``'s
-    options; each format takes the ones its :class:`Format` lists)."""
+    """What an import takes beside file and output (per :class:`Format`'s ``options``)."""
 
     labels: Mapping[str, str] = field(default_factory=dict)  # vllm-bench: scenario keys
     kind: str | None = None  # vllm-bench: recorded (default), published or synthetic
@@ -52,9 +46,8 @@ class Options:
 
 
 class Importer(Protocol):
-    """A format module: ``read`` checks the file and returns the trace in memory (``run.json``
-    filled, ``command`` recorded there; a bad file is one InputError); ``summary`` is what
-    ``rackbook import`` prints after ``wrote OUT:``."""
+    """A format module: ``read`` returns the checked trace in memory (a bad file is one InputError);
+    ``summary`` is printed after ``wrote OUT:``."""
 
     FORMAT: str
 
@@ -80,57 +73,31 @@ class Format:
 
 
 #: Every format, by its name on the command line.
+_PUBLISHED = ("source_url", "source_date")
+# fmt: off
 REGISTRY: dict[str, Format] = {
     f.name: f
     for f in (
-        Format(
-            "vllm-bench",
-            "vllm_bench",
-            "vllm bench serve --save-result --save-detailed JSON",
-            None,
-            ("labels", "kind", "hardware"),
-        ),
-        Format(
-            "offline-engine",
-            "offline_engine",
-            "an offline engine's fixed-batch results (rackbook-offline-engine JSON)",
-            None,
-            ("engine",),
-        ),
-        Format(
-            "inferencex",
-            "inferencex",
-            "InferenceX (SemiAnalysis) API rows",
-            "published",
-            ("source_url", "source_date"),
-        ),
-        Format(
-            "mlperf",
-            "mlperf",
-            "MLPerf Inference summary.csv",
-            "published",
-            ("model", "source_url", "source_date"),
-        ),
-        Format(
-            "sglang-cookbook",
-            "sglang_cookbook",
-            "SGLang cookbook deepseek-v4-benchmarks.jsx",
-            "published",
-            ("source_url", "source_date"),
-        ),
+        Format("vllm-bench", "vllm_bench", "vllm bench serve --save-result --save-detailed JSON",
+               None, ("labels", "kind", "hardware")),
+        Format("offline-engine", "offline_engine",
+               "an offline engine's fixed-batch results (rackbook-offline-engine JSON)",
+               None, ("engine",)),
+        Format("inferencex", "inferencex", "InferenceX (SemiAnalysis) API rows",
+               "published", _PUBLISHED),
+        Format("mlperf", "mlperf", "MLPerf Inference summary.csv",
+               "published", ("model", *_PUBLISHED)),
+        Format("sglang-cookbook", "sglang_cookbook", "SGLang cookbook deepseek-v4-benchmarks.jsx",
+               "published", _PUBLISHED),
     )
 }
+# fmt: on
 
 #: Option fields -> their flag on the command line.
 FLAGS = {
-    "labels": "--label",
-    "kind": "--kind",
-    "engine": "--engine",
-    "model": "--model",
-    "source_url": "--source-url",
-    "source_date": "--source-date",
-    "hardware": "--gpu",
+    o: "--" + o.replace("_", "-") for o in ("kind", "engine", "model", "source_url", "source_date")
 }
+FLAGS |= {"labels": "--label", "hardware": "--gpu"}
 
 
 def get(fmt: str, path: Path | str = "-") -> Format:
@@ -161,8 +128,7 @@ def measured_fields() -> frozenset[str]:
 
 
 def check_source_date(path: Path | str, date: str) -> None:
-    """``--source-date``: a date YYYY-MM-DD, not after today (UTC, a day of slack for the
-    time zones): the day a published figure was read cannot be in the future."""
+    """``--source-date``: YYYY-MM-DD, not after today (UTC, one day of slack)."""
     import datetime as dt
 
     from rackbook.core import schema
@@ -177,8 +143,8 @@ def check_source_date(path: Path | str, date: str) -> None:
 
 
 def check_options(fmt: str, path: Path | str, options: Options) -> None:
-    """Options that do not fit the format: one InputError naming the flag (before any work);
-    a label naming a measured field (``ttft_s``, ``output_tokens``...) is refused."""
+    """One InputError naming the flag for options that do not fit the format (a label naming a
+    measured field included), before any work."""
     f = get(fmt, path)
     if options.source_date is not None:
         check_source_date(path, options.source_date)
@@ -225,8 +191,7 @@ def command_line(fmt: str, path: Path | str, output: Path | str, options: Option
 
 
 def read(fmt: str, path: Path | str, output: Path | str, options: Options) -> traces.Trace:
-    """The file ``path`` of format ``fmt`` as a trace in memory (nothing written); ``output`` is
-    only named in the command line recorded."""
+    """The file of format ``fmt`` as a trace in memory (``output`` only named)."""
     path = Path(path)
     check_options(fmt, path, options)
     command = options.command or command_line(fmt, path, output, options)
@@ -236,8 +201,7 @@ def read(fmt: str, path: Path | str, output: Path | str, options: Options) -> tr
 def write(
     fmt: str, path: Path | str, output: Path | str, options: Options | None = None
 ) -> traces.Trace:
-    """Import the file ``path`` of format ``fmt`` into a trace folder at ``output``, written
-    atomically (nothing is written when the file is refused); the trace as written."""
+    """Import ``path`` into a trace folder at ``output`` atomically; the trace as written."""
     from rackbook.core import traces  # pandas: loaded when an import runs, not to parse flags
 
     t = read(fmt, path, output, options or Options())

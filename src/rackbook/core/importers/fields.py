@@ -1,9 +1,5 @@
-"""One value of a source file's row, checked: a number, a text, a date, a link.
-
-Each check returns the value or raises one :class:`~rackbook.errors.InputError` naming the file,
-the field (``rows[3].metrics.tput_per_gpu``) and the problem. Numbers are as the source states
-them (no unit conversion here).
-"""
+"""One checked value of a source file's row (number as stated, text, date, link): the value, or one
+InputError naming file, field (``rows[3].metrics.tput_per_gpu``) and problem."""
 
 from __future__ import annotations
 

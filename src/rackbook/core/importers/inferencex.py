@@ -1,14 +1,9 @@
-"""InferenceX (SemiAnalysis): the row list of the public API ``/api/v1/benchmarks`` as a trace
-of kind ``published`` (``rackbook import inferencex ROWS.json -o TRACE``).
+"""InferenceX (SemiAnalysis) API rows (``/api/v1/benchmarks``, a list or an object holding one list)
+as a ``published`` trace: ``rackbook import inferencex ROWS.json -o TRACE``.
 
-The file is the API's answer as returned or saved: a JSON list, or an object holding exactly one
-list. Each row names its hardware, framework, model, precision, speculative method,
-disaggregation, prefill/decode GPU pools, ISL/OSL, concurrency, date, run link and ``metrics``;
-``metrics.tput_per_gpu`` (total tok/s per GPU, input + output over all the run's GPUs) is
-required, the input/output split is optional. AgentX rows (``benchmark_type``
-``agentic_traces``) replay agent traces: no ISL/OSL, and their throughput counts every turn's
-whole prompt, cached prefix included. Units: tok/s (per GPU where the column says so), latencies
-in seconds.
+``metrics.tput_per_gpu`` (total tok/s per GPU, input + output over all the run's GPUs) is required,
+its input/output split optional; latencies in seconds. AgentX rows (``benchmark_type:
+agentic_traces``) have no ISL/OSL and count every turn's whole prompt, cached prefix included.
 """
 
 from __future__ import annotations
@@ -42,11 +37,9 @@ SPEC_IN_CONFIG_KEY = ("dspark", "mtp", "eagle", "ngram", "medusa")
 def inferencex_speculation(
     spec_method: str | None, config_key: str | None, benchmark_type: str
 ) -> tuple[str, str | None]:
-    """(speculation kind, method) of an InferenceX row from its ``spec_method`` and, where the
-    row carries one, its config key (the method named in the key wins over a missing
-    ``spec_method``; a key that names no method means none). ``ValueError`` when the two
-    disagree. AgentX rows of a method in :data:`INFERENCEX_AGENTIC_SIMULATED` are
-    ``simulated``; other methods are ``real``."""
+    """(speculation kind, method) from ``spec_method`` and the config key (the key's method fills a
+    missing ``spec_method``; ValueError when they disagree). AgentX rows of
+    :data:`INFERENCEX_AGENTIC_SIMULATED` are ``simulated``, other methods ``real``."""
     method = None if spec_method in (None, "", "none") else str(spec_method).lower()
     if config_key:
         parts = config_key.lower().split("-")
@@ -67,8 +60,7 @@ def inferencex_speculation(
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The API rows of ``path`` as a published trace (rows without a ``run_url`` link to
-    ``--source-url``)."""
+    """The API rows as a published trace (rows without ``run_url`` link to ``--source-url``)."""
     return points.read_published(
         FORMAT,
         path,
@@ -82,7 +74,7 @@ summary = points.summary
 
 
 def _inferencex_rows(path: Path, data: Any) -> list[Any]:
-    """The API's row list: the top-level list, or the one list an object holds."""
+    """The top-level list, or the one list an object holds."""
     if isinstance(data, list):
         return data
     if isinstance(data, dict):
@@ -100,8 +92,7 @@ def _inferencex_rows(path: Path, data: Any) -> list[Any]:
 def inferencex_points(
     path: str | Path, data: Any = None, fallback_url: str | None = None
 ) -> pd.DataFrame:
-    """InferenceX API rows as a ``published_points`` table (one row per API row; the columns:
-    :func:`_point`, :func:`_gpu_counts`, :func:`_metric_columns`)."""
+    """InferenceX API rows as a ``published_points`` table, one row per API row."""
     path = Path(path)
     if data is None:
         data = jsonstream.load(path)
@@ -126,12 +117,10 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
     f = f"rows[{i}]"
     if not isinstance(row, dict):
         raise InputError(path, f, f"must be an object, got {type(row).__name__}")
-    hardware = fields.text(path, f"{f}.hardware", row.get("hardware"))
-    framework = fields.text(path, f"{f}.framework", row.get("framework"))
-    model = fields.text(path, f"{f}.model", row.get("model"))
-    precision = fields.text(path, f"{f}.precision", row.get("precision"))
-    spec = fields.text(path, f"{f}.spec_method", row.get("spec_method"), optional=True)
-    kind = fields.text(path, f"{f}.benchmark_type", row.get("benchmark_type"), optional=True)
+    named = ("hardware", "framework", "model", "precision", "spec_method", "benchmark_type")
+    hardware, framework, model, precision, spec, kind = (
+        fields.text(path, f"{f}.{k}", row.get(k), optional=k in named[4:]) for k in named
+    )
     kind = kind or INFERENCEX_SINGLE_TURN
     if kind not in INFERENCEX_TYPES:
         raise InputError(
@@ -207,9 +196,8 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
 def _gpu_counts(
     path: Path, f: str, row: dict[str, Any], disagg: bool
 ) -> tuple[int | None, int | None, int | None, list[str]]:
-    """(total GPUs, prefill GPUs, decode GPUs, notes) of row ``f``: a disaggregated row's
-    two pools side by side; an aggregated row's common pool, left empty (and said in a note)
-    when its pools or tensor-parallel size disagree."""
+    """(total, prefill, decode GPUs, notes): a disaggregated row's two pools; an aggregated row's
+    pool, left empty with a note when its counts disagree."""
     pools = {}
     for key in ("num_prefill_gpu", "num_decode_gpu", "decode_tp"):
         v = row.get(key)
@@ -229,9 +217,8 @@ def _gpu_counts(
 
 
 def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
-    """Row ``f``'s ``metrics``: throughput per GPU (tok/s, and its input/output split), tok/s
-    per user (the median interactivity where published, else AgentX's P90, its default) and
-    the latencies (s)."""
+    """Row ``f``'s metrics: tok/s per GPU (and split), tok/s per user (median, else AgentX's P90)
+    and latencies (s)."""
     metrics = fields.mapping(path, f"{f}.metrics", row.get("metrics"))
     m = f"{f}.metrics"
     stat, intvty = "median", "median_intvty"

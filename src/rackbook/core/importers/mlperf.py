@@ -1,12 +1,9 @@
-"""MLPerf Inference ``summary.csv`` as a trace of kind ``published``
-(``rackbook import mlperf summary.csv -o TRACE --source-url URL [--model NAME]``).
+"""MLPerf Inference ``summary.csv`` as a ``published`` trace: ``rackbook import mlperf summary.csv
+-o TRACE --source-url URL [--model NAME]``.
 
-One row per (system, model, scenario). Only rows whose ``Units`` is ``Tokens/s`` become points;
-the rest are skipped and counted by unit (and, with ``--model``, rows of other models by model).
-``Result`` is the system's rate of *output* tokens (LoadGen's token count of the responses; the
-prompt is not counted); the per-GPU figure is computed on import as
-``Result / total_accelerators`` (tok/s per GPU). The file is read a line at a time, bounded per
-line and in lines (:func:`rackbook.core.importers.sourcefile.csv_lines`).
+Only ``Units: Tokens/s`` rows become points (others, and other models with ``--model``, are counted
+as skipped). ``Result`` is output tok/s of the system; per GPU is ``Result / total_accelerators``.
+Read a bounded line at a time (:func:`rackbook.core.importers.sourcefile.csv_lines`).
 """
 
 from __future__ import annotations
@@ -26,29 +23,16 @@ from rackbook.errors import InputError
 FORMAT = "mlperf"
 
 #: summary.csv columns the importer reads.
-MLPERF_COLUMNS = (
-    "Organization",
-    "Availability",
-    "Division",
-    "SystemName",
-    "Platform",
-    "Model",
-    "Scenario",
-    "Result",
-    "accelerator_model_name",
-    "total_accelerators",
-    "Location",
-    "framework",
-    "version",
-    "Units",
-    "weight_data_types",
+MLPERF_COLUMNS = tuple(
+    "Organization Availability Division SystemName Platform Model Scenario Result "
+    "accelerator_model_name total_accelerators Location framework version Units "
+    "weight_data_types".split()
 )
 MLPERF_TOKEN_UNIT = "Tokens/s"
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The token-rate rows of ``path`` as a published trace; the run's parameters record
-    ``--model`` and what was skipped."""
+    """The token-rate rows as a published trace; parameters record ``--model`` and the skips."""
 
     def rows() -> tuple[pd.DataFrame, dict[str, object]]:
         pts, skipped = mlperf_points(path, options.model, options.source_url)
@@ -61,8 +45,7 @@ summary = points.summary
 
 
 def _reader(path: Path, source_url: str | None) -> csv.DictReader[str]:
-    """A CSV reader over ``path`` whose header has every :data:`MLPERF_COLUMNS`; refuses a
-    missing ``source_url`` after the header."""
+    """A CSV reader whose header has every :data:`MLPERF_COLUMNS`; ``source_url`` required."""
     reader = csv.DictReader(sourcefile.csv_lines(path), strict=True)
     try:
         header = reader.fieldnames or []
@@ -77,8 +60,7 @@ def _reader(path: Path, source_url: str | None) -> csv.DictReader[str]:
 
 
 def _row(path: Path, f: str, row: dict[str, str], line: int, source_url: str) -> dict[str, Any]:
-    """A token-rate row (field ``f``, CSV line ``line``) as a ``published_points`` row
-    (columns it leaves out are null; rates in tok/s)."""
+    """A token-rate row (field ``f``, CSV line ``line``) as a ``published_points`` row (tok/s)."""
     result = _csv_number(path, f"{f}.Result", row["Result"], line)
     n = _csv_number(path, f"{f}.total_accelerators", row["total_accelerators"], line)
     if n % 1 != 0:
@@ -113,11 +95,9 @@ def _row(path: Path, f: str, row: dict[str, str], line: int, source_url: str) ->
 def mlperf_points(
     path: str | Path, model: str | None = None, source_url: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
-    """MLPerf ``summary.csv`` token-rate rows as a ``published_points`` table (see the module
-    docstring), plus what was skipped: ``{"units": {unit: rows}, "models": {model: rows}}``.
-    Whether a system of many GPUs serves as one deployment or as several replicas is not in
-    the file. A row's link is its results folder (``Location``) at the source commit when
-    ``source_url`` is a GitHub blob URL, else ``source_url`` itself."""
+    """Token-rate rows as a ``published_points`` table and the skips (``{"units": {...}, "models":
+    {...}}``). A row links to its ``Location`` folder at the commit of a GitHub blob ``source_url``,
+    else to ``source_url``."""
     path = Path(path)
     reader = _reader(path, source_url)
     assert source_url is not None  # _reader refused it

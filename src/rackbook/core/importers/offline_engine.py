@@ -1,54 +1,13 @@
-"""Importer for an offline engine's fixed-batch results (the claim's engine B, DeepInfer).
+"""Importer for an offline engine's fixed-batch results (engine B of the decode-parity claim):
+``rackbook import offline-engine FILE -o TRACE``. The file format (``format:
+rackbook-offline-engine``, version 1) is documented in book/rerun.md.
 
-An offline engine benchmark decodes a fixed batch and reports times per batch, not per
-request. ``rackbook import offline-engine FILE -o TRACE`` turns such results into a trace that
-the decode-parity chapter reads as engine B (``-p trace_b TRACE -p engine_b deepinfer``).
-
-The input format (JSON, ``format: rackbook-offline-engine``, ``schema_version: 1``)::
-
-    {
-      "format": "rackbook-offline-engine",
-      "schema_version": 1,
-      "engine": "deepinfer",                      # engine label of every point
-      "engine_version": "2026.10",                # as the engine reports it
-      "model": "deepseek-ai/DeepSeek-V4.1-Flash", # the served model
-      "hardware": {"gpu_id": "gb300", "gpu_count": 64},
-      "command": "...",        # optional: the engine's benchmark command, verbatim
-      "source": "...",         # optional: where the numbers come from (log file, URL)
-      "date": "2026-10-24",    # optional: when they were measured, YYYY-MM-DD
-      "generator": {"name": "...", "seed": 0},   # only in synthetic files (kind synthetic)
-      "rows": [
-        {"batch_size": 8,        # sequences decoding together on each decode rank
-         "decode_ranks": 64,     # optional, default 1: ranks each holding batch_size
-         "input_tokens": 1024,   # prompt tokens per request
-         "output_tokens": 1024,  # generated tokens per request (>= 2)
-         "decode_s": 30.5,       # seconds from the batch's first token to its last
-         "prefill_s": 2.1,       # optional: seconds until the batch's first token
-         "total_s": 32.6}        # optional: seconds for the whole batch
-      ]
-    }
-
-How each row maps onto the trace, so that :func:`rackbook.results.decode_parity.analyse`
-computes engine B's decode throughput exactly as it does for a recorded offline engine: a row
-becomes one point (``batch_size`` per rank, ``decode_ranks``) of ``batch_size x decode_ranks``
-identical requests, each with
-
-- ``prompt_tokens`` = ``input_tokens`` and ``output_tokens`` = ``output_tokens`` (n);
-- ``ttft_s`` = ``prefill_s`` (else ``total_s - decode_s``, else 0: prefill not reported, and
-  the chapter's prefill throughput is left out for that point);
-- ``e2el_s`` = ``ttft_s + decode_s``, so ``e2el_s - ttft_s`` = ``decode_s``;
-
-and the point's ``duration_s`` is ``total_s`` (else ``prefill_s + decode_s``). The chapter's
-decode throughput per rank, B x sum(n_i - 1) / sum(e2el_i - ttft_i), is then
-``batch_size x (output_tokens - 1) / decode_s`` tokens/s: ``decode_s`` must cover the
-``output_tokens - 1`` tokens after the first (the decode steps), not the prefill. Its prefill
-throughput, B x mean(prompt) / mean(ttft), is ``batch_size x input_tokens / prefill_s``.
-
-Provenance: ``run.json`` records the exact import command, the file's name, size and SHA-256
-(``source_file``), the engine and version and the file's own ``command``/``source``/``date``;
-the hardware is the file's statement (``hardware.note`` says so), never the importing machine.
-A file with ``generator`` is synthetic (kind ``synthetic``); otherwise the trace is kind
-``recorded``: numbers measured by a real run of the engine, imported as given.
+Each row becomes one point of ``batch_size x decode_ranks`` identical requests with ``ttft_s`` =
+``prefill_s`` (else ``total_s - decode_s``, else 0) and ``e2el_s`` = ``ttft_s + decode_s`` (s), so
+the chapter's decode throughput per rank is ``batch_size x (output_tokens - 1) / decode_s`` tok/s;
+the point's ``duration_s`` is ``total_s`` (else ``prefill_s + decode_s``). ``run.json`` records the
+import command, the file's SHA-256, its own command/source/date and the hardware as the file states
+it; a file with ``generator`` is kind ``synthetic``, else ``recorded``.
 """
 
 from __future__ import annotations
@@ -81,19 +40,9 @@ ROW_KEYS: dict[str, tuple[bool, bool]] = {
     "total_s": (False, False),
 }
 #: Top-level keys a file may carry (anything else is refused, catching typos).
-TOP_KEYS = (
-    "format",
-    "schema_version",
-    "engine",
-    "engine_version",
-    "model",
-    "hardware",
-    "command",
-    "source",
-    "date",
-    "generator",
-    "notes",
-    "rows",
+TOP_KEYS = tuple(
+    "format schema_version engine engine_version model hardware command source date generator "
+    "notes rows".split()
 )
 
 
@@ -106,7 +55,7 @@ def _text(path: Path, field: str, value: Any, *, required: bool = True) -> str |
 
 
 def _positive(path: Path, field: str, value: Any, *, integer: bool) -> float:
-    """A positive finite number (an integer where ``integer``), else :class:`InputError`."""
+    """A positive finite number (whole where ``integer``), else InputError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         kind = "positive integer" if integer else "positive number"
         raise InputError(path, field, f"not a {kind}")
@@ -118,8 +67,8 @@ def _positive(path: Path, field: str, value: Any, *, integer: bool) -> float:
 
 
 def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
-    """The checked rows: required keys present, every value positive (integers where counted),
-    ``output_tokens >= 2`` and times consistent (``total_s >= prefill_s + decode_s``)."""
+    """The checked rows: required keys, positive values, ``output_tokens >= 2``, ``total_s >=
+    prefill_s + decode_s``, one row per (batch, ranks)."""
     if not isinstance(rows, list) or not rows:
         raise InputError(path, "rows", "must be a non-empty list of objects")
     out, seen = [], set()
@@ -174,8 +123,7 @@ def _hardware(path: Path, hw: Any) -> tuple[str, int]:
 
 
 def _header(path: Path, data: Any) -> dict[str, Any]:
-    """The file's header fields (engine, versions, model, provenance texts, GPU id and count,
-    generator), checked: format, schema version and no unknown key."""
+    """The file's checked header fields (format, version, no unknown key)."""
     if not isinstance(data, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(data).__name__}")
     if data.get("format") != FILE_FORMAT:
@@ -206,8 +154,8 @@ def _header(path: Path, data: Any) -> dict[str, Any]:
 
 
 def _row_requests(pid: str, label: str, config: str, r: dict[str, Any]) -> pd.DataFrame:
-    """The batch_size x decode_ranks identical requests of row ``r`` (point ``pid``): all
-    start at 0, TTFT the prefill time, e2el prefill + decode (s)."""
+    """Row ``r``'s ``batch_size x decode_ranks`` identical requests of point ``pid`` (times in
+    s)."""
     b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
     n = b * ranks
     ttft = _ttft(r)
@@ -239,11 +187,8 @@ def _ttft(r: dict[str, Any]) -> Any:
 def offline_engine_frames(
     path: str | Path, data: Any, engine: str | None = None
 ) -> tuple[traces.Trace, dict[str, Any]]:
-    """The checked file as an (un-validated) trace without ``run``, and its header fields.
-
-    Each row becomes one point ``<engine>-b<batch_size>[-r<decode_ranks>]`` (the ``-r`` part
-    only when several rows share a batch size); see the module docstring for the mapping.
-    """
+    """The checked file as an unvalidated trace without ``run``, and its header. Point ids are
+    ``<engine>-b<batch>`` (``-r<ranks>`` when batch sizes repeat)."""
     path = Path(path)
     head = _header(path, data)
     label = _text(path, "--engine", engine) if engine is not None else head["engine"]
@@ -279,9 +224,7 @@ def offline_engine_frames(
 
 
 def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict[str, Any]:
-    """``run.json`` of an imported offline-engine file: kind ``recorded`` (``synthetic`` when
-    the file names a generator), the import command and the file's own command, the file's
-    SHA-256, and the hardware the file states (not this machine's)."""
+    """``run.json`` of an imported file (kind, commands, SHA-256, the file's stated hardware)."""
     synthetic = head["generator"] is not None
     rows_note = f"imported from {path.name} by `rackbook import offline-engine`"
     run = provenance.new_run_info(
@@ -313,8 +256,7 @@ def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The checked file as a trace whose ``run.json`` records ``command`` (``--engine``
-    overrides the file's engine label); nothing is written."""
+    """The checked file as a trace recording ``command`` (``--engine`` overrides the label)."""
     data = jsonstream.load(path)  # checks existence, emptiness, JSON syntax
     t, head = offline_engine_frames(path, data, options.engine)
     t.run = run_info(path, path.read_bytes(), head, command)
@@ -329,8 +271,6 @@ def summary(t: traces.Trace) -> str:
 def import_offline_engine(
     path: str | Path, output: str | Path, engine: str | None = None, command: str | None = None
 ) -> traces.Trace:
-    """Check ``path`` and write its trace folder at ``output`` (atomic; nothing is written when
-    the file is refused). ``engine`` overrides the file's engine label; ``command`` is the
-    command line recorded in ``run.json`` (default: the equivalent ``rackbook import``)."""
+    """Write ``path``'s trace folder at ``output`` atomically; the trace read back."""
     importers.write(FORMAT, path, output, importers.Options(engine=engine, command=command))
     return traces.read_trace(output)

@@ -1,11 +1,6 @@
-"""What the three published importers share: a ``published_points`` table
-(:data:`rackbook.core.schema.EXTRA_TABLES`) and the kind ``published`` trace that holds it.
-
-A published trace's only data is that table, one row per published point (throughput in tok/s,
-per GPU where the column says so; latencies in seconds); its requests, gaps and points tables
-are empty. Its ``run.json`` records the import command, the source file's provenance
-(:func:`rackbook.core.importers.sourcefile.source_info`) and each point's id, link and date.
-"""
+"""What the published importers share: the ``published_points`` table (one row per published point;
+tok/s, latencies in s) and the kind ``published`` trace holding it (other tables empty; ``run.json``
+with the command, source provenance and each point's id, link and date)."""
 
 from __future__ import annotations
 
@@ -81,9 +76,8 @@ def published_trace(
 def read_published(
     fmt: str, path: Path, options: importers.Options, command: str, read_points: PointsReader
 ) -> traces.Trace:
-    """The kind ``published`` trace of a source file: its start checked first (missing, empty or
-    binary: one line before anything else), its provenance, then ``read_points()``; points
-    without a date take ``--source-date``."""
+    """The ``published`` trace of a source file: its start checked, its provenance, then
+    ``read_points()``; undated points take ``--source-date``."""
     sourcefile.check_text(path)
     src = sourcefile.source_info(path, options.source_url, options.source_date)
     pts, params = read_points()

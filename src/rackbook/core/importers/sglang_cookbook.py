@@ -1,12 +1,10 @@
-"""The SGLang cookbook's ``deepseek-v4-benchmarks.jsx`` as a trace of kind ``published``
-(``rackbook import sglang-cookbook FILE -o TRACE --source-url URL``).
+"""The SGLang cookbook's ``deepseek-v4-benchmarks.jsx`` as a ``published`` trace: ``rackbook import
+sglang-cookbook FILE -o TRACE --source-url URL``.
 
-The file is a JavaScript module exporting ``benchmarks``, a list of cells (``match``: hardware,
-variant, quant, strategy, nodes) with ``speed`` entries (ISL/OSL, concurrency, TTFT and TPOT in
-ms, total tok/s per GPU), read by :mod:`rackbook.core.jsliteral` (no code runs). Cells without
-``speed`` numbers are stubs, skipped and counted. Milliseconds are stored as seconds; the GPU
-count and speculative method of a cell come from the cookbook's configuration file
-(:data:`COOKBOOK_CONFIG_URL`), not from this one.
+The exported ``benchmarks`` list (read by :mod:`rackbook.core.jsliteral`, no code runs) holds cells
+(``match``: hw, variant, quant, strategy, nodes) with ``speed`` entries: ISL/OSL, concurrency, TTFT
+and TPOT (ms, stored in s), total tok/s per GPU. Cells without ``speed`` are stubs, skipped and
+counted. GPU count and speculation come from the cookbook's config (:data:`COOKBOOK_CONFIG_URL`).
 """
 
 from __future__ import annotations
@@ -48,8 +46,7 @@ SGLANG_RANDOM_RANGE_RATIO = 0.0
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The cells of ``path`` with speed numbers as a published trace (``--source-url``
-    required: the cells carry no link); the run's parameters count the stub cells skipped."""
+    """The cells with speed numbers as a published trace; stubs skipped are counted."""
 
     def rows() -> tuple[pd.DataFrame, dict[str, object]]:
         pts, skipped = cookbook_points(path, options.source_url)
@@ -62,9 +59,8 @@ summary = points.summary
 
 
 def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
-    """The workload kind of a cookbook cell as its benchmark command sets it: the ``random``
-    dataset draws lengths uniformly up to the ISL/OSL caps (``random lengths``) unless the cell
-    sets ``range_ratio`` 1 (``fixed lengths``); another dataset is a ``benchmark dataset``."""
+    """``random lengths`` (the random dataset, lengths up to the caps), ``fixed lengths``
+    (``range_ratio`` 1) or ``benchmark dataset``."""
     dataset = wl.get("dataset", "random")
     if dataset != "random":
         return "benchmark dataset"
@@ -74,8 +70,7 @@ def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
 
 
 def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
-    """A cell's ``match``: ``hw``, ``variant``, ``quant`` (required), ``strategy`` and
-    ``nodes`` (None when absent)."""
+    """A cell's ``match``: hw, variant, quant required; strategy, nodes optional."""
     if not isinstance(cell, dict):
         raise InputError(path, f, "must be an object")
     match = fields.mapping(path, f"{f}.match", cell.get("match"))
@@ -90,8 +85,7 @@ def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
 def _speed_row(
     path: Path, g: str, s: Any, keys: dict[str, Any], version: Any, source_url: str
 ) -> dict[str, Any]:
-    """One ``speed`` entry ``s`` (field ``g``) of a cell matched by ``keys`` as a
-    ``published_points`` row (columns it leaves out are null; times in s)."""
+    """Speed entry ``s`` (field ``g``) of a cell as a ``published_points`` row (times in s)."""
     if not isinstance(s, dict):
         raise InputError(path, g, "must be an object")
     wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
@@ -151,14 +145,10 @@ def _speed_row(
 def cookbook_points(
     path: str | Path, source_url: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The SGLang cookbook's DeepSeek-V4 cells as a ``published_points`` table, plus the count
-    of stub cells (no ``speed`` numbers) skipped: ``{"stub_cells": n}``.
-
-    ``tokens_per_sec_per_gpu`` is total (input + output) tok/s per GPU, kept as published: for
-    fp4/fp8 cells the cookbook derived it as measured output/GPU x (isl + osl) / osl, so the
-    measured output per GPU is recovered as ``value x osl / (isl + osl)``; nvfp4 cells measured
-    it as a total. ``tok_s_per_user`` is 1000 / ``tpot_ms``.
-    """
+    """The cookbook's cells as a ``published_points`` table and ``{"stub_cells": n}``.
+    ``tok_s_per_gpu`` is total tok/s per GPU as published (fp4/fp8 cells derived it from output x
+    (isl + osl) / osl, so output is recovered as value x osl / (isl + osl)); ``tok_s_per_user`` =
+    1000 / ``tpot_ms``."""
     path = Path(path)
     if source_url is None:
         raise InputError(path, "--source-url", "required: the cookbook cells carry no link")

@@ -1,11 +1,5 @@
-"""A published source file read safely, and its provenance.
-
-Reading: whole as text (:func:`read_text`, bounded in MB), its start checked
-(:func:`check_text`: missing, empty or binary), or line by line as CSV (:func:`csv_lines`,
-bounded per line and in lines). Provenance (:func:`source_info`): name, SHA-256, URL and, from a
-GitHub blob URL, repository, path and commit. Every problem is one
-:class:`~rackbook.errors.InputError`.
-"""
+"""A published source file read safely (whole and bounded, or as bounded CSV lines) and its
+provenance; every problem is one InputError."""
 
 from __future__ import annotations
 
@@ -27,8 +21,7 @@ GITHUB_BLOB = re.compile(
 
 
 def read_text(path: Path, cap_mb: float | None = None) -> str:
-    """A source file's text, read whole (at most ``cap_mb`` MB unless ``--max-input-mb`` is
-    given); a missing, empty, binary or unreadable file is an InputError."""
+    """The file's text (at most ``cap_mb`` MB); missing, empty, binary, not UTF-8: InputError."""
     limits.input_file(path, cap_mb=cap_mb)
     data = path.read_bytes()
     if not data.strip():
@@ -44,9 +37,7 @@ _HEAD = 1 << 16
 
 
 def check_text(path: Path) -> None:
-    """A source file checked as :func:`read_text` checks it, reading only its start (and, for
-    a file of blanks, its blanks a chunk at a time): missing, empty or binary is an
-    InputError."""
+    """InputError when missing, empty or binary, reading only the start."""
     limits.input_file(path, streamed=True)
     with path.open("rb") as fh:
         head = fh.read(_HEAD)
@@ -59,9 +50,13 @@ def check_text(path: Path) -> None:
             chunk = fh.read(1 << 20)
 
 
+def _not_utf8(path: Path, byte: int, line: int) -> InputError:
+    problem = f"not UTF-8 text: byte 0x{byte:02x} on line {line} (save the file as UTF-8)"
+    return InputError(path, "-", problem)
+
+
 def _check_utf8(path: Path) -> None:
-    """The whole file is UTF-8, checked a chunk at a time before any line is read (so a bad
-    byte is named first, as when the file was decoded whole)."""
+    """The whole file is UTF-8 (checked a chunk at a time, before any line is read)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     lines = 0
     with path.open("rb") as fh:
@@ -71,12 +66,7 @@ def _check_utf8(path: Path) -> None:
             except UnicodeDecodeError as exc:
                 start = max(exc.start - len(decoder.getstate()[0]), 0)
                 line = lines + chunk.count(b"\n", 0, start) + 1
-                raise InputError(
-                    path,
-                    "-",
-                    f"not UTF-8 text: byte 0x{chunk[start]:02x} on line {line} "
-                    "(save the file as UTF-8)",
-                ) from None
+                raise _not_utf8(path, chunk[start], line) from None
             lines += chunk.count(b"\n")
         try:
             decoder.decode(b"", final=True)
@@ -86,9 +76,8 @@ def _check_utf8(path: Path) -> None:
 
 
 def csv_lines(path: Path) -> Iterator[str]:
-    """The lines of a CSV file (UTF-8, a byte-order mark dropped), read one at a time: at most
-    :data:`rackbook.limits.CSV_LINE_MB` MB each and ``BOUNDS["csv_lines"]`` in all, a line
-    that is not UTF-8 named. Fields are bounded by the csv module's own field size limit."""
+    """The UTF-8 lines of a CSV file (BOM dropped), one at a time, each at most
+    :data:`rackbook.limits.CSV_LINE_MB` MB, at most ``BOUNDS["csv_lines"]`` in all."""
     check_text(path)
     _check_utf8(path)
     longest = int(limits.CSV_LINE_MB * 1e6)
@@ -107,11 +96,7 @@ def csv_lines(path: Path) -> Iterator[str]:
                 line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 start = exc.start + (3 if n == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
-                raise InputError(
-                    path,
-                    "-",
-                    f"not UTF-8 text: byte 0x{raw[start]:02x} on line {n} (save the file as UTF-8)",
-                ) from None
+                raise _not_utf8(path, raw[start], n) from None
             yield line
 
 
@@ -122,8 +107,8 @@ def _sha256(path: Path) -> str:
 
 
 def source_info(path: Path, url: str | None = None, date: str | None = None) -> dict[str, Any]:
-    """Provenance of a source file: name, sha256, URL, and (from a GitHub blob URL) repository,
-    path and commit; ``date`` when given. A bad URL or date is an InputError naming the option."""
+    """Provenance: name, SHA-256, URL (and repo, path, commit of a GitHub blob URL), date; a bad URL
+    or date is an InputError naming the option."""
     if url is not None and not schema.URL.match(url):
         raise InputError(path, "--source-url", f"{url!r} is not an http(s) link")
     if date is not None and not schema.is_date(date):

@@ -1,10 +1,6 @@
-"""``vllm bench serve`` results into traces (``rackbook import vllm-bench RESULT.json -o TRACE``).
-
-``vllm bench serve --save-result --save-detailed`` writes one JSON per run with per-request
-arrays (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times``,
-``errors``; times in seconds) and the run's ``duration``. Each such file becomes one sweep point;
-the live recorder converts its raw results with :func:`vllm_bench_frames` too.
-"""
+"""``vllm bench serve --save-result --save-detailed`` JSON (per-request arrays, times in s) into a
+one-point trace: ``rackbook import vllm-bench RESULT.json -o TRACE``; the live recorder converts
+with :func:`vllm_bench_frames` too."""
 
 from __future__ import annotations
 
@@ -59,8 +55,7 @@ VLLM_KEYS = traces.RowNames(
 
 
 def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndarray:
-    """A flat array of the JSON list ``key``: integers where ``integer``, then the trace's own
-    value checks (:func:`rackbook.core.traces.check_values`) named by the JSON key."""
+    """The flat array of list ``key`` (whole where ``integer``), value-checked by JSON key."""
     if arr.ndim != 1:
         raise InputError(path, key, "must be a flat list of numbers")
     if integer and np.isfinite(arr).all() and (arr % 1 != 0).any():
@@ -70,8 +65,7 @@ def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndar
 
 
 def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np.ndarray]:
-    """Ragged ``itls`` (one list of seconds per request) as (request row, gap) arrays, without a
-    Python-level loop over the gaps. Errors as :func:`_num_array` on the flattened list."""
+    """Ragged ``itls`` as (request row, gap s) arrays, errors as :func:`_num_array`."""
     if isinstance(itls, RaggedGaps):  # read straight into arrays (rackbook.core.vllm_json)
         rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
         return rows, _checked(path, "itls", itls.values, integer=False)
@@ -105,8 +99,7 @@ def _int_column(value: int | None, n: int) -> pd.arrays.IntegerArray:
 
 
 def _duration(path: Path, d: Any) -> float:
-    """The result's ``duration`` (s, > 0) after checking the top level and that every
-    per-request array is there."""
+    """The result's ``duration`` (s, > 0), top level and per-request arrays checked."""
     if not isinstance(d, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(d).__name__}")
     missing = [k for k in DETAILED_KEYS if k not in d]
@@ -124,9 +117,8 @@ def _duration(path: Path, d: Any) -> float:
 
 
 def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
-    """The per-request arrays, checked, as trace request columns (``start_time_s`` not yet
-    shifted to the first request; NaN without ``start_times``), with ``success``, ``error``
-    and the raw ``itls``."""
+    """The checked per-request arrays as request columns (``start_time_s`` unshifted, NaN when
+    absent), with ``success``, ``error`` and raw ``itls``."""
     if not isinstance(d["input_lens"], (list, np.ndarray)):
         raise InputError(path, "input_lens", "must be a list")
     n = len(d["input_lens"])
@@ -189,13 +181,9 @@ def vllm_bench_frames(
     point_id: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> traces.Trace:
-    """One vLLM detailed result JSON as an (un-validated) :class:`~rackbook.core.traces.Trace`
-    with a single point; ``run`` is left empty for the caller to fill.
-
-    ``labels`` are scenario keys (``engine``, ``config``, ``batch_size`` (per decode rank),
-    ``concurrency``, ``decode_ranks``, ``context_tokens``, ``num_gpus``, or any other name, kept
-    as a string column).
-    """
+    """One detailed result as an unvalidated one-point trace (``run`` empty). ``labels``: scenario
+    keys (``engine``, ``config``, ``batch_size`` per rank, ``concurrency``, ``decode_ranks``,
+    ``context_tokens``, ``num_gpus``; others kept as strings)."""
     path = Path(path)
     d = load_detailed(path) if data is None else data
     dur = _duration(path, d)
@@ -264,11 +252,9 @@ def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, A
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The result file as a one-point trace of kind ``--kind`` (default ``recorded``), its
-    ``run.json`` from the file's own settings and command (``command`` is not recorded: the
-    benchmark's own command is). With ``--gpu ID --gpus N`` (``options.hardware``) the GPUs are
-    recorded as declared (:func:`rackbook.core.provenance.declared_hardware`) and the point's
-    ``num_gpus`` is N; otherwise ``hardware`` is the importing machine's, said so."""
+    """The result as a one-point trace of kind ``--kind`` (default ``recorded``), ``run.json`` from
+    the file's settings and own command; with ``--gpu ID --gpus N`` the GPUs are recorded as
+    declared and ``num_gpus`` is N, else the importing machine's."""
     kind = options.kind or "recorded"
     hw = options.hardware
     given = options.labels.get("num_gpus")
@@ -291,8 +277,7 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
 
 
 def summary(t: traces.Trace) -> str:
-    """``N requests, G gaps, trace_id ID``, then ``, on 4 x B300 (declared at import)`` where
-    the user declared the GPUs (``--gpu ID --gpus N``)."""
+    """``N requests, G gaps, trace_id ID`` (and the GPUs when declared at import)."""
     line = f"{len(t.requests)} requests, {len(t.itl)} gaps, trace_id {t.trace_id}"
     if isinstance((t.run.get("hardware") or {}).get("declared"), dict):
         line += f", on {provenance.hardware_label(t.run)}"
