@@ -269,8 +269,8 @@ class Analysis:
             else f"stayed at {sp:.2f}x"
         )
         u = self.unit
-        active = {ph: self.model.active_params(ph) for ph in ("decode", "prefill")}
-        assert None not in active.values(), "the catalog model states its active parameters"
+        dec, pre = self.model.active_params("decode"), self.model.active_params("prefill")
+        assert dec is not None and pre is not None, "the catalog model states its active params"
         out = {
             "claim_tok_s": self.claim_tok_s,
             "claim_speedup": self.claim_speedup,
@@ -282,8 +282,8 @@ class Analysis:
             "su_claim": reg.value(SINGLE_USER_CLAIM),
             "su_gpus": reg.get(SINGLE_USER_CLAIM).scope.gpu_count,
             "dp_claim": reg.value(DECODE_PARITY_CLAIM),
-            "active_decode_b": float(active["decode"] or 0) / 1e9,
-            "active_prefill_b": float(active["prefill"] or 0) / 1e9,
+            "active_decode_b": dec / 1e9,
+            "active_prefill_b": pre / 1e9,
             "price_uncached": token_prices().usd_per_m_uncached,
             "price_cached": token_prices().usd_per_m_cached,
             "hardware": self.hardware,
