@@ -37,11 +37,17 @@ class Terminated(BaseException):
         super().__init__(signum)
 
 
-def write_log(name: str, text: str) -> Path:
-    """Write a traceback (ANSI colours removed) to ``NAME-TIME-PID.log`` in the temporary
-    folder's ``rackbook-UID``, never into an output; its path (named by the error line)."""
+def log_stem(name: str) -> Path:
+    """``NAME-TIME-PID`` in the temporary folder's ``rackbook-UID`` (private to the user,
+    created): where rackbook's logs go, never into an output. Add the suffix."""
     folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
-    log = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    return folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def write_log(name: str, text: str) -> Path:
+    """Write a traceback (ANSI colours removed) to :func:`log_stem` ``.log``; its path (named
+    by the error line)."""
+    log = Path(f"{log_stem(name)}.log")
     log.write_text(re.sub(r"\x1b\[[0-9;]*m", "", text), encoding="utf-8")
     return log

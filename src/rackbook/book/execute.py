@@ -10,11 +10,11 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from rackbook.errors import log_stem
 
 #: Seconds the child gets to stop its kernel after SIGTERM before it and its kernel are
 #: killed (a signal's one line comes within 2 s).
@@ -71,13 +71,10 @@ def execute_notebook(
 ) -> None:
     """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``);
     raises InputError, PapermillExecutionError or RuntimeError naming the log."""
-    folder = Path(tempfile.gettempdir()) / f"rackbook-{os.getuid()}"  # as errors.write_log's
-    folder.mkdir(mode=0o700, exist_ok=True)
-    stamp = f"{log_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    log = folder / f"{stamp}.log"
-    spec = folder / f"{stamp}.spec.json"
-    result = folder / f"{stamp}.result.json"
-    kernel_error = folder / f"{stamp}.error.json"
+    stem = log_stem(log_name)
+    log, spec, result, kernel_error = (
+        Path(f"{stem}.{s}") for s in ("log", "spec.json", "result.json", "error.json")
+    )
     term = os.dup(2) if progress else None  # the progress bar's way to the terminal
     paths = {"nb": nb, "output": output, "cwd": cwd, "result": result, "error": kernel_error}
     job = {k: str(v) for k, v in paths.items()} | {"parameters": parameters, "progress_fd": term}
