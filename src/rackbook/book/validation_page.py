@@ -60,7 +60,7 @@ def page(rep: dict[str, Any]) -> str:
     fit = rep["fit"]
     band = (
         f"; the interval x{math.exp(fit['log_low']):.2f} to x{math.exp(fit['log_high']):.2f} "
-        "the expected rate (the 10th-90th percentiles of held-out errors)"
+        "the expected rate (the 10th-90th percentiles of held-out errors, conformal-corrected)"
         if "log_low" in fit and "log_high" in fit
         else ""
     )

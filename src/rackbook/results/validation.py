@@ -47,7 +47,8 @@ EFFICIENCIES: tuple[float, ...] = (0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
 #: without the SGLang cookbook took no floor at all (pulled there by InferenceX's 4-client
 #: GB300 rows, whose mapping checks out) and over-read the cookbook's points 3-6x.
 LAYER_S: tuple[float, ...] = (exp_mod.ANCHOR_LAYER_S,)
-#: Quantiles of log(measured / expected) that make an interval.
+#: Nominal quantiles of log(measured / expected) that make an interval (80 %), before the
+#: finite-sample correction of :func:`interval_levels`.
 INTERVAL_QUANTILES = (0.1, 0.9)
 #: Decoding batches per GPU grouped in bands for the book's figure.
 BATCH_BANDS: tuple[tuple[float, str], ...] = (
@@ -355,13 +356,24 @@ def weighted_quantiles(
     return tuple(float(np.interp(q, mid, v)) for q in qs)
 
 
+def interval_levels(n: int) -> tuple[float, float]:
+    """The quantile levels an interval reads from ``n`` held-out residuals: split conformal
+    prediction's finite-sample correction of :data:`INTERVAL_QUANTILES`, each tail's level
+    scaled by (n + 1) / n (a new point is one more draw), capped at 0 and 1.
+
+    45 residuals: 0.9 x 46 / 45 = 0.92, so (0.08, 0.92); 9 residuals: (0, 1)."""
+    lo, hi = INTERVAL_QUANTILES
+    k = (n + 1) / n if n else 1.0
+    return max(0.0, 1 - (1 - lo) * k), min(1.0, hi * k)
+
+
 def grid_fit(i: int, residuals: np.ndarray, weights: np.ndarray | None = None) -> exp_mod.Fit:
     """The fit at grid row ``i``; its interval is the weighted quantiles
-    (:data:`INTERVAL_QUANTILES`) of the log residuals ``residuals`` (held-out ones: see
+    (:func:`interval_levels`) of the log residuals ``residuals`` (held-out ones: see
     :func:`fit_points`), each weighing ``weights`` (default: the same)."""
     e, lay = EFFICIENCIES[i // len(LAYER_S)], LAYER_S[i % len(LAYER_S)]
     w = np.ones(len(residuals)) if weights is None else weights
-    lo, hi = weighted_quantiles(residuals, w, INTERVAL_QUANTILES)
+    lo, hi = weighted_quantiles(residuals, w, interval_levels(len(residuals)))
     return exp_mod.Fit(e, lay, lo, hi)
 
 
@@ -486,9 +498,11 @@ def fit_document(res: FitResult) -> dict[str, Any]:
             "the points; grid search over efficiency (kernel-time factor) minimising the "
             "squared log(measured / expected), each source weighted equally; "
             f"interval: the quantiles {INTERVAL_QUANTILES} of held-out log(measured / "
-            "expected), each source weighing the same: for fit, every point predicted by the fit "
-            "without its source; for each held_out fold, the other sources' points, each "
-            "predicted without its source and the fold's (never the fitted residuals); "
+            "expected) with split conformal prediction's finite-sample correction (each "
+            "level scaled by (n + 1) / n for n residuals), each source weighing the same: "
+            "for fit, every point predicted by the fit without its source; for each "
+            "held_out fold, the other sources' points, each predicted without its source "
+            "and the fold's (never the fitted residuals); "
             "held_out: the same fit without each source (leave-one-source-out). "
             "Regenerate: rackbook validate --fit"
         ),
