@@ -264,7 +264,8 @@ def test_yaml_syntax_error_and_top_level_type(tmp_root):
 
 def test_unknown_ids_list_the_known_ones():
     with pytest.raises(
-        InputError, match="gpus.a100: unknown GPU; known: b200, b300, gb200, gb300, h100-sxm, h200"
+        InputError,
+        match="gpus.a100: unknown GPU; known: b200, b300, gb200, gb300, h100-sxm, h200, h800",
     ):
         catalogs.gpu("a100")
     with pytest.raises(InputError, match="systems.dgx: unknown system; known: gb200-nvl72, gb3"):

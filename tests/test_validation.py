@@ -44,8 +44,12 @@ def test_mapping_loads_measured_values_from_the_published_data() -> None:
     assert p.batch == pytest.approx(V.littles_law(16, 512.5, 0.557, 0.00702), rel=1e-9)
     # a per-node figure is divided by 8 GPUs: 22,300 / 8 = 2,787.5
     assert by_id["lmsys-large-scale-ep.decode-per-node"].measured == 2787.5
-    assert {x.reason for x in excluded} >= {"H800 is not in the hardware catalog"}
-    assert len(points) >= 44  # 49 less InferenceX's 5 (a UI test fixture, not published)
+    # DeepSeek's production decode: 14,800 / 8 per GPU on 144 H800, Little's law batch
+    # 1,850 / 21 tok/s per user x 144 = 12,686; the prefill figure counts cache hits: excluded
+    d = by_id["deepseek-day6.decode-per-node"]
+    assert (d.measured, d.gpu, d.gpus, d.batch, d.context) == (1850.0, "h800", 144, 12686, 4989)
+    assert any("cache hits" in x.reason for x in excluded if x.id.startswith("deepseek-day6"))
+    assert len(points) >= 45  # 49 less InferenceX's 5 (a UI test fixture, not published)
 
 
 def test_a_point_naming_no_row_is_one_error(tmp_path) -> None:
