@@ -1,7 +1,6 @@
 """The Slurm recipe generated from a topology: ``env/cluster/slurm.sbatch.in`` filled in
-(:func:`slurm_script`). In the template ``@@name`` is a value (or, alone on a line, a block of
-lines), and a line starting ``@@?flag`` is kept (without that prefix) when ``flag``
-holds."""
+(:func:`slurm_script`). In the template ``@@name`` is a value (several lines for the workers'
+blocks), and a line starting ``@@?flag`` is kept (without that prefix) when ``flag`` holds."""
 
 from __future__ import annotations
 
@@ -25,6 +24,9 @@ from rackbook.physics.units import plural
 TEMPLATE = paths.ROOT / "env" / "cluster" / "slurm.sbatch.in"
 
 
+_FLAG = re.compile(r"@@\?(\w+) ?")
+
+
 class _Sbatch(Template):
     delimiter = "@@"  # bash uses $ everywhere; @@ never
 
@@ -41,7 +43,7 @@ def record_argv(topo: Topology) -> list[str]:
     return words
 
 
-def _blocks(topo: Topology) -> dict[str, list[str]]:
+def _blocks(topo: Topology) -> dict[str, str]:
     """The template's blocks: one or more lines per worker."""
     nodes, waits, launches = [], [], []
     for name, w in topo.workers.items():
@@ -58,7 +60,8 @@ def _blocks(topo: Topology) -> dict[str, list[str]]:
         for name, cmds in serve_commands(topo).items()
         for rank, cmd in enumerate(cmds)
     ]
-    return {"worker_nodes": nodes, "cases": cases, "launches": launches, "health_waits": waits}
+    blocks = {"worker_nodes": nodes, "cases": cases, "launches": launches, "health_waits": waits}
+    return {k: "\n".join(v) for k, v in blocks.items()}
 
 
 def _values(topo: Topology, where: str) -> dict[str, str]:
@@ -107,15 +110,12 @@ def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
     recorded trace; ``where``: its folder, named in its submit line."""
     if topo.slurm is None:
         raise ValueError(f"{topo.file}: no slurm section")
-    values, blocks = _values(topo, where), _blocks(topo)
+    values = _values(topo, where) | _blocks(topo)
     lines: list[str] = []
     for line in TEMPLATE.read_text(encoding="utf-8").splitlines():
-        if (m := re.fullmatch(r"@@(\w+)", line)) and m.group(1) in blocks:
-            lines += blocks[m.group(1)]
-            continue
-        if m := re.match(r"@@\?(\w+) ?", line):
+        if m := _FLAG.match(line):
             if not values[m.group(1)]:
                 continue
             line = line[m.end() :]
-        lines.append(_Sbatch(line).substitute(values))
-    return "\n".join(lines) + "\n"
+        lines.append(line)
+    return _Sbatch("\n".join(lines)).substitute(values) + "\n"
