@@ -134,16 +134,8 @@ class VllmServer:
 
     @property
     def argv(self) -> list[str]:
-        return [
-            self.vllm_exe,
-            "serve",
-            self.model,
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            *self.serve_args,
-        ]
+        net = ["--host", self.host, "--port", str(self.port)]
+        return [self.vllm_exe, "serve", self.model, *net, *self.serve_args]
 
     @property
     def command(self) -> str:
