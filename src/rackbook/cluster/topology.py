@@ -16,6 +16,7 @@ from pydantic import Field
 from rackbook import paths
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
+from rackbook.physics.units import plural
 
 #: The topology file ``rackbook recipes`` reads by default (relative to the repository root).
 DEFAULT_TOPOLOGY = "env/cluster/topology.yaml"
@@ -168,12 +169,8 @@ class Topology(_Strict):
 
     def node_offset(self, worker: str) -> int:
         """Index of the worker's first node in the job's node list."""
-        offset = 0
-        for name in self.workers:
-            if name == worker:
-                return offset
-            offset += self.nodes(name)
-        raise KeyError(worker)
+        names = list(self.workers)
+        return sum(self.nodes(n) for n in names[: names.index(worker)])
 
     def role_workers(self, role: str) -> list[str]:
         return [n for n, w in self.workers.items() if w.role == role]
@@ -214,8 +211,7 @@ class Topology(_Strict):
         if self.system.catalog_id is not None:
             return self.system.catalog_id
         gpu = catalogs.gpu(self.gpu_id or "").label
-        nodes = "node" if self.system.nodes == 1 else "nodes"
-        return f"{self.system.nodes} {nodes} of {self.system.gpus_per_node} {gpu}"
+        return f"{plural(self.system.nodes or 0, 'node')} of {self.system.gpus_per_node} {gpu}"
 
     def reference_worker(self) -> str | None:
         """The one-node reference worker clients reach directly; None without one."""
@@ -230,11 +226,6 @@ class Topology(_Strict):
     def endpoint_worker(self) -> str | None:
         """The worker clients talk to directly (the aggregated one); None behind a router."""
         return None if self.disaggregated else next(iter(self.workers))
-
-
-def _version(text: str) -> tuple[int, int, int]:
-    major, minor, patch = (int(x) for x in text.split("."))
-    return major, minor, patch
 
 
 def _check_system(topo: Topology) -> int | None:
@@ -392,7 +383,7 @@ def _check(topo: Topology) -> None:
             "model.catalog_id",
             f"unknown model {topo.model.catalog_id!r}; known: {', '.join(known) or '(none)'}",
         )
-    if _version(v.version) < MIN_VLLM_VERSION:
+    if tuple(int(x) for x in v.version.split(".")) < MIN_VLLM_VERSION:
         need = ".".join(map(str, MIN_VLLM_VERSION))
         raise InputError(
             f,

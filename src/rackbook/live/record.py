@@ -157,15 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         sys.stderr.write(f"error: {err}\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
-        return 130
-    except BaseException:
+    except BaseException as exc:
         # a signal may surface as another exception (an import half done): same handling
-        if not server_mod.RECEIVED:
+        ctrl_c = isinstance(exc, KeyboardInterrupt)
+        if not (ctrl_c or server_mod.RECEIVED):
             raise
         stop_all()
-        if server_mod.RECEIVED[0] == signal.SIGINT:
+        if ctrl_c or server_mod.RECEIVED[0] == signal.SIGINT:
             sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
             return 130
         sys.stderr.write("error: -: -: terminated by SIGTERM (servers stopped)\n")

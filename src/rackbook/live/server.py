@@ -21,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -72,32 +71,17 @@ def group_members(pgid: int) -> list[int]:
     return sorted(pids)
 
 
-def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None] | None:
-    """A preexec function: SIGTERM the child when its parent dies; pin it to ``cpus``."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        prctl = None
-    pr_set_pdeathsig = 1
-    if prctl is None and cpus is None:
-        return None
+def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
+    """A preexec function: SIGTERM the child when its parent dies (Linux ``prctl``
+    PR_SET_PDEATHSIG = 1); pin it to ``cpus``."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
 
     def fn() -> None:
-        if prctl is not None:
-            prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        prctl(1, int(signal.SIGTERM), 0, 0, 0)
         if cpus is not None:
             os.sched_setaffinity(0, cpus)
 
     return fn
-
-
-def _http_get(url: str, timeout: float, key: str | None = None) -> tuple[int, bytes]:
-    try:
-        with urlopen(url, key, timeout) as r:
-            return int(r.status), r.read()
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), b""
 
 
 class VllmServer:
@@ -150,16 +134,8 @@ class VllmServer:
 
     @property
     def argv(self) -> list[str]:
-        return [
-            self.vllm_exe,
-            "serve",
-            self.model,
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            *self.serve_args,
-        ]
+        net = ["--host", self.host, "--port", str(self.port)]
+        return [self.vllm_exe, "serve", self.model, *net, *self.serve_args]
 
     @property
     def command(self) -> str:
@@ -262,9 +238,8 @@ class VllmServer:
                     f"vllm serve exited with code {code} before /health answered; "
                     f"last lines of {self.log_path}:\n{self.tail()}"
                 )
-            with contextlib.suppress(OSError, TimeoutError):
-                status, _ = _http_get(f"{self.base_url}/health", 2.0, self.key)
-                if status == 200:
+            with contextlib.suppress(OSError), urlopen(f"{self.base_url}/health", self.key, 2) as r:
+                if r.status == 200:  # an HTTP error status raises (an OSError): not yet
                     self.healthy_at = time.monotonic()
                     if self.cpus or self.front_cpus:
                         self._place_api_server()
