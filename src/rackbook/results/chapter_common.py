@@ -40,16 +40,3 @@ def outcome(
     parameters = verdicts.parameters(a.params, names, **resolved)
     tid = trace_ids or [a.trace.trace_id]
     return headline.Outcome(result, headlines, a.readings, flips, tid, parameters, a.hardware)
-
-
-def headlines(rows: Iterable[tuple[Any, ...]], **where: Any) -> list[headline.Headline]:
-    """Headline values from rows ``(about, name, value, unit, definition)``: ``about`` the
-    :class:`~rackbook.results.headline.ClaimReading` whose claim the value speaks to, or the
-    reason (a string) no claim does; ``where`` as :func:`where` gives it (else modelled)."""
-    out = []
-    for about, name, value, unit, definition in rows:
-        if isinstance(about, headline.ClaimReading):
-            out.append(headline.spoken(about, name, value, unit, definition, **where))
-        else:
-            out.append(headline.unclaimed(name, value, unit, definition, about, **where))
-    return out
