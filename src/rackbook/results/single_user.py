@@ -574,15 +574,8 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {
-    "single-user.throughput": (
-        "metric",
-        "per",
-        "model",
-        "hardware",
-        "gpu_count",
-        "concurrency",
-        "speculation",
-        "statistic",
+    "single-user.throughput": tuple(
+        "metric per model hardware gpu_count concurrency speculation statistic".split()
     ),
 }
 READING_NOTES = {

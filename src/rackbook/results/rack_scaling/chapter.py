@@ -333,12 +333,11 @@ class Analysis:
             "unit": u,
             "nx_config": str(nx["config"]),
             "nx_units": units.plural(int(nx["num_gpus"]), u),
-            "nx_total": verdicts.text(nx["total_tok_s"], ",.1f"),
+            **{
+                f"nx_{k}": verdicts.text(nx[f"{k}_tok_s"], ",.1f")
+                for k in ("total", "output", "new_input", "cached_input", "computed")
+            },
             "nx_total_per_gpu": verdicts.text(nx["total_tok_s_per_gpu"], ",.1f"),
-            "nx_output": verdicts.text(nx["output_tok_s"], ",.1f"),
-            "nx_new_input": verdicts.text(nx["new_input_tok_s"], ",.1f"),
-            "nx_cached_input": verdicts.text(nx["cached_input_tok_s"], ",.1f"),
-            "nx_computed": verdicts.text(nx["computed_tok_s"], ",.1f"),
             "nx_cached_source": str(nx["cached_source"]),
             "metric": self.params.metric,
             "reference_config": self.params.reference_config,
