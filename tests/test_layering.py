@@ -49,6 +49,7 @@ LAYER = {
     "cli": 5,
 }
 SHARED_RESULTS = {
+    "chapter_common",
     "headline",
     "verdicts",
     "evidence",

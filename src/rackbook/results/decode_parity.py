@@ -24,8 +24,9 @@ from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace, point_decode_ranks, point_rank_batch
 from rackbook.inputs import catalogs
-from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import check, results_bounds, roofline
+from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "decode-parity"
@@ -231,23 +232,49 @@ class Params(headline.Params, result="decode-parity"):
     gpu_id: str
 
 
-@dataclass
 class Analysis:
-    """What the chapter shows: throughput, decode and prefill parity, ceilings, readings."""
+    """What the chapter shows of a trace: throughput, decode and prefill parity, ceilings,
+    readings; engine B's points from ``trace_b`` when given (an imported offline engine,
+    replacing any in ``trace``). A trace with one engine leaves the readings it cannot make
+    untested."""
 
-    trace: Trace
-    params: Params
-    claim: Claim
-    band_pct: float
-    table: pd.DataFrame
-    decode: pd.DataFrame
-    prefill: pd.DataFrame
-    ceilings: pd.DataFrame
-    readings: list[headline.ClaimReading]
-    hardware: str
-    missing: str
-    #: engine B's own trace, when it came from one (``analyse(..., trace_b=...)``)
-    trace_b: Trace | None = None
+    def __init__(
+        self,
+        trace: Trace,
+        params: Params = headline.defaults(Params),
+        registry: Registry | None = None,
+        trace_b: Trace | None = None,
+    ) -> None:
+        self.trace = trace = validity.valid_trace(trace)[0]  # flagged requests left out
+        self.params = p = params
+        reg = registry or load_claims()
+        self.claim = reg.get(CLAIM_ID)
+        self.band_pct = band = p.band_pct if p.band_pct is not None else reg.value(CLAIM_ID)
+        table = throughput_table(trace)
+        self.hardware = hardware_label(trace.run)
+        testable = can_test(trace.run, p.engine_b)
+        #: engine B's own trace, when it came from one
+        self.trace_b = trace_b = validity.valid_trace(trace_b)[0] if trace_b is not None else None
+        if trace_b is not None:
+            tb = throughput_table(trace_b)
+            frames = [table[table["engine"] != p.engine_b], tb[tb["engine"] == p.engine_b]]
+            frames = [t for t in frames if len(t)]
+            table = pd.concat(frames, ignore_index=True) if frames else table
+            self.hardware += f"; engine B: {hardware_label(trace_b.run)}"
+            testable = testable and can_test(trace_b.run, p.engine_b)
+        self.table = table
+        batches = list(p.batch_sizes)
+        self.decode = dec = parity(table, p.engine_a, p.engine_b, batches=batches)
+        self.prefill = parity(
+            table, p.engine_a, p.engine_b, metric="prefill_tok_s", batches=batches
+        )
+        self.missing = missing_piece(set(table["engine"]) if len(table) else set(), p, dec)
+        self.ceilings = ceil = ceilings(p)
+        self.readings = [
+            physics_reading(ceil, dec, testable, p),
+            evidence.reading(CLAIM_ID, registry=reg),
+            run_reading(dec, band, testable, trace.run, self.missing, batches),
+        ]
 
     @property
     def worst(self) -> tuple[int, float] | None:
@@ -345,50 +372,15 @@ def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> st
     return "; ".join(out)
 
 
-def analyse(
-    trace: Trace,
-    params: Params = headline.defaults(Params),
-    registry: Registry | None = None,
-    trace_b: Trace | None = None,
-) -> Analysis:
-    """The chapter's analysis of ``trace``; engine B's points from ``trace_b`` when given (an
-    imported offline engine, replacing any in ``trace``). A trace with one engine leaves the
-    readings it cannot make untested."""
-    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
-    reg = registry or load_claims()
-    band = params.band_pct if params.band_pct is not None else reg.value(CLAIM_ID)
-    table = throughput_table(trace)
-    hardware = hardware_label(trace.run)
-    testable = can_test(trace.run, params.engine_b)
-    if trace_b is not None:
-        trace_b = validity.valid_trace(trace_b)[0]
-        tb = throughput_table(trace_b)
-        frames = [table[table["engine"] != params.engine_b], tb[tb["engine"] == params.engine_b]]
-        frames = [t for t in frames if len(t)]
-        table = pd.concat(frames, ignore_index=True) if frames else table
-        hardware += f"; engine B: {hardware_label(trace_b.run)}"
-        testable = testable and can_test(trace_b.run, params.engine_b)
-    batches = list(params.batch_sizes)
-    dec = parity(table, params.engine_a, params.engine_b, batches=batches)
-    pre = parity(table, params.engine_a, params.engine_b, metric="prefill_tok_s", batches=batches)
-    missing = missing_piece(set(table["engine"]) if len(table) else set(), params, dec)
-    ceil = ceilings(params)
-    readings = [
-        physics_reading(ceil, dec, testable, params),
-        evidence.reading(CLAIM_ID, registry=reg),
-        run_reading(dec, band, testable, trace.run, missing, batches),
-    ]
-    return Analysis(
-        trace, params, reg.get(CLAIM_ID), band, table, dec, pre, ceil, readings, hardware,
-        missing, trace_b,
-    )  # fmt: skip
+#: The chapter's analysis of a trace (the result contract's ``analyse``).
+analyse = Analysis
 
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, readings and what would flip them (the headline JSON)."""
     tid = [a.trace.trace_id, *([a.trace_b.trace_id] if a.trace_b is not None else [])]
-    run = next(r for r in a.readings if r.reading == "this run")
-    measured: dict[str, Any] = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
+    run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
+    measured = common.where(a) | {"trace_ids": tid}
     headlines = []
     if a.worst:
         headlines += [
@@ -449,8 +441,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
     names = "engine_a engine_b batch_sizes band_pct model_id gpu_id decode_ranks"
-    parameters = verdicts.parameters(a.params, names, band_pct=a.band_pct)
-    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
+    return common.outcome(RESULT, a, headlines, flips, names, tid, band_pct=a.band_pct)
 
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).

@@ -150,6 +150,9 @@ class ClaimReading:
     condition: dict[str, str] | None = None
     #: this run: untested because the chapter's input is synthetic
     synthetic: bool = False
+    #: the reason's clauses, in order (``reason`` is them joined by "; "); empty where the
+    #: chapter did not give them apart
+    clauses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:

@@ -24,9 +24,10 @@ from rackbook.core.traces import Trace
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import check, results_bounds
 from rackbook.physics.results_bounds import PrefixRead, prefix_read_model, removable_share
+from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.verdicts import RangeVerdict
 
@@ -292,26 +293,30 @@ def gain_physics(
         f"{removable:.1%} of it ({how}): gains up to +{cap:.0%} need no faster kernels"
     )
     if baseline_tok_s is None or bound_tok_s is None:
-        return headline.ClaimReading(
+        return common.reading(
             CLAIM_ID,
             "physics",
             "undetermined",
             "no baseline throughput published",
-            "a bound caps a throughput, not a gain: the baseline's absolute new-token "
-            "throughput is not published, and a slow enough baseline makes any gain "
-            f"reachable; {assumed}",
+            [
+                "a bound caps a throughput, not a gain: the baseline's absolute new-token "
+                "throughput is not published, and a slow enough baseline makes any gain reachable",
+                assumed,
+            ],
             attainable=attainable,
         )
     after = baseline_tok_s * (1 + high)
     ratio = after / bound_tok_s
-    return headline.ClaimReading(
+    return common.reading(
         CLAIM_ID,
         "physics",
         check.physics_verdict(ratio),
         f"{ratio:.3g}x the new-token bound",
-        f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {high:.0%}) = "
-        f"{after:,.0f}, {ratio:.3g}x the {bound_tok_s:,.0f} new-token bound ({bound_how}); "
-        f"{assumed}",
+        [
+            f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {high:.0%}) = "
+            f"{after:,.0f}, {ratio:.3g}x the {bound_tok_s:,.0f} new-token bound ({bound_how})",
+            assumed,
+        ],
         attainable=attainable,
     )
 
@@ -364,30 +369,77 @@ class Params(headline.Params, result="prefill-gain"):
     seed: int = 0
 
 
-@dataclass
 class Analysis:
-    """What the chapter shows: per-request table, summary, gain, prefix-read roofline, readings."""
+    """What the chapter shows of a trace: per-request table, summary, gain (None with one
+    configuration, the gain then untested), prefix-read roofline (new tokens/s), readings."""
 
-    trace: Trace
-    params: Params
-    claim: Claim
-    claim_low: float
-    claim_high: float
-    claim_prefix: int
-    table: pd.DataFrame
-    summary: pd.DataFrame
-    gain: Gain | None
-    range_verdict: RangeVerdict | None
-    trace_prefix: int
-    trace_new: int
-    read_no_reuse: PrefixRead
-    read_reuse: PrefixRead
-    curve: pd.DataFrame
-    removable: float
-    readings: list[headline.ClaimReading]
-    hardware: str
-    missing: str
-    testable: bool = False
+    def __init__(
+        self,
+        trace: Trace,
+        params: Params = headline.defaults(Params),
+        registry: Registry | None = None,
+    ) -> None:
+        self.trace = trace = validity.valid_trace(trace)[0]  # flagged requests left out
+        self.params = p = params
+        reg = registry or load_claims()
+        self.claim = claim = reg.get(CLAIM_ID)
+        rng = reg.range(CLAIM_ID)
+        self.claim_low, self.claim_high = low, high = rng.low / 100, rng.high / 100
+        if claim.scope.context_tokens is None:
+            raise InputError("claims", f"claims[{CLAIM_ID}].scope.context_tokens", "required")
+        self.claim_prefix = prefix = claim.scope.context_tokens.high
+        self.table = table = new_token_prefill(trace, p.assume_prefix_tokens)
+        self.summary = summary(table)
+        self.gain, self.range_verdict, self.missing = _measured_gain(table, p, low, high)
+        self.trace_prefix = int(round(table["cached_tokens"].mean())) if len(table) else 0
+        self.trace_new = new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
+        model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
+
+        def read(prefix: int, reuse: int = 1) -> PrefixRead:
+            return prefix_read_model(
+                model, gpu, prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus, reuse_tokens=reuse
+            )
+
+        self.read_no_reuse, self.read_reuse = read(prefix), read(prefix, new)
+        #: behind the claim's prefix, check.PREFILL_CHUNK new tokens sharing one read of it
+        self.bound = bound = read(prefix, check.PREFILL_CHUNK)
+        self.curve = pd.DataFrame(
+            [
+                {
+                    "prefix": pre,
+                    "reuse": r,
+                    "tok_s": read(pre, r).tokens_per_s,
+                    "dense_tok_s": read(pre, r).dense_tokens_per_s,
+                }
+                for r in (1, new)
+                for pre in CURVE_PREFIXES
+            ]
+        )
+        self.removable, how = removable_share(model, gpu, prefix, p.kv_dtype)
+        self.testable = can_test(trace.run, self.trace_prefix, prefix, p.rel_tol)
+        self.hardware = hardware_label(trace.run)
+        rv = self.range_verdict
+        run = (
+            run_reading(rv, self.testable, trace.run, prefix)
+            if rv is not None
+            else headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", self.missing)
+        )
+        bound_how = (
+            f"{p.prefill_gpus} x {gpu.id} behind {prefix:,} cached tokens, "
+            f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"
+        )
+        attainable = gain_attainable(model, gpu, p.prefill_gpus, prefix, high, p.baseline_tok_s)
+        physics = gain_physics(
+            low,
+            high,
+            self.removable,
+            how,
+            baseline_tok_s=p.baseline_tok_s,
+            bound_tok_s=bound.tokens_per_s,
+            bound_how=bound_how,
+            attainable=attainable,
+        )
+        self.readings = [physics, evidence.reading(CLAIM_ID, registry=reg), run]
 
     def batched_tokens(self, which: str) -> int | str:
         """``--max-num-batched-tokens`` in :meth:`serve_args`, else ``vLLM's default``."""
@@ -480,119 +532,26 @@ def _measured_gain(
     return g, verdict_range(g, low, high), ""
 
 
-def analyse(
-    trace: Trace,
-    params: Params = headline.defaults(Params),
-    registry: Registry | None = None,
-) -> Analysis:
-    """The chapter's analysis of ``trace``; one configuration only leaves the gain untested."""
-    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
-    reg = registry or load_claims()
-    claim = reg.get(CLAIM_ID)
-    rng = reg.range(CLAIM_ID)
-    low, high = rng.low / 100, rng.high / 100
-    if claim.scope.context_tokens is None:
-        raise InputError("claims", f"claims[{CLAIM_ID}].scope.context_tokens", "required")
-    claim_prefix = claim.scope.context_tokens.high
-    p = params
-    table = new_token_prefill(trace, p.assume_prefix_tokens)
-    summ = summary(table)
-    g, rv, missing = _measured_gain(table, p, low, high)
-    trace_prefix = int(round(table["cached_tokens"].mean())) if len(table) else 0
-    trace_new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
-    model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
-
-    def read(prefix: int, reuse: int = 1) -> PrefixRead:
-        return prefix_read_model(
-            model, gpu, prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus, reuse_tokens=reuse
-        )
-
-    curve = pd.DataFrame(
-        [
-            {
-                "prefix": pre,
-                "reuse": r,
-                "tok_s": read(pre, r).tokens_per_s,
-                "dense_tok_s": read(pre, r).dense_tokens_per_s,
-            }
-            for r in (1, trace_new)
-            for pre in CURVE_PREFIXES
-        ]
-    )
-    removable, how = removable_share(model, gpu, claim_prefix, p.kv_dtype)
-    testable = can_test(trace.run, trace_prefix, claim_prefix, p.rel_tol)
-    run = (
-        run_reading(rv, testable, trace.run, claim_prefix)
-        if rv is not None
-        else headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
-    )
-    bound = read(claim_prefix, check.PREFILL_CHUNK)
-    bound_how = (
-        f"{p.prefill_gpus} x {gpu.id} behind {claim_prefix:,} cached tokens, "
-        f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"
-    )
-    readings = [
-        gain_physics(
-            low,
-            high,
-            removable,
-            how,
-            baseline_tok_s=p.baseline_tok_s,
-            bound_tok_s=bound.tokens_per_s,
-            bound_how=bound_how,
-            attainable=gain_attainable(
-                model, gpu, p.prefill_gpus, claim_prefix, high, p.baseline_tok_s
-            ),
-        ),
-        evidence.reading(CLAIM_ID, registry=reg),
-        run,
-    ]
-    return Analysis(
-        trace,
-        p,
-        claim,
-        low,
-        high,
-        claim_prefix,
-        table,
-        summ,
-        g,
-        rv,
-        trace_prefix,
-        trace_new,
-        read(claim_prefix),
-        read(claim_prefix, trace_new),
-        curve,
-        removable,
-        readings,
-        hardware_label(trace.run),
-        missing,
-        testable,
-    )
+#: The chapter's analysis of a trace (the result contract's ``analyse``).
+analyse = Analysis
 
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the claim's three readings and what would flip them."""
-    parameters = verdicts.parameters(
-        a.params,
+    names = (
         "config_a config_b stat n_boot level seed assume_prefix_tokens model_id gpu_id kv_dtype "
-        "prefill_gpus rel_tol baseline_tok_s",
+        "prefill_gpus rel_tol baseline_tok_s"
     )
-    tid = [a.trace.trace_id]
-    return headline.Outcome(
-        RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware
-    )
+    return common.outcome(RESULT, a, _headlines(a), _flips(a), names)
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
     """The headline values: gain and interval (%), new-token tok/s per configuration, cached
     prefix (tokens), removable share (%), prefix-read ceiling (tok/s)."""
     p, g, num = a.params, a.gain, verdicts.number
-    run = next(r for r in a.readings if r.reading == "this run")
-    phys = next(r for r in a.readings if r.reading == "physics")
-    measured: dict[str, Any] = dict(
-        kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id]
-    )
+    run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
+    phys = headline.by_claim(a.readings, "physics")[CLAIM_ID]
+    measured = common.where(a)
     absolute = "the write-up gives no absolute throughput"
     headlines = []
     if g is not None:
@@ -659,11 +618,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
 
 def _flips(a: Analysis) -> list[str]:
     """What would flip each verdict."""
-    p = a.params
-    bound = prefix_read_model(
-        p.model_id, p.gpu_id, a.claim_prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus,
-        reuse_tokens=check.PREFILL_CHUNK,
-    ).tokens_per_s  # fmt: skip
+    p, bound = a.params, a.bound.tokens_per_s
     rule = results_bounds.verdict_rule()
     return [
         f"physics: undetermined while the baseline's new-token throughput is unpublished; a "

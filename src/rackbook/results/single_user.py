@@ -32,6 +32,7 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.physics.units import plural
+from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 
 RESULT = "single-user"
@@ -322,31 +323,26 @@ def physics_reading(
     best = by.loc[best_name]
     other = by.loc["no speculation" if best_name == "speculation" else "speculation"]
     ratio = claim_tok_s / best["ceiling_tok_s"]
-    v = check.physics_verdict(ratio)
-    reason = (
+    clauses = [
         f"{claim_tok_s:,.0f} tok/s is {ratio:.0%} of the {best['ceiling_tok_s']:,.0f} tok/s "
         f"bandwidth bound at {best['acceptance_length']:g} tokens per step and "
         f"{claim_tok_s / other['ceiling_tok_s']:.0%} of {other['ceiling_tok_s']:,.0f} at "
         f"{other['acceptance_length']:g} per step on {plural(gpus, str(gpu).upper())}, each step "
         "streaming the fewest bytes it can (the dense weights once, the top-k experts per layer "
         "however many tokens it verifies, the drafter); per-layer dispatch and combine across "
-        "the GPUs are not counted"
-        + (
-            f"; {acceptance:g} tokens per step is {acceptance_from}, not the claim's (the "
-            "write-up names no acceptance length)"
-            if acceptance_from
-            else ""
-        )
-    )
-    return headline.ClaimReading(
-        CLAIM_ID, "physics", v, f"{ratio:.0%} of the ceiling", reason, attainable=attainable
-    )
+        "the GPUs are not counted",
+        f"{acceptance:g} tokens per step is {acceptance_from}, not the claim's (the write-up "
+        "names no acceptance length)"
+        if acceptance_from
+        else "",
+    ]
+    v, margin = check.physics_verdict(ratio), f"{ratio:.0%} of the ceiling"
+    return common.reading(CLAIM_ID, "physics", v, margin, clauses, attainable=attainable)
 
 
 def run_reading(
-    tok_s: float, n_gpus: int, claim: Claim, claim_tok_s: float, rel_tol: float,
-    run: dict[str, Any],
-) -> headline.ClaimReading:  # fmt: skip
+    tok_s: float, n_gpus: int, claim: Claim, claim_tok_s: float, rel_tol: float, run: dict[str, Any]
+) -> headline.ClaimReading:
     """This run's reading of one stream's speed; testable on as many B300-class GPUs as the
     claim's serving its model."""
     gpus = claim.scope.gpu_count
@@ -381,24 +377,55 @@ class Params(headline.Params, result="single-user"):
     rel_tol: float
 
 
-@dataclass
 class Analysis:
-    """What the chapter shows: the stream's statistics, the floor, readings, per-GPU figures."""
+    """What the chapter shows of a trace (refused unless one measurable stream): the stream's
+    statistics, the floor (rows "no speculation", "speculation"), readings, per-GPU figures."""
 
-    trace: Trace
-    params: Params
-    claim: Claim
-    claim_tok_s: float
-    floor_gpus: int
-    acceptance: float  # tokens per step with speculation, in the floor
-    acceptance_from: str  # where that acceptance length came from
-    hardware: str
-    stats: StreamStats
-    gaps_ms: np.ndarray  # pooled gaps between streamed chunks of the selected requests (ms)
-    floor: pd.DataFrame  # claim_vs_floor: rows "no speculation", "speculation"
-    rack_tok_s: float
-    rack_gpus: int
-    readings: list[headline.ClaimReading]
+    def __init__(
+        self,
+        trace: Trace,
+        params: Params = headline.defaults(Params),
+        registry: Registry | None = None,
+    ) -> None:
+        problem = stream_problem(trace.requests, params.point_id)  # before flagged rows go
+        if problem:
+            raise InputError(trace.path or "<trace>", "requests", problem)
+        self.trace = trace = validity.valid_trace(trace)[0]  # flagged requests left out
+        self.params = p = params
+        reg = registry or load_claims()
+        self.claim = claim = reg.get(CLAIM_ID)
+        self.claim_tok_s = claim_tok_s = reg.value(CLAIM_ID)
+        floor_gpus = p.floor_gpus if p.floor_gpus is not None else claim.scope.gpu_count
+        if floor_gpus is None:
+            raise InputError("claims", f"claims[{CLAIM_ID}].scope.gpu_count", "required")
+        self.floor_gpus = floor_gpus
+        #: tokens per step with speculation in the floor, and where that figure came from
+        given = p.acceptance_length is not None
+        self.acceptance = acc = float(p.acceptance_length or INFERENCEX_ACCEPTANCE_LENGTH)
+        self.acceptance_from = "parameter" if given else INFERENCEX_ACCEPTANCE_SOURCE
+        self.hardware = hardware_label(trace.run)
+        self.stats = st = stream_stats(trace, p.point_id)
+        self.gaps_ms = st.gaps
+        self.floor = floor = claim_vs_floor(
+            claim_tok_s,
+            p.model_id,
+            p.gpu_id,
+            floor_gpus,
+            acc,
+            context_tokens=p.context_tokens,
+            kv_dtype=p.kv_dtype,
+        )
+        self.rack_tok_s = reg.value(RACK_CLAIM_ID)
+        self.rack_gpus = catalogs.system(p.rack_system_id).gpus
+        best_acc = float(floor.loc[floor["ceiling_tok_s"].idxmax(), "acceptance_length"])
+        attainable = stream_attainable(claim_tok_s, p.model_id, p.gpu_id, floor_gpus, best_acc)
+        acc_from = "" if given else "InferenceX's measured acceptance length"
+        n_gpus = stream_gpus(trace, p.gpus)
+        self.readings = [
+            physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id, acc_from, attainable),
+            evidence.reading(CLAIM_ID, registry=reg),
+            run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run),
+        ]
 
     def reading(self, name: str) -> pd.Series:
         """One row of :attr:`floor` (``no speculation`` or ``speculation``)."""
@@ -466,80 +493,15 @@ class Analysis:
         return roofline.moe_layers(catalogs.as_model(self.params.model_id))
 
 
-def analyse(
-    trace: Trace,
-    params: Params = headline.defaults(Params),
-    registry: Registry | None = None,
-) -> Analysis:
-    """The chapter's analysis of ``trace`` (refused unless one measurable stream)."""
-    problem = stream_problem(trace.requests, params.point_id)  # before flagged rows go
-    if problem:
-        raise InputError(trace.path or "<trace>", "requests", problem)
-    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
-    reg = registry or load_claims()
-    claim = reg.get(CLAIM_ID)
-    claim_tok_s = reg.value(CLAIM_ID)
-    p = params
-    floor_gpus = p.floor_gpus if p.floor_gpus is not None else claim.scope.gpu_count
-    if floor_gpus is None:
-        raise InputError("claims", f"claims[{CLAIM_ID}].scope.gpu_count", "required")
-    if p.acceptance_length is not None:
-        acc, acc_from = float(p.acceptance_length), "parameter"
-    else:
-        acc, acc_from = INFERENCEX_ACCEPTANCE_LENGTH, INFERENCEX_ACCEPTANCE_SOURCE
-    st = stream_stats(trace, p.point_id)
-    floor = claim_vs_floor(
-        claim_tok_s,
-        p.model_id,
-        p.gpu_id,
-        floor_gpus,
-        acc,
-        context_tokens=p.context_tokens,
-        kv_dtype=p.kv_dtype,
-    )
-    n_gpus = stream_gpus(trace, p.gpus)
-    readings = [
-        physics_reading(
-            floor,
-            claim_tok_s,
-            floor_gpus,
-            p.gpu_id,
-            "" if p.acceptance_length is not None else "InferenceX's measured acceptance length",
-            stream_attainable(
-                claim_tok_s,
-                p.model_id,
-                p.gpu_id,
-                floor_gpus,
-                float(floor.loc[floor["ceiling_tok_s"].idxmax(), "acceptance_length"]),
-            ),
-        ),
-        evidence.reading(CLAIM_ID, registry=reg),
-        run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run),
-    ]
-    return Analysis(
-        trace,
-        p,
-        claim,
-        claim_tok_s,
-        floor_gpus,
-        acc,
-        acc_from,
-        hardware_label(trace.run),
-        st,
-        st.gaps,
-        floor,
-        reg.value(RACK_CLAIM_ID),
-        catalogs.system(p.rack_system_id).gpus,
-        readings,
-    )
+#: The chapter's analysis of a trace (the result contract's ``analyse``).
+analyse = Analysis
 
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, readings and what would flip them (the headline JSON)."""
-    tid = [a.trace.trace_id]
-    st = a.stats
-    run = next(r for r in a.readings if r.reading == "this run")
-    measured: dict[str, Any] = dict(kind="measured", hardware=a.hardware, trace_ids=tid)
+    st, p = a.stats, a.params
+    run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
+    measured = common.where(a)
     headlines = [
         headline.spoken(
             run,
@@ -548,6 +510,17 @@ def outcome(a: Analysis) -> headline.Outcome:
             "tok/s",
             "sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests",
             **measured,
+        ),
+        *(
+            headline.unclaimed(
+                f"gap_p{q:g}_ms",
+                verdicts.number(st.gaps_ms[q], 3),
+                "ms",
+                f"{what} gap between streamed chunks; null without gaps",
+                "the write-up gives no gap figure",
+                **measured,
+            )
+            for q, what in ((50.0, "median"), (99.0, "99th percentile"))
         ),
         headline.unclaimed(
             "tokens_per_chunk",
@@ -565,18 +538,6 @@ def outcome(a: Analysis) -> headline.Outcome:
             st.acceptance_source,
             **measured,
         ),
-    ]
-    p = a.params
-    headlines[1:1] = [
-        headline.unclaimed(
-            f"gap_p{q:g}_ms",
-            verdicts.number(st.gaps_ms[q], 3),
-            "ms",
-            f"{what} gap between streamed chunks; null without gaps",
-            "the write-up gives no gap figure",
-            **measured,
-        )
-        for q, what in ((50.0, "median"), (99.0, "99th percentile"))
     ]
     headlines += [
         headline.Headline(
@@ -606,26 +567,15 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"within {p.rel_tol:.0%} of {a.claim_tok_s:,.0f} tok/s reads consistent, outside it "
         "inconsistent",
     ]
-    parameters = verdicts.parameters(
-        p,
-        "point_id gpus model_id gpu_id floor_gpus acceptance_length context_tokens kv_dtype",
-        floor_gpus=a.floor_gpus,
-        acceptance_length=a.acceptance,
-    )
-    return headline.Outcome(RESULT, headlines, a.readings, flips, tid, parameters, a.hardware)
+    names = "point_id gpus model_id gpu_id floor_gpus acceptance_length context_tokens kv_dtype"
+    resolved: dict[str, Any] = dict(floor_gpus=a.floor_gpus, acceptance_length=a.acceptance)
+    return common.outcome(RESULT, a, headlines, flips, names, **resolved)
 
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {
-    "single-user.throughput": (
-        "metric",
-        "per",
-        "model",
-        "hardware",
-        "gpu_count",
-        "concurrency",
-        "speculation",
-        "statistic",
+    "single-user.throughput": tuple(
+        "metric per model hardware gpu_count concurrency speculation statistic".split()
     ),
 }
 READING_NOTES = {

@@ -15,13 +15,11 @@ from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs import catalogs
-from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import results_bounds, roofline, units
+from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.context_latency.measure import (
-    Delta,
-    LinearFit,
     decode_latency_by_context,
     delta,
     fit_linear,
@@ -33,7 +31,6 @@ from rackbook.results.context_latency.readings import (
     DELTA_ID,
     DELTA_PCT_ID,
     KV_BYTES_ID,
-    GrowthReading,
     ImpliedLatency,
     claimed_span,
     delta_run_reading,
@@ -76,34 +73,93 @@ class Params(headline.Params, result="context-latency"):
     kv_rel_tol: float
 
 
-@dataclass
 class Analysis:
-    """What the chapter shows: KV bytes, memory per sequence, latency against context (series,
-    fit, delta), context growth, implied latency, readings."""
+    """What the chapter shows of a trace: KV bytes, memory per sequence, latency against
+    context (series, fit, delta), context growth, implied latency, readings; figures,
+    tolerances and (unless ``params.lo`` / ``params.hi``) contexts from the claims registry."""
 
-    trace: Trace
-    params: Params
-    claim_kv: Claim
-    claim_delta: Claim
-    claim_pct: Claim
-    lo: int
-    hi: int
-    model: ModelSpec
-    hw: GpuSpec
-    kv_bytes: dict[str, roofline.KvBytes]
-    weights: roofline.Storage
-    w_per_gpu: float
-    memory: dict[str, pd.DataFrame]
-    table: pd.DataFrame
-    series: pd.DataFrame
-    fit: LinearFit
-    measured: Delta
-    growth: GrowthReading
-    implied: ImpliedLatency
-    tolerance_ms: float
-    readings: list[headline.ClaimReading]
-    hardware: str
-    kind: str
+    def __init__(
+        self,
+        trace: Trace,
+        params: Params = headline.defaults(Params),
+        registry: Registry | None = None,
+    ) -> None:
+        self.trace = trace = validity.valid_trace(trace)[0]  # flagged requests left out
+        self.params = p = params
+        reg = registry or load_claims()
+        span = claimed_span(reg)
+        self.lo = lo = int(p.lo) if p.lo is not None else span[0]
+        self.hi = hi = int(p.hi) if p.hi is not None else span[1]
+        ids = (KV_BYTES_ID, DELTA_ID, DELTA_PCT_ID)
+        self.claim_kv, self.claim_delta, self.claim_pct = (reg.get(c) for c in ids)
+        self.model = m = catalogs.as_model(p.model_id)
+        self.hw = hw = catalogs.as_gpu(p.gpu_id)
+        self.kv_bytes = {d: roofline.kv_bytes(m, d) for d in catalogs.PRECISIONS}
+        self.weights = roofline.storage(m)
+        w = p.weight_bytes_per_gpu
+        self.w_per_gpu = float(self.weights.per_gpu_bytes(p.weight_gpus) if w is None else w)
+        max_ctx = int(m.architecture.max_context_tokens or hi)
+        grid = sorted({*np.linspace(max_ctx / 64, max_ctx, 64).astype(int).tolist(), lo, hi})
+        self.memory = {
+            d: memory_by_context(
+                m,
+                hw,
+                grid,
+                d,
+                weight_bytes_per_gpu=self.w_per_gpu,
+                memory_fraction=p.memory_fraction,
+            )
+            for d in catalogs.PRECISIONS
+        }
+        self.table = decode_latency_by_context(trace)
+        self.series = series = main_series(self.table)
+        if len(series) >= 2:
+            self.fit, self.measured = fit_linear(series), delta(series, lo, hi)
+        else:  # one context length (a reader's partial trace): shown, never fitted
+            self.fit, self.measured = single_context(series)
+        self.hardware = hardware_label(trace.run)
+        self.kind = evidence_kind(trace.kind)
+        self.readings = self._readings(reg)
+
+    def _readings(self, reg: Registry) -> list[headline.ClaimReading]:
+        """The three readings of each claim; sets :attr:`growth`, :attr:`implied` and
+        :attr:`tolerance_ms` (the delta's, ms) on the way."""
+        p, m, hw, lo, hi = self.params, self.model, self.hw, self.lo, self.hi
+        claim_ms, claim_pct = reg.value(DELTA_ID), reg.value(DELTA_PCT_ID)
+        self.tolerance_ms = tol_ms = reg.tolerance(DELTA_ID)
+        tol_pct = reg.tolerance(DELTA_PCT_ID)
+        compute_s = results_bounds.context_compute_growth_s(m, hw, lo, hi, batch=p.batch)
+        self.growth = growth = growth_physics(
+            roofline.context_growth(m, hw, lo, hi, p.kv_dtype, batch=p.batch, n_gpus=p.n_gpus),
+            claim_ms,
+            1000 * compute_s / p.n_gpus,
+            growth_attainable(m, hw, p.weight_gpus, lo, hi, claim_ms, p.batch),
+        )
+        implied = implied_latency_physics(
+            claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
+        )
+        self.implied = implied = _implied_attainable(implied, growth.reading.attainable or {}, lo)
+        testable = verdicts.can_test(self.trace.run)
+        claims: dict[str, dict[str, Any]] = {
+            DELTA_ID: dict(claim=claim_ms, tolerance=tol_ms),
+            DELTA_PCT_ID: dict(claim=claim_pct, tolerance=tol_pct, percent=True),
+        }
+        run_ms, run_pct = (
+            delta_run_reading(self.measured, testable, self.trace.run, self.fit, claim_id=c, **kw)
+            for c, kw in claims.items()
+        )
+        kv_claim = reg.value(KV_BYTES_ID)
+        return [
+            kv_bytes_physics(self.kv_bytes[p.kv_dtype], kv_claim),
+            evidence.reading(KV_BYTES_ID, registry=reg),
+            kv_bytes_run_reading(self.trace.run, testable, kv_claim, p.kv_rel_tol),
+            growth.reading,
+            evidence.reading(DELTA_ID, registry=reg),
+            run_ms,
+            implied.reading,
+            evidence.reading(DELTA_PCT_ID, registry=reg),
+            run_pct,
+        ]
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -265,115 +321,18 @@ def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) ->
     return dataclasses.replace(implied, reading=reading)
 
 
-def analyse(
-    trace: Trace,
-    params: Params = headline.defaults(Params),
-    registry: Registry | None = None,
-) -> Analysis:
-    """The chapter's analysis of ``trace``; figures, tolerances and (unless ``params.lo`` /
-    ``params.hi``) contexts from the claims registry."""
-    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
-    p = params
-    reg = registry or load_claims()
-    span = claimed_span(reg)
-    lo = int(p.lo) if p.lo is not None else span[0]
-    hi = int(p.hi) if p.hi is not None else span[1]
-    claim_ms, claim_pct = reg.value(DELTA_ID), reg.value(DELTA_PCT_ID)
-    tol_ms, tol_pct = reg.tolerance(DELTA_ID), reg.tolerance(DELTA_PCT_ID)
-    m, hw = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)
-    kvb = {d: roofline.kv_bytes(m, d) for d in catalogs.PRECISIONS}
-    weights = roofline.storage(m)
-    w_per_gpu = float(
-        weights.per_gpu_bytes(p.weight_gpus)
-        if p.weight_bytes_per_gpu is None
-        else p.weight_bytes_per_gpu
-    )
-    max_ctx = int(m.architecture.max_context_tokens or hi)
-    grid = sorted({*np.linspace(max_ctx / 64, max_ctx, 64).astype(int).tolist(), lo, hi})
-    memory = {
-        d: memory_by_context(
-            m, hw, grid, d, weight_bytes_per_gpu=w_per_gpu, memory_fraction=p.memory_fraction
-        )
-        for d in catalogs.PRECISIONS
-    }
-    table = decode_latency_by_context(trace)
-    series = main_series(table)
-    if len(series) >= 2:
-        fit, measured = fit_linear(series), delta(series, lo, hi)
-    else:  # one context length (a reader's partial trace): shown, never fitted
-        fit, measured = single_context(series)
-    growth = growth_physics(
-        roofline.context_growth(m, hw, lo, hi, p.kv_dtype, batch=p.batch, n_gpus=p.n_gpus),
-        claim_ms,
-        1000 * results_bounds.context_compute_growth_s(m, hw, lo, hi, batch=p.batch) / p.n_gpus,
-        growth_attainable(m, hw, p.weight_gpus, lo, hi, claim_ms, p.batch),
-    )
-    implied = implied_latency_physics(
-        claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
-    )
-    implied = _implied_attainable(implied, growth.reading.attainable or {}, lo)
-    hardware = hardware_label(trace.run)
-    testable = verdicts.can_test(trace.run)
-    run_ms = delta_run_reading(
-        measured, testable, trace.run, fit, claim=claim_ms, tolerance=tol_ms, claim_id=DELTA_ID
-    )
-    run_pct = delta_run_reading(
-        measured, testable, trace.run, fit, claim=claim_pct, tolerance=tol_pct,
-        claim_id=DELTA_PCT_ID, percent=True,
-    )  # fmt: skip
-    kv_run = kv_bytes_run_reading(trace.run, testable, reg.value(KV_BYTES_ID), p.kv_rel_tol)
-    readings = [
-        kv_bytes_physics(kvb[p.kv_dtype], reg.value(KV_BYTES_ID)),
-        evidence.reading(KV_BYTES_ID, registry=reg),
-        kv_run,
-        growth.reading,
-        evidence.reading(DELTA_ID, registry=reg),
-        run_ms,
-        implied.reading,
-        evidence.reading(DELTA_PCT_ID, registry=reg),
-        run_pct,
-    ]
-    return Analysis(
-        trace=trace,
-        params=p,
-        claim_kv=reg.get(KV_BYTES_ID),
-        claim_delta=reg.get(DELTA_ID),
-        claim_pct=reg.get(DELTA_PCT_ID),
-        lo=lo,
-        hi=hi,
-        model=m,
-        hw=hw,
-        kv_bytes=kvb,
-        weights=weights,
-        w_per_gpu=w_per_gpu,
-        memory=memory,
-        table=table,
-        series=series,
-        fit=fit,
-        measured=measured,
-        growth=growth,
-        implied=implied,
-        tolerance_ms=tol_ms,
-        readings=readings,
-        hardware=hardware,
-        kind=evidence_kind(trace.kind),
-    )
+#: The chapter's analysis of a trace (the result contract's ``analyse``).
+analyse = Analysis
 
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, readings and what would flip them (the headline JSON)."""
-    parameters = verdicts.parameters(
-        a.params,
+    names = (
         "model_id gpu_id kv_dtype lo hi batch n_gpus weight_gpus weight_bytes_per_gpu "
-        "memory_fraction",
-        lo=a.lo,
-        hi=a.hi,
-        weight_bytes_per_gpu=a.w_per_gpu,
+        "memory_fraction"
     )
-    tid = [a.trace.trace_id]
-    return headline.Outcome(
-        RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware
-    )
+    resolved: dict[str, Any] = dict(lo=a.lo, hi=a.hi, weight_bytes_per_gpu=a.w_per_gpu)
+    return common.outcome(RESULT, a, _headlines(a), _flips(a), names, **resolved)
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
@@ -382,7 +341,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     p, d, f, g, im = a.params, a.measured, a.fit, a.growth, a.implied
     run = headline.by_claim(a.readings, "this run")
     phys = headline.by_claim(a.readings, "physics")
-    measured: dict[str, Any] = dict(kind=a.kind, hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    measured = common.where(a, a.kind)
     if a.kind == "synthetic":
         measured.pop("hardware")
     spoken, unclaimed = headline.spoken, headline.unclaimed

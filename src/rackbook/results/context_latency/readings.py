@@ -12,6 +12,7 @@ from rackbook.errors import InputError
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Registry
 from rackbook.physics import check, roofline, units
+from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
 from rackbook.results.context_latency.measure import Delta, LinearFit
 
@@ -181,25 +182,22 @@ def growth_physics(
     span = f"{growth.lo:,} -> {growth.hi:,} tokens"
     if v == "possible":
         both = floor + compute_ms
-        reason = (
+        clauses = [
             f"sparse reads add at least {1000 * floor:.3g} µs ({100 * ratio:.2g} % of "
             f"{claim_ms:g} ms, {units.plural(growth.batch, 'sequence')}) and the longer index "
-            "scan's "
-            f"compute at least {1000 * compute_ms:.3g} µs more: {1000 * both:.3g} µs of the "
-            f"{1000 * claim_ms:.0f} µs even with none of it overlapped; reading every row would "
-            f"add {1000 * growth.dense_ms:,.0f} µs. The rest is not this sequence's indexer at "
-            f"peak: about {claim_ms / both:.0f} to {n_seq:.1f} sequences per GPU growing "
-            "together, kernels well below peak, or work the bounds leave out"
-        )
+            f"scan's compute at least {1000 * compute_ms:.3g} µs more: {1000 * both:.3g} µs of "
+            f"the {1000 * claim_ms:.0f} µs even with none of it overlapped",
+            f"reading every row would add {1000 * growth.dense_ms:,.0f} µs. The rest is not this "
+            f"sequence's indexer at peak: about {claim_ms / both:.0f} to {n_seq:.1f} sequences "
+            "per GPU growing together, kernels well below peak, or work the bounds leave out",
+        ]
     else:
-        reason = (
+        clauses = [
             f"the extra index-key scan of {units.plural(growth.batch, 'sequence')} over {span} "
-            "alone takes "
-            f"{1000 * floor:,.0f} µs, {ratio:.3g}x the claimed {claim_ms:g} ms"
-        )
-    r = headline.ClaimReading(
-        DELTA_ID, "physics", v, f"floor {100 * ratio:.2g} % of it", reason, attainable=attainable
-    )
+            f"alone takes {1000 * floor:,.0f} µs, {ratio:.3g}x the claimed {claim_ms:g} ms"
+        ]
+    margin = f"floor {100 * ratio:.2g} % of it"
+    r = common.reading(DELTA_ID, "physics", v, margin, clauses, attainable=attainable)
     return GrowthReading(growth, claim_ms, per_seq, n_seq, r, compute_ms)
 
 
@@ -240,20 +238,26 @@ def implied_latency_physics(
     step_ms = 1000 / (ceil.tok_s_per_gpu * gpus)
     ratio = step_ms / high
     v = check.physics_verdict(ratio)
-    reason = (
-        f"the two figures imply {low:.3g} to {high:.3g} ms per step at {lo:,} tokens; one "
-        f"sequence on {units.plural(gpus, hw.id.upper())} cannot step faster than {step_ms:.3g} ms"
-    )
-    r = headline.ClaimReading(
-        DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", reason
-    )
+    clauses = [
+        f"the two figures imply {low:.3g} to {high:.3g} ms per step at {lo:,} tokens",
+        f"one sequence on {units.plural(gpus, hw.id.upper())} cannot step faster than "
+        f"{step_ms:.3g} ms",
+    ]
+    r = common.reading(DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", clauses)
     return ImpliedLatency(central, low, high, step_ms, ceil.formula, r)
 
 
 def delta_run_reading(
-    d: Delta, testable: bool, run: dict[str, Any], fit: LinearFit | None, *, claim: float,
-    tolerance: float, claim_id: str, percent: bool = False,
-) -> headline.ClaimReading:  # fmt: skip
+    d: Delta,
+    testable: bool,
+    run: dict[str, Any],
+    fit: LinearFit | None,
+    *,
+    claim: float,
+    tolerance: float,
+    claim_id: str,
+    percent: bool = False,
+) -> headline.ClaimReading:
     """This run's reading of the claimed delta (ms, or % with ``percent``): ``untested`` unless
     testable with both claimed lengths; then within ``tolerance`` (same unit) or not."""
     value = d.delta_pct if percent else d.delta_ms

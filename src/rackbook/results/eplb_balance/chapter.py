@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
+from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.eplb_balance.measure import (
     fit,
@@ -58,33 +58,46 @@ class Params(headline.Params, result="eplb-balance"):
     batch_sizes: tuple[int, ...] | list[int]
 
 
-@dataclass
 class Analysis:
-    """What the chapter shows: loads, balancedness before and after EPLB per scored step, one
-    layer's load per rank, recovered shares, sweeps, readings; ``before``, ``after`` and
+    """What the chapter shows: static placement and EPLB (fitted on ``params.fit_windows``
+    steps) scored on the trace's expert loads, one layer's load per rank, the recovered share
+    for the model and the claims, the model sweeps, readings; ``before``, ``after`` and
     ``recovered`` are the claims' figures."""
 
-    trace: Trace
-    params: Params
-    before: float
-    after: float
-    recovered: float
-    shape: Shape
-    loads: np.ndarray
-    batch_per_rank: int
-    hardware: str
-    kind: str
-    summary: dict[str, float]
-    per_window: pd.DataFrame
-    ranks: pd.DataFrame
-    floor: float
-    shares: pd.DataFrame
-    model_pct: dict[str, float]
-    claim_pct: dict[str, float]
-    floor_needed: float
-    skew: float
-    sweeps: dict[str, pd.DataFrame]
-    readings: list[headline.ClaimReading]
+    def __init__(
+        self,
+        trace: Trace,
+        params: Params = headline.defaults(Params),
+        registry: Registry | None = None,
+    ) -> None:
+        reg = registry or load_claims()
+        self.trace, self.params = trace, params
+        p = params
+        self.before, self.after, self.recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
+        self.loads = loads = trace_loads(trace)
+        self.shape = model_shape()
+        self.batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
+        self.hardware, self.kind = hardware_label(trace.run), kind_of(trace.run)
+        layout = (p.ep_size, p.redundant, p.groups, p.nodes)
+        self.summary, self.per_window = score(loads, p.fit_windows, *layout)
+        s = self.summary
+        placements = fit(loads, p.fit_windows, *layout)
+        self.floor = uniform_floor(
+            loads.shape[1],
+            int(loads[0, 0].sum()),
+            p.ep_size,
+            windows=max(loads.shape[0] - p.fit_windows, 1),
+        )
+        self.ranks = layer_rank_loads(loads, placements, window=p.fit_windows, layer=p.show_layer)
+        model_shares = recovered_shares(s["static"], s["eplb"], self.floor)
+        claim_shares = recovered_shares(self.before, self.after, self.floor)
+        self.shares = model_shares.rename(columns={"pct": "model (%)"})
+        self.shares[f"claim's {self.before:g} and {self.after:g} (%)"] = claim_shares["pct"]
+        self.model_pct, self.claim_pct = _pct(model_shares), _pct(claim_shares)
+        self.floor_needed = self.after / (self.recovered / 100)
+        self.skew = model_skew(trace.run, s["static"], p.ep_size, p.redundant)
+        self.sweeps = _sweeps(trace, p, self.skew, self.shape, self.batch_per_rank)
+        self.readings = _readings(self, reg)
 
     @property
     def testable(self) -> bool:
@@ -169,38 +182,17 @@ def _pct(shares: pd.DataFrame) -> dict[str, float]:
     return {k: float(v) for k, v in zip(shares["reading"], shares["pct"], strict=True)}
 
 
-def analyse(
-    trace: Trace,
-    params: Params = headline.defaults(Params),
-    registry: Registry | None = None,
-) -> Analysis:
-    """Score static placement and EPLB (fitted on ``params.fit_windows`` steps) on the trace's
-    expert loads, read the recovered share for the model and the claims, sweep the model."""
-    reg = registry or load_claims()
-    p = params
-    before, after, recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
-    loads = trace_loads(trace)
-    shape = model_shape()
-    gen = trace.run.get("generator") or {}
-    batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
-    summary, per_window = score(loads, p.fit_windows, p.ep_size, p.redundant, p.groups, p.nodes)
-    placements = fit(loads, p.fit_windows, p.ep_size, p.redundant, p.groups, p.nodes)
-    floor = uniform_floor(
-        loads.shape[1],
-        int(loads[0, 0].sum()),
-        p.ep_size,
-        windows=max(loads.shape[0] - p.fit_windows, 1),
-    )
-    ranks = layer_rank_loads(loads, placements, window=p.fit_windows, layer=p.show_layer)
-    model_shares = recovered_shares(summary["static"], summary["eplb"], floor)
-    claim_shares = recovered_shares(before, after, floor)
-    table = model_shares.rename(columns={"pct": "model (%)"})
-    table[f"claim's {before:g} and {after:g} (%)"] = claim_shares["pct"]
-    r = _pct(model_shares)
-    skew = model_skew(trace.run, summary["static"], p.ep_size, p.redundant)
+#: The chapter's analysis of a trace (the result contract's ``analyse``).
+analyse = Analysis
+
+
+def _sweeps(
+    trace: Trace, p: Params, skew: float, shape: Shape, batch_per_rank: int
+) -> dict[str, pd.DataFrame]:
+    """The model sweeps of :data:`SWEEPS` around the chapter's layout, at ``skew``."""
     base = dict(
         skew=skew,
-        seed=int(gen.get("seed", 0)),
+        seed=int((trace.run.get("generator") or {}).get("seed", 0)),
         shape=shape,
         ep_size=p.ep_size,
         redundant=p.redundant,
@@ -216,65 +208,36 @@ def analyse(
         "skew": sorted(set(p.skews) | {round(skew, 4)}),
         "batch_per_rank": p.batch_sizes,
     }
-    sweeps = {x: sweep(base, x, values[x]) for x in SWEEPS}
-    by_batch = sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    return {x: sweep(base, x, values[x]) for x in SWEEPS}
+
+
+def _readings(a: Analysis, reg: Registry) -> list[headline.ClaimReading]:
+    """The three readings of each claim: physics, published, this run."""
+    p, s, run, tol = a.params, a.summary, a.trace.run, reg.tolerance
+    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
     model_note = (
         f"the routing model gives {by_batch.iloc[0]:.3f} at batch {by_batch.index[0]} per rank "
         f"and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}"
     )
-    tol = reg.tolerance
-    run = trace.run
-    cr = [
-        balancedness_physics(
-            BEFORE, before, p.ep_size, "a skewed routing with static placement can score it"
-        ),
+    skewed = "a skewed routing with static placement can score it"
+    return [
+        balancedness_physics(BEFORE, a.before, p.ep_size, skewed),
         evidence.reading(BEFORE, registry=reg),
-        run_reading(run, BEFORE, summary["static"], tol(BEFORE), before, ""),
-        balancedness_physics(AFTER, after, p.ep_size, model_note),
+        run_reading(run, BEFORE, s["static"], tol(BEFORE), a.before, ""),
+        balancedness_physics(AFTER, a.after, p.ep_size, model_note),
         evidence.reading(AFTER, registry=reg),
-        run_reading(run, AFTER, summary["eplb"], tol(AFTER), after, ""),
-        recovered_physics(before, after, recovered, tol(RECOVERED), p.ep_size),
+        run_reading(run, AFTER, s["eplb"], tol(AFTER), a.after, ""),
+        recovered_physics(a.before, a.after, a.recovered, tol(RECOVERED), p.ep_size),
         evidence.reading(RECOVERED, registry=reg),
-        run_reading(run, RECOVERED, r["gap closed"], tol(RECOVERED), recovered, " %"),
+        run_reading(run, RECOVERED, a.model_pct["gap closed"], tol(RECOVERED), a.recovered, " %"),
     ]
-    return Analysis(
-        trace,
-        p,
-        before,
-        after,
-        recovered,
-        shape,
-        loads,
-        batch_per_rank,
-        hardware_label(trace.run),
-        kind_of(trace.run),
-        summary,
-        per_window,
-        ranks,
-        floor,
-        table,
-        r,
-        _pct(claim_shares),
-        after / (recovered / 100),
-        skew,
-        sweeps,
-        cr,
-    )
 
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the three readings of each claim and what would flip them."""
-    tid = [a.trace.trace_id]
-    p = a.params
-    parameters = verdicts.parameters(
-        p,
-        "ep_size redundant groups nodes fit_windows batch_per_rank skew",
-        batch_per_rank=a.batch_per_rank,
-        skew=round(a.skew, 6),
-    )
-    return headline.Outcome(
-        RESULT, _headlines(a), a.readings, _flips(a), tid, parameters, a.hardware
-    )
+    names = "ep_size redundant groups nodes fit_windows batch_per_rank skew"
+    resolved: dict[str, Any] = dict(batch_per_rank=a.batch_per_rank, skew=round(a.skew, 6))
+    return common.outcome(RESULT, a, _headlines(a), _flips(a), names, **resolved)
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:

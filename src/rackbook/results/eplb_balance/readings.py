@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from rackbook.physics import eplb
+from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
 from rackbook.results.eplb_balance.synthetic import RECOVERED, Spec, calibrate
 
@@ -43,12 +44,12 @@ def balancedness_physics(
             else ""
         )
     )
-    return headline.ClaimReading(
+    return common.reading(
         claim_id,
         "physics",
         "possible" if ok else "impossible",
-        f"{claimed:g} in [1/{ep_size}, 1]" if ok else f"{claimed:g} outside [1/{ep_size}, 1]",
-        f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks}); {note}",
+        f"{claimed:g} {'in' if ok else 'outside'} [1/{ep_size}, 1]",
+        [f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks})", note],
     )
 
 
@@ -65,23 +66,16 @@ def recovered_physics(
     if min(abs(gap - recovered_pct), abs(ratio - recovered_pct)) <= tol_pct:
         v, why = "possible", "one fixed reading gives it"
     elif after <= needed <= 1:
-        v, why = (
-            "undetermined",
-            (f"it needs uniform routing to score {needed:.3f} per step, which the batch decides"),
-        )
+        v = "undetermined"
+        why = f"it needs uniform routing to score {needed:.3f} per step, which the batch decides"
     else:
         v, why = "impossible", f"no reading gives it (uniform would need {needed:.3f})"
-    return headline.ClaimReading(
-        RECOVERED,
-        "physics",
-        v,
-        f"gap {gap:.1f} %, ratio {ratio:.1f} %",
-        f"from {before:g} and {after:g}: {gap:.1f} % of the gap closed, {ratio:.1f} % of "
-        f"uniform; neither is {recovered_pct:g} % within {tol_pct:g}; {why}"
-        if v != "possible"
-        else f"from {before:g} and {after:g}: {gap:.1f} % of the gap closed, {ratio:.1f} % of "
-        f"uniform; {why}",
-    )
+    clauses = [
+        f"from {before:g} and {after:g}: {gap:.1f} % of the gap closed, {ratio:.1f} % of uniform",
+        f"neither is {recovered_pct:g} % within {tol_pct:g}" if v != "possible" else "",
+        why,
+    ]
+    return common.reading(RECOVERED, "physics", v, f"gap {gap:.1f} %, ratio {ratio:.1f} %", clauses)
 
 
 def run_reading(

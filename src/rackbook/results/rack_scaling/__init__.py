@@ -34,16 +34,8 @@ from rackbook.results.rack_scaling.tokens import TOKENS_FORMULA, token_accountin
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {
-    "rack-scaling.throughput": (
-        "metric",
-        "tokens",
-        "per",
-        "gpus",
-        "model",
-        "hardware",
-        "gpu_count",
-        "workload",
-        "speculation",
+    "rack-scaling.throughput": tuple(
+        "metric tokens per gpus model hardware gpu_count workload speculation".split()
     ),
     "rack-scaling.speedup": ("metric", "counting", "model", "hardware", "workload", "speculation"),
     "rack-scaling.cost": ("metric", "hardware"),

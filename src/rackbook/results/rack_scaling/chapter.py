@@ -14,13 +14,12 @@ from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs import catalogs
-from rackbook.inputs.catalogs import GpuSpec, ModelSpec, PriceSpec, SystemSpec
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import check, results_bounds, units
+from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.rack_scaling.cost import (
     COST_CLAIM,
-    CostReadings,
     cost_physics,
     cost_readings,
     token_prices,
@@ -85,31 +84,90 @@ class Params(headline.Params, result="rack-scaling"):
     workload_osl: int = ASSUMED_OSL
 
 
-@dataclass
 class Analysis:
-    """What the chapter shows: token accounting, scaling, ceilings, physics and readings."""
+    """What the chapter shows of a trace: token accounting, scaling, ceilings, physics and
+    readings; testable on at least the rack's count of GB300 GPUs serving the claim's model;
+    the cost read as token revenue at InferenceX's prices."""
 
-    trace: Trace
-    params: Params
-    registry: Registry
-    claim_tok_s: float
-    claim_speedup: float
-    claim_usd: float
-    rack: SystemSpec
-    gpu: GpuSpec
-    model: ModelSpec
-    rental: PriceSpec
-    accounting: pd.DataFrame
-    scaling: pd.DataFrame
-    ceilings: pd.DataFrame
-    throughput: pd.DataFrame
-    speedups: pd.DataFrame
-    cost: CostReadings
-    band: check.Band
-    readings: list[headline.ClaimReading]
-    hardware: str
-    testable: bool
-    revenue_run: float
+    def __init__(
+        self,
+        trace: Trace,
+        params: Params = headline.defaults(Params),
+        registry: Registry | None = None,
+    ) -> None:
+        trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
+        self.params = p = params
+        self.registry = reg = registry or load_claims()
+        claims = (THROUGHPUT_CLAIM, SPEEDUP_CLAIM, COST_CLAIM)
+        self.claim_tok_s, self.claim_speedup, self.claim_usd = (reg.value(c) for c in claims)
+        self.rack, self.gpu = rack, gpu = catalogs.system(p.system_id), catalogs.gpu(p.gpu_id)
+        self.rental = catalogs.price(p.price_id)
+        self.model = model = catalogs.load_model(p.model_id)
+        self.trace = tr = with_gpu_counts(trace, p.gpus_per_replica)
+        self.hardware = hardware_label(tr.run)
+        self.accounting = acc = token_accounting(tr)
+        # a reader's partial trace may lack the reference (or hold one configuration): the
+        # smallest configuration stands in, and the speedup's this-run reading says so
+        ref_cfg = p.reference_config
+        if ref_cfg not in set(acc["config"]):
+            ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
+        self.scaling = scaling_vs_reference(acc, ref_cfg, p.metric)
+        self.ceilings = ceilings(model, gpu, rack.gpus)
+        work = dict(isl=p.workload_isl, osl=p.workload_osl)
+        self.throughput = throughput_readings(
+            self.claim_tok_s, rack.gpus, model, gpu, p.cached_share, **work
+        )
+        nodes = tuple(p.node_systems)
+        self.speedups = speedup_readings(
+            self.claim_speedup, self.claim_tok_s, rack.gpus, model, gpu, nodes, **work
+        )
+        self.cost = cost = cost_readings(
+            self.claim_usd,
+            {STATED: self.claim_tok_s, f"rack total / {rack.gpus}": self.claim_tok_s / rack.gpus},
+            rental_usd_per_gpu_hour=self.rental.usd_per_gpu_hour,
+            cached_share=p.cached_share,
+        )
+        given = {"reference (given)": f"{self.rental.kind} ({p.price_id})"}
+        cost.cost["basis"] = cost.cost["basis"].replace(given)
+        self.band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=self.claim_tok_s)
+        self.revenue_run = token_revenue(self.largest)
+        self.testable = (
+            verdicts.can_test(tr.run) and int(self.scaling["num_gpus"].max()) >= rack.gpus
+        )
+        self.readings = self._readings(ref_cfg)
+
+    def _readings(self, ref_cfg: str) -> list[headline.ClaimReading]:
+        """The three readings of each claim (``ref_cfg``: the configuration standing in for
+        the reference)."""
+        p, reg, rack, tok_s = self.params, self.registry, self.rack, self.claim_tok_s
+        nx, thr, sp = self.largest, self.throughput, self.speedups
+        needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
+        what_tp, what_sp, what_cost = _measured_texts(nx, self.top, self.revenue_run, self.unit)
+        run: dict[str, Any] = dict(
+            rel_tol=p.rel_tol, testable=self.testable, run=self.trace.run, needs=needs
+        )
+        measured = float(nx["total_tok_s_per_gpu"])
+        return [
+            throughput_physics(thr, throughput_attainable(thr, self.model, self.gpu, rack.gpus)),
+            evidence.reading(THROUGHPUT_CLAIM, registry=reg),
+            verdicts.run_reading(THROUGHPUT_CLAIM, measured, tok_s, what=what_tp, **run),
+            speedup_physics(sp, speedup_attainable(sp, self.model)),
+            evidence.reading(SPEEDUP_CLAIM, registry=reg),
+            _speedup_run(
+                self.scaling,
+                self.top,
+                self.claim_speedup,
+                ref_cfg,
+                p.reference_config,
+                what_sp,
+                run,
+            ),
+            cost_physics(self.cost, self.claim_usd),
+            evidence.reading(COST_CLAIM, registry=reg),
+            verdicts.run_reading(
+                COST_CLAIM, self.revenue_run, self.claim_usd, what=what_cost, **run
+            ),
+        ]
 
     @property
     def largest(self) -> pd.Series:
@@ -193,7 +251,7 @@ class Analysis:
                     f"**{r.verdict}**",
                 ]
             )
-        head = ["reading", "counted", "computed", "ceiling", "computed / ceiling", "physics"]
+        head = "reading|counted|computed|ceiling|computed / ceiling|physics".split("|")
         return (
             _table(head, rows) + "\nCounted, computed and ceiling in tokens per second per GPU.\n"
         )
@@ -212,16 +270,8 @@ class Analysis:
             ]
             for r in self.speedups.itertuples()
         ]
-        head = [
-            "what 'a node' is",
-            "GPUs per node",
-            "nodes in the rack",
-            "scaling efficiency",
-            "node tok/s per GPU",
-            "node / ceiling",
-            "physics",
-        ]
-        return _table(head, rows)
+        head = "what 'a node' is|GPUs per node|nodes in the rack|scaling efficiency|"
+        return _table(f"{head}node tok/s per GPU|node / ceiling|physics".split("|"), rows)
 
     def cost_markdown(self) -> str:
         """The dollar figure per million tokens, and the token revenue range, per reading."""
@@ -241,16 +291,9 @@ class Analysis:
                     f"{share:.1%}" if np.isfinite(share) else "none",
                 ]
             )
-        head = [
-            "throughput reading",
-            "tok/s per GPU",
-            "M tok per GPU-hour",
-            "USD per M tok, as cost",
-            "USD per M tok, ownership cost",
-            "revenue (USD per GPU-hour)",
-            f"cached share for ${self.claim_usd:g}",
-        ]
-        return _table(head, rows)
+        head = "throughput reading|tok/s per GPU|M tok per GPU-hour|USD per M tok, as cost|"
+        head += "USD per M tok, ownership cost|revenue (USD per GPU-hour)|"
+        return _table(f"{head}cached share for ${self.claim_usd:g}".split("|"), rows)
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
@@ -290,12 +333,11 @@ class Analysis:
             "unit": u,
             "nx_config": str(nx["config"]),
             "nx_units": units.plural(int(nx["num_gpus"]), u),
-            "nx_total": verdicts.text(nx["total_tok_s"], ",.1f"),
+            **{
+                f"nx_{k}": verdicts.text(nx[f"{k}_tok_s"], ",.1f")
+                for k in ("total", "output", "new_input", "cached_input", "computed")
+            },
             "nx_total_per_gpu": verdicts.text(nx["total_tok_s_per_gpu"], ",.1f"),
-            "nx_output": verdicts.text(nx["output_tok_s"], ",.1f"),
-            "nx_new_input": verdicts.text(nx["new_input_tok_s"], ",.1f"),
-            "nx_cached_input": verdicts.text(nx["cached_input_tok_s"], ",.1f"),
-            "nx_computed": verdicts.text(nx["computed_tok_s"], ",.1f"),
             "nx_cached_source": str(nx["cached_source"]),
             "metric": self.params.metric,
             "reference_config": self.params.reference_config,
@@ -374,87 +416,8 @@ def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) ->
     return throughput, speedup, cost
 
 
-def analyse(
-    trace: Trace,
-    params: Params = headline.defaults(Params),
-    registry: Registry | None = None,
-) -> Analysis:
-    """The chapter's analysis of ``trace``: testable on at least the rack's count of GB300 GPUs
-    serving the claim's model; the cost read as token revenue at InferenceX's prices."""
-    trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
-    p = params
-    reg = registry or load_claims()
-    tok_s, speedup, usd = (reg.value(c) for c in (THROUGHPUT_CLAIM, SPEEDUP_CLAIM, COST_CLAIM))
-    rack, gpu = catalogs.system(p.system_id), catalogs.gpu(p.gpu_id)
-    rental = catalogs.price(p.price_id)
-    model = catalogs.load_model(p.model_id)
-    tr = with_gpu_counts(trace, p.gpus_per_replica)
-    acc = token_accounting(tr)
-    # a reader's partial trace may lack the reference (or hold one configuration): the
-    # smallest configuration stands in, and the speedup's this-run reading says so
-    ref_cfg = p.reference_config
-    if ref_cfg not in set(acc["config"]):
-        ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
-    sc = scaling_vs_reference(acc, ref_cfg, p.metric)
-    caps = ceilings(model, gpu, rack.gpus)
-    work = dict(isl=p.workload_isl, osl=p.workload_osl)
-    thr = throughput_readings(tok_s, rack.gpus, model, gpu, p.cached_share, **work)
-    sp = speedup_readings(speedup, tok_s, rack.gpus, model, gpu, tuple(p.node_systems), **work)
-    cost = cost_readings(
-        usd,
-        {STATED: tok_s, f"rack total / {rack.gpus}": tok_s / rack.gpus},
-        rental_usd_per_gpu_hour=rental.usd_per_gpu_hour,
-        cached_share=p.cached_share,
-    )
-    cost.cost["basis"] = cost.cost["basis"].replace(
-        {"reference (given)": f"{rental.kind} ({p.price_id})"}
-    )
-    band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=tok_s)
-    nx = acc.loc[acc["num_gpus"].astype(float).idxmax()]
-    top = sc.iloc[-1]
-    revenue = token_revenue(nx)
-    testable = verdicts.can_test(tr.run) and int(sc["num_gpus"].max()) >= rack.gpus
-    needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
-    what_tp, what_sp, what_cost = _measured_texts(
-        nx, top, revenue, _unit(tr.run, p.gpus_per_replica)
-    )
-    run: dict[str, Any] = dict(rel_tol=p.rel_tol, testable=testable, run=tr.run, needs=needs)
-    readings = [
-        throughput_physics(thr, throughput_attainable(thr, model, gpu, rack.gpus)),
-        evidence.reading(THROUGHPUT_CLAIM, registry=reg),
-        verdicts.run_reading(
-            THROUGHPUT_CLAIM, float(nx["total_tok_s_per_gpu"]), tok_s, what=what_tp, **run
-        ),
-        speedup_physics(sp, speedup_attainable(sp, model)),
-        evidence.reading(SPEEDUP_CLAIM, registry=reg),
-        _speedup_run(sc, top, speedup, ref_cfg, p.reference_config, what_sp, run),
-        cost_physics(cost, usd),
-        evidence.reading(COST_CLAIM, registry=reg),
-        verdicts.run_reading(COST_CLAIM, revenue, usd, what=what_cost, **run),
-    ]
-    return Analysis(
-        trace=tr,
-        params=p,
-        registry=reg,
-        claim_tok_s=tok_s,
-        claim_speedup=speedup,
-        claim_usd=usd,
-        rack=rack,
-        gpu=gpu,
-        model=model,
-        rental=rental,
-        accounting=acc,
-        scaling=sc,
-        ceilings=caps,
-        throughput=thr,
-        speedups=sp,
-        cost=cost,
-        band=band,
-        readings=readings,
-        hardware=hardware_label(tr.run),
-        testable=testable,
-        revenue_run=revenue,
-    )
+#: The chapter's analysis of a trace (the result contract's ``analyse``).
+analyse = Analysis
 
 
 def _speedup_run(
@@ -482,7 +445,7 @@ def _speedup_run(
 def _measured(a: Analysis) -> list[headline.Headline]:
     """The measured headline values of the largest configuration."""
     nx, top, p = a.largest, a.top, a.params
-    where: dict[str, Any] = dict(kind="measured", hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    where = common.where(a)
     run = headline.by_claim(a.readings, "this run")
     cfg, u = nx["config"], a.unit
     prices = token_prices()
@@ -668,20 +631,11 @@ def flips(a: Analysis) -> list[str]:
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the three readings of each claim and what would flip them."""
-    parameters = verdicts.parameters(
-        a.params,
+    names = (
         "reference_config metric gpus_per_replica model_id gpu_id system_id node_systems "
-        "price_id cached_share rel_tol workload_isl workload_osl",
+        "price_id cached_share rel_tol workload_isl workload_osl"
     )
-    return headline.Outcome(
-        RESULT,
-        _measured(a) + _modelled(a),
-        a.readings,
-        flips(a),
-        [a.trace.trace_id],
-        parameters,
-        a.hardware,
-    )
+    return common.outcome(RESULT, a, _measured(a) + _modelled(a), flips(a), names)
 
 
 def _usd(v: float) -> str:

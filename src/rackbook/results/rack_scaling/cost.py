@@ -13,6 +13,7 @@ import pandas as pd
 
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
+from rackbook.results import chapter_common as common
 from rackbook.results import headline
 
 #: The token prices the dollar figure is read at as revenue (data/hardware.yaml
@@ -167,18 +168,18 @@ def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.Clai
     """The physics reading of a price: ``undetermined`` (no ceiling bounds a price)."""
     ratio = cost.ratio_to_rental
     inst = price_per_gpu_hour / INSTANCE_GPUS
-    return headline.ClaimReading(
-        COST_CLAIM,
-        "physics",
-        "undetermined",
-        "not a physics quantity",
+    clauses = [
         f"${price_per_gpu_hour:g} per GPU-hour is a price ({ratio:.3g}x the catalog's reference "
         f"price, a cost model's rate; read as one {INSTANCE_GPUS}-GPU instance-hour, "
         f"${inst:.2f} per GPU-hour), and no ceiling bounds a price: physics reads throughputs, "
-        "not dollars; the published reading compares it with list prices, per GPU-hour and "
-        "per instance-hour, and with modelled rental and ownership rates; its cost and revenue "
-        "tables read it on both throughput bases (per GPU as stated, and the rack total)",
-    )
+        "not dollars",
+        "the published reading compares it with list prices, per GPU-hour and per "
+        "instance-hour, and with modelled rental and ownership rates",
+        "its cost and revenue tables read it on both throughput bases (per GPU as stated, and "
+        "the rack total)",
+    ]
+    margin = "not a physics quantity"
+    return common.reading(COST_CLAIM, "physics", "undetermined", margin, clauses)
 
 
 REVENUE_FORMULA = (

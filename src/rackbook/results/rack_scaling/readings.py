@@ -14,6 +14,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, results_bounds, roofline
+from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
 from rackbook.results.rack_scaling.scaling import NODE_SYSTEMS, node_sizes
 
@@ -383,9 +384,10 @@ def throughput_physics(
     computed |= {"ratio": float(dec["ratio"]), "ceiling": "decode ceiling"}
     total: dict[str, Any] = {"name": "the rack's total", "verdict": str(rack["verdict"])}
     total["tok_s_per_gpu"] = float(rack["tok_s_per_gpu"])
-    reason = (
+    clauses = [
         f"as {computed['name']} it needs {computed['ratio']:.3g}x the {computed['ceiling']} and "
-        f"{pre['ratio']:.3g}x the prefill ceiling; counting cache hits, "
+        f"{pre['ratio']:.3g}x the prefill ceiling",
+        "counting cache hits, "
         + (
             f"no cached share reaches it ({cached['ratio']:.3g}x the most any share allows)"
             if cached["limit"] == "cached prefix"
@@ -394,9 +396,9 @@ def throughput_physics(
             else f"it fits only once at least {cached['min_cached_share']:.1%} of the input "
             f"tokens are prefix-cache hits at ISL {isl:,.0f} / OSL {osl:,.0f} (a workload "
             "assumed here; the share and the workload are not published)"
-        )
-        + f"; as {total['name']} ({total['tok_s_per_gpu']:,.0f} per GPU) it is {total['verdict']}"
-    )
+        ),
+        f"as {total['name']} ({total['tok_s_per_gpu']:,.0f} per GPU) it is {total['verdict']}",
+    ]
     # the workload a cached share is read at (none where no share on any workload reaches it)
     workload = (
         None if cached["limit"] == "cached prefix" else {"isl": float(isl), "osl": float(osl)}
@@ -413,12 +415,12 @@ def throughput_physics(
         holds = "no cached share fits"
     condition = {"basis": "per GPU as stated", "condition": holds}
     margin = f"{condition['basis']}: {holds}"
-    return headline.ClaimReading(
+    return common.reading(
         THROUGHPUT_CLAIM,
         "physics",
         best,
         margin,
-        reason,
+        clauses,
         attainable=attainable,
         ratio=ratio,
         on_bases=(computed, total),
@@ -430,11 +432,8 @@ def throughput_physics(
 def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, Any]:
     """What measured kernels reach for the smallest node the speedup implies (rack total)."""
     r = speedups.loc[speedups["gpus_per_node"].idxmin()]
-    c = check.check_claim(
-        model, str(r["gpu"]), int(r["gpus_per_node"]), float(r["node_tok_s_per_gpu"]),
-        phase="decode",
-    )  # fmt: skip
-    n = int(r["gpus_per_node"])
+    n, tok_s = int(r["gpus_per_node"]), float(r["node_tok_s_per_gpu"])
+    c = check.check_claim(model, str(r["gpu"]), n, tok_s, phase="decode")
     a = verdicts.attainable(c, f"a {n}-GPU node, the rack's total / speedup")
     return {
         **a,
@@ -467,20 +466,17 @@ def speedup_physics(
         for r in speedups.itertuples()
     )
     share = speedups["stated_min_cached_share"].max(skipna=False)
-    return headline.ClaimReading(
-        SPEEDUP_CLAIM,
-        "physics",
-        v,
-        "per GPU as stated: "
-        + (
-            "no cached share fits"
-            if not np.isfinite(share)
-            else "fits with nothing cached"
-            if share == 0
-            else f"fits at >= {share:.1%} cached"
-        ),
+    clauses = [
         f"on the throughput's basis (per GPU as stated, cache hits counted, ISL {isl:,.0f} "
-        f"/ OSL {osl:,.0f} assumed): {stated}; with the throughput as the rack's total: "
-        f"{total}; super-linear per-GPU scaling would also be possible",
-        attainable=attainable,
+        f"/ OSL {osl:,.0f} assumed): {stated}",
+        f"with the throughput as the rack's total: {total}",
+        "super-linear per-GPU scaling would also be possible",
+    ]
+    margin = "per GPU as stated: " + (
+        "no cached share fits"
+        if not np.isfinite(share)
+        else "fits with nothing cached"
+        if share == 0
+        else f"fits at >= {share:.1%} cached"
     )
+    return common.reading(SPEEDUP_CLAIM, "physics", v, margin, clauses, attainable=attainable)
