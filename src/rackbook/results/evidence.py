@@ -650,6 +650,10 @@ TABLE_COLUMNS = (
 ).split()
 
 
+#: The columns a published point's row takes from :func:`published_points` as they are.
+_POINT_COPY = "hardware gpus model engine value unit as_published role comparable url date".split()
+
+
 def evidence_table(result: str) -> pd.DataFrame:
     """A chapter's "published measurements" table: for each claim of ``result``, a row of kind
     ``claim`` (its figure, the combined published verdict and the closest point), one row of
@@ -707,29 +711,14 @@ def evidence_table(result: str) -> pd.DataFrame:
                     "url": br.closest.url if br.closest else None,
                 }
             )
-        for p in pts[pts["claim_id"] == c.id].itertuples():
-            system = f" · {p.system}" if text_or_none(p.system) else ""
-            basis = p.basis.short() if isinstance(p.basis, basis_mod.Basis) else None
+        for p in pts[pts["claim_id"] == c.id].to_dict("records"):
+            system = f" · {p['system']}" if text_or_none(p["system"]) else ""
+            b = p["basis"]
             rows.append(
-                {
-                    "claim_id": c.id,
-                    "kind": "published",
-                    "who": f"{p.submitter}{system}",
-                    "hardware": p.hardware,
-                    "gpus": p.gpus,
-                    "model": p.model,
-                    "engine": p.engine,
-                    "value": p.value,
-                    "unit": p.unit,
-                    "as_published": p.as_published,
-                    "used": bool(p.used),
-                    "role": p.role,
-                    "verified": bool(p.verified),
-                    "comparable": p.comparable,
-                    "basis": basis,
-                    "url": p.url,
-                    "date": p.date,
-                }
+                {k: p[k] for k in _POINT_COPY}
+                | {"claim_id": c.id, "kind": "published", "who": f"{p['submitter']}{system}"}
+                | {"used": bool(p["used"]), "verified": bool(p["verified"])}
+                | {"basis": b.short() if isinstance(b, basis_mod.Basis) else None}
             )
     df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
     df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")
