@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty, certainty
+from rackbook.results.comparability import near_text
 
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
@@ -330,23 +331,8 @@ def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
 
 def near_sentence(r: Mapping[str, Any]) -> str:
     """A published reading's ``near`` evidence as one sentence, or empty."""
-    n = _field(r, "near")
-    if not n.get("points"):
-        return ""
-    pts = list(n["points"])
-    span = _span(n["low"], n["high"], str(n.get("unit") or ""))
-    rl, rh = n.get("ratio_low"), n.get("ratio_high")
-    unv = len(n.get("unverified") or [])
-    flag = f", {unv} NOT VERIFIED," if unv else ""
-    text = (
-        f"Near evidence, which does not decide: {len(pts)} published points of the same "
-        f"quantity on a sibling model or GPU{flag} span {span}"
-    )
-    if _is_num(rl) and _is_num(rh):
-        nb = len(n.get("bases") or [])
-        text += f"; the claim is {_ratios(rl, rh)} {'it' if len(pts) == 1 else 'them'}"
-        text += f" on {nb} bases" if nb > 1 else ""
-    return text + "."
+    text = near_text(_field(r, "near"))
+    return _cap(text) + "." if text else ""
 
 
 # --- View 1: every reading in words ---------------------------------------------------------
