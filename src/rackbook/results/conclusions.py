@@ -15,6 +15,7 @@ from typing import Any, TypeGuard
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty, certainty
 from rackbook.results.comparability import near_text
+from rackbook.results.published_rows import point_ratio, point_value
 
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
@@ -105,12 +106,6 @@ def _ratio(x: float) -> str:
 def _ratios(lo: float, hi: float) -> str:
     """The claim's ratio to points, ``lo`` to ``hi`` (one where they agree)."""
     return _ratio(lo) if lo == hi else f"{_ratio(lo)} to {_ratio(hi)}"
-
-
-def _span(lo: float, hi: float, unit: str) -> str:
-    """``lo`` to ``hi`` (one number where equal) in ``unit``."""
-    shown = ("" if unit in ("1", "", "x") else " ") + ("" if unit == "1" else unit)
-    return (number(lo) if lo == hi else f"{number(lo)} to {number(hi)}") + shown
 
 
 def _k(num: float) -> str:
@@ -211,36 +206,12 @@ def _source(c: Mapping[str, Any]) -> list[str]:
     return [p for p in parts if p not in ("-", "")] or ["a published point"]
 
 
-def _tied(c: Mapping[str, Any], low: str, high: str) -> bool:
-    """Whether a point's tied points give a spread of ``low`` to ``high`` (two numbers)."""
-    lo, hi = c.get(low), c.get(high)
-    return bool(c.get("tied")) and _is_num(lo) and _is_num(hi) and lo != hi
-
-
-def _value(c: Mapping[str, Any]) -> str:
-    """A point's value (or its tied points' spread) with its unit."""
-    unit, v = str(c.get("unit") or ""), c.get("value")
-    if _tied(c, "low", "high"):
-        return _span(c["low"], c["high"], unit)
-    return _span(v, v, unit) if _is_num(v) else ""
-
-
-def _claim_ratio(c: Mapping[str, Any]) -> str:
-    """The claim's ratio to a point (or to its tied points, as a spread)."""
-    if _tied(c, "ratio_low", "ratio_high"):
-        return _ratios(c["ratio_low"], c["ratio_high"])
-    return _ratio(c["ratio"]) if _is_num(c.get("ratio")) else ""
-
-
 def _closest(c: Any) -> str:
     """A closest published point: who, value (or tied spread) with unit, the claim's ratio."""
     if not isinstance(c, Mapping):
         return str(c)
-    text = " · ".join(_source(c))
-    value, ratio, tied = _value(c), _claim_ratio(c), _tied(c, "low", "high")
-    if value:
-        text += f": {value}" + (f" ({len(c['tied']) + 1} points)" if tied else "")
-    return text + (f", the claim {ratio} {'them' if tied else 'it'}" if ratio else "")
+    value = point_value(c)
+    return " · ".join(_source(c)) + (f": {value}{point_ratio(c)}" if value else point_ratio(c))
 
 
 def _published(figure: str, r: Mapping[str, Any]) -> str:
@@ -454,7 +425,7 @@ def _near_finding(r: Mapping[str, Any]) -> str:
     """The claim's ratio to the near points (or the closest near point); empty without."""
     c, near = _field(r, "closest"), _field(r, "near")
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
-    closest = c.get("kind") == "near" and bool(_claim_ratio(c))
+    closest = c.get("kind") == "near" and bool(point_ratio(c))
     if near.get("points") and _is_num(lo) and _is_num(hi):
         either = lo <= 1 <= hi  # near points on both sides of the claim, on one basis
         if either or not closest:
@@ -464,10 +435,8 @@ def _near_finding(r: Mapping[str, Any]) -> str:
             n = len(near["points"])
             return f"the claim is {_ratios(lo, hi)} the {n} near published points{flag}{by}"
     if closest:
-        who = " · ".join(_source(c))
         flag = " (NOT VERIFIED)" if c.get("verified") is False else ""
-        point = f"the closest near published point, {who}: {_value(c)}{flag}"
-        return f"the claim is {_claim_ratio(c)} {point}"
+        return f"the closest near published point is {_closest(c)}{flag}"
     return ""  # analogues never decide: the certainty's reasons name them
 
 

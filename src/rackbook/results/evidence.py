@@ -56,10 +56,11 @@ from rackbook.results.headline import ClaimReading
 from rackbook.results.published_rows import (
     PER_GPU,
     PER_USER,
-    claim_over,
     int_or_none,
     load_rows,
     number_text,
+    point_ratio,
+    point_value,
     ratio_text,
     registries,
     setup_text,
@@ -223,21 +224,12 @@ class Closest:
         return " · ".join(self.source)
 
     def value_span(self) -> str:
-        """The value, or the equally close points' spread: ``8.61x to 8.95x (4 points)``."""
-        if not self.tied or self.low is None or self.high is None or self.low == self.high:
-            return value_text(self.value, self.unit)
-        span = span_text(self.low, self.high, self.unit)
-        return f"{span} ({len(self.tied) + 1} points equally close)"
+        """:func:`rackbook.results.published_rows.point_value` of this point."""
+        return point_value(vars(self))
 
     def ratio_span(self) -> str:
-        """``, the claim 0.883x to 0.917x them`` (or ``it`` for one point); empty without a
-        ratio."""
-        if self.ratio is None:
-            return ""
-        lo, hi = self.ratio_low, self.ratio_high
-        if self.tied and lo is not None and hi is not None and lo != hi:
-            return ", " + claim_over(lo, hi)
-        return ", " + claim_over(self.ratio, self.ratio, "it")
+        """:func:`rackbook.results.published_rows.point_ratio` of this point."""
+        return point_ratio(vars(self))
 
     def text(self) -> str:
         """One line: ``vLLM · GB300 x 4: 456.6 tok/s per user, the claim 1.81x it (URL); differs
