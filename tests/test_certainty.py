@@ -271,7 +271,7 @@ def test_the_finding_follows_each_reading():
     assert base == "Physically possible (9% of the ceiling)."
     near = {"near": NEAR, "closest": {**CLOSEST, "ratio": 1.81, "value": 456.6, "unit": "tok/s"}}
     assert cc.finding(claim, _rs(published=near)).endswith(
-        "The claim is 1.81x the closest near published point, a published point: 456.6 tok/s."
+        "The closest near published point is a published point: 456.6 tok/s, the claim 1.81x it."
     )
     either = {"near": {**NEAR, "ratio_low": 0.5, "basis": "mean TPOT"}, "closest": near["closest"]}
     assert cc.finding(claim, _rs(published=either)).endswith(

@@ -19,7 +19,7 @@ def _readings(physics="impossible", published="none published", run="untested", 
             "verdict": physics,
             "margin": "3.94x the decode ceiling",
             "reason": "as computed tokens per GPU it needs 3.94x the decode ceiling "
-            "(a long aside that the sentence leaves out); it fits only if at least 74.7% "
+            "(a long aside that the sentence quotes); it fits only if at least 74.7% "
             "were cache hits",
             **extra,
         },
@@ -47,9 +47,10 @@ def claim():
 
 def test_sentence_states_each_reading(claim):
     c = cc.conclude(claim, _readings())
-    assert c.sentences[0] == (
+    assert c.sentences[0] == (  # the reason quoted whole, never cut at a clause
         "954,000 tok/s is physically impossible: as computed tokens per GPU it needs 3.94x "
-        "the decode ceiling."
+        "the decode ceiling (a long aside that the sentence quotes); it fits only if at "
+        "least 74.7% were cache hits."
     )
     assert c.sentences[1].startswith("No like-for-like measurement is published")
     assert c.sentences[2] == "Not tested on a GB300 NVL72 here."
@@ -364,10 +365,11 @@ def test_summary_word_and_grade_follow_the_readings(claim, physics, published, r
     assert s.word in cc.VERDICT_WORDS and s.grade in cc.PLAIN_GRADES
 
 
-def test_within_words_cuts_at_a_clause_and_plain_number_rounds():
-    text = "one two three; four five six seven; eight nine ten eleven twelve"
-    assert cc.within_words(text, 8) == "one two three; four five six seven."
-    assert cc.within_words("a b c d e f", 3) == "a b c\u2026"
+def test_within_words_keeps_whole_sentences_and_plain_number_rounds():
+    text = ["one two three.", "four five six seven.", "eight nine ten eleven twelve."]
+    assert cc.within_words(text, 8) == "one two three. four five six seven."
+    assert cc.within_words(text, 6) == "one two three."
+    assert cc.within_words(["a b c d e f."], 3) == "a b c\u2026"
     assert cc.plain_number("64.0% and 9% and 90.8 %; 0.0929x to 32.1x") == (
         "64 % and 9 % and 90.8 %; 0.093x to 32.1x"
     )

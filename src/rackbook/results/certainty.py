@@ -14,7 +14,7 @@ level without moving it (analogue hardware, analogues only, NOT VERIFIED, synthe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,14 @@ class Certainty:
         }
 
 
+#: A reason: (label, words).
+Reason = tuple[str, str]
+
+
+def _reason(label: str, words: str, aside: str = "") -> Reason:
+    return label, f"{words} ({aside})" if aside else words
+
+
 def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A published reading's bases physics allows (its ``by_basis`` entries not ruled out), or
     the reading itself when it was read on one basis."""
@@ -108,7 +116,7 @@ def _value(v: object) -> str:
     return f"{int(text):,}" if text.isdigit() else text
 
 
-def _why_not_like_for_like(closest: Any) -> list[tuple[str, str]]:
+def _why_not_like_for_like(closest: Any) -> list[Reason]:
     if not isinstance(closest, Mapping):
         return []
     diffs = [_difference(d) for d in closest.get("differing") or [] if isinstance(d, Mapping)]
@@ -123,7 +131,7 @@ def side(lo: object, hi: object) -> str:
     return "above" if lo > 1 else "below" if hi < 1 else "inside"
 
 
-def _near_bases(near: Mapping[str, Any]) -> tuple[int, tuple[str, str] | None]:
+def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
     """How the near evidence moves the grade, judged per basis (``per_basis``; an older
     reading without it is one basis): near points on both sides of the claim on one basis
     corroborate it (no move, however many points are added there); the claim above every near
@@ -138,16 +146,51 @@ def _near_bases(near: Mapping[str, Any]) -> tuple[int, tuple[str, str] | None]:
     if inside:
         n, b = inside[0]
         span = f"the claim {ratio_text(b['ratio_low'])} to {ratio_text(b['ratio_high'])} them"
-        return 0, ("corroborated by", f"near points on both sides of the claim as {n} ({span})")
+        return 0, _reason("corroborated by", f"near points on both sides of the claim as {n}", span)
     above = [n for n, _, side in sides if side == "above"]
     below = [n for n, _, side in sides if side == "below"]
     if above and below:
-        return -1, (
-            "lowered by",
-            f"an unknown basis (the claim above every near point as {above[0]}, "
-            f"below every one as {below[0]})",
-        )
+        apart = f"the claim above every near point as {above[0]}, below every one as {below[0]}"
+        return -1, _reason("lowered by", "an unknown basis", apart)
     return 0, None
+
+
+def _evidence(
+    pub: Mapping[str, Any], near: Mapping[str, Any], derived: Mapping[str, Any]
+) -> tuple[int, list[Reason]]:
+    """The level the strongest published or derived evidence gives, with its reasons."""
+    entries = _entries(pub) if pub else []
+    placed = [e for e in entries if e.get("verdict") in PLACED]
+    if placed:
+        out = [_reason("rests on", "like-for-like published figures")]
+        if all(e.get("modelled") for e in placed):
+            why = "a cost model's rates, not a listed price"
+            out.append(_reason("lowered by", "modelled price", why))
+        if len(placed) < len(entries):
+            why = f"placed on {len(placed)} of its {len(entries)} plausible bases"
+            out.append(_reason("lowered by", "an unknown basis", why))
+        return 4 - len(out), out
+    if near.get("points") and near.get("verified"):
+        out = [_reason("rests on", f"{len(near['points'])} near published points")]
+        out += _why_not_like_for_like(pub.get("closest"))
+        change, reason = _near_bases(near)
+        return 2 + change, out + ([reason] if reason else [])
+    if derived.get("exact"):
+        source = derived.get("from") or "primary specifications"
+        return 2, [_reason("rests on", f"exact derivation from {source}")]
+    return 1, [_reason("rests on", "physics bounds only")]
+
+
+def _held_back(pub: Mapping[str, Any], near: Mapping[str, Any]) -> list[Reason]:
+    """What explains a level below like-for-like without moving it."""
+    closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
+    if near.get("points") and not near.get("verified"):
+        return [_reason("held back by", "near points read only second-hand (NOT VERIFIED)")]
+    if closest and closest.get("kind") == "analogue" and not near.get("points"):
+        return [_reason("held back by", "analogues only")]
+    if not closest and not near:
+        return [_reason("held back by", "no comparable published point")]
+    return []
 
 
 def certainty(
@@ -159,67 +202,25 @@ def certainty(
     rs = {str(r.get("reading")): r for r in readings}
     cid = claim.id if claim is not None else claim_id
     run, pub, phys = rs.get("this run", {}), rs.get("published", {}), rs.get("physics", {})
-    reasons: list[tuple[str, str]] = []
     if run.get("verdict") in TESTED:
         margin = str(run.get("margin") or "-")
-        tail = "" if margin == "-" else f" ({margin})"
-        reasons.append(("rests on", f"a run on the claim's hardware{tail}"))
-        return Certainty(cid, 4, tuple(reasons))
-    entries = _entries(pub) if pub else []
-    placed = [e for e in entries if e.get("verdict") in PLACED]
-    near = pub.get("near") if isinstance(pub.get("near"), Mapping) else None
-    derived = phys.get("derived") if isinstance(phys.get("derived"), Mapping) else None
-    level = 1
-    if placed:
-        level = 3
-        reasons.append(("rests on", "like-for-like published figures"))
-        if all(e.get("modelled") for e in placed):
-            level -= 1
-            reasons.append(
-                ("lowered by", "modelled price (a cost model's rates, not a listed price)")
-            )
-        if len(placed) < len(entries):
-            level -= 1
-            reasons.append(
-                (
-                    "lowered by",
-                    f"an unknown basis (placed on {len(placed)} of its "
-                    f"{len(entries)} plausible bases)",
-                )
-            )
-    elif near and near.get("points") and near.get("verified"):
-        level = 2
-        reasons.append(("rests on", f"{len(near['points'])} near published points"))
-        reasons += _why_not_like_for_like(pub.get("closest"))
-        change, reason = _near_bases(near)
-        level += change
-        reasons += [reason] if reason else []
-    elif derived and derived.get("exact"):
-        level = 2
-        source = derived.get("from") or "primary specifications"
-        reasons.append(("rests on", f"exact derivation from {source}"))
-    else:
-        reasons.append(("rests on", "physics bounds only"))
-    confirmed = bool(derived and derived.get("exact") and claim is not None)
-    confirmed = confirmed and claim.source.status != "not-located"  # type: ignore[union-attr]
-    if confirmed and placed:
-        level += 1
-        reasons.append(("raised by", "a primary text stating the same figure (exact match)"))
-    elif confirmed:
-        # a primary text stating a derived figure is not a published measurement: the grade
-        # stays that of the derivation, so it never reads "like-for-like published" beside a
-        # published reading of "none published"
-        reasons.append(("confirmed by", "a primary text stating the same figure (exact match)"))
+        why = _reason("rests on", "a run on the claim's hardware", "" if margin == "-" else margin)
+        return Certainty(cid, 4, (why,))
+    near: Mapping[str, Any] = pub["near"] if isinstance(pub.get("near"), Mapping) else {}
+    derived: Mapping[str, Any] = phys["derived"] if isinstance(phys.get("derived"), Mapping) else {}
+    level, reasons = _evidence(pub, near, derived)
+    placed = reasons[0][1] == "like-for-like published figures"
+    stated = "a primary text stating the same figure"
+    confirmed = bool(derived.get("exact")) and claim is not None
+    if confirmed and claim.source.status != "not-located":  # type: ignore[union-attr]
+        # a primary text stating a derived figure is not a published measurement: without a
+        # placing the grade stays that of the derivation ("confirmed by", no move)
+        level += placed
+        reasons.append(_reason("raised by" if placed else "confirmed by", stated, "exact match"))
     elif level < 3 and not placed:
-        closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
-        if near and near.get("points") and not near.get("verified"):
-            reasons.append(("held back by", "near points read only second-hand (NOT VERIFIED)"))
-        elif closest and closest.get("kind") == "analogue" and not (near and near.get("points")):
-            reasons.append(("held back by", "analogues only"))
-        elif not closest and not near:
-            reasons.append(("held back by", "no comparable published point"))
+        reasons += _held_back(pub, near)
     if run.get("verdict") == "untested" and run.get("synthetic"):
-        reasons.append(("held back by", "a synthetic input"))
+        reasons.append(_reason("held back by", "a synthetic input"))
     return Certainty(cid, max(1, min(4, level)), tuple(reasons))
 
 
@@ -236,45 +237,3 @@ def certainties(
         if mine:
             out.append(certainty(mine, c))
     return out
-
-
-def number(v: float) -> str:
-    """A number for a sentence: thousands separators, four significant digits below 1,000."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
-
-
-def supported_basis(pub: Mapping[str, Any]) -> str:
-    """ "the evidence supports <basis>, 954,000 / 7.9 = 120,759 tok/s/GPU: 0.847x to 1.16x the
-    2 near points" where the figure converted to a basis lies inside its near points, then the
-    highest list price; empty otherwise."""
-    near: Mapping[str, Any] = pub["near"] if isinstance(pub.get("near"), Mapping) else {}
-    lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
-    if not pts or not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
-        return ""
-    entry = next((e for e in _entries(pub) if e.get("name") == near.get("basis")), {})
-    if not entry.get("conversion") or not lo <= 1 <= hi:
-        return ""
-    name = str(near.get("head") or near["basis"])  # the basis as a finding names it
-    step, unit = str(entry.get("step") or ""), str(near.get("unit") or "")
-    low, high = number(near["low"]), number(near["high"])
-    span = f"${low} to ${high}{unit[1:]}" if unit.startswith("$") else f"{low} to {high} {unit}"
-    ratios = f"{ratio_text(lo)} to {ratio_text(hi)} the {len(pts)} near points"
-    out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")
-    out += "" if step else f" ({span})"
-    lp = pub.get("list_price")
-    if not isinstance(lp, Mapping) or not isinstance(lp.get("ratio"), (int, float)):
-        return out
-    price = f"${lp['value']:,.2f}/GPU-hour"
-    return out + f"; {ratio_text(lp['ratio'])} the highest list price ({price})"
-
-
-def supported_finding(
-    head: str, pub: Mapping[str, Any], shorten: Callable[[str], str], limit: int
-) -> str:
-    """``head``; :func:`supported_basis` (``head`` shortened past ``limit`` words), or empty."""
-    sup = supported_basis(pub) if pub else ""
-    if not sup:
-        return ""
-    if len(f"{head} {sup}".split()) > limit:
-        head = shorten(head)
-    return f"{head[:1].upper()}{head[1:]}; {sup}."

@@ -509,22 +509,26 @@ def _bracket(n: Near) -> dict[str, object]:
     return d | {"position": near_position(n)}
 
 
-def near_text(near: dict[str, object] | None) -> str:
-    """The near reading as one line (the page generators print it): ``near evidence: 4
-    points, 904.8 to 142,565 tok/s/GPU; the claim 0.093x to 14.6x them over 3 bases``; empty
-    without near evidence."""
-    if not near:
+def near_text(near: Mapping[str, Any] | None) -> str:
+    """The near evidence over the bases physics allows (:func:`near_summary`) as one clause:
+    the published margin ends with it, the conclusion states it as a sentence. ``near
+    evidence, which does not decide: 2 published points of the same quantity on a sibling model
+    or GPU, 104,429 to 142,565 tok/s/GPU; the claim 0.847x to 1.16x them as X (one of 4 bases
+    with near points)``; empty without near evidence."""
+    if not near or not near.get("points"):
         return ""
     pts = near["points"]
-    span = span_text(float(near["low"]), float(near["high"]), str(near["unit"]))  # type: ignore[arg-type]
-    out = f"near evidence: {plural(len(pts), 'point')}, {span}"  # type: ignore[arg-type]
-    unv = near.get("unverified") or []
-    if unv:
-        out += f" ({len(unv)} NOT VERIFIED)"  # type: ignore[arg-type]
+    unv = len(near.get("unverified") or [])
+    out = (
+        f"near evidence, which does not decide: {plural(len(pts), 'published point')} of the "
+        "same quantity on a sibling model or GPU"
+        + (f" ({unv} NOT VERIFIED)" if unv else "")
+        + f", {span_text(float(near['low']), float(near['high']), str(near['unit']))}"
+    )
     rl, rh = near.get("ratio_low"), near.get("ratio_high")
     if isinstance(rl, float) and isinstance(rh, float):
-        out += "; " + claim_over(rl, rh, "it" if len(pts) == 1 else "them")  # type: ignore[arg-type]
-    nb = len(near["bases"])  # type: ignore[arg-type]
+        out += "; " + claim_over(rl, rh, "it" if len(pts) == 1 else "them")
+    nb = len(near.get("bases") or [])
     if nb > 1:
         out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"
-    return out + " (does not decide)"
+    return out

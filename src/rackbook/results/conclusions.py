@@ -1,6 +1,8 @@
-"""What the book concludes about each claim, generated from its readings (headline JSON dicts;
-unknown fields ignored): :func:`conclude` the paragraph, :func:`finding` the decisive point,
-:func:`summarize` the landing's row."""
+"""The book's words about each claim, made once from its readings (headline JSON dicts; unknown
+fields ignored). Each phrase below states one idea from a reading's fields (verdict, ratio,
+basis, evidence); each view is a selection of them: :func:`conclude` every reading in words,
+:func:`finding` the decisive point, :func:`summarize` the landing's row. No sentence a reading
+carries is cut or parsed: a reason is quoted whole or not at all."""
 
 from __future__ import annotations
 
@@ -8,30 +10,44 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results.certainty import (
-    MODELLED_NOTE,
-    PLACED,
-    TESTED,
-    Certainty,
-    certainty,
-    supported_finding,
-)
-from rackbook.results.certainty import number as _num
+from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty, certainty
+from rackbook.results.comparability import near_text
+from rackbook.results.published_rows import point_ratio, point_value
 
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
-#: At most this many characters of a reason go into a sentence (whole clauses only).
-MAX_CLAUSE = 280
-#: A reading's own ``basis`` names it in the sentence only when it is a short name, not a
-#: full basis description (those name their bases in ``by_basis``).
+#: A reading's own ``basis`` names it in a sentence only when it is a short name (at most this
+#: many characters, one basis), not a full description of several.
 SHORT_BASIS = 60
-#: Parenthesised asides of at most this many characters stay in a sentence.
-SHORT_ASIDE = 30
+#: A reason of at most this many words stands in for a reading's missing margin in a finding.
+SHORT_REASON = 20
 #: Where published points place a figure, by verdict; ``{}``: what it is placed against.
 PLACES = {"within": "within the {}s", "above": "above every {}", "below": "below every {}"}
+#: How the default deployment of the attainable estimate begins (physics.attainable), named
+#: once in the landing page's note rather than in every row.
+DEFAULT_DEPLOYMENT = "attention data-parallel"
+#: A landing cell's finding holds at most this many words (a summary-of-findings table).
+FINDING_WORDS = 40
+#: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
+PLAIN_GRADES: tuple[str, ...] = ("very low", "low", "moderate", "high")
+#: What each verdict word means, for the landing's key (the words a finding opens with).
+VERDICT_WORDS: dict[str, str] = {
+    "impossible as stated": "a physics bound rules the figure out on every basis it can have",
+    "depends on what is counted": (
+        "impossible on some readings of the figure, possible on others; the write-up does not "
+        "say which"
+    ),
+    "exact": "the figure follows exactly from primary specifications",
+    "consistent": "a run on the claim's hardware, or like-for-like published points, agree",
+    "inconsistent": "a run on the claim's hardware disagrees",
+    "above published": "above every published like-for-like figure (or modelled price)",
+    "below published": "below every published like-for-like figure (or modelled price)",
+    "plausible": "physically possible; nothing like-for-like measures it",
+    "unsettled": "physics cannot decide it and nothing like-for-like is published",
+}
 
 
 @dataclass(frozen=True)
@@ -58,231 +74,24 @@ class Conclusion:
         return " ".join(self.sentences)
 
 
-def _drop_brackets(text: str, keep: int = SHORT_ASIDE) -> str:
-    """``text`` without bracketed asides nor parenthesised ones over ``keep`` characters."""
-    text = re.sub(r"\s*\[[^\[\]]*\]", "", text)
-    aside = r"\s*\(((?:[^()]|\([^()]*\))*)\)"  # one level of nesting
-    text = re.sub(aside, lambda m: m.group(0) if len(m.group(1)) <= keep else "", text)
-    return re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
+@dataclass(frozen=True)
+class Summary:
+    """A summary-of-findings row: verdict word, finding (<= :data:`FINDING_WORDS` words), plain
+    grade and why."""
+
+    claim_id: str
+    word: str
+    finding: str
+    grade: str
+    why: str
 
 
-def _clauses(reason: str, limit: int = MAX_CLAUSE, many: bool = True) -> str:
-    """A reason's leading ``;`` clauses within ``limit`` characters (the first unless ``many``)."""
-    parts = [p.strip() for p in _drop_brackets(reason).split(";") if p.strip()]
-    if not parts:
-        return ""
-    out = [parts[0]]
-    for p in parts[1:] if many else []:
-        if len("; ".join([*out, p])) > limit:
-            break
-        out.append(p)
-    return "; ".join(out).rstrip(".:, ")
+# --- Numbers and names ------------------------------------------------------------------------
 
 
-def _field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``r[key]`` where it is a mapping, else an empty one."""
-    v = r.get(key)
-    return v if isinstance(v, Mapping) else {}
-
-
-def _informative(margin: Any) -> str:
-    text = str(margin or "").strip()
-    return "" if text in ("", "-") else text
-
-
-def _cap(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-#: How the default deployment of the attainable estimate begins (physics.attainable), named
-#: once in the landing page's note rather than in every row.
-DEFAULT_DEPLOYMENT = "attention data-parallel"
-
-
-def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
-    """The attainable (or expected) estimate as a clause, "" without one; a deployment other
-    than the default is named unless ``named`` is False."""
-    a = _field(r, "attainable")
-    if not a:
-        return ""
-    expected = _expected(a.get("expected"))
-    if expected:
-        return expected
-    dep = str(a.get("deployment_name") or "")
-    default = not named or not dep or dep.startswith(DEFAULT_DEPLOYMENT)
-    shown = "" if default else f" ({dep})"
-    ratio = a.get("ratio")
-    if a.get("brief"):
-        return f"; {a['brief']}{shown}"
-    if isinstance(ratio, (int, float)) and math.isfinite(ratio):
-        return f"; {_ratio(ratio)} what measured kernels reach{shown}"
-    reach = a.get("tok_s_per_gpu")
-    if isinstance(reach, (int, float)) and math.isfinite(reach):
-        return f"; measured kernels reach {_num(reach)} tok/s per GPU{shown}"
-    return ""
-
-
-def _expected(e: Any) -> str:
-    """The expected reading as a ratio-and-interval clause (tok/s per GPU)."""
-    keys = ("ratio", "tok_s_per_gpu", "low", "high")
-    if not isinstance(e, Mapping) or not all(
-        isinstance(e.get(k), (int, float)) and math.isfinite(e[k]) for k in keys
-    ):
-        return ""
-    return (
-        f"; {_ratio(e['ratio'])} what real deployments are expected to reach "
-        f"(~{e['tok_s_per_gpu']:,.0f}, {e['low']:,.0f}-{e['high']:,.0f} tok/s per GPU)"
-    )
-
-
-def _physics(figure: str, r: Mapping[str, Any]) -> str:
-    verdict = str(r.get("verdict", ""))
-    att = _attainable(r)
-    if verdict == "undetermined":
-        why = _clauses(str(r.get("reason", "")))
-        return f"physics does not settle {figure}" + (f": {why}" if why else "") + att
-    why = _clauses(str(r.get("reason", "")), many=False) or _informative(r.get("margin"))
-    return f"{figure} is physically {verdict}" + (f": {why}" if why else "") + att
-
-
-def _closest(c: Any) -> str:
-    """A closest published point: who, value (or tied spread) with unit, the claim's ratio."""
-    if not isinstance(c, Mapping):
-        return _drop_brackets(str(c))
-    text = " · ".join(_source(c))
-    value, ratio, tied = _value(c), _claim_ratio(c), _spread(c, "low", "high")
-    if value:
-        text += f": {value}" + (f" ({len(c['tied']) + 1} points)" if tied else "")
-    return text + (f", the claim {ratio} {'them' if tied else 'it'}" if ratio else "")
-
-
-def _published(figure: str, r: Mapping[str, Any]) -> str:
-    verdict = str(r.get("verdict", ""))
-    margin = _informative(r.get("margin"))
-    if verdict == "none published":
-        c = r.get("closest")
-        analogue = isinstance(c, Mapping) and c.get("kind") == "analogue"
-        return "no like-for-like measurement is published" + (
-            " (only analogues, which do not decide)" if analogue else ""
-        )
-    place = PLACES.get(verdict, "").format("published like-for-like measurement")
-    verb = "sits" if verdict == "within" else "is"
-    head = (
-        f"{figure} {verb} {place}" if place else f"the published reading of {figure} is {verdict}"
-    )
-    text = head + (f": {margin}" if margin else "")
-    closest = r.get("closest")
-    if closest and not margin:
-        text += f"; closest like-for-like point: {_closest(closest)}"
-    return text
-
-
-def _names(names: list[str]) -> str:
-    """Quoted basis names: ``“a”, “b” or “c”``; past three, the first two and a count."""
-    shown = [f"\u201c{n}\u201d" for n in names]
-    if len(shown) > 3:
-        return f"{shown[0]}, {shown[1]} or {len(shown) - 2} other bases"
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
-
-
-def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
-    """A reading with ``by_basis`` as one sentence per verdict, naming the bases that reach it."""
-    entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
-    out = []
-    gone = [e for e in entries if e.get("ruled_out")]
-    if kind == "published" and gone and len(gone) < len(entries):
-        names = _names([str(e.get("name") or "?") for e in gone])
-        out.append(f"Physics rules out {names}; the published reading is of the other bases.")
-        entries = [e for e in entries if not e.get("ruled_out")]
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for e in entries:
-        key = str(e.get("verdict", "")) + (" modelled" if e.get("modelled") else "")
-        groups.setdefault(key, []).append(e)
-    for verdict, es in groups.items():
-        names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
-        if kind == "published" and verdict == "none published":
-            every = len(es) == len(entries)
-            where = (
-                ("" if len(es) == 1 else f" on any of its {len(es)} plausible bases")
-                if every
-                else f" as {names}"
-            )
-            text = f"no like-for-like measurement is published{where}"
-            near = r.get("closest") if every else es[0].get("closest")
-            if near:
-                text += f" (closest, which does not decide: {_closest(near)})"
-            out.append(_cap(text) + ".")
-            continue
-        verdict = verdict.removesuffix(" modelled")
-        if es[0].get("modelled"):
-            margin = _informative(es[0].get("margin"))
-            out.append(
-                f"As {names}, {figure} is "
-                + PLACES.get(verdict, verdict).format("modelled price")
-                + " (a cost model's rate, not a listed price nor a measurement)"
-                + (f": {margin}" if margin else "")
-                + "."
-            )
-            figure = "it"
-            continue
-        sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
-        out.append(f"As {names}, {_body(kind, figure, sub, hardware)}.")
-        figure = "it"
-    return out
-
-
-def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    verdict = str(r.get("verdict", ""))
-    margin = _informative(r.get("margin"))
-    tail = f" ({margin})" if margin else ""
-    if verdict == "consistent":
-        return f"measured on {hardware} here, {figure} holds{tail}"
-    if verdict == "inconsistent":
-        return f"measured on {hardware} here, {figure} does not hold{tail}"
-    if r.get("synthetic"):  # untested
-        return "not measured here: this chapter's input is synthetic"
-    return f"not tested on {hardware} here"
-
-
-def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    """One reading's words, uncapitalised and without its full stop."""
-    if kind == "physics":
-        return _physics(figure, r)
-    if kind == "published":
-        return _published(figure, r)
-    return _this_run(figure, r, hardware)
-
-
-def _sentence(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    """One reading as a sentence; ``figure`` is the claim's figure, or "it" once named."""
-    body = _body(kind, figure, r, hardware)
-    basis = str(r.get("basis") or "")
-    if basis and len(basis) <= SHORT_BASIS and ";" not in basis and "|" not in basis:
-        return f"As {_drop_brackets(basis)}, {body}."
-    return _cap(body) + "."
-
-
-def near_sentence(r: Mapping[str, Any]) -> str:
-    """A published reading's ``near`` evidence as one sentence, or empty."""
-    n = _field(r, "near")
-    if not n.get("points"):
-        return ""
-    pts = list(n["points"])
-    span = _span(n["low"], n["high"], str(n.get("unit") or ""))
-    rl, rh = n.get("ratio_low"), n.get("ratio_high")
-    them = "it" if len(pts) == 1 else "them"
-    ratio = ""
-    if isinstance(rl, (int, float)) and isinstance(rh, (int, float)):
-        ratio = f"the claim is {_ratios(rl, rh)} {them}"
-    unv = len(n.get("unverified") or [])
-    flag = f", {unv} NOT VERIFIED" if unv else ""
-    nb = len(n.get("bases") or [])
-    over = f" on {nb} bases" if nb > 1 else ""
-    return (
-        f"Near evidence, which does not decide: {len(pts)} published points of the same "
-        f"quantity on a sibling model or GPU{flag}{',' if flag else ''} span {span}; "
-        f"{ratio}{over}."
-    )
+def number(v: float) -> str:
+    """A number for a sentence: thousands separators, four significant digits below 1,000."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
 
 
 def _ratio(x: float) -> str:
@@ -294,6 +103,29 @@ def _ratio(x: float) -> str:
     return f"{x:.3g}x"
 
 
+def _ratios(lo: float, hi: float) -> str:
+    """The claim's ratio to points, ``lo`` to ``hi`` (one where they agree)."""
+    return _ratio(lo) if lo == hi else f"{_ratio(lo)} to {_ratio(hi)}"
+
+
+def _k(num: float) -> str:
+    """``100000`` tokens as ``100k``, ``1000`` as ``1k``; other numbers as ``1,234``."""
+    v = round(num)
+    return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else f"{v:,}"
+
+
+def _is_num(v: Any) -> TypeGuard[float]:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _names(names: list[str]) -> str:
+    """Quoted basis names: ``“a”, “b” or “c”``; past three, the first two and a count."""
+    shown = [f"\u201c{n}\u201d" for n in names]
+    if len(shown) > 3:
+        return f"{shown[0]}, {shown[1]} or {len(shown) - 2} other bases"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
 def _hardware(claim: Claim) -> str:
     hw = claim.scope.hardware
     if not hw:
@@ -302,19 +134,196 @@ def _hardware(claim: Claim) -> str:
     return f"{article} {hw}" if claim.scope.gpu_count in (None, 72) else f"{hw} GPUs"
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``r[key]`` where it is a mapping, else an empty one."""
+    v = r.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
+def _margin(r: Mapping[str, Any]) -> str:
+    """A reading's margin, empty where it has none (``-``)."""
+    text = str(r.get("margin") or "").strip()
+    return "" if text == "-" else text
+
+
+def _gist(r: Mapping[str, Any]) -> str:
+    """Why a reading reads as it does in a few words: its margin, else its reason where that is
+    at most :data:`SHORT_REASON` words (a reason is quoted whole or not at all)."""
+    reason = str(r.get("reason") or "")
+    return _margin(r) or (reason if words(reason) <= SHORT_REASON else "")
+
+
+def _short_basis(r: Mapping[str, Any]) -> str:
+    """A reading's own basis where it is one short name, else empty."""
+    b = str(r.get("basis") or "")
+    return b if len(b) <= SHORT_BASIS and not any(ch in b for ch in ";|") else ""
+
+
+def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+
+
+# --- Phrases: one idea each, from a reading's fields --------------------------------------
+
+
+def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
+    """The expected (else attainable) estimate as a ``; ...`` clause, "" without one; a
+    deployment other than the default is named unless ``named`` is False."""
+    a = _field(r, "attainable")
+    e = _field(a, "expected")
+    if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
+        return (
+            f"; {_ratio(e['ratio'])} what real deployments are expected to reach "
+            f"(~{e['tok_s_per_gpu']:,.0f}, {e['low']:,.0f}-{e['high']:,.0f} tok/s per GPU)"
+        )
+    dep = str(a.get("deployment_name") or "")
+    shown = f" ({dep})" if named and dep and not dep.startswith(DEFAULT_DEPLOYMENT) else ""
+    if a.get("brief"):
+        return f"; {a['brief']}{shown}"
+    if _is_num(a.get("ratio")):
+        return f"; {_ratio(a['ratio'])} what measured kernels reach{shown}"
+    if _is_num(a.get("tok_s_per_gpu")):
+        return f"; measured kernels reach {number(a['tok_s_per_gpu'])} tok/s per GPU{shown}"
+    return ""
+
+
+def _physics(figure: str, r: Mapping[str, Any], why: str) -> str:
+    """The physics verdict on ``figure`` (none: "physically possible"), with ``why`` after a
+    colon."""
+    verdict = str(r.get("verdict", ""))
+    head = f"{figure} is physically {verdict}" if figure else f"physically {verdict}"
+    head = f"physics does not settle {figure}" if verdict == "undetermined" else head
+    return head + (f": {why}" if why else "")
+
+
+def _source(c: Mapping[str, Any]) -> list[str]:
+    """A point's ``source`` parts (submitter, hardware, model, engine)."""
+    parts = [str(p) for p in c.get("source") or [c.get("who") or "a published point"]]
+    return [p for p in parts if p not in ("-", "")] or ["a published point"]
+
+
+def _closest(c: Any) -> str:
+    """A closest published point: who, value (or tied spread) with unit, the claim's ratio."""
+    if not isinstance(c, Mapping):
+        return str(c)
+    value = point_value(c)
+    return " · ".join(_source(c)) + (f": {value}{point_ratio(c)}" if value else point_ratio(c))
+
+
+def _published(figure: str, r: Mapping[str, Any]) -> str:
+    """Where published like-for-like points place ``figure`` (none, within, above, below)."""
+    verdict, margin = str(r.get("verdict", "")), _margin(r)
+    if verdict == "none published":
+        analogue = _field(r, "closest").get("kind") == "analogue"
+        only = " (only analogues, which do not decide)" if analogue else ""
+        return f"no like-for-like measurement is published{only}"
+    place = PLACES.get(verdict, "").format("published like-for-like measurement")
+    verb = "sits" if verdict == "within" else "is"
+    text = (
+        f"{figure} {verb} {place}" if place else f"the published reading of {figure} is {verdict}"
+    )
+    if margin:
+        return f"{text}: {margin}"
+    closest = r.get("closest")
+    return text + (f"; closest like-for-like point: {_closest(closest)}" if closest else "")
+
+
+def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
+    """What the chapter's run on ``hardware`` says of ``figure``."""
+    margin = _margin(r)
+    tail = f" ({margin})" if margin else ""
+    if r.get("verdict") == "consistent":
+        return f"measured on {hardware} here, {figure} holds{tail}"
+    if r.get("verdict") == "inconsistent":
+        return f"measured on {hardware} here, {figure} does not hold{tail}"
+    if r.get("synthetic"):  # untested
+        return "not measured here: this chapter's input is synthetic"
+    return f"not tested on {hardware} here"
+
+
+def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], every: bool) -> str:
+    """No like-for-like point on ``entries`` (every basis, or the bases it names), with the
+    closest point that does not decide."""
+    if every:
+        where = "" if len(entries) == 1 else f" on any of its {len(entries)} plausible bases"
+        near = r.get("closest")
+    else:
+        where = " as " + _names([str(e.get("name") or e.get("basis") or "?") for e in entries])
+        near = entries[0].get("closest")
+    text = f"No like-for-like measurement is published{where}"
+    return text + (f" (closest, which does not decide: {_closest(near)})" if near else "") + "."
+
+
+def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
+    """A reading with ``by_basis`` as one sentence per verdict, naming the bases that reach it."""
+    entries, out = _entries(r), []
+    gone = [e for e in entries if e.get("ruled_out")]
+    if kind == "published" and gone and len(gone) < len(entries):
+        names = _names([str(e.get("name") or "?") for e in gone])
+        out.append(f"Physics rules out {names}; the published reading is of the other bases.")
+        entries = [e for e in entries if not e.get("ruled_out")]
+    groups: dict[tuple[str, bool], list[Mapping[str, Any]]] = {}
+    for e in entries:
+        groups.setdefault((str(e.get("verdict", "")), bool(e.get("modelled"))), []).append(e)
+    for (verdict, modelled), es in groups.items():
+        if kind == "published" and verdict == "none published":
+            out.append(_none_published(r, es, len(es) == len(entries)))
+            continue
+        names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
+        if modelled:
+            margin = _margin(es[0])
+            body = (
+                f"{figure} is "
+                + PLACES.get(verdict, verdict).format("modelled price")
+                + " (a cost model's rate, not a listed price nor a measurement)"
+                + (f": {margin}" if margin else "")
+            )
+        else:
+            sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
+            body = _body(kind, figure, sub, hardware)
+        out.append(f"As {names}, {body}.")
+        figure = "it"
+    return out
+
+
+def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
+    """One reading's words, uncapitalised and without its full stop; a physics reading quotes
+    its reason whole."""
+    if kind == "physics":
+        return _physics(figure, r, str(r.get("reason") or "")) + _attainable(r)
+    if kind == "published":
+        return _published(figure, r)
+    return _this_run(figure, r, hardware)
+
+
+def near_sentence(r: Mapping[str, Any]) -> str:
+    """A published reading's ``near`` evidence as one sentence, or empty."""
+    text = near_text(_field(r, "near"))
+    return _cap(text) + "." if text else ""
+
+
+# --- View 1: every reading in words ---------------------------------------------------------
+
+
 def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
     """The conclusion about ``claim`` from its readings (other claims' are ignored)."""
     mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
-    figure = claim.value_text
-    hardware = _hardware(claim)
+    figure, hardware = claim.value_text, _hardware(claim)
     sentences: list[str] = []
     kinds = [*ORDER, *sorted({str(r.get("reading")) for r in mine} - set(ORDER))]
     for kind in kinds:
         for r in (r for r in mine if r.get("reading") == kind):
+            named = "it" if sentences else figure
             if r.get("by_basis"):
-                sentences += _per_basis(kind, "it" if sentences else figure, r, hardware)
+                sentences += _per_basis(kind, named, r, hardware)
             else:
-                sentences.append(_sentence(kind, "it" if sentences else figure, r, hardware))
+                basis = _short_basis(r)
+                body = _body(kind, named, r, hardware)
+                sentences.append(f"As {basis}, {body}." if basis else _cap(body) + ".")
             if kind == "published" and near_sentence(r):
                 sentences.append(near_sentence(r))
     if not sentences:
@@ -338,20 +347,16 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
     return [conclude(c, readings) for c in reg.for_result(str(result))]
 
 
-# --- The decisive finding: what a performance engineer would repeat about a claim -----------
-
-#: A reason's clauses go into a finding up to this many characters (whole clauses only).
-FINDING_CLAUSE = 160
+# --- View 2: the decisive finding --------------------------------------------------------------
 
 
 def _ruled_out(pub: Mapping[str, Any]) -> str:
     """ "impossible as “a” (3.94x a GB300's compute ceiling) or as “b” (1.97x)", or empty."""
     out, last = [], None
-    for e in pub.get("by_basis") or []:
-        if not isinstance(e, Mapping) or not e.get("ruled_out"):
+    for e in _entries(pub):
+        if not e.get("ruled_out"):
             continue
-        by = e.get("ruled_by")
-        name = f"\u201c{e.get('name') or '?'}\u201d"
+        by, name = e.get("ruled_by"), f"\u201c{e.get('name') or '?'}\u201d"
         if not isinstance(by, Mapping):
             out.append(f"as {name}")
             continue
@@ -362,116 +367,66 @@ def _ruled_out(pub: Mapping[str, Any]) -> str:
     return "impossible " + " or ".join(out) if out else ""
 
 
-def _derived_text(r: Mapping[str, Any]) -> str:
-    """A derivation as words ("exactly what ... give (890 B/token: 2.5 rows x 356 B)"), or empty."""
-    d = r.get("derived")
-    if not isinstance(d, Mapping) or not isinstance(d.get("value"), (int, float)):
+def _possible_as(phys: Mapping[str, Any]) -> list[str]:
+    """The bases physics allows, with the figure per GPU: "the rack's total (13,250 per GPU)"."""
+    return [
+        f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)"
+        for b in phys.get("on_bases") or []
+        if isinstance(b, Mapping)
+        and b.get("verdict") == "possible"
+        and _is_num(b.get("tok_s_per_gpu"))
+    ]
+
+
+def _derived(r: Mapping[str, Any]) -> str:
+    """A derivation ("exactly what ... give (890 B/token: 2.5 rows x 356 B)"), or empty."""
+    d = _field(r, "derived")
+    if not _is_num(d.get("value")):
         return ""
-    value = f"{_num(d['value'])} {d.get('unit') or ''}".strip()
+    value = f"{number(d['value'])} {d.get('unit') or ''}".strip()
     how = f": {d['how']}" if d.get("how") else ""
+    source = d.get("from") or "the specifications"
     if d.get("exact"):
-        return f"exactly what {d.get('from') or 'the specifications'} give ({value}{how})"
-    return f"{d.get('from') or 'the specifications'} give {value}, not the claim's figure"
+        return f"exactly what {source} give ({value}{how})"
+    return f"{source} give {value}, not the claim's figure"
 
 
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
     """The physics reading in a finding: ruled-out bases, a derivation, or verdict and margin."""
-    verdict = str(r.get("verdict", ""))
-    margin = _informative(r.get("margin"))
-    ruled = _ruled_out(pub)
+    margin, ruled = _margin(r), _ruled_out(pub)
     if ruled:
-        parts = [ruled]
-        if verdict == "undetermined" and margin:
-            parts.append(margin)
-        parts += [f"possible as {b}" for b in _possible_as(r)]
-        return "; ".join(parts)
-    derived = _derived_text(r)
+        parts = [ruled] + ([margin] if margin and r.get("verdict") == "undetermined" else [])
+        return "; ".join(parts + [f"possible as {b}" for b in _possible_as(r)])
+    derived = _derived(r)
     if derived:
         return derived
-    if verdict == "undetermined":
-        why = _clauses(str(r.get("reason", "")), limit=FINDING_CLAUSE)
-        if len(why) > FINDING_CLAUSE and margin:
-            why = margin
-        return "physics does not settle it" + (f": {why}" if why else "")
-    short = f" ({margin})" if margin and len(margin) <= SHORT_ASIDE else ""
-    why = "" if short else _clauses(str(r.get("reason", "")), limit=FINDING_CLAUSE, many=False)
-    return f"physically {verdict}{short}" + (f": {why}" if why else "")
+    if r.get("verdict") == "undetermined" or not margin:
+        return _physics("it" if r.get("verdict") == "undetermined" else "", r, _gist(r))
+    return f"physically {r.get('verdict')} ({margin})"
 
 
-def _source(c: Mapping[str, Any]) -> list[str]:
-    """A point's ``source`` parts (submitter, hardware, model, engine)."""
-    parts = [str(p) for p in c.get("source") or [c.get("who") or "a published point"]]
-    return [p for p in parts if p not in ("-", "")] or ["a published point"]
-
-
-def _who(c: Mapping[str, Any]) -> str:
-    """A point's source in short: "SemiAnalysis InferenceX (GB300 x 4, vLLM)"."""
-    org, *rest = _source(c)
-    org = re.sub(r"\s*\([^()]*\)$", "", org)
-    rest = [p for p in dict.fromkeys(rest) if p != org]
-    return f"{org} ({', '.join(rest)})" if rest else org
-
-
-def _spread(c: Mapping[str, Any], low: str, high: str) -> bool:
-    """Whether a point's tied points give a spread of ``low`` to ``high`` (two numbers)."""
-    lo, hi = c.get(low), c.get(high)
-    return (
-        bool(c.get("tied"))
-        and isinstance(lo, (int, float))
-        and isinstance(hi, (int, float))
-        and lo != hi
-    )
-
-
-def _span(lo: float, hi: float, unit: str) -> str:
-    """``lo`` to ``hi`` (one number where equal) in ``unit``."""
-    shown = ("" if unit in ("1", "", "x") else " ") + ("" if unit == "1" else unit)
-    return (_num(lo) if lo == hi else f"{_num(lo)} to {_num(hi)}") + shown
-
-
-def _ratios(lo: float, hi: float) -> str:
-    """The claim's ratio to points, ``lo`` to ``hi`` (one where they agree)."""
-    return _ratio(lo) if lo == hi else f"{_ratio(lo)} to {_ratio(hi)}"
-
-
-def _value(c: Mapping[str, Any]) -> str:
-    """A point's value (or its tied points' spread) with its unit."""
-    unit, v = str(c.get("unit") or ""), c.get("value")
-    if _spread(c, "low", "high"):
-        return _span(c["low"], c["high"], unit)
-    return _span(v, v, unit) if isinstance(v, (int, float)) else ""
-
-
-def _claim_ratio(c: Mapping[str, Any]) -> str:
-    """The claim's ratio to a point (or to its tied points, as a spread)."""
-    if _spread(c, "ratio_low", "ratio_high"):
-        return _ratios(c["ratio_low"], c["ratio_high"])
-    r = c.get("ratio")
-    return _ratio(r) if isinstance(r, (int, float)) else ""
-
-
-def _published_finding(r: Mapping[str, Any]) -> str:
-    """The published reading in a finding: the placing, else the ratio to near points; empty
-    with only analogues."""
-    entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)] or [r]
-    entries = [e for e in entries if not e.get("ruled_out")]
+def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
+    """Where like-for-like points (or modelled prices) place the figure, on the bases physics
+    allows, with the margin unless ``margin`` is False; empty where nothing places it."""
+    entries = [e for e in _entries(r) if not e.get("ruled_out")] or [r]
     placed = [e for e in entries if e.get("verdict") in PLACED]
-    if placed:
-        e = placed[0]
-        kind = "modelled price" if e.get("modelled") else "published like-for-like point"
-        names = [str(x.get("name")) for x in placed if x.get("name") and x is not r]
-        own = str(r.get("basis") or "")
-        short = len(own) <= SHORT_BASIS and not any(ch in own for ch in ";|")
-        basis = f"as {_names(names)}, " if names and len(entries) > 1 else ""
-        basis = basis or (f"as {_drop_brackets(own)}, " if own and short else "")
-        margin = _drop_brackets(_informative(e.get("margin")).removesuffix(MODELLED_NOTE))
-        tail = f" ({margin})" if margin else ""
-        return f"{basis}{PLACES[str(e['verdict'])].format(kind)}{tail}"
-    c = _field(r, "closest")
-    near = _field(r, "near")
+    if not placed:
+        return ""
+    e = placed[0]
+    kind = "modelled price" if e.get("modelled") else "published like-for-like point"
+    names = [str(x.get("name")) for x in placed if x.get("name") and x is not r]
+    basis = f"as {_names(names)}, " if names and len(entries) > 1 else ""
+    basis = basis or (f"as {_short_basis(r)}, " if _short_basis(r) else "")
+    shown = _margin(e).removesuffix(MODELLED_NOTE) if margin else ""
+    return f"{basis}{PLACES[str(e['verdict'])].format(kind)}" + (f" ({shown})" if shown else "")
+
+
+def _near_finding(r: Mapping[str, Any]) -> str:
+    """The claim's ratio to the near points (or the closest near point); empty without."""
+    c, near = _field(r, "closest"), _field(r, "near")
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
-    closest = c.get("kind") == "near" and bool(_claim_ratio(c))
-    if near.get("points") and isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+    closest = c.get("kind") == "near" and bool(point_ratio(c))
+    if near.get("points") and _is_num(lo) and _is_num(hi):
         either = lo <= 1 <= hi  # near points on both sides of the claim, on one basis
         if either or not closest:
             flag = "" if near.get("verified") else ", NOT VERIFIED"
@@ -480,10 +435,26 @@ def _published_finding(r: Mapping[str, Any]) -> str:
             n = len(near["points"])
             return f"the claim is {_ratios(lo, hi)} the {n} near published points{flag}{by}"
     if closest:
-        out = f"the claim is {_claim_ratio(c)} the closest near published point, {_who(c)}: "
-        out += _value(c)
-        return out + (" (NOT VERIFIED)" if c.get("verified") is False else "")
+        flag = " (NOT VERIFIED)" if c.get("verified") is False else ""
+        return f"the closest near published point is {_closest(c)}{flag}"
     return ""  # analogues never decide: the certainty's reasons name them
+
+
+def _finding(
+    claim: Claim, rs: Mapping[str, Mapping[str, Any]], hardware: str, named: bool
+) -> list[str]:
+    """The decisive finding's sentences: physics (unless a placing decides where physics does
+    not), then published points, then a run on the claim's hardware."""
+    pub, phys, run = rs.get("published", {}), rs.get("physics"), rs.get("this run", {})
+    out = []
+    placed = _placed(pub) if pub else ""
+    if phys is not None and not (placed and phys.get("verdict") == "undetermined"):
+        out.append(_physics_finding(phys, pub) + _attainable(phys, named))
+    published = placed or (_near_finding(pub) if pub else "")
+    out += [published] if published else []
+    if run.get("verdict") in TESTED:
+        out.append(_this_run("it", run, hardware or _hardware(claim)))
+    return out
 
 
 def finding(
@@ -494,56 +465,10 @@ def finding(
     rs = {str(r.get("reading")): r for r in readings if r.get("claim_id", claim.id) == claim.id}
     if not rs:
         return f"{claim.value_text} has not been read yet: run the chapter"
-    pub = rs.get("published", {})
-    parts = []
-    if "physics" in rs:
-        phys = rs["physics"]
-        parts.append(_cap(_physics_finding(phys, pub) + _attainable(phys, named)) + ".")
-    published = _published_finding(pub) if pub else ""
-    placed = any(e.get("verdict") in PLACED for e in [pub, *(pub.get("by_basis") or [])])
-    if placed and rs.get("physics", {}).get("verdict") == "undetermined" and parts:
-        parts = []  # a placing decides where physics does not
-    if published:
-        parts.append(_cap(published) + ".")
-    run = rs.get("this run", {})
-    if run.get("verdict") in TESTED:
-        parts.append(_cap(_this_run("it", run, hardware or _hardware(claim))) + ".")
-    return " ".join(parts)
+    return " ".join(_cap(s) + "." for s in _finding(claim, rs, hardware, named))
 
 
-# --- The quotable summary: one verdict word, one short finding, one plain grade -------------
-
-#: A landing cell's finding holds at most this many words (a summary-of-findings table).
-FINDING_WORDS = 40
-#: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
-PLAIN_GRADES: tuple[str, ...] = ("very low", "low", "moderate", "high")
-#: What each verdict word means, for the landing's key (the words a finding opens with).
-VERDICT_WORDS: dict[str, str] = {
-    "impossible as stated": "a physics bound rules the figure out on every basis it can have",
-    "depends on what is counted": (
-        "impossible on some readings of the figure, possible on others; the write-up does not "
-        "say which"
-    ),
-    "exact": "the figure follows exactly from primary specifications",
-    "consistent": "a run on the claim's hardware, or like-for-like published points, agree",
-    "inconsistent": "a run on the claim's hardware disagrees",
-    "above published": "above every published like-for-like figure (or modelled price)",
-    "below published": "below every published like-for-like figure (or modelled price)",
-    "plausible": "physically possible; nothing like-for-like measures it",
-    "unsettled": "physics cannot decide it and nothing like-for-like is published",
-}
-
-
-@dataclass(frozen=True)
-class Summary:
-    """A summary-of-findings row: verdict word, finding (<= :data:`FINDING_WORDS` words), plain
-    grade and why."""
-
-    claim_id: str
-    word: str
-    finding: str
-    grade: str
-    why: str
+# --- View 3: the landing's row: one verdict word, a short finding, one plain grade ----------
 
 
 def words(text: str) -> int:
@@ -551,93 +476,17 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def within_words(text: str, limit: int = FINDING_WORDS) -> str:
-    """``text`` cut to ``limit`` words at a whole clause, else at a word with an ellipsis."""
-    if words(text) <= limit:
-        return text
-    parts = re.split(r"(?<=[;.])\s+", text)
-    out = ""
-    for p in parts:
-        cand = f"{out} {p}".strip()
-        if words(cand) > limit:
+def within_words(sentences: list[str], limit: int = FINDING_WORDS) -> str:
+    """The leading whole sentences within ``limit`` words (the first cut at a word, with an
+    ellipsis, where it alone is longer)."""
+    out: list[str] = []
+    for s in sentences:
+        if words(" ".join([*out, s])) > limit:
             break
-        out = cand
-    if not out:
-        out = " ".join(text.split()[:limit]).rstrip(",;:") + "\u2026"
-    return out.rstrip(";,: ") + ("" if out.endswith(("\u2026", ".")) else ".")
-
-
-def plain_number(text: str) -> str:
-    """``64.0%`` as ``64 %``, ``0.0929x`` as ``0.093x``, ``2.17367e+06`` as ``2,173,670``."""
-    text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{m.group(1).removesuffix('.0')} %", text)
-
-    def ratio(m: re.Match[str]) -> str:
-        v = float(m.group(1).replace(",", ""))
-        return _ratio(v)
-
-    text = re.sub(r"(?<![\w.,])(\d[\d,]*\.\d+)x\b", ratio, text)
-    return re.sub(r"\b(\d(?:\.\d+)?)e([+-]\d\d)\b", _unscientific, text)
-
-
-def for_reader(text: str) -> str:
-    """``text`` as a reader meets it: :func:`plain_number` and :func:`reader_names`."""
-    return reader_names(plain_number(text))
-
-
-def reader_names(text: str) -> str:
-    """Bare catalog ids ("gb300") as names ("GB300"); ids in names, paths or URLs stay."""
-    from rackbook.inputs import catalogs
-
-    names = {g: catalogs.as_gpu(g).label for g in catalogs.load_hardware().gpus}
-    names |= {m: catalogs.load_model(m).name for m in catalogs.list_models()}
-    for i in sorted(names, key=len, reverse=True):
-        text = re.sub(rf"(?<![\w/.`-]){re.escape(i)}(?![\w`-])", names[i], text)
-    return text
-
-
-def _unscientific(m: re.Match[str]) -> str:
-    """``2.17367e+06`` as ``2,173,670``; ``4.1e-05`` as ``0.000041``."""
-    v = float(m.group(0))
-    if abs(v) >= 1:
-        return f"{v:,.0f}"
-    return f"{v:.12f}".rstrip("0")
-
-
-def _k(num: float) -> str:
-    """``100000`` tokens as ``100k``, ``1000`` as ``1k``; other numbers as ``1,234``."""
-    v = round(num)
-    return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else f"{v:,}"
-
-
-def _on_bases(phys: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The physics reading's figure on each basis it names (its ``on_bases``)."""
-    return [b for b in phys.get("on_bases") or [] if isinstance(b, Mapping)]
-
-
-def _possible_as(phys: Mapping[str, Any]) -> list[str]:
-    """The bases physics allows, with the figure per GPU: "the rack's total (13,250 per GPU)"."""
-    return [
-        f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)"
-        for b in _on_bases(phys)
-        if b.get("verdict") == "possible" and isinstance(b.get("tok_s_per_gpu"), (int, float))
-    ]
-
-
-def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> tuple[str, str]:
-    """A figure ruled out on some bases, allowed on others: (head, whole text)."""
-    needs = next((b for b in _on_bases(phys) if b.get("ceiling")), None)
-    if needs:
-        where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
-        head = f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})"
-    else:
-        head = _ruled_out(pub)
-    parts = [head + "".join(f" but possible as {p}" for p in _possible_as(phys))]
-    cond = _field(phys, "condition")
-    wl = _field(phys, "workload")
-    if cond:
-        tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
-        parts.append(f"{cond['basis']}, it {cond['condition']}{tail}")
-    return head, "; ".join(parts)
+        out.append(s)
+    if out or not sentences:
+        return " ".join(out)
+    return " ".join(sentences[0].split()[:limit]).rstrip(",;:.") + "\u2026"
 
 
 def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
@@ -647,73 +496,95 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
         return str(run["verdict"])
     if phys.get("verdict") == "impossible":
         return "impossible as stated"
-    if any(isinstance(e, Mapping) and e.get("ruled_out") for e in pub.get("by_basis") or []):
+    if any(e.get("ruled_out") for e in _entries(pub)):
         return "depends on what is counted"
-    entries = [e for e in pub.get("by_basis") or [] if isinstance(e, Mapping)] or [pub]
-    placed = [str(e.get("verdict")) for e in entries if e.get("verdict") in PLACED]
+    placed = [str(e.get("verdict")) for e in _entries(pub) or [pub] if e.get("verdict") in PLACED]
     if placed:
         return "consistent" if placed[0] == "within" else f"{placed[0]} published"
     if _field(phys, "derived").get("exact"):
         return "exact"
-    if phys.get("verdict") == "possible":
-        return "plausible"
-    return "unsettled"
+    return "plausible" if phys.get("verdict") == "possible" else "unsettled"
 
 
-def _none_published(pub: Mapping[str, Any]) -> str:
-    """ "nothing comparable is published" without a placing or near point; else empty."""
-    if not pub or pub.get("verdict") != "none published":
-        return ""
+def supported_basis(pub: Mapping[str, Any]) -> str:
+    """ "the evidence supports <basis>, 954,000 / 7.9 = 120,759 tok/s/GPU: 0.847x to 1.16x the
+    2 near points" where the figure converted to a basis lies inside its near points, then the
+    highest list price; empty otherwise."""
     near = _field(pub, "near")
-    return "" if near.get("points") else "nothing comparable is published"
+    lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
+    if not pts or not _is_num(lo) or not _is_num(hi) or not lo <= 1 <= hi:
+        return ""
+    entry = next((e for e in _entries(pub) if e.get("name") == near.get("basis")), {})
+    if not entry.get("conversion"):
+        return ""
+    name = str(near.get("head") or near["basis"])  # the basis as a finding names it
+    step, unit = str(entry.get("step") or ""), str(near.get("unit") or "")
+    low, high = number(near["low"]), number(near["high"])
+    span = f"${low} to ${high}{unit[1:]}" if unit.startswith("$") else f"{low} to {high} {unit}"
+    ratios = f"{_ratios(lo, hi)} the {len(pts)} near points"
+    out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")
+    out += "" if step else f" ({span})"
+    lp = _field(pub, "list_price")
+    if not _is_num(lp.get("ratio")):
+        return out
+    return out + f"; {_ratio(lp['ratio'])} the highest list price (${lp['value']:,.2f}/GPU-hour)"
+
+
+def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> list[str]:
+    """A figure ruled out on some bases, allowed on others: the ruling, then what holds."""
+    needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
+    if needs:
+        where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
+        head = f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})"
+    else:
+        head = _ruled_out(pub)
+    return [head, "".join(f" but possible as {p}" for p in _possible_as(phys))]
+
+
+def _condition(phys: Mapping[str, Any]) -> str:
+    """What holds on the basis the physics margin names, with the workload it assumes."""
+    cond, wl = _field(phys, "condition"), _field(phys, "workload")
+    if not cond:
+        return ""
+    tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
+    return f"{cond['basis']}, it {cond['condition']}{tail}"
 
 
 def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str) -> str:
-    phys, pub = rs.get("physics", {}), rs.get("published", {})
-    gpu = claim.scope.hardware.split()[0] if claim.scope.hardware else ""
-    none = _none_published(pub)
-    pub_text = _published_finding(pub) if pub else ""
+    """The landing's finding: the sentences deciding ``word``, as many as fit; where the
+    figure re-read on one basis lies inside its near points, the decisive phrase and that."""
+    phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
+    nothing = pub.get("verdict") == "none published" and not _field(pub, "near").get("points")
+    none = "nothing comparable is published" if nothing else ""
     if word == "depends on what is counted":
-        head, text = _split_basis(phys, pub, gpu)
-        text = _cap(text) + "."
+        ruling, possible = _split_basis(phys, pub, (claim.scope.hardware or " ").split()[0])
+        heads, sentences = [ruling], [ruling + possible, _condition(phys)]
     elif word == "unsettled":
-        reason = _drop_brackets(str(phys.get("reason", "")))
-        clauses = [c.strip() for c in reason.split(";") if c.strip()]
-        head = "; ".join(clauses[:2]) if clauses else ""
-        if not head or words(head) > 28:
-            cond = _field(phys, "condition")
-            margin = _informative(phys.get("margin"))
-            margin = f"{cond['basis']}, it {cond['condition']}" if cond else margin
-            head = (clauses[0] if clauses and words(clauses[0]) <= 28 else "") or (
-                f"physics does not settle it: {margin}" if margin else "physics does not settle it"
-            )
-        more = none or pub_text
-        text = _cap(head) + "." + (f" {_cap(more)}." if more else "")
+        heads = [_condition(phys) or _physics("it", phys, _gist(phys))]
+        sentences = [heads[0], none or _near_finding(pub)]
     else:
-        text = finding(claim, rs.values(), named=False)
-        if none and not pub_text:
-            text = text.rstrip(".") + f". {_cap(none)}."
-        run = rs.get("this run", {})
-        head = (
-            _this_run("it", run, _hardware(claim))
-            if word in TESTED
-            else pub_text
-            if word in ("consistent", "above published", "below published")
-            else _physics_finding(phys, pub)
-        )
-    supported = supported_finding(head, pub, _drop_brackets, FINDING_WORDS)
-    return within_words(for_reader(supported or text))
+        sentences = _finding(claim, rs, "", named=False)
+        published = _placed(pub) or _near_finding(pub)
+        sentences += [none] if none and not published else []
+        heads = [_physics_finding(phys, pub)]
+        if word in TESTED:
+            heads = [_this_run("it", run, _hardware(claim))]
+        elif word in ("consistent", "above published", "below published"):
+            heads = [_placed(pub), _placed(pub, margin=False)]
+    supported = supported_basis(pub) if pub else ""
+    if supported:
+        fits = [h for h in heads if words(f"{h}; {supported}.") <= FINDING_WORDS]
+        sentences = [f"{fits[0] if fits else heads[-1]}; {supported}"]
+    return for_reader(within_words([_cap(s) + "." for s in sentences if s]))
 
 
 def _why(c: Certainty, word: str) -> str:
     """The first reason that lowers or holds back the certainty, else what it rests on."""
     if word == "impossible as stated":
         return "a physics bound decides"
-    for kind in ("lowered by", "held back by"):
-        for label, why in c.why:
-            if label == kind:
-                return plain_number(_drop_brackets(why))
-    return _drop_brackets(c.why[0][1] if c.why else "")
+    lowered = [w for label, w in c.why if label == "lowered by"]
+    held = [w for label, w in c.why if label == "held back by"]
+    return (lowered + held + [w for _, w in c.why] + [""])[0]
 
 
 def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
@@ -728,3 +599,37 @@ def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
     return Summary(
         claim.id, word, _plain_finding(claim, rs, word), PLAIN_GRADES[level - 1], _why(c, word)
     )
+
+
+# --- For the book's pages: Markdown quoting readings' reasons as written ----------------------
+
+
+def plain_number(text: str) -> str:
+    """``64.0%`` as ``64 %``, ``0.0929x`` as ``0.093x``, ``2.17367e+06`` as ``2,173,670``."""
+    text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{m.group(1).removesuffix('.0')} %", text)
+    text = re.sub(
+        r"(?<![\w.,])(\d[\d,]*\.\d+)x\b", lambda m: _ratio(float(m[1].replace(",", ""))), text
+    )
+    return re.sub(r"\b\d(?:\.\d+)?e[+-]\d\d\b", _unscientific, text)
+
+
+def _unscientific(m: re.Match[str]) -> str:
+    """``2.17367e+06`` as ``2,173,670``; ``4.1e-05`` as ``0.000041``."""
+    v = float(m.group(0))
+    return f"{v:,.0f}" if abs(v) >= 1 else f"{v:.12f}".rstrip("0")
+
+
+def reader_names(text: str) -> str:
+    """Bare catalog ids ("gb300") as names ("GB300"); ids in names, paths or URLs stay."""
+    from rackbook.inputs import catalogs
+
+    names = {g: catalogs.as_gpu(g).label for g in catalogs.load_hardware().gpus}
+    names |= {m: catalogs.load_model(m).name for m in catalogs.list_models()}
+    for i in sorted(names, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w/.`-]){re.escape(i)}(?![\w`-])", names[i], text)
+    return text
+
+
+def for_reader(text: str) -> str:
+    """``text`` as a reader meets it: :func:`plain_number` and :func:`reader_names`."""
+    return reader_names(plain_number(text))

@@ -56,10 +56,11 @@ from rackbook.results.headline import ClaimReading
 from rackbook.results.published_rows import (
     PER_GPU,
     PER_USER,
-    claim_over,
     int_or_none,
     load_rows,
     number_text,
+    point_ratio,
+    point_value,
     ratio_text,
     registries,
     setup_text,
@@ -223,21 +224,12 @@ class Closest:
         return " · ".join(self.source)
 
     def value_span(self) -> str:
-        """The value, or the equally close points' spread: ``8.61x to 8.95x (4 points)``."""
-        if not self.tied or self.low is None or self.high is None or self.low == self.high:
-            return value_text(self.value, self.unit)
-        span = span_text(self.low, self.high, self.unit)
-        return f"{span} ({len(self.tied) + 1} points equally close)"
+        """:func:`rackbook.results.published_rows.point_value` of this point."""
+        return point_value(vars(self))
 
     def ratio_span(self) -> str:
-        """``, the claim 0.883x to 0.917x them`` (or ``it`` for one point); empty without a
-        ratio."""
-        if self.ratio is None:
-            return ""
-        lo, hi = self.ratio_low, self.ratio_high
-        if self.tied and lo is not None and hi is not None and lo != hi:
-            return ", " + claim_over(lo, hi)
-        return ", " + claim_over(self.ratio, self.ratio, "it")
+        """:func:`rackbook.results.published_rows.point_ratio` of this point."""
+        return point_ratio(vars(self))
 
     def text(self) -> str:
         """One line: ``vLLM · GB300 x 4: 456.6 tok/s per user, the claim 1.81x it (URL); differs
@@ -650,6 +642,10 @@ TABLE_COLUMNS = (
 ).split()
 
 
+#: The columns a published point's row takes from :func:`published_points` as they are.
+_POINT_COPY = "hardware gpus model engine value unit as_published role comparable url date".split()
+
+
 def evidence_table(result: str) -> pd.DataFrame:
     """A chapter's "published measurements" table: for each claim of ``result``, a row of kind
     ``claim`` (its figure, the combined published verdict and the closest point), one row of
@@ -707,29 +703,14 @@ def evidence_table(result: str) -> pd.DataFrame:
                     "url": br.closest.url if br.closest else None,
                 }
             )
-        for p in pts[pts["claim_id"] == c.id].itertuples():
-            system = f" · {p.system}" if text_or_none(p.system) else ""
-            basis = p.basis.short() if isinstance(p.basis, basis_mod.Basis) else None
+        for p in pts[pts["claim_id"] == c.id].to_dict("records"):
+            system = f" · {p['system']}" if text_or_none(p["system"]) else ""
+            b = p["basis"]
             rows.append(
-                {
-                    "claim_id": c.id,
-                    "kind": "published",
-                    "who": f"{p.submitter}{system}",
-                    "hardware": p.hardware,
-                    "gpus": p.gpus,
-                    "model": p.model,
-                    "engine": p.engine,
-                    "value": p.value,
-                    "unit": p.unit,
-                    "as_published": p.as_published,
-                    "used": bool(p.used),
-                    "role": p.role,
-                    "verified": bool(p.verified),
-                    "comparable": p.comparable,
-                    "basis": basis,
-                    "url": p.url,
-                    "date": p.date,
-                }
+                {k: p[k] for k in _POINT_COPY}
+                | {"claim_id": c.id, "kind": "published", "who": f"{p['submitter']}{system}"}
+                | {"used": bool(p["used"]), "verified": bool(p["verified"])}
+                | {"basis": b.short() if isinstance(b, basis_mod.Basis) else None}
             )
     df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
     df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")

@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -92,6 +94,28 @@ def claim_over(lo: float, hi: float, them: str = "them") -> str:
     """``the claim 0.883x to 0.917x them`` (one ratio where they agree)."""
     ratio = ratio_text(lo) if lo == hi else f"{ratio_text(lo)} to {ratio_text(hi)}"
     return f"the claim {ratio} {them}"
+
+
+def point_value(c: Mapping[str, Any]) -> str:
+    """A closest point's value (a :class:`rackbook.results.evidence.Closest` as a mapping), or
+    its equally close points' spread: ``8.61x to 8.95x (4 points equally close)``; empty
+    without a value."""
+    tied, lo, hi, unit = c.get("tied") or (), c.get("low"), c.get("high"), str(c.get("unit") or "")
+    if tied and lo is not None and hi is not None and lo != hi:
+        return f"{span_text(lo, hi, unit)} ({len(tied) + 1} points equally close)"
+    v = c.get("value")
+    return value_text(v, unit) if isinstance(v, (int, float)) else ""
+
+
+def point_ratio(c: Mapping[str, Any]) -> str:
+    """``, the claim 0.883x to 0.917x them`` (``it`` for one point) of a closest point as a
+    mapping; empty without a ratio."""
+    if not isinstance(c.get("ratio"), (int, float)):
+        return ""
+    lo, hi = c.get("ratio_low"), c.get("ratio_high")
+    if c.get("tied") and lo is not None and hi is not None and lo != hi:
+        return ", " + claim_over(lo, hi)
+    return ", " + claim_over(c["ratio"], c["ratio"], "it")
 
 
 def text_or_none(v: object) -> str | None:
