@@ -102,3 +102,24 @@ def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
     n = head.count("|") + 1
     lines = [f"| {head} |", "|" + "---|" * n]
     return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+
+
+def render(template: str, **values: Any) -> str:
+    """``book/_template/TEMPLATE`` (Jinja2) filled with ``values``: the book's words live in
+    the template, the numbers in ``values``; an undefined name raises."""
+    import jinja2
+
+    from rackbook import paths
+    from rackbook.physics.units import plural
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(paths.ROOT / "book" / "_template"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters |= {"fmt": format, "cell": lambda v: str(v).replace("|", "\\|")}
+    env.globals |= {"plural": plural}
+    return env.get_template(template).render(**values)
