@@ -10,8 +10,12 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rackbook import paths
-from rackbook.book.report import table
+from rackbook.book.report import cell as _cell
+from rackbook.book.report import md as _md
+from rackbook.book.report import render, table
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_write_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
@@ -22,17 +26,6 @@ _STATUS = {
     "partly-located": "primary source partly located",
     "not-located": "primary source not located",
 }
-
-
-def _md(text: object) -> str:
-    """Text safe inside MyST: ``$`` escaped, bare URLs linked."""
-    text = str(text).replace("$", "\\$")
-    return re.sub(r"(?<![<(])(https?://[^\s)>\]]+[^\s)>\].,;:])", r"<\1>", text)
-
-
-def _cell(text: object) -> str:
-    """Text safe inside a Markdown table cell."""
-    return _md(text).replace("|", "\\|").replace("\n", " ")
 
 
 def claim_card(result: str, registry: Registry | None = None) -> str:
@@ -49,55 +42,24 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
 def as_published(result: str, registry: Registry | None = None) -> str:
     """Per claim of ``result``, a dropdown: its original words, scope, metric and source."""
     reg = registry or load_claims()
-    out = []
-    for c in reg.for_result(result):
-        src = reg.source(c.source.seen_in)
-        out += [
-            f":::{{dropdown}} As published: {_md(c.value_text)} ({c.id})",
-            f"> {_md(c.original)}",
-            "",
-            f"- Scope: {_md(c.scope.summary())}",
-            f"- Measures: {_md(c.metric.measured)}",
-            f"- Source: seen in *{_md(src.title)}*; {_STATUS[c.source.status]}"
-            + (f" (<{c.source.primary}>)" if c.source.primary else ""),
-            ":::",
-            "",
-        ]
-    return "\n".join(out)
+    return render("as-published.md.j2", reg=reg, result=result, status=_STATUS)
 
 
 def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
     """The landing page's opening: where the claims were read and which a primary text
     confirms, as of ``today`` (UTC date)."""
     reg = registry or load_claims()
-    day = (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
-    article = "; ".join(
-        f"*{_md(reg.source(s).title)}*" for s in sorted({c.source.seen_in for c in reg.claims})
-    )
-    missing = any(s.status == "not-located" for s in reg.sources)
-    confirmed = [c for c in reg.claims if c.source.status in ("located", "partly-located")]
-    related = [s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")]
-    out = (
-        f"**Where the claims come from.** All {len(reg.claims)} numbers were read in one "
-        f"secondary source, a French article, {article}, that attributes them to vLLM; "
-        + (
-            f"the text those numbers come from was not located as of {day}, this build's date. "
-            if missing
-            else f"its primary sources were located as of {day}. "
-        )
-    )
-    if missing and related:
-        links = ", ".join(f"[{_md(s.title.split(' (')[0])}]({s.url})" for s in related)
-        out += f"vLLM's own posts on the model ({links}) carry none of the write-up's "
-        out += "throughput, cost or speed figures. "
-    if confirmed:
-        links = ", ".join(f"[{_md(c.value_text)}]({c.source.primary})" for c in confirmed)
-        out += (
-            f"Only {links} {'is' if len(confirmed) == 1 else 'are'} confirmed by a primary text. "
-        )
-    return (
-        out
-        + f"Each of the {len({c.result for c in reg.claims})} results is checked in one chapter:\n"
+    return render(
+        "source-note.md.j2",
+        reg=reg,
+        day=(today or datetime.datetime.now(datetime.UTC).date()).isoformat(),
+        articles=[
+            f"*{_md(reg.source(s).title)}*" for s in sorted({c.source.seen_in for c in reg.claims})
+        ],
+        missing=any(s.status == "not-located" for s in reg.sources),
+        confirmed=[c for c in reg.claims if c.source.status in ("located", "partly-located")],
+        related=[s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")],
+        results=len({c.result for c in reg.claims}),
     )
 
 
@@ -285,31 +247,7 @@ def models_page() -> str:
 
 def claims_page(registry: Registry | None = None) -> str:
     """Every claim of the registry and every source with its status."""
-    reg = registry or load_claims()
-    out = ["# Claims registry and sources\n\nGenerated from `data/claims.yaml`.\n"]
-    for c in reg.claims:
-        out += [
-            f"## `{c.id}`: {c.value_text}",
-            "",
-            c.statement,
-            "",
-            f"> {c.original}",
-            "",
-            f"- Comparison: {c.comparison}; scope: {c.scope.summary()}",
-            f"- Metric: {c.metric.measured}",
-        ]
-        if c.metric.tokens_counted:
-            out.append(f"- Tokens counted: {_md(c.metric.tokens_counted)}")
-        out += [f"- Caution: {_md(x)}" for x in c.cautions]
-        out += [f"- Source status: {_STATUS[c.source.status]}", ""]
-    out += ["## Sources", ""] + table(
-        "id | title | status | link",
-        (
-            (s.id, _cell(s.title), _STATUS[s.status], f"<{s.url}>" if s.url else "-")
-            for s in reg.sources
-        ),
-    )
-    return "\n".join(out) + "\n"
+    return render("claims.md.j2", reg=registry or load_claims(), status=_STATUS)
 
 
 def translation_page(trace_dir: Path, gpus: int = 1) -> str:
@@ -415,53 +353,14 @@ def _bib_escape(text: str) -> str:
     return re.sub(r"([&%#_{}$])", r"\\\1", text)
 
 
-#: News aggregators and mirrors the data files cite, which are secondary sources.
-AGGREGATORS: tuple[str, ...] = ("24-ai.news", "vuink.com", "aiposthub.cc")
-
-#: Aggregator address -> the primary it reports (address, title, organisation, date), located
-#: 2026-12-03 with search tools, not opened: the aggregators' figures stay NOT VERIFIED.
+#: How the bibliography names cited addresses: aggregators (secondary sources), the primary
+#: each reports (address, title, organisation, date), a host's organisation.
+_CITATIONS = yaml.safe_load((paths.DATA / "citations.yaml").read_text(encoding="utf-8"))
+AGGREGATORS: tuple[str, ...] = tuple(_CITATIONS["aggregators"])
 PRIMARY_OF: dict[str, tuple[str, str, str, str]] = {
-    "https://aiposthub.cc/5152": (
-        "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
-        "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md",
-        "Day 6: One more thing, DeepSeek-V3/R1 inference system overview",
-        "DeepSeek",
-        "2025-03-01",
-    ),
-    "https://24-ai.news/en/news/2026-05-07/vllm-mooncake-kv-cache-store/": (
-        "https://vllm.ai/blog/mooncake-store",
-        "Serving agentic workloads at scale with vLLM x Mooncake",
-        "vLLM team",
-        "2026-05-06",
-    ),
-    "https://24-ai.news/en/vijest/2026-04-24/vllm-deepseek-v4-kv-cache-kompresija/": (
-        "https://vllm.ai/blog/deepseek-v4",
-        "DeepSeek V4 in vLLM: efficient long-context attention",
-        "vLLM team",
-        "2026-04-24",
-    ),
-    "https://vuink.com/post/yzflf-d-dbet/blog/2025-06-16-gb200-part-1": (
-        "https://lmsys.org/blog/2025-06-16-gb200-part-1",
-        "Deploying DeepSeek on GB200 NVL72 with PD and large scale EP (part I)",
-        "LMSYS (SGLang team)",
-        "2025-06-16",
-    ),
+    k: (v["url"], v["title"], v["org"], v["date"]) for k, v in _CITATIONS["primary_of"].items()
 }
-
-#: Organisation behind a host, where the address names no owner itself.
-_HOSTS = {
-    "lmsys.org": "LMSYS (SGLang team)",
-    "nvidia.com": "NVIDIA",
-    "vllm.ai": "vLLM team",
-    "semianalysis.com": "SemiAnalysis",
-    "glennklockwood.com": "Glenn K. Lockwood",
-    "verda.com": "Verda",
-    "oxmaint.com": "Oxmaint",
-    "morphllm.com": "Morph",
-    "24-ai.news": "24 AI News",
-    "vuink.com": "vuink.com",
-    "aiposthub.cc": "AI Post Hub",
-}
+_HOSTS: dict[str, str] = _CITATIONS["hosts"]
 
 
 def _host(url: str) -> str:

@@ -4,6 +4,7 @@ and verdict (4 significant digits), and what moved since the last run."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -104,6 +105,17 @@ def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
     return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
 
 
+def md(text: object) -> str:
+    """Text safe inside MyST: ``$`` escaped, bare URLs linked."""
+    text = str(text).replace("$", "\\$")
+    return re.sub(r"(?<![<(])(https?://[^\s)>\]]+[^\s)>\].,;:])", r"<\1>", text)
+
+
+def cell(text: object) -> str:
+    """Text safe inside a Markdown table cell."""
+    return md(text).replace("|", "\\|").replace("\n", " ")
+
+
 def render(template: str, **values: Any) -> str:
     """``book/_template/TEMPLATE`` (Jinja2) filled with ``values``: the book's words live in
     the template, the numbers in ``values``; an undefined name raises."""
@@ -120,6 +132,7 @@ def render(template: str, **values: Any) -> str:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters |= {"fmt": format, "cell": lambda v: str(v).replace("|", "\\|")}
+    env.filters |= {"fmt": format, "md": md, "cell": cell}
+    env.filters["pipes"] = lambda v: str(v).replace("|", "\\|")
     env.globals |= {"plural": plural}
     return env.get_template(template).render(**values)
