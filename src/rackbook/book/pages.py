@@ -168,38 +168,7 @@ def hardware_page() -> str:
     """The hardware catalog as tables (``data/hardware.yaml``)."""
     from rackbook.inputs.catalogs import load_hardware
 
-    cat = load_hardware()
-    out = ["# Hardware catalog\n\nGenerated from `data/hardware.yaml`; 1 TB/s = 10^12 bytes/s.\n"]
-    head = "GPU | HBM | HBM bandwidth | dense FP4 | dense FP8 | dense BF16 | NVLink | source"
-    out += table(
-        head,
-        (
-            [f"{gid}: {_cell(g.name)}", _num(g.hbm_capacity_bytes, 1e9, "GB")]
-            + [_num(g.hbm_bandwidth_bytes_per_s, 1e12, "TB/s")]
-            + [_num(getattr(g.dense_flops, d), 1e15, "PFLOP/s") for d in ("fp4", "fp8", "bf16")]
-            + [_num(g.nvlink_bandwidth_bytes_per_s, 1e12, "TB/s"), _links(g.sources)]
-            for gid, g in cat.gpus.items()
-        ),
-    )
-    out += [""] + [f"- {gid}: {_md(g.notes)}" for gid, g in cat.gpus.items() if g.notes] + [""]
-    out += table(
-        "system | GPU | GPUs | trays x GPUs | aggregate HBM bandwidth | source",
-        (
-            [f"{sid}: {_cell(sy.name)}", sy.gpu, sy.gpus]
-            + [f"{sy.trays} x {sy.gpus_per_tray}" if sy.trays else "-"]
-            + [_num(sy.aggregate_hbm_bandwidth_bytes_per_s, 1e12, "TB/s"), _links(sy.sources)]
-            for sid, sy in cat.systems.items()
-        ),
-    )
-    out += [""] + table(
-        "price | GPU | $/GPU-hour | source",
-        (
-            [f"{pid}: {_cell(pr.name)}", pr.gpu]
-            + [f"{'about ' if pr.approximate else ''}{pr.usd_per_gpu_hour:.3f}", _links(pr.sources)]
-            for pid, pr in cat.prices.items()
-        ),
-    )
-    return "\n".join(out) + "\n"
+    return render("hardware.md.j2", cat=load_hardware(), num=_num, links=_links)
 
 
 def models_page() -> str:
