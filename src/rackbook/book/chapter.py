@@ -12,7 +12,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from rackbook.book.report import table
+from rackbook.book.report import md_cell as _md_cell
+from rackbook.book.report import render, table
 from rackbook.physics.units import plural
 
 
@@ -87,27 +88,9 @@ def conclusion_markdown(outcome: Any) -> str:
     from rackbook.results.conclusions import PLAIN_GRADES, conclusions, for_reader, summarize
 
     doc = _doc(outcome)
-    found = conclusions(doc)
     claims = {c.id: c for c in load_claims().claims}
-    items = []
-    for c in found:
-        s = summarize(claims[c.claim_id], doc["readings"])
-        why = f", {_md_cell(s.why)}" if s.why else ""
-        items.append(
-            f"**{_md_cell(c.figure)} — {_md_cell(s.word)}. {_md_cell(s.finding)}**<br>\n"
-            f'<span class="rb-claim">The claim: {_md_cell(c.statement)} '
-            f"Certainty: {s.grade}{why}.</span>"
-        )
-    body = "\n\n".join(items) or "No claim of this result has been read yet."
-    if found:
-        words = "\n\n".join(
-            f"**{_md_cell(c.figure)}**: {_md_cell(for_reader(c.text))} "
-            f"*Certainty ({PLAIN_GRADES[c.certainty.level - 1]}): "
-            f"{_md_cell(for_reader(c.certainty.note))}.*"
-            for c in found
-        )
-        body += f"\n\n:::{{dropdown}} Each reading in words, and why this certainty\n{words}\n:::"
-    return f"::::{{admonition}} What this chapter concludes\n:class: rb-conclusion\n{body}\n::::\n"
+    items = [(c, summarize(claims[c.claim_id], doc["readings"])) for c in conclusions(doc)]
+    return render("conclusion.md.j2", items=items, grades=PLAIN_GRADES, reader=for_reader)
 
 
 def glue_conclusion(outcome: Any) -> None:
@@ -363,10 +346,6 @@ def _known(x: object) -> bool:
     if x is None or (isinstance(x, float) and x != x):
         return False
     return str(x).strip().lower() not in ("", "nan", "none", "unknown", "not stated", "-")
-
-
-def _md_cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("$", "\\$").replace("\n", " ")
 
 
 def validity_warning(trace: Any) -> str:

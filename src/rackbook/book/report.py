@@ -116,6 +116,11 @@ def cell(text: object) -> str:
     return md(text).replace("|", "\\|").replace("\n", " ")
 
 
+def md_cell(text: object) -> str:
+    """Text safe inside a Markdown table cell or bold run: ``|`` and ``$`` escaped, one line."""
+    return str(text).replace("|", "\\|").replace("$", "\\$").replace("\n", " ")
+
+
 def render(template: str, **values: Any) -> str:
     """``book/_template/TEMPLATE`` (Jinja2) filled with ``values``: the book's words live in
     the template, the numbers in ``values``; an undefined name raises."""
@@ -132,7 +137,7 @@ def render(template: str, **values: Any) -> str:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters |= {"fmt": format, "md": md, "cell": cell}
+    env.filters |= {"fmt": format, "md": md, "cell": cell, "mdcell": md_cell}
     env.filters["pipes"] = lambda v: str(v).replace("|", "\\|")
     env.globals |= {"plural": plural}
     return env.get_template(template).render(**values)
