@@ -212,66 +212,36 @@ def evidence_markdown(result: str) -> str:
     table = evidence.evidence_table(result)
     if table.empty:
         return "No published measurement bears on this result.\n"
-    out = []
+    groups = []
     for claim_id, rows in table.groupby("claim_id", sort=False):
         head = rows[rows["kind"] == "claim"]
-        bases = rows[rows["kind"] == "reading"]
         pts = rows[rows["kind"] == "published"].sort_values("used", ascending=False, kind="stable")
-        if len(head):
-            h = head.iloc[0]
-            name = figures.get(str(claim_id), claim_id)
-            also = "" if h["as_published"] == name else f" ({_md_cell(h['as_published'])})"
-            margin = f" [{_md_cell(h['margin'])}]" if h["margin"] not in ("-", "") else ""
-            out.append(f"**{_md_cell(name)}**{also}: published reading **{h['verdict']}**{margin}")
-            out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
-        items = []
-        for r in bases.to_dict("records"):
-            margin = f" ({_md_cell(r['margin'])})" if r["margin"] not in ("-", "", None) else ""
-            conv = f" {_md_cell(r['as_published'])}." if _known(r["as_published"]) else ""
-            closest = re.sub(
-                r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(r["comparable"])
-            )
-            items.append(
-                f"- *{_md_cell(r['who'])}*: **{r['verdict']}**{margin}.{conv} Closest "
-                f"published point of this basis: {closest}"
-            )
-        if len(items) > 2:  # many bases: one click away, their count in the title
-            items = [
-                f"::::{{dropdown}} Read on {len(items)} plausible bases, each with its closest "
-                "published point",
-                *items,
-                "::::",
-            ]
-        if items:
-            out += [*items, ""]
-        if pts.empty:
-            out += ["", "No published point.", ""]
-            continue
         records = pts.to_dict("records")
         ends = _range_ends([r for r in records if r["used"]])
         rest = [r for r in records if r not in ends]
-        if ends:
-            out += ["", "The published points that bound the range the reading uses:", ""]
-            out += _points_table(ends)
-        else:
-            out += ["", "No published point is like-for-like enough to decide the reading."]
-        if rest:
-            n = len(rest)
-            out += [
-                "",
-                f"::::{{dropdown}} {plural(n, 'more published point')} (inside "
-                "the range, or not deciding: how each differs from the claim)",
-                "",
-                *_points_table(rest),
-                "::::",
-            ]
-        out.append("")
+        groups.append(
+            {
+                "name": figures.get(str(claim_id), claim_id),
+                "head": head.iloc[0].to_dict() if len(head) else None,
+                "bases": rows[rows["kind"] == "reading"].to_dict("records"),
+                "points": records,
+                "ends": _points_table(ends) if ends else [],
+                "rest": _points_table(rest) if rest else [],
+                "more": len(rest),
+            }
+        )
+    body = render("evidence.md.j2", groups=groups, known=_known, linked=_linked)
     n = int((table["kind"] == "published").sum())
     return folded(
         f"The published points set beside each claim ({plural(n, 'point')}), with how each "
         "differs from the claim",
-        "\n".join(out),
+        body,
     )
+
+
+def _linked(text: object) -> str:
+    """A table cell with each parenthesised address written ``([source](URL))``."""
+    return re.sub(r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(text))
 
 
 def _short(text: object, width: int) -> str:
