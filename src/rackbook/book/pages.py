@@ -116,14 +116,16 @@ def at_a_glance(
             cells += [_run_verdict(yours, claim.id)] * yours_too
             cells += [_run_verdict(ref, claim.id)] * (reference is not None)  # the word only
             rows.append(cells)
-    key = "; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS)
-    out = "\n".join(table(head, rows)) + "\n\n" + (f"**Verdicts.** {key}.\n\n" if key else "")
-    if yours_too:
-        out += "*This run, your traces*: the verdict on your trace (`-`: the shipped trace).\n\n"
-    if reasons:
-        out += ":::{dropdown} Why each certainty (GRADE: high, moderate, low, very low)\n"
-        out += "\n".join(reasons) + "\n:::\n\n"
-    return out + attainable_note() + "\n"
+    from rackbook.physics.expected import load_fit
+
+    return render(
+        "at-a-glance.md.j2",
+        lines=table(head, rows),
+        key="; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS),
+        yours_too=yours_too,
+        reasons=reasons,
+        held_out=plain_number(load_fit().validation_text or ""),
+    )
 
 
 def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
@@ -132,23 +134,6 @@ def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
         return "not run"
     got = [r for r in readings if (r["claim_id"], r["reading"]) == (claim_id, "this run")]
     return str(got[-1]["verdict"]) if got else "-"
-
-
-def attainable_note() -> str:
-    """A dropdown under the landing table: what "expected to reach" means."""
-    from rackbook.physics.expected import load_fit
-    from rackbook.results.conclusions import plain_number
-
-    held_out = load_fit().validation_text
-    error = f" ({plain_number(held_out)})" if held_out else ""
-    return (
-        f':::{{dropdown}} What "expected to reach" means{error}\n'
-        "rackbook's expected throughput for the claim's workload and GPUs: measured kernel "
-        "times, a per-layer latency floor anchored on a published single stream, one fitted "
-        "kernel factor, the best deployment. "
-        "See {doc}`How well does rackbook predict? </book/validation>`. "
-        "Each chapter gives the whole reading, with what measured kernels alone reach.\n:::\n"
-    )
 
 
 def _links(urls: list[str]) -> str:
@@ -240,27 +225,8 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     return head + "\n\n" + "\n".join(out) + "\n"
 
 
-#: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments). The
-#: figures of the six results come from the claims registry; the two H200 figures are inputs
-#: chosen to land on either side of the ceiling, not claims.
-CHECK_EXAMPLES: tuple[tuple[str, dict], ...] = (
-    ("rack-scaling.throughput, per GPU", {"gpu": "gb300", "gpus": 72, "per": "gpu"}),
-    ("rack-scaling.throughput, rack total / 72", {"gpu": "gb300", "gpus": 72, "per": "total"}),
-    (
-        "rack-scaling.throughput, per GPU of prefill",
-        {"gpu": "gb300", "gpus": 72, "per": "gpu", "phase": "prefill"},
-    ),
-    (
-        "single-user.throughput, one user, 3.51 tokens per step",
-        {"gpu": "b300", "gpus": 4, "per": "total", "batch": 1, "tokens_per_step": 3.51},
-    ),
-    (
-        "single-user.throughput, one user, no speculation",
-        {"gpu": "b300", "gpus": 4, "per": "total", "batch": 1},
-    ),
-    ("an H200 figure: 3,000 tok/s per GPU", {"gpu": "h200", "gpus": 8, "tok_s": 3000.0}),
-    ("an H200 figure: 100,000 tok/s per GPU", {"gpu": "h200", "gpus": 8, "tok_s": 100000.0}),
-)
+#: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments).
+CHECK_EXAMPLES = paths.ROOT / "book" / "_template" / "check-examples.yaml"
 
 
 def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = None) -> str:
@@ -269,8 +235,8 @@ def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = N
 
     reg = registry or load_claims()
     rows = []
-    for label, kw in CHECK_EXAMPLES:
-        kw = dict(kw)
+    for example in yaml.safe_load(CHECK_EXAMPLES.read_text(encoding="utf-8")):
+        label, kw = example["label"], dict(example["args"])
         claim_id = label.split(",")[0]
         tok_s = kw.pop("tok_s", None) or reg.value(claim_id)
         c = check.check_claim(model, kw.pop("gpu"), kw.pop("gpus"), tok_s, **kw)
