@@ -156,47 +156,26 @@ def hardware_page() -> str:
     return render("hardware.md.j2", cat=load_hardware(), num=_num, links=_links)
 
 
-def models_page() -> str:
-    """The model catalog (``data/models/*.yaml``) with KV bytes computed by the roofline."""
+def _kv(model: Any) -> str:
+    """A model's global KV bytes per token at each precision (``-`` where it has none)."""
     from rackbook.errors import InputError
-    from rackbook.inputs.catalogs import list_models, load_model
     from rackbook.physics import roofline
 
-    out = ["# Model catalog\n\nGenerated from `data/models/`; KV bytes by `rackbook kv-bytes`.\n"]
-    for mid in list_models():
-        m = load_model(mid)
-        a, moe, p = m.architecture, m.moe, m.params
-        kv = []
-        for dt in ("fp4", "fp8", "bf16"):
-            try:
-                kv.append(f"{dt} {roofline.kv_bytes_per_token(m, dt):,} B")
-            except InputError:
-                kv.append(f"{dt} -")
-        heads = a.num_attention_heads
-        gb = {k: _num(getattr(p, k), 1e9, "B") for k in ("total", "backbone", "engram")}
-        engram = f"{gb['backbone']} + {gb['engram']}" if p.backbone else None
-        active = [_num(x or p.active, 1e9, "B") for x in (p.active_prefill, p.active_decode)]
-        rows = {
-            "layers": a.num_layers,
-            "hidden size": a.hidden_size,
-            "attention heads x head dim": f"{heads} x {a.head_dim}"
-            if heads and a.head_dim
-            else heads,
-            "routed experts (top-k)": f"{moe.num_routed_experts} ({moe.experts_per_token})",
-            "shared experts": moe.num_shared_experts,
-            "MoE intermediate size": moe.moe_intermediate_size,
-            "parameters, total": gb["total"],
-            "parameters, backbone + Engram memory": engram,
-            "active per token, prefill / decode": " / ".join(active),
-            "global KV bytes per token": ", ".join(kv),
-            "max context": _num(a.max_context_tokens, 1, "tokens"),
-        }
-        out += [f"## {_cell(m.name)}", ""]
-        out += table(
-            "figure | value", ((k, _cell("-" if v is None else v)) for k, v in rows.items())
-        )
-        out += ["", "Sources: " + _links([str(x) for x in m.sources]), ""]
-    return "\n".join(out) + "\n"
+    out = []
+    for dt in ("fp4", "fp8", "bf16"):
+        try:
+            out.append(f"{dt} {roofline.kv_bytes_per_token(model, dt):,} B")
+        except InputError:
+            out.append(f"{dt} -")
+    return ", ".join(out)
+
+
+def models_page() -> str:
+    """The model catalog (``data/models/*.yaml``) with KV bytes computed by the roofline."""
+    from rackbook.inputs.catalogs import list_models, load_model
+
+    models = [load_model(m) for m in list_models()]
+    return render("models.md.j2", models=models, num=_num, links=_links, kv=_kv)
 
 
 def claims_page(registry: Registry | None = None) -> str:
