@@ -70,10 +70,6 @@ def folded(title: str, markdown: str) -> str:
     return f"{fence}{{dropdown}} {title}\n{for_reader(markdown.strip())}\n{fence}\n"
 
 
-def _warning(body: str) -> str:
-    return f":::{{warning}}\n{body.strip()}\n:::\n"
-
-
 def _doc(outcome: Any) -> dict[str, Any]:
     """A headline document (``result``, ``readings``) from an Outcome or a read JSON."""
     if isinstance(outcome, Mapping):
@@ -180,11 +176,10 @@ def flips_box(outcome: Any) -> str:
     from rackbook.physics.results_bounds import verdict_rule
     from rackbook.results.conclusions import for_reader
 
-    body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
-    note = f"Physics thresholds here follow the book's one verdict rule: {verdict_rule().text}."
-    n = len(outcome.flips)
-    body = for_reader(body)
-    return f":::{{dropdown}} What would flip it ({plural(n, 'threshold')})\n{note}\n\n{body}\n:::\n"
+    rule = verdict_rule().text
+    return render(
+        "chapter-boxes.md.j2", box="flips", flips=outcome.flips, rule=rule, reader=for_reader
+    )
 
 
 def standin_warning(kind: str, hardware: str, testable: bool) -> str:
@@ -195,11 +190,7 @@ def standin_warning(kind: str, hardware: str, testable: bool) -> str:
         "synthetic": "a synthetic input (generated, with its generator and seed in run.json)",
         "published": "numbers transcribed from a publication",
     }.get(kind, f"a recording on {hardware}")
-    return _warning(
-        f"The trace behind this chapter's measured numbers is {what}, not the claim's "
-        "hardware and model. It shows the method end to end; its numbers are not evidence "
-        "for or against the claim, and its reading is **untested**.",
-    )
+    return render("chapter-boxes.md.j2", box="standin", what=what)
 
 
 def evidence_markdown(result: str) -> str:
@@ -300,11 +291,7 @@ def headlines_box(outcome: Any) -> str:
     """The chapter's headline values, folded in a dropdown titled with their count."""
     from rackbook.results.conclusions import for_reader
 
-    n = len(outcome.headlines)
-    return for_reader(
-        f":::{{dropdown}} The {n} headline values this chapter writes "
-        f"(`{outcome.result}.json`)\n\n{outcome.markdown()}\n:::\n"
-    )
+    return render("chapter-boxes.md.j2", box="headlines", outcome=outcome, reader=for_reader)
 
 
 def _finite(x: Any) -> TypeGuard[float]:
@@ -325,9 +312,4 @@ def validity_warning(trace: Any) -> str:
     s = getattr(trace, "screening", None)
     if s is None or not s.flagged:
         return ""
-    return _warning(
-        f"Measurement validity: {for_reader(s.text())} A flagged request is one whose "
-        "timestamps measure the client rather than the engine (tokens delivered in one burst, "
-        "gaps below the clock's resolution or far below the engine's step) or whose token "
-        "counts disagree with the server's; see the methodology's section on measurement validity.",
-    )
+    return render("chapter-boxes.md.j2", box="validity", screening=s, reader=for_reader)
