@@ -337,26 +337,11 @@ def bibliography(registry: Registry | None = None) -> str:
         if bib_key(url) in by_key and bib_key(primary) not in by_key:
             by_key[bib_key(primary)] = (primary, [])
             extra[primary] = {"title": title, "org": org, "date": date, "secondary": False}
-    out = []
-    for key in sorted(by_key):
-        url, files = by_key[key]
-        meta = extra.get(url) or source_meta(url, titles, figures)
-        notes = []
-        if meta["secondary"]:
-            notes.append("secondary source (news aggregator or mirror)")
-            if url in PRIMARY_OF:
-                notes.append(f"primary: {PRIMARY_OF[url][2]}, {PRIMARY_OF[url][1]}")
-        notes.append(f"cited in {', '.join(files)}" if files else "primary of a cited report")
-        fields = {
-            "title": "{" + _bib_escape(meta["title"]) + "}",  # case kept as written
-            "author": "{" + _bib_escape(meta["org"]) + "}",
-            "year": meta["date"][:4] if meta["date"] != "n.d." else "n.d.",
-            "date": meta["date"],
-            "url": url,
-            "note": _bib_escape("; ".join(notes)),
-        }
-        out += [f"@misc{{{key},", *(f"  {k} = {{{v}}}," for k, v in fields.items()), "}", ""]
-    return "\n".join(out)
+    entries = [
+        (key, url, files, extra.get(url) or source_meta(url, titles, figures))
+        for key, (url, files) in sorted(by_key.items())
+    ]
+    return render("references.bib.j2", entries=entries, bib=_bib_escape, primary_of=PRIMARY_OF)
 
 
 def yaml_literal(default: str) -> str:
