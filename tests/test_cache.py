@@ -81,6 +81,11 @@ def _run(**kw) -> bool:
     return not runner.execute_result(RESULT, "trace", **kw)[1]
 
 
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
 def _edit(path: Path, text: str = "\n# changed\n") -> None:
     with path.open("a", encoding="utf-8") as f:
         f.write(text)
@@ -98,6 +103,7 @@ CHANGES = {
     "model catalog": lambda r: _edit(next((r / "data" / "models").glob("*.yaml"))),
     "published data": lambda r: _edit(r / "data" / "published" / "figures.yaml"),
     "published data gains a trace": lambda r: (r / "data/published/new").mkdir(),
+    "book template": lambda r: _write(r / "book" / "_template" / "card.md.j2", "x"),
     "lock file": lambda r: _edit(r / "env" / "requirements-book.lock", "pandas==3\n"),
     "package source": lambda r: _edit(cache.PACKAGE_SOURCE / "metrics.py", "Y = 2\n"),
     "package gains a module": lambda r: (cache.PACKAGE_SOURCE / "new.py").write_text(""),

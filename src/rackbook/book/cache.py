@@ -34,6 +34,7 @@ def _shared_inputs() -> list[Path]:
         data / "hardware.yaml",
         data / "models",
         data / "published",
+        paths.ROOT / "book" / "_template",  # the words of the boxes and cards chapters glue
         paths.ROOT / "env" / "requirements-book.lock",
     ]
 

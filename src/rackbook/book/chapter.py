@@ -12,7 +12,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from rackbook.book.report import table
+from rackbook.book.report import md_cell as _md_cell
+from rackbook.book.report import render, table
 from rackbook.physics.units import plural
 
 
@@ -69,10 +70,6 @@ def folded(title: str, markdown: str) -> str:
     return f"{fence}{{dropdown}} {title}\n{for_reader(markdown.strip())}\n{fence}\n"
 
 
-def _warning(body: str) -> str:
-    return f":::{{warning}}\n{body.strip()}\n:::\n"
-
-
 def _doc(outcome: Any) -> dict[str, Any]:
     """A headline document (``result``, ``readings``) from an Outcome or a read JSON."""
     if isinstance(outcome, Mapping):
@@ -87,27 +84,9 @@ def conclusion_markdown(outcome: Any) -> str:
     from rackbook.results.conclusions import PLAIN_GRADES, conclusions, for_reader, summarize
 
     doc = _doc(outcome)
-    found = conclusions(doc)
     claims = {c.id: c for c in load_claims().claims}
-    items = []
-    for c in found:
-        s = summarize(claims[c.claim_id], doc["readings"])
-        why = f", {_md_cell(s.why)}" if s.why else ""
-        items.append(
-            f"**{_md_cell(c.figure)} — {_md_cell(s.word)}. {_md_cell(s.finding)}**<br>\n"
-            f'<span class="rb-claim">The claim: {_md_cell(c.statement)} '
-            f"Certainty: {s.grade}{why}.</span>"
-        )
-    body = "\n\n".join(items) or "No claim of this result has been read yet."
-    if found:
-        words = "\n\n".join(
-            f"**{_md_cell(c.figure)}**: {_md_cell(for_reader(c.text))} "
-            f"*Certainty ({PLAIN_GRADES[c.certainty.level - 1]}): "
-            f"{_md_cell(for_reader(c.certainty.note))}.*"
-            for c in found
-        )
-        body += f"\n\n:::{{dropdown}} Each reading in words, and why this certainty\n{words}\n:::"
-    return f"::::{{admonition}} What this chapter concludes\n:class: rb-conclusion\n{body}\n::::\n"
+    items = [(c, summarize(claims[c.claim_id], doc["readings"])) for c in conclusions(doc)]
+    return render("conclusion.md.j2", items=items, grades=PLAIN_GRADES, reader=for_reader)
 
 
 def glue_conclusion(outcome: Any) -> None:
@@ -197,11 +176,10 @@ def flips_box(outcome: Any) -> str:
     from rackbook.physics.results_bounds import verdict_rule
     from rackbook.results.conclusions import for_reader
 
-    body = "\n".join(f"- {_md_cell(f)}" for f in outcome.flips) or "- nothing short of a new trace"
-    note = f"Physics thresholds here follow the book's one verdict rule: {verdict_rule().text}."
-    n = len(outcome.flips)
-    body = for_reader(body)
-    return f":::{{dropdown}} What would flip it ({plural(n, 'threshold')})\n{note}\n\n{body}\n:::\n"
+    rule = verdict_rule().text
+    return render(
+        "chapter-boxes.md.j2", box="flips", flips=outcome.flips, rule=rule, reader=for_reader
+    )
 
 
 def standin_warning(kind: str, hardware: str, testable: bool) -> str:
@@ -212,11 +190,7 @@ def standin_warning(kind: str, hardware: str, testable: bool) -> str:
         "synthetic": "a synthetic input (generated, with its generator and seed in run.json)",
         "published": "numbers transcribed from a publication",
     }.get(kind, f"a recording on {hardware}")
-    return _warning(
-        f"The trace behind this chapter's measured numbers is {what}, not the claim's "
-        "hardware and model. It shows the method end to end; its numbers are not evidence "
-        "for or against the claim, and its reading is **untested**.",
-    )
+    return render("chapter-boxes.md.j2", box="standin", what=what)
 
 
 def evidence_markdown(result: str) -> str:
@@ -229,66 +203,36 @@ def evidence_markdown(result: str) -> str:
     table = evidence.evidence_table(result)
     if table.empty:
         return "No published measurement bears on this result.\n"
-    out = []
+    groups = []
     for claim_id, rows in table.groupby("claim_id", sort=False):
         head = rows[rows["kind"] == "claim"]
-        bases = rows[rows["kind"] == "reading"]
         pts = rows[rows["kind"] == "published"].sort_values("used", ascending=False, kind="stable")
-        if len(head):
-            h = head.iloc[0]
-            name = figures.get(str(claim_id), claim_id)
-            also = "" if h["as_published"] == name else f" ({_md_cell(h['as_published'])})"
-            margin = f" [{_md_cell(h['margin'])}]" if h["margin"] not in ("-", "") else ""
-            out.append(f"**{_md_cell(name)}**{also}: published reading **{h['verdict']}**{margin}")
-            out += ["", f"Basis as the write-up states it: {_md_cell(h['basis'])}.", ""]
-        items = []
-        for r in bases.to_dict("records"):
-            margin = f" ({_md_cell(r['margin'])})" if r["margin"] not in ("-", "", None) else ""
-            conv = f" {_md_cell(r['as_published'])}." if _known(r["as_published"]) else ""
-            closest = re.sub(
-                r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(r["comparable"])
-            )
-            items.append(
-                f"- *{_md_cell(r['who'])}*: **{r['verdict']}**{margin}.{conv} Closest "
-                f"published point of this basis: {closest}"
-            )
-        if len(items) > 2:  # many bases: one click away, their count in the title
-            items = [
-                f"::::{{dropdown}} Read on {len(items)} plausible bases, each with its closest "
-                "published point",
-                *items,
-                "::::",
-            ]
-        if items:
-            out += [*items, ""]
-        if pts.empty:
-            out += ["", "No published point.", ""]
-            continue
         records = pts.to_dict("records")
         ends = _range_ends([r for r in records if r["used"]])
         rest = [r for r in records if r not in ends]
-        if ends:
-            out += ["", "The published points that bound the range the reading uses:", ""]
-            out += _points_table(ends)
-        else:
-            out += ["", "No published point is like-for-like enough to decide the reading."]
-        if rest:
-            n = len(rest)
-            out += [
-                "",
-                f"::::{{dropdown}} {plural(n, 'more published point')} (inside "
-                "the range, or not deciding: how each differs from the claim)",
-                "",
-                *_points_table(rest),
-                "::::",
-            ]
-        out.append("")
+        groups.append(
+            {
+                "name": figures.get(str(claim_id), claim_id),
+                "head": head.iloc[0].to_dict() if len(head) else None,
+                "bases": rows[rows["kind"] == "reading"].to_dict("records"),
+                "points": records,
+                "ends": _points_table(ends) if ends else [],
+                "rest": _points_table(rest) if rest else [],
+                "more": len(rest),
+            }
+        )
+    body = render("evidence.md.j2", groups=groups, known=_known, linked=_linked)
     n = int((table["kind"] == "published").sum())
     return folded(
         f"The published points set beside each claim ({plural(n, 'point')}), with how each "
         "differs from the claim",
-        "\n".join(out),
+        body,
     )
+
+
+def _linked(text: object) -> str:
+    """A table cell with each parenthesised address written ``([source](URL))``."""
+    return re.sub(r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(text))
 
 
 def _short(text: object, width: int) -> str:
@@ -347,11 +291,7 @@ def headlines_box(outcome: Any) -> str:
     """The chapter's headline values, folded in a dropdown titled with their count."""
     from rackbook.results.conclusions import for_reader
 
-    n = len(outcome.headlines)
-    return for_reader(
-        f":::{{dropdown}} The {n} headline values this chapter writes "
-        f"(`{outcome.result}.json`)\n\n{outcome.markdown()}\n:::\n"
-    )
+    return render("chapter-boxes.md.j2", box="headlines", outcome=outcome, reader=for_reader)
 
 
 def _finite(x: Any) -> TypeGuard[float]:
@@ -365,10 +305,6 @@ def _known(x: object) -> bool:
     return str(x).strip().lower() not in ("", "nan", "none", "unknown", "not stated", "-")
 
 
-def _md_cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("$", "\\$").replace("\n", " ")
-
-
 def validity_warning(trace: Any) -> str:
     """A warning with the counts when flagged requests were left out; else empty."""
     from rackbook.results.conclusions import for_reader
@@ -376,9 +312,4 @@ def validity_warning(trace: Any) -> str:
     s = getattr(trace, "screening", None)
     if s is None or not s.flagged:
         return ""
-    return _warning(
-        f"Measurement validity: {for_reader(s.text())} A flagged request is one whose "
-        "timestamps measure the client rather than the engine (tokens delivered in one burst, "
-        "gaps below the clock's resolution or far below the engine's step) or whose token "
-        "counts disagree with the server's; see the methodology's section on measurement validity.",
-    )
+    return render("chapter-boxes.md.j2", box="validity", screening=s, reader=for_reader)

@@ -139,14 +139,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _children(pid: int) -> list[int]:
-    """Processes whose parent is ``pid`` (from /proc; empty where there is none)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid:
-                out.append(int(stat.parent.name))
-    return out
+    """Processes whose parent is ``pid`` (none once it has gone)."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        return [c.pid for c in psutil.Process(pid).children()]
+    return []
 
 
 _REPORT = "from rackbook.book.execute import report_input_errors; report_input_errors()"

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from rackbook.inputs.claims import load_claims
 from rackbook.physics import check, expected
+from rackbook.physics.units import plural
 
 #: The rack claim (data/claims.yaml) and the single-user claim.
 RACK_CLAIM_ID = "rack-scaling.throughput"
@@ -59,40 +61,41 @@ def _cell(c: check.Check, setting: dict[str, Any], x: float, fit: Any) -> Cell:
     return Cell(setting, x, c.claimed_tok_s_per_gpu, ceiling, c.verdict, exp, low, high)
 
 
+def _grid(
+    claim_id: str, gpu: str, settings: dict[str, tuple], x_name: str, xs: tuple, **fixed: Any
+) -> list[Cell]:
+    """``claim_id``'s figure checked on ``gpu`` for every combination of ``settings`` (one
+    per explorer panel) and every value of ``x_name`` in ``xs``; ``fixed``: the same for all
+    (``gpus`` among them or among the settings)."""
+    tok_s = load_claims().value(claim_id)
+    fit = expected.load_fit()
+    cells = []
+    for values in itertools.product(*settings.values()):
+        setting = dict(zip(settings, values, strict=True))
+        kw = {**fixed, **setting}
+        gpus = kw.pop("gpus")
+        for x in xs:
+            c = check.check_claim(MODEL, gpu, gpus, tok_s, **kw, **{x_name: x})
+            cells.append(_cell(c, setting, x, fit))
+    return cells
+
+
 def rack_grid() -> list[Cell]:
     """The rack explorer's grid: the rack claim on 72 GB300 per tokens counted, per and
     cached share of the input (``x``)."""
     from rackbook.results.rack_scaling import ASSUMED_ISL, ASSUMED_OSL
 
-    tok_s = load_claims().value(RACK_CLAIM_ID)
-    fit = expected.load_fit()
-    cells = []
-    for counted in RACK_COUNTED:
-        for per in RACK_PER:
-            for share in RACK_SHARES:
-                c = check.check_claim(
-                    MODEL, RACK_GPU, RACK_GPUS, tok_s, per=per, counted=counted,
-                    isl=ASSUMED_ISL, osl=ASSUMED_OSL, cached_share=share,
-                )  # fmt: skip
-                cells.append(_cell(c, {"counted": counted, "per": per}, share, fit))
-    return cells
+    settings = {"counted": RACK_COUNTED, "per": RACK_PER}
+    fixed = {"gpus": RACK_GPUS, "isl": ASSUMED_ISL, "osl": ASSUMED_OSL}
+    return _grid(RACK_CLAIM_ID, RACK_GPU, settings, "cached_share", RACK_SHARES, **fixed)
 
 
 def single_grid() -> list[Cell]:
     """The single-user explorer's grid: one stream per GPU count, context and tokens per
     step (``x``)."""
-    tok_s = load_claims().value(SINGLE_CLAIM_ID)
-    fit = expected.load_fit()
-    cells = []
-    for gpus in SINGLE_GPUS:
-        for ctx in SINGLE_CONTEXTS:
-            for tps in SINGLE_STEPS:
-                c = check.check_claim(
-                    MODEL, SINGLE_GPU, gpus, tok_s, per="total", batch=1, context=ctx,
-                    tokens_per_step=tps,
-                )  # fmt: skip
-                cells.append(_cell(c, {"gpus": gpus, "context": ctx}, tps, fit))
-    return cells
+    settings = {"gpus": SINGLE_GPUS, "context": SINGLE_CONTEXTS}
+    xs = SINGLE_STEPS
+    return _grid(SINGLE_CLAIM_ID, SINGLE_GPU, settings, "tokens_per_step", xs, per="total", batch=1)
 
 
 def _label(setting: dict[str, Any]) -> str:
@@ -100,20 +103,45 @@ def _label(setting: dict[str, Any]) -> str:
         tokens = "output tokens" if setting["counted"] == "output" else "all tokens incl. cached"
         per = "per GPU" if setting["per"] == "gpu" else f"rack total / {RACK_GPUS}"
         return f"{tokens}, {per}"
-    n, ctx = setting["gpus"], setting["context"]
-    gpus = f"{n} GPU" if n == 1 else f"{n} GPUs"
+    gpus, ctx = plural(setting["gpus"], "GPU"), setting["context"]
     return f"{gpus}, context {ctx:,} tokens" if ctx else f"{gpus}, no context"
 
 
 def _groups(cells: list[Cell]) -> dict[str, list[Cell]]:
-    out: dict[str, list[Cell]] = {}
-    for c in cells:
-        out.setdefault(_label(c.setting), []).append(c)
-    return out
+    """The cells by panel (setting label), in grid order (a panel's cells are adjacent)."""
+    return {k: list(g) for k, g in itertools.groupby(cells, key=lambda c: _label(c.setting))}
 
 
 def _num(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
+
+
+#: Plotly styles of a panel's traces: the expected range's two edges (filled between), the
+#: physics ceiling and the claim.
+_EDGE = {"mode": "lines", "line": {"width": 0}}
+_LOW = {**_EDGE, "fill": "tonexty", "fillcolor": "rgba(0,158,115,0.25)", "name": "expected range"}
+_CEILING = {
+    "mode": "lines",
+    "line": {"color": "#333333", "dash": "dash"},
+    "name": "physics ceiling",
+}
+_CLAIM = {
+    "mode": "lines+markers",
+    "name": "the claim",
+    "line": {"color": "#777777"},
+    "hovertemplate": "%{x}: claim %{y:,.0f} tok/s per GPU, %{text}<extra></extra>",
+}
+
+
+def _traces(cs: list[Cell]) -> list[dict[str, Any]]:
+    """One panel's Plotly traces (y values and style; the claim's markers by verdict)."""
+    marker = {"size": 11, "color": [COLOURS.get(c.verdict, "#777777") for c in cs]}
+    return [
+        {"y": [_num(c.high) for c in cs], **_EDGE, "showlegend": False, "hoverinfo": "skip"},
+        {"y": [_num(c.low) for c in cs], **_LOW},
+        {"y": [_num(c.ceiling) for c in cs], **_CEILING},
+        {"y": [c.claimed for c in cs], **_CLAIM, "marker": marker, "text": [c.verdict for c in cs]},
+    ]
 
 
 def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
@@ -125,25 +153,8 @@ def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
     fig = go.Figure()
     per_group = 4
     for i, (_, cs) in enumerate(groups.items()):
-        xs = [c.x for c in cs]
-        vis = i == first
-        fig.add_trace(go.Scatter(x=xs, y=[_num(c.high) for c in cs], mode="lines",
-                                 line={"width": 0}, showlegend=False, hoverinfo="skip",
-                                 visible=vis))  # fmt: skip
-        fig.add_trace(go.Scatter(x=xs, y=[_num(c.low) for c in cs], mode="lines",
-                                 line={"width": 0}, fill="tonexty",
-                                 fillcolor="rgba(0,158,115,0.25)", name="expected range",
-                                 visible=vis))  # fmt: skip
-        fig.add_trace(go.Scatter(x=xs, y=[_num(c.ceiling) for c in cs], mode="lines",
-                                 line={"color": "#333333", "dash": "dash"},
-                                 name="physics ceiling", visible=vis))  # fmt: skip
-        fig.add_trace(go.Scatter(
-            x=xs, y=[c.claimed for c in cs], mode="lines+markers", name="the claim",
-            line={"color": "#777777"}, visible=vis,
-            marker={"size": 11, "color": [COLOURS.get(c.verdict, "#777777") for c in cs]},
-            text=[c.verdict for c in cs],
-            hovertemplate="%{x}: claim %{y:,.0f} tok/s per GPU, %{text}<extra></extra>",
-        ))  # fmt: skip
+        for trace in _traces(cs):
+            fig.add_trace(go.Scatter(x=[c.x for c in cs], visible=i == first, **trace))
     buttons = []
     for i, label in enumerate(groups):
         shown = [j // per_group == i for j in range(per_group * len(groups))]
@@ -174,8 +185,9 @@ def _png(cells: list[Cell], x_title: str, title: str, first: int = 0) -> bytes:
     ax.fill_between(xs, lo, hi, color="#009E73", alpha=0.25, label="expected range")
     ax.plot(xs, [c.ceiling for c in cs], "k--", label="physics ceiling")
     ax.plot(xs, [c.claimed for c in cs], color="0.5")
-    ax.scatter(xs, [c.claimed for c in cs], c=[COLOURS.get(c.verdict, "0.5") for c in cs],
-               zorder=3, label="the claim (blue possible, orange impossible)")  # fmt: skip
+    colours = [COLOURS.get(c.verdict, "0.5") for c in cs]
+    claim = "the claim (blue possible, orange impossible)"
+    ax.scatter(xs, [c.claimed for c in cs], c=colours, zorder=3, label=claim)
     ax.set_yscale("log")
     ax.set_xlabel(x_title)
     ax.set_ylabel("tokens/s per GPU (log)")
@@ -202,11 +214,12 @@ def bundle(
 
 def rack_bundle() -> dict[str, Any]:
     """The rack-scaling explorer's display bundle (:func:`rack_grid`)."""
-    return bundle(rack_grid(), "cached share of the input tokens (fraction)",
-                  "The rack figure per GPU of the counted tokens, by reading")  # fmt: skip
+    title = "The rack figure per GPU of the counted tokens, by reading"
+    return bundle(rack_grid(), "cached share of the input tokens (fraction)", title)
 
 
 def single_bundle() -> dict[str, Any]:
     """The single-user explorer's display bundle (:func:`single_grid`)."""
-    return bundle(single_grid(), "tokens per step (acceptance length; 1 without speculation)",
-                  "The single-user figure per GPU, by GPUs and context", SINGLE_FIRST)  # fmt: skip
+    x_title = "tokens per step (acceptance length; 1 without speculation)"
+    title = "The single-user figure per GPU, by GPUs and context"
+    return bundle(single_grid(), x_title, title, SINGLE_FIRST)

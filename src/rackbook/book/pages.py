@@ -10,8 +10,12 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rackbook import paths
-from rackbook.book.report import table
+from rackbook.book.report import cell as _cell
+from rackbook.book.report import md as _md
+from rackbook.book.report import render, table
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_write_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
@@ -22,17 +26,6 @@ _STATUS = {
     "partly-located": "primary source partly located",
     "not-located": "primary source not located",
 }
-
-
-def _md(text: object) -> str:
-    """Text safe inside MyST: ``$`` escaped, bare URLs linked."""
-    text = str(text).replace("$", "\\$")
-    return re.sub(r"(?<![<(])(https?://[^\s)>\]]+[^\s)>\].,;:])", r"<\1>", text)
-
-
-def _cell(text: object) -> str:
-    """Text safe inside a Markdown table cell."""
-    return _md(text).replace("|", "\\|").replace("\n", " ")
 
 
 def claim_card(result: str, registry: Registry | None = None) -> str:
@@ -49,55 +42,24 @@ def claim_card(result: str, registry: Registry | None = None) -> str:
 def as_published(result: str, registry: Registry | None = None) -> str:
     """Per claim of ``result``, a dropdown: its original words, scope, metric and source."""
     reg = registry or load_claims()
-    out = []
-    for c in reg.for_result(result):
-        src = reg.source(c.source.seen_in)
-        out += [
-            f":::{{dropdown}} As published: {_md(c.value_text)} ({c.id})",
-            f"> {_md(c.original)}",
-            "",
-            f"- Scope: {_md(c.scope.summary())}",
-            f"- Measures: {_md(c.metric.measured)}",
-            f"- Source: seen in *{_md(src.title)}*; {_STATUS[c.source.status]}"
-            + (f" (<{c.source.primary}>)" if c.source.primary else ""),
-            ":::",
-            "",
-        ]
-    return "\n".join(out)
+    return render("as-published.md.j2", reg=reg, result=result, status=_STATUS)
 
 
 def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
     """The landing page's opening: where the claims were read and which a primary text
     confirms, as of ``today`` (UTC date)."""
     reg = registry or load_claims()
-    day = (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
-    article = "; ".join(
-        f"*{_md(reg.source(s).title)}*" for s in sorted({c.source.seen_in for c in reg.claims})
-    )
-    missing = any(s.status == "not-located" for s in reg.sources)
-    confirmed = [c for c in reg.claims if c.source.status in ("located", "partly-located")]
-    related = [s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")]
-    out = (
-        f"**Where the claims come from.** All {len(reg.claims)} numbers were read in one "
-        f"secondary source, a French article, {article}, that attributes them to vLLM; "
-        + (
-            f"the text those numbers come from was not located as of {day}, this build's date. "
-            if missing
-            else f"its primary sources were located as of {day}. "
-        )
-    )
-    if missing and related:
-        links = ", ".join(f"[{_md(s.title.split(' (')[0])}]({s.url})" for s in related)
-        out += f"vLLM's own posts on the model ({links}) carry none of the write-up's "
-        out += "throughput, cost or speed figures. "
-    if confirmed:
-        links = ", ".join(f"[{_md(c.value_text)}]({c.source.primary})" for c in confirmed)
-        out += (
-            f"Only {links} {'is' if len(confirmed) == 1 else 'are'} confirmed by a primary text. "
-        )
-    return (
-        out
-        + f"Each of the {len({c.result for c in reg.claims})} results is checked in one chapter:\n"
+    return render(
+        "source-note.md.j2",
+        reg=reg,
+        day=(today or datetime.datetime.now(datetime.UTC).date()).isoformat(),
+        articles=[
+            f"*{_md(reg.source(s).title)}*" for s in sorted({c.source.seen_in for c in reg.claims})
+        ],
+        missing=any(s.status == "not-located" for s in reg.sources),
+        confirmed=[c for c in reg.claims if c.source.status in ("located", "partly-located")],
+        related=[s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")],
+        results=len({c.result for c in reg.claims}),
     )
 
 
@@ -154,14 +116,16 @@ def at_a_glance(
             cells += [_run_verdict(yours, claim.id)] * yours_too
             cells += [_run_verdict(ref, claim.id)] * (reference is not None)  # the word only
             rows.append(cells)
-    key = "; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS)
-    out = "\n".join(table(head, rows)) + "\n\n" + (f"**Verdicts.** {key}.\n\n" if key else "")
-    if yours_too:
-        out += "*This run, your traces*: the verdict on your trace (`-`: the shipped trace).\n\n"
-    if reasons:
-        out += ":::{dropdown} Why each certainty (GRADE: high, moderate, low, very low)\n"
-        out += "\n".join(reasons) + "\n:::\n\n"
-    return out + attainable_note() + "\n"
+    from rackbook.physics.expected import load_fit
+
+    return render(
+        "at-a-glance.md.j2",
+        lines=table(head, rows),
+        key="; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS),
+        yours_too=yours_too,
+        reasons=reasons,
+        held_out=plain_number(load_fit().validation_text or ""),
+    )
 
 
 def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
@@ -170,23 +134,6 @@ def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
         return "not run"
     got = [r for r in readings if (r["claim_id"], r["reading"]) == (claim_id, "this run")]
     return str(got[-1]["verdict"]) if got else "-"
-
-
-def attainable_note() -> str:
-    """A dropdown under the landing table: what "expected to reach" means."""
-    from rackbook.physics.expected import load_fit
-    from rackbook.results.conclusions import plain_number
-
-    held_out = load_fit().validation_text
-    error = f" ({plain_number(held_out)})" if held_out else ""
-    return (
-        f':::{{dropdown}} What "expected to reach" means{error}\n'
-        "rackbook's expected throughput for the claim's workload and GPUs: measured kernel "
-        "times, a per-layer latency floor anchored on a published single stream, one fitted "
-        "kernel factor, the best deployment. "
-        "See {doc}`How well does rackbook predict? </book/validation>`. "
-        "Each chapter gives the whole reading, with what measured kernels alone reach.\n:::\n"
-    )
 
 
 def _links(urls: list[str]) -> str:
@@ -206,110 +153,34 @@ def hardware_page() -> str:
     """The hardware catalog as tables (``data/hardware.yaml``)."""
     from rackbook.inputs.catalogs import load_hardware
 
-    cat = load_hardware()
-    out = ["# Hardware catalog\n\nGenerated from `data/hardware.yaml`; 1 TB/s = 10^12 bytes/s.\n"]
-    head = "GPU | HBM | HBM bandwidth | dense FP4 | dense FP8 | dense BF16 | NVLink | source"
-    out += table(
-        head,
-        (
-            [f"{gid}: {_cell(g.name)}", _num(g.hbm_capacity_bytes, 1e9, "GB")]
-            + [_num(g.hbm_bandwidth_bytes_per_s, 1e12, "TB/s")]
-            + [_num(getattr(g.dense_flops, d), 1e15, "PFLOP/s") for d in ("fp4", "fp8", "bf16")]
-            + [_num(g.nvlink_bandwidth_bytes_per_s, 1e12, "TB/s"), _links(g.sources)]
-            for gid, g in cat.gpus.items()
-        ),
-    )
-    out += [""] + [f"- {gid}: {_md(g.notes)}" for gid, g in cat.gpus.items() if g.notes] + [""]
-    out += table(
-        "system | GPU | GPUs | trays x GPUs | aggregate HBM bandwidth | source",
-        (
-            [f"{sid}: {_cell(sy.name)}", sy.gpu, sy.gpus]
-            + [f"{sy.trays} x {sy.gpus_per_tray}" if sy.trays else "-"]
-            + [_num(sy.aggregate_hbm_bandwidth_bytes_per_s, 1e12, "TB/s"), _links(sy.sources)]
-            for sid, sy in cat.systems.items()
-        ),
-    )
-    out += [""] + table(
-        "price | GPU | $/GPU-hour | source",
-        (
-            [f"{pid}: {_cell(pr.name)}", pr.gpu]
-            + [f"{'about ' if pr.approximate else ''}{pr.usd_per_gpu_hour:.3f}", _links(pr.sources)]
-            for pid, pr in cat.prices.items()
-        ),
-    )
-    return "\n".join(out) + "\n"
+    return render("hardware.md.j2", cat=load_hardware(), num=_num, links=_links)
+
+
+def _kv(model: Any) -> str:
+    """A model's global KV bytes per token at each precision (``-`` where it has none)."""
+    from rackbook.errors import InputError
+    from rackbook.physics import roofline
+
+    out = []
+    for dt in ("fp4", "fp8", "bf16"):
+        try:
+            out.append(f"{dt} {roofline.kv_bytes_per_token(model, dt):,} B")
+        except InputError:
+            out.append(f"{dt} -")
+    return ", ".join(out)
 
 
 def models_page() -> str:
     """The model catalog (``data/models/*.yaml``) with KV bytes computed by the roofline."""
-    from rackbook.errors import InputError
     from rackbook.inputs.catalogs import list_models, load_model
-    from rackbook.physics import roofline
 
-    out = ["# Model catalog\n\nGenerated from `data/models/`; KV bytes by `rackbook kv-bytes`.\n"]
-    for mid in list_models():
-        m = load_model(mid)
-        a, moe, p = m.architecture, m.moe, m.params
-        kv = []
-        for dt in ("fp4", "fp8", "bf16"):
-            try:
-                kv.append(f"{dt} {roofline.kv_bytes_per_token(m, dt):,} B")
-            except InputError:
-                kv.append(f"{dt} -")
-        heads = a.num_attention_heads
-        gb = {k: _num(getattr(p, k), 1e9, "B") for k in ("total", "backbone", "engram")}
-        engram = f"{gb['backbone']} + {gb['engram']}" if p.backbone else None
-        active = [_num(x or p.active, 1e9, "B") for x in (p.active_prefill, p.active_decode)]
-        rows = {
-            "layers": a.num_layers,
-            "hidden size": a.hidden_size,
-            "attention heads x head dim": f"{heads} x {a.head_dim}"
-            if heads and a.head_dim
-            else heads,
-            "routed experts (top-k)": f"{moe.num_routed_experts} ({moe.experts_per_token})",
-            "shared experts": moe.num_shared_experts,
-            "MoE intermediate size": moe.moe_intermediate_size,
-            "parameters, total": gb["total"],
-            "parameters, backbone + Engram memory": engram,
-            "active per token, prefill / decode": " / ".join(active),
-            "global KV bytes per token": ", ".join(kv),
-            "max context": _num(a.max_context_tokens, 1, "tokens"),
-        }
-        out += [f"## {_cell(m.name)}", ""]
-        out += table(
-            "figure | value", ((k, _cell("-" if v is None else v)) for k, v in rows.items())
-        )
-        out += ["", "Sources: " + _links([str(x) for x in m.sources]), ""]
-    return "\n".join(out) + "\n"
+    models = [load_model(m) for m in list_models()]
+    return render("models.md.j2", models=models, num=_num, links=_links, kv=_kv)
 
 
 def claims_page(registry: Registry | None = None) -> str:
     """Every claim of the registry and every source with its status."""
-    reg = registry or load_claims()
-    out = ["# Claims registry and sources\n\nGenerated from `data/claims.yaml`.\n"]
-    for c in reg.claims:
-        out += [
-            f"## `{c.id}`: {c.value_text}",
-            "",
-            c.statement,
-            "",
-            f"> {c.original}",
-            "",
-            f"- Comparison: {c.comparison}; scope: {c.scope.summary()}",
-            f"- Metric: {c.metric.measured}",
-        ]
-        if c.metric.tokens_counted:
-            out.append(f"- Tokens counted: {_md(c.metric.tokens_counted)}")
-        out += [f"- Caution: {_md(x)}" for x in c.cautions]
-        out += [f"- Source status: {_STATUS[c.source.status]}", ""]
-    out += ["## Sources", ""] + table(
-        "id | title | status | link",
-        (
-            (s.id, _cell(s.title), _STATUS[s.status], f"<{s.url}>" if s.url else "-")
-            for s in reg.sources
-        ),
-    )
-    return "\n".join(out) + "\n"
+    return render("claims.md.j2", reg=registry or load_claims(), status=_STATUS)
 
 
 def translation_page(trace_dir: Path, gpus: int = 1) -> str:
@@ -333,27 +204,8 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
     return head + "\n\n" + "\n".join(out) + "\n"
 
 
-#: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments). The
-#: figures of the six results come from the claims registry; the two H200 figures are inputs
-#: chosen to land on either side of the ceiling, not claims.
-CHECK_EXAMPLES: tuple[tuple[str, dict], ...] = (
-    ("rack-scaling.throughput, per GPU", {"gpu": "gb300", "gpus": 72, "per": "gpu"}),
-    ("rack-scaling.throughput, rack total / 72", {"gpu": "gb300", "gpus": 72, "per": "total"}),
-    (
-        "rack-scaling.throughput, per GPU of prefill",
-        {"gpu": "gb300", "gpus": 72, "per": "gpu", "phase": "prefill"},
-    ),
-    (
-        "single-user.throughput, one user, 3.51 tokens per step",
-        {"gpu": "b300", "gpus": 4, "per": "total", "batch": 1, "tokens_per_step": 3.51},
-    ),
-    (
-        "single-user.throughput, one user, no speculation",
-        {"gpu": "b300", "gpus": 4, "per": "total", "batch": 1},
-    ),
-    ("an H200 figure: 3,000 tok/s per GPU", {"gpu": "h200", "gpus": 8, "tok_s": 3000.0}),
-    ("an H200 figure: 100,000 tok/s per GPU", {"gpu": "h200", "gpus": 8, "tok_s": 100000.0}),
-)
+#: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments).
+CHECK_EXAMPLES = paths.ROOT / "book" / "_template" / "check-examples.yaml"
 
 
 def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = None) -> str:
@@ -362,8 +214,8 @@ def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = N
 
     reg = registry or load_claims()
     rows = []
-    for label, kw in CHECK_EXAMPLES:
-        kw = dict(kw)
+    for example in yaml.safe_load(CHECK_EXAMPLES.read_text(encoding="utf-8")):
+        label, kw = example["label"], dict(example["args"])
         claim_id = label.split(",")[0]
         tok_s = kw.pop("tok_s", None) or reg.value(claim_id)
         c = check.check_claim(model, kw.pop("gpu"), kw.pop("gpus"), tok_s, **kw)
@@ -415,53 +267,14 @@ def _bib_escape(text: str) -> str:
     return re.sub(r"([&%#_{}$])", r"\\\1", text)
 
 
-#: News aggregators and mirrors the data files cite, which are secondary sources.
-AGGREGATORS: tuple[str, ...] = ("24-ai.news", "vuink.com", "aiposthub.cc")
-
-#: Aggregator address -> the primary it reports (address, title, organisation, date), located
-#: 2026-12-03 with search tools, not opened: the aggregators' figures stay NOT VERIFIED.
+#: How the bibliography names cited addresses: aggregators (secondary sources), the primary
+#: each reports (address, title, organisation, date), a host's organisation.
+_CITATIONS = yaml.safe_load((paths.DATA / "citations.yaml").read_text(encoding="utf-8"))
+AGGREGATORS: tuple[str, ...] = tuple(_CITATIONS["aggregators"])
 PRIMARY_OF: dict[str, tuple[str, str, str, str]] = {
-    "https://aiposthub.cc/5152": (
-        "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
-        "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md",
-        "Day 6: One more thing, DeepSeek-V3/R1 inference system overview",
-        "DeepSeek",
-        "2025-03-01",
-    ),
-    "https://24-ai.news/en/news/2026-05-07/vllm-mooncake-kv-cache-store/": (
-        "https://vllm.ai/blog/mooncake-store",
-        "Serving agentic workloads at scale with vLLM x Mooncake",
-        "vLLM team",
-        "2026-05-06",
-    ),
-    "https://24-ai.news/en/vijest/2026-04-24/vllm-deepseek-v4-kv-cache-kompresija/": (
-        "https://vllm.ai/blog/deepseek-v4",
-        "DeepSeek V4 in vLLM: efficient long-context attention",
-        "vLLM team",
-        "2026-04-24",
-    ),
-    "https://vuink.com/post/yzflf-d-dbet/blog/2025-06-16-gb200-part-1": (
-        "https://lmsys.org/blog/2025-06-16-gb200-part-1",
-        "Deploying DeepSeek on GB200 NVL72 with PD and large scale EP (part I)",
-        "LMSYS (SGLang team)",
-        "2025-06-16",
-    ),
+    k: (v["url"], v["title"], v["org"], v["date"]) for k, v in _CITATIONS["primary_of"].items()
 }
-
-#: Organisation behind a host, where the address names no owner itself.
-_HOSTS = {
-    "lmsys.org": "LMSYS (SGLang team)",
-    "nvidia.com": "NVIDIA",
-    "vllm.ai": "vLLM team",
-    "semianalysis.com": "SemiAnalysis",
-    "glennklockwood.com": "Glenn K. Lockwood",
-    "verda.com": "Verda",
-    "oxmaint.com": "Oxmaint",
-    "morphllm.com": "Morph",
-    "24-ai.news": "24 AI News",
-    "vuink.com": "vuink.com",
-    "aiposthub.cc": "AI Post Hub",
-}
+_HOSTS: dict[str, str] = _CITATIONS["hosts"]
 
 
 def _host(url: str) -> str:
@@ -524,26 +337,11 @@ def bibliography(registry: Registry | None = None) -> str:
         if bib_key(url) in by_key and bib_key(primary) not in by_key:
             by_key[bib_key(primary)] = (primary, [])
             extra[primary] = {"title": title, "org": org, "date": date, "secondary": False}
-    out = []
-    for key in sorted(by_key):
-        url, files = by_key[key]
-        meta = extra.get(url) or source_meta(url, titles, figures)
-        notes = []
-        if meta["secondary"]:
-            notes.append("secondary source (news aggregator or mirror)")
-            if url in PRIMARY_OF:
-                notes.append(f"primary: {PRIMARY_OF[url][2]}, {PRIMARY_OF[url][1]}")
-        notes.append(f"cited in {', '.join(files)}" if files else "primary of a cited report")
-        fields = {
-            "title": "{" + _bib_escape(meta["title"]) + "}",  # case kept as written
-            "author": "{" + _bib_escape(meta["org"]) + "}",
-            "year": meta["date"][:4] if meta["date"] != "n.d." else "n.d.",
-            "date": meta["date"],
-            "url": url,
-            "note": _bib_escape("; ".join(notes)),
-        }
-        out += [f"@misc{{{key},", *(f"  {k} = {{{v}}}," for k, v in fields.items()), "}", ""]
-    return "\n".join(out)
+    entries = [
+        (key, url, files, extra.get(url) or source_meta(url, titles, figures))
+        for key, (url, files) in sorted(by_key.items())
+    ]
+    return render("references.bib.j2", entries=entries, bib=_bib_escape, primary_of=PRIMARY_OF)
 
 
 def yaml_literal(default: str) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rackbook import __version__, paths
+from rackbook.book.report import render
 from rackbook.inputs.claims import load_claims
 
 #: Where each release's conclusions are kept, one JSON file per version.
@@ -60,73 +61,21 @@ def _changes(old: dict, new: dict) -> list[str]:
 
 def changes_page(executed: Path, folder: Path = RELEASES) -> str:
     """The dated "what changed in the conclusions" page, newest release first."""
-    rel = releases(folder)
     now = snapshot(executed, version="this build")
-    out = ["# What changed in the conclusions", ""]
-    out.append(
-        "Each release keeps its conclusions (verdict word and certainty per claim, generated "
-        "from the chapters' headline JSONs) in `data/releases/`; this page compares them."
-    )
-    if rel:
-        last = rel[-1]
-        diff = _changes(last, now)
-        out += ["", f"## This build ({now['date']}) against release {last['version']}", ""]
-        out += diff or [f"No conclusion changed since release {last['version']}."]
-    for i in range(len(rel) - 1, -1, -1):
-        r = rel[i]
-        out += ["", f"## Release {r['version']} ({r['date']})", ""]
-        if i:
-            out += _changes(rel[i - 1], r) or [
-                f"No conclusion changed since {rel[i - 1]['version']}."
-            ]
-        else:
-            out += [
-                f"- **{c['figure'].replace('$', chr(92) + '$')}**: *{c['word']}* ({c['grade']})"
-                for c in r["claims"].values()
-            ]
-    return "\n".join(out) + "\n"
+    return render("changes.md.j2", rel=releases(folder), now=now, changes=_changes)
 
 
 def citation_cff(version: str = __version__, date: str | None = None) -> str:
     """``CITATION.cff`` (Citation File Format 1.2.0) for this version of the book."""
     when = date or _release_date(version)
-    return (
-        "cff-version: 1.2.0\n"
-        "message: If you quote the book's findings, please cite it as below.\n"
-        f'title: "{TITLE}"\n'
-        "type: software\n"
-        "authors:\n"
-        f'  - name: "{AUTHORS}"\n'
-        f"version: {version}\n"
-        f"date-released: {when}\n"
-        "license: Apache-2.0\n"
-    )
-
-
-def bibtex(version: str = __version__, date: str | None = None) -> str:
-    """The BibTeX entry the landing page shows (the same fields as ``CITATION.cff``)."""
-    when = date or _release_date(version)
-    return (
-        f"@software{{rackbook_{version.replace('.', '_')},\n"
-        f"  title = {{{{{TITLE}}}}},\n"
-        f"  author = {{{{{AUTHORS}}}}},\n"
-        f"  version = {{{version}}},\n"
-        f"  year = {{{when[:4]}}},\n"
-        f"  date = {{{when}}},\n"
-        "}\n"
-    )
+    return render("citation.cff.j2", title=TITLE, authors=AUTHORS, version=version, date=when)
 
 
 def cite_markdown(version: str = __version__) -> str:
-    """The landing page's citation box: version, release date and the BibTeX, one click
-    away."""
+    """The landing page's citation box: version, release date and the BibTeX (the fields of
+    ``CITATION.cff``), one click away."""
     when = _release_date(version)
-    return (
-        f":::{{dropdown}} Cite this book (version {version}, {when})\n"
-        f"```bibtex\n{bibtex(version)}```\n\n"
-        "The same fields are in `CITATION.cff`; {doc}`/book/generated/changes` lists what "
-        "changed in the conclusions from release to release.\n:::\n"
-    )
+    return render("cite.md.j2", title=TITLE, authors=AUTHORS, version=version, date=when)
 
 
 def _release_date(version: str) -> str:

@@ -4,6 +4,7 @@ and verdict (4 significant digits), and what moved since the last run."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -102,3 +103,41 @@ def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
     n = head.count("|") + 1
     lines = [f"| {head} |", "|" + "---|" * n]
     return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+
+
+def md(text: object) -> str:
+    """Text safe inside MyST: ``$`` escaped, bare URLs linked."""
+    text = str(text).replace("$", "\\$")
+    return re.sub(r"(?<![<(])(https?://[^\s)>\]]+[^\s)>\].,;:])", r"<\1>", text)
+
+
+def cell(text: object) -> str:
+    """Text safe inside a Markdown table cell."""
+    return md(text).replace("|", "\\|").replace("\n", " ")
+
+
+def md_cell(text: object) -> str:
+    """Text safe inside a Markdown table cell or bold run: ``|`` and ``$`` escaped, one line."""
+    return str(text).replace("|", "\\|").replace("$", "\\$").replace("\n", " ")
+
+
+def render(template: str, **values: Any) -> str:
+    """``book/_template/TEMPLATE`` (Jinja2) filled with ``values``: the book's words live in
+    the template, the numbers in ``values``; an undefined name raises."""
+    import jinja2
+
+    from rackbook import paths
+    from rackbook.physics.units import plural
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(paths.ROOT / "book" / "_template"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters |= {"fmt": format, "md": md, "cell": cell, "mdcell": md_cell}
+    env.filters["pipes"] = lambda v: str(v).replace("|", "\\|")
+    env.globals |= {"plural": plural}
+    return env.get_template(template).render(**values)

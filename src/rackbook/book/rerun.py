@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from rackbook import paths
-from rackbook.book.report import table
+from rackbook.book.report import render
 from rackbook.physics.units import plural
 from rackbook.results.registry import ChapterTable
 
@@ -33,55 +33,6 @@ EXTRA_ARGS: Mapping[str, tuple[tuple[str, str], ...]] = ChapterTable("RERUN_ARGS
 
 #: What the params file alone cannot give a result's "this run" reading (one sentence each).
 NEEDS: Mapping[str, str] = ChapterTable("RERUN_NEEDS")
-
-
-def needs(result: str, topo: Any) -> str:
-    """What the params file alone cannot give ``result``'s "this run" reading (read, not typed)."""
-    from rackbook.cluster import notebook_params
-    from rackbook.inputs import catalogs
-    from rackbook.inputs.published import load_figures
-
-    ref = topo.reference_worker()
-    params = notebook_params.params_files(topo)
-    if result == "rack-scaling" and ref:
-        plan = record_parameters(topo)
-        hit = load_figures().get(HIT_RATE_FIGURE)
-        return (
-            f"The trace holds config `1x` (the reference, {plan['reference_gpus']} GPUs) and "
-            f"`rack` (counted as {plan['deployment_gpus']} GPUs, as the claim does, serving on "
-            f"{topo.routed_gpus}) at {plan['input_len']:,} tokens in and {plan['output_len']:,} "
-            f"out, {plan['prefix_len']:,} of them a cached shared prefix ({hit.value:g} %, "
-            f"AgentX's published hit rate, <{hit.url}>). Untested: whether the write-up's node "
-            "is a 4-GPU tray (the recipe's) or an 8-GPU HGX node."
-        )
-    if result == "prefill-gain":
-        rejected = [r.url for r in load_figures().rejected if r.claim == "prefill-gain.gain"]
-        return (
-            f"`endpoint_b` is this recipe ({topo.vllm.image}:{topo.vllm.tag}); `endpoint_a`, "
-            f"the baseline, a copy of it (same model, same {plural(topo.routed_gpus, 'GPU')}, "
-            "same serve flags; only `vllm.tag` and `vllm.version` changed in the topology) on "
-            "the last vLLM release before the three prefill changes. No stored source names "
-            f"that release (read: {', '.join(f'<{u}>' for u in rejected)}), so the operator "
-            f"picks it; both hold the {params['prefill-gain']['prefix_tokens']:,}-token prefix."
-        )
-    if result == "context-latency" and ref:
-        model = catalogs.as_model(topo.model.catalog_id)
-        p = params["context-latency"]
-        return (
-            f"The endpoint is the one-node reference ({ref}: DEP{topo.workers[ref].gpus}, one "
-            f"copy of the weights over {p['weight_gpus']} GPUs, {plural(p['n_gpus'], 'GPU')} "
-            "reading a sequence's KV), as the chapter's model assumes; the default "
-            f"`--max-model-len`, {model.architecture.max_context_tokens:,} tokens, holds the "
-            f"longest context ({max(p['context_lengths']):,}) plus {p['output_len']} out."
-        )
-    if result == "single-user":
-        where = f"the one-node reference ({ref}, DEP{topo.workers[ref].gpus})" if ref else ""
-        return (
-            "The claim is one user on 4 B300 GPUs: the endpoint is "
-            + (where or "a 4-GPU deployment (one node)")
-            + ", not the rack's router. Untested: a tensor-parallel decode path instead of DEP."
-        )
-    return NEEDS.get(result, "")
 
 
 @dataclass(frozen=True)
@@ -251,19 +202,31 @@ def _prefill_gpus(topo: Any) -> int:
     return sum(topo.workers[n].gpus for n in topo.role_workers("prefill")) or topo.routed_gpus
 
 
+def where(result: str, topo: Any) -> str:
+    """What a result's command measures on ``topo``: ``both`` (the rack as config ``rack`` and
+    the reference worker as ``1x``), ``reference`` (the one-node reference worker), ``node``
+    (one node of the claim's GPUs: the recipe has no reference worker) or ``routed``."""
+    ref = topo.reference_worker()
+    if result == "rack-scaling" and ref:
+        return "both"
+    if result in ("context-latency", "single-user") and ref:
+        return "reference"
+    return "node" if result == "single-user" else "routed"
+
+
 def holding(result: str, topo: Any) -> Hold:
     """The deployments a result's command holds on ``topo``."""
     from rackbook.inputs.claims import load_claims
 
     routed, prefill = topo.routed_gpus, _prefill_gpus(topo)
-    ref = topo.reference_worker()
-    one = topo.workers[ref].gpus if ref else None
-    if result == "rack-scaling" and one:
+    ref, kind = topo.reference_worker(), where(result, topo)
+    one = topo.workers[ref].gpus if ref else 0
+    if kind == "both":
         per = {"1x": (one, one), "rack": (routed, prefill)}
         return Hold(routed + one, 2, routed, prefill, per)
-    if result in ("context-latency", "single-user") and one:
+    if kind == "reference":
         return Hold(one, 1, one, one)
-    if result == "single-user":
+    if kind == "node":
         n = load_claims().get("single-user.throughput").scope.gpu_count or 4
         return Hold(n, 1, n, n)
     deployments = 2 if result == "prefill-gain" else 1
@@ -322,37 +285,18 @@ def _plan(result: str, topo: Any) -> dict[str, Any]:
 def cost_table() -> str:
     """The rerun page's cost table (MyST Markdown) from :func:`cost_rows`, with its total."""
     batched, one, source = assumptions()
-    rate = prefill_rate()
-    rows = [
-        "| chapter | points | requests | prompt tokens prefilled | output tokens "
-        "| GPUs held (deployments) | estimated wall | estimated GPU-hours |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    total_h = total_min = 0.0
-    for r, h, sw in cost_rows():
-        total_h += sw.gpu_hours
-        total_min += sw.wall_min
-        rows.append(
-            f"| {r} | {sw.points} | {sw.requests:,} | {sw.prefill_tokens:,} "
-            f"| {sw.output_tokens:,} | {h.gpus} ({h.deployments}) | {sw.wall_min:,.0f} min "
-            f"| {sw.gpu_hours:,.1f} |"
-        )
-    rows.append(f"| **all chapters** | | | | | | **{total_min:,.0f} min** | **{total_h:,.1f}** |")
-    return (
-        "Estimated per chapter from its params file and the live scenario's sweep: "
-        f"{START_MINUTES:.0f} min to start each deployment, decode at {batched:,.0f} output "
-        f"tok/s per GPU batched or {one:,.0f} tok/s for one stream (vLLM DeepSeek-V4.1-Flash on "
-        f"GB300, <{source}>), prefill at {rate.tok_s_per_gpu:,.0f} prompt tok/s per GPU (one "
-        f"{rate.tokens:,}-token request in {rate.ttft_ms:,.0f} ms on {rate.cfg}, GB200, "
-        f"{rate.date}: <{rate.url}>); no claim's own figure. Prefill and decode are added and a "
-        "cached prefix prefilled once: upper bounds; GPUs are held for the whole wall time.\n\n"
-        + "\n".join(rows)
-        + "\n"
+    rows = cost_rows()
+    return render(
+        "rerun-cost.md.j2",
+        rows=rows,
+        start=START_MINUTES,
+        batched=batched,
+        one=one,
+        source=source,
+        rate=prefill_rate(),
+        total_min=sum(sw.wall_min for _, _, sw in rows),
+        total_h=sum(sw.gpu_hours for _, _, sw in rows),
     )
-
-
-def _minutes(seconds: float) -> str:
-    return "under 1 min" if seconds < 30 else f"{seconds / 60:,.0f} min"
 
 
 def gpus_text(topo: Any, routed: bool = False) -> str:
@@ -376,117 +320,22 @@ def deployment() -> str:
     from rackbook.physics import roofline
 
     topo = _topology()
-    model = catalogs.as_model(topo.model.catalog_id)
-    st = roofline.storage(model)
-    weights_gb = st.routed_bytes / 1e9 + st.dense_bytes / 1e9
-    leaders = "\n\n".join(
-        f"# {name} leader\n{wrap(cmds[0], CODE_WIDTH)}"
-        for name, cmds in commands.serve_commands(topo).items()
-    )
-    rows = [
-        (
-            "Recipe",
-            f"{topo.model.hf_id} on {gpus_text(topo)} of one "
-            f"{catalogs.load_hardware().systems[topo.system.catalog_id].name} "
-            f"({plural(topo.total_nodes, 'node')} of "
-            f"{topo.system.gpus_per_node}), "
-            + ", ".join(f"{n} DEP{w.gpus}" for n, w in topo.workers.items()),
-        ),
-        ("vLLM", f"{topo.vllm.version} (image `{topo.vllm.image}:{topo.vllm.tag}`)"),
-        (
-            "Weights",
-            f"{weights_gb:,.0f} GB in HBM (modelled: routed experts FP4, the rest FP8; the "
-            f"Engram memory not counted), from the Hugging Face Hub as `{topo.model.hf_id}`; "
-            "each expert-parallel worker holds one copy, spread over its GPUs",
-        ),
-    ]
-    table = _two_columns("Every card's deployment", rows)
-    return (
-        f"{table}\n\nThe deployment's leaders run (every node's line is in "
-        f"`{GENERATED}/serve-commands.sh`; `sbatch {GENERATED}/slurm.sbatch` starts them "
-        f"all):\n\n```bash\n{leaders}\n```\n"
+    st = roofline.storage(catalogs.as_model(topo.model.catalog_id))
+    return render(
+        "rerun-deployment.md.j2",
+        topo=topo,
+        gpus=gpus_text(topo),
+        rack=catalogs.load_hardware().systems[topo.system.catalog_id].name,
+        weights_gb=st.routed_bytes / 1e9 + st.dense_bytes / 1e9,
+        leaders={n: wrap(c[0], CODE_WIDTH) for n, c in commands.serve_commands(topo).items()},
+        generated=GENERATED,
     )
 
 
-def _deployment_text(result: str, topo: Any, h: Hold) -> str:
-    """The Deployment row of a card: which of the recipe's deployments the command measures."""
-    ref = topo.reference_worker()
-    n_ref = topo.workers[ref].gpus if ref else 0
-    one = f"the one-node reference worker `{ref}` ({plural(n_ref, 'GPU')} on one tray)"
-    routed = f"{topo.model.hf_id} behind the router on {gpus_text(topo, routed=True)}"
-    if result == "rack-scaling" and ref:
-        what = f"{routed} as config `rack`, and {one} as config `1x`"
-    elif result in ("context-latency", "single-user") and ref:
-        what = f"{topo.model.hf_id} on {one}, not the rack's router"
-    elif result == "single-user":
-        what = (
-            f"{topo.model.hf_id} on one node of {plural(h.serving, 'GPU')} (the claim is one "
-            f"user on {h.serving}; not the rack's {gpus_text(topo)})"
-        )
-    else:
-        what = routed
-    return (
-        f"{what}, vLLM {topo.vllm.version}: flags, image and weights on {{ref}}`rerun-deployment`"
-    )
-
-
-def _time_text(h: Hold, sw: Sweep) -> str:
-    """The Expected time row: wall, GPU-hours and the published rates behind them."""
-    batched, one, url = assumptions()
-    rate = prefill_rate()
-    return (
-        f"about {sw.wall_min:,.0f} min and {sw.gpu_hours:,.1f} GPU-hours "
-        f"({plural(h.deployments, 'deployment')}, {plural(h.gpus, 'GPU')} held, "
-        f"{START_MINUTES:.0f} min to start {'each' if h.deployments > 1 else 'it'}; "
-        f"{_minutes(sw.prefill_s)} prefilling "
-        f"{sw.prefill_tokens:,} prompt tokens at {rate.tok_s_per_gpu:,.0f} tok/s per GPU, one "
-        f"request on {rate.cfg}, <{rate.url}>; {_minutes(sw.decode_s)} decoding at "
-        f"{batched:,.0f} output tok/s per GPU batched and {one:,.0f} tok/s for one stream, "
-        f"<{url}>: vLLM's published DeepSeek-V4.1-Flash figures, not the claim's)"
-    )
-
-
-def _command(result: str, topo: Any, h: Hold) -> str:
-    """The card's shell lines: declare the GPUs, generate the recipes, (record), run."""
-    from rackbook.cluster import notebook_params
-    from rackbook.inputs import catalogs
-
-    ref = topo.reference_worker()
-    on_ref = result in ("context-latency", "single-user") and ref
-    gpus_behind = "logs/JOBID/gpus.csv"  # the job writes every node's nvidia-smi list there
-    if result == "single-user" and not ref:
-        gpus_behind = f'"{h.serving} x NVIDIA B300"'
-    elif on_ref:
-        gpus_behind = f'"{h.serving} x NVIDIA {catalogs.gpu(topo.gpu_id or "").label}"'
-    lines = "# the GPUs behind the endpoint, which the client cannot see:\n"
-    lines += f"export RACKBOOK_SERVER_GPUS={gpus_behind}\nrackbook recipes -o {GENERATED}\n"
-    plan = _plan(result, topo)
-    if plan:
-        flags = " ".join(f"-p {k} {v}" for k, v in plan.items())
-        lines += (
-            "# config 1x on the reference, then config rack behind the router:\n"
-            + wrap(
-                f"rackbook record rack-scaling -o {notebook_params.RACK_TRACE} "
-                "--endpoint $(cat logs/JOBID/reference-endpoint) "
-                "--endpoint $(cat logs/JOBID/endpoint)",
-                CODE_WIDTH,
-            )
-            + " \\\n"
-            + _wrap_flags(flags, CODE_WIDTH)
-            + "\n"
-        )
-    run = wrap(f"rackbook run {result} --params-file {GENERATED}/params/{result}.yaml", CODE_WIDTH)
-    more = [f"-p {k} {v}" for k, v in EXTRA_ARGS.get(result, ())]
-    if on_ref:
-        more.append("-p endpoint $(cat logs/JOBID/reference-endpoint)")
-    return lines + run + "".join(f" \\\n  {m}" for m in more)
-
-
-def _wrap_flags(flags: str, width: int) -> str:
+def _wrap_flags(flags: dict[str, Any], width: int = CODE_WIDTH) -> str:
     """``-p NAME VALUE`` pairs over indented lines of at most ``width`` characters."""
-    pairs = re.findall(r"-p \S+ \S+", flags)
     lines, line = [], " "
-    for pair in pairs:
+    for pair in (f"-p {k} {v}" for k, v in flags.items()):
         if len(line) + len(pair) + 3 > width:
             lines.append(line + " \\")
             line = " "
@@ -495,60 +344,53 @@ def _wrap_flags(flags: str, width: int) -> str:
 
 
 def card(result: str) -> str:
-    """The rerun card of ``result`` as a MyST admonition."""
+    """The rerun card of ``result`` as a MyST admonition (``book/_template/rerun-card.md.j2``)."""
     from rackbook.cluster import notebook_params
+    from rackbook.inputs import catalogs
     from rackbook.inputs.claims import load_claims
+    from rackbook.inputs.published import load_figures
 
     topo = _topology()
-    row = next(x for x in cost_rows(topo) if x[0] == result)
-    h, sw = row[1], row[2]
-    params = notebook_params.params_files(topo)[result]
-    claims = [c for c in load_claims().claims if c.result == result]
-    scopes = sorted({c.scope.summary() for c in claims})
-    rows = [
-        ("The claim", "; ".join(scopes)),
-        ("Deployment", _deployment_text(result, topo, h)),
-        (
-            "Sweep",
-            f"{plural(sw.points, 'point')}, {plural(sw.requests, 'request')}, "
-            f"{sw.prompt_tokens:,} prompt + {sw.output_tokens:,} output tokens",
-        ),
-        ("Expected time", _time_text(h, sw)),
-        ('Flips "this run" when', _flips(result, topo)),
-        (
-            "Files it leaves",
-            f"`_build/executed/traces/{result}/` (the trace), "
-            f"`_build/executed/traces/{result}.raw/` (raw client and server artifacts), "
-            f"`_build/executed/{result}.ipynb` and `_build/executed/{result}.json` (headline)",
-        ),
-    ]
-    folded = ('Flips "this run" when', "Files it leaves")
-    table = _two_columns("For this chapter", [r for r in rows if r[0] not in folded])
-    more = "\n".join(f"- **{k}**: {v}" for k, v in rows if k in folded)
-    body = (
-        f"{table}\n\n"
-        "With the deployment running, from a host of its own (never a serving node's busy "
-        "CPUs):\n\n"
-        f"```bash\n{_command(result, topo, h)}\n```\n\n"
-        f"::::{{dropdown}} Its parameters (`{GENERATED}/params/{result}.yaml`)\n\n"
-        "```yaml\n"
-        + yaml.safe_dump(params, sort_keys=False, default_flow_style=False, width=CODE_WIDTH)
-        + "```\n::::\n\n"
-        f"::::{{dropdown}} What turns the reading, and the files the run leaves\n{more}\n::::"
+    _, h, sw = next(x for x in cost_rows(topo) if x[0] == result)
+    params = notebook_params.params_files(topo)
+    ref, kind = topo.reference_worker(), where(result, topo)
+    behind = {
+        "node": f'"{h.serving} x NVIDIA B300"',
+        "reference": f'"{h.serving} x NVIDIA {catalogs.gpu(topo.gpu_id or "").label}"',
+    }
+    batched, one, source = assumptions()
+    yaml_text = yaml.safe_dump(
+        params[result], sort_keys=False, default_flow_style=False, width=CODE_WIDTH
     )
-    return f":::::{{admonition}} Rerun card\n:class: seealso\n\n{body}\n:::::\n"
-
-
-def _two_columns(title: str, rows: list[tuple[str, str]]) -> str:
-    """A ``What | title`` Markdown table of ``rows``, ``|`` escaped in the values."""
-
-    return "\n".join(table(f"What | {title}", ((k, v.replace("|", "\\|")) for k, v in rows)))
-
-
-def _flips(result: str, topo: Any) -> str:
-    """When the card's trace turns the "this run" reading, with what the card assumes."""
-    base = (
-        "the trace is recorded against an endpoint serving DeepSeek-V4.1-Flash (its "
-        "`/v1/models` says so) on B300/GB300 GPUs declared in `RACKBOOK_SERVER_GPUS`. "
+    figures = load_figures()
+    return render(
+        "rerun-card.md.j2",
+        result=result,
+        topo=topo,
+        where=kind,
+        ref=ref,
+        n_ref=topo.workers[ref].gpus if ref else 0,
+        model_id=topo.model.hf_id,
+        gpus_text=gpus_text,
+        h=h,
+        sw=sw,
+        scopes=sorted({c.scope.summary() for c in load_claims().for_result(result)}),
+        start=START_MINUTES,
+        rate=prefill_rate(),
+        batched=batched,
+        one=one,
+        source=source,
+        gpus_behind=behind.get(kind, "logs/JOBID/gpus.csv"),
+        generated=GENERATED,
+        rack_trace=notebook_params.RACK_TRACE,
+        plan=_plan(result, topo),
+        extra=EXTRA_ARGS.get(result, ()),
+        wrap=lambda cmd: wrap(cmd, CODE_WIDTH),
+        wrap_flags=_wrap_flags,
+        params_yaml=yaml_text,
+        params=params[result],
+        hit=figures.get(HIT_RATE_FIGURE),
+        rejected=[r.url for r in figures.rejected if r.claim == "prefill-gain.gain"],
+        max_context=catalogs.as_model(topo.model.catalog_id).architecture.max_context_tokens,
+        chapter_needs=NEEDS.get(result, ""),
     )
-    return base + needs(result, topo)

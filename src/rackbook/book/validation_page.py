@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from rackbook.book import plotting
+from rackbook.book.report import render
 from rackbook.core.fsio import atomic_write_bytes, atomic_write_text
 from rackbook.physics import expected as exp_mod
 from rackbook.results import validation
@@ -27,16 +28,9 @@ def report() -> dict[str, Any]:
     return rep
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0%}"
-
-
-def _row(name: str, s: dict[str, Any]) -> str:
-    med = "-" if s["median_ratio"] is None else f"{s['median_ratio']:.2f}"
-    return f"| {name} | {s['points']} | {med} | {_pct(s['within_2x'])} | {_pct(s['inside'])} |"
-
-
-def _group(rep: dict[str, Any], key: str) -> list[str]:
+def _group(rep: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
+    """(name, summary) per value of ``key`` among the points: count, median measured /
+    expected, shares within 2x and inside the interval."""
     rows = []
     for name in sorted({str(p[key]) for p in rep["points"]}):
         preds = [p for p in rep["points"] if str(p[key]) == name]
@@ -47,52 +41,24 @@ def _group(rep: dict[str, Any], key: str) -> list[str]:
             "within_2x": float(np.mean((r >= 0.5) & (r <= 2))),
             "inside": float(np.mean([p["inside"] for p in preds])),
         }
-        rows.append(_row(name, s))
+        rows.append((name, s))
     return rows
-
-
-HEAD = ["| points | n | median measured / expected | within 2x | inside [low, high] |",
-        "|---|---|---|---|---|"]  # fmt: skip
 
 
 def page(rep: dict[str, Any]) -> str:
     """The page's generated tables from ``rep`` (:func:`report`)."""
     fit = rep["fit"]
-    band = (
-        f"; the interval x{math.exp(fit['log_low']):.2f} to x{math.exp(fit['log_high']):.2f} "
-        "the expected rate (the 10th-90th percentiles of held-out errors, conformal-corrected)"
-        if "log_low" in fit and "log_high" in fit
-        else ""
+    has_band = "log_low" in fit and "log_high" in fit
+    keys = {"decoding batch per GPU": "band", "GPU": "gpu", "source": "source"}
+    return render(
+        "validation.md.j2",
+        rep=rep,
+        fit=fit,
+        band=(math.exp(fit["log_low"]), math.exp(fit["log_high"])) if has_band else None,
+        all_text=exp_mod.held_out_text(rep["all"]),
+        groups={title: _group(rep, key) for title, key in keys.items()},
+        worst=sorted(rep["points"], key=lambda p: -abs(math.log(p["ratio"])))[:OUTLIERS],
     )
-    out = [
-        f"Fit: kernels x {fit['efficiency']:g} (fitted), a per-layer floor of "
-        f"{fit['layer_s'] * 1e6:.0f} µs (anchored) (`data/published/expected-fit.yaml`){band}; "
-        "every prediction below uses the fit made without its own source.",
-        "",
-        f"All points: {exp_mod.held_out_text(rep['all']) or 'no points'}.",
-        "",
-        *HEAD,
-        _row("all", rep["all"]),
-        _row("primary sources", rep["primary"]),
-    ]
-    for title, key in (("decoding batch per GPU", "band"), ("GPU", "gpu"), ("source", "source")):
-        out += ["", f"By {title}:", "", *HEAD, *_group(rep, key)]
-    out += [
-        "",
-        "The largest misses (measured / expected furthest from 1):",
-        "",
-        "| point | source | measured | expected | ratio | decoding batch |",
-        "|---|---|---|---|---|---|",
-    ]
-    worst = sorted(rep["points"], key=lambda p: -abs(math.log(p["ratio"])))[:OUTLIERS]
-    out += [
-        f"| {p['id']} | {p['source']} | {p['measured']:,.0f} | {p['expected']:,.0f} "
-        f"| {p['ratio']:.2f} | {p['batch_how']} |"
-        for p in worst
-    ]
-    out += ["", "Held but not validated:", ""]
-    out += [f"- {x['source']}: {x['id']}: {x['reason']}" for x in rep["excluded"]]
-    return "\n".join(out) + "\n"
 
 
 def figure(rep: dict[str, Any]) -> bytes:

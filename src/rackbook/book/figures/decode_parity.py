@@ -35,18 +35,25 @@ def _engines(a: Analysis) -> list[tuple[str, str]]:
     return [(a.params.engine_a, "A: online server"), (a.params.engine_b, "B: offline batch")]
 
 
-def decode_throughput(a: Analysis) -> Figure:
-    """Decode throughput (tok/s) of both engines against batch size."""
+def _by_engine(a: Analysis, column: str, labels: list[str], y: str, title: str) -> Figure:
+    """``column`` of both engines (legend ``labels``) against batch size."""
     fig, ax = plt.subplots()
-    for i, (eng, label) in enumerate(_engines(a)):
+    for i, ((eng, _), label) in enumerate(zip(_engines(a), labels, strict=True)):
         t = a.table[a.table["engine"] == eng]
-        ax.plot(t["batch"], t["decode_tok_s"], marker=plotting.MARKERS[i], label=f"{label} ({eng})")
+        ax.plot(t["batch"], t[column], marker=plotting.MARKERS[i], label=label)
     _batch_axis(ax, a.table["batch"])
-    heading = "Decode throughput against batch size"
-    plotting.label(ax, "batch size B (requests, log scale)", "decode throughput (tok/s)", heading)
+    ax.set_yscale("log" if column == "prefill_tok_s" else "linear")
+    plotting.label(ax, "batch size B (requests, log scale)", y, title)
     _mark(ax, a)
     ax.legend(loc="best")
     return fig
+
+
+def decode_throughput(a: Analysis) -> Figure:
+    """Decode throughput (tok/s) of both engines against batch size."""
+    labels = [f"{label} ({eng})" for eng, label in _engines(a)]
+    heading = "Decode throughput against batch size"
+    return _by_engine(a, "decode_tok_s", labels, "decode throughput (tok/s)", heading)
 
 
 def parity_ratio(a: Analysis) -> Figure:
@@ -77,21 +84,9 @@ def parity_ratio(a: Analysis) -> Figure:
 
 def prefill_throughput(a: Analysis) -> Figure:
     """Prefill throughput (prompt tok/s of TTFT) of both engines against batch size."""
-    fig, ax = plt.subplots()
-    for i, (eng, _) in enumerate(_engines(a)):
-        t = a.table[a.table["engine"] == eng]
-        ax.plot(t["batch"], t["prefill_tok_s"], marker=plotting.MARKERS[i], label=eng)
-    _batch_axis(ax, a.table["batch"])
-    ax.set_yscale("log")
-    plotting.label(
-        ax,
-        "batch size B (requests, log scale)",
-        "prefill throughput (tok/s, log)",
-        "The prefill side: prompt tokens per second of TTFT",
-    )
-    _mark(ax, a)
-    ax.legend(loc="best")
-    return fig
+    labels = [eng for eng, _ in _engines(a)]
+    heading = "The prefill side: prompt tokens per second of TTFT"
+    return _by_engine(a, "prefill_tok_s", labels, "prefill throughput (tok/s, log)", heading)
 
 
 #: The chapter's figures by glue name.

@@ -33,37 +33,20 @@ def rank_loads(a: Analysis) -> Figure:
     return fig
 
 
-def _panel(a: Analysis, x: str) -> tuple[str, str, float]:
-    """x-axis label, title and the chapter's own value of sweep parameter ``x``."""
-    p = a.params
-    return {
-        "ep_size": (
-            "EP size (ranks)",
-            "Balance against EP size (one redundant slot per rank)",
-            p.ep_size,
-        ),
-        "redundant": (
-            f"redundant experts at EP {p.ep_size} (experts)",
-            "Balance against redundant experts",
-            p.redundant,
-        ),
-        "skew": (
-            "Zipf skew of expert popularity (exponent, 0 = uniform)",
-            "Balance against routing skew",
-            a.skew,
-        ),
-        "batch_per_rank": (
-            "decode batch per rank (sequences, log2 scale)",
-            "Balance against batch: a decode step is a sample",
-            a.batch_per_rank,
-        ),
-    }[x]
+#: Per sweep parameter: its panel's title and x-axis label (the panel's title says what is
+#: swept).
+_AXES = {
+    "ep_size": ("against EP size", "EP size (ranks)"),
+    "redundant": ("against redundant experts", "redundant experts (count)"),
+    "skew": ("against routing skew", "Zipf exponent (0 = uniform)"),
+    "batch_per_rank": ("against decode batch per rank", "sequences per rank (log2)"),
+}
 
 
 def _draw_sweep(ax: Any, a: Analysis, x: str) -> None:
     """One sweep on ``ax``: static and EPLB balancedness against ``x``, uniform routing's
     per-step floor, the claim's two figures and the chapter's own value of ``x``."""
-    xlabel, title, mark = _panel(a, x)
+    mark = getattr(a.params if x in ("ep_size", "redundant") else a, x)
     df = a.sweeps[x]
     ax.plot(df[x], df["static"], marker="o", label="model: static placement")
     ax.plot(df[x], df["eplb"], marker="s", label="model: after EPLB")
@@ -76,23 +59,8 @@ def _draw_sweep(ax: Any, a: Analysis, x: str) -> None:
         ax.set_xticks(list(df[x]), [f"{int(v):,}" for v in df[x]])  # 8, 16, ... not 2^3
         ax.minorticks_off()
     ax.set_ylim(0, 1.02)
-    plotting.label(ax, xlabel, "balancedness (0 to 1)", f"{title} (synthetic routing model)")
-
-
-#: Short panel titles of the combined sweep figure.
-_SHORT = {
-    "ep_size": "against EP size",
-    "redundant": "against redundant experts",
-    "skew": "against routing skew",
-    "batch_per_rank": "against decode batch per rank",
-}
-#: Short axis labels for the 2 x 2 panels (each panel's title says what is swept).
-_SHORT_X = {
-    "ep_size": "EP size (ranks)",
-    "redundant": "redundant experts (count)",
-    "skew": "Zipf exponent (0 = uniform)",
-    "batch_per_rank": "sequences per rank (log2)",
-}
+    title, xlabel = _AXES[x]
+    plotting.label(ax, xlabel, "balancedness (0 to 1)", title)
 
 
 def sweeps(a: Analysis) -> Figure:
@@ -102,9 +70,6 @@ def sweeps(a: Analysis) -> Figure:
     fig, axes = plt.subplots(2, 2, figsize=(6.4, 5.6), sharey=True, layout="constrained")
     for ax, x in zip(axes.flat, SWEEPS, strict=True):
         _draw_sweep(ax, a, x)
-        ax.set_title(_SHORT.get(x, x), fontsize=plotting.TEXT_PT)
-        if x in _SHORT_X:
-            ax.set_xlabel(_SHORT_X[x])
     for ax in axes[:, 1]:
         ax.set_ylabel("")
     fig.suptitle("Modelled balancedness, static and after EPLB\n(synthetic routing model)")

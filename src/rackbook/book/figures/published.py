@@ -13,6 +13,11 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from rackbook.book import plotting
 from rackbook.results import evidence
 
+#: Marker styles of modelled prices, points of another basis and analogues.
+_MODELLED = {"marker": "D", "facecolors": "none", "edgecolors": plotting.PALETTE[2]}
+_OTHER = {"facecolors": "none", "edgecolors": plotting.PALETTE[0]}
+_ANALOGUE = {"marker": "x", "color": plotting.PALETTE[1]}
+
 
 def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(float(x))
@@ -76,10 +81,8 @@ def claim_vs_published(result: str) -> Figure:
             claims.append((cid, head.iloc[0], pts))
     if not claims:
         raise ValueError(f"{result}: no published point in a claim's unit")
-    fig, axes = plt.subplots(
-        len(claims), 1, figsize=(6.4, 1.4 + 1.15 * len(claims)), squeeze=False,
-        layout="constrained",
-    )  # fmt: skip
+    size = (6.4, 1.4 + 1.15 * len(claims))
+    fig, axes = plt.subplots(len(claims), 1, figsize=size, squeeze=False, layout="constrained")
     for ax, (_cid, head, pts) in zip(axes[:, 0], claims, strict=True):
         vals = pts["value"].astype(float).to_numpy()
         claim = float(head["value"]) if _finite(head["value"]) else float("nan")
@@ -88,28 +91,15 @@ def claim_vs_published(result: str) -> Figure:
         modelled = _modelled(pts)
         rng = np.random.default_rng(0)  # fixed jitter: points of equal value stay readable
         y = rng.uniform(-0.25, 0.25, len(vals))
-        deciding = used & ~modelled
-        if deciding.any():  # a legend entry only for what is drawn
-            ax.scatter(
-                vals[deciding], y[deciding], color=plotting.PALETTE[0],
-                label="published, same basis",
-            )  # fmt: skip
-        if (used & modelled).any():  # a cost model's rate: shown apart, not a measured point
-            ax.scatter(
-                vals[used & modelled], y[used & modelled], marker="D", facecolors="none",
-                edgecolors=plotting.PALETTE[2], label="modelled price (a cost model's rate)",
-            )  # fmt: skip
-        other = ~used & ~analogue
-        if other.any():
-            ax.scatter(
-                vals[other], y[other], facecolors="none", edgecolors=plotting.PALETTE[0],
-                label="published, another basis",
-            )  # fmt: skip
-        if analogue.any():
-            ax.scatter(
-                vals[analogue], y[analogue], marker="x", color=plotting.PALETTE[1],
-                label="analogue (never decides)",
-            )  # fmt: skip
+        kinds = (  # a legend entry only for what is drawn; modelled prices shown apart
+            (used & ~modelled, {"color": plotting.PALETTE[0]}, "published, same basis"),
+            (used & modelled, _MODELLED, "modelled price (a cost model's rate)"),
+            (~used & ~analogue, _OTHER, "published, another basis"),
+            (analogue, _ANALOGUE, "analogue (never decides)"),
+        )
+        for mask, style, label in kinds:
+            if mask.any():
+                ax.scatter(vals[mask], y[mask], label=label, **style)
         if math.isfinite(claim):
             ax.axvline(claim, color=plotting.PALETTE[3], lw=2, label="the claim's figure")
         readings = _scaled_readings(_cid, claim)
