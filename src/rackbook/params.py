@@ -298,24 +298,6 @@ def declared(result: str) -> dict[str, Spec]:
     return {name: kind_spec(typed) for name, (_, typed) in _cell(result).items()}
 
 
-def check_parameter(result: str, name: str, value: Any, where: str, *, lookup: bool = True) -> Any:
-    """A notebook parameter's value against its declaration (InputError ``parameter NAME``);
-    ``lookup=False`` skips catalog lookups."""
-    spec = declared(result).get(name)
-    if spec is None:
-        return value
-    if not lookup and spec.kind in CATALOG:
-        spec = Spec("text", nullable=spec.nullable)
-    try:
-        return check_value(value, spec, parsed=True)
-    except ValueError as exc:
-        text, field_name = str(exc), f"parameter {name}"
-        if text.startswith("[") and "]: " in text:
-            index, text = text.split(": ", 1)
-            field_name += index
-        raise InputError(where, field_name, text) from None
-
-
 #: Longest ``-p`` value read as YAML (characters); a longer one is refused.
 MAX_PARAMETER_CHARS = 100_000
 
@@ -359,14 +341,23 @@ def check_given(
 
     if result not in paths.RESULTS or not (paths.NOTEBOOKS / f"{result}.ipynb").is_file():
         return  # "all" or an unknown result (its own check says), or no checkout
-    names = declared(result)
+    specs = declared(result)
     for name, value in values.items():
-        if name not in names:
-            known = ", ".join(names)
-            problem = f"not a parameter of this notebook; known: {known}"
-            raise InputError(where, f"parameter {name}", problem)
-        if name != "trace":
-            check_parameter(result, name, value, where, lookup=lookup)
+        field_name, spec = f"parameter {name}", specs.get(name)
+        if spec is None:
+            known = ", ".join(specs)
+            raise InputError(where, field_name, f"not a parameter of this notebook; known: {known}")
+        if not lookup and spec.kind in CATALOG:
+            spec = Spec("text", nullable=spec.nullable)
+        try:
+            if name != "trace":  # the runner checks the folder
+                check_value(value, spec, parsed=True)
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("[") and "]: " in text:  # a list's entry: parameter NAME[i]
+                index, text = text.split(": ", 1)
+                field_name += index
+            raise InputError(where, field_name, text) from None
     check_together(result, {**(defaults or {}), **values}, where)
 
 
