@@ -361,19 +361,6 @@ def check_given(
     check_together(result, {**(defaults or {}), **values}, where)
 
 
-def check_trace_extent(result: str, values: Mapping[str, Any], where: str) -> None:
-    """eplb-balance's ``show_layer``/``fit_windows`` given against the trace's extent."""
-    if result != "eplb-balance" or not {"show_layer", "fit_windows"} & set(values):
-        return
-    from rackbook import paths
-
-    trace = values.get("trace")
-    folder = paths.TRACES / result if trace is None else Path(str(trace))
-    top = expert_extent(folder) if "\0" not in str(folder) else None
-    if top is not None:
-        check_extent(top, values, where)
-
-
 def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
     """The rules between one notebook's parameters (defaults and given merged)."""
     p = params
