@@ -8,10 +8,8 @@ its ``parameters`` cell: name, default, kind (papermill's ``# type:`` comment, o
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import functools
-import json
 import math
 import re
 import sys
@@ -267,6 +265,9 @@ def kind_spec(type_name: str) -> Spec:
 def _cell(result: str) -> dict[str, tuple[Any, str]]:
     """``result``'s ``parameters`` cell, read without papermill: name -> (default, type
     comment); a default that is no literal reads None; not a result: empty."""
+    import ast
+    import json
+
     from rackbook import paths
 
     if result not in paths.RESULTS:
