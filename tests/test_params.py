@@ -35,16 +35,31 @@ def _declared(result: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("result", RESULTS)
 def test_schema_declares_every_notebook_parameter(result: str) -> None:
-    """The schema's names are the notebook's, and every default passes its declaration."""
+    """Each parameter's kind is papermill's type comment, one of the schema's kinds; every
+    default passes its declaration."""
     declared = _declared(result)
-    assert set(params.NOTEBOOK[result]) == set(declared), set(params.NOTEBOOK[result]) ^ set(
-        declared
-    )
+    specs = params.declared(result)
+    assert list(specs) == list(declared)
     for name, d in declared.items():
-        if name == "trace":
-            continue
-        default = ast.literal_eval(str(d["default"]))
-        params.check_parameter(result, name, default, f"{result}.ipynb")
+        assert params.kind_spec(d["inferred_type_name"]) == specs[name], name
+        if name != "trace":
+            default = ast.literal_eval(str(d["default"]))
+            params.check_given(result, {name: default}, f"{result}.ipynb", lookup=True)
+
+
+def test_kind_suffixes_make_lists_and_null() -> None:
+    """``?`` allows None, ``+`` a list of one or more, ``*`` a list that may be empty; an
+    unknown kind is refused by name."""
+    assert params.kind_spec("gpus?").nullable and not params.kind_spec("gpus").nullable
+    one, any_ = params.kind_spec("url+"), params.kind_spec("url*")
+    assert (one.kind, one.min_items, one.item) == ("list", 1, params.KINDS["url"])
+    assert (any_.kind, any_.min_items) == ("list", 0)
+    with pytest.raises(ValueError, match="'gpu_count' is not one of"):
+        params.kind_spec("gpu_count")
+    with pytest.raises(InputError, match=r"parameter replicas\[1\]: must be an integer from 1"):
+        params.check_given("rack-scaling", {"replicas": [1, 0]}, "nb")
+    with pytest.raises(InputError, match="parameter lo: expected an integer from 1 to"):
+        params.check_given("context-latency", {"lo": "64"}, "nb")  # text is never a number
 
 
 @pytest.mark.parametrize("result", RESULTS)
@@ -62,13 +77,13 @@ def test_cell_defaults_read_what_papermill_reads(result: str) -> None:
 def test_each_parameter_is_declared_once_with_its_meaning(result: str) -> None:
     """The parameters cell is the one place a parameter is named, given its default and its
     meaning: each name is assigned once there, with a comment (papermill's help), and has
-    exactly one schema entry for what the cell cannot say."""
+    a kind (its type comment) for what the cell cannot say."""
     nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
     cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
     tree = ast.parse("".join(cell["source"]))
     assigned = [t.id for node in tree.body for t in node.targets]  # type: ignore[attr-defined]
     assert len(assigned) == len(set(assigned)), assigned
-    assert set(assigned) == set(params.NOTEBOOK[result])
+    assert set(assigned) == set(params.declared(result))
     for name, d in _declared(result).items():
         assert d["help"].strip(), f"{result}: parameter {name} has no comment in its cell"
 
@@ -238,7 +253,7 @@ def test_every_numeric_flag_is_refused_in_one_line_or_within_its_range(case, tex
         _assert_within(getattr(args, dest), params.FLAGS[verb][dest])
 
 
-PARAM_CASES = [(r, n) for r in RESULTS for n in params.NOTEBOOK[r] if n != "trace"]
+PARAM_CASES = [(r, n) for r in RESULTS for n in params.declared(r) if n != "trace"]
 YAML_TEXT = st.one_of(
     NUMBER_TEXT,
     st.lists(st.integers(-5, 10**6), max_size=4).map(str),
@@ -260,7 +275,7 @@ def test_every_notebook_parameter_is_refused_in_one_line_or_declared(case, text,
         assert err.startswith("error: ") and err.count("\n") == 1, err
         return
     value = params.read_pairs([(name, text)])[name]
-    spec = params.NOTEBOOK[result][name]
+    spec = params.declared(result)[name]
     if spec.kind in ("int", "number") and value is not None:
         _assert_within(value, spec)
     if spec.kind == "list":

@@ -369,10 +369,8 @@ def parse(
     args = (parser or build_parser()).parse_args(argv)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
-        where = f"notebooks/{args.result}.ipynb"
         given = params.read_pairs(args.parameter)
-        params.check_given(args.result, given, where)
-        params.check_trace_extent(args.result, given, where)
+        params.check_given(args.result, given, f"notebooks/{args.result}.ipynb")
     return args
 
 

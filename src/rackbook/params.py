@@ -1,12 +1,15 @@
-"""The params schema: every numeric CLI flag (:data:`FLAGS`) and notebook parameter
-(:data:`NOTEBOOK`) with its type, range or choices and unit, and the one rule reading a value
-against it (:func:`check_value`, numbers by :func:`to_number`). A notebook parameter's name,
-default and meaning are its ``parameters`` cell's. Standard library only (the CLI imports it).
+"""The params schema: every numeric CLI flag (:data:`FLAGS`) and notebook parameter with its
+type, range or choices and unit, and the one rule reading a value against it
+(:func:`check_value`, numbers by :func:`to_number`). A notebook parameter is declared once, in
+its ``parameters`` cell: name, default, kind (papermill's ``# type:`` comment, one of
+:data:`KINDS`) and meaning. Standard library only (the CLI imports it).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import math
 import re
 import sys
@@ -137,20 +140,24 @@ def to_number(value: Any, spec: Spec) -> int | float:
     return number
 
 
-def check_value(value: Any, spec: Spec) -> Any:
-    """``value`` checked against ``spec``; ``ValueError`` (a list entry's prefixed ``[i]: ``)."""
+def check_value(value: Any, spec: Spec, parsed: bool = False) -> Any:
+    """``value`` checked against ``spec``; ``ValueError`` (a list entry's prefixed ``[i]: ``).
+    ``parsed``: a value read from YAML, where text is never a number (the kernel gets text)."""
     if value is None:
         if spec.nullable:
             return None
         raise ValueError("must not be null (None)")
     if spec.kind in ("int", "number"):
+        if parsed and isinstance(value, str):
+            why = _not_a_number(value.strip())
+            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
         return to_number(value, spec)
     if spec.kind == "list":
-        return _check_list(value, spec)
+        return _check_list(value, spec, parsed)
     return _check_text(value, spec)
 
 
-def _check_list(value: Any, spec: Spec) -> list[Any]:
+def _check_list(value: Any, spec: Spec, parsed: bool) -> list[Any]:
     if not isinstance(value, list):
         raise ValueError(f"expected a list, got {_show(value)}")
     if len(value) > MAX_LIST_ENTRIES:
@@ -161,7 +168,7 @@ def _check_list(value: Any, spec: Spec) -> list[Any]:
     out = []
     for i, v in enumerate(value):
         try:
-            out.append(check_value(v, spec.item))
+            out.append(check_value(v, spec.item, parsed))
         except ValueError as exc:
             raise ValueError(f"[{i}]: {exc}") from None
     return out
@@ -201,10 +208,6 @@ def _num(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
     return Spec("number", lo, hi, unit, **kw)
 
 
-def _list(item: Spec, min_items: int = 1) -> Spec:
-    return Spec("list", item=item, min_items=min_items)
-
-
 def _choice(*choices: str) -> Spec:
     return Spec("choice", choices=choices)
 
@@ -212,161 +215,88 @@ def _choice(*choices: str) -> Spec:
 KV_DTYPES = ("fp4", "fp8", "bf16")
 TOKENS = BOUNDS["context"]
 
-_COMMON: dict[str, Spec] = {
+#: The kinds a notebook parameter's type comment names (``x = 1  # type: gpus  meaning``, as
+#: papermill reads it): the range and unit of each. ``KIND?`` allows None, ``KIND+`` is a list
+#: of one or more, ``KIND*`` a list that may be empty.
+KINDS: dict[str, Spec] = {
+    **{k: Spec(k) for k in ("path", "text", "url", *CATALOG)},
     "source": _choice("trace", "live"),
-    "trace": Spec("path"),
-    "out_dir": Spec("path", nullable=True),
-    "model_id": Spec("model"),
-    "gpu_id": Spec("gpu"),
+    "metric": _choice("total", "output", "input", "new_input", "cached_input", "computed"),
+    "stat": _choice("median", "mean", "pooled"),
+    "kv_dtype": _choice(*KV_DTYPES),
+    "tokens": _int(1, TOKENS, "tokens"),
+    "context": _int(0, TOKENS, "tokens"),
+    "gpus": _int(1, "gpus", "GPUs"),
+    "replicas": _int(1, "gpus", "replicas"),
+    "decode_ranks": _int(1, "decode_ranks", "ranks"),
+    "ep_size": _int(1, "ep_size", "ranks"),
+    "redundant": _int(0, "redundant", "experts"),
+    "concurrency": _int(1, "concurrency", "requests"),
+    "requests": _int(1, "requests", "requests"),
+    "groups": _int(1, "groups", "groups"),
+    "nodes": _int(1, "nodes", "nodes"),
+    "windows": _int(1, "layers", "windows"),
+    "layer": _int(0, BOUNDS["layers"] - 1, "layer"),
+    "batch_size": _int(1, "batch_size", "sequences per decode rank"),
+    "batch": _int(1, "batch", "sequences per GPU"),
+    "skew": _num(0, 10, "Zipf exponent"),
+    "fraction": _num(0, 1, "fraction"),
+    "utilization": _num(0, 1, "fraction", lo_open=True),
+    "percent": _num(0, 1000, "%", lo_open=True),
+    "tok_s": _num(0, 1e12, "tokens/s", lo_open=True),
+    "bytes": _num(0, 1e15, "bytes", lo_open=True),
+    "acceptance": _num(1, 64, "tokens per step"),
 }
-_LIVE_ONE: dict[str, Spec] = {
-    "endpoint": Spec("url", nullable=True),
-    "serve_args": Spec("text", nullable=True),
-}
-_REL_TOL = _num(0, 1, "fraction")
-_LENGTH = _int(1, TOKENS, "tokens")
-_GPUS = _int(1, "gpus", "GPUs")
-_BATCH = _int(1, "batch_size", "requests per decode rank")
-
-#: result -> notebook parameter -> what its ``parameters`` cell cannot say (kind, range, unit);
-#: the cell declares name, default and meaning. tests/test_params.py keeps the two in step.
-NOTEBOOK: dict[str, dict[str, Spec]] = {
-    "decode-parity": {
-        **_COMMON,
-        **_LIVE_ONE,
-        "trace_b": Spec("path", nullable=True),
-        "engine_a": Spec("text"),
-        "engine_b": Spec("text"),
-        "batch_sizes": _list(_BATCH),
-        "decode_ranks": _int(1, "decode_ranks", "ranks"),
-        "input_len": _LENGTH,
-        "output_len": _LENGTH,
-        "band_pct": _num(0, 1000, "%", nullable=True, lo_open=True),
-    },
-    "rack-scaling": {
-        **_COMMON,
-        "endpoints": _list(Spec("url"), min_items=0),
-        "serve_args": _LIVE_ONE["serve_args"],
-        "replicas": _list(_int(1, "gpus", "replicas")),
-        "input_len": _LENGTH,
-        "prefix_len": _int(0, TOKENS, "tokens"),
-        "output_len": _LENGTH,
-        "concurrency": _int(1, "concurrency", "requests"),
-        "gpus_per_replica": _GPUS,
-        "reference_config": Spec("text"),
-        "metric": _choice("total", "output", "input", "new_input", "cached_input", "computed"),
-        "system_id": Spec("system"),
-        "node_systems": _list(Spec("system")),
-        "price_id": Spec("price"),
-        "cached_share": _num(0, 1, "fraction", nullable=True),
-        "rel_tol": _REL_TOL,
-    },
-    "prefill-gain": {
-        **_COMMON,
-        "endpoint_a": Spec("url", nullable=True),
-        "endpoint_b": Spec("url", nullable=True),
-        "serve_args_a": Spec("text", nullable=True),
-        "serve_args_b": Spec("text", nullable=True),
-        "prefix_tokens": _int(0, TOKENS, "tokens"),
-        "new_tokens": _LENGTH,
-        "num_requests": _int(1, "requests", "requests"),
-        "assume_prefix_tokens": _int(0, TOKENS, "tokens", nullable=True),
-        "config_a": Spec("text"),
-        "config_b": Spec("text"),
-        "stat": _choice("median", "mean", "pooled"),
-        "kv_dtype": _choice(*KV_DTYPES),
-        "baseline_tok_s": _num(0, 1e12, "tokens/s", nullable=True, lo_open=True),
-        "prefill_gpus": _GPUS,
-        "rel_tol": _REL_TOL,
-    },
-    "eplb-balance": {
-        **{k: v for k, v in _COMMON.items() if k not in ("model_id", "gpu_id")},
-        **_LIVE_ONE,
-        "server_log": Spec("path", nullable=True),
-        "expert_load": Spec("path", nullable=True),
-        "ep_size": _int(1, "ep_size", "ranks"),
-        "redundant": _int(0, "redundant", "experts"),
-        "concurrency": _int(1, "concurrency", "requests"),
-        "groups": _int(1, "groups", "groups"),
-        "nodes": _int(1, "nodes", "nodes"),
-        "fit_windows": _int(1, "layers", "windows"),
-        "show_layer": _int(0, BOUNDS["layers"] - 1, "layer"),
-        "ep_sizes": _list(_int(1, "ep_size", "ranks")),
-        "redundant_values": _list(_int(0, "redundant", "experts")),
-        "skews": _list(_num(0, 10, "Zipf exponent")),
-        "batch_sizes": _list(_int(1, "batch_size", "sequences")),
-    },
-    "context-latency": {
-        **_COMMON,
-        **_LIVE_ONE,
-        "context_lengths": _list(_LENGTH),
-        "output_len": _LENGTH,
-        "kv_dtype": _choice(*KV_DTYPES),
-        "lo": _int(1, TOKENS, "tokens", nullable=True),
-        "hi": _int(1, TOKENS, "tokens", nullable=True),
-        "batch": _int(1, "batch", "sequences per GPU"),
-        "n_gpus": _GPUS,
-        "weight_gpus": _GPUS,
-        "weight_bytes_per_gpu": _num(0, 1e15, "bytes", nullable=True, lo_open=True),
-        "memory_fraction": _num(0, 1, "fraction", lo_open=True),
-        "kv_rel_tol": _REL_TOL,
-    },
-    "single-user": {
-        **_COMMON,
-        **_LIVE_ONE,
-        "input_len": _LENGTH,
-        "output_len": _LENGTH,
-        "num_requests": _int(1, "requests", "requests"),
-        "point_id": Spec("text", nullable=True),
-        "gpus": _GPUS,
-        "floor_gpus": _int(1, "gpus", "GPUs", nullable=True),
-        "acceptance_length": _num(1, 64, "tokens per step", nullable=True),
-        "context_tokens": _int(0, TOKENS, "tokens"),
-        "kv_dtype": _choice(*KV_DTYPES),
-        "rack_system_id": Spec("system"),
-        "rel_tol": _REL_TOL,
-    },
-}
+_TYPE = re.compile(r"(\w+)([+*]?)(\??)")
 
 
-def cell_defaults(result: str) -> dict[str, Any]:
-    """``result``'s ``parameters`` cell defaults by name (not a literal: None), read without
-    papermill; the results' ``Params`` take their defaults from it."""
+def kind_spec(type_name: str) -> Spec:
+    """The :class:`Spec` a type comment names (:data:`KINDS`, with ``?``, ``+``, ``*``)."""
+    m = _TYPE.fullmatch(type_name)
+    if m is None or m[1] not in KINDS:
+        raise ValueError(f"type {type_name!r} is not one of {', '.join(KINDS)} (+, *, ?)")
+    spec = KINDS[m[1]]
+    if m[2]:
+        spec = Spec("list", item=spec, min_items=1 if m[2] == "+" else 0)
+    return dataclasses.replace(spec, nullable=True) if m[3] else spec
+
+
+@functools.cache
+def _cell(result: str) -> dict[str, tuple[Any, str]]:
+    """``result``'s ``parameters`` cell, read without papermill: name -> (default, type
+    comment); a default that is no literal reads None; not a result: empty."""
     import ast
     import json
 
     from rackbook import paths
 
+    if result not in paths.RESULTS:
+        return {}
     nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
     cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
-    out: dict[str, Any] = {}
-    for node in ast.parse("".join(cell["source"])).body:
+    source = "".join(cell["source"])
+    lines = source.splitlines()
+    out: dict[str, tuple[Any, str]] = {}
+    for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
+                default = ast.literal_eval(node.value)
             except ValueError:
-                out[node.targets[0].id] = None
+                default = None
+            typed = re.search(r"#\s*type:\s*(\S+)", lines[(node.end_lineno or 1) - 1])
+            out[node.targets[0].id] = (default, typed[1] if typed else "")
     return out
 
 
-def check_parameter(result: str, name: str, value: Any, where: str, *, lookup: bool = True) -> Any:
-    """A notebook parameter's value against :data:`NOTEBOOK` (InputError ``parameter NAME``);
-    ``lookup=False`` skips catalog lookups."""
-    spec = NOTEBOOK.get(result, {}).get(name)
-    if spec is None:
-        return value
-    if not lookup and spec.kind in CATALOG:
-        spec = Spec("text", nullable=spec.nullable)
-    try:
-        _typed(value, spec)
-        return check_value(value, spec)
-    except ValueError as exc:
-        text = str(exc)
-        field_name = f"parameter {name}"
-        if text.startswith("[") and "]: " in text:
-            index, text = text.split(": ", 1)
-            field_name += index
-        raise InputError(where, field_name, text) from None
+def cell_defaults(result: str) -> dict[str, Any]:
+    """``result``'s ``parameters`` cell defaults by name, in cell order (the results'
+    ``Params`` take their defaults from it)."""
+    return {name: default for name, (default, _) in _cell(result).items()}
+
+
+def declared(result: str) -> dict[str, Spec]:
+    """``result``'s notebook parameters by name, each its type comment's :class:`Spec`."""
+    return {name: kind_spec(typed) for name, (_, typed) in _cell(result).items()}
 
 
 #: Longest ``-p`` value read as YAML (characters); a longer one is refused.
@@ -406,46 +336,30 @@ def check_given(
     lookup: bool = False,
 ) -> None:
     """The one check of ``result``'s notebook parameters given (``-p``, a params file) against
-    :data:`NOTEBOOK`: names, types, ranges, choices (catalog ids looked up with ``lookup``),
-    then the rules between them (``defaults`` merged under). Reads no notebook or trace."""
-    declared = NOTEBOOK.get(result)
-    if declared is None:  # "all" or an unknown result: its own check says
-        return
-    for name, value in values.items():
-        if name not in declared:
-            known = ", ".join(declared)
-            problem = f"not a parameter of this notebook; known: {known}"
-            raise InputError(where, f"parameter {name}", problem)
-        if name != "trace":
-            check_parameter(result, name, value, where, lookup=lookup)
-    check_together(result, {**(defaults or {}), **values}, where)
-
-
-def check_trace_extent(result: str, values: Mapping[str, Any], where: str) -> None:
-    """eplb-balance's ``show_layer``/``fit_windows`` given against the trace's extent."""
-    if result != "eplb-balance" or not {"show_layer", "fit_windows"} & set(values):
-        return
+    their declarations: names, types, ranges, choices (catalog ids looked up with ``lookup``),
+    then the rules between them (``defaults`` merged under). Reads no trace."""
     from rackbook import paths
 
-    trace = values.get("trace")
-    folder = paths.TRACES / result if trace is None else Path(str(trace))
-    top = expert_extent(folder) if "\0" not in str(folder) else None
-    if top is not None:
-        check_extent(top, values, where)
-
-
-def _typed(value: Any, spec: Spec) -> None:
-    """A parsed value is of its declared type: text is never a number here (the kernel would
-    get the text)."""
-    if spec.kind in ("int", "number") and isinstance(value, str):
-        why = _not_a_number(value.strip())
-        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
-    if spec.kind == "list" and isinstance(value, list) and spec.item is not None:
-        for i, v in enumerate(value):
-            try:
-                _typed(v, spec.item)
-            except ValueError as exc:
-                raise ValueError(f"[{i}]: {exc}") from None
+    if result not in paths.RESULTS or not (paths.NOTEBOOKS / f"{result}.ipynb").is_file():
+        return  # "all" or an unknown result (its own check says), or no checkout
+    specs = declared(result)
+    for name, value in values.items():
+        field_name, spec = f"parameter {name}", specs.get(name)
+        if spec is None:
+            known = ", ".join(specs)
+            raise InputError(where, field_name, f"not a parameter of this notebook; known: {known}")
+        if not lookup and spec.kind in CATALOG:
+            spec = Spec("text", nullable=spec.nullable)
+        try:
+            if name != "trace":  # the runner checks the folder
+                check_value(value, spec, parsed=True)
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("[") and "]: " in text:  # a list's entry: parameter NAME[i]
+                index, text = text.split(": ", 1)
+                field_name += index
+            raise InputError(where, field_name, text) from None
+    check_together(result, {**(defaults or {}), **values}, where)
 
 
 def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
@@ -541,7 +455,7 @@ FLAGS: dict[str, dict[str, Spec]] = {
         "ttft_s": _num(1e-6, 1e6, "s", nullable=True),
     },
     "kv-bytes": {"context": _int(1, TOKENS, "tokens", nullable=True)},
-    "eplb": {k: NOTEBOOK["eplb-balance"][k] for k in ("ep_size", "redundant", "groups", "nodes")},
+    "eplb": {k: KINDS[k] for k in ("ep_size", "redundant", "groups", "nodes")},
     "run": {"jobs": _int(1, 1024, "chapters", nullable=True)},
     "book": {"jobs": _int(1, 1024, "chapters", nullable=True)},
 }
@@ -549,11 +463,11 @@ FLAGS: dict[str, dict[str, Spec]] = {
 MAX_INPUT_MB = _num(0, 1e9, "MB", lo_open=True)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
 LABELS: dict[str, Spec] = {
-    "batch_size": _BATCH,
-    "concurrency": NOTEBOOK["rack-scaling"]["concurrency"],
-    "decode_ranks": NOTEBOOK["decode-parity"]["decode_ranks"],
-    "context_tokens": NOTEBOOK["single-user"]["context_tokens"],
-    "num_gpus": _GPUS,
+    "batch_size": KINDS["batch_size"],
+    "concurrency": KINDS["concurrency"],
+    "decode_ranks": KINDS["decode_ranks"],
+    "context_tokens": KINDS["context"],
+    "num_gpus": KINDS["gpus"],
 }
 
 

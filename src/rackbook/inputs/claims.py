@@ -128,6 +128,14 @@ class Source(_Model):
     notes: str | None = None
 
 
+#: field -> the comparisons that need it (refused by the others) and what it holds.
+_BY_COMPARISON: dict[str, tuple[tuple[str, ...], str]] = {
+    "values": (("range",), " (low/high)"),
+    "value": (("bound", "ratio", "equal"), ""),
+    "direction": (("bound",), " (upper or lower)"),
+}
+
+
 class Claim(_Model):
     """One published number: its words, value, unit, scope, metric, cautions and source."""
 
@@ -169,26 +177,16 @@ class Claim(_Model):
     def _consistent(self) -> Claim:
         if not self.id.startswith(self.result + "."):
             raise loader.field_error("id", f"must start with the result name {self.result + '.'!r}")
-        if self.comparison == "range":
-            if self.values is None:
-                raise loader.field_error("values", "required (low/high) when comparison is range")
-            if self.value is not None:
+        for field, (needing, what) in _BY_COMPARISON.items():
+            given, needed = getattr(self, field) is not None, self.comparison in needing
+            if needed and not given:
                 raise loader.field_error(
-                    "value", "not allowed when comparison is range; use values"
+                    field, f"required{what} when comparison is {self.comparison}"
                 )
-        else:
-            if self.value is None:
-                raise loader.field_error("value", f"required when comparison is {self.comparison}")
-            if self.values is not None:
-                raise loader.field_error(
-                    "values", f"only for comparison range, not {self.comparison}"
-                )
-        if self.comparison == "bound" and self.direction is None:
-            raise loader.field_error(
-                "direction", "required (upper or lower) when comparison is bound"
-            )
-        if self.comparison != "bound" and self.direction is not None:
-            raise loader.field_error("direction", "only for comparison bound")
+            if given and not needed:
+                only = " or ".join(needing)
+                problem = f"not allowed when comparison is {self.comparison} (only {only})"
+                raise loader.field_error(field, problem)
         if self.comparison == "ratio" and not self.reference:
             raise loader.field_error(
                 "reference", "required when comparison is ratio (the denominator)"
