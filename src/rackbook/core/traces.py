@@ -643,24 +643,21 @@ def keep_rows(trace: Trace, keep: np.ndarray, points: pd.Series | None = None) -
 
 def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
     """Merge traces (e.g. points or client shards) into one; ITL rows are re-indexed."""
-    reqs, gaps, pts = [], [], []
-    extra: dict[str, list[pd.DataFrame]] = {}
-    offset = 0
-    for t in traces:
-        reqs.append(t.requests)
-        g = t.itl.copy()
-        g["request_row"] = g["request_row"] + offset
-        gaps.append(g)
-        pts.append(t.points)
-        offset += len(t.requests)
-        for k, v in t.extra.items():
-            extra.setdefault(k, []).append(v)
+    starts = np.cumsum([0] + [len(t.requests) for t in traces])
+    moved = zip(traces, starts[:-1], strict=True)
+    gaps = [t.itl.assign(request_row=t.itl["request_row"] + n) for t, n in moved]
+    names = dict.fromkeys(k for t in traces for k in t.extra)
+    extra = {k: [t.extra[k] for t in traces if k in t.extra] for k in names}
+
+    def joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        return pd.concat(frames, ignore_index=True)
+
     return Trace(
         run,
-        pd.concat(reqs, ignore_index=True),
-        pd.concat(gaps, ignore_index=True),
-        pd.concat(pts, ignore_index=True),
-        {k: pd.concat(v, ignore_index=True) for k, v in extra.items()},
+        joined([t.requests for t in traces]),
+        joined(gaps),
+        joined([t.points for t in traces]),
+        {k: joined(v) for k, v in extra.items()},
     )
 
 
