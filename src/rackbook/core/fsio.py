@@ -335,12 +335,12 @@ def refuse_overlap(
                 )
 
 
-#: What a special file (followed) is, by its mode test.
+#: What a special file (followed) is, by its file type.
 _SPECIAL = {
-    stat.S_ISFIFO: "a FIFO",
-    stat.S_ISCHR: "a device",
-    stat.S_ISBLK: "a device",
-    stat.S_ISSOCK: "a socket",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFSOCK: "a socket",
 }
 
 
@@ -358,11 +358,11 @@ def refuse_special(
             mode = os.stat(Path(folder) / name).st_mode
         except (OSError, ValueError):
             continue
-        for test, what in _SPECIAL.items():
-            if test(mode):
-                raise InputError(
-                    Path(folder) / name, field, f"is {what}, where a result file goes: remove it"
-                )
+        what = _SPECIAL.get(stat.S_IFMT(mode))
+        if what is not None:
+            raise InputError(
+                Path(folder) / name, field, f"is {what}, where a result file goes: remove it"
+            )
 
 
 #: Lock file -> [its descriptor (None: held without a file), depth, shared, folders made for
@@ -387,11 +387,7 @@ def _clean_journal(fd: int, lock: Path) -> None:
     """Remove the temporaries a killed holder journaled in ``lock``, then empty it."""
     data = b""
     with contextlib.suppress(OSError):
-        os.lseek(fd, 0, os.SEEK_SET)
-        while chunk := os.read(fd, 1 << 16):
-            data += chunk
-            if len(data) > 1 << 20:
-                break
+        data = os.pread(fd, 1 << 20, 0)
     base = lock.name[: -len(_LOCK_SUFFIX)]  # ".NAME" or ".NAME.PART"
     for line in data.decode("utf-8", errors="surrogateescape").splitlines():
         if not line.startswith("tmp "):
