@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -371,25 +371,21 @@ def is_date(text: str) -> bool:
     return True
 
 
-def _cell(text: object) -> str:
-    """Text inside a Markdown table cell: a ``|`` is a character, not a column break."""
-    return str(text).replace("|", "\\|")
+def _md(header: str, rows: Iterable[tuple[object, ...]]) -> list[str]:
+    """A Markdown table: ``header`` (words) over ``rows``; a ``|`` in a cell is a character."""
+    head = header.split()
+    body = (" | ".join(str(x).replace("|", "\\|") for x in r) for r in rows)
+    return [f"| {' | '.join(head)} |", "|---" * len(head) + "|", *(f"| {b} |" for b in body)]
 
 
 def _fields_md(fields: Mapping[str, tuple[bool, str]]) -> list[str]:
-    out = ["| field | required | meaning |", "|---|---|---|"]
-    return out + [
-        f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |" for k, (r, d) in fields.items()
-    ]
+    rows = ((f"`{k}`", "yes" if r else "no", d) for k, (r, d) in fields.items())
+    return _md("field required meaning", rows)
 
 
 def _columns_md(cols: tuple[Column, ...]) -> list[str]:
-    out = ["| column | type | null | unit | meaning |", "|---|---|---|---|---|"]
-    return out + [
-        f"| `{c.name}` | {c.dtype} | {'yes' if c.nullable else 'no'} | {_cell(c.unit)} "
-        f"| {_cell(c.doc)} |"
-        for c in cols
-    ]
+    rows = ((f"`{c.name}`", c.dtype, "yes" if c.nullable else "no", c.unit, c.doc) for c in cols)
+    return _md("column type null unit meaning", rows)
 
 
 def markdown_reference() -> str:
