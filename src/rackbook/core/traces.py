@@ -257,11 +257,8 @@ def _check_run(run: Any, where: Path | str) -> None:
             raise InputError(where, f"run.json.{name}", "missing required field")
     version = run["schema_version"]
     if isinstance(version, bool) or version != schema.SCHEMA_VERSION:
-        raise InputError(
-            where,
-            "run.json.schema_version",
-            f"{version!r} is not a version this rackbook reads ({schema.SCHEMA_VERSION})",
-        )
+        problem = f"{version!r} is not a version this rackbook reads ({schema.SCHEMA_VERSION})"
+        raise InputError(where, "run.json.schema_version", problem)
     if run["kind"] not in schema.KINDS:
         raise InputError(
             where, "run.json.kind", f"{run['kind']!r} is not one of {', '.join(schema.KINDS)}"
@@ -362,11 +359,9 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
         schema.check_points(extra["published_points"], trace.run, where)
 
     check_points(pts, where)
-    dup = req["request_id"].duplicated()
-    if dup.any():
-        raise InputError(
-            where, "requests.request_id", f"duplicate id {req['request_id'][dup].iloc[0]!r}"
-        )
+    dup = req["request_id"][req["request_id"].duplicated()]
+    if len(dup):
+        raise InputError(where, "requests.request_id", f"duplicate id {dup.iloc[0]!r}")
     unknown = set(req["point_id"].unique()) - set(pts["point_id"].unique())
     if unknown:
         raise InputError(
@@ -434,13 +429,8 @@ def read_run(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     f = path / "run.json"
     if not path.is_dir():
-        raise InputError(
-            path,
-            "-",
-            "trace folder does not exist"
-            if not path.exists()
-            else "not a folder (a trace is a folder with run.json and Parquet tables)",
-        )
+        problem = "not a folder (a trace is a folder with run.json and Parquet tables)"
+        raise InputError(path, "-", problem if path.exists() else "trace folder does not exist")
     if not f.exists():
         raise InputError(f, "-", "missing run.json")
     run = load_run_json(f)
