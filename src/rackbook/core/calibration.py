@@ -117,12 +117,10 @@ def _check_run(run: Any, where: Path | str) -> None:
     for name, (required, _doc) in schema.CALIBRATION_RUN_FIELDS.items():
         if required and name not in run:
             raise InputError(where, f"run.json.{name}", "missing field")
-    if run["content"] != CONTENT:
-        raise InputError(where, "run.json.content", f"{run['content']!r} is not {CONTENT!r}")
-    if run["kind"] not in KINDS:
-        raise InputError(where, "run.json.kind", f"{run['kind']!r} is not one of {KINDS}")
-    if run["device"] not in ("cuda", "cpu"):
-        raise InputError(where, "run.json.device", f"{run['device']!r} is not cuda or cpu")
+    for name, allowed in (("content", (CONTENT,)), ("kind", KINDS), ("device", ("cuda", "cpu"))):
+        if run[name] not in allowed:
+            problem = f"{run[name]!r} is not one of {', '.join(allowed)}"
+            raise InputError(where, f"run.json.{name}", problem)
     spec = run.get("spec")
     if spec is not None:
         if not isinstance(spec, dict):
