@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -264,29 +264,23 @@ def hardware_class(hardware: str) -> str:
     return HARDWARE_CLASS.get(k, k)
 
 
+#: Engine name needles -> the engine they name (first match wins).
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt": "tensorrt-llm", "trt": "tensorrt-llm"}
+
+
 def engine_key(engine: str) -> str:
     """``vllm`` | ``sglang`` | ``tensorrt-llm`` | ``deepseek`` | other (lower case)."""
     e = engine.lower()
-    for key, needle in (
-        ("vllm", "vllm"),
-        ("sglang", "sglang"),
-        ("tensorrt-llm", "tensorrt"),
-        ("tensorrt-llm", "trt"),
-    ):
-        if needle in e:
-            return key
-    return e
+    return next((key for needle, key in ENGINES.items() if needle in e), e)
+
+
+#: How a part's value is reduced before two bases are compared (others: as they are).
+_KEYS = {"model": model_key, "hardware": hardware_key, "engine": engine_key}
 
 
 def _same(part: str, a: Basis, b: Basis) -> bool:
-    va, vb = getattr(a, part), getattr(b, part)
-    if part == "model":
-        return model_key(va) == model_key(vb)
-    if part == "hardware":
-        return hardware_key(va) == hardware_key(vb)
-    if part == "engine":
-        return engine_key(va) == engine_key(vb)
-    return bool(va == vb)
+    key: Callable[[Any], Any] = _KEYS.get(part, lambda v: v)
+    return bool(key(getattr(a, part)) == key(getattr(b, part)))
 
 
 @dataclass(frozen=True)

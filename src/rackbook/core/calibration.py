@@ -38,6 +38,15 @@ DTYPES = ("bf16", "fp8", "fp32", "")
 SHIPPED = paths.DATA / "calibration" / "h200-reference"
 CONTENT = "calibration"
 KINDS = ("recorded", "published")
+#: DeepSeek-V4.1-Flash shapes the reference and ``rackbook calibrate`` time.
+REF_SHAPES = {
+    "hidden_size": 5120,
+    "moe_intermediate_size": 2304,
+    "num_attention_heads": 64,
+    "head_dim": 512,
+    "index_head_dim": 128,
+    "index_topk": 2048,
+}
 
 
 @dataclass
@@ -68,18 +77,13 @@ def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
     dtypes, sizes and times > 0, bytes and FLOPs >= 0, no shape twice."""
     cols = schema.CALIBRATION_KERNELS
     out = conform(df, "kernels", where, cols)[[c.name for c in cols]]
-    bad_family = ~out["family"].isin(list(FAMILIES))
-    if bad_family.any():
-        row = int(bad_family.to_numpy().argmax())
-        raise InputError(
-            where,
-            "kernels.family",
-            f"{out['family'].iloc[row]!r} in row {row} is not one of {', '.join(FAMILIES)}",
-        )
-    bad_dtype = ~out["dtype"].isin(list(DTYPES))
-    if bad_dtype.any():
-        row = int(bad_dtype.to_numpy().argmax())
-        raise InputError(where, "kernels.dtype", f"{out['dtype'].iloc[row]!r} in row {row}")
+    for name, allowed in (("family", list(FAMILIES)), ("dtype", list(DTYPES))):
+        bad = ~out[name].isin(allowed).to_numpy(bool)
+        if bad.any():
+            row = int(bad.argmax())
+            listed = ", ".join(map(repr, allowed))
+            problem = f"{out[name].iloc[row]!r} in row {row} is not one of {listed}"
+            raise InputError(where, f"kernels.{name}", problem)
     for name, positive in (("size", True), ("seconds", True), ("bytes", False), ("flops", False)):
         vals = out[name].to_numpy(np.float64)
         known = ~np.isnan(vals)
@@ -113,12 +117,10 @@ def _check_run(run: Any, where: Path | str) -> None:
     for name, (required, _doc) in schema.CALIBRATION_RUN_FIELDS.items():
         if required and name not in run:
             raise InputError(where, f"run.json.{name}", "missing field")
-    if run["content"] != CONTENT:
-        raise InputError(where, "run.json.content", f"{run['content']!r} is not {CONTENT!r}")
-    if run["kind"] not in KINDS:
-        raise InputError(where, "run.json.kind", f"{run['kind']!r} is not one of {KINDS}")
-    if run["device"] not in ("cuda", "cpu"):
-        raise InputError(where, "run.json.device", f"{run['device']!r} is not cuda or cpu")
+    for name, allowed in (("content", (CONTENT,)), ("kind", KINDS), ("device", ("cuda", "cpu"))):
+        if run[name] not in allowed:
+            problem = f"{run[name]!r} is not one of {', '.join(allowed)}"
+            raise InputError(where, f"run.json.{name}", problem)
     spec = run.get("spec")
     if spec is not None:
         if not isinstance(spec, dict):
@@ -216,7 +218,7 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
         dtype, size, _unit = key.split("_")
         flops = 2.0 * int(size) ** 3
         rows.append(_row("dense_gemm", dtype, int(size), flops / (rate * 1e12), None, flops))
-    shapes = ref_shapes()
+    shapes = dict(REF_SHAPES)
     per_expert = 3 * shapes["hidden_size"] * shapes["moe_intermediate_size"]
     for e in ref["experts"]:
         width = {"fp8": 1, "bf16": 2}[e["dtype"]]
@@ -258,18 +260,6 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
         ),
     }
     return run, pd.DataFrame(rows)
-
-
-def ref_shapes() -> dict[str, int]:
-    """DeepSeek-V4.1-Flash shapes the reference and ``rackbook calibrate`` time."""
-    return {
-        "hidden_size": 5120,
-        "moe_intermediate_size": 2304,
-        "num_attention_heads": 64,
-        "head_dim": 512,
-        "index_head_dim": 128,
-        "index_topk": 2048,
-    }
 
 
 # ----------------------------------------------------------------------------- comparing

@@ -57,15 +57,11 @@ _LOAD_CHECKS: tuple[tuple[Callable[[np.ndarray], np.ndarray], Callable[[float], 
 def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.ndarray:
     """``loads`` as a float64 ``(layers, experts)`` array of finite, non-negative tokens (1-D: one
     layer); InputError naming ``source`` and ``field`` otherwise."""
-    if isinstance(loads, np.ndarray):
-        arr = loads
-        if arr.dtype == bool or not (
-            np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-        ):
-            raise InputError(source, field, f"non-numeric entries (dtype {arr.dtype})")
-    else:
-        arr = _checked_rows(loads, source, field)
-    arr = np.asarray(arr, dtype=np.float64)
+    if not isinstance(loads, np.ndarray):
+        loads = _checked_rows(loads, source, field)
+    elif loads.dtype.kind not in "iuf":  # booleans, objects, texts
+        raise InputError(source, field, f"non-numeric entries (dtype {loads.dtype})")
+    arr = np.asarray(loads, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -175,32 +171,6 @@ def _read_parquet_loads(path: Path) -> np.ndarray:
     return as_loads(arr, path, "tokens")
 
 
-def _load_counts() -> jsonstream.Counts:
-    """Bounds of a JSON file's ``loads`` as it is read: layers, experts per layer, cells."""
-    return jsonstream.Counts(
-        entries=limits.BOUNDS["layers"],
-        inner=limits.BOUNDS["experts"],
-        total=limits.BOUNDS["expert_cells"],
-        name="layers",
-        flat_index=False,
-        not_list="expected a list of per-layer lists",
-    )
-
-
-def _rectangle(loads: jsonstream.Ragged, path: Path) -> np.ndarray | list[Any]:
-    """Ragged loads as a (layers, experts) array; rows of unequal length named."""
-    if len(loads) == 0:
-        return []
-    width = int(loads.lens[0])
-    bad = np.flatnonzero(loads.lens != width)
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(
-            path, f"loads[{i}]", f"ragged rows: {int(loads.lens[i])} experts, row 0 has {width}"
-        )
-    return loads.values.reshape(len(loads), width)
-
-
 def read_loads(path: str | Path) -> np.ndarray:
     """Expert loads ``(layers, experts)`` (tokens) from JSON ``{"loads": [[...], ...]}`` or Parquet
     ``layer, expert, tokens`` (summed over ``window`` when present). Bad input is an InputError."""
@@ -209,10 +179,24 @@ def read_loads(path: str | Path) -> np.ndarray:
         magic = fh.read(4)
     if magic == b"PAR1" or p.suffix.lower() == ".parquet":
         return _read_parquet_loads(p)
-    obj = jsonstream.load(p, {"loads": jsonstream.RAGGED}, _load_counts())
+    bounds = jsonstream.Counts(  # layers, experts per layer, cells: bounded as they are read
+        entries=limits.BOUNDS["layers"],
+        inner=limits.BOUNDS["experts"],
+        total=limits.BOUNDS["expert_cells"],
+        name="layers",
+        flat_index=False,
+        not_list="expected a list of per-layer lists",
+    )
+    obj = jsonstream.load(p, {"loads": jsonstream.RAGGED}, bounds)
     if not isinstance(obj, dict) or "loads" not in obj:
         raise InputError(p, "loads", 'missing; expected {"loads": [[...], ...]}')
     loads = obj["loads"]
-    if isinstance(loads, jsonstream.Ragged):  # a list: read straight into arrays
-        return as_loads(_rectangle(loads, p), p)
+    if isinstance(loads, jsonstream.Ragged):  # a list, read straight into arrays
+        width = int(loads.lens[0]) if len(loads) else 0
+        bad = np.flatnonzero(loads.lens != width)
+        if bad.size:
+            i = int(bad[0])
+            problem = f"ragged rows: {int(loads.lens[i])} experts, row 0 has {width}"
+            raise InputError(p, f"loads[{i}]", problem)
+        loads = loads.values.reshape(len(loads), width) if len(loads) else []
     return as_loads(loads, p)  # not a list: named there

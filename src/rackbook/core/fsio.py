@@ -82,16 +82,24 @@ def _refuse_link(path: Path, field: str, what: str) -> None:
         )  # fmt: skip
 
 
-def check_output_folder(path: str | Path, field: str = "output") -> Path:
-    """``path``; InputError naming ``field`` when a link, a file, or under a file."""
+def _check_output(path: str | Path, field: str, what: str) -> Path:
+    """``path`` as a Path; InputError naming ``field`` when empty, a link, the other of file and
+    folder (``what``), or under a file."""
     path = Path(path)
     if not str(path).strip():
-        raise InputError("''", field, "an empty path: name a folder")
-    _refuse_link(path, field, "folder")
-    if path.exists() and not path.is_dir():
+        raise InputError("''", field, f"an empty path: name a {what}")
+    if what == "file" and path.is_dir() and not path.is_symlink():
+        raise InputError(path, field, "is a folder, expected a file")
+    _refuse_link(path, field, what)
+    if what == "folder" and path.exists() and not path.is_dir():
         raise InputError(path, field, "exists and is a file, expected a folder")
     _check_parents(path, field)
-    return check_writable(path, field)
+    return path
+
+
+def check_output_folder(path: str | Path, field: str = "output") -> Path:
+    """``path``; InputError naming ``field`` when a link, a file, under a file, or read-only."""
+    return check_writable(_check_output(path, field, "folder"), field)
 
 
 def check_writable(path: str | Path, field: str = "output") -> Path:
@@ -106,21 +114,9 @@ def check_writable(path: str | Path, field: str = "output") -> Path:
     return path
 
 
-def check_output_file(path: str | Path, field: str = "output") -> Path:
-    """``path`` as a Path; InputError when it is a folder, a link, or under a file."""
-    path = Path(path)
-    if not str(path).strip():
-        raise InputError("''", field, "an empty path: name a file")
-    if path.is_dir() and not path.is_symlink():
-        raise InputError(path, field, "is a folder, expected a file")
-    _refuse_link(path, field, "file")
-    _check_parents(path, field)
-    return path
-
-
 def check_new_file(path: str | Path, field: str = "output") -> Path:
-    """:func:`check_output_file`, refused too when anything exists there."""
-    path = check_output_file(path, field)
+    """An output file path (:func:`atomic_write_bytes`), refused too when anything is there."""
+    path = _check_output(path, field, "file")
     if path.exists():
         raise InputError(
             path, field, "exists: rackbook does not replace a file it cannot tell is its own "
@@ -132,7 +128,7 @@ def check_new_file(path: str | Path, field: str = "output") -> Path:
 def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> Path:
     """Write ``data`` to ``path`` through an exclusive temporary sibling, then rename; a bad
     ``path`` is an InputError naming ``field``."""
-    path = check_output_file(path, field)
+    path = _check_output(path, field, "file")
     tmp: str | None = None
     try:
         with signals_held():  # the temporary exists only once this try can remove it
@@ -162,18 +158,14 @@ def atomic_write_json(path: str | Path, obj: Any, field: str = "output") -> Path
     )
 
 
-def _temp_prefix(path: Path) -> str:
-    """``.NAME.`` (``.output.`` when NAME is not UTF-8)."""
-    try:
-        path.name.encode("utf-8")
-    except UnicodeEncodeError:
-        return ".output."
-    return f".{path.name}."
-
-
 def temp_name(path: Path, suffix: str = ".tmp") -> Path:
-    """A new temporary sibling name of ``path``, journaled in its lock file when held."""
-    name = path.parent / f"{_temp_prefix(path)}{secrets.token_hex(4)}{suffix}"
+    """A new temporary sibling name of ``path`` (``.NAME.``, ``.output.`` when NAME is not UTF-8,
+    then 8 hex digits), journaled in its lock file when held."""
+    try:
+        prefix = f".{path.name}.".encode().decode()
+    except UnicodeEncodeError:
+        prefix = ".output."
+    name = path.parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
     _note_temp(path, name)
     return name
 
@@ -277,28 +269,17 @@ def _remove(p: Path) -> None:
 
 @contextlib.contextmanager
 def _manifest_held(folder: Path) -> Iterator[None]:
-    """An exclusive lock on ``folder``'s manifest for a read-modify-write."""
+    """An exclusive lock on ``folder``'s manifest for a read-modify-write (unlocked when no lock
+    file can be made)."""
     lock = lock_path(folder, "manifest")
-    while True:
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError:
-            yield  # no lock file can be made: the update goes on unlocked
-            return
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
-        except OSError:
-            same = False
-        if same:
-            break
-        os.close(fd)
+    fd = _flock(lock, fcntl.LOCK_EX)
     try:
         yield
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(lock)
-        os.close(fd)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            os.close(fd)
 
 
 def update_manifest(
@@ -354,12 +335,12 @@ def refuse_overlap(
                 )
 
 
-#: What a special file (followed) is, by its mode test.
+#: What a special file (followed) is, by its file type.
 _SPECIAL = {
-    stat.S_ISFIFO: "a FIFO",
-    stat.S_ISCHR: "a device",
-    stat.S_ISBLK: "a device",
-    stat.S_ISSOCK: "a socket",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFSOCK: "a socket",
 }
 
 
@@ -377,11 +358,11 @@ def refuse_special(
             mode = os.stat(Path(folder) / name).st_mode
         except (OSError, ValueError):
             continue
-        for test, what in _SPECIAL.items():
-            if test(mode):
-                raise InputError(
-                    Path(folder) / name, field, f"is {what}, where a result file goes: remove it"
-                )
+        what = _SPECIAL.get(stat.S_IFMT(mode))
+        if what is not None:
+            raise InputError(
+                Path(folder) / name, field, f"is {what}, where a result file goes: remove it"
+            )
 
 
 #: Lock file -> [its descriptor (None: held without a file), depth, shared, folders made for
@@ -406,11 +387,7 @@ def _clean_journal(fd: int, lock: Path) -> None:
     """Remove the temporaries a killed holder journaled in ``lock``, then empty it."""
     data = b""
     with contextlib.suppress(OSError):
-        os.lseek(fd, 0, os.SEEK_SET)
-        while chunk := os.read(fd, 1 << 16):
-            data += chunk
-            if len(data) > 1 << 20:
-                break
+        data = os.pread(fd, 1 << 20, 0)
     base = lock.name[: -len(_LOCK_SUFFIX)]  # ".NAME" or ".NAME.PART"
     for line in data.decode("utf-8", errors="surrogateescape").splitlines():
         if not line.startswith("tmp "):
@@ -423,38 +400,47 @@ def _clean_journal(fd: int, lock: Path) -> None:
     os.lseek(fd, 0, os.SEEK_SET)
 
 
-def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | None:
-    """A non-blocking exclusive (or ``shared``) flock on ``lock``: its descriptor; InputError when
-    another process holds it; None when no lock file can be made. An exclusive holder first cleans
-    the journal."""
+def _flock(lock: Path, how: int) -> int | None:
+    """``lock`` opened and flocked (``how``), again while the file flocked is one its last holder
+    removed meanwhile; None when no lock file can be made. A refused flock raises its OSError."""
     for _ in range(50):
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError:
             return None
         try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = os.read(fd, 64).decode("ascii", errors="replace").split("\n")[0].strip()
-            os.close(fd)
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                return None
-            who = f" (pid {holder})" if holder.isdigit() else ""
-            raise InputError(
-                path, field, f"another rackbook{who} is writing this folder now: wait for it "
-                "to finish, or write elsewhere"
-            ) from None  # fmt: skip
-        try:
-            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+            fcntl.flock(fd, how)
         except OSError:
-            same = False
-        if same:  # not a file its last holder removed after this process opened it
-            if not shared:  # shared holders leave the file as it is: several hold it at once
-                _clean_journal(fd, lock)
-                os.write(fd, str(os.getpid()).encode())
-            return fd
+            os.close(fd)
+            raise
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+                return fd
         os.close(fd)
     return None
+
+
+def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | None:
+    """A non-blocking exclusive (or ``shared``) flock on ``lock``: its descriptor; InputError when
+    another process holds it; None when no lock file can be made. An exclusive holder first cleans
+    the journal."""
+    try:
+        fd = _flock(lock, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return None
+        holder = ""
+        with contextlib.suppress(OSError):
+            holder = lock.read_text("ascii", "replace")[:64].split("\n")[0].strip()
+        who = f" (pid {holder})" if holder.isdigit() else ""
+        raise InputError(
+            path, field, f"another rackbook{who} is writing this folder now: wait for it "
+            "to finish, or write elsewhere"
+        ) from None  # fmt: skip
+    if fd is not None and not shared:  # shared holders leave the file as it is
+        _clean_journal(fd, lock)
+        os.write(fd, str(os.getpid()).encode())
+    return fd
 
 
 def _note_temp(path: Path, tmp: Path) -> None:
@@ -528,11 +514,12 @@ def output_lock(
                     d.rmdir()
 
 
-def _nonempty(path: Path) -> bool:
-    try:
-        return bool(os.listdir(path))
-    except OSError:
-        return path.exists() or path.is_symlink()
+def _check_swap(path: Path, kind: str, field: str, overwrite: bool) -> None:
+    """:func:`check_replaceable`, and with ``overwrite`` False, ``path`` missing or empty."""
+    check_replaceable(path, kind, field)
+    with contextlib.suppress(OSError):
+        if not overwrite and os.listdir(path):
+            raise InputError(path, field, f"a {kind} exists there: refusing to replace it")
 
 
 @contextlib.contextmanager
@@ -549,9 +536,7 @@ def atomic_dir(
     only when empty."""
     path = check_output_folder(path, field)
     with output_lock(path, field):
-        check_replaceable(path, kind, field)
-        if not overwrite and _nonempty(path):
-            raise InputError(path, field, f"a {kind} exists there: refusing to replace it")
+        _check_swap(path, kind, field, overwrite)
         tmp: Path | None = None
         hold: Path | None = None  # a unique empty folder the old one is moved into
         try:
@@ -561,9 +546,7 @@ def atomic_dir(
             yield tmp
             write_marker(tmp, kind)
             if path.exists() or path.is_symlink():
-                check_replaceable(path, kind, field)  # again: time has passed
-                if not overwrite and _nonempty(path):
-                    raise InputError(path, field, f"a {kind} exists there: refusing to replace it")
+                _check_swap(path, kind, field, overwrite)  # again: time has passed
                 with signals_held():
                     hold = temp_name(path, ".old")
                     os.mkdir(hold, 0o700)

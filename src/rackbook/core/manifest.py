@@ -52,17 +52,13 @@ def digest(path: Path) -> tuple[int, str] | None:
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        h = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 20):
-            h.update(chunk)
-        return st.st_size, h.hexdigest()
+        with open(fd, "rb") as fh:  # closes fd
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            return st.st_size, hashlib.file_digest(fh, "sha256").hexdigest()
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 def text(kind: str, manifest: Manifest) -> str:
@@ -83,17 +79,14 @@ def read(folder: str | Path) -> tuple[str, Manifest | None] | None:
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MARKER_BYTES:
-            return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
+        with open(fd, "rb") as fh:  # closes fd
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MARKER_BYTES:
+                return None
+            data = fh.read()
     except OSError:
         return None
-    finally:
-        os.close(fd)
-    lines = b"".join(chunks).decode("utf-8", errors="replace").split("\n")
+    lines = data.decode("utf-8", errors="replace").split("\n")
     if not lines[0].startswith(HEAD):
         return None
     kind = lines[0][len(HEAD) :].strip()

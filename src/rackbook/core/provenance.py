@@ -68,27 +68,26 @@ def scrub_files(folder: Path, root: Path = ROOT) -> list[Path]:
     return changed
 
 
+def _run(*cmd: str, timeout: float = 10) -> str:
+    """Stripped stdout of ``cmd`` (OSError or SubprocessError when it cannot run)."""
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return done.stdout.strip()
+
+
+#: The pathspec whose changes make the commit ``+dirty`` (recorded traces aside).
+_TRACKED = ("--", ".", ":(exclude)data/traces")
+
+
 def project_commit() -> str:
     """The project's git commit (``+dirty`` when tracked files changed, ``data/traces/`` aside), or
     ``unknown``."""
+    git = ("git", "-C", str(ROOT))
     try:
-        sha = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--"]
-            + [".", ":(exclude)data/traces"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        return sha + ("+dirty" if dirty else "")
+        sha = _run(*git, "rev-parse", "HEAD")
+        dirty = _run(*git, "status", "--porcelain", "--untracked-files=no", *_TRACKED)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    return (sha + ("+dirty" if dirty else "")) if sha else "unknown"
 
 
 def hardware_inventory() -> dict[str, Any]:
@@ -105,17 +104,8 @@ def hardware_inventory() -> dict[str, Any]:
     gpus: list[dict[str, str]] = []
     if shutil.which("nvidia-smi"):
         with contextlib.suppress(OSError, subprocess.SubprocessError, ValueError):
-            out = subprocess.run(
-                [
-                    "nvidia-smi",
-                    "--query-gpu=name,memory.total,driver_version",
-                    "--format=csv,noheader",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=20,
-            ).stdout
-            for line in out.strip().splitlines():
+            query = "--query-gpu=name,memory.total,driver_version"
+            for line in _run("nvidia-smi", query, "--format=csv,noheader", timeout=20).splitlines():
                 name, memory, driver = (x.strip() for x in line.split(","))
                 gpus.append({"name": name, "memory": memory, "driver": driver})
     return {
@@ -129,17 +119,12 @@ def hardware_inventory() -> dict[str, Any]:
     }
 
 
+#: Environment variables (by prefix) that change behaviour, kept in provenance.
+ENV_PREFIXES = ("VLLM_", "HF_", "TRANSFORMERS_", "OMP_", "CUDA_", "RACKBOOK_", "DO_NOT_TRACK")
+
+
 def redact_env(
-    env: dict[str, str] | None = None,
-    prefixes: tuple[str, ...] = (
-        "VLLM_",
-        "HF_",
-        "TRANSFORMERS_",
-        "OMP_",
-        "CUDA_",
-        "RACKBOOK_",
-        "DO_NOT_TRACK",
-    ),
+    env: dict[str, str] | None = None, prefixes: tuple[str, ...] = ENV_PREFIXES
 ) -> dict[str, str]:
     """Behaviour-changing environment variables with secrets replaced by ``<redacted>``."""
     env = dict(os.environ if env is None else env)
@@ -214,26 +199,26 @@ def declared_hardware(
     }
 
 
+def _gpus_text(gpus: list[dict[str, Any]]) -> str:
+    """``4 x B300`` (names sorted, each once)."""
+    return f"{len(gpus)} x {', '.join(sorted({g.get('name', 'GPU') for g in gpus}))}"
+
+
 def hardware_label(run: dict[str, Any]) -> str:
     """Where a trace was measured, e.g. ``4 x B300 (declared at import)``."""
     hw = run.get("hardware") or {}
     gpus = hw.get("gpus") or []
     hosts = hw.get("hosts") or 1
-    declared = hw.get("declared")
-    if isinstance(declared, dict) and gpus:
-        names = sorted({g.get("name", "GPU") for g in gpus})
-        return f"{len(gpus)} x {', '.join(names)} (declared at import)"
+    if isinstance(hw.get("declared"), dict) and gpus:
+        return f"{_gpus_text(gpus)} (declared at import)"
     server = run.get("server")
     if isinstance(server, dict) and not server.get("same_host"):  # remote endpoints' GPUs
         sg = server.get("gpus") or []
         if not sg:
             return "an endpoint whose GPUs were not declared (RACKBOOK_SERVER_GPUS)"
-        names = sorted({g.get("name", "GPU") for g in sg})
-        return f"{len(sg)} x {', '.join(names)} (declared for the endpoint)"
+        return f"{_gpus_text(sg)} (declared for the endpoint)"
     if gpus:
-        names = sorted({g.get("name", "GPU") for g in gpus})
-        core = f"{len(gpus)} x {', '.join(names)}"
+        core = _gpus_text(gpus)
     else:
-        cpu = hw.get("cpu_model") or "unknown CPU"
-        core = f"{hw.get('cpu_cores', '?')}-core {cpu}, no GPU"
+        core = f"{hw.get('cpu_cores', '?')}-core {hw.get('cpu_model') or 'unknown CPU'}, no GPU"
     return core + (f", {hosts} hosts" if hosts and hosts > 1 else "")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -294,63 +294,39 @@ BASIS_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _check_point_numbers(df: pd.DataFrame, where: Path | str) -> None:
-    """``published_points``' counts and rates > 0, latencies >= 0 (s), none past
-    :data:`PHYSICAL_MAX`."""
+def _refuse_first(
+    where: Path | str, col: str, vals: pd.Series, bad: pd.Series, problem: str
+) -> None:
+    """InputError at the first given value of ``published_points.col`` where ``bad``; ``problem``
+    formatted with the value ``v`` and row ``i``."""
+    rows = (vals.notna() & bad).fillna(False).to_numpy(bool)
+    if rows.any():
+        i = int(rows.argmax())
+        raise InputError(where, f"published_points.{col}", problem.format(v=vals.iloc[i], i=i))
+
+
+def _check_point_values(df: pd.DataFrame, where: Path | str) -> None:
+    """Counts and rates > 0, latencies >= 0 (s), none past :data:`PHYSICAL_MAX`; dates
+    ``YYYY-MM-DD``, http(s) links, ``serving`` and the basis columns one of their values."""
     for col in POSITIVE:
-        vals = df[col].astype("Float64")
-        bad = vals.notna() & (vals <= 0)
-        if bad.any():
-            i = int(bad.to_numpy(bool).argmax())
-            raise InputError(
-                where, f"published_points.{col}", f"must be > 0 (row {i}: {vals.iloc[i]})"
-            )
+        v = df[col].astype("Float64")
+        _refuse_first(where, col, v, v <= 0, "must be > 0 (row {i}: {v})")
     for col in LATENCIES:
-        vals = df[col]
-        bad = vals.notna() & (vals < 0)
-        if bad.any():
-            i = int(bad.to_numpy(bool).argmax())
-            raise InputError(where, f"published_points.{col}", f"negative value in row {i}")
+        _refuse_first(where, col, df[col], df[col] < 0, "negative value in row {i}")
     for col, most in PHYSICAL_MAX.items():
-        vals = df[col].astype("Float64")
-        bad = vals.notna() & (vals > most)
-        if bad.any():
-            i = int(bad.to_numpy(bool).argmax())
-            raise InputError(
-                where, f"published_points.{col}", f"{vals.iloc[i]:,.6g} in row {i} is past "
-                f"{most:,.6g}, more than any deployment can be said to reach (a unit or typo?)"
-            )  # fmt: skip
-
-
-def _check_point_texts(df: pd.DataFrame, where: Path | str) -> None:
-    """``published_points``' dates (``YYYY-MM-DD``), links (http(s)), ``serving`` and basis
-    columns (stated, one of :data:`BASIS_COLUMNS`')."""
-    for i, (d, missing) in enumerate(zip(df["date"], df["date"].isna(), strict=True)):
-        if not missing and not is_date(str(d)):
-            raise InputError(where, "published_points.date", f"{d!r} in row {i} is not YYYY-MM-DD")
-    for i, u in enumerate(df["url"]):
-        if not URL.match(str(u)):
-            raise InputError(
-                where, "published_points.url", f"{u!r} in row {i} is not an http(s) link"
-            )
-    for i, (s, missing) in enumerate(zip(df["serving"], df["serving"].isna(), strict=True)):
-        if not missing and s not in SERVING:
-            raise InputError(
-                where,
-                "published_points.serving",
-                f"{s!r} in row {i}: expected {' or '.join(SERVING)}",
-            )
+        v = df[col].astype("Float64")
+        past = f"past {most:,.6g}, more than any deployment can be said to reach (a unit or typo?)"
+        _refuse_first(where, col, v, v > most, "{v:,.6g} in row {i} is " + past)
+    dates = ~df["date"].map(lambda d: is_date(str(d)))
+    _refuse_first(where, "date", df["date"], dates, "{v!r} in row {i} is not YYYY-MM-DD")
+    links = ~df["url"].map(lambda u: bool(URL.match(str(u))))
+    _refuse_first(where, "url", df["url"], links, "{v!r} in row {i} is not an http(s) link")
+    expected = "{v!r} in row {i}: expected " + " or ".join(SERVING)
+    _refuse_first(where, "serving", df["serving"], ~df["serving"].isin(SERVING), expected)
+    told = "{v!r} in row {i}: a published point states its basis, one of "
     for col, allowed in BASIS_COLUMNS.items():
-        for i, (v, missing) in enumerate(zip(df[col], df[col].isna(), strict=True)):
-            if missing:
-                continue
-            if v == basis.UNKNOWN or v not in allowed:
-                raise InputError(
-                    where,
-                    f"published_points.{col}",
-                    f"{v!r} in row {i}: a published point states its basis, one of "
-                    f"{', '.join(a for a in allowed if a != basis.UNKNOWN)}",
-                )
+        stated = [a for a in allowed if a != basis.UNKNOWN]
+        _refuse_first(where, col, df[col], ~df[col].isin(stated), told + ", ".join(stated))
 
 
 def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
@@ -368,8 +344,7 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
     if dup.any():
         bad = df["point_id"][dup].iloc[0]
         raise InputError(where, "published_points.point_id", f"duplicate id {bad!r}")
-    _check_point_numbers(df, where)
-    _check_point_texts(df, where)
+    _check_point_values(df, where)
     dis = df["serving"].eq("disaggregated").fillna(False).to_numpy(bool)
     parts = df["prefill_gpus"].astype("Float64") + df["decode_gpus"].astype("Float64")
     total = df["gpus"].astype("Float64")
@@ -396,25 +371,21 @@ def is_date(text: str) -> bool:
     return True
 
 
-def _cell(text: object) -> str:
-    """Text inside a Markdown table cell: a ``|`` is a character, not a column break."""
-    return str(text).replace("|", "\\|")
+def _md(header: str, rows: Iterable[tuple[object, ...]]) -> list[str]:
+    """A Markdown table: ``header`` (words) over ``rows``; a ``|`` in a cell is a character."""
+    head = header.split()
+    body = (" | ".join(str(x).replace("|", "\\|") for x in r) for r in rows)
+    return [f"| {' | '.join(head)} |", "|---" * len(head) + "|", *(f"| {b} |" for b in body)]
 
 
 def _fields_md(fields: Mapping[str, tuple[bool, str]]) -> list[str]:
-    out = ["| field | required | meaning |", "|---|---|---|"]
-    return out + [
-        f"| `{k}` | {'yes' if r else 'no'} | {_cell(d)} |" for k, (r, d) in fields.items()
-    ]
+    rows = ((f"`{k}`", "yes" if r else "no", d) for k, (r, d) in fields.items())
+    return _md("field required meaning", rows)
 
 
 def _columns_md(cols: tuple[Column, ...]) -> list[str]:
-    out = ["| column | type | null | unit | meaning |", "|---|---|---|---|---|"]
-    return out + [
-        f"| `{c.name}` | {c.dtype} | {'yes' if c.nullable else 'no'} | {_cell(c.unit)} "
-        f"| {_cell(c.doc)} |"
-        for c in cols
-    ]
+    rows = ((f"`{c.name}`", c.dtype, "yes" if c.nullable else "no", c.unit, c.doc) for c in cols)
+    return _md("column type null unit meaning", rows)
 
 
 def markdown_reference() -> str:

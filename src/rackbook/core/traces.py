@@ -257,11 +257,8 @@ def _check_run(run: Any, where: Path | str) -> None:
             raise InputError(where, f"run.json.{name}", "missing required field")
     version = run["schema_version"]
     if isinstance(version, bool) or version != schema.SCHEMA_VERSION:
-        raise InputError(
-            where,
-            "run.json.schema_version",
-            f"{version!r} is not a version this rackbook reads ({schema.SCHEMA_VERSION})",
-        )
+        problem = f"{version!r} is not a version this rackbook reads ({schema.SCHEMA_VERSION})"
+        raise InputError(where, "run.json.schema_version", problem)
     if run["kind"] not in schema.KINDS:
         raise InputError(
             where, "run.json.kind", f"{run['kind']!r} is not one of {', '.join(schema.KINDS)}"
@@ -362,11 +359,9 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
         schema.check_points(extra["published_points"], trace.run, where)
 
     check_points(pts, where)
-    dup = req["request_id"].duplicated()
-    if dup.any():
-        raise InputError(
-            where, "requests.request_id", f"duplicate id {req['request_id'][dup].iloc[0]!r}"
-        )
+    dup = req["request_id"][req["request_id"].duplicated()]
+    if len(dup):
+        raise InputError(where, "requests.request_id", f"duplicate id {dup.iloc[0]!r}")
     unknown = set(req["point_id"].unique()) - set(pts["point_id"].unique())
     if unknown:
         raise InputError(
@@ -434,13 +429,8 @@ def read_run(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     f = path / "run.json"
     if not path.is_dir():
-        raise InputError(
-            path,
-            "-",
-            "trace folder does not exist"
-            if not path.exists()
-            else "not a folder (a trace is a folder with run.json and Parquet tables)",
-        )
+        problem = "not a folder (a trace is a folder with run.json and Parquet tables)"
+        raise InputError(path, "-", problem if path.exists() else "trace folder does not exist")
     if not f.exists():
         raise InputError(f, "-", "missing run.json")
     run = load_run_json(f)
@@ -643,24 +633,21 @@ def keep_rows(trace: Trace, keep: np.ndarray, points: pd.Series | None = None) -
 
 def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
     """Merge traces (e.g. points or client shards) into one; ITL rows are re-indexed."""
-    reqs, gaps, pts = [], [], []
-    extra: dict[str, list[pd.DataFrame]] = {}
-    offset = 0
-    for t in traces:
-        reqs.append(t.requests)
-        g = t.itl.copy()
-        g["request_row"] = g["request_row"] + offset
-        gaps.append(g)
-        pts.append(t.points)
-        offset += len(t.requests)
-        for k, v in t.extra.items():
-            extra.setdefault(k, []).append(v)
+    starts = np.cumsum([0] + [len(t.requests) for t in traces])
+    moved = zip(traces, starts[:-1], strict=True)
+    gaps = [t.itl.assign(request_row=t.itl["request_row"] + n) for t, n in moved]
+    names = dict.fromkeys(k for t in traces for k in t.extra)
+    extra = {k: [t.extra[k] for t in traces if k in t.extra] for k in names}
+
+    def joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        return pd.concat(frames, ignore_index=True)
+
     return Trace(
         run,
-        pd.concat(reqs, ignore_index=True),
-        pd.concat(gaps, ignore_index=True),
-        pd.concat(pts, ignore_index=True),
-        {k: pd.concat(v, ignore_index=True) for k, v in extra.items()},
+        joined([t.requests for t in traces]),
+        joined(gaps),
+        joined([t.points for t in traces]),
+        {k: joined(v) for k, v in extra.items()},
     )
 
 

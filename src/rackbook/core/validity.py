@@ -69,12 +69,6 @@ POINT_COLUMNS = (
 )  # fmt: skip
 
 
-def _gaps(trace: traces.Trace) -> pd.DataFrame:
-    if not trace.itl_loaded and trace.path is not None:
-        return traces.read_table(trace.path, "itl")
-    return trace.itl
-
-
 def engine_step_s(sm: pd.DataFrame | None, point_id: str) -> float:
     """The servers' mean time per output token over a point (seconds; NaN when absent)."""
     if sm is None or sm.empty:
@@ -112,7 +106,9 @@ def token_mismatch(
 
 def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per request row: the median inter-token gap (s; NaN without gaps) and the gap count."""
-    gaps = _gaps(trace)
+    gaps = trace.itl
+    if not trace.itl_loaded and trace.path is not None:
+        gaps = traces.read_table(trace.path, "itl")
     med = np.full(n, np.nan)
     ngap = np.zeros(n, np.int64)
     if len(gaps):
@@ -219,24 +215,22 @@ def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> p
     ``flagged_share``, ``enough`` (>= :data:`MIN_VALID_PER_POINT` valid), ``acceptable`` (<=
     :data:`MAX_FLAGGED_SHARE`) and ``reason``."""
     c = check_requests(trace) if checks is None else checks
-    rows = []
-    for p in trace.points["point_id"].astype(str):
-        g = c[c["point_id"] == p]
-        rows.append(_point_row(p, g))
-    return pd.DataFrame(rows, columns=POINT_COLUMNS)
+    points = trace.points["point_id"].astype(str)
+    return pd.DataFrame(
+        [_point_row(p, c[c["point_id"] == p]) for p in points], columns=POINT_COLUMNS
+    )
 
 
 def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
-    succ = int(g["success"].sum())
-    flagged = int(g["flagged"].sum())
-    valid = int(g["valid"].sum())
+    """One row of :func:`point_validity`, plus ``counts`` (per check) and ``first`` (the first
+    flagged request's reason) for :func:`refusal`."""
+    succ, flagged, valid = (int(g[k].sum()) for k in ("success", "flagged", "valid"))
     share = flagged / succ if succ else 0.0
-    enough = valid >= MIN_VALID_PER_POINT
-    acceptable = share <= MAX_FLAGGED_SHARE
+    enough, acceptable = valid >= MIN_VALID_PER_POINT, share <= MAX_FLAGGED_SHARE
+    counts = ", ".join(f"{int(g[k].sum())} {k}" for k in CHECKS if g[k].any())
+    first = g.loc[g["flagged"], "reason"].iloc[0] if flagged else ""
     why = []
     if flagged:
-        counts = ", ".join(f"{int(g[k].sum())} {k}" for k in CHECKS if g[k].any())
-        first = g.loc[g["flagged"], "reason"].iloc[0]
         why.append(f"{flagged} of {succ} requests flagged ({share:.1%}: {counts}; e.g. {first})")
     if not enough:
         why.append(f"{valid} valid requests (< {MIN_VALID_PER_POINT})")
@@ -250,7 +244,9 @@ def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
         "flagged_share": share,
         "enough": enough,
         "acceptable": acceptable,
-        "reason": "; ".join(why) if (why and not (enough and acceptable)) else "",
+        "reason": "; ".join(why) if not (enough and acceptable) else "",
+        "counts": counts,
+        "first": first,
     }
 
 
@@ -265,11 +261,9 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
     row = _point_row(point_id, c[c["point_id"] == point_id])
     if row["acceptable"]:
         return None
-    counts = ", ".join(f"{row[k]} {k}" for k in CHECKS if row[k])
-    first = c.loc[(c["point_id"] == point_id) & c["flagged"], "reason"].iloc[0]
     return (
-        f"{row['flagged']} of {row['successful']} requests flagged "
-        f"({row['flagged_share']:.1%} > {MAX_FLAGGED_SHARE:.0%}: {counts}); first: {first}"
+        f"{row['flagged']} of {row['successful']} requests flagged ({row['flagged_share']:.1%} > "
+        f"{MAX_FLAGGED_SHARE:.0%}: {row['counts']}); first: {row['first']}"
     )
 
 
@@ -297,22 +291,18 @@ class Screening:
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.by_check.items() if n)
         out = f"{self.flagged} of {self.successful} successful requests ({self.share:.1%}) were "
         out += f"flagged ({counts})"
-        left = self.flagged - self.kept_flagged
         if self.kept_flagged:
-            pts = ", ".join(self.accepted_points)
             out += (
-                f"; {self.kept_flagged} of them are KEPT in the figures, fit and headline: "
-                f"their point{'s' if len(self.accepted_points) > 1 else ''} ({pts}) "
-                "were accepted although flagged when recorded (record --accept-invalid), so "
-                "figures from them time the client as much as the engine"
+                f"; {self.kept_flagged} of them are KEPT in the figures, fit and headline: their "
+                f"points ({', '.join(self.accepted_points)}) were accepted although flagged "
+                "(record --accept-invalid), so they time the client as much as the engine"
             )
-        if left:
+        if left := self.flagged - self.kept_flagged:
             out += f"; {left} are left out of every figure, fit and headline"
         if self.dropped_points:
             out += (
-                f"; point{'s' if len(self.dropped_points) > 1 else ''} "
-                f"{', '.join(self.dropped_points)} kept fewer than {MIN_VALID_PER_POINT} valid "
-                "requests and are reported, not fitted"
+                f"; {', '.join(self.dropped_points)} kept fewer than {MIN_VALID_PER_POINT} valid "
+                "requests: reported, not fitted"
             )
         return out + "."
 
