@@ -108,11 +108,11 @@ def _edit(path: str, value: object) -> dict:
 
 
 BAD = [
-    ("rows[1].decode_s", -1.5, "rows[1].decode_s: not a positive number"),
-    ("rows[1].decode_s", "fast", "rows[1].decode_s: not a positive number"),
-    ("rows[0].decode_s", float("inf"), "rows[0].decode_s: not a positive number"),
-    ("rows[2].batch_size", 8.5, "rows[2].batch_size: not a positive integer"),
-    ("rows[0].decode_ranks", 0, "rows[0].decode_ranks: not a positive integer"),
+    ("rows[1].decode_s", -1.5, "rows[1].decode_s: must be > 0, got -1.5"),
+    ("rows[1].decode_s", "fast", "rows[1].decode_s: not a number ('fast')"),
+    ("rows[0].decode_s", float("inf"), "rows[0].decode_s: non-finite value"),
+    ("rows[2].batch_size", 8.5, "rows[2].batch_size: not an integer (8.5)"),
+    ("rows[0].decode_ranks", 0, "rows[0].decode_ranks: must be > 0, got 0"),
     ("rows[0].output_tokens", ..., "rows[0].output_tokens: missing"),
     ("rows[0].output_tokens", 1, "rows[0].output_tokens: must be >= 2"),
     ("rows[1].total_s", 0.2, "rows[1].total_s: smaller than decode_s"),
@@ -123,7 +123,7 @@ BAD = [
     ("schema_version", 2, "schema_version: 2 is not one of 1"),
     ("format", "csv", "format: must be 'rackbook-offline-engine'"),
     ("engine", "", "engine: must be a non-empty string"),
-    ("hardware.gpu_count", 0, "hardware.gpu_count: not a positive integer"),
+    ("hardware.gpu_count", 0, "hardware.gpu_count: must be > 0, got 0"),
     ("generator", {"name": "x"}, "generator: must be an object with name and seed"),
     ("gpu", "gb300", "gpu: unknown key"),
 ]
