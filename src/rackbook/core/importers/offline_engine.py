@@ -247,11 +247,3 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
 def summary(t: traces.Trace) -> str:
     """``N points, R requests (KIND), trace_id ID``."""
     return f"{len(t.points)} points, {len(t.requests)} requests ({t.kind}), trace_id {t.trace_id}"
-
-
-def import_offline_engine(
-    path: str | Path, output: str | Path, engine: str | None = None, command: str | None = None
-) -> traces.Trace:
-    """Write ``path``'s trace folder at ``output`` atomically; the trace read back."""
-    importers.write(FORMAT, path, output, importers.Options(engine=engine, command=command))
-    return traces.read_trace(output)
