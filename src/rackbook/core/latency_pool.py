@@ -10,8 +10,11 @@ rounding (Chan, Golub and LeVeque merges). 8 bytes x :data:`HIST_BINS` (25,344) 
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,17 +30,10 @@ _LOG_RATIO = math.log(HIST_RATIO)
 HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / _LOG_RATIO)
 
 
-def _hist_stats(
-    name: str,
-    n: int,
-    mean: float,
-    m2: float,
-    hist: np.ndarray,
-    lo: float,
-    hi: float,
-    percentiles: tuple[float, ...],
-) -> dict[str, float]:
-    """Statistics from streamed moments and a histogram (bound in the module docstring)."""
+def _hist_stats(name: str, row: Sequence[Any], percentiles: tuple[float, ...]) -> dict[str, float]:
+    """Statistics from streamed moments and a histogram (bound in the module docstring); ``row``:
+    count, mean (s), sum of squared deviations (s^2), histogram, min and max (s)."""
+    n, mean, m2, hist, lo, hi = row
     if n == 0:
         return latency_stats(name, np.zeros(0), percentiles)
     cum = np.cumsum(hist)
@@ -155,27 +151,14 @@ class LatencyPool:
     ) -> tuple[dict[str, float], list[dict[str, float]]]:
         """(statistics of the whole trace, statistics of each of the first ``points`` points)."""
         if not self.exact:
-            P = self.npoints
-            hist = self.hist.reshape(P, HIST_BINS)
+            hist = self.hist.reshape(self.npoints, HIST_BINS)
             n = int(self.n.sum())
             mean = float((self.n * self.mean).sum() / n) if n else 0.0
             m2 = float(self.m2.sum() + (self.n * (self.mean - mean) ** 2).sum())
-            total = _hist_stats(
-                name, n, mean, m2, hist.sum(axis=0), self.lo.min(), self.hi.max(), percentiles
-            )
-            per = [
-                _hist_stats(
-                    name,
-                    int(self.n[i]),
-                    float(self.mean[i]),
-                    float(self.m2[i]),
-                    hist[i],
-                    float(self.lo[i]),
-                    float(self.hi[i]),
-                    percentiles,
-                )
-                for i in range(points)
-            ]
+            merged = (n, mean, m2, hist.sum(axis=0), self.lo.min(), self.hi.max())
+            each = zip(self.n, self.mean, self.m2, hist, self.lo, self.hi, strict=True)
+            rows = [merged, *itertools.islice(each, points)]
+            total, *per = [_hist_stats(name, row, percentiles) for row in rows]
             return total, per
         return self._exact_stats(name, percentiles, points)
 
