@@ -26,7 +26,7 @@ from conftest import small_result
 
 from rackbook import paths
 from rackbook.cluster import topology
-from rackbook.core import expert_load, traces
+from rackbook.core import expert_load, importers, traces
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, claims, scenarios
@@ -315,7 +315,7 @@ def trace_dir(tmp_path) -> Path:
     src = tmp_path / "r.json"
     src.write_text(json.dumps(small_result()))
     out = tmp_path / "trace"
-    vllm_bench.import_vllm_bench(src, out)
+    importers.write("vllm-bench", src, out)
     src.unlink()
     return out
 

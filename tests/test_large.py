@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import latency_pool, metrics, summary
+from rackbook.core import latency_pool, metrics, orderstats, summary
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.jsonstream import load as load_json
 from rackbook.core.latency_pool import HIST_RATIO
@@ -275,19 +275,14 @@ def test_flattened_itl_rows(tmp_path):
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 101, 1000])
-def test_one_partition_stats_equal_numpy(n):
+def test_pool_stats_equal_numpy(n):
+    """One window of up to one block: every statistic numpy's, bit for bit."""
     v = np.random.default_rng(n).lognormal(-3, 1, n)
     qs = (0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0)
-    owned = latency_pool._stats_owned("x", v.copy(), qs)
-    assert owned == metrics.latency_stats("x", v, qs)  # bit for bit
-
-
-def test_blockwise_std_matches_numpy():
-    v = np.random.default_rng(3).lognormal(-3, 1, 1000)
-    mean, std = latency_pool._mean_std(v)
-    assert mean == np.mean(v) and std == np.std(v)  # one block: bit for bit
-    mean, std = latency_pool._mean_std(v, block=64)  # 16 blocks: equal up to rounding
-    assert mean == np.mean(v) and std == pytest.approx(np.std(v), rel=1e-14)
+    pool = latency_pool.LatencyPool(1, capacity=n)
+    pool.add(np.zeros(n, np.int8), v)
+    total, (one,) = pool.stats("x", qs, 1)
+    assert total == one == metrics.latency_stats("x", v, qs)  # bit for bit
 
 
 def _interleaved(tmp_path, t):
@@ -306,11 +301,11 @@ def _interleaved(tmp_path, t):
     return out
 
 
-@pytest.mark.parametrize("block", [1 << 20, 16])  # one partition per window; bucket passes
+@pytest.mark.parametrize("block", [1 << 20, 16])  # one block per window; many
 def test_interleaved_points_summarise_as_reference(tmp_path, monkeypatch, block):
     """Points whose rows alternate (each pool then keeps a point index per value) give the
     reference's counts, medians and percentiles, streamed or not, in small or large mode."""
-    monkeypatch.setattr(latency_pool, "_STD_BLOCK", block)
+    monkeypatch.setattr(orderstats, "BLOCK", block)
     path = _interleaved(tmp_path, read_trace(_multi_point_trace(tmp_path)))
     t = read_trace(path)
     assert t.requests["point_id"].iloc[:3].nunique() > 1  # really interleaved

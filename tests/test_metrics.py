@@ -91,9 +91,9 @@ def test_summary_is_typed_and_its_json_keeps_vllm_names(tmp_path):
     d = s.to_dict()
     assert s.metrics.completed == d["completed"] == 2
     assert s.metrics.total_output == d["total_output_tokens"] == 6
-    assert dict(s.metrics.percentiles_ttft_ms)[99.0] == d["p99_ttft_ms"]
+    assert s.metrics.latency["p99_ttft_ms"] == d["p99_ttft_ms"]
     assert [p.point_id for p in s.points] == [p["point_id"] for p in d["points"]]
-    assert s.points[0].metrics.mean_tpot_ms == d["points"][0]["mean_tpot_ms"]
+    assert s.points[0].metrics.latency["mean_tpot_ms"] == d["points"][0]["mean_tpot_ms"]
 
 
 def test_latency_stats_in_ms_as_vllm_keys_them():
@@ -123,7 +123,8 @@ def test_vllm_metrics_counts_the_failed_requests(tmp_path):
     t = _trace(tmp_path, small_result())
     m = vllm_metrics(t.requests, t.itl["itl_s"].to_numpy(), 2.0, (50.0, 99.9))
     assert (m.completed, m.failed, m.total_input, m.total_output) == (2, 1, 30, 6)
-    assert dict(m.percentiles_ttft_ms) == pytest.approx({50.0: 150.0, 99.9: 199.9}, rel=1e-12)
+    pct = {k: v for k, v in m.latency.items() if k in ("p50_ttft_ms", "p99.9_ttft_ms")}
+    assert pct == pytest.approx({"p50_ttft_ms": 150.0, "p99.9_ttft_ms": 199.9}, rel=1e-12)
     assert m.to_dict()["p99.9_ttft_ms"] == pytest.approx(199.9, rel=1e-12)
 
 

@@ -16,11 +16,17 @@ import pytest
 from conftest import synthetic_trace
 
 from rackbook import paths
-from rackbook.core import traces
-from rackbook.core.importers import offline_engine
+from rackbook.core import importers, traces
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.errors import InputError
 from rackbook.results import decode_parity
+
+
+def _imported(src: Path, out: Path, engine: str | None = None) -> traces.Trace:
+    """``rackbook import offline-engine SRC -o OUT [--engine ENGINE]``, the trace read back."""
+    importers.write("offline-engine", src, out, importers.Options(engine=engine))
+    return traces.read_trace(out)
+
 
 FIXTURE = Path(__file__).parent / "fixtures" / "offline-engine" / "example.json"
 
@@ -79,7 +85,7 @@ def test_provenance_records_the_origin(tmp_path):
         r["decode_ranks"] = 64
     src = tmp_path / "deepinfer.json"
     src.write_text(json.dumps(d))
-    t = offline_engine.import_offline_engine(src, tmp_path / "b")
+    t = _imported(src, tmp_path / "b")
     assert t.kind == "recorded"
     assert t.run["commands"] == [
         f"rackbook import offline-engine {src} -o {tmp_path / 'b'}",
@@ -108,11 +114,11 @@ def _edit(path: str, value: object) -> dict:
 
 
 BAD = [
-    ("rows[1].decode_s", -1.5, "rows[1].decode_s: not a positive number"),
-    ("rows[1].decode_s", "fast", "rows[1].decode_s: not a positive number"),
-    ("rows[0].decode_s", float("inf"), "rows[0].decode_s: not a positive number"),
-    ("rows[2].batch_size", 8.5, "rows[2].batch_size: not a positive integer"),
-    ("rows[0].decode_ranks", 0, "rows[0].decode_ranks: not a positive integer"),
+    ("rows[1].decode_s", -1.5, "rows[1].decode_s: must be > 0, got -1.5"),
+    ("rows[1].decode_s", "fast", "rows[1].decode_s: not a number ('fast')"),
+    ("rows[0].decode_s", float("inf"), "rows[0].decode_s: non-finite value"),
+    ("rows[2].batch_size", 8.5, "rows[2].batch_size: not an integer (8.5)"),
+    ("rows[0].decode_ranks", 0, "rows[0].decode_ranks: must be > 0, got 0"),
     ("rows[0].output_tokens", ..., "rows[0].output_tokens: missing"),
     ("rows[0].output_tokens", 1, "rows[0].output_tokens: must be >= 2"),
     ("rows[1].total_s", 0.2, "rows[1].total_s: smaller than decode_s"),
@@ -123,7 +129,7 @@ BAD = [
     ("schema_version", 2, "schema_version: 2 is not one of 1"),
     ("format", "csv", "format: must be 'rackbook-offline-engine'"),
     ("engine", "", "engine: must be a non-empty string"),
-    ("hardware.gpu_count", 0, "hardware.gpu_count: not a positive integer"),
+    ("hardware.gpu_count", 0, "hardware.gpu_count: must be > 0, got 0"),
     ("generator", {"name": "x"}, "generator: must be an object with name and seed"),
     ("gpu", "gb300", "gpu: unknown key"),
 ]
@@ -163,7 +169,7 @@ def test_the_format_documented_in_the_book_is_the_one_read(tmp_path):
     for i, b in enumerate(blocks):
         src = tmp_path / f"doc{i}.json"
         src.write_text(b)
-        t = offline_engine.import_offline_engine(src, tmp_path / f"t{i}", engine="deepinfer")
+        t = _imported(src, tmp_path / f"t{i}", engine="deepinfer")
         assert set(t.points["engine"]) == {"deepinfer"}
 
 
@@ -198,7 +204,7 @@ def test_engine_b_from_its_own_trace_at_equal_batch_per_rank(tmp_path):
     """A on 64 ranks at concurrency 512 is batch 8 per rank: 8 x 20 / 2.0 = 80 tok/s per rank.
     B (imported, 2 ranks) at batch 8 per rank: 8 x 31 / 0.4092 = 606.06 tok/s per rank."""
     a = _engine_a(tmp_path, 64, {8: 1.1, 64: 1.1})
-    b = offline_engine.import_offline_engine(FIXTURE, tmp_path / "b")
+    b = _imported(FIXTURE, tmp_path / "b")
     assert a.points["concurrency"].tolist() == [512, 4096]
     params = decode_parity.Params(engine_b="example-offline", batch_sizes=[8, 16, 32, 64])
     an = decode_parity.analyse(a, params, trace_b=b)

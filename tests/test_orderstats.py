@@ -14,6 +14,12 @@ from rackbook.core.traces import concat
 PCTS = (0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0)
 
 
+def _stats(pieces, pcts=PCTS):
+    """(mean, std, median, percentiles) of the pieces taken together, or None."""
+    res = orderstats.grouped_stats([pieces], pieces, pcts)
+    return None if res is None else res[1]
+
+
 def _pieces(v: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
     cuts = np.sort(rng.integers(0, v.size + 1, 5))
     return [p for p in np.split(v, cuts)]
@@ -30,23 +36,32 @@ def test_equal_to_numpy(monkeypatch, n, kind):
         v = rng.integers(0, 4, n).astype(float) / 8
     else:
         v = np.where(rng.random(n) < 0.5, 0.0, rng.uniform(1e-9, 1e6, n))
-    mean, std, median, pct = orderstats.stats(_pieces(v, rng), PCTS)
+    mean, std, median, pct = _stats(_pieces(v, rng))
     assert median == np.median(v)
     assert pct == [float(x) for x in np.percentile(v, PCTS)]
     assert mean == pytest.approx(np.mean(v), rel=1e-12)
     assert std == pytest.approx(np.std(v), rel=1e-9)
     ks = sorted({0, n - 1, n // 2})
-    got = orderstats.order_stats(_pieces(v, rng), ks)
+    got = orderstats.grouped_order_stats([_pieces(v, rng)], [ks])[0][0]
     assert [got[k] for k in ks] == [np.sort(v)[k] for k in ks]
 
 
 @pytest.mark.parametrize("bad", [-1.0, -0.0])
 def test_negative_values_are_left_to_the_caller(bad):
-    assert orderstats.stats([np.array([1.0, bad, 2.0])], (50.0,)) is None
+    assert _stats([np.array([1.0, bad, 2.0])], (50.0,)) is None
+
+
+def test_pool_with_a_negative_value_takes_numpys_statistics():
+    v = np.array([0.3, -0.1, 0.2, 0.5, 0.4])
+    pool = latency_pool.LatencyPool(2, capacity=5)
+    pool.add(np.array([0, 0, 1, 1, 1], np.int8), v)
+    total, per = pool.stats("x", PCTS, 2)
+    assert total == metrics.latency_stats("x", v, PCTS)
+    assert per == [metrics.latency_stats("x", w, PCTS) for w in (v[:2], v[2:])]
 
 
 def test_large_windows_give_the_same_percentiles(tmp_path, monkeypatch):
-    """A trace whose windows count as large (the threshold lowered) summarises to the same
+    """A trace summarised in many blocks per window (the block lowered) gives the same
     medians and percentiles as the contiguous path, means and stds to rounding."""
     rng = np.random.default_rng(5)
     parts = []
@@ -75,7 +90,7 @@ def test_large_windows_give_the_same_percentiles(tmp_path, monkeypatch):
     )
     t = concat(parts, run)
     want = summary.summarize(t).to_dict()
-    monkeypatch.setattr(latency_pool, "_STD_BLOCK", 16)
+    monkeypatch.setattr(orderstats, "BLOCK", 16)
     got = summary.summarize(t).to_dict()
     for g, w in zip([got, *got["points"]], [want, *want["points"]], strict=True):
         for k, v in w.items():
@@ -97,7 +112,7 @@ def test_buckets_span_any_range(v):
     b = orderstats._Buckets([[v]])
     assert b.size <= orderstats._BUCKETS and not b.negative
     assert np.all(np.diff(b.of(np.sort(v))) >= 0)  # buckets order like the values
-    mean, std, median, pct = orderstats.stats([v], PCTS)
+    mean, std, median, pct = _stats([v])
     assert median == np.median(v) and pct == [float(x) for x in np.percentile(v, PCTS)]
 
 
@@ -106,7 +121,7 @@ def test_buckets_span_any_range(v):
 def test_pool_statistics_are_numpys(monkeypatch, order, kind):
     """Past the block size (lowered), points in order or interleaved: every median and
     percentile is numpy's on the point's values, bit for bit; means and stds to rounding."""
-    monkeypatch.setattr(latency_pool, "_STD_BLOCK", 64)
+    monkeypatch.setattr(orderstats, "BLOCK", 64)
     rng = np.random.default_rng(7)
     n = 3000
     if kind == "lognormal":

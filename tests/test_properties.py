@@ -13,7 +13,7 @@ from conftest import small_result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rackbook.core.importers.vllm_bench import import_vllm_bench
+from rackbook.core import importers
 from rackbook.core.traces import read_trace
 from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims
@@ -55,7 +55,8 @@ def _check_import(payload: bytes) -> None:
         src, out = Path(tmp) / "r.json", Path(tmp) / "trace"
         src.write_bytes(payload)
         try:
-            t = import_vllm_bench(src, out)
+            importers.write("vllm-bench", src, out)
+            t = read_trace(out)
         except InputError as err:
             assert "\n" not in str(err) and str(src) in str(err)
             assert not out.exists()

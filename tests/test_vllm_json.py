@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import jsonstream, traces, vllm_json
+from rackbook.core import importers, jsonstream, traces, vllm_json
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
 
@@ -86,7 +86,8 @@ def test_the_imported_trace_is_the_same_either_way(tmp_path):
     for x, y in ((a.requests, b.requests), (a.itl, b.itl), (a.points, b.points)):
         assert x.equals(y)
     out = tmp_path / "t"
-    n, gaps, _ = vllm_bench.write_vllm_bench(src, out, None, "recorded")
+    w = importers.write("vllm-bench", src, out)
+    n, gaps = len(w.requests), len(w.itl)
     t = traces.read_trace(out)
     assert (n, gaps) == (len(t.requests), len(t.itl)) == (len(b.requests), len(b.itl))
 

@@ -11,26 +11,26 @@ from rackbook.core.metrics import vllm_metrics
 
 #: The same trace under other tools' names and definitions (each tool's own documentation:
 #: vLLM's benchmarks/serve.py, AIPerf, guidellm, InferenceX): (quantity, tool, the tool's name,
-#: unit, definition).
+#: unit, which figure of :func:`translate` it is, definition).
 # fmt: off
-CROSS_TOOL: tuple[tuple[str, str, str, str, str], ...] = (
-    ("time per output token", "vLLM", "mean_tpot_ms", "ms",
+CROSS_TOOL: tuple[tuple[str, str, str, str, str, str], ...] = (
+    ("time per output token", "vLLM", "mean_tpot_ms", "ms", "tpot",
      "mean over requests of (e2el - ttft) / (output tokens - 1)"),
-    ("time per output token", "AIPerf", "inter_token_latency", "ms",
+    ("time per output token", "AIPerf", "inter_token_latency", "ms", "tpot",
      "same as vLLM's TPOT: (e2el - ttft) / (output tokens - 1) per request"),
-    ("time per output token", "guidellm", "inter_token_latency", "ms",
+    ("time per output token", "guidellm", "inter_token_latency", "ms", "tpot",
      "same as vLLM's TPOT"),
-    ("time per output token", "guidellm", "time_per_output_token", "ms",
+    ("time per output token", "guidellm", "time_per_output_token", "ms", "e2el/token",
      "includes the first token: e2el / output tokens per request"),
-    ("gap between chunks", "vLLM", "mean_itl_ms", "ms",
+    ("gap between chunks", "vLLM", "mean_itl_ms", "ms", "itl",
      "every gap between streamed chunks, pooled over requests"),
-    ("gap between chunks", "AIPerf", "inter_chunk_latency", "ms",
+    ("gap between chunks", "AIPerf", "inter_chunk_latency", "ms", "itl",
      "gaps between streamed chunks (vLLM's ITL)"),
-    ("throughput per GPU", "InferenceX", "tput_per_gpu", "tok/s/GPU",
+    ("throughput per GPU", "InferenceX", "tput_per_gpu", "tok/s/GPU", "total/GPU",
      "total_token_throughput (input + output) / GPUs"),
-    ("throughput per GPU", "vLLM", "output_throughput / GPUs", "tok/s/GPU",
+    ("throughput per GPU", "vLLM", "output_throughput / GPUs", "tok/s/GPU", "output/GPU",
      "output tokens only / duration / GPUs"),
-    ("interactivity", "InferenceX", "interactivity", "tok/s/user",
+    ("interactivity", "InferenceX", "interactivity", "tok/s/user", "1000/tpot",
      "1000 / TPOT_ms: tokens per second one user sees"),
 )
 # fmt: on
@@ -57,28 +57,15 @@ def translate(trace: traces.Trace, gpus: int = 1, point_id: str | None = None) -
     e2el = ok["e2el_s"].to_numpy(np.float64)
     n = ok["output_tokens"].to_numpy(np.int64)
     gdl_tpot_ms = float(np.mean(e2el[n > 0] / n[n > 0]) * 1000) if (n > 0).any() else 0.0
-    values = {
-        ("vLLM", "mean_tpot_ms"): m["mean_tpot_ms"],
-        ("AIPerf", "inter_token_latency"): m["mean_tpot_ms"],
-        ("guidellm", "inter_token_latency"): m["mean_tpot_ms"],
-        ("guidellm", "time_per_output_token"): gdl_tpot_ms,
-        ("vLLM", "mean_itl_ms"): m["mean_itl_ms"],
-        ("AIPerf", "inter_chunk_latency"): m["mean_itl_ms"],
-        ("InferenceX", "tput_per_gpu"): m["total_token_throughput"] / gpus,
-        ("vLLM", "output_throughput / GPUs"): m["output_throughput"] / gpus,
-        ("InferenceX", "interactivity"): (
-            1000 / m["mean_tpot_ms"] if m["mean_tpot_ms"] > 0 else float("nan")
-        ),
+    tpot = m["mean_tpot_ms"]
+    figures = {
+        "tpot": tpot,
+        "e2el/token": gdl_tpot_ms,
+        "itl": m["mean_itl_ms"],
+        "total/GPU": m["total_token_throughput"] / gpus,
+        "output/GPU": m["output_throughput"] / gpus,
+        "1000/tpot": 1000 / tpot if tpot > 0 else float("nan"),
     }
-    rows = [
-        {
-            "quantity": q,
-            "tool": tool,
-            "name": name,
-            "value": values[(tool, name)],
-            "unit": unit,
-            "definition": doc,
-        }
-        for q, tool, name, unit, doc in CROSS_TOOL
-    ]
+    cols = ("quantity", "tool", "name", "value", "unit", "definition")
+    rows = [dict(zip(cols, (*r[:3], figures[r[4]], r[3], r[5]), strict=True)) for r in CROSS_TOOL]
     return pd.DataFrame(rows)

@@ -16,7 +16,7 @@ import itertools
 import json
 import re
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -640,7 +640,6 @@ def load(
     path: str | Path,
     top: Mapping[str, str] | None = None,
     counts: Counts | None = None,
-    on_key: Callable[[str, Any], None] | None = None,
 ) -> Any:
     """The JSON file at ``path``; ``top`` types top-level keys (:data:`NUMBERS`, :data:`RAGGED`,
     :data:`SKIP`) within ``counts`` (a non-list value kept as parsed). Every problem is one
@@ -655,7 +654,7 @@ def load(
     with fh:
         r = _Reader(fh, path, cap)
         try:
-            return _document(r, top or {}, counts, on_key)
+            return _document(r, top or {}, counts)
         except (OSError, EOFError, zlib.error) as exc:
             if gz:
                 raise InputError(path, "-", "not a valid gzip file") from None
@@ -683,16 +682,11 @@ def _head(r: _Reader) -> None:
         r.pos = 3
 
 
-def _document(
-    r: _Reader,
-    top: Mapping[str, str],
-    counts: Counts | None,
-    on_key: Callable[[str, Any], None] | None,
-) -> Any:
+def _document(r: _Reader, top: Mapping[str, str], counts: Counts | None) -> Any:
     _head(r)
     c = r.ws()
     if c == 0x7B and top:
-        out = _typed_object(r, top, counts or Counts(0, 0, 0), on_key)
+        out = _typed_object(r, top, counts or Counts(0, 0, 0))
     else:
         if c is not None and c not in b'{["-0123456789tfnNI':
             raise _Syntax("Expecting value", r.pos)
@@ -702,12 +696,7 @@ def _document(
     return out
 
 
-def _typed_object(
-    r: _Reader,
-    top: Mapping[str, str],
-    counts: Counts,
-    on_key: Callable[[str, Any], None] | None,
-) -> dict[str, Any]:
+def _typed_object(r: _Reader, top: Mapping[str, str], counts: Counts) -> dict[str, Any]:
     out: dict[str, Any] = {}
     c = r.opening((), 1, 0x7D, False)
     if c == _CLOSED:
@@ -736,8 +725,6 @@ def _typed_object(
             r.lengths[key] = len(v)
         if kind != SKIP:
             out[key] = v
-        if on_key is not None:
-            on_key(key, v)
         c = r.step(0x7D)
         if c == _CLOSED:
             return out

@@ -1,6 +1,6 @@
 """One latency metric's values over a trace and their statistics: exact when kept (one array, order
-statistics by one partition or :mod:`rackbook.core.orderstats`), else streamed moments and a log
-histogram per point.
+statistics by :mod:`rackbook.core.orderstats`), else streamed moments and a log histogram per
+point.
 
 Histogram: bin 0 is [0, :data:`HIST_LO_S`) s, then bins growing by :data:`HIST_RATIO` (1.001) to
 :data:`HIST_HI_S` (1e5 s); an order statistic is its bin's geometric centre clamped to the observed
@@ -10,8 +10,11 @@ rounding (Chan, Golub and LeVeque merges). 8 bytes x :data:`HIST_BINS` (25,344) 
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,57 +29,11 @@ HIST_RATIO = 1.001
 _LOG_RATIO = math.log(HIST_RATIO)
 HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / _LOG_RATIO)
 
-_STD_BLOCK = 1 << 20
 
-
-def _stats_owned(name: str, v: np.ndarray, percentiles: tuple[float, ...]) -> dict[str, float]:
-    """:func:`~rackbook.core.metrics.latency_stats` (bit for bit) with one in-place partition."""
-    n = v.size
-    if not n:
-        return latency_stats(name, v, percentiles)
-    mean, std = _mean_std(v)  # before reordering
-    kth = {0, n - 1, (n - 1) // 2, n // 2}
-    for p in percentiles:
-        h = math.floor((n - 1) * p / 100)
-        kth |= {min(max(h, 0), n - 1), min(max(h + 1, 0), n - 1)}
-    v.partition(sorted(kth))
-    # np.median is the mean of the middle one or two order statistics
-    median = np.mean(v[(n - 1) // 2 : n // 2 + 1])
-    # numpy re-partitions the partitioned array: cheap
-    pv = np.percentile(v, list(percentiles), overwrite_input=True) if percentiles else []
-    return named_stats(name, (mean, std, median, pv), percentiles)
-
-
-def _mean_std(v: np.ndarray, block: int = _STD_BLOCK) -> tuple[np.float64, np.float64]:
-    """``np.mean`` and ``np.std`` summed block by block (bit-identical up to ``block`` values,
-    ~1e-15 beyond)."""
-    n = v.size
-    mean = np.add.reduce(v) / n  # what np.mean computes
-    if n <= block:
-        d = v - mean
-        np.multiply(d, d, out=d)
-        return mean, np.sqrt(np.add.reduce(d) / n)
-    buf = np.empty(block)
-    acc = np.zeros((n + block - 1) // block)
-    for j, lo in enumerate(range(0, n, block)):
-        d = buf[: min(block, n - lo)]
-        np.subtract(v[lo : lo + block], mean, out=d)
-        np.multiply(d, d, out=d)
-        acc[j] = np.add.reduce(d)
-    return mean, np.sqrt(np.add.reduce(acc) / n)
-
-
-def _hist_stats(
-    name: str,
-    n: int,
-    mean: float,
-    m2: float,
-    hist: np.ndarray,
-    lo: float,
-    hi: float,
-    percentiles: tuple[float, ...],
-) -> dict[str, float]:
-    """Statistics from streamed moments and a histogram (bound in the module docstring)."""
+def _hist_stats(name: str, row: Sequence[Any], percentiles: tuple[float, ...]) -> dict[str, float]:
+    """Statistics from streamed moments and a histogram (bound in the module docstring); ``row``:
+    count, mean (s), sum of squared deviations (s^2), histogram, min and max (s)."""
+    n, mean, m2, hist, lo, hi = row
     if n == 0:
         return latency_stats(name, np.zeros(0), percentiles)
     cum = np.cumsum(hist)
@@ -194,27 +151,14 @@ class LatencyPool:
     ) -> tuple[dict[str, float], list[dict[str, float]]]:
         """(statistics of the whole trace, statistics of each of the first ``points`` points)."""
         if not self.exact:
-            P = self.npoints
-            hist = self.hist.reshape(P, HIST_BINS)
+            hist = self.hist.reshape(self.npoints, HIST_BINS)
             n = int(self.n.sum())
             mean = float((self.n * self.mean).sum() / n) if n else 0.0
             m2 = float(self.m2.sum() + (self.n * (self.mean - mean) ** 2).sum())
-            total = _hist_stats(
-                name, n, mean, m2, hist.sum(axis=0), self.lo.min(), self.hi.max(), percentiles
-            )
-            per = [
-                _hist_stats(
-                    name,
-                    int(self.n[i]),
-                    float(self.mean[i]),
-                    float(self.m2[i]),
-                    hist[i],
-                    float(self.lo[i]),
-                    float(self.hi[i]),
-                    percentiles,
-                )
-                for i in range(points)
-            ]
+            merged = (n, mean, m2, hist.sum(axis=0), self.lo.min(), self.hi.max())
+            each = zip(self.n, self.mean, self.m2, hist, self.lo, self.hi, strict=True)
+            rows = [merged, *itertools.islice(each, points)]
+            total, *per = [_hist_stats(name, row, percentiles) for row in rows]
             return total, per
         return self._exact_stats(name, percentiles, points)
 
@@ -229,41 +173,19 @@ class LatencyPool:
     def _exact_stats(
         self, name: str, percentiles: tuple[float, ...], points: int
     ) -> tuple[dict[str, float], list[dict[str, float]]]:
-        """:meth:`stats` of the exact values: numpy's numbers (one partition up to
-        :data:`_STD_BLOCK` values, else :mod:`rackbook.core.orderstats`); means and std in row
-        order, the whole's merged from the points' beyond :data:`_STD_BLOCK`."""
+        """:meth:`stats` of the exact values: numpy's numbers (:func:`orderstats.grouped_stats`,
+        numpy itself for a negative value); the whole's mean and std in row order."""
         v = self.values[: self.size]
-        used = [i for i, c in enumerate(self.counts) if c]
-        empty = latency_stats(name, np.zeros(0), percentiles)
-        one = len(used) == 1 and used[0] < points  # one point: the total is that point
-        res = None
-        if v.size > _STD_BLOCK and self.codes is None and not one:
-            res = orderstats.grouped_stats(
-                [[self._window(i)] for i in range(self.npoints)], percentiles
-            )
-        elif v.size > _STD_BLOCK:  # one point, or the points interleaved: a window at a time
-            got: list[orderstats.Stats | None] = []
-            for i in range(self.npoints):
-                got.append(orderstats.stats([self._window(i)], percentiles) if i in used else None)
-                if i in used and got[-1] is None:
-                    break
-            else:
-                whole = got[used[0]] if one else orderstats.stats([v], percentiles)
-                res = None if whole is None else (got, whole)
-        if res is not None:
+        windows = [self._window(i) for i in range(self.npoints)]
+        res = orderstats.grouped_stats([[w] for w in windows], [v], percentiles) if v.size else None
+        if res is None:  # no values, or a negative one
+            per = [latency_stats(name, w, percentiles) for w in windows[:points]]
+            total = latency_stats(name, v, percentiles)
+        else:
+            empty = latency_stats(name, np.zeros(0), percentiles)
             got, whole = res
             per = [named_stats(name, g, percentiles) if g else dict(empty) for g in got[:points]]
             total = named_stats(name, whole, percentiles)
-        else:  # at most _STD_BLOCK values, or a negative one: partition each window in place
-            mean, std = _mean_std(v) if v.size and not one else (0.0, 0.0)
-            per = [_stats_owned(name, self._window(i), percentiles) for i in range(points)]
-            if one:
-                total = dict(per[used[0]])
-            else:  # the whole trace's mean and std as they were before its order changed
-                total = _stats_owned(name, v, percentiles)
-                if v.size:
-                    total[f"mean_{name}_ms"] = float(mean * 1000)
-                    total[f"std_{name}_ms"] = float(std * 1000)
         self.values, self.codes, self.size = np.empty(0), None, 0
         return total, per
 

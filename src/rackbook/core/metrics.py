@@ -25,53 +25,31 @@ LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 
 @dataclass(frozen=True)
 class BenchmarkMetrics:
-    """vLLM's metrics of one window (its ``BenchmarkMetrics``): counts, throughputs (per s of
-    ``duration``) and per latency mean / median / std / percentiles (ms); :meth:`to_dict` gives its
-    result JSON's keys."""
+    """vLLM's metrics of one window (its ``BenchmarkMetrics``): counts and token sums over
+    ``duration`` (s), and ``latency``: each latency metric's mean / median / std / percentiles in
+    ms under vLLM's keys (``mean_ttft_ms``, ``p99_itl_ms``); :meth:`to_dict` adds the throughputs
+    (per s)."""
 
     duration: float
     completed: int
     failed: int
     total_input: int
     total_output: int
-    request_throughput: float
-    output_throughput: float
-    total_token_throughput: float
-    mean_ttft_ms: float
-    median_ttft_ms: float
-    std_ttft_ms: float
-    percentiles_ttft_ms: tuple[tuple[float, float], ...]
-    mean_tpot_ms: float
-    median_tpot_ms: float
-    std_tpot_ms: float
-    percentiles_tpot_ms: tuple[tuple[float, float], ...]
-    mean_itl_ms: float
-    median_itl_ms: float
-    std_itl_ms: float
-    percentiles_itl_ms: tuple[tuple[float, float], ...]
-    mean_e2el_ms: float
-    median_e2el_ms: float
-    std_e2el_ms: float
-    percentiles_e2el_ms: tuple[tuple[float, float], ...]
+    latency: dict[str, float]
 
     def to_dict(self) -> dict[str, Any]:
         """The window under the key names of vLLM's result JSON."""
-        out: dict[str, Any] = {
+        return {
             "duration": self.duration,
             "completed": self.completed,
             "failed": self.failed,
             "total_input_tokens": self.total_input,
             "total_output_tokens": self.total_output,
-            "request_throughput": self.request_throughput,
-            "output_throughput": self.output_throughput,
-            "total_token_throughput": self.total_token_throughput,
+            "request_throughput": self.completed / self.duration,
+            "output_throughput": self.total_output / self.duration,
+            "total_token_throughput": (self.total_input + self.total_output) / self.duration,
+            **self.latency,
         }
-        for m in LATENCY_METRICS:
-            for stat in ("mean", "median", "std"):
-                out[f"{stat}_{m}_ms"] = getattr(self, f"{stat}_{m}_ms")
-            for p, v in getattr(self, f"percentiles_{m}_ms"):
-                out[f"p{pword(p)}_{m}_ms"] = v
-        return out
 
 
 def latency_stats(
@@ -114,24 +92,8 @@ def window_metrics(
 ) -> BenchmarkMetrics:
     """One window's :class:`BenchmarkMetrics` from its length (s), counts, token sums and
     per-metric statistics (:func:`latency_stats`'s keys, ms)."""
-    lat: dict[str, Any] = {}
-    for m in LATENCY_METRICS:
-        s = stats[m]
-        for stat in ("mean", "median", "std"):
-            lat[f"{stat}_{m}_ms"] = s[f"{stat}_{m}_ms"]
-        pct = [(k, v) for k, v in s.items() if k.startswith("p") and k.endswith(f"_{m}_ms")]
-        lat[f"percentiles_{m}_ms"] = tuple((float(k[1 : -len(f"_{m}_ms")]), v) for k, v in pct)
-    return BenchmarkMetrics(
-        duration=float(duration_s),
-        completed=completed,
-        failed=failed,
-        total_input=total_in,
-        total_output=total_out,
-        request_throughput=completed / duration_s,
-        output_throughput=total_out / duration_s,
-        total_token_throughput=(total_in + total_out) / duration_s,
-        **lat,
-    )
+    latency = {k: v for m in LATENCY_METRICS for k, v in stats[m].items()}
+    return BenchmarkMetrics(float(duration_s), completed, failed, total_in, total_out, latency)
 
 
 def tpot_s(ttft_s: np.ndarray, e2el_s: np.ndarray, output_tokens: np.ndarray) -> np.ndarray:

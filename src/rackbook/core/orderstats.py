@@ -3,8 +3,8 @@ them: one pass counts values per bucket of their IEEE bit pattern's top bits (wh
 values), a second gathers only the buckets holding wanted order statistics and partitions them.
 
 Median and percentiles are numpy's numbers bit for bit (``np.median``, ``np.percentile`` linear);
-mean and std are summed block by block (~1e-15 relative). A negative value (or -0.0) returns None,
-for the caller's contiguous path.
+mean and std too up to :data:`BLOCK` values, summed block by block beyond (~1e-15 relative). A
+negative value (or -0.0) returns None: the caller asks numpy.
 """
 
 from __future__ import annotations
@@ -94,8 +94,9 @@ def grouped_order_stats(
     ks: Sequence[Sequence[int]],
     whole_ks: Sequence[int] = (),
 ) -> tuple[list[dict[int, float]], dict[int, float]] | None:
-    """:func:`order_stats` of each group and of all together (``whole_ks``) in one counting and one
-    gathering pass. None as :func:`order_stats`."""
+    """The ``k``-th smallest value (0-based) of each group's pieces taken together, for each ``k``
+    of its ``ks``, and of all groups (``whole_ks``), in one counting and one gathering pass. None
+    when a value is negative or -0.0."""
     buckets = _Buckets(groups)
     if buckets.negative:
         return None
@@ -124,13 +125,6 @@ def grouped_order_stats(
                         dest[bucket].append(sel)
         per.append(_select(cum, plan, got))
     return per, _select(whole_cum, whole_plan, whole_got)
-
-
-def order_stats(pieces: Sequence[np.ndarray], ks: Sequence[int]) -> dict[int, float] | None:
-    """The ``k``-th smallest value (0-based) of the pieces taken together, for each ``k`` in
-    ``ks``; None when a value is negative or -0.0 (its bit pattern does not order)."""
-    res = grouped_order_stats([pieces], [ks])
-    return None if res is None else res[0][0]
 
 
 def _moments(pieces: Sequence[np.ndarray], n: int) -> tuple[np.float64, np.float64]:
@@ -175,10 +169,13 @@ Stats = tuple[float, float, float, list[float]]
 
 
 def grouped_stats(
-    groups: Sequence[Sequence[np.ndarray]], percentiles: Sequence[float]
+    groups: Sequence[Sequence[np.ndarray]],
+    whole: Sequence[np.ndarray],
+    percentiles: Sequence[float],
 ) -> tuple[list[Stats | None], Stats] | None:
-    """(mean, std, median, percentiles) of each group (None when empty) and of all groups (moments
-    merged, Chan et al.). None as :func:`order_stats`."""
+    """(mean, std, median, percentiles) of each group (None when empty) and of ``whole`` (the
+    groups' values in row order). None when a value is negative or -0.0 (its bit pattern does not
+    order)."""
     sizes = [sum(p.size for p in g) for g in groups]
     n = sum(sizes)
     if n == 0:
@@ -189,33 +186,10 @@ def grouped_stats(
     if res is None:
         return None
     per_got, whole_got = res
-    per: list[Stats | None] = []
-    means, m2s = [], []
-    for g, m, (_, plans), got in zip(groups, sizes, wanted, per_got, strict=True):
-        if not m:
-            per.append(None)
-            means.append(0.0)
-            m2s.append(0.0)
-            continue
-        mean, m2 = _moments(g, m)
-        means.append(mean)
-        m2s.append(m2)
-        per.append((float(mean), float(np.sqrt(m2 / m)), *_form(m, got, plans)))
-    w = np.array(sizes, dtype=np.float64)
-    mu = np.array(means)
-    mean_all = float((w * mu).sum() / n)
-    m2_all = float(np.sum(m2s) + (w * (mu - mean_all) ** 2).sum())
-    return per, (mean_all, math.sqrt(max(m2_all, 0.0) / n), *_form(n, whole_got, whole_plans))
-
-
-def stats(pieces: Sequence[np.ndarray], percentiles: Sequence[float]) -> Stats | None:
-    """(mean, std, median, percentiles) of the pieces together, or None as :func:`order_stats`."""
-    n = sum(p.size for p in pieces)
-    if n == 0:
-        raise ValueError("no values")
-    ks, plans = _wanted(n, percentiles)
-    got = order_stats(pieces, ks)
-    if got is None:
-        return None
-    mean, m2 = _moments(pieces, n)
-    return (float(mean), float(np.sqrt(m2 / n)), *_form(n, got, plans))
+    per: list[Stats | None] = [None] * len(groups)
+    for i, (g, m, (_, plans), got) in enumerate(zip(groups, sizes, wanted, per_got, strict=True)):
+        if m:
+            mean, m2 = _moments(g, m)
+            per[i] = (float(mean), float(np.sqrt(m2 / m)), *_form(m, got, plans))
+    mean, m2 = _moments(whole, n)
+    return per, (float(mean), float(np.sqrt(m2 / n)), *_form(n, whole_got, whole_plans))

@@ -333,7 +333,7 @@ def summarize_path(
     del row_code
     res = acc.result(str(run.get("trace_id", "")), str(run.get("kind", "")))
     if res.metrics.completed:  # one value, the median itself: the check validate makes
-        median_s = np.array([res.metrics.median_e2el_ms / 1000])
+        median_s = np.array([res.metrics.latency["median_e2el_ms"] / 1000])
         traces.check_latency_unit(median_s, path, "requests.e2el_s")
     return res
 

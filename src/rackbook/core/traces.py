@@ -221,11 +221,15 @@ def check_consistency(
     if itl is None or not len(itl):
         return
     rows = itl["request_row"].to_numpy(np.int64)
-    n = np.bincount(rows, minlength=len(req))[: len(req)].astype(np.float64)
-    total = np.bincount(rows, weights=itl["itl_s"].to_numpy(np.float64), minlength=len(req))
+    gaps = itl["itl_s"].to_numpy(np.float64)
+    n, total = np.zeros(len(req)), np.zeros(len(req))
+    for lo in range(0, len(rows), 1 << 20):  # np.bincount copies a read-only input: in blocks
+        r, w = rows[lo : lo + (1 << 20)], gaps[lo : lo + (1 << 20)]
+        n += np.bincount(r, minlength=len(req))  # rows < len(req): checked by validate
+        total += np.bincount(r, weights=w, minlength=len(req))
     window = (req["e2el_s"] - req["ttft_s"]).to_numpy(np.float64)
     has = ok & (n > 0)
-    off = has & (np.abs(total[: len(req)] - window) > GAP_SUM_REL * window + GAP_SUM_SLACK_S)
+    off = has & (np.abs(total - window) > GAP_SUM_REL * window + GAP_SUM_SLACK_S)
     if off.any():
         i = int(np.argmax(off))
         raise InputError(

@@ -154,28 +154,20 @@ def check_options(fmt: str, path: Path | str, options: Options) -> None:
             path, f"--label {taken[0]}", "is a measured field of the trace, which a label never "
             "replaces (labels name the scenario: " + ", ".join(sorted(SCENARIO_LABELS)) + ")"
         )  # fmt: skip
-    if options.engine is not None and "engine" not in f.options:
-        raise InputError(path, "--engine", f"only for {_taking('engine')}, not {fmt}")
-    if "engine" in f.options:  # the offline engine's file states everything else itself
-        for opt in ("labels", "kind", "model", "source_url", "source_date", "hardware"):
-            if getattr(options, opt):
-                raise InputError(path, FLAGS[opt], f"not for {fmt} (the file says it)")
-        return
-    if f.kind != "published":
-        for opt in ("model", "source_url", "source_date"):
-            if getattr(options, opt) is not None:
-                raise InputError(path, FLAGS[opt], f"only for published formats, not {fmt}")
-        return
-    if options.labels:
-        raise InputError(path, "--label", f"only for {_taking('labels')}, not {fmt}")
-    if options.hardware is not None:
-        raise InputError(
-            path, "--gpu", f"only for {_taking('hardware')}, not {fmt} (each row names its own)"
-        )
-    if options.kind not in (None, "published"):
-        raise InputError(path, "--kind", f"{fmt} imports are always kind published")
-    if options.model is not None and "model" not in f.options:
-        raise InputError(path, "--model", f"only for {_taking('model')}, not {fmt}")
+    for opt in ("engine", "labels", "kind", "model", "source_url", "source_date", "hardware"):
+        value = getattr(options, opt)
+        if value is None or value == {} or opt in f.options or value == f.kind:
+            continue
+        if "engine" in f.options:  # the offline engine's file states everything else itself
+            why = f"not for {fmt} (the file says it)"
+        elif opt == "kind":
+            why = f"{fmt} imports are always kind published"
+        elif f.kind != "published" and opt in _PUBLISHED + ("model",):
+            why = f"only for published formats, not {fmt}"
+        else:
+            own = " (each row names its own)" if opt == "hardware" else ""
+            why = f"only for {_taking(opt)}, not {fmt}{own}"
+        raise InputError(path, FLAGS[opt], why)
 
 
 def command_line(fmt: str, path: Path | str, output: Path | str, options: Options) -> str:

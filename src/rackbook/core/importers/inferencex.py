@@ -113,7 +113,8 @@ _LATENCY = {
 
 
 def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, Any]:
-    """API row ``i`` as one ``published_points`` row (every field checked, named on error)."""
+    """API row ``i`` as one ``published_points`` row (every field checked, named on error; a
+    column left out is empty)."""
     f = f"rows[{i}]"
     if not isinstance(row, dict):
         raise InputError(path, f, f"must be an object, got {type(row).__name__}")
@@ -157,7 +158,6 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
         "source_row": i,
         "submitter": "SemiAnalysis InferenceX",
         "system": f"{hardware} {framework}",
-        "category": None,
         "hardware": hardware,
         "gpus": gpus,
         "prefill_gpus": prefill,
@@ -168,11 +168,9 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
         "engine": framework,
         "engine_version": fields.text(path, f"{f}.image", row.get("image"), optional=True),
         "speculative": spec,
-        "scenario": None,
         "isl": isl,
         "osl": osl,
         "concurrency": conc,
-        "tok_s_total": None,
         "per_gpu_basis": (
             "as published (metrics.tput_per_gpu: every turn's whole prompt, re-read "
             "cached prefix included, plus output, over all the run's GPUs; the "

@@ -13,7 +13,6 @@ it; a file with ``generator`` is kind ``synthetic``, else ``recorded``.
 from __future__ import annotations
 
 import hashlib
-import math
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pandas as pd
 
 from rackbook import limits
 from rackbook.core import importers, jsonstream, provenance, traces
+from rackbook.core.importers import fields
 from rackbook.errors import InputError
 
 FORMAT = "offline-engine"
@@ -47,23 +47,9 @@ TOP_KEYS = tuple(
 
 
 def _text(path: Path, field: str, value: Any, *, required: bool = True) -> str | None:
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(path, field, "must be a non-empty string")
-    return value.strip()
-
-
-def _positive(path: Path, field: str, value: Any, *, integer: bool) -> float:
-    """A positive finite number (whole where ``integer``), else InputError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        kind = "positive integer" if integer else "positive number"
-        raise InputError(path, field, f"not a {kind}")
-    if integer and (value % 1 != 0 or value < 1):
-        raise InputError(path, field, "not a positive integer")
-    if value <= 0:
-        raise InputError(path, field, "not a positive number")
-    return float(value)
+    """:func:`fields.text`, stripped."""
+    given = fields.text(path, field, value, optional=not required)
+    return None if given is None else given.strip()
 
 
 def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
@@ -87,7 +73,7 @@ def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
                 if required:
                     raise InputError(path, f"{at}.{key}", "missing")
                 continue
-            row[key] = _positive(path, f"{at}.{key}", r[key], integer=integer)
+            row[key] = fields.number(path, f"{at}.{key}", r[key], integer=integer)
         row.setdefault("decode_ranks", 1.0)
         limits.bounded(row["batch_size"], "batch_size", path, f"{at}.batch_size")
         limits.bounded(row["decode_ranks"], "decode_ranks", path, f"{at}.decode_ranks")
@@ -117,7 +103,7 @@ def _hardware(path: Path, hw: Any) -> tuple[str, int]:
     if not isinstance(hw, dict):
         raise InputError(path, "hardware", "must be an object with gpu_id and gpu_count")
     gpu = _text(path, "hardware.gpu_id", hw.get("gpu_id"))
-    count = _positive(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
+    count = fields.number(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
     limits.bounded(count, "gpus", path, "hardware.gpu_count")
     return str(gpu), int(count)
 
@@ -137,14 +123,9 @@ def _header(path: Path, data: Any) -> dict[str, Any]:
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
         raise InputError(path, unknown[0], f"unknown key; known: {', '.join(TOP_KEYS)}")
-    head: dict[str, Any] = {
-        "engine": _text(path, "engine", data.get("engine")),
-        "engine_version": _text(path, "engine_version", data.get("engine_version")),
-        "model": _text(path, "model", data.get("model")),
-        "schema_version": data["schema_version"],
-    }
-    for k in ("command", "source", "date", "notes"):
-        head[k] = _text(path, k, data.get(k), required=False)
+    head: dict[str, Any] = {"schema_version": data["schema_version"]}
+    for k in ("engine", "engine_version", "model", "command", "source", "date", "notes"):
+        head[k] = _text(path, k, data.get(k), required=k in ("engine", "engine_version", "model"))
     head["gpu_id"], head["gpu_count"] = _hardware(path, data.get("hardware"))
     gen = data.get("generator")
     if gen is not None and (not isinstance(gen, dict) or "name" not in gen or "seed" not in gen):
@@ -266,11 +247,3 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
 def summary(t: traces.Trace) -> str:
     """``N points, R requests (KIND), trace_id ID``."""
     return f"{len(t.points)} points, {len(t.requests)} requests ({t.kind}), trace_id {t.trace_id}"
-
-
-def import_offline_engine(
-    path: str | Path, output: str | Path, engine: str | None = None, command: str | None = None
-) -> traces.Trace:
-    """Write ``path``'s trace folder at ``output`` atomically; the trace read back."""
-    importers.write(FORMAT, path, output, importers.Options(engine=engine, command=command))
-    return traces.read_trace(output)

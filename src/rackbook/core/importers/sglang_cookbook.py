@@ -89,14 +89,11 @@ def _speed_row(
     if not isinstance(s, dict):
         raise InputError(path, g, "must be an object")
     wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
-    isl = int(fields.number(path, f"{g}.workload.isl", wl.get("isl"), integer=True))
-    osl = int(fields.number(path, f"{g}.workload.osl", wl.get("osl"), integer=True))
-    workload = cookbook_workload(path, g, wl)
-    conc = int(
-        fields.number(
-            path, f"{g}.workload.max_concurrency", wl.get("max_concurrency"), integer=True
-        )
+    isl, osl, conc = (
+        int(fields.number(path, f"{g}.workload.{k}", wl.get(k), integer=True))
+        for k in ("isl", "osl", "max_concurrency")
     )
+    workload = cookbook_workload(path, g, wl)
     total = fields.number(path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu"))
     tpot_ms = fields.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
     ttft_ms = fields.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)

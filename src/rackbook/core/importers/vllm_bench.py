@@ -282,26 +282,3 @@ def summary(t: traces.Trace) -> str:
     if isinstance((t.run.get("hardware") or {}).get("declared"), dict):
         line += f", on {provenance.hardware_label(t.run)}"
     return line
-
-
-def import_vllm_bench(
-    path: str | Path,
-    output: str | Path,
-    labels: dict[str, str] | None = None,
-    kind: str = "recorded",
-) -> traces.Trace:
-    """Convert a detailed vLLM bench JSON into a trace folder at ``output`` (atomic)."""
-    write_vllm_bench(path, output, labels, kind)
-    return traces.read_trace(output)
-
-
-def write_vllm_bench(
-    path: str | Path,
-    output: str | Path,
-    labels: dict[str, str] | None = None,
-    kind: str = "recorded",
-) -> tuple[int, int, str]:
-    """:func:`import_vllm_bench` without reading the trace back: (requests, gaps, trace id)."""
-    t = read(Path(path), importers.Options(labels=labels or {}, kind=kind), "")
-    traces.write_trace(output, t, source=path)
-    return len(t.requests), len(t.itl), t.trace_id
