@@ -384,8 +384,9 @@ def cli_calibrate(args: argparse.Namespace) -> int:
         except ImportError:
             return calibrate.catalog_from_yaml(args.model)
         model = catalogs.load_model(_model_arg(args.model))
-        return calibrate.catalog_from_specs(model, catalogs.load_hardware().gpus,
-                                            "rackbook.inputs.catalogs")  # fmt: skip
+        return calibrate.catalog_from_specs(
+            model, catalogs.load_hardware().gpus, "rackbook.inputs.catalogs"
+        )
 
     return calibrate.cli_calibrate(args, catalog)
 
@@ -474,10 +475,17 @@ def _import_output(args: argparse.Namespace) -> Iterator[None]:
 
 #: Options that name a file or folder (argparse dest -> the flag a message names).
 PATH_OPTIONS = {
-    "output": "-o", "out": "--out", "html": "--html", "traces": "--traces", "reuse": "--reuse",
-    "save_json": "--save-json", "from_json": "--from-json", "topology": "--topology",
-    "params_file": "--params-file", "input": "input",
-}  # fmt: skip
+    "output": "-o",
+    "out": "--out",
+    "html": "--html",
+    "traces": "--traces",
+    "reuse": "--reuse",
+    "save_json": "--save-json",
+    "from_json": "--from-json",
+    "topology": "--topology",
+    "params_file": "--params-file",
+    "input": "input",
+}
 
 
 def _refuse_empty_paths(args: argparse.Namespace) -> None:

@@ -163,6 +163,8 @@ def check_open_files() -> None:
         except (ValueError, OSError):
             pass
     raise InputError(
-        "-", "open files", f"the limit is {soft} (ulimit -n): rackbook needs at least "
-        f"{MIN_OPEN_FILES}; raise it (ulimit -n {MIN_OPEN_FILES}) and run again"
-    )  # fmt: skip
+        "-",
+        "open files",
+        f"the limit is {soft} (ulimit -n): rackbook needs at least "
+        f"{MIN_OPEN_FILES}; raise it (ulimit -n {MIN_OPEN_FILES}) and run again",
+    )

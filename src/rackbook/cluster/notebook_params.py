@@ -81,29 +81,53 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
         else [8, 16, 32, 64, 128, 256]
     )
     return {
-        "decode-parity": {"source": "live", "endpoint": url,
-                          "batch_sizes": batches,
-                          "decode_ranks": sum(w.gpus for w in decode),
-                          "input_len": 1024, "output_len": 1024, **ids},
+        "decode-parity": {
+            "source": "live",
+            "endpoint": url,
+            "batch_sizes": batches,
+            "decode_ranks": sum(w.gpus for w in decode),
+            "input_len": 1024,
+            "output_len": 1024,
+            **ids,
+        },
         "rack-scaling": (
-            {"source": "trace", "trace": RACK_TRACE, "reference_config": "1x", **ids,
-             **system_id}
-            if ref else
-            {"source": "live", "endpoints": [url], "replicas": [1],
-             "gpus_per_replica": rack_gpus, "concurrency": streams, **ids, **system_id}
+            {"source": "trace", "trace": RACK_TRACE, "reference_config": "1x", **ids, **system_id}
+            if ref
+            else {
+                "source": "live",
+                "endpoints": [url],
+                "replicas": [1],
+                "gpus_per_replica": rack_gpus,
+                "concurrency": streams,
+                **ids,
+                **system_id,
+            }
         ),
-        "prefill-gain": {"source": "live", "endpoint_b": url,
-                         "prefix_tokens": prefix.high if prefix else 128_000,
-                         "new_tokens": 1024, **ids, "prefill_gpus": prefill_gpus},
-        "eplb-balance": {"source": "live", "endpoint": url,
-                         "ep_size": sum(w.gpus for w in decode),
-                         "redundant": sum(w.num_redundant_experts for w in decode),
-                         "concurrency": streams},
-        "context-latency": {"source": "live", "endpoint": ref or url,
-                            "context_lengths": lengths, "output_len": 64, **ids,
-                            **({"n_gpus": 1, "weight_gpus": ref_gpus} if ref_gpus else {})},
+        "prefill-gain": {
+            "source": "live",
+            "endpoint_b": url,
+            "prefix_tokens": prefix.high if prefix else 128_000,
+            "new_tokens": 1024,
+            **ids,
+            "prefill_gpus": prefill_gpus,
+        },
+        "eplb-balance": {
+            "source": "live",
+            "endpoint": url,
+            "ep_size": sum(w.gpus for w in decode),
+            "redundant": sum(w.num_redundant_experts for w in decode),
+            "concurrency": streams,
+        },
+        "context-latency": {
+            "source": "live",
+            "endpoint": ref or url,
+            "context_lengths": lengths,
+            "output_len": 64,
+            **ids,
+            **({"n_gpus": 1, "weight_gpus": ref_gpus} if ref_gpus else {}),
+        },
         "single-user": {"source": "live", "endpoint": ref or url, "num_requests": 32, **su_ids},
-    }  # fmt: skip
+    }
 
 
 def _decode_parity_note(values: dict[str, Any]) -> str:

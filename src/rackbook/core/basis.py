@@ -252,10 +252,16 @@ def hardware_key(hardware: str) -> str:
 #: GPU generations: a difference of generation makes a point an analogue; within one (GB300
 #: and B300), the hardware still differs but the point is near.
 HARDWARE_CLASS: dict[str, str] = {
-    "gb300": "blackwell ultra", "b300": "blackwell ultra", "gb200": "blackwell",
-    "b200": "blackwell", "h100": "hopper", "h200": "hopper", "h800": "hopper",
-    "mi355x": "cdna4", "mi300x": "cdna3",
-}  # fmt: skip
+    "gb300": "blackwell ultra",
+    "b300": "blackwell ultra",
+    "gb200": "blackwell",
+    "b200": "blackwell",
+    "h100": "hopper",
+    "h200": "hopper",
+    "h800": "hopper",
+    "mi355x": "cdna4",
+    "mi300x": "cdna3",
+}
 
 
 def hardware_class(hardware: str) -> str:

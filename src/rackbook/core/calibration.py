@@ -134,9 +134,10 @@ def _check_run(run: Any, where: Path | str) -> None:
                 and least <= v <= most
             ):
                 raise InputError(
-                    where, f"run.json.spec.{key}", f"must be a number from {least:g} to "
-                    f"{most:g} or null, got {v!r}"
-                )  # fmt: skip
+                    where,
+                    f"run.json.spec.{key}",
+                    f"must be a number from {least:g} to {most:g} or null, got {v!r}",
+                )
 
 
 def validate(run: dict[str, Any], kernels: pd.DataFrame, where: Path | str) -> pd.DataFrame:
@@ -149,8 +150,14 @@ def write_calibration(path: str | Path, run: dict[str, Any], kernels: pd.DataFra
     """Validate and write a calibration folder atomically; returns ``path``."""
     path = check_output_folder(path)
     table = validate(run, kernels, path)
-    fields = [pa.field(c.name, {"string": pa.string(), "int64": pa.int64()}.get(c.dtype,
-              pa.float64()), nullable=c.nullable) for c in schema.CALIBRATION_KERNELS]  # fmt: skip
+    fields = [
+        pa.field(
+            c.name,
+            {"string": pa.string(), "int64": pa.int64()}.get(c.dtype, pa.float64()),
+            nullable=c.nullable,
+        )
+        for c in schema.CALIBRATION_KERNELS
+    ]
     arrow = pa.Table.from_pandas(table, schema=pa.schema(fields), preserve_index=False)
     with atomic_dir(path, kind="calibration") as tmp:
         (tmp / "run.json").write_text(
@@ -165,8 +172,12 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
     path = SHIPPED if path is None else Path(path)
     if not path.is_dir():
         problem = "does not exist" if not path.exists() else "is not a folder"
-        raise InputError(path, "calibration", f"{problem} (a calibration folder from rackbook "
-                         "calibrate: run.json and kernels.parquet)")  # fmt: skip
+        raise InputError(
+            path,
+            "calibration",
+            f"{problem} (a calibration folder from rackbook "
+            "calibrate: run.json and kernels.parquet)",
+        )
     f = path / "run.json"
     if not f.is_file():
         raise InputError(f, "-", "missing run.json (not a calibration folder)")
@@ -199,11 +210,17 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
 # ----------------------------------------------------------------------------- the reference
 
 
-def _row(family: str, dtype: str, size: int, seconds: float, nbytes: float | None,
-         flops: float | None) -> dict[str, Any]:  # fmt: skip
-    return {"family": family, "dtype": dtype, "size": int(size), "seconds": float(seconds),
-            "bytes": np.nan if nbytes is None else float(nbytes),
-            "flops": np.nan if flops is None else float(flops)}  # fmt: skip
+def _row(
+    family: str, dtype: str, size: int, seconds: float, nbytes: float | None, flops: float | None
+) -> dict[str, Any]:
+    return {
+        "family": family,
+        "dtype": dtype,
+        "size": int(size),
+        "seconds": float(seconds),
+        "bytes": np.nan if nbytes is None else float(nbytes),
+        "flops": np.nan if flops is None else float(flops),
+    }
 
 
 def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd.DataFrame]:
@@ -293,13 +310,18 @@ def compare(
         if isinstance(s, pd.Series):  # a repeated row: validate() refuses these
             s = float(s.iloc[0])
         ratio = r.seconds / s if s == s else np.nan
-        rows.append({
-            "family": r.family, "dtype": r.dtype, "size": int(r.size), "unit": unit,
-            "reference": ref_fig,
-            "measured": _figure(r.family, r.bytes, r.flops, s)[0] if s == s else np.nan,
-            "ratio": ratio,
-            "flagged": bool(not ratio == ratio or abs(ratio - 1) > tolerance),
-        })  # fmt: skip
+        rows.append(
+            {
+                "family": r.family,
+                "dtype": r.dtype,
+                "size": int(r.size),
+                "unit": unit,
+                "reference": ref_fig,
+                "measured": _figure(r.family, r.bytes, r.flops, s)[0] if s == s else np.nan,
+                "ratio": ratio,
+                "flagged": bool(not ratio == ratio or abs(ratio - 1) > tolerance),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -77,9 +77,11 @@ def _check_parents(path: Path, field: str) -> None:
 def _refuse_link(path: Path, field: str, what: str) -> None:
     if path.is_symlink():
         raise InputError(
-            path, field, f"is a symbolic link: rackbook never writes through one nor replaces "
-            f"it (name the {what} it points to, or another)"
-        )  # fmt: skip
+            path,
+            field,
+            f"is a symbolic link: rackbook never writes through one nor replaces "
+            f"it (name the {what} it points to, or another)",
+        )
 
 
 def _check_output(path: str | Path, field: str, what: str) -> Path:
@@ -119,9 +121,11 @@ def check_new_file(path: str | Path, field: str = "output") -> Path:
     path = _check_output(path, field, "file")
     if path.exists():
         raise InputError(
-            path, field, "exists: rackbook does not replace a file it cannot tell is its own "
-            "(remove it, or name a new file)"
-        )  # fmt: skip
+            path,
+            field,
+            "exists: rackbook does not replace a file it cannot tell is its own "
+            "(remove it, or name a new file)",
+        )
     return path
 
 
@@ -232,20 +236,26 @@ def check_replaceable(path: str | Path, kind: str, field: str = "output") -> Non
         )
     if found[0] != kind:
         raise InputError(
-            path, field, f"holds a rackbook {found[0]} output, not {kind}: refusing to replace "
-            "it (choose another folder)"
-        )  # fmt: skip
+            path,
+            field,
+            f"holds a rackbook {found[0]} output, not {kind}: refusing to replace "
+            "it (choose another folder)",
+        )
     if found[1] is None:
         raise InputError(
-            path, field, f"was written by an older rackbook, whose {MARKER} lists no files: "
-            "refusing to replace it (remove it once yourself, or choose another folder)"
-        )  # fmt: skip
+            path,
+            field,
+            f"was written by an older rackbook, whose {MARKER} lists no files: "
+            "refusing to replace it (remove it once yourself, or choose another folder)",
+        )
     why = manifest.mismatch(path, found[1])
     if why is not None:
         raise InputError(
-            path, field, f"{why}: refusing to replace or write into it (move that away, or "
-            "choose another folder)"
-        )  # fmt: skip
+            path,
+            field,
+            f"{why}: refusing to replace or write into it (move that away, or "
+            "choose another folder)",
+        )
 
 
 def remove_temporaries(folder: str | Path, bases: Iterable[str] | None = None) -> None:
@@ -326,9 +336,11 @@ def refuse_overlap(
             if _is_inside(b, a):
                 what = "is" if _is_inside(a, b) else "lies inside"
                 raise InputError(
-                    b, fb, f"{what} the output {fa} {a}, which would be replaced: keep the two "
-                    "apart (neither inside the other)"
-                )  # fmt: skip
+                    b,
+                    fb,
+                    f"{what} the output {fa} {a}, which would be replaced: keep the two "
+                    "apart (neither inside the other)",
+                )
             if _is_inside(a, b):
                 raise InputError(
                     a, fa, f"lies inside {fb} {b}: keep the two apart (neither inside the other)"
@@ -434,9 +446,11 @@ def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | 
             holder = lock.read_text("ascii", "replace")[:64].split("\n")[0].strip()
         who = f" (pid {holder})" if holder.isdigit() else ""
         raise InputError(
-            path, field, f"another rackbook{who} is writing this folder now: wait for it "
-            "to finish, or write elsewhere"
-        ) from None  # fmt: skip
+            path,
+            field,
+            f"another rackbook{who} is writing this folder now: wait for it "
+            "to finish, or write elsewhere",
+        ) from None
     if fd is not None and not shared:  # shared holders leave the file as it is
         _clean_journal(fd, lock)
         os.write(fd, str(os.getpid()).encode())

@@ -487,9 +487,10 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
     bound = limits.BOUNDS["requests"]
     if n_req > bound:
         raise InputError(
-            path / "requests.parquet", "-", f"{n_req:,} request rows: a trace holds at most "
-            f"{bound:,} (what an import expands to)"
-        )  # fmt: skip
+            path / "requests.parquet",
+            "-",
+            f"{n_req:,} request rows: a trace holds at most {bound:,} (what an import expands to)",
+        )
     n_itl = table_rows(path, "itl")
     names = _parquet(path, "requests", lambda f: pq.ParquetFile(f).schema_arrow.names)
     if n_itl > n_req and "output_tokens" in names:
@@ -499,9 +500,11 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
         tokens = float(pd.to_numeric(col, errors="coerce").fillna(0).clip(lower=0).sum())
         if n_itl > tokens:
             raise InputError(
-                path / "itl.parquet", "-", f"{n_itl:,} gap rows for {n_req:,} requests that "
-                f"generated {tokens:,.0f} tokens: a request has at most one gap per token"
-            )  # fmt: skip
+                path / "itl.parquet",
+                "-",
+                f"{n_itl:,} gap rows for {n_req:,} requests that "
+                f"generated {tokens:,.0f} tokens: a request has at most one gap per token",
+            )
     return n_req, n_itl
 
 

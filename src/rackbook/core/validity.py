@@ -64,9 +64,17 @@ MAX_FLAGGED_SHARE = 0.02
 CHECKS = ("burst", "tiny_gaps", "token_mismatch")
 #: Columns of :func:`point_validity`.
 POINT_COLUMNS = (
-    "point_id", "requests", "successful", "valid", "flagged", *CHECKS,
-    "flagged_share", "enough", "acceptable", "reason",
-)  # fmt: skip
+    "point_id",
+    "requests",
+    "successful",
+    "valid",
+    "flagged",
+    *CHECKS,
+    "flagged_share",
+    "enough",
+    "acceptable",
+    "reason",
+)
 
 
 def engine_step_s(sm: pd.DataFrame | None, point_id: str) -> float:

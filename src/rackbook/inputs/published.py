@@ -27,9 +27,16 @@ Role = Literal["measurement", "analogue", "context"]
 MODELLED_PRICES: tuple[str, ...] = ("ownership-cost model", "modelled rental")
 #: Basis parts a figure takes from its own fields.
 FROM_FIELDS = (
-    "model", "hardware", "gpu_count", "engine", "engine_version", "isl", "osl", "concurrency",
+    "model",
+    "hardware",
+    "gpu_count",
+    "engine",
+    "engine_version",
+    "isl",
+    "osl",
+    "concurrency",
     "spec_method",
-)  # fmt: skip
+)
 
 #: Where the registry lives.
 REGISTRY = "data/published/figures.yaml"

@@ -125,8 +125,14 @@ def _shapes(model: str, *values: Any) -> dict:
 def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Catalog:
     """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute)."""
     a = model.architecture
-    shapes = _shapes(model.file, a.hidden_size, model.moe.moe_intermediate_size,
-                     a.num_attention_heads, a.head_dim, a.index_head_dim)  # fmt: skip
+    shapes = _shapes(
+        model.file,
+        a.hidden_size,
+        model.moe.moe_intermediate_size,
+        a.num_attention_heads,
+        a.head_dim,
+        a.index_head_dim,
+    )
     sheets = {
         gid: _sheet(g.name, g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
         for gid, g in gpus.items()
@@ -151,8 +157,9 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
     files = {p.stem.lower(): p for p in (data / "models").glob("*.yaml")}
     key = model.lower().split("/")[-1]
     if key not in files:
-        raise InputError(data / "models", "model", f"unknown model {model!r}; known: "
-                         f"{', '.join(sorted(files))}")  # fmt: skip
+        raise InputError(
+            data / "models", "model", f"unknown model {model!r}; known: {', '.join(sorted(files))}"
+        )
 
     def read(path: Path) -> Any:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -283,8 +290,11 @@ def nvidia_smi(index: int = 0) -> str | None:
     try:
         out = subprocess.run(
             ["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader", "-i", str(index)],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return out.strip().splitlines()[0] if out.strip() else None
@@ -307,8 +317,12 @@ def calibrate(
     notes = []
     if device == "cuda":
         if not torch.cuda.is_available():
-            raise InputError("--device", "cuda", f"torch {torch.__version__} sees no CUDA device "
-                             "(use --device cpu to exercise the benchmarks here)")  # fmt: skip
+            raise InputError(
+                "--device",
+                "cuda",
+                f"torch {torch.__version__} sees no CUDA device "
+                "(use --device cpu to exercise the benchmarks here)",
+            )
         gpu = torch.cuda.get_device_name(0)
     else:
         gpu = cpu_hardware()[0]
@@ -334,9 +348,11 @@ def calibrate(
             "CPU calibration: exercises the benchmarks (DRAM, not HBM; FP32 where CUDA times "
             "BF16, no graphs); its fractions say nothing of a GPU."
         )
-    notes.append(f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
-                 f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
-                 f"{' (--quick: fewer sizes)' if quick else ''}.")  # fmt: skip
+    notes.append(
+        f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
+        f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
+        f"{' (--quick: fewer sizes)' if quick else ''}."
+    )
     threads = torch.get_num_threads() if device == "cpu" else None
     versions = {
         "torch": torch.__version__,
@@ -410,9 +426,13 @@ def _measure_and_write(
     lack = [m for m in ("pandas", "pyarrow") if importlib.util.find_spec(m) is None]
     missing = (", ".join(lack) or None) if output is not None else None
     if missing and saved is None:
-        raise InputError("-", "-o", f"{missing} not installed here, so the folder cannot be "
-                         "written: add --save-json FILE and convert it with rackbook calibrate "
-                         "--from-json FILE -o DIR where they are")  # fmt: skip
+        raise InputError(
+            "-",
+            "-o",
+            f"{missing} not installed here, so the folder cannot be "
+            "written: add --save-json FILE and convert it with rackbook calibrate "
+            "--from-json FILE -o DIR where they are",
+        )
     ours = sys.argv[1:2] == ["calibrate"]  # else called in-process (a test, a notebook)
     command = "rackbook " + shlex.join(sys.argv[1:] if ours else ["calibrate", *_argv(args)])
     run, rows = calibrate(args.device or "cuda", cat, quick=args.quick, command=command)

@@ -217,8 +217,11 @@ class Conversion:
         for b in sc.batch_sizes:
             path = _raw_result(self.raw / "offline" / f"b{b}.json")
             pid = sc.point_id("offline", b)
-            labels = {"engine": "vllm-offline", "config": sc.served_model_name,
-                      "batch_size": str(b)}  # fmt: skip
+            labels = {
+                "engine": "vllm-offline",
+                "config": sc.served_model_name,
+                "batch_size": str(b),
+            }
             t = vllm_bench.vllm_bench_frames(path, labels, point_id=pid)
             t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
             t.points["concurrency"] = pd.array([None], dtype="Int64")

@@ -76,8 +76,16 @@ def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = Fal
     for dtype, ms in tokens.items():
         for m in ms:
             flops = 2.0 * m * h * 3 * i
-            cases.append(Case("expert_gemm", dtype, m, 3 * h * i * WIDTH[dtype], flops,
-                              f"{m} token{'s' * (m != 1)}"))  # fmt: skip
+            cases.append(
+                Case(
+                    "expert_gemm",
+                    dtype,
+                    m,
+                    3 * h * i * WIDTH[dtype],
+                    flops,
+                    f"{m} token{'s' * (m != 1)}",
+                )
+            )
     for n in keys:
         extra = {"heads": heads, "dim": ihd, "topk": TOPK}
         cases.append(Case("indexer_scan", main, n, n * ihd * w, None, f"{n:,} keys", extra))

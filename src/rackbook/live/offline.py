@@ -140,10 +140,12 @@ class OfflineEngine:
             self._generate(random_prompts(batch, input_len, base), 2)
             warm_s = time.perf_counter() - t_w0
         prompts = [
-            (random_prompts(batch, input_len, base + 2 * k + 1),
-             random_prompts(batch, input_len, base + 2 * k + 2))
+            (
+                random_prompts(batch, input_len, base + 2 * k + 1),
+                random_prompts(batch, input_len, base + 2 * k + 2),
+            )
             for k in range(repeats)
-        ]  # fmt: skip
+        ]
         prefill_walls, rounds = [], []
         for pre_prompts, dec_prompts in prompts:
             prefill_walls.append(self._generate(pre_prompts, 1)[1])

@@ -121,8 +121,16 @@ def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> f
 
 
 #: The raw folder's entries, pending in its manifest until the recording ends.
-RAW_PENDING = ("serve", "offline", "metrics", "failed", "rejected", "record.json", "*.log",
-               "*.log.gz")  # fmt: skip
+RAW_PENDING = (
+    "serve",
+    "offline",
+    "metrics",
+    "failed",
+    "rejected",
+    "record.json",
+    "*.log",
+    "*.log.gz",
+)
 
 
 #: record.json's entries a recording fills in (and a resumed one takes over), in order.
@@ -388,9 +396,16 @@ class Recorder(Conversion):
                 c = first.concurrency or 1
                 n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
             wp = BenchPoint(
-                "warmup", url, sc.model, sc.served_model_name, inp, out, n, c,
+                "warmup",
+                url,
+                sc.model,
+                sc.served_model_name,
+                inp,
+                out,
+                n,
+                c,
                 seed=sc.seed + 999,
-            )  # fmt: skip
+            )
             name = "warmup.json" if len(urls) == 1 else f"warmup.{phase.label}.{k}.json"
             warm_argvs.append(wp.argv(self.raw / "serve", name))
         if pool is not None:  # each shard process warms its own replica, all at once
@@ -516,9 +531,14 @@ class Recorder(Conversion):
                     break
                 time.sleep(0.25)
             self._fail(
-                pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0,
+                pt,
+                servers,
+                dead,
+                f"server unreachable before the point: {exc}",
+                0,
+                0,
                 pt.raw_names(),
-            )  # fmt: skip
+            )
 
     def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
         """The validity check of a finished online point (its raw results and counters)."""
@@ -656,9 +676,13 @@ class Recorder(Conversion):
             pid = sc.point_id("offline", b)
             for attempt in range(1, MAX_ATTEMPTS + 1):
                 doc = engine.run_batch(
-                    b, sc.input_len, sc.output_len, sc.prompts_per_batch, seed=sc.seed,
+                    b,
+                    sc.input_len,
+                    sc.output_len,
+                    sc.prompts_per_batch,
+                    seed=sc.seed,
                     warmup=sc.warmup,
-                )  # fmt: skip
+                )
                 doc.update({"point_id": pid, "engine": "vllm-offline", "scenario": sc.name})
                 atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
                 windows += doc["measured_s"]

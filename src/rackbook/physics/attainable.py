@@ -198,8 +198,13 @@ def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
     return float(np.interp(x, xs, ys))
 
 
-def scaled(seconds: float, nbytes: tuple[float, float], flops: tuple[float, float],
-           bw: tuple[float, float], peak: tuple[float, float]) -> float:  # fmt: skip
+def scaled(
+    seconds: float,
+    nbytes: tuple[float, float],
+    flops: tuple[float, float],
+    bw: tuple[float, float],
+    peak: tuple[float, float],
+) -> float:
     """A kernel timed at ``seconds`` on the calibration GPU, on the target: it keeps the
     fraction of its roofline it reached. Roofline time = max(bytes / bandwidth, FLOP / peak)
     on each GPU; target seconds = target roofline / (calibration roofline / ``seconds``).
@@ -301,8 +306,9 @@ class Estimate:
     formula: str
 
 
-def _capacity(model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None,
-              deployment: str) -> tuple[float, str]:  # fmt: skip
+def _capacity(
+    model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None, deployment: str
+) -> tuple[float, str]:
     """Sequences over all ``gpus`` whose KV fits in the deployment, and the arithmetic, from the
     bound's capacity model (:func:`rackbook.physics.check.capacity`, one declaration): dp-ep
     holds the dense weights on every GPU and each sequence's KV on one; tp-ep spreads the
@@ -335,9 +341,14 @@ def _dense_part(
 
 
 def _context_parts(
-    model: ModelSpec, gpu: GpuSpec, eff: Efficiencies, context: float, kv_dtype: str | None,
-    sequences: float, heads_split: int,
-) -> dict[str, float]:  # fmt: skip
+    model: ModelSpec,
+    gpu: GpuSpec,
+    eff: Efficiencies,
+    context: float,
+    kv_dtype: str | None,
+    sequences: float,
+    heads_split: int,
+) -> dict[str, float]:
     """Seconds of one GPU's context work in a decode step for ``sequences`` sequences of
     ``context`` tokens: the index scans (:func:`scan_seconds`, scaled by bandwidth; the index
     heads split over ``heads_split`` GPUs), and attention in every layer (the calibration's
@@ -581,9 +592,14 @@ def choose_deployment(gpus: int, batch: float | None, deployment: str | None) ->
 
 
 def _decode_estimate(
-    model: ModelSpec, gpu: GpuSpec, gpus: int, eff: Efficiencies, w: Workload, deployment: str,
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    eff: Efficiencies,
+    w: Workload,
+    deployment: str,
     notes: list[str],
-) -> Estimate:  # fmt: skip
+) -> Estimate:
     """The decode estimate of the workload ``w`` in ``deployment``: at its concurrency, or at the
     batch that reaches the most within the deployment's KV capacity (``gpus`` sequences,
     doubling, and the capacity); a batch that does not fit reads 0 tok/s, said in ``notes``."""

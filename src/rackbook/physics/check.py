@@ -391,9 +391,15 @@ def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -
 
 
 def _bandwidth(
-    m: ModelSpec, g: GpuSpec, gpus: int, w: Workload, comp_tps: float, most: int, notes: list[str],
+    m: ModelSpec,
+    g: GpuSpec,
+    gpus: int,
+    w: Workload,
+    comp_tps: float,
+    most: int,
+    notes: list[str],
     active_scale: float,
-) -> tuple[PerGpuCeiling, float]:  # fmt: skip
+) -> tuple[PerGpuCeiling, float]:
     """The decode memory-bandwidth ceiling at the workload's concurrency, or at the best batch
     up to ``most`` sequences (powers of two: the claimant's free choice, said in ``notes``);
     and the batch read."""
@@ -506,9 +512,16 @@ def _kv_layout(
 
 
 def _ceilings(
-    m: ModelSpec, g: GpuSpec, gpus: int, phase: str, claimed: float, w: Workload,
-    longest: float, notes: list[str], active_scale: float,
-) -> dict[str, Any]:  # fmt: skip
+    m: ModelSpec,
+    g: GpuSpec,
+    gpus: int,
+    phase: str,
+    claimed: float,
+    w: Workload,
+    longest: float,
+    notes: list[str],
+    active_scale: float,
+) -> dict[str, Any]:
     """The ceilings of the workload ``w`` and the verdict on ``claimed`` tokens/s per GPU: the
     :class:`Check` fields they give, by name (``notes`` extended). The limit is the binding
     ceiling of the phase taking the most time."""

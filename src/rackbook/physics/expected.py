@@ -334,10 +334,20 @@ def _context_reads(
     return cr.scan, cr.rows + cr.pool + cr.window, af.scan, af.pool + af.rows + af.window
 
 
-def decode_step(model: ModelSpec, gpu: GpuSpec, gpus: int, batch: float,
-                eff: attainable.Efficiencies, fit: Fit, *, tp: int = 1, context: float = 0.0,
-                verify: int = 1, tokens_per_step: float = 1.0,
-                kv_dtype: str | None = "fp4") -> Step:  # fmt: skip
+def decode_step(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    batch: float,
+    eff: attainable.Efficiencies,
+    fit: Fit,
+    *,
+    tp: int = 1,
+    context: float = 0.0,
+    verify: int = 1,
+    tokens_per_step: float = 1.0,
+    kv_dtype: str | None = "fp4",
+) -> Step:
     """One decode step of ``batch`` sequences (over all ``gpus``) verifying ``verify`` tokens
     each, attention tensor-parallel over ``tp`` GPUs (data-parallel over ``gpus / tp`` groups),
     experts expert-parallel over all. Parts on the busiest GPU (seconds):
@@ -428,9 +438,17 @@ def _network(
     return out
 
 
-def prefill_token(model: ModelSpec, gpu: GpuSpec, gpus: int, eff: attainable.Efficiencies,
-                  fit: Fit, *, prefix: float = 0.0, kv_dtype: str | None = "fp4",
-                  chunk: int = PREFILL_CHUNK) -> Step:  # fmt: skip
+def prefill_token(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    eff: attainable.Efficiencies,
+    fit: Fit,
+    *,
+    prefix: float = 0.0,
+    kv_dtype: str | None = "fp4",
+    chunk: int = PREFILL_CHUNK,
+) -> Step:
     """Seconds per new prefill token per GPU, each GPU prefilling a chunk of ``chunk`` tokens a
     step (experts expert-parallel over all the GPUs): dense GEMMs; attention FLOP at
     ``prefix``; the index scan (:func:`scan_time`: the chunk shares one read of the keys, each
@@ -647,10 +665,18 @@ def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
     return [want]
 
 
-def _best_decode(m: ModelSpec, g: GpuSpec, gpus: int, eff: attainable.Efficiencies, fit: Fit,
-                 widths: list[int], work: Workload, asked: float | None,
-                 derived: float | None, tpot_ms: float | None,
-                 ) -> tuple[Step | None, str]:  # fmt: skip
+def _best_decode(
+    m: ModelSpec,
+    g: GpuSpec,
+    gpus: int,
+    eff: attainable.Efficiencies,
+    fit: Fit,
+    widths: list[int],
+    work: Workload,
+    asked: float | None,
+    derived: float | None,
+    tpot_ms: float | None,
+) -> tuple[Step | None, str]:
     """The decode step reaching the most tokens/s per GPU over the TP ``widths`` and batches
     (``asked`` capped by the KV capacity, else powers of 2 up to it; each cut to the TPOT limit
     when over it), and how its batch was set (:func:`_batch_text`; ``derived``: the caller's
@@ -690,9 +716,18 @@ def _best_decode(m: ModelSpec, g: GpuSpec, gpus: int, eff: attainable.Efficienci
     return best, text
 
 
-def _tpot_batch(m: ModelSpec, g: GpuSpec, gpus: int, b: float, eff: attainable.Efficiencies,
-                fit: Fit, tp: int, kw: dict[str, Any], tpot_ms: float,
-                tps: float) -> float:  # fmt: skip
+def _tpot_batch(
+    m: ModelSpec,
+    g: GpuSpec,
+    gpus: int,
+    b: float,
+    eff: attainable.Efficiencies,
+    fit: Fit,
+    tp: int,
+    kw: dict[str, Any],
+    tpot_ms: float,
+    tps: float,
+) -> float:
     """The largest batch <= ``b`` whose step keeps each kept token within ``tpot_ms`` (bisection
     on whole sequences); 0 when even one sequence does not."""
 
@@ -739,9 +774,15 @@ def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) ->
     return concurrency * dec / total if total > 0 else concurrency
 
 
-def for_check(c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = None,
-              deployment: str | None = None, calibration: Calibration | None = None,
-              fit: Fit | None = None) -> Expected:  # fmt: skip
+def for_check(
+    c: Any,
+    *,
+    tpot_ms: float | None = None,
+    ttft_s: float | None = None,
+    deployment: str | None = None,
+    calibration: Calibration | None = None,
+    fit: Fit | None = None,
+) -> Expected:
     """:func:`expected` for a :class:`rackbook.physics.check.Check` (model, GPUs, phase and
     workload ``c.work``; the verify width its speculation states), on the model entry and GPU
     the check read (``c.spec``, ``c.gpu_spec``: a ``--model FILE`` and the served format it

@@ -91,7 +91,7 @@ def build(experts: tuple[int, ...] = EXPERTS) -> dict[str, Any]:
             "skew": SKEW,
             "windows": 2,
             "redundant": "(-experts) mod ep, else ep",
-        },  # fmt: skip
+        },
         "log2_assignments": grid,
         "experts": tables,
     }

@@ -89,9 +89,15 @@ def phase_and_counted(
 
 
 def longest_sequence(
-    m: ModelSpec, gpus: int, isl: float | None, osl: float | None, context: float | None,
-    batch: float | None, phase: str, counted: str,
-) -> float:  # fmt: skip
+    m: ModelSpec,
+    gpus: int,
+    isl: float | None,
+    osl: float | None,
+    context: float | None,
+    batch: float | None,
+    phase: str,
+    counted: str,
+) -> float:
     """Tokens of the longest sequence (ISL + OSL, or ``context``), after the rules that turn on
     the model and the GPUs: the model's context limit, a whole batch of at most
     :data:`MAX_BATCH` per GPU, no input credited to decode-only GPUs."""
@@ -123,10 +129,20 @@ def longest_sequence(
 
 
 def workload(
-    claimed: float, phase: str, counted: str, *, isl: float | None, osl: float | None,
-    context: float | None, cached_share: float, batch: float | None, tokens_per_step: float,
-    verify: int, kv_dtype: str | None, weights: str,
-) -> Workload:  # fmt: skip
+    claimed: float,
+    phase: str,
+    counted: str,
+    *,
+    isl: float | None,
+    osl: float | None,
+    context: float | None,
+    cached_share: float,
+    batch: float | None,
+    tokens_per_step: float,
+    verify: int,
+    kv_dtype: str | None,
+    weights: str,
+) -> Workload:
     """The :class:`Workload` of ``claimed`` ``counted`` tokens/s per GPU: input and output split
     by ISL : OSL, the cached share of the input taking no prefill, a decoding sequence holding
     ``context`` (default ISL + OSL / 2) and a new input token's prefix the cached share of ISL

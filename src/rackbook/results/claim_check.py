@@ -56,8 +56,16 @@ class CheckVerdict:
 #: A per-GPU rate on another GPU count does not decide (a 4-GPU run is not a rack), as in the
 #: book's rack-throughput reading (:data:`rackbook.results.evidence.DECISIVE`).
 DECIDING_PARTS: tuple[str, ...] = (
-    "metric", "tokens", "per", "model", "hardware", "gpu_count", "speculation", "isl", "osl",
-)  # fmt: skip
+    "metric",
+    "tokens",
+    "per",
+    "model",
+    "hardware",
+    "gpu_count",
+    "speculation",
+    "isl",
+    "osl",
+)
 #: Parts named in a point's mismatch and counted in its distance, but not deciding.
 NOTED_PARTS: tuple[str, ...] = ("serving",)
 
@@ -362,9 +370,14 @@ def _attainable(
     if share_unknown:
         kw = _check_kwargs(args)
         t = attainable.cached_share_threshold(
-            args.model, args.gpu, args.gpus, args.tok_s,
-            deployment=getattr(args, "deployment", None), calibration=cal, **kw,
-        )  # fmt: skip
+            args.model,
+            args.gpu,
+            args.gpus,
+            args.tok_s,
+            deployment=getattr(args, "deployment", None),
+            calibration=cal,
+            **kw,
+        )
         d["cached_share_threshold"] = t
         if t is None:
             reach = "measured kernels do not reach it at any cached share"

@@ -49,10 +49,22 @@ DECISIVE: Mapping[str, tuple[str, ...]] = ChapterTable("DECISIVE")
 #: basis is the sum of the weights of the parts it differs in; the closest point has the
 #: least). Quantity first (metric, tokens, per), then model, GPUs, GPU count, the rest.
 WEIGHTS: dict[str, float] = {
-    "metric": 10, "tokens": 10, "per": 10, "counting": 3, "gpus": 3, "model": 4,
-    "hardware": 2, "gpu_count": 2, "concurrency": 2, "context": 2, "workload": 1,
-    "speculation": 1, "statistic": 1, "engine": 1, "serving": 0.5,
-}  # fmt: skip
+    "metric": 10,
+    "tokens": 10,
+    "per": 10,
+    "counting": 3,
+    "gpus": 3,
+    "model": 4,
+    "hardware": 2,
+    "gpu_count": 2,
+    "concurrency": 2,
+    "context": 2,
+    "workload": 1,
+    "speculation": 1,
+    "statistic": 1,
+    "engine": 1,
+    "serving": 0.5,
+}
 
 
 @dataclass(frozen=True)

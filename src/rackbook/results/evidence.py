@@ -426,18 +426,28 @@ def _closest(
     lo = min(vals) if vals else None
     hi = max(vals) if vals else None
     return Closest(
-        str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]),
-        tuple(diffs), bool(r["verified"]),
-        "analogue" if r["role"] == "analogue" or is_analogue(cb, r["basis"], dec)
-        else "near" if dec or not bool(r["verified"]) else "like for like",
+        str(r["id"]),
+        _who(r),
+        float(r["value"]),
+        str(r["unit"]),
+        ratio,
+        str(r["url"]),
+        tuple(diffs),
+        bool(r["verified"]),
+        "analogue"
+        if r["role"] == "analogue" or is_analogue(cb, r["basis"], dec)
+        else "near"
+        if dec or not bool(r["verified"])
+        else "like for like",
         tuple(str(x[0]["id"]) for x in tied),
-        lo, hi,
+        lo,
+        hi,
         v / hi if fin and hi else None,
         v / lo if fin and lo else None,
         _modelled(r),
         text_or_none(r.get("superseded")),
         setup_text(r) if len({setup_text(x) for x in group}) == 1 else "",  # tied: if shared
-    )  # fmt: skip
+    )
 
 
 def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, bool, str]:
@@ -560,9 +570,18 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     )
     sources = tuple(dict.fromkeys(u for br in brs for u in br.sources))
     return ClaimEvidence(
-        claim_id, verdict, margin, reason, sources, tuple(brs), closest, closest_basis, near,
-        out_names, top_list,
-    )  # fmt: skip
+        claim_id,
+        verdict,
+        margin,
+        reason,
+        sources,
+        tuple(brs),
+        closest,
+        closest_basis,
+        near,
+        out_names,
+        top_list,
+    )
 
 
 def highest_list_price(points: pd.DataFrame, value: float) -> dict[str, object] | None:

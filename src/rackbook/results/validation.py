@@ -197,8 +197,16 @@ def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
     return points, excluded
 
 
-def _point(file: Path, where: str, src: str, primary: bool, pid: str, spec: dict[str, Any],
-           rows: dict[tuple[str, str], dict[str, Any]], figs: dict[str, Any]) -> Point:  # fmt: skip
+def _point(
+    file: Path,
+    where: str,
+    src: str,
+    primary: bool,
+    pid: str,
+    spec: dict[str, Any],
+    rows: dict[tuple[str, str], dict[str, Any]],
+    figs: dict[str, Any],
+) -> Point:
     """One point of the mapping, its measured value read from its row or figure."""
     ttft = tpot = conc = None
     if "figure" in spec:
@@ -247,11 +255,29 @@ def _point(file: Path, where: str, src: str, primary: bool, pid: str, spec: dict
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
     return Point(
-        pid, src, primary, measured, str(spec["counted"]), str(spec["phase"]), str(spec["model"]),
-        spec.get("precision"), str(spec["gpu"]), int(spec["gpus"]), spec.get("isl"), osl, batch,
-        how_text, verify, tps, spec.get("tpot_ms"), spec.get("prefill_gpus"),
-        spec.get("decode_gpus"), spec.get("context"), str(spec.get("note") or ""), url,
-    )  # fmt: skip
+        pid,
+        src,
+        primary,
+        measured,
+        str(spec["counted"]),
+        str(spec["phase"]),
+        str(spec["model"]),
+        spec.get("precision"),
+        str(spec["gpu"]),
+        int(spec["gpus"]),
+        spec.get("isl"),
+        osl,
+        batch,
+        how_text,
+        verify,
+        tps,
+        spec.get("tpot_ms"),
+        spec.get("prefill_gpus"),
+        spec.get("decode_gpus"),
+        spec.get("context"),
+        str(spec.get("note") or ""),
+        url,
+    )
 
 
 def _split(p: Point, claimed: float) -> tuple[float, float]:
@@ -280,21 +306,35 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
     ctx = p.context if p.context is not None else ((p.isl or 0) + (p.osl or 0) / 2)
     prefix = (p.isl or 0) / 2
     work = Workload(
-        counted=p.counted, decode_context=ctx, prefill_prefix=prefix,
-        tokens_per_step=p.tokens_per_step, verify_tokens=p.verify, kv_dtype=kv,
-    )  # fmt: skip
+        counted=p.counted,
+        decode_context=ctx,
+        prefill_prefix=prefix,
+        tokens_per_step=p.tokens_per_step,
+        verify_tokens=p.verify,
+        kv_dtype=kv,
+    )
     common: dict[str, Any] = dict(precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
     if p.prefill_gpus and p.decode_gpus:
         total = (p.isl or 0) + (p.osl or 0)
         dec = exp_mod.expected(
-            model, p.gpu, p.decode_gpus, replace(work, output_tok_s_per_gpu=1.0), claimed=1.0,
-            phase="decode", decode_batch=p.batch, **common,
-        )  # fmt: skip
+            model,
+            p.gpu,
+            p.decode_gpus,
+            replace(work, output_tok_s_per_gpu=1.0),
+            claimed=1.0,
+            phase="decode",
+            decode_batch=p.batch,
+            **common,
+        )
         pre = exp_mod.expected(
-            model, p.gpu, p.prefill_gpus,
-            replace(work, counted="input", new_input_tok_s_per_gpu=1.0), claimed=1.0,
-            phase="prefill", **common,
-        )  # fmt: skip
+            model,
+            p.gpu,
+            p.prefill_gpus,
+            replace(work, counted="input", new_input_tok_s_per_gpu=1.0),
+            claimed=1.0,
+            phase="prefill",
+            **common,
+        )
         rate = min(
             dec.tok_s_per_gpu * p.decode_gpus * total / (p.osl or 1),
             pre.tok_s_per_gpu * p.prefill_gpus * total / (p.isl or 1),
@@ -305,10 +345,15 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
     else:
         out, inp = _split(p, p.measured)
         e = exp_mod.expected(
-            model, p.gpu, p.gpus,
+            model,
+            p.gpu,
+            p.gpus,
             replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp),
-            claimed=p.measured, phase=p.phase, decode_batch=p.batch, **common,
-        )  # fmt: skip
+            claimed=p.measured,
+            phase=p.phase,
+            decode_batch=p.batch,
+            **common,
+        )
         rate, dep = e.tok_s_per_gpu, e.deployment
     return Prediction(
         p, rate, rate * math.exp(fit.log_low), rate * math.exp(fit.log_high), dep, fit_name
@@ -443,8 +488,13 @@ def held_out_fit(fit: exp_mod.Fit, source: str) -> exp_mod.Fit:
     h = fit.held_out.get(source)
     if not h:
         return fit
-    return replace(fit, efficiency=h["efficiency"], layer_s=h["layer_s"],
-                   log_low=h["log_low"], log_high=h["log_high"])  # fmt: skip
+    return replace(
+        fit,
+        efficiency=h["efficiency"],
+        layer_s=h["layer_s"],
+        log_low=h["log_low"],
+        log_high=h["log_high"],
+    )
 
 
 def predictions(

@@ -114,9 +114,17 @@ def _taking(option: str) -> str:
 #: Labels that name the scenario (``--label KEY=VALUE``); any other column of a trace's
 #: requests or points table is measured, and a label never replaces it.
 SCENARIO_LABELS = frozenset(
-    {"engine", "config", "point_id", "batch_size", "concurrency", "decode_ranks",
-     "context_tokens", "num_gpus"}
-)  # fmt: skip
+    {
+        "engine",
+        "config",
+        "point_id",
+        "batch_size",
+        "concurrency",
+        "decode_ranks",
+        "context_tokens",
+        "num_gpus",
+    }
+)
 
 
 def measured_fields() -> frozenset[str]:
@@ -151,9 +159,11 @@ def check_options(fmt: str, path: Path | str, options: Options) -> None:
     taken = sorted(set(options.labels) & measured_fields())
     if taken:
         raise InputError(
-            path, f"--label {taken[0]}", "is a measured field of the trace, which a label never "
-            "replaces (labels name the scenario: " + ", ".join(sorted(SCENARIO_LABELS)) + ")"
-        )  # fmt: skip
+            path,
+            f"--label {taken[0]}",
+            "is a measured field of the trace, which a label never "
+            "replaces (labels name the scenario: " + ", ".join(sorted(SCENARIO_LABELS)) + ")",
+        )
     for opt in ("engine", "labels", "kind", "model", "source_url", "source_date", "hardware"):
         value = getattr(options, opt)
         if value is None or value == {} or opt in f.options or value == f.kind:

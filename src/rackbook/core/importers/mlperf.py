@@ -112,9 +112,11 @@ def mlperf_points(
             spans = [k for k, v in row.items() if isinstance(v, str) and "\n" in v]
             if spans:  # a quote left open swallows the rows after it into one field
                 raise InputError(
-                    path, f"line {reader.line_num}", f"field {spans[0]!r} runs over several "
-                    "lines: a quote left open? (summary.csv fields hold no line breaks)"
-                )  # fmt: skip
+                    path,
+                    f"line {reader.line_num}",
+                    f"field {spans[0]!r} runs over several "
+                    "lines: a quote left open? (summary.csv fields hold no line breaks)",
+                )
             unit = row.get("Units") or ""
             if unit != MLPERF_TOKEN_UNIT:
                 skipped["units"][unit or "(empty)"] += 1
