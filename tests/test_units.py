@@ -1,10 +1,11 @@
-"""Numbers for people (:mod:`rackbook.physics.units`): the one plural helper every sentence uses."""
+"""Numbers for people (:mod:`rackbook.core.units`): the one formatter of plurals,
+percentages, ratios and large numbers every sentence uses."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rackbook.physics.units import eng, fmt, plural, whole
+from rackbook.core.units import eng, fmt, number, percent, plural, ratio_text, whole
 
 
 def test_plural_counts_and_nouns():
@@ -34,3 +35,17 @@ def test_whole_numbers_become_ints():
     assert (whole(8.0), type(whole(8.0))) == (8, int)
     assert whole(2.5) == 2.5 and whole(np.float64(1e6)) == 1_000_000
     assert plural(whole(1_024_000.0), "token") == "1,024,000 tokens"
+
+
+def test_percentages_drop_a_trailing_zero_and_keep_the_space():
+    assert percent(0.64) == "64 %" and percent(0.857) == "85.7 %"
+    assert percent(0.835, 0) == "84 %" and percent(0.6, 2) == "60.00 %"
+    assert percent(0.551, sign=True) == "+55.1 %" and percent(-0.048, sign=True) == "-4.8 %"
+
+
+def test_ratios_have_three_figures_and_numbers_no_exponent():
+    assert ratio_text(0.0929) == "0.093x" and ratio_text(0.0696) == "0.07x"
+    assert ratio_text(9.144) == "9.14x" and ratio_text(1054.2) == "1,054x"
+    assert ratio_text(0.0004) == "0.0004x" and ratio_text(1.0) == "1x"
+    assert number(2.17367e6) == "2,173,670" and number(3.33e10) == "33,300,000,000"
+    assert number(12.345) == "12.35"

@@ -14,7 +14,7 @@ import numpy as np
 
 from rackbook.book.report import md_cell as _md_cell
 from rackbook.book.report import render, table
-from rackbook.physics.units import plural
+from rackbook.core.units import plural
 
 
 def _plain(value: Any) -> Any:

@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from rackbook.core.units import plural
 from rackbook.inputs.claims import load_claims
 from rackbook.physics import check, expected
-from rackbook.physics.units import plural
 
 #: The rack claim (data/claims.yaml) and the single-user claim.
 RACK_CLAIM_ID = "rack-scaling.throughput"

@@ -18,8 +18,8 @@ from rackbook.book.report import md as _md
 from rackbook.book.report import render, table
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_write_text
+from rackbook.core.units import plural
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.physics.units import plural
 
 _STATUS = {
     "located": "primary source located",

@@ -127,7 +127,7 @@ def render(template: str, **values: Any) -> str:
     import jinja2
 
     from rackbook import paths
-    from rackbook.physics.units import plural
+    from rackbook.core.units import plural
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(paths.ROOT / "book" / "_template"),

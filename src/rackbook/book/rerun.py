@@ -16,7 +16,7 @@ import yaml
 
 from rackbook import paths
 from rackbook.book.report import render
-from rackbook.physics.units import plural
+from rackbook.core.units import plural
 from rackbook.results.registry import ChapterTable
 
 #: Minutes from submitting a deployment to a healthy endpoint (an assumption the card states).

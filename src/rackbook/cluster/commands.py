@@ -10,7 +10,7 @@ import shlex
 from typing import Any
 
 from rackbook.cluster.topology import Topology
-from rackbook.physics.units import plural
+from rackbook.core.units import plural
 
 
 class Raw(str):

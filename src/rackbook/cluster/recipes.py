@@ -13,8 +13,8 @@ from rackbook.cluster.notebook_params import notebook_parameters, params_files, 
 from rackbook.cluster.slurm import slurm_script
 from rackbook.cluster.topology import DEFAULT_TOPOLOGY, Topology, load_topology
 from rackbook.core import fsio
+from rackbook.core.units import plural
 from rackbook.inputs import loader
-from rackbook.physics.units import plural
 
 #: Where ``rackbook recipes`` writes by default.
 DEFAULT_OUTPUT = "env/cluster/generated"

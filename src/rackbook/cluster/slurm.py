@@ -18,7 +18,7 @@ from rackbook.cluster.commands import (
     shell_var,
 )
 from rackbook.cluster.topology import HF_HOME, Topology
-from rackbook.physics.units import plural
+from rackbook.core.units import plural
 
 #: The sbatch script's template (bash with ``@@`` placeholders).
 TEMPLATE = paths.ROOT / "env" / "cluster" / "slurm.sbatch.in"

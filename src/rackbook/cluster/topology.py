@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from rackbook import paths
+from rackbook.core.units import plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
-from rackbook.physics.units import plural
 
 #: The topology file ``rackbook recipes`` reads by default (relative to the repository root).
 DEFAULT_TOPOLOGY = "env/cluster/topology.yaml"

@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rackbook import paths
+from rackbook.core.units import plural, whole
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, roofline
 from rackbook.physics.check import Check, Workload
-from rackbook.physics.units import plural, whole
 
 if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
     from rackbook.core.calibration import Calibration

@@ -26,11 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from rackbook.core.units import fmt, plural, whole
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
-from rackbook.physics.units import fmt, plural, whole
 from rackbook.physics.workload import (
     MAX_BATCH,
     Workload,

@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rackbook import paths
+from rackbook.core.units import plural, whole
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import attainable, check, roofline
 from rackbook.physics import imbalance as imbalance_table
-from rackbook.physics.units import plural, whole
 from rackbook.physics.workload import Workload
 
 if TYPE_CHECKING:  # pandas and pyarrow stay off the check path

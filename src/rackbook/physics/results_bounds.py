@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rackbook.core.units import fmt
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, roofline
-from rackbook.physics.units import fmt
 
 # --------------------------------------------------------------------------------------------
 # the verdict rule

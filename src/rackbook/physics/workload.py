@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rackbook.core.units import plural
 from rackbook.errors import InputError
 from rackbook.inputs.catalogs import ModelSpec
-from rackbook.physics.units import plural
 
 #: Largest batch per GPU searched when the batch is free, and the most one may name.
 MAX_BATCH = 1 << 16

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackbook.core.basis import NAMES
+from rackbook.core.units import ratio_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.physics.units import ratio_text
 
 #: The grades, lowest first (level 1 to 4).
 GRADES: tuple[str, ...] = (

@@ -22,10 +22,10 @@ import numpy as np
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
+from rackbook.core.units import ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.physics import check
-from rackbook.physics.units import ratio_text
 
 # pandas, the published points' tables, traces and the book's readings are imported where a
 # reading needs them (a trace, a cache to build, a like-for-like point): ``rackbook check``

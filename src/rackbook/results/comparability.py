@@ -20,10 +20,10 @@ import pandas as pd
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
+from rackbook.core.units import plural
 from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
-from rackbook.physics.units import plural
 from rackbook.results.certainty import side
 from rackbook.results.published_rows import (
     claim_over,

@@ -12,10 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from rackbook.core.units import number, ratio_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty, certainty
 from rackbook.results.comparability import near_text
-from rackbook.results.published_rows import point_ratio, point_value
+from rackbook.results.published_rows import point_ratio, point_value, span_text
 
 #: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
@@ -89,25 +90,6 @@ class Summary:
 # --- Numbers and names ------------------------------------------------------------------------
 
 
-def number(v: float) -> str:
-    """A number for a sentence: thousands separators, four significant digits below 1,000."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
-
-
-def _ratio(x: float) -> str:
-    """``0.093x``, ``9.14x``, ``1,054x``: three figures from 1x, three decimals below."""
-    if abs(x) >= 100:
-        return f"{x:,.0f}x"
-    if 0.001 <= abs(x) < 1:
-        return f"{x:.3f}".rstrip("0").rstrip(".") + "x"
-    return f"{x:.3g}x"
-
-
-def _ratios(lo: float, hi: float) -> str:
-    """The claim's ratio to points, ``lo`` to ``hi`` (one where they agree)."""
-    return _ratio(lo) if lo == hi else f"{_ratio(lo)} to {_ratio(hi)}"
-
-
 def _k(num: float) -> str:
     """``100000`` tokens as ``100k``, ``1000`` as ``1k``; other numbers as ``1,234``."""
     v = round(num)
@@ -177,7 +159,7 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     e = _field(a, "expected")
     if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
         return (
-            f"; {_ratio(e['ratio'])} what real deployments are expected to reach "
+            f"; {ratio_text(e['ratio'])} what real deployments are expected to reach "
             f"(~{e['tok_s_per_gpu']:,.0f}, {e['low']:,.0f}-{e['high']:,.0f} tok/s per GPU)"
         )
     dep = str(a.get("deployment_name") or "")
@@ -185,7 +167,7 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     if a.get("brief"):
         return f"; {a['brief']}{shown}"
     if _is_num(a.get("ratio")):
-        return f"; {_ratio(a['ratio'])} what measured kernels reach{shown}"
+        return f"; {ratio_text(a['ratio'])} what measured kernels reach{shown}"
     if _is_num(a.get("tok_s_per_gpu")):
         return f"; measured kernels reach {number(a['tok_s_per_gpu'])} tok/s per GPU{shown}"
     return ""
@@ -433,7 +415,7 @@ def _near_finding(r: Mapping[str, Any]) -> str:
             on = near.get("basis")
             by = f", on both sides of it as {on}" if either and on else ""
             n = len(near["points"])
-            return f"the claim is {_ratios(lo, hi)} the {n} near published points{flag}{by}"
+            return f"the claim is {span_text(lo, hi, 'x')} the {n} near published points{flag}{by}"
     if closest:
         flag = " (NOT VERIFIED)" if c.get("verified") is False else ""
         return f"the closest near published point is {_closest(c)}{flag}"
@@ -521,13 +503,15 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     step, unit = str(entry.get("step") or ""), str(near.get("unit") or "")
     low, high = number(near["low"]), number(near["high"])
     span = f"${low} to ${high}{unit[1:]}" if unit.startswith("$") else f"{low} to {high} {unit}"
-    ratios = f"{_ratios(lo, hi)} the {len(pts)} near points"
+    ratios = f"{span_text(lo, hi, 'x')} the {len(pts)} near points"
     out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")
     out += "" if step else f" ({span})"
     lp = _field(pub, "list_price")
     if not _is_num(lp.get("ratio")):
         return out
-    return out + f"; {_ratio(lp['ratio'])} the highest list price (${lp['value']:,.2f}/GPU-hour)"
+    return (
+        out + f"; {ratio_text(lp['ratio'])} the highest list price (${lp['value']:,.2f}/GPU-hour)"
+    )
 
 
 def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> list[str]:
@@ -608,7 +592,7 @@ def plain_number(text: str) -> str:
     """``64.0%`` as ``64 %``, ``0.0929x`` as ``0.093x``, ``2.17367e+06`` as ``2,173,670``."""
     text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{m.group(1).removesuffix('.0')} %", text)
     text = re.sub(
-        r"(?<![\w.,])(\d[\d,]*\.\d+)x\b", lambda m: _ratio(float(m[1].replace(",", ""))), text
+        r"(?<![\w.,])(\d[\d,]*\.\d+)x\b", lambda m: ratio_text(float(m[1].replace(",", ""))), text
     )
     return re.sub(r"\b\d(?:\.\d+)?e[+-]\d\d\b", _unscientific, text)
 

@@ -29,9 +29,9 @@ import pandas as pd
 from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.core.basis import Difference
+from rackbook.core.units import plural
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
-from rackbook.physics.units import plural
 from rackbook.results.certainty import MODELLED_NOTE
 from rackbook.results.comparability import (
     DECISIVE,

@@ -21,11 +21,11 @@ import pandas as pd
 from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.core import jsliteral, traces
+from rackbook.core.units import ratio_text as ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import loader
 from rackbook.inputs import published as figures_registry
-from rackbook.physics.units import ratio_text as ratio_text
 
 #: Shipped published traces (folder under data/published/) -> what they hold.
 SHIPPED: dict[str, str] = {
@@ -74,7 +74,7 @@ def number_text(v: float) -> str:
 def value_text(v: float, unit: str) -> str:
     """``v`` with its unit: ``8.95x``, ``$3.96/GPU-hour``, ``11,056 tok/s/GPU``, ``0.9919``."""
     if unit == "x":
-        return f"{v:.3g}x"
+        return ratio_text(v)
     if unit.startswith("$/"):
         return f"${v:,.2f}/{unit[2:]}"
     if unit == "1":

@@ -26,12 +26,12 @@ from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.server_metrics import counter_deltas
 from rackbook.core.traces import Trace
+from rackbook.core.units import plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry, load_claims
 from rackbook.physics import check, results_bounds, roofline
-from rackbook.physics.units import plural
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from rackbook.book import plotting
-from rackbook.physics.units import plural
+from rackbook.core.units import plural, ratio_text
 from rackbook.results.rack_scaling import READING_LABELS, Analysis
 
 #: Colour of each physics verdict.
@@ -27,11 +27,6 @@ def _source(a: Analysis) -> str:
 
 #: A white box behind a label, so that gridlines and ceiling lines do not run through it.
 _BOX = {"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
-
-
-def _ratio(x: float) -> str:
-    """A ratio with three figures, three decimals below 1 (``0.055x``)."""
-    return f"{x:.3f}".rstrip("0").rstrip(".") + "x" if x < 1 else f"{x:.3g}x"
 
 
 def _usd(v: float) -> str:
@@ -123,7 +118,7 @@ def readings(a: Analysis) -> Figure:
         text = (
             f"fits if >= {r.min_cached_share:.0%} cached: {r.verdict}"
             if unknown
-            else f"{_ratio(r.ratio)} the {r.phase} ceiling: {r.verdict}"
+            else f"{ratio_text(r.ratio)} the {r.phase} ceiling: {r.verdict}"
         )
         ax.annotate(  # above its bar, from the axis' left edge: no empty decades for labels
             text.replace("%", " %"),

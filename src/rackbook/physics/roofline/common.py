@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rackbook.core.units import fmt
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics.units import fmt
 
 #: The phases a token passes: its prompt's prefill, then decode.
 PHASES: tuple[str, ...] = ("prefill", "decode")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rackbook.core.units import eng, fmt, plural
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics.roofline.context import attention_flops
 from rackbook.physics.roofline.weights import weight_split
-from rackbook.physics.units import eng, fmt, plural
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rackbook.core.units import eng, fmt, plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -20,7 +21,6 @@ from rackbook.physics.roofline.kv import (
     kv_bytes,
     kv_row_values,
 )
-from rackbook.physics.units import eng, fmt, plural
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rackbook.core.units import fmt, plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -17,7 +18,6 @@ from rackbook.physics.roofline.common import (
 )
 from rackbook.physics.roofline.context import context_reads
 from rackbook.physics.roofline.weights import draft_bytes, expert_bytes, weight_split
-from rackbook.physics.units import fmt, plural
 
 
 def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:

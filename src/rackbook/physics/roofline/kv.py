@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rackbook.core.units import fmt
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import PRECISIONS, GpuSpec, ModelSpec
@@ -19,7 +20,6 @@ from rackbook.physics.roofline.common import (
     frac_text,
     need,
 )
-from rackbook.physics.units import fmt
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rackbook.core.units import eng, fmt
 from rackbook.errors import InputError
 from rackbook.inputs.catalogs import ModelSpec
 from rackbook.physics.roofline.common import (
@@ -14,7 +15,6 @@ from rackbook.physics.roofline.common import (
     frac_text,
     need,
 )
-from rackbook.physics.units import eng, fmt
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from rackbook.core import units
 from rackbook.errors import InputError
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Registry
-from rackbook.physics import check, roofline, units
+from rackbook.physics import check, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
 from rackbook.results.context_latency.measure import Delta, LinearFit

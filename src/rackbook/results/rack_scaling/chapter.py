@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import validity
+from rackbook.core import units, validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs import catalogs
 from rackbook.inputs.claims import Registry, load_claims
-from rackbook.physics import check, results_bounds, units
+from rackbook.physics import check, results_bounds
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.rack_scaling.cost import (

@@ -1,4 +1,4 @@
-"""Numbers for people: decimal SI prefixes and engineering notation (no measurement here)."""
+"""Numbers for people, the one formatter of every sentence: SI prefixes, plurals, percentages."""
 
 from __future__ import annotations
 
@@ -42,5 +42,21 @@ def plural(n: float, word: str, many: str | None = None) -> str:
 
 
 def ratio_text(x: float) -> str:
-    """A ratio: ``1.81x``, ``9.14x``, ``1,054x``."""
-    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.3g}x"
+    """A ratio: ``0.093x`` (three decimals below 1), ``9.14x``, ``1,054x``."""
+    if abs(x) >= 100:
+        return f"{x:,.0f}x"
+    if 0.001 <= abs(x) < 1:
+        return f"{x:.3f}".rstrip("0").rstrip(".") + "x"
+    return f"{x:.3g}x"
+
+
+def percent(share: float, digits: int = 1, sign: bool = False) -> str:
+    """A share (1 = 100 %) as a percentage with ``digits`` decimals, a trailing ``.0`` dropped:
+    ``percent(0.64) == "64 %"``, ``percent(0.857) == "85.7 %"``; ``sign`` writes ``+``."""
+    text = f"{100 * share:+.{digits}f}" if sign else f"{100 * share:.{digits}f}"
+    return text.removesuffix(".0") + " %"
+
+
+def number(v: float) -> str:
+    """A number for a sentence: ``2,173,670`` (never an exponent), 4 figures below 1,000."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
