@@ -111,7 +111,7 @@ def test_every_reading_words_the_ratio_both_ways():
     assert c.verdict == "possible"
     assert a.ratio == pytest.approx(826 / 481.1, rel=2e-4) and a.binding == "dense weights"
     assert a.text.startswith(
-        "826 output tok/s per GPU needs kernels at 172% of the stream bandwidth measured"
+        "826 output tok/s per GPU needs kernels at 172 % of the stream bandwidth measured"
     )
     assert "attention data-parallel + experts expert-parallel on 4 GPUs" in a.text
     assert "measured on Hopper (NVIDIA H200) applied to GB300 (Blackwell)" in a.calibration
@@ -175,7 +175,7 @@ def test_check_json_carries_the_attainable_reading(run_cli, tmp_path):
     a = p["attainable"]
     assert {"tok_s_per_gpu", "ratio", "deployment", "calibration"} <= set(a)
     assert a["ratio"] == pytest.approx(826 / 481.1, rel=2e-4)
-    assert "  attainable: 826 output tok/s per GPU needs kernels at 172%" in out
+    assert "  attainable: 826 output tok/s per GPU needs kernels at 172 %" in out
     # --calibration DIR: a copy of the shipped one reads the same; a CPU one gives none
     shutil.copytree(calibration.SHIPPED, tmp_path / "cal")
     code, out2, _ = run_cli(
@@ -202,12 +202,12 @@ def test_cached_share_unknown_gives_the_threshold(run_cli):
     # the bound's threshold, by hand in tests/test_check.py: 64.0 %
     assert p["verdict"] == "undetermined"
     assert p["threshold"]["cached_share"] == pytest.approx(0.640, abs=0.002)
-    assert "possible from 64.0% of the input cached" in p["reason"]
+    assert "possible from 64 % of the input cached" in p["reason"]
     t = p["attainable"]["cached_share_threshold"]
     assert t is None or t > p["threshold"]["cached_share"]  # kernels need more cached
     # not given: 0, printed as assumed
     code, out, _ = run_cli("check", *argv)
-    assert "cached share 0.0% (assumed)" in out
+    assert "cached share 0 % (assumed)" in out
     assert "assumed: no input cached (--cached-share not given" in out
 
 

@@ -460,7 +460,7 @@ def test_without_per_several_gpus_read_as_their_total_and_say_so(run_cli):
         "826 output tok/s in total over 4 GPUs (--per total): 206.5 per GPU"
     )
     # 206.5 / (8,958 / 4 = 2,239.5): 0.0922x the fewest-bytes bound
-    assert "physics: possible (206 output tok/s per GPU is 0.0922x" in same
+    assert "physics: possible (206 output tok/s per GPU is 0.092x" in same
     _, each, _ = run_cli("check", *argv, "--tokens-per-step", "3.51", "--per", "gpu")
     assert each.splitlines()[0] == "826 output tok/s per GPU (--per gpu): 826.0 per GPU"
     one = ["--model", V41, "--gpu", "b300", "--gpus", "1", "--tok-s", "826", "--batch", "1"]

@@ -269,9 +269,9 @@ def test_every_run_reading_of_the_delta(tmp_path, run, tpot_ms, params, v_ms, v_
     [
         (None, "untested", "does not report"),  # GB300, but no bytes per token in the trace
         # 900 / 890 - 1 = +1.1 % <= 2 %
-        ({"kv_cache_bytes_per_token": 900}, "consistent", "+1.1% from the published 890"),
+        ({"kv_cache_bytes_per_token": 900}, "consistent", "+1.1 % from the published 890"),
         # 950 / 890 - 1 = +6.7 % > 2 %
-        ({"kv_cache_bytes_per_token": 950}, "inconsistent", "+6.7% from the published 890"),
+        ({"kv_cache_bytes_per_token": 950}, "inconsistent", "+6.7 % from the published 890"),
     ],
     ids=["not-reported", "within", "outside"],
 )

@@ -144,8 +144,13 @@ def test_an_unresolved_slope_is_named_in_the_reading():
     [
         (_run(gpus=()), False, "untested", "recorded on 2-core Test CPU, no GPU"),
         (_run(), True, "untested", "does not report"),
-        ({**_run(), "metrics": {"kv_cache_bytes_per_token": 899.0}}, True, "consistent", "+1.0%"),
-        ({**_run(), "metrics": {"kv_cache_bytes_per_token": 910.0}}, True, "inconsistent", "+2.2%"),
+        ({**_run(), "metrics": {"kv_cache_bytes_per_token": 899.0}}, True, "consistent", "+1 %"),
+        (
+            {**_run(), "metrics": {"kv_cache_bytes_per_token": 910.0}},
+            True,
+            "inconsistent",
+            "+2.2 %",
+        ),
     ],
     ids=["cpu", "not-reported", "within-2-percent", "outside-2-percent"],
 )

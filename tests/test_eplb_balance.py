@@ -290,7 +290,7 @@ def test_every_recovered_physics_reading(recovered, verdict, why):
     """The recovered share from the claim's 0.35 and 0.94, tolerance 0.5 percentage points."""
     r = eplb_balance.readings.recovered_physics(0.35, 0.94, recovered, 0.5, 64)
     assert r.verdict == verdict and why in r.reason
-    assert r.margin == "gap 90.8 %, ratio 94.0 %"
+    assert r.margin == "gap 90.8 %, ratio 94 %"
 
 
 def test_hand_trace_analysis_by_hand(hand_gpu) -> None:

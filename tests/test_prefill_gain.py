@@ -119,7 +119,7 @@ def test_gain_point_estimate_and_seeded_bootstrap(tmp_path, stat):
     assert g.low < 0.5 < g.high  # independent resampling of 4 varied requests spreads
     again = prefill_gain.gain(tab, "A", "B", stat=stat, n_boot=500, seed=3)
     assert (again.low, again.high) == (g.low, g.high)
-    assert g.n_a == g.n_b == 4 and "+50.0%" in g.formula
+    assert g.n_a == g.n_b == 4 and "+50 %" in g.formula
 
 
 def test_gain_without_spread_when_requests_are_alike(tmp_path):
@@ -145,7 +145,7 @@ def test_verdict_range():
     assert v.verdict == "consistent" and v.overlaps and not v.inside
     g = prefill_gain.Gain("A", "B", "median", 1, 1.2, 0.20, 0.10, 0.30, 0.9, 4, 4, 10, 0, "")
     assert prefill_gain.verdict_range(g, 0.35, 0.44).verdict == "below"
-    assert "+35% .. +44%" in prefill_gain.verdict_range(g, 0.35, 0.44).text
+    assert "+35 % .. +44 %" in prefill_gain.verdict_range(g, 0.35, 0.44).text
 
 
 def _gain(x, lo, hi):
@@ -155,11 +155,11 @@ def _gain(x, lo, hi):
 @pytest.mark.parametrize(
     "g,verdict,inside,overlaps,text",
     [
-        (_gain(0.40, 0.38, 0.42), "inside", True, True, "+40.0% (interval +38.0% .. +42.0%)"),
-        (_gain(0.30, 0.25, 0.36), "consistent", False, True, "+30.0% (interval +25.0% .. +36.0%)"),
-        (_gain(0.50, 0.43, 0.60), "consistent", False, True, "+50.0% (interval +43.0% .. +60.0%)"),
-        (_gain(0.20, 0.10, 0.30), "below", False, False, "+20.0% (interval +10.0% .. +30.0%)"),
-        (_gain(0.60, 0.45, 0.70), "above", False, False, "+60.0% (interval +45.0% .. +70.0%)"),
+        (_gain(0.40, 0.38, 0.42), "inside", True, True, "+40 % (interval +38 % .. +42 %)"),
+        (_gain(0.30, 0.25, 0.36), "consistent", False, True, "+30 % (interval +25 % .. +36 %)"),
+        (_gain(0.50, 0.43, 0.60), "consistent", False, True, "+50 % (interval +43 % .. +60 %)"),
+        (_gain(0.20, 0.10, 0.30), "below", False, False, "+20 % (interval +10 % .. +30 %)"),
+        (_gain(0.60, 0.45, 0.70), "above", False, False, "+60 % (interval +45 % .. +70 %)"),
     ],
     ids=["inside", "overlaps-below", "overlaps-above", "below", "above"],
 )
@@ -167,7 +167,7 @@ def test_every_range_verdict_by_hand(g, verdict, inside, overlaps, text):
     """Published range +35 % .. +44 %; the interval decides when the point is outside it."""
     v = prefill_gain.verdict_range(g, 0.35, 0.44)
     assert (v.verdict, v.inside, v.overlaps) == (verdict, inside, overlaps)
-    assert v.text == f"measured {text} vs published +35% .. +44%: {verdict}"
+    assert v.text == f"measured {text} vs published +35 % .. +44 %: {verdict}"
 
 
 def test_verdict_range_of_a_plain_number_and_a_bad_range():
@@ -364,8 +364,8 @@ def test_every_physics_reading(tmp_path, high, baseline, verdict, margin):
     r = out.reading("prefill-gain.gain", "physics")
     assert r.verdict == verdict and r.margin == margin
     assert "at equal kernel efficiency before and after (an assumption, not physics)" in r.reason
-    assert f"+35% to +{high}% on new tokens removes 25.9% to " in r.reason
-    assert "gains up to +101% need no faster kernels" in r.reason
+    assert f"+35 % to +{high} % on new tokens removes 25.9 % to " in r.reason
+    assert "gains up to +101 % need no faster kernels" in r.reason
     h = {x.name: x for x in out.headlines}["removable_share"]
     assert (h.value, h.kind, h.verdict) == (50.3, "modelled", verdict)
 
@@ -406,7 +406,7 @@ def test_outcome_by_hand(tmp_path):
     assert out["prefix_read_ceiling_no_reuse"].value == 332_736.2  # 332,736.15 to one decimal
     assert out["prefix_read_ceiling_no_reuse"].kind == "modelled"
     assert out["gain_interval_low"].definition == (
-        "lower end of the 80% bootstrap interval of the gain (100 resamples, seed 7)"
+        "lower end of the 80 % bootstrap interval of the gain (100 resamples, seed 7)"
     )
     assert an.read_reuse.bound == "compute"
     assert an.read_reuse.tokens_per_s == pytest.approx(332_736.15)
@@ -429,7 +429,7 @@ def test_outcome_by_hand(tmp_path):
     # at equal efficiency the 50.26 % removable allows up to 1 / (1 - 0.5026) - 1 = +101 %
     flips = prefill_gain.outcome(an).flips
     assert flips[0].startswith("physics: undetermined while the baseline's new-token")
-    assert "a published baseline above 231,067 new tok/s on 1 x gb300" in flips[0]
+    assert "a published baseline above 231,067 new tok/s on 1 x GB300" in flips[0]
     assert "allow up to +101 %" in flips[0]
     assert an.cached_sources() == "run.json parameters.prefix_tokens (8 requests)"
     parameters = prefill_gain.outcome(an).parameters
@@ -453,16 +453,16 @@ def test_the_range_comes_from_the_registry():
     tr = read_trace(paths.TRACES / "prefill-gain")
     before = prefill_gain.outcome(prefill_gain.analyse(tr))
     reason = before.reading("prefill-gain.gain", "this run").reason
-    assert "vs published +35% .. +44%: above" in reason
+    assert "vs published +35 % .. +44 %: above" in reason
     an = prefill_gain.analyse(tr, registry=_edited_registry(values={"low": 58, "high": 65}))
     assert (an.claim_low, an.claim_high) == (0.58, 0.65)
     assert an.range_verdict.verdict == "consistent"
     out = prefill_gain.outcome(an)
     run = out.reading("prefill-gain.gain", "this run")
     assert run.verdict == "untested" and run.reason != reason
-    assert "vs published +58% .. +65%: consistent" in run.reason
+    assert "vs published +58 % .. +65 %: consistent" in run.reason
     text = " ".join(h.definition + " " + h.reason for h in out.headlines) + run.reason
-    assert "+35%" not in text and "+44%" not in text
+    assert "+35 %" not in text and "+44 %" not in text
     assert an.values()["claim_low_pct"] == 58 and an.values()["claim_high_pct"] == 65
 
 

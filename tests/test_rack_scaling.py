@@ -209,7 +209,7 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     assert dec["ratio"] == pytest.approx(954_000 / CAP_DECODE) and dec["limit"] == "compute"
     assert dec["verdict"] == "impossible"
     assert dec["formula"] == (
-        "954,000 tok/s per GPU is 3.94x the decode compute ceiling of 241,834 on gb300"
+        "954,000 tok/s per GPU is 3.94x the decode compute ceiling of 241,834 on GB300"
     )
     pre = r.loc["per-gpu-prefill"]  # 954,000 / 483,667 = 1.97x
     assert pre["ratio"] == pytest.approx(954_000 / CAP_PREFILL) and pre["verdict"] == "impossible"
@@ -225,7 +225,7 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     cached = r.loc["per-gpu-with-cached"]
     assert cached["min_cached_share"] == pytest.approx(0.640, abs=1e-3)
     assert cached["verdict"] == "undetermined" and np.isnan(cached["ratio"])
-    assert "64.0%" in cached["formula"] and "ISL 100,000 / OSL 1,000 (assumed" in cached["formula"]
+    assert "64 %" in cached["formula"] and "ISL 100,000 / OSL 1,000 (assumed" in cached["formula"]
     assert cached["command"].endswith("--isl 100000 --osl 1000 --cached-share 0.640")
     with pytest.raises(InputError, match="cached_share"):
         rack_scaling.readings.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", 1.0)
@@ -435,11 +435,11 @@ def test_every_run_reading(tmp_path, gpus, top_gpus, cached, values, metric, ver
     if not gpus:
         assert "recorded on" in tp and "the claim needs 72 GB300 GPUs" in tp
     if verdicts[0] == "consistent" and metric == "total":
-        assert "-4.8% from the published 10.5 (tolerance 10%)" in tp
+        assert "-4.8 % from the published 10.5 (tolerance 10 %)" in tp
         assert h["measured_token_revenue"].value == pytest.approx(0.009)
-        assert "-5.3% from the published 0.0095" in cost
+        assert "-5.3 % from the published 0.0095" in cost
     if verdicts[1] == "inconsistent":
-        assert "+14.3% from the published 7" in sp and "-28.0%" in cost
+        assert "+14.3 % from the published 7" in sp and "-28 %" in cost
     if metric == "computed":
         assert h["measured_speedup"].value is None and "unknown in this trace" in sp
         assert "unknown in this trace" in cost
@@ -466,7 +466,7 @@ def _physics(values=None, **params):
         ({"throughput": 300_000}, {}, "possible", f"{STATED}0.62x the prefill ceiling"),
         # as published: 3.94x decode, 1.97x prefill, fits only with >= 64.0 % cache hits at ISL
         # 100k / OSL 1k, a share (and a workload) the write-up does not give
-        ({}, {}, "undetermined", f"{STATED}fits only if >= 64.0% of the input is cached"),
+        ({}, {}, "undetermined", f"{STATED}fits only if >= 64 % of the input is cached"),
         # a published share of 40 %: 1.53x the GPUs' time at ISL 100k / OSL 1k; every per-GPU
         # reading is out
         ({}, {"cached_share": 0.4}, "impossible", f"{STATED}3.94x the decode ceiling"),
@@ -479,7 +479,7 @@ def test_every_throughput_physics_reading(values, params, verdict, margin):
     r = out.reading("rack-scaling.throughput", "physics")
     assert (r.verdict, r.margin) == (verdict, margin)
     if not values and not params:
-        assert "64.0%" in r.reason and "(13,250 per GPU) it is possible" in r.reason
+        assert "64 %" in r.reason and "(13,250 per GPU) it is possible" in r.reason
     if params:
         assert "at the given share, at ISL 100,000 / OSL 1,000" in r.reason
 
@@ -490,7 +490,7 @@ def test_every_throughput_physics_reading(values, params, verdict, margin):
         # read on the throughput's basis (per GPU as stated, cache hits counted, ISL 100k /
         # OSL 1k): 954,000 x 72 / 7.9 / 4 = 2,173,671 tok/s per tray GPU fits with >= 85.7 %
         # cached, 1,086,835 per HGX GPU with >= 72.2 %: undetermined (share not published)
-        (7.9, "undetermined", "per GPU as stated: fits at >= 85.7% cached"),
+        (7.9, "undetermined", "per GPU as stated: fits at >= 85.7 % cached"),
         # 954,000 x 72 / 100 / 4 = 171,720 per GPU fits with nothing cached
         (100, "possible", "per GPU as stated: fits with nothing cached"),
         # 954,000 x 72 / 0.5 / 4 = 34.3M per GPU: the output tokens' decode alone overflows
@@ -543,17 +543,17 @@ def test_flips_are_the_computed_thresholds():
     """Physics turns at 1x a bound (the least time: no margin). Throughput on the whole
     workload (ISL 100k / OSL 1k, assumed): possible once a published share of the input
     tokens cached reaches 64.0 %, impossible below; as computed tokens possible up to the
-    483,667 tok/s prefill ceiling, and impossible above 3.33e+10 tok/s per GPU, which no share
+    483,667 tok/s prefill ceiling, and impossible above 33,300,000,000 tok/s per GPU, which no share
     reaches. Speedup on the rack total, each node at its own GPU's ceiling: tray 4 x 241,834 =
     967,334, HGX 8 x 217,650 = 1,741,201; possible while the total stays below 7.9 x 967,334 =
     7,641,940 tok/s, impossible above 7.9 x 1,741,201 = 13,755,491; at 954,000: above 954,000 /
     967,334 = 0.986x, below 954,000 / 1,741,201 = 0.548x. Cost: nothing turns it. No `$`."""
     an, out = _physics()
     tp, sp, cost = out.flips[:3]
-    assert "reaches 64.0%" in tp and "483,667 tok/s" in tp and "3.33e+10" in tp
+    assert "reaches 64 %" in tp and "483,667 tok/s" in tp and "33,300,000,000" in tp
     assert "7,641,940 tok/s" in sp and "13,755,491 tok/s" in sp
     assert "above 0.986x" in sp and "below 0.548x" in sp
-    assert "85.7%" in sp and "72.2%" in sp
+    assert "85.7 %" in sp and "72.2 %" in sp
     assert cost.startswith("cost, physics: nothing turns it")
     assert not any("$" in f for f in out.flips)
 
@@ -565,8 +565,8 @@ def test_tables_show_dollars_literally_and_say_what_is_unknown():
     assert "$" not in cost.replace("\\$", "")
     thr = an.throughput_markdown()
     # at 64.0 % cached: 954,000 x (100 x 0.36 + 1) / 101 = 349,485 computed tok/s per GPU
-    assert "at most 349,4" in thr and "fits once at least 64.0% of the input is cached" in thr
-    assert "| rack total / GPUs | 13,250 | 13,250 | 241,834 (decode) | 0.0548x |" in thr
+    assert "at most 349,4" in thr and "fits once at least 64 % of the input is cached" in thr
+    assert "| rack total / GPUs | 13,250 | 13,250 | 241,834 (decode) | 0.055x |" in thr
     assert (
         "| 2x (2 replicas) | 1,210.0 | 2,401.7 | 7,278.8 | 10,890.4 |" in an.accounting_markdown()
     )
@@ -591,11 +591,11 @@ def test_the_published_figures_come_from_the_registry():
     assert dec.reason.startswith("1,000,000 tok/s per GPU is 4.14x")
     # cached share at ISL 100k / OSL 1k: 65.8 % of the input tokens (was 64.0 % at 954,000)
     share = new["reading_per-gpu-with-cached_min_cached_share"]
-    assert share.value == pytest.approx(0.6581, abs=1e-4) and "65.8%" in share.reason
+    assert share.value == pytest.approx(0.6581, abs=1e-4) and "65.8 %" in share.reason
     # rack total 1,000,000 / 72 x 3600 / 1e6 = 50 M tok/h; $40.5 needs (1 - 40.5 / 50) / 0.9
     rev = new["revenue_cached_share_rack_total"]
     assert rev.value == pytest.approx(round((1 - 40.5 / 50) / 0.9, 4))
-    assert "50 M tok/h" in rev.reason and "$40.5 needs 21.1% cached" in rev.reason
+    assert "50 M tok/h" in rev.reason and "$40.5 needs 21.1 % cached" in rev.reason
     assert new["speedup_efficiency_gb300-tray"].definition.startswith("8.1 / (72 GPUs / 4 per")
     assert new["speedup_efficiency_hgx-b300"].value == pytest.approx(0.9)  # 8.1 / 9
     assert new["cost_ratio_to_rental"].value == pytest.approx(round(40.5 / 2.652, 3))

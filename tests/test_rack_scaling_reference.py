@@ -96,7 +96,7 @@ def test_scaling_against_the_reference(tmp_path):
     assert top["efficiency"] == pytest.approx(0.6)  # (396 / 3) / (220 / 1)
     assert top["linear_tok_s"] == pytest.approx(660.0)
     assert top["tok_s_per_gpu"] == pytest.approx(132.0)
-    assert "1.8x" in top["formula"] and "60.00%" in top["formula"]
+    assert "1.8x" in top["formula"] and "60.00 %" in top["formula"]
     out = rack_scaling.scaling.scaling_vs_reference(acc, "1x", "output")
     # output: 40 / 2 = 20 tok/s vs 90 / 2.5 = 36 tok/s -> 1.8x as well
     assert out.iloc[1]["speedup"] == pytest.approx(1.8)

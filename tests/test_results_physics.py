@@ -13,6 +13,7 @@ import pytest
 from rackbook import paths
 from rackbook.book import chapter
 from rackbook.core.traces import read_trace
+from rackbook.core.units import ratio_text
 from rackbook.physics import check, results_bounds
 from rackbook.results import decode_parity
 
@@ -95,7 +96,7 @@ def test_single_user_speculative_bound_is_the_fewest_bytes(tmp_path):
     )
     assert an.reading("speculation")["ceiling_tok_s"] == pytest.approx(8957.875, rel=1e-6)
     r = single_user.outcome(an).reading("single-user.throughput", "physics")
-    assert r.verdict == "possible" and r.margin == "45% of the ceiling"
+    assert r.verdict == "possible" and r.margin == "45 % of the ceiling"
     assert "InferenceX's measured acceptance length, not the claim's" in r.reason
 
 
@@ -225,7 +226,7 @@ def test_the_landing_conclusions_carry_the_expected_ratio_not_the_kernel_sum():
     assert e["ratio"] == pytest.approx(826 / 4 / e["tok_s_per_gpu"], rel=1e-9)
     (c,) = conclusions.conclusions(out.to_dict("trace"))
     want = (
-        f"; {conclusions._ratio(e['ratio'])} what real deployments are expected to reach "
+        f"; {ratio_text(e['ratio'])} what real deployments are expected to reach "
         f"(~{e['tok_s_per_gpu']:,.0f}, {e['low']:,.0f}-{e['high']:,.0f} tok/s per GPU)"
     )
     assert want in c.finding and "measured kernels" not in c.finding

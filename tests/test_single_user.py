@@ -225,8 +225,8 @@ def _one_stream(tmp_path, output_tokens: int, gpus=None, hardware=None, testable
             {"gpus": 4},
             B300,
             "consistent",
-            "one stream at 900.0 tok/s on 4 accelerators, +9.0% from the published 826 "
-            "(tolerance 10%)",
+            "one stream at 900.0 tok/s on 4 accelerators, +9 % from the published 826 "
+            "(tolerance 10 %)",
         ),
         # 1000 / 826 - 1 = +21.07 %
         (
@@ -235,8 +235,8 @@ def _one_stream(tmp_path, output_tokens: int, gpus=None, hardware=None, testable
             {},
             B300,
             "inconsistent",
-            "one stream at 1,000.0 tok/s on 4 accelerators, +21.1% from the published 826 "
-            "(tolerance 10%)",
+            "one stream at 1,000.0 tok/s on 4 accelerators, +21.1 % from the published 826 "
+            "(tolerance 10 %)",
         ),
     ],
     ids=["cpu", "b300-wrong-gpu-count", "within-tolerance", "outside-tolerance"],
@@ -278,15 +278,15 @@ def _registry(tok_s: float | None = None, gpus: int | None = None):
     [
         # bounds 2,662.5 (1 token per step) and 8,957.9 (3.51, fewest bytes): the higher
         # decides
-        (826, {}, (31.02, 9.22), "possible", "9% of the ceiling"),  # 826 / 8,957.9 = 0.092
+        (826, {}, (31.02, 9.22), "possible", "9 % of the ceiling"),  # 826 / 8,957.9 = 0.092
         # 4,000 / 8,957.9 = 0.45: possible (it read 1.21x impossible with uniform routing)
-        (4000, {}, (150.23, 44.65), "possible", "45% of the ceiling"),
-        (8000, {}, (300.47, 89.31), "possible", "89% of the ceiling"),  # a bound: no margin
+        (4000, {}, (150.23, 44.65), "possible", "45 % of the ceiling"),
+        (8000, {}, (300.47, 89.31), "possible", "89 % of the ceiling"),  # a bound: no margin
         # 9,100 / 8,957.9 = 1.016: above 100 % of the bound, impossible (no 15 % margin)
-        (9100, {}, (341.78, 101.59), "impossible", "102% of the ceiling"),
+        (9100, {}, (341.78, 101.59), "impossible", "102 % of the ceiling"),
         # acceptance 1.02: 1.02 / 0.391834 ms = 2,603.1 tok/s, below the 2,662.5 of one token
         # per step, which then decides: 826 / 2,662.5 = 31 %
-        (826, {"acceptance_length": 1.02}, (31.02, 31.73), "possible", "31% of the ceiling"),
+        (826, {"acceptance_length": 1.02}, (31.02, 31.73), "possible", "31 % of the ceiling"),
     ],
     ids=["published", "4000-not-impossible", "near-the-bound", "just-above", "short-acceptance"],
 )
@@ -385,10 +385,11 @@ def test_the_claim_comes_from_the_registry():
     assert stream.verdict == "inconsistent"
     # 180.18 / 913 - 1 = -80.3 % (against 826 it would be -78.2 %)
     assert stream.reason == (
-        "one stream at 180.2 tok/s on 4 accelerators, -80.3% from the published 913 (tolerance 10%)"
+        "one stream at 180.2 tok/s on 4 accelerators, -80.3 % from the published 913 "
+        "(tolerance 10 %)"
     )
     before = single_user.outcome(single_user.analyse(tr, params)).reading(CLAIM_ID, "this run")
-    assert "-78.2% from the published 826" in before.reason
+    assert "-78.2 % from the published 826" in before.reason
 
 
 def test_values_hold_every_glued_name():

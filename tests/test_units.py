@@ -48,4 +48,4 @@ def test_ratios_have_three_figures_and_numbers_no_exponent():
     assert ratio_text(9.144) == "9.14x" and ratio_text(1054.2) == "1,054x"
     assert ratio_text(0.0004) == "0.0004x" and ratio_text(1.0) == "1x"
     assert number(2.17367e6) == "2,173,670" and number(3.33e10) == "33,300,000,000"
-    assert number(12.345) == "12.35"
+    assert number(12.345) == "12.35" and number(3.3305663636e10, 3) == "33,300,000,000"

@@ -275,8 +275,8 @@ def test_one_wording_of_the_held_out_summary() -> None:
     held-out summary one way: median 0.98, 0.822 within 2x, 0.689 inside over 45 points."""
     s = {"points": 45, "median_ratio": 0.98, "within_2x": 0.822, "inside": 0.689}
     text = (
-        "median measured/expected 0.98 held out by source, 82% of 45 published points within "
-        "2x, 69% inside the interval"
+        "median measured/expected 0.98 held out by source, 82 % of 45 published points within "
+        "2x, 69 % inside the interval"
     )
     assert E.held_out_text(s) == text
     assert E.Fit(1.0, 0.0, 0.0, 0.0, validation={"all": s}).validation_text == text

@@ -32,7 +32,7 @@ def test_single_user_bursts_are_flagged_with_their_numbers():
     assert c["reference_step_s"].iloc[0] == pytest.approx(3.010e-3, rel=1e-3)
     assert (c["median_gap_s"] < 1e-5).all()
     assert not c["valid"].any() and not c["token_mismatch"].any()
-    assert "burst: decode window 0.1% of e2el for 512 tokens" in c.loc[1, "reason"]
+    assert "burst: decode window 0.1 % of e2el for 512 tokens" in c.loc[1, "reason"]
     pv = V.point_validity(t)
     row = pv.iloc[0]
     assert (row["requests"], row["valid"], row["flagged"], row["burst"]) == (4, 0, 4, 2)
@@ -130,7 +130,7 @@ def test_failed_requests_are_neither_valid_nor_flagged():
 
 def test_refusal_names_counts_and_first_reason():
     why = V.refusal(_t("single-user"), "single-user")
-    assert why.startswith("4 of 4 requests flagged (100.0% > 2%: 2 burst, 4 tiny_gaps)")
+    assert why.startswith("4 of 4 requests flagged (100 % > 2 %: 2 burst, 4 tiny_gaps)")
     assert "first: " in why
     # one flagged request in 50 is tolerated, one in 49 is not
     assert V.MAX_FLAGGED_SHARE == 0.02

@@ -43,8 +43,8 @@ def test_can_test_needs_recorded_claim_gpus_and_model():
 @pytest.mark.parametrize(
     "measured,run,verdict,margin",
     [
-        (900.0, B300_RUN, "consistent", "+9.0%"),  # 900 / 826 - 1 = 8.96 %
-        (700.0, B300_RUN, "inconsistent", "-15.3%"),  # 700 / 826 - 1 = -15.25 %
+        (900.0, B300_RUN, "consistent", "+9 %"),  # 900 / 826 - 1 = 8.96 %
+        (700.0, B300_RUN, "inconsistent", "-15.3 %"),  # 700 / 826 - 1 = -15.25 %
         (900.0, CPU_RUN, "untested", "-"),
         (None, B300_RUN, "untested", "-"),
         (np.nan, B300_RUN, "untested", "-"),

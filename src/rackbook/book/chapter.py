@@ -14,7 +14,8 @@ import numpy as np
 
 from rackbook.book.report import md_cell as _md_cell
 from rackbook.book.report import render, table
-from rackbook.core.units import plural
+from rackbook.core.units import plural, ratio_text
+from rackbook.inputs import catalogs
 
 
 def _plain(value: Any) -> Any:
@@ -109,7 +110,6 @@ SHORT_BASIS = 60
 def _reading_html(r: dict[str, Any], validation: str) -> str:
     """One reading in a verdict cell: basis (short names only), verdict, margin, expected and
     kernel-sum briefs, its reason one click away."""
-    from rackbook.results.conclusions import for_reader
     from rackbook.results.verdicts import brief as expected_brief
 
     name = str(r.get("basis") or "")
@@ -118,7 +118,7 @@ def _reading_html(r: dict[str, Any], validation: str) -> str:
     exp, ratio = att.get("expected") or {}, att.get("ratio")
     kernels = att.get("brief") or ""
     if not kernels and isinstance(ratio, (int, float)):
-        kernels = f"{for_reader(f'{ratio:.4g}x')} what measured kernels reach"
+        kernels = f"{ratio_text(ratio)} what measured kernels reach"
     margin = str(r.get("margin") or "-")
     lines = ["" if margin == "-" else margin, expected_brief(exp, validation)]
     lines.append(kernels and f"kernel sum: {kernels}")
@@ -258,19 +258,21 @@ def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _points_table(records: list[dict[str, Any]]) -> list[str]:
-    """Published points as Markdown table lines."""
-
-    rows = []
+    """Published points as Markdown table lines (GPUs and models by their catalog names)."""
+    rows, names = [], catalogs.display_names()
     for r in records:
         url = r.get("url")
         who = _md_cell(_short(r["who"], 48))
         src = f"[{who}]({url})" if isinstance(url, str) and url else who
         gpus = r.get("gpus")
         n = "" if gpus is None or gpus != gpus else f" x {int(gpus)}"  # None or NaN: no count
-        parts = [f"{r['hardware']}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
+        hw = names.get(str(r["hardware"]), r["hardware"])
+        parts = [f"{hw}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
         if not _known(r["hardware"]) and parts[0]:  # never "not stated x 16"
             parts = [f"{parts[0]} GPUs"]
-        parts += [_short(r[k], 32) for k in ("model", "engine") if _known(r[k])]
+        parts += [
+            _short(names.get(str(r[k]), r[k]), 32) for k in ("model", "engine") if _known(r[k])
+        ]
         system = _md_cell(", ".join(p for p in parts if p) or "not stated")
         value = r.get("value")
         shown = "-"

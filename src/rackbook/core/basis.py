@@ -123,8 +123,9 @@ class Basis:
         """The parts that are ``unknown``."""
         return [k for k, v in dataclasses.asdict(self).items() if v == UNKNOWN]
 
-    def short(self) -> str:
-        """One line: ``output tok per GPU of the deployment (72 GPUs), speculation real, ...``."""
+    def short(self, names: Mapping[str, str] | None = None) -> str:
+        """One line: ``output tok per GPU of the deployment (72 GPUs), speculation real, ...``;
+        model and hardware by their ``names`` (catalog ids to display names) where given."""
         parts = [self.metric if self.metric != UNKNOWN else "what it measures: not stated"]
         if self.tokens != NA:
             parts.append(f"{self.tokens} tokens")
@@ -145,7 +146,9 @@ class Basis:
             parts.append(spec)
         if self.statistic not in (NA, "value"):
             parts.append(f"statistic {self.statistic}")
-        parts += [self.model, self.hardware if self.hardware != UNKNOWN else "hardware not stated"]
+        hw = (names or {}).get(self.hardware, self.hardware)
+        parts += [(names or {}).get(self.model, self.model)]
+        parts += [hw if hw != UNKNOWN else "hardware not stated"]
         parts.append(self.engine if self.engine != UNKNOWN else "engine not stated")
         return "; ".join(p for p in parts if p and p != NA)
 
@@ -302,6 +305,10 @@ class Difference:
         """The sentence: ``hardware: GB300 (claim: B300)``."""
         tail = "" if self.claim is None else f" (claim: {self.claim})"
         return f"{NAMES.get(self.part, self.part)}: {self.point}{tail}"
+
+    def named(self, names: Mapping[str, str]) -> str:
+        """:attr:`text` with the point's value by its name in ``names`` (ids to names)."""
+        return dataclasses.replace(self, point=names.get(str(self.point), self.point)).text
 
     def __str__(self) -> str:
         return self.text

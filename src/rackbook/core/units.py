@@ -57,6 +57,8 @@ def percent(share: float, digits: int = 1, sign: bool = False) -> str:
     return text.removesuffix(".0") + " %"
 
 
-def number(v: float) -> str:
-    """A number for a sentence: ``2,173,670`` (never an exponent), 4 figures below 1,000."""
+def number(v: float, figures: int | None = None) -> str:
+    """A number for a sentence: ``2,173,670`` (never an exponent), 4 figures below 1,000;
+    ``figures`` rounds to that many significant figures first (``33,300,000,000``)."""
+    v = float(f"{v:.{figures}g}") if figures else v
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import server_metrics, traces
+from rackbook.core.units import percent
 
 #: (a) Burst delivery is checked only past this many output tokens (prefill-gain asks for 4).
 BURST_MIN_TOKENS = 8
@@ -163,8 +164,8 @@ def _reason(c: dict[str, Any], i: int, why_mismatch: str) -> str:
     parts = []
     if c["burst"][i]:
         parts.append(
-            f"burst: decode window {c['decode_share'][i]:.1%} of e2el for "
-            f"{c['output_tokens'][i]} tokens (< {BURST_DECODE_SHARE:.0%})"
+            f"burst: decode window {percent(c['decode_share'][i])} of e2el for "
+            f"{c['output_tokens'][i]} tokens (< {percent(BURST_DECODE_SHARE, 0)})"
         )
     if c["tiny_gaps"][i]:
         med, ref = c["median_gap_s"][i], c["reference_step_s"][i]
@@ -239,7 +240,9 @@ def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
     first = g.loc[g["flagged"], "reason"].iloc[0] if flagged else ""
     why = []
     if flagged:
-        why.append(f"{flagged} of {succ} requests flagged ({share:.1%}: {counts}; e.g. {first})")
+        why.append(
+            f"{flagged} of {succ} requests flagged ({percent(share)}: {counts}; e.g. {first})"
+        )
     if not enough:
         why.append(f"{valid} valid requests (< {MIN_VALID_PER_POINT})")
     return {
@@ -270,8 +273,9 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
     if row["acceptable"]:
         return None
     return (
-        f"{row['flagged']} of {row['successful']} requests flagged ({row['flagged_share']:.1%} > "
-        f"{MAX_FLAGGED_SHARE:.0%}: {row['counts']}); first: {row['first']}"
+        f"{row['flagged']} of {row['successful']} requests flagged "
+        f"({percent(row['flagged_share'])} > "
+        f"{percent(MAX_FLAGGED_SHARE, 0)}: {row['counts']}); first: {row['first']}"
     )
 
 
@@ -297,7 +301,9 @@ class Screening:
         if not self.flagged:
             return ""
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.by_check.items() if n)
-        out = f"{self.flagged} of {self.successful} successful requests ({self.share:.1%}) were "
+        out = (
+            f"{self.flagged} of {self.successful} successful requests ({percent(self.share)}) were "
+        )
         out += f"flagged ({counts})"
         if self.kept_flagged:
             out += (

@@ -10,6 +10,7 @@ comments at the top of each data file). Unknown figures are ``None``, never gues
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -562,6 +563,14 @@ def _model_file(p: Path) -> ModelSpec:
 def as_model(model: ModelSpec | str | Path) -> ModelSpec:
     """``model`` itself if already loaded, else :func:`load_model` of its id or path."""
     return model if isinstance(model, ModelSpec) else load_model(model)
+
+
+@functools.cache
+def display_names() -> dict[str, str]:
+    """Each GPU and model id of the shipped catalogs with the name a reader meets (``gb300``:
+    ``GB300``), read once."""
+    gpus = {g: spec.label for g, spec in load_hardware().gpus.items()}
+    return gpus | {m: load_model(m).name for m in list_models()}
 
 
 def as_gpu(hw: GpuSpec | str) -> GpuSpec:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rackbook import paths
-from rackbook.core.units import plural, whole
+from rackbook.core.units import percent, plural, ratio_text, whole
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -537,8 +537,9 @@ class Attainable:
             )
         what = RESOURCE.get(self.binding, self.binding)
         return (
-            f"{fig} needs kernels at {self.ratio:.0%} of the {what} measured: "
-            f"{self.ratio:.3g}x what they reach for this workload ({self.tok_s_per_gpu:,.0f}) "
+            f"{fig} needs kernels at {percent(self.ratio, 0)} of the {what} measured: "
+            f"{ratio_text(self.ratio)} what they reach for this workload "
+            f"({self.tok_s_per_gpu:,.0f}) "
             f"{where}"
         )
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from rackbook.core.units import fmt, plural, whole
+from rackbook.core.units import fmt, number, percent, plural, ratio_text, whole
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -118,7 +118,8 @@ class Check:
         if len(self.fractions) > 1:
             parts = " + ".join(f"{k} {v:.3g}" for k, v in self.fractions.items())
             return (
-                f"{counted} needs {parts} = {self.ratio:.3g}x the time of the {self.gpu_label} "
+                f"{counted} needs {parts} = {ratio_text(self.ratio)} the time of the "
+                f"{self.gpu_label} "
                 "GPUs at their ceilings (the workload's ceiling is "
                 f"{self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
             )
@@ -126,7 +127,7 @@ class Check:
         bound = self.bounds.get(ph, self.ceiling_tok_s_per_gpu)
         unit = "new input" if ph == "prefill" else "output"
         text = (
-            f"{counted} is {self.ratio:.3g}x the {ph} {self.limit} ceiling of {bound:,.0f} "
+            f"{counted} is {ratio_text(self.ratio)} the {ph} {self.limit} ceiling of {bound:,.0f} "
             f"{unit} tok/s per GPU on {self.gpu_label}"
         )
         if math.isfinite(self.ceiling_tok_s_per_gpu) and not math.isclose(
@@ -617,8 +618,8 @@ def cached_share_threshold(
 
     share, r = least_share(ratio, _SHARES, 1e-4)
     what = (
-        f"{tok_s:,.6g} tok/s: {r[0]:.3g}x the bound uncached, {r[-1]:.3g}x with all but the "
-        "last input token cached"
+        f"{number(tok_s, 6)} tok/s: {ratio_text(r[0])} the bound uncached, {ratio_text(r[-1])} "
+        "with all but the last input token cached"
     )
     if share == 0:
         verdict, text = "possible", f"{what}: possible at any cached share"
@@ -627,7 +628,7 @@ def cached_share_threshold(
     else:
         verdict = "undetermined"
         text = (
-            f"{what}: possible from {share:.1%} of the input cached (every share above reads "
+            f"{what}: possible from {percent(share)} of the input cached (every share above reads "
             "possible), impossible below"
         )
     return Threshold(share, r[0], r[-1], verdict, text)
@@ -653,5 +654,8 @@ def sensitivity(**kwargs: Any) -> Band:
     base = check_claim(**kwargs).ratio
     ratios = [check_claim(**kwargs, active_scale=s).ratio for s in (0.8, 1.2)]
     lo, hi = min(ratios), max(ratios)
-    text = f"{base:.3g}x at peak; {lo:.3g}x to {hi:.3g}x with active parameters +/-20 % (at peak)"
+    text = (
+        f"{ratio_text(base)} at peak; {ratio_text(lo)} to {ratio_text(hi)} with active "
+        "parameters +/-20 % (at peak)"
+    )
     return Band(base, lo, hi, text)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rackbook import paths
-from rackbook.core.units import plural, whole
+from rackbook.core.units import percent, plural, ratio_text, whole
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -106,8 +106,8 @@ def held_out_text(s: dict[str, Any]) -> str:
     inside = s.get("inside")
     return (
         f"median measured/expected {s['median_ratio']:.2f} held out by source, "
-        f"{s['within_2x']:.0%} of {s['points']} published points within 2x"
-        + (f", {inside:.0%} inside the interval" if inside is not None else "")
+        f"{percent(s['within_2x'], 0)} of {s['points']} published points within 2x"
+        + (f", {percent(inside, 0)} inside the interval" if inside is not None else "")
     )
 
 
@@ -512,7 +512,7 @@ class Expected:
             return f"real deployments: none expected ({why})"
         line = (
             f"real deployments reach ~{self.tok_s_per_gpu:,.0f} ({self.low:,.0f}-{self.high:,.0f}) "
-            f"tok/s/GPU here ({self.deployment}); the claim is {self.ratio:.3g}x that"
+            f"tok/s/GPU here ({self.deployment}); the claim is {ratio_text(self.ratio)} that"
         )
         return line + (f"; validation: {validation}" if validation else "")
 

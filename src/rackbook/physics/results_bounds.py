@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rackbook.core.units import fmt
+from rackbook.core.units import fmt, percent
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -177,7 +177,7 @@ def removable_share(
     share = 1 - t_after / t_all
     how = (
         f"1 - {t_after * 1e6:.4g} µs (encoder layers) / {t_all * 1e6:.4g} µs (every layer) per "
-        f"new token behind {prefix_tokens:,} cached tokens on {g.id} = {share:.1%}"
+        f"new token behind {prefix_tokens:,} cached tokens on {g.label} = {percent(share)}"
     )
     return share, how
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
-from rackbook.core.units import ratio_text
+from rackbook.core.units import percent, ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.physics import check
@@ -382,7 +382,7 @@ def _attainable(
         if t is None:
             reach = "measured kernels do not reach it at any cached share"
         elif t > 0:
-            reach = f"measured kernels reach it from {t:.1%} of the input cached"
+            reach = f"measured kernels reach it from {percent(t)} of the input cached"
         else:
             reach = "measured kernels reach it uncached"
         text += f" at the bound's threshold share; {reach}"
@@ -563,9 +563,9 @@ def cli_check(args: argparse.Namespace) -> int:
     w = c.workload
     share_arg = getattr(args, "cached_share", None)
     if share_arg == "unknown":
-        share = f"cached share unknown (readings at {w['cached_share']:.1%})"
+        share = f"cached share unknown (readings at {percent(w['cached_share'])})"
     else:
-        share = f"cached share {w['cached_share']:.1%}" + (
+        share = f"cached share {percent(w['cached_share'])}" + (
             " (assumed)" if share_arg is None else ""
         )
     print(f"{args.tok_s:,.6g} {c.counted} tok/s {per}: {c.claimed_tok_s_per_gpu:,.1f} per GPU")

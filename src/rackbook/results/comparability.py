@@ -20,7 +20,7 @@ import pandas as pd
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
-from rackbook.core.units import plural
+from rackbook.core.units import plural, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
@@ -252,7 +252,8 @@ def mismatch(row: pd.Series | dict[str, object], claim: claims_registry.Claim) -
     diffs = differences(claim.figure_basis, b, claim.id)
     if not diffs:
         return "same basis as the claim"
-    return "differs from the claim in: " + "; ".join(d.text for d in diffs)
+    names = catalogs.display_names()  # a point's model and hardware as a reader meets them
+    return "differs from the claim in: " + "; ".join(d.named(names) for d in diffs)
 
 
 def score(diffs: Sequence[basis_mod.Difference]) -> float:
@@ -278,7 +279,7 @@ class RuledOut:
         GB300"."""
         return (
             f"{number_text(self.tok_s_per_gpu)} computed {self.phase} tok/s per GPU is "
-            f"{self.ratio:.3g}x the {self.limit} ceiling of "
+            f"{ratio_text(self.ratio)} the {self.limit} ceiling of "
             f"{number_text(self.ceiling_tok_s_per_gpu)} on {self.gpu}"
         )
 

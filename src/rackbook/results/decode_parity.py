@@ -23,6 +23,7 @@ import pandas as pd
 from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace, point_decode_ranks, point_rank_batch
+from rackbook.core.units import ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import check, results_bounds, roofline
@@ -211,7 +212,7 @@ def physics_reading(
         "physics",
         v,
         headline.ceiling_margin(worst),
-        f"the faster engine reaches {worst:.3g}x its decode bound ({span})",
+        f"the faster engine reaches {ratio_text(worst)} its decode bound ({span})",
         attainable=att,
         ratio=worst,
     )

@@ -30,6 +30,7 @@ from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.core.basis import Difference
 from rackbook.core.units import plural
+from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
 from rackbook.results.certainty import MODELLED_NOTE
@@ -154,12 +155,12 @@ def published_reading(
     if value > hi + tolerance:
         verdict, margin = (
             "above",
-            f"{value / hi:.3g}x the highest published ({value_text(hi, unit)})",
+            f"{ratio_text(value / hi)} the highest published ({value_text(hi, unit)})",
         )
     elif value < lo - tolerance:
         verdict, margin = (
             "below",
-            f"{value / lo:.3g}x the lowest published ({value_text(lo, unit)})",
+            f"{ratio_text(value / lo)} the lowest published ({value_text(lo, unit)})",
         )
     else:
         verdict = "within"
@@ -240,7 +241,7 @@ class Closest:
             "near": "does not decide: ",
             "analogue": "an analogue, never decides: ",
         }[self.kind]
-        diffs = "; ".join(d.text for d in self.differences)
+        diffs = "; ".join(d.named(catalogs.display_names()) for d in self.differences)
         diff = f"{lead}differs in {diffs}" if diffs else "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
         at = f"{self.setup}; {self.url}" if self.setup else self.url
@@ -303,8 +304,8 @@ def _claim_value(claim: claims_registry.Claim) -> float:
 
 def _who(r: pd.Series) -> tuple[str, ...]:
     """Who published a point: submitter, hardware x GPUs (or GPUs), model, engine."""
-    parts = [str(r["submitter"])]
-    hw = text_or_none(r["hardware"])
+    parts, names = [str(r["submitter"])], catalogs.display_names()
+    hw = names.get(str(r["hardware"]), text_or_none(r["hardware"]))
     hw = None if hw in ("not stated", basis_mod.UNKNOWN) else hw  # never "not stated x 16"
     gpus = r["gpus"]
     if hw:
@@ -312,7 +313,7 @@ def _who(r: pd.Series) -> tuple[str, ...]:
     elif not pd.isna(gpus):
         parts.append(f"{int(gpus)} GPUs")
     if text_or_none(r["model"]):
-        parts.append(str(r["model"]))
+        parts.append(names.get(str(r["model"]), str(r["model"])))
     if text_or_none(r["engine"]):
         parts.append(str(r["engine"]).split(",")[0])
     return tuple(parts)
@@ -673,7 +674,7 @@ def evidence_table(result: str) -> pd.DataFrame:
     marks those that decided a basis reading, ``comparable`` names how their basis differs).
     Columns: :data:`TABLE_COLUMNS` (None where a kind has no value)."""
     reg, _ = registries(str(paths.DATA))
-    pts = published_points(result)
+    pts, names = published_points(result), catalogs.display_names()
     rows = []
     for c in reg.for_result(result):
         e = claim_evidence(c.id)
@@ -723,13 +724,14 @@ def evidence_table(result: str) -> pd.DataFrame:
                 }
             )
         for p in pts[pts["claim_id"] == c.id].to_dict("records"):
-            system = f" · {p['system']}" if text_or_none(p["system"]) else ""
+            gpu, _, how = str(p["system"]).partition(" ")  # "b200 low-latency (single)"
+            system = f" · {names.get(gpu, gpu)} {how}".rstrip() if text_or_none(p["system"]) else ""
             b = p["basis"]
             rows.append(
                 {k: p[k] for k in _POINT_COPY}
                 | {"claim_id": c.id, "kind": "published", "who": f"{p['submitter']}{system}"}
                 | {"used": bool(p["used"]), "verified": bool(p["verified"])}
-                | {"basis": b.short() if isinstance(b, basis_mod.Basis) else None}
+                | {"basis": b.short(names) if isinstance(b, basis_mod.Basis) else None}
             )
     df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
     df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")

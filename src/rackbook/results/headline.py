@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from rackbook import limits
 from rackbook.core import jsonstream
 from rackbook.core.fsio import atomic_write_json
+from rackbook.core.units import ratio_text
 from rackbook.errors import InputError
 from rackbook.paths import RESULTS
 
@@ -171,7 +172,7 @@ class ClaimReading:
 def ceiling_margin(ratio: float, ceiling: str = "the ceiling") -> str:
     """A physics margin naming the figure's ratio (figure / ceiling, dimensionless) to a
     ``ceiling``: ``3.94x the decode ceiling``; the reading carries the ratio beside it."""
-    return f"{ratio:.3g}x {ceiling}"
+    return f"{ratio_text(ratio)} {ceiling}"
 
 
 def contradiction(verdict: str, ratio: float | None) -> str | None:

@@ -21,6 +21,7 @@ import pandas as pd
 from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
+from rackbook.core.units import percent, ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -209,8 +210,9 @@ def gain(
     boot = _stat(nb[ib], tb[ib], stat) / _stat(na[ia], ta[ia], stat) - 1
     lo, hi = np.percentile(boot, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
     formula = (
-        f"{stat} new-token tok/s: {b} {sb:,.4g} / {a} {sa:,.4g} - 1 = {g0:+.1%} "
-        f"({level:.0%} bootstrap interval {lo:+.1%} .. {hi:+.1%}; {n_boot} resamples, seed "
+        f"{stat} new-token tok/s: {b} {sb:,.4g} / {a} {sa:,.4g} - 1 = {percent(g0, sign=True)} "
+        f"({percent(level, 0)} bootstrap interval {percent(lo, sign=True)} .. "
+        f"{percent(hi, sign=True)}; {n_boot} resamples, seed "
         f"{seed}; {na.size} vs {nb.size} requests)"
     )
     return Gain(
@@ -237,8 +239,9 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
     else:
         v = "above"
     text = (
-        f"measured {x:+.1%} (interval {lo:+.1%} .. {hi:+.1%}) vs published "
-        f"{low:+.0%} .. {high:+.0%}: {v}"
+        f"measured {percent(x, sign=True)} (interval {percent(lo, sign=True)} .. "
+        f"{percent(hi, sign=True)}) vs published "
+        f"{percent(low, 0, sign=True)} .. {percent(high, 0, sign=True)}: {v}"
     )
     return RangeVerdict(v, inside, overlaps, text)
 
@@ -288,9 +291,10 @@ def gain_physics(
     cap = 1 / (1 - removable) - 1 if removable < 1 else float("inf")
     assumed = (
         f"at equal kernel efficiency before and after (an assumption, not physics), "
-        f"+{low:.0%} to +{high:.0%} on new tokens removes {need_lo:.1%} to {need_hi:.1%} of "
+        f"+{percent(low, 0)} to +{percent(high, 0)} on new tokens removes {percent(need_lo)} to "
+        f"{percent(need_hi)} of "
         f"their time, and running the decoder layers on the last window only removes up to "
-        f"{removable:.1%} of it ({how}): gains up to +{cap:.0%} need no faster kernels"
+        f"{percent(removable)} of it ({how}): gains up to +{percent(cap, 0)} need no faster kernels"
     )
     if baseline_tok_s is None or bound_tok_s is None:
         return common.reading(
@@ -311,10 +315,11 @@ def gain_physics(
         CLAIM_ID,
         "physics",
         check.physics_verdict(ratio),
-        f"{ratio:.3g}x the new-token bound",
+        f"{ratio_text(ratio)} the new-token bound",
         [
-            f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {high:.0%}) = "
-            f"{after:,.0f}, {ratio:.3g}x the {bound_tok_s:,.0f} new-token bound ({bound_how})",
+            f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {percent(high, 0)}) = "
+            f"{after:,.0f}, {ratio_text(ratio)} the {bound_tok_s:,.0f} new-token bound "
+            f"({bound_how})",
             assumed,
         ],
         attainable=attainable,
@@ -563,12 +568,12 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
             ),
             "gain_interval_low": (
                 g.low,
-                f"lower end of the {g.level:.0%} bootstrap interval of "
+                f"lower end of the {percent(g.level, 0)} bootstrap interval of "
                 f"the gain ({g.n_boot} resamples, seed {g.seed})",
             ),
             "gain_interval_high": (
                 g.high,
-                f"upper end of the {g.level:.0%} bootstrap interval of the gain",
+                f"upper end of the {percent(g.level, 0)} bootstrap interval of the gain",
             ),
         }
         headlines += [
@@ -610,7 +615,8 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
             num(a.read_no_reuse.tokens_per_s, 1),
             "tok/s",
             f"new-token prefill ceiling behind {a.claim_prefix:,} cached "
-            f"tokens, {p.prefill_gpus} x {p.gpu_id}, {p.kv_dtype} KV, sparse reads, no reuse",
+            f"tokens, {p.prefill_gpus} x {catalogs.as_gpu(p.gpu_id).label}, {p.kv_dtype} KV, "
+            "sparse reads, no reuse",
             "a ceiling on throughput, not a gain",
         ),
     ]
@@ -623,14 +629,15 @@ def _flips(a: Analysis) -> list[str]:
     return [
         f"physics: undetermined while the baseline's new-token throughput is unpublished; a "
         f"published baseline above {rule.impossible_above * bound / (1 + a.claim_high):,.0f} "
-        f"new tok/s on {p.prefill_gpus} x {p.gpu_id} makes +{a.claim_high:.0%} impossible "
+        f"new tok/s on {p.prefill_gpus} x {catalogs.as_gpu(p.gpu_id).label} makes "
+        f"+{percent(a.claim_high, 0)} impossible "
         f"(above the {bound:,.0f} new-token bound behind {a.claim_prefix:,} cached tokens), "
         f"one at or below it possible; at equal kernel efficiency (an assumption) the decoder "
-        f"replay layers' {100 * a.removable:.1f} % allow up to "
+        f"replay layers' {percent(a.removable)} allow up to "
         f"+{100 * (1 / (1 - a.removable) - 1):.0f} %",
         f"this run: a trace on Blackwell GPUs serving DeepSeek-V4.1-Flash, both configurations "
         f"behind {a.claim_prefix:,} cached tokens; inconsistent if the whole interval of the gain "
-        f"lies outside +{a.claim_low:.0%} to +{a.claim_high:.0%}",
+        f"lies outside +{percent(a.claim_low, 0)} to +{percent(a.claim_high, 0)}",
     ]
 
 

@@ -26,7 +26,7 @@ from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.server_metrics import counter_deltas
 from rackbook.core.traces import Trace
-from rackbook.core.units import plural
+from rackbook.core.units import percent, plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -324,9 +324,9 @@ def physics_reading(
     other = by.loc["no speculation" if best_name == "speculation" else "speculation"]
     ratio = claim_tok_s / best["ceiling_tok_s"]
     clauses = [
-        f"{claim_tok_s:,.0f} tok/s is {ratio:.0%} of the {best['ceiling_tok_s']:,.0f} tok/s "
-        f"bandwidth bound at {best['acceptance_length']:g} tokens per step and "
-        f"{claim_tok_s / other['ceiling_tok_s']:.0%} of {other['ceiling_tok_s']:,.0f} at "
+        f"{claim_tok_s:,.0f} tok/s is {percent(ratio, 0)} of the {best['ceiling_tok_s']:,.0f} "
+        f"tok/s bandwidth bound at {best['acceptance_length']:g} tokens per step and "
+        f"{percent(claim_tok_s / other['ceiling_tok_s'], 0)} of {other['ceiling_tok_s']:,.0f} at "
         f"{other['acceptance_length']:g} per step on {plural(gpus, str(gpu).upper())}, each step "
         "streaming the fewest bytes it can (the dense weights once, the top-k experts per layer "
         "however many tokens it verifies, the drafter); per-layer dispatch and combine across "
@@ -336,7 +336,7 @@ def physics_reading(
         if acceptance_from
         else "",
     ]
-    v, margin = check.physics_verdict(ratio), f"{ratio:.0%} of the ceiling"
+    v, margin = check.physics_verdict(ratio), f"{percent(ratio, 0)} of the ceiling"
     return common.reading(CLAIM_ID, "physics", v, margin, clauses, attainable=attainable)
 
 
@@ -560,12 +560,11 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"physics: impossible above {rule.impossible_above * best['ceiling_tok_s']:,.0f} "
         f"tok/s, possible at or below (the higher bound, {best['acceptance_length']:g} tokens "
         f"per step on {plural(a.floor_gpus, 'GPU')}, {p.gpu_id.upper()}, fewest bytes per step); "
-        "at "
-        f"one token per step the claim leaves {v['budget_1_us']:.3g} µs per MoE layer for the "
+        f"at one token per step the claim leaves {v['budget_1_us']:.3g} µs per MoE layer for the "
         f"dispatch and combine across the GPUs ({v['budget_s_us']:.3g} µs with speculation)",
         f"this run: one stream of DeepSeek-V4.1-Flash on {a.claim.scope.gpu_count} B300 GPUs "
-        f"within {p.rel_tol:.0%} of {a.claim_tok_s:,.0f} tok/s reads consistent, outside it "
-        "inconsistent",
+        f"within {percent(p.rel_tol, 0)} of {a.claim_tok_s:,.0f} tok/s reads consistent, outside "
+        "it inconsistent",
     ]
     names = "point_id gpus model_id gpu_id floor_gpus acceptance_length context_tokens kv_dtype"
     resolved: dict[str, Any] = dict(floor_gpus=a.floor_gpus, acceptance_length=a.acceptance)

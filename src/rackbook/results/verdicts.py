@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from rackbook.core import provenance
+from rackbook.core.units import percent, ratio_text
 from rackbook.physics import attainable as _attainable
 from rackbook.physics import expected as _expected
 from rackbook.physics.check import Check, physics_verdict
@@ -89,8 +90,9 @@ def run_reading(
         claim_id,
         "this run",
         v,
-        f"{dev:+.1%}",
-        f"{what}, {dev:+.1%} from the published {published:,.4g} (tolerance {rel_tol:.0%})",
+        f"{percent(dev, sign=True)}",
+        f"{what}, {percent(dev, sign=True)} from the published {published:,.4g} (tolerance "
+        f"{percent(rel_tol, 0)})",
     )
 
 
@@ -182,6 +184,6 @@ def brief(d: Mapping[str, Any], validation: str = "") -> str:
         return ""
     line = (
         f"claim {where} what real deployments reach (~{d['tok_s_per_gpu']:,.0f}, "
-        f"{d['low']:,.0f}-{d['high']:,.0f} tok/s/GPU: {d['ratio']:.3g}x)"
+        f"{d['low']:,.0f}-{d['high']:,.0f} tok/s/GPU: {ratio_text(d['ratio'])})"
     )
     return line + (f"; model error: {validation}" if validation else "")

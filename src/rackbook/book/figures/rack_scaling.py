@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from rackbook.book import plotting
-from rackbook.core.units import plural, ratio_text
+from rackbook.core.units import percent, plural, ratio_text
 from rackbook.results.rack_scaling import READING_LABELS, Analysis
 
 #: Colour of each physics verdict.
@@ -116,12 +116,12 @@ def readings(a: Analysis) -> Figure:
             alpha=0.6 if unknown else 1.0,
         )
         text = (
-            f"fits if >= {r.min_cached_share:.0%} cached: {r.verdict}"
+            f"fits if >= {percent(r.min_cached_share, 0)} cached: {r.verdict}"
             if unknown
             else f"{ratio_text(r.ratio)} the {r.phase} ceiling: {r.verdict}"
         )
         ax.annotate(  # above its bar, from the axis' left edge: no empty decades for labels
-            text.replace("%", " %"),
+            text,
             (0.01, yi + 0.28),
             xycoords=("axes fraction", "data"),
             va="bottom",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackbook.core import units
+from rackbook.core.units import ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Registry
@@ -145,7 +146,7 @@ def growth_attainable(
     added = steps[1] - steps[0]
     ratio = 1e-3 * claim_ms / added if added > 0 else None
     text = (
-        f"measured kernels step {units.plural(batch, 'sequence')} on {gpus} {hw.id} in "
+        f"measured kernels step {units.plural(batch, 'sequence')} on {gpus} {hw.label} in "
         f"{1e3 * steps[0]:.3g} ms at {lo:,} tokens and add {1e6 * added:,.0f} µs by {hi:,}"
         + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
         + f" ({a.deployment}; {a.calibration})"
@@ -195,7 +196,7 @@ def growth_physics(
     else:
         clauses = [
             f"the extra index-key scan of {units.plural(growth.batch, 'sequence')} over {span} "
-            f"alone takes {1000 * floor:,.0f} µs, {ratio:.3g}x the claimed {claim_ms:g} ms"
+            f"alone takes {1000 * floor:,.0f} µs, {ratio_text(ratio)} the claimed {claim_ms:g} ms"
         ]
     margin = f"floor {100 * ratio:.2g} % of it"
     r = common.reading(DELTA_ID, "physics", v, margin, clauses, attainable=attainable)

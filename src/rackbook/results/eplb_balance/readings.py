@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rackbook.core.units import percent
 from rackbook.physics import eplb
 from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
@@ -71,11 +72,14 @@ def recovered_physics(
     else:
         v, why = "impossible", f"no reading gives it (uniform would need {needed:.3f})"
     clauses = [
-        f"from {before:g} and {after:g}: {gap:.1f} % of the gap closed, {ratio:.1f} % of uniform",
+        f"from {before:g} and {after:g}: {percent(gap / 100)} of the gap closed, "
+        f"{percent(ratio / 100)} of uniform",
         f"neither is {recovered_pct:g} % within {tol_pct:g}" if v != "possible" else "",
         why,
     ]
-    return common.reading(RECOVERED, "physics", v, f"gap {gap:.1f} %, ratio {ratio:.1f} %", clauses)
+    return common.reading(
+        RECOVERED, "physics", v, f"gap {percent(gap / 100)}, ratio {percent(ratio / 100)}", clauses
+    )
 
 
 def run_reading(

@@ -13,6 +13,7 @@ import pandas as pd
 from rackbook.core import units, validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
+from rackbook.core.units import percent, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import check, results_bounds
@@ -245,9 +246,9 @@ class Analysis:
                     if cached
                     else f"{r.computed_tok_s_per_gpu:,.0f}",
                     f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})",
-                    f"fits once at least {r.min_cached_share:.1%} of the input is cached"
+                    f"fits once at least {percent(r.min_cached_share)} of the input is cached"
                     if cached
-                    else f"{r.ratio:.3g}x",
+                    else f"{ratio_text(r.ratio)}",
                     f"**{r.verdict}**",
                 ]
             )
@@ -263,9 +264,9 @@ class Analysis:
                 r.name,
                 f"{r.gpus_per_node}",
                 f"{r.nodes:g}",
-                f"{r.efficiency:.1%}",
+                f"{percent(r.efficiency)}",
                 f"{r.node_tok_s_per_gpu:,.0f}",
-                f"{r.ratio:.3g}x",
+                f"{ratio_text(r.ratio)}",
                 f"**{r.verdict}**",
             ]
             for r in self.speedups.itertuples()
@@ -288,7 +289,7 @@ class Analysis:
                     f"${per_m.iloc[0]:,.4f}",
                     f"${per_m.iloc[1]:,.4f}",
                     f"{_usd(r.revenue_all_cached)} to {_usd(r.revenue_all_uncached)}",
-                    f"{share:.1%}" if np.isfinite(share) else "none",
+                    f"{percent(share)}" if np.isfinite(share) else "none",
                 ]
             )
         head = "throughput reading|tok/s per GPU|M tok per GPU-hour|USD per M tok, as cost|"
@@ -591,19 +592,20 @@ def flips(a: Analysis) -> list[str]:
     need = a.throughput.set_index("reading").loc["per-gpu-with-cached", "min_cached_share"]
     bound = results_bounds.cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
     tp = f"throughput, physics (per GPU as stated, cache hits counted, {work}): " + (
-        f"possible once a published cached share reaches {need:.1%}, impossible below"
+        f"possible once a published cached share reaches {percent(need)}, impossible below"
         if np.isfinite(need)
         else "no cached share fits"
     )
     tp += (
         f"; as computed tokens possible up to {hi * a.cap('compute', 'prefill'):,.0f} tok/s per "
-        f"GPU (prefill ceiling), impossible above {bound:,.3g} tok/s per GPU on any workload; "
-        f"decode ratio {a.band.text}"
+        f"GPU (prefill ceiling), impossible above {units.number(bound, 3)} tok/s per GPU on any "
+        f"workload; decode ratio {a.band.text}"
     )
     sd = a.speedups
     caps = hi * sd["ceiling_tok_s_per_gpu"] * sd["gpus_per_node"]
     nodes = "; ".join(
-        f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes fit from {r.stated_min_cached_share:.1%} "
+        f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes fit from "
+        f"{percent(r.stated_min_cached_share)} "
         "cache hits"
         if np.isfinite(r.stated_min_cached_share)
         else f"no cached share fits {r.gpus_per_node}-GPU {r.gpu.upper()} nodes"
@@ -612,8 +614,9 @@ def flips(a: Analysis) -> list[str]:
     sp = (
         f"speedup, physics (throughput's basis, {work}): {nodes}. As the rack's total: possible "
         f"below {s * caps.min():,.0f} tok/s (every node within its ceiling), impossible above "
-        f"{s * caps.max():,.0f} tok/s; at {t:,.0f} tok/s, possible above {t / caps.min():.3g}x, "
-        f"impossible below {t / caps.max():.3g}x"
+        f"{s * caps.max():,.0f} tok/s; at {t:,.0f} tok/s, possible above "
+        f"{ratio_text(t / caps.min())}, "
+        f"impossible below {ratio_text(t / caps.max())}"
     )
     return [
         tp,
@@ -622,10 +625,10 @@ def flips(a: Analysis) -> list[str]:
         "published, every claim: an independent measurement of DeepSeek-V4.1-Flash on a GB300 "
         "NVL72 (none located)",
         f"this run, throughput and speedup: a trace on {a.rack.gpus} GB300 GPUs serving "
-        f"DeepSeek-V4.1-Flash, with a one-node reference, within {tol:.0%} of {t:,.0f} tok/s per "
-        f"GPU and of {s:g}x",
+        f"DeepSeek-V4.1-Flash, with a one-node reference, within {percent(tol, 0)} of {t:,.0f} "
+        f"tok/s per GPU and of {s:g}x",
         f"this run, cost: its token revenue per GPU-hour at InferenceX's prices (needs the cached "
-        f"count) within {tol:.0%} of USD {a.claim_usd:g}",
+        f"count) within {percent(tol, 0)} of USD {a.claim_usd:g}",
     ]
 
 

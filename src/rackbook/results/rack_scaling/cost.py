@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core.units import percent, ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.results import chapter_common as common
@@ -120,7 +121,8 @@ def cost_readings(
         )
     ratio = price_per_gpu_hour / rental_usd_per_gpu_hour
     formula = (
-        f"${price_per_gpu_hour:g} / ${rental_usd_per_gpu_hour:g} reference price = {ratio:.3g}x; "
+        f"${price_per_gpu_hour:g} / ${rental_usd_per_gpu_hour:g} reference price = "
+        f"{ratio_text(ratio)}; "
         f"token prices: {source}"
     )
     return CostReadings(pd.DataFrame(cost), pd.DataFrame(revenue), ratio, formula)
@@ -157,7 +159,7 @@ def _revenue_row(
         "formula": f"{mtok_h:,.4g} M tok/h x ${usd_per_m_uncached:g}/M = ${rev_u:,.4g}"
         f" (all uncached) .. x ${usd_per_m_cached:g}/M = ${rev_c:,.4g} (all cached); "
         + (
-            f"${price_per_gpu_hour:g} needs {share:.1%} cached"
+            f"${price_per_gpu_hour:g} needs {percent(share)} cached"
             if np.isfinite(share)
             else f"${price_per_gpu_hour:g} is outside that range"
         ),
@@ -169,8 +171,8 @@ def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.Clai
     ratio = cost.ratio_to_rental
     inst = price_per_gpu_hour / INSTANCE_GPUS
     clauses = [
-        f"${price_per_gpu_hour:g} per GPU-hour is a price ({ratio:.3g}x the catalog's reference "
-        f"price, a cost model's rate; read as one {INSTANCE_GPUS}-GPU instance-hour, "
+        f"${price_per_gpu_hour:g} per GPU-hour is a price ({ratio_text(ratio)} the catalog's "
+        f"reference price, a cost model's rate; read as one {INSTANCE_GPUS}-GPU instance-hour, "
         f"${inst:.2f} per GPU-hour), and no ceiling bounds a price: physics reads throughputs, "
         "not dollars",
         "the published reading compares it with list prices, per GPU-hour and per "

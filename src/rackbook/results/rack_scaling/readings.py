@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rackbook.core.units import number, percent, ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -84,9 +85,10 @@ def speedup_readings(
                 "ratio": ratio,
                 "verdict": check.physics_verdict(ratio),
                 "formula": f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; {speedup:g} / "
-                f"{nodes:g} = {eff:.1%} per GPU; node as the rack total: {claim_tok_s:,.0f} / "
-                f"{speedup:g} / {per_node} = {node_per_gpu:,.0f} tok/s per GPU = {ratio:.3g}x "
-                f"the {node_gpu.id} decode compute ceiling of {cap:,.0f}",
+                f"{nodes:g} = {percent(eff)} per GPU; node as the rack total: {claim_tok_s:,.0f} / "
+                f"{speedup:g} / {per_node} = {node_per_gpu:,.0f} tok/s per GPU = "
+                f"{ratio_text(ratio)} "
+                f"the {node_gpu.label} decode compute ceiling of {cap:,.0f}",
                 "stated_node_tok_s_per_gpu": stated,
                 "stated_min_cached_share": np.nan if th.share is None else th.share,
                 "stated_verdict": s_verdict,
@@ -181,8 +183,8 @@ def _bound_row(
     """A row reading ``tok_s`` (tokens/s per GPU) as computed tokens of ``phase``."""
     c = check.check_claim(m, g, n_gpus, tok_s, phase=phase)
     text = (
-        f"{tok_s:,.0f} tok/s per GPU is {c.ratio:.3g}x the {phase} {c.limit} ceiling "
-        f"of {c.ceiling_tok_s_per_gpu:,.0f} on {g.id}"
+        f"{tok_s:,.0f} tok/s per GPU is {ratio_text(c.ratio)} the {phase} {c.limit} ceiling "
+        f"of {c.ceiling_tok_s_per_gpu:,.0f} on {g.label}"
     )
     return _row(name, meaning, tok_s, tok_s, phase, c, text)
 
@@ -244,7 +246,8 @@ def _cached_row(
         w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
         "prefill + decode",
         c,
-        f"at {_workload_text(isl, osl)} with {share:.1%} of the input tokens cached: {c.reason}",
+        f"at {_workload_text(isl, osl)} with {percent(share)} of the input tokens cached: "
+        f"{c.reason}",
         check_command(m, g, n_gpus, claim_value, isl, osl, share),
     )
     return row, c.reason
@@ -261,7 +264,7 @@ def _cached_reading(
 ) -> dict[str, Any]:
     """The ``per-gpu-with-cached`` row (see :func:`throughput_readings`)."""
     if cached_share is not None:
-        meaning = f"per GPU, {cached_share:.1%} of input tokens cache hits"
+        meaning = f"per GPU, {percent(cached_share)} of input tokens cache hits"
         return _cached_row(m, g, n_gpus, claim_value, isl, osl, cached_share, meaning)[0]
     work = _workload_text(isl, osl)
     th = check.cached_share_threshold(
@@ -271,7 +274,7 @@ def _cached_reading(
     bound = top.ceiling_tok_s_per_gpu
     ctx = top.workload["isl"] + 1
     how = (
-        f"on any workload no cached share reaches more than {bound:,.3g} tok/s per GPU "
+        f"on any workload no cached share reaches more than {number(bound, 3)} tok/s per GPU "
         f"(requests of {ctx:,.0f} tokens, all cached but one new input token, one output "
         "token)"
     )
@@ -285,7 +288,7 @@ def _cached_reading(
             verdict="impossible",
             ceiling_tok_s_per_gpu=bound,
             limit="cached prefix",
-            formula=f"{claim_value:,.0f} tok/s per GPU is {claim_value / bound:.3g}x what "
+            formula=f"{claim_value:,.0f} tok/s per GPU is {ratio_text(claim_value / bound)} what "
             f"any cached share allows: {how}",
         )
     elif th.share is None:
@@ -294,7 +297,7 @@ def _cached_reading(
         row.update(
             ratio=np.nan,
             verdict="undetermined",
-            formula=f"at {work} it fits once at least {th.share:.1%} of the input "
+            formula=f"at {work} it fits once at least {percent(th.share)} of the input "
             f"tokens are cache hits (sufficient: every larger share fits too; the share "
             f"is not published); there {reason}; {how}",
         )
@@ -357,13 +360,14 @@ def throughput_attainable(
     )
     a = verdicts.attainable(
         c,
-        f"per GPU as stated, {share:.1%} of the input cached at ISL {isl:,.0f} / OSL {osl:,.0f}",
+        f"per GPU as stated, {percent(share)} of the input cached at ISL {isl:,.0f} / OSL "
+        f"{osl:,.0f}",
     )
     return {
         **a,
         "text": f"{a['text']}; {a_rack['text']}",
         "rack_total": a_rack,
-        "brief": f"as stated at {share:.1%} cached, {a['ratio']:.2g}x what measured kernels "
+        "brief": f"as stated at {percent(share)} cached, {a['ratio']:.2g}x what measured kernels "
         f"reach; as the rack's total, {a_rack['ratio']:.2g}x",
     }
 
@@ -385,15 +389,16 @@ def throughput_physics(
     total: dict[str, Any] = {"name": "the rack's total", "verdict": str(rack["verdict"])}
     total["tok_s_per_gpu"] = float(rack["tok_s_per_gpu"])
     clauses = [
-        f"as {computed['name']} it needs {computed['ratio']:.3g}x the {computed['ceiling']} and "
-        f"{pre['ratio']:.3g}x the prefill ceiling",
+        f"as {computed['name']} it needs {ratio_text(computed['ratio'])} the "
+        f"{computed['ceiling']} and "
+        f"{ratio_text(pre['ratio'])} the prefill ceiling",
         "counting cache hits, "
         + (
-            f"no cached share reaches it ({cached['ratio']:.3g}x the most any share allows)"
+            f"no cached share reaches it ({ratio_text(cached['ratio'])} the most any share allows)"
             if cached["limit"] == "cached prefix"
             else f"at the given share, {cached['formula']}"
             if np.isfinite(cached["ratio"])
-            else f"it fits only once at least {cached['min_cached_share']:.1%} of the input "
+            else f"it fits only once at least {percent(cached['min_cached_share'])} of the input "
             f"tokens are prefix-cache hits at ISL {isl:,.0f} / OSL {osl:,.0f} (a workload "
             "assumed here; the share and the workload are not published)"
         ),
@@ -407,7 +412,7 @@ def throughput_physics(
     decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
     ratio = None
     if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
-        holds = f"fits only if >= {cached['min_cached_share']:.1%} of the input is cached"
+        holds = f"fits only if >= {percent(cached['min_cached_share'])} of the input is cached"
     elif np.isfinite(decided["ratio"]):
         ratio = float(decided["ratio"])
         holds = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
@@ -450,11 +455,11 @@ def speedup_physics(
     isl, osl = speedups.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     v = vs.pop() if len(vs) == 1 else "undetermined"
     stated = "; ".join(
-        f"nodes of {r.gpus_per_node} {r.gpu.upper()}: {r.efficiency:.1%} scaling efficiency, "
+        f"nodes of {r.gpus_per_node} {r.gpu.upper()}: {percent(r.efficiency)} scaling efficiency, "
         f"the node at {r.stated_node_tok_s_per_gpu:,.0f} counted tok/s per GPU, "
         + (
-            f"which fits once at least {r.stated_min_cached_share:.1%} of its input tokens are "
-            "cache hits"
+            f"which fits once at least {percent(r.stated_min_cached_share)} of its input tokens "
+            "are cache hits"
             if np.isfinite(r.stated_min_cached_share)
             else "which no cached share fits"
         )
@@ -462,7 +467,7 @@ def speedup_physics(
     )
     total = "; ".join(
         f"{r.gpus_per_node}-GPU nodes at {r.node_tok_s_per_gpu:,.0f} tok/s per GPU, "
-        f"{r.ratio:.3g}x the {r.gpu.upper()} decode ceiling ({r.verdict})"
+        f"{ratio_text(r.ratio)} the {r.gpu.upper()} decode ceiling ({r.verdict})"
         for r in speedups.itertuples()
     )
     share = speedups["stated_min_cached_share"].max(skipna=False)
@@ -477,6 +482,6 @@ def speedup_physics(
         if not np.isfinite(share)
         else "fits with nothing cached"
         if share == 0
-        else f"fits at >= {share:.1%} cached"
+        else f"fits at >= {percent(share)} cached"
     )
     return common.reading(SPEEDUP_CLAIM, "physics", v, margin, clauses, attainable=attainable)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rackbook.core.units import percent
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.results.rack_scaling.tokens import METRICS
@@ -41,7 +42,7 @@ def scaling_efficiency(total_n: float, total_1: float, n_gpus: int, gpus_per_nod
     eff = speedup / nodes
     formula = (
         f"speedup = {total_n:,.6g} / {total_1:,.6g} = {speedup:.4g}x; nodes = {n_gpus} / "
-        f"{gpus_per_node} = {nodes:g}; efficiency = {speedup:.4g} / {nodes:g} = {eff:.2%}"
+        f"{gpus_per_node} = {nodes:g}; efficiency = {speedup:.4g} / {nodes:g} = {percent(eff, 2)}"
     )
     return Scaling(speedup, nodes, eff, total_n / n_gpus, total_1 / gpus_per_node, formula)
 
