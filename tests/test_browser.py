@@ -24,7 +24,6 @@ import pytest
 
 from rackbook import paths
 from rackbook.book import runner
-from rackbook.results.conclusions import for_reader
 from rackbook.results.headline import read_result
 
 # one xdist worker builds the shared book once for every test of the group (conftest.built_book)
@@ -132,10 +131,10 @@ def test_chapter_renders(browser, site, result, tmp_path):
     # table with their reasons one click away, and each headline's reason (which carries its
     # number) in the last table
     for r in doc["readings"]:
-        assert _plain(for_reader(r["reason"])) in text and r["verdict"] in text, r
+        assert _plain(r["reason"]) in text and r["verdict"] in text, r
     assert "What would flip it" in text
     for f in doc["flips"]:
-        assert _plain(for_reader(f)) in text, f
+        assert _plain(f) in text, f
     # nothing left raw: no unrendered glue role, no MathJax error, no internal sheet cited
     assert "{glue" not in text and "glue:text" not in text
     assert "<mjx-merror" not in dom and "Double subscripts" not in text
@@ -164,7 +163,7 @@ def test_chapter_renders(browser, site, result, tmp_path):
     assert 'class="sidebar margin' in dom or 'class="margin sidebar' in dom
     for h in doc["headlines"]:
         assert h["name"] in text, h["name"]
-        assert _plain(for_reader(h["reason"])) in text, h["name"]
+        assert _plain(h["reason"]) in text, h["name"]
     # every figure is a non-empty PNG that the page references
     imgs = [m for m in re.findall(r'<img[^>]+src="([^"]+)"', dom) if m.endswith(".png")]
     assert imgs, "chapter has no figure"

@@ -234,7 +234,7 @@ def test_no_landing_finding_contradicts_its_chapter(result):
         f, words = c.finding.lower(), c.text.lower()
         s = cc.summarize(load_claims().get(c.claim_id), doc["readings"])  # the box's words
         assert chapter._md_cell(s.finding) in box
-        assert chapter._md_cell(cc.for_reader(c.text)) in box
+        assert chapter._md_cell(c.text) in box
         mine = {r["reading"]: r for r in doc["readings"] if r["claim_id"] == c.claim_id}
         source = c.text + json.dumps(list(mine.values()), ensure_ascii=False)
         if mine["published"].get("ruled_out"):  # the chapter rules a basis out: so does the row

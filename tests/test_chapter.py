@@ -83,7 +83,6 @@ def test_readings_cell_leads_with_the_bound_then_the_expected_range():
     """A cell: the bound's verdict, then the claim against what real deployments reach (with
     the fit's held-out error), then the kernel sum; the reason's lines in the same order."""
     from rackbook.physics.expected import load_fit
-    from rackbook.results.conclusions import for_reader
 
     exp = {"tok_s_per_gpu": 1000.0, "low": 490.0, "high": 1830.0, "ratio": 2.5,
            "deployment": "dp-ep", "text": "real deployments reach ~1,000"}  # fmt: skip
@@ -100,8 +99,9 @@ def test_readings_cell_leads_with_the_bound_then_the_expected_range():
         cell.index("kernel sum: 0.9x what measured kernels reach"),
     )
     assert bound < above < kernels
-    error = for_reader(load_fit().validation_text)  # the book's spacing: "78 %"
+    error = load_fit().validation_text  # written in the book's spacing: "78 %"
     assert f"model error: {error}" in cell and "inside the interval" in cell
+    assert " % of " in error and "%" not in error.replace(" % ", "")
     assert cell.index("Expected: real deployments") < cell.index("Attainable (kernel sum)")
 
 

@@ -19,7 +19,7 @@ def _readings(physics="impossible", published="none published", run="untested", 
             "verdict": physics,
             "margin": "3.94x the decode ceiling",
             "reason": "as computed tokens per GPU it needs 3.94x the decode ceiling "
-            "(a long aside that the sentence quotes); it fits only if at least 74.7% "
+            "(a long aside that the sentence quotes); it fits only if at least 74.7 % "
             "were cache hits",
             **extra,
         },
@@ -50,7 +50,7 @@ def test_sentence_states_each_reading(claim):
     assert c.sentences[0] == (  # the reason quoted whole, never cut at a clause
         "954,000 tok/s is physically impossible: as computed tokens per GPU it needs 3.94x "
         "the decode ceiling (a long aside that the sentence quotes); it fits only if at "
-        "least 74.7% were cache hits."
+        "least 74.7 % were cache hits."
     )
     assert c.sentences[1].startswith("No like-for-like measurement is published")
     assert c.sentences[2] == "Not tested on a GB300 NVL72 here."
@@ -175,13 +175,13 @@ def _split(claim_id=CLAIM):
             "claim_id": claim_id,
             "reading": "physics",
             "verdict": "undetermined",
-            "margin": "per GPU as stated: fits only if >= 64.0% of the input is cached",
+            "margin": "per GPU as stated: fits only if >= 64 % of the input is cached",
             "condition": {
                 "basis": "per GPU as stated",
-                "condition": "fits only if >= 64.0% of the input is cached",
+                "condition": "fits only if >= 64 % of the input is cached",
             },
             "reason": "as computed tokens per GPU it needs 3.94x the decode ceiling and 1.97x the "
-            "prefill ceiling; counting cache hits, it fits only once at least 64.0% of the input "
+            "prefill ceiling; counting cache hits, it fits only once at least 64 % of the input "
             "tokens are prefix-cache hits at ISL 100,000 / OSL 1,000 (a workload assumed here); "
             "as the rack's total (13,250 per GPU) it is possible",
             "on_bases": [
@@ -365,14 +365,11 @@ def test_summary_word_and_grade_follow_the_readings(claim, physics, published, r
     assert s.word in cc.VERDICT_WORDS and s.grade in cc.PLAIN_GRADES
 
 
-def test_within_words_keeps_whole_sentences_and_plain_number_rounds():
+def test_within_words_keeps_whole_sentences():
     text = ["one two three.", "four five six seven.", "eight nine ten eleven twelve."]
     assert cc.within_words(text, 8) == "one two three. four five six seven."
     assert cc.within_words(text, 6) == "one two three."
     assert cc.within_words(["a b c d e f."], 3) == "a b c\u2026"
-    assert cc.plain_number("64.0% and 9% and 90.8 %; 0.0929x to 32.1x") == (
-        "64 % and 9 % and 90.8 %; 0.093x to 32.1x"
-    )
 
 
 def test_only_analogues_are_named_from_the_closest_points_kind(claim):

@@ -64,11 +64,9 @@ def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
 
 def folded(title: str, markdown: str) -> str:
     """``markdown`` in a dropdown titled ``title`` (its fence longer than any inside)."""
-    from rackbook.results.conclusions import for_reader
-
     inner = max((len(m) for m in re.findall(r"^(:{3,})", markdown, re.M)), default=3)
     fence = ":" * max(4, inner + 1)  # one colon more than any fence inside
-    return f"{fence}{{dropdown}} {title}\n{for_reader(markdown.strip())}\n{fence}\n"
+    return f"{fence}{{dropdown}} {title}\n{markdown.strip()}\n{fence}\n"
 
 
 def _doc(outcome: Any) -> dict[str, Any]:
@@ -82,12 +80,12 @@ def conclusion_markdown(outcome: Any) -> str:
     """The chapter's conclusion box: per claim its verdict word, finding and
     certainty; each reading in words one click away."""
     from rackbook.inputs.claims import load_claims
-    from rackbook.results.conclusions import PLAIN_GRADES, conclusions, for_reader, summarize
+    from rackbook.results.conclusions import PLAIN_GRADES, conclusions, summarize
 
     doc = _doc(outcome)
     claims = {c.id: c for c in load_claims().claims}
     items = [(c, summarize(claims[c.claim_id], doc["readings"])) for c in conclusions(doc)]
-    return render("conclusion.md.j2", items=items, grades=PLAIN_GRADES, reader=for_reader)
+    return render("conclusion.md.j2", items=items, grades=PLAIN_GRADES)
 
 
 def glue_conclusion(outcome: Any) -> None:
@@ -138,7 +136,6 @@ def readings_table(outcome: Any) -> str:
     readings' questions above it."""
     from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
-    from rackbook.results.conclusions import for_reader
     from rackbook.results.headline import READING_TITLES, READINGS
 
     validation = load_fit().validation_text
@@ -163,7 +160,7 @@ def readings_table(outcome: Any) -> str:
         "evidence**: where among independent measurements? **This run**: what does this "
         "chapter's trace say? Open *why* for a reading's reason."
     )
-    return intro + "\n\n" + for_reader("".join(rows)) + "\n"
+    return intro + "\n\n" + "".join(rows) + "\n"
 
 
 #: The chapter's verdict section (the notebooks' name for :func:`readings_table`).
@@ -174,12 +171,9 @@ def flips_box(outcome: Any) -> str:
     """A dropdown of what would flip each verdict (computed thresholds) under the verdict
     rule."""
     from rackbook.physics.results_bounds import verdict_rule
-    from rackbook.results.conclusions import for_reader
 
     rule = verdict_rule().text
-    return render(
-        "chapter-boxes.md.j2", box="flips", flips=outcome.flips, rule=rule, reader=for_reader
-    )
+    return render("chapter-boxes.md.j2", box="flips", flips=outcome.flips, rule=rule)
 
 
 def standin_warning(kind: str, hardware: str, testable: bool) -> str:
@@ -291,9 +285,8 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
 
 def headlines_box(outcome: Any) -> str:
     """The chapter's headline values, folded in a dropdown titled with their count."""
-    from rackbook.results.conclusions import for_reader
 
-    return render("chapter-boxes.md.j2", box="headlines", outcome=outcome, reader=for_reader)
+    return render("chapter-boxes.md.j2", box="headlines", outcome=outcome)
 
 
 def _finite(x: Any) -> TypeGuard[float]:
@@ -309,9 +302,8 @@ def _known(x: object) -> bool:
 
 def validity_warning(trace: Any) -> str:
     """A warning with the counts when flagged requests were left out; else empty."""
-    from rackbook.results.conclusions import for_reader
 
     s = getattr(trace, "screening", None)
     if s is None or not s.flagged:
         return ""
-    return render("chapter-boxes.md.j2", box="validity", screening=s, reader=for_reader)
+    return render("chapter-boxes.md.j2", box="validity", screening=s)

@@ -88,7 +88,7 @@ def at_a_glance(
 ) -> str:
     """The landing page's table of findings from the headline JSONs in ``executed``;
     ``reference`` and ``mine`` add the shipped and the reader's "this run" columns."""
-    from rackbook.results.conclusions import VERDICT_WORDS, conclusions, plain_number, summarize
+    from rackbook.results.conclusions import VERDICT_WORDS, conclusions, summarize
 
     reg = registry or load_claims()
     yours_too = reference is not None and mine is not None
@@ -105,7 +105,7 @@ def at_a_glance(
         if readings is not None:
             found = {c.id: summarize(c, readings) for c in reg.for_result(result)}
             for c in conclusions({"result": result, "readings": readings}, reg):
-                note = plain_number(c.certainty.note)
+                note = c.certainty.note
                 reasons.append(f"- **{_md(c.figure)}** ({found[c.claim_id].grade}): {_md(note)}")
         for claim in reg.for_result(result):
             link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
@@ -124,7 +124,7 @@ def at_a_glance(
         key="; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS),
         yours_too=yours_too,
         reasons=reasons,
-        held_out=plain_number(load_fit().validation_text or ""),
+        held_out=load_fit().validation_text or "",
     )
 
 

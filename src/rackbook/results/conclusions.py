@@ -7,7 +7,6 @@ carries is cut or parsed: a reason is quoted whole or not at all."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -559,7 +558,7 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
     if supported:
         fits = [h for h in heads if words(f"{h}; {supported}.") <= FINDING_WORDS]
         sentences = [f"{fits[0] if fits else heads[-1]}; {supported}"]
-    return for_reader(within_words([_cap(s) + "." for s in sentences if s]))
+    return within_words([_cap(s) + "." for s in sentences if s])
 
 
 def _why(c: Certainty, word: str) -> str:
@@ -583,37 +582,3 @@ def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
     return Summary(
         claim.id, word, _plain_finding(claim, rs, word), PLAIN_GRADES[level - 1], _why(c, word)
     )
-
-
-# --- For the book's pages: Markdown quoting readings' reasons as written ----------------------
-
-
-def plain_number(text: str) -> str:
-    """``64.0%`` as ``64 %``, ``0.0929x`` as ``0.093x``, ``2.17367e+06`` as ``2,173,670``."""
-    text = re.sub(r"(\d+(?:\.\d+)?)\s?%", lambda m: f"{m.group(1).removesuffix('.0')} %", text)
-    text = re.sub(
-        r"(?<![\w.,])(\d[\d,]*\.\d+)x\b", lambda m: ratio_text(float(m[1].replace(",", ""))), text
-    )
-    return re.sub(r"\b\d(?:\.\d+)?e[+-]\d\d\b", _unscientific, text)
-
-
-def _unscientific(m: re.Match[str]) -> str:
-    """``2.17367e+06`` as ``2,173,670``; ``4.1e-05`` as ``0.000041``."""
-    v = float(m.group(0))
-    return f"{v:,.0f}" if abs(v) >= 1 else f"{v:.12f}".rstrip("0")
-
-
-def reader_names(text: str) -> str:
-    """Bare catalog ids ("gb300") as names ("GB300"); ids in names, paths or URLs stay."""
-    from rackbook.inputs import catalogs
-
-    names = {g: catalogs.as_gpu(g).label for g in catalogs.load_hardware().gpus}
-    names |= {m: catalogs.load_model(m).name for m in catalogs.list_models()}
-    for i in sorted(names, key=len, reverse=True):
-        text = re.sub(rf"(?<![\w/.`-]){re.escape(i)}(?![\w`-])", names[i], text)
-    return text
-
-
-def for_reader(text: str) -> str:
-    """``text`` as a reader meets it: :func:`plain_number` and :func:`reader_names`."""
-    return reader_names(plain_number(text))
