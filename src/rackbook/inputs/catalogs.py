@@ -565,12 +565,17 @@ def as_model(model: ModelSpec | str | Path) -> ModelSpec:
     return model if isinstance(model, ModelSpec) else load_model(model)
 
 
-@functools.cache
 def display_names() -> dict[str, str]:
-    """Each GPU and model id of the shipped catalogs with the name a reader meets (``gb300``:
-    ``GB300``), read once."""
-    gpus = {g: spec.label for g, spec in load_hardware().gpus.items()}
-    return gpus | {m: load_model(m).name for m in list_models()}
+    """Each GPU and model id of the catalogs in ``paths.DATA`` with the name a reader meets
+    (``gb300``: ``GB300``); no GPUs where that folder has no hardware catalog."""
+    return _display_names(paths.DATA)
+
+
+@functools.lru_cache(maxsize=4)
+def _display_names(data: Path) -> dict[str, str]:
+    hw = data / "hardware.yaml"
+    gpus = {g: spec.label for g, spec in load_hardware(hw).gpus.items()} if hw.is_file() else {}
+    return gpus | {m: load_model(m).name for m in list_models(data / "models")}
 
 
 def as_gpu(hw: GpuSpec | str) -> GpuSpec:
