@@ -1,30 +1,18 @@
 """What real deployments reach: the expected throughput beside every physics bound.
 
 A bound (:mod:`rackbook.physics.check`) is the least time the work can take; the attainable
-estimate (:mod:`rackbook.physics.attainable`) adds up the calibration's kernel times in one
-stated deployment. Neither is what a well-tuned deployment of today's engines reaches: the
-issue-35 validation found published measurements at a median 0.36x the attainable estimate.
-This module starts from the same step model (calibrated kernel times, scaled to the target
-GPU) and adds what real deployments lose or gain:
+estimate (:mod:`rackbook.physics.attainable`) sums calibrated kernel times in one deployment.
+This module starts from the same kernels and adds what real deployments lose or gain: a
+per-layer latency floor anchored on a measured single stream (:data:`ANCHOR_LAYER_S`),
+expert-parallel imbalance (:mod:`rackbook.physics.imbalance`), overlap of dispatch/combine with
+compute, the best of dp-ep, tp-ep and hybrids (:func:`tp_widths`), attention FLOP, monotone
+expert GEMMs (:func:`expert_time`), one index-scan model for both phases (:func:`scan_time`),
+the NIC between NVLink domains (:func:`nic_bandwidth`), the stated verify width, and the
+decoding batch capped by KV capacity and the TPOT limit (:func:`expected`).
 
-- **per-layer latency floor**, anchored on a measured single stream (:data:`ANCHOR_LAYER_S`;
-  that figure is excluded from the validation);
-- **expert-parallel imbalance** from the project's EPLB model (:mod:`rackbook.physics.imbalance`);
-- **overlap** of dispatch/combine with compute when a GPU holds two micro-batches or more;
-- **the best deployment**: dp-ep, tp-ep or a hybrid (:func:`tp_widths`), the one reaching most;
-- **attention FLOP** (MLA rows, candidate pool, window) at the dense fraction;
-- **monotone expert GEMMs** (:func:`expert_time`) at the step's real tokens, prefill included;
-- **one index-scan model** for decode and prefill (:func:`scan_time`);
-- **the network between NVLink domains** at the NIC's bandwidth (:func:`nic_bandwidth`);
-- **verify width** from the stated speculation, never cheaper than plain decode;
-- **queueing**: the decoding batch capped by the KV capacity and the TPOT limit
-  (:func:`expected`).
-
-What is not physics: the per-layer floor, anchored on its measurement (above), and a
-kernel-efficiency factor, fitted only on published measurements
-(:mod:`rackbook.results.validation`, ``rackbook validate --fit``); both are stored with the
-points and method in ``data/published/expected-fit.yaml``; the interval
-``[low, high]`` is the fit's held-out (leave-one-source-out) residual spread.
+Not physics: the floor (anchored, not fitted) and a kernel-efficiency factor fitted only on
+published measurements (``rackbook validate --fit``), stored with the points and method in
+``data/published/expected-fit.yaml``; ``[low, high]`` is the held-out residual spread.
 
 Units: seconds, bytes, FLOP, tokens/s per GPU.
 """
