@@ -1,9 +1,6 @@
-"""The cluster topology (``env/cluster/topology.yaml``): its schema, loaded and checked.
-
-How DeepSeek-V4.1-Flash is served (vLLM workers, KV connector, router); the cluster
-generators derive every recipe from it. Also CPU nodes (``system.device: cpu``) with one
-aggregated worker. Units: GPUs counts, ports TCP ports, times seconds. Never imports vllm.
-"""
+"""The cluster topology (``env/cluster/topology.yaml``, or CPU nodes with one aggregated
+worker): its schema, loaded and checked; every recipe derives from it. Units: GPUs counts,
+ports TCP ports, times seconds."""
 
 from __future__ import annotations
 
@@ -18,12 +15,11 @@ from rackbook.core.units import plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 
-#: The topology file ``rackbook recipes`` reads by default (relative to the repository root).
 DEFAULT_TOPOLOGY = "env/cluster/topology.yaml"
 #: The oldest vLLM that serves DeepSeek-V4.1 (https://github.com/vllm-project/vllm/pull/56228).
 MIN_VLLM_VERSION: tuple[int, int, int] = (0, 30, 0)
 
-#: Where the containers see the Hugging Face cache (model weights); ``HF_HOME`` points there.
+#: Where the containers see the Hugging Face cache (``HF_HOME``).
 HF_HOME = "/hf-cache"
 
 PosInt = Annotated[int, Field(gt=0)]
@@ -39,8 +35,6 @@ Policy = Literal[
     "power_of_two",
     "consistent_hash",
 ]
-
-
 _Strict = loader.Strict
 
 
@@ -111,7 +105,7 @@ class Health(_Strict):
 
 
 class Record(_Strict):
-    """A trace the job records once healthy, then ends; ``parameters``: ``-p NAME VALUE``."""
+    """A trace the job records once healthy, then ends (``parameters``: ``-p NAME VALUE``)."""
 
     scenario: Literal[paths.RESULTS]  # type: ignore[valid-type]
     parameters: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], str | int | float] = {}
@@ -138,7 +132,7 @@ class Bench(_Strict):
 
 
 class Topology(_Strict):
-    """The validated topology file. ``file`` is where it came from (as errors show it)."""
+    """The validated topology file; ``file``: where it came from (as errors show it)."""
 
     schema_version: Literal[1]
     name: Name
@@ -234,21 +228,16 @@ def _check_system(topo: Topology) -> int | None:
     if not topo.gpu:
         for field in ("catalog_id", "gpu", "nodes"):
             if getattr(sys_, field) is not None:
-                raise InputError(
-                    f, f"system.{field}", "must be null with device cpu (the catalog lists GPUs)"
-                )
+                why = "must be null with device cpu (the catalog lists GPUs)"
+                raise InputError(f, f"system.{field}", why)
         return None
     if sys_.catalog_id is not None and (sys_.gpu is not None or sys_.nodes is not None):
         raise InputError(f, "system.catalog_id", "a catalog system, or gpu and nodes, not both")
     if sys_.catalog_id is None:
         if sys_.gpu is None or sys_.nodes is None:
-            raise InputError(
-                f,
-                "system",
-                "GPU nodes need catalog_id (a system of data/"
-                "hardware.yaml) or gpu (a GPU id of data/hardware.yaml) with nodes "
-                "and gpus_per_node",
-            )
+            why = "GPU nodes need catalog_id (a system of data/hardware.yaml) or gpu (a GPU id"
+            why += " of data/hardware.yaml) with nodes and gpus_per_node"
+            raise InputError(f, "system", why)
         try:
             catalogs.gpu(sys_.gpu)
         except InputError as err:
@@ -257,89 +246,62 @@ def _check_system(topo: Topology) -> int | None:
     try:
         system = catalogs.system(sys_.catalog_id)
     except InputError as err:
-        raise InputError(
-            f,
-            "system.catalog_id",
-            f"{err.file}: {err.problem}; or describe the "
-            "nodes without the catalog: system.gpu (a GPU id), system.nodes and "
-            "system.gpus_per_node",
-        ) from None
-    per_tray, per_node = system.gpus_per_tray, topo.system.gpus_per_node
+        why = f"{err.file}: {err.problem}; or describe the nodes without the catalog: "
+        why += "system.gpu (a GPU id), system.nodes and system.gpus_per_node"
+        raise InputError(f, "system.catalog_id", why) from None
+    per_tray, per_node = system.gpus_per_tray, sys_.gpus_per_node
     if per_tray is not None and per_node != per_tray:
-        raise InputError(
-            f,
-            "system.gpus_per_node",
-            f"{per_node} differs from {system.id}'s gpus_per_tray {per_tray}",
-        )
+        why = f"{per_node} differs from {system.id}'s gpus_per_tray {per_tray}"
+        raise InputError(f, "system.gpus_per_node", why)
     return system.gpus
 
 
 def _check_layout(topo: Topology) -> None:
     """Disaggregated (prefill + decode, router, KV connector) or one aggregated worker."""
-    f = topo.file
-    aggregated = topo.role_workers("aggregated")
+    f, aggregated = topo.file, topo.role_workers("aggregated")
     needed: dict[str, object] = {"router": topo.router, "kv_transfer": topo.kv_transfer}
     if topo.kubernetes is not None:
         needed["kubernetes.router_service"] = topo.kubernetes.router_service
-    if aggregated:
-        if len(topo.workers) > 1:
-            raise InputError(
-                f,
-                "workers",
-                f"an aggregated worker ({aggregated[0]}) must be the "
-                f"only worker; got {', '.join(topo.workers)}",
-            )
-        for field, value in needed.items():
-            if value is not None:
-                raise InputError(
-                    f, field, "must be null with one aggregated worker (without a router)"
-                )
-        return
-    for role in ("prefill", "decode"):
+    if aggregated and len(topo.workers) > 1:
+        why = f"an aggregated worker ({aggregated[0]}) must be the only worker; got "
+        raise InputError(f, "workers", why + ", ".join(topo.workers))
+    for role in ("prefill", "decode") if not aggregated else ():
         if not topo.role_workers(role):
             raise InputError(f, "workers", f"no worker with role {role!r}")
     refs = topo.role_workers("reference")
     if len(refs) > 1:
         raise InputError(f, "workers", f"one reference worker at most; got {', '.join(refs)}")
     for field, value in needed.items():
-        if value is None:
+        if aggregated and value is not None:
+            why = "must be null with one aggregated worker (without a router)"
+            raise InputError(f, field, why)
+        if not aggregated and value is None:
             raise InputError(f, field, "needed by prefill/decode workers (disaggregated)")
 
 
-def _check_worker_nodes(topo: Topology) -> None:
-    """Each worker a whole number of nodes; a reference worker exactly one."""
-    f, per_node = topo.file, topo.system.gpus_per_node
+def _check_workers(topo: Topology, system_gpus: int | None) -> None:
+    """Each worker a whole number of nodes (a reference worker one), all within the system;
+    redundant experts need EPLB; routed + redundant experts divide over each worker's ranks."""
+    f, per_node, cat = topo.file, topo.system.gpus_per_node, topo.model.catalog_id
     for name, w in topo.workers.items():
         if w.gpus % per_node:
-            raise InputError(
-                f,
-                f"workers.{name}.gpus",
-                f"{w.gpus} GPUs is not a whole number of {per_node}-GPU nodes",
-            )
+            why = f"{w.gpus} GPUs is not a whole number of {per_node}-GPU nodes"
+            raise InputError(f, f"workers.{name}.gpus", why)
         if w.role == "reference" and w.gpus != per_node:
-            raise InputError(
-                f,
-                f"workers.{name}.gpus",
-                f"a reference worker is one node ({per_node} GPUs), got {w.gpus}",
-            )
-
-
-def _check_experts(topo: Topology) -> None:
-    """Redundant experts need EPLB; routed + redundant divide over each worker's ranks."""
-    cat = topo.model.catalog_id
+            why = f"a reference worker is one node ({per_node} GPUs), got {w.gpus}"
+            raise InputError(f, f"workers.{name}.gpus", why)
+    if system_gpus is not None and topo.total_gpus > system_gpus:
+        used = " + ".join(f"{n} {w.gpus}" for n, w in topo.workers.items())
+        why = f"{used} = {topo.total_gpus} GPUs > the {system_gpus} GPUs of {topo.system_label}"
+        raise InputError(f, "workers", why)
     routed = None if cat is None else catalogs.load_model(cat).moe.num_routed_experts
     for name, w in topo.workers.items():
         field, redundant = f"workers.{name}.num_redundant_experts", w.num_redundant_experts
         if topo.eplb is None and redundant:
-            raise InputError(topo.file, field, "redundant experts need an eplb section")
+            raise InputError(f, field, "redundant experts need an eplb section")
         if routed is not None and (routed + redundant) % w.gpus:
-            raise InputError(
-                topo.file,
-                field,
-                f"({routed} routed + {redundant} redundant) "
-                f"experts do not divide evenly over {w.gpus} expert-parallel "
-                "ranks",
-            )
+            why = f"({routed} routed + {redundant} redundant) experts do not divide evenly"
+            raise InputError(f, field, f"{why} over {w.gpus} expert-parallel ranks")
 
 
 def _check_bench(topo: Topology) -> None:
@@ -347,17 +309,12 @@ def _check_bench(topo: Topology) -> None:
     f, b = topo.file, topo.bench
     if b.num_gpus != topo.routed_gpus:
         behind = " behind the endpoint" if topo.reference_worker() else ""
-        raise InputError(
-            f,
-            "bench.num_gpus",
-            f"{b.num_gpus} differs from the workers' {topo.routed_gpus} GPUs{behind}",
-        )
+        why = f"{b.num_gpus} differs from the workers' {topo.routed_gpus} GPUs{behind}"
+        raise InputError(f, "bench.num_gpus", why)
     if b.gpus_per_node != topo.system.gpus_per_node:
-        raise InputError(
-            f, "bench.gpus_per_node", f"{b.gpus_per_node} differs from {topo.system.gpus_per_node}"
-        )
-    url = urlsplit(b.endpoint)
-    direct = topo.endpoint_worker()
+        why = f"{b.gpus_per_node} differs from {topo.system.gpus_per_node}"
+        raise InputError(f, "bench.gpus_per_node", why)
+    url, direct = urlsplit(b.endpoint), topo.endpoint_worker()
     if direct is None:
         assert topo.router is not None  # _check_layout
         host = topo.kubernetes.router_service if topo.kubernetes is not None else None
@@ -368,40 +325,24 @@ def _check_bench(topo: Topology) -> None:
     if url.port != port:
         raise InputError(f, "bench.endpoint", f"port {url.port} is not the {what}'s port {port}")
     if topo.kubernetes is not None and url.hostname != host:
-        raise InputError(
-            f, "bench.endpoint", f"host {url.hostname!r} is not the {what} service {host!r}"
-        )
+        why = f"host {url.hostname!r} is not the {what} service {host!r}"
+        raise InputError(f, "bench.endpoint", why)
 
 
 def _check(topo: Topology) -> None:
     """Cross-field and catalog checks pydantic cannot do alone; InputError names the field."""
-    f, v = topo.file, topo.vllm
+    f, v, cat = topo.file, topo.vllm, topo.model.catalog_id
     known = catalogs.list_models()
-    if topo.model.catalog_id is not None and topo.model.catalog_id not in known:
-        raise InputError(
-            f,
-            "model.catalog_id",
-            f"unknown model {topo.model.catalog_id!r}; known: {', '.join(known) or '(none)'}",
-        )
+    if cat is not None and cat not in known:
+        why = f"unknown model {cat!r}; known: {', '.join(known) or '(none)'}"
+        raise InputError(f, "model.catalog_id", why)
+    need = ".".join(map(str, MIN_VLLM_VERSION))
     if tuple(int(x) for x in v.version.split(".")) < MIN_VLLM_VERSION:
-        need = ".".join(map(str, MIN_VLLM_VERSION))
-        raise InputError(
-            f,
-            "vllm.version",
-            f"{v.version} < {need}: DeepSeek-V4.1 needs vLLM >= {need} (PR #56228)",
-        )
+        why = f"{v.version} < {need}: DeepSeek-V4.1 needs vLLM >= {need} (PR #56228)"
+        raise InputError(f, "vllm.version", why)
     if v.tag != f"v{v.version}":
         raise InputError(f, "vllm.tag", f"{v.tag!r} is not 'v{v.version}'")
-    system_gpus = _check_system(topo)
-    _check_worker_nodes(topo)
-    if system_gpus is not None and topo.total_gpus > system_gpus:
-        used = " + ".join(f"{n} {w.gpus}" for n, w in topo.workers.items())
-        raise InputError(
-            f,
-            "workers",
-            f"{used} = {topo.total_gpus} GPUs > the {system_gpus} GPUs of {topo.system_label}",
-        )
-    _check_experts(topo)
+    _check_workers(topo, _check_system(topo))
     _check_layout(topo)
     _check_bench(topo)
 
