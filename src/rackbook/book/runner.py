@@ -1,5 +1,5 @@
-"""Execute result notebooks with papermill: ``rackbook run RESULT`` writes ``DIR/RESULT.ipynb``
-and ``DIR/RESULT.json`` (default ``_build/executed``)."""
+"""``rackbook run`` and ``list``: result notebooks executed with papermill into
+``DIR/RESULT.ipynb`` and ``DIR/RESULT.json`` (default ``_build/executed``)."""
 
 from __future__ import annotations
 
@@ -43,9 +43,8 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
 
     raw = read_yaml(path, yaml12=True)
     if not isinstance(raw, dict):
-        raise InputError(
-            path, "-", f"must be a mapping of parameter names, got {type(raw).__name__}"
-        )
+        why = f"must be a mapping of parameter names, got {type(raw).__name__}"
+        raise InputError(path, "-", why)
     bad = [k for k in raw if not isinstance(k, str) or not k.isidentifier()]
     if bad:
         raise InputError(path, str(bad[0]), "not a parameter name")
@@ -55,9 +54,8 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
 def check_parameters(
     nb: Path, params: dict[str, Any], defaults: dict[str, Any], source: str, result: str
 ) -> None:
-    """Refuse, before any kernel starts, a parameter the notebook does not declare or a value
-    outside its declaration (:func:`rackbook.params.check_given`); in trace mode also what the
-    trace holds: ``trace`` (and ``trace_b`` when given) name a folder the result can read."""
+    """Refuse, before any kernel starts, what :func:`rackbook.params.check_given` refuses; in
+    trace mode also a ``trace``/``trace_b`` the result cannot read, a ``point_id`` not in it."""
     from rackbook import params as schema
 
     shown = display_path(nb)
@@ -76,20 +74,18 @@ def check_parameters(
 
 
 def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[str, Any]) -> None:
-    """A ``trace``/``trace_b`` value in trace mode: an existing folder the result can read."""
     if not isinstance(value, str) or not value or "\0" in value:
         raise InputError(shown, field, f"expected a path to a trace folder, got {value!r}")
     folder = paths.resolve(value)
     if not folder.exists():
         raise InputError(folder, field, "trace folder does not exist")
     if not folder.is_dir():
-        raise InputError(
-            folder, field, "not a folder (a trace is a folder with run.json and tables)"
-        )
+        why = "not a folder (a trace is a folder with run.json and tables)"
+        raise InputError(folder, field, why)
     from rackbook.results.readable import check_trace
 
     check_trace(result, folder, field)
-    if result == "single-user":  # one stream, measurable: before any kernel
+    if result == "single-user":
         from rackbook.results.single_user import check_one_stream
 
         check_one_stream(folder, merged.get("point_id"), field)
@@ -100,20 +96,14 @@ def check_point_id(params: dict[str, Any], where: str) -> None:
     from rackbook.core import traces
 
     trace = params.get("trace")
-    if not isinstance(trace, str) or not trace:
-        return
-    folder = paths.resolve(trace)
-    if not (folder / "points.parquet").is_file():
+    folder = paths.resolve(trace) if isinstance(trace, str) and trace else None
+    if folder is None or not (folder / "points.parquet").is_file():
         return  # the trace's own check names what is missing
     known = traces.read_table(folder, "points", ["point_id"])["point_id"].astype(str).tolist()
     if params["point_id"] not in known:
         shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
-        raise InputError(
-            where,
-            "parameter point_id",
-            f"{params['point_id']!r} is not a point of {display_path(folder)} (its points: "
-            f"{shown})",
-        )
+        why = f"{params['point_id']!r} is not a point of {display_path(folder)} (its points: "
+        raise InputError(where, "parameter point_id", f"{why}{shown})")
 
 
 def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
@@ -125,12 +115,10 @@ def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None
     if top is None:
         return
     schema.check_extent(top, params, where)
-    experts = top["expert"] + 1
     layout = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
-    ints = [v for v in layout if isinstance(v, int)]
-    if len(ints) == len(layout):
+    if all(isinstance(v, int) for v in layout):
         try:
-            eplb.check_layout(experts, ints[0], ints[1], ints[2], ints[3])
+            eplb.check_layout(top["expert"] + 1, *layout)
         except InputError as exc:
             raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
@@ -177,9 +165,7 @@ def prepare_run(
     read = {f"-p {n}": params[n] for n in PATH_PARAMETERS if isinstance(params.get(n), str)}
     fsio.refuse_overlap({"--out": out_dir}, {k: v for k, v in read.items() if v})
     params |= {"source": source, "out_dir": str(out_dir)}
-    key = None
-    if source == "trace":
-        key = cache.chapter_key(nb, defaults | params)
+    key = cache.chapter_key(nb, defaults | params) if source == "trace" else None
     return Prepared(nb, out_dir, params, key)
 
 
@@ -220,14 +206,12 @@ def execute_result(
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / f"{result}.ipynb"
     headline = out_dir / f"{result}.json"
-    # made in a private staging folder, then moved in as a pair; until then the manifest lists
-    # them as being written, so that the next run removes what a kill leaves.
+    # staged, then moved in as a pair; listed as pending so that a kill's leftovers go next run
     mine = (final.name, headline.name, cache.stamp_path(out_dir, result).name)
     fsio.update_manifest(out_dir, pending=mine)
     stage = fsio.make_temp_dir(final)
 
     def _leave_nothing() -> None:
-        """Remove the staging folder and the folders this run created, if still empty."""
         shutil.rmtree(stage, ignore_errors=True)
         fsio.update_manifest(out_dir, record=mine)
         for d in created:  # deepest first
@@ -235,7 +219,7 @@ def execute_result(
                 d.rmdir()
 
     cache.forget(out_dir, result)
-    if source == "live":  # the recordings go to out_dir/traces/RESULT as they are made
+    if source == "live":  # recordings go to out_dir/traces/RESULT
         fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
     # The kernel must draw inline: MPLBACKEND=Agg would leave every chapter without figures.
     saved_backend = os.environ.pop("MPLBACKEND", None)
@@ -248,11 +232,8 @@ def execute_result(
         _leave_nothing()
         evalue = " ".join(str(exc.evalue).split())
         log = write_log(result, "\n".join(exc.traceback))
-        raise InputError(
-            display_path(nb),
-            f"cell {exc.exec_count}",
-            f"{exc.ename}: {evalue} (the notebook's traceback: {log})",
-        ) from None
+        why = f"{exc.ename}: {evalue} (the notebook's traceback: {log})"
+        raise InputError(display_path(nb), f"cell {exc.exec_count}", why) from None
     except RuntimeError as exc:  # the runner itself failed (its log is named)
         _leave_nothing()
         raise InputError(display_path(nb), "-", str(exc)) from None
@@ -287,19 +268,15 @@ def _move_in_pair(out_dir: Path, stage: Path, names: tuple[str, ...]) -> None:
         fsio.update_manifest(out_dir, record=names)
 
 
-#: Notebook parameters that name files or folders: relative values given on the command line
-#: (``-p``, or a ``--params-file``) resolve against the working directory.
+#: Notebook parameters naming files or folders: relative ones resolve against the working
+#: directory.
 PATH_PARAMETERS = ("trace", "trace_b", "server_log", "expert_load")
 
 
 def cwd_paths(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with :data:`PATH_PARAMETERS` made absolute against the working directory."""
-    out = dict(params)
-    for name in PATH_PARAMETERS:
-        value = out.get(name)
-        if isinstance(value, str) and value and not Path(value).is_absolute():
-            out[name] = str(Path.cwd() / value)
-    return out
+    rel = {n: v for n, v in params.items() if n in PATH_PARAMETERS and isinstance(v, str) and v}
+    return params | {n: str(Path.cwd() / v) for n, v in rel.items() if not Path(v).is_absolute()}
 
 
 def cli_path(value: str | Path | None) -> Path | None:
@@ -308,8 +285,8 @@ def cli_path(value: str | Path | None) -> Path | None:
 
 
 def cli_run(args: argparse.Namespace) -> int:
-    """``rackbook run RESULT|all``: params file first, ``-p`` over it; source from
-    ``--source``, the file's ``source``, else ``trace``."""
+    """``rackbook run RESULT|all``: ``-p`` over the params file; source from ``--source``,
+    the file's ``source``, else ``trace``."""
     params = read_params_file(args.params_file) if getattr(args, "params_file", None) else {}
     source = args.source or params.pop("source", None) or "trace"
     params.pop("source", None)
@@ -363,11 +340,10 @@ def previous_headlines(out_dir: Path, names: Sequence[str]) -> dict[str, dict[st
     from rackbook.results.headline import read_result
 
     found = {}
-    for name in names:
-        f = Path(out_dir) / f"{name}.json"
+    for f in (Path(out_dir) / f"{name}.json" for name in names):
         if f.is_file():
             with contextlib.suppress(InputError, OSError):
-                found[name] = read_result(f)
+                found[f.stem] = read_result(f)
     return found
 
 
@@ -387,7 +363,7 @@ def results_folder(
 
 
 def finite_json(obj: Any) -> Any:
-    """``obj`` with every NaN or infinite float (in dicts and lists) made None: standard JSON."""
+    """``obj`` with every NaN or infinite float (in dicts and lists) made None."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
