@@ -18,12 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rackbook import limits, paths
-from rackbook.book.runner import (
-    available_results,
-    cli_path,
-    result_files,
-    run_result,
-)
+from rackbook.book.runner import available_results, cli_path, result_files, run_result
 from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
 from rackbook.core.provenance import REPO, repo_relative
@@ -148,10 +143,7 @@ def _stage_notebook(src: Path, dst: Path) -> None:
 
 
 def stage_book(
-    executed: Path,
-    site: Path,
-    reference: Path | None = None,
-    mine: Collection[str] | None = None,
+    executed: Path, site: Path, reference: Path | None = None, mine: Collection[str] | None = None
 ) -> Path:
     """Copy the book's sources and executed notebooks into ``site`` and generate pages."""
     from rackbook.book import pages

@@ -377,10 +377,7 @@ def parameters_page() -> str:
 
 
 def generate(
-    folder: Path,
-    executed: Path,
-    reference: Path | None = None,
-    mine: Collection[str] | None = None,
+    folder: Path, executed: Path, reference: Path | None = None, mine: Collection[str] | None = None
 ) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written."""
     from rackbook.book import releases, rerun, validation_page

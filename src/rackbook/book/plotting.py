@@ -1,5 +1,5 @@
-"""One plotting style for the whole book: colour-blind-safe palette, labelled axes with units,
-text sized for a figure shown at the text column's full width (on a laptop and on a phone)."""
+"""The book's plotting style: colour-blind-safe palette, axes labelled with units, text sized
+for a figure shown at the column's full width (laptop and phone)."""
 
 from __future__ import annotations
 
@@ -25,16 +25,14 @@ MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 #: Body text of a figure (axis labels, titles), in points.
 TEXT_PT = 11.0
-#: The smallest text a figure may hold (tick labels, legends, annotations), in points. A figure
-#: at most :data:`MAX_WIDTH_IN` wide shown at the column's width keeps it at >= 11 CSS px in
-#: a 1,400 px window (column about 770 px) and about 8 px on a 400 px phone (about 350 px).
+#: The smallest text (ticks, legends, notes), in points: >= 11 CSS px in a 1,400 px window for a
+#: figure at most :data:`MAX_WIDTH_IN` wide.
 SMALL_PT = 10.0
 #: Widest a saved figure may be, in inches (wider ones shrink their text below the above).
 MAX_WIDTH_IN = 6.6
-#: Pixels per inch of the PNG the book shows: about twice the column's width, sharp on
-#: high-density screens.
+#: Pixels per inch of the book's PNGs (about twice the column's width).
 RENDER_DPI = 200
-#: PNG text keys that carry what the browser test needs to turn point sizes into CSS pixels.
+#: PNG text keys: the smallest font (pt) and the dpi, to turn points into CSS pixels.
 META_MIN_PT = "rackbook:min-font-pt"
 META_DPI = "rackbook:dpi"
 
@@ -65,8 +63,7 @@ def apply_style() -> None:
 
 
 def smallest_font_pt(fig: Any) -> float:
-    """The smallest point size of any text the figure draws (visible, not empty), after a
-    draw so that tick labels exist; :data:`TEXT_PT` for a figure with no text."""
+    """The smallest point size of the visible text a figure draws (:data:`TEXT_PT` if none)."""
     from matplotlib.text import Text
 
     fig.canvas.draw()
@@ -89,23 +86,14 @@ def figure_png(fig: Any, dpi: int = RENDER_DPI) -> bytes:
 def png_facts(data: bytes) -> dict[str, float]:
     """Width (px) of a PNG and the two text entries :func:`figure_png` writes (``min_pt``,
     ``dpi``; absent when the PNG has none)."""
-    import struct
+    from PIL import Image
 
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError("not a PNG")
-    out: dict[str, float] = {"width": struct.unpack(">I", data[16:20])[0]}
-    i = 8
-    while i + 8 <= len(data):
-        n, kind = struct.unpack(">I4s", data[i : i + 8])
-        if kind == b"tEXt":
-            key, _, value = data[i + 8 : i + 8 + n].partition(b"\0")
-            if key.decode("latin-1") == META_MIN_PT:
-                out["min_pt"] = float(value)
-            elif key.decode("latin-1") == META_DPI:
-                out["dpi"] = float(value)
-        if kind == b"IEND":
-            break
-        i += 12 + n
+    with Image.open(io.BytesIO(data), formats=["PNG"]) as im:
+        text = getattr(im, "text", {})
+        out: dict[str, float] = {"width": im.width}
+    for key, name in ((META_MIN_PT, "min_pt"), (META_DPI, "dpi")):
+        if key in text:
+            out[name] = float(text[key])
     return out
 
 
@@ -127,8 +115,7 @@ def label(ax: Any, x: str, y: str, title: str | None = None) -> Any:
 
 
 def note(ax: Any, text: str, xy: Any, offset: tuple[float, float], **kw: Any) -> Any:
-    """``text`` at ``offset`` points from ``xy`` (data coordinates unless ``xycoords`` says
-    otherwise), at the book's smallest text size unless ``fontsize`` is given."""
+    """``text`` at ``offset`` points from ``xy``, at :data:`SMALL_PT` unless ``fontsize``."""
     kw.setdefault("fontsize", SMALL_PT)
     return ax.annotate(text, xy, textcoords="offset points", xytext=offset, **kw)
 

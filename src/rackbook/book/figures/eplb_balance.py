@@ -79,7 +79,4 @@ def sweeps(a: Analysis) -> Figure:
 
 
 #: The chapter's figures by glue name.
-FIGURES: dict[str, Callable[[Analysis], Figure]] = {
-    "fig_ranks": rank_loads,
-    "fig_sweeps": sweeps,
-}
+FIGURES: dict[str, Callable[[Analysis], Figure]] = {"fig_ranks": rank_loads, "fig_sweeps": sweeps}

@@ -100,8 +100,4 @@ def step_budget(a: Analysis) -> Figure:
 
 
 #: The chapter's figures by glue name.
-FIGURES = {
-    "fig_gaps": gaps,
-    "fig_ceiling": claim_vs_floor,
-    "fig_budget": step_budget,
-}
+FIGURES = {"fig_gaps": gaps, "fig_ceiling": claim_vs_floor, "fig_budget": step_budget}
