@@ -1,7 +1,6 @@
-"""Each chapter's rerun card: the cluster command whose trace can settle the "this run"
-reading, its deployment, cost and files, all read from ``env/cluster/topology.yaml``, the
-generated params files, the live scenario's plan and published vLLM rates on GB300 (batched
-OUTPUT tok/s per GPU, not InferenceX's total with re-read prefix), never a claim's number."""
+"""Each chapter's rerun card: the cluster command that can settle its "this run" reading, its
+deployment, cost and files, from the topology, the params files, the live scenario's plan and
+published vLLM rates on GB300 (output tok/s per GPU), never a claim's number."""
 
 from __future__ import annotations
 
@@ -16,17 +15,15 @@ import yaml
 
 from rackbook import paths
 from rackbook.book.report import render
+from rackbook.cluster.recipes import DEFAULT_OUTPUT as GENERATED
+from rackbook.cluster.topology import load_topology
 from rackbook.core.units import plural
 from rackbook.results.registry import ChapterTable
 
 #: Minutes from submitting a deployment to a healthy endpoint (an assumption the card states).
 START_MINUTES = 15.0
-
 #: Characters a code line of the card may hold.
 CODE_WIDTH = 76
-
-#: Where the generated recipes live (``rackbook recipes -o env/cluster/generated``).
-GENERATED = "env/cluster/generated"
 
 #: What a card adds to the params file on the command line, and why (per result).
 EXTRA_ARGS: Mapping[str, tuple[tuple[str, str], ...]] = ChapterTable("RERUN_ARGS")
@@ -37,8 +34,7 @@ NEEDS: Mapping[str, str] = ChapterTable("RERUN_NEEDS")
 
 @dataclass(frozen=True)
 class Sweep:
-    """What one command records (prompt tokens count a shared prefix in full; prefilled
-    tokens once per shard) and its modelled time."""
+    """What one command records (a shared prefix counted in full, prefilled once per shard)."""
 
     points: int
     requests: int
@@ -67,8 +63,7 @@ class Sweep:
 
 
 def assumptions() -> tuple[float, float, str]:
-    """(batched output tok/s per GPU, one user's tok/s, source URL): published vLLM
-    DeepSeek-V4.1-Flash figures on GB300."""
+    """(batched output tok/s per GPU, one user's tok/s, URL): published vLLM figures."""
     from rackbook.results import evidence
 
     def best(result: str, claim: str, unit: str) -> tuple[float, str]:
@@ -103,8 +98,8 @@ class PrefillRate:
 
 
 def prefill_rate() -> PrefillRate:
-    """The fastest per-GPU prefill of the longest prompt in vLLM's prefill-TTFT table
-    (``K`` read as 1,000 tokens: the slower rate; one request's rate: an upper bound on time)."""
+    """The fastest per-GPU prefill of the longest prompt in vLLM's prefill-TTFT table (``K``
+    read as 1,000 tokens: the slower rate)."""
     from rackbook.results import published_rows
 
     cells = published_rows.load_prefill_table()
@@ -158,8 +153,8 @@ def _text(v: Any) -> str:
 
 
 def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
-    """The live scenario's sweep for ``params`` and its modelled time (s) on what ``h`` holds:
-    decode at the batched or one-stream rate, whichever is slower, plus prefill."""
+    """The live scenario's sweep for ``params`` and its modelled time on what ``h`` holds:
+    decode at the slower of the batched and one-stream rates, plus prefill."""
     from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
@@ -203,9 +198,8 @@ def _prefill_gpus(topo: Any) -> int:
 
 
 def where(result: str, topo: Any) -> str:
-    """What a result's command measures on ``topo``: ``both`` (the rack as config ``rack`` and
-    the reference worker as ``1x``), ``reference`` (the one-node reference worker), ``node``
-    (one node of the claim's GPUs: the recipe has no reference worker) or ``routed``."""
+    """What a result's command measures: ``both`` (rack and reference worker), ``reference``,
+    ``node`` (one node of the claim's GPUs, no reference worker) or ``routed``."""
     ref = topo.reference_worker()
     if result == "rack-scaling" and ref:
         return "both"
@@ -234,8 +228,7 @@ def holding(result: str, topo: Any) -> Hold:
 
 
 def record_parameters(topo: Any) -> dict[str, Any]:
-    """rack-scaling's ``rackbook record -p`` plan (tokens, GPUs, streams); ``{}``
-    without a reference worker."""
+    """rack-scaling's ``rackbook record -p`` plan; ``{}`` without a reference worker."""
     from rackbook.cluster import notebook_params
     from rackbook.inputs.published import load_figures
     from rackbook.results.headline import defaults
@@ -267,7 +260,7 @@ def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
     """(result, what it holds, its sweep) for every chapter's card, in book order."""
     from rackbook.cluster import notebook_params
 
-    topo = topo or _topology()
+    topo = topo or load_topology()
     params = notebook_params.params_files(topo)
     out = []
     for r in paths.RESULTS:
@@ -307,19 +300,13 @@ def gpus_text(topo: Any, routed: bool = False) -> str:
     return f"{total} ({parts})" if len(workers) > 1 else total
 
 
-def _topology() -> Any:
-    from rackbook.cluster import topology
-
-    return topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
-
-
 def deployment() -> str:
     """The cluster deployment every rerun card uses (MyST Markdown), with its leaders' commands."""
     from rackbook.cluster import commands
     from rackbook.inputs import catalogs
     from rackbook.physics import roofline
 
-    topo = _topology()
+    topo = load_topology()
     st = roofline.storage(catalogs.as_model(topo.model.catalog_id))
     return render(
         "rerun-deployment.md.j2",
@@ -350,7 +337,7 @@ def card(result: str) -> str:
     from rackbook.inputs.claims import load_claims
     from rackbook.inputs.published import load_figures
 
-    topo = _topology()
+    topo = load_topology()
     _, h, sw = next(x for x in cost_rows(topo) if x[0] == result)
     params = notebook_params.params_files(topo)
     ref, kind = topo.reference_worker(), where(result, topo)
