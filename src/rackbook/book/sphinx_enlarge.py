@@ -12,12 +12,6 @@ from docutils import nodes
 CLASS = "rb-enlarge"
 
 
-def _source(node: nodes.image) -> str:
-    """The image's path as the environment knows it (its ``*`` candidate, else its URI)."""
-    candidates = node.get("candidates") or {}
-    return str(candidates.get("*", node["uri"]))
-
-
 def link_images(app: Any, doctree: nodes.document, docname: str) -> int:
     """Wrap each unlinked image in a link to its ``_images/`` copy (not remote, data or
     ``no-scaled-link`` ones); returns how many."""
@@ -31,7 +25,7 @@ def link_images(app: Any, doctree: nodes.document, docname: str) -> int:
     for node in list(doctree.findall(nodes.image)):
         if isinstance(node.parent, nodes.reference) or "no-scaled-link" in node["classes"]:
             continue
-        src = _source(node)
+        src = str((node.get("candidates") or {}).get("*", node["uri"]))  # as env knows it
         if src not in images:
             continue
         ref = nodes.reference("", "", internal=True, classes=[CLASS])
@@ -43,10 +37,6 @@ def link_images(app: Any, doctree: nodes.document, docname: str) -> int:
     return wrapped
 
 
-def _resolved(app: Any, doctree: nodes.document, docname: str) -> None:
-    link_images(app, doctree, docname)
-
-
 def setup(app: Any) -> dict[str, Any]:
-    app.connect("doctree-resolved", _resolved)
+    app.connect("doctree-resolved", link_images)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
