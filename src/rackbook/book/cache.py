@@ -18,11 +18,9 @@ from rackbook.core.fsio import atomic_write_text, update_manifest
 
 #: Format of the key; bump it when what the key covers changes.
 KEY_VERSION = 1
-
-#: The package whose source is part of every key (a folder; tests point it elsewhere).
+#: The package whose source is part of every key (tests point it elsewhere).
 PACKAGE_SOURCE: Path = Path(rackbook.__file__).resolve().parent
-
-#: Parameters that name where outputs go, never an input to hash by content.
+#: Parameters that name where outputs go, never hashed by content.
 OUTPUT_PARAMETERS = frozenset({"out_dir"})
 
 
@@ -40,8 +38,7 @@ def _shared_inputs() -> list[Path]:
 
 
 def _entries(root: Path) -> Iterable[Path]:
-    """``root`` and every folder and file under it, in a fixed order (``__pycache__`` left
-    out: it follows the source)."""
+    """``root`` and every folder and file under it but ``__pycache__``, in a fixed order."""
     yield root
     if root.is_file():
         return
@@ -86,8 +83,7 @@ def _input_paths(params: Mapping[str, Any]) -> list[tuple[str, Path]]:
 
 
 def chapter_key(notebook: Path, params: Mapping[str, Any]) -> str:
-    """The key of one chapter: ``notebook`` executed with ``params`` (all of them, defaults
-    included, as the kernel sees them). Hex SHA-256."""
+    """Hex SHA-256 of ``notebook`` executed with ``params`` (defaults included)."""
     h = hashlib.sha256()
     h.update(f"rackbook-cache-{KEY_VERSION}\0{sys.version}\0".encode())
     h.update(b"\0notebook\0" + notebook.read_bytes())

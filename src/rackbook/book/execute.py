@@ -1,6 +1,5 @@
-"""Execute one notebook with papermill in a child process logging to a file (every way out
-is one ``error:`` line); a signal stops child and kernel; a cell's InputError is rebuilt in
-the parent from the JSON the kernel wrote (:func:`report_input_errors`)."""
+"""Execute one notebook with papermill in a child process logging to a file; a signal stops
+child and kernel; a cell's InputError comes back to the parent as JSON."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from typing import Any
 
 from rackbook.errors import log_stem
 
-#: Seconds the child gets to stop its kernel after SIGTERM before it and its kernel are
-#: killed (a signal's one line comes within 2 s).
+#: Seconds the child gets to stop its kernel after SIGTERM before both are killed.
 STOP_GRACE_S = 1.0
 
 #: The environment variable naming the file a kernel writes an uncaught InputError's fields to.
@@ -25,8 +23,7 @@ ERROR_ENV = "RACKBOOK_KERNEL_ERROR"
 
 
 def report_input_errors() -> None:
-    """In the kernel: a cell's uncaught InputError is also written as JSON to the
-    file :data:`ERROR_ENV` names."""
+    """In the kernel: write a cell's uncaught InputError as JSON to :data:`ERROR_ENV`'s file."""
     from IPython import get_ipython
 
     from rackbook.errors import InputError
@@ -40,8 +37,7 @@ def report_input_errors() -> None:
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
-    """A ``preexec_fn`` (None off Linux) after which the child gets ``sig`` when this process
-    dies, even by SIGKILL (``prctl(PR_SET_PDEATHSIG)``)."""
+    """A ``preexec_fn`` (None off Linux): the child gets ``sig`` when this process dies."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -122,8 +118,7 @@ def execute_notebook(
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the child (it stops its kernel); if it lingers, SIGKILL its group and its
-    children (the kernel runs in a session of its own)."""
+    """SIGTERM the child (it stops its kernel); if it lingers, SIGKILL its group and kernel."""
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
     try:
@@ -139,7 +134,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _children(pid: int) -> list[int]:
-    """Processes whose parent is ``pid`` (none once it has gone)."""
     import psutil
 
     with contextlib.suppress(psutil.Error):
@@ -151,8 +145,7 @@ _REPORT = "from rackbook.book.execute import report_input_errors; report_input_e
 
 
 def _child_main(spec_path: str) -> int:
-    """The child: execute the spec's notebook; on a fatal signal kill the kernel, exit
-    128 + signal."""
+    """The child: execute the spec's notebook; a fatal signal kills the kernel."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
 
     def _on_signal(signum: int, _frame: object) -> None:

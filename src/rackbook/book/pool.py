@@ -16,27 +16,21 @@ from typing import Any
 from rackbook import STOP_SIGNALS
 from rackbook.errors import InputError, Terminated
 
-#: Executes one chapter: ``(result, source, params, out, progress, force)`` -> its headline
-#: JSON's path and whether it came from the cache; raises :class:`InputError` on failure.
+#: ``(result, source, params, out, progress, force)`` -> (headline JSON, from the cache).
 Execute = Callable[[str, str, dict[str, Any], str | Path | None, bool, bool], tuple[Path, bool]]
-#: The cache's headline of one chapter, ``(result, source, params, out)`` -> its path, or None
-#: when the chapter must be executed.
+#: ``(result, source, params, out)`` -> the cache's headline JSON, or None.
 Cached = Callable[[str, str, dict[str, Any], str | Path | None], Path | None]
 
-#: Seconds the workers get to stop their chapters (kernels stopped, temporaries removed)
-#: after the command is signalled, before they are killed.
+#: Seconds the workers get to stop their chapters after a signal, before they are killed.
 WORKER_GRACE_S = 1.5
-#: A worker's state: ``idle`` (a signal ends it), ``busy`` (a signal unwinds its chapter) or
-#: ``stopping`` (later signals ignored; the parent kills a worker that lingers).
+#: A worker's state: ``idle`` (a signal ends it), ``busy`` (unwinds) or ``stopping``.
 _state: list[str] = ["idle"]
-#: A worker's executor of chapters (set by :func:`_worker_init`).
 _executor: list[Execute] = []
 
 
 @dataclass(frozen=True)
 class Done:
-    """One chapter's outcome: its headline JSON (None on error), whether it came from the
-    cache, wall seconds, and the error's three parts when it failed."""
+    """One chapter's outcome: headline JSON (None on error), cached, wall seconds, error."""
 
     result: str
     headline: Path | None
@@ -54,7 +48,6 @@ def cores() -> int:
 
 
 def _worker_signal(signum: int, _frame: object) -> None:
-    """A worker's stop signal: unwind the chapter it executes, else exit."""
     if _state[0] == "idle":
         os._exit(128 + signum)
     if _state[0] == "busy":
@@ -63,7 +56,6 @@ def _worker_signal(signum: int, _frame: object) -> None:
 
 
 def _worker_init(execute: Execute) -> None:
-    """Pool worker set-up: its own stop handler (:func:`_worker_signal`) and its executor."""
     _executor[:] = [execute]
     for sig in STOP_SIGNALS:
         signal.signal(sig, _worker_signal)
@@ -72,7 +64,6 @@ def _worker_init(execute: Execute) -> None:
 def _in_worker(
     result: str, source: str, params: dict[str, Any], out: str | Path | None, force: bool
 ) -> Done:
-    """:func:`_one` in a worker process, with the executor :func:`_worker_init` set."""
     return _one(_executor[0], result, source, params, out, force)
 
 
@@ -84,8 +75,7 @@ def _one(
     out: str | Path | None,
     force: bool,
 ) -> Done:
-    """Run one chapter with ``execute``, its error as a value; a stop signal ends the worker
-    once the chapter is unwound."""
+    """Run one chapter with ``execute``, its error as a value."""
     t0 = time.perf_counter()
     _state[0] = "busy"
     try:
@@ -130,7 +120,6 @@ def run_chapters(
 ) -> list[Done]:
     """Execute ``names``, ``jobs`` at a time (cache first unless ``force``), ``report``
     each in order; raises the first failure once all have ended."""
-    # Chapters the cache holds are answered here, without a worker.
     ready: dict[str, Done] = {}
     if not force:
         for name in names:
@@ -164,8 +153,7 @@ def run_chapters(
             for name in names:
                 emit(ready[name] if name in ready else futures[name].result())
         except BaseException:
-            # A signal or failure: nothing starts or is reported after it; the running
-            # chapters are stopped, not waited for (the broken pool fails their futures).
+            # nothing starts or is reported after a signal; running chapters are stopped
             _stop_workers(ex)
             ex.shutdown(wait=False)
             raise

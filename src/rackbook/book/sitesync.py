@@ -11,20 +11,14 @@ from pathlib import Path
 
 
 def _relative_files(root: Path) -> set[str]:
-    out = set()
-    for d, _dirs, files in os.walk(root):
-        for f in files:
-            out.add((Path(d) / f).relative_to(root).as_posix())
-    return out
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()}
 
 
 def sync_tree(src: Path, dst: Path) -> list[str]:
     """Make ``dst`` hold exactly ``src``'s files (unchanged bytes left alone); returns the
     relative paths copied or deleted, sorted."""
     dst.mkdir(parents=True, exist_ok=True)
-    new = _relative_files(src)
-    old = _relative_files(dst)
-    changed = []
+    new, old, changed = _relative_files(src), _relative_files(dst), []
     for rel in sorted(new):
         s, d = src / rel, dst / rel
         if d.is_file() and filecmp.cmp(s, d, shallow=False):
