@@ -1,6 +1,5 @@
-"""Build the HTML book (``rackbook book``): sources and executed notebooks staged under
-``_build/site``, Jupyter Book run on them; optionally every result first run on a user's
-traces (:func:`run_on_traces`)."""
+"""``rackbook book``: sources and executed notebooks staged under ``_build/site``, Jupyter Book
+run on them; optionally every result first run on a user's traces."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ _FIGURE = re.compile(r"(```\{glue:figure\}[^\n]*\n)((?::[a-z]+:[^\n]*\n)*)(.*?)`
 
 
 def _plain_caption(caption: str, glued: dict[str, str]) -> str:
-    """A caption as plain alt text: glue values filled, roles and marks removed, two
-    sentences."""
+    """A caption as plain alt text: glue values filled, roles and marks removed, two sentences."""
 
     def role(m: re.Match[str]) -> str:
         kind, body = m.group(1), m.group(2)
@@ -90,16 +88,12 @@ PARAMETER_PROMPTS = {
     "injected-parameters": "Show the parameters this build passed",
     "parameters": "Show the chapter's parameters (the defaults a rerun can change)",
 }
-
-
-#: The heading of a chapter's provenance section (the claims as published, the trace behind the
-#: measured numbers): the parameter cells are shown there, after the evidence.
+#: The heading of a chapter's provenance section, where the parameter cells are shown.
 PROVENANCE_HEADING = "## Where the numbers come from"
 
 
 def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The cells with the parameter cells moved after the cell that follows
-    :data:`PROVENANCE_HEADING` (unchanged without one)."""
+    """The cells, the parameter cells moved after the one following :data:`PROVENANCE_HEADING`."""
 
     def is_param(c: dict[str, Any]) -> bool:
         tags = c.get("metadata", {}).get("tags", [])
@@ -151,9 +145,8 @@ def stage_book(
     present = available_results()
     missing = [r for r in present if not (executed / f"{r}.ipynb").exists()]
     if missing:
-        raise InputError(
-            executed, missing[0] + ".ipynb", "not executed yet: run `rackbook run all` first"
-        )
+        why = "not executed yet: run `rackbook run all` first"
+        raise InputError(executed, missing[0] + ".ipynb", why)
     from rackbook.book.sitesync import sync_tree
 
     staging = site.with_name(site.name + ".staging")
@@ -168,8 +161,7 @@ def stage_book(
         for r in present:
             _stage_notebook(executed / f"{r}.ipynb", staging / "notebooks" / f"{r}.ipynb")
         pages.generate(staging / "book" / "generated", executed, reference, mine)
-        # Only files whose bytes changed are rewritten, so Sphinx rebuilds only those pages.
-        sync_tree(staging, site)
+        sync_tree(staging, site)  # only changed files rewritten: Sphinx rebuilds only those
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return site
@@ -182,7 +174,6 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log
     cmd += ["-W", "-n"] * strict + ["--all"] * force
     from rackbook.book.execute import die_with_parent
 
-    # in a process group of its own that dies with this process (its workers too)
     proc = subprocess.Popen(
         cmd,
         cwd=paths.ROOT,
@@ -206,11 +197,8 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log
     if proc.returncode != 0:
         problems = [ln for ln in text.splitlines() if "WARNING" in ln or "ERROR" in ln]
         tail = problems[:1] or [ln for ln in text.splitlines() if ln.strip()][-1:]
-        raise InputError(
-            display_path(log),
-            "jupyter-book",
-            f"build failed: {tail[0] if tail else proc.returncode}",
-        )
+        why = f"build failed: {tail[0] if tail else proc.returncode}"
+        raise InputError(display_path(log), "jupyter-book", why)
 
 
 def build_book(
@@ -221,8 +209,8 @@ def build_book(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> Path:
-    """Stage and build the HTML book (skipped when nothing staged changed, unless
-    ``force``); returns the path of ``index.html``; ``html``: built aside, then swapped in whole."""
+    """Stage and build the HTML book (skipped when nothing staged changed, unless ``force``);
+    returns ``index.html``'s path; ``html``: built aside, then swapped in whole."""
     from rackbook.book.sitesync import read_stamp, tree_digest
     from rackbook.core.fsio import atomic_write_text
 
@@ -270,11 +258,8 @@ def check_user_traces(base: Path) -> list[str]:
         raise InputError(base, "--traces", "not a folder of traces (one folder per result)")
     mine = [r for r in available_results() if (base / r).is_dir()]
     if not mine:
-        raise InputError(
-            base,
-            "--traces",
-            f"holds no trace folder named after a result ({', '.join(paths.RESULTS)})",
-        )
+        why = f"holds no trace folder named after a result ({', '.join(paths.RESULTS)})"
+        raise InputError(base, "--traces", why)
     for r in mine:
         check_trace(r, base / r, "--traces")
         traces.read_trace(base / r, itl=False)
@@ -285,9 +270,8 @@ def check_user_traces(base: Path) -> list[str]:
 def run_on_traces(
     traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
 ) -> list[str]:
-    """Execute every result on ``traces_dir/RESULT`` where it exists, the others on
-    the shipped traces or copied from ``shipped``; ``out`` replaced whole. Returns the results
-    that used the user's traces."""
+    """Execute every result on ``traces_dir/RESULT`` where it exists, the others on the
+    shipped traces or copied from ``shipped``, into ``out`` (replaced whole); returns the first."""
     from rackbook.core.fsio import atomic_dir
     from rackbook.results.headline import read_result
 
@@ -315,8 +299,7 @@ def run_on_traces(
 
 
 def cli_book(args: argparse.Namespace) -> int:
-    """``rackbook book``: HTML from executed notebooks, with ``--traces`` first executed on
-    the user's traces."""
+    """``rackbook book``: HTML from executed notebooks (``--traces``: the user's first)."""
     force = bool(getattr(args, "force", False))
     out = cli_path(args.out)
     html = cli_path(getattr(args, "html", None))

@@ -1,5 +1,5 @@
-"""What a chapter needs from the book around its analysis: numbers glued into the prose
-(myst-nb ``glue``, one call for all of them) and the headline table."""
+"""What a chapter needs from the book around its analysis: values glued into the prose
+(myst-nb ``glue``), boxes and tables."""
 
 from __future__ import annotations
 
@@ -32,8 +32,7 @@ def glue_values(values: Mapping[str, Any]) -> None:
 
 
 def glue_figure(name: str, fig: Any) -> None:
-    """Glue a figure's PNG (:func:`~rackbook.book.plotting.figure_png`) under ``name``,
-    undisplayed, for a ``{glue:figure}`` directive."""
+    """Glue a figure's PNG (:func:`~rackbook.book.plotting.figure_png`) under ``name``."""
     import matplotlib.pyplot as plt
     from IPython.display import Image
     from myst_nb import glue
@@ -45,8 +44,7 @@ def glue_figure(name: str, fig: Any) -> None:
 
 
 def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
-    """A DataFrame as a Markdown table: ``columns`` name -> (header with unit, format
-    spec, ``""`` for text); no index."""
+    """A DataFrame as a Markdown table: ``columns`` name -> (header with unit, format spec)."""
     head = "| " + " | ".join(h for h, _ in columns.values()) + " |"
     rule = "|" + "|".join("---:" if f else "---" for _, f in columns.values()) + "|"
     rows = []
@@ -65,7 +63,7 @@ def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
 def folded(title: str, markdown: str) -> str:
     """``markdown`` in a dropdown titled ``title`` (its fence longer than any inside)."""
     inner = max((len(m) for m in re.findall(r"^(:{3,})", markdown, re.M)), default=3)
-    fence = ":" * max(4, inner + 1)  # one colon more than any fence inside
+    fence = ":" * max(4, inner + 1)
     return f"{fence}{{dropdown}} {title}\n{markdown.strip()}\n{fence}\n"
 
 
@@ -77,8 +75,7 @@ def _doc(outcome: Any) -> dict[str, Any]:
 
 
 def conclusion_markdown(outcome: Any) -> str:
-    """The chapter's conclusion box: per claim its verdict word, finding and
-    certainty; each reading in words one click away."""
+    """The chapter's conclusion box: per claim its verdict word, finding and certainty."""
     from rackbook.inputs.claims import load_claims
     from rackbook.results.conclusions import PLAIN_GRADES, conclusions, summarize
 
@@ -100,14 +97,13 @@ def _html(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-#: A reading's basis names its cell only when it is a short name (a full description of
-#: several bases is in its reason, one click away).
+#: Longest basis a verdict cell names (a longer one is in its reason).
 SHORT_BASIS = 60
 
 
 def _reading_html(r: dict[str, Any], validation: str) -> str:
-    """One reading in a verdict cell: basis (short names only), verdict, margin, expected and
-    kernel-sum briefs, its reason one click away."""
+    """One reading in a verdict cell: basis, verdict, margin, expected and kernel-sum briefs,
+    its reason one click away."""
     from rackbook.results.verdicts import brief as expected_brief
 
     name = str(r.get("basis") or "")
@@ -132,8 +128,7 @@ def _reading_html(r: dict[str, Any], validation: str) -> str:
 
 
 def readings_table(outcome: Any) -> str:
-    """The claim-by-reading HTML verdict table (:func:`_reading_html` per reading), with the
-    readings' questions above it."""
+    """The claim-by-reading HTML verdict table, with the readings' questions above it."""
     from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
     from rackbook.results.headline import READING_TITLES, READINGS
@@ -147,12 +142,12 @@ def readings_table(outcome: Any) -> str:
     rows = [f'<table class="rb-readings"><thead><tr><th>claim</th>{head}</tr></thead><tbody>']
     for claim, kinds in by_claim.items():
         cells = "".join(
-            f'<td data-label="{_html(READING_TITLES[k])}">'  # shown on narrow screens
+            f'<td data-label="{_html(READING_TITLES[k])}">'
             + ("".join(_reading_html(r, validation) for r in kinds.get(k, [])) or "-")
             + "</td>"
             for k in READINGS
         )
-        name = figures.get(claim, claim)  # the claim as a reader names it: its figure
+        name = figures.get(claim, claim)
         rows.append(f"<tr><td><strong>{_html(name)}</strong></td>{cells}</tr>")
     rows.append("</tbody></table>")
     intro = (
@@ -168,8 +163,7 @@ readings_box = readings_table
 
 
 def flips_box(outcome: Any) -> str:
-    """A dropdown of what would flip each verdict (computed thresholds) under the verdict
-    rule."""
+    """A dropdown of what would flip each verdict (computed thresholds)."""
     from rackbook.physics.results_bounds import verdict_rule
 
     rule = verdict_rule().text
@@ -188,8 +182,7 @@ def standin_warning(kind: str, hardware: str, testable: bool) -> str:
 
 
 def evidence_markdown(result: str) -> str:
-    """The chapter's published points per claim: the published reading, the points
-    beside it (linked), used or not, and how each differs from the claim."""
+    """The chapter's published points per claim, used or not, and how each differs."""
     from rackbook.inputs.claims import load_claims
     from rackbook.results import evidence
 
@@ -285,7 +278,6 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
 
 def headlines_box(outcome: Any) -> str:
     """The chapter's headline values, folded in a dropdown titled with their count."""
-
     return render("chapter-boxes.md.j2", box="headlines", outcome=outcome)
 
 
@@ -302,7 +294,6 @@ def _known(x: object) -> bool:
 
 def validity_warning(trace: Any) -> str:
     """A warning with the counts when flagged requests were left out; else empty."""
-
     s = getattr(trace, "screening", None)
     if s is None or not s.flagged:
         return ""

@@ -198,10 +198,8 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
         ),
     )
     src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {provenance.hardware_label(t.run)})"
-    head = (
-        f"Computed by `rackbook.core.cross_tool.translate` from {src}, over {plural(gpus, 'GPU')}."
-    )
-    return head + "\n\n" + "\n".join(out) + "\n"
+    head = f"Computed by `rackbook.core.cross_tool.translate` from {src}, over "
+    return head + f"{plural(gpus, 'GPU')}." + "\n\n" + "\n".join(out) + "\n"
 
 
 #: Worked examples of ``rackbook check``: (what is claimed, check_claim keyword arguments).
