@@ -1,6 +1,5 @@
 """Command lines from a topology: every node rank's ``vllm serve``, the router's,
-``serve-commands.sh`` and the generated files' header.
-"""
+``serve-commands.sh`` and the generated files' header."""
 
 from __future__ import annotations
 
@@ -43,9 +42,8 @@ def serve_argv(
     leader: str | None = None,
     start_rank: str | int | None = None,
 ) -> list[str]:
-    """Words of ``worker``'s node ``node_rank``'s ``vllm serve`` (rank 0 serves the API, others
-    headless); ``leader``, ``start_rank``: shell words (defaults: ``$<WORKER>_LEADER_IP``,
-    ``node_rank x gpus_per_node``)."""
+    """Words of ``worker``'s node ``node_rank``'s ``vllm serve`` (rank 0 serves the API);
+    ``leader``, ``start_rank``: shell words (defaults: ``$<WORKER>_LEADER_IP``, rank x GPUs)."""
     w = topo.workers[worker]
     per_node = topo.system.gpus_per_node
     if not 0 <= node_rank < topo.nodes(worker):
@@ -58,18 +56,9 @@ def serve_argv(
     else:
         rank = start_rank if start_rank is not None else node_rank * per_node
         words += ["--headless", "--data-parallel-start-rank", Raw(str(rank))]
-    words += [
-        "--tensor-parallel-size",
-        "1",
-        "--data-parallel-size",
-        str(w.gpus),
-        "--data-parallel-size-local",
-        str(per_node),
-        "--data-parallel-address",
-        address,
-        "--data-parallel-rpc-port",
-        str(w.rpc_port),
-    ]
+    words += ["--tensor-parallel-size", "1", "--data-parallel-size", str(w.gpus)]
+    words += ["--data-parallel-size-local", str(per_node), "--data-parallel-address", address]
+    words += ["--data-parallel-rpc-port", str(w.rpc_port)]
     if topo.eplb is not None:
         e = topo.eplb
         cfg = {
@@ -144,12 +133,8 @@ def serve_commands_sh(topo: Topology) -> str:
     lines.append("# Leader addresses are shell variables (set by slurm.sbatch, or by you):")
     for name in topo.workers:
         lines.append(f"#   ${leader_var(name)}: IP of {name}'s node rank 0")
-    if topo.kv_transfer is not None:
-        lines.append(
-            "# Every node also needs VLLM_HOST_IP and VLLM_NIXL_SIDE_CHANNEL_HOST = its own IP."
-        )
-    else:
-        lines.append("# Every node also needs VLLM_HOST_IP = its own IP.")
+    nixl = " and VLLM_NIXL_SIDE_CHANNEL_HOST" if topo.kv_transfer is not None else ""
+    lines.append(f"# Every node also needs VLLM_HOST_IP{nixl} = its own IP.")
     for name, cmds in serve_commands(topo).items():
         w = topo.workers[name]
         for rank, cmd in enumerate(cmds):

@@ -11,7 +11,6 @@ from rackbook.cluster.topology import HF_HOME, Topology, k8s_name, leader_servic
 
 
 def _container(name: str, topo: Topology, command: str) -> dict[str, Any]:
-    """A container running ``command`` in the topology's image."""
     args = {"command": ["/bin/bash", "-c"], "args": [f"exec {command}"]}
     return {"name": name, "image": topo.container.image, **args}
 
@@ -75,7 +74,7 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
 
 
 class _NoAliasDumper(yaml.SafeDumper):
-    """SafeDumper that writes repeated mappings out in full (no ``&id001`` anchors)."""
+    """SafeDumper writing repeated mappings in full (no ``&id001`` anchors)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True

@@ -1,6 +1,5 @@
 """The notebooks' live parameters from a topology: ``notebook-parameters.json`` and
-``params/<result>.yaml``.
-"""
+``params/<result>.yaml``."""
 
 from __future__ import annotations
 
@@ -19,9 +18,7 @@ RACK_TRACE = "_build/executed/traces/rack-scaling"
 def reference_endpoint(topo: Topology) -> str | None:
     """The one-node reference worker's leader URL (its Service); None without one."""
     ref = topo.reference_worker()
-    if ref is None:
-        return None
-    return f"http://{leader_service(topo, ref)}:{topo.workers[ref].port}"
+    return None if ref is None else f"http://{leader_service(topo, ref)}:{topo.workers[ref].port}"
 
 
 def notebook_parameters(topo: Topology) -> dict[str, Any]:
@@ -46,8 +43,7 @@ STREAMS_PER_RANK = 64
 
 def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     """Per result, its notebook's live parameters for this topology (lengths and batches from
-    the claims); with a reference worker, context-latency and single-user measure it and
-    rack-scaling reads the trace its card records."""
+    the claims; a reference worker measured by context-latency and single-user)."""
     from rackbook.inputs.claims import load_claims
 
     reg = load_claims()

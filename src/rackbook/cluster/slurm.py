@@ -1,6 +1,5 @@
-"""The Slurm recipe generated from a topology: ``env/cluster/slurm.sbatch.in`` filled in
-(:func:`slurm_script`). In the template ``@@name`` is a value (several lines for the workers'
-blocks), and a line starting ``@@?flag`` is kept (without that prefix) when ``flag`` holds."""
+"""The Slurm recipe: ``env/cluster/slurm.sbatch.in`` filled in, where ``@@name`` is a value and
+a line starting ``@@?flag`` is kept (without that prefix) when ``flag`` holds."""
 
 from __future__ import annotations
 
@@ -20,10 +19,7 @@ from rackbook.cluster.commands import (
 from rackbook.cluster.topology import HF_HOME, Topology
 from rackbook.core.units import plural
 
-#: The sbatch script's template (bash with ``@@`` placeholders).
 TEMPLATE = paths.ROOT / "env" / "cluster" / "slurm.sbatch.in"
-
-
 _FLAG = re.compile(r"@@\?(\w+) ?")
 
 
