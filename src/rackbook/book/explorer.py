@@ -1,6 +1,5 @@
-"""Interactive explorers (rack-scaling, single-user): per setting the physics verdict,
-ceiling and expected range, precomputed as Plotly traces, with a PNG for print. Units:
-tokens/s per GPU of the counted tokens."""
+"""Interactive explorers (rack-scaling, single-user): per setting the physics verdict, ceiling
+and expected range as Plotly traces, with a PNG for print. Units: tok/s per GPU counted."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ COLOURS = {"possible": "#0072B2", "impossible": "#D55E00"}
 
 @dataclass(frozen=True)
 class Cell:
-    """One explorer setting's readings (tok/s per GPU of the counted tokens); ``None`` where
-    the figure does not fit in memory."""
+    """One explorer setting's readings (tok/s per GPU); ``None`` where it does not fit."""
 
     setting: dict[str, Any]
     x: float
@@ -65,8 +63,7 @@ def _grid(
     claim_id: str, gpu: str, settings: dict[str, tuple], x_name: str, xs: tuple, **fixed: Any
 ) -> list[Cell]:
     """``claim_id``'s figure checked on ``gpu`` for every combination of ``settings`` (one
-    per explorer panel) and every value of ``x_name`` in ``xs``; ``fixed``: the same for all
-    (``gpus`` among them or among the settings)."""
+    panel each) and value of ``x_name`` in ``xs``; ``fixed`` (or settings) hold ``gpus``."""
     tok_s = load_claims().value(claim_id)
     fit = expected.load_fit()
     cells = []
@@ -81,8 +78,7 @@ def _grid(
 
 
 def rack_grid() -> list[Cell]:
-    """The rack explorer's grid: the rack claim on 72 GB300 per tokens counted, per and
-    cached share of the input (``x``)."""
+    """The rack claim on 72 GB300 per tokens counted, per and cached share (``x``)."""
     from rackbook.results.rack_scaling import ASSUMED_ISL, ASSUMED_OSL
 
     settings = {"counted": RACK_COUNTED, "per": RACK_PER}
@@ -91,8 +87,7 @@ def rack_grid() -> list[Cell]:
 
 
 def single_grid() -> list[Cell]:
-    """The single-user explorer's grid: one stream per GPU count, context and tokens per
-    step (``x``)."""
+    """One stream per GPU count, context and tokens per step (``x``)."""
     settings = {"gpus": SINGLE_GPUS, "context": SINGLE_CONTEXTS}
     xs = SINGLE_STEPS
     return _grid(SINGLE_CLAIM_ID, SINGLE_GPU, settings, "tokens_per_step", xs, per="total", batch=1)
@@ -108,7 +103,7 @@ def _label(setting: dict[str, Any]) -> str:
 
 
 def _groups(cells: list[Cell]) -> dict[str, list[Cell]]:
-    """The cells by panel (setting label), in grid order (a panel's cells are adjacent)."""
+    """The cells by panel (setting label), in grid order."""
     return {k: list(g) for k, g in itertools.groupby(cells, key=lambda c: _label(c.setting))}
 
 
@@ -116,8 +111,7 @@ def _num(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-#: Plotly styles of a panel's traces: the expected range's two edges (filled between), the
-#: physics ceiling and the claim.
+#: Plotly styles: the expected range's edges (filled between), the ceiling and the claim.
 _EDGE = {"mode": "lines", "line": {"width": 0}}
 _LOW = {**_EDGE, "fill": "tonexty", "fillcolor": "rgba(0,158,115,0.25)", "name": "expected range"}
 _CEILING = {
@@ -134,7 +128,7 @@ _CLAIM = {
 
 
 def _traces(cs: list[Cell]) -> list[dict[str, Any]]:
-    """One panel's Plotly traces (y values and style; the claim's markers by verdict)."""
+    """One panel's Plotly traces (the claim's markers coloured by verdict)."""
     marker = {"size": 11, "color": [COLOURS.get(c.verdict, "#777777") for c in cs]}
     return [
         {"y": [_num(c.high) for c in cs], **_EDGE, "showlegend": False, "hoverinfo": "skip"},
@@ -145,8 +139,8 @@ def _traces(cs: list[Cell]) -> list[dict[str, Any]]:
 
 
 def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
-    """A Plotly figure of ``cells``: per setting (dropdown), the claimed rate (points coloured
-    by verdict), the ceiling (line) and the expected range (band) against ``x``; log y."""
+    """A Plotly figure of ``cells``: per setting (dropdown), the claim, ceiling and expected
+    range against ``x``; log y."""
     import plotly.graph_objects as go
 
     groups = _groups(cells)
@@ -202,8 +196,7 @@ def _png(cells: list[Cell], x_title: str, title: str, first: int = 0) -> bytes:
 def bundle(
     cells: list[Cell], x_title: str, title: str, first: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A display bundle: ``text/html`` (Plotly, script from ``_static``) and ``image/png``;
-    ``first``: the setting shown first."""
+    """A display bundle: ``text/html`` (Plotly, script from ``_static``) and ``image/png``."""
     i = list(_groups(cells)).index(_label(first)) if first else 0
     html = figure(cells, x_title, title, i).to_html(
         full_html=False, include_plotlyjs=False, config={"displaylogo": False}
@@ -213,13 +206,11 @@ def bundle(
 
 
 def rack_bundle() -> dict[str, Any]:
-    """The rack-scaling explorer's display bundle (:func:`rack_grid`)."""
     title = "The rack figure per GPU of the counted tokens, by reading"
     return bundle(rack_grid(), "cached share of the input tokens (fraction)", title)
 
 
 def single_bundle() -> dict[str, Any]:
-    """The single-user explorer's display bundle (:func:`single_grid`)."""
     x_title = "tokens per step (acceptance length; 1 without speculation)"
     title = "The single-user figure per GPU, by GPUs and context"
     return bundle(single_grid(), x_title, title, SINGLE_FIRST)

@@ -44,8 +44,7 @@ def releases(folder: Path = RELEASES) -> list[dict]:
 
 
 def _changes(old: dict, new: dict) -> list[str]:
-    """One Markdown bullet per claim whose verdict word or grade differs between two
-    snapshots (or that one of them lacks)."""
+    """One Markdown bullet per claim whose word or grade differs between two snapshots."""
     out = []
     for cid in dict.fromkeys([*old["claims"], *new["claims"]]):
         a, b = old["claims"].get(cid), new["claims"].get(cid)
@@ -53,9 +52,8 @@ def _changes(old: dict, new: dict) -> list[str]:
         if a is None or b is None:
             out.append(f"- **{fig}**: {'first read' if a is None else 'no longer read'}")
         elif (a["word"], a["grade"]) != (b["word"], b["grade"]):
-            out.append(
-                f"- **{fig}**: *{a['word']}* ({a['grade']}) became *{b['word']}* ({b['grade']})"
-            )
+            was, now = f"*{a['word']}* ({a['grade']})", f"*{b['word']}* ({b['grade']})"
+            out.append(f"- **{fig}**: {was} became {now}")
     return out
 
 
@@ -72,8 +70,7 @@ def citation_cff(version: str = __version__, date: str | None = None) -> str:
 
 
 def cite_markdown(version: str = __version__) -> str:
-    """The landing page's citation box: version, release date and the BibTeX (the fields of
-    ``CITATION.cff``), one click away."""
+    """The landing page's citation box: version, release date and the BibTeX."""
     when = _release_date(version)
     return render("cite.md.j2", title=TITLE, authors=AUTHORS, version=version, date=when)
 

@@ -1,5 +1,5 @@
-"""What ``rackbook run`` and ``list`` print under each result: headline values with unit
-and verdict (4 significant digits), and what moved since the last run."""
+"""What ``rackbook run`` and ``list`` print under each result (headline values, 4 significant
+digits, and what moved since the last run); Markdown helpers and the template renderer."""
 
 from __future__ import annotations
 
@@ -27,11 +27,8 @@ def value_text(value: Any, unit: str | None = None) -> str:
 
 def _headlines(doc: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """name -> headline of a headline JSON (empty without one)."""
-    out: dict[str, dict[str, Any]] = {}
-    for h in (doc or {}).get("headlines") or []:
-        if isinstance(h, dict) and isinstance(h.get("name"), str):
-            out[h["name"]] = h
-    return out
+    found = (doc or {}).get("headlines") or []
+    return {h["name"]: h for h in found if isinstance(h, dict) and isinstance(h.get("name"), str)}
 
 
 def _verdicts(doc: dict[str, Any] | None) -> dict[tuple[str, str], str]:
@@ -44,8 +41,7 @@ def _verdicts(doc: dict[str, Any] | None) -> dict[tuple[str, str], str]:
 
 
 def numbers(doc: dict[str, Any]) -> list[str]:
-    """One line per headline value of ``doc``: ``name = VALUE UNIT (claim: verdict)``, or
-    ``(no claim)`` for a value that speaks to none; the numbers behind the verdicts."""
+    """One line per headline value: ``name = VALUE UNIT (claim: verdict)`` or ``(no claim)``."""
     lines = []
     for name, h in _headlines(doc).items():
         claim = h.get("claim_id")
@@ -79,8 +75,8 @@ def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
 
 
 def change_line(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
-    """The one line ``rackbook run`` prints after a result's numbers: ``first run in this
-    folder``, ``unchanged since the last run``, or ``changed since the last run: ...``."""
+    """The line ``rackbook run`` prints after a result's numbers: first run, unchanged or what
+    changed since the last run."""
     if old is None:
         return "first run in this folder"
     moved = changes(old, new)
@@ -90,8 +86,8 @@ def change_line(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
 
 
 def block(doc: dict[str, Any], old: dict[str, Any] | None = None, *, compare: bool) -> list[str]:
-    """The lines printed under a result's verdict line, indented: its numbers, then (with
-    ``compare``) what changed since ``old``."""
+    """The indented lines under a result's verdict line: its numbers, then (with ``compare``)
+    what changed since ``old``."""
     lines = [f"  {n}" for n in numbers(doc)]
     if compare:
         lines.append(f"  {change_line(old, doc)}")
@@ -122,8 +118,7 @@ def md_cell(text: object) -> str:
 
 
 def render(template: str, **values: Any) -> str:
-    """``book/_template/TEMPLATE`` (Jinja2) filled with ``values``: the book's words live in
-    the template, the numbers in ``values``; an undefined name raises."""
+    """``book/_template/TEMPLATE`` (Jinja2) filled with ``values``; an undefined name raises."""
     import jinja2
 
     from rackbook import paths

@@ -29,8 +29,7 @@ def report() -> dict[str, Any]:
 
 
 def _group(rep: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
-    """(name, summary) per value of ``key`` among the points: count, median measured /
-    expected, shares within 2x and inside the interval."""
+    """(name, summary) per value of ``key``: count, median ratio, shares within 2x and inside."""
     rows = []
     for name in sorted({str(p[key]) for p in rep["points"]}):
         preds = [p for p in rep["points"] if str(p[key]) == name]
@@ -62,8 +61,7 @@ def page(rep: dict[str, Any]) -> str:
 
 
 def figure(rep: dict[str, Any]) -> bytes:
-    """Predicted against measured (tokens/s per GPU, log axes), y = x and the 2x band, one
-    marker per source, as PNG bytes."""
+    """Predicted against measured (tok/s per GPU, log axes), one marker per source, as PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
