@@ -306,7 +306,7 @@ def deployment() -> str:
     from rackbook.inputs import catalogs
     from rackbook.physics import roofline
 
-    topo = load_topology()
+    topo: Any = load_topology()
     st = roofline.storage(catalogs.as_model(topo.model.catalog_id))
     return render(
         "rerun-deployment.md.j2",
@@ -337,7 +337,7 @@ def card(result: str) -> str:
     from rackbook.inputs.claims import load_claims
     from rackbook.inputs.published import load_figures
 
-    topo = load_topology()
+    topo: Any = load_topology()
     _, h, sw = next(x for x in cost_rows(topo) if x[0] == result)
     params = notebook_params.params_files(topo)
     ref, kind = topo.reference_worker(), where(result, topo)

@@ -116,9 +116,10 @@ def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None
         return
     schema.check_extent(top, params, where)
     layout = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
-    if all(isinstance(v, int) for v in layout):
+    ints = [v for v in layout if isinstance(v, int)]
+    if len(ints) == len(layout):
         try:
-            eplb.check_layout(top["expert"] + 1, *layout)
+            eplb.check_layout(top["expert"] + 1, ints[0], ints[1], ints[2], ints[3])
         except InputError as exc:
             raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
