@@ -1,5 +1,4 @@
-"""Figures of the context-latency chapter (data:
-:class:`rackbook.results.context_latency.Analysis`)."""
+"""Figures of the context-latency chapter (from its ``Analysis``)."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ _LINES = ["-", "--", ":"]
 
 
 def kv_per_sequence(a: Analysis) -> Figure:
-    """Global KV bytes of one sequence (GB) against context length, at every KV dtype, with the
-    claimed pair of contexts marked."""
+    """Global KV of one sequence (GB) against context, per KV dtype, the claimed pair marked."""
     fig, ax = plt.subplots()
     for i, d in enumerate(catalogs.PRECISIONS):
         t = a.memory[d]
@@ -41,8 +39,7 @@ def kv_per_sequence(a: Analysis) -> Figure:
 
 
 def sequences_per_gpu(a: Analysis) -> Figure:
-    """Sequences whose KV fits on one GPU after the weights (log) against context length, at
-    every KV dtype."""
+    """Sequences whose KV fits on one GPU after the weights (log) against context, per dtype."""
     fig, ax = plt.subplots()
     for i, d in enumerate(catalogs.PRECISIONS):
         t = a.memory[d]
@@ -60,8 +57,8 @@ def sequences_per_gpu(a: Analysis) -> Figure:
 
 
 def decode_latency(a: Analysis) -> Figure:
-    """The trace's median and mean TPOT (ms) against context length, the linear fit with its
-    slope's 95 % confidence interval, and the pair the delta is taken between."""
+    """Median and mean TPOT (ms) against context, the linear fit (95 % CI of its slope) and the
+    pair the delta is taken between."""
     s, f, d = a.series, a.fit, a.measured
     fig, ax = plt.subplots()
     x = s["context_tokens"].to_numpy(float)
@@ -85,9 +82,8 @@ def decode_latency(a: Analysis) -> Figure:
 
 
 def context_growth(a: Analysis) -> Figure:
-    """Extra time per decode step (ms, log) against sequences per GPU, each growing from lo to
-    hi tokens: the sparse floor (index-key scan and top-k rows) and the dense bound (every
-    row), with the claimed delta and its tolerance as a band."""
+    """Extra time per decode step (ms, log) against sequences per GPU growing lo -> hi tokens:
+    sparse floor and dense bound, with the claimed delta and its tolerance as a band."""
     g, p = a.growth, a.params
     n = np.unique(np.geomspace(1, max(64, 2 * g.sequences_to_explain), 40).round())
     per_sparse = g.growth.sparse_ms / g.growth.batch
@@ -120,8 +116,8 @@ def context_growth(a: Analysis) -> Figure:
 
 
 def implied_latency(a: Analysis) -> Figure:
-    """The decode latency at lo that the delta and the percent imply together (ms, with its
-    range over both figures' rounding), against the least step time of one sequence."""
+    """The decode latency at lo (ms) the delta and percent imply, with its rounding range,
+    against the least step time of one sequence."""
     im = a.implied
     fig, ax = plt.subplots(figsize=(6.4, 2.4))
     band = f"implied by the claims: {im.low_ms:.2f} to {im.high_ms:.1f} ms"

@@ -13,8 +13,7 @@ from rackbook.results.decode_parity import Analysis
 
 
 def _batch_axis(ax: Any, batches: Any) -> None:
-    """A log2 batch axis ticked at the batch sizes themselves, written 8, 16, ... 256 (not
-    2^3 ... 2^8)."""
+    """A log2 batch axis ticked at the batch sizes, written 8, 16, ... (not 2^3, 2^4)."""
     ticks = sorted({int(b) for b in batches})
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
@@ -25,8 +24,7 @@ def _batch_axis(ax: Any, batches: Any) -> None:
 
 
 def _mark(ax: Any, a: Analysis) -> None:
-    """The in-image stand-in label when the trace cannot test the claim (its "this run"
-    reading is untested): a figure copied out of the book still says what it is."""
+    """The in-image stand-in label when the trace cannot test the claim."""
     if any(r.reading == "this run" and r.verdict == "untested" for r in a.readings):
         plotting.stand_in(ax, f"stand-in data: {a.hardware}, not the claim's GPUs")
 

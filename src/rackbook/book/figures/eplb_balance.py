@@ -13,7 +13,6 @@ from rackbook.results.eplb_balance import SWEEPS, Analysis
 
 
 def _source(a: Analysis) -> str:
-    """What the loads are, for titles."""
     return "synthetic routing model" if a.trace.kind == "synthetic" else a.hardware
 
 
@@ -33,8 +32,7 @@ def rank_loads(a: Analysis) -> Figure:
     return fig
 
 
-#: Per sweep parameter: its panel's title and x-axis label (the panel's title says what is
-#: swept).
+#: Per sweep parameter: its panel's title and x-axis label.
 _AXES = {
     "ep_size": ("against EP size", "EP size (ranks)"),
     "redundant": ("against redundant experts", "redundant experts (count)"),
@@ -44,8 +42,7 @@ _AXES = {
 
 
 def _draw_sweep(ax: Any, a: Analysis, x: str) -> None:
-    """One sweep on ``ax``: static and EPLB balancedness against ``x``, uniform routing's
-    per-step floor, the claim's two figures and the chapter's own value of ``x``."""
+    """One sweep on ``ax``: static and EPLB balancedness against ``x``, with the claims."""
     mark = getattr(a.params if x in ("ep_size", "redundant") else a, x)
     df = a.sweeps[x]
     ax.plot(df[x], df["static"], marker="o", label="model: static placement")
@@ -64,9 +61,7 @@ def _draw_sweep(ax: Any, a: Analysis, x: str) -> None:
 
 
 def sweeps(a: Analysis) -> Figure:
-    """Every sweep of :data:`rackbook.results.eplb_balance.SWEEPS` in one figure, one panel
-    each (2 x 2), sharing the balancedness axis and one legend below: what moves the balance
-    and what does not, at a glance."""
+    """Every sweep of :data:`rackbook.results.eplb_balance.SWEEPS`, one panel each (2 x 2)."""
     fig, axes = plt.subplots(2, 2, figsize=(6.4, 5.6), sharey=True, layout="constrained")
     for ax, x in zip(axes.flat, SWEEPS, strict=True):
         _draw_sweep(ax, a, x)

@@ -1,5 +1,4 @@
-"""Figures of the prefill-gain chapter: an untestable trace's gain never drawn on the axis
-that holds the published range."""
+"""Figures of the prefill-gain chapter (an untestable gain never beside the published range)."""
 
 from __future__ import annotations
 
@@ -14,13 +13,11 @@ from rackbook.results.prefill_gain import Analysis
 
 
 def _where(a: Analysis) -> str:
-    """What the trace is, for titles: ``CPU stand-in`` or the hardware it ran on."""
     return f"on {a.hardware}" if a.testable else "CPU stand-in, not GB300"
 
 
 def throughput_distribution(a: Analysis) -> Figure:
-    """Empirical distribution of per-request new-token tok/s of A and B, each with a dotted line
-    at its chosen statistic."""
+    """Empirical distribution of per-request new-token tok/s of A and B, with their statistic."""
     fig, ax = plt.subplots(layout="constrained")
     t = a.table
     for i, cfg in enumerate((a.params.config_a, a.params.config_b)):
@@ -46,8 +43,8 @@ def throughput_distribution(a: Analysis) -> Figure:
 
 
 def gain_interval(a: Analysis) -> Figure:
-    """The measured gain (%) with its bootstrap interval. The published range shares the axis
-    only when the trace can test the claim; otherwise the axis holds this run's gain alone."""
+    """The measured gain (%) with its bootstrap interval; the published range beside it only
+    when the trace can test the claim."""
     g, p = a.gain, a.params
     fig, ax = plt.subplots(figsize=(6.4, 2.2), layout="constrained")
     ax.axvline(0, color="0.4", lw=0.8)
@@ -65,7 +62,6 @@ def gain_interval(a: Analysis) -> Figure:
             label=f"{p.stat} gain of {p.config_b} over {p.config_a}, with its {g.level:.0%} "
             "bootstrap interval",
         )
-        # the numbers themselves, so the single interval needs no reading off
         text = f"{100 * g.gain:+.1f} % ({100 * g.low:+.1f} to {100 * g.high:+.1f} %)"
         plotting.note(ax, text, (100 * g.gain, 0), (0, 12), ha="center")
         lo, hi = 100 * min(g.low, 0), 100 * max(g.high, 0)
@@ -92,8 +88,8 @@ def _minor(v: float, _: object) -> str:
 
 
 def prefix_read_ceiling(a: Analysis) -> Figure:
-    """The modelled new-token prefill ceiling (tok/s) against the cached prefix (tokens), with
-    and without new tokens sharing one read of the prefix, and the claim's prefix."""
+    """The modelled new-token prefill ceiling (tok/s) against the cached prefix (tokens), per
+    new tokens sharing one read of it, and the claim's prefix."""
     p = a.params
     fig, ax = plt.subplots(layout="constrained")
     for i, (r, c) in enumerate(a.curve.groupby("reuse")):

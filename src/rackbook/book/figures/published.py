@@ -24,9 +24,8 @@ def _finite(x: object) -> bool:
 
 
 def _points(rows: Any) -> Any:
-    """Published measurements of the claim's quantity, and analogues in the claim's own unit
-    (drawn apart: they never decide); context rows and analogues in other units are not drawn
-    on the claim's axis."""
+    """Published measurements of the claim's quantity and analogues in its unit (drawn apart:
+    they never decide)."""
     head = rows[rows["kind"] == "claim"]
     unit = str(head["unit"].iloc[0]) if len(head) else None
     pub = rows["kind"] == "published"
@@ -35,8 +34,7 @@ def _points(rows: Any) -> Any:
 
 
 def _modelled(pts: Any) -> Any:
-    """Which of the points are a cost model's figure (a modelled price in the figures
-    registry, matched by source and value), as a boolean array."""
+    """Which points are a modelled price of the figures registry (by source and value)."""
     from rackbook.inputs.published import load_figures
 
     modelled = {(f.url, float(f.value)) for f in load_figures().figures if f.modelled}
@@ -47,9 +45,8 @@ def _modelled(pts: Any) -> Any:
 
 
 def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
-    """The claim's figure on each plausible basis that rescales it (the rack's total over its
-    GPUs), as (legend text, value): one per distinct factor, so that every reading the chapter
-    states is drawn (:data:`rackbook.results.evidence.PLAUSIBLE`)."""
+    """(legend text, value) of the claim's figure on each plausible basis that rescales it,
+    one per distinct factor (:data:`rackbook.results.evidence.PLAUSIBLE`)."""
     out: dict[float, tuple[str, float]] = {}
     if not math.isfinite(value):
         return []
@@ -67,11 +64,9 @@ def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
 
 
 def claim_vs_published(result: str) -> Figure:
-    """One panel per claim of ``result`` that has published points in its unit: the points
-    (filled: of the claim's basis, they decide a reading; diamonds: modelled prices, a cost
-    model's rate; hollow: another basis, shown; crosses: analogues in the claim's unit, never
-    deciding; each legend entry only where its points are drawn)
-    on a log axis where they span more than a decade, and the claim's figure as a line."""
+    """One panel per claim of ``result`` with published points in its unit (filled: the
+    claim's basis; diamonds: modelled prices; hollow: another basis; crosses: analogues), log
+    where they span over a decade, and the claim's figure as a line."""
     t = evidence.evidence_table(result)
     claims = []
     for cid, rows in t.groupby("claim_id", sort=False):
@@ -111,8 +106,7 @@ def claim_vs_published(result: str) -> Figure:
         span = span[span > 0]
         if len(span) and span.max() / span.min() > 10:
             ax.set_xscale("log")
-            # a span of one or two decades gets ticks at 1, 2 and 5 per decade (several labels,
-            # not one); a wider span one per decade, so that the labels never overlap
+            # ticks at 1, 2 and 5 per decade over up to two decades, else one: never overlapping
             decades = math.log10(span.max() / span.min())
             subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
             ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))

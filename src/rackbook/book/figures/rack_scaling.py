@@ -21,7 +21,6 @@ _THOUSANDS = FuncFormatter(lambda v, _: f"{v:,.0f}")
 
 
 def _source(a: Analysis) -> str:
-    """The title suffix of a figure drawn from the trace."""
     return "" if a.testable else f"\nstand-in on {a.hardware}, not GB300"
 
 
@@ -35,8 +34,7 @@ def _usd(v: float) -> str:
 
 
 def token_kinds(a: Analysis) -> Figure:
-    """Throughput per GPU (or replica) of every point, stacked by token kind: output, new
-    input, cached input (all input as new when the cached share is unknown)."""
+    """Throughput per GPU (or replica) of every point, stacked: output, new and cached input."""
     acc, u = a.accounting, a.unit
     fig, ax = plt.subplots()
     x = np.arange(len(acc))
@@ -62,8 +60,7 @@ def token_kinds(a: Analysis) -> Figure:
 
 
 def scaling(a: Analysis) -> Figure:
-    """Throughput of each configuration against its GPU (or replica) count, with the
-    linear-scaling line from the reference; whole-number ticks."""
+    """Throughput of each configuration against its GPU count, with linear scaling."""
     sc, metric, u = a.scaling, a.params.metric, a.unit
     fig, ax = plt.subplots()
     gmax = int(sc["num_gpus"].max())
@@ -100,8 +97,7 @@ def scaling(a: Analysis) -> Figure:
 
 def readings(a: Analysis) -> Figure:
     """Computed tokens per GPU of each reading of the published throughput against the GPU's
-    ceilings (compute in decode and prefill, HBM bandwidth in decode), log scale; each bar
-    coloured by its physics verdict."""
+    ceilings, log scale; each bar coloured by its physics verdict."""
     rd = a.throughput
     fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
     y = np.arange(len(rd))[::-1]
@@ -153,8 +149,7 @@ def readings(a: Analysis) -> Figure:
 
 
 def node_efficiency(a: Analysis) -> Figure:
-    """For each node size: the scaling efficiency the published speedup means, and the
-    node's throughput per GPU it implies against the decode compute ceiling."""
+    """Per node size: the speedup's scaling efficiency and the node throughput it implies."""
     sp = a.speedups
     fig, (left, right) = plt.subplots(2, 1, figsize=(6.4, 5.0))
     names = [f"{r.gpus_per_node} GPUs per node\n({r.nodes:g} nodes)" for r in sp.itertuples()]
@@ -189,8 +184,7 @@ def node_efficiency(a: Analysis) -> Figure:
 
 
 def revenue(a: Analysis) -> Figure:
-    """The dollar figure against the token revenue per GPU-hour each throughput reading can
-    earn at InferenceX's token prices (all cached to all uncached), and the rental price."""
+    """The dollar figure against each reading's token revenue per GPU-hour and the rental."""
     rv = a.cost.revenue
     fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     y = np.arange(len(rv))[::-1]

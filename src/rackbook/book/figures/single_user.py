@@ -18,8 +18,7 @@ def _where(a: Analysis) -> str:
 
 
 def gaps(a: Analysis) -> Figure:
-    """Histogram (log-spaced bins, log x) and CDF of the gaps between streamed chunks (ms),
-    with the gap percentiles."""
+    """Histogram and CDF of the gaps between streamed chunks (ms, log), with percentiles."""
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.2), sharex=True, layout="constrained")
     g = a.gaps_ms[a.gaps_ms > 0]
     if g.size:
@@ -45,8 +44,7 @@ def gaps(a: Analysis) -> Figure:
 
 def claim_vs_floor(a: Analysis) -> Figure:
     """The claim's share of the batch-1 bandwidth ceiling (%), without and with speculative
-    decoding, against the ceiling at 100 % (a bound has no margin: above it impossible, at or
-    below it possible)."""
+    decoding (above 100 % impossible)."""
     fl = a.floor
     fig, ax = plt.subplots()
     ax.axhline(100, color="0.3", lw=1.2, ls="--", label="the ceiling: above it, impossible")
@@ -75,8 +73,7 @@ def claim_vs_floor(a: Analysis) -> Figure:
 
 
 def step_budget(a: Analysis) -> Figure:
-    """The step time the claim implies (ms), split into the bandwidth floor and what is left
-    for everything else, per MoE layer, without and with speculation."""
+    """The step time the claim implies (ms): the bandwidth floor and what is left, per mode."""
     fl = a.floor
     fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
     y = np.arange(len(fl))
