@@ -275,21 +275,19 @@ def _plan(result: str, topo: Any) -> dict[str, Any]:
     return record_parameters(topo) if result == "rack-scaling" else {}
 
 
+def _rates() -> dict[str, Any]:
+    """The assumptions a card and the cost table state: start-up, rates and their source."""
+    batched, one, source = assumptions()
+    rate = prefill_rate()
+    return {"start": START_MINUTES, "batched": batched, "one": one, "source": source, "rate": rate}
+
+
 def cost_table() -> str:
     """The rerun page's cost table (MyST Markdown) from :func:`cost_rows`, with its total."""
-    batched, one, source = assumptions()
     rows = cost_rows()
-    return render(
-        "rerun-cost.md.j2",
-        rows=rows,
-        start=START_MINUTES,
-        batched=batched,
-        one=one,
-        source=source,
-        rate=prefill_rate(),
-        total_min=sum(sw.wall_min for _, _, sw in rows),
-        total_h=sum(sw.gpu_hours for _, _, sw in rows),
-    )
+    total_min = sum(sw.wall_min for _, _, sw in rows)
+    total_h = sum(sw.gpu_hours for _, _, sw in rows)
+    return render("rerun-cost.md.j2", rows=rows, total_min=total_min, total_h=total_h, **_rates())
 
 
 def gpus_text(topo: Any, routed: bool = False) -> str:
@@ -345,7 +343,6 @@ def card(result: str) -> str:
         "node": f'"{h.serving} x NVIDIA B300"',
         "reference": f'"{h.serving} x NVIDIA {catalogs.gpu(topo.gpu_id or "").label}"',
     }
-    batched, one, source = assumptions()
     yaml_text = yaml.safe_dump(
         params[result], sort_keys=False, default_flow_style=False, width=CODE_WIDTH
     )
@@ -362,11 +359,6 @@ def card(result: str) -> str:
         h=h,
         sw=sw,
         scopes=sorted({c.scope.summary() for c in load_claims().for_result(result)}),
-        start=START_MINUTES,
-        rate=prefill_rate(),
-        batched=batched,
-        one=one,
-        source=source,
         gpus_behind=behind.get(kind, "logs/JOBID/gpus.csv"),
         generated=GENERATED,
         rack_trace=notebook_params.RACK_TRACE,
@@ -380,4 +372,5 @@ def card(result: str) -> str:
         rejected=[r.url for r in figures.rejected if r.claim == "prefill-gain.gain"],
         max_context=catalogs.as_model(topo.model.catalog_id).architecture.max_context_tokens,
         chapter_needs=NEEDS.get(result, ""),
+        **_rates(),
     )
