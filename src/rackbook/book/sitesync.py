@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def _relative_files(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()}
+    return {(Path(d) / f).relative_to(root).as_posix() for d, _, fs in os.walk(root) for f in fs}
 
 
 def sync_tree(src: Path, dst: Path) -> list[str]:
