@@ -572,9 +572,11 @@ def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
     gaps = [t.itl.assign(request_row=t.itl["request_row"] + n) for t, n in moved]
     names = dict.fromkeys(k for t in traces for k in t.extra)
     extra = {k: [t.extra[k] for t in traces if k in t.extra] for k in names}
-    req, pts = ([getattr(t, a) for t in traces] for a in ("requests", "points"))
-    joined = {k: pd.concat(v, ignore_index=True) for k, v in extra.items()}
-    return Trace(run, *(pd.concat(f, ignore_index=True) for f in (req, gaps, pts)), joined)
+    req, itl, pts = (
+        pd.concat(f, ignore_index=True)
+        for f in ([t.requests for t in traces], gaps, [t.points for t in traces])
+    )
+    return Trace(run, req, itl, pts, {k: pd.concat(v, ignore_index=True) for k, v in extra.items()})
 
 
 def point_batch(points: pd.DataFrame) -> pd.Series:
