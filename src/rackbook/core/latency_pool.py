@@ -1,12 +1,6 @@
-"""One latency metric's values over a trace and their statistics: exact when kept (one array, order
-statistics by :mod:`rackbook.core.orderstats`), else streamed moments and a log histogram per
-point.
-
-Histogram: bin 0 is [0, :data:`HIST_LO_S`) s, then bins growing by :data:`HIST_RATIO` (1.001) to
-:data:`HIST_HI_S` (1e5 s); an order statistic is its bin's geometric centre clamped to the observed
-min and max: within 0.05 % from 1 us to 1e5 s, 0.5 us below. Count, mean and std are exact to
-rounding (Chan, Golub and LeVeque merges). 8 bytes x :data:`HIST_BINS` (25,344) per point.
-"""
+"""One latency metric's values over a trace and their statistics: exact (:mod:`orderstats`), else
+streamed moments (exact to rounding) and a log histogram per point, whose order statistics (bin
+centres clamped to min and max) are within 0.05 % from 1 us to 1e5 s, 0.5 us below."""
 
 from __future__ import annotations
 
@@ -21,8 +15,7 @@ import numpy as np
 from rackbook.core import orderstats
 from rackbook.core.metrics import latency_stats, named_stats
 
-#: ITL histogram: bin 0 is [0, HIST_LO_S) seconds, then bins growing by HIST_RATIO, the last
-#: one open above HIST_HI_S seconds.
+#: Bin 0 is [0, HIST_LO_S) s, then bins growing by HIST_RATIO, the last open above HIST_HI_S s.
 HIST_LO_S = 1e-6
 HIST_HI_S = 1e5
 HIST_RATIO = 1.001
@@ -31,8 +24,7 @@ HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / _LOG_RATIO)
 
 
 def _hist_stats(name: str, row: Sequence[Any], percentiles: tuple[float, ...]) -> dict[str, float]:
-    """Statistics from streamed moments and a histogram (bound in the module docstring); ``row``:
-    count, mean (s), sum of squared deviations (s^2), histogram, min and max (s)."""
+    """Statistics of ``row``: count, mean (s), squared deviations (s^2), histogram, min, max."""
     n, mean, m2, hist, lo, hi = row
     if n == 0:
         return latency_stats(name, np.zeros(0), percentiles)
