@@ -245,20 +245,6 @@ RUN_FIELDS: dict[str, tuple[bool, str]] = {
 URL = re.compile(r"^https?://\S+$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-#: published_points columns that count or rate something: non-null values must be > 0.
-POSITIVE = (
-    "gpus",
-    "prefill_gpus",
-    "decode_gpus",
-    "isl",
-    "osl",
-    "concurrency",
-    "tok_s_total",
-    "tok_s_per_gpu",
-    "input_tok_s_per_gpu",
-    "output_tok_s_per_gpu",
-    "tok_s_per_user",
-)
 #: published_points latency columns (seconds): non-null values must be >= 0.
 LATENCIES = ("ttft_mean_s", "ttft_median_s", "tpot_mean_s", "tpot_median_s", "e2el_mean_s")
 
@@ -282,6 +268,8 @@ PHYSICAL_MAX: dict[str, float] = {
     "tok_s_per_user": MAX_TOK_S_PER_GPU,
     **{c: 86_400.0 for c in LATENCIES},
 }
+#: published_points columns that count or rate something: non-null values must be > 0.
+POSITIVE = tuple(c for c in PHYSICAL_MAX if c not in LATENCIES)
 SERVING = ("aggregated", "disaggregated")
 
 #: Allowed values of the basis columns (rackbook.core.basis; never "unknown" in a point).

@@ -58,16 +58,8 @@ MAX_FLAGGED_SHARE = 0.02
 CHECKS = ("burst", "tiny_gaps", "token_mismatch")
 #: Columns of :func:`point_validity`.
 POINT_COLUMNS = (
-    "point_id",
-    "requests",
-    "successful",
-    "valid",
-    "flagged",
-    *CHECKS,
-    "flagged_share",
-    "enough",
-    "acceptable",
-    "reason",
+    *("point_id", "requests", "successful", "valid", "flagged", *CHECKS),
+    *("flagged_share", "enough", "acceptable", "reason"),
 )
 
 
