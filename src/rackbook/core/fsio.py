@@ -201,8 +201,7 @@ def write_marker(folder: str | Path, kind: str, pending: tuple[str, ...] = ()) -
 
 
 def check_replaceable(path: str | Path, kind: str, field: str = "output") -> None:
-    """InputError naming ``field`` unless ``path`` is missing, empty, or marked as ``kind`` with
-    every entry as written."""
+    """InputError unless ``path`` is missing, empty, or marked ``kind`` and as written."""
     path = Path(path)
     _refuse_link(path, field, "folder")
     try:
@@ -277,8 +276,7 @@ def update_manifest(
     record: Iterable[str] = (),
     pending: Iterable[str] = (),
 ) -> None:
-    """Relist ``record`` entries (relative paths) in ``folder``'s manifest as they are now, mark
-    ``pending`` ones as being written; no-op without a manifest."""
+    """Relist ``record`` entries in ``folder``'s manifest as they are now, mark ``pending`` ones."""
     folder = Path(folder)
     with _manifest_held(folder):
         found = manifest.read(folder)

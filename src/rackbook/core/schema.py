@@ -285,8 +285,7 @@ BASIS_COLUMNS: dict[str, tuple[str, ...]] = {
 def _refuse_first(
     where: Path | str, col: str, vals: pd.Series, bad: pd.Series, problem: str
 ) -> None:
-    """InputError at the first given value of ``published_points.col`` where ``bad``; ``problem``
-    formatted with the value ``v`` and row ``i``."""
+    """InputError at the first given ``bad`` value (``problem`` formatted with ``v`` and ``i``)."""
     rows = (vals.notna() & bad).fillna(False).to_numpy(bool)
     if rows.any():
         i = int(rows.argmax())
@@ -294,8 +293,6 @@ def _refuse_first(
 
 
 def _check_point_values(df: pd.DataFrame, where: Path | str) -> None:
-    """Counts and rates > 0, latencies >= 0 (s), none past :data:`PHYSICAL_MAX`; dates
-    ``YYYY-MM-DD``, http(s) links, ``serving`` and the basis columns one of their values."""
     for col in POSITIVE:
         v = df[col].astype("Float64")
         _refuse_first(where, col, v, v <= 0, "must be > 0 (row {i}: {v})")
@@ -318,9 +315,7 @@ def _check_point_values(df: pd.DataFrame, where: Path | str) -> None:
 
 
 def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
-    """Value checks of a conformed ``published_points`` table: only in a ``published`` trace; unique
-    ids; counts and rates > 0, latencies >= 0 (each at most :data:`PHYSICAL_MAX`); dates, links,
-    ``serving`` valid; a disaggregated row's pools add up to its total."""
+    """Value checks of a conformed ``published_points`` table (only in a ``published`` trace)."""
     if run.get("kind") != "published":
         raise InputError(
             where,

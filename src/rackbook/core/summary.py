@@ -67,8 +67,7 @@ class TraceSummary:
     flagged_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``rackbook summarize --json``: vLLM's keys, ``valid_requests``, ``flagged_share``,
-        ``points``."""
+        """``rackbook summarize --json``."""
         return {
             "trace_id": self.trace_id,
             "kind": self.kind,

@@ -111,8 +111,7 @@ def check_request_rows(
     *,
     offset: int = 0,
 ) -> None:
-    """:func:`check_values` of each :data:`REQUEST_VALUES` column, and no successful TTFT over its
-    end-to-end latency (1 ns slack)."""
+    """:func:`check_values` of each :data:`REQUEST_VALUES` column; no TTFT over its E2EL."""
     for column, tokens in REQUEST_VALUES.items():
         if column in cols:
             check_values(cols[column], where, column, names, offset=offset, tokens=tokens)
@@ -450,8 +449,7 @@ def table_rows(path: str | Path, name: str) -> int:
 
 
 def check_row_counts(path: str | Path) -> tuple[int, int]:
-    """(request rows, gap rows) from the Parquet footers; InputError for more requests than
-    ``BOUNDS['requests']`` or more gaps than output tokens."""
+    """(request rows, gap rows); InputError past the requests bound or for gaps past tokens."""
     path = Path(path)
     n_req = table_rows(path, "requests")
     bound = limits.BOUNDS["requests"]
