@@ -359,7 +359,7 @@ def test_read_ahead_keeps_order_and_raises_in_place():
 
     got = []
     with pytest.raises(ValueError, match="broken page"):
-        for b in traces._read_ahead(batches()):
+        for b in traces._read_ahead(batches(), depth=1):
             got.append(b)
     assert got == [1, 2, 3]
 
@@ -371,7 +371,7 @@ def test_read_ahead_thread_stops_with_its_caller():
     from rackbook.core import traces
 
     before = set(threading.enumerate())
-    it = traces._read_ahead(itertools.count())
+    it = traces._read_ahead(itertools.count(), depth=2)
     assert [next(it), next(it)] == [0, 1]
     (reader,) = set(threading.enumerate()) - before
     assert reader.name.startswith("rackbook-read-ahead") and reader.is_alive()

@@ -30,8 +30,7 @@ __all__ = ["MARKER", "InputError"]
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Stop signals noted within the block and acted on when it ends (outside the main thread, or
-    with a non-Python handler, nothing changes)."""
+    """Stop signals noted within the block and acted on when it ends (main thread only)."""
     outside = any(signal.getsignal(sig) is None for sig in STOP_SIGNALS)
     if outside or threading.current_thread() is not threading.main_thread():
         yield

@@ -51,9 +51,8 @@ def _hist_stats(name: str, row: Sequence[Any], percentiles: tuple[float, ...]) -
 
 
 class LatencyPool:
-    """One latency metric's values (s), each tagged with its point's index: kept exact in row order
-    (point indices stored only once points interleave), or per point count, mean, M2, min, max and
-    histogram."""
+    """One latency metric's values (s) by point: exact in row order, or per point count, mean, M2,
+    min, max and histogram."""
 
     def __init__(
         self, npoints: int, exact: bool = True, capacity: int = 0, room: np.ndarray | None = None
@@ -89,8 +88,7 @@ class LatencyPool:
         return self.values[self.size : need]
 
     def commit(self, codes: np.ndarray, groups: Groups | None = None) -> None:
-        """The values written into :meth:`reserve`'s room belong to points ``codes``
-        (``groups``: :func:`point_groups` of ``codes``, when the caller has it)."""
+        """The values written into :meth:`reserve`'s room belong to points ``codes``."""
         k = codes.size
         if not k:
             return
@@ -184,8 +182,7 @@ class LatencyPool:
 
 @dataclass(frozen=True)
 class Groups:
-    """How a chunk's point indices fall: values per point, and whether the indices never
-    decrease (then ``starts[i]`` is where point ``i``'s run begins, ``starts[-1]`` the end)."""
+    """A chunk's values per point, and whether its indices never decrease (then ``starts``)."""
 
     counts: np.ndarray
     ordered: bool
@@ -207,8 +204,7 @@ def _code_type(codes: np.ndarray, npoints: int) -> np.dtype:
 
 
 def sum_by(g: Groups, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Integer sums of ``values`` per point (``codes``, groups ``g``): int64 runs when in order,
-    else float64 bincount (exact below 2**53)."""
+    """Integer sums of ``values`` per point (float64 bincount out of order: exact below 2**53)."""
     out = np.zeros(g.counts.size, np.int64)
     if g.ordered and g.starts is not None:
         runs = np.flatnonzero(g.counts)

@@ -22,8 +22,7 @@ def _blocks(pieces: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
 
 
 class _Buckets:
-    """Buckets ``(pattern >> shift) - base`` of the values' bit patterns, the finest shift spanning
-    their range in at most :data:`_BUCKETS` buckets."""
+    """Buckets ``(pattern >> shift) - base`` of the values' bit patterns (<= :data:`_BUCKETS`)."""
 
     def __init__(self, groups: Sequence[Sequence[np.ndarray]]) -> None:
         lo: int | None = None

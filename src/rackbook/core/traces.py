@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -474,15 +475,18 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
     return n_req, n_itl
 
 
-def _read_ahead(batches: Iterator[Any]) -> Generator[Any, None, None]:
-    """``batches`` advanced one item ahead in a thread (decoding overlaps the caller's work); order
-    kept, the thread's exception raised in place; the thread ends when the caller stops."""
+def _read_ahead(batches: Iterator[Any], depth: int = 2) -> Generator[Any, None, None]:
+    """``batches`` advanced ``depth`` items ahead in a thread (decoding overlaps the caller's work);
+    order kept, the thread's exception raised in place; the thread ends when the caller stops."""
     end = object()
-    with ThreadPoolExecutor(1, thread_name_prefix="rackbook-read-ahead") as pool:
-        ahead = pool.submit(next, batches, end)
-        while (item := ahead.result()) is not end:
-            ahead = pool.submit(next, batches, end)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="rackbook-read-ahead")
+    ahead = deque(pool.submit(next, batches, end) for _ in range(depth))
+    try:
+        while (item := ahead.popleft().result()) is not end:
+            ahead.append(pool.submit(next, batches, end))
             yield item
+    finally:
+        pool.shutdown(cancel_futures=True)
 
 
 def _chunk_column(col: Any, spec: Any, path: Path, fname: str, offset: int) -> Any:

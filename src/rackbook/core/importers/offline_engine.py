@@ -166,30 +166,22 @@ def offline_engine_frames(
     head["batch_sizes"] = [int(r["batch_size"]) for r in rows]
     head["decode_ranks"] = [int(r["decode_ranks"]) for r in rows]
     batches = [r["batch_size"] for r in rows]
-    reqs, pts = [], []
+    reqs = []
     for r in rows:
         b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
         pid = f"{label}-b{b}" + (f"-r{ranks}" if batches.count(r["batch_size"]) > 1 else "")
         reqs.append(_row_requests(pid, label, head["model"], r))
-        pts.append(
-            {
-                "point_id": pid,
-                "engine": label,
-                "config": head["model"],
-                "batch_size": b,
-                "concurrency": None,
-                "decode_ranks": ranks,
-                "window_start_s": 0.0,
-                "duration_s": r.get("total_s", _ttft(r) + r["decode_s"]),
-                "num_gpus": head["gpu_count"],
-                "source": path.name,
-            }
-        )
-    points = pd.DataFrame(pts)
-    for c in ("batch_size", "concurrency", "decode_ranks", "num_gpus"):
-        points[c] = points[c].astype("Int64")
+    req = pd.concat(reqs, ignore_index=True)
+    keys = ["point_id", "engine", "config", "batch_size", "concurrency", "decode_ranks"]
+    points = req.drop_duplicates("point_id")[keys].reset_index(drop=True)
+    points = points.assign(
+        window_start_s=0.0,
+        duration_s=[r.get("total_s", _ttft(r) + r["decode_s"]) for r in rows],
+        num_gpus=pd.array([head["gpu_count"]] * len(rows), dtype="Int64"),
+        source=path.name,
+    )
     itl = pd.DataFrame({"request_row": np.zeros(0, np.int64), "itl_s": np.zeros(0)})
-    return traces.Trace({}, pd.concat(reqs, ignore_index=True), itl, points), head
+    return traces.Trace({}, req, itl, points), head
 
 
 def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict[str, Any]:
