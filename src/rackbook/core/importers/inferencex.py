@@ -216,15 +216,11 @@ def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
     return {
         "tok_s_per_gpu": fields.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu")),
         "latency_statistic": stat,
-        "input_tok_s_per_gpu": fields.optional_number(
-            path, f"{m}.input_tput_per_gpu", metrics, "input_tput_per_gpu"
-        ),
-        "output_tok_s_per_gpu": fields.optional_number(
-            path, f"{m}.output_tput_per_gpu", metrics, "output_tput_per_gpu"
-        ),
-        "tok_s_per_user": fields.optional_number(path, f"{m}.{intvty}", metrics, intvty),
+        "input_tok_s_per_gpu": fields.optional_number(path, m, metrics, "input_tput_per_gpu"),
+        "output_tok_s_per_gpu": fields.optional_number(path, m, metrics, "output_tput_per_gpu"),
+        "tok_s_per_user": fields.optional_number(path, m, metrics, intvty),
         **{
-            col: fields.optional_number(path, f"{m}.{key}", metrics, key, positive=False)
-            for col, key in _LATENCY.items()
+            c: fields.optional_number(path, m, metrics, k, positive=False)
+            for c, k in _LATENCY.items()
         },
     }
