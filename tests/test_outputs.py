@@ -100,8 +100,8 @@ def test_import_marks_its_trace_and_force_replaces_a_marked_one(work: Path) -> N
 
 def test_import_force_refuses_a_folder_without_a_manifest(work: Path) -> None:
     """No folder is recognised by what it holds any more: a trace's files without the marker,
-    a lone run.json, or an older rackbook's marker (no manifest) are all refused (issue 38:
-    `import --force` replaced a user folder holding only run.json)."""
+    a lone run.json, or a marker without a manifest are all refused (issue 38: `import --force`
+    replaced a user folder holding only run.json)."""
     shutil.copytree(paths.TRACES / "single-user", work / "t")
     (work / "t" / fsio.MARKER).unlink()
     (work / "lone").mkdir()
@@ -111,9 +111,9 @@ def test_import_force_refuses_a_folder_without_a_manifest(work: Path) -> None:
         "rackbook output: trace\nWritten by rackbook import or rackbook record.\n"
     )
     before = tree(work)
-    refused(cli(work, "import", "vllm-bench", "in.json", "-o", "t", "--force"), "no .rackbook")
+    refused(cli(work, "import", "vllm-bench", "in.json", "-o", "t", "--force"), "no valid .")
     refused(cli(work, "import", "vllm-bench", "in.json", "-o", "lone", "--force"), "run.json")
-    refused(cli(work, "import", "vllm-bench", "in.json", "-o", "old", "--force"), "older")
+    refused(cli(work, "import", "vllm-bench", "in.json", "-o", "old", "--force"), "no valid .")
     assert tree(work) == before
 
 

@@ -1,14 +1,6 @@
-"""The basis of a figure: what a number counts, over what, under which conditions, defined once for
-claims, published points and readings. Two figures compare only when their bases agree in every part
-that matters, or after a stated conversion.
-
-Parts: ``tokens`` (:data:`TOKENS`); ``per`` and ``gpus`` (:data:`PER`, :data:`GPUS`) with
-``gpu_count``; the workload (:data:`WORKLOADS`, ISL/OSL, context, concurrency, ``cached_share`` 0-1,
-``counting``); speculation (:data:`SPECULATION`, ``spec_method``, ``acceptance`` in tokens per
-step); ``serving`` (:data:`SERVING`), ``statistic`` (:data:`STATISTICS`); ``metric``, ``model``,
-``hardware``, ``engine`` and versions. ``unknown`` is allowed only in a claim (:func:`make` with
-``claim=True``); ``-`` marks a part that does not apply.
-"""
+"""The basis of a figure (what a number counts, over what, under which conditions) for claims,
+published points and readings; two figures compare only when their bases agree. ``unknown`` is
+allowed only in a claim; ``-`` marks a part that does not apply. ``acceptance``: tokens per step."""
 
 from __future__ import annotations
 
@@ -124,8 +116,8 @@ class Basis:
         return [k for k, v in dataclasses.asdict(self).items() if v == UNKNOWN]
 
     def short(self, names: Mapping[str, str] | None = None) -> str:
-        """One line: ``output tok per GPU of the deployment (72 GPUs), speculation real, ...``;
-        model and hardware by their ``names`` (catalog ids to display names) where given."""
+        """One line: ``output tokens; per GPU (deployment, 72 GPUs); ...``, model and hardware by
+        their ``names`` where given."""
         parts = [self.metric if self.metric != UNKNOWN else "what it measures: not stated"]
         if self.tokens != NA:
             parts.append(f"{self.tokens} tokens")
@@ -160,7 +152,6 @@ _TEXTS = ("metric", "model", "hardware", "engine")
 
 
 def _check_parts(raw: Mapping[str, Any], claim: bool) -> None:
-    """:func:`make`'s checks of which parts are given, the choices and the texts."""
     extra = sorted(set(raw) - set(FIELDS))
     if extra:
         raise ValueError(f"{extra[0]}: unknown basis part (known: {', '.join(FIELDS)})")
@@ -184,7 +175,6 @@ def _check_parts(raw: Mapping[str, Any], claim: bool) -> None:
 
 
 def _check_numbers(raw: Mapping[str, Any]) -> None:
-    """:func:`make`'s numeric checks and what a per-GPU rate must say."""
     for f in _INTS:
         v = raw.get(f)
         if f == "context" and v == 0 and not isinstance(v, bool):
@@ -210,9 +200,7 @@ def _check_numbers(raw: Mapping[str, Any]) -> None:
 
 
 def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
-    """A validated :class:`Basis` from a mapping; ``ValueError("field: problem")`` on an unknown
-    part, a value outside its set, a bad number, or ``unknown`` in :data:`REQUIRED_FOR_POINTS` when
-    not ``claim``."""
+    """A validated :class:`Basis` from a mapping; ``ValueError("field: problem")`` otherwise."""
     _check_parts(raw, claim)
     _check_numbers(raw)
     values: dict[str, Any] = {f: raw.get(f) for f in FIELDS}
@@ -222,12 +210,8 @@ def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
     return Basis(**values)
 
 
-# ----------------------------------------------------------------------------- comparison
-
-
 def model_key(model: str) -> str:
-    """A model name reduced to family and version (``deepseek-v4.1-flash``,
-    ``deepseek-v4-flash-0731``, ``deepseek-v4-pro``...); others lower-cased."""
+    """A model name reduced to family and version (``deepseek-v4.1-flash``...), else lower-cased."""
     m = model.lower().replace(" ", "").replace("_", "-")
     if "v4.1-flash" in m or "v4.1flash" in m:
         return "deepseek-v4.1-flash"
@@ -243,8 +227,7 @@ def model_key(model: str) -> str:
 
 
 def hardware_key(hardware: str) -> str:
-    """A hardware name reduced to its GPU (``gb300``, ``b300``, ``h200``...; GB300 and B300 differ);
-    others lower-cased."""
+    """A hardware name reduced to its GPU (``gb300``, ``b300``...), else lower-cased."""
     h = hardware.lower().replace(" ", "").replace("-", "")
     for key in ("gb300", "gb200", "b300", "b200", "mi355x", "mi300x", "h100", "h200", "h800"):
         if key in h:
@@ -315,9 +298,8 @@ class Difference:
 
 
 def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[Difference]:
-    """The parts (of ``parts``, in order) where ``point`` differs from ``claim``. A part the claim
-    leaves ``unknown`` or empty, or that does not apply to the point (``-``), never differs;
-    speculation differs when exactly one side is ``simulated``."""
+    """The ``parts`` where ``point`` differs from ``claim``; a part the claim leaves unknown, or
+    that does not apply, never differs, but speculation does when one side alone is simulated."""
     out = []
     for part in parts:
         cv, pv = getattr(claim, part), getattr(point, part)

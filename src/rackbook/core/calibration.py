@@ -1,7 +1,6 @@
-"""Calibration folders: kernels timed on a device (``run.json`` and ``kernels.parquet``, format in
-:mod:`rackbook.core.schema`), the attainable estimate's input. ``rackbook calibrate`` writes kind
-``recorded``; the shipped H200 one is kind ``published`` (:func:`from_reference`). Read, validated
-and written here; no torch, no physics."""
+"""Calibration folders (kernels timed on a device: ``run.json`` and ``kernels.parquet``, format in
+:mod:`rackbook.core.schema`), read, validated and written; ``rackbook calibrate`` writes kind
+``recorded``, the shipped H200 one is kind ``published`` (:func:`from_reference`)."""
 
 from __future__ import annotations
 
@@ -298,9 +297,8 @@ def _figure(family: str, nbytes: float, flops: float, seconds: float) -> tuple[f
 def compare(
     measured: pd.DataFrame, reference: pd.DataFrame, tolerance: float = TOLERANCE
 ) -> pd.DataFrame:
-    """Each ``reference`` row (family, dtype, size) beside ``measured``'s: unit, both figures (TB/s,
-    TFLOP/s or us), ratio (reference s / measured s; NaN where not measured) and flagged (off 1 by
-    over ``tolerance``, or not measured)."""
+    """Each ``reference`` row beside ``measured``'s: unit, both figures (TB/s, TFLOP/s or us), ratio
+    (reference s / measured s) and flagged (off by over ``tolerance``, or not measured)."""
     key = ["family", "dtype", "size"]
     got = measured.set_index(key)["seconds"]
     rows = []

@@ -24,8 +24,7 @@ MAX_TOKENS = 1e15
 
 
 def _checked_rows(rows: Any, source: _Source, field: str) -> np.ndarray:
-    """Nested lists of per-layer token counts (one flat list: one layer) as a float64 array,
-    refusing a non-list, ragged rows and non-numbers (booleans included)."""
+    """Nested lists of per-layer token counts (a flat list: one layer) as a float64 array."""
     if not isinstance(rows, (list, tuple)) or len(rows) == 0:
         raise InputError(source, field, "expected a non-empty list of per-layer lists")
     if all(not isinstance(r, (list, tuple)) for r in rows):
@@ -55,8 +54,7 @@ _LOAD_CHECKS: tuple[tuple[Callable[[np.ndarray], np.ndarray], Callable[[float], 
 
 
 def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.ndarray:
-    """``loads`` as a float64 ``(layers, experts)`` array of finite, non-negative tokens (1-D: one
-    layer); InputError naming ``source`` and ``field`` otherwise."""
+    """``loads`` as a float64 ``(layers, experts)`` array of finite, non-negative tokens."""
     if not isinstance(loads, np.ndarray):
         loads = _checked_rows(loads, source, field)
     elif loads.dtype.kind not in "iuf":  # booleans, objects, texts
@@ -74,10 +72,6 @@ def as_loads(loads: Any, source: _Source = None, field: str = "loads") -> np.nda
     return arr
 
 
-# --------------------------------------------------------------------------------------------
-# vLLM log lines
-# --------------------------------------------------------------------------------------------
-
 _STEP_RE = re.compile(
     r"EPLB step:\s*(?P<step>\S+?)(?:\s+for model\s+(?P<model>.+?))?:\s+(?P<rest>\w+=.*)$"
 )
@@ -87,10 +81,8 @@ _REQUIRED = ("avg_tokens", "max_tokens", "balancedness")
 
 
 def parse_eplb_log_lines(lines: Iterable[str], source: _Source = None) -> Any:
-    """vLLM ``EPLB step: %d for model %s: avg_tokens=..., max_tokens=..., balancedness=..., steps
-    until the next rearrangement: %d`` lines (``eplb_state.py``) as a DataFrame: ``step``, the
-    ``key=value`` pairs, ``model``, ``steps_until_rearrangement``, ``line`` (1-based). Other lines
-    are skipped; a malformed EPLB line is an InputError naming ``line N``."""
+    """vLLM's ``EPLB step: ...`` lines (``eplb_state.py``) as a DataFrame: ``line`` (1-based),
+    ``step``, the ``key=value`` pairs, ``model``, ``steps_until_rearrangement``."""
     rows: list[dict[str, Any]] = []
     for n, raw in enumerate(lines, start=1):
         text = raw.rstrip("\r\n")
@@ -172,8 +164,8 @@ def _read_parquet_loads(path: Path) -> np.ndarray:
 
 
 def read_loads(path: str | Path) -> np.ndarray:
-    """Expert loads ``(layers, experts)`` (tokens) from JSON ``{"loads": [[...], ...]}`` or Parquet
-    ``layer, expert, tokens`` (summed over ``window`` when present). Bad input is an InputError."""
+    """Expert loads ``(layers, experts)`` (tokens) from JSON ``{"loads": [[...]]}`` or Parquet
+    ``layer, expert, tokens`` (summed over ``window``)."""
     p = limits.input_file(path, what="JSON or Parquet file", missing="file not found")
     with p.open("rb") as fh:
         magic = fh.read(4)

@@ -1,12 +1,6 @@
-"""Atomic file and folder writes: nothing half-written is left, nothing rackbook did not write is
-replaced.
-
-An output folder carries a marker (:data:`MARKER`, kind and manifest: :mod:`rackbook.core.manifest`)
-and is replaced only when new, empty or marked as the same kind with every entry as written
-(:func:`check_replaceable`). Links are never followed nor replaced. A lock file beside each output
-folder (:func:`output_lock`) refuses a second writer and journals temporaries, so the next writer
-removes what a killed one left.
-"""
+"""Atomic file and folder writes: nothing half-written is left, nothing rackbook did not write (by
+its marker, :mod:`rackbook.core.manifest`) is replaced, no link followed. A lock file beside each
+output folder refuses a second writer and journals temporaries for the next writer to remove."""
 
 from __future__ import annotations
 
@@ -36,8 +30,7 @@ __all__ = ["MARKER", "InputError"]
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Stop signals noted within the block and acted on when it ends, once cleanup is in place (not
-    a signal mask). Outside the main thread, or with a non-Python handler, nothing changes."""
+    """Stop signals noted within the block and acted on when it ends (main thread only)."""
     outside = any(signal.getsignal(sig) is None for sig in STOP_SIGNALS)
     if outside or threading.current_thread() is not threading.main_thread():
         yield
@@ -66,7 +59,6 @@ def _umask() -> int:
 
 
 def _check_parents(path: Path, field: str) -> None:
-    """The nearest existing ancestor of ``path`` must be a folder."""
     for parent in path.parents:
         if parent.exists() or parent.is_symlink():
             if not parent.is_dir():
@@ -85,8 +77,7 @@ def _refuse_link(path: Path, field: str, what: str) -> None:
 
 
 def _check_output(path: str | Path, field: str, what: str) -> Path:
-    """``path`` as a Path; InputError naming ``field`` when empty, a link, the other of file and
-    folder (``what``), or under a file."""
+    """``path``; InputError naming ``field`` when empty, a link, not a ``what``, or under a file."""
     path = Path(path)
     if not str(path).strip():
         raise InputError("''", field, f"an empty path: name a {what}")
@@ -117,7 +108,7 @@ def check_writable(path: str | Path, field: str = "output") -> Path:
 
 
 def check_new_file(path: str | Path, field: str = "output") -> Path:
-    """An output file path (:func:`atomic_write_bytes`), refused too when anything is there."""
+    """An output file path, refused too when anything is there."""
     path = _check_output(path, field, "file")
     if path.exists():
         raise InputError(
@@ -130,8 +121,7 @@ def check_new_file(path: str | Path, field: str = "output") -> Path:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> Path:
-    """Write ``data`` to ``path`` through an exclusive temporary sibling, then rename; a bad
-    ``path`` is an InputError naming ``field``."""
+    """Write ``data`` to ``path`` through an exclusive temporary sibling, then rename."""
     path = _check_output(path, field, "file")
     tmp: str | None = None
     try:
@@ -163,8 +153,7 @@ def atomic_write_json(path: str | Path, obj: Any, field: str = "output") -> Path
 
 
 def temp_name(path: Path, suffix: str = ".tmp") -> Path:
-    """A new temporary sibling name of ``path`` (``.NAME.``, ``.output.`` when NAME is not UTF-8,
-    then 8 hex digits), journaled in its lock file when held."""
+    """A new temporary sibling name ``.NAME.XXXXXXXX.tmp`` of ``path``, journaled in its lock."""
     try:
         prefix = f".{path.name}.".encode().decode()
     except UnicodeEncodeError:
@@ -175,7 +164,6 @@ def temp_name(path: Path, suffix: str = ".tmp") -> Path:
 
 
 def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
-    """A temporary sibling of ``path`` made exclusively; OS refusal is an InputError."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(100):
@@ -212,8 +200,7 @@ def write_marker(folder: str | Path, kind: str, pending: tuple[str, ...] = ()) -
 
 
 def check_replaceable(path: str | Path, kind: str, field: str = "output") -> None:
-    """InputError naming ``field`` unless ``path`` is missing, empty, or marked as ``kind`` with
-    every entry as written (links refused; nothing touched)."""
+    """InputError unless ``path`` is missing, empty, or marked ``kind`` and as written."""
     path = Path(path)
     _refuse_link(path, field, "folder")
     try:
@@ -231,8 +218,8 @@ def check_replaceable(path: str | Path, kind: str, field: str = "output") -> Non
         raise InputError(
             path,
             field,
-            f"holds {entries[0]!r} and was not written by rackbook (no {MARKER} file): refusing "
-            "to replace or write into it (move it away or choose another folder)",
+            f"holds {entries[0]!r} and was not written by rackbook (no valid {MARKER} file): "
+            "refusing to replace or write into it (move it away or choose another folder)",
         )
     if found[0] != kind:
         raise InputError(
@@ -240,13 +227,6 @@ def check_replaceable(path: str | Path, kind: str, field: str = "output") -> Non
             field,
             f"holds a rackbook {found[0]} output, not {kind}: refusing to replace "
             "it (choose another folder)",
-        )
-    if found[1] is None:
-        raise InputError(
-            path,
-            field,
-            f"was written by an older rackbook, whose {MARKER} lists no files: "
-            "refusing to replace it (remove it once yourself, or choose another folder)",
         )
     why = manifest.mismatch(path, found[1])
     if why is not None:
@@ -269,7 +249,6 @@ def remove_temporaries(folder: str | Path, bases: Iterable[str] | None = None) -
 
 
 def _remove(p: Path) -> None:
-    """Remove ``p`` (a file, link or folder tree), never following a link."""
     with contextlib.suppress(OSError):
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
@@ -279,8 +258,6 @@ def _remove(p: Path) -> None:
 
 @contextlib.contextmanager
 def _manifest_held(folder: Path) -> Iterator[None]:
-    """An exclusive lock on ``folder``'s manifest for a read-modify-write (unlocked when no lock
-    file can be made)."""
     lock = lock_path(folder, "manifest")
     fd = _flock(lock, fcntl.LOCK_EX)
     try:
@@ -298,14 +275,13 @@ def update_manifest(
     record: Iterable[str] = (),
     pending: Iterable[str] = (),
 ) -> None:
-    """Relist ``record`` entries (relative paths) in ``folder``'s manifest as they are now, mark
-    ``pending`` ones as being written; no-op without a manifest."""
+    """Relist ``record`` entries in ``folder``'s manifest as they are now, mark ``pending`` ones."""
     folder = Path(folder)
     with _manifest_held(folder):
         found = manifest.read(folder)
-        if found is None or found[1] is None:
+        if found is None:
             return
-        kind, entries = found[0], found[1]
+        kind, entries = found
         for name in pending:
             entries[name] = ["p"]
         for name in record:
@@ -347,7 +323,6 @@ def refuse_overlap(
                 )
 
 
-#: What a special file (followed) is, by its file type.
 _SPECIAL = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFCHR: "a device",
@@ -377,9 +352,8 @@ def refuse_special(
             )
 
 
-#: Lock file -> [its descriptor (None: held without a file), depth, shared, folders made for
-#: it]: this process's locks (re-entrant: a verb holds its output's lock and atomic_dir takes
-#: it again).
+#: This process's locks (re-entrant): lock file -> [descriptor or None, depth, shared, folders
+#: made for it].
 _HELD: dict[str, list[Any]] = {}
 _HELD_GUARD = threading.Lock()
 _LOCK_SUFFIX = ".rackbook-lock"
@@ -413,8 +387,8 @@ def _clean_journal(fd: int, lock: Path) -> None:
 
 
 def _flock(lock: Path, how: int) -> int | None:
-    """``lock`` opened and flocked (``how``), again while the file flocked is one its last holder
-    removed meanwhile; None when no lock file can be made. A refused flock raises its OSError."""
+    """``lock`` opened and flocked (``how``, retried while its last holder removed it meanwhile);
+    None when no lock file can be made. A refused flock raises its OSError."""
     for _ in range(50):
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -433,9 +407,8 @@ def _flock(lock: Path, how: int) -> int | None:
 
 
 def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | None:
-    """A non-blocking exclusive (or ``shared``) flock on ``lock``: its descriptor; InputError when
-    another process holds it; None when no lock file can be made. An exclusive holder first cleans
-    the journal."""
+    """A non-blocking flock on ``lock`` (its descriptor, None without a lock file); InputError when
+    another process holds it. An exclusive holder first cleans the journal."""
     try:
         fd = _flock(lock, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except OSError as exc:
@@ -458,7 +431,6 @@ def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | 
 
 
 def _note_temp(path: Path, tmp: Path) -> None:
-    """Journal ``tmp`` in ``path``'s lock file when this process holds it exclusively."""
     try:
         key = str(lock_path(path))
     except OSError:
@@ -472,7 +444,6 @@ def _note_temp(path: Path, tmp: Path) -> None:
 
 
 def _make_parents(folder: Path) -> list[Path]:
-    """Make ``folder`` and its parents; those made, deepest first."""
     made = [d for d in (folder, *folder.parents) if not (d.exists() or d.is_symlink())]
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -485,9 +456,8 @@ def _make_parents(folder: Path) -> list[Path]:
 def output_lock(
     path: str | Path, field: str = "output", shared: bool = False, part: str = ""
 ) -> Iterator[None]:
-    """Hold ``path``'s advisory lock (``part``: of that part; ``shared``: with other shared holders)
-    for the block; re-entrant; another process gets one InputError. The last holder removes the lock
-    file."""
+    """Hold ``path``'s advisory lock (of ``part``; ``shared`` or exclusive) for the block; another
+    process gets one InputError. The last holder removes the lock file."""
     lock = lock_path(path, part)
     key = str(lock)
     with _HELD_GUARD:
@@ -515,9 +485,7 @@ def output_lock(
                 del _HELD[key]
         if last and held[0] is not None:
             with contextlib.suppress(OSError):
-                # exclusive: no other process holds this file. Shared: removed only when this
-                # holder can take it exclusively, i.e. it is the last one (a failed conversion
-                # drops the shared lock, which is being released anyway).
+                # shared: removed only when this holder can take it exclusively (the last one)
                 if shared:
                     fcntl.flock(held[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
                 os.unlink(lock)
@@ -529,7 +497,6 @@ def output_lock(
 
 
 def _check_swap(path: Path, kind: str, field: str, overwrite: bool) -> None:
-    """:func:`check_replaceable`, and with ``overwrite`` False, ``path`` missing or empty."""
     check_replaceable(path, kind, field)
     with contextlib.suppress(OSError):
         if not overwrite and os.listdir(path):
@@ -545,9 +512,8 @@ def atomic_dir(
     field: str = "output",
 ) -> Iterator[Path]:
     """Yield a temporary sibling folder under ``path``'s lock; on success it is marked and swapped
-    in (old one moved aside, removed), on error removed. ``path`` is replaced only as
-    :func:`check_replaceable` allows (checked before and at the swap), and with ``overwrite=False``
-    only when empty."""
+    in, on error removed. ``path`` is replaced only as :func:`check_replaceable` allows (and with
+    ``overwrite=False`` only when empty)."""
     path = check_output_folder(path, field)
     with output_lock(path, field):
         _check_swap(path, kind, field, overwrite)
@@ -591,9 +557,9 @@ def output_folder(
     parts: Sequence[str] = (),
     owned: Iterable[str] | None = None,
 ) -> Iterator[Path]:
-    """A folder written file by file (``rackbook run``): locked, checked, made and marked, stale
-    temporaries beside ``owned`` removed. ``parts``: one lock per part, the folder's lock shared. An
-    error that left the entries unchanged removes the marker and the folders made."""
+    """A folder written file by file: locked (``parts``: one lock each, the folder's shared),
+    checked, made and marked, stale temporaries beside ``owned`` removed; an error that changed
+    nothing removes the marker and the folders made."""
     path = check_output_folder(path, field)
     with contextlib.ExitStack() as held:
         for part in parts:

@@ -1,12 +1,6 @@
-"""One latency metric's values over a trace and their statistics: exact when kept (one array, order
-statistics by :mod:`rackbook.core.orderstats`), else streamed moments and a log histogram per
-point.
-
-Histogram: bin 0 is [0, :data:`HIST_LO_S`) s, then bins growing by :data:`HIST_RATIO` (1.001) to
-:data:`HIST_HI_S` (1e5 s); an order statistic is its bin's geometric centre clamped to the observed
-min and max: within 0.05 % from 1 us to 1e5 s, 0.5 us below. Count, mean and std are exact to
-rounding (Chan, Golub and LeVeque merges). 8 bytes x :data:`HIST_BINS` (25,344) per point.
-"""
+"""One latency metric's values over a trace and their statistics: exact (:mod:`orderstats`), else
+streamed moments (exact to rounding) and a log histogram per point, whose order statistics (bin
+centres clamped to min and max) are within 0.05 % from 1 us to 1e5 s, 0.5 us below."""
 
 from __future__ import annotations
 
@@ -21,8 +15,7 @@ import numpy as np
 from rackbook.core import orderstats
 from rackbook.core.metrics import latency_stats, named_stats
 
-#: ITL histogram: bin 0 is [0, HIST_LO_S) seconds, then bins growing by HIST_RATIO, the last
-#: one open above HIST_HI_S seconds.
+#: Bin 0 is [0, HIST_LO_S) s, then bins growing by HIST_RATIO, the last open above HIST_HI_S s.
 HIST_LO_S = 1e-6
 HIST_HI_S = 1e5
 HIST_RATIO = 1.001
@@ -31,8 +24,7 @@ HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / _LOG_RATIO)
 
 
 def _hist_stats(name: str, row: Sequence[Any], percentiles: tuple[float, ...]) -> dict[str, float]:
-    """Statistics from streamed moments and a histogram (bound in the module docstring); ``row``:
-    count, mean (s), sum of squared deviations (s^2), histogram, min and max (s)."""
+    """Statistics of ``row``: count, mean (s), squared deviations (s^2), histogram, min, max."""
     n, mean, m2, hist, lo, hi = row
     if n == 0:
         return latency_stats(name, np.zeros(0), percentiles)
@@ -59,9 +51,8 @@ def _hist_stats(name: str, row: Sequence[Any], percentiles: tuple[float, ...]) -
 
 
 class LatencyPool:
-    """One latency metric's values (s), each tagged with its point's index: kept exact in row order
-    (point indices stored only once points interleave), or per point count, mean, M2, min, max and
-    histogram."""
+    """One latency metric's values (s) by point: exact in row order, or per point count, mean, M2,
+    min, max and histogram."""
 
     def __init__(
         self, npoints: int, exact: bool = True, capacity: int = 0, room: np.ndarray | None = None
@@ -97,8 +88,7 @@ class LatencyPool:
         return self.values[self.size : need]
 
     def commit(self, codes: np.ndarray, groups: Groups | None = None) -> None:
-        """The values written into :meth:`reserve`'s room belong to points ``codes``
-        (``groups``: :func:`point_groups` of ``codes``, when the caller has it)."""
+        """The values written into :meth:`reserve`'s room belong to points ``codes``."""
         k = codes.size
         if not k:
             return
@@ -192,8 +182,7 @@ class LatencyPool:
 
 @dataclass(frozen=True)
 class Groups:
-    """How a chunk's point indices fall: values per point, and whether the indices never
-    decrease (then ``starts[i]`` is where point ``i``'s run begins, ``starts[-1]`` the end)."""
+    """A chunk's values per point, and whether its indices never decrease (then ``starts``)."""
 
     counts: np.ndarray
     ordered: bool
@@ -215,8 +204,7 @@ def _code_type(codes: np.ndarray, npoints: int) -> np.dtype:
 
 
 def sum_by(g: Groups, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Integer sums of ``values`` per point (``codes``, groups ``g``): int64 runs when in order,
-    else float64 bincount (exact below 2**53)."""
+    """Integer sums of ``values`` per point (float64 bincount out of order: exact below 2**53)."""
     out = np.zeros(g.counts.size, np.int64)
     if g.ordered and g.starts is not None:
         runs = np.flatnonzero(g.counts)

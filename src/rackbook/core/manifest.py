@@ -1,12 +1,6 @@
-"""The marker of an output folder (:data:`MARKER`) and its manifest of the entries rackbook wrote.
-
-The marker's first line names the kind; its ``manifest:`` line (JSON) maps each path relative to the
-folder to ``["f", SIZE, SHA256]`` (file), ``["d"]`` (folder), ``["o"]`` (nested output, checked by
-its own marker), ``["l", TARGET]`` (link) or ``["p"]`` (pending: an fnmatch pattern being written).
-A folder matches (:func:`problem`) when every entry is on the manifest as written; rackbook's
-temporaries (``.NAME.XXXXXXXX.tmp``/``.old``) match and are named for removal (:func:`temporaries`);
-entries gone are no problem.
-"""
+"""An output folder's marker (:data:`MARKER`): its kind, and a manifest mapping each relative path
+to ``["f", SIZE, SHA256]``, ``["d"]``, ``["o"]`` (nested output), ``["l", TARGET]`` or ``["p"]``
+(an fnmatch pattern being written). rackbook's temporaries ``.NAME.XXXXXXXX.tmp``/``.old`` match."""
 
 from __future__ import annotations
 
@@ -24,7 +18,7 @@ from typing import Any
 MARKER = ".rackbook-output"
 HEAD = "rackbook output:"
 _MANIFEST = "manifest: "
-#: The largest marker read (bytes): a manifest of a whole HTML book fits many times over.
+#: The largest marker read (bytes).
 MAX_MARKER_BYTES = 64 * 1024 * 1024
 
 #: What writes each kind of output, said in the marker for a person who finds it.
@@ -37,16 +31,15 @@ WRITERS: dict[str, str] = {
     "raw": "rackbook record (its raw artifacts, beside the trace)",
 }
 
-#: A temporary name of rackbook's: ``.NAME.`` then 8 hexadecimal digits, then ``.tmp``/``.old``.
 TEMP_NAME = re.compile(r"^\.(?P<base>.+)\.[0-9a-f]{8}\.(?:tmp|old)$", re.DOTALL)
 
 Manifest = dict[str, list[Any]]
-#: The entry types (``x``: something that is neither file, folder nor link: never matches).
+#: The entry types (``x``: neither file, folder nor link: never matches).
 _TYPES = ("f", "d", "o", "l", "p", "x")
 
 
-def digest(path: Path) -> tuple[int, str] | None:
-    """(bytes, SHA-256) of the regular file ``path`` (no link followed), else None."""
+def _regular(path: str | Path, read: Callable[[Any, os.stat_result], Any]) -> Any:
+    """``read(file, stat)`` of the regular file ``path`` (no link followed), else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -54,11 +47,14 @@ def digest(path: Path) -> tuple[int, str] | None:
     try:
         with open(fd, "rb") as fh:  # closes fd
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return None
-            return st.st_size, hashlib.file_digest(fh, "sha256").hexdigest()
+            return read(fh, st) if stat.S_ISREG(st.st_mode) else None
     except OSError:
         return None
+
+
+def digest(path: Path) -> tuple[int, str] | None:
+    """(bytes, SHA-256) of the regular file ``path`` (no link followed), else None."""
+    return _regular(path, lambda f, st: (st.st_size, hashlib.file_digest(f, "sha256").hexdigest()))
 
 
 def text(kind: str, manifest: Manifest) -> str:
@@ -72,43 +68,31 @@ def text(kind: str, manifest: Manifest) -> str:
     )
 
 
-def read(folder: str | Path) -> tuple[str, Manifest | None] | None:
-    """(kind, manifest or None if older) of ``folder``'s marker; None without one."""
-    try:
-        fd = os.open(Path(folder) / MARKER, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        with open(fd, "rb") as fh:  # closes fd
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MARKER_BYTES:
-                return None
-            data = fh.read()
-    except OSError:
+def read(folder: str | Path) -> tuple[str, Manifest] | None:
+    """(kind, manifest) of ``folder``'s marker; None without a valid one."""
+    data = _regular(
+        Path(folder) / MARKER, lambda fh, st: fh.read() if st.st_size <= MAX_MARKER_BYTES else None
+    )
+    if data is None:
         return None
     lines = data.decode("utf-8", errors="replace").split("\n")
-    if not lines[0].startswith(HEAD):
-        return None
-    kind = lines[0][len(HEAD) :].strip()
-    if not kind:
-        return None
+    kind = lines[0][len(HEAD) :].strip() if lines[0].startswith(HEAD) else ""
     listed = [ln[len(_MANIFEST) :] for ln in lines[1:] if ln.startswith(_MANIFEST)]
-    if len(listed) != 1:
-        return kind, None
+    if not kind or len(listed) != 1:
+        return None
     try:
         manifest = json.loads(listed[0])
     except ValueError:
-        return kind, None
+        return None
     if not isinstance(manifest, dict) or not all(
         isinstance(v, list) and v and v[0] in _TYPES for v in manifest.values()
     ):
-        return kind, None
+        return None
     return kind, manifest
 
 
 def scan(folder: str | Path, pending: tuple[str, ...] = ()) -> Manifest:
-    """The manifest of what ``folder`` holds now (its marker left out), plus ``pending``
-    names. A sub-folder carrying a marker that matches its own manifest is one ``o`` entry."""
+    """The manifest of what ``folder`` holds now (its marker left out), plus ``pending`` names."""
     folder = Path(folder)
     out: Manifest = {p: ["p"] for p in pending}
     for e in sorted(os.scandir(folder), key=lambda e: e.name):
@@ -118,12 +102,12 @@ def scan(folder: str | Path, pending: tuple[str, ...] = ()) -> Manifest:
 
 
 def entries(path: Path, rel: str, out: Manifest) -> None:
-    """Add the manifest entries of ``path`` (listed as ``rel``) and everything under it."""
+    """Add the entries of ``path`` (listed as ``rel``) and everything under it; a sub-folder whose
+    marker matches is one ``o`` entry."""
     if path.is_symlink():
         out[rel] = ["l", os.readlink(path)]
     elif path.is_dir():
-        nested = read(path)
-        if nested is not None and nested[1] is not None and problem(path) is None:
+        if problem(path) is None:
             out[rel] = ["o"]
             return
         out[rel] = ["d"]
@@ -146,16 +130,13 @@ def _pending(rel: str, patterns: list[str]) -> bool:
 def _differs(
     e: os.DirEntry[str], rel: str, want: list[Any], walk: Callable[[Path, str], str | None]
 ) -> str | None:
-    """Why entry ``e`` (at ``rel``) is not what ``want`` says, or None; folders walked, nested
-    outputs checked on their own marker."""
+    """Why entry ``e`` (at ``rel``) is not what ``want`` says, or None."""
     changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
     if e.is_symlink():
         return changed if want[0] != "l" or [os.readlink(e.path)] != want[1:] else None
     if e.is_dir(follow_symlinks=False):
         if want[0] == "o":
-            nested = read(e.path)
-            ok = nested is not None and nested[1] is not None and problem(e.path) is None
-            return None if ok else changed
+            return None if problem(e.path) is None else changed
         return walk(Path(e.path), rel + "/") if want[0] == "d" else changed
     if want[0] != "f" or list(digest(Path(e.path)) or ()) != want[1:]:
         return changed
@@ -172,9 +153,7 @@ def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | 
             return f"{prefix or '.'!r} cannot be read ({exc.strerror or exc})"
         for e in entries:
             rel = prefix + e.name
-            if not prefix and e.name == MARKER:
-                continue
-            if _pending(rel, patterns):
+            if (not prefix and e.name == MARKER) or _pending(rel, patterns):
                 continue
             m = TEMP_NAME.match(e.name)
             if m and (prefix + m["base"] in manifest or _pending(prefix + m["base"], patterns)):
@@ -193,21 +172,16 @@ def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | 
 
 
 def problem(folder: str | Path) -> str | None:
-    """Why ``folder`` does not match the manifest of its marker (a sentence), or None when it
-    matches. A folder without a marker, or whose marker has no manifest, does not match."""
+    """Why ``folder`` does not match its marker's manifest (a sentence), or None when it does."""
     found = read(folder)
-    if found is None:
-        return f"has no {MARKER} file"
-    if found[1] is None:
-        return f"its {MARKER} lists no files (an older rackbook's)"
-    return _check(Path(folder), found[1], None)
+    return f"has no valid {MARKER} file" if found is None else _check(Path(folder), found[1], None)
 
 
 def temporaries(folder: str | Path) -> list[Path]:
     """rackbook's temporaries in ``folder`` (beside manifest entries), to remove."""
     found = read(folder)
     temps: list[Path] = []
-    if found is not None and found[1] is not None:
+    if found is not None:
         _check(Path(folder), found[1], temps)
     return temps
 

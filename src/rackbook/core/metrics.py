@@ -1,14 +1,6 @@
-"""Serving metrics from trace rows, as ``vllm bench serve`` defines them
-(``vllm/benchmarks/serve.py``, ``calculate_metrics``), over the successful requests of a window of
-``duration`` seconds:
-
-- ``completed`` / ``failed``; ``total_input_tokens``, ``total_output_tokens``;
-- ``request_throughput`` (req/s), ``output_throughput``, ``total_token_throughput`` (tok/s);
-- ``ttft_ms``, ``e2el_ms``; ``tpot_ms`` = (e2el - ttft) / (output_tokens - 1) for requests with
-  > 1 token; ``itl_ms``: every chunk gap, pooled;
-- ``mean_``/``median_``/``std_`` (population)/``pNN_`` (``np.percentile``, linear) of each, in
-  ms; an empty set gives 0, as in vLLM.
-"""
+"""Serving metrics as ``vllm bench serve`` defines them (``vllm/benchmarks/serve.py``,
+``calculate_metrics``) over a window's successful requests: counts, throughputs (per s), and
+mean/median/std/pNN of TTFT, TPOT, ITL, E2EL in ms (an empty set gives 0)."""
 
 from __future__ import annotations
 
@@ -25,10 +17,8 @@ LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 
 @dataclass(frozen=True)
 class BenchmarkMetrics:
-    """vLLM's metrics of one window (its ``BenchmarkMetrics``): counts and token sums over
-    ``duration`` (s), and ``latency``: each latency metric's mean / median / std / percentiles in
-    ms under vLLM's keys (``mean_ttft_ms``, ``p99_itl_ms``); :meth:`to_dict` adds the throughputs
-    (per s)."""
+    """vLLM's ``BenchmarkMetrics`` of one window: counts and token sums over ``duration`` (s), and
+    ``latency`` in ms under vLLM's keys (``mean_ttft_ms``, ``p99_itl_ms``)."""
 
     duration: float
     completed: int
@@ -64,8 +54,7 @@ def latency_stats(
 def named_stats(
     name: str, stats_s: tuple[Any, Any, Any, Sequence[Any]], percentiles: Sequence[float]
 ) -> dict[str, float]:
-    """(mean, std, median, percentiles) in s as vLLM's keys in ms (``mean_NAME_ms``...), the one
-    place they are named."""
+    """(mean, std, median, percentiles) in s as vLLM's keys in ms (``mean_NAME_ms``...)."""
     mean, std, median, pct = stats_s
     out = {
         f"mean_{name}_ms": float(mean * 1000),
@@ -90,8 +79,7 @@ def window_metrics(
     total_out: int,
     stats: dict[str, dict[str, float]],
 ) -> BenchmarkMetrics:
-    """One window's :class:`BenchmarkMetrics` from its length (s), counts, token sums and
-    per-metric statistics (:func:`latency_stats`'s keys, ms)."""
+    """One window's :class:`BenchmarkMetrics` from its length (s), counts, sums and statistics."""
     latency = {k: v for m in LATENCY_METRICS for k, v in stats[m].items()}
     return BenchmarkMetrics(float(duration_s), completed, failed, total_in, total_out, latency)
 

@@ -1,11 +1,6 @@
-"""Exact mean, std, median and percentiles of non-negative values held in pieces, without joining
-them: one pass counts values per bucket of their IEEE bit pattern's top bits (which order like the
-values), a second gathers only the buckets holding wanted order statistics and partitions them.
-
-Median and percentiles are numpy's numbers bit for bit (``np.median``, ``np.percentile`` linear);
-mean and std too up to :data:`BLOCK` values, summed block by block beyond (~1e-15 relative). A
-negative value (or -0.0) returns None: the caller asks numpy.
-"""
+"""Exact mean, std, median and percentiles (numpy's, bit for bit) of non-negative values held in
+pieces: one pass counts values per bucket of their bit pattern's top bits, a second partitions only
+the buckets holding wanted order statistics. A negative value (or -0.0) gives None."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ def _blocks(pieces: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
 
 
 class _Buckets:
-    """Buckets ``(pattern >> shift) - base`` of the values' bit patterns, the finest shift spanning
-    their range in at most :data:`_BUCKETS` buckets."""
+    """Buckets ``(pattern >> shift) - base`` of the values' bit patterns (<= :data:`_BUCKETS`)."""
 
     def __init__(self, groups: Sequence[Sequence[np.ndarray]]) -> None:
         lo: int | None = None
@@ -65,7 +59,6 @@ class _Buckets:
 
 
 def _plan(cum: np.ndarray, ks: Sequence[int]) -> dict[int, list[int]]:
-    """Wanted order statistics grouped by the bucket that holds each."""
     n = int(cum[-1])
     by_bucket: dict[int, list[int]] = {}
     for k in sorted(set(ks)):
@@ -94,9 +87,8 @@ def grouped_order_stats(
     ks: Sequence[Sequence[int]],
     whole_ks: Sequence[int] = (),
 ) -> tuple[list[dict[int, float]], dict[int, float]] | None:
-    """The ``k``-th smallest value (0-based) of each group's pieces taken together, for each ``k``
-    of its ``ks``, and of all groups (``whole_ks``), in one counting and one gathering pass. None
-    when a value is negative or -0.0."""
+    """The ``k``-th smallest value of each group's pieces for each of its ``ks``, and of all groups
+    (``whole_ks``); None when a value is negative or -0.0."""
     buckets = _Buckets(groups)
     if buckets.negative:
         return None
@@ -128,7 +120,6 @@ def grouped_order_stats(
 
 
 def _moments(pieces: Sequence[np.ndarray], n: int) -> tuple[np.float64, np.float64]:
-    """Mean and sum of squared deviations of the ``n`` values of ``pieces``, block by block."""
     total = np.float64(0.0)
     for blk in _blocks(pieces):
         total += np.add.reduce(blk)
@@ -142,14 +133,13 @@ def _moments(pieces: Sequence[np.ndarray], n: int) -> tuple[np.float64, np.float
 
 
 def _lerp(a: float, b: float, t: float) -> float:
-    """numpy's ``_lerp`` on scalars."""
     diff = b - a
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
 def _wanted(n: int, percentiles: Sequence[float]) -> tuple[list[int], list[tuple]]:
-    """Order statistics that median and percentiles of ``n`` values need, and per percentile
-    (lower rank, upper rank, weight) as ``np.percentile``'s linear method forms them."""
+    """Ranks the median and percentiles of ``n`` values need, and per percentile (lower, upper,
+    weight) as ``np.percentile``'s linear method forms them."""
     plans = []
     for p in percentiles:
         h = (n - 1) * (np.float64(p) / 100)  # np.percentile's virtual index (linear method)
@@ -173,9 +163,8 @@ def grouped_stats(
     whole: Sequence[np.ndarray],
     percentiles: Sequence[float],
 ) -> tuple[list[Stats | None], Stats] | None:
-    """(mean, std, median, percentiles) of each group (None when empty) and of ``whole`` (the
-    groups' values in row order). None when a value is negative or -0.0 (its bit pattern does not
-    order)."""
+    """(mean, std, median, percentiles) of each group (None when empty) and of ``whole`` (in row
+    order); None when a value is negative or -0.0."""
     sizes = [sum(p.size for p in g) for g in groups]
     n = sum(sizes)
     if n == 0:

@@ -55,8 +55,7 @@ SCRUBBED_SUFFIXES = (".json", ".log", ".txt")
 
 
 def scrub_files(folder: Path, root: Path = ROOT) -> list[Path]:
-    """Rewrite raw artifacts under ``folder`` (JSON, logs) with repository paths written as
-    ``$REPO/...``; returns the files changed. Compressed files (``.gz``) are left alone."""
+    """Rewrite raw artifacts under ``folder`` with :func:`repo_relative`; the files changed."""
     changed = []
     for f in sorted(folder.rglob("*")):
         if f.is_file() and f.suffix in SCRUBBED_SUFFIXES:
@@ -79,8 +78,7 @@ _TRACKED = ("--", ".", ":(exclude)data/traces")
 
 
 def project_commit() -> str:
-    """The project's git commit (``+dirty`` when tracked files changed, ``data/traces/`` aside), or
-    ``unknown``."""
+    """The project's git commit (``+dirty`` when tracked files changed), or ``unknown``."""
     git = ("git", "-C", str(ROOT))
     try:
         sha = _run(*git, "rev-parse", "HEAD")
@@ -178,9 +176,7 @@ def declared_hardware(
     catalog: str,
     importing_machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``run.json``'s ``hardware`` for declared GPUs: ``gpus`` (``count`` named ``label``),
-    ``declared`` (catalog id, description, file, count, who) and ``importing_machine`` (this
-    machine, kept apart)."""
+    """``run.json``'s ``hardware`` for declared GPUs, this machine kept apart."""
     return {
         "gpus": [{"name": label, "catalog_id": gpu_id} for _ in range(count)],
         "hosts": None,

@@ -1,6 +1,5 @@
-"""The summary of a published trace (kind ``published``: no requests, one row per published
-point): its points by hardware and engine, with the range of the per-GPU figure as published
-(tokens/s per GPU); vLLM's request metrics (:mod:`rackbook.core.summary`) need requests."""
+"""The summary of a published trace: its points by hardware and engine, with the range of tokens/s
+per GPU as published."""
 
 from __future__ import annotations
 
@@ -37,7 +36,6 @@ def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
 
 
 def _stated(value: Any) -> str:
-    """A group's hardware or engine as the reader sees it: ``not stated`` where it is missing."""
     return "not stated" if pd.isna(value) else str(value)
 
 

@@ -245,20 +245,6 @@ RUN_FIELDS: dict[str, tuple[bool, str]] = {
 URL = re.compile(r"^https?://\S+$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-#: published_points columns that count or rate something: non-null values must be > 0.
-POSITIVE = (
-    "gpus",
-    "prefill_gpus",
-    "decode_gpus",
-    "isl",
-    "osl",
-    "concurrency",
-    "tok_s_total",
-    "tok_s_per_gpu",
-    "input_tok_s_per_gpu",
-    "output_tok_s_per_gpu",
-    "tok_s_per_user",
-)
 #: published_points latency columns (seconds): non-null values must be >= 0.
 LATENCIES = ("ttft_mean_s", "ttft_median_s", "tpot_mean_s", "tpot_median_s", "e2el_mean_s")
 
@@ -282,6 +268,8 @@ PHYSICAL_MAX: dict[str, float] = {
     "tok_s_per_user": MAX_TOK_S_PER_GPU,
     **{c: 86_400.0 for c in LATENCIES},
 }
+#: published_points columns that count or rate something: non-null values must be > 0.
+POSITIVE = tuple(c for c in PHYSICAL_MAX if c not in LATENCIES)
 SERVING = ("aggregated", "disaggregated")
 
 #: Allowed values of the basis columns (rackbook.core.basis; never "unknown" in a point).
@@ -297,8 +285,7 @@ BASIS_COLUMNS: dict[str, tuple[str, ...]] = {
 def _refuse_first(
     where: Path | str, col: str, vals: pd.Series, bad: pd.Series, problem: str
 ) -> None:
-    """InputError at the first given value of ``published_points.col`` where ``bad``; ``problem``
-    formatted with the value ``v`` and row ``i``."""
+    """InputError at the first given ``bad`` value (``problem`` formatted with ``v`` and ``i``)."""
     rows = (vals.notna() & bad).fillna(False).to_numpy(bool)
     if rows.any():
         i = int(rows.argmax())
@@ -306,8 +293,6 @@ def _refuse_first(
 
 
 def _check_point_values(df: pd.DataFrame, where: Path | str) -> None:
-    """Counts and rates > 0, latencies >= 0 (s), none past :data:`PHYSICAL_MAX`; dates
-    ``YYYY-MM-DD``, http(s) links, ``serving`` and the basis columns one of their values."""
     for col in POSITIVE:
         v = df[col].astype("Float64")
         _refuse_first(where, col, v, v <= 0, "must be > 0 (row {i}: {v})")
@@ -330,9 +315,7 @@ def _check_point_values(df: pd.DataFrame, where: Path | str) -> None:
 
 
 def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
-    """Value checks of a conformed ``published_points`` table: only in a ``published`` trace; unique
-    ids; counts and rates > 0, latencies >= 0 (each at most :data:`PHYSICAL_MAX`); dates, links,
-    ``serving`` valid; a disaggregated row's pools add up to its total."""
+    """Value checks of a conformed ``published_points`` table (only in a ``published`` trace)."""
     if run.get("kind") != "published":
         raise InputError(
             where,

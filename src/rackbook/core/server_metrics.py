@@ -22,8 +22,8 @@ def _base_name(metric: str) -> str:
 
 
 def counter_deltas(server_metrics: pd.DataFrame, point_id: str) -> dict[str, float]:
-    """After - before per counter over one point, summed over label sets and servers; names without
-    ``_total``; a metric missing from one phase is left out, a counter that went down gives NaN."""
+    """After - before per counter (no ``_total``) over one point, summed over labels and servers; a
+    counter that went down gives NaN."""
     sm = server_metrics[server_metrics["point_id"] == point_id]
     if sm.empty:
         return {}
@@ -41,8 +41,7 @@ def counter_deltas(server_metrics: pd.DataFrame, point_id: str) -> dict[str, flo
 
 
 def prefix_cache_hit_rate(server_metrics: pd.DataFrame, point_id: str) -> tuple[float, str]:
-    """Prefix-cache hit rate over one point, hits / queries (token counters, deltas), and the
-    counter names used; ``(nan, reason)`` when the counters are absent or unusable."""
+    """(hits / queries over one point, the counters used), or ``(nan, reason)``."""
     d = counter_deltas(server_metrics, point_id)
     for hits, queries in PREFIX_CACHE_COUNTERS:
         if hits in d and queries in d:

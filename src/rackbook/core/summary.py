@@ -1,14 +1,6 @@
-"""A trace's serving metrics, vLLM's figures (:mod:`rackbook.core.metrics`) over all successful
-requests, whole and per point, with ``valid_requests`` and ``flagged_share`` beside them
-(:mod:`rackbook.core.validity`; None when streamed).
-
-A folder of at most :data:`FULL_READ_MAX_REQUESTS` requests and :data:`EXACT_ITL_MAX` gaps is read
-whole and validated; a larger one is streamed :data:`CHUNK_ROWS` rows at a time, each chunk checked
-as :func:`rackbook.core.traces.validate` checks it (not: unique ``request_id``,
-``cached_prompt_tokens``, extra tables). Counts, sums, throughputs and TTFT/TPOT/E2EL statistics are
-exact; ITL beyond :data:`EXACT_ITL_MAX` gaps comes from a histogram within 0.05 %
-(:mod:`rackbook.core.latency_pool`). Measurements: benchmarks/README.md.
-"""
+"""A trace's vLLM serving metrics (:mod:`rackbook.core.metrics`), whole and per point, with valid
+counts and flagged shares (None when streamed). A large folder is streamed a chunk at a time,
+checked as ``traces.validate`` does; ITL past :data:`EXACT_ITL_MAX` gaps from a histogram."""
 
 from __future__ import annotations
 
@@ -33,7 +25,7 @@ from rackbook.errors import InputError
 
 SCENARIO_KEYS = ("engine", "config", "batch_size", "concurrency", "context_tokens", "num_gpus")
 
-#: A trace folder with more requests than this is summarised by streaming (see module doc).
+#: A trace folder with more requests than this is summarised by streaming.
 FULL_READ_MAX_REQUESTS = 250_000
 #: ITL tables with more rows (gaps) than this are summarised by moments and a histogram.
 EXACT_ITL_MAX = 40_000_000
@@ -50,10 +42,8 @@ class PointMetrics:
     point_id: str
     scenario: dict[str, Any]
     metrics: BenchmarkMetrics
-    #: successful requests that pass :mod:`rackbook.core.validity`'s checks (None: not checked)
-    valid_requests: int | None = None
-    #: flagged / successful requests (None: not checked)
-    flagged_share: float | None = None
+    valid_requests: int | None = None  # None: not checked
+    flagged_share: float | None = None  # flagged / successful requests
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,14 +63,11 @@ class TraceSummary:
     kind: str
     metrics: BenchmarkMetrics
     points: list[PointMetrics]
-    #: over all points: valid requests and flagged / successful (None: not checked, as when
-    #: a large trace is streamed by :func:`summarize_path`)
-    valid_requests: int | None = None
+    valid_requests: int | None = None  # None: not checked (streamed)
     flagged_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``rackbook summarize --json``: vLLM's keys, ``valid_requests``, ``flagged_share``,
-        ``points``."""
+        """``rackbook summarize --json``."""
         return {
             "trace_id": self.trace_id,
             "kind": self.kind,
@@ -92,8 +79,8 @@ class TraceSummary:
 
 
 class _Summary:
-    """Accumulates a trace's metrics over chunks; point index ``len(points)`` collects requests of
-    unknown points (whole-trace figures only)."""
+    """A trace's metrics accumulated over chunks; point index ``len(points)`` collects requests of
+    unknown points."""
 
     def __init__(
         self,
@@ -103,8 +90,7 @@ class _Summary:
         requests: int = 0,
         gaps: int = 0,
     ) -> None:
-        """``requests``, ``gaps``: rows to come. One array holds TTFT, E2EL and TPOT, then the gaps
-        (allocated once: new memory is the slow part)."""
+        """``requests``, ``gaps``: rows to come, held in one array allocated once."""
         self.points, self.percentiles = points, percentiles
         self.np = len(points)
         P = self.np + 1
@@ -124,7 +110,7 @@ class _Summary:
         self.done: dict[str, tuple[dict[str, float], list[dict[str, float]]]] = {}
 
     def requests_done(self) -> None:
-        """All request rows in: TTFT, TPOT, E2EL statistics now; their room goes to gaps."""
+        """TTFT, TPOT, E2EL statistics now; their room goes to gaps."""
         for m in ("ttft", "tpot", "e2el"):
             self.done[m] = self.pools[m].stats(m, self.percentiles, self.np)
         if self.pools["itl"].exact and not self.pools["itl"].size:
@@ -140,7 +126,7 @@ class _Summary:
         in_tok: np.ndarray,
         out_tok: np.ndarray,
     ) -> None:
-        """One chunk of request rows (``codes``: point indices), written straight into the pools."""
+        """One chunk of request rows (``codes``: point indices) into the pools."""
         P = self.np + 1
         every = bool(ok.all())  # the usual case: no selection
         oc = codes if every else codes[ok]
@@ -172,8 +158,7 @@ class _Summary:
             pool.add(oc[m], tpot_s(t, e, o))
 
     def add_itl(self, codes: np.ndarray, itl_s: np.ndarray, keep: np.ndarray | None = None) -> None:
-        """Gaps (s) of successful requests with their point indices; with ``keep`` (boolean
-        over ``itl_s``), the gaps where it is True (``codes`` are theirs)."""
+        """Gaps (s) of successful requests with their point indices (of those ``keep`` selects)."""
         pool = self.pools["itl"]
         if keep is None or not pool.exact:
             pool.add(codes, itl_s if keep is None else itl_s[keep])
@@ -209,7 +194,7 @@ class _Summary:
 
 
 def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
-    """Index of each id in ``points`` (first match); ``len(points)`` when absent."""
+    """Index of each id in ``points`` (first match), ``len(points)`` when absent."""
     idx = pd.Index(points["point_id"].astype(str))
     if not idx.is_unique:
         idx = idx.drop_duplicates()
@@ -219,8 +204,7 @@ def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
 
 
 def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int) -> None:
-    """Feed ``path``/itl.parquet to ``acc`` chunk by chunk; ``row_code`` is each request row's
-    point index, or -1 for a failed request. Checks as :func:`rackbook.core.traces.validate`."""
+    """Feed ``path``/itl.parquet to ``acc``; ``row_code``: each request's point index, -1 failed."""
     n_req = len(row_code)
     with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
         traces.iter_table(path, "itl", ["request_row", "itl_s"], chunk_rows)
@@ -239,8 +223,8 @@ def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int
 
 
 def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
-    """Metrics of a whole trace (windows as one, durations summed: vLLM's figures for one point) and
-    per point; gaps of a trace read with ``itl=False`` are streamed from ``path``."""
+    """Metrics of a whole trace (windows as one, durations summed) and per point; gaps of a trace
+    read with ``itl=False`` are streamed from ``path``."""
     req = trace.requests
     stream_itl = not trace.itl_loaded and trace.path is not None
     n_itl = traces.table_rows(trace.path, "itl") if trace.path and stream_itl else len(trace.itl)
@@ -296,8 +280,7 @@ def summarize_path(
     chunk_rows: int = CHUNK_ROWS,
 ) -> TraceSummary:
     """:func:`summarize` of the trace folder ``path``; ``stream`` forces or forbids streaming
-    (default: over :data:`FULL_READ_MAX_REQUESTS` requests or :data:`EXACT_ITL_MAX` gaps),
-    ``chunk_rows`` rows at a time."""
+    (default: past :data:`FULL_READ_MAX_REQUESTS` requests or :data:`EXACT_ITL_MAX` gaps)."""
     path = Path(path)
     run = traces.read_run(path)
     n_req, n_itl = traces.check_row_counts(path)  # before any table is loaded

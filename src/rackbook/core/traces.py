@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import queue
-import threading
+from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,11 +38,8 @@ class Trace:
     points: pd.DataFrame
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)
     path: Path | None = None
-    #: False when read with ``read_trace(itl=False)``: ``itl`` is then empty, not the gaps, and
-    #: :func:`rackbook.core.summary.summarize` streams them from ``path``/itl.parquet instead.
-    itl_loaded: bool = True
-    #: What :func:`rackbook.core.validity.valid_trace` left out (None: not screened).
-    screening: Any = None
+    itl_loaded: bool = True  # False: ``itl`` left empty by ``read_trace(itl=False)``
+    screening: Any = None  # what validity.valid_trace left out
 
     @property
     def trace_id(self) -> str:
@@ -52,9 +49,6 @@ class Trace:
     def kind(self) -> str:
         return str(self.run.get("kind", ""))
 
-
-# ----------------------------------------------------------------------------- request rows
-# One set of value checks for every reader and writer (validator, streamed summary, importers).
 
 #: A successful request slower than this (seconds) is taken as a unit error (ms given as s).
 IMPLAUSIBLE_LATENCY_S = 86_400.0
@@ -72,21 +66,15 @@ NON_FINITE = "non-finite value (NaN or infinite)"
 
 @dataclass(frozen=True)
 class RowNames:
-    """How a bad value is named: ``requests.ttft_s`` ``in row 3``, or with ``keys`` (column ->
-    source key) ``ttfts[3]``."""
+    """How a bad value is named: ``requests.ttft_s ... in row 3``, or by ``keys`` ``ttfts[3]``."""
 
     table: str = "requests"
     keys: Mapping[str, str] | None = None
 
     def __call__(self, column: str, row: int) -> tuple[str, str]:
-        """(field, suffix of the problem) for ``column`` at ``row``."""
         if self.keys is not None:
             return f"{self.keys.get(column, column)}[{row}]", ""
         return f"{self.table}.{column}", f" in row {row}"
-
-    def column(self, column: str) -> str:
-        """The field naming a whole column."""
-        return self.keys.get(column, column) if self.keys is not None else f"{self.table}.{column}"
 
 
 def check_values(
@@ -98,8 +86,7 @@ def check_values(
     offset: int = 0,
     tokens: bool = False,
 ) -> None:
-    """Finite, non-negative values (token counts at most :data:`MAX_TOKENS`); the first bad one is
-    an InputError at row ``offset + i``."""
+    """Finite, non-negative values (token counts at most :data:`MAX_TOKENS`), else InputError."""
     if values.dtype.kind in "iuf" and values.size:  # all good: two reductions, no temporaries
         lo, hi = values.min(), values.max()  # NaN in either fails every comparison below
         if lo >= 0 and (hi <= MAX_TOKENS if tokens else hi < np.inf):
@@ -125,8 +112,7 @@ def check_request_rows(
     *,
     offset: int = 0,
 ) -> None:
-    """:func:`check_values` of each :data:`REQUEST_VALUES` column in ``cols``, and no successful
-    request with TTFT over its end-to-end latency (1 ns slack)."""
+    """:func:`check_values` of each :data:`REQUEST_VALUES` column; no TTFT over its E2EL."""
     for column, tokens in REQUEST_VALUES.items():
         if column in cols:
             check_values(cols[column], where, column, names, offset=offset, tokens=tokens)
@@ -147,8 +133,7 @@ POINT_COUNTS: dict[str, tuple[int, str]] = {
 
 
 def check_points(pts: pd.DataFrame, where: Path | str) -> None:
-    """A conformed points table: unique ids, ``duration_s`` > 0, and counts (GPUs, batch,
-    concurrency, ranks, context), where given, whole numbers within their range."""
+    """A conformed points table: unique ids, ``duration_s`` > 0, counts within their range."""
     if pts["point_id"].duplicated().any():
         raise InputError(where, "points.point_id", "duplicate point id")
     if (pts["duration_s"] <= 0).any():
@@ -195,10 +180,9 @@ START_SLACK_S = 1.0
 def check_consistency(
     req: pd.DataFrame, itl: pd.DataFrame | None, pts: pd.DataFrame, where: Path | str
 ) -> None:
-    """The request rows agree with each other (InputError for the first that does not): some success
-    with output; each successful request's gaps add up to its decode window and its output is from
-    gaps + 1 to :data:`MAX_TOKENS_PER_CHUNK` per chunk; each starts within its point's duration.
-    ``itl`` None: gaps not read."""
+    """Some success with output; each request starts within its point's duration; each successful
+    one's gaps (``itl`` None: not read) add up to its decode window, its output from gaps + 1 to
+    :data:`MAX_TOKENS_PER_CHUNK` per chunk. InputError for the first that does not."""
     if not len(req):
         return
     ok = req["success"].to_numpy(bool)
@@ -250,9 +234,6 @@ def check_consistency(
             )
 
 
-# ----------------------------------------------------------------------------- validation
-
-
 def _check_run(run: Any, where: Path | str) -> None:
     if not isinstance(run, dict):
         raise InputError(where, "run.json", f"must be a JSON object, got {type(run).__name__}")
@@ -282,8 +263,6 @@ def _check_run(run: Any, where: Path | str) -> None:
 
 
 def _check_inventory(value: Any, where: Path | str, field: str) -> None:
-    """``hardware`` / ``server`` of run.json, where present: ``gpus`` a list of objects with a text
-    name, counts whole numbers >= 0."""
     if value is None:
         return
     if not isinstance(value, dict):
@@ -307,10 +286,8 @@ def conform(
     where: Path | str,
     columns: tuple[schema.Column, ...] | None = None,
 ) -> pd.DataFrame:
-    """``df`` with the table's columns (``columns``, default ``schema.TABLES[table]``) in exact
-    dtypes; an absent nullable column is added as null. A value that does not convert, a missing
-    required value or a non-finite float is an InputError naming ``table.column``. Extra columns are
-    kept."""
+    """``df`` with the table's columns (default ``schema.TABLES[table]``) in exact dtypes, absent
+    nullable ones null, extra ones kept; a bad or missing value is an InputError."""
     cols = schema.TABLES[table] if columns is None else columns
     out = df.copy(deep=False)  # columns replaced below, never changed in place: no data copy
     for c in cols:
@@ -385,9 +362,6 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     return Trace(trace.run, req, itl, pts, extra, trace.path, trace.itl_loaded)
 
 
-# ----------------------------------------------------------------------------- read / write
-
-
 def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
     known = {c.name: _ARROW[c.dtype] for c in schema.TABLES.get(table, ())}
     return pa.table({n: pa.array(df[n], type=known.get(n), from_pandas=True) for n in df.columns})
@@ -396,9 +370,7 @@ def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
 def write_trace(
     path: str | Path, trace: Trace, *, overwrite: bool = True, source: str | Path | None = None
 ) -> Path:
-    """Validate and write ``trace`` to folder ``path`` atomically, marked as a trace
-    (:func:`rackbook.core.fsio.atomic_dir`: only a marked trace folder is replaced). Value errors
-    name ``source`` (default ``path``)."""
+    """Validate and write ``trace`` to folder ``path`` atomically (value errors name ``source``)."""
     path = check_output_folder(path)
     fsio.check_replaceable(path, "trace", "output")
     t = validate(trace, where=source or path)
@@ -462,10 +434,8 @@ def read_trace(path: str | Path, *, itl: bool = True) -> Trace:
     """Read and validate a trace folder. ``itl=False`` skips the (large) gap table."""
     path = Path(path)
     run = read_run(path)
-    if itl:
+    if itl or table_rows(path, "requests") > limits.BOUNDS["requests"]:
         check_row_counts(path)
-    elif table_rows(path, "requests") > limits.BOUNDS["requests"]:
-        check_row_counts(path)  # its one line
     req = read_table(path, "requests")
     gaps = read_table(path, "itl") if itl else _EMPTY_GAPS.copy()
     pts = read_table(path, "points")
@@ -480,8 +450,7 @@ def table_rows(path: str | Path, name: str) -> int:
 
 
 def check_row_counts(path: str | Path) -> tuple[int, int]:
-    """(request rows, gap rows) from the Parquet footers, refused before loading: more requests than
-    ``limits.BOUNDS['requests']``, or more gaps than output tokens."""
+    """(request rows, gap rows); InputError past the requests bound or for gaps past tokens."""
     path = Path(path)
     n_req = table_rows(path, "requests")
     bound = limits.BOUNDS["requests"]
@@ -493,9 +462,7 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
         )
     n_itl = table_rows(path, "itl")
     names = _parquet(path, "requests", lambda f: pq.ParquetFile(f).schema_arrow.names)
-    if n_itl > n_req and "output_tokens" in names:
-        # only then can the gaps outnumber the tokens: read the counts (a missing column is
-        # named by the table's own check)
+    if n_itl > n_req and "output_tokens" in names:  # only then can gaps outnumber tokens
         col = read_table(path, "requests", ["output_tokens"])["output_tokens"]
         tokens = float(pd.to_numeric(col, errors="coerce").fillna(0).clip(lower=0).sum())
         if n_itl > tokens:
@@ -508,51 +475,22 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
     return n_req, n_itl
 
 
-#: Chunks decoded ahead of the one in use by :func:`iter_table`'s reading thread.
-READ_AHEAD = 1
-
-
-def _read_ahead(batches: Iterator[Any], depth: int = READ_AHEAD) -> Generator[Any, None, None]:
-    """``batches`` advanced in a thread ``depth`` items ahead (decoding overlaps the caller's work);
-    order kept, the thread's exception raised in place, stopped when the caller stops."""
-    q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(depth, 1))
-    stop = threading.Event()
-
-    def put(item: tuple[bool, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work() -> None:
-        try:
-            for b in batches:
-                if not put((True, b)):
-                    return
-            put((False, None))
-        except BaseException as exc:  # handed to the caller, raised there
-            put((False, exc))
-
-    t = threading.Thread(target=work, name="rackbook-read-ahead", daemon=True)
-    t.start()
+def _read_ahead(batches: Iterator[Any], depth: int = 2) -> Generator[Any, None, None]:
+    """``batches`` advanced ``depth`` items ahead in a thread (decoding overlaps the caller's work);
+    order kept, the thread's exception raised in place; the thread ends when the caller stops."""
+    end = object()
+    pool = ThreadPoolExecutor(1, thread_name_prefix="rackbook-read-ahead")
+    ahead = deque(pool.submit(next, batches, end) for _ in range(depth))
     try:
-        while True:
-            more, item = q.get()
-            if not more:
-                if item is not None:
-                    raise item
-                return
+        while (item := ahead.popleft().result()) is not end:
+            ahead.append(pool.submit(next, batches, end))
             yield item
     finally:
-        stop.set()
+        pool.shutdown(cancel_futures=True)
 
 
 def _chunk_column(col: Any, spec: Any, path: Path, fname: str, offset: int) -> Any:
-    """One column of a streamed chunk checked as :func:`conform` checks it (rows from ``offset``): a
-    numpy array, or ``(int32 codes, values)`` for strings."""
+    """A streamed column checked as :func:`conform` does: an array, or ``(codes, values)``."""
     if col.null_count and not spec.nullable:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(path, fname, f"missing value in row {offset + row}")
@@ -573,18 +511,16 @@ def _chunk_column(col: Any, spec: Any, path: Path, fname: str, offset: int) -> A
     # NaN makes min and max NaN: two reductions instead of a mask when all is well
     if dtype == "float64" and not spec.nullable and arr.size:
         if not (np.isfinite(arr.min()) and np.isfinite(arr.max())):
-            bad = ~np.isfinite(arr)
-            if bad.any():
-                raise InputError(path, fname, f"{NON_FINITE} in row {offset + int(bad.argmax())}")
+            row = offset + int((~np.isfinite(arr)).argmax())
+            raise InputError(path, fname, f"{NON_FINITE} in row {row}")
     return arr
 
 
 def iter_table(
     path: str | Path, name: str, columns: list[str], chunk_rows: int = 1 << 20
 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-    """Stream ``columns`` of table ``name``, ``chunk_rows`` rows at a time: ``(first row, {column:
-    array})``, strings as ``(codes, values)``; each chunk checked as :func:`conform` checks it, rows
-    numbered in the whole table."""
+    """``(first row, {column: array})`` of table ``name``, ``chunk_rows`` at a time, strings as
+    ``(codes, values)``, each chunk checked as :func:`conform` does."""
     path = Path(path)
     f = path / f"{name}.parquet"
     known = {c.name: c for c in schema.TABLES[name]}
@@ -597,29 +533,22 @@ def iter_table(
         if c not in pf.schema_arrow.names:
             raise InputError(path, f"{name}.{c}", "missing column")
 
-    def chunks() -> Iterator[tuple[int, dict[str, Any]]]:
-        # runs in the reading thread: decoding, conversion and these checks of the next
-        # chunk overlap with the caller's work on this one; errors come in their place
+    def chunks() -> Iterator[tuple[int, dict[str, Any]]]:  # in the reading thread
         offset = 0
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=columns):
-            out: dict[str, Any] = {}
-            for c in columns:
-                out[c] = _chunk_column(batch.column(c), known[c], path, f"{name}.{c}", offset)
-            yield offset, out
+            yield (
+                offset,
+                {
+                    c: _chunk_column(batch.column(c), known[c], path, f"{name}.{c}", offset)
+                    for c in columns
+                },
+            )
             offset += batch.num_rows
 
-    batches = _read_ahead(chunks())
-    try:  # a caller that stops (or fails) stops the reading thread
-        while True:
-            try:
-                item = next(batches)
-            except StopIteration:
-                return
-            except (pa.ArrowException, OSError, ValueError) as exc:
-                raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
-            yield item
-    finally:
-        batches.close()
+    try:
+        yield from _read_ahead(chunks())
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(f, "-", f"unreadable Parquet: {exc}") from None
 
 
 def keep_rows(trace: Trace, keep: np.ndarray, points: pd.Series | None = None) -> Trace:
@@ -645,17 +574,11 @@ def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
     gaps = [t.itl.assign(request_row=t.itl["request_row"] + n) for t, n in moved]
     names = dict.fromkeys(k for t in traces for k in t.extra)
     extra = {k: [t.extra[k] for t in traces if k in t.extra] for k in names}
-
-    def joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
-        return pd.concat(frames, ignore_index=True)
-
-    return Trace(
-        run,
-        joined([t.requests for t in traces]),
-        joined(gaps),
-        joined([t.points for t in traces]),
-        {k: joined(v) for k, v in extra.items()},
+    req, itl, pts = (
+        pd.concat(f, ignore_index=True)
+        for f in ([t.requests for t in traces], gaps, [t.points for t in traces])
     )
+    return Trace(run, req, itl, pts, {k: pd.concat(v, ignore_index=True) for k, v in extra.items()})
 
 
 def point_batch(points: pd.DataFrame) -> pd.Series:

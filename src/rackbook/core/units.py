@@ -32,11 +32,8 @@ def whole(x: float) -> float | int:
 
 
 def plural(n: float, word: str, many: str | None = None) -> str:
-    """``n word`` with the word in the plural unless ``n`` is 1: ``plural(1, "GPU") ==
-    "1 GPU"``, ``plural(8192, "sequence") == "8,192 sequences"``; ``many`` for irregular
-    plurals. A whole number of any integer type (numpy's too) is written in full with thousands
-    separators, ``plural(np.int64(1234567), "token") == "1,234,567 tokens"``; other numbers
-    with ``:,g``."""
+    """``n word``, plural unless ``n`` is 1 (``many`` if irregular): ``plural(8192, "sequence") ==
+    "8,192 sequences"``; integers (numpy's too) in full, other numbers with ``:,g``."""
     text = f"{n:,}" if isinstance(n, numbers.Integral) else f"{n:,g}"
     return f"{text} {word if n == 1 else (many or word + 's')}"
 

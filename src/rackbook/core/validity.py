@@ -1,13 +1,6 @@
-"""Which successful request rows measure the engine, and which measure a starved client.
-
-A client starved of CPU gets the tokens in one burst at the end: TTFT is nearly the whole request
-and the row times the client. Rows are flagged by three checks: (a) burst delivery
-(:data:`BURST_MIN_TOKENS`, :data:`BURST_DECODE_SHARE`); (b) tiny gaps, below the clock's resolution
-or far below the engine's per-token time (:data:`CLOCK_RESOLUTION_S`, :data:`MIN_GAP_SHARE`); (c) a
-token mismatch with the servers' counters (:data:`TOKEN_MISMATCH_REL`). Failed requests are never
-valid nor flagged; ``flagged_share`` is flagged / successful. A point over :data:`MAX_FLAGGED_SHARE`
-flagged is refused by the recorder (:func:`refusal`).
-"""
+"""Which successful requests measure the engine and which a CPU-starved client (tokens in one burst
+at the end): flagged by (a) burst delivery, (b) tiny gaps, (c) a token mismatch with the servers'
+counters. ``flagged_share`` is flagged / successful; the recorder refuses a point over the limit."""
 
 from __future__ import annotations
 
@@ -65,16 +58,8 @@ MAX_FLAGGED_SHARE = 0.02
 CHECKS = ("burst", "tiny_gaps", "token_mismatch")
 #: Columns of :func:`point_validity`.
 POINT_COLUMNS = (
-    "point_id",
-    "requests",
-    "successful",
-    "valid",
-    "flagged",
-    *CHECKS,
-    "flagged_share",
-    "enough",
-    "acceptable",
-    "reason",
+    *("point_id", "requests", "successful", "valid", "flagged", *CHECKS),
+    *("flagged_share", "enough", "acceptable", "reason"),
 )
 
 
@@ -114,7 +99,7 @@ def token_mismatch(
 
 
 def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per request row: the median inter-token gap (s; NaN without gaps) and the gap count."""
+    """Per request row: the median gap (s; NaN without gaps) and the gap count."""
     gaps = trace.itl
     if not trace.itl_loaded and trace.path is not None:
         gaps = traces.read_table(trace.path, "itl")
@@ -131,9 +116,8 @@ def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _per_point(
     trace: traces.Trace, pid: np.ndarray, ok: np.ndarray, burst: np.ndarray, tpot: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Per request row, from its point: the reference engine step (s: the server's per-token time,
-    else the median TPOT of successful non-burst requests) and whether, and why, the point's tokens
-    mismatch the counters."""
+    """Per request row, from its point: the engine step (s: the servers' per-token time, else the
+    median TPOT of non-burst successes) and whether, and why, the tokens mismatch the counters."""
     req = trace.requests
     sm = trace.extra.get("server_metrics")
     n = len(req)
@@ -180,9 +164,8 @@ def _reason(c: dict[str, Any], i: int, why_mismatch: str) -> str:
 
 
 def check_requests(trace: traces.Trace) -> pd.DataFrame:
-    """Per request row (same index): ``point_id``, ``request``, ``success``, ``decode_share``,
-    ``median_gap_s``, ``reference_step_s``, the checks ``burst``, ``tiny_gaps``, ``token_mismatch``,
-    ``flagged``, ``valid`` and ``reason``."""
+    """Per request row (same index): the inputs and outcome of each check, ``flagged``, ``valid``
+    and ``reason``."""
     req = trace.requests
     n = len(req)
     ok = req["success"].to_numpy(dtype=bool)
@@ -220,9 +203,8 @@ def check_requests(trace: traces.Trace) -> pd.DataFrame:
 
 
 def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per point: counts (``requests``, ``successful``, ``valid``, ``flagged`` and per check),
-    ``flagged_share``, ``enough`` (>= :data:`MIN_VALID_PER_POINT` valid), ``acceptable`` (<=
-    :data:`MAX_FLAGGED_SHARE`) and ``reason``."""
+    """Per point: :data:`POINT_COLUMNS` (counts, ``flagged_share``, ``enough``, ``acceptable``,
+    ``reason``)."""
     c = check_requests(trace) if checks is None else checks
     points = trace.points["point_id"].astype(str)
     return pd.DataFrame(
@@ -231,8 +213,7 @@ def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> p
 
 
 def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
-    """One row of :func:`point_validity`, plus ``counts`` (per check) and ``first`` (the first
-    flagged request's reason) for :func:`refusal`."""
+    """A :func:`point_validity` row, plus ``counts`` and ``first`` for :func:`refusal`."""
     succ, flagged, valid = (int(g[k].sum()) for k in ("success", "flagged", "valid"))
     share = flagged / succ if succ else 0.0
     enough, acceptable = valid >= MIN_VALID_PER_POINT, share <= MAX_FLAGGED_SHARE
@@ -281,8 +262,7 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
 
 @dataclass(frozen=True)
 class Screening:
-    """What :func:`valid_trace` left out: requests checked and flagged (by check), points dropped
-    below :data:`MIN_VALID_PER_POINT`, flagged requests kept as ``accepted_invalid``."""
+    """What :func:`valid_trace` left out (flagged requests, dropped points) or kept as accepted."""
 
     successful: int
     flagged: int
@@ -322,9 +302,8 @@ class Screening:
 
 
 def valid_trace(trace: traces.Trace) -> tuple[traces.Trace, Screening]:
-    """The trace without flagged requests (failed ones stay) and without points left under
-    :data:`MIN_VALID_PER_POINT` valid, rows renumbered; points ``run.json`` lists as
-    ``accepted_invalid`` keep theirs. Also what was left out."""
+    """The trace without flagged requests (but in ``accepted_invalid`` points) and points left under
+    :data:`MIN_VALID_PER_POINT` valid, and what was left out."""
     c = check_requests(trace)
     pv = point_validity(trace, c)
     accepted = {str(p) for p in (trace.run.get("accepted_invalid") or [])}

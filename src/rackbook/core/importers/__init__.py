@@ -1,9 +1,6 @@
-"""Importers: other tools' results and published measurements into traces.
-
-:data:`REGISTRY` declares every format of ``rackbook import FORMAT FILE -o TRACE``; each module
-implements :class:`Importer`. :func:`write` is the one way a file becomes a trace folder. Standard
-library only (the CLI lists formats without pandas).
-"""
+"""Importers of other tools' results and published measurements: :data:`REGISTRY` declares every
+format of ``rackbook import``, each module an :class:`Importer`; :func:`write` makes the trace.
+Standard library only (the CLI lists formats without pandas)."""
 
 from __future__ import annotations
 
@@ -46,8 +43,7 @@ class Options:
 
 
 class Importer(Protocol):
-    """A format module: ``read`` returns the checked trace in memory (a bad file is one InputError);
-    ``summary`` is printed after ``wrote OUT:``."""
+    """A format module: ``read`` the checked trace; ``summary`` printed after ``wrote OUT:``."""
 
     FORMAT: str
 
@@ -67,7 +63,6 @@ class Format:
     options: tuple[str, ...]  # the Options fields it takes
 
     def importer(self) -> Importer:
-        """The format's module (imported now)."""
         module: Importer = importlib.import_module(f"{__name__}.{self.module}")  # type: ignore[assignment]
         return module
 
@@ -114,16 +109,7 @@ def _taking(option: str) -> str:
 #: Labels that name the scenario (``--label KEY=VALUE``); any other column of a trace's
 #: requests or points table is measured, and a label never replaces it.
 SCENARIO_LABELS = frozenset(
-    {
-        "engine",
-        "config",
-        "point_id",
-        "batch_size",
-        "concurrency",
-        "decode_ranks",
-        "context_tokens",
-        "num_gpus",
-    }
+    "engine config point_id batch_size concurrency decode_ranks context_tokens num_gpus".split()
 )
 
 
@@ -151,8 +137,7 @@ def check_source_date(path: Path | str, date: str) -> None:
 
 
 def check_options(fmt: str, path: Path | str, options: Options) -> None:
-    """One InputError naming the flag for options that do not fit the format (a label naming a
-    measured field included), before any work."""
+    """One InputError naming the flag for an option that does not fit the format."""
     f = get(fmt, path)
     if options.source_date is not None:
         check_source_date(path, options.source_date)

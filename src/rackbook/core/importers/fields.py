@@ -32,10 +32,11 @@ def number(
 
 
 def optional_number(
-    path: Path, field: str, obj: Mapping[str, Any], key: str, *, positive: bool = True
+    path: Path, where: str, obj: Mapping[str, Any], key: str, *, positive: bool = True
 ) -> float | None:
-    """``obj[key]`` checked as :func:`number`, or None when it is absent or null."""
-    return None if obj.get(key) is None else number(path, field, obj[key], positive=positive)
+    """``obj[key]`` (field ``where.key``) checked as :func:`number`, or None when absent or null."""
+    value = obj.get(key)
+    return None if value is None else number(path, f"{where}.{key}", value, positive=positive)
 
 
 def text(path: Path, field: str, value: Any, *, optional: bool = False) -> str | None:

@@ -1,10 +1,6 @@
-"""InferenceX (SemiAnalysis) API rows (``/api/v1/benchmarks``, a list or an object holding one list)
-as a ``published`` trace: ``rackbook import inferencex ROWS.json -o TRACE``.
-
-``metrics.tput_per_gpu`` (total tok/s per GPU, input + output over all the run's GPUs) is required,
-its input/output split optional; latencies in seconds. AgentX rows (``benchmark_type:
-agentic_traces``) have no ISL/OSL and count every turn's whole prompt, cached prefix included.
-"""
+"""InferenceX (SemiAnalysis) API rows (``/api/v1/benchmarks``) as a ``published`` trace: total
+tok/s per GPU required, latencies in s. AgentX rows (``agentic_traces``) have no ISL/OSL and count
+every turn's whole prompt, cached prefix included."""
 
 from __future__ import annotations
 
@@ -37,9 +33,8 @@ SPEC_IN_CONFIG_KEY = ("dspark", "mtp", "eagle", "ngram", "medusa")
 def inferencex_speculation(
     spec_method: str | None, config_key: str | None, benchmark_type: str
 ) -> tuple[str, str | None]:
-    """(speculation kind, method) from ``spec_method`` and the config key (the key's method fills a
-    missing ``spec_method``; ValueError when they disagree). AgentX rows of
-    :data:`INFERENCEX_AGENTIC_SIMULATED` are ``simulated``, other methods ``real``."""
+    """(speculation kind, method) from ``spec_method`` and the config key (ValueError when they
+    disagree); AgentX rows of :data:`INFERENCEX_AGENTIC_SIMULATED` are ``simulated``."""
     method = None if spec_method in (None, "", "none") else str(spec_method).lower()
     if config_key:
         parts = config_key.lower().split("-")
@@ -74,7 +69,6 @@ summary = points.summary
 
 
 def _inferencex_rows(path: Path, data: Any) -> list[Any]:
-    """The top-level list, or the one list an object holds."""
     if isinstance(data, list):
         return data
     if isinstance(data, dict):
@@ -113,8 +107,7 @@ _LATENCY = {
 
 
 def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, Any]:
-    """API row ``i`` as one ``published_points`` row (every field checked, named on error; a
-    column left out is empty)."""
+    """API row ``i`` as one ``published_points`` row, every field checked."""
     f = f"rows[{i}]"
     if not isinstance(row, dict):
         raise InputError(path, f, f"must be an object, got {type(row).__name__}")
@@ -194,8 +187,7 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
 def _gpu_counts(
     path: Path, f: str, row: dict[str, Any], disagg: bool
 ) -> tuple[int | None, int | None, int | None, list[str]]:
-    """(total, prefill, decode GPUs, notes): a disaggregated row's two pools; an aggregated row's
-    pool, left empty with a note when its counts disagree."""
+    """(total, prefill, decode GPUs, notes); an aggregated row whose counts disagree: a note."""
     pools = {}
     for key in ("num_prefill_gpu", "num_decode_gpu", "decode_tp"):
         v = row.get(key)
@@ -215,8 +207,7 @@ def _gpu_counts(
 
 
 def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
-    """Row ``f``'s metrics: tok/s per GPU (and split), tok/s per user (median, else AgentX's P90)
-    and latencies (s)."""
+    """Row ``f``'s rates (per user: median, else AgentX's P90) and latencies (s)."""
     metrics = fields.mapping(path, f"{f}.metrics", row.get("metrics"))
     m = f"{f}.metrics"
     stat, intvty = "median", "median_intvty"
@@ -225,15 +216,11 @@ def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
     return {
         "tok_s_per_gpu": fields.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu")),
         "latency_statistic": stat,
-        "input_tok_s_per_gpu": fields.optional_number(
-            path, f"{m}.input_tput_per_gpu", metrics, "input_tput_per_gpu"
-        ),
-        "output_tok_s_per_gpu": fields.optional_number(
-            path, f"{m}.output_tput_per_gpu", metrics, "output_tput_per_gpu"
-        ),
-        "tok_s_per_user": fields.optional_number(path, f"{m}.{intvty}", metrics, intvty),
+        "input_tok_s_per_gpu": fields.optional_number(path, m, metrics, "input_tput_per_gpu"),
+        "output_tok_s_per_gpu": fields.optional_number(path, m, metrics, "output_tput_per_gpu"),
+        "tok_s_per_user": fields.optional_number(path, m, metrics, intvty),
         **{
-            col: fields.optional_number(path, f"{m}.{key}", metrics, key, positive=False)
-            for col, key in _LATENCY.items()
+            c: fields.optional_number(path, m, metrics, k, positive=False)
+            for c, k in _LATENCY.items()
         },
     }

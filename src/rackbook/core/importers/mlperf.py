@@ -1,10 +1,6 @@
-"""MLPerf Inference ``summary.csv`` as a ``published`` trace: ``rackbook import mlperf summary.csv
--o TRACE --source-url URL [--model NAME]``.
-
-Only ``Units: Tokens/s`` rows become points (others, and other models with ``--model``, are counted
-as skipped). ``Result`` is output tok/s of the system; per GPU is ``Result / total_accelerators``.
-Read a bounded line at a time (:func:`rackbook.core.importers.sourcefile.csv_lines`).
-"""
+"""MLPerf Inference ``summary.csv`` as a ``published`` trace: ``Units: Tokens/s`` rows (of
+``--model``) become points, others are counted as skipped; ``Result`` is the system's output tok/s,
+per GPU ``Result / total_accelerators``."""
 
 from __future__ import annotations
 
@@ -45,7 +41,7 @@ summary = points.summary
 
 
 def _reader(path: Path, source_url: str | None) -> csv.DictReader[str]:
-    """A CSV reader whose header has every :data:`MLPERF_COLUMNS`; ``source_url`` required."""
+    """A CSV reader whose header has every :data:`MLPERF_COLUMNS`."""
     reader = csv.DictReader(sourcefile.csv_lines(path), strict=True)
     try:
         header = reader.fieldnames or []
@@ -60,7 +56,7 @@ def _reader(path: Path, source_url: str | None) -> csv.DictReader[str]:
 
 
 def _row(path: Path, f: str, row: dict[str, str], line: int, source_url: str) -> dict[str, Any]:
-    """A token-rate row (field ``f``, CSV line ``line``) as a ``published_points`` row (tok/s)."""
+    """A token-rate row (field ``f``, CSV line ``line``) as a ``published_points`` row."""
     result = _csv_number(path, f"{f}.Result", row["Result"], line)
     n = _csv_number(path, f"{f}.total_accelerators", row["total_accelerators"], line)
     if n % 1 != 0:
@@ -95,9 +91,8 @@ def _row(path: Path, f: str, row: dict[str, str], line: int, source_url: str) ->
 def mlperf_points(
     path: str | Path, model: str | None = None, source_url: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
-    """Token-rate rows as a ``published_points`` table and the skips (``{"units": {...}, "models":
-    {...}}``). A row links to its ``Location`` folder at the commit of a GitHub blob ``source_url``,
-    else to ``source_url``."""
+    """Token-rate rows as a ``published_points`` table and the skips; a row links to its
+    ``Location`` at the commit of a GitHub blob ``source_url``, else to ``source_url``."""
     path = Path(path)
     reader = _reader(path, source_url)
     assert source_url is not None  # _reader refused it

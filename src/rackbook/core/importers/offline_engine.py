@@ -1,14 +1,6 @@
-"""Importer for an offline engine's fixed-batch results (engine B of the decode-parity claim):
-``rackbook import offline-engine FILE -o TRACE``. The file format (``format:
-rackbook-offline-engine``, version 1) is documented in book/rerun.md.
-
-Each row becomes one point of ``batch_size x decode_ranks`` identical requests with ``ttft_s`` =
-``prefill_s`` (else ``total_s - decode_s``, else 0) and ``e2el_s`` = ``ttft_s + decode_s`` (s), so
-the chapter's decode throughput per rank is ``batch_size x (output_tokens - 1) / decode_s`` tok/s;
-the point's ``duration_s`` is ``total_s`` (else ``prefill_s + decode_s``). ``run.json`` records the
-import command, the file's SHA-256, its own command/source/date and the hardware as the file states
-it; a file with ``generator`` is kind ``synthetic``, else ``recorded``.
-"""
+"""An offline engine's fixed-batch results (format in book/rerun.md) as a trace: each row one point
+of ``batch_size x decode_ranks`` identical requests, ``ttft_s`` = ``prefill_s`` (else ``total_s -
+decode_s``, else 0), ``e2el_s`` = ``ttft_s + decode_s``; kind ``synthetic`` with a ``generator``."""
 
 from __future__ import annotations
 
@@ -47,14 +39,12 @@ TOP_KEYS = tuple(
 
 
 def _text(path: Path, field: str, value: Any, *, required: bool = True) -> str | None:
-    """:func:`fields.text`, stripped."""
     given = fields.text(path, field, value, optional=not required)
     return None if given is None else given.strip()
 
 
 def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
-    """The checked rows: required keys, positive values, ``output_tokens >= 2``, ``total_s >=
-    prefill_s + decode_s``, one row per (batch, ranks)."""
+    """The checked rows (positive values, ``output_tokens >= 2``, one per batch and ranks)."""
     if not isinstance(rows, list) or not rows:
         raise InputError(path, "rows", "must be a non-empty list of objects")
     out, seen = [], set()
@@ -109,7 +99,6 @@ def _hardware(path: Path, hw: Any) -> tuple[str, int]:
 
 
 def _header(path: Path, data: Any) -> dict[str, Any]:
-    """The file's checked header fields (format, version, no unknown key)."""
     if not isinstance(data, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(data).__name__}")
     if data.get("format") != FILE_FORMAT:
@@ -135,8 +124,7 @@ def _header(path: Path, data: Any) -> dict[str, Any]:
 
 
 def _row_requests(pid: str, label: str, config: str, r: dict[str, Any]) -> pd.DataFrame:
-    """Row ``r``'s ``batch_size x decode_ranks`` identical requests of point ``pid`` (times in
-    s)."""
+    """Row ``r``'s ``batch_size x decode_ranks`` identical requests of point ``pid``."""
     b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
     n = b * ranks
     ttft = _ttft(r)
@@ -168,8 +156,8 @@ def _ttft(r: dict[str, Any]) -> Any:
 def offline_engine_frames(
     path: str | Path, data: Any, engine: str | None = None
 ) -> tuple[traces.Trace, dict[str, Any]]:
-    """The checked file as an unvalidated trace without ``run``, and its header. Point ids are
-    ``<engine>-b<batch>`` (``-r<ranks>`` when batch sizes repeat)."""
+    """The checked file as an unvalidated trace without ``run``, and its header; point ids
+    ``<engine>-b<batch>[-r<ranks>]``."""
     path = Path(path)
     head = _header(path, data)
     label = _text(path, "--engine", engine) if engine is not None else head["engine"]
@@ -178,34 +166,26 @@ def offline_engine_frames(
     head["batch_sizes"] = [int(r["batch_size"]) for r in rows]
     head["decode_ranks"] = [int(r["decode_ranks"]) for r in rows]
     batches = [r["batch_size"] for r in rows]
-    reqs, pts = [], []
+    reqs = []
     for r in rows:
         b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
         pid = f"{label}-b{b}" + (f"-r{ranks}" if batches.count(r["batch_size"]) > 1 else "")
         reqs.append(_row_requests(pid, label, head["model"], r))
-        pts.append(
-            {
-                "point_id": pid,
-                "engine": label,
-                "config": head["model"],
-                "batch_size": b,
-                "concurrency": None,
-                "decode_ranks": ranks,
-                "window_start_s": 0.0,
-                "duration_s": r.get("total_s", _ttft(r) + r["decode_s"]),
-                "num_gpus": head["gpu_count"],
-                "source": path.name,
-            }
-        )
-    points = pd.DataFrame(pts)
-    for c in ("batch_size", "concurrency", "decode_ranks", "num_gpus"):
-        points[c] = points[c].astype("Int64")
+    req = pd.concat(reqs, ignore_index=True)
+    keys = ["point_id", "engine", "config", "batch_size", "concurrency", "decode_ranks"]
+    points = req.drop_duplicates("point_id")[keys].reset_index(drop=True)
+    points = points.assign(
+        window_start_s=0.0,
+        duration_s=[r.get("total_s", _ttft(r) + r["decode_s"]) for r in rows],
+        num_gpus=pd.array([head["gpu_count"]] * len(rows), dtype="Int64"),
+        source=path.name,
+    )
     itl = pd.DataFrame({"request_row": np.zeros(0, np.int64), "itl_s": np.zeros(0)})
-    return traces.Trace({}, pd.concat(reqs, ignore_index=True), itl, points), head
+    return traces.Trace({}, req, itl, points), head
 
 
 def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict[str, Any]:
-    """``run.json`` of an imported file (kind, commands, SHA-256, the file's stated hardware)."""
+    """``run.json`` of an imported file (the hardware as the file states it)."""
     synthetic = head["generator"] is not None
     rows_note = f"imported from {path.name} by `rackbook import offline-engine`"
     run = provenance.new_run_info(

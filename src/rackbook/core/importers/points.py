@@ -1,6 +1,5 @@
-"""What the published importers share: the ``published_points`` table (one row per published point;
-tok/s, latencies in s) and the kind ``published`` trace holding it (other tables empty; ``run.json``
-with the command, source provenance and each point's id, link and date)."""
+"""What the published importers share: the ``published_points`` table (tok/s, latencies in s) and
+the kind ``published`` trace holding it (other tables empty)."""
 
 from __future__ import annotations
 
@@ -76,8 +75,7 @@ def published_trace(
 def read_published(
     fmt: str, path: Path, options: importers.Options, command: str, read_points: PointsReader
 ) -> traces.Trace:
-    """The ``published`` trace of a source file: its start checked, its provenance, then
-    ``read_points()``; undated points take ``--source-date``."""
+    """The ``published`` trace of ``read_points()``; undated points take ``--source-date``."""
     sourcefile.check_text(path)
     src = sourcefile.source_info(path, options.source_url, options.source_date)
     pts, params = read_points()

@@ -1,11 +1,6 @@
-"""The SGLang cookbook's ``deepseek-v4-benchmarks.jsx`` as a ``published`` trace: ``rackbook import
-sglang-cookbook FILE -o TRACE --source-url URL``.
-
-The exported ``benchmarks`` list (read by :mod:`rackbook.core.jsliteral`, no code runs) holds cells
-(``match``: hw, variant, quant, strategy, nodes) with ``speed`` entries: ISL/OSL, concurrency, TTFT
-and TPOT (ms, stored in s), total tok/s per GPU. Cells without ``speed`` are stubs, skipped and
-counted. GPU count and speculation come from the cookbook's config (:data:`COOKBOOK_CONFIG_URL`).
-"""
+"""The SGLang cookbook's ``deepseek-v4-benchmarks.jsx`` (no code runs) as a ``published`` trace:
+each cell's ``speed`` entries (TTFT, TPOT in ms, stored in s) are points, stubs are counted; GPU
+count and speculation from the cookbook's config (:data:`COOKBOOK_CONFIG_URL`)."""
 
 from __future__ import annotations
 
@@ -59,8 +54,7 @@ summary = points.summary
 
 
 def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
-    """``random lengths`` (the random dataset, lengths up to the caps), ``fixed lengths``
-    (``range_ratio`` 1) or ``benchmark dataset``."""
+    """``random lengths`` (up to the caps), ``fixed lengths`` (ratio 1) or ``benchmark dataset``."""
     dataset = wl.get("dataset", "random")
     if dataset != "random":
         return "benchmark dataset"
@@ -70,7 +64,6 @@ def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
 
 
 def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
-    """A cell's ``match``: hw, variant, quant required; strategy, nodes optional."""
     if not isinstance(cell, dict):
         raise InputError(path, f, "must be an object")
     match = fields.mapping(path, f"{f}.match", cell.get("match"))
@@ -142,10 +135,8 @@ def _speed_row(
 def cookbook_points(
     path: str | Path, source_url: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The cookbook's cells as a ``published_points`` table and ``{"stub_cells": n}``.
-    ``tok_s_per_gpu`` is total tok/s per GPU as published (fp4/fp8 cells derived it from output x
-    (isl + osl) / osl, so output is recovered as value x osl / (isl + osl)); ``tok_s_per_user`` =
-    1000 / ``tpot_ms``."""
+    """The cells as a ``published_points`` table and ``{"stub_cells": n}``; fp4/fp8 cells derived
+    total tok/s from output x (isl + osl) / osl, so output is recovered."""
     path = Path(path)
     if source_url is None:
         raise InputError(path, "--source-url", "required: the cookbook cells carry no link")

@@ -56,7 +56,6 @@ def _not_utf8(path: Path, byte: int, line: int) -> InputError:
 
 
 def _check_utf8(path: Path) -> None:
-    """The whole file is UTF-8 (checked a chunk at a time, before any line is read)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     lines = 0
     with path.open("rb") as fh:
@@ -101,14 +100,12 @@ def csv_lines(path: Path) -> Iterator[str]:
 
 
 def _sha256(path: Path) -> str:
-    """The file's SHA-256, read a chunk at a time."""
     with path.open("rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def source_info(path: Path, url: str | None = None, date: str | None = None) -> dict[str, Any]:
-    """Provenance: name, SHA-256, URL (and repo, path, commit of a GitHub blob URL), date; a bad URL
-    or date is an InputError naming the option."""
+    """Provenance: name, SHA-256, URL (and a GitHub blob's repo, path, commit), date."""
     if url is not None and not schema.URL.match(url):
         raise InputError(path, "--source-url", f"{url!r} is not an http(s) link")
     if date is not None and not schema.is_date(date):

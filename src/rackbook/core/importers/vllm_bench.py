@@ -1,6 +1,5 @@
-"""``vllm bench serve --save-result --save-detailed`` JSON (per-request arrays, times in s) into a
-one-point trace: ``rackbook import vllm-bench RESULT.json -o TRACE``; the live recorder converts
-with :func:`vllm_bench_frames` too."""
+"""``vllm bench serve --save-result --save-detailed`` JSON (per-request arrays, times in s) as a
+one-point trace; the live recorder converts with :func:`vllm_bench_frames` too."""
 
 from __future__ import annotations
 
@@ -41,7 +40,7 @@ def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> n
     return _checked(path, key, arr, integer=integer)
 
 
-#: How the trace's request columns are named in a vLLM result (for error messages).
+#: The request columns' keys in a vLLM result (for error messages).
 VLLM_KEYS = traces.RowNames(
     keys={
         "ttft_s": "ttfts",
@@ -55,7 +54,7 @@ VLLM_KEYS = traces.RowNames(
 
 
 def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndarray:
-    """The flat array of list ``key`` (whole where ``integer``), value-checked by JSON key."""
+    """The flat array of list ``key`` (whole where ``integer``), value-checked."""
     if arr.ndim != 1:
         raise InputError(path, key, "must be a flat list of numbers")
     if integer and np.isfinite(arr).all() and (arr % 1 != 0).any():
@@ -65,7 +64,7 @@ def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndar
 
 
 def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np.ndarray]:
-    """Ragged ``itls`` as (request row, gap s) arrays, errors as :func:`_num_array`."""
+    """Ragged ``itls`` as (request row, gap s) arrays."""
     if isinstance(itls, RaggedGaps):  # read straight into arrays (rackbook.core.vllm_json)
         rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
         return rows, _checked(path, "itls", itls.values, integer=False)
@@ -86,20 +85,19 @@ def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np
 
 
 def _request_ids(pid: str, n: int) -> pd.Series:
-    """``"<pid>/<row>"`` for rows 0..n-1 (built by Arrow, not a Python loop)."""
+    """``"<pid>/<row>"`` for rows 0..n-1 (built by Arrow)."""
     ids = pc.binary_join_element_wise(pid + "/", pa.array(np.arange(n)).cast(pa.string()), "")
     return pd.Series(ids.to_numpy(zero_copy_only=False), dtype="string")
 
 
 def _int_column(value: int | None, n: int) -> pd.arrays.IntegerArray:
-    """A nullable Int64 column of ``n`` copies of ``value`` (all missing when None)."""
     return pd.arrays.IntegerArray(
         np.full(n, 0 if value is None else value, dtype=np.int64), np.full(n, value is None)
     )
 
 
 def _duration(path: Path, d: Any) -> float:
-    """The result's ``duration`` (s, > 0), top level and per-request arrays checked."""
+    """The result's ``duration`` (s, > 0), its per-request arrays present."""
     if not isinstance(d, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(d).__name__}")
     missing = [k for k in DETAILED_KEYS if k not in d]
@@ -117,8 +115,7 @@ def _duration(path: Path, d: Any) -> float:
 
 
 def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
-    """The checked per-request arrays as request columns (``start_time_s`` unshifted, NaN when
-    absent), with ``success``, ``error`` and raw ``itls``."""
+    """The checked per-request arrays as request columns, with ``success``, ``error``, ``itls``."""
     if not isinstance(d["input_lens"], (list, np.ndarray)):
         raise InputError(path, "input_lens", "must be a list")
     n = len(d["input_lens"])
@@ -155,8 +152,7 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _int_labels(path: Path, d: dict[str, Any], labels: dict[str, str]) -> dict[str, int | None]:
-    """The integer scenario keys (:data:`INT_LABELS`), popped from ``labels``; concurrency
-    from the result's ``max_concurrency`` unless a label gives it."""
+    """:data:`INT_LABELS` popped from ``labels``, concurrency else ``max_concurrency``."""
     ints: dict[str, int | None] = {k: None for k in INT_LABELS}
     mc = d.get("max_concurrency")
     if mc is not None:
@@ -181,9 +177,8 @@ def vllm_bench_frames(
     point_id: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> traces.Trace:
-    """One detailed result as an unvalidated one-point trace (``run`` empty). ``labels``: scenario
-    keys (``engine``, ``config``, ``batch_size`` per rank, ``concurrency``, ``decode_ranks``,
-    ``context_tokens``, ``num_gpus``; others kept as strings)."""
+    """One detailed result as an unvalidated one-point trace (``run`` empty); ``labels``: scenario
+    keys (others kept as text columns)."""
     path = Path(path)
     d = load_detailed(path) if data is None else data
     dur = _duration(path, d)
@@ -238,7 +233,7 @@ def vllm_bench_frames(
 
 
 def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, Any]:
-    """Provenance for an imported vLLM result (the benchmark's own settings kept verbatim)."""
+    """``run.json`` of an imported vLLM result (its own settings kept verbatim)."""
     keep = "date backend endpoint_type model_id tokenizer_id num_prompts request_rate burstiness"
     settings = {k: d.get(k) for k in (*keep.split(), "max_concurrency") if k in d}
     return provenance.new_run_info(
@@ -252,9 +247,8 @@ def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, A
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The result as a one-point trace of kind ``--kind`` (default ``recorded``), ``run.json`` from
-    the file's settings and own command; with ``--gpu ID --gpus N`` the GPUs are recorded as
-    declared and ``num_gpus`` is N, else the importing machine's."""
+    """The result as a one-point trace of kind ``--kind`` (default ``recorded``); with ``--gpu ID
+    --gpus N`` the GPUs are recorded as declared."""
     kind = options.kind or "recorded"
     hw = options.hardware
     given = options.labels.get("num_gpus")
