@@ -1,10 +1,6 @@
-"""The published points as rows, before any reading, each in the unit of the claim it bears
-on with its basis (:class:`rackbook.core.basis.Basis`): the shipped published traces' rows
-(``data/published/<trace>/``; no InferenceX API rows: the only copy found was a UI test
-fixture), figures converted from them (per user, per GPU) or derived in code (MLPerf
-rack/node ratios, the prefill-TTFT table, the token value), and ``figures.yaml``'s.
-Units: the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms.
-"""
+"""The published points as rows, each in the unit of the claim it bears on, with its basis: the
+published traces' rows, figures converted or derived from them, and ``figures.yaml``'s. Units:
+the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms."""
 
 from __future__ import annotations
 
@@ -39,8 +35,7 @@ PER_USER = "tok/s per user"
 
 
 def per_gpu_unit(tokens: str) -> str:
-    """The unit of a per-GPU throughput point by the tokens its basis counts: ``output
-    tok/s/GPU``, ``input tok/s/GPU`` (new or with cache hits), else ``tok/s/GPU`` (a total)."""
+    """A per-GPU throughput's unit by the tokens counted: ``output``/``input`` or total."""
     if tokens == "output":
         return "output " + PER_GPU
     if tokens in ("new input", "input incl. cached"):
@@ -49,8 +44,7 @@ def per_gpu_unit(tokens: str) -> str:
 
 
 def unit_family(unit: str) -> str:
-    """Units that differ only in the tokens they name (``output tok/s/GPU``, ``tok/s/GPU``) are
-    one family: their values compare once the bases agree."""
+    """Units differing only in the tokens they name (``output tok/s/GPU``) are one family."""
     return PER_GPU if unit.endswith(PER_GPU) else unit
 
 
@@ -64,7 +58,7 @@ POINT_COLUMNS: list[str] = (
 
 
 def number_text(v: float) -> str:
-    """A published number as text: thousands separated, about four significant digits."""
+    """Thousands separated, about four significant digits."""
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}" if a >= 10_000 else f"{v:,.1f}".removesuffix(".0")
@@ -97,9 +91,8 @@ def claim_over(lo: float, hi: float, them: str = "them") -> str:
 
 
 def point_value(c: Mapping[str, Any]) -> str:
-    """A closest point's value (a :class:`rackbook.results.evidence.Closest` as a mapping), or
-    its equally close points' spread: ``8.61x to 8.95x (4 points equally close)``; empty
-    without a value."""
+    """A closest point's value (a mapping), or its tied spread: ``8.61x to 8.95x (4 points
+    equally close)``; empty without a value."""
     tied, lo, hi, unit = c.get("tied") or (), c.get("low"), c.get("high"), str(c.get("unit") or "")
     if tied and lo is not None and hi is not None and lo != hi:
         return f"{span_text(lo, hi, unit)} ({len(tied) + 1} points equally close)"
@@ -108,8 +101,7 @@ def point_value(c: Mapping[str, Any]) -> str:
 
 
 def point_ratio(c: Mapping[str, Any]) -> str:
-    """``, the claim 0.883x to 0.917x them`` (``it`` for one point) of a closest point as a
-    mapping; empty without a ratio."""
+    """``, the claim 0.883x to 0.917x them`` (``it`` for one point); empty without a ratio."""
     if not isinstance(c.get("ratio"), (int, float)):
         return ""
     lo, hi = c.get("ratio_low"), c.get("ratio_high")
@@ -127,13 +119,11 @@ def text_or_none(v: object) -> str | None:
 
 @functools.lru_cache(maxsize=4)
 def _trace_points(root: str) -> pd.DataFrame:
-    """The published_points tables of the shipped traces, with the trace's name in ``source``."""
-    frames = []
-    for name in SHIPPED:
-        t = traces.read_trace(Path(root) / name, itl=False)
-        df = t.extra["published_points"].copy()
-        df["source"] = name
-        frames.append(df)
+    """The shipped traces' published_points tables, the trace's name in ``source``."""
+    frames = [
+        traces.read_trace(Path(root) / n, itl=False).extra["published_points"].assign(source=n)
+        for n in SHIPPED
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -143,8 +133,11 @@ def registries(root: str) -> tuple[claims_registry.Registry, figures_registry.Fi
     return reg, figures_registry.load_figures(Path(root) / "published" / "figures.yaml", reg)
 
 
+_DEFAULTS = dict.fromkeys(POINT_COLUMNS) | {"role": "measurement", "verified": True}
+
+
 def _base(row: dict[str, object]) -> dict[str, object]:
-    return dict.fromkeys(POINT_COLUMNS) | row | {"kind": "published"}
+    return _DEFAULTS | row | {"kind": "published"}
 
 
 def int_or_none(v: object) -> int | None:
@@ -152,9 +145,7 @@ def int_or_none(v: object) -> int | None:
 
 
 def setup_text(r: pd.Series) -> str:
-    """A published point's setup as its source states it: concurrency, lengths, speculation
-    and date (``concurrency 1, 4,096 in / 1,024 out, DSpark (simulated acceptance target
-    5.5), 2026-09-11``); a part the source does not state is left out."""
+    """A point's setup as stated: ``concurrency 1, 4,096 in / 1,024 out, speculation X, date``."""
     conc, isl, osl = (int_or_none(r.get(k)) for k in ("concurrency", "isl", "osl"))
     parts = [f"concurrency {conc:,}" if conc is not None else ""]
     parts.append(f"{isl:,} in / {osl:,} out" if isl and osl else "")
@@ -175,7 +166,6 @@ _AS_STATED = (
 
 
 def _from_trace_row(r: pd.Series) -> dict[str, object]:
-    """One published trace row as a point of the claim it bears on."""
     conc = int_or_none(r["concurrency"])
     single = r["source"] == "sglang-cookbook-v4" and conc == 1
     b = trace_row_basis(r, per_user=single)
@@ -192,11 +182,9 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
         {
             "id": f"{r['source']}:{r['point_id']}",
             "claim_id": "single-user.throughput" if single else "rack-scaling.throughput",
-            "role": "measurement",
             "value": value,
             "unit": unit,
             "as_published": shown,
-            "verified": True,
             **{k: r[k] for k in _AS_STATED},
             **{k: int_or_none(r[k]) for k in ("gpus", "isl", "osl")},
             "scenario": r["scenario"],
@@ -211,9 +199,7 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
 
 
 def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
-    """The basis of one published trace row from its basis columns (filled by the importers
-    from each source's definitions): per GPU of ``tok_s_per_gpu``, or, with ``per_user``, one
-    user's decode speed (1000 / TPOT, the row's ``latency_statistic``)."""
+    """A trace row's basis: per GPU, or with ``per_user`` one user's decode speed (1000 / TPOT)."""
     spec = str(r["speculation_kind"])
     return basis_mod.make(
         {
@@ -241,8 +227,7 @@ def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
 
 
 def converted_rows(r: pd.Series) -> list[dict[str, object]]:
-    """A trace row re-read as output tokens per GPU (id suffix ``#output``): a cookbook total
-    x osl / (isl + osl); an InferenceX output split x decode GPUs / all GPUs; none otherwise."""
+    """A trace row re-read as output tokens per GPU (id suffix ``#output``), if it can be."""
     if r["source"] == "sglang-cookbook-v4" and int_or_none(r["concurrency"]) == 1:
         return []
     out_gpu = float_or_none(r["output_tok_s_per_gpu"])
@@ -283,9 +268,8 @@ RACK_GPUS, NODE_GPUS = 72, 8
 
 
 def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
-    """Rack-over-node throughput ratios computed from MLPerf rows: for each submitter, hardware,
-    model and scenario with both a 72-GPU and an 8-GPU result, ``Result(72) / Result(8)``
-    (linear scaling would be 9x). Each becomes a point of rack-scaling.speedup."""
+    """``Result(72) / Result(8)`` of each MLPerf submitter, hardware, model and scenario with
+    both: points of rack-scaling.speedup (linear scaling would be 9x)."""
     ml = points[points["source"] == "mlperf-v6.1-dsr1"]
     out = []
     for (sub, hw, model, scen), g in ml.groupby(
@@ -308,12 +292,10 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
                 {
                     "id": f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}",
                     "claim_id": "rack-scaling.speedup",
-                    "role": "measurement",
                     "value": ratio,
                     "unit": "x",
                     "as_published": f"{number_text(float(r['tok_s_total']))} / "
                     f"{number_text(float(n['tok_s_total']))} tok/s",
-                    "verified": True,
                     **{k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")},
                     "submitter": sub,
                     "system": f"{r['system']} vs {n['system']}",
@@ -336,8 +318,7 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
 
 
 def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
-    """A registry figure as a point; a TPOT (ms) bearing on single-user becomes one user's
-    decode speed, 1000 / TPOT tok/s."""
+    """A registry figure as a point; a single-user TPOT (ms) becomes 1000 / TPOT tok/s."""
     value, unit = f.value, f.unit
     if f.claim == "single-user.throughput" and f.unit == "ms":
         value, unit = 1000.0 / f.value, PER_USER
@@ -364,18 +345,15 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
     )
 
 
-#: The stored excerpt of vLLM's DeepSeek-V4.1-Flash prefill-TTFT page (its data table,
-#: verbatim) and the file naming its source (URL, commit, dates).
+#: vLLM's DeepSeek-V4.1-Flash prefill-TTFT table (verbatim excerpt) and its source file.
 PREFILL_TABLE = "data/published/sources/vllm-dsv41-prefill-ttft.js"
 PREFILL_SOURCE = "data/published/sources/vllm-dsv41-prefill-ttft-SOURCE.txt"
 
 
 @dataclass(frozen=True)
 class PrefillCell:
-    """One cell of vLLM's prefill-TTFT table: a parallel configuration (``cfg``, e.g. TP4, on
-    ``gpus`` GPUs), a prompt label (``prompt``, e.g. 128K) and the single-request prefill
-    TTFT in ms with SWA bounded replay off, on with an eager decoder, and on with decoder CUDA
-    graphs."""
+    """One cell of the prefill-TTFT table: configuration (TP4) on ``gpus`` GPUs, prompt (128K),
+    one request's TTFT in ms with replay off, on with an eager decoder, on with CUDA graphs."""
 
     cfg: str
     gpus: int
@@ -386,15 +364,13 @@ class PrefillCell:
 
     @property
     def gain_pct(self) -> float:
-        """Throughput gain on the same new tokens of replay with CUDA graphs over replay off,
-        in %: one request's prefill rate is its tokens over its TTFT, so off / graph - 1."""
+        """Gain in % of replay with CUDA graphs over replay off: off / graph - 1."""
         return (self.off_ms / self.graph_ms - 1.0) * 100.0
 
 
 def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
-    """The cells of the stored prefill-TTFT table (default :data:`PREFILL_TABLE`), read with
-    the JavaScript-literal parser; a bad cell is one ``error:`` line naming the file and the
-    cell's field."""
+    """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError on a bad
+    cell, naming the file and the cell's field."""
     p = paths.resolve(path or PREFILL_TABLE)
     shown = loader.display_path(p)
     data = jsliteral.parse_js_export(p.read_text(encoding="utf-8"), "DATA", shown)
@@ -424,8 +400,7 @@ def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
 
 
 def source_fields(path: str | Path) -> dict[str, str]:
-    """The ``key: value`` fields of a stored source's SOURCE.txt (continuation lines joined):
-    ``source`` (URL), ``commit``, ``date``, ``read``..."""
+    """The ``key: value`` fields of a SOURCE.txt (continuation lines joined)."""
     p = paths.resolve(path)
     out: dict[str, str] = {}
     key = ""
@@ -440,11 +415,8 @@ def source_fields(path: str | Path) -> dict[str, str]:
 
 
 def prefill_rows(data: str) -> list[dict[str, object]]:
-    """vLLM's prefill-TTFT table for DeepSeek-V4.1-Flash (the stored excerpt of its 2026-10-07
-    post's interactive page, :func:`rackbook.inputs.published.load_prefill_table`) as points of
-    prefill-gain.gain, one per configuration and prompt: the throughput gain on the same new
-    tokens of SWA bounded replay with decoder CUDA graphs over replay off, off / graph - 1, in
-    %. One cold request each (prefix caching off: no cached prefix), GB200, median of 3."""
+    """The prefill-TTFT table as points of prefill-gain.gain (%), one per configuration and
+    prompt: one cold request each, GB200, median of 3."""
     root = Path(data) / "published" / "sources"
     table = root / Path(PREFILL_TABLE).name
     src = source_fields(root / Path(PREFILL_SOURCE).name)
@@ -473,12 +445,10 @@ def prefill_rows(data: str) -> list[dict[str, object]]:
                 {
                     "id": f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}",
                     "claim_id": "prefill-gain.gain",
-                    "role": "measurement",
                     "value": c.gain_pct,
                     "unit": "%",
                     "as_published": f"TTFT {number_text(c.off_ms)} ms replay off, "
                     f"{number_text(c.graph_ms)} ms replay + decoder CUDA graphs",
-                    "verified": True,
                     "submitter": "vLLM (Inferact and the vLLM team)",
                     "system": f"{c.cfg}, {c.prompt} prompt",
                     "hardware": "GB200",
@@ -503,9 +473,7 @@ def prefill_rows(data: str) -> list[dict[str, object]]:
     return out
 
 
-#: The figures the token-value basis reads (data/published/figures.yaml ids): DeepSeek's
-#: off-peak API list prices for V4.1-Flash and AgentX's token mix as vLLM's AgentX post states
-#: it; and the claims it joins (the throughput valued, the dollar figure it bears on).
+#: The figures the token-value basis reads (figures.yaml ids) and the claims it joins.
 TOKEN_VALUE = {
     "hit": "deepseek-api.v41flash-cache-hit-offpeak",
     "miss": "deepseek-api.v41flash-cache-miss-offpeak",
@@ -523,22 +491,17 @@ def token_value_per_gpu_hour(
     hit_share: float,
     usd_per_m: tuple[float, float, float],
 ) -> float:
-    """What the tokens one GPU serves in an hour are worth at API list prices, in US dollars
-    per GPU-hour: ``tok_s_per_gpu`` x 3600 / 1e6 million tokens, of which ``output_share`` are
-    output and the rest input, ``hit_share`` of the input read from the cache; ``usd_per_m``
-    = (cache hit, cache miss, output) US dollars per million tokens."""
+    """US dollars per GPU-hour the tokens are worth: ``tok_s_per_gpu`` x 3600 / 1e6 M tokens,
+    ``output_share`` output, ``hit_share`` of input cached; ``usd_per_m`` = (hit, miss, output)
+    $ per million tokens."""
     hit, miss, out = usd_per_m
     per_m = output_share * out + (1 - output_share) * (hit_share * hit + (1 - hit_share) * miss)
     return tok_s_per_gpu * 3600 / 1e6 * per_m
 
 
 def token_value_rows(data: str) -> list[dict[str, object]]:
-    """The token-value basis of the dollar figure: the value per GPU-hour of the rack claim's
-    own throughput read per GPU (954,000 tok/s/GPU, counting the cached prefix) at DeepSeek's
-    off-peak V4.1-Flash API list prices and AgentX's stated mix (median 142K input and 444
-    output tokens per turn; a cache hit rate of 95 % and of 96 %, both stated as lower
-    bounds): one point per hit rate. A cross-check of two claims against published prices
-    (InferenceX's revenue option is the same idea), never a measurement of the cost."""
+    """The rack claim's throughput valued per GPU-hour at DeepSeek's off-peak API prices and
+    AgentX's token mix, one point per cache hit rate: a cross-check, never a measurement."""
     reg, figs = registries(data)
     g = {k: figs.get(v) for k, v in TOKEN_VALUE.items() if isinstance(v, str)}
     prices = (g["hit"].value, g["miss"].value, g["output"].value)
@@ -570,7 +533,6 @@ def token_value_rows(data: str) -> list[dict[str, object]]:
                 {
                     "id": f"token-value:{THROUGHPUT_CLAIM}/hit{h.value:g}",
                     "claim_id": COST_CLAIM,
-                    "role": "measurement",
                     "value": v,
                     "unit": "$/GPU-hour",
                     "as_published": f"{number_text(tok_s)} tok/s/GPU at ${prices[0]:g} / "
@@ -595,10 +557,8 @@ def token_value_rows(data: str) -> list[dict[str, object]]:
 
 
 def load_rows(data: str) -> pd.DataFrame:
-    """Every published point under the data folder ``data`` as one row of
-    :data:`POINT_COLUMNS` (``comparable`` and ``used`` left empty: the reading fills them,
-    :func:`rackbook.results.evidence.published_points`): the published traces' rows and the
-    figures converted from them, the MLPerf ratios, then the figures registry's entries."""
+    """Every published point under ``data`` as a row of :data:`POINT_COLUMNS` (``comparable``
+    and ``used`` left to the reading)."""
     reg, figs = registries(data)
     raw = _trace_points(str(Path(data) / "published"))
     rows = []
@@ -611,8 +571,7 @@ def load_rows(data: str) -> pd.DataFrame:
     rows += [_from_figure(f) for f in figs.figures]
     df = pd.DataFrame(rows, columns=POINT_COLUMNS)
     df["result"] = [reg.get(c).result for c in df["claim_id"]]
-    df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")
-    for c in ("isl", "osl", "concurrency"):
+    for c in ("gpus", "isl", "osl", "concurrency"):
         df[c] = pd.array([int_or_none(v) for v in df[c]], dtype="Int64")
     df["value"] = df["value"].astype(float)
     df["verified"] = df["verified"].astype(bool)
