@@ -1,12 +1,6 @@
-"""``rackbook check``: the three readings of a throughput figure for a workload (tokens/s per
-GPU unless said): **physics**, :func:`rackbook.physics.check.check_claim` (undetermined where
-it turns on an unknown cached share) beside the attainable and expected estimates;
-**published**, the shipped points whose basis is nearest the workload's
-(:func:`workload_basis`), the verdict :func:`rackbook.results.evidence.published_reading` over
-verified measurements of the same basis only (analogues never decide); **this run**, a trace
-(``--trace DIR``) on the claim's GPU and model, ``consistent`` within :data:`REL_TOL` of the
-figure at its largest point's per-GPU rate, else ``inconsistent``; ``untested`` otherwise.
-"""
+"""``rackbook check``: the physics, published and this-run readings of a throughput figure for
+a workload (tokens/s per GPU unless said). pandas, the published tables and traces are imported
+only where a reading needs them (benchmarks/check_speed.py)."""
 
 from __future__ import annotations
 
@@ -27,20 +21,13 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.physics import check
 
-# pandas, the published points' tables, traces and the book's readings are imported where a
-# reading needs them (a trace, a cache to build, a like-for-like point): ``rackbook check``
-# answers without them (benchmarks/check_speed.py).
-
-#: Relative tolerance of the this-run reading.
-REL_TOL = 0.10
-#: How many published points the output names.
-CLOSEST = 3
+#: Relative tolerance of the this-run reading; how many published points the output names.
+REL_TOL, CLOSEST = 0.10, 3
 
 
 @dataclass(frozen=True)
 class CheckVerdict:
-    """One reading of ``rackbook check``: its verdict, a one-line reason, and what else it
-    carries (``extra``)."""
+    """One reading of ``rackbook check``: verdict, one-line reason, what else it carries."""
 
     verdict: str
     reason: str
@@ -50,28 +37,10 @@ class CheckVerdict:
         return {"verdict": self.verdict, "reason": self.reason, **self.extra}
 
 
-#: Parts of a basis in which a published point must agree with the workload to decide its
-#: reading (a part the workload does not state is never a difference; see
-#: :func:`rackbook.core.basis.differences`: a simulated acceptance always differs).
-#: A per-GPU rate on another GPU count does not decide (a 4-GPU run is not a rack), as in the
-#: book's rack-throughput reading (:data:`rackbook.results.evidence.DECISIVE`).
-DECIDING_PARTS: tuple[str, ...] = (
-    "metric",
-    "tokens",
-    "per",
-    "model",
-    "hardware",
-    "gpu_count",
-    "speculation",
-    "isl",
-    "osl",
-)
-#: Parts named in a point's mismatch and counted in its distance, but not deciding.
+#: Parts in which a published point must agree with the workload to decide (an unstated part
+#: never differs); parts named and counted in its distance but not deciding.
+DECIDING_PARTS = tuple("metric tokens per model hardware gpu_count speculation isl osl".split())
 NOTED_PARTS: tuple[str, ...] = ("serving",)
-
-
-def _key(text: object) -> str:
-    return str(text).lower().replace(" ", "-").replace("_", "-")
 
 
 def workload_basis(
@@ -86,11 +55,9 @@ def workload_basis(
     engine: str | None = None,
     speculation: str | None = None,
 ) -> basis_mod.Basis:
-    """The basis of ``rackbook check``'s figure: a throughput per GPU over all ``gpus`` GPUs
-    of the deployment, counting output tokens (``counted="output"``) or input plus output
-    (``"total"``: with a cached share above 0 the input includes the cached prefix). What the
-    flags do not state is ``unknown``; ``engine`` and ``speculation`` (``--engine``,
-    ``--speculation``: :func:`speculation_parts`) when given."""
+    """The basis of ``rackbook check``'s figure: throughput per GPU of ``gpus``, counting output
+    or (``total``) input, cached prefix included with a share above 0, plus output; what the
+    flags do not state is ``unknown``."""
     share = float(cached_share) if cached_share is not None else None
     if counted == "output":
         tokens = "output"
@@ -124,8 +91,8 @@ def workload_basis(
 
 
 def speculation_parts(method: str | None) -> dict[str, str | None]:
-    """The basis parts of ``--speculation``: not given -> ``unknown``; ``none``, ``real``,
-    ``simulated`` as they are; any other text names a real draft method (``mtp``, ``eagle``)."""
+    """The basis parts of ``--speculation``: ``unknown`` if not given, any other word than
+    none/real/simulated a real draft method (``mtp``)."""
     m = (method or "").strip().lower()
     if not m:
         return {"speculation": basis_mod.UNKNOWN, "spec_method": None}
@@ -135,7 +102,6 @@ def speculation_parts(method: str | None) -> dict[str, str | None]:
 
 
 def basis_text(wb: basis_mod.Basis) -> str:
-    """The workload basis in one line, the speculative method named when given."""
     text = wb.short()
     if wb.spec_method:
         text = text.replace(
@@ -144,15 +110,12 @@ def basis_text(wb: basis_mod.Basis) -> str:
     return text
 
 
-#: The fields of a published point :func:`published_for_workload` reads.
 _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "verified", "role")
 
 
 def build_per_gpu_points() -> dict[str, Any]:
-    """The shipped per-GPU throughput points with a value, not context rows, as JSON records
-    (``points``: the fields of :data:`_POINT_FIELDS` and the basis as a mapping), and the
-    weights of basis parts that rank them (``weights``,
-    :data:`rackbook.results.comparability.WEIGHTS`); built with pandas."""
+    """The per-GPU throughput points (not context) as JSON records with their basis, and the
+    basis parts' ``weights``; built with pandas."""
     import pandas as pd
 
     from rackbook.results import evidence
@@ -179,9 +142,7 @@ def build_per_gpu_points() -> dict[str, Any]:
 
 
 def published_per_gpu_points() -> dict[str, Any]:
-    """The records of :func:`build_per_gpu_points`, kept on disk between processes
-    (:func:`rackbook.inputs.loader.derived`, keyed by the published data, the claims and the
-    package's source): ``rackbook check`` reads them with json, never importing pandas."""
+    """:func:`build_per_gpu_points`, cached on disk (read with json, never importing pandas)."""
     data = paths.DATA
     published = sorted(p for p in (data / "published").rglob("*") if p.is_file())
     files = [data / "claims.yaml", *published]
@@ -189,8 +150,8 @@ def published_per_gpu_points() -> dict[str, Any]:
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
-    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``), closest
-    basis first; the verdict is over verified points differing in no deciding part."""
+    """The published points nearest a workload's figure (tokens/s per GPU), closest first; the
+    verdict is over verified points differing in no deciding part."""
     doc = published_per_gpu_points()
     weights: dict[str, float] = doc["weights"]
     rows = []
@@ -280,7 +241,7 @@ def this_run(
             "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
         )
     top = acc.loc[per_gpu.idxmax()]
-    key = _key(model).removeprefix("deepseek-")
+    key = model.lower().replace(" ", "-").replace("_", "-").removeprefix("deepseek-")
     testable = verdicts.can_test(t.run, (gpu.upper(),), key)
     what = (
         f"{col} {float(top[f'{col}_tok_s_per_gpu']):,.1f} tok/s per GPU at point {top['point_id']}"
@@ -300,8 +261,7 @@ def this_run(
 
 
 def check_trace_arg(trace_dir: str | Path) -> None:
-    """``--trace``: a trace folder of requests (not a published trace, not expert loads
-    alone); :class:`InputError` otherwise, before any reading is made."""
+    """``--trace``: a trace folder of requests, else :class:`InputError`."""
     from rackbook.core.traces import read_run, table_rows
 
     run = read_run(Path(trace_dir))
@@ -319,8 +279,7 @@ def check_trace_arg(trace_dir: str | Path) -> None:
 
 
 def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
-    """Every default ``rackbook check`` took for a part of the figure the flags left out, in
-    words (each printed as assumed)."""
+    """Each default ``rackbook check`` took for what the flags left out, in words."""
     out = []  # --per is said in the first line
     if args.counted is None:
         out.append(f"{c.counted} tokens counted (--counted not given)")
@@ -340,7 +299,6 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
 
 
 def _calibration(args: argparse.Namespace) -> Any:
-    """The ``--calibration`` file read (pandas only then), None without one."""
     if not getattr(args, "calibration", None):
         return None
     from rackbook.core.calibration import read_calibration
@@ -351,8 +309,7 @@ def _calibration(args: argparse.Namespace) -> Any:
 def _attainable(
     args: argparse.Namespace, c: check.Check, share_unknown: bool
 ) -> tuple[dict[str, Any], str]:
-    """The attainable reading of the check (JSON fields and its line); a calibration without
-    a data sheet gives none and says why."""
+    """The attainable reading (JSON fields, line); a calibration without a data sheet: none."""
     from rackbook.physics import attainable
 
     cal = _calibration(args)
@@ -390,9 +347,7 @@ def _attainable(
 
 
 def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any], str]:
-    """The expected reading of the check (:func:`rackbook.physics.expected.for_check`: what
-    a well-tuned deployment reaches for this workload, its interval and the figure's multiple
-    of it) and its line, with the held-out validation of the stored fit."""
+    """The expected reading (JSON fields, line) with the stored fit's held-out validation."""
     from rackbook.physics import expected
 
     none = dict.fromkeys(("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}
@@ -418,20 +373,16 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
 
 
 def default_per(gpus: int) -> str:
-    """What a figure is per when ``--per`` is not given: ``total`` over ``gpus`` GPUs when
-    there are several (the common phrasing: "our 8 x H200 does 12,000 tok/s" is the eight
-    GPUs' total, not each one's), ``gpu`` for one GPU (the two readings agree). Said in the
-    first line of ``rackbook check``."""
+    """What a figure is per without ``--per``: the ``total`` over several GPUs ("our 8 x H200
+    does 12,000 tok/s"), ``gpu`` for one."""
     return "total" if gpus > 1 else "gpu"
 
 
 def per_of(args: argparse.Namespace) -> str:
-    """``--per`` as given, else :func:`default_per` of ``--gpus``."""
     return args.per or default_per(int(args.gpus))
 
 
 def per_text(args: argparse.Namespace, gpus: int) -> str:
-    """The first line's words for what the figure is per, the default said as assumed."""
     if args.per == "gpu" or (args.per is None and gpus == 1):
         how = "(--per gpu)" if args.per else "(one GPU: per GPU and in total agree)"
         return f"per GPU {how}"
@@ -444,7 +395,6 @@ def per_text(args: argparse.Namespace, gpus: int) -> str:
 
 
 def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """check_claim's keyword arguments from ``rackbook check``'s flags (all but the share)."""
     conc = args.concurrency if args.concurrency is not None else args.batch
     return dict(
         per=per_of(args),
@@ -509,12 +459,7 @@ def readings(
             "claimed_tok_s_per_gpu": c.claimed_tok_s_per_gpu,
             "workload": c.workload,
             "readings": [
-                {
-                    "name": r.name,
-                    "phase": r.phase,
-                    "tok_s_per_gpu": r.tok_s_per_gpu,
-                    "formula": r.formula,
-                }
+                {k: getattr(r, k) for k in ("name", "phase", "tok_s_per_gpu", "formula")}
                 for r in c.ceilings
             ],
             "notes": c.notes,
@@ -540,7 +485,6 @@ def readings(
 
 
 def _clean(x: Any) -> Any:
-    """JSON-safe: NaN/inf to None, numpy scalars to Python."""
     if isinstance(x, dict):
         return {k: _clean(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -553,11 +497,8 @@ def _clean(x: Any) -> Any:
 
 
 def cli_check(args: argparse.Namespace) -> int:
-    """``rackbook check --model M --gpu G --gpus N --tok-s X [workload] [--json]``: the first
-    line says what the figure is per (GPU or total; when ``--per`` is not given, in total over
-    several GPUs and per GPU for one, said as assumed: :func:`default_per`), then each
-    ceiling, the physics verdict, the closest published points and this run; with ``--json``
-    one object ``{"physics", "published", "this_run"}`` last."""
+    """``rackbook check``: what the figure is per, each ceiling, the three readings; with
+    ``--json`` one object ``{"physics", "published", "this_run"}`` last."""
     c, phys, pub, run = readings(args)
     per = per_text(args, c.gpus)
     w = c.workload
@@ -588,7 +529,6 @@ def cli_check(args: argparse.Namespace) -> int:
     for n in c.notes:
         print(f"  note: {n}")
     print(f"physics: {phys.verdict} ({phys.reason}; limit: {c.limit})")
-    # the bound above; then the realism yardstick; the kernel sum after it, an intermediate
     print(f"  expected: {phys.extra['expected_text']}")
     print(f"  attainable: {phys.extra['attainable_text']}")
     print(f"basis: {pub.extra.get('basis')}")
