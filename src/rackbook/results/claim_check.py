@@ -285,7 +285,7 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
         out.append(f"{c.counted} tokens counted (--counted not given)")
     if args.phase is None:
         out.append(f"phase {c.phase} (--phase not given)")
-    if getattr(args, "cached_share", None) is None and c.phase != "decode" and args.isl:
+    if args.cached_share is None and c.phase != "decode" and args.isl:
         out.append("no input cached (--cached-share not given; 'unknown' for the threshold)")
     if args.context is None and c.phase != "prefill" and args.isl:
         out.append(f"decode context ISL + OSL / 2 = {c.workload['decode_context']:,.0f} tokens")
@@ -293,13 +293,13 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
         out.append("no speculative decoding (--tokens-per-step 1)")
     if args.kv_dtype is None and c.workload.get("kv_dtype"):
         out.append(f"KV cache stored in {c.workload['kv_dtype']} (the narrowest; --kv-dtype)")
-    if getattr(args, "precision", None) is None and c.workload.get("weights"):
+    if args.precision is None and c.workload.get("weights"):
         out.append(f"weights at {c.workload['weights']} (--precision)")
     return out
 
 
 def _calibration(args: argparse.Namespace) -> Any:
-    if not getattr(args, "calibration", None):
+    if not args.calibration:
         return None
     from rackbook.core.calibration import read_calibration
 
@@ -317,7 +317,7 @@ def _attainable(
     if c.limit.startswith("memory capacity"):
         return none, "none: the figure does not fit"
     try:
-        a = attainable.for_check(c, deployment=getattr(args, "deployment", None), calibration=cal)
+        a = attainable.for_check(c, deployment=args.deployment, calibration=cal)
     except InputError as exc:
         if cal is None or exc.field != "run.json.spec":
             raise
@@ -325,16 +325,8 @@ def _attainable(
     d = a.to_dict()
     text = a.text
     if share_unknown:
-        kw = _check_kwargs(args)
-        t = attainable.cached_share_threshold(
-            args.model,
-            args.gpu,
-            args.gpus,
-            args.tok_s,
-            deployment=getattr(args, "deployment", None),
-            calibration=cal,
-            **kw,
-        )
+        kw = _check_kwargs(args) | {"deployment": args.deployment, "calibration": cal}
+        t = attainable.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
         d["cached_share_threshold"] = t
         if t is None:
             reach = "measured kernels do not reach it at any cached share"
@@ -358,9 +350,9 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
     try:
         e = expected.for_check(
             c,
-            tpot_ms=getattr(args, "tpot_ms", None),
-            ttft_s=getattr(args, "ttft_s", None),
-            deployment=getattr(args, "deployment", None),
+            tpot_ms=args.tpot_ms,
+            ttft_s=args.ttft_s,
+            deployment=args.deployment,
             calibration=cal,
             fit=fit,
         )
@@ -379,7 +371,7 @@ def default_per(gpus: int) -> str:
 
 
 def per_of(args: argparse.Namespace) -> str:
-    return args.per or default_per(int(args.gpus))
+    return args.per or default_per(args.gpus)
 
 
 def per_text(args: argparse.Namespace, gpus: int) -> str:
@@ -406,7 +398,7 @@ def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         counted=args.counted,
         isl=args.isl,
         osl=args.osl,
-        precision=getattr(args, "precision", None),
+        precision=args.precision,
     )
 
 
@@ -419,52 +411,30 @@ def readings(
     if args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
     conc = args.concurrency if args.concurrency is not None else args.batch
-    share_arg = getattr(args, "cached_share", None)
-    unknown = share_arg == "unknown"
+    share_arg = args.cached_share
+    unknown, threshold = share_arg == "unknown", None
     kw = _check_kwargs(args)
-    threshold = None
+    share = 0.0 if share_arg is None or unknown else float(share_arg)
     if unknown:
         threshold = check.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
-        share = threshold.share if threshold.share is not None else 0.0
-    else:
-        share = 0.0 if share_arg is None else float(share_arg)
+        share = threshold.share or 0.0
     c = check.check_claim(args.model, args.gpu, args.gpus, args.tok_s, cached_share=share, **kw)
     verdict, reason = c.verdict, c.reason
     if threshold is not None:
         verdict, reason = threshold.verdict, threshold.formula
     att, att_text = _attainable(args, c, unknown and threshold is not None and bool(share))
     exp, exp_text = _expected(args, c)
-    phys = CheckVerdict(
-        verdict,
-        reason,
-        {
-            "attainable": att,
-            "attainable_text": att_text,
-            "expected": exp,
-            "expected_text": exp_text,
-            "threshold": None
-            if threshold is None
-            else {
-                "cached_share": threshold.share,
-                "ratio_uncached": threshold.ratio_uncached,
-                "ratio_cached": threshold.ratio_cached,
-            },
-            "assumed": assumed(args, c),
-            "per": per_of(args),  # gpu | total: what --tok-s is per
-            "per_assumed": args.per is None,
-            "limit": c.limit,
-            "ratio": c.ratio,  # non-finite numbers print as null (_clean)
-            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
-            "fractions": c.fractions,
-            "claimed_tok_s_per_gpu": c.claimed_tok_s_per_gpu,
-            "workload": c.workload,
-            "readings": [
-                {k: getattr(r, k) for k in ("name", "phase", "tok_s_per_gpu", "formula")}
-                for r in c.ceilings
-            ],
-            "notes": c.notes,
-        },
-    )
+    extra: dict[str, Any] = dict(attainable=att, attainable_text=att_text, expected=exp)
+    extra |= {"expected_text": exp_text, "threshold": None}
+    if threshold is not None:
+        ratios = {k: getattr(threshold, k) for k in ("ratio_uncached", "ratio_cached")}
+        extra["threshold"] = {"cached_share": threshold.share} | ratios
+    extra |= {"assumed": assumed(args, c), "per": per_of(args), "per_assumed": args.per is None}
+    facts = "limit ratio ceiling_tok_s_per_gpu fractions claimed_tok_s_per_gpu workload".split()
+    extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null (_clean)
+    ceiling = ("name", "phase", "tok_s_per_gpu", "formula")
+    extra["readings"] = [{k: getattr(r, k) for k in ceiling} for r in c.ceilings]
+    phys = CheckVerdict(verdict, reason, extra | {"notes": c.notes})
     model = catalogs.as_model(args.model)
     known = None if share_arg is None or unknown else float(share_arg)
     wb = workload_basis(  # named as a reader reads them; compared by basis.model_key/hardware_key
@@ -476,8 +446,8 @@ def readings(
         args.osl,
         known,
         conc,
-        getattr(args, "engine", None),
-        getattr(args, "speculation", None),
+        args.engine,
+        args.speculation,
     )
     pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
@@ -502,7 +472,7 @@ def cli_check(args: argparse.Namespace) -> int:
     c, phys, pub, run = readings(args)
     per = per_text(args, c.gpus)
     w = c.workload
-    share_arg = getattr(args, "cached_share", None)
+    share_arg = args.cached_share
     if share_arg == "unknown":
         share = f"cached share unknown (readings at {percent(w['cached_share'])})"
     else:
