@@ -191,11 +191,9 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
 
 def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
     margin = _margin(r)
-    tail = f" ({margin})" if margin else ""
-    if r.get("verdict") == "consistent":
-        return f"measured on {hardware} here, {figure} holds{tail}"
-    if r.get("verdict") == "inconsistent":
-        return f"measured on {hardware} here, {figure} does not hold{tail}"
+    holds = {"consistent": "holds", "inconsistent": "does not hold"}.get(str(r.get("verdict")))
+    if holds:
+        return f"measured on {hardware} here, {figure} {holds}" + (f" ({margin})" if margin else "")
     if r.get("synthetic"):  # untested
         return "not measured here: this chapter's input is synthetic"
     return f"not tested on {hardware} here"
@@ -278,14 +276,9 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
                 sentences.append(near_sentence(r))
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
+    cert, found = certainty(mine, claim), finding(claim, mine, hardware)
     return Conclusion(
-        claim.id,
-        claim.result,
-        figure,
-        claim.statement,
-        tuple(sentences),
-        certainty(mine, claim),
-        finding(claim, mine, hardware),
+        claim.id, claim.result, figure, claim.statement, tuple(sentences), cert, found
     )
 
 
@@ -527,7 +520,5 @@ def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
         return Summary(claim.id, "not run", "Not read yet: run the chapter.", "not graded", "")
     word = _word(rs)
     c = certainty(mine, claim)
-    level = 4 if word == "impossible as stated" else c.level
-    return Summary(
-        claim.id, word, _plain_finding(claim, rs, word), PLAIN_GRADES[level - 1], _why(c, word)
-    )
+    grade = PLAIN_GRADES[3 if word == "impossible as stated" else c.level - 1]
+    return Summary(claim.id, word, _plain_finding(claim, rs, word), grade, _why(c, word))

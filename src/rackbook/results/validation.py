@@ -230,30 +230,12 @@ def _point(
     verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
-    return Point(
-        pid,
-        src,
-        primary,
-        measured,
-        str(spec["counted"]),
-        str(spec["phase"]),
-        str(spec["model"]),
-        spec.get("precision"),
-        str(spec["gpu"]),
-        int(spec["gpus"]),
-        spec.get("isl"),
-        osl,
-        batch,
-        how_text,
-        verify,
-        tps,
-        spec.get("tpot_ms"),
-        spec.get("prefill_gpus"),
-        spec.get("decode_gpus"),
-        spec.get("context"),
-        str(spec.get("note") or ""),
-        url,
-    )
+    kw: dict[str, Any] = {k: str(spec[k]) for k in ("counted", "phase", "model", "gpu")}
+    kw |= {k: spec.get(k) for k in ("precision", "isl", "tpot_ms", "prefill_gpus", "decode_gpus")}
+    kw |= dict(context=spec.get("context"), gpus=int(spec["gpus"]), osl=osl, url=url)
+    kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
+    kw["note"] = str(spec.get("note") or "")
+    return Point(pid, src, primary, measured, **kw)
 
 
 def _split(p: Point, claimed: float) -> tuple[float, float]:
