@@ -178,52 +178,29 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
         shown = f"{number_text(float(r['tok_s_total']))} tok/s on {int(r['gpus'])} GPUs"
     else:
         shown = value_text(value, unit)
-    return _base(
-        {
-            "id": f"{r['source']}:{r['point_id']}",
-            "claim_id": "single-user.throughput" if single else "rack-scaling.throughput",
-            "value": value,
-            "unit": unit,
-            "as_published": shown,
-            **{k: r[k] for k in _AS_STATED},
-            **{k: int_or_none(r[k]) for k in ("gpus", "isl", "osl")},
-            "scenario": r["scenario"],
-            "concurrency": conc,
-            "tok_s_per_gpu": float(r["tok_s_per_gpu"]),
-            "tok_s_per_user": float_or_none(r["tok_s_per_user"]),
-            "notes": r["notes"],
-            "source": r["source"],
-            "basis": b,
-        }
-    )
+    row = {k: r[k] for k in (*_AS_STATED, "scenario", "notes", "source")}
+    row |= {k: int_or_none(r[k]) for k in ("gpus", "isl", "osl", "concurrency")}
+    row |= dict(id=f"{r['source']}:{r['point_id']}", value=value, unit=unit, as_published=shown)
+    row["claim_id"] = "single-user.throughput" if single else "rack-scaling.throughput"
+    row |= dict(tok_s_per_gpu=float(r["tok_s_per_gpu"]), basis=b)
+    return _base(row | {"tok_s_per_user": float_or_none(r["tok_s_per_user"])})
 
 
 def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
     """A trace row's basis: per GPU, or with ``per_user`` one user's decode speed (1000 / TPOT)."""
     spec = str(r["speculation_kind"])
-    return basis_mod.make(
-        {
-            "metric": "per-user decode speed" if per_user else "throughput",
-            "tokens": "output" if per_user else str(r["tokens_counted"]),
-            "per": "user" if per_user else "GPU",
-            "gpus": str(r["gpus_counted"]),
-            "gpu_count": int_or_none(r["gpus"]),
-            "workload": str(r["workload"]),
-            "speculation": spec,
-            "statistic": (text_or_none(r["latency_statistic"]) or "-") if per_user else "rate",
-            "serving": text_or_none(r["serving"]) or basis_mod.UNKNOWN,  # the source does not say
-            "model": str(r["model"]),
-            "hardware": str(r["hardware"]),
-            "engine": str(r["engine"]),
-            "engine_version": text_or_none(r["engine_version"]),
-            "isl": int_or_none(r["isl"]),
-            "osl": int_or_none(r["osl"]),
-            "concurrency": int_or_none(r["concurrency"]),
-            "spec_method": text_or_none(r["speculative"])
-            if spec in ("real", "simulated")
-            else None,
-        }
-    )
+    b: dict[str, Any] = dict(metric="throughput", per="GPU", statistic="rate")
+    b["tokens"] = str(r["tokens_counted"])
+    if per_user:
+        stat = text_or_none(r["latency_statistic"]) or "-"
+        b = dict(metric="per-user decode speed", tokens="output", per="user", statistic=stat)
+    b |= {k: str(r[k]) for k in ("workload", "model", "hardware", "engine")}
+    b |= {k: int_or_none(r[k]) for k in ("isl", "osl", "concurrency")}
+    b |= dict(gpus=str(r["gpus_counted"]), gpu_count=int_or_none(r["gpus"]), speculation=spec)
+    b["serving"] = text_or_none(r["serving"]) or basis_mod.UNKNOWN  # the source does not say
+    b["engine_version"] = text_or_none(r["engine_version"])
+    b["spec_method"] = text_or_none(r["speculative"]) if spec in ("real", "simulated") else None
+    return basis_mod.make(b)
 
 
 def converted_rows(r: pd.Series) -> list[dict[str, object]]:
@@ -287,34 +264,24 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
             per="deployment",
             counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}",
         )
-        out.append(
-            _base(
-                {
-                    "id": f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}",
-                    "claim_id": "rack-scaling.speedup",
-                    "value": ratio,
-                    "unit": "x",
-                    "as_published": f"{number_text(float(r['tok_s_total']))} / "
-                    f"{number_text(float(n['tok_s_total']))} tok/s",
-                    **{k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")},
-                    "submitter": sub,
-                    "system": f"{r['system']} vs {n['system']}",
-                    "hardware": hw,
-                    "gpus": RACK_GPUS,
-                    "model": model,
-                    "scenario": scen,
-                    "notes": f"ratio of two published rows computed here: {RACK_GPUS} GPUs over "
-                    f"{NODE_GPUS} ({NODE_GPUS} GPUs = two 4-GPU GB300 trays); linear would be "
-                    f"{RACK_GPUS / NODE_GPUS:g}x. MLPerf does not say whether the "
-                    f"{RACK_GPUS}-GPU system serves as one deployment or as independent "
-                    f"replicas (e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as "
-                    "replicas the ratio counts replicas, not one deployment's scaling",
-                    "source": "mlperf-v6.1-dsr1",
-                    "basis": b,
-                }
-            )
-        )
+        shown = f"{number_text(float(r['tok_s_total']))} / {number_text(float(n['tok_s_total']))}"
+        row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")}
+        row |= dict(submitter=sub, hardware=hw, gpus=RACK_GPUS, model=model, scenario=scen)
+        row |= dict(value=ratio, unit="x", as_published=f"{shown} tok/s", basis=b)
+        row["id"] = f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}"
+        row |= dict(claim_id="rack-scaling.speedup", system=f"{r['system']} vs {n['system']}")
+        row["source"], row["notes"] = "mlperf-v6.1-dsr1", _RATIO_NOTE
+        out.append(_base(row))
     return out
+
+
+_RATIO_NOTE = (
+    f"ratio of two published rows computed here: {RACK_GPUS} GPUs over {NODE_GPUS} ({NODE_GPUS} "
+    f"GPUs = two 4-GPU GB300 trays); linear would be {RACK_GPUS / NODE_GPUS:g}x. MLPerf does not "
+    f"say whether the {RACK_GPUS}-GPU system serves as one deployment or as independent replicas "
+    f"(e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as replicas the ratio counts replicas, "
+    "not one deployment's scaling"
+)
 
 
 def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
@@ -324,25 +291,13 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
         value, unit = 1000.0 / f.value, PER_USER
     elif unit.endswith(PER_GPU):  # the tokens counted are named by the basis
         unit = per_gpu_unit(f.figure_basis.tokens)
-    return _base(
-        {
-            "id": f"figures:{f.id}",
-            "claim_id": f.claim,
-            "role": f.role,
-            "value": value,
-            "unit": unit,
-            "as_published": value_text(f.value, f.unit),
-            "verified": f.verified,
-            **{k: getattr(f, k) for k in _AS_STATED if k != "system"},
-            **{k: getattr(f, k) for k in ("gpus", "isl", "osl", "concurrency", "quote", "notes")},
-            "tok_s_per_gpu": value if unit_family(unit) == PER_GPU else None,
-            "tok_s_per_user": f.tok_s_per_user,
-            "source": "figures.yaml",
-            "basis": f.figure_basis,
-            "price_kind": f.price_kind,
-            "superseded": f.superseded,
-        }
-    )
+    same = [k for k in _AS_STATED if k != "system"] + "gpus isl osl concurrency quote".split()
+    row = {k: getattr(f, k) for k in (*same, "notes", "role", "verified", "price_kind")}
+    row["superseded"] = f.superseded
+    row |= dict(id=f"figures:{f.id}", claim_id=f.claim, value=value, unit=unit)
+    row |= dict(as_published=value_text(f.value, f.unit), basis=f.figure_basis)
+    row |= dict(tok_s_per_gpu=value if unit_family(unit) == PER_GPU else None)
+    return _base(row | dict(tok_s_per_user=f.tok_s_per_user, source="figures.yaml"))
 
 
 #: vLLM's DeepSeek-V4.1-Flash prefill-TTFT table (verbatim excerpt) and its source file.
@@ -421,56 +376,38 @@ def prefill_rows(data: str) -> list[dict[str, object]]:
     table = root / Path(PREFILL_TABLE).name
     src = source_fields(root / Path(PREFILL_SOURCE).name)
     date = src.get("date", "").split(" ")[0] or None
+    same = dict(model="DeepSeek-V4.1-Flash", hardware="GB200", engine="vLLM")
+    basis: dict[str, Any] = dict(metric="relative prefill throughput gain", per="-")
+    basis["tokens"] = "new input"
+    basis |= dict(gpus="deployment", workload="fixed lengths", context=0, speculation="-")
+    basis |= dict(statistic="median", serving="aggregated") | same
     out = []
     for c in load_prefill_table(table):
-        b = basis_mod.make(
-            {
-                "metric": "relative prefill throughput gain",
-                "tokens": "new input",
-                "per": "-",
-                "gpus": "deployment",
-                "gpu_count": c.gpus,
-                "workload": "fixed lengths",
-                "context": 0,
-                "speculation": "-",
-                "statistic": "median",
-                "serving": "aggregated",
-                "model": "DeepSeek-V4.1-Flash",
-                "hardware": "GB200",
-                "engine": "vLLM",
-            }
+        row: dict[str, object] = dict(value=c.gain_pct, unit="%", gpus=c.gpus, concurrency=1)
+        row |= dict(id=f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}", claim_id="prefill-gain.gain")
+        row["as_published"] = (
+            f"TTFT {number_text(c.off_ms)} ms replay off, "
+            f"{number_text(c.graph_ms)} ms replay + decoder CUDA graphs"
         )
-        out.append(
-            _base(
-                {
-                    "id": f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}",
-                    "claim_id": "prefill-gain.gain",
-                    "value": c.gain_pct,
-                    "unit": "%",
-                    "as_published": f"TTFT {number_text(c.off_ms)} ms replay off, "
-                    f"{number_text(c.graph_ms)} ms replay + decoder CUDA graphs",
-                    "submitter": "vLLM (Inferact and the vLLM team)",
-                    "system": f"{c.cfg}, {c.prompt} prompt",
-                    "hardware": "GB200",
-                    "gpus": c.gpus,
-                    "model": "DeepSeek-V4.1-Flash",
-                    "engine": "vLLM",
-                    "concurrency": 1,
-                    "url": src.get("source"),
-                    "date": date,
-                    "quote": f'{{ p: "{c.prompt}", off: {c.off_ms:g}, eager: '
-                    f"{c.eager_ms:g}, graph: {c.graph_ms:g} }} ({c.cfg})",
-                    "notes": "single request, prefix caching off, median of 3 runs on GB200; "
-                    "replay on with an eager decoder: "
-                    f"{(c.off_ms / c.eager_ms - 1) * 100:+.1f} %",
-                    "source": Path(PREFILL_TABLE).name,
-                    "basis": b,
-                    "conversion": "gain on the same new tokens = TTFT replay off / TTFT replay "
-                    "+ CUDA graphs - 1 (one request: its rate is its tokens over its TTFT)",
-                }
-            )
+        row |= dict(submitter="vLLM (Inferact and the vLLM team)", url=src.get("source"), date=date)
+        row["system"] = f"{c.cfg}, {c.prompt} prompt"
+        row["quote"] = (
+            f'{{ p: "{c.prompt}", off: {c.off_ms:g}, eager: {c.eager_ms:g}, graph: '
+            f"{c.graph_ms:g} }} ({c.cfg})"
         )
+        row["notes"] = (
+            "single request, prefix caching off, median of 3 runs on GB200; replay on with an "
+            f"eager decoder: {(c.off_ms / c.eager_ms - 1) * 100:+.1f} %"
+        )
+        row |= dict(source=Path(PREFILL_TABLE).name, conversion=_PREFILL_RULE) | same
+        out.append(_base(row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})}))
     return out
+
+
+_PREFILL_RULE = (
+    "gain on the same new tokens = TTFT replay off / TTFT replay + CUDA graphs - 1 (one request: "
+    "its rate is its tokens over its TTFT)"
+)
 
 
 #: The figures the token-value basis reads (figures.yaml ids) and the claims it joins.
@@ -508,52 +445,37 @@ def token_value_rows(data: str) -> list[dict[str, object]]:
     n_in, n_out = g["input_tokens"].value, g["output_tokens"].value
     out_share = n_out / (n_in + n_out)
     tok_s = float(reg.get(THROUGHPUT_CLAIM).value or 0.0)
-    b = basis_mod.make(
-        {
-            "metric": "token value per GPU-hour",
-            "tokens": "input incl. cached+output",
-            "per": "GPU",
-            "gpus": "deployment",
-            "gpu_count": None,
-            "workload": "agentic trace",
-            "speculation": "-",
-            "statistic": "value",
-            "serving": "-",
-            "model": "DeepSeek-V4.1-Flash",
-            "hardware": "-",
-            "engine": "-",
-        }
-    )
-    out = []
+    basis: dict[str, Any] = dict(metric="token value per GPU-hour", per="GPU")
+    basis["tokens"] = "input incl. cached+output"
+    basis |= dict(gpus="deployment", gpu_count=None, workload="agentic trace", speculation="-")
+    basis |= dict(statistic="value", serving="-", model="DeepSeek-V4.1-Flash", hardware="-")
+    b = basis_mod.make(basis | {"engine": "-"})
+    miss, out = g["miss"], []
     for hid in TOKEN_VALUE["hit_shares"]:
         h = figs.get(hid)
-        v = token_value_per_gpu_hour(tok_s, out_share, h.value / 100, prices)
-        out.append(
-            _base(
-                {
-                    "id": f"token-value:{THROUGHPUT_CLAIM}/hit{h.value:g}",
-                    "claim_id": COST_CLAIM,
-                    "value": v,
-                    "unit": "$/GPU-hour",
-                    "as_published": f"{number_text(tok_s)} tok/s/GPU at ${prices[0]:g} / "
-                    f"${prices[1]:g} / ${prices[2]:g} per M (hit / miss / output)",
-                    "verified": all(f.verified for f in (*g.values(), h)),
-                    "submitter": "DeepSeek API list prices x AgentX mix (computed here)",
-                    "model": "DeepSeek-V4.1-Flash",
-                    "url": g["miss"].url,
-                    "date": g["miss"].date,
-                    "quote": g["miss"].quote,
-                    "notes": f"output share {n_out:g} / ({n_in:g} + {n_out:g}); cache hits "
-                    f"{h.value:g} % of input ({h.url}); off-peak prices (peak: twice)",
-                    "source": "figures.yaml",
-                    "basis": b,
-                    "price_kind": "list price",
-                    "conversion": "value = tok/s/GPU x 3600 / 1e6 x (output share x output "
-                    "price + input share x (hit share x hit price + miss share x miss price))",
-                }
-            )
+        row: dict[str, object] = dict(url=miss.url, date=miss.date, quote=miss.quote)
+        row["model"] = "DeepSeek-V4.1-Flash"
+        row |= dict(id=f"token-value:{THROUGHPUT_CLAIM}/hit{h.value:g}", claim_id=COST_CLAIM)
+        row["value"] = token_value_per_gpu_hour(tok_s, out_share, h.value / 100, prices)
+        row["as_published"] = (
+            f"{number_text(tok_s)} tok/s/GPU at ${prices[0]:g} / ${prices[1]:g} / "
+            f"${prices[2]:g} per M (hit / miss / output)"
         )
+        row["verified"] = all(f.verified for f in (*g.values(), h))
+        row["submitter"] = "DeepSeek API list prices x AgentX mix (computed here)"
+        row["notes"] = (
+            f"output share {n_out:g} / ({n_in:g} + {n_out:g}); cache hits {h.value:g} % of input "
+            f"({h.url}); off-peak prices (peak: twice)"
+        )
+        row |= dict(unit="$/GPU-hour", source="figures.yaml", basis=b, price_kind="list price")
+        out.append(_base(row | {"conversion": _TOKEN_VALUE_RULE}))
     return out
+
+
+_TOKEN_VALUE_RULE = (
+    "value = tok/s/GPU x 3600 / 1e6 x (output share x output price + input share x (hit share x "
+    "hit price + miss share x miss price))"
+)
 
 
 def load_rows(data: str) -> pd.DataFrame:
