@@ -9,6 +9,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -278,22 +279,13 @@ def _basis_readings(
         if modelled and margin != "-":
             margin += MODELLED_NOTE
         step = _step(claim, plaus, value, v)
-        out.append(
-            BasisReading(
-                plaus.name,
-                read.verdict,
-                margin,
-                cb.short(),
-                tuple(str(r["id"]) for r in deciding),
-                read.sources,
-                _closest(cb, v, unit, rows) if rows else None,
-                f"{plaus.conversion}: {step}" if step else plaus.conversion,
-                cmp.near_reading(plaus, v, unit, rows, cb, claim.id),
-                cmp.ruled_out(claim, plaus, value),
-                modelled,
-                step,
-            )
-        )
+        kw: dict[str, Any] = dict(basis=cb.short(), sources=read.sources, modelled=modelled)
+        kw |= dict(decided_on=tuple(str(r["id"]) for r in deciding), step=step)
+        kw["closest"] = _closest(cb, v, unit, rows) if rows else None
+        kw["conversion"] = f"{plaus.conversion}: {step}" if step else plaus.conversion
+        kw["near"] = cmp.near_reading(plaus, v, unit, rows, cb, claim.id)
+        kw["ruled_by"] = cmp.ruled_out(claim, plaus, value)
+        out.append(BasisReading(plaus.name, read.verdict, margin, **kw))
     return out
 
 
@@ -326,24 +318,14 @@ def _closest(
         kind = "analogue"
     else:
         kind = "near" if dec or not bool(r["verified"]) else "like for like"
+    kw: dict[str, Any] = dict(low=lo, high=hi, modelled=_modelled(r), kind=kind)
+    kw |= dict(ratio_low=v / hi if fin and hi else None, ratio_high=v / lo if fin and lo else None)
+    kw |= dict(tied=tuple(str(x[0]["id"]) for x in tied), verified=bool(r["verified"]))
+    kw |= dict(superseded=text_or_none(r.get("superseded")), differences=tuple(diffs))
+    kw["setup"] = pr.setup_text(r) if len({pr.setup_text(x) for x in group}) == 1 else ""
+    ratio = v / float(r["value"]) if fin else None
     return Closest(
-        str(r["id"]),
-        _who(r),
-        float(r["value"]),
-        str(r["unit"]),
-        v / float(r["value"]) if fin else None,
-        str(r["url"]),
-        tuple(diffs),
-        bool(r["verified"]),
-        kind,
-        tuple(str(x[0]["id"]) for x in tied),
-        lo,
-        hi,
-        v / hi if fin and hi else None,
-        v / lo if fin and lo else None,
-        _modelled(r),
-        text_or_none(r.get("superseded")),
-        pr.setup_text(r) if len({pr.setup_text(x) for x in group}) == 1 else "",  # tied: shared
+        str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]), **kw
     )
 
 
@@ -450,19 +432,9 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     reason = lead + ": " + " | ".join(br.text() for br in ordered)
     sources = tuple(dict.fromkeys(u for br in brs for u in br.sources))
     closest = top[0].closest if top else None
-    return ClaimEvidence(
-        claim_id,
-        combine(brs),
-        margin,
-        reason,
-        sources,
-        tuple(brs),
-        closest,
-        closest_basis,
-        near,
-        out_names,
-        top_list,
-    )
+    kw: dict[str, Any] = dict(near=near, ruled_out=out_names, list_price=top_list)
+    kw["closest_basis"] = closest_basis
+    return ClaimEvidence(claim_id, combine(brs), margin, reason, sources, tuple(brs), closest, **kw)
 
 
 def highest_list_price(points: pd.DataFrame, value: float) -> dict[str, object] | None:
@@ -511,21 +483,11 @@ def reading(
     if value is None and registry is not None:
         value = registry.get(claim_id).value
     e = claim_evidence(claim_id, value)
-    closest = e.closest.as_dict() | {"basis": e.closest_basis} if e.closest else None
-    return ClaimReading(
-        claim_id,
-        "published",
-        e.verdict,
-        e.margin,
-        e.reason,
-        sources=e.sources,
-        basis=" | ".join(f"{as_basis(b.name)}: {b.basis}" for b in e.bases),
-        closest=closest,
-        by_basis=tuple(b.as_dict() for b in e.bases),
-        near=e.near,
-        ruled_out=e.ruled_out,
-        list_price=e.list_price,
-    )
+    kw: dict[str, Any] = dict(sources=e.sources, near=e.near, ruled_out=e.ruled_out)
+    kw["closest"] = e.closest.as_dict() | {"basis": e.closest_basis} if e.closest else None
+    kw["basis"] = " | ".join(f"{as_basis(b.name)}: {b.basis}" for b in e.bases)
+    kw |= dict(by_basis=tuple(b.as_dict() for b in e.bases), list_price=e.list_price)
+    return ClaimReading(claim_id, "published", e.verdict, e.margin, e.reason, **kw)
 
 
 #: Columns of :func:`evidence_table`.
@@ -539,25 +501,14 @@ _POINT_COPY = "hardware gpus model engine value unit as_published role comparabl
 
 def _claim_row(c: claims_registry.Claim, e: ClaimEvidence) -> dict[str, object]:
     sc = c.scope
-    return {
-        "kind": "claim",
-        "who": "claim (data/claims.yaml)",
-        "hardware": sc.hardware,
-        "gpus": sc.gpu_count,
-        "model": sc.model,
-        "engine": "vLLM",
-        "value": c.value,
-        "unit": c.unit,
-        "as_published": c.value_text,
-        "used": False,
-        "role": "claim",
-        "verified": False,
-        "comparable": e.reason,
-        "basis": c.figure_basis.short(),
-        "verdict": e.verdict,
-        "margin": e.margin,
-        "url": e.closest.url if e.closest else c.source.primary,
-    }
+    row: dict[str, object] = dict(kind="claim", role="claim", engine="vLLM")
+    row["who"] = "claim (data/claims.yaml)"
+    row |= dict(hardware=sc.hardware, gpus=sc.gpu_count, model=sc.model, as_published=c.value_text)
+    row |= dict(
+        value=c.value, unit=c.unit, used=False, verified=False, basis=c.figure_basis.short()
+    )
+    row |= dict(comparable=e.reason, verdict=e.verdict, margin=e.margin)
+    return row | {"url": e.closest.url if e.closest else c.source.primary}
 
 
 def _basis_row(br: BasisReading) -> dict[str, object]:
@@ -567,19 +518,11 @@ def _basis_row(br: BasisReading) -> dict[str, object]:
     if br.ruled_out:
         shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
         margin = f"ruled out by physics: {br.ruled_out}{shown}"
-    return {
-        "kind": "reading",
-        "who": br.name,
-        "as_published": br.conversion or None,
-        "used": bool(br.decided_on),
-        "role": "reading",
-        "verified": True,
-        "comparable": close + near,
-        "basis": br.basis,
-        "verdict": br.verdict,
-        "margin": margin,
-        "url": br.closest.url if br.closest else None,
-    }
+    row: dict[str, object] = dict(kind="reading", who=br.name, role="reading", verified=True)
+    row["basis"] = br.basis
+    row |= dict(as_published=br.conversion or None, used=bool(br.decided_on), margin=margin)
+    row |= dict(comparable=close + near, verdict=br.verdict)
+    return row | {"url": br.closest.url if br.closest else None}
 
 
 def evidence_table(result: str) -> pd.DataFrame:
