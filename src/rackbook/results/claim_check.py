@@ -67,27 +67,12 @@ def workload_basis(
     def whole(x: float | None) -> int | None:
         return round(x) if x is not None and math.isfinite(x) and x >= 1 else None
 
-    return basis_mod.make(
-        {
-            "metric": "throughput",
-            "tokens": tokens,
-            "per": "GPU",
-            "gpus": "deployment",
-            "gpu_count": int(gpus),
-            "workload": basis_mod.UNKNOWN,
-            **speculation_parts(speculation),
-            "statistic": "rate",
-            "serving": basis_mod.UNKNOWN,
-            "model": model,
-            "hardware": gpu,
-            "engine": engine.strip() if engine and engine.strip() else basis_mod.UNKNOWN,
-            "isl": whole(isl),
-            "osl": whole(osl),
-            "cached_share": share,
-            "concurrency": whole(concurrency),
-        },
-        claim=True,
-    )
+    b: dict[str, Any] = dict(metric="throughput", tokens=tokens, per="GPU", gpus="deployment")
+    b |= dict(gpu_count=int(gpus), statistic="rate", model=model, hardware=gpu, cached_share=share)
+    b |= dict(workload=basis_mod.UNKNOWN, serving=basis_mod.UNKNOWN, isl=whole(isl), osl=whole(osl))
+    b["engine"] = engine.strip() if engine and engine.strip() else basis_mod.UNKNOWN
+    b["concurrency"] = whole(concurrency)
+    return basis_mod.make(b | speculation_parts(speculation), claim=True)
 
 
 def speculation_parts(method: str | None) -> dict[str, str | None]:
@@ -166,26 +151,14 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
             why.insert(0, "an analogue")
         elif not bool(p["verified"]):
             why.append("not verified first-hand")
-        rows.append(
-            {
-                "id": str(p["id"]),
-                "value": value,
-                "unit": p["unit"],
-                "model": p["model"],
-                "hardware": p["hardware"],
-                "gpus": p["gpus"],
-                "ratio": claimed / value if value > 0 else None,
-                "url": p["url"],
-                "verified": bool(p["verified"]),
-                "basis": b.short(),
-                "mismatch": "; ".join(why) or "like for like",
-                "like": like,
-                "distance": sum(weights.get(d.part, 1.0) for d in deciding + noted)
-                + (p["role"] != "measurement"),
-                "dist": abs(math.log(claimed / value)) if value > 0 else math.inf,
-                "unverified": not bool(p["verified"]),
-            }
-        )
+        row = {k: p[k] for k in ("unit", "model", "hardware", "gpus", "url")}
+        row |= dict(id=str(p["id"]), value=value, verified=bool(p["verified"]), basis=b.short())
+        row |= dict(ratio=claimed / value if value > 0 else None, like=like)
+        row |= dict(mismatch="; ".join(why) or "like for like", unverified=not bool(p["verified"]))
+        distance = sum(weights.get(d.part, 1.0) for d in deciding + noted)
+        row["distance"] = distance + (p["role"] != "measurement")
+        row["dist"] = abs(math.log(claimed / value)) if value > 0 else math.inf
+        rows.append(row)
     if not rows:
         return CheckVerdict(
             "none published",

@@ -375,21 +375,14 @@ def near_reading(
     vals = [float(r["value"]) for r, _ in near]
     lo, hi = min(vals), max(vals)
     ok = math.isfinite(value) and lo > 0
-    parts = list(dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds))
-    return Near(
-        plaus.name,
-        tuple(str(r["id"]) for r, _ in near),
-        lo,
-        hi,
-        unit_family(str(near[0][0]["unit"])),
-        value / hi if ok else None,
-        value / lo if ok else None,
-        tuple(parts),
-        tuple(dict.fromkeys(str(r["url"]) for r, _ in near)),
-        tuple(str(r["id"]) for r, _ in near if not bool(r["verified"])),
-        tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded"))),
-        plaus.head or plaus.name,
-    )
+    parts = dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds)
+    kw: dict[str, Any] = dict(low=lo, high=hi, unit=unit_family(str(near[0][0]["unit"])))
+    kw |= dict(ratio_low=value / hi if ok else None, ratio_high=value / lo if ok else None)
+    kw |= dict(differences=tuple(parts), urls=tuple(dict.fromkeys(str(r["url"]) for r, _ in near)))
+    kw["unverified"] = tuple(str(r["id"]) for r, _ in near if not bool(r["verified"]))
+    kw["superseded"] = tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded")))
+    ids = tuple(str(r["id"]) for r, _ in near)
+    return Near(plaus.name, ids, head=plaus.head or plaus.name, **kw)
 
 
 def as_basis(name: str) -> str:
