@@ -9,6 +9,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -260,37 +261,17 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
     model = catalogs.as_model(p.model)
     kv = check_mod.narrowest_kv_dtype(model) or ("fp4" if model.kv_cache.relative_to else None)
     ctx = p.context if p.context is not None else ((p.isl or 0) + (p.osl or 0) / 2)
-    prefix = (p.isl or 0) / 2
-    work = Workload(
-        counted=p.counted,
-        decode_context=ctx,
-        prefill_prefix=prefix,
-        tokens_per_step=p.tokens_per_step,
-        verify_tokens=p.verify,
-        kv_dtype=kv,
+    wk: dict[str, Any] = dict(
+        tokens_per_step=p.tokens_per_step, verify_tokens=p.verify, kv_dtype=kv
     )
-    common: dict[str, Any] = dict(precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
+    work = Workload(counted=p.counted, decode_context=ctx, prefill_prefix=(p.isl or 0) / 2, **wk)
+    run = partial(exp_mod.expected, model, p.gpu, precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
     if p.prefill_gpus and p.decode_gpus:
         total = (p.isl or 0) + (p.osl or 0)
-        dec = exp_mod.expected(
-            model,
-            p.gpu,
-            p.decode_gpus,
-            replace(work, output_tok_s_per_gpu=1.0),
-            claimed=1.0,
-            phase="decode",
-            decode_batch=p.batch,
-            **common,
-        )
-        pre = exp_mod.expected(
-            model,
-            p.gpu,
-            p.prefill_gpus,
-            replace(work, counted="input", new_input_tok_s_per_gpu=1.0),
-            claimed=1.0,
-            phase="prefill",
-            **common,
-        )
+        w = replace(work, output_tok_s_per_gpu=1.0)
+        dec = run(p.decode_gpus, w, claimed=1.0, phase="decode", decode_batch=p.batch)
+        w = replace(work, counted="input", new_input_tok_s_per_gpu=1.0)
+        pre = run(p.prefill_gpus, w, claimed=1.0, phase="prefill")
         rate = min(
             dec.tok_s_per_gpu * p.decode_gpus * total / (p.osl or 1),
             pre.tok_s_per_gpu * p.prefill_gpus * total / (p.isl or 1),
@@ -300,16 +281,8 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
         dep = f"{pre.deployment} prefill + {dec.deployment} decode"
     else:
         out, inp = _split(p, p.measured)
-        e = exp_mod.expected(
-            model,
-            p.gpu,
-            p.gpus,
-            replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp),
-            claimed=p.measured,
-            phase=p.phase,
-            decode_batch=p.batch,
-            **common,
-        )
+        w = replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp)
+        e = run(p.gpus, w, claimed=p.measured, phase=p.phase, decode_batch=p.batch)
         rate, dep = e.tok_s_per_gpu, e.deployment
     return Prediction(
         p, rate, rate * math.exp(fit.log_low), rate * math.exp(fit.log_high), dep, fit_name
@@ -491,8 +464,8 @@ def fit_document(res: FitResult) -> dict[str, Any]:
 def cli_validate(args: argparse.Namespace) -> int:
     """``rackbook validate [--json] [--fit]``: held-out measured / expected per point and the
     summary; ``--fit`` refits first and writes the fit file."""
-    points, excluded = load(getattr(args, "mapping", None))
-    if getattr(args, "fit", False):
+    points, excluded = load()
+    if args.fit:
         res = fit_points(points)
         doc = fit_document(res)
         fit = replace(res.fit, source="fitted now", held_out=doc["held_out"])
