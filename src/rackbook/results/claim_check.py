@@ -204,8 +204,7 @@ def this_run(
     check_trace_arg(trace_dir)
     t = read_trace(Path(trace_dir))
     acc = rack_scaling.token_accounting(t)
-    col = {"output": "output", "total": "total", "input": "input"}[counted]
-    column = f"{col}_tok_s_per_gpu"
+    col, column = counted, f"{counted}_tok_s_per_gpu"
     per_gpu = acc[column].astype(float) if column in acc else pd.Series(dtype=float)
     if acc.empty or per_gpu.isna().all():
         return CheckVerdict(
@@ -215,20 +214,11 @@ def this_run(
         )
     top = acc.loc[per_gpu.idxmax()]
     key = model.lower().replace(" ", "-").replace("_", "-").removeprefix("deepseek-")
-    testable = verdicts.can_test(t.run, (gpu.upper(),), key)
-    what = (
-        f"{col} {float(top[f'{col}_tok_s_per_gpu']):,.1f} tok/s per GPU at point {top['point_id']}"
-    )
-    r = verdicts.run_reading(
-        "workload",
-        float(top[f"{col}_tok_s_per_gpu"]),
-        claimed,
-        REL_TOL,
-        testable=testable,
-        what=what,
-        run=t.run,
-        needs=f"a recording of {model} on {gpu}",
-    )
+    rate = float(top[column])
+    kw: dict[str, Any] = dict(testable=verdicts.can_test(t.run, (gpu.upper(),), key), run=t.run)
+    kw["what"] = f"{col} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
+    kw["needs"] = f"a recording of {model} on {gpu}"
+    r = verdicts.run_reading("workload", rate, claimed, REL_TOL, **kw)
     # the figure checked is the one given (--tok-s), not a published one
     return CheckVerdict(r.verdict, r.reason.replace("from the published ", "from the figure's "))
 
@@ -320,15 +310,9 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
         return none, "none: the figure does not fit"
     cal = _calibration(args)
     fit = expected.load_fit()
+    kw = dict(tpot_ms=args.tpot_ms, ttft_s=args.ttft_s, deployment=args.deployment)
     try:
-        e = expected.for_check(
-            c,
-            tpot_ms=args.tpot_ms,
-            ttft_s=args.ttft_s,
-            deployment=args.deployment,
-            calibration=cal,
-            fit=fit,
-        )
+        e = expected.for_check(c, calibration=cal, fit=fit, **kw)
     except InputError as exc:
         if cal is None or exc.field != "run.json.spec":
             raise
@@ -361,18 +345,8 @@ def per_text(args: argparse.Namespace, gpus: int) -> str:
 
 def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     conc = args.concurrency if args.concurrency is not None else args.batch
-    return dict(
-        per=per_of(args),
-        phase=args.phase,
-        batch=conc,
-        context=args.context,
-        tokens_per_step=args.tokens_per_step,
-        kv_dtype=args.kv_dtype,
-        counted=args.counted,
-        isl=args.isl,
-        osl=args.osl,
-        precision=args.precision,
-    )
+    names = "phase context tokens_per_step kv_dtype counted isl osl precision".split()
+    return {k: getattr(args, k) for k in names} | {"per": per_of(args), "batch": conc}
 
 
 def readings(
@@ -410,17 +384,9 @@ def readings(
     phys = CheckVerdict(verdict, reason, extra | {"notes": c.notes})
     model = catalogs.as_model(args.model)
     known = None if share_arg is None or unknown else float(share_arg)
-    wb = workload_basis(  # named as a reader reads them; compared by basis.model_key/hardware_key
-        model.name,
-        catalogs.as_gpu(c.gpu).label,
-        args.gpus,
-        c.counted,
-        args.isl,
-        args.osl,
-        known,
-        conc,
-        args.engine,
-        args.speculation,
+    gpu, sizes = catalogs.as_gpu(c.gpu).label, (args.isl, args.osl, known, conc)
+    wb = workload_basis(
+        model.name, gpu, args.gpus, c.counted, *sizes, args.engine, args.speculation
     )
     pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
