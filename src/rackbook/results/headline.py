@@ -40,9 +40,13 @@ READING_OF_KIND = dict(modelled="physics", published="published", measured="this
 READING_OF_KIND["synthetic"] = "this run"
 
 
+def _require(ok: bool, problem: str) -> None:
+    if not ok:
+        raise ValueError(problem)
+
+
 def _one_line(text: str, what: str) -> None:
-    if "\n" in text:
-        raise ValueError(f"{what}: must be one line")
+    _require("\n" not in text, f"{what}: must be one line")
 
 
 @dataclass
@@ -65,21 +69,18 @@ class Headline:
         return READING_OF_KIND[self.kind]
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"headline {self.name}: kind {self.kind!r} not in {KINDS}")
+        me = f"headline {self.name}"
+        _require(self.kind in KINDS, f"{me}: kind {self.kind!r} not in {KINDS}")
         allowed = (*VOCABULARY[self.reading], NOT_COMPARABLE)
-        if self.verdict not in allowed:
-            raise ValueError(
-                f"headline {self.name}: verdict {self.verdict!r} is not a {self.reading} word "
-                f"({', '.join(allowed)})"
-            )
-        if self.claim_id is None and self.verdict != NOT_COMPARABLE:
-            raise ValueError(f"headline {self.name}: without a claim the verdict is not comparable")
-        if self.kind == "measured" and not self.hardware:
-            raise ValueError(f"headline {self.name}: a measured value must say on what hardware")
-        if isinstance(self.value, float) and not math.isfinite(self.value):
-            raise ValueError(f"headline {self.name}: value is not finite")
-        _one_line(self.reason, f"headline {self.name}: reason")
+        word = f"{me}: verdict {self.verdict!r} is not a {self.reading} word"
+        _require(self.verdict in allowed, f"{word} ({', '.join(allowed)})")
+        no_claim = self.claim_id is None and self.verdict != NOT_COMPARABLE
+        _require(not no_claim, f"{me}: without a claim the verdict is not comparable")
+        where = self.kind != "measured" or bool(self.hardware)
+        _require(where, f"{me}: a measured value must say on what hardware")
+        finite = not isinstance(self.value, float) or math.isfinite(self.value)
+        _require(finite, f"{me}: value is not finite")
+        _one_line(self.reason, f"{me}: reason")
 
 
 @dataclass(frozen=True)
@@ -113,15 +114,12 @@ class ClaimReading:
     clauses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.reading not in READINGS:
-            raise ValueError(f"{self.claim_id}: reading {self.reading!r} not in {READINGS}")
-        if self.verdict not in VOCABULARY[self.reading]:
-            raise ValueError(
-                f"{self.claim_id}: {self.reading} verdict {self.verdict!r} not in "
-                f"{VOCABULARY[self.reading]}"
-            )
-        _one_line(self.reason, f"{self.claim_id} {self.reading}: reason")
-        _one_line(self.margin, f"{self.claim_id} {self.reading}: margin")
+        me, words = f"{self.claim_id} {self.reading}", VOCABULARY.get(self.reading)
+        _require(words is not None, f"{self.claim_id}: reading {self.reading!r} not in {READINGS}")
+        bad = f"{self.claim_id}: {self.reading} verdict {self.verdict!r}"
+        _require(self.verdict in (words or ()), f"{bad} not in {words}")
+        _one_line(self.reason, f"{me}: reason")
+        _one_line(self.margin, f"{me}: margin")
         if self.reading == "physics" and (why := contradiction(self.verdict, self.ratio)):
             raise ValueError(f"{self.claim_id}: physics {self.verdict!r} beside {why}")
 
@@ -220,19 +218,12 @@ class Outcome:
         from rackbook.results.certainty import certainties
 
         readings = [asdict(r) for r in self.readings]
-        return {
-            "format": FORMAT,
-            "result": self.result,
-            "source": source,
-            "hardware": self.hardware,
-            "trace_ids": sorted(set(self.trace_ids)),
-            "parameters": self.parameters,
-            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "readings": readings,
-            "certainty": [c.to_dict() for c in certainties(self.result, readings)],
-            "flips": list(self.flips),
-            "headlines": [asdict(h) for h in self.headlines],
-        }
+        doc = dict(format=FORMAT, result=self.result, source=source, hardware=self.hardware)
+        doc |= dict(trace_ids=sorted(set(self.trace_ids)), parameters=self.parameters)
+        doc["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        graded = [c.to_dict() for c in certainties(self.result, readings)]
+        doc |= dict(readings=readings, certainty=graded)
+        return doc | dict(flips=list(self.flips), headlines=[asdict(h) for h in self.headlines])
 
     def write(self, out_dir: str | Path, source: str) -> Path:
         """``out_dir/RESULT.json`` (atomic; under ``rackbook run``, :data:`STAGE_ENV`'s folder);
