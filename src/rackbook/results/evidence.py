@@ -232,8 +232,7 @@ def _who(r: pd.Series) -> tuple[str, ...]:
 def _candidates(
     claim: claims_registry.Claim, plaus: cmp.Plausible, cb: basis_mod.Basis, points: pd.DataFrame
 ) -> list[tuple[pd.Series, list, list]]:
-    """(point, differences, decisive differences) of each point of named basis ``plaus``: one
-    that counts the same thing in every part the basis fills in (None takes any point)."""
+    """(point, differences, decisive ones) of each point counting what basis ``plaus`` does."""
     rows = []
     for _, r in points.iterrows():
         b = r["basis"]
@@ -290,8 +289,7 @@ def _basis_readings(
 
 
 def _step(claim: claims_registry.Claim, plaus: cmp.Plausible, value: float, v: float) -> str:
-    """Where another claim's figure divides the value, the arithmetic (``954,000 / 7.9 =
-    120,759 tok/s/GPU``); empty otherwise."""
+    """``954,000 / 7.9 = 120,759 tok/s/GPU`` where another claim's figure divides the value."""
     if plaus.divide_by is None or not math.isfinite(v):
         return ""
     other = registries(str(paths.DATA))[0].get(plaus.divide_by)
@@ -305,8 +303,7 @@ def _modelled(r: pd.Series) -> bool:
 def _closest(
     cb: basis_mod.Basis, v: float, unit: str, rows: list[tuple[pd.Series, list, list]]
 ) -> Closest:
-    """The closest point of a named basis: least distance in basis, verified first, then id;
-    points exactly as close are kept as a spread (``tied``)."""
+    """The closest point (distance, verified, id), points exactly as close kept as a spread."""
     ranked = sorted(rows, key=_closeness)
     r, diffs, dec = ranked[0]
     tied = [x for x in ranked[1:] if _closeness(x)[:2] == _closeness(ranked[0])[:2]]
@@ -335,15 +332,12 @@ def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, 
 
 
 def _unit_of(claim: claims_registry.Claim) -> str:
-    """The unit of a claim's published points: per GPU for rack throughput, per user for
-    single-user, else the claim's own."""
     units = {"rack-scaling.throughput": PER_GPU, "single-user.throughput": pr.PER_USER}
     return units.get(claim.id, claim.unit)
 
 
 def combine(readings: list[BasisReading]) -> str:
-    """One verdict over the named bases: ``none published`` when none decides, the verdict when
-    every deciding basis agrees, else :data:`DEPENDS`."""
+    """The deciding bases' one verdict, else :data:`DEPENDS` (``none published``: none decides)."""
     decided = list(dict.fromkeys(r.verdict for r in readings if r.verdict != "none published"))
     if not decided:
         return "none published"
@@ -370,8 +364,7 @@ class ClaimEvidence:
 
 
 def _top(allowed: list[BasisReading]) -> list[BasisReading]:
-    """The allowed bases whose closest points are equally closest; the one whose near points
-    hold the claim's figure first (the headline never leans to a basis they do not favour)."""
+    """The equally closest allowed bases, first the one whose near points hold the figure."""
     cands = sorted(
         (
             (cmp.score(br.closest.differences), not br.closest.verified, i, br)
