@@ -95,25 +95,18 @@ def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
         (("tokens", cached), ("gpu_count", None)),
         conversion="the figure read per GPU of the rack, and the speed-up as a ratio of per-GPU "
         "throughputs: the node's throughput per GPU is the figure over the speed-up",
-        phase=None,
         divide_by=SPEEDUP_CLAIM,
         max_gpus=NODE_GPUS_MAX,
         cross_check=True,
         head=node,
     )
-    per_gpu = (*per_gpu, ratio)
+    rack = f"a rack total over {gpus} GPUs"
+    how = f"the figure read as the rack's total, divided by its {gpus} GPUs"
     total = tuple(
-        Plausible(
-            f"a rack total over {gpus} GPUs, {n}",
-            (("tokens", t),),
-            1 / gpus,
-            f"the figure read as the rack's total, divided by its {gpus} GPUs",
-            _PHASE[t],
-            head=f"a rack total over {gpus} GPUs",
-        )
+        Plausible(f"{rack}, {n}", (("tokens", t),), 1 / gpus, how, _PHASE[t], head=rack)
         for n, t in _TOKENS
     )
-    return per_gpu + total
+    return (*per_gpu, ratio, *total)
 
 
 #: GPUs of one cloud instance of a GB300 NVL72 rack (a compute tray).
