@@ -411,13 +411,10 @@ def cli_check(args: argparse.Namespace) -> int:
     c, phys, pub, run = readings(args)
     per = per_text(args, c.gpus)
     w = c.workload
-    share_arg = args.cached_share
-    if share_arg == "unknown":
+    share = f"cached share {percent(w['cached_share'])}"
+    share += " (assumed)" if args.cached_share is None else ""
+    if args.cached_share == "unknown":
         share = f"cached share unknown (readings at {percent(w['cached_share'])})"
-    else:
-        share = f"cached share {percent(w['cached_share'])}" + (
-            " (assumed)" if share_arg is None else ""
-        )
     print(f"{args.tok_s:,.6g} {c.counted} tok/s {per}: {c.claimed_tok_s_per_gpu:,.1f} per GPU")
     print(
         f"{c.model_name} on {c.gpus} x {c.gpu_label}, phase {c.phase}: output "
