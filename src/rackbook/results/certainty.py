@@ -1,16 +1,6 @@
-"""How certain the book is about each claim, graded as a GRADE / Cochrane summary-of-findings
-table does, from the claim's readings and the claims registry, never typed. The level starts
-from the strongest evidence: 4 a this-run verdict other than untested; 3 a published verdict
-placing the figure (within, above, below) on a basis physics allows; 2 verified near points
-(same quantity, sibling model or GPU) or an exact derivation from primary specifications
-(``derived.exact``); 1 physics bounds only. Each named reason then moves it one level, within
-1-4: ``lowered by`` a modelled price (every placing a cost model's rate) or an unknown basis
-(placed on only some plausible bases, or the claim above every near point of one basis and
-below every one of another); ``raised by`` a primary text stating the same figure where a
-published reading places it (else ``confirmed by``, no move). Near points on both sides of the
-claim on one basis ``corroborate`` it (never lowering); ``held back by`` names what explains a
-level without moving it (analogue hardware, analogues only, NOT VERIFIED, synthetic input).
-"""
+"""How certain the book is about each claim, graded as a GRADE summary-of-findings table does
+from its readings: 4 a run on its hardware, 3 like-for-like published, 2 near points or an exact
+derivation, 1 physics bounds only; each named reason moves it one level, within 1-4."""
 
 from __future__ import annotations
 
@@ -34,28 +24,17 @@ TESTED: tuple[str, ...] = ("consistent", "inconsistent")
 PLACED: tuple[str, ...] = ("within", "above", "below")
 #: What a published margin resting on cost models' prices ends with (evidence writes it).
 MODELLED_NOTE = " (modelled prices, not measurements)"
-#: How a difference of a near point from the claim's basis is named (its part -> words; else
-#: "another" and the part's name, :data:`rackbook.core.basis.NAMES`).
-DIFFERENCE_WORDS: dict[str, str] = {
-    "hardware": "analogue hardware",
-    "model": "another model",
-    "gpu_count": "another GPU count",
-    "engine": "another engine",
-    "workload": "another workload",
-    "metric": "another metric",
-    "counting": "other counting",
-}
+#: How a near point's difference is named (else "another" and the part's name).
+DIFFERENCE_WORDS = {"hardware": "analogue hardware", "counting": "other counting"}
 
 
 @dataclass(frozen=True)
 class Certainty:
-    """A claim's graded certainty: the grade (one of :data:`GRADES`), its level (1-4) and the
-    reasons, each a short phrase beginning with what it does (``rests on``, ``lowered by``,
-    ``raised by``, ``held back by``)."""
+    """A claim's graded certainty: level 1-4 and the reasons as (label, words): ``("held back
+    by", "analogues only")``."""
 
     claim_id: str
     level: int
-    #: each reason as (label, words): ``("held back by", "analogues only")``
     why: tuple[tuple[str, str], ...]
 
     @property
@@ -64,27 +43,22 @@ class Certainty:
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        """Each reason as one phrase, its label first: "held back by: analogues only"."""
+        """Each reason as one phrase: "held back by: analogues only"."""
         return tuple(f"{label}: {words}" for label, words in self.why)
 
     @property
     def note(self) -> str:
-        """The reasons as one footnote, each label a phrase: "rests on 6 near published points;
-        held back by analogue hardware (GB300, the claim B300), simulated acceptance"."""
+        """The reasons as one footnote: "rests on 6 near published points; held back by ..."."""
         shown = [r for r in self.why if r != ("rests on", self.grade)] or list(self.why)
         return "; ".join(f"{label} {words}" for label, words in shown)
 
     def to_dict(self) -> dict[str, Any]:
-        """The headline JSON's entry: ``{claim_id, grade, level, reasons}``."""
-        return {
-            "claim_id": self.claim_id,
-            "grade": self.grade,
-            "level": self.level,
-            "reasons": list(self.reasons),
+        """``{claim_id, grade, level, reasons}``."""
+        return dict(claim_id=self.claim_id, grade=self.grade, level=self.level) | {
+            "reasons": list(self.reasons)
         }
 
 
-#: A reason: (label, words).
 Reason = tuple[str, str]
 
 
@@ -93,15 +67,13 @@ def _reason(label: str, words: str, aside: str = "") -> Reason:
 
 
 def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A published reading's bases physics allows (its ``by_basis`` entries not ruled out), or
-    the reading itself when it was read on one basis."""
+    """A published reading's ``by_basis`` entries not ruled out, or itself on one basis."""
     entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
     return [e for e in entries if not e.get("ruled_out")] or ([] if entries else [r])
 
 
 def _difference(d: Mapping[str, Any]) -> str:
-    """A near point's difference (a headline JSON's ``differing`` entry: ``part``, the point's
-    value, the claim's) as a reason's words: ``analogue hardware (GB300, the claim B300)``."""
+    """A ``differing`` entry as words: ``analogue hardware (GB300, the claim B300)``."""
     part, point, claim = str(d.get("part")), d.get("point"), d.get("claim")
     if part == "speculation" and "simulated" in (point, claim):
         return "simulated acceptance"
@@ -110,8 +82,7 @@ def _difference(d: Mapping[str, Any]) -> str:
 
 
 def _value(v: object) -> str:
-    """A difference's value as a reader reads it: a whole number with thousands separators
-    (``128,000``, not ``128000``), anything else as written."""
+    """``128,000`` for ``128000``, anything else as written."""
     text = str(v)
     return f"{int(text):,}" if text.isdigit() else text
 
@@ -124,19 +95,15 @@ def _why_not_like_for_like(closest: Any) -> list[Reason]:
 
 
 def side(lo: object, hi: object) -> str:
-    """Where a claim sits against one basis's near points from its ratios to them: ``inside``
-    (points on both sides of it, or at it), ``above``, ``below``, or ``-`` without ratios."""
+    """``inside`` (points on both sides, or at it), ``above``, ``below`` or ``-`` (no ratios)."""
     if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         return "-"
     return "above" if lo > 1 else "below" if hi < 1 else "inside"
 
 
 def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
-    """How the near evidence moves the grade, judged per basis (``per_basis``; an older
-    reading without it is one basis): near points on both sides of the claim on one basis
-    corroborate it (no move, however many points are added there); the claim above every near
-    point on one basis and below every one on another lowers it one level (an unknown basis);
-    on one side on every basis, no move."""
+    """How near evidence moves the grade, per basis: both sides of the claim on one basis
+    corroborate (no move); above on one basis and below on another lowers one level."""
     per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
     sides = [
         (str(b.get("basis") or "its basis"), b, side(b.get("ratio_low"), b.get("ratio_high")))
@@ -158,7 +125,6 @@ def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
 def _evidence(
     pub: Mapping[str, Any], near: Mapping[str, Any], derived: Mapping[str, Any]
 ) -> tuple[int, list[Reason]]:
-    """The level the strongest published or derived evidence gives, with its reasons."""
     entries = _entries(pub) if pub else []
     placed = [e for e in entries if e.get("verdict") in PLACED]
     if placed:
@@ -182,7 +148,6 @@ def _evidence(
 
 
 def _held_back(pub: Mapping[str, Any], near: Mapping[str, Any]) -> list[Reason]:
-    """What explains a level below like-for-like without moving it."""
     closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
     if near.get("points") and not near.get("verified"):
         return [_reason("held back by", "near points read only second-hand (NOT VERIFIED)")]
@@ -196,9 +161,8 @@ def _held_back(pub: Mapping[str, Any], near: Mapping[str, Any]) -> list[Reason]:
 def certainty(
     readings: Iterable[Mapping[str, Any]], claim: Claim | None = None, claim_id: str = ""
 ) -> Certainty:
-    """The certainty of one claim from its readings (dicts with ``reading``, ``verdict`` and
-    the optional fields of :class:`rackbook.results.headline.ClaimReading`); ``claim``: its
-    registry entry, for whether a primary text states the figure."""
+    """The certainty of one claim from its readings (headline JSON dicts); ``claim``: its
+    registry entry (does a primary text state the figure?)."""
     rs = {str(r.get("reading")): r for r in readings}
     cid = claim.id if claim is not None else claim_id
     run, pub, phys = rs.get("this run", {}), rs.get("published", {}), rs.get("physics", {})
@@ -213,9 +177,7 @@ def certainty(
     stated = "a primary text stating the same figure"
     confirmed = bool(derived.get("exact")) and claim is not None
     if confirmed and claim.source.status != "not-located":  # type: ignore[union-attr]
-        # a primary text stating a derived figure is not a published measurement: without a
-        # placing the grade stays that of the derivation ("confirmed by", no move)
-        level += placed
+        level += placed  # without a placing, "confirmed by" moves nothing
         reasons.append(_reason("raised by" if placed else "confirmed by", stated, "exact match"))
     elif level < 3 and not placed:
         reasons += _held_back(pub, near)
@@ -227,8 +189,7 @@ def certainty(
 def certainties(
     result: str, readings: Iterable[Mapping[str, Any]], registry: Registry | None = None
 ) -> list[Certainty]:
-    """The certainty of every claim of ``result`` (registry order) from a headline's readings;
-    a claim without readings is left out."""
+    """The certainty of each claim of ``result`` with readings, in registry order."""
     reg = registry or load_claims()
     rs = [r for r in readings if isinstance(r, Mapping)]
     out = []

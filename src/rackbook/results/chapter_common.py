@@ -1,6 +1,4 @@
-"""What every chapter module does the same way: a reading whose reason is a list of clauses,
-the ``where`` of a measured headline value, and the chapter's
-:class:`~rackbook.results.headline.Outcome`."""
+"""What every chapter module does the same way: readings, where a value was measured, outcome."""
 
 from __future__ import annotations
 
@@ -13,15 +11,13 @@ from rackbook.results import headline, verdicts
 def reading(
     claim_id: str, which: str, verdict: str, margin: str, clauses: Iterable[str], **kw: Any
 ) -> headline.ClaimReading:
-    """A ``which`` reading (physics, published, this run) whose reason is ``clauses`` (empty
-    ones dropped) joined by "; ", the clauses kept beside it in ``clauses``."""
+    """A ``which`` reading whose reason is the non-empty ``clauses`` joined by "; "."""
     kept = tuple(c for c in clauses if c)
     reason = "; ".join(kept)
     return headline.ClaimReading(claim_id, which, verdict, margin, reason, clauses=kept, **kw)
 
 
 def where(a: Any, kind: str = "measured") -> dict[str, Any]:
-    """The kind, hardware and trace id of a headline value analysis ``a`` measured."""
     return dict(kind=kind, hardware=a.hardware, trace_ids=[a.trace.trace_id])
 
 
@@ -34,9 +30,7 @@ def outcome(
     trace_ids: list[str] | None = None,
     **resolved: Any,
 ) -> headline.Outcome:
-    """The chapter's outcome of analysis ``a``: its headlines, readings and ``flips``; the
-    parameters ``names`` (space-separated) of ``a.params``, a value ``resolved`` in place; the
-    traces read (default: ``a.trace``)."""
+    """The chapter's outcome of analysis ``a``; ``names``: the parameters it reports."""
     parameters = verdicts.parameters(a.params, names, **resolved)
     tid = trace_ids or [a.trace.trace_id]
     return headline.Outcome(result, headlines, a.readings, flips, tid, parameters, a.hardware)

@@ -1,12 +1,6 @@
-"""``rackbook check``: the three readings of a throughput figure for a workload (tokens/s per
-GPU unless said): **physics**, :func:`rackbook.physics.check.check_claim` (undetermined where
-it turns on an unknown cached share) beside the attainable and expected estimates;
-**published**, the shipped points whose basis is nearest the workload's
-(:func:`workload_basis`), the verdict :func:`rackbook.results.evidence.published_reading` over
-verified measurements of the same basis only (analogues never decide); **this run**, a trace
-(``--trace DIR``) on the claim's GPU and model, ``consistent`` within :data:`REL_TOL` of the
-figure at its largest point's per-GPU rate, else ``inconsistent``; ``untested`` otherwise.
-"""
+"""``rackbook check``: the physics, published and this-run readings of a throughput figure for
+a workload (tokens/s per GPU unless said). pandas, the published tables and traces are imported
+only where a reading needs them (benchmarks/check_speed.py)."""
 
 from __future__ import annotations
 
@@ -27,20 +21,13 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.physics import check
 
-# pandas, the published points' tables, traces and the book's readings are imported where a
-# reading needs them (a trace, a cache to build, a like-for-like point): ``rackbook check``
-# answers without them (benchmarks/check_speed.py).
-
-#: Relative tolerance of the this-run reading.
-REL_TOL = 0.10
-#: How many published points the output names.
-CLOSEST = 3
+#: Relative tolerance of the this-run reading; how many published points the output names.
+REL_TOL, CLOSEST = 0.10, 3
 
 
 @dataclass(frozen=True)
 class CheckVerdict:
-    """One reading of ``rackbook check``: its verdict, a one-line reason, and what else it
-    carries (``extra``)."""
+    """One reading of ``rackbook check``: verdict, one-line reason, what else it carries."""
 
     verdict: str
     reason: str
@@ -50,28 +37,10 @@ class CheckVerdict:
         return {"verdict": self.verdict, "reason": self.reason, **self.extra}
 
 
-#: Parts of a basis in which a published point must agree with the workload to decide its
-#: reading (a part the workload does not state is never a difference; see
-#: :func:`rackbook.core.basis.differences`: a simulated acceptance always differs).
-#: A per-GPU rate on another GPU count does not decide (a 4-GPU run is not a rack), as in the
-#: book's rack-throughput reading (:data:`rackbook.results.evidence.DECISIVE`).
-DECIDING_PARTS: tuple[str, ...] = (
-    "metric",
-    "tokens",
-    "per",
-    "model",
-    "hardware",
-    "gpu_count",
-    "speculation",
-    "isl",
-    "osl",
-)
-#: Parts named in a point's mismatch and counted in its distance, but not deciding.
+#: Parts in which a published point must agree with the workload to decide (an unstated part
+#: never differs); parts named and counted in its distance but not deciding.
+DECIDING_PARTS = tuple("metric tokens per model hardware gpu_count speculation isl osl".split())
 NOTED_PARTS: tuple[str, ...] = ("serving",)
-
-
-def _key(text: object) -> str:
-    return str(text).lower().replace(" ", "-").replace("_", "-")
 
 
 def workload_basis(
@@ -86,11 +55,9 @@ def workload_basis(
     engine: str | None = None,
     speculation: str | None = None,
 ) -> basis_mod.Basis:
-    """The basis of ``rackbook check``'s figure: a throughput per GPU over all ``gpus`` GPUs
-    of the deployment, counting output tokens (``counted="output"``) or input plus output
-    (``"total"``: with a cached share above 0 the input includes the cached prefix). What the
-    flags do not state is ``unknown``; ``engine`` and ``speculation`` (``--engine``,
-    ``--speculation``: :func:`speculation_parts`) when given."""
+    """The basis of ``rackbook check``'s figure: throughput per GPU of ``gpus``, counting output
+    or (``total``) input, cached prefix included with a share above 0, plus output; what the
+    flags do not state is ``unknown``."""
     share = float(cached_share) if cached_share is not None else None
     if counted == "output":
         tokens = "output"
@@ -100,32 +67,17 @@ def workload_basis(
     def whole(x: float | None) -> int | None:
         return round(x) if x is not None and math.isfinite(x) and x >= 1 else None
 
-    return basis_mod.make(
-        {
-            "metric": "throughput",
-            "tokens": tokens,
-            "per": "GPU",
-            "gpus": "deployment",
-            "gpu_count": int(gpus),
-            "workload": basis_mod.UNKNOWN,
-            **speculation_parts(speculation),
-            "statistic": "rate",
-            "serving": basis_mod.UNKNOWN,
-            "model": model,
-            "hardware": gpu,
-            "engine": engine.strip() if engine and engine.strip() else basis_mod.UNKNOWN,
-            "isl": whole(isl),
-            "osl": whole(osl),
-            "cached_share": share,
-            "concurrency": whole(concurrency),
-        },
-        claim=True,
-    )
+    b: dict[str, Any] = dict(metric="throughput", tokens=tokens, per="GPU", gpus="deployment")
+    b |= dict(gpu_count=int(gpus), statistic="rate", model=model, hardware=gpu, cached_share=share)
+    b |= dict(workload=basis_mod.UNKNOWN, serving=basis_mod.UNKNOWN, isl=whole(isl), osl=whole(osl))
+    b["engine"] = engine.strip() if engine and engine.strip() else basis_mod.UNKNOWN
+    b["concurrency"] = whole(concurrency)
+    return basis_mod.make(b | speculation_parts(speculation), claim=True)
 
 
 def speculation_parts(method: str | None) -> dict[str, str | None]:
-    """The basis parts of ``--speculation``: not given -> ``unknown``; ``none``, ``real``,
-    ``simulated`` as they are; any other text names a real draft method (``mtp``, ``eagle``)."""
+    """The basis parts of ``--speculation``: ``unknown`` if not given, any other word than
+    none/real/simulated a real draft method (``mtp``)."""
     m = (method or "").strip().lower()
     if not m:
         return {"speculation": basis_mod.UNKNOWN, "spec_method": None}
@@ -135,7 +87,6 @@ def speculation_parts(method: str | None) -> dict[str, str | None]:
 
 
 def basis_text(wb: basis_mod.Basis) -> str:
-    """The workload basis in one line, the speculative method named when given."""
     text = wb.short()
     if wb.spec_method:
         text = text.replace(
@@ -144,15 +95,12 @@ def basis_text(wb: basis_mod.Basis) -> str:
     return text
 
 
-#: The fields of a published point :func:`published_for_workload` reads.
 _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "verified", "role")
 
 
 def build_per_gpu_points() -> dict[str, Any]:
-    """The shipped per-GPU throughput points with a value, not context rows, as JSON records
-    (``points``: the fields of :data:`_POINT_FIELDS` and the basis as a mapping), and the
-    weights of basis parts that rank them (``weights``,
-    :data:`rackbook.results.comparability.WEIGHTS`); built with pandas."""
+    """The per-GPU throughput points (not context) as JSON records with their basis, and the
+    basis parts' ``weights``; built with pandas."""
     import pandas as pd
 
     from rackbook.results import evidence
@@ -179,9 +127,7 @@ def build_per_gpu_points() -> dict[str, Any]:
 
 
 def published_per_gpu_points() -> dict[str, Any]:
-    """The records of :func:`build_per_gpu_points`, kept on disk between processes
-    (:func:`rackbook.inputs.loader.derived`, keyed by the published data, the claims and the
-    package's source): ``rackbook check`` reads them with json, never importing pandas."""
+    """:func:`build_per_gpu_points`, cached on disk (read with json, never importing pandas)."""
     data = paths.DATA
     published = sorted(p for p in (data / "published").rglob("*") if p.is_file())
     files = [data / "claims.yaml", *published]
@@ -189,8 +135,8 @@ def published_per_gpu_points() -> dict[str, Any]:
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
-    """The published points nearest a workload's figure (tokens/s per GPU, basis ``wb``), closest
-    basis first; the verdict is over verified points differing in no deciding part."""
+    """The published points nearest a workload's figure (tokens/s per GPU), closest first; the
+    verdict is over verified points differing in no deciding part."""
     doc = published_per_gpu_points()
     weights: dict[str, float] = doc["weights"]
     rows = []
@@ -205,26 +151,14 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
             why.insert(0, "an analogue")
         elif not bool(p["verified"]):
             why.append("not verified first-hand")
-        rows.append(
-            {
-                "id": str(p["id"]),
-                "value": value,
-                "unit": p["unit"],
-                "model": p["model"],
-                "hardware": p["hardware"],
-                "gpus": p["gpus"],
-                "ratio": claimed / value if value > 0 else None,
-                "url": p["url"],
-                "verified": bool(p["verified"]),
-                "basis": b.short(),
-                "mismatch": "; ".join(why) or "like for like",
-                "like": like,
-                "distance": sum(weights.get(d.part, 1.0) for d in deciding + noted)
-                + (p["role"] != "measurement"),
-                "dist": abs(math.log(claimed / value)) if value > 0 else math.inf,
-                "unverified": not bool(p["verified"]),
-            }
-        )
+        row = {k: p[k] for k in ("unit", "model", "hardware", "gpus", "url")}
+        row |= dict(id=str(p["id"]), value=value, verified=bool(p["verified"]), basis=b.short())
+        row |= dict(ratio=claimed / value if value > 0 else None, like=like)
+        row |= dict(mismatch="; ".join(why) or "like for like", unverified=not bool(p["verified"]))
+        distance = sum(weights.get(d.part, 1.0) for d in deciding + noted)
+        row["distance"] = distance + (p["role"] != "measurement")
+        row["dist"] = abs(math.log(claimed / value)) if value > 0 else math.inf
+        rows.append(row)
     if not rows:
         return CheckVerdict(
             "none published",
@@ -270,8 +204,7 @@ def this_run(
     check_trace_arg(trace_dir)
     t = read_trace(Path(trace_dir))
     acc = rack_scaling.token_accounting(t)
-    col = {"output": "output", "total": "total", "input": "input"}[counted]
-    column = f"{col}_tok_s_per_gpu"
+    col, column = counted, f"{counted}_tok_s_per_gpu"
     per_gpu = acc[column].astype(float) if column in acc else pd.Series(dtype=float)
     if acc.empty or per_gpu.isna().all():
         return CheckVerdict(
@@ -280,28 +213,18 @@ def this_run(
             "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
         )
     top = acc.loc[per_gpu.idxmax()]
-    key = _key(model).removeprefix("deepseek-")
-    testable = verdicts.can_test(t.run, (gpu.upper(),), key)
-    what = (
-        f"{col} {float(top[f'{col}_tok_s_per_gpu']):,.1f} tok/s per GPU at point {top['point_id']}"
-    )
-    r = verdicts.run_reading(
-        "workload",
-        float(top[f"{col}_tok_s_per_gpu"]),
-        claimed,
-        REL_TOL,
-        testable=testable,
-        what=what,
-        run=t.run,
-        needs=f"a recording of {model} on {gpu}",
-    )
+    key = model.lower().replace(" ", "-").replace("_", "-").removeprefix("deepseek-")
+    rate = float(top[column])
+    kw: dict[str, Any] = dict(testable=verdicts.can_test(t.run, (gpu.upper(),), key), run=t.run)
+    kw["what"] = f"{col} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
+    kw["needs"] = f"a recording of {model} on {gpu}"
+    r = verdicts.run_reading("workload", rate, claimed, REL_TOL, **kw)
     # the figure checked is the one given (--tok-s), not a published one
     return CheckVerdict(r.verdict, r.reason.replace("from the published ", "from the figure's "))
 
 
 def check_trace_arg(trace_dir: str | Path) -> None:
-    """``--trace``: a trace folder of requests (not a published trace, not expert loads
-    alone); :class:`InputError` otherwise, before any reading is made."""
+    """``--trace``: a trace folder of requests, else :class:`InputError`."""
     from rackbook.core.traces import read_run, table_rows
 
     run = read_run(Path(trace_dir))
@@ -319,14 +242,13 @@ def check_trace_arg(trace_dir: str | Path) -> None:
 
 
 def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
-    """Every default ``rackbook check`` took for a part of the figure the flags left out, in
-    words (each printed as assumed)."""
+    """Each default ``rackbook check`` took for what the flags left out, in words."""
     out = []  # --per is said in the first line
     if args.counted is None:
         out.append(f"{c.counted} tokens counted (--counted not given)")
     if args.phase is None:
         out.append(f"phase {c.phase} (--phase not given)")
-    if getattr(args, "cached_share", None) is None and c.phase != "decode" and args.isl:
+    if args.cached_share is None and c.phase != "decode" and args.isl:
         out.append("no input cached (--cached-share not given; 'unknown' for the threshold)")
     if args.context is None and c.phase != "prefill" and args.isl:
         out.append(f"decode context ISL + OSL / 2 = {c.workload['decode_context']:,.0f} tokens")
@@ -334,14 +256,13 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
         out.append("no speculative decoding (--tokens-per-step 1)")
     if args.kv_dtype is None and c.workload.get("kv_dtype"):
         out.append(f"KV cache stored in {c.workload['kv_dtype']} (the narrowest; --kv-dtype)")
-    if getattr(args, "precision", None) is None and c.workload.get("weights"):
+    if args.precision is None and c.workload.get("weights"):
         out.append(f"weights at {c.workload['weights']} (--precision)")
     return out
 
 
 def _calibration(args: argparse.Namespace) -> Any:
-    """The ``--calibration`` file read (pandas only then), None without one."""
-    if not getattr(args, "calibration", None):
+    if not args.calibration:
         return None
     from rackbook.core.calibration import read_calibration
 
@@ -351,8 +272,7 @@ def _calibration(args: argparse.Namespace) -> Any:
 def _attainable(
     args: argparse.Namespace, c: check.Check, share_unknown: bool
 ) -> tuple[dict[str, Any], str]:
-    """The attainable reading of the check (JSON fields and its line); a calibration without
-    a data sheet gives none and says why."""
+    """The attainable reading (JSON fields, line); a calibration without a data sheet: none."""
     from rackbook.physics import attainable
 
     cal = _calibration(args)
@@ -360,7 +280,7 @@ def _attainable(
     if c.limit.startswith("memory capacity"):
         return none, "none: the figure does not fit"
     try:
-        a = attainable.for_check(c, deployment=getattr(args, "deployment", None), calibration=cal)
+        a = attainable.for_check(c, deployment=args.deployment, calibration=cal)
     except InputError as exc:
         if cal is None or exc.field != "run.json.spec":
             raise
@@ -368,16 +288,8 @@ def _attainable(
     d = a.to_dict()
     text = a.text
     if share_unknown:
-        kw = _check_kwargs(args)
-        t = attainable.cached_share_threshold(
-            args.model,
-            args.gpu,
-            args.gpus,
-            args.tok_s,
-            deployment=getattr(args, "deployment", None),
-            calibration=cal,
-            **kw,
-        )
+        kw = _check_kwargs(args) | {"deployment": args.deployment, "calibration": cal}
+        t = attainable.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
         d["cached_share_threshold"] = t
         if t is None:
             reach = "measured kernels do not reach it at any cached share"
@@ -390,9 +302,7 @@ def _attainable(
 
 
 def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any], str]:
-    """The expected reading of the check (:func:`rackbook.physics.expected.for_check`: what
-    a well-tuned deployment reaches for this workload, its interval and the figure's multiple
-    of it) and its line, with the held-out validation of the stored fit."""
+    """The expected reading (JSON fields, line) with the stored fit's held-out validation."""
     from rackbook.physics import expected
 
     none = dict.fromkeys(("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}
@@ -400,15 +310,9 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
         return none, "none: the figure does not fit"
     cal = _calibration(args)
     fit = expected.load_fit()
+    kw = dict(tpot_ms=args.tpot_ms, ttft_s=args.ttft_s, deployment=args.deployment)
     try:
-        e = expected.for_check(
-            c,
-            tpot_ms=getattr(args, "tpot_ms", None),
-            ttft_s=getattr(args, "ttft_s", None),
-            deployment=getattr(args, "deployment", None),
-            calibration=cal,
-            fit=fit,
-        )
+        e = expected.for_check(c, calibration=cal, fit=fit, **kw)
     except InputError as exc:
         if cal is None or exc.field != "run.json.spec":
             raise
@@ -418,20 +322,16 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
 
 
 def default_per(gpus: int) -> str:
-    """What a figure is per when ``--per`` is not given: ``total`` over ``gpus`` GPUs when
-    there are several (the common phrasing: "our 8 x H200 does 12,000 tok/s" is the eight
-    GPUs' total, not each one's), ``gpu`` for one GPU (the two readings agree). Said in the
-    first line of ``rackbook check``."""
+    """What a figure is per without ``--per``: the ``total`` over several GPUs ("our 8 x H200
+    does 12,000 tok/s"), ``gpu`` for one."""
     return "total" if gpus > 1 else "gpu"
 
 
 def per_of(args: argparse.Namespace) -> str:
-    """``--per`` as given, else :func:`default_per` of ``--gpus``."""
-    return args.per or default_per(int(args.gpus))
+    return args.per or default_per(args.gpus)
 
 
 def per_text(args: argparse.Namespace, gpus: int) -> str:
-    """The first line's words for what the figure is per, the default said as assumed."""
     if args.per == "gpu" or (args.per is None and gpus == 1):
         how = "(--per gpu)" if args.per else "(one GPU: per GPU and in total agree)"
         return f"per GPU {how}"
@@ -444,20 +344,9 @@ def per_text(args: argparse.Namespace, gpus: int) -> str:
 
 
 def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """check_claim's keyword arguments from ``rackbook check``'s flags (all but the share)."""
     conc = args.concurrency if args.concurrency is not None else args.batch
-    return dict(
-        per=per_of(args),
-        phase=args.phase,
-        batch=conc,
-        context=args.context,
-        tokens_per_step=args.tokens_per_step,
-        kv_dtype=args.kv_dtype,
-        counted=args.counted,
-        isl=args.isl,
-        osl=args.osl,
-        precision=getattr(args, "precision", None),
-    )
+    names = "phase context tokens_per_step kv_dtype counted isl osl precision".split()
+    return {k: getattr(args, k) for k in names} | {"per": per_of(args), "batch": conc}
 
 
 def readings(
@@ -469,70 +358,35 @@ def readings(
     if args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
     conc = args.concurrency if args.concurrency is not None else args.batch
-    share_arg = getattr(args, "cached_share", None)
-    unknown = share_arg == "unknown"
+    share_arg = args.cached_share
+    unknown, threshold = share_arg == "unknown", None
     kw = _check_kwargs(args)
-    threshold = None
+    share = 0.0 if share_arg is None or unknown else float(share_arg)
     if unknown:
         threshold = check.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
-        share = threshold.share if threshold.share is not None else 0.0
-    else:
-        share = 0.0 if share_arg is None else float(share_arg)
+        share = threshold.share or 0.0
     c = check.check_claim(args.model, args.gpu, args.gpus, args.tok_s, cached_share=share, **kw)
     verdict, reason = c.verdict, c.reason
     if threshold is not None:
         verdict, reason = threshold.verdict, threshold.formula
     att, att_text = _attainable(args, c, unknown and threshold is not None and bool(share))
     exp, exp_text = _expected(args, c)
-    phys = CheckVerdict(
-        verdict,
-        reason,
-        {
-            "attainable": att,
-            "attainable_text": att_text,
-            "expected": exp,
-            "expected_text": exp_text,
-            "threshold": None
-            if threshold is None
-            else {
-                "cached_share": threshold.share,
-                "ratio_uncached": threshold.ratio_uncached,
-                "ratio_cached": threshold.ratio_cached,
-            },
-            "assumed": assumed(args, c),
-            "per": per_of(args),  # gpu | total: what --tok-s is per
-            "per_assumed": args.per is None,
-            "limit": c.limit,
-            "ratio": c.ratio,  # non-finite numbers print as null (_clean)
-            "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
-            "fractions": c.fractions,
-            "claimed_tok_s_per_gpu": c.claimed_tok_s_per_gpu,
-            "workload": c.workload,
-            "readings": [
-                {
-                    "name": r.name,
-                    "phase": r.phase,
-                    "tok_s_per_gpu": r.tok_s_per_gpu,
-                    "formula": r.formula,
-                }
-                for r in c.ceilings
-            ],
-            "notes": c.notes,
-        },
-    )
+    extra: dict[str, Any] = dict(attainable=att, attainable_text=att_text, expected=exp)
+    extra |= {"expected_text": exp_text, "threshold": None}
+    if threshold is not None:
+        ratios = {k: getattr(threshold, k) for k in ("ratio_uncached", "ratio_cached")}
+        extra["threshold"] = {"cached_share": threshold.share} | ratios
+    extra |= {"assumed": assumed(args, c), "per": per_of(args), "per_assumed": args.per is None}
+    facts = "limit ratio ceiling_tok_s_per_gpu fractions claimed_tok_s_per_gpu workload".split()
+    extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null (_clean)
+    ceiling = ("name", "phase", "tok_s_per_gpu", "formula")
+    extra["readings"] = [{k: getattr(r, k) for k in ceiling} for r in c.ceilings]
+    phys = CheckVerdict(verdict, reason, extra | {"notes": c.notes})
     model = catalogs.as_model(args.model)
     known = None if share_arg is None or unknown else float(share_arg)
-    wb = workload_basis(  # named as a reader reads them; compared by basis.model_key/hardware_key
-        model.name,
-        catalogs.as_gpu(c.gpu).label,
-        args.gpus,
-        c.counted,
-        args.isl,
-        args.osl,
-        known,
-        conc,
-        getattr(args, "engine", None),
-        getattr(args, "speculation", None),
+    gpu, sizes = catalogs.as_gpu(c.gpu).label, (args.isl, args.osl, known, conc)
+    wb = workload_basis(
+        model.name, gpu, args.gpus, c.counted, *sizes, args.engine, args.speculation
     )
     pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
@@ -540,7 +394,6 @@ def readings(
 
 
 def _clean(x: Any) -> Any:
-    """JSON-safe: NaN/inf to None, numpy scalars to Python."""
     if isinstance(x, dict):
         return {k: _clean(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -553,21 +406,15 @@ def _clean(x: Any) -> Any:
 
 
 def cli_check(args: argparse.Namespace) -> int:
-    """``rackbook check --model M --gpu G --gpus N --tok-s X [workload] [--json]``: the first
-    line says what the figure is per (GPU or total; when ``--per`` is not given, in total over
-    several GPUs and per GPU for one, said as assumed: :func:`default_per`), then each
-    ceiling, the physics verdict, the closest published points and this run; with ``--json``
-    one object ``{"physics", "published", "this_run"}`` last."""
+    """``rackbook check``: what the figure is per, each ceiling, the three readings; with
+    ``--json`` one object ``{"physics", "published", "this_run"}`` last."""
     c, phys, pub, run = readings(args)
     per = per_text(args, c.gpus)
     w = c.workload
-    share_arg = getattr(args, "cached_share", None)
-    if share_arg == "unknown":
+    share = f"cached share {percent(w['cached_share'])}"
+    share += " (assumed)" if args.cached_share is None else ""
+    if args.cached_share == "unknown":
         share = f"cached share unknown (readings at {percent(w['cached_share'])})"
-    else:
-        share = f"cached share {percent(w['cached_share'])}" + (
-            " (assumed)" if share_arg is None else ""
-        )
     print(f"{args.tok_s:,.6g} {c.counted} tok/s {per}: {c.claimed_tok_s_per_gpu:,.1f} per GPU")
     print(
         f"{c.model_name} on {c.gpus} x {c.gpu_label}, phase {c.phase}: output "
@@ -588,7 +435,6 @@ def cli_check(args: argparse.Namespace) -> int:
     for n in c.notes:
         print(f"  note: {n}")
     print(f"physics: {phys.verdict} ({phys.reason}; limit: {c.limit})")
-    # the bound above; then the realism yardstick; the kernel sum after it, an intermediate
     print(f"  expected: {phys.extra['expected_text']}")
     print(f"  attainable: {phys.extra['attainable_text']}")
     print(f"basis: {pub.extra.get('basis')}")

@@ -1,8 +1,6 @@
-"""The book's words about each claim, made once from its readings (headline JSON dicts; unknown
-fields ignored). Each phrase below states one idea from a reading's fields (verdict, ratio,
-basis, evidence); each view is a selection of them: :func:`conclude` every reading in words,
-:func:`finding` the decisive point, :func:`summarize` the landing's row. No sentence a reading
-carries is cut or parsed: a reason is quoted whole or not at all."""
+"""The book's words about each claim, made once from its readings' fields (headline JSON dicts):
+:func:`conclude` every reading, :func:`finding` the decisive point, :func:`summarize` the
+landing's row. No sentence a reading carries is cut or parsed."""
 
 from __future__ import annotations
 
@@ -17,23 +15,18 @@ from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty,
 from rackbook.results.comparability import near_text
 from rackbook.results.published_rows import point_ratio, point_value, span_text
 
-#: The readings in the order a conclusion states them.
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
-#: A reading's own ``basis`` names it in a sentence only when it is a short name (at most this
-#: many characters, one basis), not a full description of several.
-SHORT_BASIS = 60
-#: A reason of at most this many words stands in for a reading's missing margin in a finding.
-SHORT_REASON = 20
+#: Most characters of a basis a sentence names; most words of a reason standing for a margin.
+SHORT_BASIS, SHORT_REASON = 60, 20
 #: Where published points place a figure, by verdict; ``{}``: what it is placed against.
 PLACES = {"within": "within the {}s", "above": "above every {}", "below": "below every {}"}
-#: How the default deployment of the attainable estimate begins (physics.attainable), named
-#: once in the landing page's note rather than in every row.
+#: The default deployment (named once in the landing page's note, not in every row).
 DEFAULT_DEPLOYMENT = "attention data-parallel"
-#: A landing cell's finding holds at most this many words (a summary-of-findings table).
+#: Most words of a landing cell's finding.
 FINDING_WORDS = 40
 #: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
 PLAIN_GRADES: tuple[str, ...] = ("very low", "low", "moderate", "high")
-#: What each verdict word means, for the landing's key (the words a finding opens with).
+#: What each verdict word means, for the landing's key.
 VERDICT_WORDS: dict[str, str] = {
     "impossible as stated": "a physics bound rules the figure out on every basis it can have",
     "depends on what is counted": (
@@ -60,24 +53,20 @@ class Conclusion:
     statement: str
     sentences: tuple[str, ...]
     certainty: Certainty
-    #: the decisive finding (:func:`finding`)
     finding: str = ""
 
     @property
     def grade(self) -> str:
-        """One of :data:`rackbook.results.certainty.GRADES`."""
         return self.certainty.grade
 
     @property
     def text(self) -> str:
-        """The sentences as one paragraph."""
         return " ".join(self.sentences)
 
 
 @dataclass(frozen=True)
 class Summary:
-    """A summary-of-findings row: verdict word, finding (<= :data:`FINDING_WORDS` words), plain
-    grade and why."""
+    """A summary-of-findings row: verdict word, finding, plain grade and why."""
 
     claim_id: str
     word: str
@@ -86,11 +75,8 @@ class Summary:
     why: str
 
 
-# --- Numbers and names ------------------------------------------------------------------------
-
-
 def _k(num: float) -> str:
-    """``100000`` tokens as ``100k``, ``1000`` as ``1k``; other numbers as ``1,234``."""
+    """``100000`` as ``100k``; other numbers as ``1,234``."""
     v = round(num)
     return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else f"{v:,}"
 
@@ -120,26 +106,22 @@ def _cap(text: str) -> str:
 
 
 def _field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``r[key]`` where it is a mapping, else an empty one."""
     v = r.get(key)
     return v if isinstance(v, Mapping) else {}
 
 
 def _margin(r: Mapping[str, Any]) -> str:
-    """A reading's margin, empty where it has none (``-``)."""
     text = str(r.get("margin") or "").strip()
     return "" if text == "-" else text
 
 
 def _gist(r: Mapping[str, Any]) -> str:
-    """Why a reading reads as it does in a few words: its margin, else its reason where that is
-    at most :data:`SHORT_REASON` words (a reason is quoted whole or not at all)."""
+    """A reading's margin, else its reason if at most :data:`SHORT_REASON` words."""
     reason = str(r.get("reason") or "")
     return _margin(r) or (reason if words(reason) <= SHORT_REASON else "")
 
 
 def _short_basis(r: Mapping[str, Any]) -> str:
-    """A reading's own basis where it is one short name, else empty."""
     b = str(r.get("basis") or "")
     return b if len(b) <= SHORT_BASIS and not any(ch in b for ch in ";|") else ""
 
@@ -148,12 +130,9 @@ def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
 
 
-# --- Phrases: one idea each, from a reading's fields --------------------------------------
-
-
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
-    """The expected (else attainable) estimate as a ``; ...`` clause, "" without one; a
-    deployment other than the default is named unless ``named`` is False."""
+    """The expected (else attainable) estimate as a ``; ...`` clause; ``named``: a deployment
+    other than the default named."""
     a = _field(r, "attainable")
     e = _field(a, "expected")
     if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
@@ -173,8 +152,7 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
 
 
 def _physics(figure: str, r: Mapping[str, Any], why: str) -> str:
-    """The physics verdict on ``figure`` (none: "physically possible"), with ``why`` after a
-    colon."""
+    """The physics verdict on ``figure``, ``why`` after a colon."""
     verdict = str(r.get("verdict", ""))
     head = f"{figure} is physically {verdict}" if figure else f"physically {verdict}"
     head = f"physics does not settle {figure}" if verdict == "undetermined" else head
@@ -182,13 +160,12 @@ def _physics(figure: str, r: Mapping[str, Any], why: str) -> str:
 
 
 def _source(c: Mapping[str, Any]) -> list[str]:
-    """A point's ``source`` parts (submitter, hardware, model, engine)."""
     parts = [str(p) for p in c.get("source") or [c.get("who") or "a published point"]]
     return [p for p in parts if p not in ("-", "")] or ["a published point"]
 
 
 def _closest(c: Any) -> str:
-    """A closest published point: who, value (or tied spread) with unit, the claim's ratio."""
+    """A closest point: who, value (or tied spread), the claim's ratio."""
     if not isinstance(c, Mapping):
         return str(c)
     value = point_value(c)
@@ -196,7 +173,6 @@ def _closest(c: Any) -> str:
 
 
 def _published(figure: str, r: Mapping[str, Any]) -> str:
-    """Where published like-for-like points place ``figure`` (none, within, above, below)."""
     verdict, margin = str(r.get("verdict", "")), _margin(r)
     if verdict == "none published":
         analogue = _field(r, "closest").get("kind") == "analogue"
@@ -214,21 +190,17 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
 
 
 def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    """What the chapter's run on ``hardware`` says of ``figure``."""
     margin = _margin(r)
-    tail = f" ({margin})" if margin else ""
-    if r.get("verdict") == "consistent":
-        return f"measured on {hardware} here, {figure} holds{tail}"
-    if r.get("verdict") == "inconsistent":
-        return f"measured on {hardware} here, {figure} does not hold{tail}"
+    holds = {"consistent": "holds", "inconsistent": "does not hold"}.get(str(r.get("verdict")))
+    if holds:
+        return f"measured on {hardware} here, {figure} {holds}" + (f" ({margin})" if margin else "")
     if r.get("synthetic"):  # untested
         return "not measured here: this chapter's input is synthetic"
     return f"not tested on {hardware} here"
 
 
 def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], every: bool) -> str:
-    """No like-for-like point on ``entries`` (every basis, or the bases it names), with the
-    closest point that does not decide."""
+    """No like-for-like point on ``entries`` (all bases if ``every``), with the closest point."""
     if every:
         where = "" if len(entries) == 1 else f" on any of its {len(entries)} plausible bases"
         near = r.get("closest")
@@ -240,7 +212,7 @@ def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], ever
 
 
 def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
-    """A reading with ``by_basis`` as one sentence per verdict, naming the bases that reach it."""
+    """A reading with ``by_basis``: one sentence per verdict, naming the bases reaching it."""
     entries, out = _entries(r), []
     gone = [e for e in entries if e.get("ruled_out")]
     if kind == "published" and gone and len(gone) < len(entries):
@@ -272,8 +244,7 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
 
 
 def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    """One reading's words, uncapitalised and without its full stop; a physics reading quotes
-    its reason whole."""
+    """One reading's words, uncapitalised, without the full stop."""
     if kind == "physics":
         return _physics(figure, r, str(r.get("reason") or "")) + _attainable(r)
     if kind == "published":
@@ -282,12 +253,8 @@ def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
 
 
 def near_sentence(r: Mapping[str, Any]) -> str:
-    """A published reading's ``near`` evidence as one sentence, or empty."""
     text = near_text(_field(r, "near"))
     return _cap(text) + "." if text else ""
-
-
-# --- View 1: every reading in words ---------------------------------------------------------
 
 
 def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
@@ -309,14 +276,9 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
                 sentences.append(near_sentence(r))
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
+    cert, found = certainty(mine, claim), finding(claim, mine, hardware)
     return Conclusion(
-        claim.id,
-        claim.result,
-        figure,
-        claim.statement,
-        tuple(sentences),
-        certainty(mine, claim),
-        finding(claim, mine, hardware),
+        claim.id, claim.result, figure, claim.statement, tuple(sentences), cert, found
     )
 
 
@@ -326,9 +288,6 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
     readings = [r for r in doc.get("readings", []) if isinstance(r, Mapping)]
     result = doc.get("result") or (readings[0]["claim_id"].split(".")[0] if readings else None)
     return [conclude(c, readings) for c in reg.for_result(str(result))]
-
-
-# --- View 2: the decisive finding --------------------------------------------------------------
 
 
 def _ruled_out(pub: Mapping[str, Any]) -> str:
@@ -349,7 +308,7 @@ def _ruled_out(pub: Mapping[str, Any]) -> str:
 
 
 def _possible_as(phys: Mapping[str, Any]) -> list[str]:
-    """The bases physics allows, with the figure per GPU: "the rack's total (13,250 per GPU)"."""
+    """The bases physics allows: "the rack's total (13,250 per GPU)"."""
     return [
         f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)"
         for b in phys.get("on_bases") or []
@@ -360,7 +319,6 @@ def _possible_as(phys: Mapping[str, Any]) -> list[str]:
 
 
 def _derived(r: Mapping[str, Any]) -> str:
-    """A derivation ("exactly what ... give (890 B/token: 2.5 rows x 356 B)"), or empty."""
     d = _field(r, "derived")
     if not _is_num(d.get("value")):
         return ""
@@ -373,7 +331,6 @@ def _derived(r: Mapping[str, Any]) -> str:
 
 
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
-    """The physics reading in a finding: ruled-out bases, a derivation, or verdict and margin."""
     margin, ruled = _margin(r), _ruled_out(pub)
     if ruled:
         parts = [ruled] + ([margin] if margin and r.get("verdict") == "undetermined" else [])
@@ -387,8 +344,7 @@ def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
 
 
 def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
-    """Where like-for-like points (or modelled prices) place the figure, on the bases physics
-    allows, with the margin unless ``margin`` is False; empty where nothing places it."""
+    """Where like-for-like points (or modelled prices) place the figure on allowed bases."""
     entries = [e for e in _entries(r) if not e.get("ruled_out")] or [r]
     placed = [e for e in entries if e.get("verdict") in PLACED]
     if not placed:
@@ -403,7 +359,6 @@ def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
 
 
 def _near_finding(r: Mapping[str, Any]) -> str:
-    """The claim's ratio to the near points (or the closest near point); empty without."""
     c, near = _field(r, "closest"), _field(r, "near")
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
     closest = c.get("kind") == "near" and bool(point_ratio(c))
@@ -424,8 +379,7 @@ def _near_finding(r: Mapping[str, Any]) -> str:
 def _finding(
     claim: Claim, rs: Mapping[str, Mapping[str, Any]], hardware: str, named: bool
 ) -> list[str]:
-    """The decisive finding's sentences: physics (unless a placing decides where physics does
-    not), then published points, then a run on the claim's hardware."""
+    """The decisive finding's sentences: physics, published points, a run on the hardware."""
     pub, phys, run = rs.get("published", {}), rs.get("physics"), rs.get("this run", {})
     out = []
     placed = _placed(pub) if pub else ""
@@ -441,25 +395,20 @@ def _finding(
 def finding(
     claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "", named: bool = True
 ) -> str:
-    """The decisive finding about ``claim``: physics, then published points, then a run on the
-    claim's hardware; ``named`` False leaves the deployment out."""
+    """The decisive finding about ``claim`` (``named`` False leaves the deployment out)."""
     rs = {str(r.get("reading")): r for r in readings if r.get("claim_id", claim.id) == claim.id}
     if not rs:
         return f"{claim.value_text} has not been read yet: run the chapter"
     return " ".join(_cap(s) + "." for s in _finding(claim, rs, hardware, named))
 
 
-# --- View 3: the landing's row: one verdict word, a short finding, one plain grade ----------
-
-
 def words(text: str) -> int:
-    """The number of words in ``text`` (whitespace-separated, Markdown marks included)."""
+    """Whitespace-separated words in ``text``."""
     return len(text.split())
 
 
 def within_words(sentences: list[str], limit: int = FINDING_WORDS) -> str:
-    """The leading whole sentences within ``limit`` words (the first cut at a word, with an
-    ellipsis, where it alone is longer)."""
+    """The leading whole sentences within ``limit`` words (else the first, cut, with …)."""
     out: list[str] = []
     for s in sentences:
         if words(" ".join([*out, s])) > limit:
@@ -471,7 +420,6 @@ def within_words(sentences: list[str], limit: int = FINDING_WORDS) -> str:
 
 
 def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
-    """The verdict word (:data:`VERDICT_WORDS`), the strongest evidence deciding."""
     phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
     if run.get("verdict") in TESTED:
         return str(run["verdict"])
@@ -488,9 +436,8 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def supported_basis(pub: Mapping[str, Any]) -> str:
-    """ "the evidence supports <basis>, 954,000 / 7.9 = 120,759 tok/s/GPU: 0.847x to 1.16x the
-    2 near points" where the figure converted to a basis lies inside its near points, then the
-    highest list price; empty otherwise."""
+    """ "the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points" where the
+    figure on a basis lies inside its near points; empty otherwise."""
     near = _field(pub, "near")
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not _is_num(lo) or not _is_num(hi) or not lo <= 1 <= hi:
@@ -498,7 +445,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     entry = next((e for e in _entries(pub) if e.get("name") == near.get("basis")), {})
     if not entry.get("conversion"):
         return ""
-    name = str(near.get("head") or near["basis"])  # the basis as a finding names it
+    name = str(near.get("head") or near["basis"])
     step, unit = str(entry.get("step") or ""), str(near.get("unit") or "")
     low, high = number(near["low"]), number(near["high"])
     span = f"${low} to ${high}{unit[1:]}" if unit.startswith("$") else f"{low} to {high} {unit}"
@@ -514,7 +461,6 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
 
 
 def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> list[str]:
-    """A figure ruled out on some bases, allowed on others: the ruling, then what holds."""
     needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
     if needs:
         where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
@@ -525,7 +471,6 @@ def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> l
 
 
 def _condition(phys: Mapping[str, Any]) -> str:
-    """What holds on the basis the physics margin names, with the workload it assumes."""
     cond, wl = _field(phys, "condition"), _field(phys, "workload")
     if not cond:
         return ""
@@ -534,8 +479,7 @@ def _condition(phys: Mapping[str, Any]) -> str:
 
 
 def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str) -> str:
-    """The landing's finding: the sentences deciding ``word``, as many as fit; where the
-    figure re-read on one basis lies inside its near points, the decisive phrase and that."""
+    """The landing's finding: the sentences deciding ``word``, as many as fit."""
     phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
     nothing = pub.get("verdict") == "none published" and not _field(pub, "near").get("points")
     none = "nothing comparable is published" if nothing else ""
@@ -562,7 +506,6 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
 
 
 def _why(c: Certainty, word: str) -> str:
-    """The first reason that lowers or holds back the certainty, else what it rests on."""
     if word == "impossible as stated":
         return "a physics bound decides"
     lowered = [w for label, w in c.why if label == "lowered by"]
@@ -571,14 +514,11 @@ def _why(c: Certainty, word: str) -> str:
 
 
 def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
-    """The summary-of-findings row of ``claim``; a bound on every basis grades high."""
     mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
     rs = {str(r.get("reading")): r for r in mine}
     if not rs:
         return Summary(claim.id, "not run", "Not read yet: run the chapter.", "not graded", "")
     word = _word(rs)
     c = certainty(mine, claim)
-    level = 4 if word == "impossible as stated" else c.level
-    return Summary(
-        claim.id, word, _plain_finding(claim, rs, word), PLAIN_GRADES[level - 1], _why(c, word)
-    )
+    grade = PLAIN_GRADES[3 if word == "impossible as stated" else c.level - 1]
+    return Summary(claim.id, word, _plain_finding(claim, rs, word), grade, _why(c, word))

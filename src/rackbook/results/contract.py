@@ -1,10 +1,6 @@
-"""The contract every result module keeps (``rackbook.results.REGISTRY`` names the six):
-``RESULT`` (the notebook's and trace folder's name), ``Params`` (a dataclass built with
-``Params.from_mapping``, every field defaulted), ``analyse(trace, params, registry=None)`` (an
-:class:`Analysis`), ``outcome(analysis)`` (the :class:`rackbook.results.headline.Outcome` that
-writes the headline JSON) and ``FIGURES`` (the glued figures' names, in order; the book draws
-them, ``rackbook.book.figures.<result>.FIGURES``, which results never import).
-"""
+"""The contract every result module keeps: ``RESULT`` (its name), ``Params`` (a dataclass, every
+field defaulted), ``analyse`` (an :class:`Analysis`), ``outcome`` (the headline's
+:class:`~rackbook.results.headline.Outcome`) and ``FIGURES`` (glued figures, drawn by the book)."""
 
 from __future__ import annotations
 
@@ -17,8 +13,6 @@ from rackbook.results import headline
 
 @runtime_checkable
 class Analysis(Protocol):
-    """What ``analyse`` returns: the trace, where it ran, the readings, the glued values."""
-
     trace: Trace
     hardware: str
     readings: list[headline.ClaimReading]
@@ -30,16 +24,10 @@ class Analysis(Protocol):
 
 @runtime_checkable
 class Result(Protocol):
-    """A result of the book (a module): see the module's docstring."""
-
     RESULT: str
     Params: type[headline.Params]
     FIGURES: tuple[str, ...]
 
-    def analyse(self, trace: Trace, params: Any = ..., registry: Registry | None = None) -> Any:
-        """The chapter's :class:`Analysis` of ``trace``."""
-        ...
+    def analyse(self, trace: Trace, params: Any = ..., registry: Registry | None = None) -> Any: ...
 
-    def outcome(self, analysis: Any) -> headline.Outcome:
-        """What the chapter concludes from ``analysis``."""
-        ...
+    def outcome(self, analysis: Any) -> headline.Outcome: ...

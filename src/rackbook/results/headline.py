@@ -1,13 +1,6 @@
 """Headline results: what each chapter concludes, and the JSON its last cell writes
 (``DIR/RESULT.json``). Every claim gets three readings, kept apart, each in its own words
-(:data:`VOCABULARY`): **physics** (modelled from the catalogs; ``undetermined`` where the
-workload leaves out a part the verdict turns on), **published** (independent measurements of
-the same basis; ``depends on basis`` where the claim's basis is unknown in a part that
-matters and its plausible bases read differently) and **this run** (the chapter's trace;
-``untested`` off the claim's hardware and model). A headline value carries its value, unit,
-definition, claim, kind (how it was obtained, :data:`KINDS`) and a verdict in its reading's
-words, or ``not comparable`` for a figure the claim does not speak to.
-"""
+(:data:`VOCABULARY`): physics, published and this run."""
 
 from __future__ import annotations
 
@@ -27,44 +20,38 @@ from rackbook.core.units import ratio_text
 from rackbook.errors import InputError
 from rackbook.paths import RESULTS
 
-#: The headline JSON's layout (2: each claim's ``certainty``; a format-1 file has none and
-#: its readers compute it from the readings).
+#: The headline JSON's layout (2: each claim's ``certainty``).
 FORMAT = 2
-
-#: Set by ``rackbook run`` for the notebook's kernel: the folder the headline JSON is written
-#: into (the run's staging folder), whatever ``out_dir`` the notebook names.
+#: Set by ``rackbook run``: the staging folder the headline JSON is written into.
 STAGE_ENV = "RACKBOOK_HEADLINE_STAGE"
-#: How a number was obtained.
+#: How a number was obtained; the three readings in the book's order; each reading's words.
 KINDS = ("measured", "modelled", "published", "synthetic")
-#: The three readings of a claim, in the order the book shows them.
 READINGS = ("physics", "published", "this run")
-#: Each reading's words.
 VOCABULARY: dict[str, tuple[str, ...]] = {
     "physics": ("possible", "impossible", "undetermined"),
     "published": ("within", "above", "below", "none published", "depends on basis"),
     "this run": ("consistent", "inconsistent", "untested"),
 }
-#: The word for a figure the claim does not speak to.
+#: The word for a figure the claim does not speak to; every verdict word.
 NOT_COMPARABLE = "not comparable"
-#: Every verdict word.
 VERDICTS = (*(w for r in READINGS for w in VOCABULARY[r]), NOT_COMPARABLE)
 #: The reading a headline's kind belongs to.
-READING_OF_KIND = {
-    "modelled": "physics",
-    "published": "published",
-    "measured": "this run",
-    "synthetic": "this run",
-}
+READING_OF_KIND = dict(modelled="physics", published="published", measured="this run")
+READING_OF_KIND["synthetic"] = "this run"
+
+
+def _require(ok: bool, problem: str) -> None:
+    if not ok:
+        raise ValueError(problem)
 
 
 def _one_line(text: str, what: str) -> None:
-    if "\n" in text:
-        raise ValueError(f"{what}: must be one line")
+    _require("\n" not in text, f"{what}: must be one line")
 
 
 @dataclass
 class Headline:
-    """One headline value of a result."""
+    """One headline value of a result (``hardware``: where a measured value was measured)."""
 
     name: str
     value: float | int | str | None
@@ -74,112 +61,77 @@ class Headline:
     kind: str
     verdict: str
     reason: str
-    hardware: str | None = None  # for measured values: on what hardware
+    hardware: str | None = None
     trace_ids: list[str] = field(default_factory=list)
 
     @property
     def reading(self) -> str:
-        """The reading this headline belongs to (from its kind)."""
         return READING_OF_KIND[self.kind]
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"headline {self.name}: kind {self.kind!r} not in {KINDS}")
+        me = f"headline {self.name}"
+        _require(self.kind in KINDS, f"{me}: kind {self.kind!r} not in {KINDS}")
         allowed = (*VOCABULARY[self.reading], NOT_COMPARABLE)
-        if self.verdict not in allowed:
-            raise ValueError(
-                f"headline {self.name}: verdict {self.verdict!r} is not a {self.reading} word "
-                f"({', '.join(allowed)})"
-            )
-        if self.claim_id is None and self.verdict != NOT_COMPARABLE:
-            raise ValueError(f"headline {self.name}: without a claim the verdict is not comparable")
-        if self.kind == "measured" and not self.hardware:
-            raise ValueError(f"headline {self.name}: a measured value must say on what hardware")
-        if isinstance(self.value, float) and not math.isfinite(self.value):
-            raise ValueError(f"headline {self.name}: value is not finite")
-        _one_line(self.reason, f"headline {self.name}: reason")
+        word = f"{me}: verdict {self.verdict!r} is not a {self.reading} word"
+        _require(self.verdict in allowed, f"{word} ({', '.join(allowed)})")
+        no_claim = self.claim_id is None and self.verdict != NOT_COMPARABLE
+        _require(not no_claim, f"{me}: without a claim the verdict is not comparable")
+        where = self.kind != "measured" or bool(self.hardware)
+        _require(where, f"{me}: a measured value must say on what hardware")
+        finite = not isinstance(self.value, float) or math.isfinite(self.value)
+        _require(finite, f"{me}: value is not finite")
+        _one_line(self.reason, f"{me}: reason")
 
 
 @dataclass(frozen=True)
 class ClaimReading:
-    """One reading of one claim: its verdict, the margin that decided it (a short text such as
-    ``3.94x the compute ceiling``) and a one-line reason."""
+    """One reading of one claim: its verdict, the margin that decided it (``3.94x the compute
+    ceiling``) and a one-line reason; the published reading's evidence (sources, basis, closest
+    point, each named basis's reading, near evidence, ruled-out bases, highest list price); the
+    physics reading's estimates (``attainable`` with ``expected``, a ``derived`` figure, the
+    ``ratio`` to the ceiling, each basis's reading ``on_bases``, the ``workload`` of a cached
+    share, the margin's basis and ``condition``); ``synthetic`` input; the reason's clauses."""
 
     claim_id: str
     reading: str
     verdict: str
     margin: str
     reason: str
-    #: published reading: the URLs of the points it decided on
     sources: tuple[str, ...] = ()
-    #: published reading: the basis (or named bases) it decided on, one line
     basis: str | None = None
-    #: published reading: the closest like-for-like point (id, who, value, unit, ratio, url,
-    #: differences, verified, basis)
     closest: dict[str, Any] | None = None
-    #: published reading: each named basis's reading (name, verdict, margin, basis,
-    #: decided_on, sources, closest, conversion)
     by_basis: tuple[dict[str, Any], ...] = ()
-    #: published reading: the near evidence over the bases physics allows (points, low, high,
-    #: unit, ratio_low, ratio_high, bases), None without a near point; it never decides
     near: dict[str, Any] | None = None
-    #: published reading: the named bases the physics reading rules out
     ruled_out: tuple[str, ...] = ()
-    #: published reading: the highest list price among the claim's points (value in
-    #: $/GPU-hour, who, verified, ratio: the claim's figure over it), None without one
     list_price: dict[str, Any] | None = None
-    #: physics reading: what measured kernels reach for the figure's workload
-    #: (:mod:`rackbook.physics.attainable`): tok_s_per_gpu, ratio, deployment, calibration, text;
-    #: and, under ``expected``, what real deployments reach (:mod:`rackbook.physics.expected`):
-    #: tok_s_per_gpu, low, high, ratio, deployment, text
     attainable: dict[str, Any] | None = None
-    #: physics reading: the figure derived from primary specifications (value, unit, from:
-    #: what it was derived from, exact: whether it gives the claim's figure to the published
-    #: digit), None where the reading is a bound, not a derivation
     derived: dict[str, Any] | None = None
-    #: physics reading: the figure over the ceiling its margin names (1 = at the ceiling;
-    #: :func:`ceiling_margin` writes that margin), None where the margin names no ceiling
-    ratio: float | None = None
-    #: physics reading: the figure read on each basis its reason names (name, verdict, and
-    #: either ``ratio`` to a ``ceiling`` it names or ``tok_s_per_gpu``, tokens/s per GPU)
+    ratio: float | None = None  # figure / ceiling its margin names
     on_bases: tuple[dict[str, Any], ...] = ()
-    #: physics reading: the workload a cached share is read at (``isl``, ``osl``: tokens per
-    #: request), None where the reading assumes none
-    workload: dict[str, float] | None = None
-    #: physics reading: the margin split into the basis it reads and what holds on it
-    #: (``basis``, ``condition``), None where the margin names no basis
+    workload: dict[str, float] | None = None  # isl, osl: tokens per request
     condition: dict[str, str] | None = None
-    #: this run: untested because the chapter's input is synthetic
     synthetic: bool = False
-    #: the reason's clauses, in order (``reason`` is them joined by "; "); empty where the
-    #: chapter did not give them apart
     clauses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.reading not in READINGS:
-            raise ValueError(f"{self.claim_id}: reading {self.reading!r} not in {READINGS}")
-        if self.verdict not in VOCABULARY[self.reading]:
-            raise ValueError(
-                f"{self.claim_id}: {self.reading} verdict {self.verdict!r} not in "
-                f"{VOCABULARY[self.reading]}"
-            )
-        _one_line(self.reason, f"{self.claim_id} {self.reading}: reason")
-        _one_line(self.margin, f"{self.claim_id} {self.reading}: margin")
+        me, words = f"{self.claim_id} {self.reading}", VOCABULARY.get(self.reading)
+        _require(words is not None, f"{self.claim_id}: reading {self.reading!r} not in {READINGS}")
+        bad = f"{self.claim_id}: {self.reading} verdict {self.verdict!r}"
+        _require(self.verdict in (words or ()), f"{bad} not in {words}")
+        _one_line(self.reason, f"{me}: reason")
+        _one_line(self.margin, f"{me}: margin")
         if self.reading == "physics" and (why := contradiction(self.verdict, self.ratio)):
             raise ValueError(f"{self.claim_id}: physics {self.verdict!r} beside {why}")
 
 
 def ceiling_margin(ratio: float, ceiling: str = "the ceiling") -> str:
-    """A physics margin naming the figure's ratio (figure / ceiling, dimensionless) to a
-    ``ceiling``: ``3.94x the decode ceiling``; the reading carries the ratio beside it."""
+    """A physics margin: ``3.94x the decode ceiling`` (figure / ceiling)."""
     return f"{ratio_text(ratio)} {ceiling}"
 
 
 def contradiction(verdict: str, ratio: float | None) -> str | None:
-    """What makes a physics verdict and its ratio to the ceiling (figure / ceiling) contradict
-    each other, or None: "possible" or "undetermined" beside a ratio above the ceiling
-    ("undetermined" at 3.94x the decode ceiling), or "impossible" beside one below it (a bound
-    has no margin: :func:`rackbook.physics.check.physics_verdict`)."""
+    """Why a physics verdict contradicts its ratio to the ceiling (possible or undetermined
+    above it, impossible below it), or None."""
     if ratio is None:
         return None
     if verdict in ("possible", "undetermined") and ratio > 1:
@@ -198,8 +150,7 @@ def spoken(
     kind: str = "modelled",
     **where: Any,
 ) -> Headline:
-    """A headline value that speaks to the claim of reading ``r``, with its verdict and reason
-    (``where``: the hardware and trace ids of a measured value)."""
+    """A headline value speaking to the claim of reading ``r``, with its verdict and reason."""
     return Headline(name, value, unit, definition, r.claim_id, kind, r.verdict, r.reason, **where)
 
 
@@ -217,13 +168,11 @@ def unclaimed(
 
 
 def by_claim(readings: list[ClaimReading], reading: str) -> dict[str, ClaimReading]:
-    """Each claim's ``reading`` (physics, published or this run) among ``readings``."""
     return {r.claim_id: r for r in readings if r.reading == reading}
 
 
 def untested(claim_id: str, hardware: str, needs: str) -> ClaimReading:
-    """The "this run" reading of a trace that cannot test the claim: it names the hardware the
-    trace ran on and what the claim needs."""
+    """The "this run" reading of a trace that cannot test the claim."""
     return ClaimReading(
         claim_id, "this run", "untested", "-", f"recorded on {hardware}; the claim needs {needs}"
     )
@@ -231,9 +180,8 @@ def untested(claim_id: str, hardware: str, needs: str) -> ClaimReading:
 
 @dataclass
 class Outcome:
-    """What a chapter concludes: its headline values, the three readings of each of its claims,
-    what would flip each verdict (computed thresholds, one line each), the traces it read and
-    the parameters that shaped it; :meth:`write` writes the headline JSON the book reads."""
+    """What a chapter concludes: headline values, each claim's three readings, what would flip
+    each verdict (one line each), the traces read and the parameters that shaped it."""
 
     result: str
     headlines: list[Headline]
@@ -260,50 +208,47 @@ class Outcome:
             _one_line(f, f"{self.result}: flip")
 
     def reading(self, claim_id: str, reading: str) -> ClaimReading:
-        """The ``reading`` of ``claim_id``."""
         for r in self.readings:
             if r.claim_id == claim_id and r.reading == reading:
                 return r
         raise KeyError((claim_id, reading))
 
     def to_dict(self, source: str) -> dict[str, Any]:
-        """The headline JSON: readings, flips and headlines, with each claim's graded
-        certainty (:func:`rackbook.results.certainty.certainties`) computed from the readings;
-        ``format`` counts changes of this layout (2: ``certainty`` added; readers of format 1
-        ignore it)."""
+        """The headline JSON, with each claim's certainty computed from the readings."""
         from rackbook.results.certainty import certainties
 
         readings = [asdict(r) for r in self.readings]
-        return {
-            "format": FORMAT,
-            "result": self.result,
-            "source": source,
-            "hardware": self.hardware,
-            "trace_ids": sorted(set(self.trace_ids)),
-            "parameters": self.parameters,
-            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "readings": readings,
-            "certainty": [c.to_dict() for c in certainties(self.result, readings)],
-            "flips": list(self.flips),
-            "headlines": [asdict(h) for h in self.headlines],
-        }
+        doc = dict(format=FORMAT, result=self.result, source=source, hardware=self.hardware)
+        doc |= dict(trace_ids=sorted(set(self.trace_ids)), parameters=self.parameters)
+        doc["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        graded = [c.to_dict() for c in certainties(self.result, readings)]
+        doc |= dict(readings=readings, certainty=graded)
+        return doc | dict(flips=list(self.flips), headlines=[asdict(h) for h in self.headlines])
 
     def write(self, out_dir: str | Path, source: str) -> Path:
-        """``out_dir/RESULT.json`` (atomic); ``source`` is ``trace`` or ``live``. Under
-        ``rackbook run`` (:data:`STAGE_ENV` set) it goes to the run's staging folder instead,
-        from which the runner moves it in together with the executed notebook."""
+        """``out_dir/RESULT.json`` (atomic; under ``rackbook run``, :data:`STAGE_ENV`'s folder);
+        ``source`` is ``trace`` or ``live``."""
         folder = os.environ.get(STAGE_ENV) or out_dir
         return atomic_write_json(Path(folder) / f"{self.result}.json", self.to_dict(source))
 
     def markdown(self) -> str:
-        """The headline table shown at the end of the chapter."""
-        return headline_markdown(self.headlines)
+        """The headline values as a Markdown list, one item each (name, value, kind, claim and
+        verdict, reason), shown at the end of the chapter."""
+        rows = []
+        for h in self.headlines:
+            unit = "" if h.unit in ("1", "") or h.value is None else f" {h.unit}"
+            kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
+            claim = f"the claim {_cell(_figure(h.claim_id))}" if h.claim_id else "no claim"
+            rows.append(
+                f"- `{h.name}` = **{_cell(_fmt_value(h.value) + unit)}** ({_cell(kind)}; {claim}: "
+                f"*{h.verdict}*): {_cell(h.reason)}"
+            )
+        return "\n".join(rows) + "\n"
 
 
 class Params:
-    """Mixin of a result's parameter dataclass, ``class Params(headline.Params, result="NAME")``
-    before ``@dataclass``: built from any mapping, taking only its fields; a field the notebook's
-    ``parameters`` cell assigns defaults to the cell's (:func:`rackbook.params.cell_defaults`)."""
+    """Mixin of a result's parameter dataclass (``class Params(headline.Params, result="NAME")``
+    before ``@dataclass``): fields default to the notebook's ``parameters`` cell."""
 
     def __init_subclass__(cls, result: str | None = None, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -327,8 +272,7 @@ P = TypeVar("P", bound=Params)
 
 
 def defaults(params: type[P]) -> P:
-    """``params`` at its notebook cell's defaults (every field has one; frozen, so safe as a
-    function's default argument)."""
+    """``params`` at its notebook cell's defaults (frozen: safe as a default argument)."""
     return params()
 
 
@@ -345,12 +289,12 @@ def _fmt_value(v: float | int | str | None) -> str:
 
 
 def _figure(claim_id: str) -> str:
-    """A claim as a reader names it, its figure (``954,000 tok/s``), not its registry id."""
+    """A claim's figure (``954,000 tok/s``), or its id for a claim the registry lacks."""
     from rackbook.inputs.claims import load_claims
 
     try:
         return load_claims().get(claim_id).value_text
-    except InputError:  # a claim the registry does not hold (a test's): its id
+    except InputError:
         return claim_id
 
 
@@ -362,29 +306,11 @@ def _cell(text: object) -> str:
 READING_TITLES = {"physics": "Physics", "published": "Published evidence", "this run": "This run"}
 
 
-def headline_markdown(headlines: list[Headline]) -> str:
-    """The headline values as a Markdown list, one item per headline: name, value and unit,
-    kind (and hardware), the claim it speaks to and its verdict, then its reason; what the
-    chapter writes into its headline JSON, shown to the reader (a list reads in a narrow
-    column where a six-column table does not)."""
-    rows = []
-    for h in headlines:
-        unit = "" if h.unit in ("1", "") or h.value is None else f" {h.unit}"
-        kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
-        claim = f"the claim {_cell(_figure(h.claim_id))}" if h.claim_id else "no claim"
-        rows.append(
-            f"- `{h.name}` = **{_cell(_fmt_value(h.value) + unit)}** ({_cell(kind)}; {claim}: "
-            f"*{h.verdict}*): {_cell(h.reason)}"
-        )
-    return "\n".join(rows) + "\n"
-
-
 def read_result(path: str | Path) -> dict[str, Any]:
-    """Read a headline JSON written by :meth:`Outcome.write` (in bounded memory:
-    :func:`rackbook.core.jsonstream.load`)."""
+    """A headline JSON :meth:`Outcome.write` wrote, read in bounded memory."""
     path = Path(path)
     limits.input_file(path, missing="no headline JSON: run the result first", streamed=True)
-    doc = jsonstream.load(path)  # bounded memory: a hostile file is one line, not GBs
+    doc = jsonstream.load(path)
     if not isinstance(doc, dict):
         raise InputError(path, "-", f"must be a JSON object, got {type(doc).__name__}")
     for key, kind in (("headlines", list), ("readings", list)):
@@ -399,8 +325,7 @@ def read_result(path: str | Path) -> dict[str, Any]:
 
 
 def summary_line(doc: dict[str, Any]) -> str:
-    """One line per headline JSON: each claim's three verdicts (for ``rackbook run`` and
-    ``rackbook list``)."""
+    """Each claim's three verdicts in one line (``rackbook run``, ``rackbook list``)."""
     by_claim: dict[str, list[str]] = {}
     for r in doc["readings"]:
         by_claim.setdefault(r["claim_id"], []).append(f"{r['reading']} {r['verdict']}")

@@ -1,10 +1,6 @@
-"""The published points as rows, before any reading, each in the unit of the claim it bears
-on with its basis (:class:`rackbook.core.basis.Basis`): the shipped published traces' rows
-(``data/published/<trace>/``; no InferenceX API rows: the only copy found was a UI test
-fixture), figures converted from them (per user, per GPU) or derived in code (MLPerf
-rack/node ratios, the prefill-TTFT table, the token value), and ``figures.yaml``'s.
-Units: the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms.
-"""
+"""The published points as rows, each in the unit of the claim it bears on, with its basis: the
+published traces' rows, figures converted or derived from them, and ``figures.yaml``'s. Units:
+the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms."""
 
 from __future__ import annotations
 
@@ -39,8 +35,7 @@ PER_USER = "tok/s per user"
 
 
 def per_gpu_unit(tokens: str) -> str:
-    """The unit of a per-GPU throughput point by the tokens its basis counts: ``output
-    tok/s/GPU``, ``input tok/s/GPU`` (new or with cache hits), else ``tok/s/GPU`` (a total)."""
+    """A per-GPU throughput's unit by the tokens counted: ``output``/``input`` or total."""
     if tokens == "output":
         return "output " + PER_GPU
     if tokens in ("new input", "input incl. cached"):
@@ -49,8 +44,7 @@ def per_gpu_unit(tokens: str) -> str:
 
 
 def unit_family(unit: str) -> str:
-    """Units that differ only in the tokens they name (``output tok/s/GPU``, ``tok/s/GPU``) are
-    one family: their values compare once the bases agree."""
+    """Units differing only in the tokens they name (``output tok/s/GPU``) are one family."""
     return PER_GPU if unit.endswith(PER_GPU) else unit
 
 
@@ -64,7 +58,7 @@ POINT_COLUMNS: list[str] = (
 
 
 def number_text(v: float) -> str:
-    """A published number as text: thousands separated, about four significant digits."""
+    """Thousands separated, about four significant digits."""
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}" if a >= 10_000 else f"{v:,.1f}".removesuffix(".0")
@@ -97,9 +91,8 @@ def claim_over(lo: float, hi: float, them: str = "them") -> str:
 
 
 def point_value(c: Mapping[str, Any]) -> str:
-    """A closest point's value (a :class:`rackbook.results.evidence.Closest` as a mapping), or
-    its equally close points' spread: ``8.61x to 8.95x (4 points equally close)``; empty
-    without a value."""
+    """A closest point's value (a mapping), or its tied spread: ``8.61x to 8.95x (4 points
+    equally close)``; empty without a value."""
     tied, lo, hi, unit = c.get("tied") or (), c.get("low"), c.get("high"), str(c.get("unit") or "")
     if tied and lo is not None and hi is not None and lo != hi:
         return f"{span_text(lo, hi, unit)} ({len(tied) + 1} points equally close)"
@@ -108,8 +101,7 @@ def point_value(c: Mapping[str, Any]) -> str:
 
 
 def point_ratio(c: Mapping[str, Any]) -> str:
-    """``, the claim 0.883x to 0.917x them`` (``it`` for one point) of a closest point as a
-    mapping; empty without a ratio."""
+    """``, the claim 0.883x to 0.917x them`` (``it`` for one point); empty without a ratio."""
     if not isinstance(c.get("ratio"), (int, float)):
         return ""
     lo, hi = c.get("ratio_low"), c.get("ratio_high")
@@ -127,13 +119,11 @@ def text_or_none(v: object) -> str | None:
 
 @functools.lru_cache(maxsize=4)
 def _trace_points(root: str) -> pd.DataFrame:
-    """The published_points tables of the shipped traces, with the trace's name in ``source``."""
-    frames = []
-    for name in SHIPPED:
-        t = traces.read_trace(Path(root) / name, itl=False)
-        df = t.extra["published_points"].copy()
-        df["source"] = name
-        frames.append(df)
+    """The shipped traces' published_points tables, the trace's name in ``source``."""
+    frames = [
+        traces.read_trace(Path(root) / n, itl=False).extra["published_points"].assign(source=n)
+        for n in SHIPPED
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -143,8 +133,11 @@ def registries(root: str) -> tuple[claims_registry.Registry, figures_registry.Fi
     return reg, figures_registry.load_figures(Path(root) / "published" / "figures.yaml", reg)
 
 
+_DEFAULTS = dict.fromkeys(POINT_COLUMNS) | {"role": "measurement", "verified": True}
+
+
 def _base(row: dict[str, object]) -> dict[str, object]:
-    return dict.fromkeys(POINT_COLUMNS) | row | {"kind": "published"}
+    return _DEFAULTS | row | {"kind": "published"}
 
 
 def int_or_none(v: object) -> int | None:
@@ -152,9 +145,7 @@ def int_or_none(v: object) -> int | None:
 
 
 def setup_text(r: pd.Series) -> str:
-    """A published point's setup as its source states it: concurrency, lengths, speculation
-    and date (``concurrency 1, 4,096 in / 1,024 out, DSpark (simulated acceptance target
-    5.5), 2026-09-11``); a part the source does not state is left out."""
+    """A point's setup as stated: ``concurrency 1, 4,096 in / 1,024 out, speculation X, date``."""
     conc, isl, osl = (int_or_none(r.get(k)) for k in ("concurrency", "isl", "osl"))
     parts = [f"concurrency {conc:,}" if conc is not None else ""]
     parts.append(f"{isl:,} in / {osl:,} out" if isl and osl else "")
@@ -175,7 +166,6 @@ _AS_STATED = (
 
 
 def _from_trace_row(r: pd.Series) -> dict[str, object]:
-    """One published trace row as a point of the claim it bears on."""
     conc = int_or_none(r["concurrency"])
     single = r["source"] == "sglang-cookbook-v4" and conc == 1
     b = trace_row_basis(r, per_user=single)
@@ -188,61 +178,33 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
         shown = f"{number_text(float(r['tok_s_total']))} tok/s on {int(r['gpus'])} GPUs"
     else:
         shown = value_text(value, unit)
-    return _base(
-        {
-            "id": f"{r['source']}:{r['point_id']}",
-            "claim_id": "single-user.throughput" if single else "rack-scaling.throughput",
-            "role": "measurement",
-            "value": value,
-            "unit": unit,
-            "as_published": shown,
-            "verified": True,
-            **{k: r[k] for k in _AS_STATED},
-            **{k: int_or_none(r[k]) for k in ("gpus", "isl", "osl")},
-            "scenario": r["scenario"],
-            "concurrency": conc,
-            "tok_s_per_gpu": float(r["tok_s_per_gpu"]),
-            "tok_s_per_user": float_or_none(r["tok_s_per_user"]),
-            "notes": r["notes"],
-            "source": r["source"],
-            "basis": b,
-        }
-    )
+    row = {k: r[k] for k in (*_AS_STATED, "scenario", "notes", "source")}
+    row |= {k: int_or_none(r[k]) for k in ("gpus", "isl", "osl", "concurrency")}
+    row |= dict(id=f"{r['source']}:{r['point_id']}", value=value, unit=unit, as_published=shown)
+    row["claim_id"] = "single-user.throughput" if single else "rack-scaling.throughput"
+    row |= dict(tok_s_per_gpu=float(r["tok_s_per_gpu"]), basis=b)
+    return _base(row | {"tok_s_per_user": float_or_none(r["tok_s_per_user"])})
 
 
 def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
-    """The basis of one published trace row from its basis columns (filled by the importers
-    from each source's definitions): per GPU of ``tok_s_per_gpu``, or, with ``per_user``, one
-    user's decode speed (1000 / TPOT, the row's ``latency_statistic``)."""
+    """A trace row's basis: per GPU, or with ``per_user`` one user's decode speed (1000 / TPOT)."""
     spec = str(r["speculation_kind"])
-    return basis_mod.make(
-        {
-            "metric": "per-user decode speed" if per_user else "throughput",
-            "tokens": "output" if per_user else str(r["tokens_counted"]),
-            "per": "user" if per_user else "GPU",
-            "gpus": str(r["gpus_counted"]),
-            "gpu_count": int_or_none(r["gpus"]),
-            "workload": str(r["workload"]),
-            "speculation": spec,
-            "statistic": (text_or_none(r["latency_statistic"]) or "-") if per_user else "rate",
-            "serving": text_or_none(r["serving"]) or basis_mod.UNKNOWN,  # the source does not say
-            "model": str(r["model"]),
-            "hardware": str(r["hardware"]),
-            "engine": str(r["engine"]),
-            "engine_version": text_or_none(r["engine_version"]),
-            "isl": int_or_none(r["isl"]),
-            "osl": int_or_none(r["osl"]),
-            "concurrency": int_or_none(r["concurrency"]),
-            "spec_method": text_or_none(r["speculative"])
-            if spec in ("real", "simulated")
-            else None,
-        }
-    )
+    b: dict[str, Any] = dict(metric="throughput", per="GPU", statistic="rate")
+    b["tokens"] = str(r["tokens_counted"])
+    if per_user:
+        stat = text_or_none(r["latency_statistic"]) or "-"
+        b = dict(metric="per-user decode speed", tokens="output", per="user", statistic=stat)
+    b |= {k: str(r[k]) for k in ("workload", "model", "hardware", "engine")}
+    b |= {k: int_or_none(r[k]) for k in ("isl", "osl", "concurrency")}
+    b |= dict(gpus=str(r["gpus_counted"]), gpu_count=int_or_none(r["gpus"]), speculation=spec)
+    b["serving"] = text_or_none(r["serving"]) or basis_mod.UNKNOWN  # the source does not say
+    b["engine_version"] = text_or_none(r["engine_version"])
+    b["spec_method"] = text_or_none(r["speculative"]) if spec in ("real", "simulated") else None
+    return basis_mod.make(b)
 
 
 def converted_rows(r: pd.Series) -> list[dict[str, object]]:
-    """A trace row re-read as output tokens per GPU (id suffix ``#output``): a cookbook total
-    x osl / (isl + osl); an InferenceX output split x decode GPUs / all GPUs; none otherwise."""
+    """A trace row re-read as output tokens per GPU (id suffix ``#output``), if it can be."""
     if r["source"] == "sglang-cookbook-v4" and int_or_none(r["concurrency"]) == 1:
         return []
     out_gpu = float_or_none(r["output_tok_s_per_gpu"])
@@ -283,9 +245,8 @@ RACK_GPUS, NODE_GPUS = 72, 8
 
 
 def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
-    """Rack-over-node throughput ratios computed from MLPerf rows: for each submitter, hardware,
-    model and scenario with both a 72-GPU and an 8-GPU result, ``Result(72) / Result(8)``
-    (linear scaling would be 9x). Each becomes a point of rack-scaling.speedup."""
+    """``Result(72) / Result(8)`` of each MLPerf submitter, hardware, model and scenario with
+    both: points of rack-scaling.speedup (linear scaling would be 9x)."""
     ml = points[points["source"] == "mlperf-v6.1-dsr1"]
     out = []
     for (sub, hw, model, scen), g in ml.groupby(
@@ -303,79 +264,51 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
             per="deployment",
             counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}",
         )
-        out.append(
-            _base(
-                {
-                    "id": f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}",
-                    "claim_id": "rack-scaling.speedup",
-                    "role": "measurement",
-                    "value": ratio,
-                    "unit": "x",
-                    "as_published": f"{number_text(float(r['tok_s_total']))} / "
-                    f"{number_text(float(n['tok_s_total']))} tok/s",
-                    "verified": True,
-                    **{k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")},
-                    "submitter": sub,
-                    "system": f"{r['system']} vs {n['system']}",
-                    "hardware": hw,
-                    "gpus": RACK_GPUS,
-                    "model": model,
-                    "scenario": scen,
-                    "notes": f"ratio of two published rows computed here: {RACK_GPUS} GPUs over "
-                    f"{NODE_GPUS} ({NODE_GPUS} GPUs = two 4-GPU GB300 trays); linear would be "
-                    f"{RACK_GPUS / NODE_GPUS:g}x. MLPerf does not say whether the "
-                    f"{RACK_GPUS}-GPU system serves as one deployment or as independent "
-                    f"replicas (e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as "
-                    "replicas the ratio counts replicas, not one deployment's scaling",
-                    "source": "mlperf-v6.1-dsr1",
-                    "basis": b,
-                }
-            )
-        )
+        shown = f"{number_text(float(r['tok_s_total']))} / {number_text(float(n['tok_s_total']))}"
+        row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")}
+        row |= dict(submitter=sub, hardware=hw, gpus=RACK_GPUS, model=model, scenario=scen)
+        row |= dict(value=ratio, unit="x", as_published=f"{shown} tok/s", basis=b)
+        row["id"] = f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}"
+        row |= dict(claim_id="rack-scaling.speedup", system=f"{r['system']} vs {n['system']}")
+        row["source"], row["notes"] = "mlperf-v6.1-dsr1", _RATIO_NOTE
+        out.append(_base(row))
     return out
 
 
+_RATIO_NOTE = (
+    f"ratio of two published rows computed here: {RACK_GPUS} GPUs over {NODE_GPUS} ({NODE_GPUS} "
+    f"GPUs = two 4-GPU GB300 trays); linear would be {RACK_GPUS / NODE_GPUS:g}x. MLPerf does not "
+    f"say whether the {RACK_GPUS}-GPU system serves as one deployment or as independent replicas "
+    f"(e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as replicas the ratio counts replicas, "
+    "not one deployment's scaling"
+)
+
+
 def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
-    """A registry figure as a point; a TPOT (ms) bearing on single-user becomes one user's
-    decode speed, 1000 / TPOT tok/s."""
+    """A registry figure as a point; a single-user TPOT (ms) becomes 1000 / TPOT tok/s."""
     value, unit = f.value, f.unit
     if f.claim == "single-user.throughput" and f.unit == "ms":
         value, unit = 1000.0 / f.value, PER_USER
     elif unit.endswith(PER_GPU):  # the tokens counted are named by the basis
         unit = per_gpu_unit(f.figure_basis.tokens)
-    return _base(
-        {
-            "id": f"figures:{f.id}",
-            "claim_id": f.claim,
-            "role": f.role,
-            "value": value,
-            "unit": unit,
-            "as_published": value_text(f.value, f.unit),
-            "verified": f.verified,
-            **{k: getattr(f, k) for k in _AS_STATED if k != "system"},
-            **{k: getattr(f, k) for k in ("gpus", "isl", "osl", "concurrency", "quote", "notes")},
-            "tok_s_per_gpu": value if unit_family(unit) == PER_GPU else None,
-            "tok_s_per_user": f.tok_s_per_user,
-            "source": "figures.yaml",
-            "basis": f.figure_basis,
-            "price_kind": f.price_kind,
-            "superseded": f.superseded,
-        }
-    )
+    same = [k for k in _AS_STATED if k != "system"] + "gpus isl osl concurrency quote".split()
+    row = {k: getattr(f, k) for k in (*same, "notes", "role", "verified", "price_kind")}
+    row["superseded"] = f.superseded
+    row |= dict(id=f"figures:{f.id}", claim_id=f.claim, value=value, unit=unit)
+    row |= dict(as_published=value_text(f.value, f.unit), basis=f.figure_basis)
+    row |= dict(tok_s_per_gpu=value if unit_family(unit) == PER_GPU else None)
+    return _base(row | dict(tok_s_per_user=f.tok_s_per_user, source="figures.yaml"))
 
 
-#: The stored excerpt of vLLM's DeepSeek-V4.1-Flash prefill-TTFT page (its data table,
-#: verbatim) and the file naming its source (URL, commit, dates).
+#: vLLM's DeepSeek-V4.1-Flash prefill-TTFT table (verbatim excerpt) and its source file.
 PREFILL_TABLE = "data/published/sources/vllm-dsv41-prefill-ttft.js"
 PREFILL_SOURCE = "data/published/sources/vllm-dsv41-prefill-ttft-SOURCE.txt"
 
 
 @dataclass(frozen=True)
 class PrefillCell:
-    """One cell of vLLM's prefill-TTFT table: a parallel configuration (``cfg``, e.g. TP4, on
-    ``gpus`` GPUs), a prompt label (``prompt``, e.g. 128K) and the single-request prefill
-    TTFT in ms with SWA bounded replay off, on with an eager decoder, and on with decoder CUDA
-    graphs."""
+    """One cell of the prefill-TTFT table: configuration (TP4) on ``gpus`` GPUs, prompt (128K),
+    one request's TTFT in ms with replay off, on with an eager decoder, on with CUDA graphs."""
 
     cfg: str
     gpus: int
@@ -386,15 +319,13 @@ class PrefillCell:
 
     @property
     def gain_pct(self) -> float:
-        """Throughput gain on the same new tokens of replay with CUDA graphs over replay off,
-        in %: one request's prefill rate is its tokens over its TTFT, so off / graph - 1."""
+        """Gain in % of replay with CUDA graphs over replay off: off / graph - 1."""
         return (self.off_ms / self.graph_ms - 1.0) * 100.0
 
 
 def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
-    """The cells of the stored prefill-TTFT table (default :data:`PREFILL_TABLE`), read with
-    the JavaScript-literal parser; a bad cell is one ``error:`` line naming the file and the
-    cell's field."""
+    """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError on a bad
+    cell, naming the file and the cell's field."""
     p = paths.resolve(path or PREFILL_TABLE)
     shown = loader.display_path(p)
     data = jsliteral.parse_js_export(p.read_text(encoding="utf-8"), "DATA", shown)
@@ -424,8 +355,7 @@ def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
 
 
 def source_fields(path: str | Path) -> dict[str, str]:
-    """The ``key: value`` fields of a stored source's SOURCE.txt (continuation lines joined):
-    ``source`` (URL), ``commit``, ``date``, ``read``..."""
+    """The ``key: value`` fields of a SOURCE.txt (continuation lines joined)."""
     p = paths.resolve(path)
     out: dict[str, str] = {}
     key = ""
@@ -440,72 +370,47 @@ def source_fields(path: str | Path) -> dict[str, str]:
 
 
 def prefill_rows(data: str) -> list[dict[str, object]]:
-    """vLLM's prefill-TTFT table for DeepSeek-V4.1-Flash (the stored excerpt of its 2026-10-07
-    post's interactive page, :func:`rackbook.inputs.published.load_prefill_table`) as points of
-    prefill-gain.gain, one per configuration and prompt: the throughput gain on the same new
-    tokens of SWA bounded replay with decoder CUDA graphs over replay off, off / graph - 1, in
-    %. One cold request each (prefix caching off: no cached prefix), GB200, median of 3."""
+    """The prefill-TTFT table as points of prefill-gain.gain (%), one per configuration and
+    prompt: one cold request each, GB200, median of 3."""
     root = Path(data) / "published" / "sources"
     table = root / Path(PREFILL_TABLE).name
     src = source_fields(root / Path(PREFILL_SOURCE).name)
     date = src.get("date", "").split(" ")[0] or None
+    same = dict(model="DeepSeek-V4.1-Flash", hardware="GB200", engine="vLLM")
+    basis: dict[str, Any] = dict(metric="relative prefill throughput gain", per="-")
+    basis["tokens"] = "new input"
+    basis |= dict(gpus="deployment", workload="fixed lengths", context=0, speculation="-")
+    basis |= dict(statistic="median", serving="aggregated") | same
     out = []
     for c in load_prefill_table(table):
-        b = basis_mod.make(
-            {
-                "metric": "relative prefill throughput gain",
-                "tokens": "new input",
-                "per": "-",
-                "gpus": "deployment",
-                "gpu_count": c.gpus,
-                "workload": "fixed lengths",
-                "context": 0,
-                "speculation": "-",
-                "statistic": "median",
-                "serving": "aggregated",
-                "model": "DeepSeek-V4.1-Flash",
-                "hardware": "GB200",
-                "engine": "vLLM",
-            }
+        row: dict[str, object] = dict(value=c.gain_pct, unit="%", gpus=c.gpus, concurrency=1)
+        row |= dict(id=f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}", claim_id="prefill-gain.gain")
+        row["as_published"] = (
+            f"TTFT {number_text(c.off_ms)} ms replay off, "
+            f"{number_text(c.graph_ms)} ms replay + decoder CUDA graphs"
         )
-        out.append(
-            _base(
-                {
-                    "id": f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}",
-                    "claim_id": "prefill-gain.gain",
-                    "role": "measurement",
-                    "value": c.gain_pct,
-                    "unit": "%",
-                    "as_published": f"TTFT {number_text(c.off_ms)} ms replay off, "
-                    f"{number_text(c.graph_ms)} ms replay + decoder CUDA graphs",
-                    "verified": True,
-                    "submitter": "vLLM (Inferact and the vLLM team)",
-                    "system": f"{c.cfg}, {c.prompt} prompt",
-                    "hardware": "GB200",
-                    "gpus": c.gpus,
-                    "model": "DeepSeek-V4.1-Flash",
-                    "engine": "vLLM",
-                    "concurrency": 1,
-                    "url": src.get("source"),
-                    "date": date,
-                    "quote": f'{{ p: "{c.prompt}", off: {c.off_ms:g}, eager: '
-                    f"{c.eager_ms:g}, graph: {c.graph_ms:g} }} ({c.cfg})",
-                    "notes": "single request, prefix caching off, median of 3 runs on GB200; "
-                    "replay on with an eager decoder: "
-                    f"{(c.off_ms / c.eager_ms - 1) * 100:+.1f} %",
-                    "source": Path(PREFILL_TABLE).name,
-                    "basis": b,
-                    "conversion": "gain on the same new tokens = TTFT replay off / TTFT replay "
-                    "+ CUDA graphs - 1 (one request: its rate is its tokens over its TTFT)",
-                }
-            )
+        row |= dict(submitter="vLLM (Inferact and the vLLM team)", url=src.get("source"), date=date)
+        row["system"] = f"{c.cfg}, {c.prompt} prompt"
+        row["quote"] = (
+            f'{{ p: "{c.prompt}", off: {c.off_ms:g}, eager: {c.eager_ms:g}, graph: '
+            f"{c.graph_ms:g} }} ({c.cfg})"
         )
+        row["notes"] = (
+            "single request, prefix caching off, median of 3 runs on GB200; replay on with an "
+            f"eager decoder: {(c.off_ms / c.eager_ms - 1) * 100:+.1f} %"
+        )
+        row |= dict(source=Path(PREFILL_TABLE).name, conversion=_PREFILL_RULE) | same
+        out.append(_base(row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})}))
     return out
 
 
-#: The figures the token-value basis reads (data/published/figures.yaml ids): DeepSeek's
-#: off-peak API list prices for V4.1-Flash and AgentX's token mix as vLLM's AgentX post states
-#: it; and the claims it joins (the throughput valued, the dollar figure it bears on).
+_PREFILL_RULE = (
+    "gain on the same new tokens = TTFT replay off / TTFT replay + CUDA graphs - 1 (one request: "
+    "its rate is its tokens over its TTFT)"
+)
+
+
+#: The figures the token-value basis reads (figures.yaml ids) and the claims it joins.
 TOKEN_VALUE = {
     "hit": "deepseek-api.v41flash-cache-hit-offpeak",
     "miss": "deepseek-api.v41flash-cache-miss-offpeak",
@@ -523,82 +428,59 @@ def token_value_per_gpu_hour(
     hit_share: float,
     usd_per_m: tuple[float, float, float],
 ) -> float:
-    """What the tokens one GPU serves in an hour are worth at API list prices, in US dollars
-    per GPU-hour: ``tok_s_per_gpu`` x 3600 / 1e6 million tokens, of which ``output_share`` are
-    output and the rest input, ``hit_share`` of the input read from the cache; ``usd_per_m``
-    = (cache hit, cache miss, output) US dollars per million tokens."""
+    """US dollars per GPU-hour the tokens are worth: ``tok_s_per_gpu`` x 3600 / 1e6 M tokens,
+    ``output_share`` output, ``hit_share`` of input cached; ``usd_per_m`` = (hit, miss, output)
+    $ per million tokens."""
     hit, miss, out = usd_per_m
     per_m = output_share * out + (1 - output_share) * (hit_share * hit + (1 - hit_share) * miss)
     return tok_s_per_gpu * 3600 / 1e6 * per_m
 
 
 def token_value_rows(data: str) -> list[dict[str, object]]:
-    """The token-value basis of the dollar figure: the value per GPU-hour of the rack claim's
-    own throughput read per GPU (954,000 tok/s/GPU, counting the cached prefix) at DeepSeek's
-    off-peak V4.1-Flash API list prices and AgentX's stated mix (median 142K input and 444
-    output tokens per turn; a cache hit rate of 95 % and of 96 %, both stated as lower
-    bounds): one point per hit rate. A cross-check of two claims against published prices
-    (InferenceX's revenue option is the same idea), never a measurement of the cost."""
+    """The rack claim's throughput valued per GPU-hour at DeepSeek's off-peak API prices and
+    AgentX's token mix, one point per cache hit rate: a cross-check, never a measurement."""
     reg, figs = registries(data)
     g = {k: figs.get(v) for k, v in TOKEN_VALUE.items() if isinstance(v, str)}
     prices = (g["hit"].value, g["miss"].value, g["output"].value)
     n_in, n_out = g["input_tokens"].value, g["output_tokens"].value
     out_share = n_out / (n_in + n_out)
     tok_s = float(reg.get(THROUGHPUT_CLAIM).value or 0.0)
-    b = basis_mod.make(
-        {
-            "metric": "token value per GPU-hour",
-            "tokens": "input incl. cached+output",
-            "per": "GPU",
-            "gpus": "deployment",
-            "gpu_count": None,
-            "workload": "agentic trace",
-            "speculation": "-",
-            "statistic": "value",
-            "serving": "-",
-            "model": "DeepSeek-V4.1-Flash",
-            "hardware": "-",
-            "engine": "-",
-        }
-    )
-    out = []
+    basis: dict[str, Any] = dict(metric="token value per GPU-hour", per="GPU")
+    basis["tokens"] = "input incl. cached+output"
+    basis |= dict(gpus="deployment", gpu_count=None, workload="agentic trace", speculation="-")
+    basis |= dict(statistic="value", serving="-", model="DeepSeek-V4.1-Flash", hardware="-")
+    b = basis_mod.make(basis | {"engine": "-"})
+    miss, out = g["miss"], []
     for hid in TOKEN_VALUE["hit_shares"]:
         h = figs.get(hid)
-        v = token_value_per_gpu_hour(tok_s, out_share, h.value / 100, prices)
-        out.append(
-            _base(
-                {
-                    "id": f"token-value:{THROUGHPUT_CLAIM}/hit{h.value:g}",
-                    "claim_id": COST_CLAIM,
-                    "role": "measurement",
-                    "value": v,
-                    "unit": "$/GPU-hour",
-                    "as_published": f"{number_text(tok_s)} tok/s/GPU at ${prices[0]:g} / "
-                    f"${prices[1]:g} / ${prices[2]:g} per M (hit / miss / output)",
-                    "verified": all(f.verified for f in (*g.values(), h)),
-                    "submitter": "DeepSeek API list prices x AgentX mix (computed here)",
-                    "model": "DeepSeek-V4.1-Flash",
-                    "url": g["miss"].url,
-                    "date": g["miss"].date,
-                    "quote": g["miss"].quote,
-                    "notes": f"output share {n_out:g} / ({n_in:g} + {n_out:g}); cache hits "
-                    f"{h.value:g} % of input ({h.url}); off-peak prices (peak: twice)",
-                    "source": "figures.yaml",
-                    "basis": b,
-                    "price_kind": "list price",
-                    "conversion": "value = tok/s/GPU x 3600 / 1e6 x (output share x output "
-                    "price + input share x (hit share x hit price + miss share x miss price))",
-                }
-            )
+        row: dict[str, object] = dict(url=miss.url, date=miss.date, quote=miss.quote)
+        row["model"] = "DeepSeek-V4.1-Flash"
+        row |= dict(id=f"token-value:{THROUGHPUT_CLAIM}/hit{h.value:g}", claim_id=COST_CLAIM)
+        row["value"] = token_value_per_gpu_hour(tok_s, out_share, h.value / 100, prices)
+        row["as_published"] = (
+            f"{number_text(tok_s)} tok/s/GPU at ${prices[0]:g} / ${prices[1]:g} / "
+            f"${prices[2]:g} per M (hit / miss / output)"
         )
+        row["verified"] = all(f.verified for f in (*g.values(), h))
+        row["submitter"] = "DeepSeek API list prices x AgentX mix (computed here)"
+        row["notes"] = (
+            f"output share {n_out:g} / ({n_in:g} + {n_out:g}); cache hits {h.value:g} % of input "
+            f"({h.url}); off-peak prices (peak: twice)"
+        )
+        row |= dict(unit="$/GPU-hour", source="figures.yaml", basis=b, price_kind="list price")
+        out.append(_base(row | {"conversion": _TOKEN_VALUE_RULE}))
     return out
 
 
+_TOKEN_VALUE_RULE = (
+    "value = tok/s/GPU x 3600 / 1e6 x (output share x output price + input share x (hit share x "
+    "hit price + miss share x miss price))"
+)
+
+
 def load_rows(data: str) -> pd.DataFrame:
-    """Every published point under the data folder ``data`` as one row of
-    :data:`POINT_COLUMNS` (``comparable`` and ``used`` left empty: the reading fills them,
-    :func:`rackbook.results.evidence.published_points`): the published traces' rows and the
-    figures converted from them, the MLPerf ratios, then the figures registry's entries."""
+    """Every published point under ``data`` as a row of :data:`POINT_COLUMNS` (``comparable``
+    and ``used`` left to the reading)."""
     reg, figs = registries(data)
     raw = _trace_points(str(Path(data) / "published"))
     rows = []
@@ -611,8 +493,7 @@ def load_rows(data: str) -> pd.DataFrame:
     rows += [_from_figure(f) for f in figs.figures]
     df = pd.DataFrame(rows, columns=POINT_COLUMNS)
     df["result"] = [reg.get(c).result for c in df["claim_id"]]
-    df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")
-    for c in ("isl", "osl", "concurrency"):
+    for c in ("gpus", "isl", "osl", "concurrency"):
         df[c] = pd.array([int_or_none(v) for v in df[c]], dtype="Int64")
     df["value"] = df["value"].astype(float)
     df["verified"] = df["verified"].astype(bool)

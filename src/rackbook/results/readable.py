@@ -10,9 +10,8 @@ from rackbook.errors import InputError
 
 
 def check_trace(result: str, path: str | Path, field: str = "trace") -> dict[str, Any]:
-    """The run.json of a trace folder chapter ``result`` can read, else an :class:`InputError`
-    naming ``field``: a published trace, another scenario's (an imported trace without one is
-    the chapter's), or one without requests (all chapters but eplb-balance) is refused."""
+    """The run.json of a trace folder chapter ``result`` can read, else :class:`InputError`
+    (a published trace, another scenario's, one without requests)."""
     path = Path(path)
     run = traces.read_run(path)
     if run.get("kind") == "published":

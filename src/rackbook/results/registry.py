@@ -1,6 +1,5 @@
-"""The results by name in the book's order (:data:`rackbook.paths.RESULTS` registers one):
-``REGISTRY``, name -> module ``rackbook.results.NAME`` (``-`` as ``_``; the contract of
-:mod:`rackbook.results.contract`), and :class:`ChapterTable`, the tables chapters declare."""
+"""``REGISTRY``: name -> module ``rackbook.results.NAME`` in :data:`rackbook.paths.RESULTS`'s
+order, and :class:`ChapterTable`, the tables chapters declare."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ def _module(name: str) -> Any:
 
 
 class ChapterTable(Mapping[str, Any]):
-    """The union of the table ``attr`` (``DECISIVE``, ``READING_NOTES``, ``RERUN_NEEDS``,
-    ``RERUN_ARGS``) chapters declare, by claim id or result name; merged on first use."""
+    """The union of the table ``attr`` (``DECISIVE``...) chapters declare, merged on first use."""
 
     def __init__(self, attr: str) -> None:
         self.attr = attr
@@ -38,7 +36,6 @@ class ChapterTable(Mapping[str, Any]):
 
 
 def __getattr__(name: str) -> Any:
-    """``REGISTRY`` (PEP 562), built when first asked for."""
     if name == "REGISTRY":
         return {n: _module(n) for n in RESULTS}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,21 +1,6 @@
-"""How well does rackbook predict? The expected throughput
-(:mod:`rackbook.physics.expected`) against every published measurement the project holds.
-
-``data/published/validation.yaml`` maps each published trace row (``data/published/<trace>``)
-and each ``figures.yaml`` figure to the expected throughput's arguments: workload, decoding
-batch and how it was derived (Little's law from concurrency, TTFT and TPOT; the clients; the
-best batch that fits), precision, speculation, GPUs, tokens counted. Measured values are read
-from the trace rows and figures, never typed in the mapping.
-
-The per-layer floor is anchored on a measurement the mapping excludes
-(:data:`rackbook.physics.expected.ANCHOR_LAYER_S`); the kernel-efficiency factor is fitted here,
-on these points only (:func:`fit_points`: each source weighing the same), and judged by
-leave-one-source-out error; the interval is the spread of held-out errors, never of fitted
-ones (:func:`held_out_logs`). ``rackbook validate --fit`` writes the fit, its points, grid and
-held-out parameters to ``data/published/expected-fit.yaml`` (:func:`fit_document`).
-
-Units: tokens/s per GPU in the tokens each point counts; ratios measured / expected.
-"""
+"""The expected throughput (:mod:`rackbook.physics.expected`) against every published
+measurement the mapping ``data/published/validation.yaml`` names, by leave-one-source-out error.
+Units: tokens/s per GPU in the tokens each point counts; ratios measured / expected."""
 
 from __future__ import annotations
 
@@ -24,6 +9,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +25,13 @@ from rackbook.physics import expected as exp_mod
 from rackbook.physics.workload import Workload
 from rackbook.results import published_rows
 
-#: The mapping file and the fit file, under data/.
-MAPPING = "published/validation.yaml"
-#: The fit's grid: kernel-efficiency factors (dimensionless) searched.
+MAPPING = "published/validation.yaml"  # under data/
+#: The fit's grid: kernel-efficiency factors (dimensionless).
 EFFICIENCIES: tuple[float, ...] = (0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
-#: Per-layer floors (seconds): the measured anchor only. The floor is not fitted: fitted, a fold
-#: without the SGLang cookbook took no floor at all (pulled there by InferenceX's 4-client
-#: GB300 rows, whose mapping checks out) and over-read the cookbook's points 3-6x.
+#: Per-layer floors (s): the measured anchor only (fitted, a fold without the SGLang cookbook
+#: took no floor and over-read the cookbook's points 3-6x).
 LAYER_S: tuple[float, ...] = (exp_mod.ANCHOR_LAYER_S,)
-#: Nominal quantiles of log(measured / expected) that make an interval (80 %), before the
-#: finite-sample correction of :func:`interval_levels`.
+#: Nominal quantiles of log(measured / expected) making an 80 % interval.
 INTERVAL_QUANTILES = (0.1, 0.9)
 #: Decoding batches per GPU grouped in bands for the book's figure.
 BATCH_BANDS: tuple[tuple[float, str], ...] = (
@@ -60,8 +43,7 @@ BATCH_BANDS: tuple[tuple[float, str], ...] = (
 
 @dataclass(frozen=True)
 class Point:
-    """One published measurement mapped to the expected throughput's arguments (units:
-    tokens, tokens/s per GPU, ms)."""
+    """One published measurement as the expected throughput's arguments (tokens, tok/s, ms)."""
 
     id: str
     source: str
@@ -88,7 +70,7 @@ class Point:
 
     @property
     def band(self) -> str:
-        """The decoding batch per GPU's band (:data:`BATCH_BANDS`; ``free`` when not given)."""
+        """The decoding batch per GPU's band (``free`` when not given)."""
         if self.batch is None:
             return "best batch (free)"
         per = self.batch / (self.decode_gpus or self.gpus)
@@ -106,7 +88,7 @@ class Excluded:
 
 @dataclass(frozen=True)
 class Prediction:
-    """One point's expected rate (per GPU, its counted tokens), interval and deployment."""
+    """One point's expected rate (tok/s per GPU, its counted tokens) and interval."""
 
     point: Point
     expected: float
@@ -117,16 +99,14 @@ class Prediction:
 
     @property
     def ratio(self) -> float:
-        """measured / expected."""
         return self.point.measured / self.expected if self.expected > 0 else math.inf
 
     @property
     def inside(self) -> bool:
-        """Whether the measurement lies in [low, high]."""
         return self.low <= self.point.measured <= self.high
 
     def to_dict(self) -> dict[str, Any]:
-        """The report's row: the point's fields (model and GPU by name), then the prediction."""
+        """The report's row: the point's fields, then the prediction."""
         p = self.point
         row = {k: getattr(p, k) for k in ("id", "source", "primary")}
         row |= {"model": catalogs.as_model(p.model).name, "gpu": catalogs.as_gpu(p.gpu).label}
@@ -143,7 +123,6 @@ def _row_value(row: Any, *names: str) -> float | None:
     return None
 
 
-#: Little's law on the decode stage (:func:`rackbook.physics.expected.littles_law`).
 littles_law = exp_mod.littles_law
 
 
@@ -164,9 +143,8 @@ def _figures(data: Path) -> dict[str, Any]:
 
 
 def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
-    """The points of the mapping at ``path`` (default ``data/published/validation.yaml``),
-    their measured values read from the shipped published traces and figures; InputError (file,
-    field, problem) on a point that names no row, an unknown source or a bad field."""
+    """The points of the mapping (default :data:`MAPPING`), measured values read from the
+    published traces and figures; InputError on an unknown row or source, or a bad field."""
     file = Path(path) if path is not None else paths.DATA / MAPPING
     doc = loader.read_yaml(file)
     if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
@@ -207,7 +185,6 @@ def _point(
     rows: dict[tuple[str, str], dict[str, Any]],
     figs: dict[str, Any],
 ) -> Point:
-    """One point of the mapping, its measured value read from its row or figure."""
     ttft = tpot = conc = None
     if "figure" in spec:
         f = figs.get(pid)
@@ -254,30 +231,12 @@ def _point(
     verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
-    return Point(
-        pid,
-        src,
-        primary,
-        measured,
-        str(spec["counted"]),
-        str(spec["phase"]),
-        str(spec["model"]),
-        spec.get("precision"),
-        str(spec["gpu"]),
-        int(spec["gpus"]),
-        spec.get("isl"),
-        osl,
-        batch,
-        how_text,
-        verify,
-        tps,
-        spec.get("tpot_ms"),
-        spec.get("prefill_gpus"),
-        spec.get("decode_gpus"),
-        spec.get("context"),
-        str(spec.get("note") or ""),
-        url,
-    )
+    kw: dict[str, Any] = {k: str(spec[k]) for k in ("counted", "phase", "model", "gpu")}
+    kw |= {k: spec.get(k) for k in ("precision", "isl", "tpot_ms", "prefill_gpus", "decode_gpus")}
+    kw |= dict(context=spec.get("context"), gpus=int(spec["gpus"]), osl=osl, url=url)
+    kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
+    kw["note"] = str(spec.get("note") or "")
+    return Point(pid, src, primary, measured, **kw)
 
 
 def _split(p: Point, claimed: float) -> tuple[float, float]:
@@ -297,44 +256,22 @@ def _split(p: Point, claimed: float) -> tuple[float, float]:
 
 
 def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
-    """The expected rate of ``p`` (per GPU, its counted tokens) with ``fit``. A disaggregated
-    deployment (prefill and decode GPUs) runs its pools side by side: the workload's rate is the
-    least each pool sustains, (decode rate x decode GPUs) / output share and (prefill rate x
-    prefill GPUs) / input share, over all the GPUs."""
+    """The expected rate of ``p`` with ``fit``; a disaggregated deployment's is the least each
+    pool sustains (rate x its GPUs / its token share), over all the GPUs."""
     model = catalogs.as_model(p.model)
     kv = check_mod.narrowest_kv_dtype(model) or ("fp4" if model.kv_cache.relative_to else None)
     ctx = p.context if p.context is not None else ((p.isl or 0) + (p.osl or 0) / 2)
-    prefix = (p.isl or 0) / 2
-    work = Workload(
-        counted=p.counted,
-        decode_context=ctx,
-        prefill_prefix=prefix,
-        tokens_per_step=p.tokens_per_step,
-        verify_tokens=p.verify,
-        kv_dtype=kv,
+    wk: dict[str, Any] = dict(
+        tokens_per_step=p.tokens_per_step, verify_tokens=p.verify, kv_dtype=kv
     )
-    common: dict[str, Any] = dict(precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
+    work = Workload(counted=p.counted, decode_context=ctx, prefill_prefix=(p.isl or 0) / 2, **wk)
+    run = partial(exp_mod.expected, model, p.gpu, precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
     if p.prefill_gpus and p.decode_gpus:
         total = (p.isl or 0) + (p.osl or 0)
-        dec = exp_mod.expected(
-            model,
-            p.gpu,
-            p.decode_gpus,
-            replace(work, output_tok_s_per_gpu=1.0),
-            claimed=1.0,
-            phase="decode",
-            decode_batch=p.batch,
-            **common,
-        )
-        pre = exp_mod.expected(
-            model,
-            p.gpu,
-            p.prefill_gpus,
-            replace(work, counted="input", new_input_tok_s_per_gpu=1.0),
-            claimed=1.0,
-            phase="prefill",
-            **common,
-        )
+        w = replace(work, output_tok_s_per_gpu=1.0)
+        dec = run(p.decode_gpus, w, claimed=1.0, phase="decode", decode_batch=p.batch)
+        w = replace(work, counted="input", new_input_tok_s_per_gpu=1.0)
+        pre = run(p.prefill_gpus, w, claimed=1.0, phase="prefill")
         rate = min(
             dec.tok_s_per_gpu * p.decode_gpus * total / (p.osl or 1),
             pre.tok_s_per_gpu * p.prefill_gpus * total / (p.isl or 1),
@@ -344,16 +281,8 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
         dep = f"{pre.deployment} prefill + {dec.deployment} decode"
     else:
         out, inp = _split(p, p.measured)
-        e = exp_mod.expected(
-            model,
-            p.gpu,
-            p.gpus,
-            replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp),
-            claimed=p.measured,
-            phase=p.phase,
-            decode_batch=p.batch,
-            **common,
-        )
+        w = replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp)
+        e = run(p.gpus, w, claimed=p.measured, phase=p.phase, decode_batch=p.batch)
         rate, dep = e.tok_s_per_gpu, e.deployment
     return Prediction(
         p, rate, rate * math.exp(fit.log_low), rate * math.exp(fit.log_high), dep, fit_name
@@ -361,22 +290,15 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
 
 
 def _weights(points: list[Point]) -> np.ndarray:
-    """Each source weighs the same in a fit: 1 / its points."""
     counts = Counter(p.source for p in points)
     return np.array([1.0 / counts[p.source] for p in points])
 
 
 def grid_logs(points: list[Point]) -> np.ndarray:
-    """log(measured / expected) of every point (columns) at every grid fit (rows:
-    :data:`EFFICIENCIES` x :data:`LAYER_S`, efficiency outer)."""
-    out = np.empty((len(EFFICIENCIES) * len(LAYER_S), len(points)))
-    k = 0
-    for e in EFFICIENCIES:
-        for lay in LAYER_S:
-            f = exp_mod.Fit(e, lay, 0.0, 0.0)
-            out[k] = [math.log(max(predict(p, f).ratio, 1e-12)) for p in points]
-            k += 1
-    return out
+    """log(measured / expected): points in columns, grid fits in rows (efficiency outer)."""
+    fits = [exp_mod.Fit(e, lay, 0.0, 0.0) for e in EFFICIENCIES for lay in LAYER_S]
+    logs = [[math.log(max(predict(p, f).ratio, 1e-12)) for p in points] for f in fits]
+    return np.array(logs, dtype=float).reshape(len(fits), len(points))
 
 
 def best(logs: np.ndarray, weights: np.ndarray) -> int:
@@ -387,12 +309,8 @@ def best(logs: np.ndarray, weights: np.ndarray) -> int:
 def weighted_quantiles(
     values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]
 ) -> tuple[float, ...]:
-    """Quantiles ``qs`` of ``values`` each weighing ``weights`` (linear between the weighted
-    midpoints; equal weights give :func:`numpy.quantile`'s ``hazen`` rule); zeros without
-    values.
-
-    Values 0, 1, 2, 3 weighing 1 each: midpoints at 0.125, 0.375, 0.625, 0.875, so the 0.5
-    quantile is 1.5 and the 0.1 quantile the least value, 0."""
+    """Weighted quantiles ``qs``, linear between weighted midpoints (equal weights: numpy's
+    ``hazen`` rule); zeros without values."""
     if not len(values):
         return tuple(0.0 for _ in qs)
     order = np.argsort(values, kind="stable")
@@ -402,20 +320,15 @@ def weighted_quantiles(
 
 
 def interval_levels(n: int) -> tuple[float, float]:
-    """The quantile levels an interval reads from ``n`` held-out residuals: split conformal
-    prediction's finite-sample correction of :data:`INTERVAL_QUANTILES`, each tail's level
-    scaled by (n + 1) / n (a new point is one more draw), capped at 0 and 1.
-
-    45 residuals: 0.9 x 46 / 45 = 0.92, so (0.08, 0.92); 9 residuals: (0, 1)."""
+    """:data:`INTERVAL_QUANTILES` for ``n`` residuals with split conformal prediction's
+    finite-sample correction: each tail's level scaled by (n + 1) / n, capped at 0 and 1."""
     lo, hi = INTERVAL_QUANTILES
     k = (n + 1) / n if n else 1.0
     return max(0.0, 1 - (1 - lo) * k), min(1.0, hi * k)
 
 
 def grid_fit(i: int, residuals: np.ndarray, weights: np.ndarray | None = None) -> exp_mod.Fit:
-    """The fit at grid row ``i``; its interval is the weighted quantiles
-    (:func:`interval_levels`) of the log residuals ``residuals`` (held-out ones: see
-    :func:`fit_points`), each weighing ``weights`` (default: the same)."""
+    """The fit at grid row ``i``, its interval from the (held-out) log ``residuals``."""
     e, lay = EFFICIENCIES[i // len(LAYER_S)], LAYER_S[i % len(LAYER_S)]
     w = np.ones(len(residuals)) if weights is None else weights
     lo, hi = weighted_quantiles(residuals, w, interval_levels(len(residuals)))
@@ -424,7 +337,7 @@ def grid_fit(i: int, residuals: np.ndarray, weights: np.ndarray | None = None) -
 
 @dataclass(frozen=True)
 class FitResult:
-    """The fit on all points, the fit with each source held out, and the grid's residuals."""
+    """The fit on all points, with each source held out, and the grid's residuals."""
 
     fit: exp_mod.Fit
     held_out: dict[str, exp_mod.Fit]
@@ -445,9 +358,8 @@ def _row_without(points: list[Point], logs: np.ndarray, out: set[str]) -> int | 
 def held_out_logs(
     points: list[Point], logs: np.ndarray, without: frozenset[str] = frozenset()
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(log residual, weight) of every point whose source is not in ``without``, each predicted
-    by the fit on the other sources (and not ``without`` either): the held-out errors an
-    interval is read from; weights 1 / the source's points (each source weighs the same)."""
+    """(log residual, weight) of each point not of ``without``, predicted by the fit on the
+    other sources; each source weighs the same."""
     sources = sorted({p.source for p in points} - without)
     res, wts = [], []
     for src in sources:
@@ -461,11 +373,8 @@ def held_out_logs(
 
 
 def fit_points(points: list[Point], logs: np.ndarray | None = None) -> FitResult:
-    """Fit on ``points`` and on each leave-one-source-out subset (``logs``: :func:`grid_logs`
-    of ``points``, computed when not given). Intervals from held-out errors only
-    (:func:`held_out_logs`): the fit's from every point held out by source; a fold's from the
-    other sources' points, each held out with the fold's source too (a fold whose other sources
-    leave nothing to hold out reads its own fitted residuals)."""
+    """Fit on ``points`` and on each leave-one-source-out subset, intervals from held-out
+    errors only (a fold with one other source: its fitted residuals)."""
     logs = grid_logs(points) if logs is None else logs
     i = best(logs, _weights(points))
     fit = grid_fit(i, *held_out_logs(points, logs))
@@ -485,23 +394,15 @@ def fit_points(points: list[Point], logs: np.ndarray | None = None) -> FitResult
 
 def held_out_fit(fit: exp_mod.Fit, source: str) -> exp_mod.Fit:
     """The fit with ``source`` held out (stored in the fit file), else ``fit`` itself."""
-    h = fit.held_out.get(source)
-    if not h:
-        return fit
-    return replace(
-        fit,
-        efficiency=h["efficiency"],
-        layer_s=h["layer_s"],
-        log_low=h["log_low"],
-        log_high=h["log_high"],
-    )
+    h: dict[str, Any] = fit.held_out.get(source) or {}
+    keys = ("efficiency", "layer_s", "log_low", "log_high")
+    return replace(fit, **{k: h[k] for k in keys}) if h else fit
 
 
 def predictions(
     points: list[Point], fit: exp_mod.Fit, *, held_out: bool = True
 ) -> list[Prediction]:
-    """Every point's prediction: with its own source held out of the fit (``held_out``), else
-    with the fit on all points."""
+    """Every point's prediction, its own source held out of the fit unless not ``held_out``."""
     out = []
     for p in points:
         f = held_out_fit(fit, p.source) if held_out else fit
@@ -511,8 +412,7 @@ def predictions(
 
 
 def summary(preds: list[Prediction]) -> dict[str, Any]:
-    """``{points, median_ratio, within_2x, inside}``: the median measured / expected, the share
-    within a factor 2 either way, the share inside [low, high] (None without points)."""
+    """``{points, median_ratio, within_2x, inside}`` (shares; None without points)."""
     r = np.array([x.ratio for x in preds if math.isfinite(x.ratio)])
     if not len(r):
         return {"points": 0, "median_ratio": None, "within_2x": None, "inside": None}
@@ -537,9 +437,7 @@ def report(points: list[Point], fit: exp_mod.Fit) -> dict[str, Any]:
 
 
 def fit_document(res: FitResult) -> dict[str, Any]:
-    """The fit file's content: method, grid (the floor's one anchored value), fit, held-out
-    fits and the points fitted."""
-
+    """The fit file's content: method, grid, fit, held-out fits and the points fitted."""
     return {
         "schema_version": 1,
         "method": (
@@ -564,11 +462,10 @@ def fit_document(res: FitResult) -> dict[str, Any]:
 
 
 def cli_validate(args: argparse.Namespace) -> int:
-    """``rackbook validate [--json] [--fit]``: measured / expected per point (each with its own
-    source held out of the fit) and the summary on all points and on primary sources; ``--fit``
-    refits on the mapping's points first and writes ``data/published/expected-fit.yaml``."""
-    points, excluded = load(getattr(args, "mapping", None))
-    if getattr(args, "fit", False):
+    """``rackbook validate [--json] [--fit]``: held-out measured / expected per point and the
+    summary; ``--fit`` refits first and writes the fit file."""
+    points, excluded = load()
+    if args.fit:
         res = fit_points(points)
         doc = fit_document(res)
         fit = replace(res.fit, source="fitted now", held_out=doc["held_out"])

@@ -1,10 +1,6 @@
-"""The shared parts of every chapter's readings (:mod:`rackbook.results.headline`).
-
-A trace tests a claim only when recorded (not synthetic or published) on the claim's GPUs
-(``run.json`` ``hardware.gpus[].name``, or ``server.gpus`` declared for remote endpoints) serving
-the claim's model; otherwise its reading is ``untested``, naming the hardware it ran on (CPU
-servers are replicas, not GPUs).
-"""
+"""The shared parts of every chapter's readings. A trace tests a claim only when recorded on the
+claim's GPUs (``server.gpus`` declared for remote endpoints) serving the claim's model; otherwise
+its reading is ``untested``, naming the hardware it ran on."""
 
 from __future__ import annotations
 
@@ -24,16 +20,14 @@ from rackbook.physics.check import Check, physics_verdict
 from rackbook.results.headline import ClaimReading, ceiling_margin
 from rackbook.results.headline import untested as _untested
 
-#: GPU name fragments (upper case) of the claims' hardware.
+#: GPU name fragments (upper case) of the claims' hardware; what a served model's name contains.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
 BLACKWELL: tuple[str, ...] = ("B200", "B300", "GB200", "GB300")
-#: What a served model's name must contain for a trace to speak to the claims.
 MODEL_KEY = "v4.1-flash"
 
 
 def gpu_names(run: dict[str, Any]) -> list[str]:
-    """Names of the GPUs that served a run: ``server.gpus`` declared for remote endpoints, else
-    the recording machine's inventory (empty on a CPU-only machine)."""
+    """The GPUs that served a run: ``server.gpus`` of a remote endpoint, else the inventory."""
     server = run.get("server")
     if isinstance(server, dict) and not server.get("same_host"):
         return [str(g.get("name", "")) for g in server.get("gpus") or []]
@@ -41,7 +35,6 @@ def gpu_names(run: dict[str, Any]) -> list[str]:
 
 
 def on_gpus(run: dict[str, Any], names: tuple[str, ...] = BLACKWELL_ULTRA) -> bool:
-    """True when any GPU of the run's inventory has one of ``names`` in its name."""
     return any(n.upper() in g.upper() for g in gpu_names(run) for n in names)
 
 
@@ -54,14 +47,12 @@ def can_test(
 
 
 def untested(claim_id: str, run: dict[str, Any], what: str, needs: str) -> ClaimReading:
-    """The "this run" reading of a trace that cannot test the claim: where it ran, ``what``
-    it measured, what the claim ``needs``."""
+    """The "this run" reading of a trace that cannot test the claim."""
     return _untested(claim_id, f"{provenance.hardware_label(run)} ({what})", needs)
 
 
 def parameters(p: Any, names: str, **resolved: Any) -> dict[str, Any]:
-    """The headline JSON's ``parameters``: the fields ``names`` (space-separated, in order) of
-    ``p``, a tuple as a list, a value the analysis ``resolved`` in place of the field's."""
+    """The headline JSON's ``parameters``: fields ``names`` of ``p``, ``resolved`` ones replaced."""
     out = {k: resolved[k] if k in resolved else getattr(p, k) for k in names.split()}
     return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
@@ -77,8 +68,7 @@ def run_reading(
     run: dict[str, Any],
     needs: str,
 ) -> ClaimReading:
-    """The "this run" reading of a measured value against a published one (same unit):
-    ``consistent`` when |measured / published - 1| <= ``rel_tol`` (a fraction), else
+    """``consistent`` when |measured / published - 1| <= ``rel_tol`` (a fraction), else
     ``inconsistent``; ``untested`` when not ``testable`` or the value is unknown."""
     if not testable:
         return untested(claim_id, run, what, needs)
@@ -98,8 +88,7 @@ def run_reading(
 
 @dataclass(frozen=True)
 class RangeVerdict:
-    """A measured gain against a published range (fractions): ``inside`` (the point estimate),
-    ``consistent`` (the interval overlaps), ``below`` / ``above`` (the whole interval)."""
+    """A measured gain against a published range (fractions): verdict, inside, overlaps."""
 
     verdict: str
     inside: bool
@@ -108,7 +97,6 @@ class RangeVerdict:
 
 
 def physics_reading(claim_id: str, claimed: float, ceiling: float, what: str) -> ClaimReading:
-    """The physics reading of ``claimed`` against a ``ceiling`` in the same unit."""
     ratio = claimed / ceiling if ceiling > 0 else math.inf
     v = physics_verdict(ratio)
     shown = ceiling_margin(ratio)
@@ -120,10 +108,8 @@ def number(x: Any, digits: int = 4) -> float | int | None:
     """A headline value: ``x`` rounded to ``digits`` decimals, ints kept, None when unknown."""
     if x is None or x is pd.NA:
         return None
-    if isinstance(x, bool):
-        return int(x)
     if isinstance(x, int):
-        return x
+        return int(x)
     try:
         f = float(x)
     except (TypeError, ValueError):
@@ -138,9 +124,8 @@ def text(x: Any, spec: str = ",.0f", unknown: str = "unknown") -> str:
 
 
 def attainable(c: Check, what: str = "") -> dict[str, Any]:
-    """What measured kernels reach for a check (:func:`rackbook.physics.attainable.for_check`):
-    ``tok_s_per_gpu`` (tokens/s per GPU), ``ratio`` (the figure over it), ``deployment``,
-    ``calibration``, ``binding``, ``text`` (``what`` before it) and ``expected``."""
+    """What measured kernels reach for a check (tok/s per GPU, the figure's ratio to it...),
+    with :func:`expected`."""
     a = _attainable.for_check(c)
     d = a.to_dict()
     keys = ("tok_s_per_gpu", "ratio", "deployment", "deployment_name", "calibration", "binding")
@@ -151,9 +136,8 @@ def attainable(c: Check, what: str = "") -> dict[str, Any]:
 
 
 def expected(c: Check, what: str = "") -> dict[str, Any]:
-    """What real deployments reach for a check (:func:`rackbook.physics.expected.for_check`,
-    stored fit): ``tok_s_per_gpu``, ``low``, ``high`` (tokens/s per GPU), ``ratio`` (the figure
-    over it), ``deployment``, ``text``; None values for a figure that does not fit."""
+    """What real deployments reach for a check (tok/s per GPU, interval, ratio), stored fit;
+    None values for a figure that does not fit."""
     keys = ("tok_s_per_gpu", "low", "high", "ratio", "deployment")
     if c.limit.startswith("memory capacity"):
         return dict.fromkeys(keys) | {"text": ""}
@@ -166,8 +150,7 @@ def expected(c: Check, what: str = "") -> dict[str, Any]:
 
 
 def placement(d: Mapping[str, Any]) -> str:
-    """Where a claim (``ratio`` x ``tok_s_per_gpu``) sits against an :func:`expected` reading's
-    ``low`` .. ``high``: ``below`` / ``within`` / ``above``, "" without one."""
+    """``below``, ``within`` or ``above`` an :func:`expected` reading's interval, "" without."""
     exp, low, high, ratio = (d.get(k) for k in ("tok_s_per_gpu", "low", "high", "ratio"))
     if not all(isinstance(x, (int, float)) for x in (exp, low, high, ratio)) or not exp or exp <= 0:
         return ""
@@ -176,9 +159,8 @@ def placement(d: Mapping[str, Any]) -> str:
 
 
 def brief(d: Mapping[str, Any], validation: str = "") -> str:
-    """The expected reading in one line for a readings table, then the model's held-out error
-    ``validation``: ``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU:
-    2x)``; "" without an expected rate."""
+    """``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``, then the
+    model's error ``validation``; "" without an expected rate."""
     where = placement(d)
     if not where:
         return ""
