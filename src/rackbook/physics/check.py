@@ -1,23 +1,6 @@
-"""Is a serving claim physically possible? The ceilings a model and GPU put on tokens/s per
-GPU, and a verdict on a claimed figure. Each ceiling is the least time the work can take:
-
-- **compute**: dense FLOP/s at each part's precision, GEMMs plus attention and indexer FLOP at
-  the context (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); a speculative
-  step verifies more tokens than it keeps; prefill passes the encoder layers only;
-- **memory bandwidth** (decode, :func:`memory_ceiling`): the fewest bytes a step can read;
-- **KV read** (prefill): a chunk of :data:`PREFILL_CHUNK` new tokens reads its prefix's caches
-  once;
-- **memory capacity** (:func:`capacity`): weights and KV must fit in :data:`MEMORY_FRACTION`
-  of the HBM (weights offloaded to Grace memory where the GPU has it).
-
-What a figure does not state is read at the least bytes: the catalog's smallest weight format
-unless ``precision`` states the experts' dtype, the narrowest KV format unless ``kv_dtype``
-does. Prefill and decode share the GPUs' time: ratio = new input tok/s / prefill ceiling +
-output tok/s / decode ceiling; ``possible`` at or below 1, ``impossible`` above (no margin;
-realism is :mod:`rackbook.physics.attainable`'s). ``undetermined`` is for what a bound cannot
-decide (an unknown cached share: :func:`cached_share_threshold`). Without a concurrency the
-batch is the claimant's free choice: the best batch whose KV fits, said in the output.
-"""
+"""Is a serving claim physically possible? The ceilings (compute, memory bandwidth, KV read,
+memory capacity) a model and GPU put on tokens/s per GPU, each the least time the work takes;
+ratio = new input tok/s / prefill ceiling + output tok/s / decode ceiling, possible at <= 1."""
 
 from __future__ import annotations
 
@@ -68,12 +51,7 @@ class PerGpuCeiling:
 
 @dataclass(frozen=True)
 class Check:
-    """The physics of one claimed rate (tokens/s per GPU) on one workload.
-
-    ``ratio``: the share of the GPUs' time the claimed work needs at the ceilings (the prefill
-    share of the new input tokens plus the decode share of the output tokens); 1 = every
-    second at a ceiling. ``ceiling_tok_s_per_gpu``: the counted rate at which the ratio is 1.
-    ``fractions``: phase -> its share of the time."""
+    """The physics of one claimed rate (tokens/s per GPU) on one workload."""
 
     model: str
     gpu: str
@@ -161,10 +139,7 @@ def memory_ceiling(
     GPUs, from the fewest bytes a step can read: the dense weights once in all, top-k routed
     experts per MoE layer (every token picking the same), each sequence's context reads at
     ``context`` tokens (:func:`rackbook.physics.roofline.context_reads`) and the drafter once,
-    over ``gpus`` x HBM bytes/s; a step yields ``batch`` x ``tokens_per_step`` tokens.
-
-    DeepSeek-V4.1-Flash, 4 sequences on 4 GB300, no context: 7.507 GB + 40 x 6 x 18.8 MB =
-    12.02 GB / 32 TB/s = 375.6 us; 4 tokens / 375.6 us / 4 GPUs = 2,662 tok/s per GPU."""
+    over ``gpus`` x HBM bytes/s; a step yields ``batch`` x ``tokens_per_step`` tokens."""
     verify = verify_tokens(model, tokens_per_step)
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
@@ -240,10 +215,7 @@ def capacity(
     one of ``longest`` tokens must fit alone. Weights are spread over ``gpus`` (the least a GPU
     holds); ``dense_replicated`` keeps the dense weights on every GPU (data-parallel
     attention); with ``offload`` they may go to the GPU's host (Grace) memory first (vLLM
-    ``--cpu-offload-gb``).
-
-    DeepSeek-R1 at NVFP4 (344.0 GB) on 2 GB200: 172.0 GB a GPU, of which 236 GB of Grace
-    memory can hold all; the KV has all of 0.9 x 198.67 GB = 178.8 GB."""
+    ``--cpu-offload-gb``)."""
     st = roofline.storage(model)
     weights = st.per_gpu_bytes(gpus) if dense_replicated else st.total_bytes / gpus
     window = roofline.window_bytes_per_sequence(model)
@@ -329,12 +301,7 @@ def prefill_ceiling(
     :func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the prefix's KV reads
     of those layers (:func:`rackbook.physics.roofline.context_reads`), read once per chunk of
     :data:`PREFILL_CHUNK` new tokens (the index keys scanned once for the chunk's queries, the
-    fewest rows top-k, shared).
-
-    DeepSeek-V4.1-Flash on a GB300 behind 855,000 tokens: KV read 1.5 x 68 B x 855,000 +
-    18 x 512 x 288 B = 89.9 MB per chunk / 256 = 351 kB per new token, 22.8M tokens/s; compute
-    2.068 us + 1.5 x 855,000 x 16,384 FLOP (scan) + 1.21 GFLOP (rows) + 0.34 GFLOP (window) at
-    5 PFLOP/s = 6.587 us: 151,800 new tokens/s."""
+    fewest rows top-k, shared)."""
     comp = roofline.compute_ceiling_tokens_per_s(
         model, gpu, "prefill", active_scale=active_scale, context=prefix
     )
@@ -360,8 +327,6 @@ def prefill_ceiling(
 def _decode_compute(
     m: ModelSpec, g: GpuSpec, w: Workload, active_scale: float
 ) -> tuple[PerGpuCeiling, list[str]]:
-    """The decode compute ceiling in kept tokens (a verify step keeps ``tokens_per_step`` of
-    ``verify_tokens``), and the roofline's notes."""
     comp = roofline.compute_ceiling_tokens_per_s(
         m, g, "decode", active_scale=active_scale, context=w.decode_context
     )
@@ -377,8 +342,6 @@ def _decode_compute(
 
 
 def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -> str | None:
-    """Why the weights or ``batch`` sequences' KV do not fit (the first note and the limit's
-    part), or None when they fit."""
     lacking = cap.what_does_not_fit
     if lacking is not None:
         return f"{cap.formula} on {gpu.name}"
@@ -401,9 +364,6 @@ def _bandwidth(
     notes: list[str],
     active_scale: float,
 ) -> tuple[PerGpuCeiling, float]:
-    """The decode memory-bandwidth ceiling at the workload's concurrency, or at the best batch
-    up to ``most`` sequences (powers of two: the claimant's free choice, said in ``notes``);
-    and the batch read."""
     kw: dict[str, Any] = dict(
         context=w.decode_context,
         tokens_per_step=w.tokens_per_step,
@@ -448,15 +408,7 @@ def check_claim(
     precision: str | None = None,
 ) -> Check:
     """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
-    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s).
-
-    ``counted``: ``output``, ``total`` (input + output; needs ``isl`` and ``osl``) or ``input``
-    (the default in prefill). ``batch``: sequences in flight over all ``gpus`` (default: the
-    best whose KV fits). ``phase``: ``decode``, ``prefill`` or ``mixed`` (the default with
-    ``isl`` and ``osl``). ``precision`` and ``kv_dtype`` state what the module reads at the
-    least bytes. Ranges are checked where values enter (:data:`rackbook.params.FLAGS`,
-    notebook parameters); here only a rate that is not a positive number and the rules that
-    turn on the model."""
+    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s)."""
     if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
     g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
@@ -499,8 +451,6 @@ def check_claim(
 def _kv_layout(
     m: ModelSpec, kv_dtype: str | None, phase: str, context: float | None, isl: float | None
 ) -> tuple[str | None, list[str]]:
-    """The KV dtype read (``kv_dtype``, else the narrowest the model has) and the notes on what
-    the context leaves out; InputError for a context on a model whose KV layout is unknown."""
     kv_dtype = kv_dtype or narrowest_kv_dtype(m)
     notes: list[str] = []
     if kv_dtype is None:
@@ -523,9 +473,6 @@ def _ceilings(
     notes: list[str],
     active_scale: float,
 ) -> dict[str, Any]:
-    """The ceilings of the workload ``w`` and the verdict on ``claimed`` tokens/s per GPU: the
-    :class:`Check` fields they give, by name (``notes`` extended). The limit is the binding
-    ceiling of the phase taking the most time."""
     ceilings: list[PerGpuCeiling] = []
     comp = None
     if phase in ("decode", "mixed"):
@@ -577,12 +524,7 @@ def _ceilings(
 class Threshold:
     """The least cached share of the input at which a figure is possible, from the whole
     workload: the prefill of the new input tokens (whose prefix grows with the cached share,
-    so their attention over it costs more), and the decode of the output tokens.
-
-    ``share``: 0 when the figure is possible uncached, None when it is impossible at any
-    share, else the least share from which every share up to all-but-one-token cached reads
-    possible (sufficient, not only necessary). ``verdict``: ``possible`` | ``impossible`` |
-    ``undetermined`` (it turns on the share)."""
+    so their attention over it costs more), and the decode of the output tokens."""
 
     share: float | None
     ratio_uncached: float
@@ -599,17 +541,7 @@ def cached_share_threshold(
     model: ModelSpec | str, gpu: GpuSpec | str, gpus: int, tok_s: float, **kwargs: Any
 ) -> Threshold:
     """The least cached share at which ``tok_s`` (as :func:`check_claim` reads it, same
-    keyword arguments but ``cached_share``) is possible.
-
-    The ratio is sampled at shares 0, 0.025, .., 0.975 and 1 - 1e-6; the threshold is the
-    share above the last sample that reads impossible, refined by bisection to 1e-4, so every
-    share from it up reads possible.
-
-    DeepSeek-V4.1-Flash, 954,000 total tok/s per GPU on 72 GB300, ISL 100,000 / OSL 1,000:
-    decode 9,446 output tok/s at the 171,899 compute ceiling (100,500 tokens of context) takes
-    0.05495 of the time; each new input token takes 2.068 us + (1.2288 (1 + c) + 1.5435) GFLOP
-    of attention at 5 PFLOP/s = 2.6215 + 0.2458 c us, and 944,554 (1 - c) of them a second
-    fill the rest when (1 - c)(2.6215 + 0.2458 c) = 1.0005: c = 0.640."""
+    keyword arguments but ``cached_share``) is possible."""
     if "cached_share" in kwargs:
         raise TypeError("cached_share_threshold chooses the cached share itself")
 

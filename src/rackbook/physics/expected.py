@@ -1,21 +1,6 @@
-"""What real deployments reach: the expected throughput beside every physics bound.
-
-A bound (:mod:`rackbook.physics.check`) is the least time the work can take; the attainable
-estimate (:mod:`rackbook.physics.attainable`) sums calibrated kernel times in one deployment.
-This module starts from the same kernels and adds what real deployments lose or gain: a
-per-layer latency floor anchored on a measured single stream (:data:`ANCHOR_LAYER_S`),
-expert-parallel imbalance (:mod:`rackbook.physics.imbalance`), overlap of dispatch/combine with
-compute, the best of dp-ep, tp-ep and hybrids (:func:`tp_widths`), attention FLOP, monotone
-expert GEMMs (:func:`expert_time`), one index-scan model for both phases (:func:`scan_time`),
-the NIC between NVLink domains (:func:`nic_bandwidth`), the stated verify width, and the
-decoding batch capped by KV capacity and the TPOT limit (:func:`expected`).
-
-Not physics: the floor (anchored, not fitted) and a kernel-efficiency factor fitted only on
-published measurements (``rackbook validate --fit``), stored with the points and method in
-``data/published/expected-fit.yaml``; ``[low, high]`` is the held-out residual spread.
-
-Units: seconds, bytes, FLOP, tokens/s per GPU.
-"""
+"""What real deployments reach: calibrated kernels plus a per-layer latency floor, expert
+imbalance, overlap and the best deployment, x an efficiency fitted on published measurements
+(``data/published/expected-fit.yaml``). Units: seconds, bytes, FLOP, tokens/s per GPU."""
 
 from __future__ import annotations
 
@@ -85,10 +70,7 @@ class Fit:
 def held_out_text(s: dict[str, Any]) -> str:
     """The one wording of a held-out validation summary ``s`` (``points``, ``median_ratio``,
     ``within_2x``, ``inside``: :func:`rackbook.results.validation.summary`), for the CLI, the
-    landing note, the chapters and the book page; "" without points.
-
-    45 points, median 0.98, 0.822 within 2x, 0.689 inside: "median measured/expected 0.98
-    held out by source, 82% of 45 published points within 2x, 69% inside the interval"."""
+    landing note, the chapters and the book page; "" without points."""
     if not s.get("points"):
         return ""
     inside = s.get("inside")
@@ -171,7 +153,6 @@ imbalance = imbalance_table.imbalance
 
 
 def _bucket(x: float) -> int:
-    """``x`` rounded to a power of 2^(1/4), for caching the imbalance."""
     return int(round(2 ** (round(4 * math.log2(max(x, 1.0))) / 4)))
 
 
@@ -207,7 +188,6 @@ def expert_time(
 
 
 def _dense(eff: attainable.Efficiencies, gpu: GpuSpec, dtype: str) -> float:
-    """Dense FLOP/s the target reaches at ``dtype``: the calibration's fraction of its peak."""
     run = gpu.run_precision(dtype)
     frac = eff.dense.get(run) or eff.dense.get("fp8") or max(eff.dense.values())
     return frac * float(gpu.flops(run) or 0.0)
@@ -218,10 +198,7 @@ def scan_time(
 ) -> float:
     """The one index-scan model of both phases: ``key_bytes`` of index keys read at the
     calibration's stream fraction of HBM bandwidth, or ``key_flops`` of scoring at the dense
-    BF16 fraction, whichever is longer (seconds).
-
-    100,000 tokens of DeepSeek-V4.1-Flash context, one decode token: 2.5 x 100,000 keys x 68 B
-    (FP4) = 17.0 MB / (0.9028 x 8 TB/s) = 2.354 us; at BF16 (256 B a key) 64.0 MB: 8.861 us."""
+    BF16 fraction, whichever is longer (seconds)."""
     bw = eff.stream * gpu.hbm_bandwidth_bytes_per_s
     return max(key_bytes / bw, key_flops / _dense(eff, gpu, "bf16"))
 
@@ -238,10 +215,7 @@ def expert_part(
     the GPUs), experts expert-parallel over ``ep = min(gpus, experts)``: its load is the mean
     (tokens x top-k / ep) x :func:`imbalance`, spread over the distinct experts it holds that
     the step touches (uniform routing's distinct / ep, x the imbalance, at most its slots),
-    each at :func:`expert_time` of its share; x MoE layers.
-
-    One token of DeepSeek-V4.1-Flash on 4 GPUs: 6 assignments, mean 1.5 a GPU; the busiest
-    holds 1.5 x imbalance of them, each one expert's 1 token at 4.093 us; x 40 layers."""
+    each at :func:`expert_time` of its share; x MoE layers."""
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     e, k = m.num_routed_experts, m.experts_per_token
@@ -291,7 +265,6 @@ _CONTEXT_MEMO: dict[tuple[int, float, str, str | None], tuple[ModelSpec, tuple[f
 def _context(
     model: ModelSpec, context: float, phase: str, kv_dtype: str | None
 ) -> tuple[float, float, float, float]:
-    """(scan bytes, other context bytes, scan FLOP, other attention FLOP) per token."""
     key = (id(model), float(context), phase, kv_dtype)
     hit = _CONTEXT_MEMO.get(key)
     if hit is not None and hit[0] is model:
@@ -306,9 +279,6 @@ def _context(
 def _context_reads(
     model: ModelSpec, context: float, phase: str, kv_dtype: str | None
 ) -> tuple[float, float, float, float]:
-    """:func:`_context` uncached. A model whose catalog KV layout is only relative to another's
-    (``kv_cache.relative_to``: DeepSeek-V4-Flash holds about 4x DeepSeek-V4.1-Flash's KV) reads
-    the other's context bytes and FLOP x the factor (approximate, as the catalog says)."""
     rel = model.kv_cache.relative_to
     if model.kv_cache.compression_ratios is None and rel is not None and kv_dtype and context:
         other = catalogs.as_model(rel.model)
@@ -338,25 +308,10 @@ def decode_step(
 ) -> Step:
     """One decode step of ``batch`` sequences (over all ``gpus``) verifying ``verify`` tokens
     each, attention tensor-parallel over ``tp`` GPUs (data-parallel over ``gpus / tp`` groups),
-    experts expert-parallel over all. Parts on the busiest GPU (seconds):
-
-    - ``dense``: the dense weights' 1 / tp share read at the stream fraction, or their GEMMs
-      for the group's tokens at the dense fraction, whichever is longer;
-    - ``attention``: MLA rows, pool and window FLOP of the group's tokens / tp;
-    - ``context``: the group's sequences' rows, pool and window bytes (the compressed KV is
-      shared by the heads: every TP rank reads it);
-    - ``index scan``: :func:`scan_time` of the group's sequences' keys (every rank reads them)
-      and the tokens' scoring FLOP / tp;
-    - ``experts``: distinct experts the step touches / gpus x :func:`imbalance`, each at
-      :func:`expert_time` of its tokens;
-    - ``drafter``: ``verify - 1`` draft passes of the drafter's weights (one layer's dense bytes
-      when the catalog names no drafter);
-    - ``network``: dispatch (FP8) + combine (BF16) of the GPU's tokens to experts elsewhere
-      (NVLink inside a domain, NIC beyond), or TP's two all-reduces a layer.
-
-    Kernels (all but the network) x ``fit.efficiency``; the network overlaps them when a GPU
-    holds two micro-batches or more (max), else adds; the floor ``fit.layer_s`` x layers (and
-    one layer per draft pass) adds. Rate: batch x ``tokens_per_step`` / step / gpus."""
+    experts expert-parallel over all: the busiest GPU's parts (seconds: dense, attention,
+    context, index scan, experts, drafter, network; kernels x ``fit.efficiency``, the network
+    overlapped when a GPU holds two micro-batches or more) plus the floor ``fit.layer_s`` a
+    layer."""
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     bw = gpu.hbm_bandwidth_bytes_per_s
@@ -405,10 +360,6 @@ def decode_step(
 def _network(
     model: ModelSpec, gpu: GpuSpec, gpus: int, tp: int, toks: float, moe_layers: int
 ) -> float:
-    """Seconds a step's collectives move data on the busiest GPU: expert dispatch (1 B a value)
-    and combine (2 B) of its tokens to the experts on other GPUs, the share beyond the NVLink
-    domain at the NIC's bandwidth; with tp > 1, two all-reduces a layer of the group's tokens
-    (BF16, ring: 2 (tp - 1) / tp of the data each)."""
     if gpus <= 1:
         return 0.0
     m, a = model.moe, model.architecture
@@ -513,14 +464,7 @@ def capacity(
     holds its sequences' KV once per rank (MLA's latent is not split by heads). The HBM is the
     bound's (:func:`rackbook.physics.check.usable_bytes`: the memory fraction of the HBM as the
     GPU reports it); the weights stay in HBM (a deployment tuned for speed offloads none). No
-    KV layout or no context: :data:`MAX_BATCH_PER_GPU` per GPU.
-
-    Not the bound's :func:`rackbook.physics.check.capacity`, on purpose: a bound takes the
-    least any GPU must hold (all the weights spread over the GPUs, Grace offload allowed, up to
-    :data:`rackbook.physics.workload.MAX_BATCH` = 65,536 sequences a GPU) so that its ceiling
-    is never too low; this reading is one tuned deployment (dense weights per TP group, all in
-    HBM, KV once per TP rank, at most 4,096 a GPU). One model for both would move the expected
-    numbers."""
+    KV layout or no context: :data:`MAX_BATCH_PER_GPU` per GPU."""
     st = roofline.storage(model)
     weights = st.dense_bytes / tp + st.routed_bytes / gpus
     per_seq = 0.0
@@ -559,15 +503,7 @@ def expected(
     tokens) whose work per GPU is ``work``'s output tokens decoded and new input tokens
     prefilled (the :class:`rackbook.physics.workload.Workload` of a check), as
     :func:`rackbook.physics.attainable.estimate` splits it: ratio = output / decode rate + new
-    input / prefill rate, expected = claimed / ratio.
-
-    The decoding batch: ``decode_batch`` when the caller derived it (Little's law), else
-    ``work.concurrency`` (clients waiting on their first token are not decoding: a caller that
-    knows TTFT and TPOT passes ``decode_batch``), else the best that fits; always capped by the
-    KV capacity and by ``tpot_ms`` (each kept token within it). The deployment: the one reaching
-    the most among dp-ep, tp-ep and hybrids (:func:`tp_widths`), unless ``deployment`` names one.
-    ``precision`` sets the routed experts' dtype; ``work.verify_tokens`` is the tokens a step
-    verifies (1: plain decode)."""
+    input / prefill rate, expected = claimed / ratio."""
     m = with_expert_dtype(catalogs.as_model(model), precision)
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
@@ -629,8 +565,6 @@ def expected(
 
 
 def _kv_note(m: ModelSpec, context: float) -> str:
-    """The note on a model whose catalog holds no KV layout of its own when context is read
-    ("" otherwise): its context costs taken from the model it is relative to, or not counted."""
     if m.kv_cache.compression_ratios is not None or not context:
         return ""
     rel = m.kv_cache.relative_to
@@ -642,8 +576,6 @@ def _kv_note(m: ModelSpec, context: float) -> str:
 
 
 def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
-    """Attention TP widths tried (:func:`tp_widths`), or the one ``deployment`` names (dp-ep:
-    1, tp-ep: all the GPUs; InputError when that width is not possible here)."""
     widths = tp_widths(gpus, domain(g))
     if deployment is None:
         return widths
@@ -665,11 +597,6 @@ def _best_decode(
     derived: float | None,
     tpot_ms: float | None,
 ) -> tuple[Step | None, str]:
-    """The decode step reaching the most tokens/s per GPU over the TP ``widths`` and batches
-    (``asked`` capped by the KV capacity, else powers of 2 up to it; each cut to the TPOT limit
-    when over it), and how its batch was set (:func:`_batch_text`; ``derived``: the caller's
-    Little's-law batch); the steps read ``work``'s context, verify width, kept tokens and KV
-    dtype. None when no width holds one sequence within the limits."""
     tps = work.tokens_per_step
     kw: dict[str, Any] = dict(
         context=work.decode_context,
@@ -716,8 +643,6 @@ def _tpot_batch(
     tpot_ms: float,
     tps: float,
 ) -> float:
-    """The largest batch <= ``b`` whose step keeps each kept token within ``tpot_ms`` (bisection
-    on whole sequences); 0 when even one sequence does not."""
 
     def ok(x: float) -> bool:
         return decode_step(m, g, gpus, x, eff, fit, tp=tp, **kw).seconds / tps * 1e3 <= tpot_ms
@@ -734,7 +659,6 @@ def _tpot_batch(
 def _batch_text(
     asked: float | None, derived: float | None, b: float, cap: float, tpot: float | None
 ) -> str:
-    """How the decoding batch was set, in words."""
     if derived is not None:
         src = f"{whole(derived):,} decoding (derived from the clients' concurrency)"
     elif asked is not None:
@@ -753,10 +677,7 @@ def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) ->
     """Sequences decoding among ``concurrency`` clients that each wait ``ttft_s`` for their
     first token and then decode ``osl - 1`` more at ``tpot_s``: concurrency x decode time /
     request time (Little's law on the decode stage; the rest of the clients are queued or in
-    prefill).
-
-    Concurrency 16, OSL 1,024, TTFT 0.557 s, TPOT 7.02 ms: 16 x 7.181 / (0.557 + 7.181) =
-    14.85 sequences decoding."""
+    prefill)."""
     dec = max(osl - 1, 0) * tpot_s
     total = ttft_s + dec
     return concurrency * dec / total if total > 0 else concurrency

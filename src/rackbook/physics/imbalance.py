@@ -1,19 +1,4 @@
-"""Expert-parallel imbalance: the busiest GPU's routed load over the mean, precomputed.
-
-The expected throughput (:mod:`rackbook.physics.expected`) multiplies the routed experts' load
-by the imbalance the project's EPLB model gives (:func:`eplb_imbalance`: the synthetic routing
-at :data:`SKEW`, rebalanced by DeepSeek's EPLB on one draw, measured on another). Computing it
-takes 10-50 ms a point, and one ``rackbook check`` needs a few dozen points; so the model is
-evaluated once on a grid (:data:`EP_GRID` GPUs x :data:`LOG2_STEP`-spaced assignments, for each
-expert count in :data:`EXPERTS`) and stored in ``data/derived/eplb-imbalance.json`` with its
-generator and inputs. :func:`imbalance` reads the table, interpolating log(imbalance) linearly
-in log(assignments) between grid points; an expert count or EP size not in the table is
-computed live. ``tests/test_imbalance.py`` checks the table against the model off the grid.
-
-Regenerate: ``python -m rackbook.physics.imbalance --write``.
-
-Units: assignments are token-expert assignments a layer (tokens x top-k); imbalance is a ratio.
-"""
+"""Expert-parallel imbalance: the busiest GPU's routed load over the mean, precomputed."""
 
 from __future__ import annotations
 
@@ -111,7 +96,6 @@ def table(path: str | None = None) -> dict[str, Any]:
 
 
 def _interp(xs: list[float], x: float) -> tuple[int, float]:
-    """Index i and weight w so that x = xs[i] (1 - w) + xs[i + 1] w, clamped to the ends."""
     if x <= xs[0]:
         return 0, 0.0
     if x >= xs[-1]:

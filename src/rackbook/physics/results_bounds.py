@@ -1,12 +1,6 @@
-"""Bounds the result chapters read, built on :mod:`rackbook.physics.check` and
-:mod:`rackbook.physics.roofline`: the verdict rule in words, the most counted tokens/s any
-cached share gives, the prefix-read ceiling of new prefill tokens, the share of a new token's
-time the decoder replay layers remove, and the time per MoE layer a step leaves for
-collectives.
-
-Every division of bytes by bandwidth or FLOP by peak the chapters show lives here (units in the
-names: ``_s`` seconds, ``_us`` microseconds, ``_bytes`` bytes, ``tok_s`` tokens/s).
-"""
+"""Bounds the result chapters read: the verdict rule in words, the most tokens/s any cached
+share gives, the prefix-read ceiling of new prefill tokens, the share the decoder replay layers
+remove, and the time per MoE layer a step leaves for collectives."""
 
 from __future__ import annotations
 
@@ -224,7 +218,6 @@ def collective_budget_us(claim_step_s: float, floor_step_s: float, moe_layers: i
 
 
 def _sci(x: float) -> str:
-    """A LaTeX number in engineering notation: ``8.49 \\times 10^{9}``, ``15 \\times 10^{15}``."""
     exp = 3 * math.floor(math.log10(abs(x)) / 3)
     return rf"{x / 10**exp:.3g} \times 10^{{{exp}}}"
 

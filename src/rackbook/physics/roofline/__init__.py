@@ -1,17 +1,6 @@
-"""Roofline arithmetic on catalog entries (:mod:`rackbook.inputs.catalogs`), no measurement,
-one module per idea: KV-cache bytes (``kv``), weights (``weights``), a token's context reads
-and attention FLOP (``context``), the FLOP ceiling (``compute``), batch-1 and speculative
-decoding (``decode``), and what they share, the HBM floor among it (``common``). Callers read
-every name from the package (``roofline.kv_bytes``).
-
-Units are in the names (``_bytes``, ``_s``, ``tokens_per_s``, ``flops``); results are frozen
-dataclasses with a ``formula`` showing the arithmetic. These are ceilings and floors, not
-predictions: no kernel efficiency, communication or scheduling. Compute is mixed precision:
-routed experts at their stored precision (FP4 on Blackwell; FP8 on Hopper, which has no FP4
-tensor cores), the rest at the dense weights' (FP8). Context reads have two ends: sparse
-attention scans every index key and reads the top-k rows; dense attention would read every
-row of every consuming layer; a real kernel lies between.
-"""
+"""Roofline arithmetic on catalog entries, no measurement, one module per idea (``kv``,
+``weights``, ``context``, ``compute``, ``decode``, ``common``); callers read every name from
+the package (``roofline.kv_bytes``)."""
 
 from __future__ import annotations
 

@@ -43,12 +43,7 @@ def compute_ceiling_tokens_per_s(
     at that precision (one the GPU lacks runs at the next it has); ``active_scale`` scales the
     active parameters (a sensitivity band). With ``context`` (tokens a token sees; in prefill,
     its prefix) the attention and indexer FLOP of :func:`attention_flops` are added, at the
-    dense weights' precision.
-
-    DeepSeek-V4.1-Flash decode on a GB300 GPU: 2 x 8.493e9 / 15e15 + 2 x 7.507e9 / 5e15 =
-    4.135 µs per token: 241,840 tokens/s; at 128,000 tokens of context + 9.54e9 / 5e15 =
-    1.91 µs: 6.04 µs, 165,500 tokens/s.
-    """
+    dense weights' precision."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     split = weight_split(m, phase)
     notes = []

@@ -43,12 +43,7 @@ class KvReads:
 
 def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
     """Context bytes one decode step reads for one sequence, at both ends (class docstring):
-    :func:`context_reads` without the window, and its per-token rates.
-
-    DeepSeek-V4.1-Flash, FP4: scan = (1/2 + 1/2 + 1/2 + 1/1) x 68 B = 170 B per context token;
-    dense = (6 + 6 + 6) x 1/2 x 288 + 20 x 1 x 288 + 170 = 8,522 B per context token; top-k
-    rows: 38 consuming layers x 512 x 288 B; candidate pool: 4 x 16,384 x 68 B.
-    """
+    :func:`context_reads` without the window, and its per-token rates."""
     m = catalogs.as_model(model)
     r, one = context_reads(m, context, "decode", kv_dtype), context_reads(m, 1, "decode", kv_dtype)
     fixed = r.rows + r.pool
@@ -92,10 +87,7 @@ def context_growth(
     n_gpus: int = 1,
 ) -> ContextGrowth:
     """Bytes read per step at ``hi`` minus at ``lo``, x ``batch`` sequences, over the HBM
-    bandwidth of ``n_gpus`` GPUs sharing them, for the sparse and the dense reading.
-
-    DeepSeek-V4.1-Flash, 128,000 -> 855,000 tokens, one sequence, one GB300: sparse 123.6 MB
-    (15.4 µs); dense 6.19 GB (774 µs)."""
+    bandwidth of ``n_gpus`` GPUs sharing them, for the sparse and the dense reading."""
     if not 0 <= lo < hi:
         raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
     if batch < 1:
@@ -125,9 +117,6 @@ def phase_layers(model: ModelSpec, phase: str) -> int:
 
 
 def _sources(model: ModelSpec, phase: str) -> list[tuple[int, int, int]]:
-    """(layer, compression ratio, consuming layers within the phase's layers) of every
-    KV-owning layer the phase reaches: a source at layer L read by c layers covers L..L+c-1,
-    clipped to the phase's layers."""
     kc = model.kv_cache
     layers, ratios = kc.owning_layers or [], kc.compression_ratios or []
     consumers = kc.consumers or [1] * len(layers)
@@ -140,9 +129,6 @@ def _sources(model: ModelSpec, phase: str) -> list[tuple[int, int, int]]:
 
 
 def _rows(model: ModelSpec, context: float, phase: str) -> tuple[float, float, float, float]:
-    """Rows one token of ``phase`` touches at ``context`` tokens, summed over the phase's
-    layers: (index keys scanned, candidate-pool keys, KV rows attended, every KV row of every
-    consuming layer: the dense end). Dense attention attends every row and scans nothing."""
     srcs = _sources(model, phase)
     every = sum(c * context / r for _, r, c in srcs)
     att = model.attention
@@ -155,8 +141,6 @@ def _rows(model: ModelSpec, context: float, phase: str) -> tuple[float, float, f
 
 
 def _pool_layers(model: ModelSpec, phase: str) -> int:
-    """Reindex layers the phase reaches: they rescore a pool the last index source publishes
-    and sit among its consumers, so a phase that stops before that source has none."""
     att = model.attention
     if att is None or not att.reindex_layers:
         return 0
@@ -165,11 +149,6 @@ def _pool_layers(model: ModelSpec, phase: str) -> int:
 
 
 def _row_and_key_flops(model: ModelSpec) -> tuple[int, int]:
-    """FLOP one query token spends, over every attention head, on one KV row in one layer:
-    2 x heads x (QK dims + V dims), a shared row of head_dim values serving as K and V, an MLA
-    row as latent + RoPE for QK and latent for V; and scoring one index key: 2 x heads x
-    index_head_dim (the attention heads stand for the index heads, which the catalog does not
-    count). DeepSeek-V4.1-Flash: 2 x 64 x (512 + 512) = 131,072 and 2 x 64 x 128 = 16,384."""
     a = model.architecture
     need(model, architecture__num_attention_heads=a.num_attention_heads)
     assert a.num_attention_heads is not None
@@ -203,13 +182,7 @@ def attention_flops(
     model: ModelSpec | str, context: float, phase: str = "decode"
 ) -> AttentionFlops:
     """Attention and indexer FLOP of one token of ``phase`` that sees ``context`` tokens
-    (decode: every layer; prefill: the encoder layers only, :func:`phase_layers`).
-
-    DeepSeek-V4.1-Flash decode at 128,000 tokens: scan 2 x 64 x 128 x (1/2 + 1/2 + 1/2 + 1/1) x
-    128,000 = 5.24 GFLOP (35.0 at 855,000); pool 4 x 16,384 x 16,384 = 1.07 G; rows 38 x 512 x
-    4 x 64 x 512 = 2.55 G; window 40 x 128 x 131,072 = 0.67 G; total 9.54 GFLOP, against
-    2 x 16e9 = 32 GFLOP of GEMMs.
-    """
+    (decode: every layer; prefill: the encoder layers only, :func:`phase_layers`)."""
     m = catalogs.as_model(model)
     check_positive(context, "context", allow_zero=True)
     n = phase_layers(m, phase)
@@ -255,13 +228,7 @@ def context_reads(
 ) -> ContextReads:
     """Context bytes one token of ``phase`` reads, the sparse end of
     :func:`decode_kv_reads` restricted to the phase's layers, plus the sliding window in
-    decode.
-
-    DeepSeek-V4.1-Flash, FP4, 128,000 tokens: decode scan 2.5 x 68 B x 128,000 = 21.76 MB +
-    rows 38 x 512 x 288 B = 5.60 MB + pool 4 x 16,384 x 68 B = 4.46 MB + window 40 x 128 x
-    528 B = 2.70 MB = 34.5 MB; prefill (20 encoder layers) scan 1.5 x 68 B x 128,000 =
-    13.06 MB + rows 18 x 512 x 288 B = 2.65 MB = 15.7 MB.
-    """
+    decode."""
     m = catalogs.as_model(model)
     check_positive(context, "context", allow_zero=True)
     kvb = kv_bytes(m, kv_dtype)

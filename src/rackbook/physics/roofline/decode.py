@@ -70,12 +70,7 @@ def batch1_decode_ceiling_tokens_per_s(
     A step verifies ``verify_tokens`` tokens (default: 1 without speculation, else the model's
     draft tokens + 1), reads the dense weights, the experts they touch, the drafter once and
     the context's reads with the window (:func:`context_reads`), and yields
-    ``acceptance_length`` tokens. Communication between the GPUs is not counted.
-
-    DeepSeek-V4.1-Flash on 4 B300 (32 TB/s), acceptance 3.51, a 6-token verify: (7.507 GB dense
-    + 40 x 6 x 18.8 MB experts + 0.52 GB drafter = 12.54 GB) / 32 TB/s = 391.8 us; 3.51 /
-    391.8 us = 8,958 tokens/s (uniform routing, 34.6 experts per layer: 3,297).
-    """
+    ``acceptance_length`` tokens. Communication between the GPUs is not counted."""
     m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")

@@ -83,11 +83,7 @@ def kv_row_values(model: ModelSpec) -> tuple[int, int]:
 
 def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     """Bytes per token of the global KV: rows/token x (KV row + indexer row), each row's bytes
-    derived from its values and format: values x bits / 8 + ceil(values / group) x scale bytes.
-
-    DeepSeek-V4.1-Flash at FP4: KV 512 x 4 / 8 = 256 + 512 / 16 = 32 scale bytes = 288; indexer
-    128 x 4 / 8 = 64 + 128 / 32 = 4 = 68; rows 1/2 + 1/2 + 1/2 + 1/1 = 2.5; 2.5 x 356 = 890.
-    """
+    derived from its values and format: values x bits / 8 + ceil(values / group) x scale bytes."""
     check_choice(kv_dtype, PRECISIONS, "kv_dtype")
     rows = kv_rows_per_token(model)
     table = model.kv_cache.row_formats
@@ -181,12 +177,7 @@ def sequences_fitting(
     memory_fraction: float = 1.0,
 ) -> Fit:
     """Sequences of ``context_tokens`` whose global KV fits on one GPU:
-    floor((HBM bytes x memory_fraction - weight_bytes_per_gpu) / KV bytes per sequence).
-
-    ``weight_bytes_per_gpu`` (bytes) must be given: it depends on the parallel layout.
-    Activations, CUDA graphs and the sliding-window cache are not subtracted; use
-    ``memory_fraction`` (like vLLM's ``gpu_memory_utilization``) to leave room for them.
-    """
+    floor((HBM bytes x memory_fraction - weight_bytes_per_gpu) / KV bytes per sequence)."""
     g = catalogs.as_gpu(hw)
     check_positive(context_tokens, "context_tokens")
     check_positive(weight_bytes_per_gpu, "weight_bytes_per_gpu", allow_zero=True)
@@ -205,11 +196,7 @@ def sequences_fitting(
 
 
 def cli_kv_bytes(args: argparse.Namespace) -> int:
-    """``rackbook kv-bytes MODEL [--kv-dtype D] [--json] [--context N]``.
-
-    Prints the derivation, then the bytes per token as the last line (with ``--json`` the last
-    line is ``{"bytes_per_token": N}``, plus ``"bytes_per_sequence"`` with ``--context``).
-    """
+    """``rackbook kv-bytes MODEL [--kv-dtype D] [--json] [--context N]``."""
     model = catalogs.load_model(args.model)
     context = args.context  # checked where flags enter (rackbook.params.FLAGS)
     b = kv_bytes(model, args.kv_dtype)

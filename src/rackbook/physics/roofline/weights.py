@@ -170,8 +170,6 @@ class Served:
 
 
 def _formats(model: ModelSpec) -> list[tuple[str, str, str]]:
-    """(routed dtype, dense dtype, checkpoint) of every format the catalog lists: the native
-    weights first, then each ``weights.served`` entry."""
     w = model.weights
     dense = w.dense_dtype or "bf16"
     out: list[tuple[str, str, str]] = [(w.routed_expert_dtype or dense, dense, "as published")]
@@ -180,9 +178,6 @@ def _formats(model: ModelSpec) -> list[tuple[str, str, str]]:
 
 
 def _with_format(model: ModelSpec, routed: str, dense: str) -> ModelSpec:
-    """``model`` with its routed experts at ``routed`` and the rest at ``dense``; the catalog's
-    bytes per expert kept only when the experts stay in their native dtype (else params x
-    bytes per param, scales not counted: the fewer bytes)."""
     w = model.weights
     if (routed, dense) == (w.routed_expert_dtype, w.dense_dtype):
         return model
@@ -201,11 +196,7 @@ def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
     """The weights a bound reads: at ``expert_dtype`` when stated (a format of the catalog's
     with those experts, else the native dense weights beside them), else the format the
     catalog lists with the fewest stored bytes (routed + dense: :func:`storage`), since a bound
-    must hold for every format the model is served in.
-
-    DeepSeek-R1: native FP8, 58 x 256 experts x 44.04 MB = 653.9 GB routed + 17.1 GB dense;
-    NVFP4 experts (nvidia/DeepSeek-R1-NVFP4) 22.02 MB each: 326.9 + 17.1 = 344.0 GB, the one a
-    bound takes."""
+    must hold for every format the model is served in."""
     formats = _formats(model)
     if expert_dtype is not None:
         check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
