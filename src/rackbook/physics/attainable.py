@@ -22,15 +22,12 @@ from rackbook.physics.check import Check, Workload
 if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
     from rackbook.core.calibration import Calibration
 
-#: The deployments the estimate knows (module docstring).
 DEPLOYMENTS: tuple[str, ...] = ("dp-ep", "tp-ep")
-#: What each deployment is, in words, for the output.
 DEPLOYMENT_TEXT: dict[str, str] = {
     "dp-ep": "attention data-parallel + experts expert-parallel",
     "tp-ep": "attention tensor-parallel + experts expert-parallel",
 }
-#: Bytes a token's hidden state moves per expert it is routed to on another GPU: dispatch at
-#: FP8 (1 B per value) and combine at BF16 (2 B per value), per hidden value.
+#: Bytes per hidden value a token moves to an expert on another GPU: dispatch FP8, combine BF16.
 DISPATCH_BYTES_PER_VALUE = 1
 COMBINE_BYTES_PER_VALUE = 2
 #: The resource each part of a step is named by when a figure needs faster kernels.
@@ -171,20 +168,16 @@ def scaled(
     bw: tuple[float, float],
     peak: tuple[float, float],
 ) -> float:
-    """A kernel timed at ``seconds`` on the calibration GPU, on the target: it keeps the
-    fraction of its roofline it reached. Roofline time = max(bytes / bandwidth, FLOP / peak)
-    on each GPU; target seconds = target roofline / (calibration roofline / ``seconds``).
-    Pairs are (calibration, target)."""
+    """A kernel timed at ``seconds`` on the calibration GPU, on the target at the same fraction of
+    its roofline, max(bytes / bandwidth, FLOP / peak); pairs are (calibration, target)."""
     r_cal = max(nbytes[0] / bw[0], flops[0] / peak[0])
     r_tgt = max(nbytes[1] / bw[1], flops[1] / peak[1] if peak[1] > 0 else math.inf)
     return seconds * r_tgt / r_cal if r_cal > 0 else seconds
 
 
 def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
-    """Seconds (on the calibration GPU) one index layer's scan takes for ``sequences``
-    sequences of ``keys`` keys each: the calibration's time for one sequence (a latency;
-    proportional below the fewest keys timed), or all the batch's keys at the best rate the
-    calibration measured (keys / second), whichever is longer."""
+    """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys: one
+    sequence's timed latency or all keys at the best measured rate, whichever is longer."""
     if keys <= 0 or sequences <= 0:
         return 0.0
     sizes, secs = eff.scan
@@ -200,10 +193,8 @@ def _cal_dtype(eff: Efficiencies, dtype: str) -> str:
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert of ``model`` takes on ``gpu`` for ``tokens`` tokens routed to
-    it: the calibration's expert GEMM at that many tokens (interpolated; FP4 experts on the
-    FP8 curve), scaled to the model's bytes and FLOP and the target's bandwidth and peak
-    (:func:`scaled`)."""
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens: the calibrated expert GEMM
+    (FP4 on the FP8 curve) :func:`scaled` to the model and target."""
     if tokens <= 0:
         return 0.0
     m, a = model.moe, model.architecture
@@ -248,9 +239,8 @@ def nvlink_domain(gpu: GpuSpec) -> int | None:
 
 @dataclass(frozen=True)
 class Estimate:
-    """One phase's attainable rate: tokens/s per GPU (output tokens for decode, new input
-    tokens for prefill), the seconds each part takes (per step for decode, per token for
-    prefill), the batch per GPU (decode) and the arithmetic."""
+    """One phase's attainable tok/s per GPU, seconds per part (a decode step, a prefill token),
+    batch."""
 
     phase: str
     tok_s_per_gpu: float
@@ -338,9 +328,8 @@ def decode_step(
     kv_dtype: str | None = "fp4",
     deployment: str = "dp-ep",
 ) -> Estimate:
-    """One decode step of ``batch`` sequences over ``gpus`` GPUs in ``deployment`` with the
-    calibration's kernels: the seconds of each part on the busiest GPU, added, and the output
-    tokens/s per GPU (``batch`` x ``tokens_per_step`` / step / ``gpus``)."""
+    """One decode step of ``batch`` sequences over ``gpus`` GPUs in ``deployment``: the busiest
+    GPU's parts (seconds), added, and output tok/s per GPU."""
     choose_deployment(gpus, batch, deployment)  # InputError for an unknown one
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
@@ -387,12 +376,8 @@ def prefill_token(
     prefix: float = 0,
     kv_dtype: str | None = "fp4",
 ) -> Estimate:
-    """Seconds per new prefill token per GPU, through the encoder layers, with large batches
-    of new tokens: dense GEMMs at the dense fraction; expert GEMMs at the calibration's fraction
-    of peak at its largest tokens per expert; attention and indexer FLOP at ``prefix`` at the
-    dense fraction (no prefill attention kernel is calibrated); the prefix's reads once per
-    chunk (:data:`rackbook.physics.check.PREFILL_CHUNK`) at the stream fraction; EP dispatch
-    + combine over NVLink."""
+    """Seconds per new prefill token per GPU through the encoder layers: dense and expert GEMMs,
+    attention FLOP and prefix reads at ``prefix``, EP dispatch + combine over NVLink."""
     m = model.moe
     assert m.experts_per_token
     split = roofline.weight_split(model, "prefill")
@@ -424,9 +409,8 @@ def prefill_token(
 
 @dataclass(frozen=True)
 class Attainable:
-    """The attainable reading of one figure: the rate per GPU (the figure's counted tokens)
-    the deployment reaches with the calibration's kernels, the figure's ratio to it, the
-    deployment and the calibration in words, and each phase's estimate."""
+    """The attainable reading of one figure: the rate per GPU the deployment reaches with the
+    calibration's kernels, the figure's ratio to it, and each phase's estimate."""
 
     tok_s_per_gpu: float
     ratio: float
@@ -565,12 +549,8 @@ def estimate(
     deployment: str | None = None,
     calibration: Calibration | None = None,
 ) -> Attainable:
-    """The attainable reading of a figure of ``claimed`` tokens/s per GPU (``work.counted``
-    tokens) whose work per GPU is ``work``'s output tokens decoded and new input tokens
-    prefilled (the :class:`rackbook.physics.check.Workload` of a check). The phases share the
-    GPUs' time as in the bound: ratio = output / decode estimate + new input / prefill
-    estimate, and the attainable rate is ``claimed`` / ratio. Without a concurrency the decode
-    batch is the one that reaches the most within the deployment's KV capacity."""
+    """The attainable reading of ``claimed`` tokens/s per GPU doing ``work``: ratio = output /
+    decode estimate + new input / prefill estimate, rate = ``claimed`` / ratio."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
     eff = efficiencies(calibration)
     dep, why = choose_deployment(gpus, work.concurrency, deployment)
@@ -637,11 +617,8 @@ def cached_share_threshold(
     calibration: Calibration | None = None,
     **kwargs: Any,
 ) -> float | None:
-    """The least cached share of the input from which ``tok_s`` (read as
-    :func:`rackbook.physics.check.check_claim` reads it, same keyword arguments but
-    ``cached_share``) is at most what the calibration's kernels reach (ratio <= 1): 0 when it
-    is uncached, None when it is not at any share. Sampled and bisected as
-    :func:`rackbook.physics.check.cached_share_threshold`."""
+    """The least cached share from which ``tok_s`` (as :func:`check.check_claim` reads it) is at
+    most what the calibration's kernels reach: 0 uncached, None at no share."""
     cal = calibration
 
     def ratio(c: float) -> float:

@@ -23,8 +23,7 @@ from rackbook.physics.workload import (
     workload,
 )
 
-#: New tokens of one prefill chunk that share one read of their prefix's caches (vLLM's
-#: chunked prefill schedules at least this many; a bound with larger chunks would be higher).
+#: New tokens of one prefill chunk sharing one read of their prefix's caches (vLLM's least).
 PREFILL_CHUNK = 256
 #: The physics vocabulary.
 VERDICTS = ("possible", "impossible", "undetermined")
@@ -68,15 +67,12 @@ class Check:
     notes: list[str] = field(default_factory=list)
     counted: str = "output"
     fractions: dict[str, float] = field(default_factory=dict)
-    #: phase -> the binding ceiling's own rate (output tok/s per GPU for decode, new input
-    #: tok/s per GPU for prefill); ``ceiling_tok_s_per_gpu`` is in the figure's counted tokens.
+    #: phase -> the binding ceiling's rate (output tok/s per GPU decode, new input prefill)
     bounds: dict[str, float] = field(default_factory=dict)
-    #: The model and GPU as a reader's sentence names them (the catalog's model name, the GPU's
-    #: label, :attr:`rackbook.inputs.catalogs.GpuSpec.label`); ``model`` and ``gpu`` are ids.
+    #: The model and GPU as a sentence names them (``model`` and ``gpu`` are ids).
     model_name: str = ""
     gpu_label: str = ""
-    #: The model entry (as read, weights' format included) and GPU the check read: later
-    #: readings (the attainable estimate) read these, never the catalog again by id.
+    #: The model entry (weights' format included) and GPU read: later readings read these.
     spec: ModelSpec | None = field(default=None, repr=False, compare=False)
     gpu_spec: GpuSpec | None = field(default=None, repr=False, compare=False)
 
@@ -135,11 +131,9 @@ def memory_ceiling(
     kv_dtype: str | None = "fp4",
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
-    """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences on ``gpus``
-    GPUs, from the fewest bytes a step can read: the dense weights once in all, top-k routed
-    experts per MoE layer (every token picking the same), each sequence's context reads at
-    ``context`` tokens (:func:`rackbook.physics.roofline.context_reads`) and the drafter once,
-    over ``gpus`` x HBM bytes/s; a step yields ``batch`` x ``tokens_per_step`` tokens."""
+    """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs, from
+    the fewest bytes a step reads: dense weights once, top-k experts a layer, the context and the
+    drafter."""
     verify = verify_tokens(model, tokens_per_step)
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
@@ -170,10 +164,7 @@ def memory_ceiling(
 
 @dataclass(frozen=True)
 class Capacity:
-    """Sequences per GPU whose caches fit after the weights, and what does not fit (bytes per
-    GPU; ``sequences`` 0 when the weights or one sequence's KV do not fit). ``usable_bytes``:
-    the HBM an engine may use; ``host_bytes``: host (Grace) memory the weights may be offloaded
-    to; ``offloaded_bytes``: the weights held there."""
+    """Sequences per GPU whose KV fits after the weights (0 when nothing fits); bytes per GPU."""
 
     sequences: int
     weights_bytes: float
@@ -193,9 +184,8 @@ class Capacity:
 
 
 def usable_bytes(gpu: GpuSpec) -> float:
-    """HBM bytes an engine may use on ``gpu``: :data:`MEMORY_FRACTION` of the HBM as the GPU
-    reports it (:attr:`rackbook.inputs.catalogs.GpuSpec.memory_bytes`), discounted once.
-    H200: 0.9 x 150,754,820,096 B (143,771 MiB) = 135.68 GB."""
+    """HBM bytes an engine may use on ``gpu``: :data:`MEMORY_FRACTION` of the HBM the GPU
+    reports."""
     return gpu.memory_bytes * MEMORY_FRACTION
 
 
@@ -210,12 +200,9 @@ def capacity(
     dense_replicated: bool = False,
     offload: bool = True,
 ) -> Capacity:
-    """Sequences per GPU whose KV (and sliding-window cache) fits after the weights in
-    :func:`usable_bytes` (bytes). Sequences hold ``context`` tokens on average (ISL + OSL / 2);
-    one of ``longest`` tokens must fit alone. Weights are spread over ``gpus`` (the least a GPU
-    holds); ``dense_replicated`` keeps the dense weights on every GPU (data-parallel
-    attention); with ``offload`` they may go to the GPU's host (Grace) memory first (vLLM
-    ``--cpu-offload-gb``)."""
+    """Sequences per GPU of ``context`` tokens on average whose KV fits in :func:`usable_bytes`
+    after the weights (one of ``longest`` tokens must fit alone); ``dense_replicated``: dense
+    weights on every GPU; ``offload``: weights to host (Grace) memory first."""
     st = roofline.storage(model)
     weights = st.per_gpu_bytes(gpus) if dense_replicated else st.total_bytes / gpus
     window = roofline.window_bytes_per_sequence(model)
@@ -262,10 +249,8 @@ def capacity(
 def least_share(
     ratio: Callable[[float], float], shares: Sequence[float], tol: float
 ) -> tuple[float | None, list[float]]:
-    """The least cached share from which ``ratio`` (claimed / reference at a share) is at most
-    1, and the ratios at ``shares``: 0 when none exceeds 1, None when the last does, else the
-    share above the last sample above 1, bisected to ``tol``. One rule for the bound's
-    threshold and the attainable estimate's."""
+    """The least cached share from which ``ratio(share)`` <= 1 (0: every share; None: none),
+    bisected to ``tol`` above the last sample over 1, and the sampled ratios."""
     r = [ratio(c) for c in shares]
     bad = [i for i, x in enumerate(r) if not x <= 1]
     if not bad:
@@ -296,12 +281,8 @@ def prefill_ceiling(
     kv_dtype: str | None = "fp4",
     active_scale: float = 1.0,
 ) -> list[PerGpuCeiling]:
-    """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
-    encoder layers only: compute (GEMMs + attention and indexer FLOP at the prefix,
-    :func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the prefix's KV reads
-    of those layers (:func:`rackbook.physics.roofline.context_reads`), read once per chunk of
-    :data:`PREFILL_CHUNK` new tokens (the index keys scanned once for the chunk's queries, the
-    fewest rows top-k, shared)."""
+    """New-token prefill ceilings per GPU behind ``prefix`` tokens, encoder layers only: compute,
+    and the prefix's KV read once per chunk of :data:`PREFILL_CHUNK` new tokens."""
     comp = roofline.compute_ceiling_tokens_per_s(
         model, gpu, "prefill", active_scale=active_scale, context=prefix
     )
@@ -522,9 +503,7 @@ def _ceilings(
 
 @dataclass(frozen=True)
 class Threshold:
-    """The least cached share of the input at which a figure is possible, from the whole
-    workload: the prefill of the new input tokens (whose prefix grows with the cached share,
-    so their attention over it costs more), and the decode of the output tokens."""
+    """The least cached share of the input at which a figure is possible (None: at no share)."""
 
     share: float | None
     ratio_uncached: float
@@ -568,10 +547,8 @@ def cached_share_threshold(
 
 @dataclass(frozen=True)
 class Band:
-    """How a ratio to a bound moves with the model's uncertainty: active parameters (and bytes)
-    +/-20 %, still at the peak FLOP/s and bandwidth (a range of bounds; what real kernels reach
-    is the attainable estimate's, :mod:`rackbook.physics.attainable`, never a guessed
-    efficiency)."""
+    """A ratio to a bound with active parameters (and bytes) +/-20 %, at peak FLOP/s and
+    bandwidth."""
 
     ratio: float
     low: float
@@ -580,9 +557,8 @@ class Band:
 
 
 def sensitivity(**kwargs: Any) -> Band:
-    """The ratio of :func:`check_claim` (same arguments) at peak, and its range over active
-    parameters x 0.8 .. 1.2, still at peak: the least time a step takes, under the model's
-    uncertainty."""
+    """The ratio of :func:`check_claim` (same arguments) at peak and over active parameters x 0.8 ..
+    1.2."""
     base = check_claim(**kwargs).ratio
     ratios = [check_claim(**kwargs, active_scale=s).ratio for s in (0.8, 1.2)]
     lo, hi = min(ratios), max(ratios)

@@ -130,12 +130,8 @@ def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) ->
 
 
 # DeepSeek's EPLB as vLLM runs it: a numpy port of vllm/distributed/eplb/policy/default.py
-# (vLLM 0.32/0.33, Apache-2.0; from github.com/deepseek-ai/EPLB), the same steps in the same
-# order (first lightest pack by np.argmin, first hottest expert by np.argmax, float32 weights).
-# One difference: vLLM orders items by np.argsort(-weight), an unstable sort whose order among
-# equal weights depends on the CPU's SIMD sort; here equal weights go by ascending item id
-# (kind="stable"), one of the orders vLLM may produce, the same on every CPU. Without ties the
-# two agree exactly.
+# (vLLM 0.32/0.33, Apache-2.0), same steps and order; equal weights go by ascending item id
+# (a stable sort: one of the orders vLLM's unstable one may give, the same on every CPU).
 
 
 def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -151,8 +147,7 @@ def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np
     rank_in_pack = np.full((num_layers, num_items), -1, dtype=np.int64)
     pack_weights = np.zeros((num_layers, num_packs), dtype=np.float64)
     pack_items = np.zeros((num_layers, num_packs), dtype=np.int64)
-    # Every layer's greedy pass at once, item rank by item rank: the same picks and sums as a
-    # loop per layer (np.argmin along a row returns that row's first minimum), 60x fewer steps.
+    # every layer's greedy pass at once (argmin takes each row's first minimum, as a loop would)
     rows = np.arange(num_layers)
     for step in range(num_items):
         item = order[:, step]

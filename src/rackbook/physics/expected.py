@@ -22,14 +22,10 @@ from rackbook.physics.workload import Workload
 if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
     from rackbook.core.calibration import Calibration
 
-#: Measured anchor of the per-layer floor: DeepSeek-V3.2 (61 layers), TP8 on 8 B300, one user
-#: at 125 tok/s without speculation: 1 / 125 / 61 = 131 us per layer (vLLM blog, 2026-05-11,
-#: single-user post, vllm-project/vllm-project.github.io ``_posts``). The whole step, kernels
-#: included: the floor net of the anchor's modelled kernels (70 us at factor 2) was tried and
-#: predicted worse held out (book/validation.md, "Reading the misses").
+#: The per-layer floor's anchor: DeepSeek-V3.2 (61 layers), TP8 on 8 B300, one user at 125 tok/s
+#: (vLLM blog, 2026-05-11, single-user post, vllm-project/vllm-project.github.io ``_posts``).
 ANCHOR_LAYER_S = 1 / 125 / 61
-#: Tokens of one prefill chunk per GPU (vLLM's default ``max_num_batched_tokens`` for large
-#: models is 8,192 on these GPUs).
+#: Tokens of one prefill chunk per GPU (vLLM's default ``max_num_batched_tokens`` here).
 PREFILL_CHUNK = 8192
 #: Largest decoding batch per GPU searched.
 MAX_BATCH_PER_GPU = 4096
@@ -41,10 +37,9 @@ PARAMS = ("efficiency", "layer_s", "log_low", "log_high")
 
 @dataclass(frozen=True)
 class Fit:
-    """The fitted, non-physics part of the model: ``efficiency`` multiplies every kernel's
-    calibrated time (>= 1 is slower than calibrated), ``layer_s`` is the per-layer floor
-    (seconds per layer per step); ``log_low``/``log_high`` the held-out log residuals'
-    quantiles that make the interval; ``source`` where it was read from."""
+    """The fitted, non-physics part: ``efficiency`` x every calibrated kernel time, ``layer_s`` the
+    floor (seconds per layer per step), ``log_low``/``log_high`` the held-out log-residual
+    quantiles."""
 
     efficiency: float
     layer_s: float
@@ -52,8 +47,7 @@ class Fit:
     log_high: float
     source: str = "prior"
     held_out: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: the held-out validation summary stored with the fit (``all``, ``primary``: points,
-    #: median_ratio, within_2x, inside)
+    #: the held-out validation stored with the fit (``all``, ``primary``)
     validation: dict[str, Any] = field(default_factory=dict)
 
     def params(self) -> dict[str, float]:
@@ -68,9 +62,8 @@ class Fit:
 
 
 def held_out_text(s: dict[str, Any]) -> str:
-    """The one wording of a held-out validation summary ``s`` (``points``, ``median_ratio``,
-    ``within_2x``, ``inside``: :func:`rackbook.results.validation.summary`), for the CLI, the
-    landing note, the chapters and the book page; "" without points."""
+    """The one wording of a held-out validation summary ``s`` (points, median_ratio, within_2x,
+    inside); "" without points."""
     if not s.get("points"):
         return ""
     inside = s.get("inside")
@@ -132,23 +125,17 @@ def _nic_of(gpu_id: str) -> float:
 
 
 def nic_bandwidth(gpu: GpuSpec) -> float:
-    """NIC bytes/s per GPU each way between NVLink domains: the catalog's
-    ``nic_bandwidth_bytes_per_s_per_gpu`` of the systems built from ``gpu``
-    (:func:`rackbook.inputs.catalogs.nic_bandwidth`; GB300 NVL72: ConnectX-8, 100e9 B/s), else
-    the least any catalog system lists (a GPU no system is built from)."""
+    """NIC bytes/s per GPU each way between NVLink domains (the catalog's, else the least it
+    lists)."""
     return _nic_of(gpu.id)
 
 
 def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
-    """``model`` served as the bound reads it (:func:`rackbook.physics.roofline.served`): its
-    routed experts at ``dtype`` (fp4 | fp8 | bf16) when stated, in a format the catalog lists
-    with them where it does; else the format the catalog lists with the fewest bytes. One
-    served-format choice for the bound and the expected reading."""
+    """``model`` served as the bound reads it (:func:`rackbook.physics.roofline.served`)."""
     return roofline.served(model, dtype).model
 
 
-#: Busiest GPU's routed load over the mean for (experts, ep, assignments a layer), from the
-#: project's EPLB model's table (:func:`rackbook.physics.imbalance.imbalance`).
+#: Busiest GPU's routed load over the mean for (experts, ep, assignments a layer).
 imbalance = imbalance_table.imbalance
 
 
@@ -163,9 +150,8 @@ _EXPERT_MEMO: dict[tuple[int, int, int, float], tuple[Any, Any, Any, float]] = {
 def expert_time(
     eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
 ) -> float:
-    """Seconds one routed expert takes for ``tokens`` tokens, monotone: the least of the
-    calibrated time (:func:`rackbook.physics.attainable.expert_seconds`) at ``tokens`` and at
-    every calibrated size above it (a kernel can always pad to a faster size)."""
+    """Seconds one routed expert takes for ``tokens`` tokens, monotone: the least calibrated time at
+    ``tokens`` or any calibrated size above (a kernel can pad)."""
     if tokens <= 0:
         return 0.0
     key = (id(eff), id(model), id(gpu), float(tokens))
@@ -196,9 +182,8 @@ def _dense(eff: attainable.Efficiencies, gpu: GpuSpec, dtype: str) -> float:
 def scan_time(
     eff: attainable.Efficiencies, gpu: GpuSpec, key_bytes: float, key_flops: float
 ) -> float:
-    """The one index-scan model of both phases: ``key_bytes`` of index keys read at the
-    calibration's stream fraction of HBM bandwidth, or ``key_flops`` of scoring at the dense
-    BF16 fraction, whichever is longer (seconds)."""
+    """Index-scan seconds of both phases: ``key_bytes`` at the stream fraction or ``key_flops`` at
+    the BF16 dense fraction, whichever is longer."""
     bw = eff.stream * gpu.hbm_bandwidth_bytes_per_s
     return max(key_bytes / bw, key_flops / _dense(eff, gpu, "bf16"))
 
@@ -211,11 +196,8 @@ def expert_part(
     tokens: float,
     moe_layers: int,
 ) -> float:
-    """Seconds the busiest GPU's routed experts take in one step of ``tokens`` tokens (over all
-    the GPUs), experts expert-parallel over ``ep = min(gpus, experts)``: its load is the mean
-    (tokens x top-k / ep) x :func:`imbalance`, spread over the distinct experts it holds that
-    the step touches (uniform routing's distinct / ep, x the imbalance, at most its slots),
-    each at :func:`expert_time` of its share; x MoE layers."""
+    """Seconds the busiest GPU's routed experts take in a step of ``tokens`` tokens (all GPUs): the
+    mean load x :func:`imbalance` over the distinct experts it holds, x MoE layers."""
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     e, k = m.num_routed_experts, m.experts_per_token
@@ -306,12 +288,9 @@ def decode_step(
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = "fp4",
 ) -> Step:
-    """One decode step of ``batch`` sequences (over all ``gpus``) verifying ``verify`` tokens
-    each, attention tensor-parallel over ``tp`` GPUs (data-parallel over ``gpus / tp`` groups),
-    experts expert-parallel over all: the busiest GPU's parts (seconds: dense, attention,
-    context, index scan, experts, drafter, network; kernels x ``fit.efficiency``, the network
-    overlapped when a GPU holds two micro-batches or more) plus the floor ``fit.layer_s`` a
-    layer."""
+    """One decode step of ``batch`` sequences (all ``gpus``), attention TP over ``tp``: the busiest
+    GPU's parts (seconds), kernels x ``fit.efficiency``, the network overlapped from two
+    micro-batches a GPU, plus the floor ``fit.layer_s`` a layer."""
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     bw = gpu.hbm_bandwidth_bytes_per_s
@@ -388,12 +367,8 @@ def prefill_token(
     kv_dtype: str | None = "fp4",
     chunk: int = PREFILL_CHUNK,
 ) -> Step:
-    """Seconds per new prefill token per GPU, each GPU prefilling a chunk of ``chunk`` tokens a
-    step (experts expert-parallel over all the GPUs): dense GEMMs; attention FLOP at
-    ``prefix``; the index scan (:func:`scan_time`: the chunk shares one read of the keys, each
-    token scores them all); experts at the step's real tokens per expert (the GPUs' chunks over
-    the experts, :func:`expert_time`, x :func:`imbalance`); dispatch + combine overlapped with
-    the kernels (a chunk splits into micro-batches); the per-layer floor once per chunk."""
+    """Seconds per new prefill token per GPU, each GPU prefilling ``chunk`` tokens a step: kernels x
+    ``fit.efficiency``, dispatch + combine overlapped, the floor once per chunk."""
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
@@ -420,11 +395,8 @@ def prefill_token(
 
 @dataclass(frozen=True)
 class Expected:
-    """What a well-tuned deployment reaches for the workload, per GPU, in the figure's counted
-    tokens: ``tok_s_per_gpu`` and its interval ``[low, high]`` (the fit's held-out residual
-    spread), the figure's ``ratio`` to it, the deployment chosen (the best), the terms of its
-    step (seconds; decode per step, prefill per token) and the decoding batch and how it was
-    capped."""
+    """What a well-tuned deployment reaches per GPU in the figure's counted tokens, its interval,
+    the figure's ratio to it, the best deployment and its step's terms (seconds)."""
 
     tok_s_per_gpu: float
     low: float
@@ -459,12 +431,9 @@ class Expected:
 def capacity(
     model: ModelSpec, gpu: GpuSpec, gpus: int, tp: int, context: float, kv_dtype: str | None
 ) -> float:
-    """Sequences over all ``gpus`` whose KV fits with attention TP ``tp``: each GPU holds the
-    experts' 1 / gpus share and the dense weights' 1 / tp share; each group of ``tp`` GPUs
-    holds its sequences' KV once per rank (MLA's latent is not split by heads). The HBM is the
-    bound's (:func:`rackbook.physics.check.usable_bytes`: the memory fraction of the HBM as the
-    GPU reports it); the weights stay in HBM (a deployment tuned for speed offloads none). No
-    KV layout or no context: :data:`MAX_BATCH_PER_GPU` per GPU."""
+    """Sequences over all ``gpus`` whose KV fits with attention TP ``tp`` (weights in HBM, the
+    bound's :func:`check.usable_bytes`); no KV layout or context: :data:`MAX_BATCH_PER_GPU` per
+    GPU."""
     st = roofline.storage(model)
     weights = st.dense_bytes / tp + st.routed_bytes / gpus
     per_seq = 0.0
@@ -499,11 +468,8 @@ def expected(
     calibration: Calibration | None = None,
     fit: Fit | None = None,
 ) -> Expected:
-    """The expected reading of a figure of ``claimed`` tokens/s per GPU (``work.counted``
-    tokens) whose work per GPU is ``work``'s output tokens decoded and new input tokens
-    prefilled (the :class:`rackbook.physics.workload.Workload` of a check), as
-    :func:`rackbook.physics.attainable.estimate` splits it: ratio = output / decode rate + new
-    input / prefill rate, expected = claimed / ratio."""
+    """The expected reading of ``claimed`` tokens/s per GPU doing ``work``: ratio = output / decode
+    rate + new input / prefill rate, expected = claimed / ratio."""
     m = with_expert_dtype(catalogs.as_model(model), precision)
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
@@ -674,10 +640,8 @@ def _batch_text(
 
 
 def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) -> float:
-    """Sequences decoding among ``concurrency`` clients that each wait ``ttft_s`` for their
-    first token and then decode ``osl - 1`` more at ``tpot_s``: concurrency x decode time /
-    request time (Little's law on the decode stage; the rest of the clients are queued or in
-    prefill)."""
+    """Sequences decoding among ``concurrency`` clients (Little's law on the decode stage):
+    concurrency x decode time / (``ttft_s`` + decode time)."""
     dec = max(osl - 1, 0) * tpot_s
     total = ttft_s + dec
     return concurrency * dec / total if total > 0 else concurrency
@@ -692,13 +656,8 @@ def for_check(
     calibration: Calibration | None = None,
     fit: Fit | None = None,
 ) -> Expected:
-    """:func:`expected` for a :class:`rackbook.physics.check.Check` (model, GPUs, phase and
-    workload ``c.work``; the verify width its speculation states), on the model entry and GPU
-    the check read (``c.spec``, ``c.gpu_spec``: a ``--model FILE`` and the served format it
-    chose reach this reading too). With the clients' concurrency, OSL, ``tpot_ms`` and
-    ``ttft_s`` all given, the decoding batch is :func:`littles_law`'s (the clients waiting for a
-    first token are not decoding); otherwise the concurrency, capped by the KV capacity and the
-    TPOT limit."""
+    """:func:`expected` for a :class:`check.Check`; with concurrency, OSL, ``tpot_ms`` and
+    ``ttft_s`` all given the decoding batch is :func:`littles_law`'s."""
     w: Workload = c.work
     decoding = None
     if w.concurrency and w.osl and tpot_ms is not None and ttft_s is not None:

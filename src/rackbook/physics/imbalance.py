@@ -13,7 +13,6 @@ from typing import Any
 from rackbook import paths
 from rackbook.errors import InputError
 
-#: Where the table lives.
 TABLE_FILE = "derived/eplb-imbalance.json"
 #: EPLB model inputs: layers drawn, seed, and the skew calibrated on the claim
 #: ``eplb-balance.before`` (``data/traces/eplb-balance/run.json`` generator.skew).
@@ -24,21 +23,15 @@ SKEW = 0.5300668803974986
 MAX_ASSIGNMENTS = 1 << 20
 #: Expert counts tabled (the catalog's models: 256 for DeepSeek-V3/R1/V4-Flash, 384 for V4.1).
 EXPERTS = (256, 384)
-#: EP sizes tabled: every one up to an NVL72's 72 GPUs, then the multiples deployments use (an
-#: EP size above the expert count is the expert count). The EPLB model is not smooth in the EP
-#: size (its redundant slots are (-experts) mod ep), so another EP size is computed live.
+#: EP sizes tabled: each up to an NVL72's 72, then the multiples deployments use (others live).
 EP_GRID = (*range(2, 73), 96, 128, 144, 192, 256, 288, 384)
-#: Assignments tabled: 2^(k x LOG2_STEP) for k = 0 .. log2(MAX_ASSIGNMENTS) / LOG2_STEP (the
-#: expected throughput asks at these: :func:`rackbook.physics.expected._bucket`).
+#: Assignments tabled: 2^(k x LOG2_STEP) up to MAX_ASSIGNMENTS (:func:`expected._bucket`'s grid).
 LOG2_STEP = 0.25
 
 
 def eplb_imbalance(num_experts: int, ep: int, assignments: float) -> float:
-    """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert
-    assignments a layer over ``ep`` GPUs, from the EPLB model (:mod:`rackbook.physics.eplb`):
-    the synthetic routing at :data:`SKEW`, rebalanced by EPLB on one draw (redundant slots to
-    fill the GPUs evenly, at least one per GPU) and measured on another: 1 / balancedness.
-    One GPU or no assignment: 1."""
+    """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` a layer over ``ep`` GPUs:
+    the EPLB model's 1 / balancedness, rebalanced on one synthetic draw, measured on another."""
     from rackbook.physics import eplb
 
     if ep <= 1 or assignments <= 0:
@@ -106,9 +99,8 @@ def _interp(xs: list[float], x: float) -> tuple[int, float]:
 
 @functools.lru_cache(maxsize=4096)
 def imbalance(num_experts: int, ep: int, assignments: float) -> float:
-    """:func:`eplb_imbalance` read from the table: log(imbalance) interpolated linearly in
-    log2(assignments) between grid points (computed live for an expert count or EP size the
-    table lacks)."""
+    """:func:`eplb_imbalance` read from the table, log-interpolated in log2(assignments) (live when
+    absent)."""
     if ep <= 1 or assignments <= 0:
         return 1.0
     ep = min(ep, num_experts)

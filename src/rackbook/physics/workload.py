@@ -1,6 +1,5 @@
 """The workload of one figure (:class:`Workload`) and the rules between its values that turn on
-the model (its context limit, its drafter) and the GPUs (a batch per GPU); ranges are checked
-where values enter (:data:`rackbook.params.FLAGS`, notebook parameters)."""
+the model (its context limit, its drafter) and the GPUs (a batch per GPU)."""
 
 from __future__ import annotations
 
@@ -23,14 +22,9 @@ CHECK_PHASES = ("decode", "prefill", "mixed")
 
 @dataclass(frozen=True)
 class Workload:
-    """What one figure's GPUs do, as :func:`rackbook.physics.check.check_claim` reads it: the
-    rates per GPU split into output (decode) and new input (prefill) tokens/s, the tokens each
-    decoding sequence holds (``decode_context``) and a new input token's prefix
-    (``prefill_prefix``), the concurrency (sequences over all the GPUs; None: the best batch
-    that fits), the tokens a decode step keeps (``tokens_per_step``) and verifies
-    (``verify_tokens``), the KV-cache dtype and the weights' format in words
-    (:func:`rackbook.physics.roofline.served`). Units: tokens, tokens/s per GPU, share in
-    [0, 1). The later readings (attainable, expected) take it as is."""
+    """What one figure's GPUs do: output and new input tokens/s per GPU, decode context and prefill
+    prefix (tokens), concurrency over all the GPUs (None: the best batch that fits), tokens kept and
+    verified a step, KV dtype and the weights' format."""
 
     counted: str = "output"
     isl: float | None = None
@@ -98,9 +92,8 @@ def longest_sequence(
     phase: str,
     counted: str,
 ) -> float:
-    """Tokens of the longest sequence (ISL + OSL, or ``context``), after the rules that turn on
-    the model and the GPUs: the model's context limit, a whole batch of at most
-    :data:`MAX_BATCH` per GPU, no input credited to decode-only GPUs."""
+    """Tokens of the longest sequence (ISL + OSL, or ``context``); InputError past the model's
+    context limit, the batch limit or a decode-only figure counting input."""
     most = m.architecture.max_context_tokens
     longest = max((isl or 0) + (osl or 0), context or 0)
     if most is not None and longest > most:
@@ -143,11 +136,9 @@ def workload(
     kv_dtype: str | None,
     weights: str,
 ) -> Workload:
-    """The :class:`Workload` of ``claimed`` ``counted`` tokens/s per GPU: input and output split
-    by ISL : OSL, the cached share of the input taking no prefill, a decoding sequence holding
-    ``context`` (default ISL + OSL / 2) and a new input token's prefix the cached share of ISL
-    plus half the rest (``context`` without ISL); decode-only GPUs prefill nothing and
-    prefill-only ones decode nothing."""
+    """The :class:`Workload` of ``claimed`` ``counted`` tokens/s per GPU: input and output split by
+    ISL : OSL, cached input taking no prefill, decode context ISL + OSL / 2 unless ``context`` is
+    given."""
     if counted == "output":
         out, inp = claimed, claimed * isl / osl if isl and osl else 0.0
     elif counted == "input":

@@ -38,12 +38,8 @@ def compute_ceiling_tokens_per_s(
     active_scale: float = 1.0,
     context: float = 0,
 ) -> Ceiling:
-    """Tokens/s ceiling of ``n_gpus`` GPUs: per token, 2 x routed params at the experts'
-    precision plus 2 x dense params at the dense precision, each over the GPU's dense FLOP/s
-    at that precision (one the GPU lacks runs at the next it has); ``active_scale`` scales the
-    active parameters (a sensitivity band). With ``context`` (tokens a token sees; in prefill,
-    its prefix) the attention and indexer FLOP of :func:`attention_flops` are added, at the
-    dense weights' precision."""
+    """Tokens/s ceiling of ``n_gpus`` GPUs: 2 x routed and 2 x dense params over the FLOP/s at each
+    one's precision, plus attention FLOP at ``context``; ``active_scale`` scales the parameters."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     split = weight_split(m, phase)
     notes = []

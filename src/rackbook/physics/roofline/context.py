@@ -25,11 +25,8 @@ from rackbook.physics.roofline.kv import (
 
 @dataclass(frozen=True)
 class KvReads:
-    """Bytes one decode step reads from one sequence's global KV at ``context`` tokens, the
-    sliding window left out. ``sparse_bytes``: the model's sparse attention (every index key:
-    ``scan_bytes_per_token`` x context, plus ``fixed_sparse_bytes``: the top-k rows and the
-    candidate pool, fixed once the context exceeds them). ``dense_bytes``: every consuming
-    layer reads every row of its source (``dense_bytes_per_token`` x context)."""
+    """Bytes one decode step reads from one sequence's global KV at ``context`` tokens, no window:
+    sparse (index scan + fixed top-k rows and pool) and dense (every row)."""
 
     context: int
     kv_dtype: str
@@ -159,10 +156,8 @@ def _row_and_key_flops(model: ModelSpec) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class AttentionFlops:
-    """FLOP per token (units: FLOP) that attention and the indexer spend at ``context`` tokens
-    of context, in ``phase``: ``scan`` (every index key of each index source), ``pool`` (the
-    reindex layers' candidate rows), ``rows`` (the top-k rows each consuming layer attends;
-    every row under dense attention) and ``window`` (the sliding window of every layer)."""
+    """Attention and indexer FLOP per token at ``context`` tokens in ``phase``: scan, pool, rows,
+    window."""
 
     phase: str
     context: int
@@ -200,12 +195,8 @@ def attention_flops(
 
 @dataclass(frozen=True)
 class ContextReads:
-    """Bytes (units: bytes) one token of ``phase`` reads from one sequence's caches at
-    ``context`` tokens: ``scan`` (every index key of each index source the phase reaches),
-    ``rows`` (the top-k rows each consuming layer reads; every row under dense attention),
-    ``pool`` (the reindex layers' candidate keys) and ``window`` (the sliding-window rows,
-    FP8, decode only: a prefill token's window is its own chunk, just computed). ``dense``:
-    the bytes if every consuming layer read every row (plus the index keys), the other end."""
+    """Bytes one token of ``phase`` reads from a sequence's caches: scan, rows, pool, window (FP8,
+    decode only); ``dense``: every row read, the other end."""
 
     phase: str
     context: int
@@ -226,9 +217,7 @@ class ContextReads:
 def context_reads(
     model: ModelSpec | str, context: float, phase: str = "decode", kv_dtype: str = "fp4"
 ) -> ContextReads:
-    """Context bytes one token of ``phase`` reads, the sparse end of
-    :func:`decode_kv_reads` restricted to the phase's layers, plus the sliding window in
-    decode."""
+    """Context bytes one token of ``phase`` reads (the window in decode only)."""
     m = catalogs.as_model(model)
     check_positive(context, "context", allow_zero=True)
     kvb = kv_bytes(m, kv_dtype)

@@ -29,10 +29,8 @@ def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
 
 
 def fewest_experts(num_experts: int, top_k: int, tokens: float) -> float:
-    """The fewest distinct experts one MoE layer can touch when ``tokens`` tokens each pick
-    ``top_k`` distinct experts of ``num_experts``: top-k (every token picking the same ones),
-    0 without tokens. The bound's count; :func:`distinct_experts` is uniform routing's
-    expectation. 1, 6 or 7,200 tokens, top-6 of 384: 6."""
+    """The fewest distinct experts ``tokens`` tokens can touch in a layer: top-k (0 without
+    tokens)."""
     return float(min(top_k, num_experts)) if tokens > 0 else 0.0
 
 
@@ -65,12 +63,8 @@ def batch1_decode_ceiling_tokens_per_s(
     verify_tokens: int | None = None,
     routing: str = "fewest",
 ) -> Batch1Decode:
-    """Batch-1 decode ceiling in tokens/s over ``n_gpus`` GPUs' HBM bandwidth, from the fewest
-    bytes a step can read (``routing="uniform"``: uniform routing's expectation, not a bound).
-    A step verifies ``verify_tokens`` tokens (default: 1 without speculation, else the model's
-    draft tokens + 1), reads the dense weights, the experts they touch, the drafter once and
-    the context's reads with the window (:func:`context_reads`), and yields
-    ``acceptance_length`` tokens. Communication between the GPUs is not counted."""
+    """Batch-1 decode tokens/s over ``n_gpus`` GPUs' HBM bandwidth from the fewest bytes a step
+    reads (``routing="uniform"``: uniform routing's expectation); no communication counted."""
     m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")

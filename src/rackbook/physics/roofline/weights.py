@@ -40,9 +40,7 @@ class WeightSplit:
 
 
 def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
-    """Layers whose routed experts a token of ``phase`` passes through: every MoE layer in
-    decode; in prefill, only the encoder layers where the model has a causal encoder-decoder
-    (the decoder layers then run on each request's last window only)."""
+    """MoE layers a token of ``phase`` passes: all in decode, the encoder's only in prefill."""
     check_choice(phase, PHASES, "phase")
     m = model.moe
     need(model, moe__num_moe_layers=m.num_moe_layers)
@@ -52,10 +50,8 @@ def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
 
 
 def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
-    """Routed params per token = MoE layers of the phase x top-k x 3 x hidden x expert
-    intermediate; the rest of the phase's active parameters are dense (attention, shared
-    expert, head). DeepSeek-V4.1-Flash decode: 40 x 6 x 3 x 5120 x 2304 = 8.493e9 routed,
-    16e9 - 8.493e9 = 7.507e9 dense."""
+    """Routed params per token = MoE layers x top-k x 3 x hidden x expert intermediate; the rest of
+    the active parameters are dense."""
     m, a = model.moe, model.architecture
     active = model.active_params(phase)
     need(
@@ -124,9 +120,8 @@ class Storage:
 
 
 def storage(model: ModelSpec) -> Storage:
-    """Routed bytes = MoE layers x routed experts x bytes per expert; dense bytes =
-    (backbone params - routed params) x bytes/param of the dense dtype. The Engram lookup
-    memory (kept outside HBM by the engines that serve it) is not counted."""
+    """Stored bytes: every routed expert, and the dense (backbone - routed) params at their
+    dtype."""
     m, a, p = model.moe, model.architecture, model.params
     backbone = p.backbone or p.total
     need(
@@ -158,9 +153,8 @@ def storage(model: ModelSpec) -> Storage:
 
 @dataclass(frozen=True)
 class Served:
-    """The weights a bound reads ``model`` at: the model with its weights in one format it is
-    published or served in (``model``), the format in words (``text``), and whether it was
-    stated (``stated``) or is the least bytes the catalog lists (``False``)."""
+    """A model with its weights in one format (``model``), the format in words, and whether
+    stated."""
 
     model: ModelSpec
     routed_dtype: str
@@ -193,10 +187,8 @@ def _with_format(model: ModelSpec, routed: str, dense: str) -> ModelSpec:
 
 
 def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
-    """The weights a bound reads: at ``expert_dtype`` when stated (a format of the catalog's
-    with those experts, else the native dense weights beside them), else the format the
-    catalog lists with the fewest stored bytes (routed + dense: :func:`storage`), since a bound
-    must hold for every format the model is served in."""
+    """The weights a bound reads: at ``expert_dtype`` when stated, else the catalog's format with
+    the fewest stored bytes (a bound must hold for every format)."""
     formats = _formats(model)
     if expert_dtype is not None:
         check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
