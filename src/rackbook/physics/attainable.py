@@ -186,10 +186,12 @@ def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
     return max(one, sequences * keys / rate)
 
 
-def _cal_dtype(eff: Efficiencies, dtype: str) -> str:
+def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
+    """The model's routed-expert dtype and the calibration curve it reads (FP4 on FP8's)."""
+    dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
     if dtype in eff.experts:
-        return dtype
-    return "fp8" if "fp8" in eff.experts else next(iter(eff.experts))
+        return dtype, dtype
+    return dtype, "fp8" if "fp8" in eff.experts else next(iter(eff.experts))
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
@@ -199,8 +201,7 @@ def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: fl
         return 0.0
     m, a = model.moe, model.architecture
     assert m.moe_intermediate_size and a.hidden_size
-    dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
-    cd = _cal_dtype(eff, dtype)
+    dtype, cd = expert_dtypes(eff, model)
     sizes, secs, nbytes, flops = eff.experts[cd]
     t = _interp(tokens, sizes, secs) if tokens >= sizes[0] else float(secs[0])
     b_cal = float(np.interp(tokens, sizes, nbytes))
@@ -224,10 +225,11 @@ def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: fl
     )
 
 
-def _dense_fraction(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> tuple[float, float]:
+def dense_flops(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> float:
+    """Dense FLOP/s ``gpu`` reaches at ``dtype``: the calibration's fraction of its peak."""
     run = gpu.run_precision(dtype)
     frac = eff.dense.get(run) or eff.dense.get("fp8") or max(eff.dense.values())
-    return frac, float(gpu.flops(run) or 0.0)
+    return frac * float(gpu.flops(run) or 0.0)
 
 
 def nvlink_domain(gpu: GpuSpec) -> int | None:
@@ -269,9 +271,9 @@ def _dense_part(
     model: ModelSpec, gpu: GpuSpec, eff: Efficiencies, shards: int, tokens: float
 ) -> dict[str, float]:
     split = roofline.weight_split(model, "decode")
-    frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
+    flops = dense_flops(eff, gpu, split.dense_dtype)
     t_read = split.dense_bytes / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
-    t_gemm = 2 * (split.dense_params / shards) * tokens / (frac * peak)
+    t_gemm = 2 * (split.dense_params / shards) * tokens / flops
     return {"dense weights" if t_read >= t_gemm else "dense GEMMs": max(t_read, t_gemm)}
 
 
@@ -330,7 +332,6 @@ def decode_step(
 ) -> Estimate:
     """One decode step of ``batch`` sequences over ``gpus`` GPUs in ``deployment``: the busiest
     GPU's parts (seconds), added, and output tok/s per GPU."""
-    choose_deployment(gpus, batch, deployment)  # InputError for an unknown one
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     tp = deployment == "tp-ep"
@@ -382,15 +383,15 @@ def prefill_token(
     assert m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     bw = gpu.hbm_bandwidth_bytes_per_s
-    frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
-    parts = {"dense GEMMs": 2 * split.dense_params / (frac * peak)}
+    flops = dense_flops(eff, gpu, split.dense_dtype)
+    parts = {"dense GEMMs": 2 * split.dense_params / flops}
     big = 4096.0
     parts["experts"] = (
         split.moe_layers * m.experts_per_token * (expert_seconds(eff, model, gpu, big) / big)
     )
     if prefix:
         af = roofline.attention_flops(model, prefix, "prefill")
-        parts["attention FLOP"] = af.total / (frac * peak)
+        parts["attention FLOP"] = af.total / flops
         if kv_dtype:
             cr = roofline.context_reads(model, prefix, "prefill", kv_dtype)
             parts["context reads"] = cr.total / check.PREFILL_CHUNK / (eff.stream * bw)

@@ -17,6 +17,7 @@ from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import attainable, check, roofline
 from rackbook.physics import imbalance as imbalance_table
+from rackbook.physics.attainable import dense_flops as _flops
 from rackbook.physics.workload import Workload
 
 if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
@@ -114,25 +115,15 @@ def domain(gpu: GpuSpec) -> int | None:
 
 @functools.lru_cache(maxsize=64)
 def _nic_of(gpu_id: str) -> float:
+    """NIC bytes/s per GPU each way between NVLink domains (the catalog's, else its least)."""
     v = catalogs.nic_bandwidth(gpu_id) if gpu_id else None
-    if v is None:  # a GPU no catalog system is built from: the least NIC any system lists
+    if v is None:
         v = min(
             s.nic_bandwidth_bytes_per_s_per_gpu
             for s in catalogs.load_hardware().systems.values()
             if s.nic_bandwidth_bytes_per_s_per_gpu is not None
         )
     return float(v)
-
-
-def nic_bandwidth(gpu: GpuSpec) -> float:
-    """NIC bytes/s per GPU each way between NVLink domains (the catalog's, else the least it
-    lists)."""
-    return _nic_of(gpu.id)
-
-
-def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
-    """``model`` served as the bound reads it (:func:`rackbook.physics.roofline.served`)."""
-    return roofline.served(model, dtype).model
 
 
 #: Busiest GPU's routed load over the mean for (experts, ep, assignments a layer).
@@ -158,13 +149,7 @@ def expert_time(
     hit = _EXPERT_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is eff:
         return hit[3]
-    dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
-    cd = (
-        dtype
-        if dtype in eff.experts
-        else ("fp8" if "fp8" in eff.experts else next(iter(eff.experts)))
-    )
-    sizes = eff.experts[cd][0]
+    sizes = eff.experts[attainable.expert_dtypes(eff, model)[1]][0]
     cands = [tokens] + [float(s) for s in sizes if s > tokens]
     t = min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
     if len(_EXPERT_MEMO) > 65536:
@@ -173,19 +158,13 @@ def expert_time(
     return t
 
 
-def _dense(eff: attainable.Efficiencies, gpu: GpuSpec, dtype: str) -> float:
-    run = gpu.run_precision(dtype)
-    frac = eff.dense.get(run) or eff.dense.get("fp8") or max(eff.dense.values())
-    return frac * float(gpu.flops(run) or 0.0)
-
-
 def scan_time(
     eff: attainable.Efficiencies, gpu: GpuSpec, key_bytes: float, key_flops: float
 ) -> float:
     """Index-scan seconds of both phases: ``key_bytes`` at the stream fraction or ``key_flops`` at
     the BF16 dense fraction, whichever is longer."""
     bw = eff.stream * gpu.hbm_bandwidth_bytes_per_s
-    return max(key_bytes / bw, key_flops / _dense(eff, gpu, "bf16"))
+    return max(key_bytes / bw, key_flops / _flops(eff, gpu, "bf16"))
 
 
 def expert_part(
@@ -303,11 +282,11 @@ def decode_step(
     parts: dict[str, float] = {}
     parts["dense"] = max(
         dense_bytes / tp / stream,
-        2 * split.dense_params / tp * toks / _dense(eff, gpu, split.dense_dtype),
+        2 * split.dense_params / tp * toks / _flops(eff, gpu, split.dense_dtype),
     )
     s_bytes, c_bytes, s_flops, a_flops = _context(model, context, "decode", kv_dtype)
     if a_flops:
-        parts["attention"] = toks * a_flops / tp / _dense(eff, gpu, "bf16")
+        parts["attention"] = toks * a_flops / tp / _flops(eff, gpu, "bf16")
     if c_bytes:
         parts["context"] = seqs * c_bytes / stream
     if s_bytes:
@@ -343,14 +322,14 @@ def _network(
         return 0.0
     m, a = model.moe, model.architecture
     assert m.experts_per_token and a.hidden_size and a.num_layers
-    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or nic_bandwidth(gpu)
+    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or _nic_of(gpu.id)
     dom = domain(gpu) or gpus
     inside = min(dom, gpus)
     out = 0.0
     vals = toks / tp * m.experts_per_token * a.hidden_size * 3  # bytes: 1 out + 2 back
     far = (gpus - inside) / gpus
     near = (inside - 1) / gpus
-    out += moe_layers * vals * (near / link + far / nic_bandwidth(gpu))
+    out += moe_layers * vals * (near / link + far / _nic_of(gpu.id))
     if tp > 1:
         out += a.num_layers * 2 * 2 * (tp - 1) / tp * toks * a.hidden_size * 2 / link
     return out
@@ -373,11 +352,11 @@ def prefill_token(
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     parts: dict[str, float] = {
-        "dense": 2 * split.dense_params / _dense(eff, gpu, split.dense_dtype)
+        "dense": 2 * split.dense_params / _flops(eff, gpu, split.dense_dtype)
     }
     s_bytes, c_bytes, s_flops, a_flops = _context(model, prefix, "prefill", kv_dtype)
     if a_flops:
-        parts["attention"] = a_flops / _dense(eff, gpu, "bf16")
+        parts["attention"] = a_flops / _flops(eff, gpu, "bf16")
     if s_bytes or s_flops:
         parts["index scan"] = scan_time(eff, gpu, s_bytes / chunk, s_flops)
     if c_bytes:
@@ -470,7 +449,7 @@ def expected(
 ) -> Expected:
     """The expected reading of ``claimed`` tokens/s per GPU doing ``work``: ratio = output / decode
     rate + new input / prefill rate, expected = claimed / ratio."""
-    m = with_expert_dtype(catalogs.as_model(model), precision)
+    m = roofline.served(catalogs.as_model(model), precision).model
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
     eff = default_efficiencies() if calibration is None else attainable.efficiencies(calibration)
