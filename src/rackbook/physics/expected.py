@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -563,34 +564,26 @@ def _best_decode(
                 sizes.append(b)
                 b *= 2
             sizes.append(cap)
+
+        def step(b: float, tp: int = tp) -> Step:
+            return decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+
         for b in sizes:
-            s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+            s = step(b)
             if tpot_ms is not None and s.seconds / tps * 1e3 > tpot_ms:
-                b = _tpot_batch(m, g, gpus, b, eff, fit, tp, kw, tpot_ms, tps)
+                b = _tpot_batch(step, b, tpot_ms, tps)
                 if b < 1:
                     continue
-                s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+                s = step(b)
             if best is None or s.tok_s_per_gpu > best.tok_s_per_gpu:
                 best = s
                 text = _batch_text(asked, derived, b, cap, tpot_ms)
     return best, text
 
 
-def _tpot_batch(
-    m: ModelSpec,
-    g: GpuSpec,
-    gpus: int,
-    b: float,
-    eff: attainable.Efficiencies,
-    fit: Fit,
-    tp: int,
-    kw: dict[str, Any],
-    tpot_ms: float,
-    tps: float,
-) -> float:
-
+def _tpot_batch(step: Callable[[float], Step], b: float, tpot_ms: float, tps: float) -> float:
     def ok(x: float) -> bool:
-        return decode_step(m, g, gpus, x, eff, fit, tp=tp, **kw).seconds / tps * 1e3 <= tpot_ms
+        return step(x).seconds / tps * 1e3 <= tpot_ms
 
     if not ok(1.0):
         return 0.0
