@@ -46,8 +46,8 @@ RESOURCE: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Efficiencies:
-    """Kernel speeds a calibration measured, as fractions of its GPU's data sheet (stream and
-    dense GEMMs) or as timed curves (experts, scan, attention: sizes and seconds)."""
+    """Kernel speeds a calibration measured: data-sheet fractions and timed curves (sizes,
+    seconds)."""
 
     label: str
     gpu: str
@@ -168,16 +168,15 @@ def scaled(
     bw: tuple[float, float],
     peak: tuple[float, float],
 ) -> float:
-    """A kernel timed at ``seconds`` on the calibration GPU, on the target at the same fraction of
-    its roofline, max(bytes / bandwidth, FLOP / peak); pairs are (calibration, target)."""
+    """``seconds`` timed on the calibration GPU, on the target at the same fraction of its
+    roofline."""
     r_cal = max(nbytes[0] / bw[0], flops[0] / peak[0])
     r_tgt = max(nbytes[1] / bw[1], flops[1] / peak[1] if peak[1] > 0 else math.inf)
     return seconds * r_tgt / r_cal if r_cal > 0 else seconds
 
 
 def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
-    """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys: one
-    sequence's timed latency or all keys at the best measured rate, whichever is longer."""
+    """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys."""
     if keys <= 0 or sequences <= 0:
         return 0.0
     sizes, secs = eff.scan
@@ -195,8 +194,8 @@ def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens: the calibrated expert GEMM
-    (FP4 on the FP8 curve) :func:`scaled` to the model and target."""
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens (calibrated,
+    :func:`scaled`)."""
     if tokens <= 0:
         return 0.0
     m, a = model.moe, model.architecture
@@ -241,8 +240,7 @@ def nvlink_domain(gpu: GpuSpec) -> int | None:
 
 @dataclass(frozen=True)
 class Estimate:
-    """One phase's attainable tok/s per GPU, seconds per part (a decode step, a prefill token),
-    batch."""
+    """One phase's tok/s per GPU, seconds per part (a decode step, a prefill token), batch."""
 
     phase: str
     tok_s_per_gpu: float
@@ -330,8 +328,8 @@ def decode_step(
     kv_dtype: str | None = "fp4",
     deployment: str = "dp-ep",
 ) -> Estimate:
-    """One decode step of ``batch`` sequences over ``gpus`` GPUs in ``deployment``: the busiest
-    GPU's parts (seconds), added, and output tok/s per GPU."""
+    """One decode step of ``batch`` sequences on ``gpus`` GPUs: the busiest GPU's parts
+    (seconds)."""
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     tp = deployment == "tp-ep"
@@ -377,8 +375,7 @@ def prefill_token(
     prefix: float = 0,
     kv_dtype: str | None = "fp4",
 ) -> Estimate:
-    """Seconds per new prefill token per GPU through the encoder layers: dense and expert GEMMs,
-    attention FLOP and prefix reads at ``prefix``, EP dispatch + combine over NVLink."""
+    """Seconds per new prefill token per GPU (encoder layers) behind ``prefix`` tokens, by part."""
     m = model.moe
     assert m.experts_per_token
     split = roofline.weight_split(model, "prefill")
@@ -410,8 +407,8 @@ def prefill_token(
 
 @dataclass(frozen=True)
 class Attainable:
-    """The attainable reading of one figure: the rate per GPU the deployment reaches with the
-    calibration's kernels, the figure's ratio to it, and each phase's estimate."""
+    """The attainable reading of a figure: the rate per GPU, the figure's ratio to it, the
+    phases."""
 
     tok_s_per_gpu: float
     ratio: float
@@ -494,8 +491,7 @@ def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
 
 
 def choose_deployment(gpus: int, batch: float | None, deployment: str | None) -> tuple[str, str]:
-    """The deployment and why: the one asked for, else dp-ep, or tp-ep when fewer sequences
-    than GPUs are in flight (data-parallel attention would leave GPUs without sequences)."""
+    """The deployment and why: as asked, else dp-ep, or tp-ep with fewer sequences than GPUs."""
     if deployment is not None:
         if deployment not in DEPLOYMENTS:
             raise InputError(
@@ -550,8 +546,8 @@ def estimate(
     deployment: str | None = None,
     calibration: Calibration | None = None,
 ) -> Attainable:
-    """The attainable reading of ``claimed`` tokens/s per GPU doing ``work``: ratio = output /
-    decode estimate + new input / prefill estimate, rate = ``claimed`` / ratio."""
+    """The attainable reading of ``claimed`` tok/s per GPU doing ``work`` (phases share the
+    time)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
     eff = efficiencies(calibration)
     dep, why = choose_deployment(gpus, work.concurrency, deployment)
@@ -594,8 +590,7 @@ def estimate(
 def for_check(
     c: Check, *, deployment: str | None = None, calibration: Calibration | None = None
 ) -> Attainable:
-    """:func:`estimate` for a :class:`rackbook.physics.check.Check`: its model entry as the
-    check read it (a model given as a file is read from it), GPU, GPUs, phase and workload."""
+    """:func:`estimate` for a :class:`check.Check`, on the model entry and GPU the check read."""
     return estimate(
         c.spec if c.spec is not None else c.model,
         c.gpu_spec if c.gpu_spec is not None else c.gpu,
@@ -618,8 +613,7 @@ def cached_share_threshold(
     calibration: Calibration | None = None,
     **kwargs: Any,
 ) -> float | None:
-    """The least cached share from which ``tok_s`` (as :func:`check.check_claim` reads it) is at
-    most what the calibration's kernels reach: 0 uncached, None at no share."""
+    """The least cached share at which measured kernels reach ``tok_s`` (0 uncached, None never)."""
     cal = calibration
 
     def ratio(c: float) -> float:

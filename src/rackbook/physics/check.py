@@ -32,15 +32,14 @@ MEMORY_FRACTION = 0.9
 
 
 def physics_verdict(ratio: float) -> str:
-    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio`` (no margin: 1 is
-    possible, anything above or not finite impossible)."""
+    """``possible`` when claimed / ceiling = ``ratio`` <= 1 (no margin), else ``impossible``."""
     return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
 
 
 @dataclass(frozen=True)
 class PerGpuCeiling:
-    """One ceiling: tokens/s per GPU, what it is, and the arithmetic; ``phase`` is the phase
-    whose tokens it bounds (empty for memory capacity)."""
+    """One ceiling: tokens/s per GPU, its name, arithmetic and the phase it bounds ("":
+    capacity)."""
 
     name: str
     tok_s_per_gpu: float
@@ -78,14 +77,12 @@ class Check:
 
     @property
     def workload(self) -> dict[str, Any]:
-        """:attr:`work` as a dict (its field names as keys): for JSON and for the readers that
-        index it by name."""
+        """:attr:`work` as a dict, for JSON and the readers that index it by name."""
         return asdict(self.work)
 
     @property
     def reason(self) -> str:
-        """One line: the claim over the binding ceiling, and what binds; a ceiling in other
-        tokens than the figure counts (new input vs input with the cached share) says both."""
+        """One line: the claim over the binding ceiling, and what binds."""
         if self.limit.startswith("memory capacity"):
             return self.notes[0] if self.notes else "the model does not fit"
         counted = f"{self.claimed_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU"
@@ -131,9 +128,7 @@ def memory_ceiling(
     kv_dtype: str | None = "fp4",
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
-    """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs, from
-    the fewest bytes a step reads: dense weights once, top-k experts a layer, the context and the
-    drafter."""
+    """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs."""
     verify = verify_tokens(model, tokens_per_step)
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
@@ -184,8 +179,7 @@ class Capacity:
 
 
 def usable_bytes(gpu: GpuSpec) -> float:
-    """HBM bytes an engine may use on ``gpu``: :data:`MEMORY_FRACTION` of the HBM the GPU
-    reports."""
+    """HBM bytes an engine may use on ``gpu``: :data:`MEMORY_FRACTION` of what the GPU reports."""
     return gpu.memory_bytes * MEMORY_FRACTION
 
 
@@ -200,9 +194,7 @@ def capacity(
     dense_replicated: bool = False,
     offload: bool = True,
 ) -> Capacity:
-    """Sequences per GPU of ``context`` tokens on average whose KV fits in :func:`usable_bytes`
-    after the weights (one of ``longest`` tokens must fit alone); ``dense_replicated``: dense
-    weights on every GPU; ``offload``: weights to host (Grace) memory first."""
+    """Sequences per GPU of ``context`` tokens whose KV fits after the weights (bytes per GPU)."""
     st = roofline.storage(model)
     weights = st.per_gpu_bytes(gpus) if dense_replicated else st.total_bytes / gpus
     window = roofline.window_bytes_per_sequence(model)
@@ -249,8 +241,7 @@ def capacity(
 def least_share(
     ratio: Callable[[float], float], shares: Sequence[float], tol: float
 ) -> tuple[float | None, list[float]]:
-    """The least cached share from which ``ratio(share)`` <= 1 (0: every share; None: none),
-    bisected to ``tol`` above the last sample over 1, and the sampled ratios."""
+    """The least share from which ``ratio`` <= 1 (0 always, None never), and the sampled ratios."""
     r = [ratio(c) for c in shares]
     bad = [i for i, x in enumerate(r) if not x <= 1]
     if not bad:
@@ -266,8 +257,7 @@ def least_share(
 
 
 def narrowest_kv_dtype(model: ModelSpec) -> str | None:
-    """The narrowest KV storage dtype the model's catalog entry has a row format for (None when
-    its KV layout is unknown)."""
+    """The narrowest KV dtype the model has a row format for (None: KV layout unknown)."""
     table = model.kv_cache.row_formats
     if model.kv_cache.compression_ratios is None or table is None:
         return None
@@ -281,8 +271,7 @@ def prefill_ceiling(
     kv_dtype: str | None = "fp4",
     active_scale: float = 1.0,
 ) -> list[PerGpuCeiling]:
-    """New-token prefill ceilings per GPU behind ``prefix`` tokens, encoder layers only: compute,
-    and the prefix's KV read once per chunk of :data:`PREFILL_CHUNK` new tokens."""
+    """New-token prefill ceilings per GPU behind ``prefix`` tokens: compute and the KV read."""
     comp = roofline.compute_ceiling_tokens_per_s(
         model, gpu, "prefill", active_scale=active_scale, context=prefix
     )
@@ -388,8 +377,7 @@ def check_claim(
     cached_share: float = 0.0,
     precision: str | None = None,
 ) -> Check:
-    """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
-    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s)."""
+    """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or ``total``) of a workload."""
     if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
     g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
@@ -519,8 +507,7 @@ _SHARES = tuple(i / 40 for i in range(40)) + (1 - 1e-6,)
 def cached_share_threshold(
     model: ModelSpec | str, gpu: GpuSpec | str, gpus: int, tok_s: float, **kwargs: Any
 ) -> Threshold:
-    """The least cached share at which ``tok_s`` (as :func:`check_claim` reads it, same
-    keyword arguments but ``cached_share``) is possible."""
+    """The least cached share at which ``tok_s`` (:func:`check_claim`'s arguments) is possible."""
     if "cached_share" in kwargs:
         raise TypeError("cached_share_threshold chooses the cached share itself")
 
@@ -547,8 +534,7 @@ def cached_share_threshold(
 
 @dataclass(frozen=True)
 class Band:
-    """A ratio to a bound with active parameters (and bytes) +/-20 %, at peak FLOP/s and
-    bandwidth."""
+    """A ratio to a bound, and its range with active parameters +/-20 % (at peak)."""
 
     ratio: float
     low: float
@@ -557,8 +543,7 @@ class Band:
 
 
 def sensitivity(**kwargs: Any) -> Band:
-    """The ratio of :func:`check_claim` (same arguments) at peak and over active parameters x 0.8 ..
-    1.2."""
+    """The ratio of :func:`check_claim` at peak and with active parameters x 0.8 .. 1.2."""
     base = check_claim(**kwargs).ratio
     ratios = [check_claim(**kwargs, active_scale=s).ratio for s in (0.8, 1.2)]
     lo, hi = min(ratios), max(ratios)

@@ -39,9 +39,8 @@ PARAMS = ("efficiency", "layer_s", "log_low", "log_high")
 
 @dataclass(frozen=True)
 class Fit:
-    """The fitted, non-physics part: ``efficiency`` x every calibrated kernel time, ``layer_s`` the
-    floor (seconds per layer per step), ``log_low``/``log_high`` the held-out log-residual
-    quantiles."""
+    """The fitted part: kernel ``efficiency``, floor ``layer_s`` (s/layer), log-residual
+    interval."""
 
     efficiency: float
     layer_s: float
@@ -58,14 +57,12 @@ class Fit:
 
     @property
     def validation_text(self) -> str:
-        """The stored held-out validation on all points in words (:func:`held_out_text`; ""
-        before any fit)."""
+        """The stored held-out validation on all points in words ("" before any fit)."""
         return held_out_text(self.validation.get("all") or {})
 
 
 def held_out_text(s: dict[str, Any]) -> str:
-    """The one wording of a held-out validation summary ``s`` (points, median_ratio, within_2x,
-    inside); "" without points."""
+    """The one wording of a held-out validation summary ``s``; "" without points."""
     if not s.get("points"):
         return ""
     inside = s.get("inside")
@@ -77,8 +74,7 @@ def held_out_text(s: dict[str, Any]) -> str:
 
 
 def load_fit(path: str | Path | None = None) -> Fit:
-    """The stored fit (``data/published/expected-fit.yaml``); when absent the prior: kernels as
-    calibrated, the anchor's floor, an interval of x/ 2."""
+    """The stored fit; when absent the prior (kernels as calibrated, the anchor's floor, x/ 2)."""
     p = Path(path) if path is not None else paths.DATA / FIT_FILE
     if not p.exists():
         return Fit(1.0, ANCHOR_LAYER_S, -math.log(2), math.log(2))
@@ -109,8 +105,7 @@ def _domain_of(gpu_id: str) -> int | None:
 
 
 def domain(gpu: GpuSpec) -> int | None:
-    """GPUs in one NVLink domain of ``gpu`` (:func:`rackbook.physics.attainable.nvlink_domain`,
-    read once per GPU id)."""
+    """GPUs in one NVLink domain of ``gpu``, read once per GPU id."""
     return _domain_of(gpu.id) if gpu.id else attainable.nvlink_domain(gpu)
 
 
@@ -142,8 +137,7 @@ _EXPERT_MEMO: dict[tuple[int, int, int, float], tuple[Any, Any, Any, float]] = {
 def expert_time(
     eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
 ) -> float:
-    """Seconds one routed expert takes for ``tokens`` tokens, monotone: the least calibrated time at
-    ``tokens`` or any calibrated size above (a kernel can pad)."""
+    """Seconds one routed expert takes for ``tokens`` tokens, monotone (a kernel can pad)."""
     if tokens <= 0:
         return 0.0
     key = (id(eff), id(model), id(gpu), float(tokens))
@@ -162,8 +156,7 @@ def expert_time(
 def scan_time(
     eff: attainable.Efficiencies, gpu: GpuSpec, key_bytes: float, key_flops: float
 ) -> float:
-    """Index-scan seconds of both phases: ``key_bytes`` at the stream fraction or ``key_flops`` at
-    the BF16 dense fraction, whichever is longer."""
+    """Index-scan seconds: keys read at the stream fraction or scored at BF16, the longer."""
     bw = eff.stream * gpu.hbm_bandwidth_bytes_per_s
     return max(key_bytes / bw, key_flops / _flops(eff, gpu, "bf16"))
 
@@ -176,8 +169,7 @@ def expert_part(
     tokens: float,
     moe_layers: int,
 ) -> float:
-    """Seconds the busiest GPU's routed experts take in a step of ``tokens`` tokens (all GPUs): the
-    mean load x :func:`imbalance` over the distinct experts it holds, x MoE layers."""
+    """Seconds the busiest GPU's routed experts take in a step of ``tokens`` tokens."""
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     e, k = m.num_routed_experts, m.experts_per_token
@@ -192,8 +184,8 @@ def expert_part(
 
 @dataclass(frozen=True)
 class Step:
-    """One decode step (or one prefill token) in one deployment: seconds per part on the
-    busiest GPU, the kernel sum, the overlap, the floor, the total, the rate per GPU."""
+    """One decode step (or prefill token) in one deployment: seconds by part, total, rate per
+    GPU."""
 
     deployment: str
     tp: int
@@ -211,8 +203,7 @@ def deployment_name(tp: int, gpus: int) -> str:
 
 
 def tp_widths(gpus: int, domain: int | None) -> list[int]:
-    """Attention tensor-parallel widths tried: powers of two dividing ``gpus``, within one NVLink
-    domain (and ``gpus`` itself when it fits one)."""
+    """Attention TP widths tried: powers of two dividing ``gpus`` within one NVLink domain."""
     dom = domain or gpus
     out = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
     if gpus <= dom and gpus not in out:
@@ -268,9 +259,7 @@ def decode_step(
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = "fp4",
 ) -> Step:
-    """One decode step of ``batch`` sequences (all ``gpus``), attention TP over ``tp``: the busiest
-    GPU's parts (seconds), kernels x ``fit.efficiency``, the network overlapped from two
-    micro-batches a GPU, plus the floor ``fit.layer_s`` a layer."""
+    """One decode step of ``batch`` sequences, attention TP over ``tp``: the busiest GPU's parts."""
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     bw = gpu.hbm_bandwidth_bytes_per_s
@@ -347,8 +336,7 @@ def prefill_token(
     kv_dtype: str | None = "fp4",
     chunk: int = PREFILL_CHUNK,
 ) -> Step:
-    """Seconds per new prefill token per GPU, each GPU prefilling ``chunk`` tokens a step: kernels x
-    ``fit.efficiency``, dispatch + combine overlapped, the floor once per chunk."""
+    """Seconds per new prefill token per GPU, each GPU prefilling ``chunk`` tokens a step."""
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
@@ -375,8 +363,7 @@ def prefill_token(
 
 @dataclass(frozen=True)
 class Expected:
-    """What a well-tuned deployment reaches per GPU in the figure's counted tokens, its interval,
-    the figure's ratio to it, the best deployment and its step's terms (seconds)."""
+    """What a well-tuned deployment reaches per GPU, its interval, the ratio and the terms."""
 
     tok_s_per_gpu: float
     low: float
@@ -411,9 +398,7 @@ class Expected:
 def capacity(
     model: ModelSpec, gpu: GpuSpec, gpus: int, tp: int, context: float, kv_dtype: str | None
 ) -> float:
-    """Sequences over all ``gpus`` whose KV fits with attention TP ``tp`` (weights in HBM, the
-    bound's :func:`check.usable_bytes`); no KV layout or context: :data:`MAX_BATCH_PER_GPU` per
-    GPU."""
+    """Sequences over all ``gpus`` whose KV fits with attention TP ``tp`` (weights in HBM)."""
     st = roofline.storage(model)
     weights = st.dense_bytes / tp + st.routed_bytes / gpus
     per_seq = 0.0
@@ -448,8 +433,7 @@ def expected(
     calibration: Calibration | None = None,
     fit: Fit | None = None,
 ) -> Expected:
-    """The expected reading of ``claimed`` tokens/s per GPU doing ``work``: ratio = output / decode
-    rate + new input / prefill rate, expected = claimed / ratio."""
+    """The expected reading of ``claimed`` tok/s per GPU doing ``work`` (phases share the time)."""
     m = roofline.served(catalogs.as_model(model), precision).model
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
@@ -612,8 +596,7 @@ def _batch_text(
 
 
 def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) -> float:
-    """Sequences decoding among ``concurrency`` clients (Little's law on the decode stage):
-    concurrency x decode time / (``ttft_s`` + decode time)."""
+    """Sequences decoding among ``concurrency`` clients (Little's law on the decode stage)."""
     dec = max(osl - 1, 0) * tpot_s
     total = ttft_s + dec
     return concurrency * dec / total if total > 0 else concurrency
@@ -628,8 +611,7 @@ def for_check(
     calibration: Calibration | None = None,
     fit: Fit | None = None,
 ) -> Expected:
-    """:func:`expected` for a :class:`check.Check`; with concurrency, OSL, ``tpot_ms`` and
-    ``ttft_s`` all given the decoding batch is :func:`littles_law`'s."""
+    """:func:`expected` for a :class:`check.Check` (batch by :func:`littles_law` when it can)."""
     w: Workload = c.work
     decoding = None
     if w.concurrency and w.osl and tpot_ms is not None and ttft_s is not None:

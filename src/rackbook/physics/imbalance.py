@@ -30,8 +30,7 @@ LOG2_STEP = 0.25
 
 
 def eplb_imbalance(num_experts: int, ep: int, assignments: float) -> float:
-    """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` a layer over ``ep`` GPUs:
-    the EPLB model's 1 / balancedness, rebalanced on one synthetic draw, measured on another."""
+    """Busiest GPU's routed load over the mean (>= 1) from the EPLB model, 1 / balancedness."""
     from rackbook.physics import eplb
 
     if ep <= 1 or assignments <= 0:
@@ -50,8 +49,7 @@ def _log2_grid() -> list[float]:
 
 
 def build(experts: tuple[int, ...] = EXPERTS) -> dict[str, Any]:
-    """The table document: generator, inputs and, per expert count, the EP sizes, the log2
-    assignments and the imbalance at each (rows: EP sizes)."""
+    """The table document: generator, inputs, and per expert count the imbalance by EP size."""
     grid = _log2_grid()
     tables = {}
     for e in experts:
@@ -99,8 +97,7 @@ def _interp(xs: list[float], x: float) -> tuple[int, float]:
 
 @functools.lru_cache(maxsize=4096)
 def imbalance(num_experts: int, ep: int, assignments: float) -> float:
-    """:func:`eplb_imbalance` read from the table, log-interpolated in log2(assignments) (live when
-    absent)."""
+    """:func:`eplb_imbalance` read from the table, log-interpolated (computed when absent)."""
     if ep <= 1 or assignments <= 0:
         return 1.0
     ep = min(ep, num_experts)

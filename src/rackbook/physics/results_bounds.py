@@ -40,8 +40,7 @@ def verdict_rule() -> VerdictRule:
 
 
 def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> check.Check:
-    """The most total tokens/s per GPU any cached share gives: requests of the model's whole
-    context, all input but one token cached, one output token (:func:`check.check_claim`)."""
+    """The most total tokens/s per GPU any cached share gives (whole context, one output token)."""
     m = catalogs.as_model(model)
     top = m.architecture.max_context_tokens
     if top is None:
@@ -54,8 +53,7 @@ def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> ch
 
 @dataclass(frozen=True)
 class PrefixRead:
-    """Per new prefill token behind a cached prefix: bytes read (sparse and dense attention),
-    read and compute seconds, and the tokens/s ceilings they give."""
+    """Per new prefill token behind a cached prefix: bytes, seconds and tokens/s ceilings."""
 
     prefix_tokens: int
     sparse_bytes_per_new_token: float
@@ -81,8 +79,7 @@ def prefix_read_model(
     n_gpus: int = 1,
     reuse_tokens: int = 1,
 ) -> PrefixRead:
-    """New prefill tokens after a cached prefix, encoder layers only, ``reuse_tokens`` sharing
-    one read of it: tokens/s = 1 / max(sparse read, compute) (the dense read's beside it)."""
+    """New prefill tokens behind a cached prefix: 1 / max(sparse read, compute) tokens/s."""
     m = catalogs.as_model(model)
     if reuse_tokens < 1:
         raise InputError("-", "reuse_tokens", f"must be >= 1, got {reuse_tokens}")
@@ -123,8 +120,7 @@ def removable_share(
     prefix_tokens: int = 128_000,
     kv_dtype: str = "fp4",
 ) -> tuple[float, str]:
-    """Share of a new prefill token's time that vLLM's decoder replay layers remove behind a
-    cached prefix: 1 - t_encoder / t_all, each t = max(compute, reads) per token."""
+    """Share of a new prefill token's time decoder replay layers remove: 1 - t_encoder / t_all."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     after = prefix_read_model(m, g, prefix_tokens, kv_dtype=kv_dtype)
     t_after = 1 / after.tokens_per_s
@@ -143,8 +139,7 @@ def removable_share(
 def context_compute_growth_s(
     model: ModelSpec | str, hw: GpuSpec | str, lo: float, hi: float, *, batch: int = 1
 ) -> float:
-    """Least extra attention and indexer compute seconds per decode step when ``batch``
-    sequences on one GPU grow from ``lo`` to ``hi`` tokens, at the dense weights' FLOP/s."""
+    """Least extra attention compute seconds a decode step takes from ``lo`` to ``hi`` tokens."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     if not 0 <= lo < hi:
         raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
@@ -156,8 +151,7 @@ def context_compute_growth_s(
 
 
 def collective_budget_us(claim_step_s: float, floor_step_s: float, moe_layers: int) -> float:
-    """Microseconds per MoE layer left for dispatch and combine: (claim step - floor step) /
-    layers x 1e6 (negative: no time left)."""
+    """Microseconds per MoE layer left for dispatch and combine (negative: none)."""
     if moe_layers < 1:
         raise InputError("-", "moe_layers", f"must be >= 1, got {moe_layers}")
     return 1e6 * (claim_step_s - floor_step_s) / moe_layers

@@ -1,8 +1,5 @@
 """Roofline arithmetic on catalog entries, no measurement: KV-cache bytes, weights, a token's
-context reads and attention FLOP, the compute ceiling, batch-1 and speculative decoding.
-
-One idea: the roofline arithmetic every bound reads its bytes and FLOP from, on one catalog entry.
-"""
+context reads and attention FLOP, the compute ceiling, batch-1 and speculative decoding."""
 
 from __future__ import annotations
 
@@ -66,8 +63,7 @@ class Step:
 
 
 def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) -> Step:
-    """Lower bound on a step's time: ``nbytes`` / (n_gpus x HBM bytes/s), in seconds
-    (assumes the bytes are spread evenly over the GPUs)."""
+    """Least seconds to stream ``nbytes`` from the HBM of ``n_gpus`` GPUs."""
     g = catalogs.as_gpu(hw)
     check_positive(nbytes, "bytes", allow_zero=True)
     check_positive(n_gpus, "n_gpus")
@@ -82,8 +78,7 @@ def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) ->
 
 @dataclass(frozen=True)
 class KvBytes:
-    """Global KV-cache bytes per token of a model at one storage dtype, derived from the row's
-    dimensions and its storage format (bits per value, scale bytes per group)."""
+    """Global KV-cache bytes per token at one storage dtype, from the rows' formats."""
 
     model: str
     kv_dtype: str
@@ -117,8 +112,7 @@ def kv_rows_per_token(model: ModelSpec) -> Fraction:
 
 
 def indexed_rows_per_token(model: ModelSpec) -> Fraction:
-    """Rows per token that carry an index key: those of the index-source layers when the model
-    names them (DeepSeek-V4-Flash: its CSA layers only), else every row."""
+    """Rows per token carrying an index key (the index-source layers', else every row)."""
     kc, a = model.kv_cache, model.attention
     if a is None:
         return kv_rows_per_token(model)
@@ -127,8 +121,7 @@ def indexed_rows_per_token(model: ModelSpec) -> Fraction:
 
 
 def kv_row_values(model: ModelSpec) -> tuple[int, int]:
-    """Values of one row: (compressed KV, indexer key). The KV row is the head dim (or, with
-    MLA, the latent rank plus the RoPE dims); the indexer key is the index head dim (0 if none)."""
+    """Values of one row: (compressed KV, indexer key)."""
     a = model.architecture
     if a.mla is not None:
         kv = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim
@@ -140,8 +133,7 @@ def kv_row_values(model: ModelSpec) -> tuple[int, int]:
 
 
 def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
-    """Bytes per token of the global KV: rows/token x (KV row + indexer row), each row's bytes
-    derived from its values and format: values x bits / 8 + ceil(values / group) x scale bytes."""
+    """Bytes per token of the global KV: rows/token x (KV row + indexer row)."""
     check_choice(kv_dtype, PRECISIONS, "kv_dtype")
     rows = kv_rows_per_token(model)
     table = model.kv_cache.row_formats
@@ -190,21 +182,18 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "fp4") -> int:
-    """Global KV-cache bytes per token (int), computed from the layout in the model entry.
-    The fixed-size sliding-window cache is not per token and is not counted."""
+    """Global KV-cache bytes per token (int; the sliding window not counted)."""
     return kv_bytes(model, kv_dtype).bytes_per_token
 
 
 def kv_bytes_per_sequence(model: ModelSpec, context_tokens: int, kv_dtype: str = "fp4") -> int:
-    """Global KV bytes held by one sequence of ``context_tokens`` tokens (per-token rate x
-    tokens, rounded up; block rounding and the sliding-window cache are ignored)."""
+    """Global KV bytes of one sequence of ``context_tokens`` tokens, rounded up."""
     check_positive(context_tokens, "context_tokens", allow_zero=True)
     return math.ceil(kv_bytes(model, kv_dtype).bytes_per_token_exact * context_tokens)
 
 
 def window_bytes_per_sequence(model: ModelSpec) -> int:
-    """The fixed-size sliding-window cache of one sequence: layers x window x one FP8 KV row
-    (0 when the model has no window or no FP8 row format)."""
+    """Bytes of one sequence's sliding-window cache (FP8 rows; 0 without a window)."""
     a, table = model.architecture, model.kv_cache.row_formats
     if a.sliding_window is None or a.num_layers is None or table is None or table.fp8 is None:
         return 0
@@ -234,8 +223,7 @@ def sequences_fitting(
     weight_bytes_per_gpu: float,
     memory_fraction: float = 1.0,
 ) -> Fit:
-    """Sequences of ``context_tokens`` whose global KV fits on one GPU:
-    floor((HBM bytes x memory_fraction - weight_bytes_per_gpu) / KV bytes per sequence)."""
+    """Sequences of ``context_tokens`` whose global KV fits on one GPU after the weights."""
     g = catalogs.as_gpu(hw)
     check_positive(context_tokens, "context_tokens")
     check_positive(weight_bytes_per_gpu, "weight_bytes_per_gpu", allow_zero=True)
@@ -311,8 +299,7 @@ def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
 
 
 def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
-    """Routed params per token = MoE layers x top-k x 3 x hidden x expert intermediate; the rest of
-    the active parameters are dense."""
+    """Active parameters per token of ``phase`` split into routed experts and dense."""
     m, a = model.moe, model.architecture
     active = model.active_params(phase)
     need(
@@ -343,8 +330,7 @@ def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
 
 
 def draft_bytes(model: ModelSpec) -> float:
-    """Bytes of the drafter's active weights a speculative step reads once (0 without a
-    drafter in the catalog)."""
+    """Bytes of the drafter's active weights (0 without one in the catalog)."""
     spec = model.speculative
     if spec is None:
         return 0.0
@@ -375,14 +361,12 @@ class Storage:
         return self.routed_bytes + self.dense_bytes
 
     def per_gpu_bytes(self, n_gpus: int) -> float:
-        """Bytes on each of ``n_gpus`` GPUs with the experts spread over them (expert
-        parallel) and the dense weights on every GPU (data-parallel attention)."""
+        """Bytes per GPU: experts spread over ``n_gpus``, dense weights on every GPU."""
         return self.dense_bytes + self.routed_bytes / n_gpus
 
 
 def storage(model: ModelSpec) -> Storage:
-    """Stored bytes: every routed expert, and the dense (backbone - routed) params at their
-    dtype."""
+    """Stored bytes: every routed expert, and the dense params at their dtype."""
     m, a, p = model.moe, model.architecture, model.params
     backbone = p.backbone or p.total
     need(
@@ -414,8 +398,7 @@ def storage(model: ModelSpec) -> Storage:
 
 @dataclass(frozen=True)
 class Served:
-    """A model with its weights in one format (``model``), the format in words, and whether
-    stated."""
+    """A model with its weights in one format, the format in words, and whether stated."""
 
     model: ModelSpec
     routed_dtype: str
@@ -448,8 +431,7 @@ def _with_format(model: ModelSpec, routed: str, dense: str) -> ModelSpec:
 
 
 def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
-    """The weights a bound reads: at ``expert_dtype`` when stated, else the catalog's format with
-    the fewest stored bytes (a bound must hold for every format)."""
+    """The weights a bound reads: ``expert_dtype`` when stated, else the fewest stored bytes."""
     formats = _formats(model)
     if expert_dtype is not None:
         check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
@@ -472,8 +454,7 @@ def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
 
 @dataclass(frozen=True)
 class KvReads:
-    """Bytes one decode step reads from one sequence's global KV at ``context`` tokens, no window:
-    sparse (index scan + fixed top-k rows and pool) and dense (every row)."""
+    """Bytes one decode step reads from one sequence's global KV, sparse and dense, no window."""
 
     context: int
     kv_dtype: str
@@ -486,8 +467,7 @@ class KvReads:
 
 
 def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
-    """Context bytes one decode step reads for one sequence, at both ends (class docstring):
-    :func:`context_reads` without the window, and its per-token rates."""
+    """Context bytes one decode step reads for one sequence, both ends, and per-token rates."""
     m = catalogs.as_model(model)
     r, one = context_reads(m, context, "decode", kv_dtype), context_reads(m, 1, "decode", kv_dtype)
     fixed = r.rows + r.pool
@@ -498,8 +478,7 @@ def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4")
 
 @dataclass(frozen=True)
 class ContextGrowth:
-    """Extra time per decode step when ``batch`` sequences per GPU grow from ``lo`` to ``hi``
-    tokens, at both ends of the context reads (seconds), over ``n_gpus`` GPUs' bandwidth."""
+    """Extra seconds per decode step when ``batch`` sequences grow from ``lo`` to ``hi`` tokens."""
 
     lo: int
     hi: int
@@ -530,8 +509,7 @@ def context_growth(
     batch: int = 1,
     n_gpus: int = 1,
 ) -> ContextGrowth:
-    """Bytes read per step at ``hi`` minus at ``lo``, x ``batch`` sequences, over the HBM
-    bandwidth of ``n_gpus`` GPUs sharing them, for the sparse and the dense reading."""
+    """The :class:`ContextGrowth` over the HBM bandwidth of ``n_gpus`` GPUs."""
     if not 0 <= lo < hi:
         raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
     if batch < 1:
@@ -550,8 +528,7 @@ def context_growth(
 
 
 def phase_layers(model: ModelSpec, phase: str) -> int:
-    """Layers one token of ``phase`` passes: every layer in decode; in prefill the encoder
-    layers only where the model has a causal encoder (DeepSeek-V4.1-Flash: 40 and 20)."""
+    """Layers a token of ``phase`` passes: all in decode, the encoder's only in prefill."""
     check_choice(phase, PHASES, "phase")
     a = model.architecture
     need(model, architecture__num_layers=a.num_layers)
@@ -603,8 +580,7 @@ def _row_and_key_flops(model: ModelSpec) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class AttentionFlops:
-    """Attention and indexer FLOP per token at ``context`` tokens in ``phase``: scan, pool, rows,
-    window."""
+    """Attention and indexer FLOP per token: scan, pool, rows, window."""
 
     phase: str
     context: int
@@ -623,8 +599,7 @@ class AttentionFlops:
 def attention_flops(
     model: ModelSpec | str, context: float, phase: str = "decode"
 ) -> AttentionFlops:
-    """Attention and indexer FLOP of one token of ``phase`` that sees ``context`` tokens
-    (decode: every layer; prefill: the encoder layers only, :func:`phase_layers`)."""
+    """Attention and indexer FLOP of one token of ``phase`` seeing ``context`` tokens."""
     m = catalogs.as_model(model)
     check_positive(context, "context", allow_zero=True)
     n = phase_layers(m, phase)
@@ -642,8 +617,8 @@ def attention_flops(
 
 @dataclass(frozen=True)
 class ContextReads:
-    """Bytes one token of ``phase`` reads from a sequence's caches: scan, rows, pool, window (FP8,
-    decode only); ``dense``: every row read, the other end."""
+    """Bytes a token reads from a sequence's caches: scan, rows, pool, window; ``dense``: all
+    rows."""
 
     phase: str
     context: int
@@ -688,8 +663,7 @@ def context_reads(
 
 @dataclass(frozen=True)
 class Ceiling:
-    """Compute ceiling: tokens/s if every FLOP/s of the GPUs went into the model's per-token
-    GEMM FLOP, each part at the precision it runs at."""
+    """Compute ceiling: tokens/s with every FLOP/s on the per-token FLOP."""
 
     tokens_per_s: float
     seconds_per_token: float
@@ -711,8 +685,7 @@ def compute_ceiling_tokens_per_s(
     active_scale: float = 1.0,
     context: float = 0,
 ) -> Ceiling:
-    """Tokens/s ceiling of ``n_gpus`` GPUs: 2 x routed and 2 x dense params over the FLOP/s at each
-    one's precision, plus attention FLOP at ``context``; ``active_scale`` scales the parameters."""
+    """Tokens/s ceiling of ``n_gpus`` GPUs' FLOP/s, each part at its precision."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     split = weight_split(m, phase)
     notes = []
@@ -750,23 +723,20 @@ def compute_ceiling_tokens_per_s(
 
 
 def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
-    """Expected distinct experts one MoE layer touches when ``tokens`` tokens each pick
-    ``top_k`` of ``num_experts`` uniformly: E x (1 - (1 - k/E)^n). 6 tokens, top-6 of 384: 34.6."""
+    """Expected distinct experts of a layer under uniform routing: E x (1 - (1 - k/E)^n)."""
     if tokens <= 0:
         return 0.0
     return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
 
 
 def fewest_experts(num_experts: int, top_k: int, tokens: float) -> float:
-    """The fewest distinct experts ``tokens`` tokens can touch in a layer: top-k (0 without
-    tokens)."""
+    """The fewest distinct experts ``tokens`` tokens can touch in a layer: top-k (0 without)."""
     return float(min(top_k, num_experts)) if tokens > 0 else 0.0
 
 
 @dataclass(frozen=True)
 class Batch1Decode:
-    """Bandwidth ceiling of single-sequence decode: tokens/s = tokens accepted per step / the
-    least time one step takes to stream its bytes."""
+    """Bandwidth ceiling of single-sequence decode: tokens accepted per step / least step time."""
 
     tokens_per_s: float
     step_s: float
@@ -792,8 +762,7 @@ def batch1_decode_ceiling_tokens_per_s(
     verify_tokens: int | None = None,
     routing: str = "fewest",
 ) -> Batch1Decode:
-    """Batch-1 decode tokens/s over ``n_gpus`` GPUs' HBM bandwidth from the fewest bytes a step
-    reads (``routing="uniform"``: uniform routing's expectation); no communication counted."""
+    """Batch-1 decode tokens/s over ``n_gpus`` GPUs' HBM bandwidth (no communication counted)."""
     m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")

@@ -22,9 +22,7 @@ CHECK_PHASES = ("decode", "prefill", "mixed")
 
 @dataclass(frozen=True)
 class Workload:
-    """What one figure's GPUs do: output and new input tokens/s per GPU, decode context and prefill
-    prefix (tokens), concurrency over all the GPUs (None: the best batch that fits), tokens kept and
-    verified a step, KV dtype and the weights' format."""
+    """What one figure's GPUs do (tokens, tokens/s per GPU); concurrency None: best batch."""
 
     counted: str = "output"
     isl: float | None = None
@@ -65,8 +63,7 @@ def verify_tokens(model: ModelSpec, tokens_per_step: float) -> int:
 def phase_and_counted(
     phase: str | None, counted: str | None, isl: float | None, osl: float | None, gpus: int
 ) -> tuple[str, str]:
-    """The phase and the tokens counted, defaults filled (module docstring), or InputError for
-    a pair no workload has."""
+    """The phase and the tokens counted, defaults filled; InputError for an impossible pair."""
     if counted is None:
         counted = "input" if phase == "prefill" else "output"
     if counted not in COUNTED:
@@ -92,8 +89,7 @@ def longest_sequence(
     phase: str,
     counted: str,
 ) -> float:
-    """Tokens of the longest sequence (ISL + OSL, or ``context``); InputError past the model's
-    context limit, the batch limit or a decode-only figure counting input."""
+    """Tokens of the longest sequence; InputError past the model's or the batch's limits."""
     most = m.architecture.max_context_tokens
     longest = max((isl or 0) + (osl or 0), context or 0)
     if most is not None and longest > most:
@@ -136,9 +132,7 @@ def workload(
     kv_dtype: str | None,
     weights: str,
 ) -> Workload:
-    """The :class:`Workload` of ``claimed`` ``counted`` tokens/s per GPU: input and output split by
-    ISL : OSL, cached input taking no prefill, decode context ISL + OSL / 2 unless ``context`` is
-    given."""
+    """The :class:`Workload` of ``claimed`` ``counted`` tokens/s per GPU."""
     if counted == "output":
         out, inp = claimed, claimed * isl / osl if isl and osl else 0.0
     elif counted == "input":
