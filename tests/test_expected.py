@@ -18,7 +18,7 @@ import pytest
 from rackbook.inputs import catalogs
 from rackbook.physics import attainable, roofline
 from rackbook.physics import expected as E
-from rackbook.physics.workload import Workload
+from rackbook.physics.check import Workload
 
 FLASH = "deepseek-v4.1-flash"
 #: A fit with no floor and calibrated kernels, so terms are the kernel arithmetic alone.

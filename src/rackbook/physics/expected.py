@@ -19,7 +19,7 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import attainable, check, roofline
 from rackbook.physics import imbalance as imbalance_table
 from rackbook.physics.attainable import dense_flops as _flops
-from rackbook.physics.workload import Workload
+from rackbook.physics.check import Workload
 
 if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
     from rackbook.core.calibration import Calibration
