@@ -58,9 +58,6 @@ class Step:
     bytes_per_s: float
     formula: str
 
-    def __float__(self) -> float:
-        return self.seconds
-
 
 def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) -> Step:
     """Least seconds to stream ``nbytes`` from the HBM of ``n_gpus`` GPUs."""
@@ -209,9 +206,6 @@ class Fit:
     free_bytes: float
     bytes_per_sequence: int
     formula: str
-
-    def __int__(self) -> int:
-        return self.sequences
 
 
 def sequences_fitting(
@@ -672,9 +666,6 @@ class Ceiling:
     notes: tuple[str, ...]
     formula: str
 
-    def __float__(self) -> float:
-        return self.tokens_per_s
-
 
 def compute_ceiling_tokens_per_s(
     model: ModelSpec | str,
@@ -746,9 +737,6 @@ class Batch1Decode:
     acceptance_length: float
     verify_tokens: int
     formula: str
-
-    def __float__(self) -> float:
-        return self.tokens_per_s
 
 
 def batch1_decode_ceiling_tokens_per_s(
