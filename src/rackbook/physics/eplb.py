@@ -310,8 +310,7 @@ def calibrate_skew(
     max_iter: int = 200,
 ) -> dict[str, Any]:
     """Find the SYNTHETIC skew whose static placement at ``ep_size`` has the target balancedness."""
-    check_layout(num_experts, ep_size, redundant)
-    phy2log = static_placement(num_experts, ep_size, redundant)
+    phy2log = static_placement(num_experts, ep_size, redundant)  # checks the layout
 
     def f(s: float) -> float:
         loads, _ = synthetic_loads(num_layers, num_experts, tokens_per_layer, s, seed, windows)
