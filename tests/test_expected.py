@@ -18,7 +18,7 @@ import pytest
 from rackbook.inputs import catalogs
 from rackbook.physics import attainable, roofline
 from rackbook.physics import expected as E
-from rackbook.physics.workload import Workload
+from rackbook.physics.check import Workload
 
 FLASH = "deepseek-v4.1-flash"
 #: A fit with no floor and calibrated kernels, so terms are the kernel arithmetic alone.
@@ -157,7 +157,7 @@ def test_best_deployment_is_at_least_each_one() -> None:
 
 def test_precision_sets_the_expert_bytes() -> None:
     v3 = catalogs.as_model("deepseek-v3")
-    fp4 = E.with_expert_dtype(v3, "fp4")
+    fp4 = roofline.served(v3, "fp4").model
     # 3 x 7,168 x 2,048 x 0.5 B = 22.02 MB (FP8: 44.04 MB)
     assert roofline.expert_bytes(fp4) == pytest.approx(3 * 7168 * 2048 * 0.5, rel=0.1)
     assert roofline.expert_bytes(v3) == 3 * 7168 * 2048
@@ -245,7 +245,7 @@ def test_expected_reads_the_bounds_usable_memory_and_served_format(gb300) -> Non
     r1 = catalogs.as_model("deepseek-r1")
     c = check.check_claim("deepseek-r1", "gb300", 8, 1000, batch=8)
     assert c.spec is not None and c.spec.weights.routed_expert_dtype == "fp4"
-    assert E.with_expert_dtype(r1, None).weights.routed_expert_dtype == "fp4"
+    assert roofline.served(r1, None).model.weights.routed_expert_dtype == "fp4"
     # 8 GB300, dp-ep (tp 1): (0.9 x 288e9 - 17.1 GB dense - 326.9 GB routed / 8) / one sequence
     st = roofline.storage(c.spec)
     free = check.usable_bytes(gb300) - st.dense_bytes - st.routed_bytes / 8

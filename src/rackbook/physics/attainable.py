@@ -1,23 +1,6 @@
-"""What measured kernels reach: the attainable estimate beside every physics bound.
-
-A bound (:mod:`rackbook.physics.check`) says whether a figure is possible; this estimates the
-time the same work takes in a stated deployment with kernels as fast as a calibration measured
-them (:mod:`rackbook.core.calibration`), so a reading can give the figure's ratio to both.
-
-**Kernel efficiencies** (:func:`efficiencies`): stream bandwidth and dense GEMMs as fractions of
-the calibration GPU's data sheet; routed-expert GEMMs, index scan and sparse attention as timed
-curves. On another GPU a kernel keeps the fraction of its roofline it reached at that size
-(:func:`scaled`); Hopper fractions applied to a Blackwell GPU are labelled an assumption.
-
-**Deployments** (:data:`DEPLOYMENTS`): ``dp-ep`` (the default on an NVL72: attention
-data-parallel, dense weights on every GPU, experts expert-parallel with balanced routing,
-dispatch and combine over NVLink) and ``tp-ep`` (attention and dense weights tensor-parallel,
-every GPU holding every sequence's compressed KV, two all-reduces a layer).
-
-A step's parts add up (no overlap, no launch overhead beyond the calibration's CUDA graphs);
-NVLink at the data sheet's bandwidth. Without a concurrency the batch is the one that reaches
-the most within the deployment's KV capacity. Units: seconds, bytes, tokens/s per GPU.
-"""
+"""What measured kernels reach: the attainable estimate beside every physics bound, calibrated
+kernel times (:mod:`rackbook.core.calibration`) summed in a stated deployment (dp-ep, tp-ep).
+Units: seconds, bytes, tokens/s per GPU."""
 
 from __future__ import annotations
 
@@ -39,15 +22,12 @@ from rackbook.physics.check import Check, Workload
 if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
     from rackbook.core.calibration import Calibration
 
-#: The deployments the estimate knows (module docstring).
 DEPLOYMENTS: tuple[str, ...] = ("dp-ep", "tp-ep")
-#: What each deployment is, in words, for the output.
 DEPLOYMENT_TEXT: dict[str, str] = {
     "dp-ep": "attention data-parallel + experts expert-parallel",
     "tp-ep": "attention tensor-parallel + experts expert-parallel",
 }
-#: Bytes a token's hidden state moves per expert it is routed to on another GPU: dispatch at
-#: FP8 (1 B per value) and combine at BF16 (2 B per value), per hidden value.
+#: Bytes per hidden value a token moves to an expert on another GPU: dispatch FP8, combine BF16.
 DISPATCH_BYTES_PER_VALUE = 1
 COMBINE_BYTES_PER_VALUE = 2
 #: The resource each part of a step is named by when a figure needs faster kernels.
@@ -66,12 +46,8 @@ RESOURCE: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Efficiencies:
-    """Kernel speeds a calibration measured, as fractions of its GPU's data sheet (stream and
-    dense GEMMs) or as timed curves (experts, scan, attention: sizes and seconds).
-
-    ``spec``: the calibration GPU's data sheet (bytes/s, FLOP/s by dtype). ``experts``: dtype ->
-    (tokens per expert, seconds, bytes moved, FLOP) arrays. ``scan``: (keys, seconds).
-    ``attention``: (pool rows, seconds)."""
+    """Kernel speeds a calibration measured: data-sheet fractions and timed curves (sizes,
+    seconds)."""
 
     label: str
     gpu: str
@@ -91,15 +67,7 @@ class Efficiencies:
 
 
 def efficiencies(cal: Calibration | None = None) -> Efficiencies:
-    """The fractions and curves of ``cal`` (default: the shipped H200 reference).
-
-    Stream: the best ``hbm_read`` bytes / seconds over ``spec.hbm_TBps``; dense GEMMs: the
-    best ``dense_gemm`` FLOP / seconds per dtype over ``spec.<dtype>_dense_TFLOPs``. The H200
-    reference: 4.334 TB/s / 4.8 = 90 %; BF16 789 / 989 = 80 %, FP8 1,451 / 1,979 = 73 %.
-    A calibration without a data sheet (``--device cpu``) has no fractions: InputError.
-
-    The shipped reference's are kept on disk between processes
-    (:func:`rackbook.inputs.loader.derived`): ``rackbook check`` reads them without pandas."""
+    """The fractions and curves of ``cal`` (default: the shipped H200 reference)."""
     if cal is None:
         folder = paths.DATA / "calibration" / "h200-reference"
         files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
@@ -109,13 +77,11 @@ def efficiencies(cal: Calibration | None = None) -> Efficiencies:
 
 
 def _to_json(e: Efficiencies) -> dict[str, Any]:
-    """:class:`Efficiencies` as JSON (arrays as lists)."""
     d = {f.name: getattr(e, f.name) for f in fields(e)}
     return json.loads(json.dumps(d, default=lambda a: a.tolist()))
 
 
 def _from_json(d: dict[str, Any]) -> Efficiencies:
-    """:func:`_to_json` read back (float64 arrays)."""
 
     def arrays(xs: list[list[float]]) -> Any:
         return tuple(np.asarray(x, dtype=np.float64) for x in xs)
@@ -126,7 +92,6 @@ def _from_json(d: dict[str, Any]) -> Efficiencies:
 
 
 def _efficiencies(cal: Calibration | None) -> Efficiencies:
-    """:func:`efficiencies` computed from a calibration (default: read the shipped one)."""
     from rackbook.core.calibration import read_calibration
 
     cal = cal if cal is not None else read_calibration()
@@ -184,8 +149,6 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
 
 
 def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
-    """``ys`` at ``x``: linear between the sizes measured, proportional to ``x`` below the
-    smallest (through zero) and along the last segment's slope above the largest."""
     if x <= 0:
         return 0.0
     if x <= xs[0]:
@@ -205,28 +168,15 @@ def scaled(
     bw: tuple[float, float],
     peak: tuple[float, float],
 ) -> float:
-    """A kernel timed at ``seconds`` on the calibration GPU, on the target: it keeps the
-    fraction of its roofline it reached. Roofline time = max(bytes / bandwidth, FLOP / peak)
-    on each GPU; target seconds = target roofline / (calibration roofline / ``seconds``).
-    Pairs are (calibration, target).
-
-    One FP8 expert of 35.39 MB at 1 token on an H200: roofline 35.39 MB / 4.8 TB/s = 7.373 us,
-    timed 13.867 us: 53.2 %; the FP4 expert (18.80 MB) on a GB300: 2.350 us / 0.532 = 4.420 us.
-    At 4,096 tokens: roofline 2 x 4,096 x 35.39e6 / 1,979e12 = 146.5 us, timed 243.4 us: 60.2 %;
-    on a GB300 at FP4: 290e9 FLOP / 15e15 = 19.33 us / 0.602 = 32.1 us."""
+    """``seconds`` timed on the calibration GPU, on the target at the same fraction of its
+    roofline."""
     r_cal = max(nbytes[0] / bw[0], flops[0] / peak[0])
     r_tgt = max(nbytes[1] / bw[1], flops[1] / peak[1] if peak[1] > 0 else math.inf)
     return seconds * r_tgt / r_cal if r_cal > 0 else seconds
 
 
 def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
-    """Seconds (on the calibration GPU) one index layer's scan takes for ``sequences``
-    sequences of ``keys`` keys each: the calibration's time for one sequence (a latency;
-    proportional below the fewest keys timed), or all the batch's keys at the best rate the
-    calibration measured (keys / second), whichever is longer.
-
-    H200 reference: 875,520 keys in 311.5 us is the best rate, 2.81e9 keys/s; 64 sequences of
-    50,000 keys: 3.2e6 / 2.81e9 = 1,138 us (one alone: 119.3 x 50,000 / 131,072 = 45.5 us)."""
+    """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys."""
     if keys <= 0 or sequences <= 0:
         return 0.0
     sizes, secs = eff.scan
@@ -235,27 +185,22 @@ def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
     return max(one, sequences * keys / rate)
 
 
-def _cal_dtype(eff: Efficiencies, dtype: str) -> str:
-    """The calibration's expert dtype closest to the model's: FP4 experts take FP8's curve."""
+def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
+    """The model's routed-expert dtype and the calibration curve it reads (FP4 on FP8's)."""
+    dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
     if dtype in eff.experts:
-        return dtype
-    return "fp8" if "fp8" in eff.experts else next(iter(eff.experts))
+        return dtype, dtype
+    return dtype, "fp8" if "fp8" in eff.experts else next(iter(eff.experts))
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert of ``model`` takes on ``gpu`` for ``tokens`` tokens routed to
-    it: the calibration's expert GEMM at that many tokens (interpolated; FP4 experts on the
-    FP8 curve), scaled to the model's bytes and FLOP and the target's bandwidth and peak
-    (:func:`scaled`).
-
-    H200 reference, FP8, 1 token: 13.867 us for 35.39 MB; a DeepSeek-V4.1-Flash FP4 expert
-    (18.80 MB) on a GB300 (8 TB/s): 13.867 x 18.80 / 35.39 x 4.8 / 8 = 4.420 us."""
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens (calibrated,
+    :func:`scaled`)."""
     if tokens <= 0:
         return 0.0
     m, a = model.moe, model.architecture
     assert m.moe_intermediate_size and a.hidden_size
-    dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
-    cd = _cal_dtype(eff, dtype)
+    dtype, cd = expert_dtypes(eff, model)
     sizes, secs, nbytes, flops = eff.experts[cd]
     t = _interp(tokens, sizes, secs) if tokens >= sizes[0] else float(secs[0])
     b_cal = float(np.interp(tokens, sizes, nbytes))
@@ -279,11 +224,11 @@ def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: fl
     )
 
 
-def _dense_fraction(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> tuple[float, float]:
-    """(fraction of peak, target FLOP/s) for dense GEMMs stored at ``dtype`` on ``gpu``."""
+def dense_flops(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> float:
+    """Dense FLOP/s ``gpu`` reaches at ``dtype``: the calibration's fraction of its peak."""
     run = gpu.run_precision(dtype)
     frac = eff.dense.get(run) or eff.dense.get("fp8") or max(eff.dense.values())
-    return frac, float(gpu.flops(run) or 0.0)
+    return frac * float(gpu.flops(run) or 0.0)
 
 
 def nvlink_domain(gpu: GpuSpec) -> int | None:
@@ -295,9 +240,7 @@ def nvlink_domain(gpu: GpuSpec) -> int | None:
 
 @dataclass(frozen=True)
 class Estimate:
-    """One phase's attainable rate: tokens/s per GPU (output tokens for decode, new input
-    tokens for prefill), the seconds each part takes (per step for decode, per token for
-    prefill), the batch per GPU (decode) and the arithmetic."""
+    """One phase's tok/s per GPU, seconds per part (a decode step, a prefill token), batch."""
 
     phase: str
     tok_s_per_gpu: float
@@ -309,11 +252,6 @@ class Estimate:
 def _capacity(
     model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None, deployment: str
 ) -> tuple[float, str]:
-    """Sequences over all ``gpus`` whose KV fits in the deployment, and the arithmetic, from the
-    bound's capacity model (:func:`rackbook.physics.check.capacity`, one declaration): dp-ep
-    holds the dense weights on every GPU and each sequence's KV on one; tp-ep spreads the
-    weights but every GPU holds every sequence's compressed KV. The weights stay in HBM (none
-    offloaded to host memory: a deployment tuned for speed reads them from HBM)."""
     dp = deployment == "dp-ep"
     cap = check.capacity(
         model, gpu, gpus, context=context, kv_dtype=kv_dtype, dense_replicated=dp, offload=False
@@ -330,13 +268,10 @@ def _capacity(
 def _dense_part(
     model: ModelSpec, gpu: GpuSpec, eff: Efficiencies, shards: int, tokens: float
 ) -> dict[str, float]:
-    """Seconds of the dense weights in a decode step on one GPU holding 1 / ``shards`` of them
-    for ``tokens`` tokens: read at the stream fraction or their GEMMs at the dense fraction,
-    whichever is longer (named by it)."""
     split = roofline.weight_split(model, "decode")
-    frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
+    flops = dense_flops(eff, gpu, split.dense_dtype)
     t_read = split.dense_bytes / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
-    t_gemm = 2 * (split.dense_params / shards) * tokens / (frac * peak)
+    t_gemm = 2 * (split.dense_params / shards) * tokens / flops
     return {"dense weights" if t_read >= t_gemm else "dense GEMMs": max(t_read, t_gemm)}
 
 
@@ -349,11 +284,6 @@ def _context_parts(
     sequences: float,
     heads_split: int,
 ) -> dict[str, float]:
-    """Seconds of one GPU's context work in a decode step for ``sequences`` sequences of
-    ``context`` tokens: the index scans (:func:`scan_seconds`, scaled by bandwidth; the index
-    heads split over ``heads_split`` GPUs), and attention in every layer (the calibration's
-    single-token time as a latency, or the rows read at the stream fraction, whichever is
-    longer). Nothing without a context or a KV layout."""
     if not (kv_dtype and context):
         return {}
     bw, kc, att_cfg = gpu.hbm_bandwidth_bytes_per_s, model.kv_cache, model.attention
@@ -375,8 +305,6 @@ def _context_parts(
 
 
 def _dispatch_bytes(model: ModelSpec, gpus: int) -> float:
-    """Bytes one token's hidden state moves over NVLink per MoE layer to the experts on other
-    GPUs (expert-parallel over ``gpus``, spread evenly): dispatch + combine."""
     k, h = model.moe.experts_per_token, model.architecture.hidden_size
     assert k and h
     per_tok = k * (gpus - 1) / gpus * h
@@ -384,7 +312,6 @@ def _dispatch_bytes(model: ModelSpec, gpus: int) -> float:
 
 
 def _link(gpu: GpuSpec, gpus: int) -> float:
-    """NVLink bytes/s each way between ``gpus`` GPUs (0: one GPU, or no NVLink)."""
     return (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 if gpus > 1 else 0.0
 
 
@@ -401,17 +328,8 @@ def decode_step(
     kv_dtype: str | None = "fp4",
     deployment: str = "dp-ep",
 ) -> Estimate:
-    """One decode step of ``batch`` sequences over ``gpus`` GPUs in ``deployment`` with the
-    calibration's kernels: the seconds of each part on the busiest GPU, added, and the output
-    tokens/s per GPU (``batch`` x ``tokens_per_step`` / step / ``gpus``).
-
-    Parts (per GPU): the dense weights (:func:`_dense_part`: all of them in dp-ep on each GPU
-    with sequences, 1/gpus in tp-ep); the routed experts the step's tokens touch (uniform
-    routing, spread evenly: distinct / gpus experts, each at its tokens per expert,
-    :func:`expert_seconds`); the context (:func:`_context_parts`; the scan split by heads in
-    tp-ep); the drafter's weights; NVLink: dispatch + combine of each token to the experts on
-    other GPUs (dp-ep) or two all-reduces a layer (tp-ep)."""
-    choose_deployment(gpus, batch, deployment)  # InputError for an unknown one
+    """One decode step of ``batch`` sequences on ``gpus`` GPUs: the busiest GPU's parts
+    (seconds)."""
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     tp = deployment == "tp-ep"
@@ -457,25 +375,20 @@ def prefill_token(
     prefix: float = 0,
     kv_dtype: str | None = "fp4",
 ) -> Estimate:
-    """Seconds per new prefill token per GPU, through the encoder layers, with large batches
-    of new tokens: dense GEMMs at the dense fraction; expert GEMMs at the calibration's fraction
-    of peak at its largest tokens per expert; attention and indexer FLOP at ``prefix`` at the
-    dense fraction (no prefill attention kernel is calibrated); the prefix's reads once per
-    chunk (:data:`rackbook.physics.check.PREFILL_CHUNK`) at the stream fraction; EP dispatch
-    + combine over NVLink."""
+    """Seconds per new prefill token per GPU (encoder layers) behind ``prefix`` tokens, by part."""
     m = model.moe
     assert m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     bw = gpu.hbm_bandwidth_bytes_per_s
-    frac, peak = _dense_fraction(eff, gpu, split.dense_dtype)
-    parts = {"dense GEMMs": 2 * split.dense_params / (frac * peak)}
+    flops = dense_flops(eff, gpu, split.dense_dtype)
+    parts = {"dense GEMMs": 2 * split.dense_params / flops}
     big = 4096.0
     parts["experts"] = (
         split.moe_layers * m.experts_per_token * (expert_seconds(eff, model, gpu, big) / big)
     )
     if prefix:
         af = roofline.attention_flops(model, prefix, "prefill")
-        parts["attention FLOP"] = af.total / (frac * peak)
+        parts["attention FLOP"] = af.total / flops
         if kv_dtype:
             cr = roofline.context_reads(model, prefix, "prefill", kv_dtype)
             parts["context reads"] = cr.total / check.PREFILL_CHUNK / (eff.stream * bw)
@@ -494,9 +407,8 @@ def prefill_token(
 
 @dataclass(frozen=True)
 class Attainable:
-    """The attainable reading of one figure: the rate per GPU (the figure's counted tokens)
-    the deployment reaches with the calibration's kernels, the figure's ratio to it, the
-    deployment and the calibration in words, and each phase's estimate."""
+    """The attainable reading of a figure: the rate per GPU, the figure's ratio to it, the
+    phases."""
 
     tok_s_per_gpu: float
     ratio: float
@@ -579,8 +491,7 @@ def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
 
 
 def choose_deployment(gpus: int, batch: float | None, deployment: str | None) -> tuple[str, str]:
-    """The deployment and why: the one asked for, else dp-ep, or tp-ep when fewer sequences
-    than GPUs are in flight (data-parallel attention would leave GPUs without sequences)."""
+    """The deployment and why: as asked, else dp-ep, or tp-ep with fewer sequences than GPUs."""
     if deployment is not None:
         if deployment not in DEPLOYMENTS:
             raise InputError(
@@ -601,9 +512,6 @@ def _decode_estimate(
     deployment: str,
     notes: list[str],
 ) -> Estimate:
-    """The decode estimate of the workload ``w`` in ``deployment``: at its concurrency, or at the
-    batch that reaches the most within the deployment's KV capacity (``gpus`` sequences,
-    doubling, and the capacity); a batch that does not fit reads 0 tok/s, said in ``notes``."""
     cap, cap_text = _capacity(model, gpu, gpus, w.decode_context, w.kv_dtype, deployment)
     batch = w.concurrency
     if cap < 1 or (batch is not None and batch > cap):
@@ -638,12 +546,8 @@ def estimate(
     deployment: str | None = None,
     calibration: Calibration | None = None,
 ) -> Attainable:
-    """The attainable reading of a figure of ``claimed`` tokens/s per GPU (``work.counted``
-    tokens) whose work per GPU is ``work``'s output tokens decoded and new input tokens
-    prefilled (the :class:`rackbook.physics.check.Workload` of a check). The phases share the
-    GPUs' time as in the bound: ratio = output / decode estimate + new input / prefill
-    estimate, and the attainable rate is ``claimed`` / ratio. Without a concurrency the decode
-    batch is the one that reaches the most within the deployment's KV capacity."""
+    """The attainable reading of ``claimed`` tok/s per GPU doing ``work`` (phases share the
+    time)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
     eff = efficiencies(calibration)
     dep, why = choose_deployment(gpus, work.concurrency, deployment)
@@ -686,8 +590,7 @@ def estimate(
 def for_check(
     c: Check, *, deployment: str | None = None, calibration: Calibration | None = None
 ) -> Attainable:
-    """:func:`estimate` for a :class:`rackbook.physics.check.Check`: its model entry as the
-    check read it (a model given as a file is read from it), GPU, GPUs, phase and workload."""
+    """:func:`estimate` for a :class:`check.Check`, on the model entry and GPU the check read."""
     return estimate(
         c.spec if c.spec is not None else c.model,
         c.gpu_spec if c.gpu_spec is not None else c.gpu,
@@ -710,11 +613,7 @@ def cached_share_threshold(
     calibration: Calibration | None = None,
     **kwargs: Any,
 ) -> float | None:
-    """The least cached share of the input from which ``tok_s`` (read as
-    :func:`rackbook.physics.check.check_claim` reads it, same keyword arguments but
-    ``cached_share``) is at most what the calibration's kernels reach (ratio <= 1): 0 when it
-    is uncached, None when it is not at any share. Sampled and bisected as
-    :func:`rackbook.physics.check.cached_share_threshold`."""
+    """The least cached share at which measured kernels reach ``tok_s`` (0 uncached, None never)."""
     cal = calibration
 
     def ratio(c: float) -> float:

@@ -1,23 +1,6 @@
-"""Is a serving claim physically possible? The ceilings a model and GPU put on tokens/s per
-GPU, and a verdict on a claimed figure. Each ceiling is the least time the work can take:
-
-- **compute**: dense FLOP/s at each part's precision, GEMMs plus attention and indexer FLOP at
-  the context (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`); a speculative
-  step verifies more tokens than it keeps; prefill passes the encoder layers only;
-- **memory bandwidth** (decode, :func:`memory_ceiling`): the fewest bytes a step can read;
-- **KV read** (prefill): a chunk of :data:`PREFILL_CHUNK` new tokens reads its prefix's caches
-  once;
-- **memory capacity** (:func:`capacity`): weights and KV must fit in :data:`MEMORY_FRACTION`
-  of the HBM (weights offloaded to Grace memory where the GPU has it).
-
-What a figure does not state is read at the least bytes: the catalog's smallest weight format
-unless ``precision`` states the experts' dtype, the narrowest KV format unless ``kv_dtype``
-does. Prefill and decode share the GPUs' time: ratio = new input tok/s / prefill ceiling +
-output tok/s / decode ceiling; ``possible`` at or below 1, ``impossible`` above (no margin;
-realism is :mod:`rackbook.physics.attainable`'s). ``undetermined`` is for what a bound cannot
-decide (an unknown cached share: :func:`cached_share_threshold`). Without a concurrency the
-batch is the claimant's free choice: the best batch whose KV fits, said in the output.
-"""
+"""Is a serving claim physically possible? A figure's workload, and the ceilings (compute, memory
+bandwidth, KV read, memory capacity) a model and GPU put on tokens/s per GPU; ratio = new input
+tok/s / prefill ceiling + output tok/s / decode ceiling, possible at <= 1."""
 
 from __future__ import annotations
 
@@ -31,34 +14,171 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import roofline
-from rackbook.physics.workload import (
-    MAX_BATCH,
-    Workload,
-    longest_sequence,
-    phase_and_counted,
-    verify_tokens,
-    workload,
-)
 
-#: New tokens of one prefill chunk that share one read of their prefix's caches (vLLM's
-#: chunked prefill schedules at least this many; a bound with larger chunks would be higher).
+#: New tokens of one prefill chunk sharing one read of their prefix's caches (vLLM's least).
 PREFILL_CHUNK = 256
 #: The physics vocabulary.
 VERDICTS = ("possible", "impossible", "undetermined")
 #: Share of HBM the engine may use for weights and KV (vLLM's --gpu-memory-utilization default).
 MEMORY_FRACTION = 0.9
 
+#: Largest batch per GPU searched when the batch is free, and the most one may name.
+MAX_BATCH = 1 << 16
+#: The most tokens a speculative step may keep.
+MAX_TOKENS_PER_STEP = 64
+#: What a figure counts: output tokens, input + output, or input tokens (prefill).
+COUNTED = ("output", "total", "input")
+#: The phases a figure's GPUs run: decode only, prefill only, or both sharing the time.
+CHECK_PHASES = ("decode", "prefill", "mixed")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one figure's GPUs do (tokens, tokens/s per GPU); concurrency None: best batch."""
+
+    counted: str = "output"
+    isl: float | None = None
+    osl: float | None = None
+    decode_context: float = 0.0
+    prefill_prefix: float = 0.0
+    cached_share: float = 0.0
+    concurrency: float | None = None
+    tokens_per_step: float = 1.0
+    verify_tokens: int = 1
+    kv_dtype: str | None = "fp4"
+    weights: str = ""
+    output_tok_s_per_gpu: float = 0.0
+    new_input_tok_s_per_gpu: float = 0.0
+
+
+def verify_tokens(model: ModelSpec, tokens_per_step: float) -> int:
+    """Tokens a verify step carries for ``tokens_per_step`` kept tokens (1 without speculation)."""
+    if not (math.isfinite(tokens_per_step) and 1 <= tokens_per_step <= MAX_TOKENS_PER_STEP):
+        raise InputError(
+            "-",
+            "tokens_per_step",
+            f"must be a number from 1 to {MAX_TOKENS_PER_STEP}, got {tokens_per_step}",
+        )
+    if tokens_per_step == 1:
+        return 1
+    spec = model.speculative
+    if spec is not None and tokens_per_step > spec.draft_tokens + 1:
+        raise InputError(
+            "-",
+            "tokens_per_step",
+            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
+            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
+        )
+    return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
+
+
+def phase_and_counted(
+    phase: str | None, counted: str | None, isl: float | None, osl: float | None, gpus: int
+) -> tuple[str, str]:
+    """The phase and the tokens counted, defaults filled; InputError for an impossible pair."""
+    if counted is None:
+        counted = "input" if phase == "prefill" else "output"
+    if counted not in COUNTED:
+        raise InputError("-", "counted", f"{counted!r} is not one of {', '.join(COUNTED)}")
+    if phase is None:
+        phase = "mixed" if isl and osl else ("prefill" if counted == "input" else "decode")
+    if phase not in CHECK_PHASES:
+        raise InputError("-", "phase", f"{phase!r} is not one of {', '.join(CHECK_PHASES)}")
+    if counted == "total" and not (isl and osl):
+        raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
+    if (phase, counted) in (("prefill", "output"), ("decode", "input")):
+        raise InputError("-", "counted", f"a {phase} figure does not count {counted} tokens")
+    return phase, counted
+
+
+def longest_sequence(
+    m: ModelSpec,
+    gpus: int,
+    isl: float | None,
+    osl: float | None,
+    context: float | None,
+    batch: float | None,
+    phase: str,
+    counted: str,
+) -> float:
+    """Tokens of the longest sequence; InputError past the model's or the batch's limits."""
+    most = m.architecture.max_context_tokens
+    longest = max((isl or 0) + (osl or 0), context or 0)
+    if most is not None and longest > most:
+        problem = f"{longest:,.0f} tokens is out of range: {m.name} holds at most {most:,}"
+        raise InputError("-", "context", problem)
+    if batch is not None and not (float(batch).is_integer() and batch >= 1):
+        raise InputError(
+            "-", "concurrency", f"must be a whole number of sequences >= 1, got {batch:g}"
+        )
+    if phase == "decode" and counted == "total":
+        raise InputError(
+            "-",
+            "phase",
+            f"a decode-only figure counting input + output tokens per GPU credits the prefill of "
+            f"its input to GPUs not among the {gpus:,}: give --phase mixed (these GPUs prefill "
+            "too) or --counted output",
+        )
+    if batch is not None and batch > MAX_BATCH * gpus:
+        raise InputError(
+            "-",
+            "batch",
+            f"{batch:,.0f} sequences is out of range: at most {MAX_BATCH:,} per GPU "
+            f"({MAX_BATCH * gpus:,} on {plural(gpus, 'GPU')})",
+        )
+    return longest
+
+
+def workload(
+    claimed: float,
+    phase: str,
+    counted: str,
+    *,
+    isl: float | None,
+    osl: float | None,
+    context: float | None,
+    cached_share: float,
+    batch: float | None,
+    tokens_per_step: float,
+    verify: int,
+    kv_dtype: str | None,
+    weights: str,
+) -> Workload:
+    """The :class:`Workload` of ``claimed`` ``counted`` tokens/s per GPU."""
+    if counted == "output":
+        out, inp = claimed, claimed * isl / osl if isl and osl else 0.0
+    elif counted == "input":
+        inp, out = claimed, claimed * osl / isl if isl and osl else 0.0
+    else:
+        assert isl and osl
+        out, inp = claimed * osl / (isl + osl), claimed * isl / (isl + osl)
+    dec_ctx = context if context is not None else ((isl or 0) + (osl or 0) / 2 if isl else 0.0)
+    pre_ctx = isl * cached_share + isl * (1 - cached_share) / 2 if isl else context or 0.0
+    return Workload(
+        counted=counted,
+        isl=isl,
+        osl=osl,
+        decode_context=dec_ctx,
+        prefill_prefix=pre_ctx,
+        cached_share=cached_share,
+        concurrency=batch,
+        tokens_per_step=tokens_per_step,
+        verify_tokens=verify,
+        kv_dtype=kv_dtype,
+        weights=weights,
+        output_tok_s_per_gpu=0.0 if phase == "prefill" else out,
+        new_input_tok_s_per_gpu=0.0 if phase == "decode" else inp * (1 - cached_share),
+    )
+
 
 def physics_verdict(ratio: float) -> str:
-    """``possible`` | ``impossible`` for claimed / ceiling = ``ratio`` (no margin: 1 is
-    possible, anything above or not finite impossible)."""
+    """``possible`` when claimed / ceiling = ``ratio`` <= 1 (no margin), else ``impossible``."""
     return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
 
 
 @dataclass(frozen=True)
 class PerGpuCeiling:
-    """One ceiling: tokens/s per GPU, what it is, and the arithmetic; ``phase`` is the phase
-    whose tokens it bounds (empty for memory capacity)."""
+    """One ceiling: tokens/s per GPU, its name, arithmetic and the phase it bounds (if any)."""
 
     name: str
     tok_s_per_gpu: float
@@ -68,12 +188,7 @@ class PerGpuCeiling:
 
 @dataclass(frozen=True)
 class Check:
-    """The physics of one claimed rate (tokens/s per GPU) on one workload.
-
-    ``ratio``: the share of the GPUs' time the claimed work needs at the ceilings (the prefill
-    share of the new input tokens plus the decode share of the output tokens); 1 = every
-    second at a ceiling. ``ceiling_tok_s_per_gpu``: the counted rate at which the ratio is 1.
-    ``fractions``: phase -> its share of the time."""
+    """The physics of one claimed rate (tokens/s per GPU) on one workload."""
 
     model: str
     gpu: str
@@ -90,28 +205,23 @@ class Check:
     notes: list[str] = field(default_factory=list)
     counted: str = "output"
     fractions: dict[str, float] = field(default_factory=dict)
-    #: phase -> the binding ceiling's own rate (output tok/s per GPU for decode, new input
-    #: tok/s per GPU for prefill); ``ceiling_tok_s_per_gpu`` is in the figure's counted tokens.
+    #: phase -> the binding ceiling's rate (output tok/s per GPU decode, new input prefill)
     bounds: dict[str, float] = field(default_factory=dict)
-    #: The model and GPU as a reader's sentence names them (the catalog's model name, the GPU's
-    #: label, :attr:`rackbook.inputs.catalogs.GpuSpec.label`); ``model`` and ``gpu`` are ids.
+    #: The model and GPU as a sentence names them (``model`` and ``gpu`` are ids).
     model_name: str = ""
     gpu_label: str = ""
-    #: The model entry (as read, weights' format included) and GPU the check read: later
-    #: readings (the attainable estimate) read these, never the catalog again by id.
+    #: The model entry (weights' format included) and GPU read: later readings read these.
     spec: ModelSpec | None = field(default=None, repr=False, compare=False)
     gpu_spec: GpuSpec | None = field(default=None, repr=False, compare=False)
 
     @property
     def workload(self) -> dict[str, Any]:
-        """:attr:`work` as a dict (its field names as keys): for JSON and for the readers that
-        index it by name."""
+        """:attr:`work` as a dict, for JSON and the readers that index it by name."""
         return asdict(self.work)
 
     @property
     def reason(self) -> str:
-        """One line: the claim over the binding ceiling, and what binds; a ceiling in other
-        tokens than the figure counts (new input vs input with the cached share) says both."""
+        """One line: the claim over the binding ceiling, and what binds."""
         if self.limit.startswith("memory capacity"):
             return self.notes[0] if self.notes else "the model does not fit"
         counted = f"{self.claimed_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU"
@@ -157,14 +267,7 @@ def memory_ceiling(
     kv_dtype: str | None = "fp4",
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
-    """Decode tokens/s per GPU that HBM bandwidth allows with ``batch`` sequences on ``gpus``
-    GPUs, from the fewest bytes a step can read: the dense weights once in all, top-k routed
-    experts per MoE layer (every token picking the same), each sequence's context reads at
-    ``context`` tokens (:func:`rackbook.physics.roofline.context_reads`) and the drafter once,
-    over ``gpus`` x HBM bytes/s; a step yields ``batch`` x ``tokens_per_step`` tokens.
-
-    DeepSeek-V4.1-Flash, 4 sequences on 4 GB300, no context: 7.507 GB + 40 x 6 x 18.8 MB =
-    12.02 GB / 32 TB/s = 375.6 us; 4 tokens / 375.6 us / 4 GPUs = 2,662 tok/s per GPU."""
+    """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs."""
     verify = verify_tokens(model, tokens_per_step)
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
@@ -195,10 +298,7 @@ def memory_ceiling(
 
 @dataclass(frozen=True)
 class Capacity:
-    """Sequences per GPU whose caches fit after the weights, and what does not fit (bytes per
-    GPU; ``sequences`` 0 when the weights or one sequence's KV do not fit). ``usable_bytes``:
-    the HBM an engine may use; ``host_bytes``: host (Grace) memory the weights may be offloaded
-    to; ``offloaded_bytes``: the weights held there."""
+    """Sequences per GPU whose KV fits after the weights (0 when nothing fits); bytes per GPU."""
 
     sequences: int
     weights_bytes: float
@@ -218,9 +318,7 @@ class Capacity:
 
 
 def usable_bytes(gpu: GpuSpec) -> float:
-    """HBM bytes an engine may use on ``gpu``: :data:`MEMORY_FRACTION` of the HBM as the GPU
-    reports it (:attr:`rackbook.inputs.catalogs.GpuSpec.memory_bytes`), discounted once.
-    H200: 0.9 x 150,754,820,096 B (143,771 MiB) = 135.68 GB."""
+    """HBM bytes an engine may use on ``gpu``: :data:`MEMORY_FRACTION` of what the GPU reports."""
     return gpu.memory_bytes * MEMORY_FRACTION
 
 
@@ -235,15 +333,7 @@ def capacity(
     dense_replicated: bool = False,
     offload: bool = True,
 ) -> Capacity:
-    """Sequences per GPU whose KV (and sliding-window cache) fits after the weights in
-    :func:`usable_bytes` (bytes). Sequences hold ``context`` tokens on average (ISL + OSL / 2);
-    one of ``longest`` tokens must fit alone. Weights are spread over ``gpus`` (the least a GPU
-    holds); ``dense_replicated`` keeps the dense weights on every GPU (data-parallel
-    attention); with ``offload`` they may go to the GPU's host (Grace) memory first (vLLM
-    ``--cpu-offload-gb``).
-
-    DeepSeek-R1 at NVFP4 (344.0 GB) on 2 GB200: 172.0 GB a GPU, of which 236 GB of Grace
-    memory can hold all; the KV has all of 0.9 x 198.67 GB = 178.8 GB."""
+    """Sequences per GPU of ``context`` tokens whose KV fits after the weights (bytes per GPU)."""
     st = roofline.storage(model)
     weights = st.per_gpu_bytes(gpus) if dense_replicated else st.total_bytes / gpus
     window = roofline.window_bytes_per_sequence(model)
@@ -290,10 +380,7 @@ def capacity(
 def least_share(
     ratio: Callable[[float], float], shares: Sequence[float], tol: float
 ) -> tuple[float | None, list[float]]:
-    """The least cached share from which ``ratio`` (claimed / reference at a share) is at most
-    1, and the ratios at ``shares``: 0 when none exceeds 1, None when the last does, else the
-    share above the last sample above 1, bisected to ``tol``. One rule for the bound's
-    threshold and the attainable estimate's."""
+    """The least share from which ``ratio`` <= 1 (0 always, None never), and the sampled ratios."""
     r = [ratio(c) for c in shares]
     bad = [i for i, x in enumerate(r) if not x <= 1]
     if not bad:
@@ -309,8 +396,7 @@ def least_share(
 
 
 def narrowest_kv_dtype(model: ModelSpec) -> str | None:
-    """The narrowest KV storage dtype the model's catalog entry has a row format for (None when
-    its KV layout is unknown)."""
+    """The narrowest KV dtype the model has a row format for (None: KV layout unknown)."""
     table = model.kv_cache.row_formats
     if model.kv_cache.compression_ratios is None or table is None:
         return None
@@ -324,17 +410,7 @@ def prefill_ceiling(
     kv_dtype: str | None = "fp4",
     active_scale: float = 1.0,
 ) -> list[PerGpuCeiling]:
-    """New-token prefill ceilings per GPU after a prefix of ``prefix`` tokens, through the
-    encoder layers only: compute (GEMMs + attention and indexer FLOP at the prefix,
-    :func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`) and the prefix's KV reads
-    of those layers (:func:`rackbook.physics.roofline.context_reads`), read once per chunk of
-    :data:`PREFILL_CHUNK` new tokens (the index keys scanned once for the chunk's queries, the
-    fewest rows top-k, shared).
-
-    DeepSeek-V4.1-Flash on a GB300 behind 855,000 tokens: KV read 1.5 x 68 B x 855,000 +
-    18 x 512 x 288 B = 89.9 MB per chunk / 256 = 351 kB per new token, 22.8M tokens/s; compute
-    2.068 us + 1.5 x 855,000 x 16,384 FLOP (scan) + 1.21 GFLOP (rows) + 0.34 GFLOP (window) at
-    5 PFLOP/s = 6.587 us: 151,800 new tokens/s."""
+    """New-token prefill ceilings per GPU behind ``prefix`` tokens: compute and the KV read."""
     comp = roofline.compute_ceiling_tokens_per_s(
         model, gpu, "prefill", active_scale=active_scale, context=prefix
     )
@@ -360,8 +436,6 @@ def prefill_ceiling(
 def _decode_compute(
     m: ModelSpec, g: GpuSpec, w: Workload, active_scale: float
 ) -> tuple[PerGpuCeiling, list[str]]:
-    """The decode compute ceiling in kept tokens (a verify step keeps ``tokens_per_step`` of
-    ``verify_tokens``), and the roofline's notes."""
     comp = roofline.compute_ceiling_tokens_per_s(
         m, g, "decode", active_scale=active_scale, context=w.decode_context
     )
@@ -377,8 +451,6 @@ def _decode_compute(
 
 
 def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -> str | None:
-    """Why the weights or ``batch`` sequences' KV do not fit (the first note and the limit's
-    part), or None when they fit."""
     lacking = cap.what_does_not_fit
     if lacking is not None:
         return f"{cap.formula} on {gpu.name}"
@@ -401,9 +473,6 @@ def _bandwidth(
     notes: list[str],
     active_scale: float,
 ) -> tuple[PerGpuCeiling, float]:
-    """The decode memory-bandwidth ceiling at the workload's concurrency, or at the best batch
-    up to ``most`` sequences (powers of two: the claimant's free choice, said in ``notes``);
-    and the batch read."""
     kw: dict[str, Any] = dict(
         context=w.decode_context,
         tokens_per_step=w.tokens_per_step,
@@ -447,16 +516,7 @@ def check_claim(
     cached_share: float = 0.0,
     precision: str | None = None,
 ) -> Check:
-    """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or the ``total`` of ``gpus``)
-    of ``model`` on ``gpus`` x ``gpu`` for a workload (units: tokens, tokens/s).
-
-    ``counted``: ``output``, ``total`` (input + output; needs ``isl`` and ``osl``) or ``input``
-    (the default in prefill). ``batch``: sequences in flight over all ``gpus`` (default: the
-    best whose KV fits). ``phase``: ``decode``, ``prefill`` or ``mixed`` (the default with
-    ``isl`` and ``osl``). ``precision`` and ``kv_dtype`` state what the module reads at the
-    least bytes. Ranges are checked where values enter (:data:`rackbook.params.FLAGS`,
-    notebook parameters); here only a rate that is not a positive number and the rules that
-    turn on the model."""
+    """The physics verdict on ``tok_s`` tokens/s (``per`` GPU or ``total``) of a workload."""
     if not (isinstance(tok_s, (int, float)) and math.isfinite(tok_s) and tok_s > 0):
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
     g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
@@ -499,8 +559,6 @@ def check_claim(
 def _kv_layout(
     m: ModelSpec, kv_dtype: str | None, phase: str, context: float | None, isl: float | None
 ) -> tuple[str | None, list[str]]:
-    """The KV dtype read (``kv_dtype``, else the narrowest the model has) and the notes on what
-    the context leaves out; InputError for a context on a model whose KV layout is unknown."""
     kv_dtype = kv_dtype or narrowest_kv_dtype(m)
     notes: list[str] = []
     if kv_dtype is None:
@@ -523,9 +581,6 @@ def _ceilings(
     notes: list[str],
     active_scale: float,
 ) -> dict[str, Any]:
-    """The ceilings of the workload ``w`` and the verdict on ``claimed`` tokens/s per GPU: the
-    :class:`Check` fields they give, by name (``notes`` extended). The limit is the binding
-    ceiling of the phase taking the most time."""
     ceilings: list[PerGpuCeiling] = []
     comp = None
     if phase in ("decode", "mixed"):
@@ -575,14 +630,7 @@ def _ceilings(
 
 @dataclass(frozen=True)
 class Threshold:
-    """The least cached share of the input at which a figure is possible, from the whole
-    workload: the prefill of the new input tokens (whose prefix grows with the cached share,
-    so their attention over it costs more), and the decode of the output tokens.
-
-    ``share``: 0 when the figure is possible uncached, None when it is impossible at any
-    share, else the least share from which every share up to all-but-one-token cached reads
-    possible (sufficient, not only necessary). ``verdict``: ``possible`` | ``impossible`` |
-    ``undetermined`` (it turns on the share)."""
+    """The least cached share of the input at which a figure is possible (None: at no share)."""
 
     share: float | None
     ratio_uncached: float
@@ -598,20 +646,7 @@ _SHARES = tuple(i / 40 for i in range(40)) + (1 - 1e-6,)
 def cached_share_threshold(
     model: ModelSpec | str, gpu: GpuSpec | str, gpus: int, tok_s: float, **kwargs: Any
 ) -> Threshold:
-    """The least cached share at which ``tok_s`` (as :func:`check_claim` reads it, same
-    keyword arguments but ``cached_share``) is possible.
-
-    The ratio is sampled at shares 0, 0.025, .., 0.975 and 1 - 1e-6; the threshold is the
-    share above the last sample that reads impossible, refined by bisection to 1e-4, so every
-    share from it up reads possible.
-
-    DeepSeek-V4.1-Flash, 954,000 total tok/s per GPU on 72 GB300, ISL 100,000 / OSL 1,000:
-    decode 9,446 output tok/s at the 171,899 compute ceiling (100,500 tokens of context) takes
-    0.05495 of the time; each new input token takes 2.068 us + (1.2288 (1 + c) + 1.5435) GFLOP
-    of attention at 5 PFLOP/s = 2.6215 + 0.2458 c us, and 944,554 (1 - c) of them a second
-    fill the rest when (1 - c)(2.6215 + 0.2458 c) = 1.0005: c = 0.640."""
-    if "cached_share" in kwargs:
-        raise TypeError("cached_share_threshold chooses the cached share itself")
+    """The least cached share at which ``tok_s`` (:func:`check_claim`'s arguments) is possible."""
 
     def ratio(c: float) -> float:
         return check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs).ratio
@@ -636,10 +671,7 @@ def cached_share_threshold(
 
 @dataclass(frozen=True)
 class Band:
-    """How a ratio to a bound moves with the model's uncertainty: active parameters (and bytes)
-    +/-20 %, still at the peak FLOP/s and bandwidth (a range of bounds; what real kernels reach
-    is the attainable estimate's, :mod:`rackbook.physics.attainable`, never a guessed
-    efficiency)."""
+    """A ratio to a bound, and its range with active parameters +/-20 % (at peak)."""
 
     ratio: float
     low: float
@@ -648,9 +680,7 @@ class Band:
 
 
 def sensitivity(**kwargs: Any) -> Band:
-    """The ratio of :func:`check_claim` (same arguments) at peak, and its range over active
-    parameters x 0.8 .. 1.2, still at peak: the least time a step takes, under the model's
-    uncertainty."""
+    """The ratio of :func:`check_claim` at peak and with active parameters x 0.8 .. 1.2."""
     base = check_claim(**kwargs).ratio
     ratios = [check_claim(**kwargs, active_scale=s).ratio for s in (0.8, 1.2)]
     lo, hi = min(ratios), max(ratios)

@@ -1,17 +1,5 @@
 """Expert-parallel load balancing (EPLB): balancedness, placements and DeepSeek's EPLB algorithm,
-in numpy (no torch, no vLLM).
-
-Loads count routed token-expert assignments (tokens), as vLLM's ``expert_load_pass`` does.
-Shapes follow vLLM's ``vllm/distributed/eplb``: logical loads ``(layers, num_logical)``;
-``phy2log`` ``(layers, num_physical)`` (1-D: the same for every layer), the logical expert in
-each physical slot, slot ``p`` on EP rank ``p // (num_physical / ep_size)``; rank loads
-``(layers, ep_size)``.
-
-Step-time model: within a MoE layer every rank waits for the slowest and layers run in turn, so
-MoE throughput relative to uniform routing is ``sum(mean over ranks) / sum(max over ranks)``
-over layers: vLLM's :func:`balancedness` (1 for uniform routing). Routing balance only, not
-end-to-end throughput.
-"""
+in numpy (no torch, no vLLM)."""
 
 from __future__ import annotations
 
@@ -67,8 +55,6 @@ def check_layout(
 
 
 def _mean_over_max(rank_loads: Any, axis: int) -> float:
-    """sum(mean along ``axis``) / sum(max along ``axis``) of ``(layers, ranks)`` loads (1-D: one
-    layer); 0.0 when every load is zero."""
     arr = np.asarray(rank_loads, dtype=np.float64)
     arr = arr[None, :] if arr.ndim == 1 else arr
     if arr.ndim != 2 or arr.size == 0:
@@ -78,35 +64,17 @@ def _mean_over_max(rank_loads: Any, axis: int) -> float:
 
 
 def balancedness(rank_loads: Any) -> float:
-    """vLLM's EPLB balancedness (dimensionless, in (0, 1]; 1 = perfectly even).
-
-    ``rank_loads`` is ``(layers, ranks)`` tokens per EP rank per MoE layer (1-D = one layer).
-    Per layer: mean over ranks and max over ranks; aggregated over layers as
-    ``sum(means) / sum(maxes)`` (vLLM ``eplb_state._compute_eplb_load_stats``, fixed by PR
-    #51813). Returns 0.0 when every load is zero, as vLLM does.
-    """
+    """vLLM's EPLB balancedness (dimensionless, in (0, 1]; 1 = perfectly even)."""
     return _mean_over_max(rank_loads, axis=1)
 
 
 def balancedness_legacy(rank_loads: Any) -> float:
-    """The balancedness vLLM logged from about Aug 2025 to Aug 2026 (reduced over the wrong axis).
-
-    ``sum over ranks of (mean over layers) / sum over ranks of (max over layers)`` for the same
-    ``(layers, ranks)`` input as :func:`balancedness`. It measures how steady each rank's load
-    is across layers, not how even the ranks are within a layer (vLLM issues #36304, #39178,
-    #51784; fixed by PR #51813). Kept only to read old logs. Returns 0.0 when all loads are zero.
-    """
+    """The balancedness vLLM logged from about Aug 2025 to Aug 2026 (reduced on the wrong axis)."""
     return _mean_over_max(rank_loads, axis=0)
 
 
 def static_placement(num_experts: int, ep_size: int, redundant: int = 0) -> np.ndarray:
-    """Static (no-EPLB) placement as ``phy2log`` of shape ``(num_experts + redundant,)``.
-
-    With ``redundant == 0`` logical expert ``e`` sits on rank ``e // (num_experts / ep_size)``.
-    With redundant slots it is vLLM's initial arrangement before any rearrangement
-    (``EplbState.build_initial_global_physical_to_logical_map``): the routed experts in order,
-    then redundant slot ``i`` holding logical expert ``i % num_experts``.
-    """
+    """Static (no-EPLB) placement as ``phy2log`` of shape ``(num_experts + redundant,)``."""
     check_layout(num_experts, ep_size, redundant)
     return np.concatenate(
         [np.arange(num_experts, dtype=np.int64), np.arange(redundant, dtype=np.int64) % num_experts]
@@ -123,11 +91,7 @@ def replica_counts(phy2log: Any, num_logical: int) -> np.ndarray:
 
 
 def logical_to_physical(phy2log: Any, num_logical: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(log2phy, logcnt)`` from ``phy2log`` as vLLM's ``compute_logical_maps`` builds them.
-
-    ``log2phy`` is ``(layers, num_logical, max_replicas)``: the physical slots of each logical
-    expert in ascending order, padded with -1. ``logcnt`` is :func:`replica_counts`.
-    """
+    """``(log2phy, logcnt)`` from ``phy2log`` as vLLM's ``compute_logical_maps`` builds them."""
     p2l = np.atleast_2d(np.asarray(phy2log, dtype=np.int64))
     logcnt = replica_counts(p2l, num_logical)
     width = max(int(logcnt.max()), 1)
@@ -142,12 +106,7 @@ def logical_to_physical(phy2log: Any, num_logical: int) -> tuple[np.ndarray, np.
 
 
 def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) -> np.ndarray:
-    """Tokens per EP rank, ``(layers, ep_size)``, for a placement.
-
-    Each replica of a logical expert takes an equal share of that expert's load (tokens);
-    physical slot ``p`` is on rank ``p // (num_physical / ep_size)``. ``phy2log`` may be 1-D
-    (same placement for every layer). Every logical expert must have at least one replica.
-    """
+    """Tokens per EP rank, ``(layers, ep_size)``, for a placement."""
     loads = as_loads(logical_loads)
     num_layers, num_logical = loads.shape
     p2l = np.asarray(phy2log, dtype=np.int64)
@@ -171,21 +130,12 @@ def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) ->
 
 
 # DeepSeek's EPLB as vLLM runs it: a numpy port of vllm/distributed/eplb/policy/default.py
-# (vLLM 0.32/0.33, Apache-2.0; from github.com/deepseek-ai/EPLB), the same steps in the same
-# order (first lightest pack by np.argmin, first hottest expert by np.argmax, float32 weights).
-# One difference: vLLM orders items by np.argsort(-weight), an unstable sort whose order among
-# equal weights depends on the CPU's SIMD sort; here equal weights go by ascending item id
-# (kind="stable"), one of the orders vLLM may produce, the same on every CPU. Without ties the
-# two agree exactly.
+# (vLLM 0.32/0.33, Apache-2.0), same steps and order; equal weights go by ascending item id
+# (a stable sort: one of the orders vLLM's unstable one may give, the same on every CPU).
 
 
 def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Pack ``n`` weighted items per row into ``num_packs`` packs of exactly ``n / num_packs``.
-
-    Greedy: items by descending weight (equal weights by ascending item id), each into the
-    currently lightest non-full pack (equal packs: the lowest pack index).
-    Returns ``(pack_index, rank_in_pack)``, both ``(rows, n)`` int64.
-    """
+    """Pack ``n`` weighted items per row into ``num_packs`` packs of exactly ``n / num_packs``."""
     num_layers, num_items = weight.shape
     assert num_items % num_packs == 0
     per_pack = num_items // num_packs
@@ -197,8 +147,7 @@ def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np
     rank_in_pack = np.full((num_layers, num_items), -1, dtype=np.int64)
     pack_weights = np.zeros((num_layers, num_packs), dtype=np.float64)
     pack_items = np.zeros((num_layers, num_packs), dtype=np.int64)
-    # Every layer's greedy pass at once, item rank by item rank: the same picks and sums as a
-    # loop per layer (np.argmin along a row returns that row's first minimum), 60x fewer steps.
+    # every layer's greedy pass at once (argmin takes each row's first minimum, as a loop would)
     rows = np.arange(num_layers)
     for step in range(num_items):
         item = order[:, step]
@@ -214,11 +163,7 @@ def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np
 
 
 def replicate_experts(weight: np.ndarray, num_phy: int) -> tuple[np.ndarray, np.ndarray]:
-    """Add replicas one by one to the expert with the highest load per replica.
-
-    ``weight`` is ``(rows, num_log)``; returns ``(phy2log (rows, num_phy), logcnt (rows,
-    num_log))``. The first ``num_log`` physical slots hold experts ``0..num_log-1``.
-    """
+    """Add replicas one by one to the expert with the highest load per replica."""
     rows, num_log = weight.shape
     assert num_phy >= num_log
     phy2log = np.tile(np.arange(num_phy, dtype=np.int64), (rows, 1))
@@ -240,12 +185,7 @@ def _inverse(perm: np.ndarray) -> np.ndarray:
 def rebalance_experts_hierarchical(
     weight: np.ndarray, num_physical: int, num_groups: int, num_nodes: int, num_ranks: int
 ) -> np.ndarray:
-    """Hierarchical EPLB; returns ``phy2log`` ``(layers, num_physical)``.
-
-    1. pack expert groups onto nodes (balanced by group load);
-    2. within each node, replicate the expert with the highest load per replica;
-    3. pack the node's replicas onto its ranks (balanced by load per replica).
-    """
+    """Hierarchical EPLB; returns ``phy2log`` ``(layers, num_physical)``."""
     num_layers, num_logical = weight.shape
     assert num_logical % num_groups == 0
     group_size = num_logical // num_groups
@@ -281,27 +221,14 @@ def rebalance_experts_hierarchical(
 
 
 def eplb_branch(num_groups: int, num_nodes: int) -> str:
-    """``"hierarchical"`` when expert groups divide evenly over nodes, else ``"global"``.
-
-    vLLM's own test. With one node every group lands on that node, so the hierarchical branch
-    balances like the global one (slot order and tie choices may differ).
-    """
+    """``"hierarchical"`` when expert groups divide evenly over nodes, else ``"global"``."""
     return "hierarchical" if num_groups % num_nodes == 0 else "global"
 
 
 def rebalance_experts(
     weight: Any, num_replicas: int, num_groups: int, num_nodes: int, num_ranks: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """DeepSeek's EPLB as vLLM's ``DefaultEplbPolicy.rebalance_experts`` runs it (numpy port).
-
-    ``weight`` ``(layers, num_logical)`` tokens per logical expert; ``num_replicas`` physical
-    experts (a multiple of ``num_ranks``). Hierarchical when ``num_groups % num_nodes == 0``,
-    else global (hierarchical with one group and one node). Weights are cast to float32 first,
-    as vLLM does (``weight.float()``).
-
-    Returns ``(phy2log (layers, num_replicas), log2phy (layers, num_logical, max_replicas),
-    logcnt (layers, num_logical))`` like DeepSeek's reference ``rebalance_experts``.
-    """
+    """DeepSeek's EPLB as vLLM's ``DefaultEplbPolicy.rebalance_experts`` runs it (numpy port)."""
     w = as_loads(weight, field="weight").astype(np.float32)
     if eplb_branch(num_groups, num_nodes) == "global":
         num_groups = num_nodes = 1
@@ -311,11 +238,7 @@ def rebalance_experts(
 
 
 def fraction_recovered_gap(t_static: float, t_eplb: float, t_uniform: float = 1.0) -> float:
-    """Share of the static-to-uniform throughput gap that EPLB closes.
-
-    ``(T_eplb - T_static) / (T_uniform - T_static)``, with ``T`` = throughput relative to uniform
-    routing (= balancedness under the step-time model). NaN when ``T_static == T_uniform``.
-    """
+    """Share of the static-to-uniform throughput gap that EPLB closes."""
     gap = t_uniform - t_static
     return (t_eplb - t_static) / gap if gap != 0 else math.nan
 
@@ -328,12 +251,7 @@ def fraction_of_uniform(t_eplb: float, t_uniform: float = 1.0) -> float:
 def synthetic_popularity(
     num_layers: int, num_experts: int, skew: float, seed: int
 ) -> tuple[np.ndarray, np.random.Generator]:
-    """Routing probabilities ``(layers, experts)`` of the SYNTHETIC model, and the generator.
-
-    Per layer the expert ranked ``j`` (1-based) gets probability ∝ ``j ** -skew`` (Zipf-like);
-    the ranking is a seeded random permutation per layer (drawn first, one per layer, from
-    ``numpy.random.default_rng(seed)``). ``skew = 0`` is uniform routing.
-    """
+    """Routing probabilities ``(layers, experts)`` of the SYNTHETIC model, and the generator."""
     if num_layers < 1 or num_experts < 1:
         raise InputError(None, "shape", "num_layers and num_experts must be >= 1")
     if not math.isfinite(skew) or skew < 0:
@@ -355,12 +273,7 @@ def synthetic_loads(
     seed: int,
     windows: int = 1,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """SYNTHETIC expert loads: ``(loads, metadata)``; loads ``(windows, layers, experts)`` int64.
-
-    Model (not measured routing): :func:`synthetic_popularity` fixes each layer's probabilities;
-    then, window by window and layer by layer, ``tokens_per_layer`` token-expert assignments are
-    drawn multinomially from the same generator. The metadata names the generator and seed.
-    """
+    """SYNTHETIC expert loads: ``(loads, metadata)``; loads ``(windows, layers, experts)`` int64."""
     if tokens_per_layer < 0 or windows < 1:
         raise InputError(None, "tokens_per_layer", "tokens_per_layer >= 0 and windows >= 1")
     pop, rng = synthetic_popularity(num_layers, num_experts, skew, seed)
@@ -396,19 +309,8 @@ def calibrate_skew(
     tol: float = 1e-4,
     max_iter: int = 200,
 ) -> dict[str, Any]:
-    """Find the SYNTHETIC skew whose static placement at ``ep_size`` has the target balancedness.
-
-    Deterministic bisection on ``skew`` (same seed every evaluation, so the permutation and the
-    random stream are shared). Balancedness is measured on the loads summed over windows with
-    :func:`static_placement` (``redundant`` slots as vLLM initially places them). Stops when
-    within ``tol`` or the bracket is below 1e-9; returns the better end. Raises
-    :class:`InputError` if the target is outside what skew 0 .. 64 can reach.
-
-    Returns a dict: ``skew``, ``balancedness_static`` (achieved), ``target``, ``iterations``
-    and the synthetic metadata (``kind``, ``generator``, ``seed``, ...).
-    """
-    check_layout(num_experts, ep_size, redundant)
-    phy2log = static_placement(num_experts, ep_size, redundant)
+    """Find the SYNTHETIC skew whose static placement at ``ep_size`` has the target balancedness."""
+    phy2log = static_placement(num_experts, ep_size, redundant)  # checks the layout
 
     def f(s: float) -> float:
         loads, _ = synthetic_loads(num_layers, num_experts, tokens_per_layer, s, seed, windows)
@@ -465,14 +367,7 @@ def evaluate(
     eval_loads: Any = None,
     source: _Source = None,
 ) -> dict[str, Any]:
-    """Balancedness and modelled MoE throughput before (static) and after EPLB.
-
-    EPLB (:func:`rebalance_experts`) is computed from ``loads`` ``(layers, experts)`` tokens;
-    both placements are measured on ``eval_loads`` (default: ``loads`` itself; pass a later
-    window to measure out of sample). Static is :func:`static_placement` with the same physical
-    expert count. Throughputs are relative to uniform routing (= balancedness, see the module
-    docstring). ``fraction_recovered_gap`` is None when static is already perfectly even.
-    """
+    """Balancedness and modelled MoE throughput before (static) and after EPLB."""
     fit = as_loads(loads, source)
     if float(fit.sum()) == 0:
         raise InputError(source, "loads", "all token counts are zero; balancedness is undefined")
@@ -517,11 +412,7 @@ def _fmt(x: float | None) -> str:
 
 
 def cli_eplb(args: argparse.Namespace) -> int:
-    """``rackbook eplb LOADS --ep-size N --redundant R [--groups G] [--nodes K] [--json]``.
-
-    Prints a short summary; with ``--json`` the last line is one JSON object (see
-    :func:`evaluate`) with ``source`` added.
-    """
+    """``rackbook eplb LOADS --ep-size N --redundant R [--groups G] [--nodes K] [--json]``."""
     path = Path(args.loads)
     loads = read_loads(path)
     res = evaluate(loads, args.ep_size, args.redundant, args.groups, args.nodes, source=path)

@@ -1,26 +1,12 @@
-"""What real deployments reach: the expected throughput beside every physics bound.
-
-A bound (:mod:`rackbook.physics.check`) is the least time the work can take; the attainable
-estimate (:mod:`rackbook.physics.attainable`) sums calibrated kernel times in one deployment.
-This module starts from the same kernels and adds what real deployments lose or gain: a
-per-layer latency floor anchored on a measured single stream (:data:`ANCHOR_LAYER_S`),
-expert-parallel imbalance (:mod:`rackbook.physics.imbalance`), overlap of dispatch/combine with
-compute, the best of dp-ep, tp-ep and hybrids (:func:`tp_widths`), attention FLOP, monotone
-expert GEMMs (:func:`expert_time`), one index-scan model for both phases (:func:`scan_time`),
-the NIC between NVLink domains (:func:`nic_bandwidth`), the stated verify width, and the
-decoding batch capped by KV capacity and the TPOT limit (:func:`expected`).
-
-Not physics: the floor (anchored, not fitted) and a kernel-efficiency factor fitted only on
-published measurements (``rackbook validate --fit``), stored with the points and method in
-``data/published/expected-fit.yaml``; ``[low, high]`` is the held-out residual spread.
-
-Units: seconds, bytes, FLOP, tokens/s per GPU.
-"""
+"""What real deployments reach: calibrated kernels plus a per-layer latency floor, expert
+imbalance, overlap and the best deployment, x an efficiency fitted on published measurements
+(``data/published/expected-fit.yaml``). Units: seconds, bytes, FLOP, tokens/s per GPU."""
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,19 +18,16 @@ from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import attainable, check, roofline
 from rackbook.physics import imbalance as imbalance_table
-from rackbook.physics.workload import Workload
+from rackbook.physics.attainable import dense_flops as _flops
+from rackbook.physics.check import Workload
 
 if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
     from rackbook.core.calibration import Calibration
 
-#: Measured anchor of the per-layer floor: DeepSeek-V3.2 (61 layers), TP8 on 8 B300, one user
-#: at 125 tok/s without speculation: 1 / 125 / 61 = 131 us per layer (vLLM blog, 2026-05-11,
-#: single-user post, vllm-project/vllm-project.github.io ``_posts``). The whole step, kernels
-#: included: the floor net of the anchor's modelled kernels (70 us at factor 2) was tried and
-#: predicted worse held out (book/validation.md, "Reading the misses").
+#: The per-layer floor's anchor: DeepSeek-V3.2 (61 layers), TP8 on 8 B300, one user at 125 tok/s
+#: (vLLM blog, 2026-05-11, single-user post, vllm-project/vllm-project.github.io ``_posts``).
 ANCHOR_LAYER_S = 1 / 125 / 61
-#: Tokens of one prefill chunk per GPU (vLLM's default ``max_num_batched_tokens`` for large
-#: models is 8,192 on these GPUs).
+#: Tokens of one prefill chunk per GPU (vLLM's default ``max_num_batched_tokens`` here).
 PREFILL_CHUNK = 8192
 #: Largest decoding batch per GPU searched.
 MAX_BATCH_PER_GPU = 4096
@@ -56,10 +39,8 @@ PARAMS = ("efficiency", "layer_s", "log_low", "log_high")
 
 @dataclass(frozen=True)
 class Fit:
-    """The fitted, non-physics part of the model: ``efficiency`` multiplies every kernel's
-    calibrated time (>= 1 is slower than calibrated), ``layer_s`` is the per-layer floor
-    (seconds per layer per step); ``log_low``/``log_high`` the held-out log residuals'
-    quantiles that make the interval; ``source`` where it was read from."""
+    """The fitted part: kernel ``efficiency``, floor ``layer_s`` (s/layer), log-residual
+    interval."""
 
     efficiency: float
     layer_s: float
@@ -67,8 +48,7 @@ class Fit:
     log_high: float
     source: str = "prior"
     held_out: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: the held-out validation summary stored with the fit (``all``, ``primary``: points,
-    #: median_ratio, within_2x, inside)
+    #: the held-out validation stored with the fit (``all``, ``primary``)
     validation: dict[str, Any] = field(default_factory=dict)
 
     def params(self) -> dict[str, float]:
@@ -77,18 +57,12 @@ class Fit:
 
     @property
     def validation_text(self) -> str:
-        """The stored held-out validation on all points in words (:func:`held_out_text`; ""
-        before any fit)."""
+        """The stored held-out validation on all points in words ("" before any fit)."""
         return held_out_text(self.validation.get("all") or {})
 
 
 def held_out_text(s: dict[str, Any]) -> str:
-    """The one wording of a held-out validation summary ``s`` (``points``, ``median_ratio``,
-    ``within_2x``, ``inside``: :func:`rackbook.results.validation.summary`), for the CLI, the
-    landing note, the chapters and the book page; "" without points.
-
-    45 points, median 0.98, 0.822 within 2x, 0.689 inside: "median measured/expected 0.98
-    held out by source, 82% of 45 published points within 2x, 69% inside the interval"."""
+    """The one wording of a held-out validation summary ``s``; "" without points."""
     if not s.get("points"):
         return ""
     inside = s.get("inside")
@@ -100,8 +74,7 @@ def held_out_text(s: dict[str, Any]) -> str:
 
 
 def load_fit(path: str | Path | None = None) -> Fit:
-    """The stored fit (``data/published/expected-fit.yaml``); when absent the prior: kernels as
-    calibrated, the anchor's floor, an interval of x/ 2."""
+    """The stored fit; when absent the prior (kernels as calibrated, the anchor's floor, x/ 2)."""
     p = Path(path) if path is not None else paths.DATA / FIT_FILE
     if not p.exists():
         return Fit(1.0, ANCHOR_LAYER_S, -math.log(2), math.log(2))
@@ -132,15 +105,15 @@ def _domain_of(gpu_id: str) -> int | None:
 
 
 def domain(gpu: GpuSpec) -> int | None:
-    """GPUs in one NVLink domain of ``gpu`` (:func:`rackbook.physics.attainable.nvlink_domain`,
-    read once per GPU id)."""
+    """GPUs in one NVLink domain of ``gpu``, read once per GPU id."""
     return _domain_of(gpu.id) if gpu.id else attainable.nvlink_domain(gpu)
 
 
 @functools.lru_cache(maxsize=64)
 def _nic_of(gpu_id: str) -> float:
+    """NIC bytes/s per GPU each way between NVLink domains (the catalog's, else its least)."""
     v = catalogs.nic_bandwidth(gpu_id) if gpu_id else None
-    if v is None:  # a GPU no catalog system is built from: the least NIC any system lists
+    if v is None:
         v = min(
             s.nic_bandwidth_bytes_per_s_per_gpu
             for s in catalogs.load_hardware().systems.values()
@@ -149,29 +122,11 @@ def _nic_of(gpu_id: str) -> float:
     return float(v)
 
 
-def nic_bandwidth(gpu: GpuSpec) -> float:
-    """NIC bytes/s per GPU each way between NVLink domains: the catalog's
-    ``nic_bandwidth_bytes_per_s_per_gpu`` of the systems built from ``gpu``
-    (:func:`rackbook.inputs.catalogs.nic_bandwidth`; GB300 NVL72: ConnectX-8, 100e9 B/s), else
-    the least any catalog system lists (a GPU no system is built from)."""
-    return _nic_of(gpu.id)
-
-
-def with_expert_dtype(model: ModelSpec, dtype: str | None) -> ModelSpec:
-    """``model`` served as the bound reads it (:func:`rackbook.physics.roofline.served`): its
-    routed experts at ``dtype`` (fp4 | fp8 | bf16) when stated, in a format the catalog lists
-    with them where it does; else the format the catalog lists with the fewest bytes. One
-    served-format choice for the bound and the expected reading."""
-    return roofline.served(model, dtype).model
-
-
-#: Busiest GPU's routed load over the mean for (experts, ep, assignments a layer), from the
-#: project's EPLB model's table (:func:`rackbook.physics.imbalance.imbalance`).
+#: Busiest GPU's routed load over the mean for (experts, ep, assignments a layer).
 imbalance = imbalance_table.imbalance
 
 
 def _bucket(x: float) -> int:
-    """``x`` rounded to a power of 2^(1/4), for caching the imbalance."""
     return int(round(2 ** (round(4 * math.log2(max(x, 1.0))) / 4)))
 
 
@@ -182,22 +137,14 @@ _EXPERT_MEMO: dict[tuple[int, int, int, float], tuple[Any, Any, Any, float]] = {
 def expert_time(
     eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
 ) -> float:
-    """Seconds one routed expert takes for ``tokens`` tokens, monotone: the least of the
-    calibrated time (:func:`rackbook.physics.attainable.expert_seconds`) at ``tokens`` and at
-    every calibrated size above it (a kernel can always pad to a faster size)."""
+    """Seconds one routed expert takes for ``tokens`` tokens, monotone (a kernel can pad)."""
     if tokens <= 0:
         return 0.0
     key = (id(eff), id(model), id(gpu), float(tokens))
     hit = _EXPERT_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is eff:
         return hit[3]
-    dtype = model.weights.routed_expert_dtype or model.weights.dense_dtype or "bf16"
-    cd = (
-        dtype
-        if dtype in eff.experts
-        else ("fp8" if "fp8" in eff.experts else next(iter(eff.experts)))
-    )
-    sizes = eff.experts[cd][0]
+    sizes = eff.experts[attainable.expert_dtypes(eff, model)[1]][0]
     cands = [tokens] + [float(s) for s in sizes if s > tokens]
     t = min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
     if len(_EXPERT_MEMO) > 65536:
@@ -206,24 +153,12 @@ def expert_time(
     return t
 
 
-def _dense(eff: attainable.Efficiencies, gpu: GpuSpec, dtype: str) -> float:
-    """Dense FLOP/s the target reaches at ``dtype``: the calibration's fraction of its peak."""
-    run = gpu.run_precision(dtype)
-    frac = eff.dense.get(run) or eff.dense.get("fp8") or max(eff.dense.values())
-    return frac * float(gpu.flops(run) or 0.0)
-
-
 def scan_time(
     eff: attainable.Efficiencies, gpu: GpuSpec, key_bytes: float, key_flops: float
 ) -> float:
-    """The one index-scan model of both phases: ``key_bytes`` of index keys read at the
-    calibration's stream fraction of HBM bandwidth, or ``key_flops`` of scoring at the dense
-    BF16 fraction, whichever is longer (seconds).
-
-    100,000 tokens of DeepSeek-V4.1-Flash context, one decode token: 2.5 x 100,000 keys x 68 B
-    (FP4) = 17.0 MB / (0.9028 x 8 TB/s) = 2.354 us; at BF16 (256 B a key) 64.0 MB: 8.861 us."""
+    """Index-scan seconds: keys read at the stream fraction or scored at BF16, the longer."""
     bw = eff.stream * gpu.hbm_bandwidth_bytes_per_s
-    return max(key_bytes / bw, key_flops / _dense(eff, gpu, "bf16"))
+    return max(key_bytes / bw, key_flops / _flops(eff, gpu, "bf16"))
 
 
 def expert_part(
@@ -234,14 +169,7 @@ def expert_part(
     tokens: float,
     moe_layers: int,
 ) -> float:
-    """Seconds the busiest GPU's routed experts take in one step of ``tokens`` tokens (over all
-    the GPUs), experts expert-parallel over ``ep = min(gpus, experts)``: its load is the mean
-    (tokens x top-k / ep) x :func:`imbalance`, spread over the distinct experts it holds that
-    the step touches (uniform routing's distinct / ep, x the imbalance, at most its slots),
-    each at :func:`expert_time` of its share; x MoE layers.
-
-    One token of DeepSeek-V4.1-Flash on 4 GPUs: 6 assignments, mean 1.5 a GPU; the busiest
-    holds 1.5 x imbalance of them, each one expert's 1 token at 4.093 us; x 40 layers."""
+    """Seconds the busiest GPU's routed experts take in a step of ``tokens`` tokens."""
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     e, k = m.num_routed_experts, m.experts_per_token
@@ -256,8 +184,8 @@ def expert_part(
 
 @dataclass(frozen=True)
 class Step:
-    """One decode step (or one prefill token) in one deployment: seconds per part on the
-    busiest GPU, the kernel sum, the overlap, the floor, the total, the rate per GPU."""
+    """One decode step (or prefill token) in one deployment: seconds by part, total, rate per
+    GPU."""
 
     deployment: str
     tp: int
@@ -275,8 +203,7 @@ def deployment_name(tp: int, gpus: int) -> str:
 
 
 def tp_widths(gpus: int, domain: int | None) -> list[int]:
-    """Attention tensor-parallel widths tried: powers of two dividing ``gpus``, within one NVLink
-    domain (and ``gpus`` itself when it fits one)."""
+    """Attention TP widths tried: powers of two dividing ``gpus`` within one NVLink domain."""
     dom = domain or gpus
     out = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
     if gpus <= dom and gpus not in out:
@@ -291,7 +218,6 @@ _CONTEXT_MEMO: dict[tuple[int, float, str, str | None], tuple[ModelSpec, tuple[f
 def _context(
     model: ModelSpec, context: float, phase: str, kv_dtype: str | None
 ) -> tuple[float, float, float, float]:
-    """(scan bytes, other context bytes, scan FLOP, other attention FLOP) per token."""
     key = (id(model), float(context), phase, kv_dtype)
     hit = _CONTEXT_MEMO.get(key)
     if hit is not None and hit[0] is model:
@@ -306,9 +232,6 @@ def _context(
 def _context_reads(
     model: ModelSpec, context: float, phase: str, kv_dtype: str | None
 ) -> tuple[float, float, float, float]:
-    """:func:`_context` uncached. A model whose catalog KV layout is only relative to another's
-    (``kv_cache.relative_to``: DeepSeek-V4-Flash holds about 4x DeepSeek-V4.1-Flash's KV) reads
-    the other's context bytes and FLOP x the factor (approximate, as the catalog says)."""
     rel = model.kv_cache.relative_to
     if model.kv_cache.compression_ratios is None and rel is not None and kv_dtype and context:
         other = catalogs.as_model(rel.model)
@@ -336,27 +259,7 @@ def decode_step(
     tokens_per_step: float = 1.0,
     kv_dtype: str | None = "fp4",
 ) -> Step:
-    """One decode step of ``batch`` sequences (over all ``gpus``) verifying ``verify`` tokens
-    each, attention tensor-parallel over ``tp`` GPUs (data-parallel over ``gpus / tp`` groups),
-    experts expert-parallel over all. Parts on the busiest GPU (seconds):
-
-    - ``dense``: the dense weights' 1 / tp share read at the stream fraction, or their GEMMs
-      for the group's tokens at the dense fraction, whichever is longer;
-    - ``attention``: MLA rows, pool and window FLOP of the group's tokens / tp;
-    - ``context``: the group's sequences' rows, pool and window bytes (the compressed KV is
-      shared by the heads: every TP rank reads it);
-    - ``index scan``: :func:`scan_time` of the group's sequences' keys (every rank reads them)
-      and the tokens' scoring FLOP / tp;
-    - ``experts``: distinct experts the step touches / gpus x :func:`imbalance`, each at
-      :func:`expert_time` of its tokens;
-    - ``drafter``: ``verify - 1`` draft passes of the drafter's weights (one layer's dense bytes
-      when the catalog names no drafter);
-    - ``network``: dispatch (FP8) + combine (BF16) of the GPU's tokens to experts elsewhere
-      (NVLink inside a domain, NIC beyond), or TP's two all-reduces a layer.
-
-    Kernels (all but the network) x ``fit.efficiency``; the network overlaps them when a GPU
-    holds two micro-batches or more (max), else adds; the floor ``fit.layer_s`` x layers (and
-    one layer per draft pass) adds. Rate: batch x ``tokens_per_step`` / step / gpus."""
+    """One decode step of ``batch`` sequences, attention TP over ``tp``: the busiest GPU's parts."""
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     bw = gpu.hbm_bandwidth_bytes_per_s
@@ -369,11 +272,11 @@ def decode_step(
     parts: dict[str, float] = {}
     parts["dense"] = max(
         dense_bytes / tp / stream,
-        2 * split.dense_params / tp * toks / _dense(eff, gpu, split.dense_dtype),
+        2 * split.dense_params / tp * toks / _flops(eff, gpu, split.dense_dtype),
     )
     s_bytes, c_bytes, s_flops, a_flops = _context(model, context, "decode", kv_dtype)
     if a_flops:
-        parts["attention"] = toks * a_flops / tp / _dense(eff, gpu, "bf16")
+        parts["attention"] = toks * a_flops / tp / _flops(eff, gpu, "bf16")
     if c_bytes:
         parts["context"] = seqs * c_bytes / stream
     if s_bytes:
@@ -405,22 +308,18 @@ def decode_step(
 def _network(
     model: ModelSpec, gpu: GpuSpec, gpus: int, tp: int, toks: float, moe_layers: int
 ) -> float:
-    """Seconds a step's collectives move data on the busiest GPU: expert dispatch (1 B a value)
-    and combine (2 B) of its tokens to the experts on other GPUs, the share beyond the NVLink
-    domain at the NIC's bandwidth; with tp > 1, two all-reduces a layer of the group's tokens
-    (BF16, ring: 2 (tp - 1) / tp of the data each)."""
     if gpus <= 1:
         return 0.0
     m, a = model.moe, model.architecture
     assert m.experts_per_token and a.hidden_size and a.num_layers
-    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or nic_bandwidth(gpu)
+    link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or _nic_of(gpu.id)
     dom = domain(gpu) or gpus
     inside = min(dom, gpus)
     out = 0.0
     vals = toks / tp * m.experts_per_token * a.hidden_size * 3  # bytes: 1 out + 2 back
     far = (gpus - inside) / gpus
     near = (inside - 1) / gpus
-    out += moe_layers * vals * (near / link + far / nic_bandwidth(gpu))
+    out += moe_layers * vals * (near / link + far / _nic_of(gpu.id))
     if tp > 1:
         out += a.num_layers * 2 * 2 * (tp - 1) / tp * toks * a.hidden_size * 2 / link
     return out
@@ -437,21 +336,16 @@ def prefill_token(
     kv_dtype: str | None = "fp4",
     chunk: int = PREFILL_CHUNK,
 ) -> Step:
-    """Seconds per new prefill token per GPU, each GPU prefilling a chunk of ``chunk`` tokens a
-    step (experts expert-parallel over all the GPUs): dense GEMMs; attention FLOP at
-    ``prefix``; the index scan (:func:`scan_time`: the chunk shares one read of the keys, each
-    token scores them all); experts at the step's real tokens per expert (the GPUs' chunks over
-    the experts, :func:`expert_time`, x :func:`imbalance`); dispatch + combine overlapped with
-    the kernels (a chunk splits into micro-batches); the per-layer floor once per chunk."""
+    """Seconds per new prefill token per GPU, each GPU prefilling ``chunk`` tokens a step."""
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     parts: dict[str, float] = {
-        "dense": 2 * split.dense_params / _dense(eff, gpu, split.dense_dtype)
+        "dense": 2 * split.dense_params / _flops(eff, gpu, split.dense_dtype)
     }
     s_bytes, c_bytes, s_flops, a_flops = _context(model, prefix, "prefill", kv_dtype)
     if a_flops:
-        parts["attention"] = a_flops / _dense(eff, gpu, "bf16")
+        parts["attention"] = a_flops / _flops(eff, gpu, "bf16")
     if s_bytes or s_flops:
         parts["index scan"] = scan_time(eff, gpu, s_bytes / chunk, s_flops)
     if c_bytes:
@@ -469,11 +363,7 @@ def prefill_token(
 
 @dataclass(frozen=True)
 class Expected:
-    """What a well-tuned deployment reaches for the workload, per GPU, in the figure's counted
-    tokens: ``tok_s_per_gpu`` and its interval ``[low, high]`` (the fit's held-out residual
-    spread), the figure's ``ratio`` to it, the deployment chosen (the best), the terms of its
-    step (seconds; decode per step, prefill per token) and the decoding batch and how it was
-    capped."""
+    """What a well-tuned deployment reaches per GPU, its interval, the ratio and the terms."""
 
     tok_s_per_gpu: float
     low: float
@@ -508,19 +398,7 @@ class Expected:
 def capacity(
     model: ModelSpec, gpu: GpuSpec, gpus: int, tp: int, context: float, kv_dtype: str | None
 ) -> float:
-    """Sequences over all ``gpus`` whose KV fits with attention TP ``tp``: each GPU holds the
-    experts' 1 / gpus share and the dense weights' 1 / tp share; each group of ``tp`` GPUs
-    holds its sequences' KV once per rank (MLA's latent is not split by heads). The HBM is the
-    bound's (:func:`rackbook.physics.check.usable_bytes`: the memory fraction of the HBM as the
-    GPU reports it); the weights stay in HBM (a deployment tuned for speed offloads none). No
-    KV layout or no context: :data:`MAX_BATCH_PER_GPU` per GPU.
-
-    Not the bound's :func:`rackbook.physics.check.capacity`, on purpose: a bound takes the
-    least any GPU must hold (all the weights spread over the GPUs, Grace offload allowed, up to
-    :data:`rackbook.physics.workload.MAX_BATCH` = 65,536 sequences a GPU) so that its ceiling
-    is never too low; this reading is one tuned deployment (dense weights per TP group, all in
-    HBM, KV once per TP rank, at most 4,096 a GPU). One model for both would move the expected
-    numbers."""
+    """Sequences over all ``gpus`` whose KV fits with attention TP ``tp`` (weights in HBM)."""
     st = roofline.storage(model)
     weights = st.dense_bytes / tp + st.routed_bytes / gpus
     per_seq = 0.0
@@ -555,20 +433,8 @@ def expected(
     calibration: Calibration | None = None,
     fit: Fit | None = None,
 ) -> Expected:
-    """The expected reading of a figure of ``claimed`` tokens/s per GPU (``work.counted``
-    tokens) whose work per GPU is ``work``'s output tokens decoded and new input tokens
-    prefilled (the :class:`rackbook.physics.workload.Workload` of a check), as
-    :func:`rackbook.physics.attainable.estimate` splits it: ratio = output / decode rate + new
-    input / prefill rate, expected = claimed / ratio.
-
-    The decoding batch: ``decode_batch`` when the caller derived it (Little's law), else
-    ``work.concurrency`` (clients waiting on their first token are not decoding: a caller that
-    knows TTFT and TPOT passes ``decode_batch``), else the best that fits; always capped by the
-    KV capacity and by ``tpot_ms`` (each kept token within it). The deployment: the one reaching
-    the most among dp-ep, tp-ep and hybrids (:func:`tp_widths`), unless ``deployment`` names one.
-    ``precision`` sets the routed experts' dtype; ``work.verify_tokens`` is the tokens a step
-    verifies (1: plain decode)."""
-    m = with_expert_dtype(catalogs.as_model(model), precision)
+    """The expected reading of ``claimed`` tok/s per GPU doing ``work`` (phases share the time)."""
+    m = roofline.served(catalogs.as_model(model), precision).model
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
     eff = default_efficiencies() if calibration is None else attainable.efficiencies(calibration)
@@ -629,8 +495,6 @@ def expected(
 
 
 def _kv_note(m: ModelSpec, context: float) -> str:
-    """The note on a model whose catalog holds no KV layout of its own when context is read
-    ("" otherwise): its context costs taken from the model it is relative to, or not counted."""
     if m.kv_cache.compression_ratios is not None or not context:
         return ""
     rel = m.kv_cache.relative_to
@@ -642,8 +506,6 @@ def _kv_note(m: ModelSpec, context: float) -> str:
 
 
 def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
-    """Attention TP widths tried (:func:`tp_widths`), or the one ``deployment`` names (dp-ep:
-    1, tp-ep: all the GPUs; InputError when that width is not possible here)."""
     widths = tp_widths(gpus, domain(g))
     if deployment is None:
         return widths
@@ -665,11 +527,6 @@ def _best_decode(
     derived: float | None,
     tpot_ms: float | None,
 ) -> tuple[Step | None, str]:
-    """The decode step reaching the most tokens/s per GPU over the TP ``widths`` and batches
-    (``asked`` capped by the KV capacity, else powers of 2 up to it; each cut to the TPOT limit
-    when over it), and how its batch was set (:func:`_batch_text`; ``derived``: the caller's
-    Little's-law batch); the steps read ``work``'s context, verify width, kept tokens and KV
-    dtype. None when no width holds one sequence within the limits."""
     tps = work.tokens_per_step
     kw: dict[str, Any] = dict(
         context=work.decode_context,
@@ -691,36 +548,26 @@ def _best_decode(
                 sizes.append(b)
                 b *= 2
             sizes.append(cap)
+
+        def step(b: float, tp: int = tp) -> Step:
+            return decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+
         for b in sizes:
-            s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+            s = step(b)
             if tpot_ms is not None and s.seconds / tps * 1e3 > tpot_ms:
-                b = _tpot_batch(m, g, gpus, b, eff, fit, tp, kw, tpot_ms, tps)
+                b = _tpot_batch(step, b, tpot_ms, tps)
                 if b < 1:
                     continue
-                s = decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+                s = step(b)
             if best is None or s.tok_s_per_gpu > best.tok_s_per_gpu:
                 best = s
                 text = _batch_text(asked, derived, b, cap, tpot_ms)
     return best, text
 
 
-def _tpot_batch(
-    m: ModelSpec,
-    g: GpuSpec,
-    gpus: int,
-    b: float,
-    eff: attainable.Efficiencies,
-    fit: Fit,
-    tp: int,
-    kw: dict[str, Any],
-    tpot_ms: float,
-    tps: float,
-) -> float:
-    """The largest batch <= ``b`` whose step keeps each kept token within ``tpot_ms`` (bisection
-    on whole sequences); 0 when even one sequence does not."""
-
+def _tpot_batch(step: Callable[[float], Step], b: float, tpot_ms: float, tps: float) -> float:
     def ok(x: float) -> bool:
-        return decode_step(m, g, gpus, x, eff, fit, tp=tp, **kw).seconds / tps * 1e3 <= tpot_ms
+        return step(x).seconds / tps * 1e3 <= tpot_ms
 
     if not ok(1.0):
         return 0.0
@@ -734,7 +581,6 @@ def _tpot_batch(
 def _batch_text(
     asked: float | None, derived: float | None, b: float, cap: float, tpot: float | None
 ) -> str:
-    """How the decoding batch was set, in words."""
     if derived is not None:
         src = f"{whole(derived):,} decoding (derived from the clients' concurrency)"
     elif asked is not None:
@@ -750,13 +596,7 @@ def _batch_text(
 
 
 def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) -> float:
-    """Sequences decoding among ``concurrency`` clients that each wait ``ttft_s`` for their
-    first token and then decode ``osl - 1`` more at ``tpot_s``: concurrency x decode time /
-    request time (Little's law on the decode stage; the rest of the clients are queued or in
-    prefill).
-
-    Concurrency 16, OSL 1,024, TTFT 0.557 s, TPOT 7.02 ms: 16 x 7.181 / (0.557 + 7.181) =
-    14.85 sequences decoding."""
+    """Sequences decoding among ``concurrency`` clients (Little's law on the decode stage)."""
     dec = max(osl - 1, 0) * tpot_s
     total = ttft_s + dec
     return concurrency * dec / total if total > 0 else concurrency
@@ -771,13 +611,7 @@ def for_check(
     calibration: Calibration | None = None,
     fit: Fit | None = None,
 ) -> Expected:
-    """:func:`expected` for a :class:`rackbook.physics.check.Check` (model, GPUs, phase and
-    workload ``c.work``; the verify width its speculation states), on the model entry and GPU
-    the check read (``c.spec``, ``c.gpu_spec``: a ``--model FILE`` and the served format it
-    chose reach this reading too). With the clients' concurrency, OSL, ``tpot_ms`` and
-    ``ttft_s`` all given, the decoding batch is :func:`littles_law`'s (the clients waiting for a
-    first token are not decoding); otherwise the concurrency, capped by the KV capacity and the
-    TPOT limit."""
+    """:func:`expected` for a :class:`check.Check` (batch by :func:`littles_law` when it can)."""
     w: Workload = c.work
     decoding = None
     if w.concurrency and w.osl and tpot_ms is not None and ttft_s is not None:

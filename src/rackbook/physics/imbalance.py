@@ -1,19 +1,4 @@
-"""Expert-parallel imbalance: the busiest GPU's routed load over the mean, precomputed.
-
-The expected throughput (:mod:`rackbook.physics.expected`) multiplies the routed experts' load
-by the imbalance the project's EPLB model gives (:func:`eplb_imbalance`: the synthetic routing
-at :data:`SKEW`, rebalanced by DeepSeek's EPLB on one draw, measured on another). Computing it
-takes 10-50 ms a point, and one ``rackbook check`` needs a few dozen points; so the model is
-evaluated once on a grid (:data:`EP_GRID` GPUs x :data:`LOG2_STEP`-spaced assignments, for each
-expert count in :data:`EXPERTS`) and stored in ``data/derived/eplb-imbalance.json`` with its
-generator and inputs. :func:`imbalance` reads the table, interpolating log(imbalance) linearly
-in log(assignments) between grid points; an expert count or EP size not in the table is
-computed live. ``tests/test_imbalance.py`` checks the table against the model off the grid.
-
-Regenerate: ``python -m rackbook.physics.imbalance --write``.
-
-Units: assignments are token-expert assignments a layer (tokens x top-k); imbalance is a ratio.
-"""
+"""Expert-parallel imbalance: the busiest GPU's routed load over the mean, precomputed."""
 
 from __future__ import annotations
 
@@ -28,7 +13,6 @@ from typing import Any
 from rackbook import paths
 from rackbook.errors import InputError
 
-#: Where the table lives.
 TABLE_FILE = "derived/eplb-imbalance.json"
 #: EPLB model inputs: layers drawn, seed, and the skew calibrated on the claim
 #: ``eplb-balance.before`` (``data/traces/eplb-balance/run.json`` generator.skew).
@@ -39,21 +23,14 @@ SKEW = 0.5300668803974986
 MAX_ASSIGNMENTS = 1 << 20
 #: Expert counts tabled (the catalog's models: 256 for DeepSeek-V3/R1/V4-Flash, 384 for V4.1).
 EXPERTS = (256, 384)
-#: EP sizes tabled: every one up to an NVL72's 72 GPUs, then the multiples deployments use (an
-#: EP size above the expert count is the expert count). The EPLB model is not smooth in the EP
-#: size (its redundant slots are (-experts) mod ep), so another EP size is computed live.
+#: EP sizes tabled: each up to an NVL72's 72, then the multiples deployments use (others live).
 EP_GRID = (*range(2, 73), 96, 128, 144, 192, 256, 288, 384)
-#: Assignments tabled: 2^(k x LOG2_STEP) for k = 0 .. log2(MAX_ASSIGNMENTS) / LOG2_STEP (the
-#: expected throughput asks at these: :func:`rackbook.physics.expected._bucket`).
+#: Assignments tabled: 2^(k x LOG2_STEP) up to MAX_ASSIGNMENTS (:func:`expected._bucket`'s grid).
 LOG2_STEP = 0.25
 
 
 def eplb_imbalance(num_experts: int, ep: int, assignments: float) -> float:
-    """Busiest GPU's routed load over the mean (>= 1) for ``assignments`` token-expert
-    assignments a layer over ``ep`` GPUs, from the EPLB model (:mod:`rackbook.physics.eplb`):
-    the synthetic routing at :data:`SKEW`, rebalanced by EPLB on one draw (redundant slots to
-    fill the GPUs evenly, at least one per GPU) and measured on another: 1 / balancedness.
-    One GPU or no assignment: 1."""
+    """Busiest GPU's routed load over the mean (>= 1) from the EPLB model, 1 / balancedness."""
     from rackbook.physics import eplb
 
     if ep <= 1 or assignments <= 0:
@@ -72,8 +49,7 @@ def _log2_grid() -> list[float]:
 
 
 def build(experts: tuple[int, ...] = EXPERTS) -> dict[str, Any]:
-    """The table document: generator, inputs and, per expert count, the EP sizes, the log2
-    assignments and the imbalance at each (rows: EP sizes)."""
+    """The table document: generator, inputs, and per expert count the imbalance by EP size."""
     grid = _log2_grid()
     tables = {}
     for e in experts:
@@ -111,7 +87,6 @@ def table(path: str | None = None) -> dict[str, Any]:
 
 
 def _interp(xs: list[float], x: float) -> tuple[int, float]:
-    """Index i and weight w so that x = xs[i] (1 - w) + xs[i + 1] w, clamped to the ends."""
     if x <= xs[0]:
         return 0, 0.0
     if x >= xs[-1]:
@@ -122,9 +97,7 @@ def _interp(xs: list[float], x: float) -> tuple[int, float]:
 
 @functools.lru_cache(maxsize=4096)
 def imbalance(num_experts: int, ep: int, assignments: float) -> float:
-    """:func:`eplb_imbalance` read from the table: log(imbalance) interpolated linearly in
-    log2(assignments) between grid points (computed live for an expert count or EP size the
-    table lacks)."""
+    """:func:`eplb_imbalance` read from the table, log-interpolated (computed when absent)."""
     if ep <= 1 or assignments <= 0:
         return 1.0
     ep = min(ep, num_experts)

@@ -1,12 +1,6 @@
-"""Bounds the result chapters read, built on :mod:`rackbook.physics.check` and
-:mod:`rackbook.physics.roofline`: the verdict rule in words, the most counted tokens/s any
-cached share gives, the prefix-read ceiling of new prefill tokens, the share of a new token's
-time the decoder replay layers remove, and the time per MoE layer a step leaves for
-collectives.
-
-Every division of bytes by bandwidth or FLOP by peak the chapters show lives here (units in the
-names: ``_s`` seconds, ``_us`` microseconds, ``_bytes`` bytes, ``tok_s`` tokens/s).
-"""
+"""Bounds the result chapters read: the verdict rule in words, the most tokens/s any cached
+share gives, the prefix-read ceiling of new prefill tokens, the share the decoder replay layers
+remove, and the time per MoE layer a step leaves for collectives."""
 
 from __future__ import annotations
 
@@ -19,15 +13,10 @@ from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, roofline
 
-# --------------------------------------------------------------------------------------------
-# the verdict rule
-
 
 @dataclass(frozen=True)
 class VerdictRule:
-    """Where :func:`rackbook.physics.check.physics_verdict` turns, as the ratio claimed / bound:
-    ``possible`` at or below ``impossible_above`` (1), ``impossible`` above it (a bound has no
-    margin); ``undetermined`` only where the workload leaves out a part the verdict turns on."""
+    """Where :func:`rackbook.physics.check.physics_verdict` turns (ratio claimed / bound)."""
 
     impossible_above: float
 
@@ -43,27 +32,15 @@ class VerdictRule:
 
 
 def verdict_rule() -> VerdictRule:
-    """The threshold of :func:`rackbook.physics.check.physics_verdict` (1), checked against the
-    function itself so that no chapter can state another rule."""
+    """The verdict's threshold (1), checked against the function so no chapter states another."""
     bound = 1.0
     assert check.physics_verdict(bound) == "possible"
     assert check.physics_verdict(math.nextafter(bound, math.inf)) == "impossible"
     return VerdictRule(bound)
 
 
-# --------------------------------------------------------------------------------------------
-# cached share of a whole workload
-
-
 def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> check.Check:
-    """The most counted tokens/s per GPU that any cached share can give (a figure above it is
-    impossible whatever share of it were prefix-cache hits): every request as long as the
-    model allows (C = ``max_context_tokens``), all its input but one token served from the
-    cache, one output token; per request the GPUs prefill that one new token after a prefix of
-    C - 2 tokens and decode one token at C - 1, the time of both from the bounds
-    (:func:`rackbook.physics.check.check_claim`, input + output counted, best batch).
-    Counted cache hits cost no GEMM but their prefix reads and index scans grow with them,
-    which is what bounds the rate."""
+    """The most total tokens/s per GPU any cached share gives (whole context, one output token)."""
     m = catalogs.as_model(model)
     top = m.architecture.max_context_tokens
     if top is None:
@@ -74,16 +51,9 @@ def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> ch
     )
 
 
-# --------------------------------------------------------------------------------------------
-# new prefill tokens behind a cached prefix
-
-
 @dataclass(frozen=True)
 class PrefixRead:
-    """Per new prefill token behind a cached prefix: the prefix bytes it reads at both ends
-    (sparse attention: the index-key scan plus the top-k rows; dense: every row in every
-    consuming layer), the read times, the compute time, and the tokens/s ceilings they give
-    (seconds, bytes, tokens/s)."""
+    """Per new prefill token behind a cached prefix: bytes, seconds and tokens/s ceilings."""
 
     prefix_tokens: int
     sparse_bytes_per_new_token: float
@@ -109,16 +79,7 @@ def prefix_read_model(
     n_gpus: int = 1,
     reuse_tokens: int = 1,
 ) -> PrefixRead:
-    """Prefilling new tokens after a cached prefix of ``prefix_tokens`` tokens, through the
-    encoder layers: each new token reads the prefix's caches there
-    (:func:`rackbook.physics.roofline.context_reads`, prefill) at the sparse end and the dense
-    end, ``reuse_tokens`` new tokens sharing one read (the bound shares it over
-    :data:`rackbook.physics.check.PREFILL_CHUNK`), over ``n_gpus`` GPUs' bandwidth; compute =
-    the prefill GEMMs plus attention and indexer FLOP at the prefix; ceiling = 1 / max(sparse
-    read, compute) (the dense one beside it).
-    DeepSeek-V4.1-Flash behind 128,000 tokens, one GB300: 15.71 MB (1.96 us) against 3.005 us
-    of compute: 332,700 new tokens/s.
-    """
+    """New prefill tokens behind a cached prefix: 1 / max(sparse read, compute) tokens/s."""
     m = catalogs.as_model(model)
     if reuse_tokens < 1:
         raise InputError("-", "reuse_tokens", f"must be >= 1, got {reuse_tokens}")
@@ -159,14 +120,7 @@ def removable_share(
     prefix_tokens: int = 128_000,
     kv_dtype: str = "fp4",
 ) -> tuple[float, str]:
-    """The share of a new prefill token's time that running the decoder layers on each
-    request's last window only removes (vLLM's decoder replay layers), at the ceilings behind
-    a cached prefix of ``prefix_tokens``: 1 - t_encoder / t_all, each t = max(compute, reads)
-    per token (seconds). t_all: every layer (the decode-phase GEMMs, attention and indexer FLOP
-    and context reads without the sliding window); t_encoder: the encoder layers only
-    (:func:`prefix_read_model`). The last window's decoder pass is left out (it only lowers
-    the share). DeepSeek-V4.1-Flash on GB300 behind 128,000 tokens: 1 - 3.005 / 6.043 = 50.3 %.
-    """
+    """Share of a new prefill token's time decoder replay layers remove: 1 - t_encoder / t_all."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     after = prefix_read_model(m, g, prefix_tokens, kv_dtype=kv_dtype)
     t_after = 1 / after.tokens_per_s
@@ -182,19 +136,10 @@ def removable_share(
     return share, how
 
 
-# --------------------------------------------------------------------------------------------
-# a longer context: the extra attention and indexer compute of a decode step
-
-
 def context_compute_growth_s(
     model: ModelSpec | str, hw: GpuSpec | str, lo: float, hi: float, *, batch: int = 1
 ) -> float:
-    """Least extra seconds of attention and indexer compute per decode step when ``batch``
-    sequences on one GPU grow from ``lo`` to ``hi`` tokens of context: the extra FLOP of
-    :func:`rackbook.physics.roofline.attention_flops` over the GPU's dense FLOP/s at the
-    precision the dense weights run at. DeepSeek-V4.1-Flash on GB300, 128,000 -> 855,000
-    tokens, one sequence: the index scan's 2 x 64 x 128 x 2.5 x 727,000 = 2.978e10 FLOP at
-    5 PFLOP/s (FP8) = 5.96 us (the top-k rows, pool and window do not grow past 128,000)."""
+    """Least extra attention compute seconds a decode step takes from ``lo`` to ``hi`` tokens."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     if not 0 <= lo < hi:
         raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
@@ -205,36 +150,20 @@ def context_compute_growth_s(
     return batch * extra / peak
 
 
-# --------------------------------------------------------------------------------------------
-# batch-1 decode: the time a step leaves for collectives
-
-
 def collective_budget_us(claim_step_s: float, floor_step_s: float, moe_layers: int) -> float:
-    """Microseconds per MoE layer left for the expert dispatch and combine across the GPUs
-    when a step takes ``claim_step_s`` seconds and streaming its bytes ``floor_step_s``:
-    (claim step - floor step) / layers x 1e6 (negative: no time left). 1.21 ms against
-    0.3756 ms over 40 layers: 20.9 us."""
+    """Microseconds per MoE layer left for dispatch and combine (negative: none)."""
     if moe_layers < 1:
         raise InputError("-", "moe_layers", f"must be >= 1, got {moe_layers}")
     return 1e6 * (claim_step_s - floor_step_s) / moe_layers
 
 
-# --------------------------------------------------------------------------------------------
-# the compute ceiling, written out
-
-
 def _sci(x: float) -> str:
-    """A LaTeX number in engineering notation: ``8.49 \\times 10^{9}``, ``15 \\times 10^{15}``."""
     exp = 3 * math.floor(math.log10(abs(x)) / 3)
     return rf"{x / 10**exp:.3g} \times 10^{{{exp}}}"
 
 
 def compute_ceiling_latex(model: ModelSpec | str, hw: GpuSpec | str, phase: str) -> str:
-    """The compute ceiling per GPU in ``phase`` as LaTeX with its numbers: 1 / (2 x routed
-    params / routed FLOP/s + 2 x dense params / dense FLOP/s) tokens/s
-    (:func:`rackbook.physics.roofline.compute_ceiling_tokens_per_s`, each precision at the one
-    the GPU runs it at). DeepSeek-V4.1-Flash decode on a GB300: ``C_decode = 1 / (2 x 8.49e9 /
-    15e15 + 2 x 7.51e9 / 5e15) = 241,834`` tok/s per GPU."""
+    """The compute ceiling per GPU in ``phase`` as LaTeX with its numbers (tokens/s)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     sp = roofline.weight_split(m, phase)
     f_r = g.flops(g.run_precision(sp.routed_dtype))

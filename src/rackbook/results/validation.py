@@ -22,7 +22,7 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.physics import check as check_mod
 from rackbook.physics import expected as exp_mod
-from rackbook.physics.workload import Workload
+from rackbook.physics.check import Workload
 from rackbook.results import published_rows
 
 MAPPING = "published/validation.yaml"  # under data/
