@@ -20,8 +20,7 @@ Role = Literal["measurement", "analogue", "context"]
 #: Price kinds that come from a cost model, not a provider's price list.
 MODELLED_PRICES: tuple[str, ...] = ("ownership-cost model", "modelled rental")
 #: Basis parts a figure takes from its own fields.
-FROM_FIELDS = ("model", "hardware", "gpu_count", "engine", "engine_version", "isl", "osl")
-FROM_FIELDS += ("concurrency", "spec_method")
+FROM_FIELDS = "model hardware gpu_count engine engine_version isl osl concurrency spec_method"
 #: Where the registry lives.
 REGISTRY = "data/published/figures.yaml"
 
@@ -78,7 +77,7 @@ class Figure(loader.Strict):
 
     @model_validator(mode="after")
     def _basis(self) -> Figure:
-        loader.check_basis_block(self, FROM_FIELDS, "the figure's own field")
+        loader.check_basis_block(self, FROM_FIELDS.split(), "the figure's own field")
         if self.unit.startswith("$/") and self.price_kind is None:
             raise ValueError(
                 "price_kind: a price must say what it is (list price, rental "
@@ -146,9 +145,9 @@ def load_figures(
     shown = loader.display_path(p)
     reg = loader.validate(FigureRegistry, loader.read_yaml(p), shown)
     known = set((registry or claims.load_claims()).ids)
-    for section, entries in (("figures", reg.figures), ("rejected", reg.rejected)):
-        for i, f in enumerate(entries):
-            if f.claim not in known:
-                where = f"{section}[{getattr(f, 'id', '') or i}].claim"
-                raise InputError(shown, where, f"unknown claim id {f.claim!r}")
+    bad = [(f"figures[{f.id or i}]", f.claim) for i, f in enumerate(reg.figures)]
+    bad += [(f"rejected[{i}]", r.claim) for i, r in enumerate(reg.rejected)]
+    for where, claim in bad:
+        if claim not in known:
+            raise InputError(shown, f"{where}.claim", f"unknown claim id {claim!r}")
     return reg
