@@ -331,16 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig in STOP_SIGNALS:
             handlers[sig] = signal.signal(sig, _on_signal)
     try:
-        try:
-            args = parse(argv)
-        except SystemExit as exc:  # a usage error (its line written), --help, --version
-            return exc.code if isinstance(exc.code, int) else 2
-        except (KeyboardInterrupt, Terminated) as exc:
-            return _interrupted(exc)
-        except InputError as exc:
-            return _fail(str(exc), 2)
-        limits.set_max_input_mb(getattr(args, "max_input_mb", None))
-        return _dispatch(args)
+        return _dispatch(argv)
+    except SystemExit as exc:  # a usage error (its line written), --help, --version
+        return exc.code if isinstance(exc.code, int) else 2
     finally:
         for sig, old in handlers.items():
             signal.signal(sig, old)
@@ -469,8 +462,10 @@ def _refuse_empty_paths(args: argparse.Namespace) -> None:
             raise InputError("''", flag, "an empty path: name a file or folder")
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _dispatch(argv: Sequence[str] | None) -> int:
     try:
+        args = parse(argv)
+        limits.set_max_input_mb(args.max_input_mb)
         limits.check_open_files()
         _refuse_empty_paths(args)
         verb = VERBS[args.verb]
