@@ -300,11 +300,8 @@ def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]
         if not name.isidentifier():
             raise InputError("-", "-p", f"{name[:60]!r} is not a parameter name")
         if len(value) > MAX_PARAMETER_CHARS:
-            raise InputError(
-                "-",
-                f"parameter {name}",
-                f"{len(value):,} characters: at most {MAX_PARAMETER_CHARS:,}",
-            )
+            problem = f"{len(value):,} characters: at most {MAX_PARAMETER_CHARS:,}"
+            raise InputError("-", f"parameter {name}", problem)
         try:
             out[name] = parse_yaml12(value) if value != "" else ""
         except (yaml.YAMLError, ValueError, RecursionError):
@@ -351,19 +348,15 @@ def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
     p = params
 
     def ints(*names: str) -> bool:
-        return all(isinstance(p.get(n), int) and not isinstance(p.get(n), bool) for n in names)
+        return all(type(p.get(n)) is int for n in names)  # bool is no int here
 
     if result == "context-latency" and ints("lo", "hi") and p["lo"] >= p["hi"]:
-        raise InputError(
-            where, "parameter hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}"
-        )
+        problem = f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}"
+        raise InputError(where, "parameter hi", problem)
     if result == "rack-scaling" and ints("prefix_len", "input_len"):
         if p["prefix_len"] > p["input_len"]:
-            raise InputError(
-                where,
-                "parameter prefix_len",
-                f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}",
-            )
+            problem = f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}"
+            raise InputError(where, "parameter prefix_len", problem)
     if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
         _check_nodes(p["nodes"], p["ep_size"], "ep_size", where, "parameter nodes")
 
@@ -397,9 +390,8 @@ def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> No
     layers, windows = top["layer"] + 1, top["window"] + 1
     show, fit = p.get("show_layer"), p.get("fit_windows")
     if isinstance(show, int) and not 0 <= show < layers:
-        raise InputError(
-            where, "parameter show_layer", f"must be a layer from 0 to {layers - 1}, got {show}"
-        )
+        problem = f"must be a layer from 0 to {layers - 1}, got {show}"
+        raise InputError(where, "parameter show_layer", problem)
     if isinstance(fit, int) and not 1 <= fit < windows:
         raise InputError(
             where,
@@ -443,13 +435,8 @@ FLAGS: dict[str, dict[str, Spec]] = {
 #: ``--max-input-mb`` (every verb): MB, 10**6 bytes; at most a petabyte.
 MAX_INPUT_MB = _num(0, 1e9, "MB", lo_open=True)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
-LABELS: dict[str, Spec] = {
-    "batch_size": KINDS["batch_size"],
-    "concurrency": KINDS["concurrency"],
-    "decode_ranks": KINDS["decode_ranks"],
-    "context_tokens": KINDS["context"],
-    "num_gpus": KINDS["gpus"],
-}
+LABELS: dict[str, Spec] = {k: KINDS[k] for k in ("batch_size", "concurrency", "decode_ranks")}
+LABELS |= {"context_tokens": KINDS["context"], "num_gpus": KINDS["gpus"]}
 
 
 def flag_type(spec: Spec) -> Callable[[str], Any]:

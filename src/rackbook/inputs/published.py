@@ -14,7 +14,7 @@ from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
-from rackbook.inputs.catalogs import PriceKind
+from rackbook.inputs.catalogs import PriceKind, Text, Url
 
 Role = Literal["measurement", "analogue", "context"]
 #: Price kinds that come from a cost model, not a provider's price list.
@@ -35,8 +35,6 @@ def _iso_date(v: str) -> str:
 
 
 IsoDate = Annotated[str, AfterValidator(_iso_date)]
-Url = Annotated[str, Field(pattern=r"^https?://\S+$")]
-Text = Annotated[str, Field(min_length=1)]
 Positive = Annotated[int | None, Field(gt=0)]
 
 
