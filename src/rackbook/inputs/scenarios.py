@@ -15,15 +15,17 @@ from rackbook.errors import InputError
 from rackbook.paths import TINY_MODEL
 
 
+def _bad(name: str, problem: str) -> InputError:
+    return InputError("-p", name, problem)
+
+
 def _ints(name: str, text: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(x) for x in str(text).split(",") if x.strip())
     except ValueError:
-        raise InputError(
-            "-p", name, f"{text!r} is not a comma-separated list of integers"
-        ) from None
+        raise _bad(name, f"{text!r} is not a comma-separated list of integers") from None
     if not vals or min(vals) <= 0:
-        raise InputError("-p", name, "needs at least one value, all > 0")
+        raise _bad(name, "needs at least one value, all > 0")
     return vals
 
 
@@ -86,27 +88,27 @@ class Scenario:
         kw: dict[str, Any] = {}
         for name, text in params.items():
             if name not in fields:
-                raise InputError("-p", name, f"unknown parameter; known: {', '.join(fields)}")
+                raise _bad(name, f"unknown parameter; known: {', '.join(fields)}")
             default, text = fields[name].default, str(text)
             if name in cls.STR_LISTS:
                 vals = tuple(x.strip() for x in text.split(",") if x.strip())
                 allowed = cls.STR_LISTS[name]
                 if not vals or any(v not in allowed for v in vals):
-                    raise InputError("-p", name, f"comma-separated subset of {','.join(allowed)}")
+                    raise _bad(name, f"comma-separated subset of {','.join(allowed)}")
                 kw[name] = vals
             elif isinstance(default, tuple):
                 kw[name] = _ints(name, text)
             elif isinstance(default, bool):
                 if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
-                    raise InputError("-p", name, f"{text!r} is not a boolean")
+                    raise _bad(name, f"{text!r} is not a boolean")
                 kw[name] = text.lower() in ("1", "true", "yes")
             elif isinstance(default, int):
                 try:
                     kw[name] = int(text)
                 except ValueError:
-                    raise InputError("-p", name, f"{text!r} is not an integer") from None
+                    raise _bad(name, f"{text!r} is not an integer") from None
                 if kw[name] < (0 if name in ("seed", "redundant", "num_prompts") else 1):
-                    raise InputError("-p", name, f"must be positive, got {kw[name]}")
+                    raise _bad(name, f"must be positive, got {kw[name]}")
             else:
                 kw[name] = text
         sc = cls(**kw)
@@ -147,7 +149,7 @@ class Scenario:
     def _need_len(self, total: int, what: str) -> None:
         if total > self.max_model_len:
             problem = f"{self.max_model_len} cannot hold {what} ({total} tokens)"
-            raise InputError("-p", "max_model_len", problem)
+            raise _bad("max_model_len", problem)
 
     def _serve(self, points: tuple[PlanPoint, ...], *extra: str) -> list[Phase]:
         """One phase of one server (the scenario's flags, then ``extra``) for ``points``."""
@@ -173,13 +175,12 @@ class DecodeParity(Scenario):
 
     def check(self) -> None:
         if self.max_num_seqs < max(self.batch_sizes):
-            raise InputError(
-                "-p",
+            raise _bad(
                 "max_num_seqs",
                 f"{self.max_num_seqs} < largest batch per rank {max(self.batch_sizes)}",
             )
         if self.input_len + self.output_len > self.max_model_len:
-            raise InputError("-p", "max_model_len", "must hold input_len + output_len tokens")
+            raise _bad("max_model_len", "must hold input_len + output_len tokens")
 
     def point_id(self, engine: str, batch: int) -> str:
         return f"{engine}-b{batch}"
@@ -219,7 +220,7 @@ class ContextLatency(Scenario):
     def check(self) -> None:
         self._need_len(max(self.context_lengths) + self.output_len, "context + output_len")
         if self.concurrency > self.max_num_seqs:
-            raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
+            raise _bad("max_num_seqs", f"{self.max_num_seqs} < concurrency")
 
     def phases(self) -> list[Phase]:
         return self._serve(
@@ -289,7 +290,7 @@ class PrefillGain(Scenario):
         for name in ("serve_args_a", "serve_args_b"):
             bad = [a for a in shlex.split(getattr(self, name)) if a in ("--host", "--port")]
             if bad:
-                raise InputError("-p", name, f"must not set {bad[0]} (the harness sets it)")
+                raise _bad(name, f"must not set {bad[0]} (the harness sets it)")
 
     def phases(self) -> list[Phase]:
         out = []
@@ -332,20 +333,17 @@ class RackScaling(Scenario):
 
     def check(self) -> None:
         if (self.reference_gpus > 0) != (self.deployment_gpus > 0):
-            raise InputError(
-                "-p", "reference_gpus", "give reference_gpus and deployment_gpus together"
-            )
+            raise _bad("reference_gpus", "give reference_gpus and deployment_gpus together")
         if self.reference_gpus and self.deployment_gpus <= self.reference_gpus:
-            raise InputError(
-                "-p",
+            raise _bad(
                 "deployment_gpus",
                 f"{self.deployment_gpus} must exceed reference_gpus {self.reference_gpus}",
             )
         if self.prefix_len >= self.input_len:
-            raise InputError("-p", "prefix_len", "must be smaller than input_len")
+            raise _bad("prefix_len", "must be smaller than input_len")
         self._need_len(self.input_len + self.output_len, "input_len + output_len")
         if max(self.concurrency, self.reference_concurrency) > self.max_num_seqs:
-            raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
+            raise _bad("max_num_seqs", f"{self.max_num_seqs} < concurrency")
 
     def _point(self, k: int, config: str, concurrency: int, gpus: int = 0) -> PlanPoint:
         """Point ``k`` of ``config``: on ``gpus`` GPUs, or (0) on R replicas of ``"{R}x"``."""
