@@ -76,9 +76,8 @@ def input_file(
     if stat.S_ISDIR(st.st_mode):
         raise InputError(p, field, f"is a folder, expected a {what}")
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(
-            p, field, f"not a regular file (a device, FIFO or socket), expected a {what}"
-        )
+        problem = f"not a regular file (a device, FIFO or socket), expected a {what}"
+        raise InputError(p, field, problem)
     limit_mb = _max_input_mb
     if streamed and _max_input_mb == DEFAULT_MAX_INPUT_MB:
         limit_mb = STREAMED_MAX_MB

@@ -380,10 +380,8 @@ def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
                 raise InputError(shown, f"{section}.{key}.id", f"{entry.id!r} differs from key")
             entry.id = key
             if section in ("systems", "prices") and entry.gpu not in cat.gpus:
-                known = ", ".join(sorted(cat.gpus))
-                raise InputError(
-                    shown, f"{section}.{key}.gpu", f"unknown GPU {entry.gpu!r}; known: {known}"
-                )
+                problem = f"unknown GPU {entry.gpu!r}; known: {', '.join(sorted(cat.gpus))}"
+                raise InputError(shown, f"{section}.{key}.gpu", problem)
     return cat
 
 

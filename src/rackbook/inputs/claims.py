@@ -34,9 +34,8 @@ class Range(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Range:
         if not self.low < self.high:
-            raise loader.field_error(
-                "high", f"high ({self.high:g}) must be above low ({self.low:g})"
-            )
+            problem = f"high ({self.high:g}) must be above low ({self.low:g})"
+            raise loader.field_error("high", problem)
         return self
 
 
@@ -49,9 +48,8 @@ class Span(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Span:
         if self.high < self.low:
-            raise loader.field_error(
-                "high", f"high ({self.high}) must not be below low ({self.low})"
-            )
+            problem = f"high ({self.high}) must not be below low ({self.low})"
+            raise loader.field_error("high", problem)
         return self
 
     def text(self, sep: str = "-") -> str:
@@ -172,17 +170,15 @@ class Claim(_Model):
         for field, (needing, what) in _BY_COMPARISON.items():
             given, needed = getattr(self, field) is not None, self.comparison in needing
             if needed and not given:
-                raise loader.field_error(
-                    field, f"required{what} when comparison is {self.comparison}"
-                )
+                problem = f"required{what} when comparison is {self.comparison}"
+                raise loader.field_error(field, problem)
             if given and not needed:
                 only = " or ".join(needing)
                 problem = f"not allowed when comparison is {self.comparison} (only {only})"
                 raise loader.field_error(field, problem)
         if self.comparison == "ratio" and not self.reference:
-            raise loader.field_error(
-                "reference", "required when comparison is ratio (the denominator)"
-            )
+            problem = "required when comparison is ratio (the denominator)"
+            raise loader.field_error("reference", problem)
         loader.check_basis_block(self, SCOPE_PARTS, "scope")
         return self
 
@@ -239,10 +235,8 @@ class Registry(_Model):
                     )
             urls = {self.source(r).url for r in [c.source.seen_in, *c.source.refs]}
             if c.source.primary is not None and c.source.primary not in urls:
-                raise loader.field_error(
-                    f"claims.{i}.source.primary",
-                    "must be the url of a source named in seen_in or refs",
-                )
+                problem = "must be the url of a source named in seen_in or refs"
+                raise loader.field_error(f"claims.{i}.source.primary", problem)
         return self
 
     @property
