@@ -11,14 +11,7 @@ import yaml
 
 from rackbook import paths
 from rackbook.errors import InputError
-from rackbook.inputs.claims import (
-    TABLE_COLUMNS,
-    Registry,
-    claims_table,
-    format_value,
-    load_claims,
-    parse_claims,
-)
+from rackbook.inputs.claims import Registry, format_value, load_claims, parse_claims
 
 SHIPPED = paths.DATA / "claims.yaml"
 
@@ -192,19 +185,12 @@ def test_format_value(registry: Registry) -> None:
     }
 
 
-def test_claims_table(registry: Registry) -> None:
-    table = claims_table(registry)
-    assert list(table.columns) == TABLE_COLUMNS
-    assert len(table) == 12
-    row = table.set_index("id").loc["single-user.throughput"]
-    assert row["value"] == "826 tok/s"
-    assert row["scope"] == "DeepSeek-V4.1-Flash · B300 · 4 GPUs · batch 1"
-    assert row["source_status"] == "not-located"
-    assert table.set_index("id").loc["decode-parity.gap", "scope"] == (
-        "DeepSeek-V4.1-Flash · batch 8-256"
+def test_scope_summaries(registry: Registry) -> None:
+    assert registry.get("single-user.throughput").scope.summary() == (
+        "DeepSeek-V4.1-Flash · B300 · 4 GPUs · batch 1"
     )
-    only = claims_table(registry, ["eplb-balance"])
-    assert list(only["id"]) == [
+    assert registry.get("decode-parity.gap").scope.summary() == "DeepSeek-V4.1-Flash · batch 8-256"
+    assert [c.id for c in registry.for_result("eplb-balance")] == [
         "eplb-balance.before",
         "eplb-balance.after",
         "eplb-balance.recovered",
@@ -401,21 +387,6 @@ def test_missing_file(tmp_path: Path) -> None:
     assert _error(path) == f"{path}: -: file not found"
 
 
-def test_rows_fold_derived_figures_into_the_claim_they_are_stated_about(
-    registry: Registry,
-) -> None:
-    rows = {p.id: [d.id for d in ds] for r in paths.RESULTS for p, ds in registry.rows(r)}
-    assert rows == {
-        "decode-parity.gap": [],
-        "rack-scaling.throughput": ["rack-scaling.speedup", "rack-scaling.cost"],
-        "prefill-gain.gain": [],
-        "eplb-balance.before": ["eplb-balance.after", "eplb-balance.recovered"],
-        "context-latency.kv-bytes": [],
-        "context-latency.delta": ["context-latency.delta-pct"],
-        "single-user.throughput": [],
-    }
-
-
 @pytest.mark.parametrize(
     ("claim_id", "parent"),
     [
@@ -430,3 +401,13 @@ def test_derived_from_must_name_a_claim_of_its_result_stated_on_its_own(
     _claim(raw, claim_id)["derived_from"] = parent
     message = _error(_write(tmp_path, raw))
     assert f".derived_from: '{parent}' is not a claim of" in message
+
+
+def test_derived_figures_name_the_claim_they_are_stated_about(registry: Registry) -> None:
+    assert {c.id: c.derived_from for c in registry.claims if c.derived_from} == {
+        "rack-scaling.speedup": "rack-scaling.throughput",
+        "rack-scaling.cost": "rack-scaling.throughput",
+        "eplb-balance.after": "eplb-balance.before",
+        "eplb-balance.recovered": "eplb-balance.before",
+        "context-latency.delta-pct": "context-latency.delta",
+    }

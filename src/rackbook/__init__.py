@@ -1,10 +1,5 @@
-"""rackbook: the vLLM rack-scale reproducibility book's code.
-
-Packages (README's module map): ``core`` (traces, importers, metrics), ``inputs`` (claims
-registry, catalogs), ``physics`` (roofline, EPLB), ``results`` (one module per result),
-``book`` (runner, pages, figures), ``cluster`` (recipes) and ``live`` (the harness on real vLLM).
-Everything but ``live`` needs no vLLM, torch or GPU and never imports ``rackbook.live``.
-"""
+"""rackbook: the vLLM rack-scale reproducibility book's code (README's module map). Everything
+but ``live`` needs no vLLM, torch or GPU and never imports ``rackbook.live``."""
 
 import os as _os
 import signal as _signal
@@ -15,8 +10,7 @@ STOP_SIGNALS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT
 
 
 def _before_main(signum: int, _frame: object) -> None:
-    """A stop signal before the command line's own handler is in place (while the package and
-    its dependencies are imported): nothing has been written yet, so say so and exit now."""
+    """A stop signal before the CLI's own handler is in place: nothing written; exit now."""
     name = _signal.Signals(signum).name
     try:
         _os.write(2, f"error: -: -: stopped by {name} before any work; nothing written\n".encode())
@@ -24,9 +18,7 @@ def _before_main(signum: int, _frame: object) -> None:
         _os._exit(128 + signum)
 
 
-# From the first instruction of the ``rackbook`` command (its console script imports this
-# package first): a signal during the imports is one line, not a KeyboardInterrupt traceback.
-# A kernel or any other program importing the package keeps its own handlers.
+# The ``rackbook`` command only: a signal during its imports is one line, not a traceback.
 if _sys.argv and _os.path.basename(_sys.argv[0]) == "rackbook":
     for _sig in STOP_SIGNALS:
         _signal.signal(_sig, _before_main)

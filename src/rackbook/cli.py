@@ -1,8 +1,6 @@
-"""The ``rackbook`` command line. Each verb's work lives in the module named after what it holds;
-this module parses arguments, dispatches, and turns every way out into one ``error:`` line.
-Exit codes: 0 done; 2 bad input (a limit passed, an unwritable output, nesting too deep); 1 a
-bug (its traceback in the log file the line names); 130 interrupted (SIGINT); 143 SIGTERM.
-"""
+"""The ``rackbook`` command line: parses, dispatches, and turns every way out into one ``error:``
+line. Exit codes: 0 done; 2 bad input; 1 a bug (traceback in the log file the line names);
+128 + the signal's number when stopped (130 SIGINT, 143 SIGTERM)."""
 
 from __future__ import annotations
 
@@ -28,7 +26,6 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors follow the project's one-line ``error:`` rule (exit 2)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        # "argument --tok-s: must be ..." -> "-: --tok-s: must be ..." (FILE: FIELD: PROBLEM)
         flag, sep, problem = message.partition(": ")
         if flag.startswith("argument ") and sep:
             line = f"-: {flag.removeprefix('argument ')}: {problem}"
@@ -47,25 +44,14 @@ def _model_arg(text: str) -> str:
     return os.path.abspath(text)
 
 
-@dataclass(frozen=True)
-class Arg:
-    """One ``add_argument`` call, typed by :data:`rackbook.params.FLAGS` under its verb (or
-    ``number``'s)."""
-
-    flags: tuple[str, ...]
-    kw: dict[str, Any]
-    number: str | None = None
-
-    @property
-    def dest(self) -> str:
-        """The argparse ``dest`` (``--tok-s`` -> ``tok_s``), as argparse derives it."""
-        long = next((f for f in self.flags if f.startswith("--")), self.flags[0])
-        return long.lstrip("-").replace("-", "_")
+#: One ``add_argument`` call: its flags and keywords (``number``: the verb whose
+#: :data:`rackbook.params.FLAGS` types it, default its own).
+Arg = tuple[tuple[str, ...], dict[str, Any]]
 
 
-def arg(flags: str, help: str, number: str | None = None, **kw: Any) -> Arg:
-    """An :class:`Arg`: space-separated ``flags``, ``help``, ``add_argument`` keywords."""
-    return Arg(tuple(flags.split()), {**kw, "help": help}, number)
+def arg(flags: str, help: str, **kw: Any) -> Arg:
+    """Space-separated ``flags``, ``help`` and ``add_argument`` keywords."""
+    return tuple(flags.split()), {**kw, "help": help}
 
 
 def switch(flags: str, help: str) -> Arg:
@@ -75,8 +61,8 @@ def switch(flags: str, help: str) -> Arg:
 
 @dataclass(frozen=True)
 class Verb:
-    """One verb: help line, arguments, ``handler`` (``"module:function"``, imported only when
-    it runs), whether it needs the checkout, a longer ``description``."""
+    """One verb: help, arguments, ``handler`` (``"module:function"``, imported when it runs),
+    whether it needs the checkout."""
 
     help: str
     args: tuple[Arg, ...]
@@ -84,8 +70,6 @@ class Verb:
     checkout: bool = True
     description: str | None = None
 
-
-# ----------------------------------------------------------------------------- shared groups
 
 JSON_LAST = switch("--json", "print one JSON object last")
 JSON_INSTEAD = switch("--json", "print one JSON object instead")
@@ -285,26 +269,28 @@ MAX_INPUT = arg(
 
 
 def _resolve(spec: str) -> Any:
-    """The handler ``"module:function"`` names, imported now (a seam the tests replace)."""
+    """The handler ``"module:function"`` names, imported now."""
     module, func = spec.split(":")
     return getattr(importlib.import_module(module), func)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every verb, from :data:`VERBS` (numeric flags typed by params.FLAGS)."""
-    p = _Parser(prog="rackbook", description=__doc__.splitlines()[0])
+    p = _Parser(prog="rackbook", description="The rackbook command line.")
     p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
     for name, verb in VERBS.items():
         s = sub.add_parser(name, help=verb.help, description=verb.description)
-        for a in (*verb.args, MAX_INPUT):
-            spec = params.FLAGS.get(a.number or name, {}).get(a.dest)
-            typed: dict[str, Any] = {"type": params.flag_type(spec)} if spec else {}
-            s.add_argument(*a.flags, **a.kw, **typed)
+        for flags, kw in (*verb.args, MAX_INPUT):
+            kw = dict(kw)
+            number = kw.pop("number", name)
+            action = s.add_argument(*flags, **kw)
+            if spec := params.FLAGS.get(number, {}).get(action.dest):
+                action.type = params.flag_type(spec)
     return p
 
 
-#: Signal that ended the run (one that interrupted library code may surface as another error).
+#: Signal that ended the run (one interrupting library code may surface as another error).
 _signalled: list[int] = []
 
 
@@ -345,16 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig in STOP_SIGNALS:
             handlers[sig] = signal.signal(sig, _on_signal)
     try:
-        try:
-            args = parse(argv)
-        except SystemExit as exc:  # a usage error (its line written), --help, --version
-            return exc.code if isinstance(exc.code, int) else 2
-        except (KeyboardInterrupt, Terminated) as exc:
-            return _interrupted(exc)
-        except InputError as exc:
-            return _fail(str(exc), 2)
-        limits.set_max_input_mb(getattr(args, "max_input_mb", None))
-        return _dispatch(args)
+        return _dispatch(argv)
+    except SystemExit as exc:  # a usage error (its line written), --help, --version
+        return exc.code if isinstance(exc.code, int) else 2
     finally:
         for sig, old in handlers.items():
             signal.signal(sig, old)
@@ -364,8 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parse(
     argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None
 ) -> argparse.Namespace:
-    """The command line read and every value checked before any work, nothing heavy imported
-    (usage error: ``SystemExit(2)``; rules between values: InputError)."""
+    """The command line read and checked before any work (usage error: ``SystemExit(2)``)."""
     args = (parser or build_parser()).parse_args(argv)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
@@ -375,7 +353,7 @@ def parse(
 
 
 def cli_calibrate(args: argparse.Namespace) -> int:
-    """``rackbook calibrate`` (:mod:`rackbook.live.calibrate`; raw catalog without pydantic)."""
+    """``rackbook calibrate`` (raw catalog without pydantic)."""
     from rackbook.live import calibrate
 
     def catalog() -> calibrate.Catalog:
@@ -419,15 +397,14 @@ def _import_options(args: argparse.Namespace) -> importers.Options:
 
 
 def cli_import(args: argparse.Namespace) -> int:
-    """``rackbook import FORMAT FILE -o TRACE``: the format's importer writes it; one line says."""
+    """``rackbook import FORMAT FILE -o TRACE``: the format's importer writes it."""
     t = importers.write(args.format, args.input, args.output, _import_options(args))
     print(f"wrote {args.output}: {importers.summary(args.format, t)}")
     return 0
 
 
 def cli_summarize(args: argparse.Namespace) -> int:
-    """``rackbook summarize TRACE_DIR [--json]``; a trace without requests is an error unless
-    published (summarized by its points)."""
+    """``rackbook summarize TRACE [--json]``; no requests is an error unless published."""
     import json
 
     from rackbook.core import published_summary, summary, traces
@@ -459,8 +436,7 @@ def cli_summarize(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _import_output(args: argparse.Namespace) -> Iterator[None]:
-    """``import``'s output folder, locked once replaceable (missing, empty, or a rackbook trace
-    with ``--force``; never holding the input)."""
+    """``import``'s output folder, locked once replaceable (with ``--force``; not the input)."""
     from rackbook.core import fsio
 
     out = fsio.check_output_folder(Path(args.output), "-o")
@@ -473,31 +449,23 @@ def _import_output(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
-#: Options that name a file or folder (argparse dest -> the flag a message names).
-PATH_OPTIONS = {
-    "output": "-o",
-    "out": "--out",
-    "html": "--html",
-    "traces": "--traces",
-    "reuse": "--reuse",
-    "save_json": "--save-json",
-    "from_json": "--from-json",
-    "topology": "--topology",
-    "params_file": "--params-file",
-    "input": "input",
-}
+#: Options that name a file or folder (argparse dests).
+PATH_OPTIONS = "output out html traces reuse save_json from_json topology params_file input"
 
 
 def _refuse_empty_paths(args: argparse.Namespace) -> None:
     """An empty path (``-o ''``) refused by its flag's name."""
-    for dest, flag in PATH_OPTIONS.items():
+    for dest in PATH_OPTIONS.split():
         value = getattr(args, dest, None)
         if isinstance(value, str) and not value.strip():
+            flag = {"output": "-o", "input": "input"}.get(dest, "--" + dest.replace("_", "-"))
             raise InputError("''", flag, "an empty path: name a file or folder")
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _dispatch(argv: Sequence[str] | None) -> int:
     try:
+        args = parse(argv)
+        limits.set_max_input_mb(args.max_input_mb)
         limits.check_open_files()
         _refuse_empty_paths(args)
         verb = VERBS[args.verb]

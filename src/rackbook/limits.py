@@ -1,6 +1,5 @@
-"""Limits checked before any work: input files (:func:`input_file`: a regular file within its
-kind's size limit, MB = 10**6 bytes; ``--max-input-mb`` sets one limit for all; Parquet exempt)
-and counts (:data:`BOUNDS`: far above any deployment, low enough to fit in memory)."""
+"""Limits checked before any work: input files (:func:`input_file`, MB = 10**6 bytes;
+``--max-input-mb`` sets one limit for all) and counts (:data:`BOUNDS`, far above any deployment)."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ BOUNDS: dict[str, int] = {
 
 #: Entries a list parameter may hold.
 MAX_LIST_ENTRIES = 1_000
-#: Caps (MB) unless ``--max-input-mb`` is given: YAML (slow parser), JavaScript sources (SGLang
-#: cookbook, ~0.1 MB), one CSV line.
+#: Caps (MB) unless ``--max-input-mb`` is given: YAML, JavaScript sources, one CSV line.
 YAML_MAX_MB = 4.0
 JS_MAX_MB = 16.0
 CSV_LINE_MB = 1.0
@@ -78,9 +76,8 @@ def input_file(
     if stat.S_ISDIR(st.st_mode):
         raise InputError(p, field, f"is a folder, expected a {what}")
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(
-            p, field, f"not a regular file (a device, FIFO or socket), expected a {what}"
-        )
+        problem = f"not a regular file (a device, FIFO or socket), expected a {what}"
+        raise InputError(p, field, problem)
     limit_mb = _max_input_mb
     if streamed and _max_input_mb == DEFAULT_MAX_INPUT_MB:
         limit_mb = STREAMED_MAX_MB
@@ -124,14 +121,14 @@ def decode_problem(data: bytes, exc: UnicodeDecodeError) -> str:
 
 
 def nesting_error(path: str | Path, field: str = "-") -> InputError:
-    """The error for a file nested deeper than the parser can follow (RecursionError)."""
+    """The error for a file nested deeper than the parser can follow."""
     return InputError(path, field, f"nested deeper than {sys.getrecursionlimit()} levels (refused)")
 
 
 def bounded(
     value: int | float, name: str, where: str | Path = "-", field: str | None = None
 ) -> int:
-    """``value`` when it is at most ``BOUNDS[name]``, else :class:`InputError` naming the bound."""
+    """``value`` when it is at most ``BOUNDS[name]``, else InputError naming the bound."""
     bound = BOUNDS[name]
     if value > bound:
         raise InputError(
@@ -149,10 +146,8 @@ MIN_OPEN_FILES = 256
 
 def check_open_files() -> None:
     """Raise the soft open-files limit to MIN_OPEN_FILES if allowed; else InputError."""
-    try:
-        import resource
-    except ImportError:  # not POSIX
-        return
+    import resource
+
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= MIN_OPEN_FILES:
         return

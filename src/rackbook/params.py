@@ -1,9 +1,6 @@
-"""The params schema: every numeric CLI flag (:data:`FLAGS`) and notebook parameter with its
-type, range or choices and unit, and the one rule reading a value against it
-(:func:`check_value`, numbers by :func:`to_number`). A notebook parameter is declared once, in
-its ``parameters`` cell: name, default, kind (papermill's ``# type:`` comment, one of
-:data:`KINDS`) and meaning. Standard library only (the CLI imports it).
-"""
+"""The params schema: each numeric CLI flag (:data:`FLAGS`) and notebook parameter kind
+(:data:`KINDS`, named by the ``# type:`` comment of its ``parameters`` cell) with its range or
+choices and unit, and the one rule reading a value (:func:`check_value`). Standard library only."""
 
 from __future__ import annotations
 
@@ -29,9 +26,8 @@ MAX_TEXT_CHARS = 10_000
 
 @dataclass(frozen=True)
 class Spec:
-    """One value's declaration: ``kind`` (int, number, choice, text, path, url, list of
-    ``item``, or a catalog id: :data:`CATALOG`), inclusive range ``lo``..``hi`` (``*_open``:
-    that end excluded), ``nullable`` (None allowed), ``min_items`` of a list."""
+    """One value's declaration: ``kind`` (int, number, choice, text, path, url, list of ``item``,
+    a catalog id), inclusive range ``lo``..``hi`` (``*_open``: that end excluded)."""
 
     kind: str
     lo: float | None = None
@@ -45,7 +41,7 @@ class Spec:
     min_items: int = 1
 
     def range_text(self) -> str:
-        """The declared range in words: ``an integer from 1 to 100,000 (GPUs)``."""
+        """The range in words: ``an integer from 1 to 100,000 (GPUs)``."""
         what = "an integer" if self.kind == "int" else "a number"
         unit = f" ({self.unit})" if self.unit else ""
         lo, hi = _fmt(self.lo), _fmt(self.hi)
@@ -73,9 +69,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# ----------------------------------------------------------------------------- the one rule
-
-
 #: A number's text as YAML 1.2's core schema writes one (no leading zero).
 _INT_TEXT = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
 _FLOAT_TEXT = re.compile(
@@ -100,8 +93,7 @@ def _not_a_number(text: str) -> str:
 
 
 def to_number(value: Any, spec: Spec) -> int | float:
-    """``value`` (command-line text or parsed YAML/JSON) as ``spec``'s number, in range;
-    else ``ValueError`` naming the problem (nan, inf, subnormals and overlong text refused)."""
+    """``value`` (text or parsed YAML/JSON) as ``spec``'s number in range; else ValueError."""
     integer = spec.kind == "int"
     if isinstance(value, bool):
         raise ValueError(f"expected {spec.range_text()}, got {value!r}")
@@ -141,8 +133,8 @@ def to_number(value: Any, spec: Spec) -> int | float:
 
 
 def check_value(value: Any, spec: Spec, parsed: bool = False) -> Any:
-    """``value`` checked against ``spec``; ``ValueError`` (a list entry's prefixed ``[i]: ``).
-    ``parsed``: a value read from YAML, where text is never a number (the kernel gets text)."""
+    """``value`` checked against ``spec``; else ValueError (a list entry's prefixed ``[i]: ``).
+    ``parsed``: read from YAML, where text is never a number."""
     if value is None:
         if spec.nullable:
             return None
@@ -196,9 +188,6 @@ def _check_text(value: Any, spec: Spec) -> str:
 CATALOG = ("model", "gpu", "system", "price")
 
 
-# ----------------------------------------------------------------------------- declarations
-
-
 def _int(lo: float, bound: str | float, unit: str = "", **kw: Any) -> Spec:
     hi = BOUNDS[bound] if isinstance(bound, str) else bound
     return Spec("int", lo, hi, unit, **kw)
@@ -215,9 +204,8 @@ def _choice(*choices: str) -> Spec:
 KV_DTYPES = ("fp4", "fp8", "bf16")
 TOKENS = BOUNDS["context"]
 
-#: The kinds a notebook parameter's type comment names (``x = 1  # type: gpus  meaning``, as
-#: papermill reads it): the range and unit of each. ``KIND?`` allows None, ``KIND+`` is a list
-#: of one or more, ``KIND*`` a list that may be empty.
+#: The kinds a parameter's type comment names (``x = 1  # type: gpus  meaning``): ``KIND?``
+#: allows None, ``KIND+`` is a list of one or more, ``KIND*`` a list that may be empty.
 KINDS: dict[str, Spec] = {
     **{k: Spec(k) for k in ("path", "text", "url", *CATALOG)},
     "source": _choice("trace", "live"),
@@ -263,8 +251,7 @@ def kind_spec(type_name: str) -> Spec:
 
 @functools.cache
 def _cell(result: str) -> dict[str, tuple[Any, str]]:
-    """``result``'s ``parameters`` cell, read without papermill: name -> (default, type
-    comment); a default that is no literal reads None; not a result: empty."""
+    """``result``'s ``parameters`` cell: name -> (literal default or None, type comment)."""
     import ast
     import json
 
@@ -289,8 +276,7 @@ def _cell(result: str) -> dict[str, tuple[Any, str]]:
 
 
 def cell_defaults(result: str) -> dict[str, Any]:
-    """``result``'s ``parameters`` cell defaults by name, in cell order (the results'
-    ``Params`` take their defaults from it)."""
+    """``result``'s ``parameters`` cell defaults by name, in cell order."""
     return {name: default for name, (default, _) in _cell(result).items()}
 
 
@@ -304,8 +290,7 @@ MAX_PARAMETER_CHARS = 100_000
 
 
 def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs, values read as YAML 1.2 (else kept as text); bad names and
-    values over :data:`MAX_PARAMETER_CHARS` refused."""
+    """``-p NAME VALUE`` pairs, values read as YAML 1.2 (else kept as text)."""
     import yaml
 
     from rackbook.inputs.loader import parse_yaml12
@@ -315,11 +300,8 @@ def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]
         if not name.isidentifier():
             raise InputError("-", "-p", f"{name[:60]!r} is not a parameter name")
         if len(value) > MAX_PARAMETER_CHARS:
-            raise InputError(
-                "-",
-                f"parameter {name}",
-                f"{len(value):,} characters: at most {MAX_PARAMETER_CHARS:,}",
-            )
+            problem = f"{len(value):,} characters: at most {MAX_PARAMETER_CHARS:,}"
+            raise InputError("-", f"parameter {name}", problem)
         try:
             out[name] = parse_yaml12(value) if value != "" else ""
         except (yaml.YAMLError, ValueError, RecursionError):
@@ -335,9 +317,8 @@ def check_given(
     *,
     lookup: bool = False,
 ) -> None:
-    """The one check of ``result``'s notebook parameters given (``-p``, a params file) against
-    their declarations: names, types, ranges, choices (catalog ids looked up with ``lookup``),
-    then the rules between them (``defaults`` merged under). Reads no trace."""
+    """The one check of ``result``'s notebook parameters given against their declarations
+    (catalog ids looked up with ``lookup``), then the rules between them over ``defaults``."""
     from rackbook import paths
 
     if result not in paths.RESULTS or not (paths.NOTEBOOKS / f"{result}.ipynb").is_file():
@@ -367,26 +348,21 @@ def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
     p = params
 
     def ints(*names: str) -> bool:
-        return all(isinstance(p.get(n), int) and not isinstance(p.get(n), bool) for n in names)
+        return all(type(p.get(n)) is int for n in names)  # bool is no int here
 
     if result == "context-latency" and ints("lo", "hi") and p["lo"] >= p["hi"]:
-        raise InputError(
-            where, "parameter hi", f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}"
-        )
+        problem = f"must be longer than lo ({p['lo']:,}), got {p['hi']:,}"
+        raise InputError(where, "parameter hi", problem)
     if result == "rack-scaling" and ints("prefix_len", "input_len"):
         if p["prefix_len"] > p["input_len"]:
-            raise InputError(
-                where,
-                "parameter prefix_len",
-                f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}",
-            )
+            problem = f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}"
+            raise InputError(where, "parameter prefix_len", problem)
     if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
         _check_nodes(p["nodes"], p["ep_size"], "ep_size", where, "parameter nodes")
 
 
 def expert_extent(trace: Path) -> dict[str, int] | None:
-    """Largest ``window``, ``layer``, ``expert`` of a trace's expert loads (row-group
-    statistics where present); None when unreadable (its reader says)."""
+    """Largest ``window``, ``layer``, ``expert`` of a trace's expert loads; None if unreadable."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -414,9 +390,8 @@ def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> No
     layers, windows = top["layer"] + 1, top["window"] + 1
     show, fit = p.get("show_layer"), p.get("fit_windows")
     if isinstance(show, int) and not 0 <= show < layers:
-        raise InputError(
-            where, "parameter show_layer", f"must be a layer from 0 to {layers - 1}, got {show}"
-        )
+        problem = f"must be a layer from 0 to {layers - 1}, got {show}"
+        raise InputError(where, "parameter show_layer", problem)
     if isinstance(fit, int) and not 1 <= fit < windows:
         raise InputError(
             where,
@@ -436,8 +411,6 @@ def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str)
             "whole number of ranks, so nodes must divide it",
         )
 
-
-# ----------------------------------------------------------------------------- CLI flags
 
 #: verb -> argparse dest -> its numeric flag's declaration.
 FLAGS: dict[str, dict[str, Spec]] = {
@@ -462,21 +435,16 @@ FLAGS: dict[str, dict[str, Spec]] = {
 #: ``--max-input-mb`` (every verb): MB, 10**6 bytes; at most a petabyte.
 MAX_INPUT_MB = _num(0, 1e9, "MB", lo_open=True)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
-LABELS: dict[str, Spec] = {
-    "batch_size": KINDS["batch_size"],
-    "concurrency": KINDS["concurrency"],
-    "decode_ranks": KINDS["decode_ranks"],
-    "context_tokens": KINDS["context"],
-    "num_gpus": KINDS["gpus"],
-}
+LABELS: dict[str, Spec] = {k: KINDS[k] for k in ("batch_size", "concurrency", "decode_ranks")}
+LABELS |= {"context_tokens": KINDS["context"], "num_gpus": KINDS["gpus"]}
 
 
 def flag_type(spec: Spec) -> Callable[[str], Any]:
-    """argparse ``type`` of a flag declared by ``spec`` (:func:`to_number`)."""
+    """argparse ``type`` of a number flag declared by ``spec``."""
 
     def parse(text: str) -> Any:
-        if spec.kind in ("int", "number") and text.strip().lower() in spec.choices:
-            return text.strip().lower()  # a word a number flag also takes (e.g. unknown)
+        if text.strip().lower() in spec.choices:  # a word a number flag also takes (unknown)
+            return text.strip().lower()
         try:
             return to_number(text, spec)
         except ValueError as exc:

@@ -1,6 +1,5 @@
-"""Where the project's files live, relative paths resolved against the repository root:
-``RACKBOOK_ROOT`` moves the repository (a checkout or worktree), ``RACKBOOK_BUILD`` the build
-folder (default ``_build``; the test suite points it at its own)."""
+"""Where the project's files live: ``RACKBOOK_ROOT`` moves the repository root (relative paths
+resolve against it), ``RACKBOOK_BUILD`` the build folder (default ``_build``)."""
 
 from __future__ import annotations
 
@@ -9,17 +8,14 @@ from pathlib import Path
 
 from rackbook.errors import InputError
 
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-
-#: Repository root (the package is installed editable from ``src/``); override with RACKBOOK_ROOT.
-ROOT = Path(os.environ.get("RACKBOOK_ROOT", _PACKAGE_ROOT))
+#: Repository root (the package is installed editable from ``src/``).
+ROOT = Path(os.environ.get("RACKBOOK_ROOT", Path(__file__).resolve().parents[2]))
 DATA = ROOT / "data"
 TRACES = DATA / "traces"
 NOTEBOOKS = ROOT / "notebooks"
 BUILD = Path(os.environ.get("RACKBOOK_BUILD") or ROOT / "_build")
 EXECUTED = BUILD / "executed"
-#: The tiny model folder written by env/live/tiny_model.py (git-ignored): the live scenarios'
-#: default model.
+#: The tiny model env/live/tiny_model.py writes: the live scenarios' default.
 TINY_MODEL = ROOT / ".cache" / "tiny-moe"
 
 RESULTS: tuple[str, ...] = (
@@ -39,14 +35,12 @@ def resolve(path: str | Path) -> Path:
 
 
 def output_dir(out_dir: str | Path | None) -> Path:
-    """Where a chapter writes its headline JSON (and live traces): ``out_dir`` (relative to the
-    repository root), or the build's ``executed`` folder when it is ``None``."""
+    """Where a chapter writes its headline JSON: ``out_dir``, else the build's ``executed``."""
     return EXECUTED if out_dir is None else resolve(out_dir)
 
 
 def require_checkout() -> Path:
-    """The repository root, or a one-line :class:`InputError` when rackbook runs from an
-    installed copy without the repository (its data, notebooks and book sources)."""
+    """The repository root, or InputError when rackbook runs without a checkout."""
     if not (ROOT / "data" / "claims.yaml").is_file():
         raise InputError(
             ROOT,

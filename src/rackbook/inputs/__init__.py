@@ -1,2 +1,1 @@
-"""Declarative inputs validated on load: the claims registry (``claims``) and the hardware and
-model catalogs (``catalogs``), read through one YAML loader (``loader``)."""
+"""Declarative inputs validated on load: claims, catalogs, figures, scenarios (one loader)."""

@@ -1,12 +1,6 @@
-"""The hardware and model catalogs (``data/hardware.yaml``, ``data/models/*.yaml``).
-
-Both are validated on load with pydantic (unknown fields are errors). Any problem, including a
-YAML syntax error or a wrong top-level type, raises :class:`~rackbook.errors.InputError` naming the
-file, the field path (``gpus.b300.hbm_bandwidth_bytes_per_s``) and the problem.
-
-Units: bytes, bytes/s, FLOP/s, parameter counts, tokens, US dollars per GPU-hour (see the
-comments at the top of each data file). Unknown figures are ``None``, never guessed.
-"""
+"""The hardware and model catalogs (``data/hardware.yaml``, ``data/models/*.yaml``), validated on
+load; a problem is one InputError naming file, field path and problem. Units: bytes, bytes/s,
+FLOP/s, parameters, tokens, US dollars per GPU-hour; an unknown figure is ``None``."""
 
 from __future__ import annotations
 
@@ -15,17 +9,17 @@ import math
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
 from rackbook import paths
 from rackbook.errors import InputError
 from rackbook.inputs import loader
-from rackbook.inputs.loader import field_error
+from rackbook.inputs.loader import Strict, field_error
 
 Precision = Literal["fp4", "fp8", "bf16"]
-PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 PosInt = Annotated[int, Field(gt=0)]
 Url = Annotated[str, Field(pattern=r"^https?://\S+$")]
@@ -36,8 +30,7 @@ Text = Annotated[str, Field(min_length=1)]
 
 
 def _in_range(lo: float, hi: float, unit: str) -> AfterValidator:
-    """A check that a value is > 0 and within the physical range [``lo``, ``hi``] (in ``unit``):
-    outside is a typo or a wrong unit (GB where bytes are due, Gb/s where bytes/s are)."""
+    """A value > 0 within [``lo``, ``hi``] ``unit``: outside is a typo or a wrong unit."""
 
     def check(v: float) -> float:
         if not v > 0:
@@ -51,8 +44,6 @@ def _in_range(lo: float, hi: float, unit: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-#: Memory per GPU (HBM, or host memory reachable from it); bandwidths per GPU; dimensions
-#: (hidden, heads, head dims, ranks, expert intermediate); counts of layers.
 MemBytes = Annotated[int, _in_range(1e9, 4e12, "bytes per GPU")]
 HbmBw = Annotated[float, _in_range(1e11, 1e14, "bytes/s per GPU")]
 GpuFlops = Annotated[float, _in_range(1e12, 1e17, "FLOP/s per GPU")]
@@ -62,26 +53,24 @@ Dim = Annotated[int, _in_range(1, 1 << 20, "values")]
 Layers = Annotated[int, _in_range(1, 1000, "layers")]
 
 
-_Strict = loader.Strict
+def _sourced(entry: Strict, *pairs: tuple[str, str]) -> None:
+    """Each given ``value`` field of ``pairs`` (value, source) has its source."""
+    for value, source in pairs:
+        if getattr(entry, value) is not None and not getattr(entry, source):
+            raise field_error(source, f"{value} needs a source")
 
 
-# --------------------------------------------------------------------------------------------
-# hardware
-
-
-class DenseFlops(_Strict):
-    """Dense (non-sparse) FLOP/s per GPU by precision; ``None`` where the GPU lacks it."""
+class DenseFlops(Strict):
+    """Dense FLOP/s per GPU by precision; ``None`` where the GPU lacks it."""
 
     fp4: GpuFlops | None
     fp8: GpuFlops | None
     bf16: GpuFlops | None
 
 
-class GpuSpec(_Strict):
-    """One GPU. Capacities in bytes, bandwidths in bytes/s (NVLink: bidirectional).
-    ``hbm_reported_bytes``: ``nvidia-smi`` memory.total (MiB x 2^20), what an engine's memory
-    fraction applies to; ``host_memory_bytes``: CPU memory over a coherent link (Grace LPDDR5X
-    shared by its GPUs), where an engine can offload weights (vLLM ``--cpu-offload-gb``)."""
+class GpuSpec(Strict):
+    """One GPU (bytes, bytes/s; NVLink bidirectional). ``hbm_reported_bytes``: nvidia-smi's
+    memory.total; ``host_memory_bytes``: CPU memory over a coherent link (Grace LPDDR5X)."""
 
     id: str = ""
     name: Text
@@ -99,22 +88,21 @@ class GpuSpec(_Strict):
 
     @model_validator(mode="after")
     def _memory_sourced(self) -> GpuSpec:
-        if self.hbm_reported_bytes is not None and not self.hbm_reported_source:
-            raise field_error("hbm_reported_source", "hbm_reported_bytes needs a source")
-        if self.host_memory_bytes is not None and not self.host_memory_source:
-            raise field_error("host_memory_source", "host_memory_bytes needs a source")
+        _sourced(
+            self,
+            ("hbm_reported_bytes", "hbm_reported_source"),
+            ("host_memory_bytes", "host_memory_source"),
+        )
         return self
 
     @property
     def memory_bytes(self) -> int:
-        """HBM bytes an engine's memory fraction applies to: as the GPU reports it, else the
-        nameplate, else the catalog's usable figure (bytes)."""
+        """Bytes an engine's memory fraction applies to: reported, else nameplate, else usable."""
         return self.hbm_reported_bytes or self.hbm_capacity_bytes_max or self.hbm_capacity_bytes
 
     @property
     def label(self) -> str:
-        """The GPU as a reader's sentence names it: its catalog id in capitals (``GB300``,
-        ``H100-SXM``); ``name`` is the full description."""
+        """The GPU as a sentence names it: its id in capitals (``GB300``)."""
         return self.id.upper()
 
     def flops(self, precision: str) -> float | None:
@@ -122,18 +110,15 @@ class GpuSpec(_Strict):
         return getattr(self.dense_flops, precision)
 
     def run_precision(self, precision: str) -> str:
-        """The precision weights stored at ``precision`` compute at on this GPU: the same one
-        when its tensor cores support it, else the next wider one they do (FP4 on Hopper runs
-        at FP8)."""
-        order = list(PRECISIONS)
-        for p in order[order.index(precision) :]:
+        """The precision ``precision`` weights compute at here: it, else the next wider one."""
+        for p in PRECISIONS[PRECISIONS.index(precision) :]:
             if self.flops(p) is not None:
                 return p
         raise InputError("-", f"gpus.{self.id}.dense_flops", f"no precision from {precision} up")
 
 
-class SystemSpec(_Strict):
-    """A group of identical GPUs (a rack, a tray, an HGX board). Bandwidths in bytes/s."""
+class SystemSpec(Strict):
+    """A group of identical GPUs (a rack, a tray, a board); NIC bandwidth per GPU each way."""
 
     id: str = ""
     name: Text
@@ -143,31 +128,25 @@ class SystemSpec(_Strict):
     gpus_per_tray: PosInt | None
     aggregate_hbm_bandwidth_bytes_per_s: PosFloat | None
     nvlink_bandwidth_bytes_per_s: PosFloat | None
-    #: Scale-out (NIC) bandwidth per GPU, bytes/s each way: the network between NVLink domains.
     nic_bandwidth_bytes_per_s_per_gpu: LinkBw | None = None
     nic_source: Url | None = None
     sources: Urls
 
     @model_validator(mode="after")
     def _trays_multiply(self) -> SystemSpec:
-        if self.nic_bandwidth_bytes_per_s_per_gpu is not None and not self.nic_source:
-            raise field_error("nic_source", "nic_bandwidth_bytes_per_s_per_gpu needs a source")
-        if self.trays is not None and self.gpus_per_tray is not None:
-            if self.trays * self.gpus_per_tray != self.gpus:
-                raise ValueError(
-                    f"trays x gpus_per_tray = {self.trays} x {self.gpus_per_tray} "
-                    f"!= gpus = {self.gpus}"
-                )
+        _sourced(self, ("nic_bandwidth_bytes_per_s_per_gpu", "nic_source"))
+        trays, per = self.trays, self.gpus_per_tray
+        if trays is not None and per is not None and trays * per != self.gpus:
+            raise ValueError(f"trays x gpus_per_tray = {trays} x {per} != gpus = {self.gpus}")
         return self
 
 
-#: What a catalog price is (as in data/published/figures.yaml ``price_kind``): a list
-#: (on-demand) price or a rental contract a provider publishes, or a cost model's hourly rate.
+#: What a price is (as figures.yaml's ``price_kind``): published, or a cost model's rate.
 PriceKind = Literal["list price", "rental contract", "ownership-cost model", "modelled rental"]
 
 
-class PriceSpec(_Strict):
-    """A price of one GPU-hour, in US dollars, and what it is (``kind``)."""
+class PriceSpec(Strict):
+    """A price of one GPU-hour (US dollars) and what it is."""
 
     id: str = ""
     name: Text
@@ -179,9 +158,8 @@ class PriceSpec(_Strict):
     sources: Urls
 
 
-class TokenPriceSpec(_Strict):
-    """A cost calculator's token prices, US dollars per million tokens: uncached (computed input
-    and output) and cached input; read on ``read`` (ISO date) from ``sources``."""
+class TokenPriceSpec(Strict):
+    """A cost calculator's prices (US dollars per million tokens), read on ``read``."""
 
     id: str = ""
     name: Text
@@ -198,7 +176,7 @@ class TokenPriceSpec(_Strict):
         return self
 
 
-class HardwareCatalog(_Strict):
+class HardwareCatalog(Strict):
     schema_version: Literal[1]
     gpus: dict[str, GpuSpec]
     systems: dict[str, SystemSpec]
@@ -206,18 +184,12 @@ class HardwareCatalog(_Strict):
     token_prices: dict[str, TokenPriceSpec] = {}
 
 
-# --------------------------------------------------------------------------------------------
-# models
-
-
-class Mla(_Strict):
+class Mla(Strict):
     kv_lora_rank: Dim
     qk_rope_head_dim: Dim
 
 
-class Architecture(_Strict):
-    """Shapes. Lengths in tokens."""
-
+class Architecture(Strict):
     num_layers: Layers | None
     num_encoder_layers: Layers | None
     num_decoder_layers: Layers | None
@@ -231,9 +203,8 @@ class Architecture(_Strict):
     mla: Mla | None
 
 
-class Moe(_Strict):
-    """Mixture of experts. ``num_moe_layers``: layers with routed experts (cite where the
-    figure comes from in ``num_moe_layers_source``)."""
+class Moe(Strict):
+    """Mixture of experts; ``num_moe_layers``: layers with routed experts (sourced)."""
 
     num_shared_experts: Annotated[int, Field(ge=0, le=64)] | None
     num_routed_experts: Annotated[int, _in_range(1, 65536, "experts")] | None
@@ -243,8 +214,8 @@ class Moe(_Strict):
     num_moe_layers_source: Url | None = None
 
 
-class Params(_Strict):
-    """Parameter counts. ``active`` is used for a phase whose own figure is ``None``."""
+class Params(Strict):
+    """Parameter counts; ``active`` serves a phase whose own figure is ``None``."""
 
     total: ParamCount | None
     backbone: ParamCount | None
@@ -255,9 +226,8 @@ class Params(_Strict):
     source: Url | None = None
 
 
-class ServedWeights(_Strict):
-    """Another format the weights are published or served in (a quantized checkpoint): the
-    dtype of the routed experts and of the rest, the checkpoint, and its source."""
+class ServedWeights(Strict):
+    """Another published format of the weights (a quantized checkpoint)."""
 
     routed_expert_dtype: Precision
     dense_dtype: Precision
@@ -265,9 +235,9 @@ class ServedWeights(_Strict):
     source: Url
 
 
-class Weights(_Strict):
-    """Weight storage: routed experts' and dense dtypes, bytes per routed expert (scales
-    included), the bytes a batch-1 decode step streams (sourced), other served formats."""
+class Weights(Strict):
+    """Weight dtypes, bytes per routed expert (scales included), bytes a batch-1 decode step
+    streams (sourced), other served formats."""
 
     routed_expert_dtype: Precision | None
     routed_expert_bytes: Annotated[int, _in_range(1e3, 1e11, "bytes")] | None
@@ -279,17 +249,13 @@ class Weights(_Strict):
 
     @model_validator(mode="after")
     def _sourced(self) -> Weights:
-        if (
-            self.decode_active_weight_bytes is not None
-            and not self.decode_active_weight_bytes_source
-        ):
+        if self.decode_active_weight_bytes and not self.decode_active_weight_bytes_source:
             raise ValueError("decode_active_weight_bytes needs decode_active_weight_bytes_source")
         return self
 
 
-class RowFormat(_Strict):
-    """How one part of a KV row is stored: ``bits`` per value, plus ``scale_bytes`` per
-    ``scale_group`` values (no scales when ``scale_group`` is null)."""
+class RowFormat(Strict):
+    """A KV row part: ``bits`` per value, plus ``scale_bytes`` per ``scale_group`` values."""
 
     bits: Literal[4, 8, 16]
     scale_group: PosInt | None
@@ -303,28 +269,26 @@ class RowFormat(_Strict):
         return data + Fraction(math.ceil(values / self.scale_group) * self.scale_bytes)
 
 
-class RowFormats(_Strict):
-    """Row format of the compressed KV and of the indexer key, at one storage dtype."""
-
+class RowFormats(Strict):
     kv: RowFormat
     indexer: RowFormat
 
 
-class KvRowFormats(_Strict):
+class KvRowFormats(Strict):
     fp4: RowFormats | None
     fp8: RowFormats | None
     bf16: RowFormats | None
 
 
-class KvRelative(_Strict):
+class KvRelative(Strict):
     model: Text
     factor: PosFloat
     approximate: bool
 
 
-class KvCache(_Strict):
-    """Global KV layout: owning layers, their compression ratios (ratio r: 1/r row per token),
-    how many layers read each source's rows, row formats per storage dtype."""
+class KvCache(Strict):
+    """Global KV layout: owning layers, compression ratios (r: 1/r row per token), readers of
+    each source's rows, row formats per storage dtype."""
 
     owning_layers: list[NonNegInt] | None
     compression_ratios: list[PosInt] | None
@@ -345,9 +309,9 @@ class KvCache(_Strict):
         return self
 
 
-class Attention(_Strict):
-    """Sparse attention: index-source layers scan every index key and keep ``index_topk`` rows;
-    ``reindex_layers`` rescore ``candidate_rows`` rows; the rest reuse a published choice."""
+class Attention(Strict):
+    """Sparse attention: index-source layers keep ``index_topk`` rows; ``reindex_layers``
+    rescore ``candidate_rows``; the rest reuse a choice."""
 
     index_sources: list[NonNegInt]
     index_topk: PosInt
@@ -356,8 +320,8 @@ class Attention(_Strict):
     source: Url
 
 
-class Speculative(_Strict):
-    """The model's own speculative decoder: draft tokens per round, active parameters per block."""
+class Speculative(Strict):
+    """The model's own speculative decoder: draft tokens per round, active parameters."""
 
     name: Text
     draft_tokens: PosInt
@@ -366,7 +330,7 @@ class Speculative(_Strict):
     source: Url
 
 
-class ModelSpec(_Strict):
+class ModelSpec(Strict):
     schema_version: Literal[1]
     id: Text
     name: Text
@@ -392,12 +356,17 @@ class ModelSpec(_Strict):
         return own if own is not None else self.params.active
 
 
-# --------------------------------------------------------------------------------------------
-# loading
-
-
 def _hardware_path(path: str | Path | None) -> Path:
     return paths.DATA / "hardware.yaml" if path is None else paths.resolve(path)
+
+
+#: Hardware catalog sections -> the type of their entries.
+SECTIONS: dict[str, type[Strict]] = {
+    "gpus": GpuSpec,
+    "systems": SystemSpec,
+    "prices": PriceSpec,
+    "token_prices": TokenPriceSpec,
+}
 
 
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
@@ -405,19 +374,14 @@ def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     p = _hardware_path(path)
     shown = loader.display_path(p)
     cat = loader.validate(HardwareCatalog, loader.read_yaml(p), shown)
-    for section in ("gpus", "systems", "prices", "token_prices"):
+    for section in SECTIONS:
         for key, entry in getattr(cat, section).items():
             if entry.id and entry.id != key:
                 raise InputError(shown, f"{section}.{key}.id", f"{entry.id!r} differs from key")
             entry.id = key
-    for section in ("systems", "prices"):
-        for key, entry in getattr(cat, section).items():
-            if entry.gpu not in cat.gpus:
-                raise InputError(
-                    shown,
-                    f"{section}.{key}.gpu",
-                    f"unknown GPU {entry.gpu!r}; known: {', '.join(sorted(cat.gpus))}",
-                )
+            if section in ("systems", "prices") and entry.gpu not in cat.gpus:
+                problem = f"unknown GPU {entry.gpu!r}; known: {', '.join(sorted(cat.gpus))}"
+                raise InputError(shown, f"{section}.{key}.gpu", problem)
     return cat
 
 
@@ -426,33 +390,22 @@ def _folded(entries: dict[str, Any], key: str) -> str:
     return {k.lower(): k for k in entries}.get(key.lower(), key)
 
 
-def _lookup(section: str, what: str, key: str, path: str | Path | None) -> Any:
+def _required(model: type[Strict]) -> str:
+    return ", ".join(k for k, f in model.model_fields.items() if f.is_required())
+
+
+def _lookup(section: str, what: str, key: str, path: str | Path | None = None) -> Any:
     entries = getattr(load_hardware(path), section)
     key = _folded(entries, key)
     if key not in entries:
         shown = loader.display_path(_hardware_path(path))
-        fields = ", ".join(_required(SECTIONS[section]))
         raise InputError(
             shown,
             f"{section}.{key}",
             f"unknown {what}; known: {', '.join(sorted(entries))}; to add one, add an entry "
-            f"under {section}: in {shown} with the fields {fields}",
+            f"under {section}: in {shown} with the fields {_required(SECTIONS[section])}",
         )
     return entries[key]
-
-
-#: Hardware catalog sections -> the type of their entries.
-SECTIONS: dict[str, type[_Strict]] = {
-    "gpus": GpuSpec,
-    "systems": SystemSpec,
-    "prices": PriceSpec,
-    "token_prices": TokenPriceSpec,
-}
-
-
-def _required(model: type[_Strict]) -> list[str]:
-    """The fields an entry of type ``model`` must have (what a new catalog entry needs)."""
-    return [k for k, f in model.model_fields.items() if f.is_required()]
 
 
 def gpu(id: str, path: str | Path | None = None) -> GpuSpec:
@@ -465,19 +418,6 @@ def system(id: str, path: str | Path | None = None) -> SystemSpec:
     return _lookup("systems", "system", id, path)
 
 
-def nic_bandwidth(gpu_id: str, path: str | Path | None = None) -> float | None:
-    """Scale-out (NIC) bandwidth per GPU, bytes/s each way, of the systems built from
-    ``gpu_id`` (the most any lists; None when none says)."""
-    cat = load_hardware(path)
-    key = _folded(cat.gpus, gpu_id)
-    found = [
-        s.nic_bandwidth_bytes_per_s_per_gpu
-        for s in cat.systems.values()
-        if s.gpu == key and s.nic_bandwidth_bytes_per_s_per_gpu is not None
-    ]
-    return max(found) if found else None
-
-
 def price(id: str, path: str | Path | None = None) -> PriceSpec:
     """The price ``id`` (e.g. ``gb300-tco-hyperscaler``) from the hardware catalog."""
     return _lookup("prices", "price", id, path)
@@ -488,6 +428,15 @@ def token_price(id: str, path: str | Path | None = None) -> TokenPriceSpec:
     return _lookup("token_prices", "token price", id, path)
 
 
+def nic_bandwidth(gpu_id: str, path: str | Path | None = None) -> float | None:
+    """The most NIC bandwidth per GPU (bytes/s each way) a system of ``gpu_id`` lists; else None."""
+    cat = load_hardware(path)
+    key = _folded(cat.gpus, gpu_id)
+    systems = cat.systems.values()
+    found = [s.nic_bandwidth_bytes_per_s_per_gpu for s in systems if s.gpu == key]
+    return max((f for f in found if f is not None), default=None)
+
+
 def list_models(directory: str | Path | None = None) -> list[str]:
     """Model ids in the catalog folder (file stems of ``data/models/*.yaml``), sorted."""
     d = paths.DATA / "models" if directory is None else paths.resolve(directory)
@@ -495,8 +444,7 @@ def list_models(directory: str | Path | None = None) -> list[str]:
 
 
 def catalog_model_id(name: str) -> str | None:
-    """The catalog id a model name stands for, case-insensitive: the id itself or a Hugging Face
-    name ``org/ID`` (``deepseek-ai/DeepSeek-V4.1-Flash``); None for anything else (a path)."""
+    """The catalog id ``name`` stands for, any case: the id or a Hugging Face ``org/ID``."""
     known = {m.lower(): m for m in list_models()}
     key = name.lower()
     if key.count("/") == 1 and not key.endswith((".yaml", ".yml")):
@@ -544,7 +492,7 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
             shown,
             "model",
             f"unknown model {text!r}{what}; known: {', '.join(known) or '(none)'}; to add it, "
-            f"write {new} with the fields {', '.join(_required(ModelSpec))} (copy a known "
+            f"write {new} with the fields {_required(ModelSpec)} (copy a known "
             "model's file and change what differs)",
         )
     spec = _model_file(paths.DATA / "models" / f"{text}.yaml")
@@ -565,6 +513,11 @@ def as_model(model: ModelSpec | str | Path) -> ModelSpec:
     return model if isinstance(model, ModelSpec) else load_model(model)
 
 
+def as_gpu(hw: GpuSpec | str) -> GpuSpec:
+    """``hw`` itself if already loaded, else the catalog GPU with that id (:func:`gpu`)."""
+    return hw if isinstance(hw, GpuSpec) else gpu(hw)
+
+
 def display_names() -> dict[str, str]:
     """Each GPU and model id of the catalogs in ``paths.DATA`` with the name a reader meets
     (``gb300``: ``GB300``); no GPUs where that folder has no hardware catalog."""
@@ -578,19 +531,13 @@ def _display_names(data: Path) -> dict[str, str]:
     return gpus | {m: load_model(m).name for m in list_models(data / "models")}
 
 
-def as_gpu(hw: GpuSpec | str) -> GpuSpec:
-    """``hw`` itself if already loaded, else the catalog GPU with that id (:func:`gpu`)."""
-    return hw if isinstance(hw, GpuSpec) else gpu(hw)
-
-
 def cli_catalog(args: Any) -> int:
     """``rackbook catalog [--json]``: the models, GPUs and systems that check and kv-bytes know."""
     import json
 
-    models = [load_model(m) for m in list_models()]
     hw = load_hardware()
     doc = {
-        "models": [{"id": m.id, "name": m.name} for m in models],
+        "models": [{"id": m, "name": load_model(m).name} for m in list_models()],
         "gpus": [{"id": k, "name": g.name} for k, g in sorted(hw.gpus.items())],
         "systems": [{"id": k, "name": s.name} for k, s in sorted(hw.systems.items())],
     }

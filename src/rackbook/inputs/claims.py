@@ -1,16 +1,12 @@
-"""The claims registry, ``data/claims.yaml``: every published number of the book's results, with
-scope and source, validated on load (:func:`load_claims`; a problem is one :class:`InputError`
-naming the file, the entry ``claims[<id>]`` and the field). Units are each claim's ``unit``
-(``%``, ``tok/s``, ``ms``, ``B/token``, ``x``, ``$/GPU-hour``, ``1`` dimensionless).
-"""
+"""The claims registry, ``data/claims.yaml``: every published number of the book's results with
+scope and source, validated on load (a problem is one InputError naming file, ``claims[<id>]``
+and field). Units are each claim's ``unit`` (``%``, ``tok/s``, ``ms``, ``x``, ``1``, ...)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rackbook import paths
@@ -22,6 +18,7 @@ Status = Literal["located", "not-located", "partly-located"]
 #: Basis parts a claim takes from its scope (and the engine, always vLLM).
 SCOPE_PARTS = ("model", "hardware", "gpu_count", "engine")
 Comparison = Literal["bound", "range", "ratio", "equal"]
+URL = r"^https?://\S+$"
 
 
 class _Model(BaseModel):
@@ -37,17 +34,13 @@ class Range(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Range:
         if not self.low < self.high:
-            raise loader.field_error(
-                "high", f"high ({self.high:g}) must be above low ({self.low:g})"
-            )
+            problem = f"high ({self.high:g}) must be above low ({self.low:g})"
+            raise loader.field_error("high", problem)
         return self
 
 
 class Span(_Model):
-    """An integer span of a scope dimension (batch size in requests, context in tokens).
-
-    A single value is written with ``low == high``.
-    """
+    """An integer span of a scope dimension (batch in requests, context in tokens)."""
 
     low: int = Field(ge=0)
     high: int = Field(ge=0)
@@ -55,10 +48,13 @@ class Span(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Span:
         if self.high < self.low:
-            raise loader.field_error(
-                "high", f"high ({self.high}) must not be below low ({self.low})"
-            )
+            problem = f"high ({self.high}) must not be below low ({self.low})"
+            raise loader.field_error("high", problem)
         return self
+
+    def text(self, sep: str = "-") -> str:
+        """``8-256``, or ``8`` for a single value."""
+        return f"{self.low:,}" if self.low == self.high else f"{self.low:,}{sep}{self.high:,}"
 
 
 class Tolerance(_Model):
@@ -85,8 +81,8 @@ class Scope(_Model):
             self.model,
             self.hardware,
             None if n is None else f"{n} GPU" + ("s" if n != 1 else ""),
-            None if batch is None else f"batch {_span_text(batch)}",
-            None if ctx is None else f"context {_span_text(ctx, ' -> ')} tokens",
+            None if batch is None else f"batch {batch.text()}",
+            None if ctx is None else f"context {ctx.text(' -> ')} tokens",
             self.precision,
         ]
         return " · ".join(p for p in parts if p) or "not stated"
@@ -101,12 +97,12 @@ class Metric(_Model):
 
 
 class ClaimSource(_Model):
-    """Where a claim's number was seen and whether a primary text carrying it was found."""
+    """Where a claim's number was seen (a source id) and its primary text's URL, if found."""
 
     status: Status
-    seen_in: str = Field(min_length=1, description="id of the source the number was seen in")
-    primary: str | None = Field(pattern=r"^https?://\S+$", description="URL of the primary text")
-    refs: list[str] = Field(default_factory=list, description="ids of related sources")
+    seen_in: str = Field(min_length=1)
+    primary: str | None = Field(pattern=URL)
+    refs: list[str] = Field(default_factory=list)
     notes: str | None = None
 
     @model_validator(mode="after")
@@ -123,7 +119,7 @@ class Source(_Model):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str = Field(min_length=1)
-    url: str | None = Field(pattern=r"^https?://\S+$")
+    url: str | None = Field(pattern=URL)
     status: Status
     notes: str | None = None
 
@@ -137,12 +133,14 @@ _BY_COMPARISON: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 class Claim(_Model):
-    """One published number: its words, value, unit, scope, metric, cautions and source."""
+    """One published number: its words (``original`` verbatim, ``statement`` in English),
+    value, unit, scope, metric, cautions and source; ``basis`` as the write-up states it
+    (model, hardware, GPU count from scope); ``derived_from``: the claim it is stated about."""
 
     id: str = Field(pattern=r"^[a-z0-9-]+\.[a-z0-9-]+$")
     result: str
-    original: str = Field(min_length=1, description="sentence quoted verbatim (French)")
-    statement: str = Field(min_length=1, description="the claim in English")
+    original: str = Field(min_length=1)
+    statement: str = Field(min_length=1)
     value: float | None = None
     values: Range | None = None
     unit: str = Field(min_length=1)
@@ -155,16 +153,8 @@ class Claim(_Model):
     metric: Metric
     cautions: list[str]
     source: ClaimSource
-    basis: dict[str, Any] = Field(
-        description="the figure's basis as the write-up states it (rackbook.core.basis), "
-        "'unknown' where it is silent; model, hardware and GPU count come from scope"
-    )
-    derived_from: str | None = Field(
-        default=None,
-        description="id of the claim this figure is stated about (a ratio, change or price "
-        "of its measurement, or the other end of the same change): the landing page shows "
-        "it in that claim's row",
-    )
+    basis: dict[str, Any]
+    derived_from: str | None = None
 
     @field_validator("result")
     @classmethod
@@ -180,24 +170,21 @@ class Claim(_Model):
         for field, (needing, what) in _BY_COMPARISON.items():
             given, needed = getattr(self, field) is not None, self.comparison in needing
             if needed and not given:
-                raise loader.field_error(
-                    field, f"required{what} when comparison is {self.comparison}"
-                )
+                problem = f"required{what} when comparison is {self.comparison}"
+                raise loader.field_error(field, problem)
             if given and not needed:
                 only = " or ".join(needing)
                 problem = f"not allowed when comparison is {self.comparison} (only {only})"
                 raise loader.field_error(field, problem)
         if self.comparison == "ratio" and not self.reference:
-            raise loader.field_error(
-                "reference", "required when comparison is ratio (the denominator)"
-            )
+            problem = "required when comparison is ratio (the denominator)"
+            raise loader.field_error("reference", problem)
         loader.check_basis_block(self, SCOPE_PARTS, "scope")
         return self
 
     @property
     def figure_basis(self) -> basis_mod.Basis:
-        """The claim's full basis: its ``basis`` block, model, hardware and GPU count from
-        ``scope`` (``unknown`` where it says nothing), engine vLLM."""
+        """The claim's full basis: ``basis`` with model, hardware and GPU count from scope."""
         s = self.scope
         return basis_mod.make(
             {
@@ -229,8 +216,9 @@ class Registry(_Model):
         loader.check_unique_ids(self.claims, "claims")
         known = {s.id for s in self.sources}
         for i, c in enumerate(self.claims):
-            refs = [("seen_in", c.source.seen_in)] + [
-                (f"refs.{j}", r) for j, r in enumerate(c.source.refs)
+            refs = [
+                ("seen_in", c.source.seen_in),
+                *((f"refs.{j}", r) for j, r in enumerate(c.source.refs)),
             ]
             for field, ref in refs:
                 if ref not in known:
@@ -245,13 +233,10 @@ class Registry(_Model):
                         f"claims.{i}.derived_from",
                         f"{c.derived_from!r} is not a claim of {c.result} stated on its own",
                     )
-            if c.source.primary is not None:
-                urls = {self.source(r).url for r in [c.source.seen_in, *c.source.refs]}
-                if c.source.primary not in urls:
-                    raise loader.field_error(
-                        f"claims.{i}.source.primary",
-                        "must be the url of a source named in seen_in or refs",
-                    )
+            urls = {self.source(r).url for r in [c.source.seen_in, *c.source.refs]}
+            if c.source.primary is not None and c.source.primary not in urls:
+                problem = "must be the url of a source named in seen_in or refs"
+                raise loader.field_error(f"claims.{i}.source.primary", problem)
         return self
 
     @property
@@ -267,17 +252,11 @@ class Registry(_Model):
     def for_result(self, name: str) -> list[Claim]:
         """The claims of one result, in file order."""
         if name not in paths.RESULTS:
+            expected = ", ".join(paths.RESULTS)
             raise InputError(
-                self._path,
-                "result",
-                f"unknown result {name!r}; expected one of {', '.join(paths.RESULTS)}",
+                self._path, "result", f"unknown result {name!r}; expected one of {expected}"
             )
         return [c for c in self.claims if c.result == name]
-
-    def rows(self, name: str) -> list[tuple[Claim, list[Claim]]]:
-        """The claims of one result stated on their own, each with those derived from it."""
-        own = self.for_result(name)
-        return [(c, [d for d in own if d.derived_from == c.id]) for c in own if not c.derived_from]
 
     def get(self, claim_id: str) -> Claim:
         """The claim with this id."""
@@ -311,10 +290,6 @@ class Registry(_Model):
         raise InputError(self._path, "sources", f"no source with id {source_id!r}")
 
 
-# --------------------------------------------------------------------------------------------
-# Loading
-
-
 def parse_claims(raw: Any, file: str | Path = "claims registry") -> Registry:
     """Validate already-parsed YAML/JSON data; errors name ``file``, the entry and the field."""
     registry = loader.validate(Registry, raw, file)
@@ -326,16 +301,6 @@ def load_claims(path: str | Path | None = None) -> Registry:
     """Read and validate the claims registry (default ``data/claims.yaml``)."""
     p = paths.DATA / "claims.yaml" if path is None else paths.resolve(path)
     return parse_claims(loader.read_yaml(p), loader.display_path(p))
-
-
-# --------------------------------------------------------------------------------------------
-# Presentation
-
-
-def _span_text(span: Span, sep: str = "-") -> str:
-    if span.low == span.high:
-        return f"{span.low:,}"
-    return f"{span.low:,}{sep}{span.high:,}"
 
 
 def _number(x: float, signed: bool = False) -> str:
@@ -357,10 +322,8 @@ def _with_unit(number: str, unit: str) -> str:
 
 def format_value(claim: Claim) -> str:
     """The published figure as text: ``954,000 tok/s``, ``+35 to +44 %``, ``< 6 %``, ``7.9x``."""
-    if claim.comparison == "range":
-        assert claim.values is not None  # guaranteed by validation
-        low = _number(claim.values.low, claim.signed)
-        high = _number(claim.values.high, claim.signed)
+    if claim.values is not None:
+        low, high = (_number(x, claim.signed) for x in (claim.values.low, claim.values.high))
         if claim.unit in ("1", "x") or claim.unit.startswith("$/"):
             return f"{_with_unit(low, claim.unit)} to {_with_unit(high, claim.unit)}"
         return f"{low} to {high} {claim.unit}"  # the spaced unit once, at the end
@@ -369,29 +332,3 @@ def format_value(claim: Claim) -> str:
     if claim.comparison == "bound":
         return ("< " if claim.direction == "upper" else "> ") + text
     return text
-
-
-TABLE_COLUMNS = ["id", "result", "statement", "value", "unit", "scope", "source_status"]
-
-
-def claims_table(registry: Registry, results: Iterable[str] | None = None) -> pd.DataFrame:
-    """One row per claim (optionally only the given results), in file order.
-
-    Columns: id, result, statement, value (text with unit), unit, scope (one-line summary),
-    source_status.
-    """
-    wanted = None if results is None else set(results)
-    rows = [
-        {
-            "id": c.id,
-            "result": c.result,
-            "statement": c.statement,
-            "value": format_value(c),
-            "unit": c.unit,
-            "scope": c.scope.summary(),
-            "source_status": c.source.status,
-        }
-        for c in registry.claims
-        if wanted is None or c.result in wanted
-    ]
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)

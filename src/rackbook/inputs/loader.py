@@ -1,7 +1,6 @@
 """One loader for every declarative YAML input: the safe loader (duplicate keys and alias bombs
-refused), then a strict pydantic model; every problem one InputError naming file, field path
-(``claims[<id>].unit``) and problem.
-"""
+refused), then a strict pydantic model; a problem is one InputError naming file, field path
+(``claims[<id>].unit``) and problem. Also the derived-value cache (:func:`derived`)."""
 
 from __future__ import annotations
 
@@ -25,7 +24,6 @@ from rackbook.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 
-#: pydantic error type of :func:`field_error` (carries a field path relative to the model).
 FIELD_ERROR = "rackbook_field"
 
 
@@ -52,8 +50,7 @@ def check_unique_ids(entries: Sequence[Any], section: str) -> None:
 
 
 def check_basis_block(entry: Any, taken: Sequence[str], where: str) -> None:
-    """An entry's ``basis`` block sets no part ``taken`` from ``where`` and builds; else a
-    field error ``basis.PART``."""
+    """An entry's ``basis`` sets no part ``taken`` from ``where`` and builds; else an error."""
     clash = sorted(set(entry.basis) & set(taken))
     if clash:
         raise field_error(f"basis.{clash[0]}", f"comes from {where}; not allowed here")
@@ -73,12 +70,11 @@ def display_path(path: str | Path) -> str:
         return str(p)
 
 
-#: Nodes aliases may add to a YAML document when expanded (refuses "billion laughs")
+#: Nodes aliases may add to a YAML document when expanded (refuses "billion laughs").
 MAX_ALIAS_NODES = 10_000
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
-    """Nodes of ``node`` with every alias expanded (memoised on shared nodes)."""
     key = id(node)
     if key not in memo:
         memo[key] = 0  # a recursive alias counts once
@@ -92,7 +88,7 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader refusing duplicate keys and alias bombs (:data:`MAX_ALIAS_NODES`)."""
+    """SafeLoader refusing duplicate keys and alias bombs."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -108,7 +104,6 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _refuse_alias_bomb(node: Any) -> None:
-    """``ComposerError`` when aliases add over :data:`MAX_ALIAS_NODES` nodes."""
     memo: dict[int, int] = {}
     expanded = _expanded_size(node, memo)
     extra = expanded - len(memo)
@@ -147,9 +142,8 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The same checks on libyaml's C parser (about 10x faster), for documents at most
-    :data:`_SHALLOW_DEPTH` deep; deeper ones keep the Python parser, whose recursion limit
-    refuses them cleanly. Alias bombs checked when the text may hold an alias."""
+    """The same checks on libyaml's C parser (10x faster), for documents at most
+    :data:`_SHALLOW_DEPTH` deep (the Python parser's recursion limit refuses deeper ones)."""
 
     def get_single_node(self) -> Any:
         node = super().get_single_node()
@@ -171,7 +165,6 @@ _ALIAS = re.compile(r"(?:^|[\s\[\]{},])\*[^\s\[\]{},]", re.MULTILINE)
 
 
 def _shallow(text: str) -> bool:
-    """Nested at most :data:`_SHALLOW_DEPTH` deep (brackets, quoted or not; indent / 2)."""
     depth = deepest = 0
     for c in _BRACKETS.sub("", text):
         depth += 1 if c in "[{" else -1
@@ -188,8 +181,8 @@ _BOOL = "tag:yaml.org,2002:bool"
 
 
 class Yaml12Loader(_UniqueKeyLoader):
-    """Numbers and booleans as YAML 1.2's core schema reads them, for parameters: YAML 1.1's
-    ``010``, ``1:00``, hex, ``1_000``, yes/no stay text (refused by name). Catalogs keep 1.1."""
+    """Numbers and booleans as YAML 1.2's core schema reads them (for parameters): YAML 1.1's
+    ``010``, ``1:00``, hex, ``1_000``, yes/no stay text."""
 
 
 Yaml12Loader.yaml_implicit_resolvers = {
@@ -213,7 +206,7 @@ Yaml12Loader.add_implicit_resolver(
 
 
 def parse_yaml12(text: str) -> Any:
-    """``text`` parsed with :class:`Yaml12Loader` (YAML errors raised as they come)."""
+    """``text`` parsed with :class:`Yaml12Loader`."""
     return yaml.load(text, Loader=Yaml12Loader)  # a SafeLoader subclass
 
 
@@ -224,7 +217,7 @@ _PARSED_MAX = 64
 
 def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
     """A YAML file parsed (``yaml12``: :class:`Yaml12Loader`), a new copy each call; the same
-    bytes parsed once per process. Errors name the file."""
+    bytes parsed once per process."""
     p = Path(path)
     shown = display_path(p)
     try:
@@ -272,47 +265,38 @@ def _parse_yaml(data: bytes, shown: str, loader: type[_UniqueKeyLoader] | None =
         raise InputError(shown, where, f"YAML syntax error: {problem}") from None
 
 
-def _entry_label(raw: Any, section: str, index: int) -> str:
-    """``section[<id>]`` when entry ``index`` of list ``section`` has a string id."""
-    items = raw.get(section) if isinstance(raw, dict) else None
-    if isinstance(items, list) and 0 <= index < len(items):
-        entry = items[index]
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
-            return f"{section}[{entry['id']}]"
-    return f"{section}[{index}]"
-
-
-def _field_path(raw: Any, loc: Sequence[str | int]) -> str:
-    """A pydantic location as ``claims[<id>].source.seen_in`` or ``gpus.b300.name``."""
-    parts: list[str | int] = list(loc)
+def _field_path(raw: Any, err: Mapping[str, Any]) -> str:
+    """A pydantic error's location as ``claims[<id>].source.seen_in``."""
+    parts: list[str | int] = list(err.get("loc", ()))
+    if err.get("type") == FIELD_ERROR:
+        parts += [int(x) if x.isdigit() else x for x in str(err["ctx"]["field"]).split(".")]
     out = ""
     if len(parts) >= 2 and isinstance(parts[0], str) and isinstance(parts[1], int):
-        out = _entry_label(raw, parts[0], parts[1])
+        section, index = parts[0], parts[1]
+        items = raw.get(section)
+        entry = items[index] if isinstance(items, list) and 0 <= index < len(items) else None
+        key = entry.get("id") if isinstance(entry, dict) else None
+        out = f"{section}[{key if isinstance(key, str) and key else index}]"
         parts = parts[2:]
     for p in parts:
         out += f"[{p}]" if isinstance(p, int) else ("." if out else "") + p
     return out or "(top level)"
 
 
-def _loc(err: Mapping[str, Any]) -> tuple[str | int, ...]:
-    loc: tuple[str | int, ...] = tuple(err.get("loc", ()))
-    if err.get("type") == FIELD_ERROR:
-        extra = str(err["ctx"]["field"]).split(".")
-        loc += tuple(int(x) if x.isdigit() else x for x in extra)
-    return loc
+#: pydantic error types -> the project's words.
+_WORDS = {
+    "greater_than": "must be > {gt}",
+    "greater_than_equal": "must be >= {ge}",
+    "missing": "field required",
+    "extra_forbidden": "unknown field",
+}
 
 
 def problem_text(err: Mapping[str, Any]) -> str:
-    """One pydantic error as the project words it (``must be > 0``, ``unknown field``, ...)."""
+    """One pydantic error as the project words it (``must be > 0``, ``unknown field``)."""
     kind, ctx = err.get("type", ""), err.get("ctx") or {}
-    if kind == "greater_than":
-        return f"must be > {ctx.get('gt')}"
-    if kind == "greater_than_equal":
-        return f"must be >= {ctx.get('ge')}"
-    if kind == "missing":
-        return "field required"
-    if kind == "extra_forbidden":
-        return "unknown field"
+    if kind in _WORDS:
+        return _WORDS[kind].format(**ctx)
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("value error, ")
     msg = msg[:1].lower() + msg[1:]
     if kind not in (FIELD_ERROR, "value_error") and "input" in err:
@@ -333,22 +317,21 @@ def validate(model: type[M], raw: Any, file: str | Path) -> M:
         errors = exc.errors()
         first = errors[0]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InputError(file, _field_path(raw, _loc(first)), problem_text(first) + more) from None
+        raise InputError(file, _field_path(raw, first), problem_text(first) + more) from None
 
 
 def load(model: type[M], path: str | Path) -> M:
-    """Read ``path`` (relative paths from the repository root) and validate it with ``model``."""
+    """Read ``path`` and validate it with ``model``."""
     p = paths.resolve(path)
     return validate(model, read_yaml(p), display_path(p))
 
 
-#: Where derived values are kept between processes (:func:`derived`).
 DERIVED = paths.ROOT / ".cache" / "derived"
 
 
 @functools.cache
 def _source_key() -> bytes:
-    """A hash of the package's ``.py`` sources (values derived by other code are not read)."""
+    """A hash of the package's ``.py`` sources."""
     h = hashlib.blake2b(digest_size=20)
     root = Path(__file__).resolve().parents[1]
     for f in sorted(root.rglob("*.py")):
@@ -357,8 +340,7 @@ def _source_key() -> bytes:
 
 
 def derived(name: str, files: Sequence[Path], build: Callable[[], Any]) -> Any:
-    """``build()``'s JSON value, cached in ``.cache/derived/`` keyed by ``files`` and the
-    package source; read back with json alone (``check`` stays fast)."""
+    """``build()``'s JSON value, cached in ``.cache/derived/`` keyed by ``files`` and sources."""
     h = hashlib.blake2b(name.encode() + _source_key(), digest_size=20)
     for f in sorted(files):
         h.update(str(f).encode() + b"\0")

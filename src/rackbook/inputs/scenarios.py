@@ -1,12 +1,11 @@
-"""Scenario plans: what each live scenario records (server phases, each with bench points), with
-its parameters (``-p NAME VALUE``) and defaults (fit for the tiny CPU model, .cache/tiny-moe, on
-2 cores; lengths in tokens). :mod:`rackbook.live.recorder` runs a plan. Standard library only:
-the rerun cards (:mod:`rackbook.book.rerun`) read the plans without the live harness.
-"""
+"""Scenario plans: what each live scenario records (server phases of bench points), with its
+``-p NAME VALUE`` parameters and defaults (the tiny CPU model on 2 cores; lengths in tokens).
+Standard library only: the rerun cards read the plans without the live harness."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shlex
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -16,23 +15,24 @@ from rackbook.errors import InputError
 from rackbook.paths import TINY_MODEL
 
 
+def _bad(name: str, problem: str) -> InputError:
+    return InputError("-p", name, problem)
+
+
 def _ints(name: str, text: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(x) for x in str(text).split(",") if x.strip())
     except ValueError:
-        raise InputError(
-            "-p", name, f"{text!r} is not a comma-separated list of integers"
-        ) from None
+        raise _bad(name, f"{text!r} is not a comma-separated list of integers") from None
     if not vals or min(vals) <= 0:
-        raise InputError("-p", name, "needs at least one value, all > 0")
+        raise _bad(name, "needs at least one value, all > 0")
     return vals
 
 
 @dataclass(frozen=True)
 class PlanPoint:
-    """One measured window: ``shards`` bench clients (one per replica) at once. ``input_len``:
-    each prompt's random tokens, after ``prefix_len`` shared ones (``--random-prefix-len``) sent
-    once before the window, so its requests find them in the prefix cache."""
+    """One measured window: ``shards`` bench clients (one per replica) at once; each prompt
+    ``input_len`` random tokens after ``prefix_len`` shared ones (sent once before: cached)."""
 
     point_id: str
     config: str
@@ -56,7 +56,7 @@ class PlanPoint:
 
 @dataclass(frozen=True)
 class Phase:
-    """A server configuration: ``servers`` identical ``vllm serve`` processes and its points."""
+    """A server configuration: ``servers`` identical ``vllm serve`` processes, its points."""
 
     label: str
     serve_args: tuple[str, ...]
@@ -77,40 +77,38 @@ class Scenario:
     warmup: bool = True
 
     name: ClassVar[str] = ""
-    #: parameters whose value is a comma-separated list of strings (not integers)
+    #: parameters whose value is a comma-separated list of these strings (not integers)
     STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {}
-    #: free-text note for run.json
-    NOTE: ClassVar[str] = ""
+    NOTE: ClassVar[str] = ""  # for run.json
 
     @classmethod
     def from_params(cls, params: dict[str, str], check: bool = True) -> Scenario:
-        """Defaults overridden by ``-p NAME VALUE`` pairs (strings; an unknown name is an error);
-        ``check=False`` leaves :meth:`check` to the caller (:func:`fit_endpoint`)."""
+        """Defaults overridden by ``-p NAME VALUE`` text pairs (``check=False``: unchecked)."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         kw: dict[str, Any] = {}
         for name, text in params.items():
             if name not in fields:
-                raise InputError("-p", name, f"unknown parameter; known: {', '.join(fields)}")
+                raise _bad(name, f"unknown parameter; known: {', '.join(fields)}")
             default, text = fields[name].default, str(text)
             if name in cls.STR_LISTS:
                 vals = tuple(x.strip() for x in text.split(",") if x.strip())
                 allowed = cls.STR_LISTS[name]
                 if not vals or any(v not in allowed for v in vals):
-                    raise InputError("-p", name, f"comma-separated subset of {','.join(allowed)}")
+                    raise _bad(name, f"comma-separated subset of {','.join(allowed)}")
                 kw[name] = vals
             elif isinstance(default, tuple):
                 kw[name] = _ints(name, text)
             elif isinstance(default, bool):
                 if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
-                    raise InputError("-p", name, f"{text!r} is not a boolean")
+                    raise _bad(name, f"{text!r} is not a boolean")
                 kw[name] = text.lower() in ("1", "true", "yes")
             elif isinstance(default, int):
                 try:
                     kw[name] = int(text)
                 except ValueError:
-                    raise InputError("-p", name, f"{text!r} is not an integer") from None
+                    raise _bad(name, f"{text!r} is not an integer") from None
                 if kw[name] < (0 if name in ("seed", "redundant", "num_prompts") else 1):
-                    raise InputError("-p", name, f"must be positive, got {kw[name]}")
+                    raise _bad(name, f"must be positive, got {kw[name]}")
             else:
                 kw[name] = text
         sc = cls(**kw)
@@ -119,7 +117,7 @@ class Scenario:
         return sc
 
     def check(self) -> None:
-        """Raise :class:`InputError` naming the parameter when the combination is unusable."""
+        """InputError naming the parameter when the combination is unusable."""
 
     def parameters(self) -> dict[str, Any]:
         """The scenario's parameters as JSON values (for run.json)."""
@@ -128,7 +126,7 @@ class Scenario:
         }
 
     def serve_args(self) -> list[str]:
-        """``vllm serve`` flags every server of the scenario gets (after the model)."""
+        """``vllm serve`` flags every server of the scenario gets."""
         # fmt: off
         return [
             "--load-format", "dummy", "--dtype", self.dtype, "--max-model-len",
@@ -140,29 +138,30 @@ class Scenario:
     def phases(self) -> list[Phase]:
         raise NotImplementedError
 
+    def _pt(self, *sizes: int, point_id: str, **kw: Any) -> PlanPoint:
+        """A point of ``sizes`` (input_len, output_len, num_prompts, concurrency), config the
+        served model and ``seed`` unless ``kw`` says, labelled engine vllm-serve."""
+        config, seed = kw.pop("config", self.served_model_name), kw.pop("seed", self.seed)
+        labels = (("engine", "vllm-serve"), *kw.pop("labels", ()))
+        i, o, n, c = sizes
+        return PlanPoint(point_id, config, i, o, n, c, seed, labels=labels, **kw)
+
     def _need_len(self, total: int, what: str) -> None:
         if total > self.max_model_len:
-            raise InputError(
-                "-p", "max_model_len", f"{self.max_model_len} cannot hold {what} ({total} tokens)"
-            )
+            problem = f"{self.max_model_len} cannot hold {what} ({total} tokens)"
+            raise _bad("max_model_len", problem)
 
-
-# ----------------------------------------------------------------------------- decode-parity
+    def _serve(self, points: tuple[PlanPoint, ...], *extra: str) -> list[Phase]:
+        """One phase of one server (the scenario's flags, then ``extra``) for ``points``."""
+        return [Phase("serve", (*self.serve_args(), *extra), 1, points)]
 
 
 @dataclass(frozen=True)
 class DecodeParity(Scenario):
-    """Decode parity: the same model, batch by batch, on two engines at equal batch per rank
-    (``batch_sizes`` per decode rank; ``decode_ranks``: engine A's DEP size, 1 locally).
-
-    * ``serve`` (the vLLM of the claim): one ``vllm serve`` for the sweep (or ``--endpoint``);
-      per batch B, ``vllm bench serve`` at concurrency ``B * decode_ranks`` with
-      ``prompts_per_batch`` times as many prompts, request rate inf, ignore-eos;
-    * ``offline`` (the fixed-batch stand-in for DeepInfer): one ``vllm.LLM`` rank, exactly B
-      prompts per ``generate``, ``prompts_per_batch`` rounds, whatever ``decode_ranks`` is.
-
-    ``--max-num-seqs`` is per server (rank): it must hold the largest batch per rank.
-    """
+    """Decode parity: the same model batch by batch (per decode rank) on two engines: ``serve``
+    (one ``vllm serve``; per batch B, concurrency ``B * decode_ranks`` with ``prompts_per_batch``
+    times as many prompts) and ``offline`` (one ``vllm.LLM`` rank, B prompts per ``generate``,
+    ``prompts_per_batch`` rounds). ``max_num_seqs`` (per rank) holds the largest batch."""
 
     batch_sizes: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
     decode_ranks: int = 1
@@ -176,13 +175,12 @@ class DecodeParity(Scenario):
 
     def check(self) -> None:
         if self.max_num_seqs < max(self.batch_sizes):
-            raise InputError(
-                "-p",
+            raise _bad(
                 "max_num_seqs",
                 f"{self.max_num_seqs} < largest batch per rank {max(self.batch_sizes)}",
             )
         if self.input_len + self.output_len > self.max_model_len:
-            raise InputError("-p", "max_model_len", "must hold input_len + output_len tokens")
+            raise _bad("max_model_len", "must hold input_len + output_len tokens")
 
     def point_id(self, engine: str, batch: int) -> str:
         return f"{engine}-b{batch}"
@@ -190,32 +188,25 @@ class DecodeParity(Scenario):
     def phases(self) -> list[Phase]:
         if "serve" not in self.engines:
             return []
-        r = self.decode_ranks
-        pts = tuple(
-            PlanPoint(
-                self.point_id("serve", b),
-                self.served_model_name,
-                self.input_len,
-                self.output_len,
-                self.prompts_per_batch * b * r,
-                b * r,  # client concurrency: b requests on each decode rank
-                self.seed,
-                labels=(("engine", "vllm-serve"), ("batch_size", str(b)), ("decode_ranks", str(r))),
-                raw_name=f"b{b}.json",
+        r, pt = self.decode_ranks, functools.partial(self._pt, self.input_len, self.output_len)
+        return self._serve(
+            tuple(
+                pt(
+                    self.prompts_per_batch * b * r,
+                    b * r,  # client concurrency: b requests on each decode rank
+                    point_id=self.point_id("serve", b),
+                    labels=(("batch_size", str(b)), ("decode_ranks", str(r))),
+                    raw_name=f"b{b}.json",
+                )
+                for b in self.batch_sizes
             )
-            for b in self.batch_sizes
         )
-        return [Phase("serve", tuple(self.serve_args()), 1, pts)]
-
-
-# ----------------------------------------------------------------------------- context-latency
 
 
 @dataclass(frozen=True)
 class ContextLatency(Scenario):
-    """Decode latency vs context: per context length L one point of ``num_requests`` L-token
-    prompts and ``output_len`` output tokens at ``concurrency``. Point k uses seed ``seed + k``
-    (one seed's prompts share their start: longer contexts would hit the prefix cache)."""
+    """Decode latency vs context: per length L a point of ``num_requests`` L-token prompts at
+    ``concurrency``; point k's seed is ``seed + k`` (else prompts share a cached start)."""
 
     context_lengths: tuple[int, ...] = (128, 256, 512, 1024, 2048, 3584)
     output_len: int = 128
@@ -229,32 +220,28 @@ class ContextLatency(Scenario):
     def check(self) -> None:
         self._need_len(max(self.context_lengths) + self.output_len, "context + output_len")
         if self.concurrency > self.max_num_seqs:
-            raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
+            raise _bad("max_num_seqs", f"{self.max_num_seqs} < concurrency")
 
     def phases(self) -> list[Phase]:
-        pts = tuple(
-            PlanPoint(
-                f"ctx-{n}",
-                self.served_model_name,
-                n,
-                self.output_len,
-                self.num_requests,
-                self.concurrency,
-                self.seed + k,
-                labels=(("engine", "vllm-serve"), ("context_tokens", str(n))),
+        return self._serve(
+            tuple(
+                self._pt(
+                    n,
+                    self.output_len,
+                    self.num_requests,
+                    self.concurrency,
+                    point_id=f"ctx-{n}",
+                    seed=self.seed + k,
+                    labels=(("context_tokens", str(n)),),
+                )
+                for k, n in enumerate(self.context_lengths)
             )
-            for k, n in enumerate(self.context_lengths)
         )
-        return [Phase("serve", tuple(self.serve_args()), 1, pts)]
-
-
-# ----------------------------------------------------------------------------- single-user
 
 
 @dataclass(frozen=True)
 class SingleUser(Scenario):
-    """One stream: ``num_requests`` requests sent one at a time (concurrency 1), each with an
-    ``input_len``-token prompt and ``output_len`` output tokens (ignore-eos)."""
+    """One stream: ``num_requests`` requests one at a time (``input_len`` in, ``output_len``)."""
 
     input_len: int = 128
     output_len: int = 512
@@ -268,30 +255,15 @@ class SingleUser(Scenario):
         self._need_len(self.input_len + self.output_len, "input_len + output_len")
 
     def phases(self) -> list[Phase]:
-        pt = PlanPoint(
-            "single-user",
-            self.served_model_name,
-            self.input_len,
-            self.output_len,
-            self.num_requests,
-            1,
-            self.seed,
-            labels=(("engine", "vllm-serve"),),
-        )
-        return [Phase("serve", tuple(self.serve_args()), 1, (pt,))]
-
-
-# ----------------------------------------------------------------------------- prefill-gain
+        pt = self._pt(self.input_len, self.output_len, self.num_requests, 1, point_id=self.name)
+        return self._serve((pt,))
 
 
 @dataclass(frozen=True)
 class PrefillGain(Scenario):
-    """Prefill with a cached prefix on two server configurations, A and B: the shared prefix of
-    ``prefix_tokens`` once (a warm-up), then ``num_requests`` requests one at a time, each the
-    prefix plus ``new_tokens`` fresh tokens and ``output_len`` output; TTFT gives the new-token
-    prefill rate. The claim's changes are GPU features; the CPU stand-in is the chunked-prefill
-    budget ``--max-num-batched-tokens``, small in A, large in B (``serve_args_a``/``_b``).
-    """
+    """Prefill after a cached prefix on configurations A and B (``serve_args_a``/``_b``): the
+    ``prefix_tokens`` prefix once, then ``num_requests`` requests one at a time of prefix plus
+    ``new_tokens``; TTFT gives the new-token prefill rate."""
 
     prefix_tokens: int = 2048
     new_tokens: int = 256
@@ -318,44 +290,32 @@ class PrefillGain(Scenario):
         for name in ("serve_args_a", "serve_args_b"):
             bad = [a for a in shlex.split(getattr(self, name)) if a in ("--host", "--port")]
             if bad:
-                raise InputError("-p", name, f"must not set {bad[0]} (the harness sets it)")
+                raise _bad(name, f"must not set {bad[0]} (the harness sets it)")
 
     def phases(self) -> list[Phase]:
         out = []
         for label, extra in (("A", self.serve_args_a), ("B", self.serve_args_b)):
-            pt = PlanPoint(
-                f"prefill-{label}",
-                label,
+            pt = self._pt(
                 self.new_tokens,
                 self.output_len,
                 self.num_requests,
                 1,
-                self.seed,
+                point_id=f"prefill-{label}",
+                config=label,
                 prefix_len=self.prefix_tokens,
-                labels=(("engine", "vllm-serve"),),
             )
             args = (*self.serve_args(), "--enable-prefix-caching", *shlex.split(extra))
             out.append(Phase(label, args, 1, (pt,)))
         return out
 
 
-# ----------------------------------------------------------------------------- rack-scaling
-
-
 @dataclass(frozen=True)
 class RackScaling(Scenario):
-    """Scaling out: config ``"{R}x"`` runs R replicas (``vllm serve`` processes), each driven by
-    its own bench client shard, all at once; the shards merge into one point on a common clock.
-    Every shard sends ``num_prompts`` requests (0: four per stream) at ``concurrency``; the
-    first ``prefix_len`` of each prompt's ``input_len`` tokens are shared (warmed on each
-    replica first). Servers start once for the largest R. Point k uses seeds ``seed + 16 k``
-    (+ shard), so no point finds an earlier point's prompts in a prefix cache.
-
-    With ``reference_gpus`` > 0 (``replicas`` unused) the first endpoint is a one-node
-    reference and the second the whole deployment, one phase each: point ``1x`` at
-    ``reference_concurrency`` (0: ``concurrency``), then point ``rack`` at ``concurrency``,
-    each labelled with its GPU count (``num_gpus``), so one trace gives the speedup.
-    """
+    """Scaling out: config ``"{R}x"`` runs R replicas, each driven by its own bench shard, all at
+    once (merged into one point); each shard sends ``num_prompts`` (0: four per stream) at
+    ``concurrency``, the first ``prefix_len`` tokens shared. Point k's seeds: ``seed + 16 k``.
+    With ``reference_gpus`` > 0 the first endpoint is a one-node reference (point ``1x``) and
+    the second the whole deployment (point ``rack``), each labelled with its ``num_gpus``."""
 
     replicas: tuple[int, ...] = (1, 2)
     input_len: int = 512
@@ -373,36 +333,31 @@ class RackScaling(Scenario):
 
     def check(self) -> None:
         if (self.reference_gpus > 0) != (self.deployment_gpus > 0):
-            raise InputError(
-                "-p", "reference_gpus", "give reference_gpus and deployment_gpus together"
-            )
+            raise _bad("reference_gpus", "give reference_gpus and deployment_gpus together")
         if self.reference_gpus and self.deployment_gpus <= self.reference_gpus:
-            raise InputError(
-                "-p",
+            raise _bad(
                 "deployment_gpus",
                 f"{self.deployment_gpus} must exceed reference_gpus {self.reference_gpus}",
             )
         if self.prefix_len >= self.input_len:
-            raise InputError("-p", "prefix_len", "must be smaller than input_len")
+            raise _bad("prefix_len", "must be smaller than input_len")
         self._need_len(self.input_len + self.output_len, "input_len + output_len")
         if max(self.concurrency, self.reference_concurrency) > self.max_num_seqs:
-            raise InputError("-p", "max_num_seqs", f"{self.max_num_seqs} < concurrency")
+            raise _bad("max_num_seqs", f"{self.max_num_seqs} < concurrency")
 
     def _point(self, k: int, config: str, concurrency: int, gpus: int = 0) -> PlanPoint:
-        """Point ``k`` of config ``config`` (its seeds: ``seed + 16 k``): on ``gpus`` GPUs, or
-        (0) on ``R`` replicas of config ``"{R}x"``, one shard each."""
-        gpu_label = (("num_gpus", str(gpus)),) if gpus else ()
-        return PlanPoint(
-            config,
-            config,
+        """Point ``k`` of ``config``: on ``gpus`` GPUs, or (0) on R replicas of ``"{R}x"``."""
+        return self._pt(
             self.input_len - self.prefix_len,
             self.output_len,
             self.num_prompts or 4 * concurrency,
             concurrency,
-            self.seed + 16 * k,
+            point_id=config,
+            config=config,
+            seed=self.seed + 16 * k,
             prefix_len=self.prefix_len,
             shards=1 if gpus else int(config.removesuffix("x")),
-            labels=(("engine", "vllm-serve"), *gpu_label),
+            labels=(("num_gpus", str(gpus)),) if gpus else (),
         )
 
     def phases(self) -> list[Phase]:
@@ -419,18 +374,11 @@ class RackScaling(Scenario):
         return [Phase("replicas", tuple(self.serve_args()), max(self.replicas), pts)]
 
 
-# ----------------------------------------------------------------------------- eplb-balance
-
-
 @dataclass(frozen=True)
 class EplbBalance(Scenario):
-    """Expert load balance from a server running EPLB (vLLM on CPU refuses ``--enable-eplb``:
-    here it attaches to ``--endpoint URL`` whose log is ``server_log``): ``num_prompts``
-    requests (0: four per stream) at ``concurrency``, then the log's ``EPLB step:`` lines into
-    the ``eplb_log`` table; ``expert_load``, if given, a dump (JSON ``{"loads": [[...]]}`` or
-    Parquet ``layer, expert, tokens[, window]``) into ``expert_load``. ``ep_size`` and
-    ``redundant`` describe the served layout (kept in run.json).
-    """
+    """Expert load balance from a server running EPLB (``--endpoint`` whose log is
+    ``server_log``): ``num_prompts`` (0: four per stream) at ``concurrency``, then the log's
+    ``EPLB step:`` lines; ``expert_load``, if given, a dump (JSON or Parquet) of the loads."""
 
     ep_size: int = 64
     redundant: int = 64
@@ -448,18 +396,9 @@ class EplbBalance(Scenario):
         self._need_len(self.input_len + self.output_len, "input_len + output_len")
 
     def phases(self) -> list[Phase]:
-        pt = PlanPoint(
-            "eplb-load",
-            self.served_model_name,
-            self.input_len,
-            self.output_len,
-            self.num_prompts or 4 * self.concurrency,
-            self.concurrency,
-            self.seed,
-            labels=(("engine", "vllm-serve"),),
-        )
-        args = (*self.serve_args(), *shlex.split(self.serve_args_eplb))
-        return [Phase("serve", args, 1, (pt,))]
+        n = self.num_prompts or 4 * self.concurrency
+        pt = self._pt(self.input_len, self.output_len, n, self.concurrency, point_id="eplb-load")
+        return self._serve((pt,), *shlex.split(self.serve_args_eplb))
 
 
 def fit_endpoint(
@@ -471,11 +410,9 @@ def fit_endpoint(
     max_model_len: int | None,
     same_host: bool = False,
 ) -> Scenario:
-    """``sc`` fitted to a running endpoint serving ``served_model_name`` (tokenizer ``model``,
-    context limit ``max_model_len`` tokens or None), then checked; what the user gave
-    (``given``) is kept. ``max_num_seqs`` (the endpoint's own) rises to the plan's largest
-    concurrency. Against a remote endpoint decode-parity's offline engine is left out unless
-    ``-p engines`` asks for it (it would load the model here)."""
+    """``sc`` fitted to a running endpoint (its model, name, context limit in tokens), keeping
+    what the user ``given``, then checked; ``max_num_seqs`` rises to the plan's concurrency.
+    A remote endpoint drops decode-parity's offline engine unless ``-p engines`` asks."""
     fill: dict[str, Any] = {}
     if "model" not in given:
         fill["model"] = model
