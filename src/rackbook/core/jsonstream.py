@@ -237,10 +237,14 @@ class _Reader:
         text = buf[start : at + keep] if at > start else b""
         if not text or (kind != SKIP and text.translate(None, _NUMERIC)):
             return None
-        try:  # NaN, Infinity, not JSON: read one by one
-            out = convert(orjson.loads(b"[" + text + b"]"))
-        except orjson.JSONDecodeError:
-            return None
+        try:
+            got = orjson.loads(b"[" + text + b"]")
+        except orjson.JSONDecodeError:  # NaN, Infinity: Python's json; not JSON: one by one
+            try:
+                got = _DECODER.decode("[" + text.decode() + "]")
+            except (ValueError, RecursionError, OverflowError):
+                return None
+        out = convert(got)
         self.pos += 0 if out is None else len(text)
         return out
 
@@ -262,7 +266,6 @@ class _Reader:
     ) -> np.ndarray:
         """The list at ``pos`` as float64, at most ``bound`` entries (``exact``: a longer one read
         through to name its length); a non-number is ``NAME[i]``, ``i`` counted from ``flat0``."""
-
         n, parts = 0, list[np.ndarray]()
 
         def one(c: int) -> np.ndarray:
@@ -313,13 +316,8 @@ class _Reader:
         return Ragged(np.concatenate(lens) if lens else np.zeros(0, np.int64), out[:total])
 
     def skip(self, path: tuple[Any, ...]) -> None:
-        n = 0
-
-        def one(c: int) -> list[Any]:
-            return [self.value((*path, n), 2, False)]
-
-        for got in self.items(SKIP, one):
-            n += len(got)
+        for _ in self.items(SKIP, lambda c: [self.value(path, 2, False)]):
+            pass
 
     def row_bound(self, counts: Counts) -> int:
         return self.lengths.get(counts.same_length or "", counts.entries)
