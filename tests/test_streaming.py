@@ -139,7 +139,7 @@ def test_many_empty_objects_in_inferencex_are_refused_within_the_budget(
     monkeypatch.setattr(jsonstream, "VALUE_BUDGET_MB", 1.0)
     src = _write(tmp_path, "x.json", b"[" + b"{}," * 200_000 + b"{}]")
     code, _, err = _import(run_cli, tmp_path, src, "inferencex", "--source-url", "https://x.org")
-    _one_line(code, err, "x.json: [", "values need more than 1 MB of memory")
+    _one_line(code, err, "x.json: -: ", "values need more than 1 MB of memory")
 
 
 def test_many_empty_objects_within_the_budget_are_named_as_rows(tmp_path, run_cli):
@@ -154,7 +154,7 @@ def test_a_huge_headline_json_for_list_is_one_line(tmp_path, run_cli, monkeypatc
     doc = {"result": RESULTS[0], "headlines": [], "readings": [reading] * 20_000}
     _write(tmp_path, f"{RESULTS[0]}.json", json.dumps(doc))
     code, _, err = run_cli("list", "--out", str(tmp_path))
-    _one_line(code, err, f"{RESULTS[0]}.json: readings[", "values need more than 1 MB")
+    _one_line(code, err, f"{RESULTS[0]}.json: -: ", "values need more than 1 MB")
 
 
 def test_eplb_cells_past_the_bound_are_refused_as_read(tmp_path, run_cli, monkeypatch):

@@ -1,7 +1,6 @@
-"""A parser of the JavaScript literal a module assigns to a name (objects, arrays, strings, numbers,
-``true``/``false``/``null``/``undefined``, comments, trailing commas): enough for the SGLang
-cookbook's data file, and nothing that runs code. Every error is one InputError naming file and
-line."""
+"""The JavaScript literal a module assigns to a name (objects, arrays, strings, numbers, ``true``,
+``false``, ``null``, ``undefined``, comments, trailing commas), for the SGLang cookbook's data file;
+nothing runs. Every error is one InputError naming file and line."""
 
 from __future__ import annotations
 
@@ -13,8 +12,6 @@ from rackbook.errors import InputError
 
 
 class _JsParser:
-    """A minimal parser of JavaScript literals (see the module docstring)."""
-
     _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
     _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 

@@ -1,7 +1,5 @@
-"""vLLM's detailed result JSON in bounded memory (:mod:`rackbook.core.jsonstream`):
-:data:`PER_REQUEST` lists as float64 arrays, ``itls`` as :class:`RaggedGaps`, ``generated_texts``
-dropped. No list may be longer than ``input_lens`` (before it, ``BOUNDS["requests"]``); gaps at most
-``BOUNDS["context"]`` per request and ``BOUNDS["gaps"]`` in all."""
+"""vLLM's detailed result JSON in bounded memory (:mod:`rackbook.core.jsonstream`): per-request
+lists as float64 arrays, ``itls`` as :class:`RaggedGaps`, ``generated_texts`` dropped."""
 
 from __future__ import annotations
 
@@ -13,29 +11,20 @@ from rackbook.core import jsonstream
 
 #: ``itls`` as read: gaps per request and all gaps in request order (seconds).
 RaggedGaps = jsonstream.Ragged
-
 #: Lists of one number per request, read into float64 arrays.
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "latencies", "start_times")
-#: How each key of the result is read.
-KINDS: dict[str, str] = {
+KINDS = {
     **{k: jsonstream.NUMBERS for k in PER_REQUEST},
     "itls": jsonstream.RAGGED,
     "generated_texts": jsonstream.SKIP,
 }
 
 
-def counts() -> jsonstream.Counts:
-    """The bounds of the per-request lists (read when called: tests lower the bounds)."""
-    return jsonstream.Counts(
-        entries=limits.BOUNDS["requests"],
-        inner=limits.BOUNDS["context"],
-        total=limits.BOUNDS["gaps"],
-        name="requests",
-        same_length="input_lens",
-    )
-
-
 def load_detailed(path: str | Path) -> dict[str, Any] | Any:
-    """The parsed result (typed lists as above; a non-list value kept as parsed for the importer to
-    name). Every problem is one InputError."""
-    return jsonstream.load(path, KINDS, counts())
+    """The parsed result (a non-list value kept as parsed, for the importer to name). No list may
+    be longer than ``input_lens`` (before it, ``BOUNDS["requests"]``); gaps at most
+    ``BOUNDS["context"]`` per request and ``BOUNDS["gaps"]`` in all. Every problem is one
+    InputError."""
+    b = limits.BOUNDS  # read when called: tests lower the bounds
+    counts = jsonstream.Counts(b["requests"], b["context"], b["gaps"], same_length="input_lens")
+    return jsonstream.load(path, KINDS, counts)
