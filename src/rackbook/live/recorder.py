@@ -17,13 +17,7 @@ from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
-from rackbook.inputs.scenarios import (
-    DecodeParity,
-    EplbBalance,
-    Phase,
-    PlanPoint,
-    Scenario,
-)
+from rackbook.inputs.scenarios import DecodeParity, EplbBalance, Phase, PlanPoint, Scenario
 from rackbook.live import cpus, prom
 from rackbook.live import server as server_mod
 from rackbook.live.conversion import Conversion, on_cpu, raw_file
@@ -32,12 +26,39 @@ from rackbook.live.server import ServerError, VllmServer, group_members
 from rackbook.paths import ROOT, TINY_MODEL
 
 TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
-#: Server log lines kept with a failed point.
-FAIL_TAIL = 20
+FAIL_TAIL = 20  # server log lines kept with a failed point
 CPU_EPLB = (
     "vLLM on CPU refuses --enable-eplb (only supported on CUDA, ROCm or XPU): start a GPU "
     "server with --enable-eplb and attach it with --endpoint URL -p server_log PATH"
 )
+#: Attempts a point gets before a flagged point is refused (or accepted with --accept-invalid).
+MAX_ATTEMPTS = 2
+#: For tests: ``POINT_ID:FOLDER``: once POINT_ID is kept, write ``FOLDER/POINT_ID.kept`` and
+#: wait for ``FOLDER/go`` (a test acts between two points on an event, not on timing).
+HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
+#: The raw folder's entries, pending in its manifest until the recording ends.
+RAW_PENDING = (
+    "serve",
+    "offline",
+    "metrics",
+    "failed",
+    "rejected",
+    "record.json",
+    "*.log",
+    "*.log.gz",
+)
+#: record.json's entries a recording fills in (and a resumed one takes over), in order.
+RECORD_KEYS = (
+    "points",
+    "engines",
+    "phases",
+    "failures",
+    "sessions",
+    "validity",
+    "accepted_invalid",
+    "points_kept",
+)
+_LISTS = ("failures", "sessions", "accepted_invalid", "points_kept")
 
 
 def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
@@ -52,10 +73,6 @@ def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float
     }
 
 
-#: Attempts a point gets before a flagged point is refused (or accepted with --accept-invalid).
-MAX_ATTEMPTS = 2
-
-
 def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
     """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): ``"keep"``,
     ``"rerun"``, ``"accept"`` (flagged, --accept-invalid) or ``"refuse"``."""
@@ -64,11 +81,6 @@ def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
     if attempt < MAX_ATTEMPTS:
         return "rerun"
     return "accept" if accept_invalid else "refuse"
-
-
-#: For tests: ``POINT_ID:FOLDER``: once POINT_ID is kept, write ``FOLDER/POINT_ID.kept`` and
-#: wait for ``FOLDER/go`` (a test acts between two points on an event, not on timing).
-HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
 
 
 def hold_after(point_id: str) -> None:
@@ -86,17 +98,14 @@ def _say(msg: str) -> None:
 
 
 def _now() -> str:
-    """Now, UTC, to the second (ISO 8601)."""
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def _dead(servers: list[VllmServer]) -> list[VllmServer]:
-    """The servers whose process has exited."""
     return [s for s in servers if s.proc is not None and s.proc.poll() is not None]
 
 
 def _move(src: Path, dst: Path) -> None:
-    """Move ``src`` to ``dst``, making ``dst``'s folder."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     src.replace(dst)
 
@@ -120,32 +129,6 @@ def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> f
     return time.monotonic() - t0
 
 
-#: The raw folder's entries, pending in its manifest until the recording ends.
-RAW_PENDING = (
-    "serve",
-    "offline",
-    "metrics",
-    "failed",
-    "rejected",
-    "record.json",
-    "*.log",
-    "*.log.gz",
-)
-
-
-#: record.json's entries a recording fills in (and a resumed one takes over), in order.
-RECORD_KEYS = (
-    "points",
-    "engines",
-    "phases",
-    "failures",
-    "sessions",
-    "validity",
-    "accepted_invalid",
-    "points_kept",
-)
-
-
 class Recorder(Conversion):
     """Runs one scenario's plan and keeps every raw artifact under ``raw``."""
 
@@ -160,53 +143,35 @@ class Recorder(Conversion):
         progress: bool = True,
         accept_invalid: bool = False,
     ) -> None:
-        self.sc = sc
-        self.accept_invalid = accept_invalid
-        self.output = output
+        self.sc, self.output, self.resume = sc, output, resume
+        self.progress, self.accept_invalid = progress, accept_invalid
         self.raw = output.with_name(output.name + ".raw")
         self.endpoints = [e.rstrip("/") for e in (endpoints or [])]
         self.serve_extra = serve_extra or []
-        self.resume = resume
-        self.progress = progress
         self.key = api_key()
         self.redact = Redactor([self.key])
         self.server: dict[str, Any] | None = None
         self.phases = sc.phases()
-        lists = ("failures", "sessions", "accepted_invalid", "points_kept")
         self.info: dict[str, Any] = {"scenario": sc.name, "parameters": sc.parameters()}
-        self.info |= {k: [] if k in lists else {} for k in RECORD_KEYS}
+        self.info |= {k: [] if k in _LISTS else {} for k in RECORD_KEYS}
         old = self.raw / "record.json"
         if resume and old.exists():
             prev = json.loads(old.read_text(encoding="utf-8"))
             if prev.get("parameters") != scrub(self.info["parameters"]):
-                raise InputError(
-                    old, "parameters", "differ from this run's: resume with the same -p values"
-                )
-            for k in (*RECORD_KEYS, "commands"):  # what the earlier sessions recorded
-                if k in prev:
-                    self.info[k] = prev[k]
+                why = "differ from this run's: resume with the same -p values"
+                raise InputError(old, "parameters", why)
+            keys = (*RECORD_KEYS, "commands")  # what earlier sessions recorded
+            self.info |= {k: prev[k] for k in keys if k in prev}
         self.commands: list[str] = list(self.info.get("commands", []))
-        self._check_endpoints()
-        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
-        self.info["cpu_layout"] = self.cpu_layout.describe()
-        self.info["sessions"].append(
-            {
-                "started": _now(),
-                "resume": resume,
-                "accept_invalid": accept_invalid,
-                "cpu_layout": self.cpu_layout.label(),
-            }
-        )
-
-    def _check_endpoints(self) -> None:
         need = sum(p.servers for p in self.phases)
         if self.endpoints and len(self.endpoints) != need:
             labels = ", ".join(f"{p.label} x{p.servers}" for p in self.phases)
-            raise InputError(
-                "--endpoint",
-                "-",
-                f"{self.sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs",
-            )
+            why = f"{sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs"
+            raise InputError("--endpoint", "-", why)
+        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
+        self.info["cpu_layout"] = self.cpu_layout.describe()
+        session = {"started": _now(), "resume": resume, "accept_invalid": accept_invalid}
+        self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
 
     def _bar(self, desc: str, total: int) -> Any:
         from tqdm import tqdm
@@ -226,26 +191,22 @@ class Recorder(Conversion):
     def _log_name(self, phase: Phase, k: int) -> str:
         if len(self.phases) == 1 and phase.servers == 1:
             return "vllm-serve.log"
-        if phase.servers == 1:
-            return f"vllm-serve.{phase.label}.log"
-        return f"vllm-serve.{phase.label}.{k}.log"
+        return (
+            f"vllm-serve.{phase.label}.log"
+            if phase.servers == 1
+            else f"vllm-serve.{phase.label}.{k}.log"
+        )
 
     def _phase_endpoints(self, phase: Phase) -> list[str]:
-        """The ``--endpoint`` URLs of ``phase`` (in phase order)."""
         start = sum(p.servers for p in self.phases[: self.phases.index(phase)])
         return self.endpoints[start : start + phase.servers]
 
     def _bench_argv(self, pt: PlanPoint, url: str, k: int, name: str) -> list[str]:
         from rackbook.live.bench import BenchPoint
 
+        shard = (("shard", str(k)),) if pt.shards > 1 else ()
+        meta = (("point_id", pt.point_id), ("scenario", self.sc.name), ("config", pt.config))
         sc = self.sc
-        meta = (
-            ("point_id", pt.point_id),
-            ("scenario", sc.name),
-            ("config", pt.config),
-            *pt.labels,
-            *((("shard", str(k)),) if pt.shards > 1 else ()),
-        )
         bp = BenchPoint(
             pt.point_id,
             url,
@@ -255,31 +216,27 @@ class Recorder(Conversion):
             pt.output_len,
             pt.num_prompts,
             pt.concurrency,
-            seed=pt.seed + k,
-            metadata=meta,
-            prefix_len=pt.prefix_len,
+            pt.seed + k,
+            (*meta, *pt.labels, *shard),
+            pt.prefix_len,
         )
         return bp.argv(self.raw / "serve", name)
 
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
         """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
         eng = self.cpu_layout.engine
-        if eng is None:
-            return None
-        s = sorted(eng)
-        if n > 1 and len(s) >= 2 * n:
-            per = len(s) // n
-            return frozenset(s[k * per : (k + 1) * per])
-        return eng
+        if eng is None or n == 1 or len(eng) < 2 * n:
+            return eng
+        per = len(eng) // n
+        return frozenset(sorted(eng)[k * per : (k + 1) * per])
 
     def run_phase(self, phase: Phase) -> None:
         """All points of one server configuration (this process on the front cores)."""
-        front = self.cpu_layout.front if self.cpu_layout.active else None
-        with cpus.pinned_self(front):
+        with cpus.pinned_self(self.cpu_layout.front if self.cpu_layout.active else None):
             self._run_phase(phase)
 
     def _run_phase(self, phase: Phase) -> None:
-        from rackbook.live.bench import BenchClient, ShardPool, command_line
+        from rackbook.live.bench import BenchClient, ShardPool
 
         sc = self.sc
         todo = [pt for pt in phase.points if not (self.resume and self._done(pt))]
@@ -315,13 +272,12 @@ class Recorder(Conversion):
             t_up = time.monotonic()
             windows = 0.0
             if sc.warmup:
-                t0 = time.monotonic()
                 self._warmup(phase, todo, urls, client, pool)
-                eng["warmup_s"] = time.monotonic() - t0
+                eng["warmup_s"] = time.monotonic() - t_up
             bar = self._bar(f"{sc.name} {phase.label}", len(todo))
             for pt in todo:
                 for attempt in range(1, MAX_ATTEMPTS + 1):
-                    windows += self.run_point(phase, pt, urls, servers, client, pool, command_line)
+                    windows += self.run_point(phase, pt, urls, servers, client, pool)
                     reason = self.point_refusal(phase, pt)
                     if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
                         break
@@ -369,11 +325,8 @@ class Recorder(Conversion):
             for srv in servers:
                 srv.wait_healthy()
         eng["servers"] = [
-            {
-                **srv.info(),
-                "started_by_recorder": True,
-                "processes_at_start": len(group_members(srv.pgid or 0)),
-            }
+            srv.info()
+            | {"started_by_recorder": True, "processes_at_start": len(group_members(srv.pgid or 0))}
             for srv in servers
         ]
         self._save_info()  # the servers' pgids are on disk while they run
@@ -385,43 +338,33 @@ class Recorder(Conversion):
         """One short unmeasured run per server before the phase's first point."""
         from rackbook.live.bench import BenchPoint
 
-        sc = self.sc
-        first = todo[0]
-        warm_argvs: list[list[str]] = []
+        sc, first = self.sc, todo[0]
+        if isinstance(sc, DecodeParity):
+            c = n = min(pt.concurrency or 1 for pt in todo)
+            inp, out = sc.input_len, sc.output_len
+        else:
+            c = first.concurrency or 1
+            n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
+        argvs = []
         for k, url in enumerate(urls):
-            if isinstance(sc, DecodeParity):
-                b0 = min(pt.concurrency or 1 for pt in todo)
-                n, c, inp, out = b0, b0, sc.input_len, sc.output_len
-            else:
-                c = first.concurrency or 1
-                n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
             wp = BenchPoint(
-                "warmup",
-                url,
-                sc.model,
-                sc.served_model_name,
-                inp,
-                out,
-                n,
-                c,
-                seed=sc.seed + 999,
+                "warmup", url, sc.model, sc.served_model_name, inp, out, n, c, sc.seed + 999
             )
             name = "warmup.json" if len(urls) == 1 else f"warmup.{phase.label}.{k}.json"
-            warm_argvs.append(wp.argv(self.raw / "serve", name))
+            argvs.append(wp.argv(self.raw / "serve", name))
         if pool is not None:  # each shard process warms its own replica, all at once
-            pool.run(warm_argvs)
+            pool.run(argvs)
         else:
-            for a in warm_argvs:
+            for a in argvs:
                 client.run(a)
 
     def _presample(self, todo: list[PlanPoint], urls: list[str], client: Any) -> float:
         """Draw every point's prompts before the servers are up; seconds taken."""
-        total = 0.0
-        for pt in todo:
-            names = pt.raw_names()
-            for k, u in enumerate(urls[: pt.shards]):
-                total += client.presample(self._bench_argv(pt, u, k, names[k]))
-        return total
+        return sum(
+            client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
+            for pt in todo
+            for k, u in enumerate(urls[: pt.shards])
+        )
 
     def run_point(
         self,
@@ -431,22 +374,17 @@ class Recorder(Conversion):
         servers: list[VllmServer],
         client: Any,
         pool: Any,
-        command_line: Any,
     ) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
-        from rackbook.live.bench import summary
+        from rackbook.live.bench import command_line, summary
 
-        names = pt.raw_names()
-        use = urls[: pt.shards]
+        names, use = pt.raw_names(), urls[: pt.shards]
         argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
         before, warm_s = self._before_point(pt, use, argvs, servers, client)
         t0 = time.monotonic()
         error = None
         try:
-            if pool is None:
-                summaries = [summary(client.run(argvs[0]))]
-            else:
-                summaries = pool.run(argvs)
+            summaries = [summary(client.run(argvs[0]))] if pool is None else pool.run(argvs)
         except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
             summaries, error = [], f"{type(exc).__name__}: {exc}"
         wall = time.monotonic() - t0
@@ -457,24 +395,21 @@ class Recorder(Conversion):
                 after = [prom.scrape(u, self.key) for u in use]
             except OSError as exc:
                 error = error or f"/metrics unreachable after the point: {exc}"
-        errs = [s["error"] for s in summaries if "error" in s]
-        error = error or (errs[0] if errs else None)
-        completed = sum(int(s.get("completed") or 0) for s in summaries if "error" not in s)
-        failed = sum(int(s.get("failed") or 0) for s in summaries if "error" not in s)
+        ok = [s for s in summaries if "error" not in s]
+        error = error or next((s["error"] for s in summaries if "error" in s), None)
+        completed = sum(int(s.get("completed") or 0) for s in ok)
+        failed = sum(int(s.get("failed") or 0) for s in ok)
         if dead or error or (completed == 0 and failed > 0):
-            self._fail(pt, servers, dead, error, completed, failed, names)
+            self._fail(pt, servers, dead, error, completed, failed)
         servers_ = [
             {"server": u, "before": [s.__dict__ for s in b], "after": [s.__dict__ for s in a]}
             for u, b, a in zip(use, before, after, strict=True)
         ]
         atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
-        gen = sum(
-            prom.delta(b, a, "vllm:generation_tokens_total")
-            for b, a in zip(before, after, strict=True)
-        )
+        pairs = zip(before, after, strict=True)
+        gen = sum(prom.delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
         durations = [float(s["duration"]) for s in summaries]
-        window = max(durations)
         commands = [command_line(a) for a in argvs]
         self.info["points"][pt.point_id] = {
             "phase": phase.label,
@@ -493,18 +428,9 @@ class Recorder(Conversion):
             "client_minus_server_tokens": client_out - gen,
             "cpu_layout": self.cpu_layout.label(),
         }
-        if isinstance(self.sc, DecodeParity):  # the colleague's keys, kept for older readers
-            self.info["points"][pt.point_id].update(
-                {
-                    "engine": "vllm-serve",
-                    # per decode rank, as the point's label says (concurrency / decode ranks)
-                    "batch_size": int(dict(pt.labels).get("batch_size", pt.concurrency or 0)),
-                    "command": commands[0],
-                }
-            )
         self.commands += commands
         self._save_info()
-        return window
+        return max(durations)
 
     def _before_point(
         self,
@@ -526,19 +452,10 @@ class Recorder(Conversion):
         except OSError as exc:  # the server went away between points: a failed point, not a crash
             dead: list[VllmServer] = []
             for _ in range(20):  # a dying server may take a moment to be reaped
-                dead = _dead(servers[: pt.shards])
-                if dead:
+                if dead := _dead(servers[: pt.shards]):
                     break
                 time.sleep(0.25)
-            self._fail(
-                pt,
-                servers,
-                dead,
-                f"server unreachable before the point: {exc}",
-                0,
-                0,
-                pt.raw_names(),
-            )
+            self._fail(pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0)
 
     def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
         """The validity check of a finished online point (its raw results and counters)."""
@@ -565,9 +482,8 @@ class Recorder(Conversion):
         v["outcome"] = action
         if action == "accept" and point_id not in self.info["accepted_invalid"]:
             self.info["accepted_invalid"].append(point_id)
-        if action in ("rerun", "refuse"):  # never kept as done (--resume runs it again)
-            # its bookkeeping goes too: a point reads as recorded only once kept
-            self.info["points"].pop(point_id, None)
+        if action in ("rerun", "refuse"):  # never kept as done: --resume runs it again
+            self.info["points"].pop(point_id, None)  # a point reads as recorded only once kept
             if point_id in self.info["points_kept"]:
                 self.info["points_kept"].remove(point_id)
             for name in names:
@@ -579,11 +495,9 @@ class Recorder(Conversion):
             _say(f"{point_id}: {reason}; running the point once more")
             return False
         if action == "refuse":
+            why = f"refused after {attempt} attempts: {reason} (record.json validity; "
             raise InputError(
-                self.raw / "record.json",
-                point_id,
-                f"refused after {attempt} attempts: {reason} (record.json validity; "
-                "--accept-invalid keeps such points)",
+                self.raw / "record.json", point_id, why + "--accept-invalid keeps such points)"
             )
         if action == "accept":
             _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
@@ -601,40 +515,40 @@ class Recorder(Conversion):
         error: str | None,
         completed: int,
         failed: int,
-        names: list[str],
     ) -> NoReturn:
         """Record a failed point (raw moved to failed/, server log tail kept), then stop."""
         n = len(self.info["failures"])
         moved = []
-        for name in names:
+        for name in pt.raw_names():
             src = self.raw / "serve" / name
             if src.exists():
-                dst = self.raw / "failed" / f"{Path(name).stem}.{n}.json"
-                _move(src, dst)
+                _move(src, dst := self.raw / "failed" / f"{Path(name).stem}.{n}.json")
                 moved.append(f"failed/{dst.name}")
-        reason = (
-            f"server died (exit code {dead[0].proc.returncode})"
-            if dead and dead[0].proc is not None
-            else (error or "every request failed")
+        proc = dead[0].proc if dead else None
+        reason = self.redact(
+            f"server died (exit code {proc.returncode})"
+            if proc is not None
+            else error or "every request failed"
         )
-        tails = {srv.base_url: srv.tail(FAIL_TAIL).splitlines() for srv in (dead or servers)}
         self.info["failures"].append(
             {
                 "point_id": pt.point_id,
                 "time": _now(),
-                "reason": self.redact(reason),
+                "reason": reason,
                 "requests_completed": completed,
                 "requests_failed": failed,
                 "requests_planned": pt.num_prompts * pt.shards,
                 "raw": moved,
-                "server_log_tail": tails,
+                "server_log_tail": {
+                    s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers
+                },
             }
         )
         self._save_info()
         raise InputError(
             self.raw / "record.json",
             pt.point_id,
-            f"point failed: {self.redact(reason)} ({completed} requests completed, {failed} "
+            f"point failed: {reason} ({completed} requests completed, {failed} "
             "failed; server log tail in record.json failures); rerun with --resume",
         )
 
@@ -644,11 +558,8 @@ class Recorder(Conversion):
 
         sc = self.sc
         assert isinstance(sc, DecodeParity)
-        todo = [
-            b
-            for b in sc.batch_sizes
-            if not (self.resume and raw_file(self.raw / "offline" / f"b{b}.json").exists())
-        ]
+        done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
+        todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
         cfg = OfflineConfig(
             model=sc.model,
             dtype=sc.dtype,
@@ -676,18 +587,14 @@ class Recorder(Conversion):
             pid = sc.point_id("offline", b)
             for attempt in range(1, MAX_ATTEMPTS + 1):
                 doc = engine.run_batch(
-                    b,
-                    sc.input_len,
-                    sc.output_len,
-                    sc.prompts_per_batch,
-                    seed=sc.seed,
-                    warmup=sc.warmup,
+                    b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
                 )
-                doc.update({"point_id": pid, "engine": "vllm-offline", "scenario": sc.name})
+                doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
                 atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
                 windows += doc["measured_s"]
-                reason = self.offline_refusal(pid, b)
-                if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
+                if self.judge(
+                    pid, attempt, self.offline_refusal(pid, b), [f"b{b}.json"], "offline"
+                ):
                     break
             self.info["points"][pid] = {
                 "engine": "vllm-offline",
@@ -697,9 +604,7 @@ class Recorder(Conversion):
                 f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
                 f" x {sc.prompts_per_batch} rounds",
                 "duration_s": doc["duration"],
-                "prefill_walls_s": doc["prefill_walls_s"],
-                "warmup_s": doc["warmup_s"],
-                "output_throughput": doc["output_throughput"],
+                **{k: doc[k] for k in ("prefill_walls_s", "warmup_s", "output_throughput")},
             }
             self._save_info()
             bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
@@ -731,12 +636,10 @@ class Recorder(Conversion):
         except ServerError as exc:
             lines = str(exc).splitlines()
             cause = [x for x in lines[1:] if "Error" in x or "error" in x]
-            msg = lines[0].rstrip(":") + (
-                f"; last error line: {cause[-1].strip()}" if cause else ""
-            )
-            raise InputError(self.raw / "record.json", "server", self.redact(msg)) from None
-        finally:
-            # scrubbed on failure too: a kept point's bytes are the same after a resume
+            last = f"; last error line: {cause[-1].strip()}" if cause else ""
+            msg = self.redact(lines[0].rstrip(":") + last)
+            raise InputError(self.raw / "record.json", "server", msg) from None
+        finally:  # scrubbed on failure too: a kept point's bytes are the same after a resume
             scrub_files(self.raw)
         if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
             self.run_offline()
