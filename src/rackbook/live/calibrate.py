@@ -1,6 +1,5 @@
-"""``rackbook calibrate``: torch microbenchmarks of a decode step's kernels on this device
-(:mod:`rackbook.live.kernels`), with the reference H200 measurement's :data:`METHOD`, a summary
-and the calibration folder. Importing it imports no torch.
+"""``rackbook calibrate``: a decode step's kernels timed on this device (:mod:`.kernels`), the
+reference H200 measurement's :data:`METHOD`, a summary and the calibration folder (no torch import).
 """
 
 from __future__ import annotations
@@ -23,28 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from rackbook import paths
-from rackbook.core import schema
-from rackbook.core.fsio import (
-    atomic_write_json,
-    check_new_file,
-    check_output_folder,
-    check_replaceable,
-    check_writable,
-    output_lock,
-    refuse_overlap,
-)
+from rackbook.core import fsio, schema
 from rackbook.core.provenance import hardware_inventory, project_commit, repo_relative
 from rackbook.errors import InputError
-from rackbook.live.kernels import (
-    TOPK,
-    bytes_text,
-    fp8_available,
-    import_torch,
-    measure,
-    plan,
-)
+from rackbook.live.kernels import TOPK, bytes_text, fp8_available, import_torch, measure, plan
 
-#: Model whose shapes are timed by default (catalog id).
 DEFAULT_MODEL = "deepseek-v4.1-flash"
 #: The reference H200 measurement's method (run.json ``method`` of a CUDA calibration).
 METHOD: dict[str, str] = {
@@ -89,8 +71,8 @@ CPU_METHOD: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Catalog:
-    """The model's shapes and ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s
-    per GPU; None where unknown); ``source``: how the catalogs were read."""
+    """The model's shapes; ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s per
+    GPU; None where unknown); ``source``: how the catalogs were read."""
 
     model: str
     shapes: dict[str, int]
@@ -103,7 +85,7 @@ def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | N
     return {"name": name} | {k: None if v is None else float(v) / 1e12 for k, v in tera.items()}
 
 
-#: The model shapes a calibration times (catalog ``architecture`` fields; the second ``moe``'s).
+#: The model shapes a calibration times: ``architecture`` fields, the second ``moe``'s.
 SHAPES = (
     "hidden_size",
     "moe_intermediate_size",
@@ -113,31 +95,22 @@ SHAPES = (
 )
 
 
-def _shapes(model: str, *values: Any) -> dict:
-    """:data:`SHAPES` -> ``values``, each a positive int, and the top-k."""
-    got = dict(zip(SHAPES, values, strict=True))
-    for k, v in got.items():
-        if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
-            raise InputError(model, k, f"the model catalog gives {v!r}: calibrate needs it > 0")
-    return {**got, "index_topk": TOPK}
-
-
 def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Catalog:
-    """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute)."""
-    a = model.architecture
-    shapes = _shapes(
-        model.file,
-        a.hidden_size,
-        model.moe.moe_intermediate_size,
-        a.num_attention_heads,
-        a.head_dim,
-        a.index_head_dim,
-    )
+    """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute);
+    :class:`InputError` unless each shape is a positive int."""
+    shapes = {
+        k: getattr(model.moe if k.startswith("moe") else model.architecture, k) for k in SHAPES
+    }
+    for k, v in shapes.items():
+        if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
+            raise InputError(
+                model.file, k, f"the model catalog gives {v!r}: calibrate needs it > 0"
+            )
     sheets = {
         gid: _sheet(g.name, g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
         for gid, g in gpus.items()
     }
-    return Catalog(model.id, shapes, sheets, source)
+    return Catalog(model.id, {**shapes, "index_topk": TOPK}, sheets, source)
 
 
 class _Yaml(dict):
@@ -157,70 +130,55 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
     files = {p.stem.lower(): p for p in (data / "models").glob("*.yaml")}
     key = model.lower().split("/")[-1]
     if key not in files:
-        raise InputError(
-            data / "models", "model", f"unknown model {model!r}; known: {', '.join(sorted(files))}"
-        )
+        why = f"unknown model {model!r}; known: {', '.join(sorted(files))}"
+        raise InputError(data / "models", "model", why)
 
     def read(path: Path) -> Any:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         return json.loads(json.dumps(doc, default=str), object_hook=_Yaml)
 
-    m = read(files[key]) | {"file": str(files[key])}
-    return catalog_from_specs(
-        _Yaml(m),
-        read(data / "hardware.yaml").gpus,
-        "data/models and data/hardware.yaml read with PyYAML (pydantic missing: not validated)",
-    )
-
-
-#: Device-name words of another product than the catalog's part (PCIe, NVL: other data sheet).
-VARIANTS = ("PCIE", "NVL")
+    m = _Yaml(read(files[key]) | {"file": str(files[key])})
+    how = "data/models and data/hardware.yaml read with PyYAML (pydantic missing: not validated)"
+    return catalog_from_specs(m, read(data / "hardware.yaml").gpus, how)
 
 
 def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | None:
     """The catalog id whose first word is the chip in ``device_name`` (``NVIDIA H200``:
     ``h200``); None for a PCIe/NVL variant or an unknown chip."""
     words = re.split(r"[\s_\-/]+", device_name.upper())
-    if any(w in VARIANTS for w in words):
-        return None
     chips = [w for w in words if re.fullmatch(r"G?[A-Z]\d{3}[A-Z]?", w)]
-    if not chips:
+    if not chips or {"PCIE", "NVL"} & set(words):  # another product, another data sheet
         return None
-    for gid in gpus:
-        if gid.split("-")[0].upper() == chips[0]:
-            return gid
-    return None
+    return next((gid for gid in gpus if gid.split("-")[0].upper() == chips[0]), None)
 
 
 def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
     """run.json ``spec``: the matched GPU's data sheet and catalog id, or None."""
-    gid = match_gpu(device_name, catalog.gpus)
-    if gid is None:
+    if (gid := match_gpu(device_name, catalog.gpus)) is None:
         return None
-    sheet = catalog.gpus[gid]
     keys = ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")
-    return {**{k: sheet[k] for k in keys}, "catalog": gid}
-
-
-TBPS, TFLOPS = "TB/s", "TFLOP/s"
-
-
-def _share(rate: float, sheet: float | None, unit: str) -> str:
-    return f"{100 * rate / sheet:.0f} % of {sheet:,.4g} {unit}" if sheet else "no data sheet"
+    return {k: catalog.gpus[gid][k] for k in keys} | {"catalog": gid}
 
 
 def _known(v: Any) -> bool:
     return v is not None and isinstance(v, int | float) and math.isfinite(v) and v > 0
 
 
-def tb(r: Mapping[str, Any]) -> float:
-    """A row's bytes per second, in TB/s."""
-    return float(r["bytes"] / r["seconds"] / 1e12)
+def _rate(r: Mapping[str, Any], what: str, sheet: float | None, of: str = "") -> str:
+    """A row's ``bytes`` (TB/s) or ``flops`` (TFLOP/s) per second, and its share of ``sheet``."""
+    unit, small = ("TB/s", "GB/s") if what == "bytes" else ("TFLOP/s", "GFLOP/s")
+    rate = r[what] / r["seconds"] / 1e12
+    text = f"{rate:,.4g}" if what == "flops" else f"{rate:.3g}"
+    text = f"{text} {unit}" if rate >= 0.1 else f"{rate * 1e3:.3g} {small}"
+    share = f"{100 * rate / sheet:.0f} % of {sheet:,.4g} {unit}" if sheet else "no data sheet"
+    return f"{text}{of}, {share}"
 
 
-def tf(r: Mapping[str, Any]) -> float:
-    """A row's FLOPs per second, in TFLOP/s."""
-    return float(r["flops"] / r["seconds"] / 1e12)
+def _us(seconds: float) -> str:
+    """A time in us, ms or s (3 or 4 significant digits)."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} us"
+    return f"{seconds * 1e3:.4g} ms" if seconds < 1 else f"{seconds:.4g} s"
 
 
 def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -> list[str]:
@@ -234,132 +192,106 @@ def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -
     out = []
     for (fam, dtype), rs in groups.items():
         rs = sorted(rs, key=lambda r: r["size"])
-        name, peak = f"{fam} {dtype}".strip(), spec.get(f"{dtype}_dense_TFLOPs")
+        peak = spec.get(f"{dtype}_dense_TFLOPs")
+        lines: list[tuple[str, str]] = []
         if fam in ("hbm_read", "hbm_copy"):
-            r = max(rs, key=tb)
-            what = f"{_tb(tb(r))}, {_share(tb(r), hbm, TBPS)}"
-            out.append(_line(name, bytes_text(r["size"]), what))
+            r = max(rs, key=lambda r: r["bytes"] / r["seconds"])
+            lines = [(bytes_text(r["size"]), _rate(r, "bytes", hbm))]
         elif fam == "dense_gemm":
-            r = max(rs, key=tf)
-            what = f"{_tf(tf(r))}, {_share(tf(r), peak, TFLOPS)}"
-            out.append(_line(name, f"{r['size']}^3", what))
+            r = max(rs, key=lambda r: r["flops"] / r["seconds"])
+            lines = [(f"{r['size']}^3", _rate(r, "flops", peak))]
         elif fam == "expert_gemm":
-            lo, hi = rs[0], max(rs, key=tf)
-            what = f"{_us(lo['seconds'])}, {_tb(tb(lo))} of weights, {_share(tb(lo), hbm, TBPS)}"
-            out.append(_line(name, f"{lo['size']:,} tok", what))
+            lo, hi = rs[0], max(rs, key=lambda r: r["flops"] / r["seconds"])
+            lines = [
+                (
+                    f"{lo['size']:,} tok",
+                    f"{_us(lo['seconds'])}, {_rate(lo, 'bytes', hbm, ' of weights')}",
+                )
+            ]
             if hi is not lo:
-                what = f"{_us(hi['seconds'])}, {_tf(tf(hi))}, {_share(tf(hi), peak, TFLOPS)}"
-                out.append(_line(name, f"{hi['size']:,} tok", what))
+                lines.append(
+                    (f"{hi['size']:,} tok", f"{_us(hi['seconds'])}, {_rate(hi, 'flops', peak)}")
+                )
         elif fam == "indexer_scan":
             r = rs[-1]
-            what = f"{_us(r['seconds'])}, {_tb(tb(r))} of keys, {_share(tb(r), hbm, TBPS)}"
-            out.append(_line(name, f"{r['size']:,} keys", what))
+            lines = [
+                (
+                    f"{r['size']:,} keys",
+                    f"{_us(r['seconds'])}, {_rate(r, 'bytes', hbm, ' of keys')}",
+                )
+            ]
         else:
-            out += [_line(name, f"{r['size']:,} rows", _us(r["seconds"])) for r in rs]
+            lines = [(f"{r['size']:,} rows", _us(r["seconds"])) for r in rs]
+        out += [f"  {f'{fam} {dtype}'.strip():<22} {size:>14}  {what}" for size, what in lines]
     return out
-
-
-def _us(seconds: float) -> str:
-    """A time in us, ms or s (3 or 4 significant digits)."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.3g} us"
-    return f"{seconds * 1e3:.4g} ms" if seconds < 1 else f"{seconds:.4g} s"
-
-
-def _tb(tb_per_s: float) -> str:
-    return f"{tb_per_s:.3g} TB/s" if tb_per_s >= 0.1 else f"{tb_per_s * 1e3:.3g} GB/s"
-
-
-def _tf(tflop_per_s: float) -> str:
-    return (
-        f"{tflop_per_s:,.4g} TFLOP/s" if tflop_per_s >= 0.1 else f"{tflop_per_s * 1e3:.3g} GFLOP/s"
-    )
-
-
-def _line(name: str, size: str, what: str) -> str:
-    return f"  {name:<22} {size:>14}  {what}"
 
 
 SMI_FIELDS = "name,driver_version,clocks.sm,clocks.mem,power.limit,memory.total"
 
 
-def nvidia_smi(index: int = 0) -> str | None:
-    """``nvidia-smi``'s :data:`SMI_FIELDS` line for GPU ``index``; None without it."""
+def nvidia_smi() -> str | None:
+    """``nvidia-smi``'s :data:`SMI_FIELDS` line for GPU 0; None without it."""
     if not shutil.which("nvidia-smi"):
         return None
+    cmd = ["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader", "-i", "0"]
     try:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader", "-i", str(index)],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return out.strip().splitlines()[0] if out.strip() else None
 
 
-def cpu_hardware() -> tuple[str, str]:
-    """(CPU model, ``MODEL, N cores, M GiB memory``) for a CPU calibration."""
-    inv = hardware_inventory()
-    mem = inv.get("memory_bytes")
-    memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
-    model = inv.get("cpu_model") or "unknown CPU"
-    return model, f"{model}, {inv.get('cpu_cores')} cores{memory}"
-
-
-def calibrate(
-    device: str, catalog: Catalog, *, quick: bool, command: str, progress: bool = True
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Measure every family on ``device``: (run.json, rows); InputError without torch/device."""
-    torch = import_torch()
-    notes = []
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            raise InputError(
-                "--device",
-                "cuda",
-                f"torch {torch.__version__} sees no CUDA device "
-                "(use --device cpu to exercise the benchmarks here)",
-            )
-        gpu = torch.cuda.get_device_name(0)
-    else:
-        gpu = cpu_hardware()[0]
-    fp8, why = fp8_available(torch, device)
-    if not fp8:
-        notes.append(f"FP8 skipped: {why}.")
-    cases = plan(device, catalog.shapes, fp8=fp8, quick=quick)
-    t0 = time.monotonic()
-    rows = measure(cases, torch, device, catalog.shapes, progress)
-    wall = time.monotonic() - t0
-    if device == "cuda":
-        smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
-        driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
-        props = torch.cuda.get_device_properties(0)
-        hardware = f"{smi}; {props.multi_processor_count} SMs"
-        spec = device_spec(gpu, catalog)
-        if spec is None:
-            notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
-        cuda = torch.version.cuda
-    else:
-        hardware, spec, driver, cuda = cpu_hardware()[1], None, None, None
+def _hardware(torch: Any, device: str, catalog: Catalog, notes: list[str]) -> dict[str, Any]:
+    """run.json's gpu, hardware, spec and the driver of ``device`` (notes added to ``notes``)."""
+    if device != "cuda":
+        inv = hardware_inventory()
+        mem = inv.get("memory_bytes")
+        model = inv.get("cpu_model") or "unknown CPU"
+        memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
         notes.append(
             "CPU calibration: exercises the benchmarks (DRAM, not HBM; FP32 where CUDA times "
             "BF16, no graphs); its fractions say nothing of a GPU."
         )
+        hardware = f"{model}, {inv.get('cpu_cores')} cores{memory}"
+        return {"gpu": model, "hardware": hardware, "spec": None, "driver": None}
+    gpu = torch.cuda.get_device_name(0)
+    smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if (spec := device_spec(gpu, catalog)) is None:
+        notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
+    driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
+    return {"gpu": gpu, "hardware": f"{smi}; {sms} SMs", "spec": spec, "driver": driver}
+
+
+def calibrate(
+    device: str, catalog: Catalog, *, quick: bool, command: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Measure every family on ``device``: (run.json, rows); InputError without torch/device."""
+    torch = import_torch()
+    if device == "cuda" and not torch.cuda.is_available():
+        why = f"torch {torch.__version__} sees no CUDA device (use --device cpu to exercise the "
+        raise InputError("--device", "cuda", why + "benchmarks here)")
+    notes: list[str] = []
+    fp8, why = fp8_available(torch, device)
+    if not fp8:
+        notes.append(f"FP8 skipped: {why}.")
+    t0 = time.monotonic()
+    rows = measure(
+        plan(device, catalog.shapes, fp8=fp8, quick=quick), torch, device, catalog.shapes
+    )
+    wall = time.monotonic() - t0
+    hw = _hardware(torch, device, catalog, notes)
     notes.append(
         f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
         f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
         f"{' (--quick: fewer sizes)' if quick else ''}."
     )
-    threads = torch.get_num_threads() if device == "cpu" else None
     versions = {
         "torch": torch.__version__,
-        "cuda": cuda,
-        "driver": driver,
+        "cuda": torch.version.cuda if device == "cuda" else None,
+        "driver": hw.pop("driver"),
         "python": sys.version.split()[0],
-        "threads": threads,
+        "threads": torch.get_num_threads() if device == "cpu" else None,
     }
     run = {  # the calibration's run.json (kind recorded)
         "schema_version": schema.SCHEMA_VERSION,
@@ -368,10 +300,10 @@ def calibrate(
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "project_commit": project_commit(),
         "device": device,
-        "gpu": gpu,
-        "hardware": hardware,
+        "gpu": hw["gpu"],
+        "hardware": hw["hardware"],
         "versions": versions,
-        "spec": spec,
+        "spec": hw["spec"],
         "shapes": dict(catalog.shapes),
         "method": dict(METHOD if device == "cuda" else CPU_METHOD),
         "commands": [repo_relative(command)],
@@ -401,16 +333,16 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
     elif output is None and saved is None:
         raise InputError("-", "-o", "give the calibration folder to write (-o DIR)")
     if saved is not None:
-        check_new_file(saved, "--save-json")
+        fsio.check_new_file(saved, "--save-json")
     if output is not None:  # the folder is replaced whole: no input or other output inside it
         inputs = {"--from-json": args.from_json, "--save-json": saved}
-        refuse_overlap({"-o": output}, {k: v for k, v in inputs.items() if v is not None})
-        check_writable(output, "-o")
+        fsio.refuse_overlap({"-o": output}, {k: v for k, v in inputs.items() if v is not None})
+        fsio.check_writable(output, "-o")
     with contextlib.ExitStack() as stack:
         if output is not None:
-            check_output_folder(output, "-o")
-            stack.enter_context(output_lock(output, "-o"))
-            check_replaceable(output, "calibration", "-o")
+            fsio.check_output_folder(output, "-o")
+            stack.enter_context(fsio.output_lock(output, "-o"))
+            fsio.check_replaceable(output, "calibration", "-o")
         if args.from_json is not None:
             from rackbook.core.calibration import read_saved, write_calibration
 
@@ -426,13 +358,9 @@ def _measure_and_write(
     lack = [m for m in ("pandas", "pyarrow") if importlib.util.find_spec(m) is None]
     missing = (", ".join(lack) or None) if output is not None else None
     if missing and saved is None:
-        raise InputError(
-            "-",
-            "-o",
-            f"{missing} not installed here, so the folder cannot be "
-            "written: add --save-json FILE and convert it with rackbook calibrate "
-            "--from-json FILE -o DIR where they are",
-        )
+        why = f"{missing} not installed here, so the folder cannot be written: add --save-json "
+        why += "FILE and convert it with rackbook calibrate --from-json FILE -o DIR where they are"
+        raise InputError("-", "-o", why)
     ours = sys.argv[1:2] == ["calibrate"]  # else called in-process (a test, a notebook)
     command = "rackbook " + shlex.join(sys.argv[1:] if ours else ["calibrate", *_argv(args)])
     run, rows = calibrate(args.device or "cuda", cat, quick=args.quick, command=command)
@@ -452,9 +380,8 @@ def _write_outputs(
     saved: Path | None,
     missing: str | None,
 ) -> int:
-    """Write ``--save-json``'s file and the folder; print the summary."""
     if saved is not None:
-        atomic_write_json(saved, {"run": run, "kernels": rows}, "--save-json")
+        fsio.atomic_write_json(saved, {"run": run, "kernels": rows}, "--save-json")
     print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
     print("\n".join(summary(rows, run["spec"])))
     if not run["spec"]:
@@ -472,7 +399,6 @@ def _write_outputs(
     return 0
 
 
-#: What calibrate says when the device has no data sheet (a CPU, or a GPU not in the catalog).
 NO_ATTAINABLE = (
     "This gives no attainable estimate: the device (a CPU, or a GPU not in the catalog) has no "
     "data sheet in data/hardware.yaml to scale, so `rackbook check --calibration` reports none."
@@ -490,7 +416,7 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
 
 
 def _argv(args: argparse.Namespace) -> list[str]:
-    """The calibrate arguments as a command line (when not called from ``sys.argv``)."""
+    """The calibrate arguments as a command line (called in-process, not from ``sys.argv``)."""
     out = ["--device", args.device or "cuda"] + ["--quick"] * bool(args.quick)
     if args.model != DEFAULT_MODEL:
         out += ["--model", args.model]

@@ -1,6 +1,5 @@
-"""The kernels ``rackbook calibrate`` times: the plan (:class:`Case` per shape) and its timing
-(:func:`measure`; method: :data:`rackbook.live.calibrate.METHOD`). Imports no torch.
-"""
+"""The kernels ``rackbook calibrate`` times: the plan (a :class:`Case` per shape) and the timing
+(method: :data:`rackbook.live.calibrate.METHOD`). Imports no torch."""
 
 from __future__ import annotations
 
@@ -16,19 +15,16 @@ from rackbook.errors import InputError
 
 #: Rows the index scan keeps and sparse attention gathers (the reference's top-2,048).
 TOPK = 2048
-#: Warm-up calls before timing, batches timed (the best one counts), least time per batch.
-WARMUPS = 5
-BATCHES = 3
+#: Warm-up calls before timing (CPU: 1), batches timed (the best counts), least s per batch.
+WARMUPS, BATCHES = 5, 3
 TARGET_BATCH_S = {"cuda": 0.025, "cpu": 0.02}
 #: Distinct experts cycled per call, so that weights stream from memory, not cache.
 EXPERTS_CYCLED = {"cuda": 96, "cpu": 2}
-#: Seconds of GEMMs before the first CUDA timing (clocks up from idle).
-SPIN_UP_S = 1.0
 
 
 @dataclass(frozen=True)
 class Case:
-    """One timed kernel shape: a calibration row once timed."""
+    """One timed kernel shape (bytes and FLOPs per call)."""
 
     family: str
     dtype: str
@@ -68,30 +64,20 @@ def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = Fal
         pools = [16384] if quick else [16384, 65536]
     w = WIDTH[main]
     for n in hbm:
-        cases.append(Case("hbm_read", main, n, n, None, f"{bytes_text(n)}"))
-        cases.append(Case("hbm_copy", main, n, 2 * n, None, f"{bytes_text(n)}"))
-    for dtype, sizes in dense.items():
-        for n in sizes:
-            cases.append(Case("dense_gemm", dtype, n, None, 2.0 * n**3, f"{n}^3"))
+        cases.append(Case("hbm_read", main, n, n, None, bytes_text(n)))
+        cases.append(Case("hbm_copy", main, n, 2 * n, None, bytes_text(n)))
+    cases += [
+        Case("dense_gemm", d, n, None, 2.0 * n**3, f"{n}^3") for d, ns in dense.items() for n in ns
+    ]
     for dtype, ms in tokens.items():
+        weights = 3 * h * i * WIDTH[dtype]
         for m in ms:
-            flops = 2.0 * m * h * 3 * i
-            cases.append(
-                Case(
-                    "expert_gemm",
-                    dtype,
-                    m,
-                    3 * h * i * WIDTH[dtype],
-                    flops,
-                    f"{m} token{'s' * (m != 1)}",
-                )
-            )
-    for n in keys:
-        extra = {"heads": heads, "dim": ihd, "topk": TOPK}
-        cases.append(Case("indexer_scan", main, n, n * ihd * w, None, f"{n:,} keys", extra))
-    for n in pools:
-        extra = {"heads": heads, "dim": hd, "topk": TOPK}
-        cases.append(Case("sparse_attention", main, n, None, None, f"{n:,} rows", extra))
+            label = f"{m} token{'s' * (m != 1)}"
+            cases.append(Case("expert_gemm", dtype, m, weights, 2.0 * m * h * 3 * i, label))
+    scan = {"heads": heads, "dim": ihd, "topk": TOPK}
+    attend = {"heads": heads, "dim": hd, "topk": TOPK}
+    cases += [Case("indexer_scan", main, n, n * ihd * w, None, f"{n:,} keys", scan) for n in keys]
+    cases += [Case("sparse_attention", main, n, None, None, f"{n:,} rows", attend) for n in pools]
     return cases
 
 
@@ -104,48 +90,19 @@ def bytes_text(n: float) -> str:
 
 
 def row(case: Case, seconds: float) -> dict[str, Any]:
-    """The kernels.parquet row of ``case`` timed at ``seconds`` per call."""
+    """The kernels.parquet row of ``case`` timed at ``seconds`` per call; ValueError unless
+    finite and positive."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"{case.family} {case.dtype} {case.size}: time {seconds!r} s")
+    as_float = lambda v: None if v is None else float(v)  # noqa: E731
     return {
         "family": case.family,
         "dtype": case.dtype,
         "size": int(case.size),
         "seconds": float(seconds),
-        "bytes": None if case.bytes is None else float(case.bytes),
-        "flops": None if case.flops is None else float(case.flops),
+        "bytes": as_float(case.bytes),
+        "flops": as_float(case.flops),
     }
-
-
-class Timer:
-    """Seconds per call of ``fn``: warm-ups, then the best of :data:`BATCHES` batches of N."""
-
-    def __init__(self, torch: Any, device: str) -> None:
-        self.torch, self.device = torch, device
-        self.warmups = WARMUPS if device == "cuda" else 1
-        self.target = TARGET_BATCH_S[device]
-
-    def batch(self, fn: Callable[[], Any], n: int) -> float:
-        if self.device == "cuda":
-            t = self.torch.cuda
-            start, end = t.Event(enable_timing=True), t.Event(enable_timing=True)
-            start.record()
-            for _ in range(n):
-                fn()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) / 1e3
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        return time.perf_counter() - t0
-
-    def __call__(self, fn: Callable[[], Any]) -> float:
-        for _ in range(self.warmups):
-            fn()
-        one = max(self.batch(fn, 1), 1e-7)
-        n = max(1, min(10_000, math.ceil(self.target / one)))
-        return min(self.batch(fn, n) for _ in range(BATCHES)) / n
 
 
 def fp8_available(torch: Any, device: str) -> tuple[bool, str]:
@@ -168,14 +125,35 @@ class Bench:
 
     def __init__(self, torch: Any, device: str, shapes: Mapping[str, int]) -> None:
         self.torch, self.device, self.shapes = torch, device, shapes
-        self.timer = Timer(torch, device)
         self.gen = torch.Generator(device=device).manual_seed(0)
 
-    def dt(self, dtype: str) -> Any:
-        t = self.torch
-        return {"bf16": t.bfloat16, "fp32": t.float32, "fp8": t.bfloat16}[dtype]
+    def _batch(self, fn: Callable[[], Any], n: int) -> float:
+        if self.device == "cuda":
+            t = self.torch.cuda
+            start, end = t.Event(enable_timing=True), t.Event(enable_timing=True)
+            start.record()
+            for _ in range(n):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return time.perf_counter() - t0
 
-    def randn(self, *shape: int, dtype: str = "bf16") -> Any:
+    def timer(self, fn: Callable[[], Any]) -> float:
+        """Seconds per call of ``fn``: warm-ups, then the best of :data:`BATCHES` batches of N."""
+        for _ in range(WARMUPS if self.device == "cuda" else 1):
+            fn()
+        one = max(self._batch(fn, 1), 1e-7)
+        n = max(1, min(10_000, math.ceil(TARGET_BATCH_S[self.device] / one)))
+        return min(self._batch(fn, n) for _ in range(BATCHES)) / n
+
+    def dt(self, dtype: str) -> Any:
+        return self.torch.float32 if dtype == "fp32" else self.torch.bfloat16
+
+    def randn(self, *shape: int, dtype: str) -> Any:
         t = self.torch
         x = t.randn(*shape, device=self.device, dtype=self.dt(dtype), generator=self.gen)
         return x.to(t.float8_e4m3fn) if dtype == "fp8" else x
@@ -271,17 +249,23 @@ class Bench:
 
 
 def measure(
-    cases: list[Case], torch: Any, device: str, shapes: Mapping[str, int], progress: bool = True
+    cases: list[Case], torch: Any, device: str, shapes: Mapping[str, int]
 ) -> list[dict[str, Any]]:
-    """Time every case in order (a progress bar on stderr); the kernels.parquet rows."""
+    """Time every case in order (a progress bar on stderr); the kernels.parquet rows. CUDA: 1 s
+    of BF16 8192^3 GEMMs first, so that the clocks are up from idle."""
     bench = Bench(torch, device, shapes)
     rows: list[dict[str, Any]] = []
     cache: dict[str, Any] = {}
-    bar = progress_bar(len(cases), progress)
+    bar = progress_bar(len(cases), True)
     try:
         if device == "cuda":
             bar.set_description("spin-up")
-            spin_up(torch)
+            a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 1.0:
+                for _ in range(10):
+                    a @ a
+                torch.cuda.synchronize()
         for case in cases:
             bar.set_description(f"{case.family} {case.dtype} {case.label}".strip())
             rows.append(row(case, bench.time(case, cache)))
@@ -294,18 +278,8 @@ def measure(
     return rows
 
 
-def spin_up(torch: Any, seconds: float = SPIN_UP_S) -> None:
-    """BF16 8192^3 GEMMs for ``seconds``, so that the GPU's clocks are up before timing."""
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        for _ in range(10):
-            a @ a
-        torch.cuda.synchronize()
-
-
 class _Lines:
-    """A progress 'bar' of plain lines, where tqdm is missing."""
+    """A progress 'bar' of plain lines (no terminal, or no tqdm)."""
 
     def __init__(self, total: int, on: bool) -> None:
         self.total, self.done, self.on, self.desc = total, 0, on, ""
@@ -319,7 +293,7 @@ class _Lines:
             print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        pass
+        return None
 
 
 def progress_bar(total: int, on: bool) -> Any:
@@ -338,11 +312,8 @@ def progress_bar(total: int, on: bool) -> Any:
 def import_torch() -> Any:
     """torch, or the one-line error that says to run from the live env."""
     if importlib.util.find_spec("torch") is None:
-        raise InputError(
-            sys.executable,
-            "torch",
-            "not installed here: run .venv-live/bin/rackbook calibrate (make live-setup)",
-        )
+        why = "not installed here: run .venv-live/bin/rackbook calibrate (make live-setup)"
+        raise InputError(sys.executable, "torch", why)
     import torch
 
     return torch
