@@ -57,7 +57,7 @@ def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
     from rackbook.core import validity
 
     out = {}
-    for _, r in validity.point_validity(trace).iterrows():
+    for r in validity.point_validity(trace).to_dict("records"):
         n, ok = int(r["requests"]), int(r["successful"])
         out[str(r["point_id"])] = {
             "requests": n,
@@ -94,14 +94,13 @@ class Conversion:
 
         labels = {"config": pt.config, **dict(pt.labels)}
         labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
-        frames, docs = [], []
-        for name in pt.raw_names():
-            path = _raw_result(self.raw / "serve" / name)
-            doc = jsonstream.load(path)
-            docs.append(doc)
-            frames.append(vllm_bench.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc))
-        rec = self.info["points"].get(pt.point_id, {})
-        servers = rec.get("servers") or [""] * len(frames)
+        paths = [_raw_result(self.raw / "serve" / name) for name in pt.raw_names()]
+        docs = [jsonstream.load(path) for path in paths]
+        frames = [
+            vllm_bench.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc)
+            for path, doc in zip(paths, docs, strict=True)
+        ]
+        servers = self.info["points"].get(pt.point_id, {}).get("servers") or []
         if len(frames) == 1 and phase.servers == 1:
             t = frames[0]
         else:  # shards: one clock (perf_counter, CLOCK_MONOTONIC), zero = earliest request
@@ -109,9 +108,8 @@ class Conversion:
             t0 = min(starts)
             for k, (f, d) in enumerate(zip(frames, docs, strict=True)):
                 f.requests["start_time_s"] = np.asarray(d["start_times"], dtype=float) - t0
-                f.requests["request_id"] = [
-                    f"{pt.point_id}/s{k}/{i}" for i in range(len(d["start_times"]))
-                ]
+                n = len(d["start_times"])
+                f.requests["request_id"] = [f"{pt.point_id}/s{k}/{i}" for i in range(n)]
                 f.requests["shard"] = k
                 f.requests["server"] = servers[k] if k < len(servers) else ""
             t = traces.concat(frames, {})
@@ -125,8 +123,7 @@ class Conversion:
             t.requests["concurrency"] = pd.array([conc] * len(t.requests), dtype="Int64")
             t.run = {"shard_offsets_s": [s - t0 for s in starts]}
         if phase.servers > 1:
-            t.points["replicas"] = pt.shards
-            t.requests["replicas"] = pt.shards
+            t.points["replicas"] = t.requests["replicas"] = pt.shards
         return t
 
     def _metric_rows(self, pid: str) -> tuple[list[dict[str, Any]], float]:
@@ -139,12 +136,10 @@ class Conversion:
         rows: list[dict[str, Any]] = []
         hits = 0.0
         for e in jsonstream.load(mpath)["servers"]:
-            b = [prom.Sample(**s) for s in e["before"]]
-            a = [prom.Sample(**s) for s in e["after"]]
-            rows += prom.rows(b, pid, e["server"], "before") + prom.rows(
-                a, pid, e["server"], "after"
-            )
-            hits += prom.delta(b, a, "vllm:prefix_cache_hits_total")
+            got = {at: [prom.Sample(**s) for s in e[at]] for at in ("before", "after")}
+            for at, samples in got.items():
+                rows += prom.rows(samples, pid, e["server"], at)
+            hits += prom.delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
         return rows, hits
 
     def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -206,13 +201,12 @@ class Conversion:
         parts = []
         for b in sc.batch_sizes:
             path = _raw_result(self.raw / "offline" / f"b{b}.json")
-            pid = sc.point_id("offline", b)
             labels = {
                 "engine": "vllm-offline",
                 "config": sc.served_model_name,
                 "batch_size": str(b),
             }
-            t = vllm_bench.vllm_bench_frames(path, labels, point_id=pid)
+            t = vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
             t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
             t.points["concurrency"] = pd.array([None], dtype="Int64")
             parts.append(t)
@@ -220,10 +214,9 @@ class Conversion:
 
     def _duty_cycle(self) -> float | None:
         """Measured windows over wall time after start-up (s/s), all engines; None if no wall."""
-        win = wall = 0.0
-        for e in [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]:
-            win += e.get("windows_s", 0.0)
-            wall += e.get("wall_after_up_s", 0.0)
+        engines = [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]
+        win = sum(e.get("windows_s", 0.0) for e in engines)
+        wall = sum(e.get("wall_after_up_s", 0.0) for e in engines)
         return (win / wall) if wall else None
 
     def _notes(self, notes_extra: str) -> str:
