@@ -160,10 +160,6 @@ def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
     return {k: catalog.gpus[gid][k] for k in keys} | {"catalog": gid}
 
 
-def _known(v: Any) -> bool:
-    return v is not None and isinstance(v, int | float) and math.isfinite(v) and v > 0
-
-
 def _rate(r: Mapping[str, Any], what: str, sheet: float | None, of: str = "") -> str:
     """A row's ``bytes`` (TB/s) or ``flops`` (TFLOP/s) per second, and its share of ``sheet``."""
     unit, small = ("TB/s", "GB/s") if what == "bytes" else ("TFLOP/s", "GFLOP/s")
@@ -365,35 +361,22 @@ def _measure_and_write(
     command = "rackbook " + shlex.join(sys.argv[1:] if ours else ["calibrate", *_argv(args)])
     run, rows = calibrate(args.device or "cuda", cat, quick=args.quick, command=command)
     try:
-        return _write_outputs(run, rows, output, saved, missing)
+        if saved is not None:
+            fsio.atomic_write_json(saved, {"run": run, "kernels": rows}, "--save-json")
+        print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
+        print("\n".join(summary(rows, run["spec"])))
+        if not run["spec"]:
+            print(NO_ATTAINABLE)
+        if output is not None and missing:
+            how = f"convert it with rackbook calibrate --from-json {saved} -o {output}"
+            print(f"calibrate: {missing} missing here: wrote only {saved}; {how}", file=sys.stderr)
+        elif output is not None:
+            print(write_folder(output, run, rows))
     except BaseException:  # interrupted or failed: no --save-json file left of this run
         if saved is not None:
             with contextlib.suppress(OSError):
                 saved.unlink()
         raise
-
-
-def _write_outputs(
-    run: dict[str, Any],
-    rows: list[dict[str, Any]],
-    output: Path | None,
-    saved: Path | None,
-    missing: str | None,
-) -> int:
-    if saved is not None:
-        fsio.atomic_write_json(saved, {"run": run, "kernels": rows}, "--save-json")
-    print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
-    print("\n".join(summary(rows, run["spec"])))
-    if not run["spec"]:
-        print(NO_ATTAINABLE)
-    if output is not None and missing:
-        print(
-            f"calibrate: {missing} missing here: wrote only {saved}; convert it with "
-            f"rackbook calibrate --from-json {saved} -o {output}",
-            file=sys.stderr,
-        )
-    elif output is not None:
-        print(write_folder(output, run, rows))
     if saved is not None:
         print(saved)
     return 0
@@ -410,8 +393,9 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
         return "no data sheet: shares not given"
     parts = [f"catalog {spec.get('catalog')}", f"{spec['hbm_TBps']:g} TB/s"]
     for k, name in (("bf16_dense_TFLOPs", "BF16"), ("fp8_dense_TFLOPs", "FP8")):
-        if _known(spec.get(k)):
-            parts.append(f"{spec[k]:,.0f} TFLOP/s {name}")
+        v = spec.get(k)
+        if isinstance(v, int | float) and math.isfinite(v) and v > 0:
+            parts.append(f"{v:,.0f} TFLOP/s {name}")
     return ", ".join(parts)
 
 
