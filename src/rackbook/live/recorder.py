@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -116,6 +117,17 @@ def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
             "reason": str(r["reason"]),
         }
     return out
+
+
+@dataclass
+class _Live:
+    """A phase's running parts: server URLs, the servers started here (stopped on every way
+    out), the bench client, the shard pool (None: one shard)."""
+
+    urls: list[str]
+    client: Any
+    pool: Any
+    servers: list[VllmServer] = field(default_factory=list)
 
 
 def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
@@ -311,30 +323,29 @@ class Recorder:
         if not urls and isinstance(sc, EplbBalance) and on_cpu():
             raise InputError("-", "eplb-balance", CPU_EPLB)
         shards = max(pt.shards for pt in todo)
-        client = BenchClient(self.raw / "bench.log")
         pool = ShardPool(shards, self.raw) if shards > 1 else None
-        servers: list[VllmServer] = []
+        live = _Live(urls, BenchClient(self.raw / "bench.log"), pool)
         bar = None
         t_wall0 = time.monotonic()
         try:
             if urls:
                 eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
-                eng["import_s"] = client.preload()
+                eng["import_s"] = live.client.preload()
                 if pool is None:
-                    eng["presample_s"] = self._presample(todo, urls, client)
+                    eng["presample_s"] = self._presample(todo, live)
             else:
-                urls = self._start_servers(phase, todo, eng, servers, client, pool is None)
+                self._start_servers(phase, todo, eng, live)
             if pool is not None:
                 eng["shard_import_s"] = pool.wait_ready()
             t_up = time.monotonic()
             windows = 0.0
             if sc.warmup:
-                self._warmup(phase, todo, urls, client, pool)
+                self._warmup(phase, todo, live)
                 eng["warmup_s"] = time.monotonic() - t_up
             bar = self._bar(f"{sc.name} {phase.label}", len(todo))
             for pt in todo:
                 for attempt in range(1, MAX_ATTEMPTS + 1):
-                    windows += self.run_point(phase, pt, urls, servers, client, pool)
+                    windows += self.run_point(phase, pt, live)
                     reason = self.point_refusal(phase, pt)
                     if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
                         break
@@ -343,10 +354,10 @@ class Recorder:
         finally:
             if bar is not None:  # on every way out, so that an error line starts a line
                 bar.close()
-            client.forget_samples()
+            live.client.forget_samples()
             if pool is not None:
                 pool.close()
-            for i, srv in enumerate(servers):
+            for i, srv in enumerate(live.servers):
                 killed = srv.stop()
                 if i < len(eng.get("servers", [])):
                     eng["servers"][i]["sigkill_needed"] = killed
@@ -354,16 +365,11 @@ class Recorder:
             self._save_info()
 
     def _start_servers(
-        self,
-        phase: Phase,
-        todo: list[PlanPoint],
-        eng: dict[str, Any],
-        servers: list[VllmServer],
-        client: Any,
-        presample: bool,
-    ) -> list[str]:
-        """Start the phase's servers (into ``servers`` at once, for the caller to stop), preload
-        the client meanwhile, wait until healthy; their URLs."""
+        self, phase: Phase, todo: list[PlanPoint], eng: dict[str, Any], live: _Live
+    ) -> None:
+        """Start the phase's servers (into ``live.servers`` at once, for the caller to stop),
+        preload the client and draw the prompts meanwhile, wait until healthy."""
+        servers = live.servers
         with server_mod.deferred_signals():
             for k in range(phase.servers):
                 srv = VllmServer(
@@ -376,9 +382,10 @@ class Recorder:
                 servers.append(srv)
                 srv.start()
                 self.commands.append(srv.command)
-            eng["import_s"] = client.preload()  # overlaps the servers' start-up
-            if presample:  # the points' prompts too (sampling is client work)
-                eng["presample_s"] = self._presample(todo, [s.base_url for s in servers], client)
+            live.urls = [s.base_url for s in servers]
+            eng["import_s"] = live.client.preload()  # overlaps the servers' start-up
+            if live.pool is None:  # the points' prompts too (sampling is client work)
+                eng["presample_s"] = self._presample(todo, live)
             for srv in servers:
                 srv.wait_healthy()
         eng["servers"] = [
@@ -387,11 +394,8 @@ class Recorder:
             for srv in servers
         ]
         self._save_info()  # the servers' pgids are on disk while they run
-        return [srv.base_url for srv in servers]
 
-    def _warmup(
-        self, phase: Phase, todo: list[PlanPoint], urls: list[str], client: Any, pool: Any
-    ) -> None:
+    def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
         """One short unmeasured run per server before the phase's first point."""
         from rackbook.live.bench import BenchPoint
 
@@ -403,45 +407,40 @@ class Recorder:
             c = first.concurrency or 1
             n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
         argvs = []
-        for k, url in enumerate(urls):
+        for k, url in enumerate(live.urls):
             wp = BenchPoint(
                 "warmup", url, sc.model, sc.served_model_name, inp, out, n, c, sc.seed + 999
             )
-            name = "warmup.json" if len(urls) == 1 else f"warmup.{phase.label}.{k}.json"
+            name = "warmup.json" if len(live.urls) == 1 else f"warmup.{phase.label}.{k}.json"
             argvs.append(wp.argv(self.raw / "serve", name))
-        if pool is not None:  # each shard process warms its own replica, all at once
-            pool.run(argvs)
+        if live.pool is not None:  # each shard process warms its own replica, all at once
+            live.pool.run(argvs)
         else:
             for a in argvs:
-                client.run(a)
+                live.client.run(a)
 
-    def _presample(self, todo: list[PlanPoint], urls: list[str], client: Any) -> float:
+    def _presample(self, todo: list[PlanPoint], live: _Live) -> float:
         """Draw every point's prompts before the servers are up; seconds taken."""
         return sum(
-            client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
+            live.client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
             for pt in todo
-            for k, u in enumerate(urls[: pt.shards])
+            for k, u in enumerate(live.urls[: pt.shards])
         )
 
-    def run_point(
-        self,
-        phase: Phase,
-        pt: PlanPoint,
-        urls: list[str],
-        servers: list[VllmServer],
-        client: Any,
-        pool: Any,
-    ) -> float:
+    def run_point(self, phase: Phase, pt: PlanPoint, live: _Live) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
         from rackbook.live.bench import command_line, summary
 
-        names, use = pt.raw_names(), urls[: pt.shards]
+        names, use, servers = pt.raw_names(), live.urls[: pt.shards], live.servers
         argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
-        before, warm_s = self._before_point(pt, use, argvs, servers, client)
+        before, warm_s = self._before_point(pt, argvs, live)
         t0 = time.monotonic()
         error = None
         try:
-            summaries = [summary(client.run(argvs[0]))] if pool is None else pool.run(argvs)
+            if live.pool is None:
+                summaries = [summary(live.client.run(argvs[0]))]
+            else:
+                summaries = live.pool.run(argvs)
         except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
             summaries, error = [], f"{type(exc).__name__}: {exc}"
         wall = time.monotonic() - t0
@@ -490,20 +489,16 @@ class Recorder:
         return max(durations)
 
     def _before_point(
-        self,
-        pt: PlanPoint,
-        use: list[str],
-        argvs: list[list[str]],
-        servers: list[VllmServer],
-        client: Any,
+        self, pt: PlanPoint, argvs: list[list[str]], live: _Live
     ) -> tuple[list[Any], float]:
         """Warm the shared prefix, then ``/metrics`` per server: (samples, warming s); a server
         gone is a failed point (:meth:`_fail`)."""
+        use, servers = live.urls[: pt.shards], live.servers
         warm_s = 0.0
         try:
             if pt.prefix_len:
                 for u, a in zip(use, argvs, strict=True):
-                    ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
+                    ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
                     warm_s += warm_prefix(u, self.sc.served_model_name, ids, self.key)
             return [prom.scrape(u, self.key) for u in use], warm_s
         except OSError as exc:  # the server went away between points: a failed point, not a crash
