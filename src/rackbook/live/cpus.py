@@ -1,7 +1,6 @@
 """CPU cores of the vLLM engine and of the API server + bench client (``front``): on vLLM's CPU
 backend the engine busy-polls and starves whatever shares its cores. ``RACKBOOK_LIVE_CPUS``:
-``auto`` (CPU build, >= 2 cores: the last ``max(1, n // 4)`` are front), ``off``, or ``0-11/12-15``.
-"""
+``auto`` (CPU build, >= 2 cores: the last ``max(1, n // 4)`` front), ``off``, or ``0-11/12-15``."""
 
 from __future__ import annotations
 

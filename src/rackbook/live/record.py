@@ -1,14 +1,6 @@
-"""Record a live scenario into a trace (needs .venv-live).
-
-    rackbook record prefill-gain -o DIR -p prefix_tokens 1024 --endpoint http://HOST:8000
-
-Per phase: start ``vllm serve`` on 127.0.0.1 (or use --endpoint URLs, in phase order), run
-each point with vLLM's bench client, keep raw artifacts in ``OUT.raw/`` (serve/, offline/,
-metrics/, failed/, rejected/, logs, record.json), write the trace ``OUT`` at the end.
-A point with over 2 % of requests flagged by the validity checks runs once more, then stops
-the recording (exit 2) unless --accept-invalid. A failed point stops it (exit 2, recorded in
-record.json ``failures``); --resume keeps finished points and runs the rest.
-"""
+"""``rackbook record SCENARIO`` in .venv-live: per phase ``vllm serve`` on 127.0.0.1 (or --endpoint
+URLs, in phase order), raw artifacts in ``OUT.raw/``, the trace ``OUT`` at the end. A point over
+2 % flagged runs once more, then stops (exit 2) unless --accept-invalid, as a failed point does."""
 
 from __future__ import annotations
 
@@ -45,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
     )
-    p.add_argument("--resume", action="store_true")
+    p.add_argument("--resume", action="store_true", help="keep finished points, run the rest")
     p.add_argument(
         "--accept-invalid",
         action="store_true",
