@@ -612,14 +612,8 @@ class Recorder:
         assert isinstance(sc, DecodeParity)
         done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
         todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
-        cfg = OfflineConfig(
-            model=sc.model,
-            dtype=sc.dtype,
-            max_model_len=sc.max_model_len,
-            max_num_seqs=sc.max_num_seqs,
-            seed=sc.seed,
-            served_model_name=sc.served_model_name,
-        )
+        keys = ("model", "dtype", "max_model_len", "max_num_seqs", "seed", "served_model_name")
+        cfg = OfflineConfig(**{k: getattr(sc, k) for k in keys})
         eng: dict[str, Any] = {
             "command": cfg.equivalent_command(),
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
@@ -847,10 +841,8 @@ class Recorder:
             f"live recording of {sc.name} on {model_desc}; "
             "CPU-only runs show how vLLM behaves, not GB300 numbers. "
             "client_server_discrepancy (record): client-counted output tokens vs the servers' "
-            "vllm:generation_tokens_total delta per point. "
+            f"vllm:generation_tokens_total delta per point. {sc.NOTE + ' ' if sc.NOTE else ''}"
         )
-        if sc.NOTE:
-            notes += sc.NOTE + " "
         lay = self.info.get("cpu_layout") or {}
         if lay.get("pinned"):
             notes += (
@@ -930,17 +922,11 @@ class Recorder:
         log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
         if not log.exists():
             raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
-        df = expert_load.parse_eplb_log_lines(
-            log.read_text(encoding="utf-8", errors="replace").splitlines(), source=log
-        )
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        df = expert_load.parse_eplb_log_lines(lines, source=log)
         cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
-        tables["eplb_log"] = (
-            df[cols].copy()
-            if len(df)
-            else pd.DataFrame(
-                {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
-            )
-        )
+        empty = {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
+        tables["eplb_log"] = df[cols].copy() if len(df) else pd.DataFrame(empty)
         self.info["eplb_log"] = {"server_log": str(log), "lines": len(df)}
         if not len(df):
             notes += (
