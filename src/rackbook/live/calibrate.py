@@ -391,12 +391,8 @@ def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | N
 
 
 #: The model shapes a calibration times: ``architecture`` fields, the second ``moe``'s.
-SHAPES = (
-    "hidden_size",
-    "moe_intermediate_size",
-    "num_attention_heads",
-    "head_dim",
-    "index_head_dim",
+SHAPES = tuple(
+    "hidden_size moe_intermediate_size num_attention_heads head_dim index_head_dim".split()
 )
 
 

@@ -11,22 +11,11 @@ from dataclasses import dataclass
 from rackbook.live.envfile import urlopen
 
 #: Metric families kept (prefix match after ``vllm:``; histogram buckets dropped).
-KEEP = (
-    "prompt_tokens",
-    "generation_tokens",
-    "prefix_cache_queries",
-    "prefix_cache_hits",
-    "request_success",
-    "num_preemptions",
-    "num_requests_running",
-    "num_requests_waiting",
-    "kv_cache_usage_perc",
-    "time_to_first_token_seconds",
-    "e2e_request_latency_seconds",
-    "inter_token_latency_seconds",
-    "request_prefill_time_seconds",
-    "request_decode_time_seconds",
-    "iteration_tokens_total",
+KEEP = tuple(
+    """prompt_tokens generation_tokens prefix_cache_queries prefix_cache_hits request_success
+    num_preemptions num_requests_running num_requests_waiting kv_cache_usage_perc
+    time_to_first_token_seconds e2e_request_latency_seconds inter_token_latency_seconds
+    request_prefill_time_seconds request_decode_time_seconds iteration_tokens_total""".split()
 )
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")

@@ -39,26 +39,10 @@ MAX_ATTEMPTS = 2
 #: wait for ``FOLDER/go`` (a test acts between two points on an event, not on timing).
 HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
 #: The raw folder's entries, pending in its manifest until the recording ends.
-RAW_PENDING = (
-    "serve",
-    "offline",
-    "metrics",
-    "failed",
-    "rejected",
-    "record.json",
-    "*.log",
-    "*.log.gz",
-)
+RAW_PENDING = tuple("serve offline metrics failed rejected record.json *.log *.log.gz".split())
 #: record.json's entries a recording fills in (and a resumed one takes over), in order.
-RECORD_KEYS = (
-    "points",
-    "engines",
-    "phases",
-    "failures",
-    "sessions",
-    "validity",
-    "accepted_invalid",
-    "points_kept",
+RECORD_KEYS = tuple(
+    "points engines phases failures sessions validity accepted_invalid points_kept".split()
 )
 _LISTS = ("failures", "sessions", "accepted_invalid", "points_kept")
 
