@@ -461,8 +461,10 @@ def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
     return {k: catalog.gpus[gid][k] for k in keys} | {"catalog": gid}
 
 
-def _rate(r: Mapping[str, Any], what: str, sheet: float | None, of: str = "") -> str:
+def _rate(r: Mapping[str, Any], what: str, sheet: float | None) -> str:
     """A row's ``bytes`` (TB/s) or ``flops`` (TFLOP/s) per second, and its share of ``sheet``."""
+    of = {"expert_gemm": " of weights", "indexer_scan": " of keys"}.get(r["family"], "")
+    of = of if what == "bytes" else ""
     unit, small = ("TB/s", "GB/s") if what == "bytes" else ("TFLOP/s", "GFLOP/s")
     rate = r[what] / r["seconds"] / 1e12
     text = f"{rate:,.4g}" if what == "flops" else f"{rate:.3g}"
@@ -490,36 +492,25 @@ def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -
     for (fam, dtype), rs in groups.items():
         rs = sorted(rs, key=lambda r: r["size"])
         peak = spec.get(f"{dtype}_dense_TFLOPs")
-        lines: list[tuple[str, str]] = []
         if fam in ("hbm_read", "hbm_copy"):
             r = max(rs, key=lambda r: r["bytes"] / r["seconds"])
             lines = [(bytes_text(r["size"]), _rate(r, "bytes", hbm))]
         elif fam == "dense_gemm":
             r = max(rs, key=lambda r: r["flops"] / r["seconds"])
             lines = [(f"{r['size']}^3", _rate(r, "flops", peak))]
-        elif fam == "expert_gemm":
+        elif fam == "expert_gemm":  # the smallest (weights streamed) and the best (FLOPs)
             lo, hi = rs[0], max(rs, key=lambda r: r["flops"] / r["seconds"])
-            lines = [
-                (
-                    f"{lo['size']:,} tok",
-                    f"{_us(lo['seconds'])}, {_rate(lo, 'bytes', hbm, ' of weights')}",
-                )
-            ]
+            lines = [(f"{lo['size']:,} tok", f"{_us(lo['seconds'])}, {_rate(lo, 'bytes', hbm)}")]
             if hi is not lo:
-                lines.append(
-                    (f"{hi['size']:,} tok", f"{_us(hi['seconds'])}, {_rate(hi, 'flops', peak)}")
-                )
+                flops = f"{_us(hi['seconds'])}, {_rate(hi, 'flops', peak)}"
+                lines.append((f"{hi['size']:,} tok", flops))
         elif fam == "indexer_scan":
             r = rs[-1]
-            lines = [
-                (
-                    f"{r['size']:,} keys",
-                    f"{_us(r['seconds'])}, {_rate(r, 'bytes', hbm, ' of keys')}",
-                )
-            ]
+            lines = [(f"{r['size']:,} keys", f"{_us(r['seconds'])}, {_rate(r, 'bytes', hbm)}")]
         else:
             lines = [(f"{r['size']:,} rows", _us(r["seconds"])) for r in rs]
-        out += [f"  {f'{fam} {dtype}'.strip():<22} {size:>14}  {what}" for size, what in lines]
+        name = f"{fam} {dtype}".strip()
+        out += [f"  {name:<22} {size:>14}  {text}" for size, text in lines]
     return out
 
 
