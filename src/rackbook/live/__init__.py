@@ -74,9 +74,8 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
     """Run the recorder ``cmd``, its stderr copied through: (exit code, stdout lines, last
     64 KiB of stderr). A KeyboardInterrupt goes to the child as SIGINT, re-raised once it stops."""
     pipe = subprocess.PIPE
-    proc = subprocess.Popen(
-        cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=vllm_environ()
-    )
+    env = vllm_environ()
+    proc = subprocess.Popen(cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     stdout, stderr = proc.stdout, proc.stderr
     lines: list[str] = []

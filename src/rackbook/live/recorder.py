@@ -532,9 +532,8 @@ class Recorder:
             return False
         if action == "refuse":
             why = f"refused after {attempt} attempts: {reason} (record.json validity; "
-            raise InputError(
-                self.raw / "record.json", point_id, why + "--accept-invalid keeps such points)"
-            )
+            why += "--accept-invalid keeps such points)"
+            raise InputError(self.raw / "record.json", point_id, why)
         if action == "accept":
             _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
         if point_id not in self.info["points_kept"]:
@@ -581,12 +580,9 @@ class Recorder:
             }
         )
         self._save_info()
-        raise InputError(
-            self.raw / "record.json",
-            pt.point_id,
-            f"point failed: {reason} ({completed} requests completed, {failed} "
-            "failed; server log tail in record.json failures); rerun with --resume",
-        )
+        why = f"point failed: {reason} ({completed} requests completed, {failed} failed; server "
+        why += "log tail in record.json failures); rerun with --resume"
+        raise InputError(self.raw / "record.json", pt.point_id, why)
 
     def run_offline(self) -> None:
         """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
@@ -622,9 +618,8 @@ class Recorder:
                 doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
                 atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
                 windows += doc["measured_s"]
-                if self.judge(
-                    pid, attempt, self.offline_refusal(pid, b), [f"b{b}.json"], "offline"
-                ):
+                reason = self.offline_refusal(pid, b)
+                if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
                     break
             self.info["points"][pid] = {
                 "engine": "vllm-offline",
