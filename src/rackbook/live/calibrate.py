@@ -149,14 +149,13 @@ def row(case: Case, seconds: float) -> dict[str, Any]:
     finite and positive."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"{case.family} {case.dtype} {case.size}: time {seconds!r} s")
-    as_float = lambda v: None if v is None else float(v)  # noqa: E731
     return {
         "family": case.family,
         "dtype": case.dtype,
         "size": int(case.size),
         "seconds": float(seconds),
-        "bytes": as_float(case.bytes),
-        "flops": as_float(case.flops),
+        "bytes": None if case.bytes is None else float(case.bytes),
+        "flops": None if case.flops is None else float(case.flops),
     }
 
 
