@@ -1,6 +1,6 @@
 """The recorder: runs one scenario's plan, keeps every raw artifact in ``OUT.raw/`` (layout:
 :mod:`rackbook.live.record`) and converts them into one trace with its run.json.
-"""
+One idea: one recording, from its plan through record.json to its trace, read in one place."""
 
 from __future__ import annotations
 
