@@ -16,7 +16,7 @@ import pytest
 from rackbook import paths
 from rackbook.core import calibration, schema
 from rackbook.inputs import catalogs
-from rackbook.live import calibrate, kernels
+from rackbook.live import calibrate
 
 REFERENCE = paths.DATA / "calibration" / "h200-kernels.reference.json"
 sys.path.insert(0, str(paths.ROOT / "env" / "calibration"))
@@ -35,37 +35,37 @@ def _reference() -> pd.DataFrame:
 
 def test_cuda_plan_is_the_reference_figure_by_figure() -> None:
     cat = _catalog()
-    cases = kernels.plan("cuda", cat.shapes, fp8=True)
+    cases = calibrate.plan("cuda", cat.shapes, fp8=True)
     ref = _reference()
     assert [(c.family, c.dtype, c.size) for c in cases] != []
     assert sorted((c.family, c.dtype, c.size) for c in cases) == sorted(
         zip(ref["family"], ref["dtype"], ref["size"], strict=True)
     )
     # bytes and FLOPs counted as the reference counts them (from_reference's rows)
-    rows = pd.DataFrame([kernels.row(c, 1e-3) for c in cases]).set_index(
+    rows = pd.DataFrame([calibrate.row(c, 1e-3) for c in cases]).set_index(
         ["family", "dtype", "size"]
     )
     want = ref.set_index(["family", "dtype", "size"]).loc[rows.index]
     pd.testing.assert_series_equal(rows["bytes"], want["bytes"], check_dtype=False)
     pd.testing.assert_series_equal(rows["flops"], want["flops"], check_dtype=False)
     # no FP8 where the device has none; --quick is a subset
-    no_fp8 = kernels.plan("cuda", cat.shapes, fp8=False)
+    no_fp8 = calibrate.plan("cuda", cat.shapes, fp8=False)
     assert {c.dtype for c in no_fp8} == {"bf16"} and len(no_fp8) == len(cases) - 13
-    quick = {(c.family, c.dtype, c.size) for c in kernels.plan("cuda", cat.shapes, fp8=True,
+    quick = {(c.family, c.dtype, c.size) for c in calibrate.plan("cuda", cat.shapes, fp8=True,
                                                                   quick=True)}  # fmt: skip
     assert quick < {(c.family, c.dtype, c.size) for c in cases}
     assert {f for f, _, _ in quick} == set(calibration.FAMILIES)
 
 
 def test_cpu_plan_covers_every_family_small() -> None:
-    cases = kernels.plan("cpu", _catalog().shapes, fp8=False)
+    cases = calibrate.plan("cpu", _catalog().shapes, fp8=False)
     assert {c.family for c in cases} == set(calibration.FAMILIES)
     assert "fp8" not in {c.dtype for c in cases}
     assert {c.dtype for c in cases if c.family != "dense_gemm"} == {"fp32"}
     experts = [c for c in cases if c.family == "expert_gemm"]
     assert max(c.size for c in experts) <= 16
     assert experts[0].bytes == 3 * 5120 * 2304 * 4  # the catalog model's expert, FP32 on CPU
-    assert "fp8" in {c.dtype for c in kernels.plan("cpu", _catalog().shapes, fp8=True)}
+    assert "fp8" in {c.dtype for c in calibrate.plan("cpu", _catalog().shapes, fp8=True)}
 
 
 def test_shapes_come_from_the_catalog(tmp_path) -> None:
@@ -88,7 +88,7 @@ def test_shapes_come_from_the_catalog(tmp_path) -> None:
     )
     changed = calibrate.catalog_from_yaml("deepseek-v4.1-flash", data)
     assert changed.shapes["moe_intermediate_size"] == 1536
-    expert = next(c for c in kernels.plan("cuda", changed.shapes, fp8=True)
+    expert = next(c for c in calibrate.plan("cuda", changed.shapes, fp8=True)
                   if c.family == "expert_gemm")  # fmt: skip
     assert expert.bytes == 3 * 5120 * 1536 * 2  # BF16 first
 
@@ -121,12 +121,12 @@ def test_device_spec_is_the_data_sheet() -> None:
 
 
 def test_row_refuses_a_bad_time() -> None:
-    case = kernels.Case("hbm_read", "bf16", 8, 8, None)
-    assert kernels.row(case, 2e-9) == {"family": "hbm_read", "dtype": "bf16", "size": 8,
+    case = calibrate.Case("hbm_read", "bf16", 8, 8, None)
+    assert calibrate.row(case, 2e-9) == {"family": "hbm_read", "dtype": "bf16", "size": 8,
                                          "seconds": 2e-9, "bytes": 8.0, "flops": None}  # fmt: skip
     for bad in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(ValueError, match="hbm_read bf16 8"):
-            kernels.row(case, bad)
+            calibrate.row(case, bad)
 
 
 def test_summary_of_the_reference_reads_as_the_issue() -> None:
@@ -233,8 +233,8 @@ def test_method_matches_the_reference() -> None:
         assert key in calibrate.METHOD
     assert "96 distinct experts cycled in one graph" in calibrate.METHOD["experts"]
     assert set(calibrate.METHOD) == set(calibrate.CPU_METHOD)
-    assert [c.name for c in schema.CALIBRATION_KERNELS] == list(kernels.row(
-        kernels.Case("hbm_read", "bf16", 8, 8, None), 1.0))  # fmt: skip
+    assert [c.name for c in schema.CALIBRATION_KERNELS] == list(calibrate.row(
+        calibrate.Case("hbm_read", "bf16", 8, 8, None), 1.0))  # fmt: skip
 
 
 def test_the_reference_page_has_the_calibration_format() -> None:
@@ -286,7 +286,7 @@ def test_the_progress_bar_is_drawn_only_on_a_terminal(tty, monkeypatch) -> None:
     kernel, with no carriage return; progress off: nothing either way."""
     err = _Stream(tty)
     monkeypatch.setattr(sys, "stderr", err)
-    bar = kernels.progress_bar(3, True)
+    bar = calibrate.progress_bar(3, True)
     bar.set_description("hbm_read fp32")
     bar.update(1)
     bar.close()
@@ -294,7 +294,7 @@ def test_the_progress_bar_is_drawn_only_on_a_terminal(tty, monkeypatch) -> None:
     assert ("\r" in drawn) is tty, drawn
     if not tty:
         assert drawn == "calibrate: 1/3 hbm_read fp32\n"
-    off = kernels.progress_bar(3, False)  # progress off: nothing even on a terminal
+    off = calibrate.progress_bar(3, False)  # progress off: nothing even on a terminal
     off.update(1)
     off.close()
     assert "".join(err.text) == drawn

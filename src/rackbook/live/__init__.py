@@ -1,6 +1,5 @@
-"""Live mode: record traces from real vLLM servers (in .venv-live). Importing this package
-imports neither vllm nor torch: ``rackbook record`` re-executes itself in .venv-live, and
-:func:`record_trace` runs the recorder there as a child process.
+"""Live mode: traces recorded from real vLLM servers in .venv-live. Importing it imports no vllm
+or torch: ``rackbook record`` re-executes itself there; :func:`record_trace` runs it as a child.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready, vllm_
 from rackbook.paths import resolve
 
 __all__ = ["cli_record", "record_argv", "record_trace", "recorder_argv"]
+_CHILD = "rackbook.live.record"
 
 
 def _value(v: Any) -> str:
@@ -63,9 +63,11 @@ def _error(line: str) -> InputError:
     """The recorder's ``error: FILE: FIELD: PROBLEM`` line as an :class:`InputError`."""
     text = line.removeprefix("error:").strip()
     parts = text.split(": ", 2)
-    if len(parts) == 3:
-        return InputError(*parts)
-    return InputError("rackbook.live.record", "-", text or "recorder failed")
+    return (
+        InputError(*parts)
+        if len(parts) == 3
+        else InputError(_CHILD, "-", text or "recorder failed")
+    )
 
 
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
@@ -120,25 +122,20 @@ def record_trace(
 ) -> Path:
     """Record ``scenario`` into ``output`` with real vLLM in .venv-live; the trace's path. Its
     one-line error becomes an :class:`InputError`; no ``endpoints``: servers on 127.0.0.1."""
-    if not live_venv_ready():
-        raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")
+    _check_venv()
+    out = resolve(output)
     argv = recorder_argv(
-        scenario,
-        output=resolve(output),
-        endpoints=endpoints,
-        serve=serve,
-        parameters=parameters,
-        resume=resume,
+        scenario, output=out, endpoints=endpoints, serve=serve, parameters=parameters, resume=resume
     )
-    rc, lines, err = _run([str(live_python()), "-m", "rackbook.live.record", *argv])
+    rc, lines, err = _run([str(live_python()), "-m", _CHILD, *argv])
     if rc != 0:
         said = [x for x in err.replace("\r", "\n").splitlines() if x.strip()]
         errors = [x for x in said if x.startswith("error:")]
         if errors:
             raise _error(errors[-1])
         last = f": {said[-1].strip()[:300]}" if said else ""
-        raise InputError("rackbook.live.record", "-", f"recorder exited with code {rc}{last}")
-    return Path(lines[-1]) if lines else resolve(output)
+        raise InputError(_CHILD, "-", f"recorder exited with code {rc}{last}")
+    return Path(lines[-1]) if lines else out
 
 
 def record_argv(args: argparse.Namespace) -> list[str]:
@@ -166,16 +163,17 @@ def cli_record(args: argparse.Namespace) -> int:
         from rackbook.live.record import main
 
         return main(record_argv(args))
-    if not live_venv_ready():
-        raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")
+    _check_venv()
     if not any(LIVE_VENV.glob("lib/python*/site-packages/rackbook-*.dist-info")):
-        raise InputError(
-            LIVE_VENV,
-            "-",
-            "live venv incomplete (rackbook is not installed in it): run `make live-setup` again",
-        )
+        why = "live venv incomplete (rackbook is not installed in it): run `make live-setup` again"
+        raise InputError(LIVE_VENV, "-", why)
     py = str(live_python())
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(py, [py, "-m", "rackbook.live.record", *record_argv(args)], vllm_environ())
+    os.execve(py, [py, "-m", _CHILD, *record_argv(args)], vllm_environ())
     return 0  # not reached
+
+
+def _check_venv() -> None:
+    if not live_venv_ready():
+        raise InputError(LIVE_VENV, "-", "live venv missing: run `bash env/live/setup.sh` first")

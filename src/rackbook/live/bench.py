@@ -1,7 +1,5 @@
-"""Drive ``vllm bench serve`` in-process: its client imported once (about 9 s), then vLLM's
-own parser and ``main`` per point, so the result JSON is the one ``vllm bench serve FLAGS``
-writes (:func:`command_line`). Needs .venv-live.
-"""
+"""``vllm bench serve`` in-process: its client imported once (about 9 s), then vLLM's own parser
+and ``main`` per point, so the result JSON is the one ``vllm bench serve FLAGS`` writes."""
 
 from __future__ import annotations
 
@@ -22,27 +20,23 @@ from rackbook.live.envfile import Redactor, api_key
 
 @dataclass(frozen=True)
 class BenchPoint:
-    """One measured window of ``vllm bench serve`` against a running server."""
+    """One measured window of ``vllm bench serve`` (random dataset, ignore-eos, all requests
+    at once, no ready check: it would cache request 0 first) against a running server."""
 
     point_id: str
     base_url: str
     model: str  # tokenizer/model path given to the client (--model)
     served_model_name: str
-    input_len: int  # tokens per prompt (random dataset)
-    output_len: int  # tokens generated per request (ignore-eos)
+    input_len: int  # tokens per prompt
+    output_len: int  # tokens generated per request
     num_prompts: int
     max_concurrency: int | None
-    request_rate: float = float("inf")  # requests per second; inf = all at once
     seed: int = 0
-    num_warmups: int = 0
     metadata: tuple[tuple[str, str], ...] = ()
-    extra_args: tuple[str, ...] = ()
     prefix_len: int = 0  # tokens shared by every prompt, before the random part
-    ready_check: bool = False  # vLLM's ready check sends request 0 before the window
 
     def argv(self, result_dir: str | Path, result_filename: str) -> list[str]:
         """The ``vllm bench serve`` flags for this point (without ``vllm bench serve``)."""
-        rate = "inf" if self.request_rate == float("inf") else str(self.request_rate)
         # fmt: off
         a = [
             "--backend", "vllm",
@@ -54,11 +48,11 @@ class BenchPoint:
             "--random-output-len", str(self.output_len),
             "--random-range-ratio", "0",
             "--num-prompts", str(self.num_prompts),
-            "--request-rate", rate,
+            "--request-rate", "inf",
             "--ignore-eos",
             "--temperature", "0",
             "--seed", str(self.seed),
-            "--num-warmups", str(self.num_warmups),
+            "--num-warmups", "0",
             "--percentile-metrics", "ttft,tpot,itl,e2el",
             "--metric-percentiles", "50,90,99",
             "--disable-tqdm",
@@ -69,29 +63,23 @@ class BenchPoint:
         # fmt: on
         if self.prefix_len:
             a += ["--random-prefix-len", str(self.prefix_len)]
-        if not self.ready_check:  # else request 0 is prefilled (and cached) before the window
-            a += ["--ready-check-timeout-sec", "0"]
+        a += ["--ready-check-timeout-sec", "0"]
         if self.max_concurrency is not None:
             a += ["--max-concurrency", str(self.max_concurrency)]
         if self.metadata:
             a += ["--metadata", *(f"{k}={v}" for k, v in self.metadata)]
-        return a + list(self.extra_args)
+        return a
 
 
-#: Seconds a request may go without a byte before it fails (default :data:`REQUEST_TIMEOUT_S`).
 REQUEST_TIMEOUT_ENV = "RACKBOOK_REQUEST_TIMEOUT_S"
-REQUEST_TIMEOUT_S = 600.0
 
 
 def request_timeout_s(env: Mapping[str, str] | None = None) -> float:
-    """Seconds without a byte after which a request fails (:data:`REQUEST_TIMEOUT_ENV`)."""
+    """Seconds without a byte after which a request fails (:data:`REQUEST_TIMEOUT_ENV`, 600)."""
     text = (os.environ if env is None else env).get(REQUEST_TIMEOUT_ENV, "")
-    if not text.strip():
-        return REQUEST_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
+    value = -1.0
+    with contextlib.suppress(ValueError):
+        value = float(text) if text.strip() else 600.0
     if not value > 0:
         raise InputError(REQUEST_TIMEOUT_ENV, text, "not a positive number of seconds")
     return value
@@ -109,7 +97,7 @@ class BenchClient:
         self.log_path = Path(log_path) if log_path else None
         self._serve: Any = None
         self._parser: Any = None
-        self.import_s: float | None = None
+        self.import_s = 0.0
         self.redact = Redactor([api_key()])
         self._samples: dict[tuple[str, ...], Any] = {}
 
@@ -124,7 +112,7 @@ class BenchClient:
             serve.add_cli_args(parser)
             self._serve, self._parser = serve, parser
             self.import_s = time.monotonic() - t0
-        return float(self.import_s or 0.0)
+        return self.import_s
 
     def _sample(self, argv: Sequence[str]) -> Any:
         """The requests vLLM's ``main`` would draw for flags ``argv`` (its ``get_samples``)."""
@@ -143,7 +131,6 @@ class BenchClient:
         return time.monotonic() - t0
 
     def forget_samples(self) -> None:
-        """Drop the prompts drawn by :meth:`presample`."""
         self._samples.clear()
 
     def run(self, argv: Sequence[str]) -> dict[str, Any]:
@@ -170,8 +157,7 @@ class BenchClient:
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "a", encoding="utf-8") as fh:
-                fh.write(f"$ {command_line(argv)}\n")
-                fh.write(self.redact(buf.getvalue()))
+                fh.write(f"$ {command_line(argv)}\n{self.redact(buf.getvalue())}")
         return result
 
     def prompt_token_ids(self, argv: Sequence[str]) -> list[list[int]]:
@@ -192,12 +178,11 @@ def load_tokenizer(args: Any) -> Any:
         mode, trust = args.tokenizer_mode, args.trust_remote_code
         return get_tokenizer(name, tokenizer_mode=mode, trust_remote_code=trust)
     except (OSError, ValueError) as exc:
-        why = " ".join(str(exc).split())[:200]
+        why = (
+            f"cannot load its tokenizer ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+        )
         raise InputError(
-            "-p model",
-            name,
-            f"cannot load its tokenizer ({type(exc).__name__}: {why}); give a folder on this "
-            "machine or a Hub id with -p model",
+            "-p model", name, why + "; give a folder on this machine or a Hub id with -p model"
         ) from None
 
 
@@ -235,8 +220,7 @@ class ShardPool:
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")
-        self.conns = []
-        self.procs = []
+        self.conns, self.procs = [], []
         for k in range(n):
             parent, child = ctx.Pipe()
             p = ctx.Process(

@@ -1,7 +1,6 @@
-"""``rackbook calibrate``: torch microbenchmarks of a decode step's kernels on this device
-(:mod:`rackbook.live.kernels`), with the reference H200 measurement's :data:`METHOD`, a summary
-and the calibration folder. Importing it imports no torch.
-"""
+"""``rackbook calibrate``: a decode step's kernels (the plan of shapes, timed with torch) on this
+device, the reference H200 measurement's :data:`METHOD`, a summary and the calibration folder.
+Importing it imports no torch."""
 
 from __future__ import annotations
 
@@ -18,33 +17,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rackbook import paths
-from rackbook.core import schema
-from rackbook.core.fsio import (
-    atomic_write_json,
-    check_new_file,
-    check_output_folder,
-    check_replaceable,
-    check_writable,
-    output_lock,
-    refuse_overlap,
-)
+from rackbook.core import fsio, schema
 from rackbook.core.provenance import hardware_inventory, project_commit, repo_relative
 from rackbook.errors import InputError
-from rackbook.live.kernels import (
-    TOPK,
-    bytes_text,
-    fp8_available,
-    import_torch,
-    measure,
-    plan,
-)
 
-#: Model whose shapes are timed by default (catalog id).
 DEFAULT_MODEL = "deepseek-v4.1-flash"
 #: The reference H200 measurement's method (run.json ``method`` of a CUDA calibration).
 METHOD: dict[str, str] = {
@@ -87,10 +68,315 @@ CPU_METHOD: dict[str, str] = {
 }
 
 
+#: Rows the index scan keeps and sparse attention gathers (the reference's top-2,048).
+TOPK = 2048
+#: Warm-up calls before timing (CPU: 1), batches timed (the best counts), least s per batch.
+WARMUPS, BATCHES = 5, 3
+TARGET_BATCH_S = {"cuda": 0.025, "cpu": 0.02}
+#: Distinct experts cycled per call, so that weights stream from memory, not cache.
+EXPERTS_CYCLED = {"cuda": 96, "cpu": 2}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One timed kernel shape (bytes and FLOPs per call)."""
+
+    family: str
+    dtype: str
+    size: int
+    bytes: float | None
+    flops: float | None
+    label: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+WIDTH = {"bf16": 2, "fp8": 1, "fp32": 4}
+EXPERT_TOKENS = (1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+SCAN_KEYS = (131072, 262144, 524288, 875520)
+POOL_ROWS = (131072, 875520)
+DENSE_N = (8192, 16384)
+
+
+def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = False) -> list[Case]:
+    """The kernels to time, in order: CUDA the reference's sizes (``quick`` fewer); CPU sizes
+    that take seconds, FP32 where CUDA times BF16."""
+    h, i = shapes["hidden_size"], shapes["moe_intermediate_size"]
+    heads, hd, ihd = shapes["num_attention_heads"], shapes["head_dim"], shapes["index_head_dim"]
+    cases: list[Case] = []
+    if device == "cuda":
+        main, gemm_dtypes = "bf16", ["bf16"] + (["fp8"] if fp8 else [])
+        hbm = [8 << 30]
+        dense = {d: [8192] if quick else list(DENSE_N) for d in gemm_dtypes}
+        tokens = {d: [1, 128, 4096] if quick else list(EXPERT_TOKENS) for d in gemm_dtypes}
+        keys = [SCAN_KEYS[0], SCAN_KEYS[-1]] if quick else list(SCAN_KEYS)
+        pools = list(POOL_ROWS)
+    else:
+        main = "fp32"
+        hbm = [64 << 20]
+        dense = {"fp32": [256, 512], "bf16": [128]} | ({"fp8": [128]} if fp8 else {})
+        tokens = {"fp32": [1, 16] if quick else [1, 4, 16]}
+        keys = [16384] if quick else [16384, 65536]
+        pools = [16384] if quick else [16384, 65536]
+    w = WIDTH[main]
+    for n in hbm:
+        cases.append(Case("hbm_read", main, n, n, None, bytes_text(n)))
+        cases.append(Case("hbm_copy", main, n, 2 * n, None, bytes_text(n)))
+    cases += [
+        Case("dense_gemm", d, n, None, 2.0 * n**3, f"{n}^3") for d, ns in dense.items() for n in ns
+    ]
+    for dtype, ms in tokens.items():
+        weights = 3 * h * i * WIDTH[dtype]
+        for m in ms:
+            label = f"{m} token{'s' * (m != 1)}"
+            cases.append(Case("expert_gemm", dtype, m, weights, 2.0 * m * h * 3 * i, label))
+    scan = {"heads": heads, "dim": ihd, "topk": TOPK}
+    attend = {"heads": heads, "dim": hd, "topk": TOPK}
+    cases += [Case("indexer_scan", main, n, n * ihd * w, None, f"{n:,} keys", scan) for n in keys]
+    cases += [Case("sparse_attention", main, n, None, None, f"{n:,} rows", attend) for n in pools]
+    return cases
+
+
+def bytes_text(n: float) -> str:
+    """A size in bytes in binary units: ``8 GiB``, ``64 MiB``, ``512 B``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+def row(case: Case, seconds: float) -> dict[str, Any]:
+    """The kernels.parquet row of ``case`` timed at ``seconds`` per call; ValueError unless
+    finite and positive."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{case.family} {case.dtype} {case.size}: time {seconds!r} s")
+    return {
+        "family": case.family,
+        "dtype": case.dtype,
+        "size": int(case.size),
+        "seconds": float(seconds),
+        "bytes": None if case.bytes is None else float(case.bytes),
+        "flops": None if case.flops is None else float(case.flops),
+    }
+
+
+def fp8_available(torch: Any, device: str) -> tuple[bool, str]:
+    """Whether ``torch._scaled_mm`` runs FP8 E4M3 here, and why not."""
+    if not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        return False, f"torch {torch.__version__} has no float8_e4m3fn/_scaled_mm"
+    try:
+        a = torch.ones(16, 16, device=device).to(torch.float8_e4m3fn)
+        one = torch.ones((), device=device)
+        torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        return False, f"torch._scaled_mm refused FP8 on {device}: {str(exc).splitlines()[0][:160]}"
+    return True, ""
+
+
+class Bench:
+    """The kernels of each family as torch calls on one device (tensors made per case)."""
+
+    def __init__(self, torch: Any, device: str, shapes: Mapping[str, int]) -> None:
+        self.torch, self.device, self.shapes = torch, device, shapes
+        self.gen = torch.Generator(device=device).manual_seed(0)
+
+    def _batch(self, fn: Callable[[], Any], n: int) -> float:
+        if self.device == "cuda":
+            t = self.torch.cuda
+            start, end = t.Event(enable_timing=True), t.Event(enable_timing=True)
+            start.record()
+            for _ in range(n):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return time.perf_counter() - t0
+
+    def timer(self, fn: Callable[[], Any]) -> float:
+        """Seconds per call of ``fn``: warm-ups, then the best of :data:`BATCHES` batches of N."""
+        for _ in range(WARMUPS if self.device == "cuda" else 1):
+            fn()
+        one = max(self._batch(fn, 1), 1e-7)
+        n = max(1, min(10_000, math.ceil(TARGET_BATCH_S[self.device] / one)))
+        return min(self._batch(fn, n) for _ in range(BATCHES)) / n
+
+    def dt(self, dtype: str) -> Any:
+        return self.torch.float32 if dtype == "fp32" else self.torch.bfloat16
+
+    def randn(self, *shape: int, dtype: str) -> Any:
+        t = self.torch
+        x = t.randn(*shape, device=self.device, dtype=self.dt(dtype), generator=self.gen)
+        return x.to(t.float8_e4m3fn) if dtype == "fp8" else x
+
+    def mm(self, dtype: str) -> Callable[[Any, Any], Any]:
+        """``a @ b`` in ``dtype``; for FP8 ``b`` must be column-major (a transposed weight)."""
+        t = self.torch
+        if dtype != "fp8":
+            return t.mm
+        one = t.ones((), device=self.device)
+        return lambda a, b: t._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=t.bfloat16)
+
+    def graphed(self, step: Callable[[], Any]) -> Callable[[], Any]:
+        """``step`` captured in one CUDA graph (replayed per call); on CPU ``step`` itself."""
+        t = self.torch
+        if self.device != "cuda":
+            return step
+        side = t.cuda.Stream()
+        side.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(side):  # cuBLAS workspaces and kernels chosen outside the capture
+            for _ in range(2):
+                step()
+        t.cuda.current_stream().wait_stream(side)
+        t.cuda.synchronize()
+        graph = t.cuda.CUDAGraph()
+        with t.cuda.graph(graph):
+            step()
+        t.cuda.synchronize()
+        return graph.replay
+
+    def time(self, case: Case, cache: dict[str, Any]) -> float:
+        """Seconds per call of ``case`` (tensors kept in ``cache`` for the next case)."""
+        t = self.torch
+        fam, dtype, n = case.family, case.dtype, case.size
+        if fam in ("hbm_read", "hbm_copy"):
+            if cache.get("hbm_n") != n:
+                cache.clear()
+                elems = n // WIDTH[dtype]
+                x = t.empty(elems, device=self.device, dtype=self.dt(dtype))
+                x.normal_(generator=self.gen)
+                cache.update(hbm_n=n, x=x, y=t.empty_like(x))
+            x, y = cache["x"], cache["y"]
+            if fam == "hbm_read":
+                return self.timer(lambda: x.sum(dtype=t.float32))
+            return self.timer(lambda: y.copy_(x))
+        cache.clear()
+        if fam == "dense_gemm":
+            a, b = self.randn(n, n, dtype=dtype), self.randn(n, n, dtype=dtype)
+            mm, bt = self.mm(dtype), b.t()  # FP8: b^T is column-major, as _scaled_mm wants
+            return self.timer(lambda: mm(a, bt) if dtype == "fp8" else a @ b)
+        if fam == "expert_gemm":
+            return self.expert(case)
+        if fam == "indexer_scan":
+            heads, dim, k = case.extra["heads"], case.extra["dim"], case.extra["topk"]
+            keys, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
+            w = self.randn(heads, 1, dtype=dtype)
+
+            def scan() -> Any:
+                return t.topk((t.relu(keys @ q.t()) @ w).view(-1), k)
+
+            return self.timer(self.graphed(scan))
+        if fam == "sparse_attention":
+            heads, dim, k = case.extra["heads"], case.extra["dim"], case.extra["topk"]
+            pool, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
+            idx = t.randint(0, n, (k,), device=self.device, generator=self.gen)
+            scale = 1.0 / math.sqrt(dim)
+
+            def attend() -> Any:
+                g = pool[idx]
+                return t.softmax(q @ g.t() * scale, dim=-1) @ g
+
+            return self.timer(self.graphed(attend))
+        raise ValueError(f"unknown family {fam!r}")
+
+    def expert(self, case: Case) -> float:
+        """An expert's gate+up and down GEMMs over :data:`EXPERTS_CYCLED`; s per expert."""
+        h, i = self.shapes["hidden_size"], self.shapes["moe_intermediate_size"]
+        dtype, m = case.dtype, case.size
+        rows = max(m, 16) if dtype == "fp8" else m  # _scaled_mm wants dimensions of 16s
+        experts = EXPERTS_CYCLED[self.device]
+        w13 = [self.randn(2 * i, h, dtype=dtype) for _ in range(experts)]  # [out, in]
+        w2 = [self.randn(h, i, dtype=dtype) for _ in range(experts)]
+        x, a = self.randn(rows, h, dtype=dtype), self.randn(rows, i, dtype=dtype)
+        mm = self.mm(dtype)
+        w13t, w2t = [w.t() for w in w13], [w.t() for w in w2]
+
+        def step() -> None:
+            for e in range(experts):
+                mm(x, w13t[e])
+                mm(a, w2t[e])
+
+        return self.timer(self.graphed(step)) / experts
+
+
+def measure(
+    cases: list[Case], torch: Any, device: str, shapes: Mapping[str, int]
+) -> list[dict[str, Any]]:
+    """Time every case in order (a progress bar on stderr); the kernels.parquet rows. CUDA: 1 s
+    of BF16 8192^3 GEMMs first, so that the clocks are up from idle."""
+    bench = Bench(torch, device, shapes)
+    rows: list[dict[str, Any]] = []
+    cache: dict[str, Any] = {}
+    bar = progress_bar(len(cases), True)
+    try:
+        if device == "cuda":
+            bar.set_description("spin-up")
+            a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 1.0:
+                for _ in range(10):
+                    a @ a
+                torch.cuda.synchronize()
+        for case in cases:
+            bar.set_description(f"{case.family} {case.dtype} {case.label}".strip())
+            rows.append(row(case, bench.time(case, cache)))
+            bar.update(1)
+    finally:
+        bar.close()
+        cache.clear()
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return rows
+
+
+class _Lines:
+    """A progress 'bar' of plain lines (no terminal, or no tqdm)."""
+
+    def __init__(self, total: int, on: bool) -> None:
+        self.total, self.done, self.on, self.desc = total, 0, on, ""
+
+    def set_description(self, desc: str) -> None:
+        self.desc = desc
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.on:
+            print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        return None
+
+
+def progress_bar(total: int, on: bool) -> Any:
+    """Progress on stderr when ``on``: tqdm on a terminal, else a line per kernel."""
+    try:  # a file, a pipe or a closed stream is no terminal
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    if not on or not terminal or importlib.util.find_spec("tqdm") is None:
+        return _Lines(total, on)
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True)
+
+
+def import_torch() -> Any:
+    """torch, or the one-line error that says to run from the live env."""
+    if importlib.util.find_spec("torch") is None:
+        why = "not installed here: run .venv-live/bin/rackbook calibrate (make live-setup)"
+        raise InputError(sys.executable, "torch", why)
+    import torch
+
+    return torch
+
+
 @dataclass(frozen=True)
 class Catalog:
-    """The model's shapes and ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s
-    per GPU; None where unknown); ``source``: how the catalogs were read."""
+    """The model's shapes; ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s per
+    GPU; None where unknown); ``source``: how the catalogs were read."""
 
     model: str
     shapes: dict[str, int]
@@ -103,41 +389,28 @@ def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | N
     return {"name": name} | {k: None if v is None else float(v) / 1e12 for k, v in tera.items()}
 
 
-#: The model shapes a calibration times (catalog ``architecture`` fields; the second ``moe``'s).
-SHAPES = (
-    "hidden_size",
-    "moe_intermediate_size",
-    "num_attention_heads",
-    "head_dim",
-    "index_head_dim",
+#: The model shapes a calibration times: ``architecture`` fields, the second ``moe``'s.
+SHAPES = tuple(
+    "hidden_size moe_intermediate_size num_attention_heads head_dim index_head_dim".split()
 )
 
 
-def _shapes(model: str, *values: Any) -> dict:
-    """:data:`SHAPES` -> ``values``, each a positive int, and the top-k."""
-    got = dict(zip(SHAPES, values, strict=True))
-    for k, v in got.items():
-        if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
-            raise InputError(model, k, f"the model catalog gives {v!r}: calibrate needs it > 0")
-    return {**got, "index_topk": TOPK}
-
-
 def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Catalog:
-    """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute)."""
-    a = model.architecture
-    shapes = _shapes(
-        model.file,
-        a.hidden_size,
-        model.moe.moe_intermediate_size,
-        a.num_attention_heads,
-        a.head_dim,
-        a.index_head_dim,
-    )
+    """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute);
+    :class:`InputError` unless each shape is a positive int."""
+    shapes = {
+        k: getattr(model.moe if k.startswith("moe") else model.architecture, k) for k in SHAPES
+    }
+    for k, v in shapes.items():
+        if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
+            raise InputError(
+                model.file, k, f"the model catalog gives {v!r}: calibrate needs it > 0"
+            )
     sheets = {
         gid: _sheet(g.name, g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
         for gid, g in gpus.items()
     }
-    return Catalog(model.id, shapes, sheets, source)
+    return Catalog(model.id, {**shapes, "index_topk": TOPK}, sheets, source)
 
 
 class _Yaml(dict):
@@ -157,70 +430,53 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
     files = {p.stem.lower(): p for p in (data / "models").glob("*.yaml")}
     key = model.lower().split("/")[-1]
     if key not in files:
-        raise InputError(
-            data / "models", "model", f"unknown model {model!r}; known: {', '.join(sorted(files))}"
-        )
+        why = f"unknown model {model!r}; known: {', '.join(sorted(files))}"
+        raise InputError(data / "models", "model", why)
 
     def read(path: Path) -> Any:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         return json.loads(json.dumps(doc, default=str), object_hook=_Yaml)
 
-    m = read(files[key]) | {"file": str(files[key])}
-    return catalog_from_specs(
-        _Yaml(m),
-        read(data / "hardware.yaml").gpus,
-        "data/models and data/hardware.yaml read with PyYAML (pydantic missing: not validated)",
-    )
-
-
-#: Device-name words of another product than the catalog's part (PCIe, NVL: other data sheet).
-VARIANTS = ("PCIE", "NVL")
+    m = _Yaml(read(files[key]) | {"file": str(files[key])})
+    how = "data/models and data/hardware.yaml read with PyYAML (pydantic missing: not validated)"
+    return catalog_from_specs(m, read(data / "hardware.yaml").gpus, how)
 
 
 def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | None:
     """The catalog id whose first word is the chip in ``device_name`` (``NVIDIA H200``:
     ``h200``); None for a PCIe/NVL variant or an unknown chip."""
     words = re.split(r"[\s_\-/]+", device_name.upper())
-    if any(w in VARIANTS for w in words):
-        return None
     chips = [w for w in words if re.fullmatch(r"G?[A-Z]\d{3}[A-Z]?", w)]
-    if not chips:
+    if not chips or {"PCIE", "NVL"} & set(words):  # another product, another data sheet
         return None
-    for gid in gpus:
-        if gid.split("-")[0].upper() == chips[0]:
-            return gid
-    return None
+    return next((gid for gid in gpus if gid.split("-")[0].upper() == chips[0]), None)
 
 
 def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
     """run.json ``spec``: the matched GPU's data sheet and catalog id, or None."""
-    gid = match_gpu(device_name, catalog.gpus)
-    if gid is None:
+    if (gid := match_gpu(device_name, catalog.gpus)) is None:
         return None
-    sheet = catalog.gpus[gid]
     keys = ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")
-    return {**{k: sheet[k] for k in keys}, "catalog": gid}
+    return {k: catalog.gpus[gid][k] for k in keys} | {"catalog": gid}
 
 
-TBPS, TFLOPS = "TB/s", "TFLOP/s"
+def _rate(r: Mapping[str, Any], what: str, sheet: float | None) -> str:
+    """A row's ``bytes`` (TB/s) or ``flops`` (TFLOP/s) per second, and its share of ``sheet``."""
+    of = {"expert_gemm": " of weights", "indexer_scan": " of keys"}.get(r["family"], "")
+    of = of if what == "bytes" else ""
+    unit, small = ("TB/s", "GB/s") if what == "bytes" else ("TFLOP/s", "GFLOP/s")
+    rate = r[what] / r["seconds"] / 1e12
+    text = f"{rate:,.4g}" if what == "flops" else f"{rate:.3g}"
+    text = f"{text} {unit}" if rate >= 0.1 else f"{rate * 1e3:.3g} {small}"
+    share = f"{100 * rate / sheet:.0f} % of {sheet:,.4g} {unit}" if sheet else "no data sheet"
+    return f"{text}{of}, {share}"
 
 
-def _share(rate: float, sheet: float | None, unit: str) -> str:
-    return f"{100 * rate / sheet:.0f} % of {sheet:,.4g} {unit}" if sheet else "no data sheet"
-
-
-def _known(v: Any) -> bool:
-    return v is not None and isinstance(v, int | float) and math.isfinite(v) and v > 0
-
-
-def tb(r: Mapping[str, Any]) -> float:
-    """A row's bytes per second, in TB/s."""
-    return float(r["bytes"] / r["seconds"] / 1e12)
-
-
-def tf(r: Mapping[str, Any]) -> float:
-    """A row's FLOPs per second, in TFLOP/s."""
-    return float(r["flops"] / r["seconds"] / 1e12)
+def _us(seconds: float) -> str:
+    """A time in us, ms or s (3 or 4 significant digits)."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} us"
+    return f"{seconds * 1e3:.4g} ms" if seconds < 1 else f"{seconds:.4g} s"
 
 
 def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -> list[str]:
@@ -234,132 +490,95 @@ def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -
     out = []
     for (fam, dtype), rs in groups.items():
         rs = sorted(rs, key=lambda r: r["size"])
-        name, peak = f"{fam} {dtype}".strip(), spec.get(f"{dtype}_dense_TFLOPs")
+        peak = spec.get(f"{dtype}_dense_TFLOPs")
         if fam in ("hbm_read", "hbm_copy"):
-            r = max(rs, key=tb)
-            what = f"{_tb(tb(r))}, {_share(tb(r), hbm, TBPS)}"
-            out.append(_line(name, bytes_text(r["size"]), what))
+            r = max(rs, key=lambda r: r["bytes"] / r["seconds"])
+            lines = [(bytes_text(r["size"]), _rate(r, "bytes", hbm))]
         elif fam == "dense_gemm":
-            r = max(rs, key=tf)
-            what = f"{_tf(tf(r))}, {_share(tf(r), peak, TFLOPS)}"
-            out.append(_line(name, f"{r['size']}^3", what))
-        elif fam == "expert_gemm":
-            lo, hi = rs[0], max(rs, key=tf)
-            what = f"{_us(lo['seconds'])}, {_tb(tb(lo))} of weights, {_share(tb(lo), hbm, TBPS)}"
-            out.append(_line(name, f"{lo['size']:,} tok", what))
+            r = max(rs, key=lambda r: r["flops"] / r["seconds"])
+            lines = [(f"{r['size']}^3", _rate(r, "flops", peak))]
+        elif fam == "expert_gemm":  # the smallest (weights streamed) and the best (FLOPs)
+            lo, hi = rs[0], max(rs, key=lambda r: r["flops"] / r["seconds"])
+            lines = [(f"{lo['size']:,} tok", f"{_us(lo['seconds'])}, {_rate(lo, 'bytes', hbm)}")]
             if hi is not lo:
-                what = f"{_us(hi['seconds'])}, {_tf(tf(hi))}, {_share(tf(hi), peak, TFLOPS)}"
-                out.append(_line(name, f"{hi['size']:,} tok", what))
+                flops = f"{_us(hi['seconds'])}, {_rate(hi, 'flops', peak)}"
+                lines.append((f"{hi['size']:,} tok", flops))
         elif fam == "indexer_scan":
             r = rs[-1]
-            what = f"{_us(r['seconds'])}, {_tb(tb(r))} of keys, {_share(tb(r), hbm, TBPS)}"
-            out.append(_line(name, f"{r['size']:,} keys", what))
+            lines = [(f"{r['size']:,} keys", f"{_us(r['seconds'])}, {_rate(r, 'bytes', hbm)}")]
         else:
-            out += [_line(name, f"{r['size']:,} rows", _us(r["seconds"])) for r in rs]
+            lines = [(f"{r['size']:,} rows", _us(r["seconds"])) for r in rs]
+        name = f"{fam} {dtype}".strip()
+        out += [f"  {name:<22} {size:>14}  {text}" for size, text in lines]
     return out
-
-
-def _us(seconds: float) -> str:
-    """A time in us, ms or s (3 or 4 significant digits)."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.3g} us"
-    return f"{seconds * 1e3:.4g} ms" if seconds < 1 else f"{seconds:.4g} s"
-
-
-def _tb(tb_per_s: float) -> str:
-    return f"{tb_per_s:.3g} TB/s" if tb_per_s >= 0.1 else f"{tb_per_s * 1e3:.3g} GB/s"
-
-
-def _tf(tflop_per_s: float) -> str:
-    return (
-        f"{tflop_per_s:,.4g} TFLOP/s" if tflop_per_s >= 0.1 else f"{tflop_per_s * 1e3:.3g} GFLOP/s"
-    )
-
-
-def _line(name: str, size: str, what: str) -> str:
-    return f"  {name:<22} {size:>14}  {what}"
 
 
 SMI_FIELDS = "name,driver_version,clocks.sm,clocks.mem,power.limit,memory.total"
 
 
-def nvidia_smi(index: int = 0) -> str | None:
-    """``nvidia-smi``'s :data:`SMI_FIELDS` line for GPU ``index``; None without it."""
+def nvidia_smi() -> str | None:
+    """``nvidia-smi``'s :data:`SMI_FIELDS` line for GPU 0; None without it."""
     if not shutil.which("nvidia-smi"):
         return None
+    cmd = ["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader", "-i", "0"]
     try:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader", "-i", str(index)],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return out.strip().splitlines()[0] if out.strip() else None
 
 
-def cpu_hardware() -> tuple[str, str]:
-    """(CPU model, ``MODEL, N cores, M GiB memory``) for a CPU calibration."""
-    inv = hardware_inventory()
-    mem = inv.get("memory_bytes")
-    memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
-    model = inv.get("cpu_model") or "unknown CPU"
-    return model, f"{model}, {inv.get('cpu_cores')} cores{memory}"
-
-
-def calibrate(
-    device: str, catalog: Catalog, *, quick: bool, command: str, progress: bool = True
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Measure every family on ``device``: (run.json, rows); InputError without torch/device."""
-    torch = import_torch()
-    notes = []
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            raise InputError(
-                "--device",
-                "cuda",
-                f"torch {torch.__version__} sees no CUDA device "
-                "(use --device cpu to exercise the benchmarks here)",
-            )
-        gpu = torch.cuda.get_device_name(0)
-    else:
-        gpu = cpu_hardware()[0]
-    fp8, why = fp8_available(torch, device)
-    if not fp8:
-        notes.append(f"FP8 skipped: {why}.")
-    cases = plan(device, catalog.shapes, fp8=fp8, quick=quick)
-    t0 = time.monotonic()
-    rows = measure(cases, torch, device, catalog.shapes, progress)
-    wall = time.monotonic() - t0
-    if device == "cuda":
-        smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
-        driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
-        props = torch.cuda.get_device_properties(0)
-        hardware = f"{smi}; {props.multi_processor_count} SMs"
-        spec = device_spec(gpu, catalog)
-        if spec is None:
-            notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
-        cuda = torch.version.cuda
-    else:
-        hardware, spec, driver, cuda = cpu_hardware()[1], None, None, None
+def _hardware(torch: Any, device: str, catalog: Catalog, notes: list[str]) -> dict[str, Any]:
+    """run.json's gpu, hardware, spec and the driver of ``device`` (notes added to ``notes``)."""
+    if device != "cuda":
+        inv = hardware_inventory()
+        mem = inv.get("memory_bytes")
+        model = inv.get("cpu_model") or "unknown CPU"
+        memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
         notes.append(
             "CPU calibration: exercises the benchmarks (DRAM, not HBM; FP32 where CUDA times "
             "BF16, no graphs); its fractions say nothing of a GPU."
         )
+        hardware = f"{model}, {inv.get('cpu_cores')} cores{memory}"
+        return {"gpu": model, "hardware": hardware, "spec": None, "driver": None}
+    gpu = torch.cuda.get_device_name(0)
+    smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if (spec := device_spec(gpu, catalog)) is None:
+        notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
+    driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
+    return {"gpu": gpu, "hardware": f"{smi}; {sms} SMs", "spec": spec, "driver": driver}
+
+
+def calibrate(
+    device: str, catalog: Catalog, *, quick: bool, command: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Measure every family on ``device``: (run.json, rows); InputError without torch/device."""
+    torch = import_torch()
+    if device == "cuda" and not torch.cuda.is_available():
+        why = f"torch {torch.__version__} sees no CUDA device (use --device cpu to exercise the "
+        raise InputError("--device", "cuda", why + "benchmarks here)")
+    notes: list[str] = []
+    fp8, why = fp8_available(torch, device)
+    if not fp8:
+        notes.append(f"FP8 skipped: {why}.")
+    t0 = time.monotonic()
+    rows = measure(
+        plan(device, catalog.shapes, fp8=fp8, quick=quick), torch, device, catalog.shapes
+    )
+    wall = time.monotonic() - t0
+    hw = _hardware(torch, device, catalog, notes)
     notes.append(
         f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
         f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
         f"{' (--quick: fewer sizes)' if quick else ''}."
     )
-    threads = torch.get_num_threads() if device == "cpu" else None
     versions = {
         "torch": torch.__version__,
-        "cuda": cuda,
-        "driver": driver,
+        "cuda": torch.version.cuda if device == "cuda" else None,
+        "driver": hw.pop("driver"),
         "python": sys.version.split()[0],
-        "threads": threads,
+        "threads": torch.get_num_threads() if device == "cpu" else None,
     }
     run = {  # the calibration's run.json (kind recorded)
         "schema_version": schema.SCHEMA_VERSION,
@@ -368,10 +587,10 @@ def calibrate(
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "project_commit": project_commit(),
         "device": device,
-        "gpu": gpu,
-        "hardware": hardware,
+        "gpu": hw["gpu"],
+        "hardware": hw["hardware"],
         "versions": versions,
-        "spec": spec,
+        "spec": hw["spec"],
         "shapes": dict(catalog.shapes),
         "method": dict(METHOD if device == "cuda" else CPU_METHOD),
         "commands": [repo_relative(command)],
@@ -401,16 +620,16 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
     elif output is None and saved is None:
         raise InputError("-", "-o", "give the calibration folder to write (-o DIR)")
     if saved is not None:
-        check_new_file(saved, "--save-json")
+        fsio.check_new_file(saved, "--save-json")
     if output is not None:  # the folder is replaced whole: no input or other output inside it
         inputs = {"--from-json": args.from_json, "--save-json": saved}
-        refuse_overlap({"-o": output}, {k: v for k, v in inputs.items() if v is not None})
-        check_writable(output, "-o")
+        fsio.refuse_overlap({"-o": output}, {k: v for k, v in inputs.items() if v is not None})
+        fsio.check_writable(output, "-o")
     with contextlib.ExitStack() as stack:
         if output is not None:
-            check_output_folder(output, "-o")
-            stack.enter_context(output_lock(output, "-o"))
-            check_replaceable(output, "calibration", "-o")
+            fsio.check_output_folder(output, "-o")
+            stack.enter_context(fsio.output_lock(output, "-o"))
+            fsio.check_replaceable(output, "calibration", "-o")
         if args.from_json is not None:
             from rackbook.core.calibration import read_saved, write_calibration
 
@@ -426,53 +645,34 @@ def _measure_and_write(
     lack = [m for m in ("pandas", "pyarrow") if importlib.util.find_spec(m) is None]
     missing = (", ".join(lack) or None) if output is not None else None
     if missing and saved is None:
-        raise InputError(
-            "-",
-            "-o",
-            f"{missing} not installed here, so the folder cannot be "
-            "written: add --save-json FILE and convert it with rackbook calibrate "
-            "--from-json FILE -o DIR where they are",
-        )
+        why = f"{missing} not installed here, so the folder cannot be written: add --save-json "
+        why += "FILE and convert it with rackbook calibrate --from-json FILE -o DIR where they are"
+        raise InputError("-", "-o", why)
     ours = sys.argv[1:2] == ["calibrate"]  # else called in-process (a test, a notebook)
     command = "rackbook " + shlex.join(sys.argv[1:] if ours else ["calibrate", *_argv(args)])
     run, rows = calibrate(args.device or "cuda", cat, quick=args.quick, command=command)
     try:
-        return _write_outputs(run, rows, output, saved, missing)
+        if saved is not None:
+            fsio.atomic_write_json(saved, {"run": run, "kernels": rows}, "--save-json")
+        print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
+        print("\n".join(summary(rows, run["spec"])))
+        if not run["spec"]:
+            print(NO_ATTAINABLE)
+        if output is not None and missing:
+            how = f"convert it with rackbook calibrate --from-json {saved} -o {output}"
+            print(f"calibrate: {missing} missing here: wrote only {saved}; {how}", file=sys.stderr)
+        elif output is not None:
+            print(write_folder(output, run, rows))
     except BaseException:  # interrupted or failed: no --save-json file left of this run
         if saved is not None:
             with contextlib.suppress(OSError):
                 saved.unlink()
         raise
-
-
-def _write_outputs(
-    run: dict[str, Any],
-    rows: list[dict[str, Any]],
-    output: Path | None,
-    saved: Path | None,
-    missing: str | None,
-) -> int:
-    """Write ``--save-json``'s file and the folder; print the summary."""
-    if saved is not None:
-        atomic_write_json(saved, {"run": run, "kernels": rows}, "--save-json")
-    print(f"calibration of {run['gpu']} ({_sheet_text(run['spec'])}):")
-    print("\n".join(summary(rows, run["spec"])))
-    if not run["spec"]:
-        print(NO_ATTAINABLE)
-    if output is not None and missing:
-        print(
-            f"calibrate: {missing} missing here: wrote only {saved}; convert it with "
-            f"rackbook calibrate --from-json {saved} -o {output}",
-            file=sys.stderr,
-        )
-    elif output is not None:
-        print(write_folder(output, run, rows))
     if saved is not None:
         print(saved)
     return 0
 
 
-#: What calibrate says when the device has no data sheet (a CPU, or a GPU not in the catalog).
 NO_ATTAINABLE = (
     "This gives no attainable estimate: the device (a CPU, or a GPU not in the catalog) has no "
     "data sheet in data/hardware.yaml to scale, so `rackbook check --calibration` reports none."
@@ -484,13 +684,14 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
         return "no data sheet: shares not given"
     parts = [f"catalog {spec.get('catalog')}", f"{spec['hbm_TBps']:g} TB/s"]
     for k, name in (("bf16_dense_TFLOPs", "BF16"), ("fp8_dense_TFLOPs", "FP8")):
-        if _known(spec.get(k)):
-            parts.append(f"{spec[k]:,.0f} TFLOP/s {name}")
+        v = spec.get(k)
+        if isinstance(v, int | float) and math.isfinite(v) and v > 0:
+            parts.append(f"{v:,.0f} TFLOP/s {name}")
     return ", ".join(parts)
 
 
 def _argv(args: argparse.Namespace) -> list[str]:
-    """The calibrate arguments as a command line (when not called from ``sys.argv``)."""
+    """The calibrate arguments as a command line (called in-process, not from ``sys.argv``)."""
     out = ["--device", args.device or "cuda"] + ["--quick"] * bool(args.quick)
     if args.model != DEFAULT_MODEL:
         out += ["--model", args.model]

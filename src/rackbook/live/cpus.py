@@ -1,10 +1,6 @@
-"""The CPU cores of the vLLM engine, and of the API server and bench client (``front``).
-
-On vLLM's CPU backend the engine core and worker busy-poll, starving whatever shares their
-cores: streamed tokens would reach the client in bursts. ``RACKBOOK_LIVE_CPUS``: ``auto``
-(default; on a CPU build with >= 2 cores, the last ``max(1, n // 4)`` are front), ``off``, or
-``ENGINE/FRONT`` cpu lists (``0-11/12-15``). ``--endpoint`` servers are never pinned.
-"""
+"""CPU cores of the vLLM engine and of the API server + bench client (``front``): on vLLM's CPU
+backend the engine busy-polls and starves whatever shares its cores. ``RACKBOOK_LIVE_CPUS``:
+``auto`` (CPU build, >= 2 cores: the last ``max(1, n // 4)`` front), ``off``, or ``0-11/12-15``."""
 
 from __future__ import annotations
 
@@ -18,19 +14,15 @@ from typing import Any
 
 from rackbook.errors import InputError
 
-#: Environment variable choosing the layout: auto (default), off, or ENGINE/FRONT cpu lists.
 ENV = "RACKBOOK_LIVE_CPUS"
 
 
 def parse_cpu_list(text: str) -> frozenset[int]:
     """``"0,2-4"`` -> {0, 2, 3, 4}; raises ValueError on anything else."""
     out: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in filter(None, (p.strip() for p in text.split(","))):
         lo, _, hi = part.partition("-")
-        a, b = int(lo), int(hi) if hi else int(lo)
+        a, b = int(lo), int(hi or lo)
         if a < 0 or b < a:
             raise ValueError(part)
         out.update(range(a, b + 1))
@@ -46,10 +38,7 @@ def format_cpu_list(cpus: Iterable[int]) -> str:
 
 
 def usable_cpus() -> frozenset[int]:
-    """Cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return frozenset(os.sched_getaffinity(0))
-    return frozenset(range(os.cpu_count() or 1))
+    return frozenset(os.sched_getaffinity(0))
 
 
 @dataclass(frozen=True)
@@ -60,14 +49,14 @@ class CpuLayout:
     engine: frozenset[int] | None
     front: frozenset[int] | None
     reason: str
-    setting: str = "auto"  # the RACKBOOK_LIVE_CPUS value it came from
+    setting: str  # the RACKBOOK_LIVE_CPUS value it came from
 
     @property
     def active(self) -> bool:
         return self.engine is not None and self.front is not None
 
     def describe(self) -> dict[str, Any]:
-        """What run.json keeps (record.cpu_layout)."""
+        """run.json's record.cpu_layout."""
         return {
             "setting": f"{ENV}={self.setting}",
             "mode": self.mode,
@@ -78,27 +67,20 @@ class CpuLayout:
         }
 
     def label(self) -> str:
-        """One line for a point's record."""
-        if not self.active:
+        if self.engine is None or self.front is None:
             return "unpinned"
-        assert self.engine is not None and self.front is not None
         return (
             f"engine cpus {format_cpu_list(self.engine)}; "
             f"api server + client cpus {format_cpu_list(self.front)}"
         )
 
 
-def resolve(
-    on_cpu: bool,
-    setting: str | None = None,
-    available: frozenset[int] | None = None,
-    attached: bool = False,
-) -> CpuLayout:
-    """The layout (``setting``: ``$RACKBOOK_LIVE_CPUS`` or auto); ``attached``: --endpoint
-    servers. Raises :class:`InputError` on a bad setting."""
-    raw = setting if setting is not None else os.environ.get(ENV, "auto")
+def resolve(on_cpu: bool, attached: bool = False) -> CpuLayout:
+    """The layout ``$RACKBOOK_LIVE_CPUS`` asks for; ``attached``: --endpoint servers (never
+    pinned). Raises :class:`InputError` on a bad setting."""
+    raw = os.environ.get(ENV, "auto")
     text = raw.strip().lower() or "auto"
-    avail = available if available is not None else usable_cpus()
+    avail = usable_cpus()
     if text in ("off", "none", "0", "no", "false"):
         return CpuLayout("off", None, None, f"{ENV}={raw}: nothing pinned", raw)
     if attached:
@@ -108,71 +90,50 @@ def resolve(
         if not on_cpu:
             return CpuLayout("auto", None, None, "not a CPU build of vLLM: nothing pinned", raw)
         if len(avail) < 2:
-            return CpuLayout(
-                "auto", None, None, f"only {len(avail)} usable core: nothing pinned", raw
-            )
+            why = f"only {len(avail)} usable core: nothing pinned"
+            return CpuLayout("auto", None, None, why, raw)
         s = sorted(avail)
         k = max(1, len(s) // 4)
-        return CpuLayout(
-            "auto",
-            frozenset(s[:-k]),
-            frozenset(s[-k:]),
+        why = (
             "CPU build: the engine core and worker busy-poll (sched_yield) and starve anything "
-            "sharing their cores; API server and bench client get their own",
-            raw,
+            "sharing their cores; API server and bench client get their own"
         )
+        return CpuLayout("auto", frozenset(s[:-k]), frozenset(s[-k:]), why, raw)
     engine_text, sep, front_text = raw.partition("/")
     try:
-        if not sep:
-            raise ValueError(raw)
-        engine, front = parse_cpu_list(engine_text), parse_cpu_list(front_text)
+        engine, front = parse_cpu_list(engine_text), parse_cpu_list(front_text if sep else "")
     except ValueError:
-        raise InputError(
-            ENV, raw, "expected auto, off or ENGINE/FRONT cpu lists (e.g. 0/1 or 0-11/12-15)"
-        ) from None
+        why = "expected auto, off or ENGINE/FRONT cpu lists (e.g. 0/1 or 0-11/12-15)"
+        raise InputError(ENV, raw, why) from None
     if engine & front:
         raise InputError(ENV, raw, "engine and front cpu lists overlap")
-    missing = (engine | front) - avail
-    if missing:
-        raise InputError(
-            ENV, raw, f"cpus {format_cpu_list(missing)} not usable here ({format_cpu_list(avail)})"
-        )
+    if missing := (engine | front) - avail:
+        why = f"cpus {format_cpu_list(missing)} not usable here ({format_cpu_list(avail)})"
+        raise InputError(ENV, raw, why)
     return CpuLayout("explicit", engine, front, f"{ENV}={raw}", raw)
 
 
-def threads(pid: int) -> list[int]:
-    """Thread ids of process ``pid`` (empty when it is gone)."""
-    try:
-        return sorted(int(t.name) for t in Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return []
-
-
-def set_process_affinity(pid: int, cpus: Iterable[int]) -> int:
-    """Pin every current thread of ``pid`` (threads it creates later inherit); threads done."""
-    n = 0
-    for tid in threads(pid):
-        with contextlib.suppress(OSError):  # a thread that just exited
-            os.sched_setaffinity(tid, set(cpus))
-            n += 1
-    return n
+def set_process_affinity(pid: int, cpus: Iterable[int]) -> None:
+    """Pin every current thread of ``pid`` (threads it creates later inherit)."""
+    with contextlib.suppress(OSError):  # the process is gone
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):  # a thread that just exited
+                os.sched_setaffinity(int(task.name), set(cpus))
 
 
 def process_affinity(pid: int) -> str | None:
     """``Cpus_allowed_list`` of ``pid``'s main thread, or None."""
-    try:
+    with contextlib.suppress(OSError):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("Cpus_allowed_list:"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return None
 
 
 @contextlib.contextmanager
 def pinned_self(cpus: frozenset[int] | None) -> Iterator[None]:
     """The block with this process on ``cpus`` (None: unchanged), restored afterwards."""
-    if cpus is None or not hasattr(os, "sched_setaffinity"):
+    if cpus is None:
         yield
         return
     old = os.sched_getaffinity(0)

@@ -1,6 +1,4 @@
-"""What a running OpenAI-compatible vLLM endpoint serves (``GET /v1/models``), and the GPUs
-declared behind it.
-"""
+"""What a running vLLM endpoint serves (``GET /v1/models``), and the GPUs declared behind it."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from rackbook.live.envfile import urlopen
 
 @dataclass(frozen=True)
 class ServedModel:
-    """The first model an endpoint lists: served name, what it loaded, context limit (tokens)."""
+    """An endpoint's first model: served name, what it loaded, context limit (tokens)."""
 
     id: str
     root: str
@@ -30,7 +28,6 @@ class ServedModel:
 
 
 def parse_models(url: str, text: str) -> ServedModel:
-    """The first entry of a ``/v1/models`` response body ``text`` from ``url``."""
     where = f"{url}/v1/models"
     try:
         doc = json.loads(text)
@@ -40,15 +37,13 @@ def parse_models(url: str, text: str) -> ServedModel:
     if not isinstance(data, list) or not data or not isinstance(data[0], dict):
         raise InputError("--endpoint", where, "lists no model ('data' is empty or missing)")
     first = data[0]
-    mid = first.get("id")
+    mid, mlen, root = first.get("id"), first.get("max_model_len"), first.get("root")
     if not isinstance(mid, str) or not mid:
         raise InputError("--endpoint", where, "data[0].id: missing")
-    mlen = first.get("max_model_len")
     if mlen is not None and (not isinstance(mlen, int) or isinstance(mlen, bool) or mlen <= 0):
         raise InputError(
             "--endpoint", where, f"data[0].max_model_len: not a positive integer ({mlen!r})"
         )
-    root = first.get("root")
     return ServedModel(mid, root if isinstance(root, str) and root else mid, mlen)
 
 
@@ -72,10 +67,10 @@ SERVER_GPUS_ENV = "RACKBOOK_SERVER_GPUS"
 
 def declared_gpus(value: str | None) -> list[dict[str, str]]:
     """The GPUs declared by :data:`SERVER_GPUS_ENV` (``[]`` when unset)."""
-    if not value or not value.strip():
-        return []
-    text = value.strip()
+    text = (value or "").strip()
     path = Path(text)
+    if not text:
+        return []
     if path.is_file():
         gpus = []
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -83,9 +78,8 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
                 continue
             parts = [p.strip() for p in line.split(",")]
             if not parts[0]:
-                raise InputError(
-                    path, f"line {n}", "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
-                )
+                why = "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
+                raise InputError(path, f"line {n}", why)
             gpus.append(dict(zip(("name", "memory", "driver"), parts, strict=False)))
         if not gpus:
             raise InputError(path, SERVER_GPUS_ENV, "lists no GPU")

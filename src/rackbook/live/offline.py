@@ -1,13 +1,11 @@
-"""A fixed-batch offline engine (``vllm.LLM``, in this process): the stand-in for DeepInfer's
-fixed-batch runs (method: :data:`NOTE`). Its raw JSON has ``vllm bench serve --save-detailed``'s
-per-request keys. Needs .venv-live and a ``__main__`` guard in the entry script.
-"""
+"""A fixed-batch offline engine (``vllm.LLM`` in this process), the stand-in for DeepInfer's
+fixed-batch runs (:data:`NOTE`); its raw JSON has ``vllm bench serve --save-detailed``'s keys."""
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -36,13 +34,9 @@ class OfflineConfig:
     load_format: str = "dummy"
     seed: int = 0
     served_model_name: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def llm_kwargs(self) -> dict[str, Any]:
-        kw = {k: v for k, v in asdict(self).items() if k not in ("extra", "served_model_name")}
-        if self.served_model_name:
-            kw["served_model_name"] = self.served_model_name
-        return {**kw, **self.extra}
+        return {k: v for k, v in asdict(self).items() if v or k != "served_model_name"}
 
     def equivalent_command(self) -> str:
         """The Python call that builds the engine, for run.json."""
@@ -69,17 +63,16 @@ class OfflineEngine:
         self.init_s = time.monotonic() - t0
         self._calls = 0
 
-    def _generate(self, prompts: list[list[int]], max_tokens: int) -> tuple[float, float, list]:
-        """``LLM.generate`` on token prompts; (wall start, seconds, outputs)."""
+    def _generate(self, prompts: list[list[int]], max_tokens: int) -> float:
+        """``LLM.generate`` on token prompts; seconds taken."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=0.0)
         reqs = [TokensPrompt(prompt_token_ids=p) for p in prompts]
-        t_start = time.time()
         t0 = time.perf_counter()
-        outs = self.llm.generate(reqs, sp, use_tqdm=False)
-        return t_start, time.perf_counter() - t0, outs
+        self.llm.generate(reqs, sp, use_tqdm=False)
+        return time.perf_counter() - t0
 
     def _timed_batch(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
         """``LLM.generate``'s loop, each token timed when ``step()`` returns it: wall start
@@ -101,16 +94,12 @@ class OfflineEngine:
             outs = engine.step()
             now = time.perf_counter() - t0
             for o in outs:
-                got = arrivals.get(o.request_id)
-                if got is None:
-                    continue
-                n = len(o.outputs[0].token_ids)
-                got.extend([now] * (n - len(got)))
-                if o.finished:
-                    done[o.request_id] = now
+                if (got := arrivals.get(o.request_id)) is not None:
+                    got.extend([now] * (len(o.outputs[0].token_ids) - len(got)))
+                    if o.finished:
+                        done[o.request_id] = now
         total = time.perf_counter() - t0
-        missing = [i for i in ids if i not in done]
-        if missing:
+        if missing := [i for i in ids if i not in done]:
             raise RuntimeError(f"offline engine: {len(missing)} requests did not finish")
         return {
             "start": t_start,
@@ -134,22 +123,15 @@ class OfflineEngine:
         """The raw result (seconds, tokens) of ``repeats`` rounds of (prefill call, decode
         call) on ``batch`` fresh seeded prompts each; ``duration``: the decode calls' sum."""
         base = seed * 1_000_000 + batch * 1000
-        warm_s = 0.0
+        t_w0 = time.perf_counter()
         if warmup:
-            t_w0 = time.perf_counter()
             self._generate(random_prompts(batch, input_len, base), 2)
-            warm_s = time.perf_counter() - t_w0
-        prompts = [
-            (
-                random_prompts(batch, input_len, base + 2 * k + 1),
-                random_prompts(batch, input_len, base + 2 * k + 2),
-            )
-            for k in range(repeats)
-        ]
+        warm_s = time.perf_counter() - t_w0 if warmup else 0.0
+        prompts = [random_prompts(batch, input_len, base + j) for j in range(1, 2 * repeats + 1)]
         prefill_walls, rounds = [], []
-        for pre_prompts, dec_prompts in prompts:
-            prefill_walls.append(self._generate(pre_prompts, 1)[1])
-            rounds.append(self._timed_batch(dec_prompts, output_len))
+        for k in range(repeats):
+            prefill_walls.append(self._generate(prompts[2 * k], 1))
+            rounds.append(self._timed_batch(prompts[2 * k + 1], output_len))
 
         def joined(key: str) -> list[Any]:
             return [x for r in rounds for x in r[key]]

@@ -1,9 +1,8 @@
-"""Scrape a vLLM server's Prometheus ``/metrics`` around each sweep point (the trace table
-``server_metrics``: one row per point, before/after, metric and labels).
-"""
+"""A vLLM server's Prometheus ``/metrics`` around each point (trace table ``server_metrics``)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import math
 import re
@@ -12,22 +11,11 @@ from dataclasses import dataclass
 from rackbook.live.envfile import urlopen
 
 #: Metric families kept (prefix match after ``vllm:``; histogram buckets dropped).
-KEEP = (
-    "prompt_tokens",
-    "generation_tokens",
-    "prefix_cache_queries",
-    "prefix_cache_hits",
-    "request_success",
-    "num_preemptions",
-    "num_requests_running",
-    "num_requests_waiting",
-    "kv_cache_usage_perc",
-    "time_to_first_token_seconds",
-    "e2e_request_latency_seconds",
-    "inter_token_latency_seconds",
-    "request_prefill_time_seconds",
-    "request_decode_time_seconds",
-    "iteration_tokens_total",
+KEEP = tuple(
+    """prompt_tokens generation_tokens prefix_cache_queries prefix_cache_hits request_success
+    num_preemptions num_requests_running num_requests_waiting kv_cache_usage_perc
+    time_to_first_token_seconds e2e_request_latency_seconds inter_token_latency_seconds
+    request_prefill_time_seconds request_decode_time_seconds iteration_tokens_total""".split()
 )
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
@@ -35,7 +23,7 @@ _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)
 
 @dataclass(frozen=True)
 class Sample:
-    """One Prometheus sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
+    """One sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
 
     metric: str
     labels: str
@@ -43,29 +31,22 @@ class Sample:
 
 
 def parse(text: str, keep: tuple[str, ...] | None = KEEP) -> list[Sample]:
-    """Samples ``vllm:<kept family>`` of Prometheus text ``text`` (``keep=None``: all), no
-    ``_created``/``_bucket``; malformed lines and NaN skipped, never an error."""
+    """Samples ``vllm:<kept family>`` of ``text`` (``keep=None``: all), no ``_created`` or
+    ``_bucket``; malformed lines and NaN skipped, never an error."""
     out = []
     for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
         m = _SAMPLE.match(line.strip())
-        if not m:
+        if not m or line.startswith("#"):
             continue
         name, labels, value = m.group(1), m.group(2) or "", m.group(3)
-        if name.endswith(("_created", "_bucket")):
+        short = name.removeprefix("vllm:")
+        if name.endswith(("_created", "_bucket")) or (
+            keep is not None and (short == name or not short.startswith(keep))
+        ):
             continue
-        if keep is not None:
-            short = name.removeprefix("vllm:")
-            if short == name or not short.startswith(keep):
-                continue
-        try:
-            v = float(value)
-        except ValueError:
-            continue
-        if math.isnan(v):
-            continue
-        out.append(Sample(name, labels, v))
+        with contextlib.suppress(ValueError):
+            if not math.isnan(v := float(value)):
+                out.append(Sample(name, labels, v))
     return out
 
 
@@ -79,7 +60,6 @@ def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> li
 
 
 def rows(samples: list[Sample], point_id: str, server: str, phase: str) -> list[dict]:
-    """``server_metrics`` rows for one scrape."""
     at = {"point_id": point_id, "server": server, "phase": phase}
     return [{**at, "metric": s.metric, "labels": s.labels, "value": s.value} for s in samples]
 

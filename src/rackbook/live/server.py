@@ -1,10 +1,6 @@
-"""Start and stop a real ``vllm serve`` so that nothing outlives the recording.
-
-The server leads its own process group, stopped whole (SIGTERM, then SIGKILL after a grace
-period) on every way out: context manager, SIGINT/SIGTERM handlers, ``atexit``, and
-``PR_SET_PDEATHSIG`` for a recorder killed with SIGKILL. ``cpus`` pins the group at start;
-``front_cpus`` takes the API server once ``/health`` answers (:mod:`rackbook.live.cpus`).
-"""
+"""A real ``vllm serve`` that nothing outlives: its own process group, stopped whole (SIGTERM,
+then SIGKILL after a grace period) on every way out: context manager, SIGINT/SIGTERM handlers,
+``atexit``, and ``PR_SET_PDEATHSIG`` for a recorder killed with SIGKILL."""
 
 from __future__ import annotations
 
@@ -28,12 +24,9 @@ from typing import Any
 from rackbook.live.cpus import format_cpu_list, process_affinity, set_process_affinity
 from rackbook.live.envfile import LIVE_VENV, Redactor, api_key, urlopen, vllm_environ
 
-#: Seconds to wait for ``/health`` before giving up (eager start here: about 25 to 40 s).
-STARTUP_TIMEOUT_S = 300.0
-#: Seconds between SIGTERM and SIGKILL when stopping.
-GRACE_S = 10.0
-#: Log lines reported when a server fails.
-TAIL_LINES = 30
+STARTUP_TIMEOUT_S = 300.0  # s to wait for /health (eager start here: about 25 to 40 s)
+GRACE_S = 10.0  # s between SIGTERM and SIGKILL when stopping
+TAIL_LINES = 30  # log lines reported when a server fails
 
 _LIVE: set[VllmServer] = set()
 _LOCK = threading.Lock()
@@ -49,7 +42,7 @@ def _note(msg: str) -> None:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
@@ -60,19 +53,16 @@ def group_members(pgid: int) -> list[int]:
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
-        try:
+        with contextlib.suppress(OSError):
             stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(")") + 2 :].split()
-        state, pgrp = rest[0], int(rest[2])
-        if pgrp == pgid and state not in ("Z", "X"):
-            pids.append(int(d.name))
+            state, _, pgrp = stat[stat.rfind(")") + 2 :].split()[:3]
+            if int(pgrp) == pgid and state not in ("Z", "X"):
+                pids.append(int(d.name))
     return sorted(pids)
 
 
 def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
-    """A preexec function: SIGTERM the child when its parent dies (Linux ``prctl``
+    """A preexec function: SIGTERM the child when its parent dies (``prctl``
     PR_SET_PDEATHSIG = 1); pin it to ``cpus``."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl
 
@@ -86,7 +76,8 @@ def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
 
 class VllmServer:
     """One ``vllm serve MODEL`` process group on loopback; as a context manager: started,
-    healthy, always stopped. The API key goes through ``VLLM_API_KEY`` only, redacted."""
+    healthy, always stopped. The API key goes through ``VLLM_API_KEY`` only, redacted.
+    ``cpus`` pins the group at start; ``front_cpus`` takes the API server once healthy."""
 
     def __init__(
         self,
@@ -105,12 +96,9 @@ class VllmServer:
         bad = [a for a in serve_args if a.split("=")[0] in ("--host", "--port", "--api-key")]
         if bad:
             raise ValueError(f"serve_args must not set {bad[0]} (the harness sets it)")
-        self.model = str(model)
-        self.serve_args = list(serve_args)
-        self.host = host
+        self.model, self.serve_args, self.host = str(model), list(serve_args), host
         self.port = port or free_port(host)
-        self.log_path = Path(log_path)
-        self.grace_s = grace_s
+        self.log_path, self.grace_s = Path(log_path), grace_s
         self.vllm_exe = str(LIVE_VENV / "bin" / "vllm")
         self.env = vllm_environ()
         self.key = api_key(self.env)
@@ -150,7 +138,7 @@ class VllmServer:
         return self.healthy_at - self.started_at
 
     def info(self) -> dict[str, Any]:
-        """What run.json keeps about this server."""
+        """What run.json keeps about this server (cpus: process comm:pid -> cores)."""
         out: dict[str, Any] = {
             "command": self.command,
             "url": self.base_url,
@@ -159,12 +147,11 @@ class VllmServer:
             "log": self.log_path.name,
         }
         if self.cpus or self.front_cpus:
+            fmt = lambda c: format_cpu_list(c) if c else None  # noqa: E731
             out["cpus"] = {
-                "started_on": format_cpu_list(self.cpus) if self.cpus else None,
-                "api_server_moved_to": (
-                    format_cpu_list(self.front_cpus) if self.front_cpus else None
-                ),
-                "observed": self.affinity,  # process (comm:pid) -> Cpus_allowed_list
+                "started_on": fmt(self.cpus),
+                "api_server_moved_to": fmt(self.front_cpus),
+                "observed": self.affinity,
             }
         return out
 
@@ -216,7 +203,6 @@ class VllmServer:
                 self._tail.append(line.rstrip("\n"))
 
     def tail(self, n: int = TAIL_LINES) -> str:
-        """The last ``n`` lines of the server's log."""
         if self._pump is not None:
             self._pump.join(timeout=0.5)
         return "\n".join(list(self._tail)[-n:])
@@ -226,8 +212,7 @@ class VllmServer:
         raises :class:`ServerError` if it exits or :data:`STARTUP_TIMEOUT_S` passes."""
         assert self.proc is not None and self.started_at is not None, "start() first"
         timeout_s = STARTUP_TIMEOUT_S
-        deadline = self.started_at + timeout_s
-        next_note = self.started_at + 10.0
+        deadline, next_note = self.started_at + timeout_s, self.started_at + 10.0
         while True:
             if RECEIVED:  # a signal deferred during start-up: act on it here
                 act_on_signal(force=True)
@@ -253,10 +238,8 @@ class VllmServer:
                     f"last lines of {self.log_path}:\n{self.tail()}"
                 )
             if now >= next_note:
-                _note(
-                    f"waiting for {self.base_url}/health: {now - self.started_at:.0f} s "
-                    f"(timeout {timeout_s:.0f} s)"
-                )
+                waited = f"{now - self.started_at:.0f} s (timeout {timeout_s:.0f} s)"
+                _note(f"waiting for {self.base_url}/health: {waited}")
                 next_note += 10.0
             time.sleep(0.5)
 
@@ -312,12 +295,8 @@ def stop_all() -> None:
 
 
 _HANDLERS_INSTALLED = False
-
-
 #: Signals received by this process's handlers, in order.
 RECEIVED: list[int] = []
-
-
 #: Depth of :func:`deferred_signals` blocks: while > 0 a signal is only recorded.
 _DEFERRED = 0
 
