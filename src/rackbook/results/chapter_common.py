@@ -1,5 +1,5 @@
-"""What every chapter module does the same way: a reading whose reason is a list of clauses,
-the ``where`` of a measured headline value, and the chapter's
+"""What every chapter module does the same way: its analysis's preamble, a reading whose reason
+is a list of clauses, headline rows, the ``where`` of a measured value, the chapter's
 :class:`~rackbook.results.headline.Outcome`."""
 
 from __future__ import annotations
@@ -7,17 +7,34 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from rackbook.core import validity
+from rackbook.core.provenance import hardware_label
+from rackbook.core.traces import Trace
+from rackbook.inputs.claims import Registry, load_claims
 from rackbook.results import headline, verdicts
+
+
+def start(trace: Trace, registry: Registry | None) -> tuple[Trace, str, Registry]:
+    """The trace without flagged requests, its hardware label and the claims registry
+    (``registry``, else data/claims.yaml): every analysis's preamble."""
+    trace = validity.valid_trace(trace)[0]
+    return trace, hardware_label(trace.run), registry or load_claims()
 
 
 def reading(
     claim_id: str, which: str, verdict: str, margin: str, clauses: Iterable[str], **kw: Any
 ) -> headline.ClaimReading:
-    """A ``which`` reading (physics, published, this run) whose reason is ``clauses`` (empty
-    ones dropped) joined by "; ", the clauses kept beside it in ``clauses``."""
+    """A ``which`` reading whose reason is ``clauses`` (empty ones dropped) joined by "; "."""
     kept = tuple(c for c in clauses if c)
     reason = "; ".join(kept)
     return headline.ClaimReading(claim_id, which, verdict, margin, reason, clauses=kept, **kw)
+
+
+def modelled(
+    claim_id: str, name: str, value: Any, unit: str, definition: str, verdict: str, reason: str
+) -> headline.Headline:
+    """A modelled headline value of ``claim_id`` with its own verdict and reason."""
+    return headline.Headline(name, value, unit, definition, claim_id, "modelled", verdict, reason)
 
 
 def where(a: Any, kind: str = "measured") -> dict[str, Any]:
@@ -34,9 +51,8 @@ def outcome(
     trace_ids: list[str] | None = None,
     **resolved: Any,
 ) -> headline.Outcome:
-    """The chapter's outcome of analysis ``a``: its headlines, readings and ``flips``; the
-    parameters ``names`` (space-separated) of ``a.params``, a value ``resolved`` in place; the
-    traces read (default: ``a.trace``)."""
+    """The outcome of analysis ``a``: its headlines, readings and ``flips``; the parameters
+    ``names`` (space-separated) of ``a.params``, ``resolved`` in place; the traces read."""
     parameters = verdicts.parameters(a.params, names, **resolved)
     tid = trace_ids or [a.trace.trace_id]
     return headline.Outcome(result, headlines, a.readings, flips, tid, parameters, a.hardware)
