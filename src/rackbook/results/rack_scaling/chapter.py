@@ -166,33 +166,28 @@ class Analysis:
 
     @property
     def largest(self) -> pd.Series:
-        """The accounting row of the configuration with the most GPUs."""
         return self.accounting.loc[self.accounting["num_gpus"].astype(float).idxmax()]
 
     @property
     def top(self) -> pd.Series:
-        """The scaling row of the largest configuration (last in GPU order)."""
         return self.scaling.iloc[-1]
 
     @property
     def rack_reading(self) -> str:
-        """Name of the cost reading of the throughput figure as the rack's total."""
         return f"rack total / {self.rack.gpus}"
 
     @property
     def unit(self) -> str:
-        """What the trace's per-unit figures divide by: ``GPU``, or ``replica`` where one CPU
-        server stands for one GPU."""
-        return _unit(self.trace.run, self.params.gpus_per_replica)
+        """``GPU``, or ``replica`` where one CPU server stands for one GPU."""
+        gpus = verdicts.gpu_names(self.trace.run) or self.params.gpus_per_replica > 1
+        return "GPU" if gpus else "replica"
 
     @property
     def cached_known(self) -> bool:
-        """True when the largest configuration's cached input tokens are known."""
         return bool(np.isfinite(self.largest["cached_input_tok_s"]))
 
     @property
     def cached_note(self) -> str:
-        """Where the largest configuration's cached count comes from, or why it is unknown."""
         return self.largest["note"] or "cached count from the requests' cached_prompt_tokens"
 
     def cap(self, ceiling: str, phase: str) -> float:
@@ -203,17 +198,12 @@ class Analysis:
     def accounting_markdown(self) -> str:
         """Tokens/s of every point, counted by kind, and per GPU (or replica)."""
         u = self.unit
+        kinds = ("output", "new_input", "cached_input", "total", "computed")
         rows = [
-            [
-                f"{r.config} ({units.plural(int(r.num_gpus), u)})",
-                f"{r.output_tok_s:,.1f}",
-                verdicts.text(r.new_input_tok_s, ",.1f"),
-                verdicts.text(r.cached_input_tok_s, ",.1f"),
-                f"{r.total_tok_s:,.1f}",
-                verdicts.text(r.computed_tok_s, ",.1f"),
-                verdicts.text(r.total_tok_s_per_gpu, ",.1f"),
-            ]
-            for r in self.accounting.itertuples()
+            [f"{r['config']} ({units.plural(int(r['num_gpus']), u)})"]
+            + [verdicts.text(r[f"{k}_tok_s"], ",.1f") for k in kinds]
+            + [verdicts.text(r["total_tok_s_per_gpu"], ",.1f")]
+            for _, r in self.accounting.iterrows()
         ]
         head = ["config", "output", "new input", "cached input", "total", "computed"]
         return _table([*head, f"total per {u}"], rows) + "\nAll in tokens per second.\n"
@@ -232,19 +222,12 @@ class Analysis:
         rows = []
         for r in self.throughput.itertuples():
             cached = r.reading == "per-gpu-with-cached" and not np.isfinite(r.ratio)
+            fits = f"fits once at least {percent(r.min_cached_share)} of the input is cached"
             rows.append(
-                [
-                    READING_LABELS.get(r.reading, r.reading),
-                    f"{r.tok_s_per_gpu:,.0f}",
-                    f"at most {r.computed_tok_s_per_gpu:,.0f}"
-                    if cached
-                    else f"{r.computed_tok_s_per_gpu:,.0f}",
-                    f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})",
-                    f"fits once at least {percent(r.min_cached_share)} of the input is cached"
-                    if cached
-                    else f"{ratio_text(r.ratio)}",
-                    f"**{r.verdict}**",
-                ]
+                [READING_LABELS.get(r.reading, r.reading), f"{r.tok_s_per_gpu:,.0f}"]
+                + [("at most " if cached else "") + f"{r.computed_tok_s_per_gpu:,.0f}"]
+                + [f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})"]
+                + [fits if cached else ratio_text(r.ratio), f"**{r.verdict}**"]
             )
         head = "reading|counted|computed|ceiling|computed / ceiling|physics".split("|")
         return (
@@ -254,15 +237,8 @@ class Analysis:
     def speedups_markdown(self) -> str:
         """What the speedup means for each node size, and the node it implies."""
         rows = [
-            [
-                r.name,
-                f"{r.gpus_per_node}",
-                f"{r.nodes:g}",
-                f"{percent(r.efficiency)}",
-                f"{r.node_tok_s_per_gpu:,.0f}",
-                f"{ratio_text(r.ratio)}",
-                f"**{r.verdict}**",
-            ]
+            [r.name, f"{r.gpus_per_node}", f"{r.nodes:g}", percent(r.efficiency)]
+            + [f"{r.node_tok_s_per_gpu:,.0f}", ratio_text(r.ratio), f"**{r.verdict}**"]
             for r in self.speedups.itertuples()
         ]
         head = "what 'a node' is|GPUs per node|nodes in the rack|scaling efficiency|"
@@ -276,15 +252,10 @@ class Analysis:
             per_m = cost.loc[r.reading]
             share = r.cached_share_matching
             rows.append(
-                [
-                    r.reading,
-                    f"{r.tok_s_per_gpu:,.0f}",
-                    f"{r.mtok_per_gpu_hour:,.1f}",
-                    f"${per_m.iloc[0]:,.4f}",
-                    f"${per_m.iloc[1]:,.4f}",
-                    f"{_usd(r.revenue_all_cached)} to {_usd(r.revenue_all_uncached)}",
-                    f"{percent(share)}" if np.isfinite(share) else "none",
-                ]
+                [r.reading, f"{r.tok_s_per_gpu:,.0f}", f"{r.mtok_per_gpu_hour:,.1f}"]
+                + [f"${per_m.iloc[0]:,.4f}", f"${per_m.iloc[1]:,.4f}"]
+                + [f"{_usd(r.revenue_all_cached)} to {_usd(r.revenue_all_uncached)}"]
+                + [percent(share) if np.isfinite(share) else "none"]
             )
         head = "throughput reading|tok/s per GPU|M tok per GPU-hour|USD per M tok, as cost|"
         head += "USD per M tok, ownership cost|revenue (USD per GPU-hour)|"
@@ -357,7 +328,6 @@ class Analysis:
         return out | self._node_and_cost_values()
 
     def _node_and_cost_values(self) -> dict[str, Any]:
-        """The values of :meth:`values` on each node size and on the dollar figure."""
         spi = self.speedups.set_index("system")
         rev = self.cost.revenue.set_index("reading")
         cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
@@ -389,10 +359,6 @@ class Analysis:
         }
 
 
-def _unit(run: dict[str, Any], gpus_per_replica: int) -> str:
-    return "GPU" if verdicts.gpu_names(run) or gpus_per_replica > 1 else "replica"
-
-
 def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) -> tuple[str, ...]:
     """What a run measured, as its this-run readings quote it (throughput, speedup, revenue)."""
     n = int(nx["num_gpus"])
@@ -411,7 +377,6 @@ def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) ->
     return throughput, speedup, cost
 
 
-#: The chapter's analysis of a trace (the result contract's ``analyse``).
 analyse = Analysis
 
 
