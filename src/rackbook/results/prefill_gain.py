@@ -539,6 +539,6 @@ DECISIVE: dict[str, tuple[str, ...]] = {"prefill-gain.gain": ("metric", "model",
 READING_NOTES = {
     "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
     "prefix; vLLM's own table measures the same changes on one cold request (no cached prefix, "
-    "GB200), and published caching gains compare with and without a cache",
+    "GB200), and published caching gains compare with and without a cache"
 }
 RERUN_ARGS = {"prefill-gain": (("endpoint_a", "http://BASELINE:8000"),)}

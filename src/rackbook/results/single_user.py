@@ -519,10 +519,10 @@ def outcome(a: Analysis) -> headline.Outcome:
 DECISIVE: dict[str, tuple[str, ...]] = {
     "single-user.throughput": tuple(
         "metric per model hardware gpu_count concurrency speculation statistic".split()
-    ),
+    )
 }
 READING_NOTES = {
     "single-user.throughput": "the write-up names neither the statistic of its speed nor "
     "whether its speculation ran for real; InferenceX's concurrency-1 AgentX point is one "
-    "agent session (its sub-agents may run at once), not one stream",
+    "agent session (its sub-agents may run at once), not one stream"
 }

@@ -162,9 +162,8 @@ class Analysis:
         rows = []
         for c in (self.lo, self.hi):
             r = roofline.decode_kv_reads(self.model, c, self.params.kv_dtype)
-            stored = roofline.kv_bytes_per_sequence(self.model, c, r.kv_dtype)
-            rows.append((c, stored / 1e6, r.sparse_bytes / 1e6, r.dense_bytes / 1e6))
-        cols = ["context_tokens", "stored_mb", "sparse_read_mb", "dense_read_mb"]
+            rows.append((c, r.sparse_bytes / 1e6, r.dense_bytes / 1e6))
+        cols = ["context_tokens", "sparse_read_mb", "dense_read_mb"]
         return pd.DataFrame(rows, columns=cols)
 
     @property

@@ -66,9 +66,7 @@ def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     keys = [k for k in SERIES_KEYS if k in table.columns]
     if keys and len(table[keys].astype("string").drop_duplicates()) > 1:
         raise InputError(
-            "-",
-            "table",
-            f"holds several series ({', '.join(keys)}); select one before fitting",
+            "-", "table", f"holds several series ({', '.join(keys)}); select one before fitting"
         )
     t = table[table[metric].notna()]
     if t["context_tokens"].duplicated().any():
@@ -163,10 +161,7 @@ class Delta:
 
 
 def delta(
-    table_or_fit: pd.DataFrame | LinearFit,
-    lo: int,
-    hi: int,
-    metric: str = "median_tpot_ms",
+    table_or_fit: pd.DataFrame | LinearFit, lo: int, hi: int, metric: str = "median_tpot_ms"
 ) -> Delta:
     """Latency at ``hi`` minus at ``lo`` (ms, and % of ``lo``'s): measured on one series of
     :func:`decode_latency_by_context` (its extremes when it lacks lo or hi), or fitted."""

@@ -192,7 +192,6 @@ class ImpliedLatency:
     low_ms: float
     high_ms: float
     step_floor_ms: float
-    step_formula: str
     reading: headline.ClaimReading
 
 
@@ -224,7 +223,7 @@ def implied_latency_physics(
         f"{step_ms:.3g} ms",
     ]
     r = common.reading(DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", clauses)
-    return ImpliedLatency(central, low, high, step_ms, ceil.formula, r)
+    return ImpliedLatency(central, low, high, step_ms, r)
 
 
 def delta_run_reading(

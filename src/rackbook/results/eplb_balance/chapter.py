@@ -390,21 +390,19 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
             headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
             "arithmetic on the two published figures",
         ),
-        headline.unclaimed(
-            "balancedness_static_legacy",
-            round(s["static_legacy"], 4),
-            "1",
-            f"{legacy} of static placement",
-            LEGACY_REASON,
-            **where,
-        ),
-        headline.unclaimed(
-            "balancedness_eplb_legacy",
-            round(s["eplb_legacy"], 4),
-            "1",
-            f"{legacy} after EPLB",
-            LEGACY_REASON,
-            **where,
+        *(
+            headline.unclaimed(
+                f"balancedness_{k}_legacy",
+                round(s[f"{k}_legacy"], 4),
+                "1",
+                what,
+                LEGACY_REASON,
+                **where,
+            )
+            for k, what in (
+                ("static", f"{legacy} of static placement"),
+                ("eplb", f"{legacy} after EPLB"),
+            )
         ),
     ]
 

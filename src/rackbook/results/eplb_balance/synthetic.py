@@ -7,7 +7,6 @@ import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -165,11 +164,6 @@ def build_default_trace(spec: Spec = Spec()) -> Trace:
     )
 
 
-def write_default_trace(path: str | Path, spec: Spec = Spec()) -> Path:
-    """Build and write the default trace to folder ``path`` (atomically)."""
-    return write_trace(path, build_default_trace(spec))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m rackbook.results.eplb_balance OUT [--seed N] ...``: write the trace."""
     ap = argparse.ArgumentParser(
@@ -181,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     spec = Spec(**{f.name: getattr(a, f.name) for f in fields(Spec)})
     try:
-        path = write_default_trace(a.out, spec)
+        path = write_trace(a.out, build_default_trace(spec))
     except InputError as err:
         print(f"error: {err}")
         return 2
