@@ -64,30 +64,19 @@ def speedup_readings(
         s_text = f"at ISL {isl:,.0f} / OSL {osl:,.0f}, {th.formula}" + (
             " (the share is not published)" if th.verdict == "undetermined" else ""
         )
-        rows.append(
-            {
-                "system": sid,
-                "name": catalogs.system(sid).name,
-                "gpu": node_gpu.id,
-                "gpus_per_node": per_node,
-                "nodes": nodes,
-                "speedup": speedup,
-                "efficiency": eff,
-                "node_tok_s_per_gpu": node_per_gpu,
-                "ceiling_tok_s_per_gpu": cap,
-                "ratio": ratio,
-                "verdict": check.physics_verdict(ratio),
-                "formula": f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; {speedup:g} / "
-                f"{nodes:g} = {percent(eff)} per GPU; node as the rack total: {claim_tok_s:,.0f} / "
-                f"{speedup:g} / {per_node} = {node_per_gpu:,.0f} tok/s per GPU = "
-                f"{ratio_text(ratio)} "
-                f"the {node_gpu.label} decode compute ceiling of {cap:,.0f}",
-                "stated_node_tok_s_per_gpu": stated,
-                "stated_min_cached_share": np.nan if th.share is None else th.share,
-                "stated_verdict": th.verdict,
-                "stated_formula": s_text,
-            }
+        formula = (
+            f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; {speedup:g} / {nodes:g} = "
+            f"{percent(eff)} per GPU; node as the rack total: {claim_tok_s:,.0f} / {speedup:g} / "
+            f"{per_node} = {node_per_gpu:,.0f} tok/s per GPU = {ratio_text(ratio)} the "
+            f"{node_gpu.label} decode compute ceiling of {cap:,.0f}"
         )
+        row: dict[str, Any] = dict(system=sid, name=catalogs.system(sid).name, gpu=node_gpu.id)
+        row |= dict(gpus_per_node=per_node, nodes=nodes, speedup=speedup, efficiency=eff)
+        row |= dict(node_tok_s_per_gpu=node_per_gpu, ceiling_tok_s_per_gpu=cap, ratio=ratio)
+        row |= dict(verdict=check.physics_verdict(ratio), formula=formula)
+        share = np.nan if th.share is None else th.share
+        row |= dict(stated_node_tok_s_per_gpu=stated, stated_min_cached_share=share)
+        rows.append(row | dict(stated_verdict=th.verdict, stated_formula=s_text))
     out = pd.DataFrame(rows)
     out.attrs["workload"] = (isl, osl)
     return out
@@ -178,20 +167,10 @@ def _row(
     formula: str,
     command: str = "",
 ) -> dict[str, Any]:
-    return {
-        "reading": name,
-        "meaning": meaning,
-        "tok_s_per_gpu": counted,
-        "computed_tok_s_per_gpu": computed,
-        "phase": phase,
-        "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
-        "limit": c.limit,
-        "ratio": c.ratio,
-        "verdict": c.verdict,
-        "min_cached_share": np.nan,
-        "formula": formula,
-        "command": command,
-    }
+    row: dict[str, Any] = dict(reading=name, meaning=meaning, tok_s_per_gpu=counted)
+    row |= dict(computed_tok_s_per_gpu=computed, phase=phase)
+    row |= dict(ceiling_tok_s_per_gpu=c.ceiling_tok_s_per_gpu, limit=c.limit, ratio=c.ratio)
+    return row | dict(verdict=c.verdict, min_cached_share=np.nan, formula=formula, command=command)
 
 
 def _workload_text(isl: float, osl: float) -> str:
