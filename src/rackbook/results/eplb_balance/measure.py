@@ -110,16 +110,9 @@ def score(
     for i, window in enumerate(scored):
         rs = eplb.rank_loads_from_placement(window, pl.static, ep_size)
         re = eplb.rank_loads_from_placement(window, pl.eplb, ep_size)
-        rows.append(
-            {
-                "window": fit_windows + i,
-                "static": eplb.balancedness(rs),
-                "eplb": eplb.balancedness(re),
-                "static_legacy": eplb.balancedness_legacy(rs),
-                "eplb_legacy": eplb.balancedness_legacy(re),
-            }
-        )
-    per = pd.DataFrame(rows)
+        legacy = (eplb.balancedness_legacy(rs), eplb.balancedness_legacy(re))
+        rows.append((fit_windows + i, eplb.balancedness(rs), eplb.balancedness(re), *legacy))
+    per = pd.DataFrame(rows, columns=["window", "static", "eplb", "static_legacy", "eplb_legacy"])
     s = {k: float(per[k].mean()) for k in ("static", "eplb", "static_legacy", "eplb_legacy")}
     s["fraction_recovered_gap"] = eplb.fraction_recovered_gap(s["static"], s["eplb"])
     s["fraction_of_uniform"] = eplb.fraction_of_uniform(s["eplb"])
@@ -157,26 +150,22 @@ def uniform_floor(
 
 def recovered_shares(static: float, eplb_value: float, floor: float) -> pd.DataFrame:
     """Three readings of "share of uniform routing's potential recovered" (percent)."""
-    return pd.DataFrame(
-        [
-            {
-                "reading": "gap closed",
-                "formula": "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1",
-                "pct": 100 * eplb.fraction_recovered_gap(static, eplb_value),
-            },
-            {
-                "reading": "ratio to uniform",
-                "formula": "T_eplb / T_uniform, T_uniform = 1",
-                "pct": 100 * eplb.fraction_of_uniform(eplb_value),
-            },
-            {
-                "reading": "ratio to uniform, same sampling",
-                "formula": "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform "
-                "routing",
-                "pct": 100 * eplb.fraction_of_uniform(eplb_value, floor),
-            },
-        ]
-    )
+    gap = "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1"
+    same = "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform routing"
+    rows = [
+        ("gap closed", gap, 100 * eplb.fraction_recovered_gap(static, eplb_value)),
+        (
+            "ratio to uniform",
+            "T_eplb / T_uniform, T_uniform = 1",
+            100 * eplb.fraction_of_uniform(eplb_value),
+        ),
+        (
+            "ratio to uniform, same sampling",
+            same,
+            100 * eplb.fraction_of_uniform(eplb_value, floor),
+        ),
+    ]
+    return pd.DataFrame(rows, columns=["reading", "formula", "pct"])
 
 
 def scenario(
