@@ -132,18 +132,12 @@ def growth_attainable(
         + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
         + f" ({a.deployment}; {a.calibration})"
     )
-    return {
-        "tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None,
-        "ratio": ratio,
-        "deployment": a.deployment,
-        "deployment_name": a.deployment_name,
-        "calibration": a.calibration,
-        "binding": a.binding,
-        "text": text,
-        "added_s": added,
-        "step_lo_s": steps[0],
-        "brief": f"{ratio:.2g}x what measured kernels add for one sequence" if ratio else "",
-    }
+    brief = f"{ratio:.2g}x what measured kernels add for one sequence" if ratio else ""
+    out: dict[str, Any] = {"tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None}
+    out["ratio"] = ratio
+    out |= dict(deployment=a.deployment, deployment_name=a.deployment_name)
+    out |= dict(calibration=a.calibration, binding=a.binding, text=text, added_s=added)
+    return out | dict(step_lo_s=steps[0], brief=brief)
 
 
 def growth_physics(

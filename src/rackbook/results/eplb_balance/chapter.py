@@ -287,18 +287,10 @@ def _sweeps(
     trace: Trace, p: Params, skew: float, shape: Shape, batch_per_rank: int
 ) -> dict[str, pd.DataFrame]:
     """The model sweeps of :data:`SWEEPS` around the chapter's layout, at ``skew``."""
-    base = dict(
-        skew=skew,
-        seed=int((trace.run.get("generator") or {}).get("seed", 0)),
-        shape=shape,
-        ep_size=p.ep_size,
-        redundant=p.redundant,
-        batch_per_rank=batch_per_rank,
-        windows=p.fit_windows + 4,
-        fit_windows=p.fit_windows,
-        groups=p.groups,
-        nodes=p.nodes,
-    )
+    seed = int((trace.run.get("generator") or {}).get("seed", 0))
+    base = dict(skew=skew, seed=seed, shape=shape, batch_per_rank=batch_per_rank)
+    base |= dict(ep_size=p.ep_size, redundant=p.redundant, groups=p.groups, nodes=p.nodes)
+    base |= dict(windows=p.fit_windows + 4, fit_windows=p.fit_windows)
     values = {
         "ep_size": p.ep_sizes,
         "redundant": p.redundant_values,
