@@ -226,10 +226,9 @@ def gain_physics(
     bound_how: str = "",
     attainable: dict[str, Any] | None = None,
 ) -> headline.ClaimReading:
-    """Physics of a gain of ``low`` .. ``high`` (fractions) on new tokens: a bound caps a
-    throughput, not a ratio, so undetermined without the baseline (``baseline_tok_s`` per GPU);
-    with one, baseline x (1 + high) against ``bound_tok_s``. The reason adds what the decoder
-    replay layers (at most ``removable`` of a new token's time) allow at equal efficiency."""
+    """Physics of a gain of ``low`` .. ``high`` (fractions): undetermined without the baseline
+    (new tok/s per GPU; a bound caps a throughput, not a ratio), else baseline x (1 + high)
+    against ``bound_tok_s``; the decoder replay layers' ``removable`` share in the reason."""
     need_lo, need_hi = 1 - 1 / (1 + low), 1 - 1 / (1 + high)
     cap = 1 / (1 - removable) - 1 if removable < 1 else float("inf")
     assumed = (

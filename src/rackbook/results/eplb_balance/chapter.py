@@ -84,10 +84,9 @@ def balancedness_physics(
 def recovered_physics(
     before: float, after: float, recovered_pct: float, tol_pct: float, ep_size: int
 ) -> headline.ClaimReading:
-    """Does "recovers ``recovered_pct`` % of uniform routing's potential" follow from before
-    and after? ``possible`` when the gap closed or the ratio to uniform gives it within
-    ``tol_pct``; ``undetermined`` when only a free reference in [after, 1] can; else
-    ``impossible``."""
+    """Does "recovers ``recovered_pct`` %" follow from before and after? Possible when the gap
+    closed or the ratio to uniform gives it within ``tol_pct``, undetermined when only a free
+    reference in [after, 1] can, else impossible."""
     gap = 100 * eplb.fraction_recovered_gap(before, after)
     ratio = 100 * eplb.fraction_of_uniform(after)
     needed = after / (recovered_pct / 100)

@@ -40,11 +40,9 @@ def speedup_readings(
     isl: float | None = None,
     osl: float | None = None,
 ) -> pd.DataFrame:
-    """What a ``speedup`` over "a single node" on ``n_gpus`` GPUs means per node size in
-    ``systems`` (on the node's own GPU; ``hw`` unused): efficiency = speedup / nodes; the node
-    as the rack total (claim / speedup per GPU vs its decode compute ceiling: 7.9x with 954,000
-    tok/s on 18 trays of 4 is 30,190 per GPU, 0.125x GB300's 241,834) and per GPU as stated
-    (``stated_*``: fitting with ``stated_min_cached_share`` cached at ``isl`` / ``osl``)."""
+    """Per node size in ``systems`` (on its own GPU; ``hw`` unused): efficiency = speedup / nodes,
+    the node as the rack total (7.9x of 954,000 tok/s on 18 trays of 4: 30,190 per GPU, 0.125x
+    GB300's 241,834 decode ceiling) and per GPU as stated (``stated_*``, cache hits counted)."""
     if not speedup > 0:
         raise InputError("-", "speedup", f"must be > 0, got {speedup}")
     isl = ASSUMED_ISL if isl is None else isl
@@ -462,10 +460,9 @@ def cost_readings(
     usd_per_m_cached: float | None = None,
     cached_share: float | None = None,
 ) -> CostReadings:
-    """Read ``price_per_gpu_hour`` (USD) at each of ``tokens_per_s_per_gpu`` as a cost, USD per
-    million tokens = price / (tok/s x 3600 / 1e6), beside the rental (default
-    :data:`DEFAULT_PRICE`), and as token revenue at prices p_u, p_c (USD per million tokens,
-    default :data:`TOKEN_PRICES`): Mtok per hour x (p_u (1 - s) + p_c s) at cached share s."""
+    """``price_per_gpu_hour`` (USD) at each of ``tokens_per_s_per_gpu`` as USD per million tokens
+    beside the rental (:data:`DEFAULT_PRICE`), and as token revenue per GPU-hour at p_u, p_c
+    (USD per million tokens, :data:`TOKEN_PRICES`): Mtok per hour x (p_u (1 - s) + p_c s)."""
     prices = token_prices()
     source = (
         f"{prices.sources[0]} (uncached input and output ${prices.usd_per_m_uncached:g}/M "
