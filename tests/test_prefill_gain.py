@@ -413,17 +413,17 @@ def test_outcome_by_hand(tmp_path):
     v = an.values()
     assert (v["a_tok_s"], v["b_tok_s"]) == (pytest.approx(500.0), pytest.approx(700.0))
     assert (v["claim_low_pct"], v["claim_high_pct"], v["claim_prefix"]) == (35, 44, 128_000)
-    assert v["sparse_read_us"] == pytest.approx(1.963776) and v["bound_reuse"] == "compute"
+    assert v["sparse_read_us"] == pytest.approx(1.963776)
     assert v["read_over_compute"] == pytest.approx(1.963776 / 3.0053842944)
     assert v["need_low_pct"] == pytest.approx(100 * (1 - 1 / 1.35))  # 25.93 %
     assert v["need_high_pct"] == pytest.approx(100 * (1 - 1 / 1.44))  # 30.56 %
-    assert (v["n_a"], v["n_b"], v["testable"]) == (4, 4, True)
-    assert (v["v_physics"], v["v_published"], v["v_this_run"]) == (
+    assert (an.gain.n_a, an.gain.n_b, an.testable) == (4, 4, True)
+    assert v["v_physics"] == an.readings[0].verdict
+    assert tuple(r.verdict for r in an.readings) == (
         "undetermined",
         "none published",
         "consistent",
     )
-    assert v["serve_args_a"] == v["serve_args_b"] == "not recorded"
     assert v["batched_tokens_a"] == "vLLM's default"
     # a published baseline above 332,736 / 1.44 = 231,067 new tok/s makes +44 % impossible;
     # at equal efficiency the 50.26 % removable allows up to 1 / (1 - 0.5026) - 1 = +101 %
@@ -440,10 +440,11 @@ def test_the_shipped_trace_names_the_knob_that_separates_a_and_b():
     """The shipped CPU trace: A and B differ only by the chunked-prefill token budget."""
     an = prefill_gain.analyse(read_trace(paths.TRACES / "prefill-gain"))
     v = an.values()
-    assert v["serve_args_a"] == "--max-num-batched-tokens 64"
-    assert v["serve_args_b"] == "--max-num-batched-tokens 2048"
+    serve = an.trace.run["parameters"]
+    assert serve["serve_args_a"] == "--max-num-batched-tokens 64"
+    assert serve["serve_args_b"] == "--max-num-batched-tokens 2048"
     assert (v["batched_tokens_a"], v["batched_tokens_b"]) == (64, 2048)
-    assert not an.testable and v["v_this_run"] == "untested"
+    assert not an.testable and an.readings[2].verdict == "untested"
 
 
 def test_the_range_comes_from_the_registry():

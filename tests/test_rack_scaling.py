@@ -56,7 +56,7 @@ def test_accounting_from_request_rows(tmp_path):
         [("p", {"num_gpus": "4"}, _result([100, 200], [10, 20], [0.1, 0.2], [1.0, 2.0]))],
     )
     t.requests["cached_prompt_tokens"] = pd.array([60, 100], dtype="Int64")
-    row = rack_scaling.tokens.token_accounting(t).iloc[0]
+    row = rack_scaling.measure.token_accounting(t).iloc[0]
     # 2 s window: output 30 -> 15 tok/s; input 300 -> 150; cached 160 -> 80; new 140 -> 70
     assert row["cached_source"] == "requests"
     assert row["output_tok_s"] == pytest.approx(15.0)
@@ -96,7 +96,7 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
         "vllm:prefix_cache_hits": 120.0,
         "vllm:prefix_cache_queries": 300.0,
     }
-    row = rack_scaling.tokens.token_accounting(t, gpus=8).iloc[0]
+    row = rack_scaling.measure.token_accounting(t, gpus=8).iloc[0]
     # hit rate 120 / 300 = 0.4; cached = 0.4 x 300 input tokens = 120 -> 60 tok/s, / 8 GPUs
     assert row["cached_source"] == "server_metrics"
     assert row["cached_input_tokens"] == pytest.approx(120.0)
@@ -109,13 +109,13 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
 
 def test_accounting_unknown_cached_is_nan_and_said(tmp_path):
     t = _trace(tmp_path, [("p", {}, _result([100], [10], [0.1], [1.0]))])
-    row = rack_scaling.tokens.token_accounting(t).iloc[0]
+    row = rack_scaling.measure.token_accounting(t).iloc[0]
     assert row["cached_source"] == "unknown" and "unknown" in row["note"]
     assert math.isnan(row["cached_input_tok_s"]) and math.isnan(row["computed_tok_s"])
     assert row["total_tok_s"] == pytest.approx(55.0)  # (100 + 10) / 2 s still known
     assert math.isnan(row["total_tok_s_per_gpu"])  # no GPU count anywhere
     with pytest.raises(InputError, match="gpus"):
-        rack_scaling.tokens.token_accounting(t, gpus=0)
+        rack_scaling.measure.token_accounting(t, gpus=0)
 
 
 def test_counter_that_went_down_is_unknown(tmp_path):
@@ -128,17 +128,17 @@ def test_counter_that_went_down_is_unknown(tmp_path):
         ]
     )
     t = _trace(tmp_path, [("p", {}, _result([100], [10], [0.1], [1.0]))], sm)
-    row = rack_scaling.tokens.token_accounting(t).iloc[0]
+    row = rack_scaling.measure.token_accounting(t).iloc[0]
     assert row["cached_source"] == "unknown" and "went down" in row["note"]
 
 
 def test_scaling_efficiency_is_the_per_gpu_ratio():
-    s = rack_scaling.scaling.scaling_efficiency(1000.0, 100.0, 32, 4)
+    s = rack_scaling.measure.scaling_efficiency(1000.0, 100.0, 32, 4)
     assert s.speedup == pytest.approx(10.0) and s.nodes == pytest.approx(8.0)
     assert s.efficiency == pytest.approx(1.25)
     assert s.per_gpu_n / s.per_gpu_1 == pytest.approx(s.efficiency)  # 31.25 / 25
     with pytest.raises(InputError, match="total_1"):
-        rack_scaling.scaling.scaling_efficiency(1.0, 0.0, 8, 4)
+        rack_scaling.measure.scaling_efficiency(1.0, 0.0, 8, 4)
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ TOKENS = {"per GPU as stated": 954_000, "rack total / 72": 954_000 / 72}
 
 
 def test_cost_readings():
-    c = rack_scaling.cost.cost_readings(38.96, TOKENS)
+    c = rack_scaling.readings.cost_readings(38.96, TOKENS)
     cost = c.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
     # 13,250 tok/s x 3600 = 47.7 M tokens per GPU-hour; the catalog's rental is $2.652
     assert cost[("rack total / 72", "claim as cost")] == pytest.approx(38.96 / 47.7)
@@ -282,14 +282,16 @@ def test_cost_readings():
     assert rev["revenue_at_share"].isna().all()  # no cached share given
     assert c.ratio_to_rental == pytest.approx(38.96 / 2.652)
     # with a share: 47.7 x (1 x 0.8 + 0.1 x 0.2) = 39.114
-    at = rack_scaling.cost.cost_readings(38.96, TOKENS, cached_share=0.2).revenue.set_index(
+    at = rack_scaling.readings.cost_readings(38.96, TOKENS, cached_share=0.2).revenue.set_index(
         "reading"
     )
     assert at.loc["rack total / 72", "revenue_at_share"] == pytest.approx(47.7 * 0.82)
     with pytest.raises(InputError, match="usd_per_m_cached"):
-        rack_scaling.cost.cost_readings(38.96, TOKENS, usd_per_m_uncached=0.1, usd_per_m_cached=1.0)
+        rack_scaling.readings.cost_readings(
+            38.96, TOKENS, usd_per_m_uncached=0.1, usd_per_m_cached=1.0
+        )
     with pytest.raises(InputError, match="cached_share"):
-        rack_scaling.cost.cost_readings(38.96, TOKENS, cached_share=1.5)
+        rack_scaling.readings.cost_readings(38.96, TOKENS, cached_share=1.5)
 
 
 # --------------------------------------------------------------------------------------------

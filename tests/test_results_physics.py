@@ -135,12 +135,12 @@ def test_eplb_floor_states_the_assumed_ranks():
     assumption, and 0.35 clears the floor of any EP size of at least ceil(1 / 0.35) = 3."""
     from rackbook.results import eplb_balance
 
-    r = eplb_balance.readings.balancedness_physics("eplb-balance.before", 0.35, 64, "x")
+    r = eplb_balance.chapter.balancedness_physics("eplb-balance.before", 0.35, 64, "x")
     assert r.verdict == "possible"
     assert "does not state the EP ranks: 64 is assumed here" in r.reason
     assert "any EP size of at least 3 ranks" in r.reason
     # on 2 ranks the floor is 1/2 = 0.5, above 0.35: impossible
-    assert eplb_balance.readings.balancedness_physics(
+    assert eplb_balance.chapter.balancedness_physics(
         "eplb-balance.before", 0.35, 2, "x"
     ).verdict == ("impossible")
 

@@ -1,11 +1,22 @@
-"""What every chapter module does the same way: readings, where a value was measured, outcome."""
+"""What every chapter does the same way: preamble, readings, headlines, outcome."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
+from rackbook.core import validity
+from rackbook.core.provenance import hardware_label
+from rackbook.core.traces import Trace
+from rackbook.inputs.claims import Registry, load_claims
 from rackbook.results import headline, verdicts
+
+
+def start(trace: Trace, registry: Registry | None) -> tuple[Trace, str, Registry]:
+    """The trace without flagged requests, its hardware label and the claims registry
+    (``registry``, else data/claims.yaml): every analysis's preamble."""
+    trace = validity.valid_trace(trace)[0]
+    return trace, hardware_label(trace.run), registry or load_claims()
 
 
 def reading(
@@ -15,6 +26,13 @@ def reading(
     kept = tuple(c for c in clauses if c)
     reason = "; ".join(kept)
     return headline.ClaimReading(claim_id, which, verdict, margin, reason, clauses=kept, **kw)
+
+
+def modelled(
+    claim_id: str, name: str, value: Any, unit: str, definition: str, verdict: str, reason: str
+) -> headline.Headline:
+    """A modelled headline value of ``claim_id`` with its own verdict and reason."""
+    return headline.Headline(name, value, unit, definition, claim_id, "modelled", verdict, reason)
 
 
 def where(a: Any, kind: str = "measured") -> dict[str, Any]:

@@ -1,16 +1,6 @@
-"""Decode and prefill throughput per batch size, and the parity of two engines.
-
-Per point (successful requests), per decode rank: batch B per rank (``batch_size``; an online
-server's concurrency / ``decode_ranks``) and ranks R (empty: 1;
-:func:`rackbook.core.traces.point_rank_batch`); the claim's batch is per rank of DeepInfer's 64.
-
-- decode tok/s per rank = B x sum(output_tokens - 1) / sum(e2el - ttft) (first token excluded;
-  the deployment decodes R times as much, ``decode_tok_s_total``);
-- prefill tok/s per rank = B x mean(prompt_tokens) / mean(ttft) (online: TTFT holds queueing);
-- parity ratio = throughput(A) / throughput(B) at the same batch per rank; gap = ratio - 1.
-
-``rackbook import offline-engine`` results feed the same definitions.
-"""
+"""Decode and prefill throughput (tok/s) per batch B per decode rank, and two engines' parity:
+decode = B x sum(output_tokens - 1) / sum(e2el - ttft), prefill = B x mean(prompt) / mean(ttft);
+ratio = A / B at the same batch per rank, gap = ratio - 1 (``rackbook import offline-engine``)."""
 
 from __future__ import annotations
 
@@ -25,7 +15,7 @@ from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace, point_decode_ranks, point_rank_batch
 from rackbook.core.units import ratio_text
 from rackbook.inputs import catalogs
-from rackbook.inputs.claims import Registry, load_claims
+from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
@@ -33,19 +23,20 @@ from rackbook.results import evidence, headline, verdicts
 RESULT = "decode-parity"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.decode_parity``).
 FIGURES: tuple[str, ...] = ("fig_decode", "fig_ratio", "fig_prefill")
-#: The claim this chapter tests (data/claims.yaml).
 CLAIM_ID = "decode-parity.gap"
-#: Decode ranks the claim's batch is per: DeepInfer's benchmark settings, decode DEP64 (the
-#: claims registry's ``metric.gpus``). The chapter's ceilings are drawn for this deployment.
+#: Decode ranks the claim's batch is per (DeepInfer's decode DEP64; the ceilings' deployment).
 CLAIM_DECODE_RANKS = 64
 
 DECODE_FORMULA = r"\text{decode tok/s} = B \cdot \frac{\sum_i (n_i - 1)}{\sum_i (e2el_i - ttft_i)}"
 PREFILL_FORMULA = r"\text{prefill tok/s} = B \cdot \frac{\overline{p}}{\overline{ttft}}"
 
 
+_COLUMNS = ["point_id", "engine", "config", "batch", "decode_ranks", "requests", "decode_tok_s"]
+_COLUMNS += ["decode_tok_s_total", "prefill_tok_s", "tpot_ms", "ttft_ms"]
+
+
 def throughput_table(trace: Trace) -> pd.DataFrame:
-    """One row per point with a batch per rank: engine, batch, decode ranks, requests, decode
-    and prefill tok/s per rank, decode tok/s of all ranks, mean TPOT and TTFT (ms)."""
+    """Per point with a batch per rank: decode and prefill tok/s per rank and of all ranks."""
     req = trace.requests[trace.requests["success"]]
     pts = trace.points.assign(
         batch=point_rank_batch(trace.points), ranks=point_decode_ranks(trace.points)
@@ -56,30 +47,18 @@ def throughput_table(trace: Trace) -> pd.DataFrame:
         if r.empty or pd.isna(p["batch"]):
             continue
         b, ranks = int(p["batch"]), int(p["ranks"])
-        n = r["output_tokens"].to_numpy(np.int64)
         dec_time = float((r["e2el_s"] - r["ttft_s"]).sum())
-        dec_tokens = int((n - 1).clip(min=0).sum())
+        dec_tokens = int((r["output_tokens"].to_numpy(np.int64) - 1).clip(min=0).sum())
         ttft = float(r["ttft_s"].mean())
-        rows.append(
-            {
-                "point_id": p["point_id"],
-                "engine": p["engine"],
-                "config": p["config"],
-                "batch": b,
-                "decode_ranks": ranks,
-                "requests": len(r),
-                "decode_tok_s": b * dec_tokens / dec_time if dec_time > 0 else np.nan,
-                "decode_tok_s_total": ranks * b * dec_tokens / dec_time if dec_time > 0 else np.nan,
-                "prefill_tok_s": b * float(r["prompt_tokens"].mean()) / ttft
-                if ttft > 0
-                else np.nan,
-                "tpot_ms": 1000 * dec_time / dec_tokens if dec_tokens else np.nan,
-                "ttft_ms": 1000 * ttft,
-            }
-        )
+        dec = b * dec_tokens / dec_time if dec_time > 0 else np.nan
+        total = ranks * b * dec_tokens / dec_time if dec_time > 0 else np.nan
+        pre = b * float(r["prompt_tokens"].mean()) / ttft if ttft > 0 else np.nan
+        tpot = 1000 * dec_time / dec_tokens if dec_tokens else np.nan
+        head = p[["point_id", "engine", "config"]].tolist()
+        rows.append([*head, b, ranks, len(r), dec, total, pre, tpot, 1000 * ttft])
     if not rows:
-        return pd.DataFrame(columns=["point_id", "engine", "config", "batch", "decode_ranks"])
-    return pd.DataFrame(rows).sort_values(
+        return pd.DataFrame(columns=_COLUMNS[:5])
+    return pd.DataFrame(rows, columns=_COLUMNS).sort_values(
         ["engine", "batch", "decode_ranks"], ignore_index=True, kind="stable"
     )
 
@@ -91,32 +70,25 @@ def parity(
     metric: str = "decode_tok_s",
     batches: list[int] | None = None,
 ) -> pd.DataFrame:
-    """Per batch size both engines measured (of ``batches``, if given): throughput of A and B,
-    their decode ranks (``ranks_a``, ``ranks_b``; the largest where several), ratio A/B and
-    gap (ratio - 1, in %)."""
+    """Per batch both engines measured (of ``batches``, if given): throughput of A and B, their
+    decode ranks (the largest where several), ratio A/B and gap (ratio - 1, in %)."""
 
     def side(engine: str) -> pd.DataFrame:
         if metric not in table.columns:
             return pd.DataFrame({metric: [], "decode_ranks": []}, index=pd.Index([], name="batch"))
         t = table[(table["engine"] == engine) & np.isfinite(table[metric].astype(float))]
-        t = t.sort_values(["batch", "decode_ranks"], kind="stable").drop_duplicates(
-            "batch", keep="last"
-        )
-        return t.set_index("batch")
+        t = t.sort_values(["batch", "decode_ranks"], kind="stable")
+        return t.drop_duplicates("batch", keep="last").set_index("batch")
 
     a, b = side(engine_a), side(engine_b)
-    common = sorted(set(a.index) & set(b.index))
+    both = sorted(set(a.index) & set(b.index))
     if batches is not None:
-        common = [x for x in common if x in set(batches)]
-    out = pd.DataFrame(
-        {
-            "batch": pd.Series(common, dtype="int64"),
-            "a": a[metric].reindex(common).to_numpy(float),
-            "b": b[metric].reindex(common).to_numpy(float),
-            "ranks_a": a["decode_ranks"].reindex(common).to_numpy(np.int64),
-            "ranks_b": b["decode_ranks"].reindex(common).to_numpy(np.int64),
-        }
-    )
+        both = [x for x in both if x in set(batches)]
+    out = pd.DataFrame({"batch": pd.Series(both, dtype="int64")})
+    for col, t in (("a", a), ("b", b)):
+        out[col] = t[metric].reindex(both).to_numpy(float)
+    for col, t in (("ranks_a", a), ("ranks_b", b)):
+        out[col] = t["decode_ranks"].reindex(both).to_numpy(np.int64)
     out["ratio"] = out["a"] / out["b"]
     out["gap_pct"] = 100 * (out["ratio"] - 1)
     return out
@@ -143,9 +115,8 @@ def run_reading(
     missing: str,
     batches: list[int] | None = None,
 ) -> headline.ClaimReading:
-    """This run's reading of "within ``band_pct`` % at every batch size": ``inconsistent`` when
-    a measured batch is outside the band, ``consistent`` when every one of ``batches`` was
-    measured and is inside; else ``untested`` (saying what is ``missing`` or not covered)."""
+    """This run's reading of "within ``band_pct`` % at every batch size": inconsistent when one
+    is outside, consistent when every one of ``batches`` is inside; else untested."""
     needs = "vLLM against DeepInfer's offline benchmark on Blackwell GPUs, DeepSeek-V4.1-Flash"
     if par.empty:
         return headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
@@ -155,22 +126,14 @@ def run_reading(
     if not testable:
         return verdicts.untested(CLAIM_ID, run, what, needs)
     gaps = sorted(int(x) for x in (batches or []) if x not in set(par["batch"].tolist()))
-    if gaps and inside == len(par):
-        lacking = ", ".join(map(str, gaps))
-        return headline.ClaimReading(
-            CLAIM_ID,
-            "this run",
-            "untested",
-            f"{g:+.1f} %",
-            f"{what}; the claim's batch sizes {lacking} not measured by both engines: the "
-            "claim's range is not covered",
-        )
     v = "consistent" if inside == len(par) else "inconsistent"
+    if gaps and inside == len(par):
+        v, what = "untested", f"{what}; the claim's batch sizes {', '.join(map(str, gaps))} not "
+        what += "measured by both engines: the claim's range is not covered"
     return headline.ClaimReading(CLAIM_ID, "this run", v, f"{g:+.1f} %", what)
 
 
 def _ceiling_span(lo: Any, hi: Any) -> str:
-    """The decode ceilings per GPU (tok/s) across the claim's batches in words."""
     a, b = lo["ceiling_tok_s_per_gpu"], hi["ceiling_tok_s_per_gpu"]
     if round(a) == round(b):
         return (
@@ -187,42 +150,30 @@ def _ceiling_span(lo: Any, hi: Any) -> str:
 def physics_reading(
     ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, params: Params
 ) -> headline.ClaimReading:
-    """Physics bounds each engine's decode rate per GPU, not their ratio: ``undetermined``
-    unless a trace that can test the claim holds each engine against the bound of its own
-    batch per rank on its own decode ranks (``impossible`` above it, ``possible`` under)."""
+    """Physics bounds each engine's rate per GPU, not their ratio: undetermined unless a
+    testable trace holds each engine against the bound of its own batch and decode ranks."""
     lo, hi = ceilings.iloc[0], ceilings.iloc[-1]
     span = _ceiling_span(lo, hi)
     att = decode_attainable(params, int(lo["batch"]), int(hi["batch"]))
     if not testable or par.empty:
-        return headline.ClaimReading(
-            CLAIM_ID,
-            "physics",
-            "undetermined",
-            "-",
-            f"a ratio of two engines on the same GPUs: physics bounds each ({span}), not the ratio",
-            attainable=att,
+        why = (
+            f"a ratio of two engines on the same GPUs: physics bounds each ({span}), not the ratio"
         )
+        return headline.ClaimReading(CLAIM_ID, "physics", "undetermined", "-", why, attainable=att)
     worst = 0.0
     for r in par.itertuples():
         for rate, ranks in ((r.a, int(r.ranks_a)), (r.b, int(r.ranks_b))):
             worst = max(worst, rate / decode_bound(params, ranks, int(r.batch)).tok_s_per_gpu)
+    why = f"the faster engine reaches {ratio_text(worst)} its decode bound ({span})"
+    margin = headline.ceiling_margin(worst)
     v = check.physics_verdict(worst)
-    return headline.ClaimReading(
-        CLAIM_ID,
-        "physics",
-        v,
-        headline.ceiling_margin(worst),
-        f"the faster engine reaches {ratio_text(worst)} its decode bound ({span})",
-        attainable=att,
-        ratio=worst,
-    )
+    return headline.ClaimReading(CLAIM_ID, "physics", v, margin, why, attainable=att, ratio=worst)
 
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="decode-parity"):
-    """The notebook's ``parameters``: engine labels of A (online) and B (offline, DeepInfer's
-    role), batch sizes per decode rank, the decode ranks a live run records (its concurrency is
-    batch x ranks), the band in % (``None``: the registry's), the model and GPU catalog ids."""
+    """The notebook's ``parameters`` (engine B plays DeepInfer's role; ``band_pct`` None: the
+    registry's band in %)."""
 
     engine_a: str
     engine_b: str
@@ -234,10 +185,8 @@ class Params(headline.Params, result="decode-parity"):
 
 
 class Analysis:
-    """What the chapter shows of a trace: throughput, decode and prefill parity, ceilings,
-    readings; engine B's points from ``trace_b`` when given (an imported offline engine,
-    replacing any in ``trace``). A trace with one engine leaves the readings it cannot make
-    untested."""
+    """Throughput, decode and prefill parity, ceilings and readings of a trace; engine B's
+    points from ``trace_b`` when given (an imported offline engine, replacing ``trace``'s)."""
 
     def __init__(
         self,
@@ -246,15 +195,13 @@ class Analysis:
         registry: Registry | None = None,
         trace_b: Trace | None = None,
     ) -> None:
-        self.trace = trace = validity.valid_trace(trace)[0]  # flagged requests left out
         self.params = p = params
-        reg = registry or load_claims()
+        self.trace, self.hardware, reg = common.start(trace, registry)
+        trace = self.trace
         self.claim = reg.get(CLAIM_ID)
         self.band_pct = band = p.band_pct if p.band_pct is not None else reg.value(CLAIM_ID)
         table = throughput_table(trace)
-        self.hardware = hardware_label(trace.run)
         testable = can_test(trace.run, p.engine_b)
-        #: engine B's own trace, when it came from one
         self.trace_b = trace_b = validity.valid_trace(trace_b)[0] if trace_b is not None else None
         if trace_b is not None:
             tb = throughput_table(trace_b)
@@ -266,9 +213,7 @@ class Analysis:
         self.table = table
         batches = list(p.batch_sizes)
         self.decode = dec = parity(table, p.engine_a, p.engine_b, batches=batches)
-        self.prefill = parity(
-            table, p.engine_a, p.engine_b, metric="prefill_tok_s", batches=batches
-        )
+        self.prefill = parity(table, p.engine_a, p.engine_b, "prefill_tok_s", batches)
         self.missing = missing_piece(set(table["engine"]) if len(table) else set(), p, dec)
         self.ceilings = ceil = ceilings(p)
         self.readings = [
@@ -308,13 +253,12 @@ class Analysis:
             "ceiling_low_batch": float(c.iloc[0]),
             "ceiling_high_batch": float(c.iloc[-1]),
             "ceiling_limit": " and ".join(dict.fromkeys(self.ceilings["limit"])),
-            "missing": self.missing,
         }
 
 
 def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
-    """The decode bound (tokens/s per GPU, no context) of ``batch`` sequences per rank on
-    ``ranks`` GPUs: the lower of the compute ceiling and the fewest bytes a step reads."""
+    """The decode bound (tok/s per GPU, no context) of ``batch`` sequences per rank on ``ranks``
+    GPUs: the lower of the compute ceiling and the fewest bytes a step reads."""
     m, g = catalogs.as_model(params.model_id), catalogs.as_gpu(params.gpu_id)
     comp = roofline.compute_ceiling_tokens_per_s(m, g, "decode")
     mem = check.memory_ceiling(m, g, ranks, batch * ranks)
@@ -326,33 +270,27 @@ def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
 def decode_attainable(params: Params, low: int, high: int) -> dict[str, Any]:
     """What measured kernels reach per GPU at ``low`` and ``high`` sequences per rank on the
     claim's ranks; ``ratio`` None (the claim is a ratio of two engines)."""
-    ranks, out = CLAIM_DECODE_RANKS, []
-    for b in (low, high):
-        c = check.check_claim(params.model_id, params.gpu_id, ranks, 1.0, batch=b * ranks)
-        out.append(verdicts.attainable(c))
-    a_lo, a_hi = out
-    return {
-        **a_hi,
-        "ratio": None,
-        "text": f"measured kernels reach {a_lo['tok_s_per_gpu']:,.0f} tok/s per GPU at batch "
-        f"{low} per rank and {a_hi['tok_s_per_gpu']:,.0f} at {high} on {ranks} ranks "
-        f"({a_hi['deployment']}; {a_hi['calibration']}); the claim is a ratio of two engines, "
-        "which this does not bound",
-    }
+    ranks = CLAIM_DECODE_RANKS
+    a_lo, a_hi = (
+        verdicts.attainable(check.check_claim(params.model_id, params.gpu_id, ranks, 1.0, batch=b))
+        for b in (low * ranks, high * ranks)
+    )
+    text = (
+        f"measured kernels reach {a_lo['tok_s_per_gpu']:,.0f} tok/s per GPU at batch {low} per "
+        f"rank and {a_hi['tok_s_per_gpu']:,.0f} at {high} on {ranks} ranks ({a_hi['deployment']}; "
+        f"{a_hi['calibration']}); the claim is a ratio of two engines, which this does not bound"
+    )
+    return {**a_hi, "ratio": None, "text": text}
 
 
 def ceilings(params: Params, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
-    """Per batch size per rank: the :func:`decode_bound` (tokens/s per GPU) on ``ranks`` GPUs
-    and what binds (``limit``). DEP64 at batch 8: 12.02 GB over 64 x 8 TB/s = 23.5 us,
-    512 tokens / 64 GPUs / 23.5 us = 340,803 tok/s per GPU, above the 241,834 compute bound."""
+    """Per batch size per rank: the :func:`decode_bound` (tok/s per GPU) on ``ranks`` GPUs and
+    what binds (``limit``). DEP64 at batch 8: 12.02 GB over 64 x 8 TB/s = 23.5 us, 512 tokens
+    / 64 GPUs / 23.5 us = 340,803 tok/s per GPU, above the 241,834 compute bound."""
     bounds = {b: decode_bound(params, ranks, b) for b in sorted(params.batch_sizes)}
-    return pd.DataFrame(
-        [
-            {"batch": b, "ceiling_tok_s_per_gpu": r.tok_s_per_gpu, "limit": r.name}
-            | {"formula": r.formula}
-            for b, r in bounds.items()
-        ]
-    )
+    cols = ("batch", "ceiling_tok_s_per_gpu", "limit", "formula")
+    rows = [(b, r.tok_s_per_gpu, r.name, r.formula) for b, r in bounds.items()]
+    return pd.DataFrame(rows, columns=list(cols))
 
 
 def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> str:
@@ -373,7 +311,6 @@ def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> st
     return "; ".join(out)
 
 
-#: The chapter's analysis of a trace (the result contract's ``analyse``).
 analyse = Analysis
 
 
@@ -383,36 +320,27 @@ def outcome(a: Analysis) -> headline.Outcome:
     run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
     measured = common.where(a) | {"trace_ids": tid}
     headlines = []
+    signed = "largest |A/B - 1| of {} throughput over the batch sizes, signed"
     if a.worst:
+        within = f"batch sizes whose decode gap is within +/-{a.band_pct:g} %, of {len(a.decode)}"
         headlines += [
             headline.spoken(
                 run,
                 "max_decode_gap",
                 round(a.worst[1], 2),
                 "%",
-                "largest |A/B - 1| of decode throughput over the batch sizes, signed",
+                signed.format("decode"),
                 **measured,
             ),
             headline.spoken(
-                run,
-                "batch_sizes_within_band",
-                a.inside,
-                "batch sizes",
-                f"batch sizes whose decode gap is within +/-{a.band_pct:g} %, of {len(a.decode)}",
-                **measured,
+                run, "batch_sizes_within_band", a.inside, "batch sizes", within, **measured
             ),
         ]
     if a.prefill_worst:
-        headlines.append(
-            headline.unclaimed(
-                "max_prefill_gap",
-                round(a.prefill_worst[1], 2),
-                "%",
-                "largest |A/B - 1| of prefill throughput over the batch sizes, signed",
-                "the write-up gives no number for prefill, only that it follows a curve",
-                **measured,
-            )
-        )
+        no = "the write-up gives no number for prefill, only that it follows a curve"
+        value = round(a.prefill_worst[1], 2)
+        what = signed.format("prefill")
+        headlines.append(headline.unclaimed("max_prefill_gap", value, "%", what, no, **measured))
     headlines += [
         headline.unclaimed(
             f"ceiling_batch_{r.batch}",
@@ -426,10 +354,10 @@ def outcome(a: Analysis) -> headline.Outcome:
     ]
     lo, hi = a.ceilings.iloc[0], a.ceilings.iloc[-1]
     hi_x = results_bounds.verdict_rule().impossible_above  # above the bound: impossible
+    span = a.claim.scope.batch_sizes
     flips = [
         f"this run: a trace of vLLM and DeepInfer on Blackwell GPUs serving DeepSeek-V4.1-Flash "
-        f"at per-rank batches {a.claim.scope.batch_sizes.low if a.claim.scope.batch_sizes else 8}"
-        f" to {a.claim.scope.batch_sizes.high if a.claim.scope.batch_sizes else 256} turns it "
+        f"at per-rank batches {span.low if span else 8} to {span.high if span else 256} turns it "
         f"consistent if every gap is within {a.band_pct:g} %, inconsistent otherwise",
         f"physics: an engine above {hi_x * lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at "
         f"batch {lo['batch']} per rank"

@@ -1,13 +1,6 @@
-"""New-token prefill throughput with a cached prefix, the gain of one configuration over
-another, and a roofline model of reading the cached prefix's KV.
-
-Per successful request: cached tokens c = ``cached_prompt_tokens``, else the scenario's prefix
-length (``prefix_tokens``, else :data:`PREFIX_PARAM_KEYS` in run.json); new tokens n =
-prompt_tokens - c (n <= 0 excluded); new-token prefill tok/s = n / TTFT, a lower bound (the
-client's TTFT holds queueing, tokenisation, network). Per configuration: mean, median, p10, p90
-and pooled sum(n) / sum(TTFT). Gain of B over A = stat(B) / stat(A) - 1, with a seeded
-bootstrap spread (A's and B's requests resampled independently).
-"""
+"""New-token prefill throughput behind a cached prefix (new tokens / TTFT per request, a lower
+bound), the gain of configuration B over A (stat(B) / stat(A) - 1, seeded bootstrap interval),
+and a roofline of reading the cached prefix's KV."""
 
 from __future__ import annotations
 
@@ -18,14 +11,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import validity
-from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.core.units import percent, ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.inputs.claims import Registry, load_claims
+from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds
 from rackbook.physics.results_bounds import PrefixRead, prefix_read_model, removable_share
 from rackbook.results import chapter_common as common
@@ -35,12 +26,11 @@ from rackbook.results.verdicts import RangeVerdict
 RESULT = "prefill-gain"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.prefill_gain``).
 FIGURES: tuple[str, ...] = ("fig_distribution", "fig_gain", "fig_ceiling")
-#: The claim this chapter tests (data/claims.yaml): a range in %, behind a cached prefix whose
-#: length is the claim's scope (``scope.context_tokens``).
+#: The claim (a range in %) behind a cached prefix of its ``scope.context_tokens``.
 CLAIM_ID = "prefill-gain.gain"
 
-#: run.json ``parameters`` keys read as the cached prefix length (tokens), in order. The last
-#: two are ``vllm bench serve``'s ``--random-prefix-len`` and ``--prefix-repetition-prefix-len``.
+#: run.json ``parameters`` keys read as the cached prefix length (tokens), in order; the last two
+#: are ``vllm bench serve``'s ``--random-prefix-len`` and ``--prefix-repetition-prefix-len``.
 PREFIX_PARAM_KEYS: tuple[str, ...] = (
     "prefix_tokens",
     "cached_prefix_tokens",
@@ -66,20 +56,15 @@ def _prefix_from_run(trace: Trace) -> tuple[int | None, str]:
 
 
 def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.DataFrame:
-    """Per successful request: point_id, engine, config, prompt_tokens, cached_tokens,
-    cached_source (``row`` | ``argument`` | ``run.json parameters.<key>``), new_tokens, ttft_s
-    (s), new_tok_s (tokens/s; NaN where new_tokens <= 0 or ttft_s == 0). :class:`InputError`
-    when a row lacks ``cached_prompt_tokens`` and no prefix length is known."""
+    """Per successful request: cached tokens (``cached_prompt_tokens``, else ``prefix_tokens``,
+    else run.json; ``cached_source`` says which), new tokens, ttft_s (s) and new_tok_s (tok/s;
+    NaN unless new tokens and TTFT > 0). InputError when no prefix length is known."""
     req = trace.requests[trace.requests["success"]].reset_index(drop=True)
     cached = req["cached_prompt_tokens"]
     source = pd.Series("row", index=req.index, dtype="string")
     if cached.isna().any():
-        if prefix_tokens is not None:
-            if prefix_tokens < 0:
-                raise InputError("-", "prefix_tokens", f"must be >= 0, got {prefix_tokens}")
-            fill: int | None = prefix_tokens
-            how = "argument"
-        else:
+        fill, how = (prefix_tokens, "argument") if prefix_tokens is not None else (None, "")
+        if fill is None:
             fill, how = _prefix_from_run(trace)
         if fill is None:
             raise InputError(
@@ -91,23 +76,11 @@ def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.Data
         source[cached.isna()] = how
         cached = cached.fillna(fill)
     cached = cached.astype("int64")
-    new = req["prompt_tokens"].astype("int64") - cached
-    ttft = req["ttft_s"].astype("float64")
-    ok = (new > 0) & (ttft > 0)
-    rate = (new / ttft.where(ttft > 0)).where(ok)
-    return pd.DataFrame(
-        {
-            "point_id": req["point_id"],
-            "engine": req["engine"],
-            "config": req["config"],
-            "prompt_tokens": req["prompt_tokens"].astype("int64"),
-            "cached_tokens": cached,
-            "cached_source": source,
-            "new_tokens": new,
-            "ttft_s": ttft,
-            "new_tok_s": rate.astype("float64"),
-        }
-    )
+    prompt = req["prompt_tokens"].astype("int64")
+    new, ttft = prompt - cached, req["ttft_s"].astype("float64")
+    rate = (new / ttft.where(ttft > 0)).where((new > 0) & (ttft > 0)).astype("float64")
+    out = req[["point_id", "engine", "config"]].assign(prompt_tokens=prompt, cached_tokens=cached)
+    return out.assign(cached_source=source, new_tokens=new, ttft_s=ttft, new_tok_s=rate)
 
 
 def summary(table: pd.DataFrame, by: str = "config") -> pd.DataFrame:
@@ -117,26 +90,21 @@ def summary(table: pd.DataFrame, by: str = "config") -> pd.DataFrame:
     for key, g in table.groupby(by, sort=True):
         ok = g[g["new_tok_s"].notna()]
         v = ok["new_tok_s"].to_numpy(np.float64)
-        have = v.size > 0
-        p10, p90 = np.percentile(v, [10, 90]) if have else (np.nan, np.nan)
+        if not v.size:
+            rows.append({by: key, "requests": 0, "excluded": len(g)})
+            continue
+        p10, p90 = np.percentile(v, [10, 90])
         rows.append(
-            {
-                by: key,
-                "requests": int(v.size),
-                "excluded": int(len(g) - v.size),
-                "mean_tok_s": float(v.mean()) if have else np.nan,
-                "median_tok_s": float(np.median(v)) if have else np.nan,
-                "p10_tok_s": float(p10),
-                "p90_tok_s": float(p90),
-                "spread_tok_s": float(p90 - p10),
-                "pooled_tok_s": float(ok["new_tokens"].sum() / ok["ttft_s"].sum())
-                if have
-                else np.nan,
-                "mean_new_tokens": float(ok["new_tokens"].mean()) if have else np.nan,
-                "mean_cached_tokens": float(ok["cached_tokens"].mean()) if have else np.nan,
-            }
+            {by: key, "requests": int(v.size), "excluded": int(len(g) - v.size)}
+            | {"mean_tok_s": float(v.mean()), "median_tok_s": float(np.median(v))}
+            | {"p10_tok_s": float(p10), "p90_tok_s": float(p90), "spread_tok_s": float(p90 - p10)}
+            | {"pooled_tok_s": float(ok["new_tokens"].sum() / ok["ttft_s"].sum())}
+            | {"mean_new_tokens": float(ok["new_tokens"].mean())}
+            | {"mean_cached_tokens": float(ok["cached_tokens"].mean())}
         )
-    return pd.DataFrame(rows)
+    cols = [by, "requests", "excluded", "mean_tok_s", "median_tok_s", "p10_tok_s", "p90_tok_s"]
+    cols += ["spread_tok_s", "pooled_tok_s", "mean_new_tokens", "mean_cached_tokens"]
+    return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame(rows)
 
 
 def _stat(new: np.ndarray, ttft: np.ndarray, stat: str) -> np.ndarray:
@@ -150,8 +118,8 @@ def _stat(new: np.ndarray, ttft: np.ndarray, stat: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Gain:
-    """Gain of configuration ``b`` over ``a``: ``gain`` = stat(B) / stat(A) - 1 (fraction),
-    with the bootstrap percentile interval [``low``, ``high``] at ``level``."""
+    """Gain of configuration ``b`` over ``a``: stat(B) / stat(A) - 1 (fraction), with the
+    bootstrap percentile interval [``low``, ``high``] at ``level``."""
 
     a: str
     b: str
@@ -183,25 +151,17 @@ def gain(
     level: float = 0.90,
     seed: int = 0,
 ) -> Gain:
-    """Gain of ``b`` over ``a`` (rows of :func:`new_token_prefill`), stat one of :data:`STATS`,
-    with the ``level`` percentile interval of ``n_boot`` bootstrap resamples (numpy
-    ``default_rng(seed)``; A's and B's requests drawn with replacement)."""
+    """Gain of ``b`` over ``a`` (rows of :func:`new_token_prefill`) with the ``level`` interval of
+    ``n_boot`` bootstrap resamples (``default_rng(seed)``; A and B drawn independently)."""
     if stat not in STATS:
         raise InputError("-", "stat", f"{stat!r} is not one of {', '.join(STATS)}")
-    if not 0 < level < 1:
-        raise InputError("-", "level", f"must be in (0, 1), got {level}")
-    if n_boot < 1:
-        raise InputError("-", "n_boot", f"must be >= 1, got {n_boot}")
-    arrays = {}
+    arrays = []
     for name in (a, b):
         g = table[(table[by] == name) & table["new_tok_s"].notna()]
         if g.empty:
             raise InputError("-", by, f"no usable request with {by} = {name!r}")
-        arrays[name] = (
-            g["new_tokens"].to_numpy(np.float64),
-            g["ttft_s"].to_numpy(np.float64),
-        )
-    (na, ta), (nb, tb) = arrays[a], arrays[b]
+        arrays.append((g["new_tokens"].to_numpy(np.float64), g["ttft_s"].to_numpy(np.float64)))
+    (na, ta), (nb, tb) = arrays
     sa, sb = float(_stat(na, ta, stat)), float(_stat(nb, tb, stat))
     g0 = sb / sa - 1
     rng = np.random.default_rng(seed)
@@ -224,20 +184,10 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
     """Compare a gain (fraction; a :class:`Gain` brings its interval) with [``low``, ``high``]."""
     if not low < high:
         raise InputError("-", "high", f"must be above low ({low}), got {high}")
-    if isinstance(g, Gain):
-        x, lo, hi = g.gain, g.low, g.high
-    else:
-        x = lo = hi = float(g)
+    x, lo, hi = (g.gain, g.low, g.high) if isinstance(g, Gain) else (float(g),) * 3
     inside = low <= x <= high
     overlaps = lo <= high and hi >= low
-    if inside:
-        v = "inside"
-    elif overlaps:
-        v = "consistent"
-    elif hi < low:
-        v = "below"
-    else:
-        v = "above"
+    v = "inside" if inside else "consistent" if overlaps else "below" if hi < low else "above"
     text = (
         f"measured {percent(x, sign=True)} (interval {percent(lo, sign=True)} .. "
         f"{percent(hi, sign=True)}) vs published "
@@ -247,27 +197,22 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
 
 
 def gain_attainable(
-    model: ModelSpec | str,
-    gpu: GpuSpec | str,
-    gpus: int,
-    prefix: int,
-    high: float,
-    baseline_tok_s: float | None = None,
+    model: ModelSpec, gpu: GpuSpec, gpus: int, prefix: int, high: float, baseline: float | None
 ) -> dict[str, Any]:
     """What measured kernels reach for new-token prefill behind ``prefix`` cached tokens; the
-    ratio of baseline x (1 + ``high``) to it, None without a baseline (new tokens/s)."""
-    claimed = baseline_tok_s * (1 + high) / gpus if baseline_tok_s else 1.0
-    c = check.check_claim(model, gpu, gpus, claimed, phase="prefill", context=prefix)
-    a = verdicts.attainable(c)
-    if baseline_tok_s:
+    ratio of ``baseline`` (new tok/s) x (1 + ``high``) to it, None without a baseline."""
+    claimed = baseline * (1 + high) / gpus if baseline else 1.0
+    a = verdicts.attainable(
+        check.check_claim(model, gpu, gpus, claimed, phase="prefill", context=prefix)
+    )
+    if baseline:
         return {**a, "text": f"the gained throughput {a['text']}"}
-    return {
-        **a,
-        "ratio": None,
-        "text": f"measured kernels reach {a['tok_s_per_gpu']:,.0f} new tok/s per GPU behind "
-        f"{prefix:,} cached tokens ({a['deployment']}; {a['calibration']}); without the "
-        "baseline's throughput no gain can be set against it",
-    }
+    text = (
+        f"measured kernels reach {a['tok_s_per_gpu']:,.0f} new tok/s per GPU behind {prefix:,} "
+        f"cached tokens ({a['deployment']}; {a['calibration']}); without the baseline's "
+        "throughput no gain can be set against it"
+    )
+    return {**a, "ratio": None, "text": text}
 
 
 def gain_physics(
@@ -281,12 +226,9 @@ def gain_physics(
     bound_how: str = "",
     attainable: dict[str, Any] | None = None,
 ) -> headline.ClaimReading:
-    """What physics can say about a gain of ``low`` .. ``high`` (fractions) on new tokens: a
-    bound caps a throughput, not a ratio, so without the baseline's new-token throughput
-    (``baseline_tok_s``, tokens/s per GPU) the reading is ``undetermined``; with one,
-    baseline x (1 + high) is set against ``bound_tok_s``. The reason adds what holds at equal
-    kernel efficiency: a gain g removes 1 - 1/(1 + g) of a new token's time, the decoder
-    replay layers at most ``removable``."""
+    """Physics of a gain of ``low`` .. ``high`` (fractions): undetermined without the baseline
+    (new tok/s per GPU; a bound caps a throughput, not a ratio), else baseline x (1 + high)
+    against ``bound_tok_s``; the decoder replay layers' ``removable`` share in the reason."""
     need_lo, need_hi = 1 - 1 / (1 + low), 1 - 1 / (1 + high)
     cap = 1 / (1 - removable) - 1 if removable < 1 else float("inf")
     assumed = (
@@ -297,33 +239,20 @@ def gain_physics(
         f"{percent(removable)} of it ({how}): gains up to +{percent(cap, 0)} need no faster kernels"
     )
     if baseline_tok_s is None or bound_tok_s is None:
-        return common.reading(
-            CLAIM_ID,
-            "physics",
-            "undetermined",
-            "no baseline throughput published",
-            [
-                "a bound caps a throughput, not a gain: the baseline's absolute new-token "
-                "throughput is not published, and a slow enough baseline makes any gain reachable",
-                assumed,
-            ],
-            attainable=attainable,
+        why = (
+            "a bound caps a throughput, not a gain: the baseline's absolute new-token "
+            "throughput is not published, and a slow enough baseline makes any gain reachable"
         )
+        v, margin = "undetermined", "no baseline throughput published"
+        return common.reading(CLAIM_ID, "physics", v, margin, [why, assumed], attainable=attainable)
     after = baseline_tok_s * (1 + high)
     ratio = after / bound_tok_s
-    return common.reading(
-        CLAIM_ID,
-        "physics",
-        check.physics_verdict(ratio),
-        f"{ratio_text(ratio)} the new-token bound",
-        [
-            f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {percent(high, 0)}) = "
-            f"{after:,.0f}, {ratio_text(ratio)} the {bound_tok_s:,.0f} new-token bound "
-            f"({bound_how})",
-            assumed,
-        ],
-        attainable=attainable,
+    why = (
+        f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {percent(high, 0)}) = "
+        f"{after:,.0f}, {ratio_text(ratio)} the {bound_tok_s:,.0f} new-token bound ({bound_how})"
     )
+    v, margin = check.physics_verdict(ratio), f"{ratio_text(ratio)} the new-token bound"
+    return common.reading(CLAIM_ID, "physics", v, margin, [why, assumed], attainable=attainable)
 
 
 #: Cached prefixes (tokens) of the roofline curve: 40 points from 1,000 to 2^20, log-spaced.
@@ -343,8 +272,8 @@ def can_test(run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol:
 def run_reading(
     rv: RangeVerdict, testable: bool, run: dict[str, Any], claim_prefix: int
 ) -> headline.ClaimReading:
-    """This run's reading of a :class:`RangeVerdict`: ``consistent`` when inside or
-    overlapping, else ``inconsistent``; ``untested`` when the trace cannot test the claim."""
+    """This run's reading of a :class:`RangeVerdict`: consistent when inside or overlapping,
+    else inconsistent; untested when the trace cannot test the claim."""
     if not testable:
         needs = f"Blackwell GPUs serving DeepSeek-V4.1-Flash behind {claim_prefix:,} cached tokens"
         return verdicts.untested(CLAIM_ID, run, rv.text, needs)
@@ -354,10 +283,9 @@ def run_reading(
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="prefill-gain"):
-    """The notebook's ``parameters``: the prefix assumed where rows lack cached counts
-    (``None``: run.json), configs A and B, the statistic, the roofline's model, GPU, KV dtype
-    and GPUs, how close (fraction) the trace's prefix must be to the claim's, the baseline's
-    new tokens/s (``None``: unpublished). The bootstrap fields are not notebook parameters."""
+    """The notebook's ``parameters`` (``assume_prefix_tokens`` None: run.json's; ``rel_tol``: how
+    close the trace's prefix must be to the claim's; ``baseline_tok_s`` None: unpublished) and
+    the bootstrap's, which are not notebook parameters."""
 
     assume_prefix_tokens: int | None
     config_a: str
@@ -375,8 +303,8 @@ class Params(headline.Params, result="prefill-gain"):
 
 
 class Analysis:
-    """What the chapter shows of a trace: per-request table, summary, gain (None with one
-    configuration, the gain then untested), prefix-read roofline (new tokens/s), readings."""
+    """Per-request table, summary, gain (None with one configuration: untested), prefix-read
+    roofline (new tok/s) and readings of a trace."""
 
     def __init__(
         self,
@@ -384,9 +312,9 @@ class Analysis:
         params: Params = headline.defaults(Params),
         registry: Registry | None = None,
     ) -> None:
-        self.trace = trace = validity.valid_trace(trace)[0]  # flagged requests left out
         self.params = p = params
-        reg = registry or load_claims()
+        self.trace, self.hardware, reg = common.start(trace, registry)
+        trace = self.trace
         self.claim = claim = reg.get(CLAIM_ID)
         rng = reg.range(CLAIM_ID)
         self.claim_low, self.claim_high = low, high = rng.low / 100, rng.high / 100
@@ -408,21 +336,13 @@ class Analysis:
         self.read_no_reuse, self.read_reuse = read(prefix), read(prefix, new)
         #: behind the claim's prefix, check.PREFILL_CHUNK new tokens sharing one read of it
         self.bound = bound = read(prefix, check.PREFILL_CHUNK)
+        curve = [(pre, r, read(pre, r)) for r in (1, new) for pre in CURVE_PREFIXES]
         self.curve = pd.DataFrame(
-            [
-                {
-                    "prefix": pre,
-                    "reuse": r,
-                    "tok_s": read(pre, r).tokens_per_s,
-                    "dense_tok_s": read(pre, r).dense_tokens_per_s,
-                }
-                for r in (1, new)
-                for pre in CURVE_PREFIXES
-            ]
+            [(pre, r, x.tokens_per_s, x.dense_tokens_per_s) for pre, r, x in curve],
+            columns=["prefix", "reuse", "tok_s", "dense_tok_s"],
         )
         self.removable, how = removable_share(model, gpu, prefix, p.kv_dtype)
         self.testable = can_test(trace.run, self.trace_prefix, prefix, p.rel_tol)
-        self.hardware = hardware_label(trace.run)
         rv = self.range_verdict
         run = (
             run_reading(rv, self.testable, trace.run, prefix)
@@ -470,13 +390,12 @@ class Analysis:
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
-        p, m, g = self.params, self.read_no_reuse, self.gain
-        nan = float("nan")
-        out = {
+        p, m, g, nan = self.params, self.read_no_reuse, self.gain, float("nan")
+        reuse = self.read_reuse
+        return {
             "claim_low_pct": self.claim.values.low if self.claim.values else None,
             "claim_high_pct": self.claim.values.high if self.claim.values else None,
             "claim_prefix": self.claim_prefix,
-            "hardware": self.hardware,
             "mean_new_tokens": float(self.table["new_tokens"].mean()),
             "mean_cached_tokens": float(self.table["cached_tokens"].mean()),
             "a_tok_s": self.stat_tok_s(p.config_a),
@@ -492,30 +411,20 @@ class Analysis:
             "compute_us": 1e6 * m.compute_s_per_new_token,
             "ceiling_no_reuse": m.tokens_per_s,
             "trace_new": self.trace_new,
-            "bound_reuse": self.read_reuse.bound,
             "reuse_change": (
-                f"it rises to {self.read_reuse.tokens_per_s:,.0f} ({self.read_reuse.bound} bound)"
-                if round(self.read_reuse.tokens_per_s) > round(m.tokens_per_s)
-                else f"it stays there: the {self.read_reuse.bound} bound binds either way"
+                f"it rises to {reuse.tokens_per_s:,.0f} ({reuse.bound} bound)"
+                if round(reuse.tokens_per_s) > round(m.tokens_per_s)
+                else f"it stays there: the {reuse.bound} bound binds either way"
             ),
             "removable_pct": 100 * self.removable,
             "need_low_pct": 100 * (1 - 1 / (1 + self.claim_low)),
             "need_high_pct": 100 * (1 - 1 / (1 + self.claim_high)),
-            "missing": self.missing,
-            "serve_args_a": self.serve_args("a"),
-            "serve_args_b": self.serve_args("b"),
             "batched_tokens_a": self.batched_tokens("a"),
             "batched_tokens_b": self.batched_tokens("b"),
-            "n_a": g.n_a if g else 0,
-            "n_b": g.n_b if g else 0,
             "gpu_name": catalogs.as_gpu(p.gpu_id).name,
-            "prefill_gpus": p.prefill_gpus,
             "read_over_compute": m.sparse_read_s / m.compute_s_per_new_token,
-            "testable": self.testable,
+            "v_physics": self.readings[0].verdict,
         }
-        for r in self.readings:
-            out[f"v_{r.reading.replace(' ', '_')}"] = r.verdict
-        return out
 
 
 def _measured_gain(
@@ -537,7 +446,6 @@ def _measured_gain(
     return g, verdict_range(g, low, high), ""
 
 
-#: The chapter's analysis of a trace (the result contract's ``analyse``).
 analyse = Analysis
 
 
@@ -551,48 +459,32 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """The headline values: gain and interval (%), new-token tok/s per configuration, cached
-    prefix (tokens), removable share (%), prefix-read ceiling (tok/s)."""
+    """Gain and interval (%), new-token tok/s per configuration, cached prefix (tokens),
+    removable share (%), prefix-read ceiling (tok/s)."""
     p, g, num = a.params, a.gain, verdicts.number
     run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
     phys = headline.by_claim(a.readings, "physics")[CLAIM_ID]
     measured = common.where(a)
-    absolute = "the write-up gives no absolute throughput"
     headlines = []
     if g is not None:
-        gains = {
-            "gain": (
-                g.gain,
-                f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1;"
-                " new tokens = prompt - cached, over TTFT",
-            ),
-            "gain_interval_low": (
-                g.low,
-                f"lower end of the {percent(g.level, 0)} bootstrap interval of "
-                f"the gain ({g.n_boot} resamples, seed {g.seed})",
-            ),
-            "gain_interval_high": (
-                g.high,
-                f"upper end of the {percent(g.level, 0)} bootstrap interval of the gain",
-            ),
-        }
+        lvl = f"end of the {percent(g.level, 0)} bootstrap interval of the gain"
+        what = f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1; new tokens"
+        gains = [
+            ("gain", g.gain, f"{what} = prompt - cached, over TTFT"),
+            ("gain_interval_low", g.low, f"lower {lvl} ({g.n_boot} resamples, seed {g.seed})"),
+            ("gain_interval_high", g.high, f"upper {lvl}"),
+        ]
         headlines += [
             headline.spoken(run, name, num(100 * x, 2), "%", what, **measured)
-            for name, (x, what) in gains.items()
+            for name, x, what in gains
         ]
     for cfg in (p.config_a, p.config_b):
         v = a.stat_tok_s(cfg)
         if np.isfinite(v):
-            headlines.append(
-                headline.unclaimed(
-                    f"new_token_tok_s_{cfg.lower()}",
-                    num(v, 2),
-                    "tok/s",
-                    f"{p.stat} new-token prefill throughput per request, config {cfg}",
-                    absolute,
-                    **measured,
-                )
-            )
+            what = f"{p.stat} new-token prefill throughput per request, config {cfg}"
+            no = "the write-up gives no absolute throughput"
+            name = f"new_token_tok_s_{cfg.lower()}"
+            headlines.append(headline.unclaimed(name, num(v, 2), "tok/s", what, no, **measured))
     return headlines + [
         headline.unclaimed(
             "mean_cached_tokens",
@@ -646,6 +538,6 @@ DECISIVE: dict[str, tuple[str, ...]] = {"prefill-gain.gain": ("metric", "model",
 READING_NOTES = {
     "prefill-gain.gain": "no published gain of prefill changes at a fixed 128,000-token cached "
     "prefix; vLLM's own table measures the same changes on one cold request (no cached prefix, "
-    "GB200), and published caching gains compare with and without a cache",
+    "GB200), and published caching gains compare with and without a cache"
 }
 RERUN_ARGS = {"prefill-gain": (("endpoint_a", "http://BASELINE:8000"),)}

@@ -1,16 +1,6 @@
-"""Single-user decode speed: one stream's tokens per second, its token gaps, and the batch-1
-bandwidth floor it is measured against.
-
-Per successful request: decode time = e2el - ttft (s), decode tokens = output_tokens - 1;
-stream tok/s = sum(output_tokens - 1) / sum(e2el - ttft) (token-weighted); gap p50/p90/p99 of
-the pooled ITL gaps (ms, linear percentiles); tokens per chunk = decode tokens / gaps (above 1
-with speculation or a stream interval); acceptance length = 1 + accepted / drafts (vLLM's
-``spec_decode_acceptance_length``, from run.json or the ``server_metrics`` counters; else None).
-
-Floor: a batch-1 step reads the active weights once, step >= weight bytes / (n_gpus x HBM
-bytes/s), tok/s <= acceptance length / step
-(:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`).
-"""
+"""Single-user decode speed: one stream's tok/s = sum(output_tokens - 1) / sum(e2el - ttft), its
+token gaps (ms), tokens per chunk, acceptance length, and the batch-1 floor (a step reads the
+active weights once: tok/s <= acceptance length / step) it is measured against."""
 
 from __future__ import annotations
 
@@ -22,15 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import validity
-from rackbook.core.provenance import hardware_label
 from rackbook.core.server_metrics import counter_deltas
 from rackbook.core.traces import Trace
 from rackbook.core.units import percent, plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.inputs.claims import Claim, Registry
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
@@ -38,16 +26,12 @@ from rackbook.results import evidence, headline, verdicts
 RESULT = "single-user"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.single_user``).
 FIGURES: tuple[str, ...] = ("fig_gaps", "fig_ceiling", "fig_budget")
-#: The claim this chapter tests (data/claims.yaml): its figure and its GPU count.
 CLAIM_ID = "single-user.throughput"
-#: The rack figure this one must not be set against as "per GPU" (data/claims.yaml).
+#: The rack figure this one must not be set against as "per GPU".
 RACK_CLAIM_ID = "rack-scaling.throughput"
 
-#: Tokens per verification step with speculation, when the trace has none: InferenceX's golden
-#: acceptance length for DeepSeek-V4.1-Flash with its DSpark drafter (five draft tokens,
-#: thinking on), measured on SPEED-Bench's coding prompts and imposed as the synthetic
-#: acceptance of InferenceX's throughput runs. A measured figure of one workload, not of the
-#: claim's.
+#: Tokens per step with speculation when the trace has none: InferenceX's golden acceptance
+#: length of DeepSeek-V4.1-Flash with DSpark (5 drafts, SPEED-Bench coding; not the claim's).
 INFERENCEX_ACCEPTANCE_LENGTH = 3.51
 INFERENCEX_ACCEPTANCE_URL = "https://github.com/SemiAnalysisAI/InferenceX/pull/2964"
 INFERENCEX_ACCEPTANCE_SOURCE = (
@@ -55,9 +39,8 @@ INFERENCEX_ACCEPTANCE_SOURCE = (
     f"({INFERENCEX_ACCEPTANCE_URL}, 2026-09-10)"
 )
 
-#: Key vLLM's ``bench serve`` result uses (vllm/benchmarks/serve.py).
+#: vLLM's ``bench serve`` key, and the counters (``_total`` optional) it computes it from.
 ACCEPTANCE_KEY = "spec_decode_acceptance_length"
-#: Counters (``_total`` suffix optional) vLLM computes the acceptance length from.
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 GAP_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0)
@@ -70,10 +53,8 @@ FLOOR_FORMULA = (
 
 
 def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float | None, str]:
-    """Speculative-decoding acceptance length (tokens per step) and where it came from: run.json
-    ``parameters``, top level or ``metrics`` (:data:`ACCEPTANCE_KEY`), else 1 + accepted /
-    drafts of the ``server_metrics`` counters over the point(s); ``(None, reason)`` when absent.
-    """
+    """Acceptance length (tokens per step) and its source: run.json (:data:`ACCEPTANCE_KEY`),
+    else 1 + accepted / drafts of the ``server_metrics`` counters; ``(None, reason)`` if absent."""
     run = trace.run
     places: list[tuple[str, Any]] = [
         ("run.json parameters", run.get("parameters")),
@@ -104,9 +85,7 @@ def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float 
 
 @dataclass(frozen=True)
 class StreamStats:
-    """Single-stream decode speed (the module docstring defines it). ``per_request``:
-    request_id, output_tokens, decode_s (s), tok_s, tpot_ms, gaps (count); ``gaps_ms``:
-    percentile -> gap (ms, NaN without gaps)."""
+    """Single-stream decode speed; ``gaps_ms``: percentile -> gap (ms, NaN without gaps)."""
 
     per_request: pd.DataFrame
     tokens_per_s: float
@@ -115,8 +94,7 @@ class StreamStats:
     acceptance_length: float | None
     acceptance_source: str
     formula: str
-    #: pooled gaps between streamed chunks of the selected requests (ms), in trace order
-    gaps: np.ndarray
+    gaps: np.ndarray  # pooled gaps between streamed chunks (ms), in trace order
 
 
 def stream_stats(trace: Trace, point_id: str | None = None) -> StreamStats:
@@ -138,16 +116,8 @@ def stream_stats(trace: Trace, point_id: str | None = None) -> StreamStats:
     n_gaps = np.bincount(rr[sel], minlength=len(req))[rows] if rr.size else np.zeros(len(rows))
     with np.errstate(divide="ignore", invalid="ignore"):
         tok_s = np.where((steps > 0) & (dec > 0), steps / dec, np.nan)
-    per = pd.DataFrame(
-        {
-            "request_id": r["request_id"].to_numpy(),
-            "output_tokens": n,
-            "decode_s": dec,
-            "tok_s": tok_s,
-            "tpot_ms": 1000 / tok_s,
-            "gaps": n_gaps.astype(np.int64),
-        }
-    )
+    per = pd.DataFrame({"request_id": r["request_id"].to_numpy(), "output_tokens": n})
+    per = per.assign(decode_s=dec, tok_s=tok_s, tpot_ms=1000 / tok_s, gaps=n_gaps.astype(np.int64))
     use = steps > 0
     total_steps, total_dec = int(steps[use].sum()), float(dec[use].sum())
     overall = total_steps / total_dec if total_dec > 0 else np.nan
@@ -168,15 +138,13 @@ def stream_stats(trace: Trace, point_id: str | None = None) -> StreamStats:
     return StreamStats(per, float(overall), pct, per_chunk, acc, src, formula, 1000 * g)
 
 
-#: How much two requests may overlap (s) and still count as one after the other: the client's
-#: clock stamps a request's start and its end a little apart from the server's.
+#: How much two requests may overlap (s) and still count as one after the other (clock skew).
 OVERLAP_TOLERANCE_S = 1e-3
 
 
 def stream_problem(requests: pd.DataFrame, point_id: str | None = None) -> str | None:
-    """Why the requests (of ``point_id``, else all) are not one measurable stream, None when
-    they are: a concurrency above 1, requests overlapping in time (beyond
-    :data:`OVERLAP_TOLERANCE_S`), no successful request, or none with a decode step."""
+    """Why the requests (of ``point_id``, else all) are not one measurable stream (concurrency
+    above 1, overlapping requests, none successful or with a decode step); None when they are."""
     req = requests
     where = ""
     if point_id is not None:
@@ -220,8 +188,7 @@ def stream_problem(requests: pd.DataFrame, point_id: str | None = None) -> str |
 
 
 def check_one_stream(path: str | Path, point_id: str | None, field: str = "trace") -> None:
-    """Refuse a trace folder whose requests are not one measurable stream (an
-    :class:`InputError` naming the folder and ``field``)."""
+    """InputError (naming the folder and ``field``) unless the requests are one stream."""
     from rackbook.core.traces import read_table
 
     cols = ["point_id", "concurrency", "success", "start_time_s", "e2el_s", "ttft_s"]
@@ -243,15 +210,9 @@ def claim_vs_floor(
     context_tokens: int = 0,
     kv_dtype: str = "fp4",
 ) -> pd.DataFrame:
-    """The claim's time per token against the batch-1 floor
-    (:func:`rackbook.physics.roofline.batch1_decode_ceiling_tokens_per_s`: a step streams the
-    fewest bytes it can; ``uniform_*``: verified tokens routed independently, a typical step).
-
-    Rows ``no speculation`` (acceptance 1) and ``speculation`` (``acceptance_length``). Times in
-    ms: claim_ms_per_token = 1000 / claim, claim_step_ms = acceptance x that, floor_step_ms,
-    floor_ms_per_token; ceiling_tok_s = acceptance / floor step; claim_share_of_ceiling;
-    step_headroom = claim step / floor step; fits; verify_tokens, weight_gb, draft_mb; formula.
-    """
+    """The claim's time per token (ms) against the batch-1 floor (a step streaming the fewest
+    bytes it can; ``uniform_*``: tokens routed independently), rows ``no speculation`` and
+    ``speculation`` (``acceptance_length``); ceiling_tok_s = acceptance / floor step."""
     if not claim_tokens_per_s > 0:
         raise InputError("-", "claim_tokens_per_s", f"must be > 0, got {claim_tokens_per_s}")
     claim_ms = 1000 / claim_tokens_per_s
@@ -267,27 +228,20 @@ def claim_vs_floor(
     for name, acc in (("no speculation", 1.0), ("speculation", float(acceptance_length))):
         f, u = floor(acc), floor(acc, routing="uniform")
         step_ms = 1000 * f.step_s
-        rows.append(
-            {
-                "reading": name,
-                "acceptance_length": acc,
-                "claim_ms_per_token": claim_ms,
-                "claim_step_ms": acc * claim_ms,
-                "floor_step_ms": step_ms,
-                "floor_ms_per_token": step_ms / acc,
-                "ceiling_tok_s": f.tokens_per_s,
-                "claim_share_of_ceiling": claim_tokens_per_s / f.tokens_per_s,
-                "step_headroom": acc * claim_ms / step_ms,
-                "fits": claim_tokens_per_s <= f.tokens_per_s,
-                "verify_tokens": f.verify_tokens,
-                "weight_gb": f.weight_bytes / 1e9,
-                "draft_mb": f.draft_bytes / 1e6,
-                "uniform_tok_s": u.tokens_per_s,
-                "uniform_weight_gb": u.weight_bytes / 1e9,
-                "formula": f"claim 1000 / {claim_tokens_per_s:g} = {claim_ms:.4g} ms/token x "
-                f"{acc:g} = {acc * claim_ms:.4g} ms/step vs floor {f.formula}",
-            }
+        row: dict[str, Any] = dict(reading=name, acceptance_length=acc)
+        row |= dict(claim_ms_per_token=claim_ms, claim_step_ms=acc * claim_ms)
+        row |= dict(floor_step_ms=step_ms, floor_ms_per_token=step_ms / acc)
+        row |= dict(ceiling_tok_s=f.tokens_per_s)
+        row |= dict(claim_share_of_ceiling=claim_tokens_per_s / f.tokens_per_s)
+        row |= dict(step_headroom=acc * claim_ms / step_ms)
+        row |= dict(fits=claim_tokens_per_s <= f.tokens_per_s, verify_tokens=f.verify_tokens)
+        row |= dict(weight_gb=f.weight_bytes / 1e9, draft_mb=f.draft_bytes / 1e6)
+        row |= dict(uniform_tok_s=u.tokens_per_s, uniform_weight_gb=u.weight_bytes / 1e9)
+        formula = (
+            f"claim 1000 / {claim_tokens_per_s:g} = {claim_ms:.4g} ms/token x "
+            f"{acc:g} = {acc * claim_ms:.4g} ms/step vs floor {f.formula}"
         )
+        rows.append(row | dict(formula=formula))
     return pd.DataFrame(rows)
 
 
@@ -295,16 +249,6 @@ def stream_gpus(trace: Trace, default: int) -> int:
     """Accelerators behind the stream: the largest ``points.num_gpus``, else ``default``."""
     known = trace.points["num_gpus"].dropna()
     return int(known.max()) if len(known) else default
-
-
-def stream_attainable(
-    claim_tok_s: float, model: str, gpu: str, gpus: int, acceptance: float
-) -> dict[str, Any]:
-    """What measured kernels reach for one stream on ``gpus`` x ``gpu`` at ``acceptance``."""
-    c = check.check_claim(
-        model, gpu, gpus, claim_tok_s, per="total", batch=1, tokens_per_step=acceptance
-    )
-    return verdicts.attainable(c, f"one stream at {acceptance:g} tokens per step")
 
 
 def physics_reading(
@@ -315,8 +259,7 @@ def physics_reading(
     acceptance_from: str = "",
     attainable: dict[str, Any] | None = None,
 ) -> headline.ClaimReading:
-    """The physics reading of one stream at ``claim_tok_s``: the claim over the higher of the
-    two batch-1 bandwidth ceilings (with and without speculation), the other in the reason."""
+    """The claim over the higher of the two batch-1 ceilings (with and without speculation)."""
     by = floor.set_index("reading")
     best_name = str(by["ceiling_tok_s"].idxmax())
     acceptance = float(by.loc["speculation", "acceptance_length"])
@@ -343,8 +286,7 @@ def physics_reading(
 def run_reading(
     tok_s: float, n_gpus: int, claim: Claim, claim_tok_s: float, rel_tol: float, run: dict[str, Any]
 ) -> headline.ClaimReading:
-    """This run's reading of one stream's speed; testable on as many B300-class GPUs as the
-    claim's serving its model."""
+    """This run's reading; testable on the claim's count of B300-class GPUs serving its model."""
     gpus = claim.scope.gpu_count
     testable = verdicts.can_test(run) and n_gpus == gpus
     return verdicts.run_reading(
@@ -361,9 +303,8 @@ def run_reading(
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="single-user"):
-    """The notebook's ``parameters``: the point (None: all), accelerators where the trace does
-    not say, the floor's model, GPU, GPUs (``None``: the registry's), acceptance length
-    (``None``: InferenceX's), context and KV dtype, the rack compared, the relative tolerance."""
+    """The notebook's ``parameters`` (``floor_gpus`` None: the registry's; ``acceptance_length``
+    None: InferenceX's)."""
 
     point_id: str | None
     gpus: int
@@ -378,8 +319,7 @@ class Params(headline.Params, result="single-user"):
 
 
 class Analysis:
-    """What the chapter shows of a trace (refused unless one measurable stream): the stream's
-    statistics, the floor (rows "no speculation", "speculation"), readings, per-GPU figures."""
+    """A one-stream trace's statistics, the floor, readings and per-GPU figures."""
 
     def __init__(
         self,
@@ -390,20 +330,18 @@ class Analysis:
         problem = stream_problem(trace.requests, params.point_id)  # before flagged rows go
         if problem:
             raise InputError(trace.path or "<trace>", "requests", problem)
-        self.trace = trace = validity.valid_trace(trace)[0]  # flagged requests left out
         self.params = p = params
-        reg = registry or load_claims()
+        self.trace, self.hardware, reg = common.start(trace, registry)
+        trace = self.trace
         self.claim = claim = reg.get(CLAIM_ID)
         self.claim_tok_s = claim_tok_s = reg.value(CLAIM_ID)
         floor_gpus = p.floor_gpus if p.floor_gpus is not None else claim.scope.gpu_count
         if floor_gpus is None:
             raise InputError("claims", f"claims[{CLAIM_ID}].scope.gpu_count", "required")
         self.floor_gpus = floor_gpus
-        #: tokens per step with speculation in the floor, and where that figure came from
         given = p.acceptance_length is not None
         self.acceptance = acc = float(p.acceptance_length or INFERENCEX_ACCEPTANCE_LENGTH)
         self.acceptance_from = "parameter" if given else INFERENCEX_ACCEPTANCE_SOURCE
-        self.hardware = hardware_label(trace.run)
         self.stats = st = stream_stats(trace, p.point_id)
         self.gaps_ms = st.gaps
         self.floor = floor = claim_vs_floor(
@@ -418,7 +356,9 @@ class Analysis:
         self.rack_tok_s = reg.value(RACK_CLAIM_ID)
         self.rack_gpus = catalogs.system(p.rack_system_id).gpus
         best_acc = float(floor.loc[floor["ceiling_tok_s"].idxmax(), "acceptance_length"])
-        attainable = stream_attainable(claim_tok_s, p.model_id, p.gpu_id, floor_gpus, best_acc)
+        step: dict[str, Any] = dict(per="total", batch=1, tokens_per_step=best_acc)
+        c = check.check_claim(p.model_id, p.gpu_id, floor_gpus, claim_tok_s, **step)
+        attainable = verdicts.attainable(c, f"one stream at {best_acc:g} tokens per step")
         acc_from = "" if given else "InferenceX's measured acceptance length"
         n_gpus = stream_gpus(trace, p.gpus)
         self.readings = [
@@ -449,7 +389,6 @@ class Analysis:
             "claim_gpus": self.claim.scope.gpu_count,
             "floor_gpus": self.floor_gpus,
             "acc_floor": self.acceptance,
-            "hardware": self.hardware,
             "tok_s": st.tokens_per_s,
             "ms_per_token": 1000 / st.tokens_per_s,
             "p50": verdicts.text(st.gaps_ms[50.0], ".3g"),
@@ -493,7 +432,6 @@ class Analysis:
         return roofline.moe_layers(catalogs.as_model(self.params.model_id))
 
 
-#: The chapter's analysis of a trace (the result contract's ``analyse``).
 analyse = Analysis
 
 
@@ -540,16 +478,15 @@ def outcome(a: Analysis) -> headline.Outcome:
         ),
     ]
     headlines += [
-        headline.Headline(
-            name="claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_"),
-            value=verdicts.number(100 * r.claim_share_of_ceiling, 4),
-            unit="% of ceiling",
-            definition=f"claim / batch-1 bandwidth bound (fewest bytes per step) on "
+        common.modelled(
+            CLAIM_ID,
+            "claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_"),
+            verdicts.number(100 * r.claim_share_of_ceiling, 4),
+            "% of ceiling",
+            f"claim / batch-1 bandwidth bound (fewest bytes per step) on "
             f"{a.floor_gpus} x {p.gpu_id.upper()}, {r.acceptance_length:g} tokens per step",
-            claim_id=CLAIM_ID,
-            kind="modelled",
-            verdict=check.physics_verdict(r.claim_share_of_ceiling),
-            reason=f"floor {r.floor_step_ms:.4g} ms/step vs {r.claim_step_ms:.4g} ms implied",
+            check.physics_verdict(r.claim_share_of_ceiling),
+            f"floor {r.floor_step_ms:.4g} ms/step vs {r.claim_step_ms:.4g} ms implied",
         )
         for r in a.floor.itertuples()
     ]
@@ -575,10 +512,10 @@ def outcome(a: Analysis) -> headline.Outcome:
 DECISIVE: dict[str, tuple[str, ...]] = {
     "single-user.throughput": tuple(
         "metric per model hardware gpu_count concurrency speculation statistic".split()
-    ),
+    )
 }
 READING_NOTES = {
     "single-user.throughput": "the write-up names neither the statistic of its speed nor "
     "whether its speculation ran for real; InferenceX's concurrency-1 AgentX point is one "
-    "agent session (its sub-agents may run at once), not one stream",
+    "agent session (its sub-agents may run at once), not one stream"
 }

@@ -1,5 +1,5 @@
-"""The context-latency chapter: its parameters, the analysis of a trace, what it concludes
-(headlines, readings, flips) and the values its prose quotes."""
+"""The context-latency chapter: its parameters, the analysis of a trace, what it concludes and
+the values its prose quotes."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import units, validity
-from rackbook.core.provenance import hardware_label
+from rackbook.core import units
 from rackbook.core.traces import Trace
 from rackbook.inputs import catalogs
-from rackbook.inputs.claims import Registry, load_claims
+from rackbook.inputs.claims import Registry
 from rackbook.physics import results_bounds, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
@@ -44,21 +43,13 @@ from rackbook.results.context_latency.readings import (
 
 RESULT = "context-latency"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.context_latency``).
-FIGURES: tuple[str, ...] = (
-    "fig_memory",
-    "fig_capacity",
-    "fig_latency",
-    "fig_growth",
-    "fig_implied",
-)
+FIGURES = ("fig_memory", "fig_capacity", "fig_latency", "fig_growth", "fig_implied")
 
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="context-latency"):
-    """The notebook's ``parameters``: model, GPU, KV dtype; contexts ``lo`` < ``hi`` (tokens;
-    ``None``: the registry's); sequences per GPU and GPUs sharing a sequence's reads; GPUs the
-    routed experts spread over, weight bytes per GPU (``None``: derived), the HBM share vLLM
-    may use, the relative tolerance of a trace's KV bytes per token."""
+    """The notebook's ``parameters`` (``lo``, ``hi`` None: the registry's contexts;
+    ``weight_bytes_per_gpu`` None: derived)."""
 
     model_id: str
     gpu_id: str
@@ -74,9 +65,8 @@ class Params(headline.Params, result="context-latency"):
 
 
 class Analysis:
-    """What the chapter shows of a trace: KV bytes, memory per sequence, latency against
-    context (series, fit, delta), context growth, implied latency, readings; figures,
-    tolerances and (unless ``params.lo`` / ``params.hi``) contexts from the claims registry."""
+    """KV bytes, memory per sequence, latency against context (series, fit, delta), context
+    growth, implied latency and readings of a trace."""
 
     def __init__(
         self,
@@ -84,9 +74,9 @@ class Analysis:
         params: Params = headline.defaults(Params),
         registry: Registry | None = None,
     ) -> None:
-        self.trace = trace = validity.valid_trace(trace)[0]  # flagged requests left out
         self.params = p = params
-        reg = registry or load_claims()
+        self.trace, self.hardware, reg = common.start(trace, registry)
+        trace = self.trace
         span = claimed_span(reg)
         self.lo = lo = int(p.lo) if p.lo is not None else span[0]
         self.hi = hi = int(p.hi) if p.hi is not None else span[1]
@@ -100,30 +90,20 @@ class Analysis:
         self.w_per_gpu = float(self.weights.per_gpu_bytes(p.weight_gpus) if w is None else w)
         max_ctx = int(m.architecture.max_context_tokens or hi)
         grid = sorted({*np.linspace(max_ctx / 64, max_ctx, 64).astype(int).tolist(), lo, hi})
-        self.memory = {
-            d: memory_by_context(
-                m,
-                hw,
-                grid,
-                d,
-                weight_bytes_per_gpu=self.w_per_gpu,
-                memory_fraction=p.memory_fraction,
-            )
-            for d in catalogs.PRECISIONS
-        }
+        kw = dict(weight_bytes_per_gpu=self.w_per_gpu, memory_fraction=p.memory_fraction)
+        self.memory = {d: memory_by_context(m, hw, grid, d, **kw) for d in catalogs.PRECISIONS}
         self.table = decode_latency_by_context(trace)
         self.series = series = main_series(self.table)
         if len(series) >= 2:
             self.fit, self.measured = fit_linear(series), delta(series, lo, hi)
         else:  # one context length (a reader's partial trace): shown, never fitted
             self.fit, self.measured = single_context(series)
-        self.hardware = hardware_label(trace.run)
         self.kind = evidence_kind(trace.kind)
         self.readings = self._readings(reg)
 
     def _readings(self, reg: Registry) -> list[headline.ClaimReading]:
         """The three readings of each claim; sets :attr:`growth`, :attr:`implied` and
-        :attr:`tolerance_ms` (the delta's, ms) on the way."""
+        :attr:`tolerance_ms` (ms)."""
         p, m, hw, lo, hi = self.params, self.model, self.hw, self.lo, self.hi
         claim_ms, claim_pct = reg.value(DELTA_ID), reg.value(DELTA_PCT_ID)
         self.tolerance_ms = tol_ms = reg.tolerance(DELTA_ID)
@@ -163,22 +143,18 @@ class Analysis:
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """Global KV bytes per token at the chapter's dtype."""
         return self.kv_bytes[self.params.kv_dtype].bytes_per_token
 
     @property
     def kv_table(self) -> pd.DataFrame:
-        """One row per dtype: rows per token, KV and indexer row bytes, bytes per token."""
-        return pd.DataFrame(
-            {
-                "kv_dtype": d,
-                "rows_per_token": float(b.rows_per_token),
-                "kv_row_bytes": float(b.kv_row_bytes),
-                "indexer_row_bytes": float(b.indexer_row_bytes),
-                "bytes_per_token": b.bytes_per_token,
-            }
+        """Per dtype: rows per token, KV and indexer row bytes, bytes per token."""
+        cols = ["kv_dtype", "rows_per_token", "kv_row_bytes", "indexer_row_bytes"]
+        rows = [
+            (d, float(b.rows_per_token), float(b.kv_row_bytes), float(b.indexer_row_bytes))
             for d, b in self.kv_bytes.items()
-        )
+        ]
+        out = pd.DataFrame(rows, columns=cols)
+        return out.assign(bytes_per_token=[b.bytes_per_token for b in self.kv_bytes.values()])
 
     @property
     def reads_table(self) -> pd.DataFrame:
@@ -186,24 +162,16 @@ class Analysis:
         rows = []
         for c in (self.lo, self.hi):
             r = roofline.decode_kv_reads(self.model, c, self.params.kv_dtype)
-            rows.append(
-                {
-                    "context_tokens": c,
-                    "stored_mb": roofline.kv_bytes_per_sequence(self.model, c, r.kv_dtype) / 1e6,
-                    "sparse_read_mb": r.sparse_bytes / 1e6,
-                    "dense_read_mb": r.dense_bytes / 1e6,
-                }
-            )
-        return pd.DataFrame(rows)
+            rows.append((c, r.sparse_bytes / 1e6, r.dense_bytes / 1e6))
+        cols = ["context_tokens", "sparse_read_mb", "dense_read_mb"]
+        return pd.DataFrame(rows, columns=cols)
 
     @property
     def at(self) -> pd.DataFrame:
-        """Memory per sequence at the chapter's dtype, indexed by context (tokens)."""
         return self.memory[self.params.kv_dtype].set_index("context_tokens")
 
     @property
     def pair_note(self) -> str:
-        """Which pair of contexts the measured delta uses, in words."""
         d = self.measured
         if d.pair == "requested":
             return "the requested pair"
@@ -281,7 +249,6 @@ class Analysis:
 
     @property
     def reads_lo(self) -> roofline.KvReads:
-        """The context reads of one decode step at ``lo`` (per-token rates of both ends)."""
         return roofline.decode_kv_reads(self.model, self.lo, self.params.kv_dtype)
 
     @property
@@ -305,8 +272,7 @@ class Analysis:
 
 
 def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) -> ImpliedLatency:
-    """``implied`` with its reading's attainable estimate: the implied step at ``lo`` over the
-    step measured kernels take for one sequence (``ga["step_lo_s"]``, s); as it is without."""
+    """``implied`` with the implied step at ``lo`` over measured kernels' (``ga["step_lo_s"]``)."""
     if not ga.get("step_lo_s"):
         return implied
     x = 1e-3 * implied.central_ms / ga["step_lo_s"]
@@ -321,7 +287,6 @@ def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) ->
     return dataclasses.replace(implied, reading=reading)
 
 
-#: The chapter's analysis of a trace (the result contract's ``analyse``).
 analyse = Analysis
 
 
@@ -336,8 +301,8 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """The headline values: the measured delta (ms, %), the derived KV bytes per token, the
-    modelled context growth (µs), the implied latency (ms), the slope and the capacity."""
+    """The measured delta (ms, %), KV bytes per token, modelled growth (µs), implied latency
+    (ms), slope and capacity."""
     p, d, f, g, im = a.params, a.measured, a.fit, a.growth, a.implied
     run = headline.by_claim(a.readings, "this run")
     phys = headline.by_claim(a.readings, "physics")

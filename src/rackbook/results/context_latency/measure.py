@@ -1,6 +1,6 @@
-"""What context-latency measures on a trace: decode latency (TPOT, ITL) per context length,
-the least-squares line through it with its interval, the delta between two context lengths,
-and the KV memory per sequence and sequences per GPU at each context length."""
+"""What context-latency measures: decode latency (TPOT, ITL; ms) per context length, its
+least-squares line (TPOT = a + b x context) with the slope's interval, the delta between two
+lengths (ms and % of the shorter's), and KV memory per sequence and sequences per GPU."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ DELTA_FORMULA = (
 
 
 def decode_latency_by_context(trace: Trace) -> pd.DataFrame:
-    """Per point with ``context_tokens``, sorted: point_id, engine, config, batch,
-    context_tokens, requests (successful), mean/median TPOT and ITL (ms; NaN without any)."""
+    """Per point with ``context_tokens``, sorted: successful requests, mean and median TPOT and
+    ITL (ms; NaN without any)."""
     req = trace.requests
     ok = req["success"].to_numpy(dtype=bool)
     pid = req["point_id"].to_numpy()
@@ -46,21 +46,12 @@ def decode_latency_by_context(trace: Trace) -> pd.DataFrame:
             r["output_tokens"].to_numpy(np.int64),
         )
         itl = gaps[mask[rr]] if gaps.size else gaps
-        rows.append(
-            {
-                "point_id": p["point_id"],
-                "engine": p["engine"],
-                "config": p["config"],
-                "batch": p["batch"],
-                "context_tokens": int(p["context_tokens"]),
-                "requests": int(mask.sum()),
-                "mean_tpot_ms": 1000 * float(tpot.mean()) if tpot.size else np.nan,
-                "median_tpot_ms": 1000 * float(np.median(tpot)) if tpot.size else np.nan,
-                "mean_itl_ms": 1000 * float(itl.mean()) if itl.size else np.nan,
-                "median_itl_ms": 1000 * float(np.median(itl)) if itl.size else np.nan,
-            }
-        )
-    out = pd.DataFrame(rows)
+        head = [*p[["point_id", "engine", "config", "batch"]], int(p["context_tokens"])]
+        stats = [f(x) if x.size else np.nan for x in (tpot, itl) for f in (np.mean, np.median)]
+        rows.append([*head, int(mask.sum()), *(1000 * float(x) for x in stats)])
+    cols = ["point_id", "engine", "config", "batch", "context_tokens", "requests"]
+    cols += ["mean_tpot_ms", "median_tpot_ms", "mean_itl_ms", "median_itl_ms"]
+    out = pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame()
     if out.empty:
         return out
     out["batch"] = out["batch"].astype("Int64")
@@ -75,9 +66,7 @@ def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     keys = [k for k in SERIES_KEYS if k in table.columns]
     if keys and len(table[keys].astype("string").drop_duplicates()) > 1:
         raise InputError(
-            "-",
-            "table",
-            f"holds several series ({', '.join(keys)}); select one before fitting",
+            "-", "table", f"holds several series ({', '.join(keys)}); select one before fitting"
         )
     t = table[table[metric].notna()]
     if t["context_tokens"].duplicated().any():
@@ -86,37 +75,11 @@ def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 #: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96).
-_T975 = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
+_T975 = tuple(
+    float(t)
+    for t in """12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160
+    2.145 2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048
+    2.045 2.042""".split()
 )
 
 
@@ -129,7 +92,8 @@ def t_975(dof: int) -> float:
 
 @dataclass(frozen=True)
 class LinearFit:
-    """Least-squares line latency_ms = intercept_ms + slope_ms_per_token x context (tokens)."""
+    """Least-squares line latency_ms = intercept_ms + slope_ms_per_token x context (tokens);
+    ``resolved`` when the slope's 95 % interval is above zero."""
 
     metric: str
     intercept_ms: float
@@ -143,23 +107,19 @@ class LinearFit:
 
     @property
     def resolved(self) -> bool:
-        """True when the 95 % confidence interval of the slope is above zero: the trace
-        resolves a growth of latency with context."""
         return bool(self.slope_ci_per_1k[0] > 0)
 
     @property
     def slope_per_1k(self) -> float:
-        """Slope in ms per 1,000 context tokens."""
         return 1000 * self.slope_ms_per_token
 
     def predict(self, context_tokens: float) -> float:
-        """Fitted latency (ms) at ``context_tokens``."""
         return self.intercept_ms + self.slope_ms_per_token * context_tokens
 
 
 def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit:
-    """Least squares ``metric`` (ms) = a + b x context_tokens over one series of at least two
-    context lengths, with R^2 (1.0 when all latencies are equal) and the slope's 95 % CI."""
+    """Least squares ``metric`` (ms) = a + b x context over one series of two or more lengths,
+    with R^2 (1.0 when all latencies are equal) and the slope's 95 % CI."""
     t = _one_series(table, metric)
     if len(t) < 2:
         raise InputError("-", "table", f"needs two context lengths to fit, has {len(t)}")
@@ -186,10 +146,8 @@ def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit
 
 @dataclass(frozen=True)
 class Delta:
-    """Latency change between context lengths ``lo`` and ``hi`` (tokens): ms and percent;
-    ``source`` ``measured`` or ``fit``; ``pair`` ``requested``, ``longest-available`` (the
-    table's extremes instead), ``extrapolated`` (a fit outside its contexts) or
-    ``single context``."""
+    """Latency change from context ``lo`` to ``hi`` (tokens) in ms and %; ``source`` measured or
+    fit; ``pair`` requested, longest-available, extrapolated or single context."""
 
     lo: int
     hi: int
@@ -203,10 +161,7 @@ class Delta:
 
 
 def delta(
-    table_or_fit: pd.DataFrame | LinearFit,
-    lo: int,
-    hi: int,
-    metric: str = "median_tpot_ms",
+    table_or_fit: pd.DataFrame | LinearFit, lo: int, hi: int, metric: str = "median_tpot_ms"
 ) -> Delta:
     """Latency at ``hi`` minus at ``lo`` (ms, and % of ``lo``'s): measured on one series of
     :func:`decode_latency_by_context` (its extremes when it lacks lo or hi), or fitted."""
@@ -249,26 +204,11 @@ def memory_by_context(
     """Per context length (tokens): KV bytes per sequence and sequences fitting on one GPU
     after ``weight_bytes_per_gpu`` bytes of weights (:func:`roofline.sequences_fitting`)."""
     m = catalogs.as_model(model)
-    rows = []
-    for c in contexts:
-        fit = roofline.sequences_fitting(
-            m,
-            hw,
-            c,
-            kv_dtype,
-            weight_bytes_per_gpu=weight_bytes_per_gpu,
-            memory_fraction=memory_fraction,
-        )
-        rows.append(
-            {
-                "context_tokens": int(c),
-                "kv_bytes_per_sequence": fit.bytes_per_sequence,
-                "sequences_per_gpu": fit.sequences,
-                "free_bytes": fit.free_bytes,
-                "formula": fit.formula,
-            }
-        )
-    return pd.DataFrame(rows)
+    kw = dict(weight_bytes_per_gpu=weight_bytes_per_gpu, memory_fraction=memory_fraction)
+    fits = [(int(c), roofline.sequences_fitting(m, hw, c, kv_dtype, **kw)) for c in contexts]
+    rows = [(c, f.bytes_per_sequence, f.sequences, f.free_bytes, f.formula) for c, f in fits]
+    cols = ["context_tokens", "kv_bytes_per_sequence", "sequences_per_gpu", "free_bytes"]
+    return pd.DataFrame(rows, columns=[*cols, "formula"])
 
 
 def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataFrame:

@@ -1,6 +1,5 @@
-"""The three readings of context-latency's claims (KV bytes per token, the decode-latency delta
-in ms and in %): physics against the KV-read model (:mod:`rackbook.physics`), what measured
-kernels reach, and this run's where the trace can test them."""
+"""The readings of context-latency's claims (KV bytes per token, the decode-latency delta in ms
+and in %): physics against the KV-read model, what measured kernels reach, and this run's."""
 
 from __future__ import annotations
 
@@ -18,21 +17,13 @@ from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
 from rackbook.results.context_latency.measure import Delta, LinearFit
 
-#: The claims this chapter tests (data/claims.yaml): bytes per token of the global KV cache,
-#: and the decode-latency delta between two context lengths, in ms and in %.
 KV_BYTES_ID = "context-latency.kv-bytes"
 DELTA_ID = "context-latency.delta"
 DELTA_PCT_ID = "context-latency.delta-pct"
 
-KV_READ_FORMULA = (
-    r"t_\mathrm{KV} \geq \frac{B \times (c_\mathrm{hi} - c_\mathrm{lo}) \times "
-    r"\text{KV bytes/token}}{G \times \text{HBM bytes/s}}"
-)
-
 
 def evidence_kind(trace_kind: str) -> str:
-    """Headline kind of a number read from a trace: ``recorded`` -> ``measured``; ``published``
-    and ``synthetic`` keep their names."""
+    """Headline kind of a number read from a trace (``recorded`` -> ``measured``)."""
     kinds = {"recorded": "measured", "published": "published", "synthetic": "synthetic"}
     if trace_kind not in kinds:
         raise InputError("run.json", "kind", f"{trace_kind!r} is not one of {', '.join(kinds)}")
@@ -40,9 +31,7 @@ def evidence_kind(trace_kind: str) -> str:
 
 
 def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReading:
-    """The bytes-per-token claim against the catalog layout's arithmetic
-    (:func:`rackbook.physics.roofline.kv_bytes`): ``possible`` when it gives the claimed count
-    to the byte, else ``impossible`` for that layout."""
+    """Possible when the catalog layout's arithmetic gives the claimed bytes per token exactly."""
     got = kvb.bytes_per_token
     exact = got == round(claim)
     derived = {
@@ -67,15 +56,11 @@ def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReadi
     )
 
 
-#: Where a recorded trace may carry the KV bytes per token its engine reported at start-up
-#: (vLLM logs the KV cache's memory and its capacity in tokens; their ratio), under
-#: run.json ``metrics``.
+#: run.json ``metrics`` (or ``parameters``) key of the KV bytes per token vLLM reported.
 KV_BYTES_KEY = "kv_cache_bytes_per_token"
 
 
 def kv_bytes_in_run(run: dict[str, Any]) -> float | None:
-    """The KV bytes per token a recorded run reports (run.json ``metrics`` or ``parameters``
-    under :data:`KV_BYTES_KEY`), or None."""
     for where in ("metrics", "parameters"):
         d = run.get(where)
         if isinstance(d, dict) and isinstance(d.get(KV_BYTES_KEY), (int, float)):
@@ -86,9 +71,7 @@ def kv_bytes_in_run(run: dict[str, Any]) -> float | None:
 def kv_bytes_run_reading(
     run: dict[str, Any], testable: bool, claim: float, rel_tol: float
 ) -> headline.ClaimReading:
-    """This run's reading of the bytes per token: ``untested`` unless the trace can test the
-    claim and reports its engine's (:func:`kv_bytes_in_run`); then within ``rel_tol``
-    (a fraction) or not."""
+    """This run's reading of the bytes per token reported (within ``rel_tol``, a fraction)."""
     got = kv_bytes_in_run(run)
     if testable and got is None:
         return headline.ClaimReading(
@@ -113,9 +96,8 @@ def kv_bytes_run_reading(
 
 @dataclass(frozen=True)
 class GrowthReading:
-    """The claimed delta against the extra context reads of a decode step (ms): the sparse
-    floor of ``batch`` sequences, the dense bound, and how many sequences' scans the claim
-    equals; ``reading`` is the physics reading."""
+    """The claimed delta (ms) against a decode step's extra context reads, how many sequences'
+    scans it equals, and the physics ``reading``."""
 
     growth: roofline.ContextGrowth
     claim_ms: float
@@ -126,15 +108,14 @@ class GrowthReading:
 
     @property
     def share(self) -> float:
-        """Sparse floor over the claimed delta."""
         return self.growth.sparse_ms / self.claim_ms
 
 
 def growth_attainable(
     model: ModelSpec, hw: GpuSpec, gpus: int, lo: int, hi: int, claim_ms: float, batch: int = 1
 ) -> dict[str, Any]:
-    """What measured kernels add to a decode step of ``batch`` sequences on ``gpus`` GPUs from
-    ``lo`` to ``hi`` tokens (seconds); ``ratio`` is the claimed delta over it."""
+    """What measured kernels add to a step of ``batch`` sequences from ``lo`` to ``hi`` tokens
+    (s); ``ratio``: the claimed delta over it."""
     from rackbook.physics import attainable
     from rackbook.physics.check import Workload
 
@@ -151,18 +132,12 @@ def growth_attainable(
         + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
         + f" ({a.deployment}; {a.calibration})"
     )
-    return {
-        "tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None,
-        "ratio": ratio,
-        "deployment": a.deployment,
-        "deployment_name": a.deployment_name,
-        "calibration": a.calibration,
-        "binding": a.binding,
-        "text": text,
-        "added_s": added,
-        "step_lo_s": steps[0],
-        "brief": f"{ratio:.2g}x what measured kernels add for one sequence" if ratio else "",
-    }
+    brief = f"{ratio:.2g}x what measured kernels add for one sequence" if ratio else ""
+    out: dict[str, Any] = {"tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None}
+    out["ratio"] = ratio
+    out |= dict(deployment=a.deployment, deployment_name=a.deployment_name)
+    out |= dict(calibration=a.calibration, binding=a.binding, text=text, added_s=added)
+    return out | dict(step_lo_s=steps[0], brief=brief)
 
 
 def growth_physics(
@@ -172,8 +147,7 @@ def growth_physics(
     attainable: dict[str, Any] | None = None,
 ) -> GrowthReading:
     """Physics of "+``claim_ms`` from lo to hi tokens": the sparse reads' extra bytes over HBM
-    bandwidth are a floor, ``impossible`` above the claim, else ``possible``; the dense bound
-    and the indexer's compute are in the reason."""
+    bandwidth are a floor (impossible above the claim)."""
     if not claim_ms > 0:
         raise InputError("-", "claim_ms", f"must be > 0, got {claim_ms}")
     floor = growth.sparse_ms
@@ -205,15 +179,13 @@ def growth_physics(
 
 @dataclass(frozen=True)
 class ImpliedLatency:
-    """The decode latency at the shorter context that the two published figures imply together
-    (100 x delta / percent, ms), its range over both figures' rounding, and the least step
-    time the model allows there (ms); ``reading`` is the physics reading of the percent claim."""
+    """The latency (ms) at the shorter context the two figures imply (100 x delta / percent), its
+    range over their rounding, the least step time there (ms) and the physics ``reading``."""
 
     central_ms: float
     low_ms: float
     high_ms: float
     step_floor_ms: float
-    step_formula: str
     reading: headline.ClaimReading
 
 
@@ -228,9 +200,8 @@ def implied_latency_physics(
     lo: int,
     kv_dtype: str,
 ) -> ImpliedLatency:
-    """The latency at ``lo`` the percent claim implies, 100 x claim_ms / claim_pct, over the
-    rounding of both (0.55 / 7.5 % = 7.33 ms to 0.65 / 6.5 % = 10.0 ms): ``impossible`` when
-    even the longest is below one sequence's memory floor on ``gpus`` GPUs."""
+    """The implied latency at ``lo`` (0.55 / 7.5 % = 7.33 ms to 0.65 / 6.5 % = 10.0 ms):
+    impossible when even the longest is below one sequence's memory floor on ``gpus`` GPUs."""
     if not (claim_pct > tol_pct >= 0 and claim_ms > tol_ms >= 0):
         raise InputError("-", "claim", "delta and percent must exceed their tolerances")
     central = 100 * claim_ms / claim_pct
@@ -246,7 +217,7 @@ def implied_latency_physics(
         f"{step_ms:.3g} ms",
     ]
     r = common.reading(DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", clauses)
-    return ImpliedLatency(central, low, high, step_ms, ceil.formula, r)
+    return ImpliedLatency(central, low, high, step_ms, r)
 
 
 def delta_run_reading(
@@ -260,8 +231,7 @@ def delta_run_reading(
     claim_id: str,
     percent: bool = False,
 ) -> headline.ClaimReading:
-    """This run's reading of the claimed delta (ms, or % with ``percent``): ``untested`` unless
-    testable with both claimed lengths; then within ``tolerance`` (same unit) or not."""
+    """This run's reading of the delta (ms, or %): within ``tolerance`` at both claimed lengths."""
     value = d.delta_pct if percent else d.delta_ms
     unit = "%" if percent else "ms"
     what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
@@ -287,8 +257,7 @@ def delta_run_reading(
 
 
 def claimed_span(registry: Registry) -> tuple[int, int]:
-    """The pair of context lengths (tokens) of the published delta: the scope
-    ``context_tokens.low`` / ``.high`` of :data:`DELTA_ID`."""
+    """The pair of context lengths (tokens) of the published delta (its scope)."""
     span = registry.get(DELTA_ID).scope.context_tokens
     if span is None:
         raise InputError(registry.path, f"claims[{DELTA_ID}].scope.context_tokens", "not stated")

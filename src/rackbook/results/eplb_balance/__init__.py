@@ -1,15 +1,7 @@
-"""Data for the eplb-balance result: the SYNTHETIC default trace, loads from traces, scoring.
-
-No DeepSeek-V4.1-Flash routing statistics are public: the default input is a seeded synthetic
-routing model (:func:`rackbook.physics.eplb.synthetic_loads`, Zipf-like popularity per layer)
-whose skew is calibrated so that static placement matches the claim's "before" balancedness;
-what EPLB then does is the model's prediction, not a measurement. One trace window is one
-decode step's expert load (``batch_per_rank x ep_size x top_k`` assignments per MoE layer, as
-vLLM's ``EplbState.step`` counts); EPLB is fitted on the first ``fit_windows`` steps and scored
-out of sample on the rest. Loads are token-expert assignments; balancedness and ratios are
-dimensionless; fractions are 0..1 unless a name ends in ``_pct``. Modules: ``synthetic``,
-``measure``, ``readings``, ``chapter``.
-"""
+"""eplb-balance: no DeepSeek-V4.1-Flash routing statistics are public, so the default trace is a
+seeded synthetic routing model calibrated to the claim's "before" (what EPLB then does is its
+prediction); one window is one decode step's expert load. Modules: ``synthetic``, ``measure``,
+``chapter``."""
 
 # ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations

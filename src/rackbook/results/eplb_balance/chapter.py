@@ -1,8 +1,10 @@
-"""The eplb-balance chapter: its parameters, the analysis of a trace, what it concludes
-(headlines, readings, flips) and the values its prose quotes."""
+"""The eplb-balance chapter: its parameters, the analysis of a trace, the readings of its claims
+(balancedness before and after EPLB, the share recovered), what it concludes and the values its
+prose quotes."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +12,9 @@ import pandas as pd
 
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
+from rackbook.core.units import percent
 from rackbook.inputs.claims import Registry, load_claims
+from rackbook.physics import eplb
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
 from rackbook.results.eplb_balance.measure import (
@@ -22,18 +26,115 @@ from rackbook.results.eplb_balance.measure import (
     trace_loads,
     uniform_floor,
 )
-from rackbook.results.eplb_balance.readings import (
-    balancedness_physics,
-    kind_of,
-    model_skew,
-    recovered_physics,
-    run_reading,
+from rackbook.results.eplb_balance.synthetic import (
+    AFTER,
+    BEFORE,
+    RECOVERED,
+    Shape,
+    Spec,
+    calibrate,
+    model_shape,
 )
-from rackbook.results.eplb_balance.synthetic import AFTER, BEFORE, RECOVERED, Shape, model_shape
 
 RESULT = "eplb-balance"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.eplb_balance``).
 FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
+
+
+def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int) -> float:
+    """Skew for the model sweeps: the synthetic trace's own, else one calibrated to the
+    measured ``static`` balancedness at ``ep_size`` and ``redundant``."""
+    gen = run.get("generator") or {}
+    if run.get("kind") == "synthetic" and "skew" in gen:
+        return float(gen["skew"])
+    return float(calibrate(Spec(ep_size=ep_size, redundant=redundant), target=static)["skew"])
+
+
+def kind_of(run: dict[str, Any]) -> str:
+    return "measured" if run.get("kind") == "recorded" else "synthetic"
+
+
+def balancedness_physics(
+    claim_id: str, claimed: float, ep_size: int, note: str
+) -> headline.ClaimReading:
+    """vLLM's balancedness lies between 1 / n (every token on one of n EP ranks) and 1:
+    ``possible`` inside, ``impossible`` outside, n = ``ep_size`` (assumed; the reason gives
+    the fewest ranks the figure clears); ``note`` adds what the routing model says."""
+    lo = 1 / ep_size
+    ok = lo <= claimed <= 1
+    fewest = math.ceil(1 / claimed) if claimed > 0 else None
+    ranks = (
+        f"the write-up does not state the EP ranks: {ep_size} is assumed here (the "
+        "chapter's ep_size)"
+        + (
+            f"; the figure clears the floor of any EP size of at least {fewest} ranks"
+            if fewest is not None and claimed <= 1
+            else ""
+        )
+    )
+    return common.reading(
+        claim_id,
+        "physics",
+        "possible" if ok else "impossible",
+        f"{claimed:g} {'in' if ok else 'outside'} [1/{ep_size}, 1]",
+        [f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks})", note],
+    )
+
+
+def recovered_physics(
+    before: float, after: float, recovered_pct: float, tol_pct: float, ep_size: int
+) -> headline.ClaimReading:
+    """Does "recovers ``recovered_pct`` %" follow from before and after? Possible when the gap
+    closed or the ratio to uniform gives it within ``tol_pct``, undetermined when only a free
+    reference in [after, 1] can, else impossible."""
+    gap = 100 * eplb.fraction_recovered_gap(before, after)
+    ratio = 100 * eplb.fraction_of_uniform(after)
+    needed = after / (recovered_pct / 100)
+    if min(abs(gap - recovered_pct), abs(ratio - recovered_pct)) <= tol_pct:
+        v, why = "possible", "one fixed reading gives it"
+    elif after <= needed <= 1:
+        v = "undetermined"
+        why = f"it needs uniform routing to score {needed:.3f} per step, which the batch decides"
+    else:
+        v, why = "impossible", f"no reading gives it (uniform would need {needed:.3f})"
+    clauses = [
+        f"from {before:g} and {after:g}: {percent(gap / 100)} of the gap closed, "
+        f"{percent(ratio / 100)} of uniform",
+        f"neither is {recovered_pct:g} % within {tol_pct:g}" if v != "possible" else "",
+        why,
+    ]
+    return common.reading(
+        RECOVERED, "physics", v, f"gap {percent(gap / 100)}, ratio {percent(ratio / 100)}", clauses
+    )
+
+
+def run_reading(
+    run: dict[str, Any], claim_id: str, value: float, tolerance: float, claimed: float, unit: str
+) -> headline.ClaimReading:
+    """This run's reading of one value against its claim: ``consistent`` / ``inconsistent``
+    only for a recording on Blackwell GPUs serving DeepSeek-V4.1-Flash with EPLB; a synthetic
+    trace, or any other recording (vLLM on CPU refuses ``--enable-eplb``), is ``untested``."""
+    u = unit
+    cal = (run.get("generator") or {}).get("calibration") or {}
+    if run.get("kind") == "synthetic":
+        why = (
+            f"the synthetic routing model was calibrated to give {claimed:g}{u}: an input"
+            if cal.get("target_claim") == claim_id
+            else f"a synthetic routing model predicts {value:.3g}{u}, no measured EPLB run"
+        )
+        return headline.ClaimReading(claim_id, "this run", "untested", "-", why, synthetic=True)
+    if not verdicts.can_test(run, verdicts.BLACKWELL):
+        needs = "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash"
+        return verdicts.untested(claim_id, run, f"{value:.3g}{u}", needs)
+    ok = abs(value - claimed) <= tolerance
+    return headline.ClaimReading(
+        claim_id,
+        "this run",
+        "consistent" if ok else "inconsistent",
+        f"{value - claimed:+.3g}{u}",
+        f"measured {value:.3g}{u} against {claimed:g}{u} (tolerance {tolerance:g}{u})",
+    )
+
 
 #: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
 SWEEPS = ("ep_size", "redundant", "skew", "batch_per_rank")
@@ -42,9 +143,8 @@ LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="eplb-balance"):
-    """The chapter's analysis parameters (the notebook's ``parameters`` cell): the EP layout
-    (ranks, redundant experts, groups and nodes for hierarchical EPLB), the decode steps EPLB
-    is fitted on, the layer shown rank by rank, and the values of each model sweep."""
+    """The notebook's ``parameters``: the EP layout, the steps EPLB is fitted on, the layer shown
+    rank by rank, and the values of each model sweep."""
 
     ep_size: int
     redundant: int
@@ -59,10 +159,8 @@ class Params(headline.Params, result="eplb-balance"):
 
 
 class Analysis:
-    """What the chapter shows: static placement and EPLB (fitted on ``params.fit_windows``
-    steps) scored on the trace's expert loads, one layer's load per rank, the recovered share
-    for the model and the claims, the model sweeps, readings; ``before``, ``after`` and
-    ``recovered`` are the claims' figures."""
+    """Static placement and EPLB (fitted on ``params.fit_windows`` steps) scored on the trace's
+    expert loads, one layer's load per rank, the recovered share, the model sweeps, readings."""
 
     def __init__(
         self,
@@ -101,7 +199,6 @@ class Analysis:
 
     @property
     def testable(self) -> bool:
-        """The condition of :func:`run_reading`: a recording on Blackwell GPUs, the model."""
         return self.trace.kind != "synthetic" and verdicts.can_test(
             self.trace.run, verdicts.BLACKWELL
         )
@@ -182,7 +279,6 @@ def _pct(shares: pd.DataFrame) -> dict[str, float]:
     return {k: float(v) for k, v in zip(shares["reading"], shares["pct"], strict=True)}
 
 
-#: The chapter's analysis of a trace (the result contract's ``analyse``).
 analyse = Analysis
 
 
@@ -190,18 +286,10 @@ def _sweeps(
     trace: Trace, p: Params, skew: float, shape: Shape, batch_per_rank: int
 ) -> dict[str, pd.DataFrame]:
     """The model sweeps of :data:`SWEEPS` around the chapter's layout, at ``skew``."""
-    base = dict(
-        skew=skew,
-        seed=int((trace.run.get("generator") or {}).get("seed", 0)),
-        shape=shape,
-        ep_size=p.ep_size,
-        redundant=p.redundant,
-        batch_per_rank=batch_per_rank,
-        windows=p.fit_windows + 4,
-        fit_windows=p.fit_windows,
-        groups=p.groups,
-        nodes=p.nodes,
-    )
+    seed = int((trace.run.get("generator") or {}).get("seed", 0))
+    base = dict(skew=skew, seed=seed, shape=shape, batch_per_rank=batch_per_rank)
+    base |= dict(ep_size=p.ep_size, redundant=p.redundant, groups=p.groups, nodes=p.nodes)
+    base |= dict(windows=p.fit_windows + 4, fit_windows=p.fit_windows)
     values = {
         "ep_size": p.ep_sizes,
         "redundant": p.redundant_values,
@@ -241,9 +329,8 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """The headline values: balancedness before and after EPLB (1 = perfectly balanced), the
-    recovered share two ways (%), the per-step floor uniform routing must score, and the
-    legacy metric's two values."""
+    """Balancedness before and after EPLB (1 = balanced), the recovered share two ways (%), the
+    per-step floor uniform routing must score, and the legacy metric's two values."""
     s, kind = a.summary, a.kind
     where: dict[str, Any] = dict(
         kind=kind, hardware=a.hardware if kind == "measured" else None, trace_ids=[a.trace.trace_id]
@@ -284,39 +371,35 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
             "a second reading of the recovered share, shown beside the gap closed",
             **where,
         ),
-        headline.Headline(
-            name="uniform_floor_needed",
-            value=round(a.floor_needed, 4),
-            unit="1",
-            definition="per-step balancedness uniform routing must score for the claim's after "
+        common.modelled(
+            RECOVERED,
+            "uniform_floor_needed",
+            round(a.floor_needed, 4),
+            "1",
+            "per-step balancedness uniform routing must score for the claim's after "
             "/ that to equal its recovered share",
-            claim_id=RECOVERED,
-            kind="modelled",
-            verdict=headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
-            reason="arithmetic on the two published figures",
+            headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
+            "arithmetic on the two published figures",
         ),
-        headline.unclaimed(
-            "balancedness_static_legacy",
-            round(s["static_legacy"], 4),
-            "1",
-            f"{legacy} of static placement",
-            LEGACY_REASON,
-            **where,
-        ),
-        headline.unclaimed(
-            "balancedness_eplb_legacy",
-            round(s["eplb_legacy"], 4),
-            "1",
-            f"{legacy} after EPLB",
-            LEGACY_REASON,
-            **where,
+        *(
+            headline.unclaimed(
+                f"balancedness_{k}_legacy",
+                round(s[f"{k}_legacy"], 4),
+                "1",
+                what,
+                LEGACY_REASON,
+                **where,
+            )
+            for k, what in (
+                ("static", f"{legacy} of static placement"),
+                ("eplb", f"{legacy} after EPLB"),
+            )
         ),
     ]
 
 
 def _flips(a: Analysis) -> list[str]:
-    """What would flip each verdict: the balancedness the routing model predicts at the
-    batch ends and the per-step floor uniform routing must score."""
+    """What would flip each verdict."""
     by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
     return [
         f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "

@@ -1,6 +1,6 @@
-"""What eplb-balance measures on a trace: the expert loads, static placement and EPLB fitted on
-the first steps and scored on the later ones, one layer's load per rank, uniform routing's
-per-step floor, the readings of the recovered share, and the routing model's sweeps."""
+"""What eplb-balance measures: expert loads (token-expert assignments), static placement and
+EPLB fitted on the first steps and scored on the later ones, one layer's load per rank, uniform
+routing's per-step floor, the recovered share (%), and the routing model's sweeps."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from rackbook.results.eplb_balance.synthetic import Shape, redundant_for, tokens
 
 
 def loads_from_table(df: pd.DataFrame, where: str | Path | None = None) -> np.ndarray:
-    """``expert_load`` rows (each (window, layer, expert) once, from 0) -> ``(windows, layers,
-    experts)`` float64 tokens."""
+    """``expert_load`` rows -> ``(windows, layers, experts)`` float64 tokens."""
     if df.empty:
         raise InputError(where, "expert_load", "no rows")
     key = ["window", "layer", "expert"]
@@ -48,7 +47,6 @@ def loads_from_table(df: pd.DataFrame, where: str | Path | None = None) -> np.nd
 
 
 def trace_loads(tr: Trace) -> np.ndarray:
-    """The trace's expert loads ``(windows, layers, experts)``; InputError when it has none."""
     if "expert_load" not in tr.extra:
         raise InputError(tr.path, "expert_load", "the trace has no expert_load table")
     return loads_from_table(tr.extra["expert_load"], tr.path)
@@ -85,8 +83,8 @@ def fit(
     groups: int = 1,
     nodes: int = 1,
 ) -> Placements:
-    """Fit EPLB (DeepSeek's algorithm, :func:`rackbook.physics.eplb.rebalance_experts`) on windows
-    ``[0, fit_windows)`` summed; the static placement is vLLM's initial one."""
+    """EPLB (:func:`rackbook.physics.eplb.rebalance_experts`) fitted on the first ``fit_windows``
+    windows summed, beside vLLM's initial static placement."""
     fit_loads, _ = _split(loads, fit_windows)
     num_logical = fit_loads.shape[1]
     num_physical = eplb.check_layout(num_logical, ep_size, redundant, groups, nodes)
@@ -104,25 +102,17 @@ def score(
     groups: int = 1,
     nodes: int = 1,
 ) -> tuple[dict[str, float], pd.DataFrame]:
-    """Fit EPLB on the first ``fit_windows`` windows; score both placements on each later one:
-    ``(summary, per_window)``, per window vLLM's balancedness (``static``, ``eplb``) and the
-    legacy one (``*_legacy``), summary their means and two recovered fractions of them."""
+    """Both placements' balancedness (vLLM's and ``*_legacy``) on each window after the first
+    ``fit_windows``: ``(summary of means and recovered fractions, per_window)``."""
     _, scored = _split(loads, fit_windows)
     pl = fit(loads, fit_windows, ep_size, redundant, groups, nodes)
     rows = []
     for i, window in enumerate(scored):
         rs = eplb.rank_loads_from_placement(window, pl.static, ep_size)
         re = eplb.rank_loads_from_placement(window, pl.eplb, ep_size)
-        rows.append(
-            {
-                "window": fit_windows + i,
-                "static": eplb.balancedness(rs),
-                "eplb": eplb.balancedness(re),
-                "static_legacy": eplb.balancedness_legacy(rs),
-                "eplb_legacy": eplb.balancedness_legacy(re),
-            }
-        )
-    per = pd.DataFrame(rows)
+        legacy = (eplb.balancedness_legacy(rs), eplb.balancedness_legacy(re))
+        rows.append((fit_windows + i, eplb.balancedness(rs), eplb.balancedness(re), *legacy))
+    per = pd.DataFrame(rows, columns=["window", "static", "eplb", "static_legacy", "eplb_legacy"])
     s = {k: float(per[k].mean()) for k in ("static", "eplb", "static_legacy", "eplb_legacy")}
     s["fraction_recovered_gap"] = eplb.fraction_recovered_gap(s["static"], s["eplb"])
     s["fraction_of_uniform"] = eplb.fraction_of_uniform(s["eplb"])
@@ -148,8 +138,7 @@ def layer_rank_loads(loads: np.ndarray, pl: Placements, window: int, layer: int)
 def uniform_floor(
     num_layers: int, tokens_per_layer: int, ep_size: int, seed: int = 0, windows: int = 8
 ) -> float:
-    """Mean per-step balancedness of uniform routing (below 1 only because a step is a finite
-    sample): rank loads drawn multinomially, ``numpy.random.default_rng(seed)``."""
+    """Mean per-step balancedness of uniform routing (below 1: a step is a finite sample)."""
     rng = np.random.default_rng(seed)
     p = np.full(ep_size, 1.0 / ep_size)
     vals = [
@@ -161,26 +150,22 @@ def uniform_floor(
 
 def recovered_shares(static: float, eplb_value: float, floor: float) -> pd.DataFrame:
     """Three readings of "share of uniform routing's potential recovered" (percent)."""
-    return pd.DataFrame(
-        [
-            {
-                "reading": "gap closed",
-                "formula": "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1",
-                "pct": 100 * eplb.fraction_recovered_gap(static, eplb_value),
-            },
-            {
-                "reading": "ratio to uniform",
-                "formula": "T_eplb / T_uniform, T_uniform = 1",
-                "pct": 100 * eplb.fraction_of_uniform(eplb_value),
-            },
-            {
-                "reading": "ratio to uniform, same sampling",
-                "formula": "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform "
-                "routing",
-                "pct": 100 * eplb.fraction_of_uniform(eplb_value, floor),
-            },
-        ]
-    )
+    gap = "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1"
+    same = "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform routing"
+    rows = [
+        ("gap closed", gap, 100 * eplb.fraction_recovered_gap(static, eplb_value)),
+        (
+            "ratio to uniform",
+            "T_eplb / T_uniform, T_uniform = 1",
+            100 * eplb.fraction_of_uniform(eplb_value),
+        ),
+        (
+            "ratio to uniform, same sampling",
+            same,
+            100 * eplb.fraction_of_uniform(eplb_value, floor),
+        ),
+    ]
+    return pd.DataFrame(rows, columns=["reading", "formula", "pct"])
 
 
 def scenario(
@@ -207,8 +192,7 @@ def scenario(
 
 
 def sweep(base: dict[str, Any], name: str, values: Iterable[Any]) -> pd.DataFrame:
-    """:func:`scenario` for each value of parameter ``name`` (others from ``base``); over
-    ``ep_size`` the redundant count follows :func:`redundant_for` (one extra slot per rank)."""
+    """:func:`scenario` per value of parameter ``name`` (over ``ep_size``, redundant follows)."""
     rows = []
     for v in values:
         kw = {**base, name: v}

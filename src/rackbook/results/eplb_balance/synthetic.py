@@ -1,6 +1,5 @@
-"""eplb-balance's SYNTHETIC default trace: the model's MoE shape, the routing model calibrated to
-the claim's "before" figure, the trace written with its provenance, and the command line that
-writes it (``python -m rackbook.results.eplb_balance``, run by env/record/eplb-balance.sh)."""
+"""eplb-balance's SYNTHETIC default trace: the routing model calibrated to the claim's "before",
+written with its provenance by ``python -m rackbook.results.eplb_balance`` (env/record)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,8 +19,6 @@ from rackbook.errors import InputError
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
 
-#: The claims this chapter tests (data/claims.yaml): balancedness before and after EPLB, and
-#: the share of uniform routing's potential it recovers.
 BEFORE = "eplb-balance.before"
 AFTER = "eplb-balance.after"
 RECOVERED = "eplb-balance.recovered"
@@ -34,15 +30,9 @@ CALIBRATION_CLAIM = BEFORE
 
 @dataclass(frozen=True)
 class Spec:
-    """Parameters of the synthetic default trace.
-
-    ``ep_size`` EP ranks (64: the decode workers of this project's GB300 layout,
-    ``env/cluster/topology.yaml``, decode DEP64, which follows the DeepInfer benchmark settings
-    the write-up reports; no public source for those settings was located);
-    ``redundant`` redundant physical experts (64: 384 + 64 = 448 = 7 per rank);
-    ``batch_per_rank`` decode sequences per rank per step (tokens); ``windows`` decode steps
-    drawn; ``seed`` of the generator; the layer/expert/top-k shape comes from the model catalog.
-    """
+    """Parameters of the synthetic default trace: EP ranks (env/cluster/topology.yaml's decode
+    DEP64), redundant experts (384 + 64 = 448 = 7 per rank), decode sequences per rank per
+    step, decode steps drawn, the generator's seed."""
 
     model: str = "deepseek-v4.1-flash"
     ep_size: int = 64
@@ -78,29 +68,21 @@ def tokens_per_step(batch_per_rank: int, ep_size: int, top_k: int) -> int:
 
 
 def redundant_for(ep_size: int, num_experts: int, extra_per_rank: int = 1) -> int:
-    """Redundant experts giving every rank ``ceil(experts / ep) + extra_per_rank`` slots.
-
-    E.g. 384 experts: EP 64 -> 7 slots per rank -> 64 redundant; EP 72 -> 6 + 1 = 7 slots ->
-    504 - 384 = 120 redundant.
-    """
+    """Redundant experts giving every rank ``ceil(experts / ep) + extra_per_rank`` slots (384
+    experts: EP 64 -> 64 redundant; EP 72 -> 6 + 1 = 7 slots -> 504 - 384 = 120)."""
     return int(ep_size) * (math.ceil(num_experts / ep_size) + int(extra_per_rank)) - num_experts
 
 
 def calibration_target(registry: Registry | None = None) -> float:
-    """The claim's static balancedness (claim :data:`CALIBRATION_CLAIM`), from the claims
-    registry (``registry``, else ``data/claims.yaml``)."""
+    """The claim's static balancedness (:data:`CALIBRATION_CLAIM`) from the claims registry."""
     return float((registry or load_claims()).value(CALIBRATION_CLAIM))
 
 
 def calibrate(
     spec: Spec = Spec(), target: float | None = None, registry: Registry | None = None
 ) -> dict[str, Any]:
-    """Skew of the synthetic model whose static placement has the target balancedness
-    (``target``, else :func:`calibration_target` of ``registry``).
-
-    Measured on one decode step (window 0 of the generated trace), as vLLM logs it, with
-    ``spec.redundant`` slots placed as vLLM places them before any rearrangement.
-    """
+    """Skew of the synthetic model whose static placement (vLLM's initial one) scores the
+    target balancedness (default: the claim's) on one decode step, as vLLM logs it."""
     shape = model_shape(spec.model)
     tgt = calibration_target(registry) if target is None else float(target)
     return eplb.calibrate_skew(
@@ -130,8 +112,8 @@ def loads_table(loads: np.ndarray) -> pd.DataFrame:
 
 
 def build_default_trace(spec: Spec = Spec()) -> Trace:
-    """The SYNTHETIC default trace (kind ``synthetic``, an ``expert_load`` table, no requests):
-    the skew calibrated, ``spec.windows`` decode steps drawn, run.json naming both."""
+    """The SYNTHETIC default trace: an ``expert_load`` table of ``spec.windows`` steps drawn at
+    the calibrated skew, run.json naming both."""
     shape = model_shape(spec.model)
     cal = calibrate(spec)
     n = tokens_per_step(spec.batch_per_rank, spec.ep_size, shape.top_k)
@@ -182,14 +164,8 @@ def build_default_trace(spec: Spec = Spec()) -> Trace:
     )
 
 
-def write_default_trace(path: str | Path, spec: Spec = Spec()) -> Path:
-    """Build and write the default trace to folder ``path`` (atomically)."""
-    return write_trace(path, build_default_trace(spec))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rackbook.results.eplb_balance OUT [--seed N] [--ep-size N] ...``: write the
-    trace."""
+    """``python -m rackbook.results.eplb_balance OUT [--seed N] ...``: write the trace."""
     ap = argparse.ArgumentParser(
         prog="python -m rackbook.results.eplb_balance", description=__doc__
     )
@@ -199,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     spec = Spec(**{f.name: getattr(a, f.name) for f in fields(Spec)})
     try:
-        path = write_default_trace(a.out, spec)
+        path = write_trace(a.out, build_default_trace(spec))
     except InputError as err:
         print(f"error: {err}")
         return 2

@@ -1,15 +1,6 @@
 """Rack scaling: which tokens a throughput counts, per-GPU figures, scaling efficiency, and the
 readings of the published figures (``rack-scaling.throughput``, ``.speedup``, ``.cost``).
-
-Per sweep point (successful requests, ``duration_s`` s): output and input tokens; cached input
-= ``cached_prompt_tokens`` where every row has it, else input x hits / queries from the
-``server_metrics`` prefix-cache counters, else NaN; new input = input - cached. Rates in tok/s:
-``output_tok_s``, ``new_input_tok_s``, ``cached_input_tok_s``, ``input_tok_s``,
-``total_tok_s`` (input + output, vLLM's ``total_token_throughput``), ``computed_tok_s`` (new
-input + output); per GPU = rate / num_gpus (InferenceX's ``tput_per_gpu``). Speedup = T_n /
-T_1; scaling efficiency = speedup / (n_gpus / gpus_per_node). Modules: ``tokens``,
-``scaling``, ``readings``, ``cost``, ``chapter``.
-"""
+Modules: ``measure``, ``readings``, ``chapter``."""
 
 # ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
@@ -22,15 +13,14 @@ from rackbook.results.rack_scaling.chapter import (
     analyse,
     outcome,
 )
-from rackbook.results.rack_scaling.cost import REVENUE_FORMULA
+from rackbook.results.rack_scaling.measure import SPEEDUP_FORMULA, TOKENS_FORMULA, token_accounting
 from rackbook.results.rack_scaling.readings import (
     ASSUMED_ISL,
     ASSUMED_OSL,
     CEILING_FORMULA,
     READING_LABELS,
+    REVENUE_FORMULA,
 )
-from rackbook.results.rack_scaling.scaling import SPEEDUP_FORMULA
-from rackbook.results.rack_scaling.tokens import TOKENS_FORMULA, token_accounting
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {

@@ -1,6 +1,5 @@
-"""The rack-scaling chapter: its parameters, the analysis of a trace (token accounting, scaling,
-the readings of the three published figures, their cost), what it concludes (headlines, readings,
-flips) and the values its prose quotes."""
+"""The rack-scaling chapter: its parameters, the analysis of a trace, what it concludes and the
+values its prose quotes."""
 
 from __future__ import annotations
 
@@ -10,38 +9,38 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import units, validity
-from rackbook.core.provenance import hardware_label
+from rackbook.core import units
 from rackbook.core.traces import Trace
 from rackbook.core.units import percent, ratio_text
 from rackbook.inputs import catalogs
-from rackbook.inputs.claims import Registry, load_claims
+from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
-from rackbook.results.rack_scaling.cost import (
-    COST_CLAIM,
-    cost_physics,
-    cost_readings,
-    token_prices,
-    token_revenue,
+from rackbook.results.rack_scaling.measure import (
+    scaling_vs_reference,
+    token_accounting,
+    with_gpu_counts,
 )
 from rackbook.results.rack_scaling.readings import (
     ASSUMED_ISL,
     ASSUMED_OSL,
+    COST_CLAIM,
     READING_LABELS,
     SPEEDUP_CLAIM,
     THROUGHPUT_CLAIM,
     ceilings,
+    cost_physics,
+    cost_readings,
     speedup_attainable,
     speedup_physics,
     speedup_readings,
     throughput_attainable,
     throughput_physics,
     throughput_readings,
+    token_prices,
+    token_revenue,
 )
-from rackbook.results.rack_scaling.scaling import scaling_vs_reference
-from rackbook.results.rack_scaling.tokens import token_accounting, with_gpu_counts
 
 RESULT = "rack-scaling"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.rack_scaling``).
@@ -66,10 +65,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="rack-scaling"):
-    """The notebook's ``parameters``: GPUs per server where the trace does not say, the
-    reference configuration and token kind to scale, the catalog ids (model, GPU, rack, node
-    sizes, price), the cached share of input tokens (None: unpublished), the relative
-    tolerance, and the assumed workload (tokens per request; not notebook parameters)."""
+    """The notebook's ``parameters`` (``cached_share`` None: unpublished) and the assumed
+    workload (tokens per request; not notebook parameters)."""
 
     gpus_per_replica: int
     reference_config: str
@@ -86,9 +83,8 @@ class Params(headline.Params, result="rack-scaling"):
 
 
 class Analysis:
-    """What the chapter shows of a trace: token accounting, scaling, ceilings, physics and
-    readings; testable on at least the rack's count of GB300 GPUs serving the claim's model;
-    the cost read as token revenue at InferenceX's prices."""
+    """Token accounting, scaling, ceilings, physics, cost and readings of a trace; testable on at
+    least the rack's count of GB300 GPUs serving the claim's model."""
 
     def __init__(
         self,
@@ -96,16 +92,15 @@ class Analysis:
         params: Params = headline.defaults(Params),
         registry: Registry | None = None,
     ) -> None:
-        trace = validity.valid_trace(trace)[0]  # flagged requests left out (core.validity)
         self.params = p = params
-        self.registry = reg = registry or load_claims()
+        trace, self.hardware, reg = common.start(trace, registry)
+        self.registry = reg
         claims = (THROUGHPUT_CLAIM, SPEEDUP_CLAIM, COST_CLAIM)
         self.claim_tok_s, self.claim_speedup, self.claim_usd = (reg.value(c) for c in claims)
         self.rack, self.gpu = rack, gpu = catalogs.system(p.system_id), catalogs.gpu(p.gpu_id)
         self.rental = catalogs.price(p.price_id)
         self.model = model = catalogs.load_model(p.model_id)
         self.trace = tr = with_gpu_counts(trace, p.gpus_per_replica)
-        self.hardware = hardware_label(tr.run)
         self.accounting = acc = token_accounting(tr)
         # a reader's partial trace may lack the reference (or hold one configuration): the
         # smallest configuration stands in, and the speedup's this-run reading says so
@@ -138,8 +133,7 @@ class Analysis:
         self.readings = self._readings(ref_cfg)
 
     def _readings(self, ref_cfg: str) -> list[headline.ClaimReading]:
-        """The three readings of each claim (``ref_cfg``: the configuration standing in for
-        the reference)."""
+        """The three readings of each claim (``ref_cfg`` standing in for the reference)."""
         p, reg, rack, tok_s = self.params, self.registry, self.rack, self.claim_tok_s
         nx, thr, sp = self.largest, self.throughput, self.speedups
         needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
@@ -172,33 +166,28 @@ class Analysis:
 
     @property
     def largest(self) -> pd.Series:
-        """The accounting row of the configuration with the most GPUs."""
         return self.accounting.loc[self.accounting["num_gpus"].astype(float).idxmax()]
 
     @property
     def top(self) -> pd.Series:
-        """The scaling row of the largest configuration (last in GPU order)."""
         return self.scaling.iloc[-1]
 
     @property
     def rack_reading(self) -> str:
-        """Name of the cost reading of the throughput figure as the rack's total."""
         return f"rack total / {self.rack.gpus}"
 
     @property
     def unit(self) -> str:
-        """What the trace's per-unit figures divide by: ``GPU``, or ``replica`` where one CPU
-        server stands for one GPU."""
-        return _unit(self.trace.run, self.params.gpus_per_replica)
+        """``GPU``, or ``replica`` where one CPU server stands for one GPU."""
+        gpus = verdicts.gpu_names(self.trace.run) or self.params.gpus_per_replica > 1
+        return "GPU" if gpus else "replica"
 
     @property
     def cached_known(self) -> bool:
-        """True when the largest configuration's cached input tokens are known."""
         return bool(np.isfinite(self.largest["cached_input_tok_s"]))
 
     @property
     def cached_note(self) -> str:
-        """Where the largest configuration's cached count comes from, or why it is unknown."""
         return self.largest["note"] or "cached count from the requests' cached_prompt_tokens"
 
     def cap(self, ceiling: str, phase: str) -> float:
@@ -209,17 +198,12 @@ class Analysis:
     def accounting_markdown(self) -> str:
         """Tokens/s of every point, counted by kind, and per GPU (or replica)."""
         u = self.unit
+        kinds = ("output", "new_input", "cached_input", "total", "computed")
         rows = [
-            [
-                f"{r.config} ({units.plural(int(r.num_gpus), u)})",
-                f"{r.output_tok_s:,.1f}",
-                verdicts.text(r.new_input_tok_s, ",.1f"),
-                verdicts.text(r.cached_input_tok_s, ",.1f"),
-                f"{r.total_tok_s:,.1f}",
-                verdicts.text(r.computed_tok_s, ",.1f"),
-                verdicts.text(r.total_tok_s_per_gpu, ",.1f"),
-            ]
-            for r in self.accounting.itertuples()
+            [f"{r['config']} ({units.plural(int(r['num_gpus']), u)})"]
+            + [verdicts.text(r[f"{k}_tok_s"], ",.1f") for k in kinds]
+            + [verdicts.text(r["total_tok_s_per_gpu"], ",.1f")]
+            for _, r in self.accounting.iterrows()
         ]
         head = ["config", "output", "new input", "cached input", "total", "computed"]
         return _table([*head, f"total per {u}"], rows) + "\nAll in tokens per second.\n"
@@ -238,19 +222,12 @@ class Analysis:
         rows = []
         for r in self.throughput.itertuples():
             cached = r.reading == "per-gpu-with-cached" and not np.isfinite(r.ratio)
+            fits = f"fits once at least {percent(r.min_cached_share)} of the input is cached"
             rows.append(
-                [
-                    READING_LABELS.get(r.reading, r.reading),
-                    f"{r.tok_s_per_gpu:,.0f}",
-                    f"at most {r.computed_tok_s_per_gpu:,.0f}"
-                    if cached
-                    else f"{r.computed_tok_s_per_gpu:,.0f}",
-                    f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})",
-                    f"fits once at least {percent(r.min_cached_share)} of the input is cached"
-                    if cached
-                    else f"{ratio_text(r.ratio)}",
-                    f"**{r.verdict}**",
-                ]
+                [READING_LABELS.get(r.reading, r.reading), f"{r.tok_s_per_gpu:,.0f}"]
+                + [("at most " if cached else "") + f"{r.computed_tok_s_per_gpu:,.0f}"]
+                + [f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})"]
+                + [fits if cached else ratio_text(r.ratio), f"**{r.verdict}**"]
             )
         head = "reading|counted|computed|ceiling|computed / ceiling|physics".split("|")
         return (
@@ -260,15 +237,8 @@ class Analysis:
     def speedups_markdown(self) -> str:
         """What the speedup means for each node size, and the node it implies."""
         rows = [
-            [
-                r.name,
-                f"{r.gpus_per_node}",
-                f"{r.nodes:g}",
-                f"{percent(r.efficiency)}",
-                f"{r.node_tok_s_per_gpu:,.0f}",
-                f"{ratio_text(r.ratio)}",
-                f"**{r.verdict}**",
-            ]
+            [r.name, f"{r.gpus_per_node}", f"{r.nodes:g}", percent(r.efficiency)]
+            + [f"{r.node_tok_s_per_gpu:,.0f}", ratio_text(r.ratio), f"**{r.verdict}**"]
             for r in self.speedups.itertuples()
         ]
         head = "what 'a node' is|GPUs per node|nodes in the rack|scaling efficiency|"
@@ -282,15 +252,10 @@ class Analysis:
             per_m = cost.loc[r.reading]
             share = r.cached_share_matching
             rows.append(
-                [
-                    r.reading,
-                    f"{r.tok_s_per_gpu:,.0f}",
-                    f"{r.mtok_per_gpu_hour:,.1f}",
-                    f"${per_m.iloc[0]:,.4f}",
-                    f"${per_m.iloc[1]:,.4f}",
-                    f"{_usd(r.revenue_all_cached)} to {_usd(r.revenue_all_uncached)}",
-                    f"{percent(share)}" if np.isfinite(share) else "none",
-                ]
+                [r.reading, f"{r.tok_s_per_gpu:,.0f}", f"{r.mtok_per_gpu_hour:,.1f}"]
+                + [f"${per_m.iloc[0]:,.4f}", f"${per_m.iloc[1]:,.4f}"]
+                + [f"{_usd(r.revenue_all_cached)} to {_usd(r.revenue_all_uncached)}"]
+                + [percent(share) if np.isfinite(share) else "none"]
             )
         head = "throughput reading|tok/s per GPU|M tok per GPU-hour|USD per M tok, as cost|"
         head += "USD per M tok, ownership cost|revenue (USD per GPU-hour)|"
@@ -363,7 +328,6 @@ class Analysis:
         return out | self._node_and_cost_values()
 
     def _node_and_cost_values(self) -> dict[str, Any]:
-        """The values of :meth:`values` on each node size and on the dollar figure."""
         spi = self.speedups.set_index("system")
         rev = self.cost.revenue.set_index("reading")
         cst = self.cost.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
@@ -395,10 +359,6 @@ class Analysis:
         }
 
 
-def _unit(run: dict[str, Any], gpus_per_replica: int) -> str:
-    return "GPU" if verdicts.gpu_names(run) or gpus_per_replica > 1 else "replica"
-
-
 def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) -> tuple[str, ...]:
     """What a run measured, as its this-run readings quote it (throughput, speedup, revenue)."""
     n = int(nx["num_gpus"])
@@ -417,7 +377,6 @@ def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) ->
     return throughput, speedup, cost
 
 
-#: The chapter's analysis of a trace (the result contract's ``analyse``).
 analyse = Analysis
 
 
@@ -516,52 +475,49 @@ def _measured(a: Analysis) -> list[headline.Headline]:
 def _modelled(a: Analysis) -> list[headline.Headline]:
     p = a.params
     hl = [
-        headline.Headline(
-            name=f"reading_{r.reading}",
-            value=verdicts.number(r.ratio, 4),
-            unit="x ceiling",
-            definition=f"{r.meaning}: claimed / ceiling on {p.gpu_id} ({r.limit})",
-            claim_id=THROUGHPUT_CLAIM,
-            kind="modelled",
-            verdict=r.verdict,
-            reason=r.formula,
+        common.modelled(
+            THROUGHPUT_CLAIM,
+            f"reading_{r.reading}",
+            verdicts.number(r.ratio, 4),
+            "x ceiling",
+            f"{r.meaning}: claimed / ceiling on {p.gpu_id} ({r.limit})",
+            r.verdict,
+            r.formula,
         )
         for r in a.throughput.itertuples()
         if r.reading != "per-gpu-with-cached"
     ]
     cached = a.throughput.set_index("reading").loc["per-gpu-with-cached"]
     hl.append(
-        headline.Headline(
-            name="reading_per-gpu-with-cached_min_cached_share",
-            value=verdicts.number(cached["min_cached_share"], 4),
-            unit="1",
-            definition="least share of the input tokens that must be prefix-cache hits for the "
+        common.modelled(
+            THROUGHPUT_CLAIM,
+            "reading_per-gpu-with-cached_min_cached_share",
+            verdicts.number(cached["min_cached_share"], 4),
+            "1",
+            "least share of the input tokens that must be prefix-cache hits for the "
             f"figure, per GPU on {p.gpu_id}, to fit the whole workload (ISL {p.workload_isl:,} / "
             f"OSL {p.workload_osl:,}, assumed: new-token prefill behind the cached prefix, "
             "attention over it, output decode); sufficient, not only necessary",
-            claim_id=THROUGHPUT_CLAIM,
-            kind="modelled",
-            verdict=cached["verdict"],
-            reason=cached["formula"],
+            cached["verdict"],
+            cached["formula"],
         )
     )
     hl += [
-        headline.Headline(
-            name=f"speedup_efficiency_{r.system}",
-            value=verdicts.number(r.efficiency, 4),
-            unit="1",
-            definition=f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} "
+        common.modelled(
+            SPEEDUP_CLAIM,
+            f"speedup_efficiency_{r.system}",
+            verdicts.number(r.efficiency, 4),
+            "1",
+            f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} "
             "per node): per-GPU scaling efficiency",
-            claim_id=SPEEDUP_CLAIM,
-            kind="modelled",
-            verdict=r.stated_verdict,
-            reason=f"per GPU as stated: {r.stated_formula}; as the rack total: {r.formula}",
+            r.stated_verdict,
+            f"per GPU as stated: {r.stated_formula}; as the rack total: {r.formula}",
         )
         for r in a.speedups.itertuples()
     ]
     share = a.cost.revenue.set_index("reading").loc[a.rack_reading]
     cost_r = headline.by_claim(a.readings, "physics")[COST_CLAIM]
-    hl += [
+    return hl + [
         headline.unclaimed(
             "cost_ratio_to_rental",
             verdicts.number(a.cost.ratio_to_rental, 3),
@@ -569,19 +525,17 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
             "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)",
             "$/GPU-hour is not a price per answer; what the dollars are is not stated",
         ),
-        headline.Headline(
-            name="revenue_cached_share_rack_total",
-            value=verdicts.number(share["cached_share_matching"], 4),
-            unit="1",
-            definition="cached share at which token revenue per GPU-hour ($1/M uncached, $0.10/M "
+        common.modelled(
+            COST_CLAIM,
+            "revenue_cached_share_rack_total",
+            verdicts.number(share["cached_share_matching"], 4),
+            "1",
+            "cached share at which token revenue per GPU-hour ($1/M uncached, $0.10/M "
             "cached) equals the figure, rack-total reading; null if none",
-            claim_id=COST_CLAIM,
-            kind="modelled",
-            verdict=cost_r.verdict,
-            reason=share["formula"],
+            cost_r.verdict,
+            share["formula"],
         ),
     ]
-    return hl
 
 
 def flips(a: Analysis) -> list[str]:

@@ -1,10 +1,10 @@
-"""The physics readings of rack-scaling's throughput and speedup figures: each reading of
-"tokens/s per GPU" (decode, prefill, cache hits counted, the rack's total) against the catalogs'
-ceilings (:mod:`rackbook.physics`), the ceilings with their arithmetic, what measured kernels
-reach, and the claims' physics verdicts with their reasons."""
+"""The physics readings of rack-scaling's figures: each reading of "tokens/s per GPU" and of the
+speedup against the catalogs' ceilings, what measured kernels reach, and the dollar figure per
+GPU-hour as a cost and as token revenue (a price is not a physics quantity)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,17 +17,16 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
-from rackbook.results.rack_scaling.scaling import NODE_SYSTEMS, node_sizes
+from rackbook.results.rack_scaling.measure import NODE_SYSTEMS, node_sizes
 
-#: The workload the cache-hit reading assumes, tokens per request (ISL, OSL): an agentic
-#: request with a long context and a short answer. The write-up gives no ISL or OSL, only "long
-#: contexts that keep growing"; every threshold that depends on it says it is assumed.
+#: The workload (tokens per request) the cache-hit reading assumes: an agentic request with a
+#: long context and a short answer (the write-up gives none; every threshold says so).
 ASSUMED_ISL = 100_000
 ASSUMED_OSL = 1_000
 
-#: The claims this chapter tests (data/claims.yaml), and two it quotes to keep them apart.
 THROUGHPUT_CLAIM = "rack-scaling.throughput"
 SPEEDUP_CLAIM = "rack-scaling.speedup"
+COST_CLAIM = "rack-scaling.cost"
 
 
 def speedup_readings(
@@ -41,16 +40,9 @@ def speedup_readings(
     isl: float | None = None,
     osl: float | None = None,
 ) -> pd.DataFrame:
-    """What a ``speedup`` over "a single node" on ``n_gpus`` GPUs means for each node size in
-    ``systems`` (against the node's own GPU; ``hw`` is not used): scaling efficiency =
-    speedup / nodes, and the node it implies on two bases:
-
-    - the rack total (``node_*``, ``ratio``, ``verdict``): ``claim_tok_s`` / speedup per GPU
-      of the node against its decode compute ceiling (7.9x with 954,000 tok/s on 18 trays of
-      4: 30,190 tok/s per GPU, 0.125x GB300's 241,834);
-    - per GPU as stated (``stated_*``): claim x n_gpus / speedup / GPUs per node, fitting only
-      with ``stated_min_cached_share`` of its input cached at ``isl`` / ``osl``.
-    """
+    """Per node size in ``systems`` (on its own GPU; ``hw`` unused): efficiency = speedup / nodes,
+    the node as the rack total (7.9x of 954,000 tok/s on 18 trays of 4: 30,190 per GPU, 0.125x
+    GB300's 241,834 decode ceiling) and per GPU as stated (``stated_*``, cache hits counted)."""
     if not speedup > 0:
         raise InputError("-", "speedup", f"must be > 0, got {speedup}")
     isl = ASSUMED_ISL if isl is None else isl
@@ -67,42 +59,28 @@ def speedup_readings(
         th = check.cached_share_threshold(
             model, node_gpu, per_node, stated, per="gpu", counted="total", isl=isl, osl=osl
         )
-        s_verdict = th.verdict
         s_text = f"at ISL {isl:,.0f} / OSL {osl:,.0f}, {th.formula}" + (
             " (the share is not published)" if th.verdict == "undetermined" else ""
         )
-        rows.append(
-            {
-                "system": sid,
-                "name": catalogs.system(sid).name,
-                "gpu": node_gpu.id,
-                "gpus_per_node": per_node,
-                "nodes": nodes,
-                "speedup": speedup,
-                "efficiency": eff,
-                "node_tok_s_per_gpu": node_per_gpu,
-                "ceiling_tok_s_per_gpu": cap,
-                "ratio": ratio,
-                "verdict": check.physics_verdict(ratio),
-                "formula": f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; {speedup:g} / "
-                f"{nodes:g} = {percent(eff)} per GPU; node as the rack total: {claim_tok_s:,.0f} / "
-                f"{speedup:g} / {per_node} = {node_per_gpu:,.0f} tok/s per GPU = "
-                f"{ratio_text(ratio)} "
-                f"the {node_gpu.label} decode compute ceiling of {cap:,.0f}",
-                "stated_node_tok_s_per_gpu": stated,
-                "stated_min_cached_share": np.nan if th.share is None else th.share,
-                "stated_verdict": s_verdict,
-                "stated_formula": s_text,
-            }
+        formula = (
+            f"{n_gpus} GPUs / {per_node} = {nodes:g} nodes; {speedup:g} / {nodes:g} = "
+            f"{percent(eff)} per GPU; node as the rack total: {claim_tok_s:,.0f} / {speedup:g} / "
+            f"{per_node} = {node_per_gpu:,.0f} tok/s per GPU = {ratio_text(ratio)} the "
+            f"{node_gpu.label} decode compute ceiling of {cap:,.0f}"
         )
+        row: dict[str, Any] = dict(system=sid, name=catalogs.system(sid).name, gpu=node_gpu.id)
+        row |= dict(gpus_per_node=per_node, nodes=nodes, speedup=speedup, efficiency=eff)
+        row |= dict(node_tok_s_per_gpu=node_per_gpu, ceiling_tok_s_per_gpu=cap, ratio=ratio)
+        row |= dict(verdict=check.physics_verdict(ratio), formula=formula)
+        share = np.nan if th.share is None else th.share
+        row |= dict(stated_node_tok_s_per_gpu=stated, stated_min_cached_share=share)
+        rows.append(row | dict(stated_verdict=th.verdict, stated_formula=s_text))
     out = pd.DataFrame(rows)
     out.attrs["workload"] = (isl, osl)
     return out
 
 
-#: Readings of a per-GPU throughput figure whose counted tokens the source does not state.
-READINGS = ("per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached", "rack-total")
-#: Each reading in a few words (tables and figures).
+#: Each reading of a per-GPU figure whose counted tokens the source does not state, in words.
 READING_LABELS = {
     "per-gpu-decode": "per GPU, decode tokens",
     "per-gpu-prefill": "per GPU, prefill tokens",
@@ -114,7 +92,7 @@ READING_LABELS = {
 def check_command(
     model: ModelSpec, gpu: GpuSpec, gpus: int, tok_s: float, isl: float, osl: float, share: float
 ) -> str:
-    """The ``rackbook check`` command that reads the same figure on the same workload."""
+    """The ``rackbook check`` command reading the same figure on the same workload."""
     return (
         f"rackbook check --model {model.id} --gpu {gpu.id} --gpus {gpus} --tok-s {tok_s:g} "
         f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}"
@@ -131,14 +109,10 @@ def throughput_readings(
     isl: float | None = None,
     osl: float | None = None,
 ) -> pd.DataFrame:
-    """Readings of "``claim_value`` tokens/s per GPU" (:data:`READINGS`), each judged by
-    :func:`rackbook.physics.check.check_claim`: computed decode tokens; computed prefill
-    tokens; input + output with cache hits counted on the workload ``isl`` / ``osl`` at
-    ``cached_share`` of the input, else at the least share that fits (``min_cached_share``,
-    undetermined; impossible where none fits); the rack's total / ``n_gpus``. Columns: reading,
-    meaning, tok_s_per_gpu, computed_tok_s_per_gpu, phase, ceiling_tok_s_per_gpu, limit,
-    ratio, verdict, min_cached_share, formula, command (``rackbook check``, cached row).
-    """
+    """Readings of "``claim_value`` tokens/s per GPU" (:data:`READING_LABELS`) by
+    :func:`~rackbook.physics.check.check_claim`: computed decode or prefill tokens; cache hits
+    counted at ``isl`` / ``osl`` and ``cached_share`` (else the least share that fits,
+    ``min_cached_share``); the rack's total / ``n_gpus``."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     isl = ASSUMED_ISL if isl is None else isl
     osl = ASSUMED_OSL if osl is None else osl
@@ -151,17 +125,10 @@ def throughput_readings(
     rack["formula"] = (
         f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s per GPU; " + (rack["formula"])
     )
+    prefill = "computed new-token prefill tokens per GPU"
     rows = [
         _bound_row(m, g, n_gpus, "per-gpu-decode", "computed decode tokens per GPU", claim_value),
-        _bound_row(
-            m,
-            g,
-            n_gpus,
-            "per-gpu-prefill",
-            "computed new-token prefill tokens per GPU",
-            claim_value,
-            "prefill",
-        ),
+        _bound_row(m, g, n_gpus, "per-gpu-prefill", prefill, claim_value, "prefill"),
         _cached_reading(m, g, n_gpus, claim_value, isl, osl, cached_share),
         rack,
     ]
@@ -180,7 +147,6 @@ def _bound_row(
     tok_s: float,
     phase: str = "decode",
 ) -> dict[str, Any]:
-    """A row reading ``tok_s`` (tokens/s per GPU) as computed tokens of ``phase``."""
     c = check.check_claim(m, g, n_gpus, tok_s, phase=phase)
     text = (
         f"{tok_s:,.0f} tok/s per GPU is {ratio_text(c.ratio)} the {phase} {c.limit} ceiling "
@@ -199,25 +165,13 @@ def _row(
     formula: str,
     command: str = "",
 ) -> dict[str, Any]:
-    """A row of :func:`throughput_readings` (tokens/s per GPU)."""
-    return {
-        "reading": name,
-        "meaning": meaning,
-        "tok_s_per_gpu": counted,
-        "computed_tok_s_per_gpu": computed,
-        "phase": phase,
-        "ceiling_tok_s_per_gpu": c.ceiling_tok_s_per_gpu,
-        "limit": c.limit,
-        "ratio": c.ratio,
-        "verdict": c.verdict,
-        "min_cached_share": np.nan,
-        "formula": formula,
-        "command": command,
-    }
+    row: dict[str, Any] = dict(reading=name, meaning=meaning, tok_s_per_gpu=counted)
+    row |= dict(computed_tok_s_per_gpu=computed, phase=phase)
+    row |= dict(ceiling_tok_s_per_gpu=c.ceiling_tok_s_per_gpu, limit=c.limit, ratio=c.ratio)
+    return row | dict(verdict=c.verdict, min_cached_share=np.nan, formula=formula, command=command)
 
 
 def _workload_text(isl: float, osl: float) -> str:
-    """The workload as rows and reasons name it: "ISL 100,000 / OSL 1,000 (assumed: ...)"."""
     assumed = (isl, osl) == (ASSUMED_ISL, ASSUMED_OSL)
     return f"ISL {isl:,.0f} / OSL {osl:,.0f}" + (
         " (assumed: the write-up gives no workload)" if assumed else ""
@@ -234,7 +188,6 @@ def _cached_row(
     share: float,
     meaning: str,
 ) -> tuple[dict[str, Any], str]:
-    """The ``per-gpu-with-cached`` row at a cached ``share`` (0-1) and the check's reason."""
     c = check.check_claim(
         m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
     )
@@ -262,7 +215,6 @@ def _cached_reading(
     osl: float,
     cached_share: float | None,
 ) -> dict[str, Any]:
-    """The ``per-gpu-with-cached`` row (see :func:`throughput_readings`)."""
     if cached_share is not None:
         meaning = f"per GPU, {percent(cached_share)} of input tokens cache hits"
         return _cached_row(m, g, n_gpus, claim_value, isl, osl, cached_share, meaning)[0]
@@ -304,8 +256,7 @@ def _cached_reading(
     return row
 
 
-#: The compute ceiling per GPU (LaTeX): every FLOP/s of the GPU spent on the per-token GEMMs,
-#: routed experts and the rest each at the precision they run at.
+#: The compute ceiling per GPU (LaTeX): routed experts and the rest each at their precision.
 CEILING_FORMULA = (
     r"C_\text{compute} = \frac{1}{\dfrac{2\,P_\text{routed}}{F_\text{routed}} + "
     r"\dfrac{2\,P_\text{dense}}{F_\text{dense}}}\ \text{tok/s per GPU}"
@@ -313,9 +264,8 @@ CEILING_FORMULA = (
 
 
 def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataFrame:
-    """The ceilings per GPU of ``n_gpus`` the throughput is judged against: compute and HBM
-    bandwidth (no context read) in decode and prefill. Columns: ceiling, phase, tok_s_per_gpu,
-    formula, latex (compute only, :data:`CEILING_FORMULA` with its numbers)."""
+    """The compute and HBM-bandwidth ceilings per GPU of ``n_gpus`` in decode and prefill, with
+    their formulas (``latex``: the compute one's :data:`CEILING_FORMULA` with its numbers)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     rows = []
     for phase in ("decode", "prefill"):
@@ -323,26 +273,15 @@ def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataF
         for r in c.ceilings:
             if r.name == "memory capacity":
                 continue
-            latex = ""
-            if r.name == "compute":  # the same number, written out by the physics
-                latex = results_bounds.compute_ceiling_latex(m, g, phase)
-            rows.append(
-                {
-                    "ceiling": r.name,
-                    "phase": phase,
-                    "tok_s_per_gpu": r.tok_s_per_gpu,
-                    "formula": r.formula,
-                    "latex": latex,
-                }
-            )
-    return pd.DataFrame(rows)
+            latex = results_bounds.compute_ceiling_latex(m, g, phase) if r.name == "compute" else ""
+            rows.append((r.name, phase, r.tok_s_per_gpu, r.formula, latex))
+    return pd.DataFrame(rows, columns=["ceiling", "phase", "tok_s_per_gpu", "formula", "latex"])
 
 
 def throughput_attainable(
     readings: pd.DataFrame, model: ModelSpec, gpu: GpuSpec, n_gpus: int
 ) -> dict[str, Any]:
-    """What measured kernels reach for the throughput as stated (at the least or given cached
-    share) and, under ``rack_total``, as the rack's total."""
+    """What measured kernels reach for the figure as stated and (``rack_total``) as the rack's."""
     by = readings.set_index("reading")
     isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     claim = float(by.loc["per-gpu-decode", "tok_s_per_gpu"])
@@ -375,8 +314,7 @@ def throughput_attainable(
 def throughput_physics(
     readings: pd.DataFrame, attainable: dict[str, Any] | None = None
 ) -> headline.ClaimReading:
-    """The claim as written ("per GPU"): the most permissive of its per-GPU readings; the
-    rack-total reading in the reason."""
+    """The claim as written ("per GPU"): the most permissive of its per-GPU readings."""
     by = readings.set_index("reading")
     per_gpu = by.loc[["per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached"]]
     order = {"possible": 0, "undetermined": 1, "impossible": 2}
@@ -404,11 +342,9 @@ def throughput_physics(
         ),
         f"as {total['name']} ({total['tok_s_per_gpu']:,.0f} per GPU) it is {total['verdict']}",
     ]
-    # the workload a cached share is read at (none where no share on any workload reaches it)
     workload = (
         None if cached["limit"] == "cached prefix" else {"isl": float(isl), "osl": float(osl)}
     )
-    # the margin of the reading that decided the verdict, never a ratio that contradicts it
     decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
     ratio = None
     if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
@@ -449,8 +385,7 @@ def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, An
 def speedup_physics(
     speedups: pd.DataFrame, attainable: dict[str, Any] | None = None
 ) -> headline.ClaimReading:
-    """The speedup read per GPU as stated (``stated_verdict`` of :func:`speedup_readings`): one
-    verdict for every node size, else undetermined; the rack-total basis in the reason."""
+    """The speedup per GPU as stated: the node sizes' one ``stated_verdict``, else undetermined."""
     vs = set(speedups["stated_verdict"])
     isl, osl = speedups.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     v = vs.pop() if len(vs) == 1 else "undetermined"
@@ -485,3 +420,139 @@ def speedup_physics(
         else f"fits at >= {percent(share)} cached"
     )
     return common.reading(SPEEDUP_CLAIM, "physics", v, margin, clauses, attainable=attainable)
+
+
+#: The token prices the dollar figure is read at as revenue (data/hardware.yaml
+#: ``token_prices``): InferenceX's cost calculator's.
+TOKEN_PRICES = "inferencex-tco-calculator"
+#: The catalog price the dollar figure is set against by default: InferenceX's GB300 hourly
+#: rate, an ownership-cost model's (labelled so in data/hardware.yaml).
+DEFAULT_PRICE = "gb300-tco-hyperscaler"
+#: GPUs of one cloud instance of a GB300 NVL72 (a 4-GPU compute tray).
+INSTANCE_GPUS = 4
+REVENUE_FORMULA = (
+    r"\text{revenue} = \frac{\text{tok/s per GPU} \times 3600}{10^6}\,"
+    r"\bigl(p_u\,(1 - s) + p_c\,s\bigr)\ \text{USD per GPU-hour}"
+)
+
+
+def token_prices(id: str = TOKEN_PRICES) -> catalogs.TokenPriceSpec:
+    """Token prices from the hardware catalog: USD per million tokens, uncached and cached."""
+    return catalogs.token_price(id)
+
+
+@dataclass(frozen=True)
+class CostReadings:
+    """Dollar readings of a per-GPU-hour figure: ``cost`` per (throughput reading, price
+    basis), ``revenue`` per throughput reading, ``ratio_to_rental`` = figure / rental."""
+
+    cost: pd.DataFrame
+    revenue: pd.DataFrame
+    ratio_to_rental: float
+    formula: str
+
+
+def cost_readings(
+    price_per_gpu_hour: float,
+    tokens_per_s_per_gpu: dict[str, float],
+    rental_usd_per_gpu_hour: float | None = None,
+    usd_per_m_uncached: float | None = None,
+    usd_per_m_cached: float | None = None,
+    cached_share: float | None = None,
+) -> CostReadings:
+    """``price_per_gpu_hour`` (USD) at each of ``tokens_per_s_per_gpu`` as USD per million tokens
+    beside the rental (:data:`DEFAULT_PRICE`), and as token revenue per GPU-hour at p_u, p_c
+    (USD per million tokens, :data:`TOKEN_PRICES`): Mtok per hour x (p_u (1 - s) + p_c s)."""
+    prices = token_prices()
+    source = (
+        f"{prices.sources[0]} (uncached input and output ${prices.usd_per_m_uncached:g}/M "
+        f"tokens, cached input ${prices.usd_per_m_cached:.2f}/M; read {prices.read})"
+    )
+    if usd_per_m_uncached is None and usd_per_m_cached is None:
+        usd_per_m_uncached, usd_per_m_cached = prices.usd_per_m_uncached, prices.usd_per_m_cached
+    elif usd_per_m_uncached is None or usd_per_m_cached is None:
+        raise InputError("-", "usd_per_m_cached", "give both token prices, or neither")
+    else:
+        source = f"given (uncached ${usd_per_m_uncached:g}/M, cached ${usd_per_m_cached:g}/M)"
+    if rental_usd_per_gpu_hour is None:
+        rent = catalogs.price(DEFAULT_PRICE)
+        rental_usd_per_gpu_hour = rent.usd_per_gpu_hour
+        rent_label, rent_source = f"{rent.kind} ({rent.id})", rent.sources[0]
+    else:
+        rent_label, rent_source = "reference (given)", "argument rental_usd_per_gpu_hour"
+    if not price_per_gpu_hour > 0 or not rental_usd_per_gpu_hour > 0:
+        raise InputError("-", "price_per_gpu_hour", "prices must be > 0")
+    if cached_share is not None and not 0 <= cached_share <= 1:
+        raise InputError("-", "cached_share", f"must be in [0, 1], got {cached_share}")
+    if not usd_per_m_uncached > usd_per_m_cached >= 0:
+        raise InputError("-", "usd_per_m_cached", "must be >= 0 and below the uncached token price")
+    bases = {
+        "claim as cost": (price_per_gpu_hour, f"data/claims.yaml {COST_CLAIM}"),
+        rent_label: (rental_usd_per_gpu_hour, rent_source),
+    }
+    prices_um = (usd_per_m_uncached, usd_per_m_cached)
+    cost, revenue = [], []
+    for name, tps in tokens_per_s_per_gpu.items():
+        if not tps > 0:
+            raise InputError("-", f"tokens_per_s_per_gpu[{name}]", f"must be > 0, got {tps}")
+        mtok_h = tps * 3600 / 1e6
+        for basis, (usd, where) in bases.items():
+            per_m = usd / mtok_h
+            how = f"${usd:g} / ({tps:,.0f} tok/s x 3600 / 1e6 = {mtok_h:,.4g} M) = ${per_m:.4g}/M"
+            cost.append((name, basis, tps, mtok_h, usd, per_m, where, how + " tokens"))
+        revenue.append(_revenue_row(name, tps, price_per_gpu_hour, *prices_um, cached_share))
+    ratio = price_per_gpu_hour / rental_usd_per_gpu_hour
+    formula = (
+        f"${price_per_gpu_hour:g} / ${rental_usd_per_gpu_hour:g} reference price = "
+        f"{ratio_text(ratio)}; token prices: {source}"
+    )
+    cols = ["reading", "basis", "tok_s_per_gpu", "mtok_per_gpu_hour", "usd_per_gpu_hour"]
+    cost_df = pd.DataFrame(cost, columns=[*cols, "usd_per_m_tokens", "source", "formula"])
+    return CostReadings(cost_df, pd.DataFrame(revenue), ratio, formula)
+
+
+def _revenue_row(
+    name: str, tps: float, price: float, p_u: float, p_c: float, cached_share: float | None
+) -> dict[str, Any]:
+    """The revenue row of reading ``name`` at ``tps`` tokens/s per GPU (USD per GPU-hour)."""
+    mtok_h = tps * 3600 / 1e6
+    rev_u, rev_c = mtok_h * p_u, mtok_h * p_c
+    share = (p_u - price / mtok_h) / (p_u - p_c)
+    share = share if 0 <= share <= 1 else np.nan
+    at_share = (
+        np.nan if cached_share is None else mtok_h * (p_u * (1 - cached_share) + p_c * cached_share)
+    )
+    needs = f"needs {percent(share)} cached" if np.isfinite(share) else "is outside that range"
+    formula = (
+        f"{mtok_h:,.4g} M tok/h x ${p_u:g}/M = ${rev_u:,.4g} (all uncached) .. x ${p_c:g}/M = "
+        f"${rev_c:,.4g} (all cached); ${price:g} {needs}"
+    )
+    row = dict(reading=name, tok_s_per_gpu=tps, mtok_per_gpu_hour=mtok_h)
+    row |= dict(revenue_all_uncached=rev_u, revenue_all_cached=rev_c)
+    return row | dict(cached_share_matching=share, revenue_at_share=at_share, formula=formula)
+
+
+def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.ClaimReading:
+    """The physics reading of a price: ``undetermined`` (no ceiling bounds a price)."""
+    ratio = cost.ratio_to_rental
+    inst = price_per_gpu_hour / INSTANCE_GPUS
+    clauses = [
+        f"${price_per_gpu_hour:g} per GPU-hour is a price ({ratio_text(ratio)} the catalog's "
+        f"reference price, a cost model's rate; read as one {INSTANCE_GPUS}-GPU instance-hour, "
+        f"${inst:.2f} per GPU-hour), and no ceiling bounds a price: physics reads throughputs, "
+        "not dollars",
+        "the published reading compares it with list prices, per GPU-hour and per "
+        "instance-hour, and with modelled rental and ownership rates",
+        "its cost and revenue tables read it on both throughput bases (per GPU as stated, and "
+        "the rack total)",
+    ]
+    margin = "not a physics quantity"
+    return common.reading(COST_CLAIM, "physics", "undetermined", margin, clauses)
+
+
+def token_revenue(row: pd.Series, prices: catalogs.TokenPriceSpec | None = None) -> float:
+    """Token revenue (USD per GPU-hour) of a token accounting row: (computed x p_u + cached
+    input x p_c) tok/s per GPU x 3600 / 1e6; NaN with the cached count unknown."""
+    p = prices or token_prices()
+    uncached, cached = row["computed_tok_s_per_gpu"], row["cached_input_tok_s_per_gpu"]
+    return float((uncached * p.usd_per_m_uncached + cached * p.usd_per_m_cached) * 3600 / 1e6)
