@@ -1,5 +1,5 @@
 """``vllm bench serve --save-result --save-detailed`` JSON (per-request arrays, times in s) as a
-one-point trace; the live recorder converts with :func:`vllm_bench_frames` too."""
+one-point trace (the live recorder converts with :func:`vllm_bench_frames` too)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ from rackbook.core.vllm_json import RaggedGaps, load_detailed
 from rackbook.errors import InputError
 
 FORMAT = "vllm-bench"
-#: Per-request arrays a detailed vLLM result must carry.
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")
-#: Scenario keys that map onto typed request/point columns.
+#: Scenario labels of integer request and point columns (the last only of points).
 INT_LABELS = ("batch_size", "concurrency", "decode_ranks", "context_tokens", "num_gpus")
 
 
@@ -30,8 +29,6 @@ def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> n
         raise InputError(path, key, f"must be a list, got {type(values).__name__}")
     if len(values) != n:
         raise InputError(path, key, f"has {len(values)} entries, expected {n} (one per request)")
-    if isinstance(values, np.ndarray):  # read straight into an array (rackbook.core.vllm_json)
-        return _checked(path, key, values, integer=integer)
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -40,7 +37,7 @@ def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> n
     return _checked(path, key, arr, integer=integer)
 
 
-#: The request columns' keys in a vLLM result (for error messages).
+#: Request columns -> the vLLM result's keys (named in errors).
 VLLM_KEYS = traces.RowNames(
     keys={
         "ttft_s": "ttfts",
@@ -54,7 +51,6 @@ VLLM_KEYS = traces.RowNames(
 
 
 def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndarray:
-    """The flat array of list ``key`` (whole where ``integer``), value-checked."""
     if arr.ndim != 1:
         raise InputError(path, key, "must be a flat list of numbers")
     if integer and np.isfinite(arr).all() and (arr % 1 != 0).any():
@@ -65,7 +61,7 @@ def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndar
 
 def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np.ndarray]:
     """Ragged ``itls`` as (request row, gap s) arrays."""
-    if isinstance(itls, RaggedGaps):  # read straight into arrays (rackbook.core.vllm_json)
+    if isinstance(itls, RaggedGaps):
         rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
         return rows, _checked(path, "itls", itls.values, integer=False)
     for i, g in enumerate(itls):
@@ -74,8 +70,6 @@ def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np
     lens = np.fromiter(map(len, itls), dtype=np.int64, count=len(itls))
     total = int(lens.sum())
     request_row = np.repeat(np.arange(len(itls), dtype=np.int64), lens)
-    if total == 0:
-        return request_row, np.zeros(0)
     try:
         flat = np.fromiter(itertools.chain.from_iterable(itls), dtype=np.float64, count=total)
     except (TypeError, ValueError):  # slow path only to name the bad entry
@@ -85,7 +79,6 @@ def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np
 
 
 def _request_ids(pid: str, n: int) -> pd.Series:
-    """``"<pid>/<row>"`` for rows 0..n-1 (built by Arrow)."""
     ids = pc.binary_join_element_wise(pid + "/", pa.array(np.arange(n)).cast(pa.string()), "")
     return pd.Series(ids.to_numpy(zero_copy_only=False), dtype="string")
 
@@ -97,7 +90,7 @@ def _int_column(value: int | None, n: int) -> pd.arrays.IntegerArray:
 
 
 def _duration(path: Path, d: Any) -> float:
-    """The result's ``duration`` (s, > 0), its per-request arrays present."""
+    """The result's ``duration`` (s), its per-request arrays present."""
     if not isinstance(d, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(d).__name__}")
     missing = [k for k in DETAILED_KEYS if k not in d]
@@ -107,7 +100,7 @@ def _duration(path: Path, d: Any) -> float:
     if "duration" not in d:
         raise InputError(path, "duration", "missing")
     dur = d["duration"]
-    if not isinstance(dur, (int, float)) or isinstance(dur, bool) or not math.isfinite(dur):
+    if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur):
         raise InputError(path, "duration", "must be a finite number of seconds")
     if dur <= 0:
         raise InputError(path, "duration", f"must be > 0 seconds, got {dur}")
@@ -137,9 +130,8 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
     itls = d["itls"]
     if not isinstance(itls, (list, RaggedGaps)) or len(itls) != n:
         raise InputError(path, "itls", f"must be a list of {n} lists (one per request)")
-    success = np.array([e == "" for e in errs], dtype=bool)
-    # vLLM marks success separately from the error text; a successful request has a TTFT.
-    success &= (lat > 0) | (out > 0)
+    # vLLM marks success apart from the error text: a successful request took time or tokens
+    success = np.array([e == "" for e in errs], dtype=bool) & ((lat > 0) | (out > 0))
     completed = d.get("completed")
     if isinstance(completed, int) and int(success.sum()) != completed:
         raise InputError(
@@ -177,8 +169,8 @@ def vllm_bench_frames(
     point_id: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> traces.Trace:
-    """One detailed result as an unvalidated one-point trace (``run`` empty); ``labels``: scenario
-    keys (others kept as text columns)."""
+    """One detailed result as an unvalidated one-point trace (``run`` empty); ``labels`` other
+    than scenario keys become text columns."""
     path = Path(path)
     d = load_detailed(path) if data is None else data
     dur = _duration(path, d)
