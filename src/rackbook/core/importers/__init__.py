@@ -9,7 +9,8 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from rackbook.errors import InputError
 
@@ -42,16 +43,6 @@ class Options:
     hardware: DeclaredGpus | None = None  # vllm-bench: --gpu ID --gpus N, as declared
 
 
-class Importer(Protocol):
-    """A format module: ``read`` the checked trace; ``summary`` printed after ``wrote OUT:``."""
-
-    FORMAT: str
-
-    def read(self, path: Path, options: Options, command: str) -> traces.Trace: ...
-
-    def summary(self, trace: traces.Trace) -> str: ...
-
-
 @dataclass(frozen=True)
 class Format:
     """One format ``rackbook import`` reads."""
@@ -62,9 +53,10 @@ class Format:
     kind: str | None  # the trace kind it always writes; None: the file or --kind says
     options: tuple[str, ...]  # the Options fields it takes
 
-    def importer(self) -> Importer:
-        module: Importer = importlib.import_module(f"{__name__}.{self.module}")  # type: ignore[assignment]
-        return module
+    def importer(self) -> ModuleType:
+        """Its module: ``FORMAT``, and ``read`` and ``summary`` (a trace; the line printed after
+        ``wrote OUT:``) or, when published, ``read_points`` (:mod:`.points` does the rest)."""
+        return importlib.import_module(f"{__name__}.{self.module}")
 
 
 #: Every format, by its name on the command line.
@@ -182,7 +174,12 @@ def read(fmt: str, path: Path | str, output: Path | str, options: Options) -> tr
     path = Path(path)
     check_options(fmt, path, options)
     command = options.command or command_line(fmt, path, output, options)
-    return get(fmt, path).importer().read(path, options, command)
+    f = get(fmt, path)
+    if f.kind != "published":
+        return f.importer().read(path, options, command)
+    from rackbook.core.importers import points
+
+    return points.read_published(fmt, path, options, command, f.importer().read_points)
 
 
 def write(
@@ -198,4 +195,8 @@ def write(
 
 def summary(fmt: str, trace: traces.Trace) -> str:
     """What ``rackbook import`` prints after ``wrote OUT:`` for a trace of format ``fmt``."""
-    return get(fmt).importer().summary(trace)
+    if get(fmt).kind != "published":
+        return get(fmt).importer().summary(trace)
+    from rackbook.core.importers import points
+
+    return points.summary(trace)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from rackbook.core import importers, traces
+from rackbook.core import importers
 from rackbook.core.importers import points, sourcefile
 from rackbook.errors import InputError
 
@@ -27,17 +27,10 @@ MLPERF_COLUMNS = tuple(
 MLPERF_TOKEN_UNIT = "Tokens/s"
 
 
-def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The token-rate rows as a published trace; parameters record ``--model`` and the skips."""
-
-    def rows() -> tuple[pd.DataFrame, dict[str, object]]:
-        pts, skipped = mlperf_points(path, options.model, options.source_url)
-        return pts, {"model": options.model, "skipped": skipped}
-
-    return points.read_published(FORMAT, path, options, command, rows)
-
-
-summary = points.summary
+def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The token-rate rows' points; parameters record ``--model`` and the skips."""
+    pts, skipped = mlperf_points(path, options.model, options.source_url)
+    return pts, {"model": options.model, "skipped": skipped}
 
 
 def _reader(path: Path, source_url: str | None) -> csv.DictReader[str]:

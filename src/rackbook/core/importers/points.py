@@ -12,8 +12,8 @@ import pandas as pd
 from rackbook.core import importers, provenance, schema, traces
 from rackbook.core.importers import sourcefile
 
-#: A format's reading of its file: (points, what was skipped: the run's ``parameters``).
-PointsReader = Callable[[], tuple[pd.DataFrame, dict[str, Any]]]
+#: A published format's reading of its file: (points, the run's ``parameters``: what it skipped).
+PointsReader = Callable[[Path, importers.Options], tuple[pd.DataFrame, dict[str, Any]]]
 
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -75,10 +75,10 @@ def published_trace(
 def read_published(
     fmt: str, path: Path, options: importers.Options, command: str, read_points: PointsReader
 ) -> traces.Trace:
-    """The ``published`` trace of ``read_points()``; undated points take ``--source-date``."""
+    """The ``published`` trace of ``read_points``; undated points take ``--source-date``."""
     sourcefile.check_text(path)
     src = sourcefile.source_info(path, options.source_url, options.source_date)
-    pts, params = read_points()
+    pts, params = read_points(path, options)
     if options.source_date is not None:
         pts["date"] = pts["date"].fillna(options.source_date)
     return published_trace(pts, fmt, src, command, params)

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from rackbook import limits
-from rackbook.core import importers, jsliteral, traces
+from rackbook.core import importers, jsliteral
 from rackbook.core.importers import fields, points, sourcefile
 from rackbook.errors import InputError
 
@@ -40,17 +40,10 @@ COOKBOOK_FLASH_SINGLE_HW = ("b200", "b300", "gb200", "gb300")
 SGLANG_RANDOM_RANGE_RATIO = 0.0
 
 
-def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The cells with speed numbers as a published trace; stubs skipped are counted."""
-
-    def rows() -> tuple[pd.DataFrame, dict[str, object]]:
-        pts, skipped = cookbook_points(path, options.source_url)
-        return pts, {"skipped": skipped}
-
-    return points.read_published(FORMAT, path, options, command, rows)
-
-
-summary = points.summary
+def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The points of the cells with speed numbers; the stubs skipped are counted."""
+    pts, skipped = cookbook_points(path, options.source_url)
+    return pts, {"skipped": skipped}
 
 
 def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
