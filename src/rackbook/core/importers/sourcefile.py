@@ -32,15 +32,11 @@ def read_text(path: Path, cap_mb: float | None = None) -> str:
         raise InputError(path, "-", limits.decode_problem(data, exc)) from None
 
 
-#: Bytes of the start of a file checked for NUL (binary) bytes.
-_HEAD = 1 << 16
-
-
 def check_text(path: Path) -> None:
     """InputError when missing, empty or binary, reading only the start."""
     limits.input_file(path, streamed=True)
     with path.open("rb") as fh:
-        head = fh.read(_HEAD)
+        head = fh.read(1 << 16)
         if b"\0" in head:
             raise InputError(path, "-", "not text (binary file?)")
         chunk = head
@@ -48,11 +44,6 @@ def check_text(path: Path) -> None:
             if not chunk:
                 raise InputError(path, "-", "file is empty")
             chunk = fh.read(1 << 20)
-
-
-def _not_utf8(path: Path, byte: int, line: int) -> InputError:
-    problem = f"not UTF-8 text: byte 0x{byte:02x} on line {line} (save the file as UTF-8)"
-    return InputError(path, "-", problem)
 
 
 def _check_utf8(path: Path) -> None:
@@ -65,7 +56,9 @@ def _check_utf8(path: Path) -> None:
             except UnicodeDecodeError as exc:
                 start = max(exc.start - len(decoder.getstate()[0]), 0)
                 line = lines + chunk.count(b"\n", 0, start) + 1
-                raise _not_utf8(path, chunk[start], line) from None
+                byte = f"0x{chunk[start]:02x}"
+                problem = f"not UTF-8 text: byte {byte} on line {line} (save the file as UTF-8)"
+                raise InputError(path, "-", problem) from None
             lines += chunk.count(b"\n")
         try:
             decoder.decode(b"", final=True)
@@ -75,10 +68,10 @@ def _check_utf8(path: Path) -> None:
 
 
 def csv_lines(path: Path) -> Iterator[str]:
-    """The UTF-8 lines of a CSV file (BOM dropped), one at a time, each at most
+    """The lines of a UTF-8 CSV file (BOM dropped), one at a time, each at most
     :data:`rackbook.limits.CSV_LINE_MB` MB, at most ``BOUNDS["csv_lines"]`` in all."""
     check_text(path)
-    _check_utf8(path)
+    _check_utf8(path)  # whole first: a line then decodes (a longer one was refused, not cut)
     longest = int(limits.CSV_LINE_MB * 1e6)
     bound = limits.BOUNDS["csv_lines"]
     with path.open("rb") as fh:
@@ -91,28 +84,19 @@ def csv_lines(path: Path) -> Iterator[str]:
                 raise InputError(
                     path, "rows", f"more than {bound:,} lines (rackbook's bound on csv lines)"
                 )
-            try:
-                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                start = exc.start + (3 if n == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
-                raise _not_utf8(path, raw[start], n) from None
-            yield line
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+            yield raw.decode("utf-8-sig" if n == 1 else "utf-8")
 
 
 def source_info(path: Path, url: str | None = None, date: str | None = None) -> dict[str, Any]:
-    """Provenance: name, SHA-256, URL (and a GitHub blob's repo, path, commit), date."""
+    """Provenance: name, SHA-256, URL (and a GitHub blob's repo, path, commit), date (checked by
+    :func:`rackbook.core.importers.check_options`)."""
     if url is not None and not schema.URL.match(url):
         raise InputError(path, "--source-url", f"{url!r} is not an http(s) link")
-    if date is not None and not schema.is_date(date):
-        raise InputError(path, "--source-date", f"{date!r} is not a date YYYY-MM-DD")
+    with path.open("rb") as fh:
+        sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
     info: dict[str, Any] = {
         "file": path.name,
-        "sha256": _sha256(path),
+        "sha256": sha256,
         "url": url,
         "repo": None,
         "path": None,
