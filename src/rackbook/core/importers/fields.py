@@ -73,8 +73,11 @@ def mapping(path: Path, field: str, value: Any) -> dict[str, Any]:
     return value
 
 
+def whole(path: Path, field: str, value: Any) -> int:
+    """A whole number > 0."""
+    return int(number(path, field, value, integer=True))
+
+
 def optional_int(path: Path, field: str, value: Any, *, required: bool) -> int | None:
     """A whole number > 0, or None when absent and not ``required``."""
-    if value is None and not required:
-        return None
-    return int(number(path, field, value, integer=True))
+    return None if value is None and not required else whole(path, field, value)

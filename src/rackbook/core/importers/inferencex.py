@@ -121,7 +121,7 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
         fields.optional_int(path, f"{f}.{k}", row.get(k), required=not agentic)
         for k in ("isl", "osl")
     )
-    conc = int(fields.number(path, f"{f}.conc", row.get("conc"), integer=True))
+    conc = fields.whole(path, f"{f}.conc", row.get("conc"))
     date = fields.date(path, f"{f}.date", row.get("date"))
     url = fields.url(path, f"{f}.run_url", row.get("run_url"), optional=True) or fallback_url
     if url is None:

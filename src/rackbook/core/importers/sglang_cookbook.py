@@ -60,12 +60,10 @@ def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
     if not isinstance(cell, dict):
         raise InputError(path, f, "must be an object")
     match = fields.mapping(path, f"{f}.match", cell.get("match"))
-    keys: dict[str, str | None] = {
-        k: fields.text(path, f"{f}.match.{k}", match.get(k)) for k in ("hw", "variant", "quant")
+    return {
+        k: fields.text(path, f"{f}.match.{k}", match.get(k), optional=k in ("strategy", "nodes"))
+        for k in ("hw", "variant", "quant", "strategy", "nodes")
     }
-    for k in ("strategy", "nodes"):
-        keys[k] = fields.text(path, f"{f}.match.{k}", match.get(k), optional=True)
-    return keys
 
 
 def _speed_row(
@@ -76,16 +74,14 @@ def _speed_row(
         raise InputError(path, g, "must be an object")
     wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
     isl, osl, conc = (
-        int(fields.number(path, f"{g}.workload.{k}", wl.get(k), integer=True))
+        fields.whole(path, f"{g}.workload.{k}", wl.get(k))
         for k in ("isl", "osl", "max_concurrency")
     )
     workload = cookbook_workload(path, g, wl)
     total = fields.number(path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu"))
     tpot_ms = fields.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
     ttft_ms = fields.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
-    hw, variant, quant, strategy, nodes = (
-        keys[k] for k in ("hw", "variant", "quant", "strategy", "nodes")
-    )
+    hw, variant, quant, strategy, nodes = keys.values()
     derived = quant in ("fp4", "fp8")
     spec_kind, spec_method = COOKBOOK_SPECULATION.get(strategy or "", ("real or none", None))
     single = variant == "flash" and nodes == "single" and hw in COOKBOOK_FLASH_SINGLE_HW
@@ -138,8 +134,7 @@ def cookbook_points(
     )
     if not isinstance(cells, list):
         raise InputError(path, "benchmarks", f"must be a list, got {type(cells).__name__}")
-    out = []
-    stubs = 0
+    out, stubs = [], 0
     for i, cell in enumerate(cells):
         f = f"benchmarks[{i}]"
         keys = _cell_match(path, f, cell)
@@ -149,10 +144,9 @@ def cookbook_points(
             continue
         if not isinstance(speed, list):
             raise InputError(path, f"{f}.speed", "must be a list")
+        version = cell.get("sglang_version")
         for j, s in enumerate(speed):
-            row = _speed_row(
-                path, f"{f}.speed[{j}]", s, keys, cell.get("sglang_version"), source_url
-            )
+            row = _speed_row(path, f"{f}.speed[{j}]", s, keys, version, source_url)
             out.append({**row, "source_row": i})
     if not out:
         raise InputError(path, "benchmarks", "no cell with speed numbers")
