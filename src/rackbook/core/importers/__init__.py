@@ -119,7 +119,7 @@ def check_options(fmt: str, path: Path | str, options: Options) -> None:
     taken = sorted(set(options.labels) & (columns - SCENARIO_LABELS))
     if taken:
         scenario = ", ".join(sorted(SCENARIO_LABELS))
-        problem = f"is measured, never a label (labels name the scenario: {scenario})"
+        problem = f"is a measured field, never a label (labels name the scenario: {scenario})"
         raise InputError(path, f"--label {taken[0]}", problem)
     for opt in ("engine", "labels", "kind", "model", "source_url", "source_date", "hardware"):
         value = getattr(options, opt)

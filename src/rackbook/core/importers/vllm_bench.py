@@ -204,38 +204,18 @@ def vllm_bench_frames(
             "error": c["error"],
         }
     )
+    pts = req.loc[:0, ["point_id", "engine", "config", *req_ints]].assign(
+        window_start_s=0.0,
+        duration_s=dur,
+        num_gpus=pd.array([ints["num_gpus"]], dtype="Int64"),
+        source=path.name,
+    )
     for k, v in labels.items():
         if k in req.columns:  # a measured field (the CLI refuses it first)
             raise InputError(path, f"label {k}", "is a measured field: a label never replaces it")
         req[k] = v
     gap = pd.DataFrame({"request_row": request_row, "itl_s": itl_s}, copy=False)
-    pts = pd.DataFrame(
-        {
-            "point_id": [pid],
-            "engine": [engine],
-            "config": [config],
-            **{k: pd.array([ints[k]], dtype="Int64") for k in req_ints},
-            "window_start_s": [0.0],
-            "duration_s": [dur],
-            "num_gpus": pd.array([ints["num_gpus"]], dtype="Int64"),
-            "source": [path.name],
-        }
-    )
     return traces.Trace({}, req, gap, pts)
-
-
-def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, Any]:
-    """``run.json`` of an imported vLLM result (its own settings kept verbatim)."""
-    keep = "date backend endpoint_type model_id tokenizer_id num_prompts request_rate burstiness"
-    settings = {k: d.get(k) for k in (*keep.split(), "max_concurrency") if k in d}
-    return provenance.new_run_info(
-        kind=kind,
-        commands=[str(d.get("command") or f"vllm bench serve (result file {path.name})")],
-        parameters=settings,
-        engine={"name": "vllm", "version": d.get("vllm_version") or d.get("version")},
-        notes=f"imported from {path.name} by `rackbook import vllm-bench`",
-        hardware_note="hardware of the importing machine; the benchmark may have run elsewhere",
-    )
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
@@ -251,7 +231,15 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
     if hw is not None:
         labels["num_gpus"] = str(hw.count)  # the point's GPU count: per-GPU rates
     t = vllm_bench_frames(path, labels, data=d)
-    t.run = vllm_bench_run_info(path, d, kind)
+    keep = "date backend endpoint_type model_id tokenizer_id num_prompts request_rate burstiness"
+    t.run = provenance.new_run_info(
+        kind=kind,
+        commands=[str(d.get("command") or f"vllm bench serve (result file {path.name})")],
+        parameters={k: d.get(k) for k in (*keep.split(), "max_concurrency") if k in d},
+        engine={"name": "vllm", "version": d.get("vllm_version") or d.get("version")},
+        notes=f"imported from {path.name} by `rackbook import vllm-bench`",
+        hardware_note="hardware of the importing machine; the benchmark may have run elsewhere",
+    )
     if hw is not None:
         t.run["hardware"] = provenance.declared_hardware(
             hw.id, hw.label, hw.name, hw.count, hw.catalog, t.run["hardware"]
