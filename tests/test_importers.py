@@ -45,10 +45,7 @@ def test_every_format_is_registered_with_a_module_of_the_interface():
         mod = f.importer()
         assert mod.__name__ == f"rackbook.core.importers.{f.module}"
         assert mod.FORMAT == name
-        if f.kind == "published":
-            assert callable(mod.read_points)
-        else:
-            assert callable(mod.read) and callable(mod.summary)
+        assert callable(mod.read) and callable(mod.summary)
         assert set(f.options) <= fields and f.kind in (None, "published")
     # the command line offers exactly the registered formats
     choices = next(

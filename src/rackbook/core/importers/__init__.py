@@ -54,8 +54,8 @@ class Format:
     options: tuple[str, ...]  # the Options fields it takes
 
     def importer(self) -> ModuleType:
-        """Its module: ``FORMAT``, and ``read`` and ``summary`` (a trace; the line printed after
-        ``wrote OUT:``) or, when published, ``read_points`` (:mod:`.points` does the rest)."""
+        """Its module: ``FORMAT``, ``read`` (the trace) and ``summary`` (what is printed after
+        ``wrote OUT:``); a published one's from ``read_points`` by :func:`.points.reader`."""
         return importlib.import_module(f"{__name__}.{self.module}")
 
 
@@ -155,12 +155,7 @@ def read(fmt: str, path: Path | str, output: Path | str, options: Options) -> tr
     path = Path(path)
     check_options(fmt, path, options)
     command = options.command or command_line(fmt, path, output, options)
-    f = get(fmt, path)
-    if f.kind != "published":
-        return f.importer().read(path, options, command)
-    from rackbook.core.importers import points
-
-    return points.read_published(fmt, path, options, command, f.importer().read_points)
+    return get(fmt, path).importer().read(path, options, command)
 
 
 def write(
@@ -176,8 +171,4 @@ def write(
 
 def summary(fmt: str, trace: traces.Trace) -> str:
     """What ``rackbook import`` prints after ``wrote OUT:`` for a trace of format ``fmt``."""
-    if get(fmt).kind != "published":
-        return get(fmt).importer().summary(trace)
-    from rackbook.core.importers import points
-
-    return points.summary(trace)
+    return get(fmt).importer().summary(trace)

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from rackbook.core import importers, jsonstream, schema
-from rackbook.core.importers import fields, points
+from rackbook.core.importers import points
 from rackbook.errors import InputError
 
 FORMAT = "inferencex"
@@ -77,6 +77,9 @@ def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, d
     return inferencex_points(path, fallback_url=options.source_url), {}
 
 
+read, summary = points.reader(FORMAT, read_points), points.summary
+
+
 def inferencex_points(
     path: str | Path, data: Any = None, fallback_url: str | None = None
 ) -> pd.DataFrame:
@@ -103,7 +106,7 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
         raise InputError(path, f, f"must be an object, got {type(row).__name__}")
     named = ("hardware", "framework", "model", "precision", "spec_method", "benchmark_type")
     hardware, framework, model, precision, spec, kind = (
-        fields.text(path, f"{f}.{k}", row.get(k), optional=k in named[4:]) for k in named
+        points.text(path, f"{f}.{k}", row.get(k), optional=k in named[4:]) for k in named
     )
     kind = kind or INFERENCEX_SINGLE_TURN
     if kind not in INFERENCEX_TYPES:
@@ -111,19 +114,19 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
             path, f"{f}.benchmark_type", f"{kind!r}: expected {' or '.join(INFERENCEX_TYPES)}"
         )
     agentic = kind == INFERENCEX_AGENTIC
-    key = fields.text(path, f"{f}.config_key", row.get("config_key"), optional=True)
+    key = points.text(path, f"{f}.config_key", row.get("config_key"), optional=True)
     try:
         spec_kind, spec = inferencex_speculation(spec, key, kind)
     except ValueError as exc:
         raise InputError(path, f"{f}.spec_method", str(exc)) from None
     # AgentX rows replay traces: no ISL/OSL (null in the API)
     isl, osl = (
-        fields.optional_int(path, f"{f}.{k}", row.get(k), required=not agentic)
+        points.optional_int(path, f"{f}.{k}", row.get(k), required=not agentic)
         for k in ("isl", "osl")
     )
-    conc = fields.whole(path, f"{f}.conc", row.get("conc"))
-    date = fields.date(path, f"{f}.date", row.get("date"))
-    url = fields.url(path, f"{f}.run_url", row.get("run_url"), optional=True) or fallback_url
+    conc = points.whole(path, f"{f}.conc", row.get("conc"))
+    date = points.date(path, f"{f}.date", row.get("date"))
+    url = points.url(path, f"{f}.run_url", row.get("run_url"), optional=True) or fallback_url
     if url is None:
         raise InputError(path, f"{f}.run_url", "missing (and no --source-url to fall back on)")
     disagg = row.get("disagg")
@@ -146,7 +149,7 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
         "model": model,
         "precision": precision,
         "engine": framework,
-        "engine_version": fields.text(path, f"{f}.image", row.get("image"), optional=True),
+        "engine_version": points.text(path, f"{f}.image", row.get("image"), optional=True),
         "speculative": spec,
         "isl": isl,
         "osl": osl,
@@ -168,7 +171,7 @@ def _gpu_counts(
 ) -> tuple[int | None, int | None, int | None, list[str]]:
     """(total, prefill, decode GPUs, notes); an aggregated row whose counts disagree: a note."""
     p, d, tp = (
-        fields.optional_int(path, f"{f}.{k}", row.get(k), required=False)
+        points.optional_int(path, f"{f}.{k}", row.get(k), required=False)
         for k in ("num_prefill_gpu", "num_decode_gpu", "decode_tp")
     )
     if disagg:
@@ -187,17 +190,17 @@ def _gpu_counts(
 def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
     """Row ``f``'s rates (per user: median, else AgentX's P90) and latencies (s)."""
     m = f"{f}.metrics"
-    metrics = fields.mapping(path, m, row.get("metrics"))
+    metrics = points.mapping(path, m, row.get("metrics"))
     stat = "median"
     if metrics.get("median_intvty") is None and metrics.get("p90_intvty") is not None:
         stat = "p90"
     return {
-        "tok_s_per_gpu": fields.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu")),
+        "tok_s_per_gpu": points.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu")),
         "latency_statistic": stat,
-        **{c: fields.optional_number(path, m, metrics, k) for c, k in _RATES.items()},
-        "tok_s_per_user": fields.optional_number(path, m, metrics, f"{stat}_intvty"),
+        **{c: points.optional_number(path, m, metrics, k) for c, k in _RATES.items()},
+        "tok_s_per_user": points.optional_number(path, m, metrics, f"{stat}_intvty"),
         **{
-            c: fields.optional_number(path, m, metrics, k, positive=False)
+            c: points.optional_number(path, m, metrics, k, positive=False)
             for c, k in _LATENCY.items()
         },
     }

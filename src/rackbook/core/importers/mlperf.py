@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from rackbook.core import importers
-from rackbook.core.importers import points, sourcefile
+from rackbook.core.importers import points
 from rackbook.errors import InputError
 
 FORMAT = "mlperf"
@@ -33,9 +33,12 @@ def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, d
     return pts, {"model": options.model, "skipped": skipped}
 
 
+read, summary = points.reader(FORMAT, read_points), points.summary
+
+
 def _reader(path: Path, source_url: str | None) -> csv.DictReader[str]:
     """A CSV reader whose header has every :data:`MLPERF_COLUMNS`."""
-    reader = csv.DictReader(sourcefile.csv_lines(path), strict=True)
+    reader = csv.DictReader(points.csv_lines(path), strict=True)
     try:
         header = reader.fieldnames or []
     except csv.Error as exc:
@@ -55,7 +58,7 @@ def _row(path: Path, f: str, row: dict[str, str], line: int, source_url: str) ->
     if n % 1 != 0:
         raise InputError(path, f"{f}.total_accelerators", f"not an integer ({n!r}) (line {line})")
     loc = (row["Location"] or "").removeprefix("./").strip("/")
-    gh = sourcefile.GITHUB_BLOB.match(source_url)
+    gh = points.GITHUB_BLOB.match(source_url)
     return {
         "point_id": f"{row['Organization']}/{row['Platform']}/{row['Model']}/{row['Scenario']}",
         "submitter": row["Organization"],

@@ -13,7 +13,7 @@ import pandas as pd
 
 from rackbook import limits
 from rackbook.core import importers, jsonstream, provenance, traces
-from rackbook.core.importers import fields
+from rackbook.core.importers import points
 from rackbook.errors import InputError
 
 FORMAT = "offline-engine"
@@ -37,7 +37,7 @@ TOP_KEYS = tuple(
 
 
 def _text(path: Path, field: str, value: Any, *, required: bool = True) -> str | None:
-    given = fields.text(path, field, value, optional=not required)
+    given = points.text(path, field, value, optional=not required)
     return None if given is None else given.strip()
 
 
@@ -61,7 +61,7 @@ def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
                 if required:
                     raise InputError(path, f"{at}.{key}", "missing")
                 continue
-            row[key] = fields.number(path, f"{at}.{key}", r[key], integer=integer)
+            row[key] = points.number(path, f"{at}.{key}", r[key], integer=integer)
         row.setdefault("decode_ranks", 1.0)
         for key in ("batch_size", "decode_ranks", "output_tokens", "input_tokens"):
             bound = key if key in ("batch_size", "decode_ranks") else "context"
@@ -107,7 +107,7 @@ def _header(path: Path, data: Any) -> dict[str, Any]:
     if not isinstance(hw, dict):
         raise InputError(path, "hardware", "must be an object with gpu_id and gpu_count")
     head["gpu_id"] = _text(path, "hardware.gpu_id", hw.get("gpu_id"))
-    count = fields.number(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
+    count = points.number(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
     limits.bounded(count, "gpus", path, "hardware.gpu_count")
     head["gpu_count"] = int(count)
     gen = data.get("generator")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from rackbook import limits
 from rackbook.core import importers, jsliteral
-from rackbook.core.importers import fields, points, sourcefile
+from rackbook.core.importers import points
 from rackbook.errors import InputError
 
 FORMAT = "sglang-cookbook"
@@ -46,22 +46,25 @@ def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, d
     return pts, {"skipped": skipped}
 
 
+read, summary = points.reader(FORMAT, read_points), points.summary
+
+
 def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
     """``random lengths`` (up to the caps), ``fixed lengths`` (ratio 1) or ``benchmark dataset``."""
     dataset = wl.get("dataset", "random")
     if dataset != "random":
         return "benchmark dataset"
     ratio = wl.get("range_ratio", wl.get("random_range_ratio", SGLANG_RANDOM_RANGE_RATIO))
-    ratio = fields.number(path, f"{field}.workload.range_ratio", ratio, positive=False)
+    ratio = points.number(path, f"{field}.workload.range_ratio", ratio, positive=False)
     return "fixed lengths" if ratio >= 1 else "random lengths"
 
 
 def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
     if not isinstance(cell, dict):
         raise InputError(path, f, "must be an object")
-    match = fields.mapping(path, f"{f}.match", cell.get("match"))
+    match = points.mapping(path, f"{f}.match", cell.get("match"))
     return {
-        k: fields.text(path, f"{f}.match.{k}", match.get(k), optional=k in ("strategy", "nodes"))
+        k: points.text(path, f"{f}.match.{k}", match.get(k), optional=k in ("strategy", "nodes"))
         for k in ("hw", "variant", "quant", "strategy", "nodes")
     }
 
@@ -72,15 +75,15 @@ def _speed_row(
     """Speed entry ``s`` (field ``g``) of a cell as a ``published_points`` row (times in s)."""
     if not isinstance(s, dict):
         raise InputError(path, g, "must be an object")
-    wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
+    wl = points.mapping(path, f"{g}.workload", s.get("workload"))
     isl, osl, conc = (
-        fields.whole(path, f"{g}.workload.{k}", wl.get(k))
+        points.whole(path, f"{g}.workload.{k}", wl.get(k))
         for k in ("isl", "osl", "max_concurrency")
     )
     workload = cookbook_workload(path, g, wl)
-    total = fields.number(path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu"))
-    tpot_ms = fields.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
-    ttft_ms = fields.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
+    total = points.number(path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu"))
+    tpot_ms = points.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
+    ttft_ms = points.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
     hw, variant, quant, strategy, nodes = keys.values()
     derived = quant in ("fp4", "fp8")
     spec_kind, spec_method = COOKBOOK_SPECULATION.get(strategy or "", ("real or none", None))
@@ -129,9 +132,7 @@ def cookbook_points(
     path = Path(path)
     if source_url is None:
         raise InputError(path, "--source-url", "required: the cookbook cells carry no link")
-    cells = jsliteral.parse_js_export(
-        sourcefile.read_text(path, limits.JS_MAX_MB), "benchmarks", path
-    )
+    cells = jsliteral.parse_js_export(points.read_text(path, limits.JS_MAX_MB), "benchmarks", path)
     if not isinstance(cells, list):
         raise InputError(path, "benchmarks", f"must be a list, got {type(cells).__name__}")
     out, stubs = [], 0
