@@ -125,8 +125,9 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
         for k in ("isl", "osl")
     )
     conc = points.whole(path, f"{f}.conc", row.get("conc"))
-    date = points.date(path, f"{f}.date", row.get("date"))
-    url = points.url(path, f"{f}.run_url", row.get("run_url"), optional=True) or fallback_url
+    date = points.text(path, f"{f}.date", row.get("date"), shape="date")
+    url = points.text(path, f"{f}.run_url", row.get("run_url"), optional=True, shape="url")
+    url = url or fallback_url
     if url is None:
         raise InputError(path, f"{f}.run_url", "missing (and no --source-url to fall back on)")
     disagg = row.get("disagg")

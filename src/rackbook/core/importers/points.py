@@ -98,19 +98,9 @@ def source_info(path: Path, url: str | None = None, date: str | None = None) -> 
         raise InputError(path, "--source-url", f"{url!r} is not an http(s) link")
     with path.open("rb") as fh:
         sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
-    info: dict[str, Any] = {
-        "file": path.name,
-        "sha256": sha256,
-        "url": url,
-        "repo": None,
-        "path": None,
-        "commit": None,
-        "date": date,
-    }
     m = GITHUB_BLOB.match(url or "")
-    if m:
-        info.update(repo=m["repo"], path=m["path"], commit=m["commit"])
-    return info
+    blob = {k: m[k] if m else None for k in ("repo", "path", "commit")}
+    return {"file": path.name, "sha256": sha256, "url": url, **blob, "date": date}
 
 
 def number(
@@ -140,31 +130,26 @@ def optional_number(
     return None if value is None else number(path, f"{where}.{key}", value, positive=positive)
 
 
-def text(path: Path, field: str, value: Any, *, optional: bool = False) -> str | None:
-    """A non-empty string (None when absent and ``optional``)."""
+#: A :func:`text`'s shapes: the check and the problem when it fails.
+_SHAPES: dict[str, tuple[Callable[[str], Any], str]] = {
+    "date": (schema.is_date, "is not a date YYYY-MM-DD"),
+    "url": (schema.URL.match, "is not an http(s) link"),
+}
+
+
+def text(
+    path: Path, field: str, value: Any, *, optional: bool = False, shape: str | None = None
+) -> str | None:
+    """A non-empty string (None when absent and ``optional``) of ``shape`` ``date`` or ``url``."""
     if value is None and optional:
         return None
     if value is None:
         raise InputError(path, field, "missing")
     if not isinstance(value, str) or not value.strip():
         raise InputError(path, field, f"must be a non-empty string, got {value!r}")
+    if shape is not None and not _SHAPES[shape][0](value):
+        raise InputError(path, field, f"{value!r} {_SHAPES[shape][1]}")
     return value
-
-
-def date(path: Path, field: str, value: Any, *, optional: bool = False) -> str | None:
-    """A text that is a date ``YYYY-MM-DD`` (None when absent and ``optional``)."""
-    given = text(path, field, value, optional=optional)
-    if given is not None and not schema.is_date(given):
-        raise InputError(path, field, f"{given!r} is not a date YYYY-MM-DD")
-    return given
-
-
-def url(path: Path, field: str, value: Any, *, optional: bool = False) -> str | None:
-    """A text that is an http(s) link (None when absent and ``optional``)."""
-    given = text(path, field, value, optional=optional)
-    if given is not None and not schema.URL.match(given):
-        raise InputError(path, field, f"{given!r} is not an http(s) link")
-    return given
 
 
 def mapping(path: Path, field: str, value: Any) -> dict[str, Any]:
