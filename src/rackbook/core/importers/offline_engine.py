@@ -52,16 +52,12 @@ def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
             raise InputError(path, at, "must be an object")
         unknown = sorted(set(r) - set(ROW_KEYS))
         if unknown:
-            raise InputError(
-                path, f"{at}.{unknown[0]}", f"unknown key; known: {', '.join(ROW_KEYS)}"
-            )
+            known = ", ".join(ROW_KEYS)
+            raise InputError(path, f"{at}.{unknown[0]}", f"unknown key; known: {known}")
         row: dict[str, float] = {}
         for key, (required, integer) in ROW_KEYS.items():
-            if r.get(key) is None:
-                if required:
-                    raise InputError(path, f"{at}.{key}", "missing")
-                continue
-            row[key] = points.number(path, f"{at}.{key}", r[key], integer=integer)
+            if required or r.get(key) is not None:  # a missing one: number() says so
+                row[key] = points.number(path, f"{at}.{key}", r.get(key), integer=integer)
         row.setdefault("decode_ranks", 1.0)
         for key in ("batch_size", "decode_ranks", "output_tokens", "input_tokens"):
             bound = key if key in ("batch_size", "decode_ranks") else "context"
@@ -91,12 +87,9 @@ def _header(path: Path, data: Any) -> dict[str, Any]:
         raise InputError(path, "-", f"top level must be a JSON object, got {type(data).__name__}")
     if data.get("format") != FILE_FORMAT:
         raise InputError(path, "format", f"must be {FILE_FORMAT!r}, got {data.get('format')!r}")
-    if data.get("schema_version") not in SCHEMA_VERSIONS:
-        raise InputError(
-            path,
-            "schema_version",
-            f"{data.get('schema_version')!r} is not one of {', '.join(map(str, SCHEMA_VERSIONS))}",
-        )
+    if (version := data.get("schema_version")) not in SCHEMA_VERSIONS:
+        known = ", ".join(map(str, SCHEMA_VERSIONS))
+        raise InputError(path, "schema_version", f"{version!r} is not one of {known}")
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
         raise InputError(path, unknown[0], f"unknown key; known: {', '.join(TOP_KEYS)}")
@@ -157,23 +150,29 @@ def offline_engine_frames(
         }
     )
     keys = ["point_id", "engine", "config", "batch_size", "concurrency", "decode_ranks"]
-    points = req.drop_duplicates("point_id")[keys].reset_index(drop=True)
-    points = points.assign(
-        window_start_s=0.0,
-        duration_s=[r.get("total_s", _ttft(r) + r["decode_s"]) for r in rows],
-        num_gpus=pd.array([head["gpu_count"]] * len(rows), dtype="Int64"),
-        source=path.name,
+    pts = (
+        req.drop_duplicates("point_id")[keys]
+        .reset_index(drop=True)
+        .assign(
+            window_start_s=0.0,
+            duration_s=[r.get("total_s", _ttft(r) + r["decode_s"]) for r in rows],
+            num_gpus=pd.array([head["gpu_count"]] * len(rows), dtype="Int64"),
+            source=path.name,
+        )
     )
     itl = pd.DataFrame({"request_row": np.zeros(0, np.int64), "itl_s": np.zeros(0)})
-    return traces.Trace({}, req, itl, points), head
+    return traces.Trace({}, req, itl, pts), head
 
 
-def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict[str, Any]:
-    """``run.json`` of an imported file (the hardware as the file states it)."""
-    synthetic = head["generator"] is not None
+def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
+    """The checked file as a trace recording ``command`` (``--engine`` overrides the label); the
+    hardware as the file states it."""
+    data = jsonstream.load(path)  # checks existence, emptiness, JSON syntax
+    t, head = offline_engine_frames(path, data, options.engine)
+    raw = path.read_bytes()
     rows_note = f"imported from {path.name} by `rackbook import offline-engine`"
-    run = provenance.new_run_info(
-        kind="synthetic" if synthetic else "recorded",
+    t.run = provenance.new_run_info(
+        kind="recorded" if head["generator"] is None else "synthetic",
         commands=[command, *([head["command"]] if head["command"] else [])],
         parameters={
             "model": head["model"],
@@ -192,19 +191,11 @@ def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict
             "format": f"{FILE_FORMAT}/{head['schema_version']}",
         },
     )
-    run["hardware"] = {
+    t.run["hardware"] = {
         "gpus": [{"name": head["gpu_id"]} for _ in range(head["gpu_count"])],
         "hosts": None,
         "note": f"as stated in {path.name}; not measured by the importing machine",
     }
-    return run
-
-
-def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The checked file as a trace recording ``command`` (``--engine`` overrides the label)."""
-    data = jsonstream.load(path)  # checks existence, emptiness, JSON syntax
-    t, head = offline_engine_frames(path, data, options.engine)
-    t.run = run_info(path, path.read_bytes(), head, command)
     return t
 
 
