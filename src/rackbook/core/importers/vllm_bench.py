@@ -37,16 +37,16 @@ def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> n
     return _checked(path, key, arr, integer=integer)
 
 
-#: Request columns -> the vLLM result's keys (named in errors).
+#: Request columns -> (the vLLM result's per-request list, whole numbers), in checking order.
+ARRAYS = {
+    "prompt_tokens": ("input_lens", True),
+    "output_tokens": ("output_lens", True),
+    "ttft_s": ("ttfts", False),
+    "e2el_s": ("latencies", False),
+}
+#: Request columns named in errors by the result's keys.
 VLLM_KEYS = traces.RowNames(
-    keys={
-        "ttft_s": "ttfts",
-        "e2el_s": "latencies",
-        "prompt_tokens": "input_lens",
-        "output_tokens": "output_lens",
-        "itl_s": "itls",
-        "start_time_s": "start_times",
-    }
+    keys={c: k for c, (k, _) in ARRAYS.items()} | {"itl_s": "itls", "start_time_s": "start_times"}
 )
 
 
@@ -114,10 +114,8 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
     n = len(d["input_lens"])
     if n == 0:
         raise InputError(path, "input_lens", "no requests: every per-request list is empty")
-    inp = _num_array(path, "input_lens", d["input_lens"], n, integer=True)
-    out = _num_array(path, "output_lens", d["output_lens"], n, integer=True)
-    ttft = _num_array(path, "ttfts", d["ttfts"], n, integer=False)
-    lat = _num_array(path, "latencies", d["latencies"], n, integer=False)
+    cols = {c: _num_array(path, k, d[k], n, integer=i) for c, (k, i) in ARRAYS.items()}
+    lat = cols["e2el_s"]
     start = (
         _num_array(path, "start_times", d["start_times"], n, integer=False)
         if d.get("start_times") is not None
@@ -131,13 +129,14 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(itls, (list, RaggedGaps)) or len(itls) != n:
         raise InputError(path, "itls", f"must be a list of {n} lists (one per request)")
     # vLLM marks success apart from the error text: a successful request took time or tokens
-    success = np.array([e == "" for e in errs], dtype=bool) & ((lat > 0) | (out > 0))
+    success = np.array([e == "" for e in errs], dtype=bool) & (
+        (lat > 0) | (cols["output_tokens"] > 0)
+    )
     completed = d.get("completed")
     if isinstance(completed, int) and int(success.sum()) != completed:
         raise InputError(
             path, "completed", f"says {completed} but {int(success.sum())} requests have no error"
         )
-    cols = {"ttft_s": ttft, "e2el_s": lat, "prompt_tokens": inp, "output_tokens": out}
     traces.check_latency_unit(lat[success], path, "latencies")
     traces.check_request_rows(cols, success, path, VLLM_KEYS)
     return {**cols, "start_time_s": start, "success": success, "error": errs, "itls": itls}
