@@ -173,26 +173,20 @@ def optional_int(path: Path, field: str, value: Any, *, required: bool) -> int |
 PointsReader = Callable[[Path, importers.Options], tuple[pd.DataFrame, dict[str, Any]]]
 
 
-def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Rows (dicts by column name) as a ``published_points`` table of the schema's types."""
-    cols = schema.EXTRA_TABLES["published_points"]
+#: Schema column types -> pandas' (nullable where a value may be absent).
+_DTYPES = {"string": "string", "int64": "Int64", "float64": "float64", "bool": "bool"}
+
+
+def frame(rows: list[dict[str, Any]], table: str = "published_points") -> pd.DataFrame:
+    """Rows (dicts by column name) as a table of the schema's columns and types."""
+    cols = schema.TABLES[table]
     df = pd.DataFrame(rows, columns=[c.name for c in cols])
-    for c in cols:
-        if c.dtype == "int64":
-            df[c.name] = pd.array(df[c.name].tolist(), dtype="Int64")
-        elif c.dtype == "float64":
-            df[c.name] = pd.to_numeric(df[c.name], errors="raise").astype("float64")
-        else:
-            df[c.name] = df[c.name].astype("string")
-    return df
+    return df.astype({c.name: _DTYPES[c.dtype] for c in cols})
 
 
 def empty_table(table: str) -> pd.DataFrame:
     """An empty table with the schema's columns and types."""
-    dtypes = {"string": "string", "int64": "Int64", "float64": "float64", "bool": "bool"}
-    return pd.DataFrame(
-        {c.name: pd.Series([], dtype=dtypes[c.dtype]) for c in schema.TABLES[table]}
-    )
+    return frame([], table)
 
 
 def published_trace(
