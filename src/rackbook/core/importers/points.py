@@ -189,40 +189,6 @@ def empty_table(table: str) -> pd.DataFrame:
     return frame([], table)
 
 
-def published_trace(
-    points: pd.DataFrame,
-    fmt: str,
-    source: dict[str, Any],
-    command: str,
-    parameters: dict[str, Any] | None = None,
-    notes: str = "",
-) -> traces.Trace:
-    """A kind ``published`` trace holding ``points`` (its other tables empty)."""
-    run = provenance.new_run_info(
-        kind="published",
-        commands=[command],
-        parameters={"format": fmt, **(parameters or {})},
-        engine={"name": fmt, "version": None, "what": importers.get(fmt).what},
-        notes=notes
-        or f"published measurements imported from {source['file']} by `rackbook import {fmt}`; "
-        "hardware, GPUs and engine are per row in published_points",
-        source=source,
-        rows=[
-            {"point_id": p, "url": u, "date": None if pd.isna(d) else d}
-            for p, u, d in zip(points["point_id"], points["url"], points["date"], strict=True)
-        ],
-    )
-    run["hardware"] = {"gpus": [], "hosts": None, "note": "not measured here: see published_points"}
-    run["recorded_by"] = None
-    return traces.Trace(
-        run,
-        empty_table("requests"),
-        empty_table("itl"),
-        empty_table("points"),
-        {"published_points": points},
-    )
-
-
 def reader(fmt: str, read_points: PointsReader) -> Callable[..., traces.Trace]:
     """A published format's ``read(path, options, command)`` by :func:`read_published`."""
     return lambda path, options, command: read_published(fmt, path, options, command, read_points)
@@ -231,13 +197,30 @@ def reader(fmt: str, read_points: PointsReader) -> Callable[..., traces.Trace]:
 def read_published(
     fmt: str, path: Path, options: importers.Options, command: str, read_points: PointsReader
 ) -> traces.Trace:
-    """The ``published`` trace of ``read_points``; undated points take ``--source-date``."""
+    """The kind ``published`` trace of ``read_points`` (its other tables empty); undated points
+    take ``--source-date``."""
     check_text(path)
-    src = source_info(path, options.source_url, options.source_date)
-    pts, params = read_points(path, options)
+    source = source_info(path, options.source_url, options.source_date)
+    pts, parameters = read_points(path, options)
     if options.source_date is not None:
         pts["date"] = pts["date"].fillna(options.source_date)
-    return published_trace(pts, fmt, src, command, params)
+    run = provenance.new_run_info(
+        kind="published",
+        commands=[command],
+        parameters={"format": fmt, **parameters},
+        engine={"name": fmt, "version": None, "what": importers.get(fmt).what},
+        notes=f"published measurements imported from {source['file']} by `rackbook import {fmt}`; "
+        "hardware, GPUs and engine are per row in published_points",
+        source=source,
+        rows=[
+            {"point_id": p, "url": u, "date": None if pd.isna(d) else d}
+            for p, u, d in zip(pts["point_id"], pts["url"], pts["date"], strict=True)
+        ],
+    )
+    run["hardware"] = {"gpus": [], "hosts": None, "note": "not measured here: see published_points"}
+    run["recorded_by"] = None
+    req, itl, points = (empty_table(t) for t in ("requests", "itl", "points"))
+    return traces.Trace(run, req, itl, points, {"published_points": pts})
 
 
 def summary(t: traces.Trace) -> str:
