@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from rackbook import paths
-from rackbook.core import jsliteral, traces
-from rackbook.core.importers import inferencex, mlperf, points, sourcefile
+from rackbook.core import importers, jsliteral, traces
+from rackbook.core.importers import inferencex, mlperf, points
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
 from rackbook.inputs import published as figures
@@ -375,9 +375,10 @@ def test_cli_options_must_fit_the_format(tmp_path, run_cli):
 
 
 def _published_trace() -> traces.Trace:
-    p = inferencex.inferencex_points(FIX / "inferencex-rows.json")
-    src = sourcefile.source_info(FIX / "inferencex-rows.json", IX_URL)
-    return points.published_trace(p, "inferencex", src, "rackbook import inferencex x -o y")
+    options = importers.Options(source_url=IX_URL)
+    return points.read_published(
+        "inferencex", FIX / "inferencex-rows.json", options, "x", inferencex.read_points
+    )
 
 
 def test_published_points_checks(tmp_path):

@@ -1,6 +1,6 @@
 """Importers of other tools' results and published measurements: :data:`REGISTRY` declares every
-format of ``rackbook import``, each module an :class:`Importer`; :func:`write` makes the trace.
-Standard library only (the CLI lists formats without pandas)."""
+format of ``rackbook import``, one module each; :func:`write` makes the trace. Standard library
+only (the CLI lists formats without pandas)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from rackbook.errors import InputError
 
@@ -42,16 +43,6 @@ class Options:
     hardware: DeclaredGpus | None = None  # vllm-bench: --gpu ID --gpus N, as declared
 
 
-class Importer(Protocol):
-    """A format module: ``read`` the checked trace; ``summary`` printed after ``wrote OUT:``."""
-
-    FORMAT: str
-
-    def read(self, path: Path, options: Options, command: str) -> traces.Trace: ...
-
-    def summary(self, trace: traces.Trace) -> str: ...
-
-
 @dataclass(frozen=True)
 class Format:
     """One format ``rackbook import`` reads."""
@@ -62,9 +53,10 @@ class Format:
     kind: str | None  # the trace kind it always writes; None: the file or --kind says
     options: tuple[str, ...]  # the Options fields it takes
 
-    def importer(self) -> Importer:
-        module: Importer = importlib.import_module(f"{__name__}.{self.module}")  # type: ignore[assignment]
-        return module
+    def importer(self) -> ModuleType:
+        """Its module: ``FORMAT``, ``read`` (the trace) and ``summary`` (what is printed after
+        ``wrote OUT:``); a published one's from ``read_points`` by :func:`.points.reader`."""
+        return importlib.import_module(f"{__name__}.{self.module}")
 
 
 #: Every format, by its name on the command line.
@@ -102,53 +94,33 @@ def get(fmt: str, path: Path | str = "-") -> Format:
     return REGISTRY[fmt]
 
 
-def _taking(option: str) -> str:
-    return ", ".join(name for name, f in REGISTRY.items() if option in f.options)
-
-
 #: Labels that name the scenario (``--label KEY=VALUE``); any other column of a trace's
-#: requests or points table is measured, and a label never replaces it.
+#: requests, gaps or points table is measured, and a label never replaces it.
 SCENARIO_LABELS = frozenset(
     "engine config point_id batch_size concurrency decode_ranks context_tokens num_gpus".split()
 )
 
 
-def measured_fields() -> frozenset[str]:
-    """The columns of the requests, gaps and points tables that a label may not replace."""
-    from rackbook.core import schema
-
-    names = {c.name for t in ("requests", "itl", "points") for c in schema.TABLES[t]}
-    return frozenset(names - SCENARIO_LABELS)
-
-
-def check_source_date(path: Path | str, date: str) -> None:
-    """``--source-date``: YYYY-MM-DD, not after today (UTC, one day of slack)."""
+def check_options(fmt: str, path: Path | str, options: Options) -> None:
+    """One InputError naming the flag for an option that does not fit the format, a label that
+    names a measured column, or a ``--source-date`` not YYYY-MM-DD or after today (UTC + 1 day)."""
     import datetime as dt
 
     from rackbook.core import schema
 
-    if not schema.is_date(date):
+    f, date = get(fmt, path), options.source_date
+    if date is not None and not schema.is_date(date):
         raise InputError(path, "--source-date", f"{date!r} is not a date YYYY-MM-DD")
     today = dt.datetime.now(dt.UTC).date()
-    if dt.date.fromisoformat(date) > today + dt.timedelta(days=1):
-        raise InputError(
-            path, "--source-date", f"{date} is in the future (today is {today.isoformat()})"
-        )
-
-
-def check_options(fmt: str, path: Path | str, options: Options) -> None:
-    """One InputError naming the flag for an option that does not fit the format."""
-    f = get(fmt, path)
-    if options.source_date is not None:
-        check_source_date(path, options.source_date)
-    taken = sorted(set(options.labels) & measured_fields())
+    if date is not None and dt.date.fromisoformat(date) > today + dt.timedelta(days=1):
+        problem = f"{date} is in the future (today is {today.isoformat()})"
+        raise InputError(path, "--source-date", problem)
+    columns = {c.name for t in ("requests", "itl", "points") for c in schema.TABLES[t]}
+    taken = sorted(set(options.labels) & (columns - SCENARIO_LABELS))
     if taken:
-        raise InputError(
-            path,
-            f"--label {taken[0]}",
-            "is a measured field of the trace, which a label never "
-            "replaces (labels name the scenario: " + ", ".join(sorted(SCENARIO_LABELS)) + ")",
-        )
+        scenario = ", ".join(sorted(SCENARIO_LABELS))
+        problem = f"is a measured field, never a label (labels name the scenario: {scenario})"
+        raise InputError(path, f"--label {taken[0]}", problem)
     for opt in ("engine", "labels", "kind", "model", "source_url", "source_date", "hardware"):
         value = getattr(options, opt)
         if value is None or value == {} or opt in f.options or value == f.kind:
@@ -160,8 +132,9 @@ def check_options(fmt: str, path: Path | str, options: Options) -> None:
         elif f.kind != "published" and opt in _PUBLISHED + ("model",):
             why = f"only for published formats, not {fmt}"
         else:
+            taking = ", ".join(name for name, g in REGISTRY.items() if opt in g.options)
             own = " (each row names its own)" if opt == "hardware" else ""
-            why = f"only for {_taking(opt)}, not {fmt}{own}"
+            why = f"only for {taking}, not {fmt}{own}"
         raise InputError(path, FLAGS[opt], why)
 
 

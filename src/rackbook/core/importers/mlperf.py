@@ -4,16 +4,16 @@ per GPU ``Result / total_accelerators``."""
 
 from __future__ import annotations
 
-import collections
 import csv
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from rackbook.core import importers, traces
-from rackbook.core.importers import points, sourcefile
+from rackbook.core import importers
+from rackbook.core.importers import points
 from rackbook.errors import InputError
 
 FORMAT = "mlperf"
@@ -27,42 +27,20 @@ MLPERF_COLUMNS = tuple(
 MLPERF_TOKEN_UNIT = "Tokens/s"
 
 
-def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The token-rate rows as a published trace; parameters record ``--model`` and the skips."""
-
-    def rows() -> tuple[pd.DataFrame, dict[str, object]]:
-        pts, skipped = mlperf_points(path, options.model, options.source_url)
-        return pts, {"model": options.model, "skipped": skipped}
-
-    return points.read_published(FORMAT, path, options, command, rows)
+def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The token-rate rows' points; parameters record ``--model`` and the skips."""
+    pts, skipped = mlperf_points(path, options.model, options.source_url)
+    return pts, {"model": options.model, "skipped": skipped}
 
 
-summary = points.summary
-
-
-def _reader(path: Path, source_url: str | None) -> csv.DictReader[str]:
-    """A CSV reader whose header has every :data:`MLPERF_COLUMNS`."""
-    reader = csv.DictReader(sourcefile.csv_lines(path), strict=True)
-    try:
-        header = reader.fieldnames or []
-    except csv.Error as exc:
-        raise InputError(path, "line 1", f"not valid CSV: {exc}") from None
-    missing = [c for c in MLPERF_COLUMNS if c not in header]
-    if missing:
-        raise InputError(path, missing[0], "missing column in the header")
-    if source_url is None:
-        raise InputError(path, "--source-url", "required: summary.csv rows carry no link")
-    return reader
+read, summary = points.reader(FORMAT, read_points), points.summary
 
 
 def _row(path: Path, f: str, row: dict[str, str], line: int, source_url: str) -> dict[str, Any]:
     """A token-rate row (field ``f``, CSV line ``line``) as a ``published_points`` row."""
-    result = _csv_number(path, f"{f}.Result", row["Result"], line)
-    n = _csv_number(path, f"{f}.total_accelerators", row["total_accelerators"], line)
-    if n % 1 != 0:
-        raise InputError(path, f"{f}.total_accelerators", f"not an integer ({n!r}) (line {line})")
+    result, n = (_csv_number(path, f, row, k, line) for k in ("Result", "total_accelerators"))
     loc = (row["Location"] or "").removeprefix("./").strip("/")
-    gh = sourcefile.GITHUB_BLOB.match(source_url)
+    gh = points.GITHUB_BLOB.match(source_url)
     return {
         "point_id": f"{row['Organization']}/{row['Platform']}/{row['Model']}/{row['Scenario']}",
         "submitter": row["Organization"],
@@ -94,24 +72,25 @@ def mlperf_points(
     """Token-rate rows as a ``published_points`` table and the skips; a row links to its
     ``Location`` at the commit of a GitHub blob ``source_url``, else to ``source_url``."""
     path = Path(path)
-    reader = _reader(path, source_url)
-    assert source_url is not None  # _reader refused it
-    skipped: dict[str, collections.Counter[str]] = {
-        "units": collections.Counter(),
-        "models": collections.Counter(),
-    }
-    out = []
-    i = -1
+    reader = csv.DictReader(points.csv_lines(path), strict=True)
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise InputError(path, "line 1", f"not valid CSV: {exc}") from None
+    missing = [c for c in MLPERF_COLUMNS if c not in header]
+    if missing:
+        raise InputError(path, missing[0], "missing column in the header")
+    if source_url is None:
+        raise InputError(path, "--source-url", "required: summary.csv rows carry no link")
+    skipped: dict[str, Counter[str]] = {"units": Counter(), "models": Counter()}
+    out, i = [], -1
     try:
         for i, row in enumerate(reader):
             spans = [k for k, v in row.items() if isinstance(v, str) and "\n" in v]
             if spans:  # a quote left open swallows the rows after it into one field
-                raise InputError(
-                    path,
-                    f"line {reader.line_num}",
-                    f"field {spans[0]!r} runs over several "
-                    "lines: a quote left open? (summary.csv fields hold no line breaks)",
-                )
+                problem = f"field {spans[0]!r} runs over several lines: a quote left open? "
+                problem += "(summary.csv fields hold no line breaks)"
+                raise InputError(path, f"line {reader.line_num}", problem)
             unit = row.get("Units") or ""
             if unit != MLPERF_TOKEN_UNIT:
                 skipped["units"][unit or "(empty)"] += 1
@@ -130,13 +109,17 @@ def mlperf_points(
     return points.frame(out), {k: dict(sorted(v.items())) for k, v in skipped.items()}
 
 
-def _csv_number(path: Path, field: str, text: str | None, line: int) -> float:
+def _csv_number(path: Path, f: str, row: dict[str, str], key: str, line: int) -> float:
+    """``row[key]`` (field ``f.key``) as a number > 0, whole for ``total_accelerators``."""
+    text = row[key]
     try:
         value = float(text or "")
     except ValueError:
-        raise InputError(
-            path, field, f"not a number ({text!r}) in a {MLPERF_TOKEN_UNIT} row (line {line})"
-        ) from None
+        problem = f"not a number ({text!r}) in a {MLPERF_TOKEN_UNIT} row (line {line})"
+        raise InputError(path, f"{f}.{key}", problem) from None
     if not math.isfinite(value) or value <= 0:
-        raise InputError(path, field, f"must be a number > 0, got {text!r} (line {line})")
+        raise InputError(path, f"{f}.{key}", f"must be a number > 0, got {text!r} (line {line})")
+    if key == "total_accelerators" and value % 1 != 0:
+        problem = f"not an integer ({value!r}) (line {line})"
+        raise InputError(path, f"{f}.{key}", problem)
     return value

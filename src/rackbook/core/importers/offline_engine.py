@@ -13,13 +13,11 @@ import pandas as pd
 
 from rackbook import limits
 from rackbook.core import importers, jsonstream, provenance, traces
-from rackbook.core.importers import fields
+from rackbook.core.importers import points
 from rackbook.errors import InputError
 
 FORMAT = "offline-engine"
-#: The ``format`` field every such file carries.
-FILE_FORMAT = "rackbook-offline-engine"
-#: Versions of the input format this importer reads.
+FILE_FORMAT = "rackbook-offline-engine"  # the file's ``format`` field
 SCHEMA_VERSIONS = (1,)
 #: Row keys: name -> (required, integer); every value must be a positive number.
 ROW_KEYS: dict[str, tuple[bool, bool]] = {
@@ -39,7 +37,7 @@ TOP_KEYS = tuple(
 
 
 def _text(path: Path, field: str, value: Any, *, required: bool = True) -> str | None:
-    given = fields.text(path, field, value, optional=not required)
+    given = points.text(path, field, value, optional=not required)
     return None if given is None else given.strip()
 
 
@@ -54,21 +52,16 @@ def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
             raise InputError(path, at, "must be an object")
         unknown = sorted(set(r) - set(ROW_KEYS))
         if unknown:
-            raise InputError(
-                path, f"{at}.{unknown[0]}", f"unknown key; known: {', '.join(ROW_KEYS)}"
-            )
+            known = ", ".join(ROW_KEYS)
+            raise InputError(path, f"{at}.{unknown[0]}", f"unknown key; known: {known}")
         row: dict[str, float] = {}
         for key, (required, integer) in ROW_KEYS.items():
-            if r.get(key) is None:
-                if required:
-                    raise InputError(path, f"{at}.{key}", "missing")
-                continue
-            row[key] = fields.number(path, f"{at}.{key}", r[key], integer=integer)
+            if required or r.get(key) is not None:  # a missing one: number() says so
+                row[key] = points.number(path, f"{at}.{key}", r.get(key), integer=integer)
         row.setdefault("decode_ranks", 1.0)
-        limits.bounded(row["batch_size"], "batch_size", path, f"{at}.batch_size")
-        limits.bounded(row["decode_ranks"], "decode_ranks", path, f"{at}.decode_ranks")
-        limits.bounded(row["output_tokens"], "context", path, f"{at}.output_tokens")
-        limits.bounded(row["input_tokens"], "context", path, f"{at}.input_tokens")
+        for key in ("batch_size", "decode_ranks", "output_tokens", "input_tokens"):
+            bound = key if key in ("batch_size", "decode_ranks") else "context"
+            limits.bounded(row[key], bound, path, f"{at}.{key}")
         if row["output_tokens"] < 2:
             raise InputError(
                 path, f"{at}.output_tokens", "must be >= 2 (decode is the tokens after the first)"
@@ -89,63 +82,32 @@ def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
     return out
 
 
-def _hardware(path: Path, hw: Any) -> tuple[str, int]:
-    if not isinstance(hw, dict):
-        raise InputError(path, "hardware", "must be an object with gpu_id and gpu_count")
-    gpu = _text(path, "hardware.gpu_id", hw.get("gpu_id"))
-    count = fields.number(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
-    limits.bounded(count, "gpus", path, "hardware.gpu_count")
-    return str(gpu), int(count)
-
-
 def _header(path: Path, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(data).__name__}")
     if data.get("format") != FILE_FORMAT:
         raise InputError(path, "format", f"must be {FILE_FORMAT!r}, got {data.get('format')!r}")
-    if data.get("schema_version") not in SCHEMA_VERSIONS:
-        raise InputError(
-            path,
-            "schema_version",
-            f"{data.get('schema_version')!r} is not one of {', '.join(map(str, SCHEMA_VERSIONS))}",
-        )
+    if (version := data.get("schema_version")) not in SCHEMA_VERSIONS:
+        known = ", ".join(map(str, SCHEMA_VERSIONS))
+        raise InputError(path, "schema_version", f"{version!r} is not one of {known}")
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
         raise InputError(path, unknown[0], f"unknown key; known: {', '.join(TOP_KEYS)}")
     head: dict[str, Any] = {"schema_version": data["schema_version"]}
     for k in ("engine", "engine_version", "model", "command", "source", "date", "notes"):
         head[k] = _text(path, k, data.get(k), required=k in ("engine", "engine_version", "model"))
-    head["gpu_id"], head["gpu_count"] = _hardware(path, data.get("hardware"))
+    hw = data.get("hardware")
+    if not isinstance(hw, dict):
+        raise InputError(path, "hardware", "must be an object with gpu_id and gpu_count")
+    head["gpu_id"] = _text(path, "hardware.gpu_id", hw.get("gpu_id"))
+    count = points.number(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
+    limits.bounded(count, "gpus", path, "hardware.gpu_count")
+    head["gpu_count"] = int(count)
     gen = data.get("generator")
     if gen is not None and (not isinstance(gen, dict) or "name" not in gen or "seed" not in gen):
         raise InputError(path, "generator", "must be an object with name and seed")
     head["generator"] = gen
     return head
-
-
-def _row_requests(pid: str, label: str, config: str, r: dict[str, Any]) -> pd.DataFrame:
-    """Row ``r``'s ``batch_size x decode_ranks`` identical requests of point ``pid``."""
-    b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
-    n = b * ranks
-    ttft = _ttft(r)
-    return pd.DataFrame(
-        {
-            "request_id": [f"{pid}/{i}" for i in range(n)],
-            "point_id": pid,
-            "engine": label,
-            "config": config,
-            "batch_size": pd.array([b] * n, dtype="Int64"),
-            "concurrency": pd.array([None] * n, dtype="Int64"),
-            "decode_ranks": pd.array([ranks] * n, dtype="Int64"),
-            "start_time_s": np.zeros(n),
-            "ttft_s": np.full(n, ttft),
-            "e2el_s": np.full(n, ttft + r["decode_s"]),
-            "prompt_tokens": np.full(n, int(r["input_tokens"]), dtype=np.int64),
-            "output_tokens": np.full(n, int(r["output_tokens"]), dtype=np.int64),
-            "success": np.ones(n, dtype=bool),
-            "error": "",
-        }
-    )
 
 
 def _ttft(r: dict[str, Any]) -> Any:
@@ -163,33 +125,54 @@ def offline_engine_frames(
     label = _text(path, "--engine", engine) if engine is not None else head["engine"]
     assert label is not None  # required: _text refused None
     rows = parse_rows(path, data.get("rows"))
-    head["batch_sizes"] = [int(r["batch_size"]) for r in rows]
-    head["decode_ranks"] = [int(r["decode_ranks"]) for r in rows]
-    batches = [r["batch_size"] for r in rows]
-    reqs = []
-    for r in rows:
-        b, ranks = int(r["batch_size"]), int(r["decode_ranks"])
-        pid = f"{label}-b{b}" + (f"-r{ranks}" if batches.count(r["batch_size"]) > 1 else "")
-        reqs.append(_row_requests(pid, label, head["model"], r))
-    req = pd.concat(reqs, ignore_index=True)
+    b = head["batch_sizes"] = [int(r["batch_size"]) for r in rows]
+    ranks = head["decode_ranks"] = [int(r["decode_ranks"]) for r in rows]
+    pairs = list(zip(b, ranks, strict=True))
+    pids = [f"{label}-b{n}" + (f"-r{k}" if b.count(n) > 1 else "") for n, k in pairs]
+    each = [n * k for n, k in pairs]  # a row's identical requests
+    ttft = np.repeat([_ttft(r) for r in rows], each)
+    req = pd.DataFrame(
+        {
+            "request_id": [f"{p}/{i}" for p, n in zip(pids, each, strict=True) for i in range(n)],
+            "point_id": np.repeat(pids, each).astype(object),
+            "engine": label,
+            "config": head["model"],
+            "batch_size": pd.array(np.repeat(b, each), dtype="Int64"),
+            "concurrency": pd.array([None] * sum(each), dtype="Int64"),
+            "decode_ranks": pd.array(np.repeat(ranks, each), dtype="Int64"),
+            "start_time_s": np.zeros(sum(each)),
+            "ttft_s": ttft,
+            "e2el_s": ttft + np.repeat([r["decode_s"] for r in rows], each),
+            "prompt_tokens": np.repeat([int(r["input_tokens"]) for r in rows], each),
+            "output_tokens": np.repeat([int(r["output_tokens"]) for r in rows], each),
+            "success": np.ones(sum(each), dtype=bool),
+            "error": "",
+        }
+    )
     keys = ["point_id", "engine", "config", "batch_size", "concurrency", "decode_ranks"]
-    points = req.drop_duplicates("point_id")[keys].reset_index(drop=True)
-    points = points.assign(
-        window_start_s=0.0,
-        duration_s=[r.get("total_s", _ttft(r) + r["decode_s"]) for r in rows],
-        num_gpus=pd.array([head["gpu_count"]] * len(rows), dtype="Int64"),
-        source=path.name,
+    pts = (
+        req.drop_duplicates("point_id")[keys]
+        .reset_index(drop=True)
+        .assign(
+            window_start_s=0.0,
+            duration_s=[r.get("total_s", _ttft(r) + r["decode_s"]) for r in rows],
+            num_gpus=pd.array([head["gpu_count"]] * len(rows), dtype="Int64"),
+            source=path.name,
+        )
     )
     itl = pd.DataFrame({"request_row": np.zeros(0, np.int64), "itl_s": np.zeros(0)})
-    return traces.Trace({}, req, itl, points), head
+    return traces.Trace({}, req, itl, pts), head
 
 
-def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict[str, Any]:
-    """``run.json`` of an imported file (the hardware as the file states it)."""
-    synthetic = head["generator"] is not None
+def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
+    """The checked file as a trace recording ``command`` (``--engine`` overrides the label); the
+    hardware as the file states it."""
+    data = jsonstream.load(path)  # checks existence, emptiness, JSON syntax
+    t, head = offline_engine_frames(path, data, options.engine)
+    raw = path.read_bytes()
     rows_note = f"imported from {path.name} by `rackbook import offline-engine`"
-    run = provenance.new_run_info(
-        kind="synthetic" if synthetic else "recorded",
+    t.run = provenance.new_run_info(
+        kind="recorded" if head["generator"] is None else "synthetic",
         commands=[command, *([head["command"]] if head["command"] else [])],
         parameters={
             "model": head["model"],
@@ -208,19 +191,11 @@ def run_info(path: Path, raw: bytes, head: dict[str, Any], command: str) -> dict
             "format": f"{FILE_FORMAT}/{head['schema_version']}",
         },
     )
-    run["hardware"] = {
+    t.run["hardware"] = {
         "gpus": [{"name": head["gpu_id"]} for _ in range(head["gpu_count"])],
         "hosts": None,
         "note": f"as stated in {path.name}; not measured by the importing machine",
     }
-    return run
-
-
-def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The checked file as a trace recording ``command`` (``--engine`` overrides the label)."""
-    data = jsonstream.load(path)  # checks existence, emptiness, JSON syntax
-    t, head = offline_engine_frames(path, data, options.engine)
-    t.run = run_info(path, path.read_bytes(), head, command)
     return t
 
 

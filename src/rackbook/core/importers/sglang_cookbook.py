@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from rackbook import limits
-from rackbook.core import importers, jsliteral, traces
-from rackbook.core.importers import fields, points, sourcefile
+from rackbook.core import importers, jsliteral
+from rackbook.core.importers import points
 from rackbook.errors import InputError
 
 FORMAT = "sglang-cookbook"
@@ -40,17 +40,13 @@ COOKBOOK_FLASH_SINGLE_HW = ("b200", "b300", "gb200", "gb300")
 SGLANG_RANDOM_RANGE_RATIO = 0.0
 
 
-def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
-    """The cells with speed numbers as a published trace; stubs skipped are counted."""
-
-    def rows() -> tuple[pd.DataFrame, dict[str, object]]:
-        pts, skipped = cookbook_points(path, options.source_url)
-        return pts, {"skipped": skipped}
-
-    return points.read_published(FORMAT, path, options, command, rows)
+def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The points of the cells with speed numbers; the stubs skipped are counted."""
+    pts, skipped = cookbook_points(path, options.source_url)
+    return pts, {"skipped": skipped}
 
 
-summary = points.summary
+read, summary = points.reader(FORMAT, read_points), points.summary
 
 
 def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
@@ -59,20 +55,18 @@ def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
     if dataset != "random":
         return "benchmark dataset"
     ratio = wl.get("range_ratio", wl.get("random_range_ratio", SGLANG_RANDOM_RANGE_RATIO))
-    ratio = fields.number(path, f"{field}.workload.range_ratio", ratio, positive=False)
+    ratio = points.number(path, f"{field}.workload.range_ratio", ratio, positive=False)
     return "fixed lengths" if ratio >= 1 else "random lengths"
 
 
 def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
     if not isinstance(cell, dict):
         raise InputError(path, f, "must be an object")
-    match = fields.mapping(path, f"{f}.match", cell.get("match"))
-    keys: dict[str, str | None] = {
-        k: fields.text(path, f"{f}.match.{k}", match.get(k)) for k in ("hw", "variant", "quant")
+    match = points.mapping(path, f"{f}.match", cell.get("match"))
+    return {
+        k: points.text(path, f"{f}.match.{k}", match.get(k), optional=k in ("strategy", "nodes"))
+        for k in ("hw", "variant", "quant", "strategy", "nodes")
     }
-    for k in ("strategy", "nodes"):
-        keys[k] = fields.text(path, f"{f}.match.{k}", match.get(k), optional=True)
-    return keys
 
 
 def _speed_row(
@@ -81,18 +75,16 @@ def _speed_row(
     """Speed entry ``s`` (field ``g``) of a cell as a ``published_points`` row (times in s)."""
     if not isinstance(s, dict):
         raise InputError(path, g, "must be an object")
-    wl = fields.mapping(path, f"{g}.workload", s.get("workload"))
+    wl = points.mapping(path, f"{g}.workload", s.get("workload"))
     isl, osl, conc = (
-        int(fields.number(path, f"{g}.workload.{k}", wl.get(k), integer=True))
+        points.whole(path, f"{g}.workload.{k}", wl.get(k))
         for k in ("isl", "osl", "max_concurrency")
     )
     workload = cookbook_workload(path, g, wl)
-    total = fields.number(path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu"))
-    tpot_ms = fields.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
-    ttft_ms = fields.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
-    hw, variant, quant, strategy, nodes = (
-        keys[k] for k in ("hw", "variant", "quant", "strategy", "nodes")
-    )
+    total = points.number(path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu"))
+    tpot_ms = points.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
+    ttft_ms = points.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
+    hw, variant, quant, strategy, nodes = keys.values()
     derived = quant in ("fp4", "fp8")
     spec_kind, spec_method = COOKBOOK_SPECULATION.get(strategy or "", ("real or none", None))
     single = variant == "flash" and nodes == "single" and hw in COOKBOOK_FLASH_SINGLE_HW
@@ -140,13 +132,10 @@ def cookbook_points(
     path = Path(path)
     if source_url is None:
         raise InputError(path, "--source-url", "required: the cookbook cells carry no link")
-    cells = jsliteral.parse_js_export(
-        sourcefile.read_text(path, limits.JS_MAX_MB), "benchmarks", path
-    )
+    cells = jsliteral.parse_js_export(points.read_text(path, limits.JS_MAX_MB), "benchmarks", path)
     if not isinstance(cells, list):
         raise InputError(path, "benchmarks", f"must be a list, got {type(cells).__name__}")
-    out = []
-    stubs = 0
+    out, stubs = [], 0
     for i, cell in enumerate(cells):
         f = f"benchmarks[{i}]"
         keys = _cell_match(path, f, cell)
@@ -156,10 +145,9 @@ def cookbook_points(
             continue
         if not isinstance(speed, list):
             raise InputError(path, f"{f}.speed", "must be a list")
+        version = cell.get("sglang_version")
         for j, s in enumerate(speed):
-            row = _speed_row(
-                path, f"{f}.speed[{j}]", s, keys, cell.get("sglang_version"), source_url
-            )
+            row = _speed_row(path, f"{f}.speed[{j}]", s, keys, version, source_url)
             out.append({**row, "source_row": i})
     if not out:
         raise InputError(path, "benchmarks", "no cell with speed numbers")

@@ -1,5 +1,5 @@
 """``vllm bench serve --save-result --save-detailed`` JSON (per-request arrays, times in s) as a
-one-point trace; the live recorder converts with :func:`vllm_bench_frames` too."""
+one-point trace (the live recorder converts with :func:`vllm_bench_frames` too)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ from rackbook.core.vllm_json import RaggedGaps, load_detailed
 from rackbook.errors import InputError
 
 FORMAT = "vllm-bench"
-#: Per-request arrays a detailed vLLM result must carry.
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")
-#: Scenario keys that map onto typed request/point columns.
+#: Scenario labels of integer request and point columns (the last only of points).
 INT_LABELS = ("batch_size", "concurrency", "decode_ranks", "context_tokens", "num_gpus")
 
 
@@ -30,8 +29,6 @@ def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> n
         raise InputError(path, key, f"must be a list, got {type(values).__name__}")
     if len(values) != n:
         raise InputError(path, key, f"has {len(values)} entries, expected {n} (one per request)")
-    if isinstance(values, np.ndarray):  # read straight into an array (rackbook.core.vllm_json)
-        return _checked(path, key, values, integer=integer)
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -40,21 +37,20 @@ def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> n
     return _checked(path, key, arr, integer=integer)
 
 
-#: The request columns' keys in a vLLM result (for error messages).
+#: Request columns -> (the vLLM result's per-request list, whole numbers), in checking order.
+ARRAYS = {
+    "prompt_tokens": ("input_lens", True),
+    "output_tokens": ("output_lens", True),
+    "ttft_s": ("ttfts", False),
+    "e2el_s": ("latencies", False),
+}
+#: Request columns named in errors by the result's keys.
 VLLM_KEYS = traces.RowNames(
-    keys={
-        "ttft_s": "ttfts",
-        "e2el_s": "latencies",
-        "prompt_tokens": "input_lens",
-        "output_tokens": "output_lens",
-        "itl_s": "itls",
-        "start_time_s": "start_times",
-    }
+    keys={c: k for c, (k, _) in ARRAYS.items()} | {"itl_s": "itls", "start_time_s": "start_times"}
 )
 
 
 def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndarray:
-    """The flat array of list ``key`` (whole where ``integer``), value-checked."""
     if arr.ndim != 1:
         raise InputError(path, key, "must be a flat list of numbers")
     if integer and np.isfinite(arr).all() and (arr % 1 != 0).any():
@@ -65,7 +61,7 @@ def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndar
 
 def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np.ndarray]:
     """Ragged ``itls`` as (request row, gap s) arrays."""
-    if isinstance(itls, RaggedGaps):  # read straight into arrays (rackbook.core.vllm_json)
+    if isinstance(itls, RaggedGaps):
         rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
         return rows, _checked(path, "itls", itls.values, integer=False)
     for i, g in enumerate(itls):
@@ -74,8 +70,6 @@ def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np
     lens = np.fromiter(map(len, itls), dtype=np.int64, count=len(itls))
     total = int(lens.sum())
     request_row = np.repeat(np.arange(len(itls), dtype=np.int64), lens)
-    if total == 0:
-        return request_row, np.zeros(0)
     try:
         flat = np.fromiter(itertools.chain.from_iterable(itls), dtype=np.float64, count=total)
     except (TypeError, ValueError):  # slow path only to name the bad entry
@@ -85,7 +79,6 @@ def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np
 
 
 def _request_ids(pid: str, n: int) -> pd.Series:
-    """``"<pid>/<row>"`` for rows 0..n-1 (built by Arrow)."""
     ids = pc.binary_join_element_wise(pid + "/", pa.array(np.arange(n)).cast(pa.string()), "")
     return pd.Series(ids.to_numpy(zero_copy_only=False), dtype="string")
 
@@ -97,7 +90,7 @@ def _int_column(value: int | None, n: int) -> pd.arrays.IntegerArray:
 
 
 def _duration(path: Path, d: Any) -> float:
-    """The result's ``duration`` (s, > 0), its per-request arrays present."""
+    """The result's ``duration`` (s), its per-request arrays present."""
     if not isinstance(d, dict):
         raise InputError(path, "-", f"top level must be a JSON object, got {type(d).__name__}")
     missing = [k for k in DETAILED_KEYS if k not in d]
@@ -107,7 +100,7 @@ def _duration(path: Path, d: Any) -> float:
     if "duration" not in d:
         raise InputError(path, "duration", "missing")
     dur = d["duration"]
-    if not isinstance(dur, (int, float)) or isinstance(dur, bool) or not math.isfinite(dur):
+    if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur):
         raise InputError(path, "duration", "must be a finite number of seconds")
     if dur <= 0:
         raise InputError(path, "duration", f"must be > 0 seconds, got {dur}")
@@ -121,10 +114,8 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
     n = len(d["input_lens"])
     if n == 0:
         raise InputError(path, "input_lens", "no requests: every per-request list is empty")
-    inp = _num_array(path, "input_lens", d["input_lens"], n, integer=True)
-    out = _num_array(path, "output_lens", d["output_lens"], n, integer=True)
-    ttft = _num_array(path, "ttfts", d["ttfts"], n, integer=False)
-    lat = _num_array(path, "latencies", d["latencies"], n, integer=False)
+    cols = {c: _num_array(path, k, d[k], n, integer=i) for c, (k, i) in ARRAYS.items()}
+    lat = cols["e2el_s"]
     start = (
         _num_array(path, "start_times", d["start_times"], n, integer=False)
         if d.get("start_times") is not None
@@ -137,15 +128,15 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
     itls = d["itls"]
     if not isinstance(itls, (list, RaggedGaps)) or len(itls) != n:
         raise InputError(path, "itls", f"must be a list of {n} lists (one per request)")
-    success = np.array([e == "" for e in errs], dtype=bool)
-    # vLLM marks success separately from the error text; a successful request has a TTFT.
-    success &= (lat > 0) | (out > 0)
+    # vLLM marks success apart from the error text: a successful request took time or tokens
+    success = np.array([e == "" for e in errs], dtype=bool) & (
+        (lat > 0) | (cols["output_tokens"] > 0)
+    )
     completed = d.get("completed")
     if isinstance(completed, int) and int(success.sum()) != completed:
         raise InputError(
             path, "completed", f"says {completed} but {int(success.sum())} requests have no error"
         )
-    cols = {"ttft_s": ttft, "e2el_s": lat, "prompt_tokens": inp, "output_tokens": out}
     traces.check_latency_unit(lat[success], path, "latencies")
     traces.check_request_rows(cols, success, path, VLLM_KEYS)
     return {**cols, "start_time_s": start, "success": success, "error": errs, "itls": itls}
@@ -177,8 +168,8 @@ def vllm_bench_frames(
     point_id: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> traces.Trace:
-    """One detailed result as an unvalidated one-point trace (``run`` empty); ``labels``: scenario
-    keys (others kept as text columns)."""
+    """One detailed result as an unvalidated one-point trace (``run`` empty); ``labels`` other
+    than scenario keys become text columns."""
     path = Path(path)
     d = load_detailed(path) if data is None else data
     dur = _duration(path, d)
@@ -212,38 +203,18 @@ def vllm_bench_frames(
             "error": c["error"],
         }
     )
+    pts = req.loc[:0, ["point_id", "engine", "config", *req_ints]].assign(
+        window_start_s=0.0,
+        duration_s=dur,
+        num_gpus=pd.array([ints["num_gpus"]], dtype="Int64"),
+        source=path.name,
+    )
     for k, v in labels.items():
         if k in req.columns:  # a measured field (the CLI refuses it first)
             raise InputError(path, f"label {k}", "is a measured field: a label never replaces it")
         req[k] = v
     gap = pd.DataFrame({"request_row": request_row, "itl_s": itl_s}, copy=False)
-    pts = pd.DataFrame(
-        {
-            "point_id": [pid],
-            "engine": [engine],
-            "config": [config],
-            **{k: pd.array([ints[k]], dtype="Int64") for k in req_ints},
-            "window_start_s": [0.0],
-            "duration_s": [dur],
-            "num_gpus": pd.array([ints["num_gpus"]], dtype="Int64"),
-            "source": [path.name],
-        }
-    )
     return traces.Trace({}, req, gap, pts)
-
-
-def vllm_bench_run_info(path: Path, d: dict[str, Any], kind: str) -> dict[str, Any]:
-    """``run.json`` of an imported vLLM result (its own settings kept verbatim)."""
-    keep = "date backend endpoint_type model_id tokenizer_id num_prompts request_rate burstiness"
-    settings = {k: d.get(k) for k in (*keep.split(), "max_concurrency") if k in d}
-    return provenance.new_run_info(
-        kind=kind,
-        commands=[str(d.get("command") or f"vllm bench serve (result file {path.name})")],
-        parameters=settings,
-        engine={"name": "vllm", "version": d.get("vllm_version") or d.get("version")},
-        notes=f"imported from {path.name} by `rackbook import vllm-bench`",
-        hardware_note="hardware of the importing machine; the benchmark may have run elsewhere",
-    )
 
 
 def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
@@ -259,7 +230,15 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
     if hw is not None:
         labels["num_gpus"] = str(hw.count)  # the point's GPU count: per-GPU rates
     t = vllm_bench_frames(path, labels, data=d)
-    t.run = vllm_bench_run_info(path, d, kind)
+    keep = "date backend endpoint_type model_id tokenizer_id num_prompts request_rate burstiness"
+    t.run = provenance.new_run_info(
+        kind=kind,
+        commands=[str(d.get("command") or f"vllm bench serve (result file {path.name})")],
+        parameters={k: d.get(k) for k in (*keep.split(), "max_concurrency") if k in d},
+        engine={"name": "vllm", "version": d.get("vllm_version") or d.get("version")},
+        notes=f"imported from {path.name} by `rackbook import vllm-bench`",
+        hardware_note="hardware of the importing machine; the benchmark may have run elsewhere",
+    )
     if hw is not None:
         t.run["hardware"] = provenance.declared_hardware(
             hw.id, hw.label, hw.name, hw.count, hw.catalog, t.run["hardware"]
