@@ -206,7 +206,7 @@ class _Reader:
         if isinstance(v, dict) and len(v) > MAX_KEYS:
             raise self.fail(path, f"an object with more than {MAX_KEYS:,} keys (refused)")
         for k, x in v.items() if isinstance(v, dict) else enumerate(v):
-            if isinstance(x, (str, list, dict)):
+            if isinstance(x, (list, dict)) or (isinstance(x, str) and len(x) > MAX_STRING_MB * 1e6):
                 self.walk(x, (*path, k), depth + 1)
 
     def step(self, close: int, first: bool = False) -> int | None:
@@ -230,12 +230,19 @@ class _Reader:
         self.want(PIECE + CUT_SEARCH)
         start, buf = self.pos, self.buf
         lo = min(start + PIECE, len(buf))
-        at = buf.find(end, start, lo + CUT_SEARCH)
+        # a ragged list's end ("]]") is slow to find among its "]"s: its cut first, and the end
+        # only where the run to the cut is not all numbers
+        at = -1 if kind == RAGGED else buf.find(end, start, lo + CUT_SEARCH)
         if at < 0:
             m = cut.search(buf, lo, lo + CUT_SEARCH)
             at = -1 if m is None else m.start()
         text = buf[start : at + keep] if at > start else b""
-        if not text or (kind != SKIP and text.translate(None, _NUMERIC)):
+        bad = kind != SKIP and bool(text.translate(None, _NUMERIC))
+        if kind == RAGGED and (bad or not text):
+            at = buf.find(end, start, lo + CUT_SEARCH)
+            text = buf[start : at + keep] if at > start else b""
+            bad = bool(text.translate(None, _NUMERIC))
+        if not text or bad:
             return None
         try:
             got = orjson.loads(b"[" + text + b"]")
