@@ -89,3 +89,15 @@ def test_number_and_text_for_unknowns():
 @pytest.mark.parametrize("bad", [pd.NA, None])
 def test_text_never_formats_missing(bad):
     assert verdicts.text(bad, ".3f") == "unknown"
+
+
+def test_within_is_consistent_at_the_tolerance_and_not_past_it():
+    at = verdicts.within("x.y", 0.96, 0.94, 0.02 + 1e-12, "+0.02", "why")
+    past = verdicts.within("x.y", 0.97, 0.94, 0.02, "+0.03", "why")
+    below = verdicts.within("x.y", 0.91, 0.94, 0.02, "-0.03", "why")
+    assert (at.verdict, past.verdict, below.verdict) == (
+        "consistent",
+        "inconsistent",
+        "inconsistent",
+    )
+    assert (at.reading, at.margin, at.reason) == ("this run", "+0.02", "why")

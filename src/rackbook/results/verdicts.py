@@ -86,6 +86,17 @@ def run_reading(
     )
 
 
+def within(
+    claim_id: str, value: float, claimed: float, tolerance: float, margin: str, reason: str
+) -> ClaimReading:
+    """``consistent`` when |value - claimed| <= ``tolerance`` (the claim's unit), else
+    ``inconsistent``."""
+    ok = abs(value - claimed) <= tolerance
+    return ClaimReading(
+        claim_id, "this run", "consistent" if ok else "inconsistent", margin, reason
+    )
+
+
 @dataclass(frozen=True)
 class RangeVerdict:
     """A measured gain against a published range (fractions): verdict, inside, overlaps."""

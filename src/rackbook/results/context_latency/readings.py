@@ -246,14 +246,8 @@ def delta_run_reading(
         return headline.ClaimReading(
             claim_id, "this run", "untested", "-", f"{what} ({d.pair}): lacks the claimed lengths"
         )
-    ok = abs(value - claim) <= tolerance
-    return headline.ClaimReading(
-        claim_id,
-        "this run",
-        "consistent" if ok else "inconsistent",
-        f"{value - claim:+.3g} {unit}",
-        f"{what}, claim {claim:+g} {unit} (tolerance {tolerance:g})",
-    )
+    why = f"{what}, claim {claim:+g} {unit} (tolerance {tolerance:g})"
+    return verdicts.within(claim_id, value, claim, tolerance, f"{value - claim:+.3g} {unit}", why)
 
 
 def claimed_span(registry: Registry) -> tuple[int, int]:

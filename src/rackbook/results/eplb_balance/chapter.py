@@ -126,14 +126,8 @@ def run_reading(
     if not verdicts.can_test(run, verdicts.BLACKWELL):
         needs = "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash"
         return verdicts.untested(claim_id, run, f"{value:.3g}{u}", needs)
-    ok = abs(value - claimed) <= tolerance
-    return headline.ClaimReading(
-        claim_id,
-        "this run",
-        "consistent" if ok else "inconsistent",
-        f"{value - claimed:+.3g}{u}",
-        f"measured {value:.3g}{u} against {claimed:g}{u} (tolerance {tolerance:g}{u})",
-    )
+    why = f"measured {value:.3g}{u} against {claimed:g}{u} (tolerance {tolerance:g}{u})"
+    return verdicts.within(claim_id, value, claimed, tolerance, f"{value - claimed:+.3g}{u}", why)
 
 
 #: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
