@@ -30,8 +30,7 @@ DIFFERENCE_WORDS = {"hardware": "analogue hardware", "counting": "other counting
 
 @dataclass(frozen=True)
 class Certainty:
-    """A claim's graded certainty: level 1-4 and the reasons as (label, words): ``("held back
-    by", "analogues only")``."""
+    """A claim's graded certainty: level 1-4 and the reasons as (label, words)."""
 
     claim_id: str
     level: int
@@ -53,10 +52,8 @@ class Certainty:
         return "; ".join(f"{label} {words}" for label, words in shown)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{claim_id, grade, level, reasons}``."""
-        return dict(claim_id=self.claim_id, grade=self.grade, level=self.level) | {
-            "reasons": list(self.reasons)
-        }
+        reasons = list(self.reasons)
+        return dict(claim_id=self.claim_id, grade=self.grade, level=self.level, reasons=reasons)
 
 
 Reason = tuple[str, str]
@@ -82,16 +79,8 @@ def _difference(d: Mapping[str, Any]) -> str:
 
 
 def _value(v: object) -> str:
-    """``128,000`` for ``128000``, anything else as written."""
     text = str(v)
     return f"{int(text):,}" if text.isdigit() else text
-
-
-def _why_not_like_for_like(closest: Any) -> list[Reason]:
-    if not isinstance(closest, Mapping):
-        return []
-    diffs = [_difference(d) for d in closest.get("differing") or [] if isinstance(d, Mapping)]
-    return [("held back by", ", ".join(diffs))] if diffs else []
 
 
 def side(lo: object, hi: object) -> str:
@@ -102,8 +91,8 @@ def side(lo: object, hi: object) -> str:
 
 
 def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
-    """How near evidence moves the grade, per basis: both sides of the claim on one basis
-    corroborate (no move); above on one basis and below on another lowers one level."""
+    """Near points on both sides of the claim on one basis corroborate (no move); above on one
+    basis and below on another lower one level."""
     per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
     sides = [
         (str(b.get("basis") or "its basis"), b, side(b.get("ratio_low"), b.get("ratio_high")))
@@ -138,7 +127,10 @@ def _evidence(
         return 4 - len(out), out
     if near.get("points") and near.get("verified"):
         out = [_reason("rests on", f"{len(near['points'])} near published points")]
-        out += _why_not_like_for_like(pub.get("closest"))
+        c = pub.get("closest")
+        c = c if isinstance(c, Mapping) else {}
+        diffs = [_difference(d) for d in c.get("differing") or [] if isinstance(d, Mapping)]
+        out += [("held back by", ", ".join(diffs))] if diffs else []
         change, reason = _near_bases(near)
         return 2 + change, out + ([reason] if reason else [])
     if derived.get("exact"):
@@ -161,8 +153,7 @@ def _held_back(pub: Mapping[str, Any], near: Mapping[str, Any]) -> list[Reason]:
 def certainty(
     readings: Iterable[Mapping[str, Any]], claim: Claim | None = None, claim_id: str = ""
 ) -> Certainty:
-    """The certainty of one claim from its readings (headline JSON dicts); ``claim``: its
-    registry entry (does a primary text state the figure?)."""
+    """The certainty of one claim from its readings (headline JSON dicts)."""
     rs = {str(r.get("reading")): r for r in readings}
     cid = claim.id if claim is not None else claim_id
     run, pub, phys = rs.get("this run", {}), rs.get("published", {}), rs.get("physics", {})

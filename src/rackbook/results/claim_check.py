@@ -55,14 +55,11 @@ def workload_basis(
     engine: str | None = None,
     speculation: str | None = None,
 ) -> basis_mod.Basis:
-    """The basis of ``rackbook check``'s figure: throughput per GPU of ``gpus``, counting output
-    or (``total``) input, cached prefix included with a share above 0, plus output; what the
-    flags do not state is ``unknown``."""
+    """The basis of ``rackbook check``'s figure (per GPU of ``gpus``; the cached prefix counted
+    with a share above 0); what the flags do not state is ``unknown``."""
     share = float(cached_share) if cached_share is not None else None
-    if counted == "output":
-        tokens = "output"
-    else:
-        tokens = "input incl. cached+output" if share else "input+output"
+    tokens = "input incl. cached+output" if share else "input+output"
+    tokens = "output" if counted == "output" else tokens
 
     def whole(x: float | None) -> int | None:
         return round(x) if x is not None and math.isfinite(x) and x >= 1 else None
@@ -76,8 +73,7 @@ def workload_basis(
 
 
 def speculation_parts(method: str | None) -> dict[str, str | None]:
-    """The basis parts of ``--speculation``: ``unknown`` if not given, any other word than
-    none/real/simulated a real draft method (``mtp``)."""
+    """``--speculation``'s basis parts: a word other than none/real/simulated is a draft method."""
     m = (method or "").strip().lower()
     if not m:
         return {"speculation": basis_mod.UNKNOWN, "spec_method": None}
@@ -99,8 +95,7 @@ _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "ver
 
 
 def build_per_gpu_points() -> dict[str, Any]:
-    """The per-GPU throughput points (not context) as JSON records with their basis, and the
-    basis parts' ``weights``; built with pandas."""
+    """The per-GPU throughput points (not context) as JSON records, and the parts' ``weights``."""
     import pandas as pd
 
     from rackbook.results import evidence
@@ -135,8 +130,8 @@ def published_per_gpu_points() -> dict[str, Any]:
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
-    """The published points nearest a workload's figure (tokens/s per GPU), closest first; the
-    verdict is over verified points differing in no deciding part."""
+    """The published points nearest a workload's figure (tokens/s per GPU), closest first; verified
+    points differing in no deciding part decide."""
     doc = published_per_gpu_points()
     weights: dict[str, float] = doc["weights"]
     rows = []
@@ -160,11 +155,8 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
         row["dist"] = abs(math.log(claimed / value)) if value > 0 else math.inf
         rows.append(row)
     if not rows:
-        return CheckVerdict(
-            "none published",
-            "no published per-GPU throughput point",
-            {"closest": [], "basis": basis_text(wb)},
-        )
+        none = "no published per-GPU throughput point"
+        return CheckVerdict("none published", none, {"closest": [], "basis": basis_text(wb)})
     rows = sorted(rows, key=lambda r: (r["distance"], r["unverified"], r["dist"], r["id"]))
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [{k: r[k] for k in keys} for r in rows[:CLOSEST]]
@@ -177,11 +169,8 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     like = [r for r in rows if r["like"]]
     extra = {"closest": closest, "basis": basis_text(wb), "decided_on": [r["id"] for r in like]}
     if not like:
-        return CheckVerdict(
-            "none published",
-            f"no verified published measurement of the same basis ({basis_text(wb)}); {near}",
-            extra,
-        )
+        none = f"no verified published measurement of the same basis ({basis_text(wb)}); {near}"
+        return CheckVerdict("none published", none, extra)
     import pandas as pd  # the rare like-for-like case: the book's reading of them
 
     from rackbook.results import evidence
@@ -227,18 +216,12 @@ def check_trace_arg(trace_dir: str | Path) -> None:
     """``--trace``: a trace folder of requests, else :class:`InputError`."""
     from rackbook.core.traces import read_run, table_rows
 
-    run = read_run(Path(trace_dir))
-    if run.get("kind") == "published":
-        raise InputError(
-            trace_dir,
-            "--trace",
-            "a published trace (published points, no requests): the published reading already "
-            "reads it; --trace takes a recorded trace",
-        )
+    if read_run(Path(trace_dir)).get("kind") == "published":
+        why = "a published trace (published points, no requests): the published reading already "
+        raise InputError(trace_dir, "--trace", why + "reads it; --trace takes a recorded trace")
     if table_rows(Path(trace_dir), "requests") == 0:
-        raise InputError(
-            trace_dir, "--trace", "no requests: the this-run reading needs a trace of requests"
-        )
+        why = "no requests: the this-run reading needs a trace of requests"
+        raise InputError(trace_dir, "--trace", why)
 
 
 def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
@@ -321,14 +304,9 @@ def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any],
     return d, e.text(fit.validation_text)
 
 
-def default_per(gpus: int) -> str:
-    """What a figure is per without ``--per``: the ``total`` over several GPUs ("our 8 x H200
-    does 12,000 tok/s"), ``gpu`` for one."""
-    return "total" if gpus > 1 else "gpu"
-
-
 def per_of(args: argparse.Namespace) -> str:
-    return args.per or default_per(args.gpus)
+    """``--per``, else ``total`` over several GPUs ("our 8 x H200 does 12,000 tok/s"), ``gpu``."""
+    return args.per or ("total" if args.gpus > 1 else "gpu")
 
 
 def per_text(args: argparse.Namespace, gpus: int) -> str:
@@ -406,8 +384,7 @@ def _clean(x: Any) -> Any:
 
 
 def cli_check(args: argparse.Namespace) -> int:
-    """``rackbook check``: what the figure is per, each ceiling, the three readings; with
-    ``--json`` one object ``{"physics", "published", "this_run"}`` last."""
+    """``rackbook check``: what the figure is per, each ceiling, the three readings (``--json``)."""
     c, phys, pub, run = readings(args)
     per = per_text(args, c.gpus)
     w = c.workload

@@ -16,14 +16,13 @@ from rackbook.results.comparability import near_text
 from rackbook.results.published_rows import point_ratio, point_value, span_text
 
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
-#: Most characters of a basis a sentence names; most words of a reason standing for a margin.
-SHORT_BASIS, SHORT_REASON = 60, 20
+#: Most characters of a basis a sentence names; words of a reason standing for a margin; words
+#: of a landing cell's finding.
+SHORT_BASIS, SHORT_REASON, FINDING_WORDS = 60, 20, 40
 #: Where published points place a figure, by verdict; ``{}``: what it is placed against.
 PLACES = {"within": "within the {}s", "above": "above every {}", "below": "below every {}"}
 #: The default deployment (named once in the landing page's note, not in every row).
 DEFAULT_DEPLOYMENT = "attention data-parallel"
-#: Most words of a landing cell's finding.
-FINDING_WORDS = 40
 #: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
 PLAIN_GRADES: tuple[str, ...] = ("very low", "low", "moderate", "high")
 #: What each verdict word means, for the landing's key.
@@ -76,7 +75,6 @@ class Summary:
 
 
 def _k(num: float) -> str:
-    """``100000`` as ``100k``; other numbers as ``1,234``."""
     v = round(num)
     return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else f"{v:,}"
 
@@ -116,7 +114,6 @@ def _margin(r: Mapping[str, Any]) -> str:
 
 
 def _gist(r: Mapping[str, Any]) -> str:
-    """A reading's margin, else its reason if at most :data:`SHORT_REASON` words."""
     reason = str(r.get("reason") or "")
     return _margin(r) or (reason if words(reason) <= SHORT_REASON else "")
 
@@ -132,7 +129,7 @@ def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     """The expected (else attainable) estimate as a ``; ...`` clause; ``named``: a deployment
-    other than the default named."""
+    other than the default named (tok/s per GPU)."""
     a = _field(r, "attainable")
     e = _field(a, "expected")
     if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
@@ -152,7 +149,6 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
 
 
 def _physics(figure: str, r: Mapping[str, Any], why: str) -> str:
-    """The physics verdict on ``figure``, ``why`` after a colon."""
     verdict = str(r.get("verdict", ""))
     head = f"{figure} is physically {verdict}" if figure else f"physically {verdict}"
     head = f"physics does not settle {figure}" if verdict == "undetermined" else head
@@ -165,7 +161,6 @@ def _source(c: Mapping[str, Any]) -> list[str]:
 
 
 def _closest(c: Any) -> str:
-    """A closest point: who, value (or tied spread), the claim's ratio."""
     if not isinstance(c, Mapping):
         return str(c)
     value = point_value(c)
@@ -200,7 +195,6 @@ def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
 
 
 def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], every: bool) -> str:
-    """No like-for-like point on ``entries`` (all bases if ``every``), with the closest point."""
     if every:
         where = "" if len(entries) == 1 else f" on any of its {len(entries)} plausible bases"
         near = r.get("closest")
@@ -212,7 +206,6 @@ def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], ever
 
 
 def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
-    """A reading with ``by_basis``: one sentence per verdict, naming the bases reaching it."""
     entries, out = _entries(r), []
     gone = [e for e in entries if e.get("ruled_out")]
     if kind == "published" and gone and len(gone) < len(entries):
@@ -244,7 +237,6 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
 
 
 def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    """One reading's words, uncapitalised, without the full stop."""
     if kind == "physics":
         return _physics(figure, r, str(r.get("reason") or "")) + _attainable(r)
     if kind == "published":
@@ -291,7 +283,6 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
 
 
 def _ruled_out(pub: Mapping[str, Any]) -> str:
-    """ "impossible as “a” (3.94x a GB300's compute ceiling) or as “b” (1.97x)", or empty."""
     out, last = [], None
     for e in _entries(pub):
         if not e.get("ruled_out"):
@@ -308,7 +299,6 @@ def _ruled_out(pub: Mapping[str, Any]) -> str:
 
 
 def _possible_as(phys: Mapping[str, Any]) -> list[str]:
-    """The bases physics allows: "the rack's total (13,250 per GPU)"."""
     return [
         f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)"
         for b in phys.get("on_bases") or []
@@ -344,7 +334,6 @@ def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
 
 
 def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
-    """Where like-for-like points (or modelled prices) place the figure on allowed bases."""
     entries = [e for e in _entries(r) if not e.get("ruled_out")] or [r]
     placed = [e for e in entries if e.get("verdict") in PLACED]
     if not placed:
@@ -379,7 +368,6 @@ def _near_finding(r: Mapping[str, Any]) -> str:
 def _finding(
     claim: Claim, rs: Mapping[str, Mapping[str, Any]], hardware: str, named: bool
 ) -> list[str]:
-    """The decisive finding's sentences: physics, published points, a run on the hardware."""
     pub, phys, run = rs.get("published", {}), rs.get("physics"), rs.get("this run", {})
     out = []
     placed = _placed(pub) if pub else ""
@@ -403,7 +391,6 @@ def finding(
 
 
 def words(text: str) -> int:
-    """Whitespace-separated words in ``text``."""
     return len(text.split())
 
 
@@ -436,8 +423,8 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def supported_basis(pub: Mapping[str, Any]) -> str:
-    """ "the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points" where the
-    figure on a basis lies inside its near points; empty otherwise."""
+    """``the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points`` where the
+    figure lies inside a basis's near points; else empty."""
     near = _field(pub, "near")
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not _is_num(lo) or not _is_num(hi) or not lo <= 1 <= hi:
@@ -479,7 +466,6 @@ def _condition(phys: Mapping[str, Any]) -> str:
 
 
 def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str) -> str:
-    """The landing's finding: the sentences deciding ``word``, as many as fit."""
     phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
     nothing = pub.get("verdict") == "none published" and not _field(pub, "near").get("points")
     none = "nothing comparable is published" if nothing else ""

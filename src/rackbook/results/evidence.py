@@ -74,9 +74,8 @@ def _all_points(data: str) -> pd.DataFrame:
 def published_reading(
     claim_id: str, value: float, points: pd.DataFrame, tolerance: float = 0.0
 ) -> PublishedReading:
-    """``value`` against ``points`` (column ``value``, same unit; optional ``verified``, ``url``,
-    ``unit``): ``within`` [min - tolerance, max + tolerance], ``above``, ``below``, or ``none
-    published`` when no verified point is left."""
+    """``value`` against ``points`` (``value`` same unit; ``verified``, ``url``, ``unit`` optional):
+    ``within`` [min - tolerance, max + tolerance], ``above``, ``below`` or ``none published``."""
     second_hand = points.iloc[0:0]
     if "verified" in points.columns:
         second_hand = points[~points["verified"].astype(bool)]
@@ -106,10 +105,8 @@ def published_reading(
 
 @dataclass(frozen=True)
 class Closest:
-    """The published point closest in basis to a named basis: who published it (``source``),
-    value, unit, the claim's figure over it (``ratio``; None across units), the parts it differs
-    in, ``kind`` (``like for like``, ``near`` or ``analogue``), the points exactly as close
-    (``tied``: a spread ``low`` to ``high``, never resolved to one) and its stated ``setup``."""
+    """The published point closest in basis to a named basis; ``ratio`` is the claim's figure over
+    it (None across units), ``tied`` the points exactly as close (a spread ``low`` to ``high``)."""
 
     id: str
     source: tuple[str, ...]
@@ -130,7 +127,6 @@ class Closest:
     setup: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        """For the headline JSON: the fields, with lists for tuples."""
         lists = {
             "differences": [d.text for d in self.differences],
             "differing": [dataclasses.asdict(d) for d in self.differences],
@@ -142,18 +138,15 @@ class Closest:
 
     @property
     def who(self) -> str:
-        """``vLLM · GB300 x 4 · DeepSeek-V4.1-Flash · vLLM``."""
         return " · ".join(self.source)
 
     def span(self) -> str:
-        """The value (or tied spread) and the claim's ratio to it, as published_rows words it."""
         return pr.point_value(vars(self)) + pr.point_ratio(vars(self))
 
     def text(self) -> str:
         """One line: who, value, ratio, setup and URL, and what it differs in."""
         flag = "" if self.verified else " (NOT VERIFIED)"
-        lead = {"like for like": "", "near": "does not decide: "}
-        lead["analogue"] = "an analogue, never decides: "
+        lead = {"like for like": "", "near": "does not decide: ", "analogue": _ANALOGUE}
         diffs = "; ".join(d.named(catalogs.display_names()) for d in self.differences)
         diff = f"{lead[self.kind]}differs in {diffs}" if diffs else "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
@@ -164,10 +157,8 @@ class Closest:
 
 @dataclass(frozen=True)
 class BasisReading:
-    """A claim's published reading on one named basis: verdict, margin, basis (one line), the
-    points it decided on, the closest point of that basis (None: none counts the same thing),
-    its near evidence, why physics rules it out (``ruled_by``), whether every deciding point is
-    a modelled price, and the conversion's arithmetic (``step``)."""
+    """A claim's published reading on one named basis (``closest`` None: no point counts the
+    same thing; ``step``: the conversion's arithmetic)."""
 
     name: str
     verdict: str
@@ -184,11 +175,9 @@ class BasisReading:
 
     @property
     def ruled_out(self) -> str | None:
-        """Why the physics reading rules this basis out, in words (None: it does not)."""
         return self.ruled_by.text() if self.ruled_by else None
 
     def text(self) -> str:
-        """One line: name, verdict, margin and the closest point."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
         out = as_basis(self.name) + ": "
@@ -198,14 +187,10 @@ class BasisReading:
         return out + (f"; near evidence: {self.near.text()}" if self.near is not None else "")
 
     def as_dict(self) -> dict[str, object]:
-        """For the headline JSON."""
-        d = dataclasses.asdict(self)
-        d["ruled_out"] = self.ruled_out
-        d["decided_on"] = list(self.decided_on)
-        d["sources"] = list(self.sources)
+        d = dataclasses.asdict(self) | {"ruled_out": self.ruled_out}
+        d |= dict(decided_on=list(self.decided_on), sources=list(self.sources))
         d["closest"] = self.closest.as_dict() if self.closest is not None else None
-        d["near"] = self.near.as_dict() if self.near is not None else None
-        return d
+        return d | {"near": self.near.as_dict() if self.near is not None else None}
 
 
 def _claim_value(claim: claims_registry.Claim) -> float:
@@ -213,7 +198,6 @@ def _claim_value(claim: claims_registry.Claim) -> float:
 
 
 def _who(r: pd.Series) -> tuple[str, ...]:
-    """Submitter, hardware x GPUs (or GPUs), model, engine."""
     parts, names = [str(r["submitter"])], catalogs.display_names()
     hw = names.get(str(r["hardware"]), text_or_none(r["hardware"]))
     hw = None if hw in ("not stated", basis_mod.UNKNOWN) else hw  # never "not stated x 16"
@@ -258,7 +242,7 @@ def _basis_readings(
     claim: claims_registry.Claim, value: float, points: pd.DataFrame, tolerance: float = 0.0
 ) -> list[BasisReading]:
     """The claim's reading on each named basis: verified measurements agreeing in every part of
-    :data:`DECISIVE` decide; the closest point, near evidence and physics ruling beside it."""
+    :data:`DECISIVE` decide."""
     out = []
     for plaus, cb in claim_bases(claim):
         scale = cmp.scale_of(plaus)
@@ -303,7 +287,6 @@ def _modelled(r: pd.Series) -> bool:
 def _closest(
     cb: basis_mod.Basis, v: float, unit: str, rows: list[tuple[pd.Series, list, list]]
 ) -> Closest:
-    """The closest point (distance, verified, id), points exactly as close kept as a spread."""
     ranked = sorted(rows, key=_closeness)
     r, diffs, dec = ranked[0]
     tied = [x for x in ranked[1:] if _closeness(x)[:2] == _closeness(ranked[0])[:2]]
@@ -346,9 +329,8 @@ def combine(readings: list[BasisReading]) -> str:
 
 @dataclass(frozen=True)
 class ClaimEvidence:
-    """A claim's published evidence over its named bases: the combined verdict, margin, reason,
-    sources, each basis's reading, the closest point over the bases physics allows, the near
-    evidence, the ruled-out bases and the highest list price."""
+    """A claim's published evidence over its named bases (``closest``: over the bases physics
+    allows)."""
 
     claim_id: str
     verdict: str
@@ -364,7 +346,6 @@ class ClaimEvidence:
 
 
 def _top(allowed: list[BasisReading]) -> list[BasisReading]:
-    """The equally closest allowed bases, first the one whose near points hold the figure."""
     cands = sorted(
         (
             (cmp.score(br.closest.differences), not br.closest.verified, i, br)
@@ -393,8 +374,7 @@ def _closest_margin(top: list[BasisReading]) -> str:
 
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
-    """The published evidence of a claim of ``data/claims.yaml`` (its figure, or ``value`` in
-    the claim's unit) on each of its named bases."""
+    """A claim's published evidence on each named basis (``value``: in the claim's unit)."""
     reg, _ = registries(str(paths.DATA))
     claim = reg.get(claim_id)
     if value is None:
@@ -459,6 +439,9 @@ def list_price_text(lp: Mapping[str, object]) -> str:
     return f"highest list price: {price} ({lp['who']}{flag}){tail}"
 
 
+_ANALOGUE = "an analogue, never decides: "
+
+
 def _names_text(names: tuple[str, ...]) -> str:
     shown = [as_basis(n) for n in names]
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
@@ -471,8 +454,7 @@ READING_NOTES: Mapping[str, str] = ChapterTable("READING_NOTES")
 def reading(
     claim_id: str, value: float | None = None, registry: claims_registry.Registry | None = None
 ) -> ClaimReading:
-    """The published reading of a claim as a :class:`~rackbook.results.headline.ClaimReading`,
-    with its sources, basis, closest point and each named basis's reading."""
+    """:func:`claim_evidence` as a :class:`~rackbook.results.headline.ClaimReading`."""
     if value is None and registry is not None:
         value = registry.get(claim_id).value
     e = claim_evidence(claim_id, value)
@@ -519,9 +501,8 @@ def _basis_row(br: BasisReading) -> dict[str, object]:
 
 
 def evidence_table(result: str) -> pd.DataFrame:
-    """A chapter's "published measurements" table (:data:`TABLE_COLUMNS`): per claim of
-    ``result`` a ``claim`` row, a ``reading`` row per named basis, then its ``published``
-    points (``used``: decided a basis reading)."""
+    """A chapter's "published measurements" table: per claim a ``claim`` row, a ``reading`` row
+    per named basis, then its ``published`` points (``used``: decided a basis reading)."""
     reg, _ = registries(str(paths.DATA))
     pts, names = published_points(result), catalogs.display_names()
     rows = []
