@@ -26,8 +26,8 @@ def point(pid: str, source: str, measured: float = 100.0, **kw) -> V.Point:
 def test_littles_law_by_hand() -> None:
     # 16 clients, OSL 1,024, TTFT 0.557 s, TPOT 7.02 ms: decode 1,023 x 7.02 ms = 7.1815 s;
     # 16 x 7.1815 / (0.557 + 7.1815) = 14.848 decoding
-    assert V.littles_law(16, 1024, 0.557, 0.00702) == pytest.approx(14.848, rel=1e-4)
-    assert V.littles_law(16, 1024, 0.0, 0.00702) == 16
+    assert E.littles_law(16, 1024, 0.557, 0.00702) == pytest.approx(14.848, rel=1e-4)
+    assert E.littles_law(16, 1024, 0.0, 0.00702) == 16
 
 
 def test_mapping_loads_measured_values_from_the_published_data() -> None:
@@ -41,7 +41,7 @@ def test_mapping_loads_measured_values_from_the_published_data() -> None:
     # Little's law from the cell's mean TTFT 0.557 s and TPOT 7.02 ms (16 clients, mean OSL
     # 512.5): 16 x 511.5 x 7.02 ms / (0.557 s + 3.591 s) = 13.85 decoding
     assert p.batch == pytest.approx(13.85, abs=0.01)
-    assert p.batch == pytest.approx(V.littles_law(16, 512.5, 0.557, 0.00702), rel=1e-9)
+    assert p.batch == pytest.approx(E.littles_law(16, 512.5, 0.557, 0.00702), rel=1e-9)
     # a per-node figure is divided by 8 GPUs: 22,300 / 8 = 2,787.5
     assert by_id["lmsys-large-scale-ep.decode-per-node"].measured == 2787.5
     # DeepSeek's production decode: 14,800 / 8 per GPU on 144 H800, Little's law batch

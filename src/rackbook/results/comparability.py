@@ -16,6 +16,7 @@ import pandas as pd
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
+from rackbook.core.basis import Basis, Difference
 from rackbook.core.units import plural, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
@@ -31,6 +32,9 @@ from rackbook.results.published_rows import (
 )
 from rackbook.results.registry import ChapterTable
 
+#: A candidate point of a named basis: (row, differences, the decisive ones).
+Candidate = tuple[pd.Series, list[Difference], list[Difference]]
+
 #: Parts in which a point must agree with the claim's named basis to decide, per claim (the
 #: chapters declare them): what the figure depends on (per-GPU throughput on the tokens, GPUs
 #: counted, model, GPU, size, workload and real speculation; a price on its kind and GPU).
@@ -44,10 +48,9 @@ WEIGHTS |= dict(statistic=1, engine=1, serving=0.5)
 
 @dataclass(frozen=True)
 class Plausible:
-    """One plausible basis of a claim: its name, the parts it fills in, the factor the figure is
-    multiplied by on it (``scale``, ``conversion``), the ``phase`` whose ceilings bound it (None:
-    none can), a claim whose figure divides it (``divide_by``), the most GPUs of its points, a
-    ``cross_check`` (near evidence only, never a verdict) and the name's ``head``."""
+    """One plausible basis of a claim: the parts it fills in, the figure's factor on it (``scale``,
+    ``conversion``), the ``phase`` whose ceilings bound it (None: none), a claim whose figure
+    divides it; a ``cross_check`` gives near evidence only, never a verdict."""
 
     name: str
     changes: tuple[tuple[str, object], ...] = ()
@@ -174,12 +177,10 @@ def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: lis
     ) != basis_mod.hardware_class(claim_basis.hardware)
 
 
-def differences(
-    claim_basis: basis_mod.Basis, point: basis_mod.Basis, claim_id: str
-) -> list[basis_mod.Difference]:
-    """How ``point`` differs from ``claim_basis`` in the parts read for ``claim_id``."""
+def differences(cb: basis_mod.Basis, point: basis_mod.Basis, claim_id: str) -> list[Difference]:
+    """How ``point`` differs from the claim's basis ``cb`` in the parts read for ``claim_id``."""
     parts = PARTS.get(claim_id) or tuple(dict.fromkeys((*DECISIVE[claim_id], *WEIGHTS)))
-    return basis_mod.differences(claim_basis, point, parts)
+    return basis_mod.differences(cb, point, parts)
 
 
 def mismatch(row: pd.Series | dict[str, object], claim: claims_registry.Claim) -> str:
@@ -201,8 +202,8 @@ def score(diffs: Sequence[basis_mod.Difference]) -> float:
 
 @dataclass(frozen=True)
 class RuledOut:
-    """Why physics rules a basis out: its figure (computed tok/s per GPU of ``phase``) is
-    ``ratio`` x the ``limit`` ceiling (tok/s per GPU) on ``gpu``."""
+    """Why physics rules a basis out: its figure (tok/s per GPU of ``phase``) is ``ratio`` x the
+    ``limit`` ceiling (tok/s per GPU) on ``gpu``."""
 
     tok_s_per_gpu: float
     phase: str
@@ -223,8 +224,8 @@ class RuledOut:
 def _physics_rules_out(
     model: str, hardware: str, gpus: int, per_gpu: float, phase: str, data: str = ""
 ) -> RuledOut | None:
-    """Why physics rules out ``per_gpu`` tok/s per GPU of ``phase`` on ``gpus`` x ``hardware``,
-    or None (also for a model or GPU the catalogs lack)."""
+    """Why physics rules out ``per_gpu`` tok/s per GPU of ``phase``, or None (also for a model or
+    GPU the catalogs lack)."""
     mid = catalogs.catalog_model_id(model)
     gid = basis_mod.hardware_key(hardware)
     if mid is None or gid not in catalogs.load_hardware().gpus:
@@ -242,14 +243,8 @@ def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> R
         return None
     if not (sc.model and sc.hardware and sc.gpu_count):
         return None
-    return _physics_rules_out(
-        sc.model,
-        sc.hardware,
-        int(sc.gpu_count),
-        value * scale_of(plaus),
-        plaus.phase,
-        str(paths.DATA),  # the catalogs depend on the data folder
-    )
+    per_gpu, data = value * scale_of(plaus), str(paths.DATA)  # the catalogs depend on data
+    return _physics_rules_out(sc.model, sc.hardware, int(sc.gpu_count), per_gpu, plaus.phase, data)
 
 
 def model_family(model: str) -> str:
@@ -260,30 +255,25 @@ def model_family(model: str) -> str:
 
 
 def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str]:
-    """The decisive differences' parts that count for near evidence: all but the model and GPU
-    (checked by :func:`is_near`) and a speculation the claim leaves unknown."""
+    """The decisive differences' parts that count for near evidence (not the model, GPU and a
+    speculation the claim leaves unknown)."""
     skip = {"model", "hardware"}
     if claim_basis.speculation == basis_mod.UNKNOWN:
         skip.add("speculation")
     return [d.part for d in decisive if d.part not in skip]
 
 
-def is_near(
-    claim_basis: basis_mod.Basis,
-    point: basis_mod.Basis,
-    diffs: list,
-    decisive: list | None = None,
-) -> bool:
+def is_near(cb: basis_mod.Basis, point: basis_mod.Basis, diffs: list, decisive: list) -> bool:
     """True for near evidence: the same quantity, on the claim's model family and GPU
     generation, with at most one stated decisive difference. It never decides."""
     parts = {d.part for d in diffs}
     if parts & {"metric", "tokens", "per"}:
         return False
-    if point.model != basis_mod.NA and model_family(point.model) != model_family(claim_basis.model):
+    if point.model != basis_mod.NA and model_family(point.model) != model_family(cb.model):
         return False
-    if decisive is not None and len(stated_differences(claim_basis, decisive)) > 1:
+    if len(stated_differences(cb, decisive)) > 1:
         return False
-    hw_c, hw_p = claim_basis.hardware, point.hardware
+    hw_c, hw_p = cb.hardware, point.hardware
     if hw_c in (basis_mod.NA, basis_mod.UNKNOWN) or hw_p == basis_mod.NA:
         return True
     return basis_mod.hardware_class(hw_p) == basis_mod.hardware_class(hw_c)
@@ -304,9 +294,8 @@ def latency_tuned(r: pd.Series) -> bool:
 
 @dataclass(frozen=True)
 class Near:
-    """One named basis's near points, their spread (``low``, ``high`` in ``unit``), the figure
-    over each end (``ratio_low`` = figure / high), those NOT VERIFIED or superseded, and the
-    ``head`` a finding names. It never decides a verdict."""
+    """One named basis's near points, their spread (``low``, ``high`` in ``unit``) and the figure
+    over each end (``ratio_low`` = figure / high). It never decides a verdict."""
 
     basis: str
     points: tuple[str, ...]
@@ -336,7 +325,6 @@ class Near:
         return f"{n}{flag}, {span}{ratio}{diff}"
 
     def as_dict(self) -> dict[str, object]:
-        """For the headline JSON."""
         d = dataclasses.asdict(self)
         for k in ("points", "differences", "urls", "unverified", "superseded"):
             d[k] = list(d[k])
@@ -344,15 +332,10 @@ class Near:
 
 
 def near_reading(
-    plaus: Plausible,
-    value: float,
-    unit: str,
-    rows: list[tuple[pd.Series, list, list]],
-    cb: basis_mod.Basis,
-    claim_id: str = "",
+    plaus: Plausible, value: float, unit: str, rows: list[Candidate], cb: Basis, claim_id: str
 ) -> Near | None:
-    """The near reading of named basis ``plaus`` from its candidates (point, differences,
-    decisive ones): measurements of the unit family that do not decide but are near."""
+    """The near reading of named basis ``plaus`` from its candidates: measurements of the unit
+    family that do not decide but are near."""
     peak = claim_id in PEAK_THROUGHPUT
     near = [
         (r, diffs)
@@ -379,7 +362,6 @@ def near_reading(
 
 
 def as_basis(name: str) -> str:
-    """``as the rack's total`` (the name itself when it starts so)."""
     return name if name.startswith("as ") else f"as {name}"
 
 
@@ -390,7 +372,7 @@ def near_position(n: Near) -> str:
 
 def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
     """The near evidence over allowed bases ``brs``: each basis's bracket (``per_basis``), at
-    the top the first holding the figure, else ``prefer``, else the first; None without."""
+    the top the first holding the figure, else ``prefer``, else the first."""
     ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
     if not ns:
         return None

@@ -215,7 +215,7 @@ def _who(r: pd.Series) -> tuple[str, ...]:
 
 def _candidates(
     claim: claims_registry.Claim, plaus: cmp.Plausible, cb: basis_mod.Basis, points: pd.DataFrame
-) -> list[tuple[pd.Series, list, list]]:
+) -> list[cmp.Candidate]:
     """(point, differences, decisive ones) of each point counting what basis ``plaus`` does."""
     rows = []
     for _, r in points.iterrows():
@@ -284,9 +284,7 @@ def _modelled(r: pd.Series) -> bool:
     return text_or_none(r.get("price_kind")) in figures_registry.MODELLED_PRICES
 
 
-def _closest(
-    cb: basis_mod.Basis, v: float, unit: str, rows: list[tuple[pd.Series, list, list]]
-) -> Closest:
+def _closest(cb: basis_mod.Basis, v: float, unit: str, rows: list[cmp.Candidate]) -> Closest:
     ranked = sorted(rows, key=_closeness)
     r, diffs, dec = ranked[0]
     tied = [x for x in ranked[1:] if _closeness(x)[:2] == _closeness(ranked[0])[:2]]

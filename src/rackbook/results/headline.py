@@ -85,12 +85,8 @@ class Headline:
 
 @dataclass(frozen=True)
 class ClaimReading:
-    """One reading of one claim: its verdict, the margin that decided it (``3.94x the compute
-    ceiling``) and a one-line reason; the published reading's evidence (sources, basis, closest
-    point, each named basis's reading, near evidence, ruled-out bases, highest list price); the
-    physics reading's estimates (``attainable`` with ``expected``, a ``derived`` figure, the
-    ``ratio`` to the ceiling, each basis's reading ``on_bases``, the ``workload`` of a cached
-    share, the margin's basis and ``condition``); ``synthetic`` input; the reason's clauses."""
+    """One reading of one claim: verdict, the margin that decided it (``3.94x the compute
+    ceiling``), a one-line reason, and the published or physics reading's evidence as data."""
 
     claim_id: str
     reading: str
@@ -130,8 +126,7 @@ def ceiling_margin(ratio: float, ceiling: str = "the ceiling") -> str:
 
 
 def contradiction(verdict: str, ratio: float | None) -> str | None:
-    """Why a physics verdict contradicts its ratio to the ceiling (possible or undetermined
-    above it, impossible below it), or None."""
+    """Why a physics verdict contradicts its ratio to the ceiling, or None."""
     if ratio is None:
         return None
     if verdict in ("possible", "undetermined") and ratio > 1:
@@ -181,7 +176,7 @@ def untested(claim_id: str, hardware: str, needs: str) -> ClaimReading:
 @dataclass
 class Outcome:
     """What a chapter concludes: headline values, each claim's three readings, what would flip
-    each verdict (one line each), the traces read and the parameters that shaped it."""
+    each verdict (one line each), the traces read and the parameters."""
 
     result: str
     headlines: list[Headline]
@@ -214,7 +209,6 @@ class Outcome:
         raise KeyError((claim_id, reading))
 
     def to_dict(self, source: str) -> dict[str, Any]:
-        """The headline JSON, with each claim's certainty computed from the readings."""
         from rackbook.results.certainty import certainties
 
         readings = [asdict(r) for r in self.readings]
@@ -232,8 +226,7 @@ class Outcome:
         return atomic_write_json(Path(folder) / f"{self.result}.json", self.to_dict(source))
 
     def markdown(self) -> str:
-        """The headline values as a Markdown list, one item each (name, value, kind, claim and
-        verdict, reason), shown at the end of the chapter."""
+        """The headline values as a Markdown list, shown at the end of the chapter."""
         rows = []
         for h in self.headlines:
             unit = "" if h.unit in ("1", "") or h.value is None else f" {h.unit}"
@@ -289,7 +282,6 @@ def _fmt_value(v: float | int | str | None) -> str:
 
 
 def _figure(claim_id: str) -> str:
-    """A claim's figure (``954,000 tok/s``), or its id for a claim the registry lacks."""
     from rackbook.inputs.claims import load_claims
 
     try:

@@ -30,8 +30,7 @@ SHIPPED: dict[str, str] = {
 }
 
 
-PER_GPU = "tok/s/GPU"
-PER_USER = "tok/s per user"
+PER_GPU, PER_USER = "tok/s/GPU", "tok/s per user"
 
 
 def per_gpu_unit(tokens: str) -> str:
@@ -58,7 +57,6 @@ POINT_COLUMNS: list[str] = (
 
 
 def number_text(v: float) -> str:
-    """Thousands separated, about four significant digits."""
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}" if a >= 10_000 else f"{v:,.1f}".removesuffix(".0")
@@ -91,8 +89,7 @@ def claim_over(lo: float, hi: float, them: str = "them") -> str:
 
 
 def point_value(c: Mapping[str, Any]) -> str:
-    """A closest point's value (a mapping), or its tied spread: ``8.61x to 8.95x (4 points
-    equally close)``; empty without a value."""
+    """A closest point's value or its tied spread: ``8.61x to 8.95x (4 points equally close)``."""
     tied, lo, hi, unit = c.get("tied") or (), c.get("low"), c.get("high"), str(c.get("unit") or "")
     if tied and lo is not None and hi is not None and lo != hi:
         return f"{span_text(lo, hi, unit)} ({len(tied) + 1} points equally close)"
@@ -101,7 +98,7 @@ def point_value(c: Mapping[str, Any]) -> str:
 
 
 def point_ratio(c: Mapping[str, Any]) -> str:
-    """``, the claim 0.883x to 0.917x them`` (``it`` for one point); empty without a ratio."""
+    """``, the claim 0.883x to 0.917x them`` (``it`` for one point)."""
     if not isinstance(c.get("ratio"), (int, float)):
         return ""
     lo, hi = c.get("ratio_low"), c.get("ratio_high")
@@ -111,7 +108,6 @@ def point_ratio(c: Mapping[str, Any]) -> str:
 
 
 def text_or_none(v: object) -> str | None:
-    """``v`` as text, or None when missing (None, NA, NaN)."""
     if v is None or (not isinstance(v, str) and pd.isna(v)):  # type: ignore[arg-type]
         return None
     return str(v)
@@ -119,7 +115,6 @@ def text_or_none(v: object) -> str | None:
 
 @functools.lru_cache(maxsize=4)
 def _trace_points(root: str) -> pd.DataFrame:
-    """The shipped traces' published_points tables, the trace's name in ``source``."""
     frames = [
         traces.read_trace(Path(root) / n, itl=False).extra["published_points"].assign(source=n)
         for n in SHIPPED
@@ -245,8 +240,7 @@ RACK_GPUS, NODE_GPUS = 72, 8
 
 
 def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
-    """``Result(72) / Result(8)`` of each MLPerf submitter, hardware, model and scenario with
-    both: points of rack-scaling.speedup (linear scaling would be 9x)."""
+    """``Result(72) / Result(8)`` of each MLPerf submitter, hardware, model and scenario."""
     ml = points[points["source"] == "mlperf-v6.1-dsr1"]
     out = []
     for (sub, hw, model, scen), g in ml.groupby(
@@ -285,7 +279,6 @@ _RATIO_NOTE = (
 
 
 def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
-    """A registry figure as a point; a single-user TPOT (ms) becomes 1000 / TPOT tok/s."""
     value, unit = f.value, f.unit
     if f.claim == "single-user.throughput" and f.unit == "ms":
         value, unit = 1000.0 / f.value, PER_USER
@@ -307,8 +300,8 @@ PREFILL_SOURCE = "data/published/sources/vllm-dsv41-prefill-ttft-SOURCE.txt"
 
 @dataclass(frozen=True)
 class PrefillCell:
-    """One cell of the prefill-TTFT table: configuration (TP4) on ``gpus`` GPUs, prompt (128K),
-    one request's TTFT in ms with replay off, on with an eager decoder, on with CUDA graphs."""
+    """One cell of the prefill-TTFT table: one request's TTFT in ms with replay off, on with an
+    eager decoder, on with CUDA graphs."""
 
     cfg: str
     gpus: int
@@ -325,7 +318,7 @@ class PrefillCell:
 
 def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
     """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError on a bad
-    cell, naming the file and the cell's field."""
+    cell."""
     p = paths.resolve(path or PREFILL_TABLE)
     shown = loader.display_path(p)
     data = jsliteral.parse_js_export(p.read_text(encoding="utf-8"), "DATA", shown)
@@ -370,8 +363,7 @@ def source_fields(path: str | Path) -> dict[str, str]:
 
 
 def prefill_rows(data: str) -> list[dict[str, object]]:
-    """The prefill-TTFT table as points of prefill-gain.gain (%), one per configuration and
-    prompt: one cold request each, GB200, median of 3."""
+    """The prefill-TTFT table as points of prefill-gain.gain (%), per configuration and prompt."""
     root = Path(data) / "published" / "sources"
     table = root / Path(PREFILL_TABLE).name
     src = source_fields(root / Path(PREFILL_SOURCE).name)
@@ -437,8 +429,8 @@ def token_value_per_gpu_hour(
 
 
 def token_value_rows(data: str) -> list[dict[str, object]]:
-    """The rack claim's throughput valued per GPU-hour at DeepSeek's off-peak API prices and
-    AgentX's token mix, one point per cache hit rate: a cross-check, never a measurement."""
+    """The rack claim's throughput valued in $/GPU-hour at DeepSeek's off-peak API prices, one
+    point per cache hit rate: a cross-check, never a measurement."""
     reg, figs = registries(data)
     g = {k: figs.get(v) for k, v in TOKEN_VALUE.items() if isinstance(v, str)}
     prices = (g["hit"].value, g["miss"].value, g["output"].value)
@@ -479,8 +471,7 @@ _TOKEN_VALUE_RULE = (
 
 
 def load_rows(data: str) -> pd.DataFrame:
-    """Every published point under ``data`` as a row of :data:`POINT_COLUMNS` (``comparable``
-    and ``used`` left to the reading)."""
+    """Every published point under ``data`` (``comparable`` and ``used`` left to the reading)."""
     reg, figs = registries(data)
     raw = _trace_points(str(Path(data) / "published"))
     rows = []

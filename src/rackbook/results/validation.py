@@ -70,7 +70,6 @@ class Point:
 
     @property
     def band(self) -> str:
-        """The decoding batch per GPU's band (``free`` when not given)."""
         if self.batch is None:
             return "best batch (free)"
         per = self.batch / (self.decode_gpus or self.gpus)
@@ -106,7 +105,6 @@ class Prediction:
         return self.low <= self.point.measured <= self.high
 
     def to_dict(self) -> dict[str, Any]:
-        """The report's row: the point's fields, then the prediction."""
         p = self.point
         row = {k: getattr(p, k) for k in ("id", "source", "primary")}
         row |= {"model": catalogs.as_model(p.model).name, "gpu": catalogs.as_gpu(p.gpu).label}
@@ -123,13 +121,13 @@ def _row_value(row: Any, *names: str) -> float | None:
     return None
 
 
-littles_law = exp_mod.littles_law
+_Rows = dict[tuple[str, str], dict[str, Any]]
 
 
-def _trace_rows(data: Path) -> dict[tuple[str, str], dict[str, Any]]:
+def _trace_rows(data: Path) -> _Rows:
     from rackbook.core import traces
 
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: _Rows = {}
     for name in published_rows.SHIPPED:
         t = traces.read_trace(data / "published" / name, itl=False)
         for r in t.extra["published_points"].to_dict("records"):
@@ -137,22 +135,16 @@ def _trace_rows(data: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-def _figures(data: Path) -> dict[str, Any]:
-    reg, figs = published_rows.registries(str(data))
-    return {f.id: f for f in figs.figures}
-
-
 def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
-    """The points of the mapping (default :data:`MAPPING`), measured values read from the
-    published traces and figures; InputError on an unknown row or source, or a bad field."""
+    """The points of the mapping (default :data:`MAPPING`) and those it excludes; InputError on
+    an unknown row or source, or a bad field."""
     file = Path(path) if path is not None else paths.DATA / MAPPING
     doc = loader.read_yaml(file)
     if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
         raise InputError(file, "points", "a list of points is required")
     sources = doc.get("sources") or {}
-    data = paths.DATA
-    rows = _trace_rows(data)
-    figs = _figures(data)
+    rows = _trace_rows(paths.DATA)
+    figs = {f.id: f for f in published_rows.registries(str(paths.DATA))[1].figures}
     points: list[Point] = []
     excluded: list[Excluded] = []
     for i, raw in enumerate(doc["points"]):
@@ -163,29 +155,21 @@ def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
         if src not in sources:
             raise InputError(file, f"{where}.source", f"{src!r} is not under sources")
         spec = dict(sources[src].get("defaults") or {}) | raw
+        spec["primary"] = bool(sources[src].get("primary"))
         pid = str(raw.get("point_id") or raw.get("figure") or "")
         if not pid:
             raise InputError(file, where, "names no point_id or figure")
         if spec.get("exclude"):
             excluded.append(Excluded(pid, src, str(spec["exclude"])))
             continue
-        points.append(
-            _point(file, where, src, bool(sources[src].get("primary")), pid, spec, rows, figs)
-        )
+        points.append(_point(file, where, pid, spec, rows, figs))
     return points, excluded
 
 
 def _point(
-    file: Path,
-    where: str,
-    src: str,
-    primary: bool,
-    pid: str,
-    spec: dict[str, Any],
-    rows: dict[tuple[str, str], dict[str, Any]],
-    figs: dict[str, Any],
+    file: Path, where: str, pid: str, spec: dict[str, Any], rows: _Rows, figs: dict[str, Any]
 ) -> Point:
-    ttft = tpot = conc = None
+    src, ttft, tpot, conc = str(spec["source"]), None, None, None
     if "figure" in spec:
         f = figs.get(pid)
         if f is None:
@@ -216,7 +200,7 @@ def _point(
     if how == "little":
         if not (conc and osl and ttft is not None and tpot is not None):
             raise InputError(file, f"{where}.batch", "little needs concurrency, OSL, TTFT and TPOT")
-        batch: float | None = littles_law(float(conc), float(osl), ttft, tpot)
+        batch: float | None = exp_mod.littles_law(float(conc), float(osl), ttft, tpot)
         how_text = (
             f"Little's law: {conc:,.0f} clients x {osl - 1:,.0f} x {tpot * 1e3:.3g} ms / "
             f"({ttft:.3g} s + {osl - 1:,.0f} x {tpot * 1e3:.3g} ms) = {batch:,.1f} decoding"
@@ -236,7 +220,7 @@ def _point(
     kw |= dict(context=spec.get("context"), gpus=int(spec["gpus"]), osl=osl, url=url)
     kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
     kw["note"] = str(spec.get("note") or "")
-    return Point(pid, src, primary, measured, **kw)
+    return Point(pid, src, spec["primary"], measured, **kw)
 
 
 def _split(p: Point, claimed: float) -> tuple[float, float]:
@@ -309,8 +293,7 @@ def best(logs: np.ndarray, weights: np.ndarray) -> int:
 def weighted_quantiles(
     values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]
 ) -> tuple[float, ...]:
-    """Weighted quantiles ``qs``, linear between weighted midpoints (equal weights: numpy's
-    ``hazen`` rule); zeros without values."""
+    """Weighted quantiles ``qs``, linear between weighted midpoints (numpy's ``hazen`` rule)."""
     if not len(values):
         return tuple(0.0 for _ in qs)
     order = np.argsort(values, kind="stable")
@@ -358,8 +341,7 @@ def _row_without(points: list[Point], logs: np.ndarray, out: set[str]) -> int | 
 def held_out_logs(
     points: list[Point], logs: np.ndarray, without: frozenset[str] = frozenset()
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(log residual, weight) of each point not of ``without``, predicted by the fit on the
-    other sources; each source weighs the same."""
+    """(log residual, weight) of each point not of ``without``, predicted without its source."""
     sources = sorted({p.source for p in points} - without)
     res, wts = [], []
     for src in sources:
@@ -373,8 +355,7 @@ def held_out_logs(
 
 
 def fit_points(points: list[Point], logs: np.ndarray | None = None) -> FitResult:
-    """Fit on ``points`` and on each leave-one-source-out subset, intervals from held-out
-    errors only (a fold with one other source: its fitted residuals)."""
+    """Fit on ``points`` and leaving each source out; intervals from held-out errors only."""
     logs = grid_logs(points) if logs is None else logs
     i = best(logs, _weights(points))
     fit = grid_fit(i, *held_out_logs(points, logs))
@@ -462,8 +443,8 @@ def fit_document(res: FitResult) -> dict[str, Any]:
 
 
 def cli_validate(args: argparse.Namespace) -> int:
-    """``rackbook validate [--json] [--fit]``: held-out measured / expected per point and the
-    summary; ``--fit`` refits first and writes the fit file."""
+    """``rackbook validate [--json] [--fit]``: held-out measured / expected per point (``--fit``
+    refits first and writes the fit file)."""
     points, excluded = load()
     if args.fit:
         res = fit_points(points)
