@@ -190,7 +190,6 @@ def this_run(
     from rackbook.core.traces import read_trace
     from rackbook.results import rack_scaling, verdicts
 
-    check_trace_arg(trace_dir)
     t = read_trace(Path(trace_dir))
     acc = rack_scaling.token_accounting(t)
     col, column = counted, f"{counted}_tok_s_per_gpu"
@@ -210,18 +209,6 @@ def this_run(
     r = verdicts.run_reading("workload", rate, claimed, REL_TOL, **kw)
     # the figure checked is the one given (--tok-s), not a published one
     return CheckVerdict(r.verdict, r.reason.replace("from the published ", "from the figure's "))
-
-
-def check_trace_arg(trace_dir: str | Path) -> None:
-    """``--trace``: a trace folder of requests, else :class:`InputError`."""
-    from rackbook.core.traces import read_run, table_rows
-
-    if read_run(Path(trace_dir)).get("kind") == "published":
-        why = "a published trace (published points, no requests): the published reading already "
-        raise InputError(trace_dir, "--trace", why + "reads it; --trace takes a recorded trace")
-    if table_rows(Path(trace_dir), "requests") == 0:
-        why = "no requests: the this-run reading needs a trace of requests"
-        raise InputError(trace_dir, "--trace", why)
 
 
 def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
@@ -332,7 +319,9 @@ def readings(
 ) -> tuple[check.Check, CheckVerdict, CheckVerdict, CheckVerdict]:
     """The three readings of ``rackbook check``'s arguments."""
     if args.trace is not None:
-        check_trace_arg(args.trace)
+        from rackbook.results import readable
+
+        readable.check_trace(None, args.trace, "--trace")
     if args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
     conc = args.concurrency if args.concurrency is not None else args.batch

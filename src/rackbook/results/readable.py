@@ -9,23 +9,19 @@ from rackbook.core import traces
 from rackbook.errors import InputError
 
 
-def check_trace(result: str, path: str | Path, field: str = "trace") -> dict[str, Any]:
-    """The run.json of a trace folder chapter ``result`` can read, else :class:`InputError`
-    (a published trace, another scenario's, one without requests)."""
+def check_trace(result: str | None, path: str | Path, field: str = "trace") -> dict[str, Any]:
+    """The run.json of a trace folder chapter ``result`` (None: ``rackbook check``) can read,
+    else :class:`InputError` (a published trace, another scenario's, one without requests)."""
     path = Path(path)
     run = traces.read_run(path)
     if run.get("kind") == "published":
-        raise InputError(
-            path,
-            field,
-            "a published trace (published points, no requests): the chapters measure recorded "
-            "or synthetic traces; `rackbook summarize` reads this one",
-        )
+        why = "a published trace (published points, no requests): the readings measure recorded "
+        raise InputError(path, field, why + "or synthetic traces; `rackbook summarize` reads it")
     record = run.get("record")
     scenario = record.get("scenario") if isinstance(record, dict) else None
     if not isinstance(scenario, str):  # an imported trace says nothing; expert loads: eplb
         scenario = "eplb-balance" if (path / "expert_load.parquet").exists() else None
-    if scenario is not None and scenario != result:
+    if None not in (scenario, result) and scenario != result:
         raise InputError(
             path, field, f"a trace of scenario {scenario}, not {result}: the chapter cannot read it"
         )

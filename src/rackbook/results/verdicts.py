@@ -74,27 +74,18 @@ def run_reading(
         return untested(claim_id, run, what, needs)
     if measured is None or not math.isfinite(measured):
         return ClaimReading(claim_id, "this run", "untested", "-", f"{what}: unknown in this trace")
-    dev = measured / published - 1
-    v = "consistent" if abs(dev) <= rel_tol else "inconsistent"
-    return ClaimReading(
-        claim_id,
-        "this run",
-        v,
-        f"{percent(dev, sign=True)}",
-        f"{what}, {percent(dev, sign=True)} from the published {published:,.4g} (tolerance "
-        f"{percent(rel_tol, 0)})",
-    )
+    dev, tol = measured / published - 1, percent(rel_tol, 0)
+    v, shown = "consistent" if abs(dev) <= rel_tol else "inconsistent", percent(dev, sign=True)
+    why = f"{what}, {shown} from the published {published:,.4g} (tolerance {tol})"
+    return ClaimReading(claim_id, "this run", v, shown, why)
 
 
 def within(
     claim_id: str, value: float, claimed: float, tolerance: float, margin: str, reason: str
 ) -> ClaimReading:
-    """``consistent`` when |value - claimed| <= ``tolerance`` (the claim's unit), else
-    ``inconsistent``."""
-    ok = abs(value - claimed) <= tolerance
-    return ClaimReading(
-        claim_id, "this run", "consistent" if ok else "inconsistent", margin, reason
-    )
+    """``consistent`` when |value - claimed| <= ``tolerance`` (the claim's unit)."""
+    v = "consistent" if abs(value - claimed) <= tolerance else "inconsistent"
+    return ClaimReading(claim_id, "this run", v, margin, reason)
 
 
 @dataclass(frozen=True)
@@ -135,29 +126,23 @@ def text(x: Any, spec: str = ",.0f", unknown: str = "unknown") -> str:
 
 
 def attainable(c: Check, what: str = "") -> dict[str, Any]:
-    """What measured kernels reach for a check (tok/s per GPU, the figure's ratio to it...),
-    with :func:`expected`."""
+    """What measured kernels reach for a check (tok/s per GPU), with :func:`expected`."""
     a = _attainable.for_check(c)
-    d = a.to_dict()
+    d, lead = a.to_dict(), f"{what}: " if what else ""
     keys = ("tok_s_per_gpu", "ratio", "deployment", "deployment_name", "calibration", "binding")
-    return {k: d[k] for k in keys} | {
-        "text": (f"{what}: " if what else "") + a.text,
-        "expected": expected(c, what),
-    }
+    return {k: d[k] for k in keys} | {"text": lead + a.text, "expected": expected(c, what)}
 
 
 def expected(c: Check, what: str = "") -> dict[str, Any]:
-    """What real deployments reach for a check (tok/s per GPU, interval, ratio), stored fit;
-    None values for a figure that does not fit."""
+    """What real deployments reach for a check (tok/s per GPU, interval, ratio) by the stored
+    fit; None values for a figure that does not fit."""
     keys = ("tok_s_per_gpu", "low", "high", "ratio", "deployment")
     if c.limit.startswith("memory capacity"):
         return dict.fromkeys(keys) | {"text": ""}
     fit = _expected.load_fit()
     e = _expected.for_check(c, fit=fit)
-    d = e.to_dict()
-    return {k: d[k] for k in keys} | {
-        "text": (f"{what}: " if what else "") + e.text(fit.validation_text)
-    }
+    d, lead = e.to_dict(), f"{what}: " if what else ""
+    return {k: d[k] for k in keys} | {"text": lead + e.text(fit.validation_text)}
 
 
 def placement(d: Mapping[str, Any]) -> str:
@@ -171,7 +156,7 @@ def placement(d: Mapping[str, Any]) -> str:
 
 def brief(d: Mapping[str, Any], validation: str = "") -> str:
     """``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``, then the
-    model's error ``validation``; "" without an expected rate."""
+    model's error ``validation``."""
     where = placement(d)
     if not where:
         return ""
