@@ -35,12 +35,9 @@ from rackbook.results.registry import ChapterTable
 #: A candidate point of a named basis: (row, differences, the decisive ones).
 Candidate = tuple[pd.Series, list[Difference], list[Difference]]
 
-#: Parts in which a point must agree with the claim's named basis to decide, per claim (the
-#: chapters declare them): what the figure depends on (per-GPU throughput on the tokens, GPUs
-#: counted, model, GPU, size, workload and real speculation; a price on its kind and GPU).
+#: Parts in which a point must agree with the claim's named basis to decide (chapters declare).
 DECISIVE: Mapping[str, tuple[str, ...]] = ChapterTable("DECISIVE")
-#: Each part's weight in a point's distance from the claim's basis (the sum over the parts it
-#: differs in): quantity first, then model, GPUs, GPU count, the rest.
+#: Each part's weight in a point's distance from the claim's basis (summed over differences).
 WEIGHTS: dict[str, float] = dict(metric=10, tokens=10, per=10, counting=3, gpus=3, model=4)
 WEIGHTS |= dict(hardware=2, gpu_count=2, concurrency=2, context=2, workload=1, speculation=1)
 WEIGHTS |= dict(statistic=1, engine=1, serving=0.5)
@@ -78,8 +75,7 @@ _TOKENS = (
 )
 
 
-#: The phase bounding each token kind's throughput (all prefill is the most permissive reading
-#: of input + output; counted cache hits cost no GEMM, so no ceiling).
+#: The phase bounding each token kind's throughput (counted cache hits cost no GEMM: none).
 _PHASE = {"output": "decode", "input+output": "prefill", "input incl. cached+output": None}
 #: The claim reading the rack against a node, and the most GPUs of a node (HGX; a tray has 4).
 SPEEDUP_CLAIM, NODE_GPUS_MAX = "rack-scaling.speedup", 8
@@ -114,8 +110,7 @@ def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
 
 #: GPUs of one cloud instance of a GB300 NVL72 rack (a compute tray).
 INSTANCE_GPUS = 4
-#: Claims whose write-up leaves a part of the basis that matters unknown: one reading per
-#: plausible basis (the others read on their stated basis alone).
+#: Claims whose write-up leaves a part of the basis that matters unknown: one reading per basis.
 PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
     "rack-scaling.throughput": _rack_bases(72),
     "rack-scaling.speedup": (
@@ -248,7 +243,7 @@ def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> R
 
 
 def model_family(model: str) -> str:
-    """A model without its version (``deepseek-flash`` for DeepSeek-V4.1-Flash and V4-Flash)."""
+    """``deepseek-flash`` for DeepSeek-V4.1-Flash and V4-Flash."""
     k = basis_mod.model_key(model)
     m = re.match(r"^deepseek-v[0-9.]+-(flash|pro)", k)
     return f"deepseek-{m.group(1)}" if m else k
@@ -281,12 +276,10 @@ def is_near(cb: basis_mod.Basis, point: basis_mod.Basis, diffs: list, decisive: 
 
 #: Peak-throughput claims, which a point tuned for latency (at most this concurrency) never
 #: brackets.
-PEAK_THROUGHPUT: tuple[str, ...] = ("rack-scaling.throughput",)
-LATENCY_CONCURRENCY = 32
+PEAK_THROUGHPUT, LATENCY_CONCURRENCY = ("rack-scaling.throughput",), 32
 
 
 def latency_tuned(r: pd.Series) -> bool:
-    """A low-latency recipe, or a concurrency of at most :data:`LATENCY_CONCURRENCY`."""
     conc = r.get("concurrency")
     low_conc = conc is not None and not pd.isna(conc) and int(conc) <= LATENCY_CONCURRENCY
     return "low-latency" in str(r.get("id", "")) or low_conc
@@ -311,7 +304,6 @@ class Near:
     head: str = ""
 
     def text(self) -> str:
-        """``2 near points, 104,429 to 142,565 tok/s/GPU; the claim 6.69x to 9.14x them``..."""
         n = plural(len(self.points), "near point")
         span = span_text(self.low, self.high, self.unit)
         lo, hi = self.ratio_low, self.ratio_high
@@ -366,7 +358,6 @@ def as_basis(name: str) -> str:
 
 
 def near_position(n: Near) -> str:
-    """``inside``, ``above`` or ``below`` one basis's near points, ``-`` without a ratio."""
     return side(n.ratio_low, n.ratio_high)
 
 

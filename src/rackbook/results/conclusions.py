@@ -491,14 +491,6 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
     return within_words([_cap(s) + "." for s in sentences if s])
 
 
-def _why(c: Certainty, word: str) -> str:
-    if word == "impossible as stated":
-        return "a physics bound decides"
-    lowered = [w for label, w in c.why if label == "lowered by"]
-    held = [w for label, w in c.why if label == "held back by"]
-    return (lowered + held + [w for _, w in c.why] + [""])[0]
-
-
 def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
     mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
     rs = {str(r.get("reading")): r for r in mine}
@@ -507,4 +499,7 @@ def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
     word = _word(rs)
     c = certainty(mine, claim)
     grade = PLAIN_GRADES[3 if word == "impossible as stated" else c.level - 1]
-    return Summary(claim.id, word, _plain_finding(claim, rs, word), grade, _why(c, word))
+    first = sorted(c.why, key=lambda r: {"lowered by": 0, "held back by": 1}.get(r[0], 2))
+    why = "a physics bound decides" if word == "impossible as stated" else ""
+    why = why or next((w for _, w in first), "")
+    return Summary(claim.id, word, _plain_finding(claim, rs, word), grade, why)

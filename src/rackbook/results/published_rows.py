@@ -35,11 +35,8 @@ PER_GPU, PER_USER = "tok/s/GPU", "tok/s per user"
 
 def per_gpu_unit(tokens: str) -> str:
     """A per-GPU throughput's unit by the tokens counted: ``output``/``input`` or total."""
-    if tokens == "output":
-        return "output " + PER_GPU
-    if tokens in ("new input", "input incl. cached"):
-        return "input " + PER_GPU
-    return PER_GPU
+    prefix = {"output": "output ", "new input": "input ", "input incl. cached": "input "}
+    return prefix.get(tokens, "") + PER_GPU
 
 
 def unit_family(unit: str) -> str:
