@@ -392,10 +392,9 @@ def cli_check(args: argparse.Namespace) -> int:
     for a in phys.extra["assumed"]:
         print(f"  assumed: {a}")
     for r in c.ceilings:
+        shown = f"{r.tok_s_per_gpu:,.0f} tok/s/GPU"
         if r.name == "memory capacity":
             shown = "fits" if r.tok_s_per_gpu else "does not fit"
-        else:
-            shown = f"{r.tok_s_per_gpu:,.0f} tok/s/GPU"
         label = f"{r.phase} {r.name}" if r.phase else r.name
         print(f"  {label}: {shown}  [{r.formula}]")
     for n in c.notes:

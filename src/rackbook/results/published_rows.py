@@ -202,24 +202,17 @@ def converted_rows(r: pd.Series) -> list[dict[str, object]]:
     out_gpu = float_or_none(r["output_tok_s_per_gpu"])
     if out_gpu is None:
         return []
+    value, rule = out_gpu, "output per GPU as published (metrics.output_tput_per_gpu)"
     if r["source"] == "sglang-cookbook-v4":
         rule = "output = total x osl / (isl + osl) (the cookbook's derivation undone)"
-        value = out_gpu
-    elif r["workload"] == "agentic trace":
-        # InferenceX AgentX (process_agentic_result.py) divides input and output by all GPUs
-        value, rule = out_gpu, "output per GPU as published (AgentX: over all the run's GPUs)"
-    else:
-        if r["serving"] == "disaggregated":
-            dec, gpus = int_or_none(r["decode_gpus"]), int_or_none(r["gpus"])
-            if dec is None or gpus is None:
-                return []
-            value = out_gpu * dec / gpus
-            rule = (
-                f"output per GPU of the deployment = output per decode GPU x {dec} decode / "
-                f"{gpus} GPUs"
-            )
-        else:
-            value, rule = out_gpu, "output per GPU as published (metrics.output_tput_per_gpu)"
+    elif r["workload"] == "agentic trace":  # InferenceX AgentX divides by all the run's GPUs
+        rule = "output per GPU as published (AgentX: over all the run's GPUs)"
+    elif r["serving"] == "disaggregated":
+        dec, gpus = int_or_none(r["decode_gpus"]), int_or_none(r["gpus"])
+        if dec is None or gpus is None:
+            return []
+        value, rule = out_gpu * dec / gpus, "output per GPU of the deployment = output per "
+        rule += f"decode GPU x {dec} decode / {gpus} GPUs"
     row = _from_trace_row(r)
     row.update(
         id=f"{row['id']}#output",

@@ -22,9 +22,8 @@ def check_trace(result: str | None, path: str | Path, field: str = "trace") -> d
     if not isinstance(scenario, str):  # an imported trace says nothing; expert loads: eplb
         scenario = "eplb-balance" if (path / "expert_load.parquet").exists() else None
     if None not in (scenario, result) and scenario != result:
-        raise InputError(
-            path, field, f"a trace of scenario {scenario}, not {result}: the chapter cannot read it"
-        )
+        why = f"a trace of scenario {scenario}, not {result}: the chapter cannot read it"
+        raise InputError(path, field, why)
     if result != "eplb-balance" and traces.table_rows(path, "requests") == 0:
         raise InputError(path, field, "no requests: an empty trace has nothing to measure")
     return run
