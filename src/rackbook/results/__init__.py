@@ -9,7 +9,7 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     if name == "REGISTRY":
-        from rackbook.results.registry import REGISTRY
+        from rackbook.results.registry import RESULTS, module
 
-        return REGISTRY
+        return {n: module(n) for n in RESULTS}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
-"""``REGISTRY``: name -> module ``rackbook.results.NAME`` in :data:`rackbook.paths.RESULTS`'s
-order, and :class:`ChapterTable`, the tables chapters declare."""
+""":func:`module` (a result's module ``rackbook.results.NAME``) and :class:`ChapterTable`, the
+tables chapters declare."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 from rackbook.paths import RESULTS
 
 
-def _module(name: str) -> Any:
+def module(name: str) -> Any:
+    """The module of result ``name`` (imported on first use)."""
     return importlib.import_module(f"rackbook.results.{name.replace('-', '_')}")
 
 
@@ -23,7 +24,7 @@ class ChapterTable(Mapping[str, Any]):
 
     @functools.cached_property
     def _entries(self) -> dict[str, Any]:
-        return {k: v for n in RESULTS for k, v in getattr(_module(n), self.attr, {}).items()}
+        return {k: v for n in RESULTS for k, v in getattr(module(n), self.attr, {}).items()}
 
     def __getitem__(self, key: str) -> Any:
         return self._entries[key]
@@ -33,9 +34,3 @@ class ChapterTable(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._entries)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "REGISTRY":
-        return {n: _module(n) for n in RESULTS}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
