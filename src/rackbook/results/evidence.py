@@ -474,13 +474,10 @@ _POINT_COPY = "hardware gpus model engine value unit as_published role comparabl
 
 def _claim_row(c: claims_registry.Claim, e: ClaimEvidence) -> dict[str, object]:
     sc = c.scope
-    row: dict[str, object] = dict(kind="claim", role="claim", engine="vLLM")
-    row["who"] = "claim (data/claims.yaml)"
+    row: dict[str, object] = dict(kind="claim", role="claim", engine="vLLM", used=False)
+    row |= dict(who="claim (data/claims.yaml)", verified=False, basis=c.figure_basis.short())
     row |= dict(hardware=sc.hardware, gpus=sc.gpu_count, model=sc.model, as_published=c.value_text)
-    row |= dict(
-        value=c.value, unit=c.unit, used=False, verified=False, basis=c.figure_basis.short()
-    )
-    row |= dict(comparable=e.reason, verdict=e.verdict, margin=e.margin)
+    row |= dict(value=c.value, unit=c.unit, comparable=e.reason, verdict=e.verdict, margin=e.margin)
     return row | {"url": e.closest.url if e.closest else c.source.primary}
 
 
@@ -492,9 +489,8 @@ def _basis_row(br: BasisReading) -> dict[str, object]:
         shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
         margin = f"ruled out by physics: {br.ruled_out}{shown}"
     row: dict[str, object] = dict(kind="reading", who=br.name, role="reading", verified=True)
-    row["basis"] = br.basis
     row |= dict(as_published=br.conversion or None, used=bool(br.decided_on), margin=margin)
-    row |= dict(comparable=close + near, verdict=br.verdict)
+    row |= dict(comparable=close + near, verdict=br.verdict, basis=br.basis)
     return row | {"url": br.closest.url if br.closest else None}
 
 
