@@ -174,10 +174,8 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
         only = " (only analogues, which do not decide)" if analogue else ""
         return f"no like-for-like measurement is published{only}"
     place = PLACES.get(verdict, "").format("published like-for-like measurement")
-    verb = "sits" if verdict == "within" else "is"
-    text = (
-        f"{figure} {verb} {place}" if place else f"the published reading of {figure} is {verdict}"
-    )
+    text = f"{figure} {'sits' if verdict == 'within' else 'is'} {place}"
+    text = text if place else f"the published reading of {figure} is {verdict}"
     if margin:
         return f"{text}: {margin}"
     closest = r.get("closest")
@@ -221,13 +219,12 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
             continue
         names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
         if modelled:
-            margin = _margin(es[0])
+            margin = f": {_margin(es[0])}" if _margin(es[0]) else ""
+            place = PLACES.get(verdict, verdict).format("modelled price")
             body = (
-                f"{figure} is "
-                + PLACES.get(verdict, verdict).format("modelled price")
-                + " (a cost model's rate, not a listed price nor a measurement)"
-                + (f": {margin}" if margin else "")
+                f"{figure} is {place} (a cost model's rate, not a listed price nor a measurement)"
             )
+            body += margin
         else:
             sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
             body = _body(kind, figure, sub, hardware)
