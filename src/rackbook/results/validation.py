@@ -232,11 +232,7 @@ def _split(p: Point, claimed: float) -> tuple[float, float]:
         inp, out = claimed, (claimed * osl / isl if isl else 0.0)
     else:
         out, inp = claimed * osl / (isl + osl), claimed * isl / (isl + osl)
-    if p.phase == "decode":
-        inp = 0.0
-    if p.phase == "prefill":
-        out = 0.0
-    return out, inp
+    return (0.0 if p.phase == "prefill" else out), (0.0 if p.phase == "decode" else inp)
 
 
 def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
