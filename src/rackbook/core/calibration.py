@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,14 +12,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rackbook import paths
 from rackbook.core import jsonstream, schema
-from rackbook.core.fsio import atomic_dir, check_output_folder
+from rackbook.core.fsio import atomic_dir, atomic_write_json, check_output_folder
 from rackbook.core.provenance import project_commit
-from rackbook.core.traces import conform, load_run_json, read_table
+from rackbook.core.traces import check_required, conform, load_run_json, read_table, to_arrow
 from rackbook.errors import InputError
 
 #: The kernel families a calibration may hold, and the unit of each family's ``size``.
@@ -111,11 +109,7 @@ SPEC_RANGES: dict[str, tuple[float, float]] = {
 
 
 def _check_run(run: Any, where: Path | str) -> None:
-    if not isinstance(run, dict):
-        raise InputError(where, "run.json", "expected a JSON object")
-    for name, (required, _doc) in schema.CALIBRATION_RUN_FIELDS.items():
-        if required and name not in run:
-            raise InputError(where, f"run.json.{name}", "missing field")
+    check_required(run, schema.CALIBRATION_RUN_FIELDS, where)
     for name, allowed in (("content", (CONTENT,)), ("kind", KINDS), ("device", ("cuda", "cpu"))):
         if run[name] not in allowed:
             problem = f"{run[name]!r} is not one of {', '.join(allowed)}"
@@ -148,20 +142,9 @@ def validate(run: dict[str, Any], kernels: pd.DataFrame, where: Path | str) -> p
 def write_calibration(path: str | Path, run: dict[str, Any], kernels: pd.DataFrame) -> Path:
     """Validate and write a calibration folder atomically; returns ``path``."""
     path = check_output_folder(path)
-    table = validate(run, kernels, path)
-    fields = [
-        pa.field(
-            c.name,
-            {"string": pa.string(), "int64": pa.int64()}.get(c.dtype, pa.float64()),
-            nullable=c.nullable,
-        )
-        for c in schema.CALIBRATION_KERNELS
-    ]
-    arrow = pa.Table.from_pandas(table, schema=pa.schema(fields), preserve_index=False)
+    arrow = to_arrow(validate(run, kernels, path), schema.CALIBRATION_KERNELS)
     with atomic_dir(path, kind="calibration") as tmp:
-        (tmp / "run.json").write_text(
-            json.dumps(run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
-        )
+        atomic_write_json(tmp / "run.json", run)
         pq.write_table(arrow, tmp / "kernels.parquet", compression="zstd")
     return path
 

@@ -234,12 +234,17 @@ def check_consistency(
             )
 
 
-def _check_run(run: Any, where: Path | str) -> None:
+def check_required(run: Any, fields: Mapping[str, tuple[bool, str]], where: Path | str) -> None:
+    """InputError unless ``run`` is a JSON object holding every required one of ``fields``."""
     if not isinstance(run, dict):
         raise InputError(where, "run.json", f"must be a JSON object, got {type(run).__name__}")
-    for name, (required, _doc) in schema.RUN_FIELDS.items():
+    for name, (required, _doc) in fields.items():
         if required and name not in run:
             raise InputError(where, f"run.json.{name}", "missing required field")
+
+
+def _check_run(run: Any, where: Path | str) -> None:
+    check_required(run, schema.RUN_FIELDS, where)
     version = run["schema_version"]
     if isinstance(version, bool) or version != schema.SCHEMA_VERSION:
         problem = f"{version!r} is not a version this rackbook reads ({schema.SCHEMA_VERSION})"
@@ -362,8 +367,9 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     return Trace(trace.run, req, itl, pts, extra, trace.path, trace.itl_loaded)
 
 
-def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
-    known = {c.name: _ARROW[c.dtype] for c in schema.TABLES.get(table, ())}
+def to_arrow(df: pd.DataFrame, columns: tuple[schema.Column, ...]) -> pa.Table:
+    """``df`` as an Arrow table, ``columns`` in their declared types (others inferred)."""
+    known = {c.name: _ARROW[c.dtype] for c in columns}
     return pa.table({n: pa.array(df[n], type=known.get(n), from_pandas=True) for n in df.columns})
 
 
@@ -375,12 +381,11 @@ def write_trace(
     fsio.check_replaceable(path, "trace", "output")
     t = validate(trace, where=source or path)
     with atomic_dir(path, overwrite=overwrite, kind="trace") as tmp:
-        (tmp / "run.json").write_text(
-            json.dumps(t.run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
-        )
+        fsio.atomic_write_json(tmp / "run.json", t.run)
         tables = {"requests": t.requests, "itl": t.itl, "points": t.points, **t.extra}
         for name, df in tables.items():
-            pq.write_table(_to_arrow(df, name), tmp / f"{name}.parquet", compression="zstd")
+            arrow = to_arrow(df, schema.TABLES.get(name, ()))
+            pq.write_table(arrow, tmp / f"{name}.parquet", compression="zstd")
     t.path = path
     return path
 
