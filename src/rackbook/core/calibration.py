@@ -81,12 +81,9 @@ def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
             listed = ", ".join(map(repr, allowed))
             problem = f"{out[name].iloc[row]!r} in row {row} is not one of {listed}"
             raise InputError(where, f"kernels.{name}", problem)
-    for name, positive in (("size", True), ("seconds", True), ("bytes", False), ("flops", False)):
+    for name in ("size", "seconds", "bytes", "flops"):  # conform refused NaN and infinity
         vals = out[name].to_numpy(np.float64)
-        known = ~np.isnan(vals)
-        bad = known & (~np.isfinite(vals) | (vals <= 0 if positive else vals < 0))
-        if name in ("size", "seconds"):
-            bad |= ~known
+        bad = vals <= 0 if name in ("size", "seconds") else vals < 0
         if bad.any():
             row = int(bad.argmax())
             raise InputError(where, f"kernels.{name}", f"must be finite and > 0 (row {row})")

@@ -22,9 +22,7 @@ from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
 
 _T = TypeVar("_T")
-_EMPTY_GAPS = pd.DataFrame(
-    {"request_row": pd.Series([], dtype="int64"), "itl_s": pd.Series([], dtype="float64")}
-)
+_EMPTY_GAPS = pd.DataFrame({c.name: pd.Series([], dtype=c.dtype) for c in schema.ITL})
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
 
 
