@@ -284,9 +284,7 @@ def compare(
     rows = []
     for r in reference.itertuples(index=False):
         ref_fig, unit = _figure(r.family, r.bytes, r.flops, r.seconds)
-        s = got.get((r.family, r.dtype, r.size), np.nan)
-        if isinstance(s, pd.Series):  # a repeated row: validate() refuses these
-            s = float(s.iloc[0])
+        s = got.get((r.family, r.dtype, r.size), np.nan)  # validated: one row per shape
         ratio = r.seconds / s if s == s else np.nan
         rows.append(
             {

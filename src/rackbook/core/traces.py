@@ -89,15 +89,11 @@ def check_values(
         lo, hi = values.min(), values.max()  # NaN in either fails every comparison below
         if lo >= 0 and (hi <= MAX_TOKENS if tokens else hi < np.inf):
             return
-    for bad, problem in (
-        (~np.isfinite(values), NON_FINITE),
-        (values < 0, "negative value"),
-        (
-            values > MAX_TOKENS if tokens else None,
-            f"implausibly large token count (over {MAX_TOKENS:.0e})",
-        ),
-    ):
-        if bad is not None and bad.any():
+    checks = {NON_FINITE: ~np.isfinite(values), "negative value": values < 0}
+    if tokens:
+        checks[f"implausibly large token count (over {MAX_TOKENS:.0e})"] = values > MAX_TOKENS
+    for problem, bad in checks.items():
+        if bad.any():
             field, suffix = names(column, offset + int(np.argmax(bad)))
             raise InputError(where, field, problem + suffix)
 
