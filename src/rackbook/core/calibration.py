@@ -189,42 +189,29 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
 # ----------------------------------------------------------------------------- the reference
 
 
-def _row(
-    family: str, dtype: str, size: int, seconds: float, nbytes: float | None, flops: float | None
-) -> dict[str, Any]:
-    return {
-        "family": family,
-        "dtype": dtype,
-        "size": int(size),
-        "seconds": float(seconds),
-        "bytes": np.nan if nbytes is None else float(nbytes),
-        "flops": np.nan if flops is None else float(flops),
-    }
-
-
 def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """A calibration (run, kernels) from the reference H200 JSON: seconds from the published rates
     (bytes / TB/s, FLOPs / TFLOP/s) or times (us); the method text kept in ``run.method``."""
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[Any, ...]] = []  # (family, dtype, size, seconds, bytes, FLOPs)
     bw = ref["bandwidth"]
     n = float(bw["bytes"])
-    rows.append(_row("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None))
-    rows.append(_row("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None))
+    rows.append(("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None))
+    rows.append(("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None))
     for key, rate in ref["dense_gemm"].items():
         dtype, size, _unit = key.split("_")
         flops = 2.0 * int(size) ** 3
-        rows.append(_row("dense_gemm", dtype, int(size), flops / (rate * 1e12), None, flops))
+        rows.append(("dense_gemm", dtype, int(size), flops / (rate * 1e12), None, flops))
     shapes = dict(REF_SHAPES)
     per_expert = 3 * shapes["hidden_size"] * shapes["moe_intermediate_size"]
     for e in ref["experts"]:
         width = {"fp8": 1, "bf16": 2}[e["dtype"]]
         flops = 2.0 * e["M"] * per_expert
         seconds = e["us_per_expert"] * 1e-6
-        rows.append(_row("expert_gemm", e["dtype"], e["M"], seconds, per_expert * width, flops))
+        rows.append(("expert_gemm", e["dtype"], e["M"], seconds, per_expert * width, flops))
     for s in ref["indexer_scan"]:
-        rows.append(_row("indexer_scan", "bf16", s["keys"], s["us"] * 1e-6, s["key_bytes"], None))
+        rows.append(("indexer_scan", "bf16", s["keys"], s["us"] * 1e-6, s["key_bytes"], None))
     for a in ref["sparse_attention"]:
-        rows.append(_row("sparse_attention", "bf16", a["pool_rows"], a["us"] * 1e-6, None, None))
+        rows.append(("sparse_attention", "bf16", a["pool_rows"], a["us"] * 1e-6, None, None))
     spec = ref["spec_H200"]
     smi = ref.get("nvidia_smi", "")
     driver = smi.split(",")[1].strip() if smi.count(",") >= 1 else None
@@ -255,7 +242,8 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
             + str(ref.get("repeatability", ""))
         ),
     }
-    return run, pd.DataFrame(rows)
+    kernels = pd.DataFrame(rows, columns=[c.name for c in schema.CALIBRATION_KERNELS])
+    return run, kernels.astype({"size": "int64", "seconds": float, "bytes": float, "flops": float})
 
 
 # ----------------------------------------------------------------------------- comparing
