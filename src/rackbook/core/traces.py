@@ -133,9 +133,7 @@ def check_points(pts: pd.DataFrame, where: Path | str) -> None:
     if (pts["duration_s"] <= 0).any():
         row = int((pts["duration_s"] <= 0).argmax())
         raise InputError(where, "points.duration_s", f"must be > 0 (row {row})")
-    for column, (low, bound) in POINT_COUNTS.items():
-        if column not in pts:
-            continue
+    for column, (low, bound) in POINT_COUNTS.items():  # conformed: every column is there
         values = pd.to_numeric(pts[column], errors="coerce")
         given = pts[column].notna()
         bad = given & ~((values >= low) & (values <= limits.BOUNDS[bound]))
@@ -333,11 +331,11 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     req = conform(trace.requests, "requests", where)
     itl = conform(trace.itl, "itl", where)
     pts = conform(trace.points, "points", where)
-    extra = {k: conform(v, k, where) for k, v in trace.extra.items() if k in schema.EXTRA_TABLES}
-    extra.update({k: v for k, v in trace.extra.items() if k not in schema.EXTRA_TABLES})
-    if "published_points" in extra:  # value checks of published rows
+    extra = {
+        k: conform(v, k, where) if k in schema.EXTRA_TABLES else v for k, v in trace.extra.items()
+    }
+    if "published_points" in extra:
         schema.check_points(extra["published_points"], trace.run, where)
-
     check_points(pts, where)
     dup = req["request_id"][req["request_id"].duplicated()]
     if len(dup):
