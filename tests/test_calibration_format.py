@@ -69,5 +69,5 @@ def test_not_a_calibration(tmp_path) -> None:
         calibration.read_calibration(tmp_path / "nope")
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "run.json").write_text(json.dumps({"content": "trace"}))
-    with pytest.raises(InputError, match=r"run\.json\.schema_version: missing field"):
+    with pytest.raises(InputError, match=r"run\.json\.schema_version: missing required field"):
         calibration.read_calibration(tmp_path / "t")

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,14 +12,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rackbook import paths
 from rackbook.core import jsonstream, schema
-from rackbook.core.fsio import atomic_dir, check_output_folder
+from rackbook.core.fsio import atomic_dir, atomic_write_json, check_output_folder
 from rackbook.core.provenance import project_commit
-from rackbook.core.traces import conform, load_run_json, read_table
+from rackbook.core.traces import check_required, conform, load_run_json, read_table, to_arrow
 from rackbook.errors import InputError
 
 #: The kernel families a calibration may hold, and the unit of each family's ``size``.
@@ -83,12 +81,9 @@ def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
             listed = ", ".join(map(repr, allowed))
             problem = f"{out[name].iloc[row]!r} in row {row} is not one of {listed}"
             raise InputError(where, f"kernels.{name}", problem)
-    for name, positive in (("size", True), ("seconds", True), ("bytes", False), ("flops", False)):
+    for name in ("size", "seconds", "bytes", "flops"):  # conform refused NaN and infinity
         vals = out[name].to_numpy(np.float64)
-        known = ~np.isnan(vals)
-        bad = known & (~np.isfinite(vals) | (vals <= 0 if positive else vals < 0))
-        if name in ("size", "seconds"):
-            bad |= ~known
+        bad = vals <= 0 if name in ("size", "seconds") else vals < 0
         if bad.any():
             row = int(bad.argmax())
             raise InputError(where, f"kernels.{name}", f"must be finite and > 0 (row {row})")
@@ -111,11 +106,7 @@ SPEC_RANGES: dict[str, tuple[float, float]] = {
 
 
 def _check_run(run: Any, where: Path | str) -> None:
-    if not isinstance(run, dict):
-        raise InputError(where, "run.json", "expected a JSON object")
-    for name, (required, _doc) in schema.CALIBRATION_RUN_FIELDS.items():
-        if required and name not in run:
-            raise InputError(where, f"run.json.{name}", "missing field")
+    check_required(run, schema.CALIBRATION_RUN_FIELDS, where)
     for name, allowed in (("content", (CONTENT,)), ("kind", KINDS), ("device", ("cuda", "cpu"))):
         if run[name] not in allowed:
             problem = f"{run[name]!r} is not one of {', '.join(allowed)}"
@@ -148,20 +139,9 @@ def validate(run: dict[str, Any], kernels: pd.DataFrame, where: Path | str) -> p
 def write_calibration(path: str | Path, run: dict[str, Any], kernels: pd.DataFrame) -> Path:
     """Validate and write a calibration folder atomically; returns ``path``."""
     path = check_output_folder(path)
-    table = validate(run, kernels, path)
-    fields = [
-        pa.field(
-            c.name,
-            {"string": pa.string(), "int64": pa.int64()}.get(c.dtype, pa.float64()),
-            nullable=c.nullable,
-        )
-        for c in schema.CALIBRATION_KERNELS
-    ]
-    arrow = pa.Table.from_pandas(table, schema=pa.schema(fields), preserve_index=False)
+    arrow = to_arrow(validate(run, kernels, path), schema.CALIBRATION_KERNELS)
     with atomic_dir(path, kind="calibration") as tmp:
-        (tmp / "run.json").write_text(
-            json.dumps(run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
-        )
+        atomic_write_json(tmp / "run.json", run)
         pq.write_table(arrow, tmp / "kernels.parquet", compression="zstd")
     return path
 
@@ -209,42 +189,29 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
 # ----------------------------------------------------------------------------- the reference
 
 
-def _row(
-    family: str, dtype: str, size: int, seconds: float, nbytes: float | None, flops: float | None
-) -> dict[str, Any]:
-    return {
-        "family": family,
-        "dtype": dtype,
-        "size": int(size),
-        "seconds": float(seconds),
-        "bytes": np.nan if nbytes is None else float(nbytes),
-        "flops": np.nan if flops is None else float(flops),
-    }
-
-
 def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """A calibration (run, kernels) from the reference H200 JSON: seconds from the published rates
     (bytes / TB/s, FLOPs / TFLOP/s) or times (us); the method text kept in ``run.method``."""
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[Any, ...]] = []  # (family, dtype, size, seconds, bytes, FLOPs)
     bw = ref["bandwidth"]
     n = float(bw["bytes"])
-    rows.append(_row("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None))
-    rows.append(_row("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None))
+    rows.append(("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None))
+    rows.append(("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None))
     for key, rate in ref["dense_gemm"].items():
         dtype, size, _unit = key.split("_")
         flops = 2.0 * int(size) ** 3
-        rows.append(_row("dense_gemm", dtype, int(size), flops / (rate * 1e12), None, flops))
+        rows.append(("dense_gemm", dtype, int(size), flops / (rate * 1e12), None, flops))
     shapes = dict(REF_SHAPES)
     per_expert = 3 * shapes["hidden_size"] * shapes["moe_intermediate_size"]
     for e in ref["experts"]:
         width = {"fp8": 1, "bf16": 2}[e["dtype"]]
         flops = 2.0 * e["M"] * per_expert
         seconds = e["us_per_expert"] * 1e-6
-        rows.append(_row("expert_gemm", e["dtype"], e["M"], seconds, per_expert * width, flops))
+        rows.append(("expert_gemm", e["dtype"], e["M"], seconds, per_expert * width, flops))
     for s in ref["indexer_scan"]:
-        rows.append(_row("indexer_scan", "bf16", s["keys"], s["us"] * 1e-6, s["key_bytes"], None))
+        rows.append(("indexer_scan", "bf16", s["keys"], s["us"] * 1e-6, s["key_bytes"], None))
     for a in ref["sparse_attention"]:
-        rows.append(_row("sparse_attention", "bf16", a["pool_rows"], a["us"] * 1e-6, None, None))
+        rows.append(("sparse_attention", "bf16", a["pool_rows"], a["us"] * 1e-6, None, None))
     spec = ref["spec_H200"]
     smi = ref.get("nvidia_smi", "")
     driver = smi.split(",")[1].strip() if smi.count(",") >= 1 else None
@@ -275,7 +242,8 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
             + str(ref.get("repeatability", ""))
         ),
     }
-    return run, pd.DataFrame(rows)
+    kernels = pd.DataFrame(rows, columns=[c.name for c in schema.CALIBRATION_KERNELS])
+    return run, kernels.astype({"size": "int64", "seconds": float, "bytes": float, "flops": float})
 
 
 # ----------------------------------------------------------------------------- comparing
@@ -304,9 +272,7 @@ def compare(
     rows = []
     for r in reference.itertuples(index=False):
         ref_fig, unit = _figure(r.family, r.bytes, r.flops, r.seconds)
-        s = got.get((r.family, r.dtype, r.size), np.nan)
-        if isinstance(s, pd.Series):  # a repeated row: validate() refuses these
-            s = float(s.iloc[0])
+        s = got.get((r.family, r.dtype, r.size), np.nan)  # validated: one row per shape
         ratio = r.seconds / s if s == s else np.nan
         rows.append(
             {

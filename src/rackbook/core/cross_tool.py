@@ -36,14 +36,6 @@ CROSS_TOOL: tuple[tuple[str, str, str, str, str, str], ...] = (
 # fmt: on
 
 
-def _pooled_itl(trace: traces.Trace, rows_mask: np.ndarray) -> np.ndarray:
-    """Gaps (s) of the requests selected by ``rows_mask`` (boolean over request rows)."""
-    if trace.itl.empty:
-        return np.zeros(0)
-    rr = trace.itl["request_row"].to_numpy()
-    return trace.itl["itl_s"].to_numpy(dtype=np.float64)[rows_mask[rr]]
-
-
 def translate(trace: traces.Trace, gpus: int = 1, point_id: str | None = None) -> pd.DataFrame:
     """One window of a trace (``point_id``, default: the first point) under vLLM's, AIPerf's,
     guidellm's and InferenceX's definitions, side by side. ``gpus`` divides per-GPU figures."""
@@ -52,7 +44,8 @@ def translate(trace: traces.Trace, gpus: int = 1, point_id: str | None = None) -
     req = trace.requests[mask]
     dur = float(trace.points.loc[trace.points["point_id"] == pid, "duration_s"].iloc[0])
     ok_mask = mask & trace.requests["success"].to_numpy(dtype=bool)
-    m = vllm_metrics(req, _pooled_itl(trace, ok_mask), dur).to_dict()
+    gaps_s = trace.itl["itl_s"].to_numpy(np.float64)[ok_mask[trace.itl["request_row"].to_numpy()]]
+    m = vllm_metrics(req, gaps_s, dur).to_dict()
     ok = req[req["success"]]
     e2el = ok["e2el_s"].to_numpy(np.float64)
     n = ok["output_tokens"].to_numpy(np.int64)

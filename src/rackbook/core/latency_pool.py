@@ -194,13 +194,9 @@ def point_groups(codes: np.ndarray, npoints: int) -> Groups:
     if codes.size > 1 and bool((codes[1:] < codes[:-1]).any()):
         return Groups(np.bincount(codes, minlength=npoints), False, None)
     # the points in the codes' own type: searchsorted would convert the codes otherwise
-    starts = np.searchsorted(codes, np.arange(npoints + 1, dtype=_code_type(codes, npoints)))
+    dtype = np.result_type(codes.dtype, np.min_scalar_type(-npoints))
+    starts = np.searchsorted(codes, np.arange(npoints + 1, dtype=dtype))
     return Groups(np.diff(starts), True, starts)
-
-
-def _code_type(codes: np.ndarray, npoints: int) -> np.dtype:
-    """The integer type that holds ``codes`` and 0 to ``npoints``."""
-    return np.result_type(codes.dtype, np.min_scalar_type(-npoints))
 
 
 def sum_by(g: Groups, codes: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -103,12 +103,9 @@ def vllm_metrics(
     out_tok = requests["output_tokens"].to_numpy(dtype=np.int64)[ok]
     in_tok = requests["prompt_tokens"].to_numpy(dtype=np.int64)[ok]
     completed = int(ok.sum())
-    stats = {
-        "ttft": latency_stats("ttft", ttft, percentiles),
-        "tpot": latency_stats("tpot", tpot_s(ttft, e2el, out_tok), percentiles),
-        "itl": latency_stats("itl", np.asarray(itl_s, dtype=np.float64), percentiles),
-        "e2el": latency_stats("e2el", e2el, percentiles),
-    }
+    tpot, itl = tpot_s(ttft, e2el, out_tok), np.asarray(itl_s, dtype=np.float64)
+    values = {"ttft": ttft, "tpot": tpot, "itl": itl, "e2el": e2el}
+    stats = {m: latency_stats(m, v, percentiles) for m, v in values.items()}
     return window_metrics(
         duration_s, completed, int((~ok).sum()), int(in_tok.sum()), int(out_tok.sum()), stats
     )

@@ -174,7 +174,7 @@ def declared_hardware(
     name: str,
     count: int,
     catalog: str,
-    importing_machine: dict[str, Any] | None = None,
+    importing_machine: dict[str, Any],
 ) -> dict[str, Any]:
     """``run.json``'s ``hardware`` for declared GPUs, this machine kept apart."""
     return {
@@ -187,9 +187,7 @@ def declared_hardware(
             "catalog": catalog,
             "by": DECLARED_BY,
         },
-        "importing_machine": hardware_inventory()
-        if importing_machine is None
-        else importing_machine,
+        "importing_machine": importing_machine,
         "note": "the GPUs the benchmark ran on as the user declared them; the machine that "
         "imported it is hardware.importing_machine",
     }

@@ -17,17 +17,13 @@ PREFIX_CACHE_COUNTERS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _base_name(metric: str) -> str:
-    return metric[: -len("_total")] if metric.endswith("_total") else metric
-
-
 def counter_deltas(server_metrics: pd.DataFrame, point_id: str) -> dict[str, float]:
     """After - before per counter (no ``_total``) over one point, summed over labels and servers; a
     counter that went down gives NaN."""
     sm = server_metrics[server_metrics["point_id"] == point_id]
     if sm.empty:
         return {}
-    sm = sm.assign(base=sm["metric"].map(_base_name))
+    sm = sm.assign(base=sm["metric"].str.removesuffix("_total"))
     sums = sm.groupby(["server", "base", "phase"])["value"].sum()
     out: dict[str, float] = {}
     for (server, base), _ in sums.groupby(level=[0, 1]):

@@ -167,13 +167,8 @@ class _Summary:
             pool.commit(codes)
 
     def result(self, trace_id: str, kind: str) -> TraceSummary:
-        n = self.np
-        if not self.done:
-            self.requests_done()
-        stats = {
-            m: self.done[m] if m in self.done else self.pools[m].stats(m, self.percentiles, n)
-            for m in LATENCY_METRICS
-        }
+        n = self.np  # requests_done() was called: the pools of request metrics are spent
+        stats = {"itl": self.pools["itl"].stats("itl", self.percentiles, n), **self.done}
         counts = (self.completed, self.failed, self.tokens_in, self.tokens_out)
 
         def window(
@@ -214,21 +209,25 @@ def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int
             if rr.size and (rr.min() < 0 or rr.max() >= n_req):
                 raise InputError(path, "itl.request_row", "refers to a request row that is absent")
             traces.check_values(v, path, "itl_s", traces.RowNames("itl"), offset=off)
-            code = row_code[rr]
-            keep = code >= 0
-            if keep.all():
-                acc.add_itl(code, v)
-            else:
-                acc.add_itl(code[keep], v, keep)
+            _add_gaps(acc, row_code, rr, v)
+
+
+def _add_gaps(acc: _Summary, row_code: np.ndarray, rows: np.ndarray, gaps_s: np.ndarray) -> None:
+    code = row_code[rows]
+    keep = code >= 0
+    if keep.all():
+        acc.add_itl(code, gaps_s)
+    else:
+        acc.add_itl(code[keep], gaps_s, keep)
 
 
 def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
     """Metrics of a whole trace (windows as one, durations summed) and per point; gaps of a trace
     read with ``itl=False`` are streamed from ``path``."""
     req = trace.requests
-    stream_itl = not trace.itl_loaded and trace.path is not None
-    n_itl = traces.table_rows(trace.path, "itl") if trace.path and stream_itl else len(trace.itl)
-    exact_itl = not stream_itl or n_itl <= EXACT_ITL_MAX
+    path = None if trace.itl_loaded else trace.path  # gaps to stream from there
+    n_itl = traces.table_rows(path, "itl") if path else len(trace.itl)
+    exact_itl = not path or n_itl <= EXACT_ITL_MAX
     acc = _Summary(trace.points, percentiles, exact_itl, requests=len(req), gaps=n_itl)
     codes = _point_index(req["point_id"], trace.points)
     ok = req["success"].to_numpy(dtype=bool)
@@ -242,12 +241,11 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
     )
     row_code = np.where(ok, codes, -1).astype(np.int32)
     acc.requests_done()
-    if stream_itl and trace.path is not None:
-        _stream_itl(acc, Path(trace.path), row_code, CHUNK_ROWS)
+    if path:
+        _stream_itl(acc, Path(path), row_code, CHUNK_ROWS)
     elif not trace.itl.empty:
-        code = row_code[trace.itl["request_row"].to_numpy()]
-        keep = code >= 0
-        acc.add_itl(code[keep], trace.itl["itl_s"].to_numpy(dtype=np.float64), keep)
+        gaps = trace.itl["itl_s"].to_numpy(dtype=np.float64)
+        _add_gaps(acc, row_code, trace.itl["request_row"].to_numpy(), gaps)
     return with_validity(acc.result(trace.trace_id, trace.kind), trace)
 
 

@@ -22,9 +22,7 @@ from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
 
 _T = TypeVar("_T")
-_EMPTY_GAPS = pd.DataFrame(
-    {"request_row": pd.Series([], dtype="int64"), "itl_s": pd.Series([], dtype="float64")}
-)
+_EMPTY_GAPS = pd.DataFrame({c.name: pd.Series([], dtype=c.dtype) for c in schema.ITL})
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
 
 
@@ -91,15 +89,11 @@ def check_values(
         lo, hi = values.min(), values.max()  # NaN in either fails every comparison below
         if lo >= 0 and (hi <= MAX_TOKENS if tokens else hi < np.inf):
             return
-    for bad, problem in (
-        (~np.isfinite(values), NON_FINITE),
-        (values < 0, "negative value"),
-        (
-            values > MAX_TOKENS if tokens else None,
-            f"implausibly large token count (over {MAX_TOKENS:.0e})",
-        ),
-    ):
-        if bad is not None and bad.any():
+    checks = {NON_FINITE: ~np.isfinite(values), "negative value": values < 0}
+    if tokens:
+        checks[f"implausibly large token count (over {MAX_TOKENS:.0e})"] = values > MAX_TOKENS
+    for problem, bad in checks.items():
+        if bad.any():
             field, suffix = names(column, offset + int(np.argmax(bad)))
             raise InputError(where, field, problem + suffix)
 
@@ -139,9 +133,7 @@ def check_points(pts: pd.DataFrame, where: Path | str) -> None:
     if (pts["duration_s"] <= 0).any():
         row = int((pts["duration_s"] <= 0).argmax())
         raise InputError(where, "points.duration_s", f"must be > 0 (row {row})")
-    for column, (low, bound) in POINT_COUNTS.items():
-        if column not in pts:
-            continue
+    for column, (low, bound) in POINT_COUNTS.items():  # conformed: every column is there
         values = pd.to_numeric(pts[column], errors="coerce")
         given = pts[column].notna()
         bad = given & ~((values >= low) & (values <= limits.BOUNDS[bound]))
@@ -234,12 +226,17 @@ def check_consistency(
             )
 
 
-def _check_run(run: Any, where: Path | str) -> None:
+def check_required(run: Any, fields: Mapping[str, tuple[bool, str]], where: Path | str) -> None:
+    """InputError unless ``run`` is a JSON object holding every required one of ``fields``."""
     if not isinstance(run, dict):
         raise InputError(where, "run.json", f"must be a JSON object, got {type(run).__name__}")
-    for name, (required, _doc) in schema.RUN_FIELDS.items():
+    for name, (required, _doc) in fields.items():
         if required and name not in run:
             raise InputError(where, f"run.json.{name}", "missing required field")
+
+
+def _check_run(run: Any, where: Path | str) -> None:
+    check_required(run, schema.RUN_FIELDS, where)
     version = run["schema_version"]
     if isinstance(version, bool) or version != schema.SCHEMA_VERSION:
         problem = f"{version!r} is not a version this rackbook reads ({schema.SCHEMA_VERSION})"
@@ -334,11 +331,11 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     req = conform(trace.requests, "requests", where)
     itl = conform(trace.itl, "itl", where)
     pts = conform(trace.points, "points", where)
-    extra = {k: conform(v, k, where) for k, v in trace.extra.items() if k in schema.EXTRA_TABLES}
-    extra.update({k: v for k, v in trace.extra.items() if k not in schema.EXTRA_TABLES})
-    if "published_points" in extra:  # value checks of published rows
+    extra = {
+        k: conform(v, k, where) if k in schema.EXTRA_TABLES else v for k, v in trace.extra.items()
+    }
+    if "published_points" in extra:
         schema.check_points(extra["published_points"], trace.run, where)
-
     check_points(pts, where)
     dup = req["request_id"][req["request_id"].duplicated()]
     if len(dup):
@@ -362,8 +359,9 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
     return Trace(trace.run, req, itl, pts, extra, trace.path, trace.itl_loaded)
 
 
-def _to_arrow(df: pd.DataFrame, table: str) -> pa.Table:
-    known = {c.name: _ARROW[c.dtype] for c in schema.TABLES.get(table, ())}
+def to_arrow(df: pd.DataFrame, columns: tuple[schema.Column, ...]) -> pa.Table:
+    """``df`` as an Arrow table, ``columns`` in their declared types (others inferred)."""
+    known = {c.name: _ARROW[c.dtype] for c in columns}
     return pa.table({n: pa.array(df[n], type=known.get(n), from_pandas=True) for n in df.columns})
 
 
@@ -375,12 +373,11 @@ def write_trace(
     fsio.check_replaceable(path, "trace", "output")
     t = validate(trace, where=source or path)
     with atomic_dir(path, overwrite=overwrite, kind="trace") as tmp:
-        (tmp / "run.json").write_text(
-            json.dumps(t.run, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8"
-        )
+        fsio.atomic_write_json(tmp / "run.json", t.run)
         tables = {"requests": t.requests, "itl": t.itl, "points": t.points, **t.extra}
         for name, df in tables.items():
-            pq.write_table(_to_arrow(df, name), tmp / f"{name}.parquet", compression="zstd")
+            arrow = to_arrow(df, schema.TABLES.get(name, ()))
+            pq.write_table(arrow, tmp / f"{name}.parquet", compression="zstd")
     t.path = path
     return path
 

@@ -281,10 +281,8 @@ class Screening:
         if not self.flagged:
             return ""
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.by_check.items() if n)
-        out = (
-            f"{self.flagged} of {self.successful} successful requests ({percent(self.share)}) were "
-        )
-        out += f"flagged ({counts})"
+        out = f"{self.flagged} of {self.successful} successful requests ({percent(self.share)})"
+        out += f" were flagged ({counts})"
         if self.kept_flagged:
             out += (
                 f"; {self.kept_flagged} of them are KEPT in the figures, fit and headline: their "
