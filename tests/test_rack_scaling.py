@@ -197,8 +197,6 @@ def test_speedup_readings_tray_and_hgx():
     assert r.loc["gb300-tray", "stated_node_tok_s_per_gpu"] == pytest.approx(2_173_671, abs=1)
     assert r.loc["gb300-tray", "stated_min_cached_share"] == pytest.approx(0.857, abs=1e-3)
     assert set(r["stated_verdict"]) == {"undetermined"}
-    with pytest.raises(InputError, match="speedup"):
-        rack_scaling.readings.speedup_readings(0, 954_000, 72, "deepseek-v4.1-flash", "gb300")
 
 
 def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
@@ -227,8 +225,6 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     assert cached["verdict"] == "undetermined" and np.isnan(cached["ratio"])
     assert "64 %" in cached["formula"] and "ISL 100,000 / OSL 1,000 (assumed" in cached["formula"]
     assert cached["command"].endswith("--isl 100000 --osl 1000 --cached-share 0.640")
-    with pytest.raises(InputError, match="cached_share"):
-        rack_scaling.readings.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", 1.0)
 
 
 @pytest.mark.parametrize(
@@ -286,12 +282,6 @@ def test_cost_readings():
         "reading"
     )
     assert at.loc["rack total / 72", "revenue_at_share"] == pytest.approx(47.7 * 0.82)
-    with pytest.raises(InputError, match="usd_per_m_cached"):
-        rack_scaling.readings.cost_readings(
-            38.96, TOKENS, usd_per_m_uncached=0.1, usd_per_m_cached=1.0
-        )
-    with pytest.raises(InputError, match="cached_share"):
-        rack_scaling.readings.cost_readings(38.96, TOKENS, cached_share=1.5)
 
 
 # --------------------------------------------------------------------------------------------
