@@ -16,7 +16,6 @@ from rackbook import paths
 from rackbook.core import server_metrics
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.traces import read_trace, validate
-from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.results import rack_scaling
 
@@ -114,8 +113,6 @@ def test_accounting_unknown_cached_is_nan_and_said(tmp_path):
     assert math.isnan(row["cached_input_tok_s"]) and math.isnan(row["computed_tok_s"])
     assert row["total_tok_s"] == pytest.approx(55.0)  # (100 + 10) / 2 s still known
     assert math.isnan(row["total_tok_s_per_gpu"])  # no GPU count anywhere
-    with pytest.raises(InputError, match="gpus"):
-        rack_scaling.measure.token_accounting(t, gpus=0)
 
 
 def test_counter_that_went_down_is_unknown(tmp_path):
@@ -137,8 +134,6 @@ def test_scaling_efficiency_is_the_per_gpu_ratio():
     assert s.speedup == pytest.approx(10.0) and s.nodes == pytest.approx(8.0)
     assert s.efficiency == pytest.approx(1.25)
     assert s.per_gpu_n / s.per_gpu_1 == pytest.approx(s.efficiency)  # 31.25 / 25
-    with pytest.raises(InputError, match="total_1"):
-        rack_scaling.measure.scaling_efficiency(1.0, 0.0, 8, 4)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""The rack-scaling chapter: its parameters, the analysis of a trace, what it concludes and the
-values its prose quotes."""
+"""The rack-scaling chapter: parameters, analysis, outcome and the values its prose quotes."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="rack-scaling"):
-    """The notebook's ``parameters`` (``cached_share`` None: unpublished) and the assumed
-    workload (tokens per request; not notebook parameters)."""
+    """The notebook's ``parameters`` and the assumed workload (tokens per request)."""
 
     gpus_per_replica: int
     reference_config: str
@@ -83,8 +81,7 @@ class Params(headline.Params, result="rack-scaling"):
 
 
 class Analysis:
-    """Token accounting, scaling, ceilings, physics, cost and readings of a trace; testable on at
-    least the rack's count of GB300 GPUs serving the claim's model."""
+    """Token accounting, scaling, ceilings, physics, cost and readings of a trace."""
 
     def __init__(
         self,
@@ -102,8 +99,7 @@ class Analysis:
         self.model = model = catalogs.load_model(p.model_id)
         self.trace = tr = with_gpu_counts(trace, p.gpus_per_replica)
         self.accounting = acc = token_accounting(tr)
-        # a reader's partial trace may lack the reference (or hold one configuration): the
-        # smallest configuration stands in, and the speedup's this-run reading says so
+        # without the reference the smallest configuration stands in (the reading says so)
         ref_cfg = p.reference_config
         if ref_cfg not in set(acc["config"]):
             ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
@@ -133,7 +129,6 @@ class Analysis:
         self.readings = self._readings(ref_cfg)
 
     def _readings(self, ref_cfg: str) -> list[headline.ClaimReading]:
-        """The three readings of each claim (``ref_cfg`` standing in for the reference)."""
         p, reg, rack, tok_s = self.params, self.registry, self.rack, self.claim_tok_s
         nx, thr, sp = self.largest, self.throughput, self.speedups
         needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
@@ -186,10 +181,6 @@ class Analysis:
     def cached_known(self) -> bool:
         return bool(np.isfinite(self.largest["cached_input_tok_s"]))
 
-    @property
-    def cached_note(self) -> str:
-        return self.largest["note"] or "cached count from the requests' cached_prompt_tokens"
-
     def cap(self, ceiling: str, phase: str) -> float:
         """A ceiling of :attr:`ceilings` in tokens/s per GPU."""
         c = self.ceilings
@@ -209,7 +200,7 @@ class Analysis:
         return _table([*head, f"total per {u}"], rows) + "\nAll in tokens per second.\n"
 
     def ceilings_markdown(self) -> str:
-        """The compute ceilings with their numbers (display math) and every ceiling's formula."""
+        """The compute ceilings (display math) and every ceiling's formula."""
         maths = [f"$$ {x} $$" for x in self.ceilings["latex"] if x]
         rows = [
             [f"{r.ceiling}, {r.phase}", f"{r.tok_s_per_gpu:,.0f}", r.formula]
@@ -360,7 +351,6 @@ class Analysis:
 
 
 def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) -> tuple[str, ...]:
-    """What a run measured, as its this-run readings quote it (throughput, speedup, revenue)."""
     n = int(nx["num_gpus"])
     throughput = (
         f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
@@ -389,8 +379,6 @@ def _speedup_run(
     what: str,
     run: dict[str, Any],
 ) -> headline.ClaimReading:
-    """The speedup's "this run" reading; untested with one configuration or without the
-    reference (``ref_cfg``, the smallest configuration, then stands in)."""
     if len(sc) > 1 and ref_cfg == reference:
         return verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what, **run)
     why = (
@@ -403,11 +391,11 @@ def _speedup_run(
 
 
 def _measured(a: Analysis) -> list[headline.Headline]:
-    """The measured headline values of the largest configuration."""
     nx, top, p = a.largest, a.top, a.params
     where = common.where(a)
     run = headline.by_claim(a.readings, "this run")
     cfg, u = nx["config"], a.unit
+    note = nx["note"] or "cached count from the requests' cached_prompt_tokens"
     prices = token_prices()
     return [
         headline.spoken(
@@ -429,7 +417,7 @@ def _measured(a: Analysis) -> list[headline.Headline]:
         ),
         *(
             headline.unclaimed(
-                f"measured_{k}", verdicts.number(nx[k], 2), "tok/s", what, a.cached_note, **where
+                f"measured_{k}", verdicts.number(nx[k], 2), "tok/s", what, note, **where
             )
             for k, what in (
                 (
@@ -539,7 +527,7 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
 
 
 def flips(a: Analysis) -> list[str]:
-    """What would turn each reading (dollars as USD: ``$`` opens math in Markdown)."""
+    """What would turn each reading (USD: ``$`` opens math in Markdown)."""
     hi = results_bounds.verdict_rule().impossible_above
     t, s, tol = a.claim_tok_s, a.claim_speedup, a.params.rel_tol
     work = f"ISL {a.params.workload_isl:,} / OSL {a.params.workload_osl:,}, assumed"
@@ -596,6 +584,4 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _usd(v: float) -> str:
-    """Dollars for a table: cents below $1,000 (``$343.44``), whole dollars above
-    (``$3,434``)."""
     return f"${v:,.0f}" if abs(v) >= 1000 else f"${v:,.2f}"
