@@ -1,5 +1,4 @@
-"""The context-latency chapter: its parameters, the analysis of a trace, what it concludes and
-the values its prose quotes."""
+"""The context-latency chapter: parameters, analysis, outcome and the values its prose quotes."""
 
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ FIGURES = ("fig_memory", "fig_capacity", "fig_latency", "fig_growth", "fig_impli
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="context-latency"):
-    """The notebook's ``parameters`` (``lo``, ``hi`` None: the registry's contexts;
-    ``weight_bytes_per_gpu`` None: derived)."""
+    """The notebook's ``parameters`` (None: the registry's contexts, derived weight bytes)."""
 
     model_id: str
     gpu_id: str
@@ -65,8 +63,7 @@ class Params(headline.Params, result="context-latency"):
 
 
 class Analysis:
-    """KV bytes, memory per sequence, latency against context (series, fit, delta), context
-    growth, implied latency and readings of a trace."""
+    """KV bytes, memory, latency against context, growth, implied latency and readings."""
 
     def __init__(
         self,
@@ -102,8 +99,7 @@ class Analysis:
         self.readings = self._readings(reg)
 
     def _readings(self, reg: Registry) -> list[headline.ClaimReading]:
-        """The three readings of each claim; sets :attr:`growth`, :attr:`implied` and
-        :attr:`tolerance_ms` (ms)."""
+        """The three readings of each claim; sets ``growth``, ``implied``, ``tolerance_ms``."""
         p, m, hw, lo, hi = self.params, self.model, self.hw, self.lo, self.hi
         claim_ms, claim_pct = reg.value(DELTA_ID), reg.value(DELTA_PCT_ID)
         self.tolerance_ms = tol_ms = reg.tolerance(DELTA_ID)
@@ -158,7 +154,7 @@ class Analysis:
 
     @property
     def reads_table(self) -> pd.DataFrame:
-        """Context bytes one decode step reads per sequence at lo and hi, at both ends (MB)."""
+        """Context bytes (MB) one decode step reads per sequence at lo and hi."""
         rows = []
         for c in (self.lo, self.hi):
             r = roofline.decode_kv_reads(self.model, c, self.params.kv_dtype)
@@ -253,7 +249,7 @@ class Analysis:
 
     @property
     def slope_sentence(self) -> str:
-        """What the fit's slope says, in one sentence: resolved from zero or not (95 % CI)."""
+        """Whether the fit's slope is resolved from zero (95 % CI), in one sentence."""
         f, d = self.fit, self.measured
         ci = f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g} ms per 1,000 tokens"
         if f.resolved:
@@ -272,7 +268,6 @@ class Analysis:
 
 
 def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) -> ImpliedLatency:
-    """``implied`` with the implied step at ``lo`` over measured kernels' (``ga["step_lo_s"]``)."""
     if not ga.get("step_lo_s"):
         return implied
     x = 1e-3 * implied.central_ms / ga["step_lo_s"]
@@ -301,8 +296,6 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """The measured delta (ms, %), KV bytes per token, modelled growth (µs), implied latency
-    (ms), slope and capacity."""
     p, d, f, g, im = a.params, a.measured, a.fit, a.growth, a.implied
     run = headline.by_claim(a.readings, "this run")
     phys = headline.by_claim(a.readings, "physics")
@@ -393,7 +386,6 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
 
 
 def _flips(a: Analysis) -> list[str]:
-    """What would flip each verdict: the thresholds (µs, ms, %) physics and a run decide at."""
     p, g, im = a.params, a.growth, a.implied
     per_seq_us = 1000 * g.per_sequence_ms
     step_limit = im.step_floor_ms  # above 100 % of a floor: impossible, whatever the margin
