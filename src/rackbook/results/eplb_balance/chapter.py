@@ -1,6 +1,5 @@
-"""The eplb-balance chapter: its parameters, the analysis of a trace, the readings of its claims
-(balancedness before and after EPLB, the share recovered), what it concludes and the values its
-prose quotes."""
+"""The eplb-balance chapter: parameters, analysis, the readings of balancedness before and after
+EPLB and of the share recovered, outcome and the values its prose quotes."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
 
 
 def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int) -> float:
-    """Skew for the model sweeps: the synthetic trace's own, else one calibrated to the
-    measured ``static`` balancedness at ``ep_size`` and ``redundant``."""
+    """The synthetic trace's skew, else one calibrated to the measured ``static``."""
     gen = run.get("generator") or {}
     if run.get("kind") == "synthetic" and "skew" in gen:
         return float(gen["skew"])
@@ -57,9 +55,7 @@ def kind_of(run: dict[str, Any]) -> str:
 def balancedness_physics(
     claim_id: str, claimed: float, ep_size: int, note: str
 ) -> headline.ClaimReading:
-    """vLLM's balancedness lies between 1 / n (every token on one of n EP ranks) and 1:
-    ``possible`` inside, ``impossible`` outside, n = ``ep_size`` (assumed; the reason gives
-    the fewest ranks the figure clears); ``note`` adds what the routing model says."""
+    """Balancedness lies in [1 / ``ep_size``, 1]: possible inside, impossible outside."""
     lo = 1 / ep_size
     ok = lo <= claimed <= 1
     fewest = math.ceil(1 / claimed) if claimed > 0 else None
@@ -84,9 +80,8 @@ def balancedness_physics(
 def recovered_physics(
     before: float, after: float, recovered_pct: float, tol_pct: float, ep_size: int
 ) -> headline.ClaimReading:
-    """Does "recovers ``recovered_pct`` %" follow from before and after? Possible when the gap
-    closed or the ratio to uniform gives it within ``tol_pct``, undetermined when only a free
-    reference in [after, 1] can, else impossible."""
+    """Possible when the gap closed or the ratio to uniform gives ``recovered_pct`` within
+    ``tol_pct``, undetermined when only a reference in [after, 1] can, else impossible."""
     gap = 100 * eplb.fraction_recovered_gap(before, after)
     ratio = 100 * eplb.fraction_of_uniform(after)
     needed = after / (recovered_pct / 100)
@@ -111,9 +106,8 @@ def recovered_physics(
 def run_reading(
     run: dict[str, Any], claim_id: str, value: float, tolerance: float, claimed: float, unit: str
 ) -> headline.ClaimReading:
-    """This run's reading of one value against its claim: ``consistent`` / ``inconsistent``
-    only for a recording on Blackwell GPUs serving DeepSeek-V4.1-Flash with EPLB; a synthetic
-    trace, or any other recording (vLLM on CPU refuses ``--enable-eplb``), is ``untested``."""
+    """Within ``tolerance`` of ``claimed`` for a recording on Blackwell GPUs with EPLB; any other
+    trace is untested."""
     u = unit
     cal = (run.get("generator") or {}).get("calibration") or {}
     if run.get("kind") == "synthetic":
@@ -137,8 +131,7 @@ LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="eplb-balance"):
-    """The notebook's ``parameters``: the EP layout, the steps EPLB is fitted on, the layer shown
-    rank by rank, and the values of each model sweep."""
+    """The notebook's ``parameters``: EP layout, fit windows, layer shown, sweep values."""
 
     ep_size: int
     redundant: int
@@ -153,8 +146,7 @@ class Params(headline.Params, result="eplb-balance"):
 
 
 class Analysis:
-    """Static placement and EPLB (fitted on ``params.fit_windows`` steps) scored on the trace's
-    expert loads, one layer's load per rank, the recovered share, the model sweeps, readings."""
+    """Static placement and EPLB scored on the trace's expert loads, sweeps and readings."""
 
     def __init__(
         self,
@@ -260,7 +252,6 @@ class Analysis:
                     for r in self.readings
                 }
             ),
-            # one phrase for both figures: "both possible", never "possible and possible"
             "before_after_physics": (
                 f"both {verdicts.get('before_physics')}"
                 if verdicts.get("before_physics") == verdicts.get("after_physics")
@@ -279,7 +270,6 @@ analyse = Analysis
 def _sweeps(
     trace: Trace, p: Params, skew: float, shape: Shape, batch_per_rank: int
 ) -> dict[str, pd.DataFrame]:
-    """The model sweeps of :data:`SWEEPS` around the chapter's layout, at ``skew``."""
     seed = int((trace.run.get("generator") or {}).get("seed", 0))
     base = dict(skew=skew, seed=seed, shape=shape, batch_per_rank=batch_per_rank)
     base |= dict(ep_size=p.ep_size, redundant=p.redundant, groups=p.groups, nodes=p.nodes)
@@ -294,7 +284,6 @@ def _sweeps(
 
 
 def _readings(a: Analysis, reg: Registry) -> list[headline.ClaimReading]:
-    """The three readings of each claim: physics, published, this run."""
     p, s, run, tol = a.params, a.summary, a.trace.run, reg.tolerance
     by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
     model_note = (
@@ -323,8 +312,6 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """Balancedness before and after EPLB (1 = balanced), the recovered share two ways (%), the
-    per-step floor uniform routing must score, and the legacy metric's two values."""
     s, kind = a.summary, a.kind
     where: dict[str, Any] = dict(
         kind=kind, hardware=a.hardware if kind == "measured" else None, trace_ids=[a.trace.trace_id]
@@ -393,7 +380,6 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
 
 
 def _flips(a: Analysis) -> list[str]:
-    """What would flip each verdict."""
     by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
     return [
         f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "
