@@ -53,8 +53,8 @@ FLOOR_FORMULA = (
 
 
 def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float | None, str]:
-    """Acceptance length (tokens per step) and its source: run.json (:data:`ACCEPTANCE_KEY`),
-    else 1 + accepted / drafts of the ``server_metrics`` counters; ``(None, reason)`` if absent."""
+    """Acceptance length (tokens per step) and its source: run.json, else 1 + accepted / drafts
+    of the ``server_metrics`` counters; ``(None, reason)`` if absent."""
     run = trace.run
     places: list[tuple[str, Any]] = [
         ("run.json parameters", run.get("parameters")),
@@ -143,8 +143,7 @@ OVERLAP_TOLERANCE_S = 1e-3
 
 
 def stream_problem(requests: pd.DataFrame, point_id: str | None = None) -> str | None:
-    """Why the requests (of ``point_id``, else all) are not one measurable stream (concurrency
-    above 1, overlapping requests, none successful or with a decode step); None when they are."""
+    """Why the requests (of ``point_id``, else all) are not one measurable stream, else None."""
     req = requests
     where = ""
     if point_id is not None:
@@ -210,11 +209,8 @@ def claim_vs_floor(
     context_tokens: int = 0,
     kv_dtype: str = "fp4",
 ) -> pd.DataFrame:
-    """The claim's time per token (ms) against the batch-1 floor (a step streaming the fewest
-    bytes it can; ``uniform_*``: tokens routed independently), rows ``no speculation`` and
-    ``speculation`` (``acceptance_length``); ceiling_tok_s = acceptance / floor step."""
-    if not claim_tokens_per_s > 0:
-        raise InputError("-", "claim_tokens_per_s", f"must be > 0, got {claim_tokens_per_s}")
+    """The claim's time per token (ms) against the batch-1 floor step, without and with
+    speculation (``acceptance_length``); ceiling_tok_s = acceptance / floor step."""
     claim_ms = 1000 / claim_tokens_per_s
     floor = functools.partial(
         roofline.batch1_decode_ceiling_tokens_per_s,
@@ -303,8 +299,7 @@ def run_reading(
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="single-user"):
-    """The notebook's ``parameters`` (``floor_gpus`` None: the registry's; ``acceptance_length``
-    None: InferenceX's)."""
+    """The notebook's ``parameters`` (None: the registry's GPUs, InferenceX's acceptance)."""
 
     point_id: str | None
     gpus: int
