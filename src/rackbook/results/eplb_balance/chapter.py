@@ -48,10 +48,6 @@ def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int)
     return float(calibrate(Spec(ep_size=ep_size, redundant=redundant), target=static)["skew"])
 
 
-def kind_of(run: dict[str, Any]) -> str:
-    return "measured" if run.get("kind") == "recorded" else "synthetic"
-
-
 def balancedness_physics(
     claim_id: str, claimed: float, ep_size: int, note: str
 ) -> headline.ClaimReading:
@@ -161,7 +157,8 @@ class Analysis:
         self.loads = loads = trace_loads(trace)
         self.shape = model_shape()
         self.batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
-        self.hardware, self.kind = hardware_label(trace.run), kind_of(trace.run)
+        self.hardware = hardware_label(trace.run)
+        self.kind = "measured" if trace.run.get("kind") == "recorded" else "synthetic"
         layout = (p.ep_size, p.redundant, p.groups, p.nodes)
         self.summary, self.per_window = score(loads, p.fit_windows, *layout)
         s = self.summary

@@ -28,6 +28,7 @@ from rackbook.results.rack_scaling.readings import (
     READING_LABELS,
     SPEEDUP_CLAIM,
     THROUGHPUT_CLAIM,
+    TOKEN_PRICES,
     ceilings,
     cost_physics,
     cost_readings,
@@ -37,7 +38,6 @@ from rackbook.results.rack_scaling.readings import (
     throughput_attainable,
     throughput_physics,
     throughput_readings,
-    token_prices,
     token_revenue,
 )
 
@@ -284,8 +284,8 @@ class Analysis:
             "dp_claim": reg.value(DECODE_PARITY_CLAIM),
             "active_decode_b": dec / 1e9,
             "active_prefill_b": pre / 1e9,
-            "price_uncached": token_prices().usd_per_m_uncached,
-            "price_cached": token_prices().usd_per_m_cached,
+            "price_uncached": catalogs.token_price(TOKEN_PRICES).usd_per_m_uncached,
+            "price_cached": catalogs.token_price(TOKEN_PRICES).usd_per_m_cached,
             "hardware": self.hardware,
             "unit": u,
             "nx_config": str(nx["config"]),
@@ -396,7 +396,7 @@ def _measured(a: Analysis) -> list[headline.Headline]:
     run = headline.by_claim(a.readings, "this run")
     cfg, u = nx["config"], a.unit
     note = nx["note"] or "cached count from the requests' cached_prompt_tokens"
-    prices = token_prices()
+    prices = catalogs.token_price(TOKEN_PRICES)
     return [
         headline.spoken(
             run[THROUGHPUT_CLAIM],

@@ -14,7 +14,6 @@ from rackbook.core.server_metrics import prefix_cache_hit_rate
 from rackbook.core.traces import Trace
 from rackbook.core.units import percent
 from rackbook.errors import InputError
-from rackbook.inputs import catalogs
 
 TOKENS_FORMULA = (
     r"\text{tok/s} = \frac{\sum \text{tokens}}{\text{duration}},\quad "
@@ -123,11 +122,6 @@ def scaling_efficiency(total_n: float, total_1: float, n_gpus: int, gpus_per_nod
         f"{gpus_per_node} = {nodes:g}; efficiency = {speedup:.4g} / {nodes:g} = {percent(eff, 2)}"
     )
     return Scaling(speedup, nodes, eff, total_n / n_gpus, total_1 / gpus_per_node, formula)
-
-
-def node_sizes(systems: tuple[str, ...] = NODE_SYSTEMS) -> dict[str, int]:
-    """GPUs per node of each catalog system id."""
-    return {s: catalogs.system(s).gpus for s in systems}
 
 
 def scaling_vs_reference(

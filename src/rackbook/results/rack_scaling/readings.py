@@ -15,7 +15,7 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
-from rackbook.results.rack_scaling.measure import NODE_SYSTEMS, node_sizes
+from rackbook.results.rack_scaling.measure import NODE_SYSTEMS
 
 #: The workload (tokens per request) the cache-hit reading assumes (the write-up gives none).
 ASSUMED_ISL = 100_000
@@ -42,7 +42,8 @@ def speedup_readings(
     isl = ASSUMED_ISL if isl is None else isl
     osl = ASSUMED_OSL if osl is None else osl
     rows = []
-    for sid, per_node in node_sizes(systems).items():
+    for sid in systems:
+        per_node = catalogs.system(sid).gpus
         node_gpu = catalogs.gpu(catalogs.system(sid).gpu)
         cap = roofline.compute_ceiling_tokens_per_s(model, node_gpu, "decode").tokens_per_s
         nodes = n_gpus / per_node
@@ -81,16 +82,6 @@ READING_LABELS = {
     "per-gpu-with-cached": "per GPU, cache hits counted",
     "rack-total": "rack total / GPUs",
 }
-
-
-def check_command(
-    model: ModelSpec, gpu: GpuSpec, gpus: int, tok_s: float, isl: float, osl: float, share: float
-) -> str:
-    """The ``rackbook check`` command reading the same figure on the same workload."""
-    return (
-        f"rackbook check --model {model.id} --gpu {gpu.id} --gpus {gpus} --tok-s {tok_s:g} "
-        f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}"
-    )
 
 
 def throughput_readings(
@@ -189,7 +180,8 @@ def _cached_row(
         c,
         f"at {_workload_text(isl, osl)} with {percent(share)} of the input tokens cached: "
         f"{c.reason}",
-        check_command(m, g, n_gpus, claim_value, isl, osl, share),
+        f"rackbook check --model {m.id} --gpu {g.id} --gpus {n_gpus} --tok-s {claim_value:g} "
+        f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}",
     )
     return row, c.reason
 
@@ -421,11 +413,6 @@ REVENUE_FORMULA = (
 )
 
 
-def token_prices(id: str = TOKEN_PRICES) -> catalogs.TokenPriceSpec:
-    """USD per million tokens, uncached and cached."""
-    return catalogs.token_price(id)
-
-
 @dataclass(frozen=True)
 class CostReadings:
     """``cost`` per (reading, price basis), ``revenue`` per reading, figure / rental."""
@@ -444,7 +431,7 @@ def cost_readings(
 ) -> CostReadings:
     """``price_per_gpu_hour`` (USD) as USD per million tokens beside the rental, and as token
     revenue per GPU-hour: Mtok per hour x (p_u (1 - s) + p_c s), p in USD per million tokens."""
-    prices = token_prices()
+    prices = catalogs.token_price(TOKEN_PRICES)
     source = (
         f"{prices.sources[0]} (uncached input and output ${prices.usd_per_m_uncached:g}/M "
         f"tokens, cached input ${prices.usd_per_m_cached:.2f}/M; read {prices.read})"
@@ -516,8 +503,8 @@ def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.Clai
     return common.reading(COST_CLAIM, "physics", "undetermined", margin, clauses)
 
 
-def token_revenue(row: pd.Series, prices: catalogs.TokenPriceSpec | None = None) -> float:
+def token_revenue(row: pd.Series) -> float:
     """USD per GPU-hour of an accounting row: (computed p_u + cached p_c) x 3600 / 1e6."""
-    p = prices or token_prices()
+    p = catalogs.token_price(TOKEN_PRICES)
     uncached, cached = row["computed_tok_s_per_gpu"], row["cached_input_tok_s_per_gpu"]
     return float((uncached * p.usd_per_m_uncached + cached * p.usd_per_m_cached) * 3600 / 1e6)
