@@ -315,65 +315,35 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     )
     run = headline.by_claim(a.readings, "this run")
     legacy = "legacy vLLM balancedness (reduced over layers)"
-    return [
-        headline.spoken(
-            run[BEFORE],
-            "balancedness_static",
-            round(s["static"], 4),
-            "1",
-            "vLLM balancedness of static placement, mean over scored decode steps",
-            **where,
-        ),
-        headline.spoken(
-            run[AFTER],
-            "balancedness_eplb",
-            round(s["eplb"], 4),
-            "1",
-            f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over "
-            "later steps",
-            **where,
-        ),
-        headline.spoken(
-            run[RECOVERED],
-            "recovered_gap",
-            round(a.model_pct["gap closed"], 2),
-            "%",
-            "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1",
-            **where,
-        ),
-        headline.unclaimed(
-            "recovered_ratio",
-            round(a.model_pct["ratio to uniform"], 2),
-            "%",
-            "T_eplb / T_uniform, T = balancedness, T_uniform = 1",
-            "a second reading of the recovered share, shown beside the gap closed",
-            **where,
-        ),
-        common.modelled(
-            RECOVERED,
-            "uniform_floor_needed",
-            round(a.floor_needed, 4),
-            "1",
-            "per-step balancedness uniform routing must score for the claim's after "
-            "/ that to equal its recovered share",
-            headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
-            "arithmetic on the two published figures",
-        ),
-        *(
-            headline.unclaimed(
-                f"balancedness_{k}_legacy",
-                round(s[f"{k}_legacy"], 4),
-                "1",
-                what,
-                LEGACY_REASON,
-                **where,
-            )
-            for k, what in (
-                ("static", f"{legacy} of static placement"),
-                ("eplb", f"{legacy} after EPLB"),
-            )
-        ),
+    fitted = f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over later"
+    static = "vLLM balancedness of static placement, mean over scored decode steps"
+    gap = "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1"
+    ratio = "T_eplb / T_uniform, T = balancedness, T_uniform = 1"
+    second = "a second reading of the recovered share, shown beside the gap closed"
+    measured = [
+        (run[BEFORE], "balancedness_static", round(s["static"], 4), "1", static),
+        (run[AFTER], "balancedness_eplb", round(s["eplb"], 4), "1", f"{fitted} steps"),
+        (run[RECOVERED], "recovered_gap", round(a.model_pct["gap closed"], 2), "%", gap),
+        (second, "recovered_ratio", round(a.model_pct["ratio to uniform"], 2), "%", ratio),
     ]
+    legacies = [
+        (LEGACY_REASON, f"balancedness_{k}_legacy", round(s[f"{k}_legacy"], 4), "1", what)
+        for k, what in (
+            ("static", f"{legacy} of static placement"),
+            ("eplb", f"{legacy} after EPLB"),
+        )
+    ]
+    floor = common.modelled(
+        RECOVERED,
+        "uniform_floor_needed",
+        round(a.floor_needed, 4),
+        "1",
+        "per-step balancedness uniform routing must score for the claim's after "
+        "/ that to equal its recovered share",
+        headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
+        "arithmetic on the two published figures",
+    )
+    return [*common.headlines(measured, **where), floor, *common.headlines(legacies, **where)]
 
 
 def _flips(a: Analysis) -> list[str]:
