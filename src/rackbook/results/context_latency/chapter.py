@@ -302,86 +302,74 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     measured = common.where(a, a.kind)
     if a.kind == "synthetic":
         measured.pop("hardware")
-    spoken, unclaimed = headline.spoken, headline.unclaimed
-    headlines = [
-        spoken(
-            run[DELTA_ID],
-            "decode_delta",
-            verdicts.number(d.delta_ms, 4),
-            "ms",
-            f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)",
-            **measured,
-        ),
-        spoken(
-            run[DELTA_PCT_ID],
-            "decode_delta_pct",
-            verdicts.number(d.delta_pct, 3),
-            "%",
-            f"decode_delta over median TPOT at {d.lo:,} tokens",
-            **measured,
-        ),
-        spoken(
+    num, gpu = verdicts.number, p.gpu_id.upper()
+    tpot = f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)"
+    kv = f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "
+    grows = (
+        f"extra context reads per decode step of {units.plural(p.batch, 'sequence')} growing "
+        f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {gpu} HBM bandwidth"
+    )
+    dense = "the same with every consuming layer reading every row (dense bound)"
+    implied = (
+        f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens "
+        f"({im.low_ms:.3g} to {im.high_ms:.3g} ms over the rounding)"
+    )
+    slope = (
+        f"least-squares slope of median TPOT over {f.n} contexts {f.context_min:,}.."
+        f"{f.context_max:,} tokens (95 % CI {f.slope_ci_per_1k[0]:.3g} to "
+        f"{f.slope_ci_per_1k[1]:.3g})"
+    )
+    fits = (
+        f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one {gpu} after "
+        f"{a.w_per_gpu / 1e9:.1f} GB of weights, at {p.memory_fraction:g} of HBM"
+    )
+    pct = f"decode_delta over median TPOT at {d.lo:,} tokens"
+    delta = [
+        (run[DELTA_ID], "decode_delta", num(d.delta_ms, 4), "ms", tpot),
+        (run[DELTA_PCT_ID], "decode_delta_pct", num(d.delta_pct, 3), "%", pct),
+    ]
+    reads = "an upper reading of the reads, not what sparse attention does"
+    bounds = [
+        (
             phys[KV_BYTES_ID],
             "kv_bytes_per_token",
             int(a.kv_bytes_per_token),
             "B/token",
-            f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "
-            "storage format",
+            f"{kv}storage format",
         ),
-        spoken(
-            phys[DELTA_ID],
-            "context_growth_sparse",
-            round(1000 * g.growth.sparse_ms, 3),
-            "µs",
-            f"extra context reads per decode step of {units.plural(p.batch, 'sequence')} growing "
-            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x "
-            f"{p.gpu_id.upper()} HBM bandwidth",
-        ),
-        unclaimed(
-            "context_growth_dense",
-            round(1000 * g.growth.dense_ms, 1),
-            "µs",
-            "the same with every consuming layer reading every row (dense bound)",
-            "an upper reading of the reads, not what sparse attention does",
-        ),
-        spoken(
-            phys[DELTA_PCT_ID],
-            "implied_latency_at_lo",
-            round(im.central_ms, 3),
-            "ms",
-            f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens "
-            f"({im.low_ms:.3g} to {im.high_ms:.3g} ms over the rounding)",
-        ),
-        unclaimed(
-            "decode_slope",
-            verdicts.number(f.slope_per_1k, 5),
-            "ms per 1k tokens",
-            f"least-squares slope of median TPOT over {f.n} contexts "
-            f"{f.context_min:,}..{f.context_max:,} tokens (95 % CI "
-            f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g})",
-            "the write-up gives a delta between two lengths, not a slope",
-            **measured,
-        ),
-        unclaimed(
-            "sequences_per_gpu_at_hi",
-            int(a.at.loc[a.hi, "sequences_per_gpu"]),
-            "sequences",
-            f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one "
-            f"{p.gpu_id.upper()} after {a.w_per_gpu / 1e9:.1f} GB of weights, at "
-            f"{p.memory_fraction:g} of HBM",
+        (phys[DELTA_ID], "context_growth_sparse", round(1000 * g.growth.sparse_ms, 3), "µs", grows),
+        (reads, "context_growth_dense", round(1000 * g.growth.dense_ms, 1), "µs", dense),
+        (phys[DELTA_PCT_ID], "implied_latency_at_lo", round(im.central_ms, 3), "ms", implied),
+    ]
+    no_slope = "the write-up gives a delta between two lengths, not a slope"
+    slope_row = (no_slope, "decode_slope", num(f.slope_per_1k, 5), "ms per 1k tokens", slope)
+    at_hi = int(a.at.loc[a.hi, "sequences_per_gpu"])
+    others = "the claim is for the FP4 cache; other dtypes for scale"
+    capacity = [
+        (
             "the write-up gives no capacity figure",
+            "sequences_per_gpu_at_hi",
+            at_hi,
+            "sequences",
+            fits,
+        ),
+        *(
+            (
+                others,
+                f"kv_bytes_per_token_{dt}",
+                int(b.bytes_per_token),
+                "B/token",
+                f"global KV bytes per token with the same layout stored at {dt}",
+            )
+            for dt, b in a.kv_bytes.items()
+            if dt != p.kv_dtype
         ),
     ]
-    return headlines + [
-        unclaimed(
-            f"kv_bytes_per_token_{dt}",
-            int(b.bytes_per_token),
-            "B/token",
-            f"global KV bytes per token with the same layout stored at {dt}",
-            "the claim is for the FP4 cache; other dtypes for scale",
-        )
-        for dt, b in a.kv_bytes.items()
-        if dt != p.kv_dtype
+    return [
+        *common.headlines(delta, **measured),
+        *common.headlines(bounds),
+        *common.headlines([slope_row], **measured),
+        *common.headlines(capacity),
     ]
 
 
