@@ -391,73 +391,52 @@ def _speedup_run(
 
 
 def _measured(a: Analysis) -> list[headline.Headline]:
-    nx, top, p = a.largest, a.top, a.params
-    where = common.where(a)
+    nx, top, p, num = a.largest, a.top, a.params, verdicts.number
     run = headline.by_claim(a.readings, "this run")
     cfg, u = nx["config"], a.unit
     note = nx["note"] or "cached count from the requests' cached_prompt_tokens"
     prices = catalogs.token_price(TOKEN_PRICES)
-    return [
-        headline.spoken(
-            run[THROUGHPUT_CLAIM],
+    total = (
+        f"(input + output tokens) / window / {u}s, config {cfg} "
+        f"on {units.plural(int(nx['num_gpus']), u)}"
+    )
+    new = (
+        f"(input - cached input) tokens / window, config {cfg}; "
+        "null when the cached count is unknown"
+    )
+    cached = f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown"
+    speedup = f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}"
+    eff = f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio"
+    revenue = (
+        f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
+        f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
+        "when the cached count is unknown"
+    )
+    tp, sp = run[THROUGHPUT_CLAIM], run[SPEEDUP_CLAIM]
+    unsaid = "the write-up does not say which tokens it counts"
+    output = f"output tokens / window, config {cfg}"
+    rows = [
+        (
+            tp,
             "measured_total_tok_s_per_gpu",
-            verdicts.number(nx["total_tok_s_per_gpu"], 2),
+            num(nx["total_tok_s_per_gpu"], 2),
             f"tok/s/{u}",
-            f"(input + output tokens) / window / {u}s, config {cfg} "
-            f"on {units.plural(int(nx['num_gpus']), u)}",
-            **where,
+            total,
         ),
-        headline.unclaimed(
-            "measured_output_tok_s",
-            verdicts.number(nx["output_tok_s"], 2),
-            "tok/s",
-            f"output tokens / window, config {cfg}",
-            "the write-up does not say which tokens it counts",
-            **where,
-        ),
-        *(
-            headline.unclaimed(
-                f"measured_{k}", verdicts.number(nx[k], 2), "tok/s", what, note, **where
-            )
-            for k, what in (
-                (
-                    "new_input_tok_s",
-                    f"(input - cached input) tokens / window, config {cfg}; "
-                    "null when the cached count is unknown",
-                ),
-                (
-                    "cached_input_tok_s",
-                    f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
-                ),
-            )
-        ),
-        headline.spoken(
-            run[SPEEDUP_CLAIM],
-            "measured_speedup",
-            verdicts.number(top["speedup"], 3),
-            "x",
-            f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}",
-            **where,
-        ),
-        headline.spoken(
-            run[SPEEDUP_CLAIM],
-            "measured_scaling_efficiency",
-            verdicts.number(top["efficiency"], 4),
-            "1",
-            f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio",
-            **where,
-        ),
-        headline.spoken(
+        (unsaid, "measured_output_tok_s", num(nx["output_tok_s"], 2), "tok/s", output),
+        (note, "measured_new_input_tok_s", num(nx["new_input_tok_s"], 2), "tok/s", new),
+        (note, "measured_cached_input_tok_s", num(nx["cached_input_tok_s"], 2), "tok/s", cached),
+        (sp, "measured_speedup", num(top["speedup"], 3), "x", speedup),
+        (sp, "measured_scaling_efficiency", num(top["efficiency"], 4), "1", eff),
+        (
             run[COST_CLAIM],
             "measured_token_revenue",
-            verdicts.number(a.revenue_run, 6),
+            num(a.revenue_run, 6),
             f"USD/{u}-hour",
-            f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
-            f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
-            "when the cached count is unknown",
-            **where,
+            revenue,
         ),
     ]
+    return common.headlines(rows, **common.where(a))
 
 
 def _modelled(a: Analysis) -> list[headline.Headline]:
