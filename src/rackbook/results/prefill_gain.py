@@ -440,8 +440,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     p, g, num = a.params, a.gain, verdicts.number
     run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
     phys = headline.by_claim(a.readings, "physics")[CLAIM_ID]
-    measured = common.where(a)
-    headlines = []
+    rows: list[tuple[Any, ...]] = []
     if g is not None:
         lvl = f"end of the {percent(g.level, 0)} bootstrap interval of the gain"
         what = f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1; new tokens"
@@ -450,44 +449,32 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
             ("gain_interval_low", g.low, f"lower {lvl} ({g.n_boot} resamples, seed {g.seed})"),
             ("gain_interval_high", g.high, f"upper {lvl}"),
         ]
-        headlines += [
-            headline.spoken(run, name, num(100 * x, 2), "%", what, **measured)
-            for name, x, what in gains
-        ]
+        rows += [(run, name, num(100 * x, 2), "%", what) for name, x, what in gains]
+    no = "the write-up gives no absolute throughput"
     for cfg in (p.config_a, p.config_b):
         v = a.stat_tok_s(cfg)
         if np.isfinite(v):
             what = f"{p.stat} new-token prefill throughput per request, config {cfg}"
-            no = "the write-up gives no absolute throughput"
-            name = f"new_token_tok_s_{cfg.lower()}"
-            headlines.append(headline.unclaimed(name, num(v, 2), "tok/s", what, no, **measured))
-    return headlines + [
-        headline.unclaimed(
-            "mean_cached_tokens",
-            num(a.table["cached_tokens"].mean(), 1),
-            "tokens",
-            "mean cached prompt tokens per request (the prefix P)",
-            f"the claim's prefix is {a.claim_prefix:,} tokens",
-            **measured,
-        ),
-        headline.spoken(
-            phys,
-            "removable_share",
-            num(100 * a.removable, 1),
-            "%",
-            "share of a new token's time at the bounds that the decoder replay "
-            "layers remove (at equal kernel efficiency before and after: an assumption)",
-        ),
-        headline.unclaimed(
-            "prefix_read_ceiling_no_reuse",
-            num(a.read_no_reuse.tokens_per_s, 1),
-            "tok/s",
-            f"new-token prefill ceiling behind {a.claim_prefix:,} cached "
-            f"tokens, {p.prefill_gpus} x {catalogs.as_gpu(p.gpu_id).label}, {p.kv_dtype} KV, "
-            "sparse reads, no reuse",
-            "a ceiling on throughput, not a gain",
-        ),
+            rows.append((no, f"new_token_tok_s_{cfg.lower()}", num(v, 2), "tok/s", what))
+    prefix = f"the claim's prefix is {a.claim_prefix:,} tokens"
+    mean_p = "mean cached prompt tokens per request (the prefix P)"
+    cached = num(a.table["cached_tokens"].mean(), 1)
+    rows.append((prefix, "mean_cached_tokens", cached, "tokens", mean_p))
+    removes = (
+        "share of a new token's time at the bounds that the decoder replay "
+        "layers remove (at equal kernel efficiency before and after: an assumption)"
+    )
+    ceiling = (
+        f"new-token prefill ceiling behind {a.claim_prefix:,} cached "
+        f"tokens, {p.prefill_gpus} x {catalogs.as_gpu(p.gpu_id).label}, {p.kv_dtype} KV, "
+        "sparse reads, no reuse"
+    )
+    no_gain, top = "a ceiling on throughput, not a gain", num(a.read_no_reuse.tokens_per_s, 1)
+    bounds = [
+        (phys, "removable_share", num(100 * a.removable, 1), "%", removes),
+        (no_gain, "prefix_read_ceiling_no_reuse", top, "tok/s", ceiling),
     ]
+    return common.headlines(rows, **common.where(a)) + common.headlines(bounds)
 
 
 def _flips(a: Analysis) -> list[str]:

@@ -435,43 +435,21 @@ def outcome(a: Analysis) -> headline.Outcome:
     st, p = a.stats, a.params
     run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
     measured = common.where(a)
-    headlines = [
-        headline.spoken(
-            run,
-            "stream_tok_s",
-            verdicts.number(st.tokens_per_s, 2),
-            "tok/s",
-            "sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests",
-            **measured,
-        ),
-        *(
-            headline.unclaimed(
-                f"gap_p{q:g}_ms",
-                verdicts.number(st.gaps_ms[q], 3),
-                "ms",
-                f"{what} gap between streamed chunks; null without gaps",
-                "the write-up gives no gap figure",
-                **measured,
-            )
-            for q, what in ((50.0, "median"), (99.0, "99th percentile"))
-        ),
-        headline.unclaimed(
-            "tokens_per_chunk",
-            verdicts.number(st.tokens_per_chunk, 3),
-            "tokens",
-            "sum(output tokens - 1) / number of gaps",
-            "above 1 when chunks carry several tokens",
-            **measured,
-        ),
-        headline.unclaimed(
-            "acceptance_length",
-            verdicts.number(st.acceptance_length, 3),
-            "tokens/step",
-            "speculative-decoding acceptance length; null when the trace has none",
-            st.acceptance_source,
-            **measured,
-        ),
+    num, src = verdicts.number, st.acceptance_source
+    speed = "sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests"
+    gap = "gap between streamed chunks; null without gaps"
+    no_gap = "the write-up gives no gap figure"
+    chunk = "sum(output tokens - 1) / number of gaps"
+    several = "above 1 when chunks carry several tokens"
+    acc = "speculative-decoding acceptance length; null when the trace has none"
+    gaps = ((50.0, "median"), (99.0, "99th percentile"))
+    rows = [
+        (run, "stream_tok_s", num(st.tokens_per_s, 2), "tok/s", speed),
+        *((no_gap, f"gap_p{q:g}_ms", num(st.gaps_ms[q], 3), "ms", f"{w} {gap}") for q, w in gaps),
+        (several, "tokens_per_chunk", num(st.tokens_per_chunk, 3), "tokens", chunk),
+        (src, "acceptance_length", num(st.acceptance_length, 3), "tokens/step", acc),
     ]
+    headlines = common.headlines(rows, **measured)
     headlines += [
         common.modelled(
             CLAIM_ID,
