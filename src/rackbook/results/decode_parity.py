@@ -313,39 +313,27 @@ def outcome(a: Analysis) -> headline.Outcome:
     tid = [a.trace.trace_id, *([a.trace_b.trace_id] if a.trace_b is not None else [])]
     run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
     measured = common.where(a) | {"trace_ids": tid}
-    headlines = []
+    rows: list[tuple[Any, ...]] = []
     signed = "largest |A/B - 1| of {} throughput over the batch sizes, signed"
     if a.worst:
         within = f"batch sizes whose decode gap is within +/-{a.band_pct:g} %, of {len(a.decode)}"
-        headlines += [
-            headline.spoken(
-                run,
-                "max_decode_gap",
-                round(a.worst[1], 2),
-                "%",
-                signed.format("decode"),
-                **measured,
-            ),
-            headline.spoken(
-                run, "batch_sizes_within_band", a.inside, "batch sizes", within, **measured
-            ),
+        gap = round(a.worst[1], 2)
+        rows += [
+            (run, "max_decode_gap", gap, "%", signed.format("decode")),
+            (run, "batch_sizes_within_band", a.inside, "batch sizes", within),
         ]
     if a.prefill_worst:
         no = "the write-up gives no number for prefill, only that it follows a curve"
-        value = round(a.prefill_worst[1], 2)
-        what = signed.format("prefill")
-        headlines.append(headline.unclaimed("max_prefill_gap", value, "%", what, no, **measured))
-    headlines += [
-        headline.unclaimed(
-            f"ceiling_batch_{r.batch}",
-            round(r.ceiling_tok_s_per_gpu),
-            "tok/s/GPU",
-            f"decode bound per GPU ({r.limit}) at batch {r.batch} per rank on "
-            f"{CLAIM_DECODE_RANKS} x {a.params.gpu_id}",
-            "bounds each engine, not their ratio",
+        rows.append(
+            (no, "max_prefill_gap", round(a.prefill_worst[1], 2), "%", signed.format("prefill"))
         )
-        for r in a.ceilings.itertuples()
-    ]
+    on, each = f"{CLAIM_DECODE_RANKS} x {a.params.gpu_id}", "bounds each engine, not their ratio"
+    ceilings = []
+    for r in a.ceilings.itertuples():
+        what = f"decode bound per GPU ({r.limit}) at batch {r.batch} per rank on {on}"
+        cap = round(r.ceiling_tok_s_per_gpu)
+        ceilings.append((each, f"ceiling_batch_{r.batch}", cap, "tok/s/GPU", what))
+    headlines = common.headlines(rows, **measured) + common.headlines(ceilings)
     lo, hi = a.ceilings.iloc[0], a.ceilings.iloc[-1]
     hi_x = results_bounds.verdict_rule().impossible_above  # above the bound: impossible
     span = a.claim.scope.batch_sizes
