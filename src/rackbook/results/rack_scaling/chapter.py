@@ -440,69 +440,43 @@ def _measured(a: Analysis) -> list[headline.Headline]:
 
 
 def _modelled(a: Analysis) -> list[headline.Headline]:
-    p = a.params
-    hl = [
-        common.modelled(
-            THROUGHPUT_CLAIM,
-            f"reading_{r.reading}",
-            verdicts.number(r.ratio, 4),
-            "x ceiling",
-            f"{r.meaning}: claimed / ceiling on {p.gpu_id} ({r.limit})",
-            r.verdict,
-            r.formula,
-        )
-        for r in a.throughput.itertuples()
-        if r.reading != "per-gpu-with-cached"
-    ]
-    cached = a.throughput.set_index("reading").loc["per-gpu-with-cached"]
-    hl.append(
-        common.modelled(
-            THROUGHPUT_CLAIM,
-            "reading_per-gpu-with-cached_min_cached_share",
-            verdicts.number(cached["min_cached_share"], 4),
-            "1",
-            "least share of the input tokens that must be prefix-cache hits for the "
-            f"figure, per GPU on {p.gpu_id}, to fit the whole workload (ISL {p.workload_isl:,} / "
-            f"OSL {p.workload_osl:,}, assumed: new-token prefill behind the cached prefix, "
-            "attention over it, output decode); sufficient, not only necessary",
-            cached["verdict"],
-            cached["formula"],
-        )
+    p, num = a.params, verdicts.number
+    rows: list[tuple[Any, ...]] = []
+    for r in a.throughput[a.throughput["reading"] != "per-gpu-with-cached"].itertuples():
+        what = f"{r.meaning}: claimed / ceiling on {p.gpu_id} ({r.limit})"
+        head = (THROUGHPUT_CLAIM, f"reading_{r.reading}", num(r.ratio, 4), "x ceiling")
+        rows.append((*head, what, r.verdict, r.formula))
+    c = a.throughput.set_index("reading").loc["per-gpu-with-cached"]
+    least = (
+        "least share of the input tokens that must be prefix-cache hits for the "
+        f"figure, per GPU on {p.gpu_id}, to fit the whole workload (ISL {p.workload_isl:,} / "
+        f"OSL {p.workload_osl:,}, assumed: new-token prefill behind the cached prefix, "
+        "attention over it, output decode); sufficient, not only necessary"
     )
-    hl += [
-        common.modelled(
-            SPEEDUP_CLAIM,
-            f"speedup_efficiency_{r.system}",
-            verdicts.number(r.efficiency, 4),
-            "1",
-            f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} "
-            "per node): per-GPU scaling efficiency",
-            r.stated_verdict,
-            f"per GPU as stated: {r.stated_formula}; as the rack total: {r.formula}",
-        )
-        for r in a.speedups.itertuples()
-    ]
-    share = a.cost.revenue.set_index("reading").loc[a.rack_reading]
-    cost_r = headline.by_claim(a.readings, "physics")[COST_CLAIM]
-    return hl + [
-        headline.unclaimed(
-            "cost_ratio_to_rental",
-            verdicts.number(a.cost.ratio_to_rental, 3),
-            "x",
-            "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)",
-            "$/GPU-hour is not a price per answer; what the dollars are is not stated",
-        ),
-        common.modelled(
-            COST_CLAIM,
-            "revenue_cached_share_rack_total",
-            verdicts.number(share["cached_share_matching"], 4),
-            "1",
-            "cached share at which token revenue per GPU-hour ($1/M uncached, $0.10/M "
-            "cached) equals the figure, rack-total reading; null if none",
-            cost_r.verdict,
-            share["formula"],
-        ),
-    ]
+    name, share = "reading_per-gpu-with-cached_min_cached_share", num(c["min_cached_share"], 4)
+    rows.append((THROUGHPUT_CLAIM, name, share, "1", least, c["verdict"], c["formula"]))
+    for r in a.speedups.itertuples():
+        what = f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} per node): "
+        what += "per-GPU scaling efficiency"
+        how = f"per GPU as stated: {r.stated_formula}; as the rack total: {r.formula}"
+        head = (SPEEDUP_CLAIM, f"speedup_efficiency_{r.system}", num(r.efficiency, 4), "1")
+        rows.append((*head, what, r.stated_verdict, how))
+    rev = a.cost.revenue.set_index("reading").loc[a.rack_reading]
+    cost_v = headline.by_claim(a.readings, "physics")[COST_CLAIM].verdict
+    revenue = (
+        "cached share at which token revenue per GPU-hour ($1/M uncached, $0.10/M "
+        "cached) equals the figure, rack-total reading; null if none"
+    )
+    at = num(rev["cached_share_matching"], 4)
+    cost = (COST_CLAIM, "revenue_cached_share_rack_total", at, "1", revenue, cost_v, rev["formula"])
+    rental = headline.unclaimed(
+        "cost_ratio_to_rental",
+        num(a.cost.ratio_to_rental, 3),
+        "x",
+        "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)",
+        "$/GPU-hour is not a price per answer; what the dollars are is not stated",
+    )
+    return [*(common.modelled(*r) for r in rows), rental, common.modelled(*cost)]
 
 
 def flips(a: Analysis) -> list[str]:
