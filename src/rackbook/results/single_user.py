@@ -409,12 +409,12 @@ class Analysis:
             "draft_mb": float(f1["draft_mb"]),
             "floor_s_ms": float(f1["floor_step_ms"]),
             "moe_layers": self.moe_layers,
-            "budget_1_us": results_bounds.collective_budget_us(
-                f0["claim_step_ms"] / 1e3, f0["floor_step_ms"] / 1e3, self.moe_layers
-            ),
-            "budget_s_us": results_bounds.collective_budget_us(
-                f1["claim_step_ms"] / 1e3, f1["floor_step_ms"] / 1e3, self.moe_layers
-            ),
+            **{
+                f"budget_{k}_us": results_bounds.collective_budget_us(
+                    f["claim_step_ms"] / 1e3, f["floor_step_ms"] / 1e3, self.moe_layers
+                )
+                for k, f in (("1", f0), ("s", f1))
+            },
             "su_per_gpu": self.per_gpu_single_user,
             "rack_tok_s": self.rack_tok_s,
             "rack_gpus": self.rack_gpus,
@@ -450,19 +450,14 @@ def outcome(a: Analysis) -> headline.Outcome:
         (src, "acceptance_length", num(st.acceptance_length, 3), "tokens/step", acc),
     ]
     headlines = common.headlines(rows, **measured)
-    headlines += [
-        common.modelled(
-            CLAIM_ID,
-            "claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_"),
-            verdicts.number(100 * r.claim_share_of_ceiling, 4),
-            "% of ceiling",
-            f"claim / batch-1 bandwidth bound (fewest bytes per step) on "
-            f"{a.floor_gpus} x {p.gpu_id.upper()}, {r.acceptance_length:g} tokens per step",
-            check.physics_verdict(r.claim_share_of_ceiling),
-            f"floor {r.floor_step_ms:.4g} ms/step vs {r.claim_step_ms:.4g} ms implied",
-        )
-        for r in a.floor.itertuples()
-    ]
+    for r in a.floor.itertuples():
+        name = "claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_")
+        share = num(100 * r.claim_share_of_ceiling, 4)
+        what = f"claim / batch-1 bandwidth bound (fewest bytes per step) on {a.floor_gpus} x "
+        what += f"{p.gpu_id.upper()}, {r.acceptance_length:g} tokens per step"
+        verdict = check.physics_verdict(r.claim_share_of_ceiling)
+        why = f"floor {r.floor_step_ms:.4g} ms/step vs {r.claim_step_ms:.4g} ms implied"
+        headlines.append(common.modelled(CLAIM_ID, name, share, "% of ceiling", what, verdict, why))
     v = a.values()
     best = a.floor.loc[a.floor["ceiling_tok_s"].idxmax()]
     rule = results_bounds.verdict_rule()
