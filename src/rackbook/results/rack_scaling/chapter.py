@@ -143,21 +143,26 @@ class Analysis:
             verdicts.run_reading(THROUGHPUT_CLAIM, measured, tok_s, what=what_tp, **run),
             speedup_physics(sp, speedup_attainable(sp, self.model)),
             evidence.reading(SPEEDUP_CLAIM, registry=reg),
-            _speedup_run(
-                self.scaling,
-                self.top,
-                self.claim_speedup,
-                ref_cfg,
-                p.reference_config,
-                what_sp,
-                run,
-            ),
+            self._speedup_run(ref_cfg, what_sp, run),
             cost_physics(self.cost, self.claim_usd),
             evidence.reading(COST_CLAIM, registry=reg),
             verdicts.run_reading(
                 COST_CLAIM, self.revenue_run, self.claim_usd, what=what_cost, **run
             ),
         ]
+
+    def _speedup_run(self, ref_cfg: str, what: str, run: dict[str, Any]) -> headline.ClaimReading:
+        reference, n = self.params.reference_config, len(self.scaling)
+        if n > 1 and ref_cfg == reference:
+            top = float(self.top["speedup"])
+            return verdicts.run_reading(SPEEDUP_CLAIM, top, self.claim_speedup, what=what, **run)
+        why = (
+            "one configuration only: no speedup; record the single-node reference and the rack"
+            if n < 2
+            else f"no point with config {reference!r} (the single-node reference): "
+            f"record one; {ref_cfg} stands in for the figures"
+        )
+        return headline.ClaimReading(SPEEDUP_CLAIM, "this run", "untested", "-", why)
 
     @property
     def largest(self) -> pd.Series:
@@ -368,26 +373,6 @@ def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) ->
 
 
 analyse = Analysis
-
-
-def _speedup_run(
-    sc: pd.DataFrame,
-    top: pd.Series,
-    speedup: float,
-    ref_cfg: str,
-    reference: str,
-    what: str,
-    run: dict[str, Any],
-) -> headline.ClaimReading:
-    if len(sc) > 1 and ref_cfg == reference:
-        return verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what, **run)
-    why = (
-        "one configuration only: no speedup; record the single-node reference and the rack"
-        if len(sc) < 2
-        else f"no point with config {reference!r} (the single-node reference): "
-        f"record one; {ref_cfg} stands in for the figures"
-    )
-    return headline.ClaimReading(SPEEDUP_CLAIM, "this run", "untested", "-", why)
 
 
 def _measured(a: Analysis) -> list[headline.Headline]:
