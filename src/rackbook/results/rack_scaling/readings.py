@@ -157,35 +157,6 @@ def _workload_text(isl: float, osl: float) -> str:
     )
 
 
-def _cached_row(
-    m: ModelSpec,
-    g: GpuSpec,
-    n_gpus: int,
-    claim_value: float,
-    isl: float,
-    osl: float,
-    share: float,
-    meaning: str,
-) -> tuple[dict[str, Any], str]:
-    c = check.check_claim(
-        m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
-    )
-    w = c.workload
-    row = _row(
-        "per-gpu-with-cached",
-        meaning,
-        claim_value,
-        w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
-        "prefill + decode",
-        c,
-        f"at {_workload_text(isl, osl)} with {percent(share)} of the input tokens cached: "
-        f"{c.reason}",
-        f"rackbook check --model {m.id} --gpu {g.id} --gpus {n_gpus} --tok-s {claim_value:g} "
-        f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}",
-    )
-    return row, c.reason
-
-
 def _cached_reading(
     m: ModelSpec,
     g: GpuSpec,
@@ -195,10 +166,25 @@ def _cached_reading(
     osl: float,
     cached_share: float | None,
 ) -> dict[str, Any]:
-    if cached_share is not None:
-        meaning = f"per GPU, {percent(cached_share)} of input tokens cache hits"
-        return _cached_row(m, g, n_gpus, claim_value, isl, osl, cached_share, meaning)[0]
     work = _workload_text(isl, osl)
+
+    def at(share: float, meaning: str) -> tuple[dict[str, Any], str]:
+        kw: dict[str, Any] = dict(counted="total", isl=isl, osl=osl, cached_share=share)
+        c = check.check_claim(m, g, n_gpus, claim_value, **kw)
+        computed = c.workload["new_input_tok_s_per_gpu"] + c.workload["output_tok_s_per_gpu"]
+        formula = f"at {work} with {percent(share)} of the input tokens cached: {c.reason}"
+        command = (
+            f"rackbook check --model {m.id} --gpu {g.id} --gpus {n_gpus} --tok-s {claim_value:g} "
+            f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}"
+        )
+        phase = "prefill + decode"
+        row = _row(
+            "per-gpu-with-cached", meaning, claim_value, computed, phase, c, formula, command
+        )
+        return row, c.reason
+
+    if cached_share is not None:
+        return at(cached_share, f"per GPU, {percent(cached_share)} of input tokens cache hits")[0]
     th = check.cached_share_threshold(
         m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
     )
@@ -212,7 +198,7 @@ def _cached_reading(
     )
     meaning = "per GPU, counting cache-hit input tokens (share not published)"
     share = 1 - 1 / isl if claim_value > bound or th.share is None else th.share
-    row, reason = _cached_row(m, g, n_gpus, claim_value, isl, osl, share, meaning)
+    row, reason = at(share, meaning)
     row["min_cached_share"] = np.nan if th.share is None else th.share
     if claim_value > bound:
         row.update(
