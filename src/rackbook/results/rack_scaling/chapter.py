@@ -264,15 +264,8 @@ class Analysis:
         tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
         cap_d = self.cap("compute", "decode")
         sp = float(top["speedup"])
-        change = (
-            "is unknown"
-            if not np.isfinite(sp)
-            else f"grew to {sp:.2f}x"
-            if sp > 1.005
-            else f"shrank to {sp:.2f}x"
-            if sp < 0.995
-            else f"stayed at {sp:.2f}x"
-        )
+        verb = "grew to" if sp > 1.005 else "shrank to" if sp < 0.995 else "stayed at"
+        change = f"{verb} {sp:.2f}x" if np.isfinite(sp) else "is unknown"
         u = self.unit
         dec, pre = self.model.active_params("decode"), self.model.active_params("prefill")
         assert dec is not None and pre is not None, "the catalog model states its active params"
