@@ -334,16 +334,9 @@ class Analysis:
             f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"
         )
         attainable = gain_attainable(model, gpu, p.prefill_gpus, prefix, high, p.baseline_tok_s)
-        physics = gain_physics(
-            low,
-            high,
-            self.removable,
-            how,
-            baseline_tok_s=p.baseline_tok_s,
-            bound_tok_s=bound.tokens_per_s,
-            bound_how=bound_how,
-            attainable=attainable,
-        )
+        kw: dict[str, Any] = dict(baseline_tok_s=p.baseline_tok_s, bound_tok_s=bound.tokens_per_s)
+        kw |= dict(bound_how=bound_how, attainable=attainable)
+        physics = gain_physics(low, high, self.removable, how, **kw)
         self.readings = [physics, evidence.reading(CLAIM_ID, registry=reg), run]
 
     def batched_tokens(self, which: str) -> int | str:
