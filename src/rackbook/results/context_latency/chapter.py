@@ -17,14 +17,7 @@ from rackbook.inputs.claims import Registry
 from rackbook.physics import results_bounds, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
-from rackbook.results.context_latency.measure import (
-    decode_latency_by_context,
-    delta,
-    fit_linear,
-    main_series,
-    memory_by_context,
-    single_context,
-)
+from rackbook.results.context_latency import measure
 from rackbook.results.context_latency.readings import (
     DELTA_ID,
     DELTA_PCT_ID,
@@ -88,13 +81,15 @@ class Analysis:
         max_ctx = int(m.architecture.max_context_tokens or hi)
         grid = sorted({*np.linspace(max_ctx / 64, max_ctx, 64).astype(int).tolist(), lo, hi})
         kw = dict(weight_bytes_per_gpu=self.w_per_gpu, memory_fraction=p.memory_fraction)
-        self.memory = {d: memory_by_context(m, hw, grid, d, **kw) for d in catalogs.PRECISIONS}
-        self.table = decode_latency_by_context(trace)
-        self.series = series = main_series(self.table)
+        self.memory = {
+            d: measure.memory_by_context(m, hw, grid, d, **kw) for d in catalogs.PRECISIONS
+        }
+        self.table = measure.decode_latency_by_context(trace)
+        self.series = series = measure.main_series(self.table)
         if len(series) >= 2:
-            self.fit, self.measured = fit_linear(series), delta(series, lo, hi)
+            self.fit, self.measured = measure.fit_linear(series), measure.delta(series, lo, hi)
         else:  # one context length (a reader's partial trace): shown, never fitted
-            self.fit, self.measured = single_context(series)
+            self.fit, self.measured = measure.single_context(series)
         self.kind = evidence_kind(trace.kind)
         self.readings = self._readings(reg)
 
@@ -324,7 +319,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
         f"{a.w_per_gpu / 1e9:.1f} GB of weights, at {p.memory_fraction:g} of HBM"
     )
     pct = f"decode_delta over median TPOT at {d.lo:,} tokens"
-    delta = [
+    deltas = [
         (run[DELTA_ID], "decode_delta", num(d.delta_ms, 4), "ms", tpot),
         (run[DELTA_PCT_ID], "decode_delta_pct", num(d.delta_pct, 3), "%", pct),
     ]
@@ -366,7 +361,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
         ),
     ]
     return [
-        *common.headlines(delta, **measured),
+        *common.headlines(deltas, **measured),
         *common.headlines(bounds),
         *common.headlines([slope_row], **measured),
         *common.headlines(capacity),

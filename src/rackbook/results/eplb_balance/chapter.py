@@ -16,15 +16,7 @@ from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
-from rackbook.results.eplb_balance.measure import (
-    fit,
-    layer_rank_loads,
-    recovered_shares,
-    score,
-    sweep,
-    trace_loads,
-    uniform_floor,
-)
+from rackbook.results.eplb_balance import measure
 from rackbook.results.eplb_balance.synthetic import (
     AFTER,
     BEFORE,
@@ -154,24 +146,26 @@ class Analysis:
         self.trace, self.params = trace, params
         p = params
         self.before, self.after, self.recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
-        self.loads = loads = trace_loads(trace)
+        self.loads = loads = measure.trace_loads(trace)
         self.shape = model_shape()
         self.batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
         self.hardware = hardware_label(trace.run)
         self.kind = "measured" if trace.run.get("kind") == "recorded" else "synthetic"
         layout = (p.ep_size, p.redundant, p.groups, p.nodes)
-        self.summary, self.per_window = score(loads, p.fit_windows, *layout)
+        self.summary, self.per_window = measure.score(loads, p.fit_windows, *layout)
         s = self.summary
-        placements = fit(loads, p.fit_windows, *layout)
-        self.floor = uniform_floor(
+        placements = measure.fit(loads, p.fit_windows, *layout)
+        self.floor = measure.uniform_floor(
             loads.shape[1],
             int(loads[0, 0].sum()),
             p.ep_size,
             windows=max(loads.shape[0] - p.fit_windows, 1),
         )
-        self.ranks = layer_rank_loads(loads, placements, window=p.fit_windows, layer=p.show_layer)
-        model_shares = recovered_shares(s["static"], s["eplb"], self.floor)
-        claim_shares = recovered_shares(self.before, self.after, self.floor)
+        self.ranks = measure.layer_rank_loads(
+            loads, placements, window=p.fit_windows, layer=p.show_layer
+        )
+        model_shares = measure.recovered_shares(s["static"], s["eplb"], self.floor)
+        claim_shares = measure.recovered_shares(self.before, self.after, self.floor)
         self.shares = model_shares.rename(columns={"pct": "model (%)"})
         self.shares[f"claim's {self.before:g} and {self.after:g} (%)"] = claim_shares["pct"]
         self.model_pct, self.claim_pct = _pct(model_shares), _pct(claim_shares)
@@ -277,7 +271,7 @@ def _sweeps(
         "skew": sorted(set(p.skews) | {round(skew, 4)}),
         "batch_per_rank": p.batch_sizes,
     }
-    return {x: sweep(base, x, values[x]) for x in SWEEPS}
+    return {x: measure.sweep(base, x, values[x]) for x in SWEEPS}
 
 
 def _readings(a: Analysis, reg: Registry) -> list[headline.ClaimReading]:

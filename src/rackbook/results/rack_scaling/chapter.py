@@ -16,11 +16,7 @@ from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
-from rackbook.results.rack_scaling.measure import (
-    scaling_vs_reference,
-    token_accounting,
-    with_gpu_counts,
-)
+from rackbook.results.rack_scaling import measure
 from rackbook.results.rack_scaling.readings import (
     ASSUMED_ISL,
     ASSUMED_OSL,
@@ -97,13 +93,13 @@ class Analysis:
         self.rack, self.gpu = rack, gpu = catalogs.system(p.system_id), catalogs.gpu(p.gpu_id)
         self.rental = catalogs.price(p.price_id)
         self.model = model = catalogs.load_model(p.model_id)
-        self.trace = tr = with_gpu_counts(trace, p.gpus_per_replica)
-        self.accounting = acc = token_accounting(tr)
+        self.trace = tr = measure.with_gpu_counts(trace, p.gpus_per_replica)
+        self.accounting = acc = measure.token_accounting(tr)
         # without the reference the smallest configuration stands in (the reading says so)
         ref_cfg = p.reference_config
         if ref_cfg not in set(acc["config"]):
             ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
-        self.scaling = scaling_vs_reference(acc, ref_cfg, p.metric)
+        self.scaling = measure.scaling_vs_reference(acc, ref_cfg, p.metric)
         self.ceilings = ceilings(model, gpu, rack.gpus)
         work = dict(isl=p.workload_isl, osl=p.workload_osl)
         self.throughput = throughput_readings(
