@@ -56,12 +56,8 @@ def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float 
     """Acceptance length (tokens per step) and its source: run.json, else 1 + accepted / drafts
     of the ``server_metrics`` counters; ``(None, reason)`` if absent."""
     run = trace.run
-    places: list[tuple[str, Any]] = [
-        ("run.json parameters", run.get("parameters")),
-        ("run.json", run),
-        ("run.json metrics", run.get("metrics")),
-    ]
-    for where, d in places:
+    places = [("run.json parameters", run.get("parameters")), ("run.json", run)]
+    for where, d in [*places, ("run.json metrics", run.get("metrics"))]:
         if isinstance(d, dict) and d.get(ACCEPTANCE_KEY) is not None:
             v = d[ACCEPTANCE_KEY]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 1:

@@ -47,15 +47,10 @@ def balancedness_physics(
     lo = 1 / ep_size
     ok = lo <= claimed <= 1
     fewest = math.ceil(1 / claimed) if claimed > 0 else None
-    ranks = (
-        f"the write-up does not state the EP ranks: {ep_size} is assumed here (the "
-        "chapter's ep_size)"
-        + (
-            f"; the figure clears the floor of any EP size of at least {fewest} ranks"
-            if fewest is not None and claimed <= 1
-            else ""
-        )
-    )
+    ranks = f"the write-up does not state the EP ranks: {ep_size} is assumed here (the "
+    ranks += "chapter's ep_size)"
+    if fewest is not None and claimed <= 1:
+        ranks += f"; the figure clears the floor of any EP size of at least {fewest} ranks"
     return common.reading(
         claim_id,
         "physics",
