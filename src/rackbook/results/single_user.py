@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core.server_metrics import counter_deltas
-from rackbook.core.traces import Trace
+from rackbook.core.traces import Trace, read_table
 from rackbook.core.units import percent, plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
@@ -184,8 +184,6 @@ def stream_problem(requests: pd.DataFrame, point_id: str | None = None) -> str |
 
 def check_one_stream(path: str | Path, point_id: str | None, field: str = "trace") -> None:
     """InputError (naming the folder and ``field``) unless the requests are one stream."""
-    from rackbook.core.traces import read_table
-
     cols = ["point_id", "concurrency", "success", "start_time_s", "e2el_s", "ttft_s"]
     req = read_table(path, "requests", columns=[*cols, "output_tokens"])
     if point_id is not None and not (req["point_id"] == point_id).any():

@@ -14,7 +14,7 @@ import pandas as pd
 
 from rackbook.core.importers.points import empty_table
 from rackbook.core.provenance import new_run_info
-from rackbook.core.traces import Trace, write_trace
+from rackbook.core.traces import Trace, read_run, write_trace
 from rackbook.errors import InputError
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
@@ -171,8 +171,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as err:
         print(f"error: {err}")
         return 2
-    from rackbook.core.traces import read_run
-
     gen = read_run(path)["generator"]
     print(
         f"wrote {path}: skew {gen['skew']:.6f}, static balancedness "
