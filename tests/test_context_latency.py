@@ -96,8 +96,6 @@ def test_fit_and_deltas(tmp_path):
     assert d.lo_ms == pytest.approx(266.0) and d.hi_ms == pytest.approx(1720.0)
     assert d.delta_ms == pytest.approx(1454.0) and d.pair == "extrapolated"
     assert context_latency.measure.delta(f, 1000, 3000).pair == "requested"
-    with pytest.raises(InputError, match="hi"):
-        context_latency.measure.delta(tab, 4000, 1000)
 
 
 def _table(ms):
@@ -131,8 +129,6 @@ def test_two_points_have_no_interval():
     f = context_latency.measure.fit_linear(_table([12, 14]))
     assert all(math.isnan(x) for x in f.slope_ci_per_1k) and not f.resolved
     assert context_latency.measure.t_975(1) == 12.706 and context_latency.measure.t_975(31) == 1.96
-    with pytest.raises(ValueError, match="degrees"):
-        context_latency.measure.t_975(0)
 
 
 def test_fit_refuses_mixed_series(tmp_path):

@@ -133,8 +133,6 @@ def test_gain_without_spread_when_requests_are_alike(tmp_path):
     assert g.high == pytest.approx(1.0)
     with pytest.raises(InputError, match="no usable request with config = 'C'"):
         prefill_gain.gain(prefill_gain.new_token_prefill(t), "A", "C")
-    with pytest.raises(InputError, match="stat"):
-        prefill_gain.gain(prefill_gain.new_token_prefill(t), "A", "B", stat="p99")
 
 
 def test_verdict_range():
@@ -170,11 +168,9 @@ def test_every_range_verdict_by_hand(g, verdict, inside, overlaps, text):
     assert v.text == f"measured {text} vs published +35 % .. +44 %: {verdict}"
 
 
-def test_verdict_range_of_a_plain_number_and_a_bad_range():
+def test_verdict_range_of_a_plain_number():
     assert prefill_gain.verdict_range(0.44, 0.35, 0.44).verdict == "inside"  # ends included
     assert prefill_gain.verdict_range(0.3499, 0.35, 0.44).verdict == "below"
-    with pytest.raises(InputError, match="high: must be above low"):
-        prefill_gain.verdict_range(0.40, 0.44, 0.35)
 
 
 def test_prefix_read_model_128k():

@@ -16,7 +16,6 @@ from rackbook import paths
 from rackbook.core import server_metrics
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.traces import read_trace, validate
-from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.results import rack_scaling
 
@@ -114,8 +113,6 @@ def test_accounting_unknown_cached_is_nan_and_said(tmp_path):
     assert math.isnan(row["cached_input_tok_s"]) and math.isnan(row["computed_tok_s"])
     assert row["total_tok_s"] == pytest.approx(55.0)  # (100 + 10) / 2 s still known
     assert math.isnan(row["total_tok_s_per_gpu"])  # no GPU count anywhere
-    with pytest.raises(InputError, match="gpus"):
-        rack_scaling.measure.token_accounting(t, gpus=0)
 
 
 def test_counter_that_went_down_is_unknown(tmp_path):
@@ -137,8 +134,6 @@ def test_scaling_efficiency_is_the_per_gpu_ratio():
     assert s.speedup == pytest.approx(10.0) and s.nodes == pytest.approx(8.0)
     assert s.efficiency == pytest.approx(1.25)
     assert s.per_gpu_n / s.per_gpu_1 == pytest.approx(s.efficiency)  # 31.25 / 25
-    with pytest.raises(InputError, match="total_1"):
-        rack_scaling.measure.scaling_efficiency(1.0, 0.0, 8, 4)
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,8 +192,6 @@ def test_speedup_readings_tray_and_hgx():
     assert r.loc["gb300-tray", "stated_node_tok_s_per_gpu"] == pytest.approx(2_173_671, abs=1)
     assert r.loc["gb300-tray", "stated_min_cached_share"] == pytest.approx(0.857, abs=1e-3)
     assert set(r["stated_verdict"]) == {"undetermined"}
-    with pytest.raises(InputError, match="speedup"):
-        rack_scaling.readings.speedup_readings(0, 954_000, 72, "deepseek-v4.1-flash", "gb300")
 
 
 def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
@@ -227,8 +220,6 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     assert cached["verdict"] == "undetermined" and np.isnan(cached["ratio"])
     assert "64 %" in cached["formula"] and "ISL 100,000 / OSL 1,000 (assumed" in cached["formula"]
     assert cached["command"].endswith("--isl 100000 --osl 1000 --cached-share 0.640")
-    with pytest.raises(InputError, match="cached_share"):
-        rack_scaling.readings.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", 1.0)
 
 
 @pytest.mark.parametrize(
@@ -286,12 +277,6 @@ def test_cost_readings():
         "reading"
     )
     assert at.loc["rack total / 72", "revenue_at_share"] == pytest.approx(47.7 * 0.82)
-    with pytest.raises(InputError, match="usd_per_m_cached"):
-        rack_scaling.readings.cost_readings(
-            38.96, TOKENS, usd_per_m_uncached=0.1, usd_per_m_cached=1.0
-        )
-    with pytest.raises(InputError, match="cached_share"):
-        rack_scaling.readings.cost_readings(38.96, TOKENS, cached_share=1.5)
 
 
 # --------------------------------------------------------------------------------------------

@@ -69,8 +69,6 @@ def test_gpu_counts_from_replicas_points_and_servers(tmp_path):
         "replicas x gpus_per_replica (3 x 4)",
     ]
     assert t.points["num_gpus"].isna().sum() == 2  # the original is untouched
-    with pytest.raises(InputError, match="gpus_per_replica"):
-        rack_scaling.measure.with_gpu_counts(t, 0)
 
 
 def test_scaling_against_the_reference(tmp_path):
@@ -107,8 +105,6 @@ def test_unknown_metric_reference_or_gpus_and_nan_throughput(tmp_path):
         tmp_path, [("r1", "1x", 1, None, 2, 10, 5, 1.0), ("r2", "2x", 2, None, 2, 10, 5, 1.0)]
     )
     acc = rack_scaling.measure.token_accounting(rack_scaling.measure.with_gpu_counts(t, 1))
-    with pytest.raises(InputError, match="metric"):
-        rack_scaling.measure.scaling_vs_reference(acc, "1x", "bogus")
     with pytest.raises(InputError, match="no point with config 'one'; known: 1x, 2x"):
         rack_scaling.measure.scaling_vs_reference(acc, "one", "total")
     with pytest.raises(InputError, match="num_gpus"):

@@ -35,6 +35,17 @@ def modelled(
     return headline.Headline(name, value, unit, definition, claim_id, "modelled", verdict, reason)
 
 
+def headlines(rows: Iterable[tuple[Any, ...]], **where: Any) -> list[headline.Headline]:
+    """One headline per row: (reading it speaks to, or an unclaimed value's reason; name, value,
+    unit, definition)."""
+    return [
+        headline.spoken(r, name, value, unit, what, **where)
+        if isinstance(r, headline.ClaimReading)
+        else headline.unclaimed(name, value, unit, what, r, **where)
+        for r, name, value, unit, what in rows
+    ]
+
+
 def where(a: Any, kind: str = "measured") -> dict[str, Any]:
     return dict(kind=kind, hardware=a.hardware, trace_ids=[a.trace.trace_id])
 

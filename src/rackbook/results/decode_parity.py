@@ -70,8 +70,8 @@ def parity(
     metric: str = "decode_tok_s",
     batches: list[int] | None = None,
 ) -> pd.DataFrame:
-    """Per batch both engines measured (of ``batches``, if given): throughput of A and B, their
-    decode ranks (the largest where several), ratio A/B and gap (ratio - 1, in %)."""
+    """Per batch both engines measured: throughput of A and B, their decode ranks (the largest),
+    ratio A/B and gap (ratio - 1, in %)."""
 
     def side(engine: str) -> pd.DataFrame:
         if metric not in table.columns:
@@ -115,8 +115,8 @@ def run_reading(
     missing: str,
     batches: list[int] | None = None,
 ) -> headline.ClaimReading:
-    """This run's reading of "within ``band_pct`` % at every batch size": inconsistent when one
-    is outside, consistent when every one of ``batches`` is inside; else untested."""
+    """Consistent when every gap of ``batches`` is within ``band_pct`` %, inconsistent when one
+    is outside, else untested."""
     needs = "vLLM against DeepInfer's offline benchmark on Blackwell GPUs, DeepSeek-V4.1-Flash"
     if par.empty:
         return headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
@@ -150,8 +150,7 @@ def _ceiling_span(lo: Any, hi: Any) -> str:
 def physics_reading(
     ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, params: Params
 ) -> headline.ClaimReading:
-    """Physics bounds each engine's rate per GPU, not their ratio: undetermined unless a
-    testable trace holds each engine against the bound of its own batch and decode ranks."""
+    """Each engine against its decode bound per GPU; undetermined without a testable trace."""
     lo, hi = ceilings.iloc[0], ceilings.iloc[-1]
     span = _ceiling_span(lo, hi)
     att = decode_attainable(params, int(lo["batch"]), int(hi["batch"]))
@@ -172,8 +171,7 @@ def physics_reading(
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="decode-parity"):
-    """The notebook's ``parameters`` (engine B plays DeepInfer's role; ``band_pct`` None: the
-    registry's band in %)."""
+    """The notebook's ``parameters`` (``band_pct`` None: the registry's band in %)."""
 
     engine_a: str
     engine_b: str
@@ -185,8 +183,7 @@ class Params(headline.Params, result="decode-parity"):
 
 
 class Analysis:
-    """Throughput, decode and prefill parity, ceilings and readings of a trace; engine B's
-    points from ``trace_b`` when given (an imported offline engine, replacing ``trace``'s)."""
+    """Throughput, parity, ceilings and readings; engine B's points from ``trace_b`` if given."""
 
     def __init__(
         self,
@@ -258,7 +255,7 @@ class Analysis:
 
 def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
     """The decode bound (tok/s per GPU, no context) of ``batch`` sequences per rank on ``ranks``
-    GPUs: the lower of the compute ceiling and the fewest bytes a step reads."""
+    GPUs: the lower of the compute and the memory ceiling."""
     m, g = catalogs.as_model(params.model_id), catalogs.as_gpu(params.gpu_id)
     comp = roofline.compute_ceiling_tokens_per_s(m, g, "decode")
     mem = check.memory_ceiling(m, g, ranks, batch * ranks)
@@ -268,8 +265,7 @@ def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
 
 
 def decode_attainable(params: Params, low: int, high: int) -> dict[str, Any]:
-    """What measured kernels reach per GPU at ``low`` and ``high`` sequences per rank on the
-    claim's ranks; ``ratio`` None (the claim is a ratio of two engines)."""
+    """What measured kernels reach per GPU at ``low`` and ``high`` sequences per rank."""
     ranks = CLAIM_DECODE_RANKS
     a_lo, a_hi = (
         verdicts.attainable(check.check_claim(params.model_id, params.gpu_id, ranks, 1.0, batch=b))
@@ -284,9 +280,7 @@ def decode_attainable(params: Params, low: int, high: int) -> dict[str, Any]:
 
 
 def ceilings(params: Params, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
-    """Per batch size per rank: the :func:`decode_bound` (tok/s per GPU) on ``ranks`` GPUs and
-    what binds (``limit``). DEP64 at batch 8: 12.02 GB over 64 x 8 TB/s = 23.5 us, 512 tokens
-    / 64 GPUs / 23.5 us = 340,803 tok/s per GPU, above the 241,834 compute bound."""
+    """Per batch size per rank: the :func:`decode_bound` (tok/s per GPU) and what binds."""
     bounds = {b: decode_bound(params, ranks, b) for b in sorted(params.batch_sizes)}
     cols = ("batch", "ceiling_tok_s_per_gpu", "limit", "formula")
     rows = [(b, r.tok_s_per_gpu, r.name, r.formula) for b, r in bounds.items()]
@@ -319,39 +313,27 @@ def outcome(a: Analysis) -> headline.Outcome:
     tid = [a.trace.trace_id, *([a.trace_b.trace_id] if a.trace_b is not None else [])]
     run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
     measured = common.where(a) | {"trace_ids": tid}
-    headlines = []
+    rows: list[tuple[Any, ...]] = []
     signed = "largest |A/B - 1| of {} throughput over the batch sizes, signed"
     if a.worst:
         within = f"batch sizes whose decode gap is within +/-{a.band_pct:g} %, of {len(a.decode)}"
-        headlines += [
-            headline.spoken(
-                run,
-                "max_decode_gap",
-                round(a.worst[1], 2),
-                "%",
-                signed.format("decode"),
-                **measured,
-            ),
-            headline.spoken(
-                run, "batch_sizes_within_band", a.inside, "batch sizes", within, **measured
-            ),
+        gap = round(a.worst[1], 2)
+        rows += [
+            (run, "max_decode_gap", gap, "%", signed.format("decode")),
+            (run, "batch_sizes_within_band", a.inside, "batch sizes", within),
         ]
     if a.prefill_worst:
         no = "the write-up gives no number for prefill, only that it follows a curve"
-        value = round(a.prefill_worst[1], 2)
-        what = signed.format("prefill")
-        headlines.append(headline.unclaimed("max_prefill_gap", value, "%", what, no, **measured))
-    headlines += [
-        headline.unclaimed(
-            f"ceiling_batch_{r.batch}",
-            round(r.ceiling_tok_s_per_gpu),
-            "tok/s/GPU",
-            f"decode bound per GPU ({r.limit}) at batch {r.batch} per rank on "
-            f"{CLAIM_DECODE_RANKS} x {a.params.gpu_id}",
-            "bounds each engine, not their ratio",
+        rows.append(
+            (no, "max_prefill_gap", round(a.prefill_worst[1], 2), "%", signed.format("prefill"))
         )
-        for r in a.ceilings.itertuples()
-    ]
+    on, each = f"{CLAIM_DECODE_RANKS} x {a.params.gpu_id}", "bounds each engine, not their ratio"
+    ceilings = []
+    for r in a.ceilings.itertuples():
+        what = f"decode bound per GPU ({r.limit}) at batch {r.batch} per rank on {on}"
+        cap = round(r.ceiling_tok_s_per_gpu)
+        ceilings.append((each, f"ceiling_batch_{r.batch}", cap, "tok/s/GPU", what))
+    headlines = common.headlines(rows, **measured) + common.headlines(ceilings)
     lo, hi = a.ceilings.iloc[0], a.ceilings.iloc[-1]
     hi_x = results_bounds.verdict_rule().impossible_above  # above the bound: impossible
     span = a.claim.scope.batch_sizes

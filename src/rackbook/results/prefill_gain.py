@@ -1,6 +1,5 @@
-"""New-token prefill throughput behind a cached prefix (new tokens / TTFT per request, a lower
-bound), the gain of configuration B over A (stat(B) / stat(A) - 1, seeded bootstrap interval),
-and a roofline of reading the cached prefix's KV."""
+"""New-token prefill tok/s behind a cached prefix (new tokens / TTFT, a lower bound), the gain of
+B over A (stat(B) / stat(A) - 1, bootstrap interval), and a roofline of reading the prefix's KV."""
 
 from __future__ import annotations
 
@@ -40,7 +39,6 @@ PREFIX_PARAM_KEYS: tuple[str, ...] = (
 
 NEW_TOKEN_FORMULA = r"\text{new-token prefill tok/s} = \frac{p_i - c_i}{\mathrm{TTFT}_i}"
 GAIN_FORMULA = r"\text{gain} = \frac{\operatorname{stat}_B}{\operatorname{stat}_A} - 1"
-STATS: tuple[str, ...] = ("mean", "median", "pooled")
 
 
 def _prefix_from_run(trace: Trace) -> tuple[int | None, str]:
@@ -56,9 +54,8 @@ def _prefix_from_run(trace: Trace) -> tuple[int | None, str]:
 
 
 def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.DataFrame:
-    """Per successful request: cached tokens (``cached_prompt_tokens``, else ``prefix_tokens``,
-    else run.json; ``cached_source`` says which), new tokens, ttft_s (s) and new_tok_s (tok/s;
-    NaN unless new tokens and TTFT > 0). InputError when no prefix length is known."""
+    """Per successful request: cached tokens (the row's, else ``prefix_tokens``, else run.json's),
+    new tokens, ttft_s (s) and new_tok_s (tok/s; NaN unless new tokens and TTFT > 0)."""
     req = trace.requests[trace.requests["success"]].reset_index(drop=True)
     cached = req["cached_prompt_tokens"]
     source = pd.Series("row", index=req.index, dtype="string")
@@ -84,8 +81,7 @@ def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.Data
 
 
 def summary(table: pd.DataFrame, by: str = "config") -> pd.DataFrame:
-    """Per value of ``by``: requests used and excluded, mean / median / p10 / p90 / spread of
-    per-request new-token tok/s, pooled tok/s, mean new and cached tokens."""
+    """Per value of ``by``: requests, statistics of new-token tok/s, mean new and cached tokens."""
     rows = []
     for key, g in table.groupby(by, sort=True):
         ok = g[g["new_tok_s"].notna()]
@@ -108,7 +104,6 @@ def summary(table: pd.DataFrame, by: str = "config") -> pd.DataFrame:
 
 
 def _stat(new: np.ndarray, ttft: np.ndarray, stat: str) -> np.ndarray:
-    """``stat`` along the last axis of per-request arrays (shape (..., n))."""
     if stat == "mean":
         return (new / ttft).mean(axis=-1)
     if stat == "median":
@@ -118,8 +113,7 @@ def _stat(new: np.ndarray, ttft: np.ndarray, stat: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Gain:
-    """Gain of configuration ``b`` over ``a``: stat(B) / stat(A) - 1 (fraction), with the
-    bootstrap percentile interval [``low``, ``high``] at ``level``."""
+    """stat(B) / stat(A) - 1 (fraction) with its bootstrap interval [``low``, ``high``]."""
 
     a: str
     b: str
@@ -136,9 +130,6 @@ class Gain:
     seed: int
     formula: str
 
-    def __float__(self) -> float:
-        return self.gain
-
 
 def gain(
     table: pd.DataFrame,
@@ -151,10 +142,8 @@ def gain(
     level: float = 0.90,
     seed: int = 0,
 ) -> Gain:
-    """Gain of ``b`` over ``a`` (rows of :func:`new_token_prefill`) with the ``level`` interval of
-    ``n_boot`` bootstrap resamples (``default_rng(seed)``; A and B drawn independently)."""
-    if stat not in STATS:
-        raise InputError("-", "stat", f"{stat!r} is not one of {', '.join(STATS)}")
+    """Gain of ``b`` over ``a`` with the ``level`` interval of ``n_boot`` bootstrap resamples
+    (``default_rng(seed)``; A and B drawn independently)."""
     arrays = []
     for name in (a, b):
         g = table[(table[by] == name) & table["new_tok_s"].notna()]
@@ -182,8 +171,6 @@ def gain(
 
 def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
     """Compare a gain (fraction; a :class:`Gain` brings its interval) with [``low``, ``high``]."""
-    if not low < high:
-        raise InputError("-", "high", f"must be above low ({low}), got {high}")
     x, lo, hi = (g.gain, g.low, g.high) if isinstance(g, Gain) else (float(g),) * 3
     inside = low <= x <= high
     overlaps = lo <= high and hi >= low
@@ -199,8 +186,7 @@ def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
 def gain_attainable(
     model: ModelSpec, gpu: GpuSpec, gpus: int, prefix: int, high: float, baseline: float | None
 ) -> dict[str, Any]:
-    """What measured kernels reach for new-token prefill behind ``prefix`` cached tokens; the
-    ratio of ``baseline`` (new tok/s) x (1 + ``high``) to it, None without a baseline."""
+    """What measured kernels reach behind ``prefix`` cached tokens (ratio None: no baseline)."""
     claimed = baseline * (1 + high) / gpus if baseline else 1.0
     a = verdicts.attainable(
         check.check_claim(model, gpu, gpus, claimed, phase="prefill", context=prefix)
@@ -227,8 +213,7 @@ def gain_physics(
     attainable: dict[str, Any] | None = None,
 ) -> headline.ClaimReading:
     """Physics of a gain of ``low`` .. ``high`` (fractions): undetermined without the baseline
-    (new tok/s per GPU; a bound caps a throughput, not a ratio), else baseline x (1 + high)
-    against ``bound_tok_s``; the decoder replay layers' ``removable`` share in the reason."""
+    (new tok/s per GPU), else baseline x (1 + high) against ``bound_tok_s``."""
     need_lo, need_hi = 1 - 1 / (1 + low), 1 - 1 / (1 + high)
     cap = 1 / (1 - removable) - 1 if removable < 1 else float("inf")
     assumed = (
@@ -262,8 +247,7 @@ CURVE_PREFIXES: tuple[int, ...] = tuple(
 
 
 def can_test(run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol: float) -> bool:
-    """A recorded trace on Blackwell GPUs serving the claim's model, its mean cached prefix
-    within ``rel_tol`` (a fraction) of the claim's."""
+    """A recording on Blackwell GPUs, its cached prefix within ``rel_tol`` of the claim's."""
     return verdicts.can_test(run, verdicts.BLACKWELL) and (
         abs(trace_prefix / claim_prefix - 1) <= rel_tol
     )
@@ -272,8 +256,7 @@ def can_test(run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol:
 def run_reading(
     rv: RangeVerdict, testable: bool, run: dict[str, Any], claim_prefix: int
 ) -> headline.ClaimReading:
-    """This run's reading of a :class:`RangeVerdict`: consistent when inside or overlapping,
-    else inconsistent; untested when the trace cannot test the claim."""
+    """Consistent when inside or overlapping, else inconsistent; untested if not testable."""
     if not testable:
         needs = f"Blackwell GPUs serving DeepSeek-V4.1-Flash behind {claim_prefix:,} cached tokens"
         return verdicts.untested(CLAIM_ID, run, rv.text, needs)
@@ -283,9 +266,7 @@ def run_reading(
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="prefill-gain"):
-    """The notebook's ``parameters`` (``assume_prefix_tokens`` None: run.json's; ``rel_tol``: how
-    close the trace's prefix must be to the claim's; ``baseline_tok_s`` None: unpublished) and
-    the bootstrap's, which are not notebook parameters."""
+    """The notebook's ``parameters`` and the bootstrap's (not notebook parameters)."""
 
     assume_prefix_tokens: int | None
     config_a: str
@@ -303,8 +284,7 @@ class Params(headline.Params, result="prefill-gain"):
 
 
 class Analysis:
-    """Per-request table, summary, gain (None with one configuration: untested), prefix-read
-    roofline (new tok/s) and readings of a trace."""
+    """Per-request table, summary, gain, prefix-read roofline (new tok/s) and readings."""
 
     def __init__(
         self,
@@ -354,16 +334,9 @@ class Analysis:
             f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"
         )
         attainable = gain_attainable(model, gpu, p.prefill_gpus, prefix, high, p.baseline_tok_s)
-        physics = gain_physics(
-            low,
-            high,
-            self.removable,
-            how,
-            baseline_tok_s=p.baseline_tok_s,
-            bound_tok_s=bound.tokens_per_s,
-            bound_how=bound_how,
-            attainable=attainable,
-        )
+        kw: dict[str, Any] = dict(baseline_tok_s=p.baseline_tok_s, bound_tok_s=bound.tokens_per_s)
+        kw |= dict(bound_how=bound_how, attainable=attainable)
+        physics = gain_physics(low, high, self.removable, how, **kw)
         self.readings = [physics, evidence.reading(CLAIM_ID, registry=reg), run]
 
     def batched_tokens(self, which: str) -> int | str:
@@ -430,8 +403,6 @@ class Analysis:
 def _measured_gain(
     table: pd.DataFrame, p: Params, low: float, high: float
 ) -> tuple[Gain | None, RangeVerdict | None, str]:
-    """The gain of B over A and its verdict against [``low``, ``high``] (fractions), or (None,
-    None, what is missing) without usable requests of a configuration."""
     configs = set(table.loc[table["new_tok_s"].notna(), "config"])
     lacking = [c for c in (p.config_a, p.config_b) if c not in configs]
     if lacking:
@@ -459,13 +430,10 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """Gain and interval (%), new-token tok/s per configuration, cached prefix (tokens),
-    removable share (%), prefix-read ceiling (tok/s)."""
     p, g, num = a.params, a.gain, verdicts.number
     run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
     phys = headline.by_claim(a.readings, "physics")[CLAIM_ID]
-    measured = common.where(a)
-    headlines = []
+    rows: list[tuple[Any, ...]] = []
     if g is not None:
         lvl = f"end of the {percent(g.level, 0)} bootstrap interval of the gain"
         what = f"{p.stat} new-token prefill tok/s of {p.config_b} / {p.config_a} - 1; new tokens"
@@ -474,48 +442,35 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
             ("gain_interval_low", g.low, f"lower {lvl} ({g.n_boot} resamples, seed {g.seed})"),
             ("gain_interval_high", g.high, f"upper {lvl}"),
         ]
-        headlines += [
-            headline.spoken(run, name, num(100 * x, 2), "%", what, **measured)
-            for name, x, what in gains
-        ]
+        rows += [(run, name, num(100 * x, 2), "%", what) for name, x, what in gains]
+    no = "the write-up gives no absolute throughput"
     for cfg in (p.config_a, p.config_b):
         v = a.stat_tok_s(cfg)
         if np.isfinite(v):
             what = f"{p.stat} new-token prefill throughput per request, config {cfg}"
-            no = "the write-up gives no absolute throughput"
-            name = f"new_token_tok_s_{cfg.lower()}"
-            headlines.append(headline.unclaimed(name, num(v, 2), "tok/s", what, no, **measured))
-    return headlines + [
-        headline.unclaimed(
-            "mean_cached_tokens",
-            num(a.table["cached_tokens"].mean(), 1),
-            "tokens",
-            "mean cached prompt tokens per request (the prefix P)",
-            f"the claim's prefix is {a.claim_prefix:,} tokens",
-            **measured,
-        ),
-        headline.spoken(
-            phys,
-            "removable_share",
-            num(100 * a.removable, 1),
-            "%",
-            "share of a new token's time at the bounds that the decoder replay "
-            "layers remove (at equal kernel efficiency before and after: an assumption)",
-        ),
-        headline.unclaimed(
-            "prefix_read_ceiling_no_reuse",
-            num(a.read_no_reuse.tokens_per_s, 1),
-            "tok/s",
-            f"new-token prefill ceiling behind {a.claim_prefix:,} cached "
-            f"tokens, {p.prefill_gpus} x {catalogs.as_gpu(p.gpu_id).label}, {p.kv_dtype} KV, "
-            "sparse reads, no reuse",
-            "a ceiling on throughput, not a gain",
-        ),
+            rows.append((no, f"new_token_tok_s_{cfg.lower()}", num(v, 2), "tok/s", what))
+    prefix = f"the claim's prefix is {a.claim_prefix:,} tokens"
+    mean_p = "mean cached prompt tokens per request (the prefix P)"
+    cached = num(a.table["cached_tokens"].mean(), 1)
+    rows.append((prefix, "mean_cached_tokens", cached, "tokens", mean_p))
+    removes = (
+        "share of a new token's time at the bounds that the decoder replay "
+        "layers remove (at equal kernel efficiency before and after: an assumption)"
+    )
+    ceiling = (
+        f"new-token prefill ceiling behind {a.claim_prefix:,} cached "
+        f"tokens, {p.prefill_gpus} x {catalogs.as_gpu(p.gpu_id).label}, {p.kv_dtype} KV, "
+        "sparse reads, no reuse"
+    )
+    no_gain, top = "a ceiling on throughput, not a gain", num(a.read_no_reuse.tokens_per_s, 1)
+    bounds = [
+        (phys, "removable_share", num(100 * a.removable, 1), "%", removes),
+        (no_gain, "prefix_read_ceiling_no_reuse", top, "tok/s", ceiling),
     ]
+    return common.headlines(rows, **common.where(a)) + common.headlines(bounds)
 
 
 def _flips(a: Analysis) -> list[str]:
-    """What would flip each verdict."""
     p, bound = a.params, a.bound.tokens_per_s
     rule = results_bounds.verdict_rule()
     return [

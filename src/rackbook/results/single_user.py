@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core.server_metrics import counter_deltas
-from rackbook.core.traces import Trace
+from rackbook.core.traces import Trace, read_table
 from rackbook.core.units import percent, plural
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
@@ -53,15 +53,11 @@ FLOOR_FORMULA = (
 
 
 def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float | None, str]:
-    """Acceptance length (tokens per step) and its source: run.json (:data:`ACCEPTANCE_KEY`),
-    else 1 + accepted / drafts of the ``server_metrics`` counters; ``(None, reason)`` if absent."""
+    """Acceptance length (tokens per step) and its source: run.json, else 1 + accepted / drafts
+    of the ``server_metrics`` counters; ``(None, reason)`` if absent."""
     run = trace.run
-    places: list[tuple[str, Any]] = [
-        ("run.json parameters", run.get("parameters")),
-        ("run.json", run),
-        ("run.json metrics", run.get("metrics")),
-    ]
-    for where, d in places:
+    places = [("run.json parameters", run.get("parameters")), ("run.json", run)]
+    for where, d in [*places, ("run.json metrics", run.get("metrics"))]:
         if isinstance(d, dict) and d.get(ACCEPTANCE_KEY) is not None:
             v = d[ACCEPTANCE_KEY]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 1:
@@ -143,8 +139,7 @@ OVERLAP_TOLERANCE_S = 1e-3
 
 
 def stream_problem(requests: pd.DataFrame, point_id: str | None = None) -> str | None:
-    """Why the requests (of ``point_id``, else all) are not one measurable stream (concurrency
-    above 1, overlapping requests, none successful or with a decode step); None when they are."""
+    """Why the requests (of ``point_id``, else all) are not one measurable stream, else None."""
     req = requests
     where = ""
     if point_id is not None:
@@ -189,8 +184,6 @@ def stream_problem(requests: pd.DataFrame, point_id: str | None = None) -> str |
 
 def check_one_stream(path: str | Path, point_id: str | None, field: str = "trace") -> None:
     """InputError (naming the folder and ``field``) unless the requests are one stream."""
-    from rackbook.core.traces import read_table
-
     cols = ["point_id", "concurrency", "success", "start_time_s", "e2el_s", "ttft_s"]
     req = read_table(path, "requests", columns=[*cols, "output_tokens"])
     if point_id is not None and not (req["point_id"] == point_id).any():
@@ -210,11 +203,8 @@ def claim_vs_floor(
     context_tokens: int = 0,
     kv_dtype: str = "fp4",
 ) -> pd.DataFrame:
-    """The claim's time per token (ms) against the batch-1 floor (a step streaming the fewest
-    bytes it can; ``uniform_*``: tokens routed independently), rows ``no speculation`` and
-    ``speculation`` (``acceptance_length``); ceiling_tok_s = acceptance / floor step."""
-    if not claim_tokens_per_s > 0:
-        raise InputError("-", "claim_tokens_per_s", f"must be > 0, got {claim_tokens_per_s}")
+    """The claim's time per token (ms) against the batch-1 floor step, without and with
+    speculation (``acceptance_length``); ceiling_tok_s = acceptance / floor step."""
     claim_ms = 1000 / claim_tokens_per_s
     floor = functools.partial(
         roofline.batch1_decode_ceiling_tokens_per_s,
@@ -303,8 +293,7 @@ def run_reading(
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="single-user"):
-    """The notebook's ``parameters`` (``floor_gpus`` None: the registry's; ``acceptance_length``
-    None: InferenceX's)."""
+    """The notebook's ``parameters`` (None: the registry's GPUs, InferenceX's acceptance)."""
 
     point_id: str | None
     gpus: int
@@ -414,12 +403,12 @@ class Analysis:
             "draft_mb": float(f1["draft_mb"]),
             "floor_s_ms": float(f1["floor_step_ms"]),
             "moe_layers": self.moe_layers,
-            "budget_1_us": results_bounds.collective_budget_us(
-                f0["claim_step_ms"] / 1e3, f0["floor_step_ms"] / 1e3, self.moe_layers
-            ),
-            "budget_s_us": results_bounds.collective_budget_us(
-                f1["claim_step_ms"] / 1e3, f1["floor_step_ms"] / 1e3, self.moe_layers
-            ),
+            **{
+                f"budget_{k}_us": results_bounds.collective_budget_us(
+                    f["claim_step_ms"] / 1e3, f["floor_step_ms"] / 1e3, self.moe_layers
+                )
+                for k, f in (("1", f0), ("s", f1))
+            },
             "su_per_gpu": self.per_gpu_single_user,
             "rack_tok_s": self.rack_tok_s,
             "rack_gpus": self.rack_gpus,
@@ -440,56 +429,29 @@ def outcome(a: Analysis) -> headline.Outcome:
     st, p = a.stats, a.params
     run = headline.by_claim(a.readings, "this run")[CLAIM_ID]
     measured = common.where(a)
-    headlines = [
-        headline.spoken(
-            run,
-            "stream_tok_s",
-            verdicts.number(st.tokens_per_s, 2),
-            "tok/s",
-            "sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests",
-            **measured,
-        ),
-        *(
-            headline.unclaimed(
-                f"gap_p{q:g}_ms",
-                verdicts.number(st.gaps_ms[q], 3),
-                "ms",
-                f"{what} gap between streamed chunks; null without gaps",
-                "the write-up gives no gap figure",
-                **measured,
-            )
-            for q, what in ((50.0, "median"), (99.0, "99th percentile"))
-        ),
-        headline.unclaimed(
-            "tokens_per_chunk",
-            verdicts.number(st.tokens_per_chunk, 3),
-            "tokens",
-            "sum(output tokens - 1) / number of gaps",
-            "above 1 when chunks carry several tokens",
-            **measured,
-        ),
-        headline.unclaimed(
-            "acceptance_length",
-            verdicts.number(st.acceptance_length, 3),
-            "tokens/step",
-            "speculative-decoding acceptance length; null when the trace has none",
-            st.acceptance_source,
-            **measured,
-        ),
+    num, src = verdicts.number, st.acceptance_source
+    speed = "sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests"
+    gap = "gap between streamed chunks; null without gaps"
+    no_gap = "the write-up gives no gap figure"
+    chunk = "sum(output tokens - 1) / number of gaps"
+    several = "above 1 when chunks carry several tokens"
+    acc = "speculative-decoding acceptance length; null when the trace has none"
+    gaps = ((50.0, "median"), (99.0, "99th percentile"))
+    rows = [
+        (run, "stream_tok_s", num(st.tokens_per_s, 2), "tok/s", speed),
+        *((no_gap, f"gap_p{q:g}_ms", num(st.gaps_ms[q], 3), "ms", f"{w} {gap}") for q, w in gaps),
+        (several, "tokens_per_chunk", num(st.tokens_per_chunk, 3), "tokens", chunk),
+        (src, "acceptance_length", num(st.acceptance_length, 3), "tokens/step", acc),
     ]
-    headlines += [
-        common.modelled(
-            CLAIM_ID,
-            "claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_"),
-            verdicts.number(100 * r.claim_share_of_ceiling, 4),
-            "% of ceiling",
-            f"claim / batch-1 bandwidth bound (fewest bytes per step) on "
-            f"{a.floor_gpus} x {p.gpu_id.upper()}, {r.acceptance_length:g} tokens per step",
-            check.physics_verdict(r.claim_share_of_ceiling),
-            f"floor {r.floor_step_ms:.4g} ms/step vs {r.claim_step_ms:.4g} ms implied",
-        )
-        for r in a.floor.itertuples()
-    ]
+    headlines = common.headlines(rows, **measured)
+    for r in a.floor.itertuples():
+        name = "claim_share_of_floor_ceiling_" + r.reading.replace(" ", "_")
+        share = num(100 * r.claim_share_of_ceiling, 4)
+        what = f"claim / batch-1 bandwidth bound (fewest bytes per step) on {a.floor_gpus} x "
+        what += f"{p.gpu_id.upper()}, {r.acceptance_length:g} tokens per step"
+        verdict = check.physics_verdict(r.claim_share_of_ceiling)
+        why = f"floor {r.floor_step_ms:.4g} ms/step vs {r.claim_step_ms:.4g} ms implied"
+        headlines.append(common.modelled(CLAIM_ID, name, share, "% of ceiling", what, verdict, why))
     v = a.values()
     best = a.floor.loc[a.floor["ceiling_tok_s"].idxmax()]
     rule = results_bounds.verdict_rule()

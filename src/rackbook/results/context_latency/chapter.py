@@ -1,5 +1,4 @@
-"""The context-latency chapter: its parameters, the analysis of a trace, what it concludes and
-the values its prose quotes."""
+"""The context-latency chapter: parameters, analysis, outcome and the values its prose quotes."""
 
 from __future__ import annotations
 
@@ -18,14 +17,7 @@ from rackbook.inputs.claims import Registry
 from rackbook.physics import results_bounds, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
-from rackbook.results.context_latency.measure import (
-    decode_latency_by_context,
-    delta,
-    fit_linear,
-    main_series,
-    memory_by_context,
-    single_context,
-)
+from rackbook.results.context_latency import measure
 from rackbook.results.context_latency.readings import (
     DELTA_ID,
     DELTA_PCT_ID,
@@ -48,8 +40,7 @@ FIGURES = ("fig_memory", "fig_capacity", "fig_latency", "fig_growth", "fig_impli
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="context-latency"):
-    """The notebook's ``parameters`` (``lo``, ``hi`` None: the registry's contexts;
-    ``weight_bytes_per_gpu`` None: derived)."""
+    """The notebook's ``parameters`` (None: the registry's contexts, derived weight bytes)."""
 
     model_id: str
     gpu_id: str
@@ -65,8 +56,7 @@ class Params(headline.Params, result="context-latency"):
 
 
 class Analysis:
-    """KV bytes, memory per sequence, latency against context (series, fit, delta), context
-    growth, implied latency and readings of a trace."""
+    """KV bytes, memory, latency against context, growth, implied latency and readings."""
 
     def __init__(
         self,
@@ -91,19 +81,20 @@ class Analysis:
         max_ctx = int(m.architecture.max_context_tokens or hi)
         grid = sorted({*np.linspace(max_ctx / 64, max_ctx, 64).astype(int).tolist(), lo, hi})
         kw = dict(weight_bytes_per_gpu=self.w_per_gpu, memory_fraction=p.memory_fraction)
-        self.memory = {d: memory_by_context(m, hw, grid, d, **kw) for d in catalogs.PRECISIONS}
-        self.table = decode_latency_by_context(trace)
-        self.series = series = main_series(self.table)
+        self.memory = {
+            d: measure.memory_by_context(m, hw, grid, d, **kw) for d in catalogs.PRECISIONS
+        }
+        self.table = measure.decode_latency_by_context(trace)
+        self.series = series = measure.main_series(self.table)
         if len(series) >= 2:
-            self.fit, self.measured = fit_linear(series), delta(series, lo, hi)
+            self.fit, self.measured = measure.fit_linear(series), measure.delta(series, lo, hi)
         else:  # one context length (a reader's partial trace): shown, never fitted
-            self.fit, self.measured = single_context(series)
+            self.fit, self.measured = measure.single_context(series)
         self.kind = evidence_kind(trace.kind)
         self.readings = self._readings(reg)
 
     def _readings(self, reg: Registry) -> list[headline.ClaimReading]:
-        """The three readings of each claim; sets :attr:`growth`, :attr:`implied` and
-        :attr:`tolerance_ms` (ms)."""
+        """The three readings of each claim; sets ``growth``, ``implied``, ``tolerance_ms``."""
         p, m, hw, lo, hi = self.params, self.model, self.hw, self.lo, self.hi
         claim_ms, claim_pct = reg.value(DELTA_ID), reg.value(DELTA_PCT_ID)
         self.tolerance_ms = tol_ms = reg.tolerance(DELTA_ID)
@@ -158,7 +149,7 @@ class Analysis:
 
     @property
     def reads_table(self) -> pd.DataFrame:
-        """Context bytes one decode step reads per sequence at lo and hi, at both ends (MB)."""
+        """Context bytes (MB) one decode step reads per sequence at lo and hi."""
         rows = []
         for c in (self.lo, self.hi):
             r = roofline.decode_kv_reads(self.model, c, self.params.kv_dtype)
@@ -253,7 +244,7 @@ class Analysis:
 
     @property
     def slope_sentence(self) -> str:
-        """What the fit's slope says, in one sentence: resolved from zero or not (95 % CI)."""
+        """Whether the fit's slope is resolved from zero (95 % CI), in one sentence."""
         f, d = self.fit, self.measured
         ci = f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g} ms per 1,000 tokens"
         if f.resolved:
@@ -272,7 +263,6 @@ class Analysis:
 
 
 def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) -> ImpliedLatency:
-    """``implied`` with the implied step at ``lo`` over measured kernels' (``ga["step_lo_s"]``)."""
     if not ga.get("step_lo_s"):
         return implied
     x = 1e-3 * implied.central_ms / ga["step_lo_s"]
@@ -301,99 +291,84 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """The measured delta (ms, %), KV bytes per token, modelled growth (µs), implied latency
-    (ms), slope and capacity."""
     p, d, f, g, im = a.params, a.measured, a.fit, a.growth, a.implied
     run = headline.by_claim(a.readings, "this run")
     phys = headline.by_claim(a.readings, "physics")
     measured = common.where(a, a.kind)
     if a.kind == "synthetic":
         measured.pop("hardware")
-    spoken, unclaimed = headline.spoken, headline.unclaimed
-    headlines = [
-        spoken(
-            run[DELTA_ID],
-            "decode_delta",
-            verdicts.number(d.delta_ms, 4),
-            "ms",
-            f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)",
-            **measured,
-        ),
-        spoken(
-            run[DELTA_PCT_ID],
-            "decode_delta_pct",
-            verdicts.number(d.delta_pct, 3),
-            "%",
-            f"decode_delta over median TPOT at {d.lo:,} tokens",
-            **measured,
-        ),
-        spoken(
+    num, gpu = verdicts.number, p.gpu_id.upper()
+    tpot = f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)"
+    kv = f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "
+    grows = (
+        f"extra context reads per decode step of {units.plural(p.batch, 'sequence')} growing "
+        f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {gpu} HBM bandwidth"
+    )
+    dense = "the same with every consuming layer reading every row (dense bound)"
+    implied = (
+        f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens "
+        f"({im.low_ms:.3g} to {im.high_ms:.3g} ms over the rounding)"
+    )
+    slope = (
+        f"least-squares slope of median TPOT over {f.n} contexts {f.context_min:,}.."
+        f"{f.context_max:,} tokens (95 % CI {f.slope_ci_per_1k[0]:.3g} to "
+        f"{f.slope_ci_per_1k[1]:.3g})"
+    )
+    fits = (
+        f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one {gpu} after "
+        f"{a.w_per_gpu / 1e9:.1f} GB of weights, at {p.memory_fraction:g} of HBM"
+    )
+    pct = f"decode_delta over median TPOT at {d.lo:,} tokens"
+    deltas = [
+        (run[DELTA_ID], "decode_delta", num(d.delta_ms, 4), "ms", tpot),
+        (run[DELTA_PCT_ID], "decode_delta_pct", num(d.delta_pct, 3), "%", pct),
+    ]
+    reads = "an upper reading of the reads, not what sparse attention does"
+    bounds = [
+        (
             phys[KV_BYTES_ID],
             "kv_bytes_per_token",
             int(a.kv_bytes_per_token),
             "B/token",
-            f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "
-            "storage format",
+            f"{kv}storage format",
         ),
-        spoken(
-            phys[DELTA_ID],
-            "context_growth_sparse",
-            round(1000 * g.growth.sparse_ms, 3),
-            "µs",
-            f"extra context reads per decode step of {units.plural(p.batch, 'sequence')} growing "
-            f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x "
-            f"{p.gpu_id.upper()} HBM bandwidth",
-        ),
-        unclaimed(
-            "context_growth_dense",
-            round(1000 * g.growth.dense_ms, 1),
-            "µs",
-            "the same with every consuming layer reading every row (dense bound)",
-            "an upper reading of the reads, not what sparse attention does",
-        ),
-        spoken(
-            phys[DELTA_PCT_ID],
-            "implied_latency_at_lo",
-            round(im.central_ms, 3),
-            "ms",
-            f"100 x claimed delta / claimed percent: decode latency at {a.lo:,} tokens "
-            f"({im.low_ms:.3g} to {im.high_ms:.3g} ms over the rounding)",
-        ),
-        unclaimed(
-            "decode_slope",
-            verdicts.number(f.slope_per_1k, 5),
-            "ms per 1k tokens",
-            f"least-squares slope of median TPOT over {f.n} contexts "
-            f"{f.context_min:,}..{f.context_max:,} tokens (95 % CI "
-            f"{f.slope_ci_per_1k[0]:.3g} to {f.slope_ci_per_1k[1]:.3g})",
-            "the write-up gives a delta between two lengths, not a slope",
-            **measured,
-        ),
-        unclaimed(
-            "sequences_per_gpu_at_hi",
-            int(a.at.loc[a.hi, "sequences_per_gpu"]),
-            "sequences",
-            f"sequences of {a.hi:,} tokens whose {p.kv_dtype} KV fits on one "
-            f"{p.gpu_id.upper()} after {a.w_per_gpu / 1e9:.1f} GB of weights, at "
-            f"{p.memory_fraction:g} of HBM",
+        (phys[DELTA_ID], "context_growth_sparse", round(1000 * g.growth.sparse_ms, 3), "µs", grows),
+        (reads, "context_growth_dense", round(1000 * g.growth.dense_ms, 1), "µs", dense),
+        (phys[DELTA_PCT_ID], "implied_latency_at_lo", round(im.central_ms, 3), "ms", implied),
+    ]
+    no_slope = "the write-up gives a delta between two lengths, not a slope"
+    slope_row = (no_slope, "decode_slope", num(f.slope_per_1k, 5), "ms per 1k tokens", slope)
+    at_hi = int(a.at.loc[a.hi, "sequences_per_gpu"])
+    others = "the claim is for the FP4 cache; other dtypes for scale"
+    capacity = [
+        (
             "the write-up gives no capacity figure",
+            "sequences_per_gpu_at_hi",
+            at_hi,
+            "sequences",
+            fits,
+        ),
+        *(
+            (
+                others,
+                f"kv_bytes_per_token_{dt}",
+                int(b.bytes_per_token),
+                "B/token",
+                f"global KV bytes per token with the same layout stored at {dt}",
+            )
+            for dt, b in a.kv_bytes.items()
+            if dt != p.kv_dtype
         ),
     ]
-    return headlines + [
-        unclaimed(
-            f"kv_bytes_per_token_{dt}",
-            int(b.bytes_per_token),
-            "B/token",
-            f"global KV bytes per token with the same layout stored at {dt}",
-            "the claim is for the FP4 cache; other dtypes for scale",
-        )
-        for dt, b in a.kv_bytes.items()
-        if dt != p.kv_dtype
+    return [
+        *common.headlines(deltas, **measured),
+        *common.headlines(bounds),
+        *common.headlines([slope_row], **measured),
+        *common.headlines(capacity),
     ]
 
 
 def _flips(a: Analysis) -> list[str]:
-    """What would flip each verdict: the thresholds (µs, ms, %) physics and a run decide at."""
     p, g, im = a.params, a.growth, a.implied
     per_seq_us = 1000 * g.per_sequence_ms
     step_limit = im.step_floor_ms  # above 100 % of a floor: impossible, whatever the margin

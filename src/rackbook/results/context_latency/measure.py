@@ -1,6 +1,5 @@
-"""What context-latency measures: decode latency (TPOT, ITL; ms) per context length, its
-least-squares line (TPOT = a + b x context) with the slope's interval, the delta between two
-lengths (ms and % of the shorter's), and KV memory per sequence and sequences per GPU."""
+"""What context-latency measures: decode latency (TPOT, ITL; ms) per context length, its line
+TPOT = a + b x context, the delta between two lengths (ms, %), and KV memory per sequence."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ DELTA_FORMULA = (
 
 
 def decode_latency_by_context(trace: Trace) -> pd.DataFrame:
-    """Per point with ``context_tokens``, sorted: successful requests, mean and median TPOT and
-    ITL (ms; NaN without any)."""
+    """Per point with ``context_tokens``: requests, mean and median TPOT and ITL (ms; NaN: none)."""
     req = trace.requests
     ok = req["success"].to_numpy(dtype=bool)
     pid = req["point_id"].to_numpy()
@@ -84,16 +82,13 @@ _T975 = tuple(
 
 
 def t_975(dof: int) -> float:
-    """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (95 % two-sided)."""
-    if dof < 1:
-        raise ValueError(f"degrees of freedom must be >= 1, got {dof}")
+    """The 97.5 % quantile of Student's t with ``dof`` >= 1 degrees of freedom."""
     return _T975[dof - 1] if dof <= len(_T975) else 1.96
 
 
 @dataclass(frozen=True)
 class LinearFit:
-    """Least-squares line latency_ms = intercept_ms + slope_ms_per_token x context (tokens);
-    ``resolved`` when the slope's 95 % interval is above zero."""
+    """latency_ms = intercept_ms + slope_ms_per_token x context; ``resolved``: 95 % CI above 0."""
 
     metric: str
     intercept_ms: float
@@ -118,8 +113,7 @@ class LinearFit:
 
 
 def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit:
-    """Least squares ``metric`` (ms) = a + b x context over one series of two or more lengths,
-    with R^2 (1.0 when all latencies are equal) and the slope's 95 % CI."""
+    """Least squares ``metric`` (ms) = a + b x context over one series, R^2 and the slope's CI."""
     t = _one_series(table, metric)
     if len(t) < 2:
         raise InputError("-", "table", f"needs two context lengths to fit, has {len(t)}")
@@ -146,8 +140,7 @@ def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit
 
 @dataclass(frozen=True)
 class Delta:
-    """Latency change from context ``lo`` to ``hi`` (tokens) in ms and %; ``source`` measured or
-    fit; ``pair`` requested, longest-available, extrapolated or single context."""
+    """Latency change from context ``lo`` to ``hi`` (tokens) in ms and %, and where it is from."""
 
     lo: int
     hi: int
@@ -163,10 +156,8 @@ class Delta:
 def delta(
     table_or_fit: pd.DataFrame | LinearFit, lo: int, hi: int, metric: str = "median_tpot_ms"
 ) -> Delta:
-    """Latency at ``hi`` minus at ``lo`` (ms, and % of ``lo``'s): measured on one series of
-    :func:`decode_latency_by_context` (its extremes when it lacks lo or hi), or fitted."""
-    if not lo < hi:
-        raise InputError("-", "hi", f"must be above lo ({lo}), got {hi}")
+    """Latency at ``hi`` minus at ``lo`` (ms, % of ``lo``'s), measured (else the series'
+    extremes) or fitted."""
     if isinstance(table_or_fit, LinearFit):
         f = table_or_fit
         lo_ms, hi_ms = f.predict(lo), f.predict(hi)
@@ -201,8 +192,7 @@ def memory_by_context(
     weight_bytes_per_gpu: float,
     memory_fraction: float = 1.0,
 ) -> pd.DataFrame:
-    """Per context length (tokens): KV bytes per sequence and sequences fitting on one GPU
-    after ``weight_bytes_per_gpu`` bytes of weights (:func:`roofline.sequences_fitting`)."""
+    """Per context length (tokens): KV bytes per sequence and sequences fitting on one GPU."""
     m = catalogs.as_model(model)
     kw = dict(weight_bytes_per_gpu=weight_bytes_per_gpu, memory_fraction=memory_fraction)
     fits = [(int(c), roofline.sequences_fitting(m, hw, c, kv_dtype, **kw)) for c in contexts]
@@ -212,8 +202,7 @@ def memory_by_context(
 
 
 def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataFrame:
-    """The series (engine, config, batch) with the most context lengths that have ``metric``
-    (the first of equals), rows without it dropped."""
+    """The series (engine, config, batch) with the most context lengths that have ``metric``."""
     if table.empty or metric not in table.columns:
         raise InputError("-", "table", f"no point with context_tokens and {metric}")
     t = table[table[metric].notna()]

@@ -1,7 +1,6 @@
-"""eplb-balance: no DeepSeek-V4.1-Flash routing statistics are public, so the default trace is a
-seeded synthetic routing model calibrated to the claim's "before" (what EPLB then does is its
-prediction); one window is one decode step's expert load. Modules: ``synthetic``, ``measure``,
-``chapter``."""
+"""eplb-balance: with no public routing statistics, the default trace is a seeded synthetic model
+calibrated to the claim's "before"; one window is one decode step's expert load. Modules:
+``synthetic``, ``measure``, ``chapter``."""
 
 # ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations

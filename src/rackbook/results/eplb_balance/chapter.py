@@ -1,6 +1,5 @@
-"""The eplb-balance chapter: its parameters, the analysis of a trace, the readings of its claims
-(balancedness before and after EPLB, the share recovered), what it concludes and the values its
-prose quotes."""
+"""The eplb-balance chapter: parameters, analysis, the readings of balancedness before and after
+EPLB and of the share recovered, outcome and the values its prose quotes."""
 
 from __future__ import annotations
 
@@ -17,15 +16,7 @@ from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
-from rackbook.results.eplb_balance.measure import (
-    fit,
-    layer_rank_loads,
-    recovered_shares,
-    score,
-    sweep,
-    trace_loads,
-    uniform_floor,
-)
+from rackbook.results.eplb_balance import measure
 from rackbook.results.eplb_balance.synthetic import (
     AFTER,
     BEFORE,
@@ -42,36 +33,24 @@ FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
 
 
 def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int) -> float:
-    """Skew for the model sweeps: the synthetic trace's own, else one calibrated to the
-    measured ``static`` balancedness at ``ep_size`` and ``redundant``."""
+    """The synthetic trace's skew, else one calibrated to the measured ``static``."""
     gen = run.get("generator") or {}
     if run.get("kind") == "synthetic" and "skew" in gen:
         return float(gen["skew"])
     return float(calibrate(Spec(ep_size=ep_size, redundant=redundant), target=static)["skew"])
 
 
-def kind_of(run: dict[str, Any]) -> str:
-    return "measured" if run.get("kind") == "recorded" else "synthetic"
-
-
 def balancedness_physics(
     claim_id: str, claimed: float, ep_size: int, note: str
 ) -> headline.ClaimReading:
-    """vLLM's balancedness lies between 1 / n (every token on one of n EP ranks) and 1:
-    ``possible`` inside, ``impossible`` outside, n = ``ep_size`` (assumed; the reason gives
-    the fewest ranks the figure clears); ``note`` adds what the routing model says."""
+    """Balancedness lies in [1 / ``ep_size``, 1]: possible inside, impossible outside."""
     lo = 1 / ep_size
     ok = lo <= claimed <= 1
     fewest = math.ceil(1 / claimed) if claimed > 0 else None
-    ranks = (
-        f"the write-up does not state the EP ranks: {ep_size} is assumed here (the "
-        "chapter's ep_size)"
-        + (
-            f"; the figure clears the floor of any EP size of at least {fewest} ranks"
-            if fewest is not None and claimed <= 1
-            else ""
-        )
-    )
+    ranks = f"the write-up does not state the EP ranks: {ep_size} is assumed here (the "
+    ranks += "chapter's ep_size)"
+    if fewest is not None and claimed <= 1:
+        ranks += f"; the figure clears the floor of any EP size of at least {fewest} ranks"
     return common.reading(
         claim_id,
         "physics",
@@ -84,9 +63,8 @@ def balancedness_physics(
 def recovered_physics(
     before: float, after: float, recovered_pct: float, tol_pct: float, ep_size: int
 ) -> headline.ClaimReading:
-    """Does "recovers ``recovered_pct`` %" follow from before and after? Possible when the gap
-    closed or the ratio to uniform gives it within ``tol_pct``, undetermined when only a free
-    reference in [after, 1] can, else impossible."""
+    """Possible when the gap closed or the ratio to uniform gives ``recovered_pct`` within
+    ``tol_pct``, undetermined when only a reference in [after, 1] can, else impossible."""
     gap = 100 * eplb.fraction_recovered_gap(before, after)
     ratio = 100 * eplb.fraction_of_uniform(after)
     needed = after / (recovered_pct / 100)
@@ -111,9 +89,8 @@ def recovered_physics(
 def run_reading(
     run: dict[str, Any], claim_id: str, value: float, tolerance: float, claimed: float, unit: str
 ) -> headline.ClaimReading:
-    """This run's reading of one value against its claim: ``consistent`` / ``inconsistent``
-    only for a recording on Blackwell GPUs serving DeepSeek-V4.1-Flash with EPLB; a synthetic
-    trace, or any other recording (vLLM on CPU refuses ``--enable-eplb``), is ``untested``."""
+    """Within ``tolerance`` of ``claimed`` for a recording on Blackwell GPUs with EPLB; any other
+    trace is untested."""
     u = unit
     cal = (run.get("generator") or {}).get("calibration") or {}
     if run.get("kind") == "synthetic":
@@ -137,8 +114,7 @@ LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="eplb-balance"):
-    """The notebook's ``parameters``: the EP layout, the steps EPLB is fitted on, the layer shown
-    rank by rank, and the values of each model sweep."""
+    """The notebook's ``parameters``: EP layout, fit windows, layer shown, sweep values."""
 
     ep_size: int
     redundant: int
@@ -153,8 +129,7 @@ class Params(headline.Params, result="eplb-balance"):
 
 
 class Analysis:
-    """Static placement and EPLB (fitted on ``params.fit_windows`` steps) scored on the trace's
-    expert loads, one layer's load per rank, the recovered share, the model sweeps, readings."""
+    """Static placement and EPLB scored on the trace's expert loads, sweeps and readings."""
 
     def __init__(
         self,
@@ -166,23 +141,26 @@ class Analysis:
         self.trace, self.params = trace, params
         p = params
         self.before, self.after, self.recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
-        self.loads = loads = trace_loads(trace)
+        self.loads = loads = measure.trace_loads(trace)
         self.shape = model_shape()
         self.batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
-        self.hardware, self.kind = hardware_label(trace.run), kind_of(trace.run)
+        self.hardware = hardware_label(trace.run)
+        self.kind = "measured" if trace.run.get("kind") == "recorded" else "synthetic"
         layout = (p.ep_size, p.redundant, p.groups, p.nodes)
-        self.summary, self.per_window = score(loads, p.fit_windows, *layout)
+        self.summary, self.per_window = measure.score(loads, p.fit_windows, *layout)
         s = self.summary
-        placements = fit(loads, p.fit_windows, *layout)
-        self.floor = uniform_floor(
+        placements = measure.fit(loads, p.fit_windows, *layout)
+        self.floor = measure.uniform_floor(
             loads.shape[1],
             int(loads[0, 0].sum()),
             p.ep_size,
             windows=max(loads.shape[0] - p.fit_windows, 1),
         )
-        self.ranks = layer_rank_loads(loads, placements, window=p.fit_windows, layer=p.show_layer)
-        model_shares = recovered_shares(s["static"], s["eplb"], self.floor)
-        claim_shares = recovered_shares(self.before, self.after, self.floor)
+        self.ranks = measure.layer_rank_loads(
+            loads, placements, window=p.fit_windows, layer=p.show_layer
+        )
+        model_shares = measure.recovered_shares(s["static"], s["eplb"], self.floor)
+        claim_shares = measure.recovered_shares(self.before, self.after, self.floor)
         self.shares = model_shares.rename(columns={"pct": "model (%)"})
         self.shares[f"claim's {self.before:g} and {self.after:g} (%)"] = claim_shares["pct"]
         self.model_pct, self.claim_pct = _pct(model_shares), _pct(claim_shares)
@@ -260,7 +238,6 @@ class Analysis:
                     for r in self.readings
                 }
             ),
-            # one phrase for both figures: "both possible", never "possible and possible"
             "before_after_physics": (
                 f"both {verdicts.get('before_physics')}"
                 if verdicts.get("before_physics") == verdicts.get("after_physics")
@@ -279,7 +256,6 @@ analyse = Analysis
 def _sweeps(
     trace: Trace, p: Params, skew: float, shape: Shape, batch_per_rank: int
 ) -> dict[str, pd.DataFrame]:
-    """The model sweeps of :data:`SWEEPS` around the chapter's layout, at ``skew``."""
     seed = int((trace.run.get("generator") or {}).get("seed", 0))
     base = dict(skew=skew, seed=seed, shape=shape, batch_per_rank=batch_per_rank)
     base |= dict(ep_size=p.ep_size, redundant=p.redundant, groups=p.groups, nodes=p.nodes)
@@ -290,11 +266,10 @@ def _sweeps(
         "skew": sorted(set(p.skews) | {round(skew, 4)}),
         "batch_per_rank": p.batch_sizes,
     }
-    return {x: sweep(base, x, values[x]) for x in SWEEPS}
+    return {x: measure.sweep(base, x, values[x]) for x in SWEEPS}
 
 
 def _readings(a: Analysis, reg: Registry) -> list[headline.ClaimReading]:
-    """The three readings of each claim: physics, published, this run."""
     p, s, run, tol = a.params, a.summary, a.trace.run, reg.tolerance
     by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
     model_note = (
@@ -323,77 +298,44 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
-    """Balancedness before and after EPLB (1 = balanced), the recovered share two ways (%), the
-    per-step floor uniform routing must score, and the legacy metric's two values."""
     s, kind = a.summary, a.kind
     where: dict[str, Any] = dict(
         kind=kind, hardware=a.hardware if kind == "measured" else None, trace_ids=[a.trace.trace_id]
     )
     run = headline.by_claim(a.readings, "this run")
     legacy = "legacy vLLM balancedness (reduced over layers)"
-    return [
-        headline.spoken(
-            run[BEFORE],
-            "balancedness_static",
-            round(s["static"], 4),
-            "1",
-            "vLLM balancedness of static placement, mean over scored decode steps",
-            **where,
-        ),
-        headline.spoken(
-            run[AFTER],
-            "balancedness_eplb",
-            round(s["eplb"], 4),
-            "1",
-            f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over "
-            "later steps",
-            **where,
-        ),
-        headline.spoken(
-            run[RECOVERED],
-            "recovered_gap",
-            round(a.model_pct["gap closed"], 2),
-            "%",
-            "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1",
-            **where,
-        ),
-        headline.unclaimed(
-            "recovered_ratio",
-            round(a.model_pct["ratio to uniform"], 2),
-            "%",
-            "T_eplb / T_uniform, T = balancedness, T_uniform = 1",
-            "a second reading of the recovered share, shown beside the gap closed",
-            **where,
-        ),
-        common.modelled(
-            RECOVERED,
-            "uniform_floor_needed",
-            round(a.floor_needed, 4),
-            "1",
-            "per-step balancedness uniform routing must score for the claim's after "
-            "/ that to equal its recovered share",
-            headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
-            "arithmetic on the two published figures",
-        ),
-        *(
-            headline.unclaimed(
-                f"balancedness_{k}_legacy",
-                round(s[f"{k}_legacy"], 4),
-                "1",
-                what,
-                LEGACY_REASON,
-                **where,
-            )
-            for k, what in (
-                ("static", f"{legacy} of static placement"),
-                ("eplb", f"{legacy} after EPLB"),
-            )
-        ),
+    fitted = f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over later"
+    static = "vLLM balancedness of static placement, mean over scored decode steps"
+    gap = "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1"
+    ratio = "T_eplb / T_uniform, T = balancedness, T_uniform = 1"
+    second = "a second reading of the recovered share, shown beside the gap closed"
+    measured = [
+        (run[BEFORE], "balancedness_static", round(s["static"], 4), "1", static),
+        (run[AFTER], "balancedness_eplb", round(s["eplb"], 4), "1", f"{fitted} steps"),
+        (run[RECOVERED], "recovered_gap", round(a.model_pct["gap closed"], 2), "%", gap),
+        (second, "recovered_ratio", round(a.model_pct["ratio to uniform"], 2), "%", ratio),
     ]
+    legacies = [
+        (LEGACY_REASON, f"balancedness_{k}_legacy", round(s[f"{k}_legacy"], 4), "1", what)
+        for k, what in (
+            ("static", f"{legacy} of static placement"),
+            ("eplb", f"{legacy} after EPLB"),
+        )
+    ]
+    floor = common.modelled(
+        RECOVERED,
+        "uniform_floor_needed",
+        round(a.floor_needed, 4),
+        "1",
+        "per-step balancedness uniform routing must score for the claim's after "
+        "/ that to equal its recovered share",
+        headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
+        "arithmetic on the two published figures",
+    )
+    return [*common.headlines(measured, **where), floor, *common.headlines(legacies, **where)]
 
 
 def _flips(a: Analysis) -> list[str]:
-    """What would flip each verdict."""
     by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
     return [
         f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "

@@ -1,6 +1,5 @@
-"""What eplb-balance measures: expert loads (token-expert assignments), static placement and
-EPLB fitted on the first steps and scored on the later ones, one layer's load per rank, uniform
-routing's per-step floor, the recovered share (%), and the routing model's sweeps."""
+"""What eplb-balance measures: expert loads, static placement and EPLB fitted on the first steps
+and scored on the later ones, uniform routing's per-step floor, the recovered share (%), sweeps."""
 
 from __future__ import annotations
 
@@ -54,8 +53,6 @@ def trace_loads(tr: Trace) -> np.ndarray:
 
 def _split(loads: np.ndarray, fit_windows: int) -> tuple[np.ndarray, np.ndarray]:
     arr = np.asarray(loads, dtype=np.float64)
-    if arr.ndim != 3:
-        raise InputError(None, "loads", f"expected (windows, layers, experts), got {arr.shape}")
     if not 1 <= fit_windows < arr.shape[0]:
         raise InputError(
             None,
@@ -83,8 +80,7 @@ def fit(
     groups: int = 1,
     nodes: int = 1,
 ) -> Placements:
-    """EPLB (:func:`rackbook.physics.eplb.rebalance_experts`) fitted on the first ``fit_windows``
-    windows summed, beside vLLM's initial static placement."""
+    """EPLB fitted on the first ``fit_windows`` windows summed, beside vLLM's static placement."""
     fit_loads, _ = _split(loads, fit_windows)
     num_logical = fit_loads.shape[1]
     num_physical = eplb.check_layout(num_logical, ep_size, redundant, groups, nodes)
@@ -102,8 +98,8 @@ def score(
     groups: int = 1,
     nodes: int = 1,
 ) -> tuple[dict[str, float], pd.DataFrame]:
-    """Both placements' balancedness (vLLM's and ``*_legacy``) on each window after the first
-    ``fit_windows``: ``(summary of means and recovered fractions, per_window)``."""
+    """Both placements' balancedness (vLLM's, ``*_legacy``) on each window after the first
+    ``fit_windows``: (means and recovered fractions, per window)."""
     _, scored = _split(loads, fit_windows)
     pl = fit(loads, fit_windows, ep_size, redundant, groups, nodes)
     rows = []
@@ -122,8 +118,7 @@ def score(
 
 def layer_rank_loads(loads: np.ndarray, pl: Placements, window: int, layer: int) -> pd.DataFrame:
     """Tokens per EP rank in one layer of one window, static vs EPLB (one row per rank)."""
-    arr = np.asarray(loads, dtype=np.float64)
-    one = arr[window, layer][None, :]
+    one = loads[window, layer][None, :]
     static = pl.static if pl.static.ndim == 1 else pl.static[layer]
     moved = pl.eplb if pl.eplb.ndim == 1 else pl.eplb[layer]
     return pd.DataFrame(
@@ -152,13 +147,10 @@ def recovered_shares(static: float, eplb_value: float, floor: float) -> pd.DataF
     """Three readings of "share of uniform routing's potential recovered" (percent)."""
     gap = "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1"
     same = "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform routing"
+    ratio = "T_eplb / T_uniform, T_uniform = 1"
     rows = [
         ("gap closed", gap, 100 * eplb.fraction_recovered_gap(static, eplb_value)),
-        (
-            "ratio to uniform",
-            "T_eplb / T_uniform, T_uniform = 1",
-            100 * eplb.fraction_of_uniform(eplb_value),
-        ),
+        ("ratio to uniform", ratio, 100 * eplb.fraction_of_uniform(eplb_value)),
         (
             "ratio to uniform, same sampling",
             same,

@@ -14,7 +14,7 @@ import pandas as pd
 
 from rackbook.core.importers.points import empty_table
 from rackbook.core.provenance import new_run_info
-from rackbook.core.traces import Trace, write_trace
+from rackbook.core.traces import Trace, read_run, write_trace
 from rackbook.errors import InputError
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
@@ -30,9 +30,8 @@ CALIBRATION_CLAIM = BEFORE
 
 @dataclass(frozen=True)
 class Spec:
-    """Parameters of the synthetic default trace: EP ranks (env/cluster/topology.yaml's decode
-    DEP64), redundant experts (384 + 64 = 448 = 7 per rank), decode sequences per rank per
-    step, decode steps drawn, the generator's seed."""
+    """The synthetic default trace's layout (topology.yaml's decode DEP64), batch per rank,
+    decode steps drawn and seed."""
 
     model: str = "deepseek-v4.1-flash"
     ep_size: int = 64
@@ -44,7 +43,7 @@ class Spec:
 
 @dataclass(frozen=True)
 class Shape:
-    """MoE shape of a model: layers counted as MoE layers, routed experts, experts per token."""
+    """MoE layers, routed experts and experts per token of a model."""
 
     num_layers: int
     num_experts: int
@@ -68,8 +67,7 @@ def tokens_per_step(batch_per_rank: int, ep_size: int, top_k: int) -> int:
 
 
 def redundant_for(ep_size: int, num_experts: int, extra_per_rank: int = 1) -> int:
-    """Redundant experts giving every rank ``ceil(experts / ep) + extra_per_rank`` slots (384
-    experts: EP 64 -> 64 redundant; EP 72 -> 6 + 1 = 7 slots -> 504 - 384 = 120)."""
+    """Redundant experts giving every rank ``ceil(experts / ep) + extra_per_rank`` slots."""
     return int(ep_size) * (math.ceil(num_experts / ep_size) + int(extra_per_rank)) - num_experts
 
 
@@ -81,8 +79,7 @@ def calibration_target(registry: Registry | None = None) -> float:
 def calibrate(
     spec: Spec = Spec(), target: float | None = None, registry: Registry | None = None
 ) -> dict[str, Any]:
-    """Skew of the synthetic model whose static placement (vLLM's initial one) scores the
-    target balancedness (default: the claim's) on one decode step, as vLLM logs it."""
+    """Skew at which static placement scores ``target`` (default: the claim's) on one step."""
     shape = model_shape(spec.model)
     tgt = calibration_target(registry) if target is None else float(target)
     return eplb.calibrate_skew(
@@ -97,23 +94,18 @@ def calibrate(
     )
 
 
+_KEYS = ("window", "layer", "expert")
+
+
 def loads_table(loads: np.ndarray) -> pd.DataFrame:
     """``(windows, layers, experts)`` tokens as the trace's ``expert_load`` table."""
     arr = np.asarray(loads)
-    win, lay, exp = np.indices(arr.shape)
-    return pd.DataFrame(
-        {
-            "window": win.ravel().astype(np.int64),
-            "layer": lay.ravel().astype(np.int64),
-            "expert": exp.ravel().astype(np.int64),
-            "tokens": arr.ravel().astype(np.float64),
-        }
-    )
+    idx = {k: i.ravel().astype(np.int64) for k, i in zip(_KEYS, np.indices(arr.shape), strict=True)}
+    return pd.DataFrame(idx | {"tokens": arr.ravel().astype(np.float64)})
 
 
 def build_default_trace(spec: Spec = Spec()) -> Trace:
-    """The SYNTHETIC default trace: an ``expert_load`` table of ``spec.windows`` steps drawn at
-    the calibrated skew, run.json naming both."""
+    """The SYNTHETIC default trace: ``spec.windows`` steps drawn at the calibrated skew."""
     shape = model_shape(spec.model)
     cal = calibrate(spec)
     n = tokens_per_step(spec.batch_per_rank, spec.ep_size, shape.top_k)
@@ -179,8 +171,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as err:
         print(f"error: {err}")
         return 2
-    from rackbook.core.traces import read_run
-
     gen = read_run(path)["generator"]
     print(
         f"wrote {path}: skew {gen['skew']:.6f}, static balancedness "

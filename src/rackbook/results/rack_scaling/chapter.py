@@ -1,5 +1,4 @@
-"""The rack-scaling chapter: its parameters, the analysis of a trace, what it concludes and the
-values its prose quotes."""
+"""The rack-scaling chapter: parameters, analysis, outcome and the values its prose quotes."""
 
 from __future__ import annotations
 
@@ -17,11 +16,7 @@ from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds
 from rackbook.results import chapter_common as common
 from rackbook.results import evidence, headline, verdicts
-from rackbook.results.rack_scaling.measure import (
-    scaling_vs_reference,
-    token_accounting,
-    with_gpu_counts,
-)
+from rackbook.results.rack_scaling import measure
 from rackbook.results.rack_scaling.readings import (
     ASSUMED_ISL,
     ASSUMED_OSL,
@@ -29,6 +24,7 @@ from rackbook.results.rack_scaling.readings import (
     READING_LABELS,
     SPEEDUP_CLAIM,
     THROUGHPUT_CLAIM,
+    TOKEN_PRICES,
     ceilings,
     cost_physics,
     cost_readings,
@@ -38,7 +34,6 @@ from rackbook.results.rack_scaling.readings import (
     throughput_attainable,
     throughput_physics,
     throughput_readings,
-    token_prices,
     token_revenue,
 )
 
@@ -65,8 +60,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 @dataclass(frozen=True)
 class Params(headline.Params, result="rack-scaling"):
-    """The notebook's ``parameters`` (``cached_share`` None: unpublished) and the assumed
-    workload (tokens per request; not notebook parameters)."""
+    """The notebook's ``parameters`` and the assumed workload (tokens per request)."""
 
     gpus_per_replica: int
     reference_config: str
@@ -83,8 +77,7 @@ class Params(headline.Params, result="rack-scaling"):
 
 
 class Analysis:
-    """Token accounting, scaling, ceilings, physics, cost and readings of a trace; testable on at
-    least the rack's count of GB300 GPUs serving the claim's model."""
+    """Token accounting, scaling, ceilings, physics, cost and readings of a trace."""
 
     def __init__(
         self,
@@ -100,14 +93,13 @@ class Analysis:
         self.rack, self.gpu = rack, gpu = catalogs.system(p.system_id), catalogs.gpu(p.gpu_id)
         self.rental = catalogs.price(p.price_id)
         self.model = model = catalogs.load_model(p.model_id)
-        self.trace = tr = with_gpu_counts(trace, p.gpus_per_replica)
-        self.accounting = acc = token_accounting(tr)
-        # a reader's partial trace may lack the reference (or hold one configuration): the
-        # smallest configuration stands in, and the speedup's this-run reading says so
+        self.trace = tr = measure.with_gpu_counts(trace, p.gpus_per_replica)
+        self.accounting = acc = measure.token_accounting(tr)
+        # without the reference the smallest configuration stands in (the reading says so)
         ref_cfg = p.reference_config
         if ref_cfg not in set(acc["config"]):
             ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
-        self.scaling = scaling_vs_reference(acc, ref_cfg, p.metric)
+        self.scaling = measure.scaling_vs_reference(acc, ref_cfg, p.metric)
         self.ceilings = ceilings(model, gpu, rack.gpus)
         work = dict(isl=p.workload_isl, osl=p.workload_osl)
         self.throughput = throughput_readings(
@@ -133,7 +125,6 @@ class Analysis:
         self.readings = self._readings(ref_cfg)
 
     def _readings(self, ref_cfg: str) -> list[headline.ClaimReading]:
-        """The three readings of each claim (``ref_cfg`` standing in for the reference)."""
         p, reg, rack, tok_s = self.params, self.registry, self.rack, self.claim_tok_s
         nx, thr, sp = self.largest, self.throughput, self.speedups
         needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
@@ -148,21 +139,26 @@ class Analysis:
             verdicts.run_reading(THROUGHPUT_CLAIM, measured, tok_s, what=what_tp, **run),
             speedup_physics(sp, speedup_attainable(sp, self.model)),
             evidence.reading(SPEEDUP_CLAIM, registry=reg),
-            _speedup_run(
-                self.scaling,
-                self.top,
-                self.claim_speedup,
-                ref_cfg,
-                p.reference_config,
-                what_sp,
-                run,
-            ),
+            self._speedup_run(ref_cfg, what_sp, run),
             cost_physics(self.cost, self.claim_usd),
             evidence.reading(COST_CLAIM, registry=reg),
             verdicts.run_reading(
                 COST_CLAIM, self.revenue_run, self.claim_usd, what=what_cost, **run
             ),
         ]
+
+    def _speedup_run(self, ref_cfg: str, what: str, run: dict[str, Any]) -> headline.ClaimReading:
+        reference, n = self.params.reference_config, len(self.scaling)
+        if n > 1 and ref_cfg == reference:
+            top = float(self.top["speedup"])
+            return verdicts.run_reading(SPEEDUP_CLAIM, top, self.claim_speedup, what=what, **run)
+        why = (
+            "one configuration only: no speedup; record the single-node reference and the rack"
+            if n < 2
+            else f"no point with config {reference!r} (the single-node reference): "
+            f"record one; {ref_cfg} stands in for the figures"
+        )
+        return headline.ClaimReading(SPEEDUP_CLAIM, "this run", "untested", "-", why)
 
     @property
     def largest(self) -> pd.Series:
@@ -186,10 +182,6 @@ class Analysis:
     def cached_known(self) -> bool:
         return bool(np.isfinite(self.largest["cached_input_tok_s"]))
 
-    @property
-    def cached_note(self) -> str:
-        return self.largest["note"] or "cached count from the requests' cached_prompt_tokens"
-
     def cap(self, ceiling: str, phase: str) -> float:
         """A ceiling of :attr:`ceilings` in tokens/s per GPU."""
         c = self.ceilings
@@ -209,7 +201,7 @@ class Analysis:
         return _table([*head, f"total per {u}"], rows) + "\nAll in tokens per second.\n"
 
     def ceilings_markdown(self) -> str:
-        """The compute ceilings with their numbers (display math) and every ceiling's formula."""
+        """The compute ceilings (display math) and every ceiling's formula."""
         maths = [f"$$ {x} $$" for x in self.ceilings["latex"] if x]
         rows = [
             [f"{r.ceiling}, {r.phase}", f"{r.tok_s_per_gpu:,.0f}", r.formula]
@@ -268,15 +260,8 @@ class Analysis:
         tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
         cap_d = self.cap("compute", "decode")
         sp = float(top["speedup"])
-        change = (
-            "is unknown"
-            if not np.isfinite(sp)
-            else f"grew to {sp:.2f}x"
-            if sp > 1.005
-            else f"shrank to {sp:.2f}x"
-            if sp < 0.995
-            else f"stayed at {sp:.2f}x"
-        )
+        verb = "grew to" if sp > 1.005 else "shrank to" if sp < 0.995 else "stayed at"
+        change = f"{verb} {sp:.2f}x" if np.isfinite(sp) else "is unknown"
         u = self.unit
         dec, pre = self.model.active_params("decode"), self.model.active_params("prefill")
         assert dec is not None and pre is not None, "the catalog model states its active params"
@@ -293,8 +278,8 @@ class Analysis:
             "dp_claim": reg.value(DECODE_PARITY_CLAIM),
             "active_decode_b": dec / 1e9,
             "active_prefill_b": pre / 1e9,
-            "price_uncached": token_prices().usd_per_m_uncached,
-            "price_cached": token_prices().usd_per_m_cached,
+            "price_uncached": catalogs.token_price(TOKEN_PRICES).usd_per_m_uncached,
+            "price_cached": catalogs.token_price(TOKEN_PRICES).usd_per_m_cached,
             "hardware": self.hardware,
             "unit": u,
             "nx_config": str(nx["config"]),
@@ -360,7 +345,6 @@ class Analysis:
 
 
 def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) -> tuple[str, ...]:
-    """What a run measured, as its this-run readings quote it (throughput, speedup, revenue)."""
     n = int(nx["num_gpus"])
     throughput = (
         f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
@@ -380,166 +364,97 @@ def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) ->
 analyse = Analysis
 
 
-def _speedup_run(
-    sc: pd.DataFrame,
-    top: pd.Series,
-    speedup: float,
-    ref_cfg: str,
-    reference: str,
-    what: str,
-    run: dict[str, Any],
-) -> headline.ClaimReading:
-    """The speedup's "this run" reading; untested with one configuration or without the
-    reference (``ref_cfg``, the smallest configuration, then stands in)."""
-    if len(sc) > 1 and ref_cfg == reference:
-        return verdicts.run_reading(SPEEDUP_CLAIM, float(top["speedup"]), speedup, what=what, **run)
-    why = (
-        "one configuration only: no speedup; record the single-node reference and the rack"
-        if len(sc) < 2
-        else f"no point with config {reference!r} (the single-node reference): "
-        f"record one; {ref_cfg} stands in for the figures"
-    )
-    return headline.ClaimReading(SPEEDUP_CLAIM, "this run", "untested", "-", why)
-
-
 def _measured(a: Analysis) -> list[headline.Headline]:
-    """The measured headline values of the largest configuration."""
-    nx, top, p = a.largest, a.top, a.params
-    where = common.where(a)
+    nx, top, p, num = a.largest, a.top, a.params, verdicts.number
     run = headline.by_claim(a.readings, "this run")
     cfg, u = nx["config"], a.unit
-    prices = token_prices()
-    return [
-        headline.spoken(
-            run[THROUGHPUT_CLAIM],
+    note = nx["note"] or "cached count from the requests' cached_prompt_tokens"
+    prices = catalogs.token_price(TOKEN_PRICES)
+    total = (
+        f"(input + output tokens) / window / {u}s, config {cfg} "
+        f"on {units.plural(int(nx['num_gpus']), u)}"
+    )
+    new = (
+        f"(input - cached input) tokens / window, config {cfg}; "
+        "null when the cached count is unknown"
+    )
+    cached = f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown"
+    speedup = f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}"
+    eff = f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio"
+    revenue = (
+        f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
+        f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
+        "when the cached count is unknown"
+    )
+    tp, sp = run[THROUGHPUT_CLAIM], run[SPEEDUP_CLAIM]
+    unsaid = "the write-up does not say which tokens it counts"
+    output = f"output tokens / window, config {cfg}"
+    rows = [
+        (
+            tp,
             "measured_total_tok_s_per_gpu",
-            verdicts.number(nx["total_tok_s_per_gpu"], 2),
+            num(nx["total_tok_s_per_gpu"], 2),
             f"tok/s/{u}",
-            f"(input + output tokens) / window / {u}s, config {cfg} "
-            f"on {units.plural(int(nx['num_gpus']), u)}",
-            **where,
+            total,
         ),
-        headline.unclaimed(
-            "measured_output_tok_s",
-            verdicts.number(nx["output_tok_s"], 2),
-            "tok/s",
-            f"output tokens / window, config {cfg}",
-            "the write-up does not say which tokens it counts",
-            **where,
-        ),
-        *(
-            headline.unclaimed(
-                f"measured_{k}", verdicts.number(nx[k], 2), "tok/s", what, a.cached_note, **where
-            )
-            for k, what in (
-                (
-                    "new_input_tok_s",
-                    f"(input - cached input) tokens / window, config {cfg}; "
-                    "null when the cached count is unknown",
-                ),
-                (
-                    "cached_input_tok_s",
-                    f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown",
-                ),
-            )
-        ),
-        headline.spoken(
-            run[SPEEDUP_CLAIM],
-            "measured_speedup",
-            verdicts.number(top["speedup"], 3),
-            "x",
-            f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}",
-            **where,
-        ),
-        headline.spoken(
-            run[SPEEDUP_CLAIM],
-            "measured_scaling_efficiency",
-            verdicts.number(top["efficiency"], 4),
-            "1",
-            f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio",
-            **where,
-        ),
-        headline.spoken(
+        (unsaid, "measured_output_tok_s", num(nx["output_tok_s"], 2), "tok/s", output),
+        (note, "measured_new_input_tok_s", num(nx["new_input_tok_s"], 2), "tok/s", new),
+        (note, "measured_cached_input_tok_s", num(nx["cached_input_tok_s"], 2), "tok/s", cached),
+        (sp, "measured_speedup", num(top["speedup"], 3), "x", speedup),
+        (sp, "measured_scaling_efficiency", num(top["efficiency"], 4), "1", eff),
+        (
             run[COST_CLAIM],
             "measured_token_revenue",
-            verdicts.number(a.revenue_run, 6),
+            num(a.revenue_run, 6),
             f"USD/{u}-hour",
-            f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
-            f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
-            "when the cached count is unknown",
-            **where,
+            revenue,
         ),
     ]
+    return common.headlines(rows, **common.where(a))
 
 
 def _modelled(a: Analysis) -> list[headline.Headline]:
-    p = a.params
-    hl = [
-        common.modelled(
-            THROUGHPUT_CLAIM,
-            f"reading_{r.reading}",
-            verdicts.number(r.ratio, 4),
-            "x ceiling",
-            f"{r.meaning}: claimed / ceiling on {p.gpu_id} ({r.limit})",
-            r.verdict,
-            r.formula,
-        )
-        for r in a.throughput.itertuples()
-        if r.reading != "per-gpu-with-cached"
-    ]
-    cached = a.throughput.set_index("reading").loc["per-gpu-with-cached"]
-    hl.append(
-        common.modelled(
-            THROUGHPUT_CLAIM,
-            "reading_per-gpu-with-cached_min_cached_share",
-            verdicts.number(cached["min_cached_share"], 4),
-            "1",
-            "least share of the input tokens that must be prefix-cache hits for the "
-            f"figure, per GPU on {p.gpu_id}, to fit the whole workload (ISL {p.workload_isl:,} / "
-            f"OSL {p.workload_osl:,}, assumed: new-token prefill behind the cached prefix, "
-            "attention over it, output decode); sufficient, not only necessary",
-            cached["verdict"],
-            cached["formula"],
-        )
+    p, num = a.params, verdicts.number
+    rows: list[tuple[Any, ...]] = []
+    for r in a.throughput[a.throughput["reading"] != "per-gpu-with-cached"].itertuples():
+        what = f"{r.meaning}: claimed / ceiling on {p.gpu_id} ({r.limit})"
+        head = (THROUGHPUT_CLAIM, f"reading_{r.reading}", num(r.ratio, 4), "x ceiling")
+        rows.append((*head, what, r.verdict, r.formula))
+    c = a.throughput.set_index("reading").loc["per-gpu-with-cached"]
+    least = (
+        "least share of the input tokens that must be prefix-cache hits for the "
+        f"figure, per GPU on {p.gpu_id}, to fit the whole workload (ISL {p.workload_isl:,} / "
+        f"OSL {p.workload_osl:,}, assumed: new-token prefill behind the cached prefix, "
+        "attention over it, output decode); sufficient, not only necessary"
     )
-    hl += [
-        common.modelled(
-            SPEEDUP_CLAIM,
-            f"speedup_efficiency_{r.system}",
-            verdicts.number(r.efficiency, 4),
-            "1",
-            f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} "
-            "per node): per-GPU scaling efficiency",
-            r.stated_verdict,
-            f"per GPU as stated: {r.stated_formula}; as the rack total: {r.formula}",
-        )
-        for r in a.speedups.itertuples()
-    ]
-    share = a.cost.revenue.set_index("reading").loc[a.rack_reading]
-    cost_r = headline.by_claim(a.readings, "physics")[COST_CLAIM]
-    return hl + [
-        headline.unclaimed(
-            "cost_ratio_to_rental",
-            verdicts.number(a.cost.ratio_to_rental, 3),
-            "x",
-            "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)",
-            "$/GPU-hour is not a price per answer; what the dollars are is not stated",
-        ),
-        common.modelled(
-            COST_CLAIM,
-            "revenue_cached_share_rack_total",
-            verdicts.number(share["cached_share_matching"], 4),
-            "1",
-            "cached share at which token revenue per GPU-hour ($1/M uncached, $0.10/M "
-            "cached) equals the figure, rack-total reading; null if none",
-            cost_r.verdict,
-            share["formula"],
-        ),
-    ]
+    name, share = "reading_per-gpu-with-cached_min_cached_share", num(c["min_cached_share"], 4)
+    rows.append((THROUGHPUT_CLAIM, name, share, "1", least, c["verdict"], c["formula"]))
+    for r in a.speedups.itertuples():
+        what = f"{a.claim_speedup:g} / ({a.rack.gpus} GPUs / {r.gpus_per_node} per node): "
+        what += "per-GPU scaling efficiency"
+        how = f"per GPU as stated: {r.stated_formula}; as the rack total: {r.formula}"
+        head = (SPEEDUP_CLAIM, f"speedup_efficiency_{r.system}", num(r.efficiency, 4), "1")
+        rows.append((*head, what, r.stated_verdict, how))
+    rev = a.cost.revenue.set_index("reading").loc[a.rack_reading]
+    cost_v = headline.by_claim(a.readings, "physics")[COST_CLAIM].verdict
+    revenue = (
+        "cached share at which token revenue per GPU-hour ($1/M uncached, $0.10/M "
+        "cached) equals the figure, rack-total reading; null if none"
+    )
+    at = num(rev["cached_share_matching"], 4)
+    cost = (COST_CLAIM, "revenue_cached_share_rack_total", at, "1", revenue, cost_v, rev["formula"])
+    rental = headline.unclaimed(
+        "cost_ratio_to_rental",
+        num(a.cost.ratio_to_rental, 3),
+        "x",
+        "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)",
+        "$/GPU-hour is not a price per answer; what the dollars are is not stated",
+    )
+    return [*(common.modelled(*r) for r in rows), rental, common.modelled(*cost)]
 
 
 def flips(a: Analysis) -> list[str]:
-    """What would turn each reading (dollars as USD: ``$`` opens math in Markdown)."""
+    """What would turn each reading (USD: ``$`` opens math in Markdown)."""
     hi = results_bounds.verdict_rule().impossible_above
     t, s, tol = a.claim_tok_s, a.claim_speedup, a.params.rel_tol
     work = f"ISL {a.params.workload_isl:,} / OSL {a.params.workload_osl:,}, assumed"
@@ -596,6 +511,4 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 
 def _usd(v: float) -> str:
-    """Dollars for a table: cents below $1,000 (``$343.44``), whole dollars above
-    (``$3,434``)."""
     return f"${v:,.0f}" if abs(v) >= 1000 else f"${v:,.2f}"

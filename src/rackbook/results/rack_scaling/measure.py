@@ -1,6 +1,6 @@
-"""What rack-scaling measures on a trace: which tokens a throughput counts per sweep point (rates
-in tok/s, in all and per GPU), the points' GPU counts, and the scaling from a reference
-configuration (speedup T_n / T_1, scaling efficiency = speedup / (n / n_1))."""
+"""What rack-scaling measures: the tokens each sweep point counts (tok/s, in all and per GPU),
+the points' GPU counts, and scaling from a reference (speedup T_n / T_1, efficiency
+speedup / (n / n_1))."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from rackbook.core.server_metrics import prefix_cache_hit_rate
 from rackbook.core.traces import Trace
 from rackbook.core.units import percent
 from rackbook.errors import InputError
-from rackbook.inputs import catalogs
 
 TOKENS_FORMULA = (
     r"\text{tok/s} = \frac{\sum \text{tokens}}{\text{duration}},\quad "
@@ -27,14 +26,11 @@ SPEEDUP_FORMULA = (
 )
 
 _RATES = ("output", "new_input", "cached_input", "input", "total", "computed")
-#: Token kinds a scaling metric may name (``<metric>_tok_s`` columns of token_accounting).
-METRICS: tuple[str, ...] = ("total", "output", "input", "new_input", "cached_input", "computed")
 #: Node sizes to read "a single node" as: catalog system ids (GB300 tray = 4 GPUs, HGX B300 = 8).
 NODE_SYSTEMS: tuple[str, ...] = ("gb300-tray", "hgx-b300")
 
 
 def _replicas(p: pd.Series, sm: pd.DataFrame | None) -> int | None:
-    """``points.replicas``, else the servers ``server_metrics`` holds for the point, else None."""
     if pd.notna(p.get("replicas", pd.NA)):
         return int(p["replicas"])
     seen = sm.loc[sm["point_id"] == p["point_id"], "server"] if sm is not None else []
@@ -44,7 +40,6 @@ def _replicas(p: pd.Series, sm: pd.DataFrame | None) -> int | None:
 def _cached(
     r: pd.DataFrame, sm: pd.DataFrame | None, pid: str, n_in: int
 ) -> tuple[float, str, str]:
-    """Cached input tokens of a point's requests, their source and a note (NaN: unknown)."""
     if len(r) and r["cached_prompt_tokens"].notna().all():
         return float(r["cached_prompt_tokens"].sum()), "requests", ""
     if sm is None:
@@ -57,11 +52,8 @@ def _cached(
 
 
 def token_accounting(trace: Trace, gpus: int | None = None) -> pd.DataFrame:
-    """Per point: num_gpus (``points.num_gpus``, else ``gpus``), replicas, duration_s, token
-    counts, ``<kind>_tok_s`` and ``<kind>_tok_s_per_gpu`` (tok/s) of each kind of ``_RATES``,
-    ``cached_source`` and ``note``; NaN where the cached count is unknown."""
-    if gpus is not None and gpus <= 0:
-        raise InputError("-", "gpus", f"must be > 0, got {gpus}")
+    """Per point: GPUs, replicas, token counts, ``<kind>_tok_s`` and ``<kind>_tok_s_per_gpu``
+    (tok/s) of each of ``_RATES``, where the cached count came from; NaN where it is unknown."""
     req = trace.requests[trace.requests["success"]]
     sm = trace.extra.get("server_metrics")
     rows = []
@@ -91,10 +83,7 @@ def token_accounting(trace: Trace, gpus: int | None = None) -> pd.DataFrame:
 
 
 def with_gpu_counts(trace: Trace, gpus_per_replica: int = 1) -> Trace:
-    """``trace`` whose null ``points.num_gpus`` are replicas (else 1) x ``gpus_per_replica``,
-    with ``replicas`` and ``gpus_source`` columns added; other tables shared, not copied."""
-    if gpus_per_replica < 1:
-        raise InputError("-", "gpus_per_replica", f"must be >= 1, got {gpus_per_replica}")
+    """``trace`` whose null ``points.num_gpus`` are replicas (else 1) x ``gpus_per_replica``."""
     pts = trace.points.copy()
     sm = trace.extra.get("server_metrics")
     replicas, gpus, source = [], [], []
@@ -124,12 +113,7 @@ class Scaling:
 
 
 def scaling_efficiency(total_n: float, total_1: float, n_gpus: int, gpus_per_node: int) -> Scaling:
-    """Speedup T_n / T_1 and scaling efficiency = speedup / (n_gpus / gpus_per_node), the
-    per-GPU ratio (1.0: linear). Throughputs in tokens/s (any consistent unit)."""
-    given = dict(total_n=total_n, total_1=total_1, n_gpus=n_gpus, gpus_per_node=gpus_per_node)
-    for name, v in given.items():
-        if not v > 0:
-            raise InputError("-", name, f"must be > 0, got {v}")
+    """Speedup T_n / T_1 and efficiency speedup / (n_gpus / gpus_per_node) (1.0: linear)."""
     speedup = total_n / total_1
     nodes = n_gpus / gpus_per_node
     eff = speedup / nodes
@@ -140,19 +124,11 @@ def scaling_efficiency(total_n: float, total_1: float, n_gpus: int, gpus_per_nod
     return Scaling(speedup, nodes, eff, total_n / n_gpus, total_1 / gpus_per_node, formula)
 
 
-def node_sizes(systems: tuple[str, ...] = NODE_SYSTEMS) -> dict[str, int]:
-    """GPUs per node of each catalog system id (``gb300-tray`` -> 4, ``hgx-b300`` -> 8)."""
-    return {s: catalogs.system(s).gpus for s in systems}
-
-
 def scaling_vs_reference(
     accounting: pd.DataFrame, reference_config: str = "1x", metric: str = "total"
 ) -> pd.DataFrame:
-    """Scaling from ``reference_config`` per configuration of ``accounting`` (GPU counts
-    filled) at its peak ``<metric>_tok_s`` point: tok/s, per GPU, linear_tok_s, speedup,
-    efficiency, formula; the reference first, then GPU order; NaN ratios where unknown."""
-    if metric not in METRICS:
-        raise InputError("-", "metric", f"{metric!r} is not one of {', '.join(METRICS)}")
+    """Per configuration at its peak ``<metric>_tok_s`` point: tok/s, per GPU, speedup and
+    efficiency against ``reference_config`` (listed first); NaN ratios where unknown."""
     col = f"{metric}_tok_s"
     if reference_config not in set(accounting["config"]):
         known = ", ".join(sorted(map(str, set(accounting["config"]))))

@@ -1,6 +1,5 @@
-"""The physics readings of rack-scaling's figures: each reading of "tokens/s per GPU" and of the
-speedup against the catalogs' ceilings, what measured kernels reach, and the dollar figure per
-GPU-hour as a cost and as token revenue (a price is not a physics quantity)."""
+"""Physics readings of rack-scaling's figures: "tokens/s per GPU" and the speedup against the
+ceilings, what measured kernels reach, and the dollars per GPU-hour as cost and token revenue."""
 
 from __future__ import annotations
 
@@ -11,16 +10,14 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core.units import number, percent, ratio_text
-from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
-from rackbook.results.rack_scaling.measure import NODE_SYSTEMS, node_sizes
+from rackbook.results.rack_scaling.measure import NODE_SYSTEMS
 
-#: The workload (tokens per request) the cache-hit reading assumes: an agentic request with a
-#: long context and a short answer (the write-up gives none; every threshold says so).
+#: The workload (tokens per request) the cache-hit reading assumes (the write-up gives none).
 ASSUMED_ISL = 100_000
 ASSUMED_OSL = 1_000
 
@@ -40,15 +37,13 @@ def speedup_readings(
     isl: float | None = None,
     osl: float | None = None,
 ) -> pd.DataFrame:
-    """Per node size in ``systems`` (on its own GPU; ``hw`` unused): efficiency = speedup / nodes,
-    the node as the rack total (7.9x of 954,000 tok/s on 18 trays of 4: 30,190 per GPU, 0.125x
-    GB300's 241,834 decode ceiling) and per GPU as stated (``stated_*``, cache hits counted)."""
-    if not speedup > 0:
-        raise InputError("-", "speedup", f"must be > 0, got {speedup}")
+    """Per node size of ``systems`` (``hw`` unused): efficiency = speedup / nodes, the node as the
+    rack total (tok/s per GPU vs its decode ceiling) and per GPU as stated (``stated_*``)."""
     isl = ASSUMED_ISL if isl is None else isl
     osl = ASSUMED_OSL if osl is None else osl
     rows = []
-    for sid, per_node in node_sizes(systems).items():
+    for sid in systems:
+        per_node = catalogs.system(sid).gpus
         node_gpu = catalogs.gpu(catalogs.system(sid).gpu)
         cap = roofline.compute_ceiling_tokens_per_s(model, node_gpu, "decode").tokens_per_s
         nodes = n_gpus / per_node
@@ -89,16 +84,6 @@ READING_LABELS = {
 }
 
 
-def check_command(
-    model: ModelSpec, gpu: GpuSpec, gpus: int, tok_s: float, isl: float, osl: float, share: float
-) -> str:
-    """The ``rackbook check`` command reading the same figure on the same workload."""
-    return (
-        f"rackbook check --model {model.id} --gpu {gpu.id} --gpus {gpus} --tok-s {tok_s:g} "
-        f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}"
-    )
-
-
 def throughput_readings(
     claim_value: float,
     n_gpus: int,
@@ -109,17 +94,11 @@ def throughput_readings(
     isl: float | None = None,
     osl: float | None = None,
 ) -> pd.DataFrame:
-    """Readings of "``claim_value`` tokens/s per GPU" (:data:`READING_LABELS`) by
-    :func:`~rackbook.physics.check.check_claim`: computed decode or prefill tokens; cache hits
-    counted at ``isl`` / ``osl`` and ``cached_share`` (else the least share that fits,
-    ``min_cached_share``); the rack's total / ``n_gpus``."""
+    """Each reading (:data:`READING_LABELS`) of "``claim_value`` tokens/s per GPU"; cache hits
+    at ``cached_share``, else the least share that fits (``min_cached_share``)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     isl = ASSUMED_ISL if isl is None else isl
     osl = ASSUMED_OSL if osl is None else osl
-    if not claim_value > 0:
-        raise InputError("-", "claim_value", f"must be > 0, got {claim_value}")
-    if cached_share is not None and not 0 <= cached_share < 1:
-        raise InputError("-", "cached_share", f"must be in [0, 1), got {cached_share}")
     per_gpu = claim_value / n_gpus
     rack = _bound_row(m, g, n_gpus, "rack-total", f"total of the {n_gpus}-GPU rack", per_gpu)
     rack["formula"] = (
@@ -178,34 +157,6 @@ def _workload_text(isl: float, osl: float) -> str:
     )
 
 
-def _cached_row(
-    m: ModelSpec,
-    g: GpuSpec,
-    n_gpus: int,
-    claim_value: float,
-    isl: float,
-    osl: float,
-    share: float,
-    meaning: str,
-) -> tuple[dict[str, Any], str]:
-    c = check.check_claim(
-        m, g, n_gpus, claim_value, counted="total", isl=isl, osl=osl, cached_share=share
-    )
-    w = c.workload
-    row = _row(
-        "per-gpu-with-cached",
-        meaning,
-        claim_value,
-        w["new_input_tok_s_per_gpu"] + w["output_tok_s_per_gpu"],
-        "prefill + decode",
-        c,
-        f"at {_workload_text(isl, osl)} with {percent(share)} of the input tokens cached: "
-        f"{c.reason}",
-        check_command(m, g, n_gpus, claim_value, isl, osl, share),
-    )
-    return row, c.reason
-
-
 def _cached_reading(
     m: ModelSpec,
     g: GpuSpec,
@@ -215,10 +166,25 @@ def _cached_reading(
     osl: float,
     cached_share: float | None,
 ) -> dict[str, Any]:
-    if cached_share is not None:
-        meaning = f"per GPU, {percent(cached_share)} of input tokens cache hits"
-        return _cached_row(m, g, n_gpus, claim_value, isl, osl, cached_share, meaning)[0]
     work = _workload_text(isl, osl)
+
+    def at(share: float, meaning: str) -> tuple[dict[str, Any], str]:
+        kw: dict[str, Any] = dict(counted="total", isl=isl, osl=osl, cached_share=share)
+        c = check.check_claim(m, g, n_gpus, claim_value, **kw)
+        computed = c.workload["new_input_tok_s_per_gpu"] + c.workload["output_tok_s_per_gpu"]
+        formula = f"at {work} with {percent(share)} of the input tokens cached: {c.reason}"
+        command = (
+            f"rackbook check --model {m.id} --gpu {g.id} --gpus {n_gpus} --tok-s {claim_value:g} "
+            f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}"
+        )
+        phase = "prefill + decode"
+        row = _row(
+            "per-gpu-with-cached", meaning, claim_value, computed, phase, c, formula, command
+        )
+        return row, c.reason
+
+    if cached_share is not None:
+        return at(cached_share, f"per GPU, {percent(cached_share)} of input tokens cache hits")[0]
     th = check.cached_share_threshold(
         m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
     )
@@ -232,7 +198,7 @@ def _cached_reading(
     )
     meaning = "per GPU, counting cache-hit input tokens (share not published)"
     share = 1 - 1 / isl if claim_value > bound or th.share is None else th.share
-    row, reason = _cached_row(m, g, n_gpus, claim_value, isl, osl, share, meaning)
+    row, reason = at(share, meaning)
     row["min_cached_share"] = np.nan if th.share is None else th.share
     if claim_value > bound:
         row.update(
@@ -264,8 +230,7 @@ CEILING_FORMULA = (
 
 
 def ceilings(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> pd.DataFrame:
-    """The compute and HBM-bandwidth ceilings per GPU of ``n_gpus`` in decode and prefill, with
-    their formulas (``latex``: the compute one's :data:`CEILING_FORMULA` with its numbers)."""
+    """Compute and HBM ceilings (tok/s per GPU) in decode and prefill, formulas and ``latex``."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     rows = []
     for phase in ("decode", "prefill"):
@@ -422,11 +387,9 @@ def speedup_physics(
     return common.reading(SPEEDUP_CLAIM, "physics", v, margin, clauses, attainable=attainable)
 
 
-#: The token prices the dollar figure is read at as revenue (data/hardware.yaml
-#: ``token_prices``): InferenceX's cost calculator's.
+#: The token prices (data/hardware.yaml) the dollar figure is read at as revenue.
 TOKEN_PRICES = "inferencex-tco-calculator"
-#: The catalog price the dollar figure is set against by default: InferenceX's GB300 hourly
-#: rate, an ownership-cost model's (labelled so in data/hardware.yaml).
+#: The catalog price (an ownership-cost model's) the dollar figure is set against by default.
 DEFAULT_PRICE = "gb300-tco-hyperscaler"
 #: GPUs of one cloud instance of a GB300 NVL72 (a 4-GPU compute tray).
 INSTANCE_GPUS = 4
@@ -436,15 +399,9 @@ REVENUE_FORMULA = (
 )
 
 
-def token_prices(id: str = TOKEN_PRICES) -> catalogs.TokenPriceSpec:
-    """Token prices from the hardware catalog: USD per million tokens, uncached and cached."""
-    return catalogs.token_price(id)
-
-
 @dataclass(frozen=True)
 class CostReadings:
-    """Dollar readings of a per-GPU-hour figure: ``cost`` per (throughput reading, price
-    basis), ``revenue`` per throughput reading, ``ratio_to_rental`` = figure / rental."""
+    """``cost`` per (reading, price basis), ``revenue`` per reading, figure / rental."""
 
     cost: pd.DataFrame
     revenue: pd.DataFrame
@@ -456,45 +413,28 @@ def cost_readings(
     price_per_gpu_hour: float,
     tokens_per_s_per_gpu: dict[str, float],
     rental_usd_per_gpu_hour: float | None = None,
-    usd_per_m_uncached: float | None = None,
-    usd_per_m_cached: float | None = None,
     cached_share: float | None = None,
 ) -> CostReadings:
-    """``price_per_gpu_hour`` (USD) at each of ``tokens_per_s_per_gpu`` as USD per million tokens
-    beside the rental (:data:`DEFAULT_PRICE`), and as token revenue per GPU-hour at p_u, p_c
-    (USD per million tokens, :data:`TOKEN_PRICES`): Mtok per hour x (p_u (1 - s) + p_c s)."""
-    prices = token_prices()
+    """``price_per_gpu_hour`` (USD) as USD per million tokens beside the rental, and as token
+    revenue per GPU-hour: Mtok per hour x (p_u (1 - s) + p_c s), p in USD per million tokens."""
+    prices = catalogs.token_price(TOKEN_PRICES)
     source = (
         f"{prices.sources[0]} (uncached input and output ${prices.usd_per_m_uncached:g}/M "
         f"tokens, cached input ${prices.usd_per_m_cached:.2f}/M; read {prices.read})"
     )
-    if usd_per_m_uncached is None and usd_per_m_cached is None:
-        usd_per_m_uncached, usd_per_m_cached = prices.usd_per_m_uncached, prices.usd_per_m_cached
-    elif usd_per_m_uncached is None or usd_per_m_cached is None:
-        raise InputError("-", "usd_per_m_cached", "give both token prices, or neither")
-    else:
-        source = f"given (uncached ${usd_per_m_uncached:g}/M, cached ${usd_per_m_cached:g}/M)"
     if rental_usd_per_gpu_hour is None:
         rent = catalogs.price(DEFAULT_PRICE)
         rental_usd_per_gpu_hour = rent.usd_per_gpu_hour
         rent_label, rent_source = f"{rent.kind} ({rent.id})", rent.sources[0]
     else:
         rent_label, rent_source = "reference (given)", "argument rental_usd_per_gpu_hour"
-    if not price_per_gpu_hour > 0 or not rental_usd_per_gpu_hour > 0:
-        raise InputError("-", "price_per_gpu_hour", "prices must be > 0")
-    if cached_share is not None and not 0 <= cached_share <= 1:
-        raise InputError("-", "cached_share", f"must be in [0, 1], got {cached_share}")
-    if not usd_per_m_uncached > usd_per_m_cached >= 0:
-        raise InputError("-", "usd_per_m_cached", "must be >= 0 and below the uncached token price")
     bases = {
         "claim as cost": (price_per_gpu_hour, f"data/claims.yaml {COST_CLAIM}"),
         rent_label: (rental_usd_per_gpu_hour, rent_source),
     }
-    prices_um = (usd_per_m_uncached, usd_per_m_cached)
+    prices_um = (prices.usd_per_m_uncached, prices.usd_per_m_cached)
     cost, revenue = [], []
     for name, tps in tokens_per_s_per_gpu.items():
-        if not tps > 0:
-            raise InputError("-", f"tokens_per_s_per_gpu[{name}]", f"must be > 0, got {tps}")
         mtok_h = tps * 3600 / 1e6
         for basis, (usd, where) in bases.items():
             per_m = usd / mtok_h
@@ -514,7 +454,6 @@ def cost_readings(
 def _revenue_row(
     name: str, tps: float, price: float, p_u: float, p_c: float, cached_share: float | None
 ) -> dict[str, Any]:
-    """The revenue row of reading ``name`` at ``tps`` tokens/s per GPU (USD per GPU-hour)."""
     mtok_h = tps * 3600 / 1e6
     rev_u, rev_c = mtok_h * p_u, mtok_h * p_c
     share = (p_u - price / mtok_h) / (p_u - p_c)
@@ -533,7 +472,7 @@ def _revenue_row(
 
 
 def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.ClaimReading:
-    """The physics reading of a price: ``undetermined`` (no ceiling bounds a price)."""
+    """``undetermined``: no ceiling bounds a price."""
     ratio = cost.ratio_to_rental
     inst = price_per_gpu_hour / INSTANCE_GPUS
     clauses = [
@@ -550,9 +489,8 @@ def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.Clai
     return common.reading(COST_CLAIM, "physics", "undetermined", margin, clauses)
 
 
-def token_revenue(row: pd.Series, prices: catalogs.TokenPriceSpec | None = None) -> float:
-    """Token revenue (USD per GPU-hour) of a token accounting row: (computed x p_u + cached
-    input x p_c) tok/s per GPU x 3600 / 1e6; NaN with the cached count unknown."""
-    p = prices or token_prices()
+def token_revenue(row: pd.Series) -> float:
+    """USD per GPU-hour of an accounting row: (computed p_u + cached p_c) x 3600 / 1e6."""
+    p = catalogs.token_price(TOKEN_PRICES)
     uncached, cached = row["computed_tok_s_per_gpu"], row["cached_input_tok_s_per_gpu"]
     return float((uncached * p.usd_per_m_uncached + cached * p.usd_per_m_cached) * 3600 / 1e6)
