@@ -74,10 +74,10 @@ def run_reading(
         return untested(claim_id, run, what, needs)
     if measured is None or not math.isfinite(measured):
         return ClaimReading(claim_id, "this run", "untested", "-", f"{what}: unknown in this trace")
-    dev, tol = measured / published - 1, percent(rel_tol, 0)
-    v, shown = "consistent" if abs(dev) <= rel_tol else "inconsistent", percent(dev, sign=True)
-    why = f"{what}, {shown} from the published {published:,.4g} (tolerance {tol})"
-    return ClaimReading(claim_id, "this run", v, shown, why)
+    dev = measured / published - 1
+    shown = percent(dev, sign=True)
+    why = f"{what}, {shown} from the published {published:,.4g} (tolerance {percent(rel_tol, 0)})"
+    return within(claim_id, dev, 0.0, rel_tol, shown, why)
 
 
 def within(
