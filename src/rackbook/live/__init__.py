@@ -25,11 +25,10 @@ _CHILD = "rackbook.live.record"
 
 
 def _value(v: Any) -> str:
-    """A parameter value as the recorder's ``-p NAME VALUE`` text (lists comma-separated)."""
     if isinstance(v, bool):
-        return "true" if v else "false"
+        return str(v).lower()
     if isinstance(v, (list, tuple)):
-        return ",".join(_value(x) for x in v)
+        return ",".join(map(_value, v))
     return str(v)
 
 
@@ -43,8 +42,7 @@ def recorder_argv(
     resume: bool = False,
     accept_invalid: bool = False,
 ) -> list[str]:
-    """``python -m rackbook.live.record`` arguments (``output`` as given; None: left out).
-    Parameters whose value is None are left out; list values become comma-separated text."""
+    """``python -m rackbook.live.record`` arguments; None values and ``output`` left out."""
     argv = [scenario]
     for url in endpoints or ():
         argv += ["--endpoint", str(url)]
@@ -53,29 +51,17 @@ def recorder_argv(
     if output is not None:
         argv += ["-o", str(output)]
     pairs = parameters.items() if isinstance(parameters, Mapping) else parameters or ()
-    for name, value in pairs:
-        if value is not None:
-            argv += ["-p", str(name), _value(value)]
+    argv += [w for name, v in pairs if v is not None for w in ("-p", str(name), _value(v))]
     return argv + ["--resume"] * resume + ["--accept-invalid"] * accept_invalid
 
 
-def _error(line: str) -> InputError:
-    """The recorder's ``error: FILE: FIELD: PROBLEM`` line as an :class:`InputError`."""
-    text = line.removeprefix("error:").strip()
-    parts = text.split(": ", 2)
-    return (
-        InputError(*parts)
-        if len(parts) == 3
-        else InputError(_CHILD, "-", text or "recorder failed")
-    )
-
-
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
-    """Run the recorder ``cmd``, its stderr copied through: (exit code, stdout lines, last
-    64 KiB of stderr). A KeyboardInterrupt goes to the child as SIGINT, re-raised once it stops."""
+    """Run ``cmd``, stderr copied through: (exit code, stdout lines, stderr's last 64 KiB). A
+    KeyboardInterrupt goes to the child as SIGINT, re-raised once it stops."""
     pipe = subprocess.PIPE
-    env = vllm_environ()
-    proc = subprocess.Popen(cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=vllm_environ()
+    )
     assert proc.stdout is not None and proc.stderr is not None
     stdout, stderr = proc.stdout, proc.stderr
     lines: list[str] = []
@@ -96,14 +82,13 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
     try:
         rc = proc.wait()
     except KeyboardInterrupt:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
-        while True:
+        proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
+        while True:  # returning before it stops could orphan its servers
             try:
                 proc.wait()
                 break
             except KeyboardInterrupt:
-                continue  # keep waiting: returning now could orphan its servers
+                continue
         raise
     finally:
         for t in threads:
@@ -128,22 +113,21 @@ def record_trace(
         scenario, output=out, endpoints=endpoints, serve=serve, parameters=parameters, resume=resume
     )
     rc, lines, err = _run([str(live_python()), "-m", _CHILD, *argv])
-    if rc != 0:
-        said = [x for x in err.replace("\r", "\n").splitlines() if x.strip()]
-        errors = [x for x in said if x.startswith("error:")]
-        if errors:
-            raise _error(errors[-1])
-        last = f": {said[-1].strip()[:300]}" if said else ""
-        raise InputError(_CHILD, "-", f"recorder exited with code {rc}{last}")
-    return Path(lines[-1]) if lines else out
+    if rc == 0:
+        return Path(lines[-1]) if lines else out
+    said = [x.strip() for x in err.replace("\r", "\n").splitlines() if x.strip()]
+    errors = [x.removeprefix("error:").strip() for x in said if x.startswith("error:")]
+    if errors and len(parts := errors[-1].split(": ", 2)) == 3:
+        raise InputError(*parts)
+    last = f": {said[-1][:300]}" if said else ""
+    raise InputError(_CHILD, "-", f"recorder exited with code {rc}{last}")
 
 
 def record_argv(args: argparse.Namespace) -> list[str]:
     """:func:`recorder_argv` for the CLI's ``args`` (``-o`` from the working directory)."""
-    out = Path(args.output).absolute() if args.output else None
     return recorder_argv(
         args.scenario,
-        output=out,
+        output=Path(args.output).absolute() if args.output else None,
         endpoints=args.endpoint,
         serve=args.serve,
         parameters=args.parameter,
@@ -153,8 +137,7 @@ def record_argv(args: argparse.Namespace) -> list[str]:
 
 
 def cli_record(args: argparse.Namespace) -> int:
-    """``rackbook record SCENARIO ...``: here when this interpreter has vLLM, else by exec of
-    .venv-live's Python (env/live/vllm.env applied)."""
+    """``rackbook record``: here when this Python has vLLM, else exec of .venv-live's Python."""
     from rackbook.inputs.scenarios import SCENARIOS
 
     if args.scenario not in SCENARIOS:

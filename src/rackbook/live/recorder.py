@@ -1,6 +1,5 @@
-"""The recorder: runs one scenario's plan, keeps every raw artifact in ``OUT.raw/`` (layout:
-:mod:`rackbook.live.record`) and converts them into one trace with its run.json.
-One idea: one recording, from its plan through record.json to its trace, read in one place."""
+"""The recorder: runs one scenario's plan, keeps every raw artifact in ``OUT.raw/`` and converts
+them (with :mod:`rackbook.core.importers.vllm_bench`) into one trace with its run.json."""
 
 from __future__ import annotations
 
@@ -33,14 +32,12 @@ CPU_EPLB = (
     "vLLM on CPU refuses --enable-eplb (only supported on CUDA, ROCm or XPU): start a GPU "
     "server with --enable-eplb and attach it with --endpoint URL -p server_log PATH"
 )
-#: Attempts a point gets before a flagged point is refused (or accepted with --accept-invalid).
-MAX_ATTEMPTS = 2
-#: For tests: ``POINT_ID:FOLDER``: once POINT_ID is kept, write ``FOLDER/POINT_ID.kept`` and
-#: wait for ``FOLDER/go`` (a test acts between two points on an event, not on timing).
+MAX_ATTEMPTS = 2  # before a flagged point is refused (or accepted with --accept-invalid)
+#: For tests: ``POINT_ID:FOLDER``: once POINT_ID is kept, touch ``FOLDER/POINT_ID.kept`` and
+#: wait for ``FOLDER/go``.
 HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
-#: The raw folder's entries, pending in its manifest until the recording ends.
 RAW_PENDING = tuple("serve offline metrics failed rejected record.json *.log *.log.gz".split())
-#: record.json's entries a recording fills in (and a resumed one takes over), in order.
+#: record.json's entries a recording fills in (and a resumed one takes over).
 RECORD_KEYS = tuple(
     "points engines phases failures sessions validity accepted_invalid points_kept".split()
 )
@@ -71,7 +68,7 @@ def on_cpu() -> bool:
 
 
 def raw_file(path: Path) -> Path:
-    """``path``, or ``path.gz`` when only the gzip-compressed artifact exists."""
+    """``path``, or ``path.gz`` when only that exists."""
     gz = path.with_name(path.name + ".gz")
     return gz if not path.exists() and gz.exists() else path
 
@@ -87,26 +84,16 @@ def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
     """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
     from rackbook.core import validity
 
-    out = {}
-    for r in validity.point_validity(trace).to_dict("records"):
-        n, ok = int(r["requests"]), int(r["successful"])
-        out[str(r["point_id"])] = {
-            "requests": n,
-            "successful": ok,
-            "failed": n - ok,
-            "failed_share": (n - ok) / n if n else 0.0,
-            "valid": int(r["valid"]),
-            "flagged": int(r["flagged"]),
-            "flagged_share": float(r["flagged_share"]),
-            "reason": str(r["reason"]),
-        }
-    return out
+    df = validity.point_validity(trace)
+    failed = df["requests"] - df["successful"]
+    df = df.assign(failed=failed, failed_share=(failed / df["requests"]).fillna(0.0))
+    cols = "requests successful failed failed_share valid flagged flagged_share reason".split()
+    return df.set_index(df["point_id"].astype(str))[cols].astype({"reason": str}).to_dict("index")
 
 
 @dataclass
 class _Live:
-    """A phase's running parts: server URLs, the servers started here (stopped on every way
-    out), the bench client, the shard pool (None: one shard)."""
+    """A phase's server URLs, bench client, shard pool (None: one shard), servers started here."""
 
     urls: list[str]
     client: Any
@@ -115,8 +102,8 @@ class _Live:
 
 
 def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
-    """One engine's sweep ending now (``time.monotonic()`` readings): windows, wall after up,
-    their ratio (duty cycle) and whole wall time, in s."""
+    """One engine's sweep ending now (``time.monotonic()`` readings, s): windows, wall after up,
+    their ratio (duty cycle) and whole wall time."""
     t_end = time.monotonic()
     return {
         "windows_s": windows_s,
@@ -137,7 +124,6 @@ def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
 
 
 def hold_after(point_id: str) -> None:
-    """Wait as :data:`HOLD_ENV` asks after ``point_id`` was kept."""
     want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
     if not folder or want != point_id:
         return
@@ -164,7 +150,7 @@ def _move(src: Path, dst: Path) -> None:
 
 
 def ensure_tiny_model(model: str) -> None:
-    """Write the tiny model folder if ``model`` is the default one and it is missing."""
+    """Write the tiny model folder if ``model`` is it and it is missing."""
     if Path(model).resolve() == TINY_MODEL.resolve() and not (TINY_MODEL / "config.json").exists():
         _say(f"writing the tiny model: {TINY_MODEL_SCRIPT}")
         subprocess.run([sys.executable, str(TINY_MODEL_SCRIPT), "-o", str(TINY_MODEL)], check=True)
@@ -229,10 +215,8 @@ class Recorder:
     def _bar(self, desc: str, total: int) -> Any:
         from tqdm import tqdm
 
-        off = not self.progress
-        return tqdm(
-            total=total, desc=desc, unit="point", disable=off, file=sys.stderr, dynamic_ncols=True
-        )
+        off, err = not self.progress, sys.stderr
+        return tqdm(total=total, desc=desc, unit="point", disable=off, file=err, dynamic_ncols=True)
 
     def _save_info(self) -> None:
         self.info["commands"] = self.commands
@@ -244,11 +228,7 @@ class Recorder:
     def _log_name(self, phase: Phase, k: int) -> str:
         if len(self.phases) == 1 and phase.servers == 1:
             return "vllm-serve.log"
-        return (
-            f"vllm-serve.{phase.label}.log"
-            if phase.servers == 1
-            else f"vllm-serve.{phase.label}.{k}.log"
-        )
+        return f"vllm-serve.{phase.label}{f'.{k}' * (phase.servers > 1)}.log"
 
     def _phase_endpoints(self, phase: Phase) -> list[str]:
         start = sum(p.servers for p in self.phases[: self.phases.index(phase)])
@@ -586,6 +566,7 @@ class Recorder:
 
     def run_offline(self) -> None:
         """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
+        from rackbook.core import validity
         from rackbook.live.offline import OfflineConfig, OfflineEngine
 
         sc = self.sc
@@ -618,7 +599,7 @@ class Recorder:
                 doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
                 atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
                 windows += doc["measured_s"]
-                reason = self.offline_refusal(pid, b)
+                reason = validity.refusal(self._offline_frame(b), pid)
                 if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
                     break
             self.info["points"][pid] = {
@@ -638,15 +619,6 @@ class Recorder:
         eng.update(duty_cycle(windows, t_ready, t_wall0))
         del engine
         self._save_info()
-
-    def offline_refusal(self, pid: str, b: int) -> str | None:
-        """The validity check of a finished offline batch (its raw result)."""
-        from rackbook.core import validity
-        from rackbook.core.importers import vllm_bench
-
-        path = self.raw / "offline" / f"b{b}.json"
-        t = vllm_bench.vllm_bench_frames(path, {"engine": "vllm-offline"}, point_id=pid)
-        return validity.refusal(t, pid)
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
@@ -781,38 +753,29 @@ class Recorder:
         self.info["client_server_discrepancy"] = discrepancy
         return parts, metric_rows
 
-    def _offline_parts(self) -> list[Any]:
-        """decode-parity with the offline engine: one frame per batch size (no concurrency)."""
+    def _offline_frame(self, b: int) -> Any:
+        """The offline engine's batch ``b`` as a one-point trace (no concurrency)."""
         import pandas as pd
 
         from rackbook.core.importers import vllm_bench
 
         sc = self.sc
-        if not (isinstance(sc, DecodeParity) and "offline" in sc.engines):
-            return []
-        parts = []
-        for b in sc.batch_sizes:
-            path = _raw_result(self.raw / "offline" / f"b{b}.json")
-            labels = {
-                "engine": "vllm-offline",
-                "config": sc.served_model_name,
-                "batch_size": str(b),
-            }
-            t = vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
-            t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
-            t.points["concurrency"] = pd.array([None], dtype="Int64")
-            parts.append(t)
-        return parts
+        assert isinstance(sc, DecodeParity)
+        path = _raw_result(self.raw / "offline" / f"b{b}.json")
+        labels = {"engine": "vllm-offline", "config": sc.served_model_name, "batch_size": str(b)}
+        t = vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
+        t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
+        t.points["concurrency"] = pd.array([None], dtype="Int64")
+        return t
 
     def _duty_cycle(self) -> float | None:
-        """Measured windows over wall time after start-up (s/s), all engines; None if no wall."""
+        """Measured windows over wall time after start-up (s/s), all engines; None: no wall."""
         engines = [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]
         win = sum(e.get("windows_s", 0.0) for e in engines)
         wall = sum(e.get("wall_after_up_s", 0.0) for e in engines)
         return (win / wall) if wall else None
 
     def _notes(self, notes_extra: str) -> str:
-        """run.json's notes: model, what CPU runs show, the CPU layout, the offline rows."""
         sc = self.sc
         tiny = Path(sc.model).resolve() == TINY_MODEL.resolve()
         model_desc = f"a tiny random-weight model ({sc.model})" if tiny else sc.model
@@ -837,7 +800,6 @@ class Recorder:
         return (notes + notes_extra).strip()
 
     def _engine(self) -> dict[str, Any]:
-        """run.json's engine: the endpoint's vLLM when a server answered, else this one."""
         if self.server:
             build = "the endpoint's (GET /version); the client's is in versions"
             return {"name": "vllm", "version": self.server.get("vllm_version"), "build": build}
@@ -853,7 +815,8 @@ class Recorder:
 
         sc = self.sc
         parts, metric_rows = self._online_parts()
-        parts += self._offline_parts()
+        if isinstance(sc, DecodeParity) and "offline" in sc.engines:
+            parts += [self._offline_frame(b) for b in sc.batch_sizes]
         kind, generator, notes_extra = "recorded", None, ""
         extra_tables: dict[str, Any] = {}
         if isinstance(sc, EplbBalance):
@@ -901,8 +864,7 @@ class Recorder:
         log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
         if not log.exists():
             raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-        df = expert_load.parse_eplb_log_lines(lines, source=log)
+        df = expert_load.parse_eplb_log(log)
         cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
         empty = {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
         tables["eplb_log"] = df[cols].copy() if len(df) else pd.DataFrame(empty)
@@ -914,8 +876,9 @@ class Recorder:
             )
         if sc.expert_load:
             dump = Path(sc.expert_load)
-            if dump.suffix == ".parquet" and "window" in pd.read_parquet(dump).columns:
-                el = pd.read_parquet(dump)[["window", "layer", "expert", "tokens"]]
+            el = pd.read_parquet(dump) if dump.suffix == ".parquet" else pd.DataFrame()
+            if "window" in el.columns:
+                el = el[["window", "layer", "expert", "tokens"]]
             else:
                 arr = np.asarray(expert_load.read_loads(dump), dtype=float)
                 layer, expert = np.indices(arr.shape)
