@@ -1,6 +1,5 @@
-"""``rackbook calibrate``: a decode step's kernels (the plan of shapes, timed with torch) on this
-device, the reference H200 measurement's :data:`METHOD`, a summary and the calibration folder.
-Importing it imports no torch."""
+"""``rackbook calibrate``: a decode step's kernels timed with torch on this device (the reference
+H200 measurement's :data:`METHOD`), a summary and the calibration folder. Imports no torch."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +67,10 @@ CPU_METHOD: dict[str, str] = {
 }
 
 
-#: Rows the index scan keeps and sparse attention gathers (the reference's top-2,048).
-TOPK = 2048
+TOPK = 2048  # rows the index scan keeps and sparse attention gathers
 #: Warm-up calls before timing (CPU: 1), batches timed (the best counts), least s per batch.
 WARMUPS, BATCHES = 5, 3
 TARGET_BATCH_S = {"cuda": 0.025, "cpu": 0.02}
-#: Distinct experts cycled per call, so that weights stream from memory, not cache.
 EXPERTS_CYCLED = {"cuda": 96, "cpu": 2}
 
 
@@ -86,8 +83,6 @@ class Case:
     size: int
     bytes: float | None
     flops: float | None
-    label: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 WIDTH = {"bf16": 2, "fp8": 1, "fp32": 4}
@@ -100,8 +95,7 @@ DENSE_N = (8192, 16384)
 def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = False) -> list[Case]:
     """The kernels to time, in order: CUDA the reference's sizes (``quick`` fewer); CPU sizes
     that take seconds, FP32 where CUDA times BF16."""
-    h, i = shapes["hidden_size"], shapes["moe_intermediate_size"]
-    heads, hd, ihd = shapes["num_attention_heads"], shapes["head_dim"], shapes["index_head_dim"]
+    h, i, ihd = shapes["hidden_size"], shapes["moe_intermediate_size"], shapes["index_head_dim"]
     cases: list[Case] = []
     if device == "cuda":
         main, gemm_dtypes = "bf16", ["bf16"] + (["fp8"] if fp8 else [])
@@ -119,21 +113,15 @@ def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = Fal
         pools = [16384] if quick else [16384, 65536]
     w = WIDTH[main]
     for n in hbm:
-        cases.append(Case("hbm_read", main, n, n, None, bytes_text(n)))
-        cases.append(Case("hbm_copy", main, n, 2 * n, None, bytes_text(n)))
+        cases += [Case("hbm_read", main, n, n, None), Case("hbm_copy", main, n, 2 * n, None)]
+    cases += [Case("dense_gemm", d, n, None, 2.0 * n**3) for d, ns in dense.items() for n in ns]
     cases += [
-        Case("dense_gemm", d, n, None, 2.0 * n**3, f"{n}^3") for d, ns in dense.items() for n in ns
+        Case("expert_gemm", d, m, 3 * h * i * WIDTH[d], 2.0 * m * h * 3 * i)
+        for d, ms in tokens.items()
+        for m in ms
     ]
-    for dtype, ms in tokens.items():
-        weights = 3 * h * i * WIDTH[dtype]
-        for m in ms:
-            label = f"{m} token{'s' * (m != 1)}"
-            cases.append(Case("expert_gemm", dtype, m, weights, 2.0 * m * h * 3 * i, label))
-    scan = {"heads": heads, "dim": ihd, "topk": TOPK}
-    attend = {"heads": heads, "dim": hd, "topk": TOPK}
-    cases += [Case("indexer_scan", main, n, n * ihd * w, None, f"{n:,} keys", scan) for n in keys]
-    cases += [Case("sparse_attention", main, n, None, None, f"{n:,} rows", attend) for n in pools]
-    return cases
+    cases += [Case("indexer_scan", main, n, n * ihd * w, None) for n in keys]
+    return cases + [Case("sparse_attention", main, n, None, None) for n in pools]
 
 
 def bytes_text(n: float) -> str:
@@ -260,19 +248,20 @@ class Bench:
             return self.timer(lambda: mm(a, bt) if dtype == "fp8" else a @ b)
         if fam == "expert_gemm":
             return self.expert(case)
+        heads = self.shapes["num_attention_heads"]
         if fam == "indexer_scan":
-            heads, dim, k = case.extra["heads"], case.extra["dim"], case.extra["topk"]
+            dim = self.shapes["index_head_dim"]
             keys, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
             w = self.randn(heads, 1, dtype=dtype)
 
             def scan() -> Any:
-                return t.topk((t.relu(keys @ q.t()) @ w).view(-1), k)
+                return t.topk((t.relu(keys @ q.t()) @ w).view(-1), TOPK)
 
             return self.timer(self.graphed(scan))
         if fam == "sparse_attention":
-            heads, dim, k = case.extra["heads"], case.extra["dim"], case.extra["topk"]
+            dim = self.shapes["head_dim"]
             pool, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
-            idx = t.randint(0, n, (k,), device=self.device, generator=self.gen)
+            idx = t.randint(0, n, (TOPK,), device=self.device, generator=self.gen)
             scale = 1.0 / math.sqrt(dim)
 
             def attend() -> Any:
@@ -321,7 +310,7 @@ def measure(
                     a @ a
                 torch.cuda.synchronize()
         for case in cases:
-            bar.set_description(f"{case.family} {case.dtype} {case.label}".strip())
+            bar.set_description(f"{case.family} {case.dtype} {case.size:,}")
             rows.append(row(case, bench.time(case, cache)))
             bar.update(1)
     finally:
@@ -600,7 +589,7 @@ def calibrate(
 
 
 def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
-    """The calibration folder through :func:`rackbook.core.calibration.write_calibration`."""
+    """The calibration folder (:func:`rackbook.core.calibration.write_calibration`)."""
     import pandas as pd
 
     from rackbook.core.calibration import write_calibration
