@@ -29,21 +29,22 @@ class ServedModel:
 
 def parse_models(url: str, text: str) -> ServedModel:
     where = f"{url}/v1/models"
+
+    def bad(why: str) -> InputError:
+        return InputError("--endpoint", where, why)
+
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError("--endpoint", where, f"not JSON ({exc.msg})") from None
+        raise bad(f"not JSON ({exc.msg})") from None
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list) or not data or not isinstance(data[0], dict):
-        raise InputError("--endpoint", where, "lists no model ('data' is empty or missing)")
-    first = data[0]
-    mid, mlen, root = first.get("id"), first.get("max_model_len"), first.get("root")
+        raise bad("lists no model ('data' is empty or missing)")
+    mid, mlen, root = (data[0].get(k) for k in ("id", "max_model_len", "root"))
     if not isinstance(mid, str) or not mid:
-        raise InputError("--endpoint", where, "data[0].id: missing")
+        raise bad("data[0].id: missing")
     if mlen is not None and (not isinstance(mlen, int) or isinstance(mlen, bool) or mlen <= 0):
-        raise InputError(
-            "--endpoint", where, f"data[0].max_model_len: not a positive integer ({mlen!r})"
-        )
+        raise bad(f"data[0].max_model_len: not a positive integer ({mlen!r})")
     return ServedModel(mid, root if isinstance(root, str) and root else mid, mlen)
 
 
@@ -68,10 +69,9 @@ SERVER_GPUS_ENV = "RACKBOOK_SERVER_GPUS"
 def declared_gpus(value: str | None) -> list[dict[str, str]]:
     """The GPUs declared by :data:`SERVER_GPUS_ENV` (``[]`` when unset)."""
     text = (value or "").strip()
-    path = Path(text)
     if not text:
         return []
-    if path.is_file():
+    if (path := Path(text)).is_file():
         gpus = []
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
@@ -86,9 +86,8 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
         return gpus
     count, sep, name = text.partition(" x ")
     if not sep or not count.strip().isdigit() or int(count) <= 0 or not name.strip():
-        raise InputError(
-            SERVER_GPUS_ENV, text, "expected 'COUNT x NAME' (e.g. '68 x NVIDIA GB300') or a file"
-        )
+        why = "expected 'COUNT x NAME' (e.g. '68 x NVIDIA GB300') or a file"
+        raise InputError(SERVER_GPUS_ENV, text, why)
     return [{"name": name.strip()} for _ in range(int(count))]
 
 

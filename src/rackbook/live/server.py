@@ -19,14 +19,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rackbook.live.cpus import format_cpu_list, process_affinity, set_process_affinity
 from rackbook.live.envfile import LIVE_VENV, Redactor, api_key, urlopen, vllm_environ
 
 STARTUP_TIMEOUT_S = 300.0  # s to wait for /health (eager start here: about 25 to 40 s)
-GRACE_S = 10.0  # s between SIGTERM and SIGKILL when stopping
-TAIL_LINES = 30  # log lines reported when a server fails
+GRACE_S = 10.0  # s between SIGTERM and SIGKILL
+TAIL_LINES = 30
 
 _LIVE: set[VllmServer] = set()
 _LOCK = threading.Lock()
@@ -41,7 +41,6 @@ def _note(msg: str) -> None:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
@@ -62,8 +61,7 @@ def group_members(pgid: int) -> list[int]:
 
 
 def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
-    """A preexec function: SIGTERM the child when its parent dies (``prctl``
-    PR_SET_PDEATHSIG = 1); pin it to ``cpus``."""
+    """A preexec function: SIGTERM when the parent dies (PR_SET_PDEATHSIG = 1); pin to ``cpus``."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl
 
     def fn() -> None:
@@ -127,15 +125,14 @@ class VllmServer:
 
     @property
     def command(self) -> str:
-        """The exact command line (``vllm`` by name; secrets redacted)."""
         return self.redact(shlex.join(["vllm", *self.argv[1:]]))
 
     @property
     def startup_s(self) -> float | None:
         """Seconds from process start to the first ``/health`` 200."""
-        if self.started_at is None or self.healthy_at is None:
-            return None
-        return self.healthy_at - self.started_at
+        if self.started_at is not None and self.healthy_at is not None:
+            return self.healthy_at - self.started_at
+        return None
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server (cpus: process comm:pid -> cores)."""
@@ -147,10 +144,10 @@ class VllmServer:
             "log": self.log_path.name,
         }
         if self.cpus or self.front_cpus:
-            fmt = lambda c: format_cpu_list(c) if c else None  # noqa: E731
+            on, moved = (format_cpu_list(c) if c else None for c in (self.cpus, self.front_cpus))
             out["cpus"] = {
-                "started_on": fmt(self.cpus),
-                "api_server_moved_to": fmt(self.front_cpus),
+                "started_on": on,
+                "api_server_moved_to": moved,
                 "observed": self.affinity,
             }
         return out
@@ -162,14 +159,12 @@ class VllmServer:
         if self.front_cpus:
             set_process_affinity(self.pgid, self.front_cpus)
         for pid in group_members(self.pgid):
-            try:
+            with contextlib.suppress(OSError):
                 comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            except OSError:
-                continue
-            self.affinity[f"{comm}:{pid}"] = process_affinity(pid)
+                self.affinity[f"{comm}:{pid}"] = process_affinity(pid)
 
     def start(self) -> VllmServer:
-        """Launch the process group (returns at once; see :meth:`wait_healthy`)."""
+        """Launch the process group; returns at once (:meth:`wait_healthy` waits)."""
         if self.proc is not None:
             return self
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -216,13 +211,8 @@ class VllmServer:
         while True:
             if RECEIVED:  # a signal deferred during start-up: act on it here
                 act_on_signal(force=True)
-            code = self.proc.poll()
-            if code is not None:
-                self.stop()
-                raise ServerError(
-                    f"vllm serve exited with code {code} before /health answered; "
-                    f"last lines of {self.log_path}:\n{self.tail()}"
-                )
+            if (code := self.proc.poll()) is not None:
+                self._failed(f"vllm serve exited with code {code} before /health answered")
             with contextlib.suppress(OSError), urlopen(f"{self.base_url}/health", self.key, 2) as r:
                 if r.status == 200:  # an HTTP error status raises (an OSError): not yet
                     self.healthy_at = time.monotonic()
@@ -230,18 +220,17 @@ class VllmServer:
                         self._place_api_server()
                     _note(f"server up after {self.startup_s:.1f} s at {self.base_url}")
                     return float(self.startup_s or 0.0)
-            now = time.monotonic()
-            if now > deadline:
-                self.stop()
-                raise ServerError(
-                    f"vllm serve not healthy after {timeout_s:.0f} s; "
-                    f"last lines of {self.log_path}:\n{self.tail()}"
-                )
+            if (now := time.monotonic()) > deadline:
+                self._failed(f"vllm serve not healthy after {timeout_s:.0f} s")
             if now >= next_note:
                 waited = f"{now - self.started_at:.0f} s (timeout {timeout_s:.0f} s)"
                 _note(f"waiting for {self.base_url}/health: {waited}")
                 next_note += 10.0
             time.sleep(0.5)
+
+    def _failed(self, why: str) -> NoReturn:
+        self.stop()
+        raise ServerError(f"{why}; last lines of {self.log_path}:\n{self.tail()}")
 
     def stop(self) -> list[int]:
         """Stop the group: SIGTERM, wait ``grace_s``, SIGKILL; the pids SIGKILL took."""
@@ -288,23 +277,21 @@ class VllmServer:
 
 
 def stop_all() -> None:
-    """Stop every server this process started and has not stopped yet."""
+    """Stop every server this process started and has not stopped."""
     for srv in list(_LIVE):
         with contextlib.suppress(Exception):
             srv.stop()
 
 
 _HANDLERS_INSTALLED = False
-#: Signals received by this process's handlers, in order.
-RECEIVED: list[int] = []
-#: Depth of :func:`deferred_signals` blocks: while > 0 a signal is only recorded.
-_DEFERRED = 0
+RECEIVED: list[int] = []  # signals received by this process's handlers, in order
+_DEFERRED = 0  # depth of deferred_signals blocks: while > 0 a signal is only recorded
 
 
 @contextlib.contextmanager
 def deferred_signals() -> Iterator[None]:
-    """Within the block SIGINT/SIGTERM are only recorded; the wait loop and the block's end
-    act on them (raised in a half-done import, they could abort the interpreter)."""
+    """SIGINT/SIGTERM only recorded in the block (raised in a half-done import, they could abort
+    the interpreter); the wait loop and the block's end act on them."""
     global _DEFERRED
     _DEFERRED += 1
     try:
