@@ -30,7 +30,7 @@ from rackbook.core import expert_load, importers, traces
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, claims, scenarios
-from rackbook.live import prom
+from rackbook.live.recorder import parse_metrics
 
 # --------------------------------------------------------------------------------------------
 # shared checks
@@ -1154,13 +1154,13 @@ def test_prom_malformed_lines_are_skipped():
             "vllm:num_requests_waiting 3",
         ]
     )
-    got = [(s.metric, s.labels, s.value) for s in prom.parse(text)]
+    got = [(s.metric, s.labels, s.value) for s in parse_metrics(text)]
     assert got == [
         ("vllm:prompt_tokens_total", '{model_name="m"}', 128.0),
         ("vllm:prompt_tokens_total", '{model_name="n"}', 2.0),
         ("vllm:num_requests_waiting", "", 3.0),
     ]
-    assert prom.parse("") == [] and prom.parse("\x00\x01\x02") == []
+    assert parse_metrics("") == [] and parse_metrics("\x00\x01\x02") == []
 
 
 @pytest.mark.parametrize(

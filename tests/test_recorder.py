@@ -150,7 +150,7 @@ def test_the_phase_loop_starts_warms_measures_and_stops(tmp_path, monkeypatch) -
     point's prompts are drawn while it starts, one warm-up run, the point's run, the server
     stops; the point's record carries the client's numbers and the servers' token counter."""
     from rackbook.inputs.scenarios import SingleUser
-    from rackbook.live import bench, prom
+    from rackbook.live import bench
 
     _FakeClient.calls = []
     monkeypatch.setattr(bench, "BenchClient", _FakeClient)
@@ -158,8 +158,8 @@ def test_the_phase_loop_starts_warms_measures_and_stops(tmp_path, monkeypatch) -
     monkeypatch.setattr(recorder, "group_members", lambda pgid: [])
     monkeypatch.setattr(recorder, "on_cpu", lambda: False)
     counter = iter([0.0, 40.0])  # vllm:generation_tokens_total before and after the point
-    sample = lambda u, key: [prom.Sample("vllm:generation_tokens_total", "{}", next(counter))]  # noqa: E731
-    monkeypatch.setattr(prom, "scrape", sample)
+    sample = lambda u, key: [recorder.Sample("vllm:generation_tokens_total", "{}", next(counter))]  # noqa: E731
+    monkeypatch.setattr(recorder, "scrape", sample)
     monkeypatch.setattr(recorder.Recorder, "point_refusal", lambda self, phase, pt: None)
     rec = recorder.Recorder(SingleUser(num_requests=3), tmp_path / "t", progress=False)
     rec.raw.mkdir(parents=True)

@@ -22,7 +22,7 @@ from rackbook import paths
 from rackbook.core import provenance
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import SCENARIOS, scenario
-from rackbook.live import endpoint
+from rackbook.live import record as endpoint
 from rackbook.live.record import attach
 from rackbook.live.recorder import ensure_tiny_model
 from rackbook.results import verdicts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -12,8 +13,9 @@ import pytest
 
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import DecodeParity, scenario
-from rackbook.live import prom, record_argv
+from rackbook.live import record_argv
 from rackbook.live.envfile import Redactor, api_key, read_env_file
+from rackbook.live.recorder import Recorder, counter_delta, parse_metrics, scrape
 from rackbook.live.server import VllmServer, free_port, group_members
 
 METRICS = """\
@@ -32,7 +34,7 @@ vllm:kv_cache_usage_perc{engine="0",model_name="m"} NaN
 
 
 def test_prom_parse_keeps_vllm_families_drops_created_buckets_nan():
-    s = prom.parse(METRICS)
+    s = parse_metrics(METRICS)
     names = [x.metric for x in s]
     assert names == [
         "vllm:prompt_tokens_total",
@@ -42,20 +44,27 @@ def test_prom_parse_keeps_vllm_families_drops_created_buckets_nan():
         "vllm:time_to_first_token_seconds_sum",
     ]
     assert s[0].labels == '{engine="0",model_name="m"}' and s[0].value == 320.0
-    assert len(prom.parse(METRICS, keep=None)) == 6  # + python_gc; still no created/bucket/NaN
+    assert len(parse_metrics(METRICS, keep=None)) == 6  # + python_gc; still no created/bucket/NaN
 
 
-def test_prom_delta_sums_label_sets():
-    before = prom.parse(METRICS)
-    after = prom.parse(
+def test_prom_delta_sums_label_sets(tmp_path):
+    before = parse_metrics(METRICS)
+    after = parse_metrics(
         METRICS.replace('"length",model_name="m"} 2.0', '"length",model_name="m"} 10.0')
         .replace('"stop",model_name="m"} 1.0', '"stop",model_name="m"} 4.0')
         .replace("} 64.0", "} 320.0")
     )
-    assert prom.delta(before, after, "vllm:request_success_total") == 11.0  # 8 + 3
-    assert prom.delta(before, after, "vllm:generation_tokens_total") == 256.0
-    rows = prom.rows(after, "p1", "http://127.0.0.1:1", "after")
-    assert rows[1] == {
+    assert counter_delta(before, after, "vllm:request_success_total") == 11.0  # 8 + 3
+    assert counter_delta(before, after, "vllm:generation_tokens_total") == 256.0
+    rec = object.__new__(Recorder)  # its server_metrics rows of the point's saved samples
+    rec.raw = tmp_path
+    (tmp_path / "metrics").mkdir()
+    saved = {at: [x.__dict__ for x in v] for at, v in (("before", before), ("after", after))}
+    doc = {"servers": [{"server": "http://127.0.0.1:1", **saved}]}
+    (tmp_path / "metrics" / "p1.json").write_text(json.dumps(doc))
+    rows, hits = rec._metric_rows("p1")
+    assert hits == 0.0 and len(rows) == len(before) + len(after)
+    assert rows[len(before) + 1] == {
         "point_id": "p1",
         "server": "http://127.0.0.1:1",
         "phase": "after",
@@ -210,13 +219,11 @@ def test_free_port_is_bindable():
     assert 0 < p < 65536
 
 
-def test_prom_scrape_of_a_cut_answer_is_a_connection_error():
+def test_metrics_scrape_of_a_cut_answer_is_a_connection_error():
     """A /metrics answer cut short (found through the fault proxy) is a ConnectionError, which
     the recorder turns into a failed point, not a traceback."""
     import socket
     import threading
-
-    from rackbook.live import prom
 
     srv = socket.create_server(("127.0.0.1", 0))
 
@@ -230,7 +237,7 @@ def test_prom_scrape_of_a_cut_answer_is_a_connection_error():
     t.start()
     try:
         with pytest.raises(ConnectionError, match="broken /metrics answer"):
-            prom.scrape(f"http://127.0.0.1:{srv.getsockname()[1]}", timeout_s=5)
+            scrape(f"http://127.0.0.1:{srv.getsockname()[1]}", timeout_s=5)
     finally:
         t.join(timeout=5)
         srv.close()

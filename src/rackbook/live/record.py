@@ -1,31 +1,125 @@
-"""``rackbook record SCENARIO`` in .venv-live: per phase ``vllm serve`` on 127.0.0.1 (or --endpoint
-URLs, in phase order), raw artifacts in ``OUT.raw/``, the trace ``OUT`` at the end. A point over
-2 % flagged runs once more, then stops (exit 2) unless --accept-invalid, as a failed point does."""
+"""``rackbook record SCENARIO`` in .venv-live: per phase ``vllm serve`` on 127.0.0.1 or --endpoint
+URLs (what they serve: ``GET /v1/models``), raw artifacts in ``OUT.raw/``, the trace ``OUT``. A
+point over 2 % flagged runs once more, then stops (exit 2) unless --accept-invalid."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import signal
 import sys
+import urllib.error
 import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rackbook.core import fsio
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import Scenario, fit_endpoint, scenario
-from rackbook.live import cpus, endpoint
+from rackbook.live import cpus
 from rackbook.live import server as server_mod
 from rackbook.live.bench import request_timeout_s
-from rackbook.live.envfile import api_key, vllm_environ
+from rackbook.live.envfile import api_key, urlopen, vllm_environ
 from rackbook.live.recorder import Recorder
 from rackbook.live.server import stop_all
 from rackbook.paths import resolve
 
 #: ``=1`` acts as --accept-invalid (for harness checks whose notebook path cannot pass the flag).
 ACCEPT_INVALID_ENV = "RACKBOOK_ACCEPT_INVALID"
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """An endpoint's first model: served name, what it loaded, context limit (tokens)."""
+
+    id: str
+    root: str
+    max_model_len: int | None
+
+    def tokenizer(self) -> str:
+        """The client's tokenizer: ``root`` if a Hub id or a local folder, else ``id``."""
+        r = self.root
+        if r and (Path(r).is_dir() or (not r.startswith(("/", ".")) and r.count("/") == 1)):
+            return r
+        return self.id
+
+
+def parse_models(url: str, text: str) -> ServedModel:
+    where = f"{url}/v1/models"
+
+    def bad(why: str) -> InputError:
+        return InputError("--endpoint", where, why)
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise bad(f"not JSON ({exc.msg})") from None
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+        raise bad("lists no model ('data' is empty or missing)")
+    mid, mlen, root = (data[0].get(k) for k in ("id", "max_model_len", "root"))
+    if not isinstance(mid, str) or not mid:
+        raise bad("data[0].id: missing")
+    if mlen is not None and (not isinstance(mlen, int) or isinstance(mlen, bool) or mlen <= 0):
+        raise bad(f"data[0].max_model_len: not a positive integer ({mlen!r})")
+    return ServedModel(mid, root if isinstance(root, str) and root else mid, mlen)
+
+
+def served_model(url: str, key: str | None = None, timeout_s: float = 30.0) -> ServedModel:
+    """What ``url`` serves; :class:`InputError` when it cannot answer in ``timeout_s`` s."""
+    try:
+        with urlopen(f"{url}/v1/models", key, timeout_s) as resp:
+            text = resp.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as exc:
+        raise InputError("--endpoint", url, f"GET /v1/models answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise InputError("--endpoint", url, f"unreachable (GET /v1/models: {reason})") from None
+    return parse_models(url, text)
+
+
+#: The GPUs behind an endpoint: ``"68 x NVIDIA GB300"`` or a file of nvidia-smi CSV lines
+#: (name, memory.total, driver_version; one per GPU).
+SERVER_GPUS_ENV = "RACKBOOK_SERVER_GPUS"
+
+
+def declared_gpus(value: str | None) -> list[dict[str, str]]:
+    """The GPUs declared by :data:`SERVER_GPUS_ENV` (``[]`` when unset)."""
+    text = (value or "").strip()
+    if not text:
+        return []
+    if (path := Path(text)).is_file():
+        gpus = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            parts = [p.strip() for p in line.split(",")]
+            if not parts[0]:
+                why = "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
+                raise InputError(path, f"line {n}", why)
+            gpus.append(dict(zip(("name", "memory", "driver"), parts, strict=False)))
+        if not gpus:
+            raise InputError(path, SERVER_GPUS_ENV, "lists no GPU")
+        return gpus
+    count, sep, name = text.partition(" x ")
+    if not sep or not count.strip().isdigit() or int(count) <= 0 or not name.strip():
+        why = "expected 'COUNT x NAME' (e.g. '68 x NVIDIA GB300') or a file"
+        raise InputError(SERVER_GPUS_ENV, text, why)
+    return [{"name": name.strip()} for _ in range(int(count))]
+
+
+def server_version(url: str, key: str | None = None, timeout_s: float = 10.0) -> str | None:
+    """The vLLM version an endpoint reports (``GET /version``), or None if it does not say."""
+    try:
+        with urlopen(f"{url}/version", key, timeout_s) as resp:
+            doc = json.loads(resp.read().decode("utf-8", errors="replace"))
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    v = doc.get("version") if isinstance(doc, dict) else None
+    return str(v) if v else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,7 +178,7 @@ def attach(
     """The scenario fitted to running endpoints (model and context limit from ``/v1/models``
     unless ``-p`` sets them; all must serve one model), and run.json's ``server`` about them."""
     key = api_key()
-    models = {u: endpoint.served_model(u, key) for u in dict.fromkeys(urls)}
+    models = {u: served_model(u, key) for u in dict.fromkeys(urls)}
     ids = sorted({m.id for m in models.values()})
     if len(ids) > 1:
         raise InputError("--endpoint", ", ".join(models), f"serve different models: {ids}")
@@ -100,16 +194,16 @@ def attach(
         max_model_len=min(lens) if all(lens) else None,  # type: ignore[type-var]
         same_host=same_host,
     )
-    declared = os.environ.get(endpoint.SERVER_GPUS_ENV)
+    declared = os.environ.get(SERVER_GPUS_ENV)
     server = {
         "same_host": same_host,
         "endpoints": list(models),
         "served_model_name": m.id,
         "model": m.root,
         "max_model_len": m.max_model_len,
-        "vllm_version": endpoint.server_version(urls[0], key),
-        "gpus": endpoint.declared_gpus(declared),
-        "gpus_declared_by": endpoint.SERVER_GPUS_ENV if declared else None,
+        "vllm_version": server_version(urls[0], key),
+        "gpus": declared_gpus(declared),
+        "gpus_declared_by": SERVER_GPUS_ENV if declared else None,
     }
     return sc, server
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import http.client
 import importlib.metadata as md
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,7 +23,7 @@ from rackbook.core.fsio import atomic_write_json
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import DecodeParity, EplbBalance, Phase, PlanPoint, Scenario
-from rackbook.live import cpus, prom
+from rackbook.live import cpus
 from rackbook.live import server as server_mod
 from rackbook.live.envfile import Redactor, api_key, urlopen
 from rackbook.live.server import ServerError, VllmServer, group_members
@@ -42,6 +45,58 @@ RECORD_KEYS = tuple(
     "points engines phases failures sessions validity accepted_invalid points_kept".split()
 )
 _LISTS = ("failures", "sessions", "accepted_invalid", "points_kept")
+#: ``/metrics`` families kept (prefix match after ``vllm:``; histogram buckets dropped).
+METRICS_KEPT = tuple(
+    """prompt_tokens generation_tokens prefix_cache_queries prefix_cache_hits request_success
+    num_preemptions num_requests_running num_requests_waiting kv_cache_usage_perc
+    time_to_first_token_seconds e2e_request_latency_seconds inter_token_latency_seconds
+    request_prefill_time_seconds request_decode_time_seconds iteration_tokens_total""".split()
+)
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One ``/metrics`` sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
+
+    metric: str
+    labels: str
+    value: float
+
+
+def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> list[Sample]:
+    """Samples ``vllm:<kept family>`` of Prometheus ``text`` (``keep=None``: all), no
+    ``_created`` or ``_bucket``; malformed lines and NaN skipped, never an error."""
+    out = []
+    for line in text.splitlines():
+        m = _SAMPLE.match(line.strip())
+        if not m or line.startswith("#"):
+            continue
+        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        short = name.removeprefix("vllm:")
+        if name.endswith(("_created", "_bucket")) or (
+            keep is not None and (short == name or not short.startswith(keep))
+        ):
+            continue
+        with contextlib.suppress(ValueError):
+            if not math.isnan(v := float(value)):
+                out.append(Sample(name, labels, v))
+    return out
+
+
+def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> list[Sample]:
+    """GET ``base_url/metrics``, parsed; a broken answer raises :class:`ConnectionError`."""
+    try:
+        with urlopen(f"{base_url}/metrics", key, timeout_s) as r:
+            return parse_metrics(r.read().decode("utf-8", "replace"))
+    except http.client.HTTPException as exc:
+        raise ConnectionError(f"broken /metrics answer ({type(exc).__name__})") from None
+
+
+def counter_delta(before: list[Sample], after: list[Sample], metric: str) -> float:
+    """Sum over label sets of ``after - before`` for ``metric`` (a counter's increase)."""
+    b = {(s.metric, s.labels): s.value for s in before}
+    return sum(s.value - b.get((s.metric, s.labels), 0.0) for s in after if s.metric == metric)
 
 
 def versions() -> dict[str, str | None]:
@@ -412,7 +467,7 @@ class Recorder:
         after: list[Any] = []
         if not dead:
             try:
-                after = [prom.scrape(u, self.key) for u in use]
+                after = [scrape(u, self.key) for u in use]
             except OSError as exc:
                 error = error or f"/metrics unreachable after the point: {exc}"
         ok = [s for s in summaries if "error" not in s]
@@ -427,7 +482,7 @@ class Recorder:
         ]
         atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
         pairs = zip(before, after, strict=True)
-        gen = sum(prom.delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
+        gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
         durations = [float(s["duration"]) for s in summaries]
         commands = [command_line(a) for a in argvs]
@@ -464,7 +519,7 @@ class Recorder:
                 for u, a in zip(use, argvs, strict=True):
                     ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
                     warm_s += warm_prefix(u, self.sc.served_model_name, ids, self.key)
-            return [prom.scrape(u, self.key) for u in use], warm_s
+            return [scrape(u, self.key) for u in use], warm_s
         except OSError as exc:  # the server went away between points: a failed point, not a crash
             dead: list[VllmServer] = []
             for _ in range(20):  # a dying server may take a moment to be reaped
@@ -700,10 +755,10 @@ class Recorder:
         rows: list[dict[str, Any]] = []
         hits = 0.0
         for e in jsonstream.load(mpath)["servers"]:
-            got = {at: [prom.Sample(**s) for s in e[at]] for at in ("before", "after")}
-            for at, samples in got.items():
-                rows += prom.rows(samples, pid, e["server"], at)
-            hits += prom.delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
+            got = {at: [Sample(**s) for s in e[at]] for at in ("before", "after")}
+            at = {"point_id": pid, "server": e["server"]}
+            rows += [at | {"phase": k} | s.__dict__ for k, ss in got.items() for s in ss]
+            hits += counter_delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
         return rows, hits
 
     def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
