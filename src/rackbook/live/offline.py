@@ -63,17 +63,6 @@ class OfflineEngine:
         self.init_s = time.monotonic() - t0
         self._calls = 0
 
-    def _generate(self, prompts: list[list[int]], max_tokens: int) -> float:
-        """``LLM.generate`` on token prompts; seconds taken."""
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=0.0)
-        reqs = [TokensPrompt(prompt_token_ids=p) for p in prompts]
-        t0 = time.perf_counter()
-        self.llm.generate(reqs, sp, use_tqdm=False)
-        return time.perf_counter() - t0
-
     def _timed_batch(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
         """``LLM.generate``'s loop, each token timed when ``step()`` returns it: wall start
         (epoch s), total s, and per request lengths, first-token, finish and gap seconds."""
@@ -123,14 +112,12 @@ class OfflineEngine:
         """The raw result (seconds, tokens) of ``repeats`` rounds of (prefill call, decode
         call) on ``batch`` fresh seeded prompts each; ``duration``: the decode calls' sum."""
         base = seed * 1_000_000 + batch * 1000
-        t_w0 = time.perf_counter()
-        if warmup:
-            self._generate(random_prompts(batch, input_len, base), 2)
-        warm_s = time.perf_counter() - t_w0 if warmup else 0.0
+        warm = random_prompts(batch, input_len, base)
+        warm_s = self._timed_batch(warm, 2)["seconds"] if warmup else 0.0
         prompts = [random_prompts(batch, input_len, base + j) for j in range(1, 2 * repeats + 1)]
         prefill_walls, rounds = [], []
         for k in range(repeats):
-            prefill_walls.append(self._generate(prompts[2 * k], 1))
+            prefill_walls.append(self._timed_batch(prompts[2 * k], 1)["seconds"])
             rounds.append(self._timed_batch(prompts[2 * k + 1], output_len))
 
         def joined(key: str) -> list[Any]:

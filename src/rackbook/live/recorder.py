@@ -809,19 +809,14 @@ class Recorder:
         return parts, metric_rows
 
     def _offline_frame(self, b: int) -> Any:
-        """The offline engine's batch ``b`` as a one-point trace (no concurrency)."""
-        import pandas as pd
-
+        """The offline engine's batch ``b`` as a one-point trace (no max_concurrency: none)."""
         from rackbook.core.importers import vllm_bench
 
         sc = self.sc
         assert isinstance(sc, DecodeParity)
         path = _raw_result(self.raw / "offline" / f"b{b}.json")
         labels = {"engine": "vllm-offline", "config": sc.served_model_name, "batch_size": str(b)}
-        t = vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
-        t.requests["concurrency"] = pd.array([None] * len(t.requests), dtype="Int64")
-        t.points["concurrency"] = pd.array([None], dtype="Int64")
-        return t
+        return vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
 
     def _duty_cycle(self) -> float | None:
         """Measured windows over wall time after start-up (s/s), all engines; None: no wall."""
