@@ -63,9 +63,7 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
         cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=vllm_environ()
     )
     assert proc.stdout is not None and proc.stderr is not None
-    stdout, stderr = proc.stdout, proc.stderr
-    lines: list[str] = []
-    tail = [b""]
+    stderr, tail = proc.stderr, [b""]
 
     def pump_err() -> None:
         while chunk := os.read(stderr.fileno(), 4096):
@@ -73,13 +71,10 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
             sys.stderr.flush()
             tail[0] = (tail[0] + chunk)[-65536:]
 
-    def pump_out() -> None:
-        lines.extend(raw.decode("utf-8", "replace").rstrip("\n") for raw in stdout)
-
-    threads = [threading.Thread(target=f, daemon=True) for f in (pump_err, pump_out)]
-    for t in threads:
-        t.start()
+    pump = threading.Thread(target=pump_err, daemon=True)
+    pump.start()
     try:
+        out = proc.stdout.read().decode("utf-8", "replace")
         rc = proc.wait()
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
@@ -91,9 +86,8 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
                 continue
         raise
     finally:
-        for t in threads:
-            t.join(timeout=5)
-    return rc, lines, tail[0].decode("utf-8", "replace")
+        pump.join(timeout=5)
+    return rc, out.splitlines(), tail[0].decode("utf-8", "replace")
 
 
 def record_trace(

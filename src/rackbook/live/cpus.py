@@ -69,10 +69,8 @@ class CpuLayout:
     def label(self) -> str:
         if self.engine is None or self.front is None:
             return "unpinned"
-        return (
-            f"engine cpus {format_cpu_list(self.engine)}; "
-            f"api server + client cpus {format_cpu_list(self.front)}"
-        )
+        eng, front = format_cpu_list(self.engine), format_cpu_list(self.front)
+        return f"engine cpus {eng}; api server + client cpus {front}"
 
 
 def resolve(on_cpu: bool, attached: bool = False) -> CpuLayout:
@@ -81,17 +79,18 @@ def resolve(on_cpu: bool, attached: bool = False) -> CpuLayout:
     raw = os.environ.get(ENV, "auto")
     text = raw.strip().lower() or "auto"
     avail = usable_cpus()
+    unpinned = None
     if text in ("off", "none", "0", "no", "false"):
-        return CpuLayout("off", None, None, f"{ENV}={raw}: nothing pinned", raw)
-    if attached:
-        why = "servers given with --endpoint: not started here, nothing pinned"
-        return CpuLayout("off", None, None, why, raw)
+        unpinned = "off", f"{ENV}={raw}"
+    elif attached:
+        unpinned = "off", "servers given with --endpoint: not started here"
+    elif text == "auto" and not on_cpu:
+        unpinned = "auto", "not a CPU build of vLLM"
+    elif text == "auto" and len(avail) < 2:
+        unpinned = "auto", f"only {len(avail)} usable core"
+    if unpinned:
+        return CpuLayout(unpinned[0], None, None, f"{unpinned[1]}: nothing pinned", raw)
     if text == "auto":
-        if not on_cpu:
-            return CpuLayout("auto", None, None, "not a CPU build of vLLM: nothing pinned", raw)
-        if len(avail) < 2:
-            why = f"only {len(avail)} usable core: nothing pinned"
-            return CpuLayout("auto", None, None, why, raw)
         s = sorted(avail)
         k = max(1, len(s) // 4)
         why = (
