@@ -10,65 +10,53 @@ import os
 import shlex
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rackbook.errors import InputError
 from rackbook.live.envfile import Redactor, api_key
 
+if TYPE_CHECKING:
+    from rackbook.inputs.scenarios import PlanPoint
 
-@dataclass(frozen=True)
-class BenchPoint:
-    """One measured window of ``vllm bench serve`` (random dataset, ignore-eos, all requests
-    at once, no ready check: it would cache request 0 first) against a running server."""
+Meta = Sequence[tuple[str, str]]  # --metadata KEY=VALUE pairs
 
-    point_id: str
-    base_url: str
-    model: str  # tokenizer/model path given to the client (--model)
-    served_model_name: str
-    input_len: int  # tokens per prompt
-    output_len: int  # tokens generated per request
-    num_prompts: int
-    max_concurrency: int | None
-    seed: int = 0
-    metadata: tuple[tuple[str, str], ...] = ()
-    prefix_len: int = 0  # tokens shared by every prompt, before the random part
 
-    def argv(self, result_dir: str | Path, result_filename: str) -> list[str]:
-        """The ``vllm bench serve`` flags for this point (without ``vllm bench serve``)."""
-        # fmt: off
-        a = [
-            "--backend", "vllm",
-            "--base-url", self.base_url,
-            "--model", self.model,
-            "--served-model-name", self.served_model_name,
-            "--dataset-name", "random",
-            "--random-input-len", str(self.input_len),
-            "--random-output-len", str(self.output_len),
-            "--random-range-ratio", "0",
-            "--num-prompts", str(self.num_prompts),
-            "--request-rate", "inf",
-            "--ignore-eos",
-            "--temperature", "0",
-            "--seed", str(self.seed),
-            "--num-warmups", "0",
-            "--percentile-metrics", "ttft,tpot,itl,e2el",
-            "--metric-percentiles", "50,90,99",
-            "--disable-tqdm",
-            "--save-result", "--save-detailed",
-            "--result-dir", str(result_dir),
-            "--result-filename", result_filename,
-        ]
-        # fmt: on
-        if self.prefix_len:
-            a += ["--random-prefix-len", str(self.prefix_len)]
-        a += ["--ready-check-timeout-sec", "0"]
-        if self.max_concurrency is not None:
-            a += ["--max-concurrency", str(self.max_concurrency)]
-        if self.metadata:
-            a += ["--metadata", *(f"{k}={v}" for k, v in self.metadata)]
-        return a
+def bench_argv(
+    pt: PlanPoint, url: str, model: str, served: str, result: Path, meta: Meta = ()
+) -> list[str]:
+    """``vllm bench serve`` flags of ``pt`` against ``url`` (random dataset, ignore-eos, all
+    requests at once, no ready check: it would cache request 0 first); its result ``result``."""
+    flags: dict[str, str | None] = {  # None: a flag without a value
+        "--backend": "vllm",
+        "--base-url": url,
+        "--model": model,  # the client's tokenizer
+        "--served-model-name": served,
+        "--dataset-name": "random",
+        "--random-input-len": str(pt.input_len),
+        "--random-output-len": str(pt.output_len),
+        "--random-range-ratio": "0",
+        "--num-prompts": str(pt.num_prompts),
+        "--request-rate": "inf",
+        "--ignore-eos": None,
+        "--temperature": "0",
+        "--seed": str(pt.seed),
+        "--num-warmups": "0",
+        "--percentile-metrics": "ttft,tpot,itl,e2el",
+        "--metric-percentiles": "50,90,99",
+        "--disable-tqdm": None,
+        "--save-result": None,
+        "--save-detailed": None,
+        "--result-dir": str(result.parent),
+        "--result-filename": result.name,
+    }
+    if pt.prefix_len:
+        flags["--random-prefix-len"] = str(pt.prefix_len)
+    flags["--ready-check-timeout-sec"] = "0"
+    if pt.concurrency is not None:
+        flags["--max-concurrency"] = str(pt.concurrency)
+    a = [w for flag, v in flags.items() for w in (flag, v) if w is not None]
+    return a + (["--metadata", *(f"{k}={v}" for k, v in meta)] if meta else [])
 
 
 REQUEST_TIMEOUT_ENV = "RACKBOOK_REQUEST_TIMEOUT_S"

@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -290,25 +290,13 @@ class Recorder:
         return self.endpoints[start : start + phase.servers]
 
     def _bench_argv(self, pt: PlanPoint, url: str, k: int, name: str) -> list[str]:
-        from rackbook.live.bench import BenchPoint
+        from rackbook.live.bench import bench_argv
 
         shard = (("shard", str(k)),) if pt.shards > 1 else ()
         meta = (("point_id", pt.point_id), ("scenario", self.sc.name), ("config", pt.config))
-        sc = self.sc
-        bp = BenchPoint(
-            pt.point_id,
-            url,
-            sc.model,
-            sc.served_model_name,
-            pt.input_len,
-            pt.output_len,
-            pt.num_prompts,
-            pt.concurrency,
-            pt.seed + k,
-            (*meta, *pt.labels, *shard),
-            pt.prefix_len,
-        )
-        return bp.argv(self.raw / "serve", name)
+        sc, result, pt_k = self.sc, self.raw / "serve" / name, replace(pt, seed=pt.seed + k)
+        meta += (*pt.labels, *shard)
+        return bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
 
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
         """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
@@ -416,7 +404,7 @@ class Recorder:
 
     def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
         """One short unmeasured run per server before the phase's first point."""
-        from rackbook.live.bench import BenchPoint
+        from rackbook.live.bench import bench_argv
 
         sc, first = self.sc, todo[0]
         if isinstance(sc, DecodeParity):
@@ -425,13 +413,13 @@ class Recorder:
         else:
             c = first.concurrency or 1
             n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
+        wp = PlanPoint("warmup", "", inp, out, n, c, sc.seed + 999)
         argvs = []
         for k, url in enumerate(live.urls):
-            wp = BenchPoint(
-                "warmup", url, sc.model, sc.served_model_name, inp, out, n, c, sc.seed + 999
-            )
             name = "warmup.json" if len(live.urls) == 1 else f"warmup.{phase.label}.{k}.json"
-            argvs.append(wp.argv(self.raw / "serve", name))
+            argvs.append(
+                bench_argv(wp, url, sc.model, sc.served_model_name, self.raw / "serve" / name)
+            )
         if live.pool is not None:  # each shard process warms its own replica, all at once
             live.pool.run(argvs)
         else:
