@@ -754,16 +754,18 @@ class Recorder:
         client/server token discrepancy and the cached-token method in ``info``."""
         import pandas as pd
 
-        frames = []
-        for phase in self.phases:
-            for pt in phase.points:
-                t = self._point_frames(phase, pt)
-                rows, hits = self._metric_rows(pt.point_id)
-                frames.append((pt, t, rows, hits, int(t.requests["success"].sum())))
+        got = [
+            (pt, self._point_frames(phase, pt), *self._metric_rows(pt.point_id))
+            for phase in self.phases
+            for pt in phase.points
+        ]
         # cached tokens per request only when every prefix point's counters confirm it
-        prefixed = [(pt, hits, n_ok) for pt, _, _, hits, n_ok in frames if pt.prefix_len]
+        ok = {pt.point_id: t.requests["success"] for pt, t, _, _ in got}
+        prefixed = [
+            (pt, hits, int(ok[pt.point_id].sum())) for pt, _, _, hits in got if pt.prefix_len
+        ]
         per_request = bool(prefixed) and all(
-            n_ok and hits == n_ok * pt.prefix_len for pt, hits, n_ok in prefixed
+            n and hits == n * pt.prefix_len for pt, hits, n in prefixed
         )
         if prefixed:
             self.info["cached_tokens_method"] = (
@@ -772,16 +774,13 @@ class Recorder:
                 else "server_metrics: prefix-cache counters at every point (at least one "
                 "point's hits differ from requests x prefix_len)"
             )
-        parts, metric_rows = [], []
-        discrepancy: dict[str, Any] = {}
-        for pt, t, rows, hits, _n_ok in frames:
-            metric_rows += rows
-            ok = t.requests["success"]
+        discrepancy = self.info["client_server_discrepancy"] = {}
+        for pt, t, _, hits in got:
             if per_request:
-                cached = [pt.prefix_len if s else None for s in ok]
+                cached = [pt.prefix_len if s else None for s in ok[pt.point_id]]
                 t.requests["cached_prompt_tokens"] = pd.array(cached, dtype="Int64")
             rec = self.info["points"].get(pt.point_id, {})
-            client_out = int(t.requests.loc[ok, "output_tokens"].sum())
+            client_out = int(t.requests.loc[ok[pt.point_id], "output_tokens"].sum())
             gen = rec.get("server_generation_tokens")
             discrepancy[pt.point_id] = {
                 "client_output_tokens": client_out,
@@ -792,9 +791,7 @@ class Recorder:
             if t.run:  # merged shards: their clock offsets go to the point's record
                 rec["shard_offsets_s"] = t.run.get("shard_offsets_s")
             t.run = {}
-            parts.append(t)
-        self.info["client_server_discrepancy"] = discrepancy
-        return parts, metric_rows
+        return [t for _, t, _, _ in got], [r for _, _, rows, _ in got for r in rows]
 
     def _offline_frame(self, b: int) -> Any:
         """The offline engine's batch ``b`` as a one-point trace (no max_concurrency: none)."""
