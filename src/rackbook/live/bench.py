@@ -86,7 +86,6 @@ class BenchClient:
         self._serve: Any = None
         self._parser: Any = None
         self.import_s = 0.0
-        self.redact = Redactor([api_key()])
         self._samples: dict[tuple[str, ...], Any] = {}
 
     def preload(self) -> float:
@@ -145,7 +144,7 @@ class BenchClient:
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "a", encoding="utf-8") as fh:
-                fh.write(f"$ {command_line(argv)}\n{self.redact(buf.getvalue())}")
+                fh.write(f"$ {command_line(argv)}\n{Redactor([api_key()])(buf.getvalue())}")
         return result
 
     def prompt_token_ids(self, argv: Sequence[str]) -> list[list[int]]:
@@ -166,12 +165,9 @@ def load_tokenizer(args: Any) -> Any:
         mode, trust = args.tokenizer_mode, args.trust_remote_code
         return get_tokenizer(name, tokenizer_mode=mode, trust_remote_code=trust)
     except (OSError, ValueError) as exc:
-        why = (
-            f"cannot load its tokenizer ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
-        )
-        raise InputError(
-            "-p model", name, why + "; give a folder on this machine or a Hub id with -p model"
-        ) from None
+        said = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        fix = "give a folder on this machine or a Hub id with -p model"
+        raise InputError("-p model", name, f"cannot load its tokenizer ({said}); {fix}") from None
 
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:

@@ -133,18 +133,12 @@ def bytes_text(n: float) -> str:
 
 
 def row(case: Case, seconds: float) -> dict[str, Any]:
-    """The kernels.parquet row of ``case`` timed at ``seconds`` per call; ValueError unless
-    finite and positive."""
+    """The kernels.parquet row of ``case`` at ``seconds`` per call; ValueError unless > 0."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"{case.family} {case.dtype} {case.size}: time {seconds!r} s")
-    return {
-        "family": case.family,
-        "dtype": case.dtype,
-        "size": int(case.size),
-        "seconds": float(seconds),
-        "bytes": None if case.bytes is None else float(case.bytes),
-        "flops": None if case.flops is None else float(case.flops),
-    }
+    b, f = (None if v is None else float(v) for v in (case.bytes, case.flops))
+    kernel = {"family": case.family, "dtype": case.dtype, "size": int(case.size)}
+    return kernel | {"seconds": float(seconds), "bytes": b, "flops": f}
 
 
 def fp8_available(torch: Any, device: str) -> tuple[bool, str]:
