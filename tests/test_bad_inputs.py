@@ -30,7 +30,7 @@ from rackbook.core import expert_load, importers, traces
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs, claims, scenarios
-from rackbook.live.recorder import parse_metrics
+from rackbook.live.record import parse_metrics
 
 # --------------------------------------------------------------------------------------------
 # shared checks

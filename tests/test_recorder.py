@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rackbook.errors import InputError
-from rackbook.live import recorder
+from rackbook.live import record as recorder
 
 
 def bare(tmp_path: Path, accept_invalid: bool = True) -> recorder.Recorder:

@@ -23,8 +23,7 @@ from rackbook.core import provenance
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import SCENARIOS, scenario
 from rackbook.live import record as endpoint
-from rackbook.live.record import attach
-from rackbook.live.recorder import ensure_tiny_model
+from rackbook.live.record import attach, ensure_tiny_model
 from rackbook.results import verdicts
 
 DSV41 = endpoint.ServedModel(

@@ -23,9 +23,8 @@ from rackbook import paths
 from rackbook.core import traces
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import EplbBalance, RackScaling, scenario
-from rackbook.live.record import build_parser
+from rackbook.live.record import CPU_EPLB, Recorder, build_parser
 from rackbook.live.record import record as record_cli
-from rackbook.live.recorder import CPU_EPLB, Recorder
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -147,7 +146,7 @@ def test_endpoints_remote_allowed_and_counted(tmp_path):
 
 
 def test_eplb_own_server_on_cpu_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr("rackbook.live.recorder.on_cpu", lambda: True)
+    monkeypatch.setattr("rackbook.live.record.on_cpu", lambda: True)
     rec = Recorder(EplbBalance(), tmp_path / "t")
     with pytest.raises(InputError) as exc:
         rec.run_phase(rec.phases[0])

@@ -11,8 +11,7 @@ from conftest import FIXTURES
 from rackbook.core import traces, validity
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import SingleUser
-from rackbook.live.record import build_parser
-from rackbook.live.recorder import MAX_ATTEMPTS, Recorder, decide
+from rackbook.live.record import MAX_ATTEMPTS, Recorder, build_parser, decide
 
 FIX = FIXTURES / "validity"
 

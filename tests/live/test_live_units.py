@@ -15,7 +15,7 @@ from rackbook.errors import InputError
 from rackbook.inputs.scenarios import DecodeParity, scenario
 from rackbook.live import record_argv
 from rackbook.live.envfile import Redactor, api_key, read_env_file
-from rackbook.live.recorder import Recorder, counter_delta, parse_metrics, scrape
+from rackbook.live.record import Recorder, counter_delta, parse_metrics, scrape
 from rackbook.live.server import VllmServer, free_port, group_members
 
 METRICS = """\

