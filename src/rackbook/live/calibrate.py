@@ -570,10 +570,8 @@ def calibrate(
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "project_commit": project_commit(),
         "device": device,
-        "gpu": hw["gpu"],
-        "hardware": hw["hardware"],
+        **hw,  # gpu, hardware, spec
         "versions": versions,
-        "spec": hw["spec"],
         "shapes": dict(catalog.shapes),
         "method": dict(METHOD if device == "cuda" else CPU_METHOD),
         "commands": [repo_relative(command)],

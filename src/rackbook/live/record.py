@@ -549,16 +549,15 @@ class Recorder:
         """Record attempt ``attempt`` and act on :func:`decide`: True kept, False run again (raw
         to ``rejected/``); :class:`InputError` when refused."""
         action = decide(reason, attempt, self.accept_invalid)
-        v = self.info["validity"].setdefault(point_id, {"attempts": []})
-        if attempt == 1:
-            v["attempts"] = []
+        v = self.info["validity"].get(point_id) if attempt > 1 else None
+        v = self.info["validity"][point_id] = v or {"attempts": []}
         v["attempts"].append({"attempt": attempt, "flagged": reason})
         v["outcome"] = action
         if action == "accept" and point_id not in self.info["accepted_invalid"]:
             self.info["accepted_invalid"].append(point_id)
         if action in ("rerun", "refuse"):  # never kept as done: --resume runs it again
             self.info["points"].pop(point_id, None)  # a point reads as recorded only once kept
-            if point_id in self.info["points_kept"]:
+            with contextlib.suppress(ValueError):
                 self.info["points_kept"].remove(point_id)
             for name in names:
                 src = raw_file(self.raw / folder / name)
