@@ -183,15 +183,9 @@ def _shard_main(conn: Any, log_path: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the recorder handles Ctrl-C and stops us
     client = BenchClient(log_path)
     conn.send(("ready", client.preload()))
-    while True:
-        argv = conn.recv()
-        if argv is None:
-            return
+    while (argv := conn.recv()) is not None:
         try:
-            t0 = time.perf_counter()
-            res = client.run(argv)
-            t1 = time.perf_counter()
-            conn.send(("ok", {**summary(res), "t0": t0, "t1": t1}))
+            conn.send(("ok", summary(client.run(argv))))
         except BaseException as exc:  # reported to the recorder, which decides
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
