@@ -130,9 +130,9 @@ class VllmServer:
     @property
     def startup_s(self) -> float | None:
         """Seconds from process start to the first ``/health`` 200."""
-        if self.started_at is not None and self.healthy_at is not None:
-            return self.healthy_at - self.started_at
-        return None
+        if self.started_at is None or self.healthy_at is None:
+            return None
+        return self.healthy_at - self.started_at
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server (cpus: process comm:pid -> cores)."""
