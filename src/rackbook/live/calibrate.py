@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import datetime as _dt
 import importlib.util
+import json
 import math
 import os
 import re
@@ -26,16 +27,12 @@ from rackbook.core.provenance import hardware_inventory, project_commit, repo_re
 from rackbook.errors import InputError
 
 DEFAULT_MODEL = "deepseek-v4.1-flash"
+_REFERENCE = paths.DATA / "calibration" / "h200-kernels.reference.json"
+_REF_METHOD = json.loads(_REFERENCE.read_text(encoding="utf-8"))["method"]
 #: The reference H200 measurement's method (run.json ``method`` of a CUDA calibration).
 METHOD: dict[str, str] = {
-    "timing": "CUDA events; 5 warm-up calls, then 3 batches of N calls, seconds per call = "
-    "best batch / N",
-    "graphs": "expert GEMMs, index scan and sparse attention captured in one CUDA graph each "
-    "and replayed (launch overhead excluded); bandwidth and dense GEMMs eager",
-    "bandwidth": "8 GiB bf16 tensor: read = x.sum(dtype=float32), bytes = tensor size; copy = "
-    "y.copy_(x), bytes = 2 x size",
-    "dense_gemm": "n x n x n, bf16 a@b; fp8 e4m3 via torch._scaled_mm with per-tensor scale "
-    "1.0, bf16 out; FLOPs = 2 n^3",
+    k: _REF_METHOD[k] for k in "timing graphs bandwidth dense_gemm".split()
+} | {
     "experts": "one routed expert = gate+up [H -> 2I] and down [I -> H] (H = hidden_size, I = "
     "moe_intermediate_size from the model catalog), weights [out, in] row-major; 96 distinct "
     "experts cycled in one graph so weights stream from HBM (L2 is 60 MB); M = tokens routed "
