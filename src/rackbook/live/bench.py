@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from rackbook.inputs.scenarios import PlanPoint
 
 Meta = Sequence[tuple[str, str]]  # --metadata KEY=VALUE pairs
+#: A point's ``vllm bench serve`` flags (--model: the client's tokenizer), split, then filled in.
+FLAGS = (
+    "--backend vllm --base-url {url} --model {model} --served-model-name {served} --dataset-name "
+    "random --random-input-len {pt.input_len} --random-output-len {pt.output_len} "
+    "--random-range-ratio 0 --num-prompts {pt.num_prompts} --request-rate inf --ignore-eos "
+    "--temperature 0 --seed {pt.seed} --num-warmups 0 --percentile-metrics ttft,tpot,itl,e2el "
+    "--metric-percentiles 50,90,99 --disable-tqdm --save-result --save-detailed --result-dir "
+    "{dir} --result-filename {name}"
+)
 
 
 def bench_argv(
@@ -27,35 +36,11 @@ def bench_argv(
 ) -> list[str]:
     """``vllm bench serve`` flags of ``pt`` against ``url`` (random dataset, ignore-eos, all
     requests at once, no ready check: it would cache request 0 first); its result ``result``."""
-    flags: dict[str, str | None] = {  # None: a flag without a value
-        "--backend": "vllm",
-        "--base-url": url,
-        "--model": model,  # the client's tokenizer
-        "--served-model-name": served,
-        "--dataset-name": "random",
-        "--random-input-len": str(pt.input_len),
-        "--random-output-len": str(pt.output_len),
-        "--random-range-ratio": "0",
-        "--num-prompts": str(pt.num_prompts),
-        "--request-rate": "inf",
-        "--ignore-eos": None,
-        "--temperature": "0",
-        "--seed": str(pt.seed),
-        "--num-warmups": "0",
-        "--percentile-metrics": "ttft,tpot,itl,e2el",
-        "--metric-percentiles": "50,90,99",
-        "--disable-tqdm": None,
-        "--save-result": None,
-        "--save-detailed": None,
-        "--result-dir": str(result.parent),
-        "--result-filename": result.name,
-    }
-    if pt.prefix_len:
-        flags["--random-prefix-len"] = str(pt.prefix_len)
-    flags["--ready-check-timeout-sec"] = "0"
-    if pt.concurrency is not None:
-        flags["--max-concurrency"] = str(pt.concurrency)
-    a = [w for flag, v in flags.items() for w in (flag, v) if w is not None]
+    extra = f" --random-prefix-len {pt.prefix_len}" if pt.prefix_len else ""
+    extra += " --ready-check-timeout-sec 0"
+    extra += "" if pt.concurrency is None else f" --max-concurrency {pt.concurrency}"
+    fill = {"url": url, "model": model, "served": served, "dir": result.parent, "name": result.name}
+    a = [w.format(pt=pt, **fill) for w in (FLAGS + extra).split()]
     return a + (["--metadata", *(f"{k}={v}" for k, v in meta)] if meta else [])
 
 
