@@ -80,8 +80,7 @@ class Sample:
 
 
 def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> list[Sample]:
-    """Samples ``vllm:<kept family>`` of Prometheus ``text`` (``keep=None``: all), no
-    ``_created`` or ``_bucket``; malformed lines and NaN skipped, never an error."""
+    """Samples ``vllm:<keep...>`` (None: all) of ``text``, bad lines, NaN, buckets skipped."""
     out = []
     for line in text.splitlines():
         m = _SAMPLE.match(line.strip())
@@ -137,15 +136,11 @@ def on_cpu() -> bool:
         return True
 
 
-def raw_file(path: Path) -> Path:
-    """``path``, or ``path.gz`` when only that exists."""
+def raw_file(path: Path, need: bool = False) -> Path:
+    """``path``, or ``path.gz`` when only that exists; ``need``: InputError when neither does."""
     gz = path.with_name(path.name + ".gz")
-    return gz if not path.exists() and gz.exists() else path
-
-
-def _raw_result(path: Path) -> Path:
-    path = raw_file(path)
-    if not path.exists():
+    path = gz if not path.exists() and gz.exists() else path
+    if need and not path.exists():
         raise InputError(path, "-", "raw result missing (rerun with --resume)")
     return path
 
@@ -161,6 +156,14 @@ def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
     return df.set_index(df["point_id"].astype(str))[cols].astype({"reason": str}).to_dict("index")
 
 
+def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
+    """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): keep, rerun,
+    accept (flagged, --accept-invalid) or refuse."""
+    if reason is None:
+        return "keep"
+    return "rerun" if attempt < MAX_ATTEMPTS else "accept" if accept_invalid else "refuse"
+
+
 @dataclass
 class _Live:
     """A phase's server URLs, bench client, shard pool (None: one shard), servers started here."""
@@ -172,8 +175,7 @@ class _Live:
 
 
 def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float]:
-    """One engine's sweep ending now (``time.monotonic()`` readings, s): windows, wall after up,
-    their ratio (duty cycle) and whole wall time."""
+    """An engine's sweep ending now (monotonic s): windows, wall after up, ratio, whole wall."""
     t_end = time.monotonic()
     return {
         "windows_s": windows_s,
@@ -181,16 +183,6 @@ def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float
         "duty_cycle": windows_s / max(t_end - t_up, 1e-9),
         "wall_s": t_end - t_wall0,
     }
-
-
-def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
-    """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): ``"keep"``,
-    ``"rerun"``, ``"accept"`` (flagged, --accept-invalid) or ``"refuse"``."""
-    if reason is None:
-        return "keep"
-    if attempt < MAX_ATTEMPTS:
-        return "rerun"
-    return "accept" if accept_invalid else "refuse"
 
 
 def hold_after(point_id: str) -> None:
@@ -389,8 +381,7 @@ class Recorder:
     def _start_servers(
         self, phase: Phase, todo: list[PlanPoint], eng: dict[str, Any], live: _Live
     ) -> None:
-        """Start the phase's servers (into ``live.servers`` at once, for the caller to stop),
-        preload the client and draw the prompts meanwhile, wait until healthy."""
+        """Start the servers (into ``live.servers``: the caller stops them), wait until healthy."""
         servers = live.servers
         with server_mod.deferred_signals():
             for k in range(phase.servers):
@@ -418,7 +409,6 @@ class Recorder:
         self._save_info()  # the servers' pgids are on disk while they run
 
     def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
-        """One short unmeasured run per server before the phase's first point."""
         from rackbook.live.bench import bench_argv
 
         sc, first = self.sc, todo[0]
@@ -442,7 +432,6 @@ class Recorder:
                 live.client.run(a)
 
     def _presample(self, todo: list[PlanPoint], live: _Live) -> float:
-        """Draw every point's prompts before the servers are up; seconds taken."""
         return sum(
             live.client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
             for pt in todo
@@ -513,8 +502,7 @@ class Recorder:
     def _before_point(
         self, pt: PlanPoint, argvs: list[list[str]], live: _Live
     ) -> tuple[list[Any], float]:
-        """Warm the shared prefix, then ``/metrics`` per server: (samples, warming s); a server
-        gone is a failed point (:meth:`_fail`)."""
+        """Warm the prefix, scrape ``/metrics``: (samples, warming s); a server gone: _fail."""
         use, servers = live.urls[: pt.shards], live.servers
         warm_s = 0.0
         try:
@@ -546,8 +534,8 @@ class Recorder:
     def judge(
         self, point_id: str, attempt: int, reason: str | None, names: list[str], folder: str
     ) -> bool:
-        """Record attempt ``attempt`` and act on :func:`decide`: True kept, False run again (raw
-        to ``rejected/``); :class:`InputError` when refused."""
+        """Record attempt ``attempt`` (1-based; ``reason`` None: passed): True kept, False run
+        again (raw to ``rejected/``); :class:`InputError` when refused."""
         action = decide(reason, attempt, self.accept_invalid)
         v = self.info["validity"].get(point_id) if attempt > 1 else None
         v = self.info["validity"][point_id] = v or {"attempts": []}
@@ -588,7 +576,6 @@ class Recorder:
         completed: int,
         failed: int,
     ) -> NoReturn:
-        """Record a failed point (raw moved to failed/, server log tail kept), then stop."""
         n = len(self.info["failures"])
         moved = []
         for name in pt.raw_names():
@@ -715,7 +702,7 @@ class Recorder:
 
         labels = {"config": pt.config, **dict(pt.labels)}
         labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
-        paths = [_raw_result(self.raw / "serve" / name) for name in pt.raw_names()]
+        paths = [raw_file(self.raw / "serve" / name, True) for name in pt.raw_names()]
         docs = [jsonstream.load(path) for path in paths]
         frames = [
             vllm_bench.vllm_bench_frames(path, dict(labels), pt.point_id, data=doc)
@@ -764,8 +751,7 @@ class Recorder:
         return rows, hits
 
     def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
-        """Every online point's frames and ``server_metrics`` rows; records each point's
-        client/server token discrepancy and the cached-token method in ``info``."""
+        """Online points' frames and ``server_metrics`` rows; token checks noted in ``info``."""
         import pandas as pd
 
         got = [
@@ -808,12 +794,11 @@ class Recorder:
         return [t for _, t, _, _ in got], [r for _, _, rows, _ in got for r in rows]
 
     def _offline_frame(self, b: int) -> Any:
-        """The offline engine's batch ``b`` as a one-point trace (no max_concurrency: none)."""
         from rackbook.core.importers import vllm_bench
 
         sc = self.sc
         assert isinstance(sc, DecodeParity)
-        path = _raw_result(self.raw / "offline" / f"b{b}.json")
+        path = raw_file(self.raw / "offline" / f"b{b}.json", True)
         labels = {"engine": "vllm-offline", "config": sc.served_model_name, "batch_size": str(b)}
         return vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
 
