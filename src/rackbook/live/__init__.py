@@ -56,8 +56,7 @@ def recorder_argv(
 
 
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
-    """Run ``cmd``, stderr copied through: (exit code, stdout lines, stderr's last 64 KiB). A
-    KeyboardInterrupt goes to the child as SIGINT, re-raised once it stops."""
+    """(exit code, stdout lines, last 64 KiB of stderr); Ctrl-C goes to the child first."""
     pipe = subprocess.PIPE
     proc = subprocess.Popen(
         cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=vllm_environ()

@@ -162,7 +162,6 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shard_main(conn: Any, log_path: str) -> None:
-    """A bench shard process: import the client once, then run one point per message."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the recorder handles Ctrl-C and stops us
@@ -176,8 +175,7 @@ def _shard_main(conn: Any, log_path: str) -> None:
 
 
 class ShardPool:
-    """``n`` bench client processes (one per replica), run at once; their request times share
-    one clock (``time.perf_counter``, CLOCK_MONOTONIC)."""
+    """``n`` bench client processes (one per replica) on one clock (``time.perf_counter``)."""
 
     def __init__(self, n: int, log_dir: str | Path) -> None:
         import multiprocessing as mp

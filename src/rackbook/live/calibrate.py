@@ -90,8 +90,7 @@ DENSE_N = (8192, 16384)
 
 
 def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = False) -> list[Case]:
-    """The kernels to time, in order: CUDA the reference's sizes (``quick`` fewer); CPU sizes
-    that take seconds, FP32 where CUDA times BF16."""
+    """The kernels to time: CUDA the reference's sizes (``quick`` fewer); CPU small, FP32."""
     h, i, ihd = shapes["hidden_size"], shapes["moe_intermediate_size"], shapes["index_head_dim"]
     cases: list[Case] = []
     if device == "cuda":
@@ -285,8 +284,7 @@ class Bench:
 def measure(
     cases: list[Case], torch: Any, device: str, shapes: Mapping[str, int]
 ) -> list[dict[str, Any]]:
-    """Time every case in order (a progress bar on stderr); the kernels.parquet rows. CUDA: 1 s
-    of BF16 8192^3 GEMMs first, so that the clocks are up from idle."""
+    """The kernels.parquet rows of ``cases`` (CUDA: after 1 s of GEMMs to raise the clocks)."""
     bench = Bench(torch, device, shapes)
     rows: list[dict[str, Any]] = []
     cache: dict[str, Any] = {}
@@ -313,8 +311,6 @@ def measure(
 
 
 class _Lines:
-    """A progress 'bar' of plain lines (no terminal, or no tqdm)."""
-
     def __init__(self, total: int, on: bool) -> None:
         self.total, self.done, self.on, self.desc = total, 0, on, ""
 
@@ -394,8 +390,6 @@ def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Cata
 
 
 class _Yaml(dict):
-    """A YAML mapping read by attribute, as the catalogs' objects are (missing: None)."""
-
     __getattr__ = dict.get
 
 
@@ -441,7 +435,6 @@ def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
 
 
 def _rate(r: Mapping[str, Any], what: str, sheet: float | None) -> str:
-    """A row's ``bytes`` (TB/s) or ``flops`` (TFLOP/s) per second, and its share of ``sheet``."""
     of = {"expert_gemm": " of weights", "indexer_scan": " of keys"}.get(r["family"], "")
     of = of if what == "bytes" else ""
     unit, small = ("TB/s", "GB/s") if what == "bytes" else ("TFLOP/s", "GFLOP/s")
@@ -453,15 +446,13 @@ def _rate(r: Mapping[str, Any], what: str, sheet: float | None) -> str:
 
 
 def _us(seconds: float) -> str:
-    """A time in us, ms or s (3 or 4 significant digits)."""
     if seconds < 1e-3:
         return f"{seconds * 1e6:.3g} us"
     return f"{seconds * 1e3:.4g} ms" if seconds < 1 else f"{seconds:.4g} s"
 
 
 def summary(rows: Iterable[Mapping[str, Any]], spec: Mapping[str, Any] | None) -> list[str]:
-    """Per family and dtype, the attained rate (TB/s, TFLOP/s or time per call) and its share
-    of the data sheet ``spec`` (None: no shares)."""
+    """Per family and dtype, the rate (TB/s, TFLOP/s or s per call) and share of ``spec``."""
     spec = spec or {}
     hbm = spec.get("hbm_TBps")
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
@@ -509,7 +500,6 @@ def nvidia_smi() -> str | None:
 
 
 def _hardware(torch: Any, device: str, catalog: Catalog, notes: list[str]) -> dict[str, Any]:
-    """run.json's gpu, hardware, spec and the driver of ``device`` (notes added to ``notes``)."""
     if device != "cuda":
         inv = hardware_inventory()
         mem = inv.get("memory_bytes")
@@ -669,7 +659,6 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
 
 
 def _argv(args: argparse.Namespace) -> list[str]:
-    """The calibrate arguments as a command line (called in-process, not from ``sys.argv``)."""
     out = ["--device", args.device or "cuda"] + ["--quick"] * bool(args.quick)
     if args.model != DEFAULT_MODEL:
         out += ["--model", args.model]

@@ -61,7 +61,7 @@ def group_members(pgid: int) -> list[int]:
 
 
 def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
-    """A preexec function: SIGTERM when the parent dies (PR_SET_PDEATHSIG = 1); pin to ``cpus``."""
+    # preexec: SIGTERM when the parent dies (PR_SET_PDEATHSIG = 1), pinned to ``cpus``
     prctl = ctypes.CDLL(None, use_errno=True).prctl
 
     def fn() -> None:
@@ -153,7 +153,6 @@ class VllmServer:
         return out
 
     def _place_api_server(self) -> None:
-        """Move the API server (group leader) to ``front_cpus``; note each process's cores."""
         if self.pgid is None:
             return
         if self.front_cpus:
@@ -302,8 +301,7 @@ def deferred_signals() -> Iterator[None]:
 
 
 def act_on_signal(force: bool = False) -> None:
-    """After a signal: stop every server, raise KeyboardInterrupt (SIGINT) or SystemExit(128 +
-    signal); inside a deferred block only when ``force``."""
+    """After a signal: stop all servers, raise KeyboardInterrupt or SystemExit (``force``)."""
     if RECEIVED and (force or not _DEFERRED):
         _stop_and_raise(RECEIVED[0])
 
