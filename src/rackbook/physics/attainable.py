@@ -4,6 +4,7 @@ Units: seconds, bytes, tokens/s per GPU."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field, fields, replace
@@ -22,7 +23,6 @@ from rackbook.physics.check import Check, Workload
 if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
     from rackbook.core.calibration import Calibration
 
-DEPLOYMENTS: tuple[str, ...] = ("dp-ep", "tp-ep")
 DEPLOYMENT_TEXT: dict[str, str] = {
     "dp-ep": "attention data-parallel + experts expert-parallel",
     "tp-ep": "attention tensor-parallel + experts expert-parallel",
@@ -46,8 +46,7 @@ RESOURCE: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Efficiencies:
-    """Kernel speeds a calibration measured: data-sheet fractions and timed curves (sizes,
-    seconds)."""
+    """Kernel speeds a calibration measured: data-sheet fractions, timed curves (sizes, s)."""
 
     label: str
     gpu: str
@@ -67,13 +66,15 @@ class Efficiencies:
 
 
 def efficiencies(cal: Calibration | None = None) -> Efficiencies:
-    """The fractions and curves of ``cal`` (default: the shipped H200 reference)."""
-    if cal is None:
-        folder = paths.DATA / "calibration" / "h200-reference"
-        files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
-        doc = loader.derived("efficiencies", files, lambda: _to_json(_efficiencies(None)))
-        return _from_json(doc)
-    return _efficiencies(cal)
+    """The fractions and curves of ``cal`` (default: the shipped H200 reference, read once)."""
+    return _shipped() if cal is None else _efficiencies(cal)
+
+
+@functools.cache
+def _shipped() -> Efficiencies:
+    folder = paths.DATA / "calibration" / "h200-reference"
+    files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    return _from_json(loader.derived("efficiencies", files, lambda: _to_json(_efficiencies(None))))
 
 
 def _to_json(e: Efficiencies) -> dict[str, Any]:
@@ -168,8 +169,7 @@ def scaled(
     bw: tuple[float, float],
     peak: tuple[float, float],
 ) -> float:
-    """``seconds`` timed on the calibration GPU, on the target at the same fraction of its
-    roofline."""
+    """``seconds`` timed on the calibration GPU, on the target at the same roofline fraction."""
     r_cal = max(nbytes[0] / bw[0], flops[0] / peak[0])
     r_tgt = max(nbytes[1] / bw[1], flops[1] / peak[1] if peak[1] > 0 else math.inf)
     return seconds * r_tgt / r_cal if r_cal > 0 else seconds
@@ -194,8 +194,7 @@ def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens (calibrated,
-    :func:`scaled`)."""
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens (:func:`scaled`)."""
     if tokens <= 0:
         return 0.0
     m, a = model.moe, model.architecture
@@ -233,8 +232,12 @@ def dense_flops(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> float:
 
 def nvlink_domain(gpu: GpuSpec) -> int | None:
     """GPUs one NVLink domain of ``gpu`` holds: the largest catalog system built from it."""
-    hw = catalogs.load_hardware()
-    sizes = [s.gpus for s in hw.systems.values() if s.gpu == gpu.id]
+    return _domain(gpu.id)
+
+
+@functools.lru_cache(maxsize=64)
+def _domain(gpu_id: str) -> int | None:
+    sizes = [s.gpus for s in catalogs.load_hardware().systems.values() if s.gpu == gpu_id]
     return max(sizes) if sizes else None
 
 
@@ -493,10 +496,6 @@ def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
 def choose_deployment(gpus: int, batch: float | None, deployment: str | None) -> tuple[str, str]:
     """The deployment and why: as asked, else dp-ep, or tp-ep with fewer sequences than GPUs."""
     if deployment is not None:
-        if deployment not in DEPLOYMENTS:
-            raise InputError(
-                "-", "deployment", f"{deployment!r} is not one of {', '.join(DEPLOYMENTS)}"
-            )
         return deployment, "as asked"
     if batch is not None and batch < gpus:
         return "tp-ep", f"assumed: {plural(whole(batch), 'sequence')} on {plural(gpus, 'GPU')}"

@@ -93,22 +93,6 @@ def load_fit(path: str | Path | None = None) -> Fit:
         raise InputError(p, "fit", f"not a fit: {exc}") from None
 
 
-@functools.cache
-def default_efficiencies() -> attainable.Efficiencies:
-    """The shipped calibration's efficiencies, read once."""
-    return attainable.efficiencies()
-
-
-@functools.lru_cache(maxsize=64)
-def _domain_of(gpu_id: str) -> int | None:
-    return attainable.nvlink_domain(catalogs.as_gpu(gpu_id))
-
-
-def domain(gpu: GpuSpec) -> int | None:
-    """GPUs in one NVLink domain of ``gpu``, read once per GPU id."""
-    return _domain_of(gpu.id) if gpu.id else attainable.nvlink_domain(gpu)
-
-
 @functools.lru_cache(maxsize=64)
 def _nic_of(gpu_id: str) -> float:
     """NIC bytes/s per GPU each way between NVLink domains (the catalog's, else its least)."""
@@ -313,7 +297,7 @@ def _network(
     m, a = model.moe, model.architecture
     assert m.experts_per_token and a.hidden_size and a.num_layers
     link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or _nic_of(gpu.id)
-    dom = domain(gpu) or gpus
+    dom = attainable.nvlink_domain(gpu) or gpus
     inside = min(dom, gpus)
     out = 0.0
     vals = toks / tp * m.experts_per_token * a.hidden_size * 3  # bytes: 1 out + 2 back
@@ -437,7 +421,7 @@ def expected(
     m = roofline.served(catalogs.as_model(model), precision).model
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
-    eff = default_efficiencies() if calibration is None else attainable.efficiencies(calibration)
+    eff = attainable.efficiencies(calibration)
     verify = max(1, int(work.verify_tokens))
     work = replace(
         work,
@@ -506,7 +490,7 @@ def _kv_note(m: ModelSpec, context: float) -> str:
 
 
 def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
-    widths = tp_widths(gpus, domain(g))
+    widths = tp_widths(gpus, attainable.nvlink_domain(g))
     if deployment is None:
         return widths
     want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)

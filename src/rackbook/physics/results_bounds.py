@@ -141,8 +141,6 @@ def context_compute_growth_s(
 ) -> float:
     """Least extra attention compute seconds a decode step takes from ``lo`` to ``hi`` tokens."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
-    if not 0 <= lo < hi:
-        raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
     extra = roofline.attention_flops(m, hi).total - roofline.attention_flops(m, lo).total
     dense = roofline.weight_split(m, "decode").dense_dtype
     peak = g.flops(g.run_precision(dense))
