@@ -270,11 +270,9 @@ def memory_ceiling(
     per_layer = roofline.fewest_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
     experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale
     kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
-    kv = batch * kv_seq
     draft = roofline.draft_bytes(model) if verify > 1 else 0.0
-    bw = gpus * gpu.hbm_bandwidth_bytes_per_s
-    total = dense + experts + kv + draft
-    step = total / bw
+    total = dense + experts + batch * kv_seq + draft
+    step = total / (gpus * gpu.hbm_bandwidth_bytes_per_s)
     tps = batch * tokens_per_step / gpus / step
     formula = (
         f"step >= ({fmt(dense, 'B')} dense once + {split.moe_layers} layers x {per_layer:g} "
@@ -333,8 +331,8 @@ def capacity(
     window = roofline.window_bytes_per_sequence(model)
 
     def kv(tokens: float) -> float:
-        ctx = math.ceil(tokens)
-        return window + (roofline.kv_bytes_per_sequence(model, ctx, kv_dtype) if kv_dtype else 0)
+        n = math.ceil(tokens)
+        return window + (roofline.kv_bytes_per_sequence(model, n, kv_dtype) if kv_dtype else 0)
 
     per_seq = kv(context)
     one = kv(max(longest or 0.0, context))
@@ -445,8 +443,7 @@ def _decode_compute(
 
 
 def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -> str | None:
-    lacking = cap.what_does_not_fit
-    if lacking is not None:
+    if cap.what_does_not_fit is not None:
         return f"{cap.formula} on {gpu.name}"
     if batch is not None and batch > cap.sequences * gpus:
         return (
