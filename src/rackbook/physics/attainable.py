@@ -293,8 +293,7 @@ def _context_parts(
     ratio_bw = eff.spec_bw / bw
     srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
     keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
-    scan = sum(scan_seconds(eff, k, sequences) for k in keys) * ratio_bw
-    scan /= heads_split
+    scan = sum(scan_seconds(eff, k, sequences) for k in keys) * ratio_bw / heads_split
     cr = roofline.context_reads(model, context, "decode", kv_dtype)
     reads = (cr.rows + cr.pool + cr.window) * sequences / (eff.stream * bw)
     layers = model.architecture.num_layers
@@ -348,8 +347,8 @@ def decode_step(
     mine_seqs = batch / gpus if tp else local  # the sequences whose context a GPU reads
     parts |= _context_parts(model, gpu, eff, context, kv_dtype, mine_seqs, shards)
     if verify > 1 and model.speculative is not None:
-        draft = roofline.draft_bytes(model)
-        parts["drafter"] = draft / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
+        stream = eff.stream * gpu.hbm_bandwidth_bytes_per_s
+        parts["drafter"] = roofline.draft_bytes(model) / shards / stream
     link = _link(gpu, gpus)
     if link and not tp:  # dispatch + combine of each token to the experts on other GPUs
         parts["NVLink"] = split.moe_layers * local * verify * _dispatch_bytes(model, gpus) / link
