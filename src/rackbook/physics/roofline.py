@@ -47,19 +47,12 @@ class Step:
     seconds: float
     bytes: float
     bytes_per_s: float
-    formula: str
 
 
 def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) -> Step:
     """Least seconds to stream ``nbytes`` from the HBM of ``n_gpus`` GPUs."""
-    g = catalogs.as_gpu(hw)
-    bw = n_gpus * g.hbm_bandwidth_bytes_per_s
-    s = nbytes / bw
-    formula = (
-        f"{fmt(nbytes, 'B')} / ({n_gpus} x {fmt(g.hbm_bandwidth_bytes_per_s, 'B/s')}) "
-        f"= {s * 1e6:,.4g} µs"
-    )
-    return Step(s, nbytes, bw, formula)
+    bw = n_gpus * catalogs.as_gpu(hw).hbm_bandwidth_bytes_per_s
+    return Step(nbytes / bw, nbytes, bw)
 
 
 @dataclass(frozen=True)
@@ -429,7 +422,6 @@ class KvReads:
     scan_bytes_per_token: float
     dense_bytes_per_token: float
     fixed_sparse_bytes: float
-    formula: str
 
 
 def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
@@ -437,9 +429,7 @@ def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4")
     m = catalogs.as_model(model)
     r, one = context_reads(m, context, "decode", kv_dtype), context_reads(m, 1, "decode", kv_dtype)
     fixed = r.rows + r.pool
-    return KvReads(
-        context, kv_dtype, r.scan + fixed, r.dense, one.scan, one.dense, fixed, r.formula
-    )
+    return KvReads(context, kv_dtype, r.scan + fixed, r.dense, one.scan, one.dense, fixed)
 
 
 @dataclass(frozen=True)
@@ -454,7 +444,6 @@ class ContextGrowth:
     dense_s: float
     sparse_bytes: float
     dense_bytes: float
-    formula: str
 
     @property
     def sparse_ms(self) -> float:
@@ -480,13 +469,9 @@ def context_growth(
     a, b = decode_kv_reads(model, lo, kv_dtype), decode_kv_reads(model, hi, kv_dtype)
     sparse = batch * (b.sparse_bytes - a.sparse_bytes)
     dense = batch * (b.dense_bytes - a.dense_bytes)
-    s1 = bandwidth_floor_step_s(sparse, g, n_gpus)
-    s2 = bandwidth_floor_step_s(dense, g, n_gpus)
-    formula = (
-        f"{plural(batch, 'sequence')} x ({hi:,} - {lo:,}) tokens: sparse {s1.formula}; "
-        f"dense {s2.formula}"
-    )
-    return ContextGrowth(lo, hi, batch, n_gpus, s1.seconds, s2.seconds, sparse, dense, formula)
+    s1 = bandwidth_floor_step_s(sparse, g, n_gpus).seconds
+    s2 = bandwidth_floor_step_s(dense, g, n_gpus).seconds
+    return ContextGrowth(lo, hi, batch, n_gpus, s1, s2, sparse, dense)
 
 
 def phase_layers(model: ModelSpec, phase: str) -> int:
