@@ -409,8 +409,7 @@ def prefill_token(
 
 @dataclass(frozen=True)
 class Attainable:
-    """The attainable reading of a figure: the rate per GPU, the figure's ratio to it, the
-    phases."""
+    """The attainable reading of a figure: the rate per GPU, the figure's ratio to it, phases."""
 
     tok_s_per_gpu: float
     ratio: float
@@ -453,8 +452,7 @@ class Attainable:
         return (
             f"{fig} needs kernels at {percent(self.ratio, 0)} of the {what} measured: "
             f"{ratio_text(self.ratio)} what they reach for this workload "
-            f"({self.tok_s_per_gpu:,.0f}) "
-            f"{where}"
+            f"({self.tok_s_per_gpu:,.0f}) {where}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -544,8 +542,7 @@ def estimate(
     deployment: str | None = None,
     calibration: Calibration | None = None,
 ) -> Attainable:
-    """The attainable reading of ``claimed`` tok/s per GPU doing ``work`` (phases share the
-    time)."""
+    """The attainable reading of ``claimed`` tok/s per GPU doing ``work`` (phases share time)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
     eff = efficiencies(calibration)
     dep, why = choose_deployment(gpus, work.concurrency, deployment)
