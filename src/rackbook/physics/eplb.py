@@ -28,8 +28,15 @@ def check_layout(
     nodes: int = 1,
     source: _Source = None,
 ) -> int:
-    """Check an EP layout (counts already whole and >= 1 at the edge); return the number of
-    physical experts (logical + redundant)."""
+    """Check an EP layout; return the number of physical experts (logical + redundant)."""
+    for name, value, low in (
+        ("ep_size", ep_size, 1),
+        ("redundant", redundant, 0),
+        ("groups", groups, 1),
+        ("nodes", nodes, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise InputError(source, name, f"must be an integer >= {low}, got {value!r}")
     num_physical = num_logical + redundant
     if num_physical % ep_size:
         raise InputError(
