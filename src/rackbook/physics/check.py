@@ -647,10 +647,9 @@ def cached_share_threshold(
         f"{number(tok_s, 6)} tok/s: {ratio_text(r[0])} the bound uncached, {ratio_text(r[-1])} "
         "with all but the last input token cached"
     )
-    if share == 0:
-        verdict, text = "possible", f"{what}: possible at any cached share"
-    elif share is None:
-        verdict, text = "impossible", f"{what}: impossible at any cached share"
+    if share is None or share == 0:
+        verdict = "impossible" if share is None else "possible"
+        text = f"{what}: {verdict} at any cached share"
     else:
         verdict = "undetermined"
         text = (

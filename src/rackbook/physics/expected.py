@@ -404,11 +404,8 @@ def expected(
     fit = fit if fit is not None else load_fit()
     eff = attainable.efficiencies(calibration)
     verify = max(1, int(work.verify_tokens))
-    work = replace(
-        work,
-        verify_tokens=verify,
-        tokens_per_step=min(max(1.0, work.tokens_per_step), float(verify)),
-    )
+    keep = min(max(1.0, work.tokens_per_step), float(verify))
+    work = replace(work, verify_tokens=verify, tokens_per_step=keep)
     context, prefix, kv_dtype = work.decode_context, work.prefill_prefix, work.kv_dtype
     notes = [n for n in (_kv_note(m, context or prefix),) if n]
     widths = _widths(g, gpus, deployment)
