@@ -123,16 +123,14 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
 
     hbm = need("hbm_read")
     stream = float((hbm["bytes"] / hbm["seconds"]).max()) / spec_bw
-    dense: dict[str, float] = {}
-    rows = need("dense_gemm")
-    for d, g in rows.groupby("dtype"):
-        if str(d) in flops:
-            dense[str(d)] = float((g["flops"] / g["seconds"]).max()) / flops[str(d)]
-    experts = {}
-    for d in ("fp8", "bf16"):
-        e = cal.family("expert_gemm", d)
-        if not e.empty:
-            experts[d] = curve(e, "size", "seconds", "bytes", "flops")
+    dense = {
+        str(d): float((g["flops"] / g["seconds"]).max()) / flops[str(d)]
+        for d, g in need("dense_gemm").groupby("dtype")
+        if str(d) in flops
+    }
+    gemms = {d: cal.family("expert_gemm", d) for d in ("fp8", "bf16")}
+    cols = ("size", "seconds", "bytes", "flops")
+    experts = {d: curve(e, *cols) for d, e in gemms.items() if not e.empty}
     if not experts:
         raise InputError(where, "kernels", "no expert_gemm rows")
     return Efficiencies(
