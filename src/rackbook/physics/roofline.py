@@ -695,13 +695,9 @@ def batch1_decode_ceiling_tokens_per_s(
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
     spec = m.speculative
-    if verify_tokens is None:
-        if acceptance_length == 1:
-            verify_tokens = 1
-        elif spec is not None:
-            verify_tokens = spec.draft_tokens + 1
-        else:
-            verify_tokens = math.ceil(acceptance_length)
+    if verify_tokens is None:  # 1 without speculation, else the drafter's tokens + 1
+        drafted = spec.draft_tokens + 1 if spec is not None else math.ceil(acceptance_length)
+        verify_tokens = 1 if acceptance_length == 1 else drafted
     if verify_tokens < acceptance_length:
         raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
     split, mo = weight_split(m, "decode"), m.moe
