@@ -4,6 +4,7 @@ Units: seconds, bytes, tokens/s per GPU."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field, fields, replace
@@ -22,7 +23,6 @@ from rackbook.physics.check import Check, Workload
 if TYPE_CHECKING:  # the calibration reader (pandas) is imported only to read one
     from rackbook.core.calibration import Calibration
 
-DEPLOYMENTS: tuple[str, ...] = ("dp-ep", "tp-ep")
 DEPLOYMENT_TEXT: dict[str, str] = {
     "dp-ep": "attention data-parallel + experts expert-parallel",
     "tp-ep": "attention tensor-parallel + experts expert-parallel",
@@ -46,8 +46,7 @@ RESOURCE: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Efficiencies:
-    """Kernel speeds a calibration measured: data-sheet fractions and timed curves (sizes,
-    seconds)."""
+    """Kernel speeds a calibration measured: data-sheet fractions, timed curves (sizes, s)."""
 
     label: str
     gpu: str
@@ -67,13 +66,15 @@ class Efficiencies:
 
 
 def efficiencies(cal: Calibration | None = None) -> Efficiencies:
-    """The fractions and curves of ``cal`` (default: the shipped H200 reference)."""
-    if cal is None:
-        folder = paths.DATA / "calibration" / "h200-reference"
-        files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
-        doc = loader.derived("efficiencies", files, lambda: _to_json(_efficiencies(None)))
-        return _from_json(doc)
-    return _efficiencies(cal)
+    """The fractions and curves of ``cal`` (default: the shipped H200 reference, read once)."""
+    return _shipped() if cal is None else _efficiencies(cal)
+
+
+@functools.cache
+def _shipped() -> Efficiencies:
+    folder = paths.DATA / "calibration" / "h200-reference"
+    files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    return _from_json(loader.derived("efficiencies", files, lambda: _to_json(_efficiencies(None))))
 
 
 def _to_json(e: Efficiencies) -> dict[str, Any]:
@@ -122,16 +123,14 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
 
     hbm = need("hbm_read")
     stream = float((hbm["bytes"] / hbm["seconds"]).max()) / spec_bw
-    dense: dict[str, float] = {}
-    rows = need("dense_gemm")
-    for d, g in rows.groupby("dtype"):
-        if str(d) in flops:
-            dense[str(d)] = float((g["flops"] / g["seconds"]).max()) / flops[str(d)]
-    experts = {}
-    for d in ("fp8", "bf16"):
-        e = cal.family("expert_gemm", d)
-        if not e.empty:
-            experts[d] = curve(e, "size", "seconds", "bytes", "flops")
+    dense = {
+        str(d): float((g["flops"] / g["seconds"]).max()) / flops[str(d)]
+        for d, g in need("dense_gemm").groupby("dtype")
+        if str(d) in flops
+    }
+    gemms = {d: cal.family("expert_gemm", d) for d in ("fp8", "bf16")}
+    cols = ("size", "seconds", "bytes", "flops")
+    experts = {d: curve(e, *cols) for d, e in gemms.items() if not e.empty}
     if not experts:
         raise InputError(where, "kernels", "no expert_gemm rows")
     return Efficiencies(
@@ -168,8 +167,7 @@ def scaled(
     bw: tuple[float, float],
     peak: tuple[float, float],
 ) -> float:
-    """``seconds`` timed on the calibration GPU, on the target at the same fraction of its
-    roofline."""
+    """``seconds`` timed on the calibration GPU, on the target at the same roofline fraction."""
     r_cal = max(nbytes[0] / bw[0], flops[0] / peak[0])
     r_tgt = max(nbytes[1] / bw[1], flops[1] / peak[1] if peak[1] > 0 else math.inf)
     return seconds * r_tgt / r_cal if r_cal > 0 else seconds
@@ -194,8 +192,7 @@ def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens (calibrated,
-    :func:`scaled`)."""
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens (:func:`scaled`)."""
     if tokens <= 0:
         return 0.0
     m, a = model.moe, model.architecture
@@ -233,8 +230,12 @@ def dense_flops(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> float:
 
 def nvlink_domain(gpu: GpuSpec) -> int | None:
     """GPUs one NVLink domain of ``gpu`` holds: the largest catalog system built from it."""
-    hw = catalogs.load_hardware()
-    sizes = [s.gpus for s in hw.systems.values() if s.gpu == gpu.id]
+    return _domain(gpu.id)
+
+
+@functools.lru_cache(maxsize=64)
+def _domain(gpu_id: str) -> int | None:
+    sizes = [s.gpus for s in catalogs.load_hardware().systems.values() if s.gpu == gpu_id]
     return max(sizes) if sizes else None
 
 
@@ -290,8 +291,7 @@ def _context_parts(
     ratio_bw = eff.spec_bw / bw
     srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
     keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
-    scan = sum(scan_seconds(eff, k, sequences) for k in keys) * ratio_bw
-    scan /= heads_split
+    scan = sum(scan_seconds(eff, k, sequences) for k in keys) * ratio_bw / heads_split
     cr = roofline.context_reads(model, context, "decode", kv_dtype)
     reads = (cr.rows + cr.pool + cr.window) * sequences / (eff.stream * bw)
     layers = model.architecture.num_layers
@@ -345,8 +345,8 @@ def decode_step(
     mine_seqs = batch / gpus if tp else local  # the sequences whose context a GPU reads
     parts |= _context_parts(model, gpu, eff, context, kv_dtype, mine_seqs, shards)
     if verify > 1 and model.speculative is not None:
-        draft = roofline.draft_bytes(model)
-        parts["drafter"] = draft / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
+        stream = eff.stream * gpu.hbm_bandwidth_bytes_per_s
+        parts["drafter"] = roofline.draft_bytes(model) / shards / stream
     link = _link(gpu, gpus)
     if link and not tp:  # dispatch + combine of each token to the experts on other GPUs
         parts["NVLink"] = split.moe_layers * local * verify * _dispatch_bytes(model, gpus) / link
@@ -407,8 +407,7 @@ def prefill_token(
 
 @dataclass(frozen=True)
 class Attainable:
-    """The attainable reading of a figure: the rate per GPU, the figure's ratio to it, the
-    phases."""
+    """The attainable reading of a figure: the rate per GPU, the figure's ratio to it, phases."""
 
     tok_s_per_gpu: float
     ratio: float
@@ -451,8 +450,7 @@ class Attainable:
         return (
             f"{fig} needs kernels at {percent(self.ratio, 0)} of the {what} measured: "
             f"{ratio_text(self.ratio)} what they reach for this workload "
-            f"({self.tok_s_per_gpu:,.0f}) "
-            f"{where}"
+            f"({self.tok_s_per_gpu:,.0f}) {where}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -493,10 +491,6 @@ def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
 def choose_deployment(gpus: int, batch: float | None, deployment: str | None) -> tuple[str, str]:
     """The deployment and why: as asked, else dp-ep, or tp-ep with fewer sequences than GPUs."""
     if deployment is not None:
-        if deployment not in DEPLOYMENTS:
-            raise InputError(
-                "-", "deployment", f"{deployment!r} is not one of {', '.join(DEPLOYMENTS)}"
-            )
         return deployment, "as asked"
     if batch is not None and batch < gpus:
         return "tp-ep", f"assumed: {plural(whole(batch), 'sequence')} on {plural(gpus, 'GPU')}"
@@ -546,8 +540,7 @@ def estimate(
     deployment: str | None = None,
     calibration: Calibration | None = None,
 ) -> Attainable:
-    """The attainable reading of ``claimed`` tok/s per GPU doing ``work`` (phases share the
-    time)."""
+    """The attainable reading of ``claimed`` tok/s per GPU doing ``work`` (phases share time)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
     eff = efficiencies(calibration)
     dep, why = choose_deployment(gpus, work.concurrency, deployment)
@@ -587,20 +580,13 @@ def estimate(
     )
 
 
-def for_check(
-    c: Check, *, deployment: str | None = None, calibration: Calibration | None = None
-) -> Attainable:
-    """:func:`estimate` for a :class:`check.Check`, on the model entry and GPU the check read."""
-    return estimate(
-        c.spec if c.spec is not None else c.model,
-        c.gpu_spec if c.gpu_spec is not None else c.gpu,
-        c.gpus,
-        c.work,
-        claimed=c.claimed_tok_s_per_gpu,
-        phase=c.phase,
-        deployment=deployment,
-        calibration=calibration,
-    )
+def for_check(c: Check, **kw: Any) -> Attainable:
+    """:func:`estimate` for a :class:`check.Check`, on the model entry and GPU the check read;
+    ``kw``: its ``deployment``, ``calibration``."""
+    model = c.spec if c.spec is not None else c.model
+    gpu = c.gpu_spec if c.gpu_spec is not None else c.gpu
+    kw |= dict(claimed=c.claimed_tok_s_per_gpu, phase=c.phase)
+    return estimate(model, gpu, c.gpus, c.work, **kw)
 
 
 def cached_share_threshold(

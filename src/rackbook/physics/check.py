@@ -17,8 +17,6 @@ from rackbook.physics import roofline
 
 #: New tokens of one prefill chunk sharing one read of their prefix's caches (vLLM's least).
 PREFILL_CHUNK = 256
-#: The physics vocabulary.
-VERDICTS = ("possible", "impossible", "undetermined")
 #: Share of HBM the engine may use for weights and KV (vLLM's --gpu-memory-utilization default).
 MEMORY_FRACTION = 0.9
 
@@ -26,8 +24,6 @@ MEMORY_FRACTION = 0.9
 MAX_BATCH = 1 << 16
 #: The most tokens a speculative step may keep.
 MAX_TOKENS_PER_STEP = 64
-#: What a figure counts: output tokens, input + output, or input tokens (prefill).
-COUNTED = ("output", "total", "input")
 #: The phases a figure's GPUs run: decode only, prefill only, or both sharing the time.
 CHECK_PHASES = ("decode", "prefill", "mixed")
 
@@ -78,8 +74,6 @@ def phase_and_counted(
     """The phase and the tokens counted, defaults filled; InputError for an impossible pair."""
     if counted is None:
         counted = "input" if phase == "prefill" else "output"
-    if counted not in COUNTED:
-        raise InputError("-", "counted", f"{counted!r} is not one of {', '.join(COUNTED)}")
     if phase is None:
         phase = "mixed" if isl and osl else ("prefill" if counted == "input" else "decode")
     if phase not in CHECK_PHASES:
@@ -276,11 +270,9 @@ def memory_ceiling(
     per_layer = roofline.fewest_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
     experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale
     kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
-    kv = batch * kv_seq
     draft = roofline.draft_bytes(model) if verify > 1 else 0.0
-    bw = gpus * gpu.hbm_bandwidth_bytes_per_s
-    total = dense + experts + kv + draft
-    step = total / bw
+    total = dense + experts + batch * kv_seq + draft
+    step = total / (gpus * gpu.hbm_bandwidth_bytes_per_s)
     tps = batch * tokens_per_step / gpus / step
     formula = (
         f"step >= ({fmt(dense, 'B')} dense once + {split.moe_layers} layers x {per_layer:g} "
@@ -339,8 +331,8 @@ def capacity(
     window = roofline.window_bytes_per_sequence(model)
 
     def kv(tokens: float) -> float:
-        ctx = math.ceil(tokens)
-        return window + (roofline.kv_bytes_per_sequence(model, ctx, kv_dtype) if kv_dtype else 0)
+        n = math.ceil(tokens)
+        return window + (roofline.kv_bytes_per_sequence(model, n, kv_dtype) if kv_dtype else 0)
 
     per_seq = kv(context)
     one = kv(max(longest or 0.0, context))
@@ -451,8 +443,7 @@ def _decode_compute(
 
 
 def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -> str | None:
-    lacking = cap.what_does_not_fit
-    if lacking is not None:
+    if cap.what_does_not_fit is not None:
         return f"{cap.formula} on {gpu.name}"
     if batch is not None and batch > cap.sequences * gpus:
         return (
@@ -656,10 +647,9 @@ def cached_share_threshold(
         f"{number(tok_s, 6)} tok/s: {ratio_text(r[0])} the bound uncached, {ratio_text(r[-1])} "
         "with all but the last input token cached"
     )
-    if share == 0:
-        verdict, text = "possible", f"{what}: possible at any cached share"
-    elif share is None:
-        verdict, text = "impossible", f"{what}: impossible at any cached share"
+    if share is None or share == 0:
+        verdict = "impossible" if share is None else "possible"
+        text = f"{what}: {verdict} at any cached share"
     else:
         verdict = "undetermined"
         text = (

@@ -252,8 +252,6 @@ def synthetic_popularity(
     num_layers: int, num_experts: int, skew: float, seed: int
 ) -> tuple[np.ndarray, np.random.Generator]:
     """Routing probabilities ``(layers, experts)`` of the SYNTHETIC model, and the generator."""
-    if num_layers < 1 or num_experts < 1:
-        raise InputError(None, "shape", "num_layers and num_experts must be >= 1")
     if not math.isfinite(skew) or skew < 0:
         raise InputError(None, "skew", f"must be finite and >= 0, got {skew!r}")
     rng = np.random.default_rng(seed)
@@ -274,8 +272,6 @@ def synthetic_loads(
     windows: int = 1,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """SYNTHETIC expert loads: ``(loads, metadata)``; loads ``(windows, layers, experts)`` int64."""
-    if tokens_per_layer < 0 or windows < 1:
-        raise InputError(None, "tokens_per_layer", "tokens_per_layer >= 0 and windows >= 1")
     pop, rng = synthetic_popularity(num_layers, num_experts, skew, seed)
     loads = np.empty((windows, num_layers, num_experts), dtype=np.int64)
     for w in range(windows):
@@ -306,10 +302,10 @@ def calibrate_skew(
     seed: int = 0,
     redundant: int = 0,
     windows: int = 1,
-    tol: float = 1e-4,
-    max_iter: int = 200,
 ) -> dict[str, Any]:
-    """Find the SYNTHETIC skew whose static placement at ``ep_size`` has the target balancedness."""
+    """The SYNTHETIC skew whose static placement at ``ep_size`` scores the target balancedness
+    (within 1e-4, at most 200 bisections)."""
+    tol = 1e-4
     phy2log = static_placement(num_experts, ep_size, redundant)  # checks the layout
 
     def f(s: float) -> float:
@@ -332,17 +328,14 @@ def calibrate_skew(
         hi *= 2
         f_hi = f(hi)
     iterations = 0
-    while iterations < max_iter and abs(f_lo - target) > tol and hi - lo > 1e-9:
+    while iterations < 200 and abs(f_lo - target) > tol and hi - lo > 1e-9:
         mid = 0.5 * (lo + hi)
         f_mid = f(mid)
         iterations += 1
-        if f_mid >= target:
+        if f_mid >= target or abs(f_mid - target) <= tol:  # within tol: lo ends the search
             lo, f_lo = mid, f_mid
-        else:
+        if f_mid < target:
             hi, f_hi = mid, f_mid
-        if abs(f_mid - target) <= tol:
-            lo, f_lo = mid, f_mid
-            break
     skew, achieved = (lo, f_lo) if abs(f_lo - target) <= abs(f_hi - target) else (hi, f_hi)
     _, meta = synthetic_loads(num_layers, num_experts, tokens_per_layer, skew, seed, 1)
     meta.update(windows=int(windows))

@@ -17,9 +17,9 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs, loader
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.physics import attainable, check, roofline
-from rackbook.physics import imbalance as imbalance_table
 from rackbook.physics.attainable import dense_flops as _flops
 from rackbook.physics.check import Workload
+from rackbook.physics.imbalance import imbalance
 
 if TYPE_CHECKING:  # pandas and pyarrow stay off the check path
     from rackbook.core.calibration import Calibration
@@ -93,22 +93,6 @@ def load_fit(path: str | Path | None = None) -> Fit:
         raise InputError(p, "fit", f"not a fit: {exc}") from None
 
 
-@functools.cache
-def default_efficiencies() -> attainable.Efficiencies:
-    """The shipped calibration's efficiencies, read once."""
-    return attainable.efficiencies()
-
-
-@functools.lru_cache(maxsize=64)
-def _domain_of(gpu_id: str) -> int | None:
-    return attainable.nvlink_domain(catalogs.as_gpu(gpu_id))
-
-
-def domain(gpu: GpuSpec) -> int | None:
-    """GPUs in one NVLink domain of ``gpu``, read once per GPU id."""
-    return _domain_of(gpu.id) if gpu.id else attainable.nvlink_domain(gpu)
-
-
 @functools.lru_cache(maxsize=64)
 def _nic_of(gpu_id: str) -> float:
     """NIC bytes/s per GPU each way between NVLink domains (the catalog's, else its least)."""
@@ -122,16 +106,25 @@ def _nic_of(gpu_id: str) -> float:
     return float(v)
 
 
-#: Busiest GPU's routed load over the mean for (experts, ep, assignments a layer).
-imbalance = imbalance_table.imbalance
-
-
 def _bucket(x: float) -> int:
     return int(round(2 ** (round(4 * math.log2(max(x, 1.0))) / 4)))
 
 
-#: (ids of eff, model, gpu; tokens) -> (model, gpu, eff, seconds): expert_time's memo.
-_EXPERT_MEMO: dict[tuple[int, int, int, float], tuple[Any, Any, Any, float]] = {}
+#: Memos keyed by the ids of their objects (kept, so an id is not reused): key -> (objects, value).
+_EXPERT_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+_CONTEXT_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+
+
+def _memo(memo: dict[Any, Any], objs: tuple[Any, ...], args: tuple[Any, ...], fn: Any) -> Any:
+    key = (*map(id, objs), *args)
+    hit = memo.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+        return hit[1]
+    if len(memo) > 65536:
+        memo.clear()
+    out = fn(*objs, *args)
+    memo[key] = (objs, out)
+    return out
 
 
 def expert_time(
@@ -140,17 +133,15 @@ def expert_time(
     """Seconds one routed expert takes for ``tokens`` tokens, monotone (a kernel can pad)."""
     if tokens <= 0:
         return 0.0
-    key = (id(eff), id(model), id(gpu), float(tokens))
-    hit = _EXPERT_MEMO.get(key)
-    if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is eff:
-        return hit[3]
+    return float(_memo(_EXPERT_MEMO, (eff, model, gpu), (float(tokens),), _expert_time))
+
+
+def _expert_time(
+    eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
+) -> float:
     sizes = eff.experts[attainable.expert_dtypes(eff, model)[1]][0]
     cands = [tokens] + [float(s) for s in sizes if s > tokens]
-    t = min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
-    if len(_EXPERT_MEMO) > 65536:
-        _EXPERT_MEMO.clear()
-    _EXPERT_MEMO[key] = (model, gpu, eff, t)
-    return t
+    return min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
 
 
 def scan_time(
@@ -211,22 +202,11 @@ def tp_widths(gpus: int, domain: int | None) -> list[int]:
     return out
 
 
-#: (id(model), context, phase, dtype) -> (model, the four numbers): _context's memo.
-_CONTEXT_MEMO: dict[tuple[int, float, str, str | None], tuple[ModelSpec, tuple[float, ...]]] = {}
-
-
 def _context(
     model: ModelSpec, context: float, phase: str, kv_dtype: str | None
 ) -> tuple[float, float, float, float]:
-    key = (id(model), float(context), phase, kv_dtype)
-    hit = _CONTEXT_MEMO.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]  # type: ignore[return-value]
-    out = _context_reads(model, context, phase, kv_dtype)
-    if len(_CONTEXT_MEMO) > 4096:
-        _CONTEXT_MEMO.clear()
-    _CONTEXT_MEMO[key] = (model, out)
-    return out
+    args = (float(context), phase, kv_dtype)
+    return _memo(_CONTEXT_MEMO, (model,), args, _context_reads)  # type: ignore[no-any-return]
 
 
 def _context_reads(
@@ -262,18 +242,12 @@ def decode_step(
     """One decode step of ``batch`` sequences, attention TP over ``tp``: the busiest GPU's parts."""
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
-    bw = gpu.hbm_bandwidth_bytes_per_s
-    stream = eff.stream * bw
+    stream = eff.stream * gpu.hbm_bandwidth_bytes_per_s
     split = roofline.weight_split(model, "decode")
-    dense_bytes = split.dense_bytes
-    groups = gpus // tp
-    seqs = max(1.0, math.ceil(batch / groups))  # sequences of the busiest group
+    seqs = max(1.0, math.ceil(batch / (gpus // tp)))  # sequences of the busiest TP group
     toks = seqs * verify
-    parts: dict[str, float] = {}
-    parts["dense"] = max(
-        dense_bytes / tp / stream,
-        2 * split.dense_params / tp * toks / _flops(eff, gpu, split.dense_dtype),
-    )
+    dense_flops = 2 * split.dense_params / tp * toks / _flops(eff, gpu, split.dense_dtype)
+    parts = {"dense": max(split.dense_bytes / tp / stream, dense_flops)}
     s_bytes, c_bytes, s_flops, a_flops = _context(model, context, "decode", kv_dtype)
     if a_flops:
         parts["attention"] = toks * a_flops / tp / _flops(eff, gpu, "bf16")
@@ -286,20 +260,16 @@ def decode_step(
         plain = expert_part(eff, model, gpu, gpus, batch, split.moe_layers)
         parts["experts"] = max(parts["experts"], plain)
     drafts = verify - 1
-    if drafts > 0:
-        if model.speculative is not None:
-            db = roofline.draft_bytes(model)
-        else:
-            db = dense_bytes / a.num_layers + roofline.expert_bytes(model) * m.experts_per_token
+    if drafts > 0:  # the catalog's drafter, else one layer's dense weights and top-k experts
+        db = split.dense_bytes / a.num_layers + roofline.expert_bytes(model) * m.experts_per_token
+        db = roofline.draft_bytes(model) if model.speculative is not None else db
         parts["drafter"] = drafts * db / tp / stream
     kernels = sum(parts.values()) * fit.efficiency
     net = _network(model, gpu, gpus, tp, toks, split.moe_layers)
     if net:
         parts["network"] = net
-    overlap = seqs >= 2 and tp < gpus
-    busy = max(kernels, net) if overlap else kernels + net
-    floor = fit.layer_s * (a.num_layers + drafts)
-    parts["latency floor"] = floor
+    busy = max(kernels, net) if seqs >= 2 and tp < gpus else kernels + net  # overlap
+    parts["latency floor"] = floor = fit.layer_s * (a.num_layers + drafts)
     step = busy + floor
     tps = batch * tokens_per_step / gpus / step
     return Step(deployment_name(tp, gpus), tp, batch, parts, step, tps)
@@ -313,13 +283,10 @@ def _network(
     m, a = model.moe, model.architecture
     assert m.experts_per_token and a.hidden_size and a.num_layers
     link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or _nic_of(gpu.id)
-    dom = domain(gpu) or gpus
-    inside = min(dom, gpus)
-    out = 0.0
+    inside = min(attainable.nvlink_domain(gpu) or gpus, gpus)
     vals = toks / tp * m.experts_per_token * a.hidden_size * 3  # bytes: 1 out + 2 back
-    far = (gpus - inside) / gpus
-    near = (inside - 1) / gpus
-    out += moe_layers * vals * (near / link + far / _nic_of(gpu.id))
+    far, near = (gpus - inside) / gpus, (inside - 1) / gpus
+    out = moe_layers * vals * (near / link + far / _nic_of(gpu.id))
     if tp > 1:
         out += a.num_layers * 2 * 2 * (tp - 1) / tp * toks * a.hidden_size * 2 / link
     return out
@@ -340,9 +307,7 @@ def prefill_token(
     m = model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
-    parts: dict[str, float] = {
-        "dense": 2 * split.dense_params / _flops(eff, gpu, split.dense_dtype)
-    }
+    parts = {"dense": 2 * split.dense_params / _flops(eff, gpu, split.dense_dtype)}
     s_bytes, c_bytes, s_flops, a_flops = _context(model, prefix, "prefill", kv_dtype)
     if a_flops:
         parts["attention"] = a_flops / _flops(eff, gpu, "bf16")
@@ -437,13 +402,10 @@ def expected(
     m = roofline.served(catalogs.as_model(model), precision).model
     g = catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
-    eff = default_efficiencies() if calibration is None else attainable.efficiencies(calibration)
+    eff = attainable.efficiencies(calibration)
     verify = max(1, int(work.verify_tokens))
-    work = replace(
-        work,
-        verify_tokens=verify,
-        tokens_per_step=min(max(1.0, work.tokens_per_step), float(verify)),
-    )
+    keep = min(max(1.0, work.tokens_per_step), float(verify))
+    work = replace(work, verify_tokens=verify, tokens_per_step=keep)
     context, prefix, kv_dtype = work.decode_context, work.prefill_prefix, work.kv_dtype
     notes = [n for n in (_kv_note(m, context or prefix),) if n]
     widths = _widths(g, gpus, deployment)
@@ -506,7 +468,7 @@ def _kv_note(m: ModelSpec, context: float) -> str:
 
 
 def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
-    widths = tp_widths(gpus, domain(g))
+    widths = tp_widths(gpus, attainable.nvlink_domain(g))
     if deployment is None:
         return widths
     want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)
@@ -603,30 +565,15 @@ def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) ->
 
 
 def for_check(
-    c: Any,
-    *,
-    tpot_ms: float | None = None,
-    ttft_s: float | None = None,
-    deployment: str | None = None,
-    calibration: Calibration | None = None,
-    fit: Fit | None = None,
+    c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = None, **kw: Any
 ) -> Expected:
-    """:func:`expected` for a :class:`check.Check` (batch by :func:`littles_law` when it can)."""
+    """:func:`expected` for a :class:`check.Check` (batch by :func:`littles_law` when it can);
+    ``kw``: :func:`expected`'s ``deployment``, ``calibration``, ``fit``."""
     w: Workload = c.work
     decoding = None
     if w.concurrency and w.osl and tpot_ms is not None and ttft_s is not None:
         decoding = max(1.0, littles_law(w.concurrency, w.osl, ttft_s, tpot_ms / 1e3))
-    return expected(
-        c.spec if c.spec is not None else c.model,
-        c.gpu_spec if c.gpu_spec is not None else c.gpu,
-        c.gpus,
-        w,
-        claimed=c.claimed_tok_s_per_gpu,
-        phase=c.phase,
-        decode_batch=decoding,
-        tpot_ms=tpot_ms,
-        ttft_s=ttft_s,
-        deployment=deployment,
-        calibration=calibration,
-        fit=fit,
-    )
+    model = c.spec if c.spec is not None else c.model
+    gpu = c.gpu_spec if c.gpu_spec is not None else c.gpu
+    kw |= dict(claimed=c.claimed_tok_s_per_gpu, phase=c.phase, tpot_ms=tpot_ms, ttft_s=ttft_s)
+    return expected(model, gpu, c.gpus, w, decode_batch=decoding, **kw)

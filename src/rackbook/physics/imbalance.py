@@ -7,7 +7,6 @@ import bisect
 import functools
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from rackbook import paths
@@ -74,9 +73,9 @@ def build(experts: tuple[int, ...] = EXPERTS) -> dict[str, Any]:
 
 
 @functools.cache
-def table(path: str | None = None) -> dict[str, Any]:
+def table() -> dict[str, Any]:
     """The stored table (``data/derived/eplb-imbalance.json``), read once; {} when absent."""
-    p = Path(path) if path else paths.DATA / TABLE_FILE
+    p = paths.DATA / TABLE_FILE
     if not p.exists():
         return {}
     try:

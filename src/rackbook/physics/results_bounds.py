@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rackbook.core.units import fmt, percent
+from rackbook.core.units import percent
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -64,7 +64,6 @@ class PrefixRead:
     tokens_per_s: float
     dense_tokens_per_s: float
     bound: str
-    formula: str
 
     def __float__(self) -> float:
         return self.tokens_per_s
@@ -92,26 +91,8 @@ def prefix_read_model(
     bound = "KV read" if sparse.seconds >= comp_s else "compute"
     tps = 1 / max(sparse.seconds, comp_s)
     dense_tps = 1 / max(dense.seconds, comp_s)
-    formula = (
-        f"per new token, {roofline.phase_layers(m, 'prefill')} encoder layers ({reuse_tokens} "
-        f"sharing one read): sparse {fmt(sparse.bytes, 'B')} -> "
-        f"{sparse.seconds * 1e6:,.4g} µs, dense {fmt(dense.bytes, 'B')} -> "
-        f"{dense.seconds * 1e6:,.4g} µs at {fmt(sparse.bytes_per_s, 'B/s')}; compute "
-        f"{comp_s * 1e6:,.4g} µs; ceiling 1 / max = {tps:,.0f} new tokens/s ({bound} bound), "
-        f"{dense_tps:,.0f} with dense reads"
-    )
-    return PrefixRead(
-        prefix_tokens,
-        sparse.bytes,
-        dense.bytes,
-        sparse.seconds,
-        dense.seconds,
-        comp_s,
-        tps,
-        dense_tps,
-        bound,
-        formula,
-    )
+    sparse_dense = (sparse.bytes, dense.bytes, sparse.seconds, dense.seconds)
+    return PrefixRead(prefix_tokens, *sparse_dense, comp_s, tps, dense_tps, bound)
 
 
 def removable_share(
@@ -141,8 +122,6 @@ def context_compute_growth_s(
 ) -> float:
     """Least extra attention compute seconds a decode step takes from ``lo`` to ``hi`` tokens."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
-    if not 0 <= lo < hi:
-        raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
     extra = roofline.attention_flops(m, hi).total - roofline.attention_flops(m, lo).total
     dense = roofline.weight_split(m, "decode").dense_dtype
     peak = g.flops(g.run_precision(dense))

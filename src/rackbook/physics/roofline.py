@@ -14,9 +14,6 @@ from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import PRECISIONS, GpuSpec, ModelSpec
 
-#: The phases a token passes: its prompt's prefill, then decode.
-PHASES: tuple[str, ...] = ("prefill", "decode")
-
 #: Bytes per parameter of weights stored at a precision (block scales ignored).
 DENSE_BYTES_PER_PARAM: dict[str, Fraction] = {
     "fp4": Fraction(1, 2),
@@ -36,12 +33,6 @@ def check_choice(value: str, choices: tuple[str, ...], field: str) -> None:
         raise InputError("-", field, f"{value!r} is not one of {', '.join(choices)}")
 
 
-def check_positive(value: float, field: str, *, allow_zero: bool = False) -> None:
-    """InputError naming ``field`` unless ``value`` > 0 (>= 0 with ``allow_zero``)."""
-    if value < 0 or (value == 0 and not allow_zero):
-        raise InputError("-", field, f"must be {'>=' if allow_zero else '>'} 0, got {value}")
-
-
 def need(model: ModelSpec, **fields: object) -> None:
     """InputError naming the first catalog field that is unknown (None)."""
     for name, value in fields.items():
@@ -56,21 +47,12 @@ class Step:
     seconds: float
     bytes: float
     bytes_per_s: float
-    formula: str
 
 
 def bandwidth_floor_step_s(nbytes: float, hw: GpuSpec | str, n_gpus: int = 1) -> Step:
     """Least seconds to stream ``nbytes`` from the HBM of ``n_gpus`` GPUs."""
-    g = catalogs.as_gpu(hw)
-    check_positive(nbytes, "bytes", allow_zero=True)
-    check_positive(n_gpus, "n_gpus")
-    bw = n_gpus * g.hbm_bandwidth_bytes_per_s
-    s = nbytes / bw
-    formula = (
-        f"{fmt(nbytes, 'B')} / ({n_gpus} x {fmt(g.hbm_bandwidth_bytes_per_s, 'B/s')}) "
-        f"= {s * 1e6:,.4g} µs"
-    )
-    return Step(s, nbytes, bw, formula)
+    bw = n_gpus * catalogs.as_gpu(hw).hbm_bandwidth_bytes_per_s
+    return Step(nbytes / bw, nbytes, bw)
 
 
 @dataclass(frozen=True)
@@ -185,7 +167,6 @@ def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "fp4") -> int:
 
 def kv_bytes_per_sequence(model: ModelSpec, context_tokens: int, kv_dtype: str = "fp4") -> int:
     """Global KV bytes of one sequence of ``context_tokens`` tokens, rounded up."""
-    check_positive(context_tokens, "context_tokens", allow_zero=True)
     return math.ceil(kv_bytes(model, kv_dtype).bytes_per_token_exact * context_tokens)
 
 
@@ -219,10 +200,6 @@ def sequences_fitting(
 ) -> Fit:
     """Sequences of ``context_tokens`` whose global KV fits on one GPU after the weights."""
     g = catalogs.as_gpu(hw)
-    check_positive(context_tokens, "context_tokens")
-    check_positive(weight_bytes_per_gpu, "weight_bytes_per_gpu", allow_zero=True)
-    if not 0 < memory_fraction <= 1:
-        raise InputError("-", "memory_fraction", f"must be in (0, 1], got {memory_fraction}")
     per_seq = kv_bytes_per_sequence(model, context_tokens, kv_dtype)
     free = g.hbm_capacity_bytes * memory_fraction - weight_bytes_per_gpu
     n = max(0, math.floor(free / per_seq))
@@ -270,7 +247,6 @@ class WeightSplit:
     routed_dtype: str
     dense_dtype: str
     moe_layers: int
-    formula: str
 
     @property
     def active_params(self) -> int:
@@ -282,14 +258,16 @@ class WeightSplit:
         return self.dense_params * float(DENSE_BYTES_PER_PARAM[self.dense_dtype])
 
 
+def _in_phase(model: ModelSpec, phase: str, field: str, total: int | None) -> int:
+    need(model, **{field: total})
+    assert total is not None
+    enc = model.architecture.num_encoder_layers
+    return min(total, enc) if phase == "prefill" and enc else total
+
+
 def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
     """MoE layers a token of ``phase`` passes: all in decode, the encoder's only in prefill."""
-    check_choice(phase, PHASES, "phase")
-    m = model.moe
-    need(model, moe__num_moe_layers=m.num_moe_layers)
-    assert m.num_moe_layers is not None
-    enc = model.architecture.num_encoder_layers
-    return min(m.num_moe_layers, enc) if phase == "prefill" and enc else m.num_moe_layers
+    return _in_phase(model, phase, "moe__num_moe_layers", model.moe.num_moe_layers)
 
 
 def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
@@ -315,12 +293,7 @@ def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
         )
     dense_dtype = model.weights.dense_dtype or "bf16"
     routed_dtype = model.weights.routed_expert_dtype or dense_dtype
-    formula = (
-        f"routed {layers} layers x top-{m.experts_per_token} x 3 x {a.hidden_size} x "
-        f"{m.moe_intermediate_size} = {eng(routed)} ({routed_dtype}); dense {eng(active)} - "
-        f"{eng(routed)} = {eng(dense)} ({dense_dtype})"
-    )
-    return WeightSplit(phase, routed, dense, routed_dtype, dense_dtype, layers, formula)
+    return WeightSplit(phase, routed, dense, routed_dtype, dense_dtype, layers)
 
 
 def draft_bytes(model: ModelSpec) -> float:
@@ -348,7 +321,6 @@ class Storage:
 
     routed_bytes: float
     dense_bytes: float
-    formula: str
 
     @property
     def total_bytes(self) -> float:
@@ -380,14 +352,7 @@ def storage(model: ModelSpec) -> Storage:
         raise InputError(model.file, "params.backbone", "below the routed params")
     dtype = model.weights.dense_dtype or "bf16"
     routed = n_experts * expert_bytes(model)
-    dense = float(dense_params * DENSE_BYTES_PER_PARAM[dtype])
-    formula = (
-        f"routed {m.num_moe_layers} layers x {m.num_routed_experts} experts x "
-        f"{fmt(expert_bytes(model), 'B')} = {fmt(routed, 'B')}; dense ({eng(backbone)} - "
-        f"{eng(routed_params)}) params x {frac_text(DENSE_BYTES_PER_PARAM[dtype])} B ({dtype}) = "
-        f"{fmt(dense, 'B')}; total {fmt(routed + dense, 'B')}"
-    )
-    return Storage(routed, dense, formula)
+    return Storage(routed, float(dense_params * DENSE_BYTES_PER_PARAM[dtype]))
 
 
 @dataclass(frozen=True)
@@ -457,7 +422,6 @@ class KvReads:
     scan_bytes_per_token: float
     dense_bytes_per_token: float
     fixed_sparse_bytes: float
-    formula: str
 
 
 def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
@@ -465,9 +429,7 @@ def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4")
     m = catalogs.as_model(model)
     r, one = context_reads(m, context, "decode", kv_dtype), context_reads(m, 1, "decode", kv_dtype)
     fixed = r.rows + r.pool
-    return KvReads(
-        context, kv_dtype, r.scan + fixed, r.dense, one.scan, one.dense, fixed, r.formula
-    )
+    return KvReads(context, kv_dtype, r.scan + fixed, r.dense, one.scan, one.dense, fixed)
 
 
 @dataclass(frozen=True)
@@ -482,7 +444,6 @@ class ContextGrowth:
     dense_s: float
     sparse_bytes: float
     dense_bytes: float
-    formula: str
 
     @property
     def sparse_ms(self) -> float:
@@ -504,31 +465,18 @@ def context_growth(
     n_gpus: int = 1,
 ) -> ContextGrowth:
     """The :class:`ContextGrowth` over the HBM bandwidth of ``n_gpus`` GPUs."""
-    if not 0 <= lo < hi:
-        raise InputError("-", "hi", f"need 0 <= lo < hi, got lo={lo}, hi={hi}")
-    if batch < 1:
-        raise InputError("-", "batch", f"must be >= 1, got {batch}")
     g = catalogs.as_gpu(hw)
     a, b = decode_kv_reads(model, lo, kv_dtype), decode_kv_reads(model, hi, kv_dtype)
     sparse = batch * (b.sparse_bytes - a.sparse_bytes)
     dense = batch * (b.dense_bytes - a.dense_bytes)
-    s1 = bandwidth_floor_step_s(sparse, g, n_gpus)
-    s2 = bandwidth_floor_step_s(dense, g, n_gpus)
-    formula = (
-        f"{plural(batch, 'sequence')} x ({hi:,} - {lo:,}) tokens: sparse {s1.formula}; "
-        f"dense {s2.formula}"
-    )
-    return ContextGrowth(lo, hi, batch, n_gpus, s1.seconds, s2.seconds, sparse, dense, formula)
+    s1 = bandwidth_floor_step_s(sparse, g, n_gpus).seconds
+    s2 = bandwidth_floor_step_s(dense, g, n_gpus).seconds
+    return ContextGrowth(lo, hi, batch, n_gpus, s1, s2, sparse, dense)
 
 
 def phase_layers(model: ModelSpec, phase: str) -> int:
     """Layers a token of ``phase`` passes: all in decode, the encoder's only in prefill."""
-    check_choice(phase, PHASES, "phase")
-    a = model.architecture
-    need(model, architecture__num_layers=a.num_layers)
-    assert a.num_layers is not None
-    enc = a.num_encoder_layers
-    return min(a.num_layers, enc) if phase == "prefill" and enc else a.num_layers
+    return _in_phase(model, phase, "architecture__num_layers", model.architecture.num_layers)
 
 
 def _sources(model: ModelSpec, phase: str) -> list[tuple[int, int, int]]:
@@ -582,7 +530,6 @@ class AttentionFlops:
     pool: float
     rows: float
     window: float
-    formula: str
 
     @property
     def total(self) -> float:
@@ -595,18 +542,12 @@ def attention_flops(
 ) -> AttentionFlops:
     """Attention and indexer FLOP of one token of ``phase`` seeing ``context`` tokens."""
     m = catalogs.as_model(model)
-    check_positive(context, "context", allow_zero=True)
     n = phase_layers(m, phase)
     row, key = _row_and_key_flops(m)
     scan_k, pool_k, rows_k, _ = _rows(m, context, phase)
     scan, pool, rows = scan_k * key, pool_k * key, rows_k * row
     win = n * min(m.architecture.sliding_window or 0, context) * row
-    formula = (
-        f"{phase}, {n} layers, {context:,.0f} tokens of context: index scan {eng(scan)} + "
-        f"candidate pool {eng(pool)} + attended rows {eng(rows)} ({row:,} FLOP per row) + "
-        f"sliding window {eng(win)} = {eng(scan + pool + rows + win)} FLOP per token"
-    )
-    return AttentionFlops(phase, int(context), scan, pool, rows, win, formula)
+    return AttentionFlops(phase, int(context), scan, pool, rows, win)
 
 
 @dataclass(frozen=True)
@@ -635,7 +576,6 @@ def context_reads(
 ) -> ContextReads:
     """Context bytes one token of ``phase`` reads (the window in decode only)."""
     m = catalogs.as_model(model)
-    check_positive(context, "context", allow_zero=True)
     kvb = kv_bytes(m, kv_dtype)
     kv_row, key_row = float(kvb.kv_row_bytes), float(kvb.indexer_row_bytes)
     scan_k, pool_k, rows_k, every = _rows(m, context, phase)
@@ -755,19 +695,14 @@ def batch1_decode_ceiling_tokens_per_s(
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
     spec = m.speculative
-    if verify_tokens is None:
-        if acceptance_length == 1:
-            verify_tokens = 1
-        elif spec is not None:
-            verify_tokens = spec.draft_tokens + 1
-        else:
-            verify_tokens = math.ceil(acceptance_length)
+    if verify_tokens is None:  # 1 without speculation, else the drafter's tokens + 1
+        drafted = spec.draft_tokens + 1 if spec is not None else math.ceil(acceptance_length)
+        verify_tokens = 1 if acceptance_length == 1 else drafted
     if verify_tokens < acceptance_length:
         raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
     split, mo = weight_split(m, "decode"), m.moe
     need(m, moe__num_routed_experts=mo.num_routed_experts)
     assert mo.num_routed_experts and mo.experts_per_token
-    check_choice(routing, ("fewest", "uniform"), "routing")
     touched = fewest_experts if routing == "fewest" else distinct_experts
     per_layer = touched(mo.num_routed_experts, mo.experts_per_token, verify_tokens)
     weights = split.dense_bytes + split.moe_layers * per_layer * expert_bytes(m)
