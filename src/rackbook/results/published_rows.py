@@ -111,7 +111,7 @@ def text_or_none(v: object) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def _trace_points(root: str) -> pd.DataFrame:
+def trace_points(root: str) -> pd.DataFrame:
     frames = [
         traces.read_trace(Path(root) / n, itl=False).extra["published_points"].assign(source=n)
         for n in SHIPPED
@@ -463,7 +463,7 @@ _TOKEN_VALUE_RULE = (
 def load_rows(data: str) -> pd.DataFrame:
     """Every published point under ``data`` (``comparable`` and ``used`` left to the reading)."""
     reg, figs = registries(data)
-    raw = _trace_points(str(Path(data) / "published"))
+    raw = trace_points(str(Path(data) / "published"))
     rows = []
     for _, r in raw.iterrows():
         rows.append(_from_trace_row(r))
