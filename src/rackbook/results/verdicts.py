@@ -18,7 +18,6 @@ from rackbook.physics import attainable as _attainable
 from rackbook.physics import expected as _expected
 from rackbook.physics.check import Check, physics_verdict
 from rackbook.results.headline import ClaimReading, ceiling_margin
-from rackbook.results.headline import untested as _untested
 
 #: GPU name fragments (upper case) of the claims' hardware; what a served model's name contains.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
@@ -48,7 +47,8 @@ def can_test(
 
 def untested(claim_id: str, run: dict[str, Any], what: str, needs: str) -> ClaimReading:
     """The "this run" reading of a trace that cannot test the claim."""
-    return _untested(claim_id, f"{provenance.hardware_label(run)} ({what})", needs)
+    why = f"recorded on {provenance.hardware_label(run)} ({what}); the claim needs {needs}"
+    return ClaimReading(claim_id, "this run", "untested", "-", why)
 
 
 def parameters(p: Any, names: str, **resolved: Any) -> dict[str, Any]:
