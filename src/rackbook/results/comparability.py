@@ -45,9 +45,8 @@ WEIGHTS |= dict(statistic=1, engine=1, serving=0.5)
 
 @dataclass(frozen=True)
 class Plausible:
-    """One plausible basis of a claim: the parts it fills in, the figure's factor on it (``scale``,
-    ``conversion``), the ``phase`` whose ceilings bound it (None: none), a claim whose figure
-    divides it; a ``cross_check`` gives near evidence only, never a verdict."""
+    """One plausible basis of a claim: the parts it fills in, the figure's factor, the ``phase``
+    whose ceilings bound it, a claim dividing it; a ``cross_check`` never decides."""
 
     name: str
     changes: tuple[tuple[str, object], ...] = ()
@@ -165,11 +164,10 @@ ANALOGUE_PARTS = ("metric", "tokens", "per", "model")
 
 def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
     """True for another quantity, model or GPU generation than the claim's: never decides."""
-    if any(d.part in ANALOGUE_PARTS for d in diffs):
-        return True
-    return any(d.part == "hardware" for d in diffs) and basis_mod.hardware_class(
-        point.hardware
-    ) != basis_mod.hardware_class(claim_basis.hardware)
+    other = basis_mod.hardware_class(point.hardware) != basis_mod.hardware_class(
+        claim_basis.hardware
+    )
+    return any(d.part in ANALOGUE_PARTS or (d.part == "hardware" and other) for d in diffs)
 
 
 def differences(cb: basis_mod.Basis, point: basis_mod.Basis, claim_id: str) -> list[Difference]:
@@ -219,8 +217,7 @@ class RuledOut:
 def _physics_rules_out(
     model: str, hardware: str, gpus: int, per_gpu: float, phase: str, data: str = ""
 ) -> RuledOut | None:
-    """Why physics rules out ``per_gpu`` tok/s per GPU of ``phase``, or None (also for a model or
-    GPU the catalogs lack)."""
+    """Why physics rules out ``per_gpu`` tok/s per GPU of ``phase``, or None (also uncatalogued)."""
     mid = catalogs.catalog_model_id(model)
     gid = basis_mod.hardware_key(hardware)
     if mid is None or gid not in catalogs.load_hardware().gpus:
@@ -234,7 +231,7 @@ def _physics_rules_out(
 def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> RuledOut | None:
     """Why physics rules this named basis out (every counted token computed), or None."""
     sc = claim.scope
-    if plaus.phase is None or not math.isfinite(value) or value <= 0:
+    if plaus.phase is None or not (math.isfinite(value) and value > 0):
         return None
     if not (sc.model and sc.hardware and sc.gpu_count):
         return None
@@ -307,9 +304,8 @@ class Near:
         n = plural(len(self.points), "near point")
         span = span_text(self.low, self.high, self.unit)
         lo, hi = self.ratio_low, self.ratio_high
-        ratio = ""
-        if lo is not None and hi is not None:
-            ratio = "; " + claim_over(lo, hi, "it" if len(self.points) == 1 or lo == hi else "them")
+        them = "it" if len(self.points) == 1 or lo == hi else "them"
+        ratio = "" if lo is None or hi is None else "; " + claim_over(lo, hi, them)
         diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
         flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
         if self.superseded:
@@ -317,10 +313,9 @@ class Near:
         return f"{n}{flag}, {span}{ratio}{diff}"
 
     def as_dict(self) -> dict[str, object]:
-        d = dataclasses.asdict(self)
-        for k in ("points", "differences", "urls", "unverified", "superseded"):
-            d[k] = list(d[k])
-        return d
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
+        }
 
 
 def near_reading(

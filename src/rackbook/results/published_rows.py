@@ -96,9 +96,9 @@ def point_value(c: Mapping[str, Any]) -> str:
 
 def point_ratio(c: Mapping[str, Any]) -> str:
     """``, the claim 0.883x to 0.917x them`` (``it`` for one point)."""
+    lo, hi = c.get("ratio_low"), c.get("ratio_high")
     if not isinstance(c.get("ratio"), (int, float)):
         return ""
-    lo, hi = c.get("ratio_low"), c.get("ratio_high")
     if c.get("tied") and lo is not None and hi is not None and lo != hi:
         return ", " + claim_over(lo, hi)
     return ", " + claim_over(c["ratio"], c["ratio"], "it")
@@ -125,11 +125,7 @@ def registries(root: str) -> tuple[claims_registry.Registry, figures_registry.Fi
     return reg, figures_registry.load_figures(Path(root) / "published" / "figures.yaml", reg)
 
 
-_DEFAULTS = dict.fromkeys(POINT_COLUMNS) | {"role": "measurement", "verified": True}
-
-
-def _base(row: dict[str, object]) -> dict[str, object]:
-    return _DEFAULTS | row | {"kind": "published"}
+_DEFAULTS = dict.fromkeys(POINT_COLUMNS) | dict(role="measurement", verified=True, kind="published")
 
 
 def int_or_none(v: object) -> int | None:
@@ -175,7 +171,7 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
     row |= dict(id=f"{r['source']}:{r['point_id']}", value=value, unit=unit, as_published=shown)
     row["claim_id"] = "single-user.throughput" if single else "rack-scaling.throughput"
     row |= dict(tok_s_per_gpu=float(r["tok_s_per_gpu"]), basis=b)
-    return _base(row | {"tok_s_per_user": float_or_none(r["tok_s_per_user"])})
+    return _DEFAULTS | row | {"tok_s_per_user": float_or_none(r["tok_s_per_user"])}
 
 
 def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
@@ -214,14 +210,9 @@ def converted_rows(r: pd.Series) -> list[dict[str, object]]:
         value, rule = out_gpu * dec / gpus, "output per GPU of the deployment = output per "
         rule += f"decode GPU x {dec} decode / {gpus} GPUs"
     row = _from_trace_row(r)
-    row.update(
-        id=f"{row['id']}#output",
-        value=value,
-        as_published=f"{number_text(float(r['tok_s_per_gpu']))} total tok/s/GPU, converted",
-        basis=dataclasses.replace(row["basis"], tokens="output"),  # type: ignore[type-var]
-        unit=per_gpu_unit("output"),
-        conversion=rule,
-    )
+    row |= dict(id=f"{row['id']}#output", value=value, unit=per_gpu_unit("output"), conversion=rule)
+    row["as_published"] = f"{number_text(float(r['tok_s_per_gpu']))} total tok/s/GPU, converted"
+    row["basis"] = dataclasses.replace(row["basis"], tokens="output")  # type: ignore[type-var]
     return [row]
 
 
@@ -233,21 +224,14 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
     """``Result(72) / Result(8)`` of each MLPerf submitter, hardware, model and scenario."""
     ml = points[points["source"] == "mlperf-v6.1-dsr1"]
     out = []
-    for (sub, hw, model, scen), g in ml.groupby(
-        ["submitter", "hardware", "model", "scenario"], sort=True
-    ):
-        rack = g[g["gpus"] == RACK_GPUS]
-        node = g[g["gpus"] == NODE_GPUS]
+    for (sub, hw, model, scen), g in ml.groupby(["submitter", "hardware", "model", "scenario"]):
+        rack, node = (g[g["gpus"] == n] for n in (RACK_GPUS, NODE_GPUS))
         if len(rack) != 1 or len(node) != 1:
             continue
         r, n = rack.iloc[0], node.iloc[0]
         ratio = float(r["tok_s_total"]) / float(n["tok_s_total"])
-        b = dataclasses.replace(
-            trace_row_basis(r),
-            metric="rack/node throughput ratio",
-            per="deployment",
-            counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}",
-        )
+        b = dataclasses.replace(trace_row_basis(r), metric="rack/node throughput ratio")
+        b = dataclasses.replace(b, per="deployment", counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}")
         shown = f"{number_text(float(r['tok_s_total']))} / {number_text(float(n['tok_s_total']))}"
         row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")}
         row |= dict(submitter=sub, hardware=hw, gpus=RACK_GPUS, model=model, scenario=scen)
@@ -255,7 +239,7 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
         row["id"] = f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}"
         row |= dict(claim_id="rack-scaling.speedup", system=f"{r['system']} vs {n['system']}")
         row["source"], row["notes"] = "mlperf-v6.1-dsr1", _RATIO_NOTE
-        out.append(_base(row))
+        out.append(_DEFAULTS | row)
     return out
 
 
@@ -280,7 +264,7 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
     row |= dict(id=f"figures:{f.id}", claim_id=f.claim, value=value, unit=unit)
     row |= dict(as_published=value_text(f.value, f.unit), basis=f.figure_basis)
     row |= dict(tok_s_per_gpu=value if unit_family(unit) == PER_GPU else None)
-    return _base(row | dict(tok_s_per_user=f.tok_s_per_user, source="figures.yaml"))
+    return _DEFAULTS | row | dict(tok_s_per_user=f.tok_s_per_user, source="figures.yaml")
 
 
 #: vLLM's DeepSeek-V4.1-Flash prefill-TTFT table (verbatim excerpt) and its source file.
@@ -382,7 +366,7 @@ def prefill_rows(data: str) -> list[dict[str, object]]:
             f"eager decoder: {(c.off_ms / c.eager_ms - 1) * 100:+.1f} %"
         )
         row |= dict(source=Path(PREFILL_TABLE).name, conversion=_PREFILL_RULE) | same
-        out.append(_base(row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})}))
+        out.append(_DEFAULTS | row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})})
     return out
 
 
@@ -450,7 +434,7 @@ def token_value_rows(data: str) -> list[dict[str, object]]:
             f"({h.url}); off-peak prices (peak: twice)"
         )
         row |= dict(unit="$/GPU-hour", source="figures.yaml", basis=b, price_kind="list price")
-        out.append(_base(row | {"conversion": _TOKEN_VALUE_RULE}))
+        out.append(_DEFAULTS | row | {"conversion": _TOKEN_VALUE_RULE})
     return out
 
 
