@@ -124,8 +124,7 @@ def published_per_gpu_points() -> dict[str, Any]:
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
-    """The published points nearest a workload's figure (tokens/s per GPU), closest first; verified
-    points differing in no deciding part decide."""
+    """The published points nearest a workload's figure (tok/s per GPU), closest first."""
     doc = published_per_gpu_points()
     weights: dict[str, float] = doc["weights"]
     rows = []

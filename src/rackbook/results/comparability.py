@@ -195,8 +195,7 @@ def score(diffs: Sequence[basis_mod.Difference]) -> float:
 
 @dataclass(frozen=True)
 class RuledOut:
-    """Why physics rules a basis out: its figure (tok/s per GPU of ``phase``) is ``ratio`` x the
-    ``limit`` ceiling (tok/s per GPU) on ``gpu``."""
+    """Why physics rules a basis out: its tok/s per GPU is ``ratio`` x the ``limit`` ceiling."""
 
     tok_s_per_gpu: float
     phase: str
@@ -247,8 +246,7 @@ def model_family(model: str) -> str:
 
 
 def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str]:
-    """The decisive differences' parts that count for near evidence (not the model, GPU and a
-    speculation the claim leaves unknown)."""
+    """The decisive differences' parts that count for near evidence (not model, GPU, unknowns)."""
     skip = {"model", "hardware"}
     if claim_basis.speculation == basis_mod.UNKNOWN:
         skip.add("speculation")
@@ -256,8 +254,8 @@ def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str
 
 
 def is_near(cb: basis_mod.Basis, point: basis_mod.Basis, diffs: list, decisive: list) -> bool:
-    """True for near evidence: the same quantity, on the claim's model family and GPU
-    generation, with at most one stated decisive difference. It never decides."""
+    """Near evidence: the same quantity, model family and GPU generation, at most one stated
+    decisive difference. It never decides."""
     parts = {d.part for d in diffs}
     if parts & {"metric", "tokens", "per"}:
         return False
@@ -284,8 +282,8 @@ def latency_tuned(r: pd.Series) -> bool:
 
 @dataclass(frozen=True)
 class Near:
-    """One named basis's near points, their spread (``low``, ``high`` in ``unit``) and the figure
-    over each end (``ratio_low`` = figure / high). It never decides a verdict."""
+    """One named basis's near points, their spread in ``unit`` and the figure over each end
+    (``ratio_low`` = figure / high). It never decides a verdict."""
 
     basis: str
     points: tuple[str, ...]
@@ -321,8 +319,7 @@ class Near:
 def near_reading(
     plaus: Plausible, value: float, unit: str, rows: list[Candidate], cb: Basis, claim_id: str
 ) -> Near | None:
-    """The near reading of named basis ``plaus`` from its candidates: measurements of the unit
-    family that do not decide but are near."""
+    """The near reading of named basis ``plaus``: its candidates that do not decide but are near."""
     peak = claim_id in PEAK_THROUGHPUT
     near = [
         (r, diffs)
@@ -357,8 +354,8 @@ def near_position(n: Near) -> str:
 
 
 def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
-    """The near evidence over allowed bases ``brs``: each basis's bracket (``per_basis``), at
-    the top the first holding the figure, else ``prefer``, else the first."""
+    """Near evidence over bases ``brs`` (``per_basis``); at the top the first holding the figure,
+    else ``prefer``, else the first."""
     ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
     if not ns:
         return None

@@ -128,8 +128,7 @@ def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
-    """The expected (else attainable) estimate as a ``; ...`` clause; ``named``: a deployment
-    other than the default named (tok/s per GPU)."""
+    """The expected (else attainable) estimate as a ``; ...`` clause (``named``: the deployment)."""
     a = _field(r, "attainable")
     e = _field(a, "expected")
     if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
@@ -404,8 +403,7 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def supported_basis(pub: Mapping[str, Any]) -> str:
-    """``the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points`` where the
-    figure lies inside a basis's near points; else empty."""
+    """``the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points``, or empty."""
     near = _field(pub, "near")
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not _is_num(lo) or not _is_num(hi) or not lo <= 1 <= hi:

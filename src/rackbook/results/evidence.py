@@ -72,8 +72,8 @@ def _all_points(data: str) -> pd.DataFrame:
 def published_reading(
     claim_id: str, value: float, points: pd.DataFrame, tolerance: float = 0.0
 ) -> PublishedReading:
-    """``value`` against ``points`` (``value`` same unit; ``verified``, ``url``, ``unit`` optional):
-    ``within`` [min - tolerance, max + tolerance], ``above``, ``below`` or ``none published``."""
+    """``value`` (``points``' unit) ``within`` [min - tolerance, max + tolerance] of ``points``,
+    ``above``, ``below`` or ``none published``."""
     second_hand = 0
     if "verified" in points.columns:
         second_hand = int((~points["verified"].astype(bool)).sum())
@@ -102,8 +102,8 @@ def published_reading(
 
 @dataclass(frozen=True)
 class Closest:
-    """The published point closest in basis to a named basis; ``ratio`` is the claim's figure over
-    it (None across units), ``tied`` the points exactly as close (a spread ``low`` to ``high``)."""
+    """The published point closest in basis to a named basis; ``ratio``: the figure over it (None
+    across units); ``tied``: the points as close (spread ``low`` to ``high``)."""
 
     id: str
     source: tuple[str, ...]
@@ -250,8 +250,7 @@ def _candidates(
 def _basis_readings(
     claim: claims_registry.Claim, value: float, points: pd.DataFrame, tolerance: float = 0.0
 ) -> list[BasisReading]:
-    """The claim's reading on each named basis: verified measurements agreeing in :data:`DECISIVE`
-    decide."""
+    """The claim's reading on each named basis (verified, agreeing in :data:`DECISIVE`: decide)."""
     out = []
     for plaus, cb in claim_bases(claim):
         scale = cmp.scale_of(plaus)

@@ -85,8 +85,8 @@ class Headline:
 
 @dataclass(frozen=True)
 class ClaimReading:
-    """One reading of one claim: verdict, the margin that decided it (``3.94x the compute
-    ceiling``), a one-line reason, and the published or physics reading's evidence as data."""
+    """One reading of one claim: verdict, the margin that decided it, a one-line reason, and the
+    reading's evidence as data."""
 
     claim_id: str
     reading: str
@@ -203,8 +203,7 @@ class Outcome:
         return doc | dict(flips=list(self.flips), headlines=[asdict(h) for h in self.headlines])
 
     def write(self, out_dir: str | Path, source: str) -> Path:
-        """``out_dir/RESULT.json`` (atomic; under ``rackbook run``, :data:`STAGE_ENV`'s folder);
-        ``source`` is ``trace`` or ``live``."""
+        """``out_dir/RESULT.json`` (atomic; in :data:`STAGE_ENV`'s folder if set)."""
         folder = os.environ.get(STAGE_ENV) or out_dir
         return atomic_write_json(Path(folder) / f"{self.result}.json", self.to_dict(source))
 

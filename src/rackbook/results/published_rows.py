@@ -274,8 +274,7 @@ PREFILL_SOURCE = "data/published/sources/vllm-dsv41-prefill-ttft-SOURCE.txt"
 
 @dataclass(frozen=True)
 class PrefillCell:
-    """One cell of the prefill-TTFT table: one request's TTFT in ms with replay off, on with an
-    eager decoder, on with CUDA graphs."""
+    """One cell of the prefill-TTFT table: TTFT in ms with replay off, eager, CUDA graphs."""
 
     cfg: str
     gpus: int
@@ -291,8 +290,7 @@ class PrefillCell:
 
 
 def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
-    """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError on a bad
-    cell."""
+    """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError if bad."""
     p = paths.resolve(path or PREFILL_TABLE)
     shown = loader.display_path(p)
     data = jsliteral.parse_js_export(p.read_text(encoding="utf-8"), "DATA", shown)
@@ -403,8 +401,7 @@ def token_value_per_gpu_hour(
 
 
 def token_value_rows(data: str) -> list[dict[str, object]]:
-    """The rack claim's throughput valued in $/GPU-hour at DeepSeek's off-peak API prices, one
-    point per cache hit rate: a cross-check, never a measurement."""
+    """The rack claim's throughput in $/GPU-hour at DeepSeek's off-peak API prices, per hit rate."""
     reg, figs = registries(data)
     g = {k: figs.get(v) for k, v in TOKEN_VALUE.items() if isinstance(v, str)}
     prices = (g["hit"].value, g["miss"].value, g["output"].value)

@@ -134,8 +134,7 @@ def attainable(c: Check, what: str = "") -> dict[str, Any]:
 
 
 def expected(c: Check, what: str = "") -> dict[str, Any]:
-    """What real deployments reach for a check (tok/s per GPU, interval, ratio) by the stored
-    fit; None values for a figure that does not fit."""
+    """What real deployments reach for a check (tok/s per GPU, interval, ratio), stored fit."""
     keys = ("tok_s_per_gpu", "low", "high", "ratio", "deployment")
     if c.limit.startswith("memory capacity"):
         return dict.fromkeys(keys) | {"text": ""}
@@ -155,8 +154,7 @@ def placement(d: Mapping[str, Any]) -> str:
 
 
 def brief(d: Mapping[str, Any], validation: str = "") -> str:
-    """``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``, then the
-    model's error ``validation``."""
+    """``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``, error."""
     where = placement(d)
     if not where:
         return ""
