@@ -164,9 +164,8 @@ ANALOGUE_PARTS = ("metric", "tokens", "per", "model")
 
 def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
     """True for another quantity, model or GPU generation than the claim's: never decides."""
-    other = basis_mod.hardware_class(point.hardware) != basis_mod.hardware_class(
-        claim_basis.hardware
-    )
+    gen = basis_mod.hardware_class
+    other = gen(point.hardware) != gen(claim_basis.hardware)
     return any(d.part in ANALOGUE_PARTS or (d.part == "hardware" and other) for d in diffs)
 
 

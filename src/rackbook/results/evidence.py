@@ -350,16 +350,11 @@ class ClaimEvidence:
     list_price: dict[str, object] | None = None
 
 
-def _top(allowed: list[BasisReading]) -> list[BasisReading]:
-    cands = sorted(
-        (
-            (cmp.score(br.closest.differences), not br.closest.verified, i, br)
-            for i, br in enumerate(allowed)
-            if br.closest is not None
-        ),
-        key=lambda c: c[:3],
-    )
-    top = [c[3] for c in cands if c[:2] == cands[0][:2]] if cands else []
+def _top(brs: list[BasisReading]) -> list[BasisReading]:
+    ranked = [
+        ((cmp.score(b.closest.differences), not b.closest.verified), b) for b in brs if b.closest
+    ]
+    top = [b for r, b in ranked if r == min(r for r, _ in ranked)]
     return sorted(top, key=lambda br: br.near is None or cmp.near_position(br.near) != "inside")
 
 
