@@ -45,10 +45,6 @@ def _require(ok: bool, problem: str) -> None:
         raise ValueError(problem)
 
 
-def _one_line(text: str, what: str) -> None:
-    _require("\n" not in text, f"{what}: must be one line")
-
-
 @dataclass
 class Headline:
     """One headline value of a result (``hardware``: where a measured value was measured)."""
@@ -75,12 +71,10 @@ class Headline:
         _require(self.verdict in allowed, f"{me}: verdict {self.verdict!r} not in {allowed}")
         no_claim = self.claim_id is None and self.verdict != NOT_COMPARABLE
         _require(not no_claim, f"{me}: without a claim the verdict is not comparable")
-        _require(
-            self.kind != "measured" or bool(self.hardware), f"{me}: measured on what hardware?"
-        )
+        _require(self.kind != "measured" or bool(self.hardware), f"{me}: measured where?")
         finite = not isinstance(self.value, float) or math.isfinite(self.value)
         _require(finite, f"{me}: value is not finite")
-        _one_line(self.reason, f"{me}: reason")
+        _require("\n" not in self.reason, f"{me}: reason must be one line")
 
 
 @dataclass(frozen=True)
@@ -113,7 +107,7 @@ class ClaimReading:
         me, words = f"{self.claim_id} {self.reading}", VOCABULARY.get(self.reading)
         _require(words is not None, f"{self.claim_id}: reading {self.reading!r} not in {READINGS}")
         _require(self.verdict in (words or ()), f"{me} verdict {self.verdict!r} not in {words}")
-        _one_line(self.reason + self.margin, f"{me}: reason or margin")
+        _require("\n" not in self.reason + self.margin, f"{me}: reason or margin on two lines")
         if self.reading == "physics" and (why := contradiction(self.verdict, self.ratio)):
             raise ValueError(f"{self.claim_id}: physics {self.verdict!r} beside {why}")
 
@@ -185,8 +179,7 @@ class Outcome:
             seen.setdefault(r.claim_id, []).append(r.reading)
         for claim, got in seen.items():
             _require(sorted(got) == sorted(READINGS), f"{claim}: readings {got}, need {READINGS}")
-        for f in self.flips:
-            _one_line(f, f"{self.result}: flip")
+        _require(not any("\n" in f for f in self.flips), f"{self.result}: a flip on two lines")
 
     def reading(self, claim_id: str, reading: str) -> ClaimReading:
         return next(r for r in self.readings if (r.claim_id, r.reading) == (claim_id, reading))
