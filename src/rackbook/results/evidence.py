@@ -328,9 +328,7 @@ def _unit_of(claim: claims_registry.Claim) -> str:
 def combine(readings: list[BasisReading]) -> str:
     """The deciding bases' one verdict, else :data:`DEPENDS` (``none published``: none decides)."""
     decided = list(dict.fromkeys(r.verdict for r in readings if r.verdict != "none published"))
-    if not decided:
-        return "none published"
-    return decided[0] if len(decided) == 1 else DEPENDS
+    return (decided or ["none published"])[0] if len(decided) <= 1 else DEPENDS
 
 
 @dataclass(frozen=True)
@@ -392,9 +390,8 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         margin += f"; {list_price_text(top_list)}"
     if out_names:
         margin = f"physics rules out {_names_text(out_names)}; {margin}"
-    basis_line = f"basis: {brs[0].basis}"
-    if len(brs) > 1:
-        basis_line = f"basis unknown in a part that matters, read on {len(brs)} named bases"
+    many = f"basis unknown in a part that matters, read on {len(brs)} named bases"
+    basis_line = many if len(brs) > 1 else f"basis: {brs[0].basis}"
     lead = "; ".join(x for x in (READING_NOTES.get(claim_id, ""), basis_line) if x)
     ordered = [br for br in brs if not br.ruled_out] + [br for br in brs if br.ruled_out]
     reason = lead + ": " + " | ".join(br.text() for br in ordered)
