@@ -91,8 +91,7 @@ def side(lo: object, hi: object) -> str:
 
 
 def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
-    """Near points on both sides of the claim on one basis corroborate (no move); above on one
-    basis and below on another lower one level."""
+    """Near points on both sides of the claim on one basis: no move; above and below: -1."""
     per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
     sides = [
         (str(b.get("basis") or "its basis"), b, side(b.get("ratio_low"), b.get("ratio_high")))

@@ -5,10 +5,9 @@ only where a reading needs them (benchmarks/check_speed.py)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +82,8 @@ def speculation_parts(method: str | None) -> dict[str, str | None]:
 
 
 def basis_text(wb: basis_mod.Basis) -> str:
-    text = wb.short()
-    if wb.spec_method:
-        text = text.replace(
-            f"speculation {wb.speculation}", f"speculation {wb.speculation} ({wb.spec_method})"
-        )
-    return text
+    spec = f"speculation {wb.speculation}"
+    return wb.short().replace(spec, f"{spec} ({wb.spec_method})") if wb.spec_method else wb.short()
 
 
 _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "verified", "role")
@@ -112,11 +107,10 @@ def build_per_gpu_points() -> dict[str, Any]:
         b = p["basis"]
         if not isinstance(b, basis_mod.Basis):
             continue
-        rec = {k: p[k] for k in _POINT_FIELDS}
-        rec["value"] = float(rec["value"])
-        rec["verified"] = bool(rec["verified"])
-        rec["gpus"] = None if pd.isna(rec["gpus"]) else int(rec["gpus"])
-        rec["basis"] = dataclasses.asdict(b)
+        rec = {k: p[k] for k in _POINT_FIELDS} | dict(value=float(p["value"]), basis=asdict(b))
+        rec |= dict(
+            verified=bool(p["verified"]), gpus=None if pd.isna(p["gpus"]) else int(p["gpus"])
+        )
         out.append(_clean(rec))
     return {"points": out, "weights": WEIGHTS}
 
@@ -130,8 +124,7 @@ def published_per_gpu_points() -> dict[str, Any]:
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
-    """The published points nearest a workload's figure (tokens/s per GPU), closest first; verified
-    points differing in no deciding part decide."""
+    """The published points nearest a workload's figure (tok/s per GPU), closest first."""
     doc = published_per_gpu_points()
     weights: dict[str, float] = doc["weights"]
     rows = []

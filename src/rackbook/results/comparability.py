@@ -45,9 +45,8 @@ WEIGHTS |= dict(statistic=1, engine=1, serving=0.5)
 
 @dataclass(frozen=True)
 class Plausible:
-    """One plausible basis of a claim: the parts it fills in, the figure's factor on it (``scale``,
-    ``conversion``), the ``phase`` whose ceilings bound it (None: none), a claim whose figure
-    divides it; a ``cross_check`` gives near evidence only, never a verdict."""
+    """One plausible basis of a claim: the parts it fills in, the figure's factor, the ``phase``
+    whose ceilings bound it, a claim dividing it; a ``cross_check`` never decides."""
 
     name: str
     changes: tuple[tuple[str, object], ...] = ()
@@ -165,11 +164,9 @@ ANALOGUE_PARTS = ("metric", "tokens", "per", "model")
 
 def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
     """True for another quantity, model or GPU generation than the claim's: never decides."""
-    if any(d.part in ANALOGUE_PARTS for d in diffs):
-        return True
-    return any(d.part == "hardware" for d in diffs) and basis_mod.hardware_class(
-        point.hardware
-    ) != basis_mod.hardware_class(claim_basis.hardware)
+    gen = basis_mod.hardware_class
+    other = gen(point.hardware) != gen(claim_basis.hardware)
+    return any(d.part in ANALOGUE_PARTS or (d.part == "hardware" and other) for d in diffs)
 
 
 def differences(cb: basis_mod.Basis, point: basis_mod.Basis, claim_id: str) -> list[Difference]:
@@ -197,8 +194,7 @@ def score(diffs: Sequence[basis_mod.Difference]) -> float:
 
 @dataclass(frozen=True)
 class RuledOut:
-    """Why physics rules a basis out: its figure (tok/s per GPU of ``phase``) is ``ratio`` x the
-    ``limit`` ceiling (tok/s per GPU) on ``gpu``."""
+    """Why physics rules a basis out: its tok/s per GPU is ``ratio`` x the ``limit`` ceiling."""
 
     tok_s_per_gpu: float
     phase: str
@@ -219,8 +215,7 @@ class RuledOut:
 def _physics_rules_out(
     model: str, hardware: str, gpus: int, per_gpu: float, phase: str, data: str = ""
 ) -> RuledOut | None:
-    """Why physics rules out ``per_gpu`` tok/s per GPU of ``phase``, or None (also for a model or
-    GPU the catalogs lack)."""
+    """Why physics rules out ``per_gpu`` tok/s per GPU of ``phase``, or None (also uncatalogued)."""
     mid = catalogs.catalog_model_id(model)
     gid = basis_mod.hardware_key(hardware)
     if mid is None or gid not in catalogs.load_hardware().gpus:
@@ -234,7 +229,7 @@ def _physics_rules_out(
 def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> RuledOut | None:
     """Why physics rules this named basis out (every counted token computed), or None."""
     sc = claim.scope
-    if plaus.phase is None or not math.isfinite(value) or value <= 0:
+    if plaus.phase is None or not (math.isfinite(value) and value > 0):
         return None
     if not (sc.model and sc.hardware and sc.gpu_count):
         return None
@@ -250,8 +245,7 @@ def model_family(model: str) -> str:
 
 
 def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str]:
-    """The decisive differences' parts that count for near evidence (not the model, GPU and a
-    speculation the claim leaves unknown)."""
+    """The decisive differences' parts that count for near evidence (not model, GPU, unknowns)."""
     skip = {"model", "hardware"}
     if claim_basis.speculation == basis_mod.UNKNOWN:
         skip.add("speculation")
@@ -259,8 +253,8 @@ def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str
 
 
 def is_near(cb: basis_mod.Basis, point: basis_mod.Basis, diffs: list, decisive: list) -> bool:
-    """True for near evidence: the same quantity, on the claim's model family and GPU
-    generation, with at most one stated decisive difference. It never decides."""
+    """Near evidence: the same quantity, model family and GPU generation, at most one stated
+    decisive difference. It never decides."""
     parts = {d.part for d in diffs}
     if parts & {"metric", "tokens", "per"}:
         return False
@@ -287,8 +281,8 @@ def latency_tuned(r: pd.Series) -> bool:
 
 @dataclass(frozen=True)
 class Near:
-    """One named basis's near points, their spread (``low``, ``high`` in ``unit``) and the figure
-    over each end (``ratio_low`` = figure / high). It never decides a verdict."""
+    """One named basis's near points, their spread in ``unit`` and the figure over each end
+    (``ratio_low`` = figure / high). It never decides a verdict."""
 
     basis: str
     points: tuple[str, ...]
@@ -307,9 +301,8 @@ class Near:
         n = plural(len(self.points), "near point")
         span = span_text(self.low, self.high, self.unit)
         lo, hi = self.ratio_low, self.ratio_high
-        ratio = ""
-        if lo is not None and hi is not None:
-            ratio = "; " + claim_over(lo, hi, "it" if len(self.points) == 1 or lo == hi else "them")
+        them = "it" if len(self.points) == 1 or lo == hi else "them"
+        ratio = "" if lo is None or hi is None else "; " + claim_over(lo, hi, them)
         diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
         flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
         if self.superseded:
@@ -317,17 +310,15 @@ class Near:
         return f"{n}{flag}, {span}{ratio}{diff}"
 
     def as_dict(self) -> dict[str, object]:
-        d = dataclasses.asdict(self)
-        for k in ("points", "differences", "urls", "unverified", "superseded"):
-            d[k] = list(d[k])
-        return d
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
+        }
 
 
 def near_reading(
     plaus: Plausible, value: float, unit: str, rows: list[Candidate], cb: Basis, claim_id: str
 ) -> Near | None:
-    """The near reading of named basis ``plaus`` from its candidates: measurements of the unit
-    family that do not decide but are near."""
+    """The near reading of named basis ``plaus``: its candidates that do not decide but are near."""
     peak = claim_id in PEAK_THROUGHPUT
     near = [
         (r, diffs)
@@ -362,8 +353,8 @@ def near_position(n: Near) -> str:
 
 
 def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
-    """The near evidence over allowed bases ``brs``: each basis's bracket (``per_basis``), at
-    the top the first holding the figure, else ``prefer``, else the first."""
+    """Near evidence over bases ``brs`` (``per_basis``); at the top the first holding the figure,
+    else ``prefer``, else the first."""
     ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
     if not ns:
         return None

@@ -128,8 +128,7 @@ def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
-    """The expected (else attainable) estimate as a ``; ...`` clause; ``named``: a deployment
-    other than the default named (tok/s per GPU)."""
+    """The expected (else attainable) estimate as a ``; ...`` clause (``named``: the deployment)."""
     a = _field(r, "attainable")
     e = _field(a, "expected")
     if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
@@ -155,16 +154,12 @@ def _physics(figure: str, r: Mapping[str, Any], why: str) -> str:
     return head + (f": {why}" if why else "")
 
 
-def _source(c: Mapping[str, Any]) -> list[str]:
-    parts = [str(p) for p in c.get("source") or [c.get("who") or "a published point"]]
-    return [p for p in parts if p not in ("-", "")] or ["a published point"]
-
-
 def _closest(c: Any) -> str:
     if not isinstance(c, Mapping):
         return str(c)
-    value = point_value(c)
-    return " · ".join(_source(c)) + (f": {value}{point_ratio(c)}" if value else point_ratio(c))
+    parts = [str(p) for p in c.get("source") or [c.get("who") or ""] if p not in ("-", "")]
+    value, who = point_value(c), " · ".join(parts) or "a published point"
+    return who + (f": {value}{point_ratio(c)}" if value else point_ratio(c))
 
 
 def _published(figure: str, r: Mapping[str, Any]) -> str:
@@ -183,10 +178,10 @@ def _published(figure: str, r: Mapping[str, Any]) -> str:
 
 
 def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    margin = _margin(r)
+    margin = f" ({_margin(r)})" if _margin(r) else ""
     holds = {"consistent": "holds", "inconsistent": "does not hold"}.get(str(r.get("verdict")))
     if holds:
-        return f"measured on {hardware} here, {figure} {holds}" + (f" ({margin})" if margin else "")
+        return f"measured on {hardware} here, {figure} {holds}{margin}"
     if r.get("synthetic"):  # untested
         return "not measured here: this chapter's input is synthetic"
     return f"not tested on {hardware} here"
@@ -241,11 +236,6 @@ def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
     return _this_run(figure, r, hardware)
 
 
-def near_sentence(r: Mapping[str, Any]) -> str:
-    text = near_text(_field(r, "near"))
-    return _cap(text) + "." if text else ""
-
-
 def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
     """The conclusion about ``claim`` from its readings (other claims' are ignored)."""
     mine = [r for r in readings if r.get("claim_id", claim.id) == claim.id]
@@ -261,14 +251,12 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
                 basis = _short_basis(r)
                 body = _body(kind, named, r, hardware)
                 sentences.append(f"As {basis}, {body}." if basis else _cap(body) + ".")
-            if kind == "published" and near_sentence(r):
-                sentences.append(near_sentence(r))
+            near = near_text(_field(r, "near")) if kind == "published" else ""
+            sentences += [_cap(near) + "."] if near else []
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
     cert, found = certainty(mine, claim), finding(claim, mine, hardware)
-    return Conclusion(
-        claim.id, claim.result, figure, claim.statement, tuple(sentences), cert, found
-    )
+    return Conclusion(claim.id, claim.result, figure, claim.statement, (*sentences,), cert, found)
 
 
 def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> list[Conclusion]:
@@ -296,22 +284,17 @@ def _ruled_out(pub: Mapping[str, Any]) -> str:
 
 
 def _possible_as(phys: Mapping[str, Any]) -> list[str]:
-    return [
-        f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)"
-        for b in phys.get("on_bases") or []
-        if isinstance(b, Mapping)
-        and b.get("verdict") == "possible"
-        and _is_num(b.get("tok_s_per_gpu"))
-    ]
+    ok = [b for b in phys.get("on_bases") or [] if isinstance(b, Mapping)]
+    ok = [b for b in ok if b.get("verdict") == "possible" and _is_num(b.get("tok_s_per_gpu"))]
+    return [f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)" for b in ok]
 
 
 def _derived(r: Mapping[str, Any]) -> str:
     d = _field(r, "derived")
     if not _is_num(d.get("value")):
         return ""
-    value = f"{number(d['value'])} {d.get('unit') or ''}".strip()
-    how = f": {d['how']}" if d.get("how") else ""
-    source = d.get("from") or "the specifications"
+    value, source = f"{number(d['value'])} {d.get('unit') or ''}".strip(), d.get("from")
+    how, source = f": {d['how']}" if d.get("how") else "", source or "the specifications"
     if d.get("exact"):
         return f"exactly what {source} give ({value}{how})"
     return f"{source} give {value}, not the claim's figure"
@@ -420,8 +403,7 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def supported_basis(pub: Mapping[str, Any]) -> str:
-    """``the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points`` where the
-    figure lies inside a basis's near points; else empty."""
+    """``the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points``, or empty."""
     near = _field(pub, "near")
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not _is_num(lo) or not _is_num(hi) or not lo <= 1 <= hi:
@@ -437,11 +419,9 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")
     out += "" if step else f" ({span})"
     lp = _field(pub, "list_price")
-    if not _is_num(lp.get("ratio")):
-        return out
-    return (
-        out + f"; {ratio_text(lp['ratio'])} the highest list price (${lp['value']:,.2f}/GPU-hour)"
-    )
+    if _is_num(lp.get("ratio")):
+        out += f"; {ratio_text(lp['ratio'])} the highest list price (${lp['value']:,.2f}/GPU-hour)"
+    return out
 
 
 def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> list[str]:

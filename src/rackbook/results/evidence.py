@@ -1,6 +1,5 @@
-"""Published evidence: each claim beside independent measurements of comparable systems
-(:func:`published_points`), read on each of its named bases (:func:`claim_evidence`); second-hand
-figures are shown, never decide alone. Units: the claim's own, ``tok/s/GPU``, ``tok/s per user``."""
+"""Published evidence: each claim beside measurements of comparable systems, read on each of its
+named bases; second-hand figures never decide. Units: the claim's, tok/s/GPU, tok/s per user."""
 
 from __future__ import annotations
 
@@ -49,8 +48,7 @@ class PublishedReading:
 
 
 def published_points(result: str | None = None) -> pd.DataFrame:
-    """Every shipped published point and registry figure, one row each (:data:`POINT_COLUMNS`),
-    in the unit of the claim it bears on; ``result`` keeps that result's claims' points only."""
+    """Every published point, one row each (:data:`POINT_COLUMNS`), in its claim's unit."""
     df = _all_points(str(paths.DATA)).copy()
     if result is not None:
         registries(str(paths.DATA))[0].for_result(result)  # unknown result: one-line InputError
@@ -74,18 +72,17 @@ def _all_points(data: str) -> pd.DataFrame:
 def published_reading(
     claim_id: str, value: float, points: pd.DataFrame, tolerance: float = 0.0
 ) -> PublishedReading:
-    """``value`` against ``points`` (``value`` same unit; ``verified``, ``url``, ``unit`` optional):
-    ``within`` [min - tolerance, max + tolerance], ``above``, ``below`` or ``none published``."""
-    second_hand = points.iloc[0:0]
+    """``value`` (``points``' unit) ``within`` [min - tolerance, max + tolerance] of ``points``,
+    ``above``, ``below`` or ``none published``."""
+    second_hand = 0
     if "verified" in points.columns:
-        second_hand = points[~points["verified"].astype(bool)]
+        second_hand = int((~points["verified"].astype(bool)).sum())
         points = points[points["verified"].astype(bool)]
     vals = points["value"].astype(float).to_numpy() if len(points) else np.array([])
     vals = vals[np.isfinite(vals)]
     unit = str(points["unit"].iloc[0]) if "unit" in points.columns and len(points) else ""
-    skipped = ""
-    if len(second_hand):
-        skipped = f"; {plural(len(second_hand), 'second-hand figure')} NOT VERIFIED, not used"
+    skipped = f"; {plural(second_hand, 'second-hand figure')} NOT VERIFIED, not used"
+    skipped = skipped if second_hand else ""
     if value is None or not math.isfinite(value) or not len(vals):
         why = "no published point to compare with" if not len(vals) else "the value is unknown"
         return PublishedReading(claim_id, "none published", "-", why + skipped, ())
@@ -105,8 +102,8 @@ def published_reading(
 
 @dataclass(frozen=True)
 class Closest:
-    """The published point closest in basis to a named basis; ``ratio`` is the claim's figure over
-    it (None across units), ``tied`` the points exactly as close (a spread ``low`` to ``high``)."""
+    """The published point closest in basis to a named basis; ``ratio``: the figure over it (None
+    across units); ``tied``: the points as close (spread ``low`` to ``high``)."""
 
     id: str
     source: tuple[str, ...]
@@ -146,19 +143,31 @@ class Closest:
     def text(self) -> str:
         """One line: who, value, ratio, setup and URL, and what it differs in."""
         flag = "" if self.verified else " (NOT VERIFIED)"
-        lead = {"like for like": "", "near": "does not decide: ", "analogue": _ANALOGUE}
         diffs = "; ".join(d.named(catalogs.display_names()) for d in self.differences)
-        diff = f"{lead[self.kind]}differs in {diffs}" if diffs else "like for like"
+        diff = f"{_LEAD[self.kind]}differs in {diffs}" if diffs else "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
         at = f"{self.setup}; {self.url}" if self.setup else self.url
         value = pr.point_value(vars(self))
         return f"{self.who}: {value}{flag}{pr.point_ratio(vars(self))} ({at}); {diff}{old}"
 
 
+#: How a closest point's differences are introduced, and what a margin calls it, by its kind.
+_LEAD = {
+    "like for like": "",
+    "near": "does not decide: ",
+    "analogue": "an analogue, never decides: ",
+}
+_CLOSEST = {
+    "analogue": "closest published point (an analogue, never decides)",
+    "near": "closest published point (near, does not decide)",
+    "like for like": "closest like-for-like point",
+    "modelled": "closest published figure (a modelled price, not a measurement)",
+}
+
+
 @dataclass(frozen=True)
 class BasisReading:
-    """A claim's published reading on one named basis (``closest`` None: no point counts the
-    same thing; ``step``: the conversion's arithmetic)."""
+    """A claim's published reading on one named basis (``step``: the conversion's arithmetic)."""
 
     name: str
     verdict: str
@@ -241,8 +250,7 @@ def _candidates(
 def _basis_readings(
     claim: claims_registry.Claim, value: float, points: pd.DataFrame, tolerance: float = 0.0
 ) -> list[BasisReading]:
-    """The claim's reading on each named basis: verified measurements agreeing in every part of
-    :data:`DECISIVE` decide."""
+    """The claim's reading on each named basis (verified, agreeing in :data:`DECISIVE`: decide)."""
     out = []
     for plaus, cb in claim_bases(claim):
         scale = cmp.scale_of(plaus)
@@ -320,15 +328,12 @@ def _unit_of(claim: claims_registry.Claim) -> str:
 def combine(readings: list[BasisReading]) -> str:
     """The deciding bases' one verdict, else :data:`DEPENDS` (``none published``: none decides)."""
     decided = list(dict.fromkeys(r.verdict for r in readings if r.verdict != "none published"))
-    if not decided:
-        return "none published"
-    return decided[0] if len(decided) == 1 else DEPENDS
+    return (decided or ["none published"])[0] if len(decided) <= 1 else DEPENDS
 
 
 @dataclass(frozen=True)
 class ClaimEvidence:
-    """A claim's published evidence over its named bases (``closest``: over the bases physics
-    allows)."""
+    """A claim's published evidence over its named bases (``closest``: those physics allows)."""
 
     claim_id: str
     verdict: str
@@ -343,28 +348,18 @@ class ClaimEvidence:
     list_price: dict[str, object] | None = None
 
 
-def _top(allowed: list[BasisReading]) -> list[BasisReading]:
-    cands = sorted(
-        (
-            (cmp.score(br.closest.differences), not br.closest.verified, i, br)
-            for i, br in enumerate(allowed)
-            if br.closest is not None
-        ),
-        key=lambda c: c[:3],
-    )
-    top = [c[3] for c in cands if c[:2] == cands[0][:2]] if cands else []
+def _top(brs: list[BasisReading]) -> list[BasisReading]:
+    ranked = [
+        ((cmp.score(b.closest.differences), not b.closest.verified), b) for b in brs if b.closest
+    ]
+    top = [b for r, b in ranked if r == min(r for r, _ in ranked)]
     return sorted(top, key=lambda br: br.near is None or cmp.near_position(br.near) != "inside")
 
 
 def _closest_margin(top: list[BasisReading]) -> str:
     closest = top[0].closest
     assert closest is not None
-    kind = {
-        "analogue": "closest published point (an analogue, never decides)",
-        "near": "closest published point (near, does not decide)",
-    }.get(closest.kind, "closest like-for-like point")
-    if closest.modelled:
-        kind = "closest published figure (a modelled price, not a measurement)"
+    kind = _CLOSEST["modelled" if closest.modelled else closest.kind]
     if len(top) == 1:
         return f"{kind}: {closest.span()}"
     each = "; ".join(f"{as_basis(br.name)}: {br.closest.span()}" for br in top if br.closest)
@@ -395,9 +390,8 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         margin += f"; {list_price_text(top_list)}"
     if out_names:
         margin = f"physics rules out {_names_text(out_names)}; {margin}"
-    basis_line = f"basis: {brs[0].basis}"
-    if len(brs) > 1:
-        basis_line = f"basis unknown in a part that matters, read on {len(brs)} named bases"
+    many = f"basis unknown in a part that matters, read on {len(brs)} named bases"
+    basis_line = many if len(brs) > 1 else f"basis: {brs[0].basis}"
     lead = "; ".join(x for x in (READING_NOTES.get(claim_id, ""), basis_line) if x)
     ordered = [br for br in brs if not br.ruled_out] + [br for br in brs if br.ruled_out]
     reason = lead + ": " + " | ".join(br.text() for br in ordered)
@@ -409,8 +403,8 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
 
 
 def highest_list_price(points: pd.DataFrame, value: float) -> dict[str, object] | None:
-    """The highest list price ($/GPU-hour) among a claim's points: ``value``, ``who``,
-    ``verified`` and ``ratio`` (the claim's figure over it; None unknown); None without one."""
+    """The highest list price ($/GPU-hour) of a claim's points: ``value``, ``who``, ``verified``,
+    ``ratio`` (the claim's figure over it); None without one."""
     if "price_kind" not in points.columns:
         return None
     lp = points[(points["price_kind"] == "list price") & (points["unit"] == "$/GPU-hour")]
@@ -418,14 +412,10 @@ def highest_list_price(points: pd.DataFrame, value: float) -> dict[str, object] 
     if not len(lp):
         return None
     r = lp.loc[lp["value"].astype(float).idxmax()]
-    hw = text_or_none(r["hardware"])
-    price = float(r["value"])
-    return {
-        "value": price,
-        "who": f"{r['submitter']}{', ' + hw if hw else ''}",
-        "verified": bool(r["verified"]),
-        "ratio": value / price if value is not None and math.isfinite(value) else None,
-    }
+    hw, price = text_or_none(r["hardware"]), float(r["value"])
+    ratio = value / price if value is not None and math.isfinite(value) else None
+    who = f"{r['submitter']}{', ' + hw if hw else ''}"
+    return dict(value=price, who=who, verified=bool(r["verified"]), ratio=ratio)
 
 
 def list_price_text(lp: Mapping[str, object]) -> str:
@@ -435,9 +425,6 @@ def list_price_text(lp: Mapping[str, object]) -> str:
     tail = f", the claim {ratio_text(ratio)} it" if isinstance(ratio, float) else ""
     price = value_text(float(lp["value"]), "$/GPU-hour")  # type: ignore[arg-type]
     return f"highest list price: {price} ({lp['who']}{flag}){tail}"
-
-
-_ANALOGUE = "an analogue, never decides: "
 
 
 def _names_text(names: tuple[str, ...]) -> str:
@@ -496,7 +483,7 @@ def _basis_row(br: BasisReading) -> dict[str, object]:
 
 def evidence_table(result: str) -> pd.DataFrame:
     """A chapter's "published measurements" table: per claim a ``claim`` row, a ``reading`` row
-    per named basis, then its ``published`` points (``used``: decided a basis reading)."""
+    per named basis, then its ``published`` points."""
     reg, _ = registries(str(paths.DATA))
     pts, names = published_points(result), catalogs.display_names()
     rows = []

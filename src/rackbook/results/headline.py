@@ -45,10 +45,6 @@ def _require(ok: bool, problem: str) -> None:
         raise ValueError(problem)
 
 
-def _one_line(text: str, what: str) -> None:
-    _require("\n" not in text, f"{what}: must be one line")
-
-
 @dataclass
 class Headline:
     """One headline value of a result (``hardware``: where a measured value was measured)."""
@@ -72,21 +68,19 @@ class Headline:
         me = f"headline {self.name}"
         _require(self.kind in KINDS, f"{me}: kind {self.kind!r} not in {KINDS}")
         allowed = (*VOCABULARY[self.reading], NOT_COMPARABLE)
-        word = f"{me}: verdict {self.verdict!r} is not a {self.reading} word"
-        _require(self.verdict in allowed, f"{word} ({', '.join(allowed)})")
+        _require(self.verdict in allowed, f"{me}: verdict {self.verdict!r} not in {allowed}")
         no_claim = self.claim_id is None and self.verdict != NOT_COMPARABLE
         _require(not no_claim, f"{me}: without a claim the verdict is not comparable")
-        where = self.kind != "measured" or bool(self.hardware)
-        _require(where, f"{me}: a measured value must say on what hardware")
+        _require(self.kind != "measured" or bool(self.hardware), f"{me}: measured where?")
         finite = not isinstance(self.value, float) or math.isfinite(self.value)
         _require(finite, f"{me}: value is not finite")
-        _one_line(self.reason, f"{me}: reason")
+        _require("\n" not in self.reason, f"{me}: reason must be one line")
 
 
 @dataclass(frozen=True)
 class ClaimReading:
-    """One reading of one claim: verdict, the margin that decided it (``3.94x the compute
-    ceiling``), a one-line reason, and the published or physics reading's evidence as data."""
+    """One reading of one claim: verdict, the margin that decided it, a one-line reason, and the
+    reading's evidence as data."""
 
     claim_id: str
     reading: str
@@ -112,10 +106,8 @@ class ClaimReading:
     def __post_init__(self) -> None:
         me, words = f"{self.claim_id} {self.reading}", VOCABULARY.get(self.reading)
         _require(words is not None, f"{self.claim_id}: reading {self.reading!r} not in {READINGS}")
-        bad = f"{self.claim_id}: {self.reading} verdict {self.verdict!r}"
-        _require(self.verdict in (words or ()), f"{bad} not in {words}")
-        _one_line(self.reason, f"{me}: reason")
-        _one_line(self.margin, f"{me}: margin")
+        _require(self.verdict in (words or ()), f"{me} verdict {self.verdict!r} not in {words}")
+        _require("\n" not in self.reason + self.margin, f"{me}: reason or margin on two lines")
         if self.reading == "physics" and (why := contradiction(self.verdict, self.ratio)):
             raise ValueError(f"{self.claim_id}: physics {self.verdict!r} beside {why}")
 
@@ -166,13 +158,6 @@ def by_claim(readings: list[ClaimReading], reading: str) -> dict[str, ClaimReadi
     return {r.claim_id: r for r in readings if r.reading == reading}
 
 
-def untested(claim_id: str, hardware: str, needs: str) -> ClaimReading:
-    """The "this run" reading of a trace that cannot test the claim."""
-    return ClaimReading(
-        claim_id, "this run", "untested", "-", f"recorded on {hardware}; the claim needs {needs}"
-    )
-
-
 @dataclass
 class Outcome:
     """What a chapter concludes: headline values, each claim's three readings, what would flip
@@ -187,26 +172,17 @@ class Outcome:
     hardware: str | None = None
 
     def __post_init__(self) -> None:
-        if self.result not in RESULTS:
-            raise ValueError(f"unknown result {self.result!r}")
-        seen: dict[str, set[str]] = {}
+        _require(self.result in RESULTS, f"unknown result {self.result!r}")
+        seen: dict[str, list[str]] = {}
         for r in self.readings:
-            if not r.claim_id.startswith(self.result + "."):
-                raise ValueError(f"{r.claim_id} is not a claim of {self.result}")
-            if r.reading in seen.setdefault(r.claim_id, set()):
-                raise ValueError(f"{r.claim_id}: two {r.reading} readings")
-            seen[r.claim_id].add(r.reading)
+            _require(r.claim_id.startswith(self.result + "."), f"{r.claim_id}: not {self.result}'s")
+            seen.setdefault(r.claim_id, []).append(r.reading)
         for claim, got in seen.items():
-            if got != set(READINGS):
-                raise ValueError(f"{claim}: readings {sorted(got)}, need all of {READINGS}")
-        for f in self.flips:
-            _one_line(f, f"{self.result}: flip")
+            _require(sorted(got) == sorted(READINGS), f"{claim}: readings {got}, need {READINGS}")
+        _require(not any("\n" in f for f in self.flips), f"{self.result}: a flip on two lines")
 
     def reading(self, claim_id: str, reading: str) -> ClaimReading:
-        for r in self.readings:
-            if r.claim_id == claim_id and r.reading == reading:
-                return r
-        raise KeyError((claim_id, reading))
+        return next(r for r in self.readings if (r.claim_id, r.reading) == (claim_id, reading))
 
     def to_dict(self, source: str) -> dict[str, Any]:
         from rackbook.results.certainty import certainties
@@ -220,8 +196,7 @@ class Outcome:
         return doc | dict(flips=list(self.flips), headlines=[asdict(h) for h in self.headlines])
 
     def write(self, out_dir: str | Path, source: str) -> Path:
-        """``out_dir/RESULT.json`` (atomic; under ``rackbook run``, :data:`STAGE_ENV`'s folder);
-        ``source`` is ``trace`` or ``live``."""
+        """``out_dir/RESULT.json`` (atomic; in :data:`STAGE_ENV`'s folder if set)."""
         folder = os.environ.get(STAGE_ENV) or out_dir
         return atomic_write_json(Path(folder) / f"{self.result}.json", self.to_dict(source))
 
@@ -270,15 +245,11 @@ def defaults(params: type[P]) -> P:
 
 
 def _fmt_value(v: float | int | str | None) -> str:
-    if v is None:
-        return "not recorded"
-    if isinstance(v, bool):
-        return str(v)
     if isinstance(v, float):
         return f"{v:,.4g}" if abs(v) < 1000 else f"{v:,.0f}"  # never 3.327e+05
-    if isinstance(v, int):
+    if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
-    return str(v)
+    return "not recorded" if v is None else str(v)
 
 
 def _figure(claim_id: str) -> str:
@@ -305,11 +276,10 @@ def read_result(path: str | Path) -> dict[str, Any]:
     doc = jsonstream.load(path)
     if not isinstance(doc, dict):
         raise InputError(path, "-", f"must be a JSON object, got {type(doc).__name__}")
-    for key, kind in (("headlines", list), ("readings", list)):
-        if key not in doc:
-            raise InputError(path, key, "missing")
-        if not isinstance(doc[key], kind):
-            raise InputError(path, key, f"must be a {kind.__name__}, got {type(doc[key]).__name__}")
+    for key in ("headlines", "readings"):
+        if not isinstance(doc.get(key), list):
+            got = f"must be a list, got {type(doc[key]).__name__}" if key in doc else "missing"
+            raise InputError(path, key, got)
     for i, r in enumerate(doc["readings"]):
         if not isinstance(r, dict) or not {"claim_id", "reading", "verdict", "reason"} <= set(r):
             raise InputError(path, f"readings[{i}]", "needs claim_id, reading, verdict, reason")

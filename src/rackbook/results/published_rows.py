@@ -96,9 +96,9 @@ def point_value(c: Mapping[str, Any]) -> str:
 
 def point_ratio(c: Mapping[str, Any]) -> str:
     """``, the claim 0.883x to 0.917x them`` (``it`` for one point)."""
+    lo, hi = c.get("ratio_low"), c.get("ratio_high")
     if not isinstance(c.get("ratio"), (int, float)):
         return ""
-    lo, hi = c.get("ratio_low"), c.get("ratio_high")
     if c.get("tied") and lo is not None and hi is not None and lo != hi:
         return ", " + claim_over(lo, hi)
     return ", " + claim_over(c["ratio"], c["ratio"], "it")
@@ -111,7 +111,7 @@ def text_or_none(v: object) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def _trace_points(root: str) -> pd.DataFrame:
+def trace_points(root: str) -> pd.DataFrame:
     frames = [
         traces.read_trace(Path(root) / n, itl=False).extra["published_points"].assign(source=n)
         for n in SHIPPED
@@ -125,11 +125,7 @@ def registries(root: str) -> tuple[claims_registry.Registry, figures_registry.Fi
     return reg, figures_registry.load_figures(Path(root) / "published" / "figures.yaml", reg)
 
 
-_DEFAULTS = dict.fromkeys(POINT_COLUMNS) | {"role": "measurement", "verified": True}
-
-
-def _base(row: dict[str, object]) -> dict[str, object]:
-    return _DEFAULTS | row | {"kind": "published"}
+_DEFAULTS = dict.fromkeys(POINT_COLUMNS) | dict(role="measurement", verified=True, kind="published")
 
 
 def int_or_none(v: object) -> int | None:
@@ -175,7 +171,7 @@ def _from_trace_row(r: pd.Series) -> dict[str, object]:
     row |= dict(id=f"{r['source']}:{r['point_id']}", value=value, unit=unit, as_published=shown)
     row["claim_id"] = "single-user.throughput" if single else "rack-scaling.throughput"
     row |= dict(tok_s_per_gpu=float(r["tok_s_per_gpu"]), basis=b)
-    return _base(row | {"tok_s_per_user": float_or_none(r["tok_s_per_user"])})
+    return _DEFAULTS | row | {"tok_s_per_user": float_or_none(r["tok_s_per_user"])}
 
 
 def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
@@ -214,14 +210,9 @@ def converted_rows(r: pd.Series) -> list[dict[str, object]]:
         value, rule = out_gpu * dec / gpus, "output per GPU of the deployment = output per "
         rule += f"decode GPU x {dec} decode / {gpus} GPUs"
     row = _from_trace_row(r)
-    row.update(
-        id=f"{row['id']}#output",
-        value=value,
-        as_published=f"{number_text(float(r['tok_s_per_gpu']))} total tok/s/GPU, converted",
-        basis=dataclasses.replace(row["basis"], tokens="output"),  # type: ignore[type-var]
-        unit=per_gpu_unit("output"),
-        conversion=rule,
-    )
+    row |= dict(id=f"{row['id']}#output", value=value, unit=per_gpu_unit("output"), conversion=rule)
+    row["as_published"] = f"{number_text(float(r['tok_s_per_gpu']))} total tok/s/GPU, converted"
+    row["basis"] = dataclasses.replace(row["basis"], tokens="output")  # type: ignore[type-var]
     return [row]
 
 
@@ -233,21 +224,14 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
     """``Result(72) / Result(8)`` of each MLPerf submitter, hardware, model and scenario."""
     ml = points[points["source"] == "mlperf-v6.1-dsr1"]
     out = []
-    for (sub, hw, model, scen), g in ml.groupby(
-        ["submitter", "hardware", "model", "scenario"], sort=True
-    ):
-        rack = g[g["gpus"] == RACK_GPUS]
-        node = g[g["gpus"] == NODE_GPUS]
+    for (sub, hw, model, scen), g in ml.groupby(["submitter", "hardware", "model", "scenario"]):
+        rack, node = (g[g["gpus"] == n] for n in (RACK_GPUS, NODE_GPUS))
         if len(rack) != 1 or len(node) != 1:
             continue
         r, n = rack.iloc[0], node.iloc[0]
         ratio = float(r["tok_s_total"]) / float(n["tok_s_total"])
-        b = dataclasses.replace(
-            trace_row_basis(r),
-            metric="rack/node throughput ratio",
-            per="deployment",
-            counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}",
-        )
+        b = dataclasses.replace(trace_row_basis(r), metric="rack/node throughput ratio")
+        b = dataclasses.replace(b, per="deployment", counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}")
         shown = f"{number_text(float(r['tok_s_total']))} / {number_text(float(n['tok_s_total']))}"
         row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")}
         row |= dict(submitter=sub, hardware=hw, gpus=RACK_GPUS, model=model, scenario=scen)
@@ -255,7 +239,7 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
         row["id"] = f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}"
         row |= dict(claim_id="rack-scaling.speedup", system=f"{r['system']} vs {n['system']}")
         row["source"], row["notes"] = "mlperf-v6.1-dsr1", _RATIO_NOTE
-        out.append(_base(row))
+        out.append(_DEFAULTS | row)
     return out
 
 
@@ -280,7 +264,7 @@ def _from_figure(f: figures_registry.Figure) -> dict[str, object]:
     row |= dict(id=f"figures:{f.id}", claim_id=f.claim, value=value, unit=unit)
     row |= dict(as_published=value_text(f.value, f.unit), basis=f.figure_basis)
     row |= dict(tok_s_per_gpu=value if unit_family(unit) == PER_GPU else None)
-    return _base(row | dict(tok_s_per_user=f.tok_s_per_user, source="figures.yaml"))
+    return _DEFAULTS | row | dict(tok_s_per_user=f.tok_s_per_user, source="figures.yaml")
 
 
 #: vLLM's DeepSeek-V4.1-Flash prefill-TTFT table (verbatim excerpt) and its source file.
@@ -290,8 +274,7 @@ PREFILL_SOURCE = "data/published/sources/vllm-dsv41-prefill-ttft-SOURCE.txt"
 
 @dataclass(frozen=True)
 class PrefillCell:
-    """One cell of the prefill-TTFT table: one request's TTFT in ms with replay off, on with an
-    eager decoder, on with CUDA graphs."""
+    """One cell of the prefill-TTFT table: TTFT in ms with replay off, eager, CUDA graphs."""
 
     cfg: str
     gpus: int
@@ -307,8 +290,7 @@ class PrefillCell:
 
 
 def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
-    """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError on a bad
-    cell."""
+    """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError if bad."""
     p = paths.resolve(path or PREFILL_TABLE)
     shown = loader.display_path(p)
     data = jsliteral.parse_js_export(p.read_text(encoding="utf-8"), "DATA", shown)
@@ -382,7 +364,7 @@ def prefill_rows(data: str) -> list[dict[str, object]]:
             f"eager decoder: {(c.off_ms / c.eager_ms - 1) * 100:+.1f} %"
         )
         row |= dict(source=Path(PREFILL_TABLE).name, conversion=_PREFILL_RULE) | same
-        out.append(_base(row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})}))
+        out.append(_DEFAULTS | row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})})
     return out
 
 
@@ -419,8 +401,7 @@ def token_value_per_gpu_hour(
 
 
 def token_value_rows(data: str) -> list[dict[str, object]]:
-    """The rack claim's throughput valued in $/GPU-hour at DeepSeek's off-peak API prices, one
-    point per cache hit rate: a cross-check, never a measurement."""
+    """The rack claim's throughput in $/GPU-hour at DeepSeek's off-peak API prices, per hit rate."""
     reg, figs = registries(data)
     g = {k: figs.get(v) for k, v in TOKEN_VALUE.items() if isinstance(v, str)}
     prices = (g["hit"].value, g["miss"].value, g["output"].value)
@@ -450,7 +431,7 @@ def token_value_rows(data: str) -> list[dict[str, object]]:
             f"({h.url}); off-peak prices (peak: twice)"
         )
         row |= dict(unit="$/GPU-hour", source="figures.yaml", basis=b, price_kind="list price")
-        out.append(_base(row | {"conversion": _TOKEN_VALUE_RULE}))
+        out.append(_DEFAULTS | row | {"conversion": _TOKEN_VALUE_RULE})
     return out
 
 
@@ -463,7 +444,7 @@ _TOKEN_VALUE_RULE = (
 def load_rows(data: str) -> pd.DataFrame:
     """Every published point under ``data`` (``comparable`` and ``used`` left to the reading)."""
     reg, figs = registries(data)
-    raw = _trace_points(str(Path(data) / "published"))
+    raw = trace_points(str(Path(data) / "published"))
     rows = []
     for _, r in raw.iterrows():
         rows.append(_from_trace_row(r))

@@ -1,6 +1,5 @@
-"""The expected throughput (:mod:`rackbook.physics.expected`) against every published
-measurement the mapping ``data/published/validation.yaml`` names, by leave-one-source-out error.
-Units: tokens/s per GPU in the tokens each point counts; ratios measured / expected."""
+"""The expected throughput against every published measurement ``data/published/validation.yaml``
+names, by leave-one-source-out error. Units: tok/s per GPU of the counted tokens."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ from rackbook.results import published_rows
 MAPPING = "published/validation.yaml"  # under data/
 #: The fit's grid: kernel-efficiency factors (dimensionless).
 EFFICIENCIES: tuple[float, ...] = (0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
-#: Per-layer floors (s): the measured anchor only (fitted, a fold without the SGLang cookbook
-#: took no floor and over-read the cookbook's points 3-6x).
+#: Per-layer floors (s): the measured anchor only (fitted, a fold took none and over-read 3-6x).
 LAYER_S: tuple[float, ...] = (exp_mod.ANCHOR_LAYER_S,)
 #: Nominal quantiles of log(measured / expected) making an 80 % interval.
 INTERVAL_QUANTILES = (0.1, 0.9)
@@ -78,8 +76,6 @@ class Point:
 
 @dataclass(frozen=True)
 class Excluded:
-    """A held measurement the validation does not read, and why."""
-
     id: str
     source: str
     reason: str
@@ -114,36 +110,22 @@ class Prediction:
 
 
 def _row_value(row: Any, *names: str) -> float | None:
-    for n in names:
-        v = published_rows.float_or_none(row.get(n))
-        if v is not None and math.isfinite(v):
-            return v
-    return None
+    vals = (published_rows.float_or_none(row.get(n)) for n in names)
+    return next((v for v in vals if v is not None and math.isfinite(v)), None)
 
 
 _Rows = dict[tuple[str, str], dict[str, Any]]
 
 
-def _trace_rows(data: Path) -> _Rows:
-    from rackbook.core import traces
-
-    out: _Rows = {}
-    for name in published_rows.SHIPPED:
-        t = traces.read_trace(data / "published" / name, itl=False)
-        for r in t.extra["published_points"].to_dict("records"):
-            out[(name, str(r["point_id"]))] = r
-    return out
-
-
 def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
-    """The points of the mapping (default :data:`MAPPING`) and those it excludes; InputError on
-    an unknown row or source, or a bad field."""
+    """The points of the mapping (default :data:`MAPPING`) and those it excludes (InputError)."""
     file = Path(path) if path is not None else paths.DATA / MAPPING
     doc = loader.read_yaml(file)
     if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
         raise InputError(file, "points", "a list of points is required")
     sources = doc.get("sources") or {}
-    rows = _trace_rows(paths.DATA)
+    pts = published_rows.trace_points(str(paths.DATA / "published")).to_dict("records")
+    rows = {(str(r["source"]), str(r["point_id"])): r for r in pts}
     figs = {f.id: f for f in published_rows.registries(str(paths.DATA))[1].figures}
     points: list[Point] = []
     excluded: list[Excluded] = []
@@ -174,22 +156,20 @@ def _point(
         f = figs.get(pid)
         if f is None:
             raise InputError(file, f"{where}.figure", f"{pid!r} is not in figures.yaml")
-        measured = float(f.value) / float(spec.get("per_node") or 1)
-        url = str(f.url)
+        measured, url = float(f.value) / float(spec.get("per_node") or 1), str(f.url)
         conc = f.concurrency
     else:
         r = rows.get((src, pid))
         if r is None:
             raise InputError(file, f"{where}.point_id", f"{pid!r} is not a row of {src}")
         col = "output_tok_s_per_gpu" if spec.get("counted") == "output" else "tok_s_per_gpu"
-        measured = _row_value(r, col, "tok_s_per_gpu") or 0.0
-        url = str(r.get("url") or "")
+        measured, url = _row_value(r, col, "tok_s_per_gpu") or 0.0, str(r.get("url") or "")
         ttft = _row_value(r, "ttft_mean_s", "ttft_median_s")
         tpot = _row_value(r, "tpot_mean_s", "tpot_median_s")
         conc = _row_value(r, "concurrency")
         spec.setdefault("gpus", published_rows.int_or_none(r.get("gpus")))
-        spec.setdefault("isl", _row_value(r, "isl"))
-        spec.setdefault("osl", _row_value(r, "osl"))
+        for k in ("isl", "osl"):
+            spec.setdefault(k, _row_value(r, k))
     if not measured or measured <= 0:
         raise InputError(file, where, f"{pid}: no measured per-GPU value")
     for k in ("model", "gpu", "gpus", "counted", "phase"):
@@ -216,15 +196,15 @@ def _point(
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
     kw: dict[str, Any] = {k: str(spec[k]) for k in ("counted", "phase", "model", "gpu")}
-    kw |= {k: spec.get(k) for k in ("precision", "isl", "tpot_ms", "prefill_gpus", "decode_gpus")}
-    kw |= dict(context=spec.get("context"), gpus=int(spec["gpus"]), osl=osl, url=url)
+    names = "precision isl osl tpot_ms prefill_gpus decode_gpus context".split()
+    kw |= {k: spec.get(k) for k in names}
+    kw |= dict(gpus=int(spec["gpus"]), url=url, note=str(spec.get("note") or ""))
     kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
-    kw["note"] = str(spec.get("note") or "")
     return Point(pid, src, spec["primary"], measured, **kw)
 
 
 def _split(p: Point, claimed: float) -> tuple[float, float]:
-    """(output, new input) tokens/s per GPU of ``claimed`` counted tokens/s per GPU."""
+    """(output, new input) tok/s per GPU of ``claimed`` counted tok/s per GPU."""
     isl, osl = p.isl or 0.0, p.osl or 0.0
     if p.counted == "output":
         out, inp = claimed, (claimed * isl / osl if osl else 0.0)
@@ -236,15 +216,14 @@ def _split(p: Point, claimed: float) -> tuple[float, float]:
 
 
 def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
-    """The expected rate of ``p`` with ``fit``; a disaggregated deployment's is the least each
-    pool sustains (rate x its GPUs / its token share), over all the GPUs."""
+    """The expected rate of ``p`` with ``fit`` (disaggregated: the least pool's rate)."""
     model = catalogs.as_model(p.model)
     kv = check_mod.narrowest_kv_dtype(model) or ("fp4" if model.kv_cache.relative_to else None)
     ctx = p.context if p.context is not None else ((p.isl or 0) + (p.osl or 0) / 2)
-    wk: dict[str, Any] = dict(
-        tokens_per_step=p.tokens_per_step, verify_tokens=p.verify, kv_dtype=kv
+    wk: dict[str, Any] = dict(tokens_per_step=p.tokens_per_step, verify_tokens=p.verify)
+    work = Workload(
+        p.counted, decode_context=ctx, prefill_prefix=(p.isl or 0) / 2, kv_dtype=kv, **wk
     )
-    work = Workload(counted=p.counted, decode_context=ctx, prefill_prefix=(p.isl or 0) / 2, **wk)
     run = partial(exp_mod.expected, model, p.gpu, precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
     if p.prefill_gpus and p.decode_gpus:
         total = (p.isl or 0) + (p.osl or 0)
@@ -264,9 +243,8 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
         w = replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp)
         e = run(p.gpus, w, claimed=p.measured, phase=p.phase, decode_batch=p.batch)
         rate, dep = e.tok_s_per_gpu, e.deployment
-    return Prediction(
-        p, rate, rate * math.exp(fit.log_low), rate * math.exp(fit.log_high), dep, fit_name
-    )
+    low, high = rate * math.exp(fit.log_low), rate * math.exp(fit.log_high)
+    return Prediction(p, rate, low, high, dep, fit_name)
 
 
 def _weights(points: list[Point]) -> np.ndarray:
@@ -291,7 +269,7 @@ def weighted_quantiles(
 ) -> tuple[float, ...]:
     """Weighted quantiles ``qs``, linear between weighted midpoints (numpy's ``hazen`` rule)."""
     if not len(values):
-        return tuple(0.0 for _ in qs)
+        return (0.0,) * len(qs)
     order = np.argsort(values, kind="stable")
     v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
     mid = (np.cumsum(w) - 0.5 * w) / w.sum()
@@ -299,8 +277,7 @@ def weighted_quantiles(
 
 
 def interval_levels(n: int) -> tuple[float, float]:
-    """:data:`INTERVAL_QUANTILES` for ``n`` residuals with split conformal prediction's
-    finite-sample correction: each tail's level scaled by (n + 1) / n, capped at 0 and 1."""
+    """:data:`INTERVAL_QUANTILES` with split conformal's correction (each tail x (n + 1) / n)."""
     lo, hi = INTERVAL_QUANTILES
     k = (n + 1) / n if n else 1.0
     return max(0.0, 1 - (1 - lo) * k), min(1.0, hi * k)
@@ -316,7 +293,7 @@ def grid_fit(i: int, residuals: np.ndarray, weights: np.ndarray | None = None) -
 
 @dataclass(frozen=True)
 class FitResult:
-    """The fit on all points, with each source held out, and the grid's residuals."""
+    """The fit on all points, each source held out, and the grid's log residuals."""
 
     fit: exp_mod.Fit
     held_out: dict[str, exp_mod.Fit]
@@ -343,10 +320,9 @@ def held_out_logs(
     for src in sources:
         j = _row_without(points, logs, set(without) | {src})
         idx = [k for k, p in enumerate(points) if p.source == src]
-        if j is None:
-            continue
-        res.extend(logs[j][idx])
-        wts.extend([1.0 / len(idx)] * len(idx))
+        if j is not None:
+            res.extend(logs[j][idx])
+            wts.extend([1.0 / len(idx)] * len(idx))
     return np.array(res), np.array(wts)
 
 
@@ -390,14 +366,15 @@ def predictions(
 
 def summary(preds: list[Prediction]) -> dict[str, Any]:
     """``{points, median_ratio, within_2x, inside}`` (shares; None without points)."""
-    r = np.array([x.ratio for x in preds if math.isfinite(x.ratio)])
-    if not len(r):
+    finite = [x for x in preds if math.isfinite(x.ratio)]
+    if not finite:
         return {"points": 0, "median_ratio": None, "within_2x": None, "inside": None}
+    r = np.array([x.ratio for x in finite])
     return {
-        "points": int(len(r)),
+        "points": len(r),
         "median_ratio": float(np.median(r)),
         "within_2x": float(np.mean((r >= 0.5) & (r <= 2.0))),
-        "inside": float(np.mean([x.inside for x in preds if math.isfinite(x.ratio)])),
+        "inside": float(np.mean([x.inside for x in finite])),
     }
 
 

@@ -18,7 +18,6 @@ from rackbook.physics import attainable as _attainable
 from rackbook.physics import expected as _expected
 from rackbook.physics.check import Check, physics_verdict
 from rackbook.results.headline import ClaimReading, ceiling_margin
-from rackbook.results.headline import untested as _untested
 
 #: GPU name fragments (upper case) of the claims' hardware; what a served model's name contains.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
@@ -48,7 +47,8 @@ def can_test(
 
 def untested(claim_id: str, run: dict[str, Any], what: str, needs: str) -> ClaimReading:
     """The "this run" reading of a trace that cannot test the claim."""
-    return _untested(claim_id, f"{provenance.hardware_label(run)} ({what})", needs)
+    why = f"recorded on {provenance.hardware_label(run)} ({what}); the claim needs {needs}"
+    return ClaimReading(claim_id, "this run", "untested", "-", why)
 
 
 def parameters(p: Any, names: str, **resolved: Any) -> dict[str, Any]:
@@ -134,8 +134,7 @@ def attainable(c: Check, what: str = "") -> dict[str, Any]:
 
 
 def expected(c: Check, what: str = "") -> dict[str, Any]:
-    """What real deployments reach for a check (tok/s per GPU, interval, ratio) by the stored
-    fit; None values for a figure that does not fit."""
+    """What real deployments reach for a check (tok/s per GPU, interval, ratio), stored fit."""
     keys = ("tok_s_per_gpu", "low", "high", "ratio", "deployment")
     if c.limit.startswith("memory capacity"):
         return dict.fromkeys(keys) | {"text": ""}
@@ -155,8 +154,7 @@ def placement(d: Mapping[str, Any]) -> str:
 
 
 def brief(d: Mapping[str, Any], validation: str = "") -> str:
-    """``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``, then the
-    model's error ``validation``."""
+    """``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``, error."""
     where = placement(d)
     if not where:
         return ""
