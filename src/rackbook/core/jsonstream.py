@@ -58,14 +58,12 @@ class Ragged:
 
 @dataclass(frozen=True)
 class Counts:
-    """Bounds on typed lists; ``same_length``: a key whose length bounds the others'."""
+    """Bounds on typed lists: entries of one, numbers of an inner list, numbers in all."""
 
     entries: int
     inner: int
     total: int
     name: str = "requests"
-    same_length: str | None = None
-    per: str = "one per request"
     flat_index: bool = True  # a non-number of an inner list named KEY[k] (k over all values)
     not_list: str = "must be a list of seconds"
 
@@ -123,7 +121,6 @@ class _Reader:
         self.buf, self.pos, self.eof = b"", 0, False
         self.offset = self.lines = 0  # file bytes and newlines before buf
         self.budget = int(VALUE_BUDGET_MB * 1e6)
-        self.lengths: dict[str, int] = {}
         # numbers the file can hold: two bytes each at least ("1,"); a gzip file: its cap
         self.most_numbers = (cap if cap is not None else path.stat().st_size) // 2 + 1
 
@@ -252,10 +249,10 @@ class _Reader:
             c = self.step(0x5D)
 
     def numbers(
-        self, path: tuple[Any, ...], bound: int, what: str, exact: bool, name: str, flat0: int = 0
+        self, path: tuple[Any, ...], bound: int, what: str, name: str, flat0: int = 0
     ) -> np.ndarray:
-        """The list at ``pos`` as float64 (``exact``: one past ``bound`` read through to count);
-        a non-number is ``NAME[i]``, ``i`` counted from ``flat0``."""
+        """The list at ``pos`` as float64, at most ``bound`` entries; a non-number is ``NAME[i]``,
+        ``i`` counted from ``flat0``."""
         n, parts = 0, list[np.ndarray]()
 
         def one(c: int) -> np.ndarray:
@@ -266,14 +263,12 @@ class _Reader:
 
         for arr in self.items(NUMBERS, one):
             n += len(arr)
-            if n > bound and not exact:
+            if n > bound:
                 raise self.over(path, bound, "entries", what)
-            parts = [*parts, arr] if n <= bound else []  # past the bound: counted, not kept
-        if n > bound:
-            raise self.fail(path, f"has {n} entries, expected {bound} ({what})")
+            parts.append(arr)
         return np.concatenate(parts) if parts else np.zeros(0)
 
-    def ragged(self, path: tuple[Any, ...], counts: Counts, key: str, bound: int) -> Ragged:
+    def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
         """A list of lists of numbers at ``pos``: runs of lists at once, a long list in pieces."""
         lens, rows, total = [], 0, 0
         out = np.zeros(0)  # the values, written in place (no copy at the end)
@@ -284,7 +279,7 @@ class _Reader:
             if c != 0x5B:
                 raise self.fail(f"{key}[{rows}]", counts.not_list)
             flat = (key, total) if counts.flat_index else ("", 0)
-            v = self.numbers((*path, rows), counts.inner, "numbers of one list", False, *flat)
+            v = self.numbers((*path, rows), counts.inner, "numbers of one list", *flat)
             return np.array([len(v)]), v
 
         for k, v in self.items(RAGGED, one):
@@ -292,10 +287,8 @@ class _Reader:
                 i = rows + int(np.argmax(k > counts.inner))
                 raise self.over((*path, i), counts.inner, "entries", "numbers of one list")
             rows, total = rows + len(k), total + len(v)
-            if rows > bound and counts.same_length in self.lengths:
-                raise self.fail(path, f"must be a list of {bound} lists ({counts.per})")
-            if rows > bound:
-                raise self.over(path, bound, "lists", f"rackbook's bound on {counts.name}")
+            if rows > counts.entries:
+                raise self.over(path, counts.entries, "lists", f"rackbook's bound on {counts.name}")
             if total > counts.total:
                 raise self.over(path, counts.total, "numbers in all", "rackbook's bound")
             lens.append(k)
@@ -317,23 +310,19 @@ class _Reader:
             self.pos += 1
             given = top.get(key)
             kind = given if self.ws() == 0x5B else None
-            v: Any = None
-            bound = self.lengths.get(counts.same_length or "", counts.entries)
-            if kind == NUMBERS:
-                exact = counts.same_length in self.lengths
-                what = counts.per if exact else f"rackbook's bound on {counts.name}"
-                v = self.numbers((key,), bound, what, exact, key)
-            elif kind == RAGGED:
-                v = self.ragged((key,), counts, key, bound)
-            elif kind == SKIP:
+            if kind == SKIP:
                 for _ in self.items(SKIP, lambda c: [self.value((key,), 2, False)]):  # noqa: B023
                     pass
+            elif kind == NUMBERS:
+                out[key] = self.numbers(
+                    (key,), counts.entries, f"rackbook's bound on {counts.name}", key
+                )
+            elif kind == RAGGED:
+                out[key] = self.ragged((key,), counts, key)
+            elif given == SKIP:
+                self.value((key,), 1, False)
             else:
-                v = self.value((key,), 1, given != SKIP)
-            if key == counts.same_length and isinstance(v, (np.ndarray, Ragged)):
-                self.lengths[key] = len(v)
-            if given != SKIP:
-                out[key] = v
+                out[key] = self.value((key,), 1)
             c = self.step(0x7D)
         return out
 
