@@ -89,12 +89,10 @@ def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, d
 read, summary = points.reader(FORMAT, read_points), points.summary
 
 
-def inferencex_points(
-    path: str | Path, data: Any = None, fallback_url: str | None = None
-) -> pd.DataFrame:
+def inferencex_points(path: str | Path, fallback_url: str | None = None) -> pd.DataFrame:
     """InferenceX API rows (a list, or an object holding one) as a ``published_points`` table."""
     path = Path(path)
-    rows = jsonstream.load(path) if data is None else data
+    rows = jsonstream.load(path)
     if isinstance(rows, dict):
         lists = [v for v in rows.values() if isinstance(v, list)]
         if len(lists) != 1:
