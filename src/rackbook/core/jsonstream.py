@@ -4,6 +4,7 @@ bounded by :class:`Counts`. Every problem is one InputError."""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import itertools
@@ -57,14 +58,12 @@ class Ragged:
 
 @dataclass(frozen=True)
 class Counts:
-    """Bounds on typed lists; ``same_length``: a key whose length bounds the others'."""
+    """Bounds on typed lists: entries of one, numbers of an inner list, numbers in all."""
 
     entries: int
     inner: int
     total: int
     name: str = "requests"
-    same_length: str | None = None
-    per: str = "one per request"
     flat_index: bool = True  # a non-number of an inner list named KEY[k] (k over all values)
     not_list: str = "must be a list of seconds"
 
@@ -98,6 +97,15 @@ def _rows(got: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
     return None
 
 
+def _loads(text: bytes) -> Any:
+    """The list of elements ``text``, or None: orjson, else Python's json (NaN, Infinity)."""
+    with contextlib.suppress(orjson.JSONDecodeError):
+        return orjson.loads(b"[" + text + b"]")
+    with contextlib.suppress(ValueError, RecursionError, OverflowError):
+        return _DECODER.decode("[" + text.decode() + "]")
+    return None
+
+
 #: Per kind: where a piece may end past PIECE (and the bytes of the match it keeps), the list's
 #: end, and its parsed elements converted (None: not of the kind).
 _CUTS: dict[str, tuple[re.Pattern[bytes], int, bytes, Callable[[list[Any]], Any]]] = {
@@ -113,90 +121,77 @@ class _Reader:
         self.buf, self.pos, self.eof = b"", 0, False
         self.offset = self.lines = 0  # file bytes and newlines before buf
         self.budget = int(VALUE_BUDGET_MB * 1e6)
-        self.lengths: dict[str, int] = {}
         # numbers the file can hold: two bytes each at least ("1,"); a gzip file: its cap
         self.most_numbers = (cap if cap is not None else path.stat().st_size) // 2 + 1
 
-    def more(self) -> bool:
-        data = b"" if self.eof else self.fh.read(CHUNK)
-        self.eof = not data
-        self.lines += self.buf.count(b"\n", 0, self.pos)
-        self.offset += self.pos
-        self.buf, self.pos = self.buf[self.pos :] + data, 0
-        if self.cap is not None and self.offset + len(self.buf) > self.cap:
-            limit = "the limit for a gzip file; raise it with --max-input-mb"
-            raise self.fail((), f"decompresses to over {self.cap / 1e6:g} MB ({limit})")
-        return not self.eof
-
     def want(self, n: int) -> int:
-        while len(self.buf) - self.pos < n and self.more():
-            pass
+        while len(self.buf) - self.pos < n and not self.eof:
+            data = self.fh.read(CHUNK)
+            self.eof = not data
+            self.lines += self.buf.count(NL, 0, self.pos)
+            self.offset += self.pos
+            self.buf, self.pos = self.buf[self.pos :] + data, 0
+            if self.cap is not None and self.offset + len(self.buf) > self.cap:
+                limit = "the limit for a gzip file; raise it with --max-input-mb"
+                raise self.fail((), f"decompresses to over {self.cap / 1e6:g} MB ({limit})")
         return len(self.buf) - self.pos
 
     def ws(self) -> int:
         """Past whitespace: the next byte, or -1 at end of file."""
-        while True:
+        self.pos = cast(re.Match[bytes], _WS.match(self.buf, self.pos)).end()
+        while self.pos == len(self.buf) and self.want(1):
             self.pos = cast(re.Match[bytes], _WS.match(self.buf, self.pos)).end()
-            if self.pos < len(self.buf):
-                return self.buf[self.pos]
-            if not self.more():
-                return -1
+        return self.buf[self.pos] if self.pos < len(self.buf) else -1
 
-    def line(self, pos: int) -> str:
-        return f"line {self.lines + self.buf.count(NL, 0, pos) + 1}"
+    def fail(self, where: tuple[Any, ...] | str | int, problem: str) -> InputError:
+        """``problem`` at a path, a field or a buffer position (its line; at the end: truncated)."""
+        if isinstance(where, int) and where >= len(self.buf) and self.eof:
+            return InputError(self.path, "end of file", "truncated JSON")
+        if isinstance(where, int):
+            where = f"line {self.lines + self.buf.count(NL, 0, where) + 1}"
+        return InputError(self.path, where if isinstance(where, str) else _field(where), problem)
 
-    def fail(self, path: tuple[Any, ...], problem: str) -> InputError:
-        return InputError(self.path, _field(path), problem)
-
-    def bad(self, msg: str, pos: int | None = None) -> json.JSONDecodeError:
-        return json.JSONDecodeError(msg, "", self.pos if pos is None else pos)
+    def bad(self, msg: str) -> InputError:
+        return self.fail(self.pos, f"not valid JSON: {msg}")
 
     def over(self, path: tuple[Any, ...], bound: int, unit: str, why: str) -> InputError:
         return self.fail(path, f"more than {bound:,} {unit}: must be at most {bound:,} ({why})")
 
     def value(self, path: tuple[Any, ...], depth: int, charge: bool = True) -> Any:
-        """The value at ``pos``, parsed once a window (doubled as needed) holds it, then walked."""
-        w, n = 512, -1
-        while n < 0:
+        """The value at ``pos``, parsed once a window (doubled as needed) surely holds it."""
+        w, end = 256, -1
+        while end < 0:
+            w *= 2
             at_end = self.want(w) < w
             text = self.buf[self.pos : self.pos + w]
             if charge and _estimate(text) > self.budget:
                 why = f"the file's values need more than {VALUE_BUDGET_MB:g} MB of memory"
                 raise self.fail(path, f"{why} (refused)")
-            v, n = self.parse(text, path, at_end)
-            w *= 2
+            try:
+                s = codecs.utf_8_decode(text, None, at_end)[0]
+                v, end = _DECODER.raw_decode(s)
+            except UnicodeDecodeError as exc:
+                byte = f"byte 0x{text[exc.start]:02x}"
+                problem = f"not UTF-8 text: {byte} (save the file as UTF-8)"
+                raise self.fail(self.pos + exc.start, problem) from None
+            except json.JSONDecodeError as exc:  # near the window's end: maybe a cut
+                cut = exc.msg.startswith("Unterminated string")
+                if at_end or (exc.pos < len(s) - 16 and not cut):
+                    at = len(self.buf) if cut else self.pos + len(s[: exc.pos].encode())
+                    raise self.fail(at, f"not valid JSON: {exc.msg}") from None
+            except RecursionError:
+                raise self.fail(path, f"nested deeper than {MAX_DEPTH} levels (refused)") from None
+            except OverflowError:
+                why = f"a number of more than {MAX_NUMBER_CHARS} characters"
+                raise self.fail(path, why) from None
+            end = end if at_end or 0 <= end < len(s) - 16 else -1
         self.walk(v, path, depth)
+        n = len(s[:end].encode())
         self.budget -= _estimate(text[:n]) if charge else 0
         self.pos += n
         return v
 
-    def parse(self, text: bytes, path: tuple[Any, ...], at_end: bool) -> tuple[Any, int]:
-        """The value ``text`` starts with and its bytes; -1 where the window may have cut it."""
-        if at_end:
-            with contextlib.suppress(orjson.JSONDecodeError):
-                return orjson.loads(text), len(text)
-        try:
-            s = text.decode()
-        except UnicodeDecodeError as exc:
-            if at_end or exc.start < len(text) - 3:
-                problem = f"not UTF-8 text: byte 0x{text[exc.start]:02x} (save the file as UTF-8)"
-                raise InputError(self.path, self.line(self.pos + exc.start), problem) from None
-            s = text[: exc.start].decode()
-        near = len(s) - 16  # a value or an error this near the window's end may be a cut
-        try:
-            v, end = _DECODER.raw_decode(s)
-        except json.JSONDecodeError as exc:
-            if at_end or (exc.pos < near and not exc.msg.startswith("Unterminated")):
-                raise self.bad(exc.msg, self.pos + len(s[: exc.pos].encode())) from None
-            return None, -1
-        except RecursionError:
-            raise self.fail(path, f"nested deeper than {MAX_DEPTH} levels (refused)") from None
-        except OverflowError:
-            raise self.fail(path, f"a number of more than {MAX_NUMBER_CHARS} characters") from None
-        return (v, len(s[:end].encode())) if at_end or end < near else (None, -1)
-
     def walk(self, v: Any, path: tuple[Any, ...], depth: int) -> None:
-        """Refuse strings, nesting and objects past their limits in ``v``, ``depth`` levels in."""
         if isinstance(v, str) and len(v) > MAX_STRING_MB * 1e6:
             raise self.fail(path, f"a string longer than {MAX_STRING_MB:g} MB (refused)")
         if not isinstance(v, (list, dict)):
@@ -210,8 +205,7 @@ class _Reader:
                 self.walk(x, (*path, k), depth + 1)
 
     def step(self, close: int, first: bool = False) -> int | None:
-        """Past an element's comma (``first``: the opening bracket): the next byte, or None when
-        ``close`` ended the container."""
+        """Past a comma (``first``: the bracket): the next byte, or None past ``close``."""
         c = self.ws()
         if c == close and not first:
             self.pos += 1
@@ -224,40 +218,26 @@ class _Reader:
         return None if c == close and first else c
 
     def piece(self, kind: str) -> Any:
-        """Whole elements from ``pos`` to a cut past :data:`PIECE` bytes or the list's end, parsed
-        and converted; None (``pos`` unmoved) where that fails."""
+        """Elements to a cut past PIECE bytes (else the list's end) converted, or None."""
         cut, keep, end, convert = _CUTS[kind]
         self.want(PIECE + CUT_SEARCH)
         start, buf = self.pos, self.buf
         lo = min(start + PIECE, len(buf))
-        # a ragged list's end ("]]") is slow to find among its "]"s: its cut first, and the end
-        # only where the run to the cut is not all numbers
-        at = -1 if kind == RAGGED else buf.find(end, start, lo + CUT_SEARCH)
-        if at < 0:
-            m = cut.search(buf, lo, lo + CUT_SEARCH)
-            at = -1 if m is None else m.start()
-        text = buf[start : at + keep] if at > start else b""
-        bad = kind != SKIP and bool(text.translate(None, _NUMERIC))
-        if kind == RAGGED and (bad or not text):
-            at = buf.find(end, start, lo + CUT_SEARCH)
+        m = cut.search(buf, lo, lo + CUT_SEARCH)
+        at = -1 if m is None else m.start()
+        for _ in range(2):  # to the cut, else to the list's end
             text = buf[start : at + keep] if at > start else b""
-            bad = bool(text.translate(None, _NUMERIC))
-        if not text or bad:
-            return None
-        try:
-            got = orjson.loads(b"[" + text + b"]")
-        except orjson.JSONDecodeError:  # NaN, Infinity: Python's json; not JSON: one by one
-            try:
-                got = _DECODER.decode("[" + text.decode() + "]")
-            except (ValueError, RecursionError, OverflowError):
-                return None
-        out = convert(got)
-        self.pos += 0 if out is None else len(text)
-        return out
+            if text and (kind == SKIP or not text.translate(None, _NUMERIC)):
+                got = _loads(text)
+                out = None if got is None else convert(got)
+                if out is not None:
+                    self.pos += len(text)
+                    return out
+            at = buf.find(end, start, lo + CUT_SEARCH)
+        return None
 
     def items(self, kind: str, one: Callable[[int], Any]) -> Iterator[Any]:
-        """The list at ``pos`` in converted pieces; ``one(c)`` reads the element at ``pos`` (its
-        first byte ``c``) where a piece fails, and so on for :data:`PIECE` bytes."""
+        """The list at ``pos`` in pieces; ``one(c)`` reads elements where a piece fails."""
         c, fast = self.step(0x5D, True), 0
         while c is not None:
             tried = self.pos >= fast
@@ -269,39 +249,37 @@ class _Reader:
             c = self.step(0x5D)
 
     def numbers(
-        self, path: tuple[Any, ...], bound: int, what: str, exact: bool, name: str, flat0: int = 0
+        self, path: tuple[Any, ...], bound: int, what: str, name: str, flat0: int = 0
     ) -> np.ndarray:
-        """The list at ``pos`` as float64, at most ``bound`` entries (``exact``: a longer one read
-        through to name its length); a non-number is ``NAME[i]``, ``i`` counted from ``flat0``."""
+        """The list at ``pos`` as float64, at most ``bound`` entries; a non-number is ``NAME[i]``,
+        ``i`` counted from ``flat0``."""
         n, parts = 0, list[np.ndarray]()
 
         def one(c: int) -> np.ndarray:
             v = self.value((*path, n), 2)
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InputError(self.path, f"{name or _field(path)}[{flat0 + n}]", "not a number")
+                raise self.fail(f"{name or _field(path)}[{flat0 + n}]", "not a number")
             return np.array([v], dtype=np.float64)
 
         for arr in self.items(NUMBERS, one):
             n += len(arr)
-            if n > bound and not exact:
+            if n > bound:
                 raise self.over(path, bound, "entries", what)
-            parts = [*parts, arr] if n <= bound else []  # past the bound: counted, not kept
-        if n > bound:
-            raise self.fail(path, f"has {n} entries, expected {bound} ({what})")
+            parts.append(arr)
         return np.concatenate(parts) if parts else np.zeros(0)
 
     def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
         """A list of lists of numbers at ``pos``: runs of lists at once, a long list in pieces."""
-        lens, rows, total, bound = [], 0, 0, self.row_bound(counts)
+        lens, rows, total = [], 0, 0
         out = np.zeros(0)  # the values, written in place (no copy at the end)
 
         def one(c: int) -> tuple[np.ndarray, np.ndarray]:
             if c in (0x5D, -1):
                 raise self.bad("Expecting value")
             if c != 0x5B:
-                raise InputError(self.path, f"{key}[{rows}]", counts.not_list)
+                raise self.fail(f"{key}[{rows}]", counts.not_list)
             flat = (key, total) if counts.flat_index else ("", 0)
-            v = self.numbers((*path, rows), counts.inner, "numbers of one list", False, *flat)
+            v = self.numbers((*path, rows), counts.inner, "numbers of one list", *flat)
             return np.array([len(v)]), v
 
         for k, v in self.items(RAGGED, one):
@@ -309,10 +287,8 @@ class _Reader:
                 i = rows + int(np.argmax(k > counts.inner))
                 raise self.over((*path, i), counts.inner, "entries", "numbers of one list")
             rows, total = rows + len(k), total + len(v)
-            if rows > bound and counts.same_length in self.lengths:
-                raise self.fail(path, f"must be a list of {bound} lists ({counts.per})")
-            if rows > bound:
-                raise self.over(path, bound, "lists", f"rackbook's bound on {counts.name}")
+            if rows > counts.entries:
+                raise self.over(path, counts.entries, "lists", f"rackbook's bound on {counts.name}")
             if total > counts.total:
                 raise self.over(path, counts.total, "numbers in all", "rackbook's bound")
             lens.append(k)
@@ -322,15 +298,7 @@ class _Reader:
         # a view: the pages past ``total`` were never written, so never resident
         return Ragged(np.concatenate(lens) if lens else np.zeros(0, np.int64), out[:total])
 
-    def skip(self, path: tuple[Any, ...]) -> None:
-        for _ in self.items(SKIP, lambda c: [self.value(path, 2, False)]):
-            pass
-
-    def row_bound(self, counts: Counts) -> int:
-        return self.lengths.get(counts.same_length or "", counts.entries)
-
     def typed(self, top: Mapping[str, str], counts: Counts) -> dict[str, Any]:
-        """The top-level object, the lists of its ``top`` keys read as typed."""
         out: dict[str, Any] = {}
         c = self.step(0x7D, True)
         while c is not None:
@@ -342,21 +310,19 @@ class _Reader:
             self.pos += 1
             given = top.get(key)
             kind = given if self.ws() == 0x5B else None
-            v: Any = None
-            if kind == NUMBERS:
-                exact = counts.same_length in self.lengths
-                what = counts.per if exact else f"rackbook's bound on {counts.name}"
-                v = self.numbers((key,), self.row_bound(counts), what, exact, key)
+            if kind == SKIP:
+                for _ in self.items(SKIP, lambda c: [self.value((key,), 2, False)]):  # noqa: B023
+                    pass
+            elif kind == NUMBERS:
+                out[key] = self.numbers(
+                    (key,), counts.entries, f"rackbook's bound on {counts.name}", key
+                )
             elif kind == RAGGED:
-                v = self.ragged((key,), counts, key)
-            elif kind == SKIP:
-                self.skip((key,))
+                out[key] = self.ragged((key,), counts, key)
+            elif given == SKIP:
+                self.value((key,), 1, False)
             else:
-                v = self.value((key,), 1, given != SKIP)
-            if key == counts.same_length and isinstance(v, (np.ndarray, Ragged)):
-                self.lengths[key] = len(v)
-            if given != SKIP:
-                out[key] = v
+                out[key] = self.value((key,), 1)
             c = self.step(0x7D)
         return out
 
@@ -370,13 +336,8 @@ def load(
     path = limits.input_file(path, what="JSON file", streamed=True)
     gz = path.suffix == ".gz"
     try:
-        fh = cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")
-        cap = limits.streamed_cap(path.stat().st_size) if gz else None
-    except OSError as exc:
-        raise InputError(path, "-", f"cannot read: {exc.strerror or exc}") from None
-    with fh:
-        r = _Reader(fh, path, cap)
-        try:
+        with cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb") as fh:
+            r = _Reader(fh, path, limits.streamed_cap(path.stat().st_size) if gz else None)
             r.want(1 << 16)
             if b"\0" in r.buf[: 1 << 16]:
                 raise InputError(path, "-", "not text (binary file?)")
@@ -388,10 +349,6 @@ def load(
             if r.ws() >= 0:
                 raise r.bad("Extra data")
             return out
-        except (OSError, EOFError, zlib.error) as exc:
-            problem = "not a valid gzip file" if gz else f"cannot read: {exc}"
-            raise InputError(path, "-", problem) from None
-        except json.JSONDecodeError as exc:
-            if (exc.pos >= len(r.buf) and r.eof) or exc.msg.startswith("Unterminated string"):
-                raise InputError(path, "end of file", "truncated JSON") from None
-            raise InputError(path, r.line(exc.pos), f"not valid JSON: {exc.msg}") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        problem = "not a valid gzip file" if gz else f"cannot read: {exc}"
+        raise InputError(path, "-", problem) from None

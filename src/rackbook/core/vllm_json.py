@@ -21,10 +21,10 @@ KINDS = {
 
 
 def load_detailed(path: str | Path) -> dict[str, Any] | Any:
-    """The parsed result (a non-list value kept as parsed, for the importer to name). No list may
-    be longer than ``input_lens`` (before it, ``BOUNDS["requests"]``); gaps at most
-    ``BOUNDS["context"]`` per request and ``BOUNDS["gaps"]`` in all. Every problem is one
+    """The parsed result (a non-list value kept as parsed, for the importer to name): lists of at
+    most ``BOUNDS["requests"]`` entries, gaps at most ``BOUNDS["context"]`` per request and
+    ``BOUNDS["gaps"]`` in all (the importer checks the lengths agree). Every problem is one
     InputError."""
     b = limits.BOUNDS  # read when called: tests lower the bounds
-    counts = jsonstream.Counts(b["requests"], b["context"], b["gaps"], same_length="input_lens")
+    counts = jsonstream.Counts(b["requests"], b["context"], b["gaps"])
     return jsonstream.load(path, KINDS, counts)

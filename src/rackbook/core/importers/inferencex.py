@@ -25,17 +25,26 @@ INFERENCEX_TYPES = (INFERENCEX_SINGLE_TURN, INFERENCEX_AGENTIC)
 INFERENCEX_AGENTIC_SIMULATED = ("dspark",)
 #: Speculative methods a config key names (``dsv41flash-fp4-gb300-vllm-agentic-dspark``).
 SPEC_IN_CONFIG_KEY = ("dspark", "mtp", "eagle", "ngram", "medusa")
-#: Point columns -> the API metric each is read from (tok/s per GPU; latencies in s, >= 0).
-_RATES = {
-    "input_tok_s_per_gpu": "input_tput_per_gpu",
-    "output_tok_s_per_gpu": "output_tput_per_gpu",
+#: Point columns read as given -> (the API row's key, check), in checking order.
+_AS_GIVEN = {
+    "hardware": ("hardware", "text"),
+    "engine": ("framework", "text"),
+    "model": ("model", "text"),
+    "precision": ("precision", "text"),
+    "concurrency": ("conc", "whole"),
+    "date": ("date", "date"),
+    "engine_version": ("image", "text?"),
 }
-_LATENCY = {
-    "ttft_mean_s": "mean_ttft",
-    "ttft_median_s": "median_ttft",
-    "tpot_mean_s": "mean_tpot",
-    "tpot_median_s": "median_tpot",
-    "e2el_mean_s": "mean_e2el",
+#: Point columns -> (the API metric, check): tok/s per GPU, latencies in s.
+_METRICS = {
+    "tok_s_per_gpu": ("tput_per_gpu", "number"),
+    "input_tok_s_per_gpu": ("input_tput_per_gpu", "number?"),
+    "output_tok_s_per_gpu": ("output_tput_per_gpu", "number?"),
+    "ttft_mean_s": ("mean_ttft", "amount?"),
+    "ttft_median_s": ("median_ttft", "amount?"),
+    "tpot_mean_s": ("mean_tpot", "amount?"),
+    "tpot_median_s": ("median_tpot", "amount?"),
+    "e2el_mean_s": ("mean_e2el", "amount?"),
 }
 _BASIS = {
     False: "as published (metrics.tput_per_gpu: input + output tokens over the prefill and "
@@ -80,12 +89,10 @@ def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, d
 read, summary = points.reader(FORMAT, read_points), points.summary
 
 
-def inferencex_points(
-    path: str | Path, data: Any = None, fallback_url: str | None = None
-) -> pd.DataFrame:
+def inferencex_points(path: str | Path, fallback_url: str | None = None) -> pd.DataFrame:
     """InferenceX API rows (a list, or an object holding one) as a ``published_points`` table."""
     path = Path(path)
-    rows = jsonstream.load(path) if data is None else data
+    rows = jsonstream.load(path)
     if isinstance(rows, dict):
         lists = [v for v in rows.values() if isinstance(v, list)]
         if len(lists) != 1:
@@ -104,30 +111,24 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
     f = f"rows[{i}]"
     if not isinstance(row, dict):
         raise InputError(path, f, f"must be an object, got {type(row).__name__}")
-    named = ("hardware", "framework", "model", "precision", "spec_method", "benchmark_type")
-    hardware, framework, model, precision, spec, kind = (
-        points.text(path, f"{f}.{k}", row.get(k), optional=k in named[4:]) for k in named
-    )
+    p = points.cells(path, f, row, _AS_GIVEN)
+    named = {"spec_method": "text?", "benchmark_type": "text?", "config_key": "text?"}
+    spec, kind, key = (points.cell(path, f"{f}.{k}", row.get(k), c) for k, c in named.items())
     kind = kind or INFERENCEX_SINGLE_TURN
     if kind not in INFERENCEX_TYPES:
         raise InputError(
             path, f"{f}.benchmark_type", f"{kind!r}: expected {' or '.join(INFERENCEX_TYPES)}"
         )
     agentic = kind == INFERENCEX_AGENTIC
-    key = points.text(path, f"{f}.config_key", row.get("config_key"), optional=True)
     try:
         spec_kind, spec = inferencex_speculation(spec, key, kind)
     except ValueError as exc:
         raise InputError(path, f"{f}.spec_method", str(exc)) from None
     # AgentX rows replay traces: no ISL/OSL (null in the API)
-    isl, osl = (
-        points.optional_int(path, f"{f}.{k}", row.get(k), required=not agentic)
-        for k in ("isl", "osl")
+    p |= points.cells(
+        path, f, row, {k: (k, "whole?" if agentic else "whole") for k in ("isl", "osl")}
     )
-    conc = points.whole(path, f"{f}.conc", row.get("conc"))
-    date = points.text(path, f"{f}.date", row.get("date"), shape="date")
-    url = points.text(path, f"{f}.run_url", row.get("run_url"), optional=True, shape="url")
-    url = url or fallback_url
+    url = points.cell(path, f"{f}.run_url", row.get("run_url"), "url?") or fallback_url
     if url is None:
         raise InputError(path, f"{f}.run_url", "missing (and no --source-url to fall back on)")
     disagg = row.get("disagg")
@@ -135,33 +136,26 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
         raise InputError(path, f"{f}.disagg", f"must be true or false, got {disagg!r}")
     gpus, prefill, decode, notes = _gpu_counts(path, f, row, bool(disagg))
     if agentic:
-        notes.append(_AGENTIC_NOTE.format(conc))
-    lengths = "agentic" if agentic else f"{isl}-{osl}"
+        notes.append(_AGENTIC_NOTE.format(p["concurrency"]))
+    lengths = "agentic" if agentic else f"{p['isl']}-{p['osl']}"
+    named_by = "-".join(p[k] for k in ("hardware", "engine", "model", "precision"))
     return {
-        "point_id": f"{i:04d}-{hardware}-{framework}-{model}-{precision}-{lengths}-c{conc}",
+        **p,
+        "point_id": f"{i:04d}-{named_by}-{lengths}-c{p['concurrency']}",
         "source_row": i,
         "submitter": "SemiAnalysis InferenceX",
-        "system": f"{hardware} {framework}",
-        "hardware": hardware,
+        "system": f"{p['hardware']} {p['engine']}",
         "gpus": gpus,
         "prefill_gpus": prefill,
         "decode_gpus": decode,
         "serving": None if disagg is None else schema.SERVING[int(disagg)],
-        "model": model,
-        "precision": precision,
-        "engine": framework,
-        "engine_version": points.text(path, f"{f}.image", row.get("image"), optional=True),
         "speculative": spec,
-        "isl": isl,
-        "osl": osl,
-        "concurrency": conc,
         "per_gpu_basis": _BASIS[agentic],
         "tokens_counted": "input incl. cached+output" if agentic else "input+output",
         "gpus_counted": "deployment",
         "speculation_kind": spec_kind,
         "workload": "agentic trace" if agentic else "fixed lengths",
         **_metric_columns(path, f, row),
-        "date": date,
         "url": url,
         "notes": "; ".join(notes) or None,
     }
@@ -172,7 +166,7 @@ def _gpu_counts(
 ) -> tuple[int | None, int | None, int | None, list[str]]:
     """(total, prefill, decode GPUs, notes); an aggregated row whose counts disagree: a note."""
     p, d, tp = (
-        points.optional_int(path, f"{f}.{k}", row.get(k), required=False)
+        points.cell(path, f"{f}.{k}", row.get(k), "whole?")
         for k in ("num_prefill_gpu", "num_decode_gpu", "decode_tp")
     )
     if disagg:
@@ -195,13 +189,9 @@ def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
     stat = "median"
     if metrics.get("median_intvty") is None and metrics.get("p90_intvty") is not None:
         stat = "p90"
+    per_user = points.cell(path, f"{m}.{stat}_intvty", metrics.get(f"{stat}_intvty"), "number?")
     return {
-        "tok_s_per_gpu": points.number(path, f"{m}.tput_per_gpu", metrics.get("tput_per_gpu")),
+        **points.cells(path, m, metrics, _METRICS),
         "latency_statistic": stat,
-        **{c: points.optional_number(path, m, metrics, k) for c, k in _RATES.items()},
-        "tok_s_per_user": points.optional_number(path, m, metrics, f"{stat}_intvty"),
-        **{
-            c: points.optional_number(path, m, metrics, k, positive=False)
-            for c, k in _LATENCY.items()
-        },
+        "tok_s_per_user": per_user,
     }

@@ -122,14 +122,6 @@ def number(
     return float(value)
 
 
-def optional_number(
-    path: Path, where: str, obj: Mapping[str, Any], key: str, *, positive: bool = True
-) -> float | None:
-    """``obj[key]`` (field ``where.key``) checked as :func:`number`, or None when absent or null."""
-    value = obj.get(key)
-    return None if value is None else number(path, f"{where}.{key}", value, positive=positive)
-
-
 #: A :func:`text`'s shapes: the check and the problem when it fails.
 _SHAPES: dict[str, tuple[Callable[[str], Any], str]] = {
     "date": (schema.is_date, "is not a date YYYY-MM-DD"),
@@ -159,14 +151,23 @@ def mapping(path: Path, field: str, value: Any) -> dict[str, Any]:
     return value
 
 
-def whole(path: Path, field: str, value: Any) -> int:
-    """A whole number > 0."""
-    return int(number(path, field, value, integer=True))
+def cell(path: Path, field: str, value: Any, check: str) -> Any:
+    """``value`` checked as ``check``: ``text``, ``date``, ``url``, ``whole`` (an int > 0),
+    ``number`` (> 0) or ``amount`` (>= 0); a trailing ``?``: None where absent."""
+    kind = check.rstrip("?")
+    if value is None and kind != check:
+        return None
+    if kind in ("text", *_SHAPES):
+        return text(path, field, value, shape=None if kind == "text" else kind)
+    got = number(path, field, value, integer=kind == "whole", positive=kind != "amount")
+    return int(got) if kind == "whole" else got
 
 
-def optional_int(path: Path, field: str, value: Any, *, required: bool) -> int | None:
-    """A whole number > 0, or None when absent and not ``required``."""
-    return None if value is None and not required else whole(path, field, value)
+def cells(
+    path: Path, at: str, obj: Mapping[str, Any], table: Mapping[str, tuple[str, str]]
+) -> dict[str, Any]:
+    """The columns of ``table`` (column -> (key, check)) read from ``obj``, named ``at.key``."""
+    return {col: cell(path, f"{at}.{k}", obj.get(k), check) for col, (k, check) in table.items()}
 
 
 #: A published format's reading of its file: (points, the run's ``parameters``: what it skipped).

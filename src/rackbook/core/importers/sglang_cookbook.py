@@ -40,6 +40,14 @@ COOKBOOK_FLASH_SINGLE_HW = ("b200", "b300", "gb200", "gb300")
 SGLANG_RANDOM_RANGE_RATIO = 0.0
 
 
+#: A speed entry's workload keys (whole numbers) and its numbers (tok/s/GPU, ms) and checks.
+_WORKLOAD = ("isl", "osl", "max_concurrency")
+_SPEED = {
+    k: (k, "amount" if k == "ttft_ms" else "number")
+    for k in ("tokens_per_sec_per_gpu", "tpot_ms", "ttft_ms")
+}
+
+
 def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The points of the cells with speed numbers; the stubs skipped are counted."""
     pts, skipped = cookbook_points(path, options.source_url)
@@ -63,10 +71,8 @@ def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
     if not isinstance(cell, dict):
         raise InputError(path, f, "must be an object")
     match = points.mapping(path, f"{f}.match", cell.get("match"))
-    return {
-        k: points.text(path, f"{f}.match.{k}", match.get(k), optional=k in ("strategy", "nodes"))
-        for k in ("hw", "variant", "quant", "strategy", "nodes")
-    }
+    keys = {"hw": "text", "variant": "text", "quant": "text", "strategy": "text?", "nodes": "text?"}
+    return points.cells(path, f"{f}.match", match, {k: (k, c) for k, c in keys.items()})
 
 
 def _speed_row(
@@ -76,14 +82,10 @@ def _speed_row(
     if not isinstance(s, dict):
         raise InputError(path, g, "must be an object")
     wl = points.mapping(path, f"{g}.workload", s.get("workload"))
-    isl, osl, conc = (
-        points.whole(path, f"{g}.workload.{k}", wl.get(k))
-        for k in ("isl", "osl", "max_concurrency")
-    )
+    at = f"{g}.workload"
+    isl, osl, conc = (points.cell(path, f"{at}.{k}", wl.get(k), "whole") for k in _WORKLOAD)
     workload = cookbook_workload(path, g, wl)
-    total = points.number(path, f"{g}.tokens_per_sec_per_gpu", s.get("tokens_per_sec_per_gpu"))
-    tpot_ms = points.number(path, f"{g}.tpot_ms", s.get("tpot_ms"))
-    ttft_ms = points.number(path, f"{g}.ttft_ms", s.get("ttft_ms"), positive=False)
+    total, tpot_ms, ttft_ms = points.cells(path, g, s, _SPEED).values()
     hw, variant, quant, strategy, nodes = keys.values()
     derived = quant in ("fp4", "fp8")
     spec_kind, spec_method = COOKBOOK_SPECULATION.get(strategy or "", ("real or none", None))

@@ -61,21 +61,19 @@ def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndar
 
 def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np.ndarray]:
     """Ragged ``itls`` as (request row, gap s) arrays."""
-    if isinstance(itls, RaggedGaps):
-        rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
-        return rows, _checked(path, "itls", itls.values, integer=False)
-    for i, g in enumerate(itls):
-        if not isinstance(g, list):
-            raise InputError(path, f"itls[{i}]", "must be a list of seconds")
-    lens = np.fromiter(map(len, itls), dtype=np.int64, count=len(itls))
-    total = int(lens.sum())
-    request_row = np.repeat(np.arange(len(itls), dtype=np.int64), lens)
-    try:
-        flat = np.fromiter(itertools.chain.from_iterable(itls), dtype=np.float64, count=total)
-    except (TypeError, ValueError):  # slow path only to name the bad entry
-        values = list(itertools.chain.from_iterable(itls))
-        return request_row, _num_array(path, "itls", values, total, integer=False)
-    return request_row, _checked(path, "itls", flat, integer=False)
+    if not isinstance(itls, RaggedGaps):
+        bad = next((i for i, g in enumerate(itls) if not isinstance(g, list)), None)
+        if bad is not None:
+            raise InputError(path, f"itls[{bad}]", "must be a list of seconds")
+        lens = np.fromiter(map(len, itls), dtype=np.int64, count=len(itls))
+        total = int(lens.sum())
+        try:
+            flat = np.fromiter(itertools.chain.from_iterable(itls), np.float64, total)
+        except (TypeError, ValueError):  # only to name the bad entry
+            flat = _num_array(path, "itls", [*itertools.chain(*itls)], total, integer=False)
+        itls = RaggedGaps(lens, flat)
+    rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
+    return rows, _checked(path, "itls", itls.values, integer=False)
 
 
 def _request_ids(pid: str, n: int) -> pd.Series:
