@@ -44,13 +44,14 @@ def _model_arg(text: str) -> str:
     return os.path.abspath(text)
 
 
-#: One ``add_argument`` call: its flags and keywords (``number``: the verb whose
-#: :data:`rackbook.params.FLAGS` types it, default its own).
+#: One ``add_argument`` call: its flags and keywords.
 Arg = tuple[tuple[str, ...], dict[str, Any]]
 
 
-def arg(flags: str, help: str, **kw: Any) -> Arg:
-    """Space-separated ``flags``, ``help`` and ``add_argument`` keywords."""
+def arg(flags: str, help: str, spec: params.Spec | None = None, **kw: Any) -> Arg:
+    """Space-separated ``flags``, ``help``, ``add_argument`` keywords; ``spec`` types a number."""
+    if spec is not None:
+        kw["type"] = params.flag_type(spec)
     return tuple(flags.split()), {**kw, "help": help}
 
 
@@ -75,6 +76,9 @@ JSON_LAST = switch("--json", "print one JSON object last")
 JSON_INSTEAD = switch("--json", "print one JSON object instead")
 EXECUTED = arg("--out", "where executed results live")
 KV_DTYPES = list(params.KV_DTYPES)
+KINDS, TOKENS, num = params.KINDS, params.TOKENS, params.num_range
+GPUS = params.int_range(1, 1_048_576, "GPUs")
+SEQS = num(1, limits.BOUNDS["batch"], "sequences")
 PHASES = ["decode", "prefill", "mixed"]
 #: ``--force`` and ``--jobs`` of the verbs that execute chapters (``run``, ``book``).
 SPEED = (
@@ -82,7 +86,11 @@ SPEED = (
         "--force",
         "execute every chapter even when its inputs are unchanged (and rebuild all pages)",
     ),
-    arg("-j --jobs", "chapters executed at once (default: cores)"),
+    arg(
+        "-j --jobs",
+        "chapters executed at once (default: cores)",
+        params.int_range(1, 1024, "chapters"),
+    ),
 )
 PARAMETERS: dict[str, Any] = dict(nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
 MODEL_HELP = (
@@ -117,7 +125,7 @@ VERBS: dict[str, Verb] = {
             ),
             arg("--kind", "vllm-bench: trace kind", choices=["recorded", "published", "synthetic"]),
             arg("--gpu", "vllm-bench: GPU id in data/hardware.yaml (with --gpus)", metavar="ID"),
-            arg("--gpus", "vllm-bench: GPUs that served it", number="check", metavar="N"),
+            arg("--gpus", "vllm-bench: GPUs that served it", GPUS, metavar="N"),
         ),
         handler="rackbook.cli:cli_import",
         checkout=False,
@@ -168,7 +176,9 @@ VERBS: dict[str, Verb] = {
             arg("model", MODEL_HELP, type=_model_arg),
             arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
             JSON_LAST,
-            arg("--context", "also print bytes per sequence"),
+            arg(
+                "--context", "also print bytes per sequence", params.int_range(1, TOKENS, "tokens")
+            ),
         ),
         handler="rackbook.physics.roofline:cli_kv_bytes",
     ),
@@ -177,19 +187,32 @@ VERBS: dict[str, Verb] = {
         (
             arg("--model", MODEL_HELP, required=True, type=_model_arg),
             arg("--gpu", "GPU id in data/hardware.yaml", required=True),
-            arg("--gpus", "GPUs serving the claim", required=True),
-            arg("--tok-s", "claimed tokens per second", required=True),
+            arg("--gpus", "GPUs serving the claim", GPUS, required=True),
+            arg("--tok-s", "claimed tokens per second", num(1e-6, 1e12, "tokens/s"), required=True),
             arg(
                 "--per", "per GPU or total (default total; one GPU: gpu)", choices=["gpu", "total"]
             ),
             arg("--counted", "input + output needs --isl, --osl", choices=["output", "total"]),
-            arg("--isl", "input tokens per request"),
-            arg("--osl", "output tokens per request"),
-            arg("--context", "tokens each decoding sequence holds (default ISL + OSL / 2, else 0)"),
-            arg("--cached-share", "input share from the prefix cache (0-1, or unknown)"),
-            arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)"),
-            arg("--batch", "the same as --concurrency"),
-            arg("--tokens-per-step", "tokens per decode step (acceptance length)", default=1.0),
+            arg("--isl", "input tokens per request", num(1, TOKENS, "tokens")),
+            arg("--osl", "output tokens per request", num(1, TOKENS, "tokens")),
+            arg(
+                "--context",
+                "tokens each decoding sequence holds (default ISL + OSL / 2, else 0)",
+                num(0, TOKENS, "tokens"),
+            ),
+            arg(
+                "--cached-share",
+                "input share from the prefix cache (0-1, or unknown)",
+                num(0, 1, "fraction", hi_open=True, choices=("unknown",)),
+            ),
+            arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)", SEQS),
+            arg("--batch", "the same as --concurrency", SEQS),
+            arg(
+                "--tokens-per-step",
+                "tokens per decode step (acceptance length)",
+                num(1, 64, "tokens"),
+                default=1.0,
+            ),
             arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
             arg("--trace", "a trace folder for the this-run reading"),
             arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
@@ -198,8 +221,8 @@ VERBS: dict[str, Verb] = {
             arg("--speculation", "speculative decoding: none or the method", metavar="METHOD"),
             arg("--calibration", "calibration folder (default: the shipped H200 one)"),
             arg("--deployment", "attention dp or tp, experts ep", choices=["dp-ep", "tp-ep"]),
-            arg("--tpot-ms", "TPOT limit the figure met (ms)"),
-            arg("--ttft-s", "TTFT limit the figure met (s)"),
+            arg("--tpot-ms", "TPOT limit the figure met (ms)", num(1e-3, 1e6, "ms")),
+            arg("--ttft-s", "TTFT limit the figure met (s)", num(1e-6, 1e6, "s")),
             JSON_LAST,
         ),
         handler="rackbook.results.claim_check:cli_check",
@@ -213,10 +236,10 @@ VERBS: dict[str, Verb] = {
         "balancedness before and after EPLB for expert loads",
         (
             arg("loads", 'JSON {"loads": [[tokens per expert] per layer]} or Parquet'),
-            arg("--ep-size", "expert-parallel ranks (GPUs)", required=True),
-            arg("--redundant", "redundant expert replicas", default=0),
-            arg("--groups", "expert groups", default=1),
-            arg("--nodes", "nodes", default=1),
+            arg("--ep-size", "expert-parallel ranks (GPUs)", KINDS["ep_size"], required=True),
+            arg("--redundant", "redundant expert replicas", KINDS["redundant"], default=0),
+            arg("--groups", "expert groups", KINDS["groups"], default=1),
+            arg("--nodes", "nodes", KINDS["nodes"], default=1),
             JSON_LAST,
         ),
         handler="rackbook.physics.eplb:cli_eplb",
@@ -262,31 +285,26 @@ VERBS: dict[str, Verb] = {
 MAX_INPUT = arg(
     "--max-input-mb",
     f"largest input file read (default {limits.DEFAULT_MAX_INPUT_MB:g} MB)",
-    type=params.flag_type(params.MAX_INPUT_MB),
+    num(0, 1e9, "MB", lo_open=True),  # MB, 10**6 bytes: at most a petabyte
     default=limits.DEFAULT_MAX_INPUT_MB,
     metavar="MB",
 )
 
 
 def _resolve(spec: str) -> Any:
-    """The handler ``"module:function"`` names, imported now."""
     module, func = spec.split(":")
     return getattr(importlib.import_module(module), func)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every verb, from :data:`VERBS` (numeric flags typed by params.FLAGS)."""
+    """The parser of every verb, from :data:`VERBS`."""
     p = _Parser(prog="rackbook", description="The rackbook command line.")
     p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
     for name, verb in VERBS.items():
         s = sub.add_parser(name, help=verb.help, description=verb.description)
         for flags, kw in (*verb.args, MAX_INPUT):
-            kw = dict(kw)
-            number = kw.pop("number", name)
-            action = s.add_argument(*flags, **kw)
-            if spec := params.FLAGS.get(number, {}).get(action.dest):
-                action.type = params.flag_type(spec)
+            s.add_argument(*flags, **kw)
     return p
 
 
@@ -454,12 +472,22 @@ PATH_OPTIONS = "output out html traces reuse save_json from_json topology params
 
 
 def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    """An empty path (``-o ''``) refused by its flag's name."""
     for dest in PATH_OPTIONS.split():
         value = getattr(args, dest, None)
         if isinstance(value, str) and not value.strip():
             flag = {"output": "-o", "input": "input"}.get(dest, "--" + dest.replace("_", "-"))
             raise InputError("''", flag, "an empty path: name a file or folder")
+
+
+#: Errors of the input, not bugs: (type, text its message holds, the line).
+BAD_INPUT: tuple[tuple[type[BaseException], str, str], ...] = (
+    (RecursionError, "", "-: -: input nested too deeply to read (RecursionError)"),
+    (MemoryError, "", "-: -: out of memory: the input is too large for this machine"),
+    (OSError, "", "-: open files: too many open files (ulimit -n): raise the limit"),
+    (UnicodeError, "", "-: -: a name or text that is not valid UTF-8 ({reason})"),
+    (ValueError, "null byte", "-: -: a path holding a NUL byte ({exc})"),
+    (RuntimeError, "Symlink loop", "-: -: {exc}: a symbolic link that points at itself"),
+)
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
@@ -482,25 +510,14 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             raise
         if isinstance(exc, InputError):
             return _fail(str(exc), 2)
-        if isinstance(exc, RecursionError):
-            return _fail("-: -: input nested too deeply to read (RecursionError)", 2)
-        if isinstance(exc, MemoryError):
-            return _fail("-: -: out of memory: the input is too large for this machine", 2)
         if isinstance(exc, BrokenPipeError):
             return 2
-        if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
-            return _fail("-: open files: too many open files (ulimit -n): raise the limit", 2)
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and exc.errno != errno.EMFILE:
             where = exc.filename if exc.filename is not None else "-"
             return _fail(f"{where}: -: {exc.strerror or exc}", 2)
-        if isinstance(exc, UnicodeError):  # a file or folder name that is not UTF-8
-            return _fail(
-                f"-: -: a name or text that is not valid UTF-8 ({getattr(exc, 'reason', exc)})", 2
-            )
-        if isinstance(exc, ValueError) and "null byte" in str(exc):  # a path holding NUL
-            return _fail(f"-: -: a path holding a NUL byte ({exc})", 2)
-        if isinstance(exc, RuntimeError) and "Symlink loop" in str(exc):  # pathlib.resolve
-            return _fail(f"-: -: {exc}: a symbolic link that points at itself", 2)
+        for kind, holds, line in BAD_INPUT:
+            if isinstance(exc, kind) and holds in str(exc):
+                return _fail(line.format(exc=exc, reason=getattr(exc, "reason", exc)), 2)
         log = write_log("error", "".join(traceback.format_exception(exc)))
         return _fail(
             f"-: -: internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})", 1

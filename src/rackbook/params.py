@@ -188,12 +188,14 @@ def _check_text(value: Any, spec: Spec) -> str:
 CATALOG = ("model", "gpu", "system", "price")
 
 
-def _int(lo: float, bound: str | float, unit: str = "", **kw: Any) -> Spec:
+def int_range(lo: float, bound: str | float, unit: str = "", **kw: Any) -> Spec:
+    """Integers ``lo``..``bound`` (a number or a :data:`BOUNDS` name) in ``unit``."""
     hi = BOUNDS[bound] if isinstance(bound, str) else bound
     return Spec("int", lo, hi, unit, **kw)
 
 
-def _num(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
+def num_range(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
+    """Numbers ``lo``..``hi`` in ``unit``."""
     return Spec("number", lo, hi, unit, **kw)
 
 
@@ -212,28 +214,28 @@ KINDS: dict[str, Spec] = {
     "metric": _choice("total", "output", "input", "new_input", "cached_input", "computed"),
     "stat": _choice("median", "mean", "pooled"),
     "kv_dtype": _choice(*KV_DTYPES),
-    "tokens": _int(1, TOKENS, "tokens"),
-    "context": _int(0, TOKENS, "tokens"),
-    "gpus": _int(1, "gpus", "GPUs"),
-    "replicas": _int(1, "gpus", "replicas"),
-    "decode_ranks": _int(1, "decode_ranks", "ranks"),
-    "ep_size": _int(1, "ep_size", "ranks"),
-    "redundant": _int(0, "redundant", "experts"),
-    "concurrency": _int(1, "concurrency", "requests"),
-    "requests": _int(1, "requests", "requests"),
-    "groups": _int(1, "groups", "groups"),
-    "nodes": _int(1, "nodes", "nodes"),
-    "windows": _int(1, "layers", "windows"),
-    "layer": _int(0, BOUNDS["layers"] - 1, "layer"),
-    "batch_size": _int(1, "batch_size", "sequences per decode rank"),
-    "batch": _int(1, "batch", "sequences per GPU"),
-    "skew": _num(0, 10, "Zipf exponent"),
-    "fraction": _num(0, 1, "fraction"),
-    "utilization": _num(0, 1, "fraction", lo_open=True),
-    "percent": _num(0, 1000, "%", lo_open=True),
-    "tok_s": _num(0, 1e12, "tokens/s", lo_open=True),
-    "bytes": _num(0, 1e15, "bytes", lo_open=True),
-    "acceptance": _num(1, 64, "tokens per step"),
+    "tokens": int_range(1, TOKENS, "tokens"),
+    "context": int_range(0, TOKENS, "tokens"),
+    "gpus": int_range(1, "gpus", "GPUs"),
+    "replicas": int_range(1, "gpus", "replicas"),
+    "decode_ranks": int_range(1, "decode_ranks", "ranks"),
+    "ep_size": int_range(1, "ep_size", "ranks"),
+    "redundant": int_range(0, "redundant", "experts"),
+    "concurrency": int_range(1, "concurrency", "requests"),
+    "requests": int_range(1, "requests", "requests"),
+    "groups": int_range(1, "groups", "groups"),
+    "nodes": int_range(1, "nodes", "nodes"),
+    "windows": int_range(1, "layers", "windows"),
+    "layer": int_range(0, BOUNDS["layers"] - 1, "layer"),
+    "batch_size": int_range(1, "batch_size", "sequences per decode rank"),
+    "batch": int_range(1, "batch", "sequences per GPU"),
+    "skew": num_range(0, 10, "Zipf exponent"),
+    "fraction": num_range(0, 1, "fraction"),
+    "utilization": num_range(0, 1, "fraction", lo_open=True),
+    "percent": num_range(0, 1000, "%", lo_open=True),
+    "tok_s": num_range(0, 1e12, "tokens/s", lo_open=True),
+    "bytes": num_range(0, 1e15, "bytes", lo_open=True),
+    "acceptance": num_range(1, 64, "tokens per step"),
 }
 _TYPE = re.compile(r"(\w+)([+*]?)(\??)")
 
@@ -412,28 +414,6 @@ def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str)
         )
 
 
-#: verb -> argparse dest -> its numeric flag's declaration.
-FLAGS: dict[str, dict[str, Spec]] = {
-    "check": {
-        "gpus": _int(1, 1_048_576, "GPUs"),
-        "tok_s": _num(1e-6, 1e12, "tokens/s"),
-        "isl": _num(1, TOKENS, "tokens", nullable=True),
-        "osl": _num(1, TOKENS, "tokens", nullable=True),
-        "context": _num(0, TOKENS, "tokens", nullable=True),
-        "cached_share": _num(0, 1, "fraction", hi_open=True, choices=("unknown",)),
-        "concurrency": _num(1, BOUNDS["batch"], "sequences", nullable=True),
-        "batch": _num(1, BOUNDS["batch"], "sequences", nullable=True),
-        "tokens_per_step": _num(1, 64, "tokens"),
-        "tpot_ms": _num(1e-3, 1e6, "ms", nullable=True),
-        "ttft_s": _num(1e-6, 1e6, "s", nullable=True),
-    },
-    "kv-bytes": {"context": _int(1, TOKENS, "tokens", nullable=True)},
-    "eplb": {k: KINDS[k] for k in ("ep_size", "redundant", "groups", "nodes")},
-    "run": {"jobs": _int(1, 1024, "chapters", nullable=True)},
-    "book": {"jobs": _int(1, 1024, "chapters", nullable=True)},
-}
-#: ``--max-input-mb`` (every verb): MB, 10**6 bytes; at most a petabyte.
-MAX_INPUT_MB = _num(0, 1e9, "MB", lo_open=True)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
 LABELS: dict[str, Spec] = {k: KINDS[k] for k in ("batch_size", "concurrency", "decode_ranks")}
 LABELS |= {"context_tokens": KINDS["context"], "num_gpus": KINDS["gpus"]}
@@ -451,6 +431,7 @@ def flag_type(spec: Spec) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     parse.__name__ = spec.kind
+    parse.spec = spec  # type: ignore[attr-defined]  # what the tests read back
     return parse
 
 
