@@ -76,21 +76,15 @@ JSON_LAST = switch("--json", "print one JSON object last")
 JSON_INSTEAD = switch("--json", "print one JSON object instead")
 EXECUTED = arg("--out", "where executed results live")
 KV_DTYPES = list(params.KV_DTYPES)
-KINDS, TOKENS, num = params.KINDS, params.TOKENS, params.num_range
-GPUS = params.int_range(1, 1_048_576, "GPUs")
-SEQS = num(1, limits.BOUNDS["batch"], "sequences")
+KINDS, TOKENS, ints, num = params.KINDS, params.TOKENS, params.int_range, params.num_range
+GPUS, SEQS = ints(1, 1_048_576, "GPUs"), num(1, limits.BOUNDS["batch"], "sequences")
+TOK0, TOK1 = num(0, TOKENS, "tokens"), num(1, TOKENS, "tokens")
+SHARE = num(0, 1, "fraction", hi_open=True, choices=("unknown",))
 PHASES = ["decode", "prefill", "mixed"]
 #: ``--force`` and ``--jobs`` of the verbs that execute chapters (``run``, ``book``).
 SPEED = (
-    switch(
-        "--force",
-        "execute every chapter even when its inputs are unchanged (and rebuild all pages)",
-    ),
-    arg(
-        "-j --jobs",
-        "chapters executed at once (default: cores)",
-        params.int_range(1, 1024, "chapters"),
-    ),
+    switch("--force", "execute every chapter, even unchanged ones, and rebuild all pages"),
+    arg("-j --jobs", "chapters executed at once (default: cores)", ints(1, 1024, "chapters")),
 )
 PARAMETERS: dict[str, Any] = dict(nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
 MODEL_HELP = (
@@ -176,9 +170,7 @@ VERBS: dict[str, Verb] = {
             arg("model", MODEL_HELP, type=_model_arg),
             arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
             JSON_LAST,
-            arg(
-                "--context", "also print bytes per sequence", params.int_range(1, TOKENS, "tokens")
-            ),
+            arg("--context", "also print bytes per sequence", ints(1, TOKENS, "tokens")),
         ),
         handler="rackbook.physics.roofline:cli_kv_bytes",
     ),
@@ -193,26 +185,13 @@ VERBS: dict[str, Verb] = {
                 "--per", "per GPU or total (default total; one GPU: gpu)", choices=["gpu", "total"]
             ),
             arg("--counted", "input + output needs --isl, --osl", choices=["output", "total"]),
-            arg("--isl", "input tokens per request", num(1, TOKENS, "tokens")),
-            arg("--osl", "output tokens per request", num(1, TOKENS, "tokens")),
-            arg(
-                "--context",
-                "tokens each decoding sequence holds (default ISL + OSL / 2, else 0)",
-                num(0, TOKENS, "tokens"),
-            ),
-            arg(
-                "--cached-share",
-                "input share from the prefix cache (0-1, or unknown)",
-                num(0, 1, "fraction", hi_open=True, choices=("unknown",)),
-            ),
+            arg("--isl", "input tokens per request", TOK1),
+            arg("--osl", "output tokens per request", TOK1),
+            arg("--context", "tokens per decoding sequence (default ISL + OSL / 2, else 0)", TOK0),
+            arg("--cached-share", "input share from the prefix cache (0-1, or unknown)", SHARE),
             arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)", SEQS),
             arg("--batch", "the same as --concurrency", SEQS),
-            arg(
-                "--tokens-per-step",
-                "tokens per decode step (acceptance length)",
-                num(1, 64, "tokens"),
-                default=1.0,
-            ),
+            arg("--tokens-per-step", "tokens per decode step", num(1, 64, "tokens"), default=1.0),
             arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
             arg("--trace", "a trace folder for the this-run reading"),
             arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
