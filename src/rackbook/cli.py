@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,11 +270,6 @@ MAX_INPUT = arg(
 )
 
 
-def _resolve(spec: str) -> Any:
-    module, func = spec.split(":")
-    return getattr(importlib.import_module(module), func)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every verb, from :data:`VERBS`."""
     p = _Parser(prog="rackbook", description="The rackbook command line.")
@@ -368,7 +363,7 @@ def cli_calibrate(args: argparse.Namespace) -> int:
 
 def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
     """``import --gpu ID --gpus N`` looked up in the hardware catalog; None when neither given."""
-    gpu, count = getattr(args, "gpu", None), getattr(args, "gpus", None)
+    gpu, count = args.gpu, args.gpus
     if gpu is None and count is None:
         return None
     if gpu is None or count is None:
@@ -381,22 +376,23 @@ def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
     return importers.DeclaredGpus(spec.id, spec.label, spec.name, int(count), str(shown))
 
 
-def _import_options(args: argparse.Namespace) -> importers.Options:
-    return importers.Options(
-        hardware=_declared_gpus(args),
-        labels=dict(args.label),
-        kind=args.kind,
-        engine=args.engine,
-        model=args.model,
-        source_url=args.source_url,
-        source_date=args.source_date,
-    )
-
-
 def cli_import(args: argparse.Namespace) -> int:
-    """``rackbook import FORMAT FILE -o TRACE``: the format's importer writes it."""
-    t = importers.write(args.format, args.input, args.output, _import_options(args))
-    print(f"wrote {args.output}: {importers.summary(args.format, t)}")
+    """``rackbook import FORMAT FILE -o TRACE``: options checked, the output folder locked once
+    replaceable (``--force``; never the input), then the format's importer writes it."""
+    from rackbook.core import fsio
+
+    given = {k: getattr(args, k) for k in ("kind", "engine", "model", "source_url", "source_date")}
+    options = importers.Options(hardware=_declared_gpus(args), labels=dict(args.label), **given)
+    importers.check_options(args.format, args.input, options)
+    out = fsio.check_output_folder(Path(args.output), "-o")
+    with fsio.output_lock(out, "-o"):
+        if Path(args.input).is_file():  # else the importer says what it is
+            fsio.refuse_overlap({"-o": out}, {"input": args.input})
+        fsio.check_replaceable(out, "trace", "-o")
+        if not args.force and (fsio.marked_kind(out) or (out / "run.json").is_file()):
+            raise InputError(out, "-o", "a trace exists there: add --force to replace it")
+        t = importers.write(args.format, args.input, args.output, options)
+        print(f"wrote {args.output}: {importers.summary(args.format, t)}")
     return 0
 
 
@@ -431,21 +427,6 @@ def cli_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _import_output(args: argparse.Namespace) -> Iterator[None]:
-    """``import``'s output folder, locked once replaceable (with ``--force``; not the input)."""
-    from rackbook.core import fsio
-
-    out = fsio.check_output_folder(Path(args.output), "-o")
-    with fsio.output_lock(out, "-o"):
-        if Path(args.input).is_file():  # else the importer says what it is
-            fsio.refuse_overlap({"-o": out}, {"input": args.input})
-        fsio.check_replaceable(out, "trace", "-o")
-        if not args.force and (fsio.marked_kind(out) or (out / "run.json").is_file()):
-            raise InputError(out, "-o", "a trace exists there: add --force to replace it")
-        yield
-
-
 #: Options that name a file or folder (argparse dests).
 PATH_OPTIONS = "output out html traces reuse save_json from_json topology params_file input"
 
@@ -478,10 +459,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         verb = VERBS[args.verb]
         if verb.checkout:
             paths.require_checkout()
-        if args.verb == "import":  # options that do not fit the format: one line, no work
-            importers.check_options(args.format, args.input, _import_options(args))
-        with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
-            return int(_resolve(verb.handler)(args) or 0)
+        module, handler = verb.handler.split(":")
+        return int(getattr(importlib.import_module(module), handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)
