@@ -44,21 +44,17 @@ class Spec:
         """The range in words: ``an integer from 1 to 100,000 (GPUs)``."""
         what = "an integer" if self.kind == "int" else "a number"
         unit = f" ({self.unit})" if self.unit else ""
-        lo, hi = _fmt(self.lo), _fmt(self.hi)
-        if self.lo is not None and self.hi is not None:
-            low = f"over {lo} and" if self.lo_open else f"from {lo}"
-            high = f"under {hi}" if self.hi_open else f"at most {hi}"
-            if not self.lo_open:
-                high = f"to {high}" if self.hi_open else f"to {hi}"
-            return f"{what} {low} {high}{unit}"
-        if self.lo is not None:
+        if self.lo is None:
+            return f"{what}{unit}"
+        lo = _fmt(self.lo)
+        if self.hi is None:
             return f"{what} {'over' if self.lo_open else 'at least'} {lo}{unit}"
-        return f"{what}{unit}"
+        low = f"over {lo} and" if self.lo_open else f"from {lo} to"
+        high = "under " if self.hi_open else ("at most " if self.lo_open else "")
+        return f"{what} {low} {high}{_fmt(self.hi)}{unit}"
 
 
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
+def _fmt(x: float) -> str:
     if float(x).is_integer() and abs(x) < 1e16:
         return f"{int(x):,}"
     return f"{x:g}"
@@ -132,38 +128,31 @@ def to_number(value: Any, spec: Spec) -> int | float:
     return number
 
 
-def check_value(value: Any, spec: Spec, parsed: bool = False) -> Any:
-    """``value`` checked against ``spec``; else ValueError (a list entry's prefixed ``[i]: ``).
-    ``parsed``: read from YAML, where text is never a number."""
-    if value is None:
-        if spec.nullable:
-            return None
-        raise ValueError("must not be null (None)")
-    if spec.kind in ("int", "number"):
-        if parsed and isinstance(value, str):
+def check_value(value: Any, spec: Spec, where: str, field: str) -> Any:
+    """``value`` read from YAML (text is never a number) checked against ``spec``; else one
+    InputError naming ``field`` (a list's entry: ``field[i]``)."""
+    try:
+        if spec.kind == "list" and isinstance(value, list):
+            if len(value) > MAX_LIST_ENTRIES:
+                raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
+            if len(value) < spec.min_items:
+                raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
+            assert spec.item is not None
+            return [check_value(v, spec.item, where, f"{field}[{i}]") for i, v in enumerate(value)]
+        if value is None:
+            if spec.nullable:
+                return None
+            raise ValueError("must not be null (None)")
+        if spec.kind in ("int", "number") and isinstance(value, str):
             why = _not_a_number(value.strip())
             raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
-        return to_number(value, spec)
-    if spec.kind == "list":
-        return _check_list(value, spec, parsed)
-    return _check_text(value, spec)
-
-
-def _check_list(value: Any, spec: Spec, parsed: bool) -> list[Any]:
-    if not isinstance(value, list):
-        raise ValueError(f"expected a list, got {_show(value)}")
-    if len(value) > MAX_LIST_ENTRIES:
-        raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
-    if len(value) < spec.min_items:
-        raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
-    assert spec.item is not None
-    out = []
-    for i, v in enumerate(value):
-        try:
-            out.append(check_value(v, spec.item, parsed))
-        except ValueError as exc:
-            raise ValueError(f"[{i}]: {exc}") from None
-    return out
+        if spec.kind in ("int", "number"):
+            return to_number(value, spec)
+        if spec.kind == "list":
+            raise ValueError(f"expected a list, got {_show(value)}")
+        return _check_text(value, spec)
+    except ValueError as exc:
+        raise InputError(where, field, str(exc)) from None
 
 
 def _check_text(value: Any, spec: Spec) -> str:
@@ -333,15 +322,8 @@ def check_given(
             raise InputError(where, field_name, f"not a parameter of this notebook; known: {known}")
         if not lookup and spec.kind in CATALOG:
             spec = Spec("text", nullable=spec.nullable)
-        try:
-            if name != "trace":  # the runner checks the folder
-                check_value(value, spec, parsed=True)
-        except ValueError as exc:
-            text = str(exc)
-            if text.startswith("[") and "]: " in text:  # a list's entry: parameter NAME[i]
-                index, text = text.split(": ", 1)
-                field_name += index
-            raise InputError(where, field_name, text) from None
+        if name != "trace":  # the runner checks the folder
+            check_value(value, spec, where, field_name)
     check_together(result, {**(defaults or {}), **values}, where)
 
 
