@@ -44,11 +44,6 @@ JS_MAX_MB = 16.0
 CSV_LINE_MB = 1.0
 
 
-def max_input_mb() -> float:
-    """The input size limit in force (MB)."""
-    return _max_input_mb
-
-
 def set_max_input_mb(mb: float | None) -> None:
     """Set the input size limit (MB); None restores the default."""
     global _max_input_mb
