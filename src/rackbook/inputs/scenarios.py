@@ -132,7 +132,7 @@ class Scenario:
             raise _bad("max_model_len", f"{self.max_model_len} cannot hold {what} ({total} tokens)")
         for name in self.IN_FLIGHT:
             if self._most(name) > self.max_num_seqs:
-                problem = f"{self.max_num_seqs} < the most {name}, {self._most(name)}"
+                problem = f"{self.max_num_seqs} is below {name} ({self._most(name)})"
                 raise _bad("max_num_seqs", problem)
 
     def parameters(self) -> dict[str, Any]:
