@@ -405,13 +405,8 @@ def fit_endpoint(
     """``sc`` fitted to a running endpoint (its model, name, context limit in tokens), keeping
     what the user ``given``, then checked; ``max_num_seqs`` rises to the plan's concurrency.
     A remote endpoint drops decode-parity's offline engine unless ``-p engines`` asks."""
-    fill: dict[str, Any] = {}
-    if "model" not in given:
-        fill["model"] = model
-    if "served_model_name" not in given:
-        fill["served_model_name"] = served_model_name
-    if "max_model_len" not in given and max_model_len:
-        fill["max_model_len"] = max_model_len
+    found = {"model": model, "served_model_name": served_model_name, "max_model_len": max_model_len}
+    fill: dict[str, Any] = {k: v for k, v in found.items() if k not in given and v}
     engines = getattr(sc, "engines", ())
     if "offline" in engines and "engines" not in given and not same_host:
         fill["engines"] = tuple(e for e in engines if e != "offline")
