@@ -1,6 +1,6 @@
-"""The params schema: each numeric CLI flag (:data:`FLAGS`) and notebook parameter kind
-(:data:`KINDS`, named by the ``# type:`` comment of its ``parameters`` cell) with its range or
-choices and unit, and the one rule reading a value (:func:`check_value`). Standard library only."""
+"""The params schema: each notebook parameter kind (:data:`KINDS`, named by the ``# type:``
+comment of its ``parameters`` cell) and numeric CLI flag (:class:`Spec`, in ``cli.VERBS``) with
+its range or choices and unit, and the one rule reading a value. Standard library only."""
 
 from __future__ import annotations
 
