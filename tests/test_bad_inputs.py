@@ -1386,12 +1386,12 @@ def test_an_internal_error_is_one_line_naming_its_traceback_log(run_cli, monkeyp
     to the log file the line names, in the temporary folder, never into an output."""
     import tempfile
 
-    from rackbook import cli
+    from rackbook.inputs import catalogs
 
     def boom(args):
         raise RuntimeError("boom \x1b[31mred")
 
-    monkeypatch.setattr(cli, "_resolve", lambda spec: boom)
+    monkeypatch.setattr(catalogs, "cli_catalog", boom)  # the handler `catalog` imports and runs
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     code, _, err = run_cli("catalog")
     assert code == 1 and err.count("\n") == 1, err

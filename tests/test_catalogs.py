@@ -321,7 +321,8 @@ def test_model_id_must_match_file_name(tmp_root):
 def test_sourced_weight_figure_needs_its_source(tmp_root):
     path = tmp_root / "data" / "models" / "deepseek-v4.1-flash.yaml"
     _edit(path, lambda d: d["weights"].update(decode_active_weight_bytes=12_000_000_000))
-    with pytest.raises(InputError, match="weights: decode_active_weight_bytes needs"):
+    field = "weights.decode_active_weight_bytes_source"
+    with pytest.raises(InputError, match=f"{field}: decode_active_weight_bytes needs a source"):
         catalogs.load_model("deepseek-v4.1-flash")
 
 

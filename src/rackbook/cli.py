@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,13 +44,14 @@ def _model_arg(text: str) -> str:
     return os.path.abspath(text)
 
 
-#: One ``add_argument`` call: its flags and keywords (``number``: the verb whose
-#: :data:`rackbook.params.FLAGS` types it, default its own).
+#: One ``add_argument`` call: its flags and keywords.
 Arg = tuple[tuple[str, ...], dict[str, Any]]
 
 
-def arg(flags: str, help: str, **kw: Any) -> Arg:
-    """Space-separated ``flags``, ``help`` and ``add_argument`` keywords."""
+def arg(flags: str, help: str, spec: params.Spec | None = None, **kw: Any) -> Arg:
+    """Space-separated ``flags``, ``help``, ``add_argument`` keywords; ``spec`` types a number."""
+    if spec is not None:
+        kw["type"] = params.flag_type(spec)
     return tuple(flags.split()), {**kw, "help": help}
 
 
@@ -75,14 +76,15 @@ JSON_LAST = switch("--json", "print one JSON object last")
 JSON_INSTEAD = switch("--json", "print one JSON object instead")
 EXECUTED = arg("--out", "where executed results live")
 KV_DTYPES = list(params.KV_DTYPES)
+KINDS, TOKENS, ints, num = params.KINDS, params.TOKENS, params.int_range, params.num_range
+GPUS, SEQS = ints(1, 1_048_576, "GPUs"), num(1, limits.BOUNDS["batch"], "sequences")
+TOK0, TOK1 = num(0, TOKENS, "tokens"), num(1, TOKENS, "tokens")
+SHARE = num(0, 1, "fraction", hi_open=True, choices=("unknown",))
 PHASES = ["decode", "prefill", "mixed"]
 #: ``--force`` and ``--jobs`` of the verbs that execute chapters (``run``, ``book``).
 SPEED = (
-    switch(
-        "--force",
-        "execute every chapter even when its inputs are unchanged (and rebuild all pages)",
-    ),
-    arg("-j --jobs", "chapters executed at once (default: cores)"),
+    switch("--force", "execute every chapter, even unchanged ones, and rebuild all pages"),
+    arg("-j --jobs", "chapters executed at once (default: cores)", ints(1, 1024, "chapters")),
 )
 PARAMETERS: dict[str, Any] = dict(nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
 MODEL_HELP = (
@@ -117,7 +119,7 @@ VERBS: dict[str, Verb] = {
             ),
             arg("--kind", "vllm-bench: trace kind", choices=["recorded", "published", "synthetic"]),
             arg("--gpu", "vllm-bench: GPU id in data/hardware.yaml (with --gpus)", metavar="ID"),
-            arg("--gpus", "vllm-bench: GPUs that served it", number="check", metavar="N"),
+            arg("--gpus", "vllm-bench: GPUs that served it", GPUS, metavar="N"),
         ),
         handler="rackbook.cli:cli_import",
         checkout=False,
@@ -168,7 +170,7 @@ VERBS: dict[str, Verb] = {
             arg("model", MODEL_HELP, type=_model_arg),
             arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
             JSON_LAST,
-            arg("--context", "also print bytes per sequence"),
+            arg("--context", "also print bytes per sequence", ints(1, TOKENS, "tokens")),
         ),
         handler="rackbook.physics.roofline:cli_kv_bytes",
     ),
@@ -177,19 +179,19 @@ VERBS: dict[str, Verb] = {
         (
             arg("--model", MODEL_HELP, required=True, type=_model_arg),
             arg("--gpu", "GPU id in data/hardware.yaml", required=True),
-            arg("--gpus", "GPUs serving the claim", required=True),
-            arg("--tok-s", "claimed tokens per second", required=True),
+            arg("--gpus", "GPUs serving the claim", GPUS, required=True),
+            arg("--tok-s", "claimed tokens per second", num(1e-6, 1e12, "tokens/s"), required=True),
             arg(
                 "--per", "per GPU or total (default total; one GPU: gpu)", choices=["gpu", "total"]
             ),
             arg("--counted", "input + output needs --isl, --osl", choices=["output", "total"]),
-            arg("--isl", "input tokens per request"),
-            arg("--osl", "output tokens per request"),
-            arg("--context", "tokens each decoding sequence holds (default ISL + OSL / 2, else 0)"),
-            arg("--cached-share", "input share from the prefix cache (0-1, or unknown)"),
-            arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)"),
-            arg("--batch", "the same as --concurrency"),
-            arg("--tokens-per-step", "tokens per decode step (acceptance length)", default=1.0),
+            arg("--isl", "input tokens per request", TOK1),
+            arg("--osl", "output tokens per request", TOK1),
+            arg("--context", "tokens per decoding sequence (default ISL + OSL / 2, else 0)", TOK0),
+            arg("--cached-share", "input share from the prefix cache (0-1, or unknown)", SHARE),
+            arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)", SEQS),
+            arg("--batch", "the same as --concurrency", SEQS),
+            arg("--tokens-per-step", "tokens per decode step", num(1, 64, "tokens"), default=1.0),
             arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
             arg("--trace", "a trace folder for the this-run reading"),
             arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
@@ -198,8 +200,8 @@ VERBS: dict[str, Verb] = {
             arg("--speculation", "speculative decoding: none or the method", metavar="METHOD"),
             arg("--calibration", "calibration folder (default: the shipped H200 one)"),
             arg("--deployment", "attention dp or tp, experts ep", choices=["dp-ep", "tp-ep"]),
-            arg("--tpot-ms", "TPOT limit the figure met (ms)"),
-            arg("--ttft-s", "TTFT limit the figure met (s)"),
+            arg("--tpot-ms", "TPOT limit the figure met (ms)", num(1e-3, 1e6, "ms")),
+            arg("--ttft-s", "TTFT limit the figure met (s)", num(1e-6, 1e6, "s")),
             JSON_LAST,
         ),
         handler="rackbook.results.claim_check:cli_check",
@@ -213,10 +215,10 @@ VERBS: dict[str, Verb] = {
         "balancedness before and after EPLB for expert loads",
         (
             arg("loads", 'JSON {"loads": [[tokens per expert] per layer]} or Parquet'),
-            arg("--ep-size", "expert-parallel ranks (GPUs)", required=True),
-            arg("--redundant", "redundant expert replicas", default=0),
-            arg("--groups", "expert groups", default=1),
-            arg("--nodes", "nodes", default=1),
+            arg("--ep-size", "expert-parallel ranks (GPUs)", KINDS["ep_size"], required=True),
+            arg("--redundant", "redundant expert replicas", KINDS["redundant"], default=0),
+            arg("--groups", "expert groups", KINDS["groups"], default=1),
+            arg("--nodes", "nodes", KINDS["nodes"], default=1),
             JSON_LAST,
         ),
         handler="rackbook.physics.eplb:cli_eplb",
@@ -262,31 +264,21 @@ VERBS: dict[str, Verb] = {
 MAX_INPUT = arg(
     "--max-input-mb",
     f"largest input file read (default {limits.DEFAULT_MAX_INPUT_MB:g} MB)",
-    type=params.flag_type(params.MAX_INPUT_MB),
+    num(0, 1e9, "MB", lo_open=True),  # MB, 10**6 bytes: at most a petabyte
     default=limits.DEFAULT_MAX_INPUT_MB,
     metavar="MB",
 )
 
 
-def _resolve(spec: str) -> Any:
-    """The handler ``"module:function"`` names, imported now."""
-    module, func = spec.split(":")
-    return getattr(importlib.import_module(module), func)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every verb, from :data:`VERBS` (numeric flags typed by params.FLAGS)."""
+    """The parser of every verb, from :data:`VERBS`."""
     p = _Parser(prog="rackbook", description="The rackbook command line.")
     p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
     for name, verb in VERBS.items():
         s = sub.add_parser(name, help=verb.help, description=verb.description)
         for flags, kw in (*verb.args, MAX_INPUT):
-            kw = dict(kw)
-            number = kw.pop("number", name)
-            action = s.add_argument(*flags, **kw)
-            if spec := params.FLAGS.get(number, {}).get(action.dest):
-                action.type = params.flag_type(spec)
+            s.add_argument(*flags, **kw)
     return p
 
 
@@ -371,7 +363,7 @@ def cli_calibrate(args: argparse.Namespace) -> int:
 
 def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
     """``import --gpu ID --gpus N`` looked up in the hardware catalog; None when neither given."""
-    gpu, count = getattr(args, "gpu", None), getattr(args, "gpus", None)
+    gpu, count = args.gpu, args.gpus
     if gpu is None and count is None:
         return None
     if gpu is None or count is None:
@@ -384,22 +376,23 @@ def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
     return importers.DeclaredGpus(spec.id, spec.label, spec.name, int(count), str(shown))
 
 
-def _import_options(args: argparse.Namespace) -> importers.Options:
-    return importers.Options(
-        hardware=_declared_gpus(args),
-        labels=dict(args.label),
-        kind=args.kind,
-        engine=args.engine,
-        model=args.model,
-        source_url=args.source_url,
-        source_date=args.source_date,
-    )
-
-
 def cli_import(args: argparse.Namespace) -> int:
-    """``rackbook import FORMAT FILE -o TRACE``: the format's importer writes it."""
-    t = importers.write(args.format, args.input, args.output, _import_options(args))
-    print(f"wrote {args.output}: {importers.summary(args.format, t)}")
+    """``rackbook import FORMAT FILE -o TRACE``: options checked, the output folder locked once
+    replaceable (``--force``; never the input), then the format's importer writes it."""
+    from rackbook.core import fsio
+
+    given = {k: getattr(args, k) for k in ("kind", "engine", "model", "source_url", "source_date")}
+    options = importers.Options(hardware=_declared_gpus(args), labels=dict(args.label), **given)
+    importers.check_options(args.format, args.input, options)
+    out = fsio.check_output_folder(Path(args.output), "-o")
+    with fsio.output_lock(out, "-o"):
+        if Path(args.input).is_file():  # else the importer says what it is
+            fsio.refuse_overlap({"-o": out}, {"input": args.input})
+        fsio.check_replaceable(out, "trace", "-o")
+        if not args.force and (fsio.marked_kind(out) or (out / "run.json").is_file()):
+            raise InputError(out, "-o", "a trace exists there: add --force to replace it")
+        t = importers.write(args.format, args.input, args.output, options)
+        print(f"wrote {args.output}: {importers.summary(args.format, t)}")
     return 0
 
 
@@ -434,32 +427,27 @@ def cli_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _import_output(args: argparse.Namespace) -> Iterator[None]:
-    """``import``'s output folder, locked once replaceable (with ``--force``; not the input)."""
-    from rackbook.core import fsio
-
-    out = fsio.check_output_folder(Path(args.output), "-o")
-    with fsio.output_lock(out, "-o"):
-        if Path(args.input).is_file():  # else the importer says what it is
-            fsio.refuse_overlap({"-o": out}, {"input": args.input})
-        fsio.check_replaceable(out, "trace", "-o")
-        if not args.force and (fsio.marked_kind(out) or (out / "run.json").is_file()):
-            raise InputError(out, "-o", "a trace exists there: add --force to replace it")
-        yield
-
-
 #: Options that name a file or folder (argparse dests).
 PATH_OPTIONS = "output out html traces reuse save_json from_json topology params_file input"
 
 
 def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    """An empty path (``-o ''``) refused by its flag's name."""
     for dest in PATH_OPTIONS.split():
         value = getattr(args, dest, None)
         if isinstance(value, str) and not value.strip():
             flag = {"output": "-o", "input": "input"}.get(dest, "--" + dest.replace("_", "-"))
             raise InputError("''", flag, "an empty path: name a file or folder")
+
+
+#: Errors of the input, not bugs: (type, text its message holds, the line).
+BAD_INPUT: tuple[tuple[type[BaseException], str, str], ...] = (
+    (RecursionError, "", "-: -: input nested too deeply to read (RecursionError)"),
+    (MemoryError, "", "-: -: out of memory: the input is too large for this machine"),
+    (OSError, "", "-: open files: too many open files (ulimit -n): raise the limit"),
+    (UnicodeError, "", "-: -: a name or text that is not valid UTF-8 ({reason})"),
+    (ValueError, "null byte", "-: -: a path holding a NUL byte ({exc})"),
+    (RuntimeError, "Symlink loop", "-: -: {exc}: a symbolic link that points at itself"),
+)
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
@@ -471,10 +459,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         verb = VERBS[args.verb]
         if verb.checkout:
             paths.require_checkout()
-        if args.verb == "import":  # options that do not fit the format: one line, no work
-            importers.check_options(args.format, args.input, _import_options(args))
-        with _import_output(args) if args.verb == "import" else contextlib.nullcontext():
-            return int(_resolve(verb.handler)(args) or 0)
+        module, handler = verb.handler.split(":")
+        return int(getattr(importlib.import_module(module), handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)
@@ -482,25 +468,14 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             raise
         if isinstance(exc, InputError):
             return _fail(str(exc), 2)
-        if isinstance(exc, RecursionError):
-            return _fail("-: -: input nested too deeply to read (RecursionError)", 2)
-        if isinstance(exc, MemoryError):
-            return _fail("-: -: out of memory: the input is too large for this machine", 2)
         if isinstance(exc, BrokenPipeError):
             return 2
-        if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
-            return _fail("-: open files: too many open files (ulimit -n): raise the limit", 2)
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and exc.errno != errno.EMFILE:
             where = exc.filename if exc.filename is not None else "-"
             return _fail(f"{where}: -: {exc.strerror or exc}", 2)
-        if isinstance(exc, UnicodeError):  # a file or folder name that is not UTF-8
-            return _fail(
-                f"-: -: a name or text that is not valid UTF-8 ({getattr(exc, 'reason', exc)})", 2
-            )
-        if isinstance(exc, ValueError) and "null byte" in str(exc):  # a path holding NUL
-            return _fail(f"-: -: a path holding a NUL byte ({exc})", 2)
-        if isinstance(exc, RuntimeError) and "Symlink loop" in str(exc):  # pathlib.resolve
-            return _fail(f"-: -: {exc}: a symbolic link that points at itself", 2)
+        for kind, holds, line in BAD_INPUT:
+            if isinstance(exc, kind) and holds in str(exc):
+                return _fail(line.format(exc=exc, reason=getattr(exc, "reason", exc)), 2)
         log = write_log("error", "".join(traceback.format_exception(exc)))
         return _fail(
             f"-: -: internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})", 1

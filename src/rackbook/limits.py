@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -43,11 +44,6 @@ JS_MAX_MB = 16.0
 CSV_LINE_MB = 1.0
 
 
-def max_input_mb() -> float:
-    """The input size limit in force (MB)."""
-    return _max_input_mb
-
-
 def set_max_input_mb(mb: float | None) -> None:
     """Set the input size limit (MB); None restores the default."""
     global _max_input_mb
@@ -79,10 +75,8 @@ def input_file(
         problem = f"not a regular file (a device, FIFO or socket), expected a {what}"
         raise InputError(p, field, problem)
     limit_mb = _max_input_mb
-    if streamed and _max_input_mb == DEFAULT_MAX_INPUT_MB:
-        limit_mb = STREAMED_MAX_MB
-    if cap_mb is not None and _max_input_mb == DEFAULT_MAX_INPUT_MB:
-        limit_mb = min(cap_mb, _max_input_mb)
+    if _max_input_mb == DEFAULT_MAX_INPUT_MB:  # each kind's own limit unless --max-input-mb
+        limit_mb = cap_mb or (STREAMED_MAX_MB if streamed else limit_mb)
     if st.st_size > limit_mb * 1e6:
         size = f"{st.st_size / 1e6:,.1f} MB" if st.st_size >= 1e5 else f"{st.st_size:,} bytes"
         raise InputError(
@@ -151,12 +145,9 @@ def check_open_files() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= MIN_OPEN_FILES:
         return
-    if hard == resource.RLIM_INFINITY or hard >= MIN_OPEN_FILES:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (MIN_OPEN_FILES, hard))
-            return
-        except (ValueError, OSError):
-            pass
+    with contextlib.suppress(ValueError, OSError):  # ValueError: the hard limit is lower
+        resource.setrlimit(resource.RLIMIT_NOFILE, (MIN_OPEN_FILES, hard))
+        return
     raise InputError(
         "-",
         "open files",

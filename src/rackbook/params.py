@@ -1,6 +1,6 @@
-"""The params schema: each numeric CLI flag (:data:`FLAGS`) and notebook parameter kind
-(:data:`KINDS`, named by the ``# type:`` comment of its ``parameters`` cell) with its range or
-choices and unit, and the one rule reading a value (:func:`check_value`). Standard library only."""
+"""The params schema: each notebook parameter kind (:data:`KINDS`, named by the ``# type:``
+comment of its ``parameters`` cell) and numeric CLI flag (:class:`Spec`, in ``cli.VERBS``) with
+its range or choices and unit, and the one rule reading a value. Standard library only."""
 
 from __future__ import annotations
 
@@ -44,21 +44,17 @@ class Spec:
         """The range in words: ``an integer from 1 to 100,000 (GPUs)``."""
         what = "an integer" if self.kind == "int" else "a number"
         unit = f" ({self.unit})" if self.unit else ""
-        lo, hi = _fmt(self.lo), _fmt(self.hi)
-        if self.lo is not None and self.hi is not None:
-            low = f"over {lo} and" if self.lo_open else f"from {lo}"
-            high = f"under {hi}" if self.hi_open else f"at most {hi}"
-            if not self.lo_open:
-                high = f"to {high}" if self.hi_open else f"to {hi}"
-            return f"{what} {low} {high}{unit}"
-        if self.lo is not None:
+        if self.lo is None:
+            return f"{what}{unit}"
+        lo = _fmt(self.lo)
+        if self.hi is None:
             return f"{what} {'over' if self.lo_open else 'at least'} {lo}{unit}"
-        return f"{what}{unit}"
+        low = f"over {lo} and" if self.lo_open else f"from {lo} to"
+        high = "under " if self.hi_open else ("at most " if self.lo_open else "")
+        return f"{what} {low} {high}{_fmt(self.hi)}{unit}"
 
 
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
+def _fmt(x: float) -> str:
     if float(x).is_integer() and abs(x) < 1e16:
         return f"{int(x):,}"
     return f"{x:g}"
@@ -132,38 +128,31 @@ def to_number(value: Any, spec: Spec) -> int | float:
     return number
 
 
-def check_value(value: Any, spec: Spec, parsed: bool = False) -> Any:
-    """``value`` checked against ``spec``; else ValueError (a list entry's prefixed ``[i]: ``).
-    ``parsed``: read from YAML, where text is never a number."""
-    if value is None:
-        if spec.nullable:
-            return None
-        raise ValueError("must not be null (None)")
-    if spec.kind in ("int", "number"):
-        if parsed and isinstance(value, str):
+def check_value(value: Any, spec: Spec, where: str, field: str) -> Any:
+    """``value`` read from YAML (text is never a number) checked against ``spec``; else one
+    InputError naming ``field`` (a list's entry: ``field[i]``)."""
+    try:
+        if spec.kind == "list" and isinstance(value, list):
+            if len(value) > MAX_LIST_ENTRIES:
+                raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
+            if len(value) < spec.min_items:
+                raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
+            assert spec.item is not None
+            return [check_value(v, spec.item, where, f"{field}[{i}]") for i, v in enumerate(value)]
+        if value is None:
+            if spec.nullable:
+                return None
+            raise ValueError("must not be null (None)")
+        if spec.kind in ("int", "number") and isinstance(value, str):
             why = _not_a_number(value.strip())
             raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
-        return to_number(value, spec)
-    if spec.kind == "list":
-        return _check_list(value, spec, parsed)
-    return _check_text(value, spec)
-
-
-def _check_list(value: Any, spec: Spec, parsed: bool) -> list[Any]:
-    if not isinstance(value, list):
-        raise ValueError(f"expected a list, got {_show(value)}")
-    if len(value) > MAX_LIST_ENTRIES:
-        raise ValueError(f"{len(value):,} entries: must be at most {MAX_LIST_ENTRIES:,}")
-    if len(value) < spec.min_items:
-        raise ValueError(f"must hold at least {spec.min_items} entry, got {_show(value)}")
-    assert spec.item is not None
-    out = []
-    for i, v in enumerate(value):
-        try:
-            out.append(check_value(v, spec.item, parsed))
-        except ValueError as exc:
-            raise ValueError(f"[{i}]: {exc}") from None
-    return out
+        if spec.kind in ("int", "number"):
+            return to_number(value, spec)
+        if spec.kind == "list":
+            raise ValueError(f"expected a list, got {_show(value)}")
+        return _check_text(value, spec)
+    except ValueError as exc:
+        raise InputError(where, field, str(exc)) from None
 
 
 def _check_text(value: Any, spec: Spec) -> str:
@@ -188,12 +177,14 @@ def _check_text(value: Any, spec: Spec) -> str:
 CATALOG = ("model", "gpu", "system", "price")
 
 
-def _int(lo: float, bound: str | float, unit: str = "", **kw: Any) -> Spec:
+def int_range(lo: float, bound: str | float, unit: str = "", **kw: Any) -> Spec:
+    """Integers ``lo``..``bound`` (a number or a :data:`BOUNDS` name) in ``unit``."""
     hi = BOUNDS[bound] if isinstance(bound, str) else bound
     return Spec("int", lo, hi, unit, **kw)
 
 
-def _num(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
+def num_range(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
+    """Numbers ``lo``..``hi`` in ``unit``."""
     return Spec("number", lo, hi, unit, **kw)
 
 
@@ -212,28 +203,28 @@ KINDS: dict[str, Spec] = {
     "metric": _choice("total", "output", "input", "new_input", "cached_input", "computed"),
     "stat": _choice("median", "mean", "pooled"),
     "kv_dtype": _choice(*KV_DTYPES),
-    "tokens": _int(1, TOKENS, "tokens"),
-    "context": _int(0, TOKENS, "tokens"),
-    "gpus": _int(1, "gpus", "GPUs"),
-    "replicas": _int(1, "gpus", "replicas"),
-    "decode_ranks": _int(1, "decode_ranks", "ranks"),
-    "ep_size": _int(1, "ep_size", "ranks"),
-    "redundant": _int(0, "redundant", "experts"),
-    "concurrency": _int(1, "concurrency", "requests"),
-    "requests": _int(1, "requests", "requests"),
-    "groups": _int(1, "groups", "groups"),
-    "nodes": _int(1, "nodes", "nodes"),
-    "windows": _int(1, "layers", "windows"),
-    "layer": _int(0, BOUNDS["layers"] - 1, "layer"),
-    "batch_size": _int(1, "batch_size", "sequences per decode rank"),
-    "batch": _int(1, "batch", "sequences per GPU"),
-    "skew": _num(0, 10, "Zipf exponent"),
-    "fraction": _num(0, 1, "fraction"),
-    "utilization": _num(0, 1, "fraction", lo_open=True),
-    "percent": _num(0, 1000, "%", lo_open=True),
-    "tok_s": _num(0, 1e12, "tokens/s", lo_open=True),
-    "bytes": _num(0, 1e15, "bytes", lo_open=True),
-    "acceptance": _num(1, 64, "tokens per step"),
+    "tokens": int_range(1, TOKENS, "tokens"),
+    "context": int_range(0, TOKENS, "tokens"),
+    "gpus": int_range(1, "gpus", "GPUs"),
+    "replicas": int_range(1, "gpus", "replicas"),
+    "decode_ranks": int_range(1, "decode_ranks", "ranks"),
+    "ep_size": int_range(1, "ep_size", "ranks"),
+    "redundant": int_range(0, "redundant", "experts"),
+    "concurrency": int_range(1, "concurrency", "requests"),
+    "requests": int_range(1, "requests", "requests"),
+    "groups": int_range(1, "groups", "groups"),
+    "nodes": int_range(1, "nodes", "nodes"),
+    "windows": int_range(1, "layers", "windows"),
+    "layer": int_range(0, BOUNDS["layers"] - 1, "layer"),
+    "batch_size": int_range(1, "batch_size", "sequences per decode rank"),
+    "batch": int_range(1, "batch", "sequences per GPU"),
+    "skew": num_range(0, 10, "Zipf exponent"),
+    "fraction": num_range(0, 1, "fraction"),
+    "utilization": num_range(0, 1, "fraction", lo_open=True),
+    "percent": num_range(0, 1000, "%", lo_open=True),
+    "tok_s": num_range(0, 1e12, "tokens/s", lo_open=True),
+    "bytes": num_range(0, 1e15, "bytes", lo_open=True),
+    "acceptance": num_range(1, 64, "tokens per step"),
 }
 _TYPE = re.compile(r"(\w+)([+*]?)(\??)")
 
@@ -331,15 +322,8 @@ def check_given(
             raise InputError(where, field_name, f"not a parameter of this notebook; known: {known}")
         if not lookup and spec.kind in CATALOG:
             spec = Spec("text", nullable=spec.nullable)
-        try:
-            if name != "trace":  # the runner checks the folder
-                check_value(value, spec, parsed=True)
-        except ValueError as exc:
-            text = str(exc)
-            if text.startswith("[") and "]: " in text:  # a list's entry: parameter NAME[i]
-                index, text = text.split(": ", 1)
-                field_name += index
-            raise InputError(where, field_name, text) from None
+        if name != "trace":  # the runner checks the folder
+            check_value(value, spec, where, field_name)
     check_together(result, {**(defaults or {}), **values}, where)
 
 
@@ -412,28 +396,6 @@ def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str)
         )
 
 
-#: verb -> argparse dest -> its numeric flag's declaration.
-FLAGS: dict[str, dict[str, Spec]] = {
-    "check": {
-        "gpus": _int(1, 1_048_576, "GPUs"),
-        "tok_s": _num(1e-6, 1e12, "tokens/s"),
-        "isl": _num(1, TOKENS, "tokens", nullable=True),
-        "osl": _num(1, TOKENS, "tokens", nullable=True),
-        "context": _num(0, TOKENS, "tokens", nullable=True),
-        "cached_share": _num(0, 1, "fraction", hi_open=True, choices=("unknown",)),
-        "concurrency": _num(1, BOUNDS["batch"], "sequences", nullable=True),
-        "batch": _num(1, BOUNDS["batch"], "sequences", nullable=True),
-        "tokens_per_step": _num(1, 64, "tokens"),
-        "tpot_ms": _num(1e-3, 1e6, "ms", nullable=True),
-        "ttft_s": _num(1e-6, 1e6, "s", nullable=True),
-    },
-    "kv-bytes": {"context": _int(1, TOKENS, "tokens", nullable=True)},
-    "eplb": {k: KINDS[k] for k in ("ep_size", "redundant", "groups", "nodes")},
-    "run": {"jobs": _int(1, 1024, "chapters", nullable=True)},
-    "book": {"jobs": _int(1, 1024, "chapters", nullable=True)},
-}
-#: ``--max-input-mb`` (every verb): MB, 10**6 bytes; at most a petabyte.
-MAX_INPUT_MB = _num(0, 1e9, "MB", lo_open=True)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
 LABELS: dict[str, Spec] = {k: KINDS[k] for k in ("batch_size", "concurrency", "decode_ranks")}
 LABELS |= {"context_tokens": KINDS["context"], "num_gpus": KINDS["gpus"]}
@@ -451,6 +413,7 @@ def flag_type(spec: Spec) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     parse.__name__ = spec.kind
+    parse.spec = spec  # type: ignore[attr-defined]  # what the tests read back
     return parse
 
 

@@ -183,6 +183,18 @@ class HardwareCatalog(Strict):
     prices: dict[str, PriceSpec] = {}
     token_prices: dict[str, TokenPriceSpec] = {}
 
+    @model_validator(mode="after")
+    def _ids_and_gpus(self) -> HardwareCatalog:
+        for section in SECTIONS:
+            for key, entry in getattr(self, section).items():
+                if entry.id and entry.id != key:
+                    raise field_error(f"{section}.{key}.id", f"{entry.id!r} differs from key")
+                entry.id = key
+                if isinstance(entry, SystemSpec | PriceSpec) and entry.gpu not in self.gpus:
+                    problem = f"unknown GPU {entry.gpu!r}; known: {', '.join(sorted(self.gpus))}"
+                    raise field_error(f"{section}.{key}.gpu", problem)
+        return self
+
 
 class Mla(Strict):
     kv_lora_rank: Dim
@@ -249,8 +261,7 @@ class Weights(Strict):
 
     @model_validator(mode="after")
     def _sourced(self) -> Weights:
-        if self.decode_active_weight_bytes and not self.decode_active_weight_bytes_source:
-            raise ValueError("decode_active_weight_bytes needs decode_active_weight_bytes_source")
+        _sourced(self, ("decode_active_weight_bytes", "decode_active_weight_bytes_source"))
         return self
 
 
@@ -372,17 +383,7 @@ SECTIONS: dict[str, type[Strict]] = {
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     """Load and validate the hardware catalog (default ``data/hardware.yaml``)."""
     p = _hardware_path(path)
-    shown = loader.display_path(p)
-    cat = loader.validate(HardwareCatalog, loader.read_yaml(p), shown)
-    for section in SECTIONS:
-        for key, entry in getattr(cat, section).items():
-            if entry.id and entry.id != key:
-                raise InputError(shown, f"{section}.{key}.id", f"{entry.id!r} differs from key")
-            entry.id = key
-            if section in ("systems", "prices") and entry.gpu not in cat.gpus:
-                problem = f"unknown GPU {entry.gpu!r}; known: {', '.join(sorted(cat.gpus))}"
-                raise InputError(shown, f"{section}.{key}.gpu", problem)
-    return cat
+    return loader.validate(HardwareCatalog, loader.read_yaml(p), loader.display_path(p))
 
 
 def _folded(entries: dict[str, Any], key: str) -> str:
@@ -519,8 +520,7 @@ def as_gpu(hw: GpuSpec | str) -> GpuSpec:
 
 
 def display_names() -> dict[str, str]:
-    """Each GPU and model id of the catalogs in ``paths.DATA`` with the name a reader meets
-    (``gb300``: ``GB300``); no GPUs where that folder has no hardware catalog."""
+    """Each GPU and model id of ``paths.DATA``'s catalogs -> its name (``gb300``: ``GB300``)."""
     return _display_names(paths.DATA)
 
 

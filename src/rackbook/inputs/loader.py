@@ -88,33 +88,7 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader refusing duplicate keys and alias bombs."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self._aliased = True
-        return super().compose_node(parent, index)
-
-    def get_single_node(self) -> Any:
-        self._aliased = False
-        node = super().get_single_node()
-        if node is not None and self._aliased:
-            _refuse_alias_bomb(node)
-        return node
-
-
-def _refuse_alias_bomb(node: Any) -> None:
-    memo: dict[int, int] = {}
-    expanded = _expanded_size(node, memo)
-    extra = expanded - len(memo)
-    if extra > MAX_ALIAS_NODES:
-        raise yaml.composer.ComposerError(
-            None,
-            None,
-            f"aliases expand to {extra:,} more nodes, over the limit "
-            f"{MAX_ALIAS_NODES:,} (an alias bomb?)",
-            node.start_mark,
-        )
+    """SafeLoader refusing duplicate keys (alias bombs: :func:`_load`)."""
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -142,14 +116,8 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The same checks on libyaml's C parser (10x faster), for documents at most
-    :data:`_SHALLOW_DEPTH` deep (the Python parser's recursion limit refuses deeper ones)."""
-
-    def get_single_node(self) -> Any:
-        node = super().get_single_node()
-        if node is not None and getattr(self, "may_alias", True):
-            _refuse_alias_bomb(node)
-        return node
+    """The same on libyaml's C parser (10x faster), for documents at most :data:`_SHALLOW_DEPTH`
+    deep (the Python parser's recursion limit refuses deeper ones)."""
 
 
 _FastUniqueKeyLoader.add_constructor(
@@ -205,9 +173,27 @@ Yaml12Loader.add_implicit_resolver(
 )
 
 
+def _load(loader: Any, may_alias: bool = True) -> Any:
+    """The document ``loader`` reads; refused when its aliases expand past MAX_ALIAS_NODES."""
+    try:
+        node = loader.get_single_node()
+        if node is not None and may_alias:
+            memo: dict[int, int] = {}
+            extra = _expanded_size(node, memo) - len(memo)
+            if extra > MAX_ALIAS_NODES:
+                problem = (
+                    f"aliases expand to {extra:,} more nodes, over the limit "
+                    f"{MAX_ALIAS_NODES:,} (an alias bomb?)"
+                )
+                raise yaml.composer.ComposerError(None, None, problem, node.start_mark)
+        return None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def parse_yaml12(text: str) -> Any:
     """``text`` parsed with :class:`Yaml12Loader`."""
-    return yaml.load(text, Loader=Yaml12Loader)  # a SafeLoader subclass
+    return _load(Yaml12Loader(text))
 
 
 #: Parsed YAML documents by the hash of their bytes (claims.yaml is read 20 times a book).
@@ -246,14 +232,9 @@ def _parse_yaml(data: bytes, shown: str, loader: type[_UniqueKeyLoader] | None =
     except UnicodeDecodeError as exc:
         raise InputError(shown, "-", limits.decode_problem(data, exc)) from None
     try:
-        if loader is not None or not _shallow(text):
-            return yaml.load(text, Loader=loader or _UniqueKeyLoader)  # a SafeLoader subclass
-        fast = _FastUniqueKeyLoader(text)
-        try:
-            fast.may_alias = bool(_ALIAS.search(text))
-            return fast.get_single_data()
-        finally:
-            fast.dispose()
+        if loader is None and _shallow(text):
+            return _load(_FastUniqueKeyLoader(text), bool(_ALIAS.search(text)))
+        return _load((loader or _UniqueKeyLoader)(text))
     except RecursionError:
         raise limits.nesting_error(shown) from None
     except ValueError as exc:  # an integer of thousands of digits (Python's conversion limit)

@@ -80,6 +80,10 @@ class Scenario:
     #: parameters whose value is a comma-separated list of these strings (not integers)
     STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {}
     NOTE: ClassVar[str] = ""  # for run.json
+    #: Token counts one sequence holds (a list: its largest); max_model_len holds their sum.
+    HOLDS: ClassVar[tuple[str, ...]] = ("input_len", "output_len")
+    #: Requests in flight on one server (a list: its largest); max_num_seqs holds each.
+    IN_FLIGHT: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_params(cls, params: dict[str, str], check: bool = True) -> Scenario:
@@ -116,8 +120,20 @@ class Scenario:
             sc.check()
         return sc
 
+    def _most(self, name: str) -> int:
+        value = getattr(self, name)
+        return max(value) if isinstance(value, tuple) else value
+
     def check(self) -> None:
         """InputError naming the parameter when the combination is unusable."""
+        total = sum(self._most(f) for f in self.HOLDS)
+        if total > self.max_model_len:
+            what = " + ".join(self.HOLDS)
+            raise _bad("max_model_len", f"{self.max_model_len} cannot hold {what} ({total} tokens)")
+        for name in self.IN_FLIGHT:
+            if self._most(name) > self.max_num_seqs:
+                problem = f"{self.max_num_seqs} is below {name} ({self._most(name)})"
+                raise _bad("max_num_seqs", problem)
 
     def parameters(self) -> dict[str, Any]:
         """The scenario's parameters as JSON values (for run.json)."""
@@ -146,11 +162,6 @@ class Scenario:
         i, o, n, c = sizes
         return PlanPoint(point_id, config, i, o, n, c, seed, labels=labels, **kw)
 
-    def _need_len(self, total: int, what: str) -> None:
-        if total > self.max_model_len:
-            problem = f"{self.max_model_len} cannot hold {what} ({total} tokens)"
-            raise _bad("max_model_len", problem)
-
     def _serve(self, points: tuple[PlanPoint, ...], *extra: str) -> list[Phase]:
         """One phase of one server (the scenario's flags, then ``extra``) for ``points``."""
         return [Phase("serve", (*self.serve_args(), *extra), 1, points)]
@@ -172,15 +183,7 @@ class DecodeParity(Scenario):
 
     name: ClassVar[str] = "decode-parity"
     STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {"engines": ("serve", "offline")}
-
-    def check(self) -> None:
-        if self.max_num_seqs < max(self.batch_sizes):
-            raise _bad(
-                "max_num_seqs",
-                f"{self.max_num_seqs} < largest batch per rank {max(self.batch_sizes)}",
-            )
-        if self.input_len + self.output_len > self.max_model_len:
-            raise _bad("max_model_len", "must hold input_len + output_len tokens")
+    IN_FLIGHT: ClassVar[tuple[str, ...]] = ("batch_sizes",)
 
     def point_id(self, engine: str, batch: int) -> str:
         return f"{engine}-b{batch}"
@@ -216,11 +219,8 @@ class ContextLatency(Scenario):
     max_num_seqs: int = 8
 
     name: ClassVar[str] = "context-latency"
-
-    def check(self) -> None:
-        self._need_len(max(self.context_lengths) + self.output_len, "context + output_len")
-        if self.concurrency > self.max_num_seqs:
-            raise _bad("max_num_seqs", f"{self.max_num_seqs} < concurrency")
+    HOLDS: ClassVar[tuple[str, ...]] = ("context_lengths", "output_len")
+    IN_FLIGHT: ClassVar[tuple[str, ...]] = ("concurrency",)
 
     def phases(self) -> list[Phase]:
         return self._serve(
@@ -251,9 +251,6 @@ class SingleUser(Scenario):
 
     name: ClassVar[str] = "single-user"
 
-    def check(self) -> None:
-        self._need_len(self.input_len + self.output_len, "input_len + output_len")
-
     def phases(self) -> list[Phase]:
         pt = self._pt(self.input_len, self.output_len, self.num_requests, 1, point_id=self.name)
         return self._serve((pt,))
@@ -282,11 +279,10 @@ class PrefillGain(Scenario):
         "cache, not the claimed gain."
     )
 
+    HOLDS: ClassVar[tuple[str, ...]] = ("prefix_tokens", "new_tokens", "output_len")
+
     def check(self) -> None:
-        self._need_len(
-            self.prefix_tokens + self.new_tokens + self.output_len,
-            "prefix_tokens + new_tokens + output_len",
-        )
+        super().check()
         for name in ("serve_args_a", "serve_args_b"):
             bad = [a for a in shlex.split(getattr(self, name)) if a in ("--host", "--port")]
             if bad:
@@ -330,6 +326,7 @@ class RackScaling(Scenario):
     reference_concurrency: int = 0  # requests in flight on the reference; 0: concurrency
 
     name: ClassVar[str] = "rack-scaling"
+    IN_FLIGHT: ClassVar[tuple[str, ...]] = ("concurrency", "reference_concurrency")
 
     def check(self) -> None:
         if (self.reference_gpus > 0) != (self.deployment_gpus > 0):
@@ -341,9 +338,7 @@ class RackScaling(Scenario):
             )
         if self.prefix_len >= self.input_len:
             raise _bad("prefix_len", "must be smaller than input_len")
-        self._need_len(self.input_len + self.output_len, "input_len + output_len")
-        if max(self.concurrency, self.reference_concurrency) > self.max_num_seqs:
-            raise _bad("max_num_seqs", f"{self.max_num_seqs} < concurrency")
+        super().check()
 
     def _point(self, k: int, config: str, concurrency: int, gpus: int = 0) -> PlanPoint:
         """Point ``k`` of ``config``: on ``gpus`` GPUs, or (0) on R replicas of ``"{R}x"``."""
@@ -392,9 +387,6 @@ class EplbBalance(Scenario):
 
     name: ClassVar[str] = "eplb-balance"
 
-    def check(self) -> None:
-        self._need_len(self.input_len + self.output_len, "input_len + output_len")
-
     def phases(self) -> list[Phase]:
         n = self.num_prompts or 4 * self.concurrency
         pt = self._pt(self.input_len, self.output_len, n, self.concurrency, point_id="eplb-load")
@@ -413,13 +405,8 @@ def fit_endpoint(
     """``sc`` fitted to a running endpoint (its model, name, context limit in tokens), keeping
     what the user ``given``, then checked; ``max_num_seqs`` rises to the plan's concurrency.
     A remote endpoint drops decode-parity's offline engine unless ``-p engines`` asks."""
-    fill: dict[str, Any] = {}
-    if "model" not in given:
-        fill["model"] = model
-    if "served_model_name" not in given:
-        fill["served_model_name"] = served_model_name
-    if "max_model_len" not in given and max_model_len:
-        fill["max_model_len"] = max_model_len
+    found = {"model": model, "served_model_name": served_model_name, "max_model_len": max_model_len}
+    fill: dict[str, Any] = {k: v for k, v in found.items() if k not in given and v}
     engines = getattr(sc, "engines", ())
     if "offline" in engines and "engines" not in given and not same_host:
         fill["engines"] = tuple(e for e in engines if e != "offline")
