@@ -215,7 +215,7 @@ def sequences_fitting(
 def cli_kv_bytes(args: argparse.Namespace) -> int:
     """``rackbook kv-bytes MODEL [--kv-dtype D] [--json] [--context N]``."""
     model = catalogs.load_model(args.model)
-    context = args.context  # checked where flags enter (rackbook.params.FLAGS)
+    context = args.context  # checked where flags enter (rackbook.cli.VERBS)
     b = kv_bytes(model, args.kv_dtype)
     out: dict[str, int] = {"bytes_per_token": b.bytes_per_token}
     print(f"{model.name} ({model.file}): global KV cache per token, {args.kv_dtype}")
