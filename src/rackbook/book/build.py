@@ -28,7 +28,6 @@ _REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
 
 
 def _empty_display(output: dict[str, Any]) -> bool:
-    """An output showing nothing but an object's repr (e.g. empty Markdown)."""
     if output.get("output_type") not in ("display_data", "execute_result"):
         return False
     data = output.get("data", {})
@@ -41,7 +40,6 @@ def _empty_display(output: dict[str, Any]) -> bool:
 
 
 def _glued_text(nb: dict[str, Any]) -> dict[str, str]:
-    """Glue name -> its plain-text value, from an executed notebook's glue outputs."""
     out: dict[str, str] = {}
     for cell in nb.get("cells", []):
         for o in cell.get("outputs", []):
@@ -56,7 +54,6 @@ _FIGURE = re.compile(r"(```\{glue:figure\}[^\n]*\n)((?::[a-z]+:[^\n]*\n)*)(.*?)`
 
 
 def _plain_caption(caption: str, glued: dict[str, str]) -> str:
-    """A caption as plain alt text: glue values filled, roles and marks removed, two sentences."""
 
     def role(m: re.Match[str]) -> str:
         kind, body = m.group(1), m.group(2)
@@ -168,7 +165,6 @@ def stage_book(
 
 
 def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log: Path) -> None:
-    """Run Jupyter Book on ``site`` (output to ``log``); a failure is one InputError."""
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site)]
     cmd += ["--path-output", str(build_parent), "--keep-going"]
     cmd += ["-W", "-n"] * strict + ["--all"] * force

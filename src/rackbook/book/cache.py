@@ -25,7 +25,6 @@ OUTPUT_PARAMETERS = frozenset({"out_dir"})
 
 
 def _shared_inputs() -> list[Path]:
-    """The files and folders every chapter reads besides its own parameters."""
     data = paths.DATA
     return [
         data / "claims.yaml",
@@ -38,7 +37,6 @@ def _shared_inputs() -> list[Path]:
 
 
 def _entries(root: Path) -> Iterable[Path]:
-    """``root`` and every folder and file under it but ``__pycache__``, in a fixed order."""
     yield root
     if root.is_file():
         return
@@ -67,7 +65,6 @@ def hash_tree(h: Any, root: Path, label: str) -> None:
 
 
 def _input_paths(params: Mapping[str, Any]) -> list[tuple[str, Path]]:
-    """(parameter, path) for each string parameter that names an existing file or folder."""
     found = []
     for name in sorted(params):
         value = params[name]

@@ -68,7 +68,6 @@ def folded(title: str, markdown: str) -> str:
 
 
 def _doc(outcome: Any) -> dict[str, Any]:
-    """A headline document (``result``, ``readings``) from an Outcome or a read JSON."""
     if isinstance(outcome, Mapping):
         return dict(outcome)
     return {"result": outcome.result, "readings": [asdict(r) for r in outcome.readings]}
@@ -218,12 +217,10 @@ def evidence_markdown(result: str) -> str:
 
 
 def _linked(text: object) -> str:
-    """A table cell with each parenthesised address written ``([source](URL))``."""
     return re.sub(r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(text))
 
 
 def _short(text: object, width: int) -> str:
-    """``text`` cut at a word boundary to at most ``width`` characters, with an ellipsis."""
     text = " ".join(str(text).split())
     if len(text) <= width:
         return text
@@ -245,7 +242,6 @@ def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _points_table(records: list[dict[str, Any]]) -> list[str]:
-    """Published points as Markdown table lines (GPUs and models by their catalog names)."""
     rows, names = [], catalogs.display_names()
     for r in records:
         url = r.get("url")

@@ -64,7 +64,6 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
 
 
 def _readings(executed: Path | None, result: str) -> list[dict[str, Any]] | None:
-    """The readings of ``executed``'s headline JSON of ``result``; None when not run."""
     from rackbook.results.headline import read_result
 
     f = executed / f"{result}.json" if executed else None
@@ -129,7 +128,6 @@ def at_a_glance(
 
 
 def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
-    """The "this run" verdict of ``claim_id`` in ``readings`` (``not run``, ``-``)."""
     if readings is None:
         return "not run"
     got = [r for r in readings if (r["claim_id"], r["reading"]) == (claim_id, "this run")]
@@ -137,7 +135,6 @@ def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
 
 
 def _links(urls: list[str]) -> str:
-    """Markdown links ``[1](url), [2](url)`` for a catalog entry's sources."""
     return ", ".join(f"[{i}]({u})" for i, u in enumerate(urls, 1)) or "-"
 
 
@@ -157,7 +154,6 @@ def hardware_page() -> str:
 
 
 def _kv(model: Any) -> str:
-    """A model's global KV bytes per token at each precision (``-`` where it has none)."""
     from rackbook.errors import InputError
     from rackbook.physics import roofline
 
@@ -280,7 +276,6 @@ def _host(url: str) -> str:
 
 
 def _words(slug: str) -> str:
-    """A URL path segment as words: ``2025-05-05-large-scale-ep`` -> ``Large scale ep``."""
     slug = re.sub(r"\.(html?|md|json|csv|jsx|ts)$", "", slug)
     slug = re.sub(r"^\d{4}-\d{2}-\d{2}-", "", slug)
     text = re.sub(r"[-_]+", " ", slug).strip()

@@ -75,7 +75,6 @@ def _one(
     out: str | Path | None,
     force: bool,
 ) -> Done:
-    """Run one chapter with ``execute``, its error as a value."""
     t0 = time.perf_counter()
     _state[0] = "busy"
     try:
@@ -92,7 +91,6 @@ def _one(
 
 
 def _stop_workers(ex: ProcessPoolExecutor) -> None:
-    """SIGTERM every worker of ``ex``, wait up to :data:`WORKER_GRACE_S`, SIGKILL those left."""
     procs = list((getattr(ex, "_processes", None) or {}).values())  # no public way to them
     for p in procs:
         with contextlib.suppress(ProcessLookupError, AttributeError):

@@ -44,7 +44,6 @@ def releases(folder: Path = RELEASES) -> list[dict]:
 
 
 def _changes(old: dict, new: dict) -> list[str]:
-    """One Markdown bullet per claim whose word or grade differs between two snapshots."""
     out = []
     for cid in dict.fromkeys([*old["claims"], *new["claims"]]):
         a, b = old["claims"].get(cid), new["claims"].get(cid)
@@ -76,7 +75,6 @@ def cite_markdown(version: str = __version__) -> str:
 
 
 def _release_date(version: str) -> str:
-    """The date of ``version``'s release snapshot; today's (UTC) when it has none yet."""
     for r in releases():
         if r["version"] == version:
             return str(r["date"])

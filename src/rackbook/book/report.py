@@ -26,13 +26,11 @@ def value_text(value: Any, unit: str | None = None) -> str:
 
 
 def _headlines(doc: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """name -> headline of a headline JSON (empty without one)."""
     found = (doc or {}).get("headlines") or []
     return {h["name"]: h for h in found if isinstance(h, dict) and isinstance(h.get("name"), str)}
 
 
 def _verdicts(doc: dict[str, Any] | None) -> dict[tuple[str, str], str]:
-    """(claim id, reading) -> verdict of a headline JSON (empty without one)."""
     return {
         (str(r["claim_id"]), str(r["reading"])): str(r["verdict"])
         for r in (doc or {}).get("readings") or []

@@ -119,7 +119,6 @@ def prefill_rate() -> PrefillRate:
 
 
 def _wrap_json(flag: str, width: int) -> str:
-    """``flag '{json}'`` with the JSON over several lines inside its quotes."""
     m = re.fullmatch(r"(\S+) '(\{.*\})'", flag)
     if not m:
         return flag
@@ -271,12 +270,10 @@ def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
 
 
 def _plan(result: str, topo: Any) -> dict[str, Any]:
-    """What a card's recording adds to its params file (rack-scaling's record plan)."""
     return record_parameters(topo) if result == "rack-scaling" else {}
 
 
 def _rates() -> dict[str, Any]:
-    """The assumptions a card and the cost table state: start-up, rates and their source."""
     batched, one, source = assumptions()
     rate = prefill_rate()
     return {"start": START_MINUTES, "batched": batched, "one": one, "source": source, "rate": rate}
@@ -318,7 +315,6 @@ def deployment() -> str:
 
 
 def _wrap_flags(flags: dict[str, Any], width: int = CODE_WIDTH) -> str:
-    """``-p NAME VALUE`` pairs over indented lines of at most ``width`` characters."""
     lines, line = [], " "
     for pair in (f"-p {k} {v}" for k, v in flags.items()):
         if len(line) + len(pair) + 3 > width:

@@ -19,13 +19,11 @@ def plotly_js() -> Path:
 
 
 def _page(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
-    """Add the script to a page that holds a Plotly figure."""
     if "plotly-graph-div" in str(context.get("body", "")):
         app.add_js_file(SCRIPT)
 
 
 def _copy(app: Any, exception: Exception | None) -> None:
-    """Copy the script into the HTML output's ``_static``."""
     if exception is None and app.builder.format == "html":
         static = Path(app.outdir) / "_static"
         static.mkdir(parents=True, exist_ok=True)

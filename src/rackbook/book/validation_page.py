@@ -29,7 +29,6 @@ def report() -> dict[str, Any]:
 
 
 def _group(rep: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
-    """(name, summary) per value of ``key``: count, median ratio, shares within 2x and inside."""
     rows = []
     for name in sorted({str(p[key]) for p in rep["points"]}):
         preds = [p for p in rep["points"] if str(p[key]) == name]

@@ -16,13 +16,11 @@ def _container(name: str, topo: Topology, command: str) -> dict[str, Any]:
 
 
 def _ready(topo: Topology, port: int) -> dict[str, Any]:
-    """HTTP served on ``port``: its ``/health`` the readiness probe."""
     probe = {"httpGet": {"path": "/health", "port": port}, "periodSeconds": topo.health.interval_s}
     return {"ports": [{"name": "http", "containerPort": port}], "readinessProbe": probe}
 
 
 def _service(name: str, ns: str, labels: dict, selector: dict, port: int) -> dict[str, Any]:
-    """A Service ``name`` on ``port`` in front of the pods ``selector`` picks."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -74,14 +72,11 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
 
 
 class _NoAliasDumper(yaml.SafeDumper):
-    """SafeDumper writing repeated mappings in full (no ``&id001`` anchors)."""
-
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
 def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
-    """Worker ``name``'s LeaderWorkerSet and the Service on its leader."""
     lws = k8s_name(topo, name)
     labels = {"app.kubernetes.io/part-of": topo.name, "app.kubernetes.io/component": name}
     leader_cmd = shell_join(serve_argv(topo, name, 0, leader='"$POD_IP"'))

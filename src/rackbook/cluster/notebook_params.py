@@ -127,7 +127,6 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
 
 
 def _decode_parity_note(values: dict[str, Any]) -> str:
-    """What decode-parity's per-rank batch means for the client, and where engine B comes from."""
     ranks, b = values["decode_ranks"], values["batch_sizes"]
     return (
         f"# batch_sizes are per decode rank; decode_ranks is the decode pool (DEP{ranks}): the "
@@ -140,7 +139,6 @@ def _decode_parity_note(values: dict[str, Any]) -> str:
 
 
 def _reference_note(topo: Topology) -> str:
-    """Where the reference worker's URL comes from, for the params files that use it."""
     ref = topo.reference_worker()
     return (
         f"# endpoint: the one-node reference worker ({ref}, DEP{topo.workers[ref or ''].gpus} on "

@@ -40,7 +40,6 @@ def record_argv(topo: Topology) -> list[str]:
 
 
 def _blocks(topo: Topology) -> dict[str, str]:
-    """The template's blocks: one or more lines per worker."""
     nodes, waits, launches = [], [], []
     for name, w in topo.workers.items():
         var, lead = shell_var(name), leader_var(name)
@@ -61,7 +60,6 @@ def _blocks(topo: Topology) -> dict[str, str]:
 
 
 def _values(topo: Topology, where: str) -> dict[str, str]:
-    """The template's values (a flag holds when its value is not empty)."""
     assert topo.slurm is not None
     s, direct, ref = topo.slurm, topo.endpoint_worker(), topo.reference_worker()
     leader = {n: f"http://${{{leader_var(n)}}}:{w.port}" for n, w in topo.workers.items()}
