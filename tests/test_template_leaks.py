@@ -14,7 +14,7 @@ import pytest
 from wording import bare_ids, leaks
 
 from rackbook import paths
-from rackbook.book import chapter, pages, rerun, validation_page
+from rackbook.book import chapter, pages, rerun
 from rackbook.core import traces
 from rackbook.inputs.catalogs import list_models, load_hardware
 from rackbook.inputs.claims import load_claims
@@ -174,7 +174,7 @@ def test_no_generated_page_leaks():
         "source note": pages.source_note(),
         "rerun deployment": rerun.deployment(),
         "rerun cost": rerun.cost_table(),
-        "validation": validation_page.page(validation_page.report()),
+        "validation": pages.validation_markdown(pages.validation_report()),
         "parameters (YAML defaults)": pages.parameters_page(),
     }
     found = [f"{page}: {leak}" for page, text in generated.items() for leak in leaks(text)]

@@ -1,10 +1,13 @@
-"""``rackbook book``: sources and executed notebooks staged under ``_build/site``, Jupyter Book
-run on them; optionally every result first run on a user's traces."""
+"""``rackbook book``: sources and executed notebooks staged under ``_build/site`` (only changed
+files rewritten), Jupyter Book run on them unless the staged tree is unchanged; optionally every
+result first run on a user's traces."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import filecmp
+import hashlib
 import json
 import os
 import re
@@ -17,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from rackbook import limits, paths
-from rackbook.book.runner import available_results, cli_path, result_files, run_result
+from rackbook.book.runner import (
+    available_results,
+    cli_path,
+    execute_result,
+    hash_tree,
+    result_files,
+)
 from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
 from rackbook.core.provenance import REPO, repo_relative
@@ -144,8 +153,6 @@ def stage_book(
     if missing:
         why = "not executed yet: run `rackbook run all` first"
         raise InputError(executed, missing[0] + ".ipynb", why)
-    from rackbook.book.sitesync import sync_tree
-
     staging = site.with_name(site.name + ".staging")
     if staging.exists():
         shutil.rmtree(staging)
@@ -168,7 +175,7 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site)]
     cmd += ["--path-output", str(build_parent), "--keep-going"]
     cmd += ["-W", "-n"] * strict + ["--all"] * force
-    from rackbook.book.execute import die_with_parent
+    from rackbook.book.runner import die_with_parent
 
     proc = subprocess.Popen(
         cmd,
@@ -207,7 +214,6 @@ def build_book(
 ) -> Path:
     """Stage and build the HTML book (skipped when nothing staged changed, unless ``force``);
     returns ``index.html``'s path; ``html``: built aside, then swapped in whole."""
-    from rackbook.book.sitesync import read_stamp, tree_digest
     from rackbook.core.fsio import atomic_write_text
 
     executed = paths.resolve(out) if out else paths.EXECUTED
@@ -290,8 +296,52 @@ def run_on_traces(
                 continue
             params = {"trace": str(base / r)} if r in mine else {}
             print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
-            run_result(r, "trace", params, tmp, force=force)
+            execute_result(r, "trace", params, tmp, force=force)
     return mine
+
+
+def _relative_files(root: Path) -> set[str]:
+    return {(Path(d) / f).relative_to(root).as_posix() for d, _, fs in os.walk(root) for f in fs}
+
+
+def sync_tree(src: Path, dst: Path) -> list[str]:
+    """Make ``dst`` hold exactly ``src``'s files (unchanged bytes left alone); returns the
+    relative paths copied or deleted, sorted."""
+    dst.mkdir(parents=True, exist_ok=True)
+    new, old, changed = _relative_files(src), _relative_files(dst), []
+    for rel in sorted(new):
+        s, d = src / rel, dst / rel
+        if d.is_file() and filecmp.cmp(s, d, shallow=False):
+            continue
+        d.parent.mkdir(parents=True, exist_ok=True)
+        tmp = d.with_name(f".{d.name}.sync-tmp")
+        shutil.copyfile(s, tmp)
+        os.replace(tmp, d)
+        changed.append(rel)
+    for rel in sorted(old - new):
+        (dst / rel).unlink()
+        changed.append(rel)
+    for folder, _dirs, _files in sorted(os.walk(dst), key=lambda t: -len(t[0])):
+        p = Path(folder)
+        if p != dst and not any(p.iterdir()):
+            p.rmdir()
+    return sorted(changed)
+
+
+def tree_digest(root: Path, extra: str = "") -> str:
+    """SHA-256 (hex) over ``root``'s relative names and bytes
+    (:func:`rackbook.book.runner.hash_tree`), and ``extra``."""
+    h = hashlib.sha256(extra.encode())
+    hash_tree(h, root, "tree")
+    return h.hexdigest()
+
+
+def read_stamp(path: Path) -> str | None:
+    """The digest recorded at ``path``, or None."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 def cli_book(args: argparse.Namespace) -> int:
