@@ -15,7 +15,7 @@ import yaml
 
 from rackbook import paths
 from rackbook.book.report import render
-from rackbook.cluster.recipes import DEFAULT_OUTPUT as GENERATED
+from rackbook.cluster import recipes
 from rackbook.cluster.topology import load_topology
 from rackbook.core.units import plural
 from rackbook.results.registry import ChapterTable
@@ -228,7 +228,6 @@ def holding(result: str, topo: Any) -> Hold:
 
 def record_parameters(topo: Any) -> dict[str, Any]:
     """rack-scaling's ``rackbook record -p`` plan; ``{}`` without a reference worker."""
-    from rackbook.cluster import notebook_params
     from rackbook.inputs.published import load_figures
     from rackbook.results.headline import defaults
     from rackbook.results.rack_scaling.chapter import Params
@@ -238,7 +237,7 @@ def record_parameters(topo: Any) -> dict[str, Any]:
         return {}
     hit = load_figures().get(HIT_RATE_FIGURE)
     p = defaults(Params)
-    per_rank = notebook_params.STREAMS_PER_RANK
+    per_rank = recipes.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
     return {
         "input_len": p.workload_isl,
@@ -257,10 +256,9 @@ HIT_RATE_FIGURE = "vllm-agentx-post.prefix-cache-hit"
 
 def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
     """(result, what it holds, its sweep) for every chapter's card, in book order."""
-    from rackbook.cluster import notebook_params
 
     topo = topo or load_topology()
-    params = notebook_params.params_files(topo)
+    params = recipes.params_files(topo)
     out = []
     for r in paths.RESULTS:
         h = holding(r, topo)
@@ -297,7 +295,6 @@ def gpus_text(topo: Any, routed: bool = False) -> str:
 
 def deployment() -> str:
     """The cluster deployment every rerun card uses (MyST Markdown), with its leaders' commands."""
-    from rackbook.cluster import commands
     from rackbook.inputs import catalogs
     from rackbook.physics import roofline
 
@@ -309,8 +306,8 @@ def deployment() -> str:
         gpus=gpus_text(topo),
         rack=catalogs.load_hardware().systems[topo.system.catalog_id].name,
         weights_gb=st.routed_bytes / 1e9 + st.dense_bytes / 1e9,
-        leaders={n: wrap(c[0], CODE_WIDTH) for n, c in commands.serve_commands(topo).items()},
-        generated=GENERATED,
+        leaders={n: wrap(c[0], CODE_WIDTH) for n, c in recipes.serve_commands(topo).items()},
+        generated=recipes.DEFAULT_OUTPUT,
     )
 
 
@@ -326,14 +323,13 @@ def _wrap_flags(flags: dict[str, Any], width: int = CODE_WIDTH) -> str:
 
 def card(result: str) -> str:
     """The rerun card of ``result`` as a MyST admonition (``book/_template/rerun-card.md.j2``)."""
-    from rackbook.cluster import notebook_params
     from rackbook.inputs import catalogs
     from rackbook.inputs.claims import load_claims
     from rackbook.inputs.published import load_figures
 
     topo: Any = load_topology()
     _, h, sw = next(x for x in cost_rows(topo) if x[0] == result)
-    params = notebook_params.params_files(topo)
+    params = recipes.params_files(topo)
     ref, kind = topo.reference_worker(), where(result, topo)
     behind = {
         "node": f'"{h.serving} x NVIDIA B300"',
@@ -356,8 +352,8 @@ def card(result: str) -> str:
         sw=sw,
         scopes=sorted({c.scope.summary() for c in load_claims().for_result(result)}),
         gpus_behind=behind.get(kind, "logs/JOBID/gpus.csv"),
-        generated=GENERATED,
-        rack_trace=notebook_params.RACK_TRACE,
+        generated=recipes.DEFAULT_OUTPUT,
+        rack_trace=recipes.RACK_TRACE,
         plan=_plan(result, topo),
         extra=EXTRA_ARGS.get(result, ()),
         wrap=lambda cmd: wrap(cmd, CODE_WIDTH),
