@@ -120,8 +120,7 @@ def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def _stage_notebook(src: Path, dst: Path) -> None:
-    """Copy an executed notebook for the book: empty displays dropped, alt text added,
-    parameter cells labelled, collapsed and moved."""
+    """Copy an executed notebook for the book (displays, alt text, parameter cells)."""
     nb = json.loads(src.read_text(encoding="utf-8"))
     glued = _glued_text(nb)
     for cell in nb.get("cells", []):
@@ -272,8 +271,7 @@ def check_user_traces(base: Path) -> list[str]:
 def run_on_traces(
     traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
 ) -> list[str]:
-    """Execute every result on ``traces_dir/RESULT`` where it exists, the others on the
-    shipped traces or copied from ``shipped``, into ``out`` (replaced whole); returns the first."""
+    """Execute every result on ``traces_dir/RESULT`` or the shipped trace into ``out``."""
     from rackbook.core.fsio import atomic_dir
     from rackbook.results.headline import read_result
 
@@ -305,8 +303,7 @@ def _relative_files(root: Path) -> set[str]:
 
 
 def sync_tree(src: Path, dst: Path) -> list[str]:
-    """Make ``dst`` hold exactly ``src``'s files (unchanged bytes left alone); returns the
-    relative paths copied or deleted, sorted."""
+    """Make ``dst`` hold exactly ``src``'s files; returns the paths changed, sorted."""
     dst.mkdir(parents=True, exist_ok=True)
     new, old, changed = _relative_files(src), _relative_files(dst), []
     for rel in sorted(new):
@@ -329,8 +326,7 @@ def sync_tree(src: Path, dst: Path) -> list[str]:
 
 
 def tree_digest(root: Path, extra: str = "") -> str:
-    """SHA-256 (hex) over ``root``'s relative names and bytes
-    (:func:`rackbook.book.runner.hash_tree`), and ``extra``."""
+    """SHA-256 (hex) of ``root``'s names and bytes, and ``extra``."""
     h = hashlib.sha256(extra.encode())
     hash_tree(h, root, "tree")
     return h.hexdigest()

@@ -101,8 +101,7 @@ SHORT_BASIS = 60
 
 
 def _reading_html(r: dict[str, Any], validation: str) -> str:
-    """One reading in a verdict cell: basis, verdict, margin, expected and kernel-sum briefs,
-    its reason one click away."""
+    """One reading in a verdict cell, its reason one click away."""
     from rackbook.results.verdicts import brief as expected_brief
 
     name = str(r.get("basis") or "")

@@ -134,8 +134,7 @@ def _traces(cs: list[Cell]) -> list[dict[str, Any]]:
 
 
 def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
-    """A Plotly figure of ``cells``: per setting (dropdown), the claim, ceiling and expected
-    range against ``x``; log y."""
+    """A Plotly figure: per setting (dropdown) the claim, ceiling and expected range."""
     import plotly.graph_objects as go
 
     groups = _groups(cells)

@@ -52,8 +52,7 @@ def as_published(result: str, registry: Registry | None = None) -> str:
 
 
 def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
-    """The landing page's opening: where the claims were read and which a primary text
-    confirms, as of ``today`` (UTC date)."""
+    """The landing page's opening: where the claims were read, as of ``today`` (UTC)."""
     reg = registry or load_claims()
     return render(
         "source-note.md.j2",
@@ -91,8 +90,7 @@ def at_a_glance(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> str:
-    """The landing page's table of findings from the headline JSONs in ``executed``;
-    ``reference`` and ``mine`` add the shipped and the reader's "this run" columns."""
+    """The landing table from ``executed``; ``reference``/``mine`` add "this run" columns."""
     from rackbook.results.conclusions import VERDICT_WORDS, conclusions, summarize
 
     reg = registry or load_claims()

@@ -73,8 +73,7 @@ def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
 
 
 def change_line(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
-    """The line ``rackbook run`` prints after a result's numbers: first run, unchanged or what
-    changed since the last run."""
+    """After a result's numbers: first run, unchanged, or what changed since the last run."""
     if old is None:
         return "first run in this folder"
     moved = changes(old, new)
@@ -84,8 +83,7 @@ def change_line(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
 
 
 def block(doc: dict[str, Any], old: dict[str, Any] | None = None, *, compare: bool) -> list[str]:
-    """The indented lines under a result's verdict line: its numbers, then (with ``compare``)
-    what changed since ``old``."""
+    """The lines under a result's verdict: its numbers, then (``compare``) what changed."""
     lines = [f"  {n}" for n in numbers(doc)]
     if compare:
         lines.append(f"  {change_line(old, doc)}")

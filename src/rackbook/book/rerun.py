@@ -152,8 +152,7 @@ def _text(v: Any) -> str:
 
 
 def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
-    """The live scenario's sweep for ``params`` and its modelled time on what ``h`` holds:
-    decode at the slower of the batched and one-stream rates, plus prefill."""
+    """The live scenario's sweep for ``params`` and its modelled time on what ``h`` holds."""
     from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
@@ -182,8 +181,7 @@ def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
 
 @dataclass(frozen=True)
 class Hold:
-    """What a command holds: deployments, GPUs in all, serving and prefill GPUs of the one it
-    measures, and ``per_config``: config -> (GPUs, prefill GPUs)."""
+    """A command's deployments and GPUs; ``per_config``: config -> (GPUs, prefill GPUs)."""
 
     gpus: int
     deployments: int

@@ -183,8 +183,7 @@ def execute_result(
     progress: bool | None = None,
     force: bool = False,
 ) -> tuple[Path, bool]:
-    """Execute one result's notebook (cached in trace mode unless ``force``); returns its
-    headline JSON's path and whether it came from the cache."""
+    """Execute (or, unless ``force``, reuse) a result's notebook: (headline JSON, cached)."""
     from papermill.exceptions import PapermillExecutionError
 
     prep = prepare_run(result, source, parameters, out)
@@ -274,8 +273,7 @@ def cli_path(value: str | Path | None) -> Path | None:
 
 
 def cli_run(args: argparse.Namespace) -> int:
-    """``rackbook run RESULT|all``: ``-p`` over the params file; source from ``--source``,
-    the file's ``source``, else ``trace``."""
+    """``rackbook run RESULT|all``: source from ``--source``, the params file, else trace."""
     params = read_params_file(args.params_file) if getattr(args, "params_file", None) else {}
     source = args.source or params.pop("source", None) or "trace"
     params.pop("source", None)
@@ -783,8 +781,7 @@ def run_chapters(
     jobs: int | None = None,
     report: Callable[[Done], None] | None = None,
 ) -> list[Done]:
-    """Execute ``names``, ``jobs`` at a time (cache first unless ``force``), ``report``
-    each in order; raises the first failure once all have ended."""
+    """Execute ``names``, ``jobs`` at a time, reported in order; raises the first failure."""
     ready: dict[str, Done] = {}
     if not force:
         for name in names:

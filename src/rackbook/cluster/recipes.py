@@ -269,8 +269,7 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
 
 
 def kubernetes_manifest(topo: Topology) -> str:
-    """YAML: per worker a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, one pod per node) and
-    a Service on its leader; the router Deployment and Service."""
+    """YAML: per worker a LeaderWorkerSet and leader Service; the router's."""
     if topo.kubernetes is None:
         raise ValueError(f"{topo.file}: no kubernetes section")
     ns = topo.kubernetes.namespace
@@ -376,8 +375,7 @@ def _values(topo: Topology, where: str) -> dict[str, str]:
 
 
 def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
-    """An ``sbatch`` script: one ``srun`` per node rank, router, health wait, optionally a
-    recorded trace; ``where``: its folder, named in its submit line."""
+    """An ``sbatch`` script; ``where``: its folder, named in its submit line."""
     if topo.slurm is None:
         raise ValueError(f"{topo.file}: no slurm section")
     values = _values(topo, where) | _blocks(topo)
@@ -422,8 +420,7 @@ STREAMS_PER_RANK = 64
 
 
 def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
-    """Per result, its notebook's live parameters for this topology (lengths and batches from
-    the claims; a reference worker measured by context-latency and single-user)."""
+    """Per result, its notebook's live parameters for this topology."""
     from rackbook.inputs.claims import load_claims
 
     reg = load_claims()
@@ -602,8 +599,7 @@ def render_recipes(topo: Topology, where: str = DEFAULT_OUTPUT) -> dict[str, str
 
 
 def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[Path]:
-    """Write every generated file to ``out_dir``, replaced atomically; a folder holding
-    anything rackbook did not write is refused (:class:`InputError`, field ``output``)."""
+    """Write every generated file to ``out_dir`` atomically (InputError on a foreign folder)."""
     out = fsio.check_output_folder(paths.resolve(out_dir))
     fsio.check_replaceable(out, "recipes", "output")
     texts = render_recipes(topo, loader.display_path(out))
