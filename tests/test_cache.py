@@ -204,7 +204,7 @@ def test_a_failed_execution_leaves_no_stamp(repo, executions, monkeypatch):
     assert not runner.stamp_path(paths.EXECUTED, RESULT).exists()
 
 
-def test_pool_reports_in_the_given_order_and_raises_the_first_failure():
+def test_pool_reports_in_the_given_order_and_raises_the_first_failure(monkeypatch):
     finished = []
 
     def fake(result, source, params, out, progress, force):
@@ -213,24 +213,17 @@ def test_pool_reports_in_the_given_order_and_raises_the_first_failure():
             raise InputError(result, "f", "broken")
         return Path(f"/x/{result}.json"), result == "b"
 
+    monkeypatch.setattr(runner, "execute_result", fake)
+    monkeypatch.setattr(runner, "cached_headline", lambda *a: None)
     with pytest.raises(InputError, match="^c: f: broken$"):
-        runner.run_chapters(
-            ["a", "b", "c", "d"],
-            "trace",
-            {},
-            None,
-            fake,
-            lambda *a: None,
-            jobs=1,
-            report=finished.append,
-        )
+        runner.run_chapters(["a", "b", "c", "d"], "trace", {}, None, jobs=1, report=finished.append)
     assert [d.result for d in finished] == ["a", "b", "c", "d"]
     assert [d.cached for d in finished] == [False, True, False, False]
     assert finished[2].error == ("c", "f", "broken") and finished[0].headline == Path("/x/a.json")
 
 
 @pytest.mark.skipif(os.name != "posix", reason="forked workers carry the fake")
-def test_pool_in_processes_keeps_the_order():
+def test_pool_in_processes_keeps_the_order(monkeypatch):
     import multiprocessing
 
     if multiprocessing.get_start_method() != "fork":
@@ -244,9 +237,9 @@ def test_pool_in_processes_keeps_the_order():
     def cached(r, *a):
         return Path(f"/c/{r}.json") if r == "b" else None
 
-    runner.run_chapters(
-        ["a", "b", "c"], "trace", {}, None, fake, cached, jobs=2, report=finished.append
-    )
+    monkeypatch.setattr(runner, "execute_result", fake)
+    monkeypatch.setattr(runner, "cached_headline", cached)
+    runner.run_chapters(["a", "b", "c"], "trace", {}, None, jobs=2, report=finished.append)
     assert [d.result for d in finished] == ["a", "b", "c"]
     assert [d.cached for d in finished] == [False, True, False]
     assert finished[1].headline == Path("/c/b.json")
@@ -276,14 +269,10 @@ def test_sync_rewrites_only_changed_files(tmp_path):
     assert build.tree_digest(src) != build.tree_digest(dst)
 
 
-#: What ``rackbook run`` gives the pool: the runner's executor and cache lookup.
-_CHAPTERS = (runner.execute_result, runner.cached_headline)
-
-
 def test_pool_serves_the_cache_in_the_parent(repo, executions):
-    done = runner.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, jobs=2)
+    done = runner.run_chapters([RESULT], "trace", {}, None, jobs=2)
     assert [d.cached for d in done] == [False] and len(executions) == 1
-    done = runner.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, jobs=2)
+    done = runner.run_chapters([RESULT], "trace", {}, None, jobs=2)
     assert [d.cached for d in done] == [True] and len(executions) == 1
-    done = runner.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, force=True, jobs=2)
+    done = runner.run_chapters([RESULT], "trace", {}, None, force=True, jobs=2)
     assert [d.cached for d in done] == [False] and len(executions) == 2

@@ -315,9 +315,7 @@ def cli_run(args: argparse.Namespace) -> int:
             return 0
         jobs = min(getattr(args, "jobs", None) or cores(), len(names))
         print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
-        run_chapters(
-            names, source, params, out, execute_result, cached_headline, force, jobs, report
-        )
+        run_chapters(names, source, params, out, force, jobs, report)
     return 0
 
 
@@ -681,16 +679,10 @@ def _child_main(spec_path: str) -> int:
     return 0
 
 
-#: ``(result, source, params, out, progress, force)`` -> (headline JSON, from the cache).
-Execute = Callable[[str, str, dict[str, Any], str | Path | None, bool, bool], tuple[Path, bool]]
-#: ``(result, source, params, out)`` -> the cache's headline JSON, or None.
-Cached = Callable[[str, str, dict[str, Any], str | Path | None], Path | None]
-
 #: Seconds the workers get to stop their chapters after a signal, before they are killed.
 WORKER_GRACE_S = 1.5
 #: A worker's state: ``idle`` (a signal ends it), ``busy`` (unwinds) or ``stopping``.
 _state: list[str] = ["idle"]
-_executor: list[Execute] = []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -720,30 +712,18 @@ def _worker_signal(signum: int, _frame: object) -> None:
         raise Terminated(signum)
 
 
-def _worker_init(execute: Execute) -> None:
-    _executor[:] = [execute]
+def _worker_init() -> None:
     for sig in STOP_SIGNALS:
         signal.signal(sig, _worker_signal)
 
 
-def _in_worker(
-    result: str, source: str, params: dict[str, Any], out: str | Path | None, force: bool
-) -> Done:
-    return _one(_executor[0], result, source, params, out, force)
-
-
 def _one(
-    execute: Execute,
-    result: str,
-    source: str,
-    params: dict[str, Any],
-    out: str | Path | None,
-    force: bool,
+    result: str, source: str, params: dict[str, Any], out: str | Path | None, force: bool
 ) -> Done:
     t0 = time.perf_counter()
     _state[0] = "busy"
     try:
-        headline, cached = execute(result, source, params, out, False, force)
+        headline, cached = execute_result(result, source, params, out, False, force)
     except InputError as err:
         return Done(
             result, None, False, time.perf_counter() - t0, (err.file, err.field, err.problem)
@@ -775,8 +755,6 @@ def run_chapters(
     source: str,
     params: dict[str, Any],
     out: str | Path | None,
-    execute: Execute,
-    cached: Cached,
     force: bool = False,
     jobs: int | None = None,
     report: Callable[[Done], None] | None = None,
@@ -787,7 +765,7 @@ def run_chapters(
         for name in names:
             t0 = time.perf_counter()
             try:
-                hit = cached(name, source, params, out)
+                hit = cached_headline(name, source, params, out)
             except InputError as err:
                 ready[name] = Done(name, None, False, 0.0, (err.file, err.field, err.problem))
                 continue
@@ -804,14 +782,12 @@ def run_chapters(
 
     if jobs == 1:
         for name in names:
-            emit(ready[name] if name in ready else _one(execute, name, source, params, out, force))
+            emit(ready[name] if name in ready else _one(name, source, params, out, force))
     else:
-        ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(execute,))
+        ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
         futures: dict[str, Future[Done]] = {}
         try:
-            futures = {
-                name: ex.submit(_in_worker, name, source, params, out, force) for name in todo
-            }
+            futures = {name: ex.submit(_one, name, source, params, out, force) for name in todo}
             for name in names:
                 emit(ready[name] if name in ready else futures[name].result())
         except BaseException:
