@@ -54,7 +54,7 @@ def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
     for name, v in an.values().items():
         if isinstance(v, str):
             yield f"{result} value {name}", v
-    yield f"{result} verdict table", chapter.readings_table(out)
+    yield f"{result} verdict table", chapter.readings_box(out)
     yield f"{result} evidence", chapter.evidence_markdown(result)
     yield f"{result} claim card", pages.claim_card(result) + pages.as_published(result)
     yield f"{result} rerun card", rerun.card(result)
@@ -72,7 +72,7 @@ def _presented_texts(result: str) -> Iterator[tuple[str, str]]:
         s = summarize(claim, doc["readings"])
         yield f"landing row {claim.id}", " | ".join(pages.landing_row(claim, s))
     yield f"{result} conclusion box", chapter.conclusion_markdown(out)
-    yield f"{result} verdict table", chapter.readings_table(out)
+    yield f"{result} verdict table", chapter.readings_box(out)
     yield f"{result} flips", chapter.flips_box(out)
     yield f"{result} evidence", chapter.evidence_markdown(result)
     yield f"{result} headlines", chapter.headlines_box(out)

@@ -125,7 +125,7 @@ def _reading_html(r: dict[str, Any], validation: str) -> str:
     )
 
 
-def readings_table(outcome: Any) -> str:
+def readings_box(outcome: Any) -> str:
     """The claim-by-reading HTML verdict table, with the readings' questions above it."""
     from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
@@ -154,10 +154,6 @@ def readings_table(outcome: Any) -> str:
         "chapter's trace say? Open *why* for a reading's reason."
     )
     return intro + "\n\n" + "".join(rows) + "\n"
-
-
-#: The chapter's verdict section (the notebooks' name for :func:`readings_table`).
-readings_box = readings_table
 
 
 def flips_box(outcome: Any) -> str:
