@@ -206,7 +206,7 @@ def execute_result(
             with contextlib.suppress(OSError):
                 d.rmdir()
 
-    forget(out_dir, result)
+    stamp_path(out_dir, result).unlink(missing_ok=True)
     if source == "live":  # recordings go to out_dir/traces/RESULT
         fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
     # The kernel must draw inline: MPLBACKEND=Agg would leave every chapter without figures.
@@ -482,9 +482,8 @@ def stamp_path(out_dir: Path, result: str) -> Path:
     return out_dir / f".{result}.key"
 
 
-def outputs(out_dir: Path, result: str) -> tuple[Path, Path]:
-    """The executed notebook and the headline JSON of ``result`` in ``out_dir``."""
-    return out_dir / f"{result}.ipynb", out_dir / f"{result}.json"
+def _stamp(out_dir: Path, result: str, key: str) -> dict[str, str | None]:
+    return {"key": key} | {x: _sha(out_dir / f"{result}.{x}") for x in ("ipynb", "json")}
 
 
 def is_fresh(out_dir: Path, result: str, key: str) -> bool:
@@ -493,21 +492,12 @@ def is_fresh(out_dir: Path, result: str, key: str) -> bool:
         doc = json.loads(stamp_path(out_dir, result).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if not isinstance(doc, dict) or doc.get("key") != key:
-        return False
-    nb, headline = outputs(out_dir, result)
-    return doc.get("ipynb") == _sha(nb) is not None and doc.get("json") == _sha(headline)
-
-
-def forget(out_dir: Path, result: str) -> None:
-    """Drop ``result``'s stamp (before executing it again)."""
-    stamp_path(out_dir, result).unlink(missing_ok=True)
+    return doc == _stamp(out_dir, result, key) and doc["ipynb"] is not None
 
 
 def remember(out_dir: Path, result: str, key: str) -> None:
     """Record that ``result``'s outputs in ``out_dir`` were made with ``key``."""
-    nb, headline = outputs(out_dir, result)
-    doc = {"key": key, "ipynb": _sha(nb), "json": _sha(headline)}
+    doc = _stamp(out_dir, result, key)
     atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
     update_manifest(out_dir, record=[stamp_path(out_dir, result).name])
 
