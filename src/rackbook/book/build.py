@@ -213,15 +213,11 @@ def build_book(
 ) -> Path:
     """Stage and build the HTML book (skipped when nothing staged changed, unless ``force``);
     returns ``index.html``'s path; ``html``: built aside, then swapped in whole."""
-    from rackbook.core.fsio import atomic_write_text
-
     executed = paths.resolve(out) if out else paths.EXECUTED
     fsio.refuse_special(executed, "--out", result_files())
     if html is not None:
-        from rackbook.core.fsio import atomic_dir
-
         target = check_output_folder(Path(html), "--html")
-        with atomic_dir(target, kind="html", field="--html") as tmp:
+        with fsio.atomic_dir(target, kind="html", field="--html") as tmp:
             work = tmp / ".work"
             site = stage_book(executed, work / "_build" / "site", reference, mine)
             log = work / "book-build.log"
@@ -242,11 +238,12 @@ def build_book(
     lock = paths.ROOT / "env" / "requirements-book.lock"
     env = lock.read_text(encoding="utf-8") if lock.is_file() else ""
     digest = tree_digest(site, f"strict={strict}\0{sys.executable}\0{env}")
-    if not force and index.is_file() and read_stamp(stamp) == digest:
-        return index
+    with contextlib.suppress(OSError):
+        if not force and index.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
+            return index
     stamp.unlink(missing_ok=True)
     _jupyter_book(site, paths.BUILD.parent, strict, force, paths.BUILD / "book-build.log")
-    atomic_write_text(stamp, digest + "\n")
+    fsio.atomic_write_text(stamp, digest + "\n")
     return index
 
 
@@ -272,7 +269,6 @@ def run_on_traces(
     traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
 ) -> list[str]:
     """Execute every result on ``traces_dir/RESULT`` or the shipped trace into ``out``."""
-    from rackbook.core.fsio import atomic_dir
     from rackbook.results.headline import read_result
 
     base = Path(traces_dir)
@@ -284,8 +280,7 @@ def run_on_traces(
             limits.input_file(done[1], "--reuse", what="headline JSON")
             read_result(done[1])
             copied[r] = done
-    out = check_output_folder(out, "--out")
-    with atomic_dir(out, kind="results", field="--out") as tmp:
+    with fsio.atomic_dir(out, kind="results", field="--out") as tmp:
         for r in available_results():
             if r in copied:
                 for f in copied[r]:
@@ -330,14 +325,6 @@ def tree_digest(root: Path, extra: str = "") -> str:
     h = hashlib.sha256(extra.encode())
     hash_tree(h, root, "tree")
     return h.hexdigest()
-
-
-def read_stamp(path: Path) -> str | None:
-    """The digest recorded at ``path``, or None."""
-    try:
-        return path.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
 
 
 def cli_book(args: argparse.Namespace) -> int:
