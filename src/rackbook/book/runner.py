@@ -17,16 +17,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rackbook
 from rackbook import STOP_SIGNALS, paths
 from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_text, check_output_folder, update_manifest
 from rackbook.errors import InputError, Terminated, log_stem, write_log
-from rackbook.inputs.loader import display_path
+
+if TYPE_CHECKING:  # the child (python -m) never imports multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
 
 def available_results() -> list[str]:
@@ -63,6 +65,7 @@ def check_parameters(
     """Refuse, before any kernel starts, what :func:`rackbook.params.check_given` refuses; in
     trace mode also a ``trace``/``trace_b`` the result cannot read, a ``point_id`` not in it."""
     from rackbook import params as schema
+    from rackbook.inputs.loader import display_path
 
     shown = display_path(nb)
     schema.check_given(result, params, shown, defaults, lookup=True)
@@ -100,6 +103,7 @@ def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[s
 def check_point_id(params: dict[str, Any], where: str) -> None:
     """The ``point_id`` parameter names a point of the chapter's trace (its points table)."""
     from rackbook.core import traces
+    from rackbook.inputs.loader import display_path
 
     trace = params.get("trace")
     folder = paths.resolve(trace) if isinstance(trace, str) and trace else None
@@ -185,6 +189,8 @@ def execute_result(
 ) -> tuple[Path, bool]:
     """Execute (or, unless ``force``, reuse) a result's notebook: (headline JSON, cached)."""
     from papermill.exceptions import PapermillExecutionError
+
+    from rackbook.inputs.loader import display_path
 
     prep = prepare_run(result, source, parameters, out)
     nb, out_dir, params, key = prep.notebook, prep.out_dir, prep.params, prep.key
@@ -774,6 +780,8 @@ def run_chapters(
         for name in names:
             emit(ready[name] if name in ready else _one(name, source, params, out, force))
     else:
+        from concurrent.futures import ProcessPoolExecutor
+
         ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
         futures: dict[str, Future[Done]] = {}
         try:
