@@ -45,19 +45,19 @@ def glue_figure(name: str, fig: Any) -> None:
 
 def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
     """A DataFrame as a Markdown table: ``columns`` name -> (header with unit, format spec)."""
-    head = "| " + " | ".join(h for h, _ in columns.values()) + " |"
-    rule = "|" + "|".join("---:" if f else "---" for _, f in columns.values()) + "|"
-    rows = []
-    for rec in df.to_dict("records"):
-        cells = []
-        for name, (_, spec) in columns.items():
-            v = rec.get(name)
-            try:
-                cells.append(format(v, spec) if spec else str(v))
-            except (TypeError, ValueError):
-                cells.append(str(v))
-        rows.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
-    return "\n".join([head, rule, *rows]) + "\n"
+
+    def text(v: Any, spec: str) -> str:
+        try:
+            return format(v, spec) if spec else str(v)
+        except (TypeError, ValueError):
+            return str(v)
+
+    head = " | ".join(h for h, _ in columns.values())
+    rows = [
+        [_md_cell(text(rec.get(n), spec)) for n, (_, spec) in columns.items()]
+        for rec in df.to_dict("records")
+    ]
+    return "\n".join(table(head, rows, [bool(spec) for _, spec in columns.values()])) + "\n"
 
 
 def folded(title: str, markdown: str) -> str:

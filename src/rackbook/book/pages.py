@@ -238,7 +238,7 @@ _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 
 def data_urls() -> dict[str, list[str]]:
     """Every URL the book cites -> the files citing it (placeholders left out)."""
-    found: dict[str, list[str]] = {}
+    found: dict[str, dict[str, None]] = {}  # files as an ordered set
     files = [paths.ROOT / "data" / "claims.yaml", paths.ROOT / "data" / "hardware.yaml"]
     files += sorted((paths.ROOT / "data" / "models").glob("*.yaml"))
     files += sorted((paths.ROOT / "data" / "published").glob("*.yaml"))
@@ -246,13 +246,9 @@ def data_urls() -> dict[str, list[str]]:
     for f in files:
         for url in _URL.findall(f.read_text(encoding="utf-8")):
             url = url.rstrip(".,;`\\")
-            if "HOST" in url or "127.0.0.1" in url or "localhost" in url:
-                continue
-            found.setdefault(url, [])
-            rel = str(f.relative_to(paths.ROOT))
-            if rel not in found[url]:
-                found[url].append(rel)
-    return found
+            if not any(h in url for h in ("HOST", "127.0.0.1", "localhost")):
+                found.setdefault(url, {})[str(f.relative_to(paths.ROOT))] = None
+    return {url: list(cited) for url, cited in found.items()}
 
 
 def bib_key(url: str) -> str:
@@ -344,7 +340,6 @@ def bibliography(registry: Registry | None = None) -> str:
 def yaml_literal(default: str) -> str:
     """A parameter's default (Python source) as YAML (``None`` -> ``null``)."""
     import ast
-    import json
 
     try:
         return json.dumps(ast.literal_eval(default))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 #: How a missing value reads.
@@ -90,10 +90,10 @@ def block(doc: dict[str, Any], old: dict[str, Any] | None = None, *, compare: bo
     return lines
 
 
-def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
-    """A Markdown table's lines from ``head`` (``"a | b"``) and escaped cells."""
-    n = head.count("|") + 1
-    lines = [f"| {head} |", "|" + "---|" * n]
+def table(head: str, rows: Iterable[Iterable[object]], right: Sequence[bool] = ()) -> list[str]:
+    """A Markdown table's lines from ``head`` (``"a | b"``), escaped cells, columns ``right``."""
+    right = right or [False] * (head.count("|") + 1)
+    lines = [f"| {head} |", "|" + "".join("---:|" if r else "---|" for r in right)]
     return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
 
 
