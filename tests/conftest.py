@@ -74,7 +74,7 @@ def executed(tmp_path_factory) -> Path:
         return folder
     out = tmp_path_factory.mktemp("executed")
     for r in runner.available_results():
-        runner.run_result(r, "trace", {}, out, progress=False)
+        runner.execute_result(r, "trace", {}, out, progress=False)
     return out
 
 

@@ -1,5 +1,5 @@
 """The cache of executed chapters never serves a stale one: each input that decides a chapter's
-output, changed in turn, executes it again; nothing changed serves it from the cache.
+output, changed in turn, executes it again; nothing changed serves it from the runner.
 
 Papermill is replaced by a fake that copies the notebook and writes the headline JSON, on a
 small copy of the repository's inputs, so these tests execute no kernel."""
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rackbook import paths
-from rackbook.book import cache, pool, runner, sitesync
+from rackbook.book import build, runner
 from rackbook.errors import InputError
 
 RESULT = "decode-parity"
@@ -51,7 +51,7 @@ def repo(tmp_path, monkeypatch):
         ("EXECUTED", root / "_build" / "executed"),
     ):
         monkeypatch.setattr(paths, name, value)
-    monkeypatch.setattr(cache, "PACKAGE_SOURCE", pkg)
+    monkeypatch.setattr(runner, "PACKAGE_SOURCE", pkg)
     return root
 
 
@@ -59,8 +59,6 @@ def repo(tmp_path, monkeypatch):
 def executions(monkeypatch):
     """Replace the notebook's execution (papermill, in its child process); the list grows by
     one entry per notebook executed."""
-    from rackbook.book import execute
-
     calls: list[dict] = []
 
     def fake(inp, out, parameters, *a, **kw):
@@ -71,12 +69,12 @@ def executions(monkeypatch):
         doc = {"result": name, "n": len(calls), "t": time.time_ns()}
         (out_dir / f"{name}.json").write_text(json.dumps(doc))
 
-    monkeypatch.setattr(execute, "execute_notebook", fake)
+    monkeypatch.setattr(runner, "execute_notebook", fake)
     return calls
 
 
 def _run(**kw) -> bool:
-    """Run the chapter; True when it was executed, False when served from the cache."""
+    """Run the chapter; True when it was executed, False when served from the runner."""
     kw.setdefault("parameters", {})
     return not runner.execute_result(RESULT, "trace", **kw)[1]
 
@@ -105,8 +103,8 @@ CHANGES = {
     "published data gains a trace": lambda r: (r / "data/published/new").mkdir(),
     "book template": lambda r: _write(r / "book" / "_template" / "card.md.j2", "x"),
     "lock file": lambda r: _edit(r / "env" / "requirements-book.lock", "pandas==3\n"),
-    "package source": lambda r: _edit(cache.PACKAGE_SOURCE / "metrics.py", "Y = 2\n"),
-    "package gains a module": lambda r: (cache.PACKAGE_SOURCE / "new.py").write_text(""),
+    "package source": lambda r: _edit(runner.PACKAGE_SOURCE / "metrics.py", "Y = 2\n"),
+    "package gains a module": lambda r: (runner.PACKAGE_SOURCE / "new.py").write_text(""),
 }
 
 
@@ -175,7 +173,7 @@ def test_outputs_changed_or_removed_execute_again(repo, executions, output):
 def test_force_and_a_lost_stamp_execute_again(repo, executions):
     assert _run() is True
     assert _run(force=True) is True
-    cache.stamp_path(paths.EXECUTED, RESULT).write_text("not json")
+    runner.stamp_path(paths.EXECUTED, RESULT).write_text("not json")
     assert _run() is True
     assert _run() is False
 
@@ -190,25 +188,23 @@ def test_live_runs_are_never_cached(repo, executions):
     for _ in range(2):
         runner.execute_result(RESULT, "live", {}, None, False)
     assert len(executions) == 2
-    assert not cache.stamp_path(paths.EXECUTED, RESULT).exists()
+    assert not runner.stamp_path(paths.EXECUTED, RESULT).exists()
 
 
 def test_a_failed_execution_leaves_no_stamp(repo, executions, monkeypatch):
-    from rackbook.book import execute
-
     assert _run() is True
 
     def broken(inp, out, parameters, *a, **kw):
         raise KeyboardInterrupt
 
     _edit(repo / "data" / "claims.yaml")
-    monkeypatch.setattr(execute, "execute_notebook", broken)
+    monkeypatch.setattr(runner, "execute_notebook", broken)
     with pytest.raises(KeyboardInterrupt):
         _run()
-    assert not cache.stamp_path(paths.EXECUTED, RESULT).exists()
+    assert not runner.stamp_path(paths.EXECUTED, RESULT).exists()
 
 
-def test_pool_reports_in_the_given_order_and_raises_the_first_failure():
+def test_pool_reports_in_the_given_order_and_raises_the_first_failure(monkeypatch):
     finished = []
 
     def fake(result, source, params, out, progress, force):
@@ -217,24 +213,17 @@ def test_pool_reports_in_the_given_order_and_raises_the_first_failure():
             raise InputError(result, "f", "broken")
         return Path(f"/x/{result}.json"), result == "b"
 
+    monkeypatch.setattr(runner, "execute_result", fake)
+    monkeypatch.setattr(runner, "cached_headline", lambda *a: None)
     with pytest.raises(InputError, match="^c: f: broken$"):
-        pool.run_chapters(
-            ["a", "b", "c", "d"],
-            "trace",
-            {},
-            None,
-            fake,
-            lambda *a: None,
-            jobs=1,
-            report=finished.append,
-        )
+        runner.run_chapters(["a", "b", "c", "d"], "trace", {}, None, jobs=1, report=finished.append)
     assert [d.result for d in finished] == ["a", "b", "c", "d"]
     assert [d.cached for d in finished] == [False, True, False, False]
     assert finished[2].error == ("c", "f", "broken") and finished[0].headline == Path("/x/a.json")
 
 
 @pytest.mark.skipif(os.name != "posix", reason="forked workers carry the fake")
-def test_pool_in_processes_keeps_the_order():
+def test_pool_in_processes_keeps_the_order(monkeypatch):
     import multiprocessing
 
     if multiprocessing.get_start_method() != "fork":
@@ -248,9 +237,9 @@ def test_pool_in_processes_keeps_the_order():
     def cached(r, *a):
         return Path(f"/c/{r}.json") if r == "b" else None
 
-    pool.run_chapters(
-        ["a", "b", "c"], "trace", {}, None, fake, cached, jobs=2, report=finished.append
-    )
+    monkeypatch.setattr(runner, "execute_result", fake)
+    monkeypatch.setattr(runner, "cached_headline", cached)
+    runner.run_chapters(["a", "b", "c"], "trace", {}, None, jobs=2, report=finished.append)
     assert [d.result for d in finished] == ["a", "b", "c"]
     assert [d.cached for d in finished] == [False, True, False]
     assert finished[1].headline == Path("/c/b.json")
@@ -269,25 +258,21 @@ def test_sync_rewrites_only_changed_files(tmp_path):
     past = time.time() - 1000
     for f in ("book/same.md", "book/edit.md"):
         os.utime(dst / f, (past, past))
-    changed = sitesync.sync_tree(src, dst)
+    changed = build.sync_tree(src, dst)
     assert changed == ["book/edit.md", "gone/old.md", "new.md"]
     assert (dst / "book" / "same.md").stat().st_mtime == past
     assert (dst / "book" / "edit.md").read_text() == "new"
     assert (dst / "book" / "edit.md").stat().st_mtime > past
     assert not (dst / "gone").exists() and (dst / "new.md").read_text() == "n"
-    assert sitesync.tree_digest(src) == sitesync.tree_digest(dst)
+    assert build.tree_digest(src) == build.tree_digest(dst)
     (dst / "new.md").write_text("m")
-    assert sitesync.tree_digest(src) != sitesync.tree_digest(dst)
-
-
-#: What ``rackbook run`` gives the pool: the runner's executor and cache lookup.
-_CHAPTERS = (runner.execute_result, runner.cached_headline)
+    assert build.tree_digest(src) != build.tree_digest(dst)
 
 
 def test_pool_serves_the_cache_in_the_parent(repo, executions):
-    done = pool.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, jobs=2)
+    done = runner.run_chapters([RESULT], "trace", {}, None, jobs=2)
     assert [d.cached for d in done] == [False] and len(executions) == 1
-    done = pool.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, jobs=2)
+    done = runner.run_chapters([RESULT], "trace", {}, None, jobs=2)
     assert [d.cached for d in done] == [True] and len(executions) == 1
-    done = pool.run_chapters([RESULT], "trace", {}, None, *_CHAPTERS, force=True, jobs=2)
+    done = runner.run_chapters([RESULT], "trace", {}, None, force=True, jobs=2)
     assert [d.cached for d in done] == [False] and len(executions) == 2

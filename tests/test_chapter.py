@@ -63,7 +63,7 @@ def test_table_markdown_formats_escapes_and_keeps_only_the_columns_named():
 
 
 def test_readings_table_one_row_per_claim_one_cell_per_reading():
-    html = chapter.readings_table(_outcome())
+    html = chapter.readings_box(_outcome())
     assert html.count("<tr><td><strong>&lt; 6 %</strong></td>") == 1  # the figure, not an id
     assert html.count("<td data-label=") == 3
     assert [html.index(t) for t in ("Physics", "Published evidence", "This run")] == sorted(
@@ -76,7 +76,7 @@ def test_readings_table_one_row_per_claim_one_cell_per_reading():
     assert "as output tokens per GPU: <strong>within</strong>" in html  # a short basis named
     # the same table from the headline JSON as read (a mapping), and the old name
     doc = {"result": "decode-parity", "readings": [asdict(r) for r in _outcome().readings]}
-    assert chapter.readings_table(doc) == html == chapter.readings_box(_outcome())
+    assert chapter.readings_box(doc) == html == chapter.readings_box(_outcome())
 
 
 def test_readings_cell_leads_with_the_bound_then_the_expected_range():
@@ -91,7 +91,7 @@ def test_readings_cell_leads_with_the_bound_then_the_expected_range():
                  attainable={"ratio": 0.9, "text": "kernels", "expected": exp}),
         _reading("published", "within"), _reading("this run", "untested"),
     ])  # fmt: skip
-    html = chapter.readings_table(out)
+    html = chapter.readings_box(out)
     cell = html.split('<td data-label="Physics">')[1]
     bound, above, kernels = (
         cell.index("<strong>possible</strong>"),
@@ -111,7 +111,7 @@ def test_a_long_basis_is_left_to_the_reason():
         _reading("physics", "possible"), _reading("published", "within", basis=long),
         _reading("this run", "untested"),
     ])  # fmt: skip
-    assert "as output tokens" not in chapter.readings_table(out)
+    assert "as output tokens" not in chapter.readings_box(out)
 
 
 @pytest.mark.parametrize(

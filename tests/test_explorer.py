@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rackbook.book import explorer, sphinx_plotly
+from rackbook.book import explorer, sphinx_figures
 from rackbook.results.rack_scaling import ASSUMED_ISL, ASSUMED_OSL
 
 
@@ -108,13 +108,13 @@ def test_the_extension_serves_plotly_from_static(tmp_path):
     added: list[str] = []
     app = SimpleNamespace(add_js_file=added.append, outdir=str(tmp_path),
                           builder=SimpleNamespace(format="html"))  # fmt: skip
-    sphinx_plotly._page(app, "p", "page.html", {"body": "<p>no figure</p>"}, None)
+    sphinx_figures._page(app, "p", "page.html", {"body": "<p>no figure</p>"}, None)
     assert added == []
-    sphinx_plotly._page(app, "p", "page.html", {"body": '<div class="plotly-graph-div">'}, None)
+    sphinx_figures._page(app, "p", "page.html", {"body": '<div class="plotly-graph-div">'}, None)
     assert added == ["plotly.min.js"]
-    sphinx_plotly._copy(app, None)
+    sphinx_figures._copy(app, None)
     js = tmp_path / "_static" / "plotly.min.js"
-    assert js.stat().st_size == sphinx_plotly.plotly_js().stat().st_size > 1_000_000
+    assert js.stat().st_size == sphinx_figures.plotly_js().stat().st_size > 1_000_000
 
 
 def test_single_user_opens_at_the_claims_four_gpus():

@@ -596,7 +596,7 @@ def test_a_child_dies_with_its_parent_killed_outright(tmp_path: Path) -> None:
     killed with SIGKILL takes them along (was: `run`'s child wrote single-user.json after)."""
     code = (
         "import signal, subprocess, sys, time\n"
-        "from rackbook.book.execute import die_with_parent\n"
+        "from rackbook.book.runner import die_with_parent\n"
         "p = subprocess.Popen(['sleep', '600'], start_new_session=True,\n"
         "                     preexec_fn=die_with_parent(signal.SIGKILL))\n"
         "print(p.pid, flush=True); time.sleep(600)\n"

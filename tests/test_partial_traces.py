@@ -108,7 +108,7 @@ def test_the_notebook_executes_on_a_subset(tmp_path, result, case, pids):
 
     sub = tmp_path / "trace"
     traces.write_trace(sub, subset(traces.read_trace(paths.TRACES / result), pids))
-    headline = runner.run_result(
+    headline, _ = runner.execute_result(
         result,
         parameters={"trace": str(sub)},
         out=tmp_path / "_build" / "executed",

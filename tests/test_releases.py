@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from rackbook import __version__, paths
-from rackbook.book import releases
+from rackbook.book import pages as releases
 from rackbook.inputs.claims import load_claims
 
 

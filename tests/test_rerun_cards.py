@@ -8,7 +8,7 @@ import pytest
 
 from rackbook import paths
 from rackbook.book import rerun
-from rackbook.cluster import commands, notebook_params, topology
+from rackbook.cluster import recipes, topology
 from rackbook.inputs.claims import load_claims
 
 TOPO = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
@@ -25,7 +25,7 @@ def test_deployment_names_version_flags_and_weights_once():
     assert f"| vLLM | {TOPO.vllm.version} (image `{TOPO.vllm.image}:{TOPO.vllm.tag}`)" in md
     # every flag of every leader's serve line is on the page (the lines are only re-wrapped)
     flat = re.sub(r"\s*\\\n\s*", " ", md)
-    for cmds in commands.serve_commands(TOPO).values():
+    for cmds in recipes.serve_commands(TOPO).values():
         for flag in re.findall(r"--[a-z-]+(?: [^-'][^ ]*)?", cmds[0].split("'")[0]):
             assert flag in flat, flag
     assert re.search(r"\| Weights \| 297 GB in HBM", md)  # 288.8 GB experts + 8.4 GB dense
@@ -66,8 +66,8 @@ def test_rack_scaling_records_reference_and_rack_at_the_chapters_workload():
     assert [p.config for p in pts] == [chapter.reference_config, "rack"]
     assert [dict(p.labels)["num_gpus"] for p in pts] == ["4", "72"]
     assert [p.concurrency for p in pts] == [64 * 4, 64 * 64]
-    params = notebook_params.params_files(TOPO)["rack-scaling"]
-    assert params["source"] == "trace" and params["trace"] == notebook_params.RACK_TRACE
+    params = recipes.params_files(TOPO)["rack-scaling"]
+    assert params["source"] == "trace" and params["trace"] == recipes.RACK_TRACE
     assert params["reference_config"] == chapter.reference_config
 
 
@@ -130,8 +130,8 @@ def test_one_node_cards_measure_the_reference_worker():
     those parameters; single-user's 4-GPU claim measures it too, not the router."""
     from rackbook.results.context_latency.chapter import Params
 
-    files = notebook_params.params_files(TOPO)
-    ref = notebook_params.reference_endpoint(TOPO)
+    files = recipes.params_files(TOPO)
+    ref = recipes.reference_endpoint(TOPO)
     assert ref == "http://dsv41-flash-reference-api:8300"
     cl = files["context-latency"]
     assert cl["endpoint"] == ref and files["single-user"]["endpoint"] == ref
@@ -177,7 +177,7 @@ def test_wrap_keeps_words_and_json():
     import json
     import shlex
 
-    cmd = commands.serve_commands(TOPO)["decode"][0]
+    cmd = recipes.serve_commands(TOPO)["decode"][0]
     wrapped = rerun.wrap(cmd)
     assert all(len(line) <= 88 for line in wrapped.split("\n"))
     a, b = shlex.split(cmd), shlex.split(wrapped.replace("\\\n", " "))

@@ -253,7 +253,7 @@ def test_an_input_error_in_a_cell_is_rebuilt_from_its_fields(tmp_path):
     import nbformat
     from papermill.exceptions import PapermillExecutionError
 
-    from rackbook.book.execute import execute_notebook
+    from rackbook.book.runner import execute_notebook
     from rackbook.errors import InputError
 
     def notebook(code: str):

@@ -1,4 +1,4 @@
-"""rackbook.book.sphinx_enlarge: every figure links to its full-size image (a small Sphinx
+"""rackbook.book.sphinx_figures: every figure links to its full-size image (a small Sphinx
 build of two pages; the book's own figures are checked in Chromium by tests/test_browser.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rackbook.book import sphinx_enlarge
+from rackbook.book import sphinx_figures
 
 
 def _png(path: Path) -> None:
@@ -27,7 +27,7 @@ def test_each_image_links_to_its_copy_and_links_are_kept(tmp_path):
     src = tmp_path / "src"
     (src / "sub").mkdir(parents=True)
     _png(src / "fig.png")
-    (src / "conf.py").write_text('extensions = ["rackbook.book.sphinx_enlarge"]\n')
+    (src / "conf.py").write_text('extensions = ["rackbook.book.sphinx_figures"]\n')
     (src / "index.rst").write_text(
         "T\n=\n\n.. image:: fig.png\n\n.. figure:: fig.png\n\n   A caption.\n\n"
         ".. image:: fig.png\n   :target: https://example.org/\n\n"
@@ -41,7 +41,7 @@ def test_each_image_links_to_its_copy_and_links_are_kept(tmp_path):
         capture_output=True,
     )
     index = (out / "index.html").read_text()
-    cls = f'class="{sphinx_enlarge.CLASS} reference internal image-reference"'
+    cls = f'class="{sphinx_figures.CLASS} reference internal image-reference"'
     # the plain image and the figure link to the copy; the one with a target keeps its target;
     # the one that opts out has no link
     assert index.count(cls) == 2

@@ -14,7 +14,7 @@ import pytest
 from wording import bare_ids, leaks
 
 from rackbook import paths
-from rackbook.book import chapter, pages, rerun, validation_page
+from rackbook.book import chapter, pages, rerun
 from rackbook.core import traces
 from rackbook.inputs.catalogs import list_models, load_hardware
 from rackbook.inputs.claims import load_claims
@@ -54,7 +54,7 @@ def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
     for name, v in an.values().items():
         if isinstance(v, str):
             yield f"{result} value {name}", v
-    yield f"{result} verdict table", chapter.readings_table(out)
+    yield f"{result} verdict table", chapter.readings_box(out)
     yield f"{result} evidence", chapter.evidence_markdown(result)
     yield f"{result} claim card", pages.claim_card(result) + pages.as_published(result)
     yield f"{result} rerun card", rerun.card(result)
@@ -72,7 +72,7 @@ def _presented_texts(result: str) -> Iterator[tuple[str, str]]:
         s = summarize(claim, doc["readings"])
         yield f"landing row {claim.id}", " | ".join(pages.landing_row(claim, s))
     yield f"{result} conclusion box", chapter.conclusion_markdown(out)
-    yield f"{result} verdict table", chapter.readings_table(out)
+    yield f"{result} verdict table", chapter.readings_box(out)
     yield f"{result} flips", chapter.flips_box(out)
     yield f"{result} evidence", chapter.evidence_markdown(result)
     yield f"{result} headlines", chapter.headlines_box(out)
@@ -174,7 +174,7 @@ def test_no_generated_page_leaks():
         "source note": pages.source_note(),
         "rerun deployment": rerun.deployment(),
         "rerun cost": rerun.cost_table(),
-        "validation": validation_page.page(validation_page.report()),
+        "validation": pages.validation_markdown(pages.validation_report()),
         "parameters (YAML defaults)": pages.parameters_page(),
     }
     found = [f"{page}: {leak}" for page, text in generated.items() for leak in leaks(text)]

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from rackbook import paths
-from rackbook.cluster import commands, kubernetes, notebook_params, recipes, slurm, topology
+from rackbook.cluster import recipes, topology
 from rackbook.errors import InputError
 
 DEFAULT = paths.ROOT / "env" / "cluster" / "topology.yaml"
@@ -64,7 +64,7 @@ def test_default_topology_numbers(topo):
 
 
 def test_serve_commands_per_node_rank(topo):
-    cmds = commands.serve_commands(topo)
+    cmds = recipes.serve_commands(topo)
     assert [len(cmds["prefill"]), len(cmds["decode"])] == [1, 16]
     for name, dp in (("prefill", "4"), ("decode", "64")):
         for rank, cmd in enumerate(cmds[name]):
@@ -123,17 +123,17 @@ def test_committed_recipes_are_current(topo):
 def test_reference_worker_is_outside_the_router_and_the_kv_connector(topo):
     """The one-node reference serves the whole model on its tray: no KV connector, no router
     entry, reached at its own leader."""
-    (cmd,) = commands.serve_commands(topo)["reference"]
+    (cmd,) = recipes.serve_commands(topo)["reference"]
     words = shlex.split(cmd)
     assert "--kv-transfer-config" not in words and _opt(words, "--data-parallel-size") == "4"
-    assert "--kv-transfer-config" in shlex.split(commands.serve_commands(topo)["prefill"][0])
+    assert "--kv-transfer-config" in shlex.split(recipes.serve_commands(topo)["prefill"][0])
     urls = {n: f"http://{n}:{w.port}" for n, w in topo.workers.items()}
-    assert "http://reference:8300" not in commands.router_argv(topo, urls)
-    assert notebook_params.reference_endpoint(topo) == "http://dsv41-flash-reference-api:8300"
+    assert "http://reference:8300" not in recipes.router_argv(topo, urls)
+    assert recipes.reference_endpoint(topo) == "http://dsv41-flash-reference-api:8300"
 
 
 def test_slurm_script_requests_18_nodes_of_4(topo):
-    s = slurm.slurm_script(topo)
+    s = recipes.slurm_script(topo)
     assert re.findall(r"^#SBATCH --nodes=(\d+)$", s, re.M) == ["18"]
     assert re.findall(r"^#SBATCH --gpus-per-node=(\d+)$", s, re.M) == ["4"]
     assert 'scontrol show hostnames "$SLURM_JOB_NODELIST"' in s
@@ -141,7 +141,7 @@ def test_slurm_script_requests_18_nodes_of_4(topo):
     assert 'DECODE_NODES=("${NODES[@]:1:16}")' in s
     assert 'REFERENCE_NODES=("${NODES[@]:17:1}")' in s
     # every serve command appears verbatim, once, in the script
-    for cmds in commands.serve_commands(topo).values():
+    for cmds in recipes.serve_commands(topo).values():
         for cmd in cmds:
             assert s.count(f") exec {cmd} ;;") == 1
     assert "vllm-router --vllm-pd-disaggregation" in s
@@ -190,7 +190,7 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
     _shim(bin_, "vllm-router", 'printf "%s\\n" "$@"\nexit 0\n')
     _shim(bin_, "nvidia-smi", 'echo "NVIDIA GB300, 284208 MiB, 580.82"\n')
     script = tmp_path / "job.sbatch"
-    script.write_text(slurm.slurm_script(topo))
+    script.write_text(recipes.slurm_script(topo))
     logs = tmp_path / "logs"
     env = {
         "PATH": f"{bin_}:{os.environ['PATH']}",
@@ -209,13 +209,13 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
     assert (logs / "reference-endpoint").read_text().strip() == "http://10.0.0.17:8300"
     # the GPU inventory the client declares with RACKBOOK_SERVER_GPUS
     assert (logs / "gpus.csv").read_text() == "NVIDIA GB300, 284208 MiB, 580.82\n"
-    for name, cmds in commands.serve_commands(topo).items():
+    for name, cmds in recipes.serve_commands(topo).items():
         offset = topo.node_offset(name)
         leader_ip = f"10.0.0.{offset}"
         for rank, cmd in enumerate(cmds):
             lines = (logs / f"{name}-{rank}.log").read_text().splitlines()
             assert lines[0] == f"node=gb{offset + rank} ip=10.9.9.9"
-            want = shlex.split(cmd.replace(f"${commands.leader_var(name)}", leader_ip))
+            want = shlex.split(cmd.replace(f"${recipes.leader_var(name)}", leader_ip))
             assert ["vllm", *lines[1:]] == want
     router = (logs / "router.log").read_text().splitlines()
     assert router[router.index("--prefill") + 1] == "http://10.0.0.0:8100"
@@ -223,14 +223,14 @@ def test_slurm_script_runs_with_stand_ins(topo, tmp_path):
 
 
 def test_kubernetes_manifest_structure_and_gpus(topo):
-    docs = [d for d in yaml.safe_load_all(kubernetes.kubernetes_manifest(topo)) if d is not None]
+    docs = [d for d in yaml.safe_load_all(recipes.kubernetes_manifest(topo)) if d is not None]
     for d in docs:
         assert {"apiVersion", "kind", "metadata", "spec"} <= set(d)
         assert d["metadata"]["name"] and d["metadata"]["namespace"] == "rackbook"
     kinds = [d["kind"] for d in docs]
     assert kinds.count("LeaderWorkerSet") == 3 and kinds.count("Deployment") == 1
     total = 0
-    cmds = commands.serve_commands(topo)
+    cmds = recipes.serve_commands(topo)
     for d in docs:
         if d["kind"] != "LeaderWorkerSet":
             continue
@@ -245,7 +245,7 @@ def test_kubernetes_manifest_structure_and_gpus(topo):
         total += t["size"] * 4
         # the pods run the same commands as serve_commands, leader address and rank substituted
         lead = t.get("leaderTemplate", t["workerTemplate"])["spec"]["containers"][0]["args"][0]
-        var = f"${commands.leader_var(name)}"
+        var = f"${recipes.leader_var(name)}"
         assert lead == "exec " + cmds[name][0].replace(var, '"$POD_IP"')
         if "leaderTemplate" in t:
             work = t["workerTemplate"]["spec"]["containers"][0]["args"][0]
@@ -260,7 +260,7 @@ def test_kubernetes_manifest_structure_and_gpus(topo):
 
 
 def test_notebook_parameters_match_the_recipes(topo):
-    nb = notebook_params.notebook_parameters(topo)
+    nb = recipes.notebook_parameters(topo)
     assert nb == {
         "endpoint": "http://dsv41-router:8000",
         "num_gpus": 68,
@@ -271,13 +271,13 @@ def test_notebook_parameters_match_the_recipes(topo):
         "decode_gpus": 64,
     }
     # no drift: the same numbers drive the Slurm job and the serve commands
-    s = slurm.slurm_script(topo)
+    s = recipes.slurm_script(topo)
     nodes = int(re.search(r"^#SBATCH --nodes=(\d+)$", s, re.M).group(1))
     per_node = int(re.search(r"^#SBATCH --gpus-per-node=(\d+)$", s, re.M).group(1))
     assert nodes * per_node == nb["num_gpus"] + 4 and per_node == nb["gpus_per_node"]
     dp = [
         int(_opt(shlex.split(c[0]), "--data-parallel-size"))
-        for name, c in commands.serve_commands(topo).items()
+        for name, c in recipes.serve_commands(topo).items()
         if name != "reference"  # one tray outside the router
     ]
     assert sum(dp) == nb["num_gpus"] == nb["prefill_gpus"] + nb["decode_gpus"]
@@ -351,7 +351,7 @@ def test_a_full_rack_is_allowed(tmp_path):
 
     t = topology.load_topology(_variant(tmp_path, edit))
     assert (t.total_gpus, t.total_nodes, t.nodes("decode")) == (72, 18, 17)
-    assert "#SBATCH --nodes=18\n" in slurm.slurm_script(t)
+    assert "#SBATCH --nodes=18\n" in recipes.slurm_script(t)
 
 
 def test_yaml_syntax_error_names_line(tmp_path):
@@ -416,8 +416,8 @@ def test_commands_parse_with_vllm_serve(topo):
     py = Path(os.environ.get("RACKBOOK_LIVE_PYTHON", paths.ROOT / ".venv-live" / "bin" / "python"))
     if not py.is_file():
         pytest.skip(f"no live interpreter at {py} (bash env/live/setup.sh)")
-    cmds = commands.serve_commands(topo)
-    lines = [c.replace(f"${commands.leader_var(n)}", "10.0.0.1") for n in cmds for c in cmds[n][:2]]
+    cmds = recipes.serve_commands(topo)
+    lines = [c.replace(f"${recipes.leader_var(n)}", "10.0.0.1") for n in cmds for c in cmds[n][:2]]
     res = subprocess.run(
         [str(py), "-c", _PARSE],
         input=json.dumps(lines),
@@ -474,7 +474,7 @@ def test_kubernetes_manifest_validates_against_the_schemas(topo):
     """Offline validation (kubernetes-validate's bundled schemas, strict: no unknown field) of
     every Deployment, Service and pod template the recipes generate."""
     kv = pytest.importorskip("kubernetes_validate")
-    resources = _k8s_resources(kubernetes.kubernetes_manifest(topo))
+    resources = _k8s_resources(recipes.kubernetes_manifest(topo))
     assert {r["kind"] for r in resources} >= {"Deployment", "Service", "PodTemplate"}
     for r in resources:
         kv.validate(r, kv.latest_version(), strict=True)
@@ -482,7 +482,7 @@ def test_kubernetes_manifest_validates_against_the_schemas(topo):
 
 def test_kubernetes_validation_catches_a_bad_field(topo):
     kv = pytest.importorskip("kubernetes_validate")
-    (bad,) = [r for r in _k8s_resources(kubernetes.kubernetes_manifest(topo))
+    (bad,) = [r for r in _k8s_resources(recipes.kubernetes_manifest(topo))
               if r["kind"] == "Deployment"]  # fmt: skip
     bad["spec"]["replicas"] = "two"
     with pytest.raises(kv.ValidationError):
@@ -562,9 +562,9 @@ def test_a_two_node_cluster_is_described_without_editing_the_catalog(tmp_path, r
     t = topology.load_topology(_variant(tmp_path, _two_nodes))
     assert (t.total_gpus, t.total_nodes, t.system_gpus, t.gpu_id) == (16, 2, 16, "b300")
     assert t.system_label == "2 nodes of 8 B300"
-    assert "#SBATCH --nodes=2\n" in slurm.slurm_script(t)
-    assert "#SBATCH --gpus-per-node=8\n" in slurm.slurm_script(t)
-    files = notebook_params.params_files(t)
+    assert "#SBATCH --nodes=2\n" in recipes.slurm_script(t)
+    assert "#SBATCH --gpus-per-node=8\n" in recipes.slurm_script(t)
+    files = recipes.params_files(t)
     assert files["rack-scaling"]["gpus_per_replica"] == 16
     assert {files[r]["gpu_id"] for r in ("decode-parity", "rack-scaling")} == {"b300"}
     code, out, err = run_cli(

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from rackbook import paths
-from rackbook.cluster import commands, kubernetes, notebook_params, slurm, topology
+from rackbook.cluster import recipes, topology
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import scenario
 
@@ -52,7 +52,7 @@ def test_cpu_topology_is_one_aggregated_worker_on_one_cpu_node(topo):
 
 
 def test_cpu_serve_command_has_no_gpu_flags(topo):
-    (cmd,) = commands.serve_commands(topo)["serve"]
+    (cmd,) = recipes.serve_commands(topo)["serve"]
     words = shlex.split(cmd.replace("$SERVE_LEADER_IP", "127.0.0.1"))
     assert words[:3] == ["vllm", "serve", ".cache/tiny-moe"]
     assert words[words.index("--data-parallel-size") + 1] == "1"
@@ -66,7 +66,7 @@ def test_cpu_serve_command_has_no_gpu_flags(topo):
 
 
 def test_cpu_sbatch_asks_for_no_gpu_no_container_and_records(topo):
-    s = slurm.slurm_script(topo)
+    s = recipes.slurm_script(topo)
     for absent in ("--gpus-per-node", "--container", "vllm-router", "NIXL", "/hf-cache"):
         assert absent not in s, absent
     assert "#SBATCH --nodes=1\n" in s and "CONTAINER=()\n" in s
@@ -82,13 +82,13 @@ def test_cpu_sbatch_asks_for_no_gpu_no_container_and_records(topo):
 
 
 def test_gpu_sbatch_keeps_serving_without_record():
-    s = slurm.slurm_script(topology.load_topology(topology.DEFAULT_TOPOLOGY))
+    s = recipes.slurm_script(topology.load_topology(topology.DEFAULT_TOPOLOGY))
     assert "\nrackbook record " not in s and "trace:" not in s
     assert s.endswith('wait -n || true\necho "error: a process exited; see $LOGS" >&2\nexit 1\n')
 
 
 def test_record_parameters_are_the_scenarios_and_fit_the_server(topo):
-    words = slurm.record_argv(topo)
+    words = recipes.record_argv(topo)
     pairs = [tuple(words[i + 1 : i + 3]) for i, w in enumerate(words) if w == "-p"]
     assert [p[0] for p in pairs] == ["num_requests", "input_len", "output_len"]
     sc: Any = scenario(topo.slurm.record.scenario, dict(pairs))
@@ -118,7 +118,7 @@ def test_cpu_sbatch_runs_records_and_stops_its_server(topo, tmp_path):
           "exec sleep 60\n")  # fmt: skip
     _shim(bin_, "rackbook", 'printf "%s\\n" "$@" > "$LOGS/rackbook.argv"\nmkdir -p "$LOGS/trace"\n')
     script = tmp_path / "job.sbatch"
-    script.write_text(slurm.slurm_script(topo))
+    script.write_text(recipes.slurm_script(topo))
     logs = tmp_path / "logs"
     env = {
         "PATH": f"{bin_}:{os.environ['PATH']}",
@@ -136,7 +136,7 @@ def test_cpu_sbatch_runs_records_and_stops_its_server(topo, tmp_path):
     argv = (logs / "rackbook.argv").read_text().splitlines()
     assert argv[:6] == ["record", "single-user", "--endpoint", "http://10.0.0.7:8100", "-o",
                         f"{logs}/trace"]  # fmt: skip
-    (cmd,) = commands.serve_commands(topo)["serve"]
+    (cmd,) = recipes.serve_commands(topo)["serve"]
     want = shlex.split(cmd.replace("$SERVE_LEADER_IP", "10.0.0.7"))
     assert ["vllm", *(logs / "vllm.argv").read_text().splitlines()] == want
     pid = int((logs / "vllm.pid").read_text())
@@ -147,7 +147,7 @@ def test_cpu_sbatch_runs_records_and_stops_its_server(topo, tmp_path):
 
 
 def test_cpu_kubernetes_manifest_has_no_gpu_and_no_router(topo):
-    docs = list(yaml.safe_load_all(kubernetes.kubernetes_manifest(topo)))
+    docs = list(yaml.safe_load_all(recipes.kubernetes_manifest(topo)))
     assert [d["kind"] for d in docs] == ["LeaderWorkerSet", "Service"]
     assert docs[1]["metadata"]["name"] == "rackbook-ci-serve-api"
     pod = docs[0]["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
@@ -163,7 +163,7 @@ def test_cpu_kubernetes_manifest_has_no_gpu_and_no_router(topo):
 
 
 def test_cpu_params_and_notebook_parameters_leave_out_catalog_ids(topo):
-    params = notebook_params.params_files(topo)
+    params = recipes.params_files(topo)
     assert params["single-user"] == {
         "source": "live",
         "endpoint": "http://rackbook-ci-serve-api:8100",
@@ -171,7 +171,7 @@ def test_cpu_params_and_notebook_parameters_leave_out_catalog_ids(topo):
     }
     assert params["rack-scaling"]["gpus_per_replica"] == 1
     assert "system_id" not in params["rack-scaling"]
-    nb = notebook_params.notebook_parameters(topo)
+    nb = recipes.notebook_parameters(topo)
     assert nb["catalog_model"] is None and "prefill_gpus" not in nb
 
 

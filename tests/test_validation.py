@@ -170,16 +170,16 @@ def tiny_report() -> dict:
 
 
 def test_the_book_page_tables_come_from_the_report() -> None:
-    from rackbook.book import validation_page
+    from rackbook.book import pages
 
-    text = validation_page.page(tiny_report())
+    text = pages.validation_markdown(tiny_report())
     assert "(anchored) (`data/published/expected-fit.yaml`); every prediction" in text
     rep = tiny_report()
     rep["fit"] |= {"log_low": math.log(0.5), "log_high": math.log(1.8)}
     # the interval as multiples of the expected rate, read from held-out errors
     assert (
         "; the interval x0.50 to x1.80 the expected rate (the 10th-90th percentiles of "
-        "held-out errors, conformal-corrected); every prediction" in validation_page.page(rep)
+        "held-out errors, conformal-corrected); every prediction" in pages.validation_markdown(rep)
     )
     # ratios 1, 4, 0.5: median 1; within 2x: 1 and 0.5 = 67 %; inside: a1 only = 33 %
     assert "| all | 3 | 1.00 | 67% | 33% |" in text
@@ -192,9 +192,9 @@ def test_the_book_page_tables_come_from_the_report() -> None:
 
 
 def test_the_book_figure_is_a_png_with_readable_text() -> None:
-    from rackbook.book import plotting, validation_page
+    from rackbook.book import pages, plotting
 
-    data = validation_page.figure(tiny_report())
+    data = pages.validation_figure(tiny_report())
     facts = plotting.png_facts(data)
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert facts["min_pt"] >= plotting.SMALL_PT and facts["width"] >= 1000
@@ -281,6 +281,6 @@ def test_one_wording_of_the_held_out_summary() -> None:
     assert E.held_out_text(s) == text
     assert E.Fit(1.0, 0.0, 0.0, 0.0, validation={"all": s}).validation_text == text
     assert E.held_out_text({"points": 0}) == "" and not hasattr(V, "summary_text")
-    from rackbook.book import validation_page
+    from rackbook.book import pages
 
-    assert f"All points: {text}." in validation_page.page(tiny_report() | {"all": s})
+    assert f"All points: {text}." in pages.validation_markdown(tiny_report() | {"all": s})

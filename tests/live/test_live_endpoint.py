@@ -200,11 +200,11 @@ def test_every_generated_params_file_fits_a_real_endpoint(monkeypatch, result):
     doc.update(ADDED.get(result, {}))
     if result == "rack-scaling":  # its card records with `rackbook record` on two deployments
         from rackbook.book import rerun
-        from rackbook.cluster import notebook_params, topology
+        from rackbook.cluster import recipes, topology
 
         topo = topology.load_topology(paths.ROOT / "env/cluster/topology.yaml")
         doc.update(rerun.record_parameters(topo))
-        doc["endpoints"] = [notebook_params.reference_endpoint(topo), topo.bench.endpoint]
+        doc["endpoints"] = [recipes.reference_endpoint(topo), topo.bench.endpoint]
     fields = {f.name for f in dataclasses.fields(SCENARIOS[result])}
     text = {
         k: ",".join(map(str, v)) if isinstance(v, list) else str(v)

@@ -1,10 +1,13 @@
-"""``rackbook book``: sources and executed notebooks staged under ``_build/site``, Jupyter Book
-run on them; optionally every result first run on a user's traces."""
+"""``rackbook book``: sources and executed notebooks staged under ``_build/site`` (only changed
+files rewritten), Jupyter Book run on them unless the staged tree is unchanged; optionally every
+result first run on a user's traces."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import filecmp
+import hashlib
 import json
 import os
 import re
@@ -17,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from rackbook import limits, paths
-from rackbook.book.runner import available_results, cli_path, result_files, run_result
+from rackbook.book.runner import (
+    available_results,
+    cli_path,
+    execute_result,
+    hash_tree,
+    result_files,
+)
 from rackbook.core import fsio
 from rackbook.core.fsio import check_output_folder
 from rackbook.core.provenance import REPO, repo_relative
@@ -28,7 +37,6 @@ _REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
 
 
 def _empty_display(output: dict[str, Any]) -> bool:
-    """An output showing nothing but an object's repr (e.g. empty Markdown)."""
     if output.get("output_type") not in ("display_data", "execute_result"):
         return False
     data = output.get("data", {})
@@ -41,7 +49,6 @@ def _empty_display(output: dict[str, Any]) -> bool:
 
 
 def _glued_text(nb: dict[str, Any]) -> dict[str, str]:
-    """Glue name -> its plain-text value, from an executed notebook's glue outputs."""
     out: dict[str, str] = {}
     for cell in nb.get("cells", []):
         for o in cell.get("outputs", []):
@@ -56,7 +63,6 @@ _FIGURE = re.compile(r"(```\{glue:figure\}[^\n]*\n)((?::[a-z]+:[^\n]*\n)*)(.*?)`
 
 
 def _plain_caption(caption: str, glued: dict[str, str]) -> str:
-    """A caption as plain alt text: glue values filled, roles and marks removed, two sentences."""
 
     def role(m: re.Match[str]) -> str:
         kind, body = m.group(1), m.group(2)
@@ -114,8 +120,7 @@ def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def _stage_notebook(src: Path, dst: Path) -> None:
-    """Copy an executed notebook for the book: empty displays dropped, alt text added,
-    parameter cells labelled, collapsed and moved."""
+    """Copy an executed notebook for the book (displays, alt text, parameter cells)."""
     nb = json.loads(src.read_text(encoding="utf-8"))
     glued = _glued_text(nb)
     for cell in nb.get("cells", []):
@@ -147,8 +152,6 @@ def stage_book(
     if missing:
         why = "not executed yet: run `rackbook run all` first"
         raise InputError(executed, missing[0] + ".ipynb", why)
-    from rackbook.book.sitesync import sync_tree
-
     staging = site.with_name(site.name + ".staging")
     if staging.exists():
         shutil.rmtree(staging)
@@ -168,11 +171,10 @@ def stage_book(
 
 
 def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log: Path) -> None:
-    """Run Jupyter Book on ``site`` (output to ``log``); a failure is one InputError."""
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site)]
     cmd += ["--path-output", str(build_parent), "--keep-going"]
     cmd += ["-W", "-n"] * strict + ["--all"] * force
-    from rackbook.book.execute import die_with_parent
+    from rackbook.book.runner import die_with_parent
 
     proc = subprocess.Popen(
         cmd,
@@ -211,16 +213,11 @@ def build_book(
 ) -> Path:
     """Stage and build the HTML book (skipped when nothing staged changed, unless ``force``);
     returns ``index.html``'s path; ``html``: built aside, then swapped in whole."""
-    from rackbook.book.sitesync import read_stamp, tree_digest
-    from rackbook.core.fsio import atomic_write_text
-
     executed = paths.resolve(out) if out else paths.EXECUTED
     fsio.refuse_special(executed, "--out", result_files())
     if html is not None:
-        from rackbook.core.fsio import atomic_dir
-
         target = check_output_folder(Path(html), "--html")
-        with atomic_dir(target, kind="html", field="--html") as tmp:
+        with fsio.atomic_dir(target, kind="html", field="--html") as tmp:
             work = tmp / ".work"
             site = stage_book(executed, work / "_build" / "site", reference, mine)
             log = work / "book-build.log"
@@ -241,11 +238,12 @@ def build_book(
     lock = paths.ROOT / "env" / "requirements-book.lock"
     env = lock.read_text(encoding="utf-8") if lock.is_file() else ""
     digest = tree_digest(site, f"strict={strict}\0{sys.executable}\0{env}")
-    if not force and index.is_file() and read_stamp(stamp) == digest:
-        return index
+    with contextlib.suppress(OSError):
+        if not force and index.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
+            return index
     stamp.unlink(missing_ok=True)
     _jupyter_book(site, paths.BUILD.parent, strict, force, paths.BUILD / "book-build.log")
-    atomic_write_text(stamp, digest + "\n")
+    fsio.atomic_write_text(stamp, digest + "\n")
     return index
 
 
@@ -270,9 +268,7 @@ def check_user_traces(base: Path) -> list[str]:
 def run_on_traces(
     traces_dir: str | Path, out: Path, shipped: Path | None = None, force: bool = False
 ) -> list[str]:
-    """Execute every result on ``traces_dir/RESULT`` where it exists, the others on the
-    shipped traces or copied from ``shipped``, into ``out`` (replaced whole); returns the first."""
-    from rackbook.core.fsio import atomic_dir
+    """Execute every result on ``traces_dir/RESULT`` or the shipped trace into ``out``."""
     from rackbook.results.headline import read_result
 
     base = Path(traces_dir)
@@ -284,8 +280,7 @@ def run_on_traces(
             limits.input_file(done[1], "--reuse", what="headline JSON")
             read_result(done[1])
             copied[r] = done
-    out = check_output_folder(out, "--out")
-    with atomic_dir(out, kind="results", field="--out") as tmp:
+    with fsio.atomic_dir(out, kind="results", field="--out") as tmp:
         for r in available_results():
             if r in copied:
                 for f in copied[r]:
@@ -294,8 +289,42 @@ def run_on_traces(
                 continue
             params = {"trace": str(base / r)} if r in mine else {}
             print(f"running {r} on {'your' if r in mine else 'the shipped'} trace ...", flush=True)
-            run_result(r, "trace", params, tmp, force=force)
+            execute_result(r, "trace", params, tmp, force=force)
     return mine
+
+
+def _relative_files(root: Path) -> set[str]:
+    return {(Path(d) / f).relative_to(root).as_posix() for d, _, fs in os.walk(root) for f in fs}
+
+
+def sync_tree(src: Path, dst: Path) -> list[str]:
+    """Make ``dst`` hold exactly ``src``'s files; returns the paths changed, sorted."""
+    dst.mkdir(parents=True, exist_ok=True)
+    new, old, changed = _relative_files(src), _relative_files(dst), []
+    for rel in sorted(new):
+        s, d = src / rel, dst / rel
+        if d.is_file() and filecmp.cmp(s, d, shallow=False):
+            continue
+        d.parent.mkdir(parents=True, exist_ok=True)
+        tmp = d.with_name(f".{d.name}.sync-tmp")
+        shutil.copyfile(s, tmp)
+        os.replace(tmp, d)
+        changed.append(rel)
+    for rel in sorted(old - new):
+        (dst / rel).unlink()
+        changed.append(rel)
+    for folder, _dirs, _files in sorted(os.walk(dst), key=lambda t: -len(t[0])):
+        p = Path(folder)
+        if p != dst and not any(p.iterdir()):
+            p.rmdir()
+    return sorted(changed)
+
+
+def tree_digest(root: Path, extra: str = "") -> str:
+    """SHA-256 (hex) of ``root``'s names and bytes, and ``extra``."""
+    h = hashlib.sha256(extra.encode())
+    hash_tree(h, root, "tree")
+    return h.hexdigest()
 
 
 def cli_book(args: argparse.Namespace) -> int:

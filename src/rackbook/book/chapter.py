@@ -45,19 +45,19 @@ def glue_figure(name: str, fig: Any) -> None:
 
 def table_markdown(df: Any, columns: Mapping[str, tuple[str, str]]) -> str:
     """A DataFrame as a Markdown table: ``columns`` name -> (header with unit, format spec)."""
-    head = "| " + " | ".join(h for h, _ in columns.values()) + " |"
-    rule = "|" + "|".join("---:" if f else "---" for _, f in columns.values()) + "|"
-    rows = []
-    for rec in df.to_dict("records"):
-        cells = []
-        for name, (_, spec) in columns.items():
-            v = rec.get(name)
-            try:
-                cells.append(format(v, spec) if spec else str(v))
-            except (TypeError, ValueError):
-                cells.append(str(v))
-        rows.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
-    return "\n".join([head, rule, *rows]) + "\n"
+
+    def text(v: Any, spec: str) -> str:
+        try:
+            return format(v, spec) if spec else str(v)
+        except (TypeError, ValueError):
+            return str(v)
+
+    head = " | ".join(h for h, _ in columns.values())
+    rows = [
+        [_md_cell(text(rec.get(n), spec)) for n, (_, spec) in columns.items()]
+        for rec in df.to_dict("records")
+    ]
+    return "\n".join(table(head, rows, [bool(spec) for _, spec in columns.values()])) + "\n"
 
 
 def folded(title: str, markdown: str) -> str:
@@ -68,7 +68,6 @@ def folded(title: str, markdown: str) -> str:
 
 
 def _doc(outcome: Any) -> dict[str, Any]:
-    """A headline document (``result``, ``readings``) from an Outcome or a read JSON."""
     if isinstance(outcome, Mapping):
         return dict(outcome)
     return {"result": outcome.result, "readings": [asdict(r) for r in outcome.readings]}
@@ -102,8 +101,7 @@ SHORT_BASIS = 60
 
 
 def _reading_html(r: dict[str, Any], validation: str) -> str:
-    """One reading in a verdict cell: basis, verdict, margin, expected and kernel-sum briefs,
-    its reason one click away."""
+    """One reading in a verdict cell, its reason one click away."""
     from rackbook.results.verdicts import brief as expected_brief
 
     name = str(r.get("basis") or "")
@@ -127,7 +125,7 @@ def _reading_html(r: dict[str, Any], validation: str) -> str:
     )
 
 
-def readings_table(outcome: Any) -> str:
+def readings_box(outcome: Any) -> str:
     """The claim-by-reading HTML verdict table, with the readings' questions above it."""
     from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
@@ -156,10 +154,6 @@ def readings_table(outcome: Any) -> str:
         "chapter's trace say? Open *why* for a reading's reason."
     )
     return intro + "\n\n" + "".join(rows) + "\n"
-
-
-#: The chapter's verdict section (the notebooks' name for :func:`readings_table`).
-readings_box = readings_table
 
 
 def flips_box(outcome: Any) -> str:
@@ -218,12 +212,10 @@ def evidence_markdown(result: str) -> str:
 
 
 def _linked(text: object) -> str:
-    """A table cell with each parenthesised address written ``([source](URL))``."""
     return re.sub(r"\((https?://[^\s)]+)\)", r"([source](\1))", _md_cell(text))
 
 
 def _short(text: object, width: int) -> str:
-    """``text`` cut at a word boundary to at most ``width`` characters, with an ellipsis."""
     text = " ".join(str(text).split())
     if len(text) <= width:
         return text
@@ -245,7 +237,6 @@ def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _points_table(records: list[dict[str, Any]]) -> list[str]:
-    """Published points as Markdown table lines (GPUs and models by their catalog names)."""
     rows, names = [], catalogs.display_names()
     for r in records:
         url = r.get("url")

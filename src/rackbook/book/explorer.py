@@ -49,7 +49,6 @@ class Cell:
 
 
 def _cell(c: check.Check, setting: dict[str, Any], x: float, fit: Any) -> Cell:
-    """The cell of a :class:`rackbook.physics.check.Check` with its expected range."""
     exp = low = high = None
     if not c.limit.startswith("memory capacity"):
         e = expected.for_check(c, fit=fit)
@@ -62,8 +61,6 @@ def _cell(c: check.Check, setting: dict[str, Any], x: float, fit: Any) -> Cell:
 def _grid(
     claim_id: str, gpu: str, settings: dict[str, tuple], x_name: str, xs: tuple, **fixed: Any
 ) -> list[Cell]:
-    """``claim_id``'s figure checked on ``gpu`` for every combination of ``settings`` (one
-    panel each) and value of ``x_name`` in ``xs``; ``fixed`` (or settings) hold ``gpus``."""
     tok_s = load_claims().value(claim_id)
     fit = expected.load_fit()
     cells = []
@@ -103,7 +100,6 @@ def _label(setting: dict[str, Any]) -> str:
 
 
 def _groups(cells: list[Cell]) -> dict[str, list[Cell]]:
-    """The cells by panel (setting label), in grid order."""
     return {k: list(g) for k, g in itertools.groupby(cells, key=lambda c: _label(c.setting))}
 
 
@@ -128,7 +124,6 @@ _CLAIM = {
 
 
 def _traces(cs: list[Cell]) -> list[dict[str, Any]]:
-    """One panel's Plotly traces (the claim's markers coloured by verdict)."""
     marker = {"size": 11, "color": [COLOURS.get(c.verdict, "#777777") for c in cs]}
     return [
         {"y": [_num(c.high) for c in cs], **_EDGE, "showlegend": False, "hoverinfo": "skip"},
@@ -139,8 +134,7 @@ def _traces(cs: list[Cell]) -> list[dict[str, Any]]:
 
 
 def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
-    """A Plotly figure of ``cells``: per setting (dropdown), the claim, ceiling and expected
-    range against ``x``; log y."""
+    """A Plotly figure: per setting (dropdown) the claim, ceiling and expected range."""
     import plotly.graph_objects as go
 
     groups = _groups(cells)
@@ -168,7 +162,6 @@ def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
 
 
 def _png(cells: list[Cell], x_title: str, title: str, first: int = 0) -> bytes:
-    """The print stand-in: the first setting's panel drawn by matplotlib (PNG bytes)."""
     import matplotlib.pyplot as plt
 
     label, cs = list(_groups(cells).items())[first]

@@ -1,25 +1,31 @@
-"""Markdown generated for the book from data (claim cards, landing table, reference pages):
-every number from the claims registry, the catalogs or a headline JSON."""
+"""Markdown generated for the book from data (claim cards, landing table, reference pages, the
+validation page, citation and release changes): every number from the claims registry, the
+catalogs, a headline JSON or ``data/releases/VERSION.json``."""
 
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
-from rackbook import paths
+from rackbook import __version__, paths
+from rackbook.book import plotting
 from rackbook.book.report import cell as _cell
 from rackbook.book.report import md as _md
 from rackbook.book.report import render, table
 from rackbook.core import schema
-from rackbook.core.fsio import atomic_write_text
+from rackbook.core.fsio import atomic_write_bytes, atomic_write_text
 from rackbook.core.units import plural
 from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.physics import expected as exp_mod
+from rackbook.results import validation
 
 _STATUS = {
     "located": "primary source located",
@@ -46,8 +52,7 @@ def as_published(result: str, registry: Registry | None = None) -> str:
 
 
 def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
-    """The landing page's opening: where the claims were read and which a primary text
-    confirms, as of ``today`` (UTC date)."""
+    """The landing page's opening: where the claims were read, as of ``today`` (UTC)."""
     reg = registry or load_claims()
     return render(
         "source-note.md.j2",
@@ -64,7 +69,6 @@ def source_note(registry: Registry | None = None, today: datetime.date | None = 
 
 
 def _readings(executed: Path | None, result: str) -> list[dict[str, Any]] | None:
-    """The readings of ``executed``'s headline JSON of ``result``; None when not run."""
     from rackbook.results.headline import read_result
 
     f = executed / f"{result}.json" if executed else None
@@ -86,8 +90,7 @@ def at_a_glance(
     reference: Path | None = None,
     mine: Collection[str] | None = None,
 ) -> str:
-    """The landing page's table of findings from the headline JSONs in ``executed``;
-    ``reference`` and ``mine`` add the shipped and the reader's "this run" columns."""
+    """The landing table from ``executed``; ``reference``/``mine`` add "this run" columns."""
     from rackbook.results.conclusions import VERDICT_WORDS, conclusions, summarize
 
     reg = registry or load_claims()
@@ -129,7 +132,6 @@ def at_a_glance(
 
 
 def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
-    """The "this run" verdict of ``claim_id`` in ``readings`` (``not run``, ``-``)."""
     if readings is None:
         return "not run"
     got = [r for r in readings if (r["claim_id"], r["reading"]) == (claim_id, "this run")]
@@ -137,7 +139,6 @@ def _run_verdict(readings: list[dict[str, Any]] | None, claim_id: str) -> str:
 
 
 def _links(urls: list[str]) -> str:
-    """Markdown links ``[1](url), [2](url)`` for a catalog entry's sources."""
     return ", ".join(f"[{i}]({u})" for i, u in enumerate(urls, 1)) or "-"
 
 
@@ -157,7 +158,6 @@ def hardware_page() -> str:
 
 
 def _kv(model: Any) -> str:
-    """A model's global KV bytes per token at each precision (``-`` where it has none)."""
     from rackbook.errors import InputError
     from rackbook.physics import roofline
 
@@ -238,7 +238,7 @@ _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 
 def data_urls() -> dict[str, list[str]]:
     """Every URL the book cites -> the files citing it (placeholders left out)."""
-    found: dict[str, list[str]] = {}
+    found: dict[str, dict[str, None]] = {}  # files as an ordered set
     files = [paths.ROOT / "data" / "claims.yaml", paths.ROOT / "data" / "hardware.yaml"]
     files += sorted((paths.ROOT / "data" / "models").glob("*.yaml"))
     files += sorted((paths.ROOT / "data" / "published").glob("*.yaml"))
@@ -246,13 +246,9 @@ def data_urls() -> dict[str, list[str]]:
     for f in files:
         for url in _URL.findall(f.read_text(encoding="utf-8")):
             url = url.rstrip(".,;`\\")
-            if "HOST" in url or "127.0.0.1" in url or "localhost" in url:
-                continue
-            found.setdefault(url, [])
-            rel = str(f.relative_to(paths.ROOT))
-            if rel not in found[url]:
-                found[url].append(rel)
-    return found
+            if not any(h in url for h in ("HOST", "127.0.0.1", "localhost")):
+                found.setdefault(url, {})[str(f.relative_to(paths.ROOT))] = None
+    return {url: list(cited) for url, cited in found.items()}
 
 
 def bib_key(url: str) -> str:
@@ -280,7 +276,6 @@ def _host(url: str) -> str:
 
 
 def _words(slug: str) -> str:
-    """A URL path segment as words: ``2025-05-05-large-scale-ep`` -> ``Large scale ep``."""
     slug = re.sub(r"\.(html?|md|json|csv|jsx|ts)$", "", slug)
     slug = re.sub(r"^\d{4}-\d{2}-\d{2}-", "", slug)
     text = re.sub(r"[-_]+", " ", slug).strip()
@@ -345,7 +340,6 @@ def bibliography(registry: Registry | None = None) -> str:
 def yaml_literal(default: str) -> str:
     """A parameter's default (Python source) as YAML (``None`` -> ``null``)."""
     import ast
-    import json
 
     try:
         return json.dumps(ast.literal_eval(default))
@@ -374,11 +368,165 @@ def parameters_page() -> str:
     return "\n".join(table("parameter | meaning | declared by (default)", rows)) + "\n"
 
 
+#: How many of the largest misses the page names.
+OUTLIERS = 6
+
+
+def validation_report() -> dict[str, Any]:
+    """``rackbook validate --json``'s report (held out by source) with the excluded points."""
+    points, excluded = validation.load()
+    rep = validation.report(points, exp_mod.load_fit())
+    rep["excluded"] = [{"id": x.id, "source": x.source, "reason": x.reason} for x in excluded]
+    rep["notes"] = {p.id: p.note for p in points}
+    return rep
+
+
+def _group(rep: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
+    rows = []
+    for name in sorted({str(p[key]) for p in rep["points"]}):
+        preds = [p for p in rep["points"] if str(p[key]) == name]
+        r = np.array([p["ratio"] for p in preds])
+        s = {
+            "points": len(r),
+            "median_ratio": float(np.median(r)),
+            "within_2x": float(np.mean((r >= 0.5) & (r <= 2))),
+            "inside": float(np.mean([p["inside"] for p in preds])),
+        }
+        rows.append((name, s))
+    return rows
+
+
+def validation_markdown(rep: dict[str, Any]) -> str:
+    """The page's generated tables from ``rep`` (:func:`validation_report`)."""
+    fit = rep["fit"]
+    has_band = "log_low" in fit and "log_high" in fit
+    keys = {"decoding batch per GPU": "band", "GPU": "gpu", "source": "source"}
+    return render(
+        "validation.md.j2",
+        rep=rep,
+        fit=fit,
+        band=(math.exp(fit["log_low"]), math.exp(fit["log_high"])) if has_band else None,
+        all_text=exp_mod.held_out_text(rep["all"]),
+        groups={title: _group(rep, key) for title, key in keys.items()},
+        worst=sorted(rep["points"], key=lambda p: -abs(math.log(p["ratio"])))[:OUTLIERS],
+    )
+
+
+def validation_figure(rep: dict[str, Any]) -> bytes:
+    """Predicted against measured (tok/s per GPU, log axes), one marker per source, as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plotting.apply_style()
+    fig, ax = plt.subplots(figsize=(plotting.MAX_WIDTH_IN, 4.6))
+    pts = rep["points"]
+    lo = min(min(p["measured"], p["expected"]) for p in pts) / 2
+    hi = max(max(p["measured"], p["expected"]) for p in pts) * 2
+    xs = np.geomspace(lo, hi, 50)
+    ax.fill_between(xs, xs / 2, xs * 2, color="0.9", label="within 2x")
+    ax.plot(xs, xs, color="0.3", lw=1, label="measured = expected")
+    for i, src in enumerate(sorted({p["source"] for p in pts})):
+        mine = [p for p in pts if p["source"] == src]
+        marker = plotting.MARKERS[i % len(plotting.MARKERS)]
+        colour = plotting.PALETTE[i % len(plotting.PALETTE)]
+        xy = [p["expected"] for p in mine], [p["measured"] for p in mine]
+        ax.scatter(*xy, marker=marker, color=colour, label=src, s=28)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    plotting.label(ax, "expected, held out (tok/s per GPU)", "measured (tok/s per GPU)")
+    ax.legend(fontsize=plotting.SMALL_PT, loc="upper left", ncol=2)
+    data = plotting.figure_png(fig)
+    plt.close(fig)
+    return data
+
+
+def validation_files(folder: Path) -> list[Path]:
+    """Write ``validation.md`` and ``validation.png`` into ``folder``."""
+    rep = validation_report()
+    return [
+        atomic_write_text(folder / "validation.md", validation_markdown(rep)),
+        atomic_write_bytes(folder / "validation.png", validation_figure(rep)),
+    ]
+
+
+#: Where each release's conclusions are kept, one JSON file per version.
+RELEASES = paths.DATA / "releases"
+TITLE = "rackbook: vLLM at rack scale, checked"
+AUTHORS = "the rackbook authors"
+
+
+def snapshot(executed: Path, version: str = __version__, date: str | None = None) -> dict:
+    """The conclusions of one build as a release keeps them (claims not run left out)."""
+    from rackbook.results.conclusions import summarize
+    from rackbook.results.headline import read_result
+
+    claims: dict[str, dict[str, Any]] = {}
+    for result in paths.RESULTS:
+        f = executed / f"{result}.json"
+        if not f.exists():
+            continue
+        readings = read_result(f)["readings"]
+        for c in load_claims().for_result(result):
+            s = summarize(c, readings)
+            verdicts = {r["reading"]: r["verdict"] for r in readings if r["claim_id"] == c.id}
+            claims[c.id] = {"figure": c.value_text, "word": s.word, "grade": s.grade, **verdicts}
+    today = date or datetime.datetime.now(datetime.UTC).date().isoformat()
+    return {"version": version, "date": today, "claims": claims}
+
+
+def releases(folder: Path = RELEASES) -> list[dict]:
+    """Every release snapshot in ``folder``, oldest first (by date, then version)."""
+    found = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
+    return sorted(found, key=lambda r: (r["date"], r["version"]))
+
+
+def _changes(old: dict, new: dict) -> list[str]:
+    out = []
+    for cid in dict.fromkeys([*old["claims"], *new["claims"]]):
+        a, b = old["claims"].get(cid), new["claims"].get(cid)
+        fig = (b or a or {}).get("figure", cid).replace("$", "\\$")
+        if a is None or b is None:
+            out.append(f"- **{fig}**: {'first read' if a is None else 'no longer read'}")
+        elif (a["word"], a["grade"]) != (b["word"], b["grade"]):
+            was, now = f"*{a['word']}* ({a['grade']})", f"*{b['word']}* ({b['grade']})"
+            out.append(f"- **{fig}**: {was} became {now}")
+    return out
+
+
+def changes_page(executed: Path, folder: Path = RELEASES) -> str:
+    """The dated "what changed in the conclusions" page, newest release first."""
+    now = snapshot(executed, version="this build")
+    return render("changes.md.j2", rel=releases(folder), now=now, changes=_changes)
+
+
+def citation_cff(version: str = __version__, date: str | None = None) -> str:
+    """``CITATION.cff`` (Citation File Format 1.2.0) for this version of the book."""
+    when = date or _release_date(version)
+    return render("citation.cff.j2", title=TITLE, authors=AUTHORS, version=version, date=when)
+
+
+def cite_markdown(version: str = __version__) -> str:
+    """The landing page's citation box: version, release date and the BibTeX."""
+    when = _release_date(version)
+    return render("cite.md.j2", title=TITLE, authors=AUTHORS, version=version, date=when)
+
+
+def _release_date(version: str) -> str:
+    for r in releases():
+        if r["version"] == version:
+            return str(r["date"])
+    return datetime.datetime.now(datetime.UTC).date().isoformat()
+
+
 def generate(
     folder: Path, executed: Path, reference: Path | None = None, mine: Collection[str] | None = None
 ) -> list[Path]:
     """Write every generated page into ``folder``; returns the files written."""
-    from rackbook.book import releases, rerun, validation_page
+    from rackbook.book import rerun
 
     folder.mkdir(parents=True, exist_ok=True)
     translation_trace = paths.TRACES / "decode-parity"
@@ -402,13 +550,13 @@ def generate(
             reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
             mine=mine,
         ),
-        "changes.md": lambda: releases.changes_page(executed),
-        "cite.md": releases.cite_markdown,
+        "changes.md": lambda: changes_page(executed),
+        "cite.md": cite_markdown,
         "trace-format.md": lambda: (
             "# The trace format\n\nGenerated from "
             "`rackbook.core.schema`.\n\n" + schema.markdown_reference()
         ),
     }
     written = [atomic_write_text(folder / name, make()) for name, make in pages.items()]
-    written += validation_page.generate(folder)  # validation.md and its figure
+    written += validation_files(folder)
     return written

@@ -62,8 +62,9 @@ def apply_style() -> None:
     )
 
 
-def smallest_font_pt(fig: Any) -> float:
-    """The smallest point size of the visible text a figure draws (:data:`TEXT_PT` if none)."""
+def figure_png(fig: Any, dpi: int = RENDER_DPI) -> bytes:
+    """The figure as the book's PNG at ``dpi``, its smallest visible font (pt) and dpi in PNG
+    text (:data:`TEXT_PT` when it draws no text)."""
     from matplotlib.text import Text
 
     fig.canvas.draw()
@@ -72,12 +73,7 @@ def smallest_font_pt(fig: Any) -> float:
         for t in fig.findobj(Text)
         if t.get_visible() and t.get_text().strip() and t.figure is not None
     ]
-    return min(sizes, default=TEXT_PT)
-
-
-def figure_png(fig: Any, dpi: int = RENDER_DPI) -> bytes:
-    """The figure as the book's PNG at ``dpi``, its smallest font (pt) and dpi in PNG text."""
-    meta = {META_MIN_PT: f"{smallest_font_pt(fig):g}", META_DPI: str(dpi)}
+    meta = {META_MIN_PT: f"{min(sizes, default=TEXT_PT):g}", META_DPI: str(dpi)}
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
     return buf.getvalue()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 #: How a missing value reads.
@@ -26,13 +26,11 @@ def value_text(value: Any, unit: str | None = None) -> str:
 
 
 def _headlines(doc: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """name -> headline of a headline JSON (empty without one)."""
     found = (doc or {}).get("headlines") or []
     return {h["name"]: h for h in found if isinstance(h, dict) and isinstance(h.get("name"), str)}
 
 
 def _verdicts(doc: dict[str, Any] | None) -> dict[tuple[str, str], str]:
-    """(claim id, reading) -> verdict of a headline JSON (empty without one)."""
     return {
         (str(r["claim_id"]), str(r["reading"])): str(r["verdict"])
         for r in (doc or {}).get("readings") or []
@@ -75,8 +73,7 @@ def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
 
 
 def change_line(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
-    """The line ``rackbook run`` prints after a result's numbers: first run, unchanged or what
-    changed since the last run."""
+    """After a result's numbers: first run, unchanged, or what changed since the last run."""
     if old is None:
         return "first run in this folder"
     moved = changes(old, new)
@@ -86,18 +83,17 @@ def change_line(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
 
 
 def block(doc: dict[str, Any], old: dict[str, Any] | None = None, *, compare: bool) -> list[str]:
-    """The indented lines under a result's verdict line: its numbers, then (with ``compare``)
-    what changed since ``old``."""
+    """The lines under a result's verdict: its numbers, then (``compare``) what changed."""
     lines = [f"  {n}" for n in numbers(doc)]
     if compare:
         lines.append(f"  {change_line(old, doc)}")
     return lines
 
 
-def table(head: str, rows: Iterable[Iterable[object]]) -> list[str]:
-    """A Markdown table's lines from ``head`` (``"a | b"``) and escaped cells."""
-    n = head.count("|") + 1
-    lines = [f"| {head} |", "|" + "---|" * n]
+def table(head: str, rows: Iterable[Iterable[object]], right: Sequence[bool] = ()) -> list[str]:
+    """A Markdown table's lines from ``head`` (``"a | b"``), escaped cells, columns ``right``."""
+    right = right or [False] * (head.count("|") + 1)
+    lines = [f"| {head} |", "|" + "".join("---:|" if r else "---|" for r in right)]
     return lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
 
 

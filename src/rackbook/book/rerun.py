@@ -15,7 +15,7 @@ import yaml
 
 from rackbook import paths
 from rackbook.book.report import render
-from rackbook.cluster.recipes import DEFAULT_OUTPUT as GENERATED
+from rackbook.cluster import recipes
 from rackbook.cluster.topology import load_topology
 from rackbook.core.units import plural
 from rackbook.results.registry import ChapterTable
@@ -119,7 +119,6 @@ def prefill_rate() -> PrefillRate:
 
 
 def _wrap_json(flag: str, width: int) -> str:
-    """``flag '{json}'`` with the JSON over several lines inside its quotes."""
     m = re.fullmatch(r"(\S+) '(\{.*\})'", flag)
     if not m:
         return flag
@@ -153,8 +152,7 @@ def _text(v: Any) -> str:
 
 
 def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
-    """The live scenario's sweep for ``params`` and its modelled time on what ``h`` holds:
-    decode at the slower of the batched and one-stream rates, plus prefill."""
+    """The live scenario's sweep for ``params`` and its modelled time on what ``h`` holds."""
     from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
@@ -183,8 +181,7 @@ def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
 
 @dataclass(frozen=True)
 class Hold:
-    """What a command holds: deployments, GPUs in all, serving and prefill GPUs of the one it
-    measures, and ``per_config``: config -> (GPUs, prefill GPUs)."""
+    """A command's deployments and GPUs; ``per_config``: config -> (GPUs, prefill GPUs)."""
 
     gpus: int
     deployments: int
@@ -229,7 +226,6 @@ def holding(result: str, topo: Any) -> Hold:
 
 def record_parameters(topo: Any) -> dict[str, Any]:
     """rack-scaling's ``rackbook record -p`` plan; ``{}`` without a reference worker."""
-    from rackbook.cluster import notebook_params
     from rackbook.inputs.published import load_figures
     from rackbook.results.headline import defaults
     from rackbook.results.rack_scaling.chapter import Params
@@ -239,7 +235,7 @@ def record_parameters(topo: Any) -> dict[str, Any]:
         return {}
     hit = load_figures().get(HIT_RATE_FIGURE)
     p = defaults(Params)
-    per_rank = notebook_params.STREAMS_PER_RANK
+    per_rank = recipes.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
     return {
         "input_len": p.workload_isl,
@@ -258,10 +254,9 @@ HIT_RATE_FIGURE = "vllm-agentx-post.prefix-cache-hit"
 
 def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
     """(result, what it holds, its sweep) for every chapter's card, in book order."""
-    from rackbook.cluster import notebook_params
 
     topo = topo or load_topology()
-    params = notebook_params.params_files(topo)
+    params = recipes.params_files(topo)
     out = []
     for r in paths.RESULTS:
         h = holding(r, topo)
@@ -271,12 +266,10 @@ def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
 
 
 def _plan(result: str, topo: Any) -> dict[str, Any]:
-    """What a card's recording adds to its params file (rack-scaling's record plan)."""
     return record_parameters(topo) if result == "rack-scaling" else {}
 
 
 def _rates() -> dict[str, Any]:
-    """The assumptions a card and the cost table state: start-up, rates and their source."""
     batched, one, source = assumptions()
     rate = prefill_rate()
     return {"start": START_MINUTES, "batched": batched, "one": one, "source": source, "rate": rate}
@@ -300,7 +293,6 @@ def gpus_text(topo: Any, routed: bool = False) -> str:
 
 def deployment() -> str:
     """The cluster deployment every rerun card uses (MyST Markdown), with its leaders' commands."""
-    from rackbook.cluster import commands
     from rackbook.inputs import catalogs
     from rackbook.physics import roofline
 
@@ -312,13 +304,12 @@ def deployment() -> str:
         gpus=gpus_text(topo),
         rack=catalogs.load_hardware().systems[topo.system.catalog_id].name,
         weights_gb=st.routed_bytes / 1e9 + st.dense_bytes / 1e9,
-        leaders={n: wrap(c[0], CODE_WIDTH) for n, c in commands.serve_commands(topo).items()},
-        generated=GENERATED,
+        leaders={n: wrap(c[0], CODE_WIDTH) for n, c in recipes.serve_commands(topo).items()},
+        generated=recipes.DEFAULT_OUTPUT,
     )
 
 
 def _wrap_flags(flags: dict[str, Any], width: int = CODE_WIDTH) -> str:
-    """``-p NAME VALUE`` pairs over indented lines of at most ``width`` characters."""
     lines, line = [], " "
     for pair in (f"-p {k} {v}" for k, v in flags.items()):
         if len(line) + len(pair) + 3 > width:
@@ -330,14 +321,13 @@ def _wrap_flags(flags: dict[str, Any], width: int = CODE_WIDTH) -> str:
 
 def card(result: str) -> str:
     """The rerun card of ``result`` as a MyST admonition (``book/_template/rerun-card.md.j2``)."""
-    from rackbook.cluster import notebook_params
     from rackbook.inputs import catalogs
     from rackbook.inputs.claims import load_claims
     from rackbook.inputs.published import load_figures
 
     topo: Any = load_topology()
     _, h, sw = next(x for x in cost_rows(topo) if x[0] == result)
-    params = notebook_params.params_files(topo)
+    params = recipes.params_files(topo)
     ref, kind = topo.reference_worker(), where(result, topo)
     behind = {
         "node": f'"{h.serving} x NVIDIA B300"',
@@ -360,8 +350,8 @@ def card(result: str) -> str:
         sw=sw,
         scopes=sorted({c.scope.summary() for c in load_claims().for_result(result)}),
         gpus_behind=behind.get(kind, "logs/JOBID/gpus.csv"),
-        generated=GENERATED,
-        rack_trace=notebook_params.RACK_TRACE,
+        generated=recipes.DEFAULT_OUTPUT,
+        rack_trace=recipes.RACK_TRACE,
         plan=_plan(result, topo),
         extra=EXTRA_ARGS.get(result, ()),
         wrap=lambda cmd: wrap(cmd, CODE_WIDTH),

@@ -1,26 +1,34 @@
-"""``rackbook run`` and ``list``: result notebooks executed with papermill into
-``DIR/RESULT.ipynb`` and ``DIR/RESULT.json`` (default ``_build/executed``)."""
+"""``rackbook run`` and ``list``: each result's notebook executed by papermill in a child
+process into ``DIR/RESULT.ipynb`` and ``DIR/RESULT.json`` (default ``_build/executed``), several
+at a time, cached in trace mode (``DIR/.RESULT.key``)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import dataclasses
+import hashlib
 import json
 import math
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rackbook import paths
+import rackbook
+from rackbook import STOP_SIGNALS, paths
 from rackbook.core import fsio
-from rackbook.core.fsio import check_output_folder
-from rackbook.errors import InputError, write_log
-from rackbook.inputs.loader import display_path
+from rackbook.core.fsio import atomic_write_text, check_output_folder, update_manifest
+from rackbook.errors import InputError, Terminated, log_stem, write_log
+
+if TYPE_CHECKING:  # the child (python -m) never imports multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
 
 def available_results() -> list[str]:
@@ -57,6 +65,7 @@ def check_parameters(
     """Refuse, before any kernel starts, what :func:`rackbook.params.check_given` refuses; in
     trace mode also a ``trace``/``trace_b`` the result cannot read, a ``point_id`` not in it."""
     from rackbook import params as schema
+    from rackbook.inputs.loader import display_path
 
     shown = display_path(nb)
     schema.check_given(result, params, shown, defaults, lookup=True)
@@ -94,6 +103,7 @@ def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[s
 def check_point_id(params: dict[str, Any], where: str) -> None:
     """The ``point_id`` parameter names a point of the chapter's trace (its points table)."""
     from rackbook.core import traces
+    from rackbook.inputs.loader import display_path
 
     trace = params.get("trace")
     folder = paths.resolve(trace) if isinstance(trace, str) and trace else None
@@ -124,19 +134,6 @@ def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None
             raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
 
-def run_result(
-    result: str,
-    source: str = "trace",
-    parameters: dict[str, Any] | None = None,
-    out: str | Path | None = None,
-    progress: bool | None = None,
-    force: bool = False,
-) -> Path:
-    """Execute one result's notebook (cached in trace mode unless ``force``); returns the
-    path of its headline JSON."""
-    return execute_result(result, source, parameters, out, progress, force)[0]
-
-
 @dataclasses.dataclass(frozen=True)
 class Prepared:
     """A checked chapter: notebook, output folder, injected parameters, cache key (live: None)."""
@@ -155,7 +152,6 @@ def prepare_run(
 ) -> Prepared:
     """Check a chapter's parameters (one-line errors) and compute its cache key."""
     from rackbook import params as schema
-    from rackbook.book import cache
 
     nb = notebook_path(result)
     out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
@@ -166,7 +162,7 @@ def prepare_run(
     read = {f"-p {n}": params[n] for n in PATH_PARAMETERS if isinstance(params.get(n), str)}
     fsio.refuse_overlap({"--out": out_dir}, {k: v for k, v in read.items() if v})
     params |= {"source": source, "out_dir": str(out_dir)}
-    key = cache.chapter_key(nb, defaults | params) if source == "trace" else None
+    key = chapter_key(nb, defaults | params) if source == "trace" else None
     return Prepared(nb, out_dir, params, key)
 
 
@@ -177,10 +173,8 @@ def cached_headline(
     out: str | Path | None = None,
 ) -> Path | None:
     """The headline JSON of ``result`` when the cache holds it for these inputs, else None."""
-    from rackbook.book import cache
-
     prep = prepare_run(result, source, parameters, out)
-    if prep.key is not None and cache.is_fresh(prep.out_dir, result, prep.key):
+    if prep.key is not None and is_fresh(prep.out_dir, result, prep.key):
         return prep.out_dir / f"{result}.json"
     return None
 
@@ -193,22 +187,21 @@ def execute_result(
     progress: bool | None = None,
     force: bool = False,
 ) -> tuple[Path, bool]:
-    """:func:`run_result`, also saying whether the outputs came from the cache."""
+    """Execute (or, unless ``force``, reuse) a result's notebook: (headline JSON, cached)."""
     from papermill.exceptions import PapermillExecutionError
 
-    from rackbook.book import cache
-    from rackbook.book.execute import execute_notebook
+    from rackbook.inputs.loader import display_path
 
     prep = prepare_run(result, source, parameters, out)
     nb, out_dir, params, key = prep.notebook, prep.out_dir, prep.params, prep.key
-    if key is not None and not force and cache.is_fresh(out_dir, result, key):
+    if key is not None and not force and is_fresh(out_dir, result, key):
         return out_dir / f"{result}.json", True
     created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / f"{result}.ipynb"
     headline = out_dir / f"{result}.json"
     # staged, then moved in as a pair; listed as pending so that a kill's leftovers go next run
-    mine = (final.name, headline.name, cache.stamp_path(out_dir, result).name)
+    mine = (final.name, headline.name, stamp_path(out_dir, result).name)
     fsio.update_manifest(out_dir, pending=mine)
     stage = fsio.make_temp_dir(final)
 
@@ -219,7 +212,7 @@ def execute_result(
             with contextlib.suppress(OSError):
                 d.rmdir()
 
-    cache.forget(out_dir, result)
+    stamp_path(out_dir, result).unlink(missing_ok=True)
     if source == "live":  # recordings go to out_dir/traces/RESULT
         fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
     # The kernel must draw inline: MPLBACKEND=Agg would leave every chapter without figures.
@@ -253,7 +246,7 @@ def execute_result(
     if source == "live":
         fsio.update_manifest(out_dir, record=["traces"])
     if key is not None:
-        cache.remember(out_dir, result, key)
+        remember(out_dir, result, key)
     return headline, False
 
 
@@ -286,8 +279,7 @@ def cli_path(value: str | Path | None) -> Path | None:
 
 
 def cli_run(args: argparse.Namespace) -> int:
-    """``rackbook run RESULT|all``: ``-p`` over the params file; source from ``--source``,
-    the file's ``source``, else ``trace``."""
+    """``rackbook run RESULT|all``: source from ``--source``, the params file, else trace."""
     params = read_params_file(args.params_file) if getattr(args, "params_file", None) else {}
     source = args.source or params.pop("source", None) or "trace"
     params.pop("source", None)
@@ -302,14 +294,13 @@ def cli_run(args: argparse.Namespace) -> int:
         notebook_path(name)
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
-    from rackbook.book import pool
     from rackbook.book import report as numbers
     from rackbook.results.headline import read_result, summary_line
 
     force = bool(getattr(args, "force", False))
     before = previous_headlines(out or paths.EXECUTED, names)
 
-    def report(d: pool.Done) -> None:
+    def report(d: Done) -> None:
         if d.headline is None:
             print(f"{d.result}: failed [{d.seconds:.1f} s]", flush=True)
             return
@@ -326,13 +317,11 @@ def cli_run(args: argparse.Namespace) -> int:
             t0 = time.perf_counter()
             print(f"running {names[0]} ({source}) ...", flush=True)
             path, cached = execute_result(names[0], source, params, out, force=force)
-            report(pool.Done(names[0], path, cached, time.perf_counter() - t0))
+            report(Done(names[0], path, cached, time.perf_counter() - t0))
             return 0
-        jobs = min(getattr(args, "jobs", None) or pool.cores(), len(names))
+        jobs = min(getattr(args, "jobs", None) or cores(), len(names))
         print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
-        pool.run_chapters(
-            names, source, params, out, execute_result, cached_headline, force, jobs, report
-        )
+        run_chapters(names, source, params, out, force, jobs, report)
     return 0
 
 
@@ -404,3 +393,412 @@ def cli_list(args: argparse.Namespace) -> int:
         if doc:
             print("\n".join(numbers.block(doc, compare=False)))
     return 0
+
+
+# The cache of executed notebooks (trace mode only): a SHA-256 of the notebook, its
+# parameters, the files they name, the shared data, the env lock, the source and Python, and
+# the hashes of RESULT.ipynb and RESULT.json; all three must match.
+
+#: Format of the key; bump it when what the key covers changes.
+KEY_VERSION = 1
+#: The package whose source is part of every key (tests point it elsewhere).
+PACKAGE_SOURCE: Path = Path(rackbook.__file__).resolve().parent
+#: Parameters that name where outputs go, never hashed by content.
+OUTPUT_PARAMETERS = frozenset({"out_dir"})
+
+
+def _shared_inputs() -> list[Path]:
+    data = paths.DATA
+    return [
+        data / "claims.yaml",
+        data / "hardware.yaml",
+        data / "models",
+        data / "published",
+        paths.ROOT / "book" / "_template",  # the words of the boxes and cards chapters glue
+        paths.ROOT / "env" / "requirements-book.lock",
+    ]
+
+
+def _entries(root: Path) -> Iterable[Path]:
+    yield root
+    if root.is_file():
+        return
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        for x in dirs:
+            yield Path(d) / x
+        for f in sorted(files):
+            yield Path(d) / f
+
+
+def hash_tree(h: Any, root: Path, label: str) -> None:
+    """Feed ``root``'s relative paths and file bytes into ``h`` (missing hashes as missing)."""
+    h.update(f"\0tree\0{label}\0".encode())
+    if not root.exists():
+        h.update(b"\0missing\0")
+        return
+    for f in _entries(root):
+        rel = f.relative_to(root).as_posix()
+        if not f.is_file():
+            h.update(f"\0dir\0{rel}\0".encode())
+            continue
+        data = f.read_bytes()
+        h.update(f"\0file\0{rel}\0{len(data)}\0".encode())
+        h.update(data)
+
+
+def _input_paths(params: Mapping[str, Any]) -> list[tuple[str, Path]]:
+    found = []
+    for name in sorted(params):
+        value = params[name]
+        if name in OUTPUT_PARAMETERS or not isinstance(value, str) or not value:
+            continue
+        try:
+            p = paths.resolve(value)
+            if p.exists():
+                found.append((name, p))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def chapter_key(notebook: Path, params: Mapping[str, Any]) -> str:
+    """Hex SHA-256 of ``notebook`` executed with ``params`` (defaults included)."""
+    h = hashlib.sha256()
+    h.update(f"rackbook-cache-{KEY_VERSION}\0{sys.version}\0".encode())
+    h.update(b"\0notebook\0" + notebook.read_bytes())
+    h.update(b"\0params\0" + json.dumps(params, sort_keys=True, default=str).encode())
+    for name, p in _input_paths(params):
+        hash_tree(h, p, f"param:{name}")
+    for p in _shared_inputs():
+        hash_tree(h, p, f"shared:{p.name}")
+    hash_tree(h, PACKAGE_SOURCE, "package")
+    return h.hexdigest()
+
+
+def _sha(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def stamp_path(out_dir: Path, result: str) -> Path:
+    """Where the key of ``result``'s outputs in ``out_dir`` is kept."""
+    return out_dir / f".{result}.key"
+
+
+def _stamp(out_dir: Path, result: str, key: str) -> dict[str, str | None]:
+    return {"key": key} | {x: _sha(out_dir / f"{result}.{x}") for x in ("ipynb", "json")}
+
+
+def is_fresh(out_dir: Path, result: str, key: str) -> bool:
+    """True when ``out_dir`` holds ``result``'s outputs made with ``key``, unchanged since."""
+    try:
+        doc = json.loads(stamp_path(out_dir, result).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return doc == _stamp(out_dir, result, key) and doc["ipynb"] is not None
+
+
+def remember(out_dir: Path, result: str, key: str) -> None:
+    """Record that ``result``'s outputs in ``out_dir`` were made with ``key``."""
+    doc = _stamp(out_dir, result, key)
+    atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
+    update_manifest(out_dir, record=[stamp_path(out_dir, result).name])
+
+
+#: Seconds the child gets to stop its kernel after SIGTERM before both are killed.
+STOP_GRACE_S = 1.0
+
+#: The environment variable naming the file a kernel writes an uncaught InputError's fields to.
+ERROR_ENV = "RACKBOOK_KERNEL_ERROR"
+
+
+def report_input_errors() -> None:
+    """In the kernel: write a cell's uncaught InputError as JSON to :data:`ERROR_ENV`'s file."""
+    from IPython import get_ipython
+
+    def handler(shell: Any, etype: type, value: InputError, tb: Any, tb_offset: Any = None) -> Any:
+        fields = {"file": value.file, "field": value.field, "problem": value.problem}
+        Path(os.environ[ERROR_ENV]).write_text(json.dumps(fields), encoding="utf-8")
+        return shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+
+    get_ipython().set_custom_exc((InputError,), handler)
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` (None off Linux): the child gets ``sig`` when this process dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, int(sig), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call: nothing would signal
+            os._exit(128 + int(sig))
+
+    return preexec
+
+
+def execute_notebook(
+    nb: Path,
+    output: Path,
+    parameters: dict[str, Any],
+    cwd: Path,
+    progress: bool,
+    log_name: str,
+    stage: Path | None = None,
+) -> None:
+    """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``);
+    raises InputError, PapermillExecutionError or RuntimeError naming the log."""
+    stem = log_stem(log_name)
+    log, spec, result, kernel_error = (
+        Path(f"{stem}.{s}") for s in ("log", "spec.json", "result.json", "error.json")
+    )
+    term = os.dup(2) if progress else None  # the progress bar's way to the terminal
+    files = {"nb": nb, "output": output, "cwd": cwd, "result": result, "error": kernel_error}
+    job = {k: str(v) for k, v in files.items()} | {"parameters": parameters, "progress_fd": term}
+    job["stage"] = None if stage is None else str(stage)
+    spec.write_text(json.dumps(job), encoding="utf-8")
+    try:
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "rackbook.book.runner", str(spec)],
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=subprocess.STDOUT,
+                pass_fds=(term,) if term is not None else (),
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),  # it stops its kernel, then exits
+            )
+            if term is not None:
+                os.close(term)
+                term = None
+            try:
+                code = proc.wait()
+            except BaseException:
+                _stop(proc)
+                log.unlink()
+                raise
+        if result.is_file() or code == 0:
+            log.unlink()  # nothing to read in it: a failed cell is raised with its traceback
+        if result.is_file() and kernel_error.is_file():
+            raise InputError(**json.loads(kernel_error.read_text(encoding="utf-8")))
+        if result.is_file():
+            failed = json.loads(result.read_text(encoding="utf-8"))
+            from papermill.exceptions import PapermillExecutionError
+
+            raise PapermillExecutionError(**failed)
+        if code != 0:
+            raise RuntimeError(f"notebook execution failed (exit code {code}); log: {log}")
+    finally:
+        if term is not None:
+            os.close(term)
+        for f in (spec, result, kernel_error):
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the child (it stops its kernel); if it lingers, SIGKILL its group and kernel."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        kernels = _children(proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in kernels:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _children(pid: int) -> list[int]:
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        return [c.pid for c in psutil.Process(pid).children()]
+    return []
+
+
+_REPORT = "from rackbook.book.runner import report_input_errors; report_input_errors()"
+
+
+def _child_main(spec_path: str) -> int:
+    """The child: execute the spec's notebook; a fatal signal kills the kernel."""
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+
+    def _on_signal(signum: int, _frame: object) -> None:
+        for pid in _children(os.getpid()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, _on_signal)
+    if spec.get("stage"):
+        from rackbook.results.headline import STAGE_ENV
+
+        os.environ[STAGE_ENV] = spec["stage"]  # the kernel inherits it
+    os.environ[ERROR_ENV] = spec["error"]
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    progress: bool | dict[str, Any] = False
+    if spec["progress_fd"] is not None:
+        progress = {"file": os.fdopen(spec["progress_fd"], "w")}
+    try:
+        papermill.execute_notebook(
+            spec["nb"],
+            spec["output"],
+            parameters=spec["parameters"],
+            kernel_name="python3",
+            progress_bar=progress,
+            cwd=spec["cwd"],
+            log_output=False,
+            extra_arguments=[f"--IPKernelApp.exec_lines={_REPORT}"],
+        )
+    except PapermillExecutionError as exc:
+        keys = ("cell_index", "exec_count", "source", "ename", "evalue", "traceback")
+        failed = {k: getattr(exc, k) for k in keys}
+        Path(spec["result"]).write_text(json.dumps(failed), encoding="utf-8")
+        return 1
+    return 0
+
+
+#: Seconds the workers get to stop their chapters after a signal, before they are killed.
+WORKER_GRACE_S = 1.5
+#: A worker's state: ``idle`` (a signal ends it), ``busy`` (unwinds) or ``stopping``.
+_state: list[str] = ["idle"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Done:
+    """One chapter's outcome: headline JSON (None on error), cached, wall seconds, error."""
+
+    result: str
+    headline: Path | None
+    cached: bool
+    seconds: float
+    error: tuple[str, str, str] | None = None
+
+
+def cores() -> int:
+    """Cores this process may run on (at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _worker_signal(signum: int, _frame: object) -> None:
+    if _state[0] == "idle":
+        os._exit(128 + signum)
+    if _state[0] == "busy":
+        _state[0] = "stopping"
+        raise Terminated(signum)
+
+
+def _worker_init() -> None:
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _worker_signal)
+
+
+def _one(
+    result: str, source: str, params: dict[str, Any], out: str | Path | None, force: bool
+) -> Done:
+    t0 = time.perf_counter()
+    _state[0] = "busy"
+    try:
+        headline, cached = execute_result(result, source, params, out, False, force)
+    except InputError as err:
+        return Done(
+            result, None, False, time.perf_counter() - t0, (err.file, err.field, err.problem)
+        )
+    except (KeyboardInterrupt, Terminated) as exc:
+        os._exit(128 + getattr(exc, "signum", signal.SIGINT))
+    finally:
+        _state[0] = "idle"
+    return Done(result, headline, cached, time.perf_counter() - t0)
+
+
+def _stop_workers(ex: ProcessPoolExecutor) -> None:
+    procs = list((getattr(ex, "_processes", None) or {}).values())  # no public way to them
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError, AttributeError):
+            os.kill(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + WORKER_GRACE_S
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+            p.join()
+
+
+def run_chapters(
+    names: Sequence[str],
+    source: str,
+    params: dict[str, Any],
+    out: str | Path | None,
+    force: bool = False,
+    jobs: int | None = None,
+    report: Callable[[Done], None] | None = None,
+) -> list[Done]:
+    """Execute ``names``, ``jobs`` at a time, reported in order; raises the first failure."""
+    ready: dict[str, Done] = {}
+    if not force:
+        for name in names:
+            t0 = time.perf_counter()
+            try:
+                hit = cached_headline(name, source, params, out)
+            except InputError as err:
+                ready[name] = Done(name, None, False, 0.0, (err.file, err.field, err.problem))
+                continue
+            if hit is not None:
+                ready[name] = Done(name, hit, True, time.perf_counter() - t0)
+    todo = [n for n in names if n not in ready]
+    jobs = max(1, min(jobs or cores(), len(todo) or 1))
+    done: list[Done] = []
+
+    def emit(d: Done) -> None:
+        done.append(d)
+        if report:
+            report(d)
+
+    if jobs == 1:
+        for name in names:
+            emit(ready[name] if name in ready else _one(name, source, params, out, force))
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+        futures: dict[str, Future[Done]] = {}
+        try:
+            futures = {name: ex.submit(_one, name, source, params, out, force) for name in todo}
+            for name in names:
+                emit(ready[name] if name in ready else futures[name].result())
+        except BaseException:
+            # nothing starts or is reported after a signal; running chapters are stopped
+            _stop_workers(ex)
+            ex.shutdown(wait=False)
+            raise
+        ex.shutdown(wait=True)
+    for d in done:
+        if d.error:
+            raise InputError(*d.error)
+    return done
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main(sys.argv[1]))

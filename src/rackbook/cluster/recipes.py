@@ -1,20 +1,576 @@
-"""``rackbook recipes``: every recipe generated from a topology, written at once."""
+"""Every cluster recipe from a topology, written at once by ``rackbook recipes``: each node
+rank's ``vllm serve`` and the router's, ``serve-commands.sh``, the Slurm script, the Kubernetes
+manifest and the notebooks' live parameters (``notebook-parameters.json``, ``params/*.yaml``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 from pathlib import Path
+from string import Template
+from typing import Any
+
+import yaml
 
 from rackbook import paths
-from rackbook.cluster.commands import serve_commands_sh, units, workers_text
-from rackbook.cluster.kubernetes import kubernetes_manifest
-from rackbook.cluster.notebook_params import notebook_parameters, params_files, params_yaml
-from rackbook.cluster.slurm import slurm_script
-from rackbook.cluster.topology import DEFAULT_TOPOLOGY, Topology, load_topology
+from rackbook.cluster.topology import (
+    DEFAULT_TOPOLOGY,
+    HF_HOME,
+    Topology,
+    k8s_name,
+    leader_service,
+    load_topology,
+)
 from rackbook.core import fsio
 from rackbook.core.units import plural
-from rackbook.inputs import loader
+from rackbook.inputs import catalogs, loader
+
+
+class Raw(str):
+    """A shell word written as is (it holds an expansion such as ``$POD_IP``)."""
+
+
+def shell_join(words: list[str]) -> str:
+    return " ".join(w if isinstance(w, Raw) else shlex.quote(w) for w in words)
+
+
+def _json(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def shell_var(name: str) -> str:
+    """The shell variable stem of worker ``name`` (upper case, ``_`` for anything else)."""
+    return re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+def leader_var(worker: str) -> str:
+    """Shell variable holding the worker leader's IP address in the generated scripts."""
+    return shell_var(worker) + "_LEADER_IP"
+
+
+def serve_argv(
+    topo: Topology,
+    worker: str,
+    node_rank: int,
+    *,
+    leader: str | None = None,
+    start_rank: str | int | None = None,
+) -> list[str]:
+    """Words of ``worker``'s node ``node_rank``'s ``vllm serve`` (rank 0 serves the API);
+    ``leader``, ``start_rank``: shell words (defaults: ``$<WORKER>_LEADER_IP``, rank x GPUs)."""
+    w = topo.workers[worker]
+    per_node = topo.system.gpus_per_node
+    if not 0 <= node_rank < topo.nodes(worker):
+        raise ValueError(f"node rank {node_rank} outside 0..{topo.nodes(worker) - 1}")
+    address = Raw(leader if leader is not None else f"${leader_var(worker)}")
+    words: list[str] = ["vllm", "serve", topo.model.hf_id]
+    if node_rank == 0:
+        words += ["--host", "0.0.0.0", "--port", str(w.port)]
+        words += ["--api-server-count", str(w.api_server_count)]
+    else:
+        rank = start_rank if start_rank is not None else node_rank * per_node
+        words += ["--headless", "--data-parallel-start-rank", Raw(str(rank))]
+    words += ["--tensor-parallel-size", "1", "--data-parallel-size", str(w.gpus)]
+    words += ["--data-parallel-size-local", str(per_node), "--data-parallel-address", address]
+    words += ["--data-parallel-rpc-port", str(w.rpc_port)]
+    if topo.eplb is not None:
+        e = topo.eplb
+        cfg = {
+            "window_size": e.window_size,
+            "step_interval": e.step_interval,
+            "num_redundant_experts": w.num_redundant_experts,
+            "log_balancedness": e.log_balancedness,
+        }
+        words += ["--enable-expert-parallel", "--enable-eplb", "--eplb-config", _json(cfg)]
+    if topo.kv_transfer is not None and w.role != "reference":
+        kv = topo.kv_transfer
+        words += ["--kv-transfer-config", _json({"kv_connector": kv.connector, "kv_role": kv.role})]
+    return [*words, *w.extra_args]
+
+
+def serve_commands(topo: Topology) -> dict[str, list[str]]:
+    """worker -> the ``vllm serve`` command line of each node rank (index = node rank)."""
+    return {
+        name: [shell_join(serve_argv(topo, name, r)) for r in range(topo.nodes(name))]
+        for name in topo.workers
+    }
+
+
+def router_argv(topo: Topology, urls: dict[str, str]) -> list[str]:
+    """Words of the router command; ``urls`` maps worker -> its leader's API base URL."""
+    if topo.router is None:
+        raise ValueError(f"{topo.file}: no router (one aggregated worker)")
+    words = ["vllm-router", "--vllm-pd-disaggregation"]
+    words += ["--host", "0.0.0.0", "--port", str(topo.router.port)]
+    for name in topo.role_workers("prefill"):
+        words += ["--prefill", Raw(urls[name])]
+    for name in topo.role_workers("decode"):
+        words += ["--decode", Raw(urls[name])]
+    words += ["--prefill-policy", topo.router.prefill_policy]
+    words += ["--decode-policy", topo.router.decode_policy]
+    return words
+
+
+def units(topo: Topology, n: int) -> str:
+    """``n`` of what the topology's ``gpus`` count: GPUs, or engine ranks on CPU nodes."""
+    return plural(n, "GPU" if topo.gpu else "CPU engine rank")
+
+
+def workers_text(topo: Topology, roles: bool = True) -> str:
+    """The workers in words: ``decode DEP64 on 16 nodes`` (roles named when ``roles``)."""
+    dp = "DEP" if topo.eplb is not None else "DP"
+    return ", ".join(
+        f"{n}{'' if n == w.role or not roles else f' ({w.role})'} {dp}{w.gpus} on "
+        + plural(topo.nodes(n), "node")
+        for n, w in topo.workers.items()
+    )
+
+
+def header(topo: Topology, comment: str = "#") -> str:
+    return (
+        f"{comment} GENERATED by `rackbook recipes` from {topo.file}: edit that file, not this.\n"
+        f"{comment} {topo.model.hf_id} on {topo.system_label} with "
+        f"{topo.vllm.image}:{topo.vllm.tag}: {workers_text(topo)}"
+        + f"; {units(topo, topo.total_gpus)}, {plural(topo.total_nodes, 'node')} of "
+        f"{topo.system.gpus_per_node}.\n"
+        f"{comment} Run the benchmark client (vllm bench serve, rackbook record --endpoint) on its "
+        "own host or cores,\n"
+        f"{comment} never on a serving node's busy CPUs: a starved client records token bursts, "
+        "not the engine\n"
+        f"{comment} (book/methodology.md, Measurement validity).\n"
+    )
+
+
+def serve_commands_sh(topo: Topology) -> str:
+    """Every node's command, readable: what :func:`serve_commands` returns, with node headers."""
+    lines = [header(topo).rstrip("\n")]
+    lines.append("# Leader addresses are shell variables (set by slurm.sbatch, or by you):")
+    for name in topo.workers:
+        lines.append(f"#   ${leader_var(name)}: IP of {name}'s node rank 0")
+    nixl = " and VLLM_NIXL_SIDE_CHANNEL_HOST" if topo.kv_transfer is not None else ""
+    lines.append(f"# Every node also needs VLLM_HOST_IP{nixl} = its own IP.")
+    for name, cmds in serve_commands(topo).items():
+        w = topo.workers[name]
+        for rank, cmd in enumerate(cmds):
+            first = rank * topo.system.gpus_per_node
+            last = first + topo.system.gpus_per_node - 1
+            what = "leader, API server" if rank == 0 else "headless"
+            role = "" if name == w.role else f" ({w.role})"
+            lines += ["", f"# {name}{role} node rank {rank}: DP ranks {first}-{last}, {what}"]
+            lines.append(cmd)
+    urls = {n: f"http://${leader_var(n)}:{w.port}" for n, w in topo.workers.items()}
+    if topo.router is not None:
+        lines += ["", "# router (any host that reaches the leaders)"]
+        lines.append(shell_join(router_argv(topo, urls)))
+    return "\n".join(lines) + "\n"
+
+
+def _container(name: str, topo: Topology, command: str) -> dict[str, Any]:
+    args = {"command": ["/bin/bash", "-c"], "args": [f"exec {command}"]}
+    return {"name": name, "image": topo.container.image, **args}
+
+
+def _ready(topo: Topology, port: int) -> dict[str, Any]:
+    probe = {"httpGet": {"path": "/health", "port": port}, "periodSeconds": topo.health.interval_s}
+    return {"ports": [{"name": "http", "containerPort": port}], "readinessProbe": probe}
+
+
+def _service(name: str, ns: str, labels: dict, selector: dict, port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "http", "port": port, "targetPort": port}],
+        },
+    }
+
+
+def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dict[str, Any]:
+    assert topo.kubernetes is not None
+    w = topo.workers[worker]
+    gpus = topo.system.gpus_per_node
+    env: list[dict[str, Any]] = [
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "VLLM_HOST_IP", "value": "$(POD_IP)"},
+    ]
+    if topo.kv_transfer is not None and w.role != "reference":
+        port = str(topo.kv_transfer.side_channel_port)
+        env += [
+            {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "$(POD_IP)"},
+            {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": port},
+        ]
+    env.append({"name": "HF_HOME", "value": HF_HOME})
+    container = _container("vllm", topo, command)
+    container["env"] = env
+    if topo.gpu:
+        n = {"nvidia.com/gpu": gpus}
+        container["resources"] = {"requests": n, "limits": dict(n)}
+    container["volumeMounts"] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "hf-cache", "mountPath": HF_HOME},
+    ]
+    if leader:
+        ready = _ready(topo, w.port)
+        tries = -(-topo.health.timeout_s // topo.health.interval_s)
+        startup = {**ready["readinessProbe"], "failureThreshold": tries}
+        container |= {"ports": ready["ports"], "startupProbe": startup, **ready}
+    pvc = {"claimName": topo.kubernetes.hf_cache_pvc}
+    return {
+        "containers": [container],
+        "volumes": [
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            {"name": "hf-cache", "persistentVolumeClaim": pvc},
+        ],
+    }
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
+    lws = k8s_name(topo, name)
+    labels = {"app.kubernetes.io/part-of": topo.name, "app.kubernetes.io/component": name}
+    leader_cmd = shell_join(serve_argv(topo, name, 0, leader='"$POD_IP"'))
+    leader_pod = {"metadata": {"labels": labels}}
+    leader_pod["spec"] = _pod_spec(topo, name, leader_cmd, leader=True)
+    template: dict[str, Any] = {"size": topo.nodes(name)}
+    template["restartPolicy"] = "RecreateGroupOnPodRestart"
+    if topo.nodes(name) > 1:
+        rank = f'"$((LWS_WORKER_INDEX * {topo.system.gpus_per_node}))"'
+        argv = serve_argv(topo, name, 1, leader='"$LWS_LEADER_ADDRESS"', start_rank=rank)
+        template["leaderTemplate"] = leader_pod
+        template["workerTemplate"] = {
+            "metadata": {"labels": labels},
+            "spec": _pod_spec(topo, name, shell_join(argv), leader=False),
+        }
+    else:
+        template["workerTemplate"] = leader_pod
+    spec = {"replicas": 1, "startupPolicy": "LeaderCreated", "leaderWorkerTemplate": template}
+    selector = {
+        "leaderworkerset.sigs.k8s.io/name": lws,
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+    }
+    port = topo.workers[name].port
+    return [
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": lws, "namespace": ns, "labels": labels},
+            "spec": spec,
+        },
+        _service(leader_service(topo, name), ns, labels, selector, port),
+    ]
+
+
+def kubernetes_manifest(topo: Topology) -> str:
+    """YAML: per worker a LeaderWorkerSet and leader Service; the router's."""
+    if topo.kubernetes is None:
+        raise ValueError(f"{topo.file}: no kubernetes section")
+    ns = topo.kubernetes.namespace
+    docs = [d for name in topo.workers for d in _worker_docs(topo, name, ns)]
+    if topo.router is not None:
+        assert topo.kubernetes.router_service is not None
+        urls = {n: f"http://{leader_service(topo, n)}:{w.port}" for n, w in topo.workers.items()}
+        labels = {"app.kubernetes.io/part-of": topo.name, "app.kubernetes.io/component": "router"}
+        router = _container("router", topo, shell_join(router_argv(topo, urls)))
+        router |= _ready(topo, topo.router.port)
+        pod = {"metadata": {"labels": labels}, "spec": {"containers": [router]}}
+        spec = {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}
+        meta = {"name": f"{topo.name}-router", "namespace": ns, "labels": labels}
+        docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
+        svc = topo.kubernetes.router_service
+        docs.append(_service(svc, ns, labels, labels, topo.router.port))
+    body = yaml.dump_all(
+        docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
+    )
+    return header(topo) + body
+
+
+#: The Slurm template: ``@@name`` is a value; a line starting ``@@?flag`` is kept (without
+#: that prefix) when ``flag`` holds.
+TEMPLATE = paths.ROOT / "env" / "cluster" / "slurm.sbatch.in"
+_FLAG = re.compile(r"@@\?(\w+) ?")
+
+
+class _Sbatch(Template):
+    delimiter = "@@"  # bash uses $ everywhere; @@ never
+
+
+def record_argv(topo: Topology) -> list[str]:
+    """Words of the job's ``rackbook record`` step: ``$ENDPOINT`` into ``$LOGS/trace``."""
+    rec = topo.slurm.record if topo.slurm is not None else None
+    if rec is None:
+        raise ValueError(f"{topo.file}: no slurm.record")
+    words = ["rackbook", "record", rec.scenario, "--endpoint", Raw('"$ENDPOINT"')]
+    words += ["-o", Raw('"$LOGS/trace"')]
+    for name, value in rec.parameters.items():
+        words += ["-p", name, str(value)]
+    return words
+
+
+def _blocks(topo: Topology) -> dict[str, str]:
+    nodes, waits, launches = [], [], []
+    for name, w in topo.workers.items():
+        var, lead = shell_var(name), leader_var(name)
+        nodes.append(f'{var}_NODES=("${{NODES[@]:{topo.node_offset(name)}:{topo.nodes(name)}}}")')
+        nodes += [f'{lead}="$(ip_of "${{{var}_NODES[0]}}")"', f"export {lead}"]
+        launches.append(
+            f"for r in $(seq 0 {topo.nodes(name) - 1}); do "
+            f'launch {name} "$r" "${{{var}_NODES[$r]}}"; done'
+        )
+        waits.append(f'wait_healthy "http://${{{lead}}}:{w.port}"')
+    cases = [
+        f"    {name}/{rank}) exec {cmd} ;;"
+        for name, cmds in serve_commands(topo).items()
+        for rank, cmd in enumerate(cmds)
+    ]
+    blocks = {"worker_nodes": nodes, "cases": cases, "launches": launches, "health_waits": waits}
+    return {k: "\n".join(v) for k, v in blocks.items()}
+
+
+def _values(topo: Topology, where: str) -> dict[str, str]:
+    assert topo.slurm is not None
+    s, direct, ref = topo.slurm, topo.endpoint_worker(), topo.reference_worker()
+    leader = {n: f"http://${{{leader_var(n)}}}:{w.port}" for n, w in topo.workers.items()}
+    router = shell_join(router_argv(topo, leader)) if topo.router is not None else ""
+    gpus = str(topo.system.gpus_per_node) if topo.gpu else ""
+    return {
+        "header": header(topo).rstrip("\n"),
+        "submit": shell_join([f"{where}/slurm.sbatch"]),
+        "name": topo.name,
+        "nodes": str(topo.total_nodes),
+        "nodes_text": plural(topo.total_nodes, "node"),
+        "gpu": gpus,
+        "gpus": gpus,
+        "srun_gpus": f" --gpus-per-node={gpus}" if gpus else "",
+        "time": s.time,
+        "partition": s.partition or "",
+        "account": s.account or "",
+        "container": "yes" if s.container else "",
+        "host": "" if s.container else "yes",
+        "where": ", in the container" if s.container else "",
+        "image": topo.container.image,
+        "hf_home": HF_HOME,
+        "kv": "yes" if topo.kv_transfer is not None else "",
+        "no_kv": "" if topo.kv_transfer is not None else "yes",
+        "side_channel_port": str(topo.kv_transfer.side_channel_port) if topo.kv_transfer else "",
+        "timeout": str(topo.health.timeout_s),
+        "interval": str(topo.health.interval_s),
+        "direct": direct or "",
+        "direct_url": leader[direct] if direct else "",
+        "router": router,
+        "first_var": shell_var(next(iter(topo.workers))),
+        "router_port": str(topo.router.port) if topo.router is not None else "",
+        "reference": ref or "",
+        "reference_url": leader[ref] if ref else "",
+        "record": shell_join(record_argv(topo)) if s.record is not None else "",
+        "serve": "" if s.record is not None else "yes",
+    }
+
+
+def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
+    """An ``sbatch`` script; ``where``: its folder, named in its submit line."""
+    if topo.slurm is None:
+        raise ValueError(f"{topo.file}: no slurm section")
+    values = _values(topo, where) | _blocks(topo)
+    lines: list[str] = []
+    for line in TEMPLATE.read_text(encoding="utf-8").splitlines():
+        if m := _FLAG.match(line):
+            if not values[m.group(1)]:
+                continue
+            line = line[m.end() :]
+        lines.append(line)
+    return _Sbatch("\n".join(lines)).substitute(values) + "\n"
+
+
+#: Where the rack-scaling card records its trace, which its params file reads.
+RACK_TRACE = "_build/executed/traces/rack-scaling"
+
+
+def reference_endpoint(topo: Topology) -> str | None:
+    """The one-node reference worker's leader URL (its Service); None without one."""
+    ref = topo.reference_worker()
+    return None if ref is None else f"http://{leader_service(topo, ref)}:{topo.workers[ref].port}"
+
+
+def notebook_parameters(topo: Topology) -> dict[str, Any]:
+    """The live parameters the notebooks read: endpoint, GPU counts, model ids."""
+    out = {
+        "endpoint": topo.bench.endpoint,
+        "num_gpus": topo.bench.num_gpus,
+        "gpus_per_node": topo.bench.gpus_per_node,
+        "model": topo.model.hf_id,
+        "catalog_model": topo.model.catalog_id,
+        "prefill_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("prefill")),
+        "decode_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("decode")),
+    }
+    if not topo.disaggregated:
+        del out["prefill_gpus"], out["decode_gpus"]
+    return out
+
+
+#: Client concurrency per decode rank of rack-scaling and EPLB runs (a choice, within 8-256).
+STREAMS_PER_RANK = 64
+
+
+def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
+    """Per result, its notebook's live parameters for this topology."""
+    from rackbook.inputs.claims import load_claims
+
+    reg = load_claims()
+    decode = [topo.workers[n] for n in topo.role_workers("decode") or list(topo.workers)]
+    prefill = topo.role_workers("prefill") or list(topo.workers)
+    prefill_gpus = sum(topo.workers[n].gpus for n in prefill)
+    ctx = reg.get("context-latency.delta").scope.context_tokens
+    prefix = reg.get("prefill-gain.gain").scope.context_tokens
+    # catalog ids only where the topology has them (a test model on CPU nodes has neither)
+    ids: dict[str, Any] = {}
+    if topo.model.catalog_id is not None:
+        ids["model_id"] = topo.model.catalog_id
+    if topo.gpu_id is not None:
+        ids["gpu_id"] = topo.gpu_id
+    system_id = {"system_id": topo.system.catalog_id} if topo.system.catalog_id else {}
+    # the single-user claim is on its own GPU (4 B300), not the rack's: its floor reads that one
+    su_hw = reg.get("single-user.throughput").scope.hardware
+    su_ids = {**ids, "gpu_id": catalogs.as_gpu(su_hw).id} if "gpu_id" in ids and su_hw else ids
+    # the claim counts the rack's GPUs; CPU nodes have no rack: the deployment's engine ranks
+    rack_gpus = topo.system_gpus if topo.system_gpus is not None else topo.total_gpus
+    url = topo.bench.endpoint
+    ref = reference_endpoint(topo)
+    ref_gpus = topo.workers[topo.reference_worker() or ""].gpus if ref else None
+    lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
+    # requests in flight: STREAMS_PER_RANK sequences on every decode rank
+    streams = STREAMS_PER_RANK * sum(w.gpus for w in decode)
+    span = reg.get("decode-parity.gap").scope.batch_sizes  # per decode rank: powers of 2
+    batches = (
+        [2**k for k in range(int(span.low).bit_length() - 1, int(span.high).bit_length())]
+        if span
+        else [8, 16, 32, 64, 128, 256]
+    )
+    return {
+        "decode-parity": {
+            "source": "live",
+            "endpoint": url,
+            "batch_sizes": batches,
+            "decode_ranks": sum(w.gpus for w in decode),
+            "input_len": 1024,
+            "output_len": 1024,
+            **ids,
+        },
+        "rack-scaling": (
+            {"source": "trace", "trace": RACK_TRACE, "reference_config": "1x", **ids, **system_id}
+            if ref
+            else {
+                "source": "live",
+                "endpoints": [url],
+                "replicas": [1],
+                "gpus_per_replica": rack_gpus,
+                "concurrency": streams,
+                **ids,
+                **system_id,
+            }
+        ),
+        "prefill-gain": {
+            "source": "live",
+            "endpoint_b": url,
+            "prefix_tokens": prefix.high if prefix else 128_000,
+            "new_tokens": 1024,
+            **ids,
+            "prefill_gpus": prefill_gpus,
+        },
+        "eplb-balance": {
+            "source": "live",
+            "endpoint": url,
+            "ep_size": sum(w.gpus for w in decode),
+            "redundant": sum(w.num_redundant_experts for w in decode),
+            "concurrency": streams,
+        },
+        "context-latency": {
+            "source": "live",
+            "endpoint": ref or url,
+            "context_lengths": lengths,
+            "output_len": 64,
+            **ids,
+            **({"n_gpus": 1, "weight_gpus": ref_gpus} if ref_gpus else {}),
+        },
+        "single-user": {"source": "live", "endpoint": ref or url, "num_requests": 32, **su_ids},
+    }
+
+
+def _decode_parity_note(values: dict[str, Any]) -> str:
+    ranks, b = values["decode_ranks"], values["batch_sizes"]
+    return (
+        f"# batch_sizes are per decode rank; decode_ranks is the decode pool (DEP{ranks}): the "
+        f"client runs at concurrency\n# batch x decode_ranks = {min(b) * ranks:,} to "
+        f"{max(b) * ranks:,} requests in flight, num_prompts scaled likewise.\n"
+        "# Engine B (DeepInfer's offline benchmark) is imported separately: rackbook import "
+        "offline-engine FILE -o DIR_B,\n# then -p trace DIR_A -p trace_b DIR_B -p engine_b "
+        "deepinfer (book/rerun.md).\n"
+    )
+
+
+def _reference_note(topo: Topology) -> str:
+    ref = topo.reference_worker()
+    return (
+        f"# endpoint: the one-node reference worker ({ref}, DEP{topo.workers[ref or ''].gpus} on "
+        "one tray), outside the router.\n# On Slurm pass the address the job wrote: "
+        "-p endpoint $(cat logs/JOBID/reference-endpoint)\n"
+        if ref
+        else ""
+    )
+
+
+def params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
+    ref = topo.reference_worker()
+    rack_note = (
+        f"# Reads the trace the rerun card records with `rackbook record rack-scaling -o "
+        f"{RACK_TRACE}`:\n# config 1x on the reference worker ({ref}), config rack behind the "
+        f"router, counted as the rack's {topo.system_gpus} GPUs.\n"
+        if ref and values.get("source") == "trace"
+        else ""
+    )
+    notes = {
+        "prefill-gain": "# endpoint_a: the baseline, a second deployment of this recipe from the "
+        "image of the vLLM release\n# before the three prefill changes (the rerun card says "
+        "which); pass it with -p endpoint_a URL.\n# endpoint_b: the deployment below.\n",
+        "context-latency": _reference_note(topo)
+        + (
+            "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
+            if "weight_gpus" in values
+            else ""
+        ),
+        "single-user": _reference_note(topo),
+        "decode-parity": _decode_parity_note(values) if result == "decode-parity" else "",
+        "rack-scaling": rack_note
+        or (
+            f"# The deployment serves on {topo.total_gpus} of the rack's "
+            f"{topo.system_gpus} GPUs; the claim counts the rack's, "
+            "so gpus_per_replica does too.\n"
+            if topo.system.catalog_id is not None
+            else f"# The deployment serves on {topo.total_gpus} of the {topo.system_gpus} GPUs "
+            f"of {topo.system_label}; gpus_per_replica counts them all.\n"
+            if topo.gpu
+            else f"# CPU nodes, no rack: gpus_per_replica counts the deployment's "
+            f"{units(topo, topo.total_gpus)}.\n"
+        )
+        + f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank.\n",
+        "eplb-balance": f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank; "
+        "pass the decode leader's log with -p server_log FILE.\n",
+    }
+    body = yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=1000)
+    return (
+        header(topo)
+        + f"# rackbook run {result} --params-file params/{result}.yaml  (-p NAME VALUE overrides)\n"
+        + notes.get(result, "")
+        + body
+    )
+
 
 #: Where ``rackbook recipes`` writes by default.
 DEFAULT_OUTPUT = "env/cluster/generated"
@@ -43,8 +599,7 @@ def render_recipes(topo: Topology, where: str = DEFAULT_OUTPUT) -> dict[str, str
 
 
 def write_recipes(topo: Topology, out_dir: str | Path = DEFAULT_OUTPUT) -> list[Path]:
-    """Write every generated file to ``out_dir``, replaced atomically; a folder holding
-    anything rackbook did not write is refused (:class:`InputError`, field ``output``)."""
+    """Write every generated file to ``out_dir`` atomically (InputError on a foreign folder)."""
     out = fsio.check_output_folder(paths.resolve(out_dir))
     fsio.check_replaceable(out, "recipes", "output")
     texts = render_recipes(topo, loader.display_path(out))

@@ -280,8 +280,7 @@ def _check_layout(topo: Topology) -> None:
 
 
 def _check_workers(topo: Topology, system_gpus: int | None) -> None:
-    """Each worker a whole number of nodes (a reference worker one), all within the system;
-    redundant experts need EPLB; routed + redundant experts divide over each worker's ranks."""
+    """Worker sizes, the system's GPUs and the experts' split over each worker."""
     f, per_node, cat = topo.file, topo.system.gpus_per_node, topo.model.catalog_id
     for name, w in topo.workers.items():
         if w.gpus % per_node:

@@ -1,12 +1,38 @@
-"""Sphinx extension: each static figure links to its full-size ``_images/`` copy (class
-:data:`CLASS`), which Sphinx's ``html_scaled_image_link`` does only for sized images."""
+"""Sphinx extension for the book's figures: ``plotly.min.js`` from the installed ``plotly`` into
+``_static`` for pages holding a Plotly figure (offline, no CDN); each static figure linked to its
+full-size ``_images/`` copy (Sphinx's ``html_scaled_image_link`` links only sized images)."""
 
 from __future__ import annotations
 
 import posixpath
+import shutil
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+
+#: The script's name under ``_static``.
+SCRIPT = "plotly.min.js"
+
+
+def plotly_js() -> Path:
+    """The ``plotly.min.js`` the installed ``plotly`` package ships."""
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data" / SCRIPT
+
+
+def _page(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    if "plotly-graph-div" in str(context.get("body", "")):
+        app.add_js_file(SCRIPT)
+
+
+def _copy(app: Any, exception: Exception | None) -> None:
+    if exception is None and app.builder.format == "html":
+        static = Path(app.outdir) / "_static"
+        static.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(plotly_js(), static / SCRIPT)
+
 
 #: Class of the links this extension adds (``book/_static/rackbook.css``).
 CLASS = "rb-enlarge"
@@ -38,5 +64,8 @@ def link_images(app: Any, doctree: nodes.document, docname: str) -> int:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    """Register the page, build-finished and doctree handlers."""
+    app.connect("html-page-context", _page)
+    app.connect("build-finished", _copy)
     app.connect("doctree-resolved", link_images)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
