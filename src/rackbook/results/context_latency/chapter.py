@@ -522,6 +522,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     num, gpu = verdicts.number, p.gpu_id.upper()
     tpot = f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)"
     kv = f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "
+    kv += "storage format"
     grows = (
         f"extra context reads per decode step of {units.plural(p.batch, 'sequence')} growing "
         f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {gpu} HBM bandwidth"
@@ -547,13 +548,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     ]
     reads = "an upper reading of the reads, not what sparse attention does"
     bounds = [
-        (
-            phys[KV_BYTES_ID],
-            "kv_bytes_per_token",
-            int(a.kv_bytes_per_token),
-            "B/token",
-            f"{kv}storage format",
-        ),
+        (phys[KV_BYTES_ID], "kv_bytes_per_token", int(a.kv_bytes_per_token), "B/token", kv),
         (phys[DELTA_ID], "context_growth_sparse", round(1000 * g.growth.sparse_ms, 3), "µs", grows),
         (reads, "context_growth_dense", round(1000 * g.growth.dense_ms, 1), "µs", dense),
         (phys[DELTA_PCT_ID], "implied_latency_at_lo", round(im.central_ms, 3), "ms", implied),
@@ -562,26 +557,13 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     slope_row = (no_slope, "decode_slope", num(f.slope_per_1k, 5), "ms per 1k tokens", slope)
     at_hi = int(a.at.loc[a.hi, "sequences_per_gpu"])
     others = "the claim is for the FP4 cache; other dtypes for scale"
-    capacity = [
-        (
-            "the write-up gives no capacity figure",
-            "sequences_per_gpu_at_hi",
-            at_hi,
-            "sequences",
-            fits,
-        ),
-        *(
-            (
-                others,
-                f"kv_bytes_per_token_{dt}",
-                int(b.bytes_per_token),
-                "B/token",
-                f"global KV bytes per token with the same layout stored at {dt}",
-            )
-            for dt, b in a.kv_bytes.items()
-            if dt != p.kv_dtype
-        ),
-    ]
+    same = "global KV bytes per token with the same layout stored at"
+    no_capacity = "the write-up gives no capacity figure"
+    capacity = [(no_capacity, "sequences_per_gpu_at_hi", at_hi, "sequences", fits)]
+    for dt, b in a.kv_bytes.items():
+        if dt != p.kv_dtype:
+            kv_dt = int(b.bytes_per_token)
+            capacity.append((others, f"kv_bytes_per_token_{dt}", kv_dt, "B/token", f"{same} {dt}"))
     return [
         *common.headlines(deltas, **measured),
         *common.headlines(bounds),

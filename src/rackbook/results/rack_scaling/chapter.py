@@ -848,29 +848,20 @@ def _measured(a: Analysis) -> list[headline.Headline]:
         f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
         "when the cached count is unknown"
     )
-    tp, sp = run[THROUGHPUT_CLAIM], run[SPEEDUP_CLAIM]
+    tp, sp, cost = run[THROUGHPUT_CLAIM], run[SPEEDUP_CLAIM], run[COST_CLAIM]
     unsaid = "the write-up does not say which tokens it counts"
     output = f"output tokens / window, config {cfg}"
-    rows = [
-        (
-            tp,
-            "measured_total_tok_s_per_gpu",
-            num(nx["total_tok_s_per_gpu"], 2),
-            f"tok/s/{u}",
-            total,
-        ),
-        (unsaid, "measured_output_tok_s", num(nx["output_tok_s"], 2), "tok/s", output),
-        (note, "measured_new_input_tok_s", num(nx["new_input_tok_s"], 2), "tok/s", new),
-        (note, "measured_cached_input_tok_s", num(nx["cached_input_tok_s"], 2), "tok/s", cached),
+    rates = [
+        (tp, "total_tok_s_per_gpu", f"tok/s/{u}", total),
+        (unsaid, "output_tok_s", "tok/s", output),
+        (note, "new_input_tok_s", "tok/s", new),
+        (note, "cached_input_tok_s", "tok/s", cached),
+    ]
+    rows = [(r, f"measured_{k}", num(nx[k], 2), unit, what) for r, k, unit, what in rates]
+    rows += [
         (sp, "measured_speedup", num(top["speedup"], 3), "x", speedup),
         (sp, "measured_scaling_efficiency", num(top["efficiency"], 4), "1", eff),
-        (
-            run[COST_CLAIM],
-            "measured_token_revenue",
-            num(a.revenue_run, 6),
-            f"USD/{u}-hour",
-            revenue,
-        ),
+        (cost, "measured_token_revenue", num(a.revenue_run, 6), f"USD/{u}-hour", revenue),
     ]
     return common.headlines(rows, **common.where(a))
 
