@@ -254,9 +254,11 @@ def can_test(run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol:
 
 
 def run_reading(
-    rv: RangeVerdict, testable: bool, run: dict[str, Any], claim_prefix: int
+    rv: RangeVerdict | None, testable: bool, run: dict[str, Any], claim_prefix: int, missing: str
 ) -> headline.ClaimReading:
     """Consistent when inside or overlapping, else inconsistent; untested if not testable."""
+    if rv is None:
+        return headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
     if not testable:
         needs = f"Blackwell GPUs serving DeepSeek-V4.1-Flash behind {claim_prefix:,} cached tokens"
         return verdicts.untested(CLAIM_ID, run, rv.text, needs)
@@ -323,12 +325,7 @@ class Analysis:
         )
         self.removable, how = removable_share(model, gpu, prefix, p.kv_dtype)
         self.testable = can_test(trace.run, self.trace_prefix, prefix, p.rel_tol)
-        rv = self.range_verdict
-        run = (
-            run_reading(rv, self.testable, trace.run, prefix)
-            if rv is not None
-            else headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", self.missing)
-        )
+        run = run_reading(self.range_verdict, self.testable, trace.run, prefix, self.missing)
         bound_how = (
             f"{p.prefill_gpus} x {gpu.id} behind {prefix:,} cached tokens, "
             f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"

@@ -37,26 +37,16 @@ def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReadi
     """Possible when the catalog layout gives the claimed bytes per token exactly."""
     got = kvb.bytes_per_token
     exact = got == round(claim)
-    derived = {
-        "value": got,
-        "unit": "B/token",
-        "from": f"the model card's dimensions and {kvb.kv_dtype.upper()} formats",
-        "exact": exact,
-        "how": f"{float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B",
-    }
+    rows = f"{float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B"
+    derived: dict[str, Any] = dict(value=got, unit="B/token")
+    derived["from"] = f"the model card's dimensions and {kvb.kv_dtype.upper()} formats"
+    derived |= dict(exact=exact, how=rows)
     how = (
-        f": {derived['how']}"
-        if exact
-        else f", not {claim:g}: a different layout or storage format is meant"
+        f": {rows}" if exact else f", not {claim:g}: a different layout or storage format is meant"
     )
-    return headline.ClaimReading(
-        KV_BYTES_ID,
-        "physics",
-        "possible" if exact else "impossible",
-        f"{got} B/token derived",
-        f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token{how}",
-        derived=derived,
-    )
+    why = f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token{how}"
+    v, margin = "possible" if exact else "impossible", f"{got} B/token derived"
+    return headline.ClaimReading(KV_BYTES_ID, "physics", v, margin, why, derived=derived)
 
 
 #: run.json ``metrics`` (or ``parameters``) key of the KV bytes per token vLLM reported.
@@ -77,14 +67,9 @@ def kv_bytes_run_reading(
     """This run's reading of the bytes per token reported (within ``rel_tol``, a fraction)."""
     got = kv_bytes_in_run(run)
     if testable and got is None:
-        return headline.ClaimReading(
-            KV_BYTES_ID,
-            "this run",
-            "untested",
-            "-",
-            f"the trace does not report the engine's KV bytes per token (run.json metrics."
-            f"{KV_BYTES_KEY}, from vLLM's start-up log of KV memory over KV tokens)",
-        )
+        why = "the trace does not report the engine's KV bytes per token (run.json metrics."
+        why += f"{KV_BYTES_KEY}, from vLLM's start-up log of KV memory over KV tokens)"
+        return headline.ClaimReading(KV_BYTES_ID, "this run", "untested", "-", why)
     return verdicts.run_reading(
         KV_BYTES_ID,
         got,

@@ -150,15 +150,9 @@ class Analysis:
         self.summary, self.per_window = measure.score(loads, p.fit_windows, *layout)
         s = self.summary
         placements = measure.fit(loads, p.fit_windows, *layout)
-        self.floor = measure.uniform_floor(
-            loads.shape[1],
-            int(loads[0, 0].sum()),
-            p.ep_size,
-            windows=max(loads.shape[0] - p.fit_windows, 1),
-        )
-        self.ranks = measure.layer_rank_loads(
-            loads, placements, window=p.fit_windows, layer=p.show_layer
-        )
+        n, scored = int(loads[0, 0].sum()), max(loads.shape[0] - p.fit_windows, 1)
+        self.floor = measure.uniform_floor(loads.shape[1], n, p.ep_size, windows=scored)
+        self.ranks = measure.layer_rank_loads(loads, placements, p.fit_windows, p.show_layer)
         model_shares = measure.recovered_shares(s["static"], s["eplb"], self.floor)
         claim_shares = measure.recovered_shares(self.before, self.after, self.floor)
         self.shares = model_shares.rename(columns={"pct": "model (%)"})

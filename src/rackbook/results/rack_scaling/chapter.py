@@ -28,6 +28,7 @@ ASSUMED_OSL = 1_000
 THROUGHPUT_CLAIM = "rack-scaling.throughput"
 SPEEDUP_CLAIM = "rack-scaling.speedup"
 COST_CLAIM = "rack-scaling.cost"
+STATED = "per GPU as stated"
 
 
 def speedup_readings(
@@ -37,13 +38,11 @@ def speedup_readings(
     model: ModelSpec | str,
     systems: tuple[str, ...] = NODE_SYSTEMS,
     *,
-    isl: float | None = None,
-    osl: float | None = None,
+    isl: float = ASSUMED_ISL,
+    osl: float = ASSUMED_OSL,
 ) -> pd.DataFrame:
     """Per node size of ``systems``: efficiency = speedup / nodes, the node as the
     rack total (tok/s per GPU vs its decode ceiling) and per GPU as stated (``stated_*``)."""
-    isl = ASSUMED_ISL if isl is None else isl
-    osl = ASSUMED_OSL if osl is None else osl
     rows = []
     for sid in systems:
         per_node = catalogs.system(sid).gpus
@@ -94,14 +93,12 @@ def throughput_readings(
     hw: GpuSpec | str,
     cached_share: float | None = None,
     *,
-    isl: float | None = None,
-    osl: float | None = None,
+    isl: float = ASSUMED_ISL,
+    osl: float = ASSUMED_OSL,
 ) -> pd.DataFrame:
     """Each reading (:data:`READING_LABELS`) of "``claim_value`` tokens/s per GPU"; cache hits
     at ``cached_share``, else the least share that fits (``min_cached_share``)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
-    isl = ASSUMED_ISL if isl is None else isl
-    osl = ASSUMED_OSL if osl is None else osl
     per_gpu = claim_value / n_gpus
     rack = _bound_row(m, g, n_gpus, "rack-total", f"total of the {n_gpus}-GPU rack", per_gpu)
     rack["formula"] = (
@@ -290,13 +287,12 @@ def throughput_physics(
     dec, pre = by.loc["per-gpu-decode"], by.loc["per-gpu-prefill"]
     isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
     rack, cached = by.loc["rack-total"], by.loc["per-gpu-with-cached"]
-    computed: dict[str, Any] = {"name": "computed tokens per GPU", "verdict": str(dec["verdict"])}
-    computed |= {"ratio": float(dec["ratio"]), "ceiling": "decode ceiling"}
-    total: dict[str, Any] = {"name": "the rack's total", "verdict": str(rack["verdict"])}
-    total["tok_s_per_gpu"] = float(rack["tok_s_per_gpu"])
+    computed: dict[str, Any] = dict(name="computed tokens per GPU", verdict=str(dec["verdict"]))
+    computed |= dict(ratio=float(dec["ratio"]), ceiling="decode ceiling")
+    total: dict[str, Any] = dict(name="the rack's total", verdict=str(rack["verdict"]))
+    total |= dict(tok_s_per_gpu=float(rack["tok_s_per_gpu"]))
     clauses = [
-        f"as {computed['name']} it needs {ratio_text(computed['ratio'])} the "
-        f"{computed['ceiling']} and "
+        f"as computed tokens per GPU it needs {ratio_text(dec['ratio'])} the decode ceiling and "
         f"{ratio_text(pre['ratio'])} the prefill ceiling",
         "counting cache hits, "
         + (
@@ -308,7 +304,7 @@ def throughput_physics(
             f"tokens are prefix-cache hits at ISL {isl:,.0f} / OSL {osl:,.0f} (a workload "
             "assumed here; the share and the workload are not published)"
         ),
-        f"as {total['name']} ({total['tok_s_per_gpu']:,.0f} per GPU) it is {total['verdict']}",
+        f"as the rack's total ({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}",
     ]
     workload = (
         None if cached["limit"] == "cached prefix" else {"isl": float(isl), "osl": float(osl)}
@@ -322,19 +318,11 @@ def throughput_physics(
         holds = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
     else:
         holds = "no cached share fits"
-    condition = {"basis": "per GPU as stated", "condition": holds}
-    margin = f"{condition['basis']}: {holds}"
+    condition = {"basis": STATED, "condition": holds}
+    kw = dict(attainable=attainable, ratio=ratio, on_bases=(computed, total), workload=workload)
+    margin = f"{STATED}: {holds}"
     return common.reading(
-        THROUGHPUT_CLAIM,
-        "physics",
-        best,
-        margin,
-        clauses,
-        attainable=attainable,
-        ratio=ratio,
-        on_bases=(computed, total),
-        workload=workload,
-        condition=condition,
+        THROUGHPUT_CLAIM, "physics", best, margin, clauses, **kw, condition=condition
     )
 
 
@@ -505,8 +493,6 @@ FIGURES: tuple[str, ...] = ("fig_tokens", "fig_scaling", "fig_readings", "fig_no
 
 SINGLE_USER_CLAIM = "single-user.throughput"
 DECODE_PARITY_CLAIM = "decode-parity.gap"
-
-STATED = "per GPU as stated"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
