@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -44,6 +45,13 @@ def headlines(rows: Iterable[tuple[Any, ...]], **where: Any) -> list[headline.He
         else headline.unclaimed(name, value, unit, what, r, **where)
         for r, name, value, unit, what in rows
     ]
+
+
+def glue(a: Any, table: str) -> dict[str, Any]:
+    """The values a chapter's prose quotes that are attributes of ``a``: per word of ``table``,
+    ``name=dotted.attribute`` (or ``name``, the attribute of that name)."""
+    rows = (word.partition("=") for word in table.split())
+    return {name: operator.attrgetter(path or name)(a) for name, _, path in rows}
 
 
 def where(a: Any, kind: str = "measured") -> dict[str, Any]:

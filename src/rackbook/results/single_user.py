@@ -44,6 +44,12 @@ ACCEPTANCE_KEY = "spec_decode_acceptance_length"
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 GAP_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0)
+#: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
+GLUE = (
+    "claim_tok_s floor_gpus moe_layers rack_tok_s rack_gpus acc_floor=acceptance "
+    "claim_gpus=claim.scope.gpu_count tok_s=stats.tokens_per_s su_per_gpu=per_gpu_single_user "
+    "acceptance_source=stats.acceptance_source rack_per_gpu=per_gpu_rack"
+)
 
 STREAM_FORMULA = r"\text{tok/s} = \frac{\sum_i (n_i - 1)}{\sum_i (\text{e2el}_i - \text{ttft}_i)}"
 FLOOR_FORMULA = (
@@ -373,12 +379,7 @@ class Analysis:
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         st, f0, f1 = self.stats, self.reading("no speculation"), self.reading("speculation")
-        return {
-            "claim_tok_s": self.claim_tok_s,
-            "claim_gpus": self.claim.scope.gpu_count,
-            "floor_gpus": self.floor_gpus,
-            "acc_floor": self.acceptance,
-            "tok_s": st.tokens_per_s,
+        return common.glue(self, GLUE) | {
             "ms_per_token": 1000 / st.tokens_per_s,
             "p50": verdicts.text(st.gaps_ms[50.0], ".3g"),
             "p90": verdicts.text(st.gaps_ms[90.0], ".3g"),
@@ -387,7 +388,6 @@ class Analysis:
             "gap_max_ms": float(self.gaps_ms.max()) if self.gaps_ms.size else float("nan"),
             "per_chunk": verdicts.text(st.tokens_per_chunk, ".2f"),
             "acceptance": verdicts.text(st.acceptance_length, ".2f"),
-            "acceptance_source": st.acceptance_source,
             "n_requests": len(st.per_request),
             "claim_ms": f0["claim_ms_per_token"],
             "floor_ms": f0["floor_step_ms"],
@@ -402,17 +402,12 @@ class Analysis:
             "uniform_s_tok_s": float(f1["uniform_tok_s"]),
             "draft_mb": float(f1["draft_mb"]),
             "floor_s_ms": float(f1["floor_step_ms"]),
-            "moe_layers": self.moe_layers,
             **{
                 f"budget_{k}_us": results_bounds.collective_budget_us(
                     f["claim_step_ms"] / 1e3, f["floor_step_ms"] / 1e3, self.moe_layers
                 )
                 for k, f in (("1", f0), ("s", f1))
             },
-            "su_per_gpu": self.per_gpu_single_user,
-            "rack_tok_s": self.rack_tok_s,
-            "rack_gpus": self.rack_gpus,
-            "rack_per_gpu": self.per_gpu_rack,
         }
 
     @property

@@ -243,6 +243,12 @@ def claimed_span(registry: Registry) -> tuple[int, int]:
 RESULT = "context-latency"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.context_latency``).
 FIGURES = ("fig_memory", "fig_capacity", "fig_latency", "fig_growth", "fig_implied")
+#: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
+GLUE = (
+    "hardware slope_sentence kv_dtype=params.kv_dtype implied_ms=implied.central_ms "
+    "implied_low_ms=implied.low_ms implied_high_ms=implied.high_ms "
+    "step_floor_ms=implied.step_floor_ms"
+)
 
 
 @dataclass(frozen=True)
@@ -384,7 +390,7 @@ class Analysis:
         b = kvb[self.params.kv_dtype]
         g, im = self.growth, self.implied
         reads = self.reads_table.set_index("context_tokens")
-        return {
+        return common.glue(self, GLUE) | {
             "claim_kv": int(self.claim_kv.value or 0),
             "claim_delta_ms": float(self.claim_delta.value or 0),
             "claim_pct": float(self.claim_pct.value or 0),
@@ -394,9 +400,7 @@ class Analysis:
             "owning_layers": ", ".join(map(str, m.kv_cache.owning_layers or [])),
             "n_layers": int(m.architecture.num_layers or 0),
             "backbone_b": (m.params.backbone or 0) / 1e9,
-            "hardware": self.hardware,
             "kv_bytes": int(b.bytes_per_token),
-            "kv_dtype": self.params.kv_dtype,
             "rows_per_token": float(b.rows_per_token),
             "kv_row": float(b.kv_row_bytes),
             "idx_row": float(b.indexer_row_bytes),
@@ -432,15 +436,10 @@ class Analysis:
             "seq_explain_both": g.claim_ms / (g.growth.sparse_ms + g.compute_ms),
             "hbm_tbs": self.hw.hbm_bandwidth_bytes_per_s / 1e12,
             "batch": int(self.params.batch),
-            "implied_ms": im.central_ms,
-            "implied_low_ms": im.low_ms,
-            "implied_high_ms": im.high_ms,
-            "step_floor_ms": im.step_floor_ms,
             "implied_x_floor": im.low_ms / im.step_floor_ms,
             "scan_b": float(self.reads_lo.scan_bytes_per_token),
             "dense_b": float(self.reads_lo.dense_bytes_per_token),
             "topk": int(m.attention.index_topk if m.attention else 0),
-            "slope_sentence": self.slope_sentence,
             "batch_text": units.plural(self.params.batch, "sequence"),
             "itl_median_us": 1000 * float(self.series["median_itl_ms"].median()),
         }

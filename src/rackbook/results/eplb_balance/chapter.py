@@ -109,6 +109,12 @@ def run_reading(
 
 #: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
 SWEEPS = ("ep_size", "redundant", "skew", "batch_per_rank")
+#: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
+GLUE = (
+    "claim_before=before claim_after=after claim_recovered=recovered trace_kind=trace.kind "
+    "top_k=shape.top_k batch_per_rank floor ep=params.ep_size redundant=params.redundant "
+    "fit_windows=params.fit_windows floor_needed skew"
+)
 LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to Aug 2026"
 
 
@@ -196,32 +202,20 @@ class Analysis:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         s, loads = self.summary, self.loads
         by_batch = self.sweeps["batch_per_rank"].set_index("batch_per_rank")
-        return {
-            "claim_before": self.before,
-            "claim_after": self.after,
+        return common.glue(self, GLUE) | {
             "claim_after_pct": 100 * self.after,
-            "claim_recovered": self.recovered,
-            "trace_kind": self.trace.kind,
             "n_windows": loads.shape[0],
             "n_layers": loads.shape[1],
             "n_experts": loads.shape[2],
-            "top_k": self.shape.top_k,
-            "batch_per_rank": self.batch_per_rank,
             "tokens_per_step": int(loads[0, 0].sum()),
             **{f"b_{k}": s[k] for k in ("static", "eplb", "static_legacy", "eplb_legacy")},
-            "floor": self.floor,
-            "ep": self.params.ep_size,
-            "redundant": self.params.redundant,
             "n_physical": loads.shape[2] + self.params.redundant,
-            "fit_windows": self.params.fit_windows,
             "n_scored": s["scored"],
             "pct_gap": self.model_pct["gap closed"],
             "pct_ratio": self.model_pct["ratio to uniform"],
             "pct_floor": self.model_pct["ratio to uniform, same sampling"],
             "claim_gap": self.claim_pct["gap closed"],
             "claim_ratio": self.claim_pct["ratio to uniform"],
-            "floor_needed": self.floor_needed,
-            "skew": self.skew,
             "eplb_small_batch": float(by_batch["eplb"].iloc[0]),
             "eplb_large_batch": float(by_batch["eplb"].iloc[-1]),
             "small_batch": int(by_batch.index[0]),

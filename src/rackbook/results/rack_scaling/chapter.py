@@ -29,6 +29,13 @@ THROUGHPUT_CLAIM = "rack-scaling.throughput"
 SPEEDUP_CLAIM = "rack-scaling.speedup"
 COST_CLAIM = "rack-scaling.cost"
 STATED = "per GPU as stated"
+#: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
+GLUE = (
+    "claim_tok_s claim_speedup claim_usd rack_gpus=rack.gpus gpu_name=gpu.name hardware unit "
+    "metric=params.metric reference_config=params.reference_config band_low=band.low "
+    "workload_isl=params.workload_isl workload_osl=params.workload_osl band_high=band.high "
+    "rental_usd=rental.usd_per_gpu_hour ratio_rental=cost.ratio_to_rental"
+)
 
 
 def speedup_readings(
@@ -713,12 +720,7 @@ class Analysis:
         u = self.unit
         dec, pre = self.model.active_params("decode"), self.model.active_params("prefill")
         assert dec is not None and pre is not None, "the catalog model states its active params"
-        out = {
-            "claim_tok_s": self.claim_tok_s,
-            "claim_speedup": self.claim_speedup,
-            "claim_usd": self.claim_usd,
-            "rack_gpus": self.rack.gpus,
-            "gpu_name": self.gpu.name,
+        out = common.glue(self, GLUE) | {
             "tray_gpus": catalogs.system(tray).gpus,
             "hgx_gpus": catalogs.system(hgx).gpus,
             "su_claim": reg.value(SINGLE_USER_CLAIM),
@@ -728,8 +730,6 @@ class Analysis:
             "active_prefill_b": pre / 1e9,
             "price_uncached": catalogs.token_price(TOKEN_PRICES).usd_per_m_uncached,
             "price_cached": catalogs.token_price(TOKEN_PRICES).usd_per_m_cached,
-            "hardware": self.hardware,
-            "unit": u,
             "nx_config": str(nx["config"]),
             "nx_units": units.plural(int(nx["num_gpus"]), u),
             **{
@@ -738,8 +738,6 @@ class Analysis:
             },
             "nx_total_per_gpu": verdicts.text(nx["total_tok_s_per_gpu"], ",.1f"),
             "nx_cached_source": str(nx["cached_source"]),
-            "metric": self.params.metric,
-            "reference_config": self.params.reference_config,
             "ref_units": units.plural(int(self.scaling.iloc[0]["num_gpus"]), u),
             "top_units": units.plural(int(top["num_gpus"]), u),
             "speedup": verdicts.text(sp, ".2f"),
@@ -755,8 +753,6 @@ class Analysis:
             "v_cached": by.loc["per-gpu-with-cached", "verdict"],
             "v_rack": by.loc["rack-total", "verdict"],
             "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
-            "workload_isl": self.params.workload_isl,
-            "workload_osl": self.params.workload_osl,
         }
         return out | self._node_and_cost_values()
 
@@ -776,10 +772,6 @@ class Analysis:
                 f"node_{n}_per_gpu": spi.loc[s, "node_tok_s_per_gpu"],
             }
         return out | {
-            "band_low": self.band.low,
-            "band_high": self.band.high,
-            "rental_usd": self.rental.usd_per_gpu_hour,
-            "ratio_rental": self.cost.ratio_to_rental,
             "usd_per_m_stated": cst[(STATED, "claim as cost")],
             "usd_per_m_rack": cst[(self.rack_reading, "claim as cost")],
             "rev_share_rack": verdicts.text(
