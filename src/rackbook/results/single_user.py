@@ -212,17 +212,12 @@ def claim_vs_floor(
     """The claim's time per token (ms) against the batch-1 floor step, without and with
     speculation (``acceptance_length``); ceiling_tok_s = acceptance / floor step."""
     claim_ms = 1000 / claim_tokens_per_s
-    floor = functools.partial(
-        roofline.batch1_decode_ceiling_tokens_per_s,
-        catalogs.as_model(model),
-        hw,
-        n_gpus,
-        context_tokens=context_tokens,
-        kv_dtype=kv_dtype,
-    )
+    kw: dict[str, Any] = dict(context_tokens=context_tokens, kv_dtype=kv_dtype)
+    m = catalogs.as_model(model)
+    floor = functools.partial(roofline.batch1_decode_ceiling_tokens_per_s, m, hw, n_gpus, **kw)
     rows = []
     for name, acc in (("no speculation", 1.0), ("speculation", float(acceptance_length))):
-        f, u = floor(acc), floor(acc, routing="uniform")
+        f, u = floor(acceptance_length=acc), floor(acceptance_length=acc, routing="uniform")
         step_ms = 1000 * f.step_s
         row: dict[str, Any] = dict(reading=name, acceptance_length=acc)
         row |= dict(claim_ms_per_token=claim_ms, claim_step_ms=acc * claim_ms)
@@ -285,16 +280,10 @@ def run_reading(
     """This run's reading; testable on the claim's count of B300-class GPUs serving its model."""
     gpus = claim.scope.gpu_count
     testable = verdicts.can_test(run) and n_gpus == gpus
-    return verdicts.run_reading(
-        CLAIM_ID,
-        tok_s,
-        claim_tok_s,
-        rel_tol,
-        testable=testable,
-        what=f"one stream at {tok_s:,.1f} tok/s on {plural(n_gpus, 'accelerator')}",
-        run=run,
-        needs=f"one stream of DeepSeek-V4.1-Flash on {gpus} B300 GPUs",
-    )
+    what = f"one stream at {tok_s:,.1f} tok/s on {plural(n_gpus, 'accelerator')}"
+    needs = f"one stream of DeepSeek-V4.1-Flash on {gpus} B300 GPUs"
+    kw: dict[str, Any] = dict(testable=testable, what=what, run=run, needs=needs)
+    return verdicts.run_reading(CLAIM_ID, tok_s, claim_tok_s, rel_tol, **kw)
 
 
 @dataclass(frozen=True)
@@ -339,15 +328,9 @@ class Analysis:
         self.acceptance_from = "parameter" if given else INFERENCEX_ACCEPTANCE_SOURCE
         self.stats = st = stream_stats(trace, p.point_id)
         self.gaps_ms = st.gaps
-        self.floor = floor = claim_vs_floor(
-            claim_tok_s,
-            p.model_id,
-            p.gpu_id,
-            floor_gpus,
-            acc,
-            context_tokens=p.context_tokens,
-            kv_dtype=p.kv_dtype,
-        )
+        on = (p.model_id, p.gpu_id, floor_gpus, acc)
+        kw: dict[str, Any] = dict(context_tokens=p.context_tokens, kv_dtype=p.kv_dtype)
+        self.floor = floor = claim_vs_floor(claim_tok_s, *on, **kw)
         self.rack_tok_s = reg.value(RACK_CLAIM_ID)
         self.rack_gpus = catalogs.system(p.rack_system_id).gpus
         best_acc = float(floor.loc[floor["ceiling_tok_s"].idxmax(), "acceptance_length"])

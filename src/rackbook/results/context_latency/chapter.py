@@ -70,16 +70,10 @@ def kv_bytes_run_reading(
         why = "the trace does not report the engine's KV bytes per token (run.json metrics."
         why += f"{KV_BYTES_KEY}, from vLLM's start-up log of KV memory over KV tokens)"
         return headline.ClaimReading(KV_BYTES_ID, "this run", "untested", "-", why)
-    return verdicts.run_reading(
-        KV_BYTES_ID,
-        got,
-        claim,
-        rel_tol,
-        testable=testable,
-        what=f"{got:,.0f} B/token reported" if got is not None else "a latency trace",
-        run=run,
-        needs="vLLM's KV bytes per token of DeepSeek-V4.1-Flash on B300/GB300",
-    )
+    what = f"{got:,.0f} B/token reported" if got is not None else "a latency trace"
+    needs = "vLLM's KV bytes per token of DeepSeek-V4.1-Flash on B300/GB300"
+    kw: dict[str, Any] = dict(testable=testable, what=what, run=run, needs=needs)
+    return verdicts.run_reading(KV_BYTES_ID, got, claim, rel_tol, **kw)
 
 
 @dataclass(frozen=True)

@@ -564,12 +564,9 @@ class Analysis:
         self.speedups = speedup_readings(
             self.claim_speedup, self.claim_tok_s, rack.gpus, model, nodes, **work
         )
-        self.cost = cost = cost_readings(
-            self.claim_usd,
-            {STATED: self.claim_tok_s, f"rack total / {rack.gpus}": self.claim_tok_s / rack.gpus},
-            rental_usd_per_gpu_hour=self.rental.usd_per_gpu_hour,
-            cached_share=p.cached_share,
-        )
+        bases = {STATED: self.claim_tok_s, self.rack_reading: self.claim_tok_s / rack.gpus}
+        rental = self.rental.usd_per_gpu_hour
+        self.cost = cost = cost_readings(self.claim_usd, bases, rental, p.cached_share)
         given = {"reference (given)": f"{self.rental.kind} ({p.price_id})"}
         cost.cost["basis"] = cost.cost["basis"].replace(given)
         self.band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=self.claim_tok_s)
