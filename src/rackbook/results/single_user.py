@@ -236,12 +236,6 @@ def claim_vs_floor(
     return pd.DataFrame(rows)
 
 
-def stream_gpus(trace: Trace, default: int) -> int:
-    """Accelerators behind the stream: the largest ``points.num_gpus``, else ``default``."""
-    known = trace.points["num_gpus"].dropna()
-    return int(known.max()) if len(known) else default
-
-
 def physics_reading(
     floor: pd.DataFrame,
     claim_tok_s: float,
@@ -338,7 +332,8 @@ class Analysis:
         c = check.check_claim(p.model_id, p.gpu_id, floor_gpus, claim_tok_s, **step)
         attainable = verdicts.attainable(c, f"one stream at {best_acc:g} tokens per step")
         acc_from = "" if given else "InferenceX's measured acceptance length"
-        n_gpus = stream_gpus(trace, p.gpus)
+        known = trace.points["num_gpus"].dropna()  # the stream's GPUs, else the parameter's
+        n_gpus = int(known.max()) if len(known) else p.gpus
         self.readings = [
             physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id, acc_from, attainable),
             evidence.reading(CLAIM_ID, registry=reg),

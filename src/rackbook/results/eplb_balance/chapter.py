@@ -51,13 +51,9 @@ def balancedness_physics(
     ranks += "chapter's ep_size)"
     if fewest is not None and claimed <= 1:
         ranks += f"; the figure clears the floor of any EP size of at least {fewest} ranks"
-    return common.reading(
-        claim_id,
-        "physics",
-        "possible" if ok else "impossible",
-        f"{claimed:g} {'in' if ok else 'outside'} [1/{ep_size}, 1]",
-        [f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks})", note],
-    )
+    v, where = ("possible", "in") if ok else ("impossible", "outside")
+    clauses = [f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks})", note]
+    return common.reading(claim_id, "physics", v, f"{claimed:g} {where} [1/{ep_size}, 1]", clauses)
 
 
 def recovered_physics(
@@ -81,9 +77,8 @@ def recovered_physics(
         f"neither is {recovered_pct:g} % within {tol_pct:g}" if v != "possible" else "",
         why,
     ]
-    return common.reading(
-        RECOVERED, "physics", v, f"gap {percent(gap / 100)}, ratio {percent(ratio / 100)}", clauses
-    )
+    margin = f"gap {percent(gap / 100)}, ratio {percent(ratio / 100)}"
+    return common.reading(RECOVERED, "physics", v, margin, clauses)
 
 
 def run_reading(
@@ -171,9 +166,8 @@ class Analysis:
 
     @property
     def testable(self) -> bool:
-        return self.trace.kind != "synthetic" and verdicts.can_test(
-            self.trace.run, verdicts.BLACKWELL
-        )
+        tr = self.trace
+        return tr.kind != "synthetic" and verdicts.can_test(tr.run, verdicts.BLACKWELL)
 
     def describe(self) -> str:
         """What the trace holds, how the synthetic one was made, and what vLLM logged."""
@@ -287,9 +281,7 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
     s, kind = a.summary, a.kind
-    where: dict[str, Any] = dict(
-        kind=kind, hardware=a.hardware if kind == "measured" else None, trace_ids=[a.trace.trace_id]
-    )
+    where = common.where(a, kind) | dict(hardware=a.hardware if kind == "measured" else None)
     run = headline.by_claim(a.readings, "this run")
     legacy = "legacy vLLM balancedness (reduced over layers)"
     fitted = f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over later"
@@ -310,16 +302,11 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
             ("eplb", f"{legacy} after EPLB"),
         )
     ]
-    floor = common.modelled(
-        RECOVERED,
-        "uniform_floor_needed",
-        round(a.floor_needed, 4),
-        "1",
-        "per-step balancedness uniform routing must score for the claim's after "
-        "/ that to equal its recovered share",
-        headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
-        "arithmetic on the two published figures",
-    )
+    needed = "per-step balancedness uniform routing must score for the claim's after / that to "
+    needed += "equal its recovered share"
+    v = headline.by_claim(a.readings, "physics")[RECOVERED].verdict
+    row = (RECOVERED, "uniform_floor_needed", round(a.floor_needed, 4), "1", needed, v)
+    floor = common.modelled(*row, "arithmetic on the two published figures")
     return [*common.headlines(measured, **where), floor, *common.headlines(legacies, **where)]
 
 
