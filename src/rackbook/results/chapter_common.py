@@ -10,7 +10,7 @@ from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
-from rackbook.results import headline, verdicts
+from rackbook.results import evidence, headline, verdicts
 
 
 def start(trace: Trace, registry: Registry | None) -> tuple[Trace, str, Registry]:
@@ -27,6 +27,15 @@ def reading(
     kept = tuple(c for c in clauses if c)
     reason = "; ".join(kept)
     return headline.ClaimReading(claim_id, which, verdict, margin, reason, clauses=kept, **kw)
+
+
+def readings(
+    registry: Registry, *pairs: tuple[headline.ClaimReading, headline.ClaimReading]
+) -> list[headline.ClaimReading]:
+    """Per claim's (physics, this run) pair: physics, the published evidence, this run."""
+    return [
+        x for p, run in pairs for x in (p, evidence.reading(p.claim_id, registry=registry), run)
+    ]
 
 
 def modelled(

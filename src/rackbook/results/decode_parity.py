@@ -17,7 +17,7 @@ from rackbook.inputs import catalogs
 from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 
 RESULT = "decode-parity"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.decode_parity``).
@@ -207,11 +207,9 @@ class Analysis:
         self.prefill = parity(table, p.engine_a, p.engine_b, "prefill_tok_s", batches)
         self.missing = missing_piece(set(table["engine"]), p, dec)
         self.ceilings = ceil = ceilings(p)
-        self.readings = [
-            physics_reading(ceil, dec, testable, p),
-            evidence.reading(CLAIM_ID, registry=reg),
-            run_reading(dec, band, testable, trace.run, self.missing, batches),
-        ]
+        phys = physics_reading(ceil, dec, testable, p)
+        run = run_reading(dec, band, testable, trace.run, self.missing, batches)
+        self.readings = common.readings(reg, (phys, run))
 
     @property
     def worst(self) -> tuple[int, float] | None:

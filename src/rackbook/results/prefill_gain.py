@@ -19,7 +19,7 @@ from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds
 from rackbook.physics.results_bounds import PrefixRead, prefix_read_model, removable_share
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 from rackbook.results.verdicts import RangeVerdict
 
 RESULT = "prefill-gain"
@@ -334,7 +334,7 @@ class Analysis:
         kw: dict[str, Any] = dict(baseline_tok_s=p.baseline_tok_s, bound_tok_s=bound.tokens_per_s)
         kw |= dict(bound_how=bound_how, attainable=attainable)
         physics = gain_physics(low, high, self.removable, how, **kw)
-        self.readings = [physics, evidence.reading(CLAIM_ID, registry=reg), run]
+        self.readings = common.readings(reg, (physics, run))
 
     def batched_tokens(self, which: str) -> int | str:
         """``--max-num-batched-tokens`` in :meth:`serve_args`, else ``vLLM's default``."""

@@ -21,7 +21,7 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 
 RESULT = "single-user"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.single_user``).
@@ -334,11 +334,9 @@ class Analysis:
         acc_from = "" if given else "InferenceX's measured acceptance length"
         known = trace.points["num_gpus"].dropna()  # the stream's GPUs, else the parameter's
         n_gpus = int(known.max()) if len(known) else p.gpus
-        self.readings = [
-            physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id, acc_from, attainable),
-            evidence.reading(CLAIM_ID, registry=reg),
-            run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run),
-        ]
+        phys = physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id, acc_from, attainable)
+        run = run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run)
+        self.readings = common.readings(reg, (phys, run))
 
     def reading(self, name: str) -> pd.Series:
         """One row of :attr:`floor` (``no speculation`` or ``speculation``)."""

@@ -20,7 +20,7 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 from rackbook.results.context_latency import measure
 
 KV_BYTES_ID = "context-latency.kv-bytes"
@@ -327,17 +327,10 @@ class Analysis:
             for c, kw in claims.items()
         )
         kv_claim = reg.value(KV_BYTES_ID)
-        return [
-            kv_bytes_physics(self.kv_bytes[p.kv_dtype], kv_claim),
-            evidence.reading(KV_BYTES_ID, registry=reg),
-            kv_bytes_run_reading(self.trace.run, testable, kv_claim, p.kv_rel_tol),
-            growth.reading,
-            evidence.reading(DELTA_ID, registry=reg),
-            run_ms,
-            implied.reading,
-            evidence.reading(DELTA_PCT_ID, registry=reg),
-            run_pct,
-        ]
+        kv = kv_bytes_physics(self.kv_bytes[p.kv_dtype], kv_claim)
+        kv_run = kv_bytes_run_reading(self.trace.run, testable, kv_claim, p.kv_rel_tol)
+        pairs = ((kv, kv_run), (growth.reading, run_ms), (implied.reading, run_pct))
+        return common.readings(reg, *pairs)
 
     @property
     def kv_bytes_per_token(self) -> int:
